@@ -1,0 +1,1171 @@
+/*
+ * build.c - Kineto events into the execution graph.
+ *
+ * Work per rank, each step one pass or one sort (no quadratic passes):
+ *   1. sort event ids by (thread, start, longest first);
+ *   2. host threads: sweep runtime calls against a stack of open CPU ops
+ *      (enclosing op, communication metadata), cut CPU work between calls,
+ *      split blocking calls into call + wait;
+ *   3. streams: GPU tasks in start order, launch edges by correlation;
+ *   4. sync and event edges: exact from cuda_sync records, else device
+ *      synchronise by definition, else inferred from timing;
+ *   5. cross-thread edges from idle gaps;
+ *   6. iterations (ProfilerStep#N) and collectives.
+ * Finally the edge list becomes CSR, rows sorted and de-duplicated.
+ */
+#include "build.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "imap.h"
+#include "vec.h"
+
+#define NONE32 UINT32_MAX
+
+void build_opts_default(struct build_opts *o)
+{
+	o->infer_events = 1;
+	o->infer_sync = 1;
+	o->infer_threads = 1;
+	o->allow_dangling = 0;
+	o->event_tol_ns = 5000;
+	o->sync_tol_ns = 20000;
+	o->thread_gap_ns = 50000;
+	o->thread_tol_ns = 50000;
+}
+
+struct pnode {
+	int64_t start, dur, wait, corr;
+	uint32_t name, op, src, coll, proc, hint; /* hint: comm index of the enclosing op */
+	int32_t iter;
+	uint8_t kind, flags, rtclass, launched;
+};
+
+struct pedge {
+	uint32_t src, dst;
+	uint8_t kind;
+};
+
+struct key {
+	uint32_t thread;
+	uint32_t ev;
+	int64_t ts;
+	int64_t negdur;
+};
+
+struct builder {
+	const struct build_opts *o;
+	struct strtab *st;
+	struct prism_err *err;
+	VEC(struct pnode) nodes;
+	VEC(struct pedge) edges;
+	VEC(struct graph_proc) procs;
+	VEC(struct graph_rank) ranks;
+	VEC(struct graph_iter) iters;
+	VEC(struct graph_coll) colls;
+	VEC(uint8_t) rtclass_of; /* by string id; 0xff = not yet classified */
+	struct graph_stats stats;
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct key *x = a, *y = b;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->negdur != y->negdur)
+		return x->negdur < y->negdur ? -1 : 1;
+	return x->ev < y->ev ? -1 : x->ev > y->ev;
+}
+
+static int nomem(struct builder *b)
+{
+	return prism_err_set(b->err, PRISM_ENOMEM, "out of memory while building the graph");
+}
+
+static int add_edge(struct builder *b, uint32_t src, uint32_t dst, int kind)
+{
+	struct pedge e = {src, dst, (uint8_t)kind};
+	if (src == dst)
+		return 0;
+	return VEC_PUSH(b->edges, e) ? nomem(b) : 0;
+}
+
+static int add_node(struct builder *b, const struct pnode *n, uint32_t *id)
+{
+	if (b->nodes.n >= UINT32_MAX - 1)
+		return prism_err_set(b->err, PRISM_ELIMIT, "more than 2^32 graph nodes");
+	if (VEC_PUSH(b->nodes, *n))
+		return nomem(b);
+	if (id)
+		*id = (uint32_t)(b->nodes.n - 1);
+	return 0;
+}
+
+static int rt_class(struct builder *b, uint32_t name)
+{
+	if (name >= b->rtclass_of.n) {
+		size_t old = b->rtclass_of.n;
+		if (VEC_RESERVE(b->rtclass_of, b->st->n))
+			return -1;
+		memset(b->rtclass_of.v + old, 0xff, b->st->n - old);
+		b->rtclass_of.n = b->st->n;
+	}
+	if (b->rtclass_of.v[name] == 0xff)
+		b->rtclass_of.v[name] = (uint8_t)graph_rt_classify(strtab_get(b->st, name));
+	return b->rtclass_of.v[name];
+}
+
+static int is_blocking_class(int c)
+{
+	return c == RT_STREAM_SYNC || c == RT_DEVICE_SYNC || c == RT_EVENT_SYNC ||
+	       c == RT_MEMCPY_SYNC;
+}
+
+/* ---- per-rank state ----------------------------------------------------- */
+
+struct stream_ix {
+	uint32_t first, n; /* node range */
+};
+
+struct rank_ctx {
+	const struct kineto_trace *tr;
+	uint32_t rank_ix;
+	struct key *keys;      /* all kept events, sorted */
+	size_t nkeys;
+	struct imap rt_by_corr;  /* correlation -> runtime (call) node */
+	struct imap gpu_by_corr; /* correlation -> first GPU event */
+	struct imap gpunode_by_corr; /* correlation -> first GPU node */
+	int64_t min_rt_corr;
+	VEC(uint32_t) cpu_procs; /* processor indices of this rank */
+	VEC(uint32_t) gpu_procs;
+	int64_t *lts;            /* per node of this rank: launch start (GPU nodes) */
+	uint32_t node_base;      /* first node id of this rank */
+	size_t nsync;
+};
+
+static const struct kt_event *ev_at(const struct rank_ctx *rc, size_t k)
+{
+	return &rc->tr->events.v[rc->keys[k].ev];
+}
+
+static int64_t node_end(const struct builder *b, uint32_t u)
+{
+	return b->nodes.v[u].start + b->nodes.v[u].dur + b->nodes.v[u].wait;
+}
+
+/* Is this memcpy blocking for its host thread (DtoH into pageable memory)? */
+static int memcpy_blocks(const struct builder *b, const struct kt_event *g)
+{
+	const char *s = strtab_get(b->st, g->name);
+	return g->kind == KT_MEMCPY && strstr(s, "DtoH") && strstr(s, "Pageable");
+}
+
+static int fail_ev(struct builder *b, const struct rank_ctx *rc, const struct kt_event *e,
+		   const char *fmt, ...) PRISM_PRINTF(4, 5);
+static int fail_ev(struct builder *b, const struct rank_ctx *rc, const struct kt_event *e,
+		   const char *fmt, ...)
+{
+	char what[240];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return prism_err_set(b->err, PRISM_EFORMAT, "%s: event %" PRIu32 " '%.60s': %s",
+			     rc->tr->path, e->index, strtab_get(b->st, e->name), what);
+}
+
+/* Host thread: runtime calls, CPU work between them, enclosing ops. */
+static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, size_t hi,
+			     uint32_t proc)
+{
+	VEC(uint32_t) stack = {0};
+	VEC(size_t) ops = {0};
+	VEC(size_t) rts = {0};
+	int64_t t, span_end = INT64_MIN, last_rt_end = INT64_MIN;
+	uint32_t last_call = NONE32;
+	int rc_ = 0;
+
+	for (size_t k = lo; k < hi; k++) {
+		const struct kt_event *e = ev_at(rc, k);
+		if (e->ts_ns + e->dur_ns > span_end)
+			span_end = e->ts_ns + e->dur_ns;
+		if (e->kind == KT_CPU_OP || e->kind == KT_USER_ANN) {
+			if (VEC_PUSH(ops, k))
+				goto oom;
+		} else if (e->kind == KT_RUNTIME) {
+			if (VEC_PUSH(rts, k))
+				goto oom;
+		}
+	}
+	t = ev_at(rc, lo)->ts_ns;
+	size_t oi = 0;
+	for (size_t ri = 0; ri < rts.n; ri++) {
+		const struct kt_event *e = ev_at(rc, rts.v[ri]);
+		int64_t s = e->ts_ns, end = e->ts_ns + e->dur_ns;
+		uint32_t op_name = 0, hint = NONE32, id;
+		int covered, cls;
+
+		/* Open the ops that start before this call; close the ended ones. */
+		while (oi < ops.n && ev_at(rc, ops.v[oi])->ts_ns <= s) {
+			const struct kt_event *o = ev_at(rc, ops.v[oi]);
+			while (stack.n && ev_at(rc, stack.v[stack.n - 1])->ts_ns +
+						  ev_at(rc, stack.v[stack.n - 1])->dur_ns <=
+					  o->ts_ns)
+				stack.n--;
+			if (VEC_PUSH(stack, (uint32_t)ops.v[oi]))
+				goto oom;
+			oi++;
+		}
+		while (stack.n && ev_at(rc, stack.v[stack.n - 1])->ts_ns +
+					  ev_at(rc, stack.v[stack.n - 1])->dur_ns <=
+				  s)
+			stack.n--;
+		if (stack.n) {
+			op_name = ev_at(rc, stack.v[stack.n - 1])->name;
+			for (size_t d = stack.n; d-- > 0;) {
+				const struct kt_event *o = ev_at(rc, stack.v[d]);
+				if (o->comm != NONE32) {
+					hint = o->comm;
+					break;
+				}
+			}
+		} else {
+			b->stats.rt_no_op++;
+		}
+
+		cls = rt_class(b, e->name);
+		if (cls < 0)
+			goto oom;
+		b->stats.rt_class[cls]++;
+		if (s < last_rt_end) {
+			if (end <= last_rt_end) {
+				/* Nested in the previous call: that call owns its GPU work. */
+				b->stats.nested_runtime++;
+				if (e->corr != KT_NO_ID) {
+					uint32_t old;
+					if (imap_put(&rc->rt_by_corr, e->corr, last_call, &old))
+						goto oom;
+					if (old != IMAP_NONE) {
+						rc_ = fail_ev(b, rc, e, "duplicate correlation id %" PRId64,
+							      e->corr);
+						goto out;
+					}
+				}
+				continue;
+			}
+			b->stats.clipped_runtime++;
+			s = last_rt_end;
+		}
+		covered = stack.n && ev_at(rc, stack.v[0])->ts_ns <= t;
+		if (s > t) {
+			struct pnode gap = {0};
+			gap.start = t;
+			gap.dur = s - t;
+			gap.corr = -1;
+			gap.name = op_name;
+			gap.op = op_name;
+			gap.src = NONE32;
+			gap.coll = NONE32;
+			gap.hint = NONE32;
+			gap.proc = proc;
+			gap.kind = GN_CPU;
+			gap.flags = covered ? 0 : NF_IDLE_GAP; /* cleared unless a thread edge */
+			if ((rc_ = add_node(b, &gap, NULL)))
+				goto out;
+		}
+		{
+			struct pnode call = {0};
+			uint32_t g = e->corr != KT_NO_ID ? imap_get(&rc->gpu_by_corr, e->corr) : NONE32;
+			int blocking = is_blocking_class(cls) ||
+				       (g != NONE32 && memcpy_blocks(b, &rc->tr->events.v[g]));
+			call.start = s;
+			call.dur = blocking ? 0 : end - s;
+			call.corr = e->corr != KT_NO_ID ? e->corr : -1;
+			call.name = e->name;
+			call.op = op_name;
+			call.src = e->index;
+			call.coll = NONE32;
+			call.hint = hint;
+			call.proc = proc;
+			call.kind = GN_RUNTIME;
+			call.rtclass = (uint8_t)cls;
+			call.flags = blocking ? NF_BLOCKING : 0;
+			if ((rc_ = add_node(b, &call, &id)))
+				goto out;
+			if (e->corr != KT_NO_ID) {
+				uint32_t old;
+				if (imap_put(&rc->rt_by_corr, e->corr, id, &old))
+					goto oom;
+				if (old != IMAP_NONE) {
+					rc_ = fail_ev(b, rc, e, "duplicate correlation id %" PRId64,
+						      e->corr);
+					goto out;
+				}
+				if (e->corr < rc->min_rt_corr)
+					rc->min_rt_corr = e->corr;
+			}
+			if (blocking) {
+				struct pnode w = call;
+				w.kind = GN_WAIT;
+				w.dur = end - s; /* own cost and waiting split later */
+				w.flags = 0;
+				if ((rc_ = add_node(b, &w, NULL)))
+					goto out;
+			}
+			last_call = id;
+		}
+		t = last_rt_end = end;
+	}
+	if (span_end > t) {
+		struct pnode tail = {0};
+		tail.start = t;
+		tail.dur = span_end - t;
+		tail.corr = -1;
+		tail.src = NONE32;
+		tail.coll = NONE32;
+		tail.hint = NONE32;
+		tail.proc = proc;
+		tail.kind = GN_CPU;
+		if ((rc_ = add_node(b, &tail, NULL)))
+			goto out;
+	}
+	goto out;
+oom:
+	rc_ = nomem(b);
+out:
+	VEC_FREE(stack);
+	VEC_FREE(ops);
+	VEC_FREE(rts);
+	return rc_;
+}
+
+static int coll_kind_of(const char *s)
+{
+	char buf[64];
+	size_t n = 0;
+	/* Lower-case, underscores dropped: "all_to_all" == "AllToAll". */
+	for (; *s && *s != '(' && n < sizeof(buf) - 1; s++)
+		if (*s != '_' && *s != ':')
+			buf[n++] = (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s);
+	buf[n] = '\0';
+	if (strstr(buf, "alltoall"))
+		return GC_ALL_TO_ALL;
+	if (strstr(buf, "allreduce"))
+		return GC_ALL_REDUCE;
+	if (strstr(buf, "allgather"))
+		return GC_ALL_GATHER;
+	if (strstr(buf, "reducescatter"))
+		return GC_REDUCE_SCATTER;
+	if (strstr(buf, "broadcast"))
+		return GC_BROADCAST;
+	if (strstr(buf, "sendrecv"))
+		return GC_SEND_RECV;
+	if (strstr(buf, "send"))
+		return GC_SEND;
+	if (strstr(buf, "recv"))
+		return GC_RECV;
+	if (strstr(buf, "reduce"))
+		return GC_REDUCE;
+	return GC_UNKNOWN;
+}
+
+static int is_nccl_kernel(const char *s)
+{
+	return strncmp(s, "ncclKernel_", 11) == 0 || strncmp(s, "ncclDevKernel_", 14) == 0 ||
+	       (strncmp(s, "nccl", 4) == 0 && strstr(s, "Kernel") != NULL);
+}
+
+static int64_t dtype_size(const char *s)
+{
+	static const struct {
+		const char *name;
+		int size;
+	} t[] = {
+		{"float", 4}, {"Float", 4}, {"float32", 4}, {"int", 4}, {"Int", 4}, {"int32", 4},
+		{"unsigned int", 4}, {"Half", 2}, {"half", 2}, {"c10::Half", 2}, {"float16", 2},
+		{"BFloat16", 2}, {"bfloat16", 2}, {"c10::BFloat16", 2}, {"short", 2},
+		{"Short", 2}, {"int16", 2}, {"double", 8}, {"Double", 8}, {"float64", 8},
+		{"long int", 8}, {"long", 8}, {"Long", 8}, {"int64", 8}, {"long long", 8},
+		{"unsigned long", 8}, {"Byte", 1}, {"Char", 1}, {"unsigned char", 1},
+		{"signed char", 1}, {"bool", 1}, {"Bool", 1}, {"uint8", 1}, {"int8", 1},
+		{"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (strcmp(s, t[i].name) == 0)
+			return t[i].size;
+	return -1;
+}
+
+/* Streams: GPU tasks, launch edges, collectives. */
+static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_t hi,
+			uint32_t proc)
+{
+	for (size_t k = lo; k < hi; k++) {
+		const struct kt_event *e = ev_at(rc, k);
+		struct pnode n = {0};
+		uint32_t id, call;
+		const char *name = strtab_get(b->st, e->name);
+
+		if (e->kind != KT_KERNEL && e->kind != KT_MEMCPY && e->kind != KT_MEMSET)
+			continue;
+		n.start = e->ts_ns;
+		n.dur = e->dur_ns;
+		n.corr = e->corr;
+		n.name = e->name;
+		n.src = e->index;
+		n.coll = NONE32;
+		n.hint = e->comm;
+		n.proc = proc;
+		n.iter = -1;
+		n.kind = e->kind == KT_MEMCPY ? GN_MEMCPY
+			 : e->kind == KT_MEMSET ? GN_MEMSET
+						: GN_KERNEL;
+		call = imap_get(&rc->rt_by_corr, e->corr);
+		if (call != IMAP_NONE) {
+			n.op = b->nodes.v[call].op;
+			if (n.hint == NONE32)
+				n.hint = b->nodes.v[call].hint;
+		}
+		if (n.kind == GN_KERNEL && is_nccl_kernel(name)) {
+			int kind = coll_kind_of(name + 4);
+			n.kind = (kind == GC_SEND_RECV || kind == GC_SEND || kind == GC_RECV) ? GN_P2P
+											     : GN_COLL;
+		}
+		if (add_node(b, &n, &id) || imap_put(&rc->gpunode_by_corr, e->corr, id, NULL))
+			return nomem(b);
+		if (call != IMAP_NONE) {
+			b->nodes.v[call].launched = 1;
+			if (add_edge(b, call, id, GE_LAUNCH))
+				return PRISM_ENOMEM;
+		} else if (e->corr < rc->min_rt_corr || b->o->allow_dangling) {
+			b->stats.gpu_no_launch++;
+		} else {
+			return fail_ev(b, rc, e,
+				       "dangling correlation id %" PRId64
+				       ": GPU work inside the window without its launch call "
+				       "(--allow-dangling places it anyway)",
+				       e->corr);
+		}
+	}
+	return 0;
+}
+
+/* Last node of stream range s launched before time t, or NONE32. */
+static uint32_t last_launched_before(const struct builder *b, const struct rank_ctx *rc,
+				     const struct graph_proc *s, int64_t t)
+{
+	uint32_t lo = 0, hi = s->n; /* first index with lts >= t */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (rc->lts[s->first + mid - rc->node_base] < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	(void)b;
+	return lo == 0 ? NONE32 : s->first + lo - 1;
+}
+
+static uint32_t first_launched_after(const struct rank_ctx *rc, const struct graph_proc *s,
+				     int64_t t)
+{
+	uint32_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (rc->lts[s->first + mid - rc->node_base] < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == s->n ? NONE32 : s->first + lo;
+}
+
+static const struct graph_proc *stream_proc(const struct builder *b, const struct rank_ctx *rc,
+					    int64_t stream)
+{
+	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
+		const struct graph_proc *p = &b->procs.v[rc->gpu_procs.v[i]];
+		if (p->tid == stream)
+			return p;
+	}
+	return NULL;
+}
+
+/* Last node (by end) of range p ending at or before t, or NONE32. */
+static uint32_t last_ending_by(const struct builder *b, const struct graph_proc *p, int64_t t)
+{
+	uint32_t lo = 0, hi = p->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (node_end(b, p->first + mid) <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == 0 ? NONE32 : p->first + lo - 1;
+}
+
+static int sync_edge(struct builder *b, uint32_t src, uint32_t call, int inferred)
+{
+	return add_edge(b, src, call + 1, GE_SYNC | (inferred ? GE_INFERRED : 0));
+}
+
+/* Sync and event edges from cuda_sync records. Marks resolved calls. */
+static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved)
+{
+	const struct kineto_trace *tr = rc->tr;
+
+	for (size_t k = 0; k < tr->events.n; k++) {
+		const struct kt_event *e = &tr->events.v[k];
+		uint32_t call, rec;
+		int used = 0;
+
+		if (e->kind != KT_CUDA_SYNC)
+			continue;
+		call = e->corr != KT_NO_ID ? imap_get(&rc->rt_by_corr, e->corr) : NONE32;
+		rec = e->c != KT_NO_ID && e->c >= 0 ? imap_get(&rc->rt_by_corr, e->c) : NONE32;
+		if (call == NONE32)
+			goto next;
+		switch (e->sync) {
+		case KT_SYNC_STREAM_WAIT_EVENT: {
+			const struct graph_proc *ws = stream_proc(b, rc, e->a);
+			const struct graph_proc *ss = stream_proc(b, rc, e->b);
+			uint32_t src, dst;
+			if (!ws || !ss || rec == NONE32)
+				break;
+			src = last_launched_before(b, rc, ss, b->nodes.v[rec].start);
+			dst = first_launched_after(rc, ws, b->nodes.v[call].start);
+			if (src != NONE32 && dst != NONE32) {
+				if (add_edge(b, src, dst, GE_EVENT))
+					return PRISM_ENOMEM;
+				used = 1;
+			}
+			resolved[call - rc->node_base] = 1;
+			break;
+		}
+		case KT_SYNC_EVENT:
+		case KT_SYNC_STREAM: {
+			int64_t sid = e->sync == KT_SYNC_EVENT ? e->b : (e->b >= 0 ? e->b : e->a);
+			const struct graph_proc *ss = stream_proc(b, rc, sid);
+			int64_t t = e->sync == KT_SYNC_EVENT && rec != NONE32 ? b->nodes.v[rec].start
+									 : b->nodes.v[call].start;
+			uint32_t src;
+			if (!(b->nodes.v[call].flags & NF_BLOCKING) || !ss)
+				break;
+			if (e->sync == KT_SYNC_EVENT && rec == NONE32)
+				break;
+			src = last_launched_before(b, rc, ss, t);
+			if (src != NONE32 && sync_edge(b, src, call, 0))
+				return PRISM_ENOMEM;
+			used = 1;
+			resolved[call - rc->node_base] = 1;
+			break;
+		}
+		case KT_SYNC_CONTEXT:
+			if (!(b->nodes.v[call].flags & NF_BLOCKING))
+				break;
+			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
+				uint32_t src = last_launched_before(
+					b, rc, &b->procs.v[rc->gpu_procs.v[i]], b->nodes.v[call].start);
+				if (src != NONE32 && sync_edge(b, src, call, 0))
+					return PRISM_ENOMEM;
+			}
+			used = 1;
+			resolved[call - rc->node_base] = 1;
+			break;
+		default:
+			break;
+		}
+	next:
+		if (used)
+			b->stats.cuda_sync_used++;
+		else
+			b->stats.cuda_sync_unused++;
+	}
+	return 0;
+}
+
+/* Blocking calls without a cuda_sync record. */
+static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *resolved)
+{
+	uint32_t end = (uint32_t)b->nodes.n;
+
+	for (uint32_t u = rc->node_base; u < end; u++) {
+		struct pnode *n = &b->nodes.v[u];
+		if (n->kind != GN_RUNTIME || !(n->flags & NF_BLOCKING) || resolved[u - rc->node_base])
+			continue;
+		if (n->rtclass == RT_DEVICE_SYNC) {
+			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
+				uint32_t src = last_launched_before(
+					b, rc, &b->procs.v[rc->gpu_procs.v[i]], n->start);
+				if (src != NONE32 && sync_edge(b, src, u, 0))
+					return PRISM_ENOMEM;
+			}
+		} else if (n->rtclass == RT_STREAM_SYNC || n->rtclass == RT_EVENT_SYNC) {
+			/* Which stream?  The one whose last launched task finished
+			 * while the call was blocked, closest to its return. */
+			int64_t call_end = n[1].start + n[1].dur;
+			uint32_t best = NONE32;
+			if (!b->o->infer_sync)
+				continue;
+			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
+				uint32_t c = last_launched_before(
+					b, rc, &b->procs.v[rc->gpu_procs.v[i]], n->start);
+				int64_t ce;
+				if (c == NONE32)
+					continue;
+				ce = node_end(b, c);
+				if (ce > n->start && ce <= call_end + b->o->sync_tol_ns &&
+				    (best == NONE32 || ce > node_end(b, best)))
+					best = c;
+			}
+			if (best != NONE32) {
+				if (sync_edge(b, best, u, 1))
+					return PRISM_ENOMEM;
+			} else {
+				b->stats.sync_no_wait++;
+			}
+		} else {
+			/* A blocking copy waits for its own GPU copy. */
+			uint32_t g = n->corr >= 0 ? imap_get(&rc->gpunode_by_corr, n->corr) : NONE32;
+			if (g != NONE32) {
+				if (sync_edge(b, g, u, 0))
+					return PRISM_ENOMEM;
+			} else {
+				b->stats.sync_no_wait++;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Cross-stream edges inferred from unexplained GPU start delays. */
+static int infer_events(struct builder *b, struct rank_ctx *rc)
+{
+	int64_t tol = b->o->event_tol_ns;
+
+	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
+		const struct graph_proc *p = &b->procs.v[rc->gpu_procs.v[i]];
+		for (uint32_t u = p->first; u < p->first + p->n; u++) {
+			int64_t ready = INT64_MIN, xs = b->nodes.v[u].start;
+			uint32_t best = NONE32, call;
+			if (rc->lts[u - rc->node_base] == INT64_MIN)
+				continue; /* launched before the window: nothing to explain */
+			call = imap_get(&rc->rt_by_corr, b->nodes.v[u].corr);
+			ready = node_end(b, call);
+			if (u > p->first && node_end(b, u - 1) > ready)
+				ready = node_end(b, u - 1);
+			if (xs - ready <= tol)
+				continue;
+			for (size_t j = 0; j < rc->gpu_procs.n; j++) {
+				const struct graph_proc *q = &b->procs.v[rc->gpu_procs.v[j]];
+				uint32_t c;
+				int64_t ce;
+				if (q == p)
+					continue;
+				c = last_ending_by(b, q, xs);
+				if (c == NONE32)
+					continue;
+				ce = node_end(b, c);
+				if (ce >= xs - tol && ce > ready &&
+				    (best == NONE32 || ce > node_end(b, best)))
+					best = c;
+			}
+			if (best != NONE32 && add_edge(b, best, u, GE_EVENT | GE_INFERRED))
+				return PRISM_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Cross-thread edges: work after an uncovered idle gap starts when another
+ * thread of the rank finished something just before. */
+static int infer_threads(struct builder *b, struct rank_ctx *rc)
+{
+	for (size_t i = 0; i < rc->cpu_procs.n; i++) {
+		const struct graph_proc *p = &b->procs.v[rc->cpu_procs.v[i]];
+		for (uint32_t u = p->first; u + 1 < p->first + p->n; u++) {
+			struct pnode *gap = &b->nodes.v[u];
+			int64_t s;
+			uint32_t best = NONE32;
+			if (!(gap->flags & NF_IDLE_GAP))
+				continue;
+			gap->flags &= (uint8_t)~NF_IDLE_GAP;
+			if (gap->dur < b->o->thread_gap_ns || !b->o->infer_threads)
+				continue;
+			s = b->nodes.v[u + 1].start;
+			for (size_t j = 0; j < rc->cpu_procs.n; j++) {
+				const struct graph_proc *q = &b->procs.v[rc->cpu_procs.v[j]];
+				uint32_t c;
+				if (q == p)
+					continue;
+				c = last_ending_by(b, q, s);
+				if (c != NONE32 && node_end(b, c) >= s - b->o->thread_tol_ns &&
+				    (best == NONE32 || node_end(b, c) > node_end(b, best)))
+					best = c;
+			}
+			if (best != NONE32) {
+				gap->flags |= NF_IDLE_GAP;
+				if (add_edge(b, best, u + 1, GE_THREAD | GE_INFERRED))
+					return PRISM_ENOMEM;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Split each blocking call's traced time into waiting and own cost. */
+static void split_waits(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
+{
+	for (size_t k = edge_lo; k < b->edges.n; k++) {
+		const struct pedge *e = &b->edges.v[k];
+		struct pnode *w;
+		int64_t f, wait, total;
+		if (GE_KIND(e->kind) != GE_SYNC)
+			continue;
+		w = &b->nodes.v[e->dst];
+		total = w->dur + w->wait;
+		f = node_end(b, e->src);
+		wait = f - w->start + w->wait; /* measured from the call's start */
+		(void)rc;
+		if (wait < 0)
+			wait = 0;
+		if (wait > total)
+			wait = total;
+		if (wait > w->wait) {
+			w->start += wait - w->wait;
+			w->wait = wait;
+			w->dur = total - wait;
+		}
+	}
+}
+
+static int64_t step_number(const char *s)
+{
+	const char *h = strchr(s, '#');
+	return h ? strtoll(h + 1, NULL, 10) : -1;
+}
+
+static int iterations(struct builder *b, struct rank_ctx *rc)
+{
+	const struct kineto_trace *tr = rc->tr;
+	size_t first = b->iters.n;
+
+	for (size_t k = 0; k < rc->nkeys; k++) {
+		const struct kt_event *e = ev_at(rc, k);
+		struct graph_iter it;
+		if ((e->kind != KT_USER_ANN && e->kind != KT_CPU_OP) ||
+		    strncmp(strtab_get(b->st, e->name), "ProfilerStep#", 13) != 0)
+			continue;
+		it.rank = rc->rank_ix;
+		it.step = step_number(strtab_get(b->st, e->name));
+		it.start_ns = e->ts_ns;
+		it.dur_ns = e->dur_ns;
+		if (VEC_PUSH(b->iters, it))
+			return nomem(b);
+	}
+	(void)tr;
+	/* Host nodes by start; GPU nodes by their launch. Steps are sorted. */
+	for (uint32_t u = rc->node_base; u < b->nodes.n; u++) {
+		struct pnode *n = &b->nodes.v[u];
+		int64_t t = n->start;
+		size_t lo = first, hi = b->iters.n;
+		if (n->kind >= GN_KERNEL && rc->lts[u - rc->node_base] != INT64_MIN)
+			t = rc->lts[u - rc->node_base];
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (b->iters.v[mid].start_ns <= t)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		n->iter = -1;
+		if (lo > first && t < b->iters.v[lo - 1].start_ns + b->iters.v[lo - 1].dur_ns)
+			n->iter = (int32_t)(lo - 1);
+	}
+	return 0;
+}
+
+static int collectives(struct builder *b, struct rank_ctx *rc)
+{
+	const struct kineto_trace *tr = rc->tr;
+	size_t first = b->colls.n;
+
+	for (uint32_t u = rc->node_base; u < b->nodes.n; u++) {
+		struct pnode *n = &b->nodes.v[u];
+		struct graph_coll c;
+		const struct kt_comm *m;
+		int kind;
+		if (n->kind != GN_COLL && n->kind != GN_P2P)
+			continue;
+		memset(&c, 0, sizeof(c));
+		c.node = u;
+		c.bytes = -1;
+		c.group_size = -1;
+		kind = coll_kind_of(strtab_get(b->st, n->name) + 4);
+		m = n->hint != NONE32 ? &tr->comms.v[n->hint] : NULL;
+		if (m) {
+			int mk = m->coll ? coll_kind_of(strtab_get(b->st, m->coll)) : GC_UNKNOWN;
+			int64_t es = m->dtype ? dtype_size(strtab_get(b->st, m->dtype)) : -1;
+			int64_t ne = m->in_nelems >= 0 ? m->in_nelems : m->dims_nelems;
+			if (mk != GC_UNKNOWN)
+				kind = mk;
+			if (es > 0 && ne >= 0)
+				c.bytes = ne * es;
+			c.group_size = m->group_size;
+			c.pg = m->pg_name;
+			c.ranks = m->pg_ranks;
+			c.dtype = m->dtype;
+		}
+		if (c.group_size < 0) {
+			for (size_t i = 0; i < tr->pgs.n; i++)
+				if (c.pg && tr->pgs.v[i].name == c.pg)
+					c.group_size = tr->pgs.v[i].size;
+		}
+		if (c.group_size < 0 && tr->has_world)
+			c.group_size = tr->world_size;
+		c.kind = (uint8_t)kind;
+		n->coll = (uint32_t)b->colls.n;
+		b->stats.colls[kind]++;
+		if (VEC_PUSH(b->colls, c))
+			return nomem(b);
+	}
+	/* Sequence numbers per process group, in launch order: one sort. */
+	{
+		size_t nc = b->colls.n - first;
+		struct key *k = malloc((nc ? nc : 1) * sizeof(*k));
+		if (!k)
+			return nomem(b);
+		for (size_t i = 0; i < nc; i++) {
+			const struct graph_coll *c = &b->colls.v[first + i];
+			k[i].thread = c->pg;
+			k[i].ev = (uint32_t)(first + i);
+			k[i].ts = rc->lts[c->node - rc->node_base];
+			k[i].negdur = 0;
+		}
+		qsort(k, nc, sizeof(*k), cmp_key);
+		for (size_t i = 0; i < nc; i++)
+			b->colls.v[k[i].ev].seq =
+				i > 0 && k[i - 1].thread == k[i].thread ? b->colls.v[k[i - 1].ev].seq + 1
+									: 0;
+		free(k);
+	}
+	return 0;
+}
+
+static int cmp_thread(const void *a, const void *b, const struct kineto_trace *tr)
+{
+	const struct kt_thread *x = &tr->threads.v[*(const uint32_t *)a];
+	const struct kt_thread *y = &tr->threads.v[*(const uint32_t *)b];
+	if (x->gpu != y->gpu)
+		return x->gpu < y->gpu ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return 0;
+}
+
+static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t rank_ix)
+{
+	struct rank_ctx rc;
+	uint32_t *order = NULL;
+	size_t proc_base = b->procs.n;
+	size_t *lo_of = NULL, *hi_of = NULL;
+	uint8_t *resolved = NULL;
+	size_t edge_lo;
+	int rc_ = 0;
+
+	memset(&rc, 0, sizeof(rc));
+	rc.tr = tr;
+	rc.rank_ix = rank_ix;
+	rc.min_rt_corr = INT64_MAX;
+	rc.node_base = (uint32_t)b->nodes.n;
+	rc.nkeys = tr->events.n;
+	rc.keys = malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*rc.keys));
+	order = malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*order));
+	lo_of = calloc(tr->threads.n + 1, sizeof(*lo_of));
+	hi_of = calloc(tr->threads.n + 1, sizeof(*hi_of));
+	if (!rc.keys || !order || !lo_of || !hi_of)
+		goto oom;
+	for (size_t k = 0; k < rc.nkeys; k++) {
+		const struct kt_event *e = &tr->events.v[k];
+		rc.keys[k].thread = e->thread;
+		rc.keys[k].ev = (uint32_t)k;
+		rc.keys[k].ts = e->ts_ns;
+		rc.keys[k].negdur = -e->dur_ns;
+		if ((e->kind == KT_KERNEL || e->kind == KT_MEMCPY || e->kind == KT_MEMSET) &&
+		    imap_put(&rc.gpu_by_corr, e->corr, (uint32_t)k, NULL))
+			goto oom;
+	}
+	qsort(rc.keys, rc.nkeys, sizeof(*rc.keys), cmp_key);
+	for (size_t k = 0; k < rc.nkeys; k++) {
+		uint32_t t = rc.keys[k].thread;
+		if (k == 0 || rc.keys[k - 1].thread != t)
+			lo_of[t] = k;
+		hi_of[t] = k + 1;
+	}
+	/* Processors in a stable order: host threads, then streams, by id. */
+	for (uint32_t i = 0; i < tr->threads.n; i++)
+		order[i] = i;
+	for (size_t i = 1; i < tr->threads.n; i++) /* insertion sort: few threads */
+		for (size_t j = i; j > 0 && cmp_thread(&order[j - 1], &order[j], tr) > 0; j--) {
+			uint32_t x = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	for (size_t oi = 0; oi < tr->threads.n; oi++) {
+		uint32_t t = order[oi];
+		const struct kt_thread *th = &tr->threads.v[t];
+		struct graph_proc p = {rank_ix, th->gpu, th->pid, th->tid, (uint32_t)b->nodes.n, 0};
+		size_t lo = lo_of[t], hi = hi_of[t];
+		int has_work = 0;
+		for (size_t k = lo; k < hi && !has_work; k++) {
+			int kd = ev_at(&rc, k)->kind;
+			has_work = th->gpu ? (kd == KT_KERNEL || kd == KT_MEMCPY || kd == KT_MEMSET)
+					   : kd == KT_RUNTIME;
+		}
+		if (!has_work) {
+			if (!th->gpu)
+				b->stats.idle_threads++;
+			continue;
+		}
+		if (VEC_PUSH(b->procs, p))
+			goto oom;
+		if (th->gpu) {
+			/* Streams after all host threads: launches must be known. */
+			continue;
+		}
+		if ((rc_ = build_host_thread(b, &rc, lo, hi, (uint32_t)(b->procs.n - 1))))
+			goto out;
+		b->procs.v[b->procs.n - 1].n = (uint32_t)(b->nodes.n - b->procs.v[b->procs.n - 1].first);
+		if (VEC_PUSH(rc.cpu_procs, (uint32_t)(b->procs.n - 1)))
+			goto oom;
+	}
+	for (size_t pi = proc_base; pi < b->procs.n; pi++) {
+		struct graph_proc *p = &b->procs.v[pi];
+		uint32_t t = NONE32;
+		if (!p->gpu)
+			continue;
+		for (uint32_t i = 0; i < tr->threads.n; i++)
+			if (tr->threads.v[i].gpu && tr->threads.v[i].pid == p->pid &&
+			    tr->threads.v[i].tid == p->tid)
+				t = i;
+		p->first = (uint32_t)b->nodes.n;
+		if ((rc_ = build_stream(b, &rc, lo_of[t], hi_of[t], (uint32_t)pi)))
+			goto out;
+		p->n = (uint32_t)(b->nodes.n - p->first);
+		if (VEC_PUSH(rc.gpu_procs, (uint32_t)pi))
+			goto oom;
+	}
+	/* Launch start of every GPU node of this rank. */
+	rc.lts = malloc(((b->nodes.n - rc.node_base) ? (b->nodes.n - rc.node_base) : 1) *
+			sizeof(*rc.lts));
+	resolved = calloc((b->nodes.n - rc.node_base) + 1, 1);
+	if (!rc.lts || !resolved)
+		goto oom;
+	for (uint32_t u = rc.node_base; u < b->nodes.n; u++) {
+		const struct pnode *n = &b->nodes.v[u];
+		uint32_t call = n->kind >= GN_KERNEL ? imap_get(&rc.rt_by_corr, n->corr) : NONE32;
+		rc.lts[u - rc.node_base] = call != NONE32 ? b->nodes.v[call].start : INT64_MIN;
+	}
+	for (uint32_t u = rc.node_base; u < b->nodes.n; u++) {
+		const struct pnode *n = &b->nodes.v[u];
+		if (n->kind == GN_RUNTIME && !n->launched &&
+		    (n->rtclass == RT_LAUNCH || n->rtclass == RT_GRAPH_LAUNCH ||
+		     n->rtclass == RT_MEMCPY || n->rtclass == RT_MEMCPY_SYNC ||
+		     n->rtclass == RT_MEMSET))
+			b->stats.launch_no_gpu++;
+	}
+	edge_lo = b->edges.n;
+	rc.nsync = tr->kind_counts[KT_CUDA_SYNC];
+	if ((rc_ = exact_syncs(b, &rc, resolved)) || (rc_ = other_syncs(b, &rc, resolved)))
+		goto out;
+	split_waits(b, &rc, edge_lo);
+	if (rc.nsync == 0 && b->o->infer_events && (rc_ = infer_events(b, &rc)))
+		goto out;
+	if ((rc_ = infer_threads(b, &rc)) || (rc_ = iterations(b, &rc)) ||
+	    (rc_ = collectives(b, &rc)))
+		goto out;
+	b->stats.annotations += tr->kind_counts[KT_CPU_OP] + tr->kind_counts[KT_USER_ANN] +
+				tr->kind_counts[KT_PY_FUNC] + tr->kind_counts[KT_GPU_ANN];
+	b->stats.other_events += tr->counts[KT_N_EVENTS] - tr->counts[KT_N_KEPT];
+	goto out;
+oom:
+	rc_ = nomem(b);
+out:
+	free(rc.keys);
+	free(order);
+	free(lo_of);
+	free(hi_of);
+	free(resolved);
+	free(rc.lts);
+	imap_release(&rc.rt_by_corr);
+	imap_release(&rc.gpu_by_corr);
+	imap_release(&rc.gpunode_by_corr);
+	VEC_FREE(rc.cpu_procs);
+	VEC_FREE(rc.gpu_procs);
+	return rc_;
+}
+
+static int cmp_edge_row(const void *a, const void *b)
+{
+	const struct pedge *x = a, *y = b;
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
+	if (x->dst != y->dst)
+		return x->dst < y->dst ? -1 : 1;
+	return x->kind < y->kind ? -1 : x->kind > y->kind;
+}
+
+static int finish(struct builder *b, struct graph **out)
+{
+	struct graph *g;
+	int64_t t0 = INT64_MAX;
+	size_t ne = 0;
+
+	/* Order edges: consecutive nodes of a processor. */
+	for (size_t p = 0; p < b->procs.n; p++)
+		for (uint32_t u = b->procs.v[p].first; u + 1 < b->procs.v[p].first + b->procs.v[p].n;
+		     u++)
+			if (add_edge(b, u, u + 1, GE_ORDER))
+				return PRISM_ENOMEM;
+	qsort(b->edges.v, b->edges.n, sizeof(*b->edges.v), cmp_edge_row);
+	for (size_t k = 0; k < b->edges.n; k++) /* keep the first (exact) of duplicates */
+		if (ne == 0 || b->edges.v[ne - 1].src != b->edges.v[k].src ||
+		    b->edges.v[ne - 1].dst != b->edges.v[k].dst)
+			b->edges.v[ne++] = b->edges.v[k];
+	b->edges.n = ne;
+	if (b->edges.n > UINT32_MAX)
+		return prism_err_set(b->err, PRISM_ELIMIT, "more than 2^32 graph edges");
+	g = graph_alloc((uint32_t)b->nodes.n, (uint32_t)b->edges.n, (uint32_t)b->procs.n,
+			(uint32_t)b->ranks.n, (uint32_t)b->iters.n, (uint32_t)b->colls.n);
+	if (!g)
+		return nomem(b);
+	for (size_t u = 0; u < b->nodes.n; u++)
+		if (b->nodes.v[u].start < t0)
+			t0 = b->nodes.v[u].start;
+	for (size_t i = 0; i < b->iters.n; i++)
+		if (b->iters.v[i].start_ns < t0)
+			t0 = b->iters.v[i].start_ns;
+	if (t0 == INT64_MAX)
+		t0 = 0;
+	g->t0_ns = t0;
+	for (size_t u = 0; u < b->nodes.n; u++) {
+		const struct pnode *n = &b->nodes.v[u];
+		g->start_ns[u] = n->start - t0;
+		g->dur_ns[u] = n->dur;
+		g->wait_ns[u] = n->wait;
+		g->corr[u] = n->corr;
+		g->proc[u] = n->proc;
+		g->name[u] = n->name;
+		g->op[u] = n->op;
+		g->src[u] = n->src;
+		g->coll[u] = n->coll;
+		g->iter[u] = n->iter;
+		g->kind[u] = n->kind;
+		g->flags[u] = n->flags;
+		g->rtclass[u] = n->rtclass;
+		b->stats.nodes[n->kind]++;
+	}
+	for (size_t k = 0; k < b->edges.n; k++) {
+		const struct pedge *e = &b->edges.v[k];
+		g->out_off[e->src + 1]++;
+		g->out_dst[k] = e->dst;
+		g->out_kind[k] = e->kind;
+		if (e->kind & GE_INFERRED)
+			b->stats.inferred[GE_KIND(e->kind)]++;
+		else
+			b->stats.edges[GE_KIND(e->kind)]++;
+	}
+	for (size_t u = 0; u < b->nodes.n; u++)
+		g->out_off[u + 1] += g->out_off[u];
+	memcpy(g->procs, b->procs.v, b->procs.n * sizeof(*g->procs));
+	memcpy(g->ranks, b->ranks.v, b->ranks.n * sizeof(*g->ranks));
+	for (size_t i = 0; i < b->iters.n; i++) {
+		g->iters[i] = b->iters.v[i];
+		g->iters[i].start_ns -= t0;
+	}
+	memcpy(g->colls, b->colls.v, b->colls.n * sizeof(*g->colls));
+	g->stats = b->stats;
+	strtab_release(&g->st);
+	g->st = *b->st;
+	memset(b->st, 0, sizeof(*b->st));
+	*out = g;
+	return 0;
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] < y[1] ? -1 : x[1] > y[1]);
+}
+
+int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
+		const struct build_opts *o, struct graph **out, struct prism_err *err)
+{
+	struct builder b;
+	int64_t (*order)[2] = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	memset(&b, 0, sizeof(b));
+	b.o = o;
+	b.st = st;
+	b.err = err;
+	order = malloc((n ? n : 1) * sizeof(*order));
+	if (!order)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		order[i][0] = traces[i].has_rank ? traces[i].rank : (int64_t)i;
+		order[i][1] = (int64_t)i;
+	}
+	qsort(order, n, sizeof(*order), cmp_rank);
+	for (size_t i = 0; i < n; i++) {
+		const struct kineto_trace *tr = &traces[order[i][1]];
+		struct graph_rank r;
+		memset(&r, 0, sizeof(r));
+		r.rank = order[i][0];
+		r.world_size = tr->has_world ? tr->world_size : 0;
+		r.device = tr->device_name;
+		r.device_mem = tr->device_mem;
+		r.json_bytes = tr->json_bytes;
+		r.n_events = tr->counts[KT_N_EVENTS];
+		r.n_complete = tr->counts[KT_N_X];
+		r.n_instant = tr->counts[KT_N_INSTANT];
+		r.n_flow = tr->counts[KT_N_FLOW_S] + tr->counts[KT_N_FLOW_F];
+		r.n_meta = tr->counts[KT_N_META];
+		r.n_cuda_sync = tr->kind_counts[KT_CUDA_SYNC];
+		if (i > 0 && order[i][0] == order[i - 1][0]) {
+			rc = prism_err_set(err, PRISM_EFORMAT,
+					   "%s: rank %" PRId64 " is also the rank of %s "
+					   "(give each file its rank with --rank)",
+					   tr->path, order[i][0], traces[order[i - 1][1]].path);
+			goto out;
+		}
+		if (strtab_intern(st, tr->path, strlen(tr->path), &r.path) || VEC_PUSH(b.ranks, r)) {
+			rc = nomem(&b);
+			goto out;
+		}
+		if ((rc = build_rank(&b, tr, (uint32_t)i)))
+			goto out;
+	}
+	rc = finish(&b, out);
+out:
+	free(order);
+	VEC_FREE(b.nodes);
+	VEC_FREE(b.edges);
+	VEC_FREE(b.procs);
+	VEC_FREE(b.ranks);
+	VEC_FREE(b.iters);
+	VEC_FREE(b.colls);
+	VEC_FREE(b.rtclass_of);
+	return rc;
+}

@@ -1,0 +1,504 @@
+/* graph.c - graph storage, invariant checker, names, and the binary file. */
+#include "graph.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
+			  uint32_t n_ranks, uint32_t n_iters, uint32_t n_colls)
+{
+	struct graph *g = calloc(1, sizeof(*g));
+	size_t n = n_nodes ? n_nodes : 1;
+
+	if (!g)
+		return NULL;
+	g->n_nodes = n_nodes;
+	g->n_edges = n_edges;
+	g->n_procs = n_procs;
+	g->n_ranks = n_ranks;
+	g->n_iters = n_iters;
+	g->n_colls = n_colls;
+	g->start_ns = calloc(n, sizeof(*g->start_ns));
+	g->dur_ns = calloc(n, sizeof(*g->dur_ns));
+	g->wait_ns = calloc(n, sizeof(*g->wait_ns));
+	g->corr = calloc(n, sizeof(*g->corr));
+	g->proc = calloc(n, sizeof(*g->proc));
+	g->name = calloc(n, sizeof(*g->name));
+	g->op = calloc(n, sizeof(*g->op));
+	g->src = calloc(n, sizeof(*g->src));
+	g->coll = calloc(n, sizeof(*g->coll));
+	g->iter = calloc(n, sizeof(*g->iter));
+	g->kind = calloc(n, 1);
+	g->flags = calloc(n, 1);
+	g->rtclass = calloc(n, 1);
+	g->out_off = calloc((size_t)n_nodes + 1, sizeof(*g->out_off));
+	g->out_dst = calloc(n_edges ? n_edges : 1, sizeof(*g->out_dst));
+	g->out_kind = calloc(n_edges ? n_edges : 1, 1);
+	g->procs = calloc(n_procs ? n_procs : 1, sizeof(*g->procs));
+	g->ranks = calloc(n_ranks ? n_ranks : 1, sizeof(*g->ranks));
+	g->iters = calloc(n_iters ? n_iters : 1, sizeof(*g->iters));
+	g->colls = calloc(n_colls ? n_colls : 1, sizeof(*g->colls));
+	if (!g->start_ns || !g->dur_ns || !g->wait_ns || !g->corr || !g->proc || !g->name ||
+	    !g->op || !g->src || !g->coll || !g->iter || !g->kind || !g->flags || !g->rtclass ||
+	    !g->out_off || !g->out_dst || !g->out_kind || !g->procs || !g->ranks || !g->iters ||
+	    !g->colls || strtab_init(&g->st)) {
+		graph_free(g);
+		return NULL;
+	}
+	return g;
+}
+
+void graph_free(struct graph *g)
+{
+	if (!g)
+		return;
+	free(g->start_ns);
+	free(g->dur_ns);
+	free(g->wait_ns);
+	free(g->corr);
+	free(g->proc);
+	free(g->name);
+	free(g->op);
+	free(g->src);
+	free(g->coll);
+	free(g->iter);
+	free(g->kind);
+	free(g->flags);
+	free(g->rtclass);
+	free(g->out_off);
+	free(g->out_dst);
+	free(g->out_kind);
+	free(g->procs);
+	free(g->ranks);
+	free(g->iters);
+	free(g->colls);
+	strtab_release(&g->st);
+	free(g);
+}
+
+static int bad(struct prism_err *err, const char *fmt, ...) PRISM_PRINTF(2, 3);
+static int bad(struct prism_err *err, const char *fmt, ...)
+{
+	char msg[PRISM_ERR_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return prism_err_set(err, PRISM_EINTERNAL, "%s", msg);
+}
+
+int graph_check(const struct graph *g, struct prism_err *err)
+{
+	uint32_t *indeg, *queue;
+	uint32_t head = 0, tail = 0, next = 0;
+	uint32_t in_sum = 0;
+
+	if (g->out_off[0] != 0 || g->out_off[g->n_nodes] != g->n_edges)
+		return bad(err, "graph: CSR offsets span %" PRIu32 " edges, expected %" PRIu32,
+			   g->out_off[g->n_nodes], g->n_edges);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		if (g->out_off[u] > g->out_off[u + 1])
+			return bad(err, "graph: CSR offsets decrease at node %" PRIu32 " (%" PRIu32 ")",
+				   u, g->out_off[u]);
+		if (g->proc[u] >= g->n_procs)
+			return bad(err, "graph: node %" PRIu32 " on processor %" PRIu32 " out of range",
+				   u, g->proc[u]);
+		if (g->kind[u] >= GN_NKINDS)
+			return bad(err, "graph: node %" PRIu32 " has kind %" PRIu32, u, g->kind[u]);
+		if (g->name[u] >= g->st.n || g->op[u] >= g->st.n)
+			return bad(err, "graph: node %" PRIu32 " names string %" PRIu32 " out of range",
+				   u, g->name[u]);
+		if (g->coll[u] != UINT32_MAX && g->coll[u] >= g->n_colls)
+			return bad(err, "graph: node %" PRIu32 " collective %" PRIu32 " out of range", u,
+				   g->coll[u]);
+		if (g->iter[u] < -1 || (g->iter[u] >= 0 && (uint32_t)g->iter[u] >= g->n_iters))
+			return bad(err, "graph: node %" PRIu32 " iteration %" PRId32 " out of range", u,
+				   g->iter[u]);
+		if (g->dur_ns[u] < 0 || g->wait_ns[u] < 0)
+			return bad(err, "graph: node %" PRIu32 " has a negative duration", u);
+	}
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		if (pr->first != next)
+			return bad(err, "graph: processor %" PRIu32 " starts at node %" PRIu32
+					", not where the previous ends", p, pr->first);
+		if (pr->rank >= g->n_ranks)
+			return bad(err, "graph: processor %" PRIu32 " on rank %" PRIu32 " out of range",
+				   p, pr->rank);
+		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
+			if (g->proc[u] != p)
+				return bad(err, "graph: node %" PRIu32 " lies in processor %" PRIu32
+						"'s range but names another", u, p);
+		next += pr->n;
+	}
+	if (next != g->n_nodes)
+		return bad(err, "graph: processors cover %" PRIu32 " of %" PRIu32 " nodes", next,
+			   g->n_nodes);
+	for (uint32_t c = 0; c < g->n_colls; c++)
+		if (g->colls[c].node >= g->n_nodes || g->coll[g->colls[c].node] != c)
+			return bad(err, "graph: collective %" PRIu32 " and node %" PRIu32
+					" do not point at each other", c, g->colls[c].node);
+	indeg = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*indeg));
+	queue = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*queue));
+	if (!indeg || !queue) {
+		free(indeg);
+		free(queue);
+		return prism_err_set(err, PRISM_ENOMEM, "graph: out of memory");
+	}
+	for (uint32_t e = 0; e < g->n_edges; e++) {
+		uint32_t v = g->out_dst[e];
+		if (v >= g->n_nodes || GE_KIND(g->out_kind[e]) >= GE_NKINDS) {
+			free(indeg);
+			free(queue);
+			return bad(err, "graph: edge %" PRIu32 " targets node %" PRIu32 " out of range",
+				   e, v);
+		}
+		indeg[v]++;
+		in_sum++;
+	}
+	if (in_sum != g->n_edges) {
+		free(indeg);
+		free(queue);
+		return bad(err, "graph: in-degrees sum to %" PRIu32 ", not %" PRIu32, in_sum,
+			   g->n_edges);
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
+			if (g->out_dst[e] == u) {
+				free(indeg);
+				free(queue);
+				return bad(err, "graph: node %" PRIu32 " depends on itself", u);
+			}
+		}
+		if (indeg[u] == 0)
+			queue[tail++] = u;
+	}
+	while (head < tail) {
+		uint32_t u = queue[head++];
+		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
+			if (--indeg[g->out_dst[e]] == 0)
+				queue[tail++] = g->out_dst[e];
+	}
+	free(indeg);
+	free(queue);
+	if (tail != g->n_nodes)
+		return bad(err, "graph: a dependency cycle: %" PRIu32 " of %" PRIu32
+				" nodes can never start", g->n_nodes - tail, g->n_nodes);
+	return 0;
+}
+
+const char *graph_node_kind_name(int kind)
+{
+	static const char *const n[GN_NKINDS] = {"cpu", "runtime", "wait", "kernel",
+						 "memcpy", "memset", "collective", "p2p"};
+	return kind >= 0 && kind < GN_NKINDS ? n[kind] : "?";
+}
+
+const char *graph_edge_kind_name(int kind)
+{
+	static const char *const n[GE_NKINDS] = {"order", "launch", "sync", "event", "thread"};
+	kind = GE_KIND(kind);
+	return kind < GE_NKINDS ? n[kind] : "?";
+}
+
+const char *graph_rt_class_name(int cls)
+{
+	static const char *const n[RT_NCLASSES] = {
+		"other", "launch", "graph-launch", "memcpy", "memcpy-sync", "memset",
+		"stream-sync", "device-sync", "event-sync", "event-record", "stream-wait-event",
+		"event-query"};
+	return cls >= 0 && cls < RT_NCLASSES ? n[cls] : "?";
+}
+
+const char *graph_coll_kind_name(int kind)
+{
+	static const char *const n[GC_NKINDS] = {
+		"unknown", "all_reduce", "all_gather", "reduce_scatter", "broadcast",
+		"reduce", "all_to_all", "send_recv", "send", "recv"};
+	return kind >= 0 && kind < GC_NKINDS ? n[kind] : "?";
+}
+
+static int starts(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+int graph_rt_classify(const char *s)
+{
+	if (starts(s, "cudaLaunchKernel") || starts(s, "cuLaunchKernel") ||
+	    starts(s, "cudaLaunchCooperativeKernel") || starts(s, "cuLaunchCooperativeKernel") ||
+	    starts(s, "cudaLaunchDevice") || starts(s, "hipLaunchKernel") ||
+	    starts(s, "hipExtLaunchKernel") || starts(s, "cuLaunchGrid"))
+		return RT_LAUNCH;
+	if (starts(s, "cudaGraphLaunch") || starts(s, "cuGraphLaunch") ||
+	    starts(s, "hipGraphLaunch"))
+		return RT_GRAPH_LAUNCH;
+	if (starts(s, "cudaMemcpy") || starts(s, "cuMemcpy") || starts(s, "hipMemcpy"))
+		return strstr(s, "Async") ? RT_MEMCPY : RT_MEMCPY_SYNC;
+	if (starts(s, "cudaMemset") || starts(s, "cuMemset") || starts(s, "hipMemset"))
+		return RT_MEMSET;
+	if (starts(s, "cudaStreamSynchronize") || starts(s, "cuStreamSynchronize") ||
+	    starts(s, "hipStreamSynchronize"))
+		return RT_STREAM_SYNC;
+	if (starts(s, "cudaDeviceSynchronize") || starts(s, "cuCtxSynchronize") ||
+	    starts(s, "hipDeviceSynchronize"))
+		return RT_DEVICE_SYNC;
+	if (starts(s, "cudaEventSynchronize") || starts(s, "cuEventSynchronize") ||
+	    starts(s, "hipEventSynchronize"))
+		return RT_EVENT_SYNC;
+	if (starts(s, "cudaEventRecord") || starts(s, "cuEventRecord") ||
+	    starts(s, "hipEventRecord"))
+		return RT_EVENT_RECORD;
+	if (starts(s, "cudaStreamWaitEvent") || starts(s, "cuStreamWaitEvent") ||
+	    starts(s, "hipStreamWaitEvent"))
+		return RT_STREAM_WAIT;
+	if (starts(s, "cudaEventQuery") || starts(s, "cuEventQuery") || starts(s, "hipEventQuery"))
+		return RT_EVENT_QUERY;
+	return RT_OTHER;
+}
+
+/* ---- the binary file --------------------------------------------------- */
+
+static const char graph_magic[8] = {'P', 'R', 'I', 'S', 'M', 'G', 'R', 'F'};
+
+struct file_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t endian; /* 0x01020304 as written */
+	uint32_t n_nodes, n_edges, n_procs, n_ranks, n_iters, n_colls;
+	uint32_t n_strings;
+	uint32_t pad;
+	uint64_t str_bytes;
+	int64_t t0_ns;
+};
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+struct column {
+	void *p;
+	size_t size;
+};
+
+/* The columns in file order; one table so save and load cannot disagree. */
+static size_t columns(const struct graph *g, struct column *c)
+{
+	size_t n = 0, nn = g->n_nodes;
+#define COL(ptr, count) (c[n].p = (void *)(ptr), c[n].size = (count) * sizeof(*(ptr)), n++)
+	COL(g->start_ns, nn);
+	COL(g->dur_ns, nn);
+	COL(g->wait_ns, nn);
+	COL(g->corr, nn);
+	COL(g->proc, nn);
+	COL(g->name, nn);
+	COL(g->op, nn);
+	COL(g->src, nn);
+	COL(g->coll, nn);
+	COL(g->iter, nn);
+	COL(g->kind, nn);
+	COL(g->flags, nn);
+	COL(g->rtclass, nn);
+	COL(g->out_off, nn + 1);
+	COL(g->out_dst, (size_t)g->n_edges);
+	COL(g->out_kind, (size_t)g->n_edges);
+	COL(g->procs, (size_t)g->n_procs);
+	COL(g->ranks, (size_t)g->n_ranks);
+	COL(g->iters, (size_t)g->n_iters);
+	COL(g->colls, (size_t)g->n_colls);
+	COL(&g->stats, 1);
+#undef COL
+	return n;
+}
+
+int graph_save(const struct graph *g, const char *path, struct prism_err *err)
+{
+	struct file_header h;
+	struct column cols[32];
+	size_t nc = columns(g, cols);
+	uint64_t sum = 1469598103934665603ull;
+	FILE *f = fopen(path, "wb");
+	int ok;
+
+	if (!f)
+		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, graph_magic, sizeof(h.magic));
+	h.version = GRAPH_FILE_VERSION;
+	h.endian = 0x01020304;
+	h.n_nodes = g->n_nodes;
+	h.n_edges = g->n_edges;
+	h.n_procs = g->n_procs;
+	h.n_ranks = g->n_ranks;
+	h.n_iters = g->n_iters;
+	h.n_colls = g->n_colls;
+	h.n_strings = g->st.n;
+	h.str_bytes = g->st.len;
+	h.t0_ns = g->t0_ns;
+	ok = fwrite(&h, sizeof(h), 1, f) == 1;
+	sum = fnv(sum, &h, sizeof(h));
+	for (size_t i = 0; ok && i < nc; i++) {
+		ok = cols[i].size == 0 || fwrite(cols[i].p, cols[i].size, 1, f) == 1;
+		sum = fnv(sum, cols[i].p, cols[i].size);
+	}
+	ok = ok && (g->st.len == 0 || fwrite(g->st.buf, g->st.len, 1, f) == 1);
+	sum = fnv(sum, g->st.buf, g->st.len);
+	ok = ok && fwrite(&sum, sizeof(sum), 1, f) == 1;
+	if (fclose(f) != 0)
+		ok = 0;
+	if (!ok)
+		return prism_err_set(err, PRISM_EIO, "%s: write failed: %s", path, strerror(errno));
+	return 0;
+}
+
+int graph_file_is(const char *path)
+{
+	char m[8];
+	FILE *f = fopen(path, "rb");
+	int is = 0;
+	if (f) {
+		is = fread(m, sizeof(m), 1, f) == 1 && memcmp(m, graph_magic, sizeof(m)) == 0;
+		fclose(f);
+	}
+	return is;
+}
+
+int graph_load(const char *path, struct graph **out, struct prism_err *err)
+{
+	struct file_header h;
+	struct column cols[32];
+	struct graph *g;
+	uint64_t sum = 1469598103934665603ull, want;
+	size_t nc;
+	FILE *f;
+	int rc;
+
+	*out = NULL;
+	f = fopen(path, "rb");
+	if (!f)
+		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
+	if (fread(&h, sizeof(h), 1, f) != 1 || memcmp(h.magic, graph_magic, sizeof(h.magic))) {
+		fclose(f);
+		return prism_err_set(err, PRISM_EFORMAT, "%s: byte 0: not a prism graph file", path);
+	}
+	if (h.version != GRAPH_FILE_VERSION || h.endian != 0x01020304) {
+		fclose(f);
+		return prism_err_set(err, PRISM_EVERSION,
+				     "%s: byte 8: graph file version %" PRIu32
+				     " (this prism reads version %d); ingest the trace again",
+				     path, h.version, GRAPH_FILE_VERSION);
+	}
+	sum = fnv(sum, &h, sizeof(h));
+	{
+		/* Check the sizes against the file before allocating anything. */
+		struct graph sizes;
+		uint64_t expect = sizeof(h) + h.str_bytes + sizeof(uint64_t);
+		long fsize;
+		memset(&sizes, 0, sizeof(sizes));
+		sizes.n_nodes = h.n_nodes;
+		sizes.n_edges = h.n_edges;
+		sizes.n_procs = h.n_procs;
+		sizes.n_ranks = h.n_ranks;
+		sizes.n_iters = h.n_iters;
+		sizes.n_colls = h.n_colls;
+		nc = columns(&sizes, cols);
+		for (size_t i = 0; i < nc; i++)
+			expect += cols[i].size;
+		if (fseek(f, 0, SEEK_END) != 0 || (fsize = ftell(f)) < 0 ||
+		    fseek(f, (long)sizeof(h), SEEK_SET) != 0) {
+			fclose(f);
+			return prism_err_set(err, PRISM_EIO, "%s: cannot seek", path);
+		}
+		if ((uint64_t)fsize != expect) {
+			fclose(f);
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s: byte %ld: graph file is %ld bytes, its header "
+					     "describes %" PRIu64 " (truncated or corrupt)",
+					     path, fsize, fsize, expect);
+		}
+	}
+	g = graph_alloc(h.n_nodes, h.n_edges, h.n_procs, h.n_ranks, h.n_iters, h.n_colls);
+	if (!g) {
+		fclose(f);
+		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+	}
+	g->t0_ns = h.t0_ns;
+	nc = columns(g, cols);
+	for (size_t i = 0; i < nc; i++) {
+		if (cols[i].size && fread(cols[i].p, cols[i].size, 1, f) != 1)
+			goto truncated;
+		sum = fnv(sum, cols[i].p, cols[i].size);
+	}
+	strtab_release(&g->st);
+	memset(&g->st, 0, sizeof(g->st));
+	if (h.str_bytes > UINT32_MAX || h.n_strings == 0)
+		goto corrupt;
+	{
+		char *buf = malloc(h.str_bytes ? h.str_bytes : 1);
+		size_t pos = 0;
+		uint32_t id;
+		if (!buf || strtab_init(&g->st)) {
+			free(buf);
+			rc = prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+			goto fail;
+		}
+		if (fread(buf, h.str_bytes, 1, f) != 1) {
+			free(buf);
+			goto truncated;
+		}
+		sum = fnv(sum, buf, h.str_bytes);
+		if (buf[h.str_bytes - 1] != '\0') {
+			free(buf);
+			goto corrupt;
+		}
+		/* Re-intern in order: ids come out as they were saved. */
+		while (pos < h.str_bytes) {
+			size_t n = strlen(buf + pos);
+			if (strtab_intern(&g->st, buf + pos, n, &id)) {
+				free(buf);
+				rc = prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+				goto fail;
+			}
+			pos += n + 1;
+		}
+		free(buf);
+		if (g->st.n != h.n_strings)
+			goto corrupt;
+	}
+	if (fread(&want, sizeof(want), 1, f) != 1)
+		goto truncated;
+	if (want != sum)
+		goto corrupt;
+	fclose(f);
+	{
+		struct prism_err why;
+		prism_err_clear(&why);
+		if (graph_check(g, &why) != 0) {
+			graph_free(g);
+			return prism_err_set(err, PRISM_EFORMAT, "%s: inconsistent graph file: %s",
+					     path, why.msg);
+		}
+	}
+	*out = g;
+	return 0;
+truncated:
+	rc = prism_err_set(err, PRISM_EFORMAT, "%s: byte %ld: truncated graph file", path, ftell(f));
+	goto fail;
+corrupt:
+	rc = prism_err_set(err, PRISM_EFORMAT, "%s: corrupt graph file (checksum or sizes differ)",
+			   path);
+fail:
+	fclose(f);
+	graph_free(g);
+	return rc;
+}

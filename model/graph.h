@@ -1,0 +1,214 @@
+/*
+ * graph.h - the execution graph: tasks on processors, dependencies in CSR.
+ *
+ * A processor is a CPU thread or a CUDA stream of one rank.  Node ids are
+ * grouped by processor, and inside a processor ordered by traced start, so
+ * procs[p] owns the id range [first, first + n).  Every per-node column is
+ * indexed by node id; times are integer nanoseconds relative to t0_ns (the
+ * earliest event of the job).
+ *
+ * Edges are stored once, by source, in compressed sparse rows:
+ *
+ *   out_off:  [ 0 | 2 | 3 | 3 | 5 ]        n_nodes + 1 offsets
+ *               |   |   |       |
+ *   out_dst:  [ 4 7 | 5 | | 6 8 ]          n_edges target ids
+ *   out_kind: [ O L | O | | S E ]          n_edges kinds (+ GE_INFERRED bit)
+ *
+ *   node u's successors are out_dst[out_off[u] .. out_off[u+1]).
+ *
+ * Every edge means "the target cannot start before the source finishes".
+ * A blocking call (stream/device/event synchronise, blocking memcpy) is
+ * therefore two nodes: the call itself (duration 0; it launches, if it
+ * launches anything) and a GN_WAIT node that the awaited GPU work points to
+ * with sync edges.  The wait node's dur_ns is the call's own cost (traced
+ * duration minus waiting); wait_ns holds the waiting that was traced, which
+ * the simulator recomputes rather than replays.
+ *
+ * Ownership: struct graph owns every array and its string table;
+ * graph_free() releases them.  After building, the topology is read-only
+ * and may be shared by threads.
+ */
+#ifndef PRISM_GRAPH_H
+#define PRISM_GRAPH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "prism.h"
+#include "strtab.h"
+
+enum graph_node_kind {
+	GN_CPU,     /* CPU work between runtime calls on a thread */
+	GN_RUNTIME, /* a CUDA runtime/driver call (its non-waiting part) */
+	GN_WAIT,    /* the waiting part of a blocking call */
+	GN_KERNEL,  /* a compute kernel */
+	GN_MEMCPY,
+	GN_MEMSET,
+	GN_COLL,    /* a collective kernel (NCCL all-reduce, all-gather, ...) */
+	GN_P2P,     /* a point-to-point kernel (NCCL SendRecv/Send/Recv) */
+	GN_NKINDS
+};
+
+enum graph_edge_kind {
+	GE_ORDER,  /* same thread or same stream */
+	GE_LAUNCH, /* runtime call -> the GPU work it launched (correlation id) */
+	GE_SYNC,   /* GPU work -> the wait node of a blocking call */
+	GE_EVENT,  /* GPU work on stream S -> GPU work on stream T (record/wait) */
+	GE_THREAD, /* CPU node on one thread -> CPU node on another */
+	GE_NKINDS
+};
+#define GE_INFERRED 0x80 /* or-ed into out_kind: found from timing, not recorded */
+#define GE_KIND(k) ((k) & 0x7f)
+
+/* What a runtime call does, from its name. */
+enum graph_rt_class {
+	RT_OTHER,
+	RT_LAUNCH,       /* cudaLaunchKernel, cuLaunchKernel, ... */
+	RT_GRAPH_LAUNCH, /* cudaGraphLaunch: owns many GPU tasks */
+	RT_MEMCPY,       /* asynchronous memcpy */
+	RT_MEMCPY_SYNC,  /* cudaMemcpy and other blocking copies */
+	RT_MEMSET,
+	RT_STREAM_SYNC,
+	RT_DEVICE_SYNC,
+	RT_EVENT_SYNC,
+	RT_EVENT_RECORD,
+	RT_STREAM_WAIT,  /* cudaStreamWaitEvent */
+	RT_EVENT_QUERY,
+	RT_NCLASSES
+};
+
+/* Node flags. */
+#define NF_BLOCKING 0x01 /* a runtime call followed by its GN_WAIT node */
+#define NF_IDLE_GAP 0x02 /* CPU gap before work that a cross-thread edge starts */
+
+enum graph_coll_kind {
+	GC_UNKNOWN, GC_ALL_REDUCE, GC_ALL_GATHER, GC_REDUCE_SCATTER, GC_BROADCAST,
+	GC_REDUCE, GC_ALL_TO_ALL, GC_SEND_RECV, GC_SEND, GC_RECV, GC_NKINDS
+};
+
+struct graph_proc {
+	uint32_t rank;  /* index into ranks[] */
+	uint8_t gpu;    /* 0: CPU thread, 1: CUDA stream */
+	int64_t pid;    /* as in the trace: OS pid / device index */
+	int64_t tid;    /* as in the trace: OS thread id / stream id */
+	uint32_t first; /* first node id */
+	uint32_t n;     /* number of nodes */
+};
+
+struct graph_rank {
+	int64_t rank;       /* global rank */
+	int64_t world_size; /* 0 if unknown */
+	uint32_t path;      /* string id: the trace file */
+	uint32_t device;    /* string id: GPU name, "" if unknown */
+	int64_t device_mem; /* bytes, 0 if unknown */
+	/* What the rank's file held (for summaries). */
+	uint64_t json_bytes, n_events, n_complete, n_instant, n_flow, n_meta, n_cuda_sync;
+};
+
+struct graph_iter {
+	uint32_t rank;
+	int64_t step;     /* N of ProfilerStep#N */
+	int64_t start_ns; /* the step's host span, relative to t0_ns */
+	int64_t dur_ns;
+};
+
+struct graph_coll {
+	uint32_t node;
+	uint8_t kind;       /* enum graph_coll_kind */
+	int64_t bytes;      /* message size per rank, -1 if unknown */
+	int64_t group_size; /* -1 if unknown */
+	uint32_t pg;        /* string id: process group name, "" if unknown */
+	uint32_t ranks;     /* string id: "[0, 1]" if known */
+	uint32_t dtype;     /* string id */
+	uint32_t seq;       /* ordinal among this rank's collectives on pg */
+};
+
+/* What the builder saw and decided; printed by `prism ingest`. */
+struct graph_stats {
+	uint64_t nodes[GN_NKINDS];
+	uint64_t edges[GE_NKINDS];
+	uint64_t inferred[GE_NKINDS];
+	uint64_t rt_class[RT_NCLASSES];
+	uint64_t colls[GC_NKINDS];
+	uint64_t launch_no_gpu;   /* launch-class calls with no GPU work traced */
+	uint64_t gpu_no_launch;   /* GPU work whose launch precedes the window */
+	uint64_t nested_runtime;  /* runtime calls nested in another (merged) */
+	uint64_t clipped_runtime; /* runtime calls overlapping the previous one */
+	uint64_t rt_no_op;        /* runtime calls with no enclosing CPU op */
+	uint64_t cuda_sync_used;  /* cuda_sync records that gave an edge */
+	uint64_t cuda_sync_unused;
+	uint64_t sync_no_wait;    /* blocking calls with nothing to wait for */
+	uint64_t idle_threads;    /* host threads without runtime calls */
+	uint64_t annotations;     /* cpu_op/user_annotation/python_function/gpu ann. */
+	uint64_t other_events;    /* instants, flows, metadata, other 'X' */
+};
+
+struct graph {
+	uint32_t n_nodes, n_edges, n_procs, n_ranks, n_iters, n_colls;
+	int64_t t0_ns; /* job clock (ns since the epoch) of time 0 */
+
+	/* Per node. */
+	int64_t *start_ns; /* traced start */
+	int64_t *dur_ns;   /* traced duration (own cost for GN_WAIT) */
+	int64_t *wait_ns;  /* traced waiting (GN_WAIT), else 0 */
+	int64_t *corr;     /* correlation id, or -1 */
+	uint32_t *proc;    /* processor index */
+	uint32_t *name;    /* string id */
+	uint32_t *op;      /* string id of the enclosing CPU op, "" if none */
+	uint32_t *src;     /* event index in the rank's file; UINT32_MAX for gaps */
+	uint32_t *coll;    /* index into colls[], or UINT32_MAX */
+	int32_t *iter;     /* index into iters[], or -1 */
+	uint8_t *kind;     /* enum graph_node_kind */
+	uint8_t *flags;    /* NF_* */
+	uint8_t *rtclass;  /* enum graph_rt_class for GN_RUNTIME/GN_WAIT */
+
+	/* Edges by source (see the picture above). */
+	uint32_t *out_off;
+	uint32_t *out_dst;
+	uint8_t *out_kind;
+
+	struct graph_proc *procs;
+	struct graph_rank *ranks;
+	struct graph_iter *iters;
+	struct graph_coll *colls;
+
+	struct strtab st;
+	struct graph_stats stats;
+};
+
+/* Allocate a graph with room for the given counts (columns zeroed, the
+ * string table empty).  NULL when out of memory. */
+struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
+			  uint32_t n_ranks, uint32_t n_iters, uint32_t n_colls);
+void graph_free(struct graph *g);
+
+/*
+ * Verify the invariants: CSR offsets monotone and in range, every id in
+ * range, processors tiling the node ids, no edge from a node to itself,
+ * acyclic (Kahn), in-degrees consistent.  0, or PRISM_EINTERNAL with err
+ * saying what is wrong.
+ */
+int graph_check(const struct graph *g, struct prism_err *err);
+
+/* Names for messages and summaries. */
+const char *graph_node_kind_name(int kind);
+const char *graph_edge_kind_name(int kind);
+const char *graph_rt_class_name(int cls);
+const char *graph_coll_kind_name(int kind);
+
+/* Classify a runtime call by name. */
+int graph_rt_classify(const char *name);
+
+/*
+ * The binary graph file ("prism graph cache"): magic, version, counts,
+ * then each column raw, then the string table, then a checksum.  Files of
+ * another version are refused with PRISM_EVERSION.
+ */
+#define GRAPH_FILE_VERSION 1
+int graph_save(const struct graph *g, const char *path, struct prism_err *err);
+int graph_load(const char *path, struct graph **out, struct prism_err *err);
+
+/* 1 if the file at path starts with the graph file magic. */
+int graph_file_is(const char *path);
+
+#endif

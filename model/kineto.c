@@ -1,0 +1,888 @@
+/*
+ * kineto.c - streaming Kineto trace reader.
+ *
+ * Two layers: a splitter that walks the JSON text just far enough to find
+ * the top-level keys and the boundaries of the events inside
+ * `traceEvents` (strings and nesting only, no values), and on_event(),
+ * which turns each event the adapter parsed into a compact struct
+ * kt_event.  The splitter hands the adapter chunks of about 1 MiB of whole
+ * events, in place: the delimiter before the first event becomes '[' and
+ * the byte after the last one ']' for the duration of the call.
+ */
+#include "kineto.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "imap.h"
+#include "input.h"
+#include "kjson.h"
+
+#define READ_BLOCK (4u << 20)
+#define CHUNK_TARGET (1u << 20)
+#define SCAN_MORE ((size_t)-1)
+
+enum top_state { ST_OPEN, ST_KEY, ST_COLON, ST_VALUE, ST_NEXT, ST_EVENTS, ST_DONE };
+
+struct reader {
+	const char *path;
+	struct input *in;
+	struct kjson_parser *kp;
+	struct strtab *st;
+	struct kineto_trace *tr;
+	struct prism_err *err;
+	char *buf;
+	size_t cap, len, pos; /* buf[pos..len) is unread */
+	uint64_t base;        /* stream offset of buf[0] */
+	int eof;
+	int saw_events;       /* a traceEvents array was found */
+	uint64_t ev_index;    /* events handed to on_event so far */
+	struct imap thread_map;
+	char key[64];
+};
+
+const char *kineto_kind_name(int kind)
+{
+	static const char *const names[KT_NKINDS] = {
+		"cpu_op", "user_annotation", "python_function", "cuda_runtime", "kernel",
+		"gpu_memcpy", "gpu_memset", "cuda_sync", "gpu_user_annotation",
+	};
+	return kind >= 0 && kind < KT_NKINDS ? names[kind] : "?";
+}
+
+/* ---- the splitter ------------------------------------------------------ */
+
+static const unsigned char special[256] = {
+	['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1,
+};
+
+static size_t skip_ws(const char *b, size_t i, size_t len)
+{
+	while (i < len && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
+		i++;
+	return i;
+}
+
+/* b[i] == '"': index past the closing quote, or SCAN_MORE. */
+static size_t scan_string(const char *b, size_t i, size_t len)
+{
+	i++;
+	for (;;) {
+		const char *q = memchr(b + i, '"', len - i);
+		size_t j, k;
+		if (!q)
+			return SCAN_MORE;
+		j = (size_t)(q - b);
+		for (k = j; b[k - 1] == '\\'; k--)
+			;
+		if (((j - k) & 1) == 0)
+			return j + 1;
+		i = j + 1;
+	}
+}
+
+/* b[i] is '{' or '[': index past the matching close, or SCAN_MORE.
+ * Mismatched brackets are left for the JSON parser to report. */
+static size_t scan_compound(const char *b, size_t i, size_t len)
+{
+	int depth = 0;
+
+	while (i < len) {
+		while (i < len && !special[(unsigned char)b[i]])
+			i++;
+		if (i >= len)
+			break;
+		switch (b[i]) {
+		case '"':
+			i = scan_string(b, i, len);
+			if (i == SCAN_MORE)
+				return SCAN_MORE;
+			continue;
+		case '{':
+		case '[':
+			depth++;
+			break;
+		default:
+			if (--depth == 0)
+				return i + 1;
+		}
+		i++;
+	}
+	return SCAN_MORE;
+}
+
+/* Any JSON value at b[i]: index past it, or SCAN_MORE. */
+static size_t scan_any(const char *b, size_t i, size_t len)
+{
+	if (b[i] == '{' || b[i] == '[')
+		return scan_compound(b, i, len);
+	if (b[i] == '"')
+		return scan_string(b, i, len);
+	while (i < len && !strchr(",}] \t\r\n", b[i]))
+		i++;
+	return i < len ? i : SCAN_MORE;
+}
+
+static int fail_at(struct reader *r, uint64_t offset, const char *fmt, ...) PRISM_PRINTF(3, 4);
+static int fail_at(struct reader *r, uint64_t offset, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return prism_err_set(r->err, PRISM_EFORMAT, "%s: byte %" PRIu64 ": %s", r->path, offset,
+			     what);
+}
+
+/* Read more input behind buf[pos..len), moving that to the front first.
+ * Returns bytes added, 0 at the end of input, or a negative code. */
+static long fill(struct reader *r)
+{
+	long got;
+
+	if (r->pos > 0) {
+		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+		r->base += r->pos;
+		r->len -= r->pos;
+		r->pos = 0;
+	}
+	if (r->eof)
+		return 0;
+	if (r->len + READ_BLOCK + KJSON_PADDING > r->cap) {
+		size_t ncap = r->cap * 2;
+		char *nb;
+		if (ncap < r->len + READ_BLOCK + KJSON_PADDING)
+			ncap = r->len + READ_BLOCK + KJSON_PADDING;
+		nb = realloc(r->buf, ncap);
+		if (!nb)
+			return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
+		r->buf = nb;
+		r->cap = ncap;
+	}
+	got = input_read(r->in, r->buf + r->len, READ_BLOCK, r->err);
+	if (got < 0)
+		return got;
+	if (got == 0)
+		r->eof = 1;
+	r->len += (size_t)got;
+	memset(r->buf + r->len, 0, KJSON_PADDING);
+	return got;
+}
+
+static int on_event(void *ctx, const struct kjson_event *ev);
+
+/* Parse buf[from..to] (delimiter, events, one byte after) as one chunk. */
+static int flush(struct reader *r, size_t from, size_t to)
+{
+	struct kjson_fail fail;
+	char c0 = r->buf[from], c1 = r->buf[to];
+	int rc;
+
+	r->buf[from] = '[';
+	r->buf[to] = ']';
+	rc = kjson_parse_events(r->kp, r->buf + from, to - from + 1, r->base + from, on_event, r,
+				&fail);
+	r->buf[from] = c0;
+	r->buf[to] = c1;
+	if (rc == -1) {
+		if (fail.field[0])
+			return prism_err_set(r->err, PRISM_EFORMAT,
+					     "%s: event %" PRIu64 " (byte %" PRIu64
+					     "): field \"%s\": %s",
+					     r->path, r->ev_index, fail.offset, fail.field, fail.what);
+		return prism_err_set(r->err, PRISM_EFORMAT,
+				     "%s: event %" PRIu64 " (byte %" PRIu64 "): %s", r->path,
+				     r->ev_index, fail.offset, fail.what);
+	}
+	return rc;
+}
+
+/*
+ * r->pos is at the '[' or ',' before the next event.  Consume events up to
+ * and including the closing ']'.
+ */
+static int read_events(struct reader *r)
+{
+	for (;;) {
+		size_t delim = r->pos, j = delim + 1, last_end = 0, last_delim = 0;
+		size_t nev = 0;
+		int rc;
+
+		for (;;) {
+			size_t e, k;
+			j = skip_ws(r->buf, j, r->len);
+			if (j == r->len)
+				break;
+			if (r->buf[j] == ']' && nev == 0 && r->buf[delim] == '[') {
+				if (r->ev_index == 0)
+					return fail_at(r, r->base + j, "\"traceEvents\" is empty");
+			}
+			if (r->buf[j] != '{')
+				return fail_at(r, r->base + j,
+					       "event %" PRIu64 ": expected a JSON object",
+					       r->ev_index + nev);
+			e = scan_compound(r->buf, j, r->len);
+			if (e == SCAN_MORE)
+				break;
+			k = skip_ws(r->buf, e, r->len);
+			if (k == r->len)
+				break;
+			if (r->buf[k] == ',') {
+				nev++;
+				last_end = e;
+				last_delim = k;
+				if (k - delim >= CHUNK_TARGET)
+					break;
+				j = k + 1;
+				continue;
+			}
+			if (r->buf[k] == ']') {
+				rc = flush(r, delim, e);
+				if (rc)
+					return rc;
+				r->pos = k + 1;
+				return 0;
+			}
+			return fail_at(r, r->base + k, "expected ',' or ']' after event %" PRIu64,
+				       r->ev_index + nev);
+		}
+		if (nev > 0) {
+			rc = flush(r, delim, last_end);
+			if (rc)
+				return rc;
+			r->pos = last_delim;
+			if (last_delim - delim >= CHUNK_TARGET)
+				continue; /* a full chunk, not a short buffer */
+		}
+		{
+			long got = fill(r);
+			if (got < 0)
+				return (int)got;
+			if (got == 0)
+				return fail_at(r, r->base + r->len,
+					       "unexpected end of input inside \"traceEvents\" "
+					       "(truncated file?)");
+		}
+	}
+}
+
+static int read_top_value(struct reader *r, size_t i, size_t end)
+{
+	struct kjson_top top;
+	struct kjson_fail fail;
+	struct kineto_trace *tr = r->tr;
+	char c = r->buf[end];
+	int rc;
+
+	if (strcmp(r->key, "distributedInfo") != 0 && strcmp(r->key, "deviceProperties") != 0 &&
+	    strcmp(r->key, "baseTimeNanoseconds") != 0)
+		return 0;
+	memset(&top, 0, sizeof(top));
+	r->buf[end] = ' ';
+	rc = kjson_parse_top(r->kp, r->key, r->buf + i, end - i, r->base + i, &top, &fail);
+	r->buf[end] = c;
+	if (rc)
+		return prism_err_set(r->err, PRISM_EFORMAT, "%s: byte %" PRIu64 ": field \"%s\": %s",
+				     r->path, fail.offset, fail.field, fail.what);
+	if (top.has_rank) {
+		tr->has_rank = 1;
+		tr->rank = top.rank;
+	}
+	if (top.has_world) {
+		tr->has_world = 1;
+		tr->world_size = top.world_size;
+	}
+	if (top.has_base) {
+		tr->has_base = 1;
+		tr->base_ns = top.base_ns;
+	}
+	if (top.backend.p &&
+	    (rc = strtab_intern(r->st, top.backend.p, top.backend.n, &tr->backend)))
+		return prism_err_set(r->err, rc, "%s: out of memory", r->path);
+	if (top.device_name.p &&
+	    (rc = strtab_intern(r->st, top.device_name.p, top.device_name.n, &tr->device_name)))
+		return prism_err_set(r->err, rc, "%s: out of memory", r->path);
+	if (top.device_mem)
+		tr->device_mem = top.device_mem;
+	for (size_t k = 0; k < top.npg; k++) {
+		struct kt_pg pg = {0, 0, 0, top.pg[k].size};
+		if (strtab_intern(r->st, top.pg[k].name.p ? top.pg[k].name.p : "",
+				  top.pg[k].name.n, &pg.name) ||
+		    strtab_intern(r->st, top.pg[k].desc.p ? top.pg[k].desc.p : "",
+				  top.pg[k].desc.n, &pg.desc) ||
+		    strtab_intern(r->st, top.pg[k].ranks.p ? top.pg[k].ranks.p : "",
+				  top.pg[k].ranks.n, &pg.ranks) ||
+		    VEC_PUSH(tr->pgs, pg))
+			return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
+	}
+	return 0;
+}
+
+/* The top-level object: keys, and traceEvents streamed by read_events. */
+static int read_stream(struct reader *r)
+{
+	enum top_state state = ST_OPEN;
+	long got;
+
+	if ((got = fill(r)) < 0)
+		return (int)got;
+	for (;;) {
+		size_t i = skip_ws(r->buf, r->pos, r->len), e;
+		int rc;
+
+		if (i == r->len) {
+			r->pos = i;
+			if ((got = fill(r)) < 0)
+				return (int)got;
+			if (got == 0)
+				break;
+			continue;
+		}
+		switch (state) {
+		case ST_OPEN:
+			if (r->buf[i] == '[') { /* the JSON Array Format of Chrome traces */
+				r->pos = i;
+				if ((rc = read_events(r)))
+					return rc;
+				r->saw_events = 1;
+				state = ST_DONE;
+				continue;
+			}
+			if (r->buf[i] != '{')
+				return fail_at(r, r->base + i,
+					       "not a JSON object (a Chrome trace starts with '{')");
+			r->pos = i + 1;
+			state = ST_KEY;
+			continue;
+		case ST_KEY:
+			if (r->buf[i] == '}') {
+				r->pos = i + 1;
+				state = ST_DONE;
+				continue;
+			}
+			if (r->buf[i] != '"')
+				return fail_at(r, r->base + i, "expected a key in the top-level object");
+			e = scan_string(r->buf, i, r->len);
+			break;
+		case ST_COLON:
+			if (r->buf[i] != ':')
+				return fail_at(r, r->base + i, "expected ':' after key \"%s\"", r->key);
+			r->pos = i + 1;
+			state = ST_VALUE;
+			continue;
+		case ST_VALUE:
+			if (strcmp(r->key, "traceEvents") == 0) {
+				if (r->buf[i] != '[')
+					return fail_at(r, r->base + i,
+						       "field \"traceEvents\": expected an array");
+				r->pos = i;
+				if ((rc = read_events(r)))
+					return rc;
+				r->saw_events = 1;
+				state = ST_NEXT;
+				continue;
+			}
+			e = scan_any(r->buf, i, r->len);
+			break;
+		case ST_NEXT:
+			if (r->buf[i] == ',') {
+				r->pos = i + 1;
+				state = ST_KEY;
+			} else if (r->buf[i] == '}') {
+				r->pos = i + 1;
+				state = ST_DONE;
+			} else {
+				return fail_at(r, r->base + i,
+					       "expected ',' or '}' in the top-level object");
+			}
+			continue;
+		case ST_DONE:
+		default:
+			return fail_at(r, r->base + i, "unexpected data after the end of the JSON");
+		}
+		/* A key or a value at i that may need more input. */
+		if (e == SCAN_MORE) {
+			r->pos = i;
+			if ((got = fill(r)) < 0)
+				return (int)got;
+			if (got == 0)
+				break;
+			continue;
+		}
+		if (state == ST_KEY) {
+			size_t n = e - i - 2;
+			if (n >= sizeof(r->key))
+				n = sizeof(r->key) - 1;
+			memcpy(r->key, r->buf + i + 1, n);
+			r->key[n] = '\0';
+			state = ST_COLON;
+		} else {
+			if ((rc = read_top_value(r, i, e)))
+				return rc;
+			state = ST_NEXT;
+		}
+		r->pos = e;
+	}
+	if (state != ST_DONE)
+		return fail_at(r, r->base + r->len, "unexpected end of input (truncated file?)");
+	if (!r->saw_events)
+		return fail_at(r, 0, "no \"traceEvents\" array: not a Kineto/Chrome trace");
+	return 0;
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+static int ev_fail(struct reader *r, const struct kjson_event *ev, const char *field,
+		   const char *fmt, ...) PRISM_PRINTF(4, 5);
+static int ev_fail(struct reader *r, const struct kjson_event *ev, const char *field,
+		   const char *fmt, ...)
+{
+	char what[200];
+	char name[80] = "";
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (ev->name.type == KJSON_STR)
+		snprintf(name, sizeof(name), " '%.*s'", (int)(ev->name.s.n > 60 ? 60 : ev->name.s.n),
+			 ev->name.s.p);
+	if (field)
+		return prism_err_set(r->err, PRISM_EFORMAT,
+				     "%s: event %" PRIu64 " (byte %" PRIu64 ")%s: field \"%s\": %s",
+				     r->path, r->ev_index, ev->offset, name, field, what);
+	return prism_err_set(r->err, PRISM_EFORMAT, "%s: event %" PRIu64 " (byte %" PRIu64 ")%s: %s",
+			     r->path, r->ev_index, ev->offset, name, what);
+}
+
+static const char *type_name(int t)
+{
+	static const char *const n[] = {"nothing", "an integer", "a number", "a string", "null",
+					"a boolean", "an array", "an object"};
+	return t >= 0 && t <= KJSON_OBJECT ? n[t] : "?";
+}
+
+static int str_is(const struct kjson_val *v, const char *s)
+{
+	size_t n = strlen(s);
+	return v->type == KJSON_STR && v->s.n == n && memcmp(v->s.p, s, n) == 0;
+}
+
+static int str_prefix(const char *p, size_t n, const char *s)
+{
+	size_t k = strlen(s);
+	return n >= k && memcmp(p, s, k) == 0;
+}
+
+/* A time field (ts, dur) in microseconds -> nanoseconds. */
+static int get_time(struct reader *r, const struct kjson_event *ev, const struct kjson_val *v,
+		    const char *field, int64_t *out)
+{
+	if (v->type == KJSON_ABSENT)
+		return ev_fail(r, ev, NULL, "missing \"%s\"", field);
+	if (v->type != KJSON_INT && v->type != KJSON_FRAC)
+		return ev_fail(r, ev, field, "expected a number, got %s", type_name(v->type));
+	if (v->milli == INT64_MAX || v->milli == INT64_MIN)
+		return ev_fail(r, ev, field, "value out of range");
+	*out = v->milli;
+	return 0;
+}
+
+/* An optional integer arg; KT_NO_ID when absent. */
+static int get_int_arg(struct reader *r, const struct kjson_event *ev, int arg, const char *field,
+		       int64_t *out)
+{
+	const struct kjson_val *v = &ev->args[arg];
+	*out = KT_NO_ID;
+	if (v->type == KJSON_ABSENT || v->type == KJSON_NULL)
+		return 0;
+	if (v->type != KJSON_INT)
+		return ev_fail(r, ev, field, "expected an integer, got %s", type_name(v->type));
+	*out = v->i;
+	return 0;
+}
+
+/* pid/tid as an integer: numbers, numeric strings, "stream 7"; other
+ * strings map to a reserved negative range by their interned id. */
+static int id_of(struct reader *r, const struct kjson_val *v, int64_t *out)
+{
+	if (v->type == KJSON_INT) {
+		*out = v->i;
+		return 0;
+	}
+	if (v->type == KJSON_STR) {
+		const char *p = v->s.p;
+		size_t n = v->s.n, k = 0;
+		int64_t x = 0;
+		uint32_t id;
+		if (str_prefix(p, n, "stream "))
+			k = 7;
+		if (k < n) {
+			size_t d = k;
+			while (d < n && p[d] >= '0' && p[d] <= '9' && x < INT64_MAX / 10)
+				x = x * 10 + (p[d++] - '0');
+			if (d == n && d > k) {
+				*out = x;
+				return 0;
+			}
+		}
+		if (strtab_intern(r->st, p, n, &id))
+			return PRISM_ENOMEM;
+		*out = -((int64_t)1 << 40) - (int64_t)id;
+		return 0;
+	}
+	*out = -1;
+	return 0;
+}
+
+static int thread_of(struct reader *r, int64_t pid, int64_t tid, int gpu, uint32_t *out)
+{
+	struct kineto_trace *tr = r->tr;
+	uint64_t h = (uint64_t)pid * 0x9E3779B97F4A7C15ull ^ (uint64_t)tid * 0xC2B2AE3D27D4EB4Full ^
+		     (uint64_t)gpu;
+	int64_t key = (int64_t)(h & 0x7FFFFFFFFFFFFFFFull);
+	uint32_t idx = imap_get(&r->thread_map, key);
+	struct kt_thread t = {pid, tid, (uint8_t)gpu};
+
+	if (idx != IMAP_NONE) {
+		const struct kt_thread *c = &tr->threads.v[idx];
+		if (c->pid == pid && c->tid == tid && c->gpu == gpu) {
+			*out = idx;
+			return 0;
+		}
+		/* A hash collision: fall back to a scan (never seen in practice). */
+		for (size_t k = 0; k < tr->threads.n; k++) {
+			c = &tr->threads.v[k];
+			if (c->pid == pid && c->tid == tid && c->gpu == gpu) {
+				*out = (uint32_t)k;
+				return 0;
+			}
+		}
+	}
+	if (VEC_PUSH(tr->threads, t))
+		return PRISM_ENOMEM;
+	*out = (uint32_t)(tr->threads.n - 1);
+	if (idx == IMAP_NONE && imap_put(&r->thread_map, key, *out, NULL))
+		return PRISM_ENOMEM;
+	return 0;
+}
+
+/* Product of the first shape in an "Input Dims" array, or -1. */
+static int64_t first_dims_nelems(const struct kjson_str *s)
+{
+	const char *p = s->p, *end = s->p + s->n;
+	int64_t prod = 1;
+	int any = 0;
+
+	while (p < end && *p != '[')
+		p++;
+	p++;
+	while (p < end && (*p == ' ' || *p == '\n'))
+		p++;
+	if (p >= end || *p != '[')
+		return -1;
+	for (p++; p < end && *p != ']'; p++) {
+		if (*p >= '0' && *p <= '9') {
+			int64_t x = 0;
+			while (p < end && *p >= '0' && *p <= '9')
+				x = x * 10 + (*p++ - '0');
+			prod *= x;
+			any = 1;
+			p--;
+		}
+	}
+	return any ? prod : -1;
+}
+
+/* First string of a JSON array of strings, e.g. "Input type". */
+static struct kjson_str first_string(const struct kjson_str *s)
+{
+	struct kjson_str out = {"", 0};
+	const char *p = memchr(s->p, '"', s->n), *q;
+	if (p) {
+		q = memchr(p + 1, '"', s->n - (size_t)(p + 1 - s->p));
+		if (q) {
+			out.p = p + 1;
+			out.n = (size_t)(q - p - 1);
+		}
+	}
+	return out;
+}
+
+static int intern_val(struct reader *r, const struct kjson_val *v, uint32_t *out)
+{
+	char tmp[32];
+	*out = 0;
+	if (v->type == KJSON_STR)
+		return strtab_intern(r->st, v->s.p, strnlen(v->s.p, v->s.n), out);
+	if (v->type == KJSON_INT) {
+		int n = snprintf(tmp, sizeof(tmp), "%" PRId64, v->i);
+		return strtab_intern(r->st, tmp, (size_t)n, out);
+	}
+	return 0;
+}
+
+static int is_comm_op(const struct kjson_event *ev)
+{
+	const char *p = ev->name.s.p;
+	size_t n = ev->name.s.n;
+	if (ev->name.type != KJSON_STR)
+		return 0;
+	return str_prefix(p, n, "c10d::") || str_prefix(p, n, "nccl:") ||
+	       (n == 18 && memcmp(p, "record_param_comms", 18) == 0);
+}
+
+static int add_comm(struct reader *r, const struct kjson_event *ev, struct kt_event *out)
+{
+	const struct kjson_val *a = ev->args;
+	struct kt_comm c;
+	int has = a[KJSON_ARG_COLL_NAME].type || a[KJSON_ARG_IN_NELEMS].type ||
+		  a[KJSON_ARG_GROUP_SIZE].type || a[KJSON_ARG_PG_NAME].type ||
+		  a[KJSON_ARG_PG_ID].type || a[KJSON_ARG_PG_RANKS].type;
+	int rc = 0;
+
+	if (!has && !(a[KJSON_ARG_INPUT_DIMS].type == KJSON_ARRAY && is_comm_op(ev)))
+		return 0;
+	memset(&c, 0, sizeof(c));
+	c.in_nelems = a[KJSON_ARG_IN_NELEMS].type == KJSON_INT ? a[KJSON_ARG_IN_NELEMS].i : -1;
+	c.out_nelems = a[KJSON_ARG_OUT_NELEMS].type == KJSON_INT ? a[KJSON_ARG_OUT_NELEMS].i : -1;
+	c.group_size = a[KJSON_ARG_GROUP_SIZE].type == KJSON_INT ? a[KJSON_ARG_GROUP_SIZE].i : -1;
+	c.dims_nelems = a[KJSON_ARG_INPUT_DIMS].type == KJSON_ARRAY
+				? first_dims_nelems(&a[KJSON_ARG_INPUT_DIMS].s)
+				: -1;
+	rc |= intern_val(r, &a[KJSON_ARG_COLL_NAME], &c.coll);
+	if (a[KJSON_ARG_DTYPE].type == KJSON_STR) {
+		rc |= intern_val(r, &a[KJSON_ARG_DTYPE], &c.dtype);
+	} else if (a[KJSON_ARG_INPUT_TYPE].type == KJSON_ARRAY) {
+		struct kjson_str s = first_string(&a[KJSON_ARG_INPUT_TYPE].s);
+		rc |= strtab_intern(r->st, s.p, s.n, &c.dtype);
+	}
+	rc |= intern_val(r, a[KJSON_ARG_PG_NAME].type ? &a[KJSON_ARG_PG_NAME] : &a[KJSON_ARG_PG_ID],
+			 &c.pg_name);
+	rc |= intern_val(r, &a[KJSON_ARG_PG_DESC], &c.pg_desc);
+	rc |= intern_val(r, &a[KJSON_ARG_PG_RANKS], &c.pg_ranks);
+	if (rc || VEC_PUSH(r->tr->comms, c))
+		return PRISM_ENOMEM;
+	out->comm = (uint32_t)(r->tr->comms.n - 1);
+	return 0;
+}
+
+static int kind_of_cat(const struct kjson_val *cat)
+{
+	const char *p = cat->s.p;
+	size_t n = cat->s.n;
+
+	if (cat->type != KJSON_STR)
+		return -1;
+#define IS(s) (n == sizeof(s) - 1 && memcmp(p, s, n) == 0)
+	if (IS("cpu_op") || IS("Operator"))
+		return KT_CPU_OP;
+	if (IS("cuda_runtime") || IS("Runtime") || IS("cuda_driver"))
+		return KT_RUNTIME;
+	if (IS("kernel") || IS("Kernel"))
+		return KT_KERNEL;
+	if (IS("user_annotation"))
+		return KT_USER_ANN;
+	if (IS("gpu_memcpy") || IS("Memcpy"))
+		return KT_MEMCPY;
+	if (IS("gpu_memset") || IS("Memset"))
+		return KT_MEMSET;
+	if (IS("python_function"))
+		return KT_PY_FUNC;
+	if (IS("cuda_sync"))
+		return KT_CUDA_SYNC;
+	if (IS("gpu_user_annotation"))
+		return KT_GPU_ANN;
+#undef IS
+	return -1;
+}
+
+static int sync_kind_of(const struct kjson_val *v)
+{
+	if (v->type != KJSON_STR)
+		return KT_SYNC_NONE;
+	if (str_is(v, "Stream Wait Event"))
+		return KT_SYNC_STREAM_WAIT_EVENT;
+	if (str_is(v, "Event Sync"))
+		return KT_SYNC_EVENT;
+	if (str_is(v, "Stream Sync"))
+		return KT_SYNC_STREAM;
+	if (str_is(v, "Context Sync"))
+		return KT_SYNC_CONTEXT;
+	return KT_SYNC_OTHER;
+}
+
+static int on_complete(struct reader *r, const struct kjson_event *ev)
+{
+	struct kineto_trace *tr = r->tr;
+	struct kt_event e;
+	int64_t pid, tid, dev, stream;
+	int kind, gpu, rc;
+
+	memset(&e, 0, sizeof(e));
+	if ((rc = get_time(r, ev, &ev->ts, "ts", &e.ts_ns)) ||
+	    (rc = get_time(r, ev, &ev->dur, "dur", &e.dur_ns)))
+		return rc;
+	if (e.dur_ns < 0)
+		return ev_fail(r, ev, "dur", "negative duration (%" PRId64 " ns)", e.dur_ns);
+	tr->counts[KT_N_X]++;
+	kind = kind_of_cat(&ev->cat);
+	if (kind < 0) {
+		if (str_is(&ev->cat, "Trace")) {
+			tr->window_start_ns = e.ts_ns;
+			tr->window_end_ns = e.ts_ns + e.dur_ns;
+		}
+		tr->counts[KT_N_OTHER_X]++;
+		return 0;
+	}
+	if (ev->name.type != KJSON_ABSENT && ev->name.type != KJSON_STR)
+		return ev_fail(r, ev, "name", "expected a string, got %s", type_name(ev->name.type));
+	if ((rc = get_int_arg(r, ev, KJSON_ARG_CORRELATION, "correlation", &e.corr)) ||
+	    (rc = get_int_arg(r, ev, KJSON_ARG_EXTERNAL_ID, "External id", &e.ext)) ||
+	    (rc = get_int_arg(r, ev, KJSON_ARG_STREAM, "stream", &stream)) ||
+	    (rc = get_int_arg(r, ev, KJSON_ARG_DEVICE, "device", &dev)))
+		return rc;
+	if (e.ext == KT_NO_ID && (rc = get_int_arg(r, ev, KJSON_ARG_EXTERNAL_ID_OLD, "external id",
+						    &e.ext)))
+		return rc;
+	if (id_of(r, &ev->pid, &pid) || id_of(r, &ev->tid, &tid))
+		return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
+	gpu = kind == KT_KERNEL || kind == KT_MEMCPY || kind == KT_MEMSET ||
+	      kind == KT_CUDA_SYNC || kind == KT_GPU_ANN;
+	if (gpu) {
+		if (dev != KT_NO_ID)
+			pid = dev;
+		if (stream != KT_NO_ID)
+			tid = stream;
+		e.a = tid;
+	}
+	if ((kind == KT_KERNEL || kind == KT_MEMCPY || kind == KT_MEMSET) && e.corr == KT_NO_ID)
+		return ev_fail(r, ev, NULL, "GPU event without \"correlation\" in args");
+	switch (kind) {
+	case KT_MEMCPY:
+	case KT_MEMSET:
+		e.b = ev->args[KJSON_ARG_BYTES].type == KJSON_INT ? ev->args[KJSON_ARG_BYTES].i : -1;
+		break;
+	case KT_CUDA_SYNC:
+		e.sync = (uint8_t)sync_kind_of(&ev->args[KJSON_ARG_SYNC_KIND]);
+		if ((rc = get_int_arg(r, ev, KJSON_ARG_WAIT_STREAM, "wait_on_stream", &e.b)) ||
+		    (rc = get_int_arg(r, ev, KJSON_ARG_WAIT_RECORD_CORR,
+				      "wait_on_cuda_event_record_corr_id", &e.c)))
+			return rc;
+		e.a = stream;
+		break;
+	case KT_CPU_OP:
+	case KT_USER_ANN:
+		e.a = ev->args[KJSON_ARG_SEQ].type == KJSON_INT ? ev->args[KJSON_ARG_SEQ].i : -1;
+		e.b = ev->args[KJSON_ARG_FWD_TID].type == KJSON_INT ? ev->args[KJSON_ARG_FWD_TID].i
+								     : -1;
+		break;
+	case KT_RUNTIME:
+		e.a = ev->args[KJSON_ARG_CBID].type == KJSON_INT ? ev->args[KJSON_ARG_CBID].i : -1;
+		break;
+	}
+	e.comm = UINT32_MAX;
+	if ((rc = thread_of(r, pid, tid, gpu, &e.thread)) ||
+	    (rc = strtab_intern(r->st, ev->name.s.p ? ev->name.s.p : "",
+				ev->name.s.p ? strnlen(ev->name.s.p, ev->name.s.n) : 0, &e.name)) ||
+	    (rc = add_comm(r, ev, &e)))
+		return prism_err_set(r->err, rc, "%s: out of memory", r->path);
+	if (r->ev_index > UINT32_MAX)
+		return prism_err_set(r->err, PRISM_ELIMIT, "%s: more than 2^32 events", r->path);
+	e.index = (uint32_t)r->ev_index;
+	e.kind = (uint8_t)kind;
+	if (VEC_PUSH(tr->events, e))
+		return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
+	tr->counts[KT_N_KEPT]++;
+	tr->kind_counts[kind]++;
+	return 0;
+}
+
+static int on_event(void *ctx, const struct kjson_event *ev)
+{
+	struct reader *r = ctx;
+	struct kineto_trace *tr = r->tr;
+	int rc = 0;
+
+	tr->counts[KT_N_EVENTS]++;
+	if (ev->ph.type == KJSON_ABSENT)
+		rc = ev_fail(r, ev, NULL, "missing \"ph\"");
+	else if (ev->ph.type != KJSON_STR || ev->ph.s.n == 0)
+		rc = ev_fail(r, ev, "ph", "expected a one-letter string, got %s",
+			     type_name(ev->ph.type));
+	else {
+		switch (ev->ph.s.p[0]) {
+		case 'X':
+			rc = on_complete(r, ev);
+			break;
+		case 'i':
+		case 'I':
+			tr->counts[KT_N_INSTANT]++;
+			break;
+		case 's':
+			tr->counts[KT_N_FLOW_S]++;
+			break;
+		case 'f':
+			tr->counts[KT_N_FLOW_F]++;
+			break;
+		case 'M':
+			tr->counts[KT_N_META]++;
+			break;
+		default:
+			tr->counts[KT_N_OTHER_PH]++;
+		}
+	}
+	r->ev_index++;
+	return rc;
+}
+
+int kineto_read(const char *path, struct strtab *st, struct kineto_trace *tr,
+		struct prism_err *err)
+{
+	struct reader r;
+	int rc;
+
+	memset(tr, 0, sizeof(*tr));
+	tr->path = path;
+	tr->window_start_ns = tr->window_end_ns = INT64_MIN;
+	memset(&r, 0, sizeof(r));
+	r.path = path;
+	r.st = st;
+	r.tr = tr;
+	r.err = err;
+	if ((rc = input_open(path, &r.in, err)))
+		return rc;
+	r.kp = kjson_new();
+	if (!r.kp) {
+		input_free(r.in);
+		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+	}
+	rc = read_stream(&r);
+	tr->json_bytes = r.base + r.len;
+	if (rc == 0 && tr->has_base) {
+		for (size_t k = 0; k < tr->events.n; k++)
+			tr->events.v[k].ts_ns += tr->base_ns;
+		if (tr->window_start_ns != INT64_MIN) {
+			tr->window_start_ns += tr->base_ns;
+			tr->window_end_ns += tr->base_ns;
+		}
+	}
+	kjson_free(r.kp);
+	input_free(r.in);
+	free(r.buf);
+	imap_release(&r.thread_map);
+	return rc;
+}
+
+void kineto_release(struct kineto_trace *tr)
+{
+	VEC_FREE(tr->events);
+	VEC_FREE(tr->threads);
+	VEC_FREE(tr->comms);
+	VEC_FREE(tr->pgs);
+}

@@ -1,0 +1,49 @@
+/* prism.c - status code table and the first-error record. */
+#include "prism.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *prism_status_name(int code)
+{
+	switch (code) {
+#define PRISM_X_NAME(name, val, msg) \
+	case (val):                  \
+		return "PRISM_E" #name;
+		PRISM_STATUS_MAP(PRISM_X_NAME)
+#undef PRISM_X_NAME
+	}
+	return "PRISM_E?";
+}
+
+const char *prism_status_msg(int code)
+{
+	switch (code) {
+#define PRISM_X_MSG(name, val, msg) \
+	case (val):                 \
+		return msg;
+		PRISM_STATUS_MAP(PRISM_X_MSG)
+#undef PRISM_X_MSG
+	}
+	return "unknown status";
+}
+
+void prism_err_clear(struct prism_err *err)
+{
+	err->code = 0;
+	err->msg[0] = '\0';
+}
+
+int prism_err_set(struct prism_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || err->code != 0)
+		return code;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return code;
+}

@@ -1,0 +1,66 @@
+/*
+ * prism.h - project-wide basics: status codes and the error record.
+ *
+ * Every function that can fail returns an int: 0 on success, a negative
+ * PRISM_E* code otherwise.  The codes, their names and their messages come
+ * from one X-macro table, so they cannot drift apart.
+ *
+ * Input-facing code (trace reader, graph cache, later the config and the
+ * database) also fills a caller-owned struct prism_err.  It keeps the FIRST
+ * error only, with its context already formatted into one line, e.g.
+ *   trace.json: event 812 'ncclDevKernel_AllReduce': missing "dur"
+ * model/ and sim/ never print or exit; only the command layer does.
+ */
+#ifndef PRISM_H
+#define PRISM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PRISM_STATUS_MAP(X)                                              \
+	X(OK, 0, "success")                                              \
+	X(NOMEM, -1, "out of memory")                                    \
+	X(IO, -2, "input/output error")                                  \
+	X(FORMAT, -3, "malformed input")                                 \
+	X(VERSION, -4, "unsupported file version")                       \
+	X(ARG, -5, "invalid argument")                                   \
+	X(INTERNAL, -6, "internal error")                                \
+	X(LIMIT, -7, "input exceeds a built-in limit")
+
+enum prism_status {
+#define PRISM_X_ENUM(name, val, msg) PRISM_E##name = (val),
+	PRISM_STATUS_MAP(PRISM_X_ENUM)
+#undef PRISM_X_ENUM
+};
+
+/* Name ("PRISM_EFORMAT") and message of a status code; never NULL. */
+const char *prism_status_name(int code);
+const char *prism_status_msg(int code);
+
+#define PRISM_ERR_MSG_MAX 512
+
+/*
+ * The first error that happened, with its context.  Zero-initialise it (or
+ * call prism_err_clear) before use; code stays 0 while nothing failed.
+ */
+struct prism_err {
+	int code;
+	char msg[PRISM_ERR_MSG_MAX];
+};
+
+void prism_err_clear(struct prism_err *err);
+
+/*
+ * Record an error unless one is already recorded; returns code so callers
+ * can write `return prism_err_set(err, PRISM_EFORMAT, "...", ...)`.
+ * err may be NULL (the code is still returned).
+ */
+#if defined(__GNUC__)
+#define PRISM_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define PRISM_PRINTF(fmt, args)
+#endif
+
+int prism_err_set(struct prism_err *err, int code, const char *fmt, ...) PRISM_PRINTF(3, 4);
+
+#endif

@@ -1,0 +1,111 @@
+/* strtab.c - string interning with an open-addressing hash of ids. */
+#include "strtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "prism.h"
+
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+	/* FNV-1a, 64-bit: short strings dominate (names), so simplicity wins. */
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static int rehash(struct strtab *st, uint32_t nslots)
+{
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return PRISM_ENOMEM;
+	for (uint32_t id = 0; id < st->n; id++) {
+		const char *s = st->buf + st->off[id];
+		uint64_t h = hash_bytes(s, strlen(s));
+		uint32_t i = (uint32_t)h & (nslots - 1);
+		while (slots[i])
+			i = (i + 1) & (nslots - 1);
+		slots[i] = id + 1;
+	}
+	free(st->slots);
+	st->slots = slots;
+	st->nslots = nslots;
+	return 0;
+}
+
+int strtab_init(struct strtab *st)
+{
+	uint32_t id;
+
+	memset(st, 0, sizeof(*st));
+	if (rehash(st, 1024))
+		return PRISM_ENOMEM;
+	return strtab_intern(st, "", 0, &id);
+}
+
+void strtab_release(struct strtab *st)
+{
+	free(st->buf);
+	free(st->off);
+	free(st->slots);
+	memset(st, 0, sizeof(*st));
+}
+
+uint32_t strtab_find(const struct strtab *st, const char *s, size_t len)
+{
+	uint32_t i = (uint32_t)hash_bytes(s, len) & (st->nslots - 1);
+	for (; st->slots[i]; i = (i + 1) & (st->nslots - 1)) {
+		uint32_t id = st->slots[i] - 1;
+		const char *t = st->buf + st->off[id];
+		if (memcmp(t, s, len) == 0 && t[len] == '\0')
+			return id;
+	}
+	return STRTAB_NONE;
+}
+
+int strtab_intern(struct strtab *st, const char *s, size_t len, uint32_t *id)
+{
+	uint64_t h = hash_bytes(s, len);
+	uint32_t i = (uint32_t)h & (st->nslots - 1);
+
+	for (; st->slots[i]; i = (i + 1) & (st->nslots - 1)) {
+		uint32_t cand = st->slots[i] - 1;
+		const char *t = st->buf + st->off[cand];
+		if (memcmp(t, s, len) == 0 && t[len] == '\0') {
+			*id = cand;
+			return 0;
+		}
+	}
+	if (st->len + len + 1 > UINT32_MAX || st->n == UINT32_MAX - 1)
+		return PRISM_ELIMIT;
+	if (st->len + len + 1 > st->cap) {
+		size_t ncap = st->cap ? st->cap : 4096;
+		while (ncap < st->len + len + 1)
+			ncap *= 2;
+		char *nb = realloc(st->buf, ncap);
+		if (!nb)
+			return PRISM_ENOMEM;
+		st->buf = nb;
+		st->cap = ncap;
+	}
+	if (st->n == st->off_cap) {
+		uint32_t ncap = st->off_cap ? st->off_cap * 2 : 256;
+		uint32_t *no = realloc(st->off, ncap * sizeof(*no));
+		if (!no)
+			return PRISM_ENOMEM;
+		st->off = no;
+		st->off_cap = ncap;
+	}
+	memcpy(st->buf + st->len, s, len);
+	st->buf[st->len + len] = '\0';
+	st->off[st->n] = (uint32_t)st->len;
+	st->len += len + 1;
+	st->slots[i] = st->n + 1;
+	*id = st->n++;
+	if ((uint64_t)st->n * 2 > st->nslots)
+		return rehash(st, st->nslots * 2) ? PRISM_ENOMEM : 0;
+	return 0;
+}

@@ -1,0 +1,262 @@
+/* cmd_ingest.c - `prism ingest`: traces into a graph, a summary, a cache file. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "build.h"
+#include "cli.h"
+
+static const char help[] =
+	"usage: prism ingest [options] TRACE... \n"
+	"       prism ingest [options] GRAPH\n"
+	"\n"
+	"Read PyTorch profiler (Kineto) Chrome-trace files, plain or gzipped, into\n"
+	"prism's execution graph and print what was found.  Several files are the\n"
+	"ranks of one job; each file's rank comes from its distributedInfo, else\n"
+	"from --rank, else from its position on the command line.\n"
+	"\n"
+	"options:\n"
+	"  -o, --output FILE     save the graph to FILE (a versioned binary file that\n"
+	"                        every prism command accepts instead of the traces)\n"
+	"  -r, --rank LIST       comma-separated rank of each trace file, in order\n"
+	"      --json            print the summary as JSON\n"
+	"      --allow-dangling  place GPU work whose launch call is missing from\n"
+	"                        the window instead of failing\n"
+	"      --no-infer-events   no cross-stream edges inferred from timing\n"
+	"      --no-infer-sync     no stream/event-sync sources inferred from timing\n"
+	"      --no-infer-threads  no cross-thread edges inferred from timing\n"
+	"  -h, --help            this help\n"
+	"\n"
+	"Exit status: 0 on success, 2 on bad input (one line names the file, the\n"
+	"byte offset or event index, and the field), 1 on other failures.\n";
+
+static void print_text(const struct graph *g)
+{
+	const struct graph_stats *s = &g->stats;
+	uint32_t ncpu = 0, ngpu = 0;
+
+	for (uint32_t p = 0; p < g->n_procs; p++)
+		g->procs[p].gpu ? ngpu++ : ncpu++;
+	printf("job: %" PRIu32 " rank%s, %" PRIu32 " processors (%" PRIu32 " CPU threads, %" PRIu32
+	       " GPU streams), %" PRIu32 " nodes, %" PRIu32 " edges\n",
+	       g->n_ranks, g->n_ranks == 1 ? "" : "s", g->n_procs, ncpu, ngpu, g->n_nodes,
+	       g->n_edges);
+	printf("\ninputs:\n");
+	for (uint32_t r = 0; r < g->n_ranks; r++) {
+		const struct graph_rank *rk = &g->ranks[r];
+		printf("  rank %-4" PRId64 " %s\n", rk->rank, strtab_get(&g->st, rk->path));
+		printf("            %" PRIu64 " events (%" PRIu64 " complete, %" PRIu64
+		       " instant, %" PRIu64 " flow, %" PRIu64 " metadata), %.1f MB JSON",
+		       rk->n_events, rk->n_complete, rk->n_instant, rk->n_flow, rk->n_meta,
+		       (double)rk->json_bytes / 1e6);
+		if (rk->device && strtab_get(&g->st, rk->device)[0])
+			printf(", %s", strtab_get(&g->st, rk->device));
+		if (rk->world_size)
+			printf(", world size %" PRId64, rk->world_size);
+		printf("\n");
+	}
+	printf("\nprocessors:\n");
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		printf("  rank %-4" PRId64 " %-6s %" PRId64 "/%" PRId64 "  %" PRIu32 " nodes\n",
+		       g->ranks[pr->rank].rank, pr->gpu ? "stream" : "thread", pr->pid, pr->tid,
+		       pr->n);
+	}
+	printf("\nnodes:\n");
+	for (int k = 0; k < GN_NKINDS; k++)
+		printf("  %-12s %10" PRIu64 "\n", graph_node_kind_name(k), s->nodes[k]);
+	printf("\nedges:        %10s %10s\n", "exact", "inferred");
+	for (int k = 0; k < GE_NKINDS; k++)
+		printf("  %-12s %10" PRIu64 " %10" PRIu64 "\n", graph_edge_kind_name(k), s->edges[k],
+		       s->inferred[k]);
+	printf("\nruntime calls by class:\n");
+	for (int k = 0; k < RT_NCLASSES; k++)
+		if (s->rt_class[k])
+			printf("  %-18s %10" PRIu64 "\n", graph_rt_class_name(k), s->rt_class[k]);
+	printf("\niterations:\n");
+	if (g->n_iters == 0)
+		printf("  none (no ProfilerStep#N ranges)\n");
+	for (uint32_t i = 0; i < g->n_iters; i++)
+		printf("  rank %-4" PRId64 " ProfilerStep#%-6" PRId64 " %12.3f ms\n",
+		       g->ranks[g->iters[i].rank].rank, g->iters[i].step,
+		       (double)g->iters[i].dur_ns / 1e6);
+	printf("\ncollectives:\n");
+	if (g->n_colls == 0)
+		printf("  none\n");
+	for (int k = 0; k < GC_NKINDS; k++) {
+		uint64_t sized = 0, bytes = 0;
+		if (!s->colls[k])
+			continue;
+		for (uint32_t c = 0; c < g->n_colls; c++)
+			if (g->colls[c].kind == k && g->colls[c].bytes >= 0) {
+				sized++;
+				bytes += (uint64_t)g->colls[c].bytes;
+			}
+		printf("  %-16s %6" PRIu64 "  (%" PRIu64 " with sizes, %.3f MB in all)\n",
+		       graph_coll_kind_name(k), s->colls[k], sized, (double)bytes / 1e6);
+	}
+	printf("\nnot placed as nodes, or placed with a caveat:\n");
+	printf("  launch calls without GPU work in the window   %10" PRIu64 "\n", s->launch_no_gpu);
+	printf("  GPU work launched before the window          %10" PRIu64 "\n", s->gpu_no_launch);
+	printf("  runtime calls nested in another (merged)      %10" PRIu64 "\n", s->nested_runtime);
+	printf("  runtime calls overlapping the previous one    %10" PRIu64 "\n",
+	       s->clipped_runtime);
+	printf("  runtime calls without an enclosing CPU op     %10" PRIu64 "\n", s->rt_no_op);
+	printf("  blocking calls with nothing found to wait on  %10" PRIu64 "\n", s->sync_no_wait);
+	printf("  cuda_sync records used / unused               %10" PRIu64 " / %" PRIu64 "\n",
+	       s->cuda_sync_used, s->cuda_sync_unused);
+	printf("  host threads without runtime calls            %10" PRIu64 "\n", s->idle_threads);
+	printf("  annotation events (ops, ranges)               %10" PRIu64 "\n", s->annotations);
+	printf("  other events (flows, instants, metadata, ...) %10" PRIu64 "\n", s->other_events);
+}
+
+static void print_json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void print_json(const struct graph *g)
+{
+	const struct graph_stats *s = &g->stats;
+
+	printf("{\"ranks\":[");
+	for (uint32_t r = 0; r < g->n_ranks; r++) {
+		const struct graph_rank *rk = &g->ranks[r];
+		printf("%s{\"rank\":%" PRId64 ",\"path\":", r ? "," : "", rk->rank);
+		print_json_str(strtab_get(&g->st, rk->path));
+		printf(",\"device\":");
+		print_json_str(strtab_get(&g->st, rk->device));
+		printf(",\"world_size\":%" PRId64 ",\"json_bytes\":%" PRIu64 ",\"events\":%" PRIu64
+		       ",\"complete\":%" PRIu64 ",\"instant\":%" PRIu64 ",\"flow\":%" PRIu64
+		       ",\"meta\":%" PRIu64 ",\"cuda_sync\":%" PRIu64 ",\"streams\":[",
+		       rk->world_size, rk->json_bytes, rk->n_events, rk->n_complete, rk->n_instant,
+		       rk->n_flow, rk->n_meta, rk->n_cuda_sync);
+		for (uint32_t p = 0, first = 1; p < g->n_procs; p++) {
+			if (g->procs[p].rank != r || !g->procs[p].gpu)
+				continue;
+			printf("%s\"%" PRId64 "/%" PRId64 "\"", first ? "" : ",", g->procs[p].pid,
+			       g->procs[p].tid);
+			first = 0;
+		}
+		printf("],\"steps\":[");
+		for (uint32_t i = 0, first = 1; i < g->n_iters; i++) {
+			if (g->iters[i].rank != r)
+				continue;
+			printf("%s[%" PRId64 ",%" PRId64 ",%" PRId64 "]", first ? "" : ",",
+			       g->iters[i].step, g->iters[i].start_ns + g->t0_ns, g->iters[i].dur_ns);
+			first = 0;
+		}
+		printf("]}");
+	}
+	printf("],\"processors\":%" PRIu32 ",\"nodes\":{", g->n_procs);
+	for (int k = 0; k < GN_NKINDS; k++)
+		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_node_kind_name(k), s->nodes[k]);
+	printf("},\"edges\":{");
+	for (int k = 0; k < GE_NKINDS; k++)
+		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_edge_kind_name(k), s->edges[k]);
+	printf("},\"inferred_edges\":{");
+	for (int k = 0; k < GE_NKINDS; k++)
+		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_edge_kind_name(k), s->inferred[k]);
+	printf("},\"runtime_calls\":{");
+	for (int k = 0; k < RT_NCLASSES; k++)
+		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_rt_class_name(k), s->rt_class[k]);
+	printf("},\"collectives\":{");
+	for (int k = 0; k < GC_NKINDS; k++)
+		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_coll_kind_name(k), s->colls[k]);
+	printf("},\"launch_no_gpu\":%" PRIu64 ",\"gpu_no_launch\":%" PRIu64
+	       ",\"nested_runtime\":%" PRIu64 ",\"clipped_runtime\":%" PRIu64
+	       ",\"rt_no_op\":%" PRIu64 ",\"sync_no_wait\":%" PRIu64 ",\"cuda_sync_used\":%" PRIu64
+	       ",\"cuda_sync_unused\":%" PRIu64 ",\"idle_threads\":%" PRIu64
+	       ",\"annotations\":%" PRIu64 ",\"other_events\":%" PRIu64 "}\n",
+	       s->launch_no_gpu, s->gpu_no_launch, s->nested_runtime, s->clipped_runtime,
+	       s->rt_no_op, s->sync_no_wait, s->cuda_sync_used, s->cuda_sync_unused,
+	       s->idle_threads, s->annotations, s->other_events);
+}
+
+int cmd_ingest(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"rank", required_argument, NULL, 'r'},
+		{"json", no_argument, NULL, 'j'},
+		{"allow-dangling", no_argument, NULL, 'd'},
+		{"no-infer-events", no_argument, NULL, 'E'},
+		{"no-infer-sync", no_argument, NULL, 'S'},
+		{"no-infer-threads", no_argument, NULL, 'T'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct build_opts o;
+	struct prism_err err;
+	struct graph *g = NULL;
+	const char *out = NULL, *ranks = NULL;
+	int json = 0, c, rc;
+
+	build_opts_default(&o);
+	prism_err_clear(&err);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:r:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'r':
+			ranks = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'd':
+			o.allow_dangling = 1;
+			break;
+		case 'E':
+			o.infer_events = 0;
+			break;
+		case 'S':
+			o.infer_sync = 0;
+			break;
+		case 'T':
+			o.infer_threads = 0;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			fputs(help, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "prism ingest: no trace given\n%s", help);
+		return EXIT_USAGE;
+	}
+	rc = cli_load_graph(argv + optind, argc - optind, ranks, &o, &g, &err);
+	if (rc == 0)
+		rc = graph_check(g, &err);
+	if (rc == 0 && out)
+		rc = graph_save(g, out, &err);
+	if (rc != 0) {
+		graph_free(g);
+		return cli_fail(&err);
+	}
+	if (json)
+		print_json(g);
+	else {
+		print_text(g);
+		if (out)
+			printf("\ngraph saved to %s\n", out);
+	}
+	graph_free(g);
+	return 0;
+}

@@ -1,0 +1,42 @@
+/* prism.c - main(): dispatch to subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+	"usage: prism <command> [options]\n"
+	"\n"
+	"prism predicts LLM training iteration time for parallel layouts nobody has\n"
+	"run yet, from a PyTorch profiler (Kineto) trace of a run that was.\n"
+	"\n"
+	"commands:\n"
+	"  ingest TRACE... [-o GRAPH]   read Kineto traces (one per rank) into an\n"
+	"                               execution graph; print a summary; save it\n"
+	"\n"
+	"Planned (see the issues): replay, whatif, search, report, synth, calibrate.\n"
+	"\n"
+	"Run `prism <command> --help` for a command's options.\n"
+	"  -h, --help      this help\n"
+	"  -V, --version   print the version\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
+		printf("prism %s\n", PRISM_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "ingest") == 0)
+		return cmd_ingest(argc - 1, argv + 1);
+	fprintf(stderr, "prism: unknown command '%s' (see prism --help)\n", argv[1]);
+	return EXIT_USAGE;
+}
