@@ -685,35 +685,59 @@ static int infer_events(struct builder *b, struct rank_ctx *rc)
 	return 0;
 }
 
-/* Cross-thread edges: work after an uncovered idle gap starts when another
- * thread of the rank finished something just before. */
+/* Latest-ending node on another host thread of the rank that ends at most
+ * thread_tol before time s (but not after it), or NONE32. */
+static uint32_t thread_source(const struct builder *b, const struct rank_ctx *rc,
+			      const struct graph_proc *p, int64_t s)
+{
+	uint32_t best = NONE32;
+	for (size_t j = 0; j < rc->cpu_procs.n; j++) {
+		const struct graph_proc *q = &b->procs.v[rc->cpu_procs.v[j]];
+		uint32_t c;
+		if (q == p)
+			continue;
+		c = last_ending_by(b, q, s);
+		if (c != NONE32 && node_end(b, c) >= s - b->o->thread_tol_ns &&
+		    (best == NONE32 || node_end(b, c) > node_end(b, best)))
+			best = c;
+	}
+	return best;
+}
+
+/* Cross-thread edges: a thread that starts late, or resumes after an idle
+ * gap no CPU op of its own covers, starts when another thread of the rank
+ * finished something just before. */
 static int infer_threads(struct builder *b, struct rank_ctx *rc)
 {
+	int64_t rank_start = INT64_MAX;
+
 	for (size_t i = 0; i < rc->cpu_procs.n; i++) {
 		const struct graph_proc *p = &b->procs.v[rc->cpu_procs.v[i]];
+		if (p->n && b->nodes.v[p->first].start < rank_start)
+			rank_start = b->nodes.v[p->first].start;
+	}
+	for (size_t i = 0; i < rc->cpu_procs.n; i++) {
+		const struct graph_proc *p = &b->procs.v[rc->cpu_procs.v[i]];
+		if (!p->n)
+			continue;
+		if (b->o->infer_threads &&
+		    b->nodes.v[p->first].start - rank_start >= b->o->thread_gap_ns) {
+			uint32_t src = thread_source(b, rc, p, b->nodes.v[p->first].start);
+			if (src != NONE32 && add_edge(b, src, p->first, GE_THREAD | GE_INFERRED))
+				return PRISM_ENOMEM;
+		}
 		for (uint32_t u = p->first; u + 1 < p->first + p->n; u++) {
 			struct pnode *gap = &b->nodes.v[u];
-			int64_t s;
-			uint32_t best = NONE32;
+			uint32_t src;
 			if (!(gap->flags & NF_IDLE_GAP))
 				continue;
 			gap->flags &= (uint8_t)~NF_IDLE_GAP;
 			if (gap->dur < b->o->thread_gap_ns || !b->o->infer_threads)
 				continue;
-			s = b->nodes.v[u + 1].start;
-			for (size_t j = 0; j < rc->cpu_procs.n; j++) {
-				const struct graph_proc *q = &b->procs.v[rc->cpu_procs.v[j]];
-				uint32_t c;
-				if (q == p)
-					continue;
-				c = last_ending_by(b, q, s);
-				if (c != NONE32 && node_end(b, c) >= s - b->o->thread_tol_ns &&
-				    (best == NONE32 || node_end(b, c) > node_end(b, best)))
-					best = c;
-			}
-			if (best != NONE32) {
+			src = thread_source(b, rc, p, b->nodes.v[u + 1].start);
+			if (src != NONE32) {
 				gap->flags |= NF_IDLE_GAP;
-				if (add_edge(b, best, u + 1, GE_THREAD | GE_INFERRED))
+				if (add_edge(b, src, u + 1, GE_THREAD | GE_INFERRED))
 					return PRISM_ENOMEM;
 			}
 		}
@@ -810,6 +834,7 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 		c.bytes = -1;
 		c.group_size = -1;
 		kind = coll_kind_of(strtab_get(b->st, n->name) + 4);
+		b->stats.coll_kernels[kind]++;
 		m = n->hint != NONE32 ? &tr->comms.v[n->hint] : NULL;
 		if (m) {
 			int mk = m->coll ? coll_kind_of(strtab_get(b->st, m->coll)) : GC_UNKNOWN;
@@ -1087,13 +1112,16 @@ static int finish(struct builder *b, struct graph **out)
 	}
 	for (size_t u = 0; u < b->nodes.n; u++)
 		g->out_off[u + 1] += g->out_off[u];
-	memcpy(g->procs, b->procs.v, b->procs.n * sizeof(*g->procs));
-	memcpy(g->ranks, b->ranks.v, b->ranks.n * sizeof(*g->ranks));
+	if (b->procs.n)
+		memcpy(g->procs, b->procs.v, b->procs.n * sizeof(*g->procs));
+	if (b->ranks.n)
+		memcpy(g->ranks, b->ranks.v, b->ranks.n * sizeof(*g->ranks));
 	for (size_t i = 0; i < b->iters.n; i++) {
 		g->iters[i] = b->iters.v[i];
 		g->iters[i].start_ns -= t0;
 	}
-	memcpy(g->colls, b->colls.v, b->colls.n * sizeof(*g->colls));
+	if (b->colls.n)
+		memcpy(g->colls, b->colls.v, b->colls.n * sizeof(*g->colls));
 	g->stats = b->stats;
 	strtab_release(&g->st);
 	g->st = *b->st;
@@ -1123,9 +1151,24 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 	order = malloc((n ? n : 1) * sizeof(*order));
 	if (!order)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	for (size_t i = 0; i < n; i++) {
-		order[i][0] = traces[i].has_rank ? traces[i].rank : (int64_t)i;
+	/* Files that name no rank take the lowest ranks no file claims, in
+	 * command-line order. */
+	for (size_t i = 0, next = 0; i < n; i++) {
+		int taken = 1;
 		order[i][1] = (int64_t)i;
+		if (traces[i].has_rank) {
+			order[i][0] = traces[i].rank;
+			continue;
+		}
+		while (taken) {
+			taken = 0;
+			for (size_t j = 0; j < n; j++)
+				if (traces[j].has_rank && traces[j].rank == (int64_t)next)
+					taken = 1;
+			if (taken)
+				next++;
+		}
+		order[i][0] = (int64_t)next++;
 	}
 	qsort(order, n, sizeof(*order), cmp_rank);
 	for (size_t i = 0; i < n; i++) {

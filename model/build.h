@@ -33,7 +33,8 @@ void build_opts_default(struct build_opts *o);
 
 /*
  * Build the graph of the job whose ranks are traces[0..n).  Each trace's
- * rank is its distributedInfo rank when has_rank is set, else its position.
+ * rank is its rank when has_rank is set (distributedInfo, or the command
+ * line); the others take the lowest ranks no trace claims, in order.
  * st (the table the traces were read with) is moved into the graph and
  * left empty.  On success *out owns everything; the traces may be
  * released.  Errors (duplicate ranks, duplicate or dangling correlation

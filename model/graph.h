@@ -129,7 +129,8 @@ struct graph_stats {
 	uint64_t edges[GE_NKINDS];
 	uint64_t inferred[GE_NKINDS];
 	uint64_t rt_class[RT_NCLASSES];
-	uint64_t colls[GC_NKINDS];
+	uint64_t colls[GC_NKINDS];        /* by what was communicated */
+	uint64_t coll_kernels[GC_NKINDS]; /* by the NCCL kernel's own name */
 	uint64_t launch_no_gpu;   /* launch-class calls with no GPU work traced */
 	uint64_t gpu_no_launch;   /* GPU work whose launch precedes the window */
 	uint64_t nested_runtime;  /* runtime calls nested in another (merged) */

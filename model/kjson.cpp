@@ -154,9 +154,15 @@ static error_code get_val(ondemand::value v, struct kjson_val *out)
 		out->i = b;
 		return SUCCESS;
 	}
-	case ondemand::json_type::null:
+	case ondemand::json_type::null: {
+		bool isnull = false;
+		if ((e = v.is_null().get(isnull)))
+			return e;
+		if (!isnull)
+			return N_ATOM_ERROR; /* "nul", "nulx": only the first byte said null */
 		out->type = KJSON_NULL;
 		return SUCCESS;
+	}
 	}
 	return INCORRECT_TYPE;
 }

@@ -6,6 +6,7 @@
 
 #include "build.h"
 #include "cli.h"
+#include "imap.h"
 
 static const char help[] =
 	"usage: prism ingest [options] TRACE... \n"
@@ -38,10 +39,10 @@ static void print_text(const struct graph *g)
 
 	for (uint32_t p = 0; p < g->n_procs; p++)
 		g->procs[p].gpu ? ngpu++ : ncpu++;
-	printf("job: %" PRIu32 " rank%s, %" PRIu32 " processors (%" PRIu32 " CPU threads, %" PRIu32
-	       " GPU streams), %" PRIu32 " nodes, %" PRIu32 " edges\n",
-	       g->n_ranks, g->n_ranks == 1 ? "" : "s", g->n_procs, ncpu, ngpu, g->n_nodes,
-	       g->n_edges);
+	printf("job: %" PRIu32 " rank%s, %" PRIu32 " processors (%" PRIu32 " CPU thread%s, %" PRIu32
+	       " GPU stream%s), %" PRIu32 " nodes, %" PRIu32 " edges\n",
+	       g->n_ranks, g->n_ranks == 1 ? "" : "s", g->n_procs, ncpu, ncpu == 1 ? "" : "s", ngpu,
+	       ngpu == 1 ? "" : "s", g->n_nodes, g->n_edges);
 	printf("\ninputs:\n");
 	for (uint32_t r = 0; r < g->n_ranks; r++) {
 		const struct graph_rank *rk = &g->ranks[r];
@@ -126,6 +127,32 @@ static void print_json_str(const char *s)
 	putchar('"');
 }
 
+/* Distinct correlation ids of rank r's GPU work, and of those whose launch
+ * call is in the window (a cudaGraphLaunch id owns many GPU tasks). */
+static void gpu_corr_ids(const struct graph *g, uint32_t r, uint64_t *ids, uint64_t *launched)
+{
+	struct imap all = {0}, hit = {0};
+
+	*ids = *launched = 0;
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		if (g->procs[p].rank != r)
+			continue;
+		for (uint32_t u = g->procs[p].first; u < g->procs[p].first + g->procs[p].n; u++) {
+			uint32_t old;
+			if (g->procs[p].gpu && imap_put(&all, g->corr[u], 1, &old) == 0 &&
+			    old == IMAP_NONE)
+				(*ids)++;
+			for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
+				if (GE_KIND(g->out_kind[e]) == GE_LAUNCH &&
+				    imap_put(&hit, g->corr[g->out_dst[e]], 1, &old) == 0 &&
+				    old == IMAP_NONE)
+					(*launched)++;
+		}
+	}
+	imap_release(&all);
+	imap_release(&hit);
+}
+
 static void print_json(const struct graph *g)
 {
 	const struct graph_stats *s = &g->stats;
@@ -149,7 +176,13 @@ static void print_json(const struct graph *g)
 			       g->procs[p].tid);
 			first = 0;
 		}
-		printf("],\"steps\":[");
+		{
+			uint64_t ids, launched;
+			gpu_corr_ids(g, r, &ids, &launched);
+			printf("],\"gpu_corr_ids\":%" PRIu64 ",\"gpu_corr_ids_launched\":%" PRIu64,
+			       ids, launched);
+		}
+		printf(",\"steps\":[");
 		for (uint32_t i = 0, first = 1; i < g->n_iters; i++) {
 			if (g->iters[i].rank != r)
 				continue;
@@ -174,6 +207,10 @@ static void print_json(const struct graph *g)
 	printf("},\"collectives\":{");
 	for (int k = 0; k < GC_NKINDS; k++)
 		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_coll_kind_name(k), s->colls[k]);
+	printf("},\"collective_kernels\":{");
+	for (int k = 0; k < GC_NKINDS; k++)
+		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_coll_kind_name(k),
+		       s->coll_kernels[k]);
 	printf("},\"launch_no_gpu\":%" PRIu64 ",\"gpu_no_launch\":%" PRIu64
 	       ",\"nested_runtime\":%" PRIu64 ",\"clipped_runtime\":%" PRIu64
 	       ",\"rt_no_op\":%" PRIu64 ",\"sync_no_wait\":%" PRIu64 ",\"cuda_sync_used\":%" PRIu64

@@ -1,0 +1,276 @@
+/*
+ * test_build.c - golden graphs of hand-made traces, worked out by hand.
+ *
+ * tests/data/golden_2023.json (current format): a cuda_sync stream-wait
+ * edge, a cudaGraphLaunch owning two kernels, a backward thread, a device
+ * synchronise.  tests/data/golden_2021.json (2021 format, string tids):
+ * a blocking DtoH copy, an NCCL kernel with its size from Input Dims, a
+ * nested driver launch, and edges inferred from timing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "build.h"
+#include "testutil.h"
+
+struct want_node {
+	int kind, proc;
+	int64_t start_ns, dur_ns, wait_ns;
+	const char *name;
+};
+
+struct want_edge {
+	uint32_t src, dst;
+	int kind;
+};
+
+static struct graph *load(const char **paths, int n, const struct build_opts *o)
+{
+	struct kineto_trace tr[4];
+	struct strtab st;
+	struct prism_err err;
+	struct graph *g = NULL;
+
+	prism_err_clear(&err);
+	assert_int_equal(strtab_init(&st), 0);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(kineto_read(paths[i], &st, &tr[i], &err), 0);
+	if (build_graph(tr, (size_t)n, &st, o, &g, &err) != 0)
+		print_error("%s\n", err.msg);
+	assert_non_null(g);
+	assert_int_equal(graph_check(g, &err), 0);
+	for (int i = 0; i < n; i++)
+		kineto_release(&tr[i]);
+	strtab_release(&st);
+	return g;
+}
+
+static void check_graph(const struct graph *g, const struct want_node *wn, size_t nn,
+			const struct want_edge *we, size_t ne)
+{
+	assert_int_equal(g->n_nodes, nn);
+	for (uint32_t u = 0; u < nn; u++) {
+		if (g->kind[u] != wn[u].kind || (int)g->proc[u] != wn[u].proc ||
+		    g->start_ns[u] != wn[u].start_ns || g->dur_ns[u] != wn[u].dur_ns ||
+		    g->wait_ns[u] != wn[u].wait_ns ||
+		    strcmp(strtab_get(&g->st, g->name[u]), wn[u].name) != 0) {
+			print_error("node %u: got %s p%u %lld+%lld w%lld '%s', want %s p%d %lld+%lld "
+				    "w%lld '%s'\n",
+				    u, graph_node_kind_name(g->kind[u]), g->proc[u],
+				    (long long)g->start_ns[u], (long long)g->dur_ns[u],
+				    (long long)g->wait_ns[u], strtab_get(&g->st, g->name[u]),
+				    graph_node_kind_name(wn[u].kind), wn[u].proc,
+				    (long long)wn[u].start_ns, (long long)wn[u].dur_ns,
+				    (long long)wn[u].wait_ns, wn[u].name);
+			fail();
+		}
+	}
+	/* Edges: exactly the expected set (CSR rows are sorted by target). */
+	assert_int_equal(g->n_edges, ne);
+	for (size_t k = 0; k < ne; k++) {
+		int found = 0;
+		for (uint32_t e = g->out_off[we[k].src]; e < g->out_off[we[k].src + 1]; e++)
+			if (g->out_dst[e] == we[k].dst && g->out_kind[e] == we[k].kind)
+				found = 1;
+		if (!found) {
+			print_error("missing edge %u -> %u (%s%s)\n", we[k].src, we[k].dst,
+				    graph_edge_kind_name(we[k].kind),
+				    we[k].kind & GE_INFERRED ? ", inferred" : "");
+			fail();
+		}
+	}
+}
+
+#define O GE_ORDER
+#define L GE_LAUNCH
+#define S GE_SYNC
+#define E GE_EVENT
+#define T GE_THREAD
+#define I GE_INFERRED
+
+static void test_golden_2023(void **state)
+{
+	static const struct want_node wn[] = {
+		{GN_CPU, 0, 0, 10000, 0, "aten::mm"},
+		{GN_RUNTIME, 0, 10000, 10000, 0, "cudaLaunchKernel"},
+		{GN_CPU, 0, 20000, 10000, 0, "aten::mm"},
+		{GN_RUNTIME, 0, 30000, 5000, 0, "cudaEventRecord"},
+		{GN_CPU, 0, 35000, 5000, 0, "aten::mm"},
+		{GN_RUNTIME, 0, 40000, 5000, 0, "cudaStreamWaitEvent"},
+		{GN_CPU, 0, 45000, 5000, 0, "aten::mm"},
+		{GN_RUNTIME, 0, 50000, 5000, 0, "cudaLaunchKernel"},
+		{GN_CPU, 0, 55000, 55000, 0, "ProfilerStep#1"},
+		{GN_RUNTIME, 0, 110000, 10000, 0, "cudaGraphLaunch"},
+		{GN_CPU, 0, 120000, 60000, 0, "ProfilerStep#1"},
+		{GN_RUNTIME, 0, 180000, 10000, 0, "cudaLaunchKernel"},
+		{GN_CPU, 0, 190000, 40000, 0, "ProfilerStep#1"},
+		{GN_RUNTIME, 0, 230000, 0, 0, "cudaDeviceSynchronize"},
+		/* waits for k_bwd (ends at 280 us): 50 us waiting, 20 us own cost */
+		{GN_WAIT, 0, 280000, 20000, 50000, "cudaDeviceSynchronize"},
+		{GN_CPU, 1, 195000, 5000, 0, "MmBackward0"},
+		{GN_RUNTIME, 1, 200000, 5000, 0, "cudaLaunchKernel"},
+		{GN_CPU, 1, 205000, 10000, 0, ""},
+		{GN_KERNEL, 2, 25000, 40000, 0, "k_mm"},
+		{GN_KERNEL, 2, 125000, 5000, 0, "g1"},
+		{GN_KERNEL, 2, 131000, 5000, 0, "g2"},
+		{GN_KERNEL, 2, 192000, 3000, 0, "k_loss"},
+		{GN_KERNEL, 2, 210000, 70000, 0, "k_bwd"},
+		{GN_KERNEL, 3, 70000, 20000, 0, "k_add"},
+	};
+	static const struct want_edge we[] = {
+		{0, 1, O}, {1, 2, O}, {2, 3, O}, {3, 4, O}, {4, 5, O}, {5, 6, O}, {6, 7, O},
+		{7, 8, O}, {8, 9, O}, {9, 10, O}, {10, 11, O}, {11, 12, O}, {12, 13, O},
+		{13, 14, O}, {15, 16, O}, {16, 17, O}, {18, 19, O}, {19, 20, O}, {20, 21, O},
+		{21, 22, O},
+		{1, 18, L}, {7, 23, L}, {9, 19, L}, {9, 20, L}, {11, 21, L}, {16, 22, L},
+		{18, 23, E},          /* cuda_sync: k_add waits for k_mm's event */
+		{22, 14, S}, {23, 14, S}, /* device sync: last task of each stream */
+		{11, 15, T | I},      /* the backward thread starts after main's launch */
+	};
+	const char *paths[] = {TEST_DATA("golden_2023.json")};
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	check_graph(g, wn, sizeof(wn) / sizeof(wn[0]), we, sizeof(we) / sizeof(we[0]));
+	assert_int_equal(g->t0_ns, 100000);
+	assert_int_equal(g->n_procs, 4);
+	assert_int_equal(g->procs[1].tid, 2);
+	assert_int_equal(g->procs[3].tid, 20);
+	assert_int_equal(g->n_iters, 1);
+	assert_int_equal(g->iters[0].step, 1);
+	assert_int_equal(g->iters[0].dur_ns, 300000);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		assert_int_equal(g->iter[u], 0);
+	assert_int_equal(g->stats.cuda_sync_used, 1);
+	assert_int_equal(g->stats.rt_class[RT_GRAPH_LAUNCH], 1);
+	assert_string_equal(strtab_get(&g->st, g->ranks[0].device), "NVIDIA H100 80GB HBM3");
+	graph_free(g);
+
+	/* Without thread inference the inferred edge is gone, nothing else. */
+	o.infer_threads = 0;
+	g = load(paths, 1, &o);
+	assert_int_equal(g->n_edges, sizeof(we) / sizeof(we[0]) - 1);
+	assert_int_equal(g->stats.inferred[GE_THREAD], 0);
+	graph_free(g);
+}
+
+static void test_golden_2021(void **state)
+{
+	static const struct want_node wn[] = {
+		{GN_CPU, 0, 0, 20000, 0, "aten::copy_"},
+		{GN_RUNTIME, 0, 20000, 0, 0, "cudaMemcpy"},
+		/* the DtoH copy ends at 50 us: 30 us waiting, 10 us own cost */
+		{GN_WAIT, 0, 50000, 10000, 30000, "cudaMemcpy"},
+		{GN_CPU, 0, 60000, 20000, 0, "ProfilerStep#3"},
+		{GN_RUNTIME, 0, 80000, 8000, 0, "cudaLaunchKernel"},
+		{GN_CPU, 0, 88000, 7000, 0, "c10d::allreduce_"},
+		{GN_RUNTIME, 0, 95000, 5000, 0, "cudaLaunchKernel"},
+		{GN_CPU, 0, 100000, 30000, 0, "ProfilerStep#3"},
+		{GN_RUNTIME, 0, 130000, 10000, 0, "cudaLaunchKernel"}, /* cuLaunchKernel merged */
+		{GN_CPU, 0, 140000, 20000, 0, "ProfilerStep#3"},
+		{GN_RUNTIME, 0, 160000, 0, 0, "cudaStreamSynchronize"},
+		/* waits for the NCCL kernel (ends at 165 us): 5 us, then 25 us own */
+		{GN_WAIT, 0, 165000, 25000, 5000, "cudaStreamSynchronize"},
+		{GN_CPU, 0, 190000, 10000, 0, ""},
+		{GN_MEMCPY, 1, 30000, 20000, 0, "Memcpy DtoH (Device -> Pageable)"},
+		{GN_KERNEL, 1, 90000, 30000, 0, "k_a"},
+		{GN_KERNEL, 1, 145000, 5000, 0, "k_b"},
+		{GN_COLL, 2, 125000, 40000, 0, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"},
+	};
+	static const struct want_edge we[] = {
+		{0, 1, O}, {1, 2, O}, {2, 3, O}, {3, 4, O}, {4, 5, O}, {5, 6, O}, {6, 7, O},
+		{7, 8, O}, {8, 9, O}, {9, 10, O}, {10, 11, O}, {11, 12, O}, {13, 14, O},
+		{14, 15, O},
+		{1, 13, L}, {4, 14, L}, {6, 16, L}, {8, 15, L},
+		{13, 2, S},     /* a blocking copy waits for its own copy */
+		{16, 11, S | I}, /* which stream the sync waited on: from timing */
+		{14, 16, E | I}, /* NCCL starts 25 us late, right as k_a ends */
+	};
+	const char *paths[] = {TEST_DATA("golden_2021.json")};
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	check_graph(g, wn, sizeof(wn) / sizeof(wn[0]), we, sizeof(we) / sizeof(we[0]));
+	assert_int_equal(g->procs[0].tid, 50);
+	assert_int_equal(g->procs[1].tid, 7); /* "stream 7" */
+	assert_int_equal(g->stats.nested_runtime, 1);
+	assert_int_equal(g->n_colls, 1);
+	assert_int_equal(g->colls[0].node, 16);
+	assert_int_equal(g->colls[0].kind, GC_ALL_REDUCE);
+	assert_int_equal(g->colls[0].bytes, 4096); /* [[1024]] floats */
+	assert_int_equal(g->colls[0].seq, 0);
+	assert_int_equal(g->iters[0].step, 3);
+	graph_free(g);
+
+	o.infer_events = 0;
+	o.infer_sync = 0;
+	g = load(paths, 1, &o);
+	assert_int_equal(g->n_edges, sizeof(we) / sizeof(we[0]) - 2);
+	/* The unexplained sync keeps its traced time as its own cost. */
+	assert_int_equal(g->dur_ns[11], 30000);
+	assert_int_equal(g->wait_ns[11], 0);
+	graph_free(g);
+}
+
+static void test_two_ranks(void **state)
+{
+	const char *paths[] = {TEST_DATA("golden_2021.json"), TEST_DATA("golden_2023.json")};
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 2, &o);
+	/* golden_2023 claims rank 0; golden_2021 has none: the first free, 1. */
+	assert_int_equal(g->n_ranks, 2);
+	assert_int_equal(g->ranks[0].rank, 0);
+	assert_int_equal(g->ranks[1].rank, 1);
+	assert_int_equal(g->n_nodes, 24 + 17);
+	assert_int_equal(g->n_edges, 30 + 21);
+	assert_int_equal(g->procs[0].rank, 0);
+	assert_int_equal(g->procs[4].rank, 1);
+	graph_free(g);
+}
+
+static void test_duplicate_rank(void **state)
+{
+	const char *path = TEST_DATA("golden_2023.json");
+	struct kineto_trace tr[2];
+	struct strtab st;
+	struct prism_err err;
+	struct build_opts o;
+	struct graph *g = NULL;
+	(void)state;
+
+	prism_err_clear(&err);
+	build_opts_default(&o);
+	assert_int_equal(strtab_init(&st), 0);
+	assert_int_equal(kineto_read(path, &st, &tr[0], &err), 0);
+	assert_int_equal(kineto_read(path, &st, &tr[1], &err), 0);
+	assert_int_equal(build_graph(tr, 2, &st, &o, &g, &err), PRISM_EFORMAT);
+	assert_null(g);
+	assert_string_equal(err.msg, PRISM_SOURCE_DIR "/tests/data/golden_2023.json: rank 0 is "
+						      "also the rank of " PRISM_SOURCE_DIR
+						      "/tests/data/golden_2023.json (give each file "
+						      "its rank with --rank)");
+	kineto_release(&tr[0]);
+	kineto_release(&tr[1]);
+	strtab_release(&st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_golden_2023),
+		cmocka_unit_test(test_golden_2021),
+		cmocka_unit_test(test_two_ranks),
+		cmocka_unit_test(test_duplicate_rank),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,186 @@
+/*
+ * test_errors.c - bad input to `prism ingest`: one line naming the file,
+ * the byte offset or event index and the field; exit status 2; no crash
+ * (this test also runs in the sanitizer build, where a leak or an
+ * out-of-bounds access changes the exit status and fails it).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(dir, "/tmp/prism-errors-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	fwrite(text, 1, strlen(text), f);
+	fclose(f);
+}
+
+/* Run prism ingest on path; return its exit status, stderr in err. */
+static int run_ingest(const char *path, char *err, size_t n)
+{
+	char cmd[512], errpath[128];
+	FILE *f;
+	size_t got;
+	int st;
+
+	snprintf(errpath, sizeof(errpath), "%s/stderr.txt", dir);
+	snprintf(cmd, sizeof(cmd), "'%s' ingest '%s' >/dev/null 2>'%s'", PRISM_BIN, path, errpath);
+	st = system(cmd);
+	f = fopen(errpath, "rb");
+	assert_non_null(f);
+	got = fread(err, 1, n - 1, f);
+	err[got] = '\0';
+	fclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The file gets `text`; stderr must be "prism: <path><msg>\n", status 2. */
+static void expect(const char *name, const char *text, const char *msg)
+{
+	char path[128], want[512], err[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (text)
+		write_file(path, text);
+	snprintf(want, sizeof(want), "prism: %s%s\n", path, msg);
+	assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
+	assert_string_equal(err, want);
+}
+
+#define K "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,"
+#define R "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+
+static void test_json_errors(void **state)
+{
+	(void)state;
+	expect("truncated.json", "{\"traceEvents\": [" K "\"ts\": 1",
+	       ": byte 76: unexpected end of input inside \"traceEvents\" (truncated file?)");
+	expect("not-json.json", "hello, world\n",
+	       ": byte 0: not a JSON object (a Chrome trace starts with '{')");
+	expect("empty-events.json", "{\"traceEvents\": [ ]}", ": byte 18: \"traceEvents\" is empty");
+	expect("no-events.json", "{\"schemaVersion\": 1}",
+	       ": byte 0: no \"traceEvents\" array: not a Kineto/Chrome trace");
+	expect("bad-array.json", "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1} 7]}",
+	       ": byte 85: expected ',' or ']' after event 0");
+	expect("bad-value.json", "{\"traceEvents\": [" K "\"ts\":1,\"dur\":tru}]}",
+	       ": event 0 (byte 82): field \"dur\": invalid JSON (The JSON element does not have "
+	       "the requested type.)");
+}
+
+static void test_event_errors(void **state)
+{
+	(void)state;
+	expect("ts-type.json", "{\"traceEvents\": [" K "\"ts\":\"12\",\"dur\":3}]}",
+	       ": event 0 (byte 17) 'k': field \"ts\": expected a number, got a string");
+	expect("no-ts.json", "{\"traceEvents\": [" K "\"dur\":3}]}",
+	       ": event 0 (byte 17) 'k': missing \"ts\"");
+	expect("no-dur.json",
+	       "{\"traceEvents\": [" R "\"ts\":1,\"args\":{\"correlation\":1}}," K "\"ts\":5}]}",
+	       ": event 0 (byte 17) 'cudaLaunchKernel': missing \"dur\"");
+	expect("neg-dur.json", "{\"traceEvents\": [" K "\"ts\":1,\"dur\":-5,\"args\":{}}]}",
+	       ": event 0 (byte 17) 'k': field \"dur\": negative duration (-5000 ns)");
+	expect("corr-type.json",
+	       "{\"traceEvents\": [" K "\"ts\":1,\"dur\":5,\"args\":{\"correlation\":\"9\"}}]}",
+	       ": event 0 (byte 17) 'k': field \"correlation\": expected an integer, got a string");
+	expect("no-corr.json", "{\"traceEvents\": [" K "\"ts\":1,\"dur\":5,\"args\":{}}]}",
+	       ": event 0 (byte 17) 'k': GPU event without \"correlation\" in args");
+	expect("no-ph.json", "{\"traceEvents\": [{\"name\":\"x\",\"ts\":1}]}",
+	       ": event 0 (byte 17) 'x': missing \"ph\"");
+	expect("dup-corr.json",
+	       "{\"traceEvents\": [" R "\"ts\":1,\"dur\":2,\"args\":{\"correlation\":4}}," R
+	       "\"ts\":5,\"dur\":2,\"args\":{\"correlation\":4}}]}",
+	       ": event 1 'cudaLaunchKernel': duplicate correlation id 4");
+	expect("dangling.json",
+	       "{\"traceEvents\": [" R "\"ts\":1,\"dur\":2,\"args\":{\"correlation\":4}}," K
+	       "\"ts\":5,\"dur\":2,\"args\":{\"correlation\":9}}]}",
+	       ": event 1 'k': dangling correlation id 9: GPU work inside the window without its "
+	       "launch call (--allow-dangling places it anyway)");
+}
+
+static void test_file_errors(void **state)
+{
+	char path[128], err[1024], cmd[512];
+	(void)state;
+
+	expect("zero.json", "", ": byte 0: empty file");
+	snprintf(path, sizeof(path), "%s/a-dir", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	expect("a-dir", NULL, ": is a directory, not a trace file");
+
+	/* Corrupt gzip: a valid stream with its middle overwritten. */
+	snprintf(path, sizeof(path), "%s/corrupt.json.gz", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "gzip -c '%s' > '%s' && printf 'XXXXXXXXXXXXXXXX' | dd of='%s' bs=1 seek=40 "
+		 "conv=notrunc 2>/dev/null",
+		 TEST_DATA("golden_2023.json"), path, path);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "corrupt.json.gz: compressed byte "));
+	assert_non_null(strstr(err, ": corrupt gzip data ("));
+	assert_non_null(strchr(err, '\n'));
+	assert_null(strchr(err, '\n') + 1 == NULL ? NULL : strchr(strchr(err, '\n') + 1, '\n'));
+
+	/* A truncated gzip stream. */
+	snprintf(path, sizeof(path), "%s/short.json.gz", dir);
+	snprintf(cmd, sizeof(cmd), "gzip -c '%s' | head -c 300 > '%s'", TEST_DATA("golden_2023.json"),
+		 path);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "short.json.gz: compressed byte 300: truncated gzip data\n"));
+}
+
+static void test_graph_version(void **state)
+{
+	char path[128], cmd[512], want[256], err[1024];
+	(void)state;
+
+	snprintf(path, sizeof(path), "%s/g.prism", dir);
+	snprintf(cmd, sizeof(cmd), "'%s' ingest -o '%s' '%s' >/dev/null", PRISM_BIN, path,
+		 TEST_DATA("golden_2023.json"));
+	assert_int_equal(system(cmd), 0);
+	/* The saved graph loads back... */
+	snprintf(cmd, sizeof(cmd), "'%s' ingest '%s' >/dev/null", PRISM_BIN, path);
+	assert_int_equal(system(cmd), 0);
+	/* ...and one of another version is refused.  Bytes 8..11: version. */
+	snprintf(cmd, sizeof(cmd), "printf '\\143\\0\\0\\0' | dd of='%s' bs=1 seek=8 conv=notrunc "
+		 "2>/dev/null", path);
+	assert_int_equal(system(cmd), 0);
+	snprintf(want, sizeof(want),
+		 "prism: %s: byte 8: graph file version 99 (this prism reads version 1); ingest "
+		 "the trace again\n",
+		 path);
+	assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
+	assert_string_equal(err, want);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_errors),
+		cmocka_unit_test(test_event_errors),
+		cmocka_unit_test(test_file_errors),
+		cmocka_unit_test(test_graph_version),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

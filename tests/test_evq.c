@@ -1,0 +1,80 @@
+/* test_evq.c - the event heap against a stable sort of the same entries. */
+#include <stdlib.h>
+
+#include "evq.h"
+#include "testutil.h"
+
+struct ref {
+	int64_t t;
+	uint64_t seq;
+	uint32_t node;
+};
+
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct ref *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void test_matches_sorted_reference(void **state)
+{
+	enum { N = 20000 };
+	static struct ref ref[N];
+	struct evq q;
+	struct evq_entry e;
+	(void)state;
+
+	assert_int_equal(evq_init(&q, 4), 0); /* forces growth */
+	srand(42);
+	for (int round = 0; round < 3; round++) {
+		evq_reset(&q);
+		for (uint32_t i = 0; i < N; i++) {
+			/* Few distinct times: ties must come out in push order. */
+			ref[i].t = rand() % 97;
+			ref[i].seq = i;
+			ref[i].node = i;
+			assert_int_equal(evq_push(&q, ref[i].t, i), 0);
+		}
+		qsort(ref, N, sizeof(ref[0]), cmp_ref);
+		for (uint32_t i = 0; i < N; i++) {
+			assert_int_equal(evq_pop(&q, &e), 0);
+			assert_int_equal(e.time_ns, ref[i].t);
+			assert_int_equal(e.node, ref[i].node);
+		}
+		assert_int_equal(evq_pop(&q, &e), 1);
+		assert_int_equal(evq_size(&q), 0);
+	}
+	evq_release(&q);
+}
+
+static void test_interleaved(void **state)
+{
+	struct evq q;
+	struct evq_entry e;
+	(void)state;
+	assert_int_equal(evq_init(&q, 2), 0);
+	evq_push(&q, 30, 1);
+	evq_push(&q, 10, 2);
+	assert_int_equal(evq_pop(&q, &e), 0);
+	assert_int_equal(e.node, 2);
+	evq_push(&q, 30, 3);
+	evq_push(&q, 5, 4);
+	assert_int_equal(evq_pop(&q, &e), 0);
+	assert_int_equal(e.node, 4);
+	assert_int_equal(evq_pop(&q, &e), 0);
+	assert_int_equal(e.node, 1); /* pushed before node 3 at the same time */
+	assert_int_equal(evq_pop(&q, &e), 0);
+	assert_int_equal(e.node, 3);
+	evq_release(&q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_matches_sorted_reference),
+		cmocka_unit_test(test_interleaved),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

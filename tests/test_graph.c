@@ -1,0 +1,150 @@
+/* test_graph.c - the invariant checker and the binary graph file. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "build.h"
+#include "graph.h"
+#include "testutil.h"
+
+/* A 3-node chain on one processor: 0 -> 1 -> 2. */
+static struct graph *chain(void)
+{
+	struct graph *g = graph_alloc(3, 2, 1, 1, 0, 0);
+	assert_non_null(g);
+	for (uint32_t u = 0; u < 3; u++) {
+		g->coll[u] = UINT32_MAX;
+		g->iter[u] = -1;
+		g->dur_ns[u] = 10;
+		g->start_ns[u] = 10 * u;
+	}
+	g->procs[0].n = 3;
+	g->out_off[1] = 1;
+	g->out_off[2] = 2;
+	g->out_off[3] = 2;
+	g->out_dst[0] = 1;
+	g->out_dst[1] = 2;
+	return g;
+}
+
+static void expect_bad(struct graph *g, const char *msg)
+{
+	struct prism_err err;
+	prism_err_clear(&err);
+	assert_int_equal(graph_check(g, &err), PRISM_EINTERNAL);
+	assert_string_equal(err.msg, msg);
+}
+
+static void test_check(void **state)
+{
+	struct prism_err err;
+	struct graph *g = chain();
+	(void)state;
+
+	prism_err_clear(&err);
+	assert_int_equal(graph_check(g, &err), 0);
+	g->out_dst[1] = 0; /* 1 -> 0 closes a cycle */
+	expect_bad(g, "graph: a dependency cycle: 2 of 3 nodes can never start");
+	g->out_dst[1] = 1;
+	expect_bad(g, "graph: node 1 depends on itself");
+	g->out_dst[1] = 7;
+	expect_bad(g, "graph: edge 1 targets node 7 out of range");
+	g->out_dst[1] = 2;
+	g->out_off[2] = 0;
+	expect_bad(g, "graph: CSR offsets decrease at node 1 (1)");
+	g->out_off[2] = 2;
+	g->procs[0].n = 2;
+	expect_bad(g, "graph: processors cover 2 of 3 nodes");
+	g->procs[0].n = 3;
+	g->proc[2] = 4;
+	expect_bad(g, "graph: node 2 on processor 4 out of range");
+	g->proc[2] = 0;
+	g->dur_ns[0] = -1;
+	expect_bad(g, "graph: node 0 has a negative duration");
+	graph_free(g);
+}
+
+static struct graph *golden(void)
+{
+	struct kineto_trace tr;
+	struct strtab st;
+	struct prism_err err;
+	struct build_opts o;
+	struct graph *g = NULL;
+
+	prism_err_clear(&err);
+	build_opts_default(&o);
+	assert_int_equal(strtab_init(&st), 0);
+	assert_int_equal(kineto_read(TEST_DATA("golden_2023.json"), &st, &tr, &err), 0);
+	assert_int_equal(build_graph(&tr, 1, &st, &o, &g, &err), 0);
+	kineto_release(&tr);
+	strtab_release(&st);
+	return g;
+}
+
+#define SAME(col, n) assert_memory_equal(a->col, b->col, (size_t)(n) * sizeof(*a->col))
+
+static void test_roundtrip(void **state)
+{
+	char path[] = "/tmp/prism-test-graph-XXXXXX";
+	int fd = mkstemp(path);
+	struct prism_err err;
+	struct graph *a = golden(), *b = NULL;
+	(void)state;
+
+	assert_true(fd >= 0);
+	close(fd);
+	prism_err_clear(&err);
+	assert_int_equal(graph_save(a, path, &err), 0);
+	assert_true(graph_file_is(path));
+	assert_int_equal(graph_load(path, &b, &err), 0);
+	assert_int_equal(a->n_nodes, b->n_nodes);
+	assert_int_equal(a->n_edges, b->n_edges);
+	assert_int_equal(a->t0_ns, b->t0_ns);
+	SAME(start_ns, a->n_nodes);
+	SAME(dur_ns, a->n_nodes);
+	SAME(wait_ns, a->n_nodes);
+	SAME(name, a->n_nodes);
+	SAME(kind, a->n_nodes);
+	SAME(out_off, a->n_nodes + 1);
+	SAME(out_dst, a->n_edges);
+	SAME(out_kind, a->n_edges);
+	SAME(procs, a->n_procs);
+	SAME(iters, a->n_iters);
+	assert_int_equal(a->st.n, b->st.n);
+	for (uint32_t i = 0; i < a->st.n; i++)
+		assert_string_equal(strtab_get(&a->st, i), strtab_get(&b->st, i));
+	assert_memory_equal(&a->stats, &b->stats, sizeof(a->stats));
+	graph_free(b);
+
+	/* One flipped byte in the payload: the checksum refuses the file. */
+	{
+		FILE *f = fopen(path, "r+b");
+		int c;
+		assert_non_null(f);
+		fseek(f, 200, SEEK_SET);
+		c = fgetc(f);
+		fseek(f, 200, SEEK_SET);
+		fputc(c ^ 0x40, f);
+		fclose(f);
+		prism_err_clear(&err);
+		assert_int_equal(graph_load(path, &b, &err), PRISM_EFORMAT);
+		assert_null(b);
+	}
+	/* Truncated: the header's sizes no longer match. */
+	assert_int_equal(truncate(path, 100), 0);
+	prism_err_clear(&err);
+	assert_int_equal(graph_load(path, &b, &err), PRISM_EFORMAT);
+	assert_non_null(strstr(err.msg, "graph file is 100 bytes, its header describes"));
+	unlink(path);
+	graph_free(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_roundtrip),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
