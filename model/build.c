@@ -930,12 +930,23 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 		    imap_put(&rc.gpu_by_corr, e->corr, (uint32_t)k, NULL))
 			goto oom;
 	}
-	qsort(rc.keys, rc.nkeys, sizeof(*rc.keys), cmp_key);
-	for (size_t k = 0; k < rc.nkeys; k++) {
-		uint32_t t = rc.keys[k].thread;
-		if (k == 0 || rc.keys[k - 1].thread != t)
-			lo_of[t] = k;
-		hi_of[t] = k + 1;
+	/* Bucket by thread (counting sort), then sort each thread's events. */
+	{
+		struct key *tmp = malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*tmp));
+		if (!tmp)
+			goto oom;
+		for (size_t k = 0; k < rc.nkeys; k++)
+			hi_of[rc.keys[k].thread + 1]++;
+		for (size_t t = 0; t < tr->threads.n; t++)
+			hi_of[t + 1] += hi_of[t];
+		for (size_t t = 0; t <= tr->threads.n; t++)
+			lo_of[t] = hi_of[t];
+		for (size_t k = 0; k < rc.nkeys; k++)
+			tmp[hi_of[rc.keys[k].thread]++] = rc.keys[k];
+		free(rc.keys);
+		rc.keys = tmp;
+		for (size_t t = 0; t < tr->threads.n; t++)
+			qsort(rc.keys + lo_of[t], hi_of[t] - lo_of[t], sizeof(*rc.keys), cmp_key);
 	}
 	/* Processors in a stable order: host threads, then streams, by id. */
 	for (uint32_t i = 0; i < tr->threads.n; i++)
@@ -1062,11 +1073,40 @@ static int finish(struct builder *b, struct graph **out)
 		     u++)
 			if (add_edge(b, u, u + 1, GE_ORDER))
 				return PRISM_ENOMEM;
-	qsort(b->edges.v, b->edges.n, sizeof(*b->edges.v), cmp_edge_row);
-	for (size_t k = 0; k < b->edges.n; k++) /* keep the first (exact) of duplicates */
-		if (ne == 0 || b->edges.v[ne - 1].src != b->edges.v[k].src ||
-		    b->edges.v[ne - 1].dst != b->edges.v[k].dst)
-			b->edges.v[ne++] = b->edges.v[k];
+	/* Group by source with a counting sort (O(E)), then sort each row, which
+	 * is a handful of edges, by target; keep the first (exact) of equals. */
+	{
+		size_t nn = b->nodes.n;
+		uint32_t *off = calloc(nn + 1, sizeof(*off));
+		struct pedge *tmp = malloc((b->edges.n ? b->edges.n : 1) * sizeof(*tmp));
+		if (!off || !tmp) {
+			free(off);
+			free(tmp);
+			return nomem(b);
+		}
+		for (size_t k = 0; k < b->edges.n; k++)
+			off[b->edges.v[k].src + 1]++;
+		for (size_t u = 0; u < nn; u++)
+			off[u + 1] += off[u];
+		for (size_t k = 0; k < b->edges.n; k++)
+			tmp[off[b->edges.v[k].src]++] = b->edges.v[k];
+		free(off);
+		for (size_t lo = 0, hi; lo < b->edges.n; lo = hi) {
+			for (hi = lo + 1; hi < b->edges.n && tmp[hi].src == tmp[lo].src; hi++)
+				;
+			for (size_t i = lo + 1; i < hi; i++)
+				for (size_t j = i; j > lo && cmp_edge_row(&tmp[j - 1], &tmp[j]) > 0; j--) {
+					struct pedge x = tmp[j];
+					tmp[j] = tmp[j - 1];
+					tmp[j - 1] = x;
+				}
+			for (size_t i = lo; i < hi; i++)
+				if (ne == 0 || b->edges.v[ne - 1].src != tmp[i].src ||
+				    b->edges.v[ne - 1].dst != tmp[i].dst)
+					b->edges.v[ne++] = tmp[i];
+		}
+		free(tmp);
+	}
 	b->edges.n = ne;
 	if (b->edges.n > UINT32_MAX)
 		return prism_err_set(b->err, PRISM_ELIMIT, "more than 2^32 graph edges");
