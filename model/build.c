@@ -181,6 +181,25 @@ static int fail_ev(struct builder *b, const struct rank_ctx *rc, const struct kt
 			     rc->tr->path, e->index, strtab_get(b->st, e->name), what);
 }
 
+/* CPU work on a host thread between runtime calls. */
+static int add_cpu_work(struct builder *b, uint32_t proc, int64_t start, int64_t dur,
+			uint32_t op_name, uint8_t flags)
+{
+	struct pnode n = {0};
+	n.start = start;
+	n.dur = dur;
+	n.corr = -1;
+	n.name = op_name;
+	n.op = op_name;
+	n.src = NONE32;
+	n.coll = NONE32;
+	n.hint = NONE32;
+	n.proc = proc;
+	n.kind = GN_CPU;
+	n.flags = flags;
+	return add_node(b, &n, NULL);
+}
+
 /* Host thread: runtime calls, CPU work between them, enclosing ops. */
 static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, size_t hi,
 			     uint32_t proc)
@@ -264,22 +283,10 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 			s = last_rt_end;
 		}
 		covered = stack.n && ev_at(rc, stack.v[0])->ts_ns <= t;
-		if (s > t) {
-			struct pnode gap = {0};
-			gap.start = t;
-			gap.dur = s - t;
-			gap.corr = -1;
-			gap.name = op_name;
-			gap.op = op_name;
-			gap.src = NONE32;
-			gap.coll = NONE32;
-			gap.hint = NONE32;
-			gap.proc = proc;
-			gap.kind = GN_CPU;
-			gap.flags = covered ? 0 : NF_IDLE_GAP; /* cleared unless a thread edge */
-			if ((rc_ = add_node(b, &gap, NULL)))
-				goto out;
-		}
+		/* An uncovered gap may be idle waiting: infer_threads decides. */
+		if (s > t && (rc_ = add_cpu_work(b, proc, t, s - t, op_name,
+						 covered ? 0 : NF_IDLE_GAP)))
+			goto out;
 		{
 			struct pnode call = {0};
 			uint32_t g = e->corr != KT_NO_ID ? imap_get(&rc->gpu_by_corr, e->corr) : NONE32;
@@ -323,19 +330,8 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 		}
 		t = last_rt_end = end;
 	}
-	if (span_end > t) {
-		struct pnode tail = {0};
-		tail.start = t;
-		tail.dur = span_end - t;
-		tail.corr = -1;
-		tail.src = NONE32;
-		tail.coll = NONE32;
-		tail.hint = NONE32;
-		tail.proc = proc;
-		tail.kind = GN_CPU;
-		if ((rc_ = add_node(b, &tail, NULL)))
-			goto out;
-	}
+	if (span_end > t && (rc_ = add_cpu_work(b, proc, t, span_end - t, 0, 0)))
+		goto out;
 	goto out;
 oom:
 	rc_ = nomem(b);
@@ -512,8 +508,15 @@ static uint32_t last_ending_by(const struct builder *b, const struct graph_proc 
 	return lo == 0 ? NONE32 : p->first + lo - 1;
 }
 
+/* A blocking call cannot return before what it waited for finished: a
+ * source that ends after the call returned (beyond the tolerance) is not
+ * what it waited for, whatever the record says.  Dropped and counted. */
 static int sync_edge(struct builder *b, uint32_t src, uint32_t call, int inferred)
 {
+	if (node_end(b, src) > node_end(b, call + 1) + b->o->sync_tol_ns) {
+		b->stats.dropped_edges++;
+		return 0;
+	}
 	return add_edge(b, src, call + 1, GE_SYNC | (inferred ? GE_INFERRED : 0));
 }
 
@@ -543,7 +546,10 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 			src = last_launched_before(b, rc, ss, b->nodes.v[rec].start);
 			dst = first_launched_after(rc, ws, b->nodes.v[call].start);
 			if (src != NONE32 && dst != NONE32) {
-				if (add_edge(b, src, dst, GE_EVENT))
+				/* The waiting task cannot start before the recorded one ends. */
+				if (node_end(b, src) > b->nodes.v[dst].start + b->o->event_tol_ns)
+					b->stats.dropped_edges++;
+				else if (add_edge(b, src, dst, GE_EVENT))
 					return PRISM_ENOMEM;
 				used = 1;
 			}
@@ -1166,6 +1172,20 @@ static int finish(struct builder *b, struct graph **out)
 	strtab_release(&g->st);
 	g->st = *b->st;
 	memset(b->st, 0, sizeof(*b->st));
+	{
+		/* Recorded dependencies that contradict each other (GPU work that
+		 * ran before its launch, a stream out of launch order) can close a
+		 * cycle: such input cannot be simulated. */
+		struct prism_err why;
+		prism_err_clear(&why);
+		if (graph_check(g, &why) != 0) {
+			graph_free(g);
+			return prism_err_set(b->err, PRISM_EFORMAT,
+					     "inconsistent trace: its recorded dependencies "
+					     "contradict its timing (%s)",
+					     why.msg);
+		}
+	}
 	*out = g;
 	return 0;
 }

@@ -139,6 +139,7 @@ struct graph_stats {
 	uint64_t cuda_sync_used;  /* cuda_sync records that gave an edge */
 	uint64_t cuda_sync_unused;
 	uint64_t sync_no_wait;    /* blocking calls with nothing to wait for */
+	uint64_t dropped_edges;   /* recorded dependencies the timing contradicts */
 	uint64_t idle_threads;    /* host threads without runtime calls */
 	uint64_t annotations;     /* cpu_op/user_annotation/python_function/gpu ann. */
 	uint64_t other_events;    /* instants, flows, metadata, other 'X' */

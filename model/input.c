@@ -20,7 +20,66 @@ struct input {
 	unsigned char *zbuf;
 	unsigned char peek[2];
 	size_t npeek;      /* bytes of peek[] not yet returned (plain files) */
+	const unsigned char *mem; /* memory input, or NULL */
+	size_t mem_len, mem_pos;
 };
+
+/* Next compressed or plain bytes from the file or the buffer. */
+static size_t raw_read(struct input *in, void *buf, size_t n)
+{
+	if (in->mem) {
+		size_t k = in->mem_len - in->mem_pos < n ? in->mem_len - in->mem_pos : n;
+		memcpy(buf, in->mem + in->mem_pos, k);
+		in->mem_pos += k;
+		return k;
+	}
+	return fread(buf, 1, n, in->f);
+}
+
+static int start_gzip(struct input *in, struct prism_err *err)
+{
+	in->gz = 1;
+	in->zbuf = malloc(ZBUF_SIZE);
+	if (!in->zbuf || inflateInit2(&in->z, 15 + 16) != Z_OK) {
+		free(in->zbuf);
+		in->zbuf = NULL;
+		in->gz = 0;
+		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", in->path);
+	}
+	in->zbuf[0] = 0x1f;
+	in->zbuf[1] = 0x8b;
+	in->z.next_in = in->zbuf;
+	in->z.avail_in = 2;
+	in->npeek = 0;
+	return 0;
+}
+
+int input_open_mem(const void *data, size_t len, const char *name, struct input **out,
+		   struct prism_err *err)
+{
+	struct input *in;
+
+	*out = NULL;
+	if (len == 0)
+		return prism_err_set(err, PRISM_EFORMAT, "%s: byte 0: empty file", name);
+	in = calloc(1, sizeof(*in));
+	if (!in)
+		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", name);
+	in->path = name;
+	in->file_size = len;
+	in->mem = data;
+	in->mem_len = len;
+	in->npeek = raw_read(in, in->peek, 2);
+	if (in->npeek == 2 && in->peek[0] == 0x1f && in->peek[1] == 0x8b) {
+		int rc = start_gzip(in, err);
+		if (rc) {
+			free(in);
+			return rc;
+		}
+	}
+	*out = in;
+	return 0;
+}
 
 int input_open(const char *path, struct input **out, struct prism_err *err)
 {
@@ -45,19 +104,13 @@ int input_open(const char *path, struct input **out, struct prism_err *err)
 		free(in);
 		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(e));
 	}
-	in->npeek = fread(in->peek, 1, 2, in->f);
+	in->npeek = raw_read(in, in->peek, 2);
 	if (in->npeek == 2 && in->peek[0] == 0x1f && in->peek[1] == 0x8b) {
-		in->gz = 1;
-		in->zbuf = malloc(ZBUF_SIZE);
-		if (!in->zbuf || inflateInit2(&in->z, 15 + 16) != Z_OK) {
+		int rc = start_gzip(in, err);
+		if (rc) {
 			input_free(in);
-			return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+			return rc;
 		}
-		in->zbuf[0] = 0x1f;
-		in->zbuf[1] = 0x8b;
-		in->z.next_in = in->zbuf;
-		in->z.avail_in = 2;
-		in->npeek = 0;
 	}
 	*out = in;
 	return 0;
@@ -76,8 +129,8 @@ static long read_plain(struct input *in, unsigned char *buf, size_t n, struct pr
 		in->npeek--;
 	}
 	if (got < n) {
-		got += fread(buf + got, 1, n - got, in->f);
-		if (ferror(in->f))
+		got += raw_read(in, buf + got, n - got);
+		if (in->f && ferror(in->f))
 			return prism_err_set(err, PRISM_EIO, "%s: read error: %s", in->path,
 					     strerror(errno));
 	}
@@ -91,8 +144,8 @@ static long read_gz(struct input *in, unsigned char *buf, size_t n, struct prism
 	while (in->z.avail_out > 0 && !in->zdone) {
 		int rc;
 		if (in->z.avail_in == 0) {
-			size_t r = fread(in->zbuf, 1, ZBUF_SIZE, in->f);
-			if (ferror(in->f))
+			size_t r = raw_read(in, in->zbuf, ZBUF_SIZE);
+			if (in->f && ferror(in->f))
 				return prism_err_set(err, PRISM_EIO, "%s: read error: %s",
 						     in->path, strerror(errno));
 			if (r == 0)
@@ -106,7 +159,7 @@ static long read_gz(struct input *in, unsigned char *buf, size_t n, struct prism
 		if (rc == Z_STREAM_END) {
 			/* Another member may follow (concatenated gzip). */
 			if (in->z.avail_in == 0) {
-				size_t r = fread(in->zbuf, 1, ZBUF_SIZE, in->f);
+				size_t r = raw_read(in, in->zbuf, ZBUF_SIZE);
 				in->z.next_in = in->zbuf;
 				in->z.avail_in = (uInt)r;
 			}

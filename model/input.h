@@ -25,6 +25,11 @@ struct input;
  * input_free), or a negative code with err filled in. */
 int input_open(const char *path, struct input **out, struct prism_err *err);
 
+/* A stream over the caller's buffer (kept, not copied; it must outlive the
+ * stream).  name is used in messages.  Gzip is detected as for files. */
+int input_open_mem(const void *data, size_t len, const char *name, struct input **out,
+		   struct prism_err *err);
+
 /* Read up to n bytes into buf.  Returns the number read (0 at the end of
  * the stream) or a negative code with err filled in. */
 long input_read(struct input *in, void *buf, size_t n, struct prism_err *err);

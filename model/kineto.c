@@ -841,22 +841,49 @@ static int on_event(void *ctx, const struct kjson_event *ev)
 	return rc;
 }
 
+static int read_input(struct input *in, const char *path, struct strtab *st,
+		      struct kineto_trace *tr, struct prism_err *err);
+
 int kineto_read(const char *path, struct strtab *st, struct kineto_trace *tr,
 		struct prism_err *err)
 {
-	struct reader r;
+	struct input *in;
 	int rc;
 
 	memset(tr, 0, sizeof(*tr));
 	tr->path = path;
+	if ((rc = input_open(path, &in, err)))
+		return rc;
+	return read_input(in, path, st, tr, err);
+}
+
+int kineto_read_mem(const void *data, size_t len, const char *name, struct strtab *st,
+		    struct kineto_trace *tr, struct prism_err *err)
+{
+	struct input *in;
+	int rc;
+
+	memset(tr, 0, sizeof(*tr));
+	tr->path = name;
+	if ((rc = input_open_mem(data, len, name, &in, err)))
+		return rc;
+	return read_input(in, name, st, tr, err);
+}
+
+/* Read the whole stream in (which it frees) into tr. */
+static int read_input(struct input *in, const char *path, struct strtab *st,
+		      struct kineto_trace *tr, struct prism_err *err)
+{
+	struct reader r;
+	int rc;
+
 	tr->window_start_ns = tr->window_end_ns = INT64_MIN;
 	memset(&r, 0, sizeof(r));
 	r.path = path;
 	r.st = st;
 	r.tr = tr;
 	r.err = err;
-	if ((rc = input_open(path, &r.in, err)))
-		return rc;
+	r.in = in;
 	r.kp = kjson_new();
 	if (!r.kp) {
 		input_free(r.in);

@@ -134,6 +134,11 @@ struct kineto_trace {
 int kineto_read(const char *path, struct strtab *st, struct kineto_trace *tr,
 		struct prism_err *err);
 
+/* The same from a buffer in memory (data must outlive the call); name
+ * stands for the file in messages. */
+int kineto_read_mem(const void *data, size_t len, const char *name, struct strtab *st,
+		    struct kineto_trace *tr, struct prism_err *err);
+
 void kineto_release(struct kineto_trace *tr);
 
 const char *kineto_kind_name(int kind);

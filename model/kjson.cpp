@@ -402,6 +402,7 @@ extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const ch
 {
 	ondemand::document doc;
 	error_code e = p->parser.iterate(padded_string_view(buf, len, len + KJSON_PADDING)).get(doc);
+	bool started = !e; /* a document that never started has no location */
 
 	if (!e) {
 		if (std::strcmp(key, "distributedInfo") == 0) {
@@ -427,7 +428,7 @@ extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const ch
 		}
 	}
 	if (e) {
-		fail_set(fail, where(doc, buf, base), 0, key, error_message(e));
+		fail_set(fail, started ? where(doc, buf, base) : base, 0, key, error_message(e));
 		return -1;
 	}
 	return 0;

@@ -105,6 +105,7 @@ static void print_text(const struct graph *g)
 	       s->clipped_runtime);
 	printf("  runtime calls without an enclosing CPU op     %10" PRIu64 "\n", s->rt_no_op);
 	printf("  blocking calls with nothing found to wait on  %10" PRIu64 "\n", s->sync_no_wait);
+	printf("  recorded dependencies the timing contradicts  %10" PRIu64 "\n", s->dropped_edges);
 	printf("  cuda_sync records used / unused               %10" PRIu64 " / %" PRIu64 "\n",
 	       s->cuda_sync_used, s->cuda_sync_unused);
 	printf("  host threads without runtime calls            %10" PRIu64 "\n", s->idle_threads);
@@ -213,11 +214,11 @@ static void print_json(const struct graph *g)
 		       s->coll_kernels[k]);
 	printf("},\"launch_no_gpu\":%" PRIu64 ",\"gpu_no_launch\":%" PRIu64
 	       ",\"nested_runtime\":%" PRIu64 ",\"clipped_runtime\":%" PRIu64
-	       ",\"rt_no_op\":%" PRIu64 ",\"sync_no_wait\":%" PRIu64 ",\"cuda_sync_used\":%" PRIu64
+	       ",\"rt_no_op\":%" PRIu64 ",\"sync_no_wait\":%" PRIu64 ",\"dropped_edges\":%" PRIu64 ",\"cuda_sync_used\":%" PRIu64
 	       ",\"cuda_sync_unused\":%" PRIu64 ",\"idle_threads\":%" PRIu64
 	       ",\"annotations\":%" PRIu64 ",\"other_events\":%" PRIu64 "}\n",
 	       s->launch_no_gpu, s->gpu_no_launch, s->nested_runtime, s->clipped_runtime,
-	       s->rt_no_op, s->sync_no_wait, s->cuda_sync_used, s->cuda_sync_unused,
+	       s->rt_no_op, s->sync_no_wait, s->dropped_edges, s->cuda_sync_used, s->cuda_sync_unused,
 	       s->idle_threads, s->annotations, s->other_events);
 }
 

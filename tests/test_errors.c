@@ -174,6 +174,23 @@ static void test_graph_version(void **state)
 	assert_string_equal(err, want);
 }
 
+/* Inputs the fuzzer once crashed on (tests/data/fuzz/): now one clear
+ * message, or a graph with the contradicting edge dropped. */
+static void test_fuzz_findings(void **state)
+{
+	char err[1024], want[512];
+	(void)state;
+	snprintf(want, sizeof(want),
+		 "prism: %s: byte 46: field \"deviceProperties\": Within strings, some "
+		 "characters must be escaped, we found unescaped characters\n",
+		 TEST_DATA("fuzz/top-value-never-starts.json"));
+	assert_int_equal(run_ingest(TEST_DATA("fuzz/top-value-never-starts.json"), err, sizeof(err)),
+			 2);
+	assert_string_equal(err, want);
+	assert_int_equal(run_ingest(TEST_DATA("fuzz/sync-before-its-copy.json"), err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -181,6 +198,7 @@ int main(void)
 		cmocka_unit_test(test_event_errors),
 		cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_graph_version),
+		cmocka_unit_test(test_fuzz_findings),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
