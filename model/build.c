@@ -36,6 +36,7 @@ void build_opts_default(struct build_opts *o)
 	o->sync_tol_ns = 20000;
 	o->thread_gap_ns = 50000;
 	o->thread_tol_ns = 50000;
+	o->lag_cap_ns = 50000;
 }
 
 struct pnode {
@@ -146,6 +147,7 @@ struct rank_ctx {
 	VEC(uint32_t) gpu_procs;
 	int64_t *lts;            /* per node of this rank: launch start (GPU nodes) */
 	uint32_t node_base;      /* first node id of this rank */
+	const uint32_t *proc_of; /* kineto thread -> processor, or NONE32 */
 	size_t nsync;
 };
 
@@ -159,11 +161,12 @@ static int64_t node_end(const struct builder *b, uint32_t u)
 	return b->nodes.v[u].start + b->nodes.v[u].dur + b->nodes.v[u].wait;
 }
 
-/* Is this memcpy blocking for its host thread (DtoH into pageable memory)? */
+/* Is this copy blocking for its host thread?  A copy to or from pageable
+ * host memory is staged by the calling thread, which returns only when it
+ * is done, whatever the API's name says. */
 static int memcpy_blocks(const struct builder *b, const struct kt_event *g)
 {
-	const char *s = strtab_get(b->st, g->name);
-	return g->kind == KT_MEMCPY && strstr(s, "DtoH") && strstr(s, "Pageable");
+	return g->kind == KT_MEMCPY && strstr(strtab_get(b->st, g->name), "Pageable");
 }
 
 static int fail_ev(struct builder *b, const struct rank_ctx *rc, const struct kt_event *e,
@@ -795,6 +798,7 @@ static int iterations(struct builder *b, struct rank_ctx *rc)
 		    strncmp(strtab_get(b->st, e->name), "ProfilerStep#", 13) != 0)
 			continue;
 		it.rank = rc->rank_ix;
+		it.proc = rc->proc_of[e->thread];
 		it.step = step_number(strtab_get(b->st, e->name));
 		it.start_ns = e->ts_ns;
 		it.dur_ns = e->dur_ns;
@@ -910,6 +914,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	uint32_t *order = NULL;
 	size_t proc_base = b->procs.n;
 	size_t *lo_of = NULL, *hi_of = NULL;
+	uint32_t *proc_of = NULL; /* thread -> processor, or UINT32_MAX */
 	uint8_t *resolved = NULL;
 	size_t edge_lo;
 	int rc_ = 0;
@@ -922,10 +927,14 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	rc.nkeys = tr->events.n;
 	rc.keys = malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*rc.keys));
 	order = malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*order));
+	proc_of = malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*proc_of));
 	lo_of = calloc(tr->threads.n + 1, sizeof(*lo_of));
 	hi_of = calloc(tr->threads.n + 1, sizeof(*hi_of));
-	if (!rc.keys || !order || !lo_of || !hi_of)
+	if (!rc.keys || !order || !lo_of || !hi_of || !proc_of)
 		goto oom;
+	for (size_t t = 0; t < tr->threads.n; t++)
+		proc_of[t] = NONE32;
+	rc.proc_of = proc_of;
 	for (size_t k = 0; k < rc.nkeys; k++) {
 		const struct kt_event *e = &tr->events.v[k];
 		rc.keys[k].thread = e->thread;
@@ -981,6 +990,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 		}
 		if (VEC_PUSH(b->procs, p))
 			goto oom;
+		proc_of[t] = (uint32_t)(b->procs.n - 1);
 		if (th->gpu) {
 			/* Streams after all host threads: launches must be known. */
 			continue;
@@ -1047,6 +1057,7 @@ out:
 	free(order);
 	free(lo_of);
 	free(hi_of);
+	free(proc_of);
 	free(resolved);
 	free(rc.lts);
 	imap_release(&rc.rt_by_corr);
@@ -1158,6 +1169,38 @@ static int finish(struct builder *b, struct graph **out)
 	}
 	for (size_t u = 0; u < b->nodes.n; u++)
 		g->out_off[u + 1] += g->out_off[u];
+	/* Start lag: how long after its last dependency finished a task began
+	 * in the trace.  Up to the cap it is latency the simulator keeps
+	 * (launch, wake-up); beyond, waiting on something the trace does not
+	 * show, which is left to show up as replay error. */
+	{
+		int64_t *ready = malloc((b->nodes.n ? b->nodes.n : 1) * sizeof(*ready));
+		if (!ready) {
+			graph_free(g);
+			return nomem(b);
+		}
+		for (size_t u = 0; u < b->nodes.n; u++)
+			ready[u] = INT64_MIN;
+		for (size_t k = 0; k < b->edges.n; k++) {
+			const struct pedge *e = &b->edges.v[k];
+			int64_t t = graph_edge_release(e->kind, b->nodes.v[e->src].start,
+						       node_end(b, e->src));
+			if (t > ready[e->dst])
+				ready[e->dst] = t;
+		}
+		for (size_t u = 0; u < b->nodes.n; u++) {
+			int64_t lag = ready[u] == INT64_MIN ? 0 : b->nodes.v[u].start - ready[u];
+			if (b->nodes.v[u].kind == GN_WAIT || lag < 0)
+				lag = 0; /* a wait node starts where its waiting ended */
+			if (lag > b->o->lag_cap_ns) {
+				b->stats.lag_capped++;
+				b->stats.lag_capped_ns += lag - b->o->lag_cap_ns;
+				lag = b->o->lag_cap_ns;
+			}
+			g->lag_ns[u] = lag;
+		}
+		free(ready);
+	}
 	if (b->procs.n)
 		memcpy(g->procs, b->procs.v, b->procs.n * sizeof(*g->procs));
 	if (b->ranks.n)

@@ -24,6 +24,7 @@ struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
 	g->start_ns = calloc(n, sizeof(*g->start_ns));
 	g->dur_ns = calloc(n, sizeof(*g->dur_ns));
 	g->wait_ns = calloc(n, sizeof(*g->wait_ns));
+	g->lag_ns = calloc(n, sizeof(*g->lag_ns));
 	g->corr = calloc(n, sizeof(*g->corr));
 	g->proc = calloc(n, sizeof(*g->proc));
 	g->name = calloc(n, sizeof(*g->name));
@@ -41,7 +42,7 @@ struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
 	g->ranks = calloc(n_ranks ? n_ranks : 1, sizeof(*g->ranks));
 	g->iters = calloc(n_iters ? n_iters : 1, sizeof(*g->iters));
 	g->colls = calloc(n_colls ? n_colls : 1, sizeof(*g->colls));
-	if (!g->start_ns || !g->dur_ns || !g->wait_ns || !g->corr || !g->proc || !g->name ||
+	if (!g->start_ns || !g->dur_ns || !g->wait_ns || !g->lag_ns || !g->corr || !g->proc || !g->name ||
 	    !g->op || !g->src || !g->coll || !g->iter || !g->kind || !g->flags || !g->rtclass ||
 	    !g->out_off || !g->out_dst || !g->out_kind || !g->procs || !g->ranks || !g->iters ||
 	    !g->colls || strtab_init(&g->st)) {
@@ -58,6 +59,7 @@ void graph_free(struct graph *g)
 	free(g->start_ns);
 	free(g->dur_ns);
 	free(g->wait_ns);
+	free(g->lag_ns);
 	free(g->corr);
 	free(g->proc);
 	free(g->name);
@@ -118,7 +120,7 @@ int graph_check(const struct graph *g, struct prism_err *err)
 		if (g->iter[u] < -1 || (g->iter[u] >= 0 && (uint32_t)g->iter[u] >= g->n_iters))
 			return bad(err, "graph: node %" PRIu32 " iteration %" PRId32 " out of range", u,
 				   g->iter[u]);
-		if (g->dur_ns[u] < 0 || g->wait_ns[u] < 0)
+		if (g->dur_ns[u] < 0 || g->wait_ns[u] < 0 || g->lag_ns[u] < 0)
 			return bad(err, "graph: node %" PRIu32 " has a negative duration", u);
 	}
 	for (uint32_t p = 0; p < g->n_procs; p++) {
@@ -299,6 +301,7 @@ static size_t columns(const struct graph *g, struct column *c)
 	COL(g->start_ns, nn);
 	COL(g->dur_ns, nn);
 	COL(g->wait_ns, nn);
+	COL(g->lag_ns, nn);
 	COL(g->corr, nn);
 	COL(g->proc, nn);
 	COL(g->name, nn);

@@ -16,7 +16,10 @@
  *
  *   node u's successors are out_dst[out_off[u] .. out_off[u+1]).
  *
- * Every edge means "the target cannot start before the source finishes".
+ * Every edge means "the target cannot start before the source finishes",
+ * except launch edges: GPU work cannot start before its launch call
+ * *starts* (it may start before the call returns; the measured latency is
+ * the task's lag_ns).
  * A blocking call (stream/device/event synchronise, blocking memcpy) is
  * therefore two nodes: the call itself (duration 0; it launches, if it
  * launches anything) and a GN_WAIT node that the awaited GPU work points to
@@ -51,7 +54,7 @@ enum graph_node_kind {
 
 enum graph_edge_kind {
 	GE_ORDER,  /* same thread or same stream */
-	GE_LAUNCH, /* runtime call -> the GPU work it launched (correlation id) */
+	GE_LAUNCH, /* runtime call -> the GPU work it launched; start to start */
 	GE_SYNC,   /* GPU work -> the wait node of a blocking call */
 	GE_EVENT,  /* GPU work on stream S -> GPU work on stream T (record/wait) */
 	GE_THREAD, /* CPU node on one thread -> CPU node on another */
@@ -59,6 +62,12 @@ enum graph_edge_kind {
 };
 #define GE_INFERRED 0x80 /* or-ed into out_kind: found from timing, not recorded */
 #define GE_KIND(k) ((k) & 0x7f)
+
+/* When an edge of kind k from a task [start, end) releases its target. */
+static inline int64_t graph_edge_release(uint8_t k, int64_t start, int64_t end)
+{
+	return GE_KIND(k) == GE_LAUNCH ? start : end;
+}
 
 /* What a runtime call does, from its name. */
 enum graph_rt_class {
@@ -107,6 +116,7 @@ struct graph_rank {
 
 struct graph_iter {
 	uint32_t rank;
+	uint32_t proc;    /* the host thread the step was recorded on, or UINT32_MAX */
 	int64_t step;     /* N of ProfilerStep#N */
 	int64_t start_ns; /* the step's host span, relative to t0_ns */
 	int64_t dur_ns;
@@ -140,6 +150,8 @@ struct graph_stats {
 	uint64_t cuda_sync_unused;
 	uint64_t sync_no_wait;    /* blocking calls with nothing to wait for */
 	uint64_t dropped_edges;   /* recorded dependencies the timing contradicts */
+	uint64_t lag_capped;      /* tasks whose start lag exceeded the cap */
+	int64_t lag_capped_ns;    /* the lag the cap left unexplained, in all */
 	uint64_t idle_threads;    /* host threads without runtime calls */
 	uint64_t annotations;     /* cpu_op/user_annotation/python_function/gpu ann. */
 	uint64_t other_events;    /* instants, flows, metadata, other 'X' */
@@ -153,6 +165,8 @@ struct graph {
 	int64_t *start_ns; /* traced start */
 	int64_t *dur_ns;   /* traced duration (own cost for GN_WAIT) */
 	int64_t *wait_ns;  /* traced waiting (GN_WAIT), else 0 */
+	int64_t *lag_ns;   /* traced start minus the latest traced end of its
+			    * dependencies (launch latency, thread wake-up), capped */
 	int64_t *corr;     /* correlation id, or -1 */
 	uint32_t *proc;    /* processor index */
 	uint32_t *name;    /* string id */

@@ -47,3 +47,18 @@ int prism_err_set(struct prism_err *err, int code, const char *fmt, ...)
 	va_end(ap);
 	return code;
 }
+
+void prism_fput_json_str(FILE *f, const char *s)
+{
+	putc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			putc(c, f);
+	}
+	putc('"', f);
+}

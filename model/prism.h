@@ -59,8 +59,16 @@ void prism_err_clear(struct prism_err *err);
 #define PRISM_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
 #define PRISM_PRINTF(fmt, args)
+/* Write s to f as a JSON string literal, quotes included. */
+#include <stdio.h>
+void prism_fput_json_str(FILE *f, const char *s);
+
 #endif
 
 int prism_err_set(struct prism_err *err, int code, const char *fmt, ...) PRISM_PRINTF(3, 4);
+
+/* Write s to f as a JSON string literal, quotes included. */
+#include <stdio.h>
+void prism_fput_json_str(FILE *f, const char *s);
 
 #endif

@@ -106,26 +106,13 @@ static void print_text(const struct graph *g)
 	printf("  runtime calls without an enclosing CPU op     %10" PRIu64 "\n", s->rt_no_op);
 	printf("  blocking calls with nothing found to wait on  %10" PRIu64 "\n", s->sync_no_wait);
 	printf("  recorded dependencies the timing contradicts  %10" PRIu64 "\n", s->dropped_edges);
+	printf("  tasks that started > %.0f us after their last dependency %4" PRIu64
+	       " (%.3f ms unexplained)\n", 50.0, s->lag_capped, s->lag_capped_ns / 1e6);
 	printf("  cuda_sync records used / unused               %10" PRIu64 " / %" PRIu64 "\n",
 	       s->cuda_sync_used, s->cuda_sync_unused);
 	printf("  host threads without runtime calls            %10" PRIu64 "\n", s->idle_threads);
 	printf("  annotation events (ops, ranges)               %10" PRIu64 "\n", s->annotations);
 	printf("  other events (flows, instants, metadata, ...) %10" PRIu64 "\n", s->other_events);
-}
-
-static void print_json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
 }
 
 /* Distinct correlation ids of rank r's GPU work, and of those whose launch
@@ -162,9 +149,9 @@ static void print_json(const struct graph *g)
 	for (uint32_t r = 0; r < g->n_ranks; r++) {
 		const struct graph_rank *rk = &g->ranks[r];
 		printf("%s{\"rank\":%" PRId64 ",\"path\":", r ? "," : "", rk->rank);
-		print_json_str(strtab_get(&g->st, rk->path));
+		prism_fput_json_str(stdout, strtab_get(&g->st, rk->path));
 		printf(",\"device\":");
-		print_json_str(strtab_get(&g->st, rk->device));
+		prism_fput_json_str(stdout, strtab_get(&g->st, rk->device));
 		printf(",\"world_size\":%" PRId64 ",\"json_bytes\":%" PRIu64 ",\"events\":%" PRIu64
 		       ",\"complete\":%" PRIu64 ",\"instant\":%" PRIu64 ",\"flow\":%" PRIu64
 		       ",\"meta\":%" PRIu64 ",\"cuda_sync\":%" PRIu64 ",\"streams\":[",
@@ -214,11 +201,11 @@ static void print_json(const struct graph *g)
 		       s->coll_kernels[k]);
 	printf("},\"launch_no_gpu\":%" PRIu64 ",\"gpu_no_launch\":%" PRIu64
 	       ",\"nested_runtime\":%" PRIu64 ",\"clipped_runtime\":%" PRIu64
-	       ",\"rt_no_op\":%" PRIu64 ",\"sync_no_wait\":%" PRIu64 ",\"dropped_edges\":%" PRIu64 ",\"cuda_sync_used\":%" PRIu64
+	       ",\"rt_no_op\":%" PRIu64 ",\"sync_no_wait\":%" PRIu64 ",\"dropped_edges\":%" PRIu64 ",\"lag_capped\":%" PRIu64 ",\"lag_capped_ns\":%" PRId64 ",\"cuda_sync_used\":%" PRIu64
 	       ",\"cuda_sync_unused\":%" PRIu64 ",\"idle_threads\":%" PRIu64
 	       ",\"annotations\":%" PRIu64 ",\"other_events\":%" PRIu64 "}\n",
 	       s->launch_no_gpu, s->gpu_no_launch, s->nested_runtime, s->clipped_runtime,
-	       s->rt_no_op, s->sync_no_wait, s->dropped_edges, s->cuda_sync_used, s->cuda_sync_unused,
+	       s->rt_no_op, s->sync_no_wait, s->dropped_edges, s->lag_capped, s->lag_capped_ns, s->cuda_sync_used, s->cuda_sync_unused,
 	       s->idle_threads, s->annotations, s->other_events);
 }
 

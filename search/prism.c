@@ -13,8 +13,11 @@ static const char usage[] =
 	"commands:\n"
 	"  ingest TRACE... [-o GRAPH]   read Kineto traces (one per rank) into an\n"
 	"                               execution graph; print a summary; save it\n"
+	"  replay TRACE...|GRAPH        simulate the traced run; predicted against\n"
+	"                               measured iteration times, breakdown,\n"
+	"                               critical path, --timeline for Perfetto\n"
 	"\n"
-	"Planned (see the issues): replay, whatif, search, report, synth, calibrate.\n"
+	"Planned (see the issues): whatif, search, report, synth, calibrate.\n"
 	"\n"
 	"Run `prism <command> --help` for a command's options.\n"
 	"  -h, --help      this help\n"
@@ -37,6 +40,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "ingest") == 0)
 		return cmd_ingest(argc - 1, argv + 1);
+	if (strcmp(argv[1], "replay") == 0)
+		return cmd_replay(argc - 1, argv + 1);
 	fprintf(stderr, "prism: unknown command '%s' (see prism --help)\n", argv[1]);
 	return EXIT_USAGE;
 }

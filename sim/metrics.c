@@ -1,0 +1,209 @@
+/* metrics.c - iteration windows, interval sweeps and the critical path. */
+#include "metrics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "prism.h"
+
+#define NONE32 UINT32_MAX
+
+struct edge_pt {
+	int64_t t;
+	int8_t dcomp, dcomm;
+};
+
+static int cmp_pt(const void *a, const void *b)
+{
+	const struct edge_pt *x = a, *y = b;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static int is_comm(uint8_t kind)
+{
+	return kind == GN_COLL || kind == GN_P2P;
+}
+
+/* Breakdown of rank r's GPU work over [a, b) of simulated time. */
+static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b,
+		     struct metrics_iter *it, struct edge_pt **pts, size_t *cap)
+{
+	const struct graph *g = s->g;
+	size_t n = 0;
+	int comp = 0, comm = 0;
+	int64_t last = a, t_comp = 0, t_comm = 0, t_both = 0;
+
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		if (g->procs[p].rank != r || !g->procs[p].gpu)
+			continue;
+		for (uint32_t u = g->procs[p].first; u < g->procs[p].first + g->procs[p].n; u++) {
+			int64_t x = s->start_ns[u] > a ? s->start_ns[u] : a;
+			int64_t y = s->end_ns[u] < b ? s->end_ns[u] : b;
+			if (x >= y)
+				continue;
+			if (n + 2 > *cap) {
+				size_t nc = *cap ? *cap * 2 : 1024;
+				struct edge_pt *np = realloc(*pts, nc * sizeof(*np));
+				if (!np)
+					return PRISM_ENOMEM;
+				*pts = np;
+				*cap = nc;
+			}
+			(*pts)[n++] = (struct edge_pt){x, (int8_t)!is_comm(g->kind[u]),
+						       (int8_t)is_comm(g->kind[u])};
+			(*pts)[n++] = (struct edge_pt){y, (int8_t)-!is_comm(g->kind[u]),
+						       (int8_t)-is_comm(g->kind[u])};
+		}
+	}
+	qsort(*pts, n, sizeof(**pts), cmp_pt);
+	for (size_t k = 0; k < n; k++) {
+		int64_t d = (*pts)[k].t - last;
+		if (comp && comm)
+			t_both += d;
+		else if (comp)
+			t_comp += d;
+		else if (comm)
+			t_comm += d;
+		comp += (*pts)[k].dcomp;
+		comm += (*pts)[k].dcomm;
+		last = (*pts)[k].t;
+	}
+	it->overlap_ns = t_both;
+	it->exposed_compute_ns = t_comp;
+	it->exposed_comm_ns = t_comm;
+	it->idle_ns = (b - a) - t_both - t_comp - t_comm;
+	return 0;
+}
+
+long metrics_iterations(const struct sim *s, struct metrics_iter **out)
+{
+	const struct graph *g = s->g;
+	struct metrics_iter *v = calloc(g->n_iters + g->n_ranks + 1, sizeof(*v));
+	struct edge_pt *pts = NULL;
+	size_t cap = 0;
+	long n = 0;
+
+	if (!v)
+		return -1;
+	for (uint32_t r = 0; r < g->n_ranks; r++) {
+		int any = 0;
+		for (uint32_t i = 0; i < g->n_iters; i++) {
+			const struct graph_iter *gi = &g->iters[i];
+			struct metrics_iter *it;
+			int64_t a, b;
+			if (gi->rank != r || gi->proc == NONE32)
+				continue;
+			any = 1;
+			a = sim_map_time(s, gi->proc, gi->start_ns);
+			b = sim_map_time(s, gi->proc, gi->start_ns + gi->dur_ns);
+			it = &v[n++];
+			it->rank = r;
+			it->step = gi->step;
+			it->measured_ns = gi->dur_ns;
+			it->predicted_ns = b - a;
+			it->sim_start_ns = a;
+			if (breakdown(s, r, a, b, it, &pts, &cap))
+				goto oom;
+		}
+		if (!any) {
+			/* No step markers: the span of the rank's GPU work. */
+			int64_t ta = INT64_MAX, tb = INT64_MIN, sa = INT64_MAX, sb = INT64_MIN;
+			for (uint32_t p = 0; p < g->n_procs; p++) {
+				if (g->procs[p].rank != r || !g->procs[p].gpu)
+					continue;
+				for (uint32_t u = g->procs[p].first;
+				     u < g->procs[p].first + g->procs[p].n; u++) {
+					int64_t te = g->start_ns[u] + g->dur_ns[u];
+					ta = g->start_ns[u] < ta ? g->start_ns[u] : ta;
+					tb = te > tb ? te : tb;
+					sa = s->start_ns[u] < sa ? s->start_ns[u] : sa;
+					sb = s->end_ns[u] > sb ? s->end_ns[u] : sb;
+				}
+			}
+			if (ta == INT64_MAX)
+				continue;
+			v[n].rank = r;
+			v[n].step = -1;
+			v[n].measured_ns = tb - ta;
+			v[n].predicted_ns = sb - sa;
+			v[n].sim_start_ns = sa;
+			if (breakdown(s, r, sa, sb, &v[n], &pts, &cap))
+				goto oom;
+			n++;
+		}
+	}
+	free(pts);
+	*out = v;
+	return n;
+oom:
+	free(pts);
+	free(v);
+	return -1;
+}
+
+double metrics_utilisation(const struct sim *s, uint32_t p, int64_t from, int64_t to)
+{
+	const struct graph_proc *pr = &s->g->procs[p];
+	int64_t busy = 0;
+	if (to <= from)
+		return 0;
+	for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
+		int64_t x = s->start_ns[u] > from ? s->start_ns[u] : from;
+		int64_t y = s->end_ns[u] < to ? s->end_ns[u] : to;
+		if (y > x)
+			busy += y - x;
+	}
+	return (double)busy / (double)(to - from);
+}
+
+/* When u released v on the path: u's end, or its start for a launch. */
+static int64_t released_at(const struct graph *g, const struct sim *s, uint32_t u, uint32_t v)
+{
+	for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++)
+		if (g->out_dst[k] == v)
+			return graph_edge_release(g->out_kind[k], s->start_ns[u], s->end_ns[u]);
+	return s->end_ns[u]; /* a rendezvous: the instance started together */
+}
+
+int metrics_critical_path(const struct sim *s, struct metrics_path *p)
+{
+	const struct graph *g = s->g;
+	uint32_t cur = NONE32, next = NONE32, cap = 1024;
+	int64_t first_start = 0;
+
+	memset(p, 0, sizeof(*p));
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (cur == NONE32 || s->end_ns[u] > s->end_ns[cur])
+			cur = u;
+	p->nodes = malloc(cap * sizeof(*p->nodes));
+	if (!p->nodes)
+		return PRISM_ENOMEM;
+	while (cur != NONE32) {
+		uint32_t b = s->binding[cur];
+		int64_t until = next == NONE32 ? s->end_ns[cur] : released_at(g, s, cur, next);
+		if (p->n == cap) {
+			uint32_t *nn = realloc(p->nodes, (size_t)cap * 2 * sizeof(*nn));
+			if (!nn) {
+				free(p->nodes);
+				p->nodes = NULL;
+				return PRISM_ENOMEM;
+			}
+			p->nodes = nn;
+			cap *= 2;
+		}
+		p->nodes[p->n++] = cur;
+		p->by_kind_ns[g->kind[cur]] += until - s->start_ns[cur];
+		if (next != NONE32)
+			p->lag_ns += s->start_ns[next] - until;
+		first_start = s->start_ns[cur];
+		/* A collective member bound to the last-arriving member of its
+		 * instance ran alongside it: continue from what held that one. */
+		if (b != NONE32 && g->coll[cur] != NONE32 && g->coll[b] != NONE32 &&
+		    s->start_ns[b] == s->start_ns[cur])
+			b = s->binding[b];
+		next = cur;
+		cur = b;
+	}
+	p->length_ns = s->makespan_ns - first_start;
+	return 0;
+}

@@ -1,0 +1,85 @@
+/*
+ * sim.h - the discrete-event simulator over an execution graph.
+ *
+ * Every task runs on its processor in graph order (the order edges say so)
+ * and starts at the latest finish of its dependencies; a task with no
+ * dependency starts at its traced start.  Ready tasks wait in one binary
+ * heap ordered by (start time, push order), so runs are deterministic.
+ * A blocking call's wait node starts when both the call and what it waits
+ * for are done, and then takes the call's own cost: the waiting is
+ * simulated, not replayed.
+ *
+ * Collectives rendezvous across ranks: the instances of one collective
+ * (same process group, same sequence number, one per rank present) all
+ * start when the last of them is ready, and last the shortest of their
+ * traced durations (in a trace, the last rank to arrive waited least, so
+ * its duration is the transfer).  An instance with one member present
+ * keeps its traced duration.
+ *
+ * Ownership: struct sim borrows the graph (read-only; many sims may share
+ * one) and owns its working arrays, which are reused across runs: a run
+ * allocates nothing.
+ */
+#ifndef PRISM_SIM_H
+#define PRISM_SIM_H
+
+#include <stdint.h>
+
+#include "evq.h"
+#include "graph.h"
+#include "prism.h"
+
+/* Which edges a run ignores (ablations). */
+#define SIM_SKIP_EVENT 0x01    /* cross-stream event edges */
+#define SIM_SKIP_INFERRED 0x02 /* every edge inferred from timing */
+
+struct sim_opts {
+	unsigned skip;              /* SIM_SKIP_* */
+	int rendezvous;             /* 1: collectives rendezvous across ranks */
+};
+
+void sim_opts_default(struct sim_opts *o);
+
+struct sim {
+	const struct graph *g;
+	/* Per node, valid after sim_run. */
+	int64_t *start_ns;
+	int64_t *end_ns;
+	uint32_t *binding; /* the dependency that decided the start, or UINT32_MAX */
+	/* Working state. */
+	int64_t *ready_ns;
+	uint32_t *indeg;
+	struct evq q;
+	/* Collective instances. */
+	uint32_t n_inst;
+	uint32_t *inst_of;      /* per collective: its instance */
+	uint32_t *inst_first;   /* instance i's members are inst_members[first[i]..first[i+1]) */
+	uint32_t *inst_members; /* collective indices, grouped by instance */
+	uint32_t *inst_size;    /* members present */
+	uint32_t *inst_arrived;
+	int64_t *inst_ready;
+	int64_t *inst_dur;      /* the transfer time */
+	uint32_t *inst_last;    /* the member that arrived last */
+	uint32_t n_mismatched;  /* instances whose members disagree on the kind */
+	int64_t makespan_ns;    /* end of the last task */
+	uint64_t n_done;
+};
+
+/* A simulator for g (which must outlive it).  NULL when out of memory. */
+struct sim *sim_new(const struct graph *g);
+void sim_free(struct sim *s);
+
+/*
+ * Simulate the whole graph.  0, or PRISM_EINTERNAL with err saying which
+ * tasks could never start (a collective whose members wait on each other).
+ */
+int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err);
+
+/*
+ * Simulated time of traced time t on processor p: the tasks of a host
+ * thread tile its span, so a traced instant maps into the task that was
+ * running then (a waiting interval maps to where the wait ended).
+ */
+int64_t sim_map_time(const struct sim *s, uint32_t p, int64_t t);
+
+#endif
