@@ -24,9 +24,19 @@ static int64_t pid_of(const struct graph *g, const struct graph_proc *p)
 	return g->n_ranks > 1 ? (int64_t)(p->rank + 1) * 10000000 + p->pid : p->pid;
 }
 
-static int64_t corr_of(const struct graph *g, uint32_t u)
+/* The correlation id written for u: GPU work takes its launch call's (a
+ * merged nested launch had its own), or 0 when it was launched before the
+ * window (below every call's, as prism ingest expects); ranks are kept
+ * apart in one file by an offset. */
+static int64_t corr_of(const struct graph *g, const int64_t *launch_corr, uint32_t u)
 {
-	return g->n_ranks > 1 ? g->corr[u] + ((int64_t)g->procs[g->proc[u]].rank << 40) : g->corr[u];
+	int64_t c = g->corr[u];
+	if (g->kind[u] >= GN_KERNEL) {
+		if (launch_corr[u] < 0)
+			return 0;
+		c = launch_corr[u];
+	}
+	return g->n_ranks > 1 ? c + ((int64_t)g->procs[g->proc[u]].rank << 40) : c;
 }
 
 static void event(FILE *f, int *first, const struct graph *g, const char *cat, const char *name,
@@ -46,11 +56,23 @@ static void event(FILE *f, int *first, const struct graph *g, const char *cat, c
 int timeline_write(const struct sim *s, const char *path, struct prism_err *err)
 {
 	const struct graph *g = s->g;
-	FILE *f = fopen(path, "w");
+	FILE *f;
 	int first = 1;
+	int64_t *launch_corr = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr));
 
-	if (!f)
+	if (!launch_corr)
+		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		launch_corr[u] = -1;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++)
+			if (GE_KIND(g->out_kind[k]) == GE_LAUNCH)
+				launch_corr[g->out_dst[k]] = g->corr[u];
+	f = fopen(path, "w");
+	if (!f) {
+		free(launch_corr);
 		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
+	}
 	fputs("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",", f);
 	if (g->n_ranks == 1)
 		fprintf(f, "\"distributedInfo\":{\"rank\":%" PRId64 ",\"world_size\":%" PRId64 "},",
@@ -86,7 +108,7 @@ int timeline_write(const struct sim *s, const char *path, struct prism_err *err)
 			event(f, &first, g, "cuda_runtime", name, pid, pr->tid, s->start_ns[u],
 			      end - s->start_ns[u]);
 			if (g->corr[u] >= 0)
-				fprintf(f, ",\"args\":{\"correlation\":%" PRId64 "}}", corr_of(g, u));
+				fprintf(f, ",\"args\":{\"correlation\":%" PRId64 "}}", corr_of(g, launch_corr, u));
 			else
 				fputs(",\"args\":{}}", f);
 			break;
@@ -99,7 +121,7 @@ int timeline_write(const struct sim *s, const char *path, struct prism_err *err)
 			fprintf(f,
 				",\"args\":{\"device\":%" PRId64 ",\"stream\":%" PRId64
 				",\"correlation\":%" PRId64 "}}",
-				pr->pid, pr->tid, corr_of(g, u));
+				pr->pid, pr->tid, corr_of(g, launch_corr, u));
 		}
 	}
 	{
@@ -123,6 +145,7 @@ int timeline_write(const struct sim *s, const char *path, struct prism_err *err)
 		free(its);
 	}
 	fputs("\n]}\n", f);
+	free(launch_corr);
 	if (ferror(f) | (fclose(f) != 0))
 		return prism_err_set(err, PRISM_EIO, "%s: write failed", path);
 	return 0;

@@ -1,0 +1,134 @@
+/*
+ * test_replay.c - `prism replay` end to end: its timeline reads back with
+ * `prism ingest`, no two events of one processor overlap in it, and its
+ * ProfilerStep spans equal the iteration times replay reported.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kineto.h"
+#include "testutil.h"
+
+/* Run a command; its stdout into out (NUL-terminated); returns status. */
+static int capture(const char *cmd, char *out, size_t n)
+{
+	FILE *p = popen(cmd, "r");
+	size_t got;
+	assert_non_null(p);
+	got = fread(out, 1, n - 1, p);
+	out[got] = '\0';
+	return pclose(p);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void check_trace(const char *trace)
+{
+	static char out[1 << 20];
+	char tl[] = "/tmp/prism-timeline-XXXXXX", cmd[1024];
+	int fd = mkstemp(tl);
+	struct kineto_trace tr;
+	struct strtab st;
+	struct prism_err err;
+	int64_t *pred = NULL;
+	size_t npred = 0, nsteps = 0;
+	int64_t *steps;
+
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "'%s' replay --json --timeline '%s' %s", PRISM_BIN, tl, trace);
+	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	/* The predicted iteration times replay reported. */
+	for (const char *p = out; (p = strstr(p, "\"predicted_ns\":")); p++) {
+		pred = realloc(pred, (npred + 1) * sizeof(*pred));
+		pred[npred++] = strtoll(p + 15, NULL, 10);
+	}
+	assert_true(npred > 0);
+
+	/* The timeline ingests... */
+	snprintf(cmd, sizeof(cmd), "'%s' ingest '%s' > /dev/null", PRISM_BIN, tl);
+	assert_int_equal(system(cmd), 0);
+
+	/* ...no processor runs two things at once... */
+	prism_err_clear(&err);
+	assert_int_equal(strtab_init(&st), 0);
+	assert_int_equal(kineto_read(tl, &st, &tr, &err), 0);
+	for (size_t t = 0; t < tr.threads.n; t++) {
+		int64_t last_end = INT64_MIN;
+		size_t n = 0;
+		int64_t(*iv)[2] = malloc(tr.events.n * sizeof(*iv));
+		for (size_t k = 0; k < tr.events.n; k++) {
+			const struct kt_event *e = &tr.events.v[k];
+			if (e->thread != t || e->kind == KT_USER_ANN || e->kind == KT_CPU_OP)
+				continue;
+			iv[n][0] = e->ts_ns;
+			iv[n][1] = e->ts_ns + e->dur_ns;
+			n++;
+		}
+		qsort(iv, n, sizeof(*iv), cmp_i64);
+		for (size_t k = 0; k < n; k++) {
+			if (iv[k][0] < last_end) {
+				print_error("thread %zu: an event at %" PRId64 " ns starts before the "
+					    "previous ends (%" PRId64 ")\n",
+					    t, iv[k][0], last_end);
+				fail();
+			}
+			last_end = iv[k][1];
+		}
+		free(iv);
+	}
+	/* ...and its steps last what replay said, to the nanosecond. */
+	steps = malloc(tr.events.n * sizeof(*steps));
+	for (size_t k = 0; k < tr.events.n; k++) {
+		const struct kt_event *e = &tr.events.v[k];
+		if (e->kind == KT_USER_ANN &&
+		    strncmp(strtab_get(&st, e->name), "ProfilerStep#", 13) == 0)
+			steps[nsteps++] = e->dur_ns;
+	}
+	assert_int_equal(nsteps, npred);
+	for (size_t i = 0; i < nsteps; i++)
+		assert_int_equal(steps[i], pred[i]);
+	free(steps);
+	free(pred);
+	kineto_release(&tr);
+	strtab_release(&st);
+	unlink(tl);
+}
+
+static void test_golden_timelines(void **state)
+{
+	(void)state;
+	check_trace(TEST_DATA("golden_2023.json"));
+	check_trace(TEST_DATA("golden_2021.json"));
+}
+
+static void test_shared_timelines(void **state)
+{
+	const char *dlrm = PRISM_SOURCE_DIR "/../shared/traces/param-dlrm-8rank-v100";
+	const char *resnet = PRISM_SOURCE_DIR "/../shared/traces/kineto-resnet50-v100-torch19/"
+					      "worker0.1623143089861.pt.trace.json.gz";
+	char all[512];
+	(void)state;
+	if (access(resnet, R_OK) != 0 || access(dlrm, R_OK) != 0) {
+		print_message("skipped: ../shared/traces not found beside the checkout\n");
+		skip();
+	}
+	check_trace(resnet);
+	snprintf(all, sizeof(all), "%s/*.json.gz", dlrm); /* the shell expands it */
+	check_trace(all);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_golden_timelines),
+		cmocka_unit_test(test_shared_timelines),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,313 @@
+/*
+ * test_sim.c - the simulator on hand-made graphs, answers worked by hand.
+ *
+ * Each case lists its tasks (processor, kind, traced start, duration) and
+ * edges; the expected simulated starts and ends are in the comments.
+ * Times are in microseconds here and ns in the graph.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "sim.h"
+#include "testutil.h"
+
+#define US 1000
+
+struct tn {
+	int proc, kind;
+	int64_t start_us, dur_us;
+	int coll; /* -1, or index into the case's collectives */
+};
+
+struct te {
+	uint32_t src, dst;
+	int kind;
+};
+
+struct tp {
+	int rank, gpu;
+};
+
+/* A graph from lists; nodes must be grouped by processor in order. */
+static struct graph *mk(const struct tp *p, int np, const struct tn *n, int nn,
+			const struct te *e, int ne, int nranks)
+{
+	struct graph *g = graph_alloc((uint32_t)nn, (uint32_t)ne, (uint32_t)np, (uint32_t)nranks,
+				      0, 0);
+	int ncoll = 0;
+	struct prism_err err;
+
+	assert_non_null(g);
+	for (int i = 0; i < nn; i++)
+		if (n[i].coll >= 0)
+			ncoll++;
+	if (ncoll) {
+		g->n_colls = (uint32_t)ncoll;
+		g->colls = realloc(g->colls, (size_t)ncoll * sizeof(*g->colls));
+		memset(g->colls, 0, (size_t)ncoll * sizeof(*g->colls));
+	}
+	for (int r = 0; r < nranks; r++)
+		g->ranks[r].rank = r;
+	for (int i = 0; i < np; i++) {
+		g->procs[i].rank = (uint32_t)p[i].rank;
+		g->procs[i].gpu = (uint8_t)p[i].gpu;
+		g->procs[i].tid = i;
+	}
+	for (int i = 0, c = 0; i < nn; i++) {
+		g->proc[i] = (uint32_t)n[i].proc;
+		g->kind[i] = (uint8_t)n[i].kind;
+		g->start_ns[i] = n[i].start_us * US;
+		g->dur_ns[i] = n[i].dur_us * US;
+		g->iter[i] = -1;
+		g->coll[i] = UINT32_MAX;
+		g->procs[n[i].proc].n++;
+		if (n[i].coll >= 0) {
+			g->coll[i] = (uint32_t)c;
+			g->colls[c].node = (uint32_t)i;
+			g->colls[c].kind = GC_ALL_REDUCE;
+			g->colls[c].seq = (uint32_t)n[i].coll;
+			c++;
+		}
+	}
+	for (int i = 1; i < np; i++)
+		g->procs[i].first = g->procs[i - 1].first + g->procs[i - 1].n;
+	for (int k = 0; k < ne; k++)
+		g->out_off[e[k].src + 1]++;
+	for (int i = 0; i < nn; i++)
+		g->out_off[i + 1] += g->out_off[i];
+	{
+		uint32_t *fill = calloc((size_t)nn, sizeof(*fill));
+		for (int k = 0; k < ne; k++) {
+			uint32_t at = g->out_off[e[k].src] + fill[e[k].src]++;
+			g->out_dst[at] = e[k].dst;
+			g->out_kind[at] = (uint8_t)e[k].kind;
+		}
+		free(fill);
+	}
+	prism_err_clear(&err);
+	assert_int_equal(graph_check(g, &err), 0);
+	return g;
+}
+
+static struct sim *run(const struct graph *g)
+{
+	struct sim_opts o;
+	struct prism_err err;
+	struct sim *s = sim_new(g);
+	assert_non_null(s);
+	sim_opts_default(&o);
+	prism_err_clear(&err);
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	return s;
+}
+
+static void expect_times(const struct sim *s, const int64_t (*want)[2], int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (s->start_ns[i] != want[i][0] * US || s->end_ns[i] != want[i][1] * US) {
+			print_error("task %d: simulated [%lld, %lld) ns, want [%lld, %lld) us\n", i,
+				    (long long)s->start_ns[i], (long long)s->end_ns[i],
+				    (long long)want[i][0], (long long)want[i][1]);
+			fail();
+		}
+	}
+}
+
+#define O GE_ORDER
+#define L GE_LAUNCH
+#define S GE_SYNC
+#define E GE_EVENT
+#define T GE_THREAD
+
+static void test_chain(void **state)
+{
+	/* One stream, three kernels back to back: 0-10, 10-30, 30-60. */
+	static const struct tp p[] = {{0, 1}};
+	static const struct tn n[] = {{0, GN_KERNEL, 0, 10, -1}, {0, GN_KERNEL, 10, 20, -1},
+				      {0, GN_KERNEL, 35, 30, -1}};
+	static const struct te e[] = {{0, 1, O}, {1, 2, O}};
+	static const int64_t want[][2] = {{0, 10}, {10, 30}, {30, 60}};
+	struct graph *g = mk(p, 1, n, 3, e, 2, 1);
+	struct sim *s = run(g);
+	(void)state;
+	expect_times(s, want, 3);
+	assert_int_equal(s->makespan_ns, 60 * US);
+	sim_free(s);
+	graph_free(g);
+}
+
+static void test_fork_join_event(void **state)
+{
+	/* CPU: A [0,5) launches K1 on stream 1, B [5,10) launches K2 on
+	 * stream 2.  K1 [0,100), K2 [5,55).  K3 follows K2 on stream 2 and
+	 * waits (event edge) for K1: it starts at 100, ends at 110. */
+	static const struct tp p[] = {{0, 0}, {0, 1}, {0, 1}};
+	static const struct tn n[] = {
+		{0, GN_RUNTIME, 0, 5, -1}, {0, GN_RUNTIME, 5, 5, -1},
+		{1, GN_KERNEL, 2, 100, -1},
+		{2, GN_KERNEL, 8, 50, -1},  {2, GN_KERNEL, 102, 10, -1},
+	};
+	static const struct te e[] = {{0, 1, O}, {0, 2, L}, {1, 3, L}, {3, 4, O}, {2, 4, E}};
+	static const int64_t want[][2] = {{0, 5}, {5, 10}, {0, 100}, {5, 55}, {100, 110}};
+	struct graph *g = mk(p, 3, n, 5, e, 5, 1);
+	struct sim *s = run(g);
+	struct metrics_path cp;
+	(void)state;
+	expect_times(s, want, 5);
+	/* Critical path: K3 <- K1 <- A (launch, start to start). */
+	assert_int_equal(metrics_critical_path(s, &cp), 0);
+	assert_int_equal(cp.n, 3);
+	assert_int_equal(cp.nodes[0], 4);
+	assert_int_equal(cp.nodes[1], 2);
+	assert_int_equal(cp.nodes[2], 0);
+	assert_int_equal(cp.length_ns, 110 * US);
+	assert_int_equal(cp.by_kind_ns[GN_KERNEL], 110 * US);
+	assert_int_equal(cp.by_kind_ns[GN_RUNTIME], 0); /* released K1 at its start */
+	free(cp.nodes);
+	sim_free(s);
+	graph_free(g);
+}
+
+static void test_stream_sync(void **state)
+{
+	/* C [0,5) launches K [0,100); the sync call S (0 us) and its wait W
+	 * (own cost 3 us) wait for K: W [100,103); then CPU work X [103,113).
+	 * Traced, the sync took 200 us: that waiting is not replayed. */
+	static const struct tp p[] = {{0, 0}, {0, 1}};
+	static const struct tn n[] = {
+		{0, GN_RUNTIME, 0, 5, -1}, {0, GN_RUNTIME, 5, 0, -1}, {0, GN_WAIT, 205, 3, -1},
+		{0, GN_CPU, 208, 10, -1},  {1, GN_KERNEL, 1, 100, -1},
+	};
+	static const struct te e[] = {{0, 1, O}, {1, 2, O}, {2, 3, O}, {0, 4, L}, {4, 2, S}};
+	static const int64_t want[][2] = {{0, 5}, {5, 5}, {100, 103}, {103, 113}, {0, 100}};
+	struct graph *g = mk(p, 2, n, 5, e, 5, 1);
+	struct sim *s = run(g);
+	(void)state;
+	expect_times(s, want, 5);
+	sim_free(s);
+	graph_free(g);
+}
+
+static void test_device_sync(void **state)
+{
+	/* Two streams finish at 40 and 70; the device sync's wait node
+	 * (own 2 us) waits for both: [70,72). */
+	static const struct tp p[] = {{0, 0}, {0, 1}, {0, 1}};
+	static const struct tn n[] = {
+		{0, GN_RUNTIME, 0, 4, -1}, {0, GN_RUNTIME, 4, 4, -1}, {0, GN_RUNTIME, 8, 0, -1},
+		{0, GN_WAIT, 8, 2, -1},    {1, GN_KERNEL, 0, 40, -1}, {2, GN_KERNEL, 4, 66, -1},
+	};
+	static const struct te e[] = {{0, 1, O}, {1, 2, O}, {2, 3, O}, {0, 4, L},
+				      {1, 5, L}, {4, 3, S}, {5, 3, S}};
+	static const int64_t want[][2] = {{0, 4}, {4, 8}, {8, 8}, {70, 72}, {0, 40}, {4, 70}};
+	struct graph *g = mk(p, 3, n, 6, e, 7, 1);
+	struct sim *s = run(g);
+	(void)state;
+	expect_times(s, want, 6);
+	sim_free(s);
+	graph_free(g);
+}
+
+static void test_launch_bound(void **state)
+{
+	/* Four 10 us launches of 2 us kernels: the GPU idles 8 us of every 10
+	 * and the makespan is the CPU's 40 us, not the GPU's 8. */
+	static const struct tp p[] = {{0, 0}, {0, 1}};
+	static const struct tn n[] = {
+		{0, GN_RUNTIME, 0, 10, -1}, {0, GN_RUNTIME, 10, 10, -1},
+		{0, GN_RUNTIME, 20, 10, -1}, {0, GN_RUNTIME, 30, 10, -1},
+		{1, GN_KERNEL, 0, 2, -1},   {1, GN_KERNEL, 10, 2, -1},
+		{1, GN_KERNEL, 20, 2, -1},  {1, GN_KERNEL, 30, 2, -1},
+	};
+	static const struct te e[] = {{0, 1, O}, {1, 2, O}, {2, 3, O}, {4, 5, O}, {5, 6, O},
+				      {6, 7, O}, {0, 4, L}, {1, 5, L}, {2, 6, L}, {3, 7, L}};
+	static const int64_t want[][2] = {{0, 10},  {10, 20}, {20, 30}, {30, 40},
+					  {0, 2},   {10, 12}, {20, 22}, {30, 32}};
+	struct graph *g = mk(p, 2, n, 8, e, 10, 1);
+	struct sim *s = run(g);
+	(void)state;
+	expect_times(s, want, 8);
+	assert_int_equal(s->makespan_ns, 40 * US);
+	assert_rel_close(metrics_utilisation(s, 1, 0, 40 * US), 0.2, 1e-12);
+	sim_free(s);
+	graph_free(g);
+}
+
+static void test_rendezvous_4_ranks(void **state)
+{
+	/* Rank r launches its all-reduce at 10r us; traced durations 70, 60,
+	 * 50, 40 (the late ranks waited less).  All four start when the last
+	 * arrives, at 30, and take the shortest traced time, 40: [30,70).  A
+	 * 5 us kernel follows on each stream: [70,75). */
+	static const struct tp p[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1},
+				      {2, 0}, {2, 1}, {3, 0}, {3, 1}};
+	static const struct tn n[] = {
+		{0, GN_RUNTIME, 0, 1, -1},  {1, GN_COLL, 0, 70, 0},  {1, GN_KERNEL, 70, 5, -1},
+		{2, GN_RUNTIME, 10, 1, -1}, {3, GN_COLL, 10, 60, 0}, {3, GN_KERNEL, 70, 5, -1},
+		{4, GN_RUNTIME, 20, 1, -1}, {5, GN_COLL, 20, 50, 0}, {5, GN_KERNEL, 70, 5, -1},
+		{6, GN_RUNTIME, 30, 1, -1}, {7, GN_COLL, 30, 40, 0}, {7, GN_KERNEL, 70, 5, -1},
+	};
+	static const struct te e[] = {{0, 1, L}, {1, 2, O}, {3, 4, L}, {4, 5, O},
+				      {6, 7, L}, {7, 8, O}, {9, 10, L}, {10, 11, O}};
+	static const int64_t want[][2] = {{0, 1},   {30, 70}, {70, 75}, {10, 11},
+					  {30, 70}, {70, 75}, {20, 21}, {30, 70},
+					  {70, 75}, {30, 31}, {30, 70}, {70, 75}};
+	struct graph *g = mk(p, 8, n, 12, e, 8, 4);
+	struct sim *s = run(g);
+	struct sim_opts o;
+	struct prism_err err;
+	(void)state;
+	expect_times(s, want, 12);
+	assert_int_equal(s->n_inst, 1);
+	/* Without the rendezvous each keeps its traced duration. */
+	sim_opts_default(&o);
+	o.rendezvous = 0;
+	prism_err_clear(&err);
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_int_equal(s->start_ns[1], 0);
+	assert_int_equal(s->end_ns[1], 70 * US);
+	assert_int_equal(s->end_ns[10], 70 * US);
+	sim_free(s);
+	graph_free(g);
+}
+
+static void test_lag_and_ablation(void **state)
+{
+	/* K2 waits (event) for K1 on another stream and started 4 us after K1
+	 * ended in the trace: that lag is kept ([54,64)).  Ignoring event edges,
+	 * K2 starts as soon as its launch allows: 10 + 4 = 14. */
+	static const struct tp p[] = {{0, 0}, {0, 1}, {0, 1}};
+	static const struct tn n[] = {{0, GN_RUNTIME, 0, 10, -1}, {0, GN_RUNTIME, 10, 10, -1},
+				      {1, GN_KERNEL, 0, 50, -1},  {2, GN_KERNEL, 54, 10, -1}};
+	static const struct te e[] = {{0, 1, O}, {0, 2, L}, {1, 3, L}, {2, 3, E}};
+	struct graph *g = mk(p, 3, n, 4, e, 4, 1);
+	struct sim *s;
+	struct sim_opts o;
+	struct prism_err err;
+	(void)state;
+	g->lag_ns[3] = 4 * US;
+	s = run(g);
+	assert_int_equal(s->start_ns[3], 54 * US);
+	sim_opts_default(&o);
+	o.skip = SIM_SKIP_EVENT;
+	prism_err_clear(&err);
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_int_equal(s->start_ns[3], 14 * US);
+	sim_free(s);
+	graph_free(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chain),
+		cmocka_unit_test(test_fork_join_event),
+		cmocka_unit_test(test_stream_sync),
+		cmocka_unit_test(test_device_sync),
+		cmocka_unit_test(test_launch_bound),
+		cmocka_unit_test(test_rendezvous_4_ranks),
+		cmocka_unit_test(test_lag_and_ablation),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
