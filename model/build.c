@@ -1188,6 +1188,7 @@ static int finish(struct builder *b, struct graph **out)
 			if (t > ready[e->dst])
 				ready[e->dst] = t;
 		}
+		b->stats.lag_cap_ns = b->o->lag_cap_ns;
 		for (size_t u = 0; u < b->nodes.n; u++) {
 			int64_t lag = ready[u] == INT64_MIN ? 0 : b->nodes.v[u].start - ready[u];
 			if (b->nodes.v[u].kind == GN_WAIT || lag < 0)
@@ -1201,6 +1202,7 @@ static int finish(struct builder *b, struct graph **out)
 		}
 		free(ready);
 	}
+	g->stats = b->stats;
 	if (b->procs.n)
 		memcpy(g->procs, b->procs.v, b->procs.n * sizeof(*g->procs));
 	if (b->ranks.n)
@@ -1211,7 +1213,6 @@ static int finish(struct builder *b, struct graph **out)
 	}
 	if (b->colls.n)
 		memcpy(g->colls, b->colls.v, b->colls.n * sizeof(*g->colls));
-	g->stats = b->stats;
 	strtab_release(&g->st);
 	g->st = *b->st;
 	memset(b->st, 0, sizeof(*b->st));

@@ -150,6 +150,7 @@ struct graph_stats {
 	uint64_t cuda_sync_unused;
 	uint64_t sync_no_wait;    /* blocking calls with nothing to wait for */
 	uint64_t dropped_edges;   /* recorded dependencies the timing contradicts */
+	int64_t lag_cap_ns;       /* the cap the graph was built with */
 	uint64_t lag_capped;      /* tasks whose start lag exceeded the cap */
 	int64_t lag_capped_ns;    /* the lag the cap left unexplained, in all */
 	uint64_t idle_threads;    /* host threads without runtime calls */

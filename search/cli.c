@@ -19,6 +19,19 @@ int cli_fail(const struct prism_err *err)
 		       : 1;
 }
 
+int cli_parse_us(const char *s, const char *opt, int64_t *ns, struct prism_err *err)
+{
+	char *end;
+	double v;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end || errno || v < 0 || v > 9e12)
+		return prism_err_set(err, PRISM_EARG,
+				     "%s '%s': expected a number of microseconds >= 0", opt, s);
+	*ns = (int64_t)(v * 1000.0 + 0.5);
+	return 0;
+}
+
 static int parse_ranks(const char *s, int n, struct kineto_trace *tr, struct prism_err *err)
 {
 	const char *p = s;

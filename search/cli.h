@@ -26,6 +26,10 @@ int cli_fail(const struct prism_err *err);
  * more trace files (several files = the ranks of one job).  ranks, if not
  * NULL, is a comma-separated list giving each trace file's rank.
  */
+/* A non-negative number of microseconds (fractions allowed) into *ns;
+ * 0, or PRISM_EARG naming the option. */
+int cli_parse_us(const char *s, const char *opt, int64_t *ns, struct prism_err *err);
+
 struct build_opts;
 int cli_load_graph(char **paths, int n, const char *ranks, const struct build_opts *o,
 		   struct graph **out, struct prism_err *err);

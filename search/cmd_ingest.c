@@ -27,6 +27,8 @@ static const char help[] =
 	"      --no-infer-events   no cross-stream edges inferred from timing\n"
 	"      --no-infer-sync     no stream/event-sync sources inferred from timing\n"
 	"      --no-infer-threads  no cross-thread edges inferred from timing\n"
+	"      --lag-cap US        keep at most US microseconds of a task's traced\n"
+	"                          start lag after its dependencies (default 50)\n"
 	"  -h, --help            this help\n"
 	"\n"
 	"Exit status: 0 on success, 2 on bad input (one line names the file, the\n"
@@ -106,8 +108,9 @@ static void print_text(const struct graph *g)
 	printf("  runtime calls without an enclosing CPU op     %10" PRIu64 "\n", s->rt_no_op);
 	printf("  blocking calls with nothing found to wait on  %10" PRIu64 "\n", s->sync_no_wait);
 	printf("  recorded dependencies the timing contradicts  %10" PRIu64 "\n", s->dropped_edges);
-	printf("  tasks that started > %.0f us after their last dependency %4" PRIu64
-	       " (%.3f ms unexplained)\n", 50.0, s->lag_capped, s->lag_capped_ns / 1e6);
+	printf("  tasks starting > %.0f us after their dependencies %10" PRIu64
+	       " (%.3f ms unexplained)\n",
+	       s->lag_cap_ns / 1e3, s->lag_capped, s->lag_capped_ns / 1e6);
 	printf("  cuda_sync records used / unused               %10" PRIu64 " / %" PRIu64 "\n",
 	       s->cuda_sync_used, s->cuda_sync_unused);
 	printf("  host threads without runtime calls            %10" PRIu64 "\n", s->idle_threads);
@@ -219,6 +222,7 @@ int cmd_ingest(int argc, char **argv)
 		{"no-infer-events", no_argument, NULL, 'E'},
 		{"no-infer-sync", no_argument, NULL, 'S'},
 		{"no-infer-threads", no_argument, NULL, 'T'},
+		{"lag-cap", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -253,6 +257,10 @@ int cmd_ingest(int argc, char **argv)
 			break;
 		case 'T':
 			o.infer_threads = 0;
+			break;
+		case 'L':
+			if (cli_parse_us(optarg, "--lag-cap", &o.lag_cap_ns, &err))
+				return cli_fail(&err);
 			break;
 		case 'h':
 			fputs(help, stdout);

@@ -29,8 +29,8 @@ static const char help[] =
 	"      --no-inferred-edges ablation: ignore every edge inferred from timing\n"
 	"      --no-rendezvous     collectives keep their traced durations\n"
 	"  -r, --rank LIST         comma-separated rank of each trace file, in order\n"
-	"      --allow-dangling, --no-infer-events, --no-infer-sync, --no-infer-threads\n"
-	"                          as for `prism ingest`\n"
+	"      --allow-dangling, --no-infer-events, --no-infer-sync, --no-infer-threads,\n"
+	"      --lag-cap US        as for `prism ingest`\n"
 	"  -h, --help              this help\n"
 	"\n"
 	"Exit status: 0 on success, 2 on bad input, 1 on other failures.\n";
@@ -143,6 +143,7 @@ int cmd_replay(int argc, char **argv)
 		{"no-infer-events", no_argument, NULL, 'E'},
 		{"no-infer-sync", no_argument, NULL, 'S'},
 		{"no-infer-threads", no_argument, NULL, 'T'},
+		{"lag-cap", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -174,6 +175,10 @@ int cmd_replay(int argc, char **argv)
 		case 'E': bo.infer_events = 0; break;
 		case 'S': bo.infer_sync = 0; break;
 		case 'T': bo.infer_threads = 0; break;
+		case 'L':
+			if (cli_parse_us(optarg, "--lag-cap", &bo.lag_cap_ns, &err))
+				return cli_fail(&err);
+			break;
 		case 'h': fputs(help, stdout); return 0;
 		default: fputs(help, stderr); return EXIT_USAGE;
 		}
