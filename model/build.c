@@ -32,7 +32,7 @@ void build_opts_default(struct build_opts *o)
 	o->infer_sync = 1;
 	o->infer_threads = 1;
 	o->allow_dangling = 0;
-	o->event_tol_ns = 5000;
+	o->event_tol_ns = 10000;
 	o->sync_tol_ns = 20000;
 	o->thread_gap_ns = 50000;
 	o->thread_tol_ns = 50000;
@@ -445,6 +445,7 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 				return PRISM_ENOMEM;
 		} else if (e->corr < rc->min_rt_corr || b->o->allow_dangling) {
 			b->stats.gpu_no_launch++;
+			b->nodes.v[id].flags |= NF_ANCHORED;
 		} else {
 			return fail_ev(b, rc, e,
 				       "dangling correlation id %" PRId64
@@ -1191,8 +1192,10 @@ static int finish(struct builder *b, struct graph **out)
 		b->stats.lag_cap_ns = b->o->lag_cap_ns;
 		for (size_t u = 0; u < b->nodes.n; u++) {
 			int64_t lag = ready[u] == INT64_MIN ? 0 : b->nodes.v[u].start - ready[u];
-			if (b->nodes.v[u].kind == GN_WAIT || lag < 0)
-				lag = 0; /* a wait node starts where its waiting ended */
+			if (b->nodes.v[u].kind == GN_WAIT || (b->nodes.v[u].flags & NF_ANCHORED) ||
+			    lag < 0)
+				lag = 0; /* a wait node starts where its waiting ended; an
+					  * anchored task at its traced start */
 			if (lag > b->o->lag_cap_ns) {
 				b->stats.lag_capped++;
 				b->stats.lag_capped_ns += lag - b->o->lag_cap_ns;

@@ -89,6 +89,8 @@ enum graph_rt_class {
 /* Node flags. */
 #define NF_BLOCKING 0x01 /* a runtime call followed by its GN_WAIT node */
 #define NF_IDLE_GAP 0x02 /* CPU gap before work that a cross-thread edge starts */
+#define NF_ANCHORED 0x04 /* launched before the window: starts no earlier than
+			  * its traced start (what held it back is unseen) */
 
 enum graph_coll_kind {
 	GC_UNKNOWN, GC_ALL_REDUCE, GC_ALL_GATHER, GC_REDUCE_SCATTER, GC_BROADCAST,

@@ -208,9 +208,14 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 				s->ready_ns[v] = t;
 				s->binding[v] = u;
 			}
-			if (--s->indeg[v] == 0 &&
-			    evq_push(&s->q, s->ready_ns[v] + g->lag_ns[v], v))
-				return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+			if (--s->indeg[v] == 0) {
+				int64_t at = s->ready_ns[v] + g->lag_ns[v];
+				if ((g->flags[v] & NF_ANCHORED) && g->start_ns[v] > at)
+					at = g->start_ns[v];
+				if (evq_push(&s->q, at, v))
+					return prism_err_set(err, PRISM_ENOMEM,
+							     "simulation: out of memory");
+			}
 		}
 	}
 	if (s->n_done != g->n_nodes)
