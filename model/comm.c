@@ -1,0 +1,110 @@
+/* comm.c - ring, hierarchical and tree collectives on a two-level topology. */
+#include "comm.h"
+
+#include <math.h>
+
+const char *comm_algo_name(int algo)
+{
+	static const char *const n[COMM_NALGOS] = {"ring", "hierarchical", "tree"};
+	return algo >= 0 && algo < COMM_NALGOS ? n[algo] : "auto";
+}
+
+/* Fraction of the buffer a rank sends in a ring of n, and the steps. */
+static void ring_shape(int kind, int n, double *frac, int *steps)
+{
+	switch (kind) {
+	case GC_ALL_REDUCE:
+		*frac = 2.0 * (n - 1) / n;
+		*steps = 2 * (n - 1);
+		break;
+	case GC_ALL_GATHER:
+	case GC_REDUCE_SCATTER:
+	case GC_ALL_TO_ALL:
+		*frac = (double)(n - 1) / n;
+		*steps = n - 1;
+		break;
+	case GC_BROADCAST:
+	case GC_REDUCE:
+		*frac = 1.0; /* pipelined along the ring */
+		*steps = n - 1;
+		break;
+	default: /* send/recv */
+		*frac = 1.0;
+		*steps = 1;
+	}
+}
+
+int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_group g,
+	      double eff, int algo, struct comm_est *out)
+{
+	int nodes, n = g.n, per = g.per_node;
+	double frac, b_nvl, b_net, best = INFINITY;
+	int steps;
+
+	if (n < 1 || per < 1 || per > n || n % per != 0 || eff <= 0 || eff > 1 || bytes < 0 ||
+	    per > hw->gpus_per_node)
+		return PRISM_EARG;
+	out->time_s = 0;
+	out->algo = COMM_RING;
+	out->wire_bytes = 0;
+	if (n == 1 && kind != GC_SEND && kind != GC_RECV && kind != GC_SEND_RECV)
+		return 0;
+	nodes = n / per;
+	b_nvl = hw->nvlink_Bps * eff;
+	/* Across nodes a ring leaves each node through one NIC; rings run
+	 * side by side on every NIC (rails), so a node moves its ring traffic
+	 * at the NICs' sum, shared by nothing else. */
+	b_net = hw->nics_per_node * hw->nic_Bps * eff;
+	if (kind == GC_SEND || kind == GC_RECV || kind == GC_SEND_RECV || n == 1) {
+		/* One message to a peer: over NVLink inside a node, else one NIC. */
+		double bw = nodes > 1 ? hw_net_Bps_per_gpu(hw) * eff : b_nvl;
+		double lat = nodes > 1 ? hw->net_lat_s : hw->nvlink_lat_s;
+		out->time_s = lat + bytes / bw;
+		out->wire_bytes = bytes;
+		return 0;
+	}
+	ring_shape(kind, n, &frac, &steps);
+	for (int a = 0; a < COMM_NALGOS; a++) {
+		double t, wire;
+		if (algo != COMM_AUTO && a != algo)
+			continue;
+		if (a == COMM_RING || (nodes == 1 && a != COMM_RING)) {
+			/* Flat ring: every step pays the slowest hop's latency. */
+			double bw = nodes > 1 ? (b_net < b_nvl ? b_net : b_nvl) : b_nvl;
+			double lat = nodes > 1 ? hw->net_lat_s : hw->nvlink_lat_s;
+			wire = frac * bytes;
+			t = steps * lat + wire / bw;
+		} else if (a == COMM_HIER) {
+			/* Reduce-scatter in the node, the collective across nodes
+			 * on 1/per of the data (each GPU on its own NIC), all-gather
+			 * in the node.  Non-reducing kinds skip what they need not. */
+			double fin = (double)(per - 1) / per, fout, part = bytes / per;
+			int s_out;
+			double b_gpu_net = hw_net_Bps_per_gpu(hw) * eff;
+			ring_shape(kind, nodes, &fout, &s_out);
+			if (kind == GC_ALL_REDUCE)
+				t = 2 * ((per - 1) * hw->nvlink_lat_s + fin * bytes / b_nvl) +
+				    s_out * hw->net_lat_s + fout * part / b_gpu_net;
+			else
+				t = (per - 1) * hw->nvlink_lat_s + fin * bytes / b_nvl +
+				    s_out * hw->net_lat_s + fout * part / b_gpu_net;
+			wire = fout * part;
+		} else {
+			/* Tree: ring bandwidth, latency logarithmic across nodes. */
+			double bw = b_net < b_nvl ? b_net : b_nvl;
+			int depth = (int)ceil(log2((double)nodes));
+			int passes = kind == GC_ALL_REDUCE ? 2 : 1;
+			if (kind != GC_ALL_REDUCE && kind != GC_BROADCAST && kind != GC_REDUCE)
+				continue; /* NCCL's trees serve these only */
+			wire = frac * bytes;
+			t = passes * (depth * hw->net_lat_s + (per - 1) * hw->nvlink_lat_s) + wire / bw;
+		}
+		if (t < best) {
+			best = t;
+			out->time_s = t;
+			out->algo = a;
+			out->wire_bytes = wire;
+		}
+	}
+	return best < INFINITY ? 0 : PRISM_EARG;
+}

@@ -1,0 +1,47 @@
+/*
+ * comm.h - collective communication times over a node/network topology.
+ *
+ * The model is NCCL's in shape: a collective is a number of steps, each
+ * paying a link latency, plus the bytes each rank moves over the slowest
+ * link it uses, at that link's bandwidth times an efficiency (the fraction
+ * of peak bus bandwidth NCCL reaches; fitted from a trace's NCCL kernels
+ * where there is one).  docs/MODEL.md gives every formula.
+ *
+ * Algorithms: ring (flat, across nodes the rings ride one NIC each, rail
+ * optimised); hierarchical (reduce-scatter in the node, the collective
+ * across nodes on 1/g of the data, all-gather in the node); tree (ring
+ * bandwidth, logarithmic latency across nodes).  comm_time() picks the
+ * fastest, as NCCL's tuner does, unless told one.
+ */
+#ifndef PRISM_COMM_H
+#define PRISM_COMM_H
+
+#include "graph.h"
+#include "hw.h"
+
+enum comm_algo { COMM_AUTO = -1, COMM_RING, COMM_HIER, COMM_TREE, COMM_NALGOS };
+
+struct comm_group {
+	int n;        /* ranks in the group */
+	int per_node; /* of them, on one node (1..gpus_per_node); n/per_node nodes */
+};
+
+struct comm_est {
+	double time_s;
+	int algo;        /* the algorithm used */
+	double wire_bytes; /* bytes each rank sends over the slowest link */
+};
+
+/*
+ * Time of one collective of `kind` (enum graph_coll_kind) on `bytes` per
+ * rank (all-reduce/broadcast/reduce: the buffer; all-gather: the gathered
+ * output; reduce-scatter: the input; all-to-all: what a rank sends in all;
+ * send/recv: the message) over group g on hw, with bus efficiency eff in
+ * (0, 1].  algo: COMM_AUTO or one algorithm.  0, or PRISM_EARG.
+ */
+int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_group g,
+	      double eff, int algo, struct comm_est *out);
+
+const char *comm_algo_name(int algo);
+
+#endif

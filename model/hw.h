@@ -1,0 +1,43 @@
+/*
+ * hw.h - hardware profiles: a GPU, its node, and the network between nodes.
+ *
+ * Profiles are libconfig files in configs/hw/ (each number commented with
+ * its unit and source there).  All values here are SI: FLOP/s, bytes/s,
+ * bytes, seconds.  Peak FLOP/s are dense (no 2:4 sparsity); a dtype the
+ * GPU has no tensor path for is 0.
+ */
+#ifndef PRISM_HW_H
+#define PRISM_HW_H
+
+#include "prism.h"
+
+enum hw_dtype { HW_FP32, HW_TF32, HW_BF16, HW_FP16, HW_FP8, HW_NDTYPES };
+
+struct hw_profile {
+	char name[64];        /* the system, e.g. "DGX H100" */
+	char gpu[64];         /* the GPU model */
+	double peak_flops[HW_NDTYPES];
+	double hbm_Bps;       /* memory bandwidth */
+	double hbm_bytes;     /* memory capacity */
+	double nvlink_Bps;    /* per GPU, one direction */
+	int gpus_per_node;
+	int nics_per_node;
+	double nic_Bps;       /* per NIC, one direction */
+	double nvlink_lat_s;  /* per step of a collective inside a node */
+	double net_lat_s;     /* per step across nodes */
+	double mem_reserve_bytes; /* kept free: CUDA context, allocator slack */
+};
+
+/* Read a profile.  0, or PRISM_EIO/PRISM_EFORMAT with err naming the file,
+ * the line and the setting at fault. */
+int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err);
+
+/* The dtype named s ("bf16", "fp8", ...), or -1. */
+int hw_dtype_parse(const char *s);
+const char *hw_dtype_name(int dtype);
+
+/* Bandwidth of the network per GPU, one direction (NICs shared by the
+ * node's GPUs). */
+double hw_net_Bps_per_gpu(const struct hw_profile *hw);
+
+#endif

@@ -1,0 +1,36 @@
+/* llm.c - transformer parameter and FLOP counts. */
+#include "llm.h"
+
+double llm_gemm_flops(double m, double n, double k)
+{
+	return 2.0 * m * n * k;
+}
+
+double llm_params(const struct llm *m)
+{
+	double h = m->hidden, f = m->ffn;
+	double layer = 4 * h * h + 2 * h * f + 9 * h + f; /* QKV+proj, FFN, biases, 2 norms */
+	return m->layers * layer + (double)m->vocab * h + (double)m->seq * h + 2 * h;
+}
+
+double llm_flops_iter(const struct llm *m, double batch, int recompute)
+{
+	double t = batch * m->seq, h = m->hidden, s = m->seq;
+	double fwd_layer = llm_gemm_flops(t, 3 * h, h)     /* Q, K, V */
+			   + 2 * batch * s * s * h           /* scores Q K^T */
+			   + 2 * batch * s * s * h           /* attention x V */
+			   + llm_gemm_flops(t, h, h)         /* output projection */
+			   + 2 * llm_gemm_flops(t, m->ffn, h); /* FFN up and down */
+	double fwd_logits = llm_gemm_flops(t, m->vocab, h);
+	/* Backward is twice the forward (gradients of inputs and of weights);
+	 * recomputation adds a forward of the layers (not of the logits). */
+	return (3 + (recompute ? 1 : 0)) * m->layers * fwd_layer + 3 * fwd_logits;
+}
+
+double llm_flops_iter_formula(const struct llm *m, double batch, int recompute)
+{
+	double l = m->layers, h = m->hidden, s = m->seq, V = m->vocab;
+	if (recompute)
+		return 96 * batch * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+	return 72 * batch * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+}

@@ -1,0 +1,42 @@
+/*
+ * llm.h - a GPT-style transformer's shape, and the work it does.
+ *
+ * FLOPs follow Narayanan et al., "Efficient Large-Scale Language Model
+ * Training on GPU Clusters Using Megatron-LM" (SC21), eq. (3): a training
+ * iteration on a batch of B sequences of s tokens through l layers of
+ * hidden size h with vocabulary V costs
+ *     72 B s l h^2 (1 + s/(6h) + V/(12 l h))
+ * FLOPs (forward + backward, matrix multiplications only), and with full
+ * activation recomputation (one more forward)
+ *     96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
+ * The formula assumes an FFN of 4h; llm_flops_iter() counts the GEMMs one
+ * by one, so it also holds for other FFN sizes and equals the formula when
+ * ffn = 4h.
+ */
+#ifndef PRISM_LLM_H
+#define PRISM_LLM_H
+
+struct llm {
+	int layers;   /* l */
+	int hidden;   /* h */
+	int heads;    /* a */
+	int ffn;      /* FFN width, 4h for GPT */
+	int seq;      /* s */
+	int vocab;    /* V */
+};
+
+/* FLOPs of C = A B with A m x k and B k x n: 2 m n k. */
+double llm_gemm_flops(double m, double n, double k);
+
+/* Parameters: per layer 4h^2 + 2 h ffn (+ biases and norms, 9h + ffn);
+ * embeddings V h (+ s h positions). */
+double llm_params(const struct llm *m);
+
+/* Training FLOPs of one iteration on `batch` sequences; recompute = 1 adds
+ * the forward pass again (full activation recomputation). */
+double llm_flops_iter(const struct llm *m, double batch, int recompute);
+
+/* The closed form above (ffn taken as 4h), for checks and reports. */
+double llm_flops_iter_formula(const struct llm *m, double batch, int recompute);
+
+#endif

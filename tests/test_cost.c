@@ -1,0 +1,262 @@
+/*
+ * test_cost.c - hardware profiles, collectives, FLOPs and memory, against
+ * numbers worked by hand (each derivation is in the comment above it).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "hw.h"
+#include "llm.h"
+#include "mem.h"
+#include "testutil.h"
+
+#define GiB 1073741824.0
+
+static void test_profiles_load(void **state)
+{
+	static const char *files[] = {"v100-dgx1.cfg",   "a100-40gb-dgx.cfg", "a100-80gb-dgx.cfg",
+				      "h100-dgx.cfg",    "h800-hgx.cfg",      "h200-dgx.cfg",
+				      "b200-dgx.cfg"};
+	struct hw_profile hw;
+	struct prism_err err;
+	char path[512];
+	(void)state;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), PRISM_SOURCE_DIR "/configs/hw/%s", files[i]);
+		prism_err_clear(&err);
+		if (hw_load(path, &hw, &err) != 0) {
+			print_error("%s\n", err.msg);
+			fail();
+		}
+		assert_int_equal(hw.gpus_per_node, 8);
+		assert_true(hw.peak_flops[HW_FP16] > hw.peak_flops[HW_FP32]);
+	}
+	snprintf(path, sizeof(path), PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg");
+	assert_int_equal(hw_load(path, &hw, &err), 0);
+	assert_rel_close(hw.peak_flops[HW_BF16], 989.4e12, 1e-12);
+	assert_rel_close(hw.hbm_Bps, 3350e9, 1e-12);
+	assert_rel_close(hw.nvlink_Bps, 450e9, 1e-12);
+	assert_rel_close(hw.nic_Bps, 50e9, 1e-12);             /* 400 Gb/s */
+	assert_rel_close(hw_net_Bps_per_gpu(&hw), 50e9, 1e-12); /* one NIC per GPU */
+	assert_rel_close(hw.net_lat_s, 5e-6, 1e-12);
+}
+
+static void expect_load_error(const char *text, const char *want_suffix)
+{
+	char path[] = "/tmp/prism-hw-XXXXXX", want[512];
+	int fd = mkstemp(path);
+	struct hw_profile hw;
+	struct prism_err err;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	prism_err_clear(&err);
+	assert_int_equal(hw_load(path, &hw, &err), PRISM_EFORMAT);
+	snprintf(want, sizeof(want), "%s%s", path, want_suffix);
+	assert_string_equal(err.msg, want);
+	unlink(path);
+}
+
+static void test_profile_errors(void **state)
+{
+	static const char good_gpu[] =
+		"name = \"x\";\ngpu = {\n  model = \"g\";\n"
+		"  peak_tflops = { fp32 = 1.0; tf32 = 0.0; bf16 = 2.0; fp16 = 2.0; fp8 = 0.0; };\n";
+	char text[1024];
+	(void)state;
+	expect_load_error("name = \"x\"\ngpu = {", ":2: syntax error");
+	snprintf(text, sizeof(text),
+		 "%s  hbm_capacity_GB = 80.0;\n  nvlink_bandwidth_GBps = 450.0;\n"
+		 "  memory_reserve_GB = 4.0;\n};\nnode = { gpus = 8; };\n",
+		 good_gpu);
+	expect_load_error(text, ":2: missing setting 'gpu.hbm_bandwidth_GBps'");
+	snprintf(text, sizeof(text),
+		 "%s  hbm_bandwidth_GBps = \"fast\";\n};\nnode = { gpus = 8; };\n", good_gpu);
+	expect_load_error(text, ":5: 'gpu.hbm_bandwidth_GBps' must be a number");
+	snprintf(text, sizeof(text),
+		 "%s  hbm_bandwidth_GBps = -3.0;\n};\nnode = { gpus = 8; };\n", good_gpu);
+	expect_load_error(text, ":5: 'gpu.hbm_bandwidth_GBps' must be positive, not -3");
+}
+
+static void test_gemm_flops(void **state)
+{
+	(void)state;
+	/* 2 m n k: 2 * 4096^3 = 137,438,953,472. */
+	assert_rel_close(llm_gemm_flops(4096, 4096, 4096), 137438953472.0, 1e-15);
+	/* A linear layer: tokens x in -> out is a (tokens x in)(in x out) GEMM. */
+	assert_rel_close(llm_gemm_flops(8192, 3 * 4096, 4096), 2.0 * 8192 * 12288 * 4096, 1e-15);
+}
+
+/* A node of 8 GPUs with 100 GB/s NVLink, 8 NICs of 400 Gb/s, no latency. */
+static struct hw_profile test_node(double nvlink_GBps, double lat_us)
+{
+	struct hw_profile hw;
+	memset(&hw, 0, sizeof(hw));
+	hw.gpus_per_node = 8;
+	hw.nics_per_node = 8;
+	hw.nvlink_Bps = nvlink_GBps * 1e9;
+	hw.nic_Bps = 50e9;
+	hw.nvlink_lat_s = lat_us * 1e-6;
+	hw.net_lat_s = 5 * lat_us * 1e-6;
+	return hw;
+}
+
+static void test_ring_allreduce_8(void **state)
+{
+	struct hw_profile hw = test_node(100, 0);
+	struct comm_group g = {8, 8};
+	struct comm_est e;
+	(void)state;
+	/* Ring all-reduce of S = 1 GiB over 8 GPUs at bus bandwidth 100 GB/s:
+	 * each sends 2 (n-1)/n S = 1.75 GiB: 1.75 * 2^30 / 1e11 = 18.790 ms. */
+	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, GiB, g, 1.0, COMM_RING, &e), 0);
+	assert_rel_close(e.time_s, 1.75 * GiB / 100e9, 1e-12);
+	assert_rel_close(e.time_s, 0.018790, 1e-4);
+	/* With 1 us a step: 2 (n-1) = 14 steps more. */
+	hw = test_node(100, 1);
+	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, GiB, g, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 1.75 * GiB / 100e9 + 14e-6, 1e-12);
+	/* At 80% bus efficiency the bandwidth term grows by 1/0.8. */
+	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, GiB, g, 0.8, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 1.75 * GiB / 80e9 + 14e-6, 1e-12);
+	/* All-gather of a 1 GiB output: (n-1)/n of it, 7 steps. */
+	assert_int_equal(comm_time(&hw, GC_ALL_GATHER, GiB, g, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 0.875 * GiB / 100e9 + 7e-6, 1e-12);
+}
+
+static void test_hierarchical_allreduce_64(void **state)
+{
+	struct hw_profile hw = test_node(450, 0);
+	struct comm_group g = {64, 8};
+	struct comm_est e;
+	double S = GiB, in_node, across;
+	(void)state;
+	/* 64 GPUs in 8 nodes, NVLink 450 GB/s, one 400 Gb/s (50 GB/s) NIC per
+	 * GPU.  Hierarchical: reduce-scatter in the node, 7/8 S at 450 GB/s
+	 * (2.0878 ms); all-reduce across the 8 nodes on S/8 per GPU,
+	 * 2 (7/8) (S/8) at 50 GB/s (4.6976 ms); all-gather in the node
+	 * (2.0878 ms): 8.8732 ms. */
+	in_node = 0.875 * S / 450e9;
+	across = 2 * 0.875 * (S / 8) / 50e9;
+	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, g, 1.0, COMM_HIER, &e), 0);
+	assert_rel_close(e.time_s, 2 * in_node + across, 1e-12);
+	assert_rel_close(e.time_s, 8.8732e-3, 1e-4);
+	/* A rail-optimised ring moves 2 (63/64) S through the node's 8 NICs at
+	 * 400 GB/s in all: 5.2849 ms, so NCCL (and prism) pick the ring. */
+	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, g, 1.0, COMM_AUTO, &e), 0);
+	assert_int_equal(e.algo, COMM_RING);
+	assert_rel_close(e.time_s, 2 * 63.0 / 64 * S / 400e9, 1e-12);
+	/* Bad groups are refused. */
+	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){64, 16}, 1.0,
+				   COMM_AUTO, &e),
+			 PRISM_EARG);
+	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){12, 8}, 1.0,
+				   COMM_AUTO, &e),
+			 PRISM_EARG);
+}
+
+static const struct llm gpt3 = {96, 12288, 96, 4 * 12288, 2048, 51200};
+
+static void test_model_flops(void **state)
+{
+	(void)state;
+	/* Counting the GEMMs one by one equals Narayanan et al.'s closed form,
+	 * with and without recomputation (well within the 1% asked). */
+	assert_rel_close(llm_flops_iter(&gpt3, 1536, 0), llm_flops_iter_formula(&gpt3, 1536, 0),
+			 1e-12);
+	assert_rel_close(llm_flops_iter(&gpt3, 1536, 1), llm_flops_iter_formula(&gpt3, 1536, 1),
+			 1e-12);
+	/* 72 B s l h^2 (1 + s/6h + V/12lh) for B = 1536 by hand:
+	 * 72 * 1536 * 2048 * 96 * 12288^2 = 3.28312e18; the bracket is
+	 * 1 + 0.0277778 + 0.0036169 = 1.0313947: 3.38620e18 FLOPs. */
+	assert_rel_close(llm_flops_iter(&gpt3, 1536, 0), 3.38620e18, 1e-5);
+}
+
+static void test_activation_bytes_gpt3(void **state)
+{
+	struct mem_layout l = {.tp = 8, .pp = 1, .dp = 1, .vp = 1, .mbs = 1, .microbatches = 1};
+	double sbh = 2048.0 * 12288;
+	(void)state;
+	/* Korthikanti et al. Table 2, GPT-3 175B, s 2048, b 1, h 12288, a 96,
+	 * t 8: s b h (10 + 24/t + 5 a s/(h t)) = 25,165,824 * (13 + 10)
+	 * = 578,813,952 bytes per layer. */
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 23, 1e-12);
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 578813952.0, 1e-12);
+	/* + sequence parallel: s b h (34 + 5 a s/h) / t = sbh * 114 / 8. */
+	l.sp = 1;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 114 / 8, 1e-12);
+	/* + selective recomputation: 34 s b h / t. */
+	l.recompute = MEM_RECOMPUTE_SELECTIVE;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 34 / 8, 1e-12);
+	/* Full recomputation keeps each layer's input: 2 s b h / t. */
+	l.recompute = MEM_RECOMPUTE_FULL;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 2 / 8, 1e-12);
+}
+
+static void test_zero1_bytes(void **state)
+{
+	/* l 2, h 1024, ffn 4096, V 1000, s 128.  Per layer 4h^2 + 2h ffn +
+	 * 9h + ffn = 4,194,304 + 8,388,608 + 9,216 + 4,096 = 12,596,224; two
+	 * layers 25,192,448, + V h 1,024,000 + s h 131,072 + 2h 2,048:
+	 * 26,349,568 parameters.  TP 2: 13,174,784 per GPU; bf16 weights and
+	 * grads 2 bytes each; ZeRO-1 over DP 4 shards Adam's 12: 39,524,352. */
+	struct llm m = {2, 1024, 16, 4096, 128, 1000};
+	struct mem_layout l = {.tp = 2, .pp = 1, .dp = 4, .vp = 1, .mbs = 1,
+			       .microbatches = 1, .zero = 1};
+	struct mem_est e;
+	struct hw_profile hw;
+	(void)state;
+	assert_rel_close(llm_params(&m), 26349568.0, 1e-15);
+	memset(&hw, 0, sizeof(hw));
+	hw.hbm_bytes = 1e9;
+	hw.mem_reserve_bytes = 0.1e9;
+	mem_estimate(&m, &l, &hw, &e);
+	assert_rel_close(e.params_per_gpu, 13174784.0, 1e-15);
+	assert_rel_close(e.weights, 26349568.0, 1e-15);
+	assert_rel_close(e.grads, 26349568.0, 1e-15);
+	assert_rel_close(e.optimizer, 39524352.0, 1e-15);
+	assert_rel_close(e.weights + e.grads + e.optimizer, 92223488.0, 1e-15);
+	assert_true(e.fits);
+	/* ZeRO-3 shards all 16 bytes: 16 P / 4. */
+	l.zero = 3;
+	mem_estimate(&m, &l, &hw, &e);
+	assert_rel_close(e.weights + e.grads + e.optimizer, 16 * 13174784.0 / 4, 1e-15);
+}
+
+static void test_inflight(void **state)
+{
+	/* p 4, m 8: GPipe holds 8 microbatches on stage 0, 1F1B 4, interleaved
+	 * with v 2: 4 (1 + 3/8) = 5.5. */
+	struct llm m = {8, 1024, 16, 4096, 128, 1000};
+	struct mem_layout l = {.tp = 1, .pp = 4, .dp = 1, .vp = 2, .mbs = 1, .microbatches = 8};
+	struct mem_est e;
+	(void)state;
+	l.schedule = MEM_GPIPE;
+	mem_estimate(&m, &l, NULL, &e);
+	assert_rel_close(e.inflight, 8, 1e-15);
+	assert_rel_close(e.activations, e.act_per_layer * 2 * 8, 1e-15);
+	l.schedule = MEM_1F1B;
+	mem_estimate(&m, &l, NULL, &e);
+	assert_rel_close(e.inflight, 4, 1e-15);
+	l.schedule = MEM_INTERLEAVED;
+	mem_estimate(&m, &l, NULL, &e);
+	assert_rel_close(e.inflight, 5.5, 1e-15);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_profiles_load),
+		cmocka_unit_test(test_profile_errors),
+		cmocka_unit_test(test_gemm_flops),
+		cmocka_unit_test(test_ring_allreduce_8),
+		cmocka_unit_test(test_hierarchical_allreduce_64),
+		cmocka_unit_test(test_model_flops),
+		cmocka_unit_test(test_activation_bytes_gpt3),
+		cmocka_unit_test(test_zero1_bytes),
+		cmocka_unit_test(test_inflight),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
