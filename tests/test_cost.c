@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analytic.h"
 #include "comm.h"
 #include "hw.h"
 #include "llm.h"
@@ -245,6 +246,70 @@ static void test_inflight(void **state)
 	assert_rel_close(e.inflight, 5.5, 1e-15);
 }
 
+static void test_analytic_small(void **state)
+{
+	/* 4 layers, h 1024, 16 heads, ffn 4096, s 1024, V 32000; TP 2, PP 2,
+	 * DP 2, microbatch 1, batch 8 (so 4 microbatches), 1F1B; a node of 8
+	 * GPUs with 100 GB/s NVLink, 100 TFLOP/s bf16 at 50%, 1 TB/s HBM.
+	 *  - FLOPs of one microbatch: per layer forward QKV 6,442,450,944 +
+	 *    scores and values 2 x 2,147,483,648 + projection 2,147,483,648 +
+	 *    FFN 17,179,869,184 = 30,064,771,072, x3 x4 layers =
+	 *    360,777,252,864; logits 3 x 67,108,864,000 = 201,326,592,000; in
+	 *    all 562,103,844,864, a quarter per GPU: 2.810519 ms at 50 TFLOP/s.
+	 *  - TP: 2 layers x 4 all-reduces of 2 MiB over 2 GPUs, each 2 MiB x
+	 *    (2 x 1/2) at 100 GB/s = 20.97152 us: 167.77216 us.
+	 *  - PP: the 2 MiB activation and its gradient in the node: 41.94304 us.
+	 *  - slot 3.020235 ms; (4 + 1) slots = 15.101173 ms.
+	 *  - DP: 84,203,520 parameters, 21,050,880 per GPU, bf16 gradients
+	 *    42,101,760 B over 2 GPUs in the node: 421.0176 us, all hidden
+	 *    behind the last backward (1.873679 ms).
+	 *  - optimizer: 28 B x 21,050,880 at 1 TB/s = 589.42464 us.
+	 *  Iteration: 15.690598 ms. */
+	struct hw_profile hw = test_node(100, 0);
+	struct analytic_in in;
+	struct analytic_out out;
+	struct prism_err err;
+	(void)state;
+	hw.peak_flops[HW_BF16] = 100e12;
+	hw.hbm_Bps = 1e12;
+	hw.hbm_bytes = 80e9;
+	analytic_in_default(&in);
+	in.hw = &hw;
+	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000};
+	in.global_batch = 8;
+	in.lay.tp = 2;
+	in.lay.pp = 2;
+	in.lay.dp = 2;
+	in.comm_eff = 1.0;
+	prism_err_clear(&err);
+	if (analytic_estimate(&in, &out, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	assert_int_equal(out.microbatches, 4);
+	assert_rel_close(out.t_compute, 140525961216.0 / 50e12, 1e-12);
+	assert_rel_close(out.t_tp, 8 * 2097152 / 100e9, 1e-12);
+	assert_rel_close(out.t_p2p, 2 * 2097152 / 100e9, 1e-12);
+	assert_rel_close(out.t_dp, 42101760 / 100e9, 1e-12);
+	assert_rel_close(out.t_dp_exposed, 0, 1e-12);
+	assert_rel_close(out.t_opt, 28 * 21050880 / 1e12, 1e-12);
+	assert_rel_close(out.t_iter, 15.690598e-3, 1e-6);
+	assert_rel_close(out.t_bubble, out.t_slot, 1e-12); /* (p-1)/v = 1 slot */
+	/* MFU: model FLOPs of the batch over time x 8 GPUs x peak. */
+	assert_rel_close(out.mfu, 8 * 562103844864.0 / (out.t_iter * 8 * 100e12), 1e-12);
+
+	/* Infeasible layouts are refused with the rule they break. */
+	in.global_batch = 7;
+	assert_int_equal(analytic_estimate(&in, &out, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "global batch 7 is not a multiple of microbatch 1 x data "
+				     "parallel 2");
+	in.global_batch = 8;
+	in.lay.tp = 16;
+	prism_err_clear(&err);
+	assert_int_equal(analytic_estimate(&in, &out, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "tensor parallel 16 does not fit a node of 8 GPUs");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_activation_bytes_gpt3),
 		cmocka_unit_test(test_zero1_bytes),
 		cmocka_unit_test(test_inflight),
+		cmocka_unit_test(test_analytic_small),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,58 @@
+/*
+ * analytic.h - a closed-form iteration time for screening layouts.
+ *
+ * Per pipeline stage and microbatch: compute = the stage's share of the
+ * iteration's FLOPs at peak x efficiency; tensor-parallel all-reduces, 2
+ * per layer forward and 2 backward (Megatron), of the b s h activations;
+ * point-to-point activations between stages.  The pipeline runs
+ * m + (p-1)/v such slots (m microbatches, p stages, v virtual stages; v = 1
+ * for GPipe and 1F1B).  Then the data-parallel gradient all-reduce, less
+ * what hides behind the last microbatch's backward pass, and the optimizer
+ * step, memory-bound.  Microseconds per evaluation; docs/MODEL.md gives
+ * every term.
+ */
+#ifndef PRISM_ANALYTIC_H
+#define PRISM_ANALYTIC_H
+
+#include "comm.h"
+#include "hw.h"
+#include "llm.h"
+#include "mem.h"
+
+struct analytic_in {
+	struct llm m;
+	const struct hw_profile *hw;
+	int dtype;            /* enum hw_dtype of the GEMMs */
+	double global_batch;  /* sequences per iteration */
+	struct mem_layout lay; /* tp, pp, dp, vp, mbs, schedule, recompute, sp, zero;
+				* microbatches is derived */
+	double compute_eff;   /* fraction of peak the GEMMs reach */
+	double comm_eff;      /* bus efficiency of collectives */
+};
+
+struct analytic_out {
+	int microbatches;
+	double t_iter;        /* seconds */
+	double t_slot;        /* one microbatch on one stage, fwd + bwd */
+	double t_compute;     /* of which compute */
+	double t_tp;          /* of which tensor-parallel communication */
+	double t_p2p;         /* of which pipeline sends */
+	double t_bubble;      /* fill and drain */
+	double t_dp;          /* data-parallel all-reduce */
+	double t_dp_exposed;
+	double t_opt;
+	double model_flops;   /* per iteration, without recomputation */
+	double mfu;           /* model FLOPs / (time x GPUs x peak) */
+	double tokens_per_s;
+	struct mem_est mem;
+};
+
+/* Defaults: bf16, 50% compute efficiency, 80% bus efficiency. */
+void analytic_in_default(struct analytic_in *in);
+
+/* 0, or PRISM_EARG with err saying which rule the layout breaks (batch
+ * not divisible, TP beyond a node, ...): an infeasible layout. */
+int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
+		      struct prism_err *err);
+
+#endif
