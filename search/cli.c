@@ -32,6 +32,31 @@ int cli_parse_us(const char *s, const char *opt, int64_t *ns, struct prism_err *
 	return 0;
 }
 
+int cli_build_option(int c, const char *arg, struct build_opts *o, const char **ranks,
+		     struct prism_err *err)
+{
+	switch (c) {
+	case 'r':
+		*ranks = arg;
+		return 1;
+	case 'd':
+		o->allow_dangling = 1;
+		return 1;
+	case 'E':
+		o->infer_events = 0;
+		return 1;
+	case 'S':
+		o->infer_sync = 0;
+		return 1;
+	case 'T':
+		o->infer_threads = 0;
+		return 1;
+	case 'L':
+		return cli_parse_us(arg, "--lag-cap", &o->lag_cap_ns, err) ? PRISM_EARG : 1;
+	}
+	return 0;
+}
+
 static int parse_ranks(const char *s, int n, struct kineto_trace *tr, struct prism_err *err)
 {
 	const char *p = s;

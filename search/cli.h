@@ -31,6 +31,23 @@ int cli_fail(const struct prism_err *err);
 int cli_parse_us(const char *s, const char *opt, int64_t *ns, struct prism_err *err);
 
 struct build_opts;
+
+/* The options every command that builds a graph from traces takes; put
+ * CLI_BUILD_LONGOPTS in its getopt_long table and hand each option to
+ * cli_build_option() before its own. */
+#define CLI_BUILD_LONGOPTS                                              \
+	{"rank", required_argument, NULL, 'r'},                        \
+	{"allow-dangling", no_argument, NULL, 'd'},                    \
+	{"no-infer-events", no_argument, NULL, 'E'},                   \
+	{"no-infer-sync", no_argument, NULL, 'S'},                     \
+	{"no-infer-threads", no_argument, NULL, 'T'},                  \
+	{"lag-cap", required_argument, NULL, 'L'}
+
+/* 1 if c was a build option (applied to o, or *ranks set), 0 if not the
+ * caller's to handle, negative with err filled for a bad value. */
+int cli_build_option(int c, const char *arg, struct build_opts *o, const char **ranks,
+		     struct prism_err *err);
+
 int cli_load_graph(char **paths, int n, const char *ranks, const struct build_opts *o,
 		   struct graph **out, struct prism_err *err);
 

@@ -216,14 +216,9 @@ int cmd_ingest(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"output", required_argument, NULL, 'o'},
-		{"rank", required_argument, NULL, 'r'},
 		{"json", no_argument, NULL, 'j'},
-		{"allow-dangling", no_argument, NULL, 'd'},
-		{"no-infer-events", no_argument, NULL, 'E'},
-		{"no-infer-sync", no_argument, NULL, 'S'},
-		{"no-infer-threads", no_argument, NULL, 'T'},
-		{"lag-cap", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
+		CLI_BUILD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	struct build_opts o;
@@ -236,31 +231,17 @@ int cmd_ingest(int argc, char **argv)
 	prism_err_clear(&err);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:r:h", longopts, NULL)) != -1) {
+		int used = cli_build_option(c, optarg, &o, &ranks, &err);
+		if (used < 0)
+			return cli_fail(&err);
+		if (used)
+			continue;
 		switch (c) {
 		case 'o':
 			out = optarg;
 			break;
-		case 'r':
-			ranks = optarg;
-			break;
 		case 'j':
 			json = 1;
-			break;
-		case 'd':
-			o.allow_dangling = 1;
-			break;
-		case 'E':
-			o.infer_events = 0;
-			break;
-		case 'S':
-			o.infer_sync = 0;
-			break;
-		case 'T':
-			o.infer_threads = 0;
-			break;
-		case 'L':
-			if (cli_parse_us(optarg, "--lag-cap", &o.lag_cap_ns, &err))
-				return cli_fail(&err);
 			break;
 		case 'h':
 			fputs(help, stdout);

@@ -138,13 +138,8 @@ int cmd_replay(int argc, char **argv)
 		{"no-event-edges", no_argument, NULL, 'e'},
 		{"no-inferred-edges", no_argument, NULL, 'i'},
 		{"no-rendezvous", no_argument, NULL, 'R'},
-		{"rank", required_argument, NULL, 'r'},
-		{"allow-dangling", no_argument, NULL, 'd'},
-		{"no-infer-events", no_argument, NULL, 'E'},
-		{"no-infer-sync", no_argument, NULL, 'S'},
-		{"no-infer-threads", no_argument, NULL, 'T'},
-		{"lag-cap", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
+		CLI_BUILD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	struct build_opts bo;
@@ -164,21 +159,17 @@ int cmd_replay(int argc, char **argv)
 	prism_err_clear(&err);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "r:h", longopts, NULL)) != -1) {
+		int used = cli_build_option(c, optarg, &bo, &ranks, &err);
+		if (used < 0)
+			return cli_fail(&err);
+		if (used)
+			continue;
 		switch (c) {
 		case 'j': json = 1; break;
 		case 't': timeline = optarg; break;
 		case 'e': so.skip |= SIM_SKIP_EVENT; break;
 		case 'i': so.skip |= SIM_SKIP_INFERRED; break;
 		case 'R': so.rendezvous = 0; break;
-		case 'r': ranks = optarg; break;
-		case 'd': bo.allow_dangling = 1; break;
-		case 'E': bo.infer_events = 0; break;
-		case 'S': bo.infer_sync = 0; break;
-		case 'T': bo.infer_threads = 0; break;
-		case 'L':
-			if (cli_parse_us(optarg, "--lag-cap", &bo.lag_cap_ns, &err))
-				return cli_fail(&err);
-			break;
 		case 'h': fputs(help, stdout); return 0;
 		default: fputs(help, stderr); return EXIT_USAGE;
 		}
