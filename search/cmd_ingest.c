@@ -6,6 +6,7 @@
 
 #include "build.h"
 #include "cli.h"
+#include "cost.h"
 #include "imap.h"
 
 static const char help[] =
@@ -33,6 +34,21 @@ static const char help[] =
 	"\n"
 	"Exit status: 0 on success, 2 on bad input (one line names the file, the\n"
 	"byte offset or event index, and the field), 1 on other failures.\n";
+
+/* Count and traced GPU time of each kernel class. */
+static void class_totals(const struct graph *g, uint64_t *count, int64_t *ns)
+{
+	for (int k = 0; k < KC_NCLASSES; k++)
+		count[k] = 0, ns[k] = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		int c;
+		if (g->kind[u] < GN_KERNEL)
+			continue;
+		c = cost_classify_node(g, u);
+		count[c]++;
+		ns[c] += g->dur_ns[u];
+	}
+}
 
 static void print_text(const struct graph *g)
 {
@@ -73,6 +89,19 @@ static void print_text(const struct graph *g)
 	for (int k = 0; k < GE_NKINDS; k++)
 		printf("  %-12s %10" PRIu64 " %10" PRIu64 "\n", graph_edge_kind_name(k), s->edges[k],
 		       s->inferred[k]);
+	{
+		uint64_t cnt[KC_NCLASSES];
+		int64_t ns[KC_NCLASSES], all = 0;
+		class_totals(g, cnt, ns);
+		for (int k = 0; k < KC_NCLASSES; k++)
+			all += ns[k];
+		printf("\nGPU time by kernel class:\n");
+		for (int k = 0; k < KC_NCLASSES; k++)
+			if (cnt[k])
+				printf("  %-12s %8" PRIu64 " tasks %12.3f ms %6.1f%%\n",
+				       cost_class_name(k), cnt[k], ns[k] / 1e6,
+				       all ? 100.0 * ns[k] / all : 0.0);
+	}
 	printf("\nruntime calls by class:\n");
 	for (int k = 0; k < RT_NCLASSES; k++)
 		if (s->rt_class[k])
@@ -198,6 +227,15 @@ static void print_json(const struct graph *g)
 	printf("},\"collectives\":{");
 	for (int k = 0; k < GC_NKINDS; k++)
 		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_coll_kind_name(k), s->colls[k]);
+	{
+		uint64_t cnt[KC_NCLASSES];
+		int64_t ns[KC_NCLASSES];
+		class_totals(g, cnt, ns);
+		printf("},\"kernel_classes\":{");
+		for (int k = 0; k < KC_NCLASSES; k++)
+			printf("%s\"%s\":{\"tasks\":%" PRIu64 ",\"ns\":%" PRId64 "}", k ? "," : "",
+			       cost_class_name(k), cnt[k], ns[k]);
+	}
 	printf("},\"collective_kernels\":{");
 	for (int k = 0; k < GC_NKINDS; k++)
 		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_coll_kind_name(k),
