@@ -42,6 +42,7 @@ void build_opts_default(struct build_opts *o)
 struct pnode {
 	int64_t start, dur, wait, corr;
 	uint32_t name, op, src, coll, proc, hint; /* hint: comm index of the enclosing op */
+	uint32_t dims, types;                     /* the enclosing op's shapes */
 	int32_t iter;
 	uint8_t kind, flags, rtclass, launched;
 };
@@ -231,7 +232,7 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 	for (size_t ri = 0; ri < rts.n; ri++) {
 		const struct kt_event *e = ev_at(rc, rts.v[ri]);
 		int64_t s = e->ts_ns, end = e->ts_ns + e->dur_ns;
-		uint32_t op_name = 0, hint = NONE32, id;
+		uint32_t op_name = 0, op_dims = 0, op_types = 0, hint = NONE32, id;
 		int covered, cls;
 
 		/* Open the ops that start before this call; close the ended ones. */
@@ -250,7 +251,18 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 				  s)
 			stack.n--;
 		if (stack.n) {
-			op_name = ev_at(rc, stack.v[stack.n - 1])->name;
+			const struct kt_event *top = ev_at(rc, stack.v[stack.n - 1]);
+			op_name = top->name;
+			/* Shapes from the innermost op that recorded any (a
+			 * record_function range around an aten op has none). */
+			for (size_t d = stack.n; d-- > 0;) {
+				const struct kt_event *o = ev_at(rc, stack.v[d]);
+				if (o->dims) {
+					op_dims = o->dims;
+					op_types = o->types;
+					break;
+				}
+			}
 			for (size_t d = stack.n; d-- > 0;) {
 				const struct kt_event *o = ev_at(rc, stack.v[d]);
 				if (o->comm != NONE32) {
@@ -300,6 +312,8 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 			call.corr = e->corr != KT_NO_ID ? e->corr : -1;
 			call.name = e->name;
 			call.op = op_name;
+			call.dims = op_dims;
+			call.types = op_types;
 			call.src = e->index;
 			call.coll = NONE32;
 			call.hint = hint;
@@ -429,6 +443,8 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 		call = imap_get(&rc->rt_by_corr, e->corr);
 		if (call != IMAP_NONE) {
 			n.op = b->nodes.v[call].op;
+			n.dims = b->nodes.v[call].dims;
+			n.types = b->nodes.v[call].types;
 			if (n.hint == NONE32)
 				n.hint = b->nodes.v[call].hint;
 		}
@@ -1150,6 +1166,8 @@ static int finish(struct builder *b, struct graph **out)
 		g->proc[u] = n->proc;
 		g->name[u] = n->name;
 		g->op[u] = n->op;
+		g->op_dims[u] = n->dims;
+		g->op_types[u] = n->types;
 		g->src[u] = n->src;
 		g->coll[u] = n->coll;
 		g->iter[u] = n->iter;

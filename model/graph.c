@@ -29,6 +29,8 @@ struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
 	g->proc = calloc(n, sizeof(*g->proc));
 	g->name = calloc(n, sizeof(*g->name));
 	g->op = calloc(n, sizeof(*g->op));
+	g->op_dims = calloc(n, sizeof(*g->op_dims));
+	g->op_types = calloc(n, sizeof(*g->op_types));
 	g->src = calloc(n, sizeof(*g->src));
 	g->coll = calloc(n, sizeof(*g->coll));
 	g->iter = calloc(n, sizeof(*g->iter));
@@ -43,7 +45,7 @@ struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
 	g->iters = calloc(n_iters ? n_iters : 1, sizeof(*g->iters));
 	g->colls = calloc(n_colls ? n_colls : 1, sizeof(*g->colls));
 	if (!g->start_ns || !g->dur_ns || !g->wait_ns || !g->lag_ns || !g->corr || !g->proc || !g->name ||
-	    !g->op || !g->src || !g->coll || !g->iter || !g->kind || !g->flags || !g->rtclass ||
+	    !g->op || !g->op_dims || !g->op_types || !g->src || !g->coll || !g->iter || !g->kind || !g->flags || !g->rtclass ||
 	    !g->out_off || !g->out_dst || !g->out_kind || !g->procs || !g->ranks || !g->iters ||
 	    !g->colls || strtab_init(&g->st)) {
 		graph_free(g);
@@ -64,6 +66,8 @@ void graph_free(struct graph *g)
 	free(g->proc);
 	free(g->name);
 	free(g->op);
+	free(g->op_dims);
+	free(g->op_types);
 	free(g->src);
 	free(g->coll);
 	free(g->iter);
@@ -111,7 +115,8 @@ int graph_check(const struct graph *g, struct prism_err *err)
 				   u, g->proc[u]);
 		if (g->kind[u] >= GN_NKINDS)
 			return bad(err, "graph: node %" PRIu32 " has kind %" PRIu32, u, g->kind[u]);
-		if (g->name[u] >= g->st.n || g->op[u] >= g->st.n)
+		if (g->name[u] >= g->st.n || g->op[u] >= g->st.n || g->op_dims[u] >= g->st.n ||
+		    g->op_types[u] >= g->st.n)
 			return bad(err, "graph: node %" PRIu32 " names string %" PRIu32 " out of range",
 				   u, g->name[u]);
 		if (g->coll[u] != UINT32_MAX && g->coll[u] >= g->n_colls)
@@ -306,6 +311,8 @@ static size_t columns(const struct graph *g, struct column *c)
 	COL(g->proc, nn);
 	COL(g->name, nn);
 	COL(g->op, nn);
+	COL(g->op_dims, nn);
+	COL(g->op_types, nn);
 	COL(g->src, nn);
 	COL(g->coll, nn);
 	COL(g->iter, nn);

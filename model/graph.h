@@ -174,6 +174,8 @@ struct graph {
 	uint32_t *proc;    /* processor index */
 	uint32_t *name;    /* string id */
 	uint32_t *op;      /* string id of the enclosing CPU op, "" if none */
+	uint32_t *op_dims; /* string id of that op's raw "Input Dims", "" if none */
+	uint32_t *op_types; /* string id of that op's raw "Input type", "" if none */
 	uint32_t *src;     /* event index in the rank's file; UINT32_MAX for gaps */
 	uint32_t *coll;    /* index into colls[], or UINT32_MAX */
 	int32_t *iter;     /* index into iters[], or -1 */
@@ -223,7 +225,7 @@ int graph_rt_classify(const char *name);
  * then each column raw, then the string table, then a checksum.  Files of
  * another version are refused with PRISM_EVERSION.
  */
-#define GRAPH_FILE_VERSION 1
+#define GRAPH_FILE_VERSION 2
 int graph_save(const struct graph *g, const char *path, struct prism_err *err);
 int graph_load(const char *path, struct graph **out, struct prism_err *err);
 

@@ -778,6 +778,16 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 		break;
 	case KT_CPU_OP:
 	case KT_USER_ANN:
+		/* Shapes, kept as written: the cost model parses the few ops it
+		 * needs (GEMMs) and the rest is interned once per distinct text. */
+		if (ev->args[KJSON_ARG_INPUT_DIMS].type == KJSON_ARRAY &&
+		    strtab_intern(r->st, ev->args[KJSON_ARG_INPUT_DIMS].s.p,
+				  ev->args[KJSON_ARG_INPUT_DIMS].s.n, &e.dims))
+			return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
+		if (ev->args[KJSON_ARG_INPUT_TYPE].type == KJSON_ARRAY &&
+		    strtab_intern(r->st, ev->args[KJSON_ARG_INPUT_TYPE].s.p,
+				  ev->args[KJSON_ARG_INPUT_TYPE].s.n, &e.types))
+			return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
 		e.a = ev->args[KJSON_ARG_SEQ].type == KJSON_INT ? ev->args[KJSON_ARG_SEQ].i : -1;
 		e.b = ev->args[KJSON_ARG_FWD_TID].type == KJSON_INT ? ev->args[KJSON_ARG_FWD_TID].i
 								     : -1;

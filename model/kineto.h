@@ -63,6 +63,8 @@ struct kt_event {
 	uint32_t thread; /* index into kineto_trace.threads */
 	uint32_t index;  /* ordinal in traceEvents (for messages) */
 	uint32_t comm;   /* index into kineto_trace.comms, or UINT32_MAX */
+	uint32_t dims;   /* ops: string id of the raw "Input Dims", 0 if none */
+	uint32_t types;  /* ops: string id of the raw "Input type", 0 if none */
 	uint8_t kind;    /* enum kt_kind */
 	uint8_t sync;    /* enum kt_sync_kind (cuda_sync events) */
 };

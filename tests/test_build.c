@@ -206,6 +206,12 @@ static void test_golden_2021(void **state)
 	assert_int_equal(g->colls[0].bytes, 4096); /* [[1024]] floats */
 	assert_int_equal(g->colls[0].seq, 0);
 	assert_int_equal(g->iters[0].step, 3);
+	/* GPU work carries its launching op's shapes as written. */
+	assert_string_equal(strtab_get(&g->st, g->op_dims[13]), "[[1024], [1024], []]");
+	assert_string_equal(strtab_get(&g->st, g->op[13]), "aten::copy_");
+	assert_string_equal(strtab_get(&g->st, g->op_dims[16]), "[[1024]]");
+	assert_string_equal(strtab_get(&g->st, g->op_types[16]), "[\"float\"]");
+	assert_string_equal(strtab_get(&g->st, g->op_dims[14]), ""); /* ProfilerStep: none */
 	graph_free(g);
 
 	o.infer_events = 0;
