@@ -2,7 +2,10 @@
 #include "cost.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "hw.h"
 
 const char *cost_class_name(int cls)
 {
@@ -31,6 +34,8 @@ int cost_classify(const char *name)
 		{"ep::internode", KC_COLLECTIVE}, {"ep::intranode", KC_COLLECTIVE},
 		{"flash", KC_ATTENTION},      {"fmha", KC_ATTENTION},
 		{"attention", KC_ATTENTION},  {"attn", KC_ATTENTION},
+		/* A GEMM's helper kernels share its op but not its FLOPs. */
+		{"splitkreduce", KC_REDUCTION}, {"epilogue", KC_ELEMENTWISE},
 		{"layer_norm", KC_NORM},      {"layernorm", KC_NORM},
 		{"rms_norm", KC_NORM},        {"rmsnorm", KC_NORM},
 		{"batch_norm", KC_NORM},      {"batchnorm", KC_NORM},
@@ -50,7 +55,6 @@ int cost_classify(const char *name)
 		{"cudnn", KC_CONV},           {"gemm", KC_GEMM},
 		{"nvjet", KC_GEMM},           {"cutlass", KC_GEMM},
 		{"cublas", KC_GEMM},          {"xmma", KC_GEMM},
-		{"splitkreduce", KC_GEMM},    {"epilogue", KC_GEMM},
 		{"bmm", KC_GEMM},             {"gemv", KC_GEMM},
 		{"fft", KC_CONV},             {"reduce", KC_REDUCTION},
 		{"radixsort", KC_REDUCTION},  {"devicescan", KC_REDUCTION},
@@ -99,4 +103,154 @@ int cost_classify_node(const struct graph *g, uint32_t u)
 	default:
 		return KC_OTHER;
 	}
+}
+
+int cost_elem_bytes(const char *t)
+{
+	static const struct {
+		const char *name;
+		int bytes;
+	} sizes[] = {
+		{"float", 4},          {"c10::BFloat16", 2}, {"c10::Half", 2},   {"BFloat16", 2},
+		{"Half", 2},           {"double", 8},        {"long int", 8},    {"int", 4},
+		{"bool", 1},           {"unsigned char", 1}, {"signed char", 1}, {"short int", 2},
+		{"c10::Float8_e4m3fn", 1}, {"c10::Float8_e5m2", 1},
+	};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		if (strcmp(t, sizes[i].name) == 0)
+			return sizes[i].bytes;
+	return 0;
+}
+
+#define MAX_TENSORS 8
+#define MAX_DIMS 8
+
+struct shapes {
+	int n;                        /* tensors */
+	int rank[MAX_TENSORS];
+	double dim[MAX_TENSORS][MAX_DIMS];
+};
+
+/* Parse "[[4096, 1024], [1024], []]"; tensors past MAX_TENSORS are ignored. */
+static int parse_shapes(const char *s, struct shapes *out)
+{
+	int depth = 0;
+	memset(out, 0, sizeof(*out));
+	for (; *s; s++) {
+		if (*s == '[') {
+			if (++depth == 2 && out->n < MAX_TENSORS)
+				out->n++;
+		} else if (*s == ']') {
+			depth--;
+		} else if (depth == 2 && *s >= '0' && *s <= '9' && out->n <= MAX_TENSORS) {
+			char *end;
+			double v = strtod(s, &end);
+			int t = out->n - 1;
+			if (out->rank[t] < MAX_DIMS)
+				out->dim[t][out->rank[t]++] = v;
+			s = end - 1;
+		}
+	}
+	return out->n;
+}
+
+static double numel(const struct shapes *sh, int t)
+{
+	double n = 1;
+	if (t >= sh->n || sh->rank[t] == 0)
+		return 0;
+	for (int d = 0; d < sh->rank[t]; d++)
+		n *= sh->dim[t][d];
+	return n;
+}
+
+/* The first type name of a list like ["float", "float", ""]. */
+static void first_type(const char *s, char *out, size_t n)
+{
+	const char *a = strchr(s, '"'), *b;
+	out[0] = '\0';
+	if (a && (b = strchr(a + 1, '"')) && (size_t)(b - a - 1) < n) {
+		memcpy(out, a + 1, (size_t)(b - a - 1));
+		out[b - a - 1] = '\0';
+	}
+}
+
+int cost_dtype(const struct graph *g, uint32_t u)
+{
+	char t[48];
+	first_type(strtab_get(&g->st, g->op_types[u]), t, sizeof(t));
+	if (strcmp(t, "float") == 0)
+		return HW_FP32;
+	if (strstr(t, "BFloat16"))
+		return HW_BF16;
+	if (strstr(t, "Half"))
+		return HW_FP16;
+	if (strstr(t, "Float8"))
+		return HW_FP8;
+	return -1;
+}
+
+/* 2 B M N K of a GEMM op from its input shapes, or 0; *elems gets the
+ * elements of A, B and C. */
+static double gemm_flops(const char *op, const struct shapes *sh, double *elems)
+{
+	int a = 0, b = 1;
+	double batch = 1, M, K, N;
+
+	if (strcmp(op, "aten::addmm") == 0 || strcmp(op, "aten::baddbmm") == 0)
+		a = 1, b = 2; /* the bias comes first */
+	else if (strcmp(op, "aten::mm") != 0 && strcmp(op, "aten::bmm") != 0 &&
+		 strcmp(op, "aten::matmul") != 0 && strcmp(op, "aten::linear") != 0)
+		return 0;
+	if (sh->n <= b || sh->rank[a] < 2 || sh->rank[b] < 1)
+		return 0;
+	K = sh->dim[a][sh->rank[a] - 1];
+	M = 1;
+	if (strcmp(op, "aten::linear") == 0) {
+		/* input [..., K], weight [N, K] */
+		for (int d = 0; d + 1 < sh->rank[a]; d++)
+			M *= sh->dim[a][d];
+		N = sh->dim[b][0];
+		if (sh->rank[b] != 2 || sh->dim[b][1] != K)
+			return 0;
+		*elems = M * K + N * K + M * N;
+		return 2 * M * N * K;
+	}
+	/* [..., M, K] x [..., K, N]: leading dims of the first are the batch. */
+	M = sh->dim[a][sh->rank[a] - 2];
+	for (int d = 0; d + 2 < sh->rank[a]; d++)
+		batch *= sh->dim[a][d];
+	if (sh->rank[b] < 2 || sh->dim[b][sh->rank[b] - 2] != K)
+		return 0;
+	N = sh->dim[b][sh->rank[b] - 1];
+	*elems = numel(sh, a) + numel(sh, b) + batch * M * N;
+	return 2 * batch * M * N * K;
+}
+
+int cost_work(const struct graph *g, uint32_t u, double *flops, double *bytes)
+{
+	struct shapes sh;
+	char t[48];
+	int es, cls;
+	double in = 0;
+
+	*flops = *bytes = 0;
+	if (g->kind[u] < GN_KERNEL || !g->op_dims[u] ||
+	    !parse_shapes(strtab_get(&g->st, g->op_dims[u]), &sh))
+		return 0;
+	first_type(strtab_get(&g->st, g->op_types[u]), t, sizeof(t));
+	es = cost_elem_bytes(t);
+	if (!es)
+		return 0;
+	for (int i = 0; i < sh.n; i++)
+		in += numel(&sh, i);
+	*bytes = (in + numel(&sh, 0)) * es;
+	cls = cost_classify_node(g, u);
+	if (cls == KC_GEMM) {
+		double elems = 0;
+		*flops = gemm_flops(strtab_get(&g->st, g->op[u]), &sh, &elems);
+		if (*flops > 0) /* a GEMM reads A and B and writes C */
+			*bytes = elems * es;
+	}
+	return *bytes > 0;
 }

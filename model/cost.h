@@ -40,4 +40,22 @@ int cost_classify(const char *kernel_name);
 
 const char *cost_class_name(int cls);
 
+/* Element size in bytes of a PyTorch type name ("float", "c10::BFloat16",
+ * "long int", ...), or 0 if unknown. */
+int cost_elem_bytes(const char *type);
+
+/*
+ * The work of GPU node u from its launching op's shapes: FLOPs of GEMMs
+ * (aten::mm, addmm, bmm, baddbmm, matmul, linear: 2 x batch x M x N x K)
+ * and bytes moved (inputs plus an output the size of the first input,
+ * at the first input's element size).  Returns 1 and fills *flops and
+ * *bytes when the shapes are known, else 0.  Only GEMM-class kernels get
+ * FLOPs; the others of an op (a split-K reduction) get bytes.
+ */
+int cost_work(const struct graph *g, uint32_t u, double *flops, double *bytes);
+
+/* The compute dtype (enum hw_dtype) of u's op from its first input type:
+ * fp32 for float, bf16, fp16, fp8; -1 if unknown. */
+int cost_dtype(const struct graph *g, uint32_t u);
+
 #endif

@@ -17,6 +17,7 @@
 
 int cmd_ingest(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 /* Print "prism: MSG" for err and return the exit status for its code. */
 int cli_fail(const struct prism_err *err);

@@ -16,8 +16,10 @@ static const char usage[] =
 	"  replay TRACE...|GRAPH        simulate the traced run; predicted against\n"
 	"                               measured iteration times, breakdown,\n"
 	"                               critical path, --timeline for Perfetto\n"
+	"  calibrate TRACE...|GRAPH     fit each kernel class's efficiency on the\n"
+	"                               trace's own kernels; leave-one-out errors\n"
 	"\n"
-	"Planned (see the issues): whatif, search, report, synth, calibrate.\n"
+	"Planned (see the issues): whatif, search, report, synth.\n"
 	"\n"
 	"Run `prism <command> --help` for a command's options.\n"
 	"  -h, --help      this help\n"
@@ -42,6 +44,8 @@ int main(int argc, char **argv)
 		return cmd_ingest(argc - 1, argv + 1);
 	if (strcmp(argv[1], "replay") == 0)
 		return cmd_replay(argc - 1, argv + 1);
+	if (strcmp(argv[1], "calibrate") == 0)
+		return cmd_calibrate(argc - 1, argv + 1);
 	fprintf(stderr, "prism: unknown command '%s' (see prism --help)\n", argv[1]);
 	return EXIT_USAGE;
 }

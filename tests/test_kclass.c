@@ -1,4 +1,7 @@
 /* test_kclass.c - kernel classes of names taken from the shared traces. */
+#include <string.h>
+
+#include "calib.h"
 #include "cost.h"
 #include "testutil.h"
 
@@ -20,7 +23,7 @@ static void test_real_names(void **state)
 		{"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", KC_GEMM},
 		{"nvjet_tst_192x192_64x3_2x1_v_bz_coopA_TNT", KC_GEMM},
 		{"void splitKreduce_kernel<32, 16, int, float, float, float, float, true>"
-		 "(cublasSplitKParams<float>)", KC_GEMM},
+		 "(cublasSplitKParams<float>)", KC_REDUCTION}, /* not the GEMM's FLOPs */
 		{"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4> >"
 		 "(Flash_fwd_params)", KC_ATTENTION},
 		{"void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)",
@@ -57,10 +60,163 @@ static void test_real_names(void **state)
 	}
 }
 
+/* A graph of n GPU kernels (one stream) named name, op op, shapes dims[i]. */
+static struct graph *kernels(int n, const char *name, const char *op, const char *const *dims,
+			     const char *types, const int64_t *dur_ns)
+{
+	struct graph *g = graph_alloc((uint32_t)n, 0, 1, 1, 0, 0);
+	uint32_t id;
+	assert_non_null(g);
+	g->procs[0].gpu = 1;
+	g->procs[0].n = (uint32_t)n;
+	for (int i = 0; i < n; i++) {
+		g->kind[i] = GN_KERNEL;
+		g->coll[i] = UINT32_MAX;
+		g->iter[i] = -1;
+		g->dur_ns[i] = dur_ns[i];
+		assert_int_equal(strtab_intern(&g->st, name, strlen(name), &g->name[i]), 0);
+		assert_int_equal(strtab_intern(&g->st, op, strlen(op), &g->op[i]), 0);
+		assert_int_equal(strtab_intern(&g->st, dims[i], strlen(dims[i]), &g->op_dims[i]), 0);
+		assert_int_equal(strtab_intern(&g->st, types, strlen(types), &id), 0);
+		g->op_types[i] = id;
+	}
+	return g;
+}
+
+static void test_gemm_work(void **state)
+{
+	static const char *const dims[] = {
+		"[[4096, 1024], [1024, 512]]",            /* mm: 2 M N K */
+		"[[512], [4096, 1024], [1024, 512]]",     /* addmm: bias first */
+		"[[8, 128, 64], [8, 64, 256]]",           /* bmm: batch 8 */
+		"[[2, 4096, 1024], [512, 1024], [512]]",  /* linear: M = 2 x 4096 */
+	};
+	static const char *const ops[] = {"aten::mm", "aten::addmm", "aten::bmm", "aten::linear"};
+	static const double want[] = {2.0 * 4096 * 512 * 1024, 2.0 * 4096 * 512 * 1024,
+				      2.0 * 8 * 128 * 256 * 64, 2.0 * 8192 * 512 * 1024};
+	/* Bytes of a bf16 GEMM: A + B + C elements x 2. */
+	static const double want_bytes[] = {
+		(4096.0 * 1024 + 1024 * 512 + 4096 * 512) * 2,
+		(4096.0 * 1024 + 1024 * 512 + 4096 * 512) * 2,
+		(8.0 * 128 * 64 + 8 * 64 * 256 + 8 * 128 * 256) * 2,
+		(8192.0 * 1024 + 512 * 1024 + 8192 * 512) * 2};
+	int64_t dur[] = {1000};
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		struct graph *g = kernels(1, "sm80_xmma_gemm_bf16bf16", ops[i], &dims[i],
+					  "[\"c10::BFloat16\", \"c10::BFloat16\"]", dur);
+		double f, b;
+		assert_int_equal(cost_work(g, 0, &f, &b), 1);
+		assert_rel_close(f, want[i], 1e-15);
+		assert_rel_close(b, want_bytes[i], 1e-15);
+		assert_int_equal(cost_dtype(g, 0), HW_BF16);
+		graph_free(g);
+	}
+}
+
+static void test_calib_exact_line(void **state)
+{
+	/* Five GEMMs whose times lie exactly on 5 us + FLOPs / (100 TFLOP/s x
+	 * 40%): the fit must give back 40% and 5 us, and leaving any one out
+	 * must predict it exactly. */
+	static const char *const dims[] = {"[[1024, 1024], [1024, 1024]]",
+					   "[[2048, 1024], [1024, 1024]]",
+					   "[[4096, 1024], [1024, 1024]]",
+					   "[[4096, 2048], [2048, 1024]]",
+					   "[[8192, 4096], [4096, 1024]]"};
+	int64_t dur[5];
+	struct hw_profile hw;
+	struct calib_class cc[KC_NCLASSES];
+	struct graph *g;
+	(void)state;
+	for (int i = 0; i < 5; i++) {
+		double m = i == 0 ? 1024 : i == 1 ? 2048 : i < 4 ? 4096 : 8192;
+		double k = i < 3 ? 1024 : i == 3 ? 2048 : 4096;
+		dur[i] = (int64_t)(5000 + 2 * m * 1024 * k / (100e12 * 0.4) * 1e9 + 0.5);
+	}
+	g = kernels(5, "sm80_xmma_gemm_bf16bf16", "aten::mm", dims,
+		    "[\"c10::BFloat16\", \"c10::BFloat16\"]", dur);
+	memset(&hw, 0, sizeof(hw));
+	hw.peak_flops[HW_BF16] = 100e12;
+	hw.hbm_Bps = 1e12;
+	calib_fit(g, &hw, cc);
+	assert_int_equal(cc[KC_GEMM].n, 5);
+	assert_rel_close(cc[KC_GEMM].eff, 0.4, 1e-6);
+	assert_rel_close(cc[KC_GEMM].overhead_s, 5e-6, 1e-4);
+	assert_true(cc[KC_GEMM].loo_mean < 1e-4); /* only ns rounding is left */
+	graph_free(g);
+}
+
+/* Weighted (w = 1/y^2) least squares of y = a + b x, by the normal
+ * equations: the test's own, independent of GSL and of the hat values. */
+static void wfit(const double *x, const double *y, int n, int skip, double *a, double *b)
+{
+	double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+	for (int i = 0; i < n; i++) {
+		double w = 1 / (y[i] * y[i]);
+		if (i == skip)
+			continue;
+		sw += w, sx += w * x[i], sy += w * y[i];
+		sxx += w * x[i] * x[i], sxy += w * x[i] * y[i];
+	}
+	*b = (sw * sxy - sx * sy) / (sw * sxx - sx * sx);
+	*a = (sy - *b * sx) / sw;
+}
+
+static void test_calib_leave_one_out(void **state)
+{
+	/* Noisy points: the leave-one-out error calib_fit reports from hat
+	 * values must equal refitting without each point in turn. */
+	static const char *const dims[] = {"[[1024, 1024], [1024, 1024]]",
+					   "[[2048, 1024], [1024, 1024]]",
+					   "[[4096, 1024], [1024, 1024]]",
+					   "[[4096, 2048], [2048, 1024]]",
+					   "[[8192, 4096], [4096, 1024]]",
+					   "[[8192, 8192], [8192, 1024]]"};
+	static const double noise[] = {1.30, 0.85, 1.10, 0.95, 1.20, 0.90};
+	double x[6], y[6], loo = 0;
+	int64_t dur[6];
+	struct hw_profile hw;
+	struct calib_class cc[KC_NCLASSES];
+	struct graph *g;
+	(void)state;
+	for (int i = 0; i < 6; i++) {
+		double m = i == 0 ? 1024 : i == 1 ? 2048 : i < 4 ? 4096 : 8192;
+		double k = i < 3 ? 1024 : i == 3 ? 2048 : i == 4 ? 4096 : 8192;
+		x[i] = 2 * m * 1024 * k / 100e12;
+		dur[i] = (int64_t)((5e-6 + x[i] / 0.4) * noise[i] * 1e9);
+		y[i] = dur[i] / 1e9;
+	}
+	for (int i = 0; i < 6; i++) {
+		double a, b, pred;
+		wfit(x, y, 6, i, &a, &b);
+		pred = a + b * x[i];
+		loo += fabs(pred - y[i]) / y[i] / 6;
+	}
+	g = kernels(6, "sm80_xmma_gemm_bf16bf16", "aten::mm", dims,
+		    "[\"c10::BFloat16\", \"c10::BFloat16\"]", dur);
+	memset(&hw, 0, sizeof(hw));
+	hw.peak_flops[HW_BF16] = 100e12;
+	hw.hbm_Bps = 1e12;
+	calib_fit(g, &hw, cc);
+	assert_rel_close(cc[KC_GEMM].loo_mean, loo, 1e-9);
+	assert_true(loo > 0.05); /* the noise shows: the test can fail */
+	{
+		double a, b;
+		wfit(x, y, 6, -1, &a, &b);
+		assert_rel_close(cc[KC_GEMM].eff, 1 / b, 1e-9);
+		assert_rel_close(cc[KC_GEMM].overhead_s, a, 1e-9);
+	}
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_real_names),
+		cmocka_unit_test(test_gemm_work),
+		cmocka_unit_test(test_calib_exact_line),
+		cmocka_unit_test(test_calib_leave_one_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,129 @@
+/* calib.c - least-squares kernel efficiency per class (GSL). */
+#include "calib.h"
+
+#include <gsl/gsl_fit.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *calib_profile_for(const char *name, double mem)
+{
+	if (strstr(name, "V100"))
+		return "v100-dgx1.cfg";
+	if (strstr(name, "A100"))
+		return mem > 50e9 || strstr(name, "80GB") ? "a100-80gb-dgx.cfg" : "a100-40gb-dgx.cfg";
+	if (strstr(name, "H800"))
+		return "h800-hgx.cfg";
+	if (strstr(name, "H200"))
+		return "h200-dgx.cfg";
+	if (strstr(name, "H100"))
+		return "h100-dgx.cfg";
+	if (strstr(name, "B200"))
+		return "b200-dgx.cfg";
+	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+void calib_fit(const struct graph *g, const struct hw_profile *hw,
+	       struct calib_class out[KC_NCLASSES])
+{
+	double *x = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*x));
+	double *y = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*y));
+	double *err = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*err));
+
+	memset(out, 0, KC_NCLASSES * sizeof(*out));
+	if (!x || !y || !err)
+		goto done;
+	for (int c = 0; c < KC_NCLASSES; c++) {
+		size_t n = 0;
+		double c0, c1, cov00, cov01, cov11, ss, mx = 0, sxx = 0, sum = 0;
+		int flops = c == KC_GEMM || c == KC_ATTENTION || c == KC_CONV;
+
+		/* Collectives belong to the communication model; copies and sets
+		 * carry their own byte counts rather than their op's shapes, and an
+		 * embedding touches a few rows of a table its shapes count whole:
+		 * none of these is predicted from op shapes. */
+		if (c == KC_COLLECTIVE || c == KC_OTHER || c == KC_MEMCPY || c == KC_MEMSET ||
+		    c == KC_EMBEDDING)
+			continue;
+		for (uint32_t u = 0; u < g->n_nodes; u++) {
+			double f, b, peak;
+			int dt;
+			if (g->kind[u] < GN_KERNEL || cost_classify_node(g, u) != c ||
+			    !cost_work(g, u, &f, &b) || g->dur_ns[u] <= 0)
+				continue;
+			if (flops) {
+				dt = cost_dtype(g, u);
+				/* fp32 GEMMs on tensor cores (Ampere's default for
+				 * matmul until PyTorch 1.12) run at the TF32 peak. */
+				if (dt == HW_FP32 && hw->peak_flops[HW_TF32] > 0 &&
+				    strstr(strtab_get(&g->st, g->name[u]), "tensorop"))
+					dt = HW_TF32;
+				peak = dt >= 0 ? hw->peak_flops[dt] : 0;
+				if (f <= 0 || peak <= 0)
+					continue;
+				x[n] = f / peak;
+			} else {
+				x[n] = b / hw->hbm_Bps;
+			}
+			y[n] = g->dur_ns[u] / 1e9;
+			n++;
+		}
+		out[c].n = n;
+		out[c].by_flops = flops;
+		if (n < 3)
+			continue;
+		/* Weighted least squares, w = 1/y^2: it minimises relative error,
+		 * so a 5 us kernel counts as much as a 5 ms one. */
+		{
+			double sw = 0, *w = err; /* err doubles as the weights first */
+			for (size_t i = 0; i < n; i++) {
+				w[i] = 1 / (y[i] * y[i]);
+				sw += w[i];
+				mx += w[i] * x[i];
+			}
+			mx /= sw;
+			for (size_t i = 0; i < n; i++)
+				sxx += w[i] * (x[i] - mx) * (x[i] - mx);
+			if (sxx <= 1e-12 * sw * mx * mx) {
+				/* Every point the same work: no slope to fit; the
+				 * weighted line through the origin. */
+				double num = 0, den = 0;
+				for (size_t i = 0; i < n; i++) {
+					num += w[i] * x[i] * y[i];
+					den += w[i] * x[i] * x[i];
+				}
+				c0 = 0;
+				c1 = den > 0 ? num / den : 0;
+				sxx = 0;
+			} else {
+				gsl_fit_wlinear(x, 1, w, 1, y, 1, n, &c0, &c1, &cov00, &cov01, &cov11,
+						&ss);
+			}
+			out[c].overhead_s = c0;
+			out[c].eff = c1 > 0 ? 1 / c1 : 0;
+			/* Leave-one-out from the weighted hat values:
+			 * h_i = w_i (1/sum w + (x_i - mean)^2 / Sxx). */
+			for (size_t i = 0; i < n; i++) {
+				double h = w[i] * (1 / sw + (sxx > 0 ? (x[i] - mx) * (x[i] - mx) / sxx
+								  : 0));
+				double r = y[i] - (c0 + c1 * x[i]);
+				double pred = h < 1 ? y[i] - r / (1 - h) : c0 + c1 * x[i];
+				out[c].measured_s += y[i];
+				w[i] = (pred > y[i] ? pred - y[i] : y[i] - pred) / y[i];
+				sum += w[i];
+			}
+		}
+		out[c].loo_mean = sum / n;
+		qsort(err, n, sizeof(*err), cmp_double);
+		out[c].loo_median = n % 2 ? err[n / 2] : (err[n / 2 - 1] + err[n / 2]) / 2;
+	}
+done:
+	free(x);
+	free(y);
+	free(err);
+}

@@ -1,0 +1,43 @@
+/*
+ * calib.h - kernel efficiency fitted on a trace's own kernels.
+ *
+ * For each kernel class, every GPU task whose work is known from its op's
+ * shapes gives a point (x, y): x its ideal time (FLOPs at the GPU's peak
+ * for its dtype for GEMMs and attention; bytes at HBM bandwidth for the
+ * rest), y its measured time.  A least-squares line (GSL) y = a + x / e
+ * gives the class's fixed overhead a and the fraction e of peak it reaches
+ * on large work; equivalently efficiency(x) = e x / (x + a e), a roofline
+ * that saturates.  Points are weighed by 1/y^2, so the fit minimises
+ * relative error.  Leave-one-out errors come from the fit's hat values,
+ * without refitting: the prediction of point i by the other n-1 points is
+ * y_i - r_i / (1 - h_i).
+ */
+#ifndef PRISM_CALIB_H
+#define PRISM_CALIB_H
+
+#include <stddef.h>
+
+#include "cost.h"
+#include "graph.h"
+#include "hw.h"
+
+struct calib_class {
+	size_t n;            /* tasks with known work */
+	int by_flops;        /* 1: FLOPs at peak FLOP/s; 0: bytes at HBM bandwidth */
+	double overhead_s;   /* a */
+	double eff;          /* e, the fraction of peak on large work */
+	double loo_mean;     /* leave-one-out |predicted - measured| / measured */
+	double loo_median;
+	double measured_s;   /* their measured time in all */
+};
+
+/* Fit every class of g's GPU tasks on hw.  Classes with fewer than 3
+ * points are left with n < 3 and zeros. */
+void calib_fit(const struct graph *g, const struct hw_profile *hw,
+	       struct calib_class out[KC_NCLASSES]);
+
+/* The profile in dir for a GPU named like "NVIDIA A100-SXM4-80GB" (memory
+ * in bytes, 0 if unknown, tells the A100s apart), or NULL. */
+const char *calib_profile_for(const char *gpu_name, double mem_bytes);
+
+#endif

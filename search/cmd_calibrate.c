@@ -1,0 +1,131 @@
+/* cmd_calibrate.c - `prism calibrate`: kernel efficiency fitted on a trace. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build.h"
+#include "calib.h"
+#include "cli.h"
+
+static const char help[] =
+	"usage: prism calibrate [options] TRACE...|GRAPH\n"
+	"\n"
+	"Fit, for each kernel class, the fraction of the GPU's peak its kernels\n"
+	"reach and their fixed overhead, from the trace's own kernels whose work is\n"
+	"known from their op's shapes (FLOPs for GEMMs, bytes for the rest), and\n"
+	"report how well the fit predicts each kernel when left out of it.\n"
+	"\n"
+	"options:\n"
+	"      --hw FILE     the hardware profile (default: chosen from the trace's\n"
+	"                    GPU name among configs/hw/*.cfg)\n"
+	"      --json        print the results as JSON\n"
+	"  -h, --help        this help\n"
+	"  and the trace options of `prism ingest` (--rank, --allow-dangling, ...)\n";
+
+/* Find configs/hw/NAME from the working directory or the source tree. */
+static int find_profile(const char *name, char *out, size_t n)
+{
+	const char *dirs[] = {getenv("PRISM_CONFIG_DIR"), "configs", PRISM_SOURCE_DIR "/configs"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		FILE *f;
+		if (!dirs[i])
+			continue;
+		snprintf(out, n, "%s/hw/%s", dirs[i], name);
+		if ((f = fopen(out, "r"))) {
+			fclose(f);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"hw", required_argument, NULL, 'w'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		CLI_BUILD_LONGOPTS,
+		{NULL, 0, NULL, 0},
+	};
+	struct build_opts bo;
+	struct prism_err err;
+	struct graph *g = NULL;
+	struct hw_profile hw;
+	struct calib_class cc[KC_NCLASSES];
+	const char *ranks = NULL, *hw_path = NULL;
+	char found[1024];
+	int json = 0, c, rc;
+
+	build_opts_default(&bo);
+	prism_err_clear(&err);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "r:h", longopts, NULL)) != -1) {
+		int used = cli_build_option(c, optarg, &bo, &ranks, &err);
+		if (used < 0)
+			return cli_fail(&err);
+		if (used)
+			continue;
+		switch (c) {
+		case 'w': hw_path = optarg; break;
+		case 'j': json = 1; break;
+		case 'h': fputs(help, stdout); return 0;
+		default: fputs(help, stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "prism calibrate: no trace given\n%s", help);
+		return EXIT_USAGE;
+	}
+	rc = cli_load_graph(argv + optind, argc - optind, ranks, &bo, &g, &err);
+	if (rc == 0 && !hw_path) {
+		const char *gpu = g->n_ranks ? strtab_get(&g->st, g->ranks[0].device) : "";
+		const char *name = calib_profile_for(gpu, (double)g->ranks[0].device_mem);
+		if (!name || find_profile(name, found, sizeof(found)))
+			rc = prism_err_set(&err, PRISM_EARG,
+					   "no hardware profile for GPU '%s': give one with --hw", gpu);
+		hw_path = found;
+	}
+	if (rc == 0)
+		rc = hw_load(hw_path, &hw, &err);
+	if (rc) {
+		graph_free(g);
+		return cli_fail(&err);
+	}
+	calib_fit(g, &hw, cc);
+	if (json) {
+		printf("{\"hw\":");
+		prism_fput_json_str(stdout, hw_path);
+		printf(",\"classes\":{");
+		for (int k = 0, first = 1; k < KC_NCLASSES; k++) {
+			if (cc[k].n < 3)
+				continue;
+			printf("%s\"%s\":{\"samples\":%zu,\"by\":\"%s\",\"efficiency\":%.6f,"
+			       "\"overhead_s\":%.9f,\"loo_mean\":%.6f,\"loo_median\":%.6f}",
+			       first ? "" : ",", cost_class_name(k), cc[k].n,
+			       cc[k].by_flops ? "flops" : "bytes", cc[k].eff, cc[k].overhead_s,
+			       cc[k].loo_mean, cc[k].loo_median);
+			first = 0;
+		}
+		printf("}}\n");
+	} else {
+		printf("calibrate: %s, profile %s (%s)\n\n", hw.gpu, hw_path, hw.name);
+		printf("%-12s %8s %18s %11s %22s\n", "class", "samples", "efficiency", "overhead",
+		       "leave-one-out |error|");
+		printf("%-12s %8s %18s %11s %22s\n", "", "", "(of peak, large)", "", "mean / median");
+		for (int k = 0; k < KC_NCLASSES; k++) {
+			if (cc[k].n < 3)
+				continue;
+			printf("%-12s %8zu %9.1f%% %-8s %8.2f us %12.1f%% / %5.1f%%\n",
+			       cost_class_name(k), cc[k].n, 100 * cc[k].eff,
+			       cc[k].by_flops ? "FLOP/s" : "HBM", cc[k].overhead_s * 1e6,
+			       100 * cc[k].loo_mean, 100 * cc[k].loo_median);
+		}
+		printf("\nEach class: time = overhead + ideal time / efficiency, fitted by least\n"
+		       "squares (ideal time: FLOPs at peak, or bytes at HBM bandwidth).\n");
+	}
+	graph_free(g);
+	return 0;
+}
