@@ -2,6 +2,9 @@
 #include "calib.h"
 
 #include <gsl/gsl_fit.h>
+#include <math.h>
+
+#include "comm.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,4 +129,45 @@ done:
 	free(x);
 	free(y);
 	free(err);
+}
+
+void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
+		    struct calib_comm out[GC_NKINDS])
+{
+	double *e = malloc((g->n_colls ? g->n_colls : 1) * sizeof(*e));
+
+	memset(out, 0, GC_NKINDS * sizeof(*out));
+	if (!e)
+		return;
+	for (int k = 0; k < GC_NKINDS; k++) {
+		size_t n = 0;
+		for (uint32_t c = 0; c < g->n_colls; c++) {
+			const struct graph_coll *gc = &g->colls[c];
+			struct comm_group grp;
+			struct comm_est full;
+			double t = g->dur_ns[gc->node] / 1e9, lat;
+			if (gc->kind != k || gc->bytes <= 0 || gc->group_size < 2 || t <= 0)
+				continue;
+			grp.n = (int)gc->group_size;
+			grp.per_node = grp.n <= hw->gpus_per_node ? grp.n : hw->gpus_per_node;
+			if (grp.n % grp.per_node)
+				continue;
+			/* t = latency + bandwidth term / e: the latency is the
+			 * model's time of an empty message; the rest scales 1/e. */
+			if (comm_time(hw, k, 0, grp, 1.0, COMM_AUTO, &full))
+				continue;
+			lat = full.time_s;
+			if (comm_time(hw, k, (double)gc->bytes, grp, 1.0, COMM_AUTO, &full) ||
+			    t <= lat)
+				continue;
+			e[n++] = (full.time_s - lat) / (t - lat);
+		}
+		out[k].n = n;
+		if (n == 0)
+			continue;
+		qsort(e, n, sizeof(*e), cmp_double);
+		out[k].median_eff = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+		out[k].best_eff = e[n - 1];
+	}
+	free(e);
 }

@@ -36,6 +36,19 @@ struct calib_class {
 void calib_fit(const struct graph *g, const struct hw_profile *hw,
 	       struct calib_class out[KC_NCLASSES]);
 
+/* Bus efficiency of a collective kind, from its kernels with a known size
+ * and group: the e for which comm_time() gives the measured time. */
+struct calib_comm {
+	size_t n;
+	double median_eff;
+	double best_eff;   /* the least waiting: single-rank traces include waits */
+};
+
+/* One entry per enum graph_coll_kind; groups within one node when they
+ * fit in hw's node, else spread over full nodes. */
+void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
+		    struct calib_comm out[GC_NKINDS]);
+
 /* The profile in dir for a GPU named like "NVIDIA A100-SXM4-80GB" (memory
  * in bytes, 0 if unknown, tells the A100s apart), or NULL. */
 const char *calib_profile_for(const char *gpu_name, double mem_bytes);

@@ -55,6 +55,7 @@ int cmd_calibrate(int argc, char **argv)
 	struct graph *g = NULL;
 	struct hw_profile hw;
 	struct calib_class cc[KC_NCLASSES];
+	struct calib_comm cm[GC_NKINDS];
 	const char *ranks = NULL, *hw_path = NULL;
 	char found[1024];
 	int json = 0, c, rc;
@@ -95,6 +96,7 @@ int cmd_calibrate(int argc, char **argv)
 		return cli_fail(&err);
 	}
 	calib_fit(g, &hw, cc);
+	calib_comm_fit(g, &hw, cm);
 	if (json) {
 		printf("{\"hw\":");
 		prism_fput_json_str(stdout, hw_path);
@@ -107,6 +109,16 @@ int cmd_calibrate(int argc, char **argv)
 			       first ? "" : ",", cost_class_name(k), cc[k].n,
 			       cc[k].by_flops ? "flops" : "bytes", cc[k].eff, cc[k].overhead_s,
 			       cc[k].loo_mean, cc[k].loo_median);
+			first = 0;
+		}
+		printf("},\"collectives\":{");
+		for (int k = 0, first = 1; k < GC_NKINDS; k++) {
+			if (!cm[k].n)
+				continue;
+			printf("%s\"%s\":{\"samples\":%zu,\"median_bus_eff\":%.6f,"
+			       "\"best_bus_eff\":%.6f}",
+			       first ? "" : ",", graph_coll_kind_name(k), cm[k].n, cm[k].median_eff,
+			       cm[k].best_eff);
 			first = 0;
 		}
 		printf("}}\n");
@@ -125,6 +137,16 @@ int cmd_calibrate(int argc, char **argv)
 		}
 		printf("\nEach class: time = overhead + ideal time / efficiency, fitted by least\n"
 		       "squares (ideal time: FLOPs at peak, or bytes at HBM bandwidth).\n");
+		for (int k = 0, first = 1; k < GC_NKINDS; k++) {
+			if (!cm[k].n)
+				continue;
+			if (first)
+				printf("\n%-16s %8s %18s %12s\n", "collective", "samples",
+				       "bus efficiency", "best");
+			first = 0;
+			printf("%-16s %8zu %17.1f%% %11.1f%%\n", graph_coll_kind_name(k), cm[k].n,
+			       100 * cm[k].median_eff, 100 * cm[k].best_eff);
+		}
 	}
 	graph_free(g);
 	return 0;

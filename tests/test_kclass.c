@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "calib.h"
+#include "comm.h"
 #include "cost.h"
 #include "testutil.h"
 
@@ -210,6 +211,47 @@ static void test_calib_leave_one_out(void **state)
 	graph_free(g);
 }
 
+static void test_bus_efficiency(void **state)
+{
+	/* Three all-reduces over 8 GPUs of one node whose times the model gives
+	 * at 70% bus efficiency, and one at 35%: the median is 70%, the best
+	 * 70%, and the 35% one shows as the minimum of the sorted values. */
+	static const double bytes[] = {64e6, 256e6, 1024e6, 256e6};
+	static const double eff[] = {0.7, 0.7, 0.7, 0.35};
+	struct hw_profile hw;
+	struct calib_comm cm[GC_NKINDS];
+	struct graph *g = graph_alloc(4, 0, 1, 1, 0, 4);
+	(void)state;
+	memset(&hw, 0, sizeof(hw));
+	hw.gpus_per_node = 8;
+	hw.nics_per_node = 8;
+	hw.nvlink_Bps = 300e9;
+	hw.nic_Bps = 25e9;
+	hw.nvlink_lat_s = 1e-6;
+	hw.net_lat_s = 5e-6;
+	g->procs[0].gpu = 1;
+	g->procs[0].n = 4;
+	for (uint32_t u = 0; u < 4; u++) {
+		struct comm_est e;
+		assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, bytes[u], (struct comm_group){8, 8},
+					   eff[u], COMM_AUTO, &e),
+				 0);
+		g->kind[u] = GN_COLL;
+		g->iter[u] = -1;
+		g->dur_ns[u] = (int64_t)(e.time_s * 1e9 + 0.5);
+		g->coll[u] = u;
+		g->colls[u].node = u;
+		g->colls[u].kind = GC_ALL_REDUCE;
+		g->colls[u].bytes = (int64_t)bytes[u];
+		g->colls[u].group_size = 8;
+	}
+	calib_comm_fit(g, &hw, cm);
+	assert_int_equal(cm[GC_ALL_REDUCE].n, 4);
+	assert_rel_close(cm[GC_ALL_REDUCE].median_eff, 0.7, 1e-5);
+	assert_rel_close(cm[GC_ALL_REDUCE].best_eff, 0.7, 1e-5);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,6 +259,7 @@ int main(void)
 		cmocka_unit_test(test_gemm_work),
 		cmocka_unit_test(test_calib_exact_line),
 		cmocka_unit_test(test_calib_leave_one_out),
+		cmocka_unit_test(test_bus_efficiency),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
