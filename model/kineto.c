@@ -656,6 +656,8 @@ static int add_comm(struct reader *r, const struct kjson_event *ev, struct kt_ev
 				? first_dims_nelems(&a[KJSON_ARG_INPUT_DIMS].s)
 				: -1;
 	rc |= intern_val(r, &a[KJSON_ARG_COLL_NAME], &c.coll);
+	if (!c.coll && is_comm_op(ev)) /* "nccl:all_to_all" says what it is */
+		rc |= strtab_intern(r->st, ev->name.s.p, ev->name.s.n, &c.coll);
 	if (a[KJSON_ARG_DTYPE].type == KJSON_STR) {
 		rc |= intern_val(r, &a[KJSON_ARG_DTYPE], &c.dtype);
 	} else if (a[KJSON_ARG_INPUT_TYPE].type == KJSON_ARRAY) {

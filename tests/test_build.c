@@ -270,6 +270,26 @@ static void test_duplicate_rank(void **state)
 	strtab_release(&st);
 }
 
+static void test_all_to_all_by_op(void **state)
+{
+	/* A SendRecv kernel under "nccl:all_to_all" (2023: record_param_comms
+	 * has no "Collective name"): all-to-all, 6144 floats per rank, a group
+	 * of the world's 8. */
+	const char *paths[] = {TEST_DATA("alltoall_2023.json")};
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	assert_int_equal(g->n_colls, 1);
+	assert_int_equal(g->kind[g->colls[0].node], GN_P2P);
+	assert_int_equal(g->colls[0].kind, GC_ALL_TO_ALL);
+	assert_int_equal(g->stats.coll_kernels[GC_SEND_RECV], 1);
+	assert_int_equal(g->colls[0].bytes, 6144 * 4);
+	assert_int_equal(g->colls[0].group_size, 8);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +297,7 @@ int main(void)
 		cmocka_unit_test(test_golden_2021),
 		cmocka_unit_test(test_two_ranks),
 		cmocka_unit_test(test_duplicate_rank),
+		cmocka_unit_test(test_all_to_all_by_op),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
