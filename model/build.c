@@ -1243,7 +1243,7 @@ static int finish(struct builder *b, struct graph **out)
 		 * cycle: such input cannot be simulated. */
 		struct prism_err why;
 		prism_err_clear(&why);
-		if (graph_check(g, &why) != 0) {
+		if (graph_acyclic(g, &why) != 0) {
 			graph_free(g);
 			return prism_err_set(b->err, PRISM_EFORMAT,
 					     "inconsistent trace: its recorded dependencies "

@@ -37,9 +37,10 @@ void calib_fit(const struct graph *g, const struct hw_profile *hw,
 	double *x = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*x));
 	double *y = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*y));
 	double *err = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*err));
+	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
 
 	memset(out, 0, KC_NCLASSES * sizeof(*out));
-	if (!x || !y || !err)
+	if (!x || !y || !err || !cls || cost_classify_all(g, cls))
 		goto done;
 	for (int c = 0; c < KC_NCLASSES; c++) {
 		size_t n = 0;
@@ -56,7 +57,7 @@ void calib_fit(const struct graph *g, const struct hw_profile *hw,
 		for (uint32_t u = 0; u < g->n_nodes; u++) {
 			double f, b, peak;
 			int dt;
-			if (g->kind[u] < GN_KERNEL || cost_classify_node(g, u) != c ||
+			if (g->kind[u] < GN_KERNEL || cls[u] != c ||
 			    !cost_work(g, u, &f, &b) || g->dur_ns[u] <= 0)
 				continue;
 			if (flops) {
@@ -129,6 +130,7 @@ done:
 	free(x);
 	free(y);
 	free(err);
+	free(cls);
 }
 
 void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,

@@ -88,6 +88,25 @@ int cost_classify(const char *name)
 	return KC_OTHER;
 }
 
+int cost_classify_all(const struct graph *g, uint8_t *cls)
+{
+	uint8_t *by_name = malloc(g->st.n ? g->st.n : 1);
+	if (!by_name)
+		return PRISM_ENOMEM;
+	memset(by_name, 0xff, g->st.n);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		if (g->kind[u] != GN_KERNEL) {
+			cls[u] = (uint8_t)cost_classify_node(g, u);
+			continue;
+		}
+		if (by_name[g->name[u]] == 0xff)
+			by_name[g->name[u]] = (uint8_t)cost_classify(strtab_get(&g->st, g->name[u]));
+		cls[u] = by_name[g->name[u]];
+	}
+	free(by_name);
+	return 0;
+}
+
 int cost_classify_node(const struct graph *g, uint32_t u)
 {
 	switch (g->kind[u]) {

@@ -12,6 +12,8 @@
 #ifndef PRISM_COST_H
 #define PRISM_COST_H
 
+#include <stdint.h>
+
 #include "graph.h"
 
 enum cost_class {
@@ -34,6 +36,13 @@ enum cost_class {
 /* Class of GPU node u of g (GN_KERNEL/COLL/P2P by name; copies and sets by
  * kind); KC_OTHER for host nodes. */
 int cost_classify_node(const struct graph *g, uint32_t u);
+
+/*
+ * The class of every node of g, into cls[0..n_nodes): each distinct name
+ * is classified once (kernel names are hundreds, GPU tasks hundreds of
+ * thousands).  0, or PRISM_ENOMEM.
+ */
+int cost_classify_all(const struct graph *g, uint8_t *cls);
 
 /* Class of a kernel by name. */
 int cost_classify(const char *kernel_name);

@@ -99,8 +99,8 @@ static int bad(struct prism_err *err, const char *fmt, ...)
 
 int graph_check(const struct graph *g, struct prism_err *err)
 {
-	uint32_t *indeg, *queue;
-	uint32_t head = 0, tail = 0, next = 0;
+	uint32_t *indeg;
+	uint32_t next = 0;
 	uint32_t in_sum = 0;
 
 	if (g->out_off[0] != 0 || g->out_off[g->n_nodes] != g->n_edges)
@@ -150,40 +150,46 @@ int graph_check(const struct graph *g, struct prism_err *err)
 			return bad(err, "graph: collective %" PRIu32 " and node %" PRIu32
 					" do not point at each other", c, g->colls[c].node);
 	indeg = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*indeg));
-	queue = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*queue));
-	if (!indeg || !queue) {
-		free(indeg);
-		free(queue);
+	if (!indeg)
 		return prism_err_set(err, PRISM_ENOMEM, "graph: out of memory");
-	}
 	for (uint32_t e = 0; e < g->n_edges; e++) {
 		uint32_t v = g->out_dst[e];
 		if (v >= g->n_nodes || GE_KIND(g->out_kind[e]) >= GE_NKINDS) {
 			free(indeg);
-			free(queue);
 			return bad(err, "graph: edge %" PRIu32 " targets node %" PRIu32 " out of range",
 				   e, v);
 		}
 		indeg[v]++;
 		in_sum++;
 	}
-	if (in_sum != g->n_edges) {
-		free(indeg);
-		free(queue);
+	free(indeg);
+	if (in_sum != g->n_edges)
 		return bad(err, "graph: in-degrees sum to %" PRIu32 ", not %" PRIu32, in_sum,
 			   g->n_edges);
-	}
-	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
-			if (g->out_dst[e] == u) {
-				free(indeg);
-				free(queue);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
+			if (g->out_dst[e] == u)
 				return bad(err, "graph: node %" PRIu32 " depends on itself", u);
-			}
-		}
+	return graph_acyclic(g, err);
+}
+
+int graph_acyclic(const struct graph *g, struct prism_err *err)
+{
+	uint32_t *indeg, *queue;
+	uint32_t head = 0, tail = 0;
+
+	indeg = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*indeg));
+	queue = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*queue));
+	if (!indeg || !queue) {
+		free(indeg);
+		free(queue);
+		return prism_err_set(err, PRISM_ENOMEM, "graph: out of memory");
+	}
+	for (uint32_t e = 0; e < g->n_edges; e++)
+		indeg[g->out_dst[e]]++;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
 		if (indeg[u] == 0)
 			queue[tail++] = u;
-	}
 	while (head < tail) {
 		uint32_t u = queue[head++];
 		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)

@@ -211,6 +211,11 @@ void graph_free(struct graph *g);
  */
 int graph_check(const struct graph *g, struct prism_err *err);
 
+/* The acyclicity part of graph_check alone (Kahn's algorithm), for graphs
+ * whose structure is right by construction: 0, PRISM_EINTERNAL naming how
+ * many tasks a cycle blocks, or PRISM_ENOMEM. */
+int graph_acyclic(const struct graph *g, struct prism_err *err);
+
 /* Names for messages and summaries. */
 const char *graph_node_kind_name(int kind);
 const char *graph_edge_kind_name(int kind);

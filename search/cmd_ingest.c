@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "build.h"
@@ -35,19 +36,23 @@ static const char help[] =
 	"Exit status: 0 on success, 2 on bad input (one line names the file, the\n"
 	"byte offset or event index, and the field), 1 on other failures.\n";
 
-/* Count and traced GPU time of each kernel class. */
+/* Count and traced GPU time of each kernel class (zeros if out of memory). */
 static void class_totals(const struct graph *g, uint64_t *count, int64_t *ns)
 {
+	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
 	for (int k = 0; k < KC_NCLASSES; k++)
 		count[k] = 0, ns[k] = 0;
+	if (!cls || cost_classify_all(g, cls)) {
+		free(cls);
+		return;
+	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		int c;
 		if (g->kind[u] < GN_KERNEL)
 			continue;
-		c = cost_classify_node(g, u);
-		count[c]++;
-		ns[c] += g->dur_ns[u];
+		count[cls[u]]++;
+		ns[cls[u]] += g->dur_ns[u];
 	}
+	free(cls);
 }
 
 static void print_text(const struct graph *g)
@@ -173,6 +178,20 @@ static void gpu_corr_ids(const struct graph *g, uint32_t r, uint64_t *ids, uint6
 	imap_release(&hit);
 }
 
+/* ,"key":{"name0":v0,...} for the n counts of a kind enumeration. */
+static void put_counts(const char *key, const char *(*name)(int), const uint64_t *v, int n)
+{
+	printf(",\"%s\":{", key);
+	for (int k = 0; k < n; k++)
+		printf("%s\"%s\":%" PRIu64, k ? "," : "", name(k), v[k]);
+	printf("}");
+}
+
+static void put_count(const char *key, uint64_t v)
+{
+	printf(",\"%s\":%" PRIu64, key, v);
+}
+
 static void print_json(const struct graph *g)
 {
 	const struct graph_stats *s = &g->stats;
@@ -212,42 +231,38 @@ static void print_json(const struct graph *g)
 		}
 		printf("]}");
 	}
-	printf("],\"processors\":%" PRIu32 ",\"nodes\":{", g->n_procs);
-	for (int k = 0; k < GN_NKINDS; k++)
-		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_node_kind_name(k), s->nodes[k]);
-	printf("},\"edges\":{");
-	for (int k = 0; k < GE_NKINDS; k++)
-		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_edge_kind_name(k), s->edges[k]);
-	printf("},\"inferred_edges\":{");
-	for (int k = 0; k < GE_NKINDS; k++)
-		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_edge_kind_name(k), s->inferred[k]);
-	printf("},\"runtime_calls\":{");
-	for (int k = 0; k < RT_NCLASSES; k++)
-		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_rt_class_name(k), s->rt_class[k]);
-	printf("},\"collectives\":{");
-	for (int k = 0; k < GC_NKINDS; k++)
-		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_coll_kind_name(k), s->colls[k]);
+	printf("],\"processors\":%" PRIu32, g->n_procs);
+	put_counts("nodes", graph_node_kind_name, s->nodes, GN_NKINDS);
+	put_counts("edges", graph_edge_kind_name, s->edges, GE_NKINDS);
+	put_counts("inferred_edges", graph_edge_kind_name, s->inferred, GE_NKINDS);
+	put_counts("runtime_calls", graph_rt_class_name, s->rt_class, RT_NCLASSES);
+	put_counts("collectives", graph_coll_kind_name, s->colls, GC_NKINDS);
+	put_counts("collective_kernels", graph_coll_kind_name, s->coll_kernels, GC_NKINDS);
 	{
 		uint64_t cnt[KC_NCLASSES];
 		int64_t ns[KC_NCLASSES];
 		class_totals(g, cnt, ns);
-		printf("},\"kernel_classes\":{");
+		printf(",\"kernel_classes\":{");
 		for (int k = 0; k < KC_NCLASSES; k++)
 			printf("%s\"%s\":{\"tasks\":%" PRIu64 ",\"ns\":%" PRId64 "}", k ? "," : "",
 			       cost_class_name(k), cnt[k], ns[k]);
+		printf("}");
 	}
-	printf("},\"collective_kernels\":{");
-	for (int k = 0; k < GC_NKINDS; k++)
-		printf("%s\"%s\":%" PRIu64, k ? "," : "", graph_coll_kind_name(k),
-		       s->coll_kernels[k]);
-	printf("},\"launch_no_gpu\":%" PRIu64 ",\"gpu_no_launch\":%" PRIu64
-	       ",\"nested_runtime\":%" PRIu64 ",\"clipped_runtime\":%" PRIu64
-	       ",\"rt_no_op\":%" PRIu64 ",\"sync_no_wait\":%" PRIu64 ",\"dropped_edges\":%" PRIu64 ",\"lag_capped\":%" PRIu64 ",\"lag_capped_ns\":%" PRId64 ",\"cuda_sync_used\":%" PRIu64
-	       ",\"cuda_sync_unused\":%" PRIu64 ",\"idle_threads\":%" PRIu64
-	       ",\"annotations\":%" PRIu64 ",\"other_events\":%" PRIu64 "}\n",
-	       s->launch_no_gpu, s->gpu_no_launch, s->nested_runtime, s->clipped_runtime,
-	       s->rt_no_op, s->sync_no_wait, s->dropped_edges, s->lag_capped, s->lag_capped_ns, s->cuda_sync_used, s->cuda_sync_unused,
-	       s->idle_threads, s->annotations, s->other_events);
+	put_count("launch_no_gpu", s->launch_no_gpu);
+	put_count("gpu_no_launch", s->gpu_no_launch);
+	put_count("nested_runtime", s->nested_runtime);
+	put_count("clipped_runtime", s->clipped_runtime);
+	put_count("rt_no_op", s->rt_no_op);
+	put_count("sync_no_wait", s->sync_no_wait);
+	put_count("dropped_edges", s->dropped_edges);
+	put_count("lag_capped", s->lag_capped);
+	printf(",\"lag_capped_ns\":%" PRId64, s->lag_capped_ns);
+	put_count("cuda_sync_used", s->cuda_sync_used);
+	put_count("cuda_sync_unused", s->cuda_sync_unused);
+	put_count("idle_threads", s->idle_threads);
+	put_count("annotations", s->annotations);
+	put_count("other_events", s->other_events);
+	printf("}\n");
 }
 
 int cmd_ingest(int argc, char **argv)
@@ -293,9 +308,9 @@ int cmd_ingest(int argc, char **argv)
 		fprintf(stderr, "prism ingest: no trace given\n%s", help);
 		return EXIT_USAGE;
 	}
+	/* cli_load_graph checks the graph: build_graph and graph_load both
+	 * run graph_check before they hand a graph out. */
 	rc = cli_load_graph(argv + optind, argc - optind, ranks, &o, &g, &err);
-	if (rc == 0)
-		rc = graph_check(g, &err);
 	if (rc == 0 && out)
 		rc = graph_save(g, out, &err);
 	if (rc != 0) {
