@@ -43,8 +43,8 @@ struct pnode {
 	int64_t start, dur, wait, corr;
 	uint32_t name, op, src, coll, proc, hint; /* hint: comm index of the enclosing op */
 	uint32_t dims, types;                     /* the enclosing op's shapes */
-	int32_t iter;
-	uint8_t kind, flags, rtclass, launched;
+	int32_t iter, layer, mb;
+	uint8_t kind, flags, rtclass, launched, phase;
 };
 
 struct pedge {
@@ -71,6 +71,7 @@ struct builder {
 	VEC(struct graph_coll) colls;
 	VEC(uint8_t) rtclass_of; /* by string id; 0xff = not yet classified */
 	struct graph_stats stats;
+	uint32_t meta;           /* the first "prism::model#..." range's name */
 };
 
 static int cmp_key(const void *a, const void *b)
@@ -844,6 +845,105 @@ static int iterations(struct builder *b, struct rank_ctx *rc)
 	return 0;
 }
 
+/* A prism:: range on a host thread. */
+struct arange {
+	uint32_t proc;
+	int64_t start, end;
+	int32_t value;
+};
+
+static int cmp_arange(const void *pa, const void *pb)
+{
+	const struct arange *a = pa, *b = pb;
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	return (a->start > b->start) - (a->start < b->start);
+}
+
+/* The value of the range of r[0..n) (sorted) holding time t on proc, or -1
+ * (ranges of one kind on one thread follow each other; the latest one
+ * starting at or before t decides). */
+static int32_t arange_at(const struct arange *r, size_t n, uint32_t proc, int64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r[mid].proc < proc || (r[mid].proc == proc && r[mid].start <= t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || r[lo - 1].proc != proc || t >= r[lo - 1].end)
+		return -1;
+	return r[lo - 1].value;
+}
+
+/*
+ * Layer, phase and microbatch of every node from the trace's prism:: ranges
+ * (graph.h): host tasks by their start, GPU work by its launch call.
+ */
+static int annotations(struct builder *b, struct rank_ctx *rc)
+{
+	enum { A_LAYER, A_PHASE, A_MB, A_N };
+	static const char *const prefix[A_N] = {"prism::layer#", "prism::phase#",
+						"prism::microbatch#"};
+	VEC(struct arange) r[A_N];
+	int rc_ = 0;
+
+	memset(r, 0, sizeof(r));
+	for (size_t k = 0; k < rc->nkeys; k++) {
+		const struct kt_event *e = ev_at(rc, k);
+		const char *name;
+		if (e->kind != KT_USER_ANN && e->kind != KT_CPU_OP)
+			continue;
+		name = strtab_get(b->st, e->name);
+		if (strncmp(name, "prism::", 7) != 0)
+			continue;
+		if (strncmp(name, "prism::model#", 13) == 0 && !b->meta)
+			b->meta = e->name;
+		for (int a = 0; a < A_N; a++) {
+			size_t pl = strlen(prefix[a]);
+			struct arange x;
+			if (strncmp(name, prefix[a], pl) != 0)
+				continue;
+			x.proc = rc->proc_of[e->thread];
+			x.start = e->ts_ns;
+			x.end = e->ts_ns + e->dur_ns;
+			x.value = a == A_PHASE ? graph_phase_parse(name + pl)
+					       : (int32_t)strtol(name + pl, NULL, 10);
+			if (x.proc != NONE32 && x.value >= 0 && VEC_PUSH(r[a], x))
+				rc_ = nomem(b);
+		}
+	}
+	for (int a = 0; a < A_N; a++)
+		if (r[a].n)
+			qsort(r[a].v, r[a].n, sizeof(*r[a].v), cmp_arange);
+	for (uint32_t u = rc->node_base; !rc_ && u < b->nodes.n; u++) {
+		struct pnode *n = &b->nodes.v[u];
+		int32_t v[A_N];
+		if (n->kind >= GN_KERNEL)
+			continue;
+		for (int a = 0; a < A_N; a++)
+			v[a] = r[a].n ? arange_at(r[a].v, r[a].n, n->proc, n->start) : -1;
+		n->layer = v[A_LAYER];
+		n->phase = (uint8_t)(v[A_PHASE] < 0 ? PH_NONE : v[A_PHASE]);
+		n->mb = v[A_MB];
+	}
+	for (uint32_t u = rc->node_base; !rc_ && u < b->nodes.n; u++) {
+		struct pnode *n = &b->nodes.v[u];
+		uint32_t call;
+		if (n->kind < GN_KERNEL)
+			continue;
+		call = n->corr >= 0 ? imap_get(&rc->rt_by_corr, n->corr) : NONE32;
+		n->layer = call != NONE32 ? b->nodes.v[call].layer : -1;
+		n->phase = call != NONE32 ? b->nodes.v[call].phase : PH_NONE;
+		n->mb = call != NONE32 ? b->nodes.v[call].mb : -1;
+	}
+	for (int a = 0; a < A_N; a++)
+		free(r[a].v);
+	return rc_;
+}
+
 static int collectives(struct builder *b, struct rank_ctx *rc)
 {
 	const struct kineto_trace *tr = rc->tr;
@@ -1061,7 +1161,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	if (rc.nsync == 0 && b->o->infer_events && (rc_ = infer_events(b, &rc)))
 		goto out;
 	if ((rc_ = infer_threads(b, &rc)) || (rc_ = iterations(b, &rc)) ||
-	    (rc_ = collectives(b, &rc)))
+	    (rc_ = annotations(b, &rc)) || (rc_ = collectives(b, &rc)))
 		goto out;
 	b->stats.annotations += tr->kind_counts[KT_CPU_OP] + tr->kind_counts[KT_USER_ANN] +
 				tr->kind_counts[KT_PY_FUNC] + tr->kind_counts[KT_GPU_ANN];
@@ -1171,6 +1271,9 @@ static int finish(struct builder *b, struct graph **out)
 		g->src[u] = n->src;
 		g->coll[u] = n->coll;
 		g->iter[u] = n->iter;
+		g->layer[u] = n->layer;
+		g->mb[u] = n->mb;
+		g->phase[u] = n->phase;
 		g->kind[u] = n->kind;
 		g->flags[u] = n->flags;
 		g->rtclass[u] = n->rtclass;
@@ -1224,6 +1327,7 @@ static int finish(struct builder *b, struct graph **out)
 		free(ready);
 	}
 	g->stats = b->stats;
+	g->meta = b->meta;
 	if (b->procs.n)
 		memcpy(g->procs, b->procs.v, b->procs.n * sizeof(*g->procs));
 	if (b->ranks.n)

@@ -34,6 +34,9 @@ struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
 	g->src = calloc(n, sizeof(*g->src));
 	g->coll = calloc(n, sizeof(*g->coll));
 	g->iter = calloc(n, sizeof(*g->iter));
+	g->layer = calloc(n, sizeof(*g->layer));
+	g->mb = calloc(n, sizeof(*g->mb));
+	g->phase = calloc(n, 1);
 	g->kind = calloc(n, 1);
 	g->flags = calloc(n, 1);
 	g->rtclass = calloc(n, 1);
@@ -45,7 +48,8 @@ struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
 	g->iters = calloc(n_iters ? n_iters : 1, sizeof(*g->iters));
 	g->colls = calloc(n_colls ? n_colls : 1, sizeof(*g->colls));
 	if (!g->start_ns || !g->dur_ns || !g->wait_ns || !g->lag_ns || !g->corr || !g->proc || !g->name ||
-	    !g->op || !g->op_dims || !g->op_types || !g->src || !g->coll || !g->iter || !g->kind || !g->flags || !g->rtclass ||
+	    !g->op || !g->op_dims || !g->op_types || !g->src || !g->coll || !g->iter ||
+	    !g->layer || !g->mb || !g->phase || !g->kind || !g->flags || !g->rtclass ||
 	    !g->out_off || !g->out_dst || !g->out_kind || !g->procs || !g->ranks || !g->iters ||
 	    !g->colls || strtab_init(&g->st)) {
 		graph_free(g);
@@ -71,6 +75,9 @@ void graph_free(struct graph *g)
 	free(g->src);
 	free(g->coll);
 	free(g->iter);
+	free(g->layer);
+	free(g->mb);
+	free(g->phase);
 	free(g->kind);
 	free(g->flags);
 	free(g->rtclass);
@@ -127,7 +134,11 @@ int graph_check(const struct graph *g, struct prism_err *err)
 				   g->iter[u]);
 		if (g->dur_ns[u] < 0 || g->wait_ns[u] < 0 || g->lag_ns[u] < 0)
 			return bad(err, "graph: node %" PRIu32 " has a negative duration", u);
+		if (g->layer[u] < -1 || g->mb[u] < -1 || g->phase[u] >= PH_NPHASES)
+			return bad(err, "graph: node %" PRIu32 " has a bad annotation", u);
 	}
+	if (g->meta >= g->st.n)
+		return bad(err, "graph: meta string %" PRIu32 " out of range", g->meta);
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
 		if (pr->first != next)
@@ -227,6 +238,21 @@ const char *graph_rt_class_name(int cls)
 	return cls >= 0 && cls < RT_NCLASSES ? n[cls] : "?";
 }
 
+static const char *const phase_names[PH_NPHASES] = {"", "forward", "backward", "optimizer"};
+
+const char *graph_phase_name(int phase)
+{
+	return phase >= 0 && phase < PH_NPHASES ? phase_names[phase] : "?";
+}
+
+int graph_phase_parse(const char *s)
+{
+	for (int i = 1; i < PH_NPHASES; i++)
+		if (strcmp(s, phase_names[i]) == 0)
+			return i;
+	return PH_NONE;
+}
+
 const char *graph_coll_kind_name(int kind)
 {
 	static const char *const n[GC_NKINDS] = {
@@ -322,6 +348,9 @@ static size_t columns(const struct graph *g, struct column *c)
 	COL(g->src, nn);
 	COL(g->coll, nn);
 	COL(g->iter, nn);
+	COL(g->layer, nn);
+	COL(g->mb, nn);
+	COL(g->phase, nn);
 	COL(g->kind, nn);
 	COL(g->flags, nn);
 	COL(g->rtclass, nn);
@@ -333,6 +362,7 @@ static size_t columns(const struct graph *g, struct column *c)
 	COL(g->iters, (size_t)g->n_iters);
 	COL(g->colls, (size_t)g->n_colls);
 	COL(&g->stats, 1);
+	COL(&g->meta, 1);
 #undef COL
 	return n;
 }

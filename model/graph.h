@@ -97,6 +97,15 @@ enum graph_coll_kind {
 	GC_REDUCE, GC_ALL_TO_ALL, GC_SEND_RECV, GC_SEND, GC_RECV, GC_NKINDS
 };
 
+/*
+ * Annotations.  A trace may mark ranges on its host threads with
+ * user_annotation / record_function names "prism::layer#I",
+ * "prism::phase#forward|backward|optimizer" and "prism::microbatch#I"
+ * (scripts/collect_trace.py and `prism synth` write them).  Host tasks
+ * inside a range take its value; GPU work takes its launch call's.
+ */
+enum graph_phase { PH_NONE, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_NPHASES };
+
 struct graph_proc {
 	uint32_t rank;  /* index into ranks[] */
 	uint8_t gpu;    /* 0: CPU thread, 1: CUDA stream */
@@ -179,6 +188,9 @@ struct graph {
 	uint32_t *src;     /* event index in the rank's file; UINT32_MAX for gaps */
 	uint32_t *coll;    /* index into colls[], or UINT32_MAX */
 	int32_t *iter;     /* index into iters[], or -1 */
+	int32_t *layer;    /* transformer layer, or -1 (see annotations below) */
+	int32_t *mb;       /* microbatch, or -1 */
+	uint8_t *phase;    /* enum graph_phase */
 	uint8_t *kind;     /* enum graph_node_kind */
 	uint8_t *flags;    /* NF_* */
 	uint8_t *rtclass;  /* enum graph_rt_class for GN_RUNTIME/GN_WAIT */
@@ -195,6 +207,8 @@ struct graph {
 
 	struct strtab st;
 	struct graph_stats stats;
+	uint32_t meta;     /* string id: the run's "prism::model#..." description,
+			    * 0 if the trace has none */
 };
 
 /* Allocate a graph with room for the given counts (columns zeroed, the
@@ -221,6 +235,9 @@ const char *graph_node_kind_name(int kind);
 const char *graph_edge_kind_name(int kind);
 const char *graph_rt_class_name(int cls);
 const char *graph_coll_kind_name(int kind);
+const char *graph_phase_name(int phase);
+/* The phase named s ("forward", ...), or PH_NONE. */
+int graph_phase_parse(const char *s);
 
 /* Classify a runtime call by name. */
 int graph_rt_classify(const char *name);
@@ -230,7 +247,7 @@ int graph_rt_classify(const char *name);
  * then each column raw, then the string table, then a checksum.  Files of
  * another version are refused with PRISM_EVERSION.
  */
-#define GRAPH_FILE_VERSION 2
+#define GRAPH_FILE_VERSION 3
 int graph_save(const struct graph *g, const char *path, struct prism_err *err);
 int graph_load(const char *path, struct graph **out, struct prism_err *err);
 
