@@ -144,6 +144,16 @@ struct graph_coll {
 	uint32_t seq;       /* ordinal among this rank's collectives on pg */
 };
 
+/* A recorded cross-stream wait (cudaEventRecord on one stream, then
+ * cudaStreamWaitEvent on another), as a graph builder knew it; written
+ * into timelines as Kineto's cuda_sync events. */
+struct graph_wait {
+	uint32_t call;      /* the cudaStreamWaitEvent node */
+	uint32_t record;    /* the cudaEventRecord node */
+	uint32_t stream;    /* processor: the waiting stream */
+	uint32_t on_stream; /* processor: the recorded stream */
+};
+
 /* What the builder saw and decided; printed by `prism ingest`. */
 struct graph_stats {
 	uint64_t nodes[GN_NKINDS];

@@ -1,6 +1,10 @@
 /* llm.c - transformer parameter and FLOP counts. */
 #include "llm.h"
 
+#include <string.h>
+
+#include "cfg.h"
+
 double llm_gemm_flops(double m, double n, double k)
 {
 	return 2.0 * m * n * k;
@@ -33,4 +37,45 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute)
 	if (recompute)
 		return 96 * batch * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
 	return 72 * batch * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+}
+
+int llm_load(const char *path, struct llm *m, struct prism_err *err)
+{
+	config_t cf;
+	config_setting_t *root;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	if ((rc = cfg_read(&cf, path, err)))
+		return rc;
+	root = config_root_setting(&cf);
+	if ((rc = cfg_text(path, &cf, NULL, "name", m->name, sizeof(m->name), err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "layers", 0, 1, &m->layers, err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "hidden", 0, 1, &m->hidden, err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "heads", 0, 1, &m->heads, err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "seq", 0, 1, &m->seq, err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "vocab", 0, 1, &m->vocab, err)))
+		goto out;
+	{
+		static const char *const need[] = {"layers", "hidden", "heads", "seq", "vocab"};
+		const int *val[] = {&m->layers, &m->hidden, &m->heads, &m->seq, &m->vocab};
+		for (int i = 0; i < 5; i++)
+			if (*val[i] == 0) {
+				rc = prism_err_set(err, PRISM_EFORMAT, "%s:1: missing setting '%s'",
+						   path, need[i]);
+				goto out;
+			}
+	}
+	if ((rc = cfg_int_opt(path, &cf, root, "ffn", 4 * m->hidden, 1, &m->ffn, err)))
+		goto out;
+	if (m->hidden % m->heads) {
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s:%d: 'hidden' (%d) must be divisible by 'heads' (%d)", path,
+				   config_setting_source_line(config_lookup(&cf, "hidden")), m->hidden,
+				   m->heads);
+		goto out;
+	}
+out:
+	config_destroy(&cf);
+	return rc;
 }

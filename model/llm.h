@@ -16,6 +16,8 @@
 #ifndef PRISM_LLM_H
 #define PRISM_LLM_H
 
+#include "prism.h"
+
 struct llm {
 	int layers;   /* l */
 	int hidden;   /* h */
@@ -23,6 +25,7 @@ struct llm {
 	int ffn;      /* FFN width, 4h for GPT */
 	int seq;      /* s */
 	int vocab;    /* V */
+	char name[64];
 };
 
 /* FLOPs of C = A B with A m x k and B k x n: 2 m n k. */
@@ -38,5 +41,12 @@ double llm_flops_iter(const struct llm *m, double batch, int recompute);
 
 /* The closed form above (ffn taken as 4h), for checks and reports. */
 double llm_flops_iter_formula(const struct llm *m, double batch, int recompute);
+
+/*
+ * A model from a libconfig file (configs/models/): name, layers, hidden,
+ * heads, seq, vocab, and ffn (4 x hidden if absent).  0, or PRISM_EIO /
+ * PRISM_EFORMAT naming the file, line and setting.
+ */
+int llm_load(const char *path, struct llm *m, struct prism_err *err);
 
 #endif

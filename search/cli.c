@@ -8,7 +8,10 @@
 #include <string.h>
 
 #include "build.h"
+#include "hw.h"
 #include "kineto.h"
+#include "llm.h"
+#include "synth.h"
 
 int cli_fail(const struct prism_err *err)
 {
@@ -114,4 +117,158 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 	free(tr);
 	strtab_release(&st);
 	return rc;
+}
+
+int cli_find_config(const char *kind, const char *name, char *out, size_t n)
+{
+	const char *dirs[] = {getenv("PRISM_CONFIG_DIR"), "configs", PRISM_SOURCE_DIR "/configs"};
+	FILE *f;
+
+	if (strchr(name, '/')) {
+		snprintf(out, n, "%s", name);
+		return 0; /* a path: its loader reports what is wrong with it */
+	}
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		for (int ext = 0; ext < 2; ext++) {
+			if (!dirs[i])
+				continue;
+			snprintf(out, n, "%s/%s/%s%s", dirs[i], kind, name, ext ? ".cfg" : "");
+			if ((f = fopen(out, "r"))) {
+				fclose(f);
+				return 0;
+			}
+		}
+	}
+	/* Not a known name: maybe a file in the working directory. */
+	if ((f = fopen(name, "r"))) {
+		fclose(f);
+		snprintf(out, n, "%s", name);
+		return 0;
+	}
+	return -1;
+}
+
+static int load_named(const char *kind, const char *name, char *path, size_t n,
+		      struct prism_err *err)
+{
+	if (cli_find_config(kind, name, path, n))
+		return prism_err_set(err, PRISM_EIO,
+				     "%s: no such file, nor configs/%s/%s.cfg", name, kind, name);
+	return 0;
+}
+
+int cli_load_hw(const char *name, struct hw_profile *hw, struct prism_err *err)
+{
+	char path[1024];
+	int rc = load_named("hw", name, path, sizeof(path), err);
+	return rc ? rc : hw_load(path, hw, err);
+}
+
+int cli_load_model(const char *name, struct llm *m, struct prism_err *err)
+{
+	char path[1024];
+	int rc = load_named("models", name, path, sizeof(path), err);
+	return rc ? rc : llm_load(path, m, err);
+}
+
+const char cli_layout_help[] =
+	"layout (defaults: the base's, or 1 and 1f1b):\n"
+	"      --tp N, --pp N, --dp N   tensor, pipeline and data parallel degrees\n"
+	"      --vp N                   virtual stages per GPU (interleaved schedule)\n"
+	"      --mbs N                  microbatch size (sequences)\n"
+	"      --microbatches N         microbatches per iteration and pipeline\n"
+	"      --schedule S             gpipe, 1f1b or interleaved\n"
+	"      --recompute R            none, selective or full\n"
+	"      --sp                     sequence parallelism (with --tp)\n"
+	"      --zero N                 ZeRO stage 0..3 over the data-parallel group\n"
+	"      --dtype T                GEMM precision: fp32, tf32, bf16, fp16, fp8\n"
+	"model shape (defaults: the model's):\n"
+	"      --layers N, --hidden N, --heads N, --ffn N, --seq N\n"
+	"      --steps N                iterations to simulate (default 1)\n";
+
+static int count(const char *arg, const char *opt, int min, int max, int *out,
+		 struct prism_err *err)
+{
+	char *end;
+	long v;
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (end == arg || *end || errno || v < min || v > max)
+		return prism_err_set(err, PRISM_EARG, "--%s '%s': expected a whole number in %d..%d",
+				     opt, arg, min, max);
+	*out = (int)v;
+	return 0;
+}
+
+int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *given,
+		      struct prism_err *err)
+{
+	int rc = 0;
+	if (c < CLI_OPT_TP || c >= CLI_OPT_NOPT)
+		return 0;
+	switch (c) {
+	case CLI_OPT_TP: rc = count(arg, "tp", 1, 1024, &in->lay.tp, err); break;
+	case CLI_OPT_PP: rc = count(arg, "pp", 1, SYNTH_MAX_STAGES, &in->lay.pp, err); break;
+	case CLI_OPT_DP: rc = count(arg, "dp", 1, 1 << 20, &in->lay.dp, err); break;
+	case CLI_OPT_VP: rc = count(arg, "vp", 1, 64, &in->lay.vp, err); break;
+	case CLI_OPT_MBS: rc = count(arg, "mbs", 1, 1 << 16, &in->lay.mbs, err); break;
+	case CLI_OPT_MICRO: rc = count(arg, "microbatches", 1, 1 << 16, &in->lay.microbatches, err); break;
+	case CLI_OPT_ZERO: rc = count(arg, "zero", 0, 3, &in->lay.zero, err); break;
+	case CLI_OPT_LAYERS: rc = count(arg, "layers", 1, 1 << 16, &in->m.layers, err); break;
+	case CLI_OPT_HIDDEN: rc = count(arg, "hidden", 1, 1 << 20, &in->m.hidden, err); break;
+	case CLI_OPT_HEADS: rc = count(arg, "heads", 1, 1 << 12, &in->m.heads, err); break;
+	case CLI_OPT_FFN: rc = count(arg, "ffn", 1, 1 << 22, &in->m.ffn, err); break;
+	case CLI_OPT_SEQ: rc = count(arg, "seq", 1, 1 << 22, &in->m.seq, err); break;
+	case CLI_OPT_STEPS: rc = count(arg, "steps", 1, 100, &in->steps, err); break;
+	case CLI_OPT_SP: in->lay.sp = 1; break;
+	case CLI_OPT_SCHED:
+		if ((in->lay.schedule = synth_schedule_parse(arg)) < 0)
+			rc = prism_err_set(err, PRISM_EARG,
+					   "--schedule '%s': expected gpipe, 1f1b or interleaved", arg);
+		break;
+	case CLI_OPT_RECOMP:
+		if (strcmp(arg, "none") == 0)
+			in->lay.recompute = MEM_RECOMPUTE_NONE;
+		else if (strcmp(arg, "selective") == 0)
+			in->lay.recompute = MEM_RECOMPUTE_SELECTIVE;
+		else if (strcmp(arg, "full") == 0)
+			in->lay.recompute = MEM_RECOMPUTE_FULL;
+		else
+			rc = prism_err_set(err, PRISM_EARG,
+					   "--recompute '%s': expected none, selective or full", arg);
+		break;
+	case CLI_OPT_DTYPE:
+		if ((in->dtype = hw_dtype_parse(arg)) < 0)
+			rc = prism_err_set(err, PRISM_EARG,
+					   "--dtype '%s': expected fp32, tf32, bf16, fp16 or fp8", arg);
+		break;
+	default: return 0;
+	}
+	if (rc)
+		return -1;
+	*given |= CLI_SET(c);
+	return 1;
+}
+
+void cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst)
+{
+#define A(opt, field) if (given & CLI_SET(opt)) dst->field = src->field
+	A(CLI_OPT_TP, lay.tp);
+	A(CLI_OPT_PP, lay.pp);
+	A(CLI_OPT_DP, lay.dp);
+	A(CLI_OPT_VP, lay.vp);
+	A(CLI_OPT_MBS, lay.mbs);
+	A(CLI_OPT_MICRO, lay.microbatches);
+	A(CLI_OPT_SCHED, lay.schedule);
+	A(CLI_OPT_RECOMP, lay.recompute);
+	A(CLI_OPT_SP, lay.sp);
+	A(CLI_OPT_ZERO, lay.zero);
+	A(CLI_OPT_DTYPE, dtype);
+	A(CLI_OPT_LAYERS, m.layers);
+	A(CLI_OPT_HIDDEN, m.hidden);
+	A(CLI_OPT_HEADS, m.heads);
+	A(CLI_OPT_FFN, m.ffn);
+	A(CLI_OPT_SEQ, m.seq);
+	A(CLI_OPT_STEPS, steps);
+#undef A
 }

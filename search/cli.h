@@ -18,6 +18,8 @@
 int cmd_ingest(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_whatif(int argc, char **argv);
 
 /* Print "prism: MSG" for err and return the exit status for its code. */
 int cli_fail(const struct prism_err *err);
@@ -51,5 +53,69 @@ int cli_build_option(int c, const char *arg, struct build_opts *o, const char **
 
 int cli_load_graph(char **paths, int n, const char *ranks, const struct build_opts *o,
 		   struct graph **out, struct prism_err *err);
+
+/*
+ * A configuration file named on the command line: a path, or a bare name
+ * looked up as DIR/KIND/NAME[.cfg] for DIR in $PRISM_CONFIG_DIR, ./configs
+ * and the source tree's configs/ (kind "hw", "models", "sweeps").  0 with
+ * out set, or -1.
+ */
+int cli_find_config(const char *kind, const char *name, char *out, size_t n);
+
+/* Load a hardware profile or a model named as above; errors name the file
+ * or say where it was looked for. */
+struct hw_profile;
+struct llm;
+int cli_load_hw(const char *name, struct hw_profile *hw, struct prism_err *err);
+int cli_load_model(const char *name, struct llm *m, struct prism_err *err);
+
+/*
+ * The layout and shape options of synth and whatif.  Each given option is
+ * applied to *in and its bit set in *given (CLI_SET_*), so a command can
+ * tell an override from a default.
+ */
+struct synth_in;
+enum {
+	CLI_OPT_TP = 1000, CLI_OPT_PP, CLI_OPT_DP, CLI_OPT_VP, CLI_OPT_MBS, CLI_OPT_MICRO,
+	CLI_OPT_SCHED, CLI_OPT_RECOMP, CLI_OPT_SP, CLI_OPT_ZERO, CLI_OPT_DTYPE, CLI_OPT_LAYERS,
+	CLI_OPT_HIDDEN, CLI_OPT_HEADS, CLI_OPT_FFN, CLI_OPT_SEQ, CLI_OPT_STEPS, CLI_OPT_NOPT
+};
+#define CLI_SET(opt) (1u << ((opt) - CLI_OPT_TP))
+#define CLI_LAYOUT_LONGOPTS                                             \
+	{"tp", required_argument, NULL, CLI_OPT_TP},                   \
+	{"pp", required_argument, NULL, CLI_OPT_PP},                   \
+	{"dp", required_argument, NULL, CLI_OPT_DP},                   \
+	{"vp", required_argument, NULL, CLI_OPT_VP},                   \
+	{"mbs", required_argument, NULL, CLI_OPT_MBS},                 \
+	{"microbatches", required_argument, NULL, CLI_OPT_MICRO},      \
+	{"schedule", required_argument, NULL, CLI_OPT_SCHED},          \
+	{"recompute", required_argument, NULL, CLI_OPT_RECOMP},        \
+	{"sp", no_argument, NULL, CLI_OPT_SP},                         \
+	{"zero", required_argument, NULL, CLI_OPT_ZERO},               \
+	{"dtype", required_argument, NULL, CLI_OPT_DTYPE},             \
+	{"layers", required_argument, NULL, CLI_OPT_LAYERS},           \
+	{"hidden", required_argument, NULL, CLI_OPT_HIDDEN},           \
+	{"heads", required_argument, NULL, CLI_OPT_HEADS},             \
+	{"ffn", required_argument, NULL, CLI_OPT_FFN},                 \
+	{"seq", required_argument, NULL, CLI_OPT_SEQ},                 \
+	{"steps", required_argument, NULL, CLI_OPT_STEPS}
+
+/* The help text of those options. */
+extern const char cli_layout_help[];
+
+/* 1 if c was a layout option (applied), 0 if not, negative with err set. */
+int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *given,
+		      struct prism_err *err);
+
+/* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path). */
+void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n);
+
+/* Write a synthesised graph as Kineto traces, one per rank (cli_rank_path). */
+struct synth_out;
+int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
+		    struct prism_err *err);
+
+/* Apply to *dst every option set in `given` from *src. */
+void cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst);
 
 #endif

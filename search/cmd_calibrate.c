@@ -24,23 +24,6 @@ static const char help[] =
 	"  -h, --help        this help\n"
 	"  and the trace options of `prism ingest` (--rank, --allow-dangling, ...)\n";
 
-/* Find configs/hw/NAME from the working directory or the source tree. */
-static int find_profile(const char *name, char *out, size_t n)
-{
-	const char *dirs[] = {getenv("PRISM_CONFIG_DIR"), "configs", PRISM_SOURCE_DIR "/configs"};
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		FILE *f;
-		if (!dirs[i])
-			continue;
-		snprintf(out, n, "%s/hw/%s", dirs[i], name);
-		if ((f = fopen(out, "r"))) {
-			fclose(f);
-			return 0;
-		}
-	}
-	return -1;
-}
-
 int cmd_calibrate(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -84,7 +67,7 @@ int cmd_calibrate(int argc, char **argv)
 	if (rc == 0 && !hw_path) {
 		const char *gpu = g->n_ranks ? strtab_get(&g->st, g->ranks[0].device) : "";
 		const char *name = calib_profile_for(gpu, (double)g->ranks[0].device_mem);
-		if (!name || find_profile(name, found, sizeof(found)))
+		if (!name || cli_find_config("hw", name, found, sizeof(found)))
 			rc = prism_err_set(&err, PRISM_EARG,
 					   "no hardware profile for GPU '%s': give one with --hw", gpu);
 		hw_path = found;

@@ -55,6 +55,34 @@ static void class_totals(const struct graph *g, uint64_t *count, int64_t *ns)
 	free(cls);
 }
 
+/* How much of the GPU work the annotations cover. */
+struct ann_cov {
+	uint64_t gpu, layer, phase, mb;
+	int n_layers, n_mb; /* distinct values: max + 1 */
+};
+
+static void ann_coverage(const struct graph *g, struct ann_cov *a)
+{
+	memset(a, 0, sizeof(*a));
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		if (g->kind[u] < GN_KERNEL)
+			continue;
+		a->gpu++;
+		a->layer += g->layer[u] >= 0;
+		a->phase += g->phase[u] != PH_NONE;
+		a->mb += g->mb[u] >= 0;
+		if (g->layer[u] + 1 > a->n_layers)
+			a->n_layers = g->layer[u] + 1;
+		if (g->mb[u] + 1 > a->n_mb)
+			a->n_mb = g->mb[u] + 1;
+	}
+}
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0;
+}
+
 static void print_text(const struct graph *g)
 {
 	const struct graph_stats *s = &g->stats;
@@ -118,6 +146,17 @@ static void print_text(const struct graph *g)
 		printf("  rank %-4" PRId64 " ProfilerStep#%-6" PRId64 " %12.3f ms\n",
 		       g->ranks[g->iters[i].rank].rank, g->iters[i].step,
 		       (double)g->iters[i].dur_ns / 1e6);
+	{
+		struct ann_cov a;
+		ann_coverage(g, &a);
+		printf("\nannotations (of %" PRIu64 " GPU tasks, from prism:: ranges):\n", a.gpu);
+		printf("  layer %5.1f %%  (%d layers)   phase %5.1f %%   microbatch %5.1f %%  (%d)\n",
+		       pct(a.layer, a.gpu), a.n_layers, pct(a.phase, a.gpu), pct(a.mb, a.gpu), a.n_mb);
+		if (a.layer == 0)
+			printf("  no layer ranges: layer edits need them (scripts/collect_trace.py)\n");
+		if (g->meta)
+			printf("  run: %s\n", strtab_get(&g->st, g->meta) + 13);
+	}
 	printf("\ncollectives:\n");
 	if (g->n_colls == 0)
 		printf("  none\n");
@@ -262,6 +301,17 @@ static void print_json(const struct graph *g)
 	put_count("idle_threads", s->idle_threads);
 	put_count("annotations", s->annotations);
 	put_count("other_events", s->other_events);
+	{
+		struct ann_cov a;
+		ann_coverage(g, &a);
+		printf(",\"coverage\":{\"gpu_tasks\":%" PRIu64 ",\"layer\":%" PRIu64
+		       ",\"phase\":%" PRIu64 ",\"microbatch\":%" PRIu64 ",\"layers\":%d,"
+		       "\"microbatches\":%d,\"source\":\"%s\"}",
+		       a.gpu, a.layer, a.phase, a.mb, a.n_layers, a.n_mb,
+		       a.layer || a.phase || a.mb ? "ranges" : "none");
+		printf(",\"run\":");
+		prism_fput_json_str(stdout, g->meta ? strtab_get(&g->st, g->meta) + 13 : "");
+	}
 	printf("}\n");
 }
 

@@ -192,7 +192,7 @@ int cmd_replay(int argc, char **argv)
 		rc = metrics_critical_path(s, &cp) ? prism_err_set(&err, PRISM_ENOMEM, "out of memory")
 						   : 0;
 	if (rc == 0 && timeline)
-		rc = timeline_write(s, timeline, &err);
+		rc = timeline_write(s, timeline, NULL, &err);
 	if (rc == 0) {
 		double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 		if (json)

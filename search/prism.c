@@ -18,8 +18,10 @@ static const char usage[] =
 	"                               critical path, --timeline for Perfetto\n"
 	"  calibrate TRACE...|GRAPH     fit each kernel class's efficiency on the\n"
 	"                               trace's own kernels; leave-one-out errors\n"
+	"  synth MODEL --hw HW [-o T]   a run's graph from its shape and layout;\n"
+	"                               predict it; write it as Kineto traces\n"
 	"\n"
-	"Planned (see the issues): whatif, search, report, synth.\n"
+	"Planned (see the issues): whatif, search, report.\n"
 	"\n"
 	"Run `prism <command> --help` for a command's options.\n"
 	"  -h, --help      this help\n"
@@ -46,6 +48,8 @@ int main(int argc, char **argv)
 		return cmd_replay(argc - 1, argv + 1);
 	if (strcmp(argv[1], "calibrate") == 0)
 		return cmd_calibrate(argc - 1, argv + 1);
+	if (strcmp(argv[1], "synth") == 0)
+		return cmd_synth(argc - 1, argv + 1);
 	fprintf(stderr, "prism: unknown command '%s' (see prism --help)\n", argv[1]);
 	return EXIT_USAGE;
 }

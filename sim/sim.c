@@ -29,6 +29,12 @@ static int cmp_inst(const void *a, const void *b)
 	return x->coll < y->coll ? -1 : x->coll > y->coll;
 }
 
+/* A send and its recv are one transfer. */
+static int p2p_pair(uint8_t a, uint8_t b)
+{
+	return (a == GC_SEND && b == GC_RECV) || (a == GC_RECV && b == GC_SEND);
+}
+
 /* Group collectives into instances: one per (process group, sequence). */
 static int match_collectives(struct sim *s)
 {
@@ -55,7 +61,8 @@ static int match_collectives(struct sim *s)
 			s->inst_size[s->n_inst] = 0;
 			s->inst_dur[s->n_inst] = INT64_MAX;
 			s->n_inst++;
-		} else if (g->colls[k[i].coll].kind != g->colls[k[i - 1].coll].kind) {
+		} else if (g->colls[k[i].coll].kind != g->colls[k[i - 1].coll].kind &&
+			   !p2p_pair(g->colls[k[i].coll].kind, g->colls[k[i - 1].coll].kind)) {
 			s->n_mismatched++;
 		}
 		s->inst_of[k[i].coll] = s->n_inst - 1;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cost.h"
 #include "metrics.h"
 
 static void put_us(FILE *f, int64_t ns)
@@ -19,16 +20,23 @@ static void put_us(FILE *f, int64_t ns)
 	fprintf(f, "%" PRId64 ".%03" PRId64, ns / 1000, ns % 1000);
 }
 
-static int64_t pid_of(const struct graph *g, const struct graph_proc *p)
+/* Several ranks in one file keep apart by offsets; one rank alone (or a
+ * one-rank graph) keeps its own ids. */
+static int multi(const struct graph *g, int rank)
 {
-	return g->n_ranks > 1 ? (int64_t)(p->rank + 1) * 10000000 + p->pid : p->pid;
+	return g->n_ranks > 1 && rank < 0;
+}
+
+static int64_t pid_of(const struct graph *g, int rank, const struct graph_proc *p)
+{
+	return multi(g, rank) ? (int64_t)(p->rank + 1) * 10000000 + p->pid : p->pid;
 }
 
 /* The correlation id written for u: GPU work takes its launch call's (a
  * merged nested launch had its own), or 0 when it was launched before the
  * window (below every call's, as prism ingest expects); ranks are kept
  * apart in one file by an offset. */
-static int64_t corr_of(const struct graph *g, const int64_t *launch_corr, uint32_t u)
+static int64_t corr_of(const struct graph *g, int rank, const int64_t *launch_corr, uint32_t u)
 {
 	int64_t c = g->corr[u];
 	if (g->kind[u] >= GN_KERNEL) {
@@ -36,7 +44,7 @@ static int64_t corr_of(const struct graph *g, const int64_t *launch_corr, uint32
 			return 0;
 		c = launch_corr[u];
 	}
-	return g->n_ranks > 1 ? c + ((int64_t)g->procs[g->proc[u]].rank << 40) : c;
+	return multi(g, rank) ? c + ((int64_t)g->procs[g->proc[u]].rank << 40) : c;
 }
 
 static void event(FILE *f, int *first, const struct graph *g, const char *cat, const char *name,
@@ -53,9 +61,85 @@ static void event(FILE *f, int *first, const struct graph *g, const char *cat, c
 	put_us(f, dur);
 }
 
-int timeline_write(const struct sim *s, const char *path, struct prism_err *err)
+/* The collective metadata of GPU task u, as Kineto writes it. */
+static void coll_args(FILE *f, const struct graph *g, uint32_t u)
+{
+	const struct graph_coll *c = &g->colls[g->coll[u]];
+	const char *dtype = strtab_get(&g->st, c->dtype);
+	int64_t es = dtype[0] ? cost_elem_bytes(dtype) : 0, n;
+
+	if (es <= 0) {
+		dtype = "Byte";
+		es = 1;
+	}
+	n = c->bytes >= 0 ? c->bytes / es : -1;
+	fputs(",\"Collective name\":", f);
+	prism_fput_json_str(f, graph_coll_kind_name(c->kind));
+	if (n >= 0)
+		fprintf(f, ",\"In msg nelems\":%" PRId64 ",\"Out msg nelems\":%" PRId64, n, n);
+	if (c->group_size > 0)
+		fprintf(f, ",\"Group size\":%" PRId64, c->group_size);
+	fputs(",\"dtype\":", f);
+	prism_fput_json_str(f, dtype);
+	if (c->pg) {
+		fputs(",\"Process Group Name\":", f);
+		prism_fput_json_str(f, strtab_get(&g->st, c->pg));
+	}
+	if (c->ranks) {
+		fputs(",\"Process Group Ranks\":", f);
+		prism_fput_json_str(f, strtab_get(&g->st, c->ranks));
+	}
+}
+
+/* prism:: ranges over the runs of host tasks that share an annotation:
+ * microbatch runs, phase runs inside them, layer runs inside those. */
+static void ranges(FILE *f, int *first, const struct sim *s, int rank)
 {
 	const struct graph *g = s->g;
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		if (pr->gpu || (rank >= 0 && pr->rank != (uint32_t)rank))
+			continue;
+		for (int level = 0; level < 3; level++) {
+			uint32_t u = pr->first, end = pr->first + pr->n;
+			while (u < end) {
+				uint32_t v = u + 1;
+				char name[48];
+				int on;
+#define SAME(a, b)                                                                  \
+	(g->mb[a] == g->mb[b] && (level < 1 || g->phase[a] == g->phase[b]) &&        \
+	 (level < 2 || g->layer[a] == g->layer[b]))
+				on = level == 0 ? g->mb[u] >= 0
+				     : level == 1 ? g->phase[u] != PH_NONE
+						  : g->layer[u] >= 0;
+				while (v < end && SAME(u, v))
+					v++;
+#undef SAME
+				if (on) {
+					if (level == 0)
+						snprintf(name, sizeof(name), "prism::microbatch#%" PRId32,
+							 g->mb[u]);
+					else if (level == 1)
+						snprintf(name, sizeof(name), "prism::phase#%s",
+							 graph_phase_name(g->phase[u]));
+					else
+						snprintf(name, sizeof(name), "prism::layer#%" PRId32,
+							 g->layer[u]);
+					event(f, first, g, "user_annotation", name, pid_of(g, rank, pr),
+					      pr->tid, s->start_ns[u], s->end_ns[v - 1] - s->start_ns[u]);
+					fputs(",\"args\":{}}", f);
+				}
+				u = v;
+			}
+		}
+	}
+}
+
+int timeline_write(const struct sim *s, const char *path, const struct timeline_opts *o,
+		   struct prism_err *err)
+{
+	const struct graph *g = s->g;
+	int rank = o ? o->rank : -1;
 	FILE *f;
 	int first = 1;
 	int64_t *launch_corr = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr));
@@ -74,26 +158,32 @@ int timeline_write(const struct sim *s, const char *path, struct prism_err *err)
 		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
 	}
 	fputs("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",", f);
-	if (g->n_ranks == 1)
+	if (!multi(g, rank)) {
+		const struct graph_rank *rk = &g->ranks[rank >= 0 ? rank : 0];
 		fprintf(f, "\"distributedInfo\":{\"rank\":%" PRId64 ",\"world_size\":%" PRId64 "},",
-			g->ranks[0].rank, g->ranks[0].world_size ? g->ranks[0].world_size : 1);
+			rk->rank, rk->world_size ? rk->world_size : 1);
+	}
 	fputs("\"traceEvents\":[", f);
 	/* Names for the processes and threads. */
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
+		if (rank >= 0 && pr->rank != (uint32_t)rank)
+			continue;
 		fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
 			   ",\"tid\":0,\"args\":{\"name\":\"rank %" PRId64 " %s %" PRId64 "\"}}",
-			first ? "\n" : ",\n", pid_of(g, pr), g->ranks[pr->rank].rank,
+			first ? "\n" : ",\n", pid_of(g, rank, pr), g->ranks[pr->rank].rank,
 			pr->gpu ? "GPU" : "host pid", pr->pid);
 		first = 0;
 		fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64
 			   ",\"tid\":%" PRId64 ",\"args\":{\"name\":\"%s %" PRId64 "\"}}",
-			pid_of(g, pr), pr->tid, pr->gpu ? "stream" : "thread", pr->tid);
+			pid_of(g, rank, pr), pr->tid, pr->gpu ? "stream" : "thread", pr->tid);
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		const struct graph_proc *pr = &g->procs[g->proc[u]];
 		const char *name = strtab_get(&g->st, g->name[u]);
-		int64_t pid = pid_of(g, pr), end = s->end_ns[u];
+		int64_t pid = pid_of(g, rank, pr), end = s->end_ns[u];
+		if (rank >= 0 && pr->rank != (uint32_t)rank)
+			continue;
 		switch (g->kind[u]) {
 		case GN_CPU:
 			event(f, &first, g, "cpu_op", name[0] ? name : "cpu", pid, pr->tid,
@@ -108,7 +198,7 @@ int timeline_write(const struct sim *s, const char *path, struct prism_err *err)
 			event(f, &first, g, "cuda_runtime", name, pid, pr->tid, s->start_ns[u],
 			      end - s->start_ns[u]);
 			if (g->corr[u] >= 0)
-				fprintf(f, ",\"args\":{\"correlation\":%" PRId64 "}}", corr_of(g, launch_corr, u));
+				fprintf(f, ",\"args\":{\"correlation\":%" PRId64 "}}", corr_of(g, rank, launch_corr, u));
 			else
 				fputs(",\"args\":{}}", f);
 			break;
@@ -120,8 +210,11 @@ int timeline_write(const struct sim *s, const char *path, struct prism_err *err)
 			      name, pid, pr->tid, s->start_ns[u], end - s->start_ns[u]);
 			fprintf(f,
 				",\"args\":{\"device\":%" PRId64 ",\"stream\":%" PRId64
-				",\"correlation\":%" PRId64 "}}",
-				pr->pid, pr->tid, corr_of(g, launch_corr, u));
+				",\"correlation\":%" PRId64,
+				pr->pid, pr->tid, corr_of(g, rank, launch_corr, u));
+			if (g->coll[u] != UINT32_MAX)
+				coll_args(f, g, u);
+			fputs("}}", f);
 		}
 	}
 	{
@@ -135,14 +228,41 @@ int timeline_write(const struct sim *s, const char *path, struct prism_err *err)
 			for (uint32_t k = 0; k < g->n_iters; k++)
 				if (g->iters[k].rank == its[i].rank && g->iters[k].step == its[i].step)
 					gi = &g->iters[k];
-			if (!gi || gi->proc == UINT32_MAX)
+			if (!gi || gi->proc == UINT32_MAX ||
+			    (rank >= 0 && gi->rank != (uint32_t)rank))
 				continue;
 			snprintf(name, sizeof(name), "ProfilerStep#%" PRId64, its[i].step);
-			event(f, &first, g, "user_annotation", name, pid_of(g, &g->procs[gi->proc]),
+			event(f, &first, g, "user_annotation", name, pid_of(g, rank, &g->procs[gi->proc]),
 			      g->procs[gi->proc].tid, its[i].sim_start_ns, its[i].predicted_ns);
 			fputs(",\"args\":{}}", f);
 		}
 		free(its);
+	}
+	ranges(f, &first, s, rank);
+	for (uint32_t i = 0; o && i < o->n_waits; i++) {
+		const struct graph_wait *w = &o->waits[i];
+		const struct graph_proc *ws = &g->procs[w->stream], *rs = &g->procs[w->on_stream];
+		if (rank >= 0 && ws->rank != (uint32_t)rank)
+			continue;
+		event(f, &first, g, "cuda_sync", "Stream Wait Event", pid_of(g, rank, ws), ws->tid,
+		      s->start_ns[w->call], 1);
+		fprintf(f,
+			",\"args\":{\"cuda_sync_kind\":\"Stream Wait Event\",\"stream\":%" PRId64
+			",\"wait_on_stream\":%" PRId64 ",\"wait_on_cuda_event_record_corr_id\":%" PRId64
+			",\"correlation\":%" PRId64 ",\"device\":%" PRId64 "}}",
+			ws->tid, rs->tid, corr_of(g, rank, launch_corr, w->record),
+			corr_of(g, rank, launch_corr, w->call), ws->pid);
+	}
+	if (g->meta && g->n_procs) {
+		uint32_t p0 = 0;
+		while (p0 < g->n_procs && (g->procs[p0].gpu ||
+					   (rank >= 0 && g->procs[p0].rank != (uint32_t)rank)))
+			p0++;
+		if (p0 < g->n_procs) {
+			event(f, &first, g, "user_annotation", strtab_get(&g->st, g->meta),
+			      pid_of(g, rank, &g->procs[p0]), g->procs[p0].tid, 0, 0);
+			fputs(",\"args\":{}}", f);
+		}
 	}
 	fputs("\n]}\n", f);
 	free(launch_corr);

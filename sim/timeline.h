@@ -14,7 +14,22 @@
 
 #include "sim.h"
 
-/* Write the run in s to path.  0, or PRISM_EIO with err naming the file. */
-int timeline_write(const struct sim *s, const char *path, struct prism_err *err);
+struct timeline_opts {
+	int rank;  /* index into graph.ranks to write alone (the file is then that
+		    * rank's trace, with its own pids), or -1 for every rank */
+	const struct graph_wait *waits; /* written as cuda_sync events */
+	uint32_t n_waits;
+};
+
+/*
+ * Write the run in s to path; o may be NULL (every rank, no waits).
+ * Collectives carry their metadata (name, message size, group, process
+ * group), nodes' layer/phase/microbatch annotations become prism:: ranges
+ * on their host threads, and the graph's meta string a zero-length
+ * annotation, so that `prism ingest` finds all of it again.  0, or
+ * PRISM_EIO with err naming the file.
+ */
+int timeline_write(const struct sim *s, const char *path, const struct timeline_opts *o,
+		   struct prism_err *err);
 
 #endif

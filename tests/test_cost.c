@@ -158,7 +158,7 @@ static void test_hierarchical_allreduce_64(void **state)
 			 PRISM_EARG);
 }
 
-static const struct llm gpt3 = {96, 12288, 96, 4 * 12288, 2048, 51200};
+static const struct llm gpt3 = {96, 12288, 96, 4 * 12288, 2048, 51200, ""};
 
 static void test_model_flops(void **state)
 {
@@ -203,7 +203,7 @@ static void test_zero1_bytes(void **state)
 	 * layers 25,192,448, + V h 1,024,000 + s h 131,072 + 2h 2,048:
 	 * 26,349,568 parameters.  TP 2: 13,174,784 per GPU; bf16 weights and
 	 * grads 2 bytes each; ZeRO-1 over DP 4 shards Adam's 12: 39,524,352. */
-	struct llm m = {2, 1024, 16, 4096, 128, 1000};
+	struct llm m = {2, 1024, 16, 4096, 128, 1000, ""};
 	struct mem_layout l = {.tp = 2, .pp = 1, .dp = 4, .vp = 1, .mbs = 1,
 			       .microbatches = 1, .zero = 1};
 	struct mem_est e;
@@ -230,7 +230,7 @@ static void test_inflight(void **state)
 {
 	/* p 4, m 8: GPipe holds 8 microbatches on stage 0, 1F1B 4, interleaved
 	 * with v 2: 4 (1 + 3/8) = 5.5. */
-	struct llm m = {8, 1024, 16, 4096, 128, 1000};
+	struct llm m = {8, 1024, 16, 4096, 128, 1000, ""};
 	struct mem_layout l = {.tp = 1, .pp = 4, .dp = 1, .vp = 2, .mbs = 1, .microbatches = 8};
 	struct mem_est e;
 	(void)state;
@@ -275,7 +275,7 @@ static void test_analytic_small(void **state)
 	hw.hbm_bytes = 80e9;
 	analytic_in_default(&in);
 	in.hw = &hw;
-	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000};
+	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000, ""};
 	in.global_batch = 8;
 	in.lay.tp = 2;
 	in.lay.pp = 2;

@@ -1,0 +1,34 @@
+/*
+ * cfg.h - reading libconfig files with errors that name the file, the line
+ * and the setting at fault ("configs/hw/x.cfg:12: 'gpu.hbm_capacity_GB'
+ * must be positive, not -1").  Shared by every loader (hardware, models,
+ * sweeps).
+ */
+#ifndef PRISM_CFG_H
+#define PRISM_CFG_H
+
+#include <libconfig.h>
+
+#include "prism.h"
+
+/* config_init + config_read_file: 0, or PRISM_EIO (unreadable) /
+ * PRISM_EFORMAT (syntax, with its line); on error cf is destroyed. */
+int cfg_read(config_t *cf, const char *path, struct prism_err *err);
+
+/* The full name of setting `path` in group g (or the root) for messages. */
+void cfg_full_name(config_setting_t *g, const char *path, char *buf, size_t n);
+
+/* A number at path in group g (NULL: the root), times scale, into *out:
+ * missing, not a number, negative, or zero when !allow_zero are errors. */
+int cfg_number(const char *file, const config_t *cf, config_setting_t *g, const char *path,
+	       double scale, int allow_zero, double *out, struct prism_err *err);
+
+/* As cfg_number for an optional integer >= min: *out = def when absent. */
+int cfg_int_opt(const char *file, const config_t *cf, config_setting_t *g, const char *path,
+		int def, int min, int *out, struct prism_err *err);
+
+/* A string at path (required) into out[0..n). */
+int cfg_text(const char *file, const config_t *cf, config_setting_t *g, const char *path,
+	     char *out, size_t n, struct prism_err *err);
+
+#endif

@@ -1,0 +1,999 @@
+/* synth.c - a GPT training run's execution graph from its shape and layout. */
+#include "synth.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "vec.h"
+
+#define NONE32 UINT32_MAX
+
+enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_N };
+static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24};
+
+/* A node as built, before nodes are grouped by processor. */
+struct snode {
+	int64_t dur, lag, corr;
+	uint32_t proc, name, coll;
+	int32_t layer, mb, iter;
+	uint8_t kind, rtclass, flags, phase;
+};
+
+struct sedge {
+	uint32_t src, dst;
+	uint8_t kind;
+};
+
+struct pending {
+	uint32_t proc; /* the waiting stream */
+	uint32_t src;  /* the recorded task */
+	uint32_t wait; /* the cudaStreamWaitEvent call (for the timeline) */
+	uint32_t record;
+	uint32_t on_proc;
+};
+
+struct pgseq {
+	uint32_t rank, pg, n;
+};
+
+struct rankst {
+	uint32_t host, stream[S_N]; /* processors */
+	uint32_t last[S_N];         /* last task launched on each stream, or NONE32 */
+	int32_t layer, mb;
+	uint8_t phase;
+};
+
+struct ctx {
+	const struct synth_in *in;
+	struct prism_err *err;
+	struct strtab st;
+	VEC(struct snode) nodes;
+	VEC(struct sedge) edges;
+	VEC(struct graph_proc) procs;
+	VEC(struct graph_coll) colls;
+	VEC(struct pending) pend;   /* event waits not yet applied */
+	VEC(struct pending) waits;  /* every event wait, for the timeline */
+	VEC(struct pgseq) seqs;
+	struct rankst *rk;
+	int64_t next_corr;
+	int32_t step;
+	double flops;
+	uint32_t kernels;
+	int oom;
+	/* Per step and rank: the first host node and the sync's wait node. */
+	VEC(uint32_t) step_first;
+	VEC(uint32_t) step_last;
+	/* Compute-stream tasks of the pipeline units, for the bubble. */
+	VEC(uint32_t) unit_first;
+	VEC(uint32_t) unit_last;
+	/* Names, interned once. */
+	uint32_t n_cpu, n_launch, n_record, n_wait, n_sync;
+};
+
+static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved"};
+
+const char *synth_schedule_name(int s)
+{
+	return s >= 0 && s <= MEM_INTERLEAVED ? sched_names[s] : "?";
+}
+
+int synth_schedule_parse(const char *s)
+{
+	for (int i = 0; i <= MEM_INTERLEAVED; i++)
+		if (strcmp(s, sched_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+void synth_in_default(struct synth_in *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->dtype = HW_BF16;
+	in->lay.tp = in->lay.pp = in->lay.dp = in->lay.vp = 1;
+	in->lay.mbs = 1;
+	in->lay.microbatches = 1;
+	in->lay.schedule = MEM_1F1B;
+	in->lay.flash = 1;
+	in->steps = 1;
+	for (int c = 0; c < KC_NCLASSES; c++) {
+		in->cost[c].by_flops = c == KC_GEMM || c == KC_ATTENTION || c == KC_CONV;
+		in->cost[c].eff = c == KC_ATTENTION ? 0.5 : 0.7;
+		in->cost[c].overhead_s = 3e-6;
+		in->scale[c] = 1;
+	}
+	in->comm_eff = 0.8;
+	in->cpu_op_s = 10e-6;
+	in->launch_s = 5e-6;
+	in->gpu_lag_s = 1e-6;
+}
+
+static int64_t ns(double s)
+{
+	return (int64_t)llround(s * 1e9);
+}
+
+static uint32_t intern(struct ctx *c, const char *s)
+{
+	uint32_t id = 0;
+	if (strtab_intern(&c->st, s, strlen(s), &id))
+		c->oom = 1;
+	return id;
+}
+
+static uint32_t add_node(struct ctx *c, int r, uint32_t proc, uint8_t kind, uint32_t name,
+			 double seconds)
+{
+	struct snode n;
+	memset(&n, 0, sizeof(n));
+	n.dur = ns(seconds);
+	n.corr = -1;
+	n.proc = proc;
+	n.name = name;
+	n.coll = NONE32;
+	n.layer = c->rk[r].layer;
+	n.mb = c->rk[r].mb;
+	n.phase = c->rk[r].phase;
+	n.iter = c->step;
+	n.kind = kind;
+	if (VEC_PUSH(c->nodes, n))
+		c->oom = 1;
+	return (uint32_t)(c->nodes.n - 1);
+}
+
+static void add_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
+{
+	struct sedge e = {src, dst, kind};
+	if (VEC_PUSH(c->edges, e))
+		c->oom = 1;
+}
+
+static uint32_t host_call(struct ctx *c, int r, uint32_t name, int rtclass, double seconds)
+{
+	uint32_t u = add_node(c, r, c->rk[r].host, GN_RUNTIME, name, seconds);
+	if (c->oom)
+		return u;
+	c->nodes.v[u].rtclass = (uint8_t)rtclass;
+	c->nodes.v[u].corr = c->next_corr++;
+	return u;
+}
+
+/* Launch GPU task `name` of `seconds` on stream st; coll: a collective
+ * entry to attach, or NULL. */
+static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
+		       double seconds, const struct graph_coll *coll)
+{
+	const struct synth_in *in = c->in;
+	struct rankst *k = &c->rk[r];
+	uint32_t call, u, proc = k->stream[st];
+
+	if (in->cpu_op_s > 0)
+		add_node(c, r, k->host, GN_CPU, c->n_cpu, in->cpu_op_s);
+	call = host_call(c, r, c->n_launch, RT_LAUNCH, in->launch_s);
+	u = add_node(c, r, proc, kind, intern(c, name), seconds);
+	if (c->oom)
+		return u;
+	c->nodes.v[u].corr = c->nodes.v[call].corr;
+	c->nodes.v[u].lag = ns(in->gpu_lag_s);
+	add_edge(c, call, u, GE_LAUNCH);
+	/* Event waits issued on this stream since its last task. */
+	for (size_t i = 0; i < c->pend.n;) {
+		if (c->pend.v[i].proc == proc) {
+			add_edge(c, c->pend.v[i].src, u, GE_EVENT);
+			c->pend.v[i] = c->pend.v[--c->pend.n];
+		} else {
+			i++;
+		}
+	}
+	if (coll) {
+		struct graph_coll x = *coll;
+		x.node = u;
+		c->nodes.v[u].coll = (uint32_t)c->colls.n;
+		if (VEC_PUSH(c->colls, x))
+			c->oom = 1;
+	}
+	k->last[st] = u;
+	c->kernels++;
+	return u;
+}
+
+/* Stream `to` waits for what stream `from` has done so far. */
+static void event_wait(struct ctx *c, int r, int from, int to)
+{
+	struct rankst *k = &c->rk[r];
+	struct pending p;
+	uint32_t rec = host_call(c, r, c->n_record, RT_EVENT_RECORD, 2e-6);
+	uint32_t w = host_call(c, r, c->n_wait, RT_STREAM_WAIT, 2e-6);
+
+	if (k->last[from] == NONE32)
+		return;
+	p.proc = k->stream[to];
+	p.src = k->last[from];
+	p.wait = w;
+	p.record = rec;
+	p.on_proc = k->stream[from];
+	if (VEC_PUSH(c->pend, p) || VEC_PUSH(c->waits, p))
+		c->oom = 1;
+}
+
+/* Time of a kernel of class cls doing `flops` and moving `bytes`. */
+static double ktime(struct ctx *c, int cls, double flops, double bytes)
+{
+	const struct synth_in *in = c->in;
+	const struct calib_class *k = &in->cost[cls];
+	double x = k->by_flops ? flops / in->hw->peak_flops[in->dtype] : bytes / in->hw->hbm_Bps;
+	double e = k->eff > 0 ? k->eff : 0.5;
+	if (cls == KC_GEMM || cls == KC_ATTENTION)
+		c->flops += flops;
+	return (k->overhead_s + x / e) * in->scale[cls];
+}
+
+static void kernel(struct ctx *c, int r, int cls, const char *name, double flops, double bytes)
+{
+	launch(c, r, S_COMPUTE, GN_KERNEL, name, ktime(c, cls, flops, bytes), NULL);
+}
+
+static void gemm(struct ctx *c, int r, const char *name, double m, double n, double k)
+{
+	kernel(c, r, KC_GEMM, name, llm_gemm_flops(m, n, k), 2 * (m * k + k * n + m * n));
+}
+
+/* A collective of kind on bytes over group g, on stream st, in process
+ * group pg (its sequence numbered per rank and group). */
+static void collective(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
+		       struct comm_group g, const char *pg)
+{
+	struct graph_coll x;
+	struct comm_est e;
+	double t = 0;
+	char buf[64];
+	uint32_t pgid;
+
+	memset(&x, 0, sizeof(x));
+	if (!c->in->bare && comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
+		t = e.time_s;
+	pgid = intern(c, pg);
+	x.kind = (uint8_t)kind;
+	x.bytes = (int64_t)bytes;
+	x.group_size = g.n;
+	x.pg = pgid;
+	x.dtype = intern(c, "BFloat16");
+	snprintf(buf, sizeof(buf), "[%d]", g.n);
+	x.ranks = intern(c, buf);
+	x.seq = 0;
+	for (size_t i = 0; i < c->seqs.n; i++)
+		if (c->seqs.v[i].rank == (uint32_t)r && c->seqs.v[i].pg == pgid) {
+			x.seq = c->seqs.v[i].n++;
+			goto found;
+		}
+	{
+		struct pgseq q = {(uint32_t)r, pgid, 1};
+		if (VEC_PUSH(c->seqs, q))
+			c->oom = 1;
+	}
+found:
+	launch(c, r, st, kind == GC_SEND || kind == GC_RECV ? GN_P2P : GN_COLL, kname, t, &x);
+}
+
+/* The layout as the code below needs it. */
+struct shape {
+	double b, s, h, a, f, V, t;
+	int L;             /* layers per model chunk */
+	int p, v, m;
+	int tp_per_node, dp_per_node, pp_per_node;
+};
+
+static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
+{
+	struct comm_group g = {(int)z->t, z->tp_per_node};
+	char pg[32];
+	if (z->t <= 1)
+		return;
+	snprintf(pg, sizeof(pg), "tp.%d", r);
+	if (c->in->lay.sp) {
+		collective(c, r, S_COMPUTE, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+			   z->b * z->s * z->h * 2, g, pg);
+		collective(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+			   z->b * z->s * z->h * 2, g, pg);
+	} else {
+		collective(c, r, S_COMPUTE, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+			   z->b * z->s * z->h * 2, g, pg);
+	}
+}
+
+/* Bytes of an elementwise pass over n bf16 values reading `in` tensors. */
+static double ew(double n, double in)
+{
+	return n * 2 * (in + 1);
+}
+
+static void layer_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1;
+	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", 0, ew(bs * z->h / sp, 1));
+	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, 3 * z->h / t, z->h);
+	kernel(c, r, KC_ATTENTION, "flash_fwd_kernel", 4 * z->b * z->s * z->s * z->h / t,
+	       ew(bs * 3 * z->h / t, 1));
+	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->h / t);
+	tp_allreduce(c, r, z);
+	kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<CUDAFunctor_add>", 0,
+	       ew(bs * z->h / sp, 2));
+	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", 0, ew(bs * z->h / sp, 1));
+	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f / t, z->h);
+	kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>", 0,
+	       ew(bs * z->f / t, 1));
+	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc2", bs, z->h, z->f / t);
+	tp_allreduce(c, r, z);
+	kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<CUDAFunctor_add>", 0,
+	       ew(bs * z->h / sp, 2));
+}
+
+/* Input and weight gradients of C[m,n] = A[m,k] B[k,n]. */
+static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k)
+{
+	char name[96];
+	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_%s_dx", what);
+	gemm(c, r, name, m, k, n);
+	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", what);
+	gemm(c, r, name, k, n, m);
+}
+
+static void layer_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1;
+	if (c->in->lay.recompute == MEM_RECOMPUTE_FULL)
+		layer_fwd(c, r, z);
+	tp_allreduce(c, r, z);
+	gemm_bwd(c, r, "fc2", bs, z->h, z->f / t);
+	kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<GeluBackwardCUDAKernelImpl>", 0,
+	       ew(bs * z->f / t, 2));
+	gemm_bwd(c, r, "fc1", bs, z->f / t, z->h);
+	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", 0, ew(bs * z->h / sp, 3));
+	tp_allreduce(c, r, z);
+	gemm_bwd(c, r, "proj", bs, z->h, z->h / t);
+	kernel(c, r, KC_ATTENTION, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel",
+	       8 * z->b * z->s * z->s * z->h / t, ew(bs * 4 * z->h / t, 1));
+	gemm_bwd(c, r, "qkv", bs, 3 * z->h / t, z->h);
+	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", 0, ew(bs * z->h / sp, 3));
+}
+
+/* Parameters of one layer on one tensor-parallel rank. */
+static double layer_params(const struct shape *z)
+{
+	return (4 * z->h * z->h + 2 * z->h * z->f + 9 * z->h + z->f) / z->t;
+}
+
+static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int from_c,
+			const struct shape *z, int fwd)
+{
+	struct comm_group g = {2, z->pp_per_node};
+	char pg[48];
+	snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
+	collective(c, r, st, kind, "ncclDevKernel_SendRecv", z->b * z->s * z->h * 2 / z->t, g,
+		   pg);
+}
+
+/* The stage and chunk a forward unit of (s, ch) gets its input from (0
+ * if any, with *ps and *pc set), and sends its output to. */
+static int fwd_prev(const struct shape *z, int s, int ch, int *ps, int *pc)
+{
+	if (s > 0) {
+		*ps = s - 1;
+		*pc = ch;
+		return 1;
+	}
+	if (ch > 0) {
+		*ps = z->p - 1;
+		*pc = ch - 1;
+		return 1;
+	}
+	return 0;
+}
+
+static int fwd_next(const struct shape *z, int s, int ch, int *ns_, int *nc)
+{
+	if (s < z->p - 1) {
+		*ns_ = s + 1;
+		*nc = ch;
+		return 1;
+	}
+	if (ch < z->v - 1) {
+		*ns_ = 0;
+		*nc = ch + 1;
+		return 1;
+	}
+	return 0;
+}
+
+static void set_ann(struct ctx *c, int r, int32_t layer, int phase, int32_t mb)
+{
+	c->rk[r].layer = layer;
+	c->rk[r].phase = (uint8_t)phase;
+	c->rk[r].mb = mb;
+}
+
+/* One forward (fwd = 1) or backward unit of microbatch mb on chunk ch of
+ * stage s; dp_bucket: issue the chunk's gradient collectives. */
+static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
+		 const struct shape *z)
+{
+	int r = s, os, oc;
+	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
+	int l0 = (ch * z->p + s) * z->L;
+	double bs = z->b * z->s;
+	uint32_t first_task = NONE32, last_task = NONE32;
+	size_t k0 = c->nodes.n;
+	const struct synth_in *in = c->in;
+
+	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
+	if (fwd) {
+		if (fwd_prev(z, s, ch, &os, &oc)) {
+			pp_transfer(c, r, S_RECVF, GC_RECV, os, oc, z, 1);
+			event_wait(c, r, S_RECVF, S_COMPUTE);
+		}
+		if (first_chunk && !in->bare)
+			kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", 0, ew(bs * z->h, 1));
+		for (int l = 0; l < z->L; l++) {
+			c->rk[r].layer = l0 + l;
+			layer_fwd(c, r, z);
+		}
+		c->rk[r].layer = -1;
+		if (last_chunk && !in->bare) {
+			kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", 0, ew(bs * z->h, 1));
+			gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", bs, z->V / z->t,
+			     z->h);
+			kernel(c, r, KC_SOFTMAX, "cunn_SoftMaxForward", 0, ew(bs * z->V / z->t, 1));
+		}
+		if (fwd_next(z, s, ch, &os, &oc)) {
+			event_wait(c, r, S_COMPUTE, S_SENDF);
+			pp_transfer(c, r, S_SENDF, GC_SEND, s, ch, z, 1);
+		}
+	} else {
+		if (fwd_next(z, s, ch, &os, &oc)) {
+			pp_transfer(c, r, S_RECVB, GC_RECV, os, oc, z, 0);
+			event_wait(c, r, S_RECVB, S_COMPUTE);
+		}
+		if (last_chunk && !in->bare) {
+			kernel(c, r, KC_SOFTMAX, "cunn_SoftMaxBackward", 0, ew(bs * z->V / z->t, 2));
+			gemm_bwd(c, r, "logits", bs, z->V / z->t, z->h);
+			kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", 0, ew(bs * z->h, 3));
+		}
+		for (int l = z->L - 1; l >= 0; l--) {
+			c->rk[r].layer = l0 + l;
+			layer_bwd(c, r, z);
+			if (dp_bucket && in->lay.dp > 1) {
+				struct comm_group g = {in->lay.dp, z->dp_per_node};
+				char pg[32];
+				snprintf(pg, sizeof(pg), "dp.%d", r);
+				event_wait(c, r, S_COMPUTE, S_DP);
+				if (in->lay.zero >= 1)
+					collective(c, r, S_DP, GC_REDUCE_SCATTER,
+						   "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+						   layer_params(z) * 2, g, pg);
+				else
+					collective(c, r, S_DP, GC_ALL_REDUCE,
+						   "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+						   layer_params(z) * 2, g, pg);
+			}
+		}
+		c->rk[r].layer = -1;
+		if (first_chunk && !in->bare)
+			kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", 0,
+			       ew(bs * z->h, 2));
+		if (fwd_prev(z, s, ch, &os, &oc)) {
+			event_wait(c, r, S_COMPUTE, S_SENDB);
+			pp_transfer(c, r, S_SENDB, GC_SEND, s, ch, z, 0);
+		}
+	}
+	/* The unit's compute tasks, for the bubble. */
+	for (size_t u = k0; u < c->nodes.n; u++)
+		if (c->nodes.v[u].proc == c->rk[r].stream[S_COMPUTE]) {
+			if (first_task == NONE32)
+				first_task = (uint32_t)u;
+			last_task = (uint32_t)u;
+		}
+	if (first_task != NONE32 &&
+	    (VEC_PUSH(c->unit_first, first_task) || VEC_PUSH(c->unit_last, last_task)))
+		c->oom = 1;
+}
+
+/* Unit k of stage s's schedule order: forward or backward number k. */
+static void unit_of(const struct shape *z, int k, int fwd, int *mb, int *ch)
+{
+	int pv = z->p * z->v;
+	*mb = (k / pv) * z->p + k % z->p;
+	*ch = (k % pv) / z->p;
+	if (!fwd)
+		*ch = z->v - 1 - *ch;
+}
+
+static void stage_step(struct ctx *c, int s, const struct shape *z)
+{
+	const struct synth_in *in = c->in;
+	int total = z->m * z->v, warm;
+	int *last_b = calloc((size_t)z->v, sizeof(int)); /* last backward unit per chunk */
+	int kb = 0, kf = 0;
+
+	if (!last_b) {
+		c->oom = 1;
+		return;
+	}
+	for (int k = 0; k < total; k++) {
+		int mb, ch;
+		unit_of(z, k, 0, &mb, &ch);
+		last_b[ch] = k;
+	}
+	if (in->lay.schedule == MEM_GPIPE)
+		warm = total;
+	else if (in->lay.schedule == MEM_1F1B)
+		warm = z->p - s - 1;
+	else
+		warm = z->m == z->p ? total : (z->p - s - 1) * 2 + (z->v - 1) * z->p;
+	if (warm > total)
+		warm = total;
+#define F_UNIT()                                                        \
+	do {                                                            \
+		int mb_, ch_;                                           \
+		unit_of(z, kf, 1, &mb_, &ch_);                          \
+		unit(c, s, ch_, mb_, 1, 0, z);                          \
+		kf++;                                                   \
+	} while (0)
+#define B_UNIT()                                                        \
+	do {                                                            \
+		int mb_, ch_;                                           \
+		unit_of(z, kb, 0, &mb_, &ch_);                          \
+		unit(c, s, ch_, mb_, 0, last_b[ch_] == kb, z);          \
+		kb++;                                                   \
+	} while (0)
+	for (int i = 0; i < warm; i++)
+		F_UNIT();
+	for (int i = 0; i < total - warm; i++) {
+		F_UNIT();
+		B_UNIT();
+	}
+	while (kb < total)
+		B_UNIT();
+#undef F_UNIT
+#undef B_UNIT
+	free(last_b);
+}
+
+static void optimizer(struct ctx *c, int r, const struct shape *z)
+{
+	const struct synth_in *in = c->in;
+	int zero = in->lay.zero >= 1 && in->lay.dp > 1;
+	double share = zero ? 1.0 / in->lay.dp : 1.0;
+	int layers = z->L * z->v;
+
+	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+	if (in->lay.dp > 1)
+		event_wait(c, r, S_DP, S_COMPUTE);
+	for (int i = 0; i < layers; i++) {
+		/* Adam over fp32 master weights, moments and the gradient. */
+		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", 0,
+		       layer_params(z) * share * 30);
+	}
+	if (zero) {
+		struct comm_group g = {in->lay.dp, z->dp_per_node};
+		char pg[32];
+		snprintf(pg, sizeof(pg), "dp.%d", r);
+		event_wait(c, r, S_COMPUTE, S_DP);
+		for (int i = 0; i < layers; i++)
+			collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+				   layer_params(z) * 2, g, pg);
+	}
+}
+
+static int check_layout(const struct synth_in *in, struct prism_err *err)
+{
+	const struct mem_layout *l = &in->lay;
+	const struct llm *m = &in->m;
+
+	if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->seq < 1 || m->vocab < 1 ||
+	    m->ffn < 1)
+		return prism_err_set(err, PRISM_EARG, "model: layers, hidden, heads, ffn, seq and "
+						      "vocab must all be positive");
+	if (l->tp < 1 || l->pp < 1 || l->dp < 1 || l->vp < 1 || l->mbs < 1 || l->microbatches < 1)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: tp, pp, dp, vp, mbs and microbatches must be positive");
+	if (l->tp > in->hw->gpus_per_node)
+		return prism_err_set(err, PRISM_EARG, "layout: tp %d is beyond a node of %d GPUs",
+				     l->tp, in->hw->gpus_per_node);
+	if (m->heads % l->tp || m->ffn % l->tp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: heads %d and ffn %d must be divisible by tp %d",
+				     m->heads, m->ffn, l->tp);
+	if (m->layers % (l->pp * l->vp))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: layers %d not divisible by pp %d x virtual stages %d",
+				     m->layers, l->pp, l->vp);
+	if (l->schedule == MEM_INTERLEAVED) {
+		if (l->vp < 2 || l->pp < 2)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: the interleaved schedule needs pp >= 2 and "
+					     "virtual stages >= 2");
+		if (l->microbatches % l->pp)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: interleaved 1F1B needs microbatches (%d) "
+					     "divisible by pp (%d)",
+					     l->microbatches, l->pp);
+	} else if (l->vp != 1) {
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: virtual stages %d need the interleaved schedule", l->vp);
+	}
+	if (l->schedule < MEM_GPIPE || l->schedule > MEM_INTERLEAVED)
+		return prism_err_set(err, PRISM_EARG, "layout: unknown schedule %d", l->schedule);
+	if (l->pp > SYNTH_MAX_STAGES)
+		return prism_err_set(err, PRISM_EARG, "layout: pp %d is beyond %d stages", l->pp,
+				     SYNTH_MAX_STAGES);
+	if (in->hw->peak_flops[in->dtype] <= 0)
+		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", in->hw->gpu,
+				     hw_dtype_name(in->dtype));
+	return 0;
+}
+
+/* Nodes grouped by processor (stable), CSR with order edges added. */
+static struct graph *finish(struct ctx *c, uint32_t **newid_out)
+{
+	uint32_t nn = (uint32_t)c->nodes.n, np = (uint32_t)c->procs.n;
+	uint32_t *newid = malloc((nn ? nn : 1) * sizeof(*newid));
+	uint32_t *cnt = calloc((size_t)np + 1, sizeof(*cnt));
+	uint32_t ne, *fill = NULL;
+	struct graph *g = NULL;
+	struct sedge *e = NULL;
+	size_t n_e = 0;
+
+	if (!newid || !cnt)
+		goto out;
+	for (uint32_t u = 0; u < nn; u++)
+		cnt[c->nodes.v[u].proc + 1]++;
+	for (uint32_t p = 0; p < np; p++) {
+		c->procs.v[p].first = cnt[p];
+		c->procs.v[p].n = cnt[p + 1];
+		cnt[p + 1] += cnt[p];
+	}
+	for (uint32_t u = 0; u < nn; u++)
+		newid[u] = cnt[c->nodes.v[u].proc]++;
+	/* Edges: the built ones plus order edges along each processor. */
+	e = malloc((c->edges.n + nn + 1) * sizeof(*e));
+	if (!e)
+		goto out;
+	for (size_t k = 0; k < c->edges.n; k++) {
+		e[n_e] = c->edges.v[k];
+		e[n_e].src = newid[e[n_e].src];
+		e[n_e].dst = newid[e[n_e].dst];
+		n_e++;
+	}
+	for (uint32_t p = 0; p < np; p++)
+		for (uint32_t i = 1; i < c->procs.v[p].n; i++) {
+			uint32_t u = c->procs.v[p].first + i;
+			e[n_e].src = u - 1;
+			e[n_e].dst = u;
+			e[n_e].kind = GE_ORDER;
+			n_e++;
+		}
+	ne = (uint32_t)n_e;
+	g = graph_alloc(nn, ne, np, (uint32_t)c->in->lay.pp, 0, (uint32_t)c->colls.n);
+	if (!g)
+		goto out;
+	for (uint32_t u = 0; u < nn; u++) {
+		const struct snode *s = &c->nodes.v[u];
+		uint32_t v = newid[u];
+		g->dur_ns[v] = s->dur;
+		g->lag_ns[v] = s->lag;
+		g->corr[v] = s->corr;
+		g->proc[v] = s->proc;
+		g->name[v] = s->name;
+		g->src[v] = NONE32;
+		g->coll[v] = s->coll;
+		g->iter[v] = -1;
+		g->layer[v] = s->layer;
+		g->mb[v] = s->mb;
+		g->phase[v] = s->phase;
+		g->kind[v] = s->kind;
+		g->flags[v] = s->flags;
+		g->rtclass[v] = s->rtclass;
+		g->stats.nodes[s->kind]++;
+	}
+	fill = calloc((size_t)nn + 1, sizeof(*fill));
+	if (!fill) {
+		graph_free(g);
+		g = NULL;
+		goto out;
+	}
+	for (uint32_t k = 0; k < ne; k++)
+		g->out_off[e[k].src + 1]++;
+	for (uint32_t u = 0; u < nn; u++)
+		g->out_off[u + 1] += g->out_off[u];
+	for (uint32_t k = 0; k < ne; k++) {
+		uint32_t at = g->out_off[e[k].src] + fill[e[k].src]++;
+		g->out_dst[at] = e[k].dst;
+		g->out_kind[at] = e[k].kind;
+		g->stats.edges[GE_KIND(e[k].kind)]++;
+	}
+	memcpy(g->procs, c->procs.v, np * sizeof(*g->procs));
+	for (uint32_t i = 0; i < c->colls.n; i++) {
+		g->colls[i] = c->colls.v[i];
+		g->colls[i].node = newid[g->colls[i].node];
+		g->stats.colls[g->colls[i].kind]++;
+	}
+	for (int r = 0; r < c->in->lay.pp; r++) {
+		g->ranks[r].rank = r;
+		g->ranks[r].world_size = c->in->lay.pp;
+	}
+	strtab_release(&g->st);
+	g->st = c->st;
+	memset(&c->st, 0, sizeof(c->st));
+out:
+	free(cnt);
+	free(fill);
+	free(e);
+	if (!g) {
+		free(newid);
+		newid = NULL;
+	}
+	*newid_out = newid;
+	return g;
+}
+
+void synth_out_free(struct synth_out *o)
+{
+	free(o->waits);
+	free(o->step_first);
+	free(o->step_last);
+	free(o->unit_first);
+	free(o->unit_last);
+	memset(o, 0, sizeof(*o));
+}
+
+void synth_meta(const struct synth_in *in, char *buf, size_t n)
+{
+	snprintf(buf, n,
+		 "prism::model#name=%s;layers=%d;hidden=%d;heads=%d;ffn=%d;seq=%d;vocab=%d;"
+		 "tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;microbatches=%d;schedule=%s;recompute=%d;"
+		 "sp=%d;zero=%d;dtype=%s;hw=%s",
+		 in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
+		 in->m.ffn, in->m.seq, in->m.vocab, in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp,
+		 in->lay.mbs, in->lay.microbatches, synth_schedule_name(in->lay.schedule),
+		 in->lay.recompute, in->lay.sp, in->lay.zero, hw_dtype_name(in->dtype),
+		 in->hw ? in->hw->name : "?");
+}
+
+int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
+{
+	static const char pre[] = "prism::model#";
+	const char *p;
+
+	if (strncmp(s, pre, sizeof(pre) - 1) != 0)
+		return prism_err_set(err, PRISM_EFORMAT, "model description: does not start with %s",
+				     pre);
+	p = s + sizeof(pre) - 1;
+	while (*p) {
+		const char *eq = strchr(p, '='), *end = strchr(p, ';');
+		char key[32], val[64];
+		size_t kl, vl;
+		int *ip = NULL;
+		if (!end)
+			end = p + strlen(p);
+		if (!eq || eq > end || (size_t)(eq - p) >= sizeof(key))
+			return prism_err_set(err, PRISM_EFORMAT, "model description: bad field '%.*s'",
+					     (int)(end - p), p);
+		kl = (size_t)(eq - p);
+		vl = (size_t)(end - eq - 1);
+		if (vl >= sizeof(val))
+			vl = sizeof(val) - 1;
+		memcpy(key, p, kl);
+		key[kl] = '\0';
+		memcpy(val, eq + 1, vl);
+		val[vl] = '\0';
+#define INT(k, f) else if (strcmp(key, k) == 0) ip = &(f)
+		if (strcmp(key, "name") == 0)
+			snprintf(in->m.name, sizeof(in->m.name), "%s", val);
+		INT("layers", in->m.layers);
+		INT("hidden", in->m.hidden);
+		INT("heads", in->m.heads);
+		INT("ffn", in->m.ffn);
+		INT("seq", in->m.seq);
+		INT("vocab", in->m.vocab);
+		INT("tp", in->lay.tp);
+		INT("pp", in->lay.pp);
+		INT("dp", in->lay.dp);
+		INT("vp", in->lay.vp);
+		INT("mbs", in->lay.mbs);
+		INT("microbatches", in->lay.microbatches);
+		INT("recompute", in->lay.recompute);
+		INT("sp", in->lay.sp);
+		INT("zero", in->lay.zero);
+		else if (strcmp(key, "schedule") == 0) {
+			if ((in->lay.schedule = synth_schedule_parse(val)) < 0)
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "model description: unknown schedule '%s'", val);
+		} else if (strcmp(key, "dtype") == 0) {
+			if ((in->dtype = hw_dtype_parse(val)) < 0)
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "model description: unknown dtype '%s'", val);
+		}
+#undef INT
+		if (ip) {
+			char *e;
+			long v = strtol(val, &e, 10);
+			if (*e || v < 0 || v > 1000000000)
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "model description: field '%s' is not a count: '%s'",
+						     key, val);
+			*ip = (int)v;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_out *out,
+		struct prism_err *err)
+{
+	struct ctx c;
+	struct shape z;
+	struct graph *g = NULL;
+	uint32_t *newid = NULL;
+	int rc;
+	int P;
+
+	*out_g = NULL;
+	memset(out, 0, sizeof(*out));
+	if ((rc = check_layout(in, err)))
+		return rc;
+	memset(&c, 0, sizeof(c));
+	c.in = in;
+	c.err = err;
+	if (strtab_init(&c.st))
+		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
+	P = in->lay.pp;
+	z.b = in->lay.mbs;
+	z.s = in->m.seq;
+	z.h = in->m.hidden;
+	z.a = in->m.heads;
+	z.f = in->m.ffn;
+	z.V = in->m.vocab;
+	z.t = in->lay.tp;
+	z.p = P;
+	z.v = in->lay.vp;
+	z.m = in->lay.microbatches;
+	z.L = in->m.layers / (P * z.v);
+	z.tp_per_node = in->lay.tp;
+	z.dp_per_node = in->hw->gpus_per_node / in->lay.tp;
+	if (z.dp_per_node > in->lay.dp)
+		z.dp_per_node = in->lay.dp;
+	if (z.dp_per_node < 1)
+		z.dp_per_node = 1;
+	z.pp_per_node = in->lay.tp * in->lay.dp * 2 <= in->hw->gpus_per_node ? 2 : 1;
+	c.n_cpu = intern(&c, "aten::op");
+	c.n_launch = intern(&c, "cudaLaunchKernel");
+	c.n_record = intern(&c, "cudaEventRecord");
+	c.n_wait = intern(&c, "cudaStreamWaitEvent");
+	c.n_sync = intern(&c, "cudaDeviceSynchronize");
+	c.next_corr = 1;
+	c.rk = calloc((size_t)P, sizeof(*c.rk));
+	if (!c.rk)
+		goto oom;
+	/* Processors: per rank its host thread, then its streams. */
+	for (int r = 0; r < P; r++) {
+		struct graph_proc p;
+		memset(&p, 0, sizeof(p));
+		p.rank = (uint32_t)r;
+		p.pid = 1000 + r;
+		p.tid = 1000 + r;
+		c.rk[r].host = (uint32_t)c.procs.n;
+		if (VEC_PUSH(c.procs, p))
+			goto oom;
+		for (int st = 0; st < S_N; st++) {
+			p.gpu = 1;
+			p.pid = r;
+			p.tid = stream_id[st];
+			c.rk[r].stream[st] = (uint32_t)c.procs.n;
+			c.rk[r].last[st] = NONE32;
+			if (VEC_PUSH(c.procs, p))
+				goto oom;
+		}
+	}
+	for (c.step = 0; c.step < (in->steps > 0 ? in->steps : 1); c.step++) {
+		for (int r = 0; r < P; r++) {
+			uint32_t first = (uint32_t)c.nodes.n;
+			set_ann(&c, r, -1, PH_NONE, -1);
+			stage_step(&c, r, &z);
+			if (!in->bare)
+				optimizer(&c, r, &z);
+			set_ann(&c, r, -1, PH_NONE, -1);
+			{
+				uint32_t call = host_call(&c, r, c.n_sync, RT_DEVICE_SYNC, 0);
+				uint32_t w = add_node(&c, r, c.rk[r].host, GN_WAIT, c.n_sync, 2e-6);
+				if (c.oom)
+					goto oom;
+				c.nodes.v[call].flags = NF_BLOCKING;
+				c.nodes.v[w].rtclass = RT_DEVICE_SYNC;
+				for (int st = 0; st < S_N; st++)
+					if (c.rk[r].last[st] != NONE32)
+						add_edge(&c, c.rk[r].last[st], w, GE_SYNC);
+				if (VEC_PUSH(c.step_first, first) || VEC_PUSH(c.step_last, w))
+					goto oom;
+			}
+		}
+	}
+	if (c.oom)
+		goto oom;
+	g = finish(&c, &newid);
+	if (!g)
+		goto oom;
+	{
+		char meta[512];
+		synth_meta(in, meta, sizeof(meta));
+		if (strtab_intern(&g->st, meta, strlen(meta), &g->meta))
+			goto oom;
+	}
+	if (VEC_RESERVE(c.step_first, 1) || VEC_RESERVE(c.unit_first, 1))
+		goto oom;
+	for (size_t i = 0; i < c.step_first.n; i++) {
+		c.step_first.v[i] = newid[c.step_first.v[i]];
+		c.step_last.v[i] = newid[c.step_last.v[i]];
+	}
+	for (size_t i = 0; i < c.unit_first.n; i++) {
+		c.unit_first.v[i] = newid[c.unit_first.v[i]];
+		c.unit_last.v[i] = newid[c.unit_last.v[i]];
+	}
+	/* Iteration ids are step-major, then rank (a rank's processors are
+	 * 1 + S_N consecutive ones). */
+	for (uint32_t u = 0; u < c.nodes.n; u++)
+		g->iter[newid[u]] = c.nodes.v[u].iter * P + (int32_t)c.nodes.v[u].proc / (1 + S_N);
+	out->n_steps = c.step_first.n;
+	out->step_first = c.step_first.v;
+	out->step_last = c.step_last.v;
+	out->n_units = c.unit_first.n;
+	out->unit_first = c.unit_first.v;
+	out->unit_last = c.unit_last.v;
+	memset(&c.step_first, 0, sizeof(c.step_first));
+	memset(&c.step_last, 0, sizeof(c.step_last));
+	memset(&c.unit_first, 0, sizeof(c.unit_first));
+	memset(&c.unit_last, 0, sizeof(c.unit_last));
+	out->steps = in->steps > 0 ? in->steps : 1;
+	out->stages = P;
+	for (int r = 0; r < P && r < SYNTH_MAX_STAGES; r++)
+		out->compute[r] = c.rk[r].stream[S_COMPUTE];
+	out->flops = c.flops / (in->steps > 0 ? in->steps : 1);
+	out->kernels = c.kernels;
+	out->n_waits = (uint32_t)c.waits.n;
+	out->waits = malloc((c.waits.n ? c.waits.n : 1) * sizeof(*out->waits));
+	if (!out->waits)
+		goto oom;
+	for (size_t i = 0; i < c.waits.n; i++) {
+		out->waits[i].call = newid[c.waits.v[i].wait];
+		out->waits[i].record = newid[c.waits.v[i].record];
+		out->waits[i].stream = c.waits.v[i].proc;
+		out->waits[i].on_stream = c.waits.v[i].on_proc;
+	}
+	*out_g = g;
+	g = NULL;
+	rc = 0;
+	goto done;
+oom:
+	rc = prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
+	synth_out_free(out);
+done:
+	graph_free(g);
+	free(newid);
+	strtab_release(&c.st);
+	free(c.rk);
+	VEC_FREE(c.nodes);
+	VEC_FREE(c.edges);
+	VEC_FREE(c.procs);
+	VEC_FREE(c.colls);
+	VEC_FREE(c.pend);
+	VEC_FREE(c.waits);
+	VEC_FREE(c.seqs);
+	VEC_FREE(c.step_first);
+	VEC_FREE(c.step_last);
+	VEC_FREE(c.unit_first);
+	VEC_FREE(c.unit_last);
+	return rc;
+}

@@ -1,0 +1,111 @@
+/*
+ * synth.h - the execution graph of a GPT training run, from its shape and
+ * layout alone.
+ *
+ * One data-parallel replica is built, one rank per pipeline stage (DP
+ * replicas are symmetric; their gradient collectives are timed for the
+ * whole group).  Each rank has a host thread that launches every kernel
+ * (an op's CPU cost, then cudaLaunchKernel) and six streams: compute,
+ * data-parallel communication, and a send and a receive stream per
+ * direction between stages.  Per layer and microbatch, forward:
+ *
+ *   layernorm, QKV GEMM, attention, projection GEMM, [TP all-reduce],
+ *   residual + layernorm, FC1 GEMM, GeLU, FC2 GEMM, [TP all-reduce], residual
+ *
+ * and backward the same in reverse with two GEMMs (input and weight
+ * gradients) for each forward GEMM and the attention backward at twice the
+ * forward FLOPs; full recomputation runs the forward again first.  Stage 0
+ * adds the embedding, the last stage the final norm, logits GEMM and loss.
+ * The units (forward or backward of one microbatch on one model chunk)
+ * follow the schedule: GPipe, 1F1B (PipeDream-flush) or Megatron's
+ * interleaved 1F1B.  Activations and their gradients cross stages as
+ * send/recv pairs that rendezvous.  The gradient all-reduce of each layer
+ * (reduce-scatter under ZeRO >= 1, all-gathering the weights after the
+ * step) is issued on the DP stream as the last microbatch's backward
+ * leaves the layer, then the optimizer runs (multi-tensor Adam, memory
+ * bound) and the step ends with cudaDeviceSynchronize.
+ *
+ * Kernel times come from cost: per class, t = overhead + ideal / eff where
+ * ideal is the FLOPs at peak or the bytes at HBM bandwidth (calib.h), times
+ * a per-class scale; collectives from comm.h.  Every node carries its
+ * layer, phase and microbatch; the graph's meta string describes the run
+ * ("prism::model#...") so that a synthesised trace says what it is.
+ *
+ * sim/settle.h simulates the built graph once and sets its traced times
+ * to the simulated ones, as if it were a trace: replaying it gives its own
+ * iteration times.
+ */
+#ifndef PRISM_SYNTH_H
+#define PRISM_SYNTH_H
+
+#include "calib.h"
+#include "graph.h"
+#include "hw.h"
+#include "llm.h"
+#include "mem.h"
+
+struct synth_in {
+	struct llm m;
+	const struct hw_profile *hw;
+	int dtype;               /* enum hw_dtype of GEMMs and attention */
+	struct mem_layout lay;   /* tp, pp, dp, vp, mbs, microbatches, schedule,
+				  * recompute, sp, flash, zero */
+	int steps;               /* iterations to build (>= 1) */
+	struct calib_class cost[KC_NCLASSES]; /* by class: overhead_s, eff */
+	double scale[KC_NCLASSES];            /* multiplies each class's time */
+	double comm_eff;         /* bus efficiency of collectives */
+	double cpu_op_s;         /* host time of an op before its launch */
+	double launch_s;         /* cudaLaunchKernel */
+	double gpu_lag_s;        /* launch (or previous kernel) to kernel start */
+	int bare;                /* only the layers: no embedding, head, loss or
+				  * optimizer, and communication takes no time
+				  * (for checks against closed forms) */
+};
+
+#define SYNTH_MAX_STAGES 256
+
+/* What was built: node ids in the returned graph. */
+struct synth_out {
+	double flops;            /* GEMM and attention FLOPs of one replica, one step */
+	uint32_t kernels;        /* GPU tasks, all steps */
+	int steps, stages;
+	/* Event record -> stream wait pairs, for timeline_write. */
+	struct graph_wait *waits;
+	uint32_t n_waits;
+	/* Per step and stage (step-major): its first host task and the wait
+	 * of its closing cudaDeviceSynchronize. */
+	uint32_t *step_first, *step_last;
+	size_t n_steps;
+	/* Per pipeline unit, all steps: its first and last compute task. */
+	uint32_t *unit_first, *unit_last;
+	size_t n_units;
+	uint32_t compute[SYNTH_MAX_STAGES]; /* each stage's compute stream */
+};
+
+/* Defaults: bf16, one step, cost defaults (GEMM 70% of peak, attention
+ * 50%, memory-bound 70% of bandwidth, 3 us per kernel), comm_eff 0.8,
+ * host 10 us per op + 5 us per launch, 1 us launch-to-start. */
+void synth_in_default(struct synth_in *in);
+
+/*
+ * Build the run.  0 with *out_g set (free with graph_free) and *out filled
+ * (free with synth_out_free), or PRISM_EARG naming the rule the layout
+ * breaks, or PRISM_ENOMEM.  The graph's times are not set yet: settle.h
+ * simulates it and makes the simulated times its traced ones.
+ */
+int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_out *out,
+		struct prism_err *err);
+void synth_out_free(struct synth_out *o);
+
+/* The meta string of a run: "prism::model#layers=..;hidden=..;...". */
+void synth_meta(const struct synth_in *in, char *buf, size_t n);
+
+/* Parse what synth_meta wrote (other fields of *in are left alone): 0, or
+ * PRISM_EFORMAT naming the field. */
+int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err);
+
+/* Schedule names: "gpipe", "1f1b", "interleaved". */
+const char *synth_schedule_name(int schedule);
+int synth_schedule_parse(const char *s);
+
+#endif

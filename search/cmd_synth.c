@@ -1,0 +1,133 @@
+/* cmd_synth.c - `prism synth`: a training run's trace from the cost models. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "predict.h"
+#include "show.h"
+#include "sim.h"
+#include "timeline.h"
+
+static const char help[] =
+	"usage: prism synth MODEL --hw HW [options] [-o TRACE.json]\n"
+	"\n"
+	"Build the execution graph of a GPT training run from its shape and layout\n"
+	"alone (kernel times from the cost model, collectives from the\n"
+	"communication model), simulate it, and print the prediction.  With -o,\n"
+	"write the simulated run as Kineto traces that `prism ingest`, `replay` and\n"
+	"`whatif` read: one file, or with --pp > 1 one per stage (TRACE.rankR.json).\n"
+	"MODEL is a file or a name in configs/models/ (gpt-small, gpt3-1.3b, ...);\n"
+	"HW a file or a name in configs/hw/ (h100-dgx, a100-80gb-dgx, ...).\n"
+	"\n"
+	"options:\n"
+	"      --hw HW             the hardware profile (required)\n"
+	"  -o, --output FILE       write the trace(s)\n"
+	"      --json              print the prediction as JSON\n"
+	"  -h, --help              this help\n";
+
+/* TRACE.json -> TRACE.rankR.json when there are several ranks. */
+void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n)
+{
+	size_t len = strlen(path);
+	if (ranks <= 1) {
+		snprintf(out, n, "%s", path);
+		return;
+	}
+	if (len > 5 && strcmp(path + len - 5, ".json") == 0)
+		len -= 5;
+	snprintf(out, n, "%.*s.rank%d.json", (int)len, path, rank);
+}
+
+int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
+		    struct prism_err *err)
+{
+	struct sim *s = sim_new(g);
+	struct sim_opts o;
+	int rc;
+
+	if (!s)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	sim_opts_default(&o);
+	rc = sim_run(s, &o, err);
+	for (uint32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
+		struct timeline_opts to = {(int)r, so->waits, so->n_waits};
+		char p[1024];
+		cli_rank_path(path, (int)r, (int)g->n_ranks, p, sizeof(p));
+		rc = timeline_write(s, p, &to, err);
+		if (rc == 0)
+			fprintf(stderr, "prism synth: wrote %s\n", p);
+	}
+	sim_free(s);
+	return rc;
+}
+
+int cmd_synth(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"hw", required_argument, NULL, 'w'},
+		{"output", required_argument, NULL, 'o'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		CLI_LAYOUT_LONGOPTS,
+		{NULL, 0, NULL, 0},
+	};
+	struct synth_in in, opt;
+	struct hw_profile hw;
+	struct predict_out p;
+	struct prism_err err;
+	struct graph *g = NULL;
+	struct synth_out so;
+	const char *hw_name = NULL, *out = NULL;
+	unsigned given = 0;
+	int json = 0, c, rc;
+
+	prism_err_clear(&err);
+	synth_in_default(&opt);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		int used = cli_layout_option(c, optarg, &opt, &given, &err);
+		if (used < 0)
+			return cli_fail(&err);
+		if (used)
+			continue;
+		switch (c) {
+		case 'w': hw_name = optarg; break;
+		case 'o': out = optarg; break;
+		case 'j': json = 1; break;
+		case 'h':
+			fputs(help, stdout);
+			fputs(cli_layout_help, stdout);
+			return 0;
+		default: fputs(help, stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1 || !hw_name) {
+		fprintf(stderr, "prism synth: %s\n%s",
+			optind != argc - 1 ? "give one MODEL" : "give the hardware with --hw", help);
+		return EXIT_USAGE;
+	}
+	synth_in_default(&in);
+	if ((rc = cli_load_model(argv[optind], &in.m, &err)) || (rc = cli_load_hw(hw_name, &hw, &err)))
+		return cli_fail(&err);
+	cli_layout_apply(&opt, given, &in);
+	in.hw = &hw;
+	if ((rc = predict_synth(&in, &p, out ? &g : NULL, out ? &so : NULL, &err)))
+		return cli_fail(&err);
+	if (json) {
+		fputs("{", stdout);
+		show_prediction_json(stdout, &in, &p);
+		fputs("}\n", stdout);
+	} else {
+		show_prediction(stdout, &in, &p);
+	}
+	if (out) {
+		rc = cli_write_trace(g, &so, out, &err);
+		graph_free(g);
+		synth_out_free(&so);
+		if (rc)
+			return cli_fail(&err);
+	}
+	return 0;
+}

@@ -1,0 +1,62 @@
+/* show.c - printing one prediction. */
+#include "show.h"
+
+static const char *const recompute_names[] = {"none", "selective", "full"};
+
+void show_layout(FILE *f, const struct synth_in *in)
+{
+	const struct mem_layout *l = &in->lay;
+	fprintf(f, "tp %d pp %d dp %d", l->tp, l->pp, l->dp);
+	if (l->schedule == MEM_INTERLEAVED)
+		fprintf(f, " vp %d", l->vp);
+	fprintf(f, ", mbs %d x %d microbatches, %s, recompute %s%s, zero %d, %s", l->mbs,
+		l->microbatches, synth_schedule_name(l->schedule), recompute_names[l->recompute],
+		l->sp ? ", sp" : "", l->zero, hw_dtype_name(in->dtype));
+}
+
+void show_prediction(FILE *f, const struct synth_in *in, const struct predict_out *p)
+{
+	const struct mem_est *m = &p->mem;
+	fprintf(f, "model      %s: %d layers, hidden %d, %d heads, ffn %d, seq %d, vocab %d\n",
+		in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
+		in->m.ffn, in->m.seq, in->m.vocab);
+	fprintf(f, "hardware   %s (%s)\n", in->hw->name, in->hw->gpu);
+	fputs("layout     ", f);
+	show_layout(f, in);
+	fprintf(f, "\n           %d GPUs, global batch %.0f sequences\n\n", p->gpus,
+		p->global_batch);
+	fprintf(f, "iteration  %12.3f ms\n", p->iter_s * 1e3);
+	fprintf(f, "bubble     %12.1f %%   (pipeline idle, first step)\n", p->bubble * 100);
+	fprintf(f, "throughput %12.0f tokens/s\n", p->tokens_per_s);
+	fprintf(f, "MFU        %12.1f %%   (model FLOPs / time / GPUs / %s peak)\n", p->mfu * 100,
+		hw_dtype_name(in->dtype));
+	fprintf(f, "cost       %12.4f GPU-hours per iteration\n", p->gpu_hours);
+	fprintf(f, "memory     %12.1f GB per GPU on stage 0 of %.1f GB usable: %s\n",
+		m->total / 1e9, m->capacity / 1e9, m->fits ? "fits" : "OUT OF MEMORY");
+	fprintf(f, "           weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f GB"
+		   " (%.1f microbatches in flight)\n",
+		m->weights / 1e9, m->grads / 1e9, m->optimizer / 1e9, m->activations / 1e9,
+		m->inflight);
+	fprintf(f, "graph      %u tasks, %u on GPUs\n", p->tasks, p->kernels);
+}
+
+void show_prediction_json(FILE *f, const struct synth_in *in, const struct predict_out *p)
+{
+	const struct mem_layout *l = &in->lay;
+	fputs("\"model\":", f);
+	prism_fput_json_str(f, in->m.name[0] ? in->m.name : "gpt");
+	fprintf(f, ",\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"ffn\":%d,\"seq\":%d,\"vocab\":%d",
+		in->m.layers, in->m.hidden, in->m.heads, in->m.ffn, in->m.seq, in->m.vocab);
+	fputs(",\"hw\":", f);
+	prism_fput_json_str(f, in->hw->name);
+	fprintf(f,
+		",\"tp\":%d,\"pp\":%d,\"dp\":%d,\"vp\":%d,\"mbs\":%d,\"microbatches\":%d,"
+		"\"schedule\":\"%s\",\"recompute\":\"%s\",\"sp\":%d,\"zero\":%d,\"dtype\":\"%s\","
+		"\"gpus\":%d,\"global_batch\":%.0f,\"iteration_s\":%.9f,\"bubble\":%.6f,"
+		"\"tokens_per_s\":%.3f,\"mfu\":%.6f,\"gpu_hours\":%.9f,\"memory_bytes\":%.0f,"
+		"\"memory_capacity_bytes\":%.0f,\"fits\":%s,\"tasks\":%u",
+		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches, synth_schedule_name(l->schedule),
+		recompute_names[l->recompute], l->sp, l->zero, hw_dtype_name(in->dtype), p->gpus,
+		p->global_batch, p->iter_s, p->bubble, p->tokens_per_s, p->mfu, p->gpu_hours,
+		p->mem.total, p->mem.capacity, p->mem.fits ? "true" : "false", p->tasks);
+}

@@ -1,0 +1,77 @@
+/* settle.c - simulate a synthesised graph and make it a trace of itself. */
+#include "settle.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
+		 struct prism_err *err)
+{
+	struct sim *sm = sim_new(g);
+	struct sim_opts o;
+	struct graph_iter *it;
+	int rc, P = so->stages, steps = so->steps;
+	double sum = 0, idle = 0;
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	size_t per_step;
+
+	memset(out, 0, sizeof(*out));
+	if (!sm)
+		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	sim_opts_default(&o);
+	if ((rc = sim_run(sm, &o, err))) {
+		sim_free(sm);
+		return rc;
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		g->start_ns[u] = sm->start_ns[u];
+		if (g->kind[u] == GN_WAIT && u > 0) {
+			int64_t w = sm->start_ns[u] - sm->end_ns[u - 1];
+			g->wait_ns[u] = w > 0 ? w : 0;
+		}
+	}
+	it = realloc(g->iters, (so->n_steps ? so->n_steps : 1) * sizeof(*it));
+	if (!it) {
+		sim_free(sm);
+		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	}
+	g->iters = it;
+	g->n_iters = (uint32_t)so->n_steps;
+	for (size_t i = 0; i < so->n_steps; i++) {
+		uint32_t f = so->step_first[i], l = so->step_last[i];
+		it[i].rank = g->procs[g->proc[f]].rank;
+		it[i].proc = g->proc[f];
+		it[i].step = (int64_t)(i / (size_t)P);
+		it[i].start_ns = sm->start_ns[f];
+		it[i].dur_ns = sm->end_ns[l] - sm->start_ns[f];
+	}
+	/* The first step starts from idle streams; with more, it is left out. */
+	for (int s = steps > 1 ? 1 : 0; s < steps; s++) {
+		int64_t worst = 0;
+		for (int r = 0; r < P; r++)
+			if (it[s * P + r].dur_ns > worst)
+				worst = it[s * P + r].dur_ns;
+		sum += (double)worst * 1e-9;
+	}
+	out->iter_s = steps > 1 ? sum / (steps - 1) : sum;
+	per_step = steps ? so->n_units / (size_t)steps : 0;
+	for (size_t i = 0; i < per_step; i++) {
+		if (sm->start_ns[so->unit_first[i]] < lo)
+			lo = sm->start_ns[so->unit_first[i]];
+		if (sm->end_ns[so->unit_last[i]] > hi)
+			hi = sm->end_ns[so->unit_last[i]];
+	}
+	for (int r = 0; r < P && hi > lo; r++) {
+		const struct graph_proc *pr = &g->procs[so->compute[r]];
+		int64_t busy = 0;
+		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
+			if (sm->start_ns[u] >= lo && sm->end_ns[u] <= hi)
+				busy += sm->end_ns[u] - sm->start_ns[u];
+		idle += 1.0 - (double)busy / (double)(hi - lo);
+	}
+	out->bubble = P > 0 ? idle / P : 0;
+	sim_free(sm);
+	return 0;
+}

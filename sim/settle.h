@@ -1,0 +1,30 @@
+/*
+ * settle.h - simulate a synthesised graph and make it a trace of itself.
+ *
+ * synth_build() leaves its graph's times unset; settle_synth() simulates
+ * it, writes the simulated start of every task into the graph's traced
+ * start (a wait node's waiting into wait_ns), makes one iteration per step
+ * and stage (the host span from the step's first task to the end of its
+ * closing synchronise), and measures what the run predicts: the step
+ * time of the slowest stage (the mean over steps after the first, which
+ * starts from idle streams, when there are several), and the pipeline bubble of the first step
+ * (per stage, the compute stream's idle fraction over the span from the
+ * first pipeline unit's start on any stage to the last one's end; the
+ * mean over stages).
+ */
+#ifndef PRISM_SETTLE_H
+#define PRISM_SETTLE_H
+
+#include "graph.h"
+#include "synth.h"
+
+struct settle_out {
+	double iter_s;
+	double bubble;
+};
+
+/* 0, or PRISM_ENOMEM / PRISM_EINTERNAL (a schedule that deadlocks). */
+int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
+		 struct prism_err *err);
+
+#endif
