@@ -367,6 +367,29 @@ static size_t columns(const struct graph *g, struct column *c)
 	return n;
 }
 
+struct graph *graph_clone(const struct graph *g)
+{
+	struct graph *c = graph_alloc(g->n_nodes, g->n_edges, g->n_procs, g->n_ranks, g->n_iters,
+				      g->n_colls);
+	struct column from[32], to[32];
+	size_t n;
+
+	if (!c)
+		return NULL;
+	n = columns(g, from);
+	columns(c, to);
+	for (size_t i = 0; i < n; i++)
+		if (from[i].size)
+			memcpy(to[i].p, from[i].p, from[i].size);
+	c->t0_ns = g->t0_ns;
+	strtab_release(&c->st);
+	if (strtab_copy(&c->st, &g->st)) {
+		graph_free(c);
+		return NULL;
+	}
+	return c;
+}
+
 int graph_save(const struct graph *g, const char *path, struct prism_err *err)
 {
 	struct file_header h;

@@ -227,6 +227,10 @@ struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
 			  uint32_t n_ranks, uint32_t n_iters, uint32_t n_colls);
 void graph_free(struct graph *g);
 
+/* A deep copy that the caller may edit while g stays shared and
+ * read-only: one memcpy per column.  NULL when out of memory. */
+struct graph *graph_clone(const struct graph *g);
+
 /*
  * Verify the invariants: CSR offsets monotone and in range, every id in
  * range, processors tiling the node ids, no edge from a node to itself,

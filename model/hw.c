@@ -1,6 +1,7 @@
 /* hw.c - hardware profiles from libconfig files. */
 #include "hw.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "cfg.h"
@@ -35,6 +36,15 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	memset(hw, 0, sizeof(*hw));
 	if ((rc = cfg_read(&cf, path, err)))
 		return rc;
+	{
+		const char *base = strrchr(path, '/');
+		size_t n;
+		base = base ? base + 1 : path;
+		n = strlen(base);
+		if (n > 4 && strcmp(base + n - 4, ".cfg") == 0)
+			n -= 4;
+		snprintf(hw->id, sizeof(hw->id), "%.*s", (int)n, base);
+	}
 	gpu = config_lookup(&cf, "gpu");
 	node = config_lookup(&cf, "node");
 	if (!gpu || !node) {

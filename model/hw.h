@@ -14,6 +14,7 @@
 enum hw_dtype { HW_FP32, HW_TF32, HW_BF16, HW_FP16, HW_FP8, HW_NDTYPES };
 
 struct hw_profile {
+	char id[64];          /* the file's name without directory and .cfg */
 	char name[64];        /* the system, e.g. "DGX H100" */
 	char gpu[64];         /* the GPU model */
 	double peak_flops[HW_NDTYPES];

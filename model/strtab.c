@@ -66,6 +66,27 @@ void strtab_release(struct strtab *st)
 	memset(st, 0, sizeof(*st));
 }
 
+int strtab_copy(struct strtab *dst, const struct strtab *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->buf = malloc(src->cap ? src->cap : 1);
+	dst->off = malloc((src->off_cap ? src->off_cap : 1) * sizeof(*dst->off));
+	dst->slots = malloc((src->nslots ? src->nslots : 1) * sizeof(*dst->slots));
+	if (!dst->buf || !dst->off || !dst->slots) {
+		strtab_release(dst);
+		return PRISM_ENOMEM;
+	}
+	memcpy(dst->buf, src->buf, src->len);
+	memcpy(dst->off, src->off, src->n * sizeof(*dst->off));
+	memcpy(dst->slots, src->slots, src->nslots * sizeof(*dst->slots));
+	dst->len = src->len;
+	dst->cap = src->cap ? src->cap : 1;
+	dst->n = src->n;
+	dst->off_cap = src->off_cap ? src->off_cap : 1;
+	dst->nslots = src->nslots;
+	return 0;
+}
+
 uint32_t strtab_find(const struct strtab *st, const char *s, size_t len)
 {
 	uint32_t i = (uint32_t)hash_bytes(s, len) & (st->nslots - 1);

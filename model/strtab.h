@@ -32,6 +32,9 @@ struct strtab {
 int strtab_init(struct strtab *st);
 void strtab_release(struct strtab *st);
 
+/* A deep copy (same ids).  0 or PRISM_ENOMEM (dst then empty). */
+int strtab_copy(struct strtab *dst, const struct strtab *src);
+
 /*
  * Id of s[0..len), adding it if new.  Returns 0 and sets *id, or
  * PRISM_ENOMEM / PRISM_ELIMIT (over 4 GiB of strings).

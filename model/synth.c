@@ -109,6 +109,7 @@ void synth_in_default(struct synth_in *in)
 	in->cpu_op_s = 10e-6;
 	in->launch_s = 5e-6;
 	in->gpu_lag_s = 1e-6;
+	in->event_s = 2e-6;
 }
 
 static int64_t ns(double s)
@@ -205,8 +206,8 @@ static void event_wait(struct ctx *c, int r, int from, int to)
 {
 	struct rankst *k = &c->rk[r];
 	struct pending p;
-	uint32_t rec = host_call(c, r, c->n_record, RT_EVENT_RECORD, 2e-6);
-	uint32_t w = host_call(c, r, c->n_wait, RT_STREAM_WAIT, 2e-6);
+	uint32_t rec = host_call(c, r, c->n_record, RT_EVENT_RECORD, c->in->event_s);
+	uint32_t w = host_call(c, r, c->n_wait, RT_STREAM_WAIT, c->in->event_s);
 
 	if (k->last[from] == NONE32)
 		return;
@@ -759,7 +760,7 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 		 in->m.ffn, in->m.seq, in->m.vocab, in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp,
 		 in->lay.mbs, in->lay.microbatches, synth_schedule_name(in->lay.schedule),
 		 in->lay.recompute, in->lay.sp, in->lay.zero, hw_dtype_name(in->dtype),
-		 in->hw ? in->hw->name : "?");
+		 in->hw && in->hw->id[0] ? in->hw->id : "?");
 }
 
 int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
@@ -811,6 +812,8 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 			if ((in->lay.schedule = synth_schedule_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
 						     "model description: unknown schedule '%s'", val);
+		} else if (strcmp(key, "hw") == 0) {
+			snprintf(in->hw_id, sizeof(in->hw_id), "%s", val);
 		} else if (strcmp(key, "dtype") == 0) {
 			if ((in->dtype = hw_dtype_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
@@ -946,6 +949,22 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	 * 1 + S_N consecutive ones). */
 	for (uint32_t u = 0; u < c.nodes.n; u++)
 		g->iter[newid[u]] = c.nodes.v[u].iter * P + (int32_t)c.nodes.v[u].proc / (1 + S_N);
+	{
+		/* One iteration per step and stage; settle.h gives their times. */
+		struct graph_iter *it = realloc(g->iters, (c.step_first.n ? c.step_first.n : 1) *
+								  sizeof(*it));
+		if (!it)
+			goto oom;
+		g->iters = it;
+		g->n_iters = (uint32_t)c.step_first.n;
+		for (size_t i = 0; i < c.step_first.n; i++) {
+			it[i].rank = (uint32_t)(i % (size_t)P);
+			it[i].proc = c.rk[i % (size_t)P].host;
+			it[i].step = (int64_t)(i / (size_t)P);
+			it[i].start_ns = 0;
+			it[i].dur_ns = 0;
+		}
+	}
 	out->n_steps = c.step_first.n;
 	out->step_first = c.step_first.v;
 	out->step_last = c.step_last.v;

@@ -57,6 +57,9 @@ struct synth_in {
 	double cpu_op_s;         /* host time of an op before its launch */
 	double launch_s;         /* cudaLaunchKernel */
 	double gpu_lag_s;        /* launch (or previous kernel) to kernel start */
+	double event_s;          /* cudaEventRecord, cudaStreamWaitEvent */
+	char hw_id[64];          /* synth_meta_parse: the profile named in the
+				  * description */
 	int bare;                /* only the layers: no embedding, head, loss or
 				  * optimizer, and communication takes no time
 				  * (for checks against closed forms) */
@@ -84,7 +87,8 @@ struct synth_out {
 
 /* Defaults: bf16, one step, cost defaults (GEMM 70% of peak, attention
  * 50%, memory-bound 70% of bandwidth, 3 us per kernel), comm_eff 0.8,
- * host 10 us per op + 5 us per launch, 1 us launch-to-start. */
+ * host 10 us per op + 5 us per launch, 2 us per event call, 1 us
+ * launch-to-start. */
 void synth_in_default(struct synth_in *in);
 
 /*

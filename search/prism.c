@@ -20,8 +20,10 @@ static const char usage[] =
 	"                               trace's own kernels; leave-one-out errors\n"
 	"  synth MODEL --hw HW [-o T]   a run's graph from its shape and layout;\n"
 	"                               predict it; write it as Kineto traces\n"
+	"  whatif BASE [--dp N ...]     one candidate layout against a base run\n"
+	"                               (a trace, a graph or a model)\n"
 	"\n"
-	"Planned (see the issues): whatif, search, report.\n"
+	"Planned (see the issues): search, report.\n"
 	"\n"
 	"Run `prism <command> --help` for a command's options.\n"
 	"  -h, --help      this help\n"
@@ -50,6 +52,8 @@ int main(int argc, char **argv)
 		return cmd_calibrate(argc - 1, argv + 1);
 	if (strcmp(argv[1], "synth") == 0)
 		return cmd_synth(argc - 1, argv + 1);
+	if (strcmp(argv[1], "whatif") == 0)
+		return cmd_whatif(argc - 1, argv + 1);
 	fprintf(stderr, "prism: unknown command '%s' (see prism --help)\n", argv[1]);
 	return EXIT_USAGE;
 }

@@ -30,7 +30,7 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 	fprintf(f, "throughput %12.0f tokens/s\n", p->tokens_per_s);
 	fprintf(f, "MFU        %12.1f %%   (model FLOPs / time / GPUs / %s peak)\n", p->mfu * 100,
 		hw_dtype_name(in->dtype));
-	fprintf(f, "cost       %12.4f GPU-hours per iteration\n", p->gpu_hours);
+	fprintf(f, "cost       %12.4g GPU-hours per iteration\n", p->gpu_hours);
 	fprintf(f, "memory     %12.1f GB per GPU on stage 0 of %.1f GB usable: %s\n",
 		m->total / 1e9, m->capacity / 1e9, m->fits ? "fits" : "OUT OF MEMORY");
 	fprintf(f, "           weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f GB"

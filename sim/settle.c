@@ -32,18 +32,9 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 			g->wait_ns[u] = w > 0 ? w : 0;
 		}
 	}
-	it = realloc(g->iters, (so->n_steps ? so->n_steps : 1) * sizeof(*it));
-	if (!it) {
-		sim_free(sm);
-		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-	}
-	g->iters = it;
-	g->n_iters = (uint32_t)so->n_steps;
+	it = g->iters;
 	for (size_t i = 0; i < so->n_steps; i++) {
 		uint32_t f = so->step_first[i], l = so->step_last[i];
-		it[i].rank = g->procs[g->proc[f]].rank;
-		it[i].proc = g->proc[f];
-		it[i].step = (int64_t)(i / (size_t)P);
 		it[i].start_ns = sm->start_ns[f];
 		it[i].dur_ns = sm->end_ns[l] - sm->start_ns[f];
 	}

@@ -1,0 +1,362 @@
+/* cmd_whatif.c - `prism whatif`: one candidate layout against the base. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build.h"
+#include "calib.h"
+#include "cli.h"
+#include "edit.h"
+#include "metrics.h"
+#include "predict.h"
+#include "show.h"
+#include "sim.h"
+#include "timeline.h"
+
+static const char help[] =
+	"usage: prism whatif BASE [options]\n"
+	"\n"
+	"Predict one candidate layout from a base run.  BASE is a model (a file or a\n"
+	"name in configs/models/), a trace (or the traces of a job's ranks), or a\n"
+	"saved graph.  The options below give what differs from the base; the rest\n"
+	"stays as it was.\n"
+	"\n"
+	"  - A model is synthesised at both configurations (needs --hw).\n"
+	"  - A trace with prism:: layer ranges and a run description (written by\n"
+	"    `prism synth` and scripts/collect_trace.py) is rebuilt at the candidate's\n"
+	"    configuration with kernel times calibrated, class by class, on its own\n"
+	"    layers, and host costs measured on it.\n"
+	"  - Any other trace takes --dp and --hw edits only: its tasks are kept and\n"
+	"    re-timed (collectives of the data-parallel group through the\n"
+	"    communication model; kernels by FLOP/s or bandwidth on another GPU).\n"
+	"  With no change, the candidate is the base and the prediction its replay.\n"
+	"\n"
+	"options:\n"
+	"      --hw HW             the candidate's hardware (default: the base's)\n"
+	"      --base-hw HW        the base's hardware, when the trace does not say\n"
+	"      --base-dp N         the base's data-parallel degree (default: the\n"
+	"                          trace's world size)\n"
+	"      --timeline FILE     write the candidate's simulated run (Perfetto)\n"
+	"      --json              print the prediction as JSON\n"
+	"  -h, --help              this help\n"
+	"  and the trace options of `prism ingest` (--rank, --allow-dangling, ...)\n";
+
+/* Mean step time of a simulated graph: per step the slowest rank, the
+ * first step left out when there are several (as settle.h does). */
+static double mean_step(const struct sim *s, const struct metrics_iter *its, long n)
+{
+	int64_t maxstep = -1;
+	double sum = 0;
+	int cnt = 0;
+	(void)s;
+	for (long i = 0; i < n; i++)
+		if (its[i].step > maxstep)
+			maxstep = its[i].step;
+	if (maxstep < 0) {
+		int64_t w = 0;
+		for (long i = 0; i < n; i++)
+			if (its[i].predicted_ns > w)
+				w = its[i].predicted_ns;
+		return (double)w * 1e-9;
+	}
+	for (int64_t st = 0; st <= maxstep; st++) {
+		int64_t w = -1;
+		for (long i = 0; i < n; i++)
+			if (its[i].step == st && its[i].predicted_ns > w)
+				w = its[i].predicted_ns;
+		if (w < 0 || (maxstep > 0 && st == 0 && n > 1))
+			continue;
+		sum += (double)w * 1e-9;
+		cnt++;
+	}
+	return cnt ? sum / cnt : 0;
+}
+
+/* Replay g; its mean step time. */
+static int replay_time(const struct graph *g, const char *timeline, double *t,
+		       struct prism_err *err)
+{
+	struct sim *s = sim_new(g);
+	struct sim_opts o;
+	struct metrics_iter *its = NULL;
+	long n;
+	int rc;
+
+	if (!s)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	sim_opts_default(&o);
+	rc = sim_run(s, &o, err);
+	if (rc == 0 && (n = metrics_iterations(s, &its)) < 0)
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if (rc == 0)
+		*t = mean_step(s, its, n);
+	if (rc == 0 && timeline)
+		rc = timeline_write(s, timeline, NULL, err);
+	free(its);
+	sim_free(s);
+	return rc;
+}
+
+static int is_model(const char *arg)
+{
+	size_t n = strlen(arg);
+	char path[1024];
+	if (n > 4 && strcmp(arg + n - 4, ".cfg") == 0)
+		return 1;
+	return !strchr(arg, '/') && cli_find_config("models", arg, path, sizeof(path)) == 0 &&
+	       strcmp(path, arg) != 0;
+}
+
+static void print_pair(const struct synth_in *base, double base_s, const struct synth_in *in,
+		       const struct predict_out *p, const char *how, int json)
+{
+	if (json) {
+		printf("{\"method\":\"%s\",\"base_iteration_s\":%.9f,\"speedup\":%.6f,", how, base_s,
+		       p->iter_s > 0 ? base_s / p->iter_s : 0);
+		show_prediction_json(stdout, in, p);
+		printf("}\n");
+		return;
+	}
+	printf("base       ");
+	if (base)
+		show_layout(stdout, base);
+	else
+		printf("the trace as recorded");
+	printf("\n           %.3f ms per iteration\n", base_s * 1e3);
+	printf("method     %s\n\n", how);
+	show_prediction(stdout, in, p);
+	printf("\nchange     %+.1f %% iteration time against the base\n",
+	       base_s > 0 ? (p->iter_s / base_s - 1) * 100 : 0);
+}
+
+static int same_config(const struct synth_in *a, const struct synth_in *b)
+{
+	return a->m.layers == b->m.layers && a->m.hidden == b->m.hidden &&
+	       a->m.heads == b->m.heads && a->m.ffn == b->m.ffn && a->m.seq == b->m.seq &&
+	       a->lay.tp == b->lay.tp && a->lay.pp == b->lay.pp && a->lay.dp == b->lay.dp &&
+	       a->lay.vp == b->lay.vp && a->lay.mbs == b->lay.mbs &&
+	       a->lay.microbatches == b->lay.microbatches && a->lay.schedule == b->lay.schedule &&
+	       a->lay.recompute == b->lay.recompute && a->lay.sp == b->lay.sp &&
+	       a->lay.zero == b->lay.zero && a->dtype == b->dtype && a->hw == b->hw;
+}
+
+/* The candidate from a rebuilt model; timeline if asked. */
+static int predict_write(const struct synth_in *in, struct predict_out *p, const char *timeline,
+			 struct prism_err *err)
+{
+	struct graph *g = NULL;
+	struct synth_out so;
+	int rc = predict_synth(in, p, timeline ? &g : NULL, timeline ? &so : NULL, err);
+	if (rc == 0 && timeline) {
+		rc = cli_write_trace(g, &so, timeline, err);
+		graph_free(g);
+		synth_out_free(&so);
+	}
+	return rc;
+}
+
+int cmd_whatif(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"hw", required_argument, NULL, 'w'},
+		{"base-hw", required_argument, NULL, 'W'},
+		{"base-dp", required_argument, NULL, 'B'},
+		{"timeline", required_argument, NULL, 't'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		CLI_BUILD_LONGOPTS,
+		CLI_LAYOUT_LONGOPTS,
+		{NULL, 0, NULL, 0},
+	};
+	struct synth_in opt, base, cand;
+	struct hw_profile hw_base, hw_cand;
+	struct build_opts bo;
+	struct prism_err err;
+	struct predict_out p;
+	struct graph *g = NULL;
+	const char *hw_name = NULL, *base_hw_name = NULL, *timeline = NULL, *ranks = NULL;
+	unsigned given = 0;
+	int json = 0, c, rc = 0, base_dp = 0;
+	double base_s = 0;
+
+	build_opts_default(&bo);
+	prism_err_clear(&err);
+	synth_in_default(&opt);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "r:h", longopts, NULL)) != -1) {
+		int used = cli_layout_option(c, optarg, &opt, &given, &err);
+		if (used == 0)
+			used = cli_build_option(c, optarg, &bo, &ranks, &err);
+		if (used < 0)
+			return cli_fail(&err);
+		if (used)
+			continue;
+		switch (c) {
+		case 'w': hw_name = optarg; break;
+		case 'W': base_hw_name = optarg; break;
+		case 'B': base_dp = atoi(optarg); break;
+		case 't': timeline = optarg; break;
+		case 'j': json = 1; break;
+		case 'h':
+			fputs(help, stdout);
+			fputs(cli_layout_help, stdout);
+			return 0;
+		default: fputs(help, stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "prism whatif: no BASE given\n%s", help);
+		return EXIT_USAGE;
+	}
+	synth_in_default(&base);
+	memset(&p, 0, sizeof(p));
+
+	/* A model: synthesise both. */
+	if (argc - optind == 1 && is_model(argv[optind])) {
+		if (!hw_name && !base_hw_name) {
+			fprintf(stderr, "prism whatif: a model BASE needs --hw\n");
+			return EXIT_USAGE;
+		}
+		if ((rc = cli_load_model(argv[optind], &base.m, &err)) ||
+		    (rc = cli_load_hw(base_hw_name ? base_hw_name : hw_name, &hw_base, &err)) ||
+		    (rc = cli_load_hw(hw_name ? hw_name : base_hw_name, &hw_cand, &err)))
+			return cli_fail(&err);
+		base.hw = &hw_base;
+		cand = base;
+		cli_layout_apply(&opt, given, &cand);
+		cand.hw = &hw_cand;
+		if ((rc = predict_synth(&base, &p, NULL, NULL, &err)))
+			return cli_fail(&err);
+		base_s = p.iter_s;
+		if ((rc = predict_write(&cand, &p, timeline, &err)))
+			return cli_fail(&err);
+		print_pair(&base, base_s, &cand, &p, "both synthesised from the model", json);
+		return 0;
+	}
+
+	if ((rc = cli_load_graph(argv + optind, argc - optind, ranks, &bo, &g, &err)))
+		return cli_fail(&err);
+	if (g->meta) {
+		/* An annotated run: its description gives the base configuration. */
+		const char *hw_id;
+		if ((rc = synth_meta_parse(strtab_get(&g->st, g->meta), &base, &err)))
+			goto fail;
+		hw_id = base_hw_name ? base_hw_name : base.hw_id;
+		if ((rc = cli_load_hw(hw_id, &hw_base, &err)) ||
+		    (rc = cli_load_hw(hw_name ? hw_name : hw_id, &hw_cand, &err)))
+			goto fail;
+		base.hw = &hw_base;
+		cand = base;
+		cli_layout_apply(&opt, given, &cand);
+		cand.hw = hw_name && strcmp(hw_cand.id, hw_base.id) != 0 ? &hw_cand : &hw_base;
+		if ((rc = replay_time(g, same_config(&base, &cand) ? timeline : NULL, &base_s, &err)))
+			goto fail;
+		if (same_config(&base, &cand)) {
+			predict_derive(&cand, base_s, &p);
+			p.tasks = g->n_nodes;
+			print_pair(&base, base_s, &cand, &p, "identity: the base's own replay", json);
+		} else {
+			struct graph *model = NULL;
+			struct predict_out pm;
+			struct edit_fit fit;
+			if ((rc = predict_synth(&base, &pm, &model, NULL, &err)))
+				goto fail;
+			rc = edit_fit(g, model, &fit);
+			graph_free(model);
+			if (rc) {
+				rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+				goto fail;
+			}
+			for (int k = 0; k < KC_NCLASSES; k++)
+				cand.scale[k] = fit.scale[k];
+			if (fit.host_fitted) {
+				cand.cpu_op_s = fit.cpu_op_s;
+				cand.launch_s = fit.launch_s;
+			}
+			/* On another GPU the roofline uses its peaks and the scale
+			 * keeps the efficiency measured on the base: compute-bound
+			 * kernels move with FLOP/s, memory-bound ones with bandwidth. */
+			if ((rc = predict_write(&cand, &p, timeline, &err)))
+				goto fail;
+			print_pair(&base, base_s, &cand, &p,
+				   "rebuilt from the base's layers (kernel times calibrated on them)",
+				   json);
+		}
+		graph_free(g);
+		return 0;
+	}
+
+	/* A plain trace: re-time a clone. */
+	if (given & ~(CLI_SET(CLI_OPT_DP) | CLI_SET(CLI_OPT_STEPS))) {
+		rc = prism_err_set(&err, PRISM_EARG,
+				   "%s: no prism:: layer ranges or run description in the trace, so "
+				   "only --dp and --hw edits apply (record with "
+				   "scripts/collect_trace.py for the others)",
+				   argv[optind]);
+		goto fail;
+	}
+	{
+		struct edit_retime r;
+		struct edit_stats st;
+		struct graph *cg;
+		const char *gpu = g->n_ranks ? strtab_get(&g->st, g->ranks[0].device) : "";
+		char found[1024];
+		if (!base_hw_name) {
+			base_hw_name = calib_profile_for(gpu, (double)g->ranks[0].device_mem);
+			if (!base_hw_name || cli_find_config("hw", base_hw_name, found, sizeof(found))) {
+				rc = prism_err_set(&err, PRISM_EARG,
+						   "no hardware profile for the trace's GPU '%s': give "
+						   "one with --base-hw",
+						   gpu);
+				goto fail;
+			}
+			base_hw_name = found;
+		}
+		if ((rc = cli_load_hw(base_hw_name, &hw_base, &err)) ||
+		    (rc = cli_load_hw(hw_name ? hw_name : base_hw_name, &hw_cand, &err)))
+			goto fail;
+		if ((rc = replay_time(g, NULL, &base_s, &err)))
+			goto fail;
+		memset(&r, 0, sizeof(r));
+		r.from = &hw_base;
+		r.to = hw_name && strcmp(hw_cand.id, hw_base.id) != 0 ? &hw_cand : &hw_base;
+		r.dp_from = base_dp > 0 ? base_dp : (int)(g->ranks[0].world_size > 0 ? g->ranks[0].world_size : 1);
+		r.dp_to = given & CLI_SET(CLI_OPT_DP) ? opt.lay.dp : r.dp_from;
+		r.comm_eff = 0.8;
+		if (!(cg = graph_clone(g))) {
+			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+			goto fail;
+		}
+		if (edit_retime(cg, &r, &st) || replay_time(cg, timeline, &p.iter_s, &err)) {
+			graph_free(cg);
+			rc = err.code ? err.code : prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+			goto fail;
+		}
+		graph_free(cg);
+		if (json) {
+			printf("{\"method\":\"retimed\",\"base_iteration_s\":%.9f,\"iteration_s\":%.9f,"
+			       "\"dp_from\":%d,\"dp_to\":%d,\"hw_from\":\"%s\",\"hw_to\":\"%s\","
+			       "\"kernels_scaled\":%" PRIu64 ",\"collectives_scaled\":%" PRIu64
+			       ",\"collectives_unsized\":%" PRIu64 "}\n",
+			       base_s, p.iter_s, r.dp_from, r.dp_to, r.from->id, r.to->id,
+			       st.kernels_scaled, st.colls_scaled, st.colls_unsized);
+		} else {
+			printf("base       the trace as recorded, dp %d on %s\n", r.dp_from, r.from->name);
+			printf("           %.3f ms per iteration (replay)\n", base_s * 1e3);
+			printf("candidate  dp %d on %s\n", r.dp_to, r.to->name);
+			printf("method     re-timed clone: %" PRIu64 " kernels, %" PRIu64
+			       " collectives re-timed (%" PRIu64 " without a size kept)\n\n",
+			       st.kernels_scaled, st.colls_scaled, st.colls_unsized);
+			printf("iteration  %12.3f ms\n", p.iter_s * 1e3);
+			printf("change     %+.1f %% iteration time against the base\n",
+			       base_s > 0 ? (p.iter_s / base_s - 1) * 100 : 0);
+		}
+	}
+	graph_free(g);
+	return 0;
+fail:
+	graph_free(g);
+	return cli_fail(&err);
+}

@@ -1,0 +1,298 @@
+/*
+ * test_synth.c - synthesised runs against closed forms: FLOPs against
+ * Narayanan et al.'s formula, pipeline bubbles against each schedule's
+ * (p-1)/(m+p-1) and (p-1)/(vm+p-1), the graph invariants after every edit,
+ * and the run description round trip.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "edit.h"
+#include "graph.h"
+#include "hw.h"
+#include "llm.h"
+#include "predict.h"
+#include "settle.h"
+#include "synth.h"
+#include "testutil.h"
+
+static struct hw_profile hw;
+
+static int setup(void **state)
+{
+	struct prism_err err;
+	(void)state;
+	return hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &hw, &err);
+}
+
+static void small(struct synth_in *in)
+{
+	synth_in_default(in);
+	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t"};
+	in->hw = &hw;
+}
+
+static struct graph *build(const struct synth_in *in, struct synth_out *so, struct settle_out *st)
+{
+	struct graph *g = NULL;
+	struct prism_err err;
+	prism_err_clear(&err);
+	if (synth_build(in, &g, so, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	if (graph_check(g, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	if (settle_synth(g, so, st, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	return g;
+}
+
+/* The kernels' FLOPs add up to eq. (3) of Narayanan et al. (llm.h) for the
+ * replica's mbs x microbatches sequences: whatever the pipeline split, and
+ * times tp with tensor parallelism (each rank does 1/tp of every GEMM). */
+static void test_flops_formula(void **state)
+{
+	static const int layouts[][4] = {{1, 1, 1, 1}, {2, 1, 4, 1}, {1, 4, 8, 1}, {4, 2, 4, 2}};
+	(void)state;
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		small(&in);
+		in.lay.tp = layouts[i][0];
+		in.lay.pp = layouts[i][1];
+		in.lay.microbatches = layouts[i][2];
+		in.lay.mbs = layouts[i][3];
+		g = build(&in, &so, &st);
+		assert_rel_close(so.flops * in.lay.tp,
+				 llm_flops_iter(&in.m, in.lay.mbs * in.lay.microbatches, 0), 1e-12);
+		assert_rel_close(so.flops * in.lay.tp,
+				 llm_flops_iter_formula(&in.m, in.lay.mbs * in.lay.microbatches, 0),
+				 1e-12);
+		synth_out_free(&so);
+		graph_free(g);
+	}
+	{
+		/* Full recomputation: one more forward of every layer. */
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		small(&in);
+		in.lay.recompute = MEM_RECOMPUTE_FULL;
+		in.lay.microbatches = 2;
+		g = build(&in, &so, &st);
+		assert_rel_close(so.flops, llm_flops_iter_formula(&in.m, 2, 1), 1e-12);
+		synth_out_free(&so);
+		graph_free(g);
+	}
+}
+
+/* Uniform stages, free communication, no host costs: each schedule's
+ * bubble is its closed form. */
+static double bubble(int schedule, int p, int v, int m)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	small(&in);
+	in.m.layers = 16;
+	in.bare = 1;
+	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+	in.lay.pp = p;
+	in.lay.vp = v;
+	in.lay.microbatches = m;
+	in.lay.schedule = schedule;
+	g = build(&in, &so, &st);
+	synth_out_free(&so);
+	graph_free(g);
+	return st.bubble;
+}
+
+static void test_pipeline_bubble(void **state)
+{
+	(void)state;
+	for (int p = 2; p <= 8; p *= 2)
+		for (int m = p; m <= 4 * p; m *= 2) {
+			double want = (double)(p - 1) / (m + p - 1);
+			assert_rel_close(bubble(MEM_1F1B, p, 1, m), want, 0.01);
+			assert_rel_close(bubble(MEM_GPIPE, p, 1, m), want, 0.01);
+			if (16 % (2 * p) == 0)
+				assert_rel_close(bubble(MEM_INTERLEAVED, p, 2, m),
+						 (double)(p - 1) / (2.0 * m + p - 1), 0.01);
+		}
+	/* No pipeline, no bubble. */
+	assert_true(bubble(MEM_1F1B, 1, 1, 4) < 1e-9);
+}
+
+/* What the layout rules refuse, and how they say it. */
+static void test_layout_errors(void **state)
+{
+	static const struct {
+		int tp, pp, vp, m, sched;
+		const char *msg;
+	} cases[] = {
+		{16, 1, 1, 1, MEM_1F1B, "layout: tp 16 is beyond a node of 8 GPUs"},
+		{1, 3, 1, 1, MEM_1F1B, "layout: layers 8 not divisible by pp 3 x virtual stages 1"},
+		{1, 2, 2, 3, MEM_INTERLEAVED,
+		 "layout: interleaved 1F1B needs microbatches (3) divisible by pp (2)"},
+		{1, 2, 2, 2, MEM_1F1B, "layout: virtual stages 2 need the interleaved schedule"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct graph *g = NULL;
+		struct prism_err err;
+		small(&in);
+		in.lay.tp = cases[i].tp;
+		in.lay.pp = cases[i].pp;
+		in.lay.vp = cases[i].vp;
+		in.lay.microbatches = cases[i].m;
+		in.lay.schedule = cases[i].sched;
+		prism_err_clear(&err);
+		assert_int_equal(synth_build(&in, &g, &so, &err), PRISM_EARG);
+		assert_string_equal(err.msg, cases[i].msg);
+		assert_null(g);
+	}
+}
+
+/* The run description survives its own parser. */
+static void test_meta_round_trip(void **state)
+{
+	struct synth_in a, b;
+	struct prism_err err;
+	char s[512];
+	(void)state;
+	small(&a);
+	a.lay.tp = 2;
+	a.lay.pp = 4;
+	a.lay.vp = 2;
+	a.lay.dp = 16;
+	a.lay.microbatches = 8;
+	a.lay.schedule = MEM_INTERLEAVED;
+	a.lay.zero = 1;
+	a.lay.sp = 1;
+	a.lay.recompute = MEM_RECOMPUTE_SELECTIVE;
+	a.dtype = HW_FP8;
+	synth_meta(&a, s, sizeof(s));
+	prism_err_clear(&err);
+	assert_string_equal(s, "prism::model#name=t;layers=8;hidden=1024;heads=16;ffn=4096;"
+			       "seq=1024;vocab=32000;tp=2;pp=4;dp=16;vp=2;mbs=1;microbatches=8;"
+			       "schedule=interleaved;recompute=1;sp=1;zero=1;dtype=fp8;hw=h100-dgx");
+	synth_in_default(&b);
+	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
+	assert_memory_equal(&a.m, &b.m, sizeof(a.m));
+	assert_memory_equal(&a.lay, &b.lay, sizeof(a.lay));
+	assert_int_equal(b.dtype, HW_FP8);
+	assert_string_equal(b.hw_id, "h100-dgx");
+	assert_int_equal(synth_meta_parse("prism::model#layers=x", &b, &err), PRISM_EFORMAT);
+	assert_string_equal(err.msg, "model description: field 'layers' is not a count: 'x'");
+}
+
+/* Re-timing a clone: the base is untouched, the clone passes graph_check,
+ * and on a GPU with twice the bandwidth and FLOP/s every kernel takes half
+ * as long (the ratio is exact: kernel times scale, nothing else). */
+static void test_retime_clone(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g, *c;
+	struct hw_profile fast = hw;
+	struct edit_retime r;
+	struct edit_stats es;
+	struct prism_err err;
+	int64_t before = 0, after = 0, base_after = 0;
+	(void)state;
+	small(&in);
+	in.lay.dp = 4;
+	g = build(&in, &so, &st);
+	for (int d = 0; d < HW_NDTYPES; d++)
+		fast.peak_flops[d] *= 2;
+	fast.hbm_Bps *= 2;
+	c = graph_clone(g);
+	assert_non_null(c);
+	memset(&r, 0, sizeof(r));
+	r.from = &hw;
+	r.to = &fast;
+	assert_int_equal(edit_retime(c, &r, &es), 0);
+	assert_int_equal(graph_check(c, &err), 0);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_KERNEL) {
+			before += g->dur_ns[u];
+			after += c->dur_ns[u];
+		}
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_KERNEL)
+			base_after += g->dur_ns[u];
+	assert_int_equal(before, base_after); /* the base is read-only */
+	assert_rel_close((double)after, before / 2.0, 1e-4);
+	assert_int_equal(es.kernels_scaled, g->stats.nodes[GN_KERNEL]);
+	/* DP 4 -> 32: the gradient all-reduces (group 4) get the comm model's
+	 * ratio; nothing else moves. */
+	graph_free(c);
+	c = graph_clone(g);
+	memset(&r, 0, sizeof(r));
+	r.from = r.to = &hw;
+	r.dp_from = 4;
+	r.dp_to = 32;
+	assert_int_equal(edit_retime(c, &r, &es), 0);
+	assert_int_equal(es.kernels_scaled, 0);
+	assert_int_equal(es.colls_scaled, in.m.layers);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->coll[u] != UINT32_MAX)
+			assert_true(c->dur_ns[u] > g->dur_ns[u]);
+		else
+			assert_int_equal(c->dur_ns[u], g->dur_ns[u]);
+	graph_free(c);
+	synth_out_free(&so);
+	graph_free(g);
+}
+
+/* edit_fit on a model against itself finds ratios of 1, and a base whose
+ * GEMMs took 1.5x as long is found out class by class. */
+static void test_fit_scales(void **state)
+{
+	struct synth_in in;
+	struct synth_out so, so2;
+	struct settle_out st;
+	struct graph *a, *b;
+	struct edit_fit f;
+	(void)state;
+	small(&in);
+	in.steps = 2;
+	a = build(&in, &so, &st);
+	assert_int_equal(edit_fit(a, a, &f), 0);
+	for (int k = 0; k < KC_NCLASSES; k++)
+		assert_rel_close(f.scale[k], 1.0, 1e-12);
+	assert_true(f.host_fitted);
+	assert_rel_close(f.cpu_op_s, in.cpu_op_s, 1e-9);
+	assert_rel_close(f.launch_s, in.launch_s, 1e-9);
+	in.scale[KC_GEMM] = 1.5;
+	b = build(&in, &so2, &st);
+	assert_int_equal(edit_fit(b, a, &f), 0);
+	assert_rel_close(f.scale[KC_GEMM], 1.5, 1e-4); /* times are whole ns */
+	assert_rel_close(f.scale[KC_NORM], 1.0, 1e-4);
+	synth_out_free(&so);
+	synth_out_free(&so2);
+	graph_free(a);
+	graph_free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_flops_formula),  cmocka_unit_test(test_pipeline_bubble),
+		cmocka_unit_test(test_layout_errors),  cmocka_unit_test(test_meta_round_trip),
+		cmocka_unit_test(test_retime_clone),   cmocka_unit_test(test_fit_scales),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
