@@ -1,10 +1,13 @@
 /* edit.c - re-timing a clone, and calibrating rebuilt candidates. */
 #include "edit.h"
 
+#include <gsl/gsl_fit.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
+#include "synth.h"
 
 static int compute_bound(int cls)
 {
@@ -75,27 +78,36 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Layer GPU time per class, per step. */
-static int class_times(const struct graph *g, double t[KC_NCLASSES], uint64_t n[KC_NCLASSES])
+/* Per kernel name (string id in g): total time and count per step. */
+struct kstat {
+	double t;
+	double n;
+	int cls;
+};
+
+static int name_stats(const struct graph *g, struct kstat **out)
 {
 	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	struct kstat *k = calloc(g->st.n ? g->st.n : 1, sizeof(*k));
 	double steps = g->n_ranks && g->n_iters ? (double)g->n_iters / g->n_ranks : 1;
 
-	memset(t, 0, KC_NCLASSES * sizeof(*t));
-	memset(n, 0, KC_NCLASSES * sizeof(*n));
-	if (!cls || cost_classify_all(g, cls)) {
+	if (!cls || !k || cost_classify_all(g, cls)) {
 		free(cls);
+		free(k);
 		return PRISM_ENOMEM;
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		if (g->kind[u] < GN_KERNEL || g->layer[u] < 0 || g->coll[u] != UINT32_MAX)
+		if (g->kind[u] < GN_KERNEL || g->coll[u] != UINT32_MAX || g->kind[u] == GN_MEMCPY ||
+		    g->kind[u] == GN_MEMSET)
 			continue;
 		if (g->n_iters && g->iter[u] < 0)
 			continue;
-		t[cls[u]] += (double)g->dur_ns[u] * 1e-9 / (steps > 0 ? steps : 1);
-		n[cls[u]]++;
+		k[g->name[u]].t += (double)g->dur_ns[u] * 1e-9 / steps;
+		k[g->name[u]].n += 1 / steps;
+		k[g->name[u]].cls = cls[u];
 	}
 	free(cls);
+	*out = k;
 	return 0;
 }
 
@@ -129,23 +141,90 @@ static int host_costs(const struct graph *g, double *op_s, double *launch_s)
 	return na ? 0 : -1;
 }
 
-int edit_fit(const struct graph *base, const struct graph *model, struct edit_fit *f)
+int edit_fit(const struct graph *base, const struct graph *model,
+	     const struct synth_in *model_in, struct edit_fit *f)
 {
-	double tb[KC_NCLASSES], tm[KC_NCLASSES], sb = 0, sm = 0;
-	uint64_t nb[KC_NCLASSES], nm[KC_NCLASSES];
+	struct kstat *kb = NULL, *km = NULL;
+	double tb[KC_NCLASSES] = {0}, tm[KC_NCLASSES] = {0}, sb = 0, sm = 0;
+	double *x = NULL, *y = NULL, *w = NULL;
+	int *c = NULL;
+	size_t np = 0;
+	int rc = PRISM_ENOMEM;
 
 	memset(f, 0, sizeof(*f));
-	if (class_times(base, tb, nb) || class_times(model, tm, nm))
-		return PRISM_ENOMEM;
-	for (int c = 0; c < KC_NCLASSES; c++) {
-		sb += tb[c];
-		sm += tm[c];
+	if (name_stats(base, &kb) || name_stats(model, &km))
+		goto out;
+	x = malloc((model->st.n + 1) * sizeof(*x));
+	y = malloc((model->st.n + 1) * sizeof(*y));
+	w = malloc((model->st.n + 1) * sizeof(*w));
+	c = malloc((model->st.n + 1) * sizeof(*c));
+	if (!x || !y || !w || !c)
+		goto out;
+	for (uint32_t i = 0; i < base->st.n; i++)
+		if (kb[i].n > 0) {
+			tb[kb[i].cls] += kb[i].t;
+			f->n[kb[i].cls] += (uint64_t)(kb[i].n + 0.5);
+			sb += kb[i].t;
+		}
+	for (uint32_t i = 0; i < model->st.n; i++) {
+		const struct calib_class *mc;
+		const char *name;
+		uint32_t j;
+		double tmean;
+		if (km[i].n <= 0)
+			continue;
+		tm[km[i].cls] += km[i].t;
+		sm += km[i].t;
+		/* The same kernel in the base, by name. */
+		name = strtab_get(&model->st, i);
+		j = strtab_find(&base->st, name, strlen(name));
+		if (j == STRTAB_NONE || kb[j].n <= 0)
+			continue;
+		mc = &model_in->cost[km[i].cls];
+		tmean = km[i].t / km[i].n / model_in->scale[km[i].cls];
+		x[np] = (tmean - mc->overhead_s) * mc->eff;
+		y[np] = kb[j].t / kb[j].n;
+		w[np] = 1 / (y[np] * y[np]);
+		c[np] = km[i].cls;
+		np++;
 	}
 	f->overall = sm > 0 && sb > 0 ? sb / sm : 1;
-	for (int c = 0; c < KC_NCLASSES; c++) {
-		f->n[c] = nb[c];
-		f->scale[c] = tb[c] > 0 && tm[c] > 0 ? tb[c] / tm[c] : f->overall;
+	for (int k = 0; k < KC_NCLASSES; k++) {
+		double xs[256], ys[256], ws[256], c0, c1, v00, v01, v11, ss;
+		size_t n = 0, distinct = 0;
+		f->cost[k] = model_in->cost[k];
+		f->scale[k] = 1;
+		for (size_t i = 0; i < np && n < 256; i++)
+			if (c[i] == k) {
+				for (size_t q = 0; q < n && !distinct; q++)
+					if (fabs(xs[q] - x[i]) > 1e-3 * fabs(x[i]))
+						distinct = 1;
+				xs[n] = x[i];
+				ys[n] = y[i];
+				ws[n] = w[i];
+				n++;
+			}
+		if (n >= 2 && distinct &&
+		    gsl_fit_wlinear(xs, 1, ws, 1, ys, 1, n, &c0, &c1, &v00, &v01, &v11, &ss) == 0 &&
+		    c0 >= 0 && c1 > 0) {
+			f->cost[k].overhead_s = c0;
+			f->cost[k].eff = 1 / c1;
+			f->fitted[k] = 2;
+		} else if (tb[k] > 0 && tm[k] > 0) {
+			f->scale[k] = tb[k] / tm[k] * model_in->scale[k];
+			f->fitted[k] = 1;
+		} else {
+			f->scale[k] = f->overall * model_in->scale[k];
+		}
 	}
 	f->host_fitted = host_costs(base, &f->cpu_op_s, &f->launch_s) == 0 && f->cpu_op_s >= 0;
-	return 0;
+	rc = 0;
+out:
+	free(kb);
+	free(km);
+	free(x);
+	free(y);
+	free(w);
+	free(c);
+	return rc;
 }

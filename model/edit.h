@@ -26,6 +26,7 @@
 #ifndef PRISM_EDIT_H
 #define PRISM_EDIT_H
 
+#include "calib.h"
 #include "cost.h"
 #include "graph.h"
 #include "hw.h"
@@ -44,19 +45,29 @@ struct edit_stats {
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st);
 
 struct edit_fit {
-	double scale[KC_NCLASSES]; /* measured / modelled time of each class */
-	uint64_t n[KC_NCLASSES];   /* the base's layer tasks of the class */
-	double overall;            /* all layer kernels together */
+	struct calib_class cost[KC_NCLASSES]; /* fitted overhead and efficiency */
+	double scale[KC_NCLASSES]; /* or, where no line could be fitted, the
+				    * ratio measured / modelled of the class */
+	int fitted[KC_NCLASSES];   /* 2: a line, 1: a ratio, 0: the overall ratio */
+	uint64_t n[KC_NCLASSES];   /* the base's tasks of the class */
+	double overall;            /* all kernels together */
 	double cpu_op_s, launch_s; /* host cost per op and per launch (medians) */
 	int host_fitted;
 };
 
 /*
- * Compare base (an annotated trace) with model (synthesised for the same
- * configuration): per kernel class, the GPU time of tasks inside layers
- * per step.  A class the model has and the base lacks (or the reverse)
- * gets the overall ratio.  0, or PRISM_ENOMEM.
+ * Compare base (a trace of a run prism can describe) with model (that run
+ * synthesised with the costs in model_in).  Kernels are paired by name:
+ * each name the model has gives a point (x, t) per class, x its ideal time
+ * (recovered from the model's time and model_in's cost line), t its mean
+ * measured time in the base; a weighted least-squares line t = a + x / e
+ * through a class's points (two distinct sizes at least) gives the class's
+ * overhead a and efficiency e, which carry to other sizes.  A class with
+ * one size gets the ratio of its times, a class the base lacks the ratio
+ * over all kernels.  Collectives are not fitted here.  0, or PRISM_ENOMEM.
  */
-int edit_fit(const struct graph *base, const struct graph *model, struct edit_fit *f);
+struct synth_in;
+int edit_fit(const struct graph *base, const struct graph *model,
+	     const struct synth_in *model_in, struct edit_fit *f);
 
 #endif

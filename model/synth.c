@@ -98,7 +98,7 @@ void synth_in_default(struct synth_in *in)
 	in->lay.microbatches = 1;
 	in->lay.schedule = MEM_1F1B;
 	in->lay.flash = 1;
-	in->steps = 1;
+	in->steps = 2;
 	for (int c = 0; c < KC_NCLASSES; c++) {
 		in->cost[c].by_flops = c == KC_GEMM || c == KC_ATTENTION || c == KC_CONV;
 		in->cost[c].eff = c == KC_ATTENTION ? 0.5 : 0.7;

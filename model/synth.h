@@ -85,7 +85,8 @@ struct synth_out {
 	uint32_t compute[SYNTH_MAX_STAGES]; /* each stage's compute stream */
 };
 
-/* Defaults: bf16, one step, cost defaults (GEMM 70% of peak, attention
+/* Defaults: bf16, two steps (the first starts from idle streams and is
+ * left out of the prediction), cost defaults (GEMM 70% of peak, attention
  * 50%, memory-bound 70% of bandwidth, 3 us per kernel), comm_eff 0.8,
  * host 10 us per op + 5 us per launch, 2 us per event call, 1 us
  * launch-to-start. */

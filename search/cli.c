@@ -184,7 +184,8 @@ const char cli_layout_help[] =
 	"      --dtype T                GEMM precision: fp32, tf32, bf16, fp16, fp8\n"
 	"model shape (defaults: the model's):\n"
 	"      --layers N, --hidden N, --heads N, --ffn N, --seq N\n"
-	"      --steps N                iterations to simulate (default 1)\n";
+	"      --steps N                iterations to simulate (default 2; the first,\n"
+	"                               from idle streams, is left out)\n";
 
 static int count(const char *arg, const char *opt, int min, int max, int *out,
 		 struct prism_err *err)

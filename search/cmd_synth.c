@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cost.h"
 #include "predict.h"
 #include "show.h"
 #include "sim.h"
@@ -24,8 +25,49 @@ static const char help[] =
 	"options:\n"
 	"      --hw HW             the hardware profile (required)\n"
 	"  -o, --output FILE       write the trace(s)\n"
+	"      --eff CLASS=E,...   fraction of peak a kernel class reaches on large\n"
+	"                          work (gemm, attention, norm, softmax, elementwise,\n"
+	"                          embedding, optimizer; default 0.7, attention 0.5)\n"
+	"      --host-us OP,LAUNCH host time per op and per kernel launch, in us\n"
+	"                          (default 10,5)\n"
 	"      --json              print the prediction as JSON\n"
 	"  -h, --help              this help\n";
+
+/* --eff gemm=0.55,attention=0.4 */
+static int parse_eff(const char *arg, struct synth_in *in, struct prism_err *err)
+{
+	char buf[256], *save = NULL, *tok;
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '='), *end;
+		double e;
+		int k;
+		if (!eq)
+			return prism_err_set(err, PRISM_EARG, "--eff '%s': expected CLASS=E", tok);
+		*eq = '\0';
+		for (k = 0; k < KC_NCLASSES; k++)
+			if (strcmp(tok, cost_class_name(k)) == 0)
+				break;
+		e = strtod(eq + 1, &end);
+		if (k == KC_NCLASSES || *end || !(e > 0 && e <= 1))
+			return prism_err_set(err, PRISM_EARG,
+					     "--eff '%s=%s': expected a kernel class and a fraction in (0, 1]",
+					     tok, eq + 1);
+		in->cost[k].eff = e;
+	}
+	return 0;
+}
+
+static int parse_host(const char *arg, struct synth_in *in, struct prism_err *err)
+{
+	double op, launch;
+	char tail;
+	if (sscanf(arg, "%lf,%lf%c", &op, &launch, &tail) != 2 || op < 0 || launch < 0)
+		return prism_err_set(err, PRISM_EARG, "--host-us '%s': expected OP,LAUNCH in us", arg);
+	in->cpu_op_s = op * 1e-6;
+	in->launch_s = launch * 1e-6;
+	return 0;
+}
 
 /* TRACE.json -> TRACE.rankR.json when there are several ranks. */
 void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n)
@@ -69,6 +111,8 @@ int cmd_synth(int argc, char **argv)
 		{"hw", required_argument, NULL, 'w'},
 		{"output", required_argument, NULL, 'o'},
 		{"json", no_argument, NULL, 'j'},
+		{"eff", required_argument, NULL, 'e'},
+		{"host-us", required_argument, NULL, 'H'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_LAYOUT_LONGOPTS,
 		{NULL, 0, NULL, 0},
@@ -79,7 +123,7 @@ int cmd_synth(int argc, char **argv)
 	struct prism_err err;
 	struct graph *g = NULL;
 	struct synth_out so;
-	const char *hw_name = NULL, *out = NULL;
+	const char *hw_name = NULL, *out = NULL, *eff = NULL, *host = NULL;
 	unsigned given = 0;
 	int json = 0, c, rc;
 
@@ -96,6 +140,8 @@ int cmd_synth(int argc, char **argv)
 		case 'w': hw_name = optarg; break;
 		case 'o': out = optarg; break;
 		case 'j': json = 1; break;
+		case 'e': eff = optarg; break;
+		case 'H': host = optarg; break;
 		case 'h':
 			fputs(help, stdout);
 			fputs(cli_layout_help, stdout);
@@ -113,6 +159,8 @@ int cmd_synth(int argc, char **argv)
 		return cli_fail(&err);
 	cli_layout_apply(&opt, given, &in);
 	in.hw = &hw;
+	if ((eff && parse_eff(eff, &in, &err)) || (host && parse_host(host, &in, &err)))
+		return cli_fail(&err);
 	if ((rc = predict_synth(&in, &p, out ? &g : NULL, out ? &so : NULL, &err)))
 		return cli_fail(&err);
 	if (json) {

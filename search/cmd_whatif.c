@@ -263,14 +263,16 @@ int cmd_whatif(int argc, char **argv)
 			struct edit_fit fit;
 			if ((rc = predict_synth(&base, &pm, &model, NULL, &err)))
 				goto fail;
-			rc = edit_fit(g, model, &fit);
+			rc = edit_fit(g, model, &base, &fit);
 			graph_free(model);
 			if (rc) {
 				rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 				goto fail;
 			}
-			for (int k = 0; k < KC_NCLASSES; k++)
+			for (int k = 0; k < KC_NCLASSES; k++) {
+				cand.cost[k] = fit.cost[k];
 				cand.scale[k] = fit.scale[k];
+			}
 			if (fit.host_fitted) {
 				cand.cpu_op_s = fit.cpu_op_s;
 				cand.launch_s = fit.launch_s;

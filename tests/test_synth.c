@@ -246,7 +246,7 @@ static void test_retime_clone(void **state)
 	r.dp_to = 32;
 	assert_int_equal(edit_retime(c, &r, &es), 0);
 	assert_int_equal(es.kernels_scaled, 0);
-	assert_int_equal(es.colls_scaled, in.m.layers);
+	assert_int_equal(es.colls_scaled, in.m.layers * in.steps); /* one per layer and step */
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		if (g->coll[u] != UINT32_MAX)
 			assert_true(c->dur_ns[u] > g->dur_ns[u]);
@@ -270,17 +270,31 @@ static void test_fit_scales(void **state)
 	small(&in);
 	in.steps = 2;
 	a = build(&in, &so, &st);
-	assert_int_equal(edit_fit(a, a, &f), 0);
+	assert_int_equal(edit_fit(a, a, &in, &f), 0);
 	for (int k = 0; k < KC_NCLASSES; k++)
 		assert_rel_close(f.scale[k], 1.0, 1e-12);
+	/* GEMMs come in several sizes: a line, and it is the model's own. */
+	assert_int_equal(f.fitted[KC_GEMM], 2);
+	assert_rel_close(f.cost[KC_GEMM].eff, in.cost[KC_GEMM].eff, 1e-4);
+	assert_rel_close(f.cost[KC_GEMM].overhead_s, in.cost[KC_GEMM].overhead_s, 1e-3);
 	assert_true(f.host_fitted);
 	assert_rel_close(f.cpu_op_s, in.cpu_op_s, 1e-9);
 	assert_rel_close(f.launch_s, in.launch_s, 1e-9);
-	in.scale[KC_GEMM] = 1.5;
-	b = build(&in, &so2, &st);
-	assert_int_equal(edit_fit(b, a, &f), 0);
-	assert_rel_close(f.scale[KC_GEMM], 1.5, 1e-4); /* times are whole ns */
-	assert_rel_close(f.scale[KC_NORM], 1.0, 1e-4);
+	{
+		/* A base whose GEMMs reach 50% with 5 us overhead, its optimizer
+		 * half the modelled speed: the line and the ratio are found. */
+		struct synth_in truth = in;
+		truth.cost[KC_GEMM].eff = 0.5;
+		truth.cost[KC_GEMM].overhead_s = 5e-6;
+		truth.scale[KC_OPTIMIZER] = 2;
+		b = build(&truth, &so2, &st);
+	}
+	assert_int_equal(edit_fit(b, a, &in, &f), 0);
+	assert_rel_close(f.cost[KC_GEMM].eff, 0.5, 1e-3); /* times are whole ns */
+	assert_rel_close(f.cost[KC_GEMM].overhead_s, 5e-6, 1e-2);
+	assert_int_equal(f.fitted[KC_OPTIMIZER], 1); /* one size: a ratio */
+	assert_rel_close(f.scale[KC_OPTIMIZER], 2.0, 1e-4);
+	assert_rel_close(f.cost[KC_NORM].eff, in.cost[KC_NORM].eff, 1e-3);
 	synth_out_free(&so);
 	synth_out_free(&so2);
 	graph_free(a);

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""An independent path for every kind of edit (issue: what-if editing).
+
+For each pair (A, B): `prism synth` writes A's run as Kineto traces;
+`prism whatif` reads them back (ingest, annotations, calibration on A's own
+layers) and predicts B; separately `prism synth` writes B and `prism
+replay` replays it.  The two predictions of B must agree within 3%.  The
+identity edit (B = A) must reproduce A's replay exactly.
+
+usage: whatif_pairs.py PRISM [--table]   (--table prints a Markdown table)
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+PRISM = sys.argv[1]
+TABLE = "--table" in sys.argv
+BASE = ["gpt-small", "--hw", "h100-dgx", "--layers", "16", "--steps", "3"]
+# The truth's kernels and host are not prism's defaults: whatif must find
+# them in A's trace (synth writes neither into the run description).
+TRUTH = ["--eff", "gemm=0.52,attention=0.38,elementwise=0.61,norm=0.45", "--host-us", "14,6"]
+
+# (name, A overrides, B overrides relative to A)
+PAIRS = [
+    ("layers x2", [], ["--layers", "32"]),
+    ("layers /2", [], ["--layers", "8"]),
+    ("hidden x2", [], ["--hidden", "2048"]),
+    ("hidden /2", [], ["--hidden", "512"]),
+    ("hidden x2, pp 2", ["--pp", "2", "--microbatches", "4"], ["--hidden", "2048"]),
+    ("seq x2", [], ["--seq", "2048"]),
+    ("dp 8 -> 64", ["--dp", "8"], ["--dp", "64"]),
+    ("dp 1 -> 8", [], ["--dp", "8"]),
+    ("dp 8 -> 64, tp 2", ["--dp", "8", "--tp", "2"], ["--dp", "64"]),
+    ("pp 1 -> 8 gpipe", ["--microbatches", "8"], ["--pp", "8", "--schedule", "gpipe"]),
+    ("pp 1 -> 8 1f1b", ["--microbatches", "8"], ["--pp", "8"]),
+    ("pp 1 -> 8 interleaved", ["--microbatches", "8"],
+     ["--pp", "8", "--schedule", "interleaved", "--vp", "2"]),
+    ("pp 1 -> 2", ["--microbatches", "8"], ["--pp", "2"]),
+    ("pp 2 -> 4", ["--pp", "2", "--microbatches", "8"], ["--pp", "4"]),
+    ("1f1b -> gpipe, pp 4", ["--pp", "4", "--microbatches", "8"], ["--schedule", "gpipe"]),
+    ("1f1b -> interleaved, pp 4", ["--pp", "4", "--microbatches", "8"],
+     ["--schedule", "interleaved", "--vp", "2"]),
+    ("tp 1 -> 8", [], ["--tp", "8"]),
+    ("tp 1 -> 2", [], ["--tp", "2"]),
+    ("tp 1 -> 8 + sp", [], ["--tp", "8", "--sp"]),
+    ("tp 2 -> 4", ["--tp", "2"], ["--tp", "4"]),
+    ("microbatches 4 -> 32", ["--microbatches", "4"], ["--microbatches", "32"]),
+    ("microbatches 32 -> 4", ["--microbatches", "32"], ["--microbatches", "4"]),
+    ("microbatches 4 -> 32, pp 4", ["--pp", "4", "--microbatches", "4"],
+     ["--microbatches", "32"]),
+    ("mbs 1 -> 4", [], ["--mbs", "4"]),
+    ("recompute full", [], ["--recompute", "full"]),
+    ("zero 1, dp 8", ["--dp", "8"], ["--zero", "1"]),
+    ("H100 -> A100 80GB", [], ["--hw", "a100-80gb-dgx"]),
+    ("H100 -> B200", [], ["--hw", "b200-dgx"]),
+    ("bf16 -> fp8", [], ["--dtype", "fp8"]),
+    ("layers x2 + pp 2", ["--microbatches", "4"], ["--layers", "32", "--pp", "2"]),
+    ("dp 8 -> 64 + microbatches 4 -> 16", ["--dp", "8", "--microbatches", "4"],
+     ["--dp", "64", "--microbatches", "16"]),
+    ("identity", ["--pp", "2", "--microbatches", "4"], []),
+]
+
+
+def run(args):
+    r = subprocess.run([PRISM] + args, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"FAIL: prism {' '.join(args)}\n{r.stderr}")
+    return r.stdout
+
+
+def traces(path, pp):
+    if pp <= 1:
+        return [path]
+    stem = path[:-5]
+    return [f"{stem}.rank{r}.json" for r in range(pp)]
+
+
+def opt(args, name, default):
+    v = default
+    for i, a in enumerate(args):
+        if a == name:
+            v = args[i + 1]
+    return v
+
+
+def mean_step(replay):
+    steps = {}
+    for it in replay["iterations"]:
+        steps[it["step"]] = max(steps.get(it["step"], 0), it["predicted_ns"])
+    keys = sorted(steps)
+    if len(keys) > 1:
+        keys = keys[1:]
+    return sum(steps[k] for k in keys) / len(keys) * 1e-9
+
+
+def main():
+    worst = 0.0
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for i, (name, a, b) in enumerate(PAIRS):
+            # B's hardware replaces A's; everything else adds to A.
+            ab = [x for x in BASE + a]
+            if "--hw" in b:
+                ab[ab.index("--hw") + 1] = opt(b, "--hw", None)
+                bonly = [x for j, x in enumerate(b) if x != "--hw" and (j == 0 or b[j - 1] != "--hw")]
+            else:
+                bonly = b
+            pa = int(opt(a, "--pp", "1"))
+            pb = int(opt(a + bonly, "--pp", "1"))
+            ta = os.path.join(d, f"a{i}.json")
+            tb = os.path.join(d, f"b{i}.json")
+            run(["synth"] + BASE + TRUTH + a + ["-o", ta])
+            w = json.loads(run(["whatif"] + traces(ta, pa) + b + ["--json"]))
+            run(["synth"] + ab + TRUTH + bonly + ["-o", tb])
+            rep = json.loads(run(["replay"] + traces(tb, pb) + ["--json"]))
+            want = mean_step(rep)
+            err = (w["iteration_s"] - want) / want * 100
+            worst = max(worst, abs(err))
+            rows.append((name, w["iteration_s"] * 1e3, want * 1e3, err, w["method"]))
+            if name == "identity" and w["iteration_s"] != round(want, 9):
+                sys.exit(f"FAIL: identity gave {w['iteration_s']} s, replay {want} s")
+    if TABLE:
+        print("| edit | whatif(synth(A)) ms | replay(synth(B)) ms | error |")
+        print("|---|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r[0]} | {r[1]:.3f} | {r[2]:.3f} | {r[3]:+.2f}% |")
+    else:
+        for r in rows:
+            print(f"{r[0]:<36} {r[1]:10.3f} {r[2]:10.3f} {r[3]:+7.2f}%")
+    print(f"{len(rows)} pairs, worst |error| {worst:.2f}%")
+    if worst > 3.0:
+        sys.exit("FAIL: a what-if prediction is more than 3% from the synthesised truth")
+
+
+main()
