@@ -26,7 +26,7 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 	fprintf(f, "\n           %d GPUs, global batch %.0f sequences\n\n", p->gpus,
 		p->global_batch);
 	fprintf(f, "iteration  %12.3f ms\n", p->iter_s * 1e3);
-	fprintf(f, "bubble     %12.1f %%   (pipeline idle, first step)\n", p->bubble * 100);
+	fprintf(f, "bubble     %12.1f %%   (compute stream idle during the pipeline units)\n", p->bubble * 100);
 	fprintf(f, "throughput %12.0f tokens/s\n", p->tokens_per_s);
 	fprintf(f, "MFU        %12.1f %%   (model FLOPs / time / GPUs / %s peak)\n", p->mfu * 100,
 		hw_dtype_name(in->dtype));
