@@ -588,7 +588,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	}
 }
 
-static int check_layout(const struct synth_in *in, struct prism_err *err)
+int synth_check(const struct synth_in *in, struct prism_err *err)
 {
 	const struct mem_layout *l = &in->lay;
 	const struct llm *m = &in->m;
@@ -846,7 +846,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 
 	*out_g = NULL;
 	memset(out, 0, sizeof(*out));
-	if ((rc = check_layout(in, err)))
+	if ((rc = synth_check(in, err)))
 		return rc;
 	memset(&c, 0, sizeof(c));
 	c.in = in;

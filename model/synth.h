@@ -102,6 +102,9 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		struct prism_err *err);
 void synth_out_free(struct synth_out *o);
 
+/* The layout rules alone: 0, or PRISM_EARG naming the rule broken. */
+int synth_check(const struct synth_in *in, struct prism_err *err);
+
 /* The meta string of a run: "prism::model#layers=..;hidden=..;...". */
 void synth_meta(const struct synth_in *in, char *buf, size_t n);
 

@@ -20,6 +20,8 @@ int cmd_replay(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
+int cmd_search(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* Print "prism: MSG" for err and return the exit status for its code. */
 int cli_fail(const struct prism_err *err);

@@ -22,8 +22,10 @@ static const char usage[] =
 	"                               predict it; write it as Kineto traces\n"
 	"  whatif BASE [--dp N ...]     one candidate layout against a base run\n"
 	"                               (a trace, a graph or a model)\n"
-	"\n"
-	"Planned (see the issues): search, report.\n"
+	"  search SWEEP                 a sweep of layouts into a SQLite database\n"
+	"                               (resumable; screened, OpenMP-parallel)\n"
+	"  report DB                    best layout per GPU count, Pareto fronts:\n"
+	"                               Markdown, CSV, SVG chart\n"
 	"\n"
 	"Run `prism <command> --help` for a command's options.\n"
 	"  -h, --help      this help\n"
@@ -54,6 +56,10 @@ int main(int argc, char **argv)
 		return cmd_synth(argc - 1, argv + 1);
 	if (strcmp(argv[1], "whatif") == 0)
 		return cmd_whatif(argc - 1, argv + 1);
+	if (strcmp(argv[1], "search") == 0)
+		return cmd_search(argc - 1, argv + 1);
+	if (strcmp(argv[1], "report") == 0)
+		return cmd_report(argc - 1, argv + 1);
 	fprintf(stderr, "prism: unknown command '%s' (see prism --help)\n", argv[1]);
 	return EXIT_USAGE;
 }

@@ -1,0 +1,253 @@
+/* cmd_search.c - `prism search`: a sweep into the results database. */
+#include <getopt.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "store.h"
+#include "sweep.h"
+
+static const char help[] =
+	"usage: prism search SWEEP [options]\n"
+	"\n"
+	"Enumerate the layouts a sweep file describes (a file, or a name in\n"
+	"configs/sweeps/), reject the invalid ones and those that do not fit in\n"
+	"memory (each stored with its reason), screen the rest with the analytic\n"
+	"estimate, simulate the survivors best-first in parallel batches, and\n"
+	"store every candidate in a SQLite database.  Rerunning the same sweep\n"
+	"resumes it: stored candidates are skipped.  A killed run loses at most\n"
+	"the batch in flight.  `prism report DB` reads the results.\n"
+	"\n"
+	"Screening: a candidate whose analytic estimate exceeds the best simulated\n"
+	"time at its GPU count by more than the sweep's screen_margin (default\n"
+	"0.3) is stored as screened.  Candidates are visited in order of their\n"
+	"estimates, so the best are simulated first.\n"
+	"\n"
+	"options:\n"
+	"      --db FILE       the database (default results/NAME.db)\n"
+	"      --exhaustive    screen nothing: simulate every valid candidate\n"
+	"      --threads N     OpenMP threads (default: all cores)\n"
+	"      --batch N       candidates per batch and transaction (default 4 x threads)\n"
+	"  -h, --help          this help\n";
+
+static int cmp_analytic(const void *a, const void *b)
+{
+	const struct cand *x = *(const struct cand *const *)a, *y = *(const struct cand *const *)b;
+	if (x->gpus != y->gpus)
+		return x->gpus < y->gpus ? -1 : 1;
+	return (x->analytic_s > y->analytic_s) - (x->analytic_s < y->analytic_s);
+}
+
+static int cmp_key(const void *k, const void *e)
+{
+	return strcmp((const char *)k, *(char *const *)e);
+}
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+struct best {
+	int gpus[SWEEP_MAX_LIST * 4];
+	double t[SWEEP_MAX_LIST * 4];
+	int n;
+};
+
+static double *best_of(struct best *b, int gpus)
+{
+	for (int i = 0; i < b->n; i++)
+		if (b->gpus[i] == gpus)
+			return &b->t[i];
+	if (b->n == (int)(sizeof(b->gpus) / sizeof(b->gpus[0])))
+		return NULL;
+	b->gpus[b->n] = gpus;
+	b->t[b->n] = 0;
+	return &b->t[b->n++];
+}
+
+int cmd_search(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"db", required_argument, NULL, 'd'},
+		{"exhaustive", no_argument, NULL, 'x'},
+		{"threads", required_argument, NULL, 't'},
+		{"batch", required_argument, NULL, 'b'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct sweep sw;
+	struct prism_err err;
+	struct cand *cands = NULL, **order = NULL, *batch = NULL;
+	char path[1024], dbpath[1024], **keys = NULL;
+	const char *db_arg = NULL;
+	size_t nkeys = 0, norder = 0;
+	sqlite3 *db = NULL;
+	long long sid = 0;
+	long n;
+	int exhaustive = 0, threads = 0, bsize = 0, resumed = 0, c, rc = 0, tty = isatty(2);
+	size_t done = 0, stats[CS_FAILED + 1] = {0};
+	struct best best;
+	double t0;
+
+	prism_err_clear(&err);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': db_arg = optarg; break;
+		case 'x': exhaustive = 1; break;
+		case 't': threads = atoi(optarg); break;
+		case 'b': bsize = atoi(optarg); break;
+		case 'h': fputs(help, stdout); return 0;
+		default: fputs(help, stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "prism search: give one SWEEP file\n%s", help);
+		return EXIT_USAGE;
+	}
+	if (cli_find_config("sweeps", argv[optind], path, sizeof(path)))
+		snprintf(path, sizeof(path), "%s", argv[optind]);
+	if ((rc = sweep_load(path, &sw, &err)))
+		return cli_fail(&err);
+	if (threads > 0)
+		omp_set_num_threads(threads);
+	threads = omp_get_max_threads();
+	if (bsize <= 0)
+		bsize = 4 * threads;
+	if (db_arg) {
+		snprintf(dbpath, sizeof(dbpath), "%s", db_arg);
+	} else {
+		mkdir("results", 0777);
+		snprintf(dbpath, sizeof(dbpath), "results/%s.db", sw.name);
+	}
+	n = sweep_enumerate(&sw, &cands);
+	if (n < 0) {
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = store_open(dbpath, &db, &err)) || (rc = store_sweep(db, &sw, &sid, &resumed, &err)) ||
+	    (rc = store_keys(db, sid, &keys, &nkeys, &err)))
+		goto out;
+	memset(&best, 0, sizeof(best));
+	best.n = store_best(db, sid, best.gpus, best.t, SWEEP_MAX_LIST * 4);
+	order = malloc(((size_t)n + 1) * sizeof(*order));
+	batch = malloc((size_t)bsize * sizeof(*batch));
+	if (!order || !batch) {
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Stored already: skipped.  Rejected: stored now, in one transaction. */
+	{
+		struct cand *rej = malloc(((size_t)n + 1) * sizeof(*rej));
+		size_t nrej = 0;
+		if (!rej) {
+			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+			goto out;
+		}
+		for (long i = 0; i < n; i++) {
+			struct cand *k = &cands[i];
+			if (nkeys && bsearch(k->key, keys, nkeys, sizeof(*keys), cmp_key)) {
+				done++;
+				continue;
+			}
+			if (k->status == CS_PENDING)
+				order[norder++] = k;
+			else
+				rej[nrej++] = *k;
+			stats[k->status]++;
+		}
+		rc = store_put(db, sid, rej, nrej, &err);
+		free(rej);
+		if (rc)
+			goto out;
+	}
+	fprintf(stderr,
+		"prism search: %s: %ld candidates (%zu invalid, %zu out of memory, %zu stored "
+		"before%s), %zu to evaluate, %d threads -> %s\n",
+		sw.name, n, stats[CS_INVALID], stats[CS_OOM], done, resumed ? ": resuming" : "",
+		norder, threads, dbpath);
+	qsort(order, norder, sizeof(*order), cmp_analytic);
+	t0 = now();
+	for (size_t at = 0; at < norder;) {
+		int nb = 0;
+		size_t nsim = 0;
+		/* Fill a batch: screened ones are decided here, the rest simulated. */
+		while (at < norder && nb < bsize) {
+			struct cand *k = order[at++];
+			double *b = best_of(&best, k->gpus);
+			batch[nb] = *k;
+			if (!exhaustive && b && *b > 0 && k->analytic_s > *b * (1 + sw.margin)) {
+				batch[nb].status = CS_SCREENED;
+				snprintf(batch[nb].reason, sizeof(batch[nb].reason),
+					 "analytic %.3f ms > best simulated %.3f ms + %.0f%%",
+					 k->analytic_s * 1e3, *b * 1e3, sw.margin * 100);
+			}
+			nb++;
+		}
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : nsim)
+		for (int i = 0; i < nb; i++) {
+			struct prism_err e;
+			if (batch[i].status != CS_PENDING)
+				continue;
+			prism_err_clear(&e);
+			if (predict_synth(&batch[i].in, &batch[i].p, NULL, NULL, &e) == 0) {
+				batch[i].status = CS_SIMULATED;
+			} else {
+				batch[i].status = CS_FAILED;
+				snprintf(batch[i].reason, sizeof(batch[i].reason), "%.159s", e.msg);
+			}
+			nsim++;
+		}
+		if ((rc = store_put(db, sid, batch, (size_t)nb, &err)))
+			goto out;
+		for (int i = 0; i < nb; i++) {
+			double *b = best_of(&best, batch[i].gpus);
+			stats[batch[i].status]++;
+			if (batch[i].status == CS_SIMULATED && b && (*b == 0 || batch[i].p.iter_s < *b))
+				*b = batch[i].p.iter_s;
+		}
+		{
+			double el = now() - t0, rate = at / (el > 0 ? el : 1e-9);
+			double top = 0;
+			int topg = 0;
+			for (int i = 0; i < best.n; i++)
+				if (best.t[i] > 0 && (top == 0 || best.gpus[i] > topg)) {
+					top = best.t[i];
+					topg = best.gpus[i];
+				}
+			fprintf(stderr,
+				"%s  %zu/%zu evaluated, %zu simulated, %zu screened, %.1f/s, ETA %.0f s,"
+				" best at %d GPUs %.3f ms%s",
+				tty ? "\r" : "", at, norder, stats[CS_SIMULATED], stats[CS_SCREENED], rate,
+				(double)(norder - at) / (rate > 0 ? rate : 1), topg, top * 1e3,
+				tty ? "   " : "\n");
+		}
+		(void)nsim;
+	}
+	if (tty)
+		fputc('\n', stderr);
+	if ((rc = store_finish(db, sid, &err)))
+		goto out;
+	printf("sweep %s (id %lld) in %s: %zu simulated, %zu screened, %zu invalid, %zu out of "
+	       "memory, %zu failed\n",
+	       sw.name, sid, dbpath, stats[CS_SIMULATED], stats[CS_SCREENED], stats[CS_INVALID],
+	       stats[CS_OOM], stats[CS_FAILED]);
+	printf("report: prism report %s\n", dbpath);
+out:
+	store_keys_free(keys, nkeys);
+	free(order);
+	free(batch);
+	free(cands);
+	if (db)
+		sqlite3_close(db);
+	sweep_free(&sw);
+	return rc ? cli_fail(&err) : 0;
+}

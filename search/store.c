@@ -1,0 +1,244 @@
+/* store.c - the results database. */
+#include "store.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static const char schema[] =
+	"CREATE TABLE IF NOT EXISTS sweep("
+	" id INTEGER PRIMARY KEY, name TEXT NOT NULL, config TEXT NOT NULL, model TEXT,"
+	" hw TEXT, version TEXT, started REAL, finished REAL, UNIQUE(name, config));"
+	"CREATE TABLE IF NOT EXISTS candidate("
+	" sweep INTEGER NOT NULL REFERENCES sweep(id), key TEXT NOT NULL,"
+	" gpus INTEGER, tp INTEGER, pp INTEGER, dp INTEGER, vp INTEGER, mbs INTEGER,"
+	" microbatches INTEGER, schedule TEXT, recompute TEXT, zero INTEGER, sp INTEGER,"
+	" layers INTEGER, hidden INTEGER, status TEXT NOT NULL, reason TEXT,"
+	" analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
+	" gpu_hours REAL, mem_gb REAL, fits INTEGER, PRIMARY KEY(sweep, key));";
+
+static int fail(sqlite3 *db, const char *what, struct prism_err *err)
+{
+	return prism_err_set(err, PRISM_EIO, "%s: %s: %s", sqlite3_db_filename(db, "main"), what,
+			     sqlite3_errmsg(db));
+}
+
+int store_open(const char *path, sqlite3 **db, struct prism_err *err)
+{
+	sqlite3_stmt *st;
+	int ver = 0;
+
+	if (sqlite3_open(path, db) != SQLITE_OK) {
+		int rc = prism_err_set(err, PRISM_EIO, "%s: %s", path, sqlite3_errmsg(*db));
+		sqlite3_close(*db);
+		*db = NULL;
+		return rc;
+	}
+	sqlite3_busy_timeout(*db, 10000);
+	if (sqlite3_prepare_v2(*db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			ver = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (ver != 0 && ver != STORE_VERSION) {
+		sqlite3_close(*db);
+		*db = NULL;
+		return prism_err_set(err, PRISM_EVERSION,
+				     "%s: results database version %d (this prism writes %d)", path,
+				     ver, STORE_VERSION);
+	}
+	if (sqlite3_exec(*db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
+			 NULL) != SQLITE_OK ||
+	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(*db, "PRAGMA user_version=1", NULL, NULL, NULL) != SQLITE_OK) {
+		int rc = fail(*db, "cannot create the schema", err);
+		sqlite3_close(*db);
+		*db = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
+		struct prism_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*resumed = 0;
+	if (sqlite3_prepare_v2(db, "SELECT id FROM sweep WHERE name=?1 AND config=?2", -1, &st,
+			       NULL) != SQLITE_OK)
+		return fail(db, "query", err);
+	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(st, 0);
+		*resumed = 1;
+	}
+	sqlite3_finalize(st);
+	if (*resumed)
+		return 0;
+	if (sqlite3_prepare_v2(db,
+			       "INSERT INTO sweep(name, config, model, hw, version, started) "
+			       "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return fail(db, "insert", err);
+	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, s->m.name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, s->hw.id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, PRISM_VERSION, -1, SQLITE_STATIC);
+	sqlite3_bind_double(st, 6, (double)time(NULL));
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return fail(db, "insert", err);
+	*id = sqlite3_last_insert_rowid(db);
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int store_keys(sqlite3 *db, long long id, char ***keys, size_t *n, struct prism_err *err)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+
+	*keys = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(db, "SELECT key FROM candidate WHERE sweep=?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return fail(db, "query", err);
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(st, 0);
+		if (*n == cap) {
+			char **nk = realloc(*keys, (cap = cap ? cap * 2 : 256) * sizeof(*nk));
+			if (!nk)
+				goto oom;
+			*keys = nk;
+		}
+		if (!((*keys)[*n] = strdup(k ? k : "")))
+			goto oom;
+		(*n)++;
+	}
+	sqlite3_finalize(st);
+	if (*n)
+		qsort(*keys, *n, sizeof(**keys), cmp_str);
+	return 0;
+oom:
+	sqlite3_finalize(st);
+	store_keys_free(*keys, *n);
+	*keys = NULL;
+	*n = 0;
+	return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+}
+
+void store_keys_free(char **keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+}
+
+int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct prism_err *err)
+{
+	static const char *const rc_names[] = {"none", "selective", "full"};
+	sqlite3_stmt *st;
+	int ok = 1;
+
+	if (n == 0)
+		return 0;
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return fail(db, "begin", err);
+	if (sqlite3_prepare_v2(db,
+			       "INSERT OR REPLACE INTO candidate VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+			       "?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25)",
+			       -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		return fail(db, "insert", err);
+	}
+	for (size_t i = 0; ok && i < n; i++) {
+		const struct cand *k = &c[i];
+		const struct mem_layout *l = &k->in.lay;
+		int sim = k->status == CS_SIMULATED;
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_text(st, 2, k->key, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 3, k->gpus);
+		sqlite3_bind_int(st, 4, l->tp);
+		sqlite3_bind_int(st, 5, l->pp);
+		sqlite3_bind_int(st, 6, l->dp);
+		sqlite3_bind_int(st, 7, l->vp);
+		sqlite3_bind_int(st, 8, l->mbs);
+		sqlite3_bind_int(st, 9, l->microbatches);
+		sqlite3_bind_text(st, 10, synth_schedule_name(l->schedule), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 11, rc_names[l->recompute], -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 12, l->zero);
+		sqlite3_bind_int(st, 13, l->sp);
+		sqlite3_bind_int(st, 14, k->in.m.layers);
+		sqlite3_bind_int(st, 15, k->in.m.hidden);
+		sqlite3_bind_text(st, 16, cand_status_name(k->status), -1, SQLITE_STATIC);
+		if (k->reason[0])
+			sqlite3_bind_text(st, 17, k->reason, -1, SQLITE_STATIC);
+		if (k->analytic_s > 0)
+			sqlite3_bind_double(st, 18, k->analytic_s);
+		if (sim) {
+			sqlite3_bind_double(st, 19, k->p.iter_s);
+			sqlite3_bind_double(st, 20, k->p.bubble);
+			sqlite3_bind_double(st, 21, k->p.tokens_per_s);
+			sqlite3_bind_double(st, 22, k->p.mfu);
+			sqlite3_bind_double(st, 23, k->p.gpu_hours);
+			sqlite3_bind_double(st, 24, k->p.mem.total / 1e9);
+			sqlite3_bind_int(st, 25, k->p.mem.fits);
+		}
+		ok = sqlite3_step(st) == SQLITE_DONE;
+	}
+	sqlite3_finalize(st);
+	if (!ok || sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		int rc = fail(db, "write", err);
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		return rc;
+	}
+	return 0;
+}
+
+int store_best(sqlite3 *db, long long id, int *gpus, double *best, int max)
+{
+	sqlite3_stmt *st;
+	int n = 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT gpus, MIN(iter_s) FROM candidate WHERE sweep=?1 AND "
+			       "status='simulated' GROUP BY gpus",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(st, 1, id);
+	while (n < max && sqlite3_step(st) == SQLITE_ROW) {
+		gpus[n] = sqlite3_column_int(st, 0);
+		best[n] = sqlite3_column_double(st, 1);
+		n++;
+	}
+	sqlite3_finalize(st);
+	return n;
+}
+
+int store_finish(sqlite3 *db, long long id, struct prism_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+	if (sqlite3_prepare_v2(db, "UPDATE sweep SET finished=?2 WHERE id=?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return fail(db, "update", err);
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_double(st, 2, (double)time(NULL));
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : fail(db, "update", err);
+}

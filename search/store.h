@@ -1,0 +1,46 @@
+/*
+ * store.h - the results database (SQLite, WAL).
+ *
+ * Schema version STORE_VERSION in PRAGMA user_version.  Tables:
+ *   sweep(id, name, config, hw, model, version, started, finished)
+ *     one row per distinct sweep file text; rerunning the same file
+ *     resumes it;
+ *   candidate(sweep, key, gpus, tp, pp, dp, vp, mbs, microbatches,
+ *     schedule, recompute, zero, sp, layers, hidden, status, reason,
+ *     analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,
+ *     fits), primary key (sweep, key).
+ * Every batch is one transaction: a killed run loses at most the batch in
+ * flight, and WAL keeps the file consistent.
+ */
+#ifndef PRISM_STORE_H
+#define PRISM_STORE_H
+
+#include <sqlite3.h>
+
+#include "sweep.h"
+
+#define STORE_VERSION 1
+
+/* Open (creating) the database at path.  0, or PRISM_EIO / PRISM_EVERSION
+ * with err naming the file. */
+int store_open(const char *path, sqlite3 **db, struct prism_err *err);
+
+/* The id of the sweep with s's text (inserted if new); *resumed = 1 when it
+ * was there already. */
+int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
+		struct prism_err *err);
+
+/* The keys already stored for sweep id, sorted (strcmp) for bsearch; free
+ * with store_keys_free. */
+int store_keys(sqlite3 *db, long long id, char ***keys, size_t *n, struct prism_err *err);
+void store_keys_free(char **keys, size_t n);
+
+/* Write candidates c[0..n) (status not pending) in one transaction. */
+int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct prism_err *err);
+
+/* Best simulated time per GPU count so far: gpus[i], best[i]; returns n. */
+int store_best(sqlite3 *db, long long id, int *gpus, double *best, int max);
+
+int store_finish(sqlite3 *db, long long id, struct prism_err *err);
+
+#endif

@@ -1,0 +1,282 @@
+/* sweep.c - search spaces from libconfig files, and their candidates. */
+#include "sweep.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analytic.h"
+#include "cfg.h"
+#include "cli.h"
+
+static const char *const status_names[] = {"pending", "invalid", "oom", "screened", "simulated",
+					   "failed"};
+
+const char *cand_status_name(int s)
+{
+	return s >= 0 && s <= CS_FAILED ? status_names[s] : "?";
+}
+
+static const char *const recompute_names[] = {"none", "selective", "full"};
+
+/* The value of a list element: an integer, or a name looked up in names. */
+static int element(const char *file, const config_setting_t *e, const char *knob,
+		   const char *const *names, int n_names, int *out, struct prism_err *err)
+{
+	if (names) {
+		const char *s = config_setting_get_string(e);
+		for (int i = 0; s && i < n_names; i++)
+			if (strcmp(s, names[i]) == 0) {
+				*out = i;
+				return 0;
+			}
+		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s': unknown value '%s'", file,
+				     config_setting_source_line(e), knob, s ? s : "(not a string)");
+	}
+	if (config_setting_type(e) != CONFIG_TYPE_INT || config_setting_get_int(e) < 0)
+		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must list whole numbers >= 0",
+				     file, config_setting_source_line(e), knob);
+	*out = config_setting_get_int(e);
+	return 0;
+}
+
+/* space.KNOB: a list (or one value); absent: the default. */
+static int knob(const char *file, config_setting_t *space, const char *name, int def,
+		const char *const *names, int n_names, struct sweep_list *out,
+		struct prism_err *err)
+{
+	config_setting_t *k = space ? config_setting_lookup(space, name) : NULL;
+	char full[64];
+	int rc;
+
+	snprintf(full, sizeof(full), "space.%s", name);
+	out->n = 0;
+	if (!k) {
+		out->v[out->n++] = def;
+		return 0;
+	}
+	if (config_setting_is_aggregate(k)) {
+		int n = config_setting_length(k);
+		if (n < 1 || n > SWEEP_MAX_LIST)
+			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must list 1 to %d values",
+					     file, config_setting_source_line(k), full,
+					     SWEEP_MAX_LIST);
+		for (int i = 0; i < n; i++)
+			if ((rc = element(file, config_setting_get_elem(k, (unsigned)i), full, names,
+					  n_names, &out->v[out->n++], err)))
+				return rc;
+		return 0;
+	}
+	return element(file, k, full, names, n_names, &out->v[out->n++], err);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)n + 1))) {
+		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			free(buf);
+			buf = NULL;
+		} else {
+			buf[n] = '\0';
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
+{
+	static const char *const sched[] = {"gpipe", "1f1b", "interleaved"};
+	config_t cf;
+	config_setting_t *space, *gpus;
+	double v;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	if ((rc = cfg_read(&cf, path, err)))
+		return rc;
+	space = config_lookup(&cf, "space");
+	if ((rc = cfg_text(path, &cf, NULL, "name", s->name, sizeof(s->name), err)) ||
+	    (rc = cfg_text(path, &cf, NULL, "model", s->model_name, sizeof(s->model_name), err)) ||
+	    (rc = cfg_text(path, &cf, NULL, "hw", s->hw_name, sizeof(s->hw_name), err)) ||
+	    (rc = cfg_number(path, &cf, NULL, "global_batch", 1, 0, &v, err)))
+		goto out;
+	s->global_batch = (int)v;
+	s->margin = 0.3;
+	if (config_lookup(&cf, "screen_margin") &&
+	    (rc = cfg_number(path, &cf, NULL, "screen_margin", 1, 1, &s->margin, err)))
+		goto out;
+	gpus = config_lookup(&cf, "gpus");
+	if (gpus) {
+		if ((rc = knob(path, config_root_setting(&cf), "gpus", 0, NULL, 0, &s->gpus, err)))
+			goto out;
+	} else {
+		double budget;
+		if ((rc = cfg_number(path, &cf, NULL, "gpu_budget", 1, 0, &budget, err))) {
+			rc = prism_err_set(err, PRISM_EFORMAT,
+					   "%s:1: give 'gpus' (a list) or 'gpu_budget'", path);
+			goto out;
+		}
+		for (int g = 1; g <= budget && s->gpus.n < SWEEP_MAX_LIST; g *= 2)
+			s->gpus.v[s->gpus.n++] = g;
+	}
+	if ((rc = knob(path, space, "tp", 1, NULL, 0, &s->tp, err)) ||
+	    (rc = knob(path, space, "pp", 1, NULL, 0, &s->pp, err)) ||
+	    (rc = knob(path, space, "mbs", 1, NULL, 0, &s->mbs, err)) ||
+	    (rc = knob(path, space, "schedule", MEM_1F1B, sched, 3, &s->schedule, err)) ||
+	    (rc = knob(path, space, "vp", 2, NULL, 0, &s->vp, err)) ||
+	    (rc = knob(path, space, "recompute", 0, recompute_names, 3, &s->recompute, err)) ||
+	    (rc = knob(path, space, "zero", 0, NULL, 0, &s->zero, err)) ||
+	    (rc = knob(path, space, "sp", 0, NULL, 0, &s->sp, err)) ||
+	    (rc = knob(path, space, "layers", 0, NULL, 0, &s->layers, err)) ||
+	    (rc = knob(path, space, "hidden", 0, NULL, 0, &s->hidden, err)))
+		goto out;
+	config_destroy(&cf);
+	/* The model and hardware named in it. */
+	if ((rc = cli_load_model(s->model_name, &s->m, err)) ||
+	    (rc = cli_load_hw(s->hw_name, &s->hw, err)))
+		return prism_err_set(err, rc, "%s: %s", path, err->msg);
+	if (!(s->text = slurp(path)))
+		return prism_err_set(err, PRISM_EIO, "%s: cannot read the file", path);
+	return 0;
+out:
+	config_destroy(&cf);
+	return rc;
+}
+
+void sweep_free(struct sweep *s)
+{
+	free(s->text);
+	s->text = NULL;
+}
+
+static void make_key(struct cand *c)
+{
+	const struct mem_layout *l = &c->in.lay;
+	snprintf(c->key, sizeof(c->key),
+		 "gpus=%d;tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;mb=%d;sched=%s;rc=%s;zero=%d;sp=%d;"
+		 "layers=%d;hidden=%d",
+		 c->gpus, l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches,
+		 synth_schedule_name(l->schedule), recompute_names[l->recompute], l->zero, l->sp,
+		 c->in.m.layers, c->in.m.hidden);
+}
+
+static int push(struct cand **v, size_t *n, size_t *cap, const struct cand *c)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		struct cand *nv = realloc(*v, nc * sizeof(*nv));
+		if (!nv)
+			return -1;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = *c;
+	return 0;
+}
+
+/* Verdicts before simulation: the layout rules, then memory, then the
+ * analytic estimate. */
+static void judge(const struct sweep *s, struct cand *c)
+{
+	struct prism_err err;
+	struct analytic_in ai;
+	struct analytic_out ao;
+	struct mem_est me;
+
+	prism_err_clear(&err);
+	if (c->status == CS_INVALID)
+		return;
+	if (synth_check(&c->in, &err)) {
+		c->status = CS_INVALID;
+		snprintf(c->reason, sizeof(c->reason), "%.159s", err.msg);
+		return;
+	}
+	mem_estimate(&c->in.m, &c->in.lay, &s->hw, &me);
+	if (!me.fits) {
+		c->status = CS_OOM;
+		snprintf(c->reason, sizeof(c->reason), "needs %.1f GB of %.1f GB usable",
+			 me.total / 1e9, me.capacity / 1e9);
+		return;
+	}
+	analytic_in_default(&ai);
+	ai.m = c->in.m;
+	ai.hw = &s->hw;
+	ai.dtype = c->in.dtype;
+	ai.global_batch = s->global_batch;
+	ai.lay = c->in.lay;
+	ai.compute_eff = 0.6;
+	c->analytic_s = analytic_estimate(&ai, &ao, &err) == 0 ? ao.t_iter : 0;
+}
+
+long sweep_enumerate(const struct sweep *s, struct cand **out)
+{
+	struct cand *v = NULL, c;
+	size_t n = 0, cap = 0;
+
+	*out = NULL;
+	for (int ig = 0; ig < s->gpus.n; ig++)
+	for (int it = 0; it < s->tp.n; it++)
+	for (int ip = 0; ip < s->pp.n; ip++)
+	for (int ib = 0; ib < s->mbs.n; ib++)
+	for (int is = 0; is < s->schedule.n; is++)
+	for (int iv = 0; iv < (s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.n : 1); iv++)
+	for (int ir = 0; ir < s->recompute.n; ir++)
+	for (int iz = 0; iz < s->zero.n; iz++)
+	for (int iq = 0; iq < s->sp.n; iq++)
+	for (int il = 0; il < s->layers.n; il++)
+	for (int ih = 0; ih < s->hidden.n; ih++) {
+		int gpus = s->gpus.v[ig], tp = s->tp.v[it], pp = s->pp.v[ip], mbs = s->mbs.v[ib];
+		int dp = tp * pp > 0 ? gpus / (tp * pp) : 0;
+		memset(&c, 0, sizeof(c));
+		synth_in_default(&c.in);
+		c.in.m = s->m;
+		c.in.hw = &s->hw;
+		if (s->layers.v[il] > 0)
+			c.in.m.layers = s->layers.v[il];
+		if (s->hidden.v[ih] > 0) {
+			c.in.m.ffn = c.in.m.ffn / c.in.m.hidden * s->hidden.v[ih];
+			c.in.m.hidden = s->hidden.v[ih];
+		}
+		c.gpus = gpus;
+		c.in.lay.tp = tp;
+		c.in.lay.pp = pp;
+		c.in.lay.dp = dp > 0 ? dp : 1;
+		c.in.lay.mbs = mbs;
+		c.in.lay.schedule = s->schedule.v[is];
+		c.in.lay.vp = s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.v[iv] : 1;
+		c.in.lay.recompute = s->recompute.v[ir];
+		c.in.lay.zero = s->zero.v[iz];
+		c.in.lay.sp = s->sp.v[iq] && tp > 1;
+		if (s->sp.v[iq] && tp == 1 && s->sp.n > 1)
+			continue; /* sp without tp is the same candidate as no sp */
+		c.in.lay.microbatches = dp > 0 && mbs > 0 ? s->global_batch / (dp * mbs) : 0;
+		if (c.in.lay.microbatches < 1)
+			c.in.lay.microbatches = 1;
+		if (tp < 1 || pp < 1 || gpus % (tp * pp)) {
+			c.status = CS_INVALID;
+			snprintf(c.reason, sizeof(c.reason), "%d GPUs do not divide by tp %d x pp %d",
+				 gpus, tp, pp);
+		} else if (s->global_batch % (dp * mbs)) {
+			c.status = CS_INVALID;
+			snprintf(c.reason, sizeof(c.reason),
+				 "global batch %d does not divide by dp %d x mbs %d", s->global_batch,
+				 dp, mbs);
+		}
+		make_key(&c);
+		judge(s, &c);
+		if (push(&v, &n, &cap, &c)) {
+			free(v);
+			return -1;
+		}
+	}
+	*out = v;
+	return (long)n;
+}

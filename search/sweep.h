@@ -1,0 +1,68 @@
+/*
+ * sweep.h - a search space from a libconfig file, and its candidates.
+ *
+ * A sweep file (in configs/sweeps/, each commented as its own manual)
+ * names the model and the hardware, the GPU counts (a list, or a budget:
+ * every power of two up to it), the global batch in sequences, and for
+ * each knob a list: tp, pp, mbs, schedule, vp, recompute, zero, sp, layers,
+ * hidden.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
+ * count from the global batch (global / (dp x mbs)).
+ *
+ * Enumeration keeps every point with its verdict: a candidate that breaks
+ * a rule is stored as invalid with the rule, one that does not fit in
+ * memory as oom.
+ */
+#ifndef PRISM_SWEEP_H
+#define PRISM_SWEEP_H
+
+#include <stddef.h>
+
+#include "hw.h"
+#include "llm.h"
+#include "predict.h"
+#include "synth.h"
+
+#define SWEEP_MAX_LIST 32
+
+struct sweep_list {
+	int v[SWEEP_MAX_LIST];
+	int n;
+};
+
+struct sweep {
+	char path[512];
+	char name[64];
+	char model_name[128], hw_name[128];
+	struct llm m;
+	struct hw_profile hw;
+	int global_batch;
+	double margin;            /* screen candidates beyond best x (1 + margin) */
+	struct sweep_list gpus, tp, pp, mbs, schedule, vp, recompute, zero, sp, layers, hidden;
+	char *text;               /* the file's text, stored with the results */
+};
+
+enum cand_status { CS_PENDING, CS_INVALID, CS_OOM, CS_SCREENED, CS_SIMULATED, CS_FAILED };
+
+struct cand {
+	struct synth_in in;
+	int gpus;
+	char key[160];
+	int status;
+	char reason[160];
+	double analytic_s;
+	struct predict_out p; /* when simulated */
+};
+
+/* Load a sweep: 0, or PRISM_EIO / PRISM_EFORMAT naming the file, line and
+ * setting.  Free with sweep_free. */
+int sweep_load(const char *path, struct sweep *s, struct prism_err *err);
+void sweep_free(struct sweep *s);
+
+/* Every candidate of s, with invalid ones marked (status and reason) and
+ * the analytic estimate of the valid ones; *out malloc'd.  Returns the
+ * count, or -1 when out of memory. */
+long sweep_enumerate(const struct sweep *s, struct cand **out);
+
+const char *cand_status_name(int status);
+
+#endif
