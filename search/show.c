@@ -26,6 +26,10 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 	fprintf(f, "\n           %d GPUs, global batch %.0f sequences\n\n", p->gpus,
 		p->global_batch);
 	fprintf(f, "iteration  %12.3f ms\n", p->iter_s * 1e3);
+	fprintf(f, "breakdown  exposed compute %.3f, exposed communication %.3f, overlap %.3f, "
+		   "idle %.3f ms\n           (the slowest stage's last step)\n",
+		p->exposed_compute_s * 1e3, p->exposed_comm_s * 1e3, p->overlap_s * 1e3,
+		p->idle_s * 1e3);
 	fprintf(f, "bubble     %12.1f %%   (compute stream idle during the pipeline units)\n", p->bubble * 100);
 	fprintf(f, "throughput %12.0f tokens/s\n", p->tokens_per_s);
 	fprintf(f, "MFU        %12.1f %%   (model FLOPs / time / GPUs / %s peak)\n", p->mfu * 100,
@@ -54,9 +58,12 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		"\"schedule\":\"%s\",\"recompute\":\"%s\",\"sp\":%d,\"zero\":%d,\"dtype\":\"%s\","
 		"\"gpus\":%d,\"global_batch\":%.0f,\"iteration_s\":%.9f,\"bubble\":%.6f,"
 		"\"tokens_per_s\":%.3f,\"mfu\":%.6f,\"gpu_hours\":%.9f,\"memory_bytes\":%.0f,"
-		"\"memory_capacity_bytes\":%.0f,\"fits\":%s,\"tasks\":%u",
+		"\"memory_capacity_bytes\":%.0f,\"fits\":%s,\"tasks\":%u,"
+		"\"exposed_compute_s\":%.9f,\"exposed_comm_s\":%.9f,\"overlap_s\":%.9f,"
+		"\"idle_s\":%.9f",
 		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches, synth_schedule_name(l->schedule),
 		recompute_names[l->recompute], l->sp, l->zero, hw_dtype_name(in->dtype), p->gpus,
 		p->global_batch, p->iter_s, p->bubble, p->tokens_per_s, p->mfu, p->gpu_hours,
-		p->mem.total, p->mem.capacity, p->mem.fits ? "true" : "false", p->tasks);
+		p->mem.total, p->mem.capacity, p->mem.fits ? "true" : "false", p->tasks,
+		p->exposed_compute_s, p->exposed_comm_s, p->overlap_s, p->idle_s);
 }

@@ -17,7 +17,8 @@ static const char schema[] =
 	" microbatches INTEGER, schedule TEXT, recompute TEXT, zero INTEGER, sp INTEGER,"
 	" layers INTEGER, hidden INTEGER, status TEXT NOT NULL, reason TEXT,"
 	" analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
-	" gpu_hours REAL, mem_gb REAL, fits INTEGER, PRIMARY KEY(sweep, key));";
+	" gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
+	" exposed_comm_s REAL, overlap_s REAL, idle_s REAL, PRIMARY KEY(sweep, key));";
 
 static int fail(sqlite3 *db, const char *what, struct prism_err *err)
 {
@@ -159,7 +160,7 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		return fail(db, "begin", err);
 	if (sqlite3_prepare_v2(db,
 			       "INSERT OR REPLACE INTO candidate VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,"
-			       "?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25)",
+			       "?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29)",
 			       -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
@@ -198,6 +199,10 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 			sqlite3_bind_double(st, 23, k->p.gpu_hours);
 			sqlite3_bind_double(st, 24, k->p.mem.total / 1e9);
 			sqlite3_bind_int(st, 25, k->p.mem.fits);
+			sqlite3_bind_double(st, 26, k->p.exposed_compute_s);
+			sqlite3_bind_double(st, 27, k->p.exposed_comm_s);
+			sqlite3_bind_double(st, 28, k->p.overlap_s);
+			sqlite3_bind_double(st, 29, k->p.idle_s);
 		}
 		ok = sqlite3_step(st) == SQLITE_DONE;
 	}

@@ -8,7 +8,8 @@
  *   candidate(sweep, key, gpus, tp, pp, dp, vp, mbs, microbatches,
  *     schedule, recompute, zero, sp, layers, hidden, status, reason,
  *     analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,
- *     fits), primary key (sweep, key).
+ *     fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s), primary
+ *     key (sweep, key).
  * Every batch is one transaction: a killed run loses at most the batch in
  * flight, and WAL keeps the file consistent.
  */

@@ -31,6 +31,10 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 	if ((rc = settle_synth(g, &so, &st, err)) == 0) {
 		predict_derive(in, st.iter_s, out);
 		out->bubble = st.bubble;
+		out->exposed_compute_s = st.exposed_compute_s;
+		out->exposed_comm_s = st.exposed_comm_s;
+		out->overlap_s = st.overlap_s;
+		out->idle_s = st.idle_s;
 		out->tasks = g->n_nodes;
 		out->kernels = so.kernels;
 	}

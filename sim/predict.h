@@ -20,6 +20,7 @@
 
 struct predict_out {
 	double iter_s, bubble, tokens_per_s, mfu, gpu_hours;
+	double exposed_compute_s, exposed_comm_s, overlap_s, idle_s; /* settle.h */
 	double global_batch; /* sequences per iteration */
 	int gpus;
 	uint32_t tasks, kernels;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "sim.h"
 
 int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
@@ -63,6 +64,21 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 		idle += 1.0 - (double)busy / (double)(hi - lo);
 	}
 	out->bubble = P > 0 ? idle / P : 0;
+	{
+		struct metrics_iter *its = NULL;
+		long n = metrics_iterations(sm, &its), pick = -1;
+		for (long i = 0; i < n; i++)
+			if (its[i].step == steps - 1 &&
+			    (pick < 0 || its[i].predicted_ns > its[pick].predicted_ns))
+				pick = i;
+		if (pick >= 0) {
+			out->exposed_compute_s = (double)its[pick].exposed_compute_ns * 1e-9;
+			out->exposed_comm_s = (double)its[pick].exposed_comm_ns * 1e-9;
+			out->overlap_s = (double)its[pick].overlap_ns * 1e-9;
+			out->idle_s = (double)its[pick].idle_ns * 1e-9;
+		}
+		free(its);
+	}
 	sim_free(sm);
 	return 0;
 }

@@ -21,6 +21,8 @@
 struct settle_out {
 	double iter_s;
 	double bubble;
+	/* Lumos breakdown (metrics.h) of the slowest stage's last step. */
+	double exposed_compute_s, exposed_comm_s, overlap_s, idle_s;
 };
 
 /* 0, or PRISM_ENOMEM / PRISM_EINTERNAL (a schedule that deadlocks). */
