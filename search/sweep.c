@@ -90,8 +90,30 @@ static char *slurp(const char *path)
 	return buf;
 }
 
+/* Every setting of group g must be one of names (a typo is an error, not
+ * a silently ignored knob). */
+static int known(const char *file, config_setting_t *g, const char *const *names, int n,
+		 const char *where, struct prism_err *err)
+{
+	for (int i = 0; g && i < config_setting_length(g); i++) {
+		config_setting_t *e = config_setting_get_elem(g, (unsigned)i);
+		const char *nm = config_setting_name(e);
+		int ok = 0;
+		for (int k = 0; nm && k < n && !ok; k++)
+			ok = strcmp(nm, names[k]) == 0;
+		if (!ok)
+			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: unknown setting '%s%s'", file,
+					     config_setting_source_line(e), where, nm ? nm : "?");
+	}
+	return 0;
+}
+
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 {
+	static const char *const top[] = {"name", "model", "hw", "gpus", "gpu_budget",
+					  "global_batch", "screen_margin", "space"};
+	static const char *const knobs[] = {"tp", "pp", "mbs", "schedule", "vp", "recompute",
+					    "zero", "sp", "layers", "hidden"};
 	static const char *const sched[] = {"gpipe", "1f1b", "interleaved"};
 	config_t cf;
 	config_setting_t *space, *gpus;
@@ -103,6 +125,9 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = cfg_read(&cf, path, err)))
 		return rc;
 	space = config_lookup(&cf, "space");
+	if ((rc = known(path, config_root_setting(&cf), top, 8, "", err)) ||
+	    (rc = known(path, space, knobs, 10, "space.", err)))
+		goto out;
 	if ((rc = cfg_text(path, &cf, NULL, "name", s->name, sizeof(s->name), err)) ||
 	    (rc = cfg_text(path, &cf, NULL, "model", s->model_name, sizeof(s->model_name), err)) ||
 	    (rc = cfg_text(path, &cf, NULL, "hw", s->hw_name, sizeof(s->hw_name), err)) ||

@@ -70,5 +70,16 @@ with tempfile.TemporaryDirectory() as d:
     check(len(partial) < EXPECTED, "the kill came too late to test anything")
     search(c)
     check(rows(c) == ra, "resumed database differs from the uninterrupted one")
+    # A typo in a sweep file is an error naming the file, line and setting.
+    bad = os.path.join(d, "bad.cfg")
+    with open(SWEEP) as f:
+        text = f.read()
+    with open(bad, "w") as f:
+        f.write(text.replace("  mbs = [1, 2];", "  mbz = [1, 2];"))
+    r = subprocess.run([PRISM, "search", bad, "--db", os.path.join(d, "x.db")],
+                       capture_output=True, text=True)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "mbs =" in l)
+    check(r.returncode == 2 and r.stderr == f"prism: {bad}:{line}: unknown setting 'space.mbz'\n",
+          f"bad sweep gave {r.returncode}: {r.stderr!r}")
     print(f"search: {EXPECTED} candidates; resume, kill -9 ({len(partial)} stored when "
           f"killed) and threads all give the same database")
