@@ -45,7 +45,7 @@ void calib_fit(const struct graph *g, const struct hw_profile *hw,
 	for (int c = 0; c < KC_NCLASSES; c++) {
 		size_t n = 0;
 		double c0, c1, cov00, cov01, cov11, ss, mx = 0, sxx = 0, sum = 0;
-		int flops = c == KC_GEMM || c == KC_ATTENTION || c == KC_CONV;
+		int flops = cost_compute_bound(c);
 
 		/* Collectives belong to the communication model; copies and sets
 		 * carry their own byte counts rather than their op's shapes, and an

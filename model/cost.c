@@ -7,6 +7,11 @@
 
 #include "hw.h"
 
+int cost_compute_bound(int cls)
+{
+	return cls == KC_GEMM || cls == KC_ATTENTION || cls == KC_CONV;
+}
+
 const char *cost_class_name(int cls)
 {
 	static const char *const n[KC_NCLASSES] = {

@@ -49,6 +49,10 @@ int cost_classify(const char *kernel_name);
 
 const char *cost_class_name(int cls);
 
+/* 1 for the classes whose time follows FLOP/s (GEMM, attention,
+ * convolution), 0 for those that follow memory bandwidth. */
+int cost_compute_bound(int cls);
+
 /* Element size in bytes of a PyTorch type name ("float", "c10::BFloat16",
  * "long int", ...), or 0 if unknown. */
 int cost_elem_bytes(const char *type);

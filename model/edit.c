@@ -9,11 +9,6 @@
 #include "comm.h"
 #include "synth.h"
 
-static int compute_bound(int cls)
-{
-	return cls == KC_GEMM || cls == KC_ATTENTION || cls == KC_CONV;
-}
-
 static double coll_time(const struct hw_profile *hw, int kind, double bytes, int n, double eff)
 {
 	struct comm_group g;
@@ -60,7 +55,7 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 			int dt = cost_dtype(g, u);
 			if (dt < 0)
 				dt = HW_BF16;
-			if (compute_bound(cls[u]) && r->to->peak_flops[dt] > 0)
+			if (cost_compute_bound(cls[u]) && r->to->peak_flops[dt] > 0)
 				f = r->from->peak_flops[dt] / r->to->peak_flops[dt];
 			else
 				f = r->from->hbm_Bps / r->to->hbm_Bps;

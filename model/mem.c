@@ -3,6 +3,23 @@
 
 #include <string.h>
 
+static const char *const recompute_names[] = {"none", "selective", "full"};
+
+const char *mem_recompute_name(int r)
+{
+	return r >= 0 && r <= MEM_RECOMPUTE_FULL ? recompute_names[r] : "?";
+}
+
+int mem_recompute_parse(const char *s)
+{
+	for (int i = 0; i <= MEM_RECOMPUTE_FULL; i++)
+		if (strcmp(s, recompute_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+#include <string.h>
+
 double mem_act_per_layer(const struct llm *m, const struct mem_layout *l)
 {
 	double s = m->seq, b = l->mbs, h = m->hidden, a = m->heads, t = l->tp;

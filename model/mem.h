@@ -54,6 +54,10 @@ struct mem_est {
 	int fits;
 };
 
+/* "none", "selective", "full"; and back (-1 if unknown). */
+const char *mem_recompute_name(int recompute);
+int mem_recompute_parse(const char *s);
+
 /* Activation bytes of one layer for one microbatch. */
 double mem_act_per_layer(const struct llm *m, const struct mem_layout *l);
 

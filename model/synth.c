@@ -49,7 +49,6 @@ struct rankst {
 
 struct ctx {
 	const struct synth_in *in;
-	struct prism_err *err;
 	struct strtab st;
 	VEC(struct snode) nodes;
 	VEC(struct sedge) edges;
@@ -100,7 +99,7 @@ void synth_in_default(struct synth_in *in)
 	in->lay.flash = 1;
 	in->steps = 2;
 	for (int c = 0; c < KC_NCLASSES; c++) {
-		in->cost[c].by_flops = c == KC_GEMM || c == KC_ATTENTION || c == KC_CONV;
+		in->cost[c].by_flops = cost_compute_bound(c);
 		in->cost[c].eff = c == KC_ATTENTION ? 0.5 : 0.7;
 		in->cost[c].overhead_s = 3e-6;
 		in->scale[c] = 1;
@@ -281,7 +280,7 @@ found:
 
 /* The layout as the code below needs it. */
 struct shape {
-	double b, s, h, a, f, V, t;
+	double b, s, h, f, V, t;
 	int L;             /* layers per model chunk */
 	int p, v, m;
 	int tp_per_node, dp_per_node, pp_per_node;
@@ -850,14 +849,12 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		return rc;
 	memset(&c, 0, sizeof(c));
 	c.in = in;
-	c.err = err;
 	if (strtab_init(&c.st))
 		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
 	P = in->lay.pp;
 	z.b = in->lay.mbs;
 	z.s = in->m.seq;
 	z.h = in->m.hidden;
-	z.a = in->m.heads;
 	z.f = in->m.ffn;
 	z.V = in->m.vocab;
 	z.t = in->lay.tp;

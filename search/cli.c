@@ -11,7 +11,9 @@
 #include "hw.h"
 #include "kineto.h"
 #include "llm.h"
+#include "sim.h"
 #include "synth.h"
+#include "timeline.h"
 
 int cli_fail(const struct prism_err *err)
 {
@@ -187,8 +189,8 @@ const char cli_layout_help[] =
 	"      --steps N                iterations to simulate (default 2; the first,\n"
 	"                               from idle streams, is left out)\n";
 
-static int count(const char *arg, const char *opt, int min, int max, int *out,
-		 struct prism_err *err)
+int cli_count(const char *arg, const char *opt, int min, int max, int *out,
+	      struct prism_err *err)
 {
 	char *end;
 	long v;
@@ -208,19 +210,19 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	if (c < CLI_OPT_TP || c >= CLI_OPT_NOPT)
 		return 0;
 	switch (c) {
-	case CLI_OPT_TP: rc = count(arg, "tp", 1, 1024, &in->lay.tp, err); break;
-	case CLI_OPT_PP: rc = count(arg, "pp", 1, SYNTH_MAX_STAGES, &in->lay.pp, err); break;
-	case CLI_OPT_DP: rc = count(arg, "dp", 1, 1 << 20, &in->lay.dp, err); break;
-	case CLI_OPT_VP: rc = count(arg, "vp", 1, 64, &in->lay.vp, err); break;
-	case CLI_OPT_MBS: rc = count(arg, "mbs", 1, 1 << 16, &in->lay.mbs, err); break;
-	case CLI_OPT_MICRO: rc = count(arg, "microbatches", 1, 1 << 16, &in->lay.microbatches, err); break;
-	case CLI_OPT_ZERO: rc = count(arg, "zero", 0, 3, &in->lay.zero, err); break;
-	case CLI_OPT_LAYERS: rc = count(arg, "layers", 1, 1 << 16, &in->m.layers, err); break;
-	case CLI_OPT_HIDDEN: rc = count(arg, "hidden", 1, 1 << 20, &in->m.hidden, err); break;
-	case CLI_OPT_HEADS: rc = count(arg, "heads", 1, 1 << 12, &in->m.heads, err); break;
-	case CLI_OPT_FFN: rc = count(arg, "ffn", 1, 1 << 22, &in->m.ffn, err); break;
-	case CLI_OPT_SEQ: rc = count(arg, "seq", 1, 1 << 22, &in->m.seq, err); break;
-	case CLI_OPT_STEPS: rc = count(arg, "steps", 1, 100, &in->steps, err); break;
+	case CLI_OPT_TP: rc = cli_count(arg, "tp", 1, 1024, &in->lay.tp, err); break;
+	case CLI_OPT_PP: rc = cli_count(arg, "pp", 1, SYNTH_MAX_STAGES, &in->lay.pp, err); break;
+	case CLI_OPT_DP: rc = cli_count(arg, "dp", 1, 1 << 20, &in->lay.dp, err); break;
+	case CLI_OPT_VP: rc = cli_count(arg, "vp", 1, 64, &in->lay.vp, err); break;
+	case CLI_OPT_MBS: rc = cli_count(arg, "mbs", 1, 1 << 16, &in->lay.mbs, err); break;
+	case CLI_OPT_MICRO: rc = cli_count(arg, "microbatches", 1, 1 << 16, &in->lay.microbatches, err); break;
+	case CLI_OPT_ZERO: rc = cli_count(arg, "zero", 0, 3, &in->lay.zero, err); break;
+	case CLI_OPT_LAYERS: rc = cli_count(arg, "layers", 1, 1 << 16, &in->m.layers, err); break;
+	case CLI_OPT_HIDDEN: rc = cli_count(arg, "hidden", 1, 1 << 20, &in->m.hidden, err); break;
+	case CLI_OPT_HEADS: rc = cli_count(arg, "heads", 1, 1 << 12, &in->m.heads, err); break;
+	case CLI_OPT_FFN: rc = cli_count(arg, "ffn", 1, 1 << 22, &in->m.ffn, err); break;
+	case CLI_OPT_SEQ: rc = cli_count(arg, "seq", 1, 1 << 22, &in->m.seq, err); break;
+	case CLI_OPT_STEPS: rc = cli_count(arg, "steps", 1, 100, &in->steps, err); break;
 	case CLI_OPT_SP: in->lay.sp = 1; break;
 	case CLI_OPT_SCHED:
 		if ((in->lay.schedule = synth_schedule_parse(arg)) < 0)
@@ -228,13 +230,7 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 					   "--schedule '%s': expected gpipe, 1f1b or interleaved", arg);
 		break;
 	case CLI_OPT_RECOMP:
-		if (strcmp(arg, "none") == 0)
-			in->lay.recompute = MEM_RECOMPUTE_NONE;
-		else if (strcmp(arg, "selective") == 0)
-			in->lay.recompute = MEM_RECOMPUTE_SELECTIVE;
-		else if (strcmp(arg, "full") == 0)
-			in->lay.recompute = MEM_RECOMPUTE_FULL;
-		else
+		if ((in->lay.recompute = mem_recompute_parse(arg)) < 0)
 			rc = prism_err_set(err, PRISM_EARG,
 					   "--recompute '%s': expected none, selective or full", arg);
 		break;
@@ -272,4 +268,40 @@ void cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_i
 	A(CLI_OPT_SEQ, m.seq);
 	A(CLI_OPT_STEPS, steps);
 #undef A
+}
+
+/* TRACE.json -> TRACE.rankR.json when there are several ranks. */
+void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n)
+{
+	size_t len = strlen(path);
+	if (ranks <= 1) {
+		snprintf(out, n, "%s", path);
+		return;
+	}
+	if (len > 5 && strcmp(path + len - 5, ".json") == 0)
+		len -= 5;
+	snprintf(out, n, "%.*s.rank%d.json", (int)len, path, rank);
+}
+
+int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
+		    struct prism_err *err)
+{
+	struct sim *s = sim_new(g);
+	struct sim_opts o;
+	int rc;
+
+	if (!s)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	sim_opts_default(&o);
+	rc = sim_run(s, &o, err);
+	for (uint32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
+		struct timeline_opts to = {(int)r, so->waits, so->n_waits};
+		char p[1024];
+		cli_rank_path(path, (int)r, (int)g->n_ranks, p, sizeof(p));
+		rc = timeline_write(s, p, &to, err);
+		if (rc == 0)
+			fprintf(stderr, "prism synth: wrote %s\n", p);
+	}
+	sim_free(s);
+	return rc;
 }

@@ -31,6 +31,11 @@ int cli_fail(const struct prism_err *err);
  * more trace files (several files = the ranks of one job).  ranks, if not
  * NULL, is a comma-separated list giving each trace file's rank.
  */
+/* A whole number in min..max for option --opt into *out; 0, or PRISM_EARG
+ * naming the option and the range. */
+int cli_count(const char *arg, const char *opt, int min, int max, int *out,
+	      struct prism_err *err);
+
 /* A non-negative number of microseconds (fractions allowed) into *ns;
  * 0, or PRISM_EARG naming the option. */
 int cli_parse_us(const char *s, const char *opt, int64_t *ns, struct prism_err *err);

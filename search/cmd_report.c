@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "vec.h"
 
 static const char help[] =
 	"usage: prism report DB [options]\n"
@@ -32,11 +33,13 @@ struct row {
 
 static void layout(char *buf, size_t n, const struct row *r)
 {
-	snprintf(buf, n, "tp %d pp %d dp %d%s%.0d, mbs %d x %d, %s%s%s, zero %d", r->tp, r->pp,
-		 r->dp, strcmp(r->schedule, "interleaved") == 0 ? " vp " : "",
-		 strcmp(r->schedule, "interleaved") == 0 ? r->vp : 0, r->mbs, r->mb, r->schedule,
-		 strcmp(r->recompute, "none") ? ", recompute " : "",
-		 strcmp(r->recompute, "none") ? r->recompute : "", r->zero);
+	char vp[16] = "", rc[32] = "";
+	if (strcmp(r->schedule, "interleaved") == 0)
+		snprintf(vp, sizeof(vp), " vp %d", r->vp);
+	if (strcmp(r->recompute, "none") != 0)
+		snprintf(rc, sizeof(rc), ", recompute %s", r->recompute);
+	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s", r->tp, r->pp, r->dp,
+		 vp, r->mbs, r->mb, r->schedule, rc, r->zero, r->sp ? ", sp" : "");
 }
 
 /* Why runner-up r loses to b (same GPU count). */
@@ -69,8 +72,9 @@ int cmd_report(int argc, char **argv)
 	long long sid = -1;
 	const char *outdir = NULL;
 	char name[128] = "", dir[1024], path[1100];
+	VEC(struct row) rv = {0};
 	struct row *rows = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0;
 	FILE *md = NULL;
 	int c, rc = 0;
 
@@ -121,15 +125,11 @@ int cmd_report(int argc, char **argv)
 	sqlite3_bind_int64(st, 1, sid);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		struct row *r;
-		if (n == cap) {
-			struct row *nr = realloc(rows, (cap = cap ? 2 * cap : 256) * sizeof(*nr));
-			if (!nr) {
-				rc = 1;
-				break;
-			}
-			rows = nr;
+		if (VEC_RESERVE(rv, rv.n + 1)) {
+			rc = 1;
+			break;
 		}
-		r = &rows[n++];
+		r = &rv.v[rv.n++];
 		r->gpus = sqlite3_column_int(st, 0);
 		r->tp = sqlite3_column_int(st, 1);
 		r->pp = sqlite3_column_int(st, 2);
@@ -151,6 +151,8 @@ int cmd_report(int argc, char **argv)
 		r->mem_gb = sqlite3_column_double(st, 18);
 	}
 	sqlite3_finalize(st);
+	rows = rv.v;
+	n = rv.n;
 	if (rc)
 		goto out;
 	if (outdir)
@@ -208,8 +210,7 @@ int cmd_report(int argc, char **argv)
 		for (size_t k = 0; k < nb; k++) {
 			const struct row *r = &rows[best[k]];
 			/* On the front when faster (cheaper) than every smaller count. */
-			int pt = front_t == 0 || r->iter_s < front_t;
-			int ph = front_h == 0 || r->gpuh < front_h;
+			int pt = front_t == 0 || r->iter_s < front_t, ph;
 			double cheapest = r->gpuh;
 			for (size_t i = best[k]; i < n && rows[i].gpus == r->gpus; i++)
 				if (rows[i].gpuh < cheapest)
@@ -303,7 +304,7 @@ int cmd_report(int argc, char **argv)
 out:
 	if (md)
 		fclose(md);
-	free(rows);
+	VEC_FREE(rv);
 	sqlite3_close(db);
 	return rc;
 }

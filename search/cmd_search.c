@@ -103,8 +103,14 @@ int cmd_search(int argc, char **argv)
 		switch (c) {
 		case 'd': db_arg = optarg; break;
 		case 'x': exhaustive = 1; break;
-		case 't': threads = atoi(optarg); break;
-		case 'b': bsize = atoi(optarg); break;
+		case 't':
+			if (cli_count(optarg, "threads", 1, 1024, &threads, &err))
+				return cli_fail(&err);
+			break;
+		case 'b':
+			if (cli_count(optarg, "batch", 1, 1 << 20, &bsize, &err))
+				return cli_fail(&err);
+			break;
 		case 'h': fputs(help, stdout); return 0;
 		default: fputs(help, stderr); return EXIT_USAGE;
 		}
@@ -178,7 +184,6 @@ int cmd_search(int argc, char **argv)
 	t0 = now();
 	for (size_t at = 0; at < norder;) {
 		int nb = 0;
-		size_t nsim = 0;
 		/* Fill a batch: screened ones are decided here, the rest simulated. */
 		while (at < norder && nb < bsize) {
 			struct cand *k = order[at++];
@@ -192,7 +197,7 @@ int cmd_search(int argc, char **argv)
 			}
 			nb++;
 		}
-#pragma omp parallel for schedule(dynamic, 1) reduction(+ : nsim)
+#pragma omp parallel for schedule(dynamic, 1)
 		for (int i = 0; i < nb; i++) {
 			struct prism_err e;
 			if (batch[i].status != CS_PENDING)
@@ -204,7 +209,6 @@ int cmd_search(int argc, char **argv)
 				batch[i].status = CS_FAILED;
 				snprintf(batch[i].reason, sizeof(batch[i].reason), "%.159s", e.msg);
 			}
-			nsim++;
 		}
 		if ((rc = store_put(db, sid, batch, (size_t)nb, &err)))
 			goto out;
@@ -230,7 +234,6 @@ int cmd_search(int argc, char **argv)
 				(double)(norder - at) / (rate > 0 ? rate : 1), topg, top * 1e3,
 				tty ? "   " : "\n");
 		}
-		(void)nsim;
 	}
 	if (tty)
 		fputc('\n', stderr);

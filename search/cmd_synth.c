@@ -8,8 +8,6 @@
 #include "cost.h"
 #include "predict.h"
 #include "show.h"
-#include "sim.h"
-#include "timeline.h"
 
 static const char help[] =
 	"usage: prism synth MODEL --hw HW [options] [-o TRACE.json]\n"
@@ -67,42 +65,6 @@ static int parse_host(const char *arg, struct synth_in *in, struct prism_err *er
 	in->cpu_op_s = op * 1e-6;
 	in->launch_s = launch * 1e-6;
 	return 0;
-}
-
-/* TRACE.json -> TRACE.rankR.json when there are several ranks. */
-void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n)
-{
-	size_t len = strlen(path);
-	if (ranks <= 1) {
-		snprintf(out, n, "%s", path);
-		return;
-	}
-	if (len > 5 && strcmp(path + len - 5, ".json") == 0)
-		len -= 5;
-	snprintf(out, n, "%.*s.rank%d.json", (int)len, path, rank);
-}
-
-int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
-		    struct prism_err *err)
-{
-	struct sim *s = sim_new(g);
-	struct sim_opts o;
-	int rc;
-
-	if (!s)
-		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	sim_opts_default(&o);
-	rc = sim_run(s, &o, err);
-	for (uint32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
-		struct timeline_opts to = {(int)r, so->waits, so->n_waits};
-		char p[1024];
-		cli_rank_path(path, (int)r, (int)g->n_ranks, p, sizeof(p));
-		rc = timeline_write(s, p, &to, err);
-		if (rc == 0)
-			fprintf(stderr, "prism synth: wrote %s\n", p);
-	}
-	sim_free(s);
-	return rc;
 }
 
 int cmd_synth(int argc, char **argv)

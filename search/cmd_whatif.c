@@ -43,38 +43,7 @@ static const char help[] =
 	"  -h, --help              this help\n"
 	"  and the trace options of `prism ingest` (--rank, --allow-dangling, ...)\n";
 
-/* Mean step time of a simulated graph: per step the slowest rank, the
- * first step left out when there are several (as settle.h does). */
-static double mean_step(const struct sim *s, const struct metrics_iter *its, long n)
-{
-	int64_t maxstep = -1;
-	double sum = 0;
-	int cnt = 0;
-	(void)s;
-	for (long i = 0; i < n; i++)
-		if (its[i].step > maxstep)
-			maxstep = its[i].step;
-	if (maxstep < 0) {
-		int64_t w = 0;
-		for (long i = 0; i < n; i++)
-			if (its[i].predicted_ns > w)
-				w = its[i].predicted_ns;
-		return (double)w * 1e-9;
-	}
-	for (int64_t st = 0; st <= maxstep; st++) {
-		int64_t w = -1;
-		for (long i = 0; i < n; i++)
-			if (its[i].step == st && its[i].predicted_ns > w)
-				w = its[i].predicted_ns;
-		if (w < 0 || (maxstep > 0 && st == 0 && n > 1))
-			continue;
-		sum += (double)w * 1e-9;
-		cnt++;
-	}
-	return cnt ? sum / cnt : 0;
-}
-
-/* Replay g; its mean step time. */
+/* Replay g; its iteration time (metrics_step_time). */
 static int replay_time(const struct graph *g, const char *timeline, double *t,
 		       struct prism_err *err)
 {
@@ -91,7 +60,7 @@ static int replay_time(const struct graph *g, const char *timeline, double *t,
 	if (rc == 0 && (n = metrics_iterations(s, &its)) < 0)
 		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	if (rc == 0)
-		*t = mean_step(s, its, n);
+		*t = metrics_step_time(its, n);
 	if (rc == 0 && timeline)
 		rc = timeline_write(s, timeline, NULL, err);
 	free(its);
@@ -196,7 +165,10 @@ int cmd_whatif(int argc, char **argv)
 		switch (c) {
 		case 'w': hw_name = optarg; break;
 		case 'W': base_hw_name = optarg; break;
-		case 'B': base_dp = atoi(optarg); break;
+		case 'B':
+			if (cli_count(optarg, "base-dp", 1, 1 << 20, &base_dp, &err))
+				return cli_fail(&err);
+			break;
 		case 't': timeline = optarg; break;
 		case 'j': json = 1; break;
 		case 'h':

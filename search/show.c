@@ -1,8 +1,6 @@
 /* show.c - printing one prediction. */
 #include "show.h"
 
-static const char *const recompute_names[] = {"none", "selective", "full"};
-
 void show_layout(FILE *f, const struct synth_in *in)
 {
 	const struct mem_layout *l = &in->lay;
@@ -10,7 +8,7 @@ void show_layout(FILE *f, const struct synth_in *in)
 	if (l->schedule == MEM_INTERLEAVED)
 		fprintf(f, " vp %d", l->vp);
 	fprintf(f, ", mbs %d x %d microbatches, %s, recompute %s%s, zero %d, %s", l->mbs,
-		l->microbatches, synth_schedule_name(l->schedule), recompute_names[l->recompute],
+		l->microbatches, synth_schedule_name(l->schedule), mem_recompute_name(l->recompute),
 		l->sp ? ", sp" : "", l->zero, hw_dtype_name(in->dtype));
 }
 
@@ -62,7 +60,7 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		"\"exposed_compute_s\":%.9f,\"exposed_comm_s\":%.9f,\"overlap_s\":%.9f,"
 		"\"idle_s\":%.9f",
 		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches, synth_schedule_name(l->schedule),
-		recompute_names[l->recompute], l->sp, l->zero, hw_dtype_name(in->dtype), p->gpus,
+		mem_recompute_name(l->recompute), l->sp, l->zero, hw_dtype_name(in->dtype), p->gpus,
 		p->global_batch, p->iter_s, p->bubble, p->tokens_per_s, p->mfu, p->gpu_hours,
 		p->mem.total, p->mem.capacity, p->mem.fits ? "true" : "false", p->tasks,
 		p->exposed_compute_s, p->exposed_comm_s, p->overlap_s, p->idle_s);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "vec.h"
 
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS sweep("
@@ -109,7 +110,7 @@ static int cmp_str(const void *a, const void *b)
 int store_keys(sqlite3 *db, long long id, char ***keys, size_t *n, struct prism_err *err)
 {
 	sqlite3_stmt *st;
-	size_t cap = 0;
+	VEC(char *) v = {0};
 
 	*keys = NULL;
 	*n = 0;
@@ -119,25 +120,21 @@ int store_keys(sqlite3 *db, long long id, char ***keys, size_t *n, struct prism_
 	sqlite3_bind_int64(st, 1, id);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *k = (const char *)sqlite3_column_text(st, 0);
-		if (*n == cap) {
-			char **nk = realloc(*keys, (cap = cap ? cap * 2 : 256) * sizeof(*nk));
-			if (!nk)
-				goto oom;
-			*keys = nk;
-		}
-		if (!((*keys)[*n] = strdup(k ? k : "")))
+		char *d = strdup(k ? k : "");
+		if (!d || VEC_PUSH(v, d)) {
+			free(d);
 			goto oom;
-		(*n)++;
+		}
 	}
 	sqlite3_finalize(st);
-	if (*n)
-		qsort(*keys, *n, sizeof(**keys), cmp_str);
+	if (v.n)
+		qsort(v.v, v.n, sizeof(*v.v), cmp_str);
+	*keys = v.v;
+	*n = v.n;
 	return 0;
 oom:
 	sqlite3_finalize(st);
-	store_keys_free(*keys, *n);
-	*keys = NULL;
-	*n = 0;
+	store_keys_free(v.v, v.n);
 	return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 }
 
@@ -150,7 +147,6 @@ void store_keys_free(char **keys, size_t n)
 
 int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct prism_err *err)
 {
-	static const char *const rc_names[] = {"none", "selective", "full"};
 	sqlite3_stmt *st;
 	int ok = 1;
 
@@ -181,7 +177,7 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		sqlite3_bind_int(st, 8, l->mbs);
 		sqlite3_bind_int(st, 9, l->microbatches);
 		sqlite3_bind_text(st, 10, synth_schedule_name(l->schedule), -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 11, rc_names[l->recompute], -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 11, mem_recompute_name(l->recompute), -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 12, l->zero);
 		sqlite3_bind_int(st, 13, l->sp);
 		sqlite3_bind_int(st, 14, k->in.m.layers);

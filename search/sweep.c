@@ -8,6 +8,7 @@
 #include "analytic.h"
 #include "cfg.h"
 #include "cli.h"
+#include "vec.h"
 
 static const char *const status_names[] = {"pending", "invalid", "oom", "screened", "simulated",
 					   "failed"};
@@ -17,19 +18,14 @@ const char *cand_status_name(int s)
 	return s >= 0 && s <= CS_FAILED ? status_names[s] : "?";
 }
 
-static const char *const recompute_names[] = {"none", "selective", "full"};
-
-/* The value of a list element: an integer, or a name looked up in names. */
+/* The value of a list element: an integer, or a name parse() knows. */
 static int element(const char *file, const config_setting_t *e, const char *knob,
-		   const char *const *names, int n_names, int *out, struct prism_err *err)
+		   int (*parse)(const char *), int *out, struct prism_err *err)
 {
-	if (names) {
+	if (parse) {
 		const char *s = config_setting_get_string(e);
-		for (int i = 0; s && i < n_names; i++)
-			if (strcmp(s, names[i]) == 0) {
-				*out = i;
-				return 0;
-			}
+		if (s && (*out = parse(s)) >= 0)
+			return 0;
 		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s': unknown value '%s'", file,
 				     config_setting_source_line(e), knob, s ? s : "(not a string)");
 	}
@@ -42,7 +38,7 @@ static int element(const char *file, const config_setting_t *e, const char *knob
 
 /* space.KNOB: a list (or one value); absent: the default. */
 static int knob(const char *file, config_setting_t *space, const char *name, int def,
-		const char *const *names, int n_names, struct sweep_list *out,
+		int (*parse)(const char *), struct sweep_list *out,
 		struct prism_err *err)
 {
 	config_setting_t *k = space ? config_setting_lookup(space, name) : NULL;
@@ -62,12 +58,12 @@ static int knob(const char *file, config_setting_t *space, const char *name, int
 					     file, config_setting_source_line(k), full,
 					     SWEEP_MAX_LIST);
 		for (int i = 0; i < n; i++)
-			if ((rc = element(file, config_setting_get_elem(k, (unsigned)i), full, names,
-					  n_names, &out->v[out->n++], err)))
+			if ((rc = element(file, config_setting_get_elem(k, (unsigned)i), full, parse,
+					  &out->v[out->n++], err)))
 				return rc;
 		return 0;
 	}
-	return element(file, k, full, names, n_names, &out->v[out->n++], err);
+	return element(file, k, full, parse, &out->v[out->n++], err);
 }
 
 static char *slurp(const char *path)
@@ -114,7 +110,6 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 					  "global_batch", "screen_margin", "space"};
 	static const char *const knobs[] = {"tp", "pp", "mbs", "schedule", "vp", "recompute",
 					    "zero", "sp", "layers", "hidden"};
-	static const char *const sched[] = {"gpipe", "1f1b", "interleaved"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -140,7 +135,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		goto out;
 	gpus = config_lookup(&cf, "gpus");
 	if (gpus) {
-		if ((rc = knob(path, config_root_setting(&cf), "gpus", 0, NULL, 0, &s->gpus, err)))
+		if ((rc = knob(path, config_root_setting(&cf), "gpus", 0, NULL, &s->gpus, err)))
 			goto out;
 	} else {
 		double budget;
@@ -152,16 +147,16 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		for (int g = 1; g <= budget && s->gpus.n < SWEEP_MAX_LIST; g *= 2)
 			s->gpus.v[s->gpus.n++] = g;
 	}
-	if ((rc = knob(path, space, "tp", 1, NULL, 0, &s->tp, err)) ||
-	    (rc = knob(path, space, "pp", 1, NULL, 0, &s->pp, err)) ||
-	    (rc = knob(path, space, "mbs", 1, NULL, 0, &s->mbs, err)) ||
-	    (rc = knob(path, space, "schedule", MEM_1F1B, sched, 3, &s->schedule, err)) ||
-	    (rc = knob(path, space, "vp", 2, NULL, 0, &s->vp, err)) ||
-	    (rc = knob(path, space, "recompute", 0, recompute_names, 3, &s->recompute, err)) ||
-	    (rc = knob(path, space, "zero", 0, NULL, 0, &s->zero, err)) ||
-	    (rc = knob(path, space, "sp", 0, NULL, 0, &s->sp, err)) ||
-	    (rc = knob(path, space, "layers", 0, NULL, 0, &s->layers, err)) ||
-	    (rc = knob(path, space, "hidden", 0, NULL, 0, &s->hidden, err)))
+	if ((rc = knob(path, space, "tp", 1, NULL, &s->tp, err)) ||
+	    (rc = knob(path, space, "pp", 1, NULL, &s->pp, err)) ||
+	    (rc = knob(path, space, "mbs", 1, NULL, &s->mbs, err)) ||
+	    (rc = knob(path, space, "schedule", MEM_1F1B, synth_schedule_parse, &s->schedule, err)) ||
+	    (rc = knob(path, space, "vp", 2, NULL, &s->vp, err)) ||
+	    (rc = knob(path, space, "recompute", 0, mem_recompute_parse, &s->recompute, err)) ||
+	    (rc = knob(path, space, "zero", 0, NULL, &s->zero, err)) ||
+	    (rc = knob(path, space, "sp", 0, NULL, &s->sp, err)) ||
+	    (rc = knob(path, space, "layers", 0, NULL, &s->layers, err)) ||
+	    (rc = knob(path, space, "hidden", 0, NULL, &s->hidden, err)))
 		goto out;
 	config_destroy(&cf);
 	/* The model and hardware named in it. */
@@ -189,22 +184,8 @@ static void make_key(struct cand *c)
 		 "gpus=%d;tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;mb=%d;sched=%s;rc=%s;zero=%d;sp=%d;"
 		 "layers=%d;hidden=%d",
 		 c->gpus, l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches,
-		 synth_schedule_name(l->schedule), recompute_names[l->recompute], l->zero, l->sp,
+		 synth_schedule_name(l->schedule), mem_recompute_name(l->recompute), l->zero, l->sp,
 		 c->in.m.layers, c->in.m.hidden);
-}
-
-static int push(struct cand **v, size_t *n, size_t *cap, const struct cand *c)
-{
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 256;
-		struct cand *nv = realloc(*v, nc * sizeof(*nv));
-		if (!nv)
-			return -1;
-		*v = nv;
-		*cap = nc;
-	}
-	(*v)[(*n)++] = *c;
-	return 0;
 }
 
 /* Verdicts before simulation: the layout rules, then memory, then the
@@ -243,8 +224,8 @@ static void judge(const struct sweep *s, struct cand *c)
 
 long sweep_enumerate(const struct sweep *s, struct cand **out)
 {
-	struct cand *v = NULL, c;
-	size_t n = 0, cap = 0;
+	VEC(struct cand) v = {0};
+	struct cand c;
 
 	*out = NULL;
 	for (int ig = 0; ig < s->gpus.n; ig++)
@@ -297,11 +278,11 @@ long sweep_enumerate(const struct sweep *s, struct cand **out)
 		}
 		make_key(&c);
 		judge(s, &c);
-		if (push(&v, &n, &cap, &c)) {
-			free(v);
+		if (VEC_PUSH(v, c)) {
+			VEC_FREE(v);
 			return -1;
 		}
 	}
-	*out = v;
-	return (long)n;
+	*out = v.v;
+	return (long)v.n;
 }

@@ -207,3 +207,26 @@ int metrics_critical_path(const struct sim *s, struct metrics_path *p)
 	p->length_ns = s->makespan_ns - first_start;
 	return 0;
 }
+
+double metrics_step_time(const struct metrics_iter *its, long n)
+{
+	int64_t maxstep = -1, w;
+	double sum = 0;
+	int cnt = 0;
+
+	for (long i = 0; i < n; i++)
+		if (its[i].step > maxstep)
+			maxstep = its[i].step;
+	/* Steps are 0..maxstep; spans without markers are all step -1. */
+	for (int64_t st = maxstep > 0 ? 1 : maxstep; st <= maxstep; st++) {
+		w = -1;
+		for (long i = 0; i < n; i++)
+			if (its[i].step == st && its[i].predicted_ns > w)
+				w = its[i].predicted_ns;
+		if (w >= 0) {
+			sum += (double)w * 1e-9;
+			cnt++;
+		}
+	}
+	return cnt ? sum / cnt : 0;
+}

@@ -32,6 +32,14 @@ struct metrics_iter {
  */
 long metrics_iterations(const struct sim *s, struct metrics_iter **out);
 
+/*
+ * The iteration time a prediction reports: per step, the slowest rank's
+ * predicted time, averaged over the steps after the first (which starts
+ * from idle streams) when there are several; without step markers, the
+ * slowest rank's GPU-active span.  In seconds.
+ */
+double metrics_step_time(const struct metrics_iter *its, long n);
+
 /* Busy fraction of processor p over [from, to) of simulated time. */
 double metrics_utilisation(const struct sim *s, uint32_t p, int64_t from, int64_t to);
 

@@ -14,7 +14,7 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 	struct sim_opts o;
 	struct graph_iter *it;
 	int rc, P = so->stages, steps = so->steps;
-	double sum = 0, idle = 0;
+	double idle = 0;
 	int64_t lo = INT64_MAX, hi = INT64_MIN;
 	size_t per_step;
 
@@ -39,15 +39,6 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 		it[i].start_ns = sm->start_ns[f];
 		it[i].dur_ns = sm->end_ns[l] - sm->start_ns[f];
 	}
-	/* The first step starts from idle streams; with more, it is left out. */
-	for (int s = steps > 1 ? 1 : 0; s < steps; s++) {
-		int64_t worst = 0;
-		for (int r = 0; r < P; r++)
-			if (it[s * P + r].dur_ns > worst)
-				worst = it[s * P + r].dur_ns;
-		sum += (double)worst * 1e-9;
-	}
-	out->iter_s = steps > 1 ? sum / (steps - 1) : sum;
 	per_step = steps ? so->n_units / (size_t)steps : 0;
 	for (size_t i = 0; i < per_step; i++) {
 		if (sm->start_ns[so->unit_first[i]] < lo)
@@ -67,6 +58,11 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 	{
 		struct metrics_iter *its = NULL;
 		long n = metrics_iterations(sm, &its), pick = -1;
+		if (n < 0) {
+			sim_free(sm);
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		}
+		out->iter_s = metrics_step_time(its, n);
 		for (long i = 0; i < n; i++)
 			if (its[i].step == steps - 1 &&
 			    (pick < 0 || its[i].predicted_ns > its[pick].predicted_ns))
