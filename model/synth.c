@@ -587,6 +587,73 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	}
 }
 
+/* Lower bound of one class's kernel: its FLOPs at peak and efficiency,
+ * or 0 where the class is not timed by FLOPs or has a negative overhead
+ * (a fitted line may), so that the bound stays a bound. */
+static double flops_bound(const struct synth_in *in, int cls, double flops)
+{
+	const struct calib_class *k = &in->cost[cls];
+	double e = k->eff > 0 ? k->eff : 0.5;
+	if (!k->by_flops || k->overhead_s < 0 || in->scale[cls] <= 0)
+		return 0;
+	return flops / in->hw->peak_flops[in->dtype] / e * in->scale[cls];
+}
+
+double synth_lower_bound(const struct synth_in *in)
+{
+	const struct mem_layout *l = &in->lay;
+	const struct llm *m = &in->m;
+	double b = l->mbs, s = m->seq, h = m->hidden, t = l->tp, bs = b * s;
+	double L = (double)m->layers / ((double)l->pp * l->vp), tp_s = 0, f, bw, w;
+	int rec = l->recompute == MEM_RECOMPUTE_FULL;
+	struct comm_est e;
+
+	if (in->hw->peak_flops[in->dtype] <= 0 || l->pp < 1 || l->vp < 1)
+		return 0;
+	/* One layer's forward on one tensor-parallel rank: its GEMMs, its
+	 * attention, and the tensor-parallel collectives (on the compute
+	 * stream: two rounds, each an all-reduce or reduce-scatter +
+	 * all-gather). */
+	f = flops_bound(in, KC_GEMM,
+			llm_gemm_flops(bs, 3 * h, h) + llm_gemm_flops(bs, h, h) +
+				2 * llm_gemm_flops(bs, m->ffn, h)) / t +
+	    flops_bound(in, KC_ATTENTION, 4 * b * s * s * h) / t;
+	if (t > 1 && !in->bare) {
+		struct comm_group g = {l->tp, l->tp};
+		double round = 0;
+		if (l->sp) {
+			if (comm_time(in->hw, GC_REDUCE_SCATTER, bs * h * 2, g, in->comm_eff,
+				      COMM_AUTO, &e) == 0)
+				round += e.time_s;
+			if (comm_time(in->hw, GC_ALL_GATHER, bs * h * 2, g, in->comm_eff, COMM_AUTO,
+				      &e) == 0)
+				round += e.time_s;
+		} else if (comm_time(in->hw, GC_ALL_REDUCE, bs * h * 2, g, in->comm_eff, COMM_AUTO,
+				     &e) == 0) {
+			round = e.time_s;
+		}
+		tp_s = 2 * round;
+		f += tp_s;
+	}
+	/* Backward: twice the forward's FLOPs, the same collectives, and the
+	 * forward again under full recomputation. */
+	bw = 2 * (f - tp_s) + tp_s + (rec ? f : 0);
+	f *= L;
+	bw *= L;
+	/* The last stage's compute stream runs all of its units one after
+	 * another, the logits (forward and both gradients) with each of its
+	 * last-chunk units; none can start before the first microbatch's
+	 * forward has crossed the p - 1 stages before it, and after its last
+	 * backward the gradient crosses them back: the step holds
+	 * (p - 1) chunk forwards, the last stage's work, and (p - 1) chunk
+	 * backwards, one after another. */
+	w = (double)l->microbatches * l->vp * (f + bw);
+	if (!in->bare)
+		w += (double)l->microbatches * 3 *
+		     flops_bound(in, KC_GEMM, llm_gemm_flops(bs, m->vocab, h)) / t;
+	return (l->pp - 1) * (f + bw) + w;
+}
+
 int synth_check(const struct synth_in *in, struct prism_err *err)
 {
 	const struct mem_layout *l = &in->lay;

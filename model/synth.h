@@ -105,6 +105,18 @@ void synth_out_free(struct synth_out *o);
 /* The layout rules alone: 0, or PRISM_EARG naming the rule broken. */
 int synth_check(const struct synth_in *in, struct prism_err *err);
 
+/*
+ * A lower bound of the simulated iteration time of in's run, from its
+ * GEMMs, attention and tensor-parallel collectives alone (each kernel's
+ * time is at least its FLOPs at peak over its efficiency; every step holds
+ * the pipeline's fill and drain around the last stage's work, all on one
+ * stream).  Memory-bound kernels, host costs, pipeline and data-parallel
+ * communication only add to it.  0 where a class's cost makes no bound
+ * (not timed by FLOPs, or a negative fitted overhead).  docs/MODEL.md
+ * gives the argument; prism search --optimise prunes with it.
+ */
+double synth_lower_bound(const struct synth_in *in);
+
 /* The meta string of a run: "prism::model#layers=..;hidden=..;...". */
 void synth_meta(const struct synth_in *in, char *buf, size_t n);
 

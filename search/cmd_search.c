@@ -23,16 +23,24 @@ static const char help[] =
 	"resumes it: stored candidates are skipped.  A killed run loses at most\n"
 	"the batch in flight.  `prism report DB` reads the results.\n"
 	"\n"
-	"Screening: a candidate whose analytic estimate exceeds the best simulated\n"
-	"time at its GPU count by more than the sweep's screen_margin (default\n"
-	"0.3) is stored as screened.  Candidates are visited in order of their\n"
-	"estimates, so the best are simulated first.\n"
+	"Candidates are visited best-first by their analytic estimates, per GPU\n"
+	"count.  Each also has a proven lower bound of its simulated time (its\n"
+	"GEMMs, attention and tensor-parallel collectives, with the pipeline's\n"
+	"fill and drain; docs/MODEL.md).  Three modes:\n"
+	"  default       screen a candidate whose bound is no better than the best\n"
+	"                simulated time at its GPU count, or whose analytic estimate\n"
+	"                is beyond it by more than the sweep's screen_margin (0.3)\n"
+	"  --optimise    screen only by the bound: the best layout per GPU count is\n"
+	"                the exhaustive run's (a screened one cannot beat it)\n"
+	"  --exhaustive  screen nothing: simulate every valid candidate\n"
 	"\n"
 	"options:\n"
 	"      --db FILE       the database (default results/NAME.db)\n"
-	"      --exhaustive    screen nothing: simulate every valid candidate\n"
+	"      --optimise      prune by the proven bound alone (also --optimize)\n"
+	"      --exhaustive    screen nothing\n"
 	"      --threads N     OpenMP threads (default: all cores)\n"
-	"      --batch N       candidates per batch and transaction (default 4 x threads)\n"
+	"      --batch N       candidates per batch and transaction (default 32; the\n"
+	"                      results do not depend on the thread count)\n"
 	"  -h, --help          this help\n";
 
 static int cmp_analytic(const void *a, const void *b)
@@ -73,11 +81,36 @@ static double *best_of(struct best *b, int gpus)
 	return &b->t[b->n++];
 }
 
+enum { MODE_SCREEN, MODE_OPTIMISE, MODE_EXHAUSTIVE };
+
+/* Screen k against the best simulated time at its GPU count (0: none
+ * yet).  The bound is proven (the simulated time cannot be below it), so
+ * a candidate whose bound is no better than the best cannot win; the
+ * analytic margin is a heuristic, used in the default mode only. */
+static void screen(struct cand *k, int mode, double best, double margin)
+{
+	if (mode == MODE_EXHAUSTIVE || best <= 0)
+		return;
+	if (k->bound_s >= best) {
+		k->status = CS_SCREENED;
+		snprintf(k->reason, sizeof(k->reason),
+			 "lower bound %.3f ms >= best simulated %.3f ms", k->bound_s * 1e3,
+			 best * 1e3);
+	} else if (mode == MODE_SCREEN && k->analytic_s > best * (1 + margin)) {
+		k->status = CS_SCREENED;
+		snprintf(k->reason, sizeof(k->reason),
+			 "analytic %.3f ms > best simulated %.3f ms + %.0f%%", k->analytic_s * 1e3,
+			 best * 1e3, margin * 100);
+	}
+}
+
 int cmd_search(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"db", required_argument, NULL, 'd'},
 		{"exhaustive", no_argument, NULL, 'x'},
+		{"optimise", no_argument, NULL, 'o'},
+		{"optimize", no_argument, NULL, 'o'},
 		{"threads", required_argument, NULL, 't'},
 		{"batch", required_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},
@@ -92,7 +125,7 @@ int cmd_search(int argc, char **argv)
 	sqlite3 *db = NULL;
 	long long sid = 0;
 	long n;
-	int exhaustive = 0, threads = 0, bsize = 0, resumed = 0, c, rc = 0, tty = isatty(2);
+	int mode = MODE_SCREEN, threads = 0, bsize = 0, resumed = 0, c, rc = 0, tty = isatty(2);
 	size_t done = 0, stats[CS_FAILED + 1] = {0};
 	struct best best;
 	double t0;
@@ -102,7 +135,8 @@ int cmd_search(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': db_arg = optarg; break;
-		case 'x': exhaustive = 1; break;
+		case 'x': mode = MODE_EXHAUSTIVE; break;
+		case 'o': mode = MODE_OPTIMISE; break;
 		case 't':
 			if (cli_count(optarg, "threads", 1, 1024, &threads, &err))
 				return cli_fail(&err);
@@ -127,7 +161,7 @@ int cmd_search(int argc, char **argv)
 		omp_set_num_threads(threads);
 	threads = omp_get_max_threads();
 	if (bsize <= 0)
-		bsize = 4 * threads;
+		bsize = 32;
 	if (db_arg) {
 		snprintf(dbpath, sizeof(dbpath), "%s", db_arg);
 	} else {
@@ -138,6 +172,22 @@ int cmd_search(int argc, char **argv)
 	if (n < 0) {
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 		goto out;
+	}
+	/* A budget no layout can use is the sweep file's error. */
+	{
+		long first = -1, valid = 0;
+		for (long i = 0; i < n && !valid; i++) {
+			valid = cands[i].status == CS_PENDING;
+			if (first < 0)
+				first = i;
+		}
+		if (!valid) {
+			rc = prism_err_set(&err, PRISM_EFORMAT,
+					   "%s:%d: no layout is possible with these GPU counts "
+					   "(%ld candidates, all rejected; the first: %s)",
+					   path, sw.gpus_line, n, first >= 0 ? cands[first].reason : "none");
+			goto out;
+		}
 	}
 	if ((rc = store_open(dbpath, &db, &err)) || (rc = store_sweep(db, &sw, &sid, &resumed, &err)) ||
 	    (rc = store_keys(db, sid, &keys, &nkeys, &err)))
@@ -189,12 +239,7 @@ int cmd_search(int argc, char **argv)
 			struct cand *k = order[at++];
 			double *b = best_of(&best, k->gpus);
 			batch[nb] = *k;
-			if (!exhaustive && b && *b > 0 && k->analytic_s > *b * (1 + sw.margin)) {
-				batch[nb].status = CS_SCREENED;
-				snprintf(batch[nb].reason, sizeof(batch[nb].reason),
-					 "analytic %.3f ms > best simulated %.3f ms + %.0f%%",
-					 k->analytic_s * 1e3, *b * 1e3, sw.margin * 100);
-			}
+			screen(&batch[nb], mode, b ? *b : 0, sw.margin);
 			nb++;
 		}
 #pragma omp parallel for schedule(dynamic, 1)

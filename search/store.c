@@ -8,6 +8,9 @@
 #include "cli.h"
 #include "vec.h"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS sweep("
 	" id INTEGER PRIMARY KEY, name TEXT NOT NULL, config TEXT NOT NULL, model TEXT,"
@@ -19,7 +22,11 @@ static const char schema[] =
 	" layers INTEGER, hidden INTEGER, status TEXT NOT NULL, reason TEXT,"
 	" analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
 	" gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
-	" exposed_comm_s REAL, overlap_s REAL, idle_s REAL, PRIMARY KEY(sweep, key));";
+	" exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
+	" PRIMARY KEY(sweep, key));";
+
+/* Version 1 had no bound_s. */
+static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;";
 
 static int fail(sqlite3 *db, const char *what, struct prism_err *err)
 {
@@ -44,6 +51,14 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 			ver = sqlite3_column_int(st, 0);
 		sqlite3_finalize(st);
 	}
+	if (ver == 1 && sqlite3_exec(*db, migrate_1, NULL, NULL, NULL) != SQLITE_OK) {
+		int rc = fail(*db, "cannot upgrade the schema from version 1", err);
+		sqlite3_close(*db);
+		*db = NULL;
+		return rc;
+	}
+	if (ver == 1)
+		ver = STORE_VERSION;
 	if (ver != 0 && ver != STORE_VERSION) {
 		sqlite3_close(*db);
 		*db = NULL;
@@ -54,7 +69,8 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	if (sqlite3_exec(*db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
 			 NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(*db, "PRAGMA user_version=1", NULL, NULL, NULL) != SQLITE_OK) {
+	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL,
+			 NULL) != SQLITE_OK) {
 		int rc = fail(*db, "cannot create the schema", err);
 		sqlite3_close(*db);
 		*db = NULL;
@@ -155,8 +171,12 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return fail(db, "begin", err);
 	if (sqlite3_prepare_v2(db,
-			       "INSERT OR REPLACE INTO candidate VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,"
-			       "?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29)",
+			       "INSERT OR REPLACE INTO candidate(sweep, key, gpus, tp, pp, dp, vp, mbs,"
+			       " microbatches, schedule, recompute, zero, sp, layers, hidden, status,"
+			       " reason, analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours,"
+			       " mem_gb, fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s,"
+			       " bound_s) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
+			       "?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30)",
 			       -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
@@ -187,6 +207,8 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 			sqlite3_bind_text(st, 17, k->reason, -1, SQLITE_STATIC);
 		if (k->analytic_s > 0)
 			sqlite3_bind_double(st, 18, k->analytic_s);
+		if (k->bound_s > 0)
+			sqlite3_bind_double(st, 30, k->bound_s);
 		if (sim) {
 			sqlite3_bind_double(st, 19, k->p.iter_s);
 			sqlite3_bind_double(st, 20, k->p.bubble);

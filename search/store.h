@@ -8,8 +8,10 @@
  *   candidate(sweep, key, gpus, tp, pp, dp, vp, mbs, microbatches,
  *     schedule, recompute, zero, sp, layers, hidden, status, reason,
  *     analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,
- *     fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s), primary
- *     key (sweep, key).
+ *     fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s, bound_s),
+ *     primary key (sweep, key).  bound_s: synth_lower_bound, a proven lower
+ *     bound of iter_s.
+ * Version 1 (no bound_s) is upgraded in place on opening.
  * Every batch is one transaction: a killed run loses at most the batch in
  * flight, and WAL keeps the file consistent.
  */
@@ -20,7 +22,7 @@
 
 #include "sweep.h"
 
-#define STORE_VERSION 1
+#define STORE_VERSION 2
 
 /* Open (creating) the database at path.  0, or PRISM_EIO / PRISM_EVERSION
  * with err naming the file. */

@@ -24,10 +24,13 @@ static int element(const char *file, const config_setting_t *e, const char *knob
 {
 	if (parse) {
 		const char *s = config_setting_get_string(e);
-		if (s && (*out = parse(s)) >= 0)
+		if (!s)
+			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must list names in quotes",
+					     file, config_setting_source_line(e), knob);
+		if ((*out = parse(s)) >= 0)
 			return 0;
 		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s': unknown value '%s'", file,
-				     config_setting_source_line(e), knob, s ? s : "(not a string)");
+				     config_setting_source_line(e), knob, s);
 	}
 	if (config_setting_type(e) != CONFIG_TYPE_INT || config_setting_get_int(e) < 0)
 		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must list whole numbers >= 0",
@@ -45,7 +48,8 @@ static int knob(const char *file, config_setting_t *space, const char *name, int
 	char full[64];
 	int rc;
 
-	snprintf(full, sizeof(full), "space.%s", name);
+	snprintf(full, sizeof(full), "%s%s",
+		 space && config_setting_is_root(space) ? "" : "space.", name);
 	out->n = 0;
 	if (!k) {
 		out->v[out->n++] = def;
@@ -53,10 +57,13 @@ static int knob(const char *file, config_setting_t *space, const char *name, int
 	}
 	if (config_setting_is_aggregate(k)) {
 		int n = config_setting_length(k);
-		if (n < 1 || n > SWEEP_MAX_LIST)
-			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must list 1 to %d values",
-					     file, config_setting_source_line(k), full,
-					     SWEEP_MAX_LIST);
+		if (n < 1)
+			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' is an empty list", file,
+					     config_setting_source_line(k), full);
+		if (n > SWEEP_MAX_LIST)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: '%s' lists %d values, at most %d", file,
+					     config_setting_source_line(k), full, n, SWEEP_MAX_LIST);
 		for (int i = 0; i < n; i++)
 			if ((rc = element(file, config_setting_get_elem(k, (unsigned)i), full, parse,
 					  &out->v[out->n++], err)))
@@ -134,7 +141,10 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = cfg_number(path, &cf, NULL, "screen_margin", 1, 1, &s->margin, err)))
 		goto out;
 	gpus = config_lookup(&cf, "gpus");
-	if (gpus) {
+	if (!gpus)
+		gpus = config_lookup(&cf, "gpu_budget");
+	s->gpus_line = gpus ? config_setting_source_line(gpus) : 1;
+	if (gpus && strcmp(config_setting_name(gpus), "gpus") == 0) {
 		if ((rc = knob(path, config_root_setting(&cf), "gpus", 0, NULL, &s->gpus, err)))
 			goto out;
 	} else {
@@ -220,6 +230,7 @@ static void judge(const struct sweep *s, struct cand *c)
 	ai.lay = c->in.lay;
 	ai.compute_eff = 0.6;
 	c->analytic_s = analytic_estimate(&ai, &ao, &err) == 0 ? ao.t_iter : 0;
+	c->bound_s = synth_lower_bound(&c->in);
 }
 
 long sweep_enumerate(const struct sweep *s, struct cand **out)

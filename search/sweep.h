@@ -37,6 +37,7 @@ struct sweep {
 	struct hw_profile hw;
 	int global_batch;
 	double margin;            /* screen candidates beyond best x (1 + margin) */
+	int gpus_line;            /* of 'gpus' or 'gpu_budget' */
 	struct sweep_list gpus, tp, pp, mbs, schedule, vp, recompute, zero, sp, layers, hidden;
 	char *text;               /* the file's text, stored with the results */
 };
@@ -50,6 +51,7 @@ struct cand {
 	int status;
 	char reason[160];
 	double analytic_s;
+	double bound_s;       /* synth_lower_bound: the simulated time is >= it */
 	struct predict_out p; /* when simulated */
 };
 

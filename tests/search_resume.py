@@ -31,7 +31,7 @@ def rows(db):
                       "ORDER BY key").fetchall()
     ver = con.execute("PRAGMA user_version").fetchone()[0]
     con.close()
-    if ver != 1:
+    if ver != 2:
         sys.exit(f"FAIL: user_version {ver}")
     return out
 

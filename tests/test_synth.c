@@ -132,6 +132,76 @@ static void test_pipeline_bubble(void **state)
 	assert_true(bubble(MEM_1F1B, 1, 1, 4) < 1e-9);
 }
 
+/* synth_lower_bound: below the simulated time of every layout, whatever
+ * the schedule, tensor, pipeline and data parallelism, recomputation and
+ * sequence parallelism; and equal to it (within 1%) where only GEMMs and
+ * attention take time and communication is free, where it is the
+ * schedule's closed form (m + (p-1)/v) (F + B). */
+static void test_lower_bound(void **state)
+{
+	/* tp, pp, dp, vp, schedule, microbatches, recompute, sp, mbs */
+	static const int layouts[][9] = {
+		{1, 1, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 1},
+		{2, 1, 4, 1, MEM_1F1B, 2, MEM_RECOMPUTE_FULL, 0, 2},
+		{8, 1, 1, 1, MEM_1F1B, 2, MEM_RECOMPUTE_NONE, 1, 1},
+		{1, 4, 2, 1, MEM_GPIPE, 8, MEM_RECOMPUTE_NONE, 0, 1},
+		{1, 4, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_SELECTIVE, 0, 1},
+		{2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 1, 1},
+		{4, 8, 1, 1, MEM_1F1B, 16, MEM_RECOMPUTE_NONE, 0, 4},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		const int *x = layouts[i];
+		struct synth_in in;
+		struct predict_out p;
+		struct prism_err err;
+		double lb;
+		small(&in);
+		in.m = (struct llm){24, 2048, 16, 8192, 2048, 51200, "gpt3-1.3b"};
+		in.lay.tp = x[0];
+		in.lay.pp = x[1];
+		in.lay.dp = x[2];
+		in.lay.vp = x[3];
+		in.lay.schedule = x[4];
+		in.lay.microbatches = x[5];
+		in.lay.recompute = x[6];
+		in.lay.sp = x[7];
+		in.lay.mbs = x[8];
+		prism_err_clear(&err);
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		lb = synth_lower_bound(&in);
+		print_message("layout %zu: bound %.3f ms, simulated %.3f ms\n", i, lb * 1e3, p.iter_s * 1e3);
+		assert_true(lb > 0.5 * p.iter_s);
+		assert_true(lb <= p.iter_s);
+	}
+	for (int p = 1; p <= 8; p *= 2)
+		for (int v = 1; v <= 2; v++) {
+			struct synth_in in;
+			struct synth_out so;
+			struct settle_out st;
+			struct graph *g;
+			if (v == 2 && p == 1)
+				continue;
+			small(&in);
+			in.m.layers = 16;
+			in.bare = 1;
+			in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+			for (int c = 0; c < KC_NCLASSES; c++) {
+				in.cost[c].overhead_s = 0;
+				if (c != KC_GEMM && c != KC_ATTENTION)
+					in.scale[c] = 0;
+			}
+			in.lay.pp = p;
+			in.lay.vp = v;
+			in.lay.microbatches = 2 * p;
+			in.lay.schedule = v > 1 ? MEM_INTERLEAVED : MEM_1F1B;
+			g = build(&in, &so, &st);
+			assert_rel_close(synth_lower_bound(&in), st.iter_s, 0.01);
+			synth_out_free(&so);
+			graph_free(g);
+		}
+}
+
 /* What the layout rules refuse, and how they say it. */
 static void test_layout_errors(void **state)
 {
@@ -307,6 +377,7 @@ int main(void)
 		cmocka_unit_test(test_flops_formula),  cmocka_unit_test(test_pipeline_bubble),
 		cmocka_unit_test(test_layout_errors),  cmocka_unit_test(test_meta_round_trip),
 		cmocka_unit_test(test_retime_clone),   cmocka_unit_test(test_fit_scales),
+		cmocka_unit_test(test_lower_bound),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
