@@ -48,6 +48,22 @@ int prism_err_set(struct prism_err *err, int code, const char *fmt, ...)
 	return code;
 }
 
+void prism_err_prefix(struct prism_err *err, const char *fmt, ...)
+{
+	char old[sizeof(err->msg)];
+	va_list ap;
+	int n;
+
+	if (!err || err->code == 0)
+		return;
+	memcpy(old, err->msg, sizeof(old));
+	va_start(ap, fmt);
+	n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof(err->msg))
+		snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", old);
+}
+
 void prism_fput_json_str(FILE *f, const char *s)
 {
 	putc('"', f);

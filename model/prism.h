@@ -67,6 +67,10 @@ void prism_fput_json_str(FILE *f, const char *s);
 
 int prism_err_set(struct prism_err *err, int code, const char *fmt, ...) PRISM_PRINTF(3, 4);
 
+/* Put "PREFIX: " before err's message (when it is set). */
+void prism_err_prefix(struct prism_err *err, const char *fmt, ...)
+	PRISM_PRINTF(2, 3);
+
 /* Write s to f as a JSON string literal, quotes included. */
 #include <stdio.h>
 void prism_fput_json_str(FILE *f, const char *s);

@@ -26,11 +26,6 @@ int cmd_report(int argc, char **argv);
 /* Print "prism: MSG" for err and return the exit status for its code. */
 int cli_fail(const struct prism_err *err);
 
-/*
- * Load the job given on the command line: one saved graph file, or one or
- * more trace files (several files = the ranks of one job).  ranks, if not
- * NULL, is a comma-separated list giving each trace file's rank.
- */
 /* A whole number in min..max for option --opt into *out; 0, or PRISM_EARG
  * naming the option and the range. */
 int cli_count(const char *arg, const char *opt, int min, int max, int *out,
@@ -58,6 +53,11 @@ struct build_opts;
 int cli_build_option(int c, const char *arg, struct build_opts *o, const char **ranks,
 		     struct prism_err *err);
 
+/*
+ * Load the job given on the command line: one saved graph file, or one or
+ * more trace files (several files = the ranks of one job).  ranks, if not
+ * NULL, is a comma-separated list giving each trace file's rank.
+ */
 int cli_load_graph(char **paths, int n, const char *ranks, const struct build_opts *o,
 		   struct graph **out, struct prism_err *err);
 
@@ -75,6 +75,18 @@ struct hw_profile;
 struct llm;
 int cli_load_hw(const char *name, struct hw_profile *hw, struct prism_err *err);
 int cli_load_model(const char *name, struct llm *m, struct prism_err *err);
+
+/*
+ * An annotated run (its prism::model# description; prism synth and
+ * scripts/collect_trace.py write it) as the base of edits: *base is the
+ * configuration it describes, on the hardware profile loaded into *hw
+ * (base_hw names one, or NULL for the one described); *fitted is *base
+ * with kernel costs per class and host costs fitted on the graph's own
+ * kernels (edit.h).  0, or PRISM_EARG when g has no description.
+ */
+struct synth_in;
+int cli_fit_base(const struct graph *g, const char *base_hw, struct hw_profile *hw,
+		 struct synth_in *base, struct synth_in *fitted, struct prism_err *err);
 
 /*
  * The layout and shape options of synth and whatif.  Each given option is

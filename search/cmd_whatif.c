@@ -211,44 +211,31 @@ int cmd_whatif(int argc, char **argv)
 	if ((rc = cli_load_graph(argv + optind, argc - optind, ranks, &bo, &g, &err)))
 		return cli_fail(&err);
 	if (g->meta) {
-		/* An annotated run: its description gives the base configuration. */
-		const char *hw_id;
-		if ((rc = synth_meta_parse(strtab_get(&g->st, g->meta), &base, &err)))
+		/* An annotated run: its description gives the base configuration;
+		 * a changed one is rebuilt with the costs fitted on the base. */
+		struct synth_in fitted;
+		int same;
+		if ((rc = cli_fit_base(g, base_hw_name, &hw_base, &base, &fitted, &err)))
 			goto fail;
-		hw_id = base_hw_name ? base_hw_name : base.hw_id;
-		if ((rc = cli_load_hw(hw_id, &hw_base, &err)) ||
-		    (rc = cli_load_hw(hw_name ? hw_name : hw_id, &hw_cand, &err)))
+		if ((rc = cli_load_hw(hw_name ? hw_name : hw_base.id, &hw_cand, &err)))
 			goto fail;
-		base.hw = &hw_base;
 		cand = base;
 		cli_layout_apply(&opt, given, &cand);
 		cand.hw = hw_name && strcmp(hw_cand.id, hw_base.id) != 0 ? &hw_cand : &hw_base;
-		if ((rc = replay_time(g, same_config(&base, &cand) ? timeline : NULL, &base_s, &err)))
+		same = same_config(&base, &cand);
+		if ((rc = replay_time(g, same ? timeline : NULL, &base_s, &err)))
 			goto fail;
-		if (same_config(&base, &cand)) {
+		if (same) {
 			predict_derive(&cand, base_s, &p);
 			p.tasks = g->n_nodes;
 			print_pair(&base, base_s, &cand, &p, "identity: the base's own replay", json);
 		} else {
-			struct graph *model = NULL;
-			struct predict_out pm;
-			struct edit_fit fit;
-			if ((rc = predict_synth(&base, &pm, &model, NULL, &err)))
-				goto fail;
-			rc = edit_fit(g, model, &base, &fit);
-			graph_free(model);
-			if (rc) {
-				rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-				goto fail;
-			}
 			for (int k = 0; k < KC_NCLASSES; k++) {
-				cand.cost[k] = fit.cost[k];
-				cand.scale[k] = fit.scale[k];
+				cand.cost[k] = fitted.cost[k];
+				cand.scale[k] = fitted.scale[k];
 			}
-			if (fit.host_fitted) {
-				cand.cpu_op_s = fit.cpu_op_s;
-				cand.launch_s = fit.launch_s;
-			}
+			cand.cpu_op_s = fitted.cpu_op_s;
+			cand.launch_s = fitted.launch_s;
 			/* On another GPU the roofline uses its peaks and the scale
 			 * keeps the efficiency measured on the base: compute-bound
 			 * kernels move with FLOP/s, memory-bound ones with bandwidth. */

@@ -14,7 +14,8 @@
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS sweep("
 	" id INTEGER PRIMARY KEY, name TEXT NOT NULL, config TEXT NOT NULL, model TEXT,"
-	" hw TEXT, version TEXT, started REAL, finished REAL, UNIQUE(name, config));"
+	" hw TEXT, version TEXT, started REAL, finished REAL, base TEXT,"
+	" UNIQUE(name, config));"
 	"CREATE TABLE IF NOT EXISTS candidate("
 	" sweep INTEGER NOT NULL REFERENCES sweep(id), key TEXT NOT NULL,"
 	" gpus INTEGER, tp INTEGER, pp INTEGER, dp INTEGER, vp INTEGER, mbs INTEGER,"
@@ -25,8 +26,9 @@ static const char schema[] =
 	" exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
 	" PRIMARY KEY(sweep, key));";
 
-/* Version 1 had no bound_s. */
-static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;";
+/* Version 1 had no bound_s, and no base fingerprint. */
+static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;"
+				"ALTER TABLE sweep ADD COLUMN base TEXT;";
 
 static int fail(sqlite3 *db, const char *what, struct prism_err *err)
 {
@@ -86,22 +88,33 @@ int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
 	int rc;
 
 	*resumed = 0;
-	if (sqlite3_prepare_v2(db, "SELECT id FROM sweep WHERE name=?1 AND config=?2", -1, &st,
-			       NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT id, base FROM sweep WHERE name=?1 AND config=?2", -1,
+			       &st, NULL) != SQLITE_OK)
 		return fail(db, "query", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
+		const char *was = (const char *)sqlite3_column_text(st, 1);
 		*id = sqlite3_column_int64(st, 0);
 		*resumed = 1;
+		/* The same sweep file over a changed base is not a resume. */
+		if (was && s->fingerprint[0] && strcmp(was, s->fingerprint) != 0) {
+			rc = prism_err_set(err, PRISM_EARG,
+					   "%s: sweep %s (id %lld) was run on another base (%s, "
+					   "now %s): give another --db, or rename the sweep",
+					   sqlite3_db_filename(db, "main"), s->name, *id, was,
+					   s->fingerprint);
+			sqlite3_finalize(st);
+			return rc;
+		}
 	}
 	sqlite3_finalize(st);
 	if (*resumed)
 		return 0;
 	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO sweep(name, config, model, hw, version, started) "
-			       "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+			       "INSERT INTO sweep(name, config, model, hw, version, started, base) "
+			       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return fail(db, "insert", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
@@ -110,6 +123,8 @@ int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
 	sqlite3_bind_text(st, 4, s->hw.id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 5, PRISM_VERSION, -1, SQLITE_STATIC);
 	sqlite3_bind_double(st, 6, (double)time(NULL));
+	if (s->fingerprint[0])
+		sqlite3_bind_text(st, 7, s->fingerprint, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)

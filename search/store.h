@@ -2,16 +2,17 @@
  * store.h - the results database (SQLite, WAL).
  *
  * Schema version STORE_VERSION in PRAGMA user_version.  Tables:
- *   sweep(id, name, config, hw, model, version, started, finished)
+ *   sweep(id, name, config, hw, model, version, started, finished, base)
  *     one row per distinct sweep file text; rerunning the same file
- *     resumes it;
+ *     resumes it, unless the base's fingerprint (FNV-1a of the model file
+ *     or the traces) has changed: that is an error;
  *   candidate(sweep, key, gpus, tp, pp, dp, vp, mbs, microbatches,
  *     schedule, recompute, zero, sp, layers, hidden, status, reason,
  *     analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,
  *     fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s, bound_s),
  *     primary key (sweep, key).  bound_s: synth_lower_bound, a proven lower
  *     bound of iter_s.
- * Version 1 (no bound_s) is upgraded in place on opening.
+ * Version 1 (no bound_s, no base) is upgraded in place on opening.
  * Every batch is one transaction: a killed run loses at most the batch in
  * flight, and WAL keeps the file consistent.
  */

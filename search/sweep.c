@@ -1,11 +1,13 @@
 /* sweep.c - search spaces from libconfig files, and their candidates. */
 #include "sweep.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analytic.h"
+#include "build.h"
 #include "cfg.h"
 #include "cli.h"
 #include "vec.h"
@@ -111,9 +113,108 @@ static int known(const char *file, config_setting_t *g, const char *const *names
 	return 0;
 }
 
+/* 'base': a trace file or saved graph, or a list of trace files (the
+ * ranks of one job); relative paths are tried from the working directory,
+ * then from the sweep file's.  Not both 'base' and 'model'. */
+static int base_files(const char *file, config_t *cf, struct sweep *s, struct prism_err *err)
+{
+	config_setting_t *b = config_lookup(cf, "base");
+	int n;
+
+	if (!b)
+		return 0;
+	if (config_lookup(cf, "model"))
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: give 'model' or 'base' (a trace), not both", file,
+				     config_setting_source_line(b));
+	n = config_setting_is_aggregate(b) ? config_setting_length(b) : 1;
+	if (n < 1 || n > SWEEP_MAX_BASE)
+		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: 'base' must name 1 to %d files",
+				     file, config_setting_source_line(b), SWEEP_MAX_BASE);
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e =
+			config_setting_is_aggregate(b) ? config_setting_get_elem(b, (unsigned)i) : b;
+		const char *p = config_setting_get_string(e);
+		const char *slash = strrchr(file, '/');
+		char buf[1024];
+		FILE *f;
+		if (!p)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: 'base' must be a file name in quotes (or a list)",
+					     file, config_setting_source_line(e));
+		snprintf(buf, sizeof(buf), "%s", p);
+		if (p[0] != '/' && slash && !(f = fopen(p, "rb")))
+			snprintf(buf, sizeof(buf), "%.*s/%s", (int)(slash - file), file, p);
+		else if (p[0] != '/' && slash)
+			fclose(f);
+		if (!(s->base[s->n_base] = strdup(buf)))
+			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		s->n_base++;
+	}
+	return 0;
+}
+
+/* FNV-1a (64 bits) over the bytes of the files. */
+static int fingerprint(char *const *paths, int n, char *out, size_t size)
+{
+	uint64_t h = 0xcbf29ce484222325u;
+	unsigned char buf[65536];
+	for (int i = 0; i < n; i++) {
+		FILE *f = fopen(paths[i], "rb");
+		size_t k;
+		if (!f)
+			return -1;
+		while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
+			for (size_t j = 0; j < k; j++)
+				h = (h ^ buf[j]) * 0x100000001b3u;
+		fclose(f);
+	}
+	snprintf(out, size, "fnv1a64:%016" PRIx64, h);
+	return 0;
+}
+
+/* The template every candidate starts from: the model with default costs,
+ * or the trace's described configuration with costs fitted on it. */
+static int load_base(struct sweep *s, struct prism_err *err)
+{
+	char mpath[1024];
+
+	if (!s->n_base) {
+		int rc = cli_load_model(s->model_name, &s->m, err);
+		if (rc)
+			return rc;
+		synth_in_default(&s->tmpl);
+		s->tmpl.m = s->m;
+		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath)) == 0) {
+			char *p = mpath;
+			fingerprint(&p, 1, s->fingerprint, sizeof(s->fingerprint));
+		}
+	} else {
+		struct build_opts bo;
+		struct synth_in described;
+		struct graph *g = NULL;
+		int rc;
+		build_opts_default(&bo);
+		if ((rc = cli_load_graph(s->base, s->n_base, NULL, &bo, &g, err)))
+			return rc;
+		rc = cli_fit_base(g, NULL, &s->base_hw, &described, &s->tmpl, err);
+		graph_free(g);
+		if (rc) {
+			prism_err_prefix(err, "base %s", s->base[0]);
+			return rc;
+		}
+		s->m = s->tmpl.m;
+		snprintf(s->model_name, sizeof(s->model_name), "%s", s->base[0]);
+		if (fingerprint(s->base, s->n_base, s->fingerprint, sizeof(s->fingerprint)))
+			return prism_err_set(err, PRISM_EIO, "%s: cannot read it", s->base[0]);
+	}
+	s->tmpl.hw = &s->hw;
+	return 0;
+}
+
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 {
-	static const char *const top[] = {"name", "model", "hw", "gpus", "gpu_budget",
+	static const char *const top[] = {"name", "model", "base", "hw", "gpus", "gpu_budget",
 					  "global_batch", "screen_margin", "space"};
 	static const char *const knobs[] = {"tp", "pp", "mbs", "schedule", "vp", "recompute",
 					    "zero", "sp", "layers", "hidden"};
@@ -127,11 +228,13 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = cfg_read(&cf, path, err)))
 		return rc;
 	space = config_lookup(&cf, "space");
-	if ((rc = known(path, config_root_setting(&cf), top, 8, "", err)) ||
+	if ((rc = known(path, config_root_setting(&cf), top, 9, "", err)) ||
 	    (rc = known(path, space, knobs, 10, "space.", err)))
 		goto out;
 	if ((rc = cfg_text(path, &cf, NULL, "name", s->name, sizeof(s->name), err)) ||
-	    (rc = cfg_text(path, &cf, NULL, "model", s->model_name, sizeof(s->model_name), err)) ||
+	    (rc = base_files(path, &cf, s, err)) ||
+	    (!s->n_base &&
+	     (rc = cfg_text(path, &cf, NULL, "model", s->model_name, sizeof(s->model_name), err))) ||
 	    (rc = cfg_text(path, &cf, NULL, "hw", s->hw_name, sizeof(s->hw_name), err)) ||
 	    (rc = cfg_number(path, &cf, NULL, "global_batch", 1, 0, &v, err)))
 		goto out;
@@ -169,15 +272,20 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = knob(path, space, "hidden", 0, NULL, &s->hidden, err)))
 		goto out;
 	config_destroy(&cf);
-	/* The model and hardware named in it. */
-	if ((rc = cli_load_model(s->model_name, &s->m, err)) ||
-	    (rc = cli_load_hw(s->hw_name, &s->hw, err)))
-		return prism_err_set(err, rc, "%s: %s", path, err->msg);
-	if (!(s->text = slurp(path)))
-		return prism_err_set(err, PRISM_EIO, "%s: cannot read the file", path);
+	/* The base and the hardware named in it. */
+	if ((rc = cli_load_hw(s->hw_name, &s->hw, err)) || (rc = load_base(s, err)))
+		goto fail;
+	if (!(s->text = slurp(path))) {
+		rc = prism_err_set(err, PRISM_EIO, "%s: cannot read the file", path);
+		goto fail;
+	}
 	return 0;
 out:
 	config_destroy(&cf);
+fail:
+	if (rc && strncmp(err->msg, path, strlen(path)) != 0)
+		prism_err_prefix(err, "%s", path);
+	sweep_free(s);
 	return rc;
 }
 
@@ -185,6 +293,9 @@ void sweep_free(struct sweep *s)
 {
 	free(s->text);
 	s->text = NULL;
+	for (int i = 0; i < s->n_base; i++)
+		free(s->base[i]);
+	s->n_base = 0;
 }
 
 static void make_key(struct cand *c)
@@ -253,8 +364,7 @@ long sweep_enumerate(const struct sweep *s, struct cand **out)
 		int gpus = s->gpus.v[ig], tp = s->tp.v[it], pp = s->pp.v[ip], mbs = s->mbs.v[ib];
 		int dp = tp * pp > 0 ? gpus / (tp * pp) : 0;
 		memset(&c, 0, sizeof(c));
-		synth_in_default(&c.in);
-		c.in.m = s->m;
+		c.in = s->tmpl;
 		c.in.hw = &s->hw;
 		if (s->layers.v[il] > 0)
 			c.in.m.layers = s->layers.v[il];

@@ -2,7 +2,8 @@
  * sweep.h - a search space from a libconfig file, and its candidates.
  *
  * A sweep file (in configs/sweeps/, each commented as its own manual)
- * names the model and the hardware, the GPU counts (a list, or a budget:
+ * names the base -- a model configuration, or an annotated trace (or saved
+ * graph) whose kernels calibrate the costs -- and the hardware, the GPU counts (a list, or a budget:
  * every power of two up to it), the global batch in sequences, and for
  * each knob a list: tp, pp, mbs, schedule, vp, recompute, zero, sp, layers,
  * hidden.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
@@ -29,12 +30,23 @@ struct sweep_list {
 	int n;
 };
 
+#define SWEEP_MAX_BASE 64
+
 struct sweep {
 	char path[512];
 	char name[64];
 	char model_name[128], hw_name[128];
 	struct llm m;
-	struct hw_profile hw;
+	struct hw_profile hw;     /* the target hardware */
+	/* A trace base: its files (the ranks of one job, or a saved graph),
+	 * the hardware it ran on, and the configuration it describes with
+	 * costs fitted on its kernels (cli_fit_base).  n_base == 0: the base
+	 * is the model, with synth_in_default's costs. */
+	char *base[SWEEP_MAX_BASE];
+	int n_base;
+	struct hw_profile base_hw;
+	struct synth_in tmpl;     /* every candidate starts from it */
+	char fingerprint[64];     /* of the base's bytes (model file or traces) */
 	int global_batch;
 	double margin;            /* screen candidates beyond best x (1 + margin) */
 	int gpus_line;            /* of 'gpus' or 'gpu_budget' */
