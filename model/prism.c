@@ -51,17 +51,25 @@ int prism_err_set(struct prism_err *err, int code, const char *fmt, ...)
 void prism_err_prefix(struct prism_err *err, const char *fmt, ...)
 {
 	char old[sizeof(err->msg)];
+	size_t n, k, cap = sizeof(err->msg) - 1;
 	va_list ap;
-	int n;
+	int w;
 
 	if (!err || err->code == 0)
 		return;
 	memcpy(old, err->msg, sizeof(old));
 	va_start(ap, fmt);
-	n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	w = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
-	if (n >= 0 && (size_t)n < sizeof(err->msg))
-		snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", old);
+	n = w < 0 ? 0 : (size_t)w < cap ? (size_t)w : cap;
+	/* ": " and the old message, as much as fits. */
+	for (const char *p = ": "; *p && n < cap; p++)
+		err->msg[n++] = *p;
+	k = strlen(old);
+	if (k > cap - n)
+		k = cap - n;
+	memcpy(err->msg + n, old, k);
+	err->msg[n + k] = '\0';
 }
 
 void prism_fput_json_str(FILE *f, const char *s)

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "store.h"
+#include "shard.h"
 #include "sweep.h"
 
 static const char help[] =
@@ -35,6 +36,10 @@ static const char help[] =
 	"  --optimise    screen only by the bound: the best layout per GPU count is\n"
 	"                the exhaustive run's (a screened one cannot beat it)\n"
 	"  --exhaustive  screen nothing: simulate every valid candidate\n"
+	"\n"
+	"Under mpirun (or srun) the processes share the sweep: process 0 writes\n"
+	"the database, the others simulate their share of each batch; the rows\n"
+	"are those of one process (docs/SCALING.md).\n"
 	"\n"
 	"options:\n"
 	"      --db FILE       the database (default results/NAME.db)\n"
@@ -106,6 +111,26 @@ static void screen(struct cand *k, int mode, double best, double margin)
 	}
 }
 
+/* Every process's rc, agreed: when any failed, all stop; one that did not
+ * fail itself stays quiet (*quiet), the one that did says why. */
+static int agree(const struct shard *sh, int rc, int *quiet)
+{
+	int any = shard_any(sh, rc);
+	if (any && !rc)
+		*quiet = 1;
+	return any;
+}
+
+/* ", N processes" under MPI. */
+static const char *procs(const struct shard *sh)
+{
+	static char buf[32];
+	if (sh->size == 1)
+		return "";
+	snprintf(buf, sizeof(buf), " x %d processes", sh->size);
+	return buf;
+}
+
 int cmd_search(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -126,10 +151,13 @@ int cmd_search(int argc, char **argv)
 	size_t nkeys = 0, norder = 0;
 	sqlite3 *db = NULL;
 	long long sid = 0;
-	long n;
+	long n = 0;
 	int mode = MODE_SCREEN, threads = 0, bsize = 0, resumed = 0, c, rc = 0, tty = isatty(2);
 	size_t done = 0, stats[CS_FAILED + 1] = {0};
 	struct best best;
+	struct shard sh;
+	int *owner = NULL, lead, quiet = 0;
+	char *stored = NULL;
 	double t0;
 
 	prism_err_clear(&err);
@@ -157,8 +185,27 @@ int cmd_search(int argc, char **argv)
 	}
 	if (cli_find_config("sweeps", argv[optind], path, sizeof(path)))
 		snprintf(path, sizeof(path), "%s", argv[optind]);
-	if ((rc = sweep_load(path, &sw, &err)))
-		return cli_fail(&err);
+	if (shard_init(&sh, &argc, &argv))
+		return EXIT_USAGE;
+	lead = sh.rank == 0;
+	if ((rc = sweep_load(path, &sw, &err)) == 0 && (n = sweep_enumerate(&sw, &cands)) < 0)
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	/* A budget no layout can use is the sweep file's error. */
+	if (rc == 0) {
+		long first = -1, valid = 0;
+		for (long i = 0; i < n && !valid; i++) {
+			valid = cands[i].status == CS_PENDING;
+			if (first < 0)
+				first = i;
+		}
+		if (!valid)
+			rc = prism_err_set(&err, PRISM_EFORMAT,
+					   "%s:%d: no layout is possible with these GPU counts "
+					   "(%ld candidates, all rejected; the first: %s)",
+					   path, sw.gpus_line, n, first >= 0 ? cands[first].reason : "none");
+	}
+	if ((rc = agree(&sh, rc, &quiet)))
+		goto out;
 	if (threads > 0)
 		omp_set_num_threads(threads);
 	threads = omp_get_max_threads();
@@ -167,52 +214,41 @@ int cmd_search(int argc, char **argv)
 	if (db_arg) {
 		snprintf(dbpath, sizeof(dbpath), "%s", db_arg);
 	} else {
-		mkdir("results", 0777);
+		if (lead)
+			mkdir("results", 0777);
 		snprintf(dbpath, sizeof(dbpath), "results/%s.db", sw.name);
 	}
-	n = sweep_enumerate(&sw, &cands);
-	if (n < 0) {
-		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-		goto out;
-	}
-	/* A budget no layout can use is the sweep file's error. */
-	{
-		long first = -1, valid = 0;
-		for (long i = 0; i < n && !valid; i++) {
-			valid = cands[i].status == CS_PENDING;
-			if (first < 0)
-				first = i;
-		}
-		if (!valid) {
-			rc = prism_err_set(&err, PRISM_EFORMAT,
-					   "%s:%d: no layout is possible with these GPU counts "
-					   "(%ld candidates, all rejected; the first: %s)",
-					   path, sw.gpus_line, n, first >= 0 ? cands[first].reason : "none");
-			goto out;
-		}
-	}
-	if ((rc = store_open(dbpath, &db, &err)) || (rc = store_sweep(db, &sw, &sid, &resumed, &err)) ||
-	    (rc = store_keys(db, sid, &keys, &nkeys, &err)))
-		goto out;
+	/* Process 0 alone opens the database; the others learn from it what is
+	 * stored and the best times so far. */
 	memset(&best, 0, sizeof(best));
-	best.n = store_best(db, sid, best.gpus, best.t, SWEEP_MAX_LIST * 4);
 	order = malloc(((size_t)n + 1) * sizeof(*order));
 	batch = malloc((size_t)bsize * sizeof(*batch));
-	if (!order || !batch) {
+	owner = malloc((size_t)bsize * sizeof(*owner));
+	stored = calloc((size_t)n + 1, 1);
+	if (!order || !batch || !owner || !stored)
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-		goto out;
+	if (rc == 0 && lead &&
+	    ((rc = store_open(dbpath, &db, &err)) == 0 &&
+	     (rc = store_sweep(db, &sw, &sid, &resumed, &err)) == 0 &&
+	     (rc = store_keys(db, sid, &keys, &nkeys, &err)) == 0)) {
+		best.n = store_best(db, sid, best.gpus, best.t, SWEEP_MAX_LIST * 4);
+		for (long i = 0; nkeys && i < n; i++)
+			stored[i] = bsearch(cands[i].key, keys, nkeys, sizeof(*keys), cmp_key) != NULL;
 	}
+	if ((rc = agree(&sh, rc, &quiet)))
+		goto out;
+	shard_bcast(&sh, &best, sizeof(best));
+	shard_bcast(&sh, &resumed, sizeof(resumed));
+	shard_bcast(&sh, stored, (size_t)n);
 	/* Stored already: skipped.  Rejected: stored now, in one transaction. */
 	{
 		struct cand *rej = malloc(((size_t)n + 1) * sizeof(*rej));
 		size_t nrej = 0;
-		if (!rej) {
+		if (!rej)
 			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-			goto out;
-		}
-		for (long i = 0; i < n; i++) {
+		for (long i = 0; rej && i < n; i++) {
 			struct cand *k = &cands[i];
-			if (nkeys && bsearch(k->key, keys, nkeys, sizeof(*keys), cmp_key)) {
+			if (stored[i]) {
 				done++;
 				continue;
 			}
@@ -222,21 +258,24 @@ int cmd_search(int argc, char **argv)
 				rej[nrej++] = *k;
 			stats[k->status]++;
 		}
-		rc = store_put(db, sid, rej, nrej, &err);
+		if (rc == 0 && lead)
+			rc = store_put(db, sid, rej, nrej, &err);
 		free(rej);
-		if (rc)
+		if ((rc = agree(&sh, rc, &quiet)))
 			goto out;
 	}
-	fprintf(stderr,
-		"prism search: %s: %ld candidates (%zu invalid, %zu out of memory, %zu stored "
-		"before%s), %zu to evaluate, %d threads -> %s\n",
-		sw.name, n, stats[CS_INVALID], stats[CS_OOM], done, resumed ? ": resuming" : "",
-		norder, threads, dbpath);
+	if (lead)
+		fprintf(stderr,
+			"prism search: %s: %ld candidates (%zu invalid, %zu out of memory, %zu "
+			"stored before%s), %zu to evaluate, %d threads%s -> %s\n",
+			sw.name, n, stats[CS_INVALID], stats[CS_OOM], done,
+			resumed ? ": resuming" : "", norder, threads, procs(&sh), dbpath);
 	qsort(order, norder, sizeof(*order), cmp_analytic);
 	t0 = now();
 	for (size_t at = 0; at < norder;) {
 		int nb = 0;
-		/* Fill a batch: screened ones are decided here, the rest simulated. */
+		/* Fill a batch: screened ones are decided here, the rest simulated
+		 * (every process decides the same). */
 		while (at < norder && nb < bsize) {
 			struct cand *k = order[at++];
 			double *b = best_of(&best, k->gpus);
@@ -244,10 +283,11 @@ int cmd_search(int argc, char **argv)
 			screen(&batch[nb], mode, b ? *b : 0, sw.margin);
 			nb++;
 		}
+		shard_deal(&sh, batch, nb, owner);
 #pragma omp parallel for schedule(dynamic, 1)
 		for (int i = 0; i < nb; i++) {
 			struct prism_err e;
-			if (batch[i].status != CS_PENDING)
+			if (owner[i] != sh.rank)
 				continue;
 			prism_err_clear(&e);
 			if (predict_synth(&batch[i].in, &batch[i].p, NULL, NULL, &e) == 0) {
@@ -257,15 +297,26 @@ int cmd_search(int argc, char **argv)
 				snprintf(batch[i].reason, sizeof(batch[i].reason), "%.159s", e.msg);
 			}
 		}
-		if ((rc = store_put(db, sid, batch, (size_t)nb, &err)))
+		if (shard_gather(&sh, batch, nb, owner, &sw.hw)) {
+			fprintf(stderr, "prism: process %d: out of memory\n", sh.rank);
+			shard_abort(&sh, 1);
+			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 			goto out;
+		}
+		if (lead && (rc = store_put(db, sid, batch, (size_t)nb, &err))) {
+			if (sh.size > 1) {
+				cli_fail(&err);
+				shard_abort(&sh, 1);
+			}
+			goto out;
+		}
 		for (int i = 0; i < nb; i++) {
 			double *b = best_of(&best, batch[i].gpus);
 			stats[batch[i].status]++;
 			if (batch[i].status == CS_SIMULATED && b && (*b == 0 || batch[i].p.iter_s < *b))
 				*b = batch[i].p.iter_s;
 		}
-		{
+		if (lead) {
 			double el = now() - t0, rate = at / (el > 0 ? el : 1e-9);
 			double top = 0;
 			int topg = 0;
@@ -282,6 +333,8 @@ int cmd_search(int argc, char **argv)
 				tty ? "   " : "\n");
 		}
 	}
+	if (!lead)
+		goto out;
 	if (tty)
 		fputc('\n', stderr);
 	if ((rc = store_finish(db, sid, &err)))
@@ -295,9 +348,15 @@ out:
 	store_keys_free(keys, nkeys);
 	free(order);
 	free(batch);
+	free(owner);
+	free(stored);
 	free(cands);
 	if (db)
 		sqlite3_close(db);
 	sweep_free(&sw);
-	return rc ? cli_fail(&err) : 0;
+	shard_finalize(&sh);
+	/* Only the process that failed says why. */
+	if (!rc)
+		return 0;
+	return quiet ? 1 : cli_fail(&err);
 }

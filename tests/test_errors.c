@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "prism.h"
 #include "testutil.h"
 
 static char dir[64];
@@ -176,6 +177,26 @@ static void test_graph_version(void **state)
 
 /* Inputs the fuzzer once crashed on (tests/data/fuzz/): now one clear
  * message, or a graph with the contradicting edge dropped. */
+/* prism_err_prefix: "PREFIX: " before a set message, nothing on a clear
+ * one, and a long result cut at the buffer, still terminated. */
+static void test_err_prefix(void **state)
+{
+	struct prism_err e;
+	char big[PRISM_ERR_MSG_MAX * 2];
+	(void)state;
+	prism_err_clear(&e);
+	prism_err_prefix(&e, "file %d", 1);
+	assert_int_equal(e.code, 0);
+	assert_string_equal(e.msg, "");
+	prism_err_set(&e, PRISM_EARG, "no run description");
+	prism_err_prefix(&e, "base %s", "a.json");
+	assert_string_equal(e.msg, "base a.json: no run description");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	prism_err_prefix(&e, "%s", big);
+	assert_int_equal(strlen(e.msg), PRISM_ERR_MSG_MAX - 1);
+}
+
 static void test_fuzz_findings(void **state)
 {
 	char err[1024], want[512];
@@ -197,6 +218,7 @@ int main(void)
 		cmocka_unit_test(test_json_errors),
 		cmocka_unit_test(test_event_errors),
 		cmocka_unit_test(test_file_errors),
+		cmocka_unit_test(test_err_prefix),
 		cmocka_unit_test(test_graph_version),
 		cmocka_unit_test(test_fuzz_findings),
 	};
