@@ -314,8 +314,6 @@ static void make_key(struct cand *c)
 static void judge(const struct sweep *s, struct cand *c)
 {
 	struct prism_err err;
-	struct analytic_in ai;
-	struct analytic_out ao;
 	struct mem_est me;
 
 	prism_err_clear(&err);
@@ -333,14 +331,7 @@ static void judge(const struct sweep *s, struct cand *c)
 			 me.total / 1e9, me.capacity / 1e9);
 		return;
 	}
-	analytic_in_default(&ai);
-	ai.m = c->in.m;
-	ai.hw = &s->hw;
-	ai.dtype = c->in.dtype;
-	ai.global_batch = s->global_batch;
-	ai.lay = c->in.lay;
-	ai.compute_eff = 0.6;
-	c->analytic_s = analytic_estimate(&ai, &ao, &err) == 0 ? ao.t_iter : 0;
+	c->analytic_s = predict_analytic(&c->in);
 	c->bound_s = synth_lower_bound(&c->in);
 }
 

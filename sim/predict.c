@@ -17,6 +17,23 @@ void predict_derive(const struct synth_in *in, double iter_s, struct predict_out
 	mem_estimate(&in->m, &in->lay, in->hw, &out->mem);
 }
 
+double predict_analytic(const struct synth_in *in)
+{
+	struct analytic_in ai;
+	struct analytic_out ao;
+	struct prism_err err;
+
+	prism_err_clear(&err);
+	analytic_in_default(&ai);
+	ai.m = in->m;
+	ai.hw = in->hw;
+	ai.dtype = in->dtype;
+	ai.global_batch = (double)in->lay.mbs * in->lay.microbatches * in->lay.dp;
+	ai.lay = in->lay;
+	ai.compute_eff = PREDICT_ANALYTIC_EFF;
+	return analytic_estimate(&ai, &ao, &err) == 0 ? ao.t_iter : 0;
+}
+
 int predict_synth(const struct synth_in *in, struct predict_out *out, struct graph **keep_g,
 		  struct synth_out *keep_so, struct prism_err *err)
 {
@@ -37,6 +54,8 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 		out->idle_s = st.idle_s;
 		out->tasks = g->n_nodes;
 		out->kernels = so.kernels;
+		out->analytic_s = predict_analytic(in);
+		out->bound_s = synth_lower_bound(in);
 	}
 	if (rc == 0 && keep_g) {
 		*keep_g = g;

@@ -13,6 +13,7 @@
 #ifndef PRISM_PREDICT_H
 #define PRISM_PREDICT_H
 
+#include "analytic.h"
 #include "graph.h"
 #include "mem.h"
 #include "settle.h"
@@ -22,6 +23,8 @@ struct predict_out {
 	double iter_s, bubble, tokens_per_s, mfu, gpu_hours;
 	double exposed_compute_s, exposed_comm_s, overlap_s, idle_s; /* settle.h */
 	double global_batch; /* sequences per iteration */
+	double analytic_s;   /* predict_analytic's closed form (0: none) */
+	double bound_s;      /* synth_lower_bound: iter_s is at least this */
 	int gpus;
 	uint32_t tasks, kernels;
 	struct mem_est mem;
@@ -35,6 +38,14 @@ struct predict_out {
  */
 int predict_synth(const struct synth_in *in, struct predict_out *out, struct graph **keep_g,
 		  struct synth_out *keep_so, struct prism_err *err);
+
+/*
+ * The closed-form estimate of in's iteration (analytic.h) with GEMMs and
+ * attention at PREDICT_ANALYTIC_EFF of peak, the screen of prism search:
+ * the iteration time in seconds, or 0 where the layout has no estimate.
+ */
+#define PREDICT_ANALYTIC_EFF 0.6
+double predict_analytic(const struct synth_in *in);
 
 /* The derived figures from an iteration time (used by predict_synth and
  * by the analytic screen). */
