@@ -871,10 +871,16 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("vp", in->lay.vp);
 		INT("mbs", in->lay.mbs);
 		INT("microbatches", in->lay.microbatches);
-		INT("recompute", in->lay.recompute);
 		INT("sp", in->lay.sp);
 		INT("zero", in->lay.zero);
-		else if (strcmp(key, "schedule") == 0) {
+		else if (strcmp(key, "recompute") == 0) {
+			/* A number (what synth_meta writes) or a name. */
+			if (val[0] >= '0' && val[0] <= '9')
+				ip = &in->lay.recompute;
+			else if ((in->lay.recompute = mem_recompute_parse(val)) < 0)
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "model description: unknown recompute '%s'", val);
+		} else if (strcmp(key, "schedule") == 0) {
 			if ((in->lay.schedule = synth_schedule_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
 						     "model description: unknown schedule '%s'", val);

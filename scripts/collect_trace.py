@@ -5,6 +5,8 @@ prism reads best, in about ten lines of a training loop.
     from collect_trace import PrismProfiler
     prof = PrismProfiler("traces", wait=1, warmup=2, active=3)
     prof.mark_layers(model.blocks)            # optional: one range per layer
+    prof.describe(layers=24, hidden=2048, heads=16, seq=2048, vocab=50257,
+                  mbs=4, microbatches=8, hw="h100-dgx")  # optional: what ran
     with prof:
         for step, batch in enumerate(loader):
             for i, mb in enumerate(batch.split(micro)):   # gradient accumulation
@@ -25,6 +27,10 @@ What it turns on, and why prism wants it:
 - ranges prism reads: "prism::layer#I", "prism::phase#NAME",
   "prism::microbatch#I" (record_function), so layers, phases and
   microbatches are annotated, not guessed;
+- the run's description (describe()): a "prism::model#k=v;..." range each
+  step that tells prism the model and layout, so that `prism whatif` and
+  `prism search` (base = the trace) can rebuild the run at another
+  configuration with costs fitted on its kernels;
 - one gzipped file per rank: <out>/rank<R>.<step>.pt.trace.json.gz, the
   rank from torch.distributed (also written as distributedInfo).
 """
@@ -86,7 +92,35 @@ class PrismProfiler:
     def __exit__(self, *exc):
         return self._prof.__exit__(*exc)
 
+    # What prism's run description holds (model/synth.h, synth_meta_parse).
+    DESCRIPTION = ("name", "layers", "hidden", "heads", "ffn", "seq", "vocab", "tp", "pp",
+                   "dp", "vp", "mbs", "microbatches", "schedule", "recompute", "sp", "zero",
+                   "dtype", "hw")
+
+    def describe(self, **run):
+        """Record what ran: the model (layers, hidden, heads, ffn, seq, vocab),
+        the layout (tp, pp, dp, vp, mbs, microbatches, schedule: gpipe, 1f1b
+        or interleaved; recompute: none, selective or full; sp, zero), the
+        GEMM dtype and the hardware profile (a name in prism's configs/hw).
+        dp defaults to the world size, ffn to 4 x hidden."""
+        unknown = set(run) - set(self.DESCRIPTION)
+        if unknown:
+            raise ValueError(f"describe(): unknown fields {sorted(unknown)}")
+        run.setdefault("name", "model")
+        if "hidden" in run:
+            run.setdefault("ffn", 4 * run["hidden"])
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            run.setdefault("dp", torch.distributed.get_world_size())
+        for k, v in run.items():
+            if any(c in str(v) for c in ";="):
+                raise ValueError(f"describe(): {k}={v!r} may not hold ';' or '='")
+        self._description = "prism::model#" + ";".join(
+            f"{k}={run[k]}" for k in self.DESCRIPTION if k in run)
+
     def step(self):
+        if getattr(self, "_description", None):
+            with record_function(self._description):
+                pass
         self._prof.step()
 
     @staticmethod

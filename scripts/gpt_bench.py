@@ -174,6 +174,14 @@ def main():
     prof = PrismProfiler(out_dir, wait=1, warmup=1, active=3)
     if not a.compile:
         prof.mark_layers(model.blocks)
+    gpu = torch.cuda.get_device_name()
+    hw = next((p for k, p in (("H200", "h200-dgx"), ("H100", "h100-dgx"), ("H800", "h800-hgx"),
+                              ("B200", "b200-dgx"), ("A100", "a100-80gb-dgx"),
+                              ("V100", "v100-dgx1")) if k in gpu), "h100-dgx")
+    prof.describe(name=f"gpt-bench-{tag}", layers=a.layers, hidden=a.hidden, heads=a.heads,
+                  ffn=4 * a.hidden, seq=a.seq, vocab=a.vocab, tp=1, pp=1, dp=1, vp=1,
+                  mbs=a.mbs, microbatches=a.accum, schedule="1f1b", recompute="none", sp=0,
+                  zero=0, dtype="bf16", hw=hw)
     with prof:
         for _ in range(5):
             train_step(prof)

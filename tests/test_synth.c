@@ -265,6 +265,12 @@ static void test_meta_round_trip(void **state)
 	assert_string_equal(b.hw_id, "h100-dgx");
 	assert_int_equal(synth_meta_parse("prism::model#layers=x", &b, &err), PRISM_EFORMAT);
 	assert_string_equal(err.msg, "model description: field 'layers' is not a count: 'x'");
+	/* The collection hook may name the recomputation. */
+	prism_err_clear(&err);
+	assert_int_equal(synth_meta_parse("prism::model#recompute=full", &b, &err), 0);
+	assert_int_equal(b.lay.recompute, MEM_RECOMPUTE_FULL);
+	assert_int_equal(synth_meta_parse("prism::model#recompute=some", &b, &err), PRISM_EFORMAT);
+	assert_string_equal(err.msg, "model description: unknown recompute 'some'");
 }
 
 /* Re-timing a clone: the base is untouched, the clone passes graph_check,
