@@ -17,15 +17,22 @@ double llm_params(const struct llm *m)
 	return m->layers * layer + (double)m->vocab * h + (double)m->seq * h + 2 * h;
 }
 
-double llm_flops_iter(const struct llm *m, double batch, int recompute)
+void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *attention)
 {
 	double t = batch * m->seq, h = m->hidden, s = m->seq;
-	double fwd_layer = llm_gemm_flops(t, 3 * h, h)     /* Q, K, V */
-			   + 2 * batch * s * s * h           /* scores Q K^T */
-			   + 2 * batch * s * s * h           /* attention x V */
-			   + llm_gemm_flops(t, h, h)         /* output projection */
-			   + 2 * llm_gemm_flops(t, m->ffn, h); /* FFN up and down */
-	double fwd_logits = llm_gemm_flops(t, m->vocab, h);
+	*gemm = llm_gemm_flops(t, 3 * h, h)      /* Q, K, V */
+		+ llm_gemm_flops(t, h, h)        /* output projection */
+		+ 2 * llm_gemm_flops(t, m->ffn, h); /* FFN up and down */
+	*attention = 2 * batch * s * s * h       /* scores Q K^T */
+		     + 2 * batch * s * s * h;    /* attention x V */
+}
+
+double llm_flops_iter(const struct llm *m, double batch, int recompute)
+{
+	double gemm, attention, fwd_layer, fwd_logits;
+	llm_layer_flops(m, batch, &gemm, &attention);
+	fwd_layer = gemm + attention;
+	fwd_logits = llm_gemm_flops(batch * m->seq, m->vocab, m->hidden);
 	/* Backward is twice the forward (gradients of inputs and of weights);
 	 * recomputation adds a forward of the layers (not of the logits). */
 	return (3 + (recompute ? 1 : 0)) * m->layers * fwd_layer + 3 * fwd_logits;

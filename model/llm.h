@@ -35,6 +35,11 @@ double llm_gemm_flops(double m, double n, double k);
  * embeddings V h (+ s h positions). */
 double llm_params(const struct llm *m);
 
+/* The forward FLOPs of one layer on `batch` sequences: its GEMMs (QKV,
+ * output projection, FFN up and down) and its attention (scores and the
+ * weighted sum, 2 b s^2 h each). */
+void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *attention);
+
 /* Training FLOPs of one iteration on `batch` sequences; recompute = 1 adds
  * the forward pass again (full activation recomputation). */
 double llm_flops_iter(const struct llm *m, double batch, int recompute);

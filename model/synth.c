@@ -603,8 +603,8 @@ double synth_lower_bound(const struct synth_in *in)
 {
 	const struct mem_layout *l = &in->lay;
 	const struct llm *m = &in->m;
-	double b = l->mbs, s = m->seq, h = m->hidden, t = l->tp, bs = b * s;
-	double L = (double)m->layers / ((double)l->pp * l->vp), tp_s = 0, f, bw, w;
+	double b = l->mbs, h = m->hidden, t = l->tp, bs = b * m->seq;
+	double L = (double)m->layers / ((double)l->pp * l->vp), tp_s = 0, f, bw, w, gemm, attn;
 	int rec = l->recompute == MEM_RECOMPUTE_FULL;
 	struct comm_est e;
 
@@ -614,10 +614,8 @@ double synth_lower_bound(const struct synth_in *in)
 	 * attention, and the tensor-parallel collectives (on the compute
 	 * stream: two rounds, each an all-reduce or reduce-scatter +
 	 * all-gather). */
-	f = flops_bound(in, KC_GEMM,
-			llm_gemm_flops(bs, 3 * h, h) + llm_gemm_flops(bs, h, h) +
-				2 * llm_gemm_flops(bs, m->ffn, h)) / t +
-	    flops_bound(in, KC_ATTENTION, 4 * b * s * s * h) / t;
+	llm_layer_flops(m, b, &gemm, &attn);
+	f = (flops_bound(in, KC_GEMM, gemm) + flops_bound(in, KC_ATTENTION, attn)) / t;
 	if (t > 1 && !in->bare) {
 		struct comm_group g = {l->tp, l->tp};
 		double round = 0;

@@ -308,12 +308,9 @@ int cli_write_trace(const struct graph *g, const struct synth_out *so, const cha
 	return rc;
 }
 
-int cli_fit_base(const struct graph *g, const char *base_hw, struct hw_profile *hw,
-		 struct synth_in *base, struct synth_in *fitted, struct prism_err *err)
+int cli_base(const struct graph *g, const char *base_hw, struct hw_profile *hw,
+	     struct synth_in *base, struct prism_err *err)
 {
-	struct graph *model = NULL;
-	struct predict_out pm;
-	struct edit_fit fit;
 	int rc;
 
 	synth_in_default(base);
@@ -325,13 +322,23 @@ int cli_fit_base(const struct graph *g, const char *base_hw, struct hw_profile *
 	    (rc = cli_load_hw(base_hw ? base_hw : base->hw_id, hw, err)))
 		return rc;
 	base->hw = hw;
+	return 0;
+}
+
+int cli_fit(const struct graph *g, const struct synth_in *base, struct synth_in *fitted,
+	    struct prism_err *err)
+{
+	struct graph *model = NULL;
+	struct predict_out pm;
+	struct edit_fit fit;
+	int rc;
+
 	if ((rc = predict_synth(base, &pm, &model, NULL, err)))
 		return rc;
 	rc = edit_fit(g, model, base, &fit);
 	graph_free(model);
 	if (rc)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	*fitted = *base;
 	for (int k = 0; k < KC_NCLASSES; k++) {
 		fitted->cost[k] = fit.cost[k];
 		fitted->scale[k] = fit.scale[k];

@@ -172,7 +172,7 @@ int cmd_search(int argc, char **argv)
 				return cli_fail(&err);
 			break;
 		case 'b':
-			if (cli_count(optarg, "batch", 1, 1 << 20, &bsize, &err))
+			if (cli_count(optarg, "batch", 1, 1 << 16, &bsize, &err))
 				return cli_fail(&err);
 			break;
 		case 'h': fputs(help, stdout); return 0;
@@ -192,17 +192,14 @@ int cmd_search(int argc, char **argv)
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	/* A budget no layout can use is the sweep file's error. */
 	if (rc == 0) {
-		long first = -1, valid = 0;
-		for (long i = 0; i < n && !valid; i++) {
-			valid = cands[i].status == CS_PENDING;
-			if (first < 0)
-				first = i;
-		}
-		if (!valid)
+		long i = 0;
+		while (i < n && cands[i].status != CS_PENDING)
+			i++;
+		if (i == n)
 			rc = prism_err_set(&err, PRISM_EFORMAT,
 					   "%s:%d: no layout is possible with these GPU counts "
 					   "(%ld candidates, all rejected; the first: %s)",
-					   path, sw.gpus_line, n, first >= 0 ? cands[first].reason : "none");
+					   path, sw.gpus_line, n, n ? cands[0].reason : "none");
 	}
 	if ((rc = agree(&sh, rc, &quiet)))
 		goto out;
@@ -240,13 +237,12 @@ int cmd_search(int argc, char **argv)
 	shard_bcast(&sh, &best, sizeof(best));
 	shard_bcast(&sh, &resumed, sizeof(resumed));
 	shard_bcast(&sh, stored, (size_t)n);
-	/* Stored already: skipped.  Rejected: stored now, in one transaction. */
+	/* Stored already: skipped.  Rejected: stored now by process 0, in one
+	 * transaction. */
 	{
-		struct cand *rej = malloc(((size_t)n + 1) * sizeof(*rej));
+		struct cand *rej = lead ? malloc(((size_t)n + 1) * sizeof(*rej)) : NULL;
 		size_t nrej = 0;
-		if (!rej)
-			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-		for (long i = 0; rej && i < n; i++) {
+		for (long i = 0; i < n; i++) {
 			struct cand *k = &cands[i];
 			if (stored[i]) {
 				done++;
@@ -254,12 +250,13 @@ int cmd_search(int argc, char **argv)
 			}
 			if (k->status == CS_PENDING)
 				order[norder++] = k;
-			else
+			else if (rej)
 				rej[nrej++] = *k;
 			stats[k->status]++;
 		}
-		if (rc == 0 && lead)
-			rc = store_put(db, sid, rej, nrej, &err);
+		if (lead)
+			rc = rej ? store_put(db, sid, rej, nrej, &err)
+				 : prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 		free(rej);
 		if ((rc = agree(&sh, rc, &quiet)))
 			goto out;

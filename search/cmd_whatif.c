@@ -213,9 +213,8 @@ int cmd_whatif(int argc, char **argv)
 	if (g->meta) {
 		/* An annotated run: its description gives the base configuration;
 		 * a changed one is rebuilt with the costs fitted on the base. */
-		struct synth_in fitted;
 		int same;
-		if ((rc = cli_fit_base(g, base_hw_name, &hw_base, &base, &fitted, &err)))
+		if ((rc = cli_base(g, base_hw_name, &hw_base, &base, &err)))
 			goto fail;
 		if ((rc = cli_load_hw(hw_name ? hw_name : hw_base.id, &hw_cand, &err)))
 			goto fail;
@@ -230,12 +229,8 @@ int cmd_whatif(int argc, char **argv)
 			p.tasks = g->n_nodes;
 			print_pair(&base, base_s, &cand, &p, "identity: the base's own replay", json);
 		} else {
-			for (int k = 0; k < KC_NCLASSES; k++) {
-				cand.cost[k] = fitted.cost[k];
-				cand.scale[k] = fitted.scale[k];
-			}
-			cand.cpu_op_s = fitted.cpu_op_s;
-			cand.launch_s = fitted.launch_s;
+			if ((rc = cli_fit(g, &base, &cand, &err)))
+				goto fail;
 			/* On another GPU the roofline uses its peaks and the scale
 			 * keeps the efficiency measured on the base: compute-bound
 			 * kernels move with FLOP/s, memory-bound ones with bandwidth. */

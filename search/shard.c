@@ -9,16 +9,16 @@
 #include <mpi.h>
 #endif
 
-/* The process count a launcher gave us, or 0 when none did. */
+/* The process count a launcher gave us, or 0 when none did: Open MPI's
+ * mpirun, MPICH's (and srun --mpi=pmi2's) PMI, or srun with PMIx (which
+ * gives the rank; Slurm gives the task count). */
 static int launched_size(void)
 {
-	static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
-					   "SLURM_NTASKS"};
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *v = getenv(vars[i]);
-		if (v && atoi(v) > 0 && (i < 3 || getenv("SLURM_STEP_ID")))
-			return atoi(v);
-	}
+	const char *v;
+	if ((v = getenv("OMPI_COMM_WORLD_SIZE")) || (v = getenv("PMI_SIZE")))
+		return atoi(v) > 0 ? atoi(v) : 1;
+	if (getenv("PMIX_RANK"))
+		return (v = getenv("SLURM_NTASKS")) && atoi(v) > 0 ? atoi(v) : 1;
 	return 0;
 }
 

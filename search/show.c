@@ -40,9 +40,8 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		m->weights / 1e9, m->grads / 1e9, m->optimizer / 1e9, m->activations / 1e9,
 		m->inflight);
 	fprintf(f, "graph      %u tasks, %u on GPUs\n", p->tasks, p->kernels);
-	if (p->analytic_s > 0 || p->bound_s > 0)
-		fprintf(f, "screening  analytic estimate %.3f ms, proven lower bound %.3f ms\n",
-			p->analytic_s * 1e3, p->bound_s * 1e3);
+	fprintf(f, "screening  analytic estimate %.3f ms, proven lower bound %.3f ms\n",
+		predict_analytic(in) * 1e3, synth_lower_bound(in) * 1e3);
 }
 
 void show_prediction_json(FILE *f, const struct synth_in *in, const struct predict_out *p)
@@ -66,6 +65,6 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		mem_recompute_name(l->recompute), l->sp, l->zero, hw_dtype_name(in->dtype), p->gpus,
 		p->global_batch, p->iter_s, p->bubble, p->tokens_per_s, p->mfu, p->gpu_hours,
 		p->mem.total, p->mem.capacity, p->mem.fits ? "true" : "false", p->tasks,
-		p->exposed_compute_s, p->exposed_comm_s, p->overlap_s, p->idle_s, p->analytic_s,
-		p->bound_s);
+		p->exposed_compute_s, p->exposed_comm_s, p->overlap_s, p->idle_s,
+		predict_analytic(in), synth_lower_bound(in));
 }

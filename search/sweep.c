@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "analytic.h"
 #include "build.h"
 #include "cfg.h"
 #include "cli.h"
@@ -137,16 +137,14 @@ static int base_files(const char *file, config_t *cf, struct sweep *s, struct pr
 		const char *p = config_setting_get_string(e);
 		const char *slash = strrchr(file, '/');
 		char buf[1024];
-		FILE *f;
 		if (!p)
 			return prism_err_set(err, PRISM_EFORMAT,
 					     "%s:%d: 'base' must be a file name in quotes (or a list)",
 					     file, config_setting_source_line(e));
-		snprintf(buf, sizeof(buf), "%s", p);
-		if (p[0] != '/' && slash && !(f = fopen(p, "rb")))
+		if (p[0] != '/' && slash && access(p, R_OK) != 0)
 			snprintf(buf, sizeof(buf), "%.*s/%s", (int)(slash - file), file, p);
-		else if (p[0] != '/' && slash)
-			fclose(f);
+		else
+			snprintf(buf, sizeof(buf), "%s", p);
 		if (!(s->base[s->n_base] = strdup(buf)))
 			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 		s->n_base++;
@@ -191,13 +189,13 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		}
 	} else {
 		struct build_opts bo;
-		struct synth_in described;
 		struct graph *g = NULL;
 		int rc;
 		build_opts_default(&bo);
 		if ((rc = cli_load_graph(s->base, s->n_base, NULL, &bo, &g, err)))
 			return rc;
-		rc = cli_fit_base(g, NULL, &s->base_hw, &described, &s->tmpl, err);
+		if ((rc = cli_base(g, NULL, &s->base_hw, &s->tmpl, err)) == 0)
+			rc = cli_fit(g, &s->tmpl, &s->tmpl, err);
 		graph_free(g);
 		if (rc) {
 			prism_err_prefix(err, "base %s", s->base[0]);
@@ -273,18 +271,19 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		goto out;
 	config_destroy(&cf);
 	/* The base and the hardware named in it. */
-	if ((rc = cli_load_hw(s->hw_name, &s->hw, err)) || (rc = load_base(s, err)))
-		goto fail;
+	if ((rc = cli_load_hw(s->hw_name, &s->hw, err)) || (rc = load_base(s, err))) {
+		prism_err_prefix(err, "%s", path);
+		sweep_free(s);
+		return rc;
+	}
 	if (!(s->text = slurp(path))) {
-		rc = prism_err_set(err, PRISM_EIO, "%s: cannot read the file", path);
-		goto fail;
+		sweep_free(s);
+		return prism_err_set(err, PRISM_EIO, "%s: cannot read the file", path);
 	}
 	return 0;
 out:
+	/* libconfig and cfg_* errors name the file and line already. */
 	config_destroy(&cf);
-fail:
-	if (rc && strncmp(err->msg, path, strlen(path)) != 0)
-		prism_err_prefix(err, "%s", path);
 	sweep_free(s);
 	return rc;
 }

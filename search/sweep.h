@@ -40,7 +40,7 @@ struct sweep {
 	struct hw_profile hw;     /* the target hardware */
 	/* A trace base: its files (the ranks of one job, or a saved graph),
 	 * the hardware it ran on, and the configuration it describes with
-	 * costs fitted on its kernels (cli_fit_base).  n_base == 0: the base
+	 * costs fitted on its kernels (cli_base, cli_fit).  n_base == 0: the base
 	 * is the model, with synth_in_default's costs. */
 	char *base[SWEEP_MAX_BASE];
 	int n_base;

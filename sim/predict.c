@@ -54,8 +54,6 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 		out->idle_s = st.idle_s;
 		out->tasks = g->n_nodes;
 		out->kernels = so.kernels;
-		out->analytic_s = predict_analytic(in);
-		out->bound_s = synth_lower_bound(in);
 	}
 	if (rc == 0 && keep_g) {
 		*keep_g = g;

@@ -23,8 +23,6 @@ struct predict_out {
 	double iter_s, bubble, tokens_per_s, mfu, gpu_hours;
 	double exposed_compute_s, exposed_comm_s, overlap_s, idle_s; /* settle.h */
 	double global_batch; /* sequences per iteration */
-	double analytic_s;   /* predict_analytic's closed form (0: none) */
-	double bound_s;      /* synth_lower_bound: iter_s is at least this */
 	int gpus;
 	uint32_t tasks, kernels;
 	struct mem_est mem;

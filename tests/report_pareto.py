@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 
+from sweeptest import check
+
 PRISM, SWEEP = sys.argv[1], sys.argv[2]
 
 # gpus, tp, pp, iteration s: the best of each count is the first listed.
@@ -27,11 +29,6 @@ ROWS = [
 BEST = {8: (1, 1), 16: (2, 1), 32: (4, 1), 64: (2, 2), 128: (8, 1)}
 FRONT = {8, 16, 64}
 FRONT_HOURS = {8}  # GPU-hours grow with the count here: only the smallest
-
-
-def check(cond, msg):
-    if not cond:
-        sys.exit("FAIL: " + msg)
 
 
 with tempfile.TemporaryDirectory() as d:

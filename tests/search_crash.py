@@ -9,37 +9,23 @@ usage: search_crash.py PRISM SWEEP [SEED]
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+
+from sweeptest import check, rows
 
 PRISM, SWEEP = sys.argv[1], sys.argv[2]
 SEED = int(sys.argv[3]) if len(sys.argv) > 3 else random.randrange(1 << 30)
 KILLS = 5
 
 
-def check(cond, msg):
-    if not cond:
-        sys.exit(f"FAIL (seed {SEED}): {msg}")
-
-
 def cmd(db):
     return [PRISM, "search", SWEEP, "--db", db, "--exhaustive", "--batch", "4"]
 
 
-def rows(db):
-    con = sqlite3.connect(db)
-    ok = con.execute("PRAGMA integrity_check").fetchall()
-    out = con.execute("SELECT * FROM candidate ORDER BY key").fetchall()
-    keys = con.execute("SELECT COUNT(DISTINCT key), COUNT(*) FROM candidate").fetchone()
-    con.close()
-    check(ok == [("ok",)], f"integrity_check: {ok}")
-    check(keys[0] == keys[1], f"{keys[1]} rows for {keys[0]} keys")
-    return out
-
-
+print(f"seed {SEED} (search_crash.py PRISM SWEEP {SEED} repeats this run)", flush=True)
 rng = random.Random(SEED)
 with tempfile.TemporaryDirectory() as d:
     ref = os.path.join(d, "ref.db")

@@ -8,30 +8,14 @@ usage: search_mpi.py MPIRUN PRISM SWEEP
 """
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
+
+from sweeptest import check, rows
 
 MPIRUN, PRISM, SWEEP = sys.argv[1], sys.argv[2], sys.argv[3]
 MPI = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2"]
-
-
-def check(cond, msg):
-    if not cond:
-        sys.exit("FAIL: " + msg)
-
-
-def rows(db):
-    con = sqlite3.connect(db)
-    ok = con.execute("PRAGMA integrity_check").fetchall()
-    out = con.execute("SELECT * FROM candidate ORDER BY key").fetchall()
-    n = con.execute("SELECT COUNT(DISTINCT key), COUNT(*) FROM candidate").fetchone()
-    con.close()
-    check(ok == [("ok",)], f"{db}: integrity_check {ok}")
-    check(n[0] == n[1], f"{db}: {n[1]} rows for {n[0]} keys")
-    return out
 
 
 def search(db, *extra, mpi=False):

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 
+from sweeptest import check
+
 PRISM, SWEEP = sys.argv[1], sys.argv[2]
 EXPECTED = 2 * 2 * 2 * 2 * 2  # gpus x tp x pp x mbs x schedule in the sweep
 
@@ -34,11 +36,6 @@ def rows(db):
     if ver != 2:
         sys.exit(f"FAIL: user_version {ver}")
     return out
-
-
-def check(cond, msg):
-    if not cond:
-        sys.exit("FAIL: " + msg)
 
 
 with tempfile.TemporaryDirectory() as d:

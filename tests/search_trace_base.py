@@ -16,15 +16,12 @@ import subprocess
 import sys
 import tempfile
 
+from sweeptest import check
+
 PRISM, SWEEP = sys.argv[1], sys.argv[2]
 LAYOUT = ["--dp", "8", "--mbs", "1", "--microbatches", "4"]  # gpus 8 in SWEEP
 KEY = ("gpus=8;tp=1;pp=1;dp=8;vp=1;mbs=1;mb=4;sched=1f1b;rc=none;zero=0;sp=0;"
        "layers=8;hidden=1024")
-
-
-def check(cond, msg):
-    if not cond:
-        sys.exit("FAIL: " + msg)
 
 
 def run(*args, code=0):

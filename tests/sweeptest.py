@@ -1,0 +1,23 @@
+"""What the sweep tests share: a failure that ends the test, and a results
+database read whole with its integrity checked."""
+import sqlite3
+import sys
+
+
+def check(cond, msg):
+    """End the test with FAIL: msg unless cond."""
+    if not cond:
+        sys.exit("FAIL: " + msg)
+
+
+def rows(db):
+    """Every candidate row of db, sorted by key, after PRAGMA
+    integrity_check says ok and each key is stored once."""
+    con = sqlite3.connect(db)
+    ok = con.execute("PRAGMA integrity_check").fetchall()
+    out = con.execute("SELECT * FROM candidate ORDER BY key").fetchall()
+    keys = con.execute("SELECT COUNT(DISTINCT key), COUNT(*) FROM candidate").fetchone()
+    con.close()
+    check(ok == [("ok",)], f"{db}: integrity_check {ok}")
+    check(keys[0] == keys[1], f"{db}: {keys[1]} rows for {keys[0]} keys")
+    return out
