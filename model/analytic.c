@@ -9,9 +9,11 @@ void analytic_in_default(struct analytic_in *in)
 	memset(in, 0, sizeof(*in));
 	in->dtype = HW_BF16;
 	in->compute_eff = 0.5;
+	in->mem_eff = 0.7;
 	in->comm_eff = 0.8;
 	in->lay.tp = in->lay.pp = in->lay.dp = in->lay.vp = in->lay.mbs = 1;
 	in->lay.schedule = MEM_1F1B;
+	in->lay.flash = 1;
 }
 
 int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
@@ -56,6 +58,9 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 	/* Compute of one microbatch on one stage (recomputation included). */
 	out->t_compute = llm_flops_iter(m, l->mbs, l->recompute == MEM_RECOMPUTE_FULL) /
 			 ((double)pp * tp) / (peak * in->compute_eff);
+	if (!l->flash)
+		out->t_compute += llm_score_bytes(m, l->mbs, l->recompute == MEM_RECOMPUTE_FULL) /
+				  ((double)pp * tp) / (hw->hbm_Bps * in->mem_eff);
 	/* Tensor parallel: 2 all-reduces per layer forward, 2 backward (and
 	 * 2 more when the forward is recomputed) of b s h activations. */
 	act_bytes = (double)l->mbs * m->seq * m->hidden * 2;

@@ -8,7 +8,9 @@
  * m + (p-1)/v such slots (m microbatches, p stages, v virtual stages; v = 1
  * for GPipe and 1F1B).  Then the data-parallel gradient all-reduce, less
  * what hides behind the last microbatch's backward pass, and the optimizer
- * step, memory-bound.  Microseconds per evaluation; docs/MODEL.md gives
+ * step, memory-bound.  Without flash attention (lay.flash = 0) the
+ * compute adds the passes over the materialised attention scores
+ * (llm_score_bytes) at HBM bandwidth x mem_eff.  Microseconds per evaluation; docs/MODEL.md gives
  * every term.
  */
 #ifndef PRISM_ANALYTIC_H
@@ -27,6 +29,7 @@ struct analytic_in {
 	struct mem_layout lay; /* tp, pp, dp, vp, mbs, schedule, recompute, sp, zero;
 				* microbatches is derived */
 	double compute_eff;   /* fraction of peak the GEMMs reach */
+	double mem_eff;       /* fraction of HBM bandwidth memory-bound passes reach */
 	double comm_eff;      /* bus efficiency of collectives */
 };
 
@@ -47,7 +50,8 @@ struct analytic_out {
 	struct mem_est mem;
 };
 
-/* Defaults: bf16, 50% compute efficiency, 80% bus efficiency. */
+/* Defaults: bf16, 50% compute efficiency, 70% of HBM bandwidth, 80% bus
+ * efficiency, flash attention. */
 void analytic_in_default(struct analytic_in *in);
 
 /* 0, or PRISM_EARG with err saying which rule the layout breaks (batch

@@ -65,6 +65,7 @@ int cost_classify(const char *name)
 		{"radixsort", KC_REDUCTION},  {"devicescan", KC_REDUCTION},
 		{"triton_per", KC_REDUCTION}, {"triton_red", KC_REDUCTION},
 		{"elementwise", KC_ELEMENTWISE}, {"copy", KC_ELEMENTWISE},
+		{"dropout", KC_ELEMENTWISE},  {"masked_scale", KC_ELEMENTWISE},
 		{"fill", KC_ELEMENTWISE},     {"triton_poi", KC_ELEMENTWISE},
 		{"cat", KC_ELEMENTWISE},      {"pool", KC_ELEMENTWISE},
 		{"transpose", KC_ELEMENTWISE}, {"rotary", KC_ELEMENTWISE},

@@ -86,3 +86,9 @@ out:
 	config_destroy(&cf);
 	return rc;
 }
+
+double llm_score_bytes(const struct llm *m, double batch, int recompute)
+{
+	double n = batch * m->heads * (double)m->seq * m->seq * m->layers;
+	return n * (LLM_SCORE_FWD + LLM_SCORE_BWD + (recompute ? LLM_SCORE_FWD : 0));
+}

@@ -40,6 +40,32 @@ double llm_params(const struct llm *m);
  * weighted sum, 2 b s^2 h each). */
 void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *attention);
 
+/*
+ * Attention without flash attention materialises its scores, b a s^2
+ * values per layer (over tp ranks), and every pass over them is
+ * memory-bound.  Bytes per score element, bf16 values and a one-byte
+ * dropout mask: the scores GEMM writes them (QK), the fused
+ * scale-mask-softmax reads and writes them (SOFTMAX), dropout reads them
+ * and writes them and its mask (DROPOUT), the context GEMM reads them (PV);
+ * backward, the probabilities' gradient is written by a GEMM (QK), read by
+ * the value-gradient GEMM (PV), dropout's backward reads it and the mask
+ * and writes (DROPOUT), the softmax backward reads two and writes one
+ * (SOFTMAX_BWD), and the query and key gradient GEMMs read it (PV each).
+ */
+#define LLM_SCORE_QK 2.0
+#define LLM_SCORE_SOFTMAX 4.0
+#define LLM_SCORE_DROPOUT 5.0
+#define LLM_SCORE_PV 2.0
+#define LLM_SCORE_SOFTMAX_BWD 6.0
+#define LLM_SCORE_FWD (LLM_SCORE_QK + LLM_SCORE_SOFTMAX + LLM_SCORE_DROPOUT + LLM_SCORE_PV)
+#define LLM_SCORE_BWD \
+	(LLM_SCORE_QK + LLM_SCORE_PV + LLM_SCORE_DROPOUT + LLM_SCORE_SOFTMAX_BWD + 2 * LLM_SCORE_PV)
+
+/* Bytes of score traffic of unfused attention in one training iteration on
+ * `batch` sequences, all layers: (FWD + BWD) b a s^2 l, plus FWD again
+ * with recompute = 1. */
+double llm_score_bytes(const struct llm *m, double batch, int recompute);
+
 /* Training FLOPs of one iteration on `batch` sequences; recompute = 1 adds
  * the forward pass again (full activation recomputation). */
 double llm_flops_iter(const struct llm *m, double batch, int recompute);

@@ -280,7 +280,7 @@ found:
 
 /* The layout as the code below needs it. */
 struct shape {
-	double b, s, h, f, V, t;
+	double b, s, h, f, V, t, a;
 	int L;             /* layers per model chunk */
 	int p, v, m;
 	int tp_per_node, dp_per_node, pp_per_node;
@@ -310,13 +310,61 @@ static double ew(double n, double in)
 	return n * 2 * (in + 1);
 }
 
+/*
+ * Attention of one layer on one tensor-parallel rank.  Flash attention is
+ * one kernel each way (4 b s^2 h / t FLOPs forward, twice that backward,
+ * moving only Q, K, V and the output).  Without it (Megatron before
+ * FlashAttention) the b a s^2 / t scores are materialised: two batched
+ * GEMMs around a fused scale-mask-softmax and a dropout forward, four
+ * GEMMs, the dropout and the softmax gradients backward, each pass over
+ * the scores memory-bound; llm_score_bytes() counts the same traffic for
+ * the analytic estimate.
+ */
+static void attn_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bsh = z->b * z->s * z->h / z->t, n = z->b * z->a * z->s * z->s / z->t;
+	double f = 2 * z->b * z->s * z->s * z->h / z->t;
+	if (c->in->lay.flash) {
+		kernel(c, r, KC_ATTENTION, "flash_fwd_kernel", 2 * f, ew(3 * bsh, 1));
+		return;
+	}
+	kernel(c, r, KC_GEMM, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_scores", f,
+	       2 * (2 * bsh) + LLM_SCORE_QK * n);
+	kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_forward", 0, LLM_SCORE_SOFTMAX * n);
+	kernel(c, r, KC_ELEMENTWISE, "fused_dropout_kernel", 0, LLM_SCORE_DROPOUT * n);
+	kernel(c, r, KC_GEMM, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_context", f,
+	       2 * (2 * bsh) + LLM_SCORE_PV * n);
+}
+
+static void attn_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bsh = z->b * z->s * z->h / z->t, n = z->b * z->a * z->s * z->s / z->t;
+	double f = 2 * z->b * z->s * z->s * z->h / z->t;
+	if (c->in->lay.flash) {
+		kernel(c, r, KC_ATTENTION, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", 4 * f,
+		       ew(4 * bsh, 1));
+		return;
+	}
+	kernel(c, r, KC_GEMM, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_bmm_dprobs", f,
+	       2 * (2 * bsh) + LLM_SCORE_QK * n);
+	kernel(c, r, KC_GEMM, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dv", f,
+	       2 * (2 * bsh) + LLM_SCORE_PV * n);
+	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", 0,
+	       LLM_SCORE_DROPOUT * n);
+	kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_backward", 0,
+	       LLM_SCORE_SOFTMAX_BWD * n);
+	kernel(c, r, KC_GEMM, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_dq", f,
+	       2 * (2 * bsh) + LLM_SCORE_PV * n);
+	kernel(c, r, KC_GEMM, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dk", f,
+	       2 * (2 * bsh) + LLM_SCORE_PV * n);
+}
+
 static void layer_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1;
 	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", 0, ew(bs * z->h / sp, 1));
 	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, 3 * z->h / t, z->h);
-	kernel(c, r, KC_ATTENTION, "flash_fwd_kernel", 4 * z->b * z->s * z->s * z->h / t,
-	       ew(bs * 3 * z->h / t, 1));
+	attn_fwd(c, r, z);
 	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->h / t);
 	tp_allreduce(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<CUDAFunctor_add>", 0,
@@ -354,8 +402,7 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", 0, ew(bs * z->h / sp, 3));
 	tp_allreduce(c, r, z);
 	gemm_bwd(c, r, "proj", bs, z->h, z->h / t);
-	kernel(c, r, KC_ATTENTION, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel",
-	       8 * z->b * z->s * z->s * z->h / t, ew(bs * 4 * z->h / t, 1));
+	attn_bwd(c, r, z);
 	gemm_bwd(c, r, "qkv", bs, 3 * z->h / t, z->h);
 	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", 0, ew(bs * z->h / sp, 3));
 }
@@ -615,7 +662,8 @@ double synth_lower_bound(const struct synth_in *in)
 	 * stream: two rounds, each an all-reduce or reduce-scatter +
 	 * all-gather). */
 	llm_layer_flops(m, b, &gemm, &attn);
-	f = (flops_bound(in, KC_GEMM, gemm) + flops_bound(in, KC_ATTENTION, attn)) / t;
+	f = (flops_bound(in, KC_GEMM, gemm) +
+	     flops_bound(in, l->flash ? KC_ATTENTION : KC_GEMM, attn)) / t;
 	if (t > 1 && !in->bare) {
 		struct comm_group g = {l->tp, l->tp};
 		double round = 0;
@@ -819,11 +867,12 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 	snprintf(buf, n,
 		 "prism::model#name=%s;layers=%d;hidden=%d;heads=%d;ffn=%d;seq=%d;vocab=%d;"
 		 "tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;microbatches=%d;schedule=%s;recompute=%d;"
-		 "sp=%d;zero=%d;dtype=%s;hw=%s",
+		 "sp=%d;zero=%d;flash=%d;dtype=%s;hw=%s",
 		 in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
 		 in->m.ffn, in->m.seq, in->m.vocab, in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp,
 		 in->lay.mbs, in->lay.microbatches, synth_schedule_name(in->lay.schedule),
-		 in->lay.recompute, in->lay.sp, in->lay.zero, hw_dtype_name(in->dtype),
+		 in->lay.recompute, in->lay.sp, in->lay.zero, in->lay.flash,
+		 hw_dtype_name(in->dtype),
 		 in->hw && in->hw->id[0] ? in->hw->id : "?");
 }
 
@@ -871,6 +920,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("microbatches", in->lay.microbatches);
 		INT("sp", in->lay.sp);
 		INT("zero", in->lay.zero);
+		INT("flash", in->lay.flash);
 		else if (strcmp(key, "recompute") == 0) {
 			/* A number (what synth_meta writes) or a name. */
 			if (val[0] >= '0' && val[0] <= '9')
@@ -929,6 +979,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	z.f = in->m.ffn;
 	z.V = in->m.vocab;
 	z.t = in->lay.tp;
+	z.a = in->m.heads;
 	z.p = P;
 	z.v = in->lay.vp;
 	z.m = in->lay.microbatches;

@@ -59,7 +59,7 @@ def main():
             dp = gpus // (tp * pp)
             mb = batch // dp
             layout = ["--tp", str(tp), "--pp", str(pp), "--dp", str(dp), "--mbs", "1",
-                      "--microbatches", str(mb), "--recompute", "full"]
+                      "--microbatches", str(mb), "--recompute", "full", "--no-flash"]
             if pp > 1:
                 vp = 2 if l % (2 * pp) == 0 else 3
                 layout += ["--schedule", "interleaved", "--vp", str(vp)]

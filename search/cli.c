@@ -186,6 +186,8 @@ const char cli_layout_help[] =
 	"      --sp                     sequence parallelism (with --tp)\n"
 	"      --zero N                 ZeRO stage 0..3 over the data-parallel group\n"
 	"      --dtype T                GEMM precision: fp32, tf32, bf16, fp16, fp8\n"
+	"      --no-flash               attention without flash attention: scores\n"
+	"                               materialised, softmax and dropout passes\n"
 	"model shape (defaults: the model's):\n"
 	"      --layers N, --hidden N, --heads N, --ffn N, --seq N\n"
 	"      --steps N                iterations to simulate (default 2; the first,\n"
@@ -226,6 +228,7 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_SEQ: rc = cli_count(arg, "seq", 1, 1 << 22, &in->m.seq, err); break;
 	case CLI_OPT_STEPS: rc = cli_count(arg, "steps", 1, 100, &in->steps, err); break;
 	case CLI_OPT_SP: in->lay.sp = 1; break;
+	case CLI_OPT_NOFLASH: in->lay.flash = 0; break;
 	case CLI_OPT_SCHED:
 		if ((in->lay.schedule = synth_schedule_parse(arg)) < 0)
 			rc = prism_err_set(err, PRISM_EARG,
@@ -269,6 +272,7 @@ void cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_i
 	A(CLI_OPT_FFN, m.ffn);
 	A(CLI_OPT_SEQ, m.seq);
 	A(CLI_OPT_STEPS, steps);
+	A(CLI_OPT_NOFLASH, lay.flash);
 #undef A
 }
 

@@ -94,6 +94,57 @@ static void test_flops_formula(void **state)
 	}
 }
 
+/* Total duration in ns of g's tasks named name, and their count. */
+static int64_t named_ns(const struct graph *g, const char *name, int *count)
+{
+	int64_t t = 0;
+	*count = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (strcmp(strtab_get(&g->st, g->name[u]), name) == 0) {
+			t += g->dur_ns[u];
+			(*count)++;
+		}
+	return t;
+}
+
+/*
+ * Attention without flash attention: the same FLOPs, in four batched GEMMs
+ * forward and backward, and passes over the materialised scores.  The
+ * small model (a = 16 heads, s = 1024, 8 layers, b = 1) has 16 x 2^20 =
+ * 2^24 score values per layer; forward and backward move 13 + 19 = 32
+ * bytes per value (llm.h), 2^24 x 8 x 32 = 2^32 bytes per iteration.
+ */
+static void test_unfused_attention(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	double n = 16.0 * 1024 * 1024, eff = 0.7, ovh = 3e-6;
+	int count;
+	(void)state;
+	small(&in);
+	assert_true(llm_score_bytes(&in.m, 1, 0) == 4294967296.0);
+	assert_true(llm_score_bytes(&in.m, 1, 1) == 4294967296.0 + n * 8 * 13);
+	in.lay.flash = 0;
+	in.steps = 1;
+	g = build(&in, &so, &st);
+	assert_rel_close(so.flops, llm_flops_iter_formula(&in.m, 1, 0), 1e-12);
+	/* One softmax forward per layer: 3 us + 4 bytes per value at 70% of
+	 * the H100's 3.35 TB/s (each task rounded to the nanosecond). */
+	assert_true(hw.hbm_Bps == 3.35e12);
+	assert_rel_close((double)named_ns(g, "scaled_masked_softmax_warp_forward", &count),
+			 8 * (ovh + 4 * n / (3.35e12 * eff)) * 1e9, 1e-5);
+	assert_int_equal(count, 8);
+	assert_rel_close((double)named_ns(g, "scaled_masked_softmax_warp_backward", &count),
+			 8 * (ovh + 6 * n / (3.35e12 * eff)) * 1e9, 1e-5);
+	assert_int_equal(count, 8);
+	named_ns(g, "flash_fwd_kernel", &count);
+	assert_int_equal(count, 0);
+	synth_out_free(&so);
+	graph_free(g);
+}
+
 /* Uniform stages, free communication, no host costs: each schedule's
  * bubble is its closed form. */
 static double bubble(int schedule, int p, int v, int m)
@@ -139,15 +190,17 @@ static void test_pipeline_bubble(void **state)
  * schedule's closed form (m + (p-1)/v) (F + B). */
 static void test_lower_bound(void **state)
 {
-	/* tp, pp, dp, vp, schedule, microbatches, recompute, sp, mbs */
-	static const int layouts[][9] = {
-		{1, 1, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 1},
-		{2, 1, 4, 1, MEM_1F1B, 2, MEM_RECOMPUTE_FULL, 0, 2},
-		{8, 1, 1, 1, MEM_1F1B, 2, MEM_RECOMPUTE_NONE, 1, 1},
-		{1, 4, 2, 1, MEM_GPIPE, 8, MEM_RECOMPUTE_NONE, 0, 1},
-		{1, 4, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_SELECTIVE, 0, 1},
-		{2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 1, 1},
-		{4, 8, 1, 1, MEM_1F1B, 16, MEM_RECOMPUTE_NONE, 0, 4},
+	/* tp, pp, dp, vp, schedule, microbatches, recompute, sp, mbs, flash */
+	static const int layouts[][10] = {
+		{1, 1, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 1, 1},
+		{2, 1, 4, 1, MEM_1F1B, 2, MEM_RECOMPUTE_FULL, 0, 2, 1},
+		{8, 1, 1, 1, MEM_1F1B, 2, MEM_RECOMPUTE_NONE, 1, 1, 1},
+		{1, 4, 2, 1, MEM_GPIPE, 8, MEM_RECOMPUTE_NONE, 0, 1, 1},
+		{1, 4, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_SELECTIVE, 0, 1, 1},
+		{2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 1, 1, 1},
+		{2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 0, 1, 0},
+		{4, 8, 1, 1, MEM_1F1B, 16, MEM_RECOMPUTE_NONE, 0, 4, 1},
+		{1, 1, 8, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 2, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
@@ -167,6 +220,7 @@ static void test_lower_bound(void **state)
 		in.lay.recompute = x[6];
 		in.lay.sp = x[7];
 		in.lay.mbs = x[8];
+		in.lay.flash = x[9];
 		prism_err_clear(&err);
 		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 		lb = synth_lower_bound(&in);
@@ -251,12 +305,14 @@ static void test_meta_round_trip(void **state)
 	a.lay.zero = 1;
 	a.lay.sp = 1;
 	a.lay.recompute = MEM_RECOMPUTE_SELECTIVE;
+	a.lay.flash = 0;
 	a.dtype = HW_FP8;
 	synth_meta(&a, s, sizeof(s));
 	prism_err_clear(&err);
 	assert_string_equal(s, "prism::model#name=t;layers=8;hidden=1024;heads=16;ffn=4096;"
 			       "seq=1024;vocab=32000;tp=2;pp=4;dp=16;vp=2;mbs=1;microbatches=8;"
-			       "schedule=interleaved;recompute=1;sp=1;zero=1;dtype=fp8;hw=h100-dgx");
+			       "schedule=interleaved;recompute=1;sp=1;zero=1;flash=0;dtype=fp8;"
+			       "hw=h100-dgx");
 	synth_in_default(&b);
 	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
 	assert_memory_equal(&a.m, &b.m, sizeof(a.m));
@@ -383,7 +439,7 @@ int main(void)
 		cmocka_unit_test(test_flops_formula),  cmocka_unit_test(test_pipeline_bubble),
 		cmocka_unit_test(test_layout_errors),  cmocka_unit_test(test_meta_round_trip),
 		cmocka_unit_test(test_retime_clone),   cmocka_unit_test(test_fit_scales),
-		cmocka_unit_test(test_lower_bound),
+		cmocka_unit_test(test_lower_bound),    cmocka_unit_test(test_unfused_attention),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
