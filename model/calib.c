@@ -31,6 +31,46 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+int calib_fitted_class(int c)
+{
+	/* Collectives belong to the communication model; copies and sets
+	 * carry their own byte counts rather than their op's shapes, and an
+	 * embedding touches a few rows of a table its shapes count whole:
+	 * none of these is predicted from op shapes. */
+	return c >= 0 && c < KC_NCLASSES && c != KC_COLLECTIVE && c != KC_OTHER &&
+	       c != KC_MEMCPY && c != KC_MEMSET && c != KC_EMBEDDING;
+}
+
+int calib_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, int c,
+		double *ideal, double *work, int *dtype)
+{
+	double f, b, peak;
+	int dt = -1;
+
+	if (g->kind[u] < GN_KERNEL || !cost_work(g, u, &f, &b) || g->dur_ns[u] <= 0)
+		return 0;
+	if (cost_compute_bound(c)) {
+		dt = cost_dtype(g, u);
+		/* fp32 GEMMs on tensor cores (Ampere's default for matmul until
+		 * PyTorch 1.12) run at the TF32 peak. */
+		if (dt == HW_FP32 && hw->peak_flops[HW_TF32] > 0 &&
+		    strstr(strtab_get(&g->st, g->name[u]), "tensorop"))
+			dt = HW_TF32;
+		peak = dt >= 0 ? hw->peak_flops[dt] : 0;
+		if (f <= 0 || peak <= 0)
+			return 0;
+		*ideal = f / peak;
+		*work = f;
+	} else {
+		if (b <= 0)
+			return 0;
+		*ideal = b / hw->hbm_Bps;
+		*work = b;
+	}
+	*dtype = dt;
+	return 1;
+}
+
 void calib_fit(const struct graph *g, const struct hw_profile *hw,
 	       struct calib_class out[KC_NCLASSES])
 {
@@ -47,33 +87,13 @@ void calib_fit(const struct graph *g, const struct hw_profile *hw,
 		double c0, c1, cov00, cov01, cov11, ss, mx = 0, sxx = 0, sum = 0;
 		int flops = cost_compute_bound(c);
 
-		/* Collectives belong to the communication model; copies and sets
-		 * carry their own byte counts rather than their op's shapes, and an
-		 * embedding touches a few rows of a table its shapes count whole:
-		 * none of these is predicted from op shapes. */
-		if (c == KC_COLLECTIVE || c == KC_OTHER || c == KC_MEMCPY || c == KC_MEMSET ||
-		    c == KC_EMBEDDING)
+		if (!calib_fitted_class(c))
 			continue;
 		for (uint32_t u = 0; u < g->n_nodes; u++) {
-			double f, b, peak;
+			double work;
 			int dt;
-			if (g->kind[u] < GN_KERNEL || cls[u] != c ||
-			    !cost_work(g, u, &f, &b) || g->dur_ns[u] <= 0)
+			if (cls[u] != c || !calib_point(g, hw, u, c, &x[n], &work, &dt))
 				continue;
-			if (flops) {
-				dt = cost_dtype(g, u);
-				/* fp32 GEMMs on tensor cores (Ampere's default for
-				 * matmul until PyTorch 1.12) run at the TF32 peak. */
-				if (dt == HW_FP32 && hw->peak_flops[HW_TF32] > 0 &&
-				    strstr(strtab_get(&g->st, g->name[u]), "tensorop"))
-					dt = HW_TF32;
-				peak = dt >= 0 ? hw->peak_flops[dt] : 0;
-				if (f <= 0 || peak <= 0)
-					continue;
-				x[n] = f / peak;
-			} else {
-				x[n] = b / hw->hbm_Bps;
-			}
 			y[n] = g->dur_ns[u] / 1e9;
 			n++;
 		}

@@ -31,6 +31,20 @@ struct calib_class {
 	double measured_s;   /* their measured time in all */
 };
 
+/* 1 for the classes whose time is predicted from op shapes: not
+ * collectives, copies, sets, embeddings or `other`. */
+int calib_fitted_class(int cls);
+
+/*
+ * GPU task u of g as a point of class cls (its class): 1 with *ideal its
+ * ideal time on hw (FLOPs at the peak of its dtype for the FLOP-bound
+ * classes, fp32 GEMMs on tensor cores at TF32's; bytes at HBM bandwidth for
+ * the rest), *work those FLOPs or bytes and *dtype the enum hw_dtype (-1
+ * for the bandwidth-bound classes); 0 where its work or time is unknown.
+ */
+int calib_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, int cls,
+		double *ideal, double *work, int *dtype);
+
 /* Fit every class of g's GPU tasks on hw.  Classes with fewer than 3
  * points are left with n < 3 and zeros. */
 void calib_fit(const struct graph *g, const struct hw_profile *hw,

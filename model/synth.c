@@ -62,6 +62,7 @@ struct ctx {
 	int32_t step;
 	double flops;
 	uint32_t kernels;
+	uint32_t kdb_hits[3];       /* kernels timed: roofline, interpolated, exact */
 	int oom;
 	/* Per step and rank: the first host node and the sync's wait node. */
 	VEC(uint32_t) step_first;
@@ -225,9 +226,15 @@ static double ktime(struct ctx *c, int cls, double flops, double bytes)
 	const struct synth_in *in = c->in;
 	const struct calib_class *k = &in->cost[cls];
 	double x = k->by_flops ? flops / in->hw->peak_flops[in->dtype] : bytes / in->hw->hbm_Bps;
-	double e = k->eff > 0 ? k->eff : 0.5;
+	double e = k->eff > 0 ? k->eff : 0.5, t;
+	int how = KDB_NONE;
 	if (cls == KC_GEMM || cls == KC_ATTENTION)
 		c->flops += flops;
+	if (in->kdb)
+		how = kdb_time(in->kdb, in->hw->gpu, cls, in->dtype, k->by_flops ? flops : bytes, &t);
+	c->kdb_hits[how]++;
+	if (how != KDB_NONE)
+		return t * in->scale[cls];
 	return (k->overhead_s + x / e) * in->scale[cls];
 }
 
@@ -655,7 +662,7 @@ double synth_lower_bound(const struct synth_in *in)
 	int rec = l->recompute == MEM_RECOMPUTE_FULL;
 	struct comm_est e;
 
-	if (in->hw->peak_flops[in->dtype] <= 0 || l->pp < 1 || l->vp < 1)
+	if (in->hw->peak_flops[in->dtype] <= 0 || l->pp < 1 || l->vp < 1 || in->kdb)
 		return 0;
 	/* One layer's forward on one tensor-parallel rank: its GEMMs, its
 	 * attention, and the tensor-parallel collectives (on the compute
@@ -1100,6 +1107,8 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		out->compute[r] = c.rk[r].stream[S_COMPUTE];
 	out->flops = c.flops / (in->steps > 0 ? in->steps : 1);
 	out->kernels = c.kernels;
+	out->kdb_exact = c.kdb_hits[KDB_EXACT];
+	out->kdb_interpolated = c.kdb_hits[KDB_INTERPOLATED];
 	out->n_waits = (uint32_t)c.waits.n;
 	out->waits = malloc((c.waits.n ? c.waits.n : 1) * sizeof(*out->waits));
 	if (!out->waits)

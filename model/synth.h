@@ -25,9 +25,11 @@
  * leaves the layer, then the optimizer runs (multi-tensor Adam, memory
  * bound) and the step ends with cudaDeviceSynchronize.
  *
- * Kernel times come from cost: per class, t = overhead + ideal / eff where
- * ideal is the FLOPs at peak or the bytes at HBM bandwidth (calib.h), times
- * a per-class scale; collectives from comm.h.  Every node carries its
+ * Kernel times come from the kernel database where one is given and it
+ * holds the kernel's GPU, class and work (measured, or interpolated between
+ * measured sizes: kdb.h), else from cost: per class, t = overhead + ideal /
+ * eff where ideal is the FLOPs at peak or the bytes at HBM bandwidth
+ * (calib.h); either times a per-class scale.  Collectives from comm.h.  Every node carries its
  * layer, phase and microbatch; the graph's meta string describes the run
  * ("prism::model#...") so that a synthesised trace says what it is.
  *
@@ -41,6 +43,7 @@
 #include "calib.h"
 #include "graph.h"
 #include "hw.h"
+#include "kdb.h"
 #include "llm.h"
 #include "mem.h"
 
@@ -53,6 +56,7 @@ struct synth_in {
 	int steps;               /* iterations to build (>= 1) */
 	struct calib_class cost[KC_NCLASSES]; /* by class: overhead_s, eff */
 	double scale[KC_NCLASSES];            /* multiplies each class's time */
+	const struct kdb *kdb;   /* measured kernel times (kdb.h), or NULL */
 	double comm_eff;         /* bus efficiency of collectives */
 	double cpu_op_s;         /* host time of an op before its launch */
 	double launch_s;         /* cudaLaunchKernel */
@@ -71,6 +75,9 @@ struct synth_in {
 struct synth_out {
 	double flops;            /* GEMM and attention FLOPs of one replica, one step */
 	uint32_t kernels;        /* GPU tasks, all steps */
+	uint32_t kdb_exact, kdb_interpolated; /* kernels timed from the kernel
+					       * database (the others: roofline
+					       * or communication model) */
 	int steps, stages;
 	/* Event record -> stream wait pairs, for timeline_write. */
 	struct graph_wait *waits;
@@ -112,7 +119,8 @@ int synth_check(const struct synth_in *in, struct prism_err *err);
  * the pipeline's fill and drain around the last stage's work, all on one
  * stream).  Memory-bound kernels, host costs, pipeline and data-parallel
  * communication only add to it.  0 where a class's cost makes no bound
- * (not timed by FLOPs, or a negative fitted overhead).  docs/MODEL.md
+ * (not timed by FLOPs, or a negative fitted overhead) and with a kernel
+ * database (measured times need not lie above the roofline).  docs/MODEL.md
  * gives the argument; prism search --optimise prunes with it.
  */
 double synth_lower_bound(const struct synth_in *in);

@@ -10,6 +10,7 @@
 #include "build.h"
 #include "edit.h"
 #include "hw.h"
+#include "kdb.h"
 #include "kineto.h"
 #include "llm.h"
 #include "predict.h"
@@ -166,6 +167,19 @@ int cli_load_hw(const char *name, struct hw_profile *hw, struct prism_err *err)
 	char path[1024];
 	int rc = load_named("hw", name, path, sizeof(path), err);
 	return rc ? rc : hw_load(path, hw, err);
+}
+
+int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err)
+{
+	*out = kdb_new();
+	if (!*out)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if (kdb_load(*out, path, err)) {
+		kdb_free(*out);
+		*out = NULL;
+		return err->code;
+	}
+	return 0;
 }
 
 int cli_load_model(const char *name, struct llm *m, struct prism_err *err)

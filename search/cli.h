@@ -76,6 +76,10 @@ struct llm;
 int cli_load_hw(const char *name, struct hw_profile *hw, struct prism_err *err);
 int cli_load_model(const char *name, struct llm *m, struct prism_err *err);
 
+/* A kernel database (kdb.h) from path into *out (kdb_free it). */
+struct kdb;
+int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err);
+
 /*
  * An annotated run (its prism::model# description; prism synth and
  * scripts/collect_trace.py write it) as the base of edits: *base is the

@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "build.h"
 #include "calib.h"
 #include "cli.h"
+#include "kdb.h"
 
 static const char help[] =
 	"usage: prism calibrate [options] TRACE...|GRAPH\n"
@@ -15,9 +17,14 @@ static const char help[] =
 	"Fit, for each kernel class, the fraction of the GPU's peak its kernels\n"
 	"reach and their fixed overhead, from the trace's own kernels whose work is\n"
 	"known from their op's shapes (FLOPs for GEMMs, bytes for the rest), and\n"
-	"report how well the fit predicts each kernel when left out of it.\n"
+	"report how well the fit predicts each kernel when left out of it.  The\n"
+	"kernels also form a kernel database (median time per GPU, class, dtype and\n"
+	"work), interpolated in log-log between measured sizes; its leave-one-out\n"
+	"error is reported beside the fit's.  With --db, the database is merged\n"
+	"into FILE (SQLite, created if absent) for synth, whatif and search --db.\n"
 	"\n"
 	"options:\n"
+	"      --db FILE     add the trace's kernels to the kernel database FILE\n"
 	"      --hw FILE     the hardware profile (default: chosen from the trace's\n"
 	"                    GPU name among configs/hw/*.cfg)\n"
 	"      --json        print the results as JSON\n"
@@ -28,6 +35,7 @@ int cmd_calibrate(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"hw", required_argument, NULL, 'w'},
+		{"db", required_argument, NULL, 'D'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_BUILD_LONGOPTS,
@@ -39,7 +47,10 @@ int cmd_calibrate(int argc, char **argv)
 	struct hw_profile hw;
 	struct calib_class cc[KC_NCLASSES];
 	struct calib_comm cm[GC_NKINDS];
-	const char *ranks = NULL, *hw_path = NULL;
+	const char *ranks = NULL, *hw_path = NULL, *db_path = NULL;
+	struct kdb *db = NULL;
+	size_t added = 0, loo_n[KC_NCLASSES];
+	double loo_mean[KC_NCLASSES], loo_med[KC_NCLASSES];
 	char found[1024];
 	int json = 0, c, rc;
 
@@ -54,6 +65,7 @@ int cmd_calibrate(int argc, char **argv)
 			continue;
 		switch (c) {
 		case 'w': hw_path = optarg; break;
+		case 'D': db_path = optarg; break;
 		case 'j': json = 1; break;
 		case 'h': fputs(help, stdout); return 0;
 		default: fputs(help, stderr); return EXIT_USAGE;
@@ -74,12 +86,23 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	if (rc == 0)
 		rc = hw_load(hw_path, &hw, &err);
+	if (rc == 0 && !(db = kdb_new()))
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	if (rc == 0 && db_path && access(db_path, F_OK) == 0)
+		rc = kdb_load(db, db_path, &err);
+	if (rc == 0 && kdb_add_graph(db, g, &hw, &added))
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	if (rc == 0 && db_path)
+		rc = kdb_save(db, db_path, &err);
 	if (rc) {
+		kdb_free(db);
 		graph_free(g);
 		return cli_fail(&err);
 	}
 	calib_fit(g, &hw, cc);
 	calib_comm_fit(g, &hw, cm);
+	for (int k = 0; k < KC_NCLASSES; k++)
+		kdb_loo(db, hw.gpu, k, &loo_n[k], &loo_mean[k], &loo_med[k]);
 	if (json) {
 		printf("{\"hw\":");
 		prism_fput_json_str(stdout, hw_path);
@@ -88,10 +111,11 @@ int cmd_calibrate(int argc, char **argv)
 			if (cc[k].n < 3)
 				continue;
 			printf("%s\"%s\":{\"samples\":%zu,\"by\":\"%s\",\"efficiency\":%.6f,"
-			       "\"overhead_s\":%.9f,\"loo_mean\":%.6f,\"loo_median\":%.6f}",
+			       "\"overhead_s\":%.9f,\"loo_mean\":%.6f,\"loo_median\":%.6f,"
+			       "\"db_loo_rows\":%zu,\"db_loo_mean\":%.6f,\"db_loo_median\":%.6f}",
 			       first ? "" : ",", cost_class_name(k), cc[k].n,
 			       cc[k].by_flops ? "flops" : "bytes", cc[k].eff, cc[k].overhead_s,
-			       cc[k].loo_mean, cc[k].loo_median);
+			       cc[k].loo_mean, cc[k].loo_median, loo_n[k], loo_mean[k], loo_med[k]);
 			first = 0;
 		}
 		printf("},\"collectives\":{");
@@ -104,22 +128,34 @@ int cmd_calibrate(int argc, char **argv)
 			       cm[k].best_eff);
 			first = 0;
 		}
-		printf("}}\n");
+		printf("},\"db\":{\"tasks\":%zu,\"rows\":%zu}}\n", added, kdb_rows(db));
 	} else {
 		printf("calibrate: %s, profile %s (%s)\n\n", hw.gpu, hw_path, hw.name);
-		printf("%-12s %8s %18s %11s %22s\n", "class", "samples", "efficiency", "overhead",
-		       "leave-one-out |error|");
-		printf("%-12s %8s %18s %11s %22s\n", "", "", "(of peak, large)", "", "mean / median");
+		printf("%-12s %8s %18s %11s %22s %26s\n", "class", "samples", "efficiency",
+		       "overhead", "leave-one-out |error|", "database leave-one-out");
+		printf("%-12s %8s %18s %11s %22s %26s\n", "", "", "(of peak, large)", "",
+		       "mean / median", "sizes: mean / median");
 		for (int k = 0; k < KC_NCLASSES; k++) {
 			if (cc[k].n < 3)
 				continue;
-			printf("%-12s %8zu %9.1f%% %-8s %8.2f us %12.1f%% / %5.1f%%\n",
+			printf("%-12s %8zu %9.1f%% %-8s %8.2f us %12.1f%% / %5.1f%%",
 			       cost_class_name(k), cc[k].n, 100 * cc[k].eff,
 			       cc[k].by_flops ? "FLOP/s" : "HBM", cc[k].overhead_s * 1e6,
 			       100 * cc[k].loo_mean, 100 * cc[k].loo_median);
+			if (loo_n[k])
+				printf(" %6zu: %6.1f%% / %5.1f%%\n", loo_n[k], 100 * loo_mean[k],
+				       100 * loo_med[k]);
+			else
+				printf(" %25s\n", "-");
 		}
 		printf("\nEach class: time = overhead + ideal time / efficiency, fitted by least\n"
-		       "squares (ideal time: FLOPs at peak, or bytes at HBM bandwidth).\n");
+		       "squares (ideal time: FLOPs at peak, or bytes at HBM bandwidth).  The\n"
+		       "database: %zu kernels of this trace; %zu rows in all (median per GPU,\n"
+		       "class, dtype and work); each size between the smallest and largest\n"
+		       "of its class interpolated from the other rows of this GPU.\n",
+		       added, kdb_rows(db));
+		if (db_path)
+			printf("Kernel database written: %s\n", db_path);
 		for (int k = 0, first = 1; k < GC_NKINDS; k++) {
 			if (!cm[k].n)
 				continue;
@@ -131,6 +167,7 @@ int cmd_calibrate(int argc, char **argv)
 			       100 * cm[k].median_eff, 100 * cm[k].best_eff);
 		}
 	}
+	kdb_free(db);
 	graph_free(g);
 	return 0;
 }

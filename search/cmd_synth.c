@@ -26,6 +26,9 @@ static const char help[] =
 	"      --eff CLASS=E,...   fraction of peak a kernel class reaches on large\n"
 	"                          work (gemm, attention, norm, softmax, elementwise,\n"
 	"                          embedding, optimizer; default 0.7, attention 0.5)\n"
+	"      --db FILE           kernel times from this kernel database (prism\n"
+	"                          calibrate --db) where it holds the GPU and size;\n"
+	"                          the roofline above for the rest\n"
 	"      --host-us OP,LAUNCH host time per op and per kernel launch, in us\n"
 	"                          (default 10,5)\n"
 	"      --json              print the prediction as JSON\n"
@@ -75,6 +78,7 @@ int cmd_synth(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"eff", required_argument, NULL, 'e'},
 		{"host-us", required_argument, NULL, 'H'},
+		{"db", required_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_LAYOUT_LONGOPTS,
 		{NULL, 0, NULL, 0},
@@ -85,7 +89,8 @@ int cmd_synth(int argc, char **argv)
 	struct prism_err err;
 	struct graph *g = NULL;
 	struct synth_out so;
-	const char *hw_name = NULL, *out = NULL, *eff = NULL, *host = NULL;
+	const char *hw_name = NULL, *out = NULL, *eff = NULL, *host = NULL, *db_path = NULL;
+	struct kdb *db = NULL;
 	unsigned given = 0;
 	int json = 0, c, rc;
 
@@ -104,6 +109,7 @@ int cmd_synth(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'e': eff = optarg; break;
 		case 'H': host = optarg; break;
+		case 'D': db_path = optarg; break;
 		case 'h':
 			fputs(help, stdout);
 			fputs(cli_layout_help, stdout);
@@ -121,9 +127,13 @@ int cmd_synth(int argc, char **argv)
 		return cli_fail(&err);
 	cli_layout_apply(&opt, given, &in);
 	in.hw = &hw;
-	if ((eff && parse_eff(eff, &in, &err)) || (host && parse_host(host, &in, &err)))
+	if ((eff && parse_eff(eff, &in, &err)) || (host && parse_host(host, &in, &err)) ||
+	    (db_path && cli_load_kdb(db_path, &db, &err)))
 		return cli_fail(&err);
-	if ((rc = predict_synth(&in, &p, out ? &g : NULL, out ? &so : NULL, &err)))
+	in.kdb = db;
+	rc = predict_synth(&in, &p, out ? &g : NULL, out ? &so : NULL, &err);
+	kdb_free(db);
+	if (rc)
 		return cli_fail(&err);
 	if (json) {
 		fputs("{", stdout);

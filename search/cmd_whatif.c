@@ -38,6 +38,8 @@ static const char help[] =
 	"      --base-hw HW        the base's hardware, when the trace does not say\n"
 	"      --base-dp N         the base's data-parallel degree (default: the\n"
 	"                          trace's world size)\n"
+	"      --db FILE           kernel times from this kernel database (prism\n"
+	"                          calibrate --db) where it holds the GPU and size\n"
 	"      --timeline FILE     write the candidate's simulated run (Perfetto)\n"
 	"      --json              print the prediction as JSON\n"
 	"  -h, --help              this help\n"
@@ -108,7 +110,8 @@ static int same_config(const struct synth_in *a, const struct synth_in *b)
 	       a->lay.vp == b->lay.vp && a->lay.mbs == b->lay.mbs &&
 	       a->lay.microbatches == b->lay.microbatches && a->lay.schedule == b->lay.schedule &&
 	       a->lay.recompute == b->lay.recompute && a->lay.sp == b->lay.sp &&
-	       a->lay.zero == b->lay.zero && a->dtype == b->dtype && a->hw == b->hw;
+	       a->lay.zero == b->lay.zero && a->lay.flash == b->lay.flash && a->dtype == b->dtype &&
+	       a->hw == b->hw;
 }
 
 /* The candidate from a rebuilt model; timeline if asked. */
@@ -133,6 +136,7 @@ int cmd_whatif(int argc, char **argv)
 		{"base-hw", required_argument, NULL, 'W'},
 		{"base-dp", required_argument, NULL, 'B'},
 		{"timeline", required_argument, NULL, 't'},
+		{"db", required_argument, NULL, 'D'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_BUILD_LONGOPTS,
@@ -146,6 +150,8 @@ int cmd_whatif(int argc, char **argv)
 	struct predict_out p;
 	struct graph *g = NULL;
 	const char *hw_name = NULL, *base_hw_name = NULL, *timeline = NULL, *ranks = NULL;
+	const char *db_path = NULL;
+	struct kdb *db = NULL;
 	unsigned given = 0;
 	int json = 0, c, rc = 0, base_dp = 0;
 	double base_s = 0;
@@ -170,6 +176,7 @@ int cmd_whatif(int argc, char **argv)
 				return cli_fail(&err);
 			break;
 		case 't': timeline = optarg; break;
+		case 'D': db_path = optarg; break;
 		case 'j': json = 1; break;
 		case 'h':
 			fputs(help, stdout);
@@ -182,40 +189,46 @@ int cmd_whatif(int argc, char **argv)
 		fprintf(stderr, "prism whatif: no BASE given\n%s", help);
 		return EXIT_USAGE;
 	}
+	if (db_path && (rc = cli_load_kdb(db_path, &db, &err)))
+		return cli_fail(&err);
 	synth_in_default(&base);
+	base.kdb = db;
 	memset(&p, 0, sizeof(p));
 
 	/* A model: synthesise both. */
 	if (argc - optind == 1 && is_model(argv[optind])) {
 		if (!hw_name && !base_hw_name) {
 			fprintf(stderr, "prism whatif: a model BASE needs --hw\n");
+			kdb_free(db);
 			return EXIT_USAGE;
 		}
 		if ((rc = cli_load_model(argv[optind], &base.m, &err)) ||
 		    (rc = cli_load_hw(base_hw_name ? base_hw_name : hw_name, &hw_base, &err)) ||
 		    (rc = cli_load_hw(hw_name ? hw_name : base_hw_name, &hw_cand, &err)))
-			return cli_fail(&err);
+			goto fail;
 		base.hw = &hw_base;
 		cand = base;
 		cli_layout_apply(&opt, given, &cand);
 		cand.hw = &hw_cand;
 		if ((rc = predict_synth(&base, &p, NULL, NULL, &err)))
-			return cli_fail(&err);
+			goto fail;
 		base_s = p.iter_s;
 		if ((rc = predict_write(&cand, &p, timeline, &err)))
-			return cli_fail(&err);
+			goto fail;
 		print_pair(&base, base_s, &cand, &p, "both synthesised from the model", json);
+		kdb_free(db);
 		return 0;
 	}
 
 	if ((rc = cli_load_graph(argv + optind, argc - optind, ranks, &bo, &g, &err)))
-		return cli_fail(&err);
+		goto fail;
 	if (g->meta) {
 		/* An annotated run: its description gives the base configuration;
 		 * a changed one is rebuilt with the costs fitted on the base. */
 		int same;
 		if ((rc = cli_base(g, base_hw_name, &hw_base, &base, &err)))
 			goto fail;
+		base.kdb = db;
 		if ((rc = cli_load_hw(hw_name ? hw_name : hw_base.id, &hw_cand, &err)))
 			goto fail;
 		cand = base;
@@ -241,6 +254,7 @@ int cmd_whatif(int argc, char **argv)
 				   json);
 		}
 		graph_free(g);
+		kdb_free(db);
 		return 0;
 	}
 
@@ -311,8 +325,10 @@ int cmd_whatif(int argc, char **argv)
 		}
 	}
 	graph_free(g);
+	kdb_free(db);
 	return 0;
 fail:
 	graph_free(g);
+	kdb_free(db);
 	return cli_fail(&err);
 }

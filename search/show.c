@@ -40,6 +40,9 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		m->weights / 1e9, m->grads / 1e9, m->optimizer / 1e9, m->activations / 1e9,
 		m->inflight);
 	fprintf(f, "graph      %u tasks, %u on GPUs\n", p->tasks, p->kernels);
+	if (in->kdb)
+		fprintf(f, "kernel db  %u kernels measured, %u interpolated, the rest roofline\n",
+			p->kdb_exact, p->kdb_interpolated);
 	fprintf(f, "screening  analytic estimate %.3f ms, proven lower bound %.3f ms\n",
 		predict_analytic(in) * 1e3, synth_lower_bound(in) * 1e3);
 }
@@ -60,11 +63,13 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		"\"tokens_per_s\":%.3f,\"mfu\":%.6f,\"gpu_hours\":%.9f,\"memory_bytes\":%.0f,"
 		"\"memory_capacity_bytes\":%.0f,\"fits\":%s,\"tasks\":%u,"
 		"\"exposed_compute_s\":%.9f,\"exposed_comm_s\":%.9f,\"overlap_s\":%.9f,"
-		"\"idle_s\":%.9f,\"analytic_s\":%.9f,\"bound_s\":%.9f",
+		"\"idle_s\":%.9f,\"analytic_s\":%.9f,\"bound_s\":%.9f,\"flash\":%d,"
+		"\"kdb_exact\":%u,\"kdb_interpolated\":%u",
 		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches, synth_schedule_name(l->schedule),
 		mem_recompute_name(l->recompute), l->sp, l->zero, hw_dtype_name(in->dtype), p->gpus,
 		p->global_batch, p->iter_s, p->bubble, p->tokens_per_s, p->mfu, p->gpu_hours,
 		p->mem.total, p->mem.capacity, p->mem.fits ? "true" : "false", p->tasks,
 		p->exposed_compute_s, p->exposed_comm_s, p->overlap_s, p->idle_s,
-		predict_analytic(in), synth_lower_bound(in));
+		predict_analytic(in), synth_lower_bound(in), l->flash, p->kdb_exact,
+		p->kdb_interpolated);
 }

@@ -10,6 +10,7 @@
 #include "build.h"
 #include "cfg.h"
 #include "cli.h"
+#include "kdb.h"
 #include "vec.h"
 
 static const char *const status_names[] = {"pending", "invalid", "oom", "screened", "simulated",
@@ -113,9 +114,19 @@ static int known(const char *file, config_setting_t *g, const char *const *names
 	return 0;
 }
 
+/* A file named in the sweep file: relative paths are tried from the
+ * working directory, then from the sweep file's. */
+static void resolve(const char *file, const char *p, char *buf, size_t n)
+{
+	const char *slash = strrchr(file, '/');
+	if (p[0] != '/' && slash && access(p, R_OK) != 0)
+		snprintf(buf, n, "%.*s/%s", (int)(slash - file), file, p);
+	else
+		snprintf(buf, n, "%s", p);
+}
+
 /* 'base': a trace file or saved graph, or a list of trace files (the
- * ranks of one job); relative paths are tried from the working directory,
- * then from the sweep file's.  Not both 'base' and 'model'. */
+ * ranks of one job).  Not both 'base' and 'model'. */
 static int base_files(const char *file, config_t *cf, struct sweep *s, struct prism_err *err)
 {
 	config_setting_t *b = config_lookup(cf, "base");
@@ -135,16 +146,12 @@ static int base_files(const char *file, config_t *cf, struct sweep *s, struct pr
 		const config_setting_t *e =
 			config_setting_is_aggregate(b) ? config_setting_get_elem(b, (unsigned)i) : b;
 		const char *p = config_setting_get_string(e);
-		const char *slash = strrchr(file, '/');
 		char buf[1024];
 		if (!p)
 			return prism_err_set(err, PRISM_EFORMAT,
 					     "%s:%d: 'base' must be a file name in quotes (or a list)",
 					     file, config_setting_source_line(e));
-		if (p[0] != '/' && slash && access(p, R_OK) != 0)
-			snprintf(buf, sizeof(buf), "%.*s/%s", (int)(slash - file), file, p);
-		else
-			snprintf(buf, sizeof(buf), "%s", p);
+		resolve(file, p, buf, sizeof(buf));
 		if (!(s->base[s->n_base] = strdup(buf)))
 			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 		s->n_base++;
@@ -172,21 +179,31 @@ static int fingerprint(char *const *paths, int n, char *out, size_t size)
 }
 
 /* The template every candidate starts from: the model with default costs,
- * or the trace's described configuration with costs fitted on it. */
+ * or the trace's described configuration with costs fitted on it; kernel
+ * times from the kernel database where one is named.  The fingerprint
+ * covers the base's bytes and the database's. */
 static int load_base(struct sweep *s, struct prism_err *err)
 {
 	char mpath[1024];
+	char *files[SWEEP_MAX_BASE + 2];
+	int nf = 0;
 
+	if (s->kdb_path[0]) {
+		int rc = cli_load_kdb(s->kdb_path, &s->kdb, err);
+		if (rc) {
+			prism_err_prefix(err, "kernel_db");
+			return rc;
+		}
+	}
 	if (!s->n_base) {
 		int rc = cli_load_model(s->model_name, &s->m, err);
 		if (rc)
 			return rc;
 		synth_in_default(&s->tmpl);
 		s->tmpl.m = s->m;
-		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath)) == 0) {
-			char *p = mpath;
-			fingerprint(&p, 1, s->fingerprint, sizeof(s->fingerprint));
-		}
+		s->tmpl.kdb = s->kdb;
+		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath)) == 0)
+			files[nf++] = mpath;
 	} else {
 		struct build_opts bo;
 		struct graph *g = NULL;
@@ -194,8 +211,10 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		build_opts_default(&bo);
 		if ((rc = cli_load_graph(s->base, s->n_base, NULL, &bo, &g, err)))
 			return rc;
-		if ((rc = cli_base(g, NULL, &s->base_hw, &s->tmpl, err)) == 0)
+		if ((rc = cli_base(g, NULL, &s->base_hw, &s->tmpl, err)) == 0) {
+			s->tmpl.kdb = s->kdb;
 			rc = cli_fit(g, &s->tmpl, &s->tmpl, err);
+		}
 		graph_free(g);
 		if (rc) {
 			prism_err_prefix(err, "base %s", s->base[0]);
@@ -203,17 +222,23 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		}
 		s->m = s->tmpl.m;
 		snprintf(s->model_name, sizeof(s->model_name), "%s", s->base[0]);
-		if (fingerprint(s->base, s->n_base, s->fingerprint, sizeof(s->fingerprint)))
-			return prism_err_set(err, PRISM_EIO, "%s: cannot read it", s->base[0]);
+		for (int i = 0; i < s->n_base; i++)
+			files[nf++] = s->base[i];
 	}
+	if (s->kdb_path[0])
+		files[nf++] = s->kdb_path;
+	if (nf && fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint)))
+		return prism_err_set(err, PRISM_EIO, "%s: cannot read it", files[0]);
 	s->tmpl.hw = &s->hw;
 	return 0;
 }
 
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 {
-	static const char *const top[] = {"name", "model", "base", "hw", "gpus", "gpu_budget",
-					  "global_batch", "screen_margin", "space"};
+	static const char *const top[] = {"name",	  "model",	   "base",
+					  "hw",		  "gpus",	   "gpu_budget",
+					  "global_batch", "screen_margin", "kernel_db",
+					  "space"};
 	static const char *const knobs[] = {"tp", "pp", "mbs", "schedule", "vp", "recompute",
 					    "zero", "sp", "layers", "hidden"};
 	config_t cf;
@@ -226,7 +251,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = cfg_read(&cf, path, err)))
 		return rc;
 	space = config_lookup(&cf, "space");
-	if ((rc = known(path, config_root_setting(&cf), top, 9, "", err)) ||
+	if ((rc = known(path, config_root_setting(&cf), top, 10, "", err)) ||
 	    (rc = known(path, space, knobs, 10, "space.", err)))
 		goto out;
 	if ((rc = cfg_text(path, &cf, NULL, "name", s->name, sizeof(s->name), err)) ||
@@ -237,6 +262,12 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = cfg_number(path, &cf, NULL, "global_batch", 1, 0, &v, err)))
 		goto out;
 	s->global_batch = (int)v;
+	if (config_lookup(&cf, "kernel_db")) {
+		char p[512];
+		if ((rc = cfg_text(path, &cf, NULL, "kernel_db", p, sizeof(p), err)))
+			goto out;
+		resolve(path, p, s->kdb_path, sizeof(s->kdb_path));
+	}
 	s->margin = 0.3;
 	if (config_lookup(&cf, "screen_margin") &&
 	    (rc = cfg_number(path, &cf, NULL, "screen_margin", 1, 1, &s->margin, err)))
@@ -295,6 +326,8 @@ void sweep_free(struct sweep *s)
 	for (int i = 0; i < s->n_base; i++)
 		free(s->base[i]);
 	s->n_base = 0;
+	kdb_free(s->kdb);
+	s->kdb = NULL;
 }
 
 static void make_key(struct cand *c)

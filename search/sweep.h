@@ -6,7 +6,8 @@
  * graph) whose kernels calibrate the costs -- and the hardware, the GPU counts (a list, or a budget:
  * every power of two up to it), the global batch in sequences, and for
  * each knob a list: tp, pp, mbs, schedule, vp, recompute, zero, sp, layers,
- * hidden.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
+ * hidden; optionally a kernel database (kernel_db, from prism calibrate
+ * --db) for kernel times.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
  * count from the global batch (global / (dp x mbs)).
  *
  * Enumeration keeps every point with its verdict: a candidate that breaks
@@ -46,7 +47,10 @@ struct sweep {
 	int n_base;
 	struct hw_profile base_hw;
 	struct synth_in tmpl;     /* every candidate starts from it */
-	char fingerprint[64];     /* of the base's bytes (model file or traces) */
+	char kdb_path[1024];      /* 'kernel_db': measured kernel times, or "" */
+	struct kdb *kdb;          /* loaded from it, or NULL */
+	char fingerprint[64];     /* of the base's bytes (model file or traces)
+				   * and the kernel database's */
 	int global_batch;
 	double margin;            /* screen candidates beyond best x (1 + margin) */
 	int gpus_line;            /* of 'gpus' or 'gpu_budget' */

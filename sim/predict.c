@@ -54,6 +54,8 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 		out->idle_s = st.idle_s;
 		out->tasks = g->n_nodes;
 		out->kernels = so.kernels;
+		out->kdb_exact = so.kdb_exact;
+		out->kdb_interpolated = so.kdb_interpolated;
 	}
 	if (rc == 0 && keep_g) {
 		*keep_g = g;

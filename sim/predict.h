@@ -25,6 +25,7 @@ struct predict_out {
 	double global_batch; /* sequences per iteration */
 	int gpus;
 	uint32_t tasks, kernels;
+	uint32_t kdb_exact, kdb_interpolated; /* synth_out's */
 	struct mem_est mem;
 };
 

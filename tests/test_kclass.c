@@ -1,9 +1,16 @@
 /* test_kclass.c - kernel classes of names taken from the shared traces. */
 #include <string.h>
 
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "calib.h"
 #include "comm.h"
 #include "cost.h"
+#include "kdb.h"
 #include "testutil.h"
 
 static void test_real_names(void **state)
@@ -48,6 +55,12 @@ static void test_real_names(void **state)
 		 "(int)", KC_EMBEDDING},
 		{"void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float>"
 		 "(int)", KC_OPTIMIZER},
+		{"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, "
+		 "unsigned int, 1, 4, bool>(float*)", KC_ELEMENTWISE},
+		{"void at::native::(anonymous namespace)::masked_scale_kernel<bool, float, float>"
+		 "(float*)", KC_ELEMENTWISE},
+		{"void scaled_masked_softmax_warp_forward<__half, __half, float, 11>(__half*)",
+		 KC_SOFTMAX},
 		{"triton__0d1d2d3d", KC_OTHER}, /* old Triton names say nothing */
 	};
 	(void)state;
@@ -252,6 +265,155 @@ static void test_bus_efficiency(void **state)
 	graph_free(g);
 }
 
+/* A GPU with round numbers, named so that rows can tell it apart. */
+static void test_gpu(struct hw_profile *hw)
+{
+	memset(hw, 0, sizeof(*hw));
+	snprintf(hw->gpu, sizeof(hw->gpu), "TestGPU");
+	hw->peak_flops[HW_BF16] = 100e12;
+	hw->hbm_Bps = 1e12;
+}
+
+/*
+ * The kernel database.  GEMMs of 2^31, 2^32 and 2^33 FLOPs (bf16) taking
+ * 10 us (the median of 8, 10 and 30), 20 and 40 us lie on t = c x work:
+ * interpolation in log-log reproduces the line, 30 us at 1.5 x 2^32.  Two
+ * elementwise kernels, 10 us for 1e6 bytes (125,000 floats read, as many
+ * written) and 20 us for 4e6: between two rows the interpolation is a
+ * power law, 10 x 2^0.5 = 14.142 us at 2e6 bytes.
+ */
+static struct kdb *sample_db(const struct hw_profile *hw, int64_t b_ns)
+{
+	static const char *const gdims[] = {
+		"[[1024, 1024], [1024, 1024]]", "[[1024, 1024], [1024, 1024]]",
+		"[[1024, 1024], [1024, 1024]]", "[[2048, 1024], [1024, 1024]]",
+		"[[4096, 1024], [1024, 1024]]"};
+	static const char *const edims[] = {"[[125000]]", "[[500000]]"};
+	int64_t gdur[] = {8000, 30000, 10000, b_ns, 40000}, edur[] = {10000, 20000};
+	struct graph *g = kernels(5, "sm80_xmma_gemm_bf16bf16", "aten::mm", gdims,
+				  "[\"c10::BFloat16\", \"c10::BFloat16\"]", gdur);
+	struct graph *e = kernels(2, "vectorized_elementwise_kernel", "aten::relu", edims,
+				  "[\"float\"]", edur);
+	struct kdb *db = kdb_new();
+	size_t added;
+	assert_non_null(db);
+	assert_int_equal(kdb_add_graph(db, g, hw, &added), 0);
+	assert_int_equal(added, 5);
+	assert_int_equal(kdb_add_graph(db, e, hw, &added), 0);
+	assert_int_equal(added, 2);
+	graph_free(g);
+	graph_free(e);
+	return db;
+}
+
+static void check_lookups(const struct kdb *db)
+{
+	double t = 0, w = 2147483648.0; /* 2^31 */
+	assert_int_equal(kdb_rows(db), 5);
+	assert_int_equal(kdb_time(db, "TestGPU", KC_GEMM, HW_BF16, w, &t), KDB_EXACT);
+	assert_rel_close(t, 10e-6, 1e-12);
+	assert_int_equal(kdb_time(db, "TestGPU", KC_GEMM, HW_BF16, 2 * w, &t), KDB_EXACT);
+	assert_rel_close(t, 20e-6, 1e-12);
+	assert_int_equal(kdb_time(db, "TestGPU", KC_GEMM, HW_BF16, 3 * w, &t), KDB_INTERPOLATED);
+	assert_rel_close(t, 30e-6, 1e-12);
+	assert_int_equal(kdb_time(db, "TestGPU", KC_ELEMENTWISE, HW_BF16, 2e6, &t),
+			 KDB_INTERPOLATED);
+	assert_rel_close(t, 10e-6 * sqrt(2.0), 1e-12);
+	/* Outside the measured sizes, another dtype, another GPU: none. */
+	assert_int_equal(kdb_time(db, "TestGPU", KC_GEMM, HW_BF16, 8 * w, &t), KDB_NONE);
+	assert_int_equal(kdb_time(db, "TestGPU", KC_GEMM, HW_BF16, w / 2, &t), KDB_NONE);
+	assert_int_equal(kdb_time(db, "TestGPU", KC_GEMM, HW_FP32, 2 * w, &t), KDB_NONE);
+	assert_int_equal(kdb_time(db, "OtherGPU", KC_GEMM, HW_BF16, 2 * w, &t), KDB_NONE);
+	assert_int_equal(kdb_time(db, "TestGPU", KC_NORM, -1, 2e6, &t), KDB_NONE);
+}
+
+static void test_kdb(void **state)
+{
+	char path[] = "/tmp/prism_kdbXXXXXX";
+	struct hw_profile hw;
+	struct prism_err err;
+	struct kdb *db, *back;
+	size_t n;
+	double mean, median, t;
+	int fd;
+	sqlite3 *h;
+	(void)state;
+	test_gpu(&hw);
+	db = sample_db(&hw, 20000);
+	check_lookups(db);
+	/* The interior GEMM row, left out, is on the line of the other two. */
+	kdb_loo(db, "TestGPU", KC_GEMM, &n, &mean, &median);
+	assert_int_equal(n, 1);
+	assert_true(mean < 1e-12);
+
+	/* Saved and loaded: the same rows. */
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	prism_err_clear(&err);
+	assert_int_equal(kdb_save(db, path, &err), 0);
+	back = kdb_new();
+	assert_int_equal(kdb_load(back, path, &err), 0);
+	check_lookups(back);
+	kdb_free(db);
+
+	/* A second calibration measuring the 2^32 GEMM at 40 us: one row, the
+	 * mean of the two medians weighed by their counts (1 and 1). */
+	db = sample_db(&hw, 40000);
+	{
+		struct graph *g;
+		static const char *const dims[] = {"[[2048, 1024], [1024, 1024]]"};
+		int64_t d[] = {40000};
+		size_t added;
+		g = kernels(1, "sm80_xmma_gemm_bf16bf16", "aten::mm", dims,
+			    "[\"c10::BFloat16\", \"c10::BFloat16\"]", d);
+		assert_int_equal(kdb_add_graph(back, g, &hw, &added), 0);
+		graph_free(g);
+	}
+	assert_int_equal(kdb_rows(back), 5);
+	assert_int_equal(kdb_time(back, "TestGPU", KC_GEMM, HW_BF16, 4294967296.0, &t), KDB_EXACT);
+	assert_rel_close(t, 30e-6, 1e-12);
+	kdb_free(back);
+	kdb_free(db);
+
+	/* Files that are not kernel databases, and bad rows. */
+	back = kdb_new();
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "DROP TABLE kernel; CREATE TABLE other (x)", NULL, NULL,
+				      NULL),
+			 SQLITE_OK);
+	sqlite3_close(h);
+	prism_err_clear(&err);
+	assert_int_equal(kdb_load(back, path, &err), PRISM_EFORMAT);
+	{
+		char want[256];
+		snprintf(want, sizeof(want), "%s: not a prism kernel database: no such table: kernel",
+			 path);
+		assert_string_equal(err.msg, want);
+	}
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h,
+				      "CREATE TABLE kernel (gpu, class, dtype, work, time_s, samples,"
+				      " shape); INSERT INTO kernel VALUES ('G', 'gemm', 'bf16', 1e9,"
+				      " 1e-5, 1, ''), ('G', 'bogus', 'any', 1e6, 1e-5, 1, '')",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(h);
+	prism_err_clear(&err);
+	assert_int_equal(kdb_load(back, path, &err), PRISM_EFORMAT);
+	{
+		char want[256];
+		snprintf(want, sizeof(want), "%s: row 2: class: unknown 'bogus'", path);
+		assert_string_equal(err.msg, want);
+	}
+	kdb_free(back);
+	unlink(path);
+	back = kdb_new();
+	prism_err_clear(&err);
+	assert_int_equal(kdb_load(back, path, &err), PRISM_EIO);
+	kdb_free(back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -260,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_calib_exact_line),
 		cmocka_unit_test(test_calib_leave_one_out),
 		cmocka_unit_test(test_bus_efficiency),
+		cmocka_unit_test(test_kdb),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

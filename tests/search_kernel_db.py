@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Kernel times from a kernel database.  A database whose GEMM rows lie on
+the roofline 3 us + FLOPs / (peak x 35 %), 400 sizes from 1e6 to 1e16
+FLOPs, must make `prism synth --db` predict what `--eff gemm=0.35` predicts
+(interpolated between rows, every GEMM looked up); a sweep naming it as
+kernel_db must simulate no candidate faster than without it (the
+launch-bound ones as fast) and most slower, and a
+database changed under a stored sweep must refuse to resume.
+
+usage: search_kernel_db.py PRISM SWEEP   (SWEEP: tests/data/sweeps/small.cfg)
+"""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+from sweeptest import check
+
+PRISM, SWEEP = sys.argv[1], sys.argv[2]
+PEAK = 989.4e12  # configs/hw/h100-dgx.cfg, bf16 dense
+LAYOUT = ["--tp", "2", "--dp", "4", "--microbatches", "4", "--mbs", "4"]  # GPU-bound
+
+
+def run(*args, code=0):
+    r = subprocess.run([PRISM, *args], capture_output=True, text=True)
+    check(r.returncode == code, f"prism {' '.join(args)} exited {r.returncode}: {r.stderr}")
+    return r
+
+
+def make_db(path, eff):
+    con = sqlite3.connect(path)
+    con.execute("DROP TABLE IF EXISTS kernel")
+    con.execute("CREATE TABLE kernel (gpu TEXT, class TEXT, dtype TEXT, work REAL,"
+                " time_s REAL, samples INTEGER, shape TEXT)")
+    for i in range(400):
+        w = 10 ** (6 + 10 * i / 399)
+        con.execute("INSERT INTO kernel VALUES ('H100-SXM5-80GB', 'gemm', 'bf16', ?, ?, 1, '')",
+                    (w, 3e-6 + w / (PEAK * eff)))
+    con.commit()
+    con.close()
+
+
+def times(db):
+    con = sqlite3.connect(db)
+    out = dict(con.execute("SELECT key, iter_s FROM candidate WHERE status='simulated'"))
+    con.close()
+    return out
+
+
+with tempfile.TemporaryDirectory() as d:
+    kdb = os.path.join(d, "kernels.db")
+    make_db(kdb, 0.35)
+    synth = ["synth", "gpt-small", "--hw", "h100-dgx", *LAYOUT, "--json"]
+    with_db = json.loads(run(*synth, "--db", kdb).stdout)
+    with_eff = json.loads(run(*synth, "--eff", "gemm=0.35").stdout)
+    plain = json.loads(run(*synth).stdout)
+    err = abs(with_db["iteration_s"] / with_eff["iteration_s"] - 1)
+    check(err < 1e-4, f"--db {with_db['iteration_s']:.9f} s against --eff gemm=0.35 "
+          f"{with_eff['iteration_s']:.9f} s ({err:.1e})")
+    check(with_db["kdb_interpolated"] + with_db["kdb_exact"] > 0 and
+          with_db["iteration_s"] > 1.2 * plain["iteration_s"],
+          f"the database was not used: {with_db}")
+    check(with_db["bound_s"] == 0, "a lower bound was claimed with measured kernel times")
+
+    with open(SWEEP) as f:
+        text = f.read()
+    cfg = os.path.join(d, "k.cfg")
+    with open(cfg, "w") as f:
+        f.write(text.replace("global_batch = 32;", 'global_batch = 32;\nkernel_db = "kernels.db";')
+                .replace('name = "small";', 'name = "k";'))
+    run("search", SWEEP, "--db", os.path.join(d, "plain.db"), "--exhaustive")
+    run("search", cfg, "--db", os.path.join(d, "k.db"), "--exhaustive")
+    a, b = times(os.path.join(d, "plain.db")), times(os.path.join(d, "k.db"))
+    check(len(a) == len(b) > 0, f"{len(a)} candidates without the database, {len(b)} with it")
+    faster = [k for k in a if b[k] < a[k] * (1 - 1e-9)]
+    slower = sum(b[k] > a[k] * 1.01 for k in a)
+    check(not faster, f"faster with 35 % GEMMs: {faster}")
+    check(2 * slower > len(a), f"only {slower} of {len(a)} candidates slower with 35 % GEMMs")
+    # Another database under the stored sweep: refused.
+    make_db(kdb, 0.5)
+    r = run("search", cfg, "--db", os.path.join(d, "k.db"), code=2)
+    check("was run on another base" in r.stderr and r.stderr.count("\n") == 1, r.stderr)
+    # A database that is not one.
+    with open(kdb, "w") as f:
+        f.write("not sqlite")
+    r = run(*synth, "--db", kdb, code=2)
+    check(r.stderr.startswith(f"prism: {kdb}: not a prism kernel database"), r.stderr)
+    print(f"kernel db: synth --db equals --eff gemm=0.35 within {err:.1e}; "
+          f"{slower} of {len(a)} sweep candidates slower, none faster; a changed database "
+          "refuses to resume")
