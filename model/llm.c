@@ -10,19 +10,37 @@ double llm_gemm_flops(double m, double n, double k)
 	return 2.0 * m * n * k;
 }
 
-double llm_params(const struct llm *m)
+double llm_qkv_width(const struct llm *m)
+{
+	double kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
+	return m->hidden + 2 * kv * ((double)m->hidden / m->heads);
+}
+
+double llm_ffn_in(const struct llm *m)
+{
+	return (m->gated ? 2.0 : 1.0) * m->ffn;
+}
+
+double llm_layer_params(const struct llm *m)
 {
 	double h = m->hidden, f = m->ffn;
-	double layer = 4 * h * h + 2 * h * f + 9 * h + f; /* QKV+proj, FFN, biases, 2 norms */
-	return m->layers * layer + (double)m->vocab * h + (double)m->seq * h + 2 * h;
+	/* QKV + projection, FFN matrices, biases and 2 norms */
+	return h * llm_qkv_width(m) + h * h + (m->gated ? 3 : 2) * h * f + 9 * h + f;
+}
+
+double llm_params(const struct llm *m)
+{
+	double h = m->hidden;
+	return m->layers * llm_layer_params(m) + (double)m->vocab * h + (double)m->seq * h + 2 * h;
 }
 
 void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *attention)
 {
 	double t = batch * m->seq, h = m->hidden, s = m->seq;
-	*gemm = llm_gemm_flops(t, 3 * h, h)      /* Q, K, V */
-		+ llm_gemm_flops(t, h, h)        /* output projection */
-		+ 2 * llm_gemm_flops(t, m->ffn, h); /* FFN up and down */
+	*gemm = llm_gemm_flops(t, llm_qkv_width(m), h)  /* Q, K, V */
+		+ llm_gemm_flops(t, h, h)               /* output projection */
+		+ llm_gemm_flops(t, llm_ffn_in(m), h)   /* FFN up (and gate) */
+		+ llm_gemm_flops(t, h, m->ffn);         /* FFN down */
 	*attention = 2 * batch * s * s * h       /* scores Q K^T */
 		     + 2 * batch * s * s * h;    /* attention x V */
 }
@@ -73,8 +91,32 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 				goto out;
 			}
 	}
-	if ((rc = cfg_int_opt(path, &cf, root, "ffn", 4 * m->hidden, 1, &m->ffn, err)))
+	if ((rc = cfg_int_opt(path, &cf, root, "ffn", 4 * m->hidden, 1, &m->ffn, err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "kv_heads", m->heads, 1, &m->kv_heads, err)))
 		goto out;
+	if (config_lookup(&cf, "activation")) {
+		char act[16];
+		if ((rc = cfg_text(path, &cf, NULL, "activation", act, sizeof(act), err)))
+			goto out;
+		if (strcmp(act, "swiglu") == 0) {
+			m->gated = 1;
+		} else if (strcmp(act, "gelu") != 0) {
+			rc = prism_err_set(err, PRISM_EFORMAT,
+					   "%s:%d: 'activation': expected \"gelu\" or \"swiglu\", not "
+					   "'%s'",
+					   path,
+					   config_setting_source_line(config_lookup(&cf, "activation")),
+					   act);
+			goto out;
+		}
+	}
+	if (m->heads % m->kv_heads) {
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s:%d: 'heads' (%d) must be divisible by 'kv_heads' (%d)", path,
+				   config_setting_source_line(config_lookup(&cf, "kv_heads")),
+				   m->heads, m->kv_heads);
+		goto out;
+	}
 	if (m->hidden % m->heads) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s:%d: 'hidden' (%d) must be divisible by 'heads' (%d)", path,

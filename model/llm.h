@@ -26,18 +26,33 @@ struct llm {
 	int seq;      /* s */
 	int vocab;    /* V */
 	char name[64];
+	int kv_heads; /* key-value heads (grouped-query attention); 0: a */
+	int gated;    /* 1: SwiGLU FFN (gate, up and down matrices, Llama);
+		       * 0: GeLU (up and down, GPT) */
 };
+
+/* Width of the fused Q, K, V projection: h + 2 kv (h / a). */
+double llm_qkv_width(const struct llm *m);
+
+/* Width of the FFN's first GEMM: ffn, or 2 ffn when gated (gate and up
+ * fused, as Megatron-LM does). */
+double llm_ffn_in(const struct llm *m);
+
+/* Parameters of one layer: h x qkv width + h^2 (projection) + (2 or 3)
+ * h ffn, and biases and norms, 9h + ffn. */
+double llm_layer_params(const struct llm *m);
 
 /* FLOPs of C = A B with A m x k and B k x n: 2 m n k. */
 double llm_gemm_flops(double m, double n, double k);
 
-/* Parameters: per layer 4h^2 + 2 h ffn (+ biases and norms, 9h + ffn);
- * embeddings V h (+ s h positions). */
+/* Parameters: per layer llm_layer_params (4h^2 + 2 h ffn + 9h + ffn for
+ * GPT); embeddings V h (+ s h positions). */
 double llm_params(const struct llm *m);
 
 /* The forward FLOPs of one layer on `batch` sequences: its GEMMs (QKV,
- * output projection, FFN up and down) and its attention (scores and the
- * weighted sum, 2 b s^2 h each). */
+ * output projection, FFN up -- and gate -- and down) and its attention
+ * (scores and the weighted sum, 2 b s^2 h each, whatever the key-value
+ * heads). */
 void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *attention);
 
 /*
@@ -75,7 +90,8 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute);
 
 /*
  * A model from a libconfig file (configs/models/): name, layers, hidden,
- * heads, seq, vocab, and ffn (4 x hidden if absent).  0, or PRISM_EIO /
+ * heads, seq, vocab, and ffn (4 x hidden if absent), kv_heads (heads if
+ * absent) and activation ("gelu", the default, or "swiglu").  0, or PRISM_EIO /
  * PRISM_EFORMAT naming the file, line and setting.
  */
 int llm_load(const char *path, struct llm *m, struct prism_err *err);

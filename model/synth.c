@@ -288,6 +288,9 @@ found:
 /* The layout as the code below needs it. */
 struct shape {
 	double b, s, h, f, V, t, a;
+	double qkv, f_in;  /* llm_qkv_width, llm_ffn_in */
+	double params;     /* of one layer on one tensor-parallel rank */
+	int gated;
 	int L;             /* layers per model chunk */
 	int p, v, m;
 	int tp_per_node, dp_per_node, pp_per_node;
@@ -370,16 +373,19 @@ static void layer_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1;
 	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", 0, ew(bs * z->h / sp, 1));
-	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, 3 * z->h / t, z->h);
+	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv / t, z->h);
 	attn_fwd(c, r, z);
 	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->h / t);
 	tp_allreduce(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<CUDAFunctor_add>", 0,
 	       ew(bs * z->h / sp, 2));
 	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", 0, ew(bs * z->h / sp, 1));
-	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f / t, z->h);
-	kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>", 0,
-	       ew(bs * z->f / t, 1));
+	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h);
+	if (z->gated) /* silu(gate) x up: two inputs, one output */
+		kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", 0, ew(bs * z->f / t, 2));
+	else
+		kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
+		       0, ew(bs * z->f / t, 1));
 	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc2", bs, z->h, z->f / t);
 	tp_allreduce(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<CUDAFunctor_add>", 0,
@@ -403,21 +409,24 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 		layer_fwd(c, r, z);
 	tp_allreduce(c, r, z);
 	gemm_bwd(c, r, "fc2", bs, z->h, z->f / t);
-	kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<GeluBackwardCUDAKernelImpl>", 0,
-	       ew(bs * z->f / t, 2));
-	gemm_bwd(c, r, "fc1", bs, z->f / t, z->h);
+	if (z->gated) /* the gradient and both inputs in, both gradients out */
+		kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", 0, bs * z->f / t * 2 * 5);
+	else
+		kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<GeluBackwardCUDAKernelImpl>", 0,
+		       ew(bs * z->f / t, 2));
+	gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
 	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", 0, ew(bs * z->h / sp, 3));
 	tp_allreduce(c, r, z);
 	gemm_bwd(c, r, "proj", bs, z->h, z->h / t);
 	attn_bwd(c, r, z);
-	gemm_bwd(c, r, "qkv", bs, 3 * z->h / t, z->h);
+	gemm_bwd(c, r, "qkv", bs, z->qkv / t, z->h);
 	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", 0, ew(bs * z->h / sp, 3));
 }
 
 /* Parameters of one layer on one tensor-parallel rank. */
 static double layer_params(const struct shape *z)
 {
-	return (4 * z->h * z->h + 2 * z->h * z->f + 9 * z->h + z->f) / z->t;
+	return z->params;
 }
 
 static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int from_c,
@@ -722,6 +731,10 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 	if (l->tp > in->hw->gpus_per_node)
 		return prism_err_set(err, PRISM_EARG, "layout: tp %d is beyond a node of %d GPUs",
 				     l->tp, in->hw->gpus_per_node);
+	if (m->kv_heads > 0 && m->kv_heads % l->tp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: kv_heads %d must be divisible by tp %d", m->kv_heads,
+				     l->tp);
 	if (m->heads % l->tp || m->ffn % l->tp)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: heads %d and ffn %d must be divisible by tp %d",
@@ -872,11 +885,12 @@ void synth_out_free(struct synth_out *o)
 void synth_meta(const struct synth_in *in, char *buf, size_t n)
 {
 	snprintf(buf, n,
-		 "prism::model#name=%s;layers=%d;hidden=%d;heads=%d;ffn=%d;seq=%d;vocab=%d;"
+		 "prism::model#name=%s;layers=%d;hidden=%d;heads=%d;kv_heads=%d;ffn=%d;"
+		 "activation=%s;seq=%d;vocab=%d;"
 		 "tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;microbatches=%d;schedule=%s;recompute=%d;"
 		 "sp=%d;zero=%d;flash=%d;dtype=%s;hw=%s",
 		 in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
-		 in->m.ffn, in->m.seq, in->m.vocab, in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp,
+		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq, in->m.vocab, in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp,
 		 in->lay.mbs, in->lay.microbatches, synth_schedule_name(in->lay.schedule),
 		 in->lay.recompute, in->lay.sp, in->lay.zero, in->lay.flash,
 		 hw_dtype_name(in->dtype),
@@ -916,6 +930,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("layers", in->m.layers);
 		INT("hidden", in->m.hidden);
 		INT("heads", in->m.heads);
+		INT("kv_heads", in->m.kv_heads);
 		INT("ffn", in->m.ffn);
 		INT("seq", in->m.seq);
 		INT("vocab", in->m.vocab);
@@ -939,6 +954,11 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 			if ((in->lay.schedule = synth_schedule_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
 						     "model description: unknown schedule '%s'", val);
+		} else if (strcmp(key, "activation") == 0) {
+			if (strcmp(val, "swiglu") != 0 && strcmp(val, "gelu") != 0)
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "model description: unknown activation '%s'", val);
+			in->m.gated = strcmp(val, "swiglu") == 0;
 		} else if (strcmp(key, "hw") == 0) {
 			snprintf(in->hw_id, sizeof(in->hw_id), "%s", val);
 		} else if (strcmp(key, "dtype") == 0) {
@@ -987,6 +1007,10 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	z.V = in->m.vocab;
 	z.t = in->lay.tp;
 	z.a = in->m.heads;
+	z.qkv = llm_qkv_width(&in->m);
+	z.f_in = llm_ffn_in(&in->m);
+	z.params = llm_layer_params(&in->m) / z.t;
+	z.gated = in->m.gated;
 	z.p = P;
 	z.v = in->lay.vp;
 	z.m = in->lay.microbatches;

@@ -93,12 +93,13 @@ class PrismProfiler:
         return self._prof.__exit__(*exc)
 
     # What prism's run description holds (model/synth.h, synth_meta_parse).
-    DESCRIPTION = ("name", "layers", "hidden", "heads", "ffn", "seq", "vocab", "tp", "pp",
-                   "dp", "vp", "mbs", "microbatches", "schedule", "recompute", "sp", "zero",
-                   "dtype", "hw")
+    DESCRIPTION = ("name", "layers", "hidden", "heads", "kv_heads", "ffn", "activation", "seq",
+                   "vocab", "tp", "pp", "dp", "vp", "mbs", "microbatches", "schedule",
+                   "recompute", "sp", "zero", "flash", "dtype", "hw")
 
     def describe(self, **run):
-        """Record what ran: the model (layers, hidden, heads, ffn, seq, vocab),
+        """Record what ran: the model (layers, hidden, heads, kv_heads, ffn,
+        activation: gelu or swiglu, seq, vocab; flash: 0 without flash attention),
         the layout (tp, pp, dp, vp, mbs, microbatches, schedule: gpipe, 1f1b
         or interleaved; recompute: none, selective or full; sp, zero), the
         GEMM dtype and the hardware profile (a name in prism's configs/hw).

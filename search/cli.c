@@ -195,6 +195,8 @@ const char cli_layout_help[] =
 	"      --vp N                   virtual stages per GPU (interleaved schedule)\n"
 	"      --mbs N                  microbatch size (sequences)\n"
 	"      --microbatches N         microbatches per iteration and pipeline\n"
+	"      --gbs N                  or the global batch in sequences: microbatches\n"
+	"                               = N / (mbs x dp)\n"
 	"      --schedule S             gpipe, 1f1b or interleaved\n"
 	"      --recompute R            none, selective or full\n"
 	"      --sp                     sequence parallelism (with --tp)\n"
@@ -233,7 +235,12 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_DP: rc = cli_count(arg, "dp", 1, 1 << 20, &in->lay.dp, err); break;
 	case CLI_OPT_VP: rc = cli_count(arg, "vp", 1, 64, &in->lay.vp, err); break;
 	case CLI_OPT_MBS: rc = cli_count(arg, "mbs", 1, 1 << 16, &in->lay.mbs, err); break;
-	case CLI_OPT_MICRO: rc = cli_count(arg, "microbatches", 1, 1 << 16, &in->lay.microbatches, err); break;
+	case CLI_OPT_MICRO:
+		if (*given & CLI_SET(CLI_OPT_GBS))
+			return prism_err_set(err, PRISM_EARG, "give --gbs or --microbatches, not both"),
+			       -1;
+		rc = cli_count(arg, "microbatches", 1, 1 << 16, &in->lay.microbatches, err);
+		break;
 	case CLI_OPT_ZERO: rc = cli_count(arg, "zero", 0, 3, &in->lay.zero, err); break;
 	case CLI_OPT_LAYERS: rc = cli_count(arg, "layers", 1, 1 << 16, &in->m.layers, err); break;
 	case CLI_OPT_HIDDEN: rc = cli_count(arg, "hidden", 1, 1 << 20, &in->m.hidden, err); break;
@@ -243,6 +250,12 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_STEPS: rc = cli_count(arg, "steps", 1, 100, &in->steps, err); break;
 	case CLI_OPT_SP: in->lay.sp = 1; break;
 	case CLI_OPT_NOFLASH: in->lay.flash = 0; break;
+	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */
+		if (*given & CLI_SET(CLI_OPT_MICRO))
+			return prism_err_set(err, PRISM_EARG, "give --gbs or --microbatches, not both"),
+			       -1;
+		rc = cli_count(arg, "gbs", 1, 1 << 24, &in->lay.microbatches, err);
+		break;
 	case CLI_OPT_SCHED:
 		if ((in->lay.schedule = synth_schedule_parse(arg)) < 0)
 			rc = prism_err_set(err, PRISM_EARG,
@@ -266,7 +279,8 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	return 1;
 }
 
-void cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst)
+int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst,
+		     struct prism_err *err)
 {
 #define A(opt, field) if (given & CLI_SET(opt)) dst->field = src->field
 	A(CLI_OPT_TP, lay.tp);
@@ -288,6 +302,15 @@ void cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_i
 	A(CLI_OPT_STEPS, steps);
 	A(CLI_OPT_NOFLASH, lay.flash);
 #undef A
+	if (given & CLI_SET(CLI_OPT_GBS)) {
+		long per = (long)dst->lay.mbs * dst->lay.dp, gbs = src->lay.microbatches;
+		if (gbs % per)
+			return prism_err_set(err, PRISM_EARG,
+					     "--gbs %ld is not a multiple of mbs %d x dp %d", gbs,
+					     dst->lay.mbs, dst->lay.dp);
+		dst->lay.microbatches = (int)(gbs / per);
+	}
+	return 0;
 }
 
 /* TRACE.json -> TRACE.rankR.json when there are several ranks. */

@@ -106,7 +106,8 @@ struct synth_in;
 enum {
 	CLI_OPT_TP = 1000, CLI_OPT_PP, CLI_OPT_DP, CLI_OPT_VP, CLI_OPT_MBS, CLI_OPT_MICRO,
 	CLI_OPT_SCHED, CLI_OPT_RECOMP, CLI_OPT_SP, CLI_OPT_ZERO, CLI_OPT_DTYPE, CLI_OPT_LAYERS,
-	CLI_OPT_HIDDEN, CLI_OPT_HEADS, CLI_OPT_FFN, CLI_OPT_SEQ, CLI_OPT_STEPS, CLI_OPT_NOFLASH, CLI_OPT_NOPT
+	CLI_OPT_HIDDEN, CLI_OPT_HEADS, CLI_OPT_FFN, CLI_OPT_SEQ, CLI_OPT_STEPS, CLI_OPT_NOFLASH, CLI_OPT_GBS,
+	CLI_OPT_NOPT
 };
 #define CLI_SET(opt) (1u << ((opt) - CLI_OPT_TP))
 #define CLI_LAYOUT_LONGOPTS                                             \
@@ -127,7 +128,8 @@ enum {
 	{"ffn", required_argument, NULL, CLI_OPT_FFN},                 \
 	{"seq", required_argument, NULL, CLI_OPT_SEQ},                 \
 	{"steps", required_argument, NULL, CLI_OPT_STEPS},             \
-	{"no-flash", no_argument, NULL, CLI_OPT_NOFLASH}
+	{"no-flash", no_argument, NULL, CLI_OPT_NOFLASH},              \
+	{"gbs", required_argument, NULL, CLI_OPT_GBS}
 
 /* The help text of those options. */
 extern const char cli_layout_help[];
@@ -145,6 +147,7 @@ int cli_write_trace(const struct graph *g, const struct synth_out *so, const cha
 		    struct prism_err *err);
 
 /* Apply to *dst every option set in `given` from *src. */
-void cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst);
+int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst,
+		     struct prism_err *err);
 
 #endif

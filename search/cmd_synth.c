@@ -125,7 +125,8 @@ int cmd_synth(int argc, char **argv)
 	synth_in_default(&in);
 	if ((rc = cli_load_model(argv[optind], &in.m, &err)) || (rc = cli_load_hw(hw_name, &hw, &err)))
 		return cli_fail(&err);
-	cli_layout_apply(&opt, given, &in);
+	if (cli_layout_apply(&opt, given, &in, &err))
+		return cli_fail(&err);
 	in.hw = &hw;
 	if ((eff && parse_eff(eff, &in, &err)) || (host && parse_host(host, &in, &err)) ||
 	    (db_path && cli_load_kdb(db_path, &db, &err)))

@@ -208,7 +208,8 @@ int cmd_whatif(int argc, char **argv)
 			goto fail;
 		base.hw = &hw_base;
 		cand = base;
-		cli_layout_apply(&opt, given, &cand);
+		if ((rc = cli_layout_apply(&opt, given, &cand, &err)))
+			goto fail;
 		cand.hw = &hw_cand;
 		if ((rc = predict_synth(&base, &p, NULL, NULL, &err)))
 			goto fail;
@@ -232,7 +233,8 @@ int cmd_whatif(int argc, char **argv)
 		if ((rc = cli_load_hw(hw_name ? hw_name : hw_base.id, &hw_cand, &err)))
 			goto fail;
 		cand = base;
-		cli_layout_apply(&opt, given, &cand);
+		if ((rc = cli_layout_apply(&opt, given, &cand, &err)))
+			goto fail;
 		cand.hw = hw_name && strcmp(hw_cand.id, hw_base.id) != 0 ? &hw_cand : &hw_base;
 		same = same_config(&base, &cand);
 		if ((rc = replay_time(g, same ? timeline : NULL, &base_s, &err)))

@@ -158,7 +158,7 @@ static void test_hierarchical_allreduce_64(void **state)
 			 PRISM_EARG);
 }
 
-static const struct llm gpt3 = {96, 12288, 96, 4 * 12288, 2048, 51200, ""};
+static const struct llm gpt3 = {96, 12288, 96, 4 * 12288, 2048, 51200, "", 0, 0};
 
 static void test_model_flops(void **state)
 {
@@ -173,6 +173,38 @@ static void test_model_flops(void **state)
 	 * 72 * 1536 * 2048 * 96 * 12288^2 = 3.28312e18; the bracket is
 	 * 1 + 0.0277778 + 0.0036169 = 1.0313947: 3.38620e18 FLOPs. */
 	assert_rel_close(llm_flops_iter(&gpt3, 1536, 0), 3.38620e18, 1e-5);
+}
+
+/*
+ * Grouped-query attention and a SwiGLU FFN, by hand.  h = 1024, 16 heads
+ * of 64, 4 key-value heads: the QKV projection is 1024 + 2 x 4 x 64 = 1536
+ * wide; ffn 2816, gated: 3 matrices.  One layer: 1024 x 1536 + 1024^2 +
+ * 3 x 1024 x 2816 + 9 x 1024 + 2816 = 11,284,224 parameters; on 1024
+ * tokens 2 x 1024 x 1024 x (1536 + 1024 + 2 x 2816 + 2816) =
+ * 23,085,449,216 GEMM FLOPs forward.  And Llama 3 8B from its config:
+ * 8.03B parameters published (Dubey et al. 2024), less its two untied
+ * 128,256 x 4,096 embedding matrices, is 6.98B in its layers.
+ */
+static void test_gqa_swiglu(void **state)
+{
+	struct llm m = {1, 1024, 16, 2816, 1024, 1000, "", 4, 1}, l3;
+	struct prism_err err;
+	double gemm, attn;
+	(void)state;
+	assert_true(llm_qkv_width(&m) == 1536);
+	assert_true(llm_ffn_in(&m) == 5632);
+	assert_true(llm_layer_params(&m) == 11284224);
+	llm_layer_flops(&m, 1, &gemm, &attn);
+	assert_true(gemm == 23085449216.0);
+	assert_true(attn == 4.0 * 1024 * 1024 * 1024); /* 4 b s^2 h: heads do not change it */
+	prism_err_clear(&err);
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/llama3-8b.cfg", &l3, &err), 0);
+	assert_int_equal(l3.kv_heads, 8);
+	assert_int_equal(l3.gated, 1);
+	assert_rel_close(l3.layers * llm_layer_params(&l3), 8.03e9 - 2 * 128256.0 * 4096, 1e-3);
+	/* A GPT model keeps 4h^2 + 2 h ffn. */
+	assert_true(llm_layer_params(&gpt3) ==
+		    4.0 * 12288 * 12288 + 2.0 * 12288 * 49152 + 9 * 12288 + 49152);
 }
 
 static void test_activation_bytes_gpt3(void **state)
@@ -203,7 +235,7 @@ static void test_zero1_bytes(void **state)
 	 * layers 25,192,448, + V h 1,024,000 + s h 131,072 + 2h 2,048:
 	 * 26,349,568 parameters.  TP 2: 13,174,784 per GPU; bf16 weights and
 	 * grads 2 bytes each; ZeRO-1 over DP 4 shards Adam's 12: 39,524,352. */
-	struct llm m = {2, 1024, 16, 4096, 128, 1000, ""};
+	struct llm m = {2, 1024, 16, 4096, 128, 1000, "", 0, 0};
 	struct mem_layout l = {.tp = 2, .pp = 1, .dp = 4, .vp = 1, .mbs = 1,
 			       .microbatches = 1, .zero = 1};
 	struct mem_est e;
@@ -230,7 +262,7 @@ static void test_inflight(void **state)
 {
 	/* p 4, m 8: GPipe holds 8 microbatches on stage 0, 1F1B 4, interleaved
 	 * with v 2: 4 (1 + 3/8) = 5.5. */
-	struct llm m = {8, 1024, 16, 4096, 128, 1000, ""};
+	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0};
 	struct mem_layout l = {.tp = 1, .pp = 4, .dp = 1, .vp = 2, .mbs = 1, .microbatches = 8};
 	struct mem_est e;
 	(void)state;
@@ -275,7 +307,7 @@ static void test_analytic_small(void **state)
 	hw.hbm_bytes = 80e9;
 	analytic_in_default(&in);
 	in.hw = &hw;
-	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000, ""};
+	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000, "", 0, 0};
 	in.global_batch = 8;
 	in.lay.tp = 2;
 	in.lay.pp = 2;
@@ -319,6 +351,7 @@ int main(void)
 		cmocka_unit_test(test_ring_allreduce_8),
 		cmocka_unit_test(test_hierarchical_allreduce_64),
 		cmocka_unit_test(test_model_flops),
+		cmocka_unit_test(test_gqa_swiglu),
 		cmocka_unit_test(test_activation_bytes_gpt3),
 		cmocka_unit_test(test_zero1_bytes),
 		cmocka_unit_test(test_inflight),

@@ -28,7 +28,7 @@ static int setup(void **state)
 static void small(struct synth_in *in)
 {
 	synth_in_default(in);
-	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t"};
+	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t", 0, 0};
 	in->hw = &hw;
 }
 
@@ -75,6 +75,25 @@ static void test_flops_formula(void **state)
 		assert_rel_close(so.flops * in.lay.tp,
 				 llm_flops_iter_formula(&in.m, in.lay.mbs * in.lay.microbatches, 0),
 				 1e-12);
+		synth_out_free(&so);
+		graph_free(g);
+	}
+	{
+		/* Grouped-query attention and SwiGLU: the synthesised GEMMs add up
+		 * to llm_flops_iter's count (test_cost checks that by hand). */
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		small(&in);
+		in.m.kv_heads = 4;
+		in.m.gated = 1;
+		in.m.ffn = 2816;
+		in.lay.tp = 4;
+		in.lay.microbatches = 2;
+		g = build(&in, &so, &st);
+		assert_rel_close(so.flops * 4, llm_flops_iter(&in.m, 2, 0), 1e-12);
+		assert_true(llm_flops_iter(&in.m, 2, 0) < llm_flops_iter_formula(&in.m, 2, 0));
 		synth_out_free(&so);
 		graph_free(g);
 	}
@@ -210,7 +229,7 @@ static void test_lower_bound(void **state)
 		struct prism_err err;
 		double lb;
 		small(&in);
-		in.m = (struct llm){24, 2048, 16, 8192, 2048, 51200, "gpt3-1.3b"};
+		in.m = (struct llm){24, 2048, 16, 8192, 2048, 51200, "gpt3-1.3b", 0, 0};
 		in.lay.tp = x[0];
 		in.lay.pp = x[1];
 		in.lay.dp = x[2];
@@ -306,11 +325,13 @@ static void test_meta_round_trip(void **state)
 	a.lay.sp = 1;
 	a.lay.recompute = MEM_RECOMPUTE_SELECTIVE;
 	a.lay.flash = 0;
+	a.m.kv_heads = 4;
+	a.m.gated = 1;
 	a.dtype = HW_FP8;
 	synth_meta(&a, s, sizeof(s));
 	prism_err_clear(&err);
-	assert_string_equal(s, "prism::model#name=t;layers=8;hidden=1024;heads=16;ffn=4096;"
-			       "seq=1024;vocab=32000;tp=2;pp=4;dp=16;vp=2;mbs=1;microbatches=8;"
+	assert_string_equal(s, "prism::model#name=t;layers=8;hidden=1024;heads=16;kv_heads=4;"
+			       "ffn=4096;activation=swiglu;seq=1024;vocab=32000;tp=2;pp=4;dp=16;vp=2;mbs=1;microbatches=8;"
 			       "schedule=interleaved;recompute=1;sp=1;zero=1;flash=0;dtype=fp8;"
 			       "hw=h100-dgx");
 	synth_in_default(&b);

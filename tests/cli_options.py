@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Layout options shared by synth and whatif: --gbs gives the microbatch
+count, conflicts and remainders are one-line errors (exit 2); model files
+with grouped-query attention and SwiGLU load, and bad ones name the file,
+line and setting.
+
+usage: cli_options.py PRISM
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from sweeptest import check
+
+PRISM = sys.argv[1]
+
+
+def run(*args, code=0):
+    r = subprocess.run([PRISM, *args], capture_output=True, text=True)
+    check(r.returncode == code, f"prism {' '.join(args)} exited {r.returncode}: {r.stderr}")
+    return r
+
+
+base = ["synth", "gpt-small", "--hw", "h100-dgx", "--dp", "4", "--mbs", "2"]
+p = json.loads(run(*base, "--gbs", "64", "--json").stdout)
+check(p["microbatches"] == 8 and p["global_batch"] == 64, f"--gbs 64: {p}")
+r = run(*base, "--gbs", "63", code=2)
+check(r.stderr == "prism: --gbs 63 is not a multiple of mbs 2 x dp 4\n", r.stderr)
+r = run(*base, "--gbs", "64", "--microbatches", "8", code=2)
+check(r.stderr == "prism: give --gbs or --microbatches, not both\n", r.stderr)
+# Llama 3 8B: 8 key-value heads must divide by tp.
+p = json.loads(run("synth", "llama3-8b", "--hw", "h100-dgx", "--tp", "8", "--json").stdout)
+check(p["tasks"] > 0, f"llama3-8b at tp 8: {p}")
+with tempfile.TemporaryDirectory() as d:
+    good = ('name = "m";\nlayers = 2;\nhidden = 1024;\nheads = 16;\nkv_heads = 4;\n'
+            'activation = "swiglu";\nseq = 128;\nvocab = 1000;\n')
+    cases = [
+        ('kv_heads = 4;', 'kv_heads = 5;', 5, "'heads' (16) must be divisible by 'kv_heads' (5)"),
+        ('activation = "swiglu";', 'activation = "relu";', 6,
+         "'activation': expected \"gelu\" or \"swiglu\", not 'relu'"),
+    ]
+    for old, new, line, msg in cases:
+        path = os.path.join(d, "m.cfg")
+        with open(path, "w") as f:
+            f.write(good.replace(old, new))
+        r = run("synth", path, "--hw", "h100-dgx", code=2)
+        want = f"prism: {path}:{line}: {msg}\n"
+        check(r.stderr == want, f"{new}: {r.stderr!r}, want {want!r}")
+    path = os.path.join(d, "m.cfg")
+    with open(path, "w") as f:
+        f.write(good)
+    r = run("synth", path, "--hw", "h100-dgx", "--tp", "8", code=2)
+    check("kv_heads 4 must be divisible by tp 8" in r.stderr, r.stderr)
+print("layout options: --gbs, its errors, GQA and SwiGLU model files")
