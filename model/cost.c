@@ -28,6 +28,23 @@ static int has(const char *lower, const char *needle)
 	return strstr(lower, needle) != NULL;
 }
 
+/* Lower-case a kernel's name up to its argument list into out; "(anonymous
+ * namespace)" is part of the name, not the list. */
+static void lower_name(const char *name, char *out, size_t size)
+{
+	size_t n = 0;
+	for (const char *p = name; *p && n < size - 1; p++) {
+		if (*p == '(') {
+			if (strncmp(p, "(anonymous namespace)", 21) != 0)
+				break;
+			p += 20;
+			continue;
+		}
+		out[n++] = (char)tolower((unsigned char)*p);
+	}
+	out[n] = '\0';
+}
+
 int cost_classify(const char *name)
 {
 	/* First match wins; see docs/MODEL.md for why each pattern is here. */
@@ -74,20 +91,8 @@ int cost_classify(const char *name)
 		{"nhwctonchw", KC_ELEMENTWISE}, {"expand", KC_ELEMENTWISE},
 	};
 	char lower[256];
-	size_t n = 0;
 
-	/* Lower-case the name up to its argument list; "(anonymous
-	 * namespace)" is part of the name, not the list. */
-	for (const char *p = name; *p && n < sizeof(lower) - 1; p++) {
-		if (*p == '(') {
-			if (strncmp(p, "(anonymous namespace)", 21) != 0)
-				break;
-			p += 20;
-			continue;
-		}
-		lower[n++] = (char)tolower((unsigned char)*p);
-	}
-	lower[n] = '\0';
+	lower_name(name, lower, sizeof(lower));
 	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
 		if (has(lower, rules[i].pat))
 			return rules[i].cls;
@@ -202,7 +207,14 @@ static void first_type(const char *s, char *out, size_t n)
 
 int cost_dtype(const struct graph *g, uint32_t u)
 {
-	char t[48];
+	static const char *const low[] = {"e4m3", "e5m2", "e2m1", "fp8", "fp4", "mxf"};
+	char t[48], name[256];
+	/* A kernel that says it computes in 8 or 4 bits does, whatever its op's
+	 * inputs were (Transformer Engine and cuBLASLt quantise inside). */
+	lower_name(strtab_get(&g->st, g->name[u]), name, sizeof(name));
+	for (size_t i = 0; i < sizeof(low) / sizeof(low[0]); i++)
+		if (strstr(name, low[i]))
+			return HW_FP8;
 	first_type(strtab_get(&g->st, g->op_types[u]), t, sizeof(t));
 	if (strcmp(t, "float") == 0)
 		return HW_FP32;

@@ -67,8 +67,10 @@ int cost_elem_bytes(const char *type);
  */
 int cost_work(const struct graph *g, uint32_t u, double *flops, double *bytes);
 
-/* The compute dtype (enum hw_dtype) of u's op from its first input type:
- * fp32 for float, bf16, fp16, fp8; -1 if unknown. */
+/* The compute dtype (enum hw_dtype) of GPU task u: fp8 when its kernel's
+ * name says 8- or 4-bit operands (e4m3, e5m2, e2m1, fp8, fp4, mxf...: no
+ * profile has an fp4 peak, so fp8's is the yardstick); else from its op's
+ * first input type: fp32 for float, bf16, fp16, fp8; -1 if unknown. */
 int cost_dtype(const struct graph *g, uint32_t u);
 
 #endif

@@ -126,6 +126,14 @@ static void test_gemm_work(void **state)
 		assert_int_equal(cost_dtype(g, 0), HW_BF16);
 		graph_free(g);
 	}
+	{
+		/* The B200 trace's GEMMs: BF16 ops, FP8 x FP4 kernels. */
+		struct graph *g = kernels(1, "void gemm::kernel<bmm_MxE4m3_MxE2m1_t128x256>(int)",
+					  ops[0], &dims[0], "[\"c10::BFloat16\", \"c10::BFloat16\"]",
+					  dur);
+		assert_int_equal(cost_dtype(g, 0), HW_FP8);
+		graph_free(g);
+	}
 }
 
 static void test_calib_exact_line(void **state)
