@@ -38,10 +38,13 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 	if (m->layers % (pp * v))
 		return prism_err_set(err, PRISM_EARG, "%d layers do not divide into %d x %d stages",
 				     m->layers, pp, v);
-	if (m->heads % tp || (m->kv_heads > 0 && m->kv_heads % tp))
+	if (m->heads % tp)
 		return prism_err_set(err, PRISM_EARG, "%d heads do not divide by tensor parallel %d",
-				     m->kv_heads > 0 && m->kv_heads % tp ? m->kv_heads : m->heads,
-				     tp);
+				     m->heads, tp);
+	if (llm_kv_heads(m) % tp)
+		return prism_err_set(err, PRISM_EARG,
+				     "%d key-value heads do not divide by tensor parallel %d",
+				     llm_kv_heads(m), tp);
 	mb = in->global_batch / ((double)l->mbs * dp);
 	if (mb < 1 || mb != floor(mb))
 		return prism_err_set(err, PRISM_EARG,

@@ -87,15 +87,22 @@ static int same_work(double a, double b)
 	return fabs(a - b) <= SAME_WORK * (a > b ? a : b);
 }
 
+/* Order of curves: by GPU, class, dtype. */
+static int cmp_curve(uint32_t ga, int ca, int da, uint32_t gb, int cb, int db)
+{
+	if (ga != gb)
+		return ga < gb ? -1 : 1;
+	if (ca != cb)
+		return ca < cb ? -1 : 1;
+	return da < db ? -1 : da > db;
+}
+
 static int cmp_row(const void *pa, const void *pb)
 {
 	const struct row *a = pa, *b = pb;
-	if (a->gpu != b->gpu)
-		return a->gpu < b->gpu ? -1 : 1;
-	if (a->cls != b->cls)
-		return a->cls < b->cls ? -1 : 1;
-	if (a->dtype != b->dtype)
-		return a->dtype < b->dtype ? -1 : 1;
+	int o = cmp_curve(a->gpu, a->cls, a->dtype, b->gpu, b->cls, b->dtype);
+	if (o)
+		return o;
 	if (a->work != b->work)
 		return a->work < b->work ? -1 : 1;
 	return a->time_s < b->time_s ? -1 : a->time_s > b->time_s;
@@ -341,19 +348,10 @@ int kdb_save(const struct kdb *db, const char *path, struct prism_err *err)
 static const struct curve *find_curve(const struct kdb *db, uint32_t gpu, int cls, int dtype)
 {
 	size_t lo = 0, hi = db->n_curves;
-	struct row key = {0};
-	key.gpu = gpu;
-	key.cls = cls;
-	key.dtype = dtype;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 		const struct curve *c = &db->curves[mid];
-		struct row r = {0};
-		int o;
-		r.gpu = c->gpu;
-		r.cls = c->cls;
-		r.dtype = c->dtype;
-		o = cmp_row(&r, &key);
+		int o = cmp_curve(c->gpu, c->cls, c->dtype, gpu, cls, dtype);
 		if (o == 0)
 			return c;
 		if (o < 0)
@@ -364,17 +362,20 @@ static const struct curve *find_curve(const struct kdb *db, uint32_t gpu, int cl
 	return NULL;
 }
 
-int kdb_time(const struct kdb *db, const char *gpu, int cls, int dtype, double work,
-	     double *time_s)
+int kdb_gpu(const struct kdb *db, const char *gpu)
 {
 	uint32_t id = strtab_find(&db->st, gpu, strlen(gpu));
+	return id == STRTAB_NONE ? -1 : (int)id;
+}
+
+int kdb_time(const struct kdb *db, int gpu, int cls, int dtype, double work, double *time_s)
+{
 	const struct curve *c;
 	const struct row *r;
 	size_t lo, hi;
-	double lw;
 
-	if (id == STRTAB_NONE || !(work > 0) ||
-	    !(c = find_curve(db, id, cls, cost_compute_bound(cls) ? dtype : -1)))
+	if (gpu < 0 || !(work > 0) ||
+	    !(c = find_curve(db, (uint32_t)gpu, cls, cost_compute_bound(cls) ? dtype : -1)))
 		return KDB_NONE;
 	r = db->rows.v + c->first;
 	lo = 0;
@@ -386,14 +387,16 @@ int kdb_time(const struct kdb *db, const char *gpu, int cls, int dtype, double w
 		else
 			hi = mid;
 	}
-	if ((lo < c->n && same_work(r[lo].work, work)) || (lo > 0 && same_work(r[lo - 1].work, work))) {
-		*time_s = r[lo < c->n && same_work(r[lo].work, work) ? lo : lo - 1].time_s;
-		return KDB_EXACT;
-	}
-	lw = log(work);
+	/* The row at or just below work may match within SAME_WORK. */
+	for (size_t i = lo > 0 ? lo - 1 : 0; i <= lo && i < c->n; i++)
+		if (same_work(r[i].work, work)) {
+			*time_s = r[i].time_s;
+			return KDB_EXACT;
+		}
 	if (!c->it || lo == 0 || lo == c->n)
 		return KDB_NONE;
-	*time_s = exp(gsl_interp_eval(c->it, db->lx + c->first, db->ly + c->first, lw, NULL));
+	*time_s = exp(gsl_interp_eval(c->it, db->lx + c->first, db->ly + c->first, log(work),
+				      NULL));
 	return KDB_INTERPOLATED;
 }
 

@@ -60,14 +60,17 @@ size_t kdb_rows(const struct kdb *db);
 
 enum { KDB_NONE, KDB_INTERPOLATED, KDB_EXACT };
 
+/* The id of the GPU named gpu (hw_profile.gpu) in db, or -1 when db has no
+ * row of it: resolve it once, then look kernels up by it. */
+int kdb_gpu(const struct kdb *db, const char *gpu);
+
 /*
  * The time of a kernel of class cls doing `work` (FLOPs or bytes, as
- * calib_point counts them) on the GPU named gpu (hw_profile.gpu), in dtype
- * (enum hw_dtype; ignored for the bandwidth-bound classes).  KDB_EXACT or
- * KDB_INTERPOLATED with *time_s set, or KDB_NONE.
+ * calib_point counts them) on GPU gpu (kdb_gpu), in dtype (enum hw_dtype;
+ * ignored for the bandwidth-bound classes).  KDB_EXACT or KDB_INTERPOLATED
+ * with *time_s set, or KDB_NONE.
  */
-int kdb_time(const struct kdb *db, const char *gpu, int cls, int dtype, double work,
-	     double *time_s);
+int kdb_time(const struct kdb *db, int gpu, int cls, int dtype, double work, double *time_s);
 
 /* Leave-one-out over the rows of class cls on gpu: each row that is not
  * the first or last of its curve, predicted by interpolating the others.

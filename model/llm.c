@@ -10,10 +10,14 @@ double llm_gemm_flops(double m, double n, double k)
 	return 2.0 * m * n * k;
 }
 
+int llm_kv_heads(const struct llm *m)
+{
+	return m->kv_heads > 0 ? m->kv_heads : m->heads;
+}
+
 double llm_qkv_width(const struct llm *m)
 {
-	double kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
-	return m->hidden + 2 * kv * ((double)m->hidden / m->heads);
+	return m->hidden + 2.0 * llm_kv_heads(m) * ((double)m->hidden / m->heads);
 }
 
 double llm_ffn_in(const struct llm *m)

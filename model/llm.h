@@ -31,6 +31,9 @@ struct llm {
 		       * 0: GeLU (up and down, GPT) */
 };
 
+/* Key-value heads: kv_heads, or a when 0. */
+int llm_kv_heads(const struct llm *m);
+
 /* Width of the fused Q, K, V projection: h + 2 kv (h / a). */
 double llm_qkv_width(const struct llm *m);
 

@@ -62,6 +62,7 @@ struct ctx {
 	int32_t step;
 	double flops;
 	uint32_t kernels;
+	int kdb_gpu;                /* the GPU's id in in->kdb (kdb_gpu), or -1 */
 	uint32_t kdb_hits[3];       /* kernels timed: roofline, interpolated, exact */
 	int oom;
 	/* Per step and rank: the first host node and the sync's wait node. */
@@ -230,8 +231,8 @@ static double ktime(struct ctx *c, int cls, double flops, double bytes)
 	int how = KDB_NONE;
 	if (cls == KC_GEMM || cls == KC_ATTENTION)
 		c->flops += flops;
-	if (in->kdb)
-		how = kdb_time(in->kdb, in->hw->gpu, cls, in->dtype, k->by_flops ? flops : bytes, &t);
+	if (c->kdb_gpu >= 0)
+		how = kdb_time(in->kdb, c->kdb_gpu, cls, in->dtype, k->by_flops ? flops : bytes, &t);
 	c->kdb_hits[how]++;
 	if (how != KDB_NONE)
 		return t * in->scale[cls];
@@ -731,9 +732,9 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 	if (l->tp > in->hw->gpus_per_node)
 		return prism_err_set(err, PRISM_EARG, "layout: tp %d is beyond a node of %d GPUs",
 				     l->tp, in->hw->gpus_per_node);
-	if (m->kv_heads > 0 && m->kv_heads % l->tp)
+	if (llm_kv_heads(m) % l->tp)
 		return prism_err_set(err, PRISM_EARG,
-				     "layout: kv_heads %d must be divisible by tp %d", m->kv_heads,
+				     "layout: kv_heads %d must be divisible by tp %d", llm_kv_heads(m),
 				     l->tp);
 	if (m->heads % l->tp || m->ffn % l->tp)
 		return prism_err_set(err, PRISM_EARG,
@@ -890,7 +891,8 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 		 "tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;microbatches=%d;schedule=%s;recompute=%d;"
 		 "sp=%d;zero=%d;flash=%d;dtype=%s;hw=%s",
 		 in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
-		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq, in->m.vocab, in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp,
+		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq,
+		 in->m.vocab, in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp,
 		 in->lay.mbs, in->lay.microbatches, synth_schedule_name(in->lay.schedule),
 		 in->lay.recompute, in->lay.sp, in->lay.zero, in->lay.flash,
 		 hw_dtype_name(in->dtype),
@@ -997,6 +999,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		return rc;
 	memset(&c, 0, sizeof(c));
 	c.in = in;
+	c.kdb_gpu = in->kdb ? kdb_gpu(in->kdb, in->hw->gpu) : -1;
 	if (strtab_init(&c.st))
 		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
 	P = in->lay.pp;

@@ -235,12 +235,7 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_DP: rc = cli_count(arg, "dp", 1, 1 << 20, &in->lay.dp, err); break;
 	case CLI_OPT_VP: rc = cli_count(arg, "vp", 1, 64, &in->lay.vp, err); break;
 	case CLI_OPT_MBS: rc = cli_count(arg, "mbs", 1, 1 << 16, &in->lay.mbs, err); break;
-	case CLI_OPT_MICRO:
-		if (*given & CLI_SET(CLI_OPT_GBS))
-			return prism_err_set(err, PRISM_EARG, "give --gbs or --microbatches, not both"),
-			       -1;
-		rc = cli_count(arg, "microbatches", 1, 1 << 16, &in->lay.microbatches, err);
-		break;
+	case CLI_OPT_MICRO: rc = cli_count(arg, "microbatches", 1, 1 << 16, &in->lay.microbatches, err); break;
 	case CLI_OPT_ZERO: rc = cli_count(arg, "zero", 0, 3, &in->lay.zero, err); break;
 	case CLI_OPT_LAYERS: rc = cli_count(arg, "layers", 1, 1 << 16, &in->m.layers, err); break;
 	case CLI_OPT_HIDDEN: rc = cli_count(arg, "hidden", 1, 1 << 20, &in->m.hidden, err); break;
@@ -251,9 +246,6 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_SP: in->lay.sp = 1; break;
 	case CLI_OPT_NOFLASH: in->lay.flash = 0; break;
 	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */
-		if (*given & CLI_SET(CLI_OPT_MICRO))
-			return prism_err_set(err, PRISM_EARG, "give --gbs or --microbatches, not both"),
-			       -1;
 		rc = cli_count(arg, "gbs", 1, 1 << 24, &in->lay.microbatches, err);
 		break;
 	case CLI_OPT_SCHED:
@@ -273,6 +265,10 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 		break;
 	default: return 0;
 	}
+	/* --gbs and --microbatches share a field: one or the other. */
+	if (!rc && (c == CLI_OPT_GBS || c == CLI_OPT_MICRO) &&
+	    (*given & CLI_SET(c == CLI_OPT_GBS ? CLI_OPT_MICRO : CLI_OPT_GBS)))
+		rc = prism_err_set(err, PRISM_EARG, "give --gbs or --microbatches, not both");
 	if (rc)
 		return -1;
 	*given |= CLI_SET(c);

@@ -17,8 +17,8 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 	const struct mem_est *m = &p->mem;
 	fprintf(f, "model      %s: %d layers, hidden %d, %d heads", in->m.name[0] ? in->m.name : "gpt",
 		in->m.layers, in->m.hidden, in->m.heads);
-	if (in->m.kv_heads > 0 && in->m.kv_heads != in->m.heads)
-		fprintf(f, " (%d key-value)", in->m.kv_heads);
+	if (llm_kv_heads(&in->m) != in->m.heads)
+		fprintf(f, " (%d key-value)", llm_kv_heads(&in->m));
 	fprintf(f, ", ffn %d%s, seq %d, vocab %d%s\n", in->m.ffn, in->m.gated ? " swiglu" : "",
 		in->m.seq, in->m.vocab, in->lay.flash ? "" : ", attention without flash");
 	fprintf(f, "hardware   %s (%s)\n", in->hw->name, in->hw->gpu);

@@ -8,19 +8,16 @@ usage: cli_options.py PRISM
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-from sweeptest import check
+from sweeptest import check, prism
 
 PRISM = sys.argv[1]
 
 
 def run(*args, code=0):
-    r = subprocess.run([PRISM, *args], capture_output=True, text=True)
-    check(r.returncode == code, f"prism {' '.join(args)} exited {r.returncode}: {r.stderr}")
-    return r
+    return prism(PRISM, *args, code=code)
 
 
 base = ["synth", "gpt-small", "--hw", "h100-dgx", "--dp", "4", "--mbs", "2"]

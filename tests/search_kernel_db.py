@@ -12,11 +12,10 @@ usage: search_kernel_db.py PRISM SWEEP   (SWEEP: tests/data/sweeps/small.cfg)
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
 
-from sweeptest import check
+from sweeptest import check, prism, times
 
 PRISM, SWEEP = sys.argv[1], sys.argv[2]
 PEAK = 989.4e12  # configs/hw/h100-dgx.cfg, bf16 dense
@@ -24,9 +23,7 @@ LAYOUT = ["--tp", "2", "--dp", "4", "--microbatches", "4", "--mbs", "4"]  # GPU-
 
 
 def run(*args, code=0):
-    r = subprocess.run([PRISM, *args], capture_output=True, text=True)
-    check(r.returncode == code, f"prism {' '.join(args)} exited {r.returncode}: {r.stderr}")
-    return r
+    return prism(PRISM, *args, code=code)
 
 
 def make_db(path, eff):
@@ -41,12 +38,6 @@ def make_db(path, eff):
     con.commit()
     con.close()
 
-
-def times(db):
-    con = sqlite3.connect(db)
-    out = dict(con.execute("SELECT key, iter_s FROM candidate WHERE status='simulated'"))
-    con.close()
-    return out
 
 
 with tempfile.TemporaryDirectory() as d:

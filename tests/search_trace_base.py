@@ -11,12 +11,10 @@ usage: search_trace_base.py PRISM SWEEP   (SWEEP: tests/data/sweeps/small.cfg)
 """
 import json
 import os
-import sqlite3
-import subprocess
 import sys
 import tempfile
 
-from sweeptest import check
+from sweeptest import check, prism, times
 
 PRISM, SWEEP = sys.argv[1], sys.argv[2]
 LAYOUT = ["--dp", "8", "--mbs", "1", "--microbatches", "4"]  # gpus 8 in SWEEP
@@ -25,16 +23,8 @@ KEY = ("gpus=8;tp=1;pp=1;dp=8;vp=1;mbs=1;mb=4;sched=1f1b;rc=none;zero=0;sp=0;"
 
 
 def run(*args, code=0):
-    r = subprocess.run([PRISM, *args], capture_output=True, text=True)
-    check(r.returncode == code, f"prism {' '.join(args)} exited {r.returncode}: {r.stderr}")
-    return r
+    return prism(PRISM, *args, code=code)
 
-
-def times(db):
-    con = sqlite3.connect(db)
-    out = dict(con.execute("SELECT key, iter_s FROM candidate WHERE status='simulated'"))
-    con.close()
-    return out
 
 
 with tempfile.TemporaryDirectory() as d:

@@ -1,6 +1,8 @@
-"""What the sweep tests share: a failure that ends the test, and a results
-database read whole with its integrity checked."""
+"""What the sweep tests share: a failure that ends the test, a prism run
+with its exit status checked, and a results database read whole with its
+integrity checked, or its simulated times."""
 import sqlite3
+import subprocess
 import sys
 
 
@@ -20,4 +22,20 @@ def rows(db):
     con.close()
     check(ok == [("ok",)], f"{db}: integrity_check {ok}")
     check(keys[0] == keys[1], f"{db}: {keys[1]} rows for {keys[0]} keys")
+    return out
+
+
+def prism(binary, *args, code=0):
+    """Run binary (prism) with args; end the test unless it exits code.
+    Returns the completed process (stdout, stderr as text)."""
+    r = subprocess.run([binary, *args], capture_output=True, text=True)
+    check(r.returncode == code, f"prism {' '.join(args)} exited {r.returncode}: {r.stderr}")
+    return r
+
+
+def times(db):
+    """{key: iteration seconds} of db's simulated candidates."""
+    con = sqlite3.connect(db)
+    out = dict(con.execute("SELECT key, iter_s FROM candidate WHERE status='simulated'"))
+    con.close()
     return out

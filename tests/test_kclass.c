@@ -136,6 +136,15 @@ static void test_gemm_work(void **state)
 	}
 }
 
+/* A GPU with round numbers, named so that rows can tell it apart. */
+static void test_gpu(struct hw_profile *hw)
+{
+	memset(hw, 0, sizeof(*hw));
+	snprintf(hw->gpu, sizeof(hw->gpu), "TestGPU");
+	hw->peak_flops[HW_BF16] = 100e12;
+	hw->hbm_Bps = 1e12;
+}
+
 static void test_calib_exact_line(void **state)
 {
 	/* Five GEMMs whose times lie exactly on 5 us + FLOPs / (100 TFLOP/s x
@@ -158,9 +167,7 @@ static void test_calib_exact_line(void **state)
 	}
 	g = kernels(5, "sm80_xmma_gemm_bf16bf16", "aten::mm", dims,
 		    "[\"c10::BFloat16\", \"c10::BFloat16\"]", dur);
-	memset(&hw, 0, sizeof(hw));
-	hw.peak_flops[HW_BF16] = 100e12;
-	hw.hbm_Bps = 1e12;
+	test_gpu(&hw);
 	calib_fit(g, &hw, cc);
 	assert_int_equal(cc[KC_GEMM].n, 5);
 	assert_rel_close(cc[KC_GEMM].eff, 0.4, 1e-6);
@@ -217,9 +224,7 @@ static void test_calib_leave_one_out(void **state)
 	}
 	g = kernels(6, "sm80_xmma_gemm_bf16bf16", "aten::mm", dims,
 		    "[\"c10::BFloat16\", \"c10::BFloat16\"]", dur);
-	memset(&hw, 0, sizeof(hw));
-	hw.peak_flops[HW_BF16] = 100e12;
-	hw.hbm_Bps = 1e12;
+	test_gpu(&hw);
 	calib_fit(g, &hw, cc);
 	assert_rel_close(cc[KC_GEMM].loo_mean, loo, 1e-9);
 	assert_true(loo > 0.05); /* the noise shows: the test can fail */
@@ -273,15 +278,6 @@ static void test_bus_efficiency(void **state)
 	graph_free(g);
 }
 
-/* A GPU with round numbers, named so that rows can tell it apart. */
-static void test_gpu(struct hw_profile *hw)
-{
-	memset(hw, 0, sizeof(*hw));
-	snprintf(hw->gpu, sizeof(hw->gpu), "TestGPU");
-	hw->peak_flops[HW_BF16] = 100e12;
-	hw->hbm_Bps = 1e12;
-}
-
 /*
  * The kernel database.  GEMMs of 2^31, 2^32 and 2^33 FLOPs (bf16) taking
  * 10 us (the median of 8, 10 and 30), 20 and 40 us lie on t = c x work:
@@ -317,22 +313,25 @@ static struct kdb *sample_db(const struct hw_profile *hw, int64_t b_ns)
 static void check_lookups(const struct kdb *db)
 {
 	double t = 0, w = 2147483648.0; /* 2^31 */
+	int gpu = kdb_gpu(db, "TestGPU");
+	assert_true(gpu >= 0);
+	assert_int_equal(kdb_gpu(db, "OtherGPU"), -1);
 	assert_int_equal(kdb_rows(db), 5);
-	assert_int_equal(kdb_time(db, "TestGPU", KC_GEMM, HW_BF16, w, &t), KDB_EXACT);
+	assert_int_equal(kdb_time(db, gpu, KC_GEMM, HW_BF16, w, &t), KDB_EXACT);
 	assert_rel_close(t, 10e-6, 1e-12);
-	assert_int_equal(kdb_time(db, "TestGPU", KC_GEMM, HW_BF16, 2 * w, &t), KDB_EXACT);
+	assert_int_equal(kdb_time(db, gpu, KC_GEMM, HW_BF16, 2 * w, &t), KDB_EXACT);
 	assert_rel_close(t, 20e-6, 1e-12);
-	assert_int_equal(kdb_time(db, "TestGPU", KC_GEMM, HW_BF16, 3 * w, &t), KDB_INTERPOLATED);
+	assert_int_equal(kdb_time(db, gpu, KC_GEMM, HW_BF16, 3 * w, &t), KDB_INTERPOLATED);
 	assert_rel_close(t, 30e-6, 1e-12);
-	assert_int_equal(kdb_time(db, "TestGPU", KC_ELEMENTWISE, HW_BF16, 2e6, &t),
+	assert_int_equal(kdb_time(db, gpu, KC_ELEMENTWISE, HW_BF16, 2e6, &t),
 			 KDB_INTERPOLATED);
 	assert_rel_close(t, 10e-6 * sqrt(2.0), 1e-12);
 	/* Outside the measured sizes, another dtype, another GPU: none. */
-	assert_int_equal(kdb_time(db, "TestGPU", KC_GEMM, HW_BF16, 8 * w, &t), KDB_NONE);
-	assert_int_equal(kdb_time(db, "TestGPU", KC_GEMM, HW_BF16, w / 2, &t), KDB_NONE);
-	assert_int_equal(kdb_time(db, "TestGPU", KC_GEMM, HW_FP32, 2 * w, &t), KDB_NONE);
-	assert_int_equal(kdb_time(db, "OtherGPU", KC_GEMM, HW_BF16, 2 * w, &t), KDB_NONE);
-	assert_int_equal(kdb_time(db, "TestGPU", KC_NORM, -1, 2e6, &t), KDB_NONE);
+	assert_int_equal(kdb_time(db, gpu, KC_GEMM, HW_BF16, 8 * w, &t), KDB_NONE);
+	assert_int_equal(kdb_time(db, gpu, KC_GEMM, HW_BF16, w / 2, &t), KDB_NONE);
+	assert_int_equal(kdb_time(db, gpu, KC_GEMM, HW_FP32, 2 * w, &t), KDB_NONE);
+	assert_int_equal(kdb_time(db, kdb_gpu(db, "OtherGPU"), KC_GEMM, HW_BF16, 2 * w, &t), KDB_NONE);
+	assert_int_equal(kdb_time(db, gpu, KC_NORM, -1, 2e6, &t), KDB_NONE);
 }
 
 static void test_kdb(void **state)
@@ -379,7 +378,9 @@ static void test_kdb(void **state)
 		graph_free(g);
 	}
 	assert_int_equal(kdb_rows(back), 5);
-	assert_int_equal(kdb_time(back, "TestGPU", KC_GEMM, HW_BF16, 4294967296.0, &t), KDB_EXACT);
+	assert_int_equal(kdb_time(back, kdb_gpu(back, "TestGPU"), KC_GEMM, HW_BF16, 4294967296.0,
+				  &t),
+			 KDB_EXACT);
 	assert_rel_close(t, 30e-6, 1e-12);
 	kdb_free(back);
 	kdb_free(db);
