@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "imap.h"
+#include "infer.h"
 #include "vec.h"
 
 #define NONE32 UINT32_MAX
@@ -31,6 +32,7 @@ void build_opts_default(struct build_opts *o)
 	o->infer_events = 1;
 	o->infer_sync = 1;
 	o->infer_threads = 1;
+	o->infer_layers = 1;
 	o->allow_dangling = 0;
 	o->event_tol_ns = 10000;
 	o->sync_tol_ns = 20000;
@@ -878,56 +880,375 @@ static int32_t arange_at(const struct arange *r, size_t n, uint32_t proc, int64_
 	return r[lo - 1].value;
 }
 
-/*
- * Layer, phase and microbatch of every node from the trace's prism:: ranges
- * (graph.h): host tasks by their start, GPU work by its launch call.
- */
-static int annotations(struct builder *b, struct rank_ctx *rc)
+/* A host op, as layer inference sees it (infer.h). */
+struct hop {
+	int64_t start, end;
+	int64_t seq, fwd; /* autograd sequence number; "Fwd thread id" (> 0: backward) */
+	uint32_t proc, key;
+	uint8_t top;      /* not nested in another op of its thread */
+	uint8_t launches; /* launched GPU work */
+};
+
+/* What two ops must share to count as the same op: name and input shapes. */
+static uint32_t op_key(uint32_t name, uint32_t dims)
 {
-	enum { A_LAYER, A_PHASE, A_MB, A_N };
-	static const char *const prefix[A_N] = {"prism::layer#", "prism::phase#",
-						"prism::microbatch#"};
-	VEC(struct arange) r[A_N];
+	return (uint32_t)((((uint64_t)name << 32 | dims) * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+/* The phase PyTorch's own names give a range: optimizer and zero_grad
+ * record_functions, DDP's forward, the "## ... ##" markers of common
+ * trainers; PH_NONE for any other. */
+static int pytorch_phase(const char *name)
+{
+	if (strncmp(name, "Optimizer.step#", 15) == 0 ||
+	    strncmp(name, "Optimizer.zero_grad#", 20) == 0 || strcmp(name, "## optimizer ##") == 0 ||
+	    strcmp(name, "## zero_grad ##") == 0)
+		return PH_OPTIMIZER;
+	if (strcmp(name, "## backward ##") == 0)
+		return PH_BACKWARD;
+	if (strcmp(name, "## forward ##") == 0 || strcmp(name, "DistributedDataParallel.forward") == 0)
+		return PH_FORWARD;
+	return PH_NONE;
+}
+
+static int is_backward_op(const struct builder *b, const struct hop *o, uint32_t name)
+{
+	return o->fwd > 0 ||
+	       strncmp(strtab_get(b->st, name), "autograd::engine::evaluate_function:", 36) == 0;
+}
+
+typedef VEC(struct arange) arange_vec;
+
+static int push_range(struct builder *b, arange_vec *v, uint32_t proc, int64_t start,
+		      int64_t end, int32_t value)
+{
+	struct arange x = {proc, start, end, value};
+	if (proc != NONE32 && value >= 0 && end > start && VEC_PUSH(*v, x))
+		return nomem(b);
+	return 0;
+}
+
+/* The phase at time t on proc: optimizer over backward over forward. */
+static int phase_at(arange_vec *ph, uint32_t proc, int64_t t)
+{
+	static const int prio[] = {PH_OPTIMIZER, PH_BACKWARD, PH_FORWARD};
+	for (int i = 0; i < 3; i++)
+		if (ph[prio[i]].n && arange_at(ph[prio[i]].v, ph[prio[i]].n, proc, t) >= 0)
+			return prio[i];
+	return PH_NONE;
+}
+
+/* The step (index into iters, from it_lo) holding time t, or SIZE_MAX. */
+static size_t step_at(const struct builder *b, size_t it_lo, int64_t t)
+{
+	size_t lo = it_lo, hi = b->iters.n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (b->iters.v[mid].start_ns <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > it_lo ? lo - 1 : SIZE_MAX;
+}
+
+/* Merge the ranges of v that follow each other on one thread in one step. */
+static void merge_steps(struct builder *b, size_t it_lo, arange_vec *v)
+{
+	size_t n = 0;
+	if (!v->n)
+		return;
+	qsort(v->v, v->n, sizeof(*v->v), cmp_arange);
+	for (size_t i = 1; i < v->n; i++) {
+		struct arange *last = &v->v[n];
+		if (v->v[i].proc == last->proc && v->v[i].start >= last->end &&
+		    step_at(b, it_lo, v->v[i].start) == step_at(b, it_lo, last->start)) {
+			last->end = v->v[i].end;
+			continue;
+		}
+		v->v[++n] = v->v[i];
+	}
+	v->n = n + 1;
+}
+
+/*
+ * Forward phase where a trace marks none: each step's span on its thread up
+ * to the step's first backward op (on any thread).
+ */
+static int infer_forward(struct builder *b, size_t it_lo, arange_vec *ph)
+{
+	const arange_vec *bw = &ph[PH_BACKWARD];
+	size_t n = b->iters.n - it_lo;
+	int64_t *first = malloc((n ? n : 1) * sizeof(*first));
 	int rc_ = 0;
 
+	if (!first)
+		return nomem(b);
+	for (size_t i = 0; i < n; i++)
+		first[i] = INT64_MAX;
+	for (size_t k = 0; k < bw->n; k++) {
+		size_t i = step_at(b, it_lo, bw->v[k].start);
+		if (i != SIZE_MAX && bw->v[k].start < b->iters.v[i].start_ns + b->iters.v[i].dur_ns &&
+		    bw->v[k].start < first[i - it_lo])
+			first[i - it_lo] = bw->v[k].start;
+	}
+	for (size_t i = 0; i < n && !rc_; i++) {
+		const struct graph_iter *it = &b->iters.v[it_lo + i];
+		if (first[i] != INT64_MAX &&
+		    push_range(b, &ph[PH_FORWARD], it->proc, it->start_ns, first[i], PH_FORWARD))
+			rc_ = -1;
+	}
+	free(first);
+	return rc_;
+}
+
+/*
+ * Layers where a trace marks none (infer.h): per step, the longest run of
+ * repeated blocks among the forward phase's top-level ops that launch GPU
+ * work, on the step's thread; block l spans from its first op to the next
+ * block's.  Backward ops take the layer of the forward op with their
+ * autograd sequence number; consecutive backward ops of one layer on one
+ * thread form one range.  ops[] is grouped by processor, in start order.
+ */
+static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, size_t nops,
+			const uint32_t *opname, arange_vec *ph, arange_vec *layers, int64_t *period)
+{
+	struct run {
+		uint32_t proc;
+		size_t lo, hi;
+	} *runs = malloc((nops ? nops : 1) * sizeof(*runs));
+	size_t nruns = 0;
+	VEC(uint32_t) seq = {0};
+	VEC(uint32_t) names = {0};
+	VEC(uint32_t) at = {0};
+	arange_vec bw = {0};
+	struct imap by_seq = {0};
+	int rc_ = 0;
+
+	if (!runs)
+		return nomem(b);
+	/* ops[] holds each thread's ops together: one run per thread. */
+	for (size_t k = 0; k < nops; k++) {
+		if (nruns && runs[nruns - 1].proc == ops[k].proc) {
+			runs[nruns - 1].hi = k + 1;
+			continue;
+		}
+		runs[nruns].proc = ops[k].proc;
+		runs[nruns].lo = k;
+		runs[nruns++].hi = k + 1;
+	}
+	for (size_t i = it_lo; !rc_ && i < b->iters.n; i++) {
+		const struct graph_iter *it = &b->iters.v[i];
+		struct infer_repeat r;
+		size_t k = 0, hi = 0;
+		seq.n = names.n = at.n = 0;
+		/* The step's thread's ops (contiguous, by start) from its start. */
+		for (size_t t = 0; t < nruns; t++)
+			if (runs[t].proc == it->proc) {
+				size_t lo = runs[t].lo;
+				hi = runs[t].hi;
+				while (lo < hi) {
+					size_t mid = lo + (hi - lo) / 2;
+					if (ops[mid].start < it->start_ns)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				k = lo;
+				hi = runs[t].hi;
+				break;
+			}
+		for (; k < hi && !rc_ && ops[k].start < it->start_ns + it->dur_ns; k++) {
+			const struct hop *o = &ops[k];
+			if (!o->top || !o->launches || phase_at(ph, o->proc, o->start) != PH_FORWARD)
+				continue;
+			if (VEC_PUSH(seq, o->key) || VEC_PUSH(names, opname[k]) ||
+			    VEC_PUSH(at, (uint32_t)k))
+				rc_ = nomem(b);
+		}
+		if (!rc_ && infer_repeat(seq.v, names.v, seq.n, &r))
+			rc_ = nomem(b);
+		if (rc_)
+			break;
+		if (r.count < 2)
+			continue;
+		*period = (int64_t)r.period;
+		for (size_t l = 0; l < r.count && !rc_; l++) {
+			const struct hop *o = &ops[at.v[r.first + l * r.period]];
+			int64_t end = l + 1 < r.count ? ops[at.v[r.first + (l + 1) * r.period]].start
+						      : ops[at.v[r.first + r.count * r.period - 1]].end;
+			if (push_range(b, layers, o->proc, o->start, end, (int32_t)l))
+				rc_ = -1;
+			/* Every forward op inside the block, nested ones included,
+			 * gives its sequence number to the layer. */
+			for (size_t q = at.v[r.first + l * r.period]; !rc_ && q < nops; q++) {
+				if (ops[q].proc != o->proc || ops[q].start >= end)
+					break;
+				if (ops[q].seq >= 0 && ops[q].fwd <= 0 &&
+				    imap_put(&by_seq, ops[q].seq, (uint32_t)l, NULL))
+					rc_ = nomem(b);
+			}
+		}
+	}
+	for (size_t k = 0; k < nops && !rc_; k++) {
+		const struct hop *o = &ops[k];
+		uint32_t l;
+		if (!o->top || o->seq < 0 || !is_backward_op(b, o, opname[k]) ||
+		    (l = imap_get(&by_seq, o->seq)) == IMAP_NONE)
+			continue;
+		if (bw.n && bw.v[bw.n - 1].proc == o->proc && bw.v[bw.n - 1].value == (int32_t)l &&
+		    bw.v[bw.n - 1].end <= o->start) {
+			bw.v[bw.n - 1].end = o->end;
+			continue;
+		}
+		if (push_range(b, &bw, o->proc, o->start, o->end, (int32_t)l))
+			rc_ = -1;
+	}
+	for (size_t k = 0; k < bw.n && !rc_; k++)
+		if (VEC_PUSH(*layers, bw.v[k]))
+			rc_ = nomem(b);
+	free(runs);
+	free(seq.v);
+	free(names.v);
+	free(at.v);
+	free(bw.v);
+	imap_release(&by_seq);
+	return rc_;
+}
+
+/*
+ * Layer, phase and microbatch of every node: from the trace's prism:: ranges
+ * (graph.h) where it has them, else phases from PyTorch's own ranges and
+ * backward ops, and layers by inference (infer_layers).  Host tasks take
+ * the value at their start, GPU work its launch call's.
+ */
+static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
+{
+	enum { A_LAYER, A_MB, A_N };
+	static const char *const prefix[A_N] = {"prism::layer#", "prism::microbatch#"};
+	arange_vec r[A_N], ph[PH_NPHASES], pt[PH_NPHASES];
+	VEC(struct hop) ops = {0};
+	VEC(uint32_t) opname = {0};
+	uint32_t cur_thread = NONE32;
+	size_t cur_top = SIZE_MAX;
+	int64_t top_end = INT64_MIN, period = 0;
+	int rc_ = 0, have_ph = 0;
+
 	memset(r, 0, sizeof(r));
-	for (size_t k = 0; k < rc->nkeys; k++) {
+	memset(ph, 0, sizeof(ph));
+	memset(pt, 0, sizeof(pt));
+	for (size_t k = 0; k < rc->nkeys && !rc_; k++) {
 		const struct kt_event *e = ev_at(rc, k);
+		uint32_t proc = rc->proc_of[e->thread];
 		const char *name;
+		if (e->thread != cur_thread) {
+			cur_thread = e->thread;
+			cur_top = SIZE_MAX;
+			top_end = INT64_MIN;
+		}
+		if (e->kind == KT_RUNTIME) {
+			int c = rt_class(b, e->name);
+			if (cur_top != SIZE_MAX && e->ts_ns < top_end &&
+			    (c == RT_LAUNCH || c == RT_GRAPH_LAUNCH || c == RT_MEMCPY ||
+			     c == RT_MEMCPY_SYNC || c == RT_MEMSET))
+				ops.v[cur_top].launches = 1;
+			continue;
+		}
 		if (e->kind != KT_USER_ANN && e->kind != KT_CPU_OP)
 			continue;
 		name = strtab_get(b->st, e->name);
-		if (strncmp(name, "prism::", 7) != 0)
+		if (strncmp(name, "prism::", 7) == 0) {
+			const char *v;
+			if (strncmp(name, "prism::model#", 13) == 0 && !b->meta)
+				b->meta = e->name;
+			if (strncmp(name, "prism::phase#", 13) == 0) {
+				int p = graph_phase_parse(name + 13);
+				have_ph = 1;
+				if (p != PH_NONE &&
+				    push_range(b, &ph[p], proc, e->ts_ns, e->ts_ns + e->dur_ns, p))
+					rc_ = -1;
+			}
+			for (int a = 0; a < A_N; a++)
+				if (strncmp(name, prefix[a], strlen(prefix[a])) == 0 &&
+				    (v = name + strlen(prefix[a]), 1) &&
+				    push_range(b, &r[a], proc, e->ts_ns, e->ts_ns + e->dur_ns,
+					       (int32_t)strtol(v, NULL, 10)))
+					rc_ = -1;
 			continue;
-		if (strncmp(name, "prism::model#", 13) == 0 && !b->meta)
-			b->meta = e->name;
-		for (int a = 0; a < A_N; a++) {
-			size_t pl = strlen(prefix[a]);
-			struct arange x;
-			if (strncmp(name, prefix[a], pl) != 0)
-				continue;
-			x.proc = rc->proc_of[e->thread];
-			x.start = e->ts_ns;
-			x.end = e->ts_ns + e->dur_ns;
-			x.value = a == A_PHASE ? graph_phase_parse(name + pl)
-					       : (int32_t)strtol(name + pl, NULL, 10);
-			if (x.proc != NONE32 && x.value >= 0 && VEC_PUSH(r[a], x))
+		}
+		if (e->kind == KT_USER_ANN || strchr(name, '#')) {
+			/* record_function ranges (ProfilerStep#N, Optimizer.step#...). */
+			int p = pytorch_phase(name);
+			if (p != PH_NONE &&
+			    push_range(b, &pt[p], proc, e->ts_ns, e->ts_ns + e->dur_ns, p))
+				rc_ = -1;
+			continue;
+		}
+		{
+			struct hop o;
+			o.start = e->ts_ns;
+			o.end = e->ts_ns + e->dur_ns;
+			o.seq = e->a;
+			o.fwd = e->b;
+			o.proc = proc;
+			o.key = op_key(e->name, e->dims);
+			o.top = e->ts_ns >= top_end;
+			o.launches = 0;
+			if (o.top) {
+				top_end = o.end;
+				cur_top = ops.n;
+				if (is_backward_op(b, &o, e->name) &&
+				    push_range(b, &pt[PH_BACKWARD], proc, o.start, o.end, PH_BACKWARD))
+					rc_ = -1;
+			}
+			if (proc != NONE32 && (VEC_PUSH(ops, o) || VEC_PUSH(opname, e->name)))
 				rc_ = nomem(b);
+			if (proc == NONE32 && o.top)
+				cur_top = SIZE_MAX;
 		}
 	}
-	for (int a = 0; a < A_N; a++)
+	if (!rc_ && !have_ph) {
+		/* No prism:: phases: PyTorch's, the forward inferred if unmarked;
+		 * a thread's backward ops in one step make one range (the CPU work
+		 * between them is backward work too). */
+		merge_steps(b, it_lo, &pt[PH_BACKWARD]);
+		for (int p = 0; p < PH_NPHASES; p++) {
+			arange_vec t = ph[p];
+			ph[p] = pt[p];
+			pt[p] = t;
+		}
+		if (!ph[PH_FORWARD].n)
+			rc_ = infer_forward(b, it_lo, ph);
+		for (int p = 0; p < PH_NPHASES; p++)
+			if (ph[p].n)
+				b->stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_INFERRED;
+	} else if (have_ph) {
+		b->stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_RANGES;
+	}
+	for (int p = 0; p < PH_NPHASES && !rc_; p++)
+		if (ph[p].n)
+			qsort(ph[p].v, ph[p].n, sizeof(*ph[p].v), cmp_arange);
+	if (!rc_ && r[A_LAYER].n)
+		b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_RANGES;
+	else if (!rc_ && b->o->infer_layers) {
+		rc_ = infer_layers(b, it_lo, ops.v, ops.n, opname.v, ph, &r[A_LAYER], &period);
+		if (!rc_ && r[A_LAYER].n) {
+			b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_INFERRED;
+			b->stats.layer_ops = (uint64_t)period;
+		}
+	}
+	if (!rc_ && r[A_MB].n)
+		b->stats.ann_found[GRAPH_ANN_MB] |= GRAPH_ANN_RANGES;
+	for (int a = 0; a < A_N && !rc_; a++)
 		if (r[a].n)
 			qsort(r[a].v, r[a].n, sizeof(*r[a].v), cmp_arange);
 	for (uint32_t u = rc->node_base; !rc_ && u < b->nodes.n; u++) {
 		struct pnode *n = &b->nodes.v[u];
-		int32_t v[A_N];
 		if (n->kind >= GN_KERNEL)
 			continue;
-		for (int a = 0; a < A_N; a++)
-			v[a] = r[a].n ? arange_at(r[a].v, r[a].n, n->proc, n->start) : -1;
-		n->layer = v[A_LAYER];
-		n->phase = (uint8_t)(v[A_PHASE] < 0 ? PH_NONE : v[A_PHASE]);
-		n->mb = v[A_MB];
+		n->layer = r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, n->proc, n->start) : -1;
+		n->mb = r[A_MB].n ? arange_at(r[A_MB].v, r[A_MB].n, n->proc, n->start) : -1;
+		n->phase = (uint8_t)phase_at(ph, n->proc, n->start);
 	}
 	for (uint32_t u = rc->node_base; !rc_ && u < b->nodes.n; u++) {
 		struct pnode *n = &b->nodes.v[u];
@@ -941,7 +1262,13 @@ static int annotations(struct builder *b, struct rank_ctx *rc)
 	}
 	for (int a = 0; a < A_N; a++)
 		free(r[a].v);
-	return rc_;
+	for (int p = 0; p < PH_NPHASES; p++) {
+		free(ph[p].v);
+		free(pt[p].v);
+	}
+	free(ops.v);
+	free(opname.v);
+	return rc_ < 0 ? b->err->code : rc_;
 }
 
 static int collectives(struct builder *b, struct rank_ctx *rc)
@@ -1033,7 +1360,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	size_t *lo_of = NULL, *hi_of = NULL;
 	uint32_t *proc_of = NULL; /* thread -> processor, or UINT32_MAX */
 	uint8_t *resolved = NULL;
-	size_t edge_lo;
+	size_t edge_lo, it_lo;
 	int rc_ = 0;
 
 	memset(&rc, 0, sizeof(rc));
@@ -1160,8 +1487,9 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	split_waits(b, &rc, edge_lo);
 	if (rc.nsync == 0 && b->o->infer_events && (rc_ = infer_events(b, &rc)))
 		goto out;
+	it_lo = b->iters.n;
 	if ((rc_ = infer_threads(b, &rc)) || (rc_ = iterations(b, &rc)) ||
-	    (rc_ = annotations(b, &rc)) || (rc_ = collectives(b, &rc)))
+	    (rc_ = annotations(b, &rc, it_lo)) || (rc_ = collectives(b, &rc)))
 		goto out;
 	b->stats.annotations += tr->kind_counts[KT_CPU_OP] + tr->kind_counts[KT_USER_ANN] +
 				tr->kind_counts[KT_PY_FUNC] + tr->kind_counts[KT_GPU_ANN];

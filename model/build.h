@@ -21,6 +21,8 @@ struct build_opts {
 	int infer_events;      /* cross-stream edges from timing where no cuda_sync */
 	int infer_sync;        /* stream/event-sync sources from timing */
 	int infer_threads;     /* cross-thread edges from timing */
+	int infer_layers;      /* layers from repeated op sequences (infer.h)
+				* where the trace has no prism::layer ranges */
 	int allow_dangling;    /* place GPU work whose launch is missing in the window */
 	int64_t event_tol_ns;  /* a waited-on task ends at most this long before */
 	int64_t sync_tol_ns;   /* a synchronise returns at most this long after */

@@ -2,12 +2,14 @@
 #include "edit.h"
 
 #include <gsl/gsl_fit.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
 #include "synth.h"
+#include "vec.h"
 
 static double coll_time(const struct hw_profile *hw, int kind, double bytes, int n, double eff)
 {
@@ -221,5 +223,426 @@ out:
 	free(y);
 	free(w);
 	free(c);
+	return rc;
+}
+
+/* ---- layers x k on a traced graph ---------------------------------------- */
+
+#define NONE32 UINT32_MAX
+
+struct seg {
+	uint32_t a, b;  /* first and last node id, on one processor */
+	uint32_t group;
+	int64_t t0, t1; /* traced start of a, latest traced end in [a, b] */
+	int64_t before; /* what the copies of earlier segments on the processor add */
+};
+
+struct lgroup {
+	int32_t iter, mb;
+	uint8_t phase;
+};
+
+struct lrep {
+	const struct graph *g;
+	int k;
+	VEC(struct seg) segs;
+	VEC(struct lgroup) groups;
+	uint32_t *label;  /* node -> group it repeats with, or NONE32 */
+	uint32_t *seg_of; /* node -> segment, or NONE32 */
+	uint32_t *newid;  /* node -> id of its first copy */
+	uint32_t *proc_seg; /* per processor, its first segment (n_procs + 1) */
+};
+
+static uint32_t lgroup_of(struct lrep *r, int32_t iter, uint8_t phase, int32_t mb)
+{
+	struct lgroup x = {iter, mb, phase};
+	for (size_t i = r->groups.n; i-- > 0;)
+		if (r->groups.v[i].iter == iter && r->groups.v[i].phase == phase &&
+		    r->groups.v[i].mb == mb)
+			return (uint32_t)i;
+	if (VEC_PUSH(r->groups, x))
+		return NONE32;
+	return (uint32_t)(r->groups.n - 1);
+}
+
+/* Segments: per processor, maximal runs from one labelled node to the last
+ * of the same group before a node of another group. */
+static int segments(struct lrep *r)
+{
+	const struct graph *g = r->g;
+	r->segs.n = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		r->seg_of[u] = NONE32;
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		size_t cur = SIZE_MAX;
+		r->proc_seg[p] = (uint32_t)r->segs.n;
+		for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
+			struct seg x;
+			if (r->label[u] == NONE32)
+				continue;
+			if (cur != SIZE_MAX && r->segs.v[cur].group == r->label[u]) {
+				r->segs.v[cur].b = u;
+				continue;
+			}
+			memset(&x, 0, sizeof(x));
+			x.a = x.b = u;
+			x.group = r->label[u];
+			if (VEC_PUSH(r->segs, x))
+				return PRISM_ENOMEM;
+			cur = r->segs.n - 1;
+		}
+	}
+	r->proc_seg[g->n_procs] = (uint32_t)r->segs.n;
+	for (size_t s = 0; s < r->segs.n; s++) {
+		struct seg *x = &r->segs.v[s];
+		x->t0 = g->start_ns[x->a];
+		x->t1 = INT64_MIN;
+		for (uint32_t u = x->a; u <= x->b; u++) {
+			r->seg_of[u] = (uint32_t)s;
+			if (g->start_ns[u] + g->dur_ns[u] > x->t1)
+				x->t1 = g->start_ns[u] + g->dur_ns[u];
+		}
+		x->before = s > r->proc_seg[g->proc[x->a]]
+				    ? x[-1].before + (int64_t)(r->k - 1) * (x[-1].t1 - x[-1].t0)
+				    : 0;
+	}
+	return 0;
+}
+
+static uint32_t seg_group(const struct lrep *r, uint32_t u)
+{
+	return r->seg_of[u] == NONE32 ? NONE32 : r->segs.v[r->seg_of[u]].group;
+}
+
+/*
+ * Label the layer tasks with their (step, phase, microbatch) group, then
+ * the bridges: tasks outside every segment that a segment of a group waits
+ * for and that wait for the same group (a collective between two layers'
+ * kernels); they repeat with the layers, or the copies would form a cycle.
+ */
+static int label_nodes(struct lrep *r)
+{
+	const struct graph *g = r->g;
+	uint32_t *in_from = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*in_from));
+	int rc;
+
+	if (!in_from)
+		return PRISM_ENOMEM;
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		r->label[u] = NONE32;
+		in_from[u] = NONE32;
+		if (g->layer[u] >= 0 &&
+		    (r->label[u] = lgroup_of(r, g->iter[u], g->phase[u], g->mb[u])) == NONE32) {
+			free(in_from);
+			return PRISM_ENOMEM;
+		}
+	}
+	if ((rc = segments(r))) {
+		free(in_from);
+		return rc;
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
+			if (seg_group(r, u) != NONE32 && r->seg_of[g->out_dst[e]] == NONE32)
+				in_from[g->out_dst[e]] = seg_group(r, u);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		if (in_from[u] == NONE32)
+			continue;
+		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
+			if (seg_group(r, g->out_dst[e]) == in_from[u])
+				r->label[u] = in_from[u];
+	}
+	free(in_from);
+	return segments(r);
+}
+
+/* What the copies of p's segments ending at or before traced time t add
+ * to t (each processor keeps its own clock: the step spans of a host
+ * thread move by what its own copies add). */
+static int64_t shift_at(const struct lrep *r, uint32_t p, int64_t t)
+{
+	uint32_t lo = r->proc_seg[p], hi = r->proc_seg[p + 1];
+	const struct seg *last;
+	while (lo < hi) { /* first segment ending after t */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (r->segs.v[mid].t1 <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == r->proc_seg[p])
+		return 0;
+	last = &r->segs.v[lo - 1];
+	return last->before + (int64_t)(r->k - 1) * (last->t1 - last->t0);
+}
+
+static uint32_t seg_len(const struct lrep *r, uint32_t s)
+{
+	return r->segs.v[s].b - r->segs.v[s].a + 1;
+}
+
+/* Id of copy c of node w. */
+static uint32_t copy_id(const struct lrep *r, uint32_t w, int c)
+{
+	uint32_t s = r->seg_of[w];
+	return s == NONE32 ? r->newid[w] : r->newid[w] + (uint32_t)c * seg_len(r, s);
+}
+
+/* The targets of copy c of w's out-edges (kinds in kinds[]); how many. */
+static uint32_t copy_edges(const struct lrep *r, uint32_t w, int c, uint32_t *dst, uint8_t *kinds)
+{
+	const struct graph *g = r->g;
+	uint32_t n = 0, sw = r->seg_of[w];
+	for (uint32_t e = g->out_off[w]; e < g->out_off[w + 1]; e++) {
+		uint32_t v = g->out_dst[e];
+		if (sw != NONE32 && seg_group(r, v) == r->segs.v[sw].group) {
+			/* Inside the group: copy to copy. */
+		} else if (sw != NONE32 && c != r->k - 1) {
+			continue; /* leaves the group: from the last copy only */
+		}
+		if (dst) {
+			dst[n] = seg_group(r, v) == (sw == NONE32 ? NONE32 : r->segs.v[sw].group)
+					 ? copy_id(r, v, c)
+					 : copy_id(r, v, 0);
+			kinds[n] = g->out_kind[e];
+		}
+		n++;
+	}
+	if (sw != NONE32 && w == r->segs.v[sw].b && c < r->k - 1) {
+		if (dst) {
+			dst[n] = copy_id(r, r->segs.v[sw].a, c + 1);
+			kinds[n] = GE_ORDER;
+		}
+		n++;
+	}
+	return n;
+}
+
+struct cseq {
+	uint32_t rank, pg, coll;
+	int64_t t;
+	uint32_t seq;
+};
+
+static int cmp_cseq(const void *pa, const void *pb)
+{
+	const struct cseq *a = pa, *b = pb;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	if (a->pg != b->pg)
+		return a->pg < b->pg ? -1 : 1;
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* Collective sequence numbers per (rank, group) in the new start order. */
+static int renumber_colls(struct graph *n)
+{
+	struct cseq *k = malloc((n->n_colls ? n->n_colls : 1) * sizeof(*k));
+	if (!k)
+		return PRISM_ENOMEM;
+	for (uint32_t c = 0; c < n->n_colls; c++) {
+		k[c].rank = n->procs[n->proc[n->colls[c].node]].rank;
+		k[c].pg = n->colls[c].pg;
+		k[c].coll = c;
+		k[c].t = n->start_ns[n->colls[c].node];
+		k[c].seq = n->colls[c].seq;
+	}
+	qsort(k, n->n_colls, sizeof(*k), cmp_cseq);
+	for (uint32_t i = 0; i < n->n_colls; i++)
+		n->colls[k[i].coll].seq = i > 0 && k[i - 1].rank == k[i].rank && k[i - 1].pg == k[i].pg
+						  ? n->colls[k[i - 1].coll].seq + 1
+						  : 0;
+	free(k);
+	return 0;
+}
+
+/* Copy node w as copy c into node x of n. */
+static void copy_node(const struct lrep *r, struct graph *n, uint32_t x, uint32_t w, int c,
+		      int64_t corr_stride, const int32_t *layers_of)
+{
+	const struct graph *g = r->g;
+	uint32_t s = r->seg_of[w];
+	const struct seg *sg = s == NONE32 ? NULL : &r->segs.v[s];
+	n->start_ns[x] = sg ? g->start_ns[w] + sg->before + (int64_t)c * (sg->t1 - sg->t0)
+			    : g->start_ns[w] + shift_at(r, g->proc[w], g->start_ns[w]);
+	n->dur_ns[x] = g->dur_ns[w];
+	n->wait_ns[x] = g->wait_ns[w];
+	n->lag_ns[x] = g->lag_ns[w];
+	n->corr[x] = g->corr[w] >= 0 ? g->corr[w] + c * corr_stride : g->corr[w];
+	n->proc[x] = g->proc[w];
+	n->name[x] = g->name[w];
+	n->op[x] = g->op[w];
+	n->op_dims[x] = g->op_dims[w];
+	n->op_types[x] = g->op_types[w];
+	n->src[x] = g->src[w];
+	n->coll[x] = NONE32;
+	n->iter[x] = g->iter[w];
+	/* Copy c holds layers c L .. c L + L - 1; the backward runs them last
+	 * first, so its first copy holds the top ones. */
+	if (g->layer[w] >= 0)
+		n->layer[x] = g->layer[w] + (g->phase[w] == PH_BACKWARD ? r->k - 1 - c : c) *
+						    layers_of[g->iter[w] + 1];
+	else
+		n->layer[x] = g->layer[w];
+	n->mb[x] = g->mb[w];
+	n->phase[x] = g->phase[w];
+	n->kind[x] = g->kind[w];
+	n->flags[x] = g->flags[w];
+	n->rtclass[x] = g->rtclass[w];
+}
+
+int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_layer_stats *st,
+		struct prism_err *err)
+{
+	struct lrep r;
+	struct graph *n = NULL;
+	int32_t *layers_of = NULL;
+	uint64_t nn = 0, ne = 0, nc = g->n_colls;
+	int64_t corr_stride = 1;
+	int rc = 0;
+
+	*out = NULL;
+	memset(st, 0, sizeof(*st));
+	memset(&r, 0, sizeof(r));
+	if (k < 1)
+		return prism_err_set(err, PRISM_EARG, "layer factor %d: must be at least 1", k);
+	r.g = g;
+	r.k = k;
+	r.label = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.label));
+	r.seg_of = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.seg_of));
+	r.newid = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.newid));
+	r.proc_seg = malloc(((size_t)g->n_procs + 1) * sizeof(*r.proc_seg));
+	layers_of = calloc((size_t)g->n_iters + 1, sizeof(*layers_of));
+	if (!r.label || !r.seg_of || !r.newid || !r.proc_seg || !layers_of || label_nodes(&r))
+		goto oom;
+	if (r.segs.n == 0) {
+		rc = prism_err_set(err, PRISM_EARG, "the trace has no layers found to repeat");
+		goto out;
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		if (g->layer[u] + 1 > layers_of[g->iter[u] + 1])
+			layers_of[g->iter[u] + 1] = g->layer[u] + 1;
+		if (g->corr[u] >= corr_stride)
+			corr_stride = g->corr[u] + 1;
+	}
+	/* New ids, processor by processor: each segment's copies back to back. */
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
+			uint32_t s = r.seg_of[u];
+			if (s == NONE32) {
+				r.newid[u] = (uint32_t)nn++;
+				continue;
+			}
+			for (uint32_t w = u; w <= r.segs.v[s].b; w++)
+				r.newid[w] = (uint32_t)(nn + (w - u));
+			nn += (uint64_t)k * seg_len(&r, s);
+			st->nodes_added += (uint64_t)(k - 1) * seg_len(&r, s);
+			u = r.segs.v[s].b;
+		}
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		int copies = r.seg_of[u] == NONE32 ? 1 : k;
+		for (int c = 0; c < copies; c++)
+			ne += copy_edges(&r, u, c, NULL, NULL);
+		if (r.seg_of[u] != NONE32 && g->coll[u] != NONE32)
+			nc += (uint64_t)(k - 1);
+	}
+	if (nn >= UINT32_MAX || ne >= UINT32_MAX || nc >= UINT32_MAX) {
+		rc = prism_err_set(err, PRISM_ELIMIT,
+				   "layers x%d: %" PRIu64 " tasks, %" PRIu64 " edges: over 2^32", k, nn,
+				   ne);
+		goto out;
+	}
+	n = graph_alloc((uint32_t)nn, (uint32_t)ne, g->n_procs, g->n_ranks, g->n_iters, (uint32_t)nc);
+	if (!n)
+		goto oom;
+	strtab_release(&n->st);
+	if (strtab_copy(&n->st, &g->st))
+		goto oom;
+	n->t0_ns = g->t0_ns;
+	n->meta = g->meta;
+	n->stats = g->stats;
+	memcpy(n->ranks, g->ranks, g->n_ranks * sizeof(*g->ranks));
+	memcpy(n->colls, g->colls, g->n_colls * sizeof(*g->colls));
+	nc = g->n_colls;
+	for (uint32_t p = 0, next = 0; p < g->n_procs; p++) {
+		/* Processors tile the new ids in the same order. */
+		const struct graph_proc *pr = &g->procs[p];
+		uint32_t end = p + 1 < g->n_procs ? UINT32_MAX : (uint32_t)nn;
+		for (uint32_t q = p + 1; q < g->n_procs && end == UINT32_MAX; q++)
+			if (g->procs[q].n)
+				end = r.newid[g->procs[q].first];
+		n->procs[p] = *pr;
+		n->procs[p].first = next;
+		n->procs[p].n = pr->n ? (end == UINT32_MAX ? (uint32_t)nn : end) - next : 0;
+		next += n->procs[p].n;
+	}
+	/* Nodes and their edges, in new id order. */
+	{
+		uint32_t e = 0;
+		for (uint32_t p = 0; p < g->n_procs; p++) {
+			const struct graph_proc *pr = &g->procs[p];
+			for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
+				uint32_t s = r.seg_of[u], a = u, b = u;
+				int copies = s == NONE32 ? 1 : k;
+				if (s != NONE32)
+					b = r.segs.v[s].b;
+				for (int c = 0; c < copies; c++)
+					for (uint32_t w = a; w <= b; w++) {
+						uint32_t x = copy_id(&r, w, c);
+						copy_node(&r, n, x, w, c, corr_stride, layers_of);
+						if (g->coll[w] != NONE32) {
+							uint32_t ci = c ? (uint32_t)nc++ : g->coll[w];
+							if (c)
+								n->colls[ci] = g->colls[g->coll[w]];
+							n->colls[ci].node = x;
+							n->coll[x] = ci;
+						}
+						n->out_off[x] = e;
+						e += copy_edges(&r, w, c, n->out_dst + e,
+								n->out_kind + e);
+					}
+				u = b;
+			}
+		}
+		n->out_off[nn] = e;
+	}
+	/* Traced starts stay ordered on each processor (where a trace's tasks
+	 * overlapped on one). */
+	for (uint32_t p = 0; p < n->n_procs; p++)
+		for (uint32_t x = n->procs[p].first + 1; x < n->procs[p].first + n->procs[p].n; x++)
+			if (n->start_ns[x] < n->start_ns[x - 1])
+				n->start_ns[x] = n->start_ns[x - 1];
+	for (uint32_t i = 0; i < g->n_iters; i++) {
+		int64_t a = g->iters[i].start_ns, b = a + g->iters[i].dur_ns;
+		uint32_t p = g->iters[i].proc;
+		n->iters[i] = g->iters[i];
+		if (p == NONE32)
+			continue;
+		n->iters[i].start_ns = a + shift_at(&r, p, a);
+		n->iters[i].dur_ns = b + shift_at(&r, p, b) - n->iters[i].start_ns;
+	}
+	if (renumber_colls(n))
+		goto oom;
+	st->segments = r.segs.n;
+	st->groups = r.groups.n;
+	*out = n;
+	n = NULL;
+	goto out;
+oom:
+	rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+out:
+	graph_free(n);
+	free(r.label);
+	free(r.seg_of);
+	free(r.newid);
+	free(r.proc_seg);
+	free(r.segs.v);
+	free(r.groups.v);
+	free(layers_of);
 	return rc;
 }

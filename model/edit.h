@@ -44,6 +44,30 @@ struct edit_stats {
 /* Re-time g (a clone) in place.  0, or PRISM_ENOMEM. */
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st);
 
+struct edit_layer_stats {
+	uint64_t segments;    /* runs of layer tasks repeated (per processor) */
+	uint64_t groups;      /* (step, phase, microbatch) windows */
+	uint64_t nodes_added;
+};
+
+/*
+ * Layers x k on any graph whose layers were found (prism:: ranges or
+ * inferred, graph.h), without a model of the run: on each processor, the
+ * run of tasks from a step's first to its last layer task of one phase and
+ * microbatch, with whatever lies between, is repeated k times back to
+ * back.  Edges inside such a group join copy c to copy c; edges leaving it
+ * leave from the last copy, edges entering it enter the first; the copies
+ * of a run follow each other in order.  Tasks outside every run that a
+ * group waits for and that wait for the group (a collective between two
+ * layers) repeat with it.  Later tasks' traced starts move by what the
+ * copies add, so roots and step spans keep their place.  Collectives in
+ * the copies are new instances, numbered in the new order.  g is only
+ * read; *out is a new graph.  0, PRISM_EARG if g has no layers, or
+ * PRISM_ENOMEM / PRISM_ELIMIT.
+ */
+int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_layer_stats *st,
+		struct prism_err *err);
+
 struct edit_fit {
 	struct calib_class cost[KC_NCLASSES]; /* fitted overhead and efficiency */
 	double scale[KC_NCLASSES]; /* or, where no line could be fitted, the

@@ -103,6 +103,11 @@ enum graph_coll_kind {
  * "prism::phase#forward|backward|optimizer" and "prism::microbatch#I"
  * (scripts/collect_trace.py and `prism synth` write them).  Host tasks
  * inside a range take its value; GPU work takes its launch call's.
+ * Without prism:: ranges, phases come from PyTorch's own (Optimizer.step#,
+ * DDP's forward, "## backward ##", autograd's backward ops; the forward is
+ * the step up to its first backward op) and layers are inferred from
+ * repeated op sequences (infer.h), backward ops following their forward
+ * op's autograd sequence number.
  */
 enum graph_phase { PH_NONE, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_NPHASES };
 
@@ -177,7 +182,15 @@ struct graph_stats {
 	uint64_t idle_threads;    /* host threads without runtime calls */
 	uint64_t annotations;     /* cpu_op/user_annotation/python_function/gpu ann. */
 	uint64_t other_events;    /* instants, flows, metadata, other 'X' */
+	/* How annotations were found, by kind (GRAPH_ANN_LAYER, ...): an OR
+	 * over ranks of GRAPH_ANN_RANGES and GRAPH_ANN_INFERRED. */
+	uint32_t ann_found[3];
+	uint32_t pad_;
+	uint64_t layer_ops;       /* ops per inferred layer block (the last found) */
 };
+enum { GRAPH_ANN_LAYER, GRAPH_ANN_PHASE, GRAPH_ANN_MB };
+#define GRAPH_ANN_RANGES 1   /* prism:: ranges */
+#define GRAPH_ANN_INFERRED 2 /* PyTorch's own ranges, backward ops, repeats */
 
 struct graph {
 	uint32_t n_nodes, n_edges, n_procs, n_ranks, n_iters, n_colls;
@@ -261,7 +274,7 @@ int graph_rt_classify(const char *name);
  * then each column raw, then the string table, then a checksum.  Files of
  * another version are refused with PRISM_EVERSION.
  */
-#define GRAPH_FILE_VERSION 3
+#define GRAPH_FILE_VERSION 4
 int graph_save(const struct graph *g, const char *path, struct prism_err *err);
 int graph_load(const char *path, struct graph **out, struct prism_err *err);
 

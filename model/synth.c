@@ -636,18 +636,25 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	if (in->lay.dp > 1)
 		event_wait(c, r, S_DP, S_COMPUTE);
 	for (int i = 0; i < layers; i++) {
-		/* Adam over fp32 master weights, moments and the gradient. */
+		/* Adam over fp32 master weights, moments and the gradient, one
+		 * kernel per layer (marked with it, so that layer edits on the
+		 * written trace repeat the layer's optimizer work too). */
+		set_ann(c, r, (i / z->L * z->p + r) * z->L + i % z->L, PH_OPTIMIZER, -1);
 		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", 0,
 		       layer_params(z) * share * 30);
 	}
+	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	if (zero) {
 		struct comm_group g = {in->lay.dp, z->dp_per_node};
 		char pg[32];
 		snprintf(pg, sizeof(pg), "dp.%d", r);
 		event_wait(c, r, S_COMPUTE, S_DP);
-		for (int i = 0; i < layers; i++)
+		for (int i = 0; i < layers; i++) {
+			set_ann(c, r, (i / z->L * z->p + r) * z->L + i % z->L, PH_OPTIMIZER, -1);
 			collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
 				   layer_params(z) * 2, g, pg);
+		}
+		set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	}
 }
 

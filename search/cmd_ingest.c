@@ -29,9 +29,18 @@ static const char help[] =
 	"      --no-infer-events   no cross-stream edges inferred from timing\n"
 	"      --no-infer-sync     no stream/event-sync sources inferred from timing\n"
 	"      --no-infer-threads  no cross-thread edges inferred from timing\n"
+	"      --no-infer-layers   no layers inferred from repeated op sequences\n"
+	"                          (without prism::layer ranges: none at all)\n"
 	"      --lag-cap US        keep at most US microseconds of a task's traced\n"
 	"                          start lag after its dependencies (default 50)\n"
 	"  -h, --help            this help\n"
+	"\n"
+	"Annotations: layers, phases and microbatches come from the trace's\n"
+	"prism:: ranges (scripts/collect_trace.py, prism synth).  Without them,\n"
+	"phases come from PyTorch's own ranges and backward ops, and layers are\n"
+	"inferred: the longest run of identical op blocks (names and shapes) in\n"
+	"each step's forward pass, backward ops following their forward op's\n"
+	"autograd sequence number.  The summary says which, and the coverage.\n"
 	"\n"
 	"Exit status: 0 on success, 2 on bad input (one line names the file, the\n"
 	"byte offset or event index, and the field), 1 on other failures.\n";
@@ -76,6 +85,24 @@ static void ann_coverage(const struct graph *g, struct ann_cov *a)
 		if (g->mb[u] + 1 > a->n_mb)
 			a->n_mb = g->mb[u] + 1;
 	}
+}
+
+/* How an annotation kind was found (graph_stats.ann_found). */
+static const char *ann_source(uint32_t how)
+{
+	switch (how) {
+	case GRAPH_ANN_RANGES: return "from prism:: ranges";
+	case GRAPH_ANN_INFERRED: return "inferred";
+	case GRAPH_ANN_RANGES | GRAPH_ANN_INFERRED: return "ranges on some ranks, inferred on others";
+	default: return "none";
+	}
+}
+
+/* The same for JSON: "ranges", "inferred", "mixed" or "none". */
+static const char *ann_source_key(uint32_t how)
+{
+	static const char *const key[] = {"none", "ranges", "inferred", "mixed"};
+	return key[how & 3];
 }
 
 static double pct(uint64_t a, uint64_t b)
@@ -149,11 +176,18 @@ static void print_text(const struct graph *g)
 	{
 		struct ann_cov a;
 		ann_coverage(g, &a);
-		printf("\nannotations (of %" PRIu64 " GPU tasks, from prism:: ranges):\n", a.gpu);
-		printf("  layer %5.1f %%  (%d layers)   phase %5.1f %%   microbatch %5.1f %%  (%d)\n",
-		       pct(a.layer, a.gpu), a.n_layers, pct(a.phase, a.gpu), pct(a.mb, a.gpu), a.n_mb);
+		printf("\nannotations (share of the %" PRIu64 " GPU tasks, and how found):\n", a.gpu);
+		printf("  layer       %5.1f %%  %d layers, %s", pct(a.layer, a.gpu), a.n_layers,
+		       ann_source(s->ann_found[GRAPH_ANN_LAYER]));
+		if (s->ann_found[GRAPH_ANN_LAYER] & GRAPH_ANN_INFERRED)
+			printf(" (blocks of %" PRIu64 " ops)", s->layer_ops);
+		printf("\n  phase       %5.1f %%  %s\n", pct(a.phase, a.gpu),
+		       ann_source(s->ann_found[GRAPH_ANN_PHASE]));
+		printf("  microbatch  %5.1f %%  %d microbatches, %s\n", pct(a.mb, a.gpu), a.n_mb,
+		       ann_source(s->ann_found[GRAPH_ANN_MB]));
 		if (a.layer == 0)
-			printf("  no layer ranges: layer edits need them (scripts/collect_trace.py)\n");
+			printf("  no layers found: --layers edits need prism::layer ranges "
+			       "(scripts/collect_trace.py) or repeated op blocks\n");
 		if (g->meta)
 			printf("  run: %s\n", strtab_get(&g->st, g->meta) + 13);
 	}
@@ -306,9 +340,12 @@ static void print_json(const struct graph *g)
 		ann_coverage(g, &a);
 		printf(",\"coverage\":{\"gpu_tasks\":%" PRIu64 ",\"layer\":%" PRIu64
 		       ",\"phase\":%" PRIu64 ",\"microbatch\":%" PRIu64 ",\"layers\":%d,"
-		       "\"microbatches\":%d,\"source\":\"%s\"}",
+		       "\"microbatches\":%d,\"layer_source\":\"%s\",\"phase_source\":\"%s\","
+		       "\"microbatch_source\":\"%s\",\"layer_ops\":%" PRIu64 "}",
 		       a.gpu, a.layer, a.phase, a.mb, a.n_layers, a.n_mb,
-		       a.layer || a.phase || a.mb ? "ranges" : "none");
+		       ann_source_key(s->ann_found[GRAPH_ANN_LAYER]),
+		       ann_source_key(s->ann_found[GRAPH_ANN_PHASE]),
+		       ann_source_key(s->ann_found[GRAPH_ANN_MB]), s->layer_ops);
 		printf(",\"run\":");
 		prism_fput_json_str(stdout, g->meta ? strtab_get(&g->st, g->meta) + 13 : "");
 	}

@@ -30,7 +30,7 @@ static const char help[] =
 	"      --no-rendezvous     collectives keep their traced durations\n"
 	"  -r, --rank LIST         comma-separated rank of each trace file, in order\n"
 	"      --allow-dangling, --no-infer-events, --no-infer-sync, --no-infer-threads,\n"
-	"      --lag-cap US        as for `prism ingest`\n"
+	"      --no-infer-layers, --lag-cap US   as for `prism ingest`\n"
 	"  -h, --help              this help\n"
 	"\n"
 	"Exit status: 0 on success, 2 on bad input, 1 on other failures.\n";

@@ -28,9 +28,12 @@ static const char help[] =
 	"    `prism synth` and scripts/collect_trace.py) is rebuilt at the candidate's\n"
 	"    configuration with kernel times calibrated, class by class, on its own\n"
 	"    layers, and host costs measured on it.\n"
-	"  - Any other trace takes --dp and --hw edits only: its tasks are kept and\n"
-	"    re-timed (collectives of the data-parallel group through the\n"
-	"    communication model; kernels by FLOP/s or bandwidth on another GPU).\n"
+	"  - Any other trace takes --dp, --layers and --hw edits: --layers must be a\n"
+	"    multiple of the layers found (prism::layer ranges, else inferred from\n"
+	"    repeated op sequences; `prism ingest` shows them), whose tasks are\n"
+	"    repeated; the rest is kept and re-timed (collectives of the\n"
+	"    data-parallel group through the communication model; kernels by\n"
+	"    FLOP/s or bandwidth on another GPU).\n"
 	"  With no change, the candidate is the base and the prediction its replay.\n"
 	"\n"
 	"options:\n"
@@ -260,11 +263,11 @@ int cmd_whatif(int argc, char **argv)
 		return 0;
 	}
 
-	/* A plain trace: re-time a clone. */
-	if (given & ~(CLI_SET(CLI_OPT_DP) | CLI_SET(CLI_OPT_STEPS))) {
+	/* A plain trace: repeat its layers, re-time a clone. */
+	if (given & ~(CLI_SET(CLI_OPT_DP) | CLI_SET(CLI_OPT_STEPS) | CLI_SET(CLI_OPT_LAYERS))) {
 		rc = prism_err_set(&err, PRISM_EARG,
-				   "%s: no prism:: layer ranges or run description in the trace, so "
-				   "only --dp and --hw edits apply (record with "
+				   "%s: no run description in the trace (prism::model#), so only "
+				   "--dp, --layers and --hw edits apply (record with "
 				   "scripts/collect_trace.py for the others)",
 				   argv[optind]);
 		goto fail;
@@ -272,9 +275,30 @@ int cmd_whatif(int argc, char **argv)
 	{
 		struct edit_retime r;
 		struct edit_stats st;
-		struct graph *cg;
+		struct edit_layer_stats ls;
+		struct graph *cg = NULL;
 		const char *gpu = g->n_ranks ? strtab_get(&g->st, g->ranks[0].device) : "";
 		char found[1024];
+		int layers = 0, k = 1;
+		memset(&ls, 0, sizeof(ls));
+		for (uint32_t u = 0; u < g->n_nodes; u++)
+			if (g->layer[u] + 1 > layers)
+				layers = g->layer[u] + 1;
+		if (given & CLI_SET(CLI_OPT_LAYERS)) {
+			if (layers == 0 || opt.m.layers % layers != 0) {
+				rc = prism_err_set(
+					&err, PRISM_EARG,
+					layers ? "%s: %d layers found in the trace; without a run "
+						 "description --layers must be a multiple of %d (the "
+						 "found blocks are repeated)"
+					       : "%s: no layers found in the trace (no prism::layer "
+						 "ranges, no repeated op sequence): --layers does not "
+						 "apply",
+					argv[optind], layers, layers);
+				goto fail;
+			}
+			k = opt.m.layers / layers;
+		}
 		if (!base_hw_name) {
 			base_hw_name = calib_profile_for(gpu, (double)g->ranks[0].device_mem);
 			if (!base_hw_name || cli_find_config("hw", base_hw_name, found, sizeof(found))) {
@@ -297,8 +321,12 @@ int cmd_whatif(int argc, char **argv)
 		r.dp_from = base_dp > 0 ? base_dp : (int)(g->ranks[0].world_size > 0 ? g->ranks[0].world_size : 1);
 		r.dp_to = given & CLI_SET(CLI_OPT_DP) ? opt.lay.dp : r.dp_from;
 		r.comm_eff = 0.8;
-		if (!(cg = graph_clone(g))) {
-			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+		if (k > 1 ? (rc = edit_layers(g, k, &cg, &ls, &err)) != 0 ||
+				    (rc = graph_acyclic(cg, &err)) != 0
+			  : !(cg = graph_clone(g))) {
+			graph_free(cg);
+			if (!rc)
+				rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 			goto fail;
 		}
 		if (edit_retime(cg, &r, &st) || replay_time(cg, timeline, &p.iter_s, &err)) {
@@ -309,16 +337,27 @@ int cmd_whatif(int argc, char **argv)
 		graph_free(cg);
 		if (json) {
 			printf("{\"method\":\"retimed\",\"base_iteration_s\":%.9f,\"iteration_s\":%.9f,"
-			       "\"dp_from\":%d,\"dp_to\":%d,\"hw_from\":\"%s\",\"hw_to\":\"%s\","
+			       "\"dp_from\":%d,\"dp_to\":%d,\"layers_from\":%d,\"layers_to\":%d,"
+			       "\"tasks_added\":%" PRIu64 ",\"hw_from\":\"%s\",\"hw_to\":\"%s\","
 			       "\"kernels_scaled\":%" PRIu64 ",\"collectives_scaled\":%" PRIu64
 			       ",\"collectives_unsized\":%" PRIu64 "}\n",
-			       base_s, p.iter_s, r.dp_from, r.dp_to, r.from->id, r.to->id,
-			       st.kernels_scaled, st.colls_scaled, st.colls_unsized);
+			       base_s, p.iter_s, r.dp_from, r.dp_to, layers, layers * k, ls.nodes_added,
+			       r.from->id, r.to->id, st.kernels_scaled, st.colls_scaled,
+			       st.colls_unsized);
 		} else {
-			printf("base       the trace as recorded, dp %d on %s\n", r.dp_from, r.from->name);
-			printf("           %.3f ms per iteration (replay)\n", base_s * 1e3);
-			printf("candidate  dp %d on %s\n", r.dp_to, r.to->name);
-			printf("method     re-timed clone: %" PRIu64 " kernels, %" PRIu64
+			printf("base       the trace as recorded, dp %d on %s", r.dp_from, r.from->name);
+			if (layers)
+				printf(", %d layers found", layers);
+			printf("\n           %.3f ms per iteration (replay)\n", base_s * 1e3);
+			printf("candidate  dp %d on %s", r.dp_to, r.to->name);
+			if (k > 1)
+				printf(", %d layers", layers * k);
+			printf("\nmethod     ");
+			if (k > 1)
+				printf("layer tasks repeated x%d (%" PRIu64 " runs, %" PRIu64
+				       " tasks added); ",
+				       k, ls.segments, ls.nodes_added);
+			printf("re-timed clone: %" PRIu64 " kernels, %" PRIu64
 			       " collectives re-timed (%" PRIu64 " without a size kept)\n\n",
 			       st.kernels_scaled, st.colls_scaled, st.colls_unsized);
 			printf("iteration  %12.3f ms\n", p.iter_s * 1e3);

@@ -11,6 +11,10 @@
 #include <string.h>
 
 #include "build.h"
+#include "edit.h"
+#include "infer.h"
+#include "metrics.h"
+#include "sim.h"
 #include "testutil.h"
 
 struct want_node {
@@ -290,6 +294,187 @@ static void test_all_to_all_by_op(void **state)
 	graph_free(g);
 }
 
+
+static void test_infer_repeat(void **state)
+{
+	/* x A B C A B C A B C y: three blocks of three from 1. */
+	static const uint32_t s1[] = {9, 1, 2, 3, 1, 2, 3, 1, 2, 3, 8};
+	/* Two runs: (1 2 3) x2 covers 6, (4 5 6 7) x3 covers 12. */
+	static const uint32_t s2[] = {1, 2, 3, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7};
+	/* A block whose last op also precedes the run: the run starts one
+	 * earlier and the blocks come out rotated (C A B). */
+	static const uint32_t s3[] = {3, 1, 2, 3, 1, 2, 3, 9};
+	/* The same op four times, then a two-name block: no block has three
+	 * distinct names. */
+	static const uint32_t s4[] = {5, 5, 5, 5, 1, 2, 1, 2, 1, 2};
+	/* A block of 4 with two names repeated inside (A B A C): period 4,
+	 * not 2. */
+	static const uint32_t s5[] = {1, 2, 1, 3, 1, 2, 1, 3, 1, 2, 1, 3};
+	struct infer_repeat r;
+	(void)state;
+
+	assert_int_equal(infer_repeat(s1, NULL, 11, &r), 0);
+	assert_int_equal(r.first, 1);
+	assert_int_equal(r.period, 3);
+	assert_int_equal(r.count, 3);
+	assert_int_equal(infer_repeat(s2, NULL, 18, &r), 0);
+	assert_int_equal(r.first, 6);
+	assert_int_equal(r.period, 4);
+	assert_int_equal(r.count, 3);
+	assert_int_equal(infer_repeat(s3, NULL, 8, &r), 0);
+	assert_int_equal(r.first, 0);
+	assert_int_equal(r.period, 3);
+	assert_int_equal(r.count, 2);
+	assert_int_equal(infer_repeat(s4, NULL, 10, &r), 0);
+	assert_int_equal(r.count, 0);
+	assert_int_equal(infer_repeat(s5, NULL, 12, &r), 0);
+	assert_int_equal(r.first, 0);
+	assert_int_equal(r.period, 4);
+	assert_int_equal(r.count, 3);
+	assert_int_equal(infer_repeat(s1, NULL, 3, &r), 0);
+	assert_int_equal(r.count, 0);
+}
+
+/* The GPU kernels of g in stream order: their names' first letters after
+ * "k_" and their layers. */
+static void kernel_layers(const struct graph *g, int32_t *layer, uint8_t *phase, size_t *n)
+{
+	*n = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_KERNEL) {
+			layer[*n] = g->layer[u];
+			phase[(*n)++] = g->phase[u];
+		}
+}
+
+static void test_inferred_layers(void **state)
+{
+	const char *paths[] = {TEST_DATA("layers_2024.json")};
+	/* Stream order: emb, 9 block kernels (layers 0 0 0 1 1 1 2 2 2), loss,
+	 * loss backward, 9 block backward kernels (2 2 2 1 1 1 0 0 0), emb
+	 * backward, optimizer. */
+	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2, -1,
+					     -1, 2, 2, 2, 1, 1, 1, 0, 0, 0, -1, -1};
+	static const uint8_t want_phase[] = {
+		PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,
+		PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_BACKWARD,
+		PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD,
+		PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_OPTIMIZER};
+	int32_t layer[64];
+	uint8_t phase[64];
+	size_t n;
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	kernel_layers(g, layer, phase, &n);
+	assert_int_equal(n, 23);
+	for (size_t i = 0; i < n; i++) {
+		if (layer[i] != want_layer[i] || phase[i] != want_phase[i])
+			print_error("kernel %zu: layer %d phase %s, want %d %s\n", i, layer[i],
+				    graph_phase_name(phase[i]), want_layer[i],
+				    graph_phase_name(want_phase[i]));
+		assert_int_equal(layer[i], want_layer[i]);
+		assert_int_equal(phase[i], want_phase[i]);
+	}
+	assert_int_equal(g->stats.ann_found[GRAPH_ANN_LAYER], GRAPH_ANN_INFERRED);
+	assert_int_equal(g->stats.ann_found[GRAPH_ANN_PHASE], GRAPH_ANN_INFERRED);
+	assert_int_equal(g->stats.ann_found[GRAPH_ANN_MB], 0);
+	assert_int_equal(g->stats.layer_ops, 3);
+	graph_free(g);
+
+	/* Without inference: no layers, phases still from PyTorch's names. */
+	o.infer_layers = 0;
+	g = load(paths, 1, &o);
+	kernel_layers(g, layer, phase, &n);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(layer[i], -1);
+	assert_int_equal(g->stats.ann_found[GRAPH_ANN_LAYER], 0);
+	graph_free(g);
+}
+
+/* The replayed iteration time of g, in ns. */
+static int64_t replay_ns(const struct graph *g)
+{
+	struct sim *s = sim_new(g);
+	struct sim_opts so;
+	struct prism_err err;
+	struct metrics_iter *its = NULL;
+	long n;
+	int64_t t;
+
+	assert_non_null(s);
+	sim_opts_default(&so);
+	assert_int_equal(sim_run(s, &so, &err), 0);
+	n = metrics_iterations(s, &its);
+	assert_int_equal(n, 1);
+	t = its[0].predicted_ns;
+	free(its);
+	sim_free(s);
+	return t;
+}
+
+static void test_layer_edit(void **state)
+{
+	const char *paths[] = {TEST_DATA("layers_2024.json")};
+	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4,
+					     5, 5, 5, -1, -1, 5, 5, 5, 4, 4, 4, 3, 3, 3, 2, 2,
+					     2, 1, 1, 1, 0, 0, 0, -1, -1};
+	int32_t layer[64];
+	uint8_t phase[64];
+	size_t n;
+	struct build_opts o;
+	struct edit_layer_stats st;
+	struct prism_err err;
+	struct graph *g, *e2, *e3;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	/* GPU-bound: the stream runs from 20 us to the optimizer's end at
+	 * 2050 us, the synchronise returns 10 us later, the step ends 10 us
+	 * after that: 2070 us, as traced. */
+	assert_int_equal(replay_ns(g), 2070000);
+
+	/* x2: 18 more kernels of 100 us on the saturated stream. */
+	prism_err_clear(&err);
+	assert_int_equal(edit_layers(g, 2, &e2, &st, &err), 0);
+	assert_int_equal(graph_check(e2, &err), 0);
+	kernel_layers(e2, layer, phase, &n);
+	assert_int_equal(n, 41);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(layer[i], want_layer[i]);
+	/* Runs: forward and backward on the two threads and the stream. */
+	assert_int_equal(st.segments, 4);
+	assert_int_equal(st.groups, 2);
+	assert_int_equal(e2->n_nodes, g->n_nodes + st.nodes_added);
+	assert_int_equal(replay_ns(e2), 2070000 + 1800000);
+
+	/* x3 */
+	assert_int_equal(edit_layers(g, 3, &e3, &st, &err), 0);
+	assert_int_equal(graph_check(e3, &err), 0);
+	assert_int_equal(replay_ns(e3), 2070000 + 3600000);
+	/* x1 is the base. */
+	graph_free(e3);
+	assert_int_equal(edit_layers(g, 1, &e3, &st, &err), 0);
+	assert_int_equal(e3->n_nodes, g->n_nodes);
+	assert_int_equal(e3->n_edges, g->n_edges);
+	assert_int_equal(replay_ns(e3), 2070000);
+	graph_free(e3);
+	graph_free(e2);
+	graph_free(g);
+
+	/* No layers: a clear refusal. */
+	o.infer_layers = 0;
+	g = load(paths, 1, &o);
+	assert_int_equal(edit_layers(g, 2, &e2, &st, &err), PRISM_EARG);
+	assert_null(e2);
+	assert_string_equal(err.msg, "the trace has no layers found to repeat");
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +483,9 @@ int main(void)
 		cmocka_unit_test(test_two_ranks),
 		cmocka_unit_test(test_duplicate_rank),
 		cmocka_unit_test(test_all_to_all_by_op),
+		cmocka_unit_test(test_infer_repeat),
+		cmocka_unit_test(test_inferred_layers),
+		cmocka_unit_test(test_layer_edit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,6 +60,21 @@ PAIRS = [
     ("dp 8 -> 64 + microbatches 4 -> 16", ["--dp", "8", "--microbatches", "4"],
      ["--dp", "64", "--microbatches", "16"]),
     ("identity", ["--pp", "2", "--microbatches", "4"], []),
+    # A's traces without their run description: whatif cannot rebuild the
+    # run and repeats the tasks of the layers it finds (edit_layers).
+    ("layers x2, tasks repeated", [], ["--layers", "32"], "plain"),
+    ("layers x4, tasks repeated, microbatches 4", ["--microbatches", "4"], ["--layers", "64"],
+     "plain"),
+    ("layers x2, tasks repeated, pp 4 1f1b", ["--pp", "4", "--microbatches", "8"],
+     ["--layers", "32"], "plain"),
+    ("layers x2, tasks repeated, pp 2 interleaved",
+     ["--pp", "2", "--microbatches", "8", "--schedule", "interleaved", "--vp", "2"],
+     ["--layers", "32"], "plain"),
+    ("layers x2, tasks repeated, tp 2 + sp", ["--tp", "2", "--sp"], ["--layers", "32"], "plain"),
+    ("layers x2 + dp 8 -> 64, tasks repeated", ["--dp", "8"], ["--layers", "32", "--dp", "64"],
+     "plain"),
+    ("layers x2, tasks repeated, zero 1 dp 8", ["--dp", "8", "--zero", "1"], ["--layers", "32"],
+     "plain"),
 ]
 
 
@@ -85,6 +100,17 @@ def opt(args, name, default):
     return v
 
 
+def strip_description(paths):
+    """Drop the run description (prism::model#...) from traces in place."""
+    for p in paths:
+        with open(p) as f:
+            t = json.load(f)
+        t["traceEvents"] = [e for e in t["traceEvents"]
+                            if not e.get("name", "").startswith("prism::model#")]
+        with open(p, "w") as f:
+            json.dump(t, f)
+
+
 def mean_step(replay):
     steps = {}
     for it in replay["iterations"]:
@@ -99,7 +125,7 @@ def main():
     worst = 0.0
     rows = []
     with tempfile.TemporaryDirectory() as d:
-        for i, (name, a, b) in enumerate(PAIRS):
+        for i, (name, a, b, *how) in enumerate(PAIRS):
             # B's hardware replaces A's; everything else adds to A.
             ab = [x for x in BASE + a]
             if "--hw" in b:
@@ -112,7 +138,13 @@ def main():
             ta = os.path.join(d, f"a{i}.json")
             tb = os.path.join(d, f"b{i}.json")
             run(["synth"] + BASE + TRUTH + a + ["-o", ta])
-            w = json.loads(run(["whatif"] + traces(ta, pa) + b + ["--json"]))
+            wa = b
+            if how == ["plain"]:
+                strip_description(traces(ta, pa))
+                wa = b + ["--base-hw", "h100-dgx", "--base-dp", opt(a, "--dp", "1")]
+            w = json.loads(run(["whatif"] + traces(ta, pa) + wa + ["--json"]))
+            if how == ["plain"] and w["method"] != "retimed":
+                sys.exit(f"FAIL: {name}: method {w['method']}, not the repeated tasks")
             run(["synth"] + ab + TRUTH + bonly + ["-o", tb])
             rep = json.loads(run(["replay"] + traces(tb, pb) + ["--json"]))
             want = mean_step(rep)
