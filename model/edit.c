@@ -251,18 +251,28 @@ struct lrep {
 	uint32_t *seg_of; /* node -> segment, or NONE32 */
 	uint32_t *newid;  /* node -> id of its first copy */
 	uint32_t *proc_seg; /* per processor, its first segment (n_procs + 1) */
+	uint32_t last_group;
 };
 
+static int same_group(const struct lgroup *g, int32_t iter, uint8_t phase, int32_t mb)
+{
+	return g->iter == iter && g->phase == phase && g->mb == mb;
+}
+
+/* The group of (iter, phase, mb), made if new.  Consecutive tasks mostly
+ * share one, so the last answer is tried first. */
 static uint32_t lgroup_of(struct lrep *r, int32_t iter, uint8_t phase, int32_t mb)
 {
 	struct lgroup x = {iter, mb, phase};
+	if (r->last_group < r->groups.n &&
+	    same_group(&r->groups.v[r->last_group], iter, phase, mb))
+		return r->last_group;
 	for (size_t i = r->groups.n; i-- > 0;)
-		if (r->groups.v[i].iter == iter && r->groups.v[i].phase == phase &&
-		    r->groups.v[i].mb == mb)
-			return (uint32_t)i;
+		if (same_group(&r->groups.v[i], iter, phase, mb))
+			return r->last_group = (uint32_t)i;
 	if (VEC_PUSH(r->groups, x))
 		return NONE32;
-	return (uint32_t)(r->groups.n - 1);
+	return r->last_group = (uint32_t)(r->groups.n - 1);
 }
 
 /* Segments: per processor, maximal runs from one labelled node to the last

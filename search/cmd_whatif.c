@@ -321,12 +321,15 @@ int cmd_whatif(int argc, char **argv)
 		r.dp_from = base_dp > 0 ? base_dp : (int)(g->ranks[0].world_size > 0 ? g->ranks[0].world_size : 1);
 		r.dp_to = given & CLI_SET(CLI_OPT_DP) ? opt.lay.dp : r.dp_from;
 		r.comm_eff = 0.8;
-		if (k > 1 ? (rc = edit_layers(g, k, &cg, &ls, &err)) != 0 ||
-				    (rc = graph_acyclic(cg, &err)) != 0
-			  : !(cg = graph_clone(g))) {
+		if (k > 1) {
+			/* The copies' wiring is checked, not trusted. */
+			if ((rc = edit_layers(g, k, &cg, &ls, &err)) == 0)
+				rc = graph_acyclic(cg, &err);
+		} else if (!(cg = graph_clone(g))) {
+			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+		}
+		if (rc) {
 			graph_free(cg);
-			if (!rc)
-				rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 			goto fail;
 		}
 		if (edit_retime(cg, &r, &st) || replay_time(cg, timeline, &p.iter_s, &err)) {

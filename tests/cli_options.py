@@ -2,7 +2,8 @@
 """Layout options shared by synth and whatif: --gbs gives the microbatch
 count, conflicts and remainders are one-line errors (exit 2); model files
 with grouped-query attention and SwiGLU load, and bad ones name the file,
-line and setting.
+line and setting; whatif --layers on a trace without a run description
+repeats the layers found, and its refusals are exact.
 
 usage: cli_options.py PRISM
 """
@@ -50,4 +51,24 @@ with tempfile.TemporaryDirectory() as d:
         f.write(good)
     r = run("synth", path, "--hw", "h100-dgx", "--tp", "8", code=2)
     check("kv_heads 4 must be divisible by tp 8" in r.stderr, r.stderr)
-print("layout options: --gbs, its errors, GQA and SwiGLU model files")
+
+# whatif on a trace without a run description (tests/data/layers_2024.json:
+# three layers inferred): --layers takes multiples, other edits are refused.
+src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+plain = os.path.join(src, "tests", "data", "layers_2024.json")
+w = json.loads(run("whatif", plain, "--layers", "9", "--json").stdout)
+check(w["layers_from"] == 3 and w["layers_to"] == 9, f"--layers 9: {w}")
+# The stream is saturated: 2.070 ms plus 2 x 18 kernels of 100 us.
+check(abs(w["iteration_s"] - 0.00567) < 1e-9, f"--layers 9: {w['iteration_s']}")
+r = run("whatif", plain, "--layers", "4", code=2)
+check(r.stderr == f"prism: {plain}: 3 layers found in the trace; without a run description "
+      "--layers must be a multiple of 3 (the found blocks are repeated)\n", r.stderr)
+r = run("whatif", plain, "--hidden", "4", code=2)
+check(r.stderr == f"prism: {plain}: no run description in the trace (prism::model#), so only "
+      "--dp, --layers and --hw edits apply (record with scripts/collect_trace.py for the "
+      "others)\n", r.stderr)
+r = run("whatif", plain, "--no-infer-layers", "--layers", "6", code=2)
+check(r.stderr == f"prism: {plain}: no layers found in the trace (no prism::layer ranges, no "
+      "repeated op sequence): --layers does not apply\n", r.stderr)
+print("layout options: --gbs, its errors, GQA and SwiGLU model files, whatif --layers on a "
+      "plain trace")
