@@ -806,9 +806,23 @@ static int64_t step_number(const char *s)
 	return h ? strtoll(h + 1, NULL, 10) : -1;
 }
 
+/* The latest step (index into iters, from it_lo) starting at or before t,
+ * or SIZE_MAX; whether t is inside it is the caller's to check. */
+static size_t step_at(const struct builder *b, size_t it_lo, int64_t t)
+{
+	size_t lo = it_lo, hi = b->iters.n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (b->iters.v[mid].start_ns <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > it_lo ? lo - 1 : SIZE_MAX;
+}
+
 static int iterations(struct builder *b, struct rank_ctx *rc)
 {
-	const struct kineto_trace *tr = rc->tr;
 	size_t first = b->iters.n;
 
 	for (size_t k = 0; k < rc->nkeys; k++) {
@@ -825,24 +839,17 @@ static int iterations(struct builder *b, struct rank_ctx *rc)
 		if (VEC_PUSH(b->iters, it))
 			return nomem(b);
 	}
-	(void)tr;
 	/* Host nodes by start; GPU nodes by their launch. Steps are sorted. */
 	for (uint32_t u = rc->node_base; u < b->nodes.n; u++) {
 		struct pnode *n = &b->nodes.v[u];
 		int64_t t = n->start;
-		size_t lo = first, hi = b->iters.n;
+		size_t i;
 		if (n->kind >= GN_KERNEL && rc->lts[u - rc->node_base] != INT64_MIN)
 			t = rc->lts[u - rc->node_base];
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (b->iters.v[mid].start_ns <= t)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		n->iter = -1;
-		if (lo > first && t < b->iters.v[lo - 1].start_ns + b->iters.v[lo - 1].dur_ns)
-			n->iter = (int32_t)(lo - 1);
+		i = step_at(b, first, t);
+		n->iter = i != SIZE_MAX && t < b->iters.v[i].start_ns + b->iters.v[i].dur_ns
+				  ? (int32_t)i
+				  : -1;
 	}
 	return 0;
 }
@@ -936,20 +943,6 @@ static int phase_at(arange_vec *ph, uint32_t proc, int64_t t)
 		if (ph[prio[i]].n && arange_at(ph[prio[i]].v, ph[prio[i]].n, proc, t) >= 0)
 			return prio[i];
 	return PH_NONE;
-}
-
-/* The step (index into iters, from it_lo) holding time t, or SIZE_MAX. */
-static size_t step_at(const struct builder *b, size_t it_lo, int64_t t)
-{
-	size_t lo = it_lo, hi = b->iters.n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (b->iters.v[mid].start_ns <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > it_lo ? lo - 1 : SIZE_MAX;
 }
 
 /* Merge the ranges of v that follow each other on one thread in one step. */
@@ -1158,7 +1151,6 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			continue;
 		name = strtab_get(b->st, e->name);
 		if (strncmp(name, "prism::", 7) == 0) {
-			const char *v;
 			if (strncmp(name, "prism::model#", 13) == 0 && !b->meta)
 				b->meta = e->name;
 			if (strncmp(name, "prism::phase#", 13) == 0) {
@@ -1168,12 +1160,13 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 				    push_range(b, &ph[p], proc, e->ts_ns, e->ts_ns + e->dur_ns, p))
 					rc_ = -1;
 			}
-			for (int a = 0; a < A_N; a++)
-				if (strncmp(name, prefix[a], strlen(prefix[a])) == 0 &&
-				    (v = name + strlen(prefix[a]), 1) &&
+			for (int a = 0; a < A_N && !rc_; a++) {
+				size_t pl = strlen(prefix[a]);
+				if (strncmp(name, prefix[a], pl) == 0 &&
 				    push_range(b, &r[a], proc, e->ts_ns, e->ts_ns + e->dur_ns,
-					       (int32_t)strtol(v, NULL, 10)))
+					       (int32_t)strtol(name + pl, NULL, 10)))
 					rc_ = -1;
+			}
 			continue;
 		}
 		if (e->kind == KT_USER_ANN || strchr(name, '#')) {

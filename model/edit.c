@@ -251,6 +251,7 @@ struct lrep {
 	uint32_t *seg_of; /* node -> segment, or NONE32 */
 	uint32_t *newid;  /* node -> id of its first copy */
 	uint32_t *proc_seg; /* per processor, its first segment (n_procs + 1) */
+	uint32_t *proc_first; /* per processor, its first new id */
 	uint32_t last_group;
 };
 
@@ -469,39 +470,24 @@ static int renumber_colls(struct graph *n)
 	return 0;
 }
 
-/* Copy node w as copy c into node x of n. */
-static void copy_node(const struct lrep *r, struct graph *n, uint32_t x, uint32_t w, int c,
-		      int64_t corr_stride, const int32_t *layers_of)
+/* What differs in copy c (node x of n) of node w, once its columns are
+ * copied: its traced start, correlation id, layer and collective. */
+static void adjust_copy(const struct lrep *r, struct graph *n, uint32_t x, uint32_t w, int c,
+			int64_t corr_stride, const int32_t *layers_of)
 {
 	const struct graph *g = r->g;
 	uint32_t s = r->seg_of[w];
 	const struct seg *sg = s == NONE32 ? NULL : &r->segs.v[s];
 	n->start_ns[x] = sg ? g->start_ns[w] + sg->before + (int64_t)c * (sg->t1 - sg->t0)
 			    : g->start_ns[w] + shift_at(r, g->proc[w], g->start_ns[w]);
-	n->dur_ns[x] = g->dur_ns[w];
-	n->wait_ns[x] = g->wait_ns[w];
-	n->lag_ns[x] = g->lag_ns[w];
-	n->corr[x] = g->corr[w] >= 0 ? g->corr[w] + c * corr_stride : g->corr[w];
-	n->proc[x] = g->proc[w];
-	n->name[x] = g->name[w];
-	n->op[x] = g->op[w];
-	n->op_dims[x] = g->op_dims[w];
-	n->op_types[x] = g->op_types[w];
-	n->src[x] = g->src[w];
-	n->coll[x] = NONE32;
-	n->iter[x] = g->iter[w];
+	if (g->corr[w] >= 0)
+		n->corr[x] = g->corr[w] + c * corr_stride;
 	/* Copy c holds layers c L .. c L + L - 1; the backward runs them last
 	 * first, so its first copy holds the top ones. */
 	if (g->layer[w] >= 0)
 		n->layer[x] = g->layer[w] + (g->phase[w] == PH_BACKWARD ? r->k - 1 - c : c) *
 						    layers_of[g->iter[w] + 1];
-	else
-		n->layer[x] = g->layer[w];
-	n->mb[x] = g->mb[w];
-	n->phase[x] = g->phase[w];
-	n->kind[x] = g->kind[w];
-	n->flags[x] = g->flags[w];
-	n->rtclass[x] = g->rtclass[w];
+	n->coll[x] = NONE32;
 }
 
 int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_layer_stats *st,
@@ -511,6 +497,7 @@ int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_la
 	struct graph *n = NULL;
 	int32_t *layers_of = NULL;
 	uint64_t nn = 0, ne = 0, nc = g->n_colls;
+	uint32_t next_coll = g->n_colls; /* the copies' collectives follow */
 	int64_t corr_stride = 1;
 	int rc = 0;
 
@@ -525,8 +512,9 @@ int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_la
 	r.seg_of = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.seg_of));
 	r.newid = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.newid));
 	r.proc_seg = malloc(((size_t)g->n_procs + 1) * sizeof(*r.proc_seg));
+	r.proc_first = malloc(((size_t)g->n_procs + 1) * sizeof(*r.proc_first));
 	layers_of = calloc((size_t)g->n_iters + 1, sizeof(*layers_of));
-	if (!r.label || !r.seg_of || !r.newid || !r.proc_seg || !layers_of || label_nodes(&r))
+	if (!r.label || !r.seg_of || !r.newid || !r.proc_seg || !r.proc_first || !layers_of || label_nodes(&r))
 		goto oom;
 	if (r.segs.n == 0) {
 		rc = prism_err_set(err, PRISM_EARG, "the trace has no layers found to repeat");
@@ -541,6 +529,7 @@ int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_la
 	/* New ids, processor by processor: each segment's copies back to back. */
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
+		r.proc_first[p] = (uint32_t)nn;
 		for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
 			uint32_t s = r.seg_of[u];
 			if (s == NONE32) {
@@ -578,18 +567,12 @@ int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_la
 	n->stats = g->stats;
 	memcpy(n->ranks, g->ranks, g->n_ranks * sizeof(*g->ranks));
 	memcpy(n->colls, g->colls, g->n_colls * sizeof(*g->colls));
-	nc = g->n_colls;
-	for (uint32_t p = 0, next = 0; p < g->n_procs; p++) {
+	for (uint32_t p = 0; p < g->n_procs; p++) {
 		/* Processors tile the new ids in the same order. */
-		const struct graph_proc *pr = &g->procs[p];
-		uint32_t end = p + 1 < g->n_procs ? UINT32_MAX : (uint32_t)nn;
-		for (uint32_t q = p + 1; q < g->n_procs && end == UINT32_MAX; q++)
-			if (g->procs[q].n)
-				end = r.newid[g->procs[q].first];
-		n->procs[p] = *pr;
-		n->procs[p].first = next;
-		n->procs[p].n = pr->n ? (end == UINT32_MAX ? (uint32_t)nn : end) - next : 0;
-		next += n->procs[p].n;
+		n->procs[p] = g->procs[p];
+		n->procs[p].first = r.proc_first[p];
+		n->procs[p].n = (p + 1 < g->n_procs ? r.proc_first[p + 1] : (uint32_t)nn) -
+				r.proc_first[p];
 	}
 	/* Nodes and their edges, in new id order. */
 	{
@@ -601,12 +584,15 @@ int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_la
 				int copies = s == NONE32 ? 1 : k;
 				if (s != NONE32)
 					b = r.segs.v[s].b;
-				for (int c = 0; c < copies; c++)
+				for (int c = 0; c < copies; c++) {
+					graph_copy_nodes(n, copy_id(&r, a, c), g, a, b - a + 1);
 					for (uint32_t w = a; w <= b; w++) {
 						uint32_t x = copy_id(&r, w, c);
-						copy_node(&r, n, x, w, c, corr_stride, layers_of);
+						adjust_copy(&r, n, x, w, c, corr_stride, layers_of);
 						if (g->coll[w] != NONE32) {
-							uint32_t ci = c ? (uint32_t)nc++ : g->coll[w];
+							/* Copy 0 keeps the collective's
+							 * entry; the others get new ones. */
+							uint32_t ci = c ? next_coll++ : g->coll[w];
 							if (c)
 								n->colls[ci] = g->colls[g->coll[w]];
 							n->colls[ci].node = x;
@@ -616,6 +602,7 @@ int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_la
 						e += copy_edges(&r, w, c, n->out_dst + e,
 								n->out_kind + e);
 					}
+				}
 				u = b;
 			}
 		}
@@ -651,6 +638,7 @@ out:
 	free(r.seg_of);
 	free(r.newid);
 	free(r.proc_seg);
+	free(r.proc_first);
 	free(r.segs.v);
 	free(r.groups.v);
 	free(layers_of);

@@ -328,32 +328,35 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 struct column {
 	void *p;
 	size_t size;
+	size_t elem; /* bytes per node for per-node columns, else 0 */
 };
 
 /* The columns in file order; one table so save and load cannot disagree. */
 static size_t columns(const struct graph *g, struct column *c)
 {
 	size_t n = 0, nn = g->n_nodes;
-#define COL(ptr, count) (c[n].p = (void *)(ptr), c[n].size = (count) * sizeof(*(ptr)), n++)
-	COL(g->start_ns, nn);
-	COL(g->dur_ns, nn);
-	COL(g->wait_ns, nn);
-	COL(g->lag_ns, nn);
-	COL(g->corr, nn);
-	COL(g->proc, nn);
-	COL(g->name, nn);
-	COL(g->op, nn);
-	COL(g->op_dims, nn);
-	COL(g->op_types, nn);
-	COL(g->src, nn);
-	COL(g->coll, nn);
-	COL(g->iter, nn);
-	COL(g->layer, nn);
-	COL(g->mb, nn);
-	COL(g->phase, nn);
-	COL(g->kind, nn);
-	COL(g->flags, nn);
-	COL(g->rtclass, nn);
+#define COL(ptr, count) \
+	(c[n].p = (void *)(ptr), c[n].size = (count) * sizeof(*(ptr)), c[n].elem = 0, n++)
+#define NCOL(ptr) (COL(ptr, nn), c[n - 1].elem = sizeof(*(ptr)))
+	NCOL(g->start_ns);
+	NCOL(g->dur_ns);
+	NCOL(g->wait_ns);
+	NCOL(g->lag_ns);
+	NCOL(g->corr);
+	NCOL(g->proc);
+	NCOL(g->name);
+	NCOL(g->op);
+	NCOL(g->op_dims);
+	NCOL(g->op_types);
+	NCOL(g->src);
+	NCOL(g->coll);
+	NCOL(g->iter);
+	NCOL(g->layer);
+	NCOL(g->mb);
+	NCOL(g->phase);
+	NCOL(g->kind);
+	NCOL(g->flags);
+	NCOL(g->rtclass);
 	COL(g->out_off, nn + 1);
 	COL(g->out_dst, (size_t)g->n_edges);
 	COL(g->out_kind, (size_t)g->n_edges);
@@ -363,8 +366,22 @@ static size_t columns(const struct graph *g, struct column *c)
 	COL(g->colls, (size_t)g->n_colls);
 	COL(&g->stats, 1);
 	COL(&g->meta, 1);
+#undef NCOL
 #undef COL
 	return n;
+}
+
+void graph_copy_nodes(struct graph *dst, uint32_t x, const struct graph *src, uint32_t w,
+		      uint32_t count)
+{
+	struct column from[32], to[32];
+	size_t n = columns(src, from);
+	columns(dst, to);
+	for (size_t i = 0; i < n; i++)
+		if (from[i].elem)
+			memcpy((char *)to[i].p + (size_t)x * from[i].elem,
+			       (const char *)from[i].p + (size_t)w * from[i].elem,
+			       (size_t)count * from[i].elem);
 }
 
 struct graph *graph_clone(const struct graph *g)

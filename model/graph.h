@@ -244,6 +244,12 @@ void graph_free(struct graph *g);
  * read-only: one memcpy per column.  NULL when out of memory. */
 struct graph *graph_clone(const struct graph *g);
 
+/* Copy every per-node column of src's nodes [w, w + count) to dst's
+ * [x, x + count) (both graphs' string ids must agree); edges, processors
+ * and the other tables are the caller's. */
+void graph_copy_nodes(struct graph *dst, uint32_t x, const struct graph *src, uint32_t w,
+		      uint32_t count);
+
 /*
  * Verify the invariants: CSR offsets monotone and in range, every id in
  * range, processors tiling the node ids, no edge from a node to itself,

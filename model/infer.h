@@ -14,7 +14,8 @@
  *
  * Candidate periods are the distances between consecutive occurrences of
  * the same key, the most frequent first; each is checked in one pass, so
- * the work is O(n * INFER_MAX_PERIODS), not quadratic in n.
+ * the work is O(n log n + n * INFER_MAX_PERIODS) (sorting the keys, then
+ * the passes), not quadratic in n.
  */
 #ifndef PRISM_INFER_H
 #define PRISM_INFER_H

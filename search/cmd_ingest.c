@@ -87,23 +87,11 @@ static void ann_coverage(const struct graph *g, struct ann_cov *a)
 	}
 }
 
-/* How an annotation kind was found (graph_stats.ann_found). */
-static const char *ann_source(uint32_t how)
-{
-	switch (how) {
-	case GRAPH_ANN_RANGES: return "from prism:: ranges";
-	case GRAPH_ANN_INFERRED: return "inferred";
-	case GRAPH_ANN_RANGES | GRAPH_ANN_INFERRED: return "ranges on some ranks, inferred on others";
-	default: return "none";
-	}
-}
-
-/* The same for JSON: "ranges", "inferred", "mixed" or "none". */
-static const char *ann_source_key(uint32_t how)
-{
-	static const char *const key[] = {"none", "ranges", "inferred", "mixed"};
-	return key[how & 3];
-}
+/* How an annotation kind was found (graph_stats.ann_found): for JSON and
+ * for people. */
+static const char *const ann_key[] = {"none", "ranges", "inferred", "mixed"};
+static const char *const ann_text[] = {"none", "from prism:: ranges", "inferred",
+				       "ranges on some ranks, inferred on others"};
 
 static double pct(uint64_t a, uint64_t b)
 {
@@ -178,13 +166,13 @@ static void print_text(const struct graph *g)
 		ann_coverage(g, &a);
 		printf("\nannotations (share of the %" PRIu64 " GPU tasks, and how found):\n", a.gpu);
 		printf("  layer       %5.1f %%  %d layers, %s", pct(a.layer, a.gpu), a.n_layers,
-		       ann_source(s->ann_found[GRAPH_ANN_LAYER]));
+		       ann_text[s->ann_found[GRAPH_ANN_LAYER] & 3]);
 		if (s->ann_found[GRAPH_ANN_LAYER] & GRAPH_ANN_INFERRED)
 			printf(" (blocks of %" PRIu64 " ops)", s->layer_ops);
 		printf("\n  phase       %5.1f %%  %s\n", pct(a.phase, a.gpu),
-		       ann_source(s->ann_found[GRAPH_ANN_PHASE]));
+		       ann_text[s->ann_found[GRAPH_ANN_PHASE] & 3]);
 		printf("  microbatch  %5.1f %%  %d microbatches, %s\n", pct(a.mb, a.gpu), a.n_mb,
-		       ann_source(s->ann_found[GRAPH_ANN_MB]));
+		       ann_text[s->ann_found[GRAPH_ANN_MB] & 3]);
 		if (a.layer == 0)
 			printf("  no layers found: --layers edits need prism::layer ranges "
 			       "(scripts/collect_trace.py) or repeated op blocks\n");
@@ -343,9 +331,9 @@ static void print_json(const struct graph *g)
 		       "\"microbatches\":%d,\"layer_source\":\"%s\",\"phase_source\":\"%s\","
 		       "\"microbatch_source\":\"%s\",\"layer_ops\":%" PRIu64 "}",
 		       a.gpu, a.layer, a.phase, a.mb, a.n_layers, a.n_mb,
-		       ann_source_key(s->ann_found[GRAPH_ANN_LAYER]),
-		       ann_source_key(s->ann_found[GRAPH_ANN_PHASE]),
-		       ann_source_key(s->ann_found[GRAPH_ANN_MB]), s->layer_ops);
+		       ann_key[s->ann_found[GRAPH_ANN_LAYER] & 3],
+		       ann_key[s->ann_found[GRAPH_ANN_PHASE] & 3],
+		       ann_key[s->ann_found[GRAPH_ANN_MB] & 3], s->layer_ops);
 		printf(",\"run\":");
 		prism_fput_json_str(stdout, g->meta ? strtab_get(&g->st, g->meta) + 13 : "");
 	}

@@ -310,33 +310,31 @@ static void test_infer_repeat(void **state)
 	/* A block of 4 with two names repeated inside (A B A C): period 4,
 	 * not 2. */
 	static const uint32_t s5[] = {1, 2, 1, 3, 1, 2, 1, 3, 1, 2, 1, 3};
-	struct infer_repeat r;
+	static const struct {
+		const uint32_t *s;
+		size_t n, first, period, count;
+	} cases[] = {
+		{s1, 11, 1, 3, 3}, {s2, 18, 6, 4, 3}, {s3, 8, 0, 3, 2},
+		{s4, 10, 0, 0, 0}, {s5, 12, 0, 4, 3}, {s1, 3, 0, 0, 0}, /* too short */
+	};
 	(void)state;
 
-	assert_int_equal(infer_repeat(s1, NULL, 11, &r), 0);
-	assert_int_equal(r.first, 1);
-	assert_int_equal(r.period, 3);
-	assert_int_equal(r.count, 3);
-	assert_int_equal(infer_repeat(s2, NULL, 18, &r), 0);
-	assert_int_equal(r.first, 6);
-	assert_int_equal(r.period, 4);
-	assert_int_equal(r.count, 3);
-	assert_int_equal(infer_repeat(s3, NULL, 8, &r), 0);
-	assert_int_equal(r.first, 0);
-	assert_int_equal(r.period, 3);
-	assert_int_equal(r.count, 2);
-	assert_int_equal(infer_repeat(s4, NULL, 10, &r), 0);
-	assert_int_equal(r.count, 0);
-	assert_int_equal(infer_repeat(s5, NULL, 12, &r), 0);
-	assert_int_equal(r.first, 0);
-	assert_int_equal(r.period, 4);
-	assert_int_equal(r.count, 3);
-	assert_int_equal(infer_repeat(s1, NULL, 3, &r), 0);
-	assert_int_equal(r.count, 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct infer_repeat r;
+		assert_int_equal(infer_repeat(cases[i].s, NULL, cases[i].n, &r), 0);
+		if (r.first != cases[i].first || r.period != cases[i].period ||
+		    r.count != cases[i].count)
+			print_error("case %zu: %zu blocks of %zu from %zu, want %zu of %zu from %zu\n",
+				    i, r.count, r.period, r.first, cases[i].count, cases[i].period,
+				    cases[i].first);
+		assert_int_equal(r.first, cases[i].first);
+		assert_int_equal(r.period, cases[i].period);
+		assert_int_equal(r.count, cases[i].count);
+	}
 }
 
-/* The GPU kernels of g in stream order: their names' first letters after
- * "k_" and their layers. */
+/* The layer and phase of each GPU kernel of g, in node order (one stream:
+ * its order). */
 static void kernel_layers(const struct graph *g, int32_t *layer, uint8_t *phase, size_t *n)
 {
 	*n = 0;
