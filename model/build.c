@@ -460,6 +460,8 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 			return nomem(b);
 		if (call != IMAP_NONE) {
 			b->nodes.v[call].launched = 1;
+			if (b->nodes.v[call].rtclass == RT_GRAPH_LAUNCH)
+				b->nodes.v[id].flags |= NF_GRAPH;
 			if (add_edge(b, call, id, GE_LAUNCH))
 				return PRISM_ENOMEM;
 		} else if (e->corr < rc->min_rt_corr || b->o->allow_dangling) {
@@ -1638,7 +1640,13 @@ static int finish(struct builder *b, struct graph **out)
 			    lag < 0)
 				lag = 0; /* a wait node starts where its waiting ended; an
 					  * anchored task at its traced start */
-			if (lag > b->o->lag_cap_ns) {
+			if (lag > b->o->lag_cap_ns && (b->nodes.v[u].flags & NF_GRAPH)) {
+				/* A CUDA graph's task: what ran before it inside
+				 * the graph (host, event-wait or unreported kernel
+				 * nodes) is the graph's own work, kept whole. */
+				b->stats.graph_gaps++;
+				b->stats.graph_gap_ns += lag;
+			} else if (lag > b->o->lag_cap_ns) {
 				b->stats.lag_capped++;
 				b->stats.lag_capped_ns += lag - b->o->lag_cap_ns;
 				lag = b->o->lag_cap_ns;

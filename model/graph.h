@@ -91,6 +91,8 @@ enum graph_rt_class {
 #define NF_IDLE_GAP 0x02 /* CPU gap before work that a cross-thread edge starts */
 #define NF_ANCHORED 0x04 /* launched before the window: starts no earlier than
 			  * its traced start (what held it back is unseen) */
+#define NF_GRAPH 0x08    /* a CUDA graph's task (launched by cudaGraphLaunch):
+			  * its start lag is kept whole, not capped */
 
 enum graph_coll_kind {
 	GC_UNKNOWN, GC_ALL_REDUCE, GC_ALL_GATHER, GC_REDUCE_SCATTER, GC_BROADCAST,
@@ -187,6 +189,8 @@ struct graph_stats {
 	uint32_t ann_found[3];
 	uint32_t pad_;
 	uint64_t layer_ops;       /* ops per inferred layer block (the last found) */
+	uint64_t graph_gaps;      /* CUDA graph tasks whose start lag exceeded the */
+	int64_t graph_gap_ns;     /* cap, kept whole; and that lag in all */
 };
 enum { GRAPH_ANN_LAYER, GRAPH_ANN_PHASE, GRAPH_ANN_MB };
 #define GRAPH_ANN_RANGES 1   /* prism:: ranges */
@@ -280,7 +284,7 @@ int graph_rt_classify(const char *name);
  * then each column raw, then the string table, then a checksum.  Files of
  * another version are refused with PRISM_EVERSION.
  */
-#define GRAPH_FILE_VERSION 4
+#define GRAPH_FILE_VERSION 5
 int graph_save(const struct graph *g, const char *path, struct prism_err *err);
 int graph_load(const char *path, struct graph **out, struct prism_err *err);
 

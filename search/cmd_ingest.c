@@ -24,6 +24,9 @@ static const char help[] =
 	"                        every prism command accepts instead of the traces)\n"
 	"  -r, --rank LIST       comma-separated rank of each trace file, in order\n"
 	"      --json            print the summary as JSON\n"
+	"      --unexplained N   list the N tasks that waited longest beyond the lag\n"
+	"                        cap after their last dependency: where the trace\n"
+	"                        waited on something the graph does not show\n"
 	"      --allow-dangling  place GPU work whose launch call is missing from\n"
 	"                        the window instead of failing\n"
 	"      --no-infer-events   no cross-stream edges inferred from timing\n"
@@ -206,6 +209,8 @@ static void print_text(const struct graph *g)
 	printf("  tasks starting > %.0f us after their dependencies %10" PRIu64
 	       " (%.3f ms unexplained)\n",
 	       s->lag_cap_ns / 1e3, s->lag_capped, s->lag_capped_ns / 1e6);
+	printf("  CUDA graph tasks keeping a lag over the cap   %10" PRIu64 " (%.3f ms kept)\n",
+	       s->graph_gaps, s->graph_gap_ns / 1e6);
 	printf("  cuda_sync records used / unused               %10" PRIu64 " / %" PRIu64 "\n",
 	       s->cuda_sync_used, s->cuda_sync_unused);
 	printf("  host threads without runtime calls            %10" PRIu64 "\n", s->idle_threads);
@@ -318,6 +323,8 @@ static void print_json(const struct graph *g)
 	put_count("dropped_edges", s->dropped_edges);
 	put_count("lag_capped", s->lag_capped);
 	printf(",\"lag_capped_ns\":%" PRId64, s->lag_capped_ns);
+	put_count("graph_gaps", s->graph_gaps);
+	printf(",\"graph_gap_ns\":%" PRId64, s->graph_gap_ns);
 	put_count("cuda_sync_used", s->cuda_sync_used);
 	put_count("cuda_sync_unused", s->cuda_sync_unused);
 	put_count("idle_threads", s->idle_threads);
@@ -340,11 +347,74 @@ static void print_json(const struct graph *g)
 	printf("}\n");
 }
 
+/* The n tasks whose traced start lag after their last dependency most
+ * exceeds the cap (what the replay cannot explain), longest first, with
+ * the dependency that released them last.  CUDA graph tasks keep their
+ * lag whole and are left out. */
+static int print_unexplained(const struct graph *g, int n)
+{
+	int64_t *ready = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*ready));
+	uint32_t *by = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*by));
+	uint32_t *top = calloc((size_t)n + 1, sizeof(*top));
+	int64_t cap = g->stats.lag_cap_ns;
+	int k = 0;
+
+	if (!ready || !by || !top) {
+		free(ready), free(by), free(top);
+		fprintf(stderr, "prism ingest: out of memory\n");
+		return 1;
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		ready[u] = INT64_MIN, by[u] = UINT32_MAX;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
+			uint32_t v = g->out_dst[e];
+			int64_t t = graph_edge_release(g->out_kind[e], g->start_ns[u],
+						       g->start_ns[u] + g->dur_ns[u] + g->wait_ns[u]);
+			if (t > ready[v])
+				ready[v] = t, by[v] = u;
+		}
+#define LAG(u) (g->start_ns[u] - ready[u])
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		if (by[u] == UINT32_MAX || g->kind[u] == GN_WAIT ||
+		    (g->flags[u] & (NF_ANCHORED | NF_GRAPH)) || LAG(u) <= cap)
+			continue;
+		int i = k < n ? k++ : n; /* insertion into the top n, longest first */
+		if (i == n && LAG(u) <= LAG(top[n - 1]))
+			continue;
+		if (i == n)
+			i = n - 1;
+		while (i > 0 && LAG(top[i - 1]) < LAG(u)) {
+			top[i] = top[i - 1];
+			i--;
+		}
+		top[i] = u;
+	}
+	printf("\ntasks that waited longest after their last dependency, over the %.0f us "
+	       "lag cap\n(traced start from the job's start, wait, task; then the dependency):\n",
+	       cap / 1e3);
+	for (int i = 0; i < k; i++) {
+		uint32_t u = top[i], d = by[u];
+		const struct graph_proc *pu = &g->procs[g->proc[u]], *pd = &g->procs[g->proc[d]];
+		printf("  %10.3f ms  waited %9.1f us  rank %" PRId64 " %s %" PRId64 "  %.60s\n"
+		       "%29safter %s %" PRId64 "  %.60s\n",
+		       g->start_ns[u] / 1e6, LAG(u) / 1e3, g->ranks[pu->rank].rank,
+		       pu->gpu ? "stream" : "thread", pu->tid, strtab_get(&g->st, g->name[u]), "",
+		       pd->gpu ? "stream" : "thread", pd->tid, strtab_get(&g->st, g->name[d]));
+	}
+	if (!k)
+		printf("  none\n");
+#undef LAG
+	free(ready), free(by), free(top);
+	return 0;
+}
+
 int cmd_ingest(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"json", no_argument, NULL, 'j'},
+		{"unexplained", required_argument, NULL, 'U'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_BUILD_LONGOPTS,
 		{NULL, 0, NULL, 0},
@@ -353,7 +423,7 @@ int cmd_ingest(int argc, char **argv)
 	struct prism_err err;
 	struct graph *g = NULL;
 	const char *out = NULL, *ranks = NULL;
-	int json = 0, c, rc;
+	int json = 0, unexplained = 0, c, rc;
 
 	build_opts_default(&o);
 	prism_err_clear(&err);
@@ -370,6 +440,10 @@ int cmd_ingest(int argc, char **argv)
 			break;
 		case 'j':
 			json = 1;
+			break;
+		case 'U':
+			if (cli_count(optarg, "unexplained", 1, 100000, &unexplained, &err))
+				return cli_fail(&err);
 			break;
 		case 'h':
 			fputs(help, stdout);
@@ -396,6 +470,8 @@ int cmd_ingest(int argc, char **argv)
 		print_json(g);
 	else {
 		print_text(g);
+		if (unexplained)
+			rc = print_unexplained(g, unexplained);
 		if (out)
 			printf("\ngraph saved to %s\n", out);
 	}

@@ -3,7 +3,8 @@
 count, conflicts and remainders are one-line errors (exit 2); model files
 with grouped-query attention and SwiGLU load, and bad ones name the file,
 line and setting; whatif --layers on a trace without a run description
-repeats the layers found, and its refusals are exact.
+repeats the layers found, and its refusals are exact; ingest --unexplained
+lists the longest waits of a hand-made trace.
 
 usage: cli_options.py PRISM
 """
@@ -72,3 +73,19 @@ check(r.stderr == f"prism: {plain}: no layers found in the trace (no prism::laye
       "repeated op sequence): --layers does not apply\n", r.stderr)
 print("layout options: --gbs, its errors, GQA and SwiGLU model files, whatif --layers on a "
       "plain trace")
+
+# ingest --unexplained: golden_2023.json worked by hand with a 5 us cap:
+# k_mm was launched at 10 us and began at 25 us (15 us after the call's
+# start), k_loss 12 us after its launch, k_bwd 10 us after its launch.
+golden = os.path.join(src, "tests", "data", "golden_2023.json")
+out = run("ingest", "--unexplained", "2", "--lag-cap", "5", golden).stdout
+tail = out[out.index("tasks that waited longest"):].splitlines()
+want = ["tasks that waited longest after their last dependency, over the 5 us lag cap",
+        "(traced start from the job's start, wait, task; then the dependency):",
+        "       0.025 ms  waited      15.0 us  rank 0 stream 7  k_mm",
+        "                             after thread 1  cudaLaunchKernel",
+        "       0.192 ms  waited      12.0 us  rank 0 stream 7  k_loss",
+        "                             after thread 1  cudaLaunchKernel"]
+check(tail == want, f"--unexplained: {tail}")
+r = run("ingest", "--unexplained", "0", golden, code=2)
+check(r.stderr == "prism: --unexplained '0': expected a whole number in 1..100000\n", r.stderr)

@@ -159,6 +159,22 @@ static void test_golden_2023(void **state)
 	assert_int_equal(g->n_edges, sizeof(we) / sizeof(we[0]) - 1);
 	assert_int_equal(g->stats.inferred[GE_THREAD], 0);
 	graph_free(g);
+
+	/* With a 5 us lag cap: g1 (launched at 210 us, started at 225 us) keeps
+	 * its 15 us whole, as a CUDA graph's task; k_loss (launched at 280 us,
+	 * started at 292 us) keeps 5 of its 12 us. */
+	build_opts_default(&o);
+	o.lag_cap_ns = 5000;
+	g = load(paths, 1, &o);
+	assert_int_equal(g->flags[19] & NF_GRAPH, NF_GRAPH);
+	assert_int_equal(g->flags[20] & NF_GRAPH, NF_GRAPH);
+	assert_int_equal(g->flags[21] & NF_GRAPH, 0);
+	assert_int_equal(g->lag_ns[19], 15000);
+	assert_int_equal(g->lag_ns[20], 1000);
+	assert_int_equal(g->lag_ns[21], 5000);
+	assert_int_equal(g->stats.graph_gaps, 1);
+	assert_int_equal(g->stats.graph_gap_ns, 15000);
+	graph_free(g);
 }
 
 static void test_golden_2021(void **state)

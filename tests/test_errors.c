@@ -168,7 +168,7 @@ static void test_graph_version(void **state)
 		 "2>/dev/null", path);
 	assert_int_equal(system(cmd), 0);
 	snprintf(want, sizeof(want),
-		 "prism: %s: byte 8: graph file version 99 (this prism reads version 4); ingest "
+		 "prism: %s: byte 8: graph file version 99 (this prism reads version 5); ingest "
 		 "the trace again\n",
 		 path);
 	assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
