@@ -32,9 +32,11 @@ void build_opts_default(struct build_opts *o)
 	o->infer_events = 1;
 	o->infer_sync = 1;
 	o->infer_threads = 1;
+	o->infer_share = 1;
 	o->infer_layers = 1;
 	o->allow_dangling = 0;
 	o->event_tol_ns = 10000;
+	o->share_tail_ns = 100000;
 	o->sync_tol_ns = 20000;
 	o->thread_gap_ns = 50000;
 	o->thread_tol_ns = 50000;
@@ -677,6 +679,44 @@ static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *re
 	return 0;
 }
 
+/* The task on another stream of the rank's device that a task on stream p,
+ * ready at `ready` and begun at xs, evidently waited for: one ending in
+ * [xs + lo, xs + hi] and after `ready`, that began before xs (before
+ * `ready` if held: it was already holding the GPU when the task became
+ * ready).  The one ending nearest xs, or NONE32. */
+static uint32_t cross_source(const struct builder *b, const struct rank_ctx *rc,
+			     const struct graph_proc *p, int64_t ready, int64_t xs, int64_t lo,
+			     int64_t hi, int held)
+{
+	uint32_t best = NONE32;
+	int64_t best_d = 0;
+	for (size_t j = 0; j < rc->gpu_procs.n; j++) {
+		const struct graph_proc *q = &b->procs.v[rc->gpu_procs.v[j]];
+		uint32_t c0, cand[2];
+		if (q == p || !q->n)
+			continue;
+		/* ends within a stream are ordered: the last ending by xs and
+		 * the one after it are the nearest on either side */
+		c0 = last_ending_by(b, q, xs);
+		cand[0] = c0;
+		cand[1] = c0 == NONE32 ? q->first : c0 + 1;
+		for (int k = 0; k < 2; k++) {
+			uint32_t c = cand[k];
+			int64_t ce, d;
+			if (c == NONE32 || c >= q->first + q->n)
+				continue;
+			ce = node_end(b, c);
+			d = ce > xs ? ce - xs : xs - ce;
+			if (ce < xs + lo || ce > xs + hi || ce <= ready ||
+			    b->nodes.v[c].start >= (held ? ready : xs))
+				continue;
+			if (best == NONE32 || d < best_d)
+				best = c, best_d = d;
+		}
+	}
+	return best;
+}
+
 /* Cross-stream edges inferred from unexplained GPU start delays. */
 static int infer_events(struct builder *b, struct rank_ctx *rc)
 {
@@ -695,22 +735,20 @@ static int infer_events(struct builder *b, struct rank_ctx *rc)
 				ready = node_end(b, u - 1);
 			if (xs - ready <= tol)
 				continue;
-			for (size_t j = 0; j < rc->gpu_procs.n; j++) {
-				const struct graph_proc *q = &b->procs.v[rc->gpu_procs.v[j]];
-				uint32_t c;
-				int64_t ce;
-				if (q == p)
-					continue;
-				c = last_ending_by(b, q, xs);
-				if (c == NONE32)
-					continue;
-				ce = node_end(b, c);
-				if (ce >= xs - tol && ce > ready &&
-				    (best == NONE32 || ce > node_end(b, best)))
-					best = c;
+			/* an event wait: the awaited task ended within tol of
+			 * the start, either side (stream clocks disagree by a
+			 * few us); else a task that held the GPU and was
+			 * draining when this one began */
+			best = cross_source(b, rc, p, ready, xs, -tol, tol, 0);
+			if (best != NONE32) {
+				if (add_edge(b, best, u, GE_EVENT | GE_INFERRED))
+					return PRISM_ENOMEM;
+			} else if (b->o->infer_share &&
+				   (best = cross_source(b, rc, p, ready, xs, 0, b->o->share_tail_ns,
+							1)) != NONE32) {
+				if (add_edge(b, best, u, GE_SHARE | GE_INFERRED))
+					return PRISM_ENOMEM;
 			}
-			if (best != NONE32 && add_edge(b, best, u, GE_EVENT | GE_INFERRED))
-				return PRISM_ENOMEM;
 		}
 	}
 	return 0;

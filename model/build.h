@@ -21,10 +21,13 @@ struct build_opts {
 	int infer_events;      /* cross-stream edges from timing where no cuda_sync */
 	int infer_sync;        /* stream/event-sync sources from timing */
 	int infer_threads;     /* cross-thread edges from timing */
+	int infer_share;       /* shared-GPU edges from timing (with infer_events) */
 	int infer_layers;      /* layers from repeated op sequences (infer.h)
 				* where the trace has no prism::layer ranges */
 	int allow_dangling;    /* place GPU work whose launch is missing in the window */
 	int64_t event_tol_ns;  /* a waited-on task ends at most this long before */
+	int64_t share_tail_ns; /* a task on another stream holding the GPU ends at
+				* most this long after the waiting task begins */
 	int64_t sync_tol_ns;   /* a synchronise returns at most this long after */
 	int64_t thread_gap_ns; /* idle host gap that may hide a cross-thread wait */
 	int64_t thread_tol_ns; /* the other thread's task ends at most this long before */

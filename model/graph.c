@@ -224,7 +224,8 @@ const char *graph_node_kind_name(int kind)
 
 const char *graph_edge_kind_name(int kind)
 {
-	static const char *const n[GE_NKINDS] = {"order", "launch", "sync", "event", "thread"};
+	static const char *const n[GE_NKINDS] = {"order", "launch", "sync", "event", "thread",
+						     "share"};
 	kind = GE_KIND(kind);
 	return kind < GE_NKINDS ? n[kind] : "?";
 }

@@ -58,6 +58,8 @@ enum graph_edge_kind {
 	GE_SYNC,   /* GPU work -> the wait node of a blocking call */
 	GE_EVENT,  /* GPU work on stream S -> GPU work on stream T (record/wait) */
 	GE_THREAD, /* CPU node on one thread -> CPU node on another */
+	GE_SHARE,  /* GPU work on stream S -> GPU work on stream T that waited
+		    * while it held the GPU (inferred only: no record shows it) */
 	GE_NKINDS
 };
 #define GE_INFERRED 0x80 /* or-ed into out_kind: found from timing, not recorded */

@@ -27,6 +27,7 @@ JOBS = [
     ("param-dlrm-8rank-v100 (8 ranks, one job)", ["param-dlrm-8rank-v100/*.json.gz"]),
 ]
 VARIANTS = [("all edges", []), ("no event edges", ["--no-event-edges"]),
+            ("no shared-GPU edges", ["--no-share-edges"]),
             ("no inferred edges", ["--no-inferred-edges"])]
 
 

@@ -59,6 +59,9 @@ int cli_build_option(int c, const char *arg, struct build_opts *o, const char **
 	case 'T':
 		o->infer_threads = 0;
 		return 1;
+	case 'G':
+		o->infer_share = 0;
+		return 1;
 	case 'Y':
 		o->infer_layers = 0;
 		return 1;

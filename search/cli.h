@@ -46,6 +46,7 @@ struct build_opts;
 	{"no-infer-events", no_argument, NULL, 'E'},                   \
 	{"no-infer-sync", no_argument, NULL, 'S'},                     \
 	{"no-infer-threads", no_argument, NULL, 'T'},                  \
+	{"no-infer-share", no_argument, NULL, 'G'},                    \
 	{"no-infer-layers", no_argument, NULL, 'Y'},                   \
 	{"lag-cap", required_argument, NULL, 'L'}
 

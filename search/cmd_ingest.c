@@ -32,6 +32,8 @@ static const char help[] =
 	"      --no-infer-events   no cross-stream edges inferred from timing\n"
 	"      --no-infer-sync     no stream/event-sync sources inferred from timing\n"
 	"      --no-infer-threads  no cross-thread edges inferred from timing\n"
+	"      --no-infer-share    no shared-GPU edges inferred from timing (a task\n"
+	"                          that waited while another stream's kernel ran)\n"
 	"      --no-infer-layers   no layers inferred from repeated op sequences\n"
 	"                          (without prism::layer ranges: none at all)\n"
 	"      --lag-cap US        keep at most US microseconds of a task's traced\n"

@@ -26,11 +26,13 @@ static const char help[] =
 	"      --timeline FILE     write the simulated run as Chrome-trace JSON\n"
 	"                          (opens in Perfetto; `prism ingest` reads it back)\n"
 	"      --no-event-edges    ablation: ignore cross-stream event edges\n"
+	"      --no-share-edges    ablation: ignore shared-GPU edges (a task that\n"
+	"                          waited while another stream's kernel held the GPU)\n"
 	"      --no-inferred-edges ablation: ignore every edge inferred from timing\n"
 	"      --no-rendezvous     collectives keep their traced durations\n"
 	"  -r, --rank LIST         comma-separated rank of each trace file, in order\n"
 	"      --allow-dangling, --no-infer-events, --no-infer-sync, --no-infer-threads,\n"
-	"      --no-infer-layers, --lag-cap US   as for `prism ingest`\n"
+	"      --no-infer-share, --no-infer-layers, --lag-cap US   as for `prism ingest`\n"
 	"  -h, --help              this help\n"
 	"\n"
 	"Exit status: 0 on success, 2 on bad input, 1 on other failures.\n";
@@ -137,6 +139,7 @@ int cmd_replay(int argc, char **argv)
 		{"timeline", required_argument, NULL, 't'},
 		{"no-event-edges", no_argument, NULL, 'e'},
 		{"no-inferred-edges", no_argument, NULL, 'i'},
+		{"no-share-edges", no_argument, NULL, 's'},
 		{"no-rendezvous", no_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_BUILD_LONGOPTS,
@@ -169,6 +172,7 @@ int cmd_replay(int argc, char **argv)
 		case 't': timeline = optarg; break;
 		case 'e': so.skip |= SIM_SKIP_EVENT; break;
 		case 'i': so.skip |= SIM_SKIP_INFERRED; break;
+		case 's': so.skip |= SIM_SKIP_SHARE; break;
 		case 'R': so.rendezvous = 0; break;
 		case 'h': fputs(help, stdout); return 0;
 		default: fputs(help, stderr); return EXIT_USAGE;

@@ -130,6 +130,7 @@ void sim_free(struct sim *s)
 static int skipped(unsigned skip, uint8_t kind)
 {
 	return ((skip & SIM_SKIP_EVENT) && GE_KIND(kind) == GE_EVENT) ||
+	       ((skip & SIM_SKIP_SHARE) && GE_KIND(kind) == GE_SHARE) ||
 	       ((skip & SIM_SKIP_INFERRED) && (kind & GE_INFERRED));
 }
 

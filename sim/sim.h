@@ -32,6 +32,7 @@
 /* Which edges a run ignores (ablations). */
 #define SIM_SKIP_EVENT 0x01    /* cross-stream event edges */
 #define SIM_SKIP_INFERRED 0x02 /* every edge inferred from timing */
+#define SIM_SKIP_SHARE 0x04    /* edges from GPU work that held the GPU */
 
 struct sim_opts {
 	unsigned skip;              /* SIM_SKIP_* */
