@@ -6,6 +6,8 @@
  * synchronise.  tests/data/golden_2021.json (2021 format, string tids):
  * a blocking DtoH copy, an NCCL kernel with its size from Input Dims, a
  * nested driver launch, and edges inferred from timing.
+ * tests/data/share_2022.json: a kernel that waited for another stream's
+ * kernel to drain, and an event wait across disagreeing stream clocks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -409,8 +411,9 @@ static void test_inferred_layers(void **state)
 	graph_free(g);
 }
 
-/* The replayed iteration time of g, in ns. */
-static int64_t replay_ns(const struct graph *g)
+/* The replayed iteration time of g, in ns, ignoring the edges skip names
+ * (SIM_SKIP_*). */
+static int64_t replay_skip_ns(const struct graph *g, unsigned skip)
 {
 	struct sim *s = sim_new(g);
 	struct sim_opts so;
@@ -421,6 +424,7 @@ static int64_t replay_ns(const struct graph *g)
 
 	assert_non_null(s);
 	sim_opts_default(&so);
+	so.skip = skip;
 	assert_int_equal(sim_run(s, &so, &err), 0);
 	n = metrics_iterations(s, &its);
 	assert_int_equal(n, 1);
@@ -428,6 +432,58 @@ static int64_t replay_ns(const struct graph *g)
 	free(its);
 	sim_free(s);
 	return t;
+}
+
+static int64_t replay_ns(const struct graph *g)
+{
+	return replay_skip_ns(g, 0);
+}
+
+static int has_edge(const struct graph *g, uint32_t src, uint32_t dst, uint8_t kind)
+{
+	for (uint32_t e = g->out_off[src]; e < g->out_off[src + 1]; e++)
+		if (g->out_dst[e] == dst && g->out_kind[e] == kind)
+			return 1;
+	return 0;
+}
+
+/* tests/data/share_2022.json: no cuda_sync records.  k_big (stream 7,
+ * 125-625 us, running since before k_next was launched) holds the GPU;
+ * k_next (stream 20, launched at 130 us) begins at 560 us as k_big drains:
+ * a shared-GPU edge.  The copy on stream 22 begins at 655 us, 5 us before
+ * k_next ends (stream clocks disagree): an event edge.  Replayed, k_next
+ * waits for k_big's end (625 us) and the copy for k_next's (725 us): the
+ * device synchronise returns at 745 + 5 us own cost, 70 us late, and the
+ * 600 us step takes 670 us.  Without the shared-GPU edge k_next runs from
+ * its launch (130-230 us), the copy after it, the synchronise waits for
+ * k_big (625 + 5 us): 50 us early, 550 us. */
+static void test_share_edges(void **state)
+{
+	const char *paths[] = {TEST_DATA("share_2022.json")};
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	assert_int_equal(g->n_nodes, 13);
+	assert_string_equal(strtab_get(&g->st, g->name[10]), "k_big");
+	assert_string_equal(strtab_get(&g->st, g->name[11]), "k_next");
+	assert_true(has_edge(g, 10, 11, GE_SHARE | GE_INFERRED));
+	assert_true(has_edge(g, 11, 12, GE_EVENT | GE_INFERRED));
+	assert_int_equal(g->stats.inferred[GE_SHARE], 1);
+	assert_int_equal(g->stats.inferred[GE_EVENT], 1);
+	assert_int_equal(g->iters[0].dur_ns, 600000);
+	assert_int_equal(replay_ns(g), 670000);
+	assert_int_equal(replay_skip_ns(g, SIM_SKIP_SHARE), 550000);
+	graph_free(g);
+
+	/* --no-infer-share: no shared-GPU edge (the event edge stays). */
+	o.infer_share = 0;
+	g = load(paths, 1, &o);
+	assert_int_equal(g->stats.inferred[GE_SHARE], 0);
+	assert_true(has_edge(g, 11, 12, GE_EVENT | GE_INFERRED));
+	graph_free(g);
 }
 
 static void test_layer_edit(void **state)
@@ -500,6 +556,7 @@ int main(void)
 		cmocka_unit_test(test_infer_repeat),
 		cmocka_unit_test(test_inferred_layers),
 		cmocka_unit_test(test_layer_edit),
+		cmocka_unit_test(test_share_edges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
