@@ -735,22 +735,58 @@ static int infer_events(struct builder *b, struct rank_ctx *rc)
 				ready = node_end(b, u - 1);
 			if (xs - ready <= tol)
 				continue;
-			/* an event wait: the awaited task ended within tol of
-			 * the start, either side (stream clocks disagree by a
-			 * few us); else a task that held the GPU and was
-			 * draining when this one began */
+			/* the awaited task ended within tol of the start,
+			 * either side (stream clocks disagree by a few us) */
 			best = cross_source(b, rc, p, ready, xs, -tol, tol, 0);
-			if (best != NONE32) {
-				if (add_edge(b, best, u, GE_EVENT | GE_INFERRED))
-					return PRISM_ENOMEM;
-			} else if (b->o->infer_share &&
-				   (best = cross_source(b, rc, p, ready, xs, 0, b->o->share_tail_ns,
-							1)) != NONE32) {
-				if (add_edge(b, best, u, GE_SHARE | GE_INFERRED))
-					return PRISM_ENOMEM;
+			if (best != NONE32 && add_edge(b, best, u, GE_EVENT | GE_INFERRED))
+				return PRISM_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Shared-GPU edges: a GPU task that began more than event_tol after its
+ * launch call, its stream's previous task and every event source it has
+ * (recorded or inferred, edges from edge_lo on) waited for the GPU if a
+ * task on another stream, running since before it was ready, ended at
+ * most share_tail after it began: a kernel that fills the GPU drains its
+ * last blocks while the next kernel's first ones start. */
+static int infer_share(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
+{
+	size_t n = b->nodes.n - rc->node_base;
+	int64_t *ev_ready = malloc((n ? n : 1) * sizeof(*ev_ready));
+
+	if (!ev_ready)
+		return nomem(b);
+	for (size_t i = 0; i < n; i++)
+		ev_ready[i] = INT64_MIN;
+	for (size_t k = edge_lo; k < b->edges.n; k++) {
+		const struct pedge *e = &b->edges.v[k];
+		if (GE_KIND(e->kind) == GE_EVENT && node_end(b, e->src) > ev_ready[e->dst - rc->node_base])
+			ev_ready[e->dst - rc->node_base] = node_end(b, e->src);
+	}
+	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
+		const struct graph_proc *p = &b->procs.v[rc->gpu_procs.v[i]];
+		for (uint32_t u = p->first; u < p->first + p->n; u++) {
+			int64_t ready = ev_ready[u - rc->node_base], xs = b->nodes.v[u].start;
+			uint32_t src, call;
+			if (rc->lts[u - rc->node_base] == INT64_MIN)
+				continue; /* launched before the window */
+			call = imap_get(&rc->rt_by_corr, b->nodes.v[u].corr);
+			if (node_end(b, call) > ready)
+				ready = node_end(b, call);
+			if (u > p->first && node_end(b, u - 1) > ready)
+				ready = node_end(b, u - 1);
+			if (xs - ready <= b->o->event_tol_ns)
+				continue;
+			src = cross_source(b, rc, p, ready, xs, 0, b->o->share_tail_ns, 1);
+			if (src != NONE32 && add_edge(b, src, u, GE_SHARE | GE_INFERRED)) {
+				free(ev_ready);
+				return PRISM_ENOMEM;
 			}
 		}
 	}
+	free(ev_ready);
 	return 0;
 }
 
@@ -1519,6 +1555,8 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 		goto out;
 	split_waits(b, &rc, edge_lo);
 	if (rc.nsync == 0 && b->o->infer_events && (rc_ = infer_events(b, &rc)))
+		goto out;
+	if (b->o->infer_share && (rc_ = infer_share(b, &rc, edge_lo)))
 		goto out;
 	it_lo = b->iters.n;
 	if ((rc_ = infer_threads(b, &rc)) || (rc_ = iterations(b, &rc)) ||

@@ -21,7 +21,7 @@ struct build_opts {
 	int infer_events;      /* cross-stream edges from timing where no cuda_sync */
 	int infer_sync;        /* stream/event-sync sources from timing */
 	int infer_threads;     /* cross-thread edges from timing */
-	int infer_share;       /* shared-GPU edges from timing (with infer_events) */
+	int infer_share;       /* shared-GPU edges from timing */
 	int infer_layers;      /* layers from repeated op sequences (infer.h)
 				* where the trace has no prism::layer ranges */
 	int allow_dangling;    /* place GPU work whose launch is missing in the window */
