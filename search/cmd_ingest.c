@@ -357,7 +357,7 @@ static int print_unexplained(const struct graph *g, int n)
 {
 	int64_t *ready = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*ready));
 	uint32_t *by = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*by));
-	uint32_t *top = calloc((size_t)n + 1, sizeof(*top));
+	uint32_t *top = calloc((size_t)n, sizeof(*top));
 	int64_t cap = g->stats.lag_cap_ns;
 	int k = 0;
 
@@ -381,11 +381,9 @@ static int print_unexplained(const struct graph *g, int n)
 		if (by[u] == UINT32_MAX || g->kind[u] == GN_WAIT ||
 		    (g->flags[u] & (NF_ANCHORED | NF_GRAPH)) || LAG(u) <= cap)
 			continue;
-		int i = k < n ? k++ : n; /* insertion into the top n, longest first */
-		if (i == n && LAG(u) <= LAG(top[n - 1]))
+		if (k == n && LAG(u) <= LAG(top[n - 1]))
 			continue;
-		if (i == n)
-			i = n - 1;
+		int i = k < n ? k++ : n - 1; /* insert into the top n, longest first */
 		while (i > 0 && LAG(top[i - 1]) < LAG(u)) {
 			top[i] = top[i - 1];
 			i--;
@@ -454,6 +452,10 @@ int cmd_ingest(int argc, char **argv)
 			fputs(help, stderr);
 			return EXIT_USAGE;
 		}
+	}
+	if (json && unexplained) {
+		fprintf(stderr, "prism: --unexplained lists in text; give it without --json\n");
+		return EXIT_USAGE;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "prism ingest: no trace given\n%s", help);

@@ -89,3 +89,5 @@ want = ["tasks that waited longest after their last dependency, over the 5 us la
 check(tail == want, f"--unexplained: {tail}")
 r = run("ingest", "--unexplained", "0", golden, code=2)
 check(r.stderr == "prism: --unexplained '0': expected a whole number in 1..100000\n", r.stderr)
+r = run("ingest", "--unexplained", "2", "--json", golden, code=2)
+check(r.stderr == "prism: --unexplained lists in text; give it without --json\n", r.stderr)
