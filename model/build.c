@@ -1021,66 +1021,158 @@ static int phase_at(arange_vec *ph, uint32_t proc, int64_t t)
 	return PH_NONE;
 }
 
-/* Merge the ranges of v that follow each other on one thread in one step. */
-static void merge_steps(struct builder *b, size_t it_lo, arange_vec *v)
+static int cmp_arange_start(const void *pa, const void *pb)
 {
-	size_t n = 0;
-	if (!v->n)
-		return;
-	qsort(v->v, v->n, sizeof(*v->v), cmp_arange);
-	for (size_t i = 1; i < v->n; i++) {
-		struct arange *last = &v->v[n];
-		if (v->v[i].proc == last->proc && v->v[i].start >= last->end &&
-		    step_at(b, it_lo, v->v[i].start) == step_at(b, it_lo, last->start)) {
-			last->end = v->v[i].end;
-			continue;
-		}
-		v->v[++n] = v->v[i];
-	}
-	v->n = n + 1;
+	const struct arange *a = pa, *b = pb;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return (a->proc > b->proc) - (a->proc < b->proc);
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+	return (a > b) - (a < b);
 }
 
 /*
- * Forward phase where a trace marks none: each step's span on its thread up
- * to the step's first backward op (on any thread).
+ * Backward passes where a trace marks no phases.  ph[PH_BACKWARD] holds one
+ * range per top-level backward op; a step's ops (on any thread), in start
+ * order, open a new pass when forward work -- a top-level op on the step's
+ * thread that launches GPU work and is not a backward op -- began since
+ * the pass's ops ended.  A pass's ops on one thread become one backward
+ * range (the CPU work between them is backward work too).  Where the trace
+ * marks no forward, microbatch k's forward is the step's thread from the
+ * step's start, or pass k-1's end, to pass k's first op.  A step with two
+ * or more passes accumulates gradients: pass k and its forward are
+ * microbatch k, into mb if it is not NULL.
  */
-static int infer_forward(struct builder *b, size_t it_lo, arange_vec *ph)
+static int infer_passes(struct builder *b, size_t it_lo, const struct hop *ops, size_t nops,
+			const uint32_t *opname, arange_vec *ph, arange_vec *mb)
 {
-	const arange_vec *bw = &ph[PH_BACKWARD];
-	size_t n = b->iters.n - it_lo;
-	int64_t *first = malloc((n ? n : 1) * sizeof(*first));
-	int rc_ = 0;
+	struct pass {
+		size_t step, lo, hi; /* hi - lo: its ranges in nb */
+		int32_t k;
+		int64_t start, end;
+	};
+	arange_vec *bw = &ph[PH_BACKWARD], nb = {0};
+	VEC(struct pass) ps = {0};
+	VEC(int64_t) fs = {0};
+	int fwd_marked = ph[PH_FORWARD].n > 0, rc_ = 0;
 
-	if (!first)
-		return nomem(b);
-	for (size_t i = 0; i < n; i++)
-		first[i] = INT64_MAX;
-	for (size_t k = 0; k < bw->n; k++) {
-		size_t i = step_at(b, it_lo, bw->v[k].start);
-		if (i != SIZE_MAX && bw->v[k].start < b->iters.v[i].start_ns + b->iters.v[i].dur_ns &&
-		    bw->v[k].start < first[i - it_lo])
-			first[i - it_lo] = bw->v[k].start;
+	if (!bw->n)
+		return 0;
+	qsort(bw->v, bw->n, sizeof(*bw->v), cmp_arange_start);
+	for (size_t k = 0; k < nops && !rc_; k++) {
+		size_t i = step_at(b, it_lo, ops[k].start);
+		if (ops[k].top && ops[k].launches && i != SIZE_MAX &&
+		    ops[k].proc == b->iters.v[i].proc && !is_backward_op(b, &ops[k], opname[k]) &&
+		    VEC_PUSH(fs, ops[k].start))
+			rc_ = nomem(b);
 	}
-	for (size_t i = 0; i < n && !rc_; i++) {
-		const struct graph_iter *it = &b->iters.v[it_lo + i];
-		if (first[i] != INT64_MAX &&
-		    push_range(b, &ph[PH_FORWARD], it->proc, it->start_ns, first[i], PH_FORWARD))
+	if (fs.n)
+		qsort(fs.v, fs.n, sizeof(*fs.v), cmp_i64);
+	for (size_t x = 0; x < bw->n && !rc_; x++) {
+		const struct arange *o = &bw->v[x];
+		struct pass *cur = ps.n ? &ps.v[ps.n - 1] : NULL;
+		size_t i = step_at(b, it_lo, o->start), r, lo = 0, hi = fs.n;
+		while (cur && lo < hi) { /* first forward start after the pass's end */
+			size_t mid = lo + (hi - lo) / 2;
+			if (fs.v[mid] <= cur->end)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (!cur || i != cur->step || (lo < fs.n && fs.v[lo] < o->start)) {
+			struct pass np = {i, nb.n, nb.n, cur && cur->step == i ? cur->k + 1 : 0,
+					  o->start, o->end};
+			if (VEC_PUSH(ps, np)) {
+				rc_ = nomem(b);
+				break;
+			}
+			cur = &ps.v[ps.n - 1];
+		}
+		if (o->end > cur->end)
+			cur->end = o->end;
+		for (r = cur->lo; r < nb.n && nb.v[r].proc != o->proc; r++)
+			;
+		if (r < nb.n)
+			nb.v[r].end = o->end > nb.v[r].end ? o->end : nb.v[r].end;
+		else if (VEC_PUSH(nb, *o))
+			rc_ = nomem(b);
+		cur->hi = nb.n;
+	}
+	for (size_t q = 0; q < ps.n && !rc_; q++) {
+		const struct pass *p = &ps.v[q];
+		const struct graph_iter *it;
+		int64_t from;
+		int many;
+		if (p->step == SIZE_MAX)
+			continue;
+		it = &b->iters.v[p->step];
+		from = p->k == 0 ? it->start_ns : ps.v[q - 1].end;
+		many = p->k > 0 || (q + 1 < ps.n && ps.v[q + 1].step == p->step);
+		if (!fwd_marked &&
+		    push_range(b, &ph[PH_FORWARD], it->proc, from, p->start, PH_FORWARD))
 			rc_ = -1;
+		if (!mb || !many)
+			continue;
+		if (push_range(b, mb, it->proc, from, p->start, p->k))
+			rc_ = -1;
+		for (size_t r = p->lo; r < p->hi && !rc_; r++)
+			if (push_range(b, mb, nb.v[r].proc, nb.v[r].start, nb.v[r].end, p->k))
+				rc_ = -1;
 	}
-	free(first);
+	free(bw->v);
+	*bw = nb;
+	free(ps.v);
+	free(fs.v);
 	return rc_;
 }
 
+/* The blocks found among the ops at[0..n) (their keys in seq, names in
+ * names): block l spans from its first op to the next block's, on the
+ * ops' thread, into layers; every forward op inside it, nested ones
+ * included, gives its autograd sequence number to layer l (by_seq). */
+static int layers_of_run(struct builder *b, const struct hop *ops, size_t nops,
+			 const uint32_t *at, const uint32_t *seq, const uint32_t *names, size_t n,
+			 arange_vec *layers, struct imap *by_seq, int64_t *period)
+{
+	struct infer_repeat r;
+
+	if (infer_repeat(seq, names, n, &r))
+		return nomem(b);
+	if (r.count < 2)
+		return 0;
+	*period = (int64_t)r.period;
+	for (size_t l = 0; l < r.count; l++) {
+		const struct hop *o = &ops[at[r.first + l * r.period]];
+		int64_t end = l + 1 < r.count ? ops[at[r.first + (l + 1) * r.period]].start
+					      : ops[at[r.first + r.count * r.period - 1]].end;
+		if (push_range(b, layers, o->proc, o->start, end, (int32_t)l))
+			return -1;
+		for (size_t q = at[r.first + l * r.period]; q < nops; q++) {
+			if (ops[q].proc != o->proc || ops[q].start >= end)
+				break;
+			if (ops[q].seq >= 0 && ops[q].fwd <= 0 &&
+			    imap_put(by_seq, ops[q].seq, (uint32_t)l, NULL))
+				return nomem(b);
+		}
+	}
+	return 0;
+}
+
 /*
- * Layers where a trace marks none (infer.h): per step, the longest run of
- * repeated blocks among the forward phase's top-level ops that launch GPU
- * work, on the step's thread; block l spans from its first op to the next
- * block's.  Backward ops take the layer of the forward op with their
+ * Layers where a trace marks none (infer.h): per step and microbatch (mbs,
+ * sorted; empty if none), the longest run of repeated blocks among the
+ * forward phase's top-level ops that launch GPU work, on the step's
+ * thread.  Backward ops take the layer of the forward op with their
  * autograd sequence number; consecutive backward ops of one layer on one
  * thread form one range.  ops[] is grouped by processor, in start order.
  */
 static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, size_t nops,
-			const uint32_t *opname, arange_vec *ph, arange_vec *layers, int64_t *period)
+			const uint32_t *opname, arange_vec *ph, const arange_vec *mbs,
+			arange_vec *layers, int64_t *period)
 {
 	struct run {
 		uint32_t proc;
@@ -1108,8 +1200,8 @@ static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, 
 	}
 	for (size_t i = it_lo; !rc_ && i < b->iters.n; i++) {
 		const struct graph_iter *it = &b->iters.v[i];
-		struct infer_repeat r;
 		size_t k = 0, hi = 0;
+		int32_t cur_mb = -1;
 		seq.n = names.n = at.n = 0;
 		/* The step's thread's ops (contiguous, by start) from its start. */
 		for (size_t t = 0; t < nruns; t++)
@@ -1127,36 +1219,26 @@ static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, 
 				hi = runs[t].hi;
 				break;
 			}
-		for (; k < hi && !rc_ && ops[k].start < it->start_ns + it->dur_ns; k++) {
-			const struct hop *o = &ops[k];
-			if (!o->top || !o->launches || phase_at(ph, o->proc, o->start) != PH_FORWARD)
+		for (; k <= hi && !rc_; k++) {
+			const struct hop *o = k < hi ? &ops[k] : NULL;
+			int32_t m;
+			if (o && o->start >= it->start_ns + it->dur_ns)
+				o = NULL;
+			if (o && (!o->top || !o->launches ||
+				  phase_at(ph, o->proc, o->start) != PH_FORWARD))
 				continue;
-			if (VEC_PUSH(seq, o->key) || VEC_PUSH(names, opname[k]) ||
-			    VEC_PUSH(at, (uint32_t)k))
-				rc_ = nomem(b);
-		}
-		if (!rc_ && infer_repeat(seq.v, names.v, seq.n, &r))
-			rc_ = nomem(b);
-		if (rc_)
-			break;
-		if (r.count < 2)
-			continue;
-		*period = (int64_t)r.period;
-		for (size_t l = 0; l < r.count && !rc_; l++) {
-			const struct hop *o = &ops[at.v[r.first + l * r.period]];
-			int64_t end = l + 1 < r.count ? ops[at.v[r.first + (l + 1) * r.period]].start
-						      : ops[at.v[r.first + r.count * r.period - 1]].end;
-			if (push_range(b, layers, o->proc, o->start, end, (int32_t)l))
-				rc_ = -1;
-			/* Every forward op inside the block, nested ones included,
-			 * gives its sequence number to the layer. */
-			for (size_t q = at.v[r.first + l * r.period]; !rc_ && q < nops; q++) {
-				if (ops[q].proc != o->proc || ops[q].start >= end)
-					break;
-				if (ops[q].seq >= 0 && ops[q].fwd <= 0 &&
-				    imap_put(&by_seq, ops[q].seq, (uint32_t)l, NULL))
-					rc_ = nomem(b);
+			m = o && mbs->n ? arange_at(mbs->v, mbs->n, o->proc, o->start) : -1;
+			if (seq.n && (!o || m != cur_mb)) { /* a microbatch's forward ends */
+				rc_ = layers_of_run(b, ops, nops, at.v, seq.v, names.v, seq.n,
+						    layers, &by_seq, period);
+				seq.n = names.n = at.n = 0;
 			}
+			if (!o)
+				break;
+			cur_mb = m;
+			if (!rc_ && (VEC_PUSH(seq, o->key) || VEC_PUSH(names, opname[k]) ||
+				     VEC_PUSH(at, (uint32_t)k)))
+				rc_ = nomem(b);
 		}
 	}
 	for (size_t k = 0; k < nops && !rc_; k++) {
@@ -1201,7 +1283,7 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 	uint32_t cur_thread = NONE32;
 	size_t cur_top = SIZE_MAX;
 	int64_t top_end = INT64_MIN, period = 0;
-	int rc_ = 0, have_ph = 0;
+	int rc_ = 0, have_ph = 0, have_mb;
 
 	memset(r, 0, sizeof(r));
 	memset(ph, 0, sizeof(ph));
@@ -1276,21 +1358,22 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 				cur_top = SIZE_MAX;
 		}
 	}
+	have_mb = r[A_MB].n > 0;
 	if (!rc_ && !have_ph) {
-		/* No prism:: phases: PyTorch's, the forward inferred if unmarked;
-		 * a thread's backward ops in one step make one range (the CPU work
-		 * between them is backward work too). */
-		merge_steps(b, it_lo, &pt[PH_BACKWARD]);
+		/* No prism:: phases: PyTorch's, backward passes and the forward
+		 * (if unmarked) and microbatches (if unmarked) from backward ops
+		 * (infer_passes). */
 		for (int p = 0; p < PH_NPHASES; p++) {
 			arange_vec t = ph[p];
 			ph[p] = pt[p];
 			pt[p] = t;
 		}
-		if (!ph[PH_FORWARD].n)
-			rc_ = infer_forward(b, it_lo, ph);
+		rc_ = infer_passes(b, it_lo, ops.v, ops.n, opname.v, ph, r[A_MB].n ? NULL : &r[A_MB]);
 		for (int p = 0; p < PH_NPHASES; p++)
 			if (ph[p].n)
 				b->stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_INFERRED;
+		if (!rc_ && !have_mb && r[A_MB].n)
+			b->stats.ann_found[GRAPH_ANN_MB] |= GRAPH_ANN_INFERRED;
 	} else if (have_ph) {
 		b->stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_RANGES;
 	}
@@ -1300,13 +1383,16 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 	if (!rc_ && r[A_LAYER].n)
 		b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_RANGES;
 	else if (!rc_ && b->o->infer_layers) {
-		rc_ = infer_layers(b, it_lo, ops.v, ops.n, opname.v, ph, &r[A_LAYER], &period);
+		if (r[A_MB].n)
+			qsort(r[A_MB].v, r[A_MB].n, sizeof(*r[A_MB].v), cmp_arange);
+		rc_ = infer_layers(b, it_lo, ops.v, ops.n, opname.v, ph, &r[A_MB], &r[A_LAYER],
+				   &period);
 		if (!rc_ && r[A_LAYER].n) {
 			b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_INFERRED;
 			b->stats.layer_ops = (uint64_t)period;
 		}
 	}
-	if (!rc_ && r[A_MB].n)
+	if (!rc_ && have_mb)
 		b->stats.ann_found[GRAPH_ANN_MB] |= GRAPH_ANN_RANGES;
 	for (int a = 0; a < A_N && !rc_; a++)
 		if (r[a].n)

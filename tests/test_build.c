@@ -8,6 +8,8 @@
  * nested driver launch, and edges inferred from timing.
  * tests/data/share_2022.json: a kernel that waited for another stream's
  * kernel to drain, and an event wait across disagreeing stream clocks.
+ * tests/data/accum_2024.json: two microbatches accumulated in one step,
+ * found without ranges.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -545,6 +547,63 @@ static void test_layer_edit(void **state)
 	graph_free(g);
 }
 
+/* tests/data/accum_2024.json: one step accumulating two microbatches, no
+ * prism:: ranges.  Each: embedding, three linear/gelu/dropout blocks and a
+ * loss on the main thread, the backward on the autograd thread, all on one
+ * stream (blocks' kernels 100 us, embedding/loss 50 us); then the
+ * optimizer.  The backward ops form two passes (the second microbatch's
+ * forward runs between them): microbatches 0 and 1, each with its forward,
+ * its backward and its three layers. */
+static void test_accumulation(void **state)
+{
+	const char *paths[] = {TEST_DATA("accum_2024.json")};
+	static const int32_t fwd_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2, -1};
+	static const int32_t bwd_layer[] = {-1, 2, 2, 2, 1, 1, 1, 0, 0, 0, -1};
+	int32_t layer[64];
+	uint8_t phase[64];
+	size_t n, i = 0;
+	struct build_opts o;
+	struct edit_layer_stats st;
+	struct prism_err err;
+	struct graph *g, *e2;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	kernel_layers(g, layer, phase, &n);
+	assert_int_equal(n, 45);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		int32_t m, l;
+		int ph;
+		if (g->kind[u] != GN_KERNEL)
+			continue;
+		m = i < 44 ? (int32_t)(i / 22) : -1;
+		ph = i == 44 ? PH_OPTIMIZER : i % 22 < 11 ? PH_FORWARD : PH_BACKWARD;
+		l = i == 44 ? -1 : i % 22 < 11 ? fwd_layer[i % 22] : bwd_layer[i % 22 - 11];
+		if (g->mb[u] != m || g->phase[u] != ph || g->layer[u] != l)
+			print_error("kernel %zu: mb %d %s layer %d, want mb %d %s layer %d\n", i,
+				    g->mb[u], graph_phase_name(g->phase[u]), g->layer[u], m,
+				    graph_phase_name(ph), l);
+		assert_int_equal(g->mb[u], m);
+		assert_int_equal(g->phase[u], ph);
+		assert_int_equal(g->layer[u], l);
+		i++;
+	}
+	assert_int_equal(g->stats.ann_found[GRAPH_ANN_MB], GRAPH_ANN_INFERRED);
+	assert_int_equal(g->stats.layer_ops, 3);
+	/* GPU-bound, replayed as traced: 4070 us.  Layers x2 adds three
+	 * blocks' forward and backward kernels (600 us each) per microbatch:
+	 * 3600 us. */
+	assert_int_equal(replay_ns(g), 4070000);
+	prism_err_clear(&err);
+	assert_int_equal(edit_layers(g, 2, &e2, &st, &err), 0);
+	assert_int_equal(graph_check(e2, &err), 0);
+	assert_int_equal(st.groups, 4);
+	assert_int_equal(replay_ns(e2), 4070000 + 3600000);
+	graph_free(e2);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,6 +616,7 @@ int main(void)
 		cmocka_unit_test(test_inferred_layers),
 		cmocka_unit_test(test_layer_edit),
 		cmocka_unit_test(test_share_edges),
+		cmocka_unit_test(test_accumulation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
