@@ -1029,12 +1029,6 @@ static int cmp_arange_start(const void *pa, const void *pb)
 	return (a->proc > b->proc) - (a->proc < b->proc);
 }
 
-static int cmp_i64(const void *pa, const void *pb)
-{
-	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-	return (a > b) - (a < b);
-}
-
 /*
  * Backward passes where a trace marks no phases.  ph[PH_BACKWARD] holds one
  * range per top-level backward op; a step's ops (on any thread), in start
@@ -1071,7 +1065,7 @@ static int infer_passes(struct builder *b, size_t it_lo, const struct hop *ops, 
 			rc_ = nomem(b);
 	}
 	if (fs.n)
-		qsort(fs.v, fs.n, sizeof(*fs.v), cmp_i64);
+		qsort(fs.v, fs.n, sizeof(*fs.v), prism_cmp_i64);
 	for (size_t x = 0; x < bw->n && !rc_; x++) {
 		const struct arange *o = &bw->v[x];
 		struct pass *cur = ps.n ? &ps.v[ps.n - 1] : NULL;

@@ -69,12 +69,6 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 	return 0;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* Per kernel name (string id in g): total time and count per step. */
 struct kstat {
 	double t;
@@ -128,9 +122,9 @@ static int host_costs(const struct graph *g, double *op_s, double *launch_s)
 			b[nb++] = g->dur_ns[u - 1];
 	}
 	if (na)
-		qsort(a, na, sizeof(*a), cmp_i64);
+		qsort(a, na, sizeof(*a), prism_cmp_i64);
 	if (nb)
-		qsort(b, nb, sizeof(*b), cmp_i64);
+		qsort(b, nb, sizeof(*b), prism_cmp_i64);
 	*launch_s = na ? (double)a[na / 2] * 1e-9 : -1;
 	*op_s = nb ? (double)b[nb / 2] * 1e-9 : -1;
 	free(a);

@@ -86,3 +86,9 @@ void prism_fput_json_str(FILE *f, const char *s)
 	}
 	putc('"', f);
 }
+
+int prism_cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}

@@ -1,5 +1,5 @@
 /*
- * prism.h - project-wide basics: status codes and the error record.
+ * prism.h - project-wide basics: status codes, the error record, helpers.
  *
  * Every function that can fail returns an int: 0 on success, a negative
  * PRISM_E* code otherwise.  The codes, their names and their messages come
@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PRISM_STATUS_MAP(X)                                              \
 	X(OK, 0, "success")                                              \
@@ -59,10 +60,6 @@ void prism_err_clear(struct prism_err *err);
 #define PRISM_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
 #define PRISM_PRINTF(fmt, args)
-/* Write s to f as a JSON string literal, quotes included. */
-#include <stdio.h>
-void prism_fput_json_str(FILE *f, const char *s);
-
 #endif
 
 int prism_err_set(struct prism_err *err, int code, const char *fmt, ...) PRISM_PRINTF(3, 4);
@@ -72,7 +69,9 @@ void prism_err_prefix(struct prism_err *err, const char *fmt, ...)
 	PRISM_PRINTF(2, 3);
 
 /* Write s to f as a JSON string literal, quotes included. */
-#include <stdio.h>
 void prism_fput_json_str(FILE *f, const char *s);
+
+/* qsort comparator of int64_t, ascending. */
+int prism_cmp_i64(const void *a, const void *b);
 
 #endif
