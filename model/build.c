@@ -1465,25 +1465,19 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 		if (VEC_PUSH(b->colls, c))
 			return nomem(b);
 	}
-	/* Sequence numbers per process group, in launch order: one sort. */
+	/* Sequence numbers per process group, in launch order. */
 	{
 		size_t nc = b->colls.n - first;
-		struct key *k = malloc((nc ? nc : 1) * sizeof(*k));
-		if (!k)
+		int64_t *t = malloc((nc ? nc : 1) * sizeof(*t));
+		int rc_;
+		if (!t)
 			return nomem(b);
-		for (size_t i = 0; i < nc; i++) {
-			const struct graph_coll *c = &b->colls.v[first + i];
-			k[i].thread = c->pg;
-			k[i].ev = (uint32_t)(first + i);
-			k[i].ts = rc->lts[c->node - rc->node_base];
-			k[i].negdur = 0;
-		}
-		qsort(k, nc, sizeof(*k), cmp_key);
 		for (size_t i = 0; i < nc; i++)
-			b->colls.v[k[i].ev].seq =
-				i > 0 && k[i - 1].thread == k[i].thread ? b->colls.v[k[i - 1].ev].seq + 1
-									: 0;
-		free(k);
+			t[i] = rc->lts[b->colls.v[first + i].node - rc->node_base];
+		rc_ = graph_number_colls(b->colls.v + first, nc, t, NULL);
+		free(t);
+		if (rc_)
+			return nomem(b);
 	}
 	return 0;
 }

@@ -424,44 +424,22 @@ static uint32_t copy_edges(const struct lrep *r, uint32_t w, int c, uint32_t *ds
 	return n;
 }
 
-struct cseq {
-	uint32_t rank, pg, coll;
-	int64_t t;
-	uint32_t seq;
-};
-
-static int cmp_cseq(const void *pa, const void *pb)
-{
-	const struct cseq *a = pa, *b = pb;
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	if (a->pg != b->pg)
-		return a->pg < b->pg ? -1 : 1;
-	if (a->t != b->t)
-		return a->t < b->t ? -1 : 1;
-	return (a->seq > b->seq) - (a->seq < b->seq);
-}
-
 /* Collective sequence numbers per (rank, group) in the new start order. */
 static int renumber_colls(struct graph *n)
 {
-	struct cseq *k = malloc((n->n_colls ? n->n_colls : 1) * sizeof(*k));
-	if (!k)
-		return PRISM_ENOMEM;
-	for (uint32_t c = 0; c < n->n_colls; c++) {
-		k[c].rank = n->procs[n->proc[n->colls[c].node]].rank;
-		k[c].pg = n->colls[c].pg;
-		k[c].coll = c;
-		k[c].t = n->start_ns[n->colls[c].node];
-		k[c].seq = n->colls[c].seq;
+	int64_t *t = malloc((n->n_colls ? n->n_colls : 1) * sizeof(*t));
+	uint32_t *rank = malloc((n->n_colls ? n->n_colls : 1) * sizeof(*rank));
+	int rc = PRISM_ENOMEM;
+	if (t && rank) {
+		for (uint32_t c = 0; c < n->n_colls; c++) {
+			t[c] = n->start_ns[n->colls[c].node];
+			rank[c] = n->procs[n->proc[n->colls[c].node]].rank;
+		}
+		rc = graph_number_colls(n->colls, n->n_colls, t, rank);
 	}
-	qsort(k, n->n_colls, sizeof(*k), cmp_cseq);
-	for (uint32_t i = 0; i < n->n_colls; i++)
-		n->colls[k[i].coll].seq = i > 0 && k[i - 1].rank == k[i].rank && k[i - 1].pg == k[i].pg
-						  ? n->colls[k[i - 1].coll].seq + 1
-						  : 0;
-	free(k);
-	return 0;
+	free(t);
+	free(rank);
+	return rc;
 }
 
 /* What differs in copy c (node x of n) of node w, once its columns are

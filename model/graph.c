@@ -589,3 +589,44 @@ fail:
 	graph_free(g);
 	return rc;
 }
+
+struct coll_key {
+	uint32_t rank, pg, seq, i;
+	int64_t t;
+};
+
+static int cmp_coll_key(const void *pa, const void *pb)
+{
+	const struct coll_key *a = pa, *b = pb;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	if (a->pg != b->pg)
+		return a->pg < b->pg ? -1 : 1;
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	if (a->seq != b->seq)
+		return a->seq < b->seq ? -1 : 1;
+	return (a->i > b->i) - (a->i < b->i);
+}
+
+int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t,
+		       const uint32_t *rank)
+{
+	struct coll_key *k = malloc((n ? n : 1) * sizeof(*k));
+	if (!k)
+		return PRISM_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		k[i].rank = rank ? rank[i] : 0;
+		k[i].pg = colls[i].pg;
+		k[i].seq = colls[i].seq;
+		k[i].i = (uint32_t)i;
+		k[i].t = t[i];
+	}
+	qsort(k, n, sizeof(*k), cmp_coll_key);
+	for (size_t i = 0; i < n; i++)
+		colls[k[i].i].seq = i > 0 && k[i - 1].rank == k[i].rank && k[i - 1].pg == k[i].pg
+					    ? colls[k[i - 1].i].seq + 1
+					    : 0;
+	free(k);
+	return 0;
+}

@@ -256,6 +256,13 @@ struct graph *graph_clone(const struct graph *g);
 void graph_copy_nodes(struct graph *dst, uint32_t x, const struct graph *src, uint32_t w,
 		      uint32_t count);
 
+/* Number colls[0..n) among the collectives of one rank on one process
+ * group: seq = 0, 1, ... in the order of t[i] (ties: their present seq,
+ * then their index).  rank[i] is collective i's rank, or NULL for one rank.
+ * 0, or PRISM_ENOMEM. */
+int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t,
+		       const uint32_t *rank);
+
 /*
  * Verify the invariants: CSR offsets monotone and in range, every id in
  * range, processors tiling the node ids, no edge from a node to itself,
