@@ -717,6 +717,21 @@ static uint32_t cross_source(const struct builder *b, const struct rank_ctx *rc,
 	return best;
 }
 
+/* When GPU task u of stream p could have started as far as its own stream
+ * shows: its launch call's end, its stream's previous task's end; INT64_MIN
+ * if it was launched before the window (nothing to explain). */
+static int64_t stream_ready(const struct builder *b, const struct rank_ctx *rc,
+			    const struct graph_proc *p, uint32_t u)
+{
+	int64_t ready;
+	if (rc->lts[u - rc->node_base] == INT64_MIN)
+		return INT64_MIN;
+	ready = node_end(b, imap_get(&rc->rt_by_corr, b->nodes.v[u].corr));
+	if (u > p->first && node_end(b, u - 1) > ready)
+		ready = node_end(b, u - 1);
+	return ready;
+}
+
 /* Cross-stream edges inferred from unexplained GPU start delays. */
 static int infer_events(struct builder *b, struct rank_ctx *rc)
 {
@@ -725,18 +740,13 @@ static int infer_events(struct builder *b, struct rank_ctx *rc)
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 		const struct graph_proc *p = &b->procs.v[rc->gpu_procs.v[i]];
 		for (uint32_t u = p->first; u < p->first + p->n; u++) {
-			int64_t ready = INT64_MIN, xs = b->nodes.v[u].start;
-			uint32_t best = NONE32, call;
-			if (rc->lts[u - rc->node_base] == INT64_MIN)
-				continue; /* launched before the window: nothing to explain */
-			call = imap_get(&rc->rt_by_corr, b->nodes.v[u].corr);
-			ready = node_end(b, call);
-			if (u > p->first && node_end(b, u - 1) > ready)
-				ready = node_end(b, u - 1);
-			if (xs - ready <= tol)
+			int64_t ready = stream_ready(b, rc, p, u), xs = b->nodes.v[u].start;
+			uint32_t best;
+			if (ready == INT64_MIN || xs - ready <= tol)
 				continue;
 			/* the awaited task ended within tol of the start,
-			 * either side (stream clocks disagree by a few us) */
+			 * either side (tasks often begin a few us before the
+			 * kernel they evidently waited for ends) */
 			best = cross_source(b, rc, p, ready, xs, -tol, tol, 0);
 			if (best != NONE32 && add_edge(b, best, u, GE_EVENT | GE_INFERRED))
 				return PRISM_ENOMEM;
@@ -768,15 +778,12 @@ static int infer_share(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 		const struct graph_proc *p = &b->procs.v[rc->gpu_procs.v[i]];
 		for (uint32_t u = p->first; u < p->first + p->n; u++) {
-			int64_t ready = ev_ready[u - rc->node_base], xs = b->nodes.v[u].start;
-			uint32_t src, call;
-			if (rc->lts[u - rc->node_base] == INT64_MIN)
-				continue; /* launched before the window */
-			call = imap_get(&rc->rt_by_corr, b->nodes.v[u].corr);
-			if (node_end(b, call) > ready)
-				ready = node_end(b, call);
-			if (u > p->first && node_end(b, u - 1) > ready)
-				ready = node_end(b, u - 1);
+			int64_t ready = stream_ready(b, rc, p, u), xs = b->nodes.v[u].start;
+			uint32_t src;
+			if (ready == INT64_MIN)
+				continue;
+			if (ev_ready[u - rc->node_base] > ready)
+				ready = ev_ready[u - rc->node_base];
 			if (xs - ready <= b->o->event_tol_ns)
 				continue;
 			src = cross_source(b, rc, p, ready, xs, 0, b->o->share_tail_ns, 1);
