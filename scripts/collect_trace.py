@@ -78,6 +78,7 @@ class PrismProfiler:
         self._prof = profile(**kwargs)
         self.files = []
         self._layer_ranges = {}
+        self._hooks = []
 
     def _write(self, prof):
         path = os.path.join(self.out_dir,
@@ -139,11 +140,19 @@ class PrismProfiler:
         (hooks, so the model's code stays as it is)."""
         for i, layer in enumerate(layers):
             name = f"prism::layer#{i}"
-            layer.register_forward_pre_hook(self._opener(name, "forward"))
-            layer.register_forward_hook(self._closer(name, "forward"))
+            self._hooks.append(layer.register_forward_pre_hook(self._opener(name, "forward")))
+            self._hooks.append(layer.register_forward_hook(self._closer(name, "forward")))
             if hasattr(layer, "register_full_backward_pre_hook"):
-                layer.register_full_backward_pre_hook(self._opener(name, "backward"))
-                layer.register_full_backward_hook(self._closer(name, "backward"))
+                self._hooks.append(
+                    layer.register_full_backward_pre_hook(self._opener(name, "backward")))
+                self._hooks.append(
+                    layer.register_full_backward_hook(self._closer(name, "backward")))
+
+    def unmark_layers(self):
+        """Remove the hooks mark_layers() added (after the recorded steps)."""
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
 
     def _opener(self, name, kind):
         def hook(*_):
@@ -167,5 +176,6 @@ def no_profiler():
         files = []
         def step(self): pass
         def mark_layers(self, _): pass
+        def unmark_layers(self): pass
         phase = microbatch = staticmethod(lambda *_: contextlib.nullcontext())
     yield _Null()
