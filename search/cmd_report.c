@@ -1,11 +1,16 @@
 /* cmd_report.c - `prism report`: best layouts and Pareto fronts of a sweep. */
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "vec.h"
@@ -59,6 +64,88 @@ static void why(char *buf, size_t n, const struct row *b, const struct row *r)
 			 r->mfu * 100, b->mfu * 100);
 }
 
+/* name as text safe to show anywhere (a gnuplot string, a Markdown
+ * heading): letters, digits and " +-.,:=_()" kept, every other byte '?'.
+ * The name comes from the database, which may be anyone's. */
+static void shown(char *buf, size_t n, const char *name)
+{
+	size_t i = 0;
+	for (; name[i] && i + 1 < n; i++) {
+		unsigned char ch = (unsigned char)name[i];
+		buf[i] = ch < 0x80 && (isalnum(ch) || strchr(" +-.,:=_()", ch)) ? (char)ch : '?';
+	}
+	buf[i] = '\0';
+}
+
+/*
+ * pareto.svg from pareto.dat in dir, drawn by gnuplot's SVG terminal.
+ * gnuplot runs in dir, so its program names no path, and the only text
+ * in it from outside is the title, passed through shown(): gnuplot's
+ * `system`, `!` and backquotes run shell commands, so nothing from the
+ * database is ever pasted in raw.  0, or -1 when gnuplot is missing or
+ * fails.
+ */
+static int chart(const char *dir, const char *name)
+{
+	struct sigaction ign, old;
+	char title[128];
+	int fd[2], st = 0, wrote;
+	pid_t pid;
+	FILE *gp;
+
+	shown(title, sizeof(title), name);
+	if (pipe(fd))
+		return -1;
+	if ((pid = fork()) < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(fd[0], 0);
+		close(fd[0]);
+		close(fd[1]);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		if (chdir(dir) == 0)
+			execlp("gnuplot", "gnuplot", (char *)NULL);
+		_exit(127);
+	}
+	close(fd[0]);
+	/* A gnuplot that is missing or dies early must not kill us by SIGPIPE. */
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &ign, &old);
+	if ((gp = fdopen(fd[1], "w"))) {
+		wrote = fprintf(gp,
+				"set terminal svg size 800,500 dynamic background rgb 'white'\n"
+				"set output 'pareto.svg'\n"
+				"set title 'Sweep %s: best iteration time per GPU count' noenhanced\n"
+				"set xlabel 'GPUs'\nset ylabel 'iteration time (ms)'\n"
+				"set y2label 'GPU-hours per iteration'\nset logscale x 2\n"
+				"set y2tics\nset ytics nomirror\nset key top right\nset grid\n"
+				"plot 'pareto.dat' using 1:2 with linespoints lw 2 pt 7 "
+				"title 'iteration time', "
+				"'' using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lc rgb 'black' "
+				"title 'Pareto front (time)', "
+				"'' using 1:3 axes x1y2 with linespoints dt 2 pt 5 "
+				"title 'GPU-hours per iteration'\n",
+				title) > 0;
+		wrote = fclose(gp) == 0 && wrote;
+	} else {
+		close(fd[1]);
+		wrote = 0;
+	}
+	sigaction(SIGPIPE, &old, NULL);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return wrote && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -76,7 +163,7 @@ int cmd_report(int argc, char **argv)
 	struct row *rows = NULL;
 	size_t n = 0;
 	FILE *md = NULL;
-	int c, rc = 0;
+	int c, rc = 0, drawn;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -184,7 +271,8 @@ int cmd_report(int argc, char **argv)
 		for (size_t i = 0; i < n; i++)
 			if (i == 0 || rows[i].gpus != rows[i - 1].gpus)
 				best[nb++] = i;
-		fprintf(md, "# Sweep %s (id %lld)\n\n", name, sid);
+		shown(lay, sizeof(lay), name);
+		fprintf(md, "# Sweep %s (id %lld)\n\n", lay, sid);
 		sqlite3_prepare_v2(db,
 				   "SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY "
 				   "status ORDER BY status",
@@ -265,32 +353,9 @@ int cmd_report(int argc, char **argv)
 	}
 	fclose(md);
 	md = NULL;
-	{
-		/* The chart: gnuplot's SVG terminal. */
-		char cmd[2400];
-		FILE *gp;
-		snprintf(cmd, sizeof(cmd), "gnuplot 2>/dev/null");
-		gp = popen(cmd, "w");
-		if (gp) {
-			fprintf(gp,
-				"set terminal svg size 800,500 dynamic background rgb 'white'\n"
-				"set output '%s/pareto.svg'\n"
-				"set title 'Sweep %s: best iteration time per GPU count'\n"
-				"set xlabel 'GPUs'\nset ylabel 'iteration time (ms)'\n"
-				"set y2label 'GPU-hours per iteration'\nset logscale x 2\n"
-				"set y2tics\nset ytics nomirror\nset key top right\nset grid\n"
-				"plot '%s/pareto.dat' using 1:2 with linespoints lw 2 pt 7 "
-				"title 'iteration time', "
-				"'' using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lc rgb 'black' "
-				"title 'Pareto front (time)', "
-				"'' using 1:3 axes x1y2 with linespoints dt 2 pt 5 "
-				"title 'GPU-hours per iteration'\n",
-				dir, name, dir);
-			if (pclose(gp) != 0)
-				fprintf(stderr, "prism report: gnuplot failed; no chart (install "
-						"gnuplot-nox)\n");
-		}
-	}
+	drawn = chart(dir, name) == 0;
+	if (!drawn)
+		fprintf(stderr, "prism report: gnuplot failed; no chart (install gnuplot-nox)\n");
 	snprintf(path, sizeof(path), "%s/report.md", dir);
 	{
 		FILE *f = fopen(path, "r");
@@ -300,7 +365,8 @@ int cmd_report(int argc, char **argv)
 		if (f)
 			fclose(f);
 	}
-	fprintf(stderr, "prism report: wrote %s/report.md, best.csv, pareto.svg\n", dir);
+	fprintf(stderr, "prism report: wrote %s/report.md, best.csv%s\n", dir,
+		drawn ? ", pareto.svg" : "");
 out:
 	if (md)
 		fclose(md);
