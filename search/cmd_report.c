@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sweep.h"
 #include "vec.h"
 
 static const char help[] =
@@ -62,6 +63,13 @@ static void why(char *buf, size_t n, const struct row *b, const struct row *r)
 	else
 		snprintf(buf, n, "exposed communication and overheads (MFU %.1f%% against %.1f%%)",
 			 r->mfu * 100, b->mfu * 100);
+}
+
+/* Column i of st as text; "" for NULL (the database may be anyone's). */
+static const char *text(sqlite3_stmt *st, int i)
+{
+	const char *v = (const char *)sqlite3_column_text(st, i);
+	return v ? v : "";
 }
 
 /* name as text safe to show anywhere (a gnuplot string, a Markdown
@@ -201,7 +209,7 @@ int cmd_report(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	sid = sqlite3_column_int64(st, 0);
-	snprintf(name, sizeof(name), "%s", (const char *)sqlite3_column_text(st, 1));
+	snprintf(name, sizeof(name), "%s", text(st, 1));
 	sqlite3_finalize(st);
 	sqlite3_prepare_v2(db,
 			   "SELECT gpus, tp, pp, dp, vp, mbs, microbatches, zero, sp, layers, hidden,"
@@ -228,8 +236,8 @@ int cmd_report(int argc, char **argv)
 		r->sp = sqlite3_column_int(st, 8);
 		r->layers = sqlite3_column_int(st, 9);
 		r->hidden = sqlite3_column_int(st, 10);
-		snprintf(r->schedule, sizeof(r->schedule), "%s", (const char *)sqlite3_column_text(st, 11));
-		snprintf(r->recompute, sizeof(r->recompute), "%s", (const char *)sqlite3_column_text(st, 12));
+		snprintf(r->schedule, sizeof(r->schedule), "%s", text(st, 11));
+		snprintf(r->recompute, sizeof(r->recompute), "%s", text(st, 12));
 		r->iter_s = sqlite3_column_double(st, 13);
 		r->bubble = sqlite3_column_double(st, 14);
 		r->tps = sqlite3_column_double(st, 15);
@@ -242,11 +250,22 @@ int cmd_report(int argc, char **argv)
 	n = rv.n;
 	if (rc)
 		goto out;
-	if (outdir)
+	if (outdir) {
 		snprintf(dir, sizeof(dir), "%s", outdir);
-	else
+	} else if (sweep_name_ok(name)) {
 		snprintf(dir, sizeof(dir), "results/%s", name);
-	mkdir("results", 0777);
+		mkdir("results", 0777);
+	} else {
+		/* A name prism search refuses: the database was made by hand,
+		 * and "../../x" must not write outside results/. */
+		shown(path, sizeof(path), name);
+		fprintf(stderr,
+			"prism: %s: sweep %lld is named '%s', which is not one file name: give "
+			"-o DIR\n",
+			argv[optind], sid, path);
+		rc = EXIT_USAGE;
+		goto out;
+	}
 	if (mkdir(dir, 0777) && errno != EEXIST) {
 		fprintf(stderr, "prism: %s: %s\n", dir, strerror(errno));
 		rc = EXIT_USAGE;
@@ -280,7 +299,7 @@ int cmd_report(int argc, char **argv)
 		sqlite3_bind_int64(st, 1, sid);
 		fprintf(md, "Candidates:");
 		while (sqlite3_step(st) == SQLITE_ROW)
-			fprintf(md, " %s %d;", (const char *)sqlite3_column_text(st, 0),
+			fprintf(md, " %s %d;", text(st, 0),
 				sqlite3_column_int(st, 1));
 		sqlite3_finalize(st);
 		fprintf(md, "\n\n## Best layout per GPU count\n\n");
@@ -346,8 +365,8 @@ int cmd_report(int argc, char **argv)
 				   -1, &st, NULL);
 		sqlite3_bind_int64(st, 1, sid);
 		while (sqlite3_step(st) == SQLITE_ROW)
-			fprintf(md, "- %s (%d): %s\n", (const char *)sqlite3_column_text(st, 0),
-				sqlite3_column_int(st, 2), (const char *)sqlite3_column_text(st, 1));
+			fprintf(md, "- %s (%d): %s\n", text(st, 0), sqlite3_column_int(st, 2),
+				text(st, 1));
 		sqlite3_finalize(st);
 		free(best);
 	}

@@ -21,6 +21,36 @@ const char *cand_status_name(int s)
 	return s >= 0 && s <= CS_FAILED ? status_names[s] : "?";
 }
 
+int sweep_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n < 1 || n > SWEEP_NAME_MAX || name[0] == '.')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (name[i] == '/' || (unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* 'name' names the database and the report folder: it must be one file
+ * name (sweep_name_ok), or "../../x" would write outside results/. */
+static int name_setting(const char *file, const config_t *cf, struct sweep *s,
+			struct prism_err *err)
+{
+	const config_setting_t *e = config_lookup(cf, "name");
+	const char *v = e ? config_setting_get_string(e) : NULL;
+	int rc;
+
+	if ((rc = cfg_text(file, cf, NULL, "name", s->name, sizeof(s->name), err)))
+		return rc;
+	if (v && sweep_name_ok(v))
+		return 0;
+	return prism_err_set(err, PRISM_EFORMAT,
+			     "%s:%d: 'name' must be one file name: 1 to %d bytes, no '/', no "
+			     "leading '.', no control characters",
+			     file, config_setting_source_line(e), SWEEP_NAME_MAX);
+}
+
 /* The value of a list element: an integer, or a name parse() knows. */
 static int element(const char *file, const config_setting_t *e, const char *knob,
 		   int (*parse)(const char *), int *out, struct prism_err *err)
@@ -254,7 +284,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = known(path, config_root_setting(&cf), top, 10, "", err)) ||
 	    (rc = known(path, space, knobs, 10, "space.", err)))
 		goto out;
-	if ((rc = cfg_text(path, &cf, NULL, "name", s->name, sizeof(s->name), err)) ||
+	if ((rc = name_setting(path, &cf, s, err)) ||
 	    (rc = base_files(path, &cf, s, err)) ||
 	    (!s->n_base &&
 	     (rc = cfg_text(path, &cf, NULL, "model", s->model_name, sizeof(s->model_name), err))) ||

@@ -14,6 +14,9 @@ PRISM, SWEEP = sys.argv[1], sys.argv[2]
 with open(SWEEP) as f:
     TEXT = f.read()
 
+NAME_RULE = ("'name' must be one file name: 1 to 63 bytes, no '/', no leading '.', "
+             "no control characters")
+
 # (what, line of the sweep to replace, its replacement, expected message)
 CASES = [
     ("unknown key", "  mbs = [1, 2];", "  mbz = [1, 2];",
@@ -34,6 +37,14 @@ CASES = [
     ("empty range", "  pp = [1, 2];", "  pp = [];", "'space.pp' is an empty list"),
     ("empty GPU list", "gpus = [8, 16];", "gpus = [];", "'gpus' is an empty list"),
     ("zero budget", "gpus = [8, 16];", "gpu_budget = 0;", "'gpu_budget' must be positive, not 0"),
+    # The name names results/NAME.db and results/NAME/: one file name.
+    ("name climbs out", 'name = "small";', 'name = "../../escaped";', NAME_RULE),
+    ("name with a slash", 'name = "small";', 'name = "a/b";', NAME_RULE),
+    ("name hidden", 'name = "small";', 'name = ".small";', NAME_RULE),
+    ("name empty", 'name = "small";', 'name = "";', NAME_RULE),
+    ("name with a newline", 'name = "small";', 'name = "a\\nb";', NAME_RULE),
+    ("name too long", 'name = "small";', 'name = "' + "x" * 64 + '";', NAME_RULE),
+    ("name not a string", 'name = "small";', 'name = 3;', "'name' must be a string"),
     ("impossible budget", "gpus = [8, 16];", "gpus = [3];",
      "no layout is possible with these GPU counts (16 candidates, all rejected; the first: "
      "global batch 32 does not divide by dp 3 x mbs 1)"),
