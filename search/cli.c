@@ -33,7 +33,8 @@ int cli_parse_us(const char *s, const char *opt, int64_t *ns, struct prism_err *
 	double v;
 	errno = 0;
 	v = strtod(s, &end);
-	if (end == s || *end || errno || v < 0 || v > 9e12)
+	/* Written so that NaN fails too. */
+	if (end == s || *end || errno || !(v >= 0 && v <= 9e12))
 		return prism_err_set(err, PRISM_EARG,
 				     "%s '%s': expected a number of microseconds >= 0", opt, s);
 	*ns = (int64_t)(v * 1000.0 + 0.5);
@@ -236,19 +237,19 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	if (c < CLI_OPT_TP || c >= CLI_OPT_NOPT)
 		return 0;
 	switch (c) {
-	case CLI_OPT_TP: rc = cli_count(arg, "tp", 1, 1024, &in->lay.tp, err); break;
+	case CLI_OPT_TP: rc = cli_count(arg, "tp", 1, SYNTH_MAX_TP, &in->lay.tp, err); break;
 	case CLI_OPT_PP: rc = cli_count(arg, "pp", 1, SYNTH_MAX_STAGES, &in->lay.pp, err); break;
-	case CLI_OPT_DP: rc = cli_count(arg, "dp", 1, 1 << 20, &in->lay.dp, err); break;
-	case CLI_OPT_VP: rc = cli_count(arg, "vp", 1, 64, &in->lay.vp, err); break;
-	case CLI_OPT_MBS: rc = cli_count(arg, "mbs", 1, 1 << 16, &in->lay.mbs, err); break;
-	case CLI_OPT_MICRO: rc = cli_count(arg, "microbatches", 1, 1 << 16, &in->lay.microbatches, err); break;
+	case CLI_OPT_DP: rc = cli_count(arg, "dp", 1, SYNTH_MAX_DP, &in->lay.dp, err); break;
+	case CLI_OPT_VP: rc = cli_count(arg, "vp", 1, SYNTH_MAX_VP, &in->lay.vp, err); break;
+	case CLI_OPT_MBS: rc = cli_count(arg, "mbs", 1, SYNTH_MAX_MBS, &in->lay.mbs, err); break;
+	case CLI_OPT_MICRO: rc = cli_count(arg, "microbatches", 1, SYNTH_MAX_MICRO, &in->lay.microbatches, err); break;
 	case CLI_OPT_ZERO: rc = cli_count(arg, "zero", 0, 3, &in->lay.zero, err); break;
-	case CLI_OPT_LAYERS: rc = cli_count(arg, "layers", 1, 1 << 16, &in->m.layers, err); break;
-	case CLI_OPT_HIDDEN: rc = cli_count(arg, "hidden", 1, 1 << 20, &in->m.hidden, err); break;
-	case CLI_OPT_HEADS: rc = cli_count(arg, "heads", 1, 1 << 12, &in->m.heads, err); break;
-	case CLI_OPT_FFN: rc = cli_count(arg, "ffn", 1, 1 << 22, &in->m.ffn, err); break;
-	case CLI_OPT_SEQ: rc = cli_count(arg, "seq", 1, 1 << 22, &in->m.seq, err); break;
-	case CLI_OPT_STEPS: rc = cli_count(arg, "steps", 1, 100, &in->steps, err); break;
+	case CLI_OPT_LAYERS: rc = cli_count(arg, "layers", 1, LLM_MAX_LAYERS, &in->m.layers, err); break;
+	case CLI_OPT_HIDDEN: rc = cli_count(arg, "hidden", 1, LLM_MAX_HIDDEN, &in->m.hidden, err); break;
+	case CLI_OPT_HEADS: rc = cli_count(arg, "heads", 1, LLM_MAX_HEADS, &in->m.heads, err); break;
+	case CLI_OPT_FFN: rc = cli_count(arg, "ffn", 1, LLM_MAX_FFN, &in->m.ffn, err); break;
+	case CLI_OPT_SEQ: rc = cli_count(arg, "seq", 1, LLM_MAX_SEQ, &in->m.seq, err); break;
+	case CLI_OPT_STEPS: rc = cli_count(arg, "steps", 1, SYNTH_MAX_STEPS, &in->steps, err); break;
 	case CLI_OPT_SP: in->lay.sp = 1; break;
 	case CLI_OPT_NOFLASH: in->lay.flash = 0; break;
 	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */

@@ -63,8 +63,11 @@ static int parse_host(const char *arg, struct synth_in *in, struct prism_err *er
 {
 	double op, launch;
 	char tail;
-	if (sscanf(arg, "%lf,%lf%c", &op, &launch, &tail) != 2 || op < 0 || launch < 0)
-		return prism_err_set(err, PRISM_EARG, "--host-us '%s': expected OP,LAUNCH in us", arg);
+	/* At most a second each; written so that NaN fails too. */
+	if (sscanf(arg, "%lf,%lf%c", &op, &launch, &tail) != 2 || !(op >= 0 && op <= 1e6) ||
+	    !(launch >= 0 && launch <= 1e6))
+		return prism_err_set(err, PRISM_EARG,
+				     "--host-us '%s': expected OP,LAUNCH in us, each in 0..1e6", arg);
 	in->cpu_op_s = op * 1e-6;
 	in->launch_s = launch * 1e-6;
 	return 0;

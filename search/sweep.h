@@ -33,6 +33,7 @@ struct sweep_list {
 
 #define SWEEP_MAX_BASE 64
 #define SWEEP_NAME_MAX 63 /* bytes of a sweep's name */
+#define SWEEP_MAX_BATCH (1 << 24) /* global_batch, sequences */
 
 struct sweep {
 	char path[512];
