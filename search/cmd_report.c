@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "store.h"
 #include "sweep.h"
 #include "vec.h"
 
@@ -190,6 +191,14 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "prism: %s: %s\n", argv[optind], sqlite3_errmsg(db));
 		sqlite3_close(db);
 		return EXIT_USAGE;
+	}
+	{
+		struct prism_err err;
+		prism_err_clear(&err);
+		if (store_check(db, argv[optind], &err)) {
+			sqlite3_close(db);
+			return cli_fail(&err);
+		}
 	}
 	if (sqlite3_prepare_v2(db,
 			       sid >= 0 ? "SELECT id, name FROM sweep WHERE id=?1"
