@@ -329,14 +329,32 @@ void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n)
 	snprintf(out, n, "%.*s.rank%d.json", (int)len, path, rank);
 }
 
-int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
-		    struct prism_err *err)
+int cli_not_input(const char *out, const char *opt, char *const *in, int n,
+		  struct prism_err *err)
 {
-	struct sim *s = sim_new(g);
+	for (int i = 0; out && i < n; i++)
+		if (in[i] && prism_same_file(out, in[i]))
+			return prism_err_set(err, PRISM_EARG,
+					     "%s %s would overwrite the input %s: give another file",
+					     opt, out, in[i]);
+	return 0;
+}
+
+int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
+		    char *const *in, int n_in, struct prism_err *err)
+{
+	struct sim *s;
 	struct sim_opts o;
 	int rc;
 
-	if (!s)
+	/* Every rank's file is checked before the first is written. */
+	for (uint32_t r = 0; r < g->n_ranks; r++) {
+		char p[1024];
+		cli_rank_path(path, (int)r, (int)g->n_ranks, p, sizeof(p));
+		if ((rc = cli_not_input(p, "the output", in, n_in, err)))
+			return rc;
+	}
+	if (!(s = sim_new(g)))
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	sim_opts_default(&o);
 	rc = sim_run(s, &o, err);

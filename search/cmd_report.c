@@ -97,7 +97,7 @@ static void shown(char *buf, size_t n, const char *name)
 static int chart(const char *dir, const char *name)
 {
 	struct sigaction ign, old;
-	char title[128];
+	char title[128], svg[1100], tmp[1100];
 	int fd[2], st = 0, wrote;
 	pid_t pid;
 	FILE *gp;
@@ -131,7 +131,7 @@ static int chart(const char *dir, const char *name)
 	if ((gp = fdopen(fd[1], "w"))) {
 		wrote = fprintf(gp,
 				"set terminal svg size 800,500 dynamic background rgb 'white'\n"
-				"set output 'pareto.svg'\n"
+				"set output 'pareto.svg.tmp'\n"
 				"set title 'Sweep %s: best iteration time per GPU count' noenhanced\n"
 				"set xlabel 'GPUs'\nset ylabel 'iteration time (ms)'\n"
 				"set y2label 'GPU-hours per iteration'\nset logscale x 2\n"
@@ -152,7 +152,13 @@ static int chart(const char *dir, const char *name)
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
 			return -1;
-	return wrote && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+	/* The chart, whole or not at all: a failed gnuplot keeps the old one. */
+	snprintf(svg, sizeof(svg), "%s/pareto.svg", dir);
+	snprintf(tmp, sizeof(tmp), "%s/pareto.svg.tmp", dir);
+	if (wrote && WIFEXITED(st) && WEXITSTATUS(st) == 0 && rename(tmp, svg) == 0)
+		return 0;
+	unlink(tmp);
+	return -1;
 }
 
 int cmd_report(int argc, char **argv)
@@ -171,7 +177,11 @@ int cmd_report(int argc, char **argv)
 	VEC(struct row) rv = {0};
 	struct row *rows = NULL;
 	size_t n = 0;
-	FILE *md = NULL;
+	/* report.md, best.csv, pareto.dat: each whole or not at all. */
+	static const char *const outs[3] = {"report.md", "best.csv", "pareto.dat"};
+	struct prism_wfile wf[3] = {{0}};
+	char wpath[3][1100];
+	FILE *md = NULL, *csv = NULL, *dat = NULL;
 	int c, rc = 0, drawn;
 
 	optind = 1;
@@ -280,17 +290,32 @@ int cmd_report(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	snprintf(path, sizeof(path), "%s/report.md", dir);
-	if (!(md = fopen(path, "w"))) {
-		fprintf(stderr, "prism: %s: %s\n", path, strerror(errno));
-		rc = EXIT_USAGE;
-		goto out;
+	for (int i = 0; i < 4; i++) {
+		/* Never over the database itself. */
+		snprintf(path, sizeof(path), "%s/%s", dir, i < 3 ? outs[i] : "pareto.svg");
+		if (prism_same_file(path, argv[optind])) {
+			fprintf(stderr, "prism: -o %s would overwrite the input %s: give another "
+					"folder\n",
+				dir, argv[optind]);
+			rc = EXIT_USAGE;
+			goto out;
+		}
 	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(wpath[i], sizeof(wpath[i]), "%s/%s", dir, outs[i]);
+		if (prism_wfile_open(&wf[i], wpath[i])) {
+			fprintf(stderr, "prism: %s: %s\n", wpath[i], strerror(errno));
+			rc = EXIT_USAGE;
+			goto out;
+		}
+	}
+	md = wf[0].f;
+	csv = wf[1].f;
+	dat = wf[2].f;
 	{
 		/* Best per GPU count: the first row of each count (sorted). */
 		size_t *best = malloc((n + 1) * sizeof(*best)), nb = 0;
 		double front_t = 0, front_h = 0;
-		FILE *csv, *dat;
 		char lay[160];
 		if (!best) {
 			rc = 1;
@@ -315,14 +340,9 @@ int cmd_report(int argc, char **argv)
 		fprintf(md, "| GPUs | layout | iteration ms | tokens/s | MFU | bubble | memory GB |"
 			    " GPU-hours/iter | Pareto (time) | Pareto (GPU-hours) |\n");
 		fprintf(md, "|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n");
-		snprintf(path, sizeof(path), "%s/best.csv", dir);
-		csv = fopen(path, "w");
-		snprintf(path, sizeof(path), "%s/pareto.dat", dir);
-		dat = fopen(path, "w");
-		if (csv)
-			fprintf(csv, "gpus,tp,pp,dp,vp,mbs,microbatches,schedule,recompute,zero,"
-				     "iter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,pareto_time,"
-				     "pareto_gpu_hours\n");
+		fprintf(csv, "gpus,tp,pp,dp,vp,mbs,microbatches,schedule,recompute,zero,"
+			     "iter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,pareto_time,"
+			     "pareto_gpu_hours\n");
 		for (size_t k = 0; k < nb; k++) {
 			const struct row *r = &rows[best[k]];
 			/* On the front when faster (cheaper) than every smaller count. */
@@ -340,19 +360,14 @@ int cmd_report(int argc, char **argv)
 			fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f | %.4g | %s | %s |\n",
 				r->gpus, lay, r->iter_s * 1e3, r->tps, r->mfu * 100, r->bubble * 100,
 				r->mem_gb, r->gpuh, pt ? "yes" : "no", ph ? "yes" : "no");
-			if (csv)
-				fprintf(csv, "%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%.9f,%.3f,%.6f,%.6f,%.3f,%.9g,%d,%d\n",
-					r->gpus, r->tp, r->pp, r->dp, r->vp, r->mbs, r->mb, r->schedule,
-					r->recompute, r->zero, r->iter_s, r->tps, r->mfu, r->bubble,
-					r->mem_gb, r->gpuh, pt, ph);
-			if (dat)
-				fprintf(dat, "%d %.6f %.6g %d %d\n", r->gpus, r->iter_s * 1e3, cheapest,
-					pt, ph);
+			fprintf(csv,
+				"%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%.9f,%.3f,%.6f,%.6f,%.3f,%.9g,%d,%d\n",
+				r->gpus, r->tp, r->pp, r->dp, r->vp, r->mbs, r->mb, r->schedule,
+				r->recompute, r->zero, r->iter_s, r->tps, r->mfu, r->bubble, r->mem_gb,
+				r->gpuh, pt, ph);
+			fprintf(dat, "%d %.6f %.6g %d %d\n", r->gpus, r->iter_s * 1e3, cheapest, pt,
+				ph);
 		}
-		if (csv)
-			fclose(csv);
-		if (dat)
-			fclose(dat);
 		fprintf(md, "\n## Runners-up, and why they lose\n\n");
 		fprintf(md, "| GPUs | layout | iteration ms | vs best | why |\n|---:|---|---:|---:|---|\n");
 		for (size_t k = 0; k < nb; k++) {
@@ -379,8 +394,12 @@ int cmd_report(int argc, char **argv)
 		sqlite3_finalize(st);
 		free(best);
 	}
-	fclose(md);
-	md = NULL;
+	for (int i = 0; i < 3; i++)
+		if (prism_wfile_commit(&wf[i])) {
+			fprintf(stderr, "prism: %s: write failed: %s\n", wf[i].path, strerror(errno));
+			rc = EXIT_USAGE;
+			goto out;
+		}
 	drawn = chart(dir, name) == 0;
 	if (!drawn)
 		fprintf(stderr, "prism report: gnuplot failed; no chart (install gnuplot-nox)\n");
@@ -396,8 +415,8 @@ int cmd_report(int argc, char **argv)
 	fprintf(stderr, "prism report: wrote %s/report.md, best.csv%s\n", dir,
 		drawn ? ", pareto.svg" : "");
 out:
-	if (md)
-		fclose(md);
+	for (int i = 0; i < 3; i++)
+		prism_wfile_abort(&wf[i]);
 	VEC_FREE(rv);
 	sqlite3_close(db);
 	return rc;
