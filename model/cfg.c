@@ -47,12 +47,21 @@ static int value(const char *file, const config_setting_t *s, const char *full, 
 	return 0;
 }
 
-int cfg_number(const char *file, const config_t *cf, config_setting_t *g, const char *path,
-	       double scale, int allow_zero, double *out, struct prism_err *err)
+/* "lo..hi" as a message shows it: whole numbers without exponents. */
+static void range_text(double lo, double hi, int whole, char *buf, size_t n)
+{
+	if (whole)
+		snprintf(buf, n, "%.0f..%.0f", lo, hi);
+	else
+		snprintf(buf, n, "%g..%g", lo, hi);
+}
+
+int cfg_range(const char *file, const config_t *cf, config_setting_t *g, const char *path,
+	      double lo, double hi, int whole, double scale, double *out, struct prism_err *err)
 {
 	const config_setting_t *s = lookup(cf, g, path);
-	char full[128];
-	double v;
+	char full[128], range[64];
+	double v = 0;
 	int rc;
 
 	cfg_full_name(g, path, full, sizeof(full));
@@ -61,32 +70,29 @@ int cfg_number(const char *file, const config_t *cf, config_setting_t *g, const 
 				     g ? config_setting_source_line(g) : 1, full);
 	if ((rc = value(file, s, full, &v, err)))
 		return rc;
-	if (v < 0 || (!allow_zero && v == 0))
-		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must be %s, not %g", file,
-				     config_setting_source_line(s), full,
-				     allow_zero ? "zero or positive" : "positive", v);
+	/* Written so that NaN and the infinities fail too. */
+	if (!(v >= lo && v <= hi) || (whole && v != floor(v))) {
+		range_text(lo, hi, whole, range, sizeof(range));
+		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must be %s in %s, not %.*g",
+				     file, config_setting_source_line(s), full,
+				     whole ? "a whole number" : "a number", range,
+				     v == floor(v) && fabs(v) < 1e15 ? 15 : 6, v);
+	}
 	*out = v * scale;
 	return 0;
 }
 
 int cfg_int_opt(const char *file, const config_t *cf, config_setting_t *g, const char *path,
-		int def, int min, int *out, struct prism_err *err)
+		int def, int min, int max, int *out, struct prism_err *err)
 {
-	const config_setting_t *s = lookup(cf, g, path);
-	char full[128];
-	double v;
+	double v = 0;
 	int rc;
 
 	*out = def;
-	if (!s)
+	if (!lookup(cf, g, path))
 		return 0;
-	cfg_full_name(g, path, full, sizeof(full));
-	if ((rc = value(file, s, full, &v, err)))
+	if ((rc = cfg_range(file, cf, g, path, min, max, 1, 1, &v, err)))
 		return rc;
-	if (v != floor(v) || v < min || v > 1e9)
-		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must be a whole number >= %d, "
-							 "not %g",
-				     file, config_setting_source_line(s), full, min, v);
 	*out = (int)v;
 	return 0;
 }

@@ -18,14 +18,18 @@ int cfg_read(config_t *cf, const char *path, struct prism_err *err);
 /* The full name of setting `path` in group g (or the root) for messages. */
 void cfg_full_name(config_setting_t *g, const char *path, char *buf, size_t n);
 
-/* A number at path in group g (NULL: the root), times scale, into *out:
- * missing, not a number, negative, or zero when !allow_zero are errors. */
-int cfg_number(const char *file, const config_t *cf, config_setting_t *g, const char *path,
-	       double scale, int allow_zero, double *out, struct prism_err *err);
+/* A number at path in group g (NULL: the root) in lo..hi, a whole number
+ * when whole, times scale, into *out.  Missing, not a number, out of range
+ * (NaN and the infinities are) or a fraction where a whole number is
+ * wanted are PRISM_EFORMAT naming the file, the line, the setting and the
+ * range: "x.cfg:7: 'node.gpus' must be a whole number in 1..1024, not 0". */
+int cfg_range(const char *file, const config_t *cf, config_setting_t *g, const char *path,
+	      double lo, double hi, int whole, double scale, double *out, struct prism_err *err);
 
-/* As cfg_number for an optional integer >= min: *out = def when absent. */
+/* As cfg_range for an optional whole number in min..max: *out = def when
+ * absent. */
 int cfg_int_opt(const char *file, const config_t *cf, config_setting_t *g, const char *path,
-		int def, int min, int *out, struct prism_err *err);
+		int def, int min, int max, int *out, struct prism_err *err);
 
 /* A string at path (required) into out[0..n). */
 int cfg_text(const char *file, const config_t *cf, config_setting_t *g, const char *path,

@@ -414,11 +414,14 @@ int graph_save(const struct graph *g, const char *path, struct prism_err *err)
 	struct column cols[32];
 	size_t nc = columns(g, cols);
 	uint64_t sum = 1469598103934665603ull;
-	FILE *f = fopen(path, "wb");
+	struct prism_wfile w;
+	FILE *f;
 	int ok;
 
-	if (!f)
+	/* Whole or not at all: a failed write keeps the previous file. */
+	if (prism_wfile_open(&w, path))
 		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
+	f = w.f;
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, graph_magic, sizeof(h.magic));
 	h.version = GRAPH_FILE_VERSION;
@@ -441,9 +444,12 @@ int graph_save(const struct graph *g, const char *path, struct prism_err *err)
 	ok = ok && (g->st.len == 0 || fwrite(g->st.buf, g->st.len, 1, f) == 1);
 	sum = fnv(sum, g->st.buf, g->st.len);
 	ok = ok && fwrite(&sum, sizeof(sum), 1, f) == 1;
-	if (fclose(f) != 0)
-		ok = 0;
-	if (!ok)
+	if (!ok) {
+		int e = errno;
+		prism_wfile_abort(&w);
+		errno = e;
+	}
+	if (!ok || prism_wfile_commit(&w))
 		return prism_err_set(err, PRISM_EIO, "%s: write failed: %s", path, strerror(errno));
 	return 0;
 }

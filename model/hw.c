@@ -61,23 +61,53 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	if ((rc = cfg_text(path, &cf, NULL, "name", hw->name, sizeof(hw->name), err)) ||
 	    (rc = cfg_text(path, &cf, gpu, "model", hw->gpu, sizeof(hw->gpu), err)))
 		goto out;
-	for (int d = 0; d < HW_NDTYPES; d++)
-		if ((rc = cfg_number(path, &cf, tf, dtype_names[d], 1e12, 1, &hw->peak_flops[d], err)))
+	/* Ranges in the file's units: wide enough for any GPU built or
+	 * announced (B200: 4,500 TFLOP/s fp8, 8,000 GB/s), narrow enough that
+	 * no time computed from them is absurd (a peak of 1e-300 FLOP/s, a
+	 * latency of 1e308 s) or divides by zero. */
+	for (int d = 0; d < HW_NDTYPES; d++) {
+		if ((rc = cfg_range(path, &cf, tf, dtype_names[d], 0, 1e6, 0, 1e12,
+				    &hw->peak_flops[d], err)))
 			goto out;
-	if ((rc = cfg_number(path, &cf, gpu, "hbm_bandwidth_GBps", 1e9, 0, &hw->hbm_Bps, err)) ||
-	    (rc = cfg_number(path, &cf, gpu, "hbm_capacity_GB", 1e9, 0, &hw->hbm_bytes, err)) ||
-	    (rc = cfg_number(path, &cf, gpu, "nvlink_bandwidth_GBps", 1e9, 0, &hw->nvlink_Bps, err)) ||
-	    (rc = cfg_number(path, &cf, node, "gpus", 1, 0, &v, err)))
+		if (hw->peak_flops[d] > 0 && hw->peak_flops[d] < 1e-3 * 1e12) {
+			rc = prism_err_set(
+				err, PRISM_EFORMAT,
+				"%s:%d: 'peak_tflops.%s' must be 0 (no tensor path) or in 0.001..1e+06, "
+				"not %g",
+				path, config_setting_source_line(config_setting_lookup(tf, dtype_names[d])),
+				dtype_names[d], hw->peak_flops[d] / 1e12);
+			goto out;
+		}
+	}
+	if ((rc = cfg_range(path, &cf, gpu, "hbm_bandwidth_GBps", 1, 1e6, 0, 1e9, &hw->hbm_Bps,
+			    err)) ||
+	    (rc = cfg_range(path, &cf, gpu, "hbm_capacity_GB", 0.1, 1e5, 0, 1e9, &hw->hbm_bytes,
+			    err)) ||
+	    (rc = cfg_range(path, &cf, gpu, "nvlink_bandwidth_GBps", 0.1, 1e6, 0, 1e9,
+			    &hw->nvlink_Bps, err)) ||
+	    (rc = cfg_range(path, &cf, node, "gpus", 1, HW_MAX_NODE_GPUS, 1, 1, &v, err)))
 		goto out;
 	hw->gpus_per_node = (int)v;
-	if ((rc = cfg_number(path, &cf, node, "nics", 1, 0, &v, err)))
+	if ((rc = cfg_range(path, &cf, node, "nics", 1, HW_MAX_NODE_GPUS, 1, 1, &v, err)))
 		goto out;
 	hw->nics_per_node = (int)v;
-	if ((rc = cfg_number(path, &cf, node, "nic_bandwidth_Gbps", 1e9 / 8, 0, &hw->nic_Bps, err)) ||
-	    (rc = cfg_number(path, &cf, node, "nvlink_latency_us", 1e-6, 1, &hw->nvlink_lat_s, err)) ||
-	    (rc = cfg_number(path, &cf, node, "network_latency_us", 1e-6, 1, &hw->net_lat_s, err)) ||
-	    (rc = cfg_number(path, &cf, gpu, "memory_reserve_GB", 1e9, 1, &hw->mem_reserve_bytes, err)))
+	if ((rc = cfg_range(path, &cf, node, "nic_bandwidth_Gbps", 0.1, 1e6, 0, 1e9 / 8,
+			    &hw->nic_Bps, err)) ||
+	    (rc = cfg_range(path, &cf, node, "nvlink_latency_us", 0, 1e6, 0, 1e-6,
+			    &hw->nvlink_lat_s, err)) ||
+	    (rc = cfg_range(path, &cf, node, "network_latency_us", 0, 1e6, 0, 1e-6,
+			    &hw->net_lat_s, err)) ||
+	    (rc = cfg_range(path, &cf, gpu, "memory_reserve_GB", 0, 1e5, 0, 1e9,
+			    &hw->mem_reserve_bytes, err)))
 		goto out;
+	if (hw->mem_reserve_bytes >= hw->hbm_bytes)
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s:%d: 'gpu.memory_reserve_GB' (%g) must be below "
+				   "'gpu.hbm_capacity_GB' (%g)",
+				   path,
+				   config_setting_source_line(
+					   config_setting_lookup(gpu, "memory_reserve_GB")),
+				   hw->mem_reserve_bytes / 1e9, hw->hbm_bytes / 1e9);
 out:
 	config_destroy(&cf);
 	return rc;

@@ -11,6 +11,9 @@
 
 #include "prism.h"
 
+/* GPUs (and NICs) of a node at most: an NVLink domain of 72 and beyond. */
+#define HW_MAX_NODE_GPUS 1024
+
 enum hw_dtype { HW_FP32, HW_TF32, HW_BF16, HW_FP16, HW_FP8, HW_NDTYPES };
 
 struct hw_profile {
@@ -30,7 +33,10 @@ struct hw_profile {
 };
 
 /* Read a profile.  0, or PRISM_EIO/PRISM_EFORMAT with err naming the file,
- * the line and the setting at fault. */
+ * the line and the setting at fault.  Every number has a range (hw.c, and
+ * docs/FORMATS.md): peaks 0 or 0.001..1e6 TFLOP/s, bandwidths up to 1e6
+ * GB/s, 1..1024 GPUs and NICs a node, latencies 0..1e6 us, a memory
+ * reserve below the capacity. */
 int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err);
 
 /* The dtype named s ("bf16", "fp8", ...), or -1. */

@@ -79,11 +79,11 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 		return rc;
 	root = config_root_setting(&cf);
 	if ((rc = cfg_text(path, &cf, NULL, "name", m->name, sizeof(m->name), err)) ||
-	    (rc = cfg_int_opt(path, &cf, root, "layers", 0, 1, &m->layers, err)) ||
-	    (rc = cfg_int_opt(path, &cf, root, "hidden", 0, 1, &m->hidden, err)) ||
-	    (rc = cfg_int_opt(path, &cf, root, "heads", 0, 1, &m->heads, err)) ||
-	    (rc = cfg_int_opt(path, &cf, root, "seq", 0, 1, &m->seq, err)) ||
-	    (rc = cfg_int_opt(path, &cf, root, "vocab", 0, 1, &m->vocab, err)))
+	    (rc = cfg_int_opt(path, &cf, root, "layers", 0, 1, LLM_MAX_LAYERS, &m->layers, err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "hidden", 0, 1, LLM_MAX_HIDDEN, &m->hidden, err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "heads", 0, 1, LLM_MAX_HEADS, &m->heads, err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "seq", 0, 1, LLM_MAX_SEQ, &m->seq, err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "vocab", 0, 1, LLM_MAX_VOCAB, &m->vocab, err)))
 		goto out;
 	{
 		static const char *const need[] = {"layers", "hidden", "heads", "seq", "vocab"};
@@ -95,8 +95,11 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 				goto out;
 			}
 	}
-	if ((rc = cfg_int_opt(path, &cf, root, "ffn", 4 * m->hidden, 1, &m->ffn, err)) ||
-	    (rc = cfg_int_opt(path, &cf, root, "kv_heads", m->heads, 1, &m->kv_heads, err)))
+	/* 4h <= LLM_MAX_FFN by the limits. */
+	if ((rc = cfg_int_opt(path, &cf, root, "ffn", 4 * m->hidden, 1, LLM_MAX_FFN, &m->ffn,
+			      err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "kv_heads", m->heads, 1, LLM_MAX_HEADS, &m->kv_heads,
+			      err)))
 		goto out;
 	if (config_lookup(&cf, "activation")) {
 		char act[16];

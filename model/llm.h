@@ -18,6 +18,17 @@
 
 #include "prism.h"
 
+/* The largest shape accepted anywhere (model files, run descriptions,
+ * options, sweeps); the smallest is 1.  Far beyond any model trained
+ * (Llama 3 405B: 126 layers, hidden 16,384, 128 heads, ffn 53,248, vocab
+ * 128,256), and small enough that no count computed from them overflows. */
+#define LLM_MAX_LAYERS (1 << 16)
+#define LLM_MAX_HIDDEN (1 << 20)
+#define LLM_MAX_HEADS (1 << 12)
+#define LLM_MAX_FFN (1 << 22)
+#define LLM_MAX_SEQ (1 << 22)
+#define LLM_MAX_VOCAB (1 << 24)
+
 struct llm {
 	int layers;   /* l */
 	int hidden;   /* h */

@@ -1,9 +1,13 @@
 /* prism.c - status code table and the first-error record. */
 #include "prism.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *prism_status_name(int code)
 {
@@ -91,4 +95,85 @@ int prism_cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 	return (x > y) - (x < y);
+}
+
+int prism_wfile_open(struct prism_wfile *w, const char *path)
+{
+	struct stat sb;
+	int fd = -1;
+
+	w->f = NULL;
+	w->path = path;
+	w->tmp[0] = '\0';
+	if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		w->f = fopen(path, "wb");
+		return w->f ? 0 : -1;
+	}
+	/* A stale PATH.tmp.PID of an earlier process with our pid is never
+	 * overwritten: the next suffix is tried. */
+	for (int k = 0; fd < 0 && k < 100; k++) {
+		if (snprintf(w->tmp, sizeof(w->tmp), k ? "%s.tmp.%ld.%d" : "%s.tmp.%ld", path,
+			     (long)getpid(), k) >= (int)sizeof(w->tmp)) {
+			w->tmp[0] = '\0';
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0 || !(w->f = fdopen(fd, "wb"))) {
+		int e = errno;
+		if (fd >= 0) {
+			close(fd);
+			unlink(w->tmp);
+		}
+		w->tmp[0] = '\0';
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+int prism_wfile_commit(struct prism_wfile *w)
+{
+	int ok = fflush(w->f) == 0 && !ferror(w->f), e;
+
+	if (ok && w->tmp[0])
+		ok = fsync(fileno(w->f)) == 0;
+	e = errno;
+	if (fclose(w->f) != 0 && ok) {
+		ok = 0;
+		e = errno;
+	}
+	w->f = NULL;
+	if (ok && w->tmp[0] && rename(w->tmp, w->path) != 0) {
+		ok = 0;
+		e = errno;
+	}
+	if (!ok && w->tmp[0])
+		unlink(w->tmp);
+	w->tmp[0] = '\0';
+	if (ok)
+		return 0;
+	/* A write that failed with no errno of its own (ferror) says EIO. */
+	errno = e ? e : EIO;
+	return -1;
+}
+
+void prism_wfile_abort(struct prism_wfile *w)
+{
+	if (w->f)
+		fclose(w->f);
+	w->f = NULL;
+	if (w->tmp[0])
+		unlink(w->tmp);
+	w->tmp[0] = '\0';
+}
+
+int prism_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
 }

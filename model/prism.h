@@ -71,6 +71,29 @@ void prism_err_prefix(struct prism_err *err, const char *fmt, ...)
 /* Write s to f as a JSON string literal, quotes included. */
 void prism_fput_json_str(FILE *f, const char *s);
 
+/*
+ * A file written whole or not at all.  prism_wfile_open creates a new file
+ * beside path (PATH.tmp.PID, O_EXCL) and prism_wfile_commit flushes it,
+ * syncs it and renames it over path, so the previous file at path stays
+ * intact until the new one is complete: a full disk, a failed write or a
+ * kill leaves it as it was.  Where path exists and is not a regular file
+ * (a device such as /dev/stdout, a pipe, a symlink) it is written in place,
+ * as before.  prism_wfile_abort removes the new file.  Each returns 0, or
+ * -1 with errno set (the file is then removed, path untouched).
+ */
+struct prism_wfile {
+	FILE *f;          /* write here */
+	const char *path; /* the caller's; not copied */
+	char tmp[4096];   /* the new file, "" when written in place */
+};
+
+int prism_wfile_open(struct prism_wfile *w, const char *path);
+int prism_wfile_commit(struct prism_wfile *w);
+void prism_wfile_abort(struct prism_wfile *w);
+
+/* 1 when paths a and b name the same existing file (device and inode). */
+int prism_same_file(const char *a, const char *b);
+
 /* qsort comparator of int64_t, ascending. */
 int prism_cmp_i64(const void *a, const void *b);
 

@@ -1,6 +1,7 @@
 /* synth.c - a GPT training run's execution graph from its shape and layout. */
 #include "synth.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -729,13 +730,47 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 	const struct mem_layout *l = &in->lay;
 	const struct llm *m = &in->m;
 
-	if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->seq < 1 || m->vocab < 1 ||
-	    m->ffn < 1)
-		return prism_err_set(err, PRISM_EARG, "model: layers, hidden, heads, ffn, seq and "
-						      "vocab must all be positive");
-	if (l->tp < 1 || l->pp < 1 || l->dp < 1 || l->vp < 1 || l->mbs < 1 || l->microbatches < 1)
+	/* Ranges first: the rules below divide by these and multiply them. */
+	const struct {
+		const char *what, *name;
+		int v, min, max;
+	} lim[] = {
+		{"model", "layers", m->layers, 1, LLM_MAX_LAYERS},
+		{"model", "hidden", m->hidden, 1, LLM_MAX_HIDDEN},
+		{"model", "heads", m->heads, 1, LLM_MAX_HEADS},
+		{"model", "kv_heads", m->kv_heads, 0, LLM_MAX_HEADS},
+		{"model", "ffn", m->ffn, 1, LLM_MAX_FFN},
+		{"model", "seq", m->seq, 1, LLM_MAX_SEQ},
+		{"model", "vocab", m->vocab, 1, LLM_MAX_VOCAB},
+		{"layout", "tp", l->tp, 1, SYNTH_MAX_TP},
+		{"layout", "pp", l->pp, 1, SYNTH_MAX_STAGES},
+		{"layout", "dp", l->dp, 1, SYNTH_MAX_DP},
+		{"layout", "vp", l->vp, 1, SYNTH_MAX_VP},
+		{"layout", "mbs", l->mbs, 1, SYNTH_MAX_MBS},
+		{"layout", "microbatches", l->microbatches, 1, SYNTH_MAX_MICRO},
+		{"layout", "zero", l->zero, 0, 3},
+		{"layout", "sp", l->sp, 0, 1},
+		{"layout", "flash", l->flash, 0, 1},
+		{"layout", "recompute", l->recompute, 0, MEM_RECOMPUTE_FULL},
+		{"layout", "schedule", l->schedule, MEM_GPIPE, MEM_INTERLEAVED},
+		{"layout", "dtype", in->dtype, 0, HW_NDTYPES - 1},
+	};
+
+	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
+		if (lim[i].v < lim[i].min || lim[i].v > lim[i].max)
+			return prism_err_set(err, PRISM_EARG, "%s: %s %d is not in %d..%d",
+					     lim[i].what, lim[i].name, lim[i].v, lim[i].min,
+					     lim[i].max);
+	if ((int64_t)l->tp * l->pp * l->dp > SYNTH_MAX_GPUS)
 		return prism_err_set(err, PRISM_EARG,
-				     "layout: tp, pp, dp, vp, mbs and microbatches must be positive");
+				     "layout: tp %d x pp %d x dp %d is beyond %d GPUs", l->tp, l->pp,
+				     l->dp, SYNTH_MAX_GPUS);
+	if (m->hidden % m->heads)
+		return prism_err_set(err, PRISM_EARG, "model: hidden %d must be divisible by heads %d",
+				     m->hidden, m->heads);
+	if (m->heads % llm_kv_heads(m))
+		return prism_err_set(err, PRISM_EARG, "model: heads %d must be divisible by kv_heads %d",
+				     m->heads, llm_kv_heads(m));
 	if (l->tp > in->hw->gpus_per_node)
 		return prism_err_set(err, PRISM_EARG, "layout: tp %d is beyond a node of %d GPUs",
 				     l->tp, in->hw->gpus_per_node);
@@ -765,11 +800,6 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: virtual stages %d need the interleaved schedule", l->vp);
 	}
-	if (l->schedule < MEM_GPIPE || l->schedule > MEM_INTERLEAVED)
-		return prism_err_set(err, PRISM_EARG, "layout: unknown schedule %d", l->schedule);
-	if (l->pp > SYNTH_MAX_STAGES)
-		return prism_err_set(err, PRISM_EARG, "layout: pp %d is beyond %d stages", l->pp,
-				     SYNTH_MAX_STAGES);
 	if (in->hw->peak_flops[in->dtype] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", in->hw->gpu,
 				     hw_dtype_name(in->dtype));
@@ -919,7 +949,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		const char *eq = strchr(p, '='), *end = strchr(p, ';');
 		char key[32], val[64];
 		size_t kl, vl;
-		int *ip = NULL;
+		int *ip = NULL, min = 0, max = 0;
 		if (!end)
 			end = p + strlen(p);
 		if (!eq || eq > end || (size_t)(eq - p) >= sizeof(key))
@@ -933,29 +963,29 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		key[kl] = '\0';
 		memcpy(val, eq + 1, vl);
 		val[vl] = '\0';
-#define INT(k, f) else if (strcmp(key, k) == 0) ip = &(f)
+#define INT(k, f, lo, hi) else if (strcmp(key, k) == 0) ip = &(f), min = (lo), max = (hi)
 		if (strcmp(key, "name") == 0)
 			snprintf(in->m.name, sizeof(in->m.name), "%s", val);
-		INT("layers", in->m.layers);
-		INT("hidden", in->m.hidden);
-		INT("heads", in->m.heads);
-		INT("kv_heads", in->m.kv_heads);
-		INT("ffn", in->m.ffn);
-		INT("seq", in->m.seq);
-		INT("vocab", in->m.vocab);
-		INT("tp", in->lay.tp);
-		INT("pp", in->lay.pp);
-		INT("dp", in->lay.dp);
-		INT("vp", in->lay.vp);
-		INT("mbs", in->lay.mbs);
-		INT("microbatches", in->lay.microbatches);
-		INT("sp", in->lay.sp);
-		INT("zero", in->lay.zero);
-		INT("flash", in->lay.flash);
+		INT("layers", in->m.layers, 1, LLM_MAX_LAYERS);
+		INT("hidden", in->m.hidden, 1, LLM_MAX_HIDDEN);
+		INT("heads", in->m.heads, 1, LLM_MAX_HEADS);
+		INT("kv_heads", in->m.kv_heads, 0, LLM_MAX_HEADS);
+		INT("ffn", in->m.ffn, 1, LLM_MAX_FFN);
+		INT("seq", in->m.seq, 1, LLM_MAX_SEQ);
+		INT("vocab", in->m.vocab, 1, LLM_MAX_VOCAB);
+		INT("tp", in->lay.tp, 1, SYNTH_MAX_TP);
+		INT("pp", in->lay.pp, 1, SYNTH_MAX_STAGES);
+		INT("dp", in->lay.dp, 1, SYNTH_MAX_DP);
+		INT("vp", in->lay.vp, 1, SYNTH_MAX_VP);
+		INT("mbs", in->lay.mbs, 1, SYNTH_MAX_MBS);
+		INT("microbatches", in->lay.microbatches, 1, SYNTH_MAX_MICRO);
+		INT("sp", in->lay.sp, 0, 1);
+		INT("zero", in->lay.zero, 0, 3);
+		INT("flash", in->lay.flash, 0, 1);
 		else if (strcmp(key, "recompute") == 0) {
 			/* A number (what synth_meta writes) or a name. */
 			if (val[0] >= '0' && val[0] <= '9')
-				ip = &in->lay.recompute;
+				ip = &in->lay.recompute, min = 0, max = MEM_RECOMPUTE_FULL;
 			else if ((in->lay.recompute = mem_recompute_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
 						     "model description: unknown recompute '%s'", val);
@@ -978,11 +1008,18 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 #undef INT
 		if (ip) {
 			char *e;
-			long v = strtol(val, &e, 10);
-			if (*e || v < 0 || v > 1000000000)
+			long v;
+			errno = 0;
+			v = strtol(val, &e, 10);
+			if (e == val || *e || errno)
 				return prism_err_set(err, PRISM_EFORMAT,
 						     "model description: field '%s' is not a count: '%s'",
 						     key, val);
+			if (v < min || v > max)
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "model description: field '%s' must be in %d..%d, "
+						     "not %ld",
+						     key, min, max, v);
 			*ip = (int)v;
 		}
 		p = *end ? end + 1 : end;

@@ -69,7 +69,17 @@ struct synth_in {
 				  * (for checks against closed forms) */
 };
 
+/* The largest layout accepted anywhere (run descriptions, options, sweeps,
+ * synth_check); the smallest degree is 1.  SYNTH_MAX_GPUS bounds tp x pp x
+ * dp, so products of degrees fit an int with room to spare. */
 #define SYNTH_MAX_STAGES 256
+#define SYNTH_MAX_TP 1024
+#define SYNTH_MAX_DP (1 << 20)
+#define SYNTH_MAX_VP 64
+#define SYNTH_MAX_MBS (1 << 16)
+#define SYNTH_MAX_MICRO (1 << 16)
+#define SYNTH_MAX_GPUS (1 << 24)
+#define SYNTH_MAX_STEPS 100
 
 /* What was built: node ids in the returned graph. */
 struct synth_out {
@@ -109,7 +119,9 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		struct prism_err *err);
 void synth_out_free(struct synth_out *o);
 
-/* The layout rules alone: 0, or PRISM_EARG naming the rule broken. */
+/* The layout rules alone, the limits above and LLM_MAX_* first (so that
+ * no rule divides by zero or overflows): 0, or PRISM_EARG naming the rule
+ * broken. */
 int synth_check(const struct synth_in *in, struct prism_err *err);
 
 /*
@@ -129,7 +141,9 @@ double synth_lower_bound(const struct synth_in *in);
 void synth_meta(const struct synth_in *in, char *buf, size_t n);
 
 /* Parse what synth_meta wrote (other fields of *in are left alone): 0, or
- * PRISM_EFORMAT naming the field. */
+ * PRISM_EFORMAT naming the field: a count that is not a whole number in
+ * its range (LLM_MAX_*, SYNTH_MAX_*; zero 0..3, sp and flash 0..1), an
+ * unknown name. */
 int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err);
 
 /* Schedule names: "gpipe", "1f1b", "interleaved". */

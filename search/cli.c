@@ -33,7 +33,8 @@ int cli_parse_us(const char *s, const char *opt, int64_t *ns, struct prism_err *
 	double v;
 	errno = 0;
 	v = strtod(s, &end);
-	if (end == s || *end || errno || v < 0 || v > 9e12)
+	/* Written so that NaN fails too. */
+	if (end == s || *end || errno || !(v >= 0 && v <= 9e12))
 		return prism_err_set(err, PRISM_EARG,
 				     "%s '%s': expected a number of microseconds >= 0", opt, s);
 	*ns = (int64_t)(v * 1000.0 + 0.5);
@@ -236,19 +237,19 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	if (c < CLI_OPT_TP || c >= CLI_OPT_NOPT)
 		return 0;
 	switch (c) {
-	case CLI_OPT_TP: rc = cli_count(arg, "tp", 1, 1024, &in->lay.tp, err); break;
+	case CLI_OPT_TP: rc = cli_count(arg, "tp", 1, SYNTH_MAX_TP, &in->lay.tp, err); break;
 	case CLI_OPT_PP: rc = cli_count(arg, "pp", 1, SYNTH_MAX_STAGES, &in->lay.pp, err); break;
-	case CLI_OPT_DP: rc = cli_count(arg, "dp", 1, 1 << 20, &in->lay.dp, err); break;
-	case CLI_OPT_VP: rc = cli_count(arg, "vp", 1, 64, &in->lay.vp, err); break;
-	case CLI_OPT_MBS: rc = cli_count(arg, "mbs", 1, 1 << 16, &in->lay.mbs, err); break;
-	case CLI_OPT_MICRO: rc = cli_count(arg, "microbatches", 1, 1 << 16, &in->lay.microbatches, err); break;
+	case CLI_OPT_DP: rc = cli_count(arg, "dp", 1, SYNTH_MAX_DP, &in->lay.dp, err); break;
+	case CLI_OPT_VP: rc = cli_count(arg, "vp", 1, SYNTH_MAX_VP, &in->lay.vp, err); break;
+	case CLI_OPT_MBS: rc = cli_count(arg, "mbs", 1, SYNTH_MAX_MBS, &in->lay.mbs, err); break;
+	case CLI_OPT_MICRO: rc = cli_count(arg, "microbatches", 1, SYNTH_MAX_MICRO, &in->lay.microbatches, err); break;
 	case CLI_OPT_ZERO: rc = cli_count(arg, "zero", 0, 3, &in->lay.zero, err); break;
-	case CLI_OPT_LAYERS: rc = cli_count(arg, "layers", 1, 1 << 16, &in->m.layers, err); break;
-	case CLI_OPT_HIDDEN: rc = cli_count(arg, "hidden", 1, 1 << 20, &in->m.hidden, err); break;
-	case CLI_OPT_HEADS: rc = cli_count(arg, "heads", 1, 1 << 12, &in->m.heads, err); break;
-	case CLI_OPT_FFN: rc = cli_count(arg, "ffn", 1, 1 << 22, &in->m.ffn, err); break;
-	case CLI_OPT_SEQ: rc = cli_count(arg, "seq", 1, 1 << 22, &in->m.seq, err); break;
-	case CLI_OPT_STEPS: rc = cli_count(arg, "steps", 1, 100, &in->steps, err); break;
+	case CLI_OPT_LAYERS: rc = cli_count(arg, "layers", 1, LLM_MAX_LAYERS, &in->m.layers, err); break;
+	case CLI_OPT_HIDDEN: rc = cli_count(arg, "hidden", 1, LLM_MAX_HIDDEN, &in->m.hidden, err); break;
+	case CLI_OPT_HEADS: rc = cli_count(arg, "heads", 1, LLM_MAX_HEADS, &in->m.heads, err); break;
+	case CLI_OPT_FFN: rc = cli_count(arg, "ffn", 1, LLM_MAX_FFN, &in->m.ffn, err); break;
+	case CLI_OPT_SEQ: rc = cli_count(arg, "seq", 1, LLM_MAX_SEQ, &in->m.seq, err); break;
+	case CLI_OPT_STEPS: rc = cli_count(arg, "steps", 1, SYNTH_MAX_STEPS, &in->steps, err); break;
 	case CLI_OPT_SP: in->lay.sp = 1; break;
 	case CLI_OPT_NOFLASH: in->lay.flash = 0; break;
 	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */
@@ -328,14 +329,32 @@ void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n)
 	snprintf(out, n, "%.*s.rank%d.json", (int)len, path, rank);
 }
 
-int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
-		    struct prism_err *err)
+int cli_not_input(const char *out, const char *opt, char *const *in, int n,
+		  struct prism_err *err)
 {
-	struct sim *s = sim_new(g);
+	for (int i = 0; out && i < n; i++)
+		if (in[i] && prism_same_file(out, in[i]))
+			return prism_err_set(err, PRISM_EARG,
+					     "%s %s would overwrite the input %s: give another file",
+					     opt, out, in[i]);
+	return 0;
+}
+
+int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
+		    char *const *in, int n_in, struct prism_err *err)
+{
+	struct sim *s;
 	struct sim_opts o;
 	int rc;
 
-	if (!s)
+	/* Every rank's file is checked before the first is written. */
+	for (uint32_t r = 0; r < g->n_ranks; r++) {
+		char p[1024];
+		cli_rank_path(path, (int)r, (int)g->n_ranks, p, sizeof(p));
+		if ((rc = cli_not_input(p, "the output", in, n_in, err)))
+			return rc;
+	}
+	if (!(s = sim_new(g)))
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	sim_opts_default(&o);
 	rc = sim_run(s, &o, err);

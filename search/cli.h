@@ -143,10 +143,18 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 /* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path). */
 void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n);
 
-/* Write a synthesised graph as Kineto traces, one per rank (cli_rank_path). */
+/* Write a synthesised graph as Kineto traces, one per rank (cli_rank_path),
+ * none of them over one of the n_in input files in (cli_not_input). */
 struct synth_out;
 int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
-		    struct prism_err *err);
+		    char *const *in, int n_in, struct prism_err *err);
+
+/* 0 when writing the file out (given with option opt) would overwrite none
+ * of the n input files in (the same file: device and inode); else
+ * PRISM_EARG naming both.  Call it before the work, so a refused run has
+ * written nothing. */
+int cli_not_input(const char *out, const char *opt, char *const *in, int n,
+		  struct prism_err *err);
 
 /* Apply to *dst every option set in `given` from *src. */
 int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst,

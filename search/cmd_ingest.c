@@ -465,6 +465,8 @@ int cmd_ingest(int argc, char **argv)
 	}
 	/* cli_load_graph checks the graph: build_graph and graph_load both
 	 * run graph_check before they hand a graph out. */
+	if (cli_not_input(out, "-o", argv + optind, argc - optind, &err))
+		return cli_fail(&err);
 	rc = cli_load_graph(argv + optind, argc - optind, ranks, &o, &g, &err);
 	if (rc == 0 && out)
 		rc = graph_save(g, out, &err);

@@ -182,6 +182,8 @@ int cmd_replay(int argc, char **argv)
 		fprintf(stderr, "prism replay: no trace given\n%s", help);
 		return EXIT_USAGE;
 	}
+	if (cli_not_input(timeline, "--timeline", argv + optind, argc - optind, &err))
+		return cli_fail(&err);
 	rc = cli_load_graph(argv + optind, argc - optind, ranks, &bo, &g, &err);
 	if (rc == 0 && !(s = sim_new(g)))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");

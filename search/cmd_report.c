@@ -1,13 +1,20 @@
 /* cmd_report.c - `prism report`: best layouts and Pareto fronts of a sweep. */
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "store.h"
+#include "sweep.h"
 #include "vec.h"
 
 static const char help[] =
@@ -59,6 +66,101 @@ static void why(char *buf, size_t n, const struct row *b, const struct row *r)
 			 r->mfu * 100, b->mfu * 100);
 }
 
+/* Column i of st as text; "" for NULL (the database may be anyone's). */
+static const char *text(sqlite3_stmt *st, int i)
+{
+	const char *v = (const char *)sqlite3_column_text(st, i);
+	return v ? v : "";
+}
+
+/* name as text safe to show anywhere (a gnuplot string, a Markdown
+ * heading): letters, digits and " +-.,:=_()" kept, every other byte '?'.
+ * The name comes from the database, which may be anyone's. */
+static void shown(char *buf, size_t n, const char *name)
+{
+	size_t i = 0;
+	for (; name[i] && i + 1 < n; i++) {
+		unsigned char ch = (unsigned char)name[i];
+		buf[i] = ch < 0x80 && (isalnum(ch) || strchr(" +-.,:=_()", ch)) ? (char)ch : '?';
+	}
+	buf[i] = '\0';
+}
+
+/*
+ * pareto.svg from pareto.dat in dir, drawn by gnuplot's SVG terminal.
+ * gnuplot runs in dir, so its program names no path, and the only text
+ * in it from outside is the title, passed through shown(): gnuplot's
+ * `system`, `!` and backquotes run shell commands, so nothing from the
+ * database is ever pasted in raw.  0, or -1 when gnuplot is missing or
+ * fails.
+ */
+static int chart(const char *dir, const char *name)
+{
+	struct sigaction ign, old;
+	char title[128], svg[1100], tmp[1100];
+	int fd[2], st = 0, wrote;
+	pid_t pid;
+	FILE *gp;
+
+	shown(title, sizeof(title), name);
+	if (pipe(fd))
+		return -1;
+	if ((pid = fork()) < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(fd[0], 0);
+		close(fd[0]);
+		close(fd[1]);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		if (chdir(dir) == 0)
+			execlp("gnuplot", "gnuplot", (char *)NULL);
+		_exit(127);
+	}
+	close(fd[0]);
+	/* A gnuplot that is missing or dies early must not kill us by SIGPIPE. */
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &ign, &old);
+	if ((gp = fdopen(fd[1], "w"))) {
+		wrote = fprintf(gp,
+				"set terminal svg size 800,500 dynamic background rgb 'white'\n"
+				"set output 'pareto.svg.tmp'\n"
+				"set title 'Sweep %s: best iteration time per GPU count' noenhanced\n"
+				"set xlabel 'GPUs'\nset ylabel 'iteration time (ms)'\n"
+				"set y2label 'GPU-hours per iteration'\nset logscale x 2\n"
+				"set y2tics\nset ytics nomirror\nset key top right\nset grid\n"
+				"plot 'pareto.dat' using 1:2 with linespoints lw 2 pt 7 "
+				"title 'iteration time', "
+				"'' using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lc rgb 'black' "
+				"title 'Pareto front (time)', "
+				"'' using 1:3 axes x1y2 with linespoints dt 2 pt 5 "
+				"title 'GPU-hours per iteration'\n",
+				title) > 0;
+		wrote = fclose(gp) == 0 && wrote;
+	} else {
+		close(fd[1]);
+		wrote = 0;
+	}
+	sigaction(SIGPIPE, &old, NULL);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	/* The chart, whole or not at all: a failed gnuplot keeps the old one. */
+	snprintf(svg, sizeof(svg), "%s/pareto.svg", dir);
+	snprintf(tmp, sizeof(tmp), "%s/pareto.svg.tmp", dir);
+	if (wrote && WIFEXITED(st) && WEXITSTATUS(st) == 0 && rename(tmp, svg) == 0)
+		return 0;
+	unlink(tmp);
+	return -1;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -75,8 +177,12 @@ int cmd_report(int argc, char **argv)
 	VEC(struct row) rv = {0};
 	struct row *rows = NULL;
 	size_t n = 0;
-	FILE *md = NULL;
-	int c, rc = 0;
+	/* report.md, best.csv, pareto.dat: each whole or not at all. */
+	static const char *const outs[3] = {"report.md", "best.csv", "pareto.dat"};
+	struct prism_wfile wf[3] = {{0}};
+	char wpath[3][1100];
+	FILE *md = NULL, *csv = NULL, *dat = NULL;
+	int c, rc = 0, drawn;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -96,6 +202,14 @@ int cmd_report(int argc, char **argv)
 		sqlite3_close(db);
 		return EXIT_USAGE;
 	}
+	{
+		struct prism_err err;
+		prism_err_clear(&err);
+		if (store_check(db, argv[optind], &err)) {
+			sqlite3_close(db);
+			return cli_fail(&err);
+		}
+	}
 	if (sqlite3_prepare_v2(db,
 			       sid >= 0 ? "SELECT id, name FROM sweep WHERE id=?1"
 					: "SELECT id, name FROM sweep ORDER BY id DESC LIMIT 1",
@@ -114,7 +228,7 @@ int cmd_report(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	sid = sqlite3_column_int64(st, 0);
-	snprintf(name, sizeof(name), "%s", (const char *)sqlite3_column_text(st, 1));
+	snprintf(name, sizeof(name), "%s", text(st, 1));
 	sqlite3_finalize(st);
 	sqlite3_prepare_v2(db,
 			   "SELECT gpus, tp, pp, dp, vp, mbs, microbatches, zero, sp, layers, hidden,"
@@ -141,8 +255,8 @@ int cmd_report(int argc, char **argv)
 		r->sp = sqlite3_column_int(st, 8);
 		r->layers = sqlite3_column_int(st, 9);
 		r->hidden = sqlite3_column_int(st, 10);
-		snprintf(r->schedule, sizeof(r->schedule), "%s", (const char *)sqlite3_column_text(st, 11));
-		snprintf(r->recompute, sizeof(r->recompute), "%s", (const char *)sqlite3_column_text(st, 12));
+		snprintf(r->schedule, sizeof(r->schedule), "%s", text(st, 11));
+		snprintf(r->recompute, sizeof(r->recompute), "%s", text(st, 12));
 		r->iter_s = sqlite3_column_double(st, 13);
 		r->bubble = sqlite3_column_double(st, 14);
 		r->tps = sqlite3_column_double(st, 15);
@@ -155,27 +269,53 @@ int cmd_report(int argc, char **argv)
 	n = rv.n;
 	if (rc)
 		goto out;
-	if (outdir)
+	if (outdir) {
 		snprintf(dir, sizeof(dir), "%s", outdir);
-	else
+	} else if (sweep_name_ok(name)) {
 		snprintf(dir, sizeof(dir), "results/%s", name);
-	mkdir("results", 0777);
+		mkdir("results", 0777);
+	} else {
+		/* A name prism search refuses: the database was made by hand,
+		 * and "../../x" must not write outside results/. */
+		shown(path, sizeof(path), name);
+		fprintf(stderr,
+			"prism: %s: sweep %lld is named '%s', which is not one file name: give "
+			"-o DIR\n",
+			argv[optind], sid, path);
+		rc = EXIT_USAGE;
+		goto out;
+	}
 	if (mkdir(dir, 0777) && errno != EEXIST) {
 		fprintf(stderr, "prism: %s: %s\n", dir, strerror(errno));
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	snprintf(path, sizeof(path), "%s/report.md", dir);
-	if (!(md = fopen(path, "w"))) {
-		fprintf(stderr, "prism: %s: %s\n", path, strerror(errno));
-		rc = EXIT_USAGE;
-		goto out;
+	for (int i = 0; i < 4; i++) {
+		/* Never over the database itself. */
+		snprintf(path, sizeof(path), "%s/%s", dir, i < 3 ? outs[i] : "pareto.svg");
+		if (prism_same_file(path, argv[optind])) {
+			fprintf(stderr, "prism: -o %s would overwrite the input %s: give another "
+					"folder\n",
+				dir, argv[optind]);
+			rc = EXIT_USAGE;
+			goto out;
+		}
 	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(wpath[i], sizeof(wpath[i]), "%s/%s", dir, outs[i]);
+		if (prism_wfile_open(&wf[i], wpath[i])) {
+			fprintf(stderr, "prism: %s: %s\n", wpath[i], strerror(errno));
+			rc = EXIT_USAGE;
+			goto out;
+		}
+	}
+	md = wf[0].f;
+	csv = wf[1].f;
+	dat = wf[2].f;
 	{
 		/* Best per GPU count: the first row of each count (sorted). */
 		size_t *best = malloc((n + 1) * sizeof(*best)), nb = 0;
 		double front_t = 0, front_h = 0;
-		FILE *csv, *dat;
 		char lay[160];
 		if (!best) {
 			rc = 1;
@@ -184,7 +324,8 @@ int cmd_report(int argc, char **argv)
 		for (size_t i = 0; i < n; i++)
 			if (i == 0 || rows[i].gpus != rows[i - 1].gpus)
 				best[nb++] = i;
-		fprintf(md, "# Sweep %s (id %lld)\n\n", name, sid);
+		shown(lay, sizeof(lay), name);
+		fprintf(md, "# Sweep %s (id %lld)\n\n", lay, sid);
 		sqlite3_prepare_v2(db,
 				   "SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY "
 				   "status ORDER BY status",
@@ -192,21 +333,16 @@ int cmd_report(int argc, char **argv)
 		sqlite3_bind_int64(st, 1, sid);
 		fprintf(md, "Candidates:");
 		while (sqlite3_step(st) == SQLITE_ROW)
-			fprintf(md, " %s %d;", (const char *)sqlite3_column_text(st, 0),
+			fprintf(md, " %s %d;", text(st, 0),
 				sqlite3_column_int(st, 1));
 		sqlite3_finalize(st);
 		fprintf(md, "\n\n## Best layout per GPU count\n\n");
 		fprintf(md, "| GPUs | layout | iteration ms | tokens/s | MFU | bubble | memory GB |"
 			    " GPU-hours/iter | Pareto (time) | Pareto (GPU-hours) |\n");
 		fprintf(md, "|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n");
-		snprintf(path, sizeof(path), "%s/best.csv", dir);
-		csv = fopen(path, "w");
-		snprintf(path, sizeof(path), "%s/pareto.dat", dir);
-		dat = fopen(path, "w");
-		if (csv)
-			fprintf(csv, "gpus,tp,pp,dp,vp,mbs,microbatches,schedule,recompute,zero,"
-				     "iter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,pareto_time,"
-				     "pareto_gpu_hours\n");
+		fprintf(csv, "gpus,tp,pp,dp,vp,mbs,microbatches,schedule,recompute,zero,"
+			     "iter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,pareto_time,"
+			     "pareto_gpu_hours\n");
 		for (size_t k = 0; k < nb; k++) {
 			const struct row *r = &rows[best[k]];
 			/* On the front when faster (cheaper) than every smaller count. */
@@ -224,19 +360,14 @@ int cmd_report(int argc, char **argv)
 			fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f | %.4g | %s | %s |\n",
 				r->gpus, lay, r->iter_s * 1e3, r->tps, r->mfu * 100, r->bubble * 100,
 				r->mem_gb, r->gpuh, pt ? "yes" : "no", ph ? "yes" : "no");
-			if (csv)
-				fprintf(csv, "%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%.9f,%.3f,%.6f,%.6f,%.3f,%.9g,%d,%d\n",
-					r->gpus, r->tp, r->pp, r->dp, r->vp, r->mbs, r->mb, r->schedule,
-					r->recompute, r->zero, r->iter_s, r->tps, r->mfu, r->bubble,
-					r->mem_gb, r->gpuh, pt, ph);
-			if (dat)
-				fprintf(dat, "%d %.6f %.6g %d %d\n", r->gpus, r->iter_s * 1e3, cheapest,
-					pt, ph);
+			fprintf(csv,
+				"%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%.9f,%.3f,%.6f,%.6f,%.3f,%.9g,%d,%d\n",
+				r->gpus, r->tp, r->pp, r->dp, r->vp, r->mbs, r->mb, r->schedule,
+				r->recompute, r->zero, r->iter_s, r->tps, r->mfu, r->bubble, r->mem_gb,
+				r->gpuh, pt, ph);
+			fprintf(dat, "%d %.6f %.6g %d %d\n", r->gpus, r->iter_s * 1e3, cheapest, pt,
+				ph);
 		}
-		if (csv)
-			fclose(csv);
-		if (dat)
-			fclose(dat);
 		fprintf(md, "\n## Runners-up, and why they lose\n\n");
 		fprintf(md, "| GPUs | layout | iteration ms | vs best | why |\n|---:|---|---:|---:|---|\n");
 		for (size_t k = 0; k < nb; k++) {
@@ -258,39 +389,20 @@ int cmd_report(int argc, char **argv)
 				   -1, &st, NULL);
 		sqlite3_bind_int64(st, 1, sid);
 		while (sqlite3_step(st) == SQLITE_ROW)
-			fprintf(md, "- %s (%d): %s\n", (const char *)sqlite3_column_text(st, 0),
-				sqlite3_column_int(st, 2), (const char *)sqlite3_column_text(st, 1));
+			fprintf(md, "- %s (%d): %s\n", text(st, 0), sqlite3_column_int(st, 2),
+				text(st, 1));
 		sqlite3_finalize(st);
 		free(best);
 	}
-	fclose(md);
-	md = NULL;
-	{
-		/* The chart: gnuplot's SVG terminal. */
-		char cmd[2400];
-		FILE *gp;
-		snprintf(cmd, sizeof(cmd), "gnuplot 2>/dev/null");
-		gp = popen(cmd, "w");
-		if (gp) {
-			fprintf(gp,
-				"set terminal svg size 800,500 dynamic background rgb 'white'\n"
-				"set output '%s/pareto.svg'\n"
-				"set title 'Sweep %s: best iteration time per GPU count'\n"
-				"set xlabel 'GPUs'\nset ylabel 'iteration time (ms)'\n"
-				"set y2label 'GPU-hours per iteration'\nset logscale x 2\n"
-				"set y2tics\nset ytics nomirror\nset key top right\nset grid\n"
-				"plot '%s/pareto.dat' using 1:2 with linespoints lw 2 pt 7 "
-				"title 'iteration time', "
-				"'' using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lc rgb 'black' "
-				"title 'Pareto front (time)', "
-				"'' using 1:3 axes x1y2 with linespoints dt 2 pt 5 "
-				"title 'GPU-hours per iteration'\n",
-				dir, name, dir);
-			if (pclose(gp) != 0)
-				fprintf(stderr, "prism report: gnuplot failed; no chart (install "
-						"gnuplot-nox)\n");
+	for (int i = 0; i < 3; i++)
+		if (prism_wfile_commit(&wf[i])) {
+			fprintf(stderr, "prism: %s: write failed: %s\n", wf[i].path, strerror(errno));
+			rc = EXIT_USAGE;
+			goto out;
 		}
-	}
+	drawn = chart(dir, name) == 0;
+	if (!drawn)
+		fprintf(stderr, "prism report: gnuplot failed; no chart (install gnuplot-nox)\n");
 	snprintf(path, sizeof(path), "%s/report.md", dir);
 	{
 		FILE *f = fopen(path, "r");
@@ -300,10 +412,11 @@ int cmd_report(int argc, char **argv)
 		if (f)
 			fclose(f);
 	}
-	fprintf(stderr, "prism report: wrote %s/report.md, best.csv, pareto.svg\n", dir);
+	fprintf(stderr, "prism report: wrote %s/report.md, best.csv%s\n", dir,
+		drawn ? ", pareto.svg" : "");
 out:
-	if (md)
-		fclose(md);
+	for (int i = 0; i < 3; i++)
+		prism_wfile_abort(&wf[i]);
 	VEC_FREE(rv);
 	sqlite3_close(db);
 	return rc;

@@ -63,8 +63,11 @@ static int parse_host(const char *arg, struct synth_in *in, struct prism_err *er
 {
 	double op, launch;
 	char tail;
-	if (sscanf(arg, "%lf,%lf%c", &op, &launch, &tail) != 2 || op < 0 || launch < 0)
-		return prism_err_set(err, PRISM_EARG, "--host-us '%s': expected OP,LAUNCH in us", arg);
+	/* At most a second each; written so that NaN fails too. */
+	if (sscanf(arg, "%lf,%lf%c", &op, &launch, &tail) != 2 || !(op >= 0 && op <= 1e6) ||
+	    !(launch >= 0 && launch <= 1e6))
+		return prism_err_set(err, PRISM_EARG,
+				     "--host-us '%s': expected OP,LAUNCH in us, each in 0..1e6", arg);
 	in->cpu_op_s = op * 1e-6;
 	in->launch_s = launch * 1e-6;
 	return 0;
@@ -93,6 +96,8 @@ int cmd_synth(int argc, char **argv)
 	struct kdb *db = NULL;
 	unsigned given = 0;
 	int json = 0, c, rc;
+	char mpath[1024], hpath[1024];
+	char *inputs[3] = {mpath, hpath, NULL};
 
 	prism_err_clear(&err);
 	synth_in_default(&opt);
@@ -109,7 +114,7 @@ int cmd_synth(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'e': eff = optarg; break;
 		case 'H': host = optarg; break;
-		case 'D': db_path = optarg; break;
+		case 'D': db_path = inputs[2] = optarg; break;
 		case 'h':
 			fputs(help, stdout);
 			fputs(cli_layout_help, stdout);
@@ -128,6 +133,18 @@ int cmd_synth(int argc, char **argv)
 	if (cli_layout_apply(&opt, given, &in, &err))
 		return cli_fail(&err);
 	in.hw = &hw;
+	/* The files the trace will be written to (one per stage) are checked
+	 * before any work: none may be an input. */
+	if (cli_find_config("models", argv[optind], mpath, sizeof(mpath)))
+		mpath[0] = '\0';
+	if (cli_find_config("hw", hw_name, hpath, sizeof(hpath)))
+		hpath[0] = '\0';
+	for (int r = 0; out && r < in.lay.pp; r++) {
+		char rp[1024];
+		cli_rank_path(out, r, in.lay.pp, rp, sizeof(rp));
+		if (cli_not_input(rp, "-o", inputs, 3, &err))
+			return cli_fail(&err);
+	}
 	if ((eff && parse_eff(eff, &in, &err)) || (host && parse_host(host, &in, &err)) ||
 	    (db_path && cli_load_kdb(db_path, &db, &err)))
 		return cli_fail(&err);
@@ -144,7 +161,7 @@ int cmd_synth(int argc, char **argv)
 		show_prediction(stdout, &in, &p);
 	}
 	if (out) {
-		rc = cli_write_trace(g, &so, out, &err);
+		rc = cli_write_trace(g, &so, out, inputs, 3, &err);
 		graph_free(g);
 		synth_out_free(&so);
 		if (rc)

@@ -119,13 +119,13 @@ static int same_config(const struct synth_in *a, const struct synth_in *b)
 
 /* The candidate from a rebuilt model; timeline if asked. */
 static int predict_write(const struct synth_in *in, struct predict_out *p, const char *timeline,
-			 struct prism_err *err)
+			 char *const *inputs, int n_inputs, struct prism_err *err)
 {
 	struct graph *g = NULL;
 	struct synth_out so;
 	int rc = predict_synth(in, p, timeline ? &g : NULL, timeline ? &so : NULL, err);
 	if (rc == 0 && timeline) {
-		rc = cli_write_trace(g, &so, timeline, err);
+		rc = cli_write_trace(g, &so, timeline, inputs, n_inputs, err);
 		graph_free(g);
 		synth_out_free(&so);
 	}
@@ -192,7 +192,10 @@ int cmd_whatif(int argc, char **argv)
 		fprintf(stderr, "prism whatif: no BASE given\n%s", help);
 		return EXIT_USAGE;
 	}
-	if (db_path && (rc = cli_load_kdb(db_path, &db, &err)))
+	/* The timeline (or its first rank's file) is no input; the others are
+	 * checked where they are named (cli_write_trace). */
+	if (cli_not_input(timeline, "--timeline", argv + optind, argc - optind, &err) ||
+	    (db_path && cli_load_kdb(db_path, &db, &err)))
 		return cli_fail(&err);
 	synth_in_default(&base);
 	base.kdb = db;
@@ -217,8 +220,13 @@ int cmd_whatif(int argc, char **argv)
 		if ((rc = predict_synth(&base, &p, NULL, NULL, &err)))
 			goto fail;
 		base_s = p.iter_s;
-		if ((rc = predict_write(&cand, &p, timeline, &err)))
-			goto fail;
+		{
+			char mpath[1024], *inputs[1] = {mpath};
+			if (cli_find_config("models", argv[optind], mpath, sizeof(mpath)))
+				mpath[0] = '\0';
+			if ((rc = predict_write(&cand, &p, timeline, inputs, 1, &err)))
+				goto fail;
+		}
 		print_pair(&base, base_s, &cand, &p, "both synthesised from the model", json);
 		kdb_free(db);
 		return 0;
@@ -252,7 +260,8 @@ int cmd_whatif(int argc, char **argv)
 			/* On another GPU the roofline uses its peaks and the scale
 			 * keeps the efficiency measured on the base: compute-bound
 			 * kernels move with FLOP/s, memory-bound ones with bandwidth. */
-			if ((rc = predict_write(&cand, &p, timeline, &err)))
+			if ((rc = predict_write(&cand, &p, timeline, argv + optind, argc - optind,
+						&err)))
 				goto fail;
 			print_pair(&base, base_s, &cand, &p,
 				   "rebuilt from the base's layers (kernel times calibrated on them)",

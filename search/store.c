@@ -1,6 +1,7 @@
 /* store.c - the results database. */
 #include "store.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,44 +37,129 @@ static int fail(sqlite3 *db, const char *what, struct prism_err *err)
 			     sqlite3_errmsg(db));
 }
 
-int store_open(const char *path, sqlite3 **db, struct prism_err *err)
+/* The first row of a one-column query as text into buf ("" when none);
+ * 0, or the SQLite error code. */
+static int query_text(sqlite3 *db, const char *sql, char *buf, size_t n)
 {
 	sqlite3_stmt *st;
-	int ver = 0;
+	int rc;
 
-	if (sqlite3_open(path, db) != SQLITE_OK) {
-		int rc = prism_err_set(err, PRISM_EIO, "%s: %s", path, sqlite3_errmsg(*db));
+	buf[0] = '\0';
+	if ((rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL)) != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *v = (const char *)sqlite3_column_text(st, 0);
+		snprintf(buf, n, "%s", v ? v : "");
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_check(sqlite3 *db, const char *path, struct prism_err *err)
+{
+	char buf[256];
+
+	if (query_text(db, "PRAGMA quick_check(1)", buf, sizeof(buf)) != SQLITE_OK)
+		return prism_err_set(err, PRISM_EFORMAT, "%s: not a results database (%s)", path,
+				     sqlite3_errmsg(db));
+	if (strcmp(buf, "ok") == 0)
+		return 0;
+	/* quick_check's first finding, on one line. */
+	for (char *c = buf; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	return prism_err_set(err, PRISM_EFORMAT,
+			     "%s: the database is damaged (quick_check: %s): restore it or use "
+			     "another",
+			     path, buf);
+}
+
+/* Whether the file at db is one prism may write into, before anything is
+ * written: undamaged (store_check), and empty or holding prism's tables
+ * alone. */
+static int check_file(sqlite3 *db, const char *path, struct prism_err *err)
+{
+	char buf[256];
+	int rc;
+
+	if ((rc = store_check(db, path, err)))
+		return rc;
+	if ((rc = query_text(db,
+			     "SELECT type || ' ' || name FROM sqlite_master WHERE name NOT IN "
+			     "('sweep', 'candidate') AND name NOT LIKE 'sqlite_autoindex_%' "
+			     "ORDER BY name",
+			     buf, sizeof(buf))) != SQLITE_OK)
+		return prism_err_set(err, PRISM_EFORMAT, "%s: not a results database (%s)", path,
+				     sqlite3_errmsg(db));
+	if (buf[0])
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: not a prism results database (it holds %s): give "
+				     "another --db",
+				     path, buf);
+	return 0;
+}
+
+int store_open(const char *path, sqlite3 **db, struct prism_err *err)
+{
+	char name[4096];
+	int ver = 0, rc;
+
+	*db = NULL;
+	/* "" and ":memory:" are databases that vanish on closing. */
+	if (!path[0] || strcmp(path, ":memory:") == 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "'%s' is no file: the results would be lost (give a file name)",
+				     path);
+	/* A path, never a URI, whatever SQLite was built with. */
+	snprintf(name, sizeof(name), "%s%s", strncmp(path, "file:", 5) == 0 ? "./" : "", path);
+	if (sqlite3_open_v2(name, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+	    SQLITE_OK) {
+		rc = prism_err_set(err, PRISM_EIO, "%s: %s", path, sqlite3_errmsg(*db));
 		sqlite3_close(*db);
 		*db = NULL;
 		return rc;
 	}
 	sqlite3_busy_timeout(*db, 10000);
-	if (sqlite3_prepare_v2(*db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			ver = sqlite3_column_int(st, 0);
-		sqlite3_finalize(st);
+	{
+		char v[32];
+		if (query_text(*db, "PRAGMA user_version", v, sizeof(v)) == SQLITE_OK)
+			ver = atoi(v);
 	}
-	if (ver == 1 && sqlite3_exec(*db, migrate_1, NULL, NULL, NULL) != SQLITE_OK) {
-		int rc = fail(*db, "cannot upgrade the schema from version 1", err);
+	if (ver != 0 && ver != 1 && ver != STORE_VERSION)
+		rc = prism_err_set(err, PRISM_EVERSION,
+				   "%s: results database version %d (this prism writes %d)", path,
+				   ver, STORE_VERSION);
+	else
+		rc = check_file(*db, path, err);
+	if (rc) {
 		sqlite3_close(*db);
 		*db = NULL;
 		return rc;
 	}
-	if (ver == 1)
-		ver = STORE_VERSION;
-	if (ver != 0 && ver != STORE_VERSION) {
-		sqlite3_close(*db);
-		*db = NULL;
-		return prism_err_set(err, PRISM_EVERSION,
-				     "%s: results database version %d (this prism writes %d)", path,
-				     ver, STORE_VERSION);
-	}
+	/* The schema, an upgrade from version 1 and the version number in one
+	 * transaction: a killed run leaves the old file or the new one. */
 	if (sqlite3_exec(*db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
 			 NULL) != SQLITE_OK ||
+	    sqlite3_exec(*db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = fail(*db, "cannot create the schema", err);
+		sqlite3_close(*db);
+		*db = NULL;
+		return rc;
+	}
+	if ((ver == 1 && sqlite3_exec(*db, migrate_1, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL,
-			 NULL) != SQLITE_OK) {
-		int rc = fail(*db, "cannot create the schema", err);
+	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
+		    SQLITE_OK ||
+	    sqlite3_exec(*db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = fail(*db,
+			  ver == 1 ? "cannot upgrade the schema from version 1"
+				   : "cannot create the schema",
+			  err);
+		sqlite3_exec(*db, "ROLLBACK", NULL, NULL, NULL);
 		sqlite3_close(*db);
 		*db = NULL;
 		return rc;

@@ -25,9 +25,16 @@
 
 #define STORE_VERSION 2
 
-/* Open (creating) the database at path.  0, or PRISM_EIO / PRISM_EVERSION
- * with err naming the file. */
+/* Open (creating) the database at path, a file name (never a URI; "" and
+ * ":memory:" are refused: the results would vanish).  Before anything is
+ * written the file must pass PRAGMA quick_check and hold nothing but
+ * prism's tables.  0, or PRISM_EARG / PRISM_EFORMAT / PRISM_EIO /
+ * PRISM_EVERSION with err naming the file. */
 int store_open(const char *path, sqlite3 **db, struct prism_err *err);
+
+/* PRAGMA quick_check on db (opened from path): 0, or PRISM_EFORMAT naming
+ * the file and the first damage found, or saying it is no database. */
+int store_check(sqlite3 *db, const char *path, struct prism_err *err);
 
 /* The id of the sweep with s's text (inserted if new); *resumed = 1 when it
  * was there already. */

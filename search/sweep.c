@@ -21,9 +21,40 @@ const char *cand_status_name(int s)
 	return s >= 0 && s <= CS_FAILED ? status_names[s] : "?";
 }
 
-/* The value of a list element: an integer, or a name parse() knows. */
-static int element(const char *file, const config_setting_t *e, const char *knob,
-		   int (*parse)(const char *), int *out, struct prism_err *err)
+int sweep_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n < 1 || n > SWEEP_NAME_MAX || name[0] == '.')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (name[i] == '/' || (unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* 'name' names the database and the report folder: it must be one file
+ * name (sweep_name_ok), or "../../x" would write outside results/. */
+static int name_setting(const char *file, const config_t *cf, struct sweep *s,
+			struct prism_err *err)
+{
+	const config_setting_t *e = config_lookup(cf, "name");
+	const char *v = e ? config_setting_get_string(e) : NULL;
+	int rc;
+
+	if ((rc = cfg_text(file, cf, NULL, "name", s->name, sizeof(s->name), err)))
+		return rc;
+	if (v && sweep_name_ok(v))
+		return 0;
+	return prism_err_set(err, PRISM_EFORMAT,
+			     "%s:%d: 'name' must be one file name: 1 to %d bytes, no '/', no "
+			     "leading '.', no control characters",
+			     file, config_setting_source_line(e), SWEEP_NAME_MAX);
+}
+
+/* The value of a list element: a whole number in min..max, or a name
+ * parse() knows. */
+static int element(const char *file, const config_setting_t *e, const char *knob, int min,
+		   int max, int (*parse)(const char *), int *out, struct prism_err *err)
 {
 	if (parse) {
 		const char *s = config_setting_get_string(e);
@@ -35,16 +66,21 @@ static int element(const char *file, const config_setting_t *e, const char *knob
 		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s': unknown value '%s'", file,
 				     config_setting_source_line(e), knob, s);
 	}
-	if (config_setting_type(e) != CONFIG_TYPE_INT || config_setting_get_int(e) < 0)
-		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must list whole numbers >= 0",
-				     file, config_setting_source_line(e), knob);
+	if (config_setting_type(e) != CONFIG_TYPE_INT)
+		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must list whole numbers in %d..%d",
+				     file, config_setting_source_line(e), knob, min, max);
 	*out = config_setting_get_int(e);
+	if (*out < min || *out > max)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: '%s' must list whole numbers in %d..%d, not %d", file,
+				     config_setting_source_line(e), knob, min, max, *out);
 	return 0;
 }
 
-/* space.KNOB: a list (or one value); absent: the default. */
-static int knob(const char *file, config_setting_t *space, const char *name, int def,
-		int (*parse)(const char *), struct sweep_list *out,
+/* space.KNOB: a list (or one value) of whole numbers in min..max or of
+ * names parse() knows; absent: the default. */
+static int knob(const char *file, config_setting_t *space, const char *name, int def, int min,
+		int max, int (*parse)(const char *), struct sweep_list *out,
 		struct prism_err *err)
 {
 	config_setting_t *k = space ? config_setting_lookup(space, name) : NULL;
@@ -68,12 +104,12 @@ static int knob(const char *file, config_setting_t *space, const char *name, int
 					     "%s:%d: '%s' lists %d values, at most %d", file,
 					     config_setting_source_line(k), full, n, SWEEP_MAX_LIST);
 		for (int i = 0; i < n; i++)
-			if ((rc = element(file, config_setting_get_elem(k, (unsigned)i), full, parse,
-					  &out->v[out->n++], err)))
+			if ((rc = element(file, config_setting_get_elem(k, (unsigned)i), full, min,
+					  max, parse, &out->v[out->n++], err)))
 				return rc;
 		return 0;
 	}
-	return element(file, k, full, parse, &out->v[out->n++], err);
+	return element(file, k, full, min, max, parse, &out->v[out->n++], err);
 }
 
 static char *slurp(const char *path)
@@ -254,12 +290,12 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = known(path, config_root_setting(&cf), top, 10, "", err)) ||
 	    (rc = known(path, space, knobs, 10, "space.", err)))
 		goto out;
-	if ((rc = cfg_text(path, &cf, NULL, "name", s->name, sizeof(s->name), err)) ||
+	if ((rc = name_setting(path, &cf, s, err)) ||
 	    (rc = base_files(path, &cf, s, err)) ||
 	    (!s->n_base &&
 	     (rc = cfg_text(path, &cf, NULL, "model", s->model_name, sizeof(s->model_name), err))) ||
 	    (rc = cfg_text(path, &cf, NULL, "hw", s->hw_name, sizeof(s->hw_name), err)) ||
-	    (rc = cfg_number(path, &cf, NULL, "global_batch", 1, 0, &v, err)))
+	    (rc = cfg_range(path, &cf, NULL, "global_batch", 1, SWEEP_MAX_BATCH, 1, 1, &v, err)))
 		goto out;
 	s->global_batch = (int)v;
 	if (config_lookup(&cf, "kernel_db")) {
@@ -270,35 +306,41 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	}
 	s->margin = 0.3;
 	if (config_lookup(&cf, "screen_margin") &&
-	    (rc = cfg_number(path, &cf, NULL, "screen_margin", 1, 1, &s->margin, err)))
+	    (rc = cfg_range(path, &cf, NULL, "screen_margin", 0, 1000, 0, 1, &s->margin, err)))
 		goto out;
 	gpus = config_lookup(&cf, "gpus");
 	if (!gpus)
 		gpus = config_lookup(&cf, "gpu_budget");
 	s->gpus_line = gpus ? config_setting_source_line(gpus) : 1;
-	if (gpus && strcmp(config_setting_name(gpus), "gpus") == 0) {
-		if ((rc = knob(path, config_root_setting(&cf), "gpus", 0, NULL, &s->gpus, err)))
+	if (!gpus) {
+		rc = prism_err_set(err, PRISM_EFORMAT, "%s:1: give 'gpus' (a list) or 'gpu_budget'",
+				   path);
+		goto out;
+	}
+	if (strcmp(config_setting_name(gpus), "gpus") == 0) {
+		if ((rc = knob(path, config_root_setting(&cf), "gpus", 0, 1, SYNTH_MAX_GPUS, NULL,
+			       &s->gpus, err)))
 			goto out;
 	} else {
 		double budget;
-		if ((rc = cfg_number(path, &cf, NULL, "gpu_budget", 1, 0, &budget, err))) {
-			rc = prism_err_set(err, PRISM_EFORMAT,
-					   "%s:1: give 'gpus' (a list) or 'gpu_budget'", path);
+		if ((rc = cfg_range(path, &cf, NULL, "gpu_budget", 1, SYNTH_MAX_GPUS, 1, 1, &budget,
+				    err)))
 			goto out;
-		}
-		for (int g = 1; g <= budget && s->gpus.n < SWEEP_MAX_LIST; g *= 2)
-			s->gpus.v[s->gpus.n++] = g;
+		for (long g = 1; g <= budget && s->gpus.n < SWEEP_MAX_LIST; g *= 2)
+			s->gpus.v[s->gpus.n++] = (int)g;
 	}
-	if ((rc = knob(path, space, "tp", 1, NULL, &s->tp, err)) ||
-	    (rc = knob(path, space, "pp", 1, NULL, &s->pp, err)) ||
-	    (rc = knob(path, space, "mbs", 1, NULL, &s->mbs, err)) ||
-	    (rc = knob(path, space, "schedule", MEM_1F1B, synth_schedule_parse, &s->schedule, err)) ||
-	    (rc = knob(path, space, "vp", 2, NULL, &s->vp, err)) ||
-	    (rc = knob(path, space, "recompute", 0, mem_recompute_parse, &s->recompute, err)) ||
-	    (rc = knob(path, space, "zero", 0, NULL, &s->zero, err)) ||
-	    (rc = knob(path, space, "sp", 0, NULL, &s->sp, err)) ||
-	    (rc = knob(path, space, "layers", 0, NULL, &s->layers, err)) ||
-	    (rc = knob(path, space, "hidden", 0, NULL, &s->hidden, err)))
+	if ((rc = knob(path, space, "tp", 1, 1, SYNTH_MAX_TP, NULL, &s->tp, err)) ||
+	    (rc = knob(path, space, "pp", 1, 1, SYNTH_MAX_STAGES, NULL, &s->pp, err)) ||
+	    (rc = knob(path, space, "mbs", 1, 1, SYNTH_MAX_MBS, NULL, &s->mbs, err)) ||
+	    (rc = knob(path, space, "schedule", MEM_1F1B, 0, 0, synth_schedule_parse, &s->schedule,
+		       err)) ||
+	    (rc = knob(path, space, "vp", 2, 1, SYNTH_MAX_VP, NULL, &s->vp, err)) ||
+	    (rc = knob(path, space, "recompute", 0, 0, 0, mem_recompute_parse, &s->recompute,
+		       err)) ||
+	    (rc = knob(path, space, "zero", 0, 0, 3, NULL, &s->zero, err)) ||
+	    (rc = knob(path, space, "sp", 0, 0, 1, NULL, &s->sp, err)) ||
+	    (rc = knob(path, space, "layers", 0, 1, LLM_MAX_LAYERS, NULL, &s->layers, err)) ||
+	    (rc = knob(path, space, "hidden", 0, 1, LLM_MAX_HIDDEN, NULL, &s->hidden, err)))
 		goto out;
 	config_destroy(&cf);
 	/* The base and the hardware named in it. */
@@ -384,15 +426,21 @@ long sweep_enumerate(const struct sweep *s, struct cand **out)
 	for (int iq = 0; iq < s->sp.n; iq++)
 	for (int il = 0; il < s->layers.n; il++)
 	for (int ih = 0; ih < s->hidden.n; ih++) {
+		/* The ranges of sweep_load keep every product below in 64 bits,
+		 * and the quotients stored in ints below their limits. */
 		int gpus = s->gpus.v[ig], tp = s->tp.v[it], pp = s->pp.v[ip], mbs = s->mbs.v[ib];
-		int dp = tp * pp > 0 ? gpus / (tp * pp) : 0;
+		int64_t tpp = (int64_t)tp * pp;
+		int dp = (int)(gpus / tpp);
+		int64_t per = (int64_t)dp * mbs, ffn = 0;
 		memset(&c, 0, sizeof(c));
 		c.in = s->tmpl;
 		c.in.hw = &s->hw;
 		if (s->layers.v[il] > 0)
 			c.in.m.layers = s->layers.v[il];
 		if (s->hidden.v[ih] > 0) {
-			c.in.m.ffn = c.in.m.ffn / c.in.m.hidden * s->hidden.v[ih];
+			/* The FFN keeps its ratio to the width. */
+			ffn = (int64_t)s->tmpl.m.ffn * s->hidden.v[ih] / s->tmpl.m.hidden;
+			c.in.m.ffn = ffn > LLM_MAX_FFN ? LLM_MAX_FFN : (int)ffn;
 			c.in.m.hidden = s->hidden.v[ih];
 		}
 		c.gpus = gpus;
@@ -407,18 +455,23 @@ long sweep_enumerate(const struct sweep *s, struct cand **out)
 		c.in.lay.sp = s->sp.v[iq] && tp > 1;
 		if (s->sp.v[iq] && tp == 1 && s->sp.n > 1)
 			continue; /* sp without tp is the same candidate as no sp */
-		c.in.lay.microbatches = dp > 0 && mbs > 0 ? s->global_batch / (dp * mbs) : 0;
+		c.in.lay.microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
 		if (c.in.lay.microbatches < 1)
 			c.in.lay.microbatches = 1;
-		if (tp < 1 || pp < 1 || gpus % (tp * pp)) {
+		if (gpus % tpp) {
 			c.status = CS_INVALID;
 			snprintf(c.reason, sizeof(c.reason), "%d GPUs do not divide by tp %d x pp %d",
 				 gpus, tp, pp);
-		} else if (s->global_batch % (dp * mbs)) {
+		} else if (s->global_batch % per) {
 			c.status = CS_INVALID;
 			snprintf(c.reason, sizeof(c.reason),
 				 "global batch %d does not divide by dp %d x mbs %d", s->global_batch,
 				 dp, mbs);
+		} else if (ffn > LLM_MAX_FFN) {
+			c.status = CS_INVALID;
+			snprintf(c.reason, sizeof(c.reason),
+				 "ffn %" PRId64 " (scaled with hidden %d) is beyond %d", ffn,
+				 c.in.m.hidden, LLM_MAX_FFN);
 		}
 		make_key(&c);
 		judge(s, &c);

@@ -32,10 +32,12 @@ struct sweep_list {
 };
 
 #define SWEEP_MAX_BASE 64
+#define SWEEP_NAME_MAX 63 /* bytes of a sweep's name */
+#define SWEEP_MAX_BATCH (1 << 24) /* global_batch, sequences */
 
 struct sweep {
 	char path[512];
-	char name[64];
+	char name[SWEEP_NAME_MAX + 1]; /* sweep_name_ok */
 	char model_name[128], hw_name[128];
 	struct llm m;
 	struct hw_profile hw;     /* the target hardware */
@@ -82,5 +84,10 @@ void sweep_free(struct sweep *s);
 long sweep_enumerate(const struct sweep *s, struct cand **out);
 
 const char *cand_status_name(int status);
+
+/* 1 when name may name files (results/NAME.db, results/NAME/): 1 to
+ * SWEEP_NAME_MAX bytes, one path component (no '/'), not starting with
+ * '.' (so neither "." nor ".." nor hidden), no control characters. */
+int sweep_name_ok(const char *name);
 
 #endif

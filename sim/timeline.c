@@ -140,6 +140,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 {
 	const struct graph *g = s->g;
 	int rank = o ? o->rank : -1;
+	struct prism_wfile out;
 	FILE *f;
 	int first = 1;
 	int64_t *launch_corr = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr));
@@ -152,11 +153,12 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 		for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++)
 			if (GE_KIND(g->out_kind[k]) == GE_LAUNCH)
 				launch_corr[g->out_dst[k]] = g->corr[u];
-	f = fopen(path, "w");
-	if (!f) {
+	/* Whole or not at all: a failed write keeps the previous file. */
+	if (prism_wfile_open(&out, path)) {
 		free(launch_corr);
 		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
 	}
+	f = out.f;
 	fputs("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",", f);
 	if (!multi(g, rank)) {
 		const struct graph_rank *rk = &g->ranks[rank >= 0 ? rank : 0];
@@ -266,7 +268,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	}
 	fputs("\n]}\n", f);
 	free(launch_corr);
-	if (ferror(f) | (fclose(f) != 0))
-		return prism_err_set(err, PRISM_EIO, "%s: write failed", path);
+	if (prism_wfile_commit(&out))
+		return prism_err_set(err, PRISM_EIO, "%s: write failed: %s", path, strerror(errno));
 	return 0;
 }

@@ -40,6 +40,17 @@ with tempfile.TemporaryDirectory() as d:
         ('activation = "swiglu";', 'activation = "relu";', 6,
          "'activation': expected \"gelu\" or \"swiglu\", not 'relu'"),
     ]
+    # Every number has a range: absurd but representable values are refused.
+    cases += [
+        ('layers = 2;', 'layers = 1e9;', 2, "'layers' must be a whole number in 1..65536, "
+         "not 1000000000"),
+        ('layers = 2;', 'layers = 0;', 2, "'layers' must be a whole number in 1..65536, not 0"),
+        ('seq = 128;', 'seq = 2.5;', 7, "'seq' must be a whole number in 1..4194304, not 2.5"),
+        ('vocab = 1000;', 'vocab = 1000; ffn = 8388608;', 8,
+         "'ffn' must be a whole number in 1..4194304, not 8388608"),
+        ('kv_heads = 4;', 'kv_heads = 0;', 5, "'kv_heads' must be a whole number in 1..4096, "
+         "not 0"),
+    ]
     for old, new, line, msg in cases:
         path = os.path.join(d, "m.cfg")
         with open(path, "w") as f:
@@ -87,6 +98,19 @@ want = ["tasks that waited longest after their last dependency, over the 5 us la
         "       0.192 ms  waited      12.0 us  rank 0 stream 7  k_loss",
         "                             after thread 1  cudaLaunchKernel"]
 check(tail == want, f"--unexplained: {tail}")
+# Numbers no option can mean: NaN, beyond a second of host time.
+for args, msg in [
+    (["ingest", golden, "--lag-cap", "nan"], "--lag-cap 'nan': expected a number of "
+     "microseconds >= 0"),
+    (["ingest", golden, "--lag-cap", "1e308"], "--lag-cap '1e308': expected a number of "
+     "microseconds >= 0"),
+    (["synth", "gpt-small", "--hw", "h100-dgx", "--host-us", "1e308,5"],
+     "--host-us '1e308,5': expected OP,LAUNCH in us, each in 0..1e6"),
+    (["synth", "gpt-small", "--hw", "h100-dgx", "--host-us", "10,nan"],
+     "--host-us '10,nan': expected OP,LAUNCH in us, each in 0..1e6"),
+]:
+    r = run(*args, code=2)
+    check(r.stderr == f"prism: {msg}\n", f"{' '.join(args)}: {r.stderr!r}")
 r = run("ingest", "--unexplained", "0", golden, code=2)
 check(r.stderr == "prism: --unexplained '0': expected a whole number in 1..100000\n", r.stderr)
 r = run("ingest", "--unexplained", "2", "--json", golden, code=2)

@@ -78,7 +78,71 @@ static void test_profile_errors(void **state)
 	expect_load_error(text, ":5: 'gpu.hbm_bandwidth_GBps' must be a number");
 	snprintf(text, sizeof(text),
 		 "%s  hbm_bandwidth_GBps = -3.0;\n};\nnode = { gpus = 8; };\n", good_gpu);
-	expect_load_error(text, ":5: 'gpu.hbm_bandwidth_GBps' must be positive, not -3");
+	expect_load_error(text, ":5: 'gpu.hbm_bandwidth_GBps' must be a number in 1..1e+06, not -3");
+}
+
+/* Every number of a profile has a range: absurd but representable values
+ * are refused, naming the line, the setting and the range. */
+static void test_profile_limits(void **state)
+{
+	static const char good[] =
+		"name = \"x\";\n"
+		"gpu = {\n"
+		"  model = \"g\";\n"
+		"  peak_tflops = { fp32 = 67.0; tf32 = 494.7; bf16 = 989.4; fp16 = 989.4; fp8 = 0.0; };\n"
+		"  hbm_bandwidth_GBps = 3350.0;\n"
+		"  hbm_capacity_GB = 85.0;\n"
+		"  nvlink_bandwidth_GBps = 450.0;\n"
+		"  memory_reserve_GB = 4.0;\n"
+		"};\n"
+		"node = {\n"
+		"  gpus = 8;\n"
+		"  nics = 8;\n"
+		"  nic_bandwidth_Gbps = 400.0;\n"
+		"  nvlink_latency_us = 1.0;\n"
+		"  network_latency_us = 5.0;\n"
+		"};\n";
+	static const struct {
+		const char *from, *to, *msg;
+	} cases[] = {
+		{"bf16 = 989.4", "bf16 = 1e-300",
+		 ":4: 'peak_tflops.bf16' must be 0 (no tensor path) or in 0.001..1e+06, not 1e-300"},
+		{"bf16 = 989.4", "bf16 = 1e300",
+		 ":4: 'peak_tflops.bf16' must be a number in 0..1e+06, not 1e+300"},
+		{"hbm_capacity_GB = 85.0", "hbm_capacity_GB = 0.0",
+		 ":6: 'gpu.hbm_capacity_GB' must be a number in 0.1..100000, not 0"},
+		{"memory_reserve_GB = 4.0", "memory_reserve_GB = 85.0",
+		 ":8: 'gpu.memory_reserve_GB' (85) must be below 'gpu.hbm_capacity_GB' (85)"},
+		{"gpus = 8", "gpus = 0", ":11: 'node.gpus' must be a whole number in 1..1024, not 0"},
+		{"nics = 8", "nics = 0.5", ":12: 'node.nics' must be a whole number in 1..1024, not 0.5"},
+		{"nvlink_latency_us = 1.0", "nvlink_latency_us = 1e308",
+		 ":14: 'node.nvlink_latency_us' must be a number in 0..1e+06, not 1e+308"},
+		{"network_latency_us = 5.0", "network_latency_us = -1.0",
+		 ":15: 'node.network_latency_us' must be a number in 0..1e+06, not -1"},
+	};
+	char text[2048];
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *at = strstr(good, cases[i].from);
+		assert_non_null(at);
+		snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - good), good, cases[i].to,
+			 at + strlen(cases[i].from));
+		expect_load_error(text, cases[i].msg);
+	}
+	{
+		char path[] = "/tmp/prism-hw-XXXXXX";
+		int fd = mkstemp(path);
+		struct hw_profile hw;
+		struct prism_err err;
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, good, strlen(good)), (ssize_t)strlen(good));
+		close(fd);
+		prism_err_clear(&err);
+		assert_int_equal(hw_load(path, &hw, &err), 0);
+		assert_rel_close(hw.peak_flops[HW_BF16], 989.4e12, 1e-12);
+		assert_true(hw.peak_flops[HW_FP8] == 0);
+		unlink(path);
+	}
 }
 
 static void test_gemm_flops(void **state)
@@ -346,7 +410,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_profiles_load),
-		cmocka_unit_test(test_profile_errors),
+		cmocka_unit_test(test_profile_errors), cmocka_unit_test(test_profile_limits),
 		cmocka_unit_test(test_gemm_flops),
 		cmocka_unit_test(test_ring_allreduce_8),
 		cmocka_unit_test(test_hierarchical_allreduce_64),

@@ -287,6 +287,12 @@ static void test_layout_errors(void **state)
 		{1, 2, 2, 3, MEM_INTERLEAVED,
 		 "layout: interleaved 1F1B needs microbatches (3) divisible by pp (2)"},
 		{1, 2, 2, 2, MEM_1F1B, "layout: virtual stages 2 need the interleaved schedule"},
+		/* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
+		 * by it (SIGFPE): the ranges come first. */
+		{1, 65536, 65536, 1, MEM_INTERLEAVED, "layout: pp 65536 is not in 1..256"},
+		{1, 2, 65536, 2, MEM_INTERLEAVED, "layout: vp 65536 is not in 1..64"},
+		{65536, 1, 1, 1, MEM_1F1B, "layout: tp 65536 is not in 1..1024"},
+		{1, 1, 1, 65537, MEM_1F1B, "layout: microbatches 65537 is not in 1..65536"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -305,6 +311,38 @@ static void test_layout_errors(void **state)
 		assert_string_equal(err.msg, cases[i].msg);
 		assert_null(g);
 	}
+}
+
+/* Values no run can have are refused, naming the field and its range,
+ * before any rule computes with them. */
+static void test_limits(void **state)
+{
+	struct synth_in in;
+	struct prism_err err;
+	(void)state;
+#define REFUSED(edit, want)                                                      \
+	do {                                                                     \
+		small(&in);                                                      \
+		edit;                                                            \
+		prism_err_clear(&err);                                           \
+		assert_int_equal(synth_check(&in, &err), PRISM_EARG);            \
+		assert_string_equal(err.msg, want);                              \
+	} while (0)
+	REFUSED(in.lay.zero = 7, "layout: zero 7 is not in 0..3");
+	REFUSED(in.lay.sp = 5, "layout: sp 5 is not in 0..1");
+	REFUSED(in.lay.recompute = 3, "layout: recompute 3 is not in 0..2");
+	REFUSED(in.lay.mbs = 0, "layout: mbs 0 is not in 1..65536");
+	REFUSED(in.lay.dp = 1 << 21, "layout: dp 2097152 is not in 1..1048576");
+	REFUSED((in.lay.tp = 8, in.lay.pp = 256, in.lay.dp = 1 << 20),
+		"layout: tp 8 x pp 256 x dp 1048576 is beyond 16777216 GPUs");
+	REFUSED(in.m.layers = 1000000000, "model: layers 1000000000 is not in 1..65536");
+	REFUSED(in.m.hidden = 1000, "model: hidden 1000 must be divisible by heads 16");
+	REFUSED(in.m.kv_heads = 5, "model: heads 16 must be divisible by kv_heads 5");
+	REFUSED(in.dtype = HW_NDTYPES, "layout: dtype 5 is not in 0..4");
+#undef REFUSED
+	small(&in);
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), 0);
 }
 
 /* The run description survives its own parser. */
@@ -342,6 +380,26 @@ static void test_meta_round_trip(void **state)
 	assert_string_equal(b.hw_id, "h100-dgx");
 	assert_int_equal(synth_meta_parse("prism::model#layers=x", &b, &err), PRISM_EFORMAT);
 	assert_string_equal(err.msg, "model description: field 'layers' is not a count: 'x'");
+	/* Counts beyond any run are refused, naming the field and its range. */
+	prism_err_clear(&err);
+	assert_int_equal(synth_meta_parse("prism::model#layers=1000000000", &b, &err),
+			 PRISM_EFORMAT);
+	assert_string_equal(err.msg,
+			    "model description: field 'layers' must be in 1..65536, not 1000000000");
+	prism_err_clear(&err);
+	assert_int_equal(synth_meta_parse("prism::model#zero=7", &b, &err), PRISM_EFORMAT);
+	assert_string_equal(err.msg, "model description: field 'zero' must be in 0..3, not 7");
+	prism_err_clear(&err);
+	assert_int_equal(synth_meta_parse("prism::model#pp=0", &b, &err), PRISM_EFORMAT);
+	assert_string_equal(err.msg, "model description: field 'pp' must be in 1..256, not 0");
+	prism_err_clear(&err);
+	assert_int_equal(synth_meta_parse("prism::model#dp=99999999999999999999", &b, &err),
+			 PRISM_EFORMAT);
+	assert_string_equal(err.msg,
+			    "model description: field 'dp' is not a count: '99999999999999999999'");
+	prism_err_clear(&err);
+	assert_int_equal(synth_meta_parse("prism::model#seq=", &b, &err), PRISM_EFORMAT);
+	assert_string_equal(err.msg, "model description: field 'seq' is not a count: ''");
 	/* The collection hook may name the recomputation. */
 	prism_err_clear(&err);
 	assert_int_equal(synth_meta_parse("prism::model#recompute=full", &b, &err), 0);
@@ -459,6 +517,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flops_formula),  cmocka_unit_test(test_pipeline_bubble),
 		cmocka_unit_test(test_layout_errors),  cmocka_unit_test(test_meta_round_trip),
+		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_retime_clone),   cmocka_unit_test(test_fit_scales),
 		cmocka_unit_test(test_lower_bound),    cmocka_unit_test(test_unfused_attention),
 	};
