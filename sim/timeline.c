@@ -235,7 +235,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 				continue;
 			snprintf(name, sizeof(name), "ProfilerStep#%" PRId64, its[i].step);
 			event(f, &first, g, "user_annotation", name, pid_of(g, rank, &g->procs[gi->proc]),
-			      g->procs[gi->proc].tid, its[i].sim_start_ns, its[i].predicted_ns);
+			      g->procs[gi->proc].tid, its[i].sim_host_start_ns, its[i].pred_host_ns);
 			fputs(",\"args\":{}}", f);
 		}
 		free(its);
