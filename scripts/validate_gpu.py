@@ -61,6 +61,14 @@ def traced_step(prism, data, tag, cache={}):
     return cache[tag]
 
 
+GPU_BOUND_IDLE = 0.10
+
+
+def gpu_bound(prism, data, tag):
+    its = traced_step(prism, data, tag)[1]
+    return statistics.mean(i["idle_ns"] / i["predicted_ns"] for i in its) < GPU_BOUND_IDLE
+
+
 def pct(pred, truth):
     return 100.0 * (pred - truth) / truth
 
@@ -136,21 +144,26 @@ def whatif_table(prism, data, pts):
         print(f"| {base} | {kind} | {len(v)} | {mean_abs(a):.1f}% ({worst(a):+.1f}%) | "
               f"{mean_abs(b):.1f}% ({worst(b):+.1f}%) |")
     # Every single-knob pair of the grid, whichever base.
-    single = {k: ([], []) for k in KNOBS}
+    single = {(k, g): ([], []) for k in KNOBS for g in (False, True)}
     for base, b in eager.items():
         for tag, t in eager.items():
             ch = changed(b, t)
             if len(ch) != 1:
                 continue
             p = whatif(prism, data, base, t)
-            single[ch[0]][0].append(pct(p, traced_step(prism, data, tag)[0]))
-            single[ch[0]][1].append(pct(p, t["step_ms_median"]))
-    print("\nEvery pair of eager points that differ in one knob (each point a base):\n")
+            g = gpu_bound(prism, data, base) and gpu_bound(prism, data, tag)
+            for key in ((ch[0], False), (ch[0], True)) if g else ((ch[0], False),):
+                single[key][0].append(pct(p, traced_step(prism, data, tag)[0]))
+                single[key][1].append(pct(p, t["step_ms_median"]))
+    print("\nEvery pair of eager points that differ in one knob (each point a base); "
+          "GPU-bound: base and target both keep the GPU busy (idle under "
+          f"{GPU_BOUND_IDLE:.0%} of the traced step):\n")
     print("| edit | pairs | vs traced step: mean (worst) | vs CUDA-event step: mean (worst) |")
     print("|---|---|---|---|")
-    for k, (a, b) in single.items():
-        print(f"| {k} | {len(a)} | {mean_abs(a):.1f}% ({worst(a):+.1f}%) | "
-              f"{mean_abs(b):.1f}% ({worst(b):+.1f}%) |")
+    for (k, g), (a, b) in single.items():
+        if a:
+            print(f"| {k}{' (GPU-bound)' if g else ''} | {len(a)} | {mean_abs(a):.1f}% "
+                  f"({worst(a):+.1f}%) | {mean_abs(b):.1f}% ({worst(b):+.1f}%) |")
 
 
 def grain_table(prism, data, pts):
@@ -173,8 +186,11 @@ def grain_table(prism, data, pts):
                      "submodule": b["step_ms_median"] + dl * sub,
                      "kernel (prism)": whatif(prism, data, base, t)}
             cells = []
+            gb = gpu_bound(prism, data, base) and gpu_bound(prism, data, tag)
             for g, p in preds.items():
                 res[g].append(pct(p, truth))
+                if gb:
+                    res.setdefault(g + ", GPU-bound pairs", []).append(pct(p, truth))
                 cells.append(f"{pct(p, truth):+.1f}%")
             print(f"| {base} | {tag} | {truth:.2f} | " + " | ".join(cells) + " |")
     print("\n| granularity | layer edits | mean |error| | worst |")
