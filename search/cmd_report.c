@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "usage.h"
 #include "store.h"
 #include "sweep.h"
 #include "vec.h"
@@ -190,7 +191,7 @@ int cmd_report(int argc, char **argv)
 		case 's': sid = atoll(optarg); break;
 		case 'o': outdir = optarg; break;
 		case 'h': fputs(help, stdout); return 0;
-		default: fputs(help, stderr); return EXIT_USAGE;
+		default: return usage_bad_option("report", "o:h", longopts, argv);
 		}
 	}
 	if (optind != argc - 1) {

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "configs.h"
+#include "usage.h"
 #include "store.h"
 #include "shard.h"
 #include "sweep.h"
@@ -176,15 +178,23 @@ int cmd_search(int argc, char **argv)
 				return cli_fail(&err);
 			break;
 		case 'h': fputs(help, stdout); return 0;
-		default: fputs(help, stderr); return EXIT_USAGE;
+		default: return usage_bad_option("search", "h", longopts, argv);
 		}
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "prism search: give one SWEEP file\n%s", help);
 		return EXIT_USAGE;
 	}
-	if (cli_find_config("sweeps", argv[optind], path, sizeof(path)))
-		snprintf(path, sizeof(path), "%s", argv[optind]);
+	if (cli_find_config("sweeps", argv[optind], path, sizeof(path))) {
+		char near[128];
+		int k = strchr(argv[optind], '/') ? -1
+			: configs_suggest("sweeps", argv[optind], near, sizeof(near));
+		fprintf(stderr, "prism: %s: no such file, nor configs/sweeps/%s.cfg%s%s%s (prism list "
+				"sweeps)\n",
+			argv[optind], argv[optind], k == 0 ? "; did you mean " : "", k == 0 ? near : "",
+			k == 0 ? "?" : "");
+		return EXIT_USAGE;
+	}
 	if (shard_init(&sh, &argc, &argv))
 		return EXIT_USAGE;
 	lead = sh.rank == 0;
