@@ -323,17 +323,21 @@ int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in
 	return 0;
 }
 
-/* TRACE.json -> TRACE.rankR.json when there are several ranks. */
+/* TRACE.json -> TRACE.rankR.json when there are several ranks (and
+ * TRACE.json.gz -> TRACE.rankR.json.gz). */
 void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n)
 {
 	size_t len = strlen(path);
+	int gz = len > 3 && strcmp(path + len - 3, ".gz") == 0;
 	if (ranks <= 1) {
 		snprintf(out, n, "%s", path);
 		return;
 	}
-	if (len > 5 && strcmp(path + len - 5, ".json") == 0)
+	if (gz)
+		len -= 3;
+	if (len > 5 && strncmp(path + len - 5, ".json", 5) == 0)
 		len -= 5;
-	snprintf(out, n, "%.*s.rank%d.json", (int)len, path, rank);
+	snprintf(out, n, "%.*s.rank%d.json%s", (int)len, path, rank, gz ? ".gz" : "");
 }
 
 int cli_not_input(const char *out, const char *opt, char *const *in, int n,

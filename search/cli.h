@@ -141,7 +141,8 @@ extern const char cli_layout_help[];
 int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *given,
 		      struct prism_err *err);
 
-/* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path). */
+/* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path);
+ * TRACE.json.gz -> TRACE.rankR.json.gz. */
 void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n);
 
 /* Write a synthesised graph as Kineto traces, one per rank (cli_rank_path),
