@@ -40,6 +40,10 @@ int main(int argc, char **argv)
 					       "search", "report",    "list",  "help"};
 	int k;
 
+	/* Lines in the order they were written when stdout and stderr share a
+	 * file or pipe (2>&1 | less, a CI log): fully buffered, a table's
+	 * second half came out after the messages that followed it. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* Each command says what was wrong with an option (usage.h). */
 	opterr = 0;
 	if (argc < 2) {
