@@ -36,7 +36,7 @@ with tempfile.TemporaryDirectory() as d:
     prism = os.path.join(prefix, "bin", "prism")
     for f in ["bin/prism", "share/prism/hw/h100-dgx.cfg", "share/prism/models/gpt-small.cfg",
               "share/prism/sweeps/gpt3-1.3b-h100.cfg", "share/prism/collect_trace.py",
-              "share/doc/prism/README.md",
+              "share/doc/prism/README.md", "share/doc/prism/RESULTS.md",
               "share/doc/prism/MODEL.md"]:
         check(os.path.exists(os.path.join(prefix, f)), f"not installed: {f}")
 
