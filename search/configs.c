@@ -80,7 +80,9 @@ long configs_list(const struct configs_dirs *d, const char *kind, struct configs
 				seen = strcmp(v.v[k].name, c.name) == 0;
 			if (seen)
 				continue; /* an earlier folder's wins */
-			snprintf(c.path, sizeof(c.path), "%s/%s", dir, e->d_name);
+			if (snprintf(c.path, sizeof(c.path), "%s/%s", dir, e->d_name) >=
+			    (int)sizeof(c.path))
+				continue; /* a path too long to open by name */
 			if (VEC_PUSH(v, c)) {
 				closedir(dh);
 				VEC_FREE(v);
