@@ -426,7 +426,8 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	fprintf(md, "| GPUs | layout | iteration ms | tokens/s | MFU | bubble | memory GB |"
 		    " GPU-hours/iter |");
 	if (t->tokens > 0)
-		fprintf(md, " days to train | GPU-hours to train |%s", t->price > 0 ? " cost to train |" : "");
+		fprintf(md, " days to train | GPU-hours to train |%s",
+			t->price > 0 ? " cost to train |" : "");
 	fprintf(md, " near-ties | Pareto (time) | Pareto (GPU-hours) |\n");
 	fprintf(md, "|---:|---|---:|---:|---:|---:|---:|---:|%s%s---:|---|---|\n",
 		t->tokens > 0 ? "---:|---:|" : "", t->tokens > 0 && t->price > 0 ? "---:|" : "");

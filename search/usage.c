@@ -69,17 +69,20 @@ int usage_bad_option(const char *cmd, const char *shortopts, const struct option
 	/* A known option without its value: getopt_long leaves its letter (or
 	 * its long option's value) in optopt. */
 	if (optopt && (s = strchr(shortopts, optopt)) && s[1] == ':') {
-		fprintf(stderr, "prism %s: -%c needs a value (prism %s --help)\n", cmd, optopt, cmd);
+		fprintf(stderr, "prism %s: -%c needs a value (prism %s --help)\n", cmd, optopt,
+			cmd);
 		return EXIT_USAGE;
 	}
 	for (int i = 0; optopt && i < n; i++)
 		if (longopts[i].val == optopt && longopts[i].has_arg == required_argument &&
 		    arg && strncmp(arg, "--", 2) == 0) {
-			fprintf(stderr, "prism %s: %s needs a value (prism %s --help)\n", cmd, arg, cmd);
+			fprintf(stderr, "prism %s: %s needs a value (prism %s --help)\n", cmd, arg,
+				cmd);
 			return EXIT_USAGE;
 		}
 	if (optopt) {
-		fprintf(stderr, "prism %s: unknown option '-%c' (prism %s --help)\n", cmd, optopt, cmd);
+		fprintf(stderr, "prism %s: unknown option '-%c' (prism %s --help)\n", cmd, optopt,
+			cmd);
 		return EXIT_USAGE;
 	}
 	/* An unknown (or ambiguous) long option: argv[optind - 1]. */
@@ -90,9 +93,11 @@ int usage_bad_option(const char *cmd, const char *shortopts, const struct option
 	snprintf(word, sizeof(word), "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
 	k = usage_closest(word, names, n);
 	if (k >= 0)
-		fprintf(stderr, "prism %s: unknown option '--%s'; did you mean --%s? (prism %s --help)\n",
+		fprintf(stderr,
+			"prism %s: unknown option '--%s'; did you mean --%s? (prism %s --help)\n",
 			cmd, word, names[k], cmd);
 	else
-		fprintf(stderr, "prism %s: unknown option '--%s' (prism %s --help)\n", cmd, word, cmd);
+		fprintf(stderr, "prism %s: unknown option '--%s' (prism %s --help)\n", cmd, word,
+			cmd);
 	return EXIT_USAGE;
 }
