@@ -7,6 +7,7 @@
 
 #include "build.h"
 #include "cli.h"
+#include "usage.h"
 #include "metrics.h"
 #include "sim.h"
 #include "timeline.h"
@@ -196,7 +197,7 @@ int cmd_replay(int argc, char **argv)
 		case 's': so.skip |= SIM_SKIP_SHARE; break;
 		case 'R': so.rendezvous = 0; break;
 		case 'h': fputs(help, stdout); return 0;
-		default: fputs(help, stderr); return EXIT_USAGE;
+		default: return usage_bad_option("replay", "r:h", longopts, argv);
 		}
 	}
 	if (optind >= argc) {

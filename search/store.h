@@ -2,7 +2,8 @@
  * store.h - the results database (SQLite, WAL).
  *
  * Schema version STORE_VERSION in PRAGMA user_version.  Tables:
- *   sweep(id, name, config, hw, model, version, started, finished, base)
+ *   sweep(id, name, config, hw, model, version, started, finished, base,
+ *     tokens, price_per_gpu_hour)
  *     one row per distinct sweep file text; rerunning the same file
  *     resumes it, unless the base's fingerprint (FNV-1a of the model file
  *     or the traces) has changed: that is an error;
@@ -12,7 +13,8 @@
  *     fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s, bound_s),
  *     primary key (sweep, key).  bound_s: synth_lower_bound, a proven lower
  *     bound of iter_s.
- * Version 1 (no bound_s, no base) is upgraded in place on opening.
+ * Versions 1 (no bound_s, no base) and 2 (no tokens, no price) are
+ * upgraded in place on opening.  docs/RESULTS.md: every column's unit.
  * Every batch is one transaction: a killed run loses at most the batch in
  * flight, and WAL keeps the file consistent.
  */
@@ -23,7 +25,7 @@
 
 #include "sweep.h"
 
-#define STORE_VERSION 2
+#define STORE_VERSION 3
 
 /* Open (creating) the database at path, a file name (never a URI; "" and
  * ":memory:" are refused: the results would vanish).  Before anything is
