@@ -1407,11 +1407,23 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			qsort(r[a].v, r[a].n, sizeof(*r[a].v), cmp_arange);
 	for (uint32_t u = rc->node_base; !rc_ && u < b->nodes.n; u++) {
 		struct pnode *n = &b->nodes.v[u];
+		uint32_t sp;
 		if (n->kind >= GN_KERNEL)
 			continue;
 		n->layer = r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, n->proc, n->start) : -1;
 		n->mb = r[A_MB].n ? arange_at(r[A_MB].v, r[A_MB].n, n->proc, n->start) : -1;
 		n->phase = (uint8_t)phase_at(ph, n->proc, n->start);
+		/* Work on another thread than the step's -- autograd's, which
+		 * runs loss.backward() while the step's thread waits inside
+		 * it -- takes the phase and microbatch open on the step's
+		 * thread at that moment, where its own thread has none. */
+		sp = n->iter >= 0 ? b->iters.v[n->iter].proc : NONE32;
+		if (sp == NONE32 || sp == n->proc)
+			continue;
+		if (n->mb < 0 && r[A_MB].n)
+			n->mb = arange_at(r[A_MB].v, r[A_MB].n, sp, n->start);
+		if (n->phase == PH_NONE)
+			n->phase = (uint8_t)phase_at(ph, sp, n->start);
 	}
 	for (uint32_t u = rc->node_base; !rc_ && u < b->nodes.n; u++) {
 		struct pnode *n = &b->nodes.v[u];

@@ -604,9 +604,44 @@ static void test_accumulation(void **state)
 	graph_free(g);
 }
 
+/*
+ * autograd_2024.json: the step's thread marks two microbatches, each a
+ * forward and a backward phase (prism:: ranges, as around loss.backward());
+ * the backward op and its kernel launch run on another thread (autograd's)
+ * while the step's thread waits in the backward range.  Those kernels take
+ * the step thread's phase and microbatch: fwd 0, bwd 0, fwd 1, bwd 1, then
+ * the optimizer's (no microbatch).
+ */
+static void test_autograd_thread(void **state)
+{
+	const char *paths[] = {TEST_DATA("autograd_2024.json")};
+	static const int32_t mb[] = {0, 0, 1, 1, -1};
+	static const uint8_t ph[] = {PH_FORWARD, PH_BACKWARD, PH_FORWARD, PH_BACKWARD,
+				     PH_OPTIMIZER};
+	struct build_opts o;
+	struct graph *g;
+	size_t i = 0;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		if (g->kind[u] != GN_KERNEL)
+			continue;
+		assert_true(i < 5);
+		assert_int_equal(g->mb[u], mb[i]);
+		assert_int_equal(g->phase[u], ph[i]);
+		i++;
+	}
+	assert_int_equal(i, 5);
+	assert_int_equal(g->stats.ann_found[GRAPH_ANN_PHASE], GRAPH_ANN_RANGES);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_autograd_thread),
 		cmocka_unit_test(test_golden_2023),
 		cmocka_unit_test(test_golden_2021),
 		cmocka_unit_test(test_two_ranks),
