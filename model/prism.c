@@ -77,17 +77,49 @@ void prism_err_prefix(struct prism_err *err, const char *fmt, ...)
 	err->msg[n + k] = '\0';
 }
 
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 (overlong forms,
+ * surrogates and code points past U+10FFFF are invalid). */
+static int utf8_len(const unsigned char *s)
+{
+	unsigned c = s[0], n, cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		n = 2, cp = c & 0x1F;
+	else if (c >= 0xE0 && c <= 0xEF)
+		n = 3, cp = c & 0x0F;
+	else if (c >= 0xF0 && c <= 0xF4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (unsigned i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3F);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+	    (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return (int)n;
+}
+
 void prism_fput_json_str(FILE *f, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s;
 	putc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			putc(c, f);
+	while (*p) {
+		int n = utf8_len(p);
+		if (n == 0) { /* not UTF-8: the replacement character, not the byte */
+			fputs("\\ufffd", f);
+			p++;
+		} else if (*p == '"' || *p == '\\') {
+			fprintf(f, "\\%c", *p++);
+		} else if (*p < 0x20) {
+			fprintf(f, "\\u%04x", *p++);
+		} else {
+			fwrite(p, 1, (size_t)n, f);
+			p += n;
+		}
 	}
 	putc('"', f);
 }

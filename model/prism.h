@@ -68,7 +68,9 @@ int prism_err_set(struct prism_err *err, int code, const char *fmt, ...) PRISM_P
 void prism_err_prefix(struct prism_err *err, const char *fmt, ...)
 	PRISM_PRINTF(2, 3);
 
-/* Write s to f as a JSON string literal, quotes included. */
+/* Write s to f as a JSON string literal, quotes included; a byte that
+ * does not begin valid UTF-8 is written as U+FFFD, so the output is JSON
+ * whatever s holds. */
 void prism_fput_json_str(FILE *f, const char *s);
 
 /*
