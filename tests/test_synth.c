@@ -338,7 +338,7 @@ static void test_limits(void **state)
 	REFUSED(in.m.layers = 1000000000, "model: layers 1000000000 is not in 1..65536");
 	REFUSED(in.m.hidden = 1000, "model: hidden 1000 must be divisible by heads 16");
 	REFUSED(in.m.kv_heads = 5, "model: heads 16 must be divisible by kv_heads 5");
-	REFUSED(in.dtype = HW_NDTYPES, "layout: dtype 5 is not in 0..4");
+	REFUSED(in.dtype = HW_NDTYPES, "layout: dtype 6 is not in 0..5");
 #undef REFUSED
 	small(&in);
 	prism_err_clear(&err);
