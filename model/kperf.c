@@ -173,6 +173,24 @@ static double head_factor(const struct hw_attn *a, double d)
 	return 1 + (a->d256 - 1) * (x - 7);
 }
 
+/* Blocks of 128 queries and the mean keys a block attends to: all, or up
+ * to its diagonal (the last block of queries aligned with the last key). */
+static void attn_blocks(double sq, double skv, int causal, double *blocks, double *keys)
+{
+	*blocks = ceil(sq / 128);
+	*keys = skv;
+	if (causal) {
+		double off = skv - sq, full = floor(sq / 128), sum;
+		/* sum over blocks i of min(skv, off + (i+1) 128) */
+		if (full > *blocks)
+			full = *blocks;
+		sum = full * off + 128 * full * (full + 1) / 2 + (*blocks - full) * skv;
+		*keys = sum / *blocks;
+		if (*keys < 1)
+			*keys = 1;
+	}
+}
+
 double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
 		    double sq, double skv, double d, int causal)
 {
@@ -187,23 +205,7 @@ double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, 
 	    !(d > 0))
 		return 0;
 	S = sms(hw);
-	blocks = ceil(sq / 128);
-	/* Keys a block attends to on average: all, or up to its diagonal
-	 * (the last block of queries aligned with the last key). */
-	keys = skv;
-	if (causal) {
-		double off = skv - sq, sum = 0;
-		/* sum over blocks i of min(skv, off + (i+1) 128), closed form */
-		double full = floor((skv - off) / 128); /* blocks below the cap */
-		if (full > blocks)
-			full = blocks;
-		if (full < 0)
-			full = 0;
-		sum = full * off + 128 * full * (full + 1) / 2 + (blocks - full) * skv;
-		keys = sum / blocks;
-		if (keys < 1)
-			keys = 1;
-	}
+	attn_blocks(sq, skv, causal, &blocks, &keys);
 	per = 4 * 128 * keys * d * (pass ? 2.5 : 1);
 	rate = a->flops[pass] / S * head_factor(a, d);
 	if (!(rate > 0))
@@ -212,21 +214,25 @@ double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, 
 	return a->overhead_s + waves * (per / rate + a->tile_s[pass]);
 }
 
-double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double flops)
+double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b,
+			double heads, double sq, double skv, double d, int causal)
 {
 	const struct hw_attn *a;
-	double f;
+	double f = 1, blocks, keys;
+
+	pass = pass ? 1 : 0;
 	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0)
 		return 0;
 	a = &hw->k.attn[dtype];
-	/* The head factor may exceed 1 (a fitted d64 or d256): the bound uses
-	 * the fastest of them. */
-	f = 1;
+	if (!(a->flops[pass] > 0))
+		return 0;
+	/* ceil(x / S) S >= x: every wave's blocks at the best rate. */
 	if (a->d64 > f)
 		f = a->d64;
 	if (a->d256 > f)
 		f = a->d256;
-	return a->flops[pass ? 1 : 0] > 0 ? flops / (a->flops[pass ? 1 : 0] * f) : 0;
+	attn_blocks(sq, skv, causal, &blocks, &keys);
+	return b * heads * blocks * 4 * 128 * keys * d * (pass ? 2.5 : 1) / (a->flops[pass] * f);
 }
 
 double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes)

@@ -74,9 +74,11 @@ double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, 
 double kperf_attn_flops(int pass, double b, double heads, double sq, double skv, double d,
 			int causal);
 
-/* The least time of an attention pass doing `flops`: flops at the pass's
- * achievable peak (0 without one). */
-double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double flops);
+/* What no such attention pass can beat: its blocks' work (the diagonal
+ * blocks of a causal mask counted whole, as they run) at the pass's
+ * achievable peak times the best head-dim factor (0 without a peak). */
+double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b,
+			double heads, double sq, double skv, double d, int causal);
 
 /* Seconds of a memory-bound kernel of kind (enum hw_mem_kind) moving
  * `bytes`. */

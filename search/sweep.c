@@ -398,7 +398,11 @@ static void judge(const struct sweep *s, struct cand *c)
 		snprintf(c->reason, sizeof(c->reason), "%.159s", err.msg);
 		return;
 	}
-	mem_estimate(&c->in.m, &c->in.lay, &s->hw, &me);
+	{
+		struct synth_in x = c->in;
+		x.hw = &s->hw;
+		synth_mem(&x, &me);
+	}
 	if (!me.fits) {
 		c->status = CS_OOM;
 		snprintf(c->reason, sizeof(c->reason), "needs %.1f GB of %.1f GB usable",

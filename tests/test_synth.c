@@ -139,7 +139,8 @@ static void test_unfused_attention(void **state)
 	struct synth_out so;
 	struct settle_out st;
 	struct graph *g;
-	double n = 16.0 * 1024 * 1024, eff = 0.7, ovh = 3e-6;
+	double n = 16.0 * 1024 * 1024, eff = hw.k.mem_eff[HW_MEM_REDUCTION];
+	double ovh = hw.k.mem_overhead_s[HW_MEM_REDUCTION];
 	int count;
 	(void)state;
 	small(&in);
@@ -149,8 +150,9 @@ static void test_unfused_attention(void **state)
 	in.steps = 1;
 	g = build(&in, &so, &st);
 	assert_rel_close(so.flops, llm_flops_iter_formula(&in.m, 1, 0), 1e-12);
-	/* One softmax forward per layer: 3 us + 4 bytes per value at 70% of
-	 * the H100's 3.35 TB/s (each task rounded to the nanosecond). */
+	/* One softmax forward per layer: the reduction kind's overhead + 4
+	 * bytes per value at its fraction of the H100's 3.35 TB/s (each task
+	 * rounded to the nanosecond). */
 	assert_true(hw.hbm_Bps == 3.35e12);
 	assert_rel_close((double)named_ns(g, "scaled_masked_softmax_warp_forward", &count),
 			 8 * (ovh + 4 * n / (3.35e12 * eff)) * 1e9, 1e-5);
@@ -244,7 +246,7 @@ static void test_lower_bound(void **state)
 		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 		lb = synth_lower_bound(&in);
 		print_message("layout %zu: bound %.3f ms, simulated %.3f ms\n", i, lb * 1e3, p.iter_s * 1e3);
-		assert_true(lb > 0.5 * p.iter_s);
+		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
 	}
 	for (int p = 1; p <= 8; p *= 2)
@@ -255,7 +257,21 @@ static void test_lower_bound(void **state)
 			struct graph *g;
 			if (v == 2 && p == 1)
 				continue;
+			/* A GPU on which the kernel model is its bound: one SM
+			 * (every tile its own wave), no per-tile or per-kernel
+			 * cost, every tile and head dim at the achievable peak, no
+			 * memory limit. */
+			struct hw_profile ideal = hw;
+			ideal.k.sms = 1;
+			ideal.hbm_Bps = 1e18;
+			ideal.k.gemm[HW_BF16].tile_s = ideal.k.gemm[HW_BF16].overhead_s = 0;
+			for (int e = 0; e < 3; e++)
+				ideal.k.gemm[HW_BF16].tile_eff[e] = 1;
+			ideal.k.attn[HW_BF16].tile_s[0] = ideal.k.attn[HW_BF16].tile_s[1] = 0;
+			ideal.k.attn[HW_BF16].overhead_s = 0;
+			ideal.k.attn[HW_BF16].d64 = ideal.k.attn[HW_BF16].d256 = 1;
 			small(&in);
+			in.hw = &ideal;
 			in.m.layers = 16;
 			in.bare = 1;
 			in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
@@ -366,17 +382,19 @@ static void test_meta_round_trip(void **state)
 	a.m.kv_heads = 4;
 	a.m.gated = 1;
 	a.dtype = HW_FP8;
+	a.fp8_attention = 1;
 	synth_meta(&a, s, sizeof(s));
 	prism_err_clear(&err);
 	assert_string_equal(s, "prism::model#name=t;layers=8;hidden=1024;heads=16;kv_heads=4;"
 			       "ffn=4096;activation=swiglu;seq=1024;vocab=32000;tp=2;pp=4;dp=16;vp=2;mbs=1;microbatches=8;"
 			       "schedule=interleaved;recompute=1;sp=1;zero=1;flash=0;dtype=fp8;"
-			       "hw=h100-dgx");
+			       "fp8_attention=1;hw=h100-dgx");
 	synth_in_default(&b);
 	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
 	assert_memory_equal(&a.m, &b.m, sizeof(a.m));
 	assert_memory_equal(&a.lay, &b.lay, sizeof(a.lay));
 	assert_int_equal(b.dtype, HW_FP8);
+	assert_int_equal(b.fp8_attention, 1);
 	assert_string_equal(b.hw_id, "h100-dgx");
 	assert_int_equal(synth_meta_parse("prism::model#layers=x", &b, &err), PRISM_EFORMAT);
 	assert_string_equal(err.msg, "model description: field 'layers' is not a count: 'x'");
@@ -503,8 +521,10 @@ static void test_fit_scales(void **state)
 	assert_int_equal(edit_fit(b, a, &in, &f), 0);
 	assert_rel_close(f.cost[KC_GEMM].eff, 0.5, 1e-3); /* times are whole ns */
 	assert_rel_close(f.cost[KC_GEMM].overhead_s, 5e-6, 1e-2);
-	assert_int_equal(f.fitted[KC_OPTIMIZER], 1); /* one size: a ratio */
-	assert_rel_close(f.scale[KC_OPTIMIZER], 2.0, 1e-4);
+	/* The optimizer's kernels (norm, clip scale, Adam) have several
+	 * sizes: a line through the origin at half the modelled speed. */
+	assert_int_equal(f.fitted[KC_OPTIMIZER], 2);
+	assert_rel_close(f.cost[KC_OPTIMIZER].eff, 0.5, 1e-3);
 	assert_rel_close(f.cost[KC_NORM].eff, in.cost[KC_NORM].eff, 1e-3);
 	synth_out_free(&so);
 	synth_out_free(&so2);
