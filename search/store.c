@@ -25,11 +25,17 @@ static const char schema[] =
 	" analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
 	" gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
 	" exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
+	" dtype TEXT, fp8_attention INTEGER, flash INTEGER,"
 	" PRIMARY KEY(sweep, key));";
 
 /* Version 1 had no bound_s, and no base fingerprint. */
 static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;"
 				"ALTER TABLE sweep ADD COLUMN base TEXT;";
+/* Version 2 had no precision and attention knobs (its candidates ran bf16
+ * GEMMs with flash attention; their rows keep NULL). */
+static const char migrate_2[] = "ALTER TABLE candidate ADD COLUMN dtype TEXT;"
+				"ALTER TABLE candidate ADD COLUMN fp8_attention INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN flash INTEGER;";
 
 static int fail(sqlite3 *db, const char *what, struct prism_err *err)
 {
@@ -129,7 +135,7 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 		if (query_text(*db, "PRAGMA user_version", v, sizeof(v)) == SQLITE_OK)
 			ver = atoi(v);
 	}
-	if (ver != 0 && ver != 1 && ver != STORE_VERSION)
+	if (ver != 0 && ver != 1 && ver != 2 && ver != STORE_VERSION)
 		rc = prism_err_set(err, PRISM_EVERSION,
 				   "%s: results database version %d (this prism writes %d)", path,
 				   ver, STORE_VERSION);
@@ -151,13 +157,15 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 		return rc;
 	}
 	if ((ver == 1 && sqlite3_exec(*db, migrate_1, NULL, NULL, NULL) != SQLITE_OK) ||
+	    ((ver == 1 || ver == 2) && sqlite3_exec(*db, migrate_2, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
 		    SQLITE_OK ||
 	    sqlite3_exec(*db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = fail(*db,
-			  ver == 1 ? "cannot upgrade the schema from version 1"
-				   : "cannot create the schema",
+			  ver == 1   ? "cannot upgrade the schema from version 1"
+			  : ver == 2 ? "cannot upgrade the schema from version 2"
+				     : "cannot create the schema",
 			  err);
 		sqlite3_exec(*db, "ROLLBACK", NULL, NULL, NULL);
 		sqlite3_close(*db);
@@ -276,8 +284,9 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 			       " microbatches, schedule, recompute, zero, sp, layers, hidden, status,"
 			       " reason, analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours,"
 			       " mem_gb, fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s,"
-			       " bound_s) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
-			       "?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30)",
+			       " bound_s, dtype, fp8_attention, flash) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,"
+			       "?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,"
+			       "?26,?27,?28,?29,?30,?31,?32,?33)",
 			       -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
@@ -304,6 +313,9 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		sqlite3_bind_int(st, 14, k->in.m.layers);
 		sqlite3_bind_int(st, 15, k->in.m.hidden);
 		sqlite3_bind_text(st, 16, cand_status_name(k->status), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 31, hw_dtype_name(k->in.dtype), -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 32, k->in.fp8_attention);
+		sqlite3_bind_int(st, 33, l->flash);
 		if (k->reason[0])
 			sqlite3_bind_text(st, 17, k->reason, -1, SQLITE_STATIC);
 		if (k->analytic_s > 0)
