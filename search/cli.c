@@ -11,6 +11,7 @@
 #include "edit.h"
 #include "hw.h"
 #include "kdb.h"
+#include "kdbstore.h"
 #include "kineto.h"
 #include "llm.h"
 #include "predict.h"
@@ -181,7 +182,7 @@ int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err)
 	*out = kdb_new();
 	if (!*out)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	if (kdb_load(*out, path, err)) {
+	if (kdbstore_load(*out, path, err)) {
 		kdb_free(*out);
 		*out = NULL;
 		return err->code;

@@ -10,6 +10,7 @@
 #include "calib.h"
 #include "cli.h"
 #include "kdb.h"
+#include "kdbstore.h"
 
 static const char help[] =
 	"usage: prism calibrate [options] TRACE...|GRAPH\n"
@@ -90,11 +91,11 @@ int cmd_calibrate(int argc, char **argv)
 	if (rc == 0 && !(db = kdb_new()))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc == 0 && db_path && access(db_path, F_OK) == 0)
-		rc = kdb_load(db, db_path, &err);
+		rc = kdbstore_load(db, db_path, &err);
 	if (rc == 0 && kdb_add_graph(db, g, &hw, &added))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc == 0 && db_path)
-		rc = kdb_save(db, db_path, &err);
+		rc = kdbstore_save(db, db_path, &err);
 	if (rc) {
 		kdb_free(db);
 		graph_free(g);
