@@ -358,8 +358,12 @@ static int mem_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	 * (the model times one pass; they are reported apart). */
 	eager = (strstr(impl, "eager") && !strstr(impl, "PyTorch eager")) ||
 		strstr(impl, "HF Llama") || strstr(impl, "unfused") ||
-		strstr(impl, "CrossEntropyLoss") || (strstr(impl, "PyTorch eager") &&
-						     strstr(kern, "norm"));
+		strstr(impl, "CrossEntropyLoss") ||
+		(strstr(impl, "PyTorch eager") && strstr(kern, "norm")) ||
+		/* Megatron's "fused" vocab-parallel cross-entropy is a chain of
+		 * fp32 passes (cast, max, subtract, exp, sum, divide): several
+		 * kernels too */
+		(strstr(impl, "Megatron") && strstr(kern, "entropy"));
 	if (eager)
 		r.cls = KB_MEM_EAGER;
 	if (!place(kb, &r, col(h, f, nf, "gpu")))

@@ -108,8 +108,8 @@ double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, 
 	static const struct {
 		double m, n;
 		int e;
-	} tiles[] = {{128, 256, -1}, {256, 128, -1}, {128, 128, 0},
-		     {64, 128, 1},   {128, 64, 1},   {64, 64, 2}};
+	} tiles[] = {{128, 256, -1}, {256, 128, -1}, {128, 128, 0}, {64, 128, 1},
+		     {128, 64, 1},   {64, 64, 2},    {32, 64, 2},   {64, 32, 2}};
 	static const double splits[] = {1, 2, 4};
 	const struct hw_gemm *g;
 	double S, best = HUGE_VAL, es, out_b, mem;

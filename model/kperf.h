@@ -7,8 +7,10 @@
  * Hopper and Ampere cuBLAS/CUTLASS kernels that training GEMMs run:
  * 128x256 and 256x128 (the warp-specialised cooperative kernels, two
  * consumer warp groups; the throughput reference), 128x128, 64x128 and
- * 128x64, 64x64, each with split-K by 1, 2 or 4 where the tiles fill less
- * than two waves.  For each choice
+ * 128x64, 64x64, and 32x64 / 64x32 for the smallest problems (cuBLAS's
+ * nvjet kernels go down to 64x24: kernels.pt.trace.json.gz), the last
+ * three at the 64x64 factor; each with split-K by 1, 2 or 4 where the
+ * tiles fill at most two waves.  For each choice
  *     waves = ceil(b ceil(M/tm) ceil(N/tn) splits / SMs)
  *     time  = waves (2 tm tn K/splits / (P/SMs x tile_eff) + tile_s)
  *             + splits b M N x 4 bytes / HBM   (the split-K reduction)

@@ -616,13 +616,19 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 		c->rk[r].layer = -1;
 		if (last_chunk && !in->bare) {
 			/* The output layer stays in bf16 under fp8 (Transformer
-			 * Engine quantises the transformer layers' GEMMs); the
-			 * vocabulary-parallel cross-entropy reads the logits twice
-			 * (the max, then the sum of exponentials). */
+			 * Engine quantises the transformer layers' GEMMs).  The
+			 * vocabulary-parallel cross-entropy as Megatron-LM runs it
+			 * (tensor_parallel/cross_entropy.py), in fp32 passes over
+			 * the logits: the max and the sum of exponentials read them
+			 * (4 + 4 bytes a value); the cast to fp32 (2 + 4), the
+			 * subtraction, the exponential and the division in place
+			 * (8 each) read and write them. */
 			kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h, 1));
 			bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", logit_dtype(in),
 			      1, bs, z->V / z->t, z->h);
-			kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 2 * 2 * bs * z->V / z->t);
+			kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd",
+			       30 * bs * z->V / z->t);
+			kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 8 * bs * z->V / z->t);
 		}
 		if (fwd_next(z, s, ch, &os, &oc)) {
 			event_wait(c, r, S_COMPUTE, S_SENDF);
@@ -634,9 +640,11 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 			event_wait(c, r, S_RECVB, S_COMPUTE);
 		}
 		if (last_chunk && !in->bare) {
-			/* softmax - one-hot: reads the logits, writes their
-			 * gradient */
-			kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_bwd", ew(bs * z->V / z->t, 1));
+			/* (softmax - one-hot) x the loss gradient from the saved
+			 * fp32 softmax (read 4, write 4), cast to bf16 (read 4,
+			 * write 2) */
+			kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd",
+			       14 * bs * z->V / z->t);
 			logits_bwd(c, r, bs, z->V / z->t, z->h);
 			kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
 		}
