@@ -20,7 +20,8 @@ const char *kbench_class_name(int cls)
 {
 	static const char *const n[KB_NCLASSES] = {"gemm",	   "attention fwd",
 						   "attention bwd", "attention fwd+bwd",
-						   "memory-bound",  "memory-bound (eager)"};
+						   "memory-bound",  "memory-bound (eager)",
+						   "fp8 linear speed-up"};
 	return cls >= 0 && cls < KB_NCLASSES ? n[cls] : "?";
 }
 
@@ -404,6 +405,45 @@ static int mem_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	return push(kb, &r);
 }
 
+/* other.csv: the FP8 linear speed-ups (torchao), "M,K,N = 1024, 2048, 1024". */
+static int other_row(struct kbench *kb, const struct cols *h, char **f, int nf)
+{
+	struct kbench_row r;
+	const char *cfg = col(h, f, nf, "config"), *eq;
+	double v[3];
+	char *e;
+
+	if (!strstr(col(h, f, nf, "category"), "fp8 training overhead"))
+		return 0; /* not a kernel measurement: not counted */
+	memset(&r, 0, sizeof(r));
+	r.cls = KB_FP8_LINEAR;
+	r.dtype = HW_FP8;
+	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
+	if (!(eq = strchr(cfg, '='))) {
+		skip(kb, "fp8 speed-up without a shape");
+		return 0;
+	}
+	for (int i = 0; i < 3; i++) {
+		v[i] = strtod(eq + 1, &e);
+		eq = e;
+		while (*eq == ',' || *eq == ' ')
+			eq++;
+		eq--;
+	}
+	r.b = 1;
+	r.m = v[0];
+	r.k = v[1];
+	r.n = v[2];
+	r.time_s = num(col(h, f, nf, "value"));
+	if (r.m <= 0 || r.k <= 0 || r.n <= 0 || r.time_s <= 0) {
+		skip(kb, "fp8 speed-up without a shape");
+		return 0;
+	}
+	if (!place(kb, &r, col(h, f, nf, "gpu")))
+		return 0;
+	return push(kb, &r);
+}
+
 /* tests/data/gpu/kernels.csv (scripts/kernel_sweep.py). */
 static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, const char *path)
 {
@@ -488,6 +528,8 @@ static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
 		kind = 0;
 	else if (has_col(&h, "GBps") && has_col(&h, "kernel"))
 		kind = 2;
+	else if (has_col(&h, "category") && has_col(&h, "config"))
+		kind = 4;
 	else
 		kind = -1; /* collectives, other.csv: not kernel times */
 	while (kind >= 0 && !rc && (nf = record(&p, f, MAX_FIELDS)) >= 0) {
@@ -502,6 +544,7 @@ static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
 		rc = kind == 0 ? gemm_row(kb, &h, f, nf)
 		     : kind == 1 ? attn_row(kb, &h, f, nf)
 		     : kind == 2 ? mem_row(kb, &h, f, nf)
+		     : kind == 4 ? other_row(kb, &h, f, nf)
 				 : ours_row(kb, &h, f, nf, path);
 		if (rc)
 			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
@@ -591,6 +634,34 @@ static double gemm_time(const struct hw_profile *hw, const struct kbench_row *r)
 	return kperf_gemm_s(hw, r->dtype, r->b, r->m, r->n, r->k);
 }
 
+/* A linear layer's speed-up in fp8: its forward (M x K times K x N) and
+ * both gradients as bf16 GEMMs, against the same in fp8 plus the casts
+ * synth adds (a cast-transpose of the input, the weight and the output
+ * gradient: 4 bytes a value, elementwise).  The flat model: the GEMMs at
+ * 70 % of each dtype's peak + 3 us, no casts. */
+static double fp8_speedup(const struct hw_profile *hw, const struct kbench_row *r, int flat_model)
+{
+	double m = r->m, n = r->n, k = r->k, b16 = 0, f8 = 0;
+	const double shp[3][3] = {{m, n, k}, {m, k, n}, {k, n, m}};
+	if (hw->peak_flops[HW_FP8] <= 0)
+		return 0;
+	for (int i = 0; i < 3; i++) {
+		if (flat_model) {
+			double fl = 2 * shp[i][0] * shp[i][1] * shp[i][2];
+			b16 += 3e-6 + fl / (0.7 * hw->peak_flops[HW_BF16]);
+			f8 += 3e-6 + fl / (0.7 * hw->peak_flops[HW_FP8]);
+		} else {
+			b16 += kperf_gemm_s(hw, HW_BF16, 1, shp[i][0], shp[i][1], shp[i][2]);
+			f8 += kperf_gemm_s(hw, HW_FP8, 1, shp[i][0], shp[i][1], shp[i][2]);
+		}
+	}
+	if (!flat_model)
+		f8 += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 4 * m * k) +
+		      kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 4 * k * n) +
+		      kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 4 * m * n);
+	return f8 > 0 ? b16 / f8 : 0;
+}
+
 /* The parameters a row's dtype is timed with: fp16 runs at bf16's
  * tensor-core rate. */
 static int key_dtype(int d)
@@ -602,6 +673,8 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *row,
 {
 	struct kbench_row q = *row;
 	const struct kbench_row *r = &q;
+	if (r->cls == KB_FP8_LINEAR)
+		return fp8_speedup(hw, r, flat_model);
 	if (flat_model)
 		return flat(hw, r);
 	q.dtype = key_dtype(q.dtype);

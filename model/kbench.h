@@ -24,8 +24,11 @@
 #include "hw.h"
 #include "prism.h"
 
+/* KB_FP8_LINEAR: a linear layer's FP8 speed-up over bf16 (forward and
+ * both gradients, casts included); its "time" is the speed-up, for
+ * checking only (other.csv's torchao rows). */
 enum kbench_class { KB_GEMM, KB_ATTN_FWD, KB_ATTN_BWD, KB_ATTN_BOTH, KB_MEM, KB_MEM_EAGER,
-		    KB_NCLASSES };
+		    KB_FP8_LINEAR, KB_NCLASSES };
 
 struct kbench_row {
 	int cls;           /* enum kbench_class */

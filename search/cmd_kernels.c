@@ -20,7 +20,8 @@ static const char help[] =
 	"SMs, achievable peak, attention by sequence and head dim, bandwidth curves)\n"
 	"and the parameters of the hardware profiles, and print per GPU, class and\n"
 	"dtype the rows, their sources and the mean and worst |predicted - measured|\n"
-	"/ measured.\n"
+	"/ measured.  other.csv's FP8 linear speed-ups (torchao) are checked as\n"
+	"ratios: the layer's three GEMMs in bf16 against fp8 with its casts.\n"
 	"\n"
 	"options:\n"
 	"      --fit        fit the parameters on the rows given (GSL: Nelder-Mead on\n"
@@ -33,7 +34,7 @@ static const char help[] =
 	"      --flat       also the flat model prism had before (GEMM 70 %% of peak\n"
 	"                   + 3 us, attention 50 %%, memory-bound 70 %% of HBM + 3 us)\n"
 	"      --markdown   the table in Markdown\n"
-	"      --rows       every row: predicted and measured times\n"
+	"      --rows       every row as CSV: measured and predicted times (us)\n"
 	"  -h, --help       this help\n";
 
 #define MAX_PROF 16
@@ -79,8 +80,9 @@ static int group_dtype(const struct kbench_row *r)
 
 static int fit_cls(int cls)
 {
-	return cls == KB_GEMM ? KB_GEMM : cls == KB_MEM ? KB_MEM : cls == KB_MEM_EAGER ? -1
-										    : KB_ATTN_FWD;
+	if (cls == KB_MEM_EAGER || cls == KB_FP8_LINEAR)
+		return -1; /* checked, never fitted */
+	return cls == KB_GEMM ? KB_GEMM : cls == KB_MEM ? KB_MEM : KB_ATTN_FWD;
 }
 
 /* Rows of one fit group: same family (compute) or profile (memory),
@@ -284,11 +286,13 @@ int cmd_kernels(int argc, char **argv)
 				snprintf(g->sources[g->n_src++], sizeof(g->sources[0]), "%.63s",
 					 r->source);
 		}
-		if (rows)
+		if (rows) { /* times in us; the fp8 speed-ups as ratios */
+			double u = r->cls == KB_FP8_LINEAR ? 1 : 1e6;
 			printf("%s,%s,%s,\"%s\",%gx%gx%gx%g|%gx%gx%gx%g|%g,%.3f,%.3f,%+.1f%%\n",
 			       r->profile, kbench_class_name(r->cls), hw_dtype_name(r->dtype),
 			       r->source, r->b, r->m, r->n, r->k, r->heads, r->sq, r->skv, r->d,
-			       r->bytes, meas * 1e6, pred * 1e6, 100 * (pred / meas - 1));
+			       r->bytes, meas * u, pred * u, 100 * (pred / meas - 1));
+		}
 	}
 	/* Leave one source out: per fit group and source, parameters from the
 	 * datasheet defaults fitted on the group's other sources. */
