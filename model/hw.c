@@ -30,13 +30,17 @@ double hw_net_Bps_per_gpu(const struct hw_profile *hw)
 
 static const char *const mem_names[HW_MEM_NKINDS] = {"elementwise", "norm", "reduction"};
 
-/* An optional number at name in group g (absent: *out unchanged). */
-static int opt(const char *path, const config_t *cf, config_setting_t *g, const char *name,
-	       double lo, double hi, double scale, double *out, struct prism_err *err)
+/* An optional number at sub.name under group k (absent: *out unchanged);
+ * errors name it in full ('kernels.gemm.bf16.tflops'). */
+static int opt(const char *path, const config_t *cf, config_setting_t *k, const char *sub,
+	       const char *name, double lo, double hi, double scale, double *out,
+	       struct prism_err *err)
 {
-	if (!g || !config_setting_lookup(g, name))
+	char full[96];
+	snprintf(full, sizeof(full), "%s.%s", sub, name);
+	if (!config_setting_lookup(k, full))
 		return 0;
-	return cfg_range(path, cf, g, name, lo, hi, 0, scale, out, err);
+	return cfg_range(path, cf, k, full, lo, hi, 0, scale, out, err);
 }
 
 /* The optional `kernels` group (kperf.h): per-GPU kernel efficiency.
@@ -68,21 +72,24 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 		struct hw_gemm *ge = &hw->k.gemm[d];
 		struct hw_attn *at = &hw->k.attn[d];
 		double pk = hw->peak_flops[d] / 1e12;
+		char sub[48];
 		if (x) {
 			config_setting_t *te = config_setting_lookup(x, "tile_eff");
 			gemm_given[d] = 1;
-			if ((rc = opt(path, cf, x, "tflops", 0.001, pk > 0 ? pk : 1e6, 1e12, &ge->flops,
+			snprintf(sub, sizeof(sub), "gemm.%s", dtype_names[d]);
+			if ((rc = opt(path, cf, k, sub, "tflops", 0.001, pk > 0 ? pk : 1e6, 1e12,
+				      &ge->flops, err)) ||
+			    (rc = opt(path, cf, k, sub, "tile_us", 0, 1000, 1e-6, &ge->tile_s, err)) ||
+			    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6, &ge->overhead_s,
 				      err)) ||
-			    (rc = opt(path, cf, x, "tile_us", 0, 1000, 1e-6, &ge->tile_s, err)) ||
-			    (rc = opt(path, cf, x, "overhead_us", 0, 1000, 1e-6, &ge->overhead_s,
-				      err)) ||
-			    (rc = opt(path, cf, x, "mem_eff", 0.01, 1, 1, &ge->mem_eff, err)))
+			    (rc = opt(path, cf, k, sub, "mem_eff", 0.01, 1, 1, &ge->mem_eff, err)))
 				return rc;
 			if (te && (config_setting_length(te) != 3 ||
 				   !config_setting_is_aggregate(te)))
 				return prism_err_set(err, PRISM_EFORMAT,
-						     "%s:%d: 'tile_eff' must list 3 numbers in 0.01..1",
-						     path, config_setting_source_line(te));
+						     "%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 "
+						     "numbers in 0.01..1",
+						     path, config_setting_source_line(te), dtype_names[d]);
 			for (int i = 0; te && i < 3; i++) {
 				config_setting_t *e = config_setting_get_elem(te, (unsigned)i);
 				double f = config_setting_type(e) == CONFIG_TYPE_INT
@@ -91,33 +98,36 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 				if (!(f >= 0.01 && f <= 1))
 					return prism_err_set(
 						err, PRISM_EFORMAT,
-						"%s:%d: 'tile_eff' must list 3 numbers in 0.01..1", path,
-						config_setting_source_line(te));
+						"%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 numbers "
+						"in 0.01..1",
+						path, config_setting_source_line(te), dtype_names[d]);
 				ge->tile_eff[i] = f;
 			}
 		}
 		if (y) {
 			attn_given[d] = 1;
-			if ((rc = opt(path, cf, y, "fwd_tflops", 0.001, pk > 0 ? pk : 1e6, 1e12,
+			snprintf(sub, sizeof(sub), "attention.%s", dtype_names[d]);
+			if ((rc = opt(path, cf, k, sub, "fwd_tflops", 0.001, pk > 0 ? pk : 1e6, 1e12,
 				      &at->flops[0], err)) ||
-			    (rc = opt(path, cf, y, "bwd_tflops", 0.001, pk > 0 ? pk : 1e6, 1e12,
+			    (rc = opt(path, cf, k, sub, "bwd_tflops", 0.001, pk > 0 ? pk : 1e6, 1e12,
 				      &at->flops[1], err)) ||
-			    (rc = opt(path, cf, y, "fwd_tile_us", 0, 1000, 1e-6, &at->tile_s[0],
+			    (rc = opt(path, cf, k, sub, "fwd_tile_us", 0, 1000, 1e-6, &at->tile_s[0],
 				      err)) ||
-			    (rc = opt(path, cf, y, "bwd_tile_us", 0, 1000, 1e-6, &at->tile_s[1],
+			    (rc = opt(path, cf, k, sub, "bwd_tile_us", 0, 1000, 1e-6, &at->tile_s[1],
 				      err)) ||
-			    (rc = opt(path, cf, y, "overhead_us", 0, 1000, 1e-6, &at->overhead_s,
+			    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6, &at->overhead_s,
 				      err)) ||
-			    (rc = opt(path, cf, y, "d64", 0.01, 2, 1, &at->d64, err)) ||
-			    (rc = opt(path, cf, y, "d256", 0.01, 2, 1, &at->d256, err)))
+			    (rc = opt(path, cf, k, sub, "d64", 0.01, 2, 1, &at->d64, err)) ||
+			    (rc = opt(path, cf, k, sub, "d256", 0.01, 2, 1, &at->d256, err)))
 				return rc;
 		}
 	}
 	for (int i = 0; m && i < HW_MEM_NKINDS; i++) {
-		config_setting_t *x = config_setting_lookup(m, mem_names[i]);
-		if ((rc = opt(path, cf, x, "eff", 0.01, 1, 1, &hw->k.mem_eff[i], err)) ||
-		    (rc = opt(path, cf, x, "overhead_us", 0, 1000, 1e-6, &hw->k.mem_overhead_s[i],
-			      err)))
+		char sub[48];
+		snprintf(sub, sizeof(sub), "memory.%s", mem_names[i]);
+		if ((rc = opt(path, cf, k, sub, "eff", 0.01, 1, 1, &hw->k.mem_eff[i], err)) ||
+		    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6,
+			      &hw->k.mem_overhead_s[i], err)))
 			return rc;
 	}
 	kperf_complete(hw, gemm_given, attn_given);
