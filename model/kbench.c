@@ -276,6 +276,8 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		skip(kb, "sliding-window attention");
 		return 0;
 	}
+	r.fa2 = strstr(kern, "FA2") || strstr(kern, "FlashAttention-2") ||
+		strstr(kern, "flash-attn 2");
 	if (dv > 0 && dv != r.d) /* MLA-style: count the mean head dim */
 		r.d = (r.d + dv) / 2;
 	if (!place(kb, &r, col(h, f, nf, "gpu")))
@@ -478,6 +480,7 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 		r.sq = r.skv = num(col(h, f, nf, "seq"));
 		r.d = num(col(h, f, nf, "head_dim"));
 		r.causal = !strcmp(col(h, f, nf, "causal"), "1");
+		r.fa2 = !strcmp(be, "flash"); /* PyTorch's flash backend is FA2 */
 		snprintf(r.source + strlen(r.source), sizeof(r.source) - strlen(r.source),
 			 " (%s)", be);
 	} else if (!strcmp(cls, "memory")) {

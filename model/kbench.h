@@ -40,6 +40,11 @@ struct kbench_row {
 	double b, m, n, k;                 /* GEMM */
 	double heads, sq, skv, d;          /* attention */
 	int causal;
+	int fa2;           /* attention by FlashAttention-2 (flash-attn 2, PyTorch
+			    * SDPA's flash backend): reported apart, fits
+			    * nothing; the model's attention is the kernels
+			    * frameworks pick on Hopper and Blackwell (cuDNN,
+			    * FlashAttention-3/4) */
 	double bytes;                      /* memory-bound */
 	double time_s;                     /* measured */
 	int best_square;   /* a GEMM summary: the best TFLOP/s over square

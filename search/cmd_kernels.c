@@ -46,7 +46,7 @@ struct prof {
 
 struct group {
 	char profile[32];
-	int cls, dtype;
+	int cls, dtype, fa2;
 	size_t n;
 	double sum, worst, fsum, fworst, lsum, lworst;
 	size_t ln;
@@ -78,11 +78,11 @@ static int group_dtype(const struct kbench_row *r)
 	return r->cls == KB_MEM || r->cls == KB_MEM_EAGER ? -1 : r->dtype;
 }
 
-static int fit_cls(int cls)
+static int fit_cls(const struct kbench_row *r)
 {
-	if (cls == KB_MEM_EAGER || cls == KB_FP8_LINEAR)
+	if (r->cls == KB_MEM_EAGER || r->cls == KB_FP8_LINEAR || r->fa2)
 		return -1; /* checked, never fitted */
-	return cls == KB_GEMM ? KB_GEMM : cls == KB_MEM ? KB_MEM : KB_ATTN_FWD;
+	return r->cls == KB_GEMM ? KB_GEMM : r->cls == KB_MEM ? KB_MEM : KB_ATTN_FWD;
 }
 
 /* Rows of one fit group: same family (compute) or profile (memory),
@@ -91,12 +91,12 @@ static size_t select_rows(const struct kbench *kb, const struct kbench_row *r,
 			  const char *not_src, const char *only_src, size_t *idx)
 {
 	size_t n = 0;
-	int c = fit_cls(r->cls), d = fit_dtype(r);
+	int c = fit_cls(r), d = fit_dtype(r);
 	for (size_t i = 0; i < kb->n; i++) {
 		const struct kbench_row *q = &kb->rows[i];
 		int same = c == KB_MEM ? !strcmp(q->profile, r->profile)
 				       : !strcmp(kbench_family(q->profile), kbench_family(r->profile));
-		if (!same || fit_cls(q->cls) != c || fit_dtype(q) != d)
+		if (!same || fit_cls(q) != c || fit_dtype(q) != d)
 			continue;
 		if (not_src && !strcmp(q->source, not_src))
 			continue;
@@ -114,7 +114,7 @@ static void fit_group(const struct kbench *kb, const struct kbench_row *r, struc
 		      struct hw_profile **hws)
 {
 	size_t n = select_rows(kb, r, not_src, NULL, idx);
-	int c = fit_cls(r->cls);
+	int c = fit_cls(r);
 	for (size_t i = 0; i < n; i++) {
 		struct prof *q = find_prof(p, np, kb->rows[idx[i]].profile);
 		hws[i] = which == 0 ? &q->fitted : &q->work;
@@ -242,7 +242,7 @@ int cmd_kernels(int argc, char **argv)
 		char *done = calloc(kb.n + 1, 1);
 		for (size_t i = 0; done && i < kb.n; i++) {
 			size_t n;
-			if (done[i] || fit_cls(kb.rows[i].cls) < 0)
+			if (done[i] || fit_cls(&kb.rows[i]) < 0)
 				continue;
 			n = select_rows(&kb, &kb.rows[i], NULL, NULL, idx);
 			for (size_t j = 0; j < n; j++)
@@ -260,13 +260,14 @@ int cmd_kernels(int argc, char **argv)
 		double meas = r->time_s, pred = kbench_predict(&q->fitted, r, 0), e = rel(pred, meas);
 		for (size_t j = 0; j < ng && !g; j++)
 			if (!strcmp(gr[j].profile, r->profile) && gr[j].cls == r->cls &&
-			    gr[j].dtype == group_dtype(r))
+			    gr[j].dtype == group_dtype(r) && gr[j].fa2 == r->fa2)
 				g = &gr[j];
 		if (!g) {
 			g = &gr[ng++];
 			snprintf(g->profile, sizeof(g->profile), "%s", r->profile);
 			g->cls = r->cls;
 			g->dtype = group_dtype(r);
+			g->fa2 = r->fa2;
 		}
 		g->n++;
 		g->sum += e;
@@ -304,7 +305,7 @@ int cmd_kernels(int argc, char **argv)
 			size_t ns;
 			if (done[i])
 				continue;
-			if (fit_cls(r->cls) < 0 || r->dtype == HW_FP16) { /* not fitted */
+			if (fit_cls(r) < 0 || r->dtype == HW_FP16) { /* not fitted */
 				done[i] = 1;
 				continue;
 			}
@@ -331,7 +332,7 @@ int cmd_kernels(int argc, char **argv)
 					e = rel(kbench_predict(&q->work, t, 0), t->time_s);
 					for (size_t m = 0; m < ng; m++)
 						if (!strcmp(gr[m].profile, t->profile) &&
-						    gr[m].cls == t->cls &&
+						    gr[m].cls == t->cls && gr[m].fa2 == t->fa2 &&
 						    gr[m].dtype == group_dtype(t)) {
 							gr[m].lsum += e;
 							gr[m].ln++;
@@ -350,17 +351,19 @@ int cmd_kernels(int argc, char **argv)
 		       flat ? " flat model (before) |" : "");
 		printf("|---|---|---|---:|---:|---:|%s%s\n", loso ? "---:|" : "", flat ? "---:|" : "");
 	} else {
-		printf("%-14s %-22s %-5s %6s %4s %20s%s%s\n", "profile", "class", "dtype", "rows",
+		printf("%-14s %-24s %-5s %6s %4s %20s%s%s\n", "profile", "class", "dtype", "rows",
 		       "src", fit ? "fitted: mean/worst" : "shipped: mean/worst",
 		       loso ? "      LOSO: mean/worst" : "", flat ? "      flat: mean/worst" : "");
 	}
 	for (size_t j = 0; j < ng; j++) {
 		const struct group *g = &gr[j];
+		char cname[40];
 		const char *dn = g->cls == KB_MEM || g->cls == KB_MEM_EAGER ? "-"
 									  : hw_dtype_name(g->dtype);
+		snprintf(cname, sizeof(cname), "%s%s", kbench_class_name(g->cls),
+			 g->fa2 ? " (FA2)" : "");
 		if (md) {
-			printf("| %s | %s | %s | %zu | %d | %.1f %% / %.1f %% |", g->profile,
-			       kbench_class_name(g->cls), dn, g->n, g->n_src, 100 * g->sum / g->n,
+			printf("| %s | %s | %s | %zu | %d | %.1f %% / %.1f %% |", g->profile, cname, dn, g->n, g->n_src, 100 * g->sum / g->n,
 			       100 * g->worst);
 			if (loso && g->ln)
 				printf(" %.1f %% / %.1f %% |", 100 * g->lsum / g->ln, 100 * g->lworst);
@@ -370,8 +373,7 @@ int cmd_kernels(int argc, char **argv)
 				printf(" %.1f %% / %.1f %% |", 100 * g->fsum / g->n, 100 * g->fworst);
 			printf("\n");
 		} else {
-			printf("%-14s %-22s %-5s %6zu %4d %9.1f%% / %6.1f%%", g->profile,
-			       kbench_class_name(g->cls), dn, g->n, g->n_src, 100 * g->sum / g->n,
+			printf("%-14s %-24s %-5s %6zu %4d %9.1f%% / %6.1f%%", g->profile, cname, dn, g->n, g->n_src, 100 * g->sum / g->n,
 			       100 * g->worst);
 			if (loso && g->ln)
 				printf(" %9.1f%% / %6.1f%%", 100 * g->lsum / g->ln, 100 * g->lworst);
