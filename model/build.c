@@ -922,13 +922,20 @@ static int iterations(struct builder *b, struct rank_ctx *rc)
 		if (VEC_PUSH(b->iters, it))
 			return nomem(b);
 	}
-	/* Host nodes by start; GPU nodes by their launch. Steps are sorted. */
+	/* Host nodes by start; GPU nodes by their launch (none for GPU work
+	 * launched before the window: it belongs to an earlier step, whatever
+	 * step's host range its start falls in). Steps are sorted. */
 	for (uint32_t u = rc->node_base; u < b->nodes.n; u++) {
 		struct pnode *n = &b->nodes.v[u];
 		int64_t t = n->start;
 		size_t i;
-		if (n->kind >= GN_KERNEL && rc->lts[u - rc->node_base] != INT64_MIN)
+		if (n->kind >= GN_KERNEL) {
+			if (rc->lts[u - rc->node_base] == INT64_MIN) {
+				n->iter = -1;
+				continue;
+			}
 			t = rc->lts[u - rc->node_base];
+		}
 		i = step_at(b, first, t);
 		n->iter = i != SIZE_MAX && t < b->iters.v[i].start_ns + b->iters.v[i].dur_ns
 				  ? (int32_t)i

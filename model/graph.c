@@ -417,7 +417,14 @@ int graph_save(const struct graph *g, const char *path, struct prism_err *err)
 	struct prism_wfile w;
 	FILE *f;
 	int ok;
+	size_t len = strlen(path);
 
+	/* graph_load reads the file as it lies (its size is checked against
+	 * the header): never compressed. */
+	if (len > 3 && strcmp(path + len - 3, ".gz") == 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "%s: a saved graph is not compressed: give a name without .gz",
+				     path);
 	/* Whole or not at all: a failed write keeps the previous file. */
 	if (prism_wfile_open(&w, path))
 		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));

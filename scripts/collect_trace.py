@@ -59,7 +59,8 @@ class PrismProfiler:
     """A torch.profiler.profile set up for prism; use as a context manager
     and call step() once per training iteration."""
 
-    def __init__(self, out_dir, wait=1, warmup=2, active=3, record_shapes=True):
+    def __init__(self, out_dir, wait=1, warmup=2, active=3, record_shapes=True,
+                 sync_events=True):
         os.makedirs(out_dir, exist_ok=True)
         self.out_dir = out_dir
         self.rank = _rank()
@@ -72,7 +73,7 @@ class PrismProfiler:
             record_shapes=record_shapes,
             on_trace_ready=self._write,
         )
-        cfg = _experimental_config()
+        cfg = _experimental_config() if sync_events else None
         if cfg is not None:
             kwargs["experimental_config"] = cfg
         self._prof = profile(**kwargs)

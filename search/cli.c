@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "build.h"
+#include "configs.h"
 #include "edit.h"
 #include "hw.h"
 #include "kdb.h"
@@ -134,18 +135,17 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 
 int cli_find_config(const char *kind, const char *name, char *out, size_t n)
 {
-	const char *dirs[] = {getenv("PRISM_CONFIG_DIR"), "configs", PRISM_SOURCE_DIR "/configs"};
+	struct configs_dirs d;
 	FILE *f;
 
 	if (strchr(name, '/')) {
 		snprintf(out, n, "%s", name);
 		return 0; /* a path: its loader reports what is wrong with it */
 	}
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+	configs_dirs_init(&d);
+	for (int i = 0; i < d.n; i++) {
 		for (int ext = 0; ext < 2; ext++) {
-			if (!dirs[i])
-				continue;
-			snprintf(out, n, "%s/%s/%s%s", dirs[i], kind, name, ext ? ".cfg" : "");
+			snprintf(out, n, "%s/%s/%s%s", d.dir[i], kind, name, ext ? ".cfg" : "");
 			if ((f = fopen(out, "r"))) {
 				fclose(f);
 				return 0;
@@ -164,10 +164,17 @@ int cli_find_config(const char *kind, const char *name, char *out, size_t n)
 static int load_named(const char *kind, const char *name, char *path, size_t n,
 		      struct prism_err *err)
 {
-	if (cli_find_config(kind, name, path, n))
+	char near[128];
+	if (cli_find_config(kind, name, path, n) == 0)
+		return 0;
+	if (!strchr(name, '/') && configs_suggest(kind, name, near, sizeof(near)) == 0)
 		return prism_err_set(err, PRISM_EIO,
-				     "%s: no such file, nor configs/%s/%s.cfg", name, kind, name);
-	return 0;
+				     "%s: no such file, nor configs/%s/%s.cfg; did you mean %s? "
+				     "(prism list %s)",
+				     name, kind, name, near, kind);
+	return prism_err_set(err, PRISM_EIO,
+			     "%s: no such file, nor configs/%s/%s.cfg (prism list %s)", name, kind,
+			     name, kind);
 }
 
 int cli_load_hw(const char *name, struct hw_profile *hw, struct prism_err *err)
@@ -327,17 +334,21 @@ int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in
 	return 0;
 }
 
-/* TRACE.json -> TRACE.rankR.json when there are several ranks. */
+/* TRACE.json -> TRACE.rankR.json when there are several ranks (and
+ * TRACE.json.gz -> TRACE.rankR.json.gz). */
 void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n)
 {
 	size_t len = strlen(path);
+	int gz = len > 3 && strcmp(path + len - 3, ".gz") == 0;
 	if (ranks <= 1) {
 		snprintf(out, n, "%s", path);
 		return;
 	}
-	if (len > 5 && strcmp(path + len - 5, ".json") == 0)
+	if (gz)
+		len -= 3;
+	if (len > 5 && strncmp(path + len - 5, ".json", 5) == 0)
 		len -= 5;
-	snprintf(out, n, "%.*s.rank%d.json", (int)len, path, rank);
+	snprintf(out, n, "%.*s.rank%d.json%s", (int)len, path, rank, gz ? ".gz" : "");
 }
 
 int cli_not_input(const char *out, const char *opt, char *const *in, int n,

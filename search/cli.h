@@ -23,6 +23,7 @@ int cmd_synth(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_list(int argc, char **argv);
 
 /* Print "prism: MSG" for err and return the exit status for its code. */
 int cli_fail(const struct prism_err *err);
@@ -66,9 +67,9 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 
 /*
  * A configuration file named on the command line: a path, or a bare name
- * looked up as DIR/KIND/NAME[.cfg] for DIR in $PRISM_CONFIG_DIR, ./configs
- * and the source tree's configs/ (kind "hw", "models", "sweeps").  0 with
- * out set, or -1.
+ * looked up as DIR/KIND/NAME[.cfg] for DIR in $PRISM_CONFIG_DIR, ./configs,
+ * the installed share/prism/ and the source tree's configs/ (configs.h;
+ * kind "hw", "models", "sweeps").  0 with out set, or -1.
  */
 int cli_find_config(const char *kind, const char *name, char *out, size_t n);
 
@@ -143,7 +144,8 @@ extern const char cli_layout_help[];
 int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *given,
 		      struct prism_err *err);
 
-/* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path). */
+/* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path);
+ * TRACE.json.gz -> TRACE.rankR.json.gz. */
 void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n);
 
 /* Write a synthesised graph as Kineto traces, one per rank (cli_rank_path),

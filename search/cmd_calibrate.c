@@ -9,6 +9,7 @@
 #include "build.h"
 #include "calib.h"
 #include "cli.h"
+#include "usage.h"
 #include "kdb.h"
 #include "kdbstore.h"
 
@@ -72,7 +73,7 @@ int cmd_calibrate(int argc, char **argv)
 		case 'D': db_path = optarg; break;
 		case 'j': json = 1; break;
 		case 'h': fputs(help, stdout); return 0;
-		default: fputs(help, stderr); return EXIT_USAGE;
+		default: return usage_bad_option("calibrate", "r:h", longopts, argv);
 		}
 	}
 	if (optind >= argc) {

@@ -7,6 +7,7 @@
 
 #include "build.h"
 #include "cli.h"
+#include "usage.h"
 #include "cost.h"
 #include "imap.h"
 
@@ -451,8 +452,7 @@ int cmd_ingest(int argc, char **argv)
 			fputs(help, stdout);
 			return 0;
 		default:
-			fputs(help, stderr);
-			return EXIT_USAGE;
+			return usage_bad_option("ingest", "o:r:h", longopts, argv);
 		}
 	}
 	if (json && unexplained) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "usage.h"
 #include "cost.h"
 #include "predict.h"
 #include "show.h"
@@ -120,7 +121,7 @@ int cmd_synth(int argc, char **argv)
 			fputs(help, stdout);
 			fputs(cli_layout_help, stdout);
 			return 0;
-		default: fputs(help, stderr); return EXIT_USAGE;
+		default: return usage_bad_option("synth", "o:h", longopts, argv);
 		}
 	}
 	if (optind != argc - 1 || !hw_name) {

@@ -8,6 +8,7 @@
 #include "build.h"
 #include "calib.h"
 #include "cli.h"
+#include "usage.h"
 #include "edit.h"
 #include "metrics.h"
 #include "predict.h"
@@ -186,7 +187,7 @@ int cmd_whatif(int argc, char **argv)
 			fputs(help, stdout);
 			fputs(cli_layout_help, stdout);
 			return 0;
-		default: fputs(help, stderr); return EXIT_USAGE;
+		default: return usage_bad_option("whatif", "r:h", longopts, argv);
 		}
 	}
 	if (optind >= argc) {

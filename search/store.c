@@ -16,7 +16,7 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS sweep("
 	" id INTEGER PRIMARY KEY, name TEXT NOT NULL, config TEXT NOT NULL, model TEXT,"
 	" hw TEXT, version TEXT, started REAL, finished REAL, base TEXT,"
-	" UNIQUE(name, config));"
+	" tokens REAL, price_per_gpu_hour REAL, UNIQUE(name, config));"
 	"CREATE TABLE IF NOT EXISTS candidate("
 	" sweep INTEGER NOT NULL REFERENCES sweep(id), key TEXT NOT NULL,"
 	" gpus INTEGER, tp INTEGER, pp INTEGER, dp INTEGER, vp INTEGER, mbs INTEGER,"
@@ -28,12 +28,15 @@ static const char schema[] =
 	" dtype TEXT, fp8_attention INTEGER, flash INTEGER,"
 	" PRIMARY KEY(sweep, key));";
 
-/* Version 1 had no bound_s, and no base fingerprint. */
+/* Version 1 had no bound_s, and no base fingerprint; version 2 no tokens
+ * to train and no price; version 3 no dtype, fp8_attention, flash. */
 static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;"
 				"ALTER TABLE sweep ADD COLUMN base TEXT;";
-/* Version 2 had no precision and attention knobs (its candidates ran bf16
+static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN tokens REAL;"
+				"ALTER TABLE sweep ADD COLUMN price_per_gpu_hour REAL;";
+/* Version 3 had no precision and attention knobs (its candidates ran bf16
  * GEMMs with flash attention; their rows keep NULL). */
-static const char migrate_2[] = "ALTER TABLE candidate ADD COLUMN dtype TEXT;"
+static const char migrate_3[] = "ALTER TABLE candidate ADD COLUMN dtype TEXT;"
 				"ALTER TABLE candidate ADD COLUMN fp8_attention INTEGER;"
 				"ALTER TABLE candidate ADD COLUMN flash INTEGER;";
 
@@ -135,7 +138,7 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 		if (query_text(*db, "PRAGMA user_version", v, sizeof(v)) == SQLITE_OK)
 			ver = atoi(v);
 	}
-	if (ver != 0 && ver != 1 && ver != 2 && ver != STORE_VERSION)
+	if (ver < 0 || ver > STORE_VERSION)
 		rc = prism_err_set(err, PRISM_EVERSION,
 				   "%s: results database version %d (this prism writes %d)", path,
 				   ver, STORE_VERSION);
@@ -158,14 +161,13 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	}
 	if ((ver == 1 && sqlite3_exec(*db, migrate_1, NULL, NULL, NULL) != SQLITE_OK) ||
 	    ((ver == 1 || ver == 2) && sqlite3_exec(*db, migrate_2, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 3 && sqlite3_exec(*db, migrate_3, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
 		    SQLITE_OK ||
 	    sqlite3_exec(*db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = fail(*db,
-			  ver == 1   ? "cannot upgrade the schema from version 1"
-			  : ver == 2 ? "cannot upgrade the schema from version 2"
-				     : "cannot create the schema",
+			  ver ? "cannot upgrade the schema" : "cannot create the schema",
 			  err);
 		sqlite3_exec(*db, "ROLLBACK", NULL, NULL, NULL);
 		sqlite3_close(*db);
@@ -207,8 +209,8 @@ int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
 	if (*resumed)
 		return 0;
 	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO sweep(name, config, model, hw, version, started, base) "
-			       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+			       "INSERT INTO sweep(name, config, model, hw, version, started, base,"
+			       " tokens, price_per_gpu_hour) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return fail(db, "insert", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
@@ -219,6 +221,10 @@ int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
 	sqlite3_bind_double(st, 6, (double)time(NULL));
 	if (s->fingerprint[0])
 		sqlite3_bind_text(st, 7, s->fingerprint, -1, SQLITE_STATIC);
+	if (s->tokens > 0)
+		sqlite3_bind_double(st, 8, s->tokens);
+	if (s->price_per_gpu_hour > 0)
+		sqlite3_bind_double(st, 9, s->price_per_gpu_hour);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)

@@ -2,7 +2,8 @@
  * store.h - the results database (SQLite, WAL).
  *
  * Schema version STORE_VERSION in PRAGMA user_version.  Tables:
- *   sweep(id, name, config, hw, model, version, started, finished, base)
+ *   sweep(id, name, config, hw, model, version, started, finished, base,
+ *     tokens, price_per_gpu_hour)
  *     one row per distinct sweep file text; rerunning the same file
  *     resumes it, unless the base's fingerprint (FNV-1a of the model file
  *     or the traces) has changed: that is an error;
@@ -13,8 +14,9 @@
  *     dtype, fp8_attention, flash),
  *     primary key (sweep, key).  bound_s: synth_lower_bound, a proven lower
  *     bound of iter_s.
- * Versions 1 (no bound_s, no base) and 2 (no dtype, fp8_attention,
- * flash) are upgraded in place on opening.
+ * Versions 1 (no bound_s, no base), 2 (no tokens, no price) and 3 (no
+ * dtype, fp8_attention, flash) are upgraded in place on opening.
+ * docs/RESULTS.md: every column's unit.
  * Every batch is one transaction: a killed run loses at most the batch in
  * flight, and WAL keeps the file consistent.
  */
@@ -25,7 +27,7 @@
 
 #include "sweep.h"
 
-#define STORE_VERSION 3
+#define STORE_VERSION 4
 
 /* Open (creating) the database at path, a file name (never a URI; "" and
  * ":memory:" are refused: the results would vanish).  Before anything is

@@ -274,7 +274,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	static const char *const top[] = {"name",	  "model",	   "base",
 					  "hw",		  "gpus",	   "gpu_budget",
 					  "global_batch", "screen_margin", "kernel_db",
-					  "space"};
+					  "space",	  "tokens",	   "price_per_gpu_hour"};
 	static const char *const knobs[] = {"tp",	  "pp",	    "mbs",    "schedule",
 					    "vp",	  "recompute", "zero",   "sp",
 					    "layers",	  "hidden",    "dtype",  "fp8_attention",
@@ -289,7 +289,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = cfg_read(&cf, path, err)))
 		return rc;
 	space = config_lookup(&cf, "space");
-	if ((rc = known(path, config_root_setting(&cf), top, 10, "", err)) ||
+	if ((rc = known(path, config_root_setting(&cf), top, 12, "", err)) ||
 	    (rc = known(path, space, knobs, 13, "space.", err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) ||
@@ -306,6 +306,15 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 			goto out;
 		resolve(path, p, s->kdb_path, sizeof(s->kdb_path));
 	}
+	/* What a training run needs, for the report's days and cost: both
+	 * optional.  1e16 tokens is 30x today's largest runs. */
+	if (config_lookup(&cf, "tokens") &&
+	    (rc = cfg_range(path, &cf, NULL, "tokens", 1, 1e16, 0, 1, &s->tokens, err)))
+		goto out;
+	if (config_lookup(&cf, "price_per_gpu_hour") &&
+	    (rc = cfg_range(path, &cf, NULL, "price_per_gpu_hour", 0, 1e6, 0, 1,
+			    &s->price_per_gpu_hour, err)))
+		goto out;
 	s->margin = 0.3;
 	if (config_lookup(&cf, "screen_margin") &&
 	    (rc = cfg_range(path, &cf, NULL, "screen_margin", 0, 1000, 0, 1, &s->margin, err)))

@@ -6,8 +6,9 @@
  * graph) whose kernels calibrate the costs -- and the hardware, the GPU counts (a list, or a budget:
  * every power of two up to it), the global batch in sequences, and for
  * each knob a list: tp, pp, mbs, schedule, vp, recompute, zero, sp, layers,
- * hidden, dtype (the linear layers' GEMMs), fp8_attention, flash; optionally a kernel database (kernel_db, from prism calibrate
- * --db) for kernel times.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
+ * hidden, dtype (the linear layers' GEMMs), fp8_attention, flash; optionally a kernel database
+ * (kernel_db, from prism calibrate --db) for kernel times, and the tokens to train and the price of a
+ * GPU-hour (tokens, price_per_gpu_hour) for the report's days and cost.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
  * count from the global batch (global / (dp x mbs)).
  *
  * Enumeration keeps every point with its verdict: a candidate that breaks
@@ -54,6 +55,8 @@ struct sweep {
 	char fingerprint[64];     /* of the base's bytes (model file or traces)
 				   * and the kernel database's */
 	int global_batch;
+	double tokens;            /* 'tokens': to train, for days and cost; 0: not given */
+	double price_per_gpu_hour; /* 'price_per_gpu_hour', any currency; 0: not given */
 	double margin;            /* screen candidates beyond best x (1 + margin) */
 	int gpus_line;            /* of 'gpus' or 'gpu_budget' */
 	struct sweep_list gpus, tp, pp, mbs, schedule, vp, recompute, zero, sp, layers, hidden;

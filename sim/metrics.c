@@ -75,16 +75,73 @@ static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b,
 	return 0;
 }
 
+/* First start and last end of the GPU tasks launched in each step, traced
+ * (tf, tl) and simulated (sf, sl); INT64_MAX / INT64_MIN where none. */
+struct step_gpu {
+	int64_t tf, tl, sf, sl;
+};
+
+static void step_gpu_spans(const struct sim *s, struct step_gpu *sg)
+{
+	const struct graph *g = s->g;
+	for (uint32_t i = 0; i < g->n_iters; i++)
+		sg[i] = (struct step_gpu){INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN};
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		if (!g->procs[p].gpu)
+			continue;
+		for (uint32_t u = g->procs[p].first; u < g->procs[p].first + g->procs[p].n; u++) {
+			struct step_gpu *x;
+			int64_t te = g->start_ns[u] + g->dur_ns[u];
+			if (g->iter[u] < 0 || (uint32_t)g->iter[u] >= g->n_iters)
+				continue;
+			x = &sg[g->iter[u]];
+			x->tf = g->start_ns[u] < x->tf ? g->start_ns[u] : x->tf;
+			x->tl = te > x->tl ? te : x->tl;
+			x->sf = s->start_ns[u] < x->sf ? s->start_ns[u] : x->sf;
+			x->sl = s->end_ns[u] > x->sl ? s->end_ns[u] : x->sl;
+		}
+	}
+}
+
+/* The GPU side of step i: to the next step's first GPU task (nx, of the
+ * same rank, or -1), else to the step's own last; 0 without GPU work. */
+static void gpu_side(const struct step_gpu *sg, long i, long nx, int64_t *traced,
+		     int64_t *simulated)
+{
+	const struct step_gpu *a = &sg[i];
+	*traced = *simulated = 0;
+	if (a->tf == INT64_MAX)
+		return;
+	if (nx >= 0 && sg[nx].tf != INT64_MAX && sg[nx].tf >= a->tf && sg[nx].sf >= a->sf) {
+		*traced = sg[nx].tf - a->tf;
+		*simulated = sg[nx].sf - a->sf;
+	} else {
+		*traced = a->tl - a->tf;
+		*simulated = a->sl - a->sf;
+	}
+}
+
 long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 {
 	const struct graph *g = s->g;
 	struct metrics_iter *v = calloc(g->n_iters + g->n_ranks + 1, sizeof(*v));
+	struct step_gpu *sg = malloc((g->n_iters + 1) * sizeof(*sg));
+	long *next = malloc((g->n_iters + 1) * sizeof(*next));
+	long *seen = malloc((g->n_ranks + 1) * sizeof(*seen));
 	struct edge_pt *pts = NULL;
 	size_t cap = 0;
 	long n = 0;
 
-	if (!v)
-		return -1;
+	if (!v || !sg || !next || !seen)
+		goto oom;
+	step_gpu_spans(s, sg);
+	/* Each step's next step of the same rank (steps are in trace order). */
+	for (uint32_t r = 0; r < g->n_ranks; r++)
+		seen[r] = -1;
+	for (long i = (long)g->n_iters - 1; i >= 0; i--) {
+		next[i] = seen[g->iters[i].rank];
+		seen[g->iters[i].rank] = i;
+	}
 	for (uint32_t r = 0; r < g->n_ranks; r++) {
 		int any = 0;
 		for (uint32_t i = 0; i < g->n_iters; i++) {
@@ -99,8 +156,17 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 			it = &v[n++];
 			it->rank = r;
 			it->step = gi->step;
-			it->measured_ns = gi->dur_ns;
+			it->host_ns = gi->dur_ns;
+			it->pred_host_ns = b - a;
+			it->sim_host_start_ns = a;
+			gpu_side(sg, i, next[i], &it->gpu_ns, &it->pred_gpu_ns);
+			it->measured_ns = it->host_ns > it->gpu_ns ? it->host_ns : it->gpu_ns;
 			it->predicted_ns = b - a;
+			if (it->pred_gpu_ns > it->predicted_ns) { /* the GPU side decides */
+				a = sg[i].sf;
+				b = a + it->pred_gpu_ns;
+				it->predicted_ns = it->pred_gpu_ns;
+			}
 			it->sim_start_ns = a;
 			if (breakdown(s, r, a, b, it, &pts, &cap))
 				goto oom;
@@ -124,8 +190,8 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 				continue;
 			v[n].rank = r;
 			v[n].step = -1;
-			v[n].measured_ns = tb - ta;
-			v[n].predicted_ns = sb - sa;
+			v[n].measured_ns = v[n].gpu_ns = tb - ta;
+			v[n].predicted_ns = v[n].pred_gpu_ns = sb - sa;
 			v[n].sim_start_ns = sa;
 			if (breakdown(s, r, sa, sb, &v[n], &pts, &cap))
 				goto oom;
@@ -133,10 +199,16 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 		}
 	}
 	free(pts);
+	free(sg);
+	free(next);
+	free(seen);
 	*out = v;
 	return n;
 oom:
 	free(pts);
+	free(sg);
+	free(next);
+	free(seen);
 	free(v);
 	return -1;
 }

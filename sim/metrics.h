@@ -16,12 +16,23 @@
 
 #include "sim.h"
 
+/*
+ * A step's time is the longer of its two sides: the host span (the
+ * ProfilerStep#N range) and the GPU side, from the first GPU task launched
+ * in the step to the first launched in the rank's next step (for its last
+ * step, to the end of the last GPU task it launched).  A host that runs
+ * ahead of a busy GPU ends its ranges early; the GPU side is then the
+ * step's time.  The same definition holds for measured and predicted.
+ */
 struct metrics_iter {
 	uint32_t rank;         /* index into graph.ranks */
 	int64_t step;          /* ProfilerStep#N; -1: the GPU-active span */
-	int64_t measured_ns;   /* the step's host span (or the traced GPU span) */
-	int64_t predicted_ns;  /* the same span in the simulation */
+	int64_t measured_ns;   /* the longer side, traced (or the GPU span) */
+	int64_t predicted_ns;  /* the same in the simulation */
+	int64_t host_ns, gpu_ns;           /* traced host span, GPU side */
+	int64_t pred_host_ns, pred_gpu_ns; /* the same, simulated */
 	int64_t sim_start_ns;  /* the window in simulated time */
+	int64_t sim_host_start_ns; /* the host span's start, simulated */
 	int64_t exposed_compute_ns, exposed_comm_ns, overlap_ns, idle_ns;
 };
 

@@ -8,6 +8,15 @@
  * gpu_memcpy, gpu_memset, ProfilerStep#N annotations with the simulated
  * iteration spans), so `prism ingest` reads a timeline back: a blocking
  * call is one cuda_runtime event spanning its call and its wait.
+ *
+ * For Perfetto: one process_name record per process; every slice nested
+ * in its parent (CPU work and prism:: ranges are cut where a step begins
+ * or ends inside them); an arrow (an "ac2g" flow, as Kineto writes them)
+ * from each launching call to the GPU task it launched; the critical path
+ * (metrics.h) as a "critical path" process of its own, one slice per task
+ * from where the one before it ended, and "critical_path":1 in the args of
+ * those tasks' own slices.  prism ingest passes the path's slices and the
+ * arrows by.
  */
 #ifndef PRISM_TIMELINE_H
 #define PRISM_TIMELINE_H
