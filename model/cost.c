@@ -228,8 +228,8 @@ int cost_dtype(const struct graph *g, uint32_t u)
 }
 
 /* 2 B M N K of a GEMM op from its input shapes, or 0; *elems gets the
- * elements of A, B and C. */
-static double gemm_flops(const char *op, const struct shapes *sh, double *elems)
+ * elements of A, B and C, dims (if not NULL) B, M, N and K. */
+static double gemm_flops(const char *op, const struct shapes *sh, double *elems, double *dims)
 {
 	int a = 0, b = 1;
 	double batch = 1, M, K, N;
@@ -251,6 +251,12 @@ static double gemm_flops(const char *op, const struct shapes *sh, double *elems)
 		if (sh->rank[b] != 2 || sh->dim[b][1] != K)
 			return 0;
 		*elems = M * K + N * K + M * N;
+		if (dims) {
+			dims[0] = 1;
+			dims[1] = M;
+			dims[2] = N;
+			dims[3] = K;
+		}
 		return 2 * M * N * K;
 	}
 	/* [..., M, K] x [..., K, N]: leading dims of the first are the batch. */
@@ -261,6 +267,12 @@ static double gemm_flops(const char *op, const struct shapes *sh, double *elems)
 		return 0;
 	N = sh->dim[b][sh->rank[b] - 1];
 	*elems = numel(sh, a) + numel(sh, b) + batch * M * N;
+	if (dims) {
+		dims[0] = batch;
+		dims[1] = M;
+		dims[2] = N;
+		dims[3] = K;
+	}
 	return 2 * batch * M * N * K;
 }
 
@@ -285,9 +297,20 @@ int cost_work(const struct graph *g, uint32_t u, double *flops, double *bytes)
 	cls = cost_classify_node(g, u);
 	if (cls == KC_GEMM) {
 		double elems = 0;
-		*flops = gemm_flops(strtab_get(&g->st, g->op[u]), &sh, &elems);
+		*flops = gemm_flops(strtab_get(&g->st, g->op[u]), &sh, &elems, NULL);
 		if (*flops > 0) /* a GEMM reads A and B and writes C */
 			*bytes = elems * es;
 	}
 	return *bytes > 0;
+}
+
+int cost_gemm_dims(const struct graph *g, uint32_t u, double dims[4])
+{
+	struct shapes sh;
+	double elems = 0;
+
+	if (g->kind[u] != GN_KERNEL || !g->op_dims[u] || cost_classify_node(g, u) != KC_GEMM ||
+	    !parse_shapes(strtab_get(&g->st, g->op_dims[u]), &sh))
+		return 0;
+	return gemm_flops(strtab_get(&g->st, g->op[u]), &sh, &elems, dims) > 0;
 }

@@ -12,6 +12,7 @@
 #include "edit.h"
 #include "hw.h"
 #include "kdb.h"
+#include "kdbstore.h"
 #include "kineto.h"
 #include "llm.h"
 #include "predict.h"
@@ -188,7 +189,7 @@ int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err)
 	*out = kdb_new();
 	if (!*out)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	if (kdb_load(*out, path, err)) {
+	if (kdbstore_load(*out, path, err)) {
 		kdb_free(*out);
 		*out = NULL;
 		return err->code;
@@ -215,7 +216,14 @@ const char cli_layout_help[] =
 	"      --recompute R            none, selective or full\n"
 	"      --sp                     sequence parallelism (with --tp)\n"
 	"      --zero N                 ZeRO stage 0..3 over the data-parallel group\n"
-	"      --dtype T                GEMM precision: fp32, tf32, bf16, fp16, fp8\n"
+	"      --dtype T                precision of the linear layers' GEMMs: fp32,\n"
+	"                               tf32, bf16, fp16, fp8, fp4.  fp8 (fp4) as\n"
+	"                               Transformer Engine runs it: attention, softmax,\n"
+	"                               norms, logits and optimizer stay bf16/fp32;\n"
+	"                               cast-transpose kernels, amax/scale updates and\n"
+	"                               fp8 weight copies are added.  fp16 adds the\n"
+	"                               loss-scaling unscale pass\n"
+	"      --fp8-attention          the attention core in fp8 too (cuDNN/FA3 fp8)\n"
 	"      --no-flash               attention without flash attention: scores\n"
 	"                               materialised, softmax and dropout passes\n"
 	"model shape (defaults: the model's):\n"
@@ -259,6 +267,7 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_STEPS: rc = cli_count(arg, "steps", 1, SYNTH_MAX_STEPS, &in->steps, err); break;
 	case CLI_OPT_SP: in->lay.sp = 1; break;
 	case CLI_OPT_NOFLASH: in->lay.flash = 0; break;
+	case CLI_OPT_FP8ATTN: in->fp8_attention = 1; break;
 	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */
 		rc = cli_count(arg, "gbs", 1, 1 << 24, &in->lay.microbatches, err);
 		break;
@@ -275,7 +284,8 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_DTYPE:
 		if ((in->dtype = hw_dtype_parse(arg)) < 0)
 			rc = prism_err_set(err, PRISM_EARG,
-					   "--dtype '%s': expected fp32, tf32, bf16, fp16 or fp8", arg);
+					   "--dtype '%s': expected fp32, tf32, bf16, fp16, fp8 or fp4",
+					   arg);
 		break;
 	default: return 0;
 	}
@@ -311,6 +321,7 @@ int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in
 	A(CLI_OPT_SEQ, m.seq);
 	A(CLI_OPT_STEPS, steps);
 	A(CLI_OPT_NOFLASH, lay.flash);
+	A(CLI_OPT_FP8ATTN, fp8_attention);
 #undef A
 	if (given & CLI_SET(CLI_OPT_GBS)) {
 		long per = (long)dst->lay.mbs * dst->lay.dp, gbs = src->lay.microbatches;

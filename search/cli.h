@@ -18,6 +18,7 @@
 int cmd_ingest(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_kernels(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
 int cmd_search(int argc, char **argv);
@@ -110,6 +111,7 @@ enum {
 	CLI_OPT_TP = 1000, CLI_OPT_PP, CLI_OPT_DP, CLI_OPT_VP, CLI_OPT_MBS, CLI_OPT_MICRO,
 	CLI_OPT_SCHED, CLI_OPT_RECOMP, CLI_OPT_SP, CLI_OPT_ZERO, CLI_OPT_DTYPE, CLI_OPT_LAYERS,
 	CLI_OPT_HIDDEN, CLI_OPT_HEADS, CLI_OPT_FFN, CLI_OPT_SEQ, CLI_OPT_STEPS, CLI_OPT_NOFLASH, CLI_OPT_GBS,
+	CLI_OPT_FP8ATTN,
 	CLI_OPT_NOPT
 };
 #define CLI_SET(opt) (1u << ((opt) - CLI_OPT_TP))
@@ -132,7 +134,8 @@ enum {
 	{"seq", required_argument, NULL, CLI_OPT_SEQ},                 \
 	{"steps", required_argument, NULL, CLI_OPT_STEPS},             \
 	{"no-flash", no_argument, NULL, CLI_OPT_NOFLASH},              \
-	{"gbs", required_argument, NULL, CLI_OPT_GBS}
+	{"gbs", required_argument, NULL, CLI_OPT_GBS},                 \
+	{"fp8-attention", no_argument, NULL, CLI_OPT_FP8ATTN}
 
 /* The help text of those options. */
 extern const char cli_layout_help[];

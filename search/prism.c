@@ -20,6 +20,8 @@ static const char usage[] =
 	"                               critical path, --timeline for Perfetto\n"
 	"  calibrate TRACE...|GRAPH     fit each kernel class's efficiency on the\n"
 	"                               trace's own kernels; leave-one-out errors\n"
+	"  kernels CSV...|DIR           the kernel model against measured kernel\n"
+	"                               times; --fit its parameters on them\n"
 	"  synth MODEL --hw HW [-o T]   a run's graph from its shape and layout;\n"
 	"                               predict it; write it as Kineto traces\n"
 	"  whatif BASE [--dp N ...]     one candidate layout against a base run\n"
@@ -65,6 +67,8 @@ int main(int argc, char **argv)
 		return cmd_replay(argc - 1, argv + 1);
 	if (strcmp(argv[1], "calibrate") == 0)
 		return cmd_calibrate(argc - 1, argv + 1);
+	if (strcmp(argv[1], "kernels") == 0)
+		return cmd_kernels(argc - 1, argv + 1);
 	if (strcmp(argv[1], "synth") == 0)
 		return cmd_synth(argc - 1, argv + 1);
 	if (strcmp(argv[1], "whatif") == 0)

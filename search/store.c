@@ -25,14 +25,20 @@ static const char schema[] =
 	" analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
 	" gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
 	" exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
+	" dtype TEXT, fp8_attention INTEGER, flash INTEGER,"
 	" PRIMARY KEY(sweep, key));";
 
 /* Version 1 had no bound_s, and no base fingerprint; version 2 no tokens
- * to train and no price. */
+ * to train and no price; version 3 no dtype, fp8_attention, flash. */
 static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;"
 				"ALTER TABLE sweep ADD COLUMN base TEXT;";
 static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN tokens REAL;"
 				"ALTER TABLE sweep ADD COLUMN price_per_gpu_hour REAL;";
+/* Version 3 had no precision and attention knobs (its candidates ran bf16
+ * GEMMs with flash attention; their rows keep NULL). */
+static const char migrate_3[] = "ALTER TABLE candidate ADD COLUMN dtype TEXT;"
+				"ALTER TABLE candidate ADD COLUMN fp8_attention INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN flash INTEGER;";
 
 static int fail(sqlite3 *db, const char *what, struct prism_err *err)
 {
@@ -155,6 +161,7 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	}
 	if ((ver == 1 && sqlite3_exec(*db, migrate_1, NULL, NULL, NULL) != SQLITE_OK) ||
 	    ((ver == 1 || ver == 2) && sqlite3_exec(*db, migrate_2, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 3 && sqlite3_exec(*db, migrate_3, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
 		    SQLITE_OK ||
@@ -283,8 +290,9 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 			       " microbatches, schedule, recompute, zero, sp, layers, hidden, status,"
 			       " reason, analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours,"
 			       " mem_gb, fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s,"
-			       " bound_s) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
-			       "?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30)",
+			       " bound_s, dtype, fp8_attention, flash) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,"
+			       "?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,"
+			       "?26,?27,?28,?29,?30,?31,?32,?33)",
 			       -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
@@ -311,6 +319,9 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		sqlite3_bind_int(st, 14, k->in.m.layers);
 		sqlite3_bind_int(st, 15, k->in.m.hidden);
 		sqlite3_bind_text(st, 16, cand_status_name(k->status), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 31, hw_dtype_name(k->in.dtype), -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 32, k->in.fp8_attention);
+		sqlite3_bind_int(st, 33, l->flash);
 		if (k->reason[0])
 			sqlite3_bind_text(st, 17, k->reason, -1, SQLITE_STATIC);
 		if (k->analytic_s > 0)

@@ -275,8 +275,10 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 					  "hw",		  "gpus",	   "gpu_budget",
 					  "global_batch", "screen_margin", "kernel_db",
 					  "space",	  "tokens",	   "price_per_gpu_hour"};
-	static const char *const knobs[] = {"tp", "pp", "mbs", "schedule", "vp", "recompute",
-					    "zero", "sp", "layers", "hidden"};
+	static const char *const knobs[] = {"tp",	  "pp",	    "mbs",    "schedule",
+					    "vp",	  "recompute", "zero",   "sp",
+					    "layers",	  "hidden",    "dtype",  "fp8_attention",
+					    "flash"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -288,7 +290,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		return rc;
 	space = config_lookup(&cf, "space");
 	if ((rc = known(path, config_root_setting(&cf), top, 12, "", err)) ||
-	    (rc = known(path, space, knobs, 10, "space.", err)))
+	    (rc = known(path, space, knobs, 13, "space.", err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) ||
 	    (rc = base_files(path, &cf, s, err)) ||
@@ -349,7 +351,11 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = knob(path, space, "zero", 0, 0, 3, NULL, &s->zero, err)) ||
 	    (rc = knob(path, space, "sp", 0, 0, 1, NULL, &s->sp, err)) ||
 	    (rc = knob(path, space, "layers", 0, 1, LLM_MAX_LAYERS, NULL, &s->layers, err)) ||
-	    (rc = knob(path, space, "hidden", 0, 1, LLM_MAX_HIDDEN, NULL, &s->hidden, err)))
+	    (rc = knob(path, space, "hidden", 0, 1, LLM_MAX_HIDDEN, NULL, &s->hidden, err)) ||
+	    /* absent: the base's (-1) */
+	    (rc = knob(path, space, "dtype", -1, 0, 0, hw_dtype_parse, &s->dtype, err)) ||
+	    (rc = knob(path, space, "fp8_attention", -1, 0, 1, NULL, &s->fp8_attention, err)) ||
+	    (rc = knob(path, space, "flash", -1, 0, 1, NULL, &s->flash, err)))
 		goto out;
 	config_destroy(&cf);
 	/* The base and the hardware named in it. */
@@ -390,6 +396,14 @@ static void make_key(struct cand *c)
 		 c->gpus, l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches,
 		 synth_schedule_name(l->schedule), mem_recompute_name(l->recompute), l->zero, l->sp,
 		 c->in.m.layers, c->in.m.hidden);
+	/* The precision and attention knobs only where they differ from what
+	 * every candidate ran before they were knobs (bf16, flash): keys of
+	 * stored sweeps stay valid. */
+	if (c->in.dtype != HW_BF16 || c->in.fp8_attention || !l->flash) {
+		size_t n = strlen(c->key);
+		snprintf(c->key + n, sizeof(c->key) - n, ";dtype=%s;fp8attn=%d;flash=%d",
+			 hw_dtype_name(c->in.dtype), c->in.fp8_attention, l->flash);
+	}
 }
 
 /* Verdicts before simulation: the layout rules, then memory, then the
@@ -407,7 +421,11 @@ static void judge(const struct sweep *s, struct cand *c)
 		snprintf(c->reason, sizeof(c->reason), "%.159s", err.msg);
 		return;
 	}
-	mem_estimate(&c->in.m, &c->in.lay, &s->hw, &me);
+	{
+		struct synth_in x = c->in;
+		x.hw = &s->hw;
+		synth_mem(&x, &me);
+	}
 	if (!me.fits) {
 		c->status = CS_OOM;
 		snprintf(c->reason, sizeof(c->reason), "needs %.1f GB of %.1f GB usable",
@@ -434,7 +452,10 @@ long sweep_enumerate(const struct sweep *s, struct cand **out)
 	for (int iz = 0; iz < s->zero.n; iz++)
 	for (int iq = 0; iq < s->sp.n; iq++)
 	for (int il = 0; il < s->layers.n; il++)
-	for (int ih = 0; ih < s->hidden.n; ih++) {
+	for (int ih = 0; ih < s->hidden.n; ih++)
+	for (int idt = 0; idt < s->dtype.n; idt++)
+	for (int ifa = 0; ifa < s->fp8_attention.n; ifa++)
+	for (int ifl = 0; ifl < s->flash.n; ifl++) {
 		/* The ranges of sweep_load keep every product below in 64 bits,
 		 * and the quotients stored in ints below their limits. */
 		int gpus = s->gpus.v[ig], tp = s->tp.v[it], pp = s->pp.v[ip], mbs = s->mbs.v[ib];
@@ -462,6 +483,12 @@ long sweep_enumerate(const struct sweep *s, struct cand **out)
 		c.in.lay.recompute = s->recompute.v[ir];
 		c.in.lay.zero = s->zero.v[iz];
 		c.in.lay.sp = s->sp.v[iq] && tp > 1;
+		if (s->dtype.v[idt] >= 0)
+			c.in.dtype = s->dtype.v[idt];
+		if (s->fp8_attention.v[ifa] >= 0)
+			c.in.fp8_attention = s->fp8_attention.v[ifa];
+		if (s->flash.v[ifl] >= 0)
+			c.in.lay.flash = s->flash.v[ifl];
 		if (s->sp.v[iq] && tp == 1 && s->sp.n > 1)
 			continue; /* sp without tp is the same candidate as no sp */
 		c.in.lay.microbatches = per > 0 ? (int)(s->global_batch / per) : 0;

@@ -6,8 +6,8 @@
  * graph) whose kernels calibrate the costs -- and the hardware, the GPU counts (a list, or a budget:
  * every power of two up to it), the global batch in sequences, and for
  * each knob a list: tp, pp, mbs, schedule, vp, recompute, zero, sp, layers,
- * hidden; optionally a kernel database (kernel_db, from prism calibrate
- * --db) for kernel times, and the tokens to train and the price of a
+ * hidden, dtype (the linear layers' GEMMs), fp8_attention, flash; optionally a kernel database
+ * (kernel_db, from prism calibrate --db) for kernel times, and the tokens to train and the price of a
  * GPU-hour (tokens, price_per_gpu_hour) for the report's days and cost.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
  * count from the global batch (global / (dp x mbs)).
  *
@@ -60,6 +60,7 @@ struct sweep {
 	double margin;            /* screen candidates beyond best x (1 + margin) */
 	int gpus_line;            /* of 'gpus' or 'gpu_budget' */
 	struct sweep_list gpus, tp, pp, mbs, schedule, vp, recompute, zero, sp, layers, hidden;
+	struct sweep_list dtype, fp8_attention, flash;
 	char *text;               /* the file's text, stored with the results */
 };
 
@@ -68,7 +69,7 @@ enum cand_status { CS_PENDING, CS_INVALID, CS_OOM, CS_SCREENED, CS_SIMULATED, CS
 struct cand {
 	struct synth_in in;
 	int gpus;
-	char key[160];
+	char key[224];
 	int status;
 	char reason[160];
 	double analytic_s;

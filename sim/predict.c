@@ -14,7 +14,7 @@ void predict_derive(const struct synth_in *in, double iter_s, struct predict_out
 			   ? llm_flops_iter(&in->m, out->global_batch, 0) / (iter_s * out->gpus * peak)
 			   : 0;
 	out->gpu_hours = out->gpus * iter_s / 3600.0;
-	mem_estimate(&in->m, &in->lay, in->hw, &out->mem);
+	synth_mem(in, &out->mem);
 }
 
 double predict_analytic(const struct synth_in *in)
@@ -28,6 +28,7 @@ double predict_analytic(const struct synth_in *in)
 	ai.m = in->m;
 	ai.hw = in->hw;
 	ai.dtype = in->dtype;
+	ai.fp8_attention = in->fp8_attention;
 	ai.global_batch = (double)in->lay.mbs * in->lay.microbatches * in->lay.dp;
 	ai.lay = in->lay;
 	ai.compute_eff = PREDICT_ANALYTIC_EFF;

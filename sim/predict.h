@@ -39,11 +39,12 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 		  struct synth_out *keep_so, struct prism_err *err);
 
 /*
- * The closed-form estimate of in's iteration (analytic.h) with GEMMs and
- * attention at PREDICT_ANALYTIC_EFF of peak, the screen of prism search:
- * the iteration time in seconds, or 0 where the layout has no estimate.
+ * The closed-form estimate of in's iteration (analytic.h) with the kernel
+ * model's times over PREDICT_ANALYTIC_EFF (as modelled: host costs and
+ * overlap are what it leaves out), the screen of prism search: the
+ * iteration time in seconds, or 0 where the layout has no estimate.
  */
-#define PREDICT_ANALYTIC_EFF 0.6
+#define PREDICT_ANALYTIC_EFF 1.0
 double predict_analytic(const struct synth_in *in);
 
 /* The derived figures from an iteration time (used by predict_synth and

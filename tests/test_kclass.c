@@ -11,6 +11,7 @@
 #include "comm.h"
 #include "cost.h"
 #include "kdb.h"
+#include "kdbstore.h"
 #include "testutil.h"
 
 static void test_real_names(void **state)
@@ -358,9 +359,9 @@ static void test_kdb(void **state)
 	assert_true(fd >= 0);
 	close(fd);
 	prism_err_clear(&err);
-	assert_int_equal(kdb_save(db, path, &err), 0);
+	assert_int_equal(kdbstore_save(db, path, &err), 0);
 	back = kdb_new();
-	assert_int_equal(kdb_load(back, path, &err), 0);
+	assert_int_equal(kdbstore_load(back, path, &err), 0);
 	check_lookups(back);
 	kdb_free(db);
 
@@ -393,7 +394,7 @@ static void test_kdb(void **state)
 			 SQLITE_OK);
 	sqlite3_close(h);
 	prism_err_clear(&err);
-	assert_int_equal(kdb_load(back, path, &err), PRISM_EFORMAT);
+	assert_int_equal(kdbstore_load(back, path, &err), PRISM_EFORMAT);
 	{
 		char want[256];
 		snprintf(want, sizeof(want), "%s: not a prism kernel database: no such table: kernel",
@@ -409,7 +410,7 @@ static void test_kdb(void **state)
 			 SQLITE_OK);
 	sqlite3_close(h);
 	prism_err_clear(&err);
-	assert_int_equal(kdb_load(back, path, &err), PRISM_EFORMAT);
+	assert_int_equal(kdbstore_load(back, path, &err), PRISM_EFORMAT);
 	{
 		char want[256];
 		snprintf(want, sizeof(want), "%s: row 2: class: unknown 'bogus'", path);
@@ -419,7 +420,7 @@ static void test_kdb(void **state)
 	unlink(path);
 	back = kdb_new();
 	prism_err_clear(&err);
-	assert_int_equal(kdb_load(back, path, &err), PRISM_EIO);
+	assert_int_equal(kdbstore_load(back, path, &err), PRISM_EIO);
 	kdb_free(back);
 }
 
