@@ -14,11 +14,11 @@ set".
              layer and submodule spans (CUDA events from hooks) against
              prism's kernel-level what-if;
   compiled   eager against torch.compile, measured and as prism sees them;
-  kernels    the kernel-efficiency model against the kernel sweep.
+  kernels    the kernel-efficiency model against the kernel sweep
+             (`prism kernels --flat` on kernels.csv).
 
 Usage: validate_gpu.py [PRISM] [DATA_DIR] [SECTION...]
 """
-import csv
 import glob
 import json
 import os
@@ -216,35 +216,12 @@ def compiled_table(prism, data, pts):
               f"{pct(p, c['step_ms_median']):+.1f}% |")
 
 
-def flat_model(row, hw):
-    """prism's kernel model as shipped before the shape-aware one: a GEMM
-    at 70 % of the dtype's peak, attention 50 % of the bf16 peak, a
-    memory-bound kernel 70 % of HBM bandwidth, plus 3 us a kernel
-    (model/synth.h, synth_defaults)."""
-    peak = {"bf16": hw["bf16"], "fp8": hw["fp8"]}
-    if row["class"] == "gemm":
-        return 3.0 + float(row["flop"]) / (0.7 * peak[row["dtype"]] * 1e12) * 1e6
-    if row["class"] == "attention":
-        return 3.0 + float(row["flop"]) / (0.5 * peak["bf16"] * 1e12) * 1e6
-    return 3.0 + float(row["bytes"]) / (0.7 * hw["hbm_GBps"] * 1e9) * 1e6
-
-
 def kernel_table(prism, data, pts):
-    rows = list(csv.DictReader(open(os.path.join(data, "kernels.csv"))))
-    # H100 SXM datasheet (configs/hw/h100-dgx.cfg).
-    hw = {"bf16": 989.4, "fp8": 1978.9, "hbm_GBps": 3350.0}
-    groups = {}
-    for r in rows:
-        if r["class"] == "attention" and r["backend"] != "default":
-            continue
-        key = (r["class"], r["dtype"] if r["class"] == "gemm" else
-               r["pass"] if r["class"] == "attention" else r["op"])
-        groups.setdefault(key, []).append(pct(flat_model(r, hw), float(r["time_us"])))
-    print("| class | rows | flat model: mean |error| | worst | median signed |")
-    print("|---|---|---|---|---|")
-    for (c, k), v in sorted(groups.items()):
-        print(f"| {c} {k} | {len(v)} | {mean_abs(v):.1f}% | {worst(v):+.1f}% | "
-              f"{statistics.median(v):+.1f}% |")
+    """prism's kernel model (and the flat one before it) on the sweep."""
+    out = subprocess.run([prism, "kernels", "--flat", "--markdown",
+                          os.path.join(data, "kernels.csv")], check=True,
+                         capture_output=True, text=True).stdout
+    print(out.strip())
 
 
 SECTIONS = {"replay": replay_table, "whatif": whatif_table, "grain": grain_table,
