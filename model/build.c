@@ -41,6 +41,7 @@ void build_opts_default(struct build_opts *o)
 	o->thread_gap_ns = 50000;
 	o->thread_tol_ns = 50000;
 	o->lag_cap_ns = 50000;
+	o->wake_tol_ns = 1000000;
 }
 
 struct pnode {
@@ -816,29 +817,81 @@ static uint32_t thread_source(const struct builder *b, const struct rank_ctx *rc
 	return best;
 }
 
+/* Where no thread finished anything just before s: a thread of the rank
+ * that was then inside a long CPU task begun at most wake_tol before s,
+ * having ended its previous task after p went idle (at idle_from), woke p
+ * (a forward thread in backward() wakes the autograd thread: the engine
+ * takes its time to start); its last task that ended by s, or NONE32. */
+static uint32_t thread_waker(const struct builder *b, const struct rank_ctx *rc,
+			     const struct graph_proc *p, int64_t idle_from, int64_t s)
+{
+	uint32_t best = NONE32;
+	for (size_t j = 0; j < rc->cpu_procs.n; j++) {
+		const struct graph_proc *q = &b->procs.v[rc->cpu_procs.v[j]];
+		uint32_t c;
+		const struct pnode *run;
+		if (q == p)
+			continue;
+		c = last_ending_by(b, q, s);
+		if (c == NONE32 || c + 1 >= q->first + q->n)
+			continue;
+		run = &b->nodes.v[c + 1];
+		/* p idled from before c ended: c's thread woke it, not p's
+		 * own work. */
+		if (run->kind != GN_CPU || run->start > s || node_end(b, c + 1) <= s ||
+		    run->start < s - b->o->wake_tol_ns || node_end(b, c) < idle_from)
+			continue;
+		if (best == NONE32 || node_end(b, c) > node_end(b, best))
+			best = c;
+	}
+	return best;
+}
+
+/* A woken task: v on thread p, woken by task c of another thread, which
+ * then ran the long CPU task c + 1 (thread_waker). */
+struct wake {
+	uint32_t v, c;
+	const struct graph_proc *p;
+};
+
 /* Cross-thread edges: a thread that starts late, or resumes after an idle
  * gap no CPU op of its own covers, starts when another thread of the rank
- * finished something just before. */
+ * finished something just before, or when another thread woke it
+ * (thread_waker: the task keeps its whole wake-up lag, NF_WAKE).  The
+ * waker's long task is then waiting for the woken thread (backward()
+ * returns when the autograd thread is done): it becomes an idle gap, and
+ * the waker's next task depends on the woken thread's last task that
+ * ended before it (a join, also NF_WAKE). */
 static int infer_threads(struct builder *b, struct rank_ctx *rc)
 {
 	int64_t rank_start = INT64_MAX;
+	VEC(struct wake) wakes = {0};
+	int rc_ = 0;
 
 	for (size_t i = 0; i < rc->cpu_procs.n; i++) {
 		const struct graph_proc *p = &b->procs.v[rc->cpu_procs.v[i]];
 		if (p->n && b->nodes.v[p->first].start < rank_start)
 			rank_start = b->nodes.v[p->first].start;
 	}
-	for (size_t i = 0; i < rc->cpu_procs.n; i++) {
+	for (size_t i = 0; i < rc->cpu_procs.n && !rc_; i++) {
 		const struct graph_proc *p = &b->procs.v[rc->cpu_procs.v[i]];
 		if (!p->n)
 			continue;
 		if (b->o->infer_threads &&
 		    b->nodes.v[p->first].start - rank_start >= b->o->thread_gap_ns) {
 			uint32_t src = thread_source(b, rc, p, b->nodes.v[p->first].start);
+			if (src == NONE32 &&
+			    (src = thread_waker(b, rc, p, INT64_MIN, b->nodes.v[p->first].start)) !=
+				    NONE32) {
+				struct wake w = {p->first, src, p};
+				b->nodes.v[p->first].flags |= NF_WAKE;
+				if (VEC_PUSH(wakes, w))
+					rc_ = PRISM_ENOMEM;
+			}
 			if (src != NONE32 && add_edge(b, src, p->first, GE_THREAD | GE_INFERRED))
-				return PRISM_ENOMEM;
+				rc_ = PRISM_ENOMEM;
 		}
-		for (uint32_t u = p->first; u + 1 < p->first + p->n; u++) {
+		for (uint32_t u = p->first; u + 1 < p->first + p->n && !rc_; u++) {
 			struct pnode *gap = &b->nodes.v[u];
 			uint32_t src;
 			if (!(gap->flags & NF_IDLE_GAP))
@@ -847,14 +900,38 @@ static int infer_threads(struct builder *b, struct rank_ctx *rc)
 			if (gap->dur < b->o->thread_gap_ns || !b->o->infer_threads)
 				continue;
 			src = thread_source(b, rc, p, b->nodes.v[u + 1].start);
+			if (src == NONE32 &&
+			    (src = thread_waker(b, rc, p, gap->start, b->nodes.v[u + 1].start)) !=
+				    NONE32) {
+				struct wake w = {u + 1, src, p};
+				b->nodes.v[u + 1].flags |= NF_WAKE;
+				if (VEC_PUSH(wakes, w))
+					rc_ = PRISM_ENOMEM;
+			}
 			if (src != NONE32) {
 				gap->flags |= NF_IDLE_GAP;
 				if (add_edge(b, src, u + 1, GE_THREAD | GE_INFERRED))
-					return PRISM_ENOMEM;
+					rc_ = PRISM_ENOMEM;
 			}
 		}
 	}
-	return 0;
+	/* Joins, once every thread's gaps are decided. */
+	for (size_t k = 0; k < wakes.n && !rc_; k++) {
+		const struct wake *w = &wakes.v[k];
+		uint32_t x = w->c + 1, j;
+		const struct graph_proc *q = &b->procs.v[b->nodes.v[x].proc];
+		if (x + 1 >= q->first + q->n || (b->nodes.v[x].flags & NF_IDLE_GAP))
+			continue;
+		j = last_ending_by(b, w->p, node_end(b, x));
+		if (j == NONE32 || j < w->v)
+			continue;
+		b->nodes.v[x].flags |= NF_IDLE_GAP;
+		b->nodes.v[x + 1].flags |= NF_WAKE;
+		if (add_edge(b, j, x + 1, GE_THREAD | GE_INFERRED))
+			rc_ = PRISM_ENOMEM;
+	}
+	VEC_FREE(wakes);
+	return rc_;
 }
 
 /* Split each blocking call's traced time into waiting and own cost. */
@@ -1412,6 +1489,17 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 		n->layer = r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, n->proc, n->start) : -1;
 		n->mb = r[A_MB].n ? arange_at(r[A_MB].v, r[A_MB].n, n->proc, n->start) : -1;
 		n->phase = (uint8_t)phase_at(ph, n->proc, n->start);
+		/* A thread without ranges of its own at that time (the autograd
+		 * thread, when the ranges are on the training loop's thread)
+		 * works for the step's thread: its phase and microbatch. */
+		if (n->iter >= 0 && b->iters.v[n->iter].proc != NONE32 &&
+		    b->iters.v[n->iter].proc != n->proc) {
+			uint32_t sp = b->iters.v[n->iter].proc;
+			if (n->phase == PH_NONE)
+				n->phase = (uint8_t)phase_at(ph, sp, n->start);
+			if (n->mb < 0 && r[A_MB].n)
+				n->mb = arange_at(r[A_MB].v, r[A_MB].n, sp, n->start);
+		}
 	}
 	for (uint32_t u = rc->node_base; !rc_ && u < b->nodes.n; u++) {
 		struct pnode *n = &b->nodes.v[u];
@@ -1794,6 +1882,11 @@ static int finish(struct builder *b, struct graph **out)
 			const struct pedge *e = &b->edges.v[k];
 			int64_t t = graph_edge_release(e->kind, b->nodes.v[e->src].start,
 						       node_end(b, e->src));
+			/* A woken task's lag runs from what woke it, not from the
+			 * idle gap before it (edits shorten that gap to nothing). */
+			if ((b->nodes.v[e->dst].flags & NF_WAKE) && GE_KIND(e->kind) == GE_ORDER &&
+			    (b->nodes.v[e->src].flags & NF_IDLE_GAP))
+				continue;
 			if (t > ready[e->dst])
 				ready[e->dst] = t;
 		}
@@ -1804,7 +1897,10 @@ static int finish(struct builder *b, struct graph **out)
 			    lag < 0)
 				lag = 0; /* a wait node starts where its waiting ended; an
 					  * anchored task at its traced start */
-			if (lag > b->o->lag_cap_ns && (b->nodes.v[u].flags & NF_GRAPH)) {
+			if (lag > b->o->lag_cap_ns && (b->nodes.v[u].flags & NF_WAKE)) {
+				/* Woken by another thread: the wake-up (the
+				 * autograd engine starting) is kept whole. */
+			} else if (lag > b->o->lag_cap_ns && (b->nodes.v[u].flags & NF_GRAPH)) {
 				/* A CUDA graph's task: what ran before it inside
 				 * the graph (host, event-wait or unreported kernel
 				 * nodes) is the graph's own work, kept whole. */
@@ -1817,6 +1913,12 @@ static int finish(struct builder *b, struct graph **out)
 			}
 			g->lag_ns[u] = lag;
 		}
+		/* The idle gap before a woken task is its wait, which the task's
+		 * lag from its waker now carries: the gap takes no time. */
+		for (size_t u = 1; u < b->nodes.n; u++)
+			if ((b->nodes.v[u].flags & NF_WAKE) && g->proc[u - 1] == g->proc[u] &&
+			    (b->nodes.v[u - 1].flags & NF_IDLE_GAP))
+				g->dur_ns[u - 1] = 0;
 		free(ready);
 	}
 	g->stats = b->stats;

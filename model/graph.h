@@ -95,6 +95,10 @@ enum graph_rt_class {
 			  * its traced start (what held it back is unseen) */
 #define NF_GRAPH 0x08    /* a CUDA graph's task (launched by cudaGraphLaunch):
 			  * its start lag is kept whole, not capped */
+#define NF_WAKE 0x10     /* a host task woken by another thread (inferred
+			  * thread edge from a task that ended before the
+			  * other thread entered a long CPU task): its lag,
+			  * from that task, is kept whole */
 
 enum graph_coll_kind {
 	GC_UNKNOWN, GC_ALL_REDUCE, GC_ALL_GATHER, GC_REDUCE_SCATTER, GC_BROADCAST,
