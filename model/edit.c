@@ -8,18 +8,78 @@
 #include <string.h>
 
 #include "comm.h"
+#include "infer.h"
 #include "synth.h"
 #include "vec.h"
 
-static double coll_time(const struct hw_profile *hw, int kind, double bytes, int n, double eff)
+static double coll_time(const struct hw_profile *hw, int kind, double bytes, int n, int tp,
+			double eff)
 {
 	struct comm_group g;
 	struct comm_est e;
+	int per = hw->gpus_per_node / (tp > 1 ? tp : 1);
 	g.n = n;
-	g.per_node = n < hw->gpus_per_node ? n : hw->gpus_per_node;
+	g.per_node = n < per ? n : per > 0 ? per : 1;
 	if (comm_time(hw, kind, bytes, g, eff, COMM_AUTO, &e))
 		return 0;
 	return e.time_s;
+}
+
+struct namedur {
+	uint32_t name;
+	int64_t dur;
+};
+
+static int cmp_namedur(const void *a, const void *b)
+{
+	const struct namedur *x = a, *y = b;
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	return (x->dur > y->dur) - (x->dur < y->dur);
+}
+
+static int is_async_launch(const struct graph *g, uint32_t u)
+{
+	return g->kind[u] == GN_RUNTIME && !(g->flags[u] & NF_BLOCKING) &&
+	       (g->rtclass[u] == RT_LAUNCH || g->rtclass[u] == RT_MEMSET ||
+		g->rtclass[u] == RT_MEMCPY);
+}
+
+/* Launch calls longer than their name's first quartile take it. */
+static int unblock(struct graph *g, struct edit_stats *st)
+{
+	struct namedur *v = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*v));
+	size_t n = 0;
+	if (!v)
+		return PRISM_ENOMEM;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (is_async_launch(g, u))
+			v[n++] = (struct namedur){g->name[u], g->dur_ns[u]};
+	qsort(v, n, sizeof(*v), cmp_namedur);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		size_t lo = 0, hi = n, a, b;
+		int64_t q;
+		if (!is_async_launch(g, u))
+			continue;
+		while (lo < hi) { /* the name's first entry */
+			size_t mid = lo + (hi - lo) / 2;
+			if (v[mid].name < g->name[u])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		a = lo;
+		for (b = a; b < n && v[b].name == g->name[u]; b++)
+			;
+		q = v[a + (b - a) / 4].dur;
+		if (g->dur_ns[u] > q) {
+			st->unblocked++;
+			st->unblocked_ns += g->dur_ns[u] - q;
+			g->dur_ns[u] = q;
+		}
+	}
+	free(v);
+	return 0;
 }
 
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st)
@@ -32,8 +92,17 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 		free(cls);
 		return PRISM_ENOMEM;
 	}
+	if (r->unblock && unblock(g, st)) {
+		free(cls);
+		return PRISM_ENOMEM;
+	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		double f = 1;
+		if (g->kind[u] == GN_CPU && r->opt_scale > 0 && r->opt_scale != 1 &&
+		    g->phase[u] == PH_OPTIMIZER && g->layer[u] < 0 && !(g->flags[u] & NF_IDLE_GAP)) {
+			g->dur_ns[u] = (int64_t)((double)g->dur_ns[u] * r->opt_scale + 0.5);
+			continue;
+		}
 		if (g->kind[u] < GN_KERNEL)
 			continue;
 		if (g->coll[u] != UINT32_MAX) {
@@ -48,11 +117,17 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 				n2 = r->dp_to;
 			if (n2 == n && r->to == r->from)
 				continue;
-			t0 = coll_time(r->from, c->kind, (double)c->bytes, n, eff);
-			t1 = coll_time(r->to, c->kind, (double)c->bytes, n2, eff);
+			t0 = coll_time(r->from, c->kind, (double)c->bytes, n, r->tp, eff);
+			t1 = coll_time(r->to, c->kind, (double)c->bytes, n2, r->tp, eff);
 			if (t0 > 0)
 				f = t1 / t0;
 			st->colls_scaled++;
+		} else if (r->opt_scale > 0 && r->opt_scale != 1 && g->phase[u] == PH_OPTIMIZER &&
+			   g->layer[u] < 0) {
+			f = r->opt_scale;
+			st->opt_scaled++;
+			if (r->to != r->from && g->kind[u] != GN_MEMCPY)
+				f *= r->from->hbm_Bps / r->to->hbm_Bps;
 		} else if (r->to != r->from && g->kind[u] != GN_MEMCPY) {
 			int dt = cost_dtype(g, u);
 			if (dt < 0)
@@ -62,12 +137,23 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 			else
 				f = r->from->hbm_Bps / r->to->hbm_Bps;
 			st->kernels_scaled++;
+			{
+				/* The fixed part stays; the work scales. */
+				double a = cls[u] < KC_NCLASSES ? r->overhead_s[cls[u]] * 1e9 : 0;
+				double d = (double)g->dur_ns[u];
+				if (a > 0 && a < d) {
+					g->dur_ns[u] = (int64_t)(a + (d - a) * f + 0.5);
+					continue;
+				}
+			}
 		}
 		g->dur_ns[u] = (int64_t)((double)g->dur_ns[u] * f + 0.5);
 	}
 	free(cls);
 	return 0;
 }
+
+static int launch_costs(const struct graph *g, double *op_s, double *launch_s);
 
 /* Per kernel name (string id in g): total time and count per step. */
 struct kstat {
@@ -104,6 +190,31 @@ static int name_stats(const struct graph *g, struct kstat **out)
 
 /* Median host cost of launches and of the CPU work right before them. */
 static int host_costs(const struct graph *g, double *op_s, double *launch_s)
+{
+	double ev;
+	return edit_host_costs(g, op_s, launch_s, &ev);
+}
+
+int edit_host_costs(const struct graph *g, double *op_s, double *launch_s, double *event_s)
+{
+	int64_t *e = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*e));
+	size_t ne = 0;
+	int rc;
+	if (!e)
+		return -1;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_RUNTIME &&
+		    (g->rtclass[u] == RT_EVENT_RECORD || g->rtclass[u] == RT_STREAM_WAIT))
+			e[ne++] = g->dur_ns[u];
+	if (ne)
+		qsort(e, ne, sizeof(*e), prism_cmp_i64);
+	*event_s = ne ? (double)e[ne / 2] * 1e-9 : -1;
+	free(e);
+	rc = launch_costs(g, op_s, launch_s);
+	return rc;
+}
+
+static int launch_costs(const struct graph *g, double *op_s, double *launch_s)
 {
 	int64_t *a = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*a));
 	int64_t *b = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*b));
@@ -218,6 +329,114 @@ out:
 	free(w);
 	free(c);
 	return rc;
+}
+
+/* ---- parameters from the optimizer's op shapes ---------------------------- */
+
+/* One shape "[a, b, ...]" at *p: its elements into *n, key into *key;
+ * advances *p past it.  0, or -1 if *p is not a shape. */
+static int shape_at(const char **p, double *n, uint32_t *key)
+{
+	const char *s = *p;
+	uint64_t h = 1469598103934665603u;
+	double prod = 1;
+	while (*s == ' ')
+		s++;
+	if (*s != '[')
+		return -1;
+	s++;
+	while (*s && *s != ']') {
+		char *end;
+		long long v;
+		while (*s == ' ' || *s == ',')
+			s++;
+		if (*s == ']')
+			break;
+		v = strtoll(s, &end, 10);
+		if (end == s || v < 0)
+			return -1;
+		prod *= (double)v;
+		h = (h ^ (uint64_t)v) * 1099511628211u;
+		s = end;
+	}
+	if (*s != ']')
+		return -1;
+	*p = s + 1;
+	*n = prod;
+	*key = (uint32_t)(h ^ (h >> 32));
+	return 0;
+}
+
+/* The first tensor list of a dims string "[[[..], [..]], ...]": its
+ * shapes' elements and keys (VEC-free: the caller sizes them by the
+ * string's length).  The count, or -1. */
+static long first_list(const char *d, double *n, uint32_t *key, long cap)
+{
+	long k = 0;
+	while (*d == ' ')
+		d++;
+	if (*d++ != '[')
+		return -1;
+	while (*d == ' ')
+		d++;
+	if (*d++ != '[')
+		return -1;
+	for (;;) {
+		while (*d == ' ' || *d == ',')
+			d++;
+		if (*d == ']')
+			return k;
+		if (k == cap || shape_at(&d, &n[k], &key[k]))
+			return -1;
+		k++;
+	}
+}
+
+int edit_params(const struct graph *g, int layers, double *total, double *per_layer)
+{
+	uint32_t best = STRTAB_NONE;
+	size_t best_len = 0;
+
+	*total = *per_layer = 0;
+	/* The longest list among the optimizer phase's op shapes. */
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		const char *op, *d;
+		size_t len;
+		if (g->phase[u] != PH_OPTIMIZER || g->kind[u] < GN_KERNEL || !g->op_dims[u])
+			continue;
+		op = strtab_get(&g->st, g->op[u]);
+		if (!strstr(op, "_fused_") && !strstr(op, "_foreach_") && !strstr(op, "adam"))
+			continue;
+		d = strtab_get(&g->st, g->op_dims[u]);
+		len = strlen(d);
+		if (strncmp(d, "[[[", 3) == 0 && len > best_len) {
+			best = g->op_dims[u];
+			best_len = len;
+		}
+	}
+	if (best == STRTAB_NONE)
+		return 0;
+	{
+		long cap = (long)best_len / 3 + 1, n;
+		double *el = malloc((size_t)cap * sizeof(*el));
+		uint32_t *key = malloc((size_t)cap * sizeof(*key));
+		struct infer_repeat rep;
+		if (!el || !key) {
+			free(el);
+			free(key);
+			return PRISM_ENOMEM;
+		}
+		n = first_list(strtab_get(&g->st, best), el, key, cap);
+		for (long i = 0; i < n; i++)
+			*total += el[i];
+		if (n > 0 && layers > 0 && infer_repeat(key, NULL, (size_t)n, &rep) == 0 &&
+		    rep.count == (size_t)layers)
+			for (size_t i = rep.first; i < rep.first + rep.period; i++)
+				*per_layer += el[i];
+		free(el);
+		free(key);
+	}
+	return 0;
 }
 
 /* ---- layers x k on a traced graph ---------------------------------------- */

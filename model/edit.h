@@ -35,10 +35,26 @@ struct edit_retime {
 	const struct hw_profile *from, *to; /* the base's and the candidate's GPU */
 	int dp_from, dp_to;                 /* data-parallel degree, 0: unchanged */
 	double comm_eff;                    /* bus efficiency for the comm model */
+	double opt_scale; /* > 0: optimizer-phase GPU work outside the layers
+			   * (a fused optimizer over all parameters, zero_grad)
+			   * and its host CPU work take this times as long: the
+			   * candidate's parameters over the base's */
+	int tp;           /* tensor-parallel ranks sharing a node with each DP
+			   * rank (0: 1): a DP group has gpus_per_node / tp
+			   * members per node */
+	/* Per class, the fixed part of a kernel's time (the fitted overhead
+	 * times its scale; 0: none): on another GPU only the rest scales. */
+	double overhead_s[KC_NCLASSES];
+	int unblock;      /* asynchronous launch calls longer than their name's
+			   * first quartile waited for the launch queue (a
+			   * GPU far behind): they take that quartile */
 };
 
 struct edit_stats {
 	uint64_t kernels_scaled, colls_scaled, colls_unsized;
+	uint64_t opt_scaled; /* optimizer tasks scaled by opt_scale */
+	uint64_t unblocked;  /* launch calls given their quartile */
+	int64_t unblocked_ns; /* the waiting taken out */
 };
 
 /* Re-time g (a clone) in place.  0, or PRISM_ENOMEM. */
@@ -67,6 +83,22 @@ struct edit_layer_stats {
  */
 int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_layer_stats *st,
 		struct prism_err *err);
+
+/*
+ * The parameters of the traced model, from its optimizer's op shapes: the
+ * first tensor list of a fused or for-each optimizer op (aten::_fused_adamw_,
+ * aten::_foreach_*, ...; PyTorch records every parameter's shape there)
+ * launched in the optimizer phase.  *total: their elements; *per_layer:
+ * those of one block of the longest run of identical blocks of shapes
+ * (infer.h) that repeats `layers` times (the layers' parameters), else 0.
+ * 0 with *total 0 when the trace has no such op.
+ */
+int edit_params(const struct graph *g, int layers, double *total, double *per_layer);
+
+/* Host costs measured on g: median launch call, median CPU work before a
+ * launch, median event record / stream wait call (*event_s -1 if none).
+ * 0, or -1 when g launches nothing. */
+int edit_host_costs(const struct graph *g, double *op_s, double *launch_s, double *event_s);
 
 struct edit_fit {
 	struct calib_class cost[KC_NCLASSES]; /* fitted overhead and efficiency */
