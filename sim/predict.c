@@ -1,7 +1,16 @@
 /* predict.c - one candidate, end to end. */
 #include "predict.h"
 
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "comm.h"
+#include "edit.h"
+#include "metrics.h"
+#include "reshape.h"
+#include "sim.h"
 
 void predict_derive(const struct synth_in *in, double iter_s, struct predict_out *out)
 {
@@ -67,4 +76,466 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 		synth_out_free(&so);
 	graph_free(g);
 	return rc;
+}
+
+/* ---- one path from a base ------------------------------------------------ */
+
+static const char *const method_names[PM_NMETHODS] = {"synthesised", "replay", "graph edit",
+						      "rebuilt"};
+
+const char *predict_method_name(int m)
+{
+	return m >= 0 && m < PM_NMETHODS ? method_names[m] : "?";
+}
+
+/* Simulate g: its iteration time (metrics_step_time), and the mean over
+ * the same steps of the slowest rank's host and GPU sides. */
+static int replay_graph(const struct graph *g, struct predict_out *out, struct prism_err *err)
+{
+	struct sim *s = sim_new(g);
+	struct sim_opts o;
+	struct metrics_iter *its = NULL;
+	long n = 0;
+	int rc;
+
+	if (!s)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	sim_opts_default(&o);
+	rc = sim_run(s, &o, err);
+	if (rc == 0 && (n = metrics_iterations(s, &its)) < 0)
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if (rc == 0) {
+		int64_t maxstep = -1;
+		double host = 0, gpu = 0;
+		int cnt = 0, bound = n > 0;
+		out->iter_s = metrics_step_time(its, n);
+		for (long i = 0; i < n; i++)
+			if (its[i].step > maxstep)
+				maxstep = its[i].step;
+		/* The steps metrics_step_time averages over. */
+		for (int64_t st = maxstep > 0 ? 1 : maxstep; st <= maxstep; st++) {
+			int64_t h = -1, gs = -1;
+			for (long i = 0; i < n; i++) {
+				if (its[i].step != st)
+					continue;
+				h = its[i].pred_host_ns > h ? its[i].pred_host_ns : h;
+				gs = its[i].pred_gpu_ns > gs ? its[i].pred_gpu_ns : gs;
+				if (its[i].predicted_ns > 0 &&
+				    (double)its[i].idle_ns <=
+					    METRICS_HOST_BOUND_IDLE * (double)its[i].predicted_ns)
+					bound = 0;
+			}
+			if (h >= 0) {
+				host += (double)h * 1e-9;
+				gpu += (double)gs * 1e-9;
+				cnt++;
+			}
+		}
+		out->host_s = cnt ? host / cnt : 0;
+		out->gpu_s = cnt ? gpu / cnt : 0;
+		out->host_bound = bound;
+		out->tasks = g->n_nodes;
+	}
+	free(its);
+	sim_free(s);
+	return rc;
+}
+
+int predict_fit(const struct graph *g, const struct synth_in *base, struct synth_in *fitted,
+		struct prism_err *err)
+{
+	struct graph *model = NULL;
+	struct predict_out pm;
+	struct edit_fit fit;
+	int rc;
+
+	if ((rc = predict_synth(base, &pm, &model, NULL, err)))
+		return rc;
+	rc = edit_fit(g, model, base, &fit);
+	graph_free(model);
+	if (rc)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	for (int k = 0; k < KC_NCLASSES; k++) {
+		fitted->cost[k] = fit.cost[k];
+		fitted->scale[k] = fit.scale[k];
+	}
+	if (fit.host_fitted) {
+		fitted->cpu_op_s = fit.cpu_op_s;
+		fitted->launch_s = fit.launch_s;
+	}
+	return 0;
+}
+
+/* "params=N" in a run description (scripts/gpt_bench.py writes it: the
+ * model's own count, untied heads included), or 0. */
+static double meta_params(const struct graph *g)
+{
+	const char *m = g->meta ? strtab_get(&g->st, g->meta) : "", *p = strstr(m, ";params=");
+	return p ? strtod(p + 8, NULL) : 0;
+}
+
+int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
+		      const struct synth_in *in, const struct hw_profile *hw, int base_dp,
+		      struct prism_err *err)
+{
+	int rc;
+	double tot = 0, per = 0;
+
+	memset(b, 0, sizeof(*b));
+	b->kind = kind;
+	b->g = g;
+	b->hw = *hw;
+	if (kind == PB_MODEL) {
+		b->in = *in;
+		b->in.hw = &b->hw;
+		if ((rc = predict_synth(&b->in, &b->self, NULL, NULL, err)))
+			return rc;
+		b->self.method = PM_SYNTH;
+		snprintf(b->found, sizeof(b->found), "a model: %s", b->in.m.name);
+		return 0;
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		if (g->layer[u] + 1 > b->layers)
+			b->layers = g->layer[u] + 1;
+		if (g->mb[u] + 1 > b->microbatches)
+			b->microbatches = g->mb[u] + 1;
+	}
+	if (b->microbatches < 1)
+		b->microbatches = 1;
+	if (kind == PB_ANNOTATED) {
+		b->in = *in;
+		b->in.hw = &b->hw;
+		if ((rc = predict_fit(g, &b->in, &b->in, err)))
+			return rc;
+	} else {
+		synth_in_default(&b->in);
+		b->in.hw = &b->hw;
+		b->in.m.layers = b->layers;
+		b->in.lay.microbatches = b->microbatches;
+		b->in.lay.dp = base_dp > 0 ? base_dp
+			       : g->n_ranks && g->ranks[0].world_size > 0 ? (int)g->ranks[0].world_size
+									  : 1;
+		b->in.steps = 0;
+	}
+	for (uint32_t c = 0; c < g->n_colls; c++)
+		if (g->colls[c].group_size == b->in.lay.dp && b->in.lay.dp > 1 &&
+		    (g->colls[c].kind == GC_ALL_REDUCE || g->colls[c].kind == GC_REDUCE_SCATTER))
+			b->grad_group = b->in.lay.dp;
+	if (edit_params(g, b->layers, &tot, &per))
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if (kind == PB_ANNOTATED) {
+		/* Per rank: a stage's layers, a tensor-parallel share. */
+		double split = (double)b->in.lay.tp * b->in.lay.pp;
+		b->layer_params = llm_layer_params(&b->in.m) / b->in.lay.tp;
+		b->params = meta_params(g) > 0 ? meta_params(g) / split
+			    : tot > 0	       ? tot
+					       : llm_params(&b->in.m) / split;
+	} else {
+		b->params = tot;
+		b->layer_params = per;
+	}
+	if (edit_host_costs(g, &b->host_op_s, &b->host_launch_s, &b->host_event_s) ||
+	    b->host_op_s < 0) {
+		b->host_op_s = b->in.cpu_op_s;
+		b->host_launch_s = b->in.launch_s;
+	}
+	if (b->host_event_s < 0)
+		b->host_event_s = b->in.event_s;
+	if ((rc = replay_graph(g, &b->self, err)))
+		return rc;
+	b->self.method = PM_REPLAY;
+	if (kind == PB_ANNOTATED) {
+		struct predict_out r = b->self;
+		predict_derive(&b->in, r.iter_s, &b->self);
+		b->self.host_s = r.host_s;
+		b->self.gpu_s = r.gpu_s;
+		b->self.host_bound = r.host_bound;
+		b->self.tasks = r.tasks;
+		b->self.method = PM_REPLAY;
+	} else {
+		b->self.gpus = b->in.lay.dp;
+		b->self.gpu_hours = b->self.gpus * b->self.iter_s / 3600.0;
+	}
+	snprintf(b->self.how, sizeof(b->self.how), "the base's own replay");
+	{
+		char par[32] = "parameters unknown";
+		if (b->params > 0)
+			snprintf(par, sizeof(par), "%.3g parameters", b->params);
+		snprintf(b->found, sizeof(b->found),
+			 "%d layers, %d microbatch%s, dp %d (%s gradient collectives), %s",
+			 b->layers, b->microbatches, b->microbatches == 1 ? "" : "es", b->in.lay.dp,
+			 b->grad_group ? "with" : "no", par);
+	}
+	return 0;
+}
+
+/* The knobs of a configuration that a graph edit cannot change. */
+static int same_shape(const struct synth_in *a, const struct synth_in *b)
+{
+	return a->m.hidden == b->m.hidden && a->m.heads == b->m.heads && a->m.ffn == b->m.ffn &&
+	       a->m.seq == b->m.seq && a->m.vocab == b->m.vocab &&
+	       a->m.kv_heads == b->m.kv_heads && a->m.gated == b->m.gated &&
+	       a->lay.tp == b->lay.tp && a->lay.pp == b->lay.pp && a->lay.vp == b->lay.vp &&
+	       a->lay.mbs == b->lay.mbs && a->lay.recompute == b->lay.recompute &&
+	       a->lay.sp == b->lay.sp && a->lay.zero == b->lay.zero &&
+	       a->lay.flash == b->lay.flash && a->dtype == b->dtype &&
+	       a->lay.schedule == b->lay.schedule;
+}
+
+static int same_hw(const struct synth_in *a, const struct synth_in *b)
+{
+	return a->hw == b->hw || strcmp(a->hw->id, b->hw->id) == 0;
+}
+
+/* Why a graph edit cannot make cand from b, or "" when it can. */
+static void edit_blocker(const struct predict_base *b, const struct synth_in *c, char *why,
+			 size_t n)
+{
+	const struct synth_in *a = &b->in;
+	why[0] = '\0';
+	if (!same_shape(a, c)) {
+		snprintf(why, n,
+			 "%s: only layers, microbatches, dp and the hardware are edited as a graph",
+			 a->lay.tp != c->lay.tp	      ? "tensor parallelism"
+			 : a->lay.pp != c->lay.pp     ? "pipeline stages"
+			 : a->m.hidden != c->m.hidden ? "hidden size"
+						      : "the model's shape or layout");
+		return;
+	}
+	if (c->m.layers != a->m.layers) {
+		if (b->layers <= 0)
+			snprintf(why, n, "layers: no layers found in the trace (no prism::layer "
+					 "ranges, no repeated op blocks)");
+		else if (a->lay.pp > 1 && c->m.layers % a->m.layers)
+			snprintf(why, n, "layers: with %d stages only a multiple of %d", a->lay.pp,
+				 a->m.layers);
+	}
+	if (!why[0] && c->lay.microbatches != a->lay.microbatches && a->lay.pp > 1)
+		snprintf(why, n, "microbatches: the pipeline schedule is not edited as a graph");
+	if (!why[0] && c->lay.dp != a->lay.dp && !b->grad_group) {
+		if (a->lay.dp > 1)
+			snprintf(why, n,
+				 "dp: no gradient collectives of the %d-rank data-parallel group found "
+				 "(all-reduce or reduce-scatter with a size): nothing to re-time",
+				 a->lay.dp);
+		else if (c->lay.zero)
+			snprintf(why, n, "dp: ZeRO's collectives are not added to a graph");
+		else if (b->layer_params <= 0)
+			snprintf(why, n,
+				 "dp: the trace has no gradient collectives to re-time and no "
+				 "parameter sizes to add them (a run description, or a fused or "
+				 "for-each optimizer's shapes)");
+		else if (b->layers <= 0)
+			snprintf(why, n, "dp: no layers found to add gradient collectives after");
+	}
+}
+
+int predict_method(const struct predict_base *b, const struct synth_in *c, struct prism_err *err)
+{
+	char why[200];
+	if (b->kind == PB_MODEL)
+		return PM_SYNTH;
+	if (same_shape(&b->in, c) && same_hw(&b->in, c) && c->m.layers == b->in.m.layers &&
+	    c->lay.microbatches == b->in.lay.microbatches && c->lay.dp == b->in.lay.dp &&
+	    c->lay.schedule == b->in.lay.schedule)
+		return PM_REPLAY;
+	edit_blocker(b, c, why, sizeof(why));
+	if (!why[0])
+		return PM_EDIT;
+	if (b->kind == PB_ANNOTATED)
+		return PM_REBUILD;
+	prism_err_set(err, PRISM_EARG, "the trace has no run description (prism::model#): %s", why);
+	return -1;
+}
+
+/* Copies of n items making n2: k each when n2 = k n (more on the first
+ * ones otherwise); fewer: the first n2 - 1 and the last. */
+static void spread(int n, int n2, int32_t *copies)
+{
+	for (int i = 0; i < n; i++)
+		copies[i] = n2 >= n ? n2 / n + (i < n2 % n) : 0;
+	if (n2 < n) {
+		for (int i = 0; i < n2 - 1; i++)
+			copies[i] = 1;
+		copies[n2 > 1 ? n - 1 : 0] = 1;
+	}
+}
+
+/* The candidate as a graph edit of the base. */
+static int edit_eval(const struct predict_base *b, const struct synth_in *c,
+		     struct predict_out *out, struct graph **keep_g, struct prism_err *err)
+{
+	const struct synth_in *a = &b->in;
+	struct reshape_plan plan;
+	struct reshape_stats rs;
+	struct edit_retime r;
+	struct edit_stats es;
+	struct graph *cg = NULL;
+	int32_t *lc = NULL, *mc = NULL;
+	int structural = 0, rc = 0, add = 0;
+	double opt = 1;
+	size_t at = 0;
+
+	reshape_plan_init(&plan);
+	memset(&rs, 0, sizeof(rs));
+	if (c->m.layers != a->m.layers) {
+		int L = b->layers;
+		if (!(lc = malloc((size_t)L * sizeof(*lc))))
+			goto oom;
+		/* Labels count every stage's layers: each repeats alike. */
+		spread(L, (int)((int64_t)c->m.layers * L / a->m.layers), lc);
+		plan.layer_copies = lc;
+		plan.n_layers = L;
+		structural = 1;
+		if (b->params > 0 && b->layer_params > 0)
+			opt = (b->params + (double)(c->m.layers - a->m.layers) / a->lay.pp *
+						   b->layer_params) / b->params;
+	}
+	if (c->lay.microbatches != a->lay.microbatches) {
+		int M = a->lay.microbatches, M2 = c->lay.microbatches, pat;
+		if (!(mc = malloc((size_t)M * sizeof(*mc))))
+			goto oom;
+		/* New microbatches copy one that accumulates gradients (not the
+		 * first) and does not synchronise them (not the last); the
+		 * last keeps its collectives.  Fewer: the first and the last
+		 * stay (the last alone where it synchronises). */
+		pat = M >= 3 ? 1 : M == 2 && !b->grad_group ? 1 : 0;
+		for (int i = 0; i < M; i++)
+			mc[i] = 1;
+		if (M2 > M) {
+			mc[pat] += M2 - M;
+			if (pat == M - 1 && b->grad_group)
+				plan.strip_group = b->grad_group;
+		} else {
+			for (int i = 0; i < M; i++)
+				mc[i] = 0;
+			for (int i = 0; i < M2 - 1; i++)
+				mc[i] = 1;
+			mc[M2 > 1 || b->grad_group ? M - 1 : 0] = 1;
+		}
+		plan.mb_copies = mc;
+		plan.n_mbs = M;
+		structural = 1;
+	}
+	if (c->lay.dp != a->lay.dp && !b->grad_group && c->lay.dp > 1) {
+		struct comm_group grp;
+		struct comm_est ce;
+		int per = c->hw->gpus_per_node / (a->lay.tp > 0 ? a->lay.tp : 1);
+		grp.n = c->lay.dp;
+		grp.per_node = per < 1 ? 1 : per > c->lay.dp ? c->lay.dp : per;
+		plan.add_dp = 1;
+		plan.dp = c->lay.dp;
+		plan.dp_layer_bytes = b->layer_params * 2; /* bf16 gradients */
+		if (comm_time(c->hw, GC_ALL_REDUCE, plan.dp_layer_bytes, grp, a->comm_eff, COMM_AUTO,
+			      &ce) == 0)
+			plan.dp_coll_ns = (int64_t)(ce.time_s * 1e9 + 0.5);
+		plan.cpu_op_ns = (int64_t)(b->host_op_s * 1e9 + 0.5);
+		plan.launch_ns = (int64_t)(b->host_launch_s * 1e9 + 0.5);
+		plan.event_ns = (int64_t)(b->host_event_s * 1e9 + 0.5);
+		plan.gpu_lag_ns = (int64_t)(a->gpu_lag_s * 1e9 + 0.5);
+		structural = add = 1;
+	}
+	if (structural)
+		rc = reshape_apply(b->g, &plan, &cg, &rs, err);
+	else if (!(cg = graph_clone(b->g)))
+		goto oom;
+	if (rc)
+		goto out;
+	memset(&r, 0, sizeof(r));
+	r.from = a->hw;
+	r.to = c->hw;
+	r.dp_from = b->grad_group ? (int)b->grad_group : 0;
+	r.dp_to = b->grad_group ? c->lay.dp : 0;
+	r.comm_eff = a->comm_eff;
+	r.opt_scale = opt;
+	r.unblock = 1;
+	r.tp = a->lay.tp;
+	for (int k = 0; k < KC_NCLASSES; k++)
+		r.overhead_s[k] = a->cost[k].overhead_s > 0 ? a->cost[k].overhead_s * a->scale[k] : 0;
+	if (edit_retime(cg, &r, &es))
+		goto oom;
+	if ((rc = replay_graph(cg, out, err)))
+		goto out;
+	out->method = PM_EDIT;
+	if (b->kind == PB_ANNOTATED) {
+		struct predict_out s = *out;
+		predict_derive(c, s.iter_s, out);
+		out->host_s = s.host_s;
+		out->gpu_s = s.gpu_s;
+		out->host_bound = s.host_bound;
+		out->tasks = s.tasks;
+		out->method = PM_EDIT;
+	} else {
+		out->gpus = c->lay.dp * a->lay.tp * a->lay.pp;
+		out->gpu_hours = out->gpus * out->iter_s / 3600.0;
+	}
+	/* What was done, for people. */
+#define HOW(...)                                                                          \
+	do {                                                                              \
+		if (at < sizeof(out->how))                                                \
+			at += (size_t)snprintf(out->how + at, sizeof(out->how) - at, __VA_ARGS__); \
+	} while (0)
+	if (lc)
+		HOW("layers %d -> %d (%s); ", a->m.layers, c->m.layers,
+		    c->m.layers > a->m.layers ? "layer tasks repeated" : "layer tasks dropped");
+	if (opt != 1)
+		HOW("optimizer x%.2f by parameters; ", opt);
+	else if (lc)
+		HOW("optimizer kept (no parameter count); ");
+	if (mc)
+		HOW("microbatches %d -> %d (%s); ", a->lay.microbatches, c->lay.microbatches,
+		    c->lay.microbatches > a->lay.microbatches ? "repeated" : "dropped");
+	if (add)
+		HOW("dp %d -> %d: %" PRIu64 " gradient all-reduces added; ", a->lay.dp, c->lay.dp,
+		    rs.colls_added);
+	else if (c->lay.dp != a->lay.dp)
+		HOW("dp %d -> %d: %" PRIu64 " collectives re-timed; ", a->lay.dp, c->lay.dp,
+		    es.colls_scaled);
+	if (!same_hw(a, c))
+		HOW("%s -> %s: %" PRIu64 " kernels scaled; ", a->hw->id, c->hw->id, es.kernels_scaled);
+	HOW("%" PRIu64 " tasks added, %" PRIu64 " dropped", rs.nodes_added, rs.nodes_dropped);
+#undef HOW
+	if (keep_g) {
+		*keep_g = cg;
+		cg = NULL;
+	}
+	goto out;
+oom:
+	rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+out:
+	graph_free(cg);
+	free(lc);
+	free(mc);
+	return rc;
+}
+
+int predict_eval(const struct predict_base *b, const struct synth_in *cand,
+		 struct predict_out *out, struct graph **keep_g, struct synth_out *keep_so,
+		 struct prism_err *err)
+{
+	int m = predict_method(b, cand, err), rc;
+
+	memset(out, 0, sizeof(*out));
+	if (keep_g)
+		*keep_g = NULL;
+	if (m < 0)
+		return err->code;
+	switch (m) {
+	case PM_REPLAY:
+		*out = b->self;
+		if (keep_g && !(*keep_g = graph_clone(b->g)))
+			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		return 0;
+	case PM_EDIT:
+		return edit_eval(b, cand, out, keep_g, err);
+	default:
+		if ((rc = predict_synth(cand, out, keep_g, keep_so, err)))
+			return rc;
+		out->method = m;
+		snprintf(out->how, sizeof(out->how), "%s",
+			 m == PM_SYNTH ? "synthesised from the model"
+				       : "rebuilt from the base's layers (kernel times calibrated "
+					 "on them)");
+		return 0;
+	}
 }

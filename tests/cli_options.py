@@ -65,23 +65,29 @@ with tempfile.TemporaryDirectory() as d:
     check("kv_heads 4 must be divisible by tp 8" in r.stderr, r.stderr)
 
 # whatif on a trace without a run description (tests/data/layers_2024.json:
-# three layers inferred): --layers takes multiples, other edits are refused.
+# three layers inferred): layers repeated or dropped, other edits refused
+# with what is missing.
 src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 plain = os.path.join(src, "tests", "data", "layers_2024.json")
 w = json.loads(run("whatif", plain, "--layers", "9", "--json").stdout)
 check(w["layers_from"] == 3 and w["layers_to"] == 9, f"--layers 9: {w}")
-# The stream is saturated: 2.070 ms plus 2 x 18 kernels of 100 us.
+check(w["method"] == "graph edit", f"--layers 9: {w['method']}")
+# The stream is saturated: 2.070 ms plus 2 x 18 kernels of 100 us; one
+# layer more or less is 6 kernels (forward and backward).
 check(abs(w["iteration_s"] - 0.00567) < 1e-9, f"--layers 9: {w['iteration_s']}")
-r = run("whatif", plain, "--layers", "4", code=2)
-check(r.stderr == f"prism: {plain}: 3 layers found in the trace; without a run description "
-      "--layers must be a multiple of 3 (the found blocks are repeated)\n", r.stderr)
+w = json.loads(run("whatif", plain, "--layers", "4", "--json").stdout)
+check(abs(w["iteration_s"] - 0.00267) < 1e-9, f"--layers 4: {w['iteration_s']}")
+w = json.loads(run("whatif", plain, "--layers", "2", "--json").stdout)
+check(abs(w["iteration_s"] - 0.00147) < 1e-9, f"--layers 2: {w['iteration_s']}")
 r = run("whatif", plain, "--hidden", "4", code=2)
-check(r.stderr == f"prism: {plain}: no run description in the trace (prism::model#), so only "
-      "--dp, --layers and --hw edits apply (record with scripts/collect_trace.py for the "
-      "others)\n", r.stderr)
+check(r.stderr == f"prism: {plain}: the trace has no run description (prism::model#): hidden "
+      "size: only layers, microbatches, dp and the hardware are edited as a graph\n", r.stderr)
 r = run("whatif", plain, "--no-infer-layers", "--layers", "6", code=2)
-check(r.stderr == f"prism: {plain}: no layers found in the trace (no prism::layer ranges, no "
-      "repeated op sequence): --layers does not apply\n", r.stderr)
+check(r.stderr == f"prism: {plain}: the trace has no run description (prism::model#): layers: "
+      "no layers found in the trace (no prism::layer ranges, no repeated op blocks)\n",
+      r.stderr)
+r = run("whatif", plain, "--dp", "8", code=2)
+check("no parameter sizes" in r.stderr, r.stderr)
 print("layout options: --gbs, its errors, GQA and SwiGLU model files, whatif --layers on a "
       "plain trace")
 

@@ -143,7 +143,7 @@ def main():
                 strip_description(traces(ta, pa))
                 wa = b + ["--base-hw", "h100-dgx", "--base-dp", opt(a, "--dp", "1")]
             w = json.loads(run(["whatif"] + traces(ta, pa) + wa + ["--json"]))
-            if how == ["plain"] and w["method"] != "retimed":
+            if how == ["plain"] and w["method"] != "graph edit":
                 sys.exit(f"FAIL: {name}: method {w['method']}, not the repeated tasks")
             run(["synth"] + ab + TRUTH + bonly + ["-o", tb])
             rep = json.loads(run(["replay"] + traces(tb, pb) + ["--json"]))
@@ -160,7 +160,7 @@ def main():
             print(f"| {r[0]} | {r[1]:.3f} | {r[2]:.3f} | {r[3]:+.2f}% |")
     else:
         for r in rows:
-            print(f"{r[0]:<36} {r[1]:10.3f} {r[2]:10.3f} {r[3]:+7.2f}%")
+            print(f"{r[0]:<36} {r[1]:10.3f} {r[2]:10.3f} {r[3]:+7.2f}%  {r[4]}")
     print(f"{len(rows)} pairs, worst |error| {worst:.2f}%")
     if worst > 3.0:
         sys.exit("FAIL: a what-if prediction is more than 3% from the synthesised truth")
