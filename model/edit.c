@@ -45,8 +45,16 @@ static int is_async_launch(const struct graph *g, uint32_t u)
 		g->rtclass[u] == RT_MEMCPY);
 }
 
-/* Launch calls longer than their name's first quartile take it. */
-static int unblock(struct graph *g, struct edit_stats *st)
+double edit_gpu_work(const struct graph *g)
+{
+	double w = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] >= GN_KERNEL)
+			w += (double)g->dur_ns[u];
+	return w;
+}
+
+int edit_unblock(struct graph *g, double keep, struct edit_stats *st)
 {
 	struct namedur *v = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*v));
 	size_t n = 0;
@@ -72,10 +80,11 @@ static int unblock(struct graph *g, struct edit_stats *st)
 		for (b = a; b < n && v[b].name == g->name[u]; b++)
 			;
 		q = v[a + (b - a) / 4].dur;
-		if (g->dur_ns[u] > q) {
+		if (g->dur_ns[u] > q && keep < 1) {
+			int64_t d = q + (int64_t)((double)(g->dur_ns[u] - q) * (keep > 0 ? keep : 0) + 0.5);
 			st->unblocked++;
-			st->unblocked_ns += g->dur_ns[u] - q;
-			g->dur_ns[u] = q;
+			st->unblocked_ns += g->dur_ns[u] - d;
+			g->dur_ns[u] = d;
 		}
 	}
 	free(v);
@@ -89,10 +98,6 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 
 	memset(st, 0, sizeof(*st));
 	if (!cls || cost_classify_all(g, cls)) {
-		free(cls);
-		return PRISM_ENOMEM;
-	}
-	if (r->unblock && unblock(g, st)) {
 		free(cls);
 		return PRISM_ENOMEM;
 	}

@@ -45,9 +45,6 @@ struct edit_retime {
 	/* Per class, the fixed part of a kernel's time (the fitted overhead
 	 * times its scale; 0: none): on another GPU only the rest scales. */
 	double overhead_s[KC_NCLASSES];
-	int unblock;      /* asynchronous launch calls longer than their name's
-			   * first quartile waited for the launch queue (a
-			   * GPU far behind): they take that quartile */
 };
 
 struct edit_stats {
@@ -59,6 +56,18 @@ struct edit_stats {
 
 /* Re-time g (a clone) in place.  0, or PRISM_ENOMEM. */
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st);
+
+/*
+ * Launch back-pressure: an asynchronous launch call longer than its name's
+ * first quartile in g waited for the launch queue (a GPU far behind the
+ * host); of what it took beyond that quartile, keep (0..1) stays.  An
+ * edit that takes GPU work away takes the waiting with it (keep: the
+ * candidate's GPU work over the base's, at most 1).  0, or PRISM_ENOMEM.
+ */
+int edit_unblock(struct graph *g, double keep, struct edit_stats *st);
+
+/* Total duration of g's GPU tasks, in ns. */
+double edit_gpu_work(const struct graph *g);
 
 struct edit_layer_stats {
 	uint64_t segments;    /* runs of layer tasks repeated (per processor) */

@@ -52,6 +52,8 @@ struct rs {
 	int32_t *lay, *mbv;
 	uint8_t *ph;
 	uint32_t *mg, *lg; /* microbatch and layer group, or NONE32 */
+	uint32_t *late_m, *late_l; /* the group a task comes between the parts
+				    * of, without being its own work (bridges) */
 	uint32_t *x0, *sm, *sl;
 	int32_t *lfirst, *mfirst; /* new index of copy 0 of each base layer/mb */
 	uint32_t *in_off, *in_src; /* edges by target */
@@ -120,13 +122,19 @@ static int group_ids(struct rs *r)
 }
 
 /*
- * Bridges: tasks outside every group of one kind (mb: microbatch groups,
- * else layer groups) that lie on a path from a group back into it, through
- * other outside tasks, take the group's labels.  Edges never go back in
- * traced start order, so such a task started between the group's first
- * and last start: each group searches that window only.
+ * Tasks between the parts of a group: outside it, on a path from the group
+ * back into it.  Edges never go back in traced start order, so such a task
+ * started between the group's first and last start: each group searches
+ * that window only.  Of these (mb: microbatch groups, else layer groups),
+ * tasks of no group of the kind, in the group's step (for layers: its
+ * microbatch, outside every layer), are the group's own work (a
+ * collective on another stream between two parts of a layer): with
+ * relabel, bridges, they take its labels and repeat with it.  The others
+ * (another step's: a pipelined input copy that a late backward kernel
+ * waited for; another group's) come after the group's copies: late[w]
+ * names the group, and edges from w into it enter its last copy.
  */
-static int bridges(struct rs *r, int mb)
+static int bridges(struct rs *r, int mb, int relabel, uint32_t *late)
 {
 	const struct graph *g = r->g;
 	uint32_t *grp = mb ? r->mg : r->lg, ng = 0;
@@ -196,8 +204,9 @@ static int bridges(struct rs *r, int mb)
 					hi = mid;
 			}
 			for (uint32_t u = lo; u < pr->first + pr->n && g->start_ns[u] <= t1[k]; u++)
-				if (grp[u] == NONE32 && g->iter[u] == g->iter[ru] &&
-				    (mb || (r->mbv[u] == r->mbv[ru] && r->lay[u] < 0))) {
+				if (relabel ? grp[u] == NONE32 && g->iter[u] == g->iter[ru] &&
+						      (mb || (r->mbv[u] == r->mbv[ru] && r->lay[u] < 0))
+					    : grp[u] != k) {
 					stamp[u] = c1;
 					found = 1;
 				}
@@ -251,14 +260,20 @@ static int bridges(struct rs *r, int mb)
 		}
 		for (uint32_t i = 0; i < tail; i++) {
 			uint32_t w = queue[i];
-			if (mb) {
+			int own = grp[w] == NONE32 && g->iter[w] == g->iter[ru] &&
+				  (mb || (r->mbv[w] == r->mbv[ru] && r->lay[w] < 0));
+			if (!relabel) {
+				if (!own && late)
+					late[w] = k;
+			} else if (own && mb) {
 				r->mbv[w] = r->mbv[ru];
-			} else {
+				r->st->bridges++;
+			} else if (own) {
 				r->lay[w] = r->lay[ru];
 				r->ph[w] = r->ph[ru];
 				r->mbv[w] = r->mbv[ru];
+				r->st->bridges++;
 			}
-			r->st->bridges++;
 		}
 	}
 out:
@@ -410,8 +425,18 @@ static int map_edges(struct rs *r)
 					struct xe x;
 					if (!same_l && cl != kl - 1)
 						continue;
+					int km2 = km_of(r, v), kl2 = kl_of(r, v);
+					/* A task after the group's copies enters the last. */
+					int cm2 = same_m		  ? cm
+						  : r->late_m[u] == r->mg[v] && r->mg[v] != NONE32
+							  ? (km2 > 0 ? km2 - 1 : 0)
+							  : 0;
+					int cl2 = same_l		  ? cl
+						  : r->late_l[u] == r->lg[v] && r->lg[v] != NONE32
+							  ? (kl2 > 0 ? kl2 - 1 : 0)
+							  : 0;
 					x.src = xid(r, u, cm, cl);
-					x.dst = xid(r, v, same_m ? cm : 0, same_l ? cl : 0);
+					x.dst = xid(r, v, cm2, cl2);
 					x.kind = g->out_kind[e];
 					if (VEC_PUSH(r->e, x))
 						return oom(r);
@@ -808,6 +833,8 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 		r.ph = malloc(nn);
 		r.mg = malloc(nn * sizeof(*r.mg));
 		r.lg = malloc(nn * sizeof(*r.lg));
+		r.late_m = malloc(nn * sizeof(*r.late_m));
+		r.late_l = malloc(nn * sizeof(*r.late_l));
 		r.x0 = malloc(nn * sizeof(*r.x0));
 		r.sm = calloc(nn, sizeof(*r.sm));
 		r.sl = calloc(nn, sizeof(*r.sl));
@@ -815,7 +842,8 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 		r.in_src = malloc((g->n_edges ? g->n_edges : 1) * sizeof(*r.in_src));
 		r.lfirst = malloc(((size_t)(p->n_layers > 0 ? p->n_layers : 0) + 1) * sizeof(*r.lfirst));
 		r.mfirst = malloc(((size_t)(p->n_mbs > 0 ? p->n_mbs : 0) + 1) * sizeof(*r.mfirst));
-		if (!r.lay || !r.mbv || !r.ph || !r.mg || !r.lg || !r.x0 || !r.sm || !r.sl ||
+		if (!r.lay || !r.mbv || !r.ph || !r.mg || !r.lg || !r.late_m || !r.late_l || !r.x0 ||
+		    !r.sm || !r.sl ||
 		    !r.in_off || !r.in_src || !r.lfirst || !r.mfirst) {
 			rc = oom(&r);
 			goto out;
@@ -854,6 +882,7 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 		}
 		r.mfirst[p->n_mbs > 0 ? p->n_mbs : 0] = acc;
 		for (uint32_t u = 0; u < g->n_nodes; u++) {
+			r.late_m[u] = r.late_l[u] = NONE32;
 			r.lay[u] = g->layer[u];
 			r.mbv[u] = g->mb[u];
 			r.ph[u] = g->phase[u];
@@ -880,8 +909,9 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 			}
 		}
 	}
-	if ((rc = group_ids(&r)) || (rc = bridges(&r, 1)) || (rc = group_ids(&r)) ||
-	    (rc = bridges(&r, 0)) || (rc = group_ids(&r)))
+	if ((rc = group_ids(&r)) || (rc = bridges(&r, 1, 1, NULL)) || (rc = group_ids(&r)) ||
+	    (rc = bridges(&r, 0, 1, NULL)) || (rc = group_ids(&r)) ||
+	    (rc = bridges(&r, 1, 0, r.late_m)) || (rc = bridges(&r, 0, 0, r.late_l)))
 		goto out;
 	for (uint32_t pi = 0; pi < g->n_procs && !rc; pi++)
 		rc = emit_proc(&r, pi);
@@ -1269,6 +1299,8 @@ out:
 	free(r.ph);
 	free(r.mg);
 	free(r.lg);
+	free(r.late_m);
+	free(r.late_l);
 	free(r.x0);
 	free(r.sm);
 	free(r.sl);

@@ -435,8 +435,10 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		plan.gpu_lag_ns = (int64_t)(a->gpu_lag_s * 1e9 + 0.5);
 		structural = add = 1;
 	}
-	if (structural)
-		rc = reshape_apply(b->g, &plan, &cg, &rs, err);
+	if (structural && (rc = reshape_apply(b->g, &plan, &cg, &rs, err)) == PRISM_EINTERNAL)
+		prism_err_prefix(err, "%s cannot be a graph edit of this trace (its steps overlap "
+				      "where the copies would wait on each other)",
+				 mc ? "the microbatch count" : "this candidate");
 	else if (!(cg = graph_clone(b->g)))
 		goto oom;
 	if (rc)
@@ -448,12 +450,16 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	r.dp_to = b->grad_group ? c->lay.dp : 0;
 	r.comm_eff = a->comm_eff;
 	r.opt_scale = opt;
-	r.unblock = 1;
 	r.tp = a->lay.tp;
 	for (int k = 0; k < KC_NCLASSES; k++)
 		r.overhead_s[k] = a->cost[k].overhead_s > 0 ? a->cost[k].overhead_s * a->scale[k] : 0;
 	if (edit_retime(cg, &r, &es))
 		goto oom;
+	{
+		double wb = edit_gpu_work(b->g), wc = edit_gpu_work(cg);
+		if (wb > 0 && wc < wb && edit_unblock(cg, wc / wb, &es))
+			goto oom;
+	}
 	if ((rc = replay_graph(cg, out, err)))
 		goto out;
 	out->method = PM_EDIT;
@@ -489,8 +495,8 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		HOW("dp %d -> %d: %" PRIu64 " gradient all-reduces added; ", a->lay.dp, c->lay.dp,
 		    rs.colls_added);
 	else if (c->lay.dp != a->lay.dp)
-		HOW("dp %d -> %d: %" PRIu64 " collectives re-timed; ", a->lay.dp, c->lay.dp,
-		    es.colls_scaled);
+		HOW("dp %d -> %d: %" PRIu64 " collectives re-timed (%" PRIu64 " without a size kept); ",
+		    a->lay.dp, c->lay.dp, es.colls_scaled, es.colls_unsized);
 	if (!same_hw(a, c))
 		HOW("%s -> %s: %" PRIu64 " kernels scaled; ", a->hw->id, c->hw->id, es.kernels_scaled);
 	HOW("%" PRIu64 " tasks added, %" PRIu64 " dropped", rs.nodes_added, rs.nodes_dropped);
