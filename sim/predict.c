@@ -435,12 +435,15 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		plan.gpu_lag_ns = (int64_t)(a->gpu_lag_s * 1e9 + 0.5);
 		structural = add = 1;
 	}
-	if (structural && (rc = reshape_apply(b->g, &plan, &cg, &rs, err)) == PRISM_EINTERNAL)
-		prism_err_prefix(err, "%s cannot be a graph edit of this trace (its steps overlap "
-				      "where the copies would wait on each other)",
-				 mc ? "the microbatch count" : "this candidate");
-	else if (!(cg = graph_clone(b->g)))
+	if (structural) {
+		if ((rc = reshape_apply(b->g, &plan, &cg, &rs, err)) == PRISM_EINTERNAL)
+			prism_err_prefix(err,
+					 "%s cannot be a graph edit of this trace (its steps overlap "
+					 "where the copies would wait on each other)",
+					 mc ? "the microbatch count" : "this candidate");
+	} else if (!(cg = graph_clone(b->g))) {
 		goto oom;
+	}
 	if (rc)
 		goto out;
 	memset(&r, 0, sizeof(r));
