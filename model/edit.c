@@ -397,6 +397,41 @@ static long first_list(const char *d, double *n, uint32_t *key, long cap)
 	}
 }
 
+double edit_activation_bytes(const struct graph *g)
+{
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		const char *d, *t;
+		double el;
+		uint32_t key;
+		int sz;
+		if (g->layer[u] != 0 || g->phase[u] != PH_FORWARD || g->kind[u] >= GN_KERNEL ||
+		    !g->op_dims[u])
+			continue;
+		d = strtab_get(&g->st, g->op_dims[u]);
+		while (*d == ' ')
+			d++;
+		if (*d++ != '[' || shape_at(&d, &el, &key) || el <= 1)
+			continue;
+		/* The first type: "['c10::BFloat16', ...]" or "[c10::BFloat16, ...". */
+		t = g->op_types[u] ? strtab_get(&g->st, g->op_types[u]) : "";
+		while (*t == '[' || *t == ' ' || *t == '\'' || *t == '"')
+			t++;
+		{
+			char ty[64];
+			size_t k = 0;
+			while (t[k] && t[k] != ',' && t[k] != '\'' && t[k] != '"' && t[k] != ']' &&
+			       k + 1 < sizeof(ty)) {
+				ty[k] = t[k];
+				k++;
+			}
+			ty[k] = '\0';
+			sz = cost_elem_bytes(ty);
+		}
+		return el * (sz > 0 ? sz : 2);
+	}
+	return 0;
+}
+
 int edit_params(const struct graph *g, int layers, double *total, double *per_layer)
 {
 	uint32_t best = STRTAB_NONE;

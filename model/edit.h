@@ -104,6 +104,11 @@ int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_la
  */
 int edit_params(const struct graph *g, int layers, double *total, double *per_layer);
 
+/* Bytes of the activations entering the first layer's forward: the first
+ * input shape of its first op with shapes (Input Dims) times its element
+ * size (Input type), or 0 when the trace records none. */
+double edit_activation_bytes(const struct graph *g);
+
 /* Host costs measured on g: median launch call, median CPU work before a
  * launch, median event record / stream wait call (*event_s -1 if none).
  * 0, or -1 when g launches nothing. */

@@ -9,6 +9,7 @@
 #include "comm.h"
 #include "edit.h"
 #include "metrics.h"
+#include "pipeline.h"
 #include "reshape.h"
 #include "sim.h"
 
@@ -234,6 +235,9 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		b->params = tot;
 		b->layer_params = per;
 	}
+	b->act_bytes = kind == PB_ANNOTATED
+			       ? (double)b->in.lay.mbs * b->in.m.seq * b->in.m.hidden * 2 / b->in.lay.tp
+			       : edit_activation_bytes(g);
 	if (edit_host_costs(g, &b->host_op_s, &b->host_launch_s, &b->host_event_s) ||
 	    b->host_op_s < 0) {
 		b->host_op_s = b->in.cpu_op_s;
@@ -282,6 +286,13 @@ static int same_shape(const struct synth_in *a, const struct synth_in *b)
 	       a->lay.schedule == b->lay.schedule;
 }
 
+/* A one-stage base split into stages (pipeline.h): GPipe or 1F1B. */
+static int splits(const struct synth_in *a, const struct synth_in *c)
+{
+	return a->lay.pp == 1 && c->lay.pp > 1 && c->lay.vp == 1 &&
+	       (c->lay.schedule == MEM_GPIPE || c->lay.schedule == MEM_1F1B);
+}
+
 static int same_hw(const struct synth_in *a, const struct synth_in *b)
 {
 	return a->hw == b->hw || strcmp(a->hw->id, b->hw->id) == 0;
@@ -292,7 +303,34 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 			 size_t n)
 {
 	const struct synth_in *a = &b->in;
+	struct synth_in c2 = *c;
 	why[0] = '\0';
+	if (splits(a, c)) {
+		/* Stages are an edit too; the rest must agree. */
+		c2.lay.pp = a->lay.pp;
+		c2.lay.schedule = a->lay.schedule;
+		if (b->layers <= 0) {
+			snprintf(why, n, "pipeline stages: no layers found in the trace to cut");
+			return;
+		}
+		if (c->m.layers < c->lay.pp) {
+			snprintf(why, n, "pipeline stages: %d layers cannot fill %d stages",
+				 c->m.layers, c->lay.pp);
+			return;
+		}
+		if (b->act_bytes <= 0) {
+			snprintf(why, n,
+				 "pipeline stages: no activation size (a run description, or the "
+				 "first layer's input shapes)");
+			return;
+		}
+		c = &c2;
+	} else if (c->lay.pp != a->lay.pp) {
+		snprintf(why, n,
+			 "pipeline stages: only a one-stage run is split (GPipe or 1F1B, no "
+			 "virtual stages)");
+		return;
+	}
 	if (!same_shape(a, c)) {
 		snprintf(why, n,
 			 "%s: only layers, microbatches, dp and the hardware are edited as a graph",
@@ -372,7 +410,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	struct edit_stats es;
 	struct graph *cg = NULL;
 	int32_t *lc = NULL, *mc = NULL;
-	int structural = 0, rc = 0, add = 0;
+	int structural = 0, rc = 0, add = 0, split = 0;
 	double opt = 1;
 	size_t at = 0;
 
@@ -446,6 +484,32 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	}
 	if (rc)
 		goto out;
+	if (splits(a, c)) {
+		struct pipeline_plan pl;
+		struct pipeline_stats ps;
+		struct graph *sg = NULL;
+		struct comm_group grp;
+		struct comm_est ce;
+		memset(&pl, 0, sizeof(pl));
+		pl.pp = c->lay.pp;
+		pl.schedule = c->lay.schedule;
+		pl.act_bytes = b->act_bytes;
+		grp.n = 2;
+		grp.per_node = a->lay.tp * c->lay.dp * 2 <= c->hw->gpus_per_node ? 2 : 1;
+		if (comm_time(c->hw, GC_SEND, pl.act_bytes, grp, a->comm_eff, COMM_AUTO, &ce) == 0)
+			pl.xfer_ns = (int64_t)(ce.time_s * 1e9 + 0.5);
+		pl.cpu_op_ns = (int64_t)(b->host_op_s * 1e9 + 0.5);
+		pl.launch_ns = (int64_t)(b->host_launch_s * 1e9 + 0.5);
+		pl.event_ns = (int64_t)(b->host_event_s * 1e9 + 0.5);
+		pl.gpu_lag_ns = (int64_t)(a->gpu_lag_s * 1e9 + 0.5);
+		rc = pipeline_split(cg, &pl, &sg, &ps, err);
+		graph_free(cg);
+		cg = sg;
+		if (rc)
+			goto out;
+		split = 1;
+		opt /= c->lay.pp; /* each stage's optimizer over its share */
+	}
 	memset(&r, 0, sizeof(r));
 	r.from = a->hw;
 	r.to = c->hw;
@@ -487,10 +551,15 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	if (lc)
 		HOW("layers %d -> %d (%s); ", a->m.layers, c->m.layers,
 		    c->m.layers > a->m.layers ? "layer tasks repeated" : "layer tasks dropped");
-	if (opt != 1)
-		HOW("optimizer x%.2f by parameters; ", opt);
+	if (opt != 1 && (lc || !split))
+		HOW("optimizer x%.2f by parameters%s; ", opt, split ? " and stages" : "");
+	else if (split)
+		HOW("optimizer outside the layers x1/%d (a stage's share); ", c->lay.pp);
 	else if (lc)
 		HOW("optimizer kept (no parameter count); ");
+	if (split)
+		HOW("pp 1 -> %d (%s: layers cut into stages, %d activation bytes sent); ", c->lay.pp,
+		    c->lay.schedule == MEM_GPIPE ? "gpipe" : "1f1b", (int)b->act_bytes);
 	if (mc)
 		HOW("microbatches %d -> %d (%s); ", a->lay.microbatches, c->lay.microbatches,
 		    c->lay.microbatches > a->lay.microbatches ? "repeated" : "dropped");

@@ -101,6 +101,8 @@ struct predict_base {
 				  * (all-reduce, reduce-scatter of the DP group), 0:
 				  * none */
 	double params;           /* parameters of the model, 0: unknown */
+	double act_bytes;        /* activations a stage boundary carries per
+				  * microbatch, 0: unknown */
 	double layer_params;     /* of one layer, 0: unknown */
 	double host_op_s, host_launch_s, host_event_s; /* medians (edit.h) */
 	/* The base's own prediction: its replay (traces) or synthesis. */
