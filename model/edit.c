@@ -91,10 +91,67 @@ int edit_unblock(struct graph *g, double keep, struct edit_stats *st)
 	return 0;
 }
 
+/* What kind of collective c is, for a shape edit: tensor-parallel (its
+ * group the base's TP degree, in a layer), data-parallel (the DP group),
+ * a pipeline transfer, or another. */
+enum { CK_OTHER, CK_TP, CK_DP, CK_PP };
+
+static int coll_role(const struct graph *g, uint32_t u, const struct edit_retime *r)
+{
+	const struct graph_coll *c = &g->colls[g->coll[u]];
+	const char *pg = strtab_get(&g->st, c->pg);
+	if (c->kind == GC_SEND || c->kind == GC_RECV || c->kind == GC_SEND_RECV)
+		return CK_PP;
+	if (r->tp_from > 1 && c->group_size == r->tp_from && !strstr(pg, "dp") &&
+	    (strstr(pg, "tp") || g->layer[u] >= 0))
+		return CK_TP;
+	if (r->dp_from > 0 && c->group_size == r->dp_from)
+		return CK_DP;
+	return CK_OTHER;
+}
+
+static int is_ffn_activation(const char *name)
+{
+	return strstr(name, "elu") || strstr(name, "swiglu") || strstr(name, "silu") ||
+	       strstr(name, "Elu") || strstr(name, "Silu");
+}
+
+/* How much more work kernel u does under a shape edit (edit.h). */
+static double shape_factor(const struct graph *g, uint32_t u, int cls,
+			   const struct edit_retime *r)
+{
+	double hr = r->hr > 0 ? r->hr : 1;
+	double tr = r->tp_from > 0 && r->tp_to > 0 ? (double)r->tp_from / r->tp_to : 1;
+	double seq = r->sp ? tr : 1; /* norms and residuals split with SP */
+	const char *name = strtab_get(&g->st, g->name[u]);
+	if (g->phase[u] == PH_OPTIMIZER)
+		return g->layer[u] >= 0 && r->layer_param_ratio > 0 ? r->layer_param_ratio : 1;
+	if (g->layer[u] >= 0) {
+		switch (cls) {
+		case KC_GEMM: return hr * hr * tr;
+		case KC_ATTENTION: return hr * tr;
+		case KC_SOFTMAX: return tr; /* the scores: heads / t */
+		case KC_NORM: return hr * seq;
+		case KC_ELEMENTWISE: return is_ffn_activation(name) ? hr * tr : hr * seq;
+		default: return hr;
+		}
+	}
+	/* Outside the layers: the logits (V / t x h), their softmax (V / t),
+	 * the embedding and the final norm (h). */
+	switch (cls) {
+	case KC_GEMM: return hr * tr;
+	case KC_SOFTMAX: return tr;
+	default: return hr;
+	}
+}
+
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st)
 {
 	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
 	double eff = r->comm_eff > 0 ? r->comm_eff : 0.8;
+	double hr = r->hr > 0 ? r->hr : 1;
+	int shape = hr != 1 || (r->tp_from > 0 && r->tp_to > 0 && r->tp_from != r->tp_to);
+	int tp2 = r->tp_to > 0 ? r->tp_to : r->tp;
 
 	memset(st, 0, sizeof(*st));
 	if (!cls || cost_classify_all(g, cls)) {
@@ -102,7 +159,7 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 		return PRISM_ENOMEM;
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		double f = 1;
+		double f = 1, a, d;
 		if (g->kind[u] == GN_CPU && r->opt_scale > 0 && r->opt_scale != 1 &&
 		    g->phase[u] == PH_OPTIMIZER && g->layer[u] < 0 && !(g->flags[u] & NF_IDLE_GAP)) {
 			g->dur_ns[u] = (int64_t)((double)g->dur_ns[u] * r->opt_scale + 0.5);
@@ -112,47 +169,68 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 			continue;
 		if (g->coll[u] != UINT32_MAX) {
 			const struct graph_coll *c = &g->colls[g->coll[u]];
-			int n = (int)c->group_size, n2 = n;
-			double t0, t1;
+			int n = (int)c->group_size, n2 = n, tpa = r->tp, tpb = tp2, role;
+			double bytes = (double)c->bytes, bytes2 = bytes, t0, t1;
 			if (c->bytes <= 0 || n < 1) {
 				st->colls_unsized++;
 				continue;
 			}
-			if (r->dp_to > 0 && r->dp_from > 0 && n == r->dp_from)
+			role = coll_role(g, u, r);
+			if (role == CK_DP && r->dp_to > 0)
 				n2 = r->dp_to;
-			if (n2 == n && r->to == r->from)
+			if (role == CK_DP && r->layer_param_ratio > 0)
+				bytes2 = bytes * r->layer_param_ratio;
+			if (role == CK_TP && r->tp_to > 0) {
+				n2 = r->tp_to;
+				bytes2 = bytes * hr;
+				tpa = tpb = 0; /* a TP group fills its ranks' node share */
+			}
+			if (role == CK_PP)
+				bytes2 = bytes * hr * (r->tp_from > 0 && r->tp_to > 0
+							       ? (double)r->tp_from / r->tp_to
+							       : 1);
+			if (role != CK_DP) {
+				tpa = tpa ? tpa : 1;
+				tpb = tpb ? tpb : 1;
+			}
+			if (n2 == n && bytes2 == bytes && r->to == r->from && tpa == tpb)
 				continue;
-			t0 = coll_time(r->from, c->kind, (double)c->bytes, n, r->tp, eff);
-			t1 = coll_time(r->to, c->kind, (double)c->bytes, n2, r->tp, eff);
+			t0 = coll_time(r->from, c->kind, bytes, n, role == CK_TP ? 1 : tpa, eff);
+			t1 = coll_time(r->to, c->kind, bytes2, n2, role == CK_TP ? 1 : tpb, eff);
 			if (t0 > 0)
 				f = t1 / t0;
+			g->colls[g->coll[u]].bytes = (int64_t)(bytes2 + 0.5);
+			g->colls[g->coll[u]].group_size = n2;
 			st->colls_scaled++;
-		} else if (r->opt_scale > 0 && r->opt_scale != 1 && g->phase[u] == PH_OPTIMIZER &&
-			   g->layer[u] < 0) {
+			g->dur_ns[u] = (int64_t)((double)g->dur_ns[u] * f + 0.5);
+			continue;
+		}
+		if (r->opt_scale > 0 && r->opt_scale != 1 && g->phase[u] == PH_OPTIMIZER &&
+		    g->layer[u] < 0) {
 			f = r->opt_scale;
 			st->opt_scaled++;
-			if (r->to != r->from && g->kind[u] != GN_MEMCPY)
-				f *= r->from->hbm_Bps / r->to->hbm_Bps;
-		} else if (r->to != r->from && g->kind[u] != GN_MEMCPY) {
+		} else if (shape && g->kind[u] != GN_MEMCPY && g->kind[u] != GN_MEMSET) {
+			f = shape_factor(g, u, cls[u], r);
+		}
+		if (r->to != r->from && g->kind[u] != GN_MEMCPY) {
 			int dt = cost_dtype(g, u);
 			if (dt < 0)
 				dt = HW_BF16;
 			if (cost_compute_bound(cls[u]) && r->to->peak_flops[dt] > 0)
-				f = r->from->peak_flops[dt] / r->to->peak_flops[dt];
+				f *= r->from->peak_flops[dt] / r->to->peak_flops[dt];
 			else
-				f = r->from->hbm_Bps / r->to->hbm_Bps;
+				f *= r->from->hbm_Bps / r->to->hbm_Bps;
 			st->kernels_scaled++;
-			{
-				/* The fixed part stays; the work scales. */
-				double a = cls[u] < KC_NCLASSES ? r->overhead_s[cls[u]] * 1e9 : 0;
-				double d = (double)g->dur_ns[u];
-				if (a > 0 && a < d) {
-					g->dur_ns[u] = (int64_t)(a + (d - a) * f + 0.5);
-					continue;
-				}
-			}
 		}
-		g->dur_ns[u] = (int64_t)((double)g->dur_ns[u] * f + 0.5);
+		if (f == 1)
+			continue;
+		/* The fixed part stays; the work scales. */
+		a = cls[u] < KC_NCLASSES ? r->overhead_s[cls[u]] * 1e9 : 0;
+		d = (double)g->dur_ns[u];
+		if (a > 0 && a < d)
+			g->dur_ns[u] = (int64_t)(a + (d - a) * f + 0.5);
+		else
+			g->dur_ns[u] = (int64_t)(d * f + 0.5);
 	}
 	free(cls);
 	return 0;

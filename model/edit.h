@@ -42,6 +42,20 @@ struct edit_retime {
 	int tp;           /* tensor-parallel ranks sharing a node with each DP
 			   * rank (0: 1): a DP group has gpus_per_node / tp
 			   * members per node */
+	/* The model's shape (a run description's): hidden h -> hr h (the
+	 * FFN with it), tensor parallelism tp_from -> tp_to (the base's
+	 * collectives of that group are its TP collectives; 0: unchanged).
+	 * Kernel work in the layers: GEMMs x hr^2 tp_from/tp_to, attention and
+	 * the FFN's activation x hr tp_from/tp_to, norms and residuals x hr
+	 * (and / t with sp), scores' softmax x tp_from/tp_to; outside them the
+	 * logits GEMM x hr tp_from/tp_to, its softmax x tp_from/tp_to, the rest
+	 * x hr.  TP collectives: bytes x hr over tp_to ranks; pipeline
+	 * transfers x hr tp_from/tp_to; the DP collectives' bytes and the
+	 * per-layer optimizer x layer_param_ratio. */
+	double hr;
+	int tp_from, tp_to, sp;
+	double layer_param_ratio; /* a layer's parameters per rank, candidate
+				   * over base (0: unchanged) */
 	/* Per class, the fixed part of a kernel's time (the fitted overhead
 	 * times its scale; 0: none): on another GPU only the rest scales. */
 	double overhead_s[KC_NCLASSES];

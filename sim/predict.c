@@ -286,6 +286,23 @@ static int same_shape(const struct synth_in *a, const struct synth_in *b)
 	       a->lay.schedule == b->lay.schedule;
 }
 
+/* A change of the model's width or tensor parallelism that re-timing
+ * the base's kernels can make (edit.h): a described base, flash
+ * attention, the FFN and the key-value heads keeping their ratios, TP
+ * collectives already there (tp > 1) and sequence parallelism as it
+ * was. */
+static int reshapes(const struct predict_base *b, const struct synth_in *c)
+{
+	const struct synth_in *a = &b->in;
+	if (a->m.hidden == c->m.hidden && a->lay.tp == c->lay.tp)
+		return 0;
+	return b->kind == PB_ANNOTATED && a->lay.flash && c->lay.flash &&
+	       (int64_t)a->m.ffn * c->m.hidden == (int64_t)c->m.ffn * a->m.hidden &&
+	       (int64_t)llm_kv_heads(&a->m) * c->m.heads == (int64_t)llm_kv_heads(&c->m) * a->m.heads &&
+	       a->m.gated == c->m.gated && a->lay.sp == c->lay.sp &&
+	       (a->lay.tp == c->lay.tp || (a->lay.tp > 1 && c->lay.tp > 1));
+}
+
 /* A one-stage base split into stages (pipeline.h): GPipe or 1F1B. */
 static int splits(const struct synth_in *a, const struct synth_in *c)
 {
@@ -324,16 +341,25 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 				 "first layer's input shapes)");
 			return;
 		}
-		c = &c2;
 	} else if (c->lay.pp != a->lay.pp) {
 		snprintf(why, n,
 			 "pipeline stages: only a one-stage run is split (GPipe or 1F1B, no "
 			 "virtual stages)");
 		return;
 	}
+	if (reshapes(b, c)) {
+		c2.m.hidden = a->m.hidden;
+		c2.m.ffn = a->m.ffn;
+		c2.m.heads = a->m.heads;
+		c2.m.kv_heads = a->m.kv_heads;
+		c2.lay.tp = a->lay.tp;
+	}
+	c = &c2;
 	if (!same_shape(a, c)) {
 		snprintf(why, n,
-			 "%s: only layers, microbatches, dp and the hardware are edited as a graph",
+			 "%s: a graph edit changes layers, microbatches, dp, pipeline stages (from "
+			 "one), the hardware, and with a run description the hidden size and TP "
+			 "(from TP > 1)",
 			 a->lay.tp != c->lay.tp	      ? "tensor parallelism"
 			 : a->lay.pp != c->lay.pp     ? "pipeline stages"
 			 : a->m.hidden != c->m.hidden ? "hidden size"
@@ -410,7 +436,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	struct edit_stats es;
 	struct graph *cg = NULL;
 	int32_t *lc = NULL, *mc = NULL;
-	int structural = 0, rc = 0, add = 0, split = 0;
+	int structural = 0, rc = 0, add = 0, split = 0, shaped = 0;
 	double opt = 1;
 	size_t at = 0;
 
@@ -463,7 +489,10 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		grp.per_node = per < 1 ? 1 : per > c->lay.dp ? c->lay.dp : per;
 		plan.add_dp = 1;
 		plan.dp = c->lay.dp;
-		plan.dp_layer_bytes = b->layer_params * 2; /* bf16 gradients */
+		/* bf16 gradients, of the candidate's layer */
+		plan.dp_layer_bytes = b->kind == PB_ANNOTATED
+					      ? llm_layer_params(&c->m) / c->lay.tp * 2
+					      : b->layer_params * 2;
 		if (comm_time(c->hw, GC_ALL_REDUCE, plan.dp_layer_bytes, grp, a->comm_eff, COMM_AUTO,
 			      &ce) == 0)
 			plan.dp_coll_ns = (int64_t)(ce.time_s * 1e9 + 0.5);
@@ -516,6 +545,22 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	r.dp_from = b->grad_group ? (int)b->grad_group : 0;
 	r.dp_to = b->grad_group ? c->lay.dp : 0;
 	r.comm_eff = a->comm_eff;
+	if (reshapes(b, c)) {
+		struct llm shape = c->m;
+		double l0 = llm_layer_params(&a->m) / a->lay.tp, l1 = llm_layer_params(&c->m) / c->lay.tp;
+		shape.hidden = a->m.hidden;
+		shape.ffn = a->m.ffn;
+		shape.heads = a->m.heads;
+		shape.kv_heads = a->m.kv_heads;
+		r.hr = (double)c->m.hidden / a->m.hidden;
+		r.tp_from = a->lay.tp;
+		r.tp_to = c->lay.tp;
+		r.sp = a->lay.sp;
+		r.layer_param_ratio = l0 > 0 ? l1 / l0 : 1;
+		/* The optimizer outside the layers follows all parameters. */
+		opt *= llm_params(&c->m) / c->lay.tp / (llm_params(&shape) / a->lay.tp);
+		shaped = 1;
+	}
 	r.opt_scale = opt;
 	r.tp = a->lay.tp;
 	for (int k = 0; k < KC_NCLASSES; k++)
@@ -569,6 +614,10 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	else if (c->lay.dp != a->lay.dp)
 		HOW("dp %d -> %d: %" PRIu64 " collectives re-timed (%" PRIu64 " without a size kept); ",
 		    a->lay.dp, c->lay.dp, es.colls_scaled, es.colls_unsized);
+	if (shaped)
+		HOW("hidden %d -> %d, tp %d -> %d: kernels re-timed by their work, collectives by "
+		    "their bytes; ",
+		    a->m.hidden, c->m.hidden, a->lay.tp, c->lay.tp);
 	if (!same_hw(a, c))
 		HOW("%s -> %s: %" PRIu64 " kernels scaled; ", a->hw->id, c->hw->id, es.kernels_scaled);
 	HOW("%" PRIu64 " tasks added, %" PRIu64 " dropped", rs.nodes_added, rs.nodes_dropped);
