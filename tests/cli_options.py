@@ -81,7 +81,8 @@ w = json.loads(run("whatif", plain, "--layers", "2", "--json").stdout)
 check(abs(w["iteration_s"] - 0.00147) < 1e-9, f"--layers 2: {w['iteration_s']}")
 r = run("whatif", plain, "--hidden", "4", code=2)
 check(r.stderr == f"prism: {plain}: the trace has no run description (prism::model#): hidden "
-      "size: only layers, microbatches, dp and the hardware are edited as a graph\n", r.stderr)
+      "size: a graph edit changes layers, microbatches, dp, pipeline stages (from one), the "
+      "hardware, and with a run description the hidden size and TP (from TP > 1)\n", r.stderr)
 r = run("whatif", plain, "--no-infer-layers", "--layers", "6", code=2)
 check(r.stderr == f"prism: {plain}: the trace has no run description (prism::model#): layers: "
       "no layers found in the trace (no prism::layer ranges, no repeated op blocks)\n",
