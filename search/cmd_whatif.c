@@ -29,11 +29,12 @@ static const char help[] =
 	"                 parameters), microbatches repeated or dropped, gradient\n"
 	"                 collectives re-timed for the new data-parallel group or\n"
 	"                 added where the base had none, kernels carried to another\n"
-	"                 GPU (by FLOP/s or bandwidth); the trace's own kernels stay;\n"
+	"                 GPU (by FLOP/s or bandwidth), pipeline stages cut from a\n"
+	"                 one-stage run; the trace's own kernels stay;\n"
 	"  - rebuilt      a trace with a run description (prism::model#, written by\n"
 	"                 `prism synth`, scripts/collect_trace.py, scripts/gpt_bench.py)\n"
-	"                 for what a graph edit cannot do (hidden size, TP, PP,\n"
-	"                 schedule, ...): rebuilt at the candidate's configuration with\n"
+	"                 for the rest (hidden size, TP, PP, schedule, ...; see\n"
+	"                 --method): rebuilt at the candidate's configuration with\n"
 	"                 kernel times calibrated, class by class, on its own kernels;\n"
 	"  - synthesised  a model base (needs --hw).\n"
 	"\n"
@@ -52,6 +53,10 @@ static const char help[] =
 	"                          calibrate --db) where it holds the GPU and size\n"
 	"      --timeline FILE     write the candidate's simulated run (Perfetto)\n"
 	"      --json              print the prediction as JSON\n"
+	"      --method M          a trace with a run description: auto (graph edits for\n"
+	"                          layers, microbatches, dp and the hardware, rebuilt\n"
+	"                          otherwise), edit (graph edits for hidden size, TP and\n"
+	"                          PP too) or rebuild (every change rebuilt)\n"
 	"  -h, --help              this help\n"
 	"  and the trace options of `prism ingest` (--rank, --allow-dangling, ...)\n";
 
@@ -147,6 +152,7 @@ int cmd_whatif(int argc, char **argv)
 		{"timeline", required_argument, NULL, 't'},
 		{"db", required_argument, NULL, 'D'},
 		{"json", no_argument, NULL, 'j'},
+		{"method", required_argument, NULL, 'M'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_BUILD_LONGOPTS,
 		CLI_LAYOUT_LONGOPTS,
@@ -164,7 +170,7 @@ int cmd_whatif(int argc, char **argv)
 	const char *timeline = NULL, *db_path = NULL;
 	struct kdb *db = NULL;
 	unsigned given = 0;
-	int json = 0, c, rc = 0;
+	int json = 0, c, rc = 0, prefer = PREDICT_EDIT_PREFERRED;
 
 	build_opts_default(&bo);
 	prism_err_clear(&err);
@@ -192,6 +198,19 @@ int cmd_whatif(int argc, char **argv)
 		case 't': timeline = optarg; break;
 		case 'D': db_path = optarg; break;
 		case 'j': json = 1; break;
+		case 'M':
+			if (strcmp(optarg, "edit") == 0)
+				prefer = PREDICT_EDIT_ALL;
+			else if (strcmp(optarg, "rebuild") == 0)
+				prefer = PREDICT_REBUILD;
+			else if (strcmp(optarg, "auto") == 0)
+				prefer = PREDICT_EDIT_PREFERRED;
+			else {
+				prism_err_set(&err, PRISM_EARG,
+					      "--method '%s': expected auto, edit or rebuild", optarg);
+				return cli_fail(&err);
+			}
+			break;
 		case 'h':
 			fputs(help, stdout);
 			fputs(cli_layout_help, stdout);
@@ -211,6 +230,7 @@ int cmd_whatif(int argc, char **argv)
 	o.kdb = db;
 	if ((rc = base_load(&b, argv + optind, argc - optind, &o, &err)))
 		goto fail;
+	b.pb.prefer = prefer;
 	cand = b.pb.in;
 	if ((rc = cli_layout_apply(&opt, given, &cand, &err)))
 		goto fail;

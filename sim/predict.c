@@ -404,6 +404,14 @@ int predict_method(const struct predict_base *b, const struct synth_in *c, struc
 	    c->lay.schedule == b->in.lay.schedule)
 		return PM_REPLAY;
 	edit_blocker(b, c, why, sizeof(why));
+	/* A described trace rebuilds, by default, what would stretch its own
+	 * kernels and host beyond their measured sizes: another width, TP or
+	 * stages (docs/MODEL.md, "Graph edits"). */
+	if (!why[0] && b->kind == PB_ANNOTATED &&
+	    (b->prefer == PREDICT_REBUILD ||
+	     (b->prefer == PREDICT_EDIT_PREFERRED &&
+	      (reshapes(b, c) || splits(&b->in, c)))))
+		return PM_REBUILD;
 	if (!why[0])
 		return PM_EDIT;
 	if (b->kind == PB_ANNOTATED)

@@ -84,6 +84,7 @@ double predict_analytic(const struct synth_in *in);
 void predict_derive(const struct synth_in *in, double iter_s, struct predict_out *out);
 
 enum predict_kind { PB_MODEL, PB_ANNOTATED, PB_TRACE };
+enum { PREDICT_EDIT_PREFERRED, PREDICT_EDIT_ALL, PREDICT_REBUILD };
 
 struct predict_base {
 	int kind;                /* enum predict_kind */
@@ -105,6 +106,11 @@ struct predict_base {
 				  * microbatch, 0: unknown */
 	double layer_params;     /* of one layer, 0: unknown */
 	double host_op_s, host_launch_s, host_event_s; /* medians (edit.h) */
+	/* An annotated base: 0 edits as a graph only what the base's own
+	 * kernels carry well (layers, microbatches, dp, hardware) and rebuilds
+	 * the rest; PREDICT_EDIT_ALL edits everything a graph edit can make
+	 * (hidden, TP, PP too); PREDICT_REBUILD rebuilds every change. */
+	int prefer;
 	/* The base's own prediction: its replay (traces) or synthesis. */
 	struct predict_out self;
 	char found[200];         /* what was found, for people */

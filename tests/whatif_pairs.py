@@ -168,6 +168,8 @@ def main():
             if how == ["plain"]:
                 strip_description(traces(ta, pa))
                 wa = b + ["--base-hw", "h100-dgx", "--base-dp", opt(a, "--dp", "1")]
+            if how == ["edit"]:
+                wa = wa + ["--method", "edit"]
             w = json.loads(run(["whatif"] + traces(ta, pa) + wa + ["--json"]))
             if how and w["method"] != "graph edit":
                 sys.exit(f"FAIL: {name}: method {w['method']}, not a graph edit")
