@@ -2024,6 +2024,17 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 		if ((rc = build_rank(&b, tr, (uint32_t)i)))
 			goto out;
 	}
+	/* CPU ops alone (a CPU-only run, or an accelerator whose work Kineto
+	 * records as something else) leave nothing to simulate: say so
+	 * rather than predict 0 ms. */
+	if (b.nodes.n == 0) {
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s: no GPU kernels, copies or runtime calls (cuda_runtime, "
+				   "kernel, gpu_memcpy events): nothing to simulate -- a CPU-only "
+				   "trace, or another accelerator's",
+				   n ? traces[order[0][1]].path : "the job");
+		goto out;
+	}
 	rc = finish(&b, out);
 out:
 	free(order);

@@ -11,6 +11,7 @@
  */
 #include "kineto.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -501,6 +502,23 @@ static int get_int_arg(struct reader *r, const struct kjson_event *ev, int arg, 
 	*out = KT_NO_ID;
 	if (v->type == KJSON_ABSENT || v->type == KJSON_NULL)
 		return 0;
+	if (v->type == KJSON_STR && arg == KJSON_ARG_STREAM) {
+		/* A stream written as a string: ROCm 6.2 gives HIP runtime
+		 * events' as "0x0". */
+		char buf[32], *end;
+		long long x;
+		if (v->s.n == 0 || v->s.n >= sizeof(buf))
+			return ev_fail(r, ev, field, "expected an integer, got \"%.*s\"",
+				       (int)(v->s.n < 24 ? v->s.n : 24), v->s.p);
+		memcpy(buf, v->s.p, v->s.n);
+		buf[v->s.n] = '\0';
+		errno = 0;
+		x = strtoll(buf, &end, 0);
+		if (*end || errno || x < 0)
+			return ev_fail(r, ev, field, "expected an integer, got \"%s\"", buf);
+		*out = x;
+		return 0;
+	}
 	if (v->type != KJSON_INT)
 		return ev_fail(r, ev, field, "expected an integer, got %s", type_name(v->type));
 	*out = v->i;

@@ -48,11 +48,6 @@ int base_load(struct base *b, char *const *paths, int n, const struct base_opts 
 	}
 	if ((rc = cli_load_graph((char **)paths, n, o->ranks, o->bo, &b->g, err)))
 		return rc;
-	if (b->g->n_nodes == 0)
-		return prism_err_set(err, PRISM_EFORMAT,
-				     "%s: no GPU work or runtime calls in the trace: nothing to "
-				     "simulate",
-				     paths[0]);
 	if (b->g->meta) {
 		/* An annotated run: its description gives the configuration. */
 		if ((rc = synth_meta_parse(strtab_get(&b->g->st, b->g->meta), &in, err)) ||

@@ -9,7 +9,8 @@
  * tests/data/share_2022.json: a kernel that waited for another stream's
  * kernel to drain, and an event wait across disagreeing stream clocks.
  * tests/data/accum_2024.json: two microbatches accumulated in one step,
- * found without ranges.
+ * found without ranges.  tests/data/bridge_2024.json and rocm_2024.json:
+ * below.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "edit.h"
 #include "infer.h"
 #include "metrics.h"
+#include "reshape.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -604,6 +606,100 @@ static void test_accumulation(void **state)
 	graph_free(g);
 }
 
+/* tests/data/bridge_2024.json: two layers (prism::layer ranges, no run
+ * description) whose kernels k_a and k_b on stream 7 have, between them,
+ * s1 and s2 on stream 20 launched by another thread (outside every
+ * layer), joined by inferred event edges k_a -> s1 and s2 -> k_b.  Issue
+ * 19: layers x k made a cycle there (s1 after the last copy of k_a, k_b's
+ * first copy after s2), as on a public DLRM trace; s1 and s2 lie on a path
+ * from the layer back into it, so they repeat with it. */
+static void test_layer_bridges(void **state)
+{
+	const char *paths[] = {TEST_DATA("bridge_2024.json")};
+	struct build_opts o;
+	struct reshape_plan p;
+	struct reshape_stats st;
+	struct prism_err err;
+	struct graph *g, *e;
+	int32_t copies[2] = {2, 2};
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	assert_int_equal(g->stats.inferred[GE_EVENT], 4);
+	reshape_plan_init(&p);
+	p.layer_copies = copies;
+	p.n_layers = 2;
+	prism_err_clear(&err);
+	if (reshape_apply(g, &p, &e, &st, &err))
+		print_error("%s\n", err.msg);
+	assert_non_null(e);
+	assert_int_equal(graph_check(e, &err), 0);
+	/* The four side kernels repeat with their layers (their launches,
+	 * made before any layer ran, do not): every kernel twice. */
+	assert_int_equal(st.bridges, 4);
+	assert_int_equal(e->n_nodes, g->n_nodes + st.nodes_added);
+	assert_int_equal(e->stats.nodes[GN_KERNEL], 2 * g->stats.nodes[GN_KERNEL]);
+	graph_free(e);
+	graph_free(g);
+}
+
+/* tests/data/rocm_2024.json: a ROCm 6.2 trace; its HIP runtime events
+ * give the stream as a hex string ("0x0"), and it launches with
+ * hipExtModuleLaunchKernel, hipModuleLaunchKernel, hipExtLaunchKernel and
+ * hipLaunchKernel (issue 19: the string was refused, module launches were
+ * not launches). */
+static void test_rocm(void **state)
+{
+	const char *paths[] = {TEST_DATA("rocm_2024.json")};
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	assert_int_equal(g->stats.rt_class[RT_LAUNCH], 4);
+	assert_int_equal(g->stats.edges[GE_LAUNCH], 4);
+	assert_int_equal(g->stats.nodes[GN_KERNEL], 4);
+	assert_int_equal(g->stats.rt_class[RT_DEVICE_SYNC], 1);
+	graph_free(g);
+}
+
+/* tests/data/mismatch_2024.rank{0,1}.json: the only collective on one
+ * process group is an all-reduce on rank 0 and an all-gather launched 300
+ * us later on rank 1.  Issue 19: matched by (group, sequence) they waited
+ * for each other; disagreeing, they must not (and the run says so). */
+static void test_mismatched_collectives(void **state)
+{
+	const char *paths[] = {TEST_DATA("mismatch_2024.rank0.json"),
+			       TEST_DATA("mismatch_2024.rank1.json")};
+	struct build_opts o;
+	struct sim_opts so;
+	struct prism_err err;
+	struct graph *g;
+	struct sim *sm;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 2, &o);
+	assert_int_equal(g->n_colls, 2);
+	assert_non_null(sm = sim_new(g));
+	sim_opts_default(&so);
+	prism_err_clear(&err);
+	assert_int_equal(sim_run(sm, &so, &err), 0);
+	assert_int_equal(sm->n_mismatched, 1);
+	for (uint32_t c = 0; c < g->n_colls; c++) {
+		uint32_t u = g->colls[c].node;
+		/* Each starts after its own launch (rank 0's at 12 us, rank 1's
+		 * at 312 us; the lag is kept up to 50 us), not at the other's. */
+		int64_t launch = g->procs[g->proc[u]].rank == 0 ? 12000 : 312000;
+		assert_true(sm->start_ns[u] - launch <= 60000);
+		assert_true(sm->start_ns[u] >= launch);
+	}
+	sim_free(sm);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -617,6 +713,9 @@ int main(void)
 		cmocka_unit_test(test_layer_edit),
 		cmocka_unit_test(test_share_edges),
 		cmocka_unit_test(test_accumulation),
+		cmocka_unit_test(test_layer_bridges),
+		cmocka_unit_test(test_rocm),
+		cmocka_unit_test(test_mismatched_collectives),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
