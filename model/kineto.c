@@ -936,6 +936,85 @@ static int read_input(struct input *in, const char *path, struct strtab *st,
 	return rc;
 }
 
+int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n)
+{
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	struct kineto_trace *v;
+	uint32_t *tmap = NULL;
+	size_t nr;
+
+	*out = NULL;
+	*n = 0;
+	if (tr->has_rank || !tr->has_world || tr->world_size < 2 || !tr->threads.n)
+		return 0;
+	for (size_t t = 0; t < tr->threads.n; t++) {
+		int64_t r = tr->threads.v[t].pid / TIMELINE_RANK_PID - 1;
+		if (tr->threads.v[t].pid < TIMELINE_RANK_PID || r >= tr->world_size)
+			continue; /* its own process (the critical path): passed by */
+		lo = r < lo ? r : lo;
+		hi = r > hi ? r : hi;
+	}
+	if (lo == INT64_MAX || lo == hi)
+		return 0; /* not a prism timeline of several ranks */
+	nr = (size_t)(hi - lo + 1);
+	if (!(v = calloc(nr, sizeof(*v))) || !(tmap = malloc(tr->threads.n * sizeof(*tmap)))) {
+		free(v);
+		return PRISM_ENOMEM;
+	}
+	for (size_t k = 0; k < nr; k++) {
+		v[k] = *tr;
+		memset(&v[k].events, 0, sizeof(v[k].events));
+		memset(&v[k].threads, 0, sizeof(v[k].threads));
+		memset(&v[k].comms, 0, sizeof(v[k].comms));
+		memset(&v[k].pgs, 0, sizeof(v[k].pgs));
+		v[k].has_rank = 1;
+		v[k].rank = lo + (int64_t)k;
+	}
+	for (size_t t = 0; t < tr->threads.n; t++) {
+		struct kt_thread x = tr->threads.v[t];
+		int64_t r = x.pid / TIMELINE_RANK_PID - 1;
+		struct kineto_trace *d;
+		tmap[t] = UINT32_MAX;
+		if (x.pid < TIMELINE_RANK_PID || r < lo || r > hi)
+			continue;
+		d = &v[r - lo];
+		x.pid %= TIMELINE_RANK_PID;
+		tmap[t] = (uint32_t)d->threads.n;
+		if (VEC_PUSH(d->threads, x))
+			goto oom;
+	}
+	for (size_t k = 0; k < nr; k++) {
+		/* Comms and groups are indexed by events: every rank keeps all. */
+		if (VEC_RESERVE(v[k].comms, tr->comms.n + 1) || VEC_RESERVE(v[k].pgs, tr->pgs.n + 1))
+			goto oom;
+		memcpy(v[k].comms.v, tr->comms.v, tr->comms.n * sizeof(*tr->comms.v));
+		v[k].comms.n = tr->comms.n;
+		memcpy(v[k].pgs.v, tr->pgs.v, tr->pgs.n * sizeof(*tr->pgs.v));
+		v[k].pgs.n = tr->pgs.n;
+	}
+	for (size_t i = 0; i < tr->events.n; i++) {
+		struct kt_event e = tr->events.v[i];
+		struct kineto_trace *d;
+		if (e.thread >= tr->threads.n || tmap[e.thread] == UINT32_MAX)
+			continue;
+		d = &v[tr->threads.v[e.thread].pid / TIMELINE_RANK_PID - 1 - lo];
+		e.thread = tmap[e.thread];
+		if (VEC_PUSH(d->events, e))
+			goto oom;
+	}
+	free(tmap);
+	kineto_release(tr);
+	*out = v;
+	*n = nr;
+	return 0;
+oom:
+	for (size_t k = 0; k < nr; k++)
+		kineto_release(&v[k]);
+	free(v);
+	free(tmap);
+	return PRISM_ENOMEM;
+}
+
 void kineto_release(struct kineto_trace *tr)
 {
 	VEC_FREE(tr->events);

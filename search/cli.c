@@ -121,6 +121,19 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 		rc = kineto_read(paths[nread], &st, &tr[nread], err);
 	if (rc == 0 && ranks)
 		rc = parse_ranks(ranks, n, tr, err);
+	if (rc == 0 && n == 1 && !ranks) {
+		/* A prism timeline of several ranks: each rank its own again. */
+		struct kineto_trace *parts = NULL;
+		size_t np = 0;
+		if (kineto_split(&tr[0], &parts, &np))
+			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		else if (np) {
+			kineto_release(&tr[0]);
+			free(tr);
+			tr = parts;
+			n = nread = (int)np;
+		}
+	}
 	if (rc == 0)
 		rc = build_graph(tr, (size_t)n, &st, o, out, err);
 	for (int i = 0; i < nread; i++)

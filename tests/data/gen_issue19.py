@@ -69,6 +69,7 @@ for r in range(2):
     ev.append(X("cpu_op", "record_param_comms", 1, 1, at, 20, **{"Collective name": kinds[r], "In msg nelems": 1024, "Out msg nelems": 1024, "Group size": 2, "dtype": "Float", "Process Group Name": "0"}))
     ev.append(X("cuda_runtime", "cudaLaunchKernel", 1, 1, at + 2, 4, correlation=1))
     ev.append(X("kernel", first, 0, 20, at + 10, 50, device=0, stream=20, correlation=1))
+    ev.append(X("cpu_op", "aten::_local_scalar_dense", 1, 1, 398, 104))
     ev.append(X("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 400, 100, correlation=3))
-    ev.sort(key=lambda e: e["ts"])
+    ev.sort(key=lambda e: (e["ts"], -e["dur"]))
     dump(f"mismatch_2024.rank{r}.json", ev, rank=r, world=2)
