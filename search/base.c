@@ -2,6 +2,7 @@
 #include "base.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "calib.h"
 #include "cli.h"
@@ -49,9 +50,22 @@ int base_load(struct base *b, char *const *paths, int n, const struct base_opts 
 	if ((rc = cli_load_graph((char **)paths, n, o->ranks, o->bo, &b->g, err)))
 		return rc;
 	if (b->g->meta) {
-		/* An annotated run: its description gives the configuration. */
-		if ((rc = synth_meta_parse(strtab_get(&b->g->st, b->g->meta), &in, err)) ||
-		    (rc = cli_load_hw(o->base_hw ? o->base_hw : in.hw_id, &hw, err)))
+		/* An annotated run: its description gives the configuration;
+		 * a profile it names by a relative file is the trace's
+		 * folder's (prism synth --hw FILE). */
+		const char *hw_name = o->base_hw ? o->base_hw : in.hw_id;
+		char beside[1200];
+		if ((rc = synth_meta_parse(strtab_get(&b->g->st, b->g->meta), &in, err)))
+			return rc;
+		hw_name = o->base_hw ? o->base_hw : in.hw_id;
+		if (!o->base_hw && in.hw_id[0] != '/' && strstr(in.hw_id, ".cfg")) {
+			const char *slash = strrchr(paths[0], '/');
+			snprintf(beside, sizeof(beside), "%.*s%s%s", slash ? (int)(slash - paths[0]) : 1,
+				 slash ? paths[0] : ".", "/", in.hw_id);
+			if (access(beside, R_OK) == 0)
+				hw_name = beside;
+		}
+		if ((rc = cli_load_hw(hw_name, &hw, err)))
 			return rc;
 		in.hw = &hw;
 		in.kdb = o->kdb;

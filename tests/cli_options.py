@@ -10,6 +10,7 @@ usage: cli_options.py PRISM
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -91,6 +92,27 @@ r = run("whatif", plain, "--dp", "8", code=2)
 check("no parameter sizes" in r.stderr, r.stderr)
 print("layout options: --gbs, its errors, GQA and SwiGLU model files, whatif --layers on a "
       "plain trace")
+
+# synth --hw FILE (issue 19: the description recorded hw=STEM, which no
+# other folder finds): it records the file, relative to the trace's folder
+# when inside it, so a base re-loads from anywhere, and with the folder
+# moved.
+with tempfile.TemporaryDirectory() as d:
+    hw_src = os.path.join(src, "configs", "hw", "h100-dgx.cfg")
+    job = os.path.join(d, "job")
+    os.mkdir(job)
+    with open(hw_src) as f, open(os.path.join(job, "mine.cfg"), "w") as g:
+        g.write(f.read())
+    run("synth", "gpt-small", "--hw", os.path.join(job, "mine.cfg"), "-o",
+        os.path.join(job, "run.json"))
+    with open(os.path.join(job, "run.json")) as f:
+        check(";hw=mine.cfg" in f.read(), "synth --hw FILE: hw=mine.cfg not recorded")
+    moved = os.path.join(d, "elsewhere")
+    os.rename(job, moved)
+    w = json.loads(subprocess.run([PRISM, "whatif", os.path.join(moved, "run.json"), "--layers",
+                                   "16", "--json"], capture_output=True, text=True,
+                                  cwd="/", check=True).stdout)
+    check(w["hw"] == "DGX H100", f"synth --hw FILE, re-loaded: {w['hw']}")
 
 # ingest --unexplained: golden_2023.json worked by hand with a 5 us cap:
 # k_mm was launched at 10 us and began at 25 us (15 us after the call's
