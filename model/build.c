@@ -401,6 +401,32 @@ static int is_nccl_kernel(const char *s)
 	       (strncmp(s, "nccl", 4) == 0 && strstr(s, "Kernel") != NULL);
 }
 
+/* Communication done by kernels of other libraries: DeepEP's dispatch,
+ * combine and notify (all-to-all within and across nodes), symmetric-
+ * memory and custom all-reduces (PyTorch's multimem / one- and two-shot,
+ * vLLM's cross-device reduce), NVSHMEM.  The kind, or -1 for any other
+ * kernel. */
+static int custom_comm_kind(const char *s)
+{
+	if (strstr(s, "ep::internode::") || strstr(s, "ep::intranode::") ||
+	    strstr(s, "deep_ep::"))
+		return GC_ALL_TO_ALL;
+	if (strstr(s, "multimem_all_reduce") || strstr(s, "one_shot_all_reduce") ||
+	    strstr(s, "two_shot_all_reduce") || strstr(s, "cross_device_reduce") ||
+	    strstr(s, "custom_all_reduce"))
+		return GC_ALL_REDUCE;
+	if (strstr(s, "nvshmem"))
+		return GC_ALL_TO_ALL;
+	return -1;
+}
+
+/* The collective a communication kernel does, from its name. */
+static int comm_kind_of(const char *s)
+{
+	int k = custom_comm_kind(s);
+	return k >= 0 ? k : coll_kind_of(strncmp(s, "nccl", 4) == 0 ? s + 4 : s);
+}
+
 static int64_t dtype_size(const char *s)
 {
 	static const struct {
@@ -454,8 +480,8 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 			if (n.hint == NONE32)
 				n.hint = b->nodes.v[call].hint;
 		}
-		if (n.kind == GN_KERNEL && is_nccl_kernel(name)) {
-			int kind = coll_kind_of(name + 4);
+		if (n.kind == GN_KERNEL && (is_nccl_kernel(name) || custom_comm_kind(name) >= 0)) {
+			int kind = comm_kind_of(name);
 			n.kind = (kind == GC_SEND_RECV || kind == GC_SEND || kind == GC_RECV) ? GN_P2P
 											     : GN_COLL;
 		}
@@ -1538,7 +1564,7 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 		c.node = u;
 		c.bytes = -1;
 		c.group_size = -1;
-		kind = coll_kind_of(strtab_get(b->st, n->name) + 4);
+		kind = comm_kind_of(strtab_get(b->st, n->name));
 		b->stats.coll_kernels[kind]++;
 		m = n->hint != NONE32 ? &tr->comms.v[n->hint] : NULL;
 		if (m) {

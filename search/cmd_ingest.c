@@ -310,6 +310,16 @@ static void print_json(const struct graph *g)
 	put_counts("collectives", graph_coll_kind_name, s->colls, GC_NKINDS);
 	put_counts("collective_kernels", graph_coll_kind_name, s->coll_kernels, GC_NKINDS);
 	{
+		/* Communication by other libraries' kernels (DeepEP, symmetric
+		 * memory, custom all-reduces): among the collectives. */
+		uint64_t other = 0;
+		for (uint32_t u = 0; u < g->n_nodes; u++)
+			if ((g->kind[u] == GN_COLL || g->kind[u] == GN_P2P) &&
+			    strncmp(strtab_get(&g->st, g->name[u]), "nccl", 4) != 0)
+				other++;
+		printf(",\"comm_kernels_not_nccl\":%" PRIu64, other);
+	}
+	{
 		uint64_t cnt[KC_NCLASSES];
 		int64_t ns[KC_NCLASSES];
 		class_totals(g, cnt, ns);
