@@ -218,10 +218,59 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 									  : 1;
 		b->in.steps = 0;
 	}
-	for (uint32_t c = 0; c < g->n_colls; c++)
-		if (g->colls[c].group_size == b->in.lay.dp && b->in.lay.dp > 1 &&
-		    (g->colls[c].kind == GC_ALL_REDUCE || g->colls[c].kind == GC_REDUCE_SCATTER))
+	/* The gradient collectives: all-reduces and reduce-scatters of the
+	 * backward pass and the optimizer, the process group moving the most
+	 * bytes (or the most of them, without sizes); a plain trace's
+	 * data-parallel degree is that group's size unless given. */
+	{
+		struct {
+			uint32_t pg;
+			int64_t size;
+			double bytes, n;
+		} grp[32];
+		int ng = 0, best = -1;
+		for (uint32_t c = 0; c < g->n_colls; c++) {
+			const struct graph_coll *gc = &g->colls[c];
+			uint32_t u = gc->node;
+			int k;
+			if ((gc->kind != GC_ALL_REDUCE && gc->kind != GC_REDUCE_SCATTER) ||
+			    gc->group_size < 2 ||
+			    (g->phase[u] != PH_BACKWARD && g->phase[u] != PH_OPTIMIZER))
+				continue;
+			for (k = 0; k < ng; k++)
+				if (grp[k].pg == gc->pg && grp[k].size == gc->group_size)
+					break;
+			if (k == ng) {
+				if (ng == 32)
+					continue;
+				grp[ng].pg = gc->pg;
+				grp[ng].size = gc->group_size;
+				grp[ng].bytes = grp[ng].n = 0;
+				ng++;
+			}
+			grp[k].bytes += gc->bytes > 0 ? (double)gc->bytes : 0;
+			grp[k].n++;
+		}
+		for (int k = 0; k < ng; k++)
+			if (best < 0 || grp[k].bytes > grp[best].bytes ||
+			    (grp[k].bytes == grp[best].bytes && grp[k].n > grp[best].n))
+				best = k;
+		/* A plain trace's world without gradient collectives runs other
+		 * parallelism (DeepSeek-V3's 64 ranks: expert parallelism):
+		 * its data-parallel degree is taken as 1. */
+		if (kind == PB_TRACE && base_dp <= 0)
+			b->in.lay.dp = best >= 0 ? (int)grp[best].size : 1;
+		if (best >= 0 && grp[best].size == b->in.lay.dp)
 			b->grad_group = b->in.lay.dp;
+		if (best >= 0)
+			snprintf(b->grad_pg, sizeof(b->grad_pg), "%s",
+				 grp[best].pg ? strtab_get(&g->st, grp[best].pg) : "");
+		if (best >= 0 && !b->grad_pg[0])
+			snprintf(b->grad_pg, sizeof(b->grad_pg), "unnamed, %d ranks",
+				 (int)grp[best].size);
+		b->world = g->n_ranks && g->ranks[0].world_size > 0 ? (int)g->ranks[0].world_size
+								    : (int)g->n_ranks;
+	}
 	if (edit_params(g, b->layers, &tot, &per))
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	if (kind == PB_ANNOTATED) {
@@ -265,10 +314,14 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		char par[32] = "parameters unknown";
 		if (b->params > 0)
 			snprintf(par, sizeof(par), "%.3g parameters", b->params);
-		snprintf(b->found, sizeof(b->found),
-			 "%d layers, %d microbatch%s, dp %d (%s gradient collectives), %s",
+		char dp[80] = "no gradient collectives";
+		if (!b->grad_group && b->world > 1)
+			snprintf(dp, sizeof(dp), "no gradient collectives in a world of %d", b->world);
+		if (b->grad_group)
+			snprintf(dp, sizeof(dp), "gradient collectives on group '%.40s'", b->grad_pg);
+		snprintf(b->found, sizeof(b->found), "%d layers, %d microbatch%s, dp %d (%s), %s",
 			 b->layers, b->microbatches, b->microbatches == 1 ? "" : "es", b->in.lay.dp,
-			 b->grad_group ? "with" : "no", par);
+			 dp, par);
 	}
 	return 0;
 }

@@ -98,6 +98,8 @@ struct predict_base {
 	/* Structure found in the graph (annotated and plain traces). */
 	int layers;              /* layers per pass, 0: none found */
 	int microbatches;        /* passes per step, at least 1 */
+	char grad_pg[48];        /* their process group's name */
+	int world;               /* the trace's world size */
 	int64_t grad_group;      /* group size of the gradient collectives
 				  * (all-reduce, reduce-scatter of the DP group), 0:
 				  * none */
