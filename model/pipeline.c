@@ -45,6 +45,9 @@ struct ps {
 	int pp, L;
 	int8_t *a;       /* per base node: its stage, or -1: every stage */
 	int32_t *mbv;    /* microbatch, 0 for a trace without labels */
+	uint8_t *ph;     /* phase; a microbatch's task without one takes the
+			  * pass of the microbatch's task before it on its
+			  * processor (or after it) */
 	uint32_t *in_off, *in_src;
 	uint32_t n_new_procs, procs_per_rank_base;
 	uint32_t *rank_first_proc; /* per base rank: its first new processor */
@@ -103,7 +106,7 @@ static int is_unit(const struct ps *s, uint32_t u)
 {
 	const struct graph *g = s->g;
 	return g->iter[u] >= 0 && s->mbv[u] >= 0 &&
-	       (g->phase[u] == PH_FORWARD || g->phase[u] == PH_BACKWARD);
+	       (s->ph[u] == PH_FORWARD || s->ph[u] == PH_BACKWARD);
 }
 
 static int stage_of_layer(const struct ps *s, int32_t l)
@@ -141,15 +144,15 @@ static void assign(struct ps *s)
 							   : -1);
 				continue;
 			}
-			if (g->iter[u] != cur_it || s->mbv[u] != cur_mb || g->phase[u] != cur_ph) {
+			if (g->iter[u] != cur_it || s->mbv[u] != cur_mb || s->ph[u] != cur_ph) {
 				cur_it = g->iter[u];
 				cur_mb = s->mbv[u];
-				cur_ph = g->phase[u];
+				cur_ph = s->ph[u];
 				cur = -1;
 			}
 			if (g->layer[u] >= 0)
 				cur = stage_of_layer(s, g->layer[u]);
-			s->a[u] = (int8_t)(cur >= 0 ? cur : g->phase[u] == PH_FORWARD ? 0 : s->pp - 1);
+			s->a[u] = (int8_t)(cur >= 0 ? cur : s->ph[u] == PH_FORWARD ? 0 : s->pp - 1);
 		}
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
@@ -162,7 +165,7 @@ static void assign(struct ps *s)
 		else if (g->layer[u] >= 0 && (is_unit(s, u) || g->phase[u] == PH_OPTIMIZER))
 			s->a[u] = (int8_t)stage_of_layer(s, g->layer[u]);
 		else if (is_unit(s, u))
-			s->a[u] = (int8_t)(g->phase[u] == PH_FORWARD ? 0 : s->pp - 1);
+			s->a[u] = (int8_t)(s->ph[u] == PH_FORWARD ? 0 : s->pp - 1);
 		else
 			s->a[u] = -1;
 	}
@@ -293,7 +296,7 @@ static int unit_info(struct ps *s)
 			if (!is_unit(s, u) || g->kind[u] != GN_KERNEL || s->a[u] < 0 ||
 			    s->mbv[u] >= (1 << 17))
 				continue;
-			key = unit_key(g->iter[u], s->mbv[u], g->phase[u] == PH_FORWARD, s->a[u]);
+			key = unit_key(g->iter[u], s->mbv[u], s->ph[u] == PH_FORWARD, s->a[u]);
 			if ((ix = imap_get(&s->units, key)) == IMAP_NONE) {
 				struct uinfo ui = {NONE32, u, u};
 				uint32_t c = launcher(s, u);
@@ -394,6 +397,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		size_t nn = g->n_nodes ? g->n_nodes : 1;
 		s.a = malloc(nn);
 		s.mbv = malloc(nn * sizeof(*s.mbv));
+		s.ph = malloc(nn);
 		s.in_off = calloc(nn + 1, sizeof(*s.in_off));
 		s.in_src = malloc((g->n_edges ? g->n_edges : 1) * sizeof(*s.in_src));
 		s.rank_first_proc = calloc(g->n_ranks + 1, sizeof(*s.rank_first_proc));
@@ -401,7 +405,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		s.proc_index = calloc(g->n_procs + 1, sizeof(*s.proc_index));
 		mbs = malloc(2 * (size_t)(1 << 17) * sizeof(*mbs));
 		fwds = malloc(2 * (size_t)(1 << 17));
-		if (!s.a || !s.mbv || !s.in_off || !s.in_src || !s.rank_first_proc ||
+		if (!s.a || !s.mbv || !s.ph || !s.in_off || !s.in_src || !s.rank_first_proc ||
 		    !s.rank_nprocs || !s.proc_index || !mbs || !fwds) {
 			rc = oom(&s);
 			goto out;
@@ -436,6 +440,29 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	if (g->n_ranks > 1024) {
 		rc = prism_err_set(err, PRISM_ELIMIT, "pipeline: over 1024 ranks");
 		goto out;
+	}
+	/* Tasks of a microbatch outside both passes (an edit made them part
+	 * of it: reshape.h's bridges) go with the pass beside them. */
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		s.ph[u] = g->phase[u];
+	for (uint32_t q = 0; q < g->n_procs; q++) {
+		const struct graph_proc *pr = &g->procs[q];
+		for (int pass = 0; pass < 2; pass++) {
+			int32_t mb = -1, it = -2;
+			uint8_t last = PH_NONE;
+			for (uint32_t i = 0; i < pr->n; i++) {
+				uint32_t u = pass ? pr->first + pr->n - 1 - i : pr->first + i;
+				if (s.mbv[u] != mb || g->iter[u] != it) {
+					mb = s.mbv[u];
+					it = g->iter[u];
+					last = PH_NONE;
+				}
+				if (s.ph[u] == PH_FORWARD || s.ph[u] == PH_BACKWARD)
+					last = s.ph[u];
+				else if (mb >= 0 && it >= 0 && s.ph[u] == PH_NONE && last != PH_NONE)
+					s.ph[u] = last;
+			}
+		}
 	}
 	for (uint32_t q = 0; q < g->n_procs; q++)
 		s.proc_index[q] = s.rank_nprocs[g->procs[q].rank]++;
@@ -546,7 +573,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 							for (uint32_t w = first_unit; w <= last_unit && !rc; w++) {
 								if (is_unit(&s, w)) {
 									cur_mb = s.mbv[w];
-									cur_ph = g->phase[w];
+									cur_ph = s.ph[w];
 								}
 								if (cur_mb != mb ||
 								    cur_ph != (fw ? PH_FORWARD : PH_BACKWARD))
@@ -871,6 +898,7 @@ out:
 	graph_free(n);
 	free(s.a);
 	free(s.mbv);
+	free(s.ph);
 	free(s.in_off);
 	free(s.in_src);
 	free(s.rank_first_proc);
