@@ -14,12 +14,14 @@
  * comm_time(new group) / comm_time(old group), which keeps the efficiency
  * the trace measured.  Host work is left as traced.
  *
- * Rebuilding from measured blocks (annotated traces): structural edits
- * (layers, hidden, TP, PP and schedule, microbatches) need the run's
- * layers, which the trace's prism:: ranges give.  The candidate is built
- * by synth.h with kernel times calibrated on the base: edit_fit() compares
- * the base's layer kernels class by class with a synthesised model of the
- * base's own configuration, and the ratios (measured / modelled) scale the
+ * Structural edits (layers, microbatches, stages, added collectives) are
+ * reshape.h's and pipeline.h's; this module re-times what they give.
+ *
+ * Rebuilding from measured blocks (annotated traces, for what is not
+ * edited as a graph): the candidate is built by synth.h with kernel times
+ * calibrated on the base: edit_fit() compares the base's layer kernels
+ * class by class with a synthesised model of the base's own
+ * configuration, and the ratios (measured / modelled) scale the
  * candidate's kernels; host costs per op and per launch are the base's
  * medians.
  */
@@ -82,30 +84,6 @@ int edit_unblock(struct graph *g, double keep, struct edit_stats *st);
 
 /* Total duration of g's GPU tasks, in ns. */
 double edit_gpu_work(const struct graph *g);
-
-struct edit_layer_stats {
-	uint64_t segments;    /* runs of layer tasks repeated (per processor) */
-	uint64_t groups;      /* (step, phase, microbatch) windows */
-	uint64_t nodes_added;
-};
-
-/*
- * Layers x k on any graph whose layers were found (prism:: ranges or
- * inferred, graph.h), without a model of the run: on each processor, the
- * run of tasks from a step's first to its last layer task of one phase and
- * microbatch, with whatever lies between, is repeated k times back to
- * back.  Edges inside such a group join copy c to copy c; edges leaving it
- * leave from the last copy, edges entering it enter the first; the copies
- * of a run follow each other in order.  Tasks outside every run that a
- * group waits for and that wait for the group (a collective between two
- * layers) repeat with it.  Later tasks' traced starts move by what the
- * copies add, so roots and step spans keep their place.  Collectives in
- * the copies are new instances, numbered in the new order.  g is only
- * read; *out is a new graph.  0, PRISM_EARG if g has no layers, or
- * PRISM_ENOMEM / PRISM_ELIMIT.
- */
-int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_layer_stats *st,
-		struct prism_err *err);
 
 /*
  * The parameters of the traced model, from its optimizer's op shapes: the

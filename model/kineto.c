@@ -987,9 +987,11 @@ int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n)
 		/* Comms and groups are indexed by events: every rank keeps all. */
 		if (VEC_RESERVE(v[k].comms, tr->comms.n + 1) || VEC_RESERVE(v[k].pgs, tr->pgs.n + 1))
 			goto oom;
-		memcpy(v[k].comms.v, tr->comms.v, tr->comms.n * sizeof(*tr->comms.v));
+		if (tr->comms.n)
+			memcpy(v[k].comms.v, tr->comms.v, tr->comms.n * sizeof(*tr->comms.v));
 		v[k].comms.n = tr->comms.n;
-		memcpy(v[k].pgs.v, tr->pgs.v, tr->pgs.n * sizeof(*tr->pgs.v));
+		if (tr->pgs.n)
+			memcpy(v[k].pgs.v, tr->pgs.v, tr->pgs.n * sizeof(*tr->pgs.v));
 		v[k].pgs.n = tr->pgs.n;
 	}
 	for (size_t i = 0; i < tr->events.n; i++) {

@@ -116,7 +116,9 @@ static int hw_reference(struct graph *g, const char *hw_path, const char *out,
 			hw->id, ref, hw_abs);
 		return 0;
 	}
-	snprintf(meta, sizeof(meta), "%.*s;hw=%s", (int)(at - m), m, ref);
+	if ((size_t)(at - m) + 68 > sizeof(meta))
+		return 0;
+	snprintf(meta, sizeof(meta), "%.*s;hw=%.63s", (int)(at - m), m, ref);
 	if (strtab_intern(&g->st, meta, strlen(meta), &g->meta))
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	return 0;

@@ -490,17 +490,38 @@ static void test_share_edges(void **state)
 	graph_free(g);
 }
 
+/* Layers x k as a graph edit (reshape.h): every found layer's runs k
+ * times; 0 on a graph without layers is refused. */
+static int layers_x(const struct graph *g, int k, struct graph **out, struct reshape_stats *st,
+		    struct prism_err *err)
+{
+	struct reshape_plan p;
+	int32_t copies[64];
+	int32_t nl = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->layer[u] + 1 > nl)
+			nl = g->layer[u] + 1;
+	for (int32_t l = 0; l < nl && l < 64; l++)
+		copies[l] = k;
+	reshape_plan_init(&p);
+	p.layer_copies = copies;
+	p.n_layers = nl;
+	return reshape_apply(g, &p, out, st, err);
+}
+
 static void test_layer_edit(void **state)
 {
 	const char *paths[] = {TEST_DATA("layers_2024.json")};
+	/* Each layer's runs twice in place: layer l's copies are layers 2l and
+	 * 2l + 1, forward in order, backward from the top layer's. */
 	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4,
-					     5, 5, 5, -1, -1, 5, 5, 5, 4, 4, 4, 3, 3, 3, 2, 2,
-					     2, 1, 1, 1, 0, 0, 0, -1, -1};
+					     5, 5, 5, -1, -1, 4, 4, 4, 5, 5, 5, 2, 2, 2, 3, 3,
+					     3, 0, 0, 0, 1, 1, 1, -1, -1};
 	int32_t layer[64];
 	uint8_t phase[64];
 	size_t n;
 	struct build_opts o;
-	struct edit_layer_stats st;
+	struct reshape_stats st;
 	struct prism_err err;
 	struct graph *g, *e2, *e3;
 	(void)state;
@@ -514,38 +535,51 @@ static void test_layer_edit(void **state)
 
 	/* x2: 18 more kernels of 100 us on the saturated stream. */
 	prism_err_clear(&err);
-	assert_int_equal(edit_layers(g, 2, &e2, &st, &err), 0);
+	assert_int_equal(layers_x(g, 2, &e2, &st, &err), 0);
 	assert_int_equal(graph_check(e2, &err), 0);
 	kernel_layers(e2, layer, phase, &n);
 	assert_int_equal(n, 41);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		if (layer[i] != want_layer[i])
+			print_error("kernel %zu: layer %d, want %d\n", i, layer[i], want_layer[i]);
 		assert_int_equal(layer[i], want_layer[i]);
-	/* Runs: forward and backward on the two threads and the stream. */
-	assert_int_equal(st.segments, 4);
-	assert_int_equal(st.groups, 2);
+	}
+	/* Groups: the three layers' forward and backward. */
+	assert_int_equal(st.groups, 6);
 	assert_int_equal(e2->n_nodes, g->n_nodes + st.nodes_added);
 	assert_int_equal(replay_ns(e2), 2070000 + 1800000);
 
 	/* x3 */
-	assert_int_equal(edit_layers(g, 3, &e3, &st, &err), 0);
+	assert_int_equal(layers_x(g, 3, &e3, &st, &err), 0);
 	assert_int_equal(graph_check(e3, &err), 0);
 	assert_int_equal(replay_ns(e3), 2070000 + 3600000);
 	/* x1 is the base. */
 	graph_free(e3);
-	assert_int_equal(edit_layers(g, 1, &e3, &st, &err), 0);
+	assert_int_equal(layers_x(g, 1, &e3, &st, &err), 0);
 	assert_int_equal(e3->n_nodes, g->n_nodes);
-	assert_int_equal(e3->n_edges, g->n_edges);
 	assert_int_equal(replay_ns(e3), 2070000);
 	graph_free(e3);
+	/* x0 for the middle layer: 6 kernels of 100 us fewer. */
+	{
+		struct reshape_plan p;
+		int32_t copies[3] = {1, 0, 1};
+		reshape_plan_init(&p);
+		p.layer_copies = copies;
+		p.n_layers = 3;
+		assert_int_equal(reshape_apply(g, &p, &e3, &st, &err), 0);
+		assert_int_equal(graph_check(e3, &err), 0);
+		assert_int_equal(replay_ns(e3), 2070000 - 600000);
+		graph_free(e3);
+	}
 	graph_free(e2);
 	graph_free(g);
 
 	/* No layers: a clear refusal. */
 	o.infer_layers = 0;
 	g = load(paths, 1, &o);
-	assert_int_equal(edit_layers(g, 2, &e2, &st, &err), PRISM_EARG);
+	assert_int_equal(layers_x(g, 2, &e2, &st, &err), PRISM_EARG);
 	assert_null(e2);
-	assert_string_equal(err.msg, "the trace has no layers found to repeat");
+	assert_string_equal(err.msg, "the trace has no layers found to repeat or drop");
 	graph_free(g);
 }
 
@@ -565,7 +599,7 @@ static void test_accumulation(void **state)
 	uint8_t phase[64];
 	size_t n, i = 0;
 	struct build_opts o;
-	struct edit_layer_stats st;
+	struct reshape_stats st;
 	struct prism_err err;
 	struct graph *g, *e2;
 	(void)state;
@@ -598,9 +632,10 @@ static void test_accumulation(void **state)
 	 * 3600 us. */
 	assert_int_equal(replay_ns(g), 4070000);
 	prism_err_clear(&err);
-	assert_int_equal(edit_layers(g, 2, &e2, &st, &err), 0);
+	assert_int_equal(layers_x(g, 2, &e2, &st, &err), 0);
 	assert_int_equal(graph_check(e2, &err), 0);
-	assert_int_equal(st.groups, 4);
+	/* Three layers' forward and backward in each of the two microbatches. */
+	assert_int_equal(st.groups, 12);
 	assert_int_equal(replay_ns(e2), 4070000 + 3600000);
 	graph_free(e2);
 	graph_free(g);
