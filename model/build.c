@@ -1273,6 +1273,36 @@ static int layers_of_run(struct builder *b, const struct hop *ops, size_t nops,
 	return 0;
 }
 
+/* Backward ops take the layer of the forward op with their autograd
+ * sequence number (by_seq); consecutive backward ops of one layer on one
+ * thread form one range, appended to layers. */
+static int backward_layers(struct builder *b, const struct hop *ops, size_t nops,
+			   const uint32_t *opname, const struct imap *by_seq, arange_vec *layers)
+{
+	arange_vec bw = {0};
+	int rc_ = 0;
+
+	for (size_t k = 0; k < nops && !rc_; k++) {
+		const struct hop *o = &ops[k];
+		uint32_t l;
+		if (!o->top || o->seq < 0 || !is_backward_op(b, o, opname[k]) ||
+		    (l = imap_get(by_seq, o->seq)) == IMAP_NONE)
+			continue;
+		if (bw.n && bw.v[bw.n - 1].proc == o->proc && bw.v[bw.n - 1].value == (int32_t)l &&
+		    bw.v[bw.n - 1].end <= o->start) {
+			bw.v[bw.n - 1].end = o->end;
+			continue;
+		}
+		if (push_range(b, &bw, o->proc, o->start, o->end, (int32_t)l))
+			rc_ = -1;
+	}
+	for (size_t k = 0; k < bw.n && !rc_; k++)
+		if (VEC_PUSH(*layers, bw.v[k]))
+			rc_ = nomem(b);
+	free(bw.v);
+	return rc_;
+}
+
 /*
  * Layers where a trace marks none (infer.h): per step and microbatch (mbs,
  * sorted; empty if none), the longest run of repeated blocks among the
@@ -1293,7 +1323,6 @@ static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, 
 	VEC(uint32_t) seq = {0};
 	VEC(uint32_t) names = {0};
 	VEC(uint32_t) at = {0};
-	arange_vec bw = {0};
 	struct imap by_seq = {0};
 	int rc_ = 0;
 
@@ -1352,28 +1381,84 @@ static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, 
 				rc_ = nomem(b);
 		}
 	}
-	for (size_t k = 0; k < nops && !rc_; k++) {
-		const struct hop *o = &ops[k];
-		uint32_t l;
-		if (!o->top || o->seq < 0 || !is_backward_op(b, o, opname[k]) ||
-		    (l = imap_get(&by_seq, o->seq)) == IMAP_NONE)
-			continue;
-		if (bw.n && bw.v[bw.n - 1].proc == o->proc && bw.v[bw.n - 1].value == (int32_t)l &&
-		    bw.v[bw.n - 1].end <= o->start) {
-			bw.v[bw.n - 1].end = o->end;
-			continue;
-		}
-		if (push_range(b, &bw, o->proc, o->start, o->end, (int32_t)l))
-			rc_ = -1;
-	}
-	for (size_t k = 0; k < bw.n && !rc_; k++)
-		if (VEC_PUSH(*layers, bw.v[k]))
-			rc_ = nomem(b);
+	if (!rc_)
+		rc_ = backward_layers(b, ops, nops, opname, &by_seq, layers);
 	free(runs);
 	free(seq.v);
 	free(names.v);
 	free(at.v);
-	free(bw.v);
+	imap_release(&by_seq);
+	return rc_;
+}
+
+/* The module-name prefix of python_function events (with_modules=True). */
+#define MODULE_PREFIX "nn.Module: "
+
+/*
+ * Layers from module names, where a trace has them (profile(with_stack=True,
+ * with_modules=True) names each module call "nn.Module: Class_N", N the
+ * class's instance in order of first call): the class ending in Layer or
+ * Block with the most instances -- LlamaDecoderLayer, GPT2Block,
+ * TransformerLayer (Megatron core), TransformerBlock (torchtitan),
+ * DeepSpeedTransformerLayer, BertLayer -- is the layer; a call of instance
+ * N is layer N (a recomputed forward inside the backward too), and
+ * backward ops take the layer of their forward op's autograd sequence
+ * number as with inferred layers.  mods: every such call, value = instance;
+ * cls: its class name's string id, in step.  ops[] is grouped by processor.
+ */
+static int module_layers(struct builder *b, const struct hop *ops, size_t nops,
+			 const uint32_t *opname, const struct arange *mods, const uint32_t *cls,
+			 size_t nmods, arange_vec *layers)
+{
+	struct cls_n {
+		uint32_t cls, n; /* instances: the largest N + 1 */
+		int64_t ns;	 /* the calls' time: an outer class's is longer */
+	} *cs = malloc((nmods ? nmods : 1) * sizeof(*cs));
+	struct imap by_seq = {0};
+	size_t ncs = 0;
+	uint32_t best = NONE32, best_n = 0;
+	int64_t best_ns = 0;
+	int rc_ = 0;
+
+	if (!cs)
+		return nomem(b);
+	/* The class with the most instances; of two, the one around the other. */
+	for (size_t k = 0; k < nmods; k++) {
+		size_t c = 0;
+		while (c < ncs && cs[c].cls != cls[k])
+			c++;
+		if (c == ncs)
+			cs[ncs++] = (struct cls_n){cls[k], 0, 0};
+		if ((uint32_t)mods[k].value + 1 > cs[c].n)
+			cs[c].n = (uint32_t)mods[k].value + 1;
+		cs[c].ns += mods[k].end - mods[k].start;
+	}
+	for (size_t c = 0; c < ncs; c++)
+		if (cs[c].n > best_n || (cs[c].n == best_n && cs[c].ns > best_ns)) {
+			best = cs[c].cls;
+			best_n = cs[c].n;
+			best_ns = cs[c].ns;
+		}
+	free(cs);
+	if (best_n < 2)
+		return 0;
+	for (size_t k = 0; k < nmods && !rc_; k++)
+		if (cls[k] == best && VEC_PUSH(*layers, mods[k]))
+			rc_ = nomem(b);
+	if (rc_ || !layers->n)
+		return rc_;
+	qsort(layers->v, layers->n, sizeof(*layers->v), cmp_arange);
+	for (size_t q = 0; q < nops && !rc_; q++) {
+		int32_t l;
+		if (ops[q].seq < 0 || ops[q].fwd > 0 || is_backward_op(b, &ops[q], opname[q]) ||
+		    (l = arange_at(layers->v, layers->n, ops[q].proc, ops[q].start)) < 0)
+			continue;
+		if (imap_get(&by_seq, ops[q].seq) == IMAP_NONE &&
+		    imap_put(&by_seq, ops[q].seq, (uint32_t)l, NULL))
+			rc_ = nomem(b);
+	}
+	if (!rc_)
+		rc_ = backward_layers(b, ops, nops, opname, &by_seq, layers);
 	imap_release(&by_seq);
 	return rc_;
 }
@@ -1388,9 +1473,10 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 {
 	enum { A_LAYER, A_MB, A_N };
 	static const char *const prefix[A_N] = {"prism::layer#", "prism::microbatch#"};
-	arange_vec r[A_N], ph[PH_NPHASES], pt[PH_NPHASES];
+	arange_vec r[A_N], ph[PH_NPHASES], pt[PH_NPHASES], mods = {0};
 	VEC(struct hop) ops = {0};
 	VEC(uint32_t) opname = {0};
+	VEC(uint32_t) mod_cls = {0};
 	uint32_t cur_thread = NONE32;
 	size_t cur_top = SIZE_MAX;
 	int64_t top_end = INT64_MIN, period = 0;
@@ -1414,6 +1500,33 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			    (c == RT_LAUNCH || c == RT_GRAPH_LAUNCH || c == RT_MEMCPY ||
 			     c == RT_MEMCPY_SYNC || c == RT_MEMSET))
 				ops.v[cur_top].launches = 1;
+			continue;
+		}
+		if (e->kind == KT_PY_FUNC) {
+			/* "nn.Module: Class_N", Class ending in Layer or Block. */
+			const char *c, *u;
+			size_t cl;
+			name = strtab_get(b->st, e->name);
+			if (strncmp(name, MODULE_PREFIX, sizeof(MODULE_PREFIX) - 1) != 0)
+				continue;
+			c = name + sizeof(MODULE_PREFIX) - 1;
+			u = strrchr(c, '_');
+			cl = u ? (size_t)(u - c) : 0;
+			if (!u || !u[1] || strlen(u + 1) > 6 ||
+			    strspn(u + 1, "0123456789") != strlen(u + 1) ||
+			    !((cl >= 5 && memcmp(u - 5, "Layer", 5) == 0) ||
+			      (cl >= 5 && memcmp(u - 5, "Block", 5) == 0)))
+				continue;
+			{
+				uint32_t id = 2166136261u; /* the class name's FNV-1a hash */
+				for (size_t i = 0; i < cl; i++)
+					id = (id ^ (uint8_t)c[i]) * 16777619u;
+				if (push_range(b, &mods, proc, e->ts_ns, e->ts_ns + e->dur_ns,
+					       (int32_t)strtol(u + 1, NULL, 10)))
+					rc_ = -1;
+				else if (mods.n > mod_cls.n && VEC_PUSH(mod_cls, id))
+					rc_ = nomem(b);
+			}
 			continue;
 		}
 		if (e->kind != KT_USER_ANN && e->kind != KT_CPU_OP)
@@ -1493,6 +1606,11 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			qsort(ph[p].v, ph[p].n, sizeof(*ph[p].v), cmp_arange);
 	if (!rc_ && r[A_LAYER].n)
 		b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_RANGES;
+	else if (!rc_ && b->o->infer_layers && mods.n &&
+		 !(rc_ = module_layers(b, ops.v, ops.n, opname.v, mods.v, mod_cls.v, mods.n,
+				       &r[A_LAYER])) &&
+		 r[A_LAYER].n)
+		b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_INFERRED | GRAPH_ANN_MODULES;
 	else if (!rc_ && b->o->infer_layers) {
 		if (r[A_MB].n)
 			qsort(r[A_MB].v, r[A_MB].n, sizeof(*r[A_MB].v), cmp_arange);
@@ -1545,6 +1663,8 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 	}
 	free(ops.v);
 	free(opname.v);
+	free(mods.v);
+	free(mod_cls.v);
 	return rc_ < 0 ? b->err->code : rc_;
 }
 

@@ -191,7 +191,7 @@ struct graph_stats {
 	uint64_t annotations;     /* cpu_op/user_annotation/python_function/gpu ann. */
 	uint64_t other_events;    /* instants, flows, metadata, other 'X' */
 	/* How annotations were found, by kind (GRAPH_ANN_LAYER, ...): an OR
-	 * over ranks of GRAPH_ANN_RANGES and GRAPH_ANN_INFERRED. */
+	 * over ranks of GRAPH_ANN_RANGES and GRAPH_ANN_INFERRED (and MODULES). */
 	uint32_t ann_found[3];
 	uint32_t pad_;
 	uint64_t layer_ops;       /* ops per inferred layer block (the last found) */
@@ -201,6 +201,7 @@ struct graph_stats {
 enum { GRAPH_ANN_LAYER, GRAPH_ANN_PHASE, GRAPH_ANN_MB };
 #define GRAPH_ANN_RANGES 1   /* prism:: ranges */
 #define GRAPH_ANN_INFERRED 2 /* PyTorch's own ranges, backward ops, repeats */
+#define GRAPH_ANN_MODULES  4 /* with INFERRED: layers from module names */
 
 struct graph {
 	uint32_t n_nodes, n_edges, n_procs, n_ranks, n_iters, n_colls;

@@ -39,7 +39,8 @@ static const char help[] =
 	"  - synthesised  a model base (needs --hw).\n"
 	"\n"
 	"A trace without a run description takes the graph edits only; layers come\n"
-	"from prism::layer ranges or repeated op blocks, microbatches from backward\n"
+	"from prism::layer ranges, module names (nn.Module: ...Layer_N, profiled\n"
+	"with with_modules) or repeated op blocks, microbatches from backward\n"
 	"passes (`prism ingest` shows what was found), and the message says what is\n"
 	"missing for anything else.  The step time is the longer of the host span and\n"
 	"the GPU side (both are printed); a host-bound step shows GPU edits little.\n"
@@ -84,6 +85,12 @@ static void print_sides(const char *what, const struct predict_out *p)
 {
 	if (p->host_s <= 0 && p->gpu_s <= 0)
 		return;
+	if (p->host_s <= 0) {
+		printf("%-10s GPU %.3f ms (no host span: the trace has no steps)%s\n", what,
+		       p->gpu_s * 1e3,
+		       p->host_bound ? "; the GPU idles over 30% of it: host-bound" : "");
+		return;
+	}
 	printf("%-10s host %.3f ms, GPU %.3f ms per step%s\n", what, p->host_s * 1e3,
 	       p->gpu_s * 1e3,
 	       p->host_bound ? ": host-bound (the GPU idles over 30% of every step), so GPU "

@@ -375,6 +375,19 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 	const struct synth_in *a = &b->in;
 	struct synth_in c2 = *c;
 	why[0] = '\0';
+	if (b->g && b->g->n_iters == 0 &&
+	    (c->m.layers != a->m.layers || c->lay.microbatches != a->lay.microbatches ||
+	     c->lay.pp != a->lay.pp)) {
+		/* Copies and stages are made step by step (a vLLM trace has no
+		 * steps: its 36 layers were found, its tasks are in none). */
+		snprintf(why, n,
+			 "%s: the trace has no steps (ProfilerStep#N ranges) whose tasks an "
+			 "edit could repeat or cut",
+			 c->m.layers != a->m.layers			? "layers"
+			 : c->lay.microbatches != a->lay.microbatches ? "microbatches"
+								      : "pipeline stages");
+		return;
+	}
 	if (splits(a, c)) {
 		/* Stages are an edit too; the rest must agree. */
 		c2.lay.pp = a->lay.pp;
@@ -421,8 +434,10 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 	}
 	if (c->m.layers != a->m.layers) {
 		if (b->layers <= 0)
-			snprintf(why, n, "layers: no layers found in the trace (no prism::layer "
-					 "ranges, no repeated op blocks)");
+			snprintf(why, n,
+				 "layers: no layers found in the trace (no prism::layer "
+				 "ranges, no nn.Module ...Layer_N/...Block_N names, "
+				 "no repeated op blocks)");
 		else if (a->lay.pp > 1 && c->m.layers % a->m.layers)
 			snprintf(why, n, "layers: with %d stages only a multiple of %d", a->lay.pp,
 				 a->m.layers);

@@ -86,10 +86,28 @@ check(r.stderr == f"prism: {plain}: the trace has no run description (prism::mod
       "hardware, and with a run description the hidden size and TP (from TP > 1)\n", r.stderr)
 r = run("whatif", plain, "--no-infer-layers", "--layers", "6", code=2)
 check(r.stderr == f"prism: {plain}: the trace has no run description (prism::model#): layers: "
-      "no layers found in the trace (no prism::layer ranges, no repeated op blocks)\n",
+      "no layers found in the trace (no prism::layer ranges, no nn.Module "
+      "...Layer_N/...Block_N names, no repeated op blocks)\n",
       r.stderr)
 r = run("whatif", plain, "--dp", "8", code=2)
 check("no parameter sizes" in r.stderr, r.stderr)
+# Layers from module names (tests/data/modules_2024.json); without its
+# ProfilerStep (as vLLM's trace) they are found but no step's tasks can be
+# repeated: refused, where before it answered +0.0 %.
+mods = os.path.join(src, "tests", "data", "modules_2024.json")
+w = json.loads(run("whatif", mods, "--layers", "6", "--json").stdout)
+check(w["layers_from"] == 3 and w["method"] == "graph edit", f"modules --layers 6: {w}")
+with tempfile.TemporaryDirectory() as d:
+    with open(mods) as f:
+        t = json.load(f)
+    t["traceEvents"] = [e for e in t["traceEvents"] if not e["name"].startswith("ProfilerStep")]
+    nosteps = os.path.join(d, "nosteps.json")
+    with open(nosteps, "w") as f:
+        json.dump(t, f)
+    r = run("whatif", nosteps, "--layers", "6", code=2)
+    check(r.stderr == f"prism: {nosteps}: the trace has no run description (prism::model#): "
+          "layers: the trace has no steps (ProfilerStep#N ranges) whose tasks an edit could "
+          "repeat or cut\n", r.stderr)
 print("layout options: --gbs, its errors, GQA and SwiGLU model files, whatif --layers on a "
       "plain trace")
 

@@ -641,6 +641,56 @@ static void test_accumulation(void **state)
 	graph_free(g);
 }
 
+/* tests/data/modules_2024.json: layers_2024.json with layer 1's block on
+ * other shapes (no run of identical blocks) and module-name ranges as
+ * with_modules records them (issue 19: Hugging Face, Megatron core,
+ * torchtitan and DeepSpeed layers are modules named ...Layer_N or
+ * ...Block_N).  LlamaDecoderLayer_0..2 are the layers (not LlamaModel_0,
+ * not MLPBlock_0..2 nested in them, as many, not FooBlock_0 with one
+ * instance: vLLM's gpt-oss has 36 TransformerBlocks around 36
+ * MLPBlocks); the backward follows by sequence number, as for inferred
+ * layers; layers x 2 edits. */
+static void test_module_layers(void **state)
+{
+	const char *paths[] = {TEST_DATA("modules_2024.json")};
+	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2, -1,
+					     -1, 2, 2, 2, 1, 1, 1, 0, 0, 0, -1, -1};
+	int32_t layer[64];
+	uint8_t phase[64];
+	size_t n;
+	struct build_opts o;
+	struct reshape_stats st;
+	struct prism_err err;
+	struct graph *g, *e;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	kernel_layers(g, layer, phase, &n);
+	assert_int_equal(n, 23);
+	for (size_t i = 0; i < n; i++) {
+		if (layer[i] != want_layer[i])
+			print_error("kernel %zu: layer %d, want %d\n", i, layer[i], want_layer[i]);
+		assert_int_equal(layer[i], want_layer[i]);
+	}
+	assert_int_equal(g->stats.ann_found[GRAPH_ANN_LAYER],
+			 GRAPH_ANN_INFERRED | GRAPH_ANN_MODULES);
+	prism_err_clear(&err);
+	assert_int_equal(layers_x(g, 2, &e, &st, &err), 0);
+	assert_int_equal(graph_check(e, &err), 0);
+	assert_int_equal(e->stats.nodes[GN_KERNEL], g->stats.nodes[GN_KERNEL] + 18);
+	graph_free(e);
+	graph_free(g);
+
+	/* Without layer inference: none (module names are inference too). */
+	o.infer_layers = 0;
+	g = load(paths, 1, &o);
+	kernel_layers(g, layer, phase, &n);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(layer[i], -1);
+	graph_free(g);
+}
+
 /* tests/data/bridge_2024.json: two layers (prism::layer ranges, no run
  * description) whose kernels k_a and k_b on stream 7 have, between them,
  * s1 and s2 on stream 20 launched by another thread (outside every
@@ -751,6 +801,7 @@ int main(void)
 		cmocka_unit_test(test_layer_bridges),
 		cmocka_unit_test(test_rocm),
 		cmocka_unit_test(test_mismatched_collectives),
+		cmocka_unit_test(test_module_layers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

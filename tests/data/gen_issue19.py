@@ -73,3 +73,27 @@ for r in range(2):
     ev.append(X("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 400, 100, correlation=3))
     ev.sort(key=lambda e: (e["ts"], -e["dur"]))
     dump(f"mismatch_2024.rank{r}.json", ev, rank=r, world=2)
+
+# modules_2024.json: layers_2024.json (three blocks of linear, gelu,
+# dropout) with the block of layer 1 on other shapes, so no run of
+# identical blocks is found, and module-name ranges as profile(with_stack=
+# True, with_modules=True) records them: LlamaModel_0 around everything,
+# LlamaDecoderLayer_0..2 around the blocks, LlamaMLP_0..2 nested inside,
+# FooBlock_0 (one instance) around the embedding.  The layers come from
+# LlamaDecoderLayer's instances; backward ops follow their sequence numbers.
+with open("layers_2024.json") as f:
+    base = json.load(f)
+ev = []
+for e in base["traceEvents"]:
+    if e.get("cat") == "cpu_op" and e["name"] == "aten::gelu" and e["ts"] == 70:
+        e = dict(e, args=dict(e["args"], **{"Input Dims": [[4, 16]]}))
+    ev.append(e)
+def M(name, ts, dur):
+    return X("python_function", "nn.Module: " + name, 1, 1, ts, dur)
+ev.append(M("LlamaModel_0", 8, 125))
+ev.append(M("FooBlock_0", 9, 12))
+for l in range(3):
+    ev.append(M(f"LlamaDecoderLayer_{l}", 29 + 30 * l, 30))
+    ev.append(M(f"MLPBlock_{l}", 39 + 30 * l, 20))
+ev.sort(key=lambda e: (e["ts"], -e["dur"]))
+dump("modules_2024.json", ev)
