@@ -216,6 +216,10 @@ int cost_dtype(const struct graph *g, uint32_t u)
 		if (strstr(name, low[i]))
 			return HW_FP8;
 	first_type(strtab_get(&g->st, g->op_types[u]), t, sizeof(t));
+	/* fp32 inputs on tensor cores compute in TF32 (Ampere's default for
+	 * matmul until PyTorch 1.12, allow_tf32 since): the kernel says so. */
+	if (strcmp(t, "float") == 0 && (strstr(name, "tf32") || strstr(name, "tensorop")))
+		return HW_TF32;
 	if (strcmp(t, "float") == 0)
 		return HW_FP32;
 	if (strstr(t, "BFloat16"))

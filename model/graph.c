@@ -272,7 +272,9 @@ int graph_rt_classify(const char *s)
 	if (starts(s, "cudaLaunchKernel") || starts(s, "cuLaunchKernel") ||
 	    starts(s, "cudaLaunchCooperativeKernel") || starts(s, "cuLaunchCooperativeKernel") ||
 	    starts(s, "cudaLaunchDevice") || starts(s, "hipLaunchKernel") ||
-	    starts(s, "hipExtLaunchKernel") || starts(s, "cuLaunchGrid"))
+	    starts(s, "hipExtLaunchKernel") || starts(s, "hipModuleLaunchKernel") ||
+	    starts(s, "hipExtModuleLaunchKernel") || starts(s, "hipLaunchCooperativeKernel") ||
+	    starts(s, "cuLaunchGrid"))
 		return RT_LAUNCH;
 	if (starts(s, "cudaGraphLaunch") || starts(s, "cuGraphLaunch") ||
 	    starts(s, "hipGraphLaunch"))

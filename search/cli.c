@@ -9,13 +9,11 @@
 
 #include "build.h"
 #include "configs.h"
-#include "edit.h"
 #include "hw.h"
 #include "kdb.h"
 #include "kdbstore.h"
 #include "kineto.h"
 #include "llm.h"
-#include "predict.h"
 #include "sim.h"
 #include "synth.h"
 #include "timeline.h"
@@ -124,6 +122,19 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 		rc = kineto_read(paths[nread], &st, &tr[nread], err);
 	if (rc == 0 && ranks)
 		rc = parse_ranks(ranks, n, tr, err);
+	if (rc == 0 && n == 1 && !ranks) {
+		/* A prism timeline of several ranks: each rank its own again. */
+		struct kineto_trace *parts = NULL;
+		size_t np = 0;
+		if (kineto_split(&tr[0], &parts, &np))
+			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		else if (np) {
+			kineto_release(&tr[0]);
+			free(tr);
+			tr = parts;
+			n = nread = (int)np;
+		}
+	}
 	if (rc == 0)
 		rc = build_graph(tr, (size_t)n, &st, o, out, err);
 	for (int i = 0; i < nread; i++)
@@ -390,46 +401,4 @@ int cli_write_trace(const struct graph *g, const struct synth_out *so, const cha
 	}
 	sim_free(s);
 	return rc;
-}
-
-int cli_base(const struct graph *g, const char *base_hw, struct hw_profile *hw,
-	     struct synth_in *base, struct prism_err *err)
-{
-	int rc;
-
-	synth_in_default(base);
-	if (!g->meta)
-		return prism_err_set(err, PRISM_EARG,
-				     "no prism::model# run description in the trace (record with "
-				     "scripts/collect_trace.py, or synthesise with prism synth)");
-	if ((rc = synth_meta_parse(strtab_get(&g->st, g->meta), base, err)) ||
-	    (rc = cli_load_hw(base_hw ? base_hw : base->hw_id, hw, err)))
-		return rc;
-	base->hw = hw;
-	return 0;
-}
-
-int cli_fit(const struct graph *g, const struct synth_in *base, struct synth_in *fitted,
-	    struct prism_err *err)
-{
-	struct graph *model = NULL;
-	struct predict_out pm;
-	struct edit_fit fit;
-	int rc;
-
-	if ((rc = predict_synth(base, &pm, &model, NULL, err)))
-		return rc;
-	rc = edit_fit(g, model, base, &fit);
-	graph_free(model);
-	if (rc)
-		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	for (int k = 0; k < KC_NCLASSES; k++) {
-		fitted->cost[k] = fit.cost[k];
-		fitted->scale[k] = fit.scale[k];
-	}
-	if (fit.host_fitted) {
-		fitted->cpu_op_s = fit.cpu_op_s;
-		fitted->launch_s = fit.launch_s;
-	}
-	return 0;
 }

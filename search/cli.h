@@ -85,23 +85,6 @@ struct kdb;
 int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err);
 
 /*
- * An annotated run (its prism::model# description; prism synth and
- * scripts/collect_trace.py write it) as the base of edits: *base is the
- * configuration it describes, on the hardware profile loaded into *hw
- * (base_hw names one, or NULL for the one described).  0, or PRISM_EARG
- * when g has no description.
- */
-struct synth_in;
-int cli_base(const struct graph *g, const char *base_hw, struct hw_profile *hw,
-	     struct synth_in *base, struct prism_err *err);
-
-/* Kernel costs per class and host costs fitted on g's own kernels against
- * base's synthesised run (edit.h), written into *fitted (its other fields
- * are left alone; fitted may be base). */
-int cli_fit(const struct graph *g, const struct synth_in *base, struct synth_in *fitted,
-	    struct prism_err *err);
-
-/*
  * The layout and shape options of synth and whatif.  Each given option is
  * applied to *in and its bit set in *given (CLI_SET_*), so a command can
  * tell an override from a default.

@@ -116,8 +116,9 @@ static void print_text(const struct sim *s, const struct metrics_iter *its, long
 		       100.0 * metrics_utilisation(s, p, 0, s->makespan_ns));
 	}
 	if (s->n_mismatched)
-		printf("\nwarning: %" PRIu32 " collective instances matched across ranks disagree on "
-		       "the collective\n",
+		printf("\nwarning: %" PRIu32 " collectives matched across ranks (process group and "
+		       "sequence) disagree on the collective: they were not made to wait for each "
+		       "other\n",
 		       s->n_mismatched);
 }
 

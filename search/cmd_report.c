@@ -66,16 +66,29 @@ static const char help[] =
 	"docs/VALIDATION.md"
 
 /* The knobs of a candidate, in the order of the CSV columns; each is a
- * column of the candidate table with the same name. */
+ * column of the candidate table with the same name (dflt: the SQL value of
+ * a row, or a database, from before the column; "": always there).  Text
+ * knobs are shown as the canonical name of what they parse to. */
 #define REPORT_KNOBS(I, S)                                                                  \
-	I(gpus, "gpus") I(tp, "tp") I(pp, "pp") I(dp, "dp") I(vp, "vp") I(mbs, "mbs")        \
-	I(mb, "microbatches") S(schedule, "schedule") S(recompute, "recompute")              \
-	I(zero, "zero") I(sp, "sp") I(layers, "layers") I(hidden, "hidden")
+	I(gpus, "gpus", "") I(tp, "tp", "") I(pp, "pp", "") I(dp, "dp", "") I(vp, "vp", "")  \
+	I(mbs, "mbs", "") I(mb, "microbatches", "")                                          \
+	S(schedule, "schedule", "", synth_schedule_parse, synth_schedule_name)             \
+	S(recompute, "recompute", "", mem_recompute_parse, mem_recompute_name)             \
+	I(zero, "zero", "") I(sp, "sp", "") I(layers, "layers", "") I(hidden, "hidden", "")   \
+	S(dtype, "dtype", "'bf16'", hw_dtype_parse, hw_dtype_name)                         \
+	I(fp8_attention, "fp8_attention", "0") I(flash, "flash", "1")
+
+/* How many knobs (the status column follows key and the knobs). */
+#define KNOB_COUNT_I(f, col, dflt) +1
+#define KNOB_COUNT_S(f, col, dflt, parse, name) +1
+enum { N_KNOBS = 0 REPORT_KNOBS(KNOB_COUNT_I, KNOB_COUNT_S) };
+#undef KNOB_COUNT_I
+#undef KNOB_COUNT_S
 
 struct row {
 	char key[160];
-#define KNOB_I(f, col) int f;
-#define KNOB_S(f, col) char f[16];
+#define KNOB_I(f, col, dflt) int f;
+#define KNOB_S(f, col, dflt, parse, name) char f[16];
 	REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S
@@ -263,9 +276,46 @@ static void csv_text(FILE *f, const char *s)
 	putc('"', f);
 }
 
+/* 1 if db's candidate table has column col. */
+static int has_column(sqlite3 *db, const char *col)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('candidate') WHERE name=?1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, col, -1, SQLITE_STATIC);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
+/* "SELECT key, <the knobs>, rest" into sql: a knob the database lacks (it
+ * predates the column) reads its default; 0, or -1 if sql is too small. */
+static int knob_select(sqlite3 *db, char *sql, size_t n, const char *rest)
+{
+	size_t len = (size_t)snprintf(sql, n, "SELECT key");
+#define KNOB_ADD(col, dflt)                                                                      \
+	if (len < n && !*(dflt))                                                                 \
+		len += (size_t)snprintf(sql + len, n - len, ", %s", col);                       \
+	else if (len < n && has_column(db, col))                                                 \
+		len += (size_t)snprintf(sql + len, n - len, ", COALESCE(%s, %s)", col, dflt);   \
+	else if (len < n)                                                                        \
+		len += (size_t)snprintf(sql + len, n - len, ", %s", dflt);
+#define KNOB_I(f, col, dflt) KNOB_ADD(col, dflt)
+#define KNOB_S(f, col, dflt, parse, name) KNOB_ADD(col, dflt)
+	REPORT_KNOBS(KNOB_I, KNOB_S)
+#undef KNOB_I
+#undef KNOB_S
+#undef KNOB_ADD
+	if (len < n)
+		len += (size_t)snprintf(sql + len, n - len, ", %s", rest);
+	return len < n ? 0 : -1;
+}
+
 static const char knob_header[] =
-#define KNOB_I(f, col) col ","
-#define KNOB_S(f, col) col ","
+#define KNOB_I(f, col, dflt) col ","
+#define KNOB_S(f, col, dflt, parse, name) col ","
 	REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S
@@ -273,8 +323,8 @@ static const char knob_header[] =
 
 static void csv_knobs(FILE *f, const struct row *r)
 {
-#define KNOB_I(fl, col) fprintf(f, "%d,", r->fl);
-#define KNOB_S(fl, col) fprintf(f, "%s,", r->fl);
+#define KNOB_I(fl, col, dflt) fprintf(f, "%d,", r->fl);
+#define KNOB_S(fl, col, dflt, parse, name) fprintf(f, "%s,", r->fl);
 	REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S
@@ -283,10 +333,10 @@ static void csv_knobs(FILE *f, const struct row *r)
 static void json_knobs(FILE *f, const struct row *r)
 {
 	const char *sep = "";
-#define KNOB_I(fl, col)                                                                          \
+#define KNOB_I(fl, col, dflt)                                                                    \
 	fprintf(f, "%s\"" col "\":%d", sep, r->fl);                                         \
 	sep = ",";
-#define KNOB_S(fl, col)                                                                          \
+#define KNOB_S(fl, col, dflt, parse, name)                                                       \
 	fprintf(f, "%s\"" col "\":", sep);                                                  \
 	prism_fput_json_str(f, r->fl);                                                      \
 	sep = ",";
@@ -312,7 +362,9 @@ static int same_run(const struct row *r, const struct row *e)
 		(strcmp(r->schedule, e->schedule) || r->vp != e->vp ? SAME_SCHEDULE : 0);
 	if (r->gpus != e->gpus || r->tp != e->tp || r->pp != e->pp || r->dp != e->dp ||
 	    r->mbs != e->mbs || r->mb != e->mb || r->sp != e->sp || r->layers != e->layers ||
-	    r->hidden != e->hidden || r->iter_s != e->iter_s || r->mem_gb != e->mem_gb ||
+	    r->hidden != e->hidden || strcmp(r->dtype, e->dtype) ||
+	    r->fp8_attention != e->fp8_attention || r->flash != e->flash ||
+	    r->iter_s != e->iter_s || r->mem_gb != e->mem_gb ||
 	    ((d & SAME_SCHEDULE) && r->pp != 1))
 		return 0;
 	return d;
@@ -543,6 +595,7 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 		"overlap_s", "idle_s"};
 	const struct row **by_key = malloc((R->n + 1) * sizeof(*by_key));
 	sqlite3_stmt *st = NULL;
+	char sql[2048];
 	int rc = 0;
 
 	if (!by_key)
@@ -554,17 +607,11 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
 		fprintf(csv, "%s,", cols[i]);
 	fputs("days_to_train,gpu_hours_to_train,cost_to_train,near_tie,same_as\n", csv);
-	if (sqlite3_prepare_v2(db,
-			       "SELECT key,"
-#define KNOB_I(f, col) col ","
-#define KNOB_S(f, col) col ","
-			       REPORT_KNOBS(KNOB_I, KNOB_S)
-#undef KNOB_I
-#undef KNOB_S
-			       "status, reason, analytic_s, bound_s, iter_s, bubble, tokens_per_s,"
-			       " mfu, gpu_hours, mem_gb, fits, exposed_compute_s, exposed_comm_s,"
-			       " overlap_s, idle_s FROM candidate WHERE sweep=?1 ORDER BY gpus, key",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (knob_select(db, sql, sizeof(sql),
+			"status, reason, analytic_s, bound_s, iter_s, bubble, tokens_per_s,"
+			" mfu, gpu_hours, mem_gb, fits, exposed_compute_s, exposed_comm_s,"
+			" overlap_s, idle_s FROM candidate WHERE sweep=?1 ORDER BY gpus, key") ||
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
 		free(by_key);
 		return -1;
 	}
@@ -578,7 +625,7 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 			putc(',', csv);
 		}
 		snprintf(probe.key, sizeof(probe.key), "%s", text(st, 0));
-		hit = R->n && strcmp(text(st, 14), "simulated") == 0
+		hit = R->n && strcmp(text(st, 1 + N_KNOBS), "simulated") == 0
 			      ? bsearch(&pp, by_key, R->n, sizeof(*by_key), cmp_key)
 			      : NULL;
 		if (hit) {
@@ -918,7 +965,7 @@ int cmd_report(int argc, char **argv)
 	sqlite3_stmt *st = NULL;
 	long long sid = -1;
 	const char *outdir = NULL, *all_arg = NULL;
-	char name[128] = "", dir[1024], path[1100], all_path[1100] = "";
+	char name[128] = "", dir[1024], path[1100], all_path[1100] = "", sql[2048];
 	VEC(struct row) rv = {0};
 	struct report R;
 	/* report.md, best.csv and all.csv: each whole or not at all. */
@@ -1017,17 +1064,11 @@ int cmd_report(int argc, char **argv)
 	R.tie = tie;
 	R.tie_given = tie_given;
 	shown(R.name, sizeof(R.name), name);
-	sqlite3_prepare_v2(db,
-			   "SELECT key,"
-#define KNOB_I(f, col) col ","
-#define KNOB_S(f, col) col ","
-			   REPORT_KNOBS(KNOB_I, KNOB_S)
-#undef KNOB_I
-#undef KNOB_S
-			   " iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb"
-			   " FROM candidate WHERE sweep=?1 AND status='simulated'"
-			   " ORDER BY gpus, iter_s, key",
-			   -1, &st, NULL);
+	if (knob_select(db, sql, sizeof(sql),
+			"iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb"
+			" FROM candidate WHERE sweep=?1 AND status='simulated'"
+			" ORDER BY gpus, iter_s, key") == 0)
+		sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	sqlite3_bind_int64(st, 1, sid);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		struct row *r;
@@ -1040,12 +1081,10 @@ int cmd_report(int argc, char **argv)
 		r = &rv.v[rv.n++];
 		memset(r, 0, sizeof(*r));
 		snprintf(r->key, sizeof(r->key), "%s", text(st, 0));
-#define KNOB_I(f, col) r->f = sqlite3_column_int(st, i++);
-#define KNOB_S(f, col)                                                                           \
+#define KNOB_I(f, col, dflt) r->f = sqlite3_column_int(st, i++);
+#define KNOB_S(f, col, dflt, parse, name)                                                        \
 	snprintf(raw, sizeof(raw), "%s", text(st, i++));                                    \
-	canonical(r->f, sizeof(r->f), raw,                                                  \
-		  strcmp(col, "schedule") == 0 ? synth_schedule_parse : mem_recompute_parse,  \
-		  strcmp(col, "schedule") == 0 ? synth_schedule_name : mem_recompute_name);
+	canonical(r->f, sizeof(r->f), raw, parse, name);
 		REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S

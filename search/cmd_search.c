@@ -19,8 +19,12 @@ static const char help[] =
 	"usage: prism search SWEEP [options]\n"
 	"\n"
 	"Enumerate the layouts a sweep file describes (a file, or a name in\n"
-	"configs/sweeps/) over its base -- a model configuration, or an\n"
-	"annotated trace whose own kernels calibrate the costs.  Reject the\n"
+	"configs/sweeps/) over its base -- a model configuration, or a trace:\n"
+	"each candidate is then the trace's graph edited (layers, microbatches,\n"
+	"data parallelism, hardware) or, for what a graph edit cannot do, rebuilt\n"
+	"with costs calibrated on the trace's kernels (traces with a run\n"
+	"description; a plain trace's other candidates are invalid, with what it\n"
+	"lacks).  Reject the\n"
 	"invalid layouts and those that do not fit in memory (each stored with\n"
 	"its reason), screen the rest, simulate the survivors best-first in\n"
 	"parallel batches, and store every candidate in a SQLite database.\n"
@@ -377,7 +381,7 @@ int cmd_search(int argc, char **argv)
 			if (owner[i] != sh.rank)
 				continue;
 			prism_err_clear(&e);
-			if (predict_synth(&batch[i].in, &batch[i].p, NULL, NULL, &e) == 0) {
+			if (predict_eval(&sw.bl.pb, &batch[i].in, &batch[i].p, NULL, NULL, &e) == 0) {
 				batch[i].status = CS_SIMULATED;
 			} else {
 				batch[i].status = CS_FAILED;

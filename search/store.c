@@ -25,11 +25,12 @@ static const char schema[] =
 	" analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
 	" gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
 	" exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
-	" dtype TEXT, fp8_attention INTEGER, flash INTEGER,"
+	" dtype TEXT, fp8_attention INTEGER, flash INTEGER, method TEXT,"
 	" PRIMARY KEY(sweep, key));";
 
 /* Version 1 had no bound_s, and no base fingerprint; version 2 no tokens
- * to train and no price; version 3 no dtype, fp8_attention, flash. */
+ * to train and no price; version 3 no dtype, fp8_attention, flash;
+ * version 4 no method. */
 static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;"
 				"ALTER TABLE sweep ADD COLUMN base TEXT;";
 static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN tokens REAL;"
@@ -39,6 +40,8 @@ static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN tokens REAL;"
 static const char migrate_3[] = "ALTER TABLE candidate ADD COLUMN dtype TEXT;"
 				"ALTER TABLE candidate ADD COLUMN fp8_attention INTEGER;"
 				"ALTER TABLE candidate ADD COLUMN flash INTEGER;";
+/* Version 4 did not say how a candidate was made (all were synthesised). */
+static const char migrate_4[] = "ALTER TABLE candidate ADD COLUMN method TEXT;";
 
 static int fail(sqlite3 *db, const char *what, struct prism_err *err)
 {
@@ -160,8 +163,9 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 		return rc;
 	}
 	if ((ver == 1 && sqlite3_exec(*db, migrate_1, NULL, NULL, NULL) != SQLITE_OK) ||
-	    ((ver == 1 || ver == 2) && sqlite3_exec(*db, migrate_2, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 2 && sqlite3_exec(*db, migrate_2, NULL, NULL, NULL) != SQLITE_OK) ||
 	    (ver >= 1 && ver <= 3 && sqlite3_exec(*db, migrate_3, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 4 && sqlite3_exec(*db, migrate_4, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
 		    SQLITE_OK ||
@@ -290,9 +294,9 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 			       " microbatches, schedule, recompute, zero, sp, layers, hidden, status,"
 			       " reason, analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours,"
 			       " mem_gb, fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s,"
-			       " bound_s, dtype, fp8_attention, flash) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,"
-			       "?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,"
-			       "?26,?27,?28,?29,?30,?31,?32,?33)",
+			       " bound_s, dtype, fp8_attention, flash, method) VALUES(?1,?2,?3,?4,?5,"
+			       "?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,"
+			       "?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34)",
 			       -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
@@ -340,6 +344,8 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 			sqlite3_bind_double(st, 27, k->p.exposed_comm_s);
 			sqlite3_bind_double(st, 28, k->p.overlap_s);
 			sqlite3_bind_double(st, 29, k->p.idle_s);
+			sqlite3_bind_text(st, 34, predict_method_name(k->p.method), -1,
+					  SQLITE_STATIC);
 		}
 		ok = sqlite3_step(st) == SQLITE_DONE;
 	}

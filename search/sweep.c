@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "build.h"
 #include "cfg.h"
 #include "cli.h"
@@ -214,53 +215,52 @@ static int fingerprint(char *const *paths, int n, char *out, size_t size)
 	return 0;
 }
 
-/* The template every candidate starts from: the model with default costs,
- * or the trace's described configuration with costs fitted on it; kernel
- * times from the kernel database where one is named.  The fingerprint
- * covers the base's bytes and the database's. */
+/* The base (base.h): the model with default costs, or the trace --
+ * described, with costs fitted on it, or plain; kernel times from the
+ * kernel database where one is named.  Every candidate starts from its
+ * configuration.  The fingerprint covers the base's bytes and the
+ * database's. */
 static int load_base(struct sweep *s, struct prism_err *err)
 {
 	char mpath[1024];
 	char *files[SWEEP_MAX_BASE + 2];
-	int nf = 0;
+	struct base_opts o;
+	struct build_opts bo;
+	int nf = 0, rc;
 
 	if (s->kdb_path[0]) {
-		int rc = cli_load_kdb(s->kdb_path, &s->kdb, err);
+		rc = cli_load_kdb(s->kdb_path, &s->kdb, err);
 		if (rc) {
 			prism_err_prefix(err, "kernel_db");
 			return rc;
 		}
 	}
+	build_opts_default(&bo);
+	memset(&o, 0, sizeof(o));
+	o.hw = s->hw_name;
+	o.base_dp = s->base_dp;
+	o.bo = &bo;
+	o.kdb = s->kdb;
 	if (!s->n_base) {
-		int rc = cli_load_model(s->model_name, &s->m, err);
-		if (rc)
+		char *model[1] = {s->model_name};
+		if ((rc = base_load(&s->bl, model, 1, &o, err)))
 			return rc;
-		synth_in_default(&s->tmpl);
-		s->tmpl.m = s->m;
-		s->tmpl.kdb = s->kdb;
 		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath)) == 0)
 			files[nf++] = mpath;
 	} else {
-		struct build_opts bo;
-		struct graph *g = NULL;
-		int rc;
-		build_opts_default(&bo);
-		if ((rc = cli_load_graph(s->base, s->n_base, NULL, &bo, &g, err)))
-			return rc;
-		if ((rc = cli_base(g, NULL, &s->base_hw, &s->tmpl, err)) == 0) {
-			s->tmpl.kdb = s->kdb;
-			rc = cli_fit(g, &s->tmpl, &s->tmpl, err);
-		}
-		graph_free(g);
-		if (rc) {
+		if ((rc = base_load(&s->bl, s->base, s->n_base, &o, err))) {
 			prism_err_prefix(err, "base %s", s->base[0]);
 			return rc;
 		}
-		s->m = s->tmpl.m;
 		snprintf(s->model_name, sizeof(s->model_name), "%s", s->base[0]);
 		for (int i = 0; i < s->n_base; i++)
 			files[nf++] = s->base[i];
 	}
+	s->tmpl = s->bl.pb.in;
+	s->tmpl.kdb = s->kdb;
+	s->m = s->tmpl.m;
+	if (!s->m.name[0])
+		snprintf(s->m.name, sizeof(s->m.name), "%.63s", s->model_name);
 	if (s->kdb_path[0])
 		files[nf++] = s->kdb_path;
 	if (nf && fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint)))
@@ -274,7 +274,8 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	static const char *const top[] = {"name",	  "model",	   "base",
 					  "hw",		  "gpus",	   "gpu_budget",
 					  "global_batch", "screen_margin", "kernel_db",
-					  "space",	  "tokens",	   "price_per_gpu_hour"};
+					  "space",	  "tokens",	   "price_per_gpu_hour",
+					  "base_dp"};
 	static const char *const knobs[] = {"tp",	  "pp",	    "mbs",    "schedule",
 					    "vp",	  "recompute", "zero",   "sp",
 					    "layers",	  "hidden",    "dtype",  "fp8_attention",
@@ -289,7 +290,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = cfg_read(&cf, path, err)))
 		return rc;
 	space = config_lookup(&cf, "space");
-	if ((rc = known(path, config_root_setting(&cf), top, 12, "", err)) ||
+	if ((rc = known(path, config_root_setting(&cf), top, 13, "", err)) ||
 	    (rc = known(path, space, knobs, 13, "space.", err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) ||
@@ -315,6 +316,11 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = cfg_range(path, &cf, NULL, "price_per_gpu_hour", 0, 1e6, 0, 1,
 			    &s->price_per_gpu_hour, err)))
 		goto out;
+	if (config_lookup(&cf, "base_dp")) {
+		if ((rc = cfg_range(path, &cf, NULL, "base_dp", 1, SYNTH_MAX_DP, 1, 1, &v, err)))
+			goto out;
+		s->base_dp = (int)v;
+	}
 	s->margin = 0.3;
 	if (config_lookup(&cf, "screen_margin") &&
 	    (rc = cfg_range(path, &cf, NULL, "screen_margin", 0, 1000, 0, 1, &s->margin, err)))
@@ -385,6 +391,7 @@ void sweep_free(struct sweep *s)
 	s->n_base = 0;
 	kdb_free(s->kdb);
 	s->kdb = NULL;
+	base_release(&s->bl);
 }
 
 static void make_key(struct cand *c)
@@ -416,6 +423,15 @@ static void judge(const struct sweep *s, struct cand *c)
 	prism_err_clear(&err);
 	if (c->status == CS_INVALID)
 		return;
+	if (s->bl.pb.kind == PB_TRACE) {
+		/* A plain trace: what it can be edited into (predict.h); no
+		 * model for rules, memory or estimates. */
+		if (predict_method(&s->bl.pb, &c->in, &err) < 0) {
+			c->status = CS_INVALID;
+			snprintf(c->reason, sizeof(c->reason), "%.159s", err.msg);
+		}
+		return;
+	}
 	if (synth_check(&c->in, &err)) {
 		c->status = CS_INVALID;
 		snprintf(c->reason, sizeof(c->reason), "%.159s", err.msg);
@@ -433,7 +449,12 @@ static void judge(const struct sweep *s, struct cand *c)
 		return;
 	}
 	c->analytic_s = predict_analytic(&c->in);
-	c->bound_s = synth_lower_bound(&c->in);
+	/* The bound holds for synthesised graphs; an edited trace keeps its
+	 * own kernels, which may beat it. */
+	c->bound_s = predict_method(&s->bl.pb, &c->in, &err) == PM_EDIT ||
+				     predict_method(&s->bl.pb, &c->in, &err) == PM_REPLAY
+			     ? 0
+			     : synth_lower_bound(&c->in);
 }
 
 long sweep_enumerate(const struct sweep *s, struct cand **out)
@@ -467,7 +488,9 @@ long sweep_enumerate(const struct sweep *s, struct cand **out)
 		c.in.hw = &s->hw;
 		if (s->layers.v[il] > 0)
 			c.in.m.layers = s->layers.v[il];
-		if (s->hidden.v[ih] > 0) {
+		if (s->hidden.v[ih] > 0 && s->tmpl.m.hidden <= 0) {
+			c.in.m.hidden = s->hidden.v[ih]; /* judged: a plain trace's is unknown */
+		} else if (s->hidden.v[ih] > 0) {
 			/* The FFN keeps its ratio to the width. */
 			ffn = (int64_t)s->tmpl.m.ffn * s->hidden.v[ih] / s->tmpl.m.hidden;
 			c.in.m.ffn = ffn > LLM_MAX_FFN ? LLM_MAX_FFN : (int)ffn;

@@ -2,8 +2,9 @@
  * sweep.h - a search space from a libconfig file, and its candidates.
  *
  * A sweep file (in configs/sweeps/, each commented as its own manual)
- * names the base -- a model configuration, or an annotated trace (or saved
- * graph) whose kernels calibrate the costs -- and the hardware, the GPU counts (a list, or a budget:
+ * names the base -- a model configuration, or a trace (or saved graph):
+ * annotated (its kernels calibrate the costs) or plain (candidates are
+ * graph edits of it, predict.h) -- and the hardware, the GPU counts (a list, or a budget:
  * every power of two up to it), the global batch in sequences, and for
  * each knob a list: tp, pp, mbs, schedule, vp, recompute, zero, sp, layers,
  * hidden, dtype (the linear layers' GEMMs), fp8_attention, flash; optionally a kernel database
@@ -20,6 +21,7 @@
 
 #include <stddef.h>
 
+#include "base.h"
 #include "hw.h"
 #include "llm.h"
 #include "predict.h"
@@ -42,14 +44,15 @@ struct sweep {
 	char model_name[128], hw_name[128];
 	struct llm m;
 	struct hw_profile hw;     /* the target hardware */
-	/* A trace base: its files (the ranks of one job, or a saved graph),
-	 * the hardware it ran on, and the configuration it describes with
-	 * costs fitted on its kernels (cli_base, cli_fit).  n_base == 0: the base
-	 * is the model, with synth_in_default's costs. */
+	/* A trace base: its files (the ranks of one job, or a saved graph).
+	 * n_base == 0: the base is the model, with synth_in_default's costs. */
 	char *base[SWEEP_MAX_BASE];
 	int n_base;
-	struct hw_profile base_hw;
-	struct synth_in tmpl;     /* every candidate starts from it */
+	int base_dp;              /* 'base_dp': a plain trace's data-parallel
+				   * degree (0: its world size) */
+	struct base bl;           /* the base (base.h); do not move a sweep */
+	struct synth_in tmpl;     /* every candidate starts from it: the base's
+				   * configuration (a plain trace's as found) */
 	char kdb_path[1024];      /* 'kernel_db': measured kernel times, or "" */
 	struct kdb *kdb;          /* loaded from it, or NULL */
 	char fingerprint[64];     /* of the base's bytes (model file or traces)

@@ -43,6 +43,10 @@ struct metrics_iter {
  */
 long metrics_iterations(const struct sim *s, struct metrics_iter **out);
 
+/* A step is called host-bound when its GPU idles over this share of it
+ * (the breakdown's idle): the host's launches decide its time. */
+#define METRICS_HOST_BOUND_IDLE 0.30
+
 /*
  * The iteration time a prediction reports: per step, the slowest rank's
  * predicted time, averaged over the steps after the first (which starts

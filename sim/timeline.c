@@ -29,7 +29,7 @@ static int multi(const struct graph *g, int rank)
 
 static int64_t pid_of(const struct graph *g, int rank, const struct graph_proc *p)
 {
-	return multi(g, rank) ? (int64_t)(p->rank + 1) * 10000000 + p->pid : p->pid;
+	return multi(g, rank) ? (g->ranks[p->rank].rank + 1) * TIMELINE_RANK_PID + p->pid : p->pid;
 }
 
 /* The correlation id written for u: GPU work takes its launch call's (a
@@ -356,6 +356,17 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 		const struct graph_rank *rk = &g->ranks[rank >= 0 ? rank : 0];
 		fprintf(f, "\"distributedInfo\":{\"rank\":%" PRId64 ",\"world_size\":%" PRId64 "},",
 			rk->rank, rk->world_size ? rk->world_size : 1);
+	} else {
+		/* Several ranks: a world and no rank of its own, so that
+		 * prism ingest splits the file by its pids (kineto_split). */
+		int64_t w = g->n_ranks;
+		for (uint32_t r = 0; r < g->n_ranks; r++) {
+			if (g->ranks[r].world_size > w)
+				w = g->ranks[r].world_size;
+			if (g->ranks[r].rank + 1 > w)
+				w = g->ranks[r].rank + 1;
+		}
+		fprintf(f, "\"distributedInfo\":{\"world_size\":%" PRId64 "},", w);
 	}
 	fputs("\"traceEvents\":[", f);
 	top = process_names(f, &first, g, rank);
@@ -395,10 +406,12 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 			      : g->kind[u] == GN_MEMSET ? "gpu_memset"
 							: "kernel",
 			      name, pid, pr->tid, s->start_ns[u], end - s->start_ns[u]);
+			/* The device keeps the rank's offset: prism ingest takes
+			 * it for the GPU's pid. */
 			fprintf(f,
 				",\"args\":{\"device\":%" PRId64 ",\"stream\":%" PRId64
 				",\"correlation\":%" PRId64,
-				pr->pid, pr->tid, corr_of(g, rank, launch_corr, u));
+				pid, pr->tid, corr_of(g, rank, launch_corr, u));
 			if (g->coll[u] != UINT32_MAX)
 				coll_args(f, g, u);
 			fprintf(f, "%s}}", crit);
@@ -428,7 +441,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 			",\"wait_on_stream\":%" PRId64 ",\"wait_on_cuda_event_record_corr_id\":%" PRId64
 			",\"correlation\":%" PRId64 ",\"device\":%" PRId64 "}}",
 			ws->tid, rs->tid, corr_of(g, rank, launch_corr, w->record),
-			corr_of(g, rank, launch_corr, w->call), ws->pid);
+			corr_of(g, rank, launch_corr, w->call), pid_of(g, rank, ws));
 	}
 	flows(f, &first, s, rank);
 	critical_track(f, &first, s, rank, &mp, top);

@@ -135,6 +135,24 @@ static void test_gemm_work(void **state)
 		assert_int_equal(cost_dtype(g, 0), HW_FP8);
 		graph_free(g);
 	}
+	{
+		/* fp32 inputs on tensor cores (issue 19: a float32 trace whose
+		 * GEMMs ran TF32 showed 488 % of the fp32 peak): the kernel's
+		 * name says TF32. */
+		static const char *const tf32[] = {"ampere_tf32_s1688gemm_tf32_128x128_16x4_tn",
+						   "cutlass_80_tensorop_s1688gemm_256x128_16x3_nn",
+						   "sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32"};
+		struct graph *g;
+		for (int i = 0; i < 3; i++) {
+			g = kernels(1, tf32[i], ops[0], &dims[0], "[\"float\", \"float\"]", dur);
+			assert_int_equal(cost_dtype(g, 0), HW_TF32);
+			graph_free(g);
+		}
+		g = kernels(1, "volta_sgemm_128x64_nn", ops[0], &dims[0], "[\"float\", \"float\"]",
+			    dur);
+		assert_int_equal(cost_dtype(g, 0), HW_FP32);
+		graph_free(g);
+	}
 }
 
 /* A GPU with round numbers, named so that rows can tell it apart. */

@@ -167,6 +167,39 @@ static void test_gpu_side(void **state)
 	check_trace(TEST_DATA("ahead_2024.json"));
 }
 
+/* A timeline of several ranks re-ingests as those ranks (issue 19: it
+ * came back as one rank with every stream), and replays as the original. */
+static void test_multirank_timeline(void **state)
+{
+	static char out[1 << 16], again[1 << 16];
+	char tl[] = "/tmp/prism-timeline-XXXXXX", cmd[1024];
+	const char *ranks = TEST_DATA("mismatch_2024.rank0.json") " "
+		TEST_DATA("mismatch_2024.rank1.json");
+	int fd = mkstemp(tl);
+	(void)state;
+
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "'%s' replay --timeline '%s' %s | grep '^ProfilerStep'",
+		 PRISM_BIN, tl, ranks);
+	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	snprintf(cmd, sizeof(cmd), "'%s' ingest --json '%s' | grep -o '\"rank\":[0-9]*'",
+		 PRISM_BIN, tl);
+	assert_int_equal(capture(cmd, again, sizeof(again)), 0);
+	assert_string_equal(again, "\"rank\":0\n\"rank\":1\n");
+	/* The predicted steps, per rank, as the original replay's. */
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' replay '%s' | grep '^ProfilerStep' | awk '{print $1, $2, $4}'", PRISM_BIN,
+		 tl);
+	assert_int_equal(capture(cmd, again, sizeof(again)), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' replay %s | grep '^ProfilerStep' | awk '{print $1, $2, $4}'", PRISM_BIN,
+		 ranks);
+	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	assert_string_equal(again, out);
+	unlink(tl);
+}
+
 static void test_shared_timelines(void **state)
 {
 	const char *dlrm = PRISM_SOURCE_DIR "/../shared/traces/param-dlrm-8rank-v100";
@@ -188,6 +221,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden_timelines),
 		cmocka_unit_test(test_gpu_side),
+		cmocka_unit_test(test_multirank_timeline),
 		cmocka_unit_test(test_shared_timelines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
