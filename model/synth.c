@@ -21,6 +21,7 @@ static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24};
 struct snode {
 	int64_t dur, lag, corr;
 	uint32_t proc, name, coll;
+	uint32_t op;              /* its op's record in ctx.ops (0: none) */
 	int32_t layer, mb, iter;
 	uint8_t kind, rtclass, flags, phase;
 };
@@ -40,6 +41,18 @@ struct pending {
 
 struct pgseq {
 	uint32_t rank, pg, n;
+};
+
+struct oprec {
+	uint32_t op, dims, types;
+};
+
+/* What an op's record is made from: its kind and numbers (record_op). */
+#define OPMEMO 256
+#define OPKEY 8
+struct opmemo {
+	double key[OPKEY];
+	uint32_t rec; /* 0: empty */
 };
 
 struct rankst {
@@ -77,6 +90,12 @@ struct ctx {
 	VEC(uint32_t) unit_last;
 	/* Names, interned once. */
 	uint32_t n_cpu, n_launch, n_record, n_wait, n_sync;
+	/* Ops as a trace records them (record_op): name, "Input Dims" and
+	 * "Input type" string ids, each distinct one once (ops.v[0]: none),
+	 * found again by their numbers through memo; op: the next kernel's. */
+	VEC(struct oprec) ops;
+	struct opmemo memo[OPMEMO];
+	uint32_t op;
 };
 
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved"};
@@ -169,6 +188,91 @@ static uint32_t host_call(struct ctx *c, int r, uint32_t name, int rtclass, doub
 	return u;
 }
 
+/* Node u was launched by the op record_op() set. */
+static void set_op(struct ctx *c, uint32_t u)
+{
+	c->nodes.v[u].op = c->op;
+}
+
+/*
+ * The op that launches the next kernel, with the shapes a profiler records
+ * for it (record_shapes=True: "Input Dims", "Input type"), so that an edit
+ * of the written trace can re-time the kernel from its shape (edit.h):
+ * key (its kind and numbers) names it, fmt() writes its name, dims and
+ * types (JSON arrays as Kineto writes them) the first time it is seen.
+ * launch() gives it to the kernel and its launch call (whose CPU work the
+ * trace writer names after it, timeline.h).
+ * A build has a few dozen distinct ops and a million kernels: each is
+ * formatted and interned once.
+ */
+typedef void (*op_fmt)(const double *key, const char **op, char *dims, size_t nd, char *types,
+		       size_t nt);
+
+static void record_op(struct ctx *c, const double key[OPKEY], op_fmt fmt)
+{
+	uint64_t h = 1469598103934665603u;
+	uint32_t slot;
+	struct oprec rec;
+	const char *op;
+	char dims[320], types[160];
+
+	if (c->dry || c->in->no_shapes)
+		return;
+	for (int i = 0; i < OPKEY; i++) {
+		uint64_t bits;
+		memcpy(&bits, &key[i], sizeof(bits));
+		h = (h ^ bits) * 1099511628211u;
+	}
+	/* Integral doubles have zero low bits: the slot from the high ones. */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdu;
+	slot = (uint32_t)(h >> 56) % OPMEMO;
+	for (int probe = 0; probe < OPMEMO; probe++, slot = (slot + 1) % OPMEMO) {
+		struct opmemo *m = &c->memo[slot];
+		if (m->rec && memcmp(m->key, key, sizeof(m->key)) == 0) {
+			c->op = m->rec;
+			return;
+		}
+		if (!m->rec)
+			break;
+	}
+	fmt(key, &op, dims, sizeof(dims), types, sizeof(types));
+	if (!c->ops.n) {
+		struct oprec none = {0, 0, 0};
+		if (VEC_PUSH(c->ops, none))
+			c->oom = 1;
+	}
+	rec.op = intern(c, op);
+	rec.dims = intern(c, dims);
+	rec.types = intern(c, types);
+	if (c->oom || VEC_PUSH(c->ops, rec)) {
+		c->oom = 1;
+		return;
+	}
+	c->op = (uint32_t)(c->ops.n - 1);
+	if (!c->memo[slot].rec) { /* a full memo formats again: still right */
+		memcpy(c->memo[slot].key, key, sizeof(c->memo[slot].key));
+		c->memo[slot].rec = c->op;
+	}
+}
+
+/* A profiler's name for an element of dtype (cost_dtype reads it back). */
+static const char *torch_type(int dtype)
+{
+	switch (dtype) {
+	case HW_FP32:
+	case HW_TF32:
+		return "float";
+	case HW_FP16:
+		return "c10::Half";
+	case HW_FP8:
+	case HW_FP4:
+		return "c10::Float8_e4m3fn";
+	default:
+		return "c10::BFloat16";
+	}
+}
+
 /* Launch GPU task `name` of `seconds` on stream st; coll: a collective
  * entry to attach, or NULL. */
 static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
@@ -189,6 +293,11 @@ static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *n
 	u = add_node(c, r, proc, kind, intern(c, name), seconds);
 	if (c->oom)
 		return u;
+	if (c->op) {
+		set_op(c, call);
+		set_op(c, u);
+		c->op = 0;
+	}
 	c->nodes.v[u].corr = c->nodes.v[call].corr;
 	c->nodes.v[u].lag = ns(in->gpu_lag_s);
 	add_edge(c, call, u, GE_LAUNCH);
@@ -274,11 +383,43 @@ static double ktime(struct ctx *c, int cls, int dtype, double flops, double byte
 	return (k->overhead_s + model_s / e) * in->scale[cls];
 }
 
-/* A memory-bound kernel of class cls moving `bytes`. */
+/* A memory-bound kernel's op: one bf16 tensor of bytes / 4 values (key:
+ * 1, bytes). */
+static void mem_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
+		       size_t nt)
+{
+	*op = "aten::op";
+	snprintf(dims, nd, "[[%.0f]]", key[1] / 4);
+	snprintf(types, nt, "[\"c10::BFloat16\"]");
+}
+
+/* A memory-bound kernel of class cls moving `bytes`.  Its op records one
+ * bf16 tensor of bytes / 4 values: read and written, as cost_work()
+ * counts an op's traffic (its inputs and an output the size of the
+ * first), that is the kernel's bytes (for a kernel reading one tensor and
+ * writing one, that tensor). */
 static void kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 {
 	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->in->hw, mem_kind(cls), bytes));
+	double key[OPKEY] = {1, bytes};
+
+	record_op(c, key, mem_op_fmt);
 	launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
+}
+
+/* A GEMM's op, C = A B as aten::mm [M, K] x [K, N], or aten::bmm with the
+ * batch (key: 2, dtype, b, m, n, k). */
+static void gemm_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
+			size_t nt)
+{
+	const char *ty = torch_type((int)key[1]);
+	double b = key[2], m = key[3], n = key[4], k = key[5];
+	*op = b == 1 ? "aten::mm" : "aten::bmm";
+	if (b == 1)
+		snprintf(dims, nd, "[[%.0f, %.0f], [%.0f, %.0f]]", m, k, k, n);
+	else
+		snprintf(dims, nd, "[[%.0f, %.0f, %.0f], [%.0f, %.0f, %.0f]]", b, m, k, b, k, n);
+	snprintf(types, nt, "[\"%s\", \"%s\"]", ty, ty);
 }
 
 /* A GEMM of batch b, m x k times k x n, in dtype. */
@@ -289,6 +430,9 @@ static void bgemm(struct ctx *c, int r, const char *name, int dtype, double b, d
 	double t = ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
 			 b * (es * (m * k + k * n) + 2 * m * n),
 			 kperf_gemm_s(c->in->hw, dtype, b, m, n, k));
+	double key[OPKEY] = {2, dtype, b, m, n, k};
+
+	record_op(c, key, gemm_op_fmt);
 	launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
 }
 
@@ -345,6 +489,7 @@ found:
 /* The layout as the code below needs it. */
 struct shape {
 	double b, s, h, f, V, t, a;
+	double kv;         /* key-value heads */
 	double qkv, f_in;  /* llm_qkv_width, llm_ffn_in */
 	double params;     /* of one layer on one tensor-parallel rank */
 	int gated;
@@ -377,6 +522,38 @@ static double ew(double n, double in)
 	return n * 2 * (in + 1);
 }
 
+/* The flash-attention op as PyTorch records it, [b, s, heads, d] per
+ * tensor: forward the query, key and value, backward the output's
+ * gradient first (cost_attn_shape reads them back).  key: 3, dtype,
+ * backward, b, s, query heads, key-value heads, d. */
+static void attn_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
+			size_t nt)
+{
+	const char *ty = torch_type((int)key[1]);
+	char q[64], kv[64];
+
+	snprintf(q, sizeof(q), "[%.0f, %.0f, %.0f, %.0f]", key[3], key[4], key[5], key[7]);
+	snprintf(kv, sizeof(kv), "[%.0f, %.0f, %.0f, %.0f]", key[3], key[4], key[6], key[7]);
+	if (key[2] != 0) {
+		*op = "aten::_flash_attention_backward";
+		snprintf(dims, nd, "[%s, %s, %s, %s]", q, q, kv, kv);
+		snprintf(types, nt, "[\"%s\", \"%s\", \"%s\", \"%s\"]", ty, ty, ty, ty);
+	} else {
+		*op = "aten::_flash_attention_forward";
+		snprintf(dims, nd, "[%s, %s, %s]", q, kv, kv);
+		snprintf(types, nt, "[\"%s\", \"%s\", \"%s\"]", ty, ty, ty);
+	}
+}
+
+static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
+{
+	/* Megatron-LM replicates key-value heads when fewer than the ranks. */
+	double kv = z->kv < z->t ? 1 : z->kv / z->t;
+	double key[OPKEY] = {3, dtype, bwd, z->b, z->s, z->a / z->t, kv, z->h / z->a};
+
+	record_op(c, key, attn_op_fmt);
+}
+
 /*
  * Attention core of one layer on one tensor-parallel rank (causal, as GPT
  * trains).  Flash attention is one kernel each way, timed by the kernel
@@ -397,6 +574,7 @@ static void attn_fwd(struct ctx *c, int r, const struct shape *z)
 	if (c->in->lay.flash) {
 		double t = ktime(c, KC_ATTENTION, dt, 2 * f, ew(3 * z->b * z->s * z->h / z->t, 1),
 				 kperf_attn_s(c->in->hw, dt, 0, z->b, heads, z->s, z->s, d, 1));
+		attn_op(c, z, dt, 0);
 		launch(c, r, S_COMPUTE, GN_KERNEL, "flash_fwd_kernel", t, NULL);
 		return;
 	}
@@ -416,6 +594,7 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 	if (c->in->lay.flash) {
 		double t = ktime(c, KC_ATTENTION, dt, 4 * f, ew(4 * z->b * z->s * z->h / z->t, 1),
 				 kperf_attn_s(c->in->hw, dt, 1, z->b, heads, z->s, z->s, d, 1));
+		attn_op(c, z, dt, 1);
 		launch(c, r, S_COMPUTE, GN_KERNEL, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", t,
 		       NULL);
 		return;
@@ -821,6 +1000,7 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 	z->V = in->m.vocab;
 	z->t = in->lay.tp;
 	z->a = in->m.heads;
+	z->kv = llm_kv_heads(&in->m);
 	z->qkv = llm_qkv_width(&in->m);
 	z->f_in = llm_ffn_in(&in->m);
 	z->params = llm_layer_params(&in->m) / z->t;
@@ -1090,6 +1270,11 @@ static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 		g->corr[v] = s->corr;
 		g->proc[v] = s->proc;
 		g->name[v] = s->name;
+		if (s->op) {
+			g->op[v] = c->ops.v[s->op].op;
+			g->op_dims[v] = c->ops.v[s->op].dims;
+			g->op_types[v] = c->ops.v[s->op].types;
+		}
 		g->src[v] = NONE32;
 		g->coll[v] = s->coll;
 		g->iter[v] = -1;
@@ -1428,6 +1613,7 @@ done:
 	VEC_FREE(c.pend);
 	VEC_FREE(c.waits);
 	VEC_FREE(c.seqs);
+	VEC_FREE(c.ops);
 	VEC_FREE(c.step_first);
 	VEC_FREE(c.step_last);
 	VEC_FREE(c.unit_first);

@@ -51,10 +51,14 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 	struct graph *g = NULL;
 	struct synth_out so;
 	struct settle_out st;
+	struct synth_in built = *in;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = synth_build(in, &g, &so, err)))
+	/* A graph nobody keeps is only simulated: its ops' shapes (for
+	 * writing it as a trace, or editing it) would be built for nothing. */
+	built.no_shapes = in->no_shapes || !keep_g;
+	if ((rc = synth_build(&built, &g, &so, err)))
 		return rc;
 	if ((rc = settle_synth(g, &so, &st, err)) == 0) {
 		predict_derive(in, st.iter_s, out);

@@ -95,6 +95,50 @@ static const struct cut *cut_after(const struct cut *c, size_t n, uint32_t proc,
 	return lo < n && c[lo].proc == proc ? &c[lo] : NULL;
 }
 
+/* The length of the longest string of st. */
+static size_t longest(const struct strtab *st)
+{
+	size_t m = 0;
+	for (uint32_t i = 0; i < st->n; i++) {
+		size_t n = strlen(strtab_get(st, i));
+		if (n > m)
+			m = n;
+	}
+	return m;
+}
+
+/* s is a JSON array as Kineto writes shapes and types ("[[2, 3], []]",
+ * "[\"float\", \"\"]"): brackets that close only at its end, no escapes,
+ * nothing but digits, letters, spaces, commas, quotes and ":_.-" -- so
+ * that text from a graph file is written into the trace as it was read,
+ * and nothing else. */
+static int json_array(const char *s)
+{
+	int depth = 0;
+	if (*s != '[')
+		return 0;
+	for (const char *p = s; *p; p++) {
+		if (*p == '[') {
+			depth++;
+		} else if (*p == ']') {
+			if (--depth == 0)
+				return p[1] == '\0';
+		} else if (!(*p >= '0' && *p <= '9') && !(*p >= 'a' && *p <= 'z') &&
+			   !(*p >= 'A' && *p <= 'Z') && !strchr(" ,\":_.-", *p)) {
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Launch call u has shapes of its op to write (json_array). */
+static int op_shapes(const struct graph *g, uint32_t u)
+{
+	return g->kind[u] == GN_RUNTIME && g->rtclass[u] == RT_LAUNCH && g->op_dims[u] &&
+	       json_array(strtab_get(&g->st, g->op_dims[u])) &&
+	       json_array(strtab_get(&g->st, g->op_types[u]));
+}
+
 /* Slice [start, end) of proc written as one event per piece between the
  * cuts of its thread, each piece followed by args (which closes the
  * event). */
@@ -314,11 +358,15 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	int first = 1;
 	int64_t *launch_corr = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr)), top;
 	long nits = metrics_iterations(s, &its);
+	/* An op's args: its shapes (any two strings of g) and a few keys. */
+	size_t args_cap = 2 * longest(&g->st) + 96;
+	char *args = malloc(args_cap);
 
-	if (!launch_corr || !critical || nits < 0 || metrics_critical_path(s, &mp) ||
+	if (!launch_corr || !critical || !args || nits < 0 || metrics_critical_path(s, &mp) ||
 	    !(cuts = malloc(((size_t)(nits > 0 ? nits : 0) * 2 + 1) * sizeof(*cuts)))) {
 		free(launch_corr);
 		free(critical);
+		free(args);
 		free(its);
 		free(mp.nodes);
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
@@ -343,6 +391,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	/* Whole or not at all: a failed write keeps the previous file. */
 	if (prism_wfile_open(&out, path)) {
 		int e = errno;
+		free(args);
 		free(launch_corr);
 		free(critical);
 		free(its);
@@ -379,6 +428,23 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 			continue;
 		switch (g->kind[u]) {
 		case GN_CPU:
+			if (u + 1 < g->n_nodes && g->proc[u + 1] == g->proc[u] && op_shapes(g, u + 1)) {
+				/* The op that launched a kernel, spanning its launch
+				 * call as a profiler's does, with the shapes it
+				 * recorded: the trace re-ingests with them (kernels
+				 * re-timed from their shapes, edit.h). */
+				const char *op = strtab_get(&g->st, g->op[u + 1]);
+				snprintf(args, args_cap,
+					 ",\"args\":{\"prism\":\"cpu work\",\"Input Dims\":%s,"
+					 "\"Input type\":%s%s}}",
+					 strtab_get(&g->st, g->op_dims[u + 1]),
+					 strtab_get(&g->st, g->op_types[u + 1]),
+					 critical[u] ? ",\"critical_path\":1" : "");
+				pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op",
+				       op[0] ? op : name[0] ? name : "cpu", pid, pr->tid, s->start_ns[u],
+				       s->end_ns[u + 1], args);
+				break;
+			}
 			pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op", name[0] ? name : "cpu",
 			       pid, pr->tid, s->start_ns[u], end,
 			       critical[u] ? ",\"args\":{\"prism\":\"cpu work\",\"critical_path\":1}}"
@@ -387,6 +453,16 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 		case GN_WAIT:
 			break; /* written with its call */
 		case GN_RUNTIME:
+			if (op_shapes(g, u) &&
+			    !(u > 0 && g->proc[u - 1] == g->proc[u] && g->kind[u - 1] == GN_CPU)) {
+				/* No CPU work before it: its op spans the call alone. */
+				const char *op = strtab_get(&g->st, g->op[u]);
+				snprintf(args, args_cap, ",\"args\":{\"Input Dims\":%s,\"Input type\":%s}}",
+					 strtab_get(&g->st, g->op_dims[u]),
+					 strtab_get(&g->st, g->op_types[u]));
+				pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op", op[0] ? op : "op",
+				       pid, pr->tid, s->start_ns[u], end, args);
+			}
 			if (g->flags[u] & NF_BLOCKING) {
 				end = s->end_ns[u + 1];
 				if (critical[u + 1])
@@ -457,6 +533,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 		}
 	}
 	fputs("\n]}\n", f);
+	free(args);
 	free(launch_corr);
 	free(critical);
 	free(its);

@@ -66,8 +66,10 @@ with tempfile.TemporaryDirectory() as d:
     r = run("search", b_cfg, "--db", os.path.join(d, "b.db"), code=2)
     check("was run on another base" in r.stderr and r.stderr.count("\n") == 1, r.stderr)
     # A trace without its run description is a plain base: the candidates
-    # a graph edit can make (dp, microbatches) are edits of it, and equal
-    # the model's; the others are invalid, saying what the trace lacks.
+    # a graph edit can make (dp, microbatches, and pipeline stages cut from
+    # one: the first layer's input shape gives the activations sent) are
+    # edits of it, and equal the model's; the others are invalid, saying
+    # what the trace lacks.
     with open(os.path.join(d, "a.json")) as f:
         t = json.load(f)
     t["traceEvents"] = [e for e in t["traceEvents"]
@@ -86,7 +88,9 @@ with tempfile.TemporaryDirectory() as d:
     check(len(got) == len(model), f"{len(got)} plain candidates, {len(model)} from the model")
     check(all(m in ("graph edit", "replay") for k, st, _, t, m in got if st == "simulated"),
           "a plain candidate not made by a graph edit (or the replay)")
-    check(len(edited) == 2, f"{len(edited)} plain candidates simulated, want dp 8 and dp 16")
+    check(len(edited) == 6,
+          f"{len(edited)} plain candidates simulated, want dp 8 and 16, each also cut into "
+          "2 stages (1f1b, gpipe)")
     worst_p = max(abs(edited[k] / model[k.replace("hidden=0", "hidden=1024")] - 1)
                   for k in edited)
     check(worst_p < 1e-6, f"plain-trace edits and the model differ by {worst_p:.2e}")
