@@ -318,3 +318,34 @@ int cost_gemm_dims(const struct graph *g, uint32_t u, double dims[4])
 		return 0;
 	return gemm_flops(strtab_get(&g->st, g->op[u]), &sh, &elems, dims) > 0;
 }
+
+int cost_attn_shape(const struct graph *g, uint32_t u, double *b, double *heads, double *sq,
+		    double *skv, double *d, int *pass)
+{
+	struct shapes sh;
+	const char *op;
+	int bhsd, kt;
+
+	if (g->kind[u] != GN_KERNEL || !g->op_dims[u] ||
+	    cost_classify_node(g, u) != KC_ATTENTION)
+		return 0;
+	op = strtab_get(&g->st, g->op[u]);
+	if (strstr(op, "scaled_dot_product") || strstr(op, "_cudnn_attention_"))
+		bhsd = 1;
+	else if (strstr(op, "_flash_attention_") || strstr(op, "_efficient_attention_") ||
+		 strstr(op, "flash_attn"))
+		bhsd = 0;
+	else
+		return 0;
+	*pass = strstr(op, "backward") || strstr(op, "Backward") ? 1 : 0;
+	kt = *pass ? 2 : 1;
+	if (!parse_shapes(strtab_get(&g->st, g->op_dims[u]), &sh) || sh.n <= kt ||
+	    sh.rank[0] != 4 || sh.rank[kt] != 4)
+		return 0;
+	*b = sh.dim[0][0];
+	*heads = sh.dim[0][bhsd ? 1 : 2];
+	*sq = sh.dim[0][bhsd ? 2 : 1];
+	*skv = sh.dim[kt][bhsd ? 2 : 1];
+	*d = sh.dim[0][3];
+	return *b > 0 && *heads > 0 && *sq > 0 && *skv > 0 && *d > 0;
+}
