@@ -9,6 +9,8 @@
 
 #include "comm.h"
 #include "infer.h"
+#include "kperf.h"
+#include "llm.h"
 #include "synth.h"
 #include "vec.h"
 
@@ -136,13 +138,249 @@ static double shape_factor(const struct graph *g, uint32_t u, int cls,
 		default: return hr;
 		}
 	}
-	/* Outside the layers: the logits (V / t x h), their softmax (V / t),
-	 * the embedding and the final norm (h). */
-	switch (cls) {
-	case KC_GEMM: return hr * tr;
-	case KC_SOFTMAX: return tr;
-	default: return hr;
+	/* Outside the layers: the logits (V / t x h), their softmax and the
+	 * cross-entropy's passes over them (V / t), the embedding and the
+	 * final norm (h). */
+	if (cls == KC_GEMM)
+		return hr * tr;
+	if (cls == KC_SOFTMAX || strstr(name, "cross_entropy") || strstr(name, "nll_loss") ||
+	    strstr(name, "log_softmax"))
+		return tr;
+	return hr;
+}
+
+/* ---- re-timing by the kernel model ---------------------------------------- */
+
+/* A GEMM the described transformer runs, C[M,N] = A[M,K] B[K,N]: its (M, N,
+ * K) in the base (a) and in the candidate (c); dw: a weight gradient, whose
+ * M and N a trace may hold either way round. */
+struct lgemm {
+	double a[3], c[3];
+	int dw;
+};
+
+/* The GEMMs of one layer's forward (QKV, projection, FC1, FC2) and
+ * backward (per linear layer in reverse, the input gradient then the
+ * weight gradient; under full recomputation the forward's first), and the
+ * head's (the logits: forward; input and weight gradients), in the order
+ * Megatron-LM and prism synth run them. */
+struct roles {
+	struct lgemm fwd[4], bwd[12], head_fwd[1], head_bwd[2];
+	int n_bwd;
+};
+
+/* The forward, input-gradient and weight-gradient GEMMs of y = x W on
+ * T tokens, of width out from width in over t TP ranks: column-parallel
+ * (col: out split) or row-parallel (in split); which = 0 (base) or 1. */
+static void linear_gemms(struct lgemm *fwd, struct lgemm *dx, struct lgemm *dw, int which,
+			 double T, double out, double in, int col, double t)
+{
+	double o = col ? out / t : out, i = col ? in : in / t;
+	double *f = which ? fwd->c : fwd->a, *x = which ? dx->c : dx->a, *w = which ? dw->c : dw->a;
+	f[0] = T, f[1] = o, f[2] = i;
+	x[0] = T, x[1] = i, x[2] = o;
+	w[0] = i, w[1] = o, w[2] = T;
+	fwd->dw = dx->dw = 0;
+	dw->dw = 1;
+}
+
+static void roles_init(struct roles *R, const struct edit_retime *r)
+{
+	struct lgemm lf[4], ldx[4], ldw[4], hf, hdx, hdw;
+	double T = (double)(r->mbs > 0 ? r->mbs : 1) * r->m_from->seq;
+
+	for (int which = 0; which < 2; which++) {
+		const struct llm *m = which ? r->m_to : r->m_from;
+		double t = which ? r->tp_to : r->tp_from, h = m->hidden;
+		if (t < 1)
+			t = 1;
+		linear_gemms(&lf[0], &ldx[0], &ldw[0], which, T, llm_qkv_width(m), h, 1, t);
+		linear_gemms(&lf[1], &ldx[1], &ldw[1], which, T, h, h, 0, t);
+		linear_gemms(&lf[2], &ldx[2], &ldw[2], which, T, llm_ffn_in(m), h, 1, t);
+		linear_gemms(&lf[3], &ldx[3], &ldw[3], which, T, h, m->ffn, 0, t);
+		linear_gemms(&hf, &hdx, &hdw, which, T, m->vocab, h, 1, t);
 	}
+	R->n_bwd = 0;
+	for (int i = 0; i < 4; i++) {
+		R->fwd[i] = lf[i];
+		if (r->recompute == MEM_RECOMPUTE_FULL)
+			R->bwd[R->n_bwd++] = lf[i];
+	}
+	for (int i = 3; i >= 0; i--) {
+		R->bwd[R->n_bwd++] = ldx[i];
+		R->bwd[R->n_bwd++] = ldw[i];
+	}
+	R->head_fwd[0] = hf;
+	R->head_bwd[0] = hdx;
+	R->head_bwd[1] = hdw;
+}
+
+static int same3(const double *x, const double *y)
+{
+	return fabs(x[0] - y[0]) <= 0.5 && fabs(x[1] - y[1]) <= 0.5 && fabs(x[2] - y[2]) <= 0.5;
+}
+
+/* x and y are the same GEMM for the kernel model (kperf_gemm_s is
+ * symmetric in M and N). */
+static int same_gemm(const double *x, const double *y)
+{
+	double s[3] = {y[1], y[0], y[2]};
+	return same3(x, y) || same3(x, s);
+}
+
+/*
+ * The candidate's (M, N, K) of a GEMM recorded as old, the pos-th GEMM of
+ * its pass, among the n GEMMs the description runs in that pass: those
+ * whose base shape it has; where they disagree on the new shape (a
+ * layer's FC1 and FC2 are both h x h on 4h / h ranks), the one at its
+ * position.  1, or 0 when none fits.
+ */
+static int match_gemm(const struct lgemm *list, int n, long pos, const double old[3],
+		      double out[3])
+{
+	double cand[24][3];
+	int idx[24], nc = 0;
+
+	for (int i = 0; i < n && nc < 23; i++) {
+		const struct lgemm *e = &list[i];
+		double sw[3] = {e->a[1], e->a[0], e->a[2]};
+		if (same3(old, e->a)) {
+			memcpy(cand[nc], e->c, sizeof(cand[nc]));
+			idx[nc++] = i;
+		}
+		if (e->dw && same3(old, sw) && !same3(sw, e->a)) {
+			cand[nc][0] = e->c[1];
+			cand[nc][1] = e->c[0];
+			cand[nc][2] = e->c[2];
+			idx[nc++] = i;
+		}
+	}
+	if (!nc)
+		return 0;
+	for (int k = 1; k < nc; k++)
+		if (!same_gemm(cand[k], cand[0]))
+			goto ambiguous;
+	memcpy(out, cand[0], 3 * sizeof(double));
+	return 1;
+ambiguous:
+	for (int k = 0; k < nc; k++)
+		if (idx[k] == pos % n) {
+			memcpy(out, cand[k], 3 * sizeof(double));
+			return 1;
+		}
+	return 0;
+}
+
+/* The memory-bound kind of a class (kperf_mem_s), as prism synth times it;
+ * -1 for the classes the kernel model does not time by bytes (an
+ * embedding's op counts its whole table, copies and sets are not kernels,
+ * convolutions and other kernels say nothing of what they move). */
+static int mem_kind(int cls)
+{
+	switch (cls) {
+	case KC_NORM:
+		return HW_MEM_NORM;
+	case KC_SOFTMAX:
+	case KC_REDUCTION:
+		return HW_MEM_REDUCTION;
+	case KC_ELEMENTWISE:
+	case KC_OPTIMIZER:
+		return HW_MEM_ELEMENTWISE;
+	default:
+		return -1;
+	}
+}
+
+/* The kernel model's fixed overhead of a kernel of class cls in dtype dt
+ * on hw (kperf.h). */
+static double model_overhead_s(const struct hw_profile *hw, int cls, int dt)
+{
+	int kind = mem_kind(cls);
+	if (cls == KC_GEMM || cls == KC_CONV)
+		return hw->k.gemm[dt].overhead_s;
+	if (cls == KC_ATTENTION)
+		return hw->k.attn[dt].overhead_s;
+	return hw->k.mem_overhead_s[kind >= 0 ? kind : HW_MEM_ELEMENTWISE];
+}
+
+/* Where a GEMM stands in its layer's pass: the GEMMs before it on its
+ * stream with the same step, microbatch, layer and phase. */
+struct gemm_pos {
+	uint32_t proc;
+	int32_t iter, mb, layer;
+	uint8_t phase;
+	long n;
+};
+
+static long gemm_pos_next(struct gemm_pos *p, const struct graph *g, uint32_t u)
+{
+	if (p->n < 0 || p->proc != g->proc[u] || p->iter != g->iter[u] || p->mb != g->mb[u] ||
+	    p->layer != g->layer[u] || p->phase != g->phase[u]) {
+		p->proc = g->proc[u];
+		p->iter = g->iter[u];
+		p->mb = g->mb[u];
+		p->layer = g->layer[u];
+		p->phase = g->phase[u];
+		p->n = 0;
+	}
+	return p->n++;
+}
+
+/*
+ * Kernel u's times under the kernel model before and after the edit: *k0
+ * on the base's GPU at its recorded shape, *k1 on the candidate's at its
+ * new shape (both > 0), or 0 when the model cannot place it.  pos: a
+ * GEMM's position in its pass (gemm_pos_next), else -1.
+ */
+static int model_times(const struct graph *g, uint32_t u, int cls, int dt,
+		       const struct edit_retime *r, const struct roles *R, int shape, long pos,
+		       double *k0, double *k1)
+{
+	double dims[4], b, hd, sq, skv, d, fl, bytes;
+	int pass, kind;
+
+	*k0 = *k1 = 0;
+	if (g->kind[u] != GN_KERNEL)
+		return 0;
+	if (cls == KC_GEMM && cost_gemm_dims(g, u, dims)) {
+		double o[3] = {dims[1], dims[2], dims[3]}, n[3] = {dims[1], dims[2], dims[3]};
+		if (shape) {
+			const struct lgemm *list;
+			int nl;
+			if (!R || dims[0] != 1 ||
+			    (g->phase[u] != PH_FORWARD && g->phase[u] != PH_BACKWARD))
+				return 0;
+			if (g->layer[u] >= 0) {
+				list = g->phase[u] == PH_FORWARD ? R->fwd : R->bwd;
+				nl = g->phase[u] == PH_FORWARD ? 4 : R->n_bwd;
+			} else {
+				list = g->phase[u] == PH_FORWARD ? R->head_fwd : R->head_bwd;
+				nl = g->phase[u] == PH_FORWARD ? 1 : 2;
+			}
+			if (!match_gemm(list, nl, pos, o, n))
+				return 0;
+		}
+		*k0 = kperf_gemm_s(r->from, dt, dims[0], o[0], o[1], o[2]);
+		*k1 = kperf_gemm_s(r->to, dt, dims[0], n[0], n[1], n[2]);
+	} else if (cls == KC_ATTENTION && cost_attn_shape(g, u, &b, &hd, &sq, &skv, &d, &pass)) {
+		double hd2 = hd, d2 = d;
+		if (shape) {
+			const struct llm *m0 = r->m_from, *m1 = r->m_to;
+			double t0 = r->tp_from > 0 ? r->tp_from : 1, t1 = r->tp_to > 0 ? r->tp_to : 1;
+			if (!R)
+				return 0;
+			/* heads a / t per rank, head dim h / a */
+			hd2 = hd * ((double)m1->heads / t1) / ((double)m0->heads / t0);
+			d2 = d * ((double)m1->hidden / m1->heads) / ((double)m0->hidden / m0->heads);
+		}
+		/* A trace does not record the mask: language models train causal. */
+		*k0 = kperf_attn_s(r->from, dt, pass, b, hd, sq, skv, d, 1);
+		*k1 = kperf_attn_s(r->to, dt, pass, b, hd2, sq, skv, d2, 1);
+	} else if ((kind = mem_kind(cls)) >= 0 && cost_work(g, u, &fl, &bytes) && bytes > 0) {
+		*k0 = kperf_mem_s(r->from, kind, bytes);
+		*k1 = kperf_mem_s(r->to, kind, bytes * (shape ? shape_factor(g, u, cls, r) : 1));
+	}
+	return *k0 > 0 && *k1 > 0;
 }
 
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st)
@@ -152,14 +390,22 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 	double hr = r->hr > 0 ? r->hr : 1;
 	int shape = hr != 1 || (r->tp_from > 0 && r->tp_to > 0 && r->tp_from != r->tp_to);
 	int tp2 = r->tp_to > 0 ? r->tp_to : r->tp;
+	struct roles roles, *R = NULL;
+	struct gemm_pos gp = {0, 0, 0, 0, 0, -1};
 
 	memset(st, 0, sizeof(*st));
 	if (!cls || cost_classify_all(g, cls)) {
 		free(cls);
 		return PRISM_ENOMEM;
 	}
+	if (shape && r->m_from && r->m_to && r->m_from->seq > 0) {
+		roles_init(&roles, r);
+		R = &roles;
+	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		double f = 1, a, d;
+		double f = 1, a, d, k0, k1, ms, o0, o1;
+		long pos = -1;
+		int dt;
 		if (g->kind[u] == GN_CPU && r->opt_scale > 0 && r->opt_scale != 1 &&
 		    g->phase[u] == PH_OPTIMIZER && g->layer[u] < 0 && !(g->flags[u] & NF_IDLE_GAP)) {
 			g->dur_ns[u] = (int64_t)((double)g->dur_ns[u] * r->opt_scale + 0.5);
@@ -205,32 +451,58 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 			g->dur_ns[u] = (int64_t)((double)g->dur_ns[u] * f + 0.5);
 			continue;
 		}
+		dt = cost_dtype(g, u);
+		if (dt < 0)
+			dt = HW_BF16;
+		a = cls[u] < KC_NCLASSES ? r->overhead_s[cls[u]] * 1e9 : 0;
+		d = (double)g->dur_ns[u];
+		if (a <= 0 || a >= d)
+			a = 0;
+		if (cls[u] == KC_GEMM && g->kind[u] == GN_KERNEL)
+			pos = gemm_pos_next(&gp, g, u);
 		if (r->opt_scale > 0 && r->opt_scale != 1 && g->phase[u] == PH_OPTIMIZER &&
 		    g->layer[u] < 0) {
+			/* More parameters: more of the same kernels' work (a fused
+			 * optimizer over all of them), not larger kernels. */
 			f = r->opt_scale;
 			st->opt_scaled++;
+			if (r->to != r->from)
+				st->kernels_ratio++;
+		} else if ((shape || r->to != r->from) &&
+			   model_times(g, u, cls[u], dt, r, R, shape, pos, &k0, &k1)) {
+			/* The fixed part stays; the rest scales as the kernel
+			 * model's time from the old shape and GPU to the new. */
+			g->dur_ns[u] = (int64_t)(a + (d - a) * (k1 / k0) + 0.5);
+			st->kernels_model++;
+			if (r->to != r->from)
+				st->kernels_scaled++;
+			continue;
 		} else if (shape && g->kind[u] != GN_MEMCPY && g->kind[u] != GN_MEMSET) {
 			f = shape_factor(g, u, cls[u], r);
+			st->kernels_ratio++;
+		} else if (r->to != r->from && g->kind[u] != GN_MEMCPY) {
+			st->kernels_ratio++;
 		}
 		if (r->to != r->from && g->kind[u] != GN_MEMCPY) {
-			int dt = cost_dtype(g, u);
-			if (dt < 0)
-				dt = HW_BF16;
 			if (cost_compute_bound(cls[u]) && r->to->peak_flops[dt] > 0)
 				f *= r->from->peak_flops[dt] / r->to->peak_flops[dt];
 			else
 				f *= r->from->hbm_Bps / r->to->hbm_Bps;
 			st->kernels_scaled++;
 		}
-		if (f == 1)
+		if (f == 1 && r->to == r->from)
 			continue;
-		/* The fixed part stays; the work scales. */
-		a = cls[u] < KC_NCLASSES ? r->overhead_s[cls[u]] * 1e9 : 0;
-		d = (double)g->dur_ns[u];
-		if (a > 0 && a < d)
-			g->dur_ns[u] = (int64_t)(a + (d - a) * f + 0.5);
+		/* The fixed parts stay -- the fitted overhead and the kernel
+		 * model's own, on the new GPU its own -- and the work scales. */
+		ms = cls[u] < KC_NCLASSES && r->model_scale[cls[u]] > 0 ? r->model_scale[cls[u]] : 1;
+		o0 = model_overhead_s(r->from, cls[u], dt) * ms * 1e9;
+		o1 = model_overhead_s(r->to, cls[u], dt) * ms * 1e9;
+		if (g->kind[u] == GN_KERNEL && !(r->opt_scale > 0 && r->opt_scale != 1 &&
+						 g->phase[u] == PH_OPTIMIZER && g->layer[u] < 0) &&
+		    d - a - o0 > 0)
+			g->dur_ns[u] = (int64_t)(a + o1 + (d - a - o0) * f + 0.5);
 		else
-			g->dur_ns[u] = (int64_t)(d * f + 0.5);
+			g->dur_ns[u] = (int64_t)(a + (d - a) * f + 0.5);
 	}
 	free(cls);
 	return 0;

@@ -4,10 +4,16 @@
  * Two kinds of edit:
  *
  * Re-timing in place (any trace): the candidate's graph is a clone of the
- * base with the same tasks and dependencies, and new durations.  Another
- * GPU scales each kernel by its class (SimAI's rule): GEMMs, attention and
- * convolutions by the ratio of peak FLOP/s for their dtype, the
- * memory-bound classes by the ratio of HBM bandwidths; collectives by the
+ * base with the same tasks and dependencies, and new durations.  A kernel
+ * whose op recorded its shapes is re-timed by the kernel model (kperf.h):
+ * its time beyond the fixed part scales by kperf(new shape, new GPU) /
+ * kperf(old shape, old GPU) -- GEMMs by (M, N, K), attention by batch,
+ * heads, sequence and head dim, memory-bound kernels by bytes and kind.
+ * Where the model cannot place a kernel (no shapes, a class it does not
+ * model, a GEMM matching no linear layer of the description) its work
+ * scales by the edit's work ratio and, on another GPU, the ratio of peak
+ * FLOP/s (GEMMs, attention, convolutions) or HBM bandwidth (the rest:
+ * SimAI's rule), the kernel model's own overhead kept; collectives by the
  * ratio of the communication model's times (comm.h) on the old and new
  * hardware and group.  Another data-parallel degree regroups the
  * collectives whose group is the base's DP group: their time is scaled by
@@ -33,6 +39,8 @@
 #include "graph.h"
 #include "hw.h"
 
+struct llm;
+
 struct edit_retime {
 	const struct hw_profile *from, *to; /* the base's and the candidate's GPU */
 	int dp_from, dp_to;                 /* data-parallel degree, 0: unchanged */
@@ -47,11 +55,13 @@ struct edit_retime {
 	/* The model's shape (a run description's): hidden h -> hr h (the
 	 * FFN with it), tensor parallelism tp_from -> tp_to (the base's
 	 * collectives of that group are its TP collectives; 0: unchanged).
-	 * Kernel work in the layers: GEMMs x hr^2 tp_from/tp_to, attention and
-	 * the FFN's activation x hr tp_from/tp_to, norms and residuals x hr
-	 * (and / t with sp), scores' softmax x tp_from/tp_to; outside them the
-	 * logits GEMM x hr tp_from/tp_to, its softmax x tp_from/tp_to, the rest
-	 * x hr.  TP collectives: bytes x hr over tp_to ranks; pipeline
+	 * Kernel work in the layers (the bytes of memory-bound kernels the
+	 * kernel model re-times, and the work of kernels it cannot place):
+	 * GEMMs x hr^2 tp_from/tp_to, attention and the FFN's activation x hr
+	 * tp_from/tp_to, norms and residuals x hr (and / t with sp), scores'
+	 * softmax x tp_from/tp_to; outside them the logits GEMM x hr
+	 * tp_from/tp_to, its softmax and cross-entropy x tp_from/tp_to, the
+	 * rest x hr.  TP collectives: bytes x hr over tp_to ranks; pipeline
 	 * transfers x hr tp_from/tp_to; the DP collectives' bytes and the
 	 * per-layer optimizer x layer_param_ratio. */
 	double hr;
@@ -61,10 +71,25 @@ struct edit_retime {
 	/* Per class, the fixed part of a kernel's time (the fitted overhead
 	 * times its scale; 0: none): on another GPU only the rest scales. */
 	double overhead_s[KC_NCLASSES];
+	/* Per class, the measured time per second of kernel-model time (the
+	 * fitted line's scale / eff; 0: 1): what the kernel model's own
+	 * overhead (kperf.h) takes in a kernel re-timed by a ratio of work. */
+	double model_scale[KC_NCLASSES];
+	/* With a shape edit (hr != 1 or tp_from != tp_to): the described
+	 * model before and after (NULL: none; hidden size and TP edits are
+	 * made with it), the microbatch size (a GEMM's tokens: mbs x seq)
+	 * and the base's recomputation (enum mem_recompute): each GEMM is
+	 * matched to a linear layer of the description to find which of its
+	 * dimensions are hidden, sharded over TP or tokens (docs/MODEL.md). */
+	const struct llm *m_from, *m_to;
+	int mbs, recompute;
 };
 
 struct edit_stats {
-	uint64_t kernels_scaled, colls_scaled, colls_unsized;
+	uint64_t kernels_scaled; /* kernels on another GPU */
+	uint64_t kernels_model;  /* re-timed by the kernel model from their shapes */
+	uint64_t kernels_ratio;  /* by ratios of work and peaks: not placed */
+	uint64_t colls_scaled, colls_unsized;
 	uint64_t opt_scaled; /* optimizer tasks scaled by opt_scale */
 	uint64_t unblocked;  /* launch calls given their quartile */
 	int64_t unblocked_ns; /* the waiting taken out */

@@ -628,6 +628,10 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	r.comm_eff = a->comm_eff;
 	if (reshapes(b, c)) {
 		struct llm shape = c->m;
+		r.m_from = &a->m;
+		r.m_to = &c->m;
+		r.mbs = a->lay.mbs;
+		r.recompute = a->lay.recompute;
 		double l0 = llm_layer_params(&a->m) / a->lay.tp, l1 = llm_layer_params(&c->m) / c->lay.tp;
 		shape.hidden = a->m.hidden;
 		shape.ffn = a->m.ffn;
@@ -644,8 +648,10 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	}
 	r.opt_scale = opt;
 	r.tp = a->lay.tp;
-	for (int k = 0; k < KC_NCLASSES; k++)
+	for (int k = 0; k < KC_NCLASSES; k++) {
 		r.overhead_s[k] = a->cost[k].overhead_s > 0 ? a->cost[k].overhead_s * a->scale[k] : 0;
+		r.model_scale[k] = a->cost[k].eff > 0 ? a->scale[k] / a->cost[k].eff : a->scale[k];
+	}
 	if (edit_retime(cg, &r, &es))
 		goto oom;
 	{
@@ -695,12 +701,18 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	else if (c->lay.dp != a->lay.dp)
 		HOW("dp %d -> %d: %" PRIu64 " collectives re-timed (%" PRIu64 " without a size kept); ",
 		    a->lay.dp, c->lay.dp, es.colls_scaled, es.colls_unsized);
+	if (shaped && c->m.hidden != a->m.hidden)
+		HOW("hidden %d -> %d; ", a->m.hidden, c->m.hidden);
+	if (shaped && c->lay.tp != a->lay.tp)
+		HOW("tp %d -> %d; ", a->lay.tp, c->lay.tp);
 	if (shaped)
-		HOW("hidden %d -> %d, tp %d -> %d: kernels re-timed by their work, collectives by "
-		    "their bytes; ",
-		    a->m.hidden, c->m.hidden, a->lay.tp, c->lay.tp);
+		HOW("TP collectives by their bytes; ");
 	if (!same_hw(a, c))
-		HOW("%s -> %s: %" PRIu64 " kernels scaled; ", a->hw->id, c->hw->id, es.kernels_scaled);
+		HOW("%s -> %s; ", a->hw->id, c->hw->id);
+	if (shaped || !same_hw(a, c))
+		HOW("kernels: %" PRIu64 " re-timed by the kernel model from their shapes, %" PRIu64
+		    " by work and peak ratios (not placed); ",
+		    es.kernels_model, es.kernels_ratio);
 	HOW("%" PRIu64 " tasks added, %" PRIu64 " dropped", rs.nodes_added, rs.nodes_dropped);
 #undef HOW
 	if (keep_g) {

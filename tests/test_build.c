@@ -10,14 +10,18 @@
  * kernel to drain, and an event wait across disagreeing stream clocks.
  * tests/data/accum_2024.json: two microbatches accumulated in one step,
  * found without ranges.  tests/data/bridge_2024.json and rocm_2024.json:
- * below.
+ * below.  tests/data/retime_2024.json: a GEMM and a kernel without shapes
+ * re-timed for a wider model and another GPU (test_retime_gemm).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "build.h"
 #include "edit.h"
+#include "hw.h"
 #include "infer.h"
+#include "kperf.h"
+#include "llm.h"
 #include "metrics.h"
 #include "reshape.h"
 #include "sim.h"
@@ -819,6 +823,120 @@ static void test_autograd_thread(void **state)
 	graph_free(g);
 }
 
+/*
+ * tests/data/retime_2024.json: layer 0's forward runs the QKV GEMM of a
+ * model of hidden 1024 (16 heads, FFN 4096) on 2048 tokens, aten::mm
+ * [2048, 1024] x [1024, 3072] in bf16, 60 us as traced, and a Triton
+ * kernel whose op recorded no shapes, 20 us.  With a fixed part of 5 us
+ * for GEMMs (a fitted overhead), worked by hand from the profiles'
+ * kernels groups (kperf.h: waves of tiles on the SMs, each tile its FLOPs
+ * at the achievable peak over the SMs and its fixed cost, plus the
+ * kernel's overhead):
+ *
+ * H100 (132 SMs, 833.5 TFLOP/s achievable, 1.393 us a tile, 4.5 us a
+ * kernel, 128x128 tiles at 1.0): M x N x K = 2048 x 3072 x 1024 is 16 x 24
+ * = 384 tiles of 128x128, 3 waves; a tile 2 x 128 x 128 x 1024 FLOPs at
+ * 833.5e12 / 132 FLOP/s is 5.3140 us, + 1.393: 3 x 6.7070 + 4.5
+ * = 24.621 us (128x256 tiles: 2 waves of 12.021 us, 28.54 us).
+ *
+ * Hidden x2 on the same GPU: the QKV GEMM of hidden 2048 on the same
+ * tokens, 2048 x 6144 x 2048: 16 x 24 = 384 tiles of 128x256, 3 waves of
+ * 2 x 128 x 256 x 2048 / 6.3144e12 = 21.256 us + 1.393: 3 x 22.649 + 4.5
+ * = 72.447 us.  The kernel: 5 + 55 x 72.447 / 24.621 = 166.84 us (by its
+ * FLOPs, x4, it was 225 us).
+ *
+ * H100 -> B200 (148 SMs, 1702.4 TFLOP/s, 1.334 us a tile, 4.565 us a
+ * kernel, 128x128 at 0.994): the same 384 tiles in ceil(384 / 148) = 3
+ * waves of 33,554,432 / (1702.4e12 / 148 x 0.994) = 2.9347 us + 1.334:
+ * 3 x 4.2687 + 4.565 = 17.371 us.  The kernel: 5 + 55 x 17.371 / 24.621
+ * = 43.805 us (by the datasheet peaks, 989.4 / 2250, it was 29.2 us).
+ *
+ * The Triton kernel cannot be placed: its work scales (hidden x2: x2; on
+ * the B200, by the HBM bandwidths 3350 / 8000 GB/s) beyond the kernel
+ * model's overhead of an elementwise kernel on each GPU.
+ */
+static void test_retime_gemm(void **state)
+{
+	const char *paths[] = {TEST_DATA("retime_2024.json")};
+	struct llm m0 = {1, 1024, 16, 4096, 2048, 32000, "t", 0, 0}, m1 = m0;
+	struct hw_profile h100, b200;
+	struct edit_retime r;
+	struct edit_stats es;
+	struct build_opts o;
+	struct prism_err err;
+	struct graph *g, *c;
+	uint32_t gemm = UINT32_MAX, other = UINT32_MAX;
+	double k_old, k_wide, k_b200, o_h, o_b;
+	(void)state;
+
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &h100, &err), 0);
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/b200-dgx.cfg", &b200, &err), 0);
+	k_old = kperf_gemm_s(&h100, HW_BF16, 1, 2048, 3072, 1024);
+	k_wide = kperf_gemm_s(&h100, HW_BF16, 1, 2048, 6144, 2048);
+	k_b200 = kperf_gemm_s(&b200, HW_BF16, 1, 2048, 3072, 1024);
+	assert_rel_close(k_old, 3 * (2 * 128 * 128 * 1024.0 / (833.5e12 / 132) + 1.393e-6) + 4.5e-6,
+			 1e-9);
+	assert_rel_close(k_wide, 3 * (2 * 128 * 256 * 2048.0 / (833.5e12 / 132) + 1.393e-6) + 4.5e-6,
+			 1e-9);
+	assert_rel_close(k_b200,
+			 3 * (2 * 128 * 128 * 1024.0 / (1702.4e12 / 148 * 0.994) + 1.334e-6) + 4.565e-6,
+			 1e-9);
+	assert_rel_close(k_old, 24.621e-6, 1e-4);
+	assert_rel_close(k_wide, 72.447e-6, 1e-4);
+	assert_rel_close(k_b200, 17.371e-6, 1e-4);
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_KERNEL)
+			*(gemm == UINT32_MAX ? &gemm : &other) = u;
+	assert_int_equal(g->layer[gemm], 0);
+	assert_int_equal(g->phase[gemm], PH_FORWARD);
+	assert_int_equal(g->dur_ns[gemm], 60000);
+	assert_int_equal(g->dur_ns[other], 20000);
+
+	/* Hidden x2, FFN with it, on the same GPU. */
+	m1.hidden = 2048;
+	m1.ffn = 8192;
+	memset(&r, 0, sizeof(r));
+	r.from = r.to = &h100;
+	r.hr = 2;
+	r.m_from = &m0;
+	r.m_to = &m1;
+	r.mbs = 1;
+	r.overhead_s[KC_GEMM] = 5e-6;
+	c = graph_clone(g);
+	assert_non_null(c);
+	assert_int_equal(edit_retime(c, &r, &es), 0);
+	assert_int_equal(graph_check(c, &err), 0);
+	assert_int_equal(es.kernels_model, 1);
+	assert_int_equal(es.kernels_ratio, 1);
+	assert_int_equal(c->dur_ns[gemm], (int64_t)(5000 + 55000 * k_wide / k_old + 0.5));
+	assert_rel_close((double)c->dur_ns[gemm], 166840, 1e-4);
+	o_h = h100.k.mem_overhead_s[HW_MEM_ELEMENTWISE] * 1e9;
+	assert_int_equal(c->dur_ns[other], (int64_t)(o_h + (20000 - o_h) * 2 + 0.5));
+	graph_free(c);
+
+	/* H100 -> B200, the same model. */
+	memset(&r, 0, sizeof(r));
+	r.from = &h100;
+	r.to = &b200;
+	r.overhead_s[KC_GEMM] = 5e-6;
+	c = graph_clone(g);
+	assert_non_null(c);
+	assert_int_equal(edit_retime(c, &r, &es), 0);
+	assert_int_equal(es.kernels_model, 1);
+	assert_int_equal(es.kernels_ratio, 1);
+	assert_int_equal(es.kernels_scaled, 2);
+	assert_int_equal(c->dur_ns[gemm], (int64_t)(5000 + 55000 * k_b200 / k_old + 0.5));
+	assert_rel_close((double)c->dur_ns[gemm], 43805, 1e-4);
+	o_b = b200.k.mem_overhead_s[HW_MEM_ELEMENTWISE] * 1e9;
+	assert_int_equal(c->dur_ns[other],
+			 (int64_t)(o_b + (20000 - o_h) * (3350.0 / 8000.0) + 0.5));
+	graph_free(c);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -837,6 +955,7 @@ int main(void)
 		cmocka_unit_test(test_rocm),
 		cmocka_unit_test(test_mismatched_collectives),
 		cmocka_unit_test(test_module_layers),
+		cmocka_unit_test(test_retime_gemm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -507,8 +507,11 @@ static void test_meta_round_trip(void **state)
 }
 
 /* Re-timing a clone: the base is untouched, the clone passes graph_check,
- * and on a GPU with twice the bandwidth and FLOP/s every kernel takes half
- * as long (the ratio is exact: kernel times scale, nothing else). */
+ * and on a GPU with twice the bandwidth and FLOP/s, whose kernels' fixed
+ * costs (per tile, per kernel) take half as long, every kernel takes half
+ * as long: those synth recorded shapes for by the kernel model's ratio,
+ * the embeddings (no shape the model times) by the bandwidths beyond the
+ * model's overhead on each GPU. */
 static void test_retime_clone(void **state)
 {
 	struct synth_in in;
@@ -524,8 +527,19 @@ static void test_retime_clone(void **state)
 	small(&in);
 	in.lay.dp = 4;
 	g = build(&in, &so, &st);
-	for (int d = 0; d < HW_NDTYPES; d++)
+	for (int d = 0; d < HW_NDTYPES; d++) {
 		fast.peak_flops[d] *= 2;
+		fast.k.gemm[d].flops *= 2;
+		fast.k.gemm[d].tile_s /= 2;
+		fast.k.gemm[d].overhead_s /= 2;
+		for (int p = 0; p < 2; p++) {
+			fast.k.attn[d].flops[p] *= 2;
+			fast.k.attn[d].tile_s[p] /= 2;
+		}
+		fast.k.attn[d].overhead_s /= 2;
+	}
+	for (int k = 0; k < HW_MEM_NKINDS; k++)
+		fast.k.mem_overhead_s[k] /= 2;
 	fast.hbm_Bps *= 2;
 	c = graph_clone(g);
 	assert_non_null(c);
@@ -545,6 +559,10 @@ static void test_retime_clone(void **state)
 	assert_int_equal(before, base_after); /* the base is read-only */
 	assert_rel_close((double)after, before / 2.0, 1e-4);
 	assert_int_equal(es.kernels_scaled, g->stats.nodes[GN_KERNEL]);
+	/* Only the embedding's two kernels (forward, backward) a step are
+	 * not placed. */
+	assert_int_equal(es.kernels_ratio, 2 * in.steps);
+	assert_int_equal(es.kernels_model, g->stats.nodes[GN_KERNEL] - 2 * in.steps);
 	/* DP 4 -> 32: the gradient all-reduces (group 4) get the comm model's
 	 * ratio; nothing else moves. */
 	graph_free(c);
