@@ -326,8 +326,7 @@ int cost_attn_shape(const struct graph *g, uint32_t u, double *b, double *heads,
 	const char *op;
 	int bhsd, kt;
 
-	if (g->kind[u] != GN_KERNEL || !g->op_dims[u] ||
-	    cost_classify_node(g, u) != KC_ATTENTION)
+	if (g->kind[u] != GN_KERNEL || !g->op_dims[u] || cost_classify_node(g, u) != KC_ATTENTION)
 		return 0;
 	op = strtab_get(&g->st, g->op[u]);
 	if (strstr(op, "scaled_dot_product") || strstr(op, "_cudnn_attention_"))

@@ -172,8 +172,8 @@ struct roles {
 /* The forward, input-gradient and weight-gradient GEMMs of y = x W on
  * T tokens, of width out from width in over t TP ranks: column-parallel
  * (col: out split) or row-parallel (in split); which = 0 (base) or 1. */
-static void linear_gemms(struct lgemm *fwd, struct lgemm *dx, struct lgemm *dw, int which,
-			 double T, double out, double in, int col, double t)
+static void linear_gemms(struct lgemm *fwd, struct lgemm *dx, struct lgemm *dw, int which, double T,
+			 double out, double in, int col, double t)
 {
 	double o = col ? out / t : out, i = col ? in : in / t;
 	double *f = which ? fwd->c : fwd->a, *x = which ? dx->c : dx->a, *w = which ? dw->c : dw->a;
@@ -235,8 +235,7 @@ static int same_gemm(const double *x, const double *y)
  * layer's FC1 and FC2 are both h x h on 4h / h ranks), the one at its
  * position.  1, or 0 when none fits.
  */
-static int match_gemm(const struct lgemm *list, int n, long pos, const double old[3],
-		      double out[3])
+static int match_gemm(const struct lgemm *list, int n, long pos, const double old[3], double out[3])
 {
 	double cand[24][3];
 	int idx[24], nc = 0;
@@ -366,12 +365,14 @@ static int model_times(const struct graph *g, uint32_t u, int cls, int dt,
 		double hd2 = hd, d2 = d;
 		if (shape) {
 			const struct llm *m0 = r->m_from, *m1 = r->m_to;
-			double t0 = r->tp_from > 0 ? r->tp_from : 1, t1 = r->tp_to > 0 ? r->tp_to : 1;
+			double t0 = r->tp_from > 0 ? r->tp_from : 1,
+			       t1 = r->tp_to > 0 ? r->tp_to : 1;
 			if (!R)
 				return 0;
 			/* heads a / t per rank, head dim h / a */
 			hd2 = hd * ((double)m1->heads / t1) / ((double)m0->heads / t0);
-			d2 = d * ((double)m1->hidden / m1->heads) / ((double)m0->hidden / m0->heads);
+			d2 =
+			    d * ((double)m1->hidden / m1->heads) / ((double)m0->hidden / m0->heads);
 		}
 		/* A trace does not record the mask: language models train causal. */
 		*k0 = kperf_attn_s(r->from, dt, pass, b, hd, sq, skv, d, 1);
@@ -494,11 +495,13 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 			continue;
 		/* The fixed parts stay -- the fitted overhead and the kernel
 		 * model's own, on the new GPU its own -- and the work scales. */
-		ms = cls[u] < KC_NCLASSES && r->model_scale[cls[u]] > 0 ? r->model_scale[cls[u]] : 1;
+		ms =
+		    cls[u] < KC_NCLASSES && r->model_scale[cls[u]] > 0 ? r->model_scale[cls[u]] : 1;
 		o0 = model_overhead_s(r->from, cls[u], dt) * ms * 1e9;
 		o1 = model_overhead_s(r->to, cls[u], dt) * ms * 1e9;
-		if (g->kind[u] == GN_KERNEL && !(r->opt_scale > 0 && r->opt_scale != 1 &&
-						 g->phase[u] == PH_OPTIMIZER && g->layer[u] < 0) &&
+		if (g->kind[u] == GN_KERNEL &&
+		    !(r->opt_scale > 0 && r->opt_scale != 1 && g->phase[u] == PH_OPTIMIZER &&
+		      g->layer[u] < 0) &&
 		    d - a - o0 > 0)
 			g->dur_ns[u] = (int64_t)(a + o1 + (d - a - o0) * f + 0.5);
 		else

@@ -87,8 +87,8 @@ struct edit_retime {
 
 struct edit_stats {
 	uint64_t kernels_scaled; /* kernels on another GPU */
-	uint64_t kernels_model;  /* re-timed by the kernel model from their shapes */
-	uint64_t kernels_ratio;  /* by ratios of work and peaks: not placed */
+	uint64_t kernels_model;	 /* re-timed by the kernel model from their shapes */
+	uint64_t kernels_ratio;	 /* by ratios of work and peaks: not placed */
 	uint64_t colls_scaled, colls_unsized;
 	uint64_t opt_scaled; /* optimizer tasks scaled by opt_scale */
 	uint64_t unblocked;  /* launch calls given their quartile */

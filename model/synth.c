@@ -21,7 +21,7 @@ static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24};
 struct snode {
 	int64_t dur, lag, corr;
 	uint32_t proc, name, coll;
-	uint32_t op;              /* its op's record in ctx.ops (0: none) */
+	uint32_t op; /* its op's record in ctx.ops (0: none) */
 	int32_t layer, mb, iter;
 	uint8_t kind, rtclass, flags, phase;
 };
@@ -49,7 +49,7 @@ struct oprec {
 
 /* What an op's record is made from: its kind and numbers (record_op). */
 #define OPMEMO 256
-#define OPKEY 8
+#define OPKEY  8
 struct opmemo {
 	double key[OPKEY];
 	uint32_t rec; /* 0: empty */
@@ -489,7 +489,7 @@ found:
 /* The layout as the code below needs it. */
 struct shape {
 	double b, s, h, f, V, t, a;
-	double kv;         /* key-value heads */
+	double kv;	   /* key-value heads */
 	double qkv, f_in;  /* llm_qkv_width, llm_ffn_in */
 	double params;     /* of one layer on one tensor-parallel rank */
 	int gated;

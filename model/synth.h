@@ -74,7 +74,7 @@ struct synth_in {
 	int bare;                /* only the layers: no embedding, head, loss or
 				  * optimizer, and communication takes no time
 				  * (for checks against closed forms) */
-	int no_shapes;           /* 1: kernels' ops record no shapes (op,
+	int no_shapes;		 /* 1: kernels' ops record no shapes (op,
 				  * op_dims, op_types; a graph that is only
 				  * simulated, never written or edited) */
 };

@@ -53,7 +53,7 @@ struct predict_out {
 	double host_s, gpu_s;
 	int host_bound;
 	int method;     /* enum predict_method */
-	char how[320];  /* what was done, for people */
+	char how[320];	/* what was done, for people */
 	double exposed_compute_s, exposed_comm_s, overlap_s, idle_s; /* settle.h */
 	double global_batch; /* sequences per iteration */
 	int gpus;

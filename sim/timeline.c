@@ -428,7 +428,8 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 			continue;
 		switch (g->kind[u]) {
 		case GN_CPU:
-			if (u + 1 < g->n_nodes && g->proc[u + 1] == g->proc[u] && op_shapes(g, u + 1)) {
+			if (u + 1 < g->n_nodes && g->proc[u + 1] == g->proc[u] &&
+			    op_shapes(g, u + 1)) {
 				/* The op that launched a kernel, spanning its launch
 				 * call as a profiler's does, with the shapes it
 				 * recorded: the trace re-ingests with them (kernels
@@ -440,9 +441,10 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 					 strtab_get(&g->st, g->op_dims[u + 1]),
 					 strtab_get(&g->st, g->op_types[u + 1]),
 					 critical[u] ? ",\"critical_path\":1" : "");
-				pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op",
-				       op[0] ? op : name[0] ? name : "cpu", pid, pr->tid, s->start_ns[u],
-				       s->end_ns[u + 1], args);
+				if (!op[0])
+					op = name[0] ? name : "cpu";
+				pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op", op, pid,
+				       pr->tid, s->start_ns[u], s->end_ns[u + 1], args);
 				break;
 			}
 			pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op", name[0] ? name : "cpu",
@@ -457,11 +459,12 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 			    !(u > 0 && g->proc[u - 1] == g->proc[u] && g->kind[u - 1] == GN_CPU)) {
 				/* No CPU work before it: its op spans the call alone. */
 				const char *op = strtab_get(&g->st, g->op[u]);
-				snprintf(args, args_cap, ",\"args\":{\"Input Dims\":%s,\"Input type\":%s}}",
+				snprintf(args, args_cap,
+					 ",\"args\":{\"Input Dims\":%s,\"Input type\":%s}}",
 					 strtab_get(&g->st, g->op_dims[u]),
 					 strtab_get(&g->st, g->op_types[u]));
-				pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op", op[0] ? op : "op",
-				       pid, pr->tid, s->start_ns[u], end, args);
+				pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op",
+				       op[0] ? op : "op", pid, pr->tid, s->start_ns[u], end, args);
 			}
 			if (g->flags[u] & NF_BLOCKING) {
 				end = s->end_ns[u + 1];
