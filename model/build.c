@@ -1475,8 +1475,12 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 	/* Sequence numbers per process group, in launch order. */
 	{
 		size_t nc = b->colls.n - first;
-		int64_t *t = malloc((nc ? nc : 1) * sizeof(*t));
+		int64_t *t;
 		int rc_;
+		/* No collectives: colls.v may still be NULL (NULL + 0 is undefined). */
+		if (nc == 0)
+			return 0;
+		t = malloc(nc * sizeof(*t));
 		if (!t)
 			return nomem(b);
 		for (size_t i = 0; i < nc; i++)

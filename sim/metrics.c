@@ -55,7 +55,8 @@ static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b,
 						       (int8_t)-is_comm(g->kind[u])};
 		}
 	}
-	qsort(*pts, n, sizeof(**pts), cmp_pt);
+	if (n) /* *pts may be NULL */
+		qsort(*pts, n, sizeof(**pts), cmp_pt);
 	for (size_t k = 0; k < n; k++) {
 		int64_t d = (*pts)[k].t - last;
 		if (comp && comm)
