@@ -23,6 +23,8 @@
 
 #include "imap.h"
 #include "infer.h"
+#include "llm.h"
+#include "synth.h"
 #include "vec.h"
 
 #define NONE32 UINT32_MAX
@@ -1278,6 +1280,7 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 {
 	enum { A_LAYER, A_MB, A_N };
 	static const char *const prefix[A_N] = {"prism::layer#", "prism::microbatch#"};
+	static const long ann_max[A_N] = {LLM_MAX_LAYERS, SYNTH_MAX_MICRO};
 	arange_vec r[A_N], ph[PH_NPHASES], pt[PH_NPHASES];
 	VEC(struct hop) ops = {0};
 	VEC(uint32_t) opname = {0};
@@ -1321,9 +1324,20 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			}
 			for (int a = 0; a < A_N && !rc_; a++) {
 				size_t pl = strlen(prefix[a]);
-				if (strncmp(name, prefix[a], pl) == 0 &&
-				    push_range(b, &r[a], proc, e->ts_ns, e->ts_ns + e->dur_ns,
-					       (int32_t)strtol(name + pl, NULL, 10)))
+				long v;
+				if (strncmp(name, prefix[a], pl) != 0)
+					continue;
+				/* Layers and microbatches are counted in int: held to
+				 * the limits every model and layout has. */
+				v = strtol(name + pl, NULL, 10);
+				if (v < 0 || v >= ann_max[a]) {
+					rc_ = fail_ev(b, rc, e, "%s %ld out of range 0..%ld",
+						      a == A_LAYER ? "layer" : "microbatch", v,
+						      ann_max[a] - 1);
+					break;
+				}
+				if (push_range(b, &r[a], proc, e->ts_ns, e->ts_ns + e->dur_ns,
+					       (int32_t)v))
 					rc_ = -1;
 			}
 			continue;
@@ -1452,7 +1466,7 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 			int64_t ne = m->in_nelems >= 0 ? m->in_nelems : m->dims_nelems;
 			if (mk != GC_UNKNOWN)
 				kind = mk;
-			if (es > 0 && ne >= 0)
+			if (es > 0 && ne >= 0 && ne <= INT64_MAX / es)
 				c.bytes = ne * es;
 			c.group_size = m->group_size;
 			c.pg = m->pg_name;
@@ -1741,6 +1755,29 @@ static int finish(struct builder *b, struct graph **out)
 	if (t0 == INT64_MAX)
 		t0 = 0;
 	g->t0_ns = t0;
+	/* Every event lies within +-PRISM_TIME_MAX, so these differences fit;
+	 * the graph's times must also end within PRISM_TIME_MAX of t0. */
+	for (size_t u = 0; u < b->nodes.n; u++) {
+		const struct pnode *n = &b->nodes.v[u];
+		int64_t rel = n->start - t0;
+		if (n->dur > PRISM_TIME_MAX - rel || n->wait > PRISM_TIME_MAX - rel - n->dur) {
+			graph_free(g);
+			return prism_err_set(b->err, PRISM_ELIMIT,
+					     "the trace spans more than %" PRId64
+					     " ns (146 years): it starts at %" PRId64
+					     " ns and '%.60s' starting at %" PRId64 " ns ends later",
+					     PRISM_TIME_MAX, t0, strtab_get(b->st, n->name),
+					     n->start);
+		}
+	}
+	for (size_t i = 0; i < b->iters.n; i++)
+		if (b->iters.v[i].dur_ns > PRISM_TIME_MAX - (b->iters.v[i].start_ns - t0)) {
+			graph_free(g);
+			return prism_err_set(b->err, PRISM_ELIMIT,
+					     "the trace spans more than %" PRId64
+					     " ns (from %" PRId64 " ns to step %" PRId64 ")",
+					     PRISM_TIME_MAX, t0, b->iters.v[i].step);
+		}
 	for (size_t u = 0; u < b->nodes.n; u++) {
 		const struct pnode *n = &b->nodes.v[u];
 		g->start_ns[u] = n->start - t0;
@@ -1806,10 +1843,11 @@ static int finish(struct builder *b, struct graph **out)
 				 * the graph (host, event-wait or unreported kernel
 				 * nodes) is the graph's own work, kept whole. */
 				b->stats.graph_gaps++;
-				b->stats.graph_gap_ns += lag;
+				b->stats.graph_gap_ns = prism_add_sat(b->stats.graph_gap_ns, lag);
 			} else if (lag > b->o->lag_cap_ns) {
 				b->stats.lag_capped++;
-				b->stats.lag_capped_ns += lag - b->o->lag_cap_ns;
+				b->stats.lag_capped_ns =
+					prism_add_sat(b->stats.lag_capped_ns, lag - b->o->lag_cap_ns);
 				lag = b->o->lag_cap_ns;
 			}
 			g->lag_ns[u] = lag;

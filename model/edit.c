@@ -63,7 +63,7 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 				f = r->from->hbm_Bps / r->to->hbm_Bps;
 			st->kernels_scaled++;
 		}
-		g->dur_ns[u] = (int64_t)((double)g->dur_ns[u] * f + 0.5);
+		g->dur_ns[u] = prism_ns_round((double)g->dur_ns[u] * f);
 	}
 	free(cls);
 	return 0;
@@ -309,7 +309,8 @@ static int segments(struct lrep *r)
 				x->t1 = g->start_ns[u] + g->dur_ns[u];
 		}
 		x->before = s > r->proc_seg[g->proc[x->a]]
-				    ? x[-1].before + (int64_t)(r->k - 1) * (x[-1].t1 - x[-1].t0)
+				    ? prism_time_add(x[-1].before, prism_time_mul(r->k - 1, x[-1].t1 -
+												    x[-1].t0))
 				    : 0;
 	}
 	return 0;
@@ -379,7 +380,7 @@ static int64_t shift_at(const struct lrep *r, uint32_t p, int64_t t)
 	if (lo == r->proc_seg[p])
 		return 0;
 	last = &r->segs.v[lo - 1];
-	return last->before + (int64_t)(r->k - 1) * (last->t1 - last->t0);
+	return prism_time_add(last->before, prism_time_mul(r->k - 1, last->t1 - last->t0));
 }
 
 static uint32_t seg_len(const struct lrep *r, uint32_t s)
@@ -450,8 +451,9 @@ static void adjust_copy(const struct lrep *r, struct graph *n, uint32_t x, uint3
 	const struct graph *g = r->g;
 	uint32_t s = r->seg_of[w];
 	const struct seg *sg = s == NONE32 ? NULL : &r->segs.v[s];
-	n->start_ns[x] = sg ? g->start_ns[w] + sg->before + (int64_t)c * (sg->t1 - sg->t0)
-			    : g->start_ns[w] + shift_at(r, g->proc[w], g->start_ns[w]);
+	n->start_ns[x] = sg ? prism_time_add(prism_time_add(g->start_ns[w], sg->before),
+					     prism_time_mul(c, sg->t1 - sg->t0))
+			    : prism_time_add(g->start_ns[w], shift_at(r, g->proc[w], g->start_ns[w]));
 	if (g->corr[w] >= 0)
 		n->corr[x] = g->corr[w] + c * corr_stride;
 	/* Copy c holds layers c L .. c L + L - 1; the backward runs them last
@@ -496,7 +498,15 @@ int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_la
 		if (g->layer[u] + 1 > layers_of[g->iter[u] + 1])
 			layers_of[g->iter[u] + 1] = g->layer[u] + 1;
 		if (g->corr[u] >= corr_stride)
-			corr_stride = g->corr[u] + 1;
+			corr_stride = g->corr[u] < INT64_MAX ? g->corr[u] + 1 : INT64_MAX;
+	}
+	/* Copy c's correlation ids are c x corr_stride above the original's. */
+	if (corr_stride > INT64_MAX / k) {
+		rc = prism_err_set(err, PRISM_ELIMIT,
+				   "layers x%d: correlation ids up to %" PRId64
+				   " leave no room to number the copies",
+				   k, corr_stride - 1);
+		goto out;
 	}
 	/* New ids, processor by processor: each segment's copies back to back. */
 	for (uint32_t p = 0; p < g->n_procs; p++) {
@@ -592,8 +602,9 @@ int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_la
 		n->iters[i] = g->iters[i];
 		if (p == NONE32)
 			continue;
-		n->iters[i].start_ns = a + shift_at(&r, p, a);
-		n->iters[i].dur_ns = b + shift_at(&r, p, b) - n->iters[i].start_ns;
+		n->iters[i].start_ns = prism_time_add(a, shift_at(&r, p, a));
+		n->iters[i].dur_ns =
+			prism_time_add(b, shift_at(&r, p, b)) - n->iters[i].start_ns;
 	}
 	if (renumber_colls(n))
 		goto oom;

@@ -134,6 +134,13 @@ int graph_check(const struct graph *g, struct prism_err *err)
 				   g->iter[u]);
 		if (g->dur_ns[u] < 0 || g->wait_ns[u] < 0 || g->lag_ns[u] < 0)
 			return bad(err, "graph: node %" PRIu32 " has a negative duration", u);
+		/* Each within PRISM_TIME_MAX, so the sums below cannot overflow. */
+		if (g->start_ns[u] < -PRISM_TIME_MAX || g->start_ns[u] > PRISM_TIME_MAX ||
+		    g->dur_ns[u] > PRISM_TIME_MAX || g->wait_ns[u] > PRISM_TIME_MAX ||
+		    g->lag_ns[u] > PRISM_TIME_MAX ||
+		    g->start_ns[u] + g->dur_ns[u] > PRISM_TIME_MAX - g->wait_ns[u])
+			return bad(err, "graph: node %" PRIu32 " has a time beyond %" PRId64 " ns", u,
+				   PRISM_TIME_MAX);
 		if (g->layer[u] < -1 || g->mb[u] < -1 || g->phase[u] >= PH_NPHASES)
 			return bad(err, "graph: node %" PRIu32 " has a bad annotation", u);
 	}

@@ -487,8 +487,9 @@ static int get_time(struct reader *r, const struct kjson_event *ev, const struct
 		return ev_fail(r, ev, NULL, "missing \"%s\"", field);
 	if (v->type != KJSON_INT && v->type != KJSON_FRAC)
 		return ev_fail(r, ev, field, "expected a number, got %s", type_name(v->type));
-	if (v->milli == INT64_MAX || v->milli == INT64_MIN)
-		return ev_fail(r, ev, field, "value out of range");
+	if (v->milli > PRISM_TIME_MAX || v->milli < -PRISM_TIME_MAX)
+		return ev_fail(r, ev, field, "value out of range (more than %" PRId64 " us)",
+			       PRISM_TIME_MAX / 1000);
 	*out = v->milli;
 	return 0;
 }
@@ -589,8 +590,13 @@ static int64_t first_dims_nelems(const struct kjson_str *s)
 	for (p++; p < end && *p != ']'; p++) {
 		if (*p >= '0' && *p <= '9') {
 			int64_t x = 0;
-			while (p < end && *p >= '0' && *p <= '9')
+			while (p < end && *p >= '0' && *p <= '9') {
+				if (x > (INT64_MAX - 9) / 10)
+					return -1; /* no tensor has 2^63 elements */
 				x = x * 10 + (*p++ - '0');
+			}
+			if (x > 0 && prod > INT64_MAX / x)
+				return -1;
 			prod *= x;
 			any = 1;
 			p--;
@@ -732,6 +738,10 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 		return rc;
 	if (e.dur_ns < 0)
 		return ev_fail(r, ev, "dur", "negative duration (%" PRId64 " ns)", e.dur_ns);
+	/* Both within +-PRISM_TIME_MAX: the sum cannot overflow. */
+	if (e.ts_ns + e.dur_ns > PRISM_TIME_MAX)
+		return ev_fail(r, ev, "dur", "the event ends beyond %" PRId64 " us",
+			       PRISM_TIME_MAX / 1000);
 	tr->counts[KT_N_X]++;
 	kind = kind_of_cat(&ev->cat);
 	if (kind < 0) {
@@ -882,6 +892,40 @@ int kineto_read_mem(const void *data, size_t len, const char *name, struct strta
 	return read_input(in, name, st, tr, err);
 }
 
+/* baseTimeNanoseconds onto every time; each stays within +-PRISM_TIME_MAX
+ * (base and times are each within it, so the sums cannot overflow). */
+static int apply_base(struct kineto_trace *tr, struct prism_err *err)
+{
+	int64_t base = tr->base_ns;
+
+	if (base > PRISM_TIME_MAX || base < -PRISM_TIME_MAX)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: field \"baseTimeNanoseconds\": %" PRId64
+				     " is out of range (more than %" PRId64 " ns)",
+				     tr->path, base, PRISM_TIME_MAX);
+	for (size_t k = 0; k < tr->events.n; k++) {
+		struct kt_event *e = &tr->events.v[k];
+		int64_t ts = e->ts_ns + base;
+		if (ts < -PRISM_TIME_MAX || ts > PRISM_TIME_MAX - e->dur_ns)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s: event %" PRIu32 ": \"ts\" + \"dur\" + "
+					     "baseTimeNanoseconds is beyond %" PRId64 " ns",
+					     tr->path, e->index, PRISM_TIME_MAX);
+		e->ts_ns = ts;
+	}
+	if (tr->window_start_ns != INT64_MIN) {
+		int64_t ws = tr->window_start_ns + base, we = tr->window_end_ns + base;
+		if (ws < -PRISM_TIME_MAX || we > PRISM_TIME_MAX)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s: the profiler window + baseTimeNanoseconds is "
+					     "beyond %" PRId64 " ns",
+					     tr->path, PRISM_TIME_MAX);
+		tr->window_start_ns = ws;
+		tr->window_end_ns = we;
+	}
+	return 0;
+}
+
 /* Read the whole stream in (which it frees) into tr. */
 static int read_input(struct input *in, const char *path, struct strtab *st,
 		      struct kineto_trace *tr, struct prism_err *err)
@@ -903,14 +947,8 @@ static int read_input(struct input *in, const char *path, struct strtab *st,
 	}
 	rc = read_stream(&r);
 	tr->json_bytes = r.base + r.len;
-	if (rc == 0 && tr->has_base) {
-		for (size_t k = 0; k < tr->events.n; k++)
-			tr->events.v[k].ts_ns += tr->base_ns;
-		if (tr->window_start_ns != INT64_MIN) {
-			tr->window_start_ns += tr->base_ns;
-			tr->window_end_ns += tr->base_ns;
-		}
-	}
+	if (rc == 0 && tr->has_base)
+		rc = apply_base(tr, err);
 	kjson_free(r.kp);
 	input_free(r.in);
 	free(r.buf);

@@ -94,6 +94,48 @@ void prism_wfile_abort(struct prism_wfile *w);
 /* 1 when paths a and b name the same existing file (device and inode). */
 int prism_same_file(const char *a, const char *b);
 
+/*
+ * Times and durations in nanoseconds stay within +-PRISM_TIME_MAX (2^62 - 1,
+ * about 146 years) wherever prism holds them: the readers refuse anything
+ * beyond, the simulator refuses a run that would end beyond, and the sum
+ * or difference of two such values cannot overflow an int64_t, so code
+ * adds two and checks the result against the bound.
+ */
+#define PRISM_TIME_MAX (INT64_MAX / 2)
+
+/* A duration computed in floating point (ns) as whole nanoseconds, rounded,
+ * held to 0..PRISM_TIME_MAX (NaN and beyond: PRISM_TIME_MAX, which the
+ * simulator then refuses rather than wrapping). */
+static inline int64_t prism_ns_round(double ns)
+{
+	if (!(ns < (double)PRISM_TIME_MAX))
+		return PRISM_TIME_MAX;
+	return ns > 0 ? (int64_t)(ns + 0.5) : 0;
+}
+
+/* a + b and k x d for times and durations within +-PRISM_TIME_MAX (k >= 0),
+ * held to +-PRISM_TIME_MAX (an edit that makes a run longer than that
+ * leaves the simulator to refuse it). */
+static inline int64_t prism_time_add(int64_t a, int64_t b)
+{
+	int64_t t = a + b; /* cannot overflow: each is within PRISM_TIME_MAX */
+	return t > PRISM_TIME_MAX ? PRISM_TIME_MAX : t < -PRISM_TIME_MAX ? -PRISM_TIME_MAX : t;
+}
+
+static inline int64_t prism_time_mul(int64_t k, int64_t d)
+{
+	if (d != 0 && k > PRISM_TIME_MAX / (d < 0 ? -d : d))
+		return d < 0 ? -PRISM_TIME_MAX : PRISM_TIME_MAX;
+	return k * d;
+}
+
+/* a + b for a, b >= 0, held at INT64_MAX (totals of many durations or
+ * sizes, for reports). */
+static inline int64_t prism_add_sat(int64_t a, int64_t b)
+{
+	return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
 /* qsort comparator of int64_t, ascending. */
 int prism_cmp_i64(const void *a, const void *b);
 

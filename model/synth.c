@@ -116,7 +116,9 @@ void synth_in_default(struct synth_in *in)
 
 static int64_t ns(double s)
 {
-	return (int64_t)llround(s * 1e9);
+	/* Held to 0..PRISM_TIME_MAX: a cost model's 1e30 s becomes a time the
+	 * simulator refuses, not a wrapped negative one. */
+	return prism_ns_round(s * 1e9);
 }
 
 static uint32_t intern(struct ctx *c, const char *s)
@@ -266,7 +268,7 @@ static void collective(struct ctx *c, int r, int st, int kind, const char *kname
 		t = e.time_s;
 	pgid = intern(c, pg);
 	x.kind = (uint8_t)kind;
-	x.bytes = (int64_t)bytes;
+	x.bytes = bytes < 9e18 ? (int64_t)bytes : INT64_MAX;
 	x.group_size = g.n;
 	x.pg = pgid;
 	x.dtype = intern(c, "BFloat16");

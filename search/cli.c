@@ -22,7 +22,8 @@ int cli_fail(const struct prism_err *err)
 {
 	fprintf(stderr, "prism: %s\n", err->msg[0] ? err->msg : prism_status_msg(err->code));
 	return err->code == PRISM_EFORMAT || err->code == PRISM_EVERSION ||
-			       err->code == PRISM_EARG || err->code == PRISM_EIO
+			       err->code == PRISM_EARG || err->code == PRISM_EIO ||
+			       err->code == PRISM_ELIMIT
 		       ? EXIT_USAGE
 		       : 1;
 }

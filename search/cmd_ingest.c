@@ -66,7 +66,7 @@ static void class_totals(const struct graph *g, uint64_t *count, int64_t *ns)
 		if (g->kind[u] < GN_KERNEL)
 			continue;
 		count[cls[u]]++;
-		ns[cls[u]] += g->dur_ns[u];
+		ns[cls[u]] = prism_add_sat(ns[cls[u]], g->dur_ns[u]);
 	}
 	free(cls);
 }
@@ -149,7 +149,7 @@ static void print_text(const struct graph *g)
 		int64_t ns[KC_NCLASSES], all = 0;
 		class_totals(g, cnt, ns);
 		for (int k = 0; k < KC_NCLASSES; k++)
-			all += ns[k];
+			all = prism_add_sat(all, ns[k]);
 		printf("\nGPU time by kernel class:\n");
 		for (int k = 0; k < KC_NCLASSES; k++)
 			if (cnt[k])
@@ -196,7 +196,7 @@ static void print_text(const struct graph *g)
 		for (uint32_t c = 0; c < g->n_colls; c++)
 			if (g->colls[c].kind == k && g->colls[c].bytes >= 0) {
 				sized++;
-				bytes += (uint64_t)g->colls[c].bytes;
+				bytes = (uint64_t)prism_add_sat((int64_t)bytes, g->colls[c].bytes);
 			}
 		printf("  %-16s %6" PRIu64 "  (%" PRIu64 " with sizes, %.3f MB in all)\n",
 		       graph_coll_kind_name(k), s->colls[k], sized, (double)bytes / 1e6);

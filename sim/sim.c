@@ -143,6 +143,14 @@ static int64_t dur_of(const struct sim *s, uint32_t u, int rendezvous)
 	return g->dur_ns[u];
 }
 
+static int too_late(const struct graph *g, uint32_t u, struct prism_err *err)
+{
+	return prism_err_set(err, PRISM_ELIMIT,
+			     "simulation: task %" PRIu32 " '%.60s' would end more than %" PRId64
+			     " ns (146 years) after the start",
+			     u, strtab_get(&g->st, g->name[u]), PRISM_TIME_MAX);
+}
+
 int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 {
 	const struct graph *g = s->g;
@@ -202,7 +210,10 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		if (s->end_ns[u] >= 0)
 			continue; /* stale */
 		s->start_ns[u] = e.time_ns;
+		/* Times and durations are within PRISM_TIME_MAX: the sum fits. */
 		s->end_ns[u] = e.time_ns + dur_of(s, u, rv);
+		if (s->end_ns[u] > PRISM_TIME_MAX)
+			return too_late(g, u, err);
 		if (s->end_ns[u] > s->makespan_ns)
 			s->makespan_ns = s->end_ns[u];
 		s->n_done++;
@@ -220,6 +231,8 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 				int64_t at = s->ready_ns[v] + g->lag_ns[v];
 				if ((g->flags[v] & NF_ANCHORED) && g->start_ns[v] > at)
 					at = g->start_ns[v];
+				if (at > PRISM_TIME_MAX)
+					return too_late(g, v, err);
 				if (evq_push(&s->q, at, v))
 					return prism_err_set(err, PRISM_ENOMEM,
 							     "simulation: out of memory");

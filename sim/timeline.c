@@ -29,7 +29,10 @@ static int multi(const struct graph *g, int rank)
 
 static int64_t pid_of(const struct graph *g, int rank, const struct graph_proc *p)
 {
-	return multi(g, rank) ? (int64_t)(p->rank + 1) * 10000000 + p->pid : p->pid;
+	/* Unsigned: a trace's pid may be anything (the output then collides,
+	 * but nothing overflows). */
+	return multi(g, rank) ? (int64_t)((uint64_t)(p->rank + 1) * 10000000u + (uint64_t)p->pid)
+			      : p->pid;
 }
 
 /* The correlation id written for u: GPU work takes its launch call's (a
@@ -44,7 +47,8 @@ static int64_t corr_of(const struct graph *g, int rank, const int64_t *launch_co
 			return 0;
 		c = launch_corr[u];
 	}
-	return multi(g, rank) ? c + ((int64_t)g->procs[g->proc[u]].rank << 40) : c;
+	return multi(g, rank) ? (int64_t)((uint64_t)c + ((uint64_t)g->procs[g->proc[u]].rank << 40))
+			      : c;
 }
 
 static void event(FILE *f, int *first, const struct graph *g, const char *cat, const char *name,
