@@ -64,8 +64,8 @@ static int replay_time(const struct graph *g, const char *timeline, double *t,
 	rc = sim_run(s, &o, err);
 	if (rc == 0 && (n = metrics_iterations(s, &its)) < 0)
 		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	if (rc == 0)
-		*t = metrics_step_time(its, n);
+	if (rc == 0 && metrics_step_time(its, n, t))
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	if (rc == 0 && timeline)
 		rc = timeline_write(s, timeline, NULL, err);
 	free(its);

@@ -209,25 +209,47 @@ int metrics_critical_path(const struct sim *s, struct metrics_path *p)
 	return 0;
 }
 
-double metrics_step_time(const struct metrics_iter *its, long n)
+static int cmp_step(const void *a, const void *b)
 {
+	const struct metrics_iter *x = a, *y = b;
+	return (x->step > y->step) - (x->step < y->step);
+}
+
+int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s)
+{
+	struct metrics_iter *v;
 	int64_t maxstep = -1, w;
 	double sum = 0;
+	long m = 0;
 	int cnt = 0;
 
+	*iter_s = 0;
 	for (long i = 0; i < n; i++)
 		if (its[i].step > maxstep)
 			maxstep = its[i].step;
-	/* Steps are 0..maxstep; spans without markers are all step -1. */
-	for (int64_t st = maxstep > 0 ? 1 : maxstep; st <= maxstep; st++) {
-		w = -1;
-		for (long i = 0; i < n; i++)
-			if (its[i].step == st && its[i].predicted_ns > w)
-				w = its[i].predicted_ns;
+	/* Steps are 0..maxstep, the first left out; spans without markers are
+	 * all step -1.  The steps present, sorted, not every number up to
+	 * maxstep: a trace may number its steps up to 2^63. */
+	v = malloc((n > 0 ? (size_t)n : 1) * sizeof(*v));
+	if (!v)
+		return PRISM_ENOMEM;
+	for (long i = 0; i < n; i++)
+		if (maxstep > 0 ? its[i].step >= 1 : its[i].step == maxstep)
+			v[m++] = its[i];
+	if (m)
+		qsort(v, (size_t)m, sizeof(*v), cmp_step);
+	for (long i = 0; i < m;) {
+		long j = i;
+		for (w = -1; j < m && v[j].step == v[i].step; j++)
+			if (v[j].predicted_ns > w)
+				w = v[j].predicted_ns;
 		if (w >= 0) {
 			sum += (double)w * 1e-9;
 			cnt++;
 		}
+		i = j;
 	}
-	return cnt ? sum / cnt : 0;
+	free(v);
+	*iter_s = cnt ? sum / cnt : 0;
+	return 0;
 }

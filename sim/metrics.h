@@ -36,9 +36,9 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out);
  * The iteration time a prediction reports: per step, the slowest rank's
  * predicted time, averaged over the steps after the first (which starts
  * from idle streams) when there are several; without step markers, the
- * slowest rank's GPU-active span.  In seconds.
+ * slowest rank's GPU-active span.  *iter_s in seconds; 0, or PRISM_ENOMEM.
  */
-double metrics_step_time(const struct metrics_iter *its, long n);
+int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s);
 
 /* Busy fraction of processor p over [from, to) of simulated time. */
 double metrics_utilisation(const struct sim *s, uint32_t p, int64_t from, int64_t to);

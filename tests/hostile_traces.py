@@ -80,6 +80,14 @@ def two_halves(d):
     evs(d)[10]["dur"] = TMAX_US // 2 + 1000  # g1, later on stream 7
 
 
+def steps_apart(d):
+    """Steps -2^63 + 1 and 2^63 - 1."""
+    e = copy.deepcopy(evs(d)[0])
+    e.update(name="ProfilerStep#9223372036854775807", ts=401, dur=10)
+    evs(d)[0]["name"] = "ProfilerStep#-9223372036854775807"
+    evs(d).append(e)
+
+
 def annotate(d, name):
     evs(d).append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 1, "tid": 1,
                    "ts": 101, "dur": 5})
@@ -140,6 +148,13 @@ CASES = [
     ("corr_layers", LAYERS, big_corr, ["whatif", "--layers", "6"], 2,
      "layers x2: correlation ids up to 4611686018427388003 leave no room"),
     ("timeline_ids", BASE, ids, ["replay", "--timeline", "{dir}/t.json"], 0, ""),
+    # Step numbers up to 2^63: whatif counted through every number up to
+    # the largest, for ever.
+    ("step_big", BASE, lambda d: evs(d)[0].update(name="ProfilerStep#9000000000000000000"),
+     ["whatif", "--dp", "4", "--base-hw", "h100-dgx"], 0, ""),
+    ("step_beyond", BASE, lambda d: evs(d)[0].update(name="ProfilerStep#99999999999999999999"),
+     ["whatif", "--hw", "a100-80gb-dgx", "--base-hw", "h100-dgx"], 0, ""),
+    ("steps_apart", BASE, steps_apart, ["whatif", "--dp", "2", "--base-hw", "h100-dgx"], 0, ""),
 ]
 
 with tempfile.TemporaryDirectory() as tmp:
