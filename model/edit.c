@@ -525,6 +525,13 @@ int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_la
 			u = r.segs.v[s].b;
 		}
 	}
+	/* Before counting edges copy by copy (time in proportion to nn). */
+	if (nn > GRAPH_MAX_TASKS) {
+		rc = prism_err_set(err, PRISM_ELIMIT,
+				   "layers x%d: %" PRIu64 " tasks, more than the %u prism simulates", k,
+				   nn, GRAPH_MAX_TASKS);
+		goto out;
+	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		int copies = r.seg_of[u] == NONE32 ? 1 : k;
 		for (int c = 0; c < copies; c++)

@@ -240,6 +240,12 @@ struct graph {
 			    * 0 if the trace has none */
 };
 
+/* The most tasks of a graph prism builds from a description (synth, a
+ * sweep's candidates, whatif on a run description) or an edit (whatif
+ * --layers): about 3 GB of graph.  Graphs read from traces and graph files
+ * are bounded by the input's size instead. */
+#define GRAPH_MAX_TASKS (1u << 25)
+
 /* Allocate a graph with room for the given counts (columns zeroed, the
  * string table empty).  NULL when out of memory. */
 struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,

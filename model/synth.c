@@ -12,6 +12,7 @@
 #include "vec.h"
 
 #define NONE32 UINT32_MAX
+#define SYNTH_TOO_BIG 2 /* ctx.oom: GRAPH_MAX_TASKS reached */
 
 enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_N };
 static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24};
@@ -144,9 +145,12 @@ static uint32_t add_node(struct ctx *c, int r, uint32_t proc, uint8_t kind, uint
 	n.phase = c->rk[r].phase;
 	n.iter = c->step;
 	n.kind = kind;
-	if (VEC_PUSH(c->nodes, n))
+	/* synth_check's estimate is a lower bound: this holds the rest. */
+	if (c->nodes.n >= GRAPH_MAX_TASKS)
+		c->oom = SYNTH_TOO_BIG;
+	else if (VEC_PUSH(c->nodes, n))
 		c->oom = 1;
-	return (uint32_t)(c->nodes.n - 1);
+	return c->nodes.n ? (uint32_t)(c->nodes.n - 1) : 0;
 }
 
 static void add_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
@@ -805,6 +809,19 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 	if (in->hw->peak_flops[in->dtype] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", in->hw->gpu,
 				     hw_dtype_name(in->dtype));
+	{
+		/* The graph's size, before anything is built (each at most 2^16,
+		 * steps 100: the product fits 64 bits). */
+		int64_t steps = in->steps > 0 ? in->steps : 1;
+		int64_t least = steps * m->layers * l->microbatches * SYNTH_MIN_TASKS_PER_LAYER;
+		if (least > GRAPH_MAX_TASKS)
+			return prism_err_set(err, PRISM_ELIMIT,
+					     "layout: %" PRId64 " steps x %d layers x %d microbatches "
+					     "make at least %" PRId64 " tasks, more than the %u "
+					     "prism simulates",
+					     steps, m->layers, l->microbatches, least,
+					     GRAPH_MAX_TASKS);
+	}
 	return 0;
 }
 
@@ -1197,7 +1214,11 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	rc = 0;
 	goto done;
 oom:
-	rc = prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
+	if (c.oom == SYNTH_TOO_BIG)
+		rc = prism_err_set(err, PRISM_ELIMIT, "synth: the run has more than %u tasks",
+				   GRAPH_MAX_TASKS);
+	else
+		rc = prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
 	synth_out_free(out);
 done:
 	graph_free(g);

@@ -50,13 +50,28 @@ static const char help[] =
 	"                      results do not depend on the thread count)\n"
 	"  -h, --help          this help\n";
 
+/* A candidate to evaluate, without its struct cand (sweep_candidate makes
+ * that again when its batch comes): a sweep of millions of candidates
+ * holds 16 bytes for each, not kilobytes. */
+struct ref {
+	uint32_t index; /* in the sweep's space (sweep_candidate) */
+	int gpus;
+	double analytic_s;
+};
+
+/* Best-first per GPU count; equal estimates in the sweep's order. */
 static int cmp_analytic(const void *a, const void *b)
 {
-	const struct cand *x = *(const struct cand *const *)a, *y = *(const struct cand *const *)b;
+	const struct ref *x = a, *y = b;
 	if (x->gpus != y->gpus)
 		return x->gpus < y->gpus ? -1 : 1;
-	return (x->analytic_s > y->analytic_s) - (x->analytic_s < y->analytic_s);
+	if (x->analytic_s != y->analytic_s)
+		return x->analytic_s < y->analytic_s ? -1 : 1;
+	return (x->index > y->index) - (x->index < y->index);
 }
+
+/* Rejected candidates are stored in transactions of this many. */
+#define REJECT_CHUNK 4096
 
 static int cmp_key(const void *k, const void *e)
 {
@@ -145,10 +160,12 @@ int cmd_search(int argc, char **argv)
 	};
 	struct sweep sw;
 	struct prism_err err;
-	struct cand *cands = NULL, **order = NULL, *batch = NULL;
-	char path[1024], dbpath[1024], **keys = NULL;
+	struct cand *batch = NULL, *rej = NULL, one;
+	struct ref *order = NULL;
+	uint32_t *rejected = NULL;
+	char path[1024], dbpath[1024], **keys = NULL, first_reason[sizeof(one.reason)] = "none";
 	const char *db_arg = NULL;
-	size_t nkeys = 0, norder = 0;
+	size_t nkeys = 0, norder = 0, nrejected = 0;
 	sqlite3 *db = NULL;
 	long long sid = 0;
 	long n = 0;
@@ -188,19 +205,49 @@ int cmd_search(int argc, char **argv)
 	if (shard_init(&sh, &argc, &argv))
 		return EXIT_USAGE;
 	lead = sh.rank == 0;
-	if ((rc = sweep_load(path, &sw, &err)) == 0 && (n = sweep_enumerate(&sw, &cands)) < 0)
-		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-	/* A budget no layout can use is the sweep file's error. */
-	if (rc == 0) {
-		long i = 0;
-		while (i < n && cands[i].status != CS_PENDING)
-			i++;
-		if (i == n)
-			rc = prism_err_set(&err, PRISM_EFORMAT,
-					   "%s:%d: no layout is possible with these GPU counts "
-					   "(%ld candidates, all rejected; the first: %s)",
-					   path, sw.gpus_line, n, n ? cands[0].reason : "none");
+	if ((rc = sweep_load(path, &sw, &err)) == 0) {
+		/* Every candidate once, one at a time: the pending ones are kept
+		 * as refs to sort, the rejected ones as their index. */
+		uint64_t total = sweep_count(&sw);
+		size_t cap = 0, rcap = 0;
+		for (uint64_t i = 0; i < total && rc == 0; i++) {
+			if (sweep_candidate(&sw, i, &one))
+				continue;
+			if (n++ == 0)
+				snprintf(first_reason, sizeof(first_reason), "%s", one.reason);
+			if (one.status == CS_PENDING) {
+				if (norder == cap) {
+					struct ref *nr;
+					cap = cap ? cap * 2 : 1024;
+					if (!(nr = realloc(order, cap * sizeof(*nr)))) {
+						rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+						break;
+					}
+					order = nr;
+				}
+				order[norder].index = (uint32_t)i;
+				order[norder].gpus = one.gpus;
+				order[norder++].analytic_s = one.analytic_s;
+			} else {
+				if (nrejected == rcap) {
+					uint32_t *nr;
+					rcap = rcap ? rcap * 2 : 1024;
+					if (!(nr = realloc(rejected, rcap * sizeof(*nr)))) {
+						rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+						break;
+					}
+					rejected = nr;
+				}
+				rejected[nrejected++] = (uint32_t)i;
+			}
+		}
 	}
+	/* A budget no layout can use is the sweep file's error. */
+	if (rc == 0 && norder == 0)
+		rc = prism_err_set(&err, PRISM_EFORMAT,
+				   "%s:%d: no layout is possible with these GPU counts "
+				   "(%ld candidates, all rejected; the first: %s)",
+				   path, sw.gpus_line, n, first_reason);
 	if ((rc = agree(&sh, rc, &quiet)))
 		goto out;
 	if (threads > 0)
@@ -216,50 +263,65 @@ int cmd_search(int argc, char **argv)
 		snprintf(dbpath, sizeof(dbpath), "results/%s.db", sw.name);
 	}
 	/* Process 0 alone opens the database; the others learn from it what is
-	 * stored and the best times so far. */
+	 * stored and the best times so far.  stored[]: the refs in order[],
+	 * then the rejected. */
 	memset(&best, 0, sizeof(best));
-	order = malloc(((size_t)n + 1) * sizeof(*order));
 	batch = malloc((size_t)bsize * sizeof(*batch));
 	owner = malloc((size_t)bsize * sizeof(*owner));
-	stored = calloc((size_t)n + 1, 1);
-	if (!order || !batch || !owner || !stored)
+	stored = calloc(norder + nrejected + 1, 1);
+	if (!batch || !owner || !stored)
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc == 0 && lead &&
 	    ((rc = store_open(dbpath, &db, &err)) == 0 &&
 	     (rc = store_sweep(db, &sw, &sid, &resumed, &err)) == 0 &&
 	     (rc = store_keys(db, sid, &keys, &nkeys, &err)) == 0)) {
+		char key[sizeof(one.key)];
 		best.n = store_best(db, sid, best.gpus, best.t, SWEEP_MAX_LIST * 4);
-		for (long i = 0; nkeys && i < n; i++)
-			stored[i] = bsearch(cands[i].key, keys, nkeys, sizeof(*keys), cmp_key) != NULL;
+		for (size_t i = 0; nkeys && i < norder + nrejected; i++) {
+			uint32_t ix = i < norder ? order[i].index : rejected[i - norder];
+			sweep_key(&sw, ix, key, sizeof(key));
+			stored[i] = bsearch(key, keys, nkeys, sizeof(*keys), cmp_key) != NULL;
+		}
 	}
 	if ((rc = agree(&sh, rc, &quiet)))
 		goto out;
 	shard_bcast(&sh, &best, sizeof(best));
 	shard_bcast(&sh, &resumed, sizeof(resumed));
-	shard_bcast(&sh, stored, (size_t)n);
-	/* Stored already: skipped.  Rejected: stored now by process 0, in one
-	 * transaction. */
+	shard_bcast(&sh, stored, norder + nrejected);
+	/* Stored already: skipped.  Rejected: stored now by process 0, in
+	 * transactions of REJECT_CHUNK (a kill between them loses nothing:
+	 * the rerun stores the rest). */
+	if (lead && !(rej = malloc(REJECT_CHUNK * sizeof(*rej))))
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	for (size_t i = 0, nrej = 0; lead && rc == 0 && i <= nrejected; i++) {
+		if (i < nrejected && stored[norder + i]) {
+			done++;
+		} else if (i < nrejected) {
+			sweep_candidate(&sw, rejected[i], &one);
+			stats[one.status]++;
+			rej[nrej++] = one;
+		}
+		if (nrej && (nrej == REJECT_CHUNK || i == nrejected)) {
+			rc = store_put(db, sid, rej, nrej, &err);
+			nrej = 0;
+		}
+	}
+	free(rej);
+	rej = NULL;
+	if ((rc = agree(&sh, rc, &quiet)))
+		goto out;
 	{
-		struct cand *rej = lead ? malloc(((size_t)n + 1) * sizeof(*rej)) : NULL;
-		size_t nrej = 0;
-		for (long i = 0; i < n; i++) {
-			struct cand *k = &cands[i];
+		/* The refs not stored, in place. */
+		size_t k = 0;
+		for (size_t i = 0; i < norder; i++) {
 			if (stored[i]) {
 				done++;
 				continue;
 			}
-			if (k->status == CS_PENDING)
-				order[norder++] = k;
-			else if (rej)
-				rej[nrej++] = *k;
-			stats[k->status]++;
+			order[k++] = order[i];
+			stats[CS_PENDING]++;
 		}
-		if (lead)
-			rc = rej ? store_put(db, sid, rej, nrej, &err)
-				 : prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-		free(rej);
-		if ((rc = agree(&sh, rc, &quiet)))
-			goto out;
+		norder = k;
 	}
 	if (lead)
 		fprintf(stderr,
@@ -267,16 +329,17 @@ int cmd_search(int argc, char **argv)
 			"stored before%s), %zu to evaluate, %d threads%s -> %s\n",
 			sw.name, n, stats[CS_INVALID], stats[CS_OOM], done,
 			resumed ? ": resuming" : "", norder, threads, procs(&sh), dbpath);
-	qsort(order, norder, sizeof(*order), cmp_analytic);
+	if (norder)
+		qsort(order, norder, sizeof(*order), cmp_analytic);
 	t0 = now();
 	for (size_t at = 0; at < norder;) {
 		int nb = 0;
 		/* Fill a batch: screened ones are decided here, the rest simulated
 		 * (every process decides the same). */
 		while (at < norder && nb < bsize) {
-			struct cand *k = order[at++];
-			double *b = best_of(&best, k->gpus);
-			batch[nb] = *k;
+			double *b;
+			sweep_candidate(&sw, order[at++].index, &batch[nb]);
+			b = best_of(&best, batch[nb].gpus);
 			screen(&batch[nb], mode, b ? *b : 0, sw.margin);
 			nb++;
 		}
@@ -344,10 +407,10 @@ int cmd_search(int argc, char **argv)
 out:
 	store_keys_free(keys, nkeys);
 	free(order);
+	free(rejected);
 	free(batch);
 	free(owner);
 	free(stored);
-	free(cands);
 	if (db)
 		sqlite3_close(db);
 	sweep_free(&sw);
