@@ -141,17 +141,37 @@ int graph_check(const struct graph *g, struct prism_err *err)
 		    g->start_ns[u] + g->dur_ns[u] > PRISM_TIME_MAX - g->wait_ns[u])
 			return bad(err, "graph: node %" PRIu32 " has a time beyond %" PRId64 " ns", u,
 				   PRISM_TIME_MAX);
-		if (g->layer[u] < -1 || g->mb[u] < -1 || g->phase[u] >= PH_NPHASES)
+		if (g->layer[u] < -1 || g->mb[u] < -1 || g->layer[u] == INT32_MAX ||
+		    g->mb[u] == INT32_MAX || g->phase[u] >= PH_NPHASES)
 			return bad(err, "graph: node %" PRIu32 " has a bad annotation", u);
+		if (g->rtclass[u] >= RT_NCLASSES)
+			return bad(err, "graph: node %" PRIu32 " has runtime class %" PRIu32, u,
+				   g->rtclass[u]);
+		/* A blocking call is followed by its wait on the same thread
+		 * (the simulator and the timeline read u + 1). */
+		if ((g->flags[u] & NF_BLOCKING) &&
+		    (g->kind[u] != GN_RUNTIME || u + 1 >= g->n_nodes || g->kind[u + 1] != GN_WAIT ||
+		     g->proc[u + 1] != g->proc[u]))
+			return bad(err, "graph: blocking call %" PRIu32 " is not followed by its wait",
+				   u);
 	}
-	if (g->meta >= g->st.n)
-		return bad(err, "graph: meta string %" PRIu32 " out of range", g->meta);
+	if (g->meta >= g->st.n ||
+	    (g->meta && strncmp(strtab_get(&g->st, g->meta), "prism::model#", 13) != 0))
+		return bad(err, "graph: meta string %" PRIu32 " out of range or not a run description",
+			   g->meta);
+	for (uint32_t r = 0; r < g->n_ranks; r++)
+		if (g->ranks[r].path >= g->st.n || g->ranks[r].device >= g->st.n)
+			return bad(err, "graph: rank %" PRIu32 " names a string out of range", r);
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
 		if (pr->first != next)
 			return bad(err, "graph: processor %" PRIu32 " starts at node %" PRIu32
 					", not where the previous ends", p, pr->first);
-		if (pr->rank >= g->n_ranks)
+		if (pr->n > g->n_nodes - next)
+			return bad(err, "graph: processor %" PRIu32 " holds %" PRIu32
+					" nodes, beyond the %" PRIu32,
+				   p, pr->n, g->n_nodes);
+		if (pr->rank >= g->n_ranks || pr->gpu > 1)
 			return bad(err, "graph: processor %" PRIu32 " on rank %" PRIu32 " out of range",
 				   p, pr->rank);
 		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
@@ -163,10 +183,27 @@ int graph_check(const struct graph *g, struct prism_err *err)
 	if (next != g->n_nodes)
 		return bad(err, "graph: processors cover %" PRIu32 " of %" PRIu32 " nodes", next,
 			   g->n_nodes);
-	for (uint32_t c = 0; c < g->n_colls; c++)
-		if (g->colls[c].node >= g->n_nodes || g->coll[g->colls[c].node] != c)
+	for (uint32_t c = 0; c < g->n_colls; c++) {
+		const struct graph_coll *x = &g->colls[c];
+		if (x->node >= g->n_nodes || g->coll[x->node] != c)
 			return bad(err, "graph: collective %" PRIu32 " and node %" PRIu32
-					" do not point at each other", c, g->colls[c].node);
+					" do not point at each other", c, x->node);
+		if (x->kind >= GC_NKINDS || x->pg >= g->st.n || x->ranks >= g->st.n ||
+		    x->dtype >= g->st.n)
+			return bad(err, "graph: collective %" PRIu32 " has a kind or string out of range",
+				   c);
+	}
+	for (uint32_t i = 0; i < g->n_iters; i++) {
+		const struct graph_iter *it = &g->iters[i];
+		if (it->rank >= g->n_ranks || (it->proc != UINT32_MAX && it->proc >= g->n_procs))
+			return bad(err, "graph: iteration %" PRIu32 " on rank %" PRIu32
+					" or processor %" PRIu32 " out of range",
+				   i, it->rank, it->proc);
+		if (it->dur_ns < 0 || it->dur_ns > PRISM_TIME_MAX || it->start_ns < -PRISM_TIME_MAX ||
+		    it->start_ns > PRISM_TIME_MAX - it->dur_ns)
+			return bad(err, "graph: iteration %" PRIu32 " has a time beyond %" PRId64 " ns",
+				   i, PRISM_TIME_MAX);
+	}
 	indeg = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*indeg));
 	if (!indeg)
 		return prism_err_set(err, PRISM_ENOMEM, "graph: out of memory");
@@ -479,6 +516,7 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 	struct column cols[32];
 	struct graph *g;
 	uint64_t sum = 1469598103934665603ull, want;
+	uint32_t bad_utf8 = UINT32_MAX;
 	size_t nc;
 	FILE *f;
 	int rc;
@@ -533,6 +571,13 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
 	}
 	g->t0_ns = h.t0_ns;
+	if (h.t0_ns < -PRISM_TIME_MAX || h.t0_ns > PRISM_TIME_MAX) {
+		fclose(f);
+		graph_free(g);
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: inconsistent graph file: its time 0 is beyond %" PRId64 " ns",
+				     path, PRISM_TIME_MAX);
+	}
 	nc = columns(g, cols);
 	for (size_t i = 0; i < nc; i++) {
 		if (cols[i].size && fread(cols[i].p, cols[i].size, 1, f) != 1)
@@ -561,9 +606,13 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 			free(buf);
 			goto corrupt;
 		}
-		/* Re-intern in order: ids come out as they were saved. */
+		/* Re-intern in order: ids come out as they were saved.  Every
+		 * string came from JSON text: valid UTF-8 (a timeline written
+		 * from the graph must read back), checked once the checksum is. */
 		while (pos < h.str_bytes) {
 			size_t n = strlen(buf + pos);
+			if (bad_utf8 == UINT32_MAX && prism_utf8_check(buf + pos, n) != n)
+				bad_utf8 = g->st.n;
 			if (strtab_intern(&g->st, buf + pos, n, &id)) {
 				free(buf);
 				rc = prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
@@ -580,6 +629,12 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 	if (want != sum)
 		goto corrupt;
 	fclose(f);
+	if (bad_utf8 != UINT32_MAX) {
+		graph_free(g);
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: inconsistent graph file: string %" PRIu32 " is not UTF-8",
+				     path, bad_utf8);
+	}
 	{
 		struct prism_err why;
 		prism_err_clear(&why);

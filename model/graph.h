@@ -270,10 +270,13 @@ int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t,
 		       const uint32_t *rank);
 
 /*
- * Verify the invariants: CSR offsets monotone and in range, every id in
- * range, processors tiling the node ids, no edge from a node to itself,
- * acyclic (Kahn), in-degrees consistent.  0, or PRISM_EINTERNAL with err
- * saying what is wrong.
+ * Verify the invariants: CSR offsets monotone and in range, every id and
+ * string id in range (nodes, edges, processors, ranks, iterations,
+ * collectives), kinds and classes known, times within +-PRISM_TIME_MAX,
+ * processors tiling the node ids, each blocking call followed by its wait,
+ * the run description a "prism::model#" string, no edge from a node to
+ * itself, acyclic (Kahn), in-degrees consistent.  graph_load runs it on
+ * every file.  0, or PRISM_EINTERNAL with err saying what is wrong.
  */
 int graph_check(const struct graph *g, struct prism_err *err);
 
@@ -297,7 +300,9 @@ int graph_rt_classify(const char *name);
 /*
  * The binary graph file ("prism graph cache"): magic, version, counts,
  * then each column raw, then the string table, then a checksum.  Files of
- * another version are refused with PRISM_EVERSION.
+ * another version are refused with PRISM_EVERSION; graph_load validates
+ * the rest before use (sizes against the file, the checksum, strings valid
+ * UTF-8, time 0, then graph_check): PRISM_EFORMAT naming what is wrong.
  */
 #define GRAPH_FILE_VERSION 5
 int graph_save(const struct graph *g, const char *path, struct prism_err *err);

@@ -91,6 +91,37 @@ void prism_fput_json_str(FILE *f, const char *s)
 	putc('"', f);
 }
 
+size_t prism_utf8_check(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned c = p[i];
+		size_t len;
+		unsigned lo = 0x80, hi = 0xbf; /* range of the second byte */
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			len = 2;
+		else if (c >= 0xe0 && c <= 0xef)
+			len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+		else if (c >= 0xf0 && c <= 0xf4)
+			len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+		else
+			return i;
+		if (i + 1 >= n || p[i + 1] < lo || p[i + 1] > hi)
+			return i;
+		for (size_t k = 2; k < len; k++)
+			if (i + k >= n || p[i + k] < 0x80 || p[i + k] > 0xbf)
+				return i;
+		i += len;
+	}
+	return n;
+}
+
 int prism_cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

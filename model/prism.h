@@ -136,6 +136,11 @@ static inline int64_t prism_add_sat(int64_t a, int64_t b)
 	return a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
+/* The length of the longest prefix of s[0..n) that is well-formed UTF-8
+ * (RFC 3629: no overlong forms, surrogates or code points beyond
+ * U+10FFFF): n when all of it is; else the offset of the first bad byte. */
+size_t prism_utf8_check(const char *s, size_t n);
+
 /* qsort comparator of int64_t, ascending. */
 int prism_cmp_i64(const void *a, const void *b);
 
