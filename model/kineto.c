@@ -202,22 +202,64 @@ static int flush(struct reader *r, size_t from, size_t to)
 	return rc;
 }
 
+/* More input, or the error of a traceEvents array cut short. */
+static int more_events(struct reader *r)
+{
+	long got = fill(r);
+	if (got < 0)
+		return (int)got;
+	if (got == 0)
+		return fail_at(r, r->base + r->len,
+			       "unexpected end of input inside \"traceEvents\" (truncated file?)");
+	return 0;
+}
+
 /*
  * r->pos is at the '[' or ',' before the next event.  Consume events up to
- * and including the closing ']'.
+ * and including the closing ']'.  Whitespace, however much, streams past:
+ * what is held is the events of one chunk and the read block.
  */
 static int read_events(struct reader *r)
 {
+	int after = 0; /* an event was parsed alone: ',' or ']' comes next */
+
 	for (;;) {
-		size_t delim = r->pos, j = delim + 1, last_end = 0, last_delim = 0;
+		size_t delim, j, last_end = 0, last_delim = 0;
 		size_t nev = 0;
 		int rc;
 
+		if (after) {
+			size_t k = skip_ws(r->buf, r->pos, r->len);
+			if (k == r->len) {
+				r->pos = k; /* dropped */
+				if ((rc = more_events(r)))
+					return rc;
+				continue;
+			}
+			if (r->buf[k] == ']') {
+				r->pos = k + 1;
+				return 0;
+			}
+			if (r->buf[k] != ',')
+				return fail_at(r, r->base + k, "expected ',' or ']' after event %" PRIu64,
+					       r->ev_index - 1);
+			r->pos = k;
+			after = 0;
+		}
+		delim = r->pos;
+		j = delim + 1;
 		for (;;) {
 			size_t e, k;
 			j = skip_ws(r->buf, j, r->len);
-			if (j == r->len)
+			if (j == r->len) {
+				/* Whitespace to the end of what is read: drop it,
+				 * keeping the delimiter (a byte of it stands in). */
+				if (nev == 0 && j > delim + 1) {
+					r->buf[j - 1] = r->buf[delim];
+					r->pos = delim = j - 1;
+				}
 				break;
+			}
 			if (r->buf[j] == ']' && nev == 0 && r->buf[delim] == '[') {
 				if (r->ev_index == 0)
 					return fail_at(r, r->base + j, "\"traceEvents\" is empty");
@@ -227,11 +269,26 @@ static int read_events(struct reader *r)
 					       "event %" PRIu64 ": expected a JSON object",
 					       r->ev_index + nev);
 			e = scan_compound(r->buf, j, r->len);
+			/* Checked whole or not, so that the limit does not
+			 * depend on how the input was read. */
+			if ((e == SCAN_MORE ? r->len : e) - j > KINETO_MAX_EVENT)
+				return fail_at(r, r->base + j, "event %" PRIu64 " is longer than %u bytes",
+					       r->ev_index + nev, KINETO_MAX_EVENT);
 			if (e == SCAN_MORE)
 				break;
 			k = skip_ws(r->buf, e, r->len);
-			if (k == r->len)
+			if (k == r->len) {
+				/* Whitespace after a whole event to the end of what
+				 * is read: parse the event alone now, then stream
+				 * past the whitespace. */
+				if (nev == 0) {
+					if ((rc = flush(r, delim, e)))
+						return rc;
+					r->pos = e;
+					after = 1;
+				}
 				break;
+			}
 			if (r->buf[k] == ',') {
 				nev++;
 				last_end = e;
@@ -259,15 +316,8 @@ static int read_events(struct reader *r)
 			if (last_delim - delim >= CHUNK_TARGET)
 				continue; /* a full chunk, not a short buffer */
 		}
-		{
-			long got = fill(r);
-			if (got < 0)
-				return (int)got;
-			if (got == 0)
-				return fail_at(r, r->base + r->len,
-					       "unexpected end of input inside \"traceEvents\" "
-					       "(truncated file?)");
-		}
+		if ((rc = more_events(r)))
+			return rc;
 	}
 }
 
@@ -406,6 +456,11 @@ static int read_stream(struct reader *r)
 			return fail_at(r, r->base + i, "unexpected data after the end of the JSON");
 		}
 		/* A key or a value at i that may need more input. */
+		if ((e == SCAN_MORE ? r->len : e) - i > KINETO_MAX_TOP)
+			return fail_at(r, r->base + i, "%s longer than %u bytes",
+				       state == ST_KEY ? "a top-level key is"
+						       : "the value of a top-level key is",
+				       KINETO_MAX_TOP);
 		if (e == SCAN_MORE) {
 			r->pos = i;
 			if ((got = fill(r)) < 0)
@@ -754,6 +809,15 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 	}
 	if (ev->name.type != KJSON_ABSENT && ev->name.type != KJSON_STR)
 		return ev_fail(r, ev, "name", "expected a string, got %s", type_name(ev->name.type));
+	if (ev->name.type == KJSON_STR && ev->name.s.n > KINETO_MAX_NAME)
+		return ev_fail(r, ev, "name", "%zu bytes long, more than %u", ev->name.s.n,
+			       KINETO_MAX_NAME);
+	if ((ev->pid.type == KJSON_STR && ev->pid.s.n > KINETO_MAX_NAME) ||
+	    (ev->tid.type == KJSON_STR && ev->tid.s.n > KINETO_MAX_NAME))
+		return ev_fail(r, ev, ev->pid.type == KJSON_STR && ev->pid.s.n > KINETO_MAX_NAME
+					      ? "pid"
+					      : "tid",
+			       "longer than %u bytes", KINETO_MAX_NAME);
 	if ((rc = get_int_arg(r, ev, KJSON_ARG_CORRELATION, "correlation", &e.corr)) ||
 	    (rc = get_int_arg(r, ev, KJSON_ARG_EXTERNAL_ID, "External id", &e.ext)) ||
 	    (rc = get_int_arg(r, ev, KJSON_ARG_STREAM, "stream", &stream)) ||
