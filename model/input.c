@@ -3,6 +3,7 @@
 #include "input.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@ struct input {
 	uint64_t file_size;
 	int gz;
 	int zdone;         /* gzip stream finished and no further member */
+	uint64_t member_at; /* compressed offset of the current gzip member */
 	z_stream z;
 	unsigned char *zbuf;
 	unsigned char peek[2];
@@ -150,8 +152,9 @@ static long read_gz(struct input *in, unsigned char *buf, size_t n, struct prism
 						     in->path, strerror(errno));
 			if (r == 0)
 				return prism_err_set(err, PRISM_EFORMAT,
-						     "%s: compressed byte %lu: truncated gzip data",
-						     in->path, (unsigned long)in->z.total_in);
+						     "%s: compressed byte %" PRIu64
+						     ": truncated gzip data",
+						     in->path, in->member_at + in->z.total_in);
 			in->z.next_in = in->zbuf;
 			in->z.avail_in = (uInt)r;
 		}
@@ -163,15 +166,27 @@ static long read_gz(struct input *in, unsigned char *buf, size_t n, struct prism
 				in->z.next_in = in->zbuf;
 				in->z.avail_in = (uInt)r;
 			}
-			if (in->z.avail_in == 0)
+			if (in->z.avail_in == 0) {
 				in->zdone = 1;
-			else if (inflateReset(&in->z) != Z_OK)
-				return prism_err_set(err, PRISM_EFORMAT, "%s: corrupt gzip data",
-						     in->path);
+			} else {
+				/* total_in restarts with each member: offsets in
+				 * messages count from the file's start. */
+				in->member_at += in->z.total_in;
+				if (inflateReset(&in->z) != Z_OK)
+					return prism_err_set(err, PRISM_EFORMAT,
+							     "%s: corrupt gzip data", in->path);
+			}
 		} else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+			if (in->member_at > 0 && in->z.total_out == 0)
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "%s: compressed byte %" PRIu64
+						     ": not a gzip member after the one that ends there "
+						     "(%s; trailing garbage?)",
+						     in->path, in->member_at,
+						     in->z.msg ? in->z.msg : "inflate failed");
 			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s: compressed byte %lu: corrupt gzip data (%s)",
-					     in->path, (unsigned long)in->z.total_in,
+					     "%s: compressed byte %" PRIu64 ": corrupt gzip data (%s)",
+					     in->path, in->member_at + in->z.total_in,
 					     in->z.msg ? in->z.msg : "inflate failed");
 		}
 	}

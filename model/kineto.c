@@ -181,6 +181,7 @@ static int flush(struct reader *r, size_t from, size_t to)
 {
 	struct kjson_fail fail;
 	char c0 = r->buf[from], c1 = r->buf[to];
+	uint64_t first = r->ev_index; /* the chunk's first event */
 	int rc;
 
 	r->buf[from] = '[';
@@ -194,10 +195,11 @@ static int flush(struct reader *r, size_t from, size_t to)
 			return prism_err_set(r->err, PRISM_EFORMAT,
 					     "%s: event %" PRIu64 " (byte %" PRIu64
 					     "): field \"%s\": %s",
-					     r->path, r->ev_index, fail.offset, fail.field, fail.what);
+					     r->path, first + fail.event, fail.offset, fail.field,
+					     fail.what);
 		return prism_err_set(r->err, PRISM_EFORMAT,
 				     "%s: event %" PRIu64 " (byte %" PRIu64 "): %s", r->path,
-				     r->ev_index, fail.offset, fail.what);
+				     first + fail.event, fail.offset, fail.what);
 	}
 	return rc;
 }
