@@ -1726,12 +1726,18 @@ static int finish(struct builder *b, struct graph **out)
 		for (size_t lo = 0, hi; lo < b->edges.n; lo = hi) {
 			for (hi = lo + 1; hi < b->edges.n && tmp[hi].src == tmp[lo].src; hi++)
 				;
-			for (size_t i = lo + 1; i < hi; i++)
-				for (size_t j = i; j > lo && cmp_edge_row(&tmp[j - 1], &tmp[j]) > 0; j--) {
-					struct pedge x = tmp[j];
-					tmp[j] = tmp[j - 1];
-					tmp[j - 1] = x;
-				}
+			/* Rows are short; a long one (a task awaited by thousands)
+			 * must not cost its length squared. */
+			if (hi - lo > 16)
+				qsort(tmp + lo, hi - lo, sizeof(*tmp), cmp_edge_row);
+			else
+				for (size_t i = lo + 1; i < hi; i++)
+					for (size_t j = i; j > lo && cmp_edge_row(&tmp[j - 1], &tmp[j]) > 0;
+					     j--) {
+						struct pedge x = tmp[j];
+						tmp[j] = tmp[j - 1];
+						tmp[j - 1] = x;
+					}
 			for (size_t i = lo; i < hi; i++)
 				if (ne == 0 || b->edges.v[ne - 1].src != tmp[i].src ||
 				    b->edges.v[ne - 1].dst != tmp[i].dst)

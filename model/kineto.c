@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "imap.h"
 #include "input.h"
 #include "kjson.h"
 
@@ -40,7 +39,9 @@ struct reader {
 	int eof;
 	int saw_events;       /* a traceEvents array was found */
 	uint64_t ev_index;    /* events handed to on_event so far */
-	struct imap thread_map;
+	uint32_t *tslot;      /* threads by (pid, tid, gpu): index + 1, 0 empty */
+	size_t tcap;          /* power of two */
+	uint64_t tseed;
 	char key[64];
 };
 
@@ -598,35 +599,55 @@ static int id_of(struct reader *r, const struct kjson_val *v, int64_t *out)
 	return 0;
 }
 
+/* The slot of (pid, tid, gpu) in the reader's thread table: the whole key
+ * is hashed and compared, so distinct threads never share an entry, and
+ * the table's seed keeps crafted ids from sharing a chain. */
+static size_t thread_slot(const struct reader *r, int64_t pid, int64_t tid, int gpu, size_t cap)
+{
+	uint64_t h = prism_mix64((uint64_t)pid + r->tseed);
+	return (size_t)prism_mix64(h ^ ((uint64_t)tid * 2u + (uint64_t)gpu)) & (cap - 1);
+}
+
 static int thread_of(struct reader *r, int64_t pid, int64_t tid, int gpu, uint32_t *out)
 {
 	struct kineto_trace *tr = r->tr;
-	uint64_t h = (uint64_t)pid * 0x9E3779B97F4A7C15ull ^ (uint64_t)tid * 0xC2B2AE3D27D4EB4Full ^
-		     (uint64_t)gpu;
-	int64_t key = (int64_t)(h & 0x7FFFFFFFFFFFFFFFull);
-	uint32_t idx = imap_get(&r->thread_map, key);
 	struct kt_thread t = {pid, tid, (uint8_t)gpu};
+	size_t i;
 
-	if (idx != IMAP_NONE) {
-		const struct kt_thread *c = &tr->threads.v[idx];
-		if (c->pid == pid && c->tid == tid && c->gpu == gpu) {
-			*out = idx;
-			return 0;
-		}
-		/* A hash collision: fall back to a scan (never seen in practice). */
-		for (size_t k = 0; k < tr->threads.n; k++) {
-			c = &tr->threads.v[k];
+	if (r->tcap) {
+		for (i = thread_slot(r, pid, tid, gpu, r->tcap); r->tslot[i];
+		     i = (i + 1) & (r->tcap - 1)) {
+			const struct kt_thread *c = &tr->threads.v[r->tslot[i] - 1];
 			if (c->pid == pid && c->tid == tid && c->gpu == gpu) {
-				*out = (uint32_t)k;
+				*out = r->tslot[i] - 1;
 				return 0;
 			}
 		}
 	}
+	if ((tr->threads.n + 1) * 2 > r->tcap) {
+		size_t ncap = r->tcap ? r->tcap * 2 : 64;
+		uint32_t *ns = calloc(ncap, sizeof(*ns));
+		if (!ns)
+			return PRISM_ENOMEM;
+		if (!r->tcap)
+			r->tseed = prism_hash_seed();
+		for (size_t k = 0; k < tr->threads.n; k++) {
+			const struct kt_thread *c = &tr->threads.v[k];
+			for (i = thread_slot(r, c->pid, c->tid, c->gpu, ncap); ns[i];
+			     i = (i + 1) & (ncap - 1))
+				;
+			ns[i] = (uint32_t)k + 1;
+		}
+		free(r->tslot);
+		r->tslot = ns;
+		r->tcap = ncap;
+	}
 	if (VEC_PUSH(tr->threads, t))
 		return PRISM_ENOMEM;
 	*out = (uint32_t)(tr->threads.n - 1);
-	if (idx == IMAP_NONE && imap_put(&r->thread_map, key, *out, NULL))
-		return PRISM_ENOMEM;
+	for (i = thread_slot(r, pid, tid, gpu, r->tcap); r->tslot[i]; i = (i + 1) & (r->tcap - 1))
+		;
+	r->tslot[i] = *out + 1;
 	return 0;
 }
 
@@ -1018,7 +1039,7 @@ static int read_input(struct input *in, const char *path, struct strtab *st,
 	kjson_free(r.kp);
 	input_free(r.in);
 	free(r.buf);
-	imap_release(&r.thread_map);
+	free(r.tslot);
 	return rc;
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *prism_status_name(int code)
@@ -120,6 +121,19 @@ size_t prism_utf8_check(const char *s, size_t n)
 		i += len;
 	}
 	return n;
+}
+
+uint64_t prism_hash_seed(void)
+{
+	uint64_t seed = 0;
+	struct timespec t;
+
+	if (getentropy(&seed, sizeof(seed)) == 0)
+		return seed;
+	/* No entropy source: the clock and where the stack lies. */
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return prism_mix64((uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 32) ^
+			   (uint64_t)(uintptr_t)&t);
 }
 
 int prism_cmp_i64(const void *a, const void *b)

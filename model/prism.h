@@ -141,6 +141,24 @@ static inline int64_t prism_add_sat(int64_t a, int64_t b)
  * U+10FFFF): n when all of it is; else the offset of the first bad byte. */
 size_t prism_utf8_check(const char *s, size_t n);
 
+/*
+ * Hash tables (imap, strtab, the trace reader's threads) mix their keys
+ * with a seed of their own, drawn when they are made: keys crafted to
+ * collide (correlation ids 2^47 apart filled one slot chain: 50,000
+ * launches took 11 s) collide only by chance whatever the input.  Results
+ * never depend on it: no table is iterated in slot order.
+ */
+uint64_t prism_hash_seed(void);
+
+/* splitmix64's finaliser: a bijection of 64 bits that mixes every bit of
+ * x into every bit of the result. */
+static inline uint64_t prism_mix64(uint64_t x)
+{
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
 /* qsort comparator of int64_t, ascending. */
 int prism_cmp_i64(const void *a, const void *b);
 

@@ -6,11 +6,12 @@
 
 #include "prism.h"
 
-static uint64_t hash_bytes(const char *s, size_t len)
+static uint64_t hash_bytes(const char *s, size_t len, uint64_t seed)
 {
 	/* Eight bytes a step (kernel names run to hundreds of bytes), then a
-	 * final avalanche; memcpy keeps unaligned reads well-defined. */
-	uint64_t h = 0x9E3779B97F4A7C15ull ^ len;
+	 * final avalanche; memcpy keeps unaligned reads well-defined.  The
+	 * table's seed makes crafted names collide by chance only. */
+	uint64_t h = 0x9E3779B97F4A7C15ull ^ len ^ seed;
 	size_t i = 0;
 	for (; i + 8 <= len; i += 8) {
 		uint64_t w;
@@ -36,7 +37,7 @@ static int rehash(struct strtab *st, uint32_t nslots)
 		return PRISM_ENOMEM;
 	for (uint32_t id = 0; id < st->n; id++) {
 		const char *s = st->buf + st->off[id];
-		uint64_t h = hash_bytes(s, strlen(s));
+		uint64_t h = hash_bytes(s, strlen(s), st->seed);
 		uint32_t i = (uint32_t)h & (nslots - 1);
 		while (slots[i])
 			i = (i + 1) & (nslots - 1);
@@ -53,6 +54,7 @@ int strtab_init(struct strtab *st)
 	uint32_t id;
 
 	memset(st, 0, sizeof(*st));
+	st->seed = prism_hash_seed();
 	if (rehash(st, 1024))
 		return PRISM_ENOMEM;
 	return strtab_intern(st, "", 0, &id);
@@ -84,12 +86,13 @@ int strtab_copy(struct strtab *dst, const struct strtab *src)
 	dst->n = src->n;
 	dst->off_cap = src->off_cap ? src->off_cap : 1;
 	dst->nslots = src->nslots;
+	dst->seed = src->seed;
 	return 0;
 }
 
 uint32_t strtab_find(const struct strtab *st, const char *s, size_t len)
 {
-	uint32_t i = (uint32_t)hash_bytes(s, len) & (st->nslots - 1);
+	uint32_t i = (uint32_t)hash_bytes(s, len, st->seed) & (st->nslots - 1);
 	for (; st->slots[i]; i = (i + 1) & (st->nslots - 1)) {
 		uint32_t id = st->slots[i] - 1;
 		const char *t = st->buf + st->off[id];
@@ -101,7 +104,7 @@ uint32_t strtab_find(const struct strtab *st, const char *s, size_t len)
 
 int strtab_intern(struct strtab *st, const char *s, size_t len, uint32_t *id)
 {
-	uint64_t h = hash_bytes(s, len);
+	uint64_t h = hash_bytes(s, len, st->seed);
 	uint32_t i = (uint32_t)h & (st->nslots - 1);
 
 	for (; st->slots[i]; i = (i + 1) & (st->nslots - 1)) {

@@ -51,6 +51,18 @@ static int64_t corr_of(const struct graph *g, int rank, const int64_t *launch_co
 			      : c;
 }
 
+static int cmp_iter(const void *a, const void *b, void *ctx)
+{
+	const struct graph *g = ctx;
+	const struct graph_iter *x = &g->iters[*(const uint32_t *)a];
+	const struct graph_iter *y = &g->iters[*(const uint32_t *)b];
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	return (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+}
+
 static void event(FILE *f, int *first, const struct graph *g, const char *cat, const char *name,
 		  int64_t pid, int64_t tid, int64_t ts, int64_t dur)
 {
@@ -226,14 +238,37 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	{
 		struct metrics_iter *its = NULL;
 		long n = metrics_iterations(s, &its);
+		/* The graph's iterations by (rank, step, index): each step's last
+		 * is found by a search, not a scan (a trace may have 10^6). */
+		uint32_t *by = malloc((g->n_iters ? g->n_iters : 1) * sizeof(*by));
+		if (!by) {
+			free(its);
+			free(launch_corr);
+			prism_wfile_abort(&out);
+			return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+		}
+		for (uint32_t k = 0; k < g->n_iters; k++)
+			by[k] = k;
+		if (g->n_iters)
+			qsort_r(by, g->n_iters, sizeof(*by), cmp_iter, (void *)g);
 		for (long i = 0; i < n; i++) {
 			char name[48];
 			const struct graph_iter *gi = NULL;
+			uint32_t lo = 0, hi = g->n_iters;
 			if (its[i].step < 0)
 				continue;
-			for (uint32_t k = 0; k < g->n_iters; k++)
-				if (g->iters[k].rank == its[i].rank && g->iters[k].step == its[i].step)
-					gi = &g->iters[k];
+			while (lo < hi) { /* past the last (rank, step) */
+				uint32_t mid = lo + (hi - lo) / 2;
+				const struct graph_iter *m = &g->iters[by[mid]];
+				if (m->rank < its[i].rank ||
+				    (m->rank == its[i].rank && m->step <= its[i].step))
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo > 0 && g->iters[by[lo - 1]].rank == its[i].rank &&
+			    g->iters[by[lo - 1]].step == its[i].step)
+				gi = &g->iters[by[lo - 1]];
 			if (!gi || gi->proc == UINT32_MAX ||
 			    (rank >= 0 && gi->rank != (uint32_t)rank))
 				continue;
@@ -242,6 +277,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 			      g->procs[gi->proc].tid, its[i].sim_start_ns, its[i].predicted_ns);
 			fputs(",\"args\":{}}", f);
 		}
+		free(by);
 		free(its);
 	}
 	ranges(f, &first, s, rank);
