@@ -47,7 +47,9 @@ static const char help[] =
 	"      --exhaustive    screen nothing\n"
 	"      --threads N     OpenMP threads (default: all cores)\n"
 	"      --batch N       candidates per batch and transaction (default 32; the\n"
-	"                      results do not depend on the thread count)\n"
+	"                      results do not depend on the thread count; which are\n"
+	"                      screened does depend on N, so a sweep resumes with its\n"
+	"                      own N and mode, and another is refused)\n"
 	"  -h, --help          this help\n";
 
 /* A candidate to evaluate, without its struct cand (sweep_candidate makes
@@ -104,6 +106,49 @@ static double *best_of(struct best *b, int gpus)
 }
 
 enum { MODE_SCREEN, MODE_OPTIMISE, MODE_EXHAUSTIVE };
+static const char *const mode_names[] = {"screen", "optimise", "exhaustive"};
+static const char *const mode_options[] = {"the default mode", "--optimise", "--exhaustive"};
+
+/*
+ * A resumed sweep continues as it ran: which candidates are screened
+ * depends on the mode and, when it screens, on the batch (the best time
+ * is updated between batches), so the rows of a sweep resumed otherwise
+ * would be those of no run.  Another mode is refused; another --batch
+ * too, and without --batch the sweep's own is taken (*bsize).  A sweep
+ * of a database that did not record them gets them recorded now.
+ */
+static int resume_run(sqlite3 *db, const struct sweep *sw, long long sid, int resumed,
+		      int batch_given, struct store_run *run, int *bsize, struct prism_err *err)
+{
+	int was = -1;
+
+	if (!resumed)
+		return 0;
+	for (int m = 0; m < 3; m++)
+		if (strcmp(run->was_mode, mode_names[m]) == 0)
+			was = m;
+	if (!run->was_mode[0] || run->was_batch <= 0)
+		return store_sweep_run(db, sid, run, err);
+	if (was < 0 || strcmp(run->was_mode, run->mode) != 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "%s: sweep %s was run in %s; its screened rows depend on "
+				     "it: resume it the same way, or give another --db",
+				     sqlite3_db_filename(db, "main"), sw->name,
+				     was < 0 ? run->was_mode : mode_options[was]);
+	if (strcmp(run->mode, "exhaustive") == 0 || run->was_batch == *bsize)
+		return 0;
+	if (batch_given)
+		return prism_err_set(err, PRISM_EARG,
+				     "%s: sweep %s was run with --batch %d; which candidates it "
+				     "screens depends on it: resume with --batch %d (or no "
+				     "--batch), or give another --db",
+				     sqlite3_db_filename(db, "main"), sw->name, run->was_batch,
+				     run->was_batch);
+	fprintf(stderr, "prism search: %s: resuming with --batch %d, as it ran\n", sw->name,
+		run->was_batch);
+	*bsize = run->was_batch;
+	return 0;
+}
 
 /* Screen k against the best simulated time at its GPU count (0: none
  * yet).  The bound is proven (the simulated time cannot be below it), so
@@ -170,6 +215,8 @@ int cmd_search(int argc, char **argv)
 	long long sid = 0;
 	long n = 0;
 	int mode = MODE_SCREEN, threads = 0, bsize = 0, resumed = 0, c, rc = 0, tty = isatty(2);
+	int batch_given;
+	struct store_run run;
 	size_t done = 0, stats[CS_FAILED + 1] = {0};
 	struct best best;
 	struct shard sh;
@@ -253,6 +300,7 @@ int cmd_search(int argc, char **argv)
 	if (threads > 0)
 		omp_set_num_threads(threads);
 	threads = omp_get_max_threads();
+	batch_given = bsize > 0;
 	if (bsize <= 0)
 		bsize = 32;
 	if (db_arg) {
@@ -266,14 +314,15 @@ int cmd_search(int argc, char **argv)
 	 * stored and the best times so far.  stored[]: the refs in order[],
 	 * then the rejected. */
 	memset(&best, 0, sizeof(best));
-	batch = malloc((size_t)bsize * sizeof(*batch));
-	owner = malloc((size_t)bsize * sizeof(*owner));
 	stored = calloc(norder + nrejected + 1, 1);
-	if (!batch || !owner || !stored)
+	if (!stored)
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	run.mode = mode_names[mode];
+	run.batch = bsize;
 	if (rc == 0 && lead &&
 	    ((rc = store_open(dbpath, &db, &err)) == 0 &&
-	     (rc = store_sweep(db, &sw, &sid, &resumed, &err)) == 0 &&
+	     (rc = store_sweep(db, &sw, &run, &sid, &resumed, &err)) == 0 &&
+	     (rc = resume_run(db, &sw, sid, resumed, batch_given, &run, &bsize, &err)) == 0 &&
 	     (rc = store_keys(db, sid, &keys, &nkeys, &err)) == 0)) {
 		char key[sizeof(one.key)];
 		best.n = store_best(db, sid, best.gpus, best.t, SWEEP_MAX_LIST * 4);
@@ -287,7 +336,14 @@ int cmd_search(int argc, char **argv)
 		goto out;
 	shard_bcast(&sh, &best, sizeof(best));
 	shard_bcast(&sh, &resumed, sizeof(resumed));
+	shard_bcast(&sh, &bsize, sizeof(bsize)); /* a resumed sweep's own */
 	shard_bcast(&sh, stored, norder + nrejected);
+	batch = malloc((size_t)bsize * sizeof(*batch));
+	owner = malloc((size_t)bsize * sizeof(*owner));
+	if (!batch || !owner)
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	if ((rc = agree(&sh, rc, &quiet)))
+		goto out;
 	/* Stored already: skipped.  Rejected: stored now by process 0, in
 	 * transactions of REJECT_CHUNK (a kill between them loses nothing:
 	 * the rerun stores the rest). */

@@ -15,8 +15,8 @@
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS sweep("
 	" id INTEGER PRIMARY KEY, name TEXT NOT NULL, config TEXT NOT NULL, model TEXT,"
-	" hw TEXT, version TEXT, started REAL, finished REAL, base TEXT,"
-	" UNIQUE(name, config));"
+	" hw TEXT, version TEXT, started REAL, finished REAL, base TEXT, mode TEXT,"
+	" batch INTEGER, UNIQUE(name, config));"
 	"CREATE TABLE IF NOT EXISTS candidate("
 	" sweep INTEGER NOT NULL REFERENCES sweep(id), key TEXT NOT NULL,"
 	" gpus INTEGER, tp INTEGER, pp INTEGER, dp INTEGER, vp INTEGER, mbs INTEGER,"
@@ -30,6 +30,9 @@ static const char schema[] =
 /* Version 1 had no bound_s, and no base fingerprint. */
 static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;"
 				"ALTER TABLE sweep ADD COLUMN base TEXT;";
+/* Version 2 did not record the screening mode and batch (NULL: unknown). */
+static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN mode TEXT;"
+				"ALTER TABLE sweep ADD COLUMN batch INTEGER;";
 
 static int fail(sqlite3 *db, const char *what, struct prism_err *err)
 {
@@ -129,7 +132,7 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 		if (query_text(*db, "PRAGMA user_version", v, sizeof(v)) == SQLITE_OK)
 			ver = atoi(v);
 	}
-	if (ver != 0 && ver != 1 && ver != STORE_VERSION)
+	if (ver != 0 && ver != 1 && ver != 2 && ver != STORE_VERSION)
 		rc = prism_err_set(err, PRISM_EVERSION,
 				   "%s: results database version %d (this prism writes %d)", path,
 				   ver, STORE_VERSION);
@@ -151,13 +154,15 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 		return rc;
 	}
 	if ((ver == 1 && sqlite3_exec(*db, migrate_1, NULL, NULL, NULL) != SQLITE_OK) ||
+	    ((ver == 1 || ver == 2) && sqlite3_exec(*db, migrate_2, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
 		    SQLITE_OK ||
 	    sqlite3_exec(*db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = fail(*db,
-			  ver == 1 ? "cannot upgrade the schema from version 1"
-				   : "cannot create the schema",
+			  ver == 1   ? "cannot upgrade the schema from version 1"
+			  : ver == 2 ? "cannot upgrade the schema from version 2"
+				     : "cannot create the schema",
 			  err);
 		sqlite3_exec(*db, "ROLLBACK", NULL, NULL, NULL);
 		sqlite3_close(*db);
@@ -167,23 +172,31 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	return 0;
 }
 
-int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
-		struct prism_err *err)
+int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long long *id,
+		int *resumed, struct prism_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
 
 	*resumed = 0;
-	if (sqlite3_prepare_v2(db, "SELECT id, base FROM sweep WHERE name=?1 AND config=?2", -1,
-			       &st, NULL) != SQLITE_OK)
+	run->was_mode[0] = '\0';
+	run->was_batch = 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT id, base, mode, batch FROM sweep WHERE name=?1 AND config=?2",
+			       -1, &st, NULL) != SQLITE_OK)
 		return fail(db, "query", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		const char *was = (const char *)sqlite3_column_text(st, 1);
+		const char *mode = (const char *)sqlite3_column_text(st, 2);
 		*id = sqlite3_column_int64(st, 0);
 		*resumed = 1;
+		snprintf(run->was_mode, sizeof(run->was_mode), "%s", mode ? mode : "");
+		run->was_batch = sqlite3_column_type(st, 3) == SQLITE_INTEGER
+					 ? (int)sqlite3_column_int64(st, 3)
+					 : 0;
 		/* The same sweep file over a changed base is not a resume. */
 		if (was && s->fingerprint[0] && strcmp(was, s->fingerprint) != 0) {
 			rc = prism_err_set(err, PRISM_EARG,
@@ -199,8 +212,8 @@ int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
 	if (*resumed)
 		return 0;
 	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO sweep(name, config, model, hw, version, started, base) "
-			       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+			       "INSERT INTO sweep(name, config, model, hw, version, started, base, "
+			       "mode, batch) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return fail(db, "insert", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
@@ -211,12 +224,31 @@ int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
 	sqlite3_bind_double(st, 6, (double)time(NULL));
 	if (s->fingerprint[0])
 		sqlite3_bind_text(st, 7, s->fingerprint, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 8, run->mode, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 9, run->batch);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
 		return fail(db, "insert", err);
 	*id = sqlite3_last_insert_rowid(db);
 	return 0;
+}
+
+int store_sweep_run(sqlite3 *db, long long id, const struct store_run *run,
+		    struct prism_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, "UPDATE sweep SET mode=?1, batch=?2 WHERE id=?3", -1, &st,
+			       NULL) != SQLITE_OK)
+		return fail(db, "update", err);
+	sqlite3_bind_text(st, 1, run->mode, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, run->batch);
+	sqlite3_bind_int64(st, 3, id);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : fail(db, "update", err);
 }
 
 static int cmp_str(const void *a, const void *b)
