@@ -766,7 +766,7 @@ static int infer_events(struct builder *b, struct rank_ctx *rc)
 static int infer_share(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 {
 	size_t n = b->nodes.n - rc->node_base;
-	int64_t *ev_ready = malloc((n ? n : 1) * sizeof(*ev_ready));
+	int64_t *ev_ready = prism_malloc((n ? n : 1) * sizeof(*ev_ready));
 
 	if (!ev_ready)
 		return nomem(b);
@@ -1180,7 +1180,7 @@ static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, 
 	struct run {
 		uint32_t proc;
 		size_t lo, hi;
-	} *runs = malloc((nops ? nops : 1) * sizeof(*runs));
+	} *runs = prism_malloc((nops ? nops : 1) * sizeof(*runs));
 	size_t nruns = 0;
 	VEC(uint32_t) seq = {0};
 	VEC(uint32_t) names = {0};
@@ -1494,7 +1494,7 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 		/* No collectives: colls.v may still be NULL (NULL + 0 is undefined). */
 		if (nc == 0)
 			return 0;
-		t = malloc(nc * sizeof(*t));
+		t = prism_malloc(nc * sizeof(*t));
 		if (!t)
 			return nomem(b);
 		for (size_t i = 0; i < nc; i++)
@@ -1537,11 +1537,11 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	rc.min_rt_corr = INT64_MAX;
 	rc.node_base = (uint32_t)b->nodes.n;
 	rc.nkeys = tr->events.n;
-	rc.keys = malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*rc.keys));
-	order = malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*order));
-	proc_of = malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*proc_of));
-	lo_of = calloc(tr->threads.n + 1, sizeof(*lo_of));
-	hi_of = calloc(tr->threads.n + 1, sizeof(*hi_of));
+	rc.keys = prism_malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*rc.keys));
+	order = prism_malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*order));
+	proc_of = prism_malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*proc_of));
+	lo_of = prism_calloc(tr->threads.n + 1, sizeof(*lo_of));
+	hi_of = prism_calloc(tr->threads.n + 1, sizeof(*hi_of));
 	if (!rc.keys || !order || !lo_of || !hi_of || !proc_of)
 		goto oom;
 	for (size_t t = 0; t < tr->threads.n; t++)
@@ -1559,7 +1559,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	}
 	/* Bucket by thread (counting sort), then sort each thread's events. */
 	{
-		struct key *tmp = malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*tmp));
+		struct key *tmp = prism_malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*tmp));
 		if (!tmp)
 			goto oom;
 		for (size_t k = 0; k < rc.nkeys; k++)
@@ -1630,9 +1630,9 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 			goto oom;
 	}
 	/* Launch start of every GPU node of this rank. */
-	rc.lts = malloc(((b->nodes.n - rc.node_base) ? (b->nodes.n - rc.node_base) : 1) *
+	rc.lts = prism_malloc(((b->nodes.n - rc.node_base) ? (b->nodes.n - rc.node_base) : 1) *
 			sizeof(*rc.lts));
-	resolved = calloc((b->nodes.n - rc.node_base) + 1, 1);
+	resolved = prism_calloc((b->nodes.n - rc.node_base) + 1, 1);
 	if (!rc.lts || !resolved)
 		goto oom;
 	for (uint32_t u = rc.node_base; u < b->nodes.n; u++) {
@@ -1709,8 +1709,8 @@ static int finish(struct builder *b, struct graph **out)
 	 * is a handful of edges, by target; keep the first (exact) of equals. */
 	{
 		size_t nn = b->nodes.n;
-		uint32_t *off = calloc(nn + 1, sizeof(*off));
-		struct pedge *tmp = malloc((b->edges.n ? b->edges.n : 1) * sizeof(*tmp));
+		uint32_t *off = prism_calloc(nn + 1, sizeof(*off));
+		struct pedge *tmp = prism_malloc((b->edges.n ? b->edges.n : 1) * sizeof(*tmp));
 		if (!off || !tmp) {
 			free(off);
 			free(tmp);
@@ -1823,7 +1823,7 @@ static int finish(struct builder *b, struct graph **out)
 	 * (launch, wake-up); beyond, waiting on something the trace does not
 	 * show, which is left to show up as replay error. */
 	{
-		int64_t *ready = malloc((b->nodes.n ? b->nodes.n : 1) * sizeof(*ready));
+		int64_t *ready = prism_malloc((b->nodes.n ? b->nodes.n : 1) * sizeof(*ready));
 		if (!ready) {
 			graph_free(g);
 			return nomem(b);
@@ -1911,7 +1911,7 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 	b.o = o;
 	b.st = st;
 	b.err = err;
-	order = malloc((n ? n : 1) * sizeof(*order));
+	order = prism_malloc((n ? n : 1) * sizeof(*order));
 	if (!order)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	/* Files that name no rank take the lowest ranks no file claims, in

@@ -24,7 +24,7 @@ static double coll_time(const struct hw_profile *hw, int kind, double bytes, int
 
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st)
 {
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 	double eff = r->comm_eff > 0 ? r->comm_eff : 0.8;
 
 	memset(st, 0, sizeof(*st));
@@ -78,8 +78,8 @@ struct kstat {
 
 static int name_stats(const struct graph *g, struct kstat **out)
 {
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
-	struct kstat *k = calloc(g->st.n ? g->st.n : 1, sizeof(*k));
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
+	struct kstat *k = prism_calloc(g->st.n ? g->st.n : 1, sizeof(*k));
 	double steps = g->n_ranks && g->n_iters ? (double)g->n_iters / g->n_ranks : 1;
 
 	if (!cls || !k || cost_classify_all(g, cls)) {
@@ -105,8 +105,8 @@ static int name_stats(const struct graph *g, struct kstat **out)
 /* Median host cost of launches and of the CPU work right before them. */
 static int host_costs(const struct graph *g, double *op_s, double *launch_s)
 {
-	int64_t *a = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*a));
-	int64_t *b = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*b));
+	int64_t *a = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*a));
+	int64_t *b = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*b));
 	size_t na = 0, nb = 0;
 
 	if (!a || !b) {
@@ -145,10 +145,10 @@ int edit_fit(const struct graph *base, const struct graph *model,
 	memset(f, 0, sizeof(*f));
 	if (name_stats(base, &kb) || name_stats(model, &km))
 		goto out;
-	x = malloc((model->st.n + 1) * sizeof(*x));
-	y = malloc((model->st.n + 1) * sizeof(*y));
-	w = malloc((model->st.n + 1) * sizeof(*w));
-	c = malloc((model->st.n + 1) * sizeof(*c));
+	x = prism_malloc((model->st.n + 1) * sizeof(*x));
+	y = prism_malloc((model->st.n + 1) * sizeof(*y));
+	w = prism_malloc((model->st.n + 1) * sizeof(*w));
+	c = prism_malloc((model->st.n + 1) * sizeof(*c));
 	if (!x || !y || !w || !c)
 		goto out;
 	for (uint32_t i = 0; i < base->st.n; i++)
@@ -330,7 +330,7 @@ static uint32_t seg_group(const struct lrep *r, uint32_t u)
 static int label_nodes(struct lrep *r)
 {
 	const struct graph *g = r->g;
-	uint32_t *in_from = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*in_from));
+	uint32_t *in_from = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*in_from));
 	int rc;
 
 	if (!in_from)
@@ -428,8 +428,8 @@ static uint32_t copy_edges(const struct lrep *r, uint32_t w, int c, uint32_t *ds
 /* Collective sequence numbers per (rank, group) in the new start order. */
 static int renumber_colls(struct graph *n)
 {
-	int64_t *t = malloc((n->n_colls ? n->n_colls : 1) * sizeof(*t));
-	uint32_t *rank = malloc((n->n_colls ? n->n_colls : 1) * sizeof(*rank));
+	int64_t *t = prism_malloc((n->n_colls ? n->n_colls : 1) * sizeof(*t));
+	uint32_t *rank = prism_malloc((n->n_colls ? n->n_colls : 1) * sizeof(*rank));
 	int rc = PRISM_ENOMEM;
 	if (t && rank) {
 		for (uint32_t c = 0; c < n->n_colls; c++) {
@@ -482,12 +482,12 @@ int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_la
 		return prism_err_set(err, PRISM_EARG, "layer factor %d: must be at least 1", k);
 	r.g = g;
 	r.k = k;
-	r.label = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.label));
-	r.seg_of = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.seg_of));
-	r.newid = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.newid));
-	r.proc_seg = malloc(((size_t)g->n_procs + 1) * sizeof(*r.proc_seg));
-	r.proc_first = malloc(((size_t)g->n_procs + 1) * sizeof(*r.proc_first));
-	layers_of = calloc((size_t)g->n_iters + 1, sizeof(*layers_of));
+	r.label = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.label));
+	r.seg_of = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.seg_of));
+	r.newid = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.newid));
+	r.proc_seg = prism_malloc(((size_t)g->n_procs + 1) * sizeof(*r.proc_seg));
+	r.proc_first = prism_malloc(((size_t)g->n_procs + 1) * sizeof(*r.proc_first));
+	layers_of = prism_calloc((size_t)g->n_iters + 1, sizeof(*layers_of));
 	if (!r.label || !r.seg_of || !r.newid || !r.proc_seg || !r.proc_first || !layers_of || label_nodes(&r))
 		goto oom;
 	if (r.segs.n == 0) {

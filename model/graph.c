@@ -10,7 +10,7 @@
 struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
 			  uint32_t n_ranks, uint32_t n_iters, uint32_t n_colls)
 {
-	struct graph *g = calloc(1, sizeof(*g));
+	struct graph *g = prism_calloc(1, sizeof(*g));
 	size_t n = n_nodes ? n_nodes : 1;
 
 	if (!g)
@@ -21,32 +21,32 @@ struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
 	g->n_ranks = n_ranks;
 	g->n_iters = n_iters;
 	g->n_colls = n_colls;
-	g->start_ns = calloc(n, sizeof(*g->start_ns));
-	g->dur_ns = calloc(n, sizeof(*g->dur_ns));
-	g->wait_ns = calloc(n, sizeof(*g->wait_ns));
-	g->lag_ns = calloc(n, sizeof(*g->lag_ns));
-	g->corr = calloc(n, sizeof(*g->corr));
-	g->proc = calloc(n, sizeof(*g->proc));
-	g->name = calloc(n, sizeof(*g->name));
-	g->op = calloc(n, sizeof(*g->op));
-	g->op_dims = calloc(n, sizeof(*g->op_dims));
-	g->op_types = calloc(n, sizeof(*g->op_types));
-	g->src = calloc(n, sizeof(*g->src));
-	g->coll = calloc(n, sizeof(*g->coll));
-	g->iter = calloc(n, sizeof(*g->iter));
-	g->layer = calloc(n, sizeof(*g->layer));
-	g->mb = calloc(n, sizeof(*g->mb));
-	g->phase = calloc(n, 1);
-	g->kind = calloc(n, 1);
-	g->flags = calloc(n, 1);
-	g->rtclass = calloc(n, 1);
-	g->out_off = calloc((size_t)n_nodes + 1, sizeof(*g->out_off));
-	g->out_dst = calloc(n_edges ? n_edges : 1, sizeof(*g->out_dst));
-	g->out_kind = calloc(n_edges ? n_edges : 1, 1);
-	g->procs = calloc(n_procs ? n_procs : 1, sizeof(*g->procs));
-	g->ranks = calloc(n_ranks ? n_ranks : 1, sizeof(*g->ranks));
-	g->iters = calloc(n_iters ? n_iters : 1, sizeof(*g->iters));
-	g->colls = calloc(n_colls ? n_colls : 1, sizeof(*g->colls));
+	g->start_ns = prism_calloc(n, sizeof(*g->start_ns));
+	g->dur_ns = prism_calloc(n, sizeof(*g->dur_ns));
+	g->wait_ns = prism_calloc(n, sizeof(*g->wait_ns));
+	g->lag_ns = prism_calloc(n, sizeof(*g->lag_ns));
+	g->corr = prism_calloc(n, sizeof(*g->corr));
+	g->proc = prism_calloc(n, sizeof(*g->proc));
+	g->name = prism_calloc(n, sizeof(*g->name));
+	g->op = prism_calloc(n, sizeof(*g->op));
+	g->op_dims = prism_calloc(n, sizeof(*g->op_dims));
+	g->op_types = prism_calloc(n, sizeof(*g->op_types));
+	g->src = prism_calloc(n, sizeof(*g->src));
+	g->coll = prism_calloc(n, sizeof(*g->coll));
+	g->iter = prism_calloc(n, sizeof(*g->iter));
+	g->layer = prism_calloc(n, sizeof(*g->layer));
+	g->mb = prism_calloc(n, sizeof(*g->mb));
+	g->phase = prism_calloc(n, 1);
+	g->kind = prism_calloc(n, 1);
+	g->flags = prism_calloc(n, 1);
+	g->rtclass = prism_calloc(n, 1);
+	g->out_off = prism_calloc((size_t)n_nodes + 1, sizeof(*g->out_off));
+	g->out_dst = prism_calloc(n_edges ? n_edges : 1, sizeof(*g->out_dst));
+	g->out_kind = prism_calloc(n_edges ? n_edges : 1, 1);
+	g->procs = prism_calloc(n_procs ? n_procs : 1, sizeof(*g->procs));
+	g->ranks = prism_calloc(n_ranks ? n_ranks : 1, sizeof(*g->ranks));
+	g->iters = prism_calloc(n_iters ? n_iters : 1, sizeof(*g->iters));
+	g->colls = prism_calloc(n_colls ? n_colls : 1, sizeof(*g->colls));
 	if (!g->start_ns || !g->dur_ns || !g->wait_ns || !g->lag_ns || !g->corr || !g->proc || !g->name ||
 	    !g->op || !g->op_dims || !g->op_types || !g->src || !g->coll || !g->iter ||
 	    !g->layer || !g->mb || !g->phase || !g->kind || !g->flags || !g->rtclass ||
@@ -204,7 +204,7 @@ int graph_check(const struct graph *g, struct prism_err *err)
 			return bad(err, "graph: iteration %" PRIu32 " has a time beyond %" PRId64 " ns",
 				   i, PRISM_TIME_MAX);
 	}
-	indeg = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*indeg));
+	indeg = prism_calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*indeg));
 	if (!indeg)
 		return prism_err_set(err, PRISM_ENOMEM, "graph: out of memory");
 	for (uint32_t e = 0; e < g->n_edges; e++) {
@@ -233,8 +233,8 @@ int graph_acyclic(const struct graph *g, struct prism_err *err)
 	uint32_t *indeg, *queue;
 	uint32_t head = 0, tail = 0;
 
-	indeg = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*indeg));
-	queue = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*queue));
+	indeg = prism_calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*indeg));
+	queue = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*queue));
 	if (!indeg || !queue) {
 		free(indeg);
 		free(queue);
@@ -589,7 +589,7 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 	if (h.str_bytes > UINT32_MAX || h.n_strings == 0)
 		goto corrupt;
 	{
-		char *buf = malloc(h.str_bytes ? h.str_bytes : 1);
+		char *buf = prism_malloc(h.str_bytes ? h.str_bytes : 1);
 		size_t pos = 0;
 		uint32_t id;
 		if (!buf || strtab_init(&g->st)) {
@@ -680,7 +680,7 @@ static int cmp_coll_key(const void *pa, const void *pb)
 int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t,
 		       const uint32_t *rank)
 {
-	struct coll_key *k = malloc((n ? n : 1) * sizeof(*k));
+	struct coll_key *k = prism_malloc((n ? n : 1) * sizeof(*k));
 	if (!k)
 		return PRISM_ENOMEM;
 	for (size_t i = 0; i < n; i++) {

@@ -26,8 +26,8 @@ uint32_t imap_get(const struct imap *m, int64_t key)
 static int grow(struct imap *m)
 {
 	size_t ncap = m->cap ? m->cap * 2 : 64;
-	int64_t *keys = malloc(ncap * sizeof(*keys));
-	uint32_t *vals = malloc(ncap * sizeof(*vals));
+	int64_t *keys = prism_malloc(ncap * sizeof(*keys));
+	uint32_t *vals = prism_malloc(ncap * sizeof(*vals));
 
 	if (!keys || !vals) {
 		free(keys);

@@ -38,10 +38,26 @@ static size_t raw_read(struct input *in, void *buf, size_t n)
 	return fread(buf, 1, n, in->f);
 }
 
+/* zlib's allocations go through prism_calloc too. */
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+{
+	(void)opaque;
+	return prism_calloc(items, size);
+}
+
+static void z_free(voidpf opaque, voidpf p)
+{
+	(void)opaque;
+	free(p);
+}
+
 static int start_gzip(struct input *in, struct prism_err *err)
 {
 	in->gz = 1;
-	in->zbuf = malloc(ZBUF_SIZE);
+	in->zbuf = prism_malloc(ZBUF_SIZE);
+	in->z.zalloc = z_alloc;
+	in->z.zfree = z_free;
+	in->z.opaque = Z_NULL;
 	if (!in->zbuf || inflateInit2(&in->z, 15 + 16) != Z_OK) {
 		free(in->zbuf);
 		in->zbuf = NULL;
@@ -64,7 +80,7 @@ int input_open_mem(const void *data, size_t len, const char *name, struct input 
 	*out = NULL;
 	if (len == 0)
 		return prism_err_set(err, PRISM_EFORMAT, "%s: byte 0: empty file", name);
-	in = calloc(1, sizeof(*in));
+	in = prism_calloc(1, sizeof(*in));
 	if (!in)
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", name);
 	in->path = name;
@@ -95,7 +111,7 @@ int input_open(const char *path, struct input **out, struct prism_err *err)
 		return prism_err_set(err, PRISM_EIO, "%s: is a directory, not a trace file", path);
 	if (sb.st_size == 0)
 		return prism_err_set(err, PRISM_EFORMAT, "%s: byte 0: empty file", path);
-	in = calloc(1, sizeof(*in));
+	in = prism_calloc(1, sizeof(*in));
 	if (!in)
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
 	in->path = path;
@@ -176,6 +192,8 @@ static long read_gz(struct input *in, unsigned char *buf, size_t n, struct prism
 					return prism_err_set(err, PRISM_EFORMAT,
 							     "%s: corrupt gzip data", in->path);
 			}
+		} else if (rc == Z_MEM_ERROR) {
+			return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", in->path);
 		} else if (rc != Z_OK && rc != Z_BUF_ERROR) {
 			if (in->member_at > 0 && in->z.total_out == 0)
 				return prism_err_set(err, PRISM_EFORMAT,

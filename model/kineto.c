@@ -159,7 +159,7 @@ static long fill(struct reader *r)
 		char *nb;
 		if (ncap < r->len + READ_BLOCK + KJSON_PADDING)
 			ncap = r->len + READ_BLOCK + KJSON_PADDING;
-		nb = realloc(r->buf, ncap);
+		nb = prism_realloc(r->buf, ncap);
 		if (!nb)
 			return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
 		r->buf = nb;
@@ -626,7 +626,7 @@ static int thread_of(struct reader *r, int64_t pid, int64_t tid, int gpu, uint32
 	}
 	if ((tr->threads.n + 1) * 2 > r->tcap) {
 		size_t ncap = r->tcap ? r->tcap * 2 : 64;
-		uint32_t *ns = calloc(ncap, sizeof(*ns));
+		uint32_t *ns = prism_calloc(ncap, sizeof(*ns));
 		if (!ns)
 			return PRISM_ENOMEM;
 		if (!r->tcap)

@@ -22,14 +22,23 @@ struct kjson_parser {
 	ondemand::parser parser;
 };
 
+extern "C" void *prism_malloc(size_t n); /* prism.h */
+
+/* The parser's own block comes from prism_malloc (failure injection reaches
+ * it); simdjson's buffers, allocated on first use, report their own
+ * failures (MEMALLOC), which become errors like any other. */
 extern "C" struct kjson_parser *kjson_new(void)
 {
-	return new (std::nothrow) kjson_parser();
+	void *m = prism_malloc(sizeof(kjson_parser));
+	return m ? new (m) kjson_parser() : nullptr;
 }
 
 extern "C" void kjson_free(struct kjson_parser *p)
 {
-	delete p;
+	if (p) {
+		p->~kjson_parser();
+		std::free(p);
+	}
 }
 
 extern "C" int kjson_number(const char *s, size_t n, struct kjson_val *v)

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -121,6 +123,68 @@ size_t prism_utf8_check(const char *s, size_t n)
 		i += len;
 	}
 	return n;
+}
+
+/* Allocation failure injection (tests only): the countdown to the failing
+ * allocation, -1 when none; whether failures persist; how many failed. */
+static _Atomic long alloc_countdown = -1;
+static _Atomic int alloc_persist;
+static _Atomic long alloc_failures;
+
+void prism_alloc_fail(long n, int persist)
+{
+	alloc_persist = persist;
+	alloc_failures = 0;
+	alloc_countdown = n < 0 ? -1 : n;
+}
+
+long prism_alloc_failed(void)
+{
+	return alloc_failures;
+}
+
+/* 1 when this allocation is to fail. */
+static int alloc_fails(void)
+{
+	long c = alloc_countdown;
+
+	if (c < 0)
+		return 0;
+	if (c > 0) {
+		/* Another thread may have taken it meanwhile: then this one
+		 * counts again on the next call. */
+		if (atomic_compare_exchange_strong(&alloc_countdown, &c, c - 1))
+			return 0;
+		return alloc_fails();
+	}
+	if (!alloc_persist)
+		alloc_countdown = -1;
+	alloc_failures++;
+	return 1;
+}
+
+void *prism_malloc(size_t n)
+{
+	return alloc_fails() ? NULL : malloc(n);
+}
+
+void *prism_calloc(size_t n, size_t size)
+{
+	return alloc_fails() ? NULL : calloc(n, size);
+}
+
+void *prism_realloc(void *p, size_t n)
+{
+	return alloc_fails() ? NULL : realloc(p, n);
+}
+
+char *prism_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = prism_malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
 }
 
 uint64_t prism_hash_seed(void)

@@ -159,6 +159,24 @@ static inline uint64_t prism_mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/*
+ * Every allocation of prism's own goes through these (free() releases what
+ * they return): malloc, calloc, realloc and strdup, except that a test may
+ * make them fail.  prism_alloc_fail(n, persist): the n-th allocation from
+ * now (0: the next) fails, and with persist every one after it too; n < 0
+ * stops failing.  prism_alloc_failed(): how many have failed since the last
+ * prism_alloc_fail.  Counters are atomic; production never sets them.
+ * (The kernel cost model's files, cost.c, calib.c and kdb.c, still call the
+ * C library; libraries allocate for themselves, except zlib and SQLite,
+ * which the trace reader and tests/test_faults.c point here.)
+ */
+void *prism_malloc(size_t n);
+void *prism_calloc(size_t n, size_t size);
+void *prism_realloc(void *p, size_t n);
+char *prism_strdup(const char *s);
+void prism_alloc_fail(long n, int persist);
+long prism_alloc_failed(void);
+
 /* qsort comparator of int64_t, ascending. */
 int prism_cmp_i64(const void *a, const void *b);
 

@@ -32,7 +32,7 @@ static uint64_t hash_bytes(const char *s, size_t len, uint64_t seed)
 
 static int rehash(struct strtab *st, uint32_t nslots)
 {
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	uint32_t *slots = prism_calloc(nslots, sizeof(*slots));
 	if (!slots)
 		return PRISM_ENOMEM;
 	for (uint32_t id = 0; id < st->n; id++) {
@@ -55,9 +55,12 @@ int strtab_init(struct strtab *st)
 
 	memset(st, 0, sizeof(*st));
 	st->seed = prism_hash_seed();
-	if (rehash(st, 1024))
+	/* A table that failed to start holds nothing: no release needed. */
+	if (rehash(st, 1024) || strtab_intern(st, "", 0, &id)) {
+		strtab_release(st);
 		return PRISM_ENOMEM;
-	return strtab_intern(st, "", 0, &id);
+	}
+	return 0;
 }
 
 void strtab_release(struct strtab *st)
@@ -71,9 +74,9 @@ void strtab_release(struct strtab *st)
 int strtab_copy(struct strtab *dst, const struct strtab *src)
 {
 	memset(dst, 0, sizeof(*dst));
-	dst->buf = malloc(src->cap ? src->cap : 1);
-	dst->off = malloc((src->off_cap ? src->off_cap : 1) * sizeof(*dst->off));
-	dst->slots = malloc((src->nslots ? src->nslots : 1) * sizeof(*dst->slots));
+	dst->buf = prism_malloc(src->cap ? src->cap : 1);
+	dst->off = prism_malloc((src->off_cap ? src->off_cap : 1) * sizeof(*dst->off));
+	dst->slots = prism_malloc((src->nslots ? src->nslots : 1) * sizeof(*dst->slots));
 	if (!dst->buf || !dst->off || !dst->slots) {
 		strtab_release(dst);
 		return PRISM_ENOMEM;
@@ -121,7 +124,7 @@ int strtab_intern(struct strtab *st, const char *s, size_t len, uint32_t *id)
 		size_t ncap = st->cap ? st->cap : 4096;
 		while (ncap < st->len + len + 1)
 			ncap *= 2;
-		char *nb = realloc(st->buf, ncap);
+		char *nb = prism_realloc(st->buf, ncap);
 		if (!nb)
 			return PRISM_ENOMEM;
 		st->buf = nb;
@@ -129,7 +132,7 @@ int strtab_intern(struct strtab *st, const char *s, size_t len, uint32_t *id)
 	}
 	if (st->n == st->off_cap) {
 		uint32_t ncap = st->off_cap ? st->off_cap * 2 : 256;
-		uint32_t *no = realloc(st->off, ncap * sizeof(*no));
+		uint32_t *no = prism_realloc(st->off, ncap * sizeof(*no));
 		if (!no)
 			return PRISM_ENOMEM;
 		st->off = no;

@@ -585,7 +585,7 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
 	int total = z->m * z->v, warm;
-	int *last_b = calloc((size_t)z->v, sizeof(int)); /* last backward unit per chunk */
+	int *last_b = prism_calloc((size_t)z->v, sizeof(int)); /* last backward unit per chunk */
 	int kb = 0, kf = 0;
 
 	if (!last_b) {
@@ -829,8 +829,8 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 {
 	uint32_t nn = (uint32_t)c->nodes.n, np = (uint32_t)c->procs.n;
-	uint32_t *newid = malloc((nn ? nn : 1) * sizeof(*newid));
-	uint32_t *cnt = calloc((size_t)np + 1, sizeof(*cnt));
+	uint32_t *newid = prism_malloc((nn ? nn : 1) * sizeof(*newid));
+	uint32_t *cnt = prism_calloc((size_t)np + 1, sizeof(*cnt));
 	uint32_t ne, *fill = NULL;
 	struct graph *g = NULL;
 	struct sedge *e = NULL;
@@ -848,7 +848,7 @@ static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 	for (uint32_t u = 0; u < nn; u++)
 		newid[u] = cnt[c->nodes.v[u].proc]++;
 	/* Edges: the built ones plus order edges along each processor. */
-	e = malloc((c->edges.n + nn + 1) * sizeof(*e));
+	e = prism_malloc((c->edges.n + nn + 1) * sizeof(*e));
 	if (!e)
 		goto out;
 	for (size_t k = 0; k < c->edges.n; k++) {
@@ -888,7 +888,7 @@ static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 		g->rtclass[v] = s->rtclass;
 		g->stats.nodes[s->kind]++;
 	}
-	fill = calloc((size_t)nn + 1, sizeof(*fill));
+	fill = prism_calloc((size_t)nn + 1, sizeof(*fill));
 	if (!fill) {
 		graph_free(g);
 		g = NULL;
@@ -1094,7 +1094,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	c.n_wait = intern(&c, "cudaStreamWaitEvent");
 	c.n_sync = intern(&c, "cudaDeviceSynchronize");
 	c.next_corr = 1;
-	c.rk = calloc((size_t)P, sizeof(*c.rk));
+	c.rk = prism_calloc((size_t)P, sizeof(*c.rk));
 	if (!c.rk)
 		goto oom;
 	/* Processors: per rank its host thread, then its streams. */
@@ -1167,7 +1167,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		g->iter[newid[u]] = c.nodes.v[u].iter * P + (int32_t)c.nodes.v[u].proc / (1 + S_N);
 	{
 		/* One iteration per step and stage; settle.h gives their times. */
-		struct graph_iter *it = realloc(g->iters, (c.step_first.n ? c.step_first.n : 1) *
+		struct graph_iter *it = prism_realloc(g->iters, (c.step_first.n ? c.step_first.n : 1) *
 								  sizeof(*it));
 		if (!it)
 			goto oom;
@@ -1200,7 +1200,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	out->kdb_exact = c.kdb_hits[KDB_EXACT];
 	out->kdb_interpolated = c.kdb_hits[KDB_INTERPOLATED];
 	out->n_waits = (uint32_t)c.waits.n;
-	out->waits = malloc((c.waits.n ? c.waits.n : 1) * sizeof(*out->waits));
+	out->waits = prism_malloc((c.waits.n ? c.waits.n : 1) * sizeof(*out->waits));
 	if (!out->waits)
 		goto oom;
 	for (size_t i = 0; i < c.waits.n; i++) {

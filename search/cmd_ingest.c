@@ -55,7 +55,7 @@ static const char help[] =
 /* Count and traced GPU time of each kernel class (zeros if out of memory). */
 static void class_totals(const struct graph *g, uint64_t *count, int64_t *ns)
 {
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 	for (int k = 0; k < KC_NCLASSES; k++)
 		count[k] = 0, ns[k] = 0;
 	if (!cls || cost_classify_all(g, cls)) {
@@ -357,9 +357,9 @@ static void print_json(const struct graph *g)
  * lag whole and are left out. */
 static int print_unexplained(const struct graph *g, int n)
 {
-	int64_t *ready = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*ready));
-	uint32_t *by = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*by));
-	uint32_t *top = calloc((size_t)n, sizeof(*top));
+	int64_t *ready = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*ready));
+	uint32_t *by = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*by));
+	uint32_t *top = prism_calloc((size_t)n, sizeof(*top));
 	int64_t cap = g->stats.lag_cap_ns;
 	int k = 0;
 

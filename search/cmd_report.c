@@ -314,7 +314,7 @@ int cmd_report(int argc, char **argv)
 	dat = wf[2].f;
 	{
 		/* Best per GPU count: the first row of each count (sorted). */
-		size_t *best = malloc((n + 1) * sizeof(*best)), nb = 0;
+		size_t *best = prism_malloc((n + 1) * sizeof(*best)), nb = 0;
 		double front_t = 0, front_h = 0;
 		char lay[160];
 		if (!best) {

@@ -266,7 +266,7 @@ int cmd_search(int argc, char **argv)
 				if (norder == cap) {
 					struct ref *nr;
 					cap = cap ? cap * 2 : 1024;
-					if (!(nr = realloc(order, cap * sizeof(*nr)))) {
+					if (!(nr = prism_realloc(order, cap * sizeof(*nr)))) {
 						rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 						break;
 					}
@@ -279,7 +279,7 @@ int cmd_search(int argc, char **argv)
 				if (nrejected == rcap) {
 					uint32_t *nr;
 					rcap = rcap ? rcap * 2 : 1024;
-					if (!(nr = realloc(rejected, rcap * sizeof(*nr)))) {
+					if (!(nr = prism_realloc(rejected, rcap * sizeof(*nr)))) {
 						rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 						break;
 					}
@@ -314,7 +314,7 @@ int cmd_search(int argc, char **argv)
 	 * stored and the best times so far.  stored[]: the refs in order[],
 	 * then the rejected. */
 	memset(&best, 0, sizeof(best));
-	stored = calloc(norder + nrejected + 1, 1);
+	stored = prism_calloc(norder + nrejected + 1, 1);
 	if (!stored)
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	run.mode = mode_names[mode];
@@ -338,8 +338,8 @@ int cmd_search(int argc, char **argv)
 	shard_bcast(&sh, &resumed, sizeof(resumed));
 	shard_bcast(&sh, &bsize, sizeof(bsize)); /* a resumed sweep's own */
 	shard_bcast(&sh, stored, norder + nrejected);
-	batch = malloc((size_t)bsize * sizeof(*batch));
-	owner = malloc((size_t)bsize * sizeof(*owner));
+	batch = prism_malloc((size_t)bsize * sizeof(*batch));
+	owner = prism_malloc((size_t)bsize * sizeof(*owner));
 	if (!batch || !owner)
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if ((rc = agree(&sh, rc, &quiet)))
@@ -347,7 +347,7 @@ int cmd_search(int argc, char **argv)
 	/* Stored already: skipped.  Rejected: stored now by process 0, in
 	 * transactions of REJECT_CHUNK (a kill between them loses nothing:
 	 * the rerun stores the rest). */
-	if (lead && !(rej = malloc(REJECT_CHUNK * sizeof(*rej))))
+	if (lead && !(rej = prism_malloc(REJECT_CHUNK * sizeof(*rej))))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	for (size_t i = 0, nrej = 0; lead && rc == 0 && i <= nrejected; i++) {
 		if (i < nrejected && stored[norder + i]) {

@@ -62,13 +62,27 @@ static int query_text(sqlite3 *db, const char *sql, char *buf, size_t n)
 	return rc;
 }
 
+/* A query that failed on path: not a database (or damaged past reading),
+ * out of memory, or another failure to read it -- never the file's fault
+ * unless SQLite says so. */
+static int unreadable(sqlite3 *db, int rc, const char *path, struct prism_err *err)
+{
+	if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT)
+		return prism_err_set(err, PRISM_EFORMAT, "%s: not a results database (%s)", path,
+				     sqlite3_errmsg(db));
+	if ((rc & 0xff) == SQLITE_NOMEM)
+		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+	return prism_err_set(err, PRISM_EIO, "%s: cannot read the database (%s)", path,
+			     sqlite3_errmsg(db));
+}
+
 int store_check(sqlite3 *db, const char *path, struct prism_err *err)
 {
 	char buf[256];
+	int rc;
 
-	if (query_text(db, "PRAGMA quick_check(1)", buf, sizeof(buf)) != SQLITE_OK)
-		return prism_err_set(err, PRISM_EFORMAT, "%s: not a results database (%s)", path,
-				     sqlite3_errmsg(db));
+	if ((rc = query_text(db, "PRAGMA quick_check(1)", buf, sizeof(buf))) != SQLITE_OK)
+		return unreadable(db, rc, path, err);
 	if (strcmp(buf, "ok") == 0)
 		return 0;
 	/* quick_check's first finding, on one line. */
@@ -96,8 +110,7 @@ static int check_file(sqlite3 *db, const char *path, struct prism_err *err)
 			     "('sweep', 'candidate') AND name NOT LIKE 'sqlite_autoindex_%' "
 			     "ORDER BY name",
 			     buf, sizeof(buf))) != SQLITE_OK)
-		return prism_err_set(err, PRISM_EFORMAT, "%s: not a results database (%s)", path,
-				     sqlite3_errmsg(db));
+		return unreadable(db, rc, path, err);
 	if (buf[0])
 		return prism_err_set(err, PRISM_EFORMAT,
 				     "%s: not a prism results database (it holds %s): give "
@@ -269,7 +282,7 @@ int store_keys(sqlite3 *db, long long id, char ***keys, size_t *n, struct prism_
 	sqlite3_bind_int64(st, 1, id);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *k = (const char *)sqlite3_column_text(st, 0);
-		char *d = strdup(k ? k : "");
+		char *d = prism_strdup(k ? k : "");
 		if (!d || VEC_PUSH(v, d)) {
 			free(d);
 			goto oom;

@@ -120,7 +120,7 @@ static char *slurp(const char *path)
 	if (!f)
 		return NULL;
 	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1))) {
+	    (buf = prism_malloc((size_t)n + 1))) {
 		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
 			free(buf);
 			buf = NULL;
@@ -188,7 +188,7 @@ static int base_files(const char *file, config_t *cf, struct sweep *s, struct pr
 					     "%s:%d: 'base' must be a file name in quotes (or a list)",
 					     file, config_setting_source_line(e));
 		resolve(file, p, buf, sizeof(buf));
-		if (!(s->base[s->n_base] = strdup(buf)))
+		if (!(s->base[s->n_base] = prism_strdup(buf)))
 			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 		s->n_base++;
 	}

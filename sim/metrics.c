@@ -230,7 +230,7 @@ int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s)
 	/* Steps are 0..maxstep, the first left out; spans without markers are
 	 * all step -1.  The steps present, sorted, not every number up to
 	 * maxstep: a trace may number its steps up to 2^63. */
-	v = malloc((n > 0 ? (size_t)n : 1) * sizeof(*v));
+	v = prism_malloc((n > 0 ? (size_t)n : 1) * sizeof(*v));
 	if (!v)
 		return PRISM_ENOMEM;
 	for (long i = 0; i < n; i++)

@@ -40,7 +40,7 @@ static int match_collectives(struct sim *s)
 {
 	const struct graph *g = s->g;
 	uint32_t nc = g->n_colls;
-	struct inst_key *k = malloc((nc ? nc : 1) * sizeof(*k));
+	struct inst_key *k = prism_malloc((nc ? nc : 1) * sizeof(*k));
 
 	if (!k)
 		return PRISM_ENOMEM;
@@ -78,25 +78,25 @@ static int match_collectives(struct sim *s)
 
 struct sim *sim_new(const struct graph *g)
 {
-	struct sim *s = calloc(1, sizeof(*s));
+	struct sim *s = prism_calloc(1, sizeof(*s));
 	size_t n = g->n_nodes ? g->n_nodes : 1, nc = g->n_colls ? g->n_colls : 1;
 
 	if (!s)
 		return NULL;
 	s->g = g;
-	s->start_ns = malloc(n * sizeof(*s->start_ns));
-	s->end_ns = malloc(n * sizeof(*s->end_ns));
-	s->binding = malloc(n * sizeof(*s->binding));
-	s->ready_ns = malloc(n * sizeof(*s->ready_ns));
-	s->indeg = malloc(n * sizeof(*s->indeg));
-	s->inst_of = malloc(nc * sizeof(*s->inst_of));
-	s->inst_first = malloc((nc + 1) * sizeof(*s->inst_first));
-	s->inst_members = malloc(nc * sizeof(*s->inst_members));
-	s->inst_size = malloc(nc * sizeof(*s->inst_size));
-	s->inst_arrived = malloc(nc * sizeof(*s->inst_arrived));
-	s->inst_ready = malloc(nc * sizeof(*s->inst_ready));
-	s->inst_dur = malloc(nc * sizeof(*s->inst_dur));
-	s->inst_last = malloc(nc * sizeof(*s->inst_last));
+	s->start_ns = prism_malloc(n * sizeof(*s->start_ns));
+	s->end_ns = prism_malloc(n * sizeof(*s->end_ns));
+	s->binding = prism_malloc(n * sizeof(*s->binding));
+	s->ready_ns = prism_malloc(n * sizeof(*s->ready_ns));
+	s->indeg = prism_malloc(n * sizeof(*s->indeg));
+	s->inst_of = prism_malloc(nc * sizeof(*s->inst_of));
+	s->inst_first = prism_malloc((nc + 1) * sizeof(*s->inst_first));
+	s->inst_members = prism_malloc(nc * sizeof(*s->inst_members));
+	s->inst_size = prism_malloc(nc * sizeof(*s->inst_size));
+	s->inst_arrived = prism_malloc(nc * sizeof(*s->inst_arrived));
+	s->inst_ready = prism_malloc(nc * sizeof(*s->inst_ready));
+	s->inst_dur = prism_malloc(nc * sizeof(*s->inst_dur));
+	s->inst_last = prism_malloc(nc * sizeof(*s->inst_last));
 	if (!s->start_ns || !s->end_ns || !s->binding || !s->ready_ns || !s->indeg ||
 	    !s->inst_of || !s->inst_first || !s->inst_members || !s->inst_size || !s->inst_arrived || !s->inst_ready || !s->inst_dur ||
 	    !s->inst_last || evq_init(&s->q, g->n_procs + 16) || match_collectives(s)) {

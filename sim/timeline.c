@@ -159,7 +159,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	struct prism_wfile out;
 	FILE *f;
 	int first = 1;
-	int64_t *launch_corr = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr));
+	int64_t *launch_corr = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr));
 
 	if (!launch_corr)
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
@@ -240,7 +240,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 		long n = metrics_iterations(s, &its);
 		/* The graph's iterations by (rank, step, index): each step's last
 		 * is found by a search, not a scan (a trace may have 10^6). */
-		uint32_t *by = malloc((g->n_iters ? g->n_iters : 1) * sizeof(*by));
+		uint32_t *by = prism_malloc((g->n_iters ? g->n_iters : 1) * sizeof(*by));
 		if (!by) {
 			free(its);
 			free(launch_corr);
