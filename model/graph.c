@@ -135,7 +135,7 @@ int graph_check(const struct graph *g, struct prism_err *err)
 		if (g->dur_ns[u] < 0 || g->wait_ns[u] < 0 || g->lag_ns[u] < 0)
 			return bad(err, "graph: node %" PRIu32 " has a negative duration", u);
 		/* Each within PRISM_TIME_MAX, so the sums below cannot overflow. */
-		if (g->start_ns[u] < -PRISM_TIME_MAX || g->start_ns[u] > PRISM_TIME_MAX ||
+		if (g->start_ns[u] < 0 || g->start_ns[u] > PRISM_TIME_MAX ||
 		    g->dur_ns[u] > PRISM_TIME_MAX || g->wait_ns[u] > PRISM_TIME_MAX ||
 		    g->lag_ns[u] > PRISM_TIME_MAX ||
 		    g->start_ns[u] + g->dur_ns[u] > PRISM_TIME_MAX - g->wait_ns[u])
@@ -199,7 +199,7 @@ int graph_check(const struct graph *g, struct prism_err *err)
 			return bad(err, "graph: iteration %" PRIu32 " on rank %" PRIu32
 					" or processor %" PRIu32 " out of range",
 				   i, it->rank, it->proc);
-		if (it->dur_ns < 0 || it->dur_ns > PRISM_TIME_MAX || it->start_ns < -PRISM_TIME_MAX ||
+		if (it->dur_ns < 0 || it->dur_ns > PRISM_TIME_MAX || it->start_ns < 0 ||
 		    it->start_ns > PRISM_TIME_MAX - it->dur_ns)
 			return bad(err, "graph: iteration %" PRIu32 " has a time beyond %" PRId64 " ns",
 				   i, PRISM_TIME_MAX);
@@ -510,7 +510,7 @@ int graph_file_is(const char *path)
 	return is;
 }
 
-int graph_load(const char *path, struct graph **out, struct prism_err *err)
+int graph_read(FILE *f, const char *path, struct graph **out, struct prism_err *err)
 {
 	struct file_header h;
 	struct column cols[32];
@@ -518,24 +518,16 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 	uint64_t sum = 1469598103934665603ull, want;
 	uint32_t bad_utf8 = UINT32_MAX;
 	size_t nc;
-	FILE *f;
 	int rc;
 
 	*out = NULL;
-	f = fopen(path, "rb");
-	if (!f)
-		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
-	if (fread(&h, sizeof(h), 1, f) != 1 || memcmp(h.magic, graph_magic, sizeof(h.magic))) {
-		fclose(f);
+	if (fread(&h, sizeof(h), 1, f) != 1 || memcmp(h.magic, graph_magic, sizeof(h.magic)))
 		return prism_err_set(err, PRISM_EFORMAT, "%s: byte 0: not a prism graph file", path);
-	}
-	if (h.version != GRAPH_FILE_VERSION || h.endian != 0x01020304) {
-		fclose(f);
+	if (h.version != GRAPH_FILE_VERSION || h.endian != 0x01020304)
 		return prism_err_set(err, PRISM_EVERSION,
 				     "%s: byte 8: graph file version %" PRIu32
 				     " (this prism reads version %d); ingest the trace again",
 				     path, h.version, GRAPH_FILE_VERSION);
-	}
 	sum = fnv(sum, &h, sizeof(h));
 	{
 		/* Check the sizes against the file before allocating anything. */
@@ -553,26 +545,19 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 		for (size_t i = 0; i < nc; i++)
 			expect += cols[i].size;
 		if (fseek(f, 0, SEEK_END) != 0 || (fsize = ftell(f)) < 0 ||
-		    fseek(f, (long)sizeof(h), SEEK_SET) != 0) {
-			fclose(f);
+		    fseek(f, (long)sizeof(h), SEEK_SET) != 0)
 			return prism_err_set(err, PRISM_EIO, "%s: cannot seek", path);
-		}
-		if ((uint64_t)fsize != expect) {
-			fclose(f);
+		if ((uint64_t)fsize != expect)
 			return prism_err_set(err, PRISM_EFORMAT,
 					     "%s: byte %ld: graph file is %ld bytes, its header "
 					     "describes %" PRIu64 " (truncated or corrupt)",
 					     path, fsize, fsize, expect);
-		}
 	}
 	g = graph_alloc(h.n_nodes, h.n_edges, h.n_procs, h.n_ranks, h.n_iters, h.n_colls);
-	if (!g) {
-		fclose(f);
+	if (!g)
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
-	}
 	g->t0_ns = h.t0_ns;
 	if (h.t0_ns < -PRISM_TIME_MAX || h.t0_ns > PRISM_TIME_MAX) {
-		fclose(f);
 		graph_free(g);
 		return prism_err_set(err, PRISM_EFORMAT,
 				     "%s: inconsistent graph file: its time 0 is beyond %" PRId64 " ns",
@@ -628,7 +613,6 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 		goto truncated;
 	if (want != sum)
 		goto corrupt;
-	fclose(f);
 	if (bad_utf8 != UINT32_MAX) {
 		graph_free(g);
 		return prism_err_set(err, PRISM_EFORMAT,
@@ -653,8 +637,20 @@ corrupt:
 	rc = prism_err_set(err, PRISM_EFORMAT, "%s: corrupt graph file (checksum or sizes differ)",
 			   path);
 fail:
-	fclose(f);
 	graph_free(g);
+	return rc;
+}
+
+int graph_load(const char *path, struct graph **out, struct prism_err *err)
+{
+	FILE *f = fopen(path, "rb");
+	int rc;
+
+	*out = NULL;
+	if (!f)
+		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
+	rc = graph_read(f, path, out, err);
+	fclose(f);
 	return rc;
 }
 

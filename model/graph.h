@@ -272,7 +272,8 @@ int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t,
 /*
  * Verify the invariants: CSR offsets monotone and in range, every id and
  * string id in range (nodes, edges, processors, ranks, iterations,
- * collectives), kinds and classes known, times within +-PRISM_TIME_MAX,
+ * collectives), kinds and classes known, times from time 0 (t0_ns) to
+ * PRISM_TIME_MAX,
  * processors tiling the node ids, each blocking call followed by its wait,
  * the run description a "prism::model#" string, no edge from a node to
  * itself, acyclic (Kahn), in-degrees consistent.  graph_load runs it on
@@ -307,6 +308,9 @@ int graph_rt_classify(const char *name);
 #define GRAPH_FILE_VERSION 5
 int graph_save(const struct graph *g, const char *path, struct prism_err *err);
 int graph_load(const char *path, struct graph **out, struct prism_err *err);
+/* The same from an open stream (seekable; read from its start; not
+ * closed), named path in messages. */
+int graph_read(FILE *f, const char *path, struct graph **out, struct prism_err *err);
 
 /* 1 if the file at path starts with the graph file magic. */
 int graph_file_is(const char *path);

@@ -71,6 +71,11 @@ static void event(FILE *f, int *first, const struct graph *g, const char *cat, c
 	*first = 0;
 	fprintf(f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cat);
 	prism_fput_json_str(f, name);
+	/* Within the limits prism reads (+-PRISM_TIME_MAX, no negative
+	 * duration), so that what it writes reads back: a damaged graph's
+	 * step can map before its start or far from its tasks. */
+	ts = ts < -PRISM_TIME_MAX ? -PRISM_TIME_MAX : ts > PRISM_TIME_MAX ? PRISM_TIME_MAX : ts;
+	dur = dur < 0 ? 0 : dur > PRISM_TIME_MAX - ts ? PRISM_TIME_MAX - ts : dur;
 	fprintf(f, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", pid, tid);
 	put_us(f, ts);
 	fputs(",\"dur\":", f);
