@@ -4,12 +4,14 @@
 #include <math.h>
 #include <string.h>
 
+#include "kperf.h"
+#include "synth.h"
+
 void analytic_in_default(struct analytic_in *in)
 {
 	memset(in, 0, sizeof(*in));
 	in->dtype = HW_BF16;
-	in->compute_eff = 0.5;
-	in->mem_eff = 0.7;
+	in->compute_eff = 1;
 	in->comm_eff = 0.8;
 	in->lay.tp = in->lay.pp = in->lay.dp = in->lay.vp = in->lay.mbs = 1;
 	in->lay.schedule = MEM_1F1B;
@@ -57,14 +59,31 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 				     mb, pp);
 	out->microbatches = (int)mb;
 	lay.microbatches = (int)mb;
+	lay.fp8_weights = in->dtype == HW_FP8 || in->dtype == HW_FP4;
 	mem_estimate(m, &lay, hw, &out->mem);
 
-	/* Compute of one microbatch on one stage (recomputation included). */
-	out->t_compute = llm_flops_iter(m, l->mbs, l->recompute == MEM_RECOMPUTE_FULL) /
-			 ((double)pp * tp) / (peak * in->compute_eff);
-	if (!l->flash)
-		out->t_compute += llm_score_bytes(m, l->mbs, l->recompute == MEM_RECOMPUTE_FULL) /
-				  ((double)pp * tp) / (hw->hbm_Bps * in->mem_eff);
+	/* Compute of one microbatch on one stage: the kernel model's time of
+	 * the stage's layers, forward and backward with recomputation (full:
+	 * the forward again; selective: the attention core's forward again),
+	 * as synth builds them (synth_layer_times), and the logits' three
+	 * GEMMs spread over the stages. */
+	{
+		struct synth_in si;
+		double lf, lb, la, V = (double)m->vocab / tp, bs = (double)l->mbs * m->seq;
+		int ldt = in->dtype == HW_FP8 || in->dtype == HW_FP4 ? HW_BF16 : in->dtype;
+		synth_in_default(&si);
+		si.m = *m;
+		si.hw = hw;
+		si.dtype = in->dtype;
+		si.fp8_attention = in->fp8_attention;
+		si.lay = lay;
+		synth_layer_times(&si, &lf, &lb, &la);
+		out->t_compute = ((double)m->layers / pp * (lf + lb) +
+				  (kperf_gemm_s(hw, ldt, 1, bs, V, m->hidden) +
+				   kperf_gemm_s(hw, ldt, 1, bs, m->hidden, V) +
+				   kperf_gemm_s(hw, ldt, 1, m->hidden, V, bs)) / pp) /
+				 in->compute_eff;
+	}
 	/* Tensor parallel: 2 all-reduces per layer forward, 2 backward (and
 	 * 2 more when the forward is recomputed) of b s h activations. */
 	act_bytes = (double)l->mbs * m->seq * m->hidden * 2;
@@ -109,6 +128,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 	 * moments (24 bytes), read the bf16 gradient and write the bf16 weight
 	 * (4 bytes): memory-bound. */
 	out->t_opt = 28 * out->mem.params_per_gpu / (l->zero >= 1 ? dp : 1) / hw->hbm_Bps;
+	(void)peak;
 	out->t_iter = (mb + (double)(pp - 1) / v) * out->t_slot + out->t_dp_exposed + out->t_opt;
 	out->model_flops = llm_flops_iter(m, in->global_batch, 0);
 	out->mfu = out->model_flops / (out->t_iter * (double)tp * pp * dp * peak);

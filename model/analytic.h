@@ -1,17 +1,18 @@
 /*
  * analytic.h - a closed-form iteration time for screening layouts.
  *
- * Per pipeline stage and microbatch: compute = the stage's share of the
- * iteration's FLOPs at peak x efficiency; tensor-parallel all-reduces, 2
+ * Per pipeline stage and microbatch: compute = the kernel model's time of
+ * the stage's layers (kperf.h through synth_layer_times: GEMMs by shape,
+ * attention, memory-bound passes, FP8 casts, recomputation) and its share
+ * of the logits, over compute_eff; tensor-parallel all-reduces, 2
  * per layer forward and 2 backward (Megatron), of the b s h activations;
  * point-to-point activations between stages.  The pipeline runs
  * m + (p-1)/v such slots (m microbatches, p stages, v virtual stages; v = 1
  * for GPipe and 1F1B).  Then the data-parallel gradient all-reduce, less
  * what hides behind the last microbatch's backward pass, and the optimizer
  * step, memory-bound.  Without flash attention (lay.flash = 0) the
- * compute adds the passes over the materialised attention scores
- * (llm_score_bytes) at HBM bandwidth x mem_eff.  Microseconds per evaluation; docs/MODEL.md gives
- * every term.
+ * layers' time holds the passes over the materialised attention scores.
+ * Microseconds per evaluation; docs/MODEL.md gives every term.
  */
 #ifndef PRISM_ANALYTIC_H
 #define PRISM_ANALYTIC_H
@@ -24,12 +25,13 @@
 struct analytic_in {
 	struct llm m;
 	const struct hw_profile *hw;
-	int dtype;            /* enum hw_dtype of the GEMMs */
+	int dtype;            /* enum hw_dtype of the linear layers' GEMMs */
+	int fp8_attention;    /* the attention core in fp8 (synth.h) */
 	double global_batch;  /* sequences per iteration */
 	struct mem_layout lay; /* tp, pp, dp, vp, mbs, schedule, recompute, sp, zero;
 				* microbatches is derived */
-	double compute_eff;   /* fraction of peak the GEMMs reach */
-	double mem_eff;       /* fraction of HBM bandwidth memory-bound passes reach */
+	double compute_eff;   /* the kernel model's speed is divided by it (1: as
+			       * modelled; below 1 slower) */
 	double comm_eff;      /* bus efficiency of collectives */
 };
 
@@ -50,7 +52,7 @@ struct analytic_out {
 	struct mem_est mem;
 };
 
-/* Defaults: bf16, 50% compute efficiency, 70% of HBM bandwidth, 80% bus
+/* Defaults: bf16, kernels as modelled (compute_eff 1), 80% bus
  * efficiency, flash attention. */
 void analytic_in_default(struct analytic_in *in);
 

@@ -43,6 +43,7 @@ void build_opts_default(struct build_opts *o)
 	o->thread_gap_ns = 50000;
 	o->thread_tol_ns = 50000;
 	o->lag_cap_ns = 50000;
+	o->wake_tol_ns = 1000000;
 }
 
 struct pnode {
@@ -402,6 +403,32 @@ static int is_nccl_kernel(const char *s)
 	       (strncmp(s, "nccl", 4) == 0 && strstr(s, "Kernel") != NULL);
 }
 
+/* Communication done by kernels of other libraries: DeepEP's dispatch,
+ * combine and notify (all-to-all within and across nodes), symmetric-
+ * memory and custom all-reduces (PyTorch's multimem / one- and two-shot,
+ * vLLM's cross-device reduce), NVSHMEM.  The kind, or -1 for any other
+ * kernel. */
+static int custom_comm_kind(const char *s)
+{
+	if (strstr(s, "ep::internode::") || strstr(s, "ep::intranode::") ||
+	    strstr(s, "deep_ep::"))
+		return GC_ALL_TO_ALL;
+	if (strstr(s, "multimem_all_reduce") || strstr(s, "one_shot_all_reduce") ||
+	    strstr(s, "two_shot_all_reduce") || strstr(s, "cross_device_reduce") ||
+	    strstr(s, "custom_all_reduce"))
+		return GC_ALL_REDUCE;
+	if (strstr(s, "nvshmem"))
+		return GC_ALL_TO_ALL;
+	return -1;
+}
+
+/* The collective a communication kernel does, from its name. */
+static int comm_kind_of(const char *s)
+{
+	int k = custom_comm_kind(s);
+	return k >= 0 ? k : coll_kind_of(strncmp(s, "nccl", 4) == 0 ? s + 4 : s);
+}
+
 static int64_t dtype_size(const char *s)
 {
 	static const struct {
@@ -455,8 +482,8 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 			if (n.hint == NONE32)
 				n.hint = b->nodes.v[call].hint;
 		}
-		if (n.kind == GN_KERNEL && is_nccl_kernel(name)) {
-			int kind = coll_kind_of(name + 4);
+		if (n.kind == GN_KERNEL && (is_nccl_kernel(name) || custom_comm_kind(name) >= 0)) {
+			int kind = comm_kind_of(name);
 			n.kind = (kind == GC_SEND_RECV || kind == GC_SEND || kind == GC_RECV) ? GN_P2P
 											     : GN_COLL;
 		}
@@ -818,29 +845,81 @@ static uint32_t thread_source(const struct builder *b, const struct rank_ctx *rc
 	return best;
 }
 
+/* Where no thread finished anything just before s: a thread of the rank
+ * that was then inside a long CPU task begun at most wake_tol before s,
+ * having ended its previous task after p went idle (at idle_from), woke p
+ * (a forward thread in backward() wakes the autograd thread: the engine
+ * takes its time to start); its last task that ended by s, or NONE32. */
+static uint32_t thread_waker(const struct builder *b, const struct rank_ctx *rc,
+			     const struct graph_proc *p, int64_t idle_from, int64_t s)
+{
+	uint32_t best = NONE32;
+	for (size_t j = 0; j < rc->cpu_procs.n; j++) {
+		const struct graph_proc *q = &b->procs.v[rc->cpu_procs.v[j]];
+		uint32_t c;
+		const struct pnode *run;
+		if (q == p)
+			continue;
+		c = last_ending_by(b, q, s);
+		if (c == NONE32 || c + 1 >= q->first + q->n)
+			continue;
+		run = &b->nodes.v[c + 1];
+		/* p idled from before c ended: c's thread woke it, not p's
+		 * own work. */
+		if (run->kind != GN_CPU || run->start > s || node_end(b, c + 1) <= s ||
+		    run->start < s - b->o->wake_tol_ns || node_end(b, c) < idle_from)
+			continue;
+		if (best == NONE32 || node_end(b, c) > node_end(b, best))
+			best = c;
+	}
+	return best;
+}
+
+/* A woken task: v on thread p, woken by task c of another thread, which
+ * then ran the long CPU task c + 1 (thread_waker). */
+struct wake {
+	uint32_t v, c;
+	const struct graph_proc *p;
+};
+
 /* Cross-thread edges: a thread that starts late, or resumes after an idle
  * gap no CPU op of its own covers, starts when another thread of the rank
- * finished something just before. */
+ * finished something just before, or when another thread woke it
+ * (thread_waker: the task keeps its whole wake-up lag, NF_WAKE).  The
+ * waker's long task is then waiting for the woken thread (backward()
+ * returns when the autograd thread is done): it becomes an idle gap, and
+ * the waker's next task depends on the woken thread's last task that
+ * ended before it (a join, also NF_WAKE). */
 static int infer_threads(struct builder *b, struct rank_ctx *rc)
 {
 	int64_t rank_start = INT64_MAX;
+	VEC(struct wake) wakes = {0};
+	int rc_ = 0;
 
 	for (size_t i = 0; i < rc->cpu_procs.n; i++) {
 		const struct graph_proc *p = &b->procs.v[rc->cpu_procs.v[i]];
 		if (p->n && b->nodes.v[p->first].start < rank_start)
 			rank_start = b->nodes.v[p->first].start;
 	}
-	for (size_t i = 0; i < rc->cpu_procs.n; i++) {
+	for (size_t i = 0; i < rc->cpu_procs.n && !rc_; i++) {
 		const struct graph_proc *p = &b->procs.v[rc->cpu_procs.v[i]];
 		if (!p->n)
 			continue;
 		if (b->o->infer_threads &&
 		    b->nodes.v[p->first].start - rank_start >= b->o->thread_gap_ns) {
 			uint32_t src = thread_source(b, rc, p, b->nodes.v[p->first].start);
+			if (src == NONE32 &&
+			    (src = thread_waker(b, rc, p, INT64_MIN, b->nodes.v[p->first].start)) !=
+				    NONE32) {
+				struct wake w = {p->first, src, p};
+				b->nodes.v[p->first].flags |= NF_WAKE;
+				if (VEC_PUSH(wakes, w))
+					rc_ = PRISM_ENOMEM;
+			}
 			if (src != NONE32 && add_edge(b, src, p->first, GE_THREAD | GE_INFERRED))
-				return PRISM_ENOMEM;
+				rc_ = PRISM_ENOMEM;
 		}
-		for (uint32_t u = p->first; u + 1 < p->first + p->n; u++) {
+		for (uint32_t u = p->first; u + 1 < p->first + p->n && !rc_; u++) {
 			struct pnode *gap = &b->nodes.v[u];
 			uint32_t src;
 			if (!(gap->flags & NF_IDLE_GAP))
@@ -849,14 +928,38 @@ static int infer_threads(struct builder *b, struct rank_ctx *rc)
 			if (gap->dur < b->o->thread_gap_ns || !b->o->infer_threads)
 				continue;
 			src = thread_source(b, rc, p, b->nodes.v[u + 1].start);
+			if (src == NONE32 &&
+			    (src = thread_waker(b, rc, p, gap->start, b->nodes.v[u + 1].start)) !=
+				    NONE32) {
+				struct wake w = {u + 1, src, p};
+				b->nodes.v[u + 1].flags |= NF_WAKE;
+				if (VEC_PUSH(wakes, w))
+					rc_ = PRISM_ENOMEM;
+			}
 			if (src != NONE32) {
 				gap->flags |= NF_IDLE_GAP;
 				if (add_edge(b, src, u + 1, GE_THREAD | GE_INFERRED))
-					return PRISM_ENOMEM;
+					rc_ = PRISM_ENOMEM;
 			}
 		}
 	}
-	return 0;
+	/* Joins, once every thread's gaps are decided. */
+	for (size_t k = 0; k < wakes.n && !rc_; k++) {
+		const struct wake *w = &wakes.v[k];
+		uint32_t x = w->c + 1, j;
+		const struct graph_proc *q = &b->procs.v[b->nodes.v[x].proc];
+		if (x + 1 >= q->first + q->n || (b->nodes.v[x].flags & NF_IDLE_GAP))
+			continue;
+		j = last_ending_by(b, w->p, node_end(b, x));
+		if (j == NONE32 || j < w->v)
+			continue;
+		b->nodes.v[x].flags |= NF_IDLE_GAP;
+		b->nodes.v[x + 1].flags |= NF_WAKE;
+		if (add_edge(b, j, x + 1, GE_THREAD | GE_INFERRED))
+			rc_ = PRISM_ENOMEM;
+	}
+	VEC_FREE(wakes);
+	return rc_;
 }
 
 /* Split each blocking call's traced time into waiting and own cost. */
@@ -924,13 +1027,20 @@ static int iterations(struct builder *b, struct rank_ctx *rc)
 		if (VEC_PUSH(b->iters, it))
 			return nomem(b);
 	}
-	/* Host nodes by start; GPU nodes by their launch. Steps are sorted. */
+	/* Host nodes by start; GPU nodes by their launch (none for GPU work
+	 * launched before the window: it belongs to an earlier step, whatever
+	 * step's host range its start falls in). Steps are sorted. */
 	for (uint32_t u = rc->node_base; u < b->nodes.n; u++) {
 		struct pnode *n = &b->nodes.v[u];
 		int64_t t = n->start;
 		size_t i;
-		if (n->kind >= GN_KERNEL && rc->lts[u - rc->node_base] != INT64_MIN)
+		if (n->kind >= GN_KERNEL) {
+			if (rc->lts[u - rc->node_base] == INT64_MIN) {
+				n->iter = -1;
+				continue;
+			}
 			t = rc->lts[u - rc->node_base];
+		}
 		i = step_at(b, first, t);
 		n->iter = i != SIZE_MAX && t < b->iters.v[i].start_ns + b->iters.v[i].dur_ns
 				  ? (int32_t)i
@@ -1165,6 +1275,36 @@ static int layers_of_run(struct builder *b, const struct hop *ops, size_t nops,
 	return 0;
 }
 
+/* Backward ops take the layer of the forward op with their autograd
+ * sequence number (by_seq); consecutive backward ops of one layer on one
+ * thread form one range, appended to layers. */
+static int backward_layers(struct builder *b, const struct hop *ops, size_t nops,
+			   const uint32_t *opname, const struct imap *by_seq, arange_vec *layers)
+{
+	arange_vec bw = {0};
+	int rc_ = 0;
+
+	for (size_t k = 0; k < nops && !rc_; k++) {
+		const struct hop *o = &ops[k];
+		uint32_t l;
+		if (!o->top || o->seq < 0 || !is_backward_op(b, o, opname[k]) ||
+		    (l = imap_get(by_seq, o->seq)) == IMAP_NONE)
+			continue;
+		if (bw.n && bw.v[bw.n - 1].proc == o->proc && bw.v[bw.n - 1].value == (int32_t)l &&
+		    bw.v[bw.n - 1].end <= o->start) {
+			bw.v[bw.n - 1].end = o->end;
+			continue;
+		}
+		if (push_range(b, &bw, o->proc, o->start, o->end, (int32_t)l))
+			rc_ = -1;
+	}
+	for (size_t k = 0; k < bw.n && !rc_; k++)
+		if (VEC_PUSH(*layers, bw.v[k]))
+			rc_ = nomem(b);
+	free(bw.v);
+	return rc_;
+}
+
 /*
  * Layers where a trace marks none (infer.h): per step and microbatch (mbs,
  * sorted; empty if none), the longest run of repeated blocks among the
@@ -1185,7 +1325,6 @@ static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, 
 	VEC(uint32_t) seq = {0};
 	VEC(uint32_t) names = {0};
 	VEC(uint32_t) at = {0};
-	arange_vec bw = {0};
 	struct imap by_seq = {0};
 	int rc_ = 0;
 
@@ -1244,28 +1383,84 @@ static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, 
 				rc_ = nomem(b);
 		}
 	}
-	for (size_t k = 0; k < nops && !rc_; k++) {
-		const struct hop *o = &ops[k];
-		uint32_t l;
-		if (!o->top || o->seq < 0 || !is_backward_op(b, o, opname[k]) ||
-		    (l = imap_get(&by_seq, o->seq)) == IMAP_NONE)
-			continue;
-		if (bw.n && bw.v[bw.n - 1].proc == o->proc && bw.v[bw.n - 1].value == (int32_t)l &&
-		    bw.v[bw.n - 1].end <= o->start) {
-			bw.v[bw.n - 1].end = o->end;
-			continue;
-		}
-		if (push_range(b, &bw, o->proc, o->start, o->end, (int32_t)l))
-			rc_ = -1;
-	}
-	for (size_t k = 0; k < bw.n && !rc_; k++)
-		if (VEC_PUSH(*layers, bw.v[k]))
-			rc_ = nomem(b);
+	if (!rc_)
+		rc_ = backward_layers(b, ops, nops, opname, &by_seq, layers);
 	free(runs);
 	free(seq.v);
 	free(names.v);
 	free(at.v);
-	free(bw.v);
+	imap_release(&by_seq);
+	return rc_;
+}
+
+/* The module-name prefix of python_function events (with_modules=True). */
+#define MODULE_PREFIX "nn.Module: "
+
+/*
+ * Layers from module names, where a trace has them (profile(with_stack=True,
+ * with_modules=True) names each module call "nn.Module: Class_N", N the
+ * class's instance in order of first call): the class ending in Layer or
+ * Block with the most instances -- LlamaDecoderLayer, GPT2Block,
+ * TransformerLayer (Megatron core), TransformerBlock (torchtitan),
+ * DeepSpeedTransformerLayer, BertLayer -- is the layer; a call of instance
+ * N is layer N (a recomputed forward inside the backward too), and
+ * backward ops take the layer of their forward op's autograd sequence
+ * number as with inferred layers.  mods: every such call, value = instance;
+ * cls: its class name's string id, in step.  ops[] is grouped by processor.
+ */
+static int module_layers(struct builder *b, const struct hop *ops, size_t nops,
+			 const uint32_t *opname, const struct arange *mods, const uint32_t *cls,
+			 size_t nmods, arange_vec *layers)
+{
+	struct cls_n {
+		uint32_t cls, n; /* instances: the largest N + 1 */
+		int64_t ns;	 /* the calls' time: an outer class's is longer */
+	} *cs = prism_malloc((nmods ? nmods : 1) * sizeof(*cs));
+	struct imap by_seq = {0};
+	size_t ncs = 0;
+	uint32_t best = NONE32, best_n = 0;
+	int64_t best_ns = 0;
+	int rc_ = 0;
+
+	if (!cs)
+		return nomem(b);
+	/* The class with the most instances; of two, the one around the other. */
+	for (size_t k = 0; k < nmods; k++) {
+		size_t c = 0;
+		while (c < ncs && cs[c].cls != cls[k])
+			c++;
+		if (c == ncs)
+			cs[ncs++] = (struct cls_n){cls[k], 0, 0};
+		if ((uint32_t)mods[k].value + 1 > cs[c].n)
+			cs[c].n = (uint32_t)mods[k].value + 1;
+		cs[c].ns += mods[k].end - mods[k].start;
+	}
+	for (size_t c = 0; c < ncs; c++)
+		if (cs[c].n > best_n || (cs[c].n == best_n && cs[c].ns > best_ns)) {
+			best = cs[c].cls;
+			best_n = cs[c].n;
+			best_ns = cs[c].ns;
+		}
+	free(cs);
+	if (best_n < 2)
+		return 0;
+	for (size_t k = 0; k < nmods && !rc_; k++)
+		if (cls[k] == best && VEC_PUSH(*layers, mods[k]))
+			rc_ = nomem(b);
+	if (rc_ || !layers->n)
+		return rc_;
+	qsort(layers->v, layers->n, sizeof(*layers->v), cmp_arange);
+	for (size_t q = 0; q < nops && !rc_; q++) {
+		int32_t l;
+		if (ops[q].seq < 0 || ops[q].fwd > 0 || is_backward_op(b, &ops[q], opname[q]) ||
+		    (l = arange_at(layers->v, layers->n, ops[q].proc, ops[q].start)) < 0)
+			continue;
+		if (imap_get(&by_seq, ops[q].seq) == IMAP_NONE &&
+		    imap_put(&by_seq, ops[q].seq, (uint32_t)l, NULL))
+			rc_ = nomem(b);
+	}
+	if (!rc_)
+		rc_ = backward_layers(b, ops, nops, opname, &by_seq, layers);
 	imap_release(&by_seq);
 	return rc_;
 }
@@ -1281,9 +1476,10 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 	enum { A_LAYER, A_MB, A_N };
 	static const char *const prefix[A_N] = {"prism::layer#", "prism::microbatch#"};
 	static const long ann_max[A_N] = {LLM_MAX_LAYERS, SYNTH_MAX_MICRO};
-	arange_vec r[A_N], ph[PH_NPHASES], pt[PH_NPHASES];
+	arange_vec r[A_N], ph[PH_NPHASES], pt[PH_NPHASES], mods = {0};
 	VEC(struct hop) ops = {0};
 	VEC(uint32_t) opname = {0};
+	VEC(uint32_t) mod_cls = {0};
 	uint32_t cur_thread = NONE32;
 	size_t cur_top = SIZE_MAX;
 	int64_t top_end = INT64_MIN, period = 0;
@@ -1307,6 +1503,33 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			    (c == RT_LAUNCH || c == RT_GRAPH_LAUNCH || c == RT_MEMCPY ||
 			     c == RT_MEMCPY_SYNC || c == RT_MEMSET))
 				ops.v[cur_top].launches = 1;
+			continue;
+		}
+		if (e->kind == KT_PY_FUNC) {
+			/* "nn.Module: Class_N", Class ending in Layer or Block. */
+			const char *c, *u;
+			size_t cl;
+			name = strtab_get(b->st, e->name);
+			if (strncmp(name, MODULE_PREFIX, sizeof(MODULE_PREFIX) - 1) != 0)
+				continue;
+			c = name + sizeof(MODULE_PREFIX) - 1;
+			u = strrchr(c, '_');
+			cl = u ? (size_t)(u - c) : 0;
+			if (!u || !u[1] || strlen(u + 1) > 6 ||
+			    strspn(u + 1, "0123456789") != strlen(u + 1) ||
+			    !((cl >= 5 && memcmp(u - 5, "Layer", 5) == 0) ||
+			      (cl >= 5 && memcmp(u - 5, "Block", 5) == 0)))
+				continue;
+			{
+				uint32_t id = 2166136261u; /* the class name's FNV-1a hash */
+				for (size_t i = 0; i < cl; i++)
+					id = (id ^ (uint8_t)c[i]) * 16777619u;
+				if (push_range(b, &mods, proc, e->ts_ns, e->ts_ns + e->dur_ns,
+					       (int32_t)strtol(u + 1, NULL, 10)))
+					rc_ = -1;
+				else if (mods.n > mod_cls.n && VEC_PUSH(mod_cls, id))
+					rc_ = nomem(b);
+			}
 			continue;
 		}
 		if (e->kind != KT_USER_ANN && e->kind != KT_CPU_OP)
@@ -1397,6 +1620,11 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			qsort(ph[p].v, ph[p].n, sizeof(*ph[p].v), cmp_arange);
 	if (!rc_ && r[A_LAYER].n)
 		b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_RANGES;
+	else if (!rc_ && b->o->infer_layers && mods.n &&
+		 !(rc_ = module_layers(b, ops.v, ops.n, opname.v, mods.v, mod_cls.v, mods.n,
+				       &r[A_LAYER])) &&
+		 r[A_LAYER].n)
+		b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_INFERRED | GRAPH_ANN_MODULES;
 	else if (!rc_ && b->o->infer_layers) {
 		if (r[A_MB].n)
 			qsort(r[A_MB].v, r[A_MB].n, sizeof(*r[A_MB].v), cmp_arange);
@@ -1419,6 +1647,17 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 		n->layer = r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, n->proc, n->start) : -1;
 		n->mb = r[A_MB].n ? arange_at(r[A_MB].v, r[A_MB].n, n->proc, n->start) : -1;
 		n->phase = (uint8_t)phase_at(ph, n->proc, n->start);
+		/* A thread without ranges of its own at that time (the autograd
+		 * thread, when the ranges are on the training loop's thread)
+		 * works for the step's thread: its phase and microbatch. */
+		if (n->iter >= 0 && b->iters.v[n->iter].proc != NONE32 &&
+		    b->iters.v[n->iter].proc != n->proc) {
+			uint32_t sp = b->iters.v[n->iter].proc;
+			if (n->phase == PH_NONE)
+				n->phase = (uint8_t)phase_at(ph, sp, n->start);
+			if (n->mb < 0 && r[A_MB].n)
+				n->mb = arange_at(r[A_MB].v, r[A_MB].n, sp, n->start);
+		}
 	}
 	for (uint32_t u = rc->node_base; !rc_ && u < b->nodes.n; u++) {
 		struct pnode *n = &b->nodes.v[u];
@@ -1438,6 +1677,8 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 	}
 	free(ops.v);
 	free(opname.v);
+	free(mods.v);
+	free(mod_cls.v);
 	return rc_ < 0 ? b->err->code : rc_;
 }
 
@@ -1457,7 +1698,7 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 		c.node = u;
 		c.bytes = -1;
 		c.group_size = -1;
-		kind = coll_kind_of(strtab_get(b->st, n->name) + 4);
+		kind = comm_kind_of(strtab_get(b->st, n->name));
 		b->stats.coll_kernels[kind]++;
 		m = n->hint != NONE32 ? &tr->comms.v[n->hint] : NULL;
 		if (m) {
@@ -1834,6 +2075,11 @@ static int finish(struct builder *b, struct graph **out)
 			const struct pedge *e = &b->edges.v[k];
 			int64_t t = graph_edge_release(e->kind, b->nodes.v[e->src].start,
 						       node_end(b, e->src));
+			/* A woken task's lag runs from what woke it, not from the
+			 * idle gap before it (edits shorten that gap to nothing). */
+			if ((b->nodes.v[e->dst].flags & NF_WAKE) && GE_KIND(e->kind) == GE_ORDER &&
+			    (b->nodes.v[e->src].flags & NF_IDLE_GAP))
+				continue;
 			if (t > ready[e->dst])
 				ready[e->dst] = t;
 		}
@@ -1844,7 +2090,10 @@ static int finish(struct builder *b, struct graph **out)
 			    lag < 0)
 				lag = 0; /* a wait node starts where its waiting ended; an
 					  * anchored task at its traced start */
-			if (lag > b->o->lag_cap_ns && (b->nodes.v[u].flags & NF_GRAPH)) {
+			if (lag > b->o->lag_cap_ns && (b->nodes.v[u].flags & NF_WAKE)) {
+				/* Woken by another thread: the wake-up (the
+				 * autograd engine starting) is kept whole. */
+			} else if (lag > b->o->lag_cap_ns && (b->nodes.v[u].flags & NF_GRAPH)) {
 				/* A CUDA graph's task: what ran before it inside
 				 * the graph (host, event-wait or unreported kernel
 				 * nodes) is the graph's own work, kept whole. */
@@ -1858,6 +2107,12 @@ static int finish(struct builder *b, struct graph **out)
 			}
 			g->lag_ns[u] = lag;
 		}
+		/* The idle gap before a woken task is its wait, which the task's
+		 * lag from its waker now carries: the gap takes no time. */
+		for (size_t u = 1; u < b->nodes.n; u++)
+			if ((b->nodes.v[u].flags & NF_WAKE) && g->proc[u - 1] == g->proc[u] &&
+			    (b->nodes.v[u - 1].flags & NF_IDLE_GAP))
+				g->dur_ns[u - 1] = 0;
 		free(ready);
 	}
 	g->stats = b->stats;
@@ -1962,6 +2217,17 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 		}
 		if ((rc = build_rank(&b, tr, (uint32_t)i)))
 			goto out;
+	}
+	/* CPU ops alone (a CPU-only run, or an accelerator whose work Kineto
+	 * records as something else) leave nothing to simulate: say so
+	 * rather than predict 0 ms. */
+	if (b.nodes.n == 0) {
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s: no GPU kernels, copies or runtime calls (cuda_runtime, "
+				   "kernel, gpu_memcpy events): nothing to simulate -- a CPU-only "
+				   "trace, or another accelerator's",
+				   n ? traces[order[0][1]].path : "the job");
+		goto out;
 	}
 	rc = finish(&b, out);
 out:

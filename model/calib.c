@@ -4,9 +4,11 @@
 #include <gsl/gsl_fit.h>
 #include <math.h>
 
-#include "comm.h"
 #include <stdlib.h>
 #include <string.h>
+
+#include "comm.h"
+#include "kperf.h"
 
 const char *calib_profile_for(const char *name, double mem)
 {
@@ -74,10 +76,10 @@ int calib_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, 
 void calib_fit(const struct graph *g, const struct hw_profile *hw,
 	       struct calib_class out[KC_NCLASSES])
 {
-	double *x = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*x));
-	double *y = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*y));
-	double *err = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*err));
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	double *x = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*x));
+	double *y = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*y));
+	double *err = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*err));
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 
 	memset(out, 0, KC_NCLASSES * sizeof(*out));
 	if (!x || !y || !err || !cls || cost_classify_all(g, cls))
@@ -156,7 +158,7 @@ done:
 void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 		    struct calib_comm out[GC_NKINDS])
 {
-	double *e = malloc((g->n_colls ? g->n_colls : 1) * sizeof(*e));
+	double *e = prism_malloc((g->n_colls ? g->n_colls : 1) * sizeof(*e));
 
 	memset(out, 0, GC_NKINDS * sizeof(*out));
 	if (!e)
@@ -192,4 +194,48 @@ void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 		out[k].best_eff = e[n - 1];
 	}
 	free(e);
+}
+
+void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
+			struct calib_kmodel *out)
+{
+	double *e = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*e));
+	double *f = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*f));
+	double sum = 0, fsum = 0, ssum = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (uint32_t u = 0; e && f && u < g->n_nodes; u++) {
+		double d[4], t, p, fl;
+		int dt;
+		if (g->dur_ns[u] <= 0 || !cost_gemm_dims(g, u, d))
+			continue;
+		dt = cost_dtype(g, u);
+		if (dt == HW_FP32 && hw->peak_flops[HW_TF32] > 0 &&
+		    strstr(strtab_get(&g->st, g->name[u]), "tensorop"))
+			dt = HW_TF32;
+		if (dt < 0 || !(p = kperf_gemm_s(hw, dt, d[0], d[1], d[2], d[3])))
+			continue;
+		t = g->dur_ns[u] / 1e9;
+		fl = 3e-6 + 2 * d[0] * d[1] * d[2] * d[3] / (0.7 * hw->peak_flops[dt]);
+		e[out->n] = fabs(p - t) / t;
+		f[out->n] = fabs(fl - t) / t;
+		sum += e[out->n];
+		ssum += (p - t) / t;
+		fsum += f[out->n];
+		if (e[out->n] > out->worst)
+			out->worst = e[out->n];
+		out->n++;
+	}
+	if (out->n) {
+		size_t n = out->n;
+		out->mean = sum / (double)n;
+		out->signed_mean = ssum / (double)n;
+		out->flat_mean = fsum / (double)n;
+		qsort(e, n, sizeof(*e), cmp_double);
+		qsort(f, n, sizeof(*f), cmp_double);
+		out->median = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+		out->flat_median = n % 2 ? f[n / 2] : (f[n / 2 - 1] + f[n / 2]) / 2;
+	}
+	free(e);
+	free(f);
 }

@@ -50,6 +50,19 @@ int calib_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, 
 void calib_fit(const struct graph *g, const struct hw_profile *hw,
 	       struct calib_class out[KC_NCLASSES]);
 
+/* The kernel model (kperf.h) on a trace's GEMMs whose shapes its ops
+ * record: each predicted from (batch, M, N, K), its dtype and hw, against
+ * its measured time; and the flat model before it (3 us + FLOPs at 70 % of
+ * the datasheet peak). */
+struct calib_kmodel {
+	size_t n;
+	double mean, median, worst; /* |predicted - measured| / measured */
+	double signed_mean;         /* (predicted - measured) / measured */
+	double flat_mean, flat_median;
+};
+void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
+			struct calib_kmodel *out);
+
 /* Bus efficiency of a collective kind, from its kernels with a known size
  * and group: the e for which comm_time() gives the measured time. */
 struct calib_comm {

@@ -101,7 +101,7 @@ int cost_classify(const char *name)
 
 int cost_classify_all(const struct graph *g, uint8_t *cls)
 {
-	uint8_t *by_name = malloc(g->st.n ? g->st.n : 1);
+	uint8_t *by_name = prism_malloc(g->st.n ? g->st.n : 1);
 	if (!by_name)
 		return PRISM_ENOMEM;
 	memset(by_name, 0xff, g->st.n);
@@ -216,6 +216,10 @@ int cost_dtype(const struct graph *g, uint32_t u)
 		if (strstr(name, low[i]))
 			return HW_FP8;
 	first_type(strtab_get(&g->st, g->op_types[u]), t, sizeof(t));
+	/* fp32 inputs on tensor cores compute in TF32 (Ampere's default for
+	 * matmul until PyTorch 1.12, allow_tf32 since): the kernel says so. */
+	if (strcmp(t, "float") == 0 && (strstr(name, "tf32") || strstr(name, "tensorop")))
+		return HW_TF32;
 	if (strcmp(t, "float") == 0)
 		return HW_FP32;
 	if (strstr(t, "BFloat16"))
@@ -228,8 +232,8 @@ int cost_dtype(const struct graph *g, uint32_t u)
 }
 
 /* 2 B M N K of a GEMM op from its input shapes, or 0; *elems gets the
- * elements of A, B and C. */
-static double gemm_flops(const char *op, const struct shapes *sh, double *elems)
+ * elements of A, B and C, dims (if not NULL) B, M, N and K. */
+static double gemm_flops(const char *op, const struct shapes *sh, double *elems, double *dims)
 {
 	int a = 0, b = 1;
 	double batch = 1, M, K, N;
@@ -251,6 +255,12 @@ static double gemm_flops(const char *op, const struct shapes *sh, double *elems)
 		if (sh->rank[b] != 2 || sh->dim[b][1] != K)
 			return 0;
 		*elems = M * K + N * K + M * N;
+		if (dims) {
+			dims[0] = 1;
+			dims[1] = M;
+			dims[2] = N;
+			dims[3] = K;
+		}
 		return 2 * M * N * K;
 	}
 	/* [..., M, K] x [..., K, N]: leading dims of the first are the batch. */
@@ -261,6 +271,12 @@ static double gemm_flops(const char *op, const struct shapes *sh, double *elems)
 		return 0;
 	N = sh->dim[b][sh->rank[b] - 1];
 	*elems = numel(sh, a) + numel(sh, b) + batch * M * N;
+	if (dims) {
+		dims[0] = batch;
+		dims[1] = M;
+		dims[2] = N;
+		dims[3] = K;
+	}
 	return 2 * batch * M * N * K;
 }
 
@@ -285,9 +301,20 @@ int cost_work(const struct graph *g, uint32_t u, double *flops, double *bytes)
 	cls = cost_classify_node(g, u);
 	if (cls == KC_GEMM) {
 		double elems = 0;
-		*flops = gemm_flops(strtab_get(&g->st, g->op[u]), &sh, &elems);
+		*flops = gemm_flops(strtab_get(&g->st, g->op[u]), &sh, &elems, NULL);
 		if (*flops > 0) /* a GEMM reads A and B and writes C */
 			*bytes = elems * es;
 	}
 	return *bytes > 0;
+}
+
+int cost_gemm_dims(const struct graph *g, uint32_t u, double dims[4])
+{
+	struct shapes sh;
+	double elems = 0;
+
+	if (g->kind[u] != GN_KERNEL || !g->op_dims[u] || cost_classify_node(g, u) != KC_GEMM ||
+	    !parse_shapes(strtab_get(&g->st, g->op_dims[u]), &sh))
+		return 0;
+	return gemm_flops(strtab_get(&g->st, g->op[u]), &sh, &elems, dims) > 0;
 }

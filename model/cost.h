@@ -67,6 +67,11 @@ int cost_elem_bytes(const char *type);
  */
 int cost_work(const struct graph *g, uint32_t u, double *flops, double *bytes);
 
+/* The shape of GEMM-class kernel u from its op's input shapes: dims =
+ * batch, M, N, K (C[M,N] = A[M,K] B[K,N]); 1, or 0 when not a GEMM or the
+ * shapes are unknown. */
+int cost_gemm_dims(const struct graph *g, uint32_t u, double dims[4]);
+
 /* The compute dtype (enum hw_dtype) of GPU task u: fp8 when its kernel's
  * name says 8- or 4-bit operands (e4m3, e5m2, e2m1, fp8, fp4, mxf...: no
  * profile has an fp4 peak, so fp8's is the yardstick); else from its op's

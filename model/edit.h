@@ -14,12 +14,14 @@
  * comm_time(new group) / comm_time(old group), which keeps the efficiency
  * the trace measured.  Host work is left as traced.
  *
- * Rebuilding from measured blocks (annotated traces): structural edits
- * (layers, hidden, TP, PP and schedule, microbatches) need the run's
- * layers, which the trace's prism:: ranges give.  The candidate is built
- * by synth.h with kernel times calibrated on the base: edit_fit() compares
- * the base's layer kernels class by class with a synthesised model of the
- * base's own configuration, and the ratios (measured / modelled) scale the
+ * Structural edits (layers, microbatches, stages, added collectives) are
+ * reshape.h's and pipeline.h's; this module re-times what they give.
+ *
+ * Rebuilding from measured blocks (annotated traces, for what is not
+ * edited as a graph): the candidate is built by synth.h with kernel times
+ * calibrated on the base: edit_fit() compares the base's layer kernels
+ * class by class with a synthesised model of the base's own
+ * configuration, and the ratios (measured / modelled) scale the
  * candidate's kernels; host costs per op and per launch are the base's
  * medians.
  */
@@ -35,38 +37,74 @@ struct edit_retime {
 	const struct hw_profile *from, *to; /* the base's and the candidate's GPU */
 	int dp_from, dp_to;                 /* data-parallel degree, 0: unchanged */
 	double comm_eff;                    /* bus efficiency for the comm model */
+	double opt_scale; /* > 0: optimizer-phase GPU work outside the layers
+			   * (a fused optimizer over all parameters, zero_grad)
+			   * and its host CPU work take this times as long: the
+			   * candidate's parameters over the base's */
+	int tp;           /* tensor-parallel ranks sharing a node with each DP
+			   * rank (0: 1): a DP group has gpus_per_node / tp
+			   * members per node */
+	/* The model's shape (a run description's): hidden h -> hr h (the
+	 * FFN with it), tensor parallelism tp_from -> tp_to (the base's
+	 * collectives of that group are its TP collectives; 0: unchanged).
+	 * Kernel work in the layers: GEMMs x hr^2 tp_from/tp_to, attention and
+	 * the FFN's activation x hr tp_from/tp_to, norms and residuals x hr
+	 * (and / t with sp), scores' softmax x tp_from/tp_to; outside them the
+	 * logits GEMM x hr tp_from/tp_to, its softmax x tp_from/tp_to, the rest
+	 * x hr.  TP collectives: bytes x hr over tp_to ranks; pipeline
+	 * transfers x hr tp_from/tp_to; the DP collectives' bytes and the
+	 * per-layer optimizer x layer_param_ratio. */
+	double hr;
+	int tp_from, tp_to, sp;
+	double layer_param_ratio; /* a layer's parameters per rank, candidate
+				   * over base (0: unchanged) */
+	/* Per class, the fixed part of a kernel's time (the fitted overhead
+	 * times its scale; 0: none): on another GPU only the rest scales. */
+	double overhead_s[KC_NCLASSES];
 };
 
 struct edit_stats {
 	uint64_t kernels_scaled, colls_scaled, colls_unsized;
+	uint64_t opt_scaled; /* optimizer tasks scaled by opt_scale */
+	uint64_t unblocked;  /* launch calls given their quartile */
+	int64_t unblocked_ns; /* the waiting taken out */
 };
 
 /* Re-time g (a clone) in place.  0, or PRISM_ENOMEM. */
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st);
 
-struct edit_layer_stats {
-	uint64_t segments;    /* runs of layer tasks repeated (per processor) */
-	uint64_t groups;      /* (step, phase, microbatch) windows */
-	uint64_t nodes_added;
-};
+/*
+ * Launch back-pressure: an asynchronous launch call longer than its name's
+ * first quartile in g waited for the launch queue (a GPU far behind the
+ * host); of what it took beyond that quartile, keep (0..1) stays.  An
+ * edit that takes GPU work away takes the waiting with it (keep: the
+ * candidate's GPU work over the base's, at most 1).  0, or PRISM_ENOMEM.
+ */
+int edit_unblock(struct graph *g, double keep, struct edit_stats *st);
+
+/* Total duration of g's GPU tasks, in ns. */
+double edit_gpu_work(const struct graph *g);
 
 /*
- * Layers x k on any graph whose layers were found (prism:: ranges or
- * inferred, graph.h), without a model of the run: on each processor, the
- * run of tasks from a step's first to its last layer task of one phase and
- * microbatch, with whatever lies between, is repeated k times back to
- * back.  Edges inside such a group join copy c to copy c; edges leaving it
- * leave from the last copy, edges entering it enter the first; the copies
- * of a run follow each other in order.  Tasks outside every run that a
- * group waits for and that wait for the group (a collective between two
- * layers) repeat with it.  Later tasks' traced starts move by what the
- * copies add, so roots and step spans keep their place.  Collectives in
- * the copies are new instances, numbered in the new order.  g is only
- * read; *out is a new graph.  0, PRISM_EARG if g has no layers, or
- * PRISM_ENOMEM / PRISM_ELIMIT.
+ * The parameters of the traced model, from its optimizer's op shapes: the
+ * first tensor list of a fused or for-each optimizer op (aten::_fused_adamw_,
+ * aten::_foreach_*, ...; PyTorch records every parameter's shape there)
+ * launched in the optimizer phase.  *total: their elements; *per_layer:
+ * those of one block of the longest run of identical blocks of shapes
+ * (infer.h) that repeats `layers` times (the layers' parameters), else 0.
+ * 0 with *total 0 when the trace has no such op.
  */
-int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_layer_stats *st,
-		struct prism_err *err);
+int edit_params(const struct graph *g, int layers, double *total, double *per_layer);
+
+/* Bytes of the activations entering the first layer's forward: the first
+ * input shape of its first op with shapes (Input Dims) times its element
+ * size (Input type), or 0 when the trace records none. */
+double edit_activation_bytes(const struct graph *g);
+
+/* Host costs measured on g: median launch call, median CPU work before a
+ * launch, median event record / stream wait call (*event_s -1 if none).
+ * 0, or -1 when g launches nothing. */
+int edit_host_costs(const struct graph *g, double *op_s, double *launch_s, double *event_s);
 
 struct edit_fit {
 	struct calib_class cost[KC_NCLASSES]; /* fitted overhead and efficiency */

@@ -316,7 +316,9 @@ int graph_rt_classify(const char *s)
 	if (starts(s, "cudaLaunchKernel") || starts(s, "cuLaunchKernel") ||
 	    starts(s, "cudaLaunchCooperativeKernel") || starts(s, "cuLaunchCooperativeKernel") ||
 	    starts(s, "cudaLaunchDevice") || starts(s, "hipLaunchKernel") ||
-	    starts(s, "hipExtLaunchKernel") || starts(s, "cuLaunchGrid"))
+	    starts(s, "hipExtLaunchKernel") || starts(s, "hipModuleLaunchKernel") ||
+	    starts(s, "hipExtModuleLaunchKernel") || starts(s, "hipLaunchCooperativeKernel") ||
+	    starts(s, "cuLaunchGrid"))
 		return RT_LAUNCH;
 	if (starts(s, "cudaGraphLaunch") || starts(s, "cuGraphLaunch") ||
 	    starts(s, "hipGraphLaunch"))
@@ -461,7 +463,14 @@ int graph_save(const struct graph *g, const char *path, struct prism_err *err)
 	struct prism_wfile w;
 	FILE *f;
 	int ok;
+	size_t len = strlen(path);
 
+	/* graph_load reads the file as it lies (its size is checked against
+	 * the header): never compressed. */
+	if (len > 3 && strcmp(path + len - 3, ".gz") == 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "%s: a saved graph is not compressed: give a name without .gz",
+				     path);
 	/* Whole or not at all: a failed write keeps the previous file. */
 	if (prism_wfile_open(&w, path))
 		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));

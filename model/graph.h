@@ -95,6 +95,10 @@ enum graph_rt_class {
 			  * its traced start (what held it back is unseen) */
 #define NF_GRAPH 0x08    /* a CUDA graph's task (launched by cudaGraphLaunch):
 			  * its start lag is kept whole, not capped */
+#define NF_WAKE 0x10     /* a host task woken by another thread (inferred
+			  * thread edge from a task that ended before the
+			  * other thread entered a long CPU task): its lag,
+			  * from that task, is kept whole */
 
 enum graph_coll_kind {
 	GC_UNKNOWN, GC_ALL_REDUCE, GC_ALL_GATHER, GC_REDUCE_SCATTER, GC_BROADCAST,
@@ -187,7 +191,7 @@ struct graph_stats {
 	uint64_t annotations;     /* cpu_op/user_annotation/python_function/gpu ann. */
 	uint64_t other_events;    /* instants, flows, metadata, other 'X' */
 	/* How annotations were found, by kind (GRAPH_ANN_LAYER, ...): an OR
-	 * over ranks of GRAPH_ANN_RANGES and GRAPH_ANN_INFERRED. */
+	 * over ranks of GRAPH_ANN_RANGES and GRAPH_ANN_INFERRED (and MODULES). */
 	uint32_t ann_found[3];
 	uint32_t pad_;
 	uint64_t layer_ops;       /* ops per inferred layer block (the last found) */
@@ -197,6 +201,7 @@ struct graph_stats {
 enum { GRAPH_ANN_LAYER, GRAPH_ANN_PHASE, GRAPH_ANN_MB };
 #define GRAPH_ANN_RANGES 1   /* prism:: ranges */
 #define GRAPH_ANN_INFERRED 2 /* PyTorch's own ranges, backward ops, repeats */
+#define GRAPH_ANN_MODULES  4 /* with INFERRED: layers from module names */
 
 struct graph {
 	uint32_t n_nodes, n_edges, n_procs, n_ranks, n_iters, n_colls;

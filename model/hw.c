@@ -5,8 +5,10 @@
 #include <string.h>
 
 #include "cfg.h"
+#include "kperf.h"
 
-static const char *const dtype_names[HW_NDTYPES] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+static const char *const dtype_names[HW_NDTYPES] = {"fp32", "tf32", "bf16", "fp16", "fp8",
+							     "fp4"};
 
 int hw_dtype_parse(const char *s)
 {
@@ -24,6 +26,112 @@ const char *hw_dtype_name(int dtype)
 double hw_net_Bps_per_gpu(const struct hw_profile *hw)
 {
 	return hw->gpus_per_node > 0 ? hw->nics_per_node * hw->nic_Bps / hw->gpus_per_node : 0;
+}
+
+static const char *const mem_names[HW_MEM_NKINDS] = {"elementwise", "norm", "reduction"};
+
+/* An optional number at sub.name under group k (absent: *out unchanged);
+ * errors name it in full ('kernels.gemm.bf16.tflops'). */
+static int opt(const char *path, const config_t *cf, config_setting_t *k, const char *sub,
+	       const char *name, double lo, double hi, double scale, double *out,
+	       struct prism_err *err)
+{
+	char full[96];
+	snprintf(full, sizeof(full), "%s.%s", sub, name);
+	if (!config_setting_lookup(k, full))
+		return 0;
+	return cfg_range(path, cf, k, full, lo, hi, 0, scale, out, err);
+}
+
+/* The optional `kernels` group (kperf.h): per-GPU kernel efficiency.
+ * Ranges: peaks up to the datasheet's (a fitted achievable peak above it
+ * is an error in the fit), fractions 0..1 (head-dim factors up to 2),
+ * times up to 1 ms. */
+static int load_kernels(const char *path, const config_t *cf, struct hw_profile *hw,
+			struct prism_err *err)
+{
+	config_setting_t *k = config_lookup(cf, "kernels"), *g, *a, *m;
+	int gemm_given[HW_NDTYPES] = {0}, attn_given[HW_NDTYPES] = {0}, rc = 0;
+	double v;
+
+	if (!k) {
+		kperf_complete(hw, gemm_given, attn_given);
+		return 0;
+	}
+	if (config_setting_lookup(k, "sms")) {
+		if ((rc = cfg_range(path, cf, k, "sms", 1, 4096, 1, 1, &v, err)))
+			return rc;
+		hw->k.sms = (int)v;
+	}
+	g = config_setting_lookup(k, "gemm");
+	a = config_setting_lookup(k, "attention");
+	m = config_setting_lookup(k, "memory");
+	for (int d = 0; d < HW_NDTYPES; d++) {
+		config_setting_t *x = g ? config_setting_lookup(g, dtype_names[d]) : NULL;
+		config_setting_t *y = a ? config_setting_lookup(a, dtype_names[d]) : NULL;
+		struct hw_gemm *ge = &hw->k.gemm[d];
+		struct hw_attn *at = &hw->k.attn[d];
+		double pk = hw->peak_flops[d] / 1e12;
+		char sub[48];
+		if (x) {
+			config_setting_t *te = config_setting_lookup(x, "tile_eff");
+			gemm_given[d] = 1;
+			snprintf(sub, sizeof(sub), "gemm.%s", dtype_names[d]);
+			if ((rc = opt(path, cf, k, sub, "tflops", 0.001, pk > 0 ? pk : 1e6, 1e12,
+				      &ge->flops, err)) ||
+			    (rc = opt(path, cf, k, sub, "tile_us", 0, 1000, 1e-6, &ge->tile_s, err)) ||
+			    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6, &ge->overhead_s,
+				      err)) ||
+			    (rc = opt(path, cf, k, sub, "mem_eff", 0.01, 1, 1, &ge->mem_eff, err)))
+				return rc;
+			if (te && (config_setting_length(te) != 3 ||
+				   !config_setting_is_aggregate(te)))
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 "
+						     "numbers in 0.01..1",
+						     path, config_setting_source_line(te), dtype_names[d]);
+			for (int i = 0; te && i < 3; i++) {
+				config_setting_t *e = config_setting_get_elem(te, (unsigned)i);
+				double f = config_setting_type(e) == CONFIG_TYPE_INT
+						   ? config_setting_get_int(e)
+						   : config_setting_get_float(e);
+				if (!(f >= 0.01 && f <= 1))
+					return prism_err_set(
+						err, PRISM_EFORMAT,
+						"%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 numbers "
+						"in 0.01..1",
+						path, config_setting_source_line(te), dtype_names[d]);
+				ge->tile_eff[i] = f;
+			}
+		}
+		if (y) {
+			attn_given[d] = 1;
+			snprintf(sub, sizeof(sub), "attention.%s", dtype_names[d]);
+			if ((rc = opt(path, cf, k, sub, "fwd_tflops", 0.001, pk > 0 ? pk : 1e6, 1e12,
+				      &at->flops[0], err)) ||
+			    (rc = opt(path, cf, k, sub, "bwd_tflops", 0.001, pk > 0 ? pk : 1e6, 1e12,
+				      &at->flops[1], err)) ||
+			    (rc = opt(path, cf, k, sub, "fwd_tile_us", 0, 1000, 1e-6, &at->tile_s[0],
+				      err)) ||
+			    (rc = opt(path, cf, k, sub, "bwd_tile_us", 0, 1000, 1e-6, &at->tile_s[1],
+				      err)) ||
+			    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6, &at->overhead_s,
+				      err)) ||
+			    (rc = opt(path, cf, k, sub, "d64", 0.01, 2, 1, &at->d64, err)) ||
+			    (rc = opt(path, cf, k, sub, "d256", 0.01, 2, 1, &at->d256, err)))
+				return rc;
+		}
+	}
+	for (int i = 0; m && i < HW_MEM_NKINDS; i++) {
+		char sub[48];
+		snprintf(sub, sizeof(sub), "memory.%s", mem_names[i]);
+		if ((rc = opt(path, cf, k, sub, "eff", 0.01, 1, 1, &hw->k.mem_eff[i], err)) ||
+		    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6,
+			      &hw->k.mem_overhead_s[i], err)))
+			return rc;
+	}
+	kperf_complete(hw, gemm_given, attn_given);
+	return 0;
 }
 
 int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
@@ -66,6 +174,9 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	 * no time computed from them is absurd (a peak of 1e-300 FLOP/s, a
 	 * latency of 1e308 s) or divides by zero. */
 	for (int d = 0; d < HW_NDTYPES; d++) {
+		/* FP4 is optional: only Blackwell profiles have it. */
+		if (d == HW_FP4 && !config_setting_lookup(tf, dtype_names[d]))
+			continue;
 		if ((rc = cfg_range(path, &cf, tf, dtype_names[d], 0, 1e6, 0, 1e12,
 				    &hw->peak_flops[d], err)))
 			goto out;
@@ -100,7 +211,7 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	    (rc = cfg_range(path, &cf, gpu, "memory_reserve_GB", 0, 1e5, 0, 1e9,
 			    &hw->mem_reserve_bytes, err)))
 		goto out;
-	if (hw->mem_reserve_bytes >= hw->hbm_bytes)
+	if (hw->mem_reserve_bytes >= hw->hbm_bytes) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s:%d: 'gpu.memory_reserve_GB' (%g) must be below "
 				   "'gpu.hbm_capacity_GB' (%g)",
@@ -108,6 +219,10 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 				   config_setting_source_line(
 					   config_setting_lookup(gpu, "memory_reserve_GB")),
 				   hw->mem_reserve_bytes / 1e9, hw->hbm_bytes / 1e9);
+		goto out;
+	}
+	kperf_defaults(hw);
+	rc = load_kernels(path, &cf, hw, err);
 out:
 	config_destroy(&cf);
 	return rc;

@@ -14,7 +14,41 @@
 /* GPUs (and NICs) of a node at most: an NVLink domain of 72 and beyond. */
 #define HW_MAX_NODE_GPUS 1024
 
-enum hw_dtype { HW_FP32, HW_TF32, HW_BF16, HW_FP16, HW_FP8, HW_NDTYPES };
+/* FP4 (Blackwell's e2m1 with block scales) has its place: a peak in the
+ * profiles that have one, and kernel parameters. */
+enum hw_dtype { HW_FP32, HW_TF32, HW_BF16, HW_FP16, HW_FP8, HW_FP4, HW_NDTYPES };
+
+/*
+ * Kernel efficiency by shape (kperf.h), per GPU; the profile's `kernels`
+ * group sets them, each with its source, and what it leaves out comes from
+ * kperf_defaults().  Times in seconds, rates in FLOP/s and fractions.
+ */
+enum hw_mem_kind { HW_MEM_ELEMENTWISE, HW_MEM_NORM, HW_MEM_REDUCTION, HW_MEM_NKINDS };
+
+struct hw_gemm {
+	double flops;       /* the achievable peak (MAMF-like): what the largest
+			     * tile reaches on a full wave */
+	double tile_s;      /* fixed time of one output tile (prologue, epilogue) */
+	double overhead_s;  /* per kernel */
+	double tile_eff[3]; /* throughput of 128x128, 64x128 and 64x64 tiles
+			     * relative to 128x256 */
+	double mem_eff;     /* fraction of HBM bandwidth when memory-bound */
+};
+
+struct hw_attn {
+	double flops[2];    /* achievable, forward and backward */
+	double tile_s[2];   /* fixed time of one 128-query block */
+	double overhead_s;
+	double d64, d256;   /* throughput at head dim 64 and 256 relative to 128 */
+};
+
+struct hw_kernels {
+	int sms;            /* streaming multiprocessors */
+	struct hw_gemm gemm[HW_NDTYPES];
+	struct hw_attn attn[HW_NDTYPES];
+	double mem_eff[HW_MEM_NKINDS];      /* fraction of HBM bandwidth */
+	double mem_overhead_s[HW_MEM_NKINDS];
+};
 
 struct hw_profile {
 	char id[64];          /* the file's name without directory and .cfg */
@@ -30,13 +64,15 @@ struct hw_profile {
 	double nvlink_lat_s;  /* per step of a collective inside a node */
 	double net_lat_s;     /* per step across nodes */
 	double mem_reserve_bytes; /* kept free: CUDA context, allocator slack */
+	struct hw_kernels k;      /* kernel efficiency by shape (kperf.h) */
 };
 
 /* Read a profile.  0, or PRISM_EIO/PRISM_EFORMAT with err naming the file,
  * the line and the setting at fault.  Every number has a range (hw.c, and
  * docs/FORMATS.md): peaks 0 or 0.001..1e6 TFLOP/s, bandwidths up to 1e6
  * GB/s, 1..1024 GPUs and NICs a node, latencies 0..1e6 us, a memory
- * reserve below the capacity. */
+ * reserve below the capacity.  The optional `kernels` group (kperf.h)
+ * overrides kperf_defaults() setting by setting. */
 int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err);
 
 /* The dtype named s ("bf16", "fp8", ...), or -1. */

@@ -1,10 +1,10 @@
-/* kdb.c - the kernel database (SQLite on disk, GSL interpolation). */
+/* kdb.c - the kernel database: rows, lookup and interpolation (GSL).  Its
+ * file (SQLite) is search/kdbstore.c's. */
 #include "kdb.h"
 
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_interp.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +39,7 @@ struct kdb {
 
 struct kdb *kdb_new(void)
 {
-	struct kdb *db = calloc(1, sizeof(*db));
+	struct kdb *db = prism_calloc(1, sizeof(*db));
 	/* GSL's default handler aborts; prism checks return codes. */
 	gsl_set_error_handler_off();
 	if (db && strtab_init(&db->st)) {
@@ -146,9 +146,9 @@ static int finish(struct kdb *db)
 	db->rows.n = n;
 	for (size_t i = 0; i < n; i++)
 		nc += i == 0 || !same_curve(&r[i - 1], &r[i]);
-	db->curves = calloc(nc ? nc : 1, sizeof(*db->curves));
-	db->lx = malloc((n ? n : 1) * sizeof(double));
-	db->ly = malloc((n ? n : 1) * sizeof(double));
+	db->curves = prism_calloc(nc ? nc : 1, sizeof(*db->curves));
+	db->lx = prism_malloc((n ? n : 1) * sizeof(double));
+	db->ly = prism_malloc((n ? n : 1) * sizeof(double));
 	if (!db->curves || !db->lx || !db->ly)
 		return PRISM_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -190,7 +190,7 @@ static int push(struct kdb *db, const char *gpu, const char *shape, int cls, int
 int kdb_add_graph(struct kdb *db, const struct graph *g, const struct hw_profile *hw,
 		  size_t *added)
 {
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 	VEC(struct row) s = {0};
 	int rc = 0;
 
@@ -231,118 +231,31 @@ int kdb_add_graph(struct kdb *db, const struct graph *g, const struct hw_profile
 	return rc ? rc : finish(db);
 }
 
-static int class_parse(const char *s)
+int kdb_push(struct kdb *db, const char *gpu, const char *shape, int cls, int dtype,
+	     double work, double time_s, double samples)
 {
-	for (int k = 0; k < KC_NCLASSES; k++)
-		if (strcmp(s, cost_class_name(k)) == 0)
-			return k;
-	return -1;
+	return push(db, gpu, shape ? shape : "", cls, dtype, work, time_s, samples);
 }
 
-static const char schema[] =
-	"CREATE TABLE IF NOT EXISTS kernel ("
-	" gpu TEXT NOT NULL,"     /* hw_profile.gpu of the trace's profile */
-	" class TEXT NOT NULL,"   /* cost_class_name */
-	" dtype TEXT NOT NULL,"   /* hw_dtype_name, or 'any' (bandwidth-bound) */
-	" work REAL NOT NULL,"    /* FLOPs or bytes */
-	" time_s REAL NOT NULL,"  /* median measured time */
-	" samples INTEGER NOT NULL,"
-	" shape TEXT,"            /* the op's Input Dims, for people */
-	" PRIMARY KEY (gpu, class, dtype, work))";
-
-int kdb_load(struct kdb *db, const char *path, struct prism_err *err)
+int kdb_finish(struct kdb *db)
 {
-	sqlite3 *h = NULL;
-	sqlite3_stmt *st = NULL;
-	int rc = 0, step;
-	long line = 0;
-
-	if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		rc = prism_err_set(err, PRISM_EIO, "%s: cannot open: %s", path,
-				   h ? sqlite3_errmsg(h) : "out of memory");
-		sqlite3_close(h);
-		return rc;
-	}
-	if (sqlite3_prepare_v2(h,
-			       "SELECT gpu, class, dtype, work, time_s, samples, shape FROM kernel"
-			       " ORDER BY rowid",
-			       -1, &st, NULL) != SQLITE_OK) {
-		rc = prism_err_set(err, PRISM_EFORMAT, "%s: not a prism kernel database: %s", path,
-				   sqlite3_errmsg(h));
-		sqlite3_close(h);
-		return rc;
-	}
-	while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *gpu = (const char *)sqlite3_column_text(st, 0);
-		const char *cname = (const char *)sqlite3_column_text(st, 1);
-		const char *dname = (const char *)sqlite3_column_text(st, 2);
-		const char *shape = (const char *)sqlite3_column_text(st, 6);
-		double work = sqlite3_column_double(st, 3), t = sqlite3_column_double(st, 4);
-		long n = (long)sqlite3_column_int64(st, 5);
-		int cls = cname ? class_parse(cname) : -1, dt = -1;
-		line++;
-		if (cls < 0 || !calib_fitted_class(cls))
-			rc = prism_err_set(err, PRISM_EFORMAT, "%s: row %ld: class: unknown '%s'", path,
-					   line, cname ? cname : "");
-		else if (cost_compute_bound(cls) && (!dname || (dt = hw_dtype_parse(dname)) < 0))
-			rc = prism_err_set(err, PRISM_EFORMAT, "%s: row %ld: dtype: unknown '%s'", path,
-					   line, dname ? dname : "");
-		else if (!(work > 0) || !(t > 0) || n < 1 || !isfinite(work) || !isfinite(t))
-			rc = prism_err_set(err, PRISM_EFORMAT,
-					   "%s: row %ld: work, time_s and samples must be positive",
-					   path, line);
-		else if (!gpu || !*gpu)
-			rc = prism_err_set(err, PRISM_EFORMAT, "%s: row %ld: gpu: empty", path, line);
-		else if (push(db, gpu, shape ? shape : "", cls, dt, work, t, (double)n))
-			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	}
-	if (!rc && step != SQLITE_DONE)
-		rc = prism_err_set(err, PRISM_EIO, "%s: %s", path, sqlite3_errmsg(h));
-	sqlite3_finalize(st);
-	sqlite3_close(h);
-	if (!rc && finish(db))
-		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	return rc;
+	return finish(db);
 }
 
-int kdb_save(const struct kdb *db, const char *path, struct prism_err *err)
+int kdb_row(const struct kdb *db, size_t i, struct kdb_row *out)
 {
-	sqlite3 *h = NULL;
-	sqlite3_stmt *st = NULL;
-	int ok;
-
-	ok = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) ==
-		     SQLITE_OK &&
-	     sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
-	     sqlite3_exec(h, schema, NULL, NULL, NULL) == SQLITE_OK &&
-	     sqlite3_exec(h, "DELETE FROM kernel", NULL, NULL, NULL) == SQLITE_OK &&
-	     sqlite3_prepare_v2(h,
-				"INSERT INTO kernel (gpu, class, dtype, work, time_s, samples, shape)"
-				" VALUES (?, ?, ?, ?, ?, ?, ?)",
-				-1, &st, NULL) == SQLITE_OK;
-	for (size_t i = 0; ok && i < db->rows.n; i++) {
-		const struct row *r = &db->rows.v[i];
-		sqlite3_bind_text(st, 1, strtab_get(&db->st, r->gpu), -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, cost_class_name(r->cls), -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, r->dtype >= 0 ? hw_dtype_name(r->dtype) : "any", -1,
-				  SQLITE_STATIC);
-		sqlite3_bind_double(st, 4, r->work);
-		sqlite3_bind_double(st, 5, r->time_s);
-		sqlite3_bind_int64(st, 6, (sqlite3_int64)llround(r->n));
-		sqlite3_bind_text(st, 7, strtab_get(&db->st, r->shape), -1, SQLITE_STATIC);
-		ok = sqlite3_step(st) == SQLITE_DONE && sqlite3_reset(st) == SQLITE_OK;
-	}
-	sqlite3_finalize(st);
-	if (ok)
-		ok = sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
-	if (!ok) {
-		int rc = prism_err_set(err, PRISM_EIO, "%s: %s", path,
-				       h ? sqlite3_errmsg(h) : "out of memory");
-		sqlite3_close(h);
-		return rc;
-	}
-	sqlite3_close(h);
-	return 0;
+	const struct row *r;
+	if (i >= db->rows.n)
+		return 0;
+	r = &db->rows.v[i];
+	out->gpu = strtab_get(&db->st, r->gpu);
+	out->shape = strtab_get(&db->st, r->shape);
+	out->cls = r->cls;
+	out->dtype = r->dtype;
+	out->work = r->work;
+	out->time_s = r->time_s;
+	out->samples = r->n;
+	return 1;
 }
 
 static const struct curve *find_curve(const struct kdb *db, uint32_t gpu, int cls, int dtype)
@@ -410,9 +323,9 @@ void kdb_loo(const struct kdb *db, const char *gpu, int cls, size_t *n, double *
 	     double *median)
 {
 	uint32_t id = strtab_find(&db->st, gpu, strlen(gpu));
-	double *e = malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
-	double *x = malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
-	double *y = malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
+	double *e = prism_malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
+	double *x = prism_malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
+	double *y = prism_malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
 	double sum = 0;
 
 	*n = 0;

@@ -1,6 +1,7 @@
 /*
  * kdb.h - the kernel database: measured kernel times by GPU, class, dtype
- * and work.
+ * and work.  This module holds the rows and looks them up; the file they
+ * live in (SQLite) is search/kdbstore.h's: the model knows no database.
  *
  * `prism calibrate TRACE... --db FILE` adds every GPU task of the traces
  * that calib_point() can place (class, work from its op's shapes: FLOPs
@@ -41,19 +42,31 @@ struct kdb;
 struct kdb *kdb_new(void);
 void kdb_free(struct kdb *db);
 
-/* Add the rows of file path (an SQLite database that kdb_save wrote).  0,
- * or PRISM_EIO / PRISM_EFORMAT naming the file (and the row and field at
- * fault), or PRISM_ENOMEM. */
-int kdb_load(struct kdb *db, const char *path, struct prism_err *err);
+/* Add one row (a reader's: search/kdbstore.h): GPU, the op's shape for
+ * people, class, dtype (enum hw_dtype; ignored for the bandwidth-bound
+ * classes), work, median time and samples.  0, or PRISM_ENOMEM.  Call
+ * kdb_finish() after the last before looking anything up. */
+int kdb_push(struct kdb *db, const char *gpu, const char *shape, int cls, int dtype,
+	     double work, double time_s, double samples);
+
+/* Sort and merge the rows pushed and build the curves.  0, or
+ * PRISM_ENOMEM. */
+int kdb_finish(struct kdb *db);
+
+/* Row i (0 .. kdb_rows()-1) into *out (strings owned by db); 1, or 0
+ * past the end. */
+struct kdb_row {
+	const char *gpu, *shape;
+	int cls, dtype; /* dtype -1: any (bandwidth-bound) */
+	double work, time_s, samples;
+};
+int kdb_row(const struct kdb *db, size_t i, struct kdb_row *out);
 
 /* Add g's kernels measured on hw's GPU; *added: the tasks used.  0, or
  * PRISM_ENOMEM. */
 int kdb_add_graph(struct kdb *db, const struct graph *g, const struct hw_profile *hw,
 		  size_t *added);
 
-/* Write every row to path (created if absent; its rows replaced in one
- * transaction).  0, or PRISM_EIO naming the file. */
-int kdb_save(const struct kdb *db, const char *path, struct prism_err *err);
 
 /* Rows in all. */
 size_t kdb_rows(const struct kdb *db);

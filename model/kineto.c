@@ -11,6 +11,7 @@
  */
 #include "kineto.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -560,6 +561,23 @@ static int get_int_arg(struct reader *r, const struct kjson_event *ev, int arg, 
 	*out = KT_NO_ID;
 	if (v->type == KJSON_ABSENT || v->type == KJSON_NULL)
 		return 0;
+	if (v->type == KJSON_STR && arg == KJSON_ARG_STREAM) {
+		/* A stream written as a string: ROCm 6.2 gives HIP runtime
+		 * events' as "0x0". */
+		char buf[32], *end;
+		long long x;
+		if (v->s.n == 0 || v->s.n >= sizeof(buf))
+			return ev_fail(r, ev, field, "expected an integer, got \"%.*s\"",
+				       (int)(v->s.n < 24 ? v->s.n : 24), v->s.p);
+		memcpy(buf, v->s.p, v->s.n);
+		buf[v->s.n] = '\0';
+		errno = 0;
+		x = strtoll(buf, &end, 0);
+		if (*end || errno || x < 0)
+			return ev_fail(r, ev, field, "expected an integer, got \"%s\"", buf);
+		*out = x;
+		return 0;
+	}
 	if (v->type != KJSON_INT)
 		return ev_fail(r, ev, field, "expected an integer, got %s", type_name(v->type));
 	*out = v->i;
@@ -1041,6 +1059,87 @@ static int read_input(struct input *in, const char *path, struct strtab *st,
 	free(r.buf);
 	free(r.tslot);
 	return rc;
+}
+
+int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n)
+{
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	struct kineto_trace *v;
+	uint32_t *tmap = NULL;
+	size_t nr;
+
+	*out = NULL;
+	*n = 0;
+	if (tr->has_rank || !tr->has_world || tr->world_size < 2 || !tr->threads.n)
+		return 0;
+	for (size_t t = 0; t < tr->threads.n; t++) {
+		int64_t r = tr->threads.v[t].pid / TIMELINE_RANK_PID - 1;
+		if (tr->threads.v[t].pid < TIMELINE_RANK_PID || r >= tr->world_size)
+			continue; /* its own process (the critical path): passed by */
+		lo = r < lo ? r : lo;
+		hi = r > hi ? r : hi;
+	}
+	if (lo == INT64_MAX || lo == hi)
+		return 0; /* not a prism timeline of several ranks */
+	nr = (size_t)(hi - lo + 1);
+	if (!(v = prism_calloc(nr, sizeof(*v))) || !(tmap = prism_malloc(tr->threads.n * sizeof(*tmap)))) {
+		free(v);
+		return PRISM_ENOMEM;
+	}
+	for (size_t k = 0; k < nr; k++) {
+		v[k] = *tr;
+		memset(&v[k].events, 0, sizeof(v[k].events));
+		memset(&v[k].threads, 0, sizeof(v[k].threads));
+		memset(&v[k].comms, 0, sizeof(v[k].comms));
+		memset(&v[k].pgs, 0, sizeof(v[k].pgs));
+		v[k].has_rank = 1;
+		v[k].rank = lo + (int64_t)k;
+	}
+	for (size_t t = 0; t < tr->threads.n; t++) {
+		struct kt_thread x = tr->threads.v[t];
+		int64_t r = x.pid / TIMELINE_RANK_PID - 1;
+		struct kineto_trace *d;
+		tmap[t] = UINT32_MAX;
+		if (x.pid < TIMELINE_RANK_PID || r < lo || r > hi)
+			continue;
+		d = &v[r - lo];
+		x.pid %= TIMELINE_RANK_PID;
+		tmap[t] = (uint32_t)d->threads.n;
+		if (VEC_PUSH(d->threads, x))
+			goto oom;
+	}
+	for (size_t k = 0; k < nr; k++) {
+		/* Comms and groups are indexed by events: every rank keeps all. */
+		if (VEC_RESERVE(v[k].comms, tr->comms.n + 1) || VEC_RESERVE(v[k].pgs, tr->pgs.n + 1))
+			goto oom;
+		if (tr->comms.n)
+			memcpy(v[k].comms.v, tr->comms.v, tr->comms.n * sizeof(*tr->comms.v));
+		v[k].comms.n = tr->comms.n;
+		if (tr->pgs.n)
+			memcpy(v[k].pgs.v, tr->pgs.v, tr->pgs.n * sizeof(*tr->pgs.v));
+		v[k].pgs.n = tr->pgs.n;
+	}
+	for (size_t i = 0; i < tr->events.n; i++) {
+		struct kt_event e = tr->events.v[i];
+		struct kineto_trace *d;
+		if (e.thread >= tr->threads.n || tmap[e.thread] == UINT32_MAX)
+			continue;
+		d = &v[tr->threads.v[e.thread].pid / TIMELINE_RANK_PID - 1 - lo];
+		e.thread = tmap[e.thread];
+		if (VEC_PUSH(d->events, e))
+			goto oom;
+	}
+	free(tmap);
+	kineto_release(tr);
+	*out = v;
+	*n = nr;
+	return 0;
+oom:
+	for (size_t k = 0; k < nr; k++)
+		kineto_release(&v[k]);
+	free(v);
+	free(tmap);
+	return PRISM_ENOMEM;
 }
 
 void kineto_release(struct kineto_trace *tr)

@@ -153,6 +153,17 @@ int kineto_read_mem(const void *data, size_t len, const char *name, struct strta
 
 void kineto_release(struct kineto_trace *tr);
 
+/*
+ * A prism timeline of several ranks in one file (timeline.h): a world
+ * size, no rank, and every pid offset by (rank + 1) x TIMELINE_RANK_PID.
+ * kineto_split moves its events into one trace per rank (out[0..*n),
+ * malloc'd, each with its rank and the pids without the offset; release
+ * each and free out); tr is left empty.  *n = 0 when tr is no such file
+ * (left as it was).  0, or PRISM_ENOMEM.
+ */
+#define TIMELINE_RANK_PID 10000000
+int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n);
+
 const char *kineto_kind_name(int kind);
 
 #endif

@@ -45,7 +45,7 @@ void mem_estimate(const struct llm *m, const struct mem_layout *l, const struct 
 
 	memset(out, 0, sizeof(*out));
 	out->params_per_gpu = P;
-	out->weights = 2 * P / (l->zero >= 3 ? l->dp : 1);
+	out->weights = (2 + (l->fp8_weights ? 2 : 0)) * P / (l->zero >= 3 ? l->dp : 1);
 	out->grads = 2 * P / (l->zero >= 2 ? l->dp : 1);
 	out->optimizer = 12 * P / (l->zero >= 1 ? l->dp : 1);
 	out->act_per_layer = mem_act_per_layer(m, l);

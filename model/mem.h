@@ -1,7 +1,8 @@
 /*
  * mem.h - per-GPU memory of a training layout, and whether it fits.
  *
- * Weights, gradients and optimizer state: mixed-precision Adam keeps 2
+ * Weights, gradients and optimizer state (FP8 training adds an fp8 copy of
+ * each weight and its transpose, 2 bytes): mixed-precision Adam keeps 2
  * bytes of bf16 weights, 2 of bf16 gradients and 12 of fp32 state (master
  * weights, first and second moments) per parameter (Rajbhandari et al.,
  * ZeRO, SC20); ZeRO stage 1 shards the 12 over the data-parallel group,
@@ -41,6 +42,9 @@ struct mem_layout {
 	int sp;            /* sequence parallel */
 	int flash;         /* flash attention */
 	int zero;          /* ZeRO stage 0..3 */
+	int fp8_weights;   /* FP8 GEMMs (Transformer Engine): an fp8 copy of
+			    * each weight and its transpose, 2 bytes per
+			    * parameter more (sharded like the weights) */
 };
 
 struct mem_est {

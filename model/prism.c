@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 const char *prism_status_name(int code)
 {
@@ -79,17 +80,49 @@ void prism_err_prefix(struct prism_err *err, const char *fmt, ...)
 	err->msg[n + k] = '\0';
 }
 
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 (overlong forms,
+ * surrogates and code points past U+10FFFF are invalid). */
+static int utf8_len(const unsigned char *s)
+{
+	unsigned c = s[0], n, cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		n = 2, cp = c & 0x1F;
+	else if (c >= 0xE0 && c <= 0xEF)
+		n = 3, cp = c & 0x0F;
+	else if (c >= 0xF0 && c <= 0xF4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (unsigned i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3F);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+	    (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return (int)n;
+}
+
 void prism_fput_json_str(FILE *f, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s;
 	putc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			putc(c, f);
+	while (*p) {
+		int n = utf8_len(p);
+		if (n == 0) { /* not UTF-8: the replacement character, not the byte */
+			fputs("\\ufffd", f);
+			p++;
+		} else if (*p == '"' || *p == '\\') {
+			fprintf(f, "\\%c", *p++);
+		} else if (*p < 0x20) {
+			fprintf(f, "\\u%04x", *p++);
+		} else {
+			fwrite(p, 1, (size_t)n, f);
+			p += n;
+		}
 	}
 	putc('"', f);
 }
@@ -206,6 +239,67 @@ int prism_cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* gzip through stdio: a FILE whose writes go to a gzFile (fopencookie). */
+static ssize_t gz_write(void *c, const char *buf, size_t n)
+{
+	size_t done = 0;
+	while (done < n) {
+		unsigned k = n - done > (1u << 30) ? 1u << 30 : (unsigned)(n - done);
+		int w = gzwrite((gzFile)c, buf + done, k);
+		if (w <= 0)
+			return done ? (ssize_t)done : -1;
+		done += (size_t)w;
+	}
+	return (ssize_t)n;
+}
+
+static int gz_close(void *c)
+{
+	return gzclose((gzFile)c) == Z_OK ? 0 : -1;
+}
+
+/* 1 when path ends in ".gz". */
+static int gz_name(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 3 && strcmp(path + n - 3, ".gz") == 0;
+}
+
+/* w->f over fd: plain, or gzip for a *.gz path (fd is then the gzFile's,
+ * and w->sync_fd a second descriptor of the file, to fsync it once the
+ * stream is closed).  fd is closed on failure. */
+static int wrap(struct prism_wfile *w, int fd)
+{
+	static const cookie_io_functions_t gz_io = {NULL, gz_write, NULL, gz_close};
+	gzFile gz;
+
+	if (!gz_name(w->path)) {
+		if (!(w->f = fdopen(fd, "wb"))) {
+			close(fd);
+			return -1;
+		}
+		return 0;
+	}
+	if ((w->sync_fd = dup(fd)) < 0) {
+		close(fd);
+		return -1;
+	}
+	if (!(gz = gzdopen(fd, "wb"))) {
+		close(fd);
+		close(w->sync_fd);
+		w->sync_fd = -1;
+		errno = ENOMEM;
+		return -1;
+	}
+	if (!(w->f = fopencookie(gz, "wb", gz_io))) {
+		gzclose(gz);
+		close(w->sync_fd);
+		w->sync_fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
 int prism_wfile_open(struct prism_wfile *w, const char *path)
 {
 	struct stat sb;
@@ -214,9 +308,10 @@ int prism_wfile_open(struct prism_wfile *w, const char *path)
 	w->f = NULL;
 	w->path = path;
 	w->tmp[0] = '\0';
+	w->sync_fd = -1;
 	if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-		w->f = fopen(path, "wb");
-		return w->f ? 0 : -1;
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		return fd < 0 ? -1 : wrap(w, fd);
 	}
 	/* A stale PATH.tmp.PID of an earlier process with our pid is never
 	 * overwritten: the next suffix is tried. */
@@ -231,12 +326,10 @@ int prism_wfile_open(struct prism_wfile *w, const char *path)
 		if (fd < 0 && errno != EEXIST)
 			break;
 	}
-	if (fd < 0 || !(w->f = fdopen(fd, "wb"))) {
+	if (fd < 0 || wrap(w, fd)) {
 		int e = errno;
-		if (fd >= 0) {
-			close(fd);
+		if (fd >= 0)
 			unlink(w->tmp);
-		}
 		w->tmp[0] = '\0';
 		errno = e;
 		return -1;
@@ -248,14 +341,24 @@ int prism_wfile_commit(struct prism_wfile *w)
 {
 	int ok = fflush(w->f) == 0 && !ferror(w->f), e;
 
-	if (ok && w->tmp[0])
+	/* A gzip stream is complete once closed; then its bytes are synced
+	 * through the second descriptor. */
+	if (ok && w->tmp[0] && w->sync_fd < 0)
 		ok = fsync(fileno(w->f)) == 0;
 	e = errno;
 	if (fclose(w->f) != 0 && ok) {
 		ok = 0;
-		e = errno;
+		e = errno ? errno : EIO;
 	}
 	w->f = NULL;
+	if (w->sync_fd >= 0) {
+		if (ok && w->tmp[0] && fsync(w->sync_fd) != 0) {
+			ok = 0;
+			e = errno;
+		}
+		close(w->sync_fd);
+		w->sync_fd = -1;
+	}
 	if (ok && w->tmp[0] && rename(w->tmp, w->path) != 0) {
 		ok = 0;
 		e = errno;
@@ -272,9 +375,13 @@ int prism_wfile_commit(struct prism_wfile *w)
 
 void prism_wfile_abort(struct prism_wfile *w)
 {
-	if (w->f)
+	if (w->f) {
 		fclose(w->f);
+		if (w->sync_fd >= 0)
+			close(w->sync_fd);
+	}
 	w->f = NULL;
+	w->sync_fd = -1;
 	if (w->tmp[0])
 		unlink(w->tmp);
 	w->tmp[0] = '\0';

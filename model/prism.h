@@ -68,7 +68,9 @@ int prism_err_set(struct prism_err *err, int code, const char *fmt, ...) PRISM_P
 void prism_err_prefix(struct prism_err *err, const char *fmt, ...)
 	PRISM_PRINTF(2, 3);
 
-/* Write s to f as a JSON string literal, quotes included. */
+/* Write s to f as a JSON string literal, quotes included; a byte that
+ * does not begin valid UTF-8 is written as U+FFFD, so the output is JSON
+ * whatever s holds. */
 void prism_fput_json_str(FILE *f, const char *s);
 
 /*
@@ -78,13 +80,16 @@ void prism_fput_json_str(FILE *f, const char *s);
  * intact until the new one is complete: a full disk, a failed write or a
  * kill leaves it as it was.  Where path exists and is not a regular file
  * (a device such as /dev/stdout, a pipe, a symlink) it is written in place,
- * as before.  prism_wfile_abort removes the new file.  Each returns 0, or
- * -1 with errno set (the file is then removed, path untouched).
+ * as before.  A path that ends in ".gz" is written gzip-compressed (f
+ * compresses what is written to it).  prism_wfile_abort removes the new
+ * file.  Each returns 0, or -1 with errno set (the file is then removed,
+ * path untouched).
  */
 struct prism_wfile {
 	FILE *f;          /* write here */
 	const char *path; /* the caller's; not copied */
 	char tmp[4096];   /* the new file, "" when written in place */
+	int sync_fd;      /* gzip: the file's descriptor for fsync; else -1 */
 };
 
 int prism_wfile_open(struct prism_wfile *w, const char *path);
@@ -119,6 +124,16 @@ static inline int64_t prism_ns_round(double ns)
 static inline int64_t prism_time_add(int64_t a, int64_t b)
 {
 	int64_t t = a + b; /* cannot overflow: each is within PRISM_TIME_MAX */
+	return t > PRISM_TIME_MAX ? PRISM_TIME_MAX : t < -PRISM_TIME_MAX ? -PRISM_TIME_MAX : t;
+}
+
+/* a + b for any two int64_t (a time and a shift that may exceed the
+ * bound), held to +-PRISM_TIME_MAX. */
+static inline int64_t prism_time_shift(int64_t a, int64_t b)
+{
+	int64_t t;
+	if (__builtin_add_overflow(a, b, &t))
+		return b > 0 ? PRISM_TIME_MAX : -PRISM_TIME_MAX;
 	return t > PRISM_TIME_MAX ? PRISM_TIME_MAX : t < -PRISM_TIME_MAX ? -PRISM_TIME_MAX : t;
 }
 
@@ -166,9 +181,10 @@ static inline uint64_t prism_mix64(uint64_t x)
  * now (0: the next) fails, and with persist every one after it too; n < 0
  * stops failing.  prism_alloc_failed(): how many have failed since the last
  * prism_alloc_fail.  Counters are atomic; production never sets them.
- * (The kernel cost model's files, cost.c, calib.c and kdb.c, still call the
- * C library; libraries allocate for themselves, except zlib and SQLite,
- * which the trace reader and tests/test_faults.c point here.)
+ * (Libraries allocate for themselves -- libconfig, GSL, the C library's
+ * opendir, open_memstream and fopencookie, zlib for .gz outputs -- except
+ * zlib's inflate and SQLite, which the trace reader and tests/test_faults.c
+ * point here.)
  */
 void *prism_malloc(size_t n);
 void *prism_calloc(size_t n, size_t size);

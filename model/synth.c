@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "kperf.h"
 #include "vec.h"
 
 #define NONE32 UINT32_MAX
@@ -67,6 +68,8 @@ struct ctx {
 	int kdb_gpu;                /* the GPU's id in in->kdb (kdb_gpu), or -1 */
 	uint32_t kdb_hits[3];       /* kernels timed: roofline, interpolated, exact */
 	int oom;
+	int dry;                    /* time kernels into dry_s, build nothing */
+	double dry_s;
 	/* Per step and rank: the first host node and the sync's wait node. */
 	VEC(uint32_t) step_first;
 	VEC(uint32_t) step_last;
@@ -102,10 +105,12 @@ void synth_in_default(struct synth_in *in)
 	in->lay.schedule = MEM_1F1B;
 	in->lay.flash = 1;
 	in->steps = 2;
+	/* The kernel model (kperf.h) times every kernel; each class's line
+	 * starts as the identity and calibration fits it. */
 	for (int c = 0; c < KC_NCLASSES; c++) {
 		in->cost[c].by_flops = cost_compute_bound(c);
-		in->cost[c].eff = c == KC_ATTENTION ? 0.5 : 0.7;
-		in->cost[c].overhead_s = 3e-6;
+		in->cost[c].eff = 1;
+		in->cost[c].overhead_s = 0;
 		in->scale[c] = 1;
 	}
 	in->comm_eff = 0.8;
@@ -179,6 +184,11 @@ static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *n
 	struct rankst *k = &c->rk[r];
 	uint32_t call, u, proc = k->stream[st];
 
+	if (c->dry) {
+		if (kind == GN_KERNEL)
+			c->dry_s += seconds;
+		return 0;
+	}
 	if (in->cpu_op_s > 0)
 		add_node(c, r, k->host, GN_CPU, c->n_cpu, in->cpu_op_s);
 	call = host_call(c, r, c->n_launch, RT_LAUNCH, in->launch_s);
@@ -214,9 +224,12 @@ static void event_wait(struct ctx *c, int r, int from, int to)
 {
 	struct rankst *k = &c->rk[r];
 	struct pending p;
-	uint32_t rec = host_call(c, r, c->n_record, RT_EVENT_RECORD, c->in->event_s);
-	uint32_t w = host_call(c, r, c->n_wait, RT_STREAM_WAIT, c->in->event_s);
+	uint32_t rec, w;
 
+	if (c->dry)
+		return;
+	rec = host_call(c, r, c->n_record, RT_EVENT_RECORD, c->in->event_s);
+	w = host_call(c, r, c->n_wait, RT_STREAM_WAIT, c->in->event_s);
 	if (k->last[from] == NONE32)
 		return;
 	p.proc = k->stream[to];
@@ -228,32 +241,72 @@ static void event_wait(struct ctx *c, int r, int from, int to)
 		c->oom = 1;
 }
 
-/* Time of a kernel of class cls doing `flops` and moving `bytes`. */
-static double ktime(struct ctx *c, int cls, double flops, double bytes)
+/* The memory-bound kind of a class (kperf_mem_s). */
+static int mem_kind(int cls)
+{
+	switch (cls) {
+	case KC_NORM:
+		return HW_MEM_NORM;
+	case KC_SOFTMAX:
+	case KC_REDUCTION:
+		return HW_MEM_REDUCTION;
+	default:
+		return HW_MEM_ELEMENTWISE;
+	}
+}
+
+/*
+ * Time of a kernel of class cls doing `flops` and moving `bytes`, whose
+ * kernel-model time is `model_s` (kperf.h): the kernel database's where it
+ * has the kernel, else the class's line over the model's time; times the
+ * class's scale.  dtype: the kernel's (for the database).
+ */
+static double ktime(struct ctx *c, int cls, int dtype, double flops, double bytes,
+		    double model_s)
 {
 	const struct synth_in *in = c->in;
 	const struct calib_class *k = &in->cost[cls];
-	double x = k->by_flops ? flops / in->hw->peak_flops[in->dtype] : bytes / in->hw->hbm_Bps;
-	double e = k->eff > 0 ? k->eff : 0.5, t;
+	double e = k->eff > 0 ? k->eff : 1, t;
 	int how = KDB_NONE;
+	if (c->dry)
+		return (k->overhead_s + model_s / e) * in->scale[cls];
 	if (cls == KC_GEMM || cls == KC_ATTENTION)
 		c->flops += flops;
 	if (c->kdb_gpu >= 0)
-		how = kdb_time(in->kdb, c->kdb_gpu, cls, in->dtype, k->by_flops ? flops : bytes, &t);
+		how = kdb_time(in->kdb, c->kdb_gpu, cls, dtype, k->by_flops ? flops : bytes, &t);
 	c->kdb_hits[how]++;
 	if (how != KDB_NONE)
 		return t * in->scale[cls];
-	return (k->overhead_s + x / e) * in->scale[cls];
+	return (k->overhead_s + model_s / e) * in->scale[cls];
 }
 
-static void kernel(struct ctx *c, int r, int cls, const char *name, double flops, double bytes)
+/* A memory-bound kernel of class cls moving `bytes`. */
+static void kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 {
-	launch(c, r, S_COMPUTE, GN_KERNEL, name, ktime(c, cls, flops, bytes), NULL);
+	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->in->hw, mem_kind(cls), bytes));
+	launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
+}
+
+/* A GEMM of batch b, m x k times k x n, in dtype. */
+static void bgemm(struct ctx *c, int r, const char *name, int dtype, double b, double m, double n,
+		  double k)
+{
+	double es = kperf_elem_bytes(dtype);
+	double t = ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
+			 b * (es * (m * k + k * n) + 2 * m * n),
+			 kperf_gemm_s(c->in->hw, dtype, b, m, n, k));
+	launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
+}
+
+/* FP8 (and FP4) GEMMs as Transformer Engine runs them. */
+static int low_precision(int dtype)
+{
+	return dtype == HW_FP8 || dtype == HW_FP4;
 }
 
 static void gemm(struct ctx *c, int r, const char *name, double m, double n, double k)
 {
-	kernel(c, r, KC_GEMM, name, llm_gemm_flops(m, n, k), 2 * (m * k + k * n + m * n));
+	bgemm(c, r, name, c->in->dtype, 1, m, n, k);
 }
 
 /* A collective of kind on bytes over group g, on stream st, in process
@@ -267,6 +320,8 @@ static void collective(struct ctx *c, int r, int st, int kind, const char *kname
 	char buf[64];
 	uint32_t pgid;
 
+	if (c->dry)
+		return;
 	memset(&x, 0, sizeof(x));
 	if (!c->in->bare && comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
 		t = e.time_s;
@@ -329,106 +384,159 @@ static double ew(double n, double in)
 }
 
 /*
- * Attention of one layer on one tensor-parallel rank.  Flash attention is
- * one kernel each way (4 b s^2 h / t FLOPs forward, twice that backward,
- * moving only Q, K, V and the output).  Without it (Megatron before
- * FlashAttention) the b a s^2 / t scores are materialised: two batched
- * GEMMs around a fused scale-mask-softmax and a dropout forward, four
- * GEMMs, the dropout and the softmax gradients backward, each pass over
- * the scores memory-bound; llm_score_bytes() counts the same traffic for
- * the analytic estimate.
+ * Attention core of one layer on one tensor-parallel rank (causal, as GPT
+ * trains).  Flash attention is one kernel each way, timed by the kernel
+ * model by sequence, heads and head dim (kperf_attn_s); its FLOPs are
+ * counted as 4 b s^2 h / t forward and twice that backward (the model
+ * FLOPs, llm.h).  Without it (Megatron before FlashAttention) the
+ * b a s^2 / t scores are materialised: two batched GEMMs around a fused
+ * scale-mask-softmax and a dropout forward, four GEMMs, the dropout and
+ * the softmax gradients backward, each pass over the scores memory-bound;
+ * llm_score_bytes() counts the same traffic.  The core runs in bf16 unless
+ * fp8_attention (synth_attn_dtype).
  */
 static void attn_fwd(struct ctx *c, int r, const struct shape *z)
 {
-	double bsh = z->b * z->s * z->h / z->t, n = z->b * z->a * z->s * z->s / z->t;
+	int dt = synth_attn_dtype(c->in);
+	double heads = z->a / z->t, d = z->h / z->a, n = z->b * z->a * z->s * z->s / z->t;
 	double f = 2 * z->b * z->s * z->s * z->h / z->t;
 	if (c->in->lay.flash) {
-		kernel(c, r, KC_ATTENTION, "flash_fwd_kernel", 2 * f, ew(3 * bsh, 1));
+		double t = ktime(c, KC_ATTENTION, dt, 2 * f, ew(3 * z->b * z->s * z->h / z->t, 1),
+				 kperf_attn_s(c->in->hw, dt, 0, z->b, heads, z->s, z->s, d, 1));
+		launch(c, r, S_COMPUTE, GN_KERNEL, "flash_fwd_kernel", t, NULL);
 		return;
 	}
-	kernel(c, r, KC_GEMM, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_scores", f,
-	       2 * (2 * bsh) + LLM_SCORE_QK * n);
-	kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_forward", 0, LLM_SCORE_SOFTMAX * n);
-	kernel(c, r, KC_ELEMENTWISE, "fused_dropout_kernel", 0, LLM_SCORE_DROPOUT * n);
-	kernel(c, r, KC_GEMM, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_context", f,
-	       2 * (2 * bsh) + LLM_SCORE_PV * n);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_scores", dt, z->b * heads, z->s,
+	      z->s, d);
+	kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_forward", LLM_SCORE_SOFTMAX * n);
+	kernel(c, r, KC_ELEMENTWISE, "fused_dropout_kernel", LLM_SCORE_DROPOUT * n);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_context", dt, z->b * heads, z->s,
+	      d, z->s);
 }
 
 static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 {
-	double bsh = z->b * z->s * z->h / z->t, n = z->b * z->a * z->s * z->s / z->t;
+	int dt = synth_attn_dtype(c->in);
+	double heads = z->a / z->t, d = z->h / z->a, n = z->b * z->a * z->s * z->s / z->t;
 	double f = 2 * z->b * z->s * z->s * z->h / z->t;
 	if (c->in->lay.flash) {
-		kernel(c, r, KC_ATTENTION, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", 4 * f,
-		       ew(4 * bsh, 1));
+		double t = ktime(c, KC_ATTENTION, dt, 4 * f, ew(4 * z->b * z->s * z->h / z->t, 1),
+				 kperf_attn_s(c->in->hw, dt, 1, z->b, heads, z->s, z->s, d, 1));
+		launch(c, r, S_COMPUTE, GN_KERNEL, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", t,
+		       NULL);
 		return;
 	}
-	kernel(c, r, KC_GEMM, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_bmm_dprobs", f,
-	       2 * (2 * bsh) + LLM_SCORE_QK * n);
-	kernel(c, r, KC_GEMM, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dv", f,
-	       2 * (2 * bsh) + LLM_SCORE_PV * n);
-	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", 0,
-	       LLM_SCORE_DROPOUT * n);
-	kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_backward", 0,
-	       LLM_SCORE_SOFTMAX_BWD * n);
-	kernel(c, r, KC_GEMM, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_dq", f,
-	       2 * (2 * bsh) + LLM_SCORE_PV * n);
-	kernel(c, r, KC_GEMM, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dk", f,
-	       2 * (2 * bsh) + LLM_SCORE_PV * n);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_bmm_dprobs", dt, z->b * heads, z->s,
+	      z->s, d);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dv", dt, z->b * heads, z->s, d,
+	      z->s);
+	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", LLM_SCORE_DROPOUT * n);
+	kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_backward", LLM_SCORE_SOFTMAX_BWD * n);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_dq", dt, z->b * heads, z->s, d,
+	      z->s);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dk", dt, z->b * heads, z->s, d,
+	      z->s);
 }
 
+/*
+ * A linear layer's forward GEMM, C[m,n] = A[m,k] W[k,n].  In fp8 (or fp4)
+ * Transformer Engine first quantises its input with one fused kernel that
+ * also writes the transpose the weight gradient needs (reads 2 m k bytes,
+ * writes twice m k at one byte: cast_transpose), and the weight once per
+ * step, on the step's first microbatch (its fp8 copy and transpose are
+ * kept for the others and for the backward).
+ */
+static void linear_fwd(struct ctx *c, int r, const char *name, double m, double n, double k)
+{
+	if (low_precision(c->in->dtype)) {
+		kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * m * k);
+		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
+			kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_weight", 4 * k * n);
+	}
+	gemm(c, r, name, m, n, k);
+}
+
+/* Layer norm, QKV, attention, projection, [TP all-reduce], fused bias +
+ * dropout + residual add (Megatron's bias_dropout_add: reads the branch and
+ * the residual, writes the sum and a one-byte dropout mask), layer norm,
+ * FC1, GeLU (bias fused) or SwiGLU, FC2, [TP all-reduce], bias + dropout +
+ * residual add. */
 static void layer_fwd(struct ctx *c, int r, const struct shape *z)
 {
-	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1;
-	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", 0, ew(bs * z->h / sp, 1));
-	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv / t, z->h);
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv / t, z->h);
 	attn_fwd(c, r, z);
-	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->h / t);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->h / t);
 	tp_allreduce(c, r, z);
-	kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<CUDAFunctor_add>", 0,
-	       ew(bs * z->h / sp, 2));
-	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", 0, ew(bs * z->h / sp, 1));
-	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h);
+	kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h);
 	if (z->gated) /* silu(gate) x up: two inputs, one output */
-		kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", 0, ew(bs * z->f / t, 2));
+		kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(bs * z->f / t, 2));
 	else
 		kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
-		       0, ew(bs * z->f / t, 1));
-	gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc2", bs, z->h, z->f / t);
+		       ew(bs * z->f / t, 1));
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc2", bs, z->h, z->f / t);
 	tp_allreduce(c, r, z);
-	kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<CUDAFunctor_add>", 0,
-	       ew(bs * z->h / sp, 2));
+	kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 }
 
-/* Input and weight gradients of C[m,n] = A[m,k] B[k,n]. */
+/* Input and weight gradients of C[m,n] = A[m,k] B[k,n]; in fp8 the output
+ * gradient is first cast and transposed (reads 2 m n bytes, writes 2 m n
+ * at one byte). */
 static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k)
 {
 	char name[96];
+	if (low_precision(c->in->dtype))
+		kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_grad", 4 * m * n);
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_%s_dx", what);
 	gemm(c, r, name, m, k, n);
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", what);
 	gemm(c, r, name, k, n, m);
 }
 
+/* Backward of one layer: full recomputation runs its forward first;
+ * selective recomputation (Korthikanti et al. 2022) re-runs the attention
+ * core's forward just before its backward.  Each bias-dropout-add's
+ * dropout has a backward pass over its branch's gradient (reads it and the
+ * mask, writes the gradient). */
 static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 {
-	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1;
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	if (c->in->lay.recompute == MEM_RECOMPUTE_FULL)
 		layer_fwd(c, r, z);
+	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	tp_allreduce(c, r, z);
 	gemm_bwd(c, r, "fc2", bs, z->h, z->f / t);
 	if (z->gated) /* the gradient and both inputs in, both gradients out */
-		kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", 0, bs * z->f / t * 2 * 5);
+		kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", bs * z->f / t * 2 * 5);
 	else
-		kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<GeluBackwardCUDAKernelImpl>", 0,
+		kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
 		       ew(bs * z->f / t, 2));
 	gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
-	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", 0, ew(bs * z->h / sp, 3));
+	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	tp_allreduce(c, r, z);
 	gemm_bwd(c, r, "proj", bs, z->h, z->h / t);
+	if (c->in->lay.recompute == MEM_RECOMPUTE_SELECTIVE)
+		attn_fwd(c, r, z);
 	attn_bwd(c, r, z);
 	gemm_bwd(c, r, "qkv", bs, z->qkv / t, z->h);
-	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", 0, ew(bs * z->h / sp, 3));
+	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+}
+
+/* The output layer's dtype: bf16 under fp8 and fp4. */
+static int logit_dtype(const struct synth_in *in)
+{
+	return low_precision(in->dtype) ? HW_BF16 : in->dtype;
+}
+
+static void logits_bwd(struct ctx *c, int r, double m, double n, double k)
+{
+	int dt = logit_dtype(c->in);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_logits_dx", dt, 1, m, k, n);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_logits_dw", dt, 1, k, n, m);
 }
 
 /* Parameters of one layer on one tensor-parallel rank. */
@@ -506,17 +614,27 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 			event_wait(c, r, S_RECVF, S_COMPUTE);
 		}
 		if (first_chunk && !in->bare)
-			kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", 0, ew(bs * z->h, 1));
+			kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(bs * z->h, 1));
 		for (int l = 0; l < z->L; l++) {
 			c->rk[r].layer = l0 + l;
 			layer_fwd(c, r, z);
 		}
 		c->rk[r].layer = -1;
 		if (last_chunk && !in->bare) {
-			kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", 0, ew(bs * z->h, 1));
-			gemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", bs, z->V / z->t,
-			     z->h);
-			kernel(c, r, KC_SOFTMAX, "cunn_SoftMaxForward", 0, ew(bs * z->V / z->t, 1));
+			/* The output layer stays in bf16 under fp8 (Transformer
+			 * Engine quantises the transformer layers' GEMMs).  The
+			 * vocabulary-parallel cross-entropy as Megatron-LM runs it
+			 * (tensor_parallel/cross_entropy.py), in fp32 passes over
+			 * the logits: the max and the sum of exponentials read them
+			 * (4 + 4 bytes a value); the cast to fp32 (2 + 4), the
+			 * subtraction, the exponential and the division in place
+			 * (8 each) read and write them. */
+			kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h, 1));
+			bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", logit_dtype(in),
+			      1, bs, z->V / z->t, z->h);
+			kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd",
+			       30 * bs * z->V / z->t);
+			kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 8 * bs * z->V / z->t);
 		}
 		if (fwd_next(z, s, ch, &os, &oc)) {
 			event_wait(c, r, S_COMPUTE, S_SENDF);
@@ -528,9 +646,13 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 			event_wait(c, r, S_RECVB, S_COMPUTE);
 		}
 		if (last_chunk && !in->bare) {
-			kernel(c, r, KC_SOFTMAX, "cunn_SoftMaxBackward", 0, ew(bs * z->V / z->t, 2));
-			gemm_bwd(c, r, "logits", bs, z->V / z->t, z->h);
-			kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", 0, ew(bs * z->h, 3));
+			/* (softmax - one-hot) x the loss gradient from the saved
+			 * fp32 softmax (read 4, write 4), cast to bf16 (read 4,
+			 * write 2) */
+			kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd",
+			       14 * bs * z->V / z->t);
+			logits_bwd(c, r, bs, z->V / z->t, z->h);
+			kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
 		}
 		for (int l = z->L - 1; l >= 0; l--) {
 			c->rk[r].layer = l0 + l;
@@ -552,7 +674,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 		}
 		c->rk[r].layer = -1;
 		if (first_chunk && !in->bare)
-			kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", 0,
+			kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel",
 			       ew(bs * z->h, 2));
 		if (fwd_prev(z, s, ch, &os, &oc)) {
 			event_wait(c, r, S_COMPUTE, S_SENDB);
@@ -646,9 +768,24 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		/* Adam over fp32 master weights, moments and the gradient, one
 		 * kernel per layer (marked with it, so that layer edits on the
 		 * written trace repeat the layer's optimizer work too). */
+		double np_ = layer_params(z) * share;
 		set_ann(c, r, (i / z->L * z->p + r) * z->L + i % z->L, PH_OPTIMIZER, -1);
-		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", 0,
-		       layer_params(z) * share * 30);
+		/* FP16: unscale the gradients and check them for inf/NaN
+		 * (dynamic loss scaling; fp32 main gradients read and written). */
+		if (in->dtype == HW_FP16)
+			kernel(c, r, KC_OPTIMIZER,
+			       "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>", 8 * np_);
+		/* Gradient clipping: the norm of the fp32 main gradients, then
+		 * their scaling by the clip coefficient. */
+		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
+		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>", 8 * np_);
+		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * 30);
+		/* FP8: the amax history and scale update of the layer's
+		 * tensors, one small kernel (Transformer Engine's delayed
+		 * scaling). */
+		if (low_precision(in->dtype))
+			kernel(c, r, KC_ELEMENTWISE, "te_delayed_scaling_amax_and_scale_update",
+			       3 * 8 * 1024 * 4.0);
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	if (zero) {
@@ -665,16 +802,106 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	}
 }
 
-/* Lower bound of one class's kernel: its FLOPs at peak and efficiency,
- * or 0 where the class is not timed by FLOPs or has a negative overhead
- * (a fitted line may), so that the bound stays a bound. */
-static double flops_bound(const struct synth_in *in, int cls, double flops)
+int synth_attn_dtype(const struct synth_in *in)
+{
+	if (in->fp8_attention)
+		return HW_FP8;
+	return low_precision(in->dtype) ? HW_BF16 : in->dtype;
+}
+
+void synth_mem(const struct synth_in *in, struct mem_est *out)
+{
+	struct mem_layout l = in->lay;
+	l.fp8_weights = low_precision(in->dtype);
+	mem_estimate(&in->m, &l, in->hw, out);
+}
+
+/* The layout as the kernels of one layer need it (synth_build's). */
+static void shape_of(const struct synth_in *in, struct shape *z)
+{
+	memset(z, 0, sizeof(*z));
+	z->b = in->lay.mbs;
+	z->s = in->m.seq;
+	z->h = in->m.hidden;
+	z->f = in->m.ffn;
+	z->V = in->m.vocab;
+	z->t = in->lay.tp;
+	z->a = in->m.heads;
+	z->qkv = llm_qkv_width(&in->m);
+	z->f_in = llm_ffn_in(&in->m);
+	z->params = llm_layer_params(&in->m) / z->t;
+	z->gated = in->m.gated;
+	z->p = in->lay.pp;
+	z->v = in->lay.vp;
+	z->m = in->lay.microbatches;
+	z->L = in->m.layers / (in->lay.pp * in->lay.vp);
+}
+
+void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
+		       double *attn_fwd_s)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	memset(&c, 0, sizeof(c));
+	memset(&rk, 0, sizeof(rk));
+	c.in = in;
+	c.dry = 1;
+	c.kdb_gpu = -1;
+	rk.mb = 1; /* a steady microbatch: fp8 weights already cast */
+	rk.phase = PH_FORWARD;
+	c.rk = &rk;
+	shape_of(in, &z);
+	layer_fwd(&c, 0, &z);
+	*fwd_s = c.dry_s;
+	c.dry_s = 0;
+	rk.phase = PH_BACKWARD;
+	layer_bwd(&c, 0, &z);
+	*bwd_s = c.dry_s;
+	c.dry_s = 0;
+	attn_fwd(&c, 0, &z);
+	*attn_fwd_s = c.dry_s;
+}
+
+/* What a kernel of class cls whose kernel-model time is at least min_s
+ * takes at least, through the class's line and scale; 0 where the line
+ * makes no bound (a negative fitted overhead: a fitted line may). */
+static double line_bound(const struct synth_in *in, int cls, double min_s)
 {
 	const struct calib_class *k = &in->cost[cls];
-	double e = k->eff > 0 ? k->eff : 0.5;
-	if (!k->by_flops || k->overhead_s < 0 || in->scale[cls] <= 0)
+	double e = k->eff > 0 ? k->eff : 1;
+	if (k->overhead_s < 0 || in->scale[cls] <= 0)
 		return 0;
-	return flops / in->hw->peak_flops[in->dtype] / e * in->scale[cls];
+	return min_s / e * in->scale[cls];
+}
+
+/* The least time of one layer's GEMMs and attention core on one
+ * tensor-parallel rank, forward (*f) and backward (*b, without
+ * recomputation): every GEMM at least its FLOPs at the achievable peak of
+ * its dtype (kperf_gemm_min_s), the attention kernels at least their block
+ * work at the pass's achievable peak (kperf_attn_min_s). */
+static void layer_bound(const struct synth_in *in, double *f, double *b, double *attn_f)
+{
+	const struct llm *m = &in->m;
+	double bt = in->lay.mbs, t = in->lay.tp, gemm, attn, af, ab;
+	int dt = synth_attn_dtype(in);
+
+	llm_layer_flops(m, bt, &gemm, &attn);
+	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->dtype, gemm / t));
+	if (in->lay.flash) {
+		double heads = m->heads / t, d = (double)m->hidden / m->heads;
+		af = line_bound(in, KC_ATTENTION,
+				kperf_attn_min_s(in->hw, dt, 0, bt, heads, m->seq, m->seq, d, 1));
+		ab = line_bound(in, KC_ATTENTION,
+				kperf_attn_min_s(in->hw, dt, 1, bt, heads, m->seq, m->seq, d, 1));
+	} else {
+		af = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, dt, attn / t));
+		ab = 2 * af;
+	}
+	*f = gemm + af;
+	*b = 2 * gemm + ab;
+	*attn_f = af;
 }
 
 double synth_lower_bound(const struct synth_in *in)
@@ -682,8 +909,7 @@ double synth_lower_bound(const struct synth_in *in)
 	const struct mem_layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	double b = l->mbs, h = m->hidden, t = l->tp, bs = b * m->seq;
-	double L = (double)m->layers / ((double)l->pp * l->vp), tp_s = 0, f, bw, w, gemm, attn;
-	int rec = l->recompute == MEM_RECOMPUTE_FULL;
+	double L = (double)m->layers / ((double)l->pp * l->vp), tp_s = 0, f, bw, w, af, lb;
 	struct comm_est e;
 
 	if (in->hw->peak_flops[in->dtype] <= 0 || l->pp < 1 || l->vp < 1 || in->kdb)
@@ -692,9 +918,7 @@ double synth_lower_bound(const struct synth_in *in)
 	 * attention, and the tensor-parallel collectives (on the compute
 	 * stream: two rounds, each an all-reduce or reduce-scatter +
 	 * all-gather). */
-	llm_layer_flops(m, b, &gemm, &attn);
-	f = (flops_bound(in, KC_GEMM, gemm) +
-	     flops_bound(in, l->flash ? KC_ATTENTION : KC_GEMM, attn)) / t;
+	layer_bound(in, &f, &lb, &af);
 	if (t > 1 && !in->bare) {
 		struct comm_group g = {l->tp, l->tp};
 		double round = 0;
@@ -710,11 +934,13 @@ double synth_lower_bound(const struct synth_in *in)
 			round = e.time_s;
 		}
 		tp_s = 2 * round;
-		f += tp_s;
 	}
-	/* Backward: twice the forward's FLOPs, the same collectives, and the
-	 * forward again under full recomputation. */
-	bw = 2 * (f - tp_s) + tp_s + (rec ? f : 0);
+	/* Backward: its GEMMs and attention, the same collectives, and the
+	 * forward again under full recomputation or the attention core's
+	 * forward under selective recomputation. */
+	bw = lb + tp_s + (l->recompute == MEM_RECOMPUTE_FULL ? f + tp_s : 0) +
+	     (l->recompute == MEM_RECOMPUTE_SELECTIVE ? af : 0);
+	f += tp_s;
 	f *= L;
 	bw *= L;
 	/* The last stage's compute stream runs all of its units one after
@@ -727,7 +953,9 @@ double synth_lower_bound(const struct synth_in *in)
 	w = (double)l->microbatches * l->vp * (f + bw);
 	if (!in->bare)
 		w += (double)l->microbatches * 3 *
-		     flops_bound(in, KC_GEMM, llm_gemm_flops(bs, m->vocab, h)) / t;
+		     line_bound(in, KC_GEMM,
+				kperf_gemm_min_s(in->hw, logit_dtype(in),
+						 llm_gemm_flops(bs, m->vocab, h) / t));
 	return (l->pp - 1) * (f + bw) + w;
 }
 
@@ -757,6 +985,7 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		{"layout", "zero", l->zero, 0, 3},
 		{"layout", "sp", l->sp, 0, 1},
 		{"layout", "flash", l->flash, 0, 1},
+		{"layout", "fp8_attention", in->fp8_attention, 0, 1},
 		{"layout", "recompute", l->recompute, 0, MEM_RECOMPUTE_FULL},
 		{"layout", "schedule", l->schedule, MEM_GPIPE, MEM_INTERLEAVED},
 		{"layout", "dtype", in->dtype, 0, HW_NDTYPES - 1},
@@ -809,6 +1038,9 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 	if (in->hw->peak_flops[in->dtype] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", in->hw->gpu,
 				     hw_dtype_name(in->dtype));
+	if (in->hw->peak_flops[synth_attn_dtype(in)] <= 0)
+		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak for attention",
+				     in->hw->gpu, hw_dtype_name(synth_attn_dtype(in)));
 	{
 		/* The graph's size, before anything is built (each at most 2^16,
 		 * steps 100: the product fits 64 bits). */
@@ -945,13 +1177,13 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 		 "prism::model#name=%s;layers=%d;hidden=%d;heads=%d;kv_heads=%d;ffn=%d;"
 		 "activation=%s;seq=%d;vocab=%d;"
 		 "tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;microbatches=%d;schedule=%s;recompute=%d;"
-		 "sp=%d;zero=%d;flash=%d;dtype=%s;hw=%s",
+		 "sp=%d;zero=%d;flash=%d;dtype=%s;fp8_attention=%d;hw=%s",
 		 in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
 		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq,
 		 in->m.vocab, in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp,
 		 in->lay.mbs, in->lay.microbatches, synth_schedule_name(in->lay.schedule),
 		 in->lay.recompute, in->lay.sp, in->lay.zero, in->lay.flash,
-		 hw_dtype_name(in->dtype),
+		 hw_dtype_name(in->dtype), in->fp8_attention,
 		 in->hw && in->hw->id[0] ? in->hw->id : "?");
 }
 
@@ -1001,6 +1233,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("sp", in->lay.sp, 0, 1);
 		INT("zero", in->lay.zero, 0, 3);
 		INT("flash", in->lay.flash, 0, 1);
+		INT("fp8_attention", in->fp8_attention, 0, 1);
 		else if (strcmp(key, "recompute") == 0) {
 			/* A number (what synth_meta writes) or a name. */
 			if (val[0] >= '0' && val[0] <= '9')
@@ -1066,21 +1299,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	if (strtab_init(&c.st))
 		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
 	P = in->lay.pp;
-	z.b = in->lay.mbs;
-	z.s = in->m.seq;
-	z.h = in->m.hidden;
-	z.f = in->m.ffn;
-	z.V = in->m.vocab;
-	z.t = in->lay.tp;
-	z.a = in->m.heads;
-	z.qkv = llm_qkv_width(&in->m);
-	z.f_in = llm_ffn_in(&in->m);
-	z.params = llm_layer_params(&in->m) / z.t;
-	z.gated = in->m.gated;
-	z.p = P;
-	z.v = in->lay.vp;
-	z.m = in->lay.microbatches;
-	z.L = in->m.layers / (P * z.v);
+	shape_of(in, &z);
 	z.tp_per_node = in->lay.tp;
 	z.dp_per_node = in->hw->gpus_per_node / in->lay.tp;
 	if (z.dp_per_node > in->lay.dp)

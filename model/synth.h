@@ -27,9 +27,11 @@
  *
  * Kernel times come from the kernel database where one is given and it
  * holds the kernel's GPU, class and work (measured, or interpolated between
- * measured sizes: kdb.h), else from cost: per class, t = overhead + ideal /
- * eff where ideal is the FLOPs at peak or the bytes at HBM bandwidth
- * (calib.h); either times a per-class scale.  Collectives from comm.h.  Every node carries its
+ * measured sizes: kdb.h), else from the kernel model (kperf.h: a GEMM by
+ * its shape, attention by sequence, heads and head dim, memory-bound
+ * kernels by bytes) through a per-class line: t = overhead + kperf / eff
+ * (overhead 0 and eff 1 by default; calibration fits them); either times a
+ * per-class scale.  Collectives from comm.h.  Every node carries its
  * layer, phase and microbatch; the graph's meta string describes the run
  * ("prism::model#...") so that a synthesised trace says what it is.
  *
@@ -50,7 +52,12 @@
 struct synth_in {
 	struct llm m;
 	const struct hw_profile *hw;
-	int dtype;               /* enum hw_dtype of GEMMs and attention */
+	int dtype;               /* enum hw_dtype of the linear layers' GEMMs.
+				  * fp8 (or fp4) as Transformer Engine runs it:
+				  * the attention core, softmax, norms, the
+				  * logits and the optimizer stay in bf16/fp32;
+				  * casts, transposes and amax updates are added */
+	int fp8_attention;       /* 1: the attention core in fp8 too */
 	struct mem_layout lay;   /* tp, pp, dp, vp, mbs, microbatches, schedule,
 				  * recompute, sp, flash, zero */
 	int steps;               /* iterations to build (>= 1) */
@@ -108,11 +115,25 @@ struct synth_out {
 };
 
 /* Defaults: bf16, two steps (the first starts from idle streams and is
- * left out of the prediction), cost defaults (GEMM 70% of peak, attention
- * 50%, memory-bound 70% of bandwidth, 3 us per kernel), comm_eff 0.8,
- * host 10 us per op + 5 us per launch, 2 us per event call, 1 us
- * launch-to-start. */
+ * left out of the prediction), kernels as the kernel model times them
+ * (every class's line: overhead 0, eff 1), comm_eff 0.8, host 10 us per
+ * op + 5 us per launch, 2 us per event call, 1 us launch-to-start. */
 void synth_in_default(struct synth_in *in);
+
+/* The dtype of the attention core: fp8 only with fp8_attention; bf16
+ * where the GEMMs are fp8 or fp4; else the GEMMs'. */
+int synth_attn_dtype(const struct synth_in *in);
+
+/* mem_estimate() of in's layout, FP8 weight copies included when its
+ * GEMMs are fp8 or fp4. */
+void synth_mem(const struct synth_in *in, struct mem_est *out);
+
+/* The kernel model's time of one layer's compute on one tensor-parallel
+ * rank for one microbatch (kperf.h, before each class's line): forward,
+ * backward (recomputation included) and the attention core's forward
+ * alone.  For the analytic estimate and for tests. */
+void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
+		       double *attn_fwd_s);
 
 /*
  * Build the run.  0 with *out_g set (free with graph_free) and *out filled

@@ -33,6 +33,12 @@ What it turns on, and why prism wants it:
   configuration with costs fitted on its kernels;
 - one gzipped file per rank: <out>/rank<R>.<step>.pt.trace.json.gz, the
   rank from torch.distributed (also written as distributedInfo).
+
+Where a framework's own profiler option already writes ProfilerStep#N
+(Megatron-LM, NeMo, torchtitan), PrismMarks adds the layer ranges and the
+run description without a second profiler, and profile_kwargs() gives the
+settings above for a framework that takes torch.profiler.profile keyword
+arguments (docs/COLLECTING.md, "Framework recipes").
 """
 import contextlib
 import os
@@ -55,48 +61,34 @@ def _experimental_config():
         return None
 
 
-class PrismProfiler:
-    """A torch.profiler.profile set up for prism; use as a context manager
-    and call step() once per training iteration."""
+def profile_kwargs(record_shapes=True, sync_events=True):
+    """The torch.profiler.profile keyword arguments prism wants besides the
+    activities and the schedule: shapes, and CUDA sync events where this torch
+    has them. For frameworks that pass extra arguments to their own profiler
+    (NeMo's PytorchProfilerCallback(profiler_kwargs=...))."""
+    kwargs = dict(record_shapes=record_shapes)
+    cfg = _experimental_config() if sync_events else None
+    if cfg is not None:
+        kwargs["experimental_config"] = cfg
+    return kwargs
 
-    def __init__(self, out_dir, wait=1, warmup=2, active=3, record_shapes=True):
-        os.makedirs(out_dir, exist_ok=True)
-        self.out_dir = out_dir
-        self.rank = _rank()
-        activities = [ProfilerActivity.CPU]
-        if torch.cuda.is_available():
-            activities.append(ProfilerActivity.CUDA)
-        kwargs = dict(
-            activities=activities,
-            schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
-            record_shapes=record_shapes,
-            on_trace_ready=self._write,
-        )
-        cfg = _experimental_config()
-        if cfg is not None:
-            kwargs["experimental_config"] = cfg
-        self._prof = profile(**kwargs)
-        self.files = []
-        self._layer_ranges = {}
-        self._hooks = []
 
-    def _write(self, prof):
-        path = os.path.join(self.out_dir,
-                            f"rank{self.rank}.{prof.step_num}.pt.trace.json.gz")
-        prof.export_chrome_trace(path)
-        self.files.append(path)
-
-    def __enter__(self):
-        self._prof.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self._prof.__exit__(*exc)
+class PrismMarks:
+    """prism's ranges without a profiler of their own: layer ranges
+    (mark_layers), phase and microbatch ranges, and the run description
+    (describe, then record_description once per step). PrismProfiler is one
+    of these with a profiler; use this class where the framework's profiler
+    already writes ProfilerStep#N."""
 
     # What prism's run description holds (model/synth.h, synth_meta_parse).
     DESCRIPTION = ("name", "layers", "hidden", "heads", "kv_heads", "ffn", "activation", "seq",
                    "vocab", "tp", "pp", "dp", "vp", "mbs", "microbatches", "schedule",
                    "recompute", "sp", "zero", "flash", "dtype", "hw")
+
+    def __init__(self):
+        self._layer_ranges = {}
+        self._hooks = []
+        self._description = None
 
     def describe(self, **run):
         """Record what ran: the model (layers, hidden, heads, kv_heads, ffn,
@@ -119,11 +111,12 @@ class PrismProfiler:
         self._description = "prism::model#" + ";".join(
             f"{k}={run[k]}" for k in self.DESCRIPTION if k in run)
 
-    def step(self):
-        if getattr(self, "_description", None):
+    def record_description(self):
+        """Write the run description range now (nothing before describe()).
+        prism reads the first one in a rank's trace; once a step is plenty."""
+        if self._description:
             with record_function(self._description):
                 pass
-        self._prof.step()
 
     @staticmethod
     def phase(name):
@@ -135,10 +128,12 @@ class PrismProfiler:
         """A range prism reads as the microbatch index."""
         return record_function(f"prism::microbatch#{index}")
 
-    def mark_layers(self, layers):
+    def mark_layers(self, layers, first=0):
         """Wrap each module's forward and backward in a prism::layer#I range
-        (hooks, so the model's code stays as it is)."""
-        for i, layer in enumerate(layers):
+        (hooks, so the model's code stays as it is); I counts from first (a
+        pipeline stage's first layer, so that indices are unique across
+        stages and model chunks)."""
+        for i, layer in enumerate(layers, first):
             name = f"prism::layer#{i}"
             self._hooks.append(layer.register_forward_pre_hook(self._opener(name, "forward")))
             self._hooks.append(layer.register_forward_hook(self._closer(name, "forward")))
@@ -169,13 +164,55 @@ class PrismProfiler:
         return hook
 
 
+class PrismProfiler(PrismMarks):
+    """A torch.profiler.profile set up for prism; use as a context manager
+    and call step() once per training iteration."""
+
+    def __init__(self, out_dir, wait=1, warmup=2, active=3, record_shapes=True,
+                 sync_events=True):
+        super().__init__()
+        os.makedirs(out_dir, exist_ok=True)
+        self.out_dir = out_dir
+        self.rank = _rank()
+        activities = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(ProfilerActivity.CUDA)
+        kwargs = dict(
+            activities=activities,
+            schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+            on_trace_ready=self._write,
+            **profile_kwargs(record_shapes, sync_events),
+        )
+        self._prof = profile(**kwargs)
+        self.files = []
+
+    def _write(self, prof):
+        path = os.path.join(self.out_dir,
+                            f"rank{self.rank}.{prof.step_num}.pt.trace.json.gz")
+        prof.export_chrome_trace(path)
+        self.files.append(path)
+
+    def __enter__(self):
+        self._prof.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._prof.__exit__(*exc)
+
+    def step(self):
+        self.record_description()
+        self._prof.step()
+
+
 @contextlib.contextmanager
 def no_profiler():
     """Stand-in with the same calls, for runs that record nothing."""
     class _Null:
         files = []
         def step(self): pass
-        def mark_layers(self, _): pass
+        def mark_layers(self, *_, **__): pass
         def unmark_layers(self): pass
+        def describe(self, **_): pass
+        def record_description(self): pass
         phase = microbatch = staticmethod(lambda *_: contextlib.nullcontext())
     yield _Null()

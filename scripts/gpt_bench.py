@@ -158,7 +158,11 @@ def environment():
 
 def tag_of(a):
     return (f"l{a.layers}-h{a.hidden}-s{a.seq}-b{a.mbs}-m{a.accum}"
-            + ("-compiled" if a.compile else "-eager"))
+            + ("-compiled" if a.compile else "-eager")
+            + ("" if a.profile == PROFILE_ALL else "-p" + (a.profile.replace(",", "+") or "plain")))
+
+
+PROFILE_ALL = "shapes,sync,layers"
 
 
 def quantile(xs, p):
@@ -222,8 +226,10 @@ def bench(a, env):
     # 3. The trace.
     tag = tag_of(a)
     out_dir = os.path.join(a.out, tag)
-    prof = PrismProfiler(out_dir, wait=1, warmup=1, active=a.active)
-    if not a.compile:
+    prof = PrismProfiler(out_dir, wait=1, warmup=1, active=a.active,
+                         record_shapes="shapes" in a.profile,
+                         sync_events="sync" in a.profile)
+    if not a.compile and "layers" in a.profile:
         prof.mark_layers(model.blocks)
     prof.describe(name=f"gpt-bench-{tag}", layers=a.layers, hidden=a.hidden, heads=a.heads,
                   ffn=4 * a.hidden, seq=a.seq, vocab=a.vocab, tp=1, pp=1, dp=1, vp=1,
@@ -238,7 +244,7 @@ def bench(a, env):
     rec = {
         "tag": tag, "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
         "seq": a.seq, "vocab": a.vocab, "mbs": a.mbs, "microbatches": a.accum,
-        "compiled": a.compile, "dtype": "bf16",
+        "compiled": a.compile, "dtype": "bf16", "profile": a.profile,
         "params": sum(p.numel() for p in model.parameters()), **env,
         "steps": a.steps, "step_ms_median": statistics.median(times),
         "step_ms_p10": quantile(times, 0.1), "step_ms_p90": quantile(times, 0.9),
@@ -285,6 +291,10 @@ def main():
     ap.add_argument("--span-steps", type=int, default=5, help="steps timed with hooks")
     ap.add_argument("--active", type=int, default=3, help="steps in the trace")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument("--profile", default=PROFILE_ALL,
+                    help="what the trace records beyond CPU and CUDA activity, of "
+                         "shapes (record_shapes), sync (CUDA sync events), layers "
+                         "(prism::layer ranges from hooks); '' for none")
     ap.add_argument("--grid", action="store_true", help="run the validation grid")
     ap.add_argument("--deadline", type=float, default=0,
                     help="with --grid: stop starting points after this many seconds")

@@ -53,12 +53,14 @@ def main():
         files = sorted(f for p in pats for f in glob.glob(os.path.join(root, p)))
         results[name] = {v: replay(prism, files, extra) for v, extra in VARIANTS}
 
-    print("| trace | rank | step | measured ms | predicted ms | error |")
-    print("|---|---|---|---|---|---|")
+    print("| trace | rank | step | measured ms | predicted ms | error | host ms | GPU ms |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in results.items():
         for it in r["all edges"]:
+            side = lambda k: f"{it[k] / 1e6:.3f}" if k in it else ""
             print(f"| {name} | {it['rank']} | {it['step']} | {it['measured_ns'] / 1e6:.3f} | "
-                  f"{it['predicted_ns'] / 1e6:.3f} | {it['error_pct']:+.2f}% |")
+                  f"{it['predicted_ns'] / 1e6:.3f} | {it['error_pct']:+.2f}% | "
+                  f"{side('host_ns')} | {side('gpu_ns')} |")
     print()
     print("| trace | iterations | " + " | ".join(f"{v}: mean / worst" for v, _ in VARIANTS)
           + " |")

@@ -8,12 +8,12 @@
 #include <string.h>
 
 #include "build.h"
-#include "edit.h"
+#include "configs.h"
 #include "hw.h"
 #include "kdb.h"
+#include "kdbstore.h"
 #include "kineto.h"
 #include "llm.h"
-#include "predict.h"
 #include "sim.h"
 #include "synth.h"
 #include "timeline.h"
@@ -123,6 +123,19 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 		rc = kineto_read(paths[nread], &st, &tr[nread], err);
 	if (rc == 0 && ranks)
 		rc = parse_ranks(ranks, n, tr, err);
+	if (rc == 0 && n == 1 && !ranks) {
+		/* A prism timeline of several ranks: each rank its own again. */
+		struct kineto_trace *parts = NULL;
+		size_t np = 0;
+		if (kineto_split(&tr[0], &parts, &np))
+			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		else if (np) {
+			kineto_release(&tr[0]);
+			free(tr);
+			tr = parts;
+			n = nread = (int)np;
+		}
+	}
 	if (rc == 0)
 		rc = build_graph(tr, (size_t)n, &st, o, out, err);
 	for (int i = 0; i < nread; i++)
@@ -134,18 +147,17 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 
 int cli_find_config(const char *kind, const char *name, char *out, size_t n)
 {
-	const char *dirs[] = {getenv("PRISM_CONFIG_DIR"), "configs", PRISM_SOURCE_DIR "/configs"};
+	struct configs_dirs d;
 	FILE *f;
 
 	if (strchr(name, '/')) {
 		snprintf(out, n, "%s", name);
 		return 0; /* a path: its loader reports what is wrong with it */
 	}
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+	configs_dirs_init(&d);
+	for (int i = 0; i < d.n; i++) {
 		for (int ext = 0; ext < 2; ext++) {
-			if (!dirs[i])
-				continue;
-			snprintf(out, n, "%s/%s/%s%s", dirs[i], kind, name, ext ? ".cfg" : "");
+			snprintf(out, n, "%s/%s/%s%s", d.dir[i], kind, name, ext ? ".cfg" : "");
 			if ((f = fopen(out, "r"))) {
 				fclose(f);
 				return 0;
@@ -164,10 +176,17 @@ int cli_find_config(const char *kind, const char *name, char *out, size_t n)
 static int load_named(const char *kind, const char *name, char *path, size_t n,
 		      struct prism_err *err)
 {
-	if (cli_find_config(kind, name, path, n))
+	char near[128];
+	if (cli_find_config(kind, name, path, n) == 0)
+		return 0;
+	if (!strchr(name, '/') && configs_suggest(kind, name, near, sizeof(near)) == 0)
 		return prism_err_set(err, PRISM_EIO,
-				     "%s: no such file, nor configs/%s/%s.cfg", name, kind, name);
-	return 0;
+				     "%s: no such file, nor configs/%s/%s.cfg; did you mean %s? "
+				     "(prism list %s)",
+				     name, kind, name, near, kind);
+	return prism_err_set(err, PRISM_EIO,
+			     "%s: no such file, nor configs/%s/%s.cfg (prism list %s)", name, kind,
+			     name, kind);
 }
 
 int cli_load_hw(const char *name, struct hw_profile *hw, struct prism_err *err)
@@ -182,7 +201,7 @@ int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err)
 	*out = kdb_new();
 	if (!*out)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	if (kdb_load(*out, path, err)) {
+	if (kdbstore_load(*out, path, err)) {
 		kdb_free(*out);
 		*out = NULL;
 		return err->code;
@@ -209,7 +228,14 @@ const char cli_layout_help[] =
 	"      --recompute R            none, selective or full\n"
 	"      --sp                     sequence parallelism (with --tp)\n"
 	"      --zero N                 ZeRO stage 0..3 over the data-parallel group\n"
-	"      --dtype T                GEMM precision: fp32, tf32, bf16, fp16, fp8\n"
+	"      --dtype T                precision of the linear layers' GEMMs: fp32,\n"
+	"                               tf32, bf16, fp16, fp8, fp4.  fp8 (fp4) as\n"
+	"                               Transformer Engine runs it: attention, softmax,\n"
+	"                               norms, logits and optimizer stay bf16/fp32;\n"
+	"                               cast-transpose kernels, amax/scale updates and\n"
+	"                               fp8 weight copies are added.  fp16 adds the\n"
+	"                               loss-scaling unscale pass\n"
+	"      --fp8-attention          the attention core in fp8 too (cuDNN/FA3 fp8)\n"
 	"      --no-flash               attention without flash attention: scores\n"
 	"                               materialised, softmax and dropout passes\n"
 	"model shape (defaults: the model's):\n"
@@ -253,6 +279,7 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_STEPS: rc = cli_count(arg, "steps", 1, SYNTH_MAX_STEPS, &in->steps, err); break;
 	case CLI_OPT_SP: in->lay.sp = 1; break;
 	case CLI_OPT_NOFLASH: in->lay.flash = 0; break;
+	case CLI_OPT_FP8ATTN: in->fp8_attention = 1; break;
 	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */
 		rc = cli_count(arg, "gbs", 1, 1 << 24, &in->lay.microbatches, err);
 		break;
@@ -269,7 +296,8 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_DTYPE:
 		if ((in->dtype = hw_dtype_parse(arg)) < 0)
 			rc = prism_err_set(err, PRISM_EARG,
-					   "--dtype '%s': expected fp32, tf32, bf16, fp16 or fp8", arg);
+					   "--dtype '%s': expected fp32, tf32, bf16, fp16, fp8 or fp4",
+					   arg);
 		break;
 	default: return 0;
 	}
@@ -305,6 +333,7 @@ int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in
 	A(CLI_OPT_SEQ, m.seq);
 	A(CLI_OPT_STEPS, steps);
 	A(CLI_OPT_NOFLASH, lay.flash);
+	A(CLI_OPT_FP8ATTN, fp8_attention);
 #undef A
 	if (given & CLI_SET(CLI_OPT_GBS)) {
 		long per = (long)dst->lay.mbs * dst->lay.dp, gbs = src->lay.microbatches;
@@ -317,17 +346,21 @@ int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in
 	return 0;
 }
 
-/* TRACE.json -> TRACE.rankR.json when there are several ranks. */
+/* TRACE.json -> TRACE.rankR.json when there are several ranks (and
+ * TRACE.json.gz -> TRACE.rankR.json.gz). */
 void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n)
 {
 	size_t len = strlen(path);
+	int gz = len > 3 && strcmp(path + len - 3, ".gz") == 0;
 	if (ranks <= 1) {
 		snprintf(out, n, "%s", path);
 		return;
 	}
-	if (len > 5 && strcmp(path + len - 5, ".json") == 0)
+	if (gz)
+		len -= 3;
+	if (len > 5 && strncmp(path + len - 5, ".json", 5) == 0)
 		len -= 5;
-	snprintf(out, n, "%.*s.rank%d.json", (int)len, path, rank);
+	snprintf(out, n, "%.*s.rank%d.json%s", (int)len, path, rank, gz ? ".gz" : "");
 }
 
 int cli_not_input(const char *out, const char *opt, char *const *in, int n,
@@ -369,46 +402,4 @@ int cli_write_trace(const struct graph *g, const struct synth_out *so, const cha
 	}
 	sim_free(s);
 	return rc;
-}
-
-int cli_base(const struct graph *g, const char *base_hw, struct hw_profile *hw,
-	     struct synth_in *base, struct prism_err *err)
-{
-	int rc;
-
-	synth_in_default(base);
-	if (!g->meta)
-		return prism_err_set(err, PRISM_EARG,
-				     "no prism::model# run description in the trace (record with "
-				     "scripts/collect_trace.py, or synthesise with prism synth)");
-	if ((rc = synth_meta_parse(strtab_get(&g->st, g->meta), base, err)) ||
-	    (rc = cli_load_hw(base_hw ? base_hw : base->hw_id, hw, err)))
-		return rc;
-	base->hw = hw;
-	return 0;
-}
-
-int cli_fit(const struct graph *g, const struct synth_in *base, struct synth_in *fitted,
-	    struct prism_err *err)
-{
-	struct graph *model = NULL;
-	struct predict_out pm;
-	struct edit_fit fit;
-	int rc;
-
-	if ((rc = predict_synth(base, &pm, &model, NULL, err)))
-		return rc;
-	rc = edit_fit(g, model, base, &fit);
-	graph_free(model);
-	if (rc)
-		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	for (int k = 0; k < KC_NCLASSES; k++) {
-		fitted->cost[k] = fit.cost[k];
-		fitted->scale[k] = fit.scale[k];
-	}
-	if (fit.host_fitted) {
-		fitted->cpu_op_s = fit.cpu_op_s;
-		fitted->launch_s = fit.launch_s;
-	}
-	return 0;
 }

@@ -18,10 +18,12 @@
 int cmd_ingest(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_kernels(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_list(int argc, char **argv);
 
 /* Print "prism: MSG" for err and return the exit status for its code. */
 int cli_fail(const struct prism_err *err);
@@ -65,9 +67,9 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 
 /*
  * A configuration file named on the command line: a path, or a bare name
- * looked up as DIR/KIND/NAME[.cfg] for DIR in $PRISM_CONFIG_DIR, ./configs
- * and the source tree's configs/ (kind "hw", "models", "sweeps").  0 with
- * out set, or -1.
+ * looked up as DIR/KIND/NAME[.cfg] for DIR in $PRISM_CONFIG_DIR, ./configs,
+ * the installed share/prism/ and the source tree's configs/ (configs.h;
+ * kind "hw", "models", "sweeps").  0 with out set, or -1.
  */
 int cli_find_config(const char *kind, const char *name, char *out, size_t n);
 
@@ -83,23 +85,6 @@ struct kdb;
 int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err);
 
 /*
- * An annotated run (its prism::model# description; prism synth and
- * scripts/collect_trace.py write it) as the base of edits: *base is the
- * configuration it describes, on the hardware profile loaded into *hw
- * (base_hw names one, or NULL for the one described).  0, or PRISM_EARG
- * when g has no description.
- */
-struct synth_in;
-int cli_base(const struct graph *g, const char *base_hw, struct hw_profile *hw,
-	     struct synth_in *base, struct prism_err *err);
-
-/* Kernel costs per class and host costs fitted on g's own kernels against
- * base's synthesised run (edit.h), written into *fitted (its other fields
- * are left alone; fitted may be base). */
-int cli_fit(const struct graph *g, const struct synth_in *base, struct synth_in *fitted,
-	    struct prism_err *err);
-
-/*
  * The layout and shape options of synth and whatif.  Each given option is
  * applied to *in and its bit set in *given (CLI_SET_*), so a command can
  * tell an override from a default.
@@ -109,6 +94,7 @@ enum {
 	CLI_OPT_TP = 1000, CLI_OPT_PP, CLI_OPT_DP, CLI_OPT_VP, CLI_OPT_MBS, CLI_OPT_MICRO,
 	CLI_OPT_SCHED, CLI_OPT_RECOMP, CLI_OPT_SP, CLI_OPT_ZERO, CLI_OPT_DTYPE, CLI_OPT_LAYERS,
 	CLI_OPT_HIDDEN, CLI_OPT_HEADS, CLI_OPT_FFN, CLI_OPT_SEQ, CLI_OPT_STEPS, CLI_OPT_NOFLASH, CLI_OPT_GBS,
+	CLI_OPT_FP8ATTN,
 	CLI_OPT_NOPT
 };
 #define CLI_SET(opt) (1u << ((opt) - CLI_OPT_TP))
@@ -131,7 +117,8 @@ enum {
 	{"seq", required_argument, NULL, CLI_OPT_SEQ},                 \
 	{"steps", required_argument, NULL, CLI_OPT_STEPS},             \
 	{"no-flash", no_argument, NULL, CLI_OPT_NOFLASH},              \
-	{"gbs", required_argument, NULL, CLI_OPT_GBS}
+	{"gbs", required_argument, NULL, CLI_OPT_GBS},                 \
+	{"fp8-attention", no_argument, NULL, CLI_OPT_FP8ATTN}
 
 /* The help text of those options. */
 extern const char cli_layout_help[];
@@ -140,7 +127,8 @@ extern const char cli_layout_help[];
 int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *given,
 		      struct prism_err *err);
 
-/* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path). */
+/* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path);
+ * TRACE.json.gz -> TRACE.rankR.json.gz. */
 void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n);
 
 /* Write a synthesised graph as Kineto traces, one per rank (cli_rank_path),

@@ -9,7 +9,9 @@
 #include "build.h"
 #include "calib.h"
 #include "cli.h"
+#include "usage.h"
 #include "kdb.h"
+#include "kdbstore.h"
 
 static const char help[] =
 	"usage: prism calibrate [options] TRACE...|GRAPH\n"
@@ -17,7 +19,8 @@ static const char help[] =
 	"Fit, for each kernel class, the fraction of the GPU's peak its kernels\n"
 	"reach and their fixed overhead, from the trace's own kernels whose work is\n"
 	"known from their op's shapes (FLOPs for GEMMs, bytes for the rest), and\n"
-	"report how well the fit predicts each kernel when left out of it.  The\n"
+	"report how well the fit predicts each kernel when left out of it, and\n"
+	"how well the kernel model (prism kernels) predicts its GEMMs.  The\n"
 	"kernels also form a kernel database (median time per GPU, class, dtype and\n"
 	"work), interpolated in log-log between measured sizes; its leave-one-out\n"
 	"error is reported beside the fit's.  With --db, the database is merged\n"
@@ -48,6 +51,7 @@ int cmd_calibrate(int argc, char **argv)
 	struct hw_profile hw;
 	struct calib_class cc[KC_NCLASSES];
 	struct calib_comm cm[GC_NKINDS];
+	struct calib_kmodel km;
 	const char *ranks = NULL, *hw_path = NULL, *db_path = NULL;
 	struct kdb *db = NULL;
 	size_t added = 0, loo_n[KC_NCLASSES];
@@ -69,7 +73,7 @@ int cmd_calibrate(int argc, char **argv)
 		case 'D': db_path = optarg; break;
 		case 'j': json = 1; break;
 		case 'h': fputs(help, stdout); return 0;
-		default: fputs(help, stderr); return EXIT_USAGE;
+		default: return usage_bad_option("calibrate", "r:h", longopts, argv);
 		}
 	}
 	if (optind >= argc) {
@@ -90,17 +94,18 @@ int cmd_calibrate(int argc, char **argv)
 	if (rc == 0 && !(db = kdb_new()))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc == 0 && db_path && access(db_path, F_OK) == 0)
-		rc = kdb_load(db, db_path, &err);
+		rc = kdbstore_load(db, db_path, &err);
 	if (rc == 0 && kdb_add_graph(db, g, &hw, &added))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc == 0 && db_path)
-		rc = kdb_save(db, db_path, &err);
+		rc = kdbstore_save(db, db_path, &err);
 	if (rc) {
 		kdb_free(db);
 		graph_free(g);
 		return cli_fail(&err);
 	}
 	calib_fit(g, &hw, cc);
+	calib_kernel_model(g, &hw, &km);
 	calib_comm_fit(g, &hw, cm);
 	for (int k = 0; k < KC_NCLASSES; k++)
 		kdb_loo(db, hw.gpu, k, &loo_n[k], &loo_mean[k], &loo_med[k]);
@@ -129,7 +134,12 @@ int cmd_calibrate(int argc, char **argv)
 			       cm[k].best_eff);
 			first = 0;
 		}
-		printf("},\"db\":{\"tasks\":%zu,\"rows\":%zu}}\n", added, kdb_rows(db));
+		printf("},\"kernel_model\":{\"gemms\":%zu,\"mean\":%.6f,\"median\":%.6f,"
+		       "\"worst\":%.6f,\"signed_mean\":%.6f,\"flat_mean\":%.6f,"
+		       "\"flat_median\":%.6f}",
+		       km.n, km.mean, km.median, km.worst, km.signed_mean, km.flat_mean,
+		       km.flat_median);
+		printf(",\"db\":{\"tasks\":%zu,\"rows\":%zu}}\n", added, kdb_rows(db));
 	} else {
 		printf("calibrate: %s, profile %s (%s)\n\n", hw.gpu, hw_path, hw.name);
 		printf("%-12s %8s %18s %11s %22s %26s\n", "class", "samples", "efficiency",
@@ -157,6 +167,13 @@ int cmd_calibrate(int argc, char **argv)
 		       added, kdb_rows(db));
 		if (db_path)
 			printf("Kernel database written: %s\n", db_path);
+		if (km.n)
+			printf("\nKernel model (by shape, dtype and GPU; prism kernels) on the %zu "
+			       "GEMMs with shapes:\n  |error| mean %.1f%%, median %.1f%%, worst "
+			       "%.1f%% (signed mean %+.1f%%); the flat model before it (70%% of "
+			       "peak + 3 us): mean %.1f%%, median %.1f%%\n",
+			       km.n, 100 * km.mean, 100 * km.median, 100 * km.worst,
+			       100 * km.signed_mean, 100 * km.flat_mean, 100 * km.flat_median);
 		for (int k = 0, first = 1; k < GC_NKINDS; k++) {
 			if (!cm[k].n)
 				continue;

@@ -7,6 +7,7 @@
 
 #include "build.h"
 #include "cli.h"
+#include "usage.h"
 #include "cost.h"
 #include "imap.h"
 
@@ -44,10 +45,13 @@ static const char help[] =
 	"prism:: ranges (scripts/collect_trace.py, prism synth).  Without them,\n"
 	"phases come from PyTorch's own ranges and backward ops; a step with\n"
 	"several backward passes (forward work between them) has as many\n"
-	"microbatches; layers are inferred: the longest run of identical op blocks\n"
-	"(names and shapes) in each microbatch's forward, backward ops following\n"
-	"their forward op's autograd sequence number.  The summary says which,\n"
-	"and the coverage.\n"
+	"microbatches; layers come from module names where the profile recorded\n"
+	"them (with_stack and with_modules: \"nn.Module: LlamaDecoderLayer_3\", the\n"
+	"Layer or Block class with the most instances: Hugging Face, Megatron core,\n"
+	"torchtitan, DeepSpeed), else are inferred: the longest run of identical\n"
+	"op blocks (names and shapes) in each microbatch's forward; backward ops\n"
+	"follow their forward op's autograd sequence number.  The summary says\n"
+	"which, and the coverage.\n"
 	"\n"
 	"Exit status: 0 on success, 2 on bad input (one line names the file, the\n"
 	"byte offset or event index, and the field), 1 on other failures.\n";
@@ -174,7 +178,9 @@ static void print_text(const struct graph *g)
 		printf("\nannotations (share of the %" PRIu64 " GPU tasks, and how found):\n", a.gpu);
 		printf("  layer       %5.1f %%  %d layers, %s", pct(a.layer, a.gpu), a.n_layers,
 		       ann_text[s->ann_found[GRAPH_ANN_LAYER] & 3]);
-		if (s->ann_found[GRAPH_ANN_LAYER] & GRAPH_ANN_INFERRED)
+		if (s->ann_found[GRAPH_ANN_LAYER] & GRAPH_ANN_MODULES)
+			printf(" (from module names, nn.Module: ...Layer_N / ...Block_N)");
+		else if (s->ann_found[GRAPH_ANN_LAYER] & GRAPH_ANN_INFERRED)
 			printf(" (blocks of %" PRIu64 " ops)", s->layer_ops);
 		printf("\n  phase       %5.1f %%  %s\n", pct(a.phase, a.gpu),
 		       ann_text[s->ann_found[GRAPH_ANN_PHASE] & 3]);
@@ -182,7 +188,8 @@ static void print_text(const struct graph *g)
 		       ann_text[s->ann_found[GRAPH_ANN_MB] & 3]);
 		if (a.layer == 0)
 			printf("  no layers found: --layers edits need prism::layer ranges "
-			       "(scripts/collect_trace.py) or repeated op blocks\n");
+			       "(scripts/collect_trace.py), module names (with_modules) or "
+			       "repeated op blocks\n");
 		if (g->meta)
 			printf("  run: %s\n", strtab_get(&g->st, g->meta) + 13);
 	}
@@ -309,6 +316,16 @@ static void print_json(const struct graph *g)
 	put_counts("collectives", graph_coll_kind_name, s->colls, GC_NKINDS);
 	put_counts("collective_kernels", graph_coll_kind_name, s->coll_kernels, GC_NKINDS);
 	{
+		/* Communication by other libraries' kernels (DeepEP, symmetric
+		 * memory, custom all-reduces): among the collectives. */
+		uint64_t other = 0;
+		for (uint32_t u = 0; u < g->n_nodes; u++)
+			if ((g->kind[u] == GN_COLL || g->kind[u] == GN_P2P) &&
+			    strncmp(strtab_get(&g->st, g->name[u]), "nccl", 4) != 0)
+				other++;
+		printf(",\"comm_kernels_not_nccl\":%" PRIu64, other);
+	}
+	{
 		uint64_t cnt[KC_NCLASSES];
 		int64_t ns[KC_NCLASSES];
 		class_totals(g, cnt, ns);
@@ -342,7 +359,9 @@ static void print_json(const struct graph *g)
 		       "\"microbatches\":%d,\"layer_source\":\"%s\",\"phase_source\":\"%s\","
 		       "\"microbatch_source\":\"%s\",\"layer_ops\":%" PRIu64 "}",
 		       a.gpu, a.layer, a.phase, a.mb, a.n_layers, a.n_mb,
-		       ann_key[s->ann_found[GRAPH_ANN_LAYER] & 3],
+		       s->ann_found[GRAPH_ANN_LAYER] == (GRAPH_ANN_INFERRED | GRAPH_ANN_MODULES)
+			       ? "modules"
+			       : ann_key[s->ann_found[GRAPH_ANN_LAYER] & 3],
 		       ann_key[s->ann_found[GRAPH_ANN_PHASE] & 3],
 		       ann_key[s->ann_found[GRAPH_ANN_MB] & 3], s->layer_ops);
 		printf(",\"run\":");
@@ -451,8 +470,7 @@ int cmd_ingest(int argc, char **argv)
 			fputs(help, stdout);
 			return 0;
 		default:
-			fputs(help, stderr);
-			return EXIT_USAGE;
+			return usage_bad_option("ingest", "o:r:h", longopts, argv);
 		}
 	}
 	if (json && unexplained) {

@@ -7,6 +7,7 @@
 
 #include "build.h"
 #include "cli.h"
+#include "usage.h"
 #include "metrics.h"
 #include "sim.h"
 #include "timeline.h"
@@ -16,8 +17,13 @@ static const char help[] =
 	"       prism replay [options] GRAPH\n"
 	"\n"
 	"Simulate the execution graph of the traced run as it is, and compare each\n"
-	"iteration's predicted time with the measured one (the ProfilerStep#N span;\n"
-	"without step markers, the span of the GPU work).  Several trace files are\n"
+	"iteration's predicted time with the measured one.  A step's time is the\n"
+	"longer of its host side (the ProfilerStep#N span) and its GPU side (from\n"
+	"the first GPU task it launched to the first its next step launched; for\n"
+	"the last step, to its last GPU task's end): a host that runs ahead of a\n"
+	"busy GPU ends its steps early.  Both sides are printed, and a run whose\n"
+	"GPU idles over 30% of every step is called host-bound.\n"
+	"Without step markers, the span of the GPU work.  Several trace files are\n"
 	"the ranks of one job and are simulated together: collectives wait for all\n"
 	"their ranks.\n"
 	"\n"
@@ -42,6 +48,10 @@ static double pct(int64_t part, int64_t whole)
 	return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+/* A run is called host-bound when its GPU idles more than this share of
+ * every step. */
+#define HOST_BOUND_IDLE_PCT 30.0
+
 static double err_pct(const struct metrics_iter *it)
 {
 	return it->measured_ns > 0
@@ -53,14 +63,16 @@ static void print_text(const struct sim *s, const struct metrics_iter *its, long
 		       const struct metrics_path *cp, double secs)
 {
 	const struct graph *g = s->g;
-	double sum = 0, worst = 0;
+	double sum = 0, worst = 0, idle = 0;
+	long host_bound = 0;
 
 	printf("replay: %" PRIu32 " rank%s, %" PRIu32 " tasks simulated in %.1f ms (%.1f M "
 	       "tasks/s)\n\n",
 	       g->n_ranks, g->n_ranks == 1 ? "" : "s", g->n_nodes, secs * 1e3,
 	       secs > 0 ? g->n_nodes / secs / 1e6 : 0.0);
-	printf("%-20s %5s %12s %12s %8s   %-39s\n", "iteration", "rank", "measured ms",
-	       "predicted ms", "error", "exposed compute / exposed comm / overlap / idle");
+	printf("%-20s %5s %12s %12s %8s  %10s %10s   %-39s\n", "iteration", "rank", "measured ms",
+	       "predicted ms", "error", "host ms", "GPU ms",
+	       "exposed compute / exposed comm / overlap / idle");
 	for (long i = 0; i < n; i++) {
 		const struct metrics_iter *it = &its[i];
 		char label[48];
@@ -70,11 +82,14 @@ static void print_text(const struct sim *s, const struct metrics_iter *its, long
 			snprintf(label, sizeof(label), "ProfilerStep#%" PRId64, it->step);
 		else
 			snprintf(label, sizeof(label), "(GPU-active span)");
-		printf("%-20s %5" PRId64 " %12.3f %12.3f %+7.2f%%   %5.1f%% / %5.1f%% / %5.1f%% / "
-		       "%5.1f%%\n",
+		printf("%-20s %5" PRId64 " %12.3f %12.3f %+7.2f%%  %10.3f %10.3f   %5.1f%% / %5.1f%% / "
+		       "%5.1f%% / %5.1f%%\n",
 		       label, g->ranks[it->rank].rank, it->measured_ns / 1e6, it->predicted_ns / 1e6,
-		       e, pct(it->exposed_compute_ns, w), pct(it->exposed_comm_ns, w),
-		       pct(it->overlap_ns, w), pct(it->idle_ns, w));
+		       e, it->host_ns / 1e6, it->gpu_ns / 1e6, pct(it->exposed_compute_ns, w),
+		       pct(it->exposed_comm_ns, w), pct(it->overlap_ns, w), pct(it->idle_ns, w));
+		if (pct(it->idle_ns, w) > HOST_BOUND_IDLE_PCT)
+			host_bound++;
+		idle += pct(it->idle_ns, w);
 		sum += e < 0 ? -e : e;
 		if ((e < 0 ? -e : e) > worst)
 			worst = e < 0 ? -e : e;
@@ -82,6 +97,10 @@ static void print_text(const struct sim *s, const struct metrics_iter *its, long
 	if (n > 0)
 		printf("\nmean |error| %.2f%%, worst %.2f%% over %ld iteration%s\n", sum / n, worst,
 		       n, n == 1 ? "" : "s");
+	if (n > 0 && host_bound == n && idle / n > HOST_BOUND_IDLE_PCT)
+		printf("host-bound: the GPU is idle %.0f%% of every step on average, waiting for "
+		       "the host; edits to GPU work show only where they outgrow the host's time\n",
+		       idle / n);
 	printf("\ncritical path: %.3f ms over %" PRIu32 " tasks:", cp->length_ns / 1e6, cp->n);
 	for (int k = 0; k < GN_NKINDS; k++)
 		if (cp->by_kind_ns[k])
@@ -97,8 +116,9 @@ static void print_text(const struct sim *s, const struct metrics_iter *its, long
 		       100.0 * metrics_utilisation(s, p, 0, s->makespan_ns));
 	}
 	if (s->n_mismatched)
-		printf("\nwarning: %" PRIu32 " collective instances matched across ranks disagree on "
-		       "the collective\n",
+		printf("\nwarning: %" PRIu32 " collectives matched across ranks (process group and "
+		       "sequence) disagree on the collective: they were not made to wait for each "
+		       "other\n",
 		       s->n_mismatched);
 }
 
@@ -112,12 +132,15 @@ static void print_json(const struct sim *s, const struct metrics_iter *its, long
 	for (long i = 0; i < n; i++) {
 		const struct metrics_iter *it = &its[i];
 		printf("%s{\"rank\":%" PRId64 ",\"step\":%" PRId64 ",\"measured_ns\":%" PRId64
-		       ",\"predicted_ns\":%" PRId64 ",\"error_pct\":%.4f,\"exposed_compute_ns\":%" PRId64
+		       ",\"predicted_ns\":%" PRId64 ",\"error_pct\":%.4f,\"host_ns\":%" PRId64
+		       ",\"gpu_ns\":%" PRId64 ",\"predicted_host_ns\":%" PRId64
+		       ",\"predicted_gpu_ns\":%" PRId64 ",\"exposed_compute_ns\":%" PRId64
 		       ",\"exposed_comm_ns\":%" PRId64 ",\"overlap_ns\":%" PRId64 ",\"idle_ns\":%" PRId64
 		       "}",
 		       i ? "," : "", g->ranks[it->rank].rank, it->step, it->measured_ns,
-		       it->predicted_ns, err_pct(it), it->exposed_compute_ns, it->exposed_comm_ns,
-		       it->overlap_ns, it->idle_ns);
+		       it->predicted_ns, err_pct(it), it->host_ns, it->gpu_ns, it->pred_host_ns,
+		       it->pred_gpu_ns, it->exposed_compute_ns, it->exposed_comm_ns, it->overlap_ns,
+		       it->idle_ns);
 	}
 	printf("],\"critical_path\":{\"length_ns\":%" PRId64 ",\"tasks\":%" PRIu32 ",\"by_kind_ns\":{",
 	       cp->length_ns, cp->n);
@@ -175,7 +198,7 @@ int cmd_replay(int argc, char **argv)
 		case 's': so.skip |= SIM_SKIP_SHARE; break;
 		case 'R': so.rendezvous = 0; break;
 		case 'h': fputs(help, stdout); return 0;
-		default: fputs(help, stderr); return EXIT_USAGE;
+		default: return usage_bad_option("replay", "r:h", longopts, argv);
 		}
 	}
 	if (optind >= argc) {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -13,29 +14,110 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mem.h"
 #include "store.h"
 #include "sweep.h"
+#include "synth.h"
+#include "usage.h"
 #include "vec.h"
 
 static const char help[] =
 	"usage: prism report DB [options]\n"
 	"\n"
 	"Read a sweep's results from the database `prism search` wrote and write,\n"
-	"into DIR: report.md (the best layout per GPU count, the Pareto fronts of\n"
-	"iteration time and of GPU-hours per iteration against GPU count, the\n"
-	"runners-up at each GPU count and why they lose, what was rejected),\n"
-	"best.csv (the best layout per GPU count) and pareto.svg (drawn by\n"
-	"gnuplot's SVG terminal).  report.md is also printed.\n"
+	"into DIR: report.md (the best layout per GPU count with, where the sweep\n"
+	"gives 'tokens' and 'price_per_gpu_hour', the days, GPU-hours and cost to\n"
+	"train; the Pareto fronts of iteration time and of GPU-hours against GPU\n"
+	"count; the runners-up at each GPU count and why they lose, near-ties\n"
+	"marked; what was rejected), best.csv (the best layout per GPU count,\n"
+	"every knob) and pareto.svg (drawn by gnuplot's SVG terminal).\n"
+	"report.md is also printed.\n"
+	"\n"
+	"Near-ties: layouts within the model's stated uncertainty of the best\n"
+	"(9.4 %: synth + simulate against Megatron-LM's measured runs,\n"
+	"docs/VALIDATION.md) are marked; the model does not rank them.  Layouts\n"
+	"that are the same run (ZeRO with dp = 1, a recompute setting that\n"
+	"changes neither time nor memory, GPipe or 1F1B without a pipeline) are\n"
+	"collapsed into the simplest.\n"
 	"\n"
 	"options:\n"
 	"      --sweep ID      the sweep (default: the latest in the database)\n"
 	"  -o, --output DIR    where to write (default results/NAME/)\n"
+	"      --json          print the report as JSON instead of Markdown\n"
+	"      --csv-all[=FILE] every candidate, simulated or not, as CSV into\n"
+	"                      FILE (default DIR/all.csv; FILE.gz is gzipped)\n"
+	"      --tokens N      tokens to train (default: the sweep's 'tokens')\n"
+	"      --price P       price of one GPU-hour (default: the sweep's\n"
+	"                      'price_per_gpu_hour')\n"
+	"      --tie PCT       near-tie threshold in percent (default 9.4)\n"
 	"  -h, --help          this help\n";
 
+/*
+ * The model's stated uncertainty for a layout predicted from its shape:
+ * the mean absolute error of synth + simulate against Megatron-LM's
+ * measured throughput for ten layouts of 1.7B to 1T parameters (SC21
+ * Table 1; docs/VALIDATION.md, "Megatron-LM's weak-scaling table").  A
+ * runner-up this close to the best is a near-tie: the model cannot order
+ * the two.
+ */
+#define REPORT_TIE_FRAC 0.094
+#define REPORT_TIE_SOURCE                                                                  \
+	"mean error of synth + simulate against Megatron-LM's measured runs, "              \
+	"docs/VALIDATION.md"
+
+/* The knobs of a candidate, in the order of the CSV columns; each is a
+ * column of the candidate table with the same name (dflt: the SQL value of
+ * a row, or a database, from before the column; "": always there).  Text
+ * knobs are shown as the canonical name of what they parse to. */
+#define REPORT_KNOBS(I, S)                                                                  \
+	I(gpus, "gpus", "") I(tp, "tp", "") I(pp, "pp", "") I(dp, "dp", "") I(vp, "vp", "")  \
+	I(mbs, "mbs", "") I(mb, "microbatches", "")                                          \
+	S(schedule, "schedule", "", synth_schedule_parse, synth_schedule_name)             \
+	S(recompute, "recompute", "", mem_recompute_parse, mem_recompute_name)             \
+	I(zero, "zero", "") I(sp, "sp", "") I(layers, "layers", "") I(hidden, "hidden", "")   \
+	S(dtype, "dtype", "'bf16'", hw_dtype_parse, hw_dtype_name)                         \
+	I(fp8_attention, "fp8_attention", "0") I(flash, "flash", "1")
+
+/* How many knobs (the status column follows key and the knobs). */
+#define KNOB_COUNT_I(f, col, dflt) +1
+#define KNOB_COUNT_S(f, col, dflt, parse, name) +1
+enum { N_KNOBS = 0 REPORT_KNOBS(KNOB_COUNT_I, KNOB_COUNT_S) };
+#undef KNOB_COUNT_I
+#undef KNOB_COUNT_S
+
 struct row {
-	int gpus, tp, pp, dp, vp, mbs, mb, zero, sp, layers, hidden;
-	char schedule[16], recompute[16];
+	char key[160];
+#define KNOB_I(f, col, dflt) int f;
+#define KNOB_S(f, col, dflt, parse, name) char f[16];
+	REPORT_KNOBS(KNOB_I, KNOB_S)
+#undef KNOB_I
+#undef KNOB_S
 	double iter_s, bubble, tps, mfu, gpuh, mem_gb;
+	long same_as;  /* the row it is the same run as, or -1 */
+	int n_same;    /* rows collapsed into this one */
+	int near_tie;  /* a runner-up within the tie threshold of the best */
+};
+
+/* What a training run needs, for days and cost (0: not known). */
+struct train {
+	double tokens, price;
+};
+
+/* Everything the writers share. */
+struct report {
+	long long sid;
+	char name[128];      /* shown() */
+	const char *db;
+	struct row *rows;    /* simulated, by gpus, iter_s, key */
+	size_t n;
+	size_t *best;        /* index of each GPU count's best row */
+	size_t nb;
+	int *pareto_t, *pareto_h;
+	struct train tr;
+	double tie;          /* near-tie fraction */
+	int tie_given;       /* by --tie, not REPORT_TIE_FRAC */
+	int collapsed[4];    /* same run differing in: ZeRO stage, recompute,
+			      * schedule (pp 1), several of these */
 };
 
 static void layout(char *buf, size_t n, const struct row *r)
@@ -49,10 +131,24 @@ static void layout(char *buf, size_t n, const struct row *r)
 		 vp, r->mbs, r->mb, r->schedule, rc, r->zero, r->sp ? ", sp" : "");
 }
 
+/* The chart's label of a layout: short, ASCII, made of numbers and the
+ * canonical names alone. */
+static void label(char *buf, size_t n, const struct row *r)
+{
+	char vp[16] = "";
+	if (strcmp(r->schedule, "interleaved") == 0)
+		snprintf(vp, sizeof(vp), " vp%d", r->vp);
+	snprintf(buf, n, "tp%d pp%d dp%d%s mbs%d%s%s", r->tp, r->pp, r->dp, vp, r->mbs,
+		 strcmp(r->recompute, "none") ? " rc-" : "",
+		 strcmp(r->recompute, "none") ? r->recompute : "");
+}
+
 /* Why runner-up r loses to b (same GPU count). */
 static void why(char *buf, size_t n, const struct row *b, const struct row *r)
 {
-	if (r->bubble > b->bubble + 0.03)
+	if (r->iter_s <= b->iter_s * (1 + 5e-4))
+		snprintf(buf, n, "as fast (memory %.1f GB against %.1f GB)", r->mem_gb, b->mem_gb);
+	else if (r->bubble > b->bubble + 0.03)
 		snprintf(buf, n, "pipeline bubble %.0f%% against %.0f%%", r->bubble * 100,
 			 b->bubble * 100);
 	else if (r->mfu < b->mfu * 0.97 && r->tp > b->tp)
@@ -74,8 +170,8 @@ static const char *text(sqlite3_stmt *st, int i)
 }
 
 /* name as text safe to show anywhere (a gnuplot string, a Markdown
- * heading): letters, digits and " +-.,:=_()" kept, every other byte '?'.
- * The name comes from the database, which may be anyone's. */
+ * heading, JSON): letters, digits and " +-.,:=_()" kept, every other byte
+ * '?'.  The name comes from the database, which may be anyone's. */
 static void shown(char *buf, size_t n, const char *name)
 {
 	size_t i = 0;
@@ -86,23 +182,645 @@ static void shown(char *buf, size_t n, const char *name)
 	buf[i] = '\0';
 }
 
+/* A schedule or recompute setting from the database as its canonical name,
+ * or "?": only names prism knows reach a table, a label or the chart. */
+static void canonical(char *buf, size_t n, const char *v, int (*parse)(const char *),
+		      const char *(*name)(int))
+{
+	int k = parse(v);
+	snprintf(buf, n, "%s", k >= 0 ? name(k) : "?");
+}
+
+/* 1,234,567 */
+static void grouped(char *buf, size_t n, double v)
+{
+	char digits[64];
+	size_t len, o = 0;
+	if (!isfinite(v) || fabs(v) >= 1e18) {
+		snprintf(buf, n, "%.3g", v);
+		return;
+	}
+	snprintf(digits, sizeof(digits), "%.0f", fabs(v));
+	len = strlen(digits);
+	if (v < 0 && digits[0] != '0' && o + 1 < n)
+		buf[o++] = '-';
+	for (size_t i = 0; i < len && o + 1 < n; i++) {
+		buf[o++] = digits[i];
+		if ((len - i - 1) % 3 == 0 && i + 1 < len && o + 1 < n)
+			buf[o++] = ',';
+	}
+	buf[o] = '\0';
+}
+
+/* Days, GPU-hours and cost to train on row r: 0 where not known. */
+static void to_train(const struct train *t, const struct row *r, double *days, double *gpuh,
+		     double *cost)
+{
+	double s = t->tokens > 0 && r->tps > 0 ? t->tokens / r->tps : 0;
+	*days = s / 86400;
+	*gpuh = r->gpus * s / 3600;
+	*cost = t->price > 0 ? *gpuh * t->price : 0;
+}
+
+static void json_num(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%.9g", v);
+	else
+		fputs("null", f);
+}
+
+/* A JSON string of text from the database: valid UTF-8 kept, every other
+ * byte '?', so the output parses whatever the database holds. */
+static void json_text(FILE *f, const char *s)
+{
+	size_t n = strlen(s);
+	char *c = prism_malloc(n + 1);
+	if (!c) {
+		fputs("null", f);
+		return;
+	}
+	for (size_t i = 0; i < n;) {
+		unsigned char b = (unsigned char)s[i];
+		size_t k = b < 0x80 ? 1 : (b & 0xe0) == 0xc0 ? 2 : (b & 0xf0) == 0xe0 ? 3
+			 : (b & 0xf8) == 0xf0 ? 4 : 0;
+		int ok = k > 0 && i + k <= n && !(k == 2 && b < 0xc2);
+		for (size_t j = 1; ok && j < k; j++)
+			ok = ((unsigned char)s[i + j] & 0xc0) == 0x80;
+		if (ok) {
+			memcpy(c + i, s + i, k);
+			i += k;
+		} else {
+			c[i++] = '?';
+		}
+	}
+	c[n] = '\0';
+	prism_fput_json_str(f, c);
+	free(c);
+}
+
+/* A CSV field: quoted, quotes doubled, where it holds a comma, a quote or
+ * a line break. */
+static void csv_text(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	putc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			putc('"', f);
+		putc(*s, f);
+	}
+	putc('"', f);
+}
+
+/* 1 if db's candidate table has column col. */
+static int has_column(sqlite3 *db, const char *col)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('candidate') WHERE name=?1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, col, -1, SQLITE_STATIC);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
+/* "SELECT key, <the knobs>, rest" into sql: a knob the database lacks (it
+ * predates the column) reads its default; 0, or -1 if sql is too small. */
+static int knob_select(sqlite3 *db, char *sql, size_t n, const char *rest)
+{
+	size_t len = (size_t)snprintf(sql, n, "SELECT key");
+#define KNOB_ADD(col, dflt)                                                                      \
+	if (len < n && !*(dflt))                                                                 \
+		len += (size_t)snprintf(sql + len, n - len, ", %s", col);                       \
+	else if (len < n && has_column(db, col))                                                 \
+		len += (size_t)snprintf(sql + len, n - len, ", COALESCE(%s, %s)", col, dflt);   \
+	else if (len < n)                                                                        \
+		len += (size_t)snprintf(sql + len, n - len, ", %s", dflt);
+#define KNOB_I(f, col, dflt) KNOB_ADD(col, dflt)
+#define KNOB_S(f, col, dflt, parse, name) KNOB_ADD(col, dflt)
+	REPORT_KNOBS(KNOB_I, KNOB_S)
+#undef KNOB_I
+#undef KNOB_S
+#undef KNOB_ADD
+	if (len < n)
+		len += (size_t)snprintf(sql + len, n - len, ", %s", rest);
+	return len < n ? 0 : -1;
+}
+
+static const char knob_header[] =
+#define KNOB_I(f, col, dflt) col ","
+#define KNOB_S(f, col, dflt, parse, name) col ","
+	REPORT_KNOBS(KNOB_I, KNOB_S)
+#undef KNOB_I
+#undef KNOB_S
+	;
+
+static void csv_knobs(FILE *f, const struct row *r)
+{
+#define KNOB_I(fl, col, dflt) fprintf(f, "%d,", r->fl);
+#define KNOB_S(fl, col, dflt, parse, name) fprintf(f, "%s,", r->fl);
+	REPORT_KNOBS(KNOB_I, KNOB_S)
+#undef KNOB_I
+#undef KNOB_S
+}
+
+static void json_knobs(FILE *f, const struct row *r)
+{
+	const char *sep = "";
+#define KNOB_I(fl, col, dflt)                                                                    \
+	fprintf(f, "%s\"" col "\":%d", sep, r->fl);                                         \
+	sep = ",";
+#define KNOB_S(fl, col, dflt, parse, name)                                                       \
+	fprintf(f, "%s\"" col "\":", sep);                                                  \
+	prism_fput_json_str(f, r->fl);                                                      \
+	sep = ",";
+	REPORT_KNOBS(KNOB_I, KNOB_S)
+#undef KNOB_I
+#undef KNOB_S
+}
+
 /*
- * pareto.svg from pareto.dat in dir, drawn by gnuplot's SVG terminal.
- * gnuplot runs in dir, so its program names no path, and the only text
- * in it from outside is the title, passed through shown(): gnuplot's
- * `system`, `!` and backquotes run shell commands, so nothing from the
- * database is ever pasted in raw.  0, or -1 when gnuplot is missing or
- * fails.
+ * What makes r and e the same run under two names, as a set of SAME_*
+ * bits, or 0 when they are not: they differ only in ZeRO stage, recompute
+ * setting or (without a pipeline) schedule, and predict the same time and
+ * memory, to the bit (the model gives a run whose knob changes nothing
+ * the same graph).  ZeRO with dp = 1 shards over one GPU; selective
+ * recompute with flash attention recomputes nothing prism models; with
+ * pp = 1 and one microbatch, GPipe and 1F1B are one order of work.
  */
-static int chart(const char *dir, const char *name)
+enum { SAME_ZERO = 1, SAME_RECOMPUTE = 2, SAME_SCHEDULE = 4 };
+static int same_run(const struct row *r, const struct row *e)
+{
+	int d = (r->zero != e->zero ? SAME_ZERO : 0) |
+		(strcmp(r->recompute, e->recompute) ? SAME_RECOMPUTE : 0) |
+		(strcmp(r->schedule, e->schedule) || r->vp != e->vp ? SAME_SCHEDULE : 0);
+	if (r->gpus != e->gpus || r->tp != e->tp || r->pp != e->pp || r->dp != e->dp ||
+	    r->mbs != e->mbs || r->mb != e->mb || r->sp != e->sp || r->layers != e->layers ||
+	    r->hidden != e->hidden || strcmp(r->dtype, e->dtype) ||
+	    r->fp8_attention != e->fp8_attention || r->flash != e->flash ||
+	    r->iter_s != e->iter_s || r->mem_gb != e->mem_gb ||
+	    ((d & SAME_SCHEDULE) && r->pp != 1))
+		return 0;
+	return d;
+}
+
+/* 1 when a is the simpler of two names of one run: no recompute before
+ * some, lower ZeRO stage before higher, 1F1B before the others. */
+static int simpler(const struct row *a, const struct row *b)
+{
+	int ra = strcmp(a->recompute, "none") != 0, rb = strcmp(b->recompute, "none") != 0;
+	int sa = strcmp(a->schedule, "1f1b") != 0, sb = strcmp(b->schedule, "1f1b") != 0;
+	if (ra != rb)
+		return ra < rb;
+	if (a->zero != b->zero)
+		return a->zero < b->zero;
+	return sa < sb;
+}
+
+/* Collapse rows that are the same run into the simplest name, and mark
+ * near-ties.  rows are sorted by gpus, iter_s, key, so one run's names sit
+ * among the rows of equal time. */
+static void judge(struct report *R)
+{
+	struct row *rows = R->rows;
+	for (size_t i = 0; i < R->n; i++) {
+		rows[i].same_as = -1;
+		rows[i].n_same = 0;
+		rows[i].near_tie = 0;
+	}
+	for (size_t i = 1; i < R->n; i++) {
+		for (size_t j = i; j-- > 0 && rows[j].gpus == rows[i].gpus &&
+				   rows[j].iter_s == rows[i].iter_s;) {
+			int d;
+			if (rows[j].same_as >= 0 || !(d = same_run(&rows[i], &rows[j])))
+				continue;
+			/* The simpler name heads the run, in j's place (same
+			 * time: the order stands). */
+			if (simpler(&rows[i], &rows[j])) {
+				struct row t = rows[i];
+				rows[i] = rows[j];
+				rows[j] = t;
+			}
+			rows[i].same_as = (long)j;
+			rows[j].n_same++;
+			R->collapsed[d == SAME_ZERO ? 0 : d == SAME_RECOMPUTE ? 1
+					 : d == SAME_SCHEDULE ? 2 : 3]++;
+			break;
+		}
+	}
+	for (size_t k = 0; k < R->nb; k++) {
+		const struct row *b = &rows[R->best[k]];
+		for (size_t i = R->best[k] + 1; i < R->n && rows[i].gpus == b->gpus; i++)
+			if (rows[i].same_as < 0 && rows[i].iter_s <= b->iter_s * (1 + R->tie))
+				rows[i].near_tie = 1;
+	}
+}
+
+/* Near-ties of best row k (collapsed rows not counted). */
+static int near_ties(const struct report *R, size_t k)
+{
+	int n = 0;
+	for (size_t i = R->best[k] + 1; i < R->n && R->rows[i].gpus == R->rows[R->best[k]].gpus;
+	     i++)
+		n += R->rows[i].near_tie;
+	return n;
+}
+
+/* The Pareto fronts: a count is on the time front when its best is faster
+ * than every smaller count's, on the GPU-hours front when cheaper. */
+static void fronts(struct report *R)
+{
+	double front_t = 0, front_h = 0;
+	for (size_t k = 0; k < R->nb; k++) {
+		const struct row *r = &R->rows[R->best[k]];
+		R->pareto_t[k] = front_t == 0 || r->iter_s < front_t;
+		R->pareto_h[k] = front_h == 0 || r->gpuh < front_h;
+		if (R->pareto_t[k])
+			front_t = r->iter_s;
+		if (R->pareto_h[k])
+			front_h = r->gpuh;
+	}
+}
+
+static void write_md(FILE *md, const struct report *R, sqlite3 *db)
+{
+	const struct train *t = &R->tr;
+	sqlite3_stmt *st = NULL;
+	char lay[200], a[48], b[48], c[48];
+
+	fprintf(md, "# Sweep %s (id %lld)\n\n", R->name, R->sid);
+	sqlite3_prepare_v2(db,
+			   "SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY "
+			   "status ORDER BY status",
+			   -1, &st, NULL);
+	sqlite3_bind_int64(st, 1, R->sid);
+	fprintf(md, "Candidates:");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		shown(a, sizeof(a), text(st, 0));
+		fprintf(md, " %s %d;", a, sqlite3_column_int(st, 1));
+	}
+	sqlite3_finalize(st);
+	fprintf(md, "\n\n");
+	if (t->tokens > 0) {
+		grouped(a, sizeof(a), t->tokens);
+		fprintf(md, "Training: %s tokens", a);
+		if (t->price > 0)
+			fprintf(md, " at %.4g per GPU-hour", t->price);
+		fprintf(md, ".\n\n");
+	}
+	fprintf(md, "## Best layout per GPU count\n\n");
+	fprintf(md, "| GPUs | layout | iteration ms | tokens/s | MFU | bubble | memory GB |"
+		    " GPU-hours/iter |");
+	if (t->tokens > 0)
+		fprintf(md, " days to train | GPU-hours to train |%s",
+			t->price > 0 ? " cost to train |" : "");
+	fprintf(md, " near-ties | Pareto (time) | Pareto (GPU-hours) |\n");
+	fprintf(md, "|---:|---|---:|---:|---:|---:|---:|---:|%s%s---:|---|---|\n",
+		t->tokens > 0 ? "---:|---:|" : "", t->tokens > 0 && t->price > 0 ? "---:|" : "");
+	for (size_t k = 0; k < R->nb; k++) {
+		const struct row *r = &R->rows[R->best[k]];
+		layout(lay, sizeof(lay), r);
+		fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f | %.4g |", r->gpus, lay,
+			r->iter_s * 1e3, r->tps, r->mfu * 100, r->bubble * 100, r->mem_gb, r->gpuh);
+		if (t->tokens > 0) {
+			double days, gpuh, cost;
+			to_train(t, r, &days, &gpuh, &cost);
+			grouped(b, sizeof(b), gpuh);
+			fprintf(md, " %.*f | %s |", days < 10 ? 2 : 1, days, b);
+			if (t->price > 0) {
+				grouped(c, sizeof(c), cost);
+				fprintf(md, " %s |", c);
+			}
+		}
+		fprintf(md, " %d | %s | %s |\n", near_ties(R, k), R->pareto_t[k] ? "yes" : "no",
+			R->pareto_h[k] ? "yes" : "no");
+	}
+	fprintf(md,
+		"\nNear-ties: other layouts within %.1f %% of the best at their GPU count (%s%s); "
+		"prism does not order them.",
+		R->tie * 100, R->tie_given ? "set by --tie" : "the model's stated uncertainty: ",
+		R->tie_given ? "" : REPORT_TIE_SOURCE);
+	if (t->tokens > 0)
+		fprintf(md, " Days to train: tokens / (tokens/s); GPU-hours: days x 24 x GPUs%s.",
+			t->price > 0 ? "; cost: GPU-hours x price" : "");
+	fprintf(md, "\n\n## Runners-up, and why they lose\n\n");
+	fprintf(md, "| GPUs | layout | iteration ms | vs best | near-tie | why |\n"
+		    "|---:|---|---:|---:|---|---|\n");
+	for (size_t k = 0; k < R->nb; k++) {
+		const struct row *bst = &R->rows[R->best[k]];
+		int listed = 0, ties = 0;
+		for (size_t i = R->best[k] + 1; i < R->n && R->rows[i].gpus == bst->gpus; i++) {
+			const struct row *r = &R->rows[i];
+			char w[160];
+			if (r->same_as >= 0)
+				continue;
+			if (listed == 3) {
+				ties += r->near_tie;
+				continue;
+			}
+			layout(lay, sizeof(lay), r);
+			why(w, sizeof(w), bst, r);
+			fprintf(md, "| %d | %s | %.3f | %+.1f%% | %s | %s |\n", bst->gpus, lay,
+				r->iter_s * 1e3, (r->iter_s / bst->iter_s - 1) * 100,
+				r->near_tie ? "yes" : "no", w);
+			listed++;
+		}
+		if (ties)
+			fprintf(md, "| %d | (%d more near-ties) | | | yes | |\n", bst->gpus, ties);
+	}
+	if (R->collapsed[0] + R->collapsed[1] + R->collapsed[2] + R->collapsed[3])
+		fprintf(md,
+			"\nThe same run under another name (the same time and memory), not "
+			"listed: %d differing only in ZeRO stage (dp = 1), %d only in recompute "
+			"setting, %d only in schedule (no pipeline), %d in several of these "
+			"(`--csv-all`: their `same_as`).\n",
+			R->collapsed[0], R->collapsed[1], R->collapsed[2], R->collapsed[3]);
+	fprintf(md, "\n## Rejected before simulation (first of each reason)\n\n");
+	sqlite3_prepare_v2(db,
+			   "SELECT status, reason, COUNT(*) FROM candidate WHERE sweep=?1 AND "
+			   "status IN ('invalid','oom','failed') GROUP BY status, "
+			   "substr(reason, 1, 24) ORDER BY COUNT(*) DESC LIMIT 12",
+			   -1, &st, NULL);
+	sqlite3_bind_int64(st, 1, R->sid);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		fprintf(md, "- %s (%d): %s\n", text(st, 0), sqlite3_column_int(st, 2), text(st, 1));
+	sqlite3_finalize(st);
+}
+
+static void write_best_csv(FILE *csv, const struct report *R)
+{
+	fprintf(csv, "%siter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,days_to_train,"
+		     "gpu_hours_to_train,cost_to_train,near_ties,same_runs,pareto_time,"
+		     "pareto_gpu_hours\n",
+		knob_header);
+	for (size_t k = 0; k < R->nb; k++) {
+		const struct row *r = &R->rows[R->best[k]];
+		double days, gpuh, cost;
+		to_train(&R->tr, r, &days, &gpuh, &cost);
+		csv_knobs(csv, r);
+		fprintf(csv, "%.9f,%.3f,%.6f,%.6f,%.3f,%.9g,", r->iter_s, r->tps, r->mfu, r->bubble,
+			r->mem_gb, r->gpuh);
+		if (R->tr.tokens > 0)
+			fprintf(csv, "%.6g,%.6g,", days, gpuh);
+		else
+			fputs(",,", csv);
+		if (R->tr.tokens > 0 && R->tr.price > 0)
+			fprintf(csv, "%.6g,", cost);
+		else
+			fputs(",", csv);
+		fprintf(csv, "%d,%d,%d,%d\n", near_ties(R, k), r->n_same, R->pareto_t[k],
+			R->pareto_h[k]);
+	}
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct row *const *x = a, *const *y = b;
+	return strcmp((*x)->key, (*y)->key);
+}
+
+/* Every candidate of the sweep, simulated or not, with the judgement of
+ * the simulated ones (same_as: the key of the run it is another name of). */
+static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
+{
+	static const char *const cols[] = {
+		"status", "reason", "analytic_s", "bound_s", "iter_s", "bubble", "tokens_per_s",
+		"mfu", "gpu_hours", "mem_gb", "fits", "exposed_compute_s", "exposed_comm_s",
+		"overlap_s", "idle_s"};
+	const struct row **by_key = prism_malloc((R->n + 1) * sizeof(*by_key));
+	sqlite3_stmt *st = NULL;
+	char sql[2048];
+	int rc = 0;
+
+	if (!by_key)
+		return -1;
+	for (size_t i = 0; i < R->n; i++)
+		by_key[i] = &R->rows[i];
+	qsort(by_key, R->n, sizeof(*by_key), cmp_key);
+	fprintf(csv, "key,%s", knob_header);
+	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
+		fprintf(csv, "%s,", cols[i]);
+	fputs("days_to_train,gpu_hours_to_train,cost_to_train,near_tie,same_as\n", csv);
+	if (knob_select(db, sql, sizeof(sql),
+			"status, reason, analytic_s, bound_s, iter_s, bubble, tokens_per_s,"
+			" mfu, gpu_hours, mem_gb, fits, exposed_compute_s, exposed_comm_s,"
+			" overlap_s, idle_s FROM candidate WHERE sweep=?1 ORDER BY gpus, key") ||
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		free(by_key);
+		return -1;
+	}
+	sqlite3_bind_int64(st, 1, R->sid);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int nc = sqlite3_column_count(st);
+		struct row probe, *pp = &probe;
+		const struct row *const *hit;
+		for (int i = 0; i < nc; i++) {
+			csv_text(csv, text(st, i));
+			putc(',', csv);
+		}
+		snprintf(probe.key, sizeof(probe.key), "%s", text(st, 0));
+		hit = R->n && strcmp(text(st, 1 + N_KNOBS), "simulated") == 0
+			      ? bsearch(&pp, by_key, R->n, sizeof(*by_key), cmp_key)
+			      : NULL;
+		if (hit) {
+			const struct row *r = *hit;
+			double days, gpuh, cost;
+			to_train(&R->tr, r, &days, &gpuh, &cost);
+			if (R->tr.tokens > 0)
+				fprintf(csv, "%.6g,%.6g,", days, gpuh);
+			else
+				fputs(",,", csv);
+			if (R->tr.tokens > 0 && R->tr.price > 0)
+				fprintf(csv, "%.6g,", cost);
+			else
+				fputs(",", csv);
+			fprintf(csv, "%d,", r->near_tie);
+			if (r->same_as >= 0)
+				csv_text(csv, R->rows[r->same_as].key);
+			putc('\n', csv);
+		} else {
+			fputs(",,,,\n", csv);
+		}
+	}
+	sqlite3_finalize(st);
+	free(by_key);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static void json_row(FILE *f, const struct report *R, const struct row *r)
+{
+	double days, gpuh, cost;
+	to_train(&R->tr, r, &days, &gpuh, &cost);
+	fputs("{\"layout\":{", f);
+	json_knobs(f, r);
+	fputs("},\"key\":", f);
+	json_text(f, r->key);
+	fputs(",\"iter_s\":", f);
+	json_num(f, r->iter_s);
+	fputs(",\"tokens_per_s\":", f);
+	json_num(f, r->tps);
+	fputs(",\"mfu\":", f);
+	json_num(f, r->mfu);
+	fputs(",\"bubble\":", f);
+	json_num(f, r->bubble);
+	fputs(",\"mem_gb\":", f);
+	json_num(f, r->mem_gb);
+	fputs(",\"gpu_hours_per_iter\":", f);
+	json_num(f, r->gpuh);
+	if (R->tr.tokens > 0) {
+		fputs(",\"days_to_train\":", f);
+		json_num(f, days);
+		fputs(",\"gpu_hours_to_train\":", f);
+		json_num(f, gpuh);
+		if (R->tr.price > 0) {
+			fputs(",\"cost_to_train\":", f);
+			json_num(f, cost);
+		}
+	}
+	fprintf(f, ",\"same_runs\":%d", r->n_same);
+}
+
+static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char *dir,
+		       const char *all, int drawn)
+{
+	sqlite3_stmt *st = NULL;
+	const char *sep = "";
+
+	fprintf(f, "{\"sweep\":{\"id\":%lld,\"name\":", R->sid);
+	json_text(f, R->name);
+	fputs(",\"database\":", f);
+	json_text(f, R->db);
+	fputs("},\"tokens\":", f);
+	if (R->tr.tokens > 0)
+		json_num(f, R->tr.tokens);
+	else
+		fputs("null", f);
+	fputs(",\"price_per_gpu_hour\":", f);
+	if (R->tr.price > 0)
+		json_num(f, R->tr.price);
+	else
+		fputs("null", f);
+	fputs(",\"near_tie\":{\"fraction\":", f);
+	json_num(f, R->tie);
+	fputs(",\"source\":", f);
+	prism_fput_json_str(f, !R->tie_given ? REPORT_TIE_SOURCE : "--tie");
+	fputs("},\"candidates\":{", f);
+	sqlite3_prepare_v2(db,
+			   "SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY "
+			   "status ORDER BY status",
+			   -1, &st, NULL);
+	sqlite3_bind_int64(st, 1, R->sid);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		fputs(sep, f);
+		json_text(f, text(st, 0));
+		fprintf(f, ":%d", sqlite3_column_int(st, 1));
+		sep = ",";
+	}
+	sqlite3_finalize(st);
+	fprintf(f,
+		"},\"same_run\":{\"zero\":%d,\"recompute\":%d,\"schedule\":%d,\"several\":%d}",
+		R->collapsed[0], R->collapsed[1], R->collapsed[2], R->collapsed[3]);
+	fputs(",\"best\":[", f);
+	for (size_t k = 0; k < R->nb; k++) {
+		const struct row *r = &R->rows[R->best[k]];
+		fprintf(f, "%s\n{\"gpus\":%d,", k ? "," : "", r->gpus);
+		fputs("\"best\":", f);
+		json_row(f, R, r);
+		fprintf(f, "},\"near_ties\":%d,\"pareto_time\":%s,\"pareto_gpu_hours\":%s",
+			near_ties(R, k), R->pareto_t[k] ? "true" : "false",
+			R->pareto_h[k] ? "true" : "false");
+		fputs(",\"runners_up\":[", f);
+		sep = "";
+		for (size_t i = R->best[k] + 1, listed = 0;
+		     i < R->n && R->rows[i].gpus == r->gpus && listed < 3; i++) {
+			const struct row *u = &R->rows[i];
+			char w[160];
+			if (u->same_as >= 0)
+				continue;
+			why(w, sizeof(w), r, u);
+			fputs(sep, f);
+			json_row(f, R, u);
+			fputs(",\"vs_best\":", f);
+			json_num(f, u->iter_s / r->iter_s - 1);
+			fprintf(f, ",\"near_tie\":%s,\"why\":", u->near_tie ? "true" : "false");
+			prism_fput_json_str(f, w);
+			fputs("}", f);
+			sep = ",";
+			listed++;
+		}
+		fputs("]}", f);
+	}
+	fputs("],\"rejected\":[", f);
+	sqlite3_prepare_v2(db,
+			   "SELECT status, reason, COUNT(*) FROM candidate WHERE sweep=?1 AND "
+			   "status IN ('invalid','oom','failed') GROUP BY status, "
+			   "substr(reason, 1, 24) ORDER BY COUNT(*) DESC LIMIT 12",
+			   -1, &st, NULL);
+	sqlite3_bind_int64(st, 1, R->sid);
+	sep = "";
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		fprintf(f, "%s\n{\"status\":", sep);
+		json_text(f, text(st, 0));
+		fprintf(f, ",\"count\":%d,\"reason\":", sqlite3_column_int(st, 2));
+		json_text(f, text(st, 1));
+		fputs("}", f);
+		sep = ",";
+	}
+	sqlite3_finalize(st);
+	fputs("],\"files\":{\"report\":", f);
+	{
+		char p[1200];
+		snprintf(p, sizeof(p), "%s/report.md", dir);
+		json_text(f, p);
+		snprintf(p, sizeof(p), "%s/best.csv", dir);
+		fputs(",\"best_csv\":", f);
+		json_text(f, p);
+		fputs(",\"chart\":", f);
+		snprintf(p, sizeof(p), "%s/pareto.svg", dir);
+		if (drawn)
+			json_text(f, p);
+		else
+			fputs("null", f);
+		fputs(",\"all_csv\":", f);
+		if (all)
+			json_text(f, all);
+		else
+			fputs("null", f);
+	}
+	fputs("}}\n", f);
+}
+
+/*
+ * pareto.svg in dir, drawn by gnuplot's SVG terminal from the best row of
+ * each GPU count.  gnuplot runs in dir, so its program names no path; the
+ * data goes inline (a datablock: no file to leave behind), and the only
+ * text in the program from outside is the title and the points' labels,
+ * each passed through shown() (the labels are made of numbers and
+ * canonical names before that): gnuplot's `system`, `!` and backquotes run
+ * shell commands, so nothing from the database is ever pasted in raw.
+ * 0, or -1 when gnuplot is missing or fails.
+ */
+static int chart(const char *dir, const struct report *R)
 {
 	struct sigaction ign, old;
-	char title[128], svg[1100], tmp[1100];
+	char svg[1100], tmp[1100];
+	const char *y2;
 	int fd[2], st = 0, wrote;
 	pid_t pid;
 	FILE *gp;
 
-	shown(title, sizeof(title), name);
+	if (R->tr.tokens > 0 && R->tr.price > 0)
+		y2 = "cost to train (GPU-hours x price)";
+	else if (R->tr.tokens > 0)
+		y2 = "GPU-hours to train";
+	else
+		y2 = "GPU-hours per 1000 iterations";
 	if (pipe(fd))
 		return -1;
 	if ((pid = fork()) < 0) {
@@ -133,16 +851,71 @@ static int chart(const char *dir, const char *name)
 				"set terminal svg size 800,500 dynamic background rgb 'white'\n"
 				"set output 'pareto.svg.tmp'\n"
 				"set title 'Sweep %s: best iteration time per GPU count' noenhanced\n"
-				"set xlabel 'GPUs'\nset ylabel 'iteration time (ms)'\n"
-				"set y2label 'GPU-hours per iteration'\nset logscale x 2\n"
-				"set y2tics\nset ytics nomirror\nset key top right\nset grid\n"
-				"plot 'pareto.dat' using 1:2 with linespoints lw 2 pt 7 "
-				"title 'iteration time', "
-				"'' using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lc rgb 'black' "
-				"title 'Pareto front (time)', "
-				"'' using 1:3 axes x1y2 with linespoints dt 2 pt 5 "
-				"title 'GPU-hours per iteration'\n",
-				title) > 0;
+				"set xlabel 'GPUs'\nset ylabel 'iteration time (ms, log scale)'\n"
+				"set y2label '%s'\nset logscale x 2\nset logscale y 10\n"
+				"set format y '%%g'\nset format y2 '%%.1s%%c'\nset y2tics\n"
+				"set ytics nomirror\nset key below horizontal\nset grid\n"
+				"$best << EOD\n",
+				R->name, y2) > 0;
+		for (size_t k = 0; wrote && k < R->nb; k++) {
+			const struct row *r = &R->rows[R->best[k]];
+			double days, gpuh, cost, y2v;
+			to_train(&R->tr, r, &days, &gpuh, &cost);
+			y2v = R->tr.tokens > 0 ? (R->tr.price > 0 ? cost : gpuh) : r->gpuh * 1000;
+			wrote = fprintf(gp, "%d %.6g %.6g %d\n", r->gpus, r->iter_s * 1e3,
+					isfinite(y2v) ? y2v : 0, R->pareto_t[k]) > 0;
+		}
+		wrote = wrote && fputs("EOD\n", gp) >= 0;
+		/* Room for the labels: to the right of the last count, above
+		 * the slowest point. */
+		if (wrote && R->nb) {
+			double lo = R->rows[R->best[0]].iter_s, hi = lo;
+			for (size_t k = 1; k < R->nb; k++) {
+				double t = R->rows[R->best[k]].iter_s;
+				lo = t < lo ? t : lo;
+				hi = t > hi ? t : hi;
+			}
+			if (lo > 0 && isfinite(hi))
+				wrote = fprintf(gp, "set xrange [%.6g:%.6g]\nset yrange [%.6g:%.6g]\n",
+						R->rows[R->best[0]].gpus / 1.5,
+						R->rows[R->best[R->nb - 1]].gpus * 2.5, lo * 1e3 / 2,
+						hi * 1e3 * 4) > 0;
+			/* Ticks at the GPU counts swept, and at 1, 2, 5 x 10^k ms. */
+			for (size_t k = 0; wrote && k < R->nb; k++)
+				wrote = fprintf(gp, "%s%d", k ? ", " : "set xtics (",
+						R->rows[R->best[k]].gpus) > 0;
+			wrote = wrote && fputs(")\n", gp) >= 0;
+			if (wrote && lo > 0 && isfinite(hi)) {
+				const char *sep = "set ytics (";
+				for (double d = pow(10, floor(log10(lo * 1e3 / 2))); d <= hi * 1e3 * 4;
+				     d *= 10)
+					for (int m = 1; m <= 5 && wrote; m += m == 1 ? 1 : 3) {
+						if (d * m >= lo * 1e3 / 2 && d * m <= hi * 1e3 * 4) {
+							wrote = fprintf(gp, "%s%.6g", sep, d * m) > 0;
+							sep = ", ";
+						}
+					}
+				wrote = wrote && fputs(")\n", gp) >= 0;
+			}
+		}
+		for (size_t k = 0; wrote && k < R->nb; k++) {
+			const struct row *r = &R->rows[R->best[k]];
+			char lab[96], safe[96];
+			label(lab, sizeof(lab), r);
+			shown(safe, sizeof(safe), lab);
+			wrote = fprintf(gp,
+					"set label %zu '%s' at %d, %.6g rotate by 20 offset 0.6, 0.6 "
+					"font ',9' noenhanced\n",
+					k + 1, safe, r->gpus, r->iter_s * 1e3) > 0;
+		}
+		wrote = wrote &&
+			fputs("plot $best using 1:2 with linespoints lw 2 pt 7 "
+			      "title 'iteration time (best layout)', "
+			      "$best using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lc rgb 'black' "
+			      "title 'Pareto front (time)', "
+			      "$best using 1:3 axes x1y2 with linespoints dt 2 pt 5 title '",
+			      gp) >= 0 &&
+			fprintf(gp, "%s'\n", y2) > 0;
 		wrote = fclose(gp) == 0 && wrote;
 	} else {
 		close(fd[1]);
@@ -161,42 +934,83 @@ static int chart(const char *dir, const char *name)
 	return -1;
 }
 
+/* A positive number for option opt into *v: 0, or an error said. */
+static int positive(const char *arg, const char *opt, double lo, double hi, double *v)
+{
+	char *end;
+	errno = 0;
+	*v = strtod(arg, &end);
+	if (end == arg || *end || errno || !(*v >= lo && *v <= hi)) {
+		fprintf(stderr, "prism report: --%s '%s': expected a number in %g..%g\n", opt, arg, lo,
+			hi);
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"sweep", required_argument, NULL, 's'},
 		{"output", required_argument, NULL, 'o'},
+		{"json", no_argument, NULL, 'j'},
+		{"csv-all", optional_argument, NULL, 'a'},
+		{"tokens", required_argument, NULL, 'T'},
+		{"price", required_argument, NULL, 'P'},
+		{"tie", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	long long sid = -1;
-	const char *outdir = NULL;
-	char name[128] = "", dir[1024], path[1100];
+	const char *outdir = NULL, *all_arg = NULL;
+	char name[128] = "", dir[1024], path[1100], all_path[1100] = "", sql[2048];
 	VEC(struct row) rv = {0};
-	struct row *rows = NULL;
-	size_t n = 0;
-	/* report.md, best.csv, pareto.dat: each whole or not at all. */
-	static const char *const outs[3] = {"report.md", "best.csv", "pareto.dat"};
+	struct report R;
+	/* report.md, best.csv and all.csv: each whole or not at all. */
 	struct prism_wfile wf[3] = {{0}};
-	char wpath[3][1100];
-	FILE *md = NULL, *csv = NULL, *dat = NULL;
-	int c, rc = 0, drawn;
+	char wpath[2][1100];
+	char *mdbuf = NULL;
+	size_t mdlen = 0;
+	FILE *mem = NULL;
+	double tokens = -1, price = -1, tie = REPORT_TIE_FRAC;
+	int c, rc = 0, drawn, json = 0, want_all = 0, tie_given = 0;
 
+	memset(&R, 0, sizeof(R));
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': sid = atoll(optarg); break;
 		case 'o': outdir = optarg; break;
+		case 'j': json = 1; break;
+		case 'a':
+			want_all = 1;
+			all_arg = optarg;
+			break;
+		case 'T':
+			if (positive(optarg, "tokens", 1, 1e16, &tokens))
+				return EXIT_USAGE;
+			break;
+		case 'P':
+			if (positive(optarg, "price", 0, 1e6, &price))
+				return EXIT_USAGE;
+			break;
+		case 't':
+			if (positive(optarg, "tie", 0, 100, &tie))
+				return EXIT_USAGE;
+			tie /= 100;
+			tie_given = 1;
+			break;
 		case 'h': fputs(help, stdout); return 0;
-		default: fputs(help, stderr); return EXIT_USAGE;
+		default: return usage_bad_option("report", "o:h", longopts, argv);
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "prism report: give one DB\n%s", help);
+		fprintf(stderr, "prism report: give one DB (prism report --help)\n");
 		return EXIT_USAGE;
 	}
+	R.db = argv[optind];
 	if (sqlite3_open_v2(argv[optind], &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
 		fprintf(stderr, "prism: %s: %s\n", argv[optind], sqlite3_errmsg(db));
 		sqlite3_close(db);
@@ -210,9 +1024,18 @@ int cmd_report(int argc, char **argv)
 			return cli_fail(&err);
 		}
 	}
+	/* The tokens and price columns came with version 3: an older database
+	 * (opened read-only, so not upgraded) has neither. */
 	if (sqlite3_prepare_v2(db,
-			       sid >= 0 ? "SELECT id, name FROM sweep WHERE id=?1"
-					: "SELECT id, name FROM sweep ORDER BY id DESC LIMIT 1",
+			       sid >= 0 ? "SELECT id, name, tokens, price_per_gpu_hour FROM sweep "
+					  "WHERE id=?1"
+					: "SELECT id, name, tokens, price_per_gpu_hour FROM sweep "
+					  "ORDER BY id DESC LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK &&
+	    sqlite3_prepare_v2(db,
+			       sid >= 0 ? "SELECT id, name, NULL, NULL FROM sweep WHERE id=?1"
+					: "SELECT id, name, NULL, NULL FROM sweep ORDER BY id DESC "
+					  "LIMIT 1",
 			       -1, &st, NULL) != SQLITE_OK) {
 		fprintf(stderr, "prism: %s: not a prism results database (%s)\n", argv[optind],
 			sqlite3_errmsg(db));
@@ -229,46 +1052,68 @@ int cmd_report(int argc, char **argv)
 	}
 	sid = sqlite3_column_int64(st, 0);
 	snprintf(name, sizeof(name), "%s", text(st, 1));
+	R.tr.tokens = tokens >= 0 ? tokens : sqlite3_column_double(st, 2);
+	R.tr.price = price >= 0 ? price : sqlite3_column_double(st, 3);
+	/* A database made by hand may hold anything: only sane values count. */
+	if (!(R.tr.tokens >= 1 && R.tr.tokens <= 1e16))
+		R.tr.tokens = 0;
+	if (!(R.tr.price > 0 && R.tr.price <= 1e6))
+		R.tr.price = 0;
 	sqlite3_finalize(st);
-	sqlite3_prepare_v2(db,
-			   "SELECT gpus, tp, pp, dp, vp, mbs, microbatches, zero, sp, layers, hidden,"
-			   " schedule, recompute, iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb"
-			   " FROM candidate WHERE sweep=?1 AND status='simulated'"
-			   " ORDER BY gpus, iter_s, key",
-			   -1, &st, NULL);
+	R.sid = sid;
+	R.tie = tie;
+	R.tie_given = tie_given;
+	shown(R.name, sizeof(R.name), name);
+	if (knob_select(db, sql, sizeof(sql),
+			"iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb"
+			" FROM candidate WHERE sweep=?1 AND status='simulated'"
+			" ORDER BY gpus, iter_s, key") == 0)
+		sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	sqlite3_bind_int64(st, 1, sid);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		struct row *r;
+		int i = 1;
+		char raw[16];
 		if (VEC_RESERVE(rv, rv.n + 1)) {
 			rc = 1;
 			break;
 		}
 		r = &rv.v[rv.n++];
-		r->gpus = sqlite3_column_int(st, 0);
-		r->tp = sqlite3_column_int(st, 1);
-		r->pp = sqlite3_column_int(st, 2);
-		r->dp = sqlite3_column_int(st, 3);
-		r->vp = sqlite3_column_int(st, 4);
-		r->mbs = sqlite3_column_int(st, 5);
-		r->mb = sqlite3_column_int(st, 6);
-		r->zero = sqlite3_column_int(st, 7);
-		r->sp = sqlite3_column_int(st, 8);
-		r->layers = sqlite3_column_int(st, 9);
-		r->hidden = sqlite3_column_int(st, 10);
-		snprintf(r->schedule, sizeof(r->schedule), "%s", text(st, 11));
-		snprintf(r->recompute, sizeof(r->recompute), "%s", text(st, 12));
-		r->iter_s = sqlite3_column_double(st, 13);
-		r->bubble = sqlite3_column_double(st, 14);
-		r->tps = sqlite3_column_double(st, 15);
-		r->mfu = sqlite3_column_double(st, 16);
-		r->gpuh = sqlite3_column_double(st, 17);
-		r->mem_gb = sqlite3_column_double(st, 18);
+		memset(r, 0, sizeof(*r));
+		snprintf(r->key, sizeof(r->key), "%s", text(st, 0));
+#define KNOB_I(f, col, dflt) r->f = sqlite3_column_int(st, i++);
+#define KNOB_S(f, col, dflt, parse, name)                                                        \
+	snprintf(raw, sizeof(raw), "%s", text(st, i++));                                    \
+	canonical(r->f, sizeof(r->f), raw, parse, name);
+		REPORT_KNOBS(KNOB_I, KNOB_S)
+#undef KNOB_I
+#undef KNOB_S
+		r->iter_s = sqlite3_column_double(st, i++);
+		r->bubble = sqlite3_column_double(st, i++);
+		r->tps = sqlite3_column_double(st, i++);
+		r->mfu = sqlite3_column_double(st, i++);
+		r->gpuh = sqlite3_column_double(st, i++);
+		r->mem_gb = sqlite3_column_double(st, i++);
 	}
 	sqlite3_finalize(st);
-	rows = rv.v;
-	n = rv.n;
+	R.rows = rv.v;
+	R.n = rv.n;
 	if (rc)
 		goto out;
+	R.best = prism_malloc((R.n + 1) * sizeof(*R.best));
+	R.pareto_t = prism_malloc((R.n + 1) * sizeof(*R.pareto_t));
+	R.pareto_h = prism_malloc((R.n + 1) * sizeof(*R.pareto_h));
+	if (!R.best || !R.pareto_t || !R.pareto_h) {
+		fprintf(stderr, "prism: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	/* Best per GPU count: the first row of each count (sorted). */
+	for (size_t i = 0; i < R.n; i++)
+		if (i == 0 || R.rows[i].gpus != R.rows[i - 1].gpus)
+			R.best[R.nb++] = i;
+	judge(&R);
+	fronts(&R);
 	if (outdir) {
 		snprintf(dir, sizeof(dir), "%s", outdir);
 	} else if (sweep_name_ok(name)) {
@@ -277,14 +1122,17 @@ int cmd_report(int argc, char **argv)
 	} else {
 		/* A name prism search refuses: the database was made by hand,
 		 * and "../../x" must not write outside results/. */
-		shown(path, sizeof(path), name);
 		fprintf(stderr,
 			"prism: %s: sweep %lld is named '%s', which is not one file name: give "
 			"-o DIR\n",
-			argv[optind], sid, path);
+			argv[optind], sid, R.name);
 		rc = EXIT_USAGE;
 		goto out;
 	}
+	if (want_all)
+		snprintf(all_path, sizeof(all_path), "%s", all_arg ? all_arg : "");
+	if (want_all && !all_arg)
+		snprintf(all_path, sizeof(all_path), "%s/all.csv", dir);
 	if (mkdir(dir, 0777) && errno != EEXIST) {
 		fprintf(stderr, "prism: %s: %s\n", dir, strerror(errno));
 		rc = EXIT_USAGE;
@@ -292,131 +1140,77 @@ int cmd_report(int argc, char **argv)
 	}
 	for (int i = 0; i < 4; i++) {
 		/* Never over the database itself. */
-		snprintf(path, sizeof(path), "%s/%s", dir, i < 3 ? outs[i] : "pareto.svg");
-		if (prism_same_file(path, argv[optind])) {
-			fprintf(stderr, "prism: -o %s would overwrite the input %s: give another "
-					"folder\n",
-				dir, argv[optind]);
+		static const char *const outs[4] = {"report.md", "best.csv", "pareto.svg", ""};
+		if (i < 3)
+			snprintf(path, sizeof(path), "%s/%s", dir, outs[i]);
+		else
+			snprintf(path, sizeof(path), "%s", all_path);
+		if (path[0] && prism_same_file(path, argv[optind])) {
+			fprintf(stderr, "prism: %s would overwrite the input %s: give another %s\n",
+				path, argv[optind], i < 3 ? "folder (-o)" : "file (--csv-all)");
 			rc = EXIT_USAGE;
 			goto out;
 		}
 	}
+	snprintf(wpath[0], sizeof(wpath[0]), "%s/report.md", dir);
+	snprintf(wpath[1], sizeof(wpath[1]), "%s/best.csv", dir);
 	for (int i = 0; i < 3; i++) {
-		snprintf(wpath[i], sizeof(wpath[i]), "%s/%s", dir, outs[i]);
-		if (prism_wfile_open(&wf[i], wpath[i])) {
-			fprintf(stderr, "prism: %s: %s\n", wpath[i], strerror(errno));
+		const char *p = i < 2 ? wpath[i] : all_path;
+		if (i == 2 && !want_all)
+			break;
+		if (prism_wfile_open(&wf[i], p)) {
+			fprintf(stderr, "prism: %s: %s\n", p, strerror(errno));
 			rc = EXIT_USAGE;
 			goto out;
 		}
 	}
-	md = wf[0].f;
-	csv = wf[1].f;
-	dat = wf[2].f;
-	{
-		/* Best per GPU count: the first row of each count (sorted). */
-		size_t *best = prism_malloc((n + 1) * sizeof(*best)), nb = 0;
-		double front_t = 0, front_h = 0;
-		char lay[160];
-		if (!best) {
-			rc = 1;
-			goto out;
-		}
-		for (size_t i = 0; i < n; i++)
-			if (i == 0 || rows[i].gpus != rows[i - 1].gpus)
-				best[nb++] = i;
-		shown(lay, sizeof(lay), name);
-		fprintf(md, "# Sweep %s (id %lld)\n\n", lay, sid);
-		sqlite3_prepare_v2(db,
-				   "SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY "
-				   "status ORDER BY status",
-				   -1, &st, NULL);
-		sqlite3_bind_int64(st, 1, sid);
-		fprintf(md, "Candidates:");
-		while (sqlite3_step(st) == SQLITE_ROW)
-			fprintf(md, " %s %d;", text(st, 0),
-				sqlite3_column_int(st, 1));
-		sqlite3_finalize(st);
-		fprintf(md, "\n\n## Best layout per GPU count\n\n");
-		fprintf(md, "| GPUs | layout | iteration ms | tokens/s | MFU | bubble | memory GB |"
-			    " GPU-hours/iter | Pareto (time) | Pareto (GPU-hours) |\n");
-		fprintf(md, "|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n");
-		fprintf(csv, "gpus,tp,pp,dp,vp,mbs,microbatches,schedule,recompute,zero,"
-			     "iter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,pareto_time,"
-			     "pareto_gpu_hours\n");
-		for (size_t k = 0; k < nb; k++) {
-			const struct row *r = &rows[best[k]];
-			/* On the front when faster (cheaper) than every smaller count. */
-			int pt = front_t == 0 || r->iter_s < front_t, ph;
-			double cheapest = r->gpuh;
-			for (size_t i = best[k]; i < n && rows[i].gpus == r->gpus; i++)
-				if (rows[i].gpuh < cheapest)
-					cheapest = rows[i].gpuh;
-			ph = front_h == 0 || cheapest < front_h;
-			if (pt)
-				front_t = r->iter_s;
-			if (ph)
-				front_h = cheapest;
-			layout(lay, sizeof(lay), r);
-			fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f | %.4g | %s | %s |\n",
-				r->gpus, lay, r->iter_s * 1e3, r->tps, r->mfu * 100, r->bubble * 100,
-				r->mem_gb, r->gpuh, pt ? "yes" : "no", ph ? "yes" : "no");
-			fprintf(csv,
-				"%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%.9f,%.3f,%.6f,%.6f,%.3f,%.9g,%d,%d\n",
-				r->gpus, r->tp, r->pp, r->dp, r->vp, r->mbs, r->mb, r->schedule,
-				r->recompute, r->zero, r->iter_s, r->tps, r->mfu, r->bubble, r->mem_gb,
-				r->gpuh, pt, ph);
-			fprintf(dat, "%d %.6f %.6g %d %d\n", r->gpus, r->iter_s * 1e3, cheapest, pt,
-				ph);
-		}
-		fprintf(md, "\n## Runners-up, and why they lose\n\n");
-		fprintf(md, "| GPUs | layout | iteration ms | vs best | why |\n|---:|---|---:|---:|---|\n");
-		for (size_t k = 0; k < nb; k++) {
-			const struct row *b = &rows[best[k]];
-			for (size_t i = best[k] + 1, shown = 0;
-			     i < n && rows[i].gpus == b->gpus && shown < 3; i++, shown++) {
-				char w[160];
-				layout(lay, sizeof(lay), &rows[i]);
-				why(w, sizeof(w), b, &rows[i]);
-				fprintf(md, "| %d | %s | %.3f | %+.1f%% | %s |\n", b->gpus, lay,
-					rows[i].iter_s * 1e3, (rows[i].iter_s / b->iter_s - 1) * 100, w);
-			}
-		}
-		fprintf(md, "\n## Rejected before simulation (first of each reason)\n\n");
-		sqlite3_prepare_v2(db,
-				   "SELECT status, reason, COUNT(*) FROM candidate WHERE sweep=?1 AND "
-				   "status IN ('invalid','oom','failed') GROUP BY status, "
-				   "substr(reason, 1, 24) ORDER BY COUNT(*) DESC LIMIT 12",
-				   -1, &st, NULL);
-		sqlite3_bind_int64(st, 1, sid);
-		while (sqlite3_step(st) == SQLITE_ROW)
-			fprintf(md, "- %s (%d): %s\n", text(st, 0), sqlite3_column_int(st, 2),
-				text(st, 1));
-		sqlite3_finalize(st);
-		free(best);
+	/* report.md in memory first: written to its file and printed. */
+	if (!(mem = open_memstream(&mdbuf, &mdlen))) {
+		fprintf(stderr, "prism: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	write_md(mem, &R, db);
+	if (fclose(mem) != 0) {
+		mem = NULL;
+		fprintf(stderr, "prism: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	mem = NULL;
+	fwrite(mdbuf, 1, mdlen, wf[0].f);
+	write_best_csv(wf[1].f, &R);
+	if (want_all && write_all_csv(wf[2].f, &R, db)) {
+		fprintf(stderr, "prism: %s: cannot read the candidates (%s)\n", argv[optind],
+			sqlite3_errmsg(db));
+		rc = EXIT_USAGE;
+		goto out;
 	}
 	for (int i = 0; i < 3; i++)
-		if (prism_wfile_commit(&wf[i])) {
+		if (wf[i].f && prism_wfile_commit(&wf[i])) {
 			fprintf(stderr, "prism: %s: write failed: %s\n", wf[i].path, strerror(errno));
 			rc = EXIT_USAGE;
 			goto out;
 		}
-	drawn = chart(dir, name) == 0;
+	drawn = chart(dir, &R) == 0;
+	if (json)
+		write_json(stdout, &R, db, dir, want_all ? all_path : NULL, drawn);
+	else
+		fwrite(mdbuf, 1, mdlen, stdout);
+	fflush(stdout);
 	if (!drawn)
 		fprintf(stderr, "prism report: gnuplot failed; no chart (install gnuplot-nox)\n");
-	snprintf(path, sizeof(path), "%s/report.md", dir);
-	{
-		FILE *f = fopen(path, "r");
-		char line[1024];
-		while (f && fgets(line, sizeof(line), f))
-			fputs(line, stdout);
-		if (f)
-			fclose(f);
-	}
-	fprintf(stderr, "prism report: wrote %s/report.md, best.csv%s\n", dir,
-		drawn ? ", pareto.svg" : "");
+	fprintf(stderr, "prism report: wrote %s/report.md, best.csv%s%s%s\n", dir,
+		drawn ? ", pareto.svg" : "", want_all ? ", " : "", want_all ? all_path : "");
 out:
 	for (int i = 0; i < 3; i++)
 		prism_wfile_abort(&wf[i]);
+	if (mem)
+		fclose(mem);
+	free(mdbuf);
+	free(R.best);
+	free(R.pareto_t);
+	free(R.pareto_h);
 	VEC_FREE(rv);
 	sqlite3_close(db);
 	return rc;

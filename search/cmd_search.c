@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "configs.h"
+#include "usage.h"
 #include "store.h"
 #include "shard.h"
 #include "sweep.h"
@@ -17,8 +19,12 @@ static const char help[] =
 	"usage: prism search SWEEP [options]\n"
 	"\n"
 	"Enumerate the layouts a sweep file describes (a file, or a name in\n"
-	"configs/sweeps/) over its base -- a model configuration, or an\n"
-	"annotated trace whose own kernels calibrate the costs.  Reject the\n"
+	"configs/sweeps/) over its base -- a model configuration, or a trace:\n"
+	"each candidate is then the trace's graph edited (layers, microbatches,\n"
+	"data parallelism, hardware) or, for what a graph edit cannot do, rebuilt\n"
+	"with costs calibrated on the trace's kernels (traces with a run\n"
+	"description; a plain trace's other candidates are invalid, with what it\n"
+	"lacks).  Reject the\n"
 	"invalid layouts and those that do not fit in memory (each stored with\n"
 	"its reason), screen the rest, simulate the survivors best-first in\n"
 	"parallel batches, and store every candidate in a SQLite database.\n"
@@ -50,6 +56,9 @@ static const char help[] =
 	"                      results do not depend on the thread count; which are\n"
 	"                      screened does depend on N, so a sweep resumes with its\n"
 	"                      own N and mode, and another is refused)\n"
+	"      --json          the summary on stdout as JSON (counts, the best\n"
+	"                      layout per GPU count, days and cost to train where\n"
+	"                      the sweep gives tokens and price_per_gpu_hour)\n"
 	"  -h, --help          this help\n";
 
 /* A candidate to evaluate, without its struct cand (sweep_candidate makes
@@ -191,6 +200,78 @@ static const char *procs(const struct shard *sh)
 	return buf;
 }
 
+/* The summary as one JSON object on stdout: the sweep, the counts, and
+ * the best simulated layout per GPU count with, where the sweep gives
+ * them, the days and cost to train (docs/RESULTS.md). */
+static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, const char *dbpath,
+			 const size_t *stats, size_t before, const char *mode, double secs)
+{
+	sqlite3_stmt *st = NULL;
+	int last = -1;
+
+	printf("{\"sweep\":");
+	prism_fput_json_str(stdout, sw->name);
+	printf(",\"id\":%lld,\"database\":", sid);
+	prism_fput_json_str(stdout, dbpath);
+	printf(",\"mode\":\"%s\",\"seconds\":%.3f,\"stored_before\":%zu,\"candidates\":{"
+	       "\"simulated\":%zu,\"screened\":%zu,\"invalid\":%zu,\"oom\":%zu,\"failed\":%zu}",
+	       mode, secs, before, stats[CS_SIMULATED], stats[CS_SCREENED], stats[CS_INVALID],
+	       stats[CS_OOM], stats[CS_FAILED]);
+	/* This run's counts above; the database's, resumed runs included. */
+	printf(",\"in_database\":{");
+	if (sqlite3_prepare_v2(db,
+			       "SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY status"
+			       " ORDER BY status",
+			       -1, &st, NULL) == SQLITE_OK) {
+		const char *sep = "";
+		sqlite3_bind_int64(st, 1, sid);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			const char *v = (const char *)sqlite3_column_text(st, 0);
+			printf("%s", sep);
+			prism_fput_json_str(stdout, v ? v : "");
+			printf(":%d", sqlite3_column_int(st, 1));
+			sep = ",";
+		}
+		sqlite3_finalize(st);
+	}
+	printf("}");
+	if (sw->tokens > 0)
+		printf(",\"tokens\":%.9g", sw->tokens);
+	if (sw->price_per_gpu_hour > 0)
+		printf(",\"price_per_gpu_hour\":%.9g", sw->price_per_gpu_hour);
+	printf(",\"best\":[");
+	/* Every simulated row ordered by time within its count: the first of
+	 * each count is its best, as prism report finds it. */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT gpus, key, iter_s, tokens_per_s FROM candidate WHERE sweep=?1"
+			       " AND status='simulated' ORDER BY gpus, iter_s, key",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, sid);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			int gpus = sqlite3_column_int(st, 0);
+			const char *key = (const char *)sqlite3_column_text(st, 1);
+			double t = sqlite3_column_double(st, 2), tps = sqlite3_column_double(st, 3);
+			if (gpus == last)
+				continue;
+			printf("%s{\"gpus\":%d,\"key\":", last < 0 ? "" : ",", gpus);
+			prism_fput_json_str(stdout, key ? key : "");
+			printf(",\"iter_s\":%.9g,\"tokens_per_s\":%.9g", t, tps);
+			if (sw->tokens > 0 && tps > 0) {
+				double sec = sw->tokens / tps;
+				printf(",\"days_to_train\":%.6g,\"gpu_hours_to_train\":%.6g", sec / 86400,
+				       gpus * sec / 3600);
+				if (sw->price_per_gpu_hour > 0)
+					printf(",\"cost_to_train\":%.6g",
+					       gpus * sec / 3600 * sw->price_per_gpu_hour);
+			}
+			printf("}");
+			last = gpus;
+		}
+		sqlite3_finalize(st);
+	}
+	printf("]}\n");
+}
+
 int cmd_search(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -200,6 +281,7 @@ int cmd_search(int argc, char **argv)
 		{"optimize", no_argument, NULL, 'o'},
 		{"threads", required_argument, NULL, 't'},
 		{"batch", required_argument, NULL, 'b'},
+		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -217,6 +299,8 @@ int cmd_search(int argc, char **argv)
 	int mode = MODE_SCREEN, threads = 0, bsize = 0, resumed = 0, c, rc = 0, tty = isatty(2);
 	int batch_given;
 	struct store_run run;
+	int json = 0;
+	size_t before = 0;
 	size_t done = 0, stats[CS_FAILED + 1] = {0};
 	struct best best;
 	struct shard sh;
@@ -239,16 +323,25 @@ int cmd_search(int argc, char **argv)
 			if (cli_count(optarg, "batch", 1, 1 << 16, &bsize, &err))
 				return cli_fail(&err);
 			break;
+		case 'j': json = 1; break;
 		case 'h': fputs(help, stdout); return 0;
-		default: fputs(help, stderr); return EXIT_USAGE;
+		default: return usage_bad_option("search", "h", longopts, argv);
 		}
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "prism search: give one SWEEP file\n%s", help);
 		return EXIT_USAGE;
 	}
-	if (cli_find_config("sweeps", argv[optind], path, sizeof(path)))
-		snprintf(path, sizeof(path), "%s", argv[optind]);
+	if (cli_find_config("sweeps", argv[optind], path, sizeof(path))) {
+		char near[128];
+		int k = strchr(argv[optind], '/') ? -1
+			: configs_suggest("sweeps", argv[optind], near, sizeof(near));
+		fprintf(stderr, "prism: %s: no such file, nor configs/sweeps/%s.cfg%s%s%s (prism list "
+				"sweeps)\n",
+			argv[optind], argv[optind], k == 0 ? "; did you mean " : "", k == 0 ? near : "",
+			k == 0 ? "?" : "");
+		return EXIT_USAGE;
+	}
 	if (shard_init(&sh, &argc, &argv))
 		return EXIT_USAGE;
 	lead = sh.rank == 0;
@@ -387,6 +480,7 @@ int cmd_search(int argc, char **argv)
 			resumed ? ": resuming" : "", norder, threads, procs(&sh), dbpath);
 	if (norder)
 		qsort(order, norder, sizeof(*order), cmp_analytic);
+	before = done;
 	t0 = now();
 	for (size_t at = 0; at < norder;) {
 		int nb = 0;
@@ -406,7 +500,7 @@ int cmd_search(int argc, char **argv)
 			if (owner[i] != sh.rank)
 				continue;
 			prism_err_clear(&e);
-			if (predict_synth(&batch[i].in, &batch[i].p, NULL, NULL, &e) == 0) {
+			if (predict_eval(&sw.bl.pb, &batch[i].in, &batch[i].p, NULL, NULL, &e) == 0) {
 				batch[i].status = CS_SIMULATED;
 			} else {
 				batch[i].status = CS_FAILED;
@@ -455,6 +549,10 @@ int cmd_search(int argc, char **argv)
 		fputc('\n', stderr);
 	if ((rc = store_finish(db, sid, &err)))
 		goto out;
+	if (json) {
+		summary_json(db, sid, &sw, dbpath, stats, before, mode_names[mode], now() - t0);
+		goto out;
+	}
 	printf("sweep %s (id %lld) in %s: %zu simulated, %zu screened, %zu invalid, %zu out of "
 	       "memory, %zu failed\n",
 	       sw.name, sid, dbpath, stats[CS_SIMULATED], stats[CS_SCREENED], stats[CS_INVALID],

@@ -1,10 +1,12 @@
 /* cmd_synth.c - `prism synth`: a training run's trace from the cost models. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "usage.h"
 #include "cost.h"
 #include "predict.h"
 #include "show.h"
@@ -23,12 +25,13 @@ static const char help[] =
 	"options:\n"
 	"      --hw HW             the hardware profile (required)\n"
 	"  -o, --output FILE       write the trace(s)\n"
-	"      --eff CLASS=E,...   fraction of peak a kernel class reaches on large\n"
-	"                          work (gemm, attention, norm, softmax, elementwise,\n"
-	"                          embedding, optimizer; default 0.7, attention 0.5)\n"
+	"      --eff CLASS=E,...   a kernel class runs at E times the kernel model's\n"
+	"                          speed (gemm, attention, norm, softmax, elementwise,\n"
+	"                          embedding, optimizer; default 1: as modelled by\n"
+	"                          shape, dtype and GPU: prism kernels, docs/MODEL.md)\n"
 	"      --db FILE           kernel times from this kernel database (prism\n"
 	"                          calibrate --db) where it holds the GPU and size;\n"
-	"                          the roofline above for the rest\n"
+	"                          the kernel model for the rest\n"
 	"      --host-us OP,LAUNCH host time per op and per kernel launch, in us\n"
 	"                          (default 10,5)\n"
 	"      --json              print the prediction as JSON\n"
@@ -70,6 +73,55 @@ static int parse_host(const char *arg, struct synth_in *in, struct prism_err *er
 				     "--host-us '%s': expected OP,LAUNCH in us, each in 0..1e6", arg);
 	in->cpu_op_s = op * 1e-6;
 	in->launch_s = launch * 1e-6;
+	return 0;
+}
+
+/*
+ * A profile named by its file: the run description records that file
+ * (issue 19: it recorded the file's stem, which no other folder finds),
+ * relative to the trace's folder where it fits the description's 63
+ * bytes, else absolute; otherwise the stem stays and a line says to give
+ * --base-hw.  The loader (search/base.c) tries it from the trace's folder.
+ */
+static int hw_reference(struct graph *g, const char *hw_path, const char *out,
+			const struct hw_profile *hw, struct prism_err *err)
+{
+	char hw_abs[PATH_MAX], out_abs[PATH_MAX], ref[PATH_MAX], meta[1024];
+	const char *m = strtab_get(&g->st, g->meta), *at = strstr(m, ";hw=");
+	char *slash;
+	size_t dl;
+
+	if (!at || !realpath(hw_path, hw_abs))
+		return 0;
+	/* The trace's folder (the file need not exist yet). */
+	snprintf(out_abs, sizeof(out_abs), "%s", out);
+	if ((slash = strrchr(out_abs, '/')))
+		*slash = '\0';
+	else
+		snprintf(out_abs, sizeof(out_abs), ".");
+	{
+		char tmp[PATH_MAX];
+		if (!realpath(out_abs, tmp))
+			return 0;
+		snprintf(out_abs, sizeof(out_abs), "%s", tmp);
+	}
+	dl = strlen(out_abs);
+	if (strncmp(hw_abs, out_abs, dl) == 0 && hw_abs[dl] == '/')
+		snprintf(ref, sizeof(ref), "%s", hw_abs + dl + 1);
+	else
+		snprintf(ref, sizeof(ref), "%s", hw_abs);
+	if (strlen(ref) > 63) {
+		fprintf(stderr,
+			"prism synth: the run description records hw=%s; %s is too long for it: "
+			"give --base-hw %s to whatif and search\n",
+			hw->id, ref, hw_abs);
+		return 0;
+	}
+	if ((size_t)(at - m) + 68 > sizeof(meta))
+		return 0;
+	snprintf(meta, sizeof(meta), "%.*s;hw=%.63s", (int)(at - m), m, ref);
+	if (strtab_intern(&g->st, meta, strlen(meta), &g->meta))
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -119,7 +171,7 @@ int cmd_synth(int argc, char **argv)
 			fputs(help, stdout);
 			fputs(cli_layout_help, stdout);
 			return 0;
-		default: fputs(help, stderr); return EXIT_USAGE;
+		default: return usage_bad_option("synth", "o:h", longopts, argv);
 		}
 	}
 	if (optind != argc - 1 || !hw_name) {
@@ -159,6 +211,12 @@ int cmd_synth(int argc, char **argv)
 		fputs("}\n", stdout);
 	} else {
 		show_prediction(stdout, &in, &p);
+	}
+	if (out && (strchr(hw_name, '/') || strstr(hw_name, ".cfg")) &&
+	    (rc = hw_reference(g, hw_name, out, &hw, &err))) {
+		graph_free(g);
+		synth_out_free(&so);
+		return cli_fail(&err);
 	}
 	if (out) {
 		rc = cli_write_trace(g, &so, out, inputs, 3, &err);

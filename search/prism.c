@@ -1,8 +1,10 @@
 /* prism.c - main(): dispatch to subcommands. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "usage.h"
 
 static const char usage[] =
 	"usage: prism <command> [options]\n"
@@ -18,6 +20,8 @@ static const char usage[] =
 	"                               critical path, --timeline for Perfetto\n"
 	"  calibrate TRACE...|GRAPH     fit each kernel class's efficiency on the\n"
 	"                               trace's own kernels; leave-one-out errors\n"
+	"  kernels CSV...|DIR           the kernel model against measured kernel\n"
+	"                               times; --fit its parameters on them\n"
 	"  synth MODEL --hw HW [-o T]   a run's graph from its shape and layout;\n"
 	"                               predict it; write it as Kineto traces\n"
 	"  whatif BASE [--dp N ...]     one candidate layout against a base run\n"
@@ -26,6 +30,7 @@ static const char usage[] =
 	"                               (resumable; screened, OpenMP-parallel)\n"
 	"  report DB                    best layout per GPU count, Pareto fronts:\n"
 	"                               Markdown, CSV, SVG chart\n"
+	"  list [models|hw|sweeps]      the configurations that ship, one line each\n"
 	"\n"
 	"Run `prism <command> --help` for a command's options.\n"
 	"  -h, --help      this help\n"
@@ -33,6 +38,16 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
+	static const char *const commands[] = {"ingest", "replay", "calibrate", "synth", "whatif",
+					       "search", "report",    "list",  "help"};
+	int k;
+
+	/* Lines in the order they were written when stdout and stderr share a
+	 * file or pipe (2>&1 | less, a CI log): fully buffered, a table's
+	 * second half came out after the messages that followed it. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* Each command says what was wrong with an option (usage.h). */
+	opterr = 0;
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return EXIT_USAGE;
@@ -52,6 +67,8 @@ int main(int argc, char **argv)
 		return cmd_replay(argc - 1, argv + 1);
 	if (strcmp(argv[1], "calibrate") == 0)
 		return cmd_calibrate(argc - 1, argv + 1);
+	if (strcmp(argv[1], "kernels") == 0)
+		return cmd_kernels(argc - 1, argv + 1);
 	if (strcmp(argv[1], "synth") == 0)
 		return cmd_synth(argc - 1, argv + 1);
 	if (strcmp(argv[1], "whatif") == 0)
@@ -60,6 +77,13 @@ int main(int argc, char **argv)
 		return cmd_search(argc - 1, argv + 1);
 	if (strcmp(argv[1], "report") == 0)
 		return cmd_report(argc - 1, argv + 1);
-	fprintf(stderr, "prism: unknown command '%s' (see prism --help)\n", argv[1]);
+	if (strcmp(argv[1], "list") == 0)
+		return cmd_list(argc - 1, argv + 1);
+	k = usage_closest(argv[1], commands, (int)(sizeof(commands) / sizeof(commands[0])));
+	if (k >= 0)
+		fprintf(stderr, "prism: unknown command '%s'; did you mean %s? (prism --help)\n",
+			argv[1], commands[k]);
+	else
+		fprintf(stderr, "prism: unknown command '%s' (prism --help)\n", argv[1]);
 	return EXIT_USAGE;
 }

@@ -7,9 +7,10 @@ void show_layout(FILE *f, const struct synth_in *in)
 	fprintf(f, "tp %d pp %d dp %d", l->tp, l->pp, l->dp);
 	if (l->schedule == MEM_INTERLEAVED)
 		fprintf(f, " vp %d", l->vp);
-	fprintf(f, ", mbs %d x %d microbatches, %s, recompute %s%s, zero %d, %s", l->mbs,
+	fprintf(f, ", mbs %d x %d microbatches, %s, recompute %s%s, zero %d, %s%s", l->mbs,
 		l->microbatches, synth_schedule_name(l->schedule), mem_recompute_name(l->recompute),
-		l->sp ? ", sp" : "", l->zero, hw_dtype_name(in->dtype));
+		l->sp ? ", sp" : "", l->zero, hw_dtype_name(in->dtype),
+		in->fp8_attention ? " (fp8 attention)" : "");
 }
 
 void show_prediction(FILE *f, const struct synth_in *in, const struct predict_out *p)
@@ -67,12 +68,12 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		"\"memory_capacity_bytes\":%.0f,\"fits\":%s,\"tasks\":%u,"
 		"\"exposed_compute_s\":%.9f,\"exposed_comm_s\":%.9f,\"overlap_s\":%.9f,"
 		"\"idle_s\":%.9f,\"analytic_s\":%.9f,\"bound_s\":%.9f,\"flash\":%d,"
-		"\"kdb_exact\":%u,\"kdb_interpolated\":%u",
+		"\"fp8_attention\":%d,\"kdb_exact\":%u,\"kdb_interpolated\":%u",
 		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches, synth_schedule_name(l->schedule),
 		mem_recompute_name(l->recompute), l->sp, l->zero, hw_dtype_name(in->dtype), p->gpus,
 		p->global_batch, p->iter_s, p->bubble, p->tokens_per_s, p->mfu, p->gpu_hours,
 		p->mem.total, p->mem.capacity, p->mem.fits ? "true" : "false", p->tasks,
 		p->exposed_compute_s, p->exposed_comm_s, p->overlap_s, p->idle_s,
-		predict_analytic(in), synth_lower_bound(in), l->flash, p->kdb_exact,
-		p->kdb_interpolated);
+		predict_analytic(in), synth_lower_bound(in), l->flash, in->fp8_attention,
+		p->kdb_exact, p->kdb_interpolated);
 }

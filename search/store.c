@@ -15,8 +15,9 @@
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS sweep("
 	" id INTEGER PRIMARY KEY, name TEXT NOT NULL, config TEXT NOT NULL, model TEXT,"
-	" hw TEXT, version TEXT, started REAL, finished REAL, base TEXT, mode TEXT,"
-	" batch INTEGER, UNIQUE(name, config));"
+	" hw TEXT, version TEXT, started REAL, finished REAL, base TEXT,"
+	" tokens REAL, price_per_gpu_hour REAL, mode TEXT, batch INTEGER,"
+	" UNIQUE(name, config));"
 	"CREATE TABLE IF NOT EXISTS candidate("
 	" sweep INTEGER NOT NULL REFERENCES sweep(id), key TEXT NOT NULL,"
 	" gpus INTEGER, tp INTEGER, pp INTEGER, dp INTEGER, vp INTEGER, mbs INTEGER,"
@@ -25,13 +26,25 @@ static const char schema[] =
 	" analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
 	" gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
 	" exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
+	" dtype TEXT, fp8_attention INTEGER, flash INTEGER, method TEXT,"
 	" PRIMARY KEY(sweep, key));";
 
-/* Version 1 had no bound_s, and no base fingerprint. */
+/* Version 1 had no bound_s, and no base fingerprint; version 2 no tokens
+ * to train and no price; version 3 no dtype, fp8_attention, flash;
+ * version 4 no method; version 5 no mode, batch. */
 static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;"
 				"ALTER TABLE sweep ADD COLUMN base TEXT;";
-/* Version 2 did not record the screening mode and batch (NULL: unknown). */
-static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN mode TEXT;"
+static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN tokens REAL;"
+				"ALTER TABLE sweep ADD COLUMN price_per_gpu_hour REAL;";
+/* Version 3 had no precision and attention knobs (its candidates ran bf16
+ * GEMMs with flash attention; their rows keep NULL). */
+static const char migrate_3[] = "ALTER TABLE candidate ADD COLUMN dtype TEXT;"
+				"ALTER TABLE candidate ADD COLUMN fp8_attention INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN flash INTEGER;";
+/* Version 4 did not say how a candidate was made (all were synthesised). */
+static const char migrate_4[] = "ALTER TABLE candidate ADD COLUMN method TEXT;";
+/* Version 5 did not record the screening mode and batch (NULL: unknown). */
+static const char migrate_5[] = "ALTER TABLE sweep ADD COLUMN mode TEXT;"
 				"ALTER TABLE sweep ADD COLUMN batch INTEGER;";
 
 static int fail(sqlite3 *db, const char *what, struct prism_err *err)
@@ -122,7 +135,7 @@ static int check_file(sqlite3 *db, const char *path, struct prism_err *err)
 int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 {
 	char name[4096];
-	int ver = 0, rc;
+	int ver = 0, had_mode = 0, rc;
 
 	*db = NULL;
 	/* "" and ":memory:" are databases that vanish on closing. */
@@ -145,7 +158,7 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 		if (query_text(*db, "PRAGMA user_version", v, sizeof(v)) == SQLITE_OK)
 			ver = atoi(v);
 	}
-	if (ver != 0 && ver != 1 && ver != 2 && ver != STORE_VERSION)
+	if (ver < 0 || ver > STORE_VERSION)
 		rc = prism_err_set(err, PRISM_EVERSION,
 				   "%s: results database version %d (this prism writes %d)", path,
 				   ver, STORE_VERSION);
@@ -156,8 +169,20 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 		*db = NULL;
 		return rc;
 	}
-	/* The schema, an upgrade from version 1 and the version number in one
-	 * transaction: a killed run leaves the old file or the new one. */
+	/* The branch that first recorded mode and batch numbered that version
+	 * 3, which is tokens and price here: such a file is version 2 with
+	 * mode and batch. */
+	if (ver == 3) {
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(*db, "SELECT mode, batch FROM sweep LIMIT 0", -1, &st, NULL) ==
+		    SQLITE_OK) {
+			had_mode = 1;
+			ver = 2;
+		}
+		sqlite3_finalize(st);
+	}
+	/* The schema, an upgrade from an older version and the version number
+	 * in one transaction: a killed run leaves the old file or the new one. */
 	if (sqlite3_exec(*db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
 			 NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
@@ -167,15 +192,17 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 		return rc;
 	}
 	if ((ver == 1 && sqlite3_exec(*db, migrate_1, NULL, NULL, NULL) != SQLITE_OK) ||
-	    ((ver == 1 || ver == 2) && sqlite3_exec(*db, migrate_2, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 2 && sqlite3_exec(*db, migrate_2, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 3 && sqlite3_exec(*db, migrate_3, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 4 && sqlite3_exec(*db, migrate_4, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 5 && !had_mode &&
+	     sqlite3_exec(*db, migrate_5, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
 		    SQLITE_OK ||
 	    sqlite3_exec(*db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = fail(*db,
-			  ver == 1   ? "cannot upgrade the schema from version 1"
-			  : ver == 2 ? "cannot upgrade the schema from version 2"
-				     : "cannot create the schema",
+			  ver ? "cannot upgrade the schema" : "cannot create the schema",
 			  err);
 		sqlite3_exec(*db, "ROLLBACK", NULL, NULL, NULL);
 		sqlite3_close(*db);
@@ -225,8 +252,9 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	if (*resumed)
 		return 0;
 	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO sweep(name, config, model, hw, version, started, base, "
-			       "mode, batch) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+			       "INSERT INTO sweep(name, config, model, hw, version, started, base,"
+			       " tokens, price_per_gpu_hour, mode, batch) VALUES(?1, ?2, ?3, ?4, ?5,"
+			       " ?6, ?7, ?8, ?9, ?10, ?11)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return fail(db, "insert", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
@@ -237,8 +265,12 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	sqlite3_bind_double(st, 6, (double)time(NULL));
 	if (s->fingerprint[0])
 		sqlite3_bind_text(st, 7, s->fingerprint, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 8, run->mode, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 9, run->batch);
+	if (s->tokens > 0)
+		sqlite3_bind_double(st, 8, s->tokens);
+	if (s->price_per_gpu_hour > 0)
+		sqlite3_bind_double(st, 9, s->price_per_gpu_hour);
+	sqlite3_bind_text(st, 10, run->mode, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 11, run->batch);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -321,8 +353,9 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 			       " microbatches, schedule, recompute, zero, sp, layers, hidden, status,"
 			       " reason, analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours,"
 			       " mem_gb, fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s,"
-			       " bound_s) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
-			       "?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30)",
+			       " bound_s, dtype, fp8_attention, flash, method) VALUES(?1,?2,?3,?4,?5,"
+			       "?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,"
+			       "?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34)",
 			       -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
@@ -349,6 +382,9 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		sqlite3_bind_int(st, 14, k->in.m.layers);
 		sqlite3_bind_int(st, 15, k->in.m.hidden);
 		sqlite3_bind_text(st, 16, cand_status_name(k->status), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 31, hw_dtype_name(k->in.dtype), -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 32, k->in.fp8_attention);
+		sqlite3_bind_int(st, 33, l->flash);
 		if (k->reason[0])
 			sqlite3_bind_text(st, 17, k->reason, -1, SQLITE_STATIC);
 		if (k->analytic_s > 0)
@@ -367,6 +403,8 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 			sqlite3_bind_double(st, 27, k->p.exposed_comm_s);
 			sqlite3_bind_double(st, 28, k->p.overlap_s);
 			sqlite3_bind_double(st, 29, k->p.idle_s);
+			sqlite3_bind_text(st, 34, predict_method_name(k->p.method), -1,
+					  SQLITE_STATIC);
 		}
 		ok = sqlite3_step(st) == SQLITE_DONE;
 	}

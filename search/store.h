@@ -3,20 +3,25 @@
  *
  * Schema version STORE_VERSION in PRAGMA user_version.  Tables:
  *   sweep(id, name, config, hw, model, version, started, finished, base,
- *     mode, batch)
+ *     tokens, price_per_gpu_hour, mode, batch)
  *     one row per distinct sweep file text; rerunning the same file
  *     resumes it, unless the base's fingerprint (FNV-1a of the model file
  *     or the traces) has changed: that is an error; mode and batch: how
  *     candidates were screened (prism search's mode and --batch, on which
- *     the screened rows depend; NULL in databases of version 2);
+ *     the screened rows depend; NULL in databases before version 6);
  *   candidate(sweep, key, gpus, tp, pp, dp, vp, mbs, microbatches,
  *     schedule, recompute, zero, sp, layers, hidden, status, reason,
  *     analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,
- *     fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s, bound_s),
- *     primary key (sweep, key).  bound_s: synth_lower_bound, a proven lower
- *     bound of iter_s.
- * Versions 1 (no bound_s, no base) and 2 (no mode, batch) are upgraded in
- * place on opening.
+ *     fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s, bound_s,
+ *     dtype, fp8_attention, flash, method), primary key (sweep, key).
+ *     bound_s: synth_lower_bound, a proven lower bound of iter_s of a
+ *     synthesised candidate; method: how a simulated candidate was made
+ *     (predict_method_name: synthesised, graph edit, rebuilt, replay).
+ * Versions 1 (no bound_s, no base), 2 (no tokens, no price), 3 (no dtype,
+ * fp8_attention, flash), 4 (no method) and 5 (no mode, batch) are upgraded
+ * in place on opening; so is the version 3 of the branch that first added
+ * mode and batch (version 2 with mode and batch).  docs/RESULTS.md: every
+ * column's unit.
  * Every batch is one transaction: a killed run loses at most the batch in
  * flight, and WAL keeps the file consistent.
  */
@@ -27,7 +32,7 @@
 
 #include "sweep.h"
 
-#define STORE_VERSION 3
+#define STORE_VERSION 6
 
 /* Open (creating) the database at path, a file name (never a URI; "" and
  * ":memory:" are refused: the results would vanish).  Before anything is

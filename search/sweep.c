@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "build.h"
 #include "cfg.h"
 #include "cli.h"
@@ -214,53 +215,52 @@ static int fingerprint(char *const *paths, int n, char *out, size_t size)
 	return 0;
 }
 
-/* The template every candidate starts from: the model with default costs,
- * or the trace's described configuration with costs fitted on it; kernel
- * times from the kernel database where one is named.  The fingerprint
- * covers the base's bytes and the database's. */
+/* The base (base.h): the model with default costs, or the trace --
+ * described, with costs fitted on it, or plain; kernel times from the
+ * kernel database where one is named.  Every candidate starts from its
+ * configuration.  The fingerprint covers the base's bytes and the
+ * database's. */
 static int load_base(struct sweep *s, struct prism_err *err)
 {
 	char mpath[1024];
 	char *files[SWEEP_MAX_BASE + 2];
-	int nf = 0;
+	struct base_opts o;
+	struct build_opts bo;
+	int nf = 0, rc;
 
 	if (s->kdb_path[0]) {
-		int rc = cli_load_kdb(s->kdb_path, &s->kdb, err);
+		rc = cli_load_kdb(s->kdb_path, &s->kdb, err);
 		if (rc) {
 			prism_err_prefix(err, "kernel_db");
 			return rc;
 		}
 	}
+	build_opts_default(&bo);
+	memset(&o, 0, sizeof(o));
+	o.hw = s->hw_name;
+	o.base_dp = s->base_dp;
+	o.bo = &bo;
+	o.kdb = s->kdb;
 	if (!s->n_base) {
-		int rc = cli_load_model(s->model_name, &s->m, err);
-		if (rc)
+		char *model[1] = {s->model_name};
+		if ((rc = base_load(&s->bl, model, 1, &o, err)))
 			return rc;
-		synth_in_default(&s->tmpl);
-		s->tmpl.m = s->m;
-		s->tmpl.kdb = s->kdb;
 		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath)) == 0)
 			files[nf++] = mpath;
 	} else {
-		struct build_opts bo;
-		struct graph *g = NULL;
-		int rc;
-		build_opts_default(&bo);
-		if ((rc = cli_load_graph(s->base, s->n_base, NULL, &bo, &g, err)))
-			return rc;
-		if ((rc = cli_base(g, NULL, &s->base_hw, &s->tmpl, err)) == 0) {
-			s->tmpl.kdb = s->kdb;
-			rc = cli_fit(g, &s->tmpl, &s->tmpl, err);
-		}
-		graph_free(g);
-		if (rc) {
+		if ((rc = base_load(&s->bl, s->base, s->n_base, &o, err))) {
 			prism_err_prefix(err, "base %s", s->base[0]);
 			return rc;
 		}
-		s->m = s->tmpl.m;
 		snprintf(s->model_name, sizeof(s->model_name), "%s", s->base[0]);
 		for (int i = 0; i < s->n_base; i++)
 			files[nf++] = s->base[i];
 	}
+	s->tmpl = s->bl.pb.in;
+	s->tmpl.kdb = s->kdb;
+	s->m = s->tmpl.m;
+	if (!s->m.name[0])
+		snprintf(s->m.name, sizeof(s->m.name), "%.63s", s->model_name);
 	if (s->kdb_path[0])
 		files[nf++] = s->kdb_path;
 	if (nf && fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint)))
@@ -274,9 +274,12 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	static const char *const top[] = {"name",	  "model",	   "base",
 					  "hw",		  "gpus",	   "gpu_budget",
 					  "global_batch", "screen_margin", "kernel_db",
-					  "space"};
-	static const char *const knobs[] = {"tp", "pp", "mbs", "schedule", "vp", "recompute",
-					    "zero", "sp", "layers", "hidden"};
+					  "space",	  "tokens",	   "price_per_gpu_hour",
+					  "base_dp"};
+	static const char *const knobs[] = {"tp",	  "pp",	    "mbs",    "schedule",
+					    "vp",	  "recompute", "zero",   "sp",
+					    "layers",	  "hidden",    "dtype",  "fp8_attention",
+					    "flash"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -287,8 +290,8 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = cfg_read(&cf, path, err)))
 		return rc;
 	space = config_lookup(&cf, "space");
-	if ((rc = known(path, config_root_setting(&cf), top, 10, "", err)) ||
-	    (rc = known(path, space, knobs, 10, "space.", err)))
+	if ((rc = known(path, config_root_setting(&cf), top, 13, "", err)) ||
+	    (rc = known(path, space, knobs, 13, "space.", err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) ||
 	    (rc = base_files(path, &cf, s, err)) ||
@@ -303,6 +306,20 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		if ((rc = cfg_text(path, &cf, NULL, "kernel_db", p, sizeof(p), err)))
 			goto out;
 		resolve(path, p, s->kdb_path, sizeof(s->kdb_path));
+	}
+	/* What a training run needs, for the report's days and cost: both
+	 * optional.  1e16 tokens is 30x today's largest runs. */
+	if (config_lookup(&cf, "tokens") &&
+	    (rc = cfg_range(path, &cf, NULL, "tokens", 1, 1e16, 0, 1, &s->tokens, err)))
+		goto out;
+	if (config_lookup(&cf, "price_per_gpu_hour") &&
+	    (rc = cfg_range(path, &cf, NULL, "price_per_gpu_hour", 0, 1e6, 0, 1,
+			    &s->price_per_gpu_hour, err)))
+		goto out;
+	if (config_lookup(&cf, "base_dp")) {
+		if ((rc = cfg_range(path, &cf, NULL, "base_dp", 1, SYNTH_MAX_DP, 1, 1, &v, err)))
+			goto out;
+		s->base_dp = (int)v;
 	}
 	s->margin = 0.3;
 	if (config_lookup(&cf, "screen_margin") &&
@@ -340,14 +357,23 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = knob(path, space, "zero", 0, 0, 3, NULL, &s->zero, err)) ||
 	    (rc = knob(path, space, "sp", 0, 0, 1, NULL, &s->sp, err)) ||
 	    (rc = knob(path, space, "layers", 0, 1, LLM_MAX_LAYERS, NULL, &s->layers, err)) ||
-	    (rc = knob(path, space, "hidden", 0, 1, LLM_MAX_HIDDEN, NULL, &s->hidden, err)))
+	    (rc = knob(path, space, "hidden", 0, 1, LLM_MAX_HIDDEN, NULL, &s->hidden, err)) ||
+	    /* absent: the base's (-1) */
+	    (rc = knob(path, space, "dtype", -1, 0, 0, hw_dtype_parse, &s->dtype, err)) ||
+	    (rc = knob(path, space, "fp8_attention", -1, 0, 1, NULL, &s->fp8_attention, err)) ||
+	    (rc = knob(path, space, "flash", -1, 0, 1, NULL, &s->flash, err)))
 		goto out;
 	if (sweep_count(s) > SWEEP_MAX_CANDIDATES) {
+		char n[32];
+		if (sweep_count(s) == UINT64_MAX)
+			snprintf(n, sizeof(n), "over 2^64");
+		else
+			snprintf(n, sizeof(n), "%" PRIu64, sweep_count(s));
 		rc = prism_err_set(err, PRISM_EFORMAT,
-				   "%s:%d: the sweep has %" PRIu64 " candidates (the product of "
-				   "its lists), more than %u",
+				   "%s:%d: the sweep has %s candidates (the product of its lists), "
+				   "more than %u",
 				   path, space ? (int)config_setting_source_line(space) : s->gpus_line,
-				   sweep_count(s), SWEEP_MAX_CANDIDATES);
+				   n, SWEEP_MAX_CANDIDATES);
 		goto out;
 	}
 	config_destroy(&cf);
@@ -378,6 +404,7 @@ void sweep_free(struct sweep *s)
 	s->n_base = 0;
 	kdb_free(s->kdb);
 	s->kdb = NULL;
+	base_release(&s->bl);
 }
 
 static void make_key(struct cand *c)
@@ -389,6 +416,14 @@ static void make_key(struct cand *c)
 		 c->gpus, l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches,
 		 synth_schedule_name(l->schedule), mem_recompute_name(l->recompute), l->zero, l->sp,
 		 c->in.m.layers, c->in.m.hidden);
+	/* The precision and attention knobs only where they differ from what
+	 * every candidate ran before they were knobs (bf16, flash): keys of
+	 * stored sweeps stay valid. */
+	if (c->in.dtype != HW_BF16 || c->in.fp8_attention || !l->flash) {
+		size_t n = strlen(c->key);
+		snprintf(c->key + n, sizeof(c->key) - n, ";dtype=%s;fp8attn=%d;flash=%d",
+			 hw_dtype_name(c->in.dtype), c->in.fp8_attention, l->flash);
+	}
 }
 
 /* Verdicts before simulation: the layout rules, then memory, then the
@@ -401,12 +436,25 @@ static void judge(const struct sweep *s, struct cand *c)
 	prism_err_clear(&err);
 	if (c->status == CS_INVALID)
 		return;
+	if (s->bl.pb.kind == PB_TRACE) {
+		/* A plain trace: what it can be edited into (predict.h); no
+		 * model for rules, memory or estimates. */
+		if (predict_method(&s->bl.pb, &c->in, &err) < 0) {
+			c->status = CS_INVALID;
+			snprintf(c->reason, sizeof(c->reason), "%.159s", err.msg);
+		}
+		return;
+	}
 	if (synth_check(&c->in, &err)) {
 		c->status = CS_INVALID;
 		snprintf(c->reason, sizeof(c->reason), "%.159s", err.msg);
 		return;
 	}
-	mem_estimate(&c->in.m, &c->in.lay, &s->hw, &me);
+	{
+		struct synth_in x = c->in;
+		x.hw = &s->hw;
+		synth_mem(&x, &me);
+	}
 	if (!me.fits) {
 		c->status = CS_OOM;
 		snprintf(c->reason, sizeof(c->reason), "needs %.1f GB of %.1f GB usable",
@@ -414,7 +462,12 @@ static void judge(const struct sweep *s, struct cand *c)
 		return;
 	}
 	c->analytic_s = predict_analytic(&c->in);
-	c->bound_s = synth_lower_bound(&c->in);
+	/* The bound holds for synthesised graphs; an edited trace keeps its
+	 * own kernels, which may beat it. */
+	c->bound_s = predict_method(&s->bl.pb, &c->in, &err) == PM_EDIT ||
+				     predict_method(&s->bl.pb, &c->in, &err) == PM_REPLAY
+			     ? 0
+			     : synth_lower_bound(&c->in);
 }
 
 static int decode(const struct sweep *s, uint64_t index, struct cand *c);
@@ -430,9 +483,21 @@ static int sched_axis(const struct sweep *s)
 
 uint64_t sweep_count(const struct sweep *s)
 {
-	/* At most 32^10 x 32 x 64: no overflow. */
-	return (uint64_t)s->gpus.n * s->tp.n * s->pp.n * s->mbs.n * sched_axis(s) *
-	       s->recompute.n * s->zero.n * s->sp.n * s->layers.n * s->hidden.n;
+	/* Up to 32^12 x 32 x 32 would overflow: the product saturates. */
+	const uint64_t n[] = {(uint64_t)s->gpus.n,	    (uint64_t)s->tp.n,
+			      (uint64_t)s->pp.n,	    (uint64_t)s->mbs.n,
+			      (uint64_t)sched_axis(s),	    (uint64_t)s->recompute.n,
+			      (uint64_t)s->zero.n,	    (uint64_t)s->sp.n,
+			      (uint64_t)s->layers.n,	    (uint64_t)s->hidden.n,
+			      (uint64_t)s->dtype.n,	    (uint64_t)s->fp8_attention.n,
+			      (uint64_t)s->flash.n};
+	uint64_t c = 1;
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+		if (n[i] && c > UINT64_MAX / n[i])
+			return UINT64_MAX;
+		c *= n[i];
+	}
+	return c;
 }
 
 int sweep_candidate(const struct sweep *s, uint64_t index, struct cand *c)
@@ -458,10 +523,16 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 {
 	/* Mixed radix, the last knob fastest: the order of nested loops
 	 * over gpus, tp, pp, mbs, schedule (and vp), recompute, zero, sp,
-	 * layers, hidden. */
+	 * layers, hidden, dtype, fp8_attention, flash. */
 	uint64_t x = index;
-	int ih = (int)(x % (uint64_t)s->hidden.n), il, iq, iz, ir, isv, ib, ip, it, ig, is = 0,
-	    iv = 0;
+	int ifl = (int)(x % (uint64_t)s->flash.n), ifa, idt, ih, il, iq, iz, ir, isv, ib, ip, it,
+	    ig, is = 0, iv = 0;
+	x /= (uint64_t)s->flash.n;
+	ifa = (int)(x % (uint64_t)s->fp8_attention.n);
+	x /= (uint64_t)s->fp8_attention.n;
+	idt = (int)(x % (uint64_t)s->dtype.n);
+	x /= (uint64_t)s->dtype.n;
+	ih = (int)(x % (uint64_t)s->hidden.n);
 	x /= (uint64_t)s->hidden.n;
 	il = (int)(x % (uint64_t)s->layers.n);
 	x /= (uint64_t)s->layers.n;
@@ -479,6 +550,8 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 	x /= (uint64_t)s->pp.n;
 	it = (int)(x % (uint64_t)s->tp.n);
 	x /= (uint64_t)s->tp.n;
+	if (x >= (uint64_t)s->gpus.n)
+		return 1; /* past the last */
 	ig = (int)x;
 	for (;; is++) {
 		int nv = s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.n : 1;
@@ -502,7 +575,9 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 		c->in.hw = &s->hw;
 		if (s->layers.v[il] > 0)
 			c->in.m.layers = s->layers.v[il];
-		if (s->hidden.v[ih] > 0) {
+		if (s->hidden.v[ih] > 0 && s->tmpl.m.hidden <= 0) {
+			c->in.m.hidden = s->hidden.v[ih]; /* judged: a plain trace's is unknown */
+		} else if (s->hidden.v[ih] > 0) {
 			/* The FFN keeps its ratio to the width. */
 			ffn = (int64_t)s->tmpl.m.ffn * s->hidden.v[ih] / s->tmpl.m.hidden;
 			c->in.m.ffn = ffn > LLM_MAX_FFN ? LLM_MAX_FFN : (int)ffn;
@@ -518,6 +593,12 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 		c->in.lay.recompute = s->recompute.v[ir];
 		c->in.lay.zero = s->zero.v[iz];
 		c->in.lay.sp = s->sp.v[iq] && tp > 1;
+		if (s->dtype.v[idt] >= 0)
+			c->in.dtype = s->dtype.v[idt];
+		if (s->fp8_attention.v[ifa] >= 0)
+			c->in.fp8_attention = s->fp8_attention.v[ifa];
+		if (s->flash.v[ifl] >= 0)
+			c->in.lay.flash = s->flash.v[ifl];
 		c->in.lay.microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
 		if (c->in.lay.microbatches < 1)
 			c->in.lay.microbatches = 1;

@@ -2,12 +2,14 @@
  * sweep.h - a search space from a libconfig file, and its candidates.
  *
  * A sweep file (in configs/sweeps/, each commented as its own manual)
- * names the base -- a model configuration, or an annotated trace (or saved
- * graph) whose kernels calibrate the costs -- and the hardware, the GPU counts (a list, or a budget:
+ * names the base -- a model configuration, or a trace (or saved graph):
+ * annotated (its kernels calibrate the costs) or plain (candidates are
+ * graph edits of it, predict.h) -- and the hardware, the GPU counts (a list, or a budget:
  * every power of two up to it), the global batch in sequences, and for
  * each knob a list: tp, pp, mbs, schedule, vp, recompute, zero, sp, layers,
- * hidden; optionally a kernel database (kernel_db, from prism calibrate
- * --db) for kernel times.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
+ * hidden, dtype (the linear layers' GEMMs), fp8_attention, flash; optionally a kernel database
+ * (kernel_db, from prism calibrate --db) for kernel times, and the tokens to train and the price of a
+ * GPU-hour (tokens, price_per_gpu_hour) for the report's days and cost.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
  * count from the global batch (global / (dp x mbs)).
  *
  * Candidates are made one at a time from their index in the space
@@ -21,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base.h"
 #include "hw.h"
 #include "llm.h"
 #include "predict.h"
@@ -43,22 +46,26 @@ struct sweep {
 	char model_name[128], hw_name[128];
 	struct llm m;
 	struct hw_profile hw;     /* the target hardware */
-	/* A trace base: its files (the ranks of one job, or a saved graph),
-	 * the hardware it ran on, and the configuration it describes with
-	 * costs fitted on its kernels (cli_base, cli_fit).  n_base == 0: the base
-	 * is the model, with synth_in_default's costs. */
+	/* A trace base: its files (the ranks of one job, or a saved graph).
+	 * n_base == 0: the base is the model, with synth_in_default's costs. */
 	char *base[SWEEP_MAX_BASE];
 	int n_base;
-	struct hw_profile base_hw;
-	struct synth_in tmpl;     /* every candidate starts from it */
+	int base_dp;              /* 'base_dp': a plain trace's data-parallel
+				   * degree (0: its world size) */
+	struct base bl;           /* the base (base.h); do not move a sweep */
+	struct synth_in tmpl;     /* every candidate starts from it: the base's
+				   * configuration (a plain trace's as found) */
 	char kdb_path[1024];      /* 'kernel_db': measured kernel times, or "" */
 	struct kdb *kdb;          /* loaded from it, or NULL */
 	char fingerprint[64];     /* of the base's bytes (model file or traces)
 				   * and the kernel database's */
 	int global_batch;
+	double tokens;            /* 'tokens': to train, for days and cost; 0: not given */
+	double price_per_gpu_hour; /* 'price_per_gpu_hour', any currency; 0: not given */
 	double margin;            /* screen candidates beyond best x (1 + margin) */
 	int gpus_line;            /* of 'gpus' or 'gpu_budget' */
 	struct sweep_list gpus, tp, pp, mbs, schedule, vp, recompute, zero, sp, layers, hidden;
+	struct sweep_list dtype, fp8_attention, flash;
 	char *text;               /* the file's text, stored with the results */
 };
 
@@ -67,7 +74,7 @@ enum cand_status { CS_PENDING, CS_INVALID, CS_OOM, CS_SCREENED, CS_SIMULATED, CS
 struct cand {
 	struct synth_in in;
 	int gpus;
-	char key[160];
+	char key[224];
 	int status;
 	char reason[160];
 	double analytic_s;
@@ -86,13 +93,13 @@ void sweep_free(struct sweep *s);
 #define SWEEP_MAX_CANDIDATES (1u << 22)
 
 /* The size of s's candidate space: the product of its lists (vp counted
- * with the interleaved schedule only). */
+ * with the interleaved schedule only), UINT64_MAX when beyond 64 bits. */
 uint64_t sweep_count(const struct sweep *s);
 
 /*
  * Candidate index (0 .. sweep_count(s) - 1) of s, in the order of nested
  * loops over gpus, tp, pp, mbs, schedule and vp, recompute, zero, sp,
- * layers and hidden: 0 with *c filled and judged (an invalid one marked
+ * layers, hidden, dtype, fp8_attention and flash: 0 with *c filled and judged (an invalid one marked
  * with status and reason, the analytic estimate and bound of a valid one),
  * or 1 when index is no candidate (sp = 1 without tp repeats sp = 0).
  */

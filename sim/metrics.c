@@ -43,7 +43,7 @@ static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b,
 				continue;
 			if (n + 2 > *cap) {
 				size_t nc = *cap ? *cap * 2 : 1024;
-				struct edge_pt *np = realloc(*pts, nc * sizeof(*np));
+				struct edge_pt *np = prism_realloc(*pts, nc * sizeof(*np));
 				if (!np)
 					return PRISM_ENOMEM;
 				*pts = np;
@@ -76,16 +76,73 @@ static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b,
 	return 0;
 }
 
+/* First start and last end of the GPU tasks launched in each step, traced
+ * (tf, tl) and simulated (sf, sl); INT64_MAX / INT64_MIN where none. */
+struct step_gpu {
+	int64_t tf, tl, sf, sl;
+};
+
+static void step_gpu_spans(const struct sim *s, struct step_gpu *sg)
+{
+	const struct graph *g = s->g;
+	for (uint32_t i = 0; i < g->n_iters; i++)
+		sg[i] = (struct step_gpu){INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN};
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		if (!g->procs[p].gpu)
+			continue;
+		for (uint32_t u = g->procs[p].first; u < g->procs[p].first + g->procs[p].n; u++) {
+			struct step_gpu *x;
+			int64_t te = g->start_ns[u] + g->dur_ns[u];
+			if (g->iter[u] < 0 || (uint32_t)g->iter[u] >= g->n_iters)
+				continue;
+			x = &sg[g->iter[u]];
+			x->tf = g->start_ns[u] < x->tf ? g->start_ns[u] : x->tf;
+			x->tl = te > x->tl ? te : x->tl;
+			x->sf = s->start_ns[u] < x->sf ? s->start_ns[u] : x->sf;
+			x->sl = s->end_ns[u] > x->sl ? s->end_ns[u] : x->sl;
+		}
+	}
+}
+
+/* The GPU side of step i: to the next step's first GPU task (nx, of the
+ * same rank, or -1), else to the step's own last; 0 without GPU work. */
+static void gpu_side(const struct step_gpu *sg, long i, long nx, int64_t *traced,
+		     int64_t *simulated)
+{
+	const struct step_gpu *a = &sg[i];
+	*traced = *simulated = 0;
+	if (a->tf == INT64_MAX)
+		return;
+	if (nx >= 0 && sg[nx].tf != INT64_MAX && sg[nx].tf >= a->tf && sg[nx].sf >= a->sf) {
+		*traced = sg[nx].tf - a->tf;
+		*simulated = sg[nx].sf - a->sf;
+	} else {
+		*traced = a->tl - a->tf;
+		*simulated = a->sl - a->sf;
+	}
+}
+
 long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 {
 	const struct graph *g = s->g;
-	struct metrics_iter *v = calloc(g->n_iters + g->n_ranks + 1, sizeof(*v));
+	struct metrics_iter *v = prism_calloc(g->n_iters + g->n_ranks + 1, sizeof(*v));
+	struct step_gpu *sg = prism_malloc((g->n_iters + 1) * sizeof(*sg));
+	long *next = prism_malloc((g->n_iters + 1) * sizeof(*next));
+	long *seen = prism_malloc((g->n_ranks + 1) * sizeof(*seen));
 	struct edge_pt *pts = NULL;
 	size_t cap = 0;
 	long n = 0;
 
-	if (!v)
-		return -1;
+	if (!v || !sg || !next || !seen)
+		goto oom;
+	step_gpu_spans(s, sg);
+	/* Each step's next step of the same rank (steps are in trace order). */
+	for (uint32_t r = 0; r < g->n_ranks; r++)
+		seen[r] = -1;
+	for (long i = (long)g->n_iters - 1; i >= 0; i--) {
+		next[i] = seen[g->iters[i].rank];
+		seen[g->iters[i].rank] = i;
+	}
 	for (uint32_t r = 0; r < g->n_ranks; r++) {
 		int any = 0;
 		for (uint32_t i = 0; i < g->n_iters; i++) {
@@ -100,8 +157,17 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 			it = &v[n++];
 			it->rank = r;
 			it->step = gi->step;
-			it->measured_ns = gi->dur_ns;
+			it->host_ns = gi->dur_ns;
+			it->pred_host_ns = b - a;
+			it->sim_host_start_ns = a;
+			gpu_side(sg, i, next[i], &it->gpu_ns, &it->pred_gpu_ns);
+			it->measured_ns = it->host_ns > it->gpu_ns ? it->host_ns : it->gpu_ns;
 			it->predicted_ns = b - a;
+			if (it->pred_gpu_ns > it->predicted_ns) { /* the GPU side decides */
+				a = sg[i].sf;
+				b = a + it->pred_gpu_ns;
+				it->predicted_ns = it->pred_gpu_ns;
+			}
 			it->sim_start_ns = a;
 			if (breakdown(s, r, a, b, it, &pts, &cap))
 				goto oom;
@@ -125,8 +191,8 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 				continue;
 			v[n].rank = r;
 			v[n].step = -1;
-			v[n].measured_ns = tb - ta;
-			v[n].predicted_ns = sb - sa;
+			v[n].measured_ns = v[n].gpu_ns = tb - ta;
+			v[n].predicted_ns = v[n].pred_gpu_ns = sb - sa;
 			v[n].sim_start_ns = sa;
 			if (breakdown(s, r, sa, sb, &v[n], &pts, &cap))
 				goto oom;
@@ -134,10 +200,16 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 		}
 	}
 	free(pts);
+	free(sg);
+	free(next);
+	free(seen);
 	*out = v;
 	return n;
 oom:
 	free(pts);
+	free(sg);
+	free(next);
+	free(seen);
 	free(v);
 	return -1;
 }
@@ -176,14 +248,14 @@ int metrics_critical_path(const struct sim *s, struct metrics_path *p)
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		if (cur == NONE32 || s->end_ns[u] > s->end_ns[cur])
 			cur = u;
-	p->nodes = malloc(cap * sizeof(*p->nodes));
+	p->nodes = prism_malloc(cap * sizeof(*p->nodes));
 	if (!p->nodes)
 		return PRISM_ENOMEM;
 	while (cur != NONE32) {
 		uint32_t b = s->binding[cur];
 		int64_t until = next == NONE32 ? s->end_ns[cur] : released_at(g, s, cur, next);
 		if (p->n == cap) {
-			uint32_t *nn = realloc(p->nodes, (size_t)cap * 2 * sizeof(*nn));
+			uint32_t *nn = prism_realloc(p->nodes, (size_t)cap * 2 * sizeof(*nn));
 			if (!nn) {
 				free(p->nodes);
 				p->nodes = NULL;
@@ -215,29 +287,43 @@ static int cmp_step(const void *a, const void *b)
 	return (x->step > y->step) - (x->step < y->step);
 }
 
-int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s)
+/* The entries of the steps a prediction averages over, sorted by step,
+ * into *out (malloc'd; *m of them): steps 0..maxstep, the first left out;
+ * spans without markers are all step -1.  The steps present, sorted, not
+ * every number up to maxstep: a trace may number its steps up to 2^63. */
+static int steps_sorted(const struct metrics_iter *its, long n, struct metrics_iter **out,
+			long *m)
 {
 	struct metrics_iter *v;
-	int64_t maxstep = -1, w;
-	double sum = 0;
-	long m = 0;
-	int cnt = 0;
+	int64_t maxstep = -1;
 
-	*iter_s = 0;
+	*m = 0;
 	for (long i = 0; i < n; i++)
 		if (its[i].step > maxstep)
 			maxstep = its[i].step;
-	/* Steps are 0..maxstep, the first left out; spans without markers are
-	 * all step -1.  The steps present, sorted, not every number up to
-	 * maxstep: a trace may number its steps up to 2^63. */
 	v = prism_malloc((n > 0 ? (size_t)n : 1) * sizeof(*v));
 	if (!v)
 		return PRISM_ENOMEM;
 	for (long i = 0; i < n; i++)
 		if (maxstep > 0 ? its[i].step >= 1 : its[i].step == maxstep)
-			v[m++] = its[i];
-	if (m)
-		qsort(v, (size_t)m, sizeof(*v), cmp_step);
+			v[(*m)++] = its[i];
+	if (*m)
+		qsort(v, (size_t)*m, sizeof(*v), cmp_step);
+	*out = v;
+	return 0;
+}
+
+int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s)
+{
+	struct metrics_iter *v;
+	int64_t w;
+	double sum = 0;
+	long m;
+	int cnt = 0;
+
+	*iter_s = 0;
+	if (steps_sorted(its, n, &v, &m))
+		return PRISM_ENOMEM;
 	for (long i = 0; i < m;) {
 		long j = i;
 		for (w = -1; j < m && v[j].step == v[i].step; j++)
@@ -251,5 +337,40 @@ int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s)
 	}
 	free(v);
 	*iter_s = cnt ? sum / cnt : 0;
+	return 0;
+}
+
+int metrics_step_sides(const struct metrics_iter *its, long n, double *host_s, double *gpu_s,
+		       int *host_bound)
+{
+	struct metrics_iter *v;
+	double host = 0, gpu = 0;
+	long m;
+	int cnt = 0;
+
+	*host_s = *gpu_s = 0;
+	*host_bound = n > 0;
+	if (steps_sorted(its, n, &v, &m))
+		return PRISM_ENOMEM;
+	for (long i = 0; i < m;) {
+		int64_t h = -1, gs = -1;
+		long j = i;
+		for (; j < m && v[j].step == v[i].step; j++) {
+			h = v[j].pred_host_ns > h ? v[j].pred_host_ns : h;
+			gs = v[j].pred_gpu_ns > gs ? v[j].pred_gpu_ns : gs;
+			if (v[j].predicted_ns > 0 &&
+			    (double)v[j].idle_ns <= METRICS_HOST_BOUND_IDLE * (double)v[j].predicted_ns)
+				*host_bound = 0;
+		}
+		if (h >= 0) {
+			host += (double)h * 1e-9;
+			gpu += (double)gs * 1e-9;
+			cnt++;
+		}
+		i = j;
+	}
+	free(v);
+	*host_s = cnt ? host / cnt : 0;
+	*gpu_s = cnt ? gpu / cnt : 0;
 	return 0;
 }

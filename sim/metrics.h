@@ -16,12 +16,23 @@
 
 #include "sim.h"
 
+/*
+ * A step's time is the longer of its two sides: the host span (the
+ * ProfilerStep#N range) and the GPU side, from the first GPU task launched
+ * in the step to the first launched in the rank's next step (for its last
+ * step, to the end of the last GPU task it launched).  A host that runs
+ * ahead of a busy GPU ends its ranges early; the GPU side is then the
+ * step's time.  The same definition holds for measured and predicted.
+ */
 struct metrics_iter {
 	uint32_t rank;         /* index into graph.ranks */
 	int64_t step;          /* ProfilerStep#N; -1: the GPU-active span */
-	int64_t measured_ns;   /* the step's host span (or the traced GPU span) */
-	int64_t predicted_ns;  /* the same span in the simulation */
+	int64_t measured_ns;   /* the longer side, traced (or the GPU span) */
+	int64_t predicted_ns;  /* the same in the simulation */
+	int64_t host_ns, gpu_ns;           /* traced host span, GPU side */
+	int64_t pred_host_ns, pred_gpu_ns; /* the same, simulated */
 	int64_t sim_start_ns;  /* the window in simulated time */
+	int64_t sim_host_start_ns; /* the host span's start, simulated */
 	int64_t exposed_compute_ns, exposed_comm_ns, overlap_ns, idle_ns;
 };
 
@@ -32,6 +43,10 @@ struct metrics_iter {
  */
 long metrics_iterations(const struct sim *s, struct metrics_iter **out);
 
+/* A step is called host-bound when its GPU idles over this share of it
+ * (the breakdown's idle): the host's launches decide its time. */
+#define METRICS_HOST_BOUND_IDLE 0.30
+
 /*
  * The iteration time a prediction reports: per step, the slowest rank's
  * predicted time, averaged over the steps after the first (which starts
@@ -39,6 +54,15 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out);
  * slowest rank's GPU-active span.  *iter_s in seconds; 0, or PRISM_ENOMEM.
  */
 int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s);
+
+/*
+ * Over the same steps, the mean of the slowest rank's simulated host span
+ * and GPU side (seconds), and whether every one of those steps was
+ * host-bound (its GPU idle over METRICS_HOST_BOUND_IDLE of it; 0 without
+ * entries).  0, or PRISM_ENOMEM.
+ */
+int metrics_step_sides(const struct metrics_iter *its, long n, double *host_s, double *gpu_s,
+		       int *host_bound);
 
 /* Busy fraction of processor p over [from, to) of simulated time. */
 double metrics_utilisation(const struct sim *s, uint32_t p, int64_t from, int64_t to);

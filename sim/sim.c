@@ -14,7 +14,7 @@ void sim_opts_default(struct sim_opts *o)
 }
 
 struct inst_key {
-	uint32_t pg, seq, rank, coll;
+	uint32_t pg, seq, kind, rank, coll;
 };
 
 static int cmp_inst(const void *a, const void *b)
@@ -24,18 +24,24 @@ static int cmp_inst(const void *a, const void *b)
 		return x->pg < y->pg ? -1 : 1;
 	if (x->seq != y->seq)
 		return x->seq < y->seq ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
 	if (x->rank != y->rank)
 		return x->rank < y->rank ? -1 : 1;
 	return x->coll < y->coll ? -1 : x->coll > y->coll;
 }
 
-/* A send and its recv are one transfer. */
-static int p2p_pair(uint8_t a, uint8_t b)
+/* What members of one instance must agree on: the collective, a send
+ * and a recv being one transfer. */
+static uint32_t kind_class(uint8_t k)
 {
-	return (a == GC_SEND && b == GC_RECV) || (a == GC_RECV && b == GC_SEND);
+	return k == GC_SEND || k == GC_RECV ? GC_SEND_RECV : k;
 }
 
-/* Group collectives into instances: one per (process group, sequence). */
+/* Group collectives into instances: one per (process group, sequence)
+ * and kind.  Members that disagree on the kind (ranks traced from
+ * different runs, or a mislabelled group) do not wait for each other:
+ * each kind is an instance of its own, counted in n_mismatched. */
 static int match_collectives(struct sim *s)
 {
 	const struct graph *g = s->g;
@@ -47,6 +53,7 @@ static int match_collectives(struct sim *s)
 	for (uint32_t c = 0; c < nc; c++) {
 		k[c].pg = g->colls[c].pg;
 		k[c].seq = g->colls[c].seq;
+		k[c].kind = kind_class(g->colls[c].kind);
 		k[c].rank = g->procs[g->proc[g->colls[c].node]].rank;
 		k[c].coll = c;
 	}
@@ -54,16 +61,15 @@ static int match_collectives(struct sim *s)
 	s->n_inst = 0;
 	s->n_mismatched = 0;
 	for (uint32_t i = 0; i < nc; i++) {
-		int fresh = i == 0 || k[i].pg != k[i - 1].pg || k[i].seq != k[i - 1].seq ||
-			    k[i].rank == k[i - 1].rank;
+		int same_op = i > 0 && k[i].pg == k[i - 1].pg && k[i].seq == k[i - 1].seq;
+		int fresh = !same_op || k[i].kind != k[i - 1].kind || k[i].rank == k[i - 1].rank;
+		if (same_op && k[i].kind != k[i - 1].kind)
+			s->n_mismatched++;
 		if (fresh) {
 			s->inst_first[s->n_inst] = i;
 			s->inst_size[s->n_inst] = 0;
 			s->inst_dur[s->n_inst] = INT64_MAX;
 			s->n_inst++;
-		} else if (g->colls[k[i].coll].kind != g->colls[k[i - 1].coll].kind &&
-			   !p2p_pair(g->colls[k[i].coll].kind, g->colls[k[i - 1].coll].kind)) {
-			s->n_mismatched++;
 		}
 		s->inst_of[k[i].coll] = s->n_inst - 1;
 		s->inst_members[i] = k[i].coll;

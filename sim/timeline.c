@@ -29,9 +29,11 @@ static int multi(const struct graph *g, int rank)
 
 static int64_t pid_of(const struct graph *g, int rank, const struct graph_proc *p)
 {
-	/* Unsigned: a trace's pid may be anything (the output then collides,
-	 * but nothing overflows). */
-	return multi(g, rank) ? (int64_t)((uint64_t)(p->rank + 1) * 10000000u + (uint64_t)p->pid)
+	/* Unsigned: a trace's pid and rank may be anything (the output then
+	 * collides, but nothing overflows). */
+	return multi(g, rank) ? (int64_t)(((uint64_t)g->ranks[p->rank].rank + 1) *
+						  (uint64_t)TIMELINE_RANK_PID +
+					  (uint64_t)p->pid)
 			      : p->pid;
 }
 
@@ -82,6 +84,57 @@ static void event(FILE *f, int *first, const struct graph *g, const char *cat, c
 	put_us(f, dur);
 }
 
+/*
+ * Where ProfilerStep spans start and end on each host thread, so that
+ * slices are cut there and every slice nests in its step (Perfetto nests
+ * a thread's slices by time: one that straddles its parent's end is
+ * drawn wrong).  A step's ends map measured times into simulated tasks,
+ * so one may fall inside a task: CPU work that ran across it.
+ */
+struct cut {
+	uint32_t proc;
+	int64_t t;
+};
+
+static int cmp_cut(const void *a, const void *b)
+{
+	const struct cut *x = a, *y = b;
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
+	return (x->t > y->t) - (x->t < y->t);
+}
+
+/* The first cut of proc after t, or NULL. */
+static const struct cut *cut_after(const struct cut *c, size_t n, uint32_t proc, int64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c[mid].proc < proc || (c[mid].proc == proc && c[mid].t <= t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && c[lo].proc == proc ? &c[lo] : NULL;
+}
+
+/* Slice [start, end) of proc written as one event per piece between the
+ * cuts of its thread, each piece followed by args (which closes the
+ * event). */
+static void pieces(FILE *f, int *first, const struct graph *g, const struct cut *cuts,
+		   size_t ncuts, uint32_t proc, const char *cat, const char *name, int64_t pid,
+		   int64_t tid, int64_t start, int64_t end, const char *args)
+{
+	const struct cut *c;
+	while ((c = cut_after(cuts, ncuts, proc, start)) && c->t < end) {
+		event(f, first, g, cat, name, pid, tid, start, c->t - start);
+		fputs(args, f);
+		start = c->t;
+	}
+	event(f, first, g, cat, name, pid, tid, start, end - start);
+	fputs(args, f);
+}
+
 /* The collective metadata of GPU task u, as Kineto writes it. */
 static void coll_args(FILE *f, const struct graph *g, uint32_t u)
 {
@@ -114,7 +167,8 @@ static void coll_args(FILE *f, const struct graph *g, uint32_t u)
 
 /* prism:: ranges over the runs of host tasks that share an annotation:
  * microbatch runs, phase runs inside them, layer runs inside those. */
-static void ranges(FILE *f, int *first, const struct sim *s, int rank)
+static void ranges(FILE *f, int *first, const struct sim *s, int rank, const struct cut *cuts,
+		   size_t ncuts)
 {
 	const struct graph *g = s->g;
 	for (uint32_t p = 0; p < g->n_procs; p++) {
@@ -146,13 +200,137 @@ static void ranges(FILE *f, int *first, const struct sim *s, int rank)
 					else
 						snprintf(name, sizeof(name), "prism::layer#%" PRId32,
 							 g->layer[u]);
-					event(f, first, g, "user_annotation", name, pid_of(g, rank, pr),
-					      pr->tid, s->start_ns[u], s->end_ns[v - 1] - s->start_ns[u]);
-					fputs(",\"args\":{}}", f);
+					pieces(f, first, g, cuts, ncuts, p, "user_annotation", name,
+					       pid_of(g, rank, pr), pr->tid, s->start_ns[u],
+					       s->end_ns[v - 1], ",\"args\":{}}");
 				}
 				u = v;
 			}
 		}
+	}
+}
+
+/* The step of its (rank, step) on the host thread that ran it (the last
+ * of the graph's iterations with that rank and step), or NULL.  by: the
+ * iterations' indices sorted by cmp_iter. */
+static const struct graph_iter *iter_of(const struct graph *g, const uint32_t *by,
+					const struct metrics_iter *it)
+{
+	const struct graph_iter *gi = NULL;
+	uint32_t lo = 0, hi = g->n_iters;
+	if (it->step < 0)
+		return NULL;
+	while (lo < hi) { /* past the last (rank, step) */
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct graph_iter *m = &g->iters[by[mid]];
+		if (m->rank < it->rank || (m->rank == it->rank && m->step <= it->step))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && g->iters[by[lo - 1]].rank == it->rank &&
+	    g->iters[by[lo - 1]].step == it->step)
+		gi = &g->iters[by[lo - 1]];
+	return gi && gi->proc != UINT32_MAX ? gi : NULL;
+}
+
+/* The process names: one record per process (a process has several
+ * threads or streams). */
+static int64_t process_names(FILE *f, int *first, const struct graph *g, int rank)
+{
+	int64_t *seen = prism_malloc((g->n_procs ? g->n_procs : 1) * sizeof(*seen)), top = 0;
+	uint32_t nseen = 0;
+
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		int64_t pid = pid_of(g, rank, pr);
+		int dup = 0;
+		if (rank >= 0 && pr->rank != (uint32_t)rank)
+			continue;
+		if (pid >= top)
+			top = pid + 1;
+		for (uint32_t k = 0; seen && k < nseen && !dup; k++)
+			dup = seen[k] == pid;
+		if (!dup) {
+			if (seen)
+				seen[nseen++] = pid;
+			fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
+				   ",\"tid\":0,\"args\":{\"name\":\"rank %" PRId64 " %s %" PRId64 "\"}}",
+				*first ? "\n" : ",\n", pid, g->ranks[pr->rank].rank,
+				pr->gpu ? "GPU" : "host pid", pr->pid);
+			*first = 0;
+		}
+		fprintf(f, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64
+			   ",\"tid\":%" PRId64 ",\"args\":{\"name\":\"%s %" PRId64 "\"}}",
+			*first ? "\n" : ",\n", pid, pr->tid, pr->gpu ? "stream" : "thread", pr->tid);
+		*first = 0;
+	}
+	free(seen);
+	return top;
+}
+
+/* Launch-to-kernel arrows: for each launch edge, a flow from the call on
+ * its host thread to the GPU task on its stream, in Kineto's vocabulary
+ * ("ac2g"; the arrow ends at the start of the task it binds to). */
+static void flows(FILE *f, int *first, const struct sim *s, int rank)
+{
+	const struct graph *g = s->g;
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		const struct graph_proc *pu = &g->procs[g->proc[u]];
+		if (rank >= 0 && pu->rank != (uint32_t)rank)
+			continue;
+		for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++) {
+			uint32_t v = g->out_dst[k];
+			const struct graph_proc *pv = &g->procs[g->proc[v]];
+			if (GE_KIND(g->out_kind[k]) != GE_LAUNCH ||
+			    (rank >= 0 && pv->rank != (uint32_t)rank))
+				continue;
+			fprintf(f, "%s{\"ph\":\"s\",\"id\":%" PRIu32 ",\"pid\":%" PRId64
+				   ",\"tid\":%" PRId64 ",\"ts\":",
+				*first ? "\n" : ",\n", v, pid_of(g, rank, pu), pu->tid);
+			put_us(f, s->start_ns[u]);
+			fputs(",\"cat\":\"ac2g\",\"name\":\"ac2g\"}", f);
+			fprintf(f, ",\n{\"ph\":\"f\",\"id\":%" PRIu32 ",\"pid\":%" PRId64
+				   ",\"tid\":%" PRId64 ",\"ts\":",
+				v, pid_of(g, rank, pv), pv->tid);
+			put_us(f, s->start_ns[v]);
+			fputs(",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}", f);
+			*first = 0;
+		}
+	}
+}
+
+/* The critical path as a process of its own (pid), one slice per task in
+ * time order (each from where the one before it ended), each naming where
+ * it ran; its category is no Kineto one, so `prism ingest` passes it by.
+ * Its tasks are also flagged in their own slices' args ("critical_path"). */
+static void critical_track(FILE *f, int *first, const struct sim *s, int rank,
+			   const struct metrics_path *mp, int64_t pid)
+{
+	const struct graph *g = s->g;
+	int64_t prev_end = INT64_MIN;
+	fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
+		   ",\"tid\":0,\"args\":{\"name\":\"critical path\"}},\n{\"ph\":\"M\",\"name\":"
+		   "\"thread_name\",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"name\":\"critical "
+		   "path (%" PRIu32 " tasks)\"}}",
+		*first ? "\n" : ",\n", pid, pid, mp->n);
+	*first = 0;
+	for (uint32_t i = mp->n; i-- > 0;) {
+		uint32_t u = mp->nodes[i];
+		const struct graph_proc *pr = &g->procs[g->proc[u]];
+		const char *name = strtab_get(&g->st, g->name[u]);
+		/* A task's part of the path starts when the one before it ends:
+		 * a collective's kernel may start early and wait for the peer
+		 * that decides its end. */
+		int64_t start = s->start_ns[u] > prev_end ? s->start_ns[u] : prev_end;
+		int64_t end = s->end_ns[u] > start ? s->end_ns[u] : start;
+		if (rank >= 0 && pr->rank != (uint32_t)rank)
+			continue;
+		prev_end = end;
+		event(f, first, g, "prism_critical_path", name[0] ? name : "cpu", pid, 0, start,
+		      end - start);
+		fprintf(f, ",\"args\":{\"rank\":%" PRId64 ",\"on\":\"%s %" PRId64 "/%" PRId64 "\"}}",
+			g->ranks[pr->rank].rank, pr->gpu ? "stream" : "thread", pr->pid, pr->tid);
 	}
 }
 
@@ -162,12 +340,45 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	const struct graph *g = s->g;
 	int rank = o ? o->rank : -1;
 	struct prism_wfile out;
+	struct metrics_iter *its = NULL;
+	struct metrics_path mp = {0};
+	struct cut *cuts = NULL;
+	size_t ncuts = 0;
+	uint8_t *critical = prism_calloc(g->n_nodes ? g->n_nodes : 1, 1);
 	FILE *f;
 	int first = 1;
-	int64_t *launch_corr = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr));
+	int64_t *launch_corr = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr)),
+		top;
+	/* The graph's iterations by (rank, step, index): each step's last is
+	 * found by a search, not a scan (a trace may have 10^6). */
+	uint32_t *by = prism_malloc((g->n_iters ? g->n_iters : 1) * sizeof(*by));
+	long nits = metrics_iterations(s, &its);
 
-	if (!launch_corr)
+	if (!launch_corr || !critical || !by || nits < 0 || metrics_critical_path(s, &mp) ||
+	    !(cuts = prism_malloc(((size_t)(nits > 0 ? nits : 0) * 2 + 1) * sizeof(*cuts)))) {
+		free(launch_corr);
+		free(critical);
+		free(by);
+		free(its);
+		free(mp.nodes);
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+	}
+	for (uint32_t k = 0; k < g->n_iters; k++)
+		by[k] = k;
+	if (g->n_iters)
+		qsort_r(by, g->n_iters, sizeof(*by), cmp_iter, (void *)g);
+	for (uint32_t i = 0; i < mp.n; i++)
+		critical[mp.nodes[i]] = 1;
+	/* Each step's two ends cut the slices of its thread. */
+	for (long i = 0; i < nits; i++) {
+		const struct graph_iter *gi = iter_of(g, by, &its[i]);
+		if (!gi)
+			continue;
+		cuts[ncuts++] = (struct cut){gi->proc, its[i].sim_host_start_ns};
+		cuts[ncuts++] = (struct cut){gi->proc, its[i].sim_host_start_ns + its[i].pred_host_ns};
+	}
+	if (ncuts)
+		qsort(cuts, ncuts, sizeof(*cuts), cmp_cut);
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		launch_corr[u] = -1;
 	for (uint32_t u = 0; u < g->n_nodes; u++)
@@ -176,8 +387,14 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 				launch_corr[g->out_dst[k]] = g->corr[u];
 	/* Whole or not at all: a failed write keeps the previous file. */
 	if (prism_wfile_open(&out, path)) {
+		int e = errno;
 		free(launch_corr);
-		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
+		free(critical);
+		free(by);
+		free(its);
+		free(cuts);
+		free(mp.nodes);
+		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(e));
 	}
 	f = out.f;
 	fputs("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",", f);
@@ -185,45 +402,49 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 		const struct graph_rank *rk = &g->ranks[rank >= 0 ? rank : 0];
 		fprintf(f, "\"distributedInfo\":{\"rank\":%" PRId64 ",\"world_size\":%" PRId64 "},",
 			rk->rank, rk->world_size ? rk->world_size : 1);
+	} else {
+		/* Several ranks: a world and no rank of its own, so that
+		 * prism ingest splits the file by its pids (kineto_split). */
+		int64_t w = g->n_ranks;
+		for (uint32_t r = 0; r < g->n_ranks; r++) {
+			if (g->ranks[r].world_size > w)
+				w = g->ranks[r].world_size;
+			if (g->ranks[r].rank + 1 > w)
+				w = g->ranks[r].rank + 1;
+		}
+		fprintf(f, "\"distributedInfo\":{\"world_size\":%" PRId64 "},", w);
 	}
 	fputs("\"traceEvents\":[", f);
-	/* Names for the processes and threads. */
-	for (uint32_t p = 0; p < g->n_procs; p++) {
-		const struct graph_proc *pr = &g->procs[p];
-		if (rank >= 0 && pr->rank != (uint32_t)rank)
-			continue;
-		fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
-			   ",\"tid\":0,\"args\":{\"name\":\"rank %" PRId64 " %s %" PRId64 "\"}}",
-			first ? "\n" : ",\n", pid_of(g, rank, pr), g->ranks[pr->rank].rank,
-			pr->gpu ? "GPU" : "host pid", pr->pid);
-		first = 0;
-		fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64
-			   ",\"tid\":%" PRId64 ",\"args\":{\"name\":\"%s %" PRId64 "\"}}",
-			pid_of(g, rank, pr), pr->tid, pr->gpu ? "stream" : "thread", pr->tid);
-	}
+	top = process_names(f, &first, g, rank);
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		const struct graph_proc *pr = &g->procs[g->proc[u]];
 		const char *name = strtab_get(&g->st, g->name[u]);
 		int64_t pid = pid_of(g, rank, pr), end = s->end_ns[u];
+		const char *crit = critical[u] ? ",\"critical_path\":1" : "";
 		if (rank >= 0 && pr->rank != (uint32_t)rank)
 			continue;
 		switch (g->kind[u]) {
 		case GN_CPU:
-			event(f, &first, g, "cpu_op", name[0] ? name : "cpu", pid, pr->tid,
-			      s->start_ns[u], end - s->start_ns[u]);
-			fputs(",\"args\":{\"prism\":\"cpu work\"}}", f);
+			pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op", name[0] ? name : "cpu",
+			       pid, pr->tid, s->start_ns[u], end,
+			       critical[u] ? ",\"args\":{\"prism\":\"cpu work\",\"critical_path\":1}}"
+					   : ",\"args\":{\"prism\":\"cpu work\"}}");
 			break;
 		case GN_WAIT:
 			break; /* written with its call */
 		case GN_RUNTIME:
-			if (g->flags[u] & NF_BLOCKING)
+			if (g->flags[u] & NF_BLOCKING) {
 				end = s->end_ns[u + 1];
+				if (critical[u + 1])
+					crit = ",\"critical_path\":1";
+			}
 			event(f, &first, g, "cuda_runtime", name, pid, pr->tid, s->start_ns[u],
 			      end - s->start_ns[u]);
 			if (g->corr[u] >= 0)
-				fprintf(f, ",\"args\":{\"correlation\":%" PRId64 "}}", corr_of(g, rank, launch_corr, u));
+				fprintf(f, ",\"args\":{\"correlation\":%" PRId64 "%s}}",
+					corr_of(g, rank, launch_corr, u), crit);
 			else
-				fputs(",\"args\":{}}", f);
+				fprintf(f, ",\"args\":{%s}}", crit[0] ? crit + 1 : "");
 			break;
 		default:
 			event(f, &first, g,
@@ -231,61 +452,29 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 			      : g->kind[u] == GN_MEMSET ? "gpu_memset"
 							: "kernel",
 			      name, pid, pr->tid, s->start_ns[u], end - s->start_ns[u]);
+			/* The device keeps the rank's offset: prism ingest takes
+			 * it for the GPU's pid. */
 			fprintf(f,
 				",\"args\":{\"device\":%" PRId64 ",\"stream\":%" PRId64
 				",\"correlation\":%" PRId64,
-				pr->pid, pr->tid, corr_of(g, rank, launch_corr, u));
+				pid, pr->tid, corr_of(g, rank, launch_corr, u));
 			if (g->coll[u] != UINT32_MAX)
 				coll_args(f, g, u);
-			fputs("}}", f);
+			fprintf(f, "%s}}", crit);
 		}
 	}
-	{
-		struct metrics_iter *its = NULL;
-		long n = metrics_iterations(s, &its);
-		/* The graph's iterations by (rank, step, index): each step's last
-		 * is found by a search, not a scan (a trace may have 10^6). */
-		uint32_t *by = prism_malloc((g->n_iters ? g->n_iters : 1) * sizeof(*by));
-		if (!by) {
-			free(its);
-			free(launch_corr);
-			prism_wfile_abort(&out);
-			return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
-		}
-		for (uint32_t k = 0; k < g->n_iters; k++)
-			by[k] = k;
-		if (g->n_iters)
-			qsort_r(by, g->n_iters, sizeof(*by), cmp_iter, (void *)g);
-		for (long i = 0; i < n; i++) {
-			char name[48];
-			const struct graph_iter *gi = NULL;
-			uint32_t lo = 0, hi = g->n_iters;
-			if (its[i].step < 0)
-				continue;
-			while (lo < hi) { /* past the last (rank, step) */
-				uint32_t mid = lo + (hi - lo) / 2;
-				const struct graph_iter *m = &g->iters[by[mid]];
-				if (m->rank < its[i].rank ||
-				    (m->rank == its[i].rank && m->step <= its[i].step))
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo > 0 && g->iters[by[lo - 1]].rank == its[i].rank &&
-			    g->iters[by[lo - 1]].step == its[i].step)
-				gi = &g->iters[by[lo - 1]];
-			if (!gi || gi->proc == UINT32_MAX ||
-			    (rank >= 0 && gi->rank != (uint32_t)rank))
-				continue;
-			snprintf(name, sizeof(name), "ProfilerStep#%" PRId64, its[i].step);
-			event(f, &first, g, "user_annotation", name, pid_of(g, rank, &g->procs[gi->proc]),
-			      g->procs[gi->proc].tid, its[i].sim_start_ns, its[i].predicted_ns);
-			fputs(",\"args\":{}}", f);
-		}
-		free(by);
-		free(its);
+	/* The steps: their host spans (ProfilerStep#N as Kineto writes it). */
+	for (long i = 0; i < nits; i++) {
+		char name[48];
+		const struct graph_iter *gi = iter_of(g, by, &its[i]);
+		if (!gi || (rank >= 0 && gi->rank != (uint32_t)rank))
+			continue;
+		snprintf(name, sizeof(name), "ProfilerStep#%" PRId64, its[i].step);
+		event(f, &first, g, "user_annotation", name, pid_of(g, rank, &g->procs[gi->proc]),
+		      g->procs[gi->proc].tid, its[i].sim_host_start_ns, its[i].pred_host_ns);
+		fputs(",\"args\":{}}", f);
 	}
-	ranges(f, &first, s, rank);
+	ranges(f, &first, s, rank, cuts, ncuts);
 	for (uint32_t i = 0; o && i < o->n_waits; i++) {
 		const struct graph_wait *w = &o->waits[i];
 		const struct graph_proc *ws = &g->procs[w->stream], *rs = &g->procs[w->on_stream];
@@ -298,8 +487,10 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 			",\"wait_on_stream\":%" PRId64 ",\"wait_on_cuda_event_record_corr_id\":%" PRId64
 			",\"correlation\":%" PRId64 ",\"device\":%" PRId64 "}}",
 			ws->tid, rs->tid, corr_of(g, rank, launch_corr, w->record),
-			corr_of(g, rank, launch_corr, w->call), ws->pid);
+			corr_of(g, rank, launch_corr, w->call), pid_of(g, rank, ws));
 	}
+	flows(f, &first, s, rank);
+	critical_track(f, &first, s, rank, &mp, top);
 	if (g->meta && g->n_procs) {
 		uint32_t p0 = 0;
 		while (p0 < g->n_procs && (g->procs[p0].gpu ||
@@ -313,6 +504,11 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	}
 	fputs("\n]}\n", f);
 	free(launch_corr);
+	free(critical);
+	free(by);
+	free(its);
+	free(cuts);
+	free(mp.nodes);
 	if (prism_wfile_commit(&out))
 		return prism_err_set(err, PRISM_EIO, "%s: write failed: %s", path, strerror(errno));
 	return 0;

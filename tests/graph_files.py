@@ -179,7 +179,7 @@ with tempfile.TemporaryDirectory() as d:
     g.rec(g.iters, ITER, 0, 2, 2**63 - 1)
     path = os.path.join(d, "step.prism")
     g.write(path)
-    r = run("whatif", path, "--dp", "2", "--base-hw", "h100-dgx")
+    r = run("whatif", path, "--hw", "a100-80gb-dgx", "--base-hw", "h100-dgx")
     check(r.returncode == 0, f"step 2^63 - 1: whatif exited {r.returncode}: {r.stderr}")
 
     # Random damage with the checksum made right: refused, or every

@@ -136,7 +136,10 @@ CASES = [
     ("two_halves_whatif", BASE, two_halves, ["whatif", "--dp", "4", "--base-hw", "h100-dgx"],
      2, "would end more than"),
     ("comm_sizes", BASE, comm, ["ingest"], 0, ""),
-    ("comm_sizes_whatif", BASE, comm, ["whatif", "--dp", "4", "--base-hw", "h100-dgx"], 0, ""),
+    # (A plain trace without gradient collectives takes no dp edit: the
+    # hardware edit re-times its collectives.)
+    ("comm_sizes_whatif", BASE, comm,
+     ["whatif", "--hw", "a100-80gb-dgx", "--base-hw", "h100-dgx"], 0, ""),
     ("ids", BASE, ids, ["replay"], 0, ""),
     ("layer_beyond", BASE, lambda d: annotate(d, "prism::layer#2147483648"), ["ingest"], 2,
      "'prism::layer#2147483648': layer 2147483648 out of range 0..65535"),
@@ -146,15 +149,16 @@ CASES = [
     ("wide_layers_x1000", LAYERS, scale_layers, ["whatif", "--layers", "3000"], 2,
      "would end more than 4611686018427387903 ns (146 years)"),
     ("corr_layers", LAYERS, big_corr, ["whatif", "--layers", "6"], 2,
-     "layers x2: correlation ids up to 4611686018427388003 leave no room"),
+     "correlation ids up to 4611686018427388003 leave no room to number the copies"),
     ("timeline_ids", BASE, ids, ["replay", "--timeline", "{dir}/t.json"], 0, ""),
     # Step numbers up to 2^63: whatif counted through every number up to
     # the largest, for ever.
     ("step_big", BASE, lambda d: evs(d)[0].update(name="ProfilerStep#9000000000000000000"),
-     ["whatif", "--dp", "4", "--base-hw", "h100-dgx"], 0, ""),
+     ["whatif", "--hw", "a100-80gb-dgx", "--base-hw", "h100-dgx"], 0, ""),
     ("step_beyond", BASE, lambda d: evs(d)[0].update(name="ProfilerStep#99999999999999999999"),
      ["whatif", "--hw", "a100-80gb-dgx", "--base-hw", "h100-dgx"], 0, ""),
-    ("steps_apart", BASE, steps_apart, ["whatif", "--dp", "2", "--base-hw", "h100-dgx"], 0, ""),
+    ("steps_apart", BASE, steps_apart,
+     ["whatif", "--hw", "a100-80gb-dgx", "--base-hw", "h100-dgx"], 0, ""),
 ]
 
 with tempfile.TemporaryDirectory() as tmp:

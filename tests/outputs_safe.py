@@ -10,7 +10,6 @@
 
 usage: outputs_safe.py PRISM SWEEP   (SWEEP: tests/data/sweeps/small.cfg)
 """
-import hashlib
 import os
 import resource
 import shutil
@@ -20,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-from sweeptest import check
+from sweeptest import check, digest, refused
 
 PRISM, SWEEP = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,17 +34,6 @@ def run(*args, cwd=None, limit=None):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     return subprocess.run([PRISM, *args], capture_output=True, text=True, cwd=cwd,
                           preexec_fn=fsize if limit else None)
-
-
-def digest(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def refused(r, want, what):
-    check(r.returncode == 2 and r.stderr == want,
-          f"{what}: exit {r.returncode}, stderr {r.stderr!r}, want {want!r}")
-    print(f"ok: {what}: {want.strip()}")
 
 
 with tempfile.TemporaryDirectory() as d:

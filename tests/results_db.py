@@ -14,24 +14,13 @@ import subprocess
 import sys
 import tempfile
 
-from sweeptest import check
+from sweeptest import check, digest, refused
 
 PRISM, SWEEP = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 
 
 def run(*args, cwd=None):
     return subprocess.run([PRISM, *args], capture_output=True, text=True, cwd=cwd)
-
-
-def digest(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def refused(r, want, what):
-    check(r.returncode == 2 and r.stderr == want,
-          f"{what}: exit {r.returncode}, stderr {r.stderr!r}, want {want!r}")
-    print(f"ok: {what}: {want.strip()}")
 
 
 with tempfile.TemporaryDirectory() as d:

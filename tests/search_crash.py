@@ -9,6 +9,7 @@ usage: search_crash.py PRISM SWEEP [SEED]
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,17 @@ def cmd(db):
 
 print(f"seed {SEED} (search_crash.py PRISM SWEEP {SEED} repeats this run)", flush=True)
 rng = random.Random(SEED)
+def stored(db):
+    """Rows stored so far: none where the kill came before the schema was
+    committed (the file created, its tables not yet)."""
+    if not os.path.exists(db):
+        return 0
+    con = sqlite3.connect(db)
+    has = con.execute("SELECT COUNT(*) FROM sqlite_master WHERE name='candidate'").fetchone()[0]
+    con.close()
+    return len(rows(db)) if has else 0
+
+
 with tempfile.TemporaryDirectory() as d:
     ref = os.path.join(d, "ref.db")
     t0 = time.monotonic()
@@ -48,7 +60,7 @@ with tempfile.TemporaryDirectory() as d:
             continue
         p.send_signal(signal.SIGKILL)
         p.wait()
-        kills.append((round(delay, 3), len(rows(db)) if os.path.exists(db) else 0))
+        kills.append((round(delay, 3), stored(db)))
     stored_before = min(k[1] for k in kills)
     r = subprocess.run(cmd(db), capture_output=True, text=True)
     check(r.returncode == 0, f"final run exited {r.returncode}: {r.stderr}")

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Kernel times from a kernel database.  A database whose GEMM rows lie on
 the roofline 3 us + FLOPs / (peak x 35 %), 400 sizes from 1e6 to 1e16
-FLOPs, must make `prism synth --db` predict what `--eff gemm=0.35` predicts
-(interpolated between rows, every GEMM looked up); a sweep naming it as
+FLOPs, must make `prism synth --db` look every GEMM up (interpolated
+between rows) and predict a slower run than the kernel model (which puts
+these GEMMs near 80 % of peak); a sweep naming it as
 kernel_db must simulate no candidate faster than without it (the
 launch-bound ones as fast) and most slower, and a
 database changed under a stored sweep must refuse to resume.
@@ -45,11 +46,7 @@ with tempfile.TemporaryDirectory() as d:
     make_db(kdb, 0.35)
     synth = ["synth", "gpt-small", "--hw", "h100-dgx", *LAYOUT, "--json"]
     with_db = json.loads(run(*synth, "--db", kdb).stdout)
-    with_eff = json.loads(run(*synth, "--eff", "gemm=0.35").stdout)
     plain = json.loads(run(*synth).stdout)
-    err = abs(with_db["iteration_s"] / with_eff["iteration_s"] - 1)
-    check(err < 1e-4, f"--db {with_db['iteration_s']:.9f} s against --eff gemm=0.35 "
-          f"{with_eff['iteration_s']:.9f} s ({err:.1e})")
     check(with_db["kdb_interpolated"] + with_db["kdb_exact"] > 0 and
           with_db["iteration_s"] > 1.2 * plain["iteration_s"],
           f"the database was not used: {with_db}")
@@ -78,6 +75,7 @@ with tempfile.TemporaryDirectory() as d:
         f.write("not sqlite")
     r = run(*synth, "--db", kdb, code=2)
     check(r.stderr.startswith(f"prism: {kdb}: not a prism kernel database"), r.stderr)
-    print(f"kernel db: synth --db equals --eff gemm=0.35 within {err:.1e}; "
+    print(f"kernel db: synth --db {with_db['iteration_s'] / plain['iteration_s']:.2f} x the "
+          f"kernel model's time; "
           f"{slower} of {len(a)} sweep candidates slower, none faster; a changed database "
           "refuses to resume")

@@ -4,8 +4,9 @@ trace rebuilds every candidate with kernel and host costs fitted on that
 trace: from a trace synthesised with default costs it must equal the sweep
 from the model itself, candidate by candidate; from one with other costs,
 the candidate at the trace's own layout must equal the trace's replay.  A
-base that changes under a stored sweep, and a trace without a run
-description, are errors.
+base that changes under a stored sweep is an error.  A trace without a
+run description is a plain base: what a graph edit can make is made so
+(and equals the model), the rest is invalid with its reason.
 
 usage: search_trace_base.py PRISM SWEEP   (SWEEP: tests/data/sweeps/small.cfg)
 """
@@ -64,11 +65,40 @@ with tempfile.TemporaryDirectory() as d:
     run("synth", "gpt-small", "--hw", "h100-dgx", *LAYOUT, "--eff", "gemm=0.5", "-o", b_json)
     r = run("search", b_cfg, "--db", os.path.join(d, "b.db"), code=2)
     check("was run on another base" in r.stderr and r.stderr.count("\n") == 1, r.stderr)
-    # A trace without a run description cannot be a base.
+    # A trace without its run description is a plain base: the candidates
+    # a graph edit can make (dp, microbatches) are edits of it, and equal
+    # the model's; the others are invalid, saying what the trace lacks.
+    with open(os.path.join(d, "a.json")) as f:
+        t = json.load(f)
+    t["traceEvents"] = [e for e in t["traceEvents"]
+                        if not e.get("name", "").startswith("prism::model#")]
+    with open(os.path.join(d, "plain.json"), "w") as f:
+        json.dump(t, f)
+    p_cfg = sweep("plain.json", "plain")
+    with open(p_cfg, "a") as f:
+        f.write("base_dp = 8;\n")
+    run("search", p_cfg, "--db", os.path.join(d, "p.db"), "--exhaustive")
+    import sqlite3
+    con = sqlite3.connect(os.path.join(d, "p.db"))
+    got = con.execute("SELECT key, status, reason, iter_s, method FROM candidate").fetchall()
+    con.close()
+    edited = {k: t for k, st, _, t, m in got if st == "simulated"}
+    check(len(got) == len(model), f"{len(got)} plain candidates, {len(model)} from the model")
+    check(all(m in ("graph edit", "replay") for k, st, _, t, m in got if st == "simulated"),
+          "a plain candidate not made by a graph edit (or the replay)")
+    check(len(edited) == 2, f"{len(edited)} plain candidates simulated, want dp 8 and dp 16")
+    worst_p = max(abs(edited[k] / model[k.replace("hidden=0", "hidden=1024")] - 1)
+                  for k in edited)
+    check(worst_p < 1e-6, f"plain-trace edits and the model differ by {worst_p:.2e}")
+    check(all("no run description" in r for k, st, r, t, m in got if st == "invalid"),
+          "an invalid plain candidate without its reason")
+    # A trace with nothing the sweep can edit: every candidate is invalid,
+    # and the error says why.
     plain = os.path.join(os.path.dirname(os.path.abspath(SWEEP)), "..", "golden_2023.json")
-    r = run("search", sweep(os.path.abspath(plain), "plain"), "--db",
-            os.path.join(d, "p.db"), code=2)
-    check("no prism::model# run description" in r.stderr, r.stderr)
+    r = run("search", sweep(os.path.abspath(plain), "golden"), "--db",
+            os.path.join(d, "g.db"), code=2)
+    check("no layout is possible" in r.stderr and "no run description" in r.stderr, r.stderr)
     print(f"trace base: {len(a)} candidates equal the model's (worst {worst:.1e}); "
           f"fitted costs give the replay at the trace's layout "
-          f"({b[KEY] * 1e3:.3f} ms against {measured * 1e3:.3f} ms)")
+          f"({b[KEY] * 1e3:.3f} ms against {measured * 1e3:.3f} ms); a plain trace's "
+          f"{len(edited)} graph edits equal the model's (worst {worst_p:.1e})")

@@ -1,6 +1,8 @@
 """What the sweep tests share: a failure that ends the test, a prism run
-with its exit status checked, and a results database read whole with its
-integrity checked, or its simulated times."""
+with its exit status checked, a refusal checked to the message, a file's
+digest, and a results database read whole with its integrity checked, or
+its simulated times."""
+import hashlib
 import sqlite3
 import subprocess
 import sys
@@ -10,6 +12,19 @@ def check(cond, msg):
     """End the test with FAIL: msg unless cond."""
     if not cond:
         sys.exit("FAIL: " + msg)
+
+
+def digest(path):
+    """SHA-256 of the file at path (that it was left byte for byte)."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def refused(r, want, what):
+    """End the test unless the completed run r exited 2 saying exactly want."""
+    check(r.returncode == 2 and r.stderr == want,
+          f"{what}: exit {r.returncode}, stderr {r.stderr!r}, want {want!r}")
+    print(f"ok: {what}: {want.strip()}")
 
 
 def rows(db):

@@ -9,7 +9,8 @@
  * tests/data/share_2022.json: a kernel that waited for another stream's
  * kernel to drain, and an event wait across disagreeing stream clocks.
  * tests/data/accum_2024.json: two microbatches accumulated in one step,
- * found without ranges.
+ * found without ranges.  tests/data/bridge_2024.json and rocm_2024.json:
+ * below.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "edit.h"
 #include "infer.h"
 #include "metrics.h"
+#include "reshape.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -488,17 +490,38 @@ static void test_share_edges(void **state)
 	graph_free(g);
 }
 
+/* Layers x k as a graph edit (reshape.h): every found layer's runs k
+ * times; 0 on a graph without layers is refused. */
+static int layers_x(const struct graph *g, int k, struct graph **out, struct reshape_stats *st,
+		    struct prism_err *err)
+{
+	struct reshape_plan p;
+	int32_t copies[64];
+	int32_t nl = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->layer[u] + 1 > nl)
+			nl = g->layer[u] + 1;
+	for (int32_t l = 0; l < nl && l < 64; l++)
+		copies[l] = k;
+	reshape_plan_init(&p);
+	p.layer_copies = copies;
+	p.n_layers = nl;
+	return reshape_apply(g, &p, out, st, err);
+}
+
 static void test_layer_edit(void **state)
 {
 	const char *paths[] = {TEST_DATA("layers_2024.json")};
+	/* Each layer's runs twice in place: layer l's copies are layers 2l and
+	 * 2l + 1, forward in order, backward from the top layer's. */
 	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4,
-					     5, 5, 5, -1, -1, 5, 5, 5, 4, 4, 4, 3, 3, 3, 2, 2,
-					     2, 1, 1, 1, 0, 0, 0, -1, -1};
+					     5, 5, 5, -1, -1, 4, 4, 4, 5, 5, 5, 2, 2, 2, 3, 3,
+					     3, 0, 0, 0, 1, 1, 1, -1, -1};
 	int32_t layer[64];
 	uint8_t phase[64];
 	size_t n;
 	struct build_opts o;
-	struct edit_layer_stats st;
+	struct reshape_stats st;
 	struct prism_err err;
 	struct graph *g, *e2, *e3;
 	(void)state;
@@ -512,38 +535,51 @@ static void test_layer_edit(void **state)
 
 	/* x2: 18 more kernels of 100 us on the saturated stream. */
 	prism_err_clear(&err);
-	assert_int_equal(edit_layers(g, 2, &e2, &st, &err), 0);
+	assert_int_equal(layers_x(g, 2, &e2, &st, &err), 0);
 	assert_int_equal(graph_check(e2, &err), 0);
 	kernel_layers(e2, layer, phase, &n);
 	assert_int_equal(n, 41);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		if (layer[i] != want_layer[i])
+			print_error("kernel %zu: layer %d, want %d\n", i, layer[i], want_layer[i]);
 		assert_int_equal(layer[i], want_layer[i]);
-	/* Runs: forward and backward on the two threads and the stream. */
-	assert_int_equal(st.segments, 4);
-	assert_int_equal(st.groups, 2);
+	}
+	/* Groups: the three layers' forward and backward. */
+	assert_int_equal(st.groups, 6);
 	assert_int_equal(e2->n_nodes, g->n_nodes + st.nodes_added);
 	assert_int_equal(replay_ns(e2), 2070000 + 1800000);
 
 	/* x3 */
-	assert_int_equal(edit_layers(g, 3, &e3, &st, &err), 0);
+	assert_int_equal(layers_x(g, 3, &e3, &st, &err), 0);
 	assert_int_equal(graph_check(e3, &err), 0);
 	assert_int_equal(replay_ns(e3), 2070000 + 3600000);
 	/* x1 is the base. */
 	graph_free(e3);
-	assert_int_equal(edit_layers(g, 1, &e3, &st, &err), 0);
+	assert_int_equal(layers_x(g, 1, &e3, &st, &err), 0);
 	assert_int_equal(e3->n_nodes, g->n_nodes);
-	assert_int_equal(e3->n_edges, g->n_edges);
 	assert_int_equal(replay_ns(e3), 2070000);
 	graph_free(e3);
+	/* x0 for the middle layer: 6 kernels of 100 us fewer. */
+	{
+		struct reshape_plan p;
+		int32_t copies[3] = {1, 0, 1};
+		reshape_plan_init(&p);
+		p.layer_copies = copies;
+		p.n_layers = 3;
+		assert_int_equal(reshape_apply(g, &p, &e3, &st, &err), 0);
+		assert_int_equal(graph_check(e3, &err), 0);
+		assert_int_equal(replay_ns(e3), 2070000 - 600000);
+		graph_free(e3);
+	}
 	graph_free(e2);
 	graph_free(g);
 
 	/* No layers: a clear refusal. */
 	o.infer_layers = 0;
 	g = load(paths, 1, &o);
-	assert_int_equal(edit_layers(g, 2, &e2, &st, &err), PRISM_EARG);
+	assert_int_equal(layers_x(g, 2, &e2, &st, &err), PRISM_EARG);
 	assert_null(e2);
-	assert_string_equal(err.msg, "the trace has no layers found to repeat");
+	assert_string_equal(err.msg, "the trace has no layers found to repeat or drop");
 	graph_free(g);
 }
 
@@ -563,7 +599,7 @@ static void test_accumulation(void **state)
 	uint8_t phase[64];
 	size_t n, i = 0;
 	struct build_opts o;
-	struct edit_layer_stats st;
+	struct reshape_stats st;
 	struct prism_err err;
 	struct graph *g, *e2;
 	(void)state;
@@ -596,17 +632,197 @@ static void test_accumulation(void **state)
 	 * 3600 us. */
 	assert_int_equal(replay_ns(g), 4070000);
 	prism_err_clear(&err);
-	assert_int_equal(edit_layers(g, 2, &e2, &st, &err), 0);
+	assert_int_equal(layers_x(g, 2, &e2, &st, &err), 0);
 	assert_int_equal(graph_check(e2, &err), 0);
-	assert_int_equal(st.groups, 4);
+	/* Three layers' forward and backward in each of the two microbatches. */
+	assert_int_equal(st.groups, 12);
 	assert_int_equal(replay_ns(e2), 4070000 + 3600000);
 	graph_free(e2);
+	graph_free(g);
+}
+
+/* tests/data/modules_2024.json: layers_2024.json with layer 1's block on
+ * other shapes (no run of identical blocks) and module-name ranges as
+ * with_modules records them (issue 19: Hugging Face, Megatron core,
+ * torchtitan and DeepSpeed layers are modules named ...Layer_N or
+ * ...Block_N).  LlamaDecoderLayer_0..2 are the layers (not LlamaModel_0,
+ * not MLPBlock_0..2 nested in them, as many, not FooBlock_0 with one
+ * instance: vLLM's gpt-oss has 36 TransformerBlocks around 36
+ * MLPBlocks); the backward follows by sequence number, as for inferred
+ * layers; layers x 2 edits. */
+static void test_module_layers(void **state)
+{
+	const char *paths[] = {TEST_DATA("modules_2024.json")};
+	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2, -1,
+					     -1, 2, 2, 2, 1, 1, 1, 0, 0, 0, -1, -1};
+	int32_t layer[64];
+	uint8_t phase[64];
+	size_t n;
+	struct build_opts o;
+	struct reshape_stats st;
+	struct prism_err err;
+	struct graph *g, *e;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	kernel_layers(g, layer, phase, &n);
+	assert_int_equal(n, 23);
+	for (size_t i = 0; i < n; i++) {
+		if (layer[i] != want_layer[i])
+			print_error("kernel %zu: layer %d, want %d\n", i, layer[i], want_layer[i]);
+		assert_int_equal(layer[i], want_layer[i]);
+	}
+	assert_int_equal(g->stats.ann_found[GRAPH_ANN_LAYER],
+			 GRAPH_ANN_INFERRED | GRAPH_ANN_MODULES);
+	prism_err_clear(&err);
+	assert_int_equal(layers_x(g, 2, &e, &st, &err), 0);
+	assert_int_equal(graph_check(e, &err), 0);
+	assert_int_equal(e->stats.nodes[GN_KERNEL], g->stats.nodes[GN_KERNEL] + 18);
+	graph_free(e);
+	graph_free(g);
+
+	/* Without layer inference: none (module names are inference too). */
+	o.infer_layers = 0;
+	g = load(paths, 1, &o);
+	kernel_layers(g, layer, phase, &n);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(layer[i], -1);
+	graph_free(g);
+}
+
+/* tests/data/bridge_2024.json: two layers (prism::layer ranges, no run
+ * description) whose kernels k_a and k_b on stream 7 have, between them,
+ * s1 and s2 on stream 20 launched by another thread (outside every
+ * layer), joined by inferred event edges k_a -> s1 and s2 -> k_b.  Issue
+ * 19: layers x k made a cycle there (s1 after the last copy of k_a, k_b's
+ * first copy after s2), as on a public DLRM trace; s1 and s2 lie on a path
+ * from the layer back into it, so they repeat with it. */
+static void test_layer_bridges(void **state)
+{
+	const char *paths[] = {TEST_DATA("bridge_2024.json")};
+	struct build_opts o;
+	struct reshape_plan p;
+	struct reshape_stats st;
+	struct prism_err err;
+	struct graph *g, *e;
+	int32_t copies[2] = {2, 2};
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	assert_int_equal(g->stats.inferred[GE_EVENT], 4);
+	reshape_plan_init(&p);
+	p.layer_copies = copies;
+	p.n_layers = 2;
+	prism_err_clear(&err);
+	if (reshape_apply(g, &p, &e, &st, &err))
+		print_error("%s\n", err.msg);
+	assert_non_null(e);
+	assert_int_equal(graph_check(e, &err), 0);
+	/* The four side kernels repeat with their layers (their launches,
+	 * made before any layer ran, do not): every kernel twice. */
+	assert_int_equal(st.bridges, 4);
+	assert_int_equal(e->n_nodes, g->n_nodes + st.nodes_added);
+	assert_int_equal(e->stats.nodes[GN_KERNEL], 2 * g->stats.nodes[GN_KERNEL]);
+	graph_free(e);
+	graph_free(g);
+}
+
+/* tests/data/rocm_2024.json: a ROCm 6.2 trace; its HIP runtime events
+ * give the stream as a hex string ("0x0"), and it launches with
+ * hipExtModuleLaunchKernel, hipModuleLaunchKernel, hipExtLaunchKernel and
+ * hipLaunchKernel (issue 19: the string was refused, module launches were
+ * not launches). */
+static void test_rocm(void **state)
+{
+	const char *paths[] = {TEST_DATA("rocm_2024.json")};
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	assert_int_equal(g->stats.rt_class[RT_LAUNCH], 4);
+	assert_int_equal(g->stats.edges[GE_LAUNCH], 4);
+	assert_int_equal(g->stats.nodes[GN_KERNEL], 4);
+	assert_int_equal(g->stats.rt_class[RT_DEVICE_SYNC], 1);
+	graph_free(g);
+}
+
+/* tests/data/mismatch_2024.rank{0,1}.json: the only collective on one
+ * process group is an all-reduce on rank 0 and an all-gather launched 300
+ * us later on rank 1.  Issue 19: matched by (group, sequence) they waited
+ * for each other; disagreeing, they must not (and the run says so). */
+static void test_mismatched_collectives(void **state)
+{
+	const char *paths[] = {TEST_DATA("mismatch_2024.rank0.json"),
+			       TEST_DATA("mismatch_2024.rank1.json")};
+	struct build_opts o;
+	struct sim_opts so;
+	struct prism_err err;
+	struct graph *g;
+	struct sim *sm;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 2, &o);
+	assert_int_equal(g->n_colls, 2);
+	assert_non_null(sm = sim_new(g));
+	sim_opts_default(&so);
+	prism_err_clear(&err);
+	assert_int_equal(sim_run(sm, &so, &err), 0);
+	assert_int_equal(sm->n_mismatched, 1);
+	for (uint32_t c = 0; c < g->n_colls; c++) {
+		uint32_t u = g->colls[c].node;
+		/* Each starts after its own launch (rank 0's at 12 us, rank 1's
+		 * at 312 us; the lag is kept up to 50 us), not at the other's. */
+		int64_t launch = g->procs[g->proc[u]].rank == 0 ? 12000 : 312000;
+		assert_true(sm->start_ns[u] - launch <= 60000);
+		assert_true(sm->start_ns[u] >= launch);
+	}
+	sim_free(sm);
+	graph_free(g);
+}
+
+/*
+ * autograd_2024.json: the step's thread marks two microbatches, each a
+ * forward and a backward phase (prism:: ranges, as around loss.backward());
+ * the backward op and its kernel launch run on another thread (autograd's)
+ * while the step's thread waits in the backward range.  Those kernels take
+ * the step thread's phase and microbatch: fwd 0, bwd 0, fwd 1, bwd 1, then
+ * the optimizer's (no microbatch).
+ */
+static void test_autograd_thread(void **state)
+{
+	const char *paths[] = {TEST_DATA("autograd_2024.json")};
+	static const int32_t mb[] = {0, 0, 1, 1, -1};
+	static const uint8_t ph[] = {PH_FORWARD, PH_BACKWARD, PH_FORWARD, PH_BACKWARD,
+				     PH_OPTIMIZER};
+	struct build_opts o;
+	struct graph *g;
+	size_t i = 0;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		if (g->kind[u] != GN_KERNEL)
+			continue;
+		assert_true(i < 5);
+		assert_int_equal(g->mb[u], mb[i]);
+		assert_int_equal(g->phase[u], ph[i]);
+		i++;
+	}
+	assert_int_equal(i, 5);
+	assert_int_equal(g->stats.ann_found[GRAPH_ANN_PHASE], GRAPH_ANN_RANGES);
 	graph_free(g);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_autograd_thread),
 		cmocka_unit_test(test_golden_2023),
 		cmocka_unit_test(test_golden_2021),
 		cmocka_unit_test(test_two_ranks),
@@ -617,6 +833,10 @@ int main(void)
 		cmocka_unit_test(test_layer_edit),
 		cmocka_unit_test(test_share_edges),
 		cmocka_unit_test(test_accumulation),
+		cmocka_unit_test(test_layer_bridges),
+		cmocka_unit_test(test_rocm),
+		cmocka_unit_test(test_mismatched_collectives),
+		cmocka_unit_test(test_module_layers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

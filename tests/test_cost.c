@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "analytic.h"
+#include "kperf.h"
 #include "comm.h"
 #include "hw.h"
 #include "llm.h"
@@ -342,25 +343,85 @@ static void test_inflight(void **state)
 	assert_rel_close(e.inflight, 5.5, 1e-15);
 }
 
+/* The kernel model's GEMMs worked by hand (kperf.h) on a GPU of 132 SMs,
+ * an achievable 800 TFLOP/s (6.0606 TFLOP/s an SM), 1 us per tile, 4 us per
+ * kernel, smaller tiles at 0.8, 0.7 and 0.5 (64x64 and below), 3.35 TB/s:
+ *  - 1536 x 2816 x 4096 is 12 x 11 = 132 tiles of 128 x 256: one full wave
+ *    of 2 x 128 x 256 x 4096 = 268,435,456 FLOPs a tile, 44.2919 us, + 1 us
+ *    + 4 us = 49.2919 us: 718.9 TFLOP/s;
+ *  - 1664 x 2816 x 4096, 8 % more work, is 13 x 11 = 143 tiles: a second
+ *    wave of 11 tiles.  The best choice is then 64 x 128 tiles: 26 x 22 =
+ *    572 tiles in 5 waves of (67,108,864 FLOPs at 0.7 x 6.0606 TFLOP/s
+ *    = 15.8185 us + 1 us), + 4 us = 88.0926 us: 435.7 TFLOP/s;
+ *  - square GEMMs reach 0.8 %, 30.0 %, 92.8 % and 97.9 % of the achievable
+ *    peak at 256, 1024, 4096 and 16384: efficiency rises with size. */
+static void test_gemm_waves(void **state)
+{
+	struct hw_profile hw;
+	double e[4], last = 0;
+	(void)state;
+	memset(&hw, 0, sizeof(hw));
+	hw.peak_flops[HW_BF16] = 989e12;
+	hw.hbm_Bps = 3.35e12;
+	hw.k.sms = 132;
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1};
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1536, 2816, 4096),
+			 4e-6 + 1e-6 + 268435456.0 / (800e12 / 132), 1e-12);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1536, 2816, 4096), 49.29185e-6, 1e-6);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096),
+			 4e-6 + 5 * (1e-6 + 67108864.0 / (0.7 * 800e12 / 132)), 1e-12);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096), 88.09259e-6, 1e-6);
+	for (int i = 0; i < 4; i++) {
+		double n = 256 << (2 * i);
+		e[i] = 2 * n * n * n / kperf_gemm_s(&hw, HW_BF16, 1, n, n, n) / 800e12;
+		assert_true(e[i] > last);
+		last = e[i];
+	}
+	/* 256^3: 4 x 8 = 32 tiles of 32 x 64 (the smallest) in one wave,
+	 * 262,144 FLOPs at 0.5 x 6.0606 TFLOP/s = 0.346 us + 1 us + 4 us. */
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 256, 256, 256),
+			 4e-6 + 1e-6 + 2.0 * 32 * 64 * 256 / (0.5 * 800e12 / 132), 1e-12);
+	assert_rel_close(e[0], 0.0078456, 1e-4);
+	assert_rel_close(e[1], 0.2997728, 1e-6);
+	assert_rel_close(e[2], 0.9278020, 1e-6);
+	assert_rel_close(e[3], 0.9792110, 1e-6);
+	/* Never faster than the achievable peak: the bound the search uses. */
+	assert_true(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096) >=
+		    kperf_gemm_min_s(&hw, HW_BF16, 2.0 * 1664 * 2816 * 4096));
+}
+
 static void test_analytic_small(void **state)
 {
 	/* 4 layers, h 1024, 16 heads, ffn 4096, s 1024, V 32000; TP 2, PP 2,
 	 * DP 2, microbatch 1, batch 8 (so 4 microbatches), 1F1B; a node of 8
-	 * GPUs with 100 GB/s NVLink, 100 TFLOP/s bf16 at 50%, 1 TB/s HBM.
-	 *  - FLOPs of one microbatch: per layer forward QKV 6,442,450,944 +
-	 *    scores and values 2 x 2,147,483,648 + projection 2,147,483,648 +
-	 *    FFN 17,179,869,184 = 30,064,771,072, x3 x4 layers =
-	 *    360,777,252,864; logits 3 x 67,108,864,000 = 201,326,592,000; in
-	 *    all 562,103,844,864, a quarter per GPU: 2.810519 ms at 50 TFLOP/s.
+	 * GPUs with 100 GB/s NVLink, 1 TB/s HBM, and a kernel model made exact
+	 * to work by hand: one SM (each tile its own wave), no per-tile or
+	 * per-kernel cost, GEMMs and attention at 50 TFLOP/s whatever the tile
+	 * and head dim, memory-bound kernels at the full 1 TB/s.  Per layer on
+	 * one rank (synth's kernels):
+	 *  - GEMMs forward: QKV 2 x 1024 x 1536 x 1024 + projection 2 x 1024 x
+	 *    1024 x 512 + FC1 2 x 1024 x 2048 x 1024 + FC2 2 x 1024 x 1024 x
+	 *    2048 = 12,884,901,888 FLOPs (257.698 us); backward twice that;
+	 *  - causal flash attention, 8 heads of 64, 8 blocks of 128 queries
+	 *    attending to 576 keys on average: 8 x 8 x 4 x 128 x 576 x 64 =
+	 *    1,207,959,552 FLOPs forward (24.159 us), 2.5 x backward;
+	 *  - memory-bound forward: two layer norms (4 bytes per hidden value
+	 *    each), two bias-dropout-adds (7), GeLU (4 per FFN value): 22 x 2^20
+	 *    + 4 x 2^21 = 31,457,280 B; backward: two dropout backwards (5),
+	 *    GeLU backward (6), two norm backwards (8): 26 x 2^20 + 6 x 2^21 =
+	 *    39,845,888 B;
+	 *  so 313.3145 us forward, 615.6399 us backward; two layers per stage,
+	 *  and half of the logits' three GEMMs (3 x 2 x 1024 x 16000 x 1024
+	 *  FLOPs: 2,013.266 us): t_compute 2,864.5419 us.
 	 *  - TP: 2 layers x 4 all-reduces of 2 MiB over 2 GPUs, each 2 MiB x
 	 *    (2 x 1/2) at 100 GB/s = 20.97152 us: 167.77216 us.
 	 *  - PP: the 2 MiB activation and its gradient in the node: 41.94304 us.
-	 *  - slot 3.020235 ms; (4 + 1) slots = 15.101173 ms.
+	 *  - slot 3,074.2571 us; (4 + 1) slots = 15.371285 ms.
 	 *  - DP: 84,203,520 parameters, 21,050,880 per GPU, bf16 gradients
 	 *    42,101,760 B over 2 GPUs in the node: 421.0176 us, all hidden
-	 *    behind the last backward (1.873679 ms).
+	 *    behind the last backward.
 	 *  - optimizer: 28 B x 21,050,880 at 1 TB/s = 589.42464 us.
-	 *  Iteration: 15.690598 ms. */
+	 *  Iteration: 15.960710 ms. */
 	struct hw_profile hw = test_node(100, 0);
 	struct analytic_in in;
 	struct analytic_out out;
@@ -369,6 +430,11 @@ static void test_analytic_small(void **state)
 	hw.peak_flops[HW_BF16] = 100e12;
 	hw.hbm_Bps = 1e12;
 	hw.hbm_bytes = 80e9;
+	hw.k.sms = 1;
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){50e12, 0, 0, {1, 1, 1}, 1};
+	hw.k.attn[HW_BF16] = (struct hw_attn){{50e12, 50e12}, {0, 0}, 0, 1, 1};
+	for (int k = 0; k < HW_MEM_NKINDS; k++)
+		hw.k.mem_eff[k] = 1;
 	analytic_in_default(&in);
 	in.hw = &hw;
 	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000, "", 0, 0};
@@ -383,16 +449,25 @@ static void test_analytic_small(void **state)
 		fail();
 	}
 	assert_int_equal(out.microbatches, 4);
-	assert_rel_close(out.t_compute, 140525961216.0 / 50e12, 1e-12);
+	assert_rel_close(out.t_compute, 2864.54185984e-6, 1e-9);
 	assert_rel_close(out.t_tp, 8 * 2097152 / 100e9, 1e-12);
 	assert_rel_close(out.t_p2p, 2 * 2097152 / 100e9, 1e-12);
 	assert_rel_close(out.t_dp, 42101760 / 100e9, 1e-12);
 	assert_rel_close(out.t_dp_exposed, 0, 1e-12);
 	assert_rel_close(out.t_opt, 28 * 21050880 / 1e12, 1e-12);
-	assert_rel_close(out.t_iter, 15.690598e-3, 1e-6);
+	assert_rel_close(out.t_iter, 15.9607099392e-3, 1e-9);
 	assert_rel_close(out.t_bubble, out.t_slot, 1e-12); /* (p-1)/v = 1 slot */
 	/* MFU: model FLOPs of the batch over time x 8 GPUs x peak. */
 	assert_rel_close(out.mfu, 8 * 562103844864.0 / (out.t_iter * 8 * 100e12), 1e-12);
+	/* Selective recomputation adds exactly the attention core's forward
+	 * per layer: 2 layers x 24.159191 us on the stage. */
+	{
+		double before = out.t_compute;
+		in.lay.recompute = MEM_RECOMPUTE_SELECTIVE;
+		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+		assert_rel_close(out.t_compute - before, 2 * 1207959552.0 / 50e12, 1e-9);
+		in.lay.recompute = MEM_RECOMPUTE_NONE;
+	}
 
 	/* Infeasible layouts are refused with the rule they break. */
 	in.global_batch = 7;
@@ -420,6 +495,7 @@ int main(void)
 		cmocka_unit_test(test_zero1_bytes),
 		cmocka_unit_test(test_inflight),
 		cmocka_unit_test(test_analytic_small),
+		cmocka_unit_test(test_gemm_waves),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

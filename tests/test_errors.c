@@ -119,6 +119,17 @@ static void test_event_errors(void **state)
 	       ": event 0 (byte 17) 'k': GPU event without \"correlation\" in args");
 	expect("no-ph.json", "{\"traceEvents\": [{\"name\":\"x\",\"ts\":1}]}",
 	       ": event 0 (byte 17) 'x': missing \"ph\"");
+	expect("stream-str.json",
+	       "{\"traceEvents\": [" K "\"ts\":1,\"dur\":5,\"args\":{\"correlation\":1,"
+	       "\"stream\":\"seven\"}}]}",
+	       ": event 0 (byte 17) 'k': field \"stream\": expected an integer, got \"seven\"");
+	/* CPU ops alone: nothing to simulate (issue 19: a CPU-only or MTIA
+	 * trace built 0 tasks and every command said 0.000 ms). */
+	expect("cpu-only.json",
+	       "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\","
+	       "\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":5}]}",
+	       ": no GPU kernels, copies or runtime calls (cuda_runtime, kernel, gpu_memcpy "
+	       "events): nothing to simulate -- a CPU-only trace, or another accelerator's");
 	expect("dup-corr.json",
 	       "{\"traceEvents\": [" R "\"ts\":1,\"dur\":2,\"args\":{\"correlation\":4}}," R
 	       "\"ts\":5,\"dur\":2,\"args\":{\"correlation\":4}}]}",

@@ -3,7 +3,8 @@
  *
  * Each workload below -- the trace reader and graph builder (plain and
  * gzip), the graph file loader and writer, synth and its settling, the
- * simulator and timeline, whatif's layer edit, and the results store --
+ * simulator and timeline, the graph edits (layers x2 and a pipeline
+ * cut), and the results store --
  * is run again and again with the N-th allocation failing, N = 0, 1, 2,
  * ... until a run meets no failure: once with every allocation after the
  * N-th failing too, once with the N-th alone (SQLite's test_malloc, Lua's
@@ -20,6 +21,9 @@
 
 #include "build.h"
 #include "edit.h"
+#include "mem.h"
+#include "pipeline.h"
+#include "reshape.h"
 #include "kineto.h"
 #include "metrics.h"
 #include "settle.h"
@@ -182,13 +186,20 @@ static int synth_settle(struct prism_err *err)
 	return rc;
 }
 
+/* Layers x2 as a graph edit (reshape.h), then cut into two pipeline
+ * stages (pipeline.h), simulated and written as a timeline. */
 static int simulate(struct prism_err *err)
 {
-	struct graph *g = NULL, *e = NULL;
-	struct edit_layer_stats ls;
+	struct graph *g = NULL, *e = NULL, *p = NULL;
+	struct reshape_plan rp;
+	struct reshape_stats rs;
+	struct pipeline_plan pl;
+	struct pipeline_stats ps;
 	struct sim *s = NULL;
 	struct sim_opts o;
 	char path[128], tl[128];
+	int32_t copies[64];
+	int32_t nl = 0;
 	int rc;
 
 	path_in(path, sizeof(path), "layers.prism");
@@ -196,14 +207,31 @@ static int simulate(struct prism_err *err)
 	sim_opts_default(&o);
 	if ((rc = graph_load(path, &g, err)))
 		return rc;
-	rc = edit_layers(g, 2, &e, &ls, err);
-	if (rc == 0 && !(s = sim_new(e)))
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->layer[u] + 1 > nl)
+			nl = g->layer[u] + 1;
+	for (int32_t l = 0; l < nl && l < 64; l++)
+		copies[l] = 2;
+	reshape_plan_init(&rp);
+	rp.layer_copies = copies;
+	rp.n_layers = nl < 64 ? nl : 64;
+	rc = reshape_apply(g, &rp, &e, &rs, err);
+	memset(&pl, 0, sizeof(pl));
+	pl.pp = 2;
+	pl.schedule = MEM_1F1B;
+	pl.act_bytes = 1 << 20;
+	pl.xfer_ns = 1000;
+	pl.cpu_op_ns = pl.launch_ns = pl.event_ns = pl.gpu_lag_ns = 1000;
+	if (rc == 0)
+		rc = pipeline_split(e, &pl, &p, &ps, err);
+	if (rc == 0 && !(s = sim_new(p)))
 		rc = prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 	if (rc == 0)
 		rc = sim_run(s, &o, err);
 	if (rc == 0)
 		rc = timeline_write(s, tl, NULL, err);
 	sim_free(s);
+	graph_free(p);
 	graph_free(e);
 	graph_free(g);
 	return rc;
@@ -318,7 +346,7 @@ static void test_synth(void **state)
 static void test_simulate(void **state)
 {
 	(void)state;
-	inject("layers x2, simulation, timeline", simulate, 0);
+	inject("layers x2, pipeline cut, simulation, timeline", simulate, 0);
 }
 
 static void test_store(void **state)

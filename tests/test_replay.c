@@ -1,7 +1,8 @@
 /*
  * test_replay.c - `prism replay` end to end: its timeline reads back with
  * `prism ingest`, no two events of one processor overlap in it, and its
- * ProfilerStep spans equal the iteration times replay reported.
+ * ProfilerStep spans equal the host spans replay reported; a step's time is
+ * its GPU side where a host ran ahead (hand-made traces, worked by hand).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -44,10 +45,10 @@ static void check_trace(const char *trace)
 	close(fd);
 	snprintf(cmd, sizeof(cmd), "'%s' replay --json --timeline '%s' %s", PRISM_BIN, tl, trace);
 	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
-	/* The predicted iteration times replay reported. */
-	for (const char *p = out; (p = strstr(p, "\"predicted_ns\":")); p++) {
+	/* The predicted host spans replay reported. */
+	for (const char *p = out; (p = strstr(p, "\"predicted_host_ns\":")); p++) {
 		pred = realloc(pred, (npred + 1) * sizeof(*pred));
-		pred[npred++] = strtoll(p + 15, NULL, 10);
+		pred[npred++] = strtoll(p + 20, NULL, 10);
 	}
 	assert_true(npred > 0);
 
@@ -108,6 +109,97 @@ static void test_golden_timelines(void **state)
 	check_trace(TEST_DATA("golden_2021.json"));
 }
 
+/* The first n values of "key":N in s, into v. */
+static size_t json_ints(const char *s, const char *key, int64_t *v, size_t n)
+{
+	char pat[64];
+	size_t k = 0;
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	for (const char *p = s; k < n && (p = strstr(p, pat)); p++)
+		v[k++] = strtoll(p + strlen(pat), NULL, 10);
+	return k;
+}
+
+/*
+ * ahead_2024.json: two 1 ms host steps each launch a 5 ms kernel at +10 us;
+ * the kernels run back to back from 20 us.  Step 1's GPU side is from its
+ * kernel's start to step 2's (20 -> 5,020 us), step 2's its own kernel
+ * (5,020 -> 10,020): both 5 ms, longer than the 1 ms host spans, so both
+ * steps take 5 ms measured and predicted.  hostbound_2024.json: the same
+ * with 10 us kernels: host spans (1 ms) decide, the GPU idles 99% and the
+ * run is called host-bound.
+ */
+static void test_gpu_side(void **state)
+{
+	static char out[1 << 16];
+	char cmd[1024];
+	int64_t v[4];
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "'%s' replay --json %s", PRISM_BIN, TEST_DATA("ahead_2024.json"));
+	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	assert_int_equal(json_ints(out, "measured_ns", v, 4), 2);
+	assert_int_equal(v[0], 5000000);
+	assert_int_equal(v[1], 5000000);
+	assert_int_equal(json_ints(out, "host_ns", v, 4), 2);
+	assert_int_equal(v[0], 1000000);
+	assert_int_equal(json_ints(out, "gpu_ns", v, 4), 2);
+	assert_int_equal(v[0], 5000000);
+	assert_int_equal(v[1], 5000000);
+	assert_int_equal(json_ints(out, "predicted_ns", v, 4), 2);
+	assert_int_equal(v[0], 5000000);
+	assert_int_equal(v[1], 5000000);
+	snprintf(cmd, sizeof(cmd), "'%s' replay %s", PRISM_BIN, TEST_DATA("ahead_2024.json"));
+	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	assert_null(strstr(out, "host-bound"));
+
+	snprintf(cmd, sizeof(cmd), "'%s' replay --json %s", PRISM_BIN,
+		 TEST_DATA("hostbound_2024.json"));
+	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	assert_int_equal(json_ints(out, "measured_ns", v, 4), 2);
+	assert_int_equal(v[0], 1000000);
+	assert_int_equal(v[1], 1000000);
+	assert_int_equal(json_ints(out, "gpu_ns", v, 4), 2);
+	assert_int_equal(v[0], 1000000); /* kernel 1 at 20 us, kernel 2 at 1,020 us */
+	assert_int_equal(v[1], 10000);   /* the last step: its kernel alone */
+	snprintf(cmd, sizeof(cmd), "'%s' replay %s", PRISM_BIN, TEST_DATA("hostbound_2024.json"));
+	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "host-bound: the GPU is idle 99% of every step"));
+	check_trace(TEST_DATA("ahead_2024.json"));
+}
+
+/* A timeline of several ranks re-ingests as those ranks (issue 19: it
+ * came back as one rank with every stream), and replays as the original. */
+static void test_multirank_timeline(void **state)
+{
+	static char out[1 << 16], again[1 << 16];
+	char tl[] = "/tmp/prism-timeline-XXXXXX", cmd[1024];
+	const char *ranks = TEST_DATA("mismatch_2024.rank0.json") " "
+		TEST_DATA("mismatch_2024.rank1.json");
+	int fd = mkstemp(tl);
+	(void)state;
+
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "'%s' replay --timeline '%s' %s | grep '^ProfilerStep'",
+		 PRISM_BIN, tl, ranks);
+	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	snprintf(cmd, sizeof(cmd), "'%s' ingest --json '%s' | grep -o '\"rank\":[0-9]*'",
+		 PRISM_BIN, tl);
+	assert_int_equal(capture(cmd, again, sizeof(again)), 0);
+	assert_string_equal(again, "\"rank\":0\n\"rank\":1\n");
+	/* The predicted steps, per rank, as the original replay's. */
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' replay '%s' | grep '^ProfilerStep' | awk '{print $1, $2, $4}'", PRISM_BIN,
+		 tl);
+	assert_int_equal(capture(cmd, again, sizeof(again)), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' replay %s | grep '^ProfilerStep' | awk '{print $1, $2, $4}'", PRISM_BIN,
+		 ranks);
+	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	assert_string_equal(again, out);
+	unlink(tl);
+}
+
 static void test_shared_timelines(void **state)
 {
 	const char *dlrm = PRISM_SOURCE_DIR "/../shared/traces/param-dlrm-8rank-v100";
@@ -128,6 +220,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden_timelines),
+		cmocka_unit_test(test_gpu_side),
+		cmocka_unit_test(test_multirank_timeline),
 		cmocka_unit_test(test_shared_timelines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

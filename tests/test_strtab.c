@@ -1,7 +1,10 @@
-/* test_strtab.c - interning against a naive list, ids dense and stable. */
+/* test_strtab.c - interning against a naive list, ids dense and stable;
+ * strings written as JSON. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "prism.h"
 #include "strtab.h"
 #include "testutil.h"
 
@@ -55,11 +58,42 @@ static void test_against_naive(void **state)
 	strtab_release(&st);
 }
 
+/* Escapes, controls, valid multi-byte UTF-8 kept, and every invalid form
+ * (a lone continuation, a truncated sequence, an overlong '/', a surrogate,
+ * past U+10FFFF, 0xFF) replaced byte by byte. */
+static void test_json_str(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"a\"b\\c\n", "\"a\\\"b\\\\c\\u000a\""},
+		{"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+		{"\x80x", "\"\\ufffdx\""},
+		{"\xe2\x82", "\"\\ufffd\\ufffd\""},
+		{"\xc0\xaf", "\"\\ufffd\\ufffd\""},
+		{"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},
+		{"\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""},
+		{"\xff", "\"\\ufffd\""},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		assert_non_null(f);
+		prism_fput_json_str(f, cases[i].in);
+		fclose(f);
+		assert_string_equal(buf, cases[i].out);
+		free(buf);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_empty_is_id_zero),
 		cmocka_unit_test(test_against_naive),
+		cmocka_unit_test(test_json_str),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,896 @@
+/* kbench.c - kernel measurements against the kernel model (see kbench.h). */
+#include "kbench.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_fit.h>
+#include <gsl/gsl_multimin.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kperf.h"
+
+#define MAX_FIELDS 40
+
+const char *kbench_class_name(int cls)
+{
+	static const char *const n[KB_NCLASSES] = {"gemm",	   "attention fwd",
+						   "attention bwd", "attention fwd+bwd",
+						   "memory-bound",  "memory-bound (eager)",
+						   "fp8 linear speed-up"};
+	return cls >= 0 && cls < KB_NCLASSES ? n[cls] : "?";
+}
+
+const char *kbench_profile(const char *g)
+{
+	/* Order matters: "H100 PCIe" before "H100", "A100 PCIe" before "A100". */
+	if (strstr(g, "PCIe") || strstr(g, "GH200") || strstr(g, "GB200") || strstr(g, "B300") ||
+	    strstr(g, "MI3") || strstr(g, "Gaudi") || strstr(g, "gfx") || strstr(g, "RTX"))
+		return NULL;
+	if (strstr(g, "H800"))
+		return "h800-hgx";
+	if (strstr(g, "H200"))
+		return "h200-dgx";
+	if (strstr(g, "H100"))
+		return "h100-dgx";
+	if (strstr(g, "A100"))
+		return strstr(g, "40GB") ? "a100-40gb-dgx" : "a100-80gb-dgx";
+	if (strstr(g, "B200") || strstr(g, "SM100"))
+		return "b200-dgx";
+	if (strstr(g, "V100"))
+		return "v100-dgx1";
+	return NULL;
+}
+
+const char *kbench_family(const char *p)
+{
+	if (!strcmp(p, "h100-dgx") || !strcmp(p, "h800-hgx") || !strcmp(p, "h200-dgx"))
+		return "gh100";
+	if (!strncmp(p, "a100", 4))
+		return "ga100";
+	return p;
+}
+
+/* ---- CSV ------------------------------------------------------------------ */
+
+/* Split the next record of *p into fields (in place: quotes removed,
+ * doubled quotes kept once); *p moves past it.  Returns the field count,
+ * or -1 at the end. */
+static int record(char **p, char **f, int max)
+{
+	char *s = *p, *w;
+	int n = 0;
+	if (!*s)
+		return -1;
+	for (;;) {
+		int q = *s == '"';
+		if (q)
+			s++;
+		w = s;
+		if (n < max)
+			f[n] = w;
+		n++;
+		for (;;) {
+			if (q && *s == '"' && s[1] == '"') {
+				*w++ = '"';
+				s += 2;
+			} else if (q && *s == '"') {
+				q = 0;
+				s++;
+			} else if (!q && (*s == ',' || *s == '\n' || *s == '\r' || !*s)) {
+				break;
+			} else {
+				*w++ = *s++;
+			}
+		}
+		if (*s == ',') {
+			*w = '\0';
+			s++;
+			continue;
+		}
+		if (*s == '\r')
+			*s++ = '\0';
+		if (*s == '\n')
+			*s++ = '\0';
+		*w = '\0';
+		break;
+	}
+	*p = s;
+	return n < max ? n : max;
+}
+
+struct cols {
+	char *name[MAX_FIELDS];
+	int n;
+};
+
+static const char *col(const struct cols *h, char **f, int nf, const char *name)
+{
+	for (int i = 0; i < h->n && i < nf; i++)
+		if (!strcmp(h->name[i], name))
+			return f[i];
+	return "";
+}
+
+static int has_col(const struct cols *h, const char *name)
+{
+	for (int i = 0; i < h->n; i++)
+		if (!strcmp(h->name[i], name))
+			return 1;
+	return 0;
+}
+
+/* A positive number, or 0 (empty, "not stated", ...). */
+static double num(const char *s)
+{
+	char *e;
+	double v;
+	while (*s == ' ')
+		s++;
+	v = strtod(s, &e);
+	return e != s && isfinite(v) && v > 0 ? v : 0;
+}
+
+static int dtype_of(const char *s)
+{
+	if (strstr(s, "fp8") || strstr(s, "e4m3") || strstr(s, "e5m2"))
+		return HW_FP8;
+	if (strstr(s, "TF32"))
+		return HW_TF32;
+	if (strstr(s, "fp32"))
+		return HW_FP32;
+	if (strstr(s, "fp16"))
+		return HW_FP16;
+	if (strstr(s, "bf16") || strstr(s, "16-bit"))
+		return HW_BF16;
+	return -1;
+}
+
+static void skip(struct kbench *kb, const char *why)
+{
+	kb->skipped++;
+	for (int i = 0; i < kb->n_why; i++)
+		if (!strcmp(kb->skip_why[i], why)) {
+			kb->skip_n[i]++;
+			return;
+		}
+	if (kb->n_why < 8) {
+		snprintf(kb->skip_why[kb->n_why], sizeof(kb->skip_why[0]), "%s", why);
+		kb->skip_n[kb->n_why++] = 1;
+	}
+}
+
+static int push(struct kbench *kb, const struct kbench_row *r)
+{
+	if (kb->n == kb->cap) {
+		size_t c = kb->cap ? 2 * kb->cap : 256;
+		struct kbench_row *v = prism_realloc(kb->rows, c * sizeof(*v));
+		if (!v)
+			return PRISM_ENOMEM;
+		kb->rows = v;
+		kb->cap = c;
+	}
+	kb->rows[kb->n++] = *r;
+	return 0;
+}
+
+/* The GPU and its profile; 0 when it has none (the row is skipped). */
+static int place(struct kbench *kb, struct kbench_row *r, const char *gpu)
+{
+	const char *p = kbench_profile(gpu);
+	snprintf(r->gpu, sizeof(r->gpu), "%s", gpu);
+	if (!p) {
+		skip(kb, "GPU without a hardware profile");
+		return 0;
+	}
+	snprintf(r->profile, sizeof(r->profile), "%s", p);
+	return 1;
+}
+
+static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
+{
+	struct kbench_row r;
+	double tf = num(col(h, f, nf, "tflops")), tm = num(col(h, f, nf, "time_ms"));
+	memset(&r, 0, sizeof(r));
+	r.cls = KB_GEMM;
+	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
+	if ((r.dtype = dtype_of(col(h, f, nf, "dtype"))) < 0) {
+		skip(kb, "dtype not stated");
+		return 0;
+	}
+	if (!place(kb, &r, col(h, f, nf, "gpu")))
+		return 0;
+	r.b = num(col(h, f, nf, "batch"));
+	r.m = num(col(h, f, nf, "M"));
+	r.n = num(col(h, f, nf, "N"));
+	r.k = num(col(h, f, nf, "K"));
+	if (r.b <= 0)
+		r.b = 1;
+	if (r.m <= 0 || r.n <= 0 || r.k <= 0) {
+		/* A device summary: the best square GEMM. */
+		if (tf <= 0) {
+			skip(kb, "no shape and no TFLOP/s");
+			return 0;
+		}
+		r.best_square = 1;
+		r.m = r.n = r.k = 4096;
+		r.time_s = 2 * 4096.0 * 4096 * 4096 / (tf * 1e12);
+		return push(kb, &r);
+	}
+	r.time_s = tm > 0 ? tm / 1e3 : tf > 0 ? 2 * r.b * r.m * r.n * r.k / (tf * 1e12) : 0;
+	if (r.time_s <= 0) {
+		skip(kb, "no time");
+		return 0;
+	}
+	return push(kb, &r);
+}
+
+static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
+{
+	struct kbench_row r;
+	const char *pass = col(h, f, nf, "pass"), *kern = col(h, f, nf, "kernel");
+	const char *cz = col(h, f, nf, "causal"), *conv = col(h, f, nf, "flop_convention");
+	double tf = num(col(h, f, nf, "tflops")), tm = num(col(h, f, nf, "time_ms")), dv;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
+	if (strstr(kern, "math")) {
+		skip(kb, "unfused attention (math backend)");
+		return 0;
+	}
+	if (!strcmp(pass, "fwd"))
+		r.cls = KB_ATTN_FWD;
+	else if (!strcmp(pass, "bwd"))
+		r.cls = KB_ATTN_BWD;
+	else if (!strcmp(pass, "fwd+bwd"))
+		r.cls = KB_ATTN_BOTH;
+	else {
+		skip(kb, "attention pass not stated");
+		return 0;
+	}
+	if ((r.dtype = dtype_of(col(h, f, nf, "dtype"))) < 0) {
+		skip(kb, "dtype not stated");
+		return 0;
+	}
+	r.b = num(col(h, f, nf, "batch"));
+	r.sq = num(col(h, f, nf, "seqlen_q"));
+	r.skv = num(col(h, f, nf, "seqlen_kv"));
+	r.heads = num(col(h, f, nf, "num_q_heads"));
+	r.d = num(col(h, f, nf, "head_dim_qk"));
+	dv = num(col(h, f, nf, "head_dim_v"));
+	if (!strcmp(cz, "True"))
+		r.causal = 1;
+	else if (strcmp(cz, "False")) {
+		skip(kb, "causal mask not stated");
+		return 0;
+	}
+	if (r.b <= 0 || r.sq <= 0 || r.skv <= 0 || r.heads <= 0 || r.d <= 0) {
+		skip(kb, "attention shape not stated");
+		return 0;
+	}
+	if (strstr(kern, "sliding") || strstr(col(h, f, nf, "notes"), "sliding window")) {
+		skip(kb, "sliding-window attention");
+		return 0;
+	}
+	r.fa2 = strstr(kern, "FA2") || strstr(kern, "FlashAttention-2") ||
+		strstr(kern, "flash-attn 2");
+	if (dv > 0 && dv != r.d) /* MLA-style: count the mean head dim */
+		r.d = (r.d + dv) / 2;
+	if (!place(kb, &r, col(h, f, nf, "gpu")))
+		return 0;
+	if (tm > 0) {
+		r.time_s = tm / 1e3;
+	} else if (tf > 0 && !strncmp(conv, "FA-style", 8)) {
+		double fl = kperf_attn_flops(0, r.b, r.heads, r.sq, r.skv, r.d, r.causal);
+		fl *= r.cls == KB_ATTN_FWD ? 1 : r.cls == KB_ATTN_BWD ? 2.5 : 3.5;
+		r.time_s = fl / (tf * 1e12);
+	} else {
+		skip(kb, "no time (TFLOP/s under an unstated convention)");
+		return 0;
+	}
+	return push(kb, &r);
+}
+
+/* The elements of a memory-bound row's shape: "rows M=4096 x N=1024",
+ * "[S=4096, B=1, H=1024]", "logits [B*T=16384, V=4096] (B=8, T=2048)",
+ * "input [S=2048, B=4, 2*ffn_local], ffn_local=1024", "N=16384 rows x
+ * C=4096": the product of the numbers inside the first brackets (or of the
+ * whole text), a factor "2*name" taking name's value from elsewhere. */
+static double elements(const char *shape)
+{
+	const char *a = strchr(shape, '['), *z = a ? strchr(a, ']') : NULL;
+	const char *p = a ? a + 1 : shape, *end = z ? z : shape + strlen(shape);
+	double prod = 1;
+	int found = 0;
+
+	while (p < end) {
+		const char *tok_end = p;
+		while (tok_end < end && *tok_end != ',' && *tok_end != 'x' && *tok_end != ' ')
+			tok_end++;
+		{
+			const char *eq = memchr(p, '=', (size_t)(tok_end - p));
+			const char *star = memchr(p, '*', (size_t)(tok_end - p));
+			if (eq) {
+				prod *= num(eq + 1);
+				found = 1;
+			} else if (star && isdigit((unsigned char)*p)) {
+				char name[32], key[40];
+				const char *v;
+				size_t ln = (size_t)(tok_end - star - 1);
+				if (ln < sizeof(name)) {
+					memcpy(name, star + 1, ln);
+					name[ln] = '\0';
+					snprintf(key, sizeof(key), "%s=", name);
+					if ((v = strstr(end, key))) {
+						prod *= num(p) * num(v + strlen(key));
+						found = 1;
+					}
+				}
+			}
+		}
+		p = tok_end + 1;
+	}
+	return found ? prod : 0;
+}
+
+static int mem_row(struct kbench *kb, const struct cols *h, char **f, int nf)
+{
+	struct kbench_row r;
+	const char *kern = col(h, f, nf, "kernel"), *impl = col(h, f, nf, "implementation");
+	const char *pass = col(h, f, nf, "pass"), *dt = col(h, f, nf, "dtype");
+	const char *om = col(h, f, nf, "other_metric"), *ou = col(h, f, nf, "other_units");
+	double tm = num(col(h, f, nf, "time_ms")), gb = num(col(h, f, nf, "GBps"));
+	double es = strstr(dt, "fp32") ? 4 : 2, mult, el;
+	int eager, fwd = !strcmp(pass, "fwd"), both = !strcmp(pass, "fwd+bwd");
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
+	r.dtype = dtype_of(dt);
+	r.cls = KB_MEM;
+	if (strstr(kern, "norm"))
+		r.mem_kind = HW_MEM_NORM;
+	else if (strstr(kern, "entropy") || strstr(kern, "reduction"))
+		r.mem_kind = HW_MEM_REDUCTION;
+	else
+		r.mem_kind = HW_MEM_ELEMENTWISE;
+	/* Several kernels where one fused one could do: eager compositions
+	 * (the model times one pass; they are reported apart). */
+	eager = (strstr(impl, "eager") && !strstr(impl, "PyTorch eager")) ||
+		strstr(impl, "HF Llama") || strstr(impl, "unfused") ||
+		strstr(impl, "CrossEntropyLoss") ||
+		(strstr(impl, "PyTorch eager") && strstr(kern, "norm")) ||
+		/* Megatron's "fused" vocab-parallel cross-entropy is a chain of
+		 * fp32 passes (cast, max, subtract, exp, sum, divide): several
+		 * kernels too */
+		(strstr(impl, "Megatron") && strstr(kern, "entropy"));
+	if (eager)
+		r.cls = KB_MEM_EAGER;
+	if (!place(kb, &r, col(h, f, nf, "gpu")))
+		return 0;
+	if (!gb && strstr(om, "bandwidth") && num(col(h, f, nf, "other_value")) > 0)
+		gb = num(col(h, f, nf, "other_value")) * (strstr(ou, "GiB") ? 1.073741824 : 1);
+	if (gb > 0 && tm > 0) {
+		r.bytes = gb * 1e9 * tm / 1e3;
+		r.time_s = tm / 1e3;
+		return push(kb, &r);
+	}
+	if (gb > 0) {
+		/* A bandwidth summary: the time of 1 GiB at it. */
+		if (strstr(ou, "Gbps") || strstr(ou, "TFLOPS")) {
+			skip(kb, "not a memory bandwidth");
+			return 0;
+		}
+		r.bytes = 1073741824.0;
+		r.time_s = r.bytes / (gb * 1e9);
+		return push(kb, &r);
+	}
+	if (tm <= 0 || (el = elements(col(h, f, nf, "shape"))) <= 0) {
+		skip(kb, "memory-bound row without bytes or time");
+		return 0;
+	}
+	/* Bytes per element counted, by kernel and pass: a pass reads and
+	 * writes each tensor once. */
+	if (strstr(kern, "swiglu")) /* elements = the 2 ffn input */
+		mult = fwd ? 1.5 : both ? 4 : 2.5;
+	else if (strstr(kern, "fused_add"))
+		mult = fwd ? 4 : both ? 8 : 4;
+	else if (strstr(kern, "entropy"))
+		mult = fwd ? (strstr(impl, "Liger") ? 2 : 1) : both ? 3 : 2;
+	else /* norms, activations: read x, write y; backward dy, x -> dx */
+		mult = fwd ? 2 : both ? 5 : 3;
+	r.bytes = el * es * mult;
+	r.time_s = tm / 1e3;
+	return push(kb, &r);
+}
+
+/* other.csv: the FP8 linear speed-ups (torchao), "M,K,N = 1024, 2048, 1024". */
+static int other_row(struct kbench *kb, const struct cols *h, char **f, int nf)
+{
+	struct kbench_row r;
+	const char *cfg = col(h, f, nf, "config"), *eq;
+	double v[3];
+	char *e;
+
+	if (!strstr(col(h, f, nf, "category"), "fp8 training overhead"))
+		return 0; /* not a kernel measurement: not counted */
+	memset(&r, 0, sizeof(r));
+	r.cls = KB_FP8_LINEAR;
+	r.dtype = HW_FP8;
+	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
+	if (!(eq = strchr(cfg, '='))) {
+		skip(kb, "fp8 speed-up without a shape");
+		return 0;
+	}
+	for (int i = 0; i < 3; i++) {
+		v[i] = strtod(eq + 1, &e);
+		eq = e;
+		while (*eq == ',' || *eq == ' ')
+			eq++;
+		eq--;
+	}
+	r.b = 1;
+	r.m = v[0];
+	r.k = v[1];
+	r.n = v[2];
+	r.time_s = num(col(h, f, nf, "value"));
+	if (r.m <= 0 || r.k <= 0 || r.n <= 0 || r.time_s <= 0) {
+		skip(kb, "fp8 speed-up without a shape");
+		return 0;
+	}
+	if (!place(kb, &r, col(h, f, nf, "gpu")))
+		return 0;
+	return push(kb, &r);
+}
+
+/* tests/data/gpu/kernels.csv (scripts/kernel_sweep.py). */
+static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, const char *path)
+{
+	struct kbench_row r;
+	const char *cls = col(h, f, nf, "class"), *op = col(h, f, nf, "op");
+	const char *be = col(h, f, nf, "backend"), *pass = col(h, f, nf, "pass");
+	double t = num(col(h, f, nf, "time_us")) / 1e6;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.source, sizeof(r.source), "%s", path);
+	place(kb, &r, "H100 SXM");
+	r.dtype = dtype_of(col(h, f, nf, "dtype"));
+	r.time_s = t;
+	if (t <= 0 || r.dtype < 0) {
+		skip(kb, "no time");
+		return 0;
+	}
+	if (!strcmp(cls, "gemm")) {
+		r.cls = KB_GEMM;
+		r.b = 1;
+		r.m = num(col(h, f, nf, "M"));
+		r.n = num(col(h, f, nf, "N"));
+		r.k = num(col(h, f, nf, "K"));
+	} else if (!strcmp(cls, "attention")) {
+		if (!strcmp(be, "efficient") || !strcmp(be, "math")) {
+			skip(kb, "not FlashAttention-style (memory-efficient or math backend)");
+			return 0;
+		}
+		r.cls = !strcmp(pass, "bwd") ? KB_ATTN_BWD : KB_ATTN_FWD;
+		r.b = num(col(h, f, nf, "batch"));
+		r.heads = num(col(h, f, nf, "heads"));
+		r.sq = r.skv = num(col(h, f, nf, "seq"));
+		r.d = num(col(h, f, nf, "head_dim"));
+		r.causal = !strcmp(col(h, f, nf, "causal"), "1");
+		r.fa2 = !strcmp(be, "flash"); /* PyTorch's flash backend is FA2 */
+		snprintf(r.source + strlen(r.source), sizeof(r.source) - strlen(r.source),
+			 " (%s)", be);
+	} else if (!strcmp(cls, "memory")) {
+		r.cls = KB_MEM;
+		r.dtype = HW_BF16;
+		r.bytes = num(col(h, f, nf, "bytes"));
+		r.mem_kind = !strcmp(op, "layernorm_fwd")    ? HW_MEM_NORM
+			     : !strcmp(op, "fp8_amax_eager") ? HW_MEM_REDUCTION
+							     : HW_MEM_ELEMENTWISE;
+		if (!strcmp(op, "fp8_amax_eager"))
+			r.cls = KB_MEM_EAGER; /* |x| then amax: two kernels */
+	} else {
+		skip(kb, "unknown class");
+		return 0;
+	}
+	return push(kb, &r);
+}
+
+static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
+{
+	FILE *fp = fopen(path, "rb");
+	char *buf = NULL, *p, *f[MAX_FIELDS];
+	struct cols h;
+	long n;
+	int rc = 0, nf, kind, line = 1;
+
+	if (!fp)
+		return prism_err_set(err, PRISM_EIO, "%s: cannot open", path);
+	if (fseek(fp, 0, SEEK_END) || (n = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) ||
+	    !(buf = prism_malloc((size_t)n + 1)) || fread(buf, 1, (size_t)n, fp) != (size_t)n) {
+		fclose(fp);
+		free(buf);
+		return prism_err_set(err, PRISM_EIO, "%s: cannot read", path);
+	}
+	fclose(fp);
+	buf[n] = '\0';
+	p = buf;
+	h.n = record(&p, h.name, MAX_FIELDS);
+	if (h.n < 3) {
+		free(buf);
+		return prism_err_set(err, PRISM_EFORMAT, "%s:1: not a CSV with a header", path);
+	}
+	if (has_col(&h, "time_us") && has_col(&h, "class"))
+		kind = 3;
+	else if (has_col(&h, "seqlen_q"))
+		kind = 1;
+	else if (has_col(&h, "M") && has_col(&h, "tflops"))
+		kind = 0;
+	else if (has_col(&h, "GBps") && has_col(&h, "kernel"))
+		kind = 2;
+	else if (has_col(&h, "category") && has_col(&h, "config"))
+		kind = 4;
+	else
+		kind = -1; /* collectives, other.csv: not kernel times */
+	while (kind >= 0 && !rc && (nf = record(&p, f, MAX_FIELDS)) >= 0) {
+		line++;
+		if (nf < h.n) {
+			if (nf <= 1)
+				continue; /* a blank line */
+			rc = prism_err_set(err, PRISM_EFORMAT, "%s:%d: %d fields, the header has %d",
+					   path, line, nf, h.n);
+			break;
+		}
+		rc = kind == 0 ? gemm_row(kb, &h, f, nf)
+		     : kind == 1 ? attn_row(kb, &h, f, nf)
+		     : kind == 2 ? mem_row(kb, &h, f, nf)
+		     : kind == 4 ? other_row(kb, &h, f, nf)
+				 : ours_row(kb, &h, f, nf, path);
+		if (rc)
+			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	}
+	free(buf);
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int kbench_read(struct kbench *kb, const char *path, struct prism_err *err)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *e;
+	char *names[256];
+	int n = 0, rc = 0;
+
+	if (stat(path, &st))
+		return prism_err_set(err, PRISM_EIO, "%s: no such file or directory", path);
+	if (!S_ISDIR(st.st_mode))
+		return read_file(kb, path, err);
+	if (!(d = opendir(path)))
+		return prism_err_set(err, PRISM_EIO, "%s: cannot open the directory", path);
+	while ((e = readdir(d)) && n < 256) {
+		size_t l = strlen(e->d_name);
+		if (l > 4 && !strcmp(e->d_name + l - 4, ".csv") && (names[n] = prism_strdup(e->d_name)))
+			n++;
+	}
+	closedir(d);
+	/* In name order, so that the rows (and every report) are the same
+	 * whatever order the directory lists them in. */
+	qsort(names, (size_t)n, sizeof(*names), cmp_str);
+	for (int i = 0; i < n; i++) {
+		char full[1024];
+		snprintf(full, sizeof(full), "%s/%s", path, names[i]);
+		if (!rc)
+			rc = read_file(kb, full, err);
+		free(names[i]);
+	}
+	return rc;
+}
+
+void kbench_release(struct kbench *kb)
+{
+	free(kb->rows);
+	memset(kb, 0, sizeof(*kb));
+}
+
+/* ---- the model on a row --------------------------------------------------- */
+
+static double flat(const struct hw_profile *hw, const struct kbench_row *r)
+{
+	int dt = r->dtype == HW_FP16 ? HW_BF16 : r->dtype;
+	double pk = dt >= 0 ? hw->peak_flops[dt] : 0;
+	if (r->cls == KB_GEMM)
+		return pk > 0 ? 3e-6 + 2 * r->b * r->m * r->n * r->k / (pk * 0.7) : 0;
+	if (r->cls == KB_MEM || r->cls == KB_MEM_EAGER)
+		return 3e-6 + r->bytes / (hw->hbm_Bps * 0.7);
+	{
+		double fl = kperf_attn_flops(0, r->b, r->heads, r->sq, r->skv, r->d, r->causal);
+		/* synth's flash kernels: 4 b s^2 h forward (no causal halving),
+		 * twice that backward */
+		if (r->causal)
+			fl *= 2;
+		fl *= r->cls == KB_ATTN_FWD ? 1 : r->cls == KB_ATTN_BWD ? 2 : 3;
+		return pk > 0 ? 3e-6 * (r->cls == KB_ATTN_BOTH ? 2 : 1) + fl / (pk * 0.5) : 0;
+	}
+}
+
+static double gemm_time(const struct hw_profile *hw, const struct kbench_row *r)
+{
+	if (r->best_square) {
+		/* The best TFLOP/s over square sizes, as a time of 4096^3. */
+		double best = 0;
+		for (double x = 256; x <= 8192; x *= 1.189207115) { /* 2^(1/4) */
+			double s = floor(x / 8) * 8, t = kperf_gemm_s(hw, r->dtype, 1, s, s, s);
+			double tf = t > 0 ? 2 * s * s * s / t : 0;
+			if (tf > best)
+				best = tf;
+		}
+		return best > 0 ? 2 * 4096.0 * 4096 * 4096 / best : 0;
+	}
+	return kperf_gemm_s(hw, r->dtype, r->b, r->m, r->n, r->k);
+}
+
+/* A linear layer's speed-up in fp8: its forward (M x K times K x N) and
+ * both gradients as bf16 GEMMs, against the same in fp8 plus the casts
+ * synth adds (a cast-transpose of the input, the weight and the output
+ * gradient: 4 bytes a value, elementwise).  The flat model: the GEMMs at
+ * 70 % of each dtype's peak + 3 us, no casts. */
+static double fp8_speedup(const struct hw_profile *hw, const struct kbench_row *r, int flat_model)
+{
+	double m = r->m, n = r->n, k = r->k, b16 = 0, f8 = 0;
+	const double shp[3][3] = {{m, n, k}, {m, k, n}, {k, n, m}};
+	if (hw->peak_flops[HW_FP8] <= 0)
+		return 0;
+	for (int i = 0; i < 3; i++) {
+		if (flat_model) {
+			double fl = 2 * shp[i][0] * shp[i][1] * shp[i][2];
+			b16 += 3e-6 + fl / (0.7 * hw->peak_flops[HW_BF16]);
+			f8 += 3e-6 + fl / (0.7 * hw->peak_flops[HW_FP8]);
+		} else {
+			b16 += kperf_gemm_s(hw, HW_BF16, 1, shp[i][0], shp[i][1], shp[i][2]);
+			f8 += kperf_gemm_s(hw, HW_FP8, 1, shp[i][0], shp[i][1], shp[i][2]);
+		}
+	}
+	if (!flat_model)
+		f8 += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 4 * m * k) +
+		      kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 4 * k * n) +
+		      kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 4 * m * n);
+	return f8 > 0 ? b16 / f8 : 0;
+}
+
+/* The parameters a row's dtype is timed with: fp16 runs at bf16's
+ * tensor-core rate. */
+static int key_dtype(int d)
+{
+	return d == HW_FP16 ? HW_BF16 : d;
+}
+
+double kbench_predict(const struct hw_profile *hw, const struct kbench_row *row, int flat_model)
+{
+	struct kbench_row q = *row;
+	const struct kbench_row *r = &q;
+	if (r->cls == KB_FP8_LINEAR)
+		return fp8_speedup(hw, r, flat_model);
+	if (flat_model)
+		return flat(hw, r);
+	q.dtype = key_dtype(q.dtype);
+	switch (r->cls) {
+	case KB_GEMM:
+		return gemm_time(hw, r);
+	case KB_ATTN_FWD:
+	case KB_ATTN_BWD:
+		return kperf_attn_s(hw, r->dtype, r->cls == KB_ATTN_BWD, r->b, r->heads, r->sq,
+				    r->skv, r->d, r->causal);
+	case KB_ATTN_BOTH:
+		return kperf_attn_s(hw, r->dtype, 0, r->b, r->heads, r->sq, r->skv, r->d,
+				    r->causal) +
+		       kperf_attn_s(hw, r->dtype, 1, r->b, r->heads, r->sq, r->skv, r->d, r->causal);
+	default:
+		return kperf_mem_s(hw, r->mem_kind, r->bytes);
+	}
+}
+
+/* ---- fitting --------------------------------------------------------------- */
+
+struct fitctx {
+	struct hw_profile *const *hws;
+	const struct kbench_row *rows;
+	const size_t *idx;
+	size_t n;
+	int cls, dtype, full;
+};
+
+static double sigm(double x)
+{
+	return 1 / (1 + exp(-x));
+}
+
+static double logit(double p)
+{
+	if (p < 1e-6)
+		p = 1e-6;
+	if (p > 1 - 1e-6)
+		p = 1 - 1e-6;
+	return log(p / (1 - p));
+}
+
+
+/* Parameters x (unconstrained) into every profile of the fit. */
+static void apply(const struct fitctx *c, const double *x)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		struct hw_profile *hw = c->hws[i];
+		double pk = hw->peak_flops[c->dtype];
+		if (c->cls == KB_GEMM) {
+			struct hw_gemm *g = &hw->k.gemm[c->dtype];
+			g->flops = pk * sigm(x[0]);
+			if (c->full) {
+				g->tile_s = exp(x[1]);
+				g->overhead_s = exp(x[2]);
+				/* 1 >= 128x128 >= 64x128 >= 64x64 >= 0.05 */
+				g->tile_eff[0] = 0.05 + 0.95 * sigm(x[3]);
+				g->tile_eff[1] = 0.05 + (g->tile_eff[0] - 0.05) * sigm(x[4]);
+				g->tile_eff[2] = 0.05 + (g->tile_eff[1] - 0.05) * sigm(x[5]);
+				g->mem_eff = sigm(x[6]);
+			}
+		} else {
+			struct hw_attn *a = &hw->k.attn[c->dtype];
+			a->flops[0] = pk * sigm(x[0]);
+			a->flops[1] = pk * sigm(x[1]);
+			if (c->full) {
+				a->tile_s[0] = exp(x[2]);
+				a->tile_s[1] = exp(x[3]);
+				a->overhead_s = exp(x[4]);
+				a->d64 = 0.05 + 1.95 * sigm(x[5]);
+				a->d256 = 0.05 + 1.95 * sigm(x[6]);
+			}
+		}
+	}
+}
+
+static double loss(const gsl_vector *v, void *p)
+{
+	const struct fitctx *c = p;
+	double s = 0;
+	apply(c, v->data);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct kbench_row *r = &c->rows[c->idx[i]];
+		double t = kbench_predict(c->hws[i], r, 0);
+		if (!(t > 0))
+			return 1e30;
+		s += log(t / r->time_s) * log(t / r->time_s);
+	}
+	return s / (double)c->n;
+}
+
+static void minimise(struct fitctx *c, double *x, size_t np)
+{
+	const gsl_multimin_fminimizer_type *T = gsl_multimin_fminimizer_nmsimplex2;
+	gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(T, np);
+	gsl_multimin_function fn = {loss, np, c};
+	gsl_vector *v = gsl_vector_alloc(np), *step = gsl_vector_alloc(np);
+
+	if (!m || !v || !step)
+		goto out;
+	for (size_t i = 0; i < np; i++) {
+		gsl_vector_set(v, i, x[i]);
+		gsl_vector_set(step, i, 0.5);
+	}
+	gsl_multimin_fminimizer_set(m, &fn, v, step);
+	/* Restarted once: the simplex can collapse on the kinks of the
+	 * tile choice. */
+	for (int round = 0; round < 2; round++) {
+		for (int it = 0; it < 3000; it++) {
+			if (gsl_multimin_fminimizer_iterate(m))
+				break;
+			if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(m), 1e-5) !=
+			    GSL_CONTINUE)
+				break;
+		}
+		gsl_multimin_fminimizer_set(m, &fn, gsl_multimin_fminimizer_x(m), step);
+	}
+	for (size_t i = 0; i < np; i++)
+		x[i] = gsl_vector_get(gsl_multimin_fminimizer_x(m), i);
+out:
+	apply(c, x);
+	gsl_vector_free(v);
+	gsl_vector_free(step);
+	gsl_multimin_fminimizer_free(m);
+}
+
+#define KBENCH_MEM_MAX_OVERHEAD_S 10e-6
+
+/* Rows needed to fit every parameter of a class (else the peaks alone). */
+#define KBENCH_FULL_FIT 20
+
+size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows,
+		  const size_t *idx, size_t n, int cls, int dtype)
+{
+	struct fitctx c = {hws, rows, idx, n, cls, dtype, n >= KBENCH_FULL_FIT};
+	double x[7];
+
+	if (!n)
+		return 0;
+	gsl_set_error_handler_off();
+	if (cls == KB_MEM) {
+		/* t = a + bytes / (HBM e): a weighted line (relative error) over
+		 * the rows of one HBM bandwidth (the first row's). */
+		double bx[4096], by[4096], bw[4096], c0, c1, v00, v01, v11, ss, hbm = hws[0]->hbm_Bps;
+		size_t m = 0;
+		for (size_t i = 0; i < n && m < 4096; i++) {
+			const struct kbench_row *r = &rows[idx[i]];
+			if (hws[i]->hbm_Bps != hbm)
+				continue;
+			bx[m] = r->bytes / hbm;
+			by[m] = r->time_s;
+			bw[m] = 1 / (r->time_s * r->time_s);
+			m++;
+		}
+		if (m >= 3 && gsl_fit_wlinear(bx, 1, bw, 1, by, 1, m, &c0, &c1, &v00, &v01, &v11,
+					      &ss) == 0 &&
+		    c1 > 0) {
+			double e = 1 / c1;
+			/* An overhead outside 0..10 us is the line bending to rows
+			 * the one-pass byte count does not describe (several
+			 * passes, caches): refit the slope with it held there. */
+			if (c0 < 0 || c0 > KBENCH_MEM_MAX_OVERHEAD_S) {
+				double num_ = 0, den = 0;
+				c0 = c0 < 0 ? 0 : KBENCH_MEM_MAX_OVERHEAD_S;
+				for (size_t i = 0; i < m; i++) {
+					num_ += bw[i] * bx[i] * (by[i] - c0);
+					den += bw[i] * bx[i] * bx[i];
+				}
+				e = num_ > 0 ? den / num_ : e;
+			}
+			for (size_t i = 0; i < n; i++) {
+				hws[i]->k.mem_eff[dtype] = e > 1 ? 1 : e;
+				hws[i]->k.mem_overhead_s[dtype] = c0;
+			}
+		} else if (m >= 1) {
+			/* Large-size points only: the bandwidth they reach. */
+			double s = 0;
+			for (size_t i = 0; i < m; i++)
+				s += bx[i] / by[i];
+			for (size_t i = 0; i < n; i++) {
+				double e = s / (double)m;
+				hws[i]->k.mem_eff[dtype] = e > 1 ? 1 : e;
+			}
+		}
+		return m;
+	}
+	if (cls == KB_GEMM) {
+		const struct hw_gemm *g = &hws[0]->k.gemm[dtype];
+		double pk = hws[0]->peak_flops[dtype];
+		if (!(pk > 0))
+			return 0;
+		x[0] = logit(g->flops / pk);
+		x[1] = log(g->tile_s > 0 ? g->tile_s : 1e-6);
+		x[2] = log(g->overhead_s > 0 ? g->overhead_s : 1e-6);
+		x[3] = logit((g->tile_eff[0] - 0.05) / 0.95);
+		x[4] = logit((g->tile_eff[1] - 0.05) / (g->tile_eff[0] - 0.05));
+		x[5] = logit((g->tile_eff[2] - 0.05) / (g->tile_eff[1] - 0.05));
+		x[6] = logit(g->mem_eff);
+	} else {
+		const struct hw_attn *a = &hws[0]->k.attn[dtype];
+		double pk = hws[0]->peak_flops[dtype];
+		if (!(pk > 0))
+			return 0;
+		c.cls = KB_ATTN_FWD;
+		x[0] = logit(a->flops[0] / pk);
+		x[1] = logit(a->flops[1] / pk);
+		x[2] = log(a->tile_s[0] > 0 ? a->tile_s[0] : 1e-6);
+		x[3] = log(a->tile_s[1] > 0 ? a->tile_s[1] : 1e-6);
+		x[4] = log(a->overhead_s > 0 ? a->overhead_s : 1e-6);
+		x[5] = logit((a->d64 - 0.05) / 1.95);
+		x[6] = logit((a->d256 - 0.05) / 1.95);
+	}
+	minimise(&c, x, c.full ? 7 : (cls == KB_GEMM ? 1 : 2));
+	return n;
+}

@@ -1,0 +1,95 @@
+/*
+ * kbench.h - kernel measurements (CSV) against the kernel model (kperf.h):
+ * reading them, predicting them, fitting the model's parameters on them.
+ *
+ * Files read (the kind is told by the header): ../shared/kernels/gemm.csv
+ * and gemm_xla_table.csv, attention.csv, memory_bound.csv (their README
+ * gives the columns), and tests/data/gpu/kernels.csv (scripts/kernel_sweep.py
+ * documents its columns).  Each row becomes a measurement of one class --
+ * GEMM, attention forward, backward or both, memory-bound -- on a GPU as
+ * the file names it, with its dtype, shape, time and source.  Rows the
+ * model cannot place (a shape or pass not stated, a GPU without a
+ * profile, unfused attention) are counted with the reason and left out.
+ *
+ * GPUs of one silicon share compute parameters when fitted: H100 SXM,
+ * H800 and H200 (the same GH100 die, 132 SMs and clocks; they differ in
+ * memory and NVLink); A100 40 and 80 GB.  fp16 rows fit bf16's
+ * parameters (the same tensor-core rate).
+ */
+#ifndef PRISM_KBENCH_H
+#define PRISM_KBENCH_H
+
+#include <stddef.h>
+
+#include "hw.h"
+#include "prism.h"
+
+/* KB_FP8_LINEAR: a linear layer's FP8 speed-up over bf16 (forward and
+ * both gradients, casts included); its "time" is the speed-up, for
+ * checking only (other.csv's torchao rows). */
+enum kbench_class { KB_GEMM, KB_ATTN_FWD, KB_ATTN_BWD, KB_ATTN_BOTH, KB_MEM, KB_MEM_EAGER,
+		    KB_FP8_LINEAR, KB_NCLASSES };
+
+struct kbench_row {
+	int cls;           /* enum kbench_class */
+	int dtype;         /* enum hw_dtype (fp16 kept as such) */
+	int mem_kind;      /* enum hw_mem_kind (memory-bound) */
+	char gpu[48];      /* as the file names it */
+	char profile[32];  /* configs/hw/ name, "" if none */
+	char source[200];  /* repo@commit:path, URL, or the file */
+	double b, m, n, k;                 /* GEMM */
+	double heads, sq, skv, d;          /* attention */
+	int causal;
+	int fa2;           /* attention by FlashAttention-2 (flash-attn 2, PyTorch
+			    * SDPA's flash backend): reported apart, fits
+			    * nothing; the model's attention is the kernels
+			    * frameworks pick on Hopper and Blackwell (cuDNN,
+			    * FlashAttention-3/4) */
+	double bytes;                      /* memory-bound */
+	double time_s;                     /* measured */
+	int best_square;   /* a GEMM summary: the best TFLOP/s over square
+			    * sizes 256..8192 (time_s of the best one) */
+};
+
+struct kbench {
+	struct kbench_row *rows;
+	size_t n, cap;
+	size_t skipped;            /* rows left out */
+	char skip_why[8][96];      /* the first reasons, for the report */
+	size_t skip_n[8];
+	int n_why;
+};
+
+/* Read a CSV file (any of the kinds above) or every *.csv of a
+ * directory, appending to kb.  0, or PRISM_EIO / PRISM_EFORMAT naming
+ * the file and line, or PRISM_ENOMEM. */
+int kbench_read(struct kbench *kb, const char *path, struct prism_err *err);
+void kbench_release(struct kbench *kb);
+
+/* The profile (configs/hw name) of a GPU as the files name it, or NULL. */
+const char *kbench_profile(const char *gpu);
+
+/* The family whose compute parameters a profile shares ("gh100",
+ * "ga100", or the profile's own name). */
+const char *kbench_family(const char *profile);
+
+/* The model's time of row r on hw (kperf.h).  flat = 1: the model before
+ * shapes mattered (GEMM 70 % of the datasheet peak + 3 us, attention 50 %,
+ * memory-bound 70 % of HBM + 3 us), for comparison. */
+double kbench_predict(const struct hw_profile *hw, const struct kbench_row *r, int flat);
+
+/* Fit hw's parameters for the rows rows[idx[0..n)] (all of one family):
+ * GEMM parameters of dtype `dtype` (cls KB_GEMM), attention parameters of
+ * dtype (cls KB_ATTN_FWD: forward, backward and both rows), or the
+ * memory-bound kind `dtype` (cls KB_MEM).  Minimises the mean squared log
+ * error (GSL Nelder-Mead; memory-bound: a weighted least-squares line).
+ * With few rows only the achievable peak (or bandwidth) is fitted, the
+ * rest kept.  hws[i] is the profile of rows[idx[i]] (HBM bandwidths
+ * differ within a family); the fitted parameters are written into every
+ * hws[i].  Returns the rows used. */
+size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows,
+		  const size_t *idx, size_t n, int cls, int dtype);
+
+const char *kbench_class_name(int cls);
+
+#endif

@@ -1,0 +1,245 @@
+/* kperf.c - kernel times from shape, precision and GPU (see kperf.h). */
+#include "kperf.h"
+
+#include <math.h>
+#include <string.h>
+
+/*
+ * Defaults where a profile sets nothing, each derived, not fitted to the
+ * GPU it is used for (docs/MODEL.md, "Kernel efficiency"):
+ * - GEMM achievable peak 0.80 of the datasheet: the median of the MAMF
+ *   rows of ../shared/kernels/gemm.csv for NVIDIA GPUs in BF16 (A100 SXM
+ *   86.9 %, A100 PCIe 81.1 %, H100 SXM 80.3 %, GH200 83.8 %, B200 77.6 %,
+ *   B300 78.6 %, GB200 72.9 %); priors, fitted to nothing: 1 us per tile
+ *   (a prologue and an epilogue of a few hundred cycles at 1.4-2 GHz), 3 us
+ *   per kernel (the flat model's), smaller tiles at 0.85, 0.70 and 0.50 of
+ *   the 128x256 tile's throughput (a 128x128 tile reloads each operand
+ *   twice as often per FLOP, 64x64 four times), 0.9 of HBM bandwidth;
+ * - attention: forward at 0.60 and backward at 0.45 of the datasheet peak,
+ *   the middle of the FlashAttention-2/3 and cuDNN rows of attention.csv;
+ * - memory-bound: 0.85 of HBM bandwidth for elementwise kernels and
+ *   copies, 0.70 for normalisations, 0.60 for reductions and softmax
+ *   (the large-size ends of memory_bound.csv's curves), 2 us each.
+ */
+#define KPERF_GEMM_PEAK_FRAC 0.80
+#define KPERF_GEMM_TILE_S 1e-6
+#define KPERF_GEMM_OVERHEAD_S 3e-6
+#define KPERF_GEMM_MEM_EFF 0.9
+#define KPERF_ATTN_FWD_FRAC 0.60
+#define KPERF_ATTN_BWD_FRAC 0.45
+#define KPERF_ATTN_TILE_S 2e-6
+#define KPERF_ATTN_OVERHEAD_S 5e-6
+#define KPERF_SMS 108
+
+static const double tile_eff_default[3] = {0.85, 0.70, 0.50};
+
+void kperf_defaults(struct hw_profile *hw)
+{
+	struct hw_kernels *k = &hw->k;
+	static const double mem_eff[HW_MEM_NKINDS] = {0.85, 0.70, 0.60};
+
+	for (int d = 0; d < HW_NDTYPES; d++) {
+		struct hw_gemm *g = &k->gemm[d];
+		struct hw_attn *a = &k->attn[d];
+		g->flops = KPERF_GEMM_PEAK_FRAC * hw->peak_flops[d];
+		g->tile_s = KPERF_GEMM_TILE_S;
+		g->overhead_s = KPERF_GEMM_OVERHEAD_S;
+		memcpy(g->tile_eff, tile_eff_default, sizeof(g->tile_eff));
+		g->mem_eff = KPERF_GEMM_MEM_EFF;
+		a->flops[0] = KPERF_ATTN_FWD_FRAC * hw->peak_flops[d];
+		a->flops[1] = KPERF_ATTN_BWD_FRAC * hw->peak_flops[d];
+		a->tile_s[0] = a->tile_s[1] = KPERF_ATTN_TILE_S;
+		a->overhead_s = KPERF_ATTN_OVERHEAD_S;
+		a->d64 = 0.75;
+		a->d256 = 0.9;
+	}
+	for (int m = 0; m < HW_MEM_NKINDS; m++) {
+		k->mem_eff[m] = mem_eff[m];
+		k->mem_overhead_s[m] = 2e-6;
+	}
+}
+
+void kperf_complete(struct hw_profile *hw, const int gemm_given[HW_NDTYPES],
+		    const int attn_given[HW_NDTYPES])
+{
+	struct hw_kernels *k = &hw->k;
+	double bf = hw->peak_flops[HW_BF16];
+
+	for (int d = 0; d < HW_NDTYPES; d++) {
+		double r = bf > 0 ? hw->peak_flops[d] / bf : 0;
+		if (d == HW_BF16)
+			continue;
+		if (!gemm_given[d] && gemm_given[HW_BF16]) {
+			k->gemm[d] = k->gemm[HW_BF16];
+			k->gemm[d].flops = k->gemm[HW_BF16].flops * r;
+		}
+		if (!attn_given[d] && attn_given[HW_BF16]) {
+			k->attn[d] = k->attn[HW_BF16];
+			k->attn[d].flops[0] = k->attn[HW_BF16].flops[0] * r;
+			k->attn[d].flops[1] = k->attn[HW_BF16].flops[1] * r;
+		}
+	}
+}
+
+double kperf_elem_bytes(int dtype)
+{
+	switch (dtype) {
+	case HW_FP32:
+	case HW_TF32:
+		return 4;
+	case HW_FP8:
+		return 1;
+	case HW_FP4:
+		return 0.5;
+	default:
+		return 2;
+	}
+}
+
+static int sms(const struct hw_profile *hw)
+{
+	return hw->k.sms > 0 ? hw->k.sms : KPERF_SMS;
+}
+
+double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n,
+		    double k)
+{
+	/* tm, tn, index into tile_eff (-1: the reference, 1.0) */
+	static const struct {
+		double m, n;
+		int e;
+	} tiles[] = {{128, 256, -1}, {256, 128, -1}, {128, 128, 0}, {64, 128, 1},
+		     {128, 64, 1},   {64, 64, 2},    {32, 64, 2},   {64, 32, 2}};
+	static const double splits[] = {1, 2, 4};
+	const struct hw_gemm *g;
+	double S, best = HUGE_VAL, es, out_b, mem;
+
+	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0)
+		return 0;
+	g = &hw->k.gemm[dtype];
+	if (!(g->flops > 0) || !(m > 0) || !(n > 0) || !(k > 0) || !(b > 0))
+		return 0;
+	S = sms(hw);
+	for (size_t i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++) {
+		double f = tiles[i].e < 0 ? 1 : g->tile_eff[tiles[i].e];
+		double nt = b * ceil(m / tiles[i].m) * ceil(n / tiles[i].n);
+		if (!(f > 0))
+			continue;
+		for (size_t j = 0; j < sizeof(splits) / sizeof(splits[0]); j++) {
+			double s = splits[j], waves, t;
+			if (s > 1 && (nt * s > 2 * S || k / s < 256))
+				continue;
+			waves = ceil(nt * s / S);
+			t = waves * (2 * tiles[i].m * tiles[i].n * (k / s) / (g->flops / S * f) +
+				     g->tile_s);
+			if (s > 1)
+				t += s * b * m * n * 4 / hw->hbm_Bps;
+			if (t < best)
+				best = t;
+		}
+	}
+	es = kperf_elem_bytes(dtype);
+	out_b = dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;
+	mem = b * (es * (m * k + k * n) + out_b * m * n) /
+	      (hw->hbm_Bps * (g->mem_eff > 0 ? g->mem_eff : 1));
+	return g->overhead_s + (mem > best ? mem : best);
+}
+
+double kperf_gemm_min_s(const struct hw_profile *hw, int dtype, double flops)
+{
+	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0 ||
+	    !(hw->k.gemm[dtype].flops > 0))
+		return 0;
+	return flops / hw->k.gemm[dtype].flops;
+}
+
+double kperf_attn_flops(int pass, double b, double heads, double sq, double skv, double d,
+			int causal)
+{
+	double f = 4 * b * heads * sq * skv * d / (causal ? 2 : 1);
+	return pass ? 2.5 * f : f;
+}
+
+/* Throughput at head dimension d relative to 128. */
+static double head_factor(const struct hw_attn *a, double d)
+{
+	double x = log2(d > 1 ? d : 1);
+	if (x <= 6)
+		return a->d64;
+	if (x >= 8)
+		return a->d256;
+	if (x <= 7)
+		return a->d64 + (1 - a->d64) * (x - 6);
+	return 1 + (a->d256 - 1) * (x - 7);
+}
+
+/* Blocks of 128 queries and the mean keys a block attends to: all, or up
+ * to its diagonal (the last block of queries aligned with the last key). */
+static void attn_blocks(double sq, double skv, int causal, double *blocks, double *keys)
+{
+	*blocks = ceil(sq / 128);
+	*keys = skv;
+	if (causal) {
+		double off = skv - sq, full = floor(sq / 128), sum;
+		/* sum over blocks i of min(skv, off + (i+1) 128) */
+		if (full > *blocks)
+			full = *blocks;
+		sum = full * off + 128 * full * (full + 1) / 2 + (*blocks - full) * skv;
+		*keys = sum / *blocks;
+		if (*keys < 1)
+			*keys = 1;
+	}
+}
+
+double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
+		    double sq, double skv, double d, int causal)
+{
+	const struct hw_attn *a;
+	double blocks, keys, S, rate, waves, per;
+
+	pass = pass ? 1 : 0;
+	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0)
+		return 0;
+	a = &hw->k.attn[dtype];
+	if (!(a->flops[pass] > 0) || !(b > 0) || !(heads > 0) || !(sq > 0) || !(skv > 0) ||
+	    !(d > 0))
+		return 0;
+	S = sms(hw);
+	attn_blocks(sq, skv, causal, &blocks, &keys);
+	per = 4 * 128 * keys * d * (pass ? 2.5 : 1);
+	rate = a->flops[pass] / S * head_factor(a, d);
+	if (!(rate > 0))
+		return 0;
+	waves = ceil(b * heads * blocks / S);
+	return a->overhead_s + waves * (per / rate + a->tile_s[pass]);
+}
+
+double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b,
+			double heads, double sq, double skv, double d, int causal)
+{
+	const struct hw_attn *a;
+	double f = 1, blocks, keys;
+
+	pass = pass ? 1 : 0;
+	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0)
+		return 0;
+	a = &hw->k.attn[dtype];
+	if (!(a->flops[pass] > 0))
+		return 0;
+	/* ceil(x / S) S >= x: every wave's blocks at the best rate. */
+	if (a->d64 > f)
+		f = a->d64;
+	if (a->d256 > f)
+		f = a->d256;
+	attn_blocks(sq, skv, causal, &blocks, &keys);
+	return b * heads * blocks * 4 * 128 * keys * d * (pass ? 2.5 : 1) / (a->flops[pass] * f);
+}
+
+double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes)
+{
+	double e;
+	if (kind < 0 || kind >= HW_MEM_NKINDS)
+		kind = HW_MEM_ELEMENTWISE;
+	e = hw->k.mem_eff[kind] > 0 ? hw->k.mem_eff[kind] : 1;
+	return hw->k.mem_overhead_s[kind] + (bytes > 0 ? bytes : 0) / (hw->hbm_Bps * e);
+}

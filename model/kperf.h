@@ -1,0 +1,92 @@
+/*
+ * kperf.h - kernel times from shape, precision and GPU.
+ *
+ * GEMMs.  cuBLAS and CUTLASS split C = A B (M x K times K x N, batch b)
+ * into output tiles, one per thread block, and run the blocks in waves of
+ * one per streaming multiprocessor.  The tiles assumed are those of the
+ * Hopper and Ampere cuBLAS/CUTLASS kernels that training GEMMs run:
+ * 128x256 and 256x128 (the warp-specialised cooperative kernels, two
+ * consumer warp groups; the throughput reference), 128x128, 64x128 and
+ * 128x64, 64x64, and 32x64 / 64x32 for the smallest problems (cuBLAS's
+ * nvjet kernels go down to 64x24: kernels.pt.trace.json.gz), the last
+ * three at the 64x64 factor; each with split-K by 1, 2 or 4 where the
+ * tiles fill at most two waves.  For each choice
+ *     waves = ceil(b ceil(M/tm) ceil(N/tn) splits / SMs)
+ *     time  = waves (2 tm tn K/splits / (P/SMs x tile_eff) + tile_s)
+ *             + splits b M N x 4 bytes / HBM   (the split-K reduction)
+ * and the kernel takes the fastest (as cuBLAS's heuristic picks a kernel
+ * for the shape), then at least its operands' bytes at HBM bandwidth x
+ * mem_eff, plus a fixed overhead.  P is the achievable peak (the MAMF
+ * idea: what the best shape reaches, not the datasheet's), tile_s the
+ * fixed cost of a tile (prologue and epilogue: what makes small K slow),
+ * tile_eff what smaller tiles lose; small M and N lose to waves and
+ * tiles.  Since tile_eff <= 1 and every term is >= 0, a GEMM never runs
+ * faster than its FLOPs at P: kperf_gemm_min_s() is a bound.
+ *
+ * Attention (fused, FlashAttention-style).  One thread block per 128
+ * queries of one head; a block does 4 x 128 x keys x d FLOPs forward (keys
+ * up to its diagonal when causal), 2.5 times that backward (FlashAttention's
+ * count).  time = overhead + waves (mean block FLOPs / (P_pass/SMs x f_d)
+ * + tile_s_pass), f_d the head-dimension factor (1 at 128, d64 at 64, d256
+ * at 256, log-linear between).
+ *
+ * Memory-bound kernels: overhead + bytes / (HBM bandwidth x eff), by kind
+ * (elementwise, normalisation, reduction/softmax): the achieved bandwidth
+ * rises with size towards eff x HBM.
+ *
+ * The parameters live in the hardware profile (hw.h's hw_kernels), fitted
+ * by `prism kernels --fit` (kbench.h) on public measurements; a GPU or
+ * dtype without measurements gets kperf_defaults(), whose derivation
+ * docs/MODEL.md gives.
+ */
+#ifndef PRISM_KPERF_H
+#define PRISM_KPERF_H
+
+#include "hw.h"
+
+/* Fill hw->k from hw's datasheet figures alone (peaks, bandwidth); sms
+ * is left as it is (0: 108).  hw_load calls it before reading the
+ * profile's `kernels` group. */
+void kperf_defaults(struct hw_profile *hw);
+
+/* After a profile's `kernels` group is read: dtypes it did not set take
+ * bf16's parameters with the achievable peak scaled by the datasheet
+ * ratio of peaks.  given[d] says which it set (gemm, attention). */
+void kperf_complete(struct hw_profile *hw, const int gemm_given[HW_NDTYPES],
+		    const int attn_given[HW_NDTYPES]);
+
+/* Seconds of a GEMM of batch b, M x K times K x N, in dtype (enum
+ * hw_dtype; its operands' element size: 4, 2, 1 or 0.5 bytes, the output
+ * in bf16 or fp32).  0 where hw has no peak for dtype. */
+double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n,
+		    double k);
+
+/* What no GEMM doing `flops` in dtype can beat: flops at the achievable
+ * peak (0 without one). */
+double kperf_gemm_min_s(const struct hw_profile *hw, int dtype, double flops);
+
+/* Seconds of fused attention: pass 0 forward, 1 backward; batch b, heads
+ * query heads of dimension d, sq queries against skv keys, causal mask or
+ * not.  0 where hw has no peak for dtype. */
+double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
+		    double sq, double skv, double d, int causal);
+
+/* FLOPs of that attention pass as FlashAttention counts them: forward
+ * 4 b h sq skv d (halved when causal), backward 2.5 times. */
+double kperf_attn_flops(int pass, double b, double heads, double sq, double skv, double d,
+			int causal);
+
+/* What no such attention pass can beat: its blocks' work (the diagonal
+ * blocks of a causal mask counted whole, as they run) at the pass's
+ * achievable peak times the best head-dim factor (0 without a peak). */
+double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b,
+			double heads, double sq, double skv, double d, int causal);
+
+/* Seconds of a memory-bound kernel of kind (enum hw_mem_kind) moving
+ * `bytes`. */
+double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes);
+
+/* Bytes of one element of dtype. */
+double kperf_elem_bytes(int dtype);
+
+#endif

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""The GPU validation set (tests/data/gpu, recorded by scripts/gpu_grid on
+an H100) against prism: the tables of docs/VALIDATION.md, "GPU validation
+set".
+
+  replay     prism replay of every recorded trace: error, and the traced
+             step (under the profiler) against the same configuration's
+             step timed with CUDA events without it;
+  whatif     prism whatif from a base trace to every other eager point:
+             error per kind of edit (layers, hidden, microbatches, and
+             combinations), against the target's traced step and against
+             its CUDA-event step;
+  grain      the three granularities as predictors of layer edits: whole
+             layer and submodule spans (CUDA events from hooks) against
+             prism's kernel-level what-if;
+  compiled   eager against torch.compile, measured and as prism sees them;
+  kernels    the kernel-efficiency model against the kernel sweep
+             (`prism kernels --flat` on kernels.csv).
+
+Usage: validate_gpu.py [PRISM] [DATA_DIR] [SECTION...]
+"""
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+BASES = ["l2-h1024-s1024-b2-m1-eager",   # the smallest point
+         "l8-h2048-s1024-b2-m1-eager"]   # a middle one
+KNOBS = ("layers", "hidden", "microbatches")
+
+
+def load(data):
+    pts = {}
+    with open(os.path.join(data, "manifest.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            if "step_ms_median" in r:
+                pts[r["tag"]] = r
+    return pts
+
+
+def run_json(prism, args):
+    out = subprocess.run([prism, *args, "--json"], check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out)
+
+
+def files(data, tag):
+    return sorted(glob.glob(os.path.join(data, tag, "*.json.gz")))
+
+
+def traced_step(prism, data, tag, cache={}):
+    """The traced step time, prism's measure (the longer of host span and
+    GPU side), over the steps after the first of the window."""
+    if tag not in cache:
+        its = run_json(prism, ["replay", *files(data, tag)])["iterations"]
+        meas = [i["measured_ns"] / 1e6 for i in its]
+        cache[tag] = (statistics.mean(meas[1:] if len(meas) > 1 else meas), its)
+    return cache[tag]
+
+
+GPU_BOUND_IDLE = 0.10
+
+
+def gpu_bound(prism, data, tag):
+    its = traced_step(prism, data, tag)[1]
+    return statistics.mean(i["idle_ns"] / i["predicted_ns"] for i in its) < GPU_BOUND_IDLE
+
+
+def pct(pred, truth):
+    return 100.0 * (pred - truth) / truth
+
+
+def mean_abs(xs):
+    return statistics.mean(abs(x) for x in xs) if xs else float("nan")
+
+
+def worst(xs):
+    return max(xs, key=abs) if xs else float("nan")
+
+
+def replay_table(prism, data, pts):
+    print("| point | steps | replay mean / worst | traced step ms | CUDA-event step ms "
+          "(p10-p90) | traced / events | GPU idle |")
+    print("|---|---|---|---|---|---|---|")
+    errs = []
+    for tag in sorted(pts, key=order):
+        r = pts[tag]
+        step, its = traced_step(prism, data, tag)
+        e = [i["error_pct"] for i in its]
+        errs += e
+        idle = statistics.mean(i["idle_ns"] / i["predicted_ns"] for i in its) * 100
+        print(f"| {tag} | {len(its)} | {mean_abs(e):.2f}% / {abs(worst(e)):.2f}% | "
+              f"{step:.2f} | {r['step_ms_median']:.2f} ({r['step_ms_p10']:.2f}-"
+              f"{r['step_ms_p90']:.2f}) | {step / r['step_ms_median']:.2f} | {idle:.0f}% |")
+    print(f"| **all {len(errs)} steps** | | **{mean_abs(errs):.2f}% / {abs(worst(errs)):.2f}%**"
+          " | | | | |")
+
+
+def order(tag):
+    r = tag.split("-")
+    return (r[-1], int(r[1][1:]), int(r[4][1:]), int(r[0][1:]))
+
+
+def whatif(prism, data, base, t):
+    args = ["whatif", *files(data, base), "--layers", str(t["layers"]),
+            "--hidden", str(t["hidden"]), "--heads", str(t["heads"]),
+            "--ffn", str(4 * t["hidden"]), "--microbatches", str(t["microbatches"])]
+    return run_json(prism, args)["iteration_s"] * 1e3
+
+
+def changed(b, t):
+    return tuple(k for k in KNOBS if b[k] != t[k])
+
+
+def whatif_table(prism, data, pts):
+    eager = {k: v for k, v in pts.items() if not v["compiled"]}
+    rows = {}
+    for base in BASES:
+        b = eager[base]
+        print(f"\nFrom **{base}** (traced step {traced_step(prism, data, base)[0]:.2f} ms, "
+              f"CUDA events {b['step_ms_median']:.2f} ms):\n")
+        print("| target | edit | predicted ms | traced ms | error vs traced | "
+              "CUDA-event ms | error vs events |")
+        print("|---|---|---|---|---|---|---|")
+        for tag in sorted(eager, key=order):
+            if tag == base:
+                continue
+            t = eager[tag]
+            p = whatif(prism, data, base, t)
+            tr = traced_step(prism, data, tag)[0]
+            kind = "+".join(changed(b, t))
+            e1, e2 = pct(p, tr), pct(p, t["step_ms_median"])
+            rows.setdefault((base, kind), []).append((e1, e2))
+            print(f"| {tag} | {kind} | {p:.2f} | {tr:.2f} | {e1:+.1f}% | "
+                  f"{t['step_ms_median']:.2f} | {e2:+.1f}% |")
+    print("\nMean |error| by kind of edit (worst in brackets):\n")
+    print("| base | edit | targets | vs traced step | vs CUDA-event step |")
+    print("|---|---|---|---|---|")
+    for (base, kind), v in sorted(rows.items(), key=lambda kv: (kv[0][0], len(kv[0][1]), kv[0][1])):
+        a, b = [x[0] for x in v], [x[1] for x in v]
+        print(f"| {base} | {kind} | {len(v)} | {mean_abs(a):.1f}% ({worst(a):+.1f}%) | "
+              f"{mean_abs(b):.1f}% ({worst(b):+.1f}%) |")
+    # Every single-knob pair of the grid, whichever base.
+    single = {(k, g): ([], []) for k in KNOBS for g in (False, True)}
+    for base, b in eager.items():
+        for tag, t in eager.items():
+            ch = changed(b, t)
+            if len(ch) != 1:
+                continue
+            p = whatif(prism, data, base, t)
+            g = gpu_bound(prism, data, base) and gpu_bound(prism, data, tag)
+            for key in ((ch[0], False), (ch[0], True)) if g else ((ch[0], False),):
+                single[key][0].append(pct(p, traced_step(prism, data, tag)[0]))
+                single[key][1].append(pct(p, t["step_ms_median"]))
+    print("\nEvery pair of eager points that differ in one knob (each point a base); "
+          "GPU-bound: base and target both keep the GPU busy (idle under "
+          f"{GPU_BOUND_IDLE:.0%} of the traced step):\n")
+    print("| edit | pairs | vs traced step: mean (worst) | vs CUDA-event step: mean (worst) |")
+    print("|---|---|---|---|")
+    for (k, g), (a, b) in single.items():
+        if a:
+            print(f"| {k}{' (GPU-bound)' if g else ''} | {len(a)} | {mean_abs(a):.1f}% "
+                  f"({worst(a):+.1f}%) | {mean_abs(b):.1f}% ({worst(b):+.1f}%) |")
+
+
+def grain_table(prism, data, pts):
+    """Layer edits predicted from each base at three granularities."""
+    eager = {k: v for k, v in pts.items() if not v["compiled"]}
+    res = {g: [] for g in ("layer", "submodule", "kernel (prism)")}
+    print("| base | target | CUDA-event ms | layer | submodule | kernel (prism) |")
+    print("|---|---|---|---|---|---|")
+    for base, b in sorted(eager.items(), key=lambda kv: order(kv[0])):
+        s = b["spans_ms_median"]
+        layer = statistics.median(s[f"layer{i}.forward"] + s[f"layer{i}.backward"]
+                                  for i in range(b["layers"]))
+        sub = sum(s[f"layer0.{m}.{d}"] for m in ("attn", "mlp") for d in ("forward", "backward"))
+        for tag, t in sorted(eager.items(), key=lambda kv: order(kv[0])):
+            if changed(b, t) != ("layers",):
+                continue
+            dl = (t["layers"] - b["layers"]) * b["microbatches"]
+            truth = t["step_ms_median"]
+            preds = {"layer": b["step_ms_median"] + dl * layer,
+                     "submodule": b["step_ms_median"] + dl * sub,
+                     "kernel (prism)": whatif(prism, data, base, t)}
+            cells = []
+            gb = gpu_bound(prism, data, base) and gpu_bound(prism, data, tag)
+            for g, p in preds.items():
+                res[g].append(pct(p, truth))
+                if gb:
+                    res.setdefault(g + ", GPU-bound pairs", []).append(pct(p, truth))
+                cells.append(f"{pct(p, truth):+.1f}%")
+            print(f"| {base} | {tag} | {truth:.2f} | " + " | ".join(cells) + " |")
+    print("\n| granularity | layer edits | mean |error| | worst |")
+    print("|---|---|---|---|")
+    for g, v in res.items():
+        print(f"| {g} | {len(v)} | {mean_abs(v):.1f}% | {worst(v):+.1f}% |")
+
+
+def compiled_table(prism, data, pts):
+    print("| point | eager ms | compiled ms | compiled / eager | compiled replay | "
+          "prism from eager l8-h2048-m1 | error vs compiled |")
+    print("|---|---|---|---|---|---|---|")
+    base = "l8-h2048-s1024-b2-m1-eager"
+    for tag, c in sorted(pts.items(), key=lambda kv: order(kv[0])):
+        if not c["compiled"]:
+            continue
+        e = pts[tag.replace("-compiled", "-eager")]
+        its = traced_step(prism, data, tag)[1]
+        err = mean_abs([i["error_pct"] for i in its])
+        p = whatif(prism, data, base, c)
+        print(f"| {tag} | {e['step_ms_median']:.2f} | {c['step_ms_median']:.2f} | "
+              f"{c['step_ms_median'] / e['step_ms_median']:.3f} | {err:.2f}% | {p:.2f} | "
+              f"{pct(p, c['step_ms_median']):+.1f}% |")
+
+
+def kernel_table(prism, data, pts):
+    """prism's kernel model (and the flat one before it) on the sweep."""
+    out = subprocess.run([prism, "kernels", "--flat", "--markdown",
+                          os.path.join(data, "kernels.csv")], check=True,
+                         capture_output=True, text=True).stdout
+    print(out.strip())
+
+
+SECTIONS = {"replay": replay_table, "whatif": whatif_table, "grain": grain_table,
+            "compiled": compiled_table, "kernels": kernel_table}
+
+
+def main():
+    prism = sys.argv[1] if len(sys.argv) > 1 else "build/prism"
+    data = sys.argv[2] if len(sys.argv) > 2 else "tests/data/gpu"
+    want = sys.argv[3:] or list(SECTIONS)
+    pts = load(data)
+    for name in want:
+        print(f"\n### {name}\n")
+        SECTIONS[name](prism, data, pts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,402 @@
+/* cmd_kernels.c - `prism kernels`: the kernel model against measurements,
+ * and fitting its parameters on them (kbench.h, kperf.h). */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hw.h"
+#include "kbench.h"
+#include "kperf.h"
+
+static const char help[] =
+	"usage: prism kernels [options] FILE|DIR...\n"
+	"\n"
+	"Predict every GEMM, attention and memory-bound row of kernel measurement\n"
+	"files (../shared/kernels/*.csv, tests/data/gpu/kernels.csv; a directory\n"
+	"means its *.csv) with the kernel model (tile and wave quantisation over the\n"
+	"SMs, achievable peak, attention by sequence and head dim, bandwidth curves)\n"
+	"and the parameters of the hardware profiles, and print per GPU, class and\n"
+	"dtype the rows, their sources and the mean and worst |predicted - measured|\n"
+	"/ measured.  other.csv's FP8 linear speed-ups (torchao) are checked as\n"
+	"ratios: the layer's three GEMMs in bf16 against fp8 with its casts.\n"
+	"\n"
+	"options:\n"
+	"      --fit        fit the parameters on the rows given (GSL: Nelder-Mead on\n"
+	"                   the mean squared log error; memory-bound: a weighted line),\n"
+	"                   per GPU family, class and dtype; evaluate with them and\n"
+	"                   print them as the profiles' `kernels` groups\n"
+	"      --loso       leave one source out: each source's rows predicted with\n"
+	"                   parameters fitted on the other sources only (from the\n"
+	"                   datasheet defaults where none is left)\n"
+	"      --flat       also the flat model prism had before (GEMM 70 %% of peak\n"
+	"                   + 3 us, attention 50 %%, memory-bound 70 %% of HBM + 3 us)\n"
+	"      --markdown   the table in Markdown\n"
+	"      --rows       every row as CSV: measured and predicted times (us)\n"
+	"  -h, --help       this help\n";
+
+#define MAX_PROF 16
+
+struct prof {
+	char name[32];
+	struct hw_profile shipped, fitted, work;
+};
+
+struct group {
+	char profile[32];
+	int cls, dtype, fa2;
+	size_t n;
+	double sum, worst, fsum, fworst, lsum, lworst;
+	size_t ln;
+	char sources[8][64];
+	int n_src;
+};
+
+static struct prof *find_prof(struct prof *p, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(p[i].name, name))
+			return &p[i];
+	return NULL;
+}
+
+/* The parameters a row's fit sets: its dtype's (fp16 rows are timed with
+ * bf16's parameters but fit none: no profile's fp16 rows are of a stated
+ * SKU), or its memory-bound kind's. */
+static int fit_dtype(const struct kbench_row *r)
+{
+	if (r->cls == KB_MEM || r->cls == KB_MEM_EAGER)
+		return r->mem_kind;
+	return r->dtype;
+}
+
+/* Rows reported together: memory-bound ones whatever their dtype. */
+static int group_dtype(const struct kbench_row *r)
+{
+	return r->cls == KB_MEM || r->cls == KB_MEM_EAGER ? -1 : r->dtype;
+}
+
+static int fit_cls(const struct kbench_row *r)
+{
+	if (r->cls == KB_MEM_EAGER || r->cls == KB_FP8_LINEAR || r->fa2)
+		return -1; /* checked, never fitted */
+	return r->cls == KB_GEMM ? KB_GEMM : r->cls == KB_MEM ? KB_MEM : KB_ATTN_FWD;
+}
+
+/* Rows of one fit group: same family (compute) or profile (memory),
+ * class and dtype as row r; those whose source is `not_src` left out. */
+static size_t select_rows(const struct kbench *kb, const struct kbench_row *r,
+			  const char *not_src, const char *only_src, size_t *idx)
+{
+	size_t n = 0;
+	int c = fit_cls(r), d = fit_dtype(r);
+	for (size_t i = 0; i < kb->n; i++) {
+		const struct kbench_row *q = &kb->rows[i];
+		int same = c == KB_MEM ? !strcmp(q->profile, r->profile)
+				       : !strcmp(kbench_family(q->profile), kbench_family(r->profile));
+		if (!same || fit_cls(q) != c || fit_dtype(q) != d)
+			continue;
+		if (not_src && !strcmp(q->source, not_src))
+			continue;
+		if (only_src && strcmp(q->source, only_src))
+			continue;
+		idx[n++] = i;
+	}
+	return n;
+}
+
+/* Fit the group of row r into each profile's field `which` (0 fitted, 2
+ * work), leaving out source not_src. */
+static void fit_group(const struct kbench *kb, const struct kbench_row *r, struct prof *p,
+		      int np, int which, const char *not_src, size_t *idx,
+		      struct hw_profile **hws)
+{
+	size_t n = select_rows(kb, r, not_src, NULL, idx);
+	int c = fit_cls(r);
+	for (size_t i = 0; i < n; i++) {
+		struct prof *q = find_prof(p, np, kb->rows[idx[i]].profile);
+		hws[i] = which == 0 ? &q->fitted : &q->work;
+	}
+	if (n)
+		kbench_fit(hws, kb->rows, idx, n, c, fit_dtype(r));
+	/* Profiles of the family without rows of their own get the result
+	 * too (compute parameters are the silicon's). */
+	if (c != KB_MEM && n) {
+		for (int i = 0; i < np; i++) {
+			struct hw_profile *dst = which == 0 ? &p[i].fitted : &p[i].work;
+			if (strcmp(kbench_family(p[i].name), kbench_family(r->profile)) ||
+			    dst == hws[0])
+				continue;
+			if (c == KB_GEMM)
+				dst->k.gemm[fit_dtype(r)] = hws[0]->k.gemm[fit_dtype(r)];
+			else
+				dst->k.attn[fit_dtype(r)] = hws[0]->k.attn[fit_dtype(r)];
+		}
+	}
+}
+
+static void print_kernels(const struct hw_profile *hw)
+{
+	printf("# %s\nkernels = {\n  sms = %d;\n  gemm = {\n", hw->id, hw->k.sms);
+	for (int d = 0; d < HW_NDTYPES; d++) {
+		const struct hw_gemm *g = &hw->k.gemm[d];
+		if (hw->peak_flops[d] <= 0 || d == HW_FP16 || d == HW_FP32)
+			continue;
+		printf("    %s = { tflops = %.1f; tile_us = %.3f; overhead_us = %.3f; "
+		       "tile_eff = [%.3f, %.3f, %.3f]; mem_eff = %.3f; };\n",
+		       hw_dtype_name(d), g->flops / 1e12, g->tile_s * 1e6, g->overhead_s * 1e6,
+		       g->tile_eff[0], g->tile_eff[1], g->tile_eff[2], g->mem_eff);
+	}
+	printf("  };\n  attention = {\n");
+	for (int d = 0; d < HW_NDTYPES; d++) {
+		const struct hw_attn *a = &hw->k.attn[d];
+		if (hw->peak_flops[d] <= 0 || (d != HW_BF16 && d != HW_FP8))
+			continue;
+		printf("    %s = { fwd_tflops = %.1f; bwd_tflops = %.1f; fwd_tile_us = %.3f; "
+		       "bwd_tile_us = %.3f; overhead_us = %.3f; d64 = %.3f; d256 = %.3f; };\n",
+		       hw_dtype_name(d), a->flops[0] / 1e12, a->flops[1] / 1e12, a->tile_s[0] * 1e6,
+		       a->tile_s[1] * 1e6, a->overhead_s * 1e6, a->d64, a->d256);
+	}
+	printf("  };\n  memory = {\n");
+	{
+		static const char *const mk[HW_MEM_NKINDS] = {"elementwise", "norm", "reduction"};
+		for (int m = 0; m < HW_MEM_NKINDS; m++)
+			printf("    %s = { eff = %.3f; overhead_us = %.3f; };\n", mk[m],
+			       hw->k.mem_eff[m], hw->k.mem_overhead_s[m] * 1e6);
+	}
+	printf("  };\n};\n\n");
+}
+
+static double rel(double p, double m)
+{
+	return p > 0 && m > 0 ? fabs(p - m) / m : 1;
+}
+
+int cmd_kernels(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"fit", no_argument, NULL, 'f'},      {"loso", no_argument, NULL, 'l'},
+		{"flat", no_argument, NULL, 'F'},     {"markdown", no_argument, NULL, 'm'},
+		{"rows", no_argument, NULL, 'R'},     {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct kbench kb;
+	struct prism_err err;
+	struct prof *p = NULL;
+	struct group *gr = NULL;
+	size_t *idx = NULL, ng = 0;
+	struct hw_profile **hws = NULL;
+	int np = 0, fit = 0, loso = 0, flat = 0, md = 0, rows = 0, c, rc = 0;
+
+	memset(&kb, 0, sizeof(kb));
+	prism_err_clear(&err);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f': fit = 1; break;
+		case 'l': loso = 1; break;
+		case 'F': flat = 1; break;
+		case 'm': md = 1; break;
+		case 'R': rows = 1; break;
+		case 'h': fputs(help, stdout); return 0;
+		default: fputs(help, stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "prism kernels: no measurement file given\n%s", help);
+		return EXIT_USAGE;
+	}
+	for (int i = optind; i < argc && !rc; i++)
+		rc = kbench_read(&kb, argv[i], &err);
+	if (!rc && !(p = prism_calloc(MAX_PROF, sizeof(*p))))
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < kb.n; i++) {
+		if (find_prof(p, np, kb.rows[i].profile))
+			continue;
+		if (np == MAX_PROF) {
+			rc = prism_err_set(&err, PRISM_ELIMIT, "more than %d profiles", MAX_PROF);
+			break;
+		}
+		snprintf(p[np].name, sizeof(p[np].name), "%s", kb.rows[i].profile);
+		if ((rc = cli_load_hw(p[np].name, &p[np].shipped, &err)))
+			break;
+		p[np].fitted = p[np].shipped;
+		np++;
+	}
+	if (!rc && (!(idx = prism_malloc((kb.n + 1) * sizeof(*idx))) ||
+		    !(hws = prism_malloc((kb.n + 1) * sizeof(*hws))) ||
+		    !(gr = prism_calloc(kb.n + 1, sizeof(*gr)))))
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	if (rc) {
+		free(p);
+		free(idx);
+		free(hws);
+		free(gr);
+		kbench_release(&kb);
+		return cli_fail(&err);
+	}
+	/* Fit: each group once, in row order (deterministic). */
+	if (fit) {
+		char *done = prism_calloc(kb.n + 1, 1);
+		for (size_t i = 0; done && i < kb.n; i++) {
+			size_t n;
+			if (done[i] || fit_cls(&kb.rows[i]) < 0)
+				continue;
+			n = select_rows(&kb, &kb.rows[i], NULL, NULL, idx);
+			for (size_t j = 0; j < n; j++)
+				done[idx[j]] = 1;
+			fit_group(&kb, &kb.rows[i], p, np, 0, NULL, idx, hws);
+		}
+		free(done);
+	}
+	if (rows)
+		printf("profile,class,dtype,source,shape,measured_us,predicted_us,error\n");
+	for (size_t i = 0; i < kb.n; i++) {
+		const struct kbench_row *r = &kb.rows[i];
+		struct prof *q = find_prof(p, np, r->profile);
+		struct group *g = NULL;
+		double meas = r->time_s, pred = kbench_predict(&q->fitted, r, 0), e = rel(pred, meas);
+		for (size_t j = 0; j < ng && !g; j++)
+			if (!strcmp(gr[j].profile, r->profile) && gr[j].cls == r->cls &&
+			    gr[j].dtype == group_dtype(r) && gr[j].fa2 == r->fa2)
+				g = &gr[j];
+		if (!g) {
+			g = &gr[ng++];
+			snprintf(g->profile, sizeof(g->profile), "%s", r->profile);
+			g->cls = r->cls;
+			g->dtype = group_dtype(r);
+			g->fa2 = r->fa2;
+		}
+		g->n++;
+		g->sum += e;
+		if (e > g->worst)
+			g->worst = e;
+		if (flat) {
+			double f = rel(kbench_predict(&q->shipped, r, 1), meas);
+			g->fsum += f;
+			if (f > g->fworst)
+				g->fworst = f;
+		}
+		{
+			int known = 0;
+			for (int s = 0; s < g->n_src && !known; s++)
+				known = !strncmp(g->sources[s], r->source, sizeof(g->sources[s]) - 1);
+			if (!known && g->n_src < 8)
+				snprintf(g->sources[g->n_src++], sizeof(g->sources[0]), "%.63s",
+					 r->source);
+		}
+		if (rows) { /* times in us; the fp8 speed-ups as ratios */
+			double u = r->cls == KB_FP8_LINEAR ? 1 : 1e6;
+			printf("%s,%s,%s,\"%s\",%gx%gx%gx%g|%gx%gx%gx%g|%g,%.3f,%.3f,%+.1f%%\n",
+			       r->profile, kbench_class_name(r->cls), hw_dtype_name(r->dtype),
+			       r->source, r->b, r->m, r->n, r->k, r->heads, r->sq, r->skv, r->d,
+			       r->bytes, meas * u, pred * u, 100 * (pred / meas - 1));
+		}
+	}
+	/* Leave one source out: per fit group and source, parameters from the
+	 * datasheet defaults fitted on the group's other sources. */
+	if (loso) {
+		char *done = prism_calloc(kb.n + 1, 1);
+		size_t *grp = prism_malloc((kb.n + 1) * sizeof(*grp));
+		for (size_t i = 0; done && grp && i < kb.n; i++) {
+			const struct kbench_row *r = &kb.rows[i];
+			size_t ns;
+			if (done[i])
+				continue;
+			if (fit_cls(r) < 0 || r->dtype == HW_FP16) { /* not fitted */
+				done[i] = 1;
+				continue;
+			}
+			ns = select_rows(&kb, r, NULL, NULL, grp);
+			for (size_t j = 0; j < ns; j++) {
+				const struct kbench_row *s = &kb.rows[grp[j]];
+				int first = 1;
+				for (size_t k = 0; k < j && first; k++)
+					first = strcmp(kb.rows[grp[k]].source, s->source) != 0;
+				done[grp[j]] = 1;
+				if (!first)
+					continue;
+				for (int q = 0; q < np; q++) {
+					p[q].work = p[q].shipped;
+					kperf_defaults(&p[q].work);
+				}
+				fit_group(&kb, s, p, np, 2, s->source, idx, hws);
+				for (size_t k = 0; k < ns; k++) {
+					const struct kbench_row *t = &kb.rows[grp[k]];
+					struct prof *q = find_prof(p, np, t->profile);
+					double e;
+					if (strcmp(t->source, s->source))
+						continue;
+					e = rel(kbench_predict(&q->work, t, 0), t->time_s);
+					for (size_t m = 0; m < ng; m++)
+						if (!strcmp(gr[m].profile, t->profile) &&
+						    gr[m].cls == t->cls && gr[m].fa2 == t->fa2 &&
+						    gr[m].dtype == group_dtype(t)) {
+							gr[m].lsum += e;
+							gr[m].ln++;
+							if (e > gr[m].lworst)
+								gr[m].lworst = e;
+						}
+				}
+			}
+		}
+		free(done);
+		free(grp);
+	}
+	if (md) {
+		printf("| GPU (profile) | class | dtype | rows | sources | %s: mean / worst |%s%s\n",
+		       fit ? "fitted here" : "shipped", loso ? " leave one source out |" : "",
+		       flat ? " flat model (before) |" : "");
+		printf("|---|---|---|---:|---:|---:|%s%s\n", loso ? "---:|" : "", flat ? "---:|" : "");
+	} else {
+		printf("%-14s %-24s %-5s %6s %4s %20s%s%s\n", "profile", "class", "dtype", "rows",
+		       "src", fit ? "fitted: mean/worst" : "shipped: mean/worst",
+		       loso ? "      LOSO: mean/worst" : "", flat ? "      flat: mean/worst" : "");
+	}
+	for (size_t j = 0; j < ng; j++) {
+		const struct group *g = &gr[j];
+		char cname[40];
+		const char *dn = g->cls == KB_MEM || g->cls == KB_MEM_EAGER ? "-"
+									  : hw_dtype_name(g->dtype);
+		snprintf(cname, sizeof(cname), "%s%s", kbench_class_name(g->cls),
+			 g->fa2 ? " (FA2)" : "");
+		if (md) {
+			printf("| %s | %s | %s | %zu | %d | %.1f %% / %.1f %% |", g->profile, cname, dn, g->n, g->n_src, 100 * g->sum / g->n,
+			       100 * g->worst);
+			if (loso && g->ln)
+				printf(" %.1f %% / %.1f %% |", 100 * g->lsum / g->ln, 100 * g->lworst);
+			else if (loso)
+				printf(" - |");
+			if (flat)
+				printf(" %.1f %% / %.1f %% |", 100 * g->fsum / g->n, 100 * g->fworst);
+			printf("\n");
+		} else {
+			printf("%-14s %-24s %-5s %6zu %4d %9.1f%% / %6.1f%%", g->profile, cname, dn, g->n, g->n_src, 100 * g->sum / g->n,
+			       100 * g->worst);
+			if (loso && g->ln)
+				printf(" %9.1f%% / %6.1f%%", 100 * g->lsum / g->ln, 100 * g->lworst);
+			else if (loso)
+				printf(" %20s", "-");
+			if (flat)
+				printf(" %9.1f%% / %6.1f%%", 100 * g->fsum / g->n, 100 * g->fworst);
+			printf("\n");
+		}
+	}
+	printf("\n%zu rows placed, %zu left out", kb.n, kb.skipped);
+	for (int i = 0; i < kb.n_why; i++)
+		printf("%s %zu %s", i ? "," : ":", kb.skip_n[i], kb.skip_why[i]);
+	printf("\n");
+	if (fit) {
+		printf("\n");
+		for (int i = 0; i < np; i++)
+			print_kernels(&p[i].fitted);
+	}
+	free(p);
+	free(idx);
+	free(hws);
+	free(gr);
+	kbench_release(&kb);
+	return 0;
+}

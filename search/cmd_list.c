@@ -1,0 +1,178 @@
+/* cmd_list.c - `prism list`: the models, hardware profiles and sweeps that ship. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg.h"
+#include "cli.h"
+#include "configs.h"
+#include "hw.h"
+#include "llm.h"
+#include "usage.h"
+
+static const char help[] =
+	"usage: prism list [models|hw|sweeps] [--paths]\n"
+	"\n"
+	"The configurations prism finds by name, one line each: models (for\n"
+	"synth, whatif and sweeps), hardware profiles (--hw) and sweeps (prism\n"
+	"search NAME).  Names are looked up in $PRISM_CONFIG_DIR, ./configs, the\n"
+	"installed share/prism/ and the source tree's configs/, the first folder\n"
+	"that has a name winning.  Without a kind, all three.\n"
+	"\n"
+	"options:\n"
+	"      --paths     each name's file too\n"
+	"  -h, --help      this help\n";
+
+static const char *const kinds[] = {"models", "hw", "sweeps"};
+
+/* One line about the model in path. */
+static void describe_model(const char *path, char *buf, size_t n)
+{
+	struct llm m;
+	struct prism_err err;
+	double p;
+
+	prism_err_clear(&err);
+	if (llm_load(path, &m, &err)) {
+		snprintf(buf, n, "(unreadable: %.300s)", err.msg);
+		return;
+	}
+	p = llm_params(&m);
+	snprintf(buf, n, "%.*f%s parameters: %d layers, hidden %d, %d heads%s%s, ffn %d, seq %d",
+		 p < 1e10 ? 1 : 0, p >= 1e9 ? p / 1e9 : p / 1e6, p >= 1e9 ? "B" : "M", m.layers,
+		 m.hidden, m.heads, m.kv_heads && m.kv_heads != m.heads ? " (grouped KV)" : "",
+		 m.gated ? ", SwiGLU" : "", m.ffn, m.seq);
+}
+
+static void describe_hw(const char *path, char *buf, size_t n)
+{
+	struct hw_profile hw;
+	struct prism_err err;
+	int half;
+
+	prism_err_clear(&err);
+	if (hw_load(path, &hw, &err)) {
+		snprintf(buf, n, "(unreadable: %.300s)", err.msg);
+		return;
+	}
+	/* Half precision: bf16, or fp16 on GPUs without bf16 (V100). */
+	half = hw.peak_flops[HW_BF16] > 0 ? HW_BF16 : HW_FP16;
+	snprintf(buf, n,
+		 "%s: %d x %s, %.0f GB at %.2f TB/s, %.0f TFLOP/s %s, NVLink %.0f GB/s, "
+		 "%d x %.0f Gb/s network",
+		 hw.name, hw.gpus_per_node, hw.gpu, hw.hbm_bytes / 1e9, hw.hbm_Bps / 1e12,
+		 hw.peak_flops[half] / 1e12, hw_dtype_name(half), hw.nvlink_Bps / 1e9,
+		 hw.nics_per_node, hw.nic_Bps * 8 / 1e9);
+}
+
+/* A string setting of cf, or "?" (a sweep is described, not loaded: its
+ * base may be a large trace). */
+static const char *text_of(const config_t *cf, const char *name)
+{
+	const char *s = NULL;
+	return config_lookup_string(cf, name, &s) == CONFIG_TRUE ? s : "?";
+}
+
+static void describe_sweep(const char *path, char *buf, size_t n)
+{
+	struct prism_err err;
+	config_t cf;
+	config_setting_t *g;
+	int lo = 0, hi = 0, batch = 0;
+
+	prism_err_clear(&err);
+	if (cfg_read(&cf, path, &err)) {
+		snprintf(buf, n, "(unreadable: %.300s)", err.msg);
+		return;
+	}
+	if ((g = config_lookup(&cf, "gpus")) && config_setting_is_aggregate(g) &&
+	    config_setting_length(g) > 0) {
+		lo = config_setting_get_int_elem(g, 0);
+		hi = config_setting_get_int_elem(g, config_setting_length(g) - 1);
+	} else if (g) {
+		lo = hi = config_setting_get_int(g);
+	} else if (config_lookup_int(&cf, "gpu_budget", &hi) == CONFIG_TRUE) {
+		lo = 1;
+	}
+	config_lookup_int(&cf, "global_batch", &batch);
+	snprintf(buf, n, "%s on %s, %d-%d GPUs, global batch %d",
+		 config_lookup(&cf, "model") ? text_of(&cf, "model") : "a trace", text_of(&cf, "hw"),
+		 lo, hi, batch);
+	config_destroy(&cf);
+}
+
+static int list_kind(const struct configs_dirs *d, int kind, int paths, int heading)
+{
+	struct configs_entry *e;
+	long n = configs_list(d, kinds[kind], &e);
+
+	if (n < 0) {
+		fprintf(stderr, "prism list: out of memory\n");
+		return 1;
+	}
+	if (heading)
+		printf("%s%s:\n", kind ? "\n" : "", kinds[kind]);
+	if (n == 0)
+		printf("  (none found)\n");
+	for (long i = 0; i < n; i++) {
+		char line[512];
+		if (kind == 0)
+			describe_model(e[i].path, line, sizeof(line));
+		else if (kind == 1)
+			describe_hw(e[i].path, line, sizeof(line));
+		else
+			describe_sweep(e[i].path, line, sizeof(line));
+		printf("%-16s %s\n", e[i].name, line);
+		if (paths)
+			printf("%-16s   %s\n", "", e[i].path);
+	}
+	free(e);
+	return 0;
+}
+
+int cmd_list(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"paths", no_argument, NULL, 'p'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct configs_dirs d;
+	int c, paths = 0, rc = 0;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p': paths = 1; break;
+		case 'h': fputs(help, stdout); return 0;
+		default: return usage_bad_option("list", "h", longopts, argv);
+		}
+	}
+	if (argc - optind > 1) {
+		fprintf(stderr, "prism list: give one of models, hw, sweeps, or none (prism list "
+				"--help)\n");
+		return EXIT_USAGE;
+	}
+	configs_dirs_init(&d);
+	if (optind == argc) {
+		for (int k = 0; k < 3 && !rc; k++)
+			rc = list_kind(&d, k, paths, 1);
+		return rc;
+	}
+	{
+		/* The kinds, and the singular names people type for them. */
+		static const char *const also[] = {"models", "hw", "sweeps", "model", "hardware",
+						   "sweep"};
+		int k;
+		for (k = 0; k < 6; k++)
+			if (strcmp(argv[optind], also[k]) == 0)
+				return list_kind(&d, k % 3, paths, 0);
+		k = usage_closest(argv[optind], also, 6);
+		fprintf(stderr, "prism list: unknown kind '%s'", argv[optind]);
+		if (k >= 0)
+			fprintf(stderr, "; did you mean %s?", kinds[k % 3]);
+		fprintf(stderr, " (models, hw or sweeps)\n");
+	}
+	return EXIT_USAGE;
+}
