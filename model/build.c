@@ -1416,7 +1416,7 @@ static int module_layers(struct builder *b, const struct hop *ops, size_t nops,
 		uint32_t cls, n; /* instances: the largest N + 1 */
 		int64_t ns;	 /* the calls' time: an outer class's is longer */
 	} *cs = prism_malloc((nmods ? nmods : 1) * sizeof(*cs));
-	struct imap by_seq = {0};
+	struct imap by_seq = {0}, by_cls = {0};
 	size_t ncs = 0;
 	uint32_t best = NONE32, best_n = 0;
 	int64_t best_ns = 0;
@@ -1424,17 +1424,24 @@ static int module_layers(struct builder *b, const struct hop *ops, size_t nops,
 
 	if (!cs)
 		return nomem(b);
-	/* The class with the most instances; of two, the one around the other. */
+	/* The class with the most instances; of two, the one around the other.
+	 * Classes found by a hash table, not a scan (a trace may name 10^6). */
 	for (size_t k = 0; k < nmods; k++) {
-		size_t c = 0;
-		while (c < ncs && cs[c].cls != cls[k])
-			c++;
-		if (c == ncs)
+		uint32_t c = imap_get(&by_cls, cls[k]);
+		if (c == IMAP_NONE) {
+			c = (uint32_t)ncs;
+			if (imap_put(&by_cls, cls[k], c, NULL)) {
+				imap_release(&by_cls);
+				free(cs);
+				return nomem(b);
+			}
 			cs[ncs++] = (struct cls_n){cls[k], 0, 0};
+		}
 		if ((uint32_t)mods[k].value + 1 > cs[c].n)
 			cs[c].n = (uint32_t)mods[k].value + 1;
-		cs[c].ns += mods[k].end - mods[k].start;
+		cs[c].ns = prism_add_sat(cs[c].ns, mods[k].end - mods[k].start);
 	}
+	imap_release(&by_cls);
 	for (size_t c = 0; c < ncs; c++)
 		if (cs[c].n > best_n || (cs[c].n == best_n && cs[c].ns > best_ns)) {
 			best = cs[c].cls;

@@ -1079,8 +1079,11 @@ int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n)
 		lo = r < lo ? r : lo;
 		hi = r > hi ? r : hi;
 	}
-	if (lo == INT64_MAX || lo == hi)
-		return 0; /* not a prism timeline of several ranks */
+	/* Not a prism timeline of several ranks: one rank, or more ranks than
+	 * threads (each rank of one has its threads; a crafted pid asks for
+	 * a trace per rank up to 2^40). */
+	if (lo == INT64_MAX || lo == hi || (uint64_t)(hi - lo) >= tr->threads.n)
+		return 0;
 	nr = (size_t)(hi - lo + 1);
 	if (!(v = prism_calloc(nr, sizeof(*v))) || !(tmap = prism_malloc(tr->threads.n * sizeof(*tmap)))) {
 		free(v);

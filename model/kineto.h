@@ -159,7 +159,8 @@ void kineto_release(struct kineto_trace *tr);
  * kineto_split moves its events into one trace per rank (out[0..*n),
  * malloc'd, each with its rank and the pids without the offset; release
  * each and free out); tr is left empty.  *n = 0 when tr is no such file
- * (left as it was).  0, or PRISM_ENOMEM.
+ * (left as it was; also when its pids name more ranks than it has
+ * threads).  0, or PRISM_ENOMEM.
  */
 #define TIMELINE_RANK_PID 10000000
 int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n);

@@ -532,6 +532,16 @@ static uint32_t launcher(const struct rs *r, uint32_t xi)
 	return NONE32;
 }
 
+/* Copies by layer, then in emission order. */
+static int cmp_layer(const void *a, const void *b, void *ctx)
+{
+	const struct rs *r = ctx;
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	if (r->x.v[i].layer != r->x.v[j].layer)
+		return r->x.v[i].layer < r->x.v[j].layer ? -1 : 1;
+	return (i > j) - (i < j);
+}
+
 /*
  * add_dp: per rank and step, after each layer's backward in the step's
  * last microbatch (in the order the backward runs them), on the thread
@@ -546,6 +556,7 @@ static int add_dp(struct rs *r, struct graph *out_names)
 	const struct graph *g = r->g;
 	const struct reshape_plan *p = r->p;
 	uint32_t n_cpu, n_launch, n_rec, n_wait, n_kern, pgname, ranks, dtype, empty;
+	uint32_t *it_off = NULL, *it_x = NULL, *bw = NULL;
 	char buf[64];
 	int64_t corr = -2;
 	int rc = 0;
@@ -561,21 +572,48 @@ static int add_dp(struct rs *r, struct graph *out_names)
 	snprintf(buf, sizeof(buf), "[%d]", p->dp);
 	if (strtab_intern(&out_names->st, buf, strlen(buf), &ranks))
 		return oom(r);
+	/* The copies of each step, in emission order (it_x[it_off[it] ..
+	 * it_off[it + 1])): each step and layer below looks at its own, not
+	 * at every copy (a trace may have 10^5 steps and 10^6 tasks). */
+	it_off = prism_calloc((size_t)g->n_iters + 2, sizeof(*it_off));
+	it_x = prism_malloc((r->x.n + 1) * sizeof(*it_x));
+	bw = prism_malloc((r->x.n + 1) * sizeof(*bw));
+	if (!it_off || !it_x || !bw) {
+		rc = oom(r);
+		goto out;
+	}
+	for (size_t i = 0; i < r->x.n; i++) {
+		uint32_t u = r->x.v[i].u;
+		if (u != NONE32 && g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters)
+			it_off[g->iter[u] + 2]++;
+	}
+	for (uint32_t it = 1; it <= g->n_iters; it++)
+		it_off[it + 1] += it_off[it];
+	for (size_t i = 0; i < r->x.n; i++) {
+		uint32_t u = r->x.v[i].u;
+		if (u != NONE32 && g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters)
+			it_x[it_off[g->iter[u] + 1]++] = (uint32_t)i;
+	}
 	for (uint32_t rk = 0; rk < g->n_ranks && !rc; rk++) {
 		uint32_t dproc = g->n_procs + r->n_newproc;
 		int used = 0;
 		snprintf(buf, sizeof(buf), "dp.%u", rk);
-		if (strtab_intern(&out_names->st, buf, strlen(buf), &pgname))
-			return oom(r);
+		if (strtab_intern(&out_names->st, buf, strlen(buf), &pgname)) {
+			rc = oom(r);
+			break;
+		}
 		for (uint32_t it = 0; it < g->n_iters && !rc; it++) {
 			int32_t last_mb = -1, top = -1;
 			uint32_t last_ar = NONE32, opt_first = NONE32, opt_host = NONE32, sync = NONE32;
+			const uint32_t *xs = it_x + it_off[it];
+			uint32_t nxs = it_off[it + 1] - it_off[it];
+			size_t nb = 0;
 			if (g->iters[it].rank != rk)
 				continue;
 			/* The step's last microbatch and its layers. */
-			for (size_t i = 0; i < r->x.n; i++) {
-				const struct xn *x = &r->x.v[i];
-				if (x->u == NONE32 || x->dropped || g->iter[x->u] != (int32_t)it)
+			for (uint32_t j = 0; j < nxs; j++) {
+				const struct xn *x = &r->x.v[xs[j]];
+				if (x->dropped)
 					continue;
 				if (g->phase[x->u] == PH_BACKWARD || r->ph[x->u] == PH_BACKWARD) {
 					if (x->mb > last_mb)
@@ -586,28 +624,35 @@ static int add_dp(struct rs *r, struct graph *out_names)
 			}
 			if (top < 0)
 				continue;
+			/* Its backward copies of the last microbatch, by layer. */
+			for (uint32_t j = 0; j < nxs; j++) {
+				const struct xn *x = &r->x.v[xs[j]];
+				if (!x->dropped && x->layer >= 0 && x->mb == last_mb &&
+				    r->ph[x->u] == PH_BACKWARD)
+					bw[nb++] = xs[j];
+			}
+			if (nb)
+				qsort_r(bw, nb, sizeof(*bw), cmp_layer, r);
 			/* From the top layer down: the backward runs them so. */
-			for (int32_t l = top; l >= 0 && !rc; l--) {
+			for (size_t hi = nb, lo = nb; hi > 0 && !rc; hi = lo) {
 				uint32_t kx = NONE32, call, host_last = NONE32, ref;
+				int32_t l = r->x.v[bw[hi - 1]].layer;
 				struct sn s;
-				for (size_t i = 0; i < r->x.n; i++) {
-					const struct xn *x = &r->x.v[i];
-					if (x->u == NONE32 || x->dropped || x->layer != l || x->mb != last_mb ||
-					    g->iter[x->u] != (int32_t)it || r->ph[x->u] != PH_BACKWARD ||
-					    g->kind[x->u] < GN_KERNEL || g->kind[x->u] == GN_COLL)
+				while (lo > 0 && r->x.v[bw[lo - 1]].layer == l)
+					lo--;
+				/* bw[lo .. hi): layer l's, in emission order */
+				for (size_t j = lo; j < hi; j++) {
+					const struct xn *x = &r->x.v[bw[j]];
+					if (g->kind[x->u] < GN_KERNEL || g->kind[x->u] == GN_COLL)
 						continue;
 					if (kx == NONE32 || g->start_ns[x->u] >= g->start_ns[r->x.v[kx].u])
-						kx = (uint32_t)i;
+						kx = bw[j];
 				}
 				if (kx == NONE32 || (call = launcher(r, kx)) == NONE32)
 					continue;
-				for (size_t i = 0; i < r->x.n; i++) {
-					const struct xn *x = &r->x.v[i];
-					if (x->proc == r->x.v[call].proc && !x->dropped && x->layer == l &&
-					    x->mb == last_mb && x->u != NONE32 &&
-					    g->iter[x->u] == (int32_t)it && r->ph[x->u] == PH_BACKWARD)
-						host_last = (uint32_t)i;
-				}
+				for (size_t j = lo; j < hi; j++)
+					if (r->x.v[bw[j]].proc == r->x.v[call].proc)
+						host_last = bw[j];
 				if (host_last == NONE32)
 					host_last = call;
 				memset(&s, 0, sizeof(s));
@@ -671,28 +716,29 @@ static int add_dp(struct rs *r, struct graph *out_names)
 			if (rc || last_ar == NONE32)
 				continue;
 			/* The optimizer's first kernel and its host, the closing sync. */
-			for (size_t i = 0; i < r->x.n; i++) {
-				const struct xn *x = &r->x.v[i];
-				if (x->u == NONE32 || x->dropped || g->iter[x->u] != (int32_t)it)
+			for (uint32_t j = 0; j < nxs; j++) {
+				const struct xn *x = &r->x.v[xs[j]];
+				if (x->dropped)
 					continue;
 				if (g->phase[x->u] == PH_OPTIMIZER && g->kind[x->u] >= GN_KERNEL &&
 				    (opt_first == NONE32 ||
 				     g->start_ns[x->u] < g->start_ns[r->x.v[opt_first].u]))
-					opt_first = (uint32_t)i;
+					opt_first = xs[j];
 				if (g->kind[x->u] == GN_WAIT && g->rtclass[x->u] == RT_DEVICE_SYNC &&
 				    x->proc == (uint32_t)g->iters[it].proc)
-					sync = (uint32_t)i;
+					sync = xs[j];
 			}
 			if (opt_first != NONE32) {
 				uint32_t call = launcher(r, opt_first), ref;
 				struct sn s;
-				for (size_t i = 0; call != NONE32 && i < r->x.n; i++)
-					if (r->x.v[i].proc == r->x.v[call].proc && !r->x.v[i].dropped &&
-					    r->x.v[i].u != NONE32 && g->iter[r->x.v[i].u] == (int32_t)it &&
-					    g->phase[r->x.v[i].u] == PH_OPTIMIZER) {
-						opt_host = (uint32_t)i;
+				for (uint32_t j = 0; call != NONE32 && j < nxs; j++) {
+					const struct xn *x = &r->x.v[xs[j]];
+					if (x->proc == r->x.v[call].proc && !x->dropped &&
+					    g->phase[x->u] == PH_OPTIMIZER) {
+						opt_host = xs[j];
 						break;
 					}
+				}
 				memset(&s, 0, sizeof(s));
 				if (opt_host != NONE32) {
 					s.proc = r->x.v[opt_host].proc;
@@ -724,8 +770,12 @@ static int add_dp(struct rs *r, struct graph *out_names)
 		if (used && r->n_newproc < 1024)
 			r->newproc_rank[r->n_newproc++] = rk;
 		else if (used)
-			return prism_err_set(r->err, PRISM_ELIMIT, "reshape: over 1024 added streams");
+			rc = prism_err_set(r->err, PRISM_ELIMIT, "reshape: over 1024 added streams");
 	}
+out:
+	free(it_off);
+	free(it_x);
+	free(bw);
 	return rc;
 }
 
@@ -1019,13 +1069,12 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 			next_s[k] = *head;
 			*head = (uint32_t)k;
 		}
-		for (uint32_t q = 0; q < n_procs; q++) {
+		for (uint32_t q = 0, i0 = 0; q < n_procs; q++) {
 			po_off[q] = (uint32_t)seq.n;
 			if (q < g->n_procs) {
-				/* xnodes of q are contiguous, in emission order */
-				for (uint32_t i = 0; i < nx; i++) {
-					if (r.x.v[i].proc != q)
-						continue;
+				/* xnodes of q are contiguous, in emission order
+				 * (processor by processor): one pass over them all */
+				for (uint32_t i = i0; i < nx && r.x.v[i].proc == q; i++, i0++) {
 					for (uint32_t k = before_first[i]; k != NONE32; k = next_s[k])
 						seq.v[seq.n++] = nx + k;
 					seq.v[seq.n++] = i;

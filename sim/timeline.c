@@ -234,26 +234,49 @@ static const struct graph_iter *iter_of(const struct graph *g, const uint32_t *b
 	return gi && gi->proc != UINT32_MAX ? gi : NULL;
 }
 
+struct pid_proc {
+	int64_t pid;
+	uint32_t p;
+};
+
+static int cmp_pid_proc(const void *a, const void *b)
+{
+	const struct pid_proc *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->p > y->p) - (x->p < y->p);
+}
+
 /* The process names: one record per process (a process has several
  * threads or streams). */
 static int64_t process_names(FILE *f, int *first, const struct graph *g, int rank)
 {
-	int64_t *seen = prism_malloc((g->n_procs ? g->n_procs : 1) * sizeof(*seen)), top = 0;
-	uint32_t nseen = 0;
+	/* The first processor of each pid names the process: found by a
+	 * sort, not a scan (a trace may have 10^6 threads). */
+	struct pid_proc *v = prism_malloc((g->n_procs ? g->n_procs : 1) * sizeof(*v));
+	uint8_t *names = prism_calloc(g->n_procs ? g->n_procs : 1, 1);
+	int64_t top = 0;
+	uint32_t nv = 0;
 
+	if (v && names) {
+		for (uint32_t p = 0; p < g->n_procs; p++)
+			if (rank < 0 || g->procs[p].rank == (uint32_t)rank)
+				v[nv++] = (struct pid_proc){pid_of(g, rank, &g->procs[p]), p};
+		if (nv)
+			qsort(v, nv, sizeof(*v), cmp_pid_proc);
+		for (uint32_t k = 0; k < nv; k++)
+			if (k == 0 || v[k].pid != v[k - 1].pid)
+				names[v[k].p] = 1;
+	}
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
 		int64_t pid = pid_of(g, rank, pr);
-		int dup = 0;
 		if (rank >= 0 && pr->rank != (uint32_t)rank)
 			continue;
 		if (pid >= top)
-			top = pid + 1;
-		for (uint32_t k = 0; seen && k < nseen && !dup; k++)
-			dup = seen[k] == pid;
-		if (!dup) {
-			if (seen)
-				seen[nseen++] = pid;
+			top = pid < INT64_MAX ? pid + 1 : pid;
+		/* Out of memory: every thread names its process. */
+		if (!v || !names || names[p]) {
 			fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
 				   ",\"tid\":0,\"args\":{\"name\":\"rank %" PRId64 " %s %" PRId64 "\"}}",
 				*first ? "\n" : ",\n", pid, g->ranks[pr->rank].rank,
@@ -265,7 +288,8 @@ static int64_t process_names(FILE *f, int *first, const struct graph *g, int ran
 			*first ? "\n" : ",\n", pid, pr->tid, pr->gpu ? "stream" : "thread", pr->tid);
 		*first = 0;
 	}
-	free(seen);
+	free(v);
+	free(names);
 	return top;
 }
 
