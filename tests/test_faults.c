@@ -4,7 +4,8 @@
  * Each workload below -- the trace reader and graph builder (plain and
  * gzip), the graph file loader and writer, synth and its settling, the
  * simulator and timeline, the graph edits (layers x2 and a pipeline
- * cut), and the results store --
+ * cut), the results store, and a hardware profile with prism kernels'
+ * measurement reader --
  * is run again and again with the N-th allocation failing, N = 0, 1, 2,
  * ... until a run meets no failure: once with every allocation after the
  * N-th failing too, once with the N-th alone (SQLite's test_malloc, Lua's
@@ -21,6 +22,7 @@
 
 #include "build.h"
 #include "edit.h"
+#include "kbench.h"
 #include "mem.h"
 #include "pipeline.h"
 #include "reshape.h"
@@ -278,6 +280,24 @@ static int store(struct prism_err *err)
 	return rc;
 }
 
+/* A hardware profile with its kernels group, and prism kernels' reader
+ * over tests/data/kernels, every row predicted. */
+static int kernels(struct prism_err *err)
+{
+	struct hw_profile h;
+	struct kbench kb;
+	int rc;
+
+	memset(&kb, 0, sizeof(kb));
+	rc = hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &h, err);
+	if (rc == 0)
+		rc = kbench_read(&kb, TEST_DATA("kernels"), err);
+	for (size_t i = 0; rc == 0 && i < kb.n; i++)
+		(void)kbench_predict(&h, &kb.rows[i], 0);
+	kbench_release(&kb);
+	return rc;
+}
+
 /* Run w with the n-th allocation failing, for n = 0, 1, ... until a run
  * meets none; each run succeeds or says "out of memory" (sqlite: a
  * failure SQLite reports in its words, but never that the database is
@@ -355,6 +375,12 @@ static void test_store(void **state)
 	inject("results store", store, 1);
 }
 
+static void test_kernels(void **state)
+{
+	(void)state;
+	inject("hardware profile and kernel measurements", kernels, 0);
+}
+
 /* Inputs made once, without failures. */
 static int setup(void **state)
 {
@@ -421,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_trace_mem),  cmocka_unit_test(test_trace_gzip),
 		cmocka_unit_test(test_graph_file), cmocka_unit_test(test_synth),
 		cmocka_unit_test(test_simulate),   cmocka_unit_test(test_store),
+		cmocka_unit_test(test_kernels),
 	};
 	if (sqlite3_config(SQLITE_CONFIG_MALLOC, &mem) != SQLITE_OK ||
 	    sqlite3_initialize() != SQLITE_OK)
