@@ -23,6 +23,8 @@
 
 #include "imap.h"
 #include "infer.h"
+#include "llm.h"
+#include "synth.h"
 #include "vec.h"
 
 #define NONE32 UINT32_MAX
@@ -791,7 +793,7 @@ static int infer_events(struct builder *b, struct rank_ctx *rc)
 static int infer_share(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 {
 	size_t n = b->nodes.n - rc->node_base;
-	int64_t *ev_ready = malloc((n ? n : 1) * sizeof(*ev_ready));
+	int64_t *ev_ready = prism_malloc((n ? n : 1) * sizeof(*ev_ready));
 
 	if (!ev_ready)
 		return nomem(b);
@@ -1318,7 +1320,7 @@ static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, 
 	struct run {
 		uint32_t proc;
 		size_t lo, hi;
-	} *runs = malloc((nops ? nops : 1) * sizeof(*runs));
+	} *runs = prism_malloc((nops ? nops : 1) * sizeof(*runs));
 	size_t nruns = 0;
 	VEC(uint32_t) seq = {0};
 	VEC(uint32_t) names = {0};
@@ -1413,8 +1415,8 @@ static int module_layers(struct builder *b, const struct hop *ops, size_t nops,
 	struct cls_n {
 		uint32_t cls, n; /* instances: the largest N + 1 */
 		int64_t ns;	 /* the calls' time: an outer class's is longer */
-	} *cs = malloc((nmods ? nmods : 1) * sizeof(*cs));
-	struct imap by_seq = {0};
+	} *cs = prism_malloc((nmods ? nmods : 1) * sizeof(*cs));
+	struct imap by_seq = {0}, by_cls = {0};
 	size_t ncs = 0;
 	uint32_t best = NONE32, best_n = 0;
 	int64_t best_ns = 0;
@@ -1422,17 +1424,24 @@ static int module_layers(struct builder *b, const struct hop *ops, size_t nops,
 
 	if (!cs)
 		return nomem(b);
-	/* The class with the most instances; of two, the one around the other. */
+	/* The class with the most instances; of two, the one around the other.
+	 * Classes found by a hash table, not a scan (a trace may name 10^6). */
 	for (size_t k = 0; k < nmods; k++) {
-		size_t c = 0;
-		while (c < ncs && cs[c].cls != cls[k])
-			c++;
-		if (c == ncs)
+		uint32_t c = imap_get(&by_cls, cls[k]);
+		if (c == IMAP_NONE) {
+			c = (uint32_t)ncs;
+			if (imap_put(&by_cls, cls[k], c, NULL)) {
+				imap_release(&by_cls);
+				free(cs);
+				return nomem(b);
+			}
 			cs[ncs++] = (struct cls_n){cls[k], 0, 0};
+		}
 		if ((uint32_t)mods[k].value + 1 > cs[c].n)
 			cs[c].n = (uint32_t)mods[k].value + 1;
-		cs[c].ns += mods[k].end - mods[k].start;
+		cs[c].ns = prism_add_sat(cs[c].ns, mods[k].end - mods[k].start);
 	}
+	imap_release(&by_cls);
 	for (size_t c = 0; c < ncs; c++)
 		if (cs[c].n > best_n || (cs[c].n == best_n && cs[c].ns > best_ns)) {
 			best = cs[c].cls;
@@ -1473,6 +1482,7 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 {
 	enum { A_LAYER, A_MB, A_N };
 	static const char *const prefix[A_N] = {"prism::layer#", "prism::microbatch#"};
+	static const long ann_max[A_N] = {LLM_MAX_LAYERS, SYNTH_MAX_MICRO};
 	arange_vec r[A_N], ph[PH_NPHASES], pt[PH_NPHASES], mods = {0};
 	VEC(struct hop) ops = {0};
 	VEC(uint32_t) opname = {0};
@@ -1544,9 +1554,20 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			}
 			for (int a = 0; a < A_N && !rc_; a++) {
 				size_t pl = strlen(prefix[a]);
-				if (strncmp(name, prefix[a], pl) == 0 &&
-				    push_range(b, &r[a], proc, e->ts_ns, e->ts_ns + e->dur_ns,
-					       (int32_t)strtol(name + pl, NULL, 10)))
+				long v;
+				if (strncmp(name, prefix[a], pl) != 0)
+					continue;
+				/* Layers and microbatches are counted in int: held to
+				 * the limits every model and layout has. */
+				v = strtol(name + pl, NULL, 10);
+				if (v < 0 || v >= ann_max[a]) {
+					rc_ = fail_ev(b, rc, e, "%s %ld out of range 0..%ld",
+						      a == A_LAYER ? "layer" : "microbatch", v,
+						      ann_max[a] - 1);
+					break;
+				}
+				if (push_range(b, &r[a], proc, e->ts_ns, e->ts_ns + e->dur_ns,
+					       (int32_t)v))
 					rc_ = -1;
 			}
 			continue;
@@ -1693,7 +1714,7 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 			int64_t ne = m->in_nelems >= 0 ? m->in_nelems : m->dims_nelems;
 			if (mk != GC_UNKNOWN)
 				kind = mk;
-			if (es > 0 && ne >= 0)
+			if (es > 0 && ne >= 0 && ne <= INT64_MAX / es)
 				c.bytes = ne * es;
 			c.group_size = m->group_size;
 			c.pg = m->pg_name;
@@ -1716,8 +1737,12 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 	/* Sequence numbers per process group, in launch order. */
 	{
 		size_t nc = b->colls.n - first;
-		int64_t *t = malloc((nc ? nc : 1) * sizeof(*t));
+		int64_t *t;
 		int rc_;
+		/* No collectives: colls.v may still be NULL (NULL + 0 is undefined). */
+		if (nc == 0)
+			return 0;
+		t = prism_malloc(nc * sizeof(*t));
 		if (!t)
 			return nomem(b);
 		for (size_t i = 0; i < nc; i++)
@@ -1760,11 +1785,11 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	rc.min_rt_corr = INT64_MAX;
 	rc.node_base = (uint32_t)b->nodes.n;
 	rc.nkeys = tr->events.n;
-	rc.keys = malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*rc.keys));
-	order = malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*order));
-	proc_of = malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*proc_of));
-	lo_of = calloc(tr->threads.n + 1, sizeof(*lo_of));
-	hi_of = calloc(tr->threads.n + 1, sizeof(*hi_of));
+	rc.keys = prism_malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*rc.keys));
+	order = prism_malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*order));
+	proc_of = prism_malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*proc_of));
+	lo_of = prism_calloc(tr->threads.n + 1, sizeof(*lo_of));
+	hi_of = prism_calloc(tr->threads.n + 1, sizeof(*hi_of));
 	if (!rc.keys || !order || !lo_of || !hi_of || !proc_of)
 		goto oom;
 	for (size_t t = 0; t < tr->threads.n; t++)
@@ -1782,7 +1807,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	}
 	/* Bucket by thread (counting sort), then sort each thread's events. */
 	{
-		struct key *tmp = malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*tmp));
+		struct key *tmp = prism_malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*tmp));
 		if (!tmp)
 			goto oom;
 		for (size_t k = 0; k < rc.nkeys; k++)
@@ -1853,9 +1878,9 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 			goto oom;
 	}
 	/* Launch start of every GPU node of this rank. */
-	rc.lts = malloc(((b->nodes.n - rc.node_base) ? (b->nodes.n - rc.node_base) : 1) *
+	rc.lts = prism_malloc(((b->nodes.n - rc.node_base) ? (b->nodes.n - rc.node_base) : 1) *
 			sizeof(*rc.lts));
-	resolved = calloc((b->nodes.n - rc.node_base) + 1, 1);
+	resolved = prism_calloc((b->nodes.n - rc.node_base) + 1, 1);
 	if (!rc.lts || !resolved)
 		goto oom;
 	for (uint32_t u = rc.node_base; u < b->nodes.n; u++) {
@@ -1932,8 +1957,8 @@ static int finish(struct builder *b, struct graph **out)
 	 * is a handful of edges, by target; keep the first (exact) of equals. */
 	{
 		size_t nn = b->nodes.n;
-		uint32_t *off = calloc(nn + 1, sizeof(*off));
-		struct pedge *tmp = malloc((b->edges.n ? b->edges.n : 1) * sizeof(*tmp));
+		uint32_t *off = prism_calloc(nn + 1, sizeof(*off));
+		struct pedge *tmp = prism_malloc((b->edges.n ? b->edges.n : 1) * sizeof(*tmp));
 		if (!off || !tmp) {
 			free(off);
 			free(tmp);
@@ -1949,12 +1974,18 @@ static int finish(struct builder *b, struct graph **out)
 		for (size_t lo = 0, hi; lo < b->edges.n; lo = hi) {
 			for (hi = lo + 1; hi < b->edges.n && tmp[hi].src == tmp[lo].src; hi++)
 				;
-			for (size_t i = lo + 1; i < hi; i++)
-				for (size_t j = i; j > lo && cmp_edge_row(&tmp[j - 1], &tmp[j]) > 0; j--) {
-					struct pedge x = tmp[j];
-					tmp[j] = tmp[j - 1];
-					tmp[j - 1] = x;
-				}
+			/* Rows are short; a long one (a task awaited by thousands)
+			 * must not cost its length squared. */
+			if (hi - lo > 16)
+				qsort(tmp + lo, hi - lo, sizeof(*tmp), cmp_edge_row);
+			else
+				for (size_t i = lo + 1; i < hi; i++)
+					for (size_t j = i; j > lo && cmp_edge_row(&tmp[j - 1], &tmp[j]) > 0;
+					     j--) {
+						struct pedge x = tmp[j];
+						tmp[j] = tmp[j - 1];
+						tmp[j - 1] = x;
+					}
 			for (size_t i = lo; i < hi; i++)
 				if (ne == 0 || b->edges.v[ne - 1].src != tmp[i].src ||
 				    b->edges.v[ne - 1].dst != tmp[i].dst)
@@ -1978,6 +2009,29 @@ static int finish(struct builder *b, struct graph **out)
 	if (t0 == INT64_MAX)
 		t0 = 0;
 	g->t0_ns = t0;
+	/* Every event lies within +-PRISM_TIME_MAX, so these differences fit;
+	 * the graph's times must also end within PRISM_TIME_MAX of t0. */
+	for (size_t u = 0; u < b->nodes.n; u++) {
+		const struct pnode *n = &b->nodes.v[u];
+		int64_t rel = n->start - t0;
+		if (n->dur > PRISM_TIME_MAX - rel || n->wait > PRISM_TIME_MAX - rel - n->dur) {
+			graph_free(g);
+			return prism_err_set(b->err, PRISM_ELIMIT,
+					     "the trace spans more than %" PRId64
+					     " ns (146 years): it starts at %" PRId64
+					     " ns and '%.60s' starting at %" PRId64 " ns ends later",
+					     PRISM_TIME_MAX, t0, strtab_get(b->st, n->name),
+					     n->start);
+		}
+	}
+	for (size_t i = 0; i < b->iters.n; i++)
+		if (b->iters.v[i].dur_ns > PRISM_TIME_MAX - (b->iters.v[i].start_ns - t0)) {
+			graph_free(g);
+			return prism_err_set(b->err, PRISM_ELIMIT,
+					     "the trace spans more than %" PRId64
+					     " ns (from %" PRId64 " ns to step %" PRId64 ")",
+					     PRISM_TIME_MAX, t0, b->iters.v[i].step);
+		}
 	for (size_t u = 0; u < b->nodes.n; u++) {
 		const struct pnode *n = &b->nodes.v[u];
 		g->start_ns[u] = n->start - t0;
@@ -2017,7 +2071,7 @@ static int finish(struct builder *b, struct graph **out)
 	 * (launch, wake-up); beyond, waiting on something the trace does not
 	 * show, which is left to show up as replay error. */
 	{
-		int64_t *ready = malloc((b->nodes.n ? b->nodes.n : 1) * sizeof(*ready));
+		int64_t *ready = prism_malloc((b->nodes.n ? b->nodes.n : 1) * sizeof(*ready));
 		if (!ready) {
 			graph_free(g);
 			return nomem(b);
@@ -2051,10 +2105,11 @@ static int finish(struct builder *b, struct graph **out)
 				 * the graph (host, event-wait or unreported kernel
 				 * nodes) is the graph's own work, kept whole. */
 				b->stats.graph_gaps++;
-				b->stats.graph_gap_ns += lag;
+				b->stats.graph_gap_ns = prism_add_sat(b->stats.graph_gap_ns, lag);
 			} else if (lag > b->o->lag_cap_ns) {
 				b->stats.lag_capped++;
-				b->stats.lag_capped_ns += lag - b->o->lag_cap_ns;
+				b->stats.lag_capped_ns =
+					prism_add_sat(b->stats.lag_capped_ns, lag - b->o->lag_cap_ns);
 				lag = b->o->lag_cap_ns;
 			}
 			g->lag_ns[u] = lag;
@@ -2118,7 +2173,7 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 	b.o = o;
 	b.st = st;
 	b.err = err;
-	order = malloc((n ? n : 1) * sizeof(*order));
+	order = prism_malloc((n ? n : 1) * sizeof(*order));
 	if (!order)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	/* Files that name no rank take the lowest ranks no file claims, in

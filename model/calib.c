@@ -76,10 +76,10 @@ int calib_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, 
 void calib_fit(const struct graph *g, const struct hw_profile *hw,
 	       struct calib_class out[KC_NCLASSES])
 {
-	double *x = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*x));
-	double *y = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*y));
-	double *err = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*err));
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	double *x = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*x));
+	double *y = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*y));
+	double *err = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*err));
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 
 	memset(out, 0, KC_NCLASSES * sizeof(*out));
 	if (!x || !y || !err || !cls || cost_classify_all(g, cls))
@@ -158,7 +158,7 @@ done:
 void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 		    struct calib_comm out[GC_NKINDS])
 {
-	double *e = malloc((g->n_colls ? g->n_colls : 1) * sizeof(*e));
+	double *e = prism_malloc((g->n_colls ? g->n_colls : 1) * sizeof(*e));
 
 	memset(out, 0, GC_NKINDS * sizeof(*out));
 	if (!e)
@@ -199,8 +199,8 @@ void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
 			struct calib_kmodel *out)
 {
-	double *e = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*e));
-	double *f = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*f));
+	double *e = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*e));
+	double *f = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*f));
 	double sum = 0, fsum = 0, ssum = 0;
 
 	memset(out, 0, sizeof(*out));

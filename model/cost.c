@@ -101,7 +101,7 @@ int cost_classify(const char *name)
 
 int cost_classify_all(const struct graph *g, uint8_t *cls)
 {
-	uint8_t *by_name = malloc(g->st.n ? g->st.n : 1);
+	uint8_t *by_name = prism_malloc(g->st.n ? g->st.n : 1);
 	if (!by_name)
 		return PRISM_ENOMEM;
 	memset(by_name, 0xff, g->st.n);

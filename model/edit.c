@@ -58,7 +58,7 @@ double edit_gpu_work(const struct graph *g)
 
 int edit_unblock(struct graph *g, double keep, struct edit_stats *st)
 {
-	struct namedur *v = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*v));
+	struct namedur *v = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*v));
 	size_t n = 0;
 	if (!v)
 		return PRISM_ENOMEM;
@@ -386,7 +386,7 @@ static int model_times(const struct graph *g, uint32_t u, int cls, int dt,
 
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st)
 {
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 	double eff = r->comm_eff > 0 ? r->comm_eff : 0.8;
 	double hr = r->hr > 0 ? r->hr : 1;
 	int shape = hr != 1 || (r->tp_from > 0 && r->tp_to > 0 && r->tp_from != r->tp_to);
@@ -409,7 +409,7 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 		int dt;
 		if (g->kind[u] == GN_CPU && r->opt_scale > 0 && r->opt_scale != 1 &&
 		    g->phase[u] == PH_OPTIMIZER && g->layer[u] < 0 && !(g->flags[u] & NF_IDLE_GAP)) {
-			g->dur_ns[u] = (int64_t)((double)g->dur_ns[u] * r->opt_scale + 0.5);
+			g->dur_ns[u] = prism_ns_round((double)g->dur_ns[u] * r->opt_scale);
 			continue;
 		}
 		if (g->kind[u] < GN_KERNEL)
@@ -449,7 +449,7 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 			g->colls[g->coll[u]].bytes = (int64_t)(bytes2 + 0.5);
 			g->colls[g->coll[u]].group_size = n2;
 			st->colls_scaled++;
-			g->dur_ns[u] = (int64_t)((double)g->dur_ns[u] * f + 0.5);
+			g->dur_ns[u] = prism_ns_round((double)g->dur_ns[u] * f);
 			continue;
 		}
 		dt = cost_dtype(g, u);
@@ -473,7 +473,7 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 			   model_times(g, u, cls[u], dt, r, R, shape, pos, &k0, &k1)) {
 			/* The fixed part stays; the rest scales as the kernel
 			 * model's time from the old shape and GPU to the new. */
-			g->dur_ns[u] = (int64_t)(a + (d - a) * (k1 / k0) + 0.5);
+			g->dur_ns[u] = prism_ns_round(a + (d - a) * (k1 / k0));
 			st->kernels_model++;
 			if (r->to != r->from)
 				st->kernels_scaled++;
@@ -503,9 +503,9 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 		    !(r->opt_scale > 0 && r->opt_scale != 1 && g->phase[u] == PH_OPTIMIZER &&
 		      g->layer[u] < 0) &&
 		    d - a - o0 > 0)
-			g->dur_ns[u] = (int64_t)(a + o1 + (d - a - o0) * f + 0.5);
+			g->dur_ns[u] = prism_ns_round(a + o1 + (d - a - o0) * f);
 		else
-			g->dur_ns[u] = (int64_t)(a + (d - a) * f + 0.5);
+			g->dur_ns[u] = prism_ns_round(a + (d - a) * f);
 	}
 	free(cls);
 	return 0;
@@ -522,8 +522,8 @@ struct kstat {
 
 static int name_stats(const struct graph *g, struct kstat **out)
 {
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
-	struct kstat *k = calloc(g->st.n ? g->st.n : 1, sizeof(*k));
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
+	struct kstat *k = prism_calloc(g->st.n ? g->st.n : 1, sizeof(*k));
 	double steps = g->n_ranks && g->n_iters ? (double)g->n_iters / g->n_ranks : 1;
 
 	if (!cls || !k || cost_classify_all(g, cls)) {
@@ -555,7 +555,7 @@ static int host_costs(const struct graph *g, double *op_s, double *launch_s)
 
 int edit_host_costs(const struct graph *g, double *op_s, double *launch_s, double *event_s)
 {
-	int64_t *e = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*e));
+	int64_t *e = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*e));
 	size_t ne = 0;
 	int rc;
 	if (!e)
@@ -574,8 +574,8 @@ int edit_host_costs(const struct graph *g, double *op_s, double *launch_s, doubl
 
 static int launch_costs(const struct graph *g, double *op_s, double *launch_s)
 {
-	int64_t *a = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*a));
-	int64_t *b = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*b));
+	int64_t *a = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*a));
+	int64_t *b = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*b));
 	size_t na = 0, nb = 0;
 
 	if (!a || !b) {
@@ -614,10 +614,10 @@ int edit_fit(const struct graph *base, const struct graph *model,
 	memset(f, 0, sizeof(*f));
 	if (name_stats(base, &kb) || name_stats(model, &km))
 		goto out;
-	x = malloc((model->st.n + 1) * sizeof(*x));
-	y = malloc((model->st.n + 1) * sizeof(*y));
-	w = malloc((model->st.n + 1) * sizeof(*w));
-	c = malloc((model->st.n + 1) * sizeof(*c));
+	x = prism_malloc((model->st.n + 1) * sizeof(*x));
+	y = prism_malloc((model->st.n + 1) * sizeof(*y));
+	w = prism_malloc((model->st.n + 1) * sizeof(*w));
+	c = prism_malloc((model->st.n + 1) * sizeof(*c));
 	if (!x || !y || !w || !c)
 		goto out;
 	for (uint32_t i = 0; i < base->st.n; i++)
@@ -811,8 +811,8 @@ int edit_params(const struct graph *g, int layers, double *total, double *per_la
 		return 0;
 	{
 		long cap = (long)best_len / 3 + 1, n;
-		double *el = malloc((size_t)cap * sizeof(*el));
-		uint32_t *key = malloc((size_t)cap * sizeof(*key));
+		double *el = prism_malloc((size_t)cap * sizeof(*el));
+		uint32_t *key = prism_malloc((size_t)cap * sizeof(*key));
 		struct infer_repeat rep;
 		if (!el || !key) {
 			free(el);

@@ -245,6 +245,12 @@ struct graph {
 			    * 0 if the trace has none */
 };
 
+/* The most tasks of a graph prism builds from a description (synth, a
+ * sweep's candidates, whatif on a run description) or an edit (whatif
+ * --layers): about 3 GB of graph.  Graphs read from traces and graph files
+ * are bounded by the input's size instead. */
+#define GRAPH_MAX_TASKS (1u << 25)
+
 /* Allocate a graph with room for the given counts (columns zeroed, the
  * string table empty).  NULL when out of memory. */
 struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
@@ -269,10 +275,14 @@ int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t,
 		       const uint32_t *rank);
 
 /*
- * Verify the invariants: CSR offsets monotone and in range, every id in
- * range, processors tiling the node ids, no edge from a node to itself,
- * acyclic (Kahn), in-degrees consistent.  0, or PRISM_EINTERNAL with err
- * saying what is wrong.
+ * Verify the invariants: CSR offsets monotone and in range, every id and
+ * string id in range (nodes, edges, processors, ranks, iterations,
+ * collectives), kinds and classes known, times from time 0 (t0_ns) to
+ * PRISM_TIME_MAX,
+ * processors tiling the node ids, each blocking call followed by its wait,
+ * the run description a "prism::model#" string, no edge from a node to
+ * itself, acyclic (Kahn), in-degrees consistent.  graph_load runs it on
+ * every file.  0, or PRISM_EINTERNAL with err saying what is wrong.
  */
 int graph_check(const struct graph *g, struct prism_err *err);
 
@@ -296,11 +306,16 @@ int graph_rt_classify(const char *name);
 /*
  * The binary graph file ("prism graph cache"): magic, version, counts,
  * then each column raw, then the string table, then a checksum.  Files of
- * another version are refused with PRISM_EVERSION.
+ * another version are refused with PRISM_EVERSION; graph_load validates
+ * the rest before use (sizes against the file, the checksum, strings valid
+ * UTF-8, time 0, then graph_check): PRISM_EFORMAT naming what is wrong.
  */
 #define GRAPH_FILE_VERSION 5
 int graph_save(const struct graph *g, const char *path, struct prism_err *err);
 int graph_load(const char *path, struct graph **out, struct prism_err *err);
+/* The same from an open stream (seekable; read from its start; not
+ * closed), named path in messages. */
+int graph_read(FILE *f, const char *path, struct graph **out, struct prism_err *err);
 
 /* 1 if the file at path starts with the graph file magic. */
 int graph_file_is(const char *path);

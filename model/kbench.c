@@ -58,8 +58,8 @@ const char *kbench_family(const char *p)
 /* ---- CSV ------------------------------------------------------------------ */
 
 /* Split the next record of *p into fields (in place: quotes removed,
- * doubled quotes kept once); *p moves past it.  Returns the field count,
- * or -1 at the end. */
+ * doubled quotes kept once; a quote left open ends at the text's end);
+ * *p moves past it.  Returns the field count, or -1 at the end. */
 static int record(char **p, char **f, int max)
 {
 	char *s = *p, *w;
@@ -81,7 +81,7 @@ static int record(char **p, char **f, int max)
 			} else if (q && *s == '"') {
 				q = 0;
 				s++;
-			} else if (!q && (*s == ',' || *s == '\n' || *s == '\r' || !*s)) {
+			} else if (!*s || (!q && (*s == ',' || *s == '\n' || *s == '\r'))) {
 				break;
 			} else {
 				*w++ = *s++;
@@ -168,7 +168,7 @@ static int push(struct kbench *kb, const struct kbench_row *r)
 {
 	if (kb->n == kb->cap) {
 		size_t c = kb->cap ? 2 * kb->cap : 256;
-		struct kbench_row *v = realloc(kb->rows, c * sizeof(*v));
+		struct kbench_row *v = prism_realloc(kb->rows, c * sizeof(*v));
 		if (!v)
 			return PRISM_ENOMEM;
 		kb->rows = v;
@@ -501,22 +501,33 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 
 static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
 {
-	FILE *fp = fopen(path, "rb");
+	FILE *fp;
 	char *buf = NULL, *p, *f[MAX_FIELDS];
 	struct cols h;
-	long n;
+	struct stat sb;
+	long n = -1;
 	int rc = 0, nf, kind, line = 1;
 
-	if (!fp)
+	/* A FIFO or a device would block (even opening it) or never end. */
+	if (stat(path, &sb) || !S_ISREG(sb.st_mode))
+		return prism_err_set(err, PRISM_EIO, "%s: not a regular file", path);
+	if (!(fp = fopen(path, "rb")))
 		return prism_err_set(err, PRISM_EIO, "%s: cannot open", path);
 	if (fseek(fp, 0, SEEK_END) || (n = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) ||
-	    !(buf = malloc((size_t)n + 1)) || fread(buf, 1, (size_t)n, fp) != (size_t)n) {
+	    !(buf = prism_malloc((size_t)n + 1)) || fread(buf, 1, (size_t)n, fp) != (size_t)n) {
 		fclose(fp);
 		free(buf);
-		return prism_err_set(err, PRISM_EIO, "%s: cannot read", path);
+		return n >= 0 && !buf ? prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path)
+				      : prism_err_set(err, PRISM_EIO, "%s: cannot read", path);
 	}
 	fclose(fp);
 	buf[n] = '\0';
+	if (strlen(buf) != (size_t)n) {
+		rc = prism_err_set(err, PRISM_EFORMAT, "%s: byte %zu: a NUL byte in a text file",
+				   path, strlen(buf));
+		free(buf);
+		return rc;
+	}
 	p = buf;
 	h.n = record(&p, h.name, MAX_FIELDS);
 	if (h.n < 3) {
@@ -575,15 +586,19 @@ int kbench_read(struct kbench *kb, const char *path, struct prism_err *err)
 		return read_file(kb, path, err);
 	if (!(d = opendir(path)))
 		return prism_err_set(err, PRISM_EIO, "%s: cannot open the directory", path);
-	while ((e = readdir(d)) && n < 256) {
+	while ((e = readdir(d)) && n < 256 && !rc) {
 		size_t l = strlen(e->d_name);
-		if (l > 4 && !strcmp(e->d_name + l - 4, ".csv") && (names[n] = strdup(e->d_name)))
-			n++;
+		if (l > 4 && !strcmp(e->d_name + l - 4, ".csv") &&
+		    !(names[n++] = prism_strdup(e->d_name))) {
+			n--;
+			rc = prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+		}
 	}
 	closedir(d);
 	/* In name order, so that the rows (and every report) are the same
 	 * whatever order the directory lists them in. */
-	qsort(names, (size_t)n, sizeof(*names), cmp_str);
+	if (n)
+		qsort(names, (size_t)n, sizeof(*names), cmp_str);
 	for (int i = 0; i < n; i++) {
 		char full[1024];
 		snprintf(full, sizeof(full), "%s/%s", path, names[i]);

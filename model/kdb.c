@@ -39,7 +39,7 @@ struct kdb {
 
 struct kdb *kdb_new(void)
 {
-	struct kdb *db = calloc(1, sizeof(*db));
+	struct kdb *db = prism_calloc(1, sizeof(*db));
 	/* GSL's default handler aborts; prism checks return codes. */
 	gsl_set_error_handler_off();
 	if (db && strtab_init(&db->st)) {
@@ -146,9 +146,9 @@ static int finish(struct kdb *db)
 	db->rows.n = n;
 	for (size_t i = 0; i < n; i++)
 		nc += i == 0 || !same_curve(&r[i - 1], &r[i]);
-	db->curves = calloc(nc ? nc : 1, sizeof(*db->curves));
-	db->lx = malloc((n ? n : 1) * sizeof(double));
-	db->ly = malloc((n ? n : 1) * sizeof(double));
+	db->curves = prism_calloc(nc ? nc : 1, sizeof(*db->curves));
+	db->lx = prism_malloc((n ? n : 1) * sizeof(double));
+	db->ly = prism_malloc((n ? n : 1) * sizeof(double));
 	if (!db->curves || !db->lx || !db->ly)
 		return PRISM_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -190,7 +190,7 @@ static int push(struct kdb *db, const char *gpu, const char *shape, int cls, int
 int kdb_add_graph(struct kdb *db, const struct graph *g, const struct hw_profile *hw,
 		  size_t *added)
 {
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 	VEC(struct row) s = {0};
 	int rc = 0;
 
@@ -323,9 +323,9 @@ void kdb_loo(const struct kdb *db, const char *gpu, int cls, size_t *n, double *
 	     double *median)
 {
 	uint32_t id = strtab_find(&db->st, gpu, strlen(gpu));
-	double *e = malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
-	double *x = malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
-	double *y = malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
+	double *e = prism_malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
+	double *x = prism_malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
+	double *y = prism_malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
 	double sum = 0;
 
 	*n = 0;

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "imap.h"
 #include "input.h"
 #include "kjson.h"
 
@@ -41,7 +40,9 @@ struct reader {
 	int eof;
 	int saw_events;       /* a traceEvents array was found */
 	uint64_t ev_index;    /* events handed to on_event so far */
-	struct imap thread_map;
+	uint32_t *tslot;      /* threads by (pid, tid, gpu): index + 1, 0 empty */
+	size_t tcap;          /* power of two */
+	uint64_t tseed;
 	char key[64];
 };
 
@@ -159,7 +160,7 @@ static long fill(struct reader *r)
 		char *nb;
 		if (ncap < r->len + READ_BLOCK + KJSON_PADDING)
 			ncap = r->len + READ_BLOCK + KJSON_PADDING;
-		nb = realloc(r->buf, ncap);
+		nb = prism_realloc(r->buf, ncap);
 		if (!nb)
 			return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
 		r->buf = nb;
@@ -182,6 +183,7 @@ static int flush(struct reader *r, size_t from, size_t to)
 {
 	struct kjson_fail fail;
 	char c0 = r->buf[from], c1 = r->buf[to];
+	uint64_t first = r->ev_index; /* the chunk's first event */
 	int rc;
 
 	r->buf[from] = '[';
@@ -195,30 +197,73 @@ static int flush(struct reader *r, size_t from, size_t to)
 			return prism_err_set(r->err, PRISM_EFORMAT,
 					     "%s: event %" PRIu64 " (byte %" PRIu64
 					     "): field \"%s\": %s",
-					     r->path, r->ev_index, fail.offset, fail.field, fail.what);
+					     r->path, first + fail.event, fail.offset, fail.field,
+					     fail.what);
 		return prism_err_set(r->err, PRISM_EFORMAT,
 				     "%s: event %" PRIu64 " (byte %" PRIu64 "): %s", r->path,
-				     r->ev_index, fail.offset, fail.what);
+				     first + fail.event, fail.offset, fail.what);
 	}
 	return rc;
 }
 
+/* More input, or the error of a traceEvents array cut short. */
+static int more_events(struct reader *r)
+{
+	long got = fill(r);
+	if (got < 0)
+		return (int)got;
+	if (got == 0)
+		return fail_at(r, r->base + r->len,
+			       "unexpected end of input inside \"traceEvents\" (truncated file?)");
+	return 0;
+}
+
 /*
  * r->pos is at the '[' or ',' before the next event.  Consume events up to
- * and including the closing ']'.
+ * and including the closing ']'.  Whitespace, however much, streams past:
+ * what is held is the events of one chunk and the read block.
  */
 static int read_events(struct reader *r)
 {
+	int after = 0; /* an event was parsed alone: ',' or ']' comes next */
+
 	for (;;) {
-		size_t delim = r->pos, j = delim + 1, last_end = 0, last_delim = 0;
+		size_t delim, j, last_end = 0, last_delim = 0;
 		size_t nev = 0;
 		int rc;
 
+		if (after) {
+			size_t k = skip_ws(r->buf, r->pos, r->len);
+			if (k == r->len) {
+				r->pos = k; /* dropped */
+				if ((rc = more_events(r)))
+					return rc;
+				continue;
+			}
+			if (r->buf[k] == ']') {
+				r->pos = k + 1;
+				return 0;
+			}
+			if (r->buf[k] != ',')
+				return fail_at(r, r->base + k, "expected ',' or ']' after event %" PRIu64,
+					       r->ev_index - 1);
+			r->pos = k;
+			after = 0;
+		}
+		delim = r->pos;
+		j = delim + 1;
 		for (;;) {
 			size_t e, k;
 			j = skip_ws(r->buf, j, r->len);
-			if (j == r->len)
+			if (j == r->len) {
+				/* Whitespace to the end of what is read: drop it,
+				 * keeping the delimiter (a byte of it stands in). */
+				if (nev == 0 && j > delim + 1) {
+					r->buf[j - 1] = r->buf[delim];
+					r->pos = delim = j - 1;
+				}
 				break;
+			}
 			if (r->buf[j] == ']' && nev == 0 && r->buf[delim] == '[') {
 				if (r->ev_index == 0)
 					return fail_at(r, r->base + j, "\"traceEvents\" is empty");
@@ -228,11 +273,26 @@ static int read_events(struct reader *r)
 					       "event %" PRIu64 ": expected a JSON object",
 					       r->ev_index + nev);
 			e = scan_compound(r->buf, j, r->len);
+			/* Checked whole or not, so that the limit does not
+			 * depend on how the input was read. */
+			if ((e == SCAN_MORE ? r->len : e) - j > KINETO_MAX_EVENT)
+				return fail_at(r, r->base + j, "event %" PRIu64 " is longer than %u bytes",
+					       r->ev_index + nev, KINETO_MAX_EVENT);
 			if (e == SCAN_MORE)
 				break;
 			k = skip_ws(r->buf, e, r->len);
-			if (k == r->len)
+			if (k == r->len) {
+				/* Whitespace after a whole event to the end of what
+				 * is read: parse the event alone now, then stream
+				 * past the whitespace. */
+				if (nev == 0) {
+					if ((rc = flush(r, delim, e)))
+						return rc;
+					r->pos = e;
+					after = 1;
+				}
 				break;
+			}
 			if (r->buf[k] == ',') {
 				nev++;
 				last_end = e;
@@ -260,15 +320,8 @@ static int read_events(struct reader *r)
 			if (last_delim - delim >= CHUNK_TARGET)
 				continue; /* a full chunk, not a short buffer */
 		}
-		{
-			long got = fill(r);
-			if (got < 0)
-				return (int)got;
-			if (got == 0)
-				return fail_at(r, r->base + r->len,
-					       "unexpected end of input inside \"traceEvents\" "
-					       "(truncated file?)");
-		}
+		if ((rc = more_events(r)))
+			return rc;
 	}
 }
 
@@ -407,6 +460,11 @@ static int read_stream(struct reader *r)
 			return fail_at(r, r->base + i, "unexpected data after the end of the JSON");
 		}
 		/* A key or a value at i that may need more input. */
+		if ((e == SCAN_MORE ? r->len : e) - i > KINETO_MAX_TOP)
+			return fail_at(r, r->base + i, "%s longer than %u bytes",
+				       state == ST_KEY ? "a top-level key is"
+						       : "the value of a top-level key is",
+				       KINETO_MAX_TOP);
 		if (e == SCAN_MORE) {
 			r->pos = i;
 			if ((got = fill(r)) < 0)
@@ -488,8 +546,9 @@ static int get_time(struct reader *r, const struct kjson_event *ev, const struct
 		return ev_fail(r, ev, NULL, "missing \"%s\"", field);
 	if (v->type != KJSON_INT && v->type != KJSON_FRAC)
 		return ev_fail(r, ev, field, "expected a number, got %s", type_name(v->type));
-	if (v->milli == INT64_MAX || v->milli == INT64_MIN)
-		return ev_fail(r, ev, field, "value out of range");
+	if (v->milli > PRISM_TIME_MAX || v->milli < -PRISM_TIME_MAX)
+		return ev_fail(r, ev, field, "value out of range (more than %" PRId64 " us)",
+			       PRISM_TIME_MAX / 1000);
 	*out = v->milli;
 	return 0;
 }
@@ -558,35 +617,55 @@ static int id_of(struct reader *r, const struct kjson_val *v, int64_t *out)
 	return 0;
 }
 
+/* The slot of (pid, tid, gpu) in the reader's thread table: the whole key
+ * is hashed and compared, so distinct threads never share an entry, and
+ * the table's seed keeps crafted ids from sharing a chain. */
+static size_t thread_slot(const struct reader *r, int64_t pid, int64_t tid, int gpu, size_t cap)
+{
+	uint64_t h = prism_mix64((uint64_t)pid + r->tseed);
+	return (size_t)prism_mix64(h ^ ((uint64_t)tid * 2u + (uint64_t)gpu)) & (cap - 1);
+}
+
 static int thread_of(struct reader *r, int64_t pid, int64_t tid, int gpu, uint32_t *out)
 {
 	struct kineto_trace *tr = r->tr;
-	uint64_t h = (uint64_t)pid * 0x9E3779B97F4A7C15ull ^ (uint64_t)tid * 0xC2B2AE3D27D4EB4Full ^
-		     (uint64_t)gpu;
-	int64_t key = (int64_t)(h & 0x7FFFFFFFFFFFFFFFull);
-	uint32_t idx = imap_get(&r->thread_map, key);
 	struct kt_thread t = {pid, tid, (uint8_t)gpu};
+	size_t i;
 
-	if (idx != IMAP_NONE) {
-		const struct kt_thread *c = &tr->threads.v[idx];
-		if (c->pid == pid && c->tid == tid && c->gpu == gpu) {
-			*out = idx;
-			return 0;
-		}
-		/* A hash collision: fall back to a scan (never seen in practice). */
-		for (size_t k = 0; k < tr->threads.n; k++) {
-			c = &tr->threads.v[k];
+	if (r->tcap) {
+		for (i = thread_slot(r, pid, tid, gpu, r->tcap); r->tslot[i];
+		     i = (i + 1) & (r->tcap - 1)) {
+			const struct kt_thread *c = &tr->threads.v[r->tslot[i] - 1];
 			if (c->pid == pid && c->tid == tid && c->gpu == gpu) {
-				*out = (uint32_t)k;
+				*out = r->tslot[i] - 1;
 				return 0;
 			}
 		}
 	}
+	if ((tr->threads.n + 1) * 2 > r->tcap) {
+		size_t ncap = r->tcap ? r->tcap * 2 : 64;
+		uint32_t *ns = prism_calloc(ncap, sizeof(*ns));
+		if (!ns)
+			return PRISM_ENOMEM;
+		if (!r->tcap)
+			r->tseed = prism_hash_seed();
+		for (size_t k = 0; k < tr->threads.n; k++) {
+			const struct kt_thread *c = &tr->threads.v[k];
+			for (i = thread_slot(r, c->pid, c->tid, c->gpu, ncap); ns[i];
+			     i = (i + 1) & (ncap - 1))
+				;
+			ns[i] = (uint32_t)k + 1;
+		}
+		free(r->tslot);
+		r->tslot = ns;
+		r->tcap = ncap;
+	}
 	if (VEC_PUSH(tr->threads, t))
 		return PRISM_ENOMEM;
 	*out = (uint32_t)(tr->threads.n - 1);
-	if (idx == IMAP_NONE && imap_put(&r->thread_map, key, *out, NULL))
-		return PRISM_ENOMEM;
+	for (i = thread_slot(r, pid, tid, gpu, r->tcap); r->tslot[i]; i = (i + 1) & (r->tcap - 1))
+		;
+	r->tslot[i] = *out + 1;
 	return 0;
 }
 
@@ -607,8 +686,13 @@ static int64_t first_dims_nelems(const struct kjson_str *s)
 	for (p++; p < end && *p != ']'; p++) {
 		if (*p >= '0' && *p <= '9') {
 			int64_t x = 0;
-			while (p < end && *p >= '0' && *p <= '9')
+			while (p < end && *p >= '0' && *p <= '9') {
+				if (x > (INT64_MAX - 9) / 10)
+					return -1; /* no tensor has 2^63 elements */
 				x = x * 10 + (*p++ - '0');
+			}
+			if (x > 0 && prod > INT64_MAX / x)
+				return -1;
 			prod *= x;
 			any = 1;
 			p--;
@@ -750,6 +834,10 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 		return rc;
 	if (e.dur_ns < 0)
 		return ev_fail(r, ev, "dur", "negative duration (%" PRId64 " ns)", e.dur_ns);
+	/* Both within +-PRISM_TIME_MAX: the sum cannot overflow. */
+	if (e.ts_ns + e.dur_ns > PRISM_TIME_MAX)
+		return ev_fail(r, ev, "dur", "the event ends beyond %" PRId64 " us",
+			       PRISM_TIME_MAX / 1000);
 	tr->counts[KT_N_X]++;
 	kind = kind_of_cat(&ev->cat);
 	if (kind < 0) {
@@ -762,6 +850,15 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 	}
 	if (ev->name.type != KJSON_ABSENT && ev->name.type != KJSON_STR)
 		return ev_fail(r, ev, "name", "expected a string, got %s", type_name(ev->name.type));
+	if (ev->name.type == KJSON_STR && ev->name.s.n > KINETO_MAX_NAME)
+		return ev_fail(r, ev, "name", "%zu bytes long, more than %u", ev->name.s.n,
+			       KINETO_MAX_NAME);
+	if ((ev->pid.type == KJSON_STR && ev->pid.s.n > KINETO_MAX_NAME) ||
+	    (ev->tid.type == KJSON_STR && ev->tid.s.n > KINETO_MAX_NAME))
+		return ev_fail(r, ev, ev->pid.type == KJSON_STR && ev->pid.s.n > KINETO_MAX_NAME
+					      ? "pid"
+					      : "tid",
+			       "longer than %u bytes", KINETO_MAX_NAME);
 	if ((rc = get_int_arg(r, ev, KJSON_ARG_CORRELATION, "correlation", &e.corr)) ||
 	    (rc = get_int_arg(r, ev, KJSON_ARG_EXTERNAL_ID, "External id", &e.ext)) ||
 	    (rc = get_int_arg(r, ev, KJSON_ARG_STREAM, "stream", &stream)) ||
@@ -900,6 +997,40 @@ int kineto_read_mem(const void *data, size_t len, const char *name, struct strta
 	return read_input(in, name, st, tr, err);
 }
 
+/* baseTimeNanoseconds onto every time; each stays within +-PRISM_TIME_MAX
+ * (base and times are each within it, so the sums cannot overflow). */
+static int apply_base(struct kineto_trace *tr, struct prism_err *err)
+{
+	int64_t base = tr->base_ns;
+
+	if (base > PRISM_TIME_MAX || base < -PRISM_TIME_MAX)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: field \"baseTimeNanoseconds\": %" PRId64
+				     " is out of range (more than %" PRId64 " ns)",
+				     tr->path, base, PRISM_TIME_MAX);
+	for (size_t k = 0; k < tr->events.n; k++) {
+		struct kt_event *e = &tr->events.v[k];
+		int64_t ts = e->ts_ns + base;
+		if (ts < -PRISM_TIME_MAX || ts > PRISM_TIME_MAX - e->dur_ns)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s: event %" PRIu32 ": \"ts\" + \"dur\" + "
+					     "baseTimeNanoseconds is beyond %" PRId64 " ns",
+					     tr->path, e->index, PRISM_TIME_MAX);
+		e->ts_ns = ts;
+	}
+	if (tr->window_start_ns != INT64_MIN) {
+		int64_t ws = tr->window_start_ns + base, we = tr->window_end_ns + base;
+		if (ws < -PRISM_TIME_MAX || we > PRISM_TIME_MAX)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s: the profiler window + baseTimeNanoseconds is "
+					     "beyond %" PRId64 " ns",
+					     tr->path, PRISM_TIME_MAX);
+		tr->window_start_ns = ws;
+		tr->window_end_ns = we;
+	}
+	return 0;
+}
+
 /* Read the whole stream in (which it frees) into tr. */
 static int read_input(struct input *in, const char *path, struct strtab *st,
 		      struct kineto_trace *tr, struct prism_err *err)
@@ -921,18 +1052,12 @@ static int read_input(struct input *in, const char *path, struct strtab *st,
 	}
 	rc = read_stream(&r);
 	tr->json_bytes = r.base + r.len;
-	if (rc == 0 && tr->has_base) {
-		for (size_t k = 0; k < tr->events.n; k++)
-			tr->events.v[k].ts_ns += tr->base_ns;
-		if (tr->window_start_ns != INT64_MIN) {
-			tr->window_start_ns += tr->base_ns;
-			tr->window_end_ns += tr->base_ns;
-		}
-	}
+	if (rc == 0 && tr->has_base)
+		rc = apply_base(tr, err);
 	kjson_free(r.kp);
 	input_free(r.in);
 	free(r.buf);
-	imap_release(&r.thread_map);
+	free(r.tslot);
 	return rc;
 }
 
@@ -954,10 +1079,13 @@ int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n)
 		lo = r < lo ? r : lo;
 		hi = r > hi ? r : hi;
 	}
-	if (lo == INT64_MAX || lo == hi)
-		return 0; /* not a prism timeline of several ranks */
+	/* Not a prism timeline of several ranks: one rank, or more ranks than
+	 * threads (each rank of one has its threads; a crafted pid asks for
+	 * a trace per rank up to 2^40). */
+	if (lo == INT64_MAX || lo == hi || (uint64_t)(hi - lo) >= tr->threads.n)
+		return 0;
 	nr = (size_t)(hi - lo + 1);
-	if (!(v = calloc(nr, sizeof(*v))) || !(tmap = malloc(tr->threads.n * sizeof(*tmap)))) {
+	if (!(v = prism_calloc(nr, sizeof(*v))) || !(tmap = prism_malloc(tr->threads.n * sizeof(*tmap)))) {
 		free(v);
 		return PRISM_ENOMEM;
 	}

@@ -127,6 +127,16 @@ struct kineto_trace {
 	uint64_t kind_counts[KT_NKINDS];
 };
 
+/* What one trace may hold, so that memory follows the work and not the
+ * text: one event's JSON (with its whitespace), a top-level value other
+ * than traceEvents (or its key), and a name (an event's, a pid or tid
+ * string, a process group's).  The largest seen in real traces: events of
+ * 2.8 KB, names of 1.8 KB, top-level values of 2.9 KB.  Whitespace between
+ * events or keys is skipped as it streams, whatever its amount. */
+#define KINETO_MAX_EVENT (16u << 20)
+#define KINETO_MAX_TOP (64u << 20)
+#define KINETO_MAX_NAME (1u << 16)
+
 /*
  * Read the trace at path.  st interns names (shared by all ranks).  On
  * failure returns a negative code and err holds one line naming the file,
@@ -149,7 +159,8 @@ void kineto_release(struct kineto_trace *tr);
  * kineto_split moves its events into one trace per rank (out[0..*n),
  * malloc'd, each with its rank and the pids without the offset; release
  * each and free out); tr is left empty.  *n = 0 when tr is no such file
- * (left as it was).  0, or PRISM_ENOMEM.
+ * (left as it was; also when its pids name more ranks than it has
+ * threads).  0, or PRISM_ENOMEM.
  */
 #define TIMELINE_RANK_PID 10000000
 int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n);

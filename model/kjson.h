@@ -85,8 +85,10 @@ struct kjson_event {
 	struct kjson_val args[KJSON_NARGS];
 };
 
-/* Why a chunk failed: the byte offset, the event (0-based within the
- * chunk), the field ("" if none) and what was wrong. */
+/* Why a chunk failed: the byte offset (of the bad byte itself, also for
+ * text that is not UTF-8 or holds an unescaped control character), the
+ * event (0-based within the chunk), the field ("" if none) and what was
+ * wrong. */
 struct kjson_fail {
 	uint64_t offset;
 	size_t event;

@@ -67,6 +67,21 @@ struct ps {
 	struct pipeline_stats *st;
 };
 
+/* A task of a step's units, keyed by the unit it follows: its
+ * microbatch x 2 + (backward). */
+struct byu {
+	int64_t key;
+	uint32_t w;
+};
+
+static int cmp_byu(const void *a, const void *b)
+{
+	const struct byu *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->w > y->w) - (x->w < y->w);
+}
+
 static int oom(struct ps *s)
 {
 	return prism_err_set(s->err, PRISM_ENOMEM, "pipeline: out of memory");
@@ -361,6 +376,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	int rc = 0;
 	int32_t *mbs = NULL;
 	uint8_t *fwds = NULL;
+	struct byu *byu = NULL;
+	int64_t *iter_a = NULL, *iter_b = NULL;
 	struct strtab names;
 	int have_names = 0;
 
@@ -384,6 +401,21 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		return prism_err_set(err, PRISM_EARG, "no layers found to split into stages");
 	if (s.L < p->pp)
 		return prism_err_set(err, PRISM_EARG, "%d layers cannot fill %d stages", s.L, p->pp);
+	/* Refs pack (task, stage) in 31 bits; step and processor ids are
+	 * multiplied by the stages too. */
+	if ((uint64_t)g->n_nodes * (uint64_t)p->pp >= ADDED ||
+	    (uint64_t)g->n_iters * (uint64_t)p->pp > INT32_MAX ||
+	    ((uint64_t)g->n_procs + (uint64_t)ST_N * g->n_ranks) * (uint64_t)p->pp >
+		    GRAPH_MAX_TASKS)
+		return prism_err_set(err, PRISM_ELIMIT,
+				     "pipeline: %u tasks, %u steps and %u processors on %d stages: "
+				     "more than prism simulates",
+				     g->n_nodes, g->n_iters, g->n_procs, p->pp);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->iter[u] >= 0 && g->mb[u] >= (1 << 17))
+			return prism_err_set(err, PRISM_ELIMIT,
+					     "pipeline: microbatch %d: at most %d microbatches",
+					     g->mb[u], 1 << 17);
 	/* The names of the added tasks live in the new graph's table: work
 	 * on a copy of the base's. */
 	if (strtab_copy(&names, &g->st))
@@ -395,18 +427,19 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	}
 	{
 		size_t nn = g->n_nodes ? g->n_nodes : 1;
-		s.a = malloc(nn);
-		s.mbv = malloc(nn * sizeof(*s.mbv));
-		s.ph = malloc(nn);
-		s.in_off = calloc(nn + 1, sizeof(*s.in_off));
-		s.in_src = malloc((g->n_edges ? g->n_edges : 1) * sizeof(*s.in_src));
-		s.rank_first_proc = calloc(g->n_ranks + 1, sizeof(*s.rank_first_proc));
-		s.rank_nprocs = calloc(g->n_ranks + 1, sizeof(*s.rank_nprocs));
-		s.proc_index = calloc(g->n_procs + 1, sizeof(*s.proc_index));
-		mbs = malloc(2 * (size_t)(1 << 17) * sizeof(*mbs));
-		fwds = malloc(2 * (size_t)(1 << 17));
+		s.a = prism_malloc(nn);
+		s.mbv = prism_malloc(nn * sizeof(*s.mbv));
+		s.ph = prism_malloc(nn);
+		s.in_off = prism_calloc(nn + 1, sizeof(*s.in_off));
+		s.in_src = prism_malloc((g->n_edges ? g->n_edges : 1) * sizeof(*s.in_src));
+		s.rank_first_proc = prism_calloc(g->n_ranks + 1, sizeof(*s.rank_first_proc));
+		s.rank_nprocs = prism_calloc(g->n_ranks + 1, sizeof(*s.rank_nprocs));
+		s.proc_index = prism_calloc(g->n_procs + 1, sizeof(*s.proc_index));
+		mbs = prism_malloc(2 * (size_t)(1 << 17) * sizeof(*mbs));
+		fwds = prism_malloc(2 * (size_t)(1 << 17));
+		byu = prism_malloc(nn * sizeof(*byu));
 		if (!s.a || !s.mbv || !s.ph || !s.in_off || !s.in_src || !s.rank_first_proc ||
-		    !s.rank_nprocs || !s.proc_index || !mbs || !fwds) {
+		    !s.rank_nprocs || !s.proc_index || !mbs || !fwds || !byu) {
 			rc = oom(&s);
 			goto out;
 		}
@@ -416,7 +449,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		s.in_off[u + 1] += s.in_off[u];
 	{
-		uint32_t *f = calloc(g->n_nodes + 1, sizeof(*f));
+		uint32_t *f = prism_calloc(g->n_nodes + 1, sizeof(*f));
 		if (!f) {
 			rc = oom(&s);
 			goto out;
@@ -470,8 +503,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		s.rank_first_proc[r] = nprocs;
 		nprocs += (s.rank_nprocs[r] + ST_N) * (uint32_t)p->pp;
 	}
-	if (!(s.seq = calloc(nprocs + 1, sizeof(*s.seq))) ||
-	    !(s.base_proc = malloc((nprocs + 1) * sizeof(*s.base_proc)))) {
+	if (!(s.seq = prism_calloc(nprocs + 1, sizeof(*s.seq))) ||
+	    !(s.base_proc = prism_malloc((nprocs + 1) * sizeof(*s.base_proc)))) {
 		rc = oom(&s);
 		goto out;
 	}
@@ -514,10 +547,23 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		shell.st = names;
 		s.g = &shell;
 		assign(&s);
-		for (uint32_t u = 0; u < g->n_nodes; u++)
-			if (s.a[u] < 0)
-				st->replicated++;
-		rc = unit_info(&s);
+		{
+			/* The tasks the stages will have, before making them:
+			 * those on every stage count pp times. */
+			uint64_t total = 0;
+			for (uint32_t u = 0; u < g->n_nodes; u++) {
+				if (s.a[u] < 0)
+					st->replicated++;
+				total += s.a[u] < 0 ? (uint64_t)p->pp : 1;
+			}
+			if (total > GRAPH_MAX_TASKS)
+				rc = prism_err_set(err, PRISM_ELIMIT,
+						   "pipeline: %" PRIu64 " tasks on %d stages, more than "
+						   "the %u prism simulates",
+						   total, p->pp, GRAPH_MAX_TASKS);
+		}
+		if (!rc)
+			rc = unit_info(&s);
 		/* Emit every new processor, step by step: the step's tasks before
 		 * its units, its units in the stage's order with their transfers,
 		 * and the rest. */
@@ -554,13 +600,28 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 						if (in_stage(&s, w, k) && VEC_PUSH(s.seq[np], ref_of(&s, w, k)))
 							rc = oom(&s);
 					{
-						size_t nu = schedule(&s, k, m, mbs, fwds);
+						size_t nu = schedule(&s, k, m, mbs, fwds), nw = 0;
+						/* The step's tasks of stage k from its first
+						 * unit to its last, keyed by the unit each
+						 * follows: a unit's tasks below are found by
+						 * a search, not a scan of the step (it may
+						 * have 10^5 microbatches of 10^6 tasks). */
+						{
+							int64_t key = -1;
+							for (uint32_t w = first_unit; w <= last_unit; w++) {
+								if (is_unit(&s, w))
+									key = (int64_t)s.mbv[w] * 2 +
+									      (s.ph[w] == PH_BACKWARD);
+								if (in_stage(&s, w, k))
+									byu[nw++] = (struct byu){key, w};
+							}
+							if (nw)
+								qsort(byu, nw, sizeof(*byu), cmp_byu);
+						}
 						for (size_t x = 0; x < nu && !rc; x++) {
 							int32_t mb = mbs[x];
 							int fw = fwds[x];
 							struct uinfo ui = {NONE32, NONE32, NONE32};
-							int32_t cur_mb = -1;
-							int cur_ph = -1;
 							uint32_t ix = imap_get(&s.units, unit_key(it, mb, fw, k));
 							if (ix != IMAP_NONE)
 								ui = s.uis.v[ix];
@@ -570,17 +631,20 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 								break;
 							/* The unit's tasks, with what follows them
 							 * outside every unit. */
-							for (uint32_t w = first_unit; w <= last_unit && !rc; w++) {
-								if (is_unit(&s, w)) {
-									cur_mb = s.mbv[w];
-									cur_ph = s.ph[w];
+							{
+								int64_t key = (int64_t)mb * 2 + !fw;
+								size_t lo = 0, hi = nw;
+								while (lo < hi) {
+									size_t mid = lo + (hi - lo) / 2;
+									if (byu[mid].key < key)
+										lo = mid + 1;
+									else
+										hi = mid;
 								}
-								if (cur_mb != mb ||
-								    cur_ph != (fw ? PH_FORWARD : PH_BACKWARD))
-									continue;
-								if (in_stage(&s, w, k) &&
-								    VEC_PUSH(s.seq[np], ref_of(&s, w, k)))
-									rc = oom(&s);
+								for (; lo < nw && byu[lo].key == key && !rc; lo++)
+									if (VEC_PUSH(s.seq[np],
+										     ref_of(&s, byu[lo].w, k)))
+										rc = oom(&s);
 							}
 							if (!rc && ui.host == q &&
 							    ((fw && k < p->pp - 1) || (!fw && k > 0)))
@@ -630,7 +694,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	/* Final ids: processors in order, each its sequence. */
 	{
 		size_t nrefs = (size_t)g->n_nodes * (size_t)p->pp + s.added.n + 1;
-		newid = malloc(nrefs * sizeof(*newid));
+		newid = prism_malloc(nrefs * sizeof(*newid));
 		if (!newid) {
 			rc = oom(&s);
 			goto out;
@@ -745,7 +809,16 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		uint32_t ci = 0;
 		for (uint32_t u = 0; u < g->n_nodes; u++)
 			if (g->corr[u] >= corr_stride)
-				corr_stride = g->corr[u] + 1;
+				corr_stride = g->corr[u] < INT64_MAX ? g->corr[u] + 1 : INT64_MAX;
+		/* Stage k's copies are corr + k x corr_stride, the added tasks'
+		 * above pp x corr_stride: all must fit in 64 bits. */
+		if (corr_stride > (INT64_MAX - (int64_t)s.added.n - 1) / (p->pp + 1)) {
+			rc = prism_err_set(err, PRISM_ELIMIT,
+					   "pipeline: correlation ids up to %" PRId64
+					   " leave no room to number the stages' copies",
+					   corr_stride - 1);
+			goto out;
+		}
 		for (uint32_t q = 0; q < nprocs; q++) {
 			int64_t clock = INT64_MIN;
 			for (size_t i = 0; i < s.seq[q].n; i++) {
@@ -800,7 +873,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 				}
 				n->proc[id] = q;
 				n->start_ns[id] = clock;
-				clock += n->dur_ns[id];
+				clock = prism_time_add(clock, n->dur_ns[id]);
 			}
 		}
 		/* Added tasks of stage k carry the step index of stage k. */
@@ -818,7 +891,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		n->out_off[NEWID(s.edges.v[i].src) + 1]++;
 	for (uint32_t u = 0; u < n->n_nodes; u++)
 		n->out_off[u + 1] += n->out_off[u];
-	if (!(fill = calloc((size_t)n->n_nodes + 1, sizeof(*fill)))) {
+	if (!(fill = prism_calloc((size_t)n->n_nodes + 1, sizeof(*fill)))) {
 		rc = oom(&s);
 		goto out;
 	}
@@ -829,34 +902,41 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		n->out_kind[at] = s.edges.v[i].kind;
 	}
 	/* Steps: per stage, the base's on the step thread's copy, spanning
-	 * its tasks there. */
+	 * its tasks there (one pass over the tasks, not one per step). */
+	if (!(iter_a = prism_malloc(((size_t)n->n_iters + 1) * sizeof(*iter_a))) ||
+	    !(iter_b = prism_malloc(((size_t)n->n_iters + 1) * sizeof(*iter_b)))) {
+		rc = oom(&s);
+		goto out;
+	}
 	for (uint32_t i = 0; i < g->n_iters; i++)
 		for (int k = 0; k < p->pp; k++) {
-			struct graph_iter *x = &n->iters[i * (uint32_t)p->pp + (uint32_t)k];
+			uint32_t j = i * (uint32_t)p->pp + (uint32_t)k;
+			struct graph_iter *x = &n->iters[j];
 			*x = g->iters[i];
 			x->rank = g->iters[i].rank * (uint32_t)p->pp + (uint32_t)k;
-			if (g->iters[i].proc == NONE32)
-				continue;
-			x->proc = new_proc(&s, g->iters[i].proc, k);
-			{
-				const struct graph_proc *np = &n->procs[x->proc];
-				int64_t a = INT64_MAX, b = INT64_MIN;
-				for (uint32_t id = np->first; id < np->first + np->n; id++)
-					if (n->iter[id] == (int32_t)(i * (uint32_t)p->pp + (uint32_t)k)) {
-						a = n->start_ns[id] < a ? n->start_ns[id] : a;
-						b = n->start_ns[id] + n->dur_ns[id] > b
-							    ? n->start_ns[id] + n->dur_ns[id]
-							    : b;
-					}
-				if (a != INT64_MAX) {
-					x->start_ns = a;
-					x->dur_ns = b - a;
-				}
-			}
+			iter_a[j] = INT64_MAX;
+			iter_b[j] = INT64_MIN;
+			if (g->iters[i].proc != NONE32)
+				x->proc = new_proc(&s, g->iters[i].proc, k);
+		}
+	for (uint32_t id = 0; id < n->n_nodes; id++) {
+		int32_t j = n->iter[id];
+		int64_t e;
+		if (j < 0 || (uint32_t)j >= n->n_iters || n->iters[j].proc == NONE32 ||
+		    n->proc[id] != n->iters[j].proc)
+			continue;
+		e = prism_time_add(n->start_ns[id], n->dur_ns[id]);
+		iter_a[j] = n->start_ns[id] < iter_a[j] ? n->start_ns[id] : iter_a[j];
+		iter_b[j] = e > iter_b[j] ? e : iter_b[j];
+	}
+	for (uint32_t j = 0; j < n->n_iters; j++)
+		if (n->iters[j].proc != NONE32 && iter_a[j] != INT64_MAX) {
+			n->iters[j].start_ns = iter_a[j];
+			n->iters[j].dur_ns = iter_b[j] - iter_a[j];
 		}
 	{
-		int64_t *t = malloc((n->n_colls ? n->n_colls : 1) * sizeof(*t));
-		uint32_t *rank = malloc((n->n_colls ? n->n_colls : 1) * sizeof(*rank));
+		int64_t *t = prism_malloc((n->n_colls ? n->n_colls : 1) * sizeof(*t));
+		uint32_t *rank = prism_malloc((n->n_colls ? n->n_colls : 1) * sizeof(*rank));
 		if (!t || !rank) {
 			free(t);
 			free(rank);
@@ -917,5 +997,8 @@ out:
 	free(fill);
 	free(mbs);
 	free(fwds);
+	free(byu);
+	free(iter_a);
+	free(iter_b);
 	return rc;
 }

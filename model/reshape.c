@@ -148,13 +148,13 @@ static int bridges(struct rs *r, int mb, int relabel, uint32_t *late)
 			ng = grp[u] + 1;
 	if (!ng)
 		return 0;
-	stamp = calloc(g->n_nodes, sizeof(*stamp));
-	queue = malloc(g->n_nodes * sizeof(*queue));
-	members = malloc(g->n_nodes * sizeof(*members));
-	moff = calloc((size_t)ng + 1, sizeof(*moff));
-	t0 = malloc(ng * sizeof(*t0));
-	t1 = malloc(ng * sizeof(*t1));
-	rep = malloc(ng * sizeof(*rep));
+	stamp = prism_calloc(g->n_nodes, sizeof(*stamp));
+	queue = prism_malloc(g->n_nodes * sizeof(*queue));
+	members = prism_malloc(g->n_nodes * sizeof(*members));
+	moff = prism_calloc((size_t)ng + 1, sizeof(*moff));
+	t0 = prism_malloc(ng * sizeof(*t0));
+	t1 = prism_malloc(ng * sizeof(*t1));
+	rep = prism_malloc(ng * sizeof(*rep));
 	if (!stamp || !queue || !members || !moff || !t0 || !t1 || !rep) {
 		rc = oom(r);
 		goto out;
@@ -175,7 +175,7 @@ static int bridges(struct rs *r, int mb, int relabel, uint32_t *late)
 	for (uint32_t k = 0; k < ng; k++)
 		moff[k + 1] += moff[k];
 	{
-		uint32_t *fill = calloc(ng, sizeof(*fill));
+		uint32_t *fill = prism_calloc(ng, sizeof(*fill));
 		if (!fill) {
 			rc = oom(r);
 			goto out;
@@ -463,7 +463,7 @@ static int is_grad_coll(const struct graph *g, uint32_t u, int64_t group)
 static int strip(struct rs *r)
 {
 	const struct graph *g = r->g;
-	uint8_t *drop = calloc(g->n_nodes ? g->n_nodes : 1, 1);
+	uint8_t *drop = prism_calloc(g->n_nodes ? g->n_nodes : 1, 1);
 	if (!drop)
 		return oom(r);
 	for (uint32_t c = 0; c < g->n_colls; c++) {
@@ -532,6 +532,16 @@ static uint32_t launcher(const struct rs *r, uint32_t xi)
 	return NONE32;
 }
 
+/* Copies by layer, then in emission order. */
+static int cmp_layer(const void *a, const void *b, void *ctx)
+{
+	const struct rs *r = ctx;
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	if (r->x.v[i].layer != r->x.v[j].layer)
+		return r->x.v[i].layer < r->x.v[j].layer ? -1 : 1;
+	return (i > j) - (i < j);
+}
+
 /*
  * add_dp: per rank and step, after each layer's backward in the step's
  * last microbatch (in the order the backward runs them), on the thread
@@ -546,6 +556,7 @@ static int add_dp(struct rs *r, struct graph *out_names)
 	const struct graph *g = r->g;
 	const struct reshape_plan *p = r->p;
 	uint32_t n_cpu, n_launch, n_rec, n_wait, n_kern, pgname, ranks, dtype, empty;
+	uint32_t *it_off = NULL, *it_x = NULL, *bw = NULL;
 	char buf[64];
 	int64_t corr = -2;
 	int rc = 0;
@@ -561,21 +572,48 @@ static int add_dp(struct rs *r, struct graph *out_names)
 	snprintf(buf, sizeof(buf), "[%d]", p->dp);
 	if (strtab_intern(&out_names->st, buf, strlen(buf), &ranks))
 		return oom(r);
+	/* The copies of each step, in emission order (it_x[it_off[it] ..
+	 * it_off[it + 1])): each step and layer below looks at its own, not
+	 * at every copy (a trace may have 10^5 steps and 10^6 tasks). */
+	it_off = prism_calloc((size_t)g->n_iters + 2, sizeof(*it_off));
+	it_x = prism_malloc((r->x.n + 1) * sizeof(*it_x));
+	bw = prism_malloc((r->x.n + 1) * sizeof(*bw));
+	if (!it_off || !it_x || !bw) {
+		rc = oom(r);
+		goto out;
+	}
+	for (size_t i = 0; i < r->x.n; i++) {
+		uint32_t u = r->x.v[i].u;
+		if (u != NONE32 && g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters)
+			it_off[g->iter[u] + 2]++;
+	}
+	for (uint32_t it = 1; it <= g->n_iters; it++)
+		it_off[it + 1] += it_off[it];
+	for (size_t i = 0; i < r->x.n; i++) {
+		uint32_t u = r->x.v[i].u;
+		if (u != NONE32 && g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters)
+			it_x[it_off[g->iter[u] + 1]++] = (uint32_t)i;
+	}
 	for (uint32_t rk = 0; rk < g->n_ranks && !rc; rk++) {
 		uint32_t dproc = g->n_procs + r->n_newproc;
 		int used = 0;
 		snprintf(buf, sizeof(buf), "dp.%u", rk);
-		if (strtab_intern(&out_names->st, buf, strlen(buf), &pgname))
-			return oom(r);
+		if (strtab_intern(&out_names->st, buf, strlen(buf), &pgname)) {
+			rc = oom(r);
+			break;
+		}
 		for (uint32_t it = 0; it < g->n_iters && !rc; it++) {
 			int32_t last_mb = -1, top = -1;
 			uint32_t last_ar = NONE32, opt_first = NONE32, opt_host = NONE32, sync = NONE32;
+			const uint32_t *xs = it_x + it_off[it];
+			uint32_t nxs = it_off[it + 1] - it_off[it];
+			size_t nb = 0;
 			if (g->iters[it].rank != rk)
 				continue;
 			/* The step's last microbatch and its layers. */
-			for (size_t i = 0; i < r->x.n; i++) {
-				const struct xn *x = &r->x.v[i];
-				if (x->u == NONE32 || x->dropped || g->iter[x->u] != (int32_t)it)
+			for (uint32_t j = 0; j < nxs; j++) {
+				const struct xn *x = &r->x.v[xs[j]];
+				if (x->dropped)
 					continue;
 				if (g->phase[x->u] == PH_BACKWARD || r->ph[x->u] == PH_BACKWARD) {
 					if (x->mb > last_mb)
@@ -586,28 +624,35 @@ static int add_dp(struct rs *r, struct graph *out_names)
 			}
 			if (top < 0)
 				continue;
+			/* Its backward copies of the last microbatch, by layer. */
+			for (uint32_t j = 0; j < nxs; j++) {
+				const struct xn *x = &r->x.v[xs[j]];
+				if (!x->dropped && x->layer >= 0 && x->mb == last_mb &&
+				    r->ph[x->u] == PH_BACKWARD)
+					bw[nb++] = xs[j];
+			}
+			if (nb)
+				qsort_r(bw, nb, sizeof(*bw), cmp_layer, r);
 			/* From the top layer down: the backward runs them so. */
-			for (int32_t l = top; l >= 0 && !rc; l--) {
+			for (size_t hi = nb, lo = nb; hi > 0 && !rc; hi = lo) {
 				uint32_t kx = NONE32, call, host_last = NONE32, ref;
+				int32_t l = r->x.v[bw[hi - 1]].layer;
 				struct sn s;
-				for (size_t i = 0; i < r->x.n; i++) {
-					const struct xn *x = &r->x.v[i];
-					if (x->u == NONE32 || x->dropped || x->layer != l || x->mb != last_mb ||
-					    g->iter[x->u] != (int32_t)it || r->ph[x->u] != PH_BACKWARD ||
-					    g->kind[x->u] < GN_KERNEL || g->kind[x->u] == GN_COLL)
+				while (lo > 0 && r->x.v[bw[lo - 1]].layer == l)
+					lo--;
+				/* bw[lo .. hi): layer l's, in emission order */
+				for (size_t j = lo; j < hi; j++) {
+					const struct xn *x = &r->x.v[bw[j]];
+					if (g->kind[x->u] < GN_KERNEL || g->kind[x->u] == GN_COLL)
 						continue;
 					if (kx == NONE32 || g->start_ns[x->u] >= g->start_ns[r->x.v[kx].u])
-						kx = (uint32_t)i;
+						kx = bw[j];
 				}
 				if (kx == NONE32 || (call = launcher(r, kx)) == NONE32)
 					continue;
-				for (size_t i = 0; i < r->x.n; i++) {
-					const struct xn *x = &r->x.v[i];
-					if (x->proc == r->x.v[call].proc && !x->dropped && x->layer == l &&
-					    x->mb == last_mb && x->u != NONE32 &&
-					    g->iter[x->u] == (int32_t)it && r->ph[x->u] == PH_BACKWARD)
-						host_last = (uint32_t)i;
-				}
+				for (size_t j = lo; j < hi; j++)
+					if (r->x.v[bw[j]].proc == r->x.v[call].proc)
+						host_last = bw[j];
 				if (host_last == NONE32)
 					host_last = call;
 				memset(&s, 0, sizeof(s));
@@ -671,28 +716,29 @@ static int add_dp(struct rs *r, struct graph *out_names)
 			if (rc || last_ar == NONE32)
 				continue;
 			/* The optimizer's first kernel and its host, the closing sync. */
-			for (size_t i = 0; i < r->x.n; i++) {
-				const struct xn *x = &r->x.v[i];
-				if (x->u == NONE32 || x->dropped || g->iter[x->u] != (int32_t)it)
+			for (uint32_t j = 0; j < nxs; j++) {
+				const struct xn *x = &r->x.v[xs[j]];
+				if (x->dropped)
 					continue;
 				if (g->phase[x->u] == PH_OPTIMIZER && g->kind[x->u] >= GN_KERNEL &&
 				    (opt_first == NONE32 ||
 				     g->start_ns[x->u] < g->start_ns[r->x.v[opt_first].u]))
-					opt_first = (uint32_t)i;
+					opt_first = xs[j];
 				if (g->kind[x->u] == GN_WAIT && g->rtclass[x->u] == RT_DEVICE_SYNC &&
 				    x->proc == (uint32_t)g->iters[it].proc)
-					sync = (uint32_t)i;
+					sync = xs[j];
 			}
 			if (opt_first != NONE32) {
 				uint32_t call = launcher(r, opt_first), ref;
 				struct sn s;
-				for (size_t i = 0; call != NONE32 && i < r->x.n; i++)
-					if (r->x.v[i].proc == r->x.v[call].proc && !r->x.v[i].dropped &&
-					    r->x.v[i].u != NONE32 && g->iter[r->x.v[i].u] == (int32_t)it &&
-					    g->phase[r->x.v[i].u] == PH_OPTIMIZER) {
-						opt_host = (uint32_t)i;
+				for (uint32_t j = 0; call != NONE32 && j < nxs; j++) {
+					const struct xn *x = &r->x.v[xs[j]];
+					if (x->proc == r->x.v[call].proc && !x->dropped &&
+					    g->phase[x->u] == PH_OPTIMIZER) {
+						opt_host = xs[j];
 						break;
 					}
+				}
 				memset(&s, 0, sizeof(s));
 				if (opt_host != NONE32) {
 					s.proc = r->x.v[opt_host].proc;
@@ -724,8 +770,12 @@ static int add_dp(struct rs *r, struct graph *out_names)
 		if (used && r->n_newproc < 1024)
 			r->newproc_rank[r->n_newproc++] = rk;
 		else if (used)
-			return prism_err_set(r->err, PRISM_ELIMIT, "reshape: over 1024 added streams");
+			rc = prism_err_set(r->err, PRISM_ELIMIT, "reshape: over 1024 added streams");
 	}
+out:
+	free(it_off);
+	free(it_x);
+	free(bw);
 	return rc;
 }
 
@@ -749,23 +799,24 @@ static void times(struct rs *r)
 			maxend = INT64_MIN;
 			drop_at = INT64_MIN;
 		}
-		if (prev != NONE32 && u <= prev)
-			delta = (maxend > INT64_MIN ? maxend : g->start_ns[u] + delta) - g->start_ns[u];
+		/* Times within +-PRISM_TIME_MAX: every difference below fits. */
+		if (prev != NONE32 && u <= prev && maxend > INT64_MIN)
+			delta = maxend - g->start_ns[u];
 		prev = u;
 		if (x->dropped) {
 			if (drop_at == INT64_MIN)
-				drop_at = g->start_ns[u] + delta;
-			x->start = g->start_ns[u] + delta;
+				drop_at = prism_time_shift(g->start_ns[u], delta);
+			x->start = prism_time_shift(g->start_ns[u], delta);
 			continue;
 		}
 		if (drop_at != INT64_MIN) {
-			if (drop_at < g->start_ns[u] + delta)
+			if (drop_at < prism_time_shift(g->start_ns[u], delta))
 				delta = drop_at - g->start_ns[u];
 			drop_at = INT64_MIN;
 		}
-		x->start = g->start_ns[u] + delta;
-		if (x->start + g->dur_ns[u] > maxend)
-			maxend = x->start + g->dur_ns[u];
+		x->start = prism_time_shift(g->start_ns[u], delta);
+		if (prism_time_add(x->start, g->dur_ns[u]) > maxend)
+			maxend = prism_time_add(x->start, g->dur_ns[u]);
 	}
 }
 
@@ -791,7 +842,7 @@ static int64_t move_time(const struct rs *r, uint32_t p, int64_t t)
 	km = km_of(r, u);
 	kl = kl_of(r, u);
 	x = &r->x.v[xid(r, u, km > 0 ? km - 1 : 0, kl > 0 ? kl - 1 : 0)];
-	return x->start + (t - g->start_ns[u]);
+	return prism_time_shift(x->start, t - g->start_ns[u]); /* t, starts: +-PRISM_TIME_MAX */
 }
 
 /* Correlation id of a copy: distinct from every other task's. */
@@ -828,20 +879,20 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	r.st = st;
 	{
 		size_t nn = g->n_nodes ? g->n_nodes : 1;
-		r.lay = malloc(nn * sizeof(*r.lay));
-		r.mbv = malloc(nn * sizeof(*r.mbv));
-		r.ph = malloc(nn);
-		r.mg = malloc(nn * sizeof(*r.mg));
-		r.lg = malloc(nn * sizeof(*r.lg));
-		r.late_m = malloc(nn * sizeof(*r.late_m));
-		r.late_l = malloc(nn * sizeof(*r.late_l));
-		r.x0 = malloc(nn * sizeof(*r.x0));
-		r.sm = calloc(nn, sizeof(*r.sm));
-		r.sl = calloc(nn, sizeof(*r.sl));
-		r.in_off = calloc(nn + 1, sizeof(*r.in_off));
-		r.in_src = malloc((g->n_edges ? g->n_edges : 1) * sizeof(*r.in_src));
-		r.lfirst = malloc(((size_t)(p->n_layers > 0 ? p->n_layers : 0) + 1) * sizeof(*r.lfirst));
-		r.mfirst = malloc(((size_t)(p->n_mbs > 0 ? p->n_mbs : 0) + 1) * sizeof(*r.mfirst));
+		r.lay = prism_malloc(nn * sizeof(*r.lay));
+		r.mbv = prism_malloc(nn * sizeof(*r.mbv));
+		r.ph = prism_malloc(nn);
+		r.mg = prism_malloc(nn * sizeof(*r.mg));
+		r.lg = prism_malloc(nn * sizeof(*r.lg));
+		r.late_m = prism_malloc(nn * sizeof(*r.late_m));
+		r.late_l = prism_malloc(nn * sizeof(*r.late_l));
+		r.x0 = prism_malloc(nn * sizeof(*r.x0));
+		r.sm = prism_calloc(nn, sizeof(*r.sm));
+		r.sl = prism_calloc(nn, sizeof(*r.sl));
+		r.in_off = prism_calloc(nn + 1, sizeof(*r.in_off));
+		r.in_src = prism_malloc((g->n_edges ? g->n_edges : 1) * sizeof(*r.in_src));
+		r.lfirst = prism_malloc(((size_t)(p->n_layers > 0 ? p->n_layers : 0) + 1) * sizeof(*r.lfirst));
+		r.mfirst = prism_malloc(((size_t)(p->n_mbs > 0 ? p->n_mbs : 0) + 1) * sizeof(*r.mfirst));
 		if (!r.lay || !r.mbv || !r.ph || !r.mg || !r.lg || !r.late_m || !r.late_l || !r.x0 ||
 		    !r.sm || !r.sl ||
 		    !r.in_off || !r.in_src || !r.lfirst || !r.mfirst) {
@@ -855,7 +906,7 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		r.in_off[u + 1] += r.in_off[u];
 	{
-		uint32_t *fill = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*fill));
+		uint32_t *fill = prism_calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*fill));
 		if (!fill) {
 			rc = oom(&r);
 			goto out;
@@ -889,7 +940,7 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 			if (g->mb[u] >= 0)
 				any_mb = 1;
 			if (g->corr[u] >= corr_stride)
-				corr_stride = g->corr[u] + 1;
+				corr_stride = g->corr[u] < INT64_MAX ? g->corr[u] + 1 : INT64_MAX;
 		}
 		/* No microbatch labels: the step's forward and backward are one. */
 		if (p->mb_copies && !any_mb)
@@ -913,10 +964,45 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	    (rc = bridges(&r, 0, 1, NULL)) || (rc = group_ids(&r)) ||
 	    (rc = bridges(&r, 1, 0, r.late_m)) || (rc = bridges(&r, 0, 0, r.late_l)))
 		goto out;
+	{
+		/* The copies to emit, before emitting them (time and memory in
+		 * proportion): every task max(1, its microbatch's copies) x
+		 * max(1, its layer's) times. */
+		uint64_t nn = 0;
+		for (uint32_t u = 0; u < g->n_nodes; u++) {
+			int km = km_of(&r, u), kl = kl_of(&r, u);
+			uint64_t k = (uint64_t)(km > 1 ? km : 1) * (uint64_t)(kl > 1 ? kl : 1);
+			nn = nn > UINT64_MAX - k ? UINT64_MAX : nn + k; /* k < 2^62 */
+		}
+		if (nn > GRAPH_MAX_TASKS) {
+			rc = prism_err_set(err, PRISM_ELIMIT,
+					   "reshape: %" PRIu64 " tasks, more than the %u prism simulates",
+					   nn, GRAPH_MAX_TASKS);
+			goto out;
+		}
+	}
 	for (uint32_t pi = 0; pi < g->n_procs && !rc; pi++)
 		rc = emit_proc(&r, pi);
 	if (rc)
 		goto out;
+	{
+		/* Copies' correlation ids are corr + corr_stride x (1 + cm x
+		 * 65536 + cl) (copy_corr), the added tasks' above them: they
+		 * must fit in 64 bits. */
+		int64_t most = p->add_dp ? 1 : 0;
+		for (size_t i = 0; i < r.x.n; i++) {
+			int64_t k = 1 + (int64_t)r.x.v[i].cm * 65536 + r.x.v[i].cl;
+			if ((r.x.v[i].cm || r.x.v[i].cl) && k > most)
+				most = k;
+		}
+		if (most && corr_stride > (INT64_MAX - (int64_t)GRAPH_MAX_TASKS) / (most + 1)) {
+			rc = prism_err_set(err, PRISM_ELIMIT,
+					   "reshape: correlation ids up to %" PRId64
+					   " leave no room to number the copies",
+					   corr_stride - 1);
+			goto out;
+		}
+	}
 	if (r.x.n >= UINT32_MAX / 2) {
 		rc = prism_err_set(err, PRISM_ELIMIT, "reshape: %zu tasks: over 2^31", r.x.n);
 		goto out;
@@ -950,17 +1036,17 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	/* The final order: per processor its copies, added tasks after (or
 	 * before) the copy they follow; then the new streams. */
 	n_procs = g->n_procs + r.n_newproc;
-	po_off = calloc((size_t)n_procs + 1, sizeof(*po_off));
+	po_off = prism_calloc((size_t)n_procs + 1, sizeof(*po_off));
 	if (!po_off || VEC_RESERVE(seq, nref + 1)) {
 		rc = oom(&r);
 		goto out;
 	}
 	{
-		uint32_t *after_first = malloc(((size_t)nx + 1) * sizeof(*after_first));
-		uint32_t *before_first = malloc(((size_t)nx + 1) * sizeof(*before_first));
-		uint32_t *next_s = malloc((r.s.n + 1) * sizeof(*next_s));
-		uint32_t *proc_first = malloc(((size_t)n_procs + 1) * sizeof(*proc_first));
-		uint32_t *proc_last = malloc(((size_t)n_procs + 1) * sizeof(*proc_last));
+		uint32_t *after_first = prism_malloc(((size_t)nx + 1) * sizeof(*after_first));
+		uint32_t *before_first = prism_malloc(((size_t)nx + 1) * sizeof(*before_first));
+		uint32_t *next_s = prism_malloc((r.s.n + 1) * sizeof(*next_s));
+		uint32_t *proc_first = prism_malloc(((size_t)n_procs + 1) * sizeof(*proc_first));
+		uint32_t *proc_last = prism_malloc(((size_t)n_procs + 1) * sizeof(*proc_last));
 		if (!after_first || !before_first || !next_s || !proc_first || !proc_last) {
 			free(after_first);
 			free(before_first);
@@ -983,13 +1069,12 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 			next_s[k] = *head;
 			*head = (uint32_t)k;
 		}
-		for (uint32_t q = 0; q < n_procs; q++) {
+		for (uint32_t q = 0, i0 = 0; q < n_procs; q++) {
 			po_off[q] = (uint32_t)seq.n;
 			if (q < g->n_procs) {
-				/* xnodes of q are contiguous, in emission order */
-				for (uint32_t i = 0; i < nx; i++) {
-					if (r.x.v[i].proc != q)
-						continue;
+				/* xnodes of q are contiguous, in emission order
+				 * (processor by processor): one pass over them all */
+				for (uint32_t i = i0; i < nx && r.x.v[i].proc == q; i++, i0++) {
 					for (uint32_t k = before_first[i]; k != NONE32; k = next_s[k])
 						seq.v[seq.n++] = nx + k;
 					seq.v[seq.n++] = i;
@@ -1014,9 +1099,9 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 			if ((rc = add_edge(&r, seq.v[i - 1], seq.v[i], GE_ORDER)))
 				goto out;
 	/* CSR over refs. */
-	c.off = calloc((size_t)nref + 1, sizeof(*c.off));
-	c.dst = malloc((r.e.n ? r.e.n : 1) * sizeof(*c.dst));
-	c.kind = malloc(r.e.n ? r.e.n : 1);
+	c.off = prism_calloc((size_t)nref + 1, sizeof(*c.off));
+	c.dst = prism_malloc((r.e.n ? r.e.n : 1) * sizeof(*c.dst));
+	c.kind = prism_malloc(r.e.n ? r.e.n : 1);
 	if (!c.off || !c.dst || !c.kind) {
 		rc = oom(&r);
 		goto out;
@@ -1026,7 +1111,7 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	for (uint32_t i = 0; i < nref; i++)
 		c.off[i + 1] += c.off[i];
 	{
-		uint32_t *fill = calloc((size_t)nref + 1, sizeof(*fill));
+		uint32_t *fill = prism_calloc((size_t)nref + 1, sizeof(*fill));
 		if (!fill) {
 			rc = oom(&r);
 			goto out;
@@ -1040,10 +1125,10 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	}
 	VEC_FREE(r.e);
 	/* Final ids of the kept refs. */
-	newid = malloc(((size_t)nref + 1) * sizeof(*newid));
-	order = malloc(((size_t)nref + 1) * sizeof(*order));
-	stamp = calloc((size_t)nref + 1, sizeof(*stamp));
-	stack = malloc(((size_t)nref + 1) * sizeof(*stack));
+	newid = prism_malloc(((size_t)nref + 1) * sizeof(*newid));
+	order = prism_malloc(((size_t)nref + 1) * sizeof(*order));
+	stamp = prism_calloc((size_t)nref + 1, sizeof(*stamp));
+	stack = prism_malloc(((size_t)nref + 1) * sizeof(*stack));
 	if (!newid || !order || !stamp || !stack) {
 		rc = oom(&r);
 		goto out;
@@ -1212,7 +1297,8 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 			uint32_t a = order[id];
 			if (a >= nx)
 				n->start_ns[id] = id > n->procs[q].first
-							  ? n->start_ns[id - 1] + n->dur_ns[id - 1]
+							  ? prism_time_add(n->start_ns[id - 1],
+									   n->dur_ns[id - 1])
 							  : 0;
 			if (id > n->procs[q].first && n->start_ns[id] < n->start_ns[id - 1])
 				n->start_ns[id] = n->start_ns[id - 1];
@@ -1224,7 +1310,7 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	for (uint32_t i = 0; i < n->n_nodes; i++)
 		n->out_off[i + 1] += n->out_off[i];
 	{
-		uint32_t *fill = calloc((size_t)n->n_nodes + 1, sizeof(*fill));
+		uint32_t *fill = prism_calloc((size_t)n->n_nodes + 1, sizeof(*fill));
 		if (!fill) {
 			rc = oom(&r);
 			goto out;
@@ -1247,7 +1333,7 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 			}
 	}
 	for (uint32_t i = 0; i < g->n_iters; i++) {
-		int64_t a = g->iters[i].start_ns, b = a + g->iters[i].dur_ns;
+		int64_t a = g->iters[i].start_ns, b = prism_time_add(a, g->iters[i].dur_ns);
 		uint32_t pq = g->iters[i].proc;
 		n->iters[i] = g->iters[i];
 		if (pq == NONE32)
@@ -1258,8 +1344,8 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 			n->iters[i].dur_ns = 0;
 	}
 	{
-		int64_t *t = malloc((n->n_colls ? n->n_colls : 1) * sizeof(*t));
-		uint32_t *rank = malloc((n->n_colls ? n->n_colls : 1) * sizeof(*rank));
+		int64_t *t = prism_malloc((n->n_colls ? n->n_colls : 1) * sizeof(*t));
+		uint32_t *rank = prism_malloc((n->n_colls ? n->n_colls : 1) * sizeof(*rank));
 		if (!t || !rank) {
 			free(t);
 			free(rank);

@@ -26,6 +26,7 @@ struct strtab {
 	uint32_t off_cap;
 	uint32_t *slots;  /* open-addressing hash: id + 1, 0 = empty */
 	uint32_t nslots;  /* power of two */
+	uint64_t seed;    /* of the hash (prism_hash_seed): ids never depend on it */
 };
 
 /* Empty table holding only "" as id 0.  0 or PRISM_ENOMEM. */

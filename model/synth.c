@@ -13,6 +13,7 @@
 #include "vec.h"
 
 #define NONE32 UINT32_MAX
+#define SYNTH_TOO_BIG 2 /* ctx.oom: GRAPH_MAX_TASKS reached */
 
 enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_N };
 static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24};
@@ -140,7 +141,9 @@ void synth_in_default(struct synth_in *in)
 
 static int64_t ns(double s)
 {
-	return (int64_t)llround(s * 1e9);
+	/* Held to 0..PRISM_TIME_MAX: a cost model's 1e30 s becomes a time the
+	 * simulator refuses, not a wrapped negative one. */
+	return prism_ns_round(s * 1e9);
 }
 
 static uint32_t intern(struct ctx *c, const char *s)
@@ -166,9 +169,12 @@ static uint32_t add_node(struct ctx *c, int r, uint32_t proc, uint8_t kind, uint
 	n.phase = c->rk[r].phase;
 	n.iter = c->step;
 	n.kind = kind;
-	if (VEC_PUSH(c->nodes, n))
+	/* synth_check's estimate is a lower bound: this holds the rest. */
+	if (c->nodes.n >= GRAPH_MAX_TASKS)
+		c->oom = SYNTH_TOO_BIG;
+	else if (VEC_PUSH(c->nodes, n))
 		c->oom = 1;
-	return (uint32_t)(c->nodes.n - 1);
+	return c->nodes.n ? (uint32_t)(c->nodes.n - 1) : 0;
 }
 
 static void add_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
@@ -465,7 +471,7 @@ static void collective(struct ctx *c, int r, int st, int kind, const char *kname
 		t = e.time_s;
 	pgid = intern(c, pg);
 	x.kind = (uint8_t)kind;
-	x.bytes = (int64_t)bytes;
+	x.bytes = bytes < 9e18 ? (int64_t)bytes : INT64_MAX;
 	x.group_size = g.n;
 	x.pg = pgid;
 	x.dtype = intern(c, "BFloat16");
@@ -880,7 +886,7 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
 	int total = z->m * z->v, warm;
-	int *last_b = calloc((size_t)z->v, sizeof(int)); /* last backward unit per chunk */
+	int *last_b = prism_calloc((size_t)z->v, sizeof(int)); /* last backward unit per chunk */
 	int kb = 0, kf = 0;
 
 	if (!last_b) {
@@ -1215,6 +1221,19 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 	if (in->hw->peak_flops[synth_attn_dtype(in)] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak for attention",
 				     in->hw->gpu, hw_dtype_name(synth_attn_dtype(in)));
+	{
+		/* The graph's size, before anything is built (each at most 2^16,
+		 * steps 100: the product fits 64 bits). */
+		int64_t steps = in->steps > 0 ? in->steps : 1;
+		int64_t least = steps * m->layers * l->microbatches * SYNTH_MIN_TASKS_PER_LAYER;
+		if (least > GRAPH_MAX_TASKS)
+			return prism_err_set(err, PRISM_ELIMIT,
+					     "layout: %" PRId64 " steps x %d layers x %d microbatches "
+					     "make at least %" PRId64 " tasks, more than the %u "
+					     "prism simulates",
+					     steps, m->layers, l->microbatches, least,
+					     GRAPH_MAX_TASKS);
+	}
 	return 0;
 }
 
@@ -1222,8 +1241,8 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 {
 	uint32_t nn = (uint32_t)c->nodes.n, np = (uint32_t)c->procs.n;
-	uint32_t *newid = malloc((nn ? nn : 1) * sizeof(*newid));
-	uint32_t *cnt = calloc((size_t)np + 1, sizeof(*cnt));
+	uint32_t *newid = prism_malloc((nn ? nn : 1) * sizeof(*newid));
+	uint32_t *cnt = prism_calloc((size_t)np + 1, sizeof(*cnt));
 	uint32_t ne, *fill = NULL;
 	struct graph *g = NULL;
 	struct sedge *e = NULL;
@@ -1241,7 +1260,7 @@ static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 	for (uint32_t u = 0; u < nn; u++)
 		newid[u] = cnt[c->nodes.v[u].proc]++;
 	/* Edges: the built ones plus order edges along each processor. */
-	e = malloc((c->edges.n + nn + 1) * sizeof(*e));
+	e = prism_malloc((c->edges.n + nn + 1) * sizeof(*e));
 	if (!e)
 		goto out;
 	for (size_t k = 0; k < c->edges.n; k++) {
@@ -1286,7 +1305,7 @@ static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 		g->rtclass[v] = s->rtclass;
 		g->stats.nodes[s->kind]++;
 	}
-	fill = calloc((size_t)nn + 1, sizeof(*fill));
+	fill = prism_calloc((size_t)nn + 1, sizeof(*fill));
 	if (!fill) {
 		graph_free(g);
 		g = NULL;
@@ -1479,7 +1498,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	c.n_wait = intern(&c, "cudaStreamWaitEvent");
 	c.n_sync = intern(&c, "cudaDeviceSynchronize");
 	c.next_corr = 1;
-	c.rk = calloc((size_t)P, sizeof(*c.rk));
+	c.rk = prism_calloc((size_t)P, sizeof(*c.rk));
 	if (!c.rk)
 		goto oom;
 	/* Processors: per rank its host thread, then its streams. */
@@ -1552,7 +1571,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		g->iter[newid[u]] = c.nodes.v[u].iter * P + (int32_t)c.nodes.v[u].proc / (1 + S_N);
 	{
 		/* One iteration per step and stage; settle.h gives their times. */
-		struct graph_iter *it = realloc(g->iters, (c.step_first.n ? c.step_first.n : 1) *
+		struct graph_iter *it = prism_realloc(g->iters, (c.step_first.n ? c.step_first.n : 1) *
 								  sizeof(*it));
 		if (!it)
 			goto oom;
@@ -1585,7 +1604,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	out->kdb_exact = c.kdb_hits[KDB_EXACT];
 	out->kdb_interpolated = c.kdb_hits[KDB_INTERPOLATED];
 	out->n_waits = (uint32_t)c.waits.n;
-	out->waits = malloc((c.waits.n ? c.waits.n : 1) * sizeof(*out->waits));
+	out->waits = prism_malloc((c.waits.n ? c.waits.n : 1) * sizeof(*out->waits));
 	if (!out->waits)
 		goto oom;
 	for (size_t i = 0; i < c.waits.n; i++) {
@@ -1599,7 +1618,11 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	rc = 0;
 	goto done;
 oom:
-	rc = prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
+	if (c.oom == SYNTH_TOO_BIG)
+		rc = prism_err_set(err, PRISM_ELIMIT, "synth: the run has more than %u tasks",
+				   GRAPH_MAX_TASKS);
+	else
+		rc = prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
 	synth_out_free(out);
 done:
 	graph_free(g);

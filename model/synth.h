@@ -90,6 +90,11 @@ struct synth_in {
 #define SYNTH_MAX_MICRO (1 << 16)
 #define SYNTH_MAX_GPUS (1 << 24)
 #define SYNTH_MAX_STEPS 100
+/* Tasks every layer's forward and backward of one microbatch make at the
+ * least (9 kernels each way, each an op, a launch and the kernel: 54):
+ * steps x layers x microbatches x this is checked against GRAPH_MAX_TASKS
+ * before building, so a run too large to build is refused at once. */
+#define SYNTH_MIN_TASKS_PER_LAYER 48
 
 /* What was built: node ids in the returned graph. */
 struct synth_out {
@@ -144,8 +149,9 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 void synth_out_free(struct synth_out *o);
 
 /* The layout rules alone, the limits above and LLM_MAX_* first (so that
- * no rule divides by zero or overflows): 0, or PRISM_EARG naming the rule
- * broken. */
+ * no rule divides by zero or overflows), and the graph's size: 0, or
+ * PRISM_EARG naming the rule broken, or PRISM_ELIMIT for a run of more
+ * than GRAPH_MAX_TASKS tasks. */
 int synth_check(const struct synth_in *in, struct prism_err *err);
 
 /*

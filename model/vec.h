@@ -33,7 +33,7 @@ static inline int vec_reserve_(void **v, size_t *cap, size_t need, size_t elem)
 		ncap *= 2;
 	if (ncap > SIZE_MAX / elem)
 		return PRISM_ENOMEM;
-	nv = realloc(*v, ncap * elem);
+	nv = prism_realloc(*v, ncap * elem);
 	if (!nv)
 		return PRISM_ENOMEM;
 	*v = nv;

@@ -22,7 +22,8 @@ int cli_fail(const struct prism_err *err)
 {
 	fprintf(stderr, "prism: %s\n", err->msg[0] ? err->msg : prism_status_msg(err->code));
 	return err->code == PRISM_EFORMAT || err->code == PRISM_EVERSION ||
-			       err->code == PRISM_EARG || err->code == PRISM_EIO
+			       err->code == PRISM_EARG || err->code == PRISM_EIO ||
+			       err->code == PRISM_ELIMIT
 		       ? EXIT_USAGE
 		       : 1;
 }
@@ -113,7 +114,7 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 			return prism_err_set(err, PRISM_EARG,
 					     "%s: a saved graph cannot be mixed with other inputs",
 					     paths[i]);
-	tr = calloc((size_t)n, sizeof(*tr));
+	tr = prism_calloc((size_t)n, sizeof(*tr));
 	if (!tr || strtab_init(&st)) {
 		free(tr);
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");

@@ -59,7 +59,7 @@ static const char help[] =
 /* Count and traced GPU time of each kernel class (zeros if out of memory). */
 static void class_totals(const struct graph *g, uint64_t *count, int64_t *ns)
 {
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 	for (int k = 0; k < KC_NCLASSES; k++)
 		count[k] = 0, ns[k] = 0;
 	if (!cls || cost_classify_all(g, cls)) {
@@ -70,7 +70,7 @@ static void class_totals(const struct graph *g, uint64_t *count, int64_t *ns)
 		if (g->kind[u] < GN_KERNEL)
 			continue;
 		count[cls[u]]++;
-		ns[cls[u]] += g->dur_ns[u];
+		ns[cls[u]] = prism_add_sat(ns[cls[u]], g->dur_ns[u]);
 	}
 	free(cls);
 }
@@ -153,7 +153,7 @@ static void print_text(const struct graph *g)
 		int64_t ns[KC_NCLASSES], all = 0;
 		class_totals(g, cnt, ns);
 		for (int k = 0; k < KC_NCLASSES; k++)
-			all += ns[k];
+			all = prism_add_sat(all, ns[k]);
 		printf("\nGPU time by kernel class:\n");
 		for (int k = 0; k < KC_NCLASSES; k++)
 			if (cnt[k])
@@ -203,7 +203,7 @@ static void print_text(const struct graph *g)
 		for (uint32_t c = 0; c < g->n_colls; c++)
 			if (g->colls[c].kind == k && g->colls[c].bytes >= 0) {
 				sized++;
-				bytes += (uint64_t)g->colls[c].bytes;
+				bytes = (uint64_t)prism_add_sat((int64_t)bytes, g->colls[c].bytes);
 			}
 		printf("  %-16s %6" PRIu64 "  (%" PRIu64 " with sizes, %.3f MB in all)\n",
 		       graph_coll_kind_name(k), s->colls[k], sized, (double)bytes / 1e6);
@@ -376,9 +376,9 @@ static void print_json(const struct graph *g)
  * lag whole and are left out. */
 static int print_unexplained(const struct graph *g, int n)
 {
-	int64_t *ready = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*ready));
-	uint32_t *by = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*by));
-	uint32_t *top = calloc((size_t)n, sizeof(*top));
+	int64_t *ready = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*ready));
+	uint32_t *by = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*by));
+	uint32_t *top = prism_calloc((size_t)n, sizeof(*top));
 	int64_t cap = g->stats.lag_cap_ns;
 	int k = 0;
 

@@ -210,7 +210,7 @@ int cmd_kernels(int argc, char **argv)
 	}
 	for (int i = optind; i < argc && !rc; i++)
 		rc = kbench_read(&kb, argv[i], &err);
-	if (!rc && !(p = calloc(MAX_PROF, sizeof(*p))))
+	if (!rc && !(p = prism_calloc(MAX_PROF, sizeof(*p))))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	for (size_t i = 0; !rc && i < kb.n; i++) {
 		if (find_prof(p, np, kb.rows[i].profile))
@@ -225,9 +225,9 @@ int cmd_kernels(int argc, char **argv)
 		p[np].fitted = p[np].shipped;
 		np++;
 	}
-	if (!rc && (!(idx = malloc((kb.n + 1) * sizeof(*idx))) ||
-		    !(hws = malloc((kb.n + 1) * sizeof(*hws))) ||
-		    !(gr = calloc(kb.n + 1, sizeof(*gr)))))
+	if (!rc && (!(idx = prism_malloc((kb.n + 1) * sizeof(*idx))) ||
+		    !(hws = prism_malloc((kb.n + 1) * sizeof(*hws))) ||
+		    !(gr = prism_calloc(kb.n + 1, sizeof(*gr)))))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc) {
 		free(p);
@@ -239,7 +239,7 @@ int cmd_kernels(int argc, char **argv)
 	}
 	/* Fit: each group once, in row order (deterministic). */
 	if (fit) {
-		char *done = calloc(kb.n + 1, 1);
+		char *done = prism_calloc(kb.n + 1, 1);
 		for (size_t i = 0; done && i < kb.n; i++) {
 			size_t n;
 			if (done[i] || fit_cls(&kb.rows[i]) < 0)
@@ -298,8 +298,8 @@ int cmd_kernels(int argc, char **argv)
 	/* Leave one source out: per fit group and source, parameters from the
 	 * datasheet defaults fitted on the group's other sources. */
 	if (loso) {
-		char *done = calloc(kb.n + 1, 1);
-		size_t *grp = malloc((kb.n + 1) * sizeof(*grp));
+		char *done = prism_calloc(kb.n + 1, 1);
+		size_t *grp = prism_malloc((kb.n + 1) * sizeof(*grp));
 		for (size_t i = 0; done && grp && i < kb.n; i++) {
 			const struct kbench_row *r = &kb.rows[i];
 			size_t ns;

@@ -68,7 +68,9 @@ static const char help[] =
 /* The knobs of a candidate, in the order of the CSV columns; each is a
  * column of the candidate table with the same name (dflt: the SQL value of
  * a row, or a database, from before the column; "": always there).  Text
- * knobs are shown as the canonical name of what they parse to. */
+ * knobs are shown as the canonical name of what they parse to.  Kept out
+ * of clang-format, which lays the list out differently on every pass. */
+/* clang-format off */
 #define REPORT_KNOBS(I, S)                                                                  \
 	I(gpus, "gpus", "") I(tp, "tp", "") I(pp, "pp", "") I(dp, "dp", "") I(vp, "vp", "")  \
 	I(mbs, "mbs", "") I(mb, "microbatches", "")                                          \
@@ -77,6 +79,7 @@ static const char help[] =
 	I(zero, "zero", "") I(sp, "sp", "") I(layers, "layers", "") I(hidden, "hidden", "")   \
 	S(dtype, "dtype", "'bf16'", hw_dtype_parse, hw_dtype_name)                         \
 	I(fp8_attention, "fp8_attention", "0") I(flash, "flash", "1")
+/* clang-format on */
 
 /* How many knobs (the status column follows key and the knobs). */
 #define KNOB_COUNT_I(f, col, dflt) +1
@@ -235,7 +238,7 @@ static void json_num(FILE *f, double v)
 static void json_text(FILE *f, const char *s)
 {
 	size_t n = strlen(s);
-	char *c = malloc(n + 1);
+	char *c = prism_malloc(n + 1);
 	if (!c) {
 		fputs("null", f);
 		return;
@@ -593,7 +596,7 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 		"status", "reason", "analytic_s", "bound_s", "iter_s", "bubble", "tokens_per_s",
 		"mfu", "gpu_hours", "mem_gb", "fits", "exposed_compute_s", "exposed_comm_s",
 		"overlap_s", "idle_s"};
-	const struct row **by_key = malloc((R->n + 1) * sizeof(*by_key));
+	const struct row **by_key = prism_malloc((R->n + 1) * sizeof(*by_key));
 	sqlite3_stmt *st = NULL;
 	char sql[2048];
 	int rc = 0;
@@ -1100,9 +1103,9 @@ int cmd_report(int argc, char **argv)
 	R.n = rv.n;
 	if (rc)
 		goto out;
-	R.best = malloc((R.n + 1) * sizeof(*R.best));
-	R.pareto_t = malloc((R.n + 1) * sizeof(*R.pareto_t));
-	R.pareto_h = malloc((R.n + 1) * sizeof(*R.pareto_h));
+	R.best = prism_malloc((R.n + 1) * sizeof(*R.best));
+	R.pareto_t = prism_malloc((R.n + 1) * sizeof(*R.pareto_t));
+	R.pareto_h = prism_malloc((R.n + 1) * sizeof(*R.pareto_h));
 	if (!R.best || !R.pareto_t || !R.pareto_h) {
 		fprintf(stderr, "prism: out of memory\n");
 		rc = 1;

@@ -53,19 +53,36 @@ static const char help[] =
 	"      --exhaustive    screen nothing\n"
 	"      --threads N     OpenMP threads (default: all cores)\n"
 	"      --batch N       candidates per batch and transaction (default 32; the\n"
-	"                      results do not depend on the thread count)\n"
+	"                      results do not depend on the thread count; which are\n"
+	"                      screened does depend on N, so a sweep resumes with its\n"
+	"                      own N and mode, and another is refused)\n"
 	"      --json          the summary on stdout as JSON (counts, the best\n"
 	"                      layout per GPU count, days and cost to train where\n"
 	"                      the sweep gives tokens and price_per_gpu_hour)\n"
 	"  -h, --help          this help\n";
 
+/* A candidate to evaluate, without its struct cand (sweep_candidate makes
+ * that again when its batch comes): a sweep of millions of candidates
+ * holds 16 bytes for each, not kilobytes. */
+struct ref {
+	uint32_t index; /* in the sweep's space (sweep_candidate) */
+	int gpus;
+	double analytic_s;
+};
+
+/* Best-first per GPU count; equal estimates in the sweep's order. */
 static int cmp_analytic(const void *a, const void *b)
 {
-	const struct cand *x = *(const struct cand *const *)a, *y = *(const struct cand *const *)b;
+	const struct ref *x = a, *y = b;
 	if (x->gpus != y->gpus)
 		return x->gpus < y->gpus ? -1 : 1;
-	return (x->analytic_s > y->analytic_s) - (x->analytic_s < y->analytic_s);
+	if (x->analytic_s != y->analytic_s)
+		return x->analytic_s < y->analytic_s ? -1 : 1;
+	return (x->index > y->index) - (x->index < y->index);
 }
+
+/* Rejected candidates are stored in transactions of this many. */
+#define REJECT_CHUNK 4096
 
 static int cmp_key(const void *k, const void *e)
 {
@@ -98,6 +115,49 @@ static double *best_of(struct best *b, int gpus)
 }
 
 enum { MODE_SCREEN, MODE_OPTIMISE, MODE_EXHAUSTIVE };
+static const char *const mode_names[] = {"screen", "optimise", "exhaustive"};
+static const char *const mode_options[] = {"the default mode", "--optimise", "--exhaustive"};
+
+/*
+ * A resumed sweep continues as it ran: which candidates are screened
+ * depends on the mode and, when it screens, on the batch (the best time
+ * is updated between batches), so the rows of a sweep resumed otherwise
+ * would be those of no run.  Another mode is refused; another --batch
+ * too, and without --batch the sweep's own is taken (*bsize).  A sweep
+ * of a database that did not record them gets them recorded now.
+ */
+static int resume_run(sqlite3 *db, const struct sweep *sw, long long sid, int resumed,
+		      int batch_given, struct store_run *run, int *bsize, struct prism_err *err)
+{
+	int was = -1;
+
+	if (!resumed)
+		return 0;
+	for (int m = 0; m < 3; m++)
+		if (strcmp(run->was_mode, mode_names[m]) == 0)
+			was = m;
+	if (!run->was_mode[0] || run->was_batch <= 0)
+		return store_sweep_run(db, sid, run, err);
+	if (was < 0 || strcmp(run->was_mode, run->mode) != 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "%s: sweep %s was run in %s; its screened rows depend on "
+				     "it: resume it the same way, or give another --db",
+				     sqlite3_db_filename(db, "main"), sw->name,
+				     was < 0 ? run->was_mode : mode_options[was]);
+	if (strcmp(run->mode, "exhaustive") == 0 || run->was_batch == *bsize)
+		return 0;
+	if (batch_given)
+		return prism_err_set(err, PRISM_EARG,
+				     "%s: sweep %s was run with --batch %d; which candidates it "
+				     "screens depends on it: resume with --batch %d (or no "
+				     "--batch), or give another --db",
+				     sqlite3_db_filename(db, "main"), sw->name, run->was_batch,
+				     run->was_batch);
+	fprintf(stderr, "prism search: %s: resuming with --batch %d, as it ran\n", sw->name,
+		run->was_batch);
+	*bsize = run->was_batch;
+	return 0;
+}
 
 /* Screen k against the best simulated time at its GPU count (0: none
  * yet).  The bound is proven (the simulated time cannot be below it), so
@@ -227,14 +287,18 @@ int cmd_search(int argc, char **argv)
 	};
 	struct sweep sw;
 	struct prism_err err;
-	struct cand *cands = NULL, **order = NULL, *batch = NULL;
-	char path[1024], dbpath[1024], **keys = NULL;
+	struct cand *batch = NULL, *rej = NULL, one;
+	struct ref *order = NULL;
+	uint32_t *rejected = NULL;
+	char path[1024], dbpath[1024], **keys = NULL, first_reason[sizeof(one.reason)] = "none";
 	const char *db_arg = NULL;
-	size_t nkeys = 0, norder = 0;
+	size_t nkeys = 0, norder = 0, nrejected = 0;
 	sqlite3 *db = NULL;
 	long long sid = 0;
 	long n = 0;
 	int mode = MODE_SCREEN, threads = 0, bsize = 0, resumed = 0, c, rc = 0, tty = isatty(2);
+	int batch_given;
+	struct store_run run;
 	int json = 0;
 	size_t before = 0;
 	size_t done = 0, stats[CS_FAILED + 1] = {0};
@@ -281,24 +345,55 @@ int cmd_search(int argc, char **argv)
 	if (shard_init(&sh, &argc, &argv))
 		return EXIT_USAGE;
 	lead = sh.rank == 0;
-	if ((rc = sweep_load(path, &sw, &err)) == 0 && (n = sweep_enumerate(&sw, &cands)) < 0)
-		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-	/* A budget no layout can use is the sweep file's error. */
-	if (rc == 0) {
-		long i = 0;
-		while (i < n && cands[i].status != CS_PENDING)
-			i++;
-		if (i == n)
-			rc = prism_err_set(&err, PRISM_EFORMAT,
-					   "%s:%d: no layout is possible with these GPU counts "
-					   "(%ld candidates, all rejected; the first: %s)",
-					   path, sw.gpus_line, n, n ? cands[0].reason : "none");
+	if ((rc = sweep_load(path, &sw, &err)) == 0) {
+		/* Every candidate once, one at a time: the pending ones are kept
+		 * as refs to sort, the rejected ones as their index. */
+		uint64_t total = sweep_count(&sw);
+		size_t cap = 0, rcap = 0;
+		for (uint64_t i = 0; i < total && rc == 0; i++) {
+			if (sweep_candidate(&sw, i, &one))
+				continue;
+			if (n++ == 0)
+				snprintf(first_reason, sizeof(first_reason), "%s", one.reason);
+			if (one.status == CS_PENDING) {
+				if (norder == cap) {
+					struct ref *nr;
+					cap = cap ? cap * 2 : 1024;
+					if (!(nr = prism_realloc(order, cap * sizeof(*nr)))) {
+						rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+						break;
+					}
+					order = nr;
+				}
+				order[norder].index = (uint32_t)i;
+				order[norder].gpus = one.gpus;
+				order[norder++].analytic_s = one.analytic_s;
+			} else {
+				if (nrejected == rcap) {
+					uint32_t *nr;
+					rcap = rcap ? rcap * 2 : 1024;
+					if (!(nr = prism_realloc(rejected, rcap * sizeof(*nr)))) {
+						rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+						break;
+					}
+					rejected = nr;
+				}
+				rejected[nrejected++] = (uint32_t)i;
+			}
+		}
 	}
+	/* A budget no layout can use is the sweep file's error. */
+	if (rc == 0 && norder == 0)
+		rc = prism_err_set(&err, PRISM_EFORMAT,
+				   "%s:%d: no layout is possible with these GPU counts "
+				   "(%ld candidates, all rejected; the first: %s)",
+				   path, sw.gpus_line, n, first_reason);
 	if ((rc = agree(&sh, rc, &quiet)))
 		goto out;
 	if (threads > 0)
 		omp_set_num_threads(threads);
 	threads = omp_get_max_threads();
+	batch_given = bsize > 0;
 	if (bsize <= 0)
 		bsize = 32;
 	if (db_arg) {
@@ -309,50 +404,73 @@ int cmd_search(int argc, char **argv)
 		snprintf(dbpath, sizeof(dbpath), "results/%s.db", sw.name);
 	}
 	/* Process 0 alone opens the database; the others learn from it what is
-	 * stored and the best times so far. */
+	 * stored and the best times so far.  stored[]: the refs in order[],
+	 * then the rejected. */
 	memset(&best, 0, sizeof(best));
-	order = malloc(((size_t)n + 1) * sizeof(*order));
-	batch = malloc((size_t)bsize * sizeof(*batch));
-	owner = malloc((size_t)bsize * sizeof(*owner));
-	stored = calloc((size_t)n + 1, 1);
-	if (!order || !batch || !owner || !stored)
+	stored = prism_calloc(norder + nrejected + 1, 1);
+	if (!stored)
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	run.mode = mode_names[mode];
+	run.batch = bsize;
 	if (rc == 0 && lead &&
 	    ((rc = store_open(dbpath, &db, &err)) == 0 &&
-	     (rc = store_sweep(db, &sw, &sid, &resumed, &err)) == 0 &&
+	     (rc = store_sweep(db, &sw, &run, &sid, &resumed, &err)) == 0 &&
+	     (rc = resume_run(db, &sw, sid, resumed, batch_given, &run, &bsize, &err)) == 0 &&
 	     (rc = store_keys(db, sid, &keys, &nkeys, &err)) == 0)) {
+		char key[sizeof(one.key)];
 		best.n = store_best(db, sid, best.gpus, best.t, SWEEP_MAX_LIST * 4);
-		for (long i = 0; nkeys && i < n; i++)
-			stored[i] = bsearch(cands[i].key, keys, nkeys, sizeof(*keys), cmp_key) != NULL;
+		for (size_t i = 0; nkeys && i < norder + nrejected; i++) {
+			uint32_t ix = i < norder ? order[i].index : rejected[i - norder];
+			sweep_key(&sw, ix, key, sizeof(key));
+			stored[i] = bsearch(key, keys, nkeys, sizeof(*keys), cmp_key) != NULL;
+		}
 	}
 	if ((rc = agree(&sh, rc, &quiet)))
 		goto out;
 	shard_bcast(&sh, &best, sizeof(best));
 	shard_bcast(&sh, &resumed, sizeof(resumed));
-	shard_bcast(&sh, stored, (size_t)n);
-	/* Stored already: skipped.  Rejected: stored now by process 0, in one
-	 * transaction. */
+	shard_bcast(&sh, &bsize, sizeof(bsize)); /* a resumed sweep's own */
+	shard_bcast(&sh, stored, norder + nrejected);
+	batch = prism_malloc((size_t)bsize * sizeof(*batch));
+	owner = prism_malloc((size_t)bsize * sizeof(*owner));
+	if (!batch || !owner)
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	if ((rc = agree(&sh, rc, &quiet)))
+		goto out;
+	/* Stored already: skipped.  Rejected: stored now by process 0, in
+	 * transactions of REJECT_CHUNK (a kill between them loses nothing:
+	 * the rerun stores the rest). */
+	if (lead && !(rej = prism_malloc(REJECT_CHUNK * sizeof(*rej))))
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	for (size_t i = 0, nrej = 0; lead && rc == 0 && i <= nrejected; i++) {
+		if (i < nrejected && stored[norder + i]) {
+			done++;
+		} else if (i < nrejected) {
+			sweep_candidate(&sw, rejected[i], &one);
+			stats[one.status]++;
+			rej[nrej++] = one;
+		}
+		if (nrej && (nrej == REJECT_CHUNK || i == nrejected)) {
+			rc = store_put(db, sid, rej, nrej, &err);
+			nrej = 0;
+		}
+	}
+	free(rej);
+	rej = NULL;
+	if ((rc = agree(&sh, rc, &quiet)))
+		goto out;
 	{
-		struct cand *rej = lead ? malloc(((size_t)n + 1) * sizeof(*rej)) : NULL;
-		size_t nrej = 0;
-		for (long i = 0; i < n; i++) {
-			struct cand *k = &cands[i];
+		/* The refs not stored, in place. */
+		size_t k = 0;
+		for (size_t i = 0; i < norder; i++) {
 			if (stored[i]) {
 				done++;
 				continue;
 			}
-			if (k->status == CS_PENDING)
-				order[norder++] = k;
-			else if (rej)
-				rej[nrej++] = *k;
-			stats[k->status]++;
+			order[k++] = order[i];
+			stats[CS_PENDING]++;
 		}
-		if (lead)
-			rc = rej ? store_put(db, sid, rej, nrej, &err)
-				 : prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-		free(rej);
-		if ((rc = agree(&sh, rc, &quiet)))
-			goto out;
+		norder = k;
 	}
 	if (lead)
 		fprintf(stderr,
@@ -360,7 +478,8 @@ int cmd_search(int argc, char **argv)
 			"stored before%s), %zu to evaluate, %d threads%s -> %s\n",
 			sw.name, n, stats[CS_INVALID], stats[CS_OOM], done,
 			resumed ? ": resuming" : "", norder, threads, procs(&sh), dbpath);
-	qsort(order, norder, sizeof(*order), cmp_analytic);
+	if (norder)
+		qsort(order, norder, sizeof(*order), cmp_analytic);
 	before = done;
 	t0 = now();
 	for (size_t at = 0; at < norder;) {
@@ -368,9 +487,9 @@ int cmd_search(int argc, char **argv)
 		/* Fill a batch: screened ones are decided here, the rest simulated
 		 * (every process decides the same). */
 		while (at < norder && nb < bsize) {
-			struct cand *k = order[at++];
-			double *b = best_of(&best, k->gpus);
-			batch[nb] = *k;
+			double *b;
+			sweep_candidate(&sw, order[at++].index, &batch[nb]);
+			b = best_of(&best, batch[nb].gpus);
 			screen(&batch[nb], mode, b ? *b : 0, sw.margin);
 			nb++;
 		}
@@ -431,11 +550,7 @@ int cmd_search(int argc, char **argv)
 	if ((rc = store_finish(db, sid, &err)))
 		goto out;
 	if (json) {
-		summary_json(db, sid, &sw, dbpath, stats, before,
-			     mode == MODE_EXHAUSTIVE  ? "exhaustive"
-			     : mode == MODE_OPTIMISE ? "optimise"
-						     : "screen",
-			     now() - t0);
+		summary_json(db, sid, &sw, dbpath, stats, before, mode_names[mode], now() - t0);
 		goto out;
 	}
 	printf("sweep %s (id %lld) in %s: %zu simulated, %zu screened, %zu invalid, %zu out of "
@@ -446,10 +561,10 @@ int cmd_search(int argc, char **argv)
 out:
 	store_keys_free(keys, nkeys);
 	free(order);
+	free(rejected);
 	free(batch);
 	free(owner);
 	free(stored);
-	free(cands);
 	if (db)
 		sqlite3_close(db);
 	sweep_free(&sw);

@@ -112,7 +112,7 @@ double shard_cost(const struct cand *k)
 
 void shard_deal(const struct shard *s, const struct cand *batch, int n, int *owner)
 {
-	double *load = calloc((size_t)s->size, sizeof(*load));
+	double *load = prism_calloc((size_t)s->size, sizeof(*load));
 	int rr = 0;
 
 	for (int i = 0; i < n; i++)
@@ -150,9 +150,9 @@ int shard_gather(const struct shard *s, struct cand *batch, int n, const int *ow
 
 	if (!s->mpi || s->size == 1)
 		return 0;
-	counts = malloc(2 * (size_t)s->size * sizeof(*counts));
-	send = malloc(((size_t)n + 1) * sizeof(*send));
-	all = malloc(((size_t)n + 1) * sizeof(*all));
+	counts = prism_malloc(2 * (size_t)s->size * sizeof(*counts));
+	send = prism_malloc(((size_t)n + 1) * sizeof(*send));
+	all = prism_malloc(((size_t)n + 1) * sizeof(*all));
 	if (!counts || !send || !all) {
 		free(counts);
 		free(send);

@@ -121,7 +121,7 @@ static char *slurp(const char *path)
 	if (!f)
 		return NULL;
 	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1))) {
+	    (buf = prism_malloc((size_t)n + 1))) {
 		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
 			free(buf);
 			buf = NULL;
@@ -189,7 +189,7 @@ static int base_files(const char *file, config_t *cf, struct sweep *s, struct pr
 					     "%s:%d: 'base' must be a file name in quotes (or a list)",
 					     file, config_setting_source_line(e));
 		resolve(file, p, buf, sizeof(buf));
-		if (!(s->base[s->n_base] = strdup(buf)))
+		if (!(s->base[s->n_base] = prism_strdup(buf)))
 			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 		s->n_base++;
 	}
@@ -363,6 +363,19 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = knob(path, space, "fp8_attention", -1, 0, 1, NULL, &s->fp8_attention, err)) ||
 	    (rc = knob(path, space, "flash", -1, 0, 1, NULL, &s->flash, err)))
 		goto out;
+	if (sweep_count(s) > SWEEP_MAX_CANDIDATES) {
+		char n[32];
+		if (sweep_count(s) == UINT64_MAX)
+			snprintf(n, sizeof(n), "over 2^64");
+		else
+			snprintf(n, sizeof(n), "%" PRIu64, sweep_count(s));
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s:%d: the sweep has %s candidates (the product of its lists), "
+				   "more than %u",
+				   path, space ? (int)config_setting_source_line(space) : s->gpus_line,
+				   n, SWEEP_MAX_CANDIDATES);
+		goto out;
+	}
 	config_destroy(&cf);
 	/* The base and the hardware named in it. */
 	if ((rc = cli_load_hw(s->hw_name, &s->hw, err)) || (rc = load_base(s, err))) {
@@ -457,88 +470,154 @@ static void judge(const struct sweep *s, struct cand *c)
 			     : synth_lower_bound(&c->in);
 }
 
-long sweep_enumerate(const struct sweep *s, struct cand **out)
-{
-	VEC(struct cand) v = {0};
-	struct cand c;
+static int decode(const struct sweep *s, uint64_t index, struct cand *c);
 
-	*out = NULL;
-	for (int ig = 0; ig < s->gpus.n; ig++)
-	for (int it = 0; it < s->tp.n; it++)
-	for (int ip = 0; ip < s->pp.n; ip++)
-	for (int ib = 0; ib < s->mbs.n; ib++)
+/* Schedule and virtual stages, one axis: vp varies only with interleaved. */
+static int sched_axis(const struct sweep *s)
+{
+	int n = 0;
 	for (int is = 0; is < s->schedule.n; is++)
-	for (int iv = 0; iv < (s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.n : 1); iv++)
-	for (int ir = 0; ir < s->recompute.n; ir++)
-	for (int iz = 0; iz < s->zero.n; iz++)
-	for (int iq = 0; iq < s->sp.n; iq++)
-	for (int il = 0; il < s->layers.n; il++)
-	for (int ih = 0; ih < s->hidden.n; ih++)
-	for (int idt = 0; idt < s->dtype.n; idt++)
-	for (int ifa = 0; ifa < s->fp8_attention.n; ifa++)
-	for (int ifl = 0; ifl < s->flash.n; ifl++) {
+		n += s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.n : 1;
+	return n;
+}
+
+uint64_t sweep_count(const struct sweep *s)
+{
+	/* Up to 32^12 x 32 x 32 would overflow: the product saturates. */
+	const uint64_t n[] = {(uint64_t)s->gpus.n,	    (uint64_t)s->tp.n,
+			      (uint64_t)s->pp.n,	    (uint64_t)s->mbs.n,
+			      (uint64_t)sched_axis(s),	    (uint64_t)s->recompute.n,
+			      (uint64_t)s->zero.n,	    (uint64_t)s->sp.n,
+			      (uint64_t)s->layers.n,	    (uint64_t)s->hidden.n,
+			      (uint64_t)s->dtype.n,	    (uint64_t)s->fp8_attention.n,
+			      (uint64_t)s->flash.n};
+	uint64_t c = 1;
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+		if (n[i] && c > UINT64_MAX / n[i])
+			return UINT64_MAX;
+		c *= n[i];
+	}
+	return c;
+}
+
+int sweep_candidate(const struct sweep *s, uint64_t index, struct cand *c)
+{
+	if (decode(s, index, c))
+		return 1;
+	judge(s, c);
+	return 0;
+}
+
+int sweep_key(const struct sweep *s, uint64_t index, char *key, size_t n)
+{
+	struct cand c;
+	if (decode(s, index, &c))
+		return 1;
+	snprintf(key, n, "%s", c.key);
+	return 0;
+}
+
+/* Candidate index of s, keyed and checked against the sweep's own rules
+ * (not judged): 0, or 1 when index is no candidate. */
+static int decode(const struct sweep *s, uint64_t index, struct cand *c)
+{
+	/* Mixed radix, the last knob fastest: the order of nested loops
+	 * over gpus, tp, pp, mbs, schedule (and vp), recompute, zero, sp,
+	 * layers, hidden, dtype, fp8_attention, flash. */
+	uint64_t x = index;
+	int ifl = (int)(x % (uint64_t)s->flash.n), ifa, idt, ih, il, iq, iz, ir, isv, ib, ip, it,
+	    ig, is = 0, iv = 0;
+	x /= (uint64_t)s->flash.n;
+	ifa = (int)(x % (uint64_t)s->fp8_attention.n);
+	x /= (uint64_t)s->fp8_attention.n;
+	idt = (int)(x % (uint64_t)s->dtype.n);
+	x /= (uint64_t)s->dtype.n;
+	ih = (int)(x % (uint64_t)s->hidden.n);
+	x /= (uint64_t)s->hidden.n;
+	il = (int)(x % (uint64_t)s->layers.n);
+	x /= (uint64_t)s->layers.n;
+	iq = (int)(x % (uint64_t)s->sp.n);
+	x /= (uint64_t)s->sp.n;
+	iz = (int)(x % (uint64_t)s->zero.n);
+	x /= (uint64_t)s->zero.n;
+	ir = (int)(x % (uint64_t)s->recompute.n);
+	x /= (uint64_t)s->recompute.n;
+	isv = (int)(x % (uint64_t)sched_axis(s));
+	x /= (uint64_t)sched_axis(s);
+	ib = (int)(x % (uint64_t)s->mbs.n);
+	x /= (uint64_t)s->mbs.n;
+	ip = (int)(x % (uint64_t)s->pp.n);
+	x /= (uint64_t)s->pp.n;
+	it = (int)(x % (uint64_t)s->tp.n);
+	x /= (uint64_t)s->tp.n;
+	if (x >= (uint64_t)s->gpus.n)
+		return 1; /* past the last */
+	ig = (int)x;
+	for (;; is++) {
+		int nv = s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.n : 1;
+		if (isv < nv) {
+			iv = isv;
+			break;
+		}
+		isv -= nv;
+	}
+	{
 		/* The ranges of sweep_load keep every product below in 64 bits,
 		 * and the quotients stored in ints below their limits. */
 		int gpus = s->gpus.v[ig], tp = s->tp.v[it], pp = s->pp.v[ip], mbs = s->mbs.v[ib];
 		int64_t tpp = (int64_t)tp * pp;
 		int dp = (int)(gpus / tpp);
 		int64_t per = (int64_t)dp * mbs, ffn = 0;
-		memset(&c, 0, sizeof(c));
-		c.in = s->tmpl;
-		c.in.hw = &s->hw;
+		if (s->sp.v[iq] && tp == 1 && s->sp.n > 1)
+			return 1; /* sp without tp is the same candidate as no sp */
+		memset(c, 0, sizeof(*c));
+		c->in = s->tmpl;
+		c->in.hw = &s->hw;
 		if (s->layers.v[il] > 0)
-			c.in.m.layers = s->layers.v[il];
+			c->in.m.layers = s->layers.v[il];
 		if (s->hidden.v[ih] > 0 && s->tmpl.m.hidden <= 0) {
-			c.in.m.hidden = s->hidden.v[ih]; /* judged: a plain trace's is unknown */
+			c->in.m.hidden = s->hidden.v[ih]; /* judged: a plain trace's is unknown */
 		} else if (s->hidden.v[ih] > 0) {
 			/* The FFN keeps its ratio to the width. */
 			ffn = (int64_t)s->tmpl.m.ffn * s->hidden.v[ih] / s->tmpl.m.hidden;
-			c.in.m.ffn = ffn > LLM_MAX_FFN ? LLM_MAX_FFN : (int)ffn;
-			c.in.m.hidden = s->hidden.v[ih];
+			c->in.m.ffn = ffn > LLM_MAX_FFN ? LLM_MAX_FFN : (int)ffn;
+			c->in.m.hidden = s->hidden.v[ih];
 		}
-		c.gpus = gpus;
-		c.in.lay.tp = tp;
-		c.in.lay.pp = pp;
-		c.in.lay.dp = dp > 0 ? dp : 1;
-		c.in.lay.mbs = mbs;
-		c.in.lay.schedule = s->schedule.v[is];
-		c.in.lay.vp = s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.v[iv] : 1;
-		c.in.lay.recompute = s->recompute.v[ir];
-		c.in.lay.zero = s->zero.v[iz];
-		c.in.lay.sp = s->sp.v[iq] && tp > 1;
+		c->gpus = gpus;
+		c->in.lay.tp = tp;
+		c->in.lay.pp = pp;
+		c->in.lay.dp = dp > 0 ? dp : 1;
+		c->in.lay.mbs = mbs;
+		c->in.lay.schedule = s->schedule.v[is];
+		c->in.lay.vp = s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.v[iv] : 1;
+		c->in.lay.recompute = s->recompute.v[ir];
+		c->in.lay.zero = s->zero.v[iz];
+		c->in.lay.sp = s->sp.v[iq] && tp > 1;
 		if (s->dtype.v[idt] >= 0)
-			c.in.dtype = s->dtype.v[idt];
+			c->in.dtype = s->dtype.v[idt];
 		if (s->fp8_attention.v[ifa] >= 0)
-			c.in.fp8_attention = s->fp8_attention.v[ifa];
+			c->in.fp8_attention = s->fp8_attention.v[ifa];
 		if (s->flash.v[ifl] >= 0)
-			c.in.lay.flash = s->flash.v[ifl];
-		if (s->sp.v[iq] && tp == 1 && s->sp.n > 1)
-			continue; /* sp without tp is the same candidate as no sp */
-		c.in.lay.microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
-		if (c.in.lay.microbatches < 1)
-			c.in.lay.microbatches = 1;
+			c->in.lay.flash = s->flash.v[ifl];
+		c->in.lay.microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
+		if (c->in.lay.microbatches < 1)
+			c->in.lay.microbatches = 1;
 		if (gpus % tpp) {
-			c.status = CS_INVALID;
-			snprintf(c.reason, sizeof(c.reason), "%d GPUs do not divide by tp %d x pp %d",
-				 gpus, tp, pp);
+			c->status = CS_INVALID;
+			snprintf(c->reason, sizeof(c->reason),
+				 "%d GPUs do not divide by tp %d x pp %d", gpus, tp, pp);
 		} else if (s->global_batch % per) {
-			c.status = CS_INVALID;
-			snprintf(c.reason, sizeof(c.reason),
-				 "global batch %d does not divide by dp %d x mbs %d", s->global_batch,
-				 dp, mbs);
+			c->status = CS_INVALID;
+			snprintf(c->reason, sizeof(c->reason),
+				 "global batch %d does not divide by dp %d x mbs %d",
+				 s->global_batch, dp, mbs);
 		} else if (ffn > LLM_MAX_FFN) {
-			c.status = CS_INVALID;
-			snprintf(c.reason, sizeof(c.reason),
+			c->status = CS_INVALID;
+			snprintf(c->reason, sizeof(c->reason),
 				 "ffn %" PRId64 " (scaled with hidden %d) is beyond %d", ffn,
-				 c.in.m.hidden, LLM_MAX_FFN);
+				 c->in.m.hidden, LLM_MAX_FFN);
 		}
-		make_key(&c);
-		judge(s, &c);
-		if (VEC_PUSH(v, c)) {
-			VEC_FREE(v);
-			return -1;
-		}
+		make_key(c);
 	}
-	*out = v.v;
-	return (long)v.n;
+	return 0;
 }

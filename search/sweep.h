@@ -12,14 +12,16 @@
  * GPU-hour (tokens, price_per_gpu_hour) for the report's days and cost.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
  * count from the global batch (global / (dp x mbs)).
  *
- * Enumeration keeps every point with its verdict: a candidate that breaks
- * a rule is stored as invalid with the rule, one that does not fit in
- * memory as oom.
+ * Candidates are made one at a time from their index in the space
+ * (sweep_candidate), each with its verdict: a candidate that breaks a rule
+ * is stored as invalid with the rule, one that does not fit in memory as
+ * oom.
  */
 #ifndef PRISM_SWEEP_H
 #define PRISM_SWEEP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base.h"
 #include "hw.h"
@@ -85,10 +87,27 @@ struct cand {
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err);
 void sweep_free(struct sweep *s);
 
-/* Every candidate of s, with invalid ones marked (status and reason) and
- * the analytic estimate of the valid ones; *out malloc'd.  Returns the
- * count, or -1 when out of memory. */
-long sweep_enumerate(const struct sweep *s, struct cand **out);
+/* The most candidates a sweep may have (its lists' product): sweep_load
+ * refuses more.  Candidates are made one at a time (sweep_candidate), never
+ * all at once; what stays per candidate is a few bytes. */
+#define SWEEP_MAX_CANDIDATES (1u << 22)
+
+/* The size of s's candidate space: the product of its lists (vp counted
+ * with the interleaved schedule only), UINT64_MAX when beyond 64 bits. */
+uint64_t sweep_count(const struct sweep *s);
+
+/*
+ * Candidate index (0 .. sweep_count(s) - 1) of s, in the order of nested
+ * loops over gpus, tp, pp, mbs, schedule and vp, recompute, zero, sp,
+ * layers, hidden, dtype, fp8_attention and flash: 0 with *c filled and judged (an invalid one marked
+ * with status and reason, the analytic estimate and bound of a valid one),
+ * or 1 when index is no candidate (sp = 1 without tp repeats sp = 0).
+ */
+int sweep_candidate(const struct sweep *s, uint64_t index, struct cand *c);
+
+/* Only candidate index's key (what store_keys lists) into key[0..n): 0,
+ * or 1 when index is no candidate. */
+int sweep_key(const struct sweep *s, uint64_t index, char *key, size_t n);
 
 const char *cand_status_name(int status);
 

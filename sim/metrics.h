@@ -51,9 +51,18 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out);
  * The iteration time a prediction reports: per step, the slowest rank's
  * predicted time, averaged over the steps after the first (which starts
  * from idle streams) when there are several; without step markers, the
- * slowest rank's GPU-active span.  In seconds.
+ * slowest rank's GPU-active span.  *iter_s in seconds; 0, or PRISM_ENOMEM.
  */
-double metrics_step_time(const struct metrics_iter *its, long n);
+int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s);
+
+/*
+ * Over the same steps, the mean of the slowest rank's simulated host span
+ * and GPU side (seconds), and whether every one of those steps was
+ * host-bound (its GPU idle over METRICS_HOST_BOUND_IDLE of it; 0 without
+ * entries).  0, or PRISM_ENOMEM.
+ */
+int metrics_step_sides(const struct metrics_iter *its, long n, double *host_s, double *gpu_s,
+		       int *host_bound);
 
 /* Busy fraction of processor p over [from, to) of simulated time. */
 double metrics_utilisation(const struct sim *s, uint32_t p, int64_t from, int64_t to);

@@ -110,38 +110,11 @@ static int replay_graph(const struct graph *g, struct predict_out *out, struct p
 	rc = sim_run(s, &o, err);
 	if (rc == 0 && (n = metrics_iterations(s, &its)) < 0)
 		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	if (rc == 0) {
-		int64_t maxstep = -1;
-		double host = 0, gpu = 0;
-		int cnt = 0, bound = n > 0;
-		out->iter_s = metrics_step_time(its, n);
-		for (long i = 0; i < n; i++)
-			if (its[i].step > maxstep)
-				maxstep = its[i].step;
-		/* The steps metrics_step_time averages over. */
-		for (int64_t st = maxstep > 0 ? 1 : maxstep; st <= maxstep; st++) {
-			int64_t h = -1, gs = -1;
-			for (long i = 0; i < n; i++) {
-				if (its[i].step != st)
-					continue;
-				h = its[i].pred_host_ns > h ? its[i].pred_host_ns : h;
-				gs = its[i].pred_gpu_ns > gs ? its[i].pred_gpu_ns : gs;
-				if (its[i].predicted_ns > 0 &&
-				    (double)its[i].idle_ns <=
-					    METRICS_HOST_BOUND_IDLE * (double)its[i].predicted_ns)
-					bound = 0;
-			}
-			if (h >= 0) {
-				host += (double)h * 1e-9;
-				gpu += (double)gs * 1e-9;
-				cnt++;
-			}
-		}
-		out->host_s = cnt ? host / cnt : 0;
-		out->gpu_s = cnt ? gpu / cnt : 0;
-		out->host_bound = bound;
+	if (rc == 0 && (metrics_step_time(its, n, &out->iter_s) ||
+			metrics_step_sides(its, n, &out->host_s, &out->gpu_s, &out->host_bound)))
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if (rc == 0)
 		out->tasks = g->n_nodes;
-	}
 	free(its);
 	sim_free(s);
 	return rc;
@@ -525,7 +498,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	memset(&rs, 0, sizeof(rs));
 	if (c->m.layers != a->m.layers) {
 		int L = b->layers;
-		if (!(lc = malloc((size_t)L * sizeof(*lc))))
+		if (!(lc = prism_malloc((size_t)L * sizeof(*lc))))
 			goto oom;
 		/* Labels count every stage's layers: each repeats alike. */
 		spread(L, (int)((int64_t)c->m.layers * L / a->m.layers), lc);
@@ -538,7 +511,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	}
 	if (c->lay.microbatches != a->lay.microbatches) {
 		int M = a->lay.microbatches, M2 = c->lay.microbatches, pat;
-		if (!(mc = malloc((size_t)M * sizeof(*mc))))
+		if (!(mc = prism_malloc((size_t)M * sizeof(*mc))))
 			goto oom;
 		/* New microbatches copy one that accumulates gradients (not the
 		 * first) and does not synchronise them (not the last); the
@@ -576,11 +549,11 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 					      : b->layer_params * 2;
 		if (comm_time(c->hw, GC_ALL_REDUCE, plan.dp_layer_bytes, grp, a->comm_eff, COMM_AUTO,
 			      &ce) == 0)
-			plan.dp_coll_ns = (int64_t)(ce.time_s * 1e9 + 0.5);
-		plan.cpu_op_ns = (int64_t)(b->host_op_s * 1e9 + 0.5);
-		plan.launch_ns = (int64_t)(b->host_launch_s * 1e9 + 0.5);
-		plan.event_ns = (int64_t)(b->host_event_s * 1e9 + 0.5);
-		plan.gpu_lag_ns = (int64_t)(a->gpu_lag_s * 1e9 + 0.5);
+			plan.dp_coll_ns = prism_ns_round(ce.time_s * 1e9);
+		plan.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
+		plan.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
+		plan.event_ns = prism_ns_round(b->host_event_s * 1e9);
+		plan.gpu_lag_ns = prism_ns_round(a->gpu_lag_s * 1e9);
 		structural = add = 1;
 	}
 	if (structural) {
@@ -607,11 +580,11 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		grp.n = 2;
 		grp.per_node = a->lay.tp * c->lay.dp * 2 <= c->hw->gpus_per_node ? 2 : 1;
 		if (comm_time(c->hw, GC_SEND, pl.act_bytes, grp, a->comm_eff, COMM_AUTO, &ce) == 0)
-			pl.xfer_ns = (int64_t)(ce.time_s * 1e9 + 0.5);
-		pl.cpu_op_ns = (int64_t)(b->host_op_s * 1e9 + 0.5);
-		pl.launch_ns = (int64_t)(b->host_launch_s * 1e9 + 0.5);
-		pl.event_ns = (int64_t)(b->host_event_s * 1e9 + 0.5);
-		pl.gpu_lag_ns = (int64_t)(a->gpu_lag_s * 1e9 + 0.5);
+			pl.xfer_ns = prism_ns_round(ce.time_s * 1e9);
+		pl.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
+		pl.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
+		pl.event_ns = prism_ns_round(b->host_event_s * 1e9);
+		pl.gpu_lag_ns = prism_ns_round(a->gpu_lag_s * 1e9);
 		rc = pipeline_split(cg, &pl, &sg, &ps, err);
 		graph_free(cg);
 		cg = sg;

@@ -46,7 +46,7 @@ static int match_collectives(struct sim *s)
 {
 	const struct graph *g = s->g;
 	uint32_t nc = g->n_colls;
-	struct inst_key *k = malloc((nc ? nc : 1) * sizeof(*k));
+	struct inst_key *k = prism_malloc((nc ? nc : 1) * sizeof(*k));
 
 	if (!k)
 		return PRISM_ENOMEM;
@@ -84,25 +84,25 @@ static int match_collectives(struct sim *s)
 
 struct sim *sim_new(const struct graph *g)
 {
-	struct sim *s = calloc(1, sizeof(*s));
+	struct sim *s = prism_calloc(1, sizeof(*s));
 	size_t n = g->n_nodes ? g->n_nodes : 1, nc = g->n_colls ? g->n_colls : 1;
 
 	if (!s)
 		return NULL;
 	s->g = g;
-	s->start_ns = malloc(n * sizeof(*s->start_ns));
-	s->end_ns = malloc(n * sizeof(*s->end_ns));
-	s->binding = malloc(n * sizeof(*s->binding));
-	s->ready_ns = malloc(n * sizeof(*s->ready_ns));
-	s->indeg = malloc(n * sizeof(*s->indeg));
-	s->inst_of = malloc(nc * sizeof(*s->inst_of));
-	s->inst_first = malloc((nc + 1) * sizeof(*s->inst_first));
-	s->inst_members = malloc(nc * sizeof(*s->inst_members));
-	s->inst_size = malloc(nc * sizeof(*s->inst_size));
-	s->inst_arrived = malloc(nc * sizeof(*s->inst_arrived));
-	s->inst_ready = malloc(nc * sizeof(*s->inst_ready));
-	s->inst_dur = malloc(nc * sizeof(*s->inst_dur));
-	s->inst_last = malloc(nc * sizeof(*s->inst_last));
+	s->start_ns = prism_malloc(n * sizeof(*s->start_ns));
+	s->end_ns = prism_malloc(n * sizeof(*s->end_ns));
+	s->binding = prism_malloc(n * sizeof(*s->binding));
+	s->ready_ns = prism_malloc(n * sizeof(*s->ready_ns));
+	s->indeg = prism_malloc(n * sizeof(*s->indeg));
+	s->inst_of = prism_malloc(nc * sizeof(*s->inst_of));
+	s->inst_first = prism_malloc((nc + 1) * sizeof(*s->inst_first));
+	s->inst_members = prism_malloc(nc * sizeof(*s->inst_members));
+	s->inst_size = prism_malloc(nc * sizeof(*s->inst_size));
+	s->inst_arrived = prism_malloc(nc * sizeof(*s->inst_arrived));
+	s->inst_ready = prism_malloc(nc * sizeof(*s->inst_ready));
+	s->inst_dur = prism_malloc(nc * sizeof(*s->inst_dur));
+	s->inst_last = prism_malloc(nc * sizeof(*s->inst_last));
 	if (!s->start_ns || !s->end_ns || !s->binding || !s->ready_ns || !s->indeg ||
 	    !s->inst_of || !s->inst_first || !s->inst_members || !s->inst_size || !s->inst_arrived || !s->inst_ready || !s->inst_dur ||
 	    !s->inst_last || evq_init(&s->q, g->n_procs + 16) || match_collectives(s)) {
@@ -147,6 +147,14 @@ static int64_t dur_of(const struct sim *s, uint32_t u, int rendezvous)
 	if (rendezvous && g->coll[u] != NONE32 && s->inst_size[s->inst_of[g->coll[u]]] > 1)
 		return s->inst_dur[s->inst_of[g->coll[u]]];
 	return g->dur_ns[u];
+}
+
+static int too_late(const struct graph *g, uint32_t u, struct prism_err *err)
+{
+	return prism_err_set(err, PRISM_ELIMIT,
+			     "simulation: task %" PRIu32 " '%.60s' would end more than %" PRId64
+			     " ns (146 years) after the start",
+			     u, strtab_get(&g->st, g->name[u]), PRISM_TIME_MAX);
 }
 
 int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
@@ -208,7 +216,10 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		if (s->end_ns[u] >= 0)
 			continue; /* stale */
 		s->start_ns[u] = e.time_ns;
+		/* Times and durations are within PRISM_TIME_MAX: the sum fits. */
 		s->end_ns[u] = e.time_ns + dur_of(s, u, rv);
+		if (s->end_ns[u] > PRISM_TIME_MAX)
+			return too_late(g, u, err);
 		if (s->end_ns[u] > s->makespan_ns)
 			s->makespan_ns = s->end_ns[u];
 		s->n_done++;
@@ -226,6 +237,8 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 				int64_t at = s->ready_ns[v] + g->lag_ns[v];
 				if ((g->flags[v] & NF_ANCHORED) && g->start_ns[v] > at)
 					at = g->start_ns[v];
+				if (at > PRISM_TIME_MAX)
+					return too_late(g, v, err);
 				if (evq_push(&s->q, at, v))
 					return prism_err_set(err, PRISM_ENOMEM,
 							     "simulation: out of memory");

@@ -29,7 +29,12 @@ static int multi(const struct graph *g, int rank)
 
 static int64_t pid_of(const struct graph *g, int rank, const struct graph_proc *p)
 {
-	return multi(g, rank) ? (g->ranks[p->rank].rank + 1) * TIMELINE_RANK_PID + p->pid : p->pid;
+	/* Unsigned: a trace's pid and rank may be anything (the output then
+	 * collides, but nothing overflows). */
+	return multi(g, rank) ? (int64_t)(((uint64_t)g->ranks[p->rank].rank + 1) *
+						  (uint64_t)TIMELINE_RANK_PID +
+					  (uint64_t)p->pid)
+			      : p->pid;
 }
 
 /* The correlation id written for u: GPU work takes its launch call's (a
@@ -44,7 +49,20 @@ static int64_t corr_of(const struct graph *g, int rank, const int64_t *launch_co
 			return 0;
 		c = launch_corr[u];
 	}
-	return multi(g, rank) ? c + ((int64_t)g->procs[g->proc[u]].rank << 40) : c;
+	return multi(g, rank) ? (int64_t)((uint64_t)c + ((uint64_t)g->procs[g->proc[u]].rank << 40))
+			      : c;
+}
+
+static int cmp_iter(const void *a, const void *b, void *ctx)
+{
+	const struct graph *g = ctx;
+	const struct graph_iter *x = &g->iters[*(const uint32_t *)a];
+	const struct graph_iter *y = &g->iters[*(const uint32_t *)b];
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	return (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
 }
 
 static void event(FILE *f, int *first, const struct graph *g, const char *cat, const char *name,
@@ -55,6 +73,11 @@ static void event(FILE *f, int *first, const struct graph *g, const char *cat, c
 	*first = 0;
 	fprintf(f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cat);
 	prism_fput_json_str(f, name);
+	/* Within the limits prism reads (+-PRISM_TIME_MAX, no negative
+	 * duration), so that what it writes reads back: a damaged graph's
+	 * step can map before its start or far from its tasks. */
+	ts = ts < -PRISM_TIME_MAX ? -PRISM_TIME_MAX : ts > PRISM_TIME_MAX ? PRISM_TIME_MAX : ts;
+	dur = dur < 0 ? 0 : dur > PRISM_TIME_MAX - ts ? PRISM_TIME_MAX - ts : dur;
 	fprintf(f, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", pid, tid);
 	put_us(f, ts);
 	fputs(",\"dur\":", f);
@@ -231,38 +254,73 @@ static void ranges(FILE *f, int *first, const struct sim *s, int rank, const str
 	}
 }
 
-/* The step of its (rank, step) on the host thread that ran it, or NULL. */
-static const struct graph_iter *iter_of(const struct graph *g, const struct metrics_iter *it)
+/* The step of its (rank, step) on the host thread that ran it (the last
+ * of the graph's iterations with that rank and step), or NULL.  by: the
+ * iterations' indices sorted by cmp_iter. */
+static const struct graph_iter *iter_of(const struct graph *g, const uint32_t *by,
+					const struct metrics_iter *it)
 {
 	const struct graph_iter *gi = NULL;
+	uint32_t lo = 0, hi = g->n_iters;
 	if (it->step < 0)
 		return NULL;
-	for (uint32_t k = 0; k < g->n_iters; k++)
-		if (g->iters[k].rank == it->rank && g->iters[k].step == it->step)
-			gi = &g->iters[k];
+	while (lo < hi) { /* past the last (rank, step) */
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct graph_iter *m = &g->iters[by[mid]];
+		if (m->rank < it->rank || (m->rank == it->rank && m->step <= it->step))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && g->iters[by[lo - 1]].rank == it->rank &&
+	    g->iters[by[lo - 1]].step == it->step)
+		gi = &g->iters[by[lo - 1]];
 	return gi && gi->proc != UINT32_MAX ? gi : NULL;
+}
+
+struct pid_proc {
+	int64_t pid;
+	uint32_t p;
+};
+
+static int cmp_pid_proc(const void *a, const void *b)
+{
+	const struct pid_proc *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->p > y->p) - (x->p < y->p);
 }
 
 /* The process names: one record per process (a process has several
  * threads or streams). */
 static int64_t process_names(FILE *f, int *first, const struct graph *g, int rank)
 {
-	int64_t *seen = malloc((g->n_procs ? g->n_procs : 1) * sizeof(*seen)), top = 0;
-	uint32_t nseen = 0;
+	/* The first processor of each pid names the process: found by a
+	 * sort, not a scan (a trace may have 10^6 threads). */
+	struct pid_proc *v = prism_malloc((g->n_procs ? g->n_procs : 1) * sizeof(*v));
+	uint8_t *names = prism_calloc(g->n_procs ? g->n_procs : 1, 1);
+	int64_t top = 0;
+	uint32_t nv = 0;
 
+	if (v && names) {
+		for (uint32_t p = 0; p < g->n_procs; p++)
+			if (rank < 0 || g->procs[p].rank == (uint32_t)rank)
+				v[nv++] = (struct pid_proc){pid_of(g, rank, &g->procs[p]), p};
+		if (nv)
+			qsort(v, nv, sizeof(*v), cmp_pid_proc);
+		for (uint32_t k = 0; k < nv; k++)
+			if (k == 0 || v[k].pid != v[k - 1].pid)
+				names[v[k].p] = 1;
+	}
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
 		int64_t pid = pid_of(g, rank, pr);
-		int dup = 0;
 		if (rank >= 0 && pr->rank != (uint32_t)rank)
 			continue;
 		if (pid >= top)
-			top = pid + 1;
-		for (uint32_t k = 0; seen && k < nseen && !dup; k++)
-			dup = seen[k] == pid;
-		if (!dup) {
-			if (seen)
-				seen[nseen++] = pid;
+			top = pid < INT64_MAX ? pid + 1 : pid;
+		/* Out of memory: every thread names its process. */
+		if (!v || !names || names[p]) {
 			fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
 				   ",\"tid\":0,\"args\":{\"name\":\"rank %" PRId64 " %s %" PRId64 "\"}}",
 				*first ? "\n" : ",\n", pid, g->ranks[pr->rank].rank,
@@ -274,7 +332,8 @@ static int64_t process_names(FILE *f, int *first, const struct graph *g, int ran
 			*first ? "\n" : ",\n", pid, pr->tid, pr->gpu ? "stream" : "thread", pr->tid);
 		*first = 0;
 	}
-	free(seen);
+	free(v);
+	free(names);
 	return top;
 }
 
@@ -353,35 +412,45 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	struct metrics_path mp = {0};
 	struct cut *cuts = NULL;
 	size_t ncuts = 0;
-	uint8_t *critical = calloc(g->n_nodes ? g->n_nodes : 1, 1);
+	uint8_t *critical = prism_calloc(g->n_nodes ? g->n_nodes : 1, 1);
 	FILE *f;
 	int first = 1;
-	int64_t *launch_corr = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr)), top;
+	int64_t *launch_corr = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr)),
+		top;
+	/* The graph's iterations by (rank, step, index): each step's last is
+	 * found by a search, not a scan (a trace may have 10^6). */
+	uint32_t *by = prism_malloc((g->n_iters ? g->n_iters : 1) * sizeof(*by));
 	long nits = metrics_iterations(s, &its);
 	/* An op's args: its shapes (any two strings of g) and a few keys. */
 	size_t args_cap = 2 * longest(&g->st) + 96;
-	char *args = malloc(args_cap);
+	char *args = prism_malloc(args_cap);
 
-	if (!launch_corr || !critical || !args || nits < 0 || metrics_critical_path(s, &mp) ||
-	    !(cuts = malloc(((size_t)(nits > 0 ? nits : 0) * 2 + 1) * sizeof(*cuts)))) {
+	if (!launch_corr || !critical || !by || !args || nits < 0 || metrics_critical_path(s, &mp) ||
+	    !(cuts = prism_malloc(((size_t)(nits > 0 ? nits : 0) * 2 + 1) * sizeof(*cuts)))) {
 		free(launch_corr);
 		free(critical);
+		free(by);
 		free(args);
 		free(its);
 		free(mp.nodes);
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
 	}
+	for (uint32_t k = 0; k < g->n_iters; k++)
+		by[k] = k;
+	if (g->n_iters)
+		qsort_r(by, g->n_iters, sizeof(*by), cmp_iter, (void *)g);
 	for (uint32_t i = 0; i < mp.n; i++)
 		critical[mp.nodes[i]] = 1;
 	/* Each step's two ends cut the slices of its thread. */
 	for (long i = 0; i < nits; i++) {
-		const struct graph_iter *gi = iter_of(g, &its[i]);
+		const struct graph_iter *gi = iter_of(g, by, &its[i]);
 		if (!gi)
 			continue;
 		cuts[ncuts++] = (struct cut){gi->proc, its[i].sim_host_start_ns};
 		cuts[ncuts++] = (struct cut){gi->proc, its[i].sim_host_start_ns + its[i].pred_host_ns};
 	}
-	qsort(cuts, ncuts, sizeof(*cuts), cmp_cut);
+	if (ncuts)
+		qsort(cuts, ncuts, sizeof(*cuts), cmp_cut);
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		launch_corr[u] = -1;
 	for (uint32_t u = 0; u < g->n_nodes; u++)
@@ -394,6 +463,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 		free(args);
 		free(launch_corr);
 		free(critical);
+		free(by);
 		free(its);
 		free(cuts);
 		free(mp.nodes);
@@ -499,7 +569,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	/* The steps: their host spans (ProfilerStep#N as Kineto writes it). */
 	for (long i = 0; i < nits; i++) {
 		char name[48];
-		const struct graph_iter *gi = iter_of(g, &its[i]);
+		const struct graph_iter *gi = iter_of(g, by, &its[i]);
 		if (!gi || (rank >= 0 && gi->rank != (uint32_t)rank))
 			continue;
 		snprintf(name, sizeof(name), "ProfilerStep#%" PRId64, its[i].step);
@@ -539,6 +609,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	free(args);
 	free(launch_corr);
 	free(critical);
+	free(by);
 	free(its);
 	free(cuts);
 	free(mp.nodes);

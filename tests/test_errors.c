@@ -87,6 +87,17 @@ static void test_json_errors(void **state)
 	expect("bad-value.json", "{\"traceEvents\": [" K "\"ts\":1,\"dur\":tru}]}",
 	       ": event 0 (byte 82): field \"dur\": invalid JSON (The JSON element does not have "
 	       "the requested type.)");
+	/* Text that is not UTF-8, or a raw control character in a string, is
+	 * reported at the byte itself and its event (simdjson's first stage
+	 * names only the start of the chunk). */
+	expect("utf8.json",
+	       "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1}," K "\"ts\":2,\"dur\":1,\"x\":\"a\xc3(\"}]}",
+	       ": event 1 (byte 158): not valid UTF-8");
+	expect("control.json",
+	       "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1}," K "\"ts\":2,\"dur\":1,\"x\":\"ab\x01\"}]}",
+	       ": event 1 (byte 159): a control character inside a string (it must be escaped)");
+	expect("utf8-top.json", "{\"distributedInfo\": {\"backend\": \"n\xff\"}, \"traceEvents\": []}",
+	       ": byte 34: field \"distributedInfo\": not valid UTF-8");
 }
 
 static void test_event_errors(void **state)
@@ -160,6 +171,38 @@ static void test_file_errors(void **state)
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
 	assert_non_null(strstr(err, "short.json.gz: compressed byte 300: truncated gzip data\n"));
+
+	/* After a whole member, bytes that are no gzip member: reported where
+	 * they start (offsets count from the file's start, not the member's). */
+	snprintf(path, sizeof(path), "%s/trailing.json.gz", dir);
+	snprintf(cmd, sizeof(cmd), "gzip -c '%s' > '%s' && printf 'garbage!' >> '%s'",
+		 TEST_DATA("golden_2023.json"), path, path);
+	assert_int_equal(system(cmd), 0);
+	{
+		struct stat sb;
+		char want[256];
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
+		snprintf(want, sizeof(want),
+			 "trailing.json.gz: compressed byte %lld: not a gzip member after the one "
+			 "that ends there (incorrect header check; trailing garbage?)\n",
+			 (long long)sb.st_size - 8);
+		assert_non_null(strstr(err, want));
+	}
+	/* Two members, the second cut short: at the end of the file. */
+	snprintf(path, sizeof(path), "%s/two.json.gz", dir);
+	snprintf(cmd, sizeof(cmd), "(printf '{\"traceEvents\": [' | gzip -c; gzip -c '%s' | head -c 100) > '%s'",
+		 TEST_DATA("golden_2023.json"), path);
+	assert_int_equal(system(cmd), 0);
+	{
+		struct stat sb;
+		char want[256];
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
+		snprintf(want, sizeof(want), "two.json.gz: compressed byte %lld: truncated gzip data\n",
+			 (long long)sb.st_size);
+		assert_non_null(strstr(err, want));
+	}
 }
 
 static void test_graph_version(void **state)
@@ -213,8 +256,8 @@ static void test_fuzz_findings(void **state)
 	char err[1024], want[512];
 	(void)state;
 	snprintf(want, sizeof(want),
-		 "prism: %s: byte 46: field \"deviceProperties\": Within strings, some "
-		 "characters must be escaped, we found unescaped characters\n",
+		 "prism: %s: byte 99: field \"deviceProperties\": a control character "
+		 "inside a string (it must be escaped)\n",
 		 TEST_DATA("fuzz/top-value-never-starts.json"));
 	assert_int_equal(run_ingest(TEST_DATA("fuzz/top-value-never-starts.json"), err, sizeof(err)),
 			 2);

@@ -441,6 +441,51 @@ static void test_limits(void **state)
 	assert_int_equal(synth_check(&in, &err), 0);
 }
 
+/* synth_check's task estimate is a lower bound of what synth builds (so
+ * it refuses no run that fits), and a run beyond GRAPH_MAX_TASKS is
+ * refused before anything is built. */
+static void test_task_bound(void **state)
+{
+	static const struct {
+		int tp, pp, vp, m, sched, rec, bare;
+	} cases[] = {
+		{1, 1, 1, 1, MEM_1F1B, MEM_RECOMPUTE_NONE, 0},
+		{1, 1, 1, 1, MEM_1F1B, MEM_RECOMPUTE_NONE, 1},
+		{2, 2, 1, 4, MEM_GPIPE, MEM_RECOMPUTE_FULL, 0},
+		{1, 4, 2, 8, MEM_INTERLEAVED, MEM_RECOMPUTE_SELECTIVE, 1},
+	};
+	struct synth_in in;
+	struct prism_err err;
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_out so;
+		struct graph *g = NULL;
+		small(&in);
+		in.lay.tp = cases[i].tp;
+		in.lay.pp = cases[i].pp;
+		in.lay.vp = cases[i].vp;
+		in.lay.microbatches = cases[i].m;
+		in.lay.schedule = cases[i].sched;
+		in.lay.recompute = cases[i].rec;
+		in.bare = cases[i].bare;
+		in.steps = 1;
+		prism_err_clear(&err);
+		assert_int_equal(synth_build(&in, &g, &so, &err), 0);
+		assert_true(g->n_nodes >= (uint32_t)(in.m.layers * in.lay.microbatches *
+						     SYNTH_MIN_TASKS_PER_LAYER));
+		graph_free(g);
+		synth_out_free(&so);
+	}
+	small(&in);
+	in.m.layers = 65536;
+	in.lay.microbatches = 65536;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_ELIMIT);
+	assert_string_equal(err.msg, "layout: 2 steps x 65536 layers x 65536 microbatches make at "
+				     "least 412316860416 tasks, more than the 33554432 prism "
+				     "simulates");
+}
+
 /* The run description survives its own parser. */
 static void test_meta_round_trip(void **state)
 {
@@ -636,6 +681,7 @@ int main(void)
 		cmocka_unit_test(test_flops_formula),  cmocka_unit_test(test_pipeline_bubble),
 		cmocka_unit_test(test_layout_errors),  cmocka_unit_test(test_meta_round_trip),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_task_bound),
 		cmocka_unit_test(test_retime_clone),   cmocka_unit_test(test_fit_scales),
 		cmocka_unit_test(test_lower_bound),    cmocka_unit_test(test_fp8_layer),
 		cmocka_unit_test(test_selective_recompute),    cmocka_unit_test(test_unfused_attention),
