@@ -18,8 +18,7 @@ void analytic_in_default(struct analytic_in *in)
 	in->lay.flash = 1;
 }
 
-int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
-		      struct prism_err *err)
+int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, struct prism_err *err)
 {
 	const struct hw_profile *hw = in->hw;
 	const struct mem_layout *l = &in->lay;
@@ -41,8 +40,8 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 		return prism_err_set(err, PRISM_EARG, "%d layers do not divide into %d x %d stages",
 				     m->layers, pp, v);
 	if (m->heads % tp)
-		return prism_err_set(err, PRISM_EARG, "%d heads do not divide by tensor parallel %d",
-				     m->heads, tp);
+		return prism_err_set(err, PRISM_EARG,
+				     "%d heads do not divide by tensor parallel %d", m->heads, tp);
 	if (llm_kv_heads(m) % tp)
 		return prism_err_set(err, PRISM_EARG,
 				     "%d key-value heads do not divide by tensor parallel %d",
@@ -54,9 +53,9 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 				     "parallel %d",
 				     in->global_batch, l->mbs, dp);
 	if (v > 1 && ((int)mb) % pp)
-		return prism_err_set(err, PRISM_EARG,
-				     "interleaving needs microbatches (%.0f) divisible by stages (%d)",
-				     mb, pp);
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "interleaving needs microbatches (%.0f) divisible by stages (%d)", mb, pp);
 	out->microbatches = (int)mb;
 	lay.microbatches = (int)mb;
 	lay.fp8_weights = in->dtype == HW_FP8 || in->dtype == HW_FP4;
@@ -81,7 +80,8 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 		out->t_compute = ((double)m->layers / pp * (lf + lb) +
 				  (kperf_gemm_s(hw, ldt, 1, bs, V, m->hidden) +
 				   kperf_gemm_s(hw, ldt, 1, bs, m->hidden, V) +
-				   kperf_gemm_s(hw, ldt, 1, m->hidden, V, bs)) / pp) /
+				   kperf_gemm_s(hw, ldt, 1, m->hidden, V, bs)) /
+				      pp) /
 				 in->compute_eff;
 	}
 	/* Tensor parallel: 2 all-reduces per layer forward, 2 backward (and
@@ -100,8 +100,8 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 	if (pp > 1) {
 		int across = (long)tp * dp >= hw->gpus_per_node;
 		double bytes = act_bytes / (l->sp ? tp : 1);
-		comm_time(hw, GC_SEND_RECV, bytes,
-			  (struct comm_group){across ? 2 : 1, 1}, in->comm_eff, COMM_AUTO, &ce);
+		comm_time(hw, GC_SEND_RECV, bytes, (struct comm_group){across ? 2 : 1, 1},
+			  in->comm_eff, COMM_AUTO, &ce);
 		out->t_p2p = 2 * ce.time_s;
 	}
 	out->t_slot = out->t_compute + out->t_tp + out->t_p2p;

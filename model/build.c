@@ -49,7 +49,7 @@ void build_opts_default(struct build_opts *o)
 struct pnode {
 	int64_t start, dur, wait, corr;
 	uint32_t name, op, src, coll, proc, hint; /* hint: comm index of the enclosing op */
-	uint32_t dims, types;                     /* the enclosing op's shapes */
+	uint32_t dims, types;			  /* the enclosing op's shapes */
 	int32_t iter, layer, mb;
 	uint8_t kind, flags, rtclass, launched, phase;
 };
@@ -78,7 +78,7 @@ struct builder {
 	VEC(struct graph_coll) colls;
 	VEC(uint8_t) rtclass_of; /* by string id; 0xff = not yet classified */
 	struct graph_stats stats;
-	uint32_t meta;           /* the first "prism::model#..." range's name */
+	uint32_t meta; /* the first "prism::model#..." range's name */
 };
 
 static int cmp_key(const void *a, const void *b)
@@ -146,16 +146,16 @@ struct stream_ix {
 struct rank_ctx {
 	const struct kineto_trace *tr;
 	uint32_t rank_ix;
-	struct key *keys;      /* all kept events, sorted */
+	struct key *keys; /* all kept events, sorted */
 	size_t nkeys;
-	struct imap rt_by_corr;  /* correlation -> runtime (call) node */
-	struct imap gpu_by_corr; /* correlation -> first GPU event */
+	struct imap rt_by_corr;	     /* correlation -> runtime (call) node */
+	struct imap gpu_by_corr;     /* correlation -> first GPU event */
 	struct imap gpunode_by_corr; /* correlation -> first GPU node */
 	int64_t min_rt_corr;
 	VEC(uint32_t) cpu_procs; /* processor indices of this rank */
 	VEC(uint32_t) gpu_procs;
-	int64_t *lts;            /* per node of this rank: launch start (GPU nodes) */
-	uint32_t node_base;      /* first node id of this rank */
+	int64_t *lts;		 /* per node of this rank: launch start (GPU nodes) */
+	uint32_t node_base;	 /* first node id of this rank */
 	const uint32_t *proc_of; /* kineto thread -> processor, or NONE32 */
 	size_t nsync;
 };
@@ -248,7 +248,7 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 			const struct kt_event *o = ev_at(rc, ops.v[oi]);
 			while (stack.n && ev_at(rc, stack.v[stack.n - 1])->ts_ns +
 						  ev_at(rc, stack.v[stack.n - 1])->dur_ns <=
-					  o->ts_ns)
+					      o->ts_ns)
 				stack.n--;
 			if (VEC_PUSH(stack, (uint32_t)ops.v[oi]))
 				goto oom;
@@ -256,7 +256,7 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 		}
 		while (stack.n && ev_at(rc, stack.v[stack.n - 1])->ts_ns +
 					  ev_at(rc, stack.v[stack.n - 1])->dur_ns <=
-				  s)
+				      s)
 			stack.n--;
 		if (stack.n) {
 			const struct kt_event *top = ev_at(rc, stack.v[stack.n - 1]);
@@ -295,7 +295,8 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 					if (imap_put(&rc->rt_by_corr, e->corr, last_call, &old))
 						goto oom;
 					if (old != IMAP_NONE) {
-						rc_ = fail_ev(b, rc, e, "duplicate correlation id %" PRId64,
+						rc_ = fail_ev(b, rc, e,
+							      "duplicate correlation id %" PRId64,
 							      e->corr);
 						goto out;
 					}
@@ -307,12 +308,13 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 		}
 		covered = stack.n && ev_at(rc, stack.v[0])->ts_ns <= t;
 		/* An uncovered gap may be idle waiting: infer_threads decides. */
-		if (s > t && (rc_ = add_cpu_work(b, proc, t, s - t, op_name,
-						 covered ? 0 : NF_IDLE_GAP)))
+		if (s > t &&
+		    (rc_ = add_cpu_work(b, proc, t, s - t, op_name, covered ? 0 : NF_IDLE_GAP)))
 			goto out;
 		{
 			struct pnode call = {0};
-			uint32_t g = e->corr != KT_NO_ID ? imap_get(&rc->gpu_by_corr, e->corr) : NONE32;
+			uint32_t g =
+			    e->corr != KT_NO_ID ? imap_get(&rc->gpu_by_corr, e->corr) : NONE32;
 			int blocking = is_blocking_class(cls) ||
 				       (g != NONE32 && memcpy_blocks(b, &rc->tr->events.v[g]));
 			call.start = s;
@@ -410,8 +412,7 @@ static int is_nccl_kernel(const char *s)
  * kernel. */
 static int custom_comm_kind(const char *s)
 {
-	if (strstr(s, "ep::internode::") || strstr(s, "ep::intranode::") ||
-	    strstr(s, "deep_ep::"))
+	if (strstr(s, "ep::internode::") || strstr(s, "ep::intranode::") || strstr(s, "deep_ep::"))
 		return GC_ALL_TO_ALL;
 	if (strstr(s, "multimem_all_reduce") || strstr(s, "one_shot_all_reduce") ||
 	    strstr(s, "two_shot_all_reduce") || strstr(s, "cross_device_reduce") ||
@@ -435,14 +436,15 @@ static int64_t dtype_size(const char *s)
 		const char *name;
 		int size;
 	} t[] = {
-		{"float", 4}, {"Float", 4}, {"float32", 4}, {"int", 4}, {"Int", 4}, {"int32", 4},
-		{"unsigned int", 4}, {"Half", 2}, {"half", 2}, {"c10::Half", 2}, {"float16", 2},
-		{"BFloat16", 2}, {"bfloat16", 2}, {"c10::BFloat16", 2}, {"short", 2},
-		{"Short", 2}, {"int16", 2}, {"double", 8}, {"Double", 8}, {"float64", 8},
-		{"long int", 8}, {"long", 8}, {"Long", 8}, {"int64", 8}, {"long long", 8},
-		{"unsigned long", 8}, {"Byte", 1}, {"Char", 1}, {"unsigned char", 1},
-		{"signed char", 1}, {"bool", 1}, {"Bool", 1}, {"uint8", 1}, {"int8", 1},
-		{"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
+	    {"float", 4},	  {"Float", 4},		{"float32", 4},	      {"int", 4},
+	    {"Int", 4},		  {"int32", 4},		{"unsigned int", 4},  {"Half", 2},
+	    {"half", 2},	  {"c10::Half", 2},	{"float16", 2},	      {"BFloat16", 2},
+	    {"bfloat16", 2},	  {"c10::BFloat16", 2}, {"short", 2},	      {"Short", 2},
+	    {"int16", 2},	  {"double", 8},	{"Double", 8},	      {"float64", 8},
+	    {"long int", 8},	  {"long", 8},		{"Long", 8},	      {"int64", 8},
+	    {"long long", 8},	  {"unsigned long", 8}, {"Byte", 1},	      {"Char", 1},
+	    {"unsigned char", 1}, {"signed char", 1},	{"bool", 1},	      {"Bool", 1},
+	    {"uint8", 1},	  {"int8", 1},		{"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		if (strcmp(s, t[i].name) == 0)
@@ -451,8 +453,7 @@ static int64_t dtype_size(const char *s)
 }
 
 /* Streams: GPU tasks, launch edges, collectives. */
-static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_t hi,
-			uint32_t proc)
+static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_t hi, uint32_t proc)
 {
 	for (size_t k = lo; k < hi; k++) {
 		const struct kt_event *e = ev_at(rc, k);
@@ -471,7 +472,7 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 		n.hint = e->comm;
 		n.proc = proc;
 		n.iter = -1;
-		n.kind = e->kind == KT_MEMCPY ? GN_MEMCPY
+		n.kind = e->kind == KT_MEMCPY	? GN_MEMCPY
 			 : e->kind == KT_MEMSET ? GN_MEMSET
 						: GN_KERNEL;
 		call = imap_get(&rc->rt_by_corr, e->corr);
@@ -484,8 +485,9 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 		}
 		if (n.kind == GN_KERNEL && (is_nccl_kernel(name) || custom_comm_kind(name) >= 0)) {
 			int kind = comm_kind_of(name);
-			n.kind = (kind == GC_SEND_RECV || kind == GC_SEND || kind == GC_RECV) ? GN_P2P
-											     : GN_COLL;
+			n.kind = (kind == GC_SEND_RECV || kind == GC_SEND || kind == GC_RECV)
+				     ? GN_P2P
+				     : GN_COLL;
 		}
 		if (add_node(b, &n, &id) || imap_put(&rc->gpunode_by_corr, e->corr, id, NULL))
 			return nomem(b);
@@ -616,8 +618,9 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 		case KT_SYNC_STREAM: {
 			int64_t sid = e->sync == KT_SYNC_EVENT ? e->b : (e->b >= 0 ? e->b : e->a);
 			const struct graph_proc *ss = stream_proc(b, rc, sid);
-			int64_t t = e->sync == KT_SYNC_EVENT && rec != NONE32 ? b->nodes.v[rec].start
-									 : b->nodes.v[call].start;
+			int64_t t = e->sync == KT_SYNC_EVENT && rec != NONE32
+					? b->nodes.v[rec].start
+					: b->nodes.v[call].start;
 			uint32_t src;
 			if (!(b->nodes.v[call].flags & NF_BLOCKING) || !ss)
 				break;
@@ -635,7 +638,7 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 				break;
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t src = last_launched_before(
-					b, rc, &b->procs.v[rc->gpu_procs.v[i]], b->nodes.v[call].start);
+				    b, rc, &b->procs.v[rc->gpu_procs.v[i]], b->nodes.v[call].start);
 				if (src != NONE32 && sync_edge(b, src, call, 0))
 					return PRISM_ENOMEM;
 			}
@@ -661,12 +664,13 @@ static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *re
 
 	for (uint32_t u = rc->node_base; u < end; u++) {
 		struct pnode *n = &b->nodes.v[u];
-		if (n->kind != GN_RUNTIME || !(n->flags & NF_BLOCKING) || resolved[u - rc->node_base])
+		if (n->kind != GN_RUNTIME || !(n->flags & NF_BLOCKING) ||
+		    resolved[u - rc->node_base])
 			continue;
 		if (n->rtclass == RT_DEVICE_SYNC) {
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t src = last_launched_before(
-					b, rc, &b->procs.v[rc->gpu_procs.v[i]], n->start);
+				    b, rc, &b->procs.v[rc->gpu_procs.v[i]], n->start);
 				if (src != NONE32 && sync_edge(b, src, u, 0))
 					return PRISM_ENOMEM;
 			}
@@ -679,7 +683,7 @@ static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *re
 				continue;
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t c = last_launched_before(
-					b, rc, &b->procs.v[rc->gpu_procs.v[i]], n->start);
+				    b, rc, &b->procs.v[rc->gpu_procs.v[i]], n->start);
 				int64_t ce;
 				if (c == NONE32)
 					continue;
@@ -696,7 +700,8 @@ static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *re
 			}
 		} else {
 			/* A blocking copy waits for its own GPU copy. */
-			uint32_t g = n->corr >= 0 ? imap_get(&rc->gpunode_by_corr, n->corr) : NONE32;
+			uint32_t g =
+			    n->corr >= 0 ? imap_get(&rc->gpunode_by_corr, n->corr) : NONE32;
 			if (g != NONE32) {
 				if (sync_edge(b, g, u, 0))
 					return PRISM_ENOMEM;
@@ -801,7 +806,8 @@ static int infer_share(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 		ev_ready[i] = INT64_MIN;
 	for (size_t k = edge_lo; k < b->edges.n; k++) {
 		const struct pedge *e = &b->edges.v[k];
-		if (GE_KIND(e->kind) == GE_EVENT && node_end(b, e->src) > ev_ready[e->dst - rc->node_base])
+		if (GE_KIND(e->kind) == GE_EVENT &&
+		    node_end(b, e->src) > ev_ready[e->dst - rc->node_base])
 			ev_ready[e->dst - rc->node_base] = node_end(b, e->src);
 	}
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
@@ -910,7 +916,7 @@ static int infer_threads(struct builder *b, struct rank_ctx *rc)
 			uint32_t src = thread_source(b, rc, p, b->nodes.v[p->first].start);
 			if (src == NONE32 &&
 			    (src = thread_waker(b, rc, p, INT64_MIN, b->nodes.v[p->first].start)) !=
-				    NONE32) {
+				NONE32) {
 				struct wake w = {p->first, src, p};
 				b->nodes.v[p->first].flags |= NF_WAKE;
 				if (VEC_PUSH(wakes, w))
@@ -930,7 +936,7 @@ static int infer_threads(struct builder *b, struct rank_ctx *rc)
 			src = thread_source(b, rc, p, b->nodes.v[u + 1].start);
 			if (src == NONE32 &&
 			    (src = thread_waker(b, rc, p, gap->start, b->nodes.v[u + 1].start)) !=
-				    NONE32) {
+				NONE32) {
 				struct wake w = {u + 1, src, p};
 				b->nodes.v[u + 1].flags |= NF_WAKE;
 				if (VEC_PUSH(wakes, w))
@@ -1043,8 +1049,8 @@ static int iterations(struct builder *b, struct rank_ctx *rc)
 		}
 		i = step_at(b, first, t);
 		n->iter = i != SIZE_MAX && t < b->iters.v[i].start_ns + b->iters.v[i].dur_ns
-				  ? (int32_t)i
-				  : -1;
+			      ? (int32_t)i
+			      : -1;
 	}
 	return 0;
 }
@@ -1087,7 +1093,7 @@ struct hop {
 	int64_t start, end;
 	int64_t seq, fwd; /* autograd sequence number; "Fwd thread id" (> 0: backward) */
 	uint32_t proc, key;
-	uint8_t top;      /* not nested in another op of its thread */
+	uint8_t top;	  /* not nested in another op of its thread */
 	uint8_t launches; /* launched GPU work */
 };
 
@@ -1103,12 +1109,13 @@ static uint32_t op_key(uint32_t name, uint32_t dims)
 static int pytorch_phase(const char *name)
 {
 	if (strncmp(name, "Optimizer.step#", 15) == 0 ||
-	    strncmp(name, "Optimizer.zero_grad#", 20) == 0 || strcmp(name, "## optimizer ##") == 0 ||
-	    strcmp(name, "## zero_grad ##") == 0)
+	    strncmp(name, "Optimizer.zero_grad#", 20) == 0 ||
+	    strcmp(name, "## optimizer ##") == 0 || strcmp(name, "## zero_grad ##") == 0)
 		return PH_OPTIMIZER;
 	if (strcmp(name, "## backward ##") == 0)
 		return PH_BACKWARD;
-	if (strcmp(name, "## forward ##") == 0 || strcmp(name, "DistributedDataParallel.forward") == 0)
+	if (strcmp(name, "## forward ##") == 0 ||
+	    strcmp(name, "DistributedDataParallel.forward") == 0)
 		return PH_FORWARD;
 	return PH_NONE;
 }
@@ -1121,8 +1128,8 @@ static int is_backward_op(const struct builder *b, const struct hop *o, uint32_t
 
 typedef VEC(struct arange) arange_vec;
 
-static int push_range(struct builder *b, arange_vec *v, uint32_t proc, int64_t start,
-		      int64_t end, int32_t value)
+static int push_range(struct builder *b, arange_vec *v, uint32_t proc, int64_t start, int64_t end,
+		      int32_t value)
 {
 	struct arange x = {proc, start, end, value};
 	if (proc != NONE32 && value >= 0 && end > start && VEC_PUSH(*v, x))
@@ -1197,7 +1204,8 @@ static int infer_passes(struct builder *b, size_t it_lo, const struct hop *ops, 
 				hi = mid;
 		}
 		if (!cur || i != cur->step || (lo < fs.n && fs.v[lo] < o->start)) {
-			struct pass np = {i, nb.n, nb.n, cur && cur->step == i ? cur->k + 1 : 0,
+			struct pass np = {i,	    nb.n,
+					  nb.n,	    cur && cur->step == i ? cur->k + 1 : 0,
 					  o->start, o->end};
 			if (VEC_PUSH(ps, np)) {
 				rc_ = nomem(b);
@@ -1247,9 +1255,9 @@ static int infer_passes(struct builder *b, size_t it_lo, const struct hop *ops, 
  * names): block l spans from its first op to the next block's, on the
  * ops' thread, into layers; every forward op inside it, nested ones
  * included, gives its autograd sequence number to layer l (by_seq). */
-static int layers_of_run(struct builder *b, const struct hop *ops, size_t nops,
-			 const uint32_t *at, const uint32_t *seq, const uint32_t *names, size_t n,
-			 arange_vec *layers, struct imap *by_seq, int64_t *period)
+static int layers_of_run(struct builder *b, const struct hop *ops, size_t nops, const uint32_t *at,
+			 const uint32_t *seq, const uint32_t *names, size_t n, arange_vec *layers,
+			 struct imap *by_seq, int64_t *period)
 {
 	struct infer_repeat r;
 
@@ -1594,7 +1602,8 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 				top_end = o.end;
 				cur_top = ops.n;
 				if (is_backward_op(b, &o, e->name) &&
-				    push_range(b, &pt[PH_BACKWARD], proc, o.start, o.end, PH_BACKWARD))
+				    push_range(b, &pt[PH_BACKWARD], proc, o.start, o.end,
+					       PH_BACKWARD))
 					rc_ = -1;
 			}
 			if (proc != NONE32 && (VEC_PUSH(ops, o) || VEC_PUSH(opname, e->name)))
@@ -1613,7 +1622,8 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			ph[p] = pt[p];
 			pt[p] = t;
 		}
-		rc_ = infer_passes(b, it_lo, ops.v, ops.n, opname.v, ph, r[A_MB].n ? NULL : &r[A_MB]);
+		rc_ =
+		    infer_passes(b, it_lo, ops.v, ops.n, opname.v, ph, r[A_MB].n ? NULL : &r[A_MB]);
 		for (int p = 0; p < PH_NPHASES; p++)
 			if (ph[p].n)
 				b->stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_INFERRED;
@@ -1651,7 +1661,8 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 		struct pnode *n = &b->nodes.v[u];
 		if (n->kind >= GN_KERNEL)
 			continue;
-		n->layer = r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, n->proc, n->start) : -1;
+		n->layer =
+		    r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, n->proc, n->start) : -1;
 		n->mb = r[A_MB].n ? arange_at(r[A_MB].v, r[A_MB].n, n->proc, n->start) : -1;
 		n->phase = (uint8_t)phase_at(ph, n->proc, n->start);
 		/* A thread without ranges of its own at that time (the autograd
@@ -1857,7 +1868,8 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 		}
 		if ((rc_ = build_host_thread(b, &rc, lo, hi, (uint32_t)(b->procs.n - 1))))
 			goto out;
-		b->procs.v[b->procs.n - 1].n = (uint32_t)(b->nodes.n - b->procs.v[b->procs.n - 1].first);
+		b->procs.v[b->procs.n - 1].n =
+		    (uint32_t)(b->nodes.n - b->procs.v[b->procs.n - 1].first);
 		if (VEC_PUSH(rc.cpu_procs, (uint32_t)(b->procs.n - 1)))
 			goto oom;
 	}
@@ -1879,7 +1891,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	}
 	/* Launch start of every GPU node of this rank. */
 	rc.lts = prism_malloc(((b->nodes.n - rc.node_base) ? (b->nodes.n - rc.node_base) : 1) *
-			sizeof(*rc.lts));
+			      sizeof(*rc.lts));
 	resolved = prism_calloc((b->nodes.n - rc.node_base) + 1, 1);
 	if (!rc.lts || !resolved)
 		goto oom;
@@ -1949,8 +1961,8 @@ static int finish(struct builder *b, struct graph **out)
 
 	/* Order edges: consecutive nodes of a processor. */
 	for (size_t p = 0; p < b->procs.n; p++)
-		for (uint32_t u = b->procs.v[p].first; u + 1 < b->procs.v[p].first + b->procs.v[p].n;
-		     u++)
+		for (uint32_t u = b->procs.v[p].first;
+		     u + 1 < b->procs.v[p].first + b->procs.v[p].n; u++)
 			if (add_edge(b, u, u + 1, GE_ORDER))
 				return PRISM_ENOMEM;
 	/* Group by source with a counting sort (O(E)), then sort each row, which
@@ -1980,7 +1992,8 @@ static int finish(struct builder *b, struct graph **out)
 				qsort(tmp + lo, hi - lo, sizeof(*tmp), cmp_edge_row);
 			else
 				for (size_t i = lo + 1; i < hi; i++)
-					for (size_t j = i; j > lo && cmp_edge_row(&tmp[j - 1], &tmp[j]) > 0;
+					for (size_t j = i;
+					     j > lo && cmp_edge_row(&tmp[j - 1], &tmp[j]) > 0;
 					     j--) {
 						struct pedge x = tmp[j];
 						tmp[j] = tmp[j - 1];
@@ -2016,12 +2029,12 @@ static int finish(struct builder *b, struct graph **out)
 		int64_t rel = n->start - t0;
 		if (n->dur > PRISM_TIME_MAX - rel || n->wait > PRISM_TIME_MAX - rel - n->dur) {
 			graph_free(g);
-			return prism_err_set(b->err, PRISM_ELIMIT,
-					     "the trace spans more than %" PRId64
-					     " ns (146 years): it starts at %" PRId64
-					     " ns and '%.60s' starting at %" PRId64 " ns ends later",
-					     PRISM_TIME_MAX, t0, strtab_get(b->st, n->name),
-					     n->start);
+			return prism_err_set(
+			    b->err, PRISM_ELIMIT,
+			    "the trace spans more than %" PRId64
+			    " ns (146 years): it starts at %" PRId64
+			    " ns and '%.60s' starting at %" PRId64 " ns ends later",
+			    PRISM_TIME_MAX, t0, strtab_get(b->st, n->name), n->start);
 		}
 	}
 	for (size_t i = 0; i < b->iters.n; i++)
@@ -2109,7 +2122,7 @@ static int finish(struct builder *b, struct graph **out)
 			} else if (lag > b->o->lag_cap_ns) {
 				b->stats.lag_capped++;
 				b->stats.lag_capped_ns =
-					prism_add_sat(b->stats.lag_capped_ns, lag - b->o->lag_cap_ns);
+				    prism_add_sat(b->stats.lag_capped_ns, lag - b->o->lag_cap_ns);
 				lag = b->o->lag_cap_ns;
 			}
 			g->lag_ns[u] = lag;
@@ -2165,7 +2178,7 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 		const struct build_opts *o, struct graph **out, struct prism_err *err)
 {
 	struct builder b;
-	int64_t (*order)[2] = NULL;
+	int64_t(*order)[2] = NULL;
 	int rc = 0;
 
 	*out = NULL;
@@ -2218,7 +2231,8 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 					   tr->path, order[i][0], traces[order[i - 1][1]].path);
 			goto out;
 		}
-		if (strtab_intern(st, tr->path, strlen(tr->path), &r.path) || VEC_PUSH(b.ranks, r)) {
+		if (strtab_intern(st, tr->path, strlen(tr->path), &r.path) ||
+		    VEC_PUSH(b.ranks, r)) {
 			rc = nomem(&b);
 			goto out;
 		}

@@ -19,7 +19,7 @@
 
 struct build_opts {
 	int infer_events;      /* cross-stream edges from timing where no cuda_sync */
-	int infer_sync;        /* stream/event-sync sources from timing */
+	int infer_sync;	       /* stream/event-sync sources from timing */
 	int infer_threads;     /* cross-thread edges from timing */
 	int infer_share;       /* shared-GPU edges from timing */
 	int infer_layers;      /* layers from repeated op sequences (infer.h)

@@ -15,7 +15,8 @@ const char *calib_profile_for(const char *name, double mem)
 	if (strstr(name, "V100"))
 		return "v100-dgx1.cfg";
 	if (strstr(name, "A100"))
-		return mem > 50e9 || strstr(name, "80GB") ? "a100-80gb-dgx.cfg" : "a100-40gb-dgx.cfg";
+		return mem > 50e9 || strstr(name, "80GB") ? "a100-80gb-dgx.cfg"
+							  : "a100-40gb-dgx.cfg";
 	if (strstr(name, "H800"))
 		return "h800-hgx.cfg";
 	if (strstr(name, "H200"))
@@ -39,8 +40,8 @@ int calib_fitted_class(int c)
 	 * carry their own byte counts rather than their op's shapes, and an
 	 * embedding touches a few rows of a table its shapes count whole:
 	 * none of these is predicted from op shapes. */
-	return c >= 0 && c < KC_NCLASSES && c != KC_COLLECTIVE && c != KC_OTHER &&
-	       c != KC_MEMCPY && c != KC_MEMSET && c != KC_EMBEDDING;
+	return c >= 0 && c < KC_NCLASSES && c != KC_COLLECTIVE && c != KC_OTHER && c != KC_MEMCPY &&
+	       c != KC_MEMSET && c != KC_EMBEDDING;
 }
 
 int calib_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, int c,
@@ -127,16 +128,16 @@ void calib_fit(const struct graph *g, const struct hw_profile *hw,
 				c1 = den > 0 ? num / den : 0;
 				sxx = 0;
 			} else {
-				gsl_fit_wlinear(x, 1, w, 1, y, 1, n, &c0, &c1, &cov00, &cov01, &cov11,
-						&ss);
+				gsl_fit_wlinear(x, 1, w, 1, y, 1, n, &c0, &c1, &cov00, &cov01,
+						&cov11, &ss);
 			}
 			out[c].overhead_s = c0;
 			out[c].eff = c1 > 0 ? 1 / c1 : 0;
 			/* Leave-one-out from the weighted hat values:
 			 * h_i = w_i (1/sum w + (x_i - mean)^2 / Sxx). */
 			for (size_t i = 0; i < n; i++) {
-				double h = w[i] * (1 / sw + (sxx > 0 ? (x[i] - mx) * (x[i] - mx) / sxx
-								  : 0));
+				double h = w[i] * (1 / sw +
+						   (sxx > 0 ? (x[i] - mx) * (x[i] - mx) / sxx : 0));
 				double r = y[i] - (c0 + c1 * x[i]);
 				double pred = h < 1 ? y[i] - r / (1 - h) : c0 + c1 * x[i];
 				out[c].measured_s += y[i];

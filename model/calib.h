@@ -22,13 +22,13 @@
 #include "hw.h"
 
 struct calib_class {
-	size_t n;            /* tasks with known work */
-	int by_flops;        /* 1: FLOPs at peak FLOP/s; 0: bytes at HBM bandwidth */
-	double overhead_s;   /* a */
-	double eff;          /* e, the fraction of peak on large work */
-	double loo_mean;     /* leave-one-out |predicted - measured| / measured */
+	size_t n;	   /* tasks with known work */
+	int by_flops;	   /* 1: FLOPs at peak FLOP/s; 0: bytes at HBM bandwidth */
+	double overhead_s; /* a */
+	double eff;	   /* e, the fraction of peak on large work */
+	double loo_mean;   /* leave-one-out |predicted - measured| / measured */
 	double loo_median;
-	double measured_s;   /* their measured time in all */
+	double measured_s; /* their measured time in all */
 };
 
 /* 1 for the classes whose time is predicted from op shapes: not
@@ -57,7 +57,7 @@ void calib_fit(const struct graph *g, const struct hw_profile *hw,
 struct calib_kmodel {
 	size_t n;
 	double mean, median, worst; /* |predicted - measured| / measured */
-	double signed_mean;         /* (predicted - measured) / measured */
+	double signed_mean;	    /* (predicted - measured) / measured */
 	double flat_mean, flat_median;
 };
 void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
@@ -68,7 +68,7 @@ void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
 struct calib_comm {
 	size_t n;
 	double median_eff;
-	double best_eff;   /* the least waiting: single-rank traces include waits */
+	double best_eff; /* the least waiting: single-rank traces include waits */
 };
 
 /* One entry per enum graph_coll_kind; groups within one node when they

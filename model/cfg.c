@@ -33,11 +33,11 @@ static char *cfg_text_of(const char *path, struct prism_err *err)
 			      strerror(errno));
 		return NULL;
 	}
-	if ((uint64_t)sb.st_size > CFG_MAX_BYTES ||
-	    !(buf = prism_malloc((size_t)sb.st_size + 1)) ||
+	if ((uint64_t)sb.st_size > CFG_MAX_BYTES || !(buf = prism_malloc((size_t)sb.st_size + 1)) ||
 	    (n = fread(buf, 1, (size_t)sb.st_size, f)) != (size_t)sb.st_size) {
 		if ((uint64_t)sb.st_size > CFG_MAX_BYTES)
-			prism_err_set(err, PRISM_EFORMAT, "%s: %lld bytes, more than a "
+			prism_err_set(err, PRISM_EFORMAT,
+				      "%s: %lld bytes, more than a "
 				      "configuration file may have (%u)",
 				      path, (long long)sb.st_size, CFG_MAX_BYTES);
 		else if (!buf)
@@ -173,8 +173,8 @@ int cfg_int_opt(const char *file, const config_t *cf, config_setting_t *g, const
 	return 0;
 }
 
-int cfg_text(const char *file, const config_t *cf, config_setting_t *g, const char *path,
-	     char *out, size_t n, struct prism_err *err)
+int cfg_text(const char *file, const config_t *cf, config_setting_t *g, const char *path, char *out,
+	     size_t n, struct prism_err *err)
 {
 	const config_setting_t *s = lookup(cf, g, path);
 	const char *v;

@@ -37,7 +37,7 @@ int cfg_int_opt(const char *file, const config_t *cf, config_setting_t *g, const
 		int def, int min, int max, int *out, struct prism_err *err);
 
 /* A string at path (required) into out[0..n). */
-int cfg_text(const char *file, const config_t *cf, config_setting_t *g, const char *path,
-	     char *out, size_t n, struct prism_err *err);
+int cfg_text(const char *file, const config_t *cf, config_setting_t *g, const char *path, char *out,
+	     size_t n, struct prism_err *err);
 
 #endif

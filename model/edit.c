@@ -83,7 +83,8 @@ int edit_unblock(struct graph *g, double keep, struct edit_stats *st)
 			;
 		q = v[a + (b - a) / 4].dur;
 		if (g->dur_ns[u] > q && keep < 1) {
-			int64_t d = q + (int64_t)((double)(g->dur_ns[u] - q) * (keep > 0 ? keep : 0) + 0.5);
+			int64_t d =
+			    q + (int64_t)((double)(g->dur_ns[u] - q) * (keep > 0 ? keep : 0) + 0.5);
 			st->unblocked++;
 			st->unblocked_ns += g->dur_ns[u] - d;
 			g->dur_ns[u] = d;
@@ -119,8 +120,7 @@ static int is_ffn_activation(const char *name)
 }
 
 /* How much more work kernel u does under a shape edit (edit.h). */
-static double shape_factor(const struct graph *g, uint32_t u, int cls,
-			   const struct edit_retime *r)
+static double shape_factor(const struct graph *g, uint32_t u, int cls, const struct edit_retime *r)
 {
 	double hr = r->hr > 0 ? r->hr : 1;
 	double tr = r->tp_from > 0 && r->tp_to > 0 ? (double)r->tp_from / r->tp_to : 1;
@@ -130,12 +130,18 @@ static double shape_factor(const struct graph *g, uint32_t u, int cls,
 		return g->layer[u] >= 0 && r->layer_param_ratio > 0 ? r->layer_param_ratio : 1;
 	if (g->layer[u] >= 0) {
 		switch (cls) {
-		case KC_GEMM: return hr * hr * tr;
-		case KC_ATTENTION: return hr * tr;
-		case KC_SOFTMAX: return tr; /* the scores: heads / t */
-		case KC_NORM: return hr * seq;
-		case KC_ELEMENTWISE: return is_ffn_activation(name) ? hr * tr : hr * seq;
-		default: return hr;
+		case KC_GEMM:
+			return hr * hr * tr;
+		case KC_ATTENTION:
+			return hr * tr;
+		case KC_SOFTMAX:
+			return tr; /* the scores: heads / t */
+		case KC_NORM:
+			return hr * seq;
+		case KC_ELEMENTWISE:
+			return is_ffn_activation(name) ? hr * tr : hr * seq;
+		default:
+			return hr;
 		}
 	}
 	/* Outside the layers: the logits (V / t x h), their softmax and the
@@ -408,7 +414,8 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 		long pos = -1;
 		int dt;
 		if (g->kind[u] == GN_CPU && r->opt_scale > 0 && r->opt_scale != 1 &&
-		    g->phase[u] == PH_OPTIMIZER && g->layer[u] < 0 && !(g->flags[u] & NF_IDLE_GAP)) {
+		    g->phase[u] == PH_OPTIMIZER && g->layer[u] < 0 &&
+		    !(g->flags[u] & NF_IDLE_GAP)) {
 			g->dur_ns[u] = prism_ns_round((double)g->dur_ns[u] * r->opt_scale);
 			continue;
 		}
@@ -433,9 +440,10 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 				tpa = tpb = 0; /* a TP group fills its ranks' node share */
 			}
 			if (role == CK_PP)
-				bytes2 = bytes * hr * (r->tp_from > 0 && r->tp_to > 0
-							       ? (double)r->tp_from / r->tp_to
-							       : 1);
+				bytes2 =
+				    bytes * hr *
+				    (r->tp_from > 0 && r->tp_to > 0 ? (double)r->tp_from / r->tp_to
+								    : 1);
 			if (role != CK_DP) {
 				tpa = tpa ? tpa : 1;
 				tpb = tpb ? tpb : 1;
@@ -601,8 +609,8 @@ static int launch_costs(const struct graph *g, double *op_s, double *launch_s)
 	return na ? 0 : -1;
 }
 
-int edit_fit(const struct graph *base, const struct graph *model,
-	     const struct synth_in *model_in, struct edit_fit *f)
+int edit_fit(const struct graph *base, const struct graph *model, const struct synth_in *model_in,
+	     struct edit_fit *f)
 {
 	struct kstat *kb = NULL, *km = NULL;
 	double tb[KC_NCLASSES] = {0}, tm[KC_NCLASSES] = {0}, sb = 0, sm = 0;

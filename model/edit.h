@@ -43,13 +43,13 @@ struct llm;
 
 struct edit_retime {
 	const struct hw_profile *from, *to; /* the base's and the candidate's GPU */
-	int dp_from, dp_to;                 /* data-parallel degree, 0: unchanged */
-	double comm_eff;                    /* bus efficiency for the comm model */
-	double opt_scale; /* > 0: optimizer-phase GPU work outside the layers
+	int dp_from, dp_to;		    /* data-parallel degree, 0: unchanged */
+	double comm_eff;		    /* bus efficiency for the comm model */
+	double opt_scale;		    /* > 0: optimizer-phase GPU work outside the layers
 			   * (a fused optimizer over all parameters, zero_grad)
 			   * and its host CPU work take this times as long: the
 			   * candidate's parameters over the base's */
-	int tp;           /* tensor-parallel ranks sharing a node with each DP
+	int tp;				    /* tensor-parallel ranks sharing a node with each DP
 			   * rank (0: 1): a DP group has gpus_per_node / tp
 			   * members per node */
 	/* The model's shape (a run description's): hidden h -> hr h (the
@@ -90,8 +90,8 @@ struct edit_stats {
 	uint64_t kernels_model;	 /* re-timed by the kernel model from their shapes */
 	uint64_t kernels_ratio;	 /* by ratios of work and peaks: not placed */
 	uint64_t colls_scaled, colls_unsized;
-	uint64_t opt_scaled; /* optimizer tasks scaled by opt_scale */
-	uint64_t unblocked;  /* launch calls given their quartile */
+	uint64_t opt_scaled;  /* optimizer tasks scaled by opt_scale */
+	uint64_t unblocked;   /* launch calls given their quartile */
 	int64_t unblocked_ns; /* the waiting taken out */
 };
 
@@ -133,12 +133,12 @@ int edit_host_costs(const struct graph *g, double *op_s, double *launch_s, doubl
 
 struct edit_fit {
 	struct calib_class cost[KC_NCLASSES]; /* fitted overhead and efficiency */
-	double scale[KC_NCLASSES]; /* or, where no line could be fitted, the
+	double scale[KC_NCLASSES];	      /* or, where no line could be fitted, the
 				    * ratio measured / modelled of the class */
-	int fitted[KC_NCLASSES];   /* 2: a line, 1: a ratio, 0: the overall ratio */
-	uint64_t n[KC_NCLASSES];   /* the base's tasks of the class */
-	double overall;            /* all kernels together */
-	double cpu_op_s, launch_s; /* host cost per op and per launch (medians) */
+	int fitted[KC_NCLASSES];	      /* 2: a line, 1: a ratio, 0: the overall ratio */
+	uint64_t n[KC_NCLASSES];	      /* the base's tasks of the class */
+	double overall;			      /* all kernels together */
+	double cpu_op_s, launch_s;	      /* host cost per op and per launch (medians) */
 	int host_fitted;
 };
 
@@ -154,7 +154,7 @@ struct edit_fit {
  * over all kernels.  Collectives are not fitted here.  0, or PRISM_ENOMEM.
  */
 struct synth_in;
-int edit_fit(const struct graph *base, const struct graph *model,
-	     const struct synth_in *model_in, struct edit_fit *f);
+int edit_fit(const struct graph *base, const struct graph *model, const struct synth_in *model_in,
+	     struct edit_fit *f);
 
 #endif

@@ -26,45 +26,45 @@ enum hw_dtype { HW_FP32, HW_TF32, HW_BF16, HW_FP16, HW_FP8, HW_FP4, HW_NDTYPES }
 enum hw_mem_kind { HW_MEM_ELEMENTWISE, HW_MEM_NORM, HW_MEM_REDUCTION, HW_MEM_NKINDS };
 
 struct hw_gemm {
-	double flops;       /* the achievable peak (MAMF-like): what the largest
+	double flops;	    /* the achievable peak (MAMF-like): what the largest
 			     * tile reaches on a full wave */
-	double tile_s;      /* fixed time of one output tile (prologue, epilogue) */
+	double tile_s;	    /* fixed time of one output tile (prologue, epilogue) */
 	double overhead_s;  /* per kernel */
 	double tile_eff[3]; /* throughput of 128x128, 64x128 and 64x64 tiles
 			     * relative to 128x256 */
-	double mem_eff;     /* fraction of HBM bandwidth when memory-bound */
+	double mem_eff;	    /* fraction of HBM bandwidth when memory-bound */
 };
 
 struct hw_attn {
-	double flops[2];    /* achievable, forward and backward */
-	double tile_s[2];   /* fixed time of one 128-query block */
+	double flops[2];  /* achievable, forward and backward */
+	double tile_s[2]; /* fixed time of one 128-query block */
 	double overhead_s;
-	double d64, d256;   /* throughput at head dim 64 and 256 relative to 128 */
+	double d64, d256; /* throughput at head dim 64 and 256 relative to 128 */
 };
 
 struct hw_kernels {
-	int sms;            /* streaming multiprocessors */
+	int sms; /* streaming multiprocessors */
 	struct hw_gemm gemm[HW_NDTYPES];
 	struct hw_attn attn[HW_NDTYPES];
-	double mem_eff[HW_MEM_NKINDS];      /* fraction of HBM bandwidth */
+	double mem_eff[HW_MEM_NKINDS]; /* fraction of HBM bandwidth */
 	double mem_overhead_s[HW_MEM_NKINDS];
 };
 
 struct hw_profile {
-	char id[64];          /* the file's name without directory and .cfg */
-	char name[64];        /* the system, e.g. "DGX H100" */
-	char gpu[64];         /* the GPU model */
+	char id[64];   /* the file's name without directory and .cfg */
+	char name[64]; /* the system, e.g. "DGX H100" */
+	char gpu[64];  /* the GPU model */
 	double peak_flops[HW_NDTYPES];
-	double hbm_Bps;       /* memory bandwidth */
-	double hbm_bytes;     /* memory capacity */
-	double nvlink_Bps;    /* per GPU, one direction */
+	double hbm_Bps;	   /* memory bandwidth */
+	double hbm_bytes;  /* memory capacity */
+	double nvlink_Bps; /* per GPU, one direction */
 	int gpus_per_node;
 	int nics_per_node;
-	double nic_Bps;       /* per NIC, one direction */
-	double nvlink_lat_s;  /* per step of a collective inside a node */
-	double net_lat_s;     /* per step across nodes */
+	double nic_Bps;		  /* per NIC, one direction */
+	double nvlink_lat_s;	  /* per step of a collective inside a node */
+	double net_lat_s;	  /* per step across nodes */
 	double mem_reserve_bytes; /* kept free: CUDA context, allocator slack */
-	struct hw_kernels k;      /* kernel efficiency by shape (kperf.h) */
+	struct hw_kernels k;	  /* kernel efficiency by shape (kperf.h) */
 };
 
 /* Read a profile.  0, or PRISM_EIO/PRISM_EFORMAT with err naming the file,

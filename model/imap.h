@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define IMAP_EMPTY INT64_MIN
-#define IMAP_NONE UINT32_MAX
+#define IMAP_NONE  UINT32_MAX
 
 struct imap {
 	int64_t *keys;

@@ -16,12 +16,12 @@ struct input {
 	const char *path;
 	uint64_t file_size;
 	int gz;
-	int zdone;         /* gzip stream finished and no further member */
+	int zdone;	    /* gzip stream finished and no further member */
 	uint64_t member_at; /* compressed offset of the current gzip member */
 	z_stream z;
 	unsigned char *zbuf;
 	unsigned char peek[2];
-	size_t npeek;      /* bytes of peek[] not yet returned (plain files) */
+	size_t npeek;		  /* bytes of peek[] not yet returned (plain files) */
 	const unsigned char *mem; /* memory input, or NULL */
 	size_t mem_len, mem_pos;
 };
@@ -134,9 +134,15 @@ int input_open(const char *path, struct input **out, struct prism_err *err)
 	return 0;
 }
 
-int input_is_gzip(const struct input *in) { return in->gz; }
+int input_is_gzip(const struct input *in)
+{
+	return in->gz;
+}
 
-uint64_t input_file_size(const struct input *in) { return in->file_size; }
+uint64_t input_file_size(const struct input *in)
+{
+	return in->file_size;
+}
 
 static long read_plain(struct input *in, unsigned char *buf, size_t n, struct prism_err *err)
 {
@@ -164,8 +170,8 @@ static long read_gz(struct input *in, unsigned char *buf, size_t n, struct prism
 		if (in->z.avail_in == 0) {
 			size_t r = raw_read(in, in->zbuf, ZBUF_SIZE);
 			if (in->f && ferror(in->f))
-				return prism_err_set(err, PRISM_EIO, "%s: read error: %s",
-						     in->path, strerror(errno));
+				return prism_err_set(err, PRISM_EIO, "%s: read error: %s", in->path,
+						     strerror(errno));
 			if (r == 0)
 				return prism_err_set(err, PRISM_EFORMAT,
 						     "%s: compressed byte %" PRIu64
@@ -196,14 +202,16 @@ static long read_gz(struct input *in, unsigned char *buf, size_t n, struct prism
 			return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", in->path);
 		} else if (rc != Z_OK && rc != Z_BUF_ERROR) {
 			if (in->member_at > 0 && in->z.total_out == 0)
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "%s: compressed byte %" PRIu64
-						     ": not a gzip member after the one that ends there "
-						     "(%s; trailing garbage?)",
-						     in->path, in->member_at,
-						     in->z.msg ? in->z.msg : "inflate failed");
+				return prism_err_set(
+				    err, PRISM_EFORMAT,
+				    "%s: compressed byte %" PRIu64
+				    ": not a gzip member after the one that ends there "
+				    "(%s; trailing garbage?)",
+				    in->path, in->member_at,
+				    in->z.msg ? in->z.msg : "inflate failed");
 			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s: compressed byte %" PRIu64 ": corrupt gzip data (%s)",
+					     "%s: compressed byte %" PRIu64
+					     ": corrupt gzip data (%s)",
 					     in->path, in->member_at + in->z.total_in,
 					     in->z.msg ? in->z.msg : "inflate failed");
 		}

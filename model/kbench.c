@@ -18,10 +18,9 @@
 
 const char *kbench_class_name(int cls)
 {
-	static const char *const n[KB_NCLASSES] = {"gemm",	   "attention fwd",
-						   "attention bwd", "attention fwd+bwd",
-						   "memory-bound",  "memory-bound (eager)",
-						   "fp8 linear speed-up"};
+	static const char *const n[KB_NCLASSES] = {
+	    "gemm",	    "attention fwd",	    "attention bwd",	  "attention fwd+bwd",
+	    "memory-bound", "memory-bound (eager)", "fp8 linear speed-up"};
 	return cls >= 0 && cls < KB_NCLASSES ? n[cls] : "?";
 }
 
@@ -276,8 +275,8 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		skip(kb, "sliding-window attention");
 		return 0;
 	}
-	r.fa2 = strstr(kern, "FA2") || strstr(kern, "FlashAttention-2") ||
-		strstr(kern, "flash-attn 2");
+	r.fa2 =
+	    strstr(kern, "FA2") || strstr(kern, "FlashAttention-2") || strstr(kern, "flash-attn 2");
 	if (dv > 0 && dv != r.d) /* MLA-style: count the mean head dim */
 		r.d = (r.d + dv) / 2;
 	if (!place(kb, &r, col(h, f, nf, "gpu")))
@@ -481,8 +480,8 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 		r.d = num(col(h, f, nf, "head_dim"));
 		r.causal = !strcmp(col(h, f, nf, "causal"), "1");
 		r.fa2 = !strcmp(be, "flash"); /* PyTorch's flash backend is FA2 */
-		snprintf(r.source + strlen(r.source), sizeof(r.source) - strlen(r.source),
-			 " (%s)", be);
+		snprintf(r.source + strlen(r.source), sizeof(r.source) - strlen(r.source), " (%s)",
+			 be);
 	} else if (!strcmp(cls, "memory")) {
 		r.cls = KB_MEM;
 		r.dtype = HW_BF16;
@@ -551,11 +550,12 @@ static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
 		if (nf < h.n) {
 			if (nf <= 1)
 				continue; /* a blank line */
-			rc = prism_err_set(err, PRISM_EFORMAT, "%s:%d: %d fields, the header has %d",
-					   path, line, nf, h.n);
+			rc =
+			    prism_err_set(err, PRISM_EFORMAT, "%s:%d: %d fields, the header has %d",
+					  path, line, nf, h.n);
 			break;
 		}
-		rc = kind == 0 ? gemm_row(kb, &h, f, nf)
+		rc = kind == 0	 ? gemm_row(kb, &h, f, nf)
 		     : kind == 1 ? attn_row(kb, &h, f, nf)
 		     : kind == 2 ? mem_row(kb, &h, f, nf)
 		     : kind == 4 ? other_row(kb, &h, f, nf)
@@ -706,7 +706,8 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *row,
 	case KB_ATTN_BOTH:
 		return kperf_attn_s(hw, r->dtype, 0, r->b, r->heads, r->sq, r->skv, r->d,
 				    r->causal) +
-		       kperf_attn_s(hw, r->dtype, 1, r->b, r->heads, r->sq, r->skv, r->d, r->causal);
+		       kperf_attn_s(hw, r->dtype, 1, r->b, r->heads, r->sq, r->skv, r->d,
+				    r->causal);
 	default:
 		return kperf_mem_s(hw, r->mem_kind, r->bytes);
 	}
@@ -735,7 +736,6 @@ static double logit(double p)
 		p = 1 - 1e-6;
 	return log(p / (1 - p));
 }
-
 
 /* Parameters x (unconstrained) into every profile of the fit. */
 static void apply(const struct fitctx *c, const double *x)
@@ -825,8 +825,8 @@ out:
 /* Rows needed to fit every parameter of a class (else the peaks alone). */
 #define KBENCH_FULL_FIT 20
 
-size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows,
-		  const size_t *idx, size_t n, int cls, int dtype)
+size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, const size_t *idx,
+		  size_t n, int cls, int dtype)
 {
 	struct fitctx c = {hws, rows, idx, n, cls, dtype, n >= KBENCH_FULL_FIT};
 	double x[7];
@@ -837,7 +837,8 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows,
 	if (cls == KB_MEM) {
 		/* t = a + bytes / (HBM e): a weighted line (relative error) over
 		 * the rows of one HBM bandwidth (the first row's). */
-		double bx[4096], by[4096], bw[4096], c0, c1, v00, v01, v11, ss, hbm = hws[0]->hbm_Bps;
+		double bx[4096], by[4096], bw[4096], c0, c1, v00, v01, v11, ss,
+		    hbm = hws[0]->hbm_Bps;
 		size_t m = 0;
 		for (size_t i = 0; i < n && m < 4096; i++) {
 			const struct kbench_row *r = &rows[idx[i]];
@@ -848,8 +849,8 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows,
 			bw[m] = 1 / (r->time_s * r->time_s);
 			m++;
 		}
-		if (m >= 3 && gsl_fit_wlinear(bx, 1, bw, 1, by, 1, m, &c0, &c1, &v00, &v01, &v11,
-					      &ss) == 0 &&
+		if (m >= 3 &&
+		    gsl_fit_wlinear(bx, 1, bw, 1, by, 1, m, &c0, &c1, &v00, &v01, &v11, &ss) == 0 &&
 		    c1 > 0) {
 			double e = 1 / c1;
 			/* An overhead outside 0..10 us is the line bending to rows

@@ -27,35 +27,43 @@
 /* KB_FP8_LINEAR: a linear layer's FP8 speed-up over bf16 (forward and
  * both gradients, casts included); its "time" is the speed-up, for
  * checking only (other.csv's torchao rows). */
-enum kbench_class { KB_GEMM, KB_ATTN_FWD, KB_ATTN_BWD, KB_ATTN_BOTH, KB_MEM, KB_MEM_EAGER,
-		    KB_FP8_LINEAR, KB_NCLASSES };
+enum kbench_class {
+	KB_GEMM,
+	KB_ATTN_FWD,
+	KB_ATTN_BWD,
+	KB_ATTN_BOTH,
+	KB_MEM,
+	KB_MEM_EAGER,
+	KB_FP8_LINEAR,
+	KB_NCLASSES
+};
 
 struct kbench_row {
-	int cls;           /* enum kbench_class */
-	int dtype;         /* enum hw_dtype (fp16 kept as such) */
-	int mem_kind;      /* enum hw_mem_kind (memory-bound) */
-	char gpu[48];      /* as the file names it */
-	char profile[32];  /* configs/hw/ name, "" if none */
-	char source[200];  /* repo@commit:path, URL, or the file */
-	double b, m, n, k;                 /* GEMM */
-	double heads, sq, skv, d;          /* attention */
+	int cls;		  /* enum kbench_class */
+	int dtype;		  /* enum hw_dtype (fp16 kept as such) */
+	int mem_kind;		  /* enum hw_mem_kind (memory-bound) */
+	char gpu[48];		  /* as the file names it */
+	char profile[32];	  /* configs/hw/ name, "" if none */
+	char source[200];	  /* repo@commit:path, URL, or the file */
+	double b, m, n, k;	  /* GEMM */
+	double heads, sq, skv, d; /* attention */
 	int causal;
-	int fa2;           /* attention by FlashAttention-2 (flash-attn 2, PyTorch
+	int fa2;	 /* attention by FlashAttention-2 (flash-attn 2, PyTorch
 			    * SDPA's flash backend): reported apart, fits
 			    * nothing; the model's attention is the kernels
 			    * frameworks pick on Hopper and Blackwell (cuDNN,
 			    * FlashAttention-3/4) */
-	double bytes;                      /* memory-bound */
-	double time_s;                     /* measured */
-	int best_square;   /* a GEMM summary: the best TFLOP/s over square
+	double bytes;	 /* memory-bound */
+	double time_s;	 /* measured */
+	int best_square; /* a GEMM summary: the best TFLOP/s over square
 			    * sizes 256..8192 (time_s of the best one) */
 };
 
 struct kbench {
 	struct kbench_row *rows;
 	size_t n, cap;
-	size_t skipped;            /* rows left out */
-	char skip_why[8][96];      /* the first reasons, for the report */
+	size_t skipped;	      /* rows left out */
+	char skip_why[8][96]; /* the first reasons, for the report */
 	size_t skip_n[8];
 	int n_why;
 };
@@ -87,8 +95,8 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *r, i
  * rest kept.  hws[i] is the profile of rows[idx[i]] (HBM bandwidths
  * differ within a family); the fitted parameters are written into every
  * hws[i].  Returns the rows used. */
-size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows,
-		  const size_t *idx, size_t n, int cls, int dtype);
+size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, const size_t *idx,
+		  size_t n, int cls, int dtype);
 
 const char *kbench_class_name(int cls);
 

@@ -21,9 +21,9 @@
 #include "input.h"
 #include "kjson.h"
 
-#define READ_BLOCK (4u << 20)
+#define READ_BLOCK   (4u << 20)
 #define CHUNK_TARGET (1u << 20)
-#define SCAN_MORE ((size_t)-1)
+#define SCAN_MORE    ((size_t)-1)
 
 enum top_state { ST_OPEN, ST_KEY, ST_COLON, ST_VALUE, ST_NEXT, ST_EVENTS, ST_DONE };
 
@@ -36,12 +36,12 @@ struct reader {
 	struct prism_err *err;
 	char *buf;
 	size_t cap, len, pos; /* buf[pos..len) is unread */
-	uint64_t base;        /* stream offset of buf[0] */
+	uint64_t base;	      /* stream offset of buf[0] */
 	int eof;
-	int saw_events;       /* a traceEvents array was found */
-	uint64_t ev_index;    /* events handed to on_event so far */
-	uint32_t *tslot;      /* threads by (pid, tid, gpu): index + 1, 0 empty */
-	size_t tcap;          /* power of two */
+	int saw_events;	   /* a traceEvents array was found */
+	uint64_t ev_index; /* events handed to on_event so far */
+	uint32_t *tslot;   /* threads by (pid, tid, gpu): index + 1, 0 empty */
+	size_t tcap;	   /* power of two */
 	uint64_t tseed;
 	char key[64];
 };
@@ -49,8 +49,8 @@ struct reader {
 const char *kineto_kind_name(int kind)
 {
 	static const char *const names[KT_NKINDS] = {
-		"cpu_op", "user_annotation", "python_function", "cuda_runtime", "kernel",
-		"gpu_memcpy", "gpu_memset", "cuda_sync", "gpu_user_annotation",
+	    "cpu_op",	  "user_annotation", "python_function", "cuda_runtime",	       "kernel",
+	    "gpu_memcpy", "gpu_memset",	     "cuda_sync",	"gpu_user_annotation",
 	};
 	return kind >= 0 && kind < KT_NKINDS ? names[kind] : "?";
 }
@@ -58,7 +58,7 @@ const char *kineto_kind_name(int kind)
 /* ---- the splitter ------------------------------------------------------ */
 
 static const unsigned char special[256] = {
-	['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1,
+    ['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1,
 };
 
 static size_t skip_ws(const char *b, size_t i, size_t len)
@@ -194,11 +194,10 @@ static int flush(struct reader *r, size_t from, size_t to)
 	r->buf[to] = c1;
 	if (rc == -1) {
 		if (fail.field[0])
-			return prism_err_set(r->err, PRISM_EFORMAT,
-					     "%s: event %" PRIu64 " (byte %" PRIu64
-					     "): field \"%s\": %s",
-					     r->path, first + fail.event, fail.offset, fail.field,
-					     fail.what);
+			return prism_err_set(
+			    r->err, PRISM_EFORMAT,
+			    "%s: event %" PRIu64 " (byte %" PRIu64 "): field \"%s\": %s", r->path,
+			    first + fail.event, fail.offset, fail.field, fail.what);
 		return prism_err_set(r->err, PRISM_EFORMAT,
 				     "%s: event %" PRIu64 " (byte %" PRIu64 "): %s", r->path,
 				     first + fail.event, fail.offset, fail.what);
@@ -245,7 +244,8 @@ static int read_events(struct reader *r)
 				return 0;
 			}
 			if (r->buf[k] != ',')
-				return fail_at(r, r->base + k, "expected ',' or ']' after event %" PRIu64,
+				return fail_at(r, r->base + k,
+					       "expected ',' or ']' after event %" PRIu64,
 					       r->ev_index - 1);
 			r->pos = k;
 			after = 0;
@@ -276,7 +276,8 @@ static int read_events(struct reader *r)
 			/* Checked whole or not, so that the limit does not
 			 * depend on how the input was read. */
 			if ((e == SCAN_MORE ? r->len : e) - j > KINETO_MAX_EVENT)
-				return fail_at(r, r->base + j, "event %" PRIu64 " is longer than %u bytes",
+				return fail_at(r, r->base + j,
+					       "event %" PRIu64 " is longer than %u bytes",
 					       r->ev_index + nev, KINETO_MAX_EVENT);
 			if (e == SCAN_MORE)
 				break;
@@ -341,8 +342,9 @@ static int read_top_value(struct reader *r, size_t i, size_t end)
 	rc = kjson_parse_top(r->kp, r->key, r->buf + i, end - i, r->base + i, &top, &fail);
 	r->buf[end] = c;
 	if (rc)
-		return prism_err_set(r->err, PRISM_EFORMAT, "%s: byte %" PRIu64 ": field \"%s\": %s",
-				     r->path, fail.offset, fail.field, fail.what);
+		return prism_err_set(r->err, PRISM_EFORMAT,
+				     "%s: byte %" PRIu64 ": field \"%s\": %s", r->path, fail.offset,
+				     fail.field, fail.what);
 	if (top.has_rank) {
 		tr->has_rank = 1;
 		tr->rank = top.rank;
@@ -365,10 +367,10 @@ static int read_top_value(struct reader *r, size_t i, size_t end)
 		tr->device_mem = top.device_mem;
 	for (size_t k = 0; k < top.npg; k++) {
 		struct kt_pg pg = {0, 0, 0, top.pg[k].size};
-		if (strtab_intern(r->st, top.pg[k].name.p ? top.pg[k].name.p : "",
-				  top.pg[k].name.n, &pg.name) ||
-		    strtab_intern(r->st, top.pg[k].desc.p ? top.pg[k].desc.p : "",
-				  top.pg[k].desc.n, &pg.desc) ||
+		if (strtab_intern(r->st, top.pg[k].name.p ? top.pg[k].name.p : "", top.pg[k].name.n,
+				  &pg.name) ||
+		    strtab_intern(r->st, top.pg[k].desc.p ? top.pg[k].desc.p : "", top.pg[k].desc.n,
+				  &pg.desc) ||
 		    strtab_intern(r->st, top.pg[k].ranks.p ? top.pg[k].ranks.p : "",
 				  top.pg[k].ranks.n, &pg.ranks) ||
 		    VEC_PUSH(tr->pgs, pg))
@@ -408,8 +410,9 @@ static int read_stream(struct reader *r)
 				continue;
 			}
 			if (r->buf[i] != '{')
-				return fail_at(r, r->base + i,
-					       "not a JSON object (a Chrome trace starts with '{')");
+				return fail_at(
+				    r, r->base + i,
+				    "not a JSON object (a Chrome trace starts with '{')");
 			r->pos = i + 1;
 			state = ST_KEY;
 			continue;
@@ -420,12 +423,14 @@ static int read_stream(struct reader *r)
 				continue;
 			}
 			if (r->buf[i] != '"')
-				return fail_at(r, r->base + i, "expected a key in the top-level object");
+				return fail_at(r, r->base + i,
+					       "expected a key in the top-level object");
 			e = scan_string(r->buf, i, r->len);
 			break;
 		case ST_COLON:
 			if (r->buf[i] != ':')
-				return fail_at(r, r->base + i, "expected ':' after key \"%s\"", r->key);
+				return fail_at(r, r->base + i, "expected ':' after key \"%s\"",
+					       r->key);
 			r->pos = i + 1;
 			state = ST_VALUE;
 			continue;
@@ -509,20 +514,21 @@ static int ev_fail(struct reader *r, const struct kjson_event *ev, const char *f
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	if (ev->name.type == KJSON_STR)
-		snprintf(name, sizeof(name), " '%.*s'", (int)(ev->name.s.n > 60 ? 60 : ev->name.s.n),
-			 ev->name.s.p);
+		snprintf(name, sizeof(name), " '%.*s'",
+			 (int)(ev->name.s.n > 60 ? 60 : ev->name.s.n), ev->name.s.p);
 	if (field)
 		return prism_err_set(r->err, PRISM_EFORMAT,
 				     "%s: event %" PRIu64 " (byte %" PRIu64 ")%s: field \"%s\": %s",
 				     r->path, r->ev_index, ev->offset, name, field, what);
-	return prism_err_set(r->err, PRISM_EFORMAT, "%s: event %" PRIu64 " (byte %" PRIu64 ")%s: %s",
-			     r->path, r->ev_index, ev->offset, name, what);
+	return prism_err_set(r->err, PRISM_EFORMAT,
+			     "%s: event %" PRIu64 " (byte %" PRIu64 ")%s: %s", r->path, r->ev_index,
+			     ev->offset, name, what);
 }
 
 static const char *type_name(int t)
 {
-	static const char *const n[] = {"nothing", "an integer", "a number", "a string", "null",
-					"a boolean", "an array", "an object"};
+	static const char *const n[] = {"nothing", "an integer", "a number", "a string",
+					"null",	   "a boolean",	 "an array", "an object"};
 	return t >= 0 && t <= KJSON_OBJECT ? n[t] : "?";
 }
 
@@ -755,8 +761,8 @@ static int add_comm(struct reader *r, const struct kjson_event *ev, struct kt_ev
 	c.out_nelems = a[KJSON_ARG_OUT_NELEMS].type == KJSON_INT ? a[KJSON_ARG_OUT_NELEMS].i : -1;
 	c.group_size = a[KJSON_ARG_GROUP_SIZE].type == KJSON_INT ? a[KJSON_ARG_GROUP_SIZE].i : -1;
 	c.dims_nelems = a[KJSON_ARG_INPUT_DIMS].type == KJSON_ARRAY
-				? first_dims_nelems(&a[KJSON_ARG_INPUT_DIMS].s)
-				: -1;
+			    ? first_dims_nelems(&a[KJSON_ARG_INPUT_DIMS].s)
+			    : -1;
 	rc |= intern_val(r, &a[KJSON_ARG_COLL_NAME], &c.coll);
 	if (!c.coll && is_comm_op(ev)) /* "nccl:all_to_all" says what it is */
 		rc |= strtab_intern(r->st, ev->name.s.p, ev->name.s.n, &c.coll);
@@ -849,28 +855,29 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 		return 0;
 	}
 	if (ev->name.type != KJSON_ABSENT && ev->name.type != KJSON_STR)
-		return ev_fail(r, ev, "name", "expected a string, got %s", type_name(ev->name.type));
+		return ev_fail(r, ev, "name", "expected a string, got %s",
+			       type_name(ev->name.type));
 	if (ev->name.type == KJSON_STR && ev->name.s.n > KINETO_MAX_NAME)
 		return ev_fail(r, ev, "name", "%zu bytes long, more than %u", ev->name.s.n,
 			       KINETO_MAX_NAME);
 	if ((ev->pid.type == KJSON_STR && ev->pid.s.n > KINETO_MAX_NAME) ||
 	    (ev->tid.type == KJSON_STR && ev->tid.s.n > KINETO_MAX_NAME))
-		return ev_fail(r, ev, ev->pid.type == KJSON_STR && ev->pid.s.n > KINETO_MAX_NAME
-					      ? "pid"
-					      : "tid",
+		return ev_fail(r, ev,
+			       ev->pid.type == KJSON_STR && ev->pid.s.n > KINETO_MAX_NAME ? "pid"
+											  : "tid",
 			       "longer than %u bytes", KINETO_MAX_NAME);
 	if ((rc = get_int_arg(r, ev, KJSON_ARG_CORRELATION, "correlation", &e.corr)) ||
 	    (rc = get_int_arg(r, ev, KJSON_ARG_EXTERNAL_ID, "External id", &e.ext)) ||
 	    (rc = get_int_arg(r, ev, KJSON_ARG_STREAM, "stream", &stream)) ||
 	    (rc = get_int_arg(r, ev, KJSON_ARG_DEVICE, "device", &dev)))
 		return rc;
-	if (e.ext == KT_NO_ID && (rc = get_int_arg(r, ev, KJSON_ARG_EXTERNAL_ID_OLD, "external id",
-						    &e.ext)))
+	if (e.ext == KT_NO_ID &&
+	    (rc = get_int_arg(r, ev, KJSON_ARG_EXTERNAL_ID_OLD, "external id", &e.ext)))
 		return rc;
 	if (id_of(r, &ev->pid, &pid) || id_of(r, &ev->tid, &tid))
 		return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
-	gpu = kind == KT_KERNEL || kind == KT_MEMCPY || kind == KT_MEMSET ||
-	      kind == KT_CUDA_SYNC || kind == KT_GPU_ANN;
+	gpu = kind == KT_KERNEL || kind == KT_MEMCPY || kind == KT_MEMSET || kind == KT_CUDA_SYNC ||
+	      kind == KT_GPU_ANN;
 	if (gpu) {
 		if (dev != KT_NO_ID)
 			pid = dev;
@@ -883,7 +890,8 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 	switch (kind) {
 	case KT_MEMCPY:
 	case KT_MEMSET:
-		e.b = ev->args[KJSON_ARG_BYTES].type == KJSON_INT ? ev->args[KJSON_ARG_BYTES].i : -1;
+		e.b =
+		    ev->args[KJSON_ARG_BYTES].type == KJSON_INT ? ev->args[KJSON_ARG_BYTES].i : -1;
 		break;
 	case KT_CUDA_SYNC:
 		e.sync = (uint8_t)sync_kind_of(&ev->args[KJSON_ARG_SYNC_KIND]);
@@ -907,7 +915,7 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 			return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
 		e.a = ev->args[KJSON_ARG_SEQ].type == KJSON_INT ? ev->args[KJSON_ARG_SEQ].i : -1;
 		e.b = ev->args[KJSON_ARG_FWD_TID].type == KJSON_INT ? ev->args[KJSON_ARG_FWD_TID].i
-								     : -1;
+								    : -1;
 		break;
 	case KT_RUNTIME:
 		e.a = ev->args[KJSON_ARG_CBID].type == KJSON_INT ? ev->args[KJSON_ARG_CBID].i : -1;
@@ -971,8 +979,7 @@ static int on_event(void *ctx, const struct kjson_event *ev)
 static int read_input(struct input *in, const char *path, struct strtab *st,
 		      struct kineto_trace *tr, struct prism_err *err);
 
-int kineto_read(const char *path, struct strtab *st, struct kineto_trace *tr,
-		struct prism_err *err)
+int kineto_read(const char *path, struct strtab *st, struct kineto_trace *tr, struct prism_err *err)
 {
 	struct input *in;
 	int rc;
@@ -1085,7 +1092,8 @@ int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n)
 	if (lo == INT64_MAX || lo == hi || (uint64_t)(hi - lo) >= tr->threads.n)
 		return 0;
 	nr = (size_t)(hi - lo + 1);
-	if (!(v = prism_calloc(nr, sizeof(*v))) || !(tmap = prism_malloc(tr->threads.n * sizeof(*tmap)))) {
+	if (!(v = prism_calloc(nr, sizeof(*v))) ||
+	    !(tmap = prism_malloc(tr->threads.n * sizeof(*tmap)))) {
 		free(v);
 		return PRISM_ENOMEM;
 	}
@@ -1113,7 +1121,8 @@ int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n)
 	}
 	for (size_t k = 0; k < nr; k++) {
 		/* Comms and groups are indexed by events: every rank keeps all. */
-		if (VEC_RESERVE(v[k].comms, tr->comms.n + 1) || VEC_RESERVE(v[k].pgs, tr->pgs.n + 1))
+		if (VEC_RESERVE(v[k].comms, tr->comms.n + 1) ||
+		    VEC_RESERVE(v[k].pgs, tr->pgs.n + 1))
 			goto oom;
 		if (tr->comms.n)
 			memcpy(v[k].comms.v, tr->comms.v, tr->comms.n * sizeof(*tr->comms.v));

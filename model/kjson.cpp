@@ -237,7 +237,7 @@ struct key_slot {
 
 static const key_slot arg_keys[] = {
 #define KJSON_X_KEY(e, key) {key, KJSON_ARG_##e},
-	KJSON_ARGS_MAP(KJSON_X_KEY)
+    KJSON_ARGS_MAP(KJSON_X_KEY)
 #undef KJSON_X_KEY
 };
 
@@ -365,7 +365,7 @@ extern "C" int kjson_parse_events(struct kjson_parser *p, const char *buf, size_
 		}
 		index++;
 		continue;
-	bad: {
+	bad : {
 		char what[160];
 		char fname[48];
 		size_t fl = field.size() < sizeof(fname) - 1 ? field.size() : sizeof(fname) - 1;
@@ -402,7 +402,8 @@ static error_code read_dist(ondemand::object o, struct kjson_top *top)
 				for (auto pfr : pg) {
 					ondemand::field pf;
 					std::string_view pk;
-					if ((e = std::move(pfr).get(pf)) || (e = pf.unescaped_key().get(pk)))
+					if ((e = std::move(pfr).get(pf)) ||
+					    (e = pf.unescaped_key().get(pk)))
 						return e;
 					std::memset(&v, 0, sizeof(v));
 					if ((e = get_val(pf.value(), &v)))
@@ -463,12 +464,12 @@ static error_code read_devices(ondemand::array a, struct kjson_top *top)
 	return SUCCESS;
 }
 
-extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const char *buf,
-			       size_t len, uint64_t base, struct kjson_top *top,
-			       struct kjson_fail *fail)
+extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const char *buf, size_t len,
+			       uint64_t base, struct kjson_top *top, struct kjson_fail *fail)
 {
 	ondemand::document doc;
-	error_code e = p->parser.iterate(padded_string_view(buf, len, len + KJSON_PADDING)).get(doc);
+	error_code e =
+	    p->parser.iterate(padded_string_view(buf, len, len + KJSON_PADDING)).get(doc);
 	bool started = !e; /* a document that never started has no location */
 
 	if (!e) {
@@ -485,7 +486,8 @@ extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const ch
 			struct kjson_val v;
 			std::memset(&v, 0, sizeof(v));
 			if (!(e = doc.raw_json_token().get(tok))) {
-				if (kjson_number(tok.data(), tok.size(), &v) != 0 || v.type != KJSON_INT)
+				if (kjson_number(tok.data(), tok.size(), &v) != 0 ||
+				    v.type != KJSON_INT)
 					e = NUMBER_ERROR;
 				else {
 					top->has_base = 1;
@@ -497,8 +499,11 @@ extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const ch
 	if (e) {
 		size_t at = 0, event = 0;
 		const char *what = started ? nullptr : stage1_where(e, buf, len, &at, &event);
-		fail_set(fail, what ? base + at : started ? where(doc, buf, base) : base, 0, key,
-			 what ? what : error_message(e));
+		fail_set(fail,
+			 what	   ? base + at
+			 : started ? where(doc, buf, base)
+				   : base,
+			 0, key, what ? what : error_message(e));
 		return -1;
 	}
 	return 0;

@@ -41,12 +41,12 @@ double llm_params(const struct llm *m)
 void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *attention)
 {
 	double t = batch * m->seq, h = m->hidden, s = m->seq;
-	*gemm = llm_gemm_flops(t, llm_qkv_width(m), h)  /* Q, K, V */
-		+ llm_gemm_flops(t, h, h)               /* output projection */
-		+ llm_gemm_flops(t, llm_ffn_in(m), h)   /* FFN up (and gate) */
-		+ llm_gemm_flops(t, h, m->ffn);         /* FFN down */
-	*attention = 2 * batch * s * s * h       /* scores Q K^T */
-		     + 2 * batch * s * s * h;    /* attention x V */
+	*gemm = llm_gemm_flops(t, llm_qkv_width(m), h) /* Q, K, V */
+		+ llm_gemm_flops(t, h, h)	       /* output projection */
+		+ llm_gemm_flops(t, llm_ffn_in(m), h)  /* FFN up (and gate) */
+		+ llm_gemm_flops(t, h, m->ffn);	       /* FFN down */
+	*attention = 2 * batch * s * s * h	       /* scores Q K^T */
+		     + 2 * batch * s * s * h;	       /* attention x V */
 }
 
 double llm_flops_iter(const struct llm *m, double batch, int recompute)
@@ -108,12 +108,12 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 		if (strcmp(act, "swiglu") == 0) {
 			m->gated = 1;
 		} else if (strcmp(act, "gelu") != 0) {
-			rc = prism_err_set(err, PRISM_EFORMAT,
-					   "%s:%d: 'activation': expected \"gelu\" or \"swiglu\", not "
-					   "'%s'",
-					   path,
-					   config_setting_source_line(config_lookup(&cf, "activation")),
-					   act);
+			rc = prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'activation': expected \"gelu\" or \"swiglu\", not "
+			    "'%s'",
+			    path, config_setting_source_line(config_lookup(&cf, "activation")),
+			    act);
 			goto out;
 		}
 	}
@@ -127,8 +127,8 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 	if (m->hidden % m->heads) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s:%d: 'hidden' (%d) must be divisible by 'heads' (%d)", path,
-				   config_setting_source_line(config_lookup(&cf, "hidden")), m->hidden,
-				   m->heads);
+				   config_setting_source_line(config_lookup(&cf, "hidden")),
+				   m->hidden, m->heads);
 		goto out;
 	}
 out:

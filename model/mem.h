@@ -34,15 +34,15 @@ enum mem_schedule { MEM_GPIPE, MEM_1F1B, MEM_INTERLEAVED };
 
 struct mem_layout {
 	int tp, pp, dp;
-	int vp;            /* virtual stages per GPU (interleaved), 1 otherwise */
-	int mbs;           /* microbatch size b */
-	int microbatches;  /* m, per pipeline per iteration */
-	int schedule;      /* enum mem_schedule */
-	int recompute;     /* enum mem_recompute */
-	int sp;            /* sequence parallel */
-	int flash;         /* flash attention */
-	int zero;          /* ZeRO stage 0..3 */
-	int fp8_weights;   /* FP8 GEMMs (Transformer Engine): an fp8 copy of
+	int vp;		  /* virtual stages per GPU (interleaved), 1 otherwise */
+	int mbs;	  /* microbatch size b */
+	int microbatches; /* m, per pipeline per iteration */
+	int schedule;	  /* enum mem_schedule */
+	int recompute;	  /* enum mem_recompute */
+	int sp;		  /* sequence parallel */
+	int flash;	  /* flash attention */
+	int zero;	  /* ZeRO stage 0..3 */
+	int fp8_weights;  /* FP8 GEMMs (Transformer Engine): an fp8 copy of
 			    * each weight and its transpose, 2 bytes per
 			    * parameter more (sharded like the weights) */
 };
@@ -50,11 +50,11 @@ struct mem_layout {
 struct mem_est {
 	double params_per_gpu;
 	double weights, grads, optimizer; /* bytes per GPU */
-	double act_per_layer;             /* bytes, one microbatch */
-	double inflight;                  /* microbatches held on stage 0 */
-	double activations;               /* bytes on stage 0 */
+	double act_per_layer;		  /* bytes, one microbatch */
+	double inflight;		  /* microbatches held on stage 0 */
+	double activations;		  /* bytes on stage 0 */
 	double total;
-	double capacity;                  /* usable: HBM minus the reserve */
+	double capacity; /* usable: HBM minus the reserve */
 	int fits;
 };
 

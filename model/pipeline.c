@@ -11,7 +11,7 @@
 #include "vec.h"
 
 #define NONE32 UINT32_MAX
-#define ADDED 0x80000000u /* a ref to an added task */
+#define ADDED  0x80000000u /* a ref to an added task */
 
 enum { ST_SENDF, ST_RECVF, ST_SENDB, ST_RECVB, ST_N };
 static const int64_t new_stream_tid[ST_N] = {21, 22, 23, 24};
@@ -29,7 +29,7 @@ struct an {
 
 /* What a unit needs for its transfers on one stage. */
 struct uinfo {
-	uint32_t host;        /* base proc launching its first compute kernel */
+	uint32_t host;	      /* base proc launching its first compute kernel */
 	uint32_t first, last; /* its first and last compute-stream kernels */
 };
 
@@ -43,24 +43,24 @@ struct ps {
 	const struct pipeline_plan *p;
 	struct prism_err *err;
 	int pp, L;
-	int8_t *a;       /* per base node: its stage, or -1: every stage */
-	int32_t *mbv;    /* microbatch, 0 for a trace without labels */
-	uint8_t *ph;     /* phase; a microbatch's task without one takes the
+	int8_t *a;    /* per base node: its stage, or -1: every stage */
+	int32_t *mbv; /* microbatch, 0 for a trace without labels */
+	uint8_t *ph;  /* phase; a microbatch's task without one takes the
 			  * pass of the microbatch's task before it on its
 			  * processor (or after it) */
 	uint32_t *in_off, *in_src;
 	uint32_t n_new_procs, procs_per_rank_base;
 	uint32_t *rank_first_proc; /* per base rank: its first new processor */
-	uint32_t *base_proc;       /* per new processor: its base one, or NONE32 */
-	uint32_t compute[1024];    /* per base rank: its compute stream */
-	struct imap units;         /* (step, mb, pass, stage) -> uinfo index */
+	uint32_t *base_proc;	   /* per new processor: its base one, or NONE32 */
+	uint32_t compute[1024];	   /* per base rank: its compute stream */
+	struct imap units;	   /* (step, mb, pass, stage) -> uinfo index */
 	VEC(struct uinfo) uis;
 	uint32_t *rank_nprocs;
-	uint32_t *proc_index;      /* base proc -> index among its rank's procs */
+	uint32_t *proc_index; /* base proc -> index among its rank's procs */
 	VEC(struct an) added;
 	VEC(struct pe) edges;
 	/* Per new processor: its refs in order. */
-	VEC(uint32_t) *seq;
+	VEC(uint32_t) * seq;
 	uint32_t *seq_stage_u; /* unused */
 	uint32_t n_cpu, n_launch, n_rec, n_wait, n_send, n_recv, n_dtype, n_empty, n_ranks2;
 	int64_t corr;
@@ -155,8 +155,8 @@ static void assign(struct ps *s)
 		for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
 			if (!is_unit(s, u)) {
 				s->a[u] = (int8_t)(g->phase[u] == PH_OPTIMIZER && g->layer[u] >= 0
-							   ? stage_of_layer(s, g->layer[u])
-							   : -1);
+						       ? stage_of_layer(s, g->layer[u])
+						       : -1);
 				continue;
 			}
 			if (g->iter[u] != cur_it || s->mbv[u] != cur_mb || s->ph[u] != cur_ph) {
@@ -199,7 +199,6 @@ static int add_task(struct ps *s, const struct an *a, uint32_t *ref)
 	*ref = ADDED | (uint32_t)(s->added.n - 1);
 	return VEC_PUSH(s->seq[a->proc], *ref) ? oom(s) : 0;
 }
-
 
 /* A unit: (step, microbatch, pass); its transfers on stage k. */
 static int transfer(struct ps *s, uint32_t r, int k, int32_t it, int32_t mb, int fwd,
@@ -271,7 +270,8 @@ static int transfer(struct ps *s, uint32_t r, int k, int32_t it, int32_t mb, int
 	if ((rc = push_edge(s, call, kern, GE_LAUNCH)))
 		return rc;
 	if (!recv)
-		return ui->last != NONE32 ? push_edge(s, ref_of(s, ui->last, k), kern, GE_EVENT) : 0;
+		return ui->last != NONE32 ? push_edge(s, ref_of(s, ui->last, k), kern, GE_EVENT)
+					  : 0;
 	/* The compute stream waits for the received activations. */
 	a.proc = host;
 	a.has_coll = 0;
@@ -400,13 +400,14 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	if (s.L == 0)
 		return prism_err_set(err, PRISM_EARG, "no layers found to split into stages");
 	if (s.L < p->pp)
-		return prism_err_set(err, PRISM_EARG, "%d layers cannot fill %d stages", s.L, p->pp);
+		return prism_err_set(err, PRISM_EARG, "%d layers cannot fill %d stages", s.L,
+				     p->pp);
 	/* Refs pack (task, stage) in 31 bits; step and processor ids are
 	 * multiplied by the stages too. */
 	if ((uint64_t)g->n_nodes * (uint64_t)p->pp >= ADDED ||
 	    (uint64_t)g->n_iters * (uint64_t)p->pp > INT32_MAX ||
 	    ((uint64_t)g->n_procs + (uint64_t)ST_N * g->n_ranks) * (uint64_t)p->pp >
-		    GRAPH_MAX_TASKS)
+		GRAPH_MAX_TASKS)
 		return prism_err_set(err, PRISM_ELIMIT,
 				     "pipeline: %u tasks, %u steps and %u processors on %d stages: "
 				     "more than prism simulates",
@@ -422,10 +423,9 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		return prism_err_set(err, PRISM_ENOMEM, "pipeline: out of memory");
 	have_names = 1;
 	{
-		/* s.g is the base, but added names go into `names`: a graph
+	    /* s.g is the base, but added names go into `names`: a graph
 		 * shell that shares the base's arrays and owns the copy. */
-	}
-	{
+	} {
 		size_t nn = g->n_nodes ? g->n_nodes : 1;
 		s.a = prism_malloc(nn);
 		s.mbv = prism_malloc(nn * sizeof(*s.mbv));
@@ -465,10 +465,10 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 			any |= g->mb[u] >= 0;
 		for (uint32_t u = 0; u < g->n_nodes; u++)
 			s.mbv[u] = any ? g->mb[u]
-				   : g->iter[u] >= 0 && (g->phase[u] == PH_FORWARD ||
-							 g->phase[u] == PH_BACKWARD)
-					   ? 0
-					   : -1;
+				   : g->iter[u] >= 0 &&
+					   (g->phase[u] == PH_FORWARD || g->phase[u] == PH_BACKWARD)
+				       ? 0
+				       : -1;
 	}
 	if (g->n_ranks > 1024) {
 		rc = prism_err_set(err, PRISM_ELIMIT, "pipeline: over 1024 ranks");
@@ -492,7 +492,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 				}
 				if (s.ph[u] == PH_FORWARD || s.ph[u] == PH_BACKWARD)
 					last = s.ph[u];
-				else if (mb >= 0 && it >= 0 && s.ph[u] == PH_NONE && last != PH_NONE)
+				else if (mb >= 0 && it >= 0 && s.ph[u] == PH_NONE &&
+					 last != PH_NONE)
 					s.ph[u] = last;
 			}
 		}
@@ -521,7 +522,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 			uint32_t cnt = 0;
 			if (g->procs[q].rank != r || !g->procs[q].gpu)
 				continue;
-			for (uint32_t u = g->procs[q].first; u < g->procs[q].first + g->procs[q].n; u++)
+			for (uint32_t u = g->procs[q].first; u < g->procs[q].first + g->procs[q].n;
+			     u++)
 				cnt += g->kind[u] == GN_KERNEL;
 			if (cnt > best) {
 				best = cnt;
@@ -535,7 +537,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	    strtab_intern(&names, "cudaStreamWaitEvent", 19, &s.n_wait) ||
 	    strtab_intern(&names, "ncclDevKernel_SendRecv", 22, &s.n_send) ||
 	    strtab_intern(&names, "BFloat16", 8, &s.n_dtype) ||
-	    strtab_intern(&names, "[2]", 3, &s.n_ranks2) || strtab_intern(&names, "", 0, &s.n_empty)) {
+	    strtab_intern(&names, "[2]", 3, &s.n_ranks2) ||
+	    strtab_intern(&names, "", 0, &s.n_empty)) {
 		rc = oom(&s);
 		goto out;
 	}
@@ -558,7 +561,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 			}
 			if (total > GRAPH_MAX_TASKS)
 				rc = prism_err_set(err, PRISM_ELIMIT,
-						   "pipeline: %" PRIu64 " tasks on %d stages, more than "
+						   "pipeline: %" PRIu64
+						   " tasks on %d stages, more than "
 						   "the %u prism simulates",
 						   total, p->pp, GRAPH_MAX_TASKS);
 		}
@@ -597,7 +601,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 						continue;
 					}
 					for (uint32_t w = u; w < first_unit && !rc; w++)
-						if (in_stage(&s, w, k) && VEC_PUSH(s.seq[np], ref_of(&s, w, k)))
+						if (in_stage(&s, w, k) &&
+						    VEC_PUSH(s.seq[np], ref_of(&s, w, k)))
 							rc = oom(&s);
 					{
 						size_t nu = schedule(&s, k, m, mbs, fwds), nw = 0;
@@ -608,26 +613,34 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 						 * have 10^5 microbatches of 10^6 tasks). */
 						{
 							int64_t key = -1;
-							for (uint32_t w = first_unit; w <= last_unit; w++) {
+							for (uint32_t w = first_unit;
+							     w <= last_unit; w++) {
 								if (is_unit(&s, w))
-									key = (int64_t)s.mbv[w] * 2 +
-									      (s.ph[w] == PH_BACKWARD);
+									key =
+									    (int64_t)s.mbv[w] * 2 +
+									    (s.ph[w] ==
+									     PH_BACKWARD);
 								if (in_stage(&s, w, k))
-									byu[nw++] = (struct byu){key, w};
+									byu[nw++] =
+									    (struct byu){key, w};
 							}
 							if (nw)
-								qsort(byu, nw, sizeof(*byu), cmp_byu);
+								qsort(byu, nw, sizeof(*byu),
+								      cmp_byu);
 						}
 						for (size_t x = 0; x < nu && !rc; x++) {
 							int32_t mb = mbs[x];
 							int fw = fwds[x];
 							struct uinfo ui = {NONE32, NONE32, NONE32};
-							uint32_t ix = imap_get(&s.units, unit_key(it, mb, fw, k));
+							uint32_t ix = imap_get(
+							    &s.units, unit_key(it, mb, fw, k));
 							if (ix != IMAP_NONE)
 								ui = s.uis.v[ix];
 							if (ui.host == q &&
-							    ((fw && k > 0) || (!fw && k < p->pp - 1)) &&
-							    (rc = transfer(&s, r, k, it, mb, fw, &ui, 1)))
+							    ((fw && k > 0) ||
+							     (!fw && k < p->pp - 1)) &&
+							    (rc = transfer(&s, r, k, it, mb, fw,
+									   &ui, 1)))
 								break;
 							/* The unit's tasks, with what follows them
 							 * outside every unit. */
@@ -635,26 +648,35 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 								int64_t key = (int64_t)mb * 2 + !fw;
 								size_t lo = 0, hi = nw;
 								while (lo < hi) {
-									size_t mid = lo + (hi - lo) / 2;
+									size_t mid =
+									    lo + (hi - lo) / 2;
 									if (byu[mid].key < key)
 										lo = mid + 1;
 									else
 										hi = mid;
 								}
-								for (; lo < nw && byu[lo].key == key && !rc; lo++)
-									if (VEC_PUSH(s.seq[np],
-										     ref_of(&s, byu[lo].w, k)))
+								for (; lo < nw &&
+								       byu[lo].key == key && !rc;
+								     lo++)
+									if (VEC_PUSH(
+										s.seq[np],
+										ref_of(&s,
+										       byu[lo].w,
+										       k)))
 										rc = oom(&s);
 							}
 							if (!rc && ui.host == q &&
-							    ((fw && k < p->pp - 1) || (!fw && k > 0)))
-								rc = transfer(&s, r, k, it, mb, fw, &ui, 0);
+							    ((fw && k < p->pp - 1) ||
+							     (!fw && k > 0)))
+								rc = transfer(&s, r, k, it, mb, fw,
+									      &ui, 0);
 							if (!rc)
 								st->units += k == 0 && q == ui.host;
 						}
 					}
 					for (uint32_t w = last_unit + 1; w < j && !rc; w++)
-						if (in_stage(&s, w, k) && VEC_PUSH(s.seq[np], ref_of(&s, w, k)))
+						if (in_stage(&s, w, k) &&
+						    VEC_PUSH(s.seq[np], ref_of(&s, w, k)))
 							rc = oom(&s);
 					u = j;
 				}
@@ -704,11 +726,12 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		for (uint32_t q = 0; q < nprocs; q++)
 			for (size_t i = 0; i < s.seq[q].n; i++) {
 				uint32_t ref = s.seq[q].v[i];
-				size_t at = ref & ADDED ? (size_t)g->n_nodes * p->pp + (ref & ~ADDED) : ref;
+				size_t at =
+				    ref & ADDED ? (size_t)g->n_nodes * p->pp + (ref & ~ADDED) : ref;
 				newid[at] = (uint32_t)nnodes++;
 			}
 	}
-#define NEWID(ref) (newid[(ref) & ADDED ? (size_t)g->n_nodes * p->pp + ((ref) & ~ADDED) : (ref)])
+#define NEWID(ref) (newid[(ref)&ADDED ? (size_t)g->n_nodes * p->pp + ((ref) & ~ADDED) : (ref)])
 	/* Order edges, and the closing synchronise of each stage: the last
 	 * task of each of its streams in the step or before. */
 	for (uint32_t q = 0; q < nprocs && !rc; q++)
@@ -727,7 +750,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 			per = s.rank_nprocs[rk] + ST_N;
 			for (uint32_t o = 0; o < per && !rc; o++) {
 				uint32_t sp = stage_first(&s, rk, (int)k) + o, last = NONE32;
-				int gpu = s.base_proc[sp] == NONE32 || g->procs[s.base_proc[sp]].gpu;
+				int gpu =
+				    s.base_proc[sp] == NONE32 || g->procs[s.base_proc[sp]].gpu;
 				if (!gpu)
 					continue;
 				for (size_t x = 0; x < s.seq[sp].n; x++) {
@@ -750,7 +774,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		if (g->coll[u] != NONE32)
 			ncoll += s.a[u] < 0 ? (uint32_t)p->pp : 1;
 	if (nnodes >= UINT32_MAX || s.edges.n >= UINT32_MAX) {
-		rc = prism_err_set(err, PRISM_ELIMIT, "pipeline: %" PRIu64 " tasks: over 2^32", nnodes);
+		rc = prism_err_set(err, PRISM_ELIMIT, "pipeline: %" PRIu64 " tasks: over 2^32",
+				   nnodes);
 		goto out;
 	}
 	n = graph_alloc((uint32_t)nnodes, (uint32_t)s.edges.n, nprocs, g->n_ranks * (uint32_t)p->pp,
@@ -770,7 +795,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 			struct graph_rank *x = &n->ranks[r * (uint32_t)p->pp + (uint32_t)k];
 			*x = g->ranks[r];
 			x->rank = g->ranks[r].rank * p->pp + k;
-			x->world_size = g->ranks[r].world_size > 0 ? g->ranks[r].world_size * p->pp : p->pp;
+			x->world_size =
+			    g->ranks[r].world_size > 0 ? g->ranks[r].world_size * p->pp : p->pp;
 		}
 	{
 		uint32_t next = 0;
@@ -827,7 +853,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 					const struct an *a = &s.added.v[ref & ~ADDED];
 					n->dur_ns[id] = a->dur;
 					n->lag_ns[id] = a->lag;
-					n->corr[id] = a->corr < -1 ? corr_stride * (p->pp + 1) - a->corr : -1;
+					n->corr[id] =
+					    a->corr < -1 ? corr_stride * (p->pp + 1) - a->corr : -1;
 					n->name[id] = a->name;
 					n->op[id] = a->op;
 					n->src[id] = NONE32;
@@ -846,11 +873,13 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 					if (clock == INT64_MIN)
 						clock = 0;
 				} else {
-					uint32_t u = ref / (uint32_t)p->pp, k = ref % (uint32_t)p->pp;
+					uint32_t u = ref / (uint32_t)p->pp,
+						 k = ref % (uint32_t)p->pp;
 					graph_copy_nodes(n, id, g, u, 1);
 					if (g->corr[u] >= 0 && k)
 						n->corr[id] = g->corr[u] + corr_stride * k;
-					n->iter[id] = g->iter[u] >= 0 ? g->iter[u] * p->pp + (int32_t)k : -1;
+					n->iter[id] =
+					    g->iter[u] >= 0 ? g->iter[u] * p->pp + (int32_t)k : -1;
 					n->coll[id] = NONE32;
 					if (g->flags[u] & NF_IDLE_GAP)
 						n->dur_ns[id] = 0;
@@ -859,7 +888,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 						char pg[160];
 						uint32_t pgid;
 						n->colls[ci] = *c;
-						snprintf(pg, sizeof(pg), "%s.s%u", strtab_get(&n->st, c->pg), k);
+						snprintf(pg, sizeof(pg), "%s.s%u",
+							 strtab_get(&n->st, c->pg), k);
 						if (strtab_intern(&n->st, pg, strlen(pg), &pgid)) {
 							rc = oom(&s);
 							goto out;

@@ -37,17 +37,17 @@
 #include "graph.h"
 
 struct pipeline_plan {
-	int pp;                 /* stages (>= 2; the layers divide by it) */
-	int schedule;           /* MEM_GPIPE or MEM_1F1B */
-	double act_bytes;       /* activation bytes per microbatch and boundary */
-	int64_t xfer_ns;        /* a send's and a recv's duration */
+	int pp;		  /* stages (>= 2; the layers divide by it) */
+	int schedule;	  /* MEM_GPIPE or MEM_1F1B */
+	double act_bytes; /* activation bytes per microbatch and boundary */
+	int64_t xfer_ns;  /* a send's and a recv's duration */
 	int64_t cpu_op_ns, launch_ns, event_ns, gpu_lag_ns; /* added host tasks */
 };
 
 struct pipeline_stats {
-	uint64_t units;         /* (microbatch, pass) units cut */
-	uint64_t transfers;     /* send/recv kernels added */
-	uint64_t replicated;    /* tasks run on every stage */
+	uint64_t units;	     /* (microbatch, pass) units cut */
+	uint64_t transfers;  /* send/recv kernels added */
+	uint64_t replicated; /* tasks run on every stage */
 };
 
 /* The candidate with p->pp stages from g (one stage per rank, layers

@@ -16,8 +16,8 @@
 const char *prism_status_name(int code)
 {
 	switch (code) {
-#define PRISM_X_NAME(name, val, msg) \
-	case (val):                  \
+#define PRISM_X_NAME(name, val, msg)                                                               \
+	case (val):                                                                                \
 		return "PRISM_E" #name;
 		PRISM_STATUS_MAP(PRISM_X_NAME)
 #undef PRISM_X_NAME
@@ -28,8 +28,8 @@ const char *prism_status_name(int code)
 const char *prism_status_msg(int code)
 {
 	switch (code) {
-#define PRISM_X_MSG(name, val, msg) \
-	case (val):                 \
+#define PRISM_X_MSG(name, val, msg)                                                                \
+	case (val):                                                                                \
 		return msg;
 		PRISM_STATUS_MAP(PRISM_X_MSG)
 #undef PRISM_X_MSG

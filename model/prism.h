@@ -18,14 +18,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define PRISM_STATUS_MAP(X)                                              \
-	X(OK, 0, "success")                                              \
-	X(NOMEM, -1, "out of memory")                                    \
-	X(IO, -2, "input/output error")                                  \
-	X(FORMAT, -3, "malformed input")                                 \
-	X(VERSION, -4, "unsupported file version")                       \
-	X(ARG, -5, "invalid argument")                                   \
-	X(INTERNAL, -6, "internal error")                                \
+#define PRISM_STATUS_MAP(X)                                                                        \
+	X(OK, 0, "success")                                                                        \
+	X(NOMEM, -1, "out of memory")                                                              \
+	X(IO, -2, "input/output error")                                                            \
+	X(FORMAT, -3, "malformed input")                                                           \
+	X(VERSION, -4, "unsupported file version")                                                 \
+	X(ARG, -5, "invalid argument")                                                             \
+	X(INTERNAL, -6, "internal error")                                                          \
 	X(LIMIT, -7, "input exceeds a built-in limit")
 
 enum prism_status {
@@ -65,8 +65,7 @@ void prism_err_clear(struct prism_err *err);
 int prism_err_set(struct prism_err *err, int code, const char *fmt, ...) PRISM_PRINTF(3, 4);
 
 /* Put "PREFIX: " before err's message (when it is set). */
-void prism_err_prefix(struct prism_err *err, const char *fmt, ...)
-	PRISM_PRINTF(2, 3);
+void prism_err_prefix(struct prism_err *err, const char *fmt, ...) PRISM_PRINTF(2, 3);
 
 /* Write s to f as a JSON string literal, quotes included; a byte that
  * does not begin valid UTF-8 is written as U+FFFD, so the output is JSON
@@ -86,10 +85,10 @@ void prism_fput_json_str(FILE *f, const char *s);
  * path untouched).
  */
 struct prism_wfile {
-	FILE *f;          /* write here */
+	FILE *f;	  /* write here */
 	const char *path; /* the caller's; not copied */
-	char tmp[4096];   /* the new file, "" when written in place */
-	int sync_fd;      /* gzip: the file's descriptor for fsync; else -1 */
+	char tmp[4096];	  /* the new file, "" when written in place */
+	int sync_fd;	  /* gzip: the file's descriptor for fsync; else -1 */
 };
 
 int prism_wfile_open(struct prism_wfile *w, const char *path);

@@ -18,7 +18,7 @@ void reshape_plan_init(struct reshape_plan *p)
 
 /* A task of the candidate: a copy of base task u, or an added one. */
 struct xn {
-	uint32_t u;     /* base node, NONE32 for an added task */
+	uint32_t u; /* base node, NONE32 for an added task */
 	uint32_t proc;
 	int32_t cm, cl; /* microbatch and layer copy */
 	int32_t layer, mb;
@@ -51,11 +51,11 @@ struct rs {
 	/* Effective labels (bridges take their group's). */
 	int32_t *lay, *mbv;
 	uint8_t *ph;
-	uint32_t *mg, *lg; /* microbatch and layer group, or NONE32 */
+	uint32_t *mg, *lg;	   /* microbatch and layer group, or NONE32 */
 	uint32_t *late_m, *late_l; /* the group a task comes between the parts
 				    * of, without being its own work (bridges) */
 	uint32_t *x0, *sm, *sl;
-	int32_t *lfirst, *mfirst; /* new index of copy 0 of each base layer/mb */
+	int32_t *lfirst, *mfirst;  /* new index of copy 0 of each base layer/mb */
 	uint32_t *in_off, *in_src; /* edges by target */
 	VEC(struct xn) x;
 	VEC(struct sn) s;
@@ -104,13 +104,15 @@ static int group_ids(struct rs *r)
 		uint32_t id;
 		r->mg[u] = r->lg[u] = NONE32;
 		if (k >= 0) {
-			if ((id = imap_get(&mm, k)) == IMAP_NONE && (rc = imap_put(&mm, k, id = nm++, NULL)))
+			if ((id = imap_get(&mm, k)) == IMAP_NONE &&
+			    (rc = imap_put(&mm, k, id = nm++, NULL)))
 				break;
 			r->mg[u] = id;
 		}
 		k = r->p->layer_copies ? lkey(g->iter[u], r->ph[u], r->mbv[u], r->lay[u]) : -1;
 		if (k >= 0) {
-			if ((id = imap_get(&lm, k)) == IMAP_NONE && (rc = imap_put(&lm, k, id = nl++, NULL)))
+			if ((id = imap_get(&lm, k)) == IMAP_NONE &&
+			    (rc = imap_put(&lm, k, id = nl++, NULL)))
 				break;
 			r->lg[u] = id;
 		}
@@ -205,7 +207,7 @@ static int bridges(struct rs *r, int mb, int relabel, uint32_t *late)
 			}
 			for (uint32_t u = lo; u < pr->first + pr->n && g->start_ns[u] <= t1[k]; u++)
 				if (relabel ? grp[u] == NONE32 && g->iter[u] == g->iter[ru] &&
-						      (mb || (r->mbv[u] == r->mbv[ru] && r->lay[u] < 0))
+						  (mb || (r->mbv[u] == r->mbv[ru] && r->lay[u] < 0))
 					    : grp[u] != k) {
 					stamp[u] = c1;
 					found = 1;
@@ -317,8 +319,8 @@ static int emit(struct rs *r, uint32_t u, int32_t cm, int32_t cl)
 	x.cl = cl;
 	x.dropped = km == 0 || kl == 0;
 	x.layer = r->lg[u] != NONE32 && !x.dropped
-			  ? new_index(r->lfirst, r->p->n_layers, r->lay[u], cl)
-			  : r->g->layer[u];
+		      ? new_index(r->lfirst, r->p->n_layers, r->lay[u], cl)
+		      : r->g->layer[u];
 	x.mb = r->mg[u] != NONE32 && !x.dropped ? new_index(r->mfirst, r->p->n_mbs, r->mbv[u], cm)
 						: r->g->mb[u];
 	if (x.dropped)
@@ -427,14 +429,14 @@ static int map_edges(struct rs *r)
 						continue;
 					int km2 = km_of(r, v), kl2 = kl_of(r, v);
 					/* A task after the group's copies enters the last. */
-					int cm2 = same_m		  ? cm
+					int cm2 = same_m ? cm
 						  : r->late_m[u] == r->mg[v] && r->mg[v] != NONE32
-							  ? (km2 > 0 ? km2 - 1 : 0)
-							  : 0;
-					int cl2 = same_l		  ? cl
+						      ? (km2 > 0 ? km2 - 1 : 0)
+						      : 0;
+					int cl2 = same_l ? cl
 						  : r->late_l[u] == r->lg[v] && r->lg[v] != NONE32
-							  ? (kl2 > 0 ? kl2 - 1 : 0)
-							  : 0;
+						      ? (kl2 > 0 ? kl2 - 1 : 0)
+						      : 0;
 					x.src = xid(r, u, cm, cl);
 					x.dst = xid(r, v, cm2, cl2);
 					x.kind = g->out_kind[e];
@@ -484,7 +486,8 @@ static int strip(struct rs *r)
 			if (w > first && g->kind[w - 1] == GN_CPU)
 				drop[--w] = 1;
 			while (w > first && g->kind[w - 1] == GN_RUNTIME &&
-			       (g->rtclass[w - 1] == RT_EVENT_RECORD || g->rtclass[w - 1] == RT_STREAM_WAIT))
+			       (g->rtclass[w - 1] == RT_EVENT_RECORD ||
+				g->rtclass[w - 1] == RT_STREAM_WAIT))
 				drop[--w] = 1;
 		}
 	}
@@ -526,7 +529,8 @@ static uint32_t launcher(const struct rs *r, uint32_t xi)
 		uint32_t w = r->in_src[e];
 		for (uint32_t k = g->out_off[w]; k < g->out_off[w + 1]; k++)
 			if (g->out_dst[k] == v && GE_KIND(g->out_kind[k]) == GE_LAUNCH)
-				return xid(r, w, r->mg[w] != NONE32 && r->mg[w] == r->mg[v] ? x->cm : 0,
+				return xid(r, w,
+					   r->mg[w] != NONE32 && r->mg[w] == r->mg[v] ? x->cm : 0,
 					   r->lg[w] != NONE32 && r->lg[w] == r->lg[v] ? x->cl : 0);
 	}
 	return NONE32;
@@ -565,7 +569,8 @@ static int add_dp(struct rs *r, struct graph *out_names)
 	    strtab_intern(&out_names->st, "cudaLaunchKernel", 16, &n_launch) ||
 	    strtab_intern(&out_names->st, "cudaEventRecord", 15, &n_rec) ||
 	    strtab_intern(&out_names->st, "cudaStreamWaitEvent", 19, &n_wait) ||
-	    strtab_intern(&out_names->st, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 40, &n_kern) ||
+	    strtab_intern(&out_names->st, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 40,
+			  &n_kern) ||
 	    strtab_intern(&out_names->st, "BFloat16", 8, &dtype) ||
 	    strtab_intern(&out_names->st, "", 0, &empty))
 		return oom(r);
@@ -604,7 +609,8 @@ static int add_dp(struct rs *r, struct graph *out_names)
 		}
 		for (uint32_t it = 0; it < g->n_iters && !rc; it++) {
 			int32_t last_mb = -1, top = -1;
-			uint32_t last_ar = NONE32, opt_first = NONE32, opt_host = NONE32, sync = NONE32;
+			uint32_t last_ar = NONE32, opt_first = NONE32, opt_host = NONE32,
+				 sync = NONE32;
 			const uint32_t *xs = it_x + it_off[it];
 			uint32_t nxs = it_off[it + 1] - it_off[it];
 			size_t nb = 0;
@@ -645,7 +651,8 @@ static int add_dp(struct rs *r, struct graph *out_names)
 					const struct xn *x = &r->x.v[bw[j]];
 					if (g->kind[x->u] < GN_KERNEL || g->kind[x->u] == GN_COLL)
 						continue;
-					if (kx == NONE32 || g->start_ns[x->u] >= g->start_ns[r->x.v[kx].u])
+					if (kx == NONE32 ||
+					    g->start_ns[x->u] >= g->start_ns[r->x.v[kx].u])
 						kx = bw[j];
 				}
 				if (kx == NONE32 || (call = launcher(r, kx)) == NONE32)
@@ -708,7 +715,8 @@ static int add_dp(struct rs *r, struct graph *out_names)
 					break;
 				used = 1;
 				r->st->colls_added++;
-				if ((rc = add_edge(r, call | 0x80000000u, ref | 0x80000000u, GE_LAUNCH)) ||
+				if ((rc = add_edge(r, call | 0x80000000u, ref | 0x80000000u,
+						   GE_LAUNCH)) ||
 				    (rc = add_edge(r, kx, ref | 0x80000000u, GE_EVENT)))
 					break;
 				last_ar = ref;
@@ -724,7 +732,8 @@ static int add_dp(struct rs *r, struct graph *out_names)
 				    (opt_first == NONE32 ||
 				     g->start_ns[x->u] < g->start_ns[r->x.v[opt_first].u]))
 					opt_first = xs[j];
-				if (g->kind[x->u] == GN_WAIT && g->rtclass[x->u] == RT_DEVICE_SYNC &&
+				if (g->kind[x->u] == GN_WAIT &&
+				    g->rtclass[x->u] == RT_DEVICE_SYNC &&
 				    x->proc == (uint32_t)g->iters[it].proc)
 					sync = xs[j];
 			}
@@ -764,13 +773,15 @@ static int add_dp(struct rs *r, struct graph *out_names)
 				if ((rc = add_edge(r, last_ar | 0x80000000u, opt_first, GE_EVENT)))
 					break;
 			}
-			if (sync != NONE32 && (rc = add_edge(r, last_ar | 0x80000000u, sync, GE_SYNC)))
+			if (sync != NONE32 &&
+			    (rc = add_edge(r, last_ar | 0x80000000u, sync, GE_SYNC)))
 				break;
 		}
 		if (used && r->n_newproc < 1024)
 			r->newproc_rank[r->n_newproc++] = rk;
 		else if (used)
-			rc = prism_err_set(r->err, PRISM_ELIMIT, "reshape: over 1024 added streams");
+			rc =
+			    prism_err_set(r->err, PRISM_ELIMIT, "reshape: over 1024 added streams");
 	}
 out:
 	free(it_off);
@@ -891,11 +902,12 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 		r.sl = prism_calloc(nn, sizeof(*r.sl));
 		r.in_off = prism_calloc(nn + 1, sizeof(*r.in_off));
 		r.in_src = prism_malloc((g->n_edges ? g->n_edges : 1) * sizeof(*r.in_src));
-		r.lfirst = prism_malloc(((size_t)(p->n_layers > 0 ? p->n_layers : 0) + 1) * sizeof(*r.lfirst));
-		r.mfirst = prism_malloc(((size_t)(p->n_mbs > 0 ? p->n_mbs : 0) + 1) * sizeof(*r.mfirst));
-		if (!r.lay || !r.mbv || !r.ph || !r.mg || !r.lg || !r.late_m || !r.late_l || !r.x0 ||
-		    !r.sm || !r.sl ||
-		    !r.in_off || !r.in_src || !r.lfirst || !r.mfirst) {
+		r.lfirst = prism_malloc(((size_t)(p->n_layers > 0 ? p->n_layers : 0) + 1) *
+					sizeof(*r.lfirst));
+		r.mfirst =
+		    prism_malloc(((size_t)(p->n_mbs > 0 ? p->n_mbs : 0) + 1) * sizeof(*r.mfirst));
+		if (!r.lay || !r.mbv || !r.ph || !r.mg || !r.lg || !r.late_m || !r.late_l ||
+		    !r.x0 || !r.sm || !r.sl || !r.in_off || !r.in_src || !r.lfirst || !r.mfirst) {
 			rc = oom(&r);
 			goto out;
 		}
@@ -954,8 +966,9 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 				if (g->layer[u] > top)
 					top = g->layer[u];
 			if (top < 0) {
-				rc = prism_err_set(err, PRISM_EARG,
-						   "the trace has no layers found to repeat or drop");
+				rc = prism_err_set(
+				    err, PRISM_EARG,
+				    "the trace has no layers found to repeat or drop");
 				goto out;
 			}
 		}
@@ -976,7 +989,8 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 		}
 		if (nn > GRAPH_MAX_TASKS) {
 			rc = prism_err_set(err, PRISM_ELIMIT,
-					   "reshape: %" PRIu64 " tasks, more than the %u prism simulates",
+					   "reshape: %" PRIu64
+					   " tasks, more than the %u prism simulates",
 					   nn, GRAPH_MAX_TASKS);
 			goto out;
 		}
@@ -1075,10 +1089,12 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 				/* xnodes of q are contiguous, in emission order
 				 * (processor by processor): one pass over them all */
 				for (uint32_t i = i0; i < nx && r.x.v[i].proc == q; i++, i0++) {
-					for (uint32_t k = before_first[i]; k != NONE32; k = next_s[k])
+					for (uint32_t k = before_first[i]; k != NONE32;
+					     k = next_s[k])
 						seq.v[seq.n++] = nx + k;
 					seq.v[seq.n++] = i;
-					for (uint32_t k = after_first[i]; k != NONE32; k = next_s[k])
+					for (uint32_t k = after_first[i]; k != NONE32;
+					     k = next_s[k])
 						seq.v[seq.n++] = nx + k;
 				}
 			} else {
@@ -1171,18 +1187,22 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 					if (newid[w] == NONE32) {
 						stack[top++] = w;
 					} else {
-						uint32_t pa = a < nx ? r.x.v[a].proc : r.s.v[a - nx].proc;
-						uint32_t pw = w < nx ? r.x.v[w].proc : r.s.v[w - nx].proc;
+						uint32_t pa =
+						    a < nx ? r.x.v[a].proc : r.s.v[a - nx].proc;
+						uint32_t pw =
+						    w < nx ? r.x.v[w].proc : r.s.v[w - nx].proc;
 						uint8_t kind = GE_ORDER;
-						uint8_t wk = w < nx ? g->kind[r.x.v[w].u] : r.s.v[w - nx].kind;
+						uint8_t wk = w < nx ? g->kind[r.x.v[w].u]
+								    : r.s.v[w - nx].kind;
 						if (pa != pw)
-							kind = wk == GN_WAIT ? GE_SYNC
+							kind = wk == GN_WAIT	 ? GE_SYNC
 							       : wk >= GN_KERNEL ? GE_EVENT
 										 : GE_THREAD;
 						{
-							struct xe x = {(uint32_t)k, newid[w],
-								       (uint8_t)(kind |
-										 (c.kind[e] & GE_INFERRED))};
+							struct xe x = {
+							    (uint32_t)k, newid[w],
+							    (uint8_t)(kind |
+								      (c.kind[e] & GE_INFERRED))};
 							if (VEC_PUSH(fe, x)) {
 								rc = oom(&r);
 								goto out;
@@ -1194,8 +1214,8 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 		}
 	}
 	if (nkeep >= UINT32_MAX || fe.n >= UINT32_MAX) {
-		rc = prism_err_set(err, PRISM_ELIMIT, "reshape: %" PRIu64 " tasks, %zu edges: over 2^32",
-				   nkeep, fe.n);
+		rc = prism_err_set(err, PRISM_ELIMIT,
+				   "reshape: %" PRIu64 " tasks, %zu edges: over 2^32", nkeep, fe.n);
 		goto out;
 	}
 	for (uint64_t k = 0; k < nkeep; k++) {
@@ -1293,13 +1313,14 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	/* Added tasks start after what precedes them on their processor; the
 	 * new streams' rank is their first task's launcher's. */
 	for (uint32_t q = 0; q < n_procs; q++) {
-		for (uint32_t id = n->procs[q].first; id < n->procs[q].first + n->procs[q].n; id++) {
+		for (uint32_t id = n->procs[q].first; id < n->procs[q].first + n->procs[q].n;
+		     id++) {
 			uint32_t a = order[id];
 			if (a >= nx)
-				n->start_ns[id] = id > n->procs[q].first
-							  ? prism_time_add(n->start_ns[id - 1],
-									   n->dur_ns[id - 1])
-							  : 0;
+				n->start_ns[id] =
+				    id > n->procs[q].first
+					? prism_time_add(n->start_ns[id - 1], n->dur_ns[id - 1])
+					: 0;
 			if (id > n->procs[q].first && n->start_ns[id] < n->start_ns[id - 1])
 				n->start_ns[id] = n->start_ns[id - 1];
 		}

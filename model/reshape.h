@@ -65,19 +65,19 @@ struct reshape_plan {
 	int64_t strip_group;
 	/* Add the gradient all-reduce of each layer (the base has none). */
 	int add_dp;
-	int dp;                 /* its group */
-	double dp_layer_bytes;  /* bytes per layer */
-	int64_t dp_coll_ns;     /* its duration */
+	int dp;		       /* its group */
+	double dp_layer_bytes; /* bytes per layer */
+	int64_t dp_coll_ns;    /* its duration */
 	/* Host costs of added tasks. */
 	int64_t cpu_op_ns, launch_ns, event_ns, gpu_lag_ns;
 };
 
 struct reshape_stats {
-	uint64_t nodes_added;   /* copies and added tasks */
+	uint64_t nodes_added;	/* copies and added tasks */
 	uint64_t nodes_dropped; /* base tasks (or copies) removed */
-	uint64_t colls_added;   /* collectives added (add_dp) */
-	uint64_t bridges;       /* outside tasks that repeat with a group */
-	uint64_t groups;        /* run groups repeated or dropped */
+	uint64_t colls_added;	/* collectives added (add_dp) */
+	uint64_t bridges;	/* outside tasks that repeat with a group */
+	uint64_t groups;	/* run groups repeated or dropped */
 };
 
 /* Initialise p to "no change". */

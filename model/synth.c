@@ -12,7 +12,7 @@
 #include "kperf.h"
 #include "vec.h"
 
-#define NONE32 UINT32_MAX
+#define NONE32	      UINT32_MAX
 #define SYNTH_TOO_BIG 2 /* ctx.oom: GRAPH_MAX_TASKS reached */
 
 enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_N };
@@ -58,7 +58,7 @@ struct opmemo {
 
 struct rankst {
 	uint32_t host, stream[S_N]; /* processors */
-	uint32_t last[S_N];         /* last task launched on each stream, or NONE32 */
+	uint32_t last[S_N];	    /* last task launched on each stream, or NONE32 */
 	int32_t layer, mb;
 	uint8_t phase;
 };
@@ -70,18 +70,18 @@ struct ctx {
 	VEC(struct sedge) edges;
 	VEC(struct graph_proc) procs;
 	VEC(struct graph_coll) colls;
-	VEC(struct pending) pend;   /* event waits not yet applied */
-	VEC(struct pending) waits;  /* every event wait, for the timeline */
+	VEC(struct pending) pend;  /* event waits not yet applied */
+	VEC(struct pending) waits; /* every event wait, for the timeline */
 	VEC(struct pgseq) seqs;
 	struct rankst *rk;
 	int64_t next_corr;
 	int32_t step;
 	double flops;
 	uint32_t kernels;
-	int kdb_gpu;                /* the GPU's id in in->kdb (kdb_gpu), or -1 */
-	uint32_t kdb_hits[3];       /* kernels timed: roofline, interpolated, exact */
+	int kdb_gpu;	      /* the GPU's id in in->kdb (kdb_gpu), or -1 */
+	uint32_t kdb_hits[3]; /* kernels timed: roofline, interpolated, exact */
 	int oom;
-	int dry;                    /* time kernels into dry_s, build nothing */
+	int dry; /* time kernels into dry_s, build nothing */
 	double dry_s;
 	/* Per step and rank: the first host node and the sync's wait node. */
 	VEC(uint32_t) step_first;
@@ -281,8 +281,8 @@ static const char *torch_type(int dtype)
 
 /* Launch GPU task `name` of `seconds` on stream st; coll: a collective
  * entry to attach, or NULL. */
-static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
-		       double seconds, const struct graph_coll *coll)
+static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *name, double seconds,
+		       const struct graph_coll *coll)
 {
 	const struct synth_in *in = c->in;
 	struct rankst *k = &c->rk[r];
@@ -370,8 +370,7 @@ static int mem_kind(int cls)
  * has the kernel, else the class's line over the model's time; times the
  * class's scale.  dtype: the kernel's (for the database).
  */
-static double ktime(struct ctx *c, int cls, int dtype, double flops, double bytes,
-		    double model_s)
+static double ktime(struct ctx *c, int cls, int dtype, double flops, double bytes, double model_s)
 {
 	const struct synth_in *in = c->in;
 	const struct calib_class *k = &in->cost[cls];
@@ -467,7 +466,8 @@ static void collective(struct ctx *c, int r, int st, int kind, const char *kname
 	if (c->dry)
 		return;
 	memset(&x, 0, sizeof(x));
-	if (!c->in->bare && comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
+	if (!c->in->bare &&
+	    comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
 		t = e.time_s;
 	pgid = intern(c, pg);
 	x.kind = (uint8_t)kind;
@@ -495,11 +495,11 @@ found:
 /* The layout as the code below needs it. */
 struct shape {
 	double b, s, h, f, V, t, a;
-	double kv;	   /* key-value heads */
-	double qkv, f_in;  /* llm_qkv_width, llm_ffn_in */
-	double params;     /* of one layer on one tensor-parallel rank */
+	double kv;	  /* key-value heads */
+	double qkv, f_in; /* llm_qkv_width, llm_ffn_in */
+	double params;	  /* of one layer on one tensor-parallel rank */
 	int gated;
-	int L;             /* layers per model chunk */
+	int L; /* layers per model chunk */
 	int p, v, m;
 	int tp_per_node, dp_per_node, pp_per_node;
 };
@@ -512,13 +512,15 @@ static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
 		return;
 	snprintf(pg, sizeof(pg), "tp.%d", r);
 	if (c->in->lay.sp) {
-		collective(c, r, S_COMPUTE, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
-			   z->b * z->s * z->h * 2, g, pg);
+		collective(c, r, S_COMPUTE, GC_REDUCE_SCATTER,
+			   "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", z->b * z->s * z->h * 2,
+			   g, pg);
 		collective(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
 			   z->b * z->s * z->h * 2, g, pg);
 	} else {
-		collective(c, r, S_COMPUTE, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-			   z->b * z->s * z->h * 2, g, pg);
+		collective(c, r, S_COMPUTE, GC_ALL_REDUCE,
+			   "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", z->b * z->s * z->h * 2, g,
+			   pg);
 	}
 }
 
@@ -601,8 +603,8 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 		double t = ktime(c, KC_ATTENTION, dt, 4 * f, ew(4 * z->b * z->s * z->h / z->t, 1),
 				 kperf_attn_s(c->in->hw, dt, 1, z->b, heads, z->s, z->s, d, 1));
 		attn_op(c, z, dt, 1);
-		launch(c, r, S_COMPUTE, GN_KERNEL, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", t,
-		       NULL);
+		launch(c, r, S_COMPUTE, GN_KERNEL, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel",
+		       t, NULL);
 		return;
 	}
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_bmm_dprobs", dt, z->b * heads, z->s,
@@ -730,8 +732,7 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 	struct comm_group g = {2, z->pp_per_node};
 	char pg[48];
 	snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
-	collective(c, r, st, kind, "ncclDevKernel_SendRecv", z->b * z->s * z->h * 2 / z->t, g,
-		   pg);
+	collective(c, r, st, kind, "ncclDevKernel_SendRecv", z->b * z->s * z->h * 2 / z->t, g, pg);
 }
 
 /* The stage and chunk a forward unit of (s, ch) gets its input from (0
@@ -809,8 +810,8 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 			 * subtraction, the exponential and the division in place
 			 * (8 each) read and write them. */
 			kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h, 1));
-			bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", logit_dtype(in),
-			      1, bs, z->V / z->t, z->h);
+			bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits",
+			      logit_dtype(in), 1, bs, z->V / z->t, z->h);
 			kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd",
 			       30 * bs * z->V / z->t);
 			kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 8 * bs * z->V / z->t);
@@ -906,19 +907,19 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 		warm = z->m == z->p ? total : (z->p - s - 1) * 2 + (z->v - 1) * z->p;
 	if (warm > total)
 		warm = total;
-#define F_UNIT()                                                        \
-	do {                                                            \
-		int mb_, ch_;                                           \
-		unit_of(z, kf, 1, &mb_, &ch_);                          \
-		unit(c, s, ch_, mb_, 1, 0, z);                          \
-		kf++;                                                   \
+#define F_UNIT()                                                                                   \
+	do {                                                                                       \
+		int mb_, ch_;                                                                      \
+		unit_of(z, kf, 1, &mb_, &ch_);                                                     \
+		unit(c, s, ch_, mb_, 1, 0, z);                                                     \
+		kf++;                                                                              \
 	} while (0)
-#define B_UNIT()                                                        \
-	do {                                                            \
-		int mb_, ch_;                                           \
-		unit_of(z, kb, 0, &mb_, &ch_);                          \
-		unit(c, s, ch_, mb_, 0, last_b[ch_] == kb, z);          \
-		kb++;                                                   \
+#define B_UNIT()                                                                                   \
+	do {                                                                                       \
+		int mb_, ch_;                                                                      \
+		unit_of(z, kb, 0, &mb_, &ch_);                                                     \
+		unit(c, s, ch_, mb_, 0, last_b[ch_] == kb, z);                                     \
+		kb++;                                                                              \
 	} while (0)
 	for (int i = 0; i < warm; i++)
 		F_UNIT();
@@ -953,7 +954,8 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		 * (dynamic loss scaling; fp32 main gradients read and written). */
 		if (in->dtype == HW_FP16)
 			kernel(c, r, KC_OPTIMIZER,
-			       "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>", 8 * np_);
+			       "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>",
+			       8 * np_);
 		/* Gradient clipping: the norm of the fp32 main gradients, then
 		 * their scaling by the clip coefficient. */
 		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
@@ -1017,8 +1019,7 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 	z->L = in->m.layers / (in->lay.pp * in->lay.vp);
 }
 
-void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
-		       double *attn_fwd_s)
+void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s)
 {
 	struct ctx c;
 	struct rankst rk;
@@ -1149,26 +1150,26 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		const char *what, *name;
 		int v, min, max;
 	} lim[] = {
-		{"model", "layers", m->layers, 1, LLM_MAX_LAYERS},
-		{"model", "hidden", m->hidden, 1, LLM_MAX_HIDDEN},
-		{"model", "heads", m->heads, 1, LLM_MAX_HEADS},
-		{"model", "kv_heads", m->kv_heads, 0, LLM_MAX_HEADS},
-		{"model", "ffn", m->ffn, 1, LLM_MAX_FFN},
-		{"model", "seq", m->seq, 1, LLM_MAX_SEQ},
-		{"model", "vocab", m->vocab, 1, LLM_MAX_VOCAB},
-		{"layout", "tp", l->tp, 1, SYNTH_MAX_TP},
-		{"layout", "pp", l->pp, 1, SYNTH_MAX_STAGES},
-		{"layout", "dp", l->dp, 1, SYNTH_MAX_DP},
-		{"layout", "vp", l->vp, 1, SYNTH_MAX_VP},
-		{"layout", "mbs", l->mbs, 1, SYNTH_MAX_MBS},
-		{"layout", "microbatches", l->microbatches, 1, SYNTH_MAX_MICRO},
-		{"layout", "zero", l->zero, 0, 3},
-		{"layout", "sp", l->sp, 0, 1},
-		{"layout", "flash", l->flash, 0, 1},
-		{"layout", "fp8_attention", in->fp8_attention, 0, 1},
-		{"layout", "recompute", l->recompute, 0, MEM_RECOMPUTE_FULL},
-		{"layout", "schedule", l->schedule, MEM_GPIPE, MEM_INTERLEAVED},
-		{"layout", "dtype", in->dtype, 0, HW_NDTYPES - 1},
+	    {"model", "layers", m->layers, 1, LLM_MAX_LAYERS},
+	    {"model", "hidden", m->hidden, 1, LLM_MAX_HIDDEN},
+	    {"model", "heads", m->heads, 1, LLM_MAX_HEADS},
+	    {"model", "kv_heads", m->kv_heads, 0, LLM_MAX_HEADS},
+	    {"model", "ffn", m->ffn, 1, LLM_MAX_FFN},
+	    {"model", "seq", m->seq, 1, LLM_MAX_SEQ},
+	    {"model", "vocab", m->vocab, 1, LLM_MAX_VOCAB},
+	    {"layout", "tp", l->tp, 1, SYNTH_MAX_TP},
+	    {"layout", "pp", l->pp, 1, SYNTH_MAX_STAGES},
+	    {"layout", "dp", l->dp, 1, SYNTH_MAX_DP},
+	    {"layout", "vp", l->vp, 1, SYNTH_MAX_VP},
+	    {"layout", "mbs", l->mbs, 1, SYNTH_MAX_MBS},
+	    {"layout", "microbatches", l->microbatches, 1, SYNTH_MAX_MICRO},
+	    {"layout", "zero", l->zero, 0, 3},
+	    {"layout", "sp", l->sp, 0, 1},
+	    {"layout", "flash", l->flash, 0, 1},
+	    {"layout", "fp8_attention", in->fp8_attention, 0, 1},
+	    {"layout", "recompute", l->recompute, 0, MEM_RECOMPUTE_FULL},
+	    {"layout", "schedule", l->schedule, MEM_GPIPE, MEM_INTERLEAVED},
+	    {"layout", "dtype", in->dtype, 0, HW_NDTYPES - 1},
 	};
 
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
@@ -1178,21 +1179,23 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 					     lim[i].max);
 	if ((int64_t)l->tp * l->pp * l->dp > SYNTH_MAX_GPUS)
 		return prism_err_set(err, PRISM_EARG,
-				     "layout: tp %d x pp %d x dp %d is beyond %d GPUs", l->tp, l->pp,
-				     l->dp, SYNTH_MAX_GPUS);
+				     "layout: tp %d x pp %d x dp %d is beyond %d GPUs", l->tp,
+				     l->pp, l->dp, SYNTH_MAX_GPUS);
 	if (m->hidden % m->heads)
-		return prism_err_set(err, PRISM_EARG, "model: hidden %d must be divisible by heads %d",
-				     m->hidden, m->heads);
+		return prism_err_set(err, PRISM_EARG,
+				     "model: hidden %d must be divisible by heads %d", m->hidden,
+				     m->heads);
 	if (m->heads % llm_kv_heads(m))
-		return prism_err_set(err, PRISM_EARG, "model: heads %d must be divisible by kv_heads %d",
-				     m->heads, llm_kv_heads(m));
+		return prism_err_set(err, PRISM_EARG,
+				     "model: heads %d must be divisible by kv_heads %d", m->heads,
+				     llm_kv_heads(m));
 	if (l->tp > in->hw->gpus_per_node)
 		return prism_err_set(err, PRISM_EARG, "layout: tp %d is beyond a node of %d GPUs",
 				     l->tp, in->hw->gpus_per_node);
 	if (llm_kv_heads(m) % l->tp)
 		return prism_err_set(err, PRISM_EARG,
-				     "layout: kv_heads %d must be divisible by tp %d", llm_kv_heads(m),
-				     l->tp);
+				     "layout: kv_heads %d must be divisible by tp %d",
+				     llm_kv_heads(m), l->tp);
 	if (m->heads % l->tp || m->ffn % l->tp)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: heads %d and ffn %d must be divisible by tp %d",
@@ -1213,7 +1216,8 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 					     l->microbatches, l->pp);
 	} else if (l->vp != 1) {
 		return prism_err_set(err, PRISM_EARG,
-				     "layout: virtual stages %d need the interleaved schedule", l->vp);
+				     "layout: virtual stages %d need the interleaved schedule",
+				     l->vp);
 	}
 	if (in->hw->peak_flops[in->dtype] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", in->hw->gpu,
@@ -1227,12 +1231,12 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		int64_t steps = in->steps > 0 ? in->steps : 1;
 		int64_t least = steps * m->layers * l->microbatches * SYNTH_MIN_TASKS_PER_LAYER;
 		if (least > GRAPH_MAX_TASKS)
-			return prism_err_set(err, PRISM_ELIMIT,
-					     "layout: %" PRId64 " steps x %d layers x %d microbatches "
-					     "make at least %" PRId64 " tasks, more than the %u "
-					     "prism simulates",
-					     steps, m->layers, l->microbatches, least,
-					     GRAPH_MAX_TASKS);
+			return prism_err_set(
+			    err, PRISM_ELIMIT,
+			    "layout: %" PRId64 " steps x %d layers x %d microbatches "
+			    "make at least %" PRId64 " tasks, more than the %u "
+			    "prism simulates",
+			    steps, m->layers, l->microbatches, least, GRAPH_MAX_TASKS);
 	}
 	return 0;
 }
@@ -1364,11 +1368,10 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 		 "tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;microbatches=%d;schedule=%s;recompute=%d;"
 		 "sp=%d;zero=%d;flash=%d;dtype=%s;fp8_attention=%d;hw=%s",
 		 in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
-		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq,
-		 in->m.vocab, in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp,
-		 in->lay.mbs, in->lay.microbatches, synth_schedule_name(in->lay.schedule),
-		 in->lay.recompute, in->lay.sp, in->lay.zero, in->lay.flash,
-		 hw_dtype_name(in->dtype), in->fp8_attention,
+		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq, in->m.vocab,
+		 in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp, in->lay.mbs, in->lay.microbatches,
+		 synth_schedule_name(in->lay.schedule), in->lay.recompute, in->lay.sp, in->lay.zero,
+		 in->lay.flash, hw_dtype_name(in->dtype), in->fp8_attention,
 		 in->hw && in->hw->id[0] ? in->hw->id : "?");
 }
 
@@ -1378,8 +1381,8 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 	const char *p;
 
 	if (strncmp(s, pre, sizeof(pre) - 1) != 0)
-		return prism_err_set(err, PRISM_EFORMAT, "model description: does not start with %s",
-				     pre);
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "model description: does not start with %s", pre);
 	p = s + sizeof(pre) - 1;
 	while (*p) {
 		const char *eq = strchr(p, '='), *end = strchr(p, ';');
@@ -1389,8 +1392,9 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		if (!end)
 			end = p + strlen(p);
 		if (!eq || eq > end || (size_t)(eq - p) >= sizeof(key))
-			return prism_err_set(err, PRISM_EFORMAT, "model description: bad field '%.*s'",
-					     (int)(end - p), p);
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "model description: bad field '%.*s'", (int)(end - p),
+					     p);
 		kl = (size_t)(eq - p);
 		vl = (size_t)(end - eq - 1);
 		if (vl >= sizeof(val))
@@ -1419,25 +1423,37 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("zero", in->lay.zero, 0, 3);
 		INT("flash", in->lay.flash, 0, 1);
 		INT("fp8_attention", in->fp8_attention, 0, 1);
-		else if (strcmp(key, "recompute") == 0) {
+		else if (strcmp(key, "recompute") == 0)
+		{
 			/* A number (what synth_meta writes) or a name. */
 			if (val[0] >= '0' && val[0] <= '9')
 				ip = &in->lay.recompute, min = 0, max = MEM_RECOMPUTE_FULL;
 			else if ((in->lay.recompute = mem_recompute_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: unknown recompute '%s'", val);
-		} else if (strcmp(key, "schedule") == 0) {
+						     "model description: unknown recompute '%s'",
+						     val);
+		}
+		else if (strcmp(key, "schedule") == 0)
+		{
 			if ((in->lay.schedule = synth_schedule_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: unknown schedule '%s'", val);
-		} else if (strcmp(key, "activation") == 0) {
+						     "model description: unknown schedule '%s'",
+						     val);
+		}
+		else if (strcmp(key, "activation") == 0)
+		{
 			if (strcmp(val, "swiglu") != 0 && strcmp(val, "gelu") != 0)
 				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: unknown activation '%s'", val);
+						     "model description: unknown activation '%s'",
+						     val);
 			in->m.gated = strcmp(val, "swiglu") == 0;
-		} else if (strcmp(key, "hw") == 0) {
+		}
+		else if (strcmp(key, "hw") == 0)
+		{
 			snprintf(in->hw_id, sizeof(in->hw_id), "%s", val);
-		} else if (strcmp(key, "dtype") == 0) {
+		}
+		else if (strcmp(key, "dtype") == 0)
+		{
 			if ((in->dtype = hw_dtype_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
 						     "model description: unknown dtype '%s'", val);
@@ -1449,14 +1465,15 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 			errno = 0;
 			v = strtol(val, &e, 10);
 			if (e == val || *e || errno)
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: field '%s' is not a count: '%s'",
-						     key, val);
+				return prism_err_set(
+				    err, PRISM_EFORMAT,
+				    "model description: field '%s' is not a count: '%s'", key, val);
 			if (v < min || v > max)
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: field '%s' must be in %d..%d, "
-						     "not %ld",
-						     key, min, max, v);
+				return prism_err_set(
+				    err, PRISM_EFORMAT,
+				    "model description: field '%s' must be in %d..%d, "
+				    "not %ld",
+				    key, min, max, v);
 			*ip = (int)v;
 		}
 		p = *end ? end + 1 : end;
@@ -1571,8 +1588,8 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		g->iter[newid[u]] = c.nodes.v[u].iter * P + (int32_t)c.nodes.v[u].proc / (1 + S_N);
 	{
 		/* One iteration per step and stage; settle.h gives their times. */
-		struct graph_iter *it = prism_realloc(g->iters, (c.step_first.n ? c.step_first.n : 1) *
-								  sizeof(*it));
+		struct graph_iter *it =
+		    prism_realloc(g->iters, (c.step_first.n ? c.step_first.n : 1) * sizeof(*it));
 		if (!it)
 			goto oom;
 		g->iters = it;

@@ -52,29 +52,29 @@
 struct synth_in {
 	struct llm m;
 	const struct hw_profile *hw;
-	int dtype;               /* enum hw_dtype of the linear layers' GEMMs.
+	int dtype;			      /* enum hw_dtype of the linear layers' GEMMs.
 				  * fp8 (or fp4) as Transformer Engine runs it:
 				  * the attention core, softmax, norms, the
 				  * logits and the optimizer stay in bf16/fp32;
 				  * casts, transposes and amax updates are added */
-	int fp8_attention;       /* 1: the attention core in fp8 too */
-	struct mem_layout lay;   /* tp, pp, dp, vp, mbs, microbatches, schedule,
+	int fp8_attention;		      /* 1: the attention core in fp8 too */
+	struct mem_layout lay;		      /* tp, pp, dp, vp, mbs, microbatches, schedule,
 				  * recompute, sp, flash, zero */
-	int steps;               /* iterations to build (>= 1) */
+	int steps;			      /* iterations to build (>= 1) */
 	struct calib_class cost[KC_NCLASSES]; /* by class: overhead_s, eff */
-	double scale[KC_NCLASSES];            /* multiplies each class's time */
-	const struct kdb *kdb;   /* measured kernel times (kdb.h), or NULL */
-	double comm_eff;         /* bus efficiency of collectives */
-	double cpu_op_s;         /* host time of an op before its launch */
-	double launch_s;         /* cudaLaunchKernel */
-	double gpu_lag_s;        /* launch (or previous kernel) to kernel start */
-	double event_s;          /* cudaEventRecord, cudaStreamWaitEvent */
-	char hw_id[64];          /* synth_meta_parse: the profile named in the
+	double scale[KC_NCLASSES];	      /* multiplies each class's time */
+	const struct kdb *kdb;		      /* measured kernel times (kdb.h), or NULL */
+	double comm_eff;		      /* bus efficiency of collectives */
+	double cpu_op_s;		      /* host time of an op before its launch */
+	double launch_s;		      /* cudaLaunchKernel */
+	double gpu_lag_s;		      /* launch (or previous kernel) to kernel start */
+	double event_s;			      /* cudaEventRecord, cudaStreamWaitEvent */
+	char hw_id[64];			      /* synth_meta_parse: the profile named in the
 				  * description */
-	int bare;                /* only the layers: no embedding, head, loss or
+	int bare;			      /* only the layers: no embedding, head, loss or
 				  * optimizer, and communication takes no time
 				  * (for checks against closed forms) */
-	int no_shapes;		 /* 1: kernels' ops record no shapes (op,
+	int no_shapes;			      /* 1: kernels' ops record no shapes (op,
 				  * op_dims, op_types; a graph that is only
 				  * simulated, never written or edited) */
 };
@@ -83,13 +83,13 @@ struct synth_in {
  * synth_check); the smallest degree is 1.  SYNTH_MAX_GPUS bounds tp x pp x
  * dp, so products of degrees fit an int with room to spare. */
 #define SYNTH_MAX_STAGES 256
-#define SYNTH_MAX_TP 1024
-#define SYNTH_MAX_DP (1 << 20)
-#define SYNTH_MAX_VP 64
-#define SYNTH_MAX_MBS (1 << 16)
-#define SYNTH_MAX_MICRO (1 << 16)
-#define SYNTH_MAX_GPUS (1 << 24)
-#define SYNTH_MAX_STEPS 100
+#define SYNTH_MAX_TP	 1024
+#define SYNTH_MAX_DP	 (1 << 20)
+#define SYNTH_MAX_VP	 64
+#define SYNTH_MAX_MBS	 (1 << 16)
+#define SYNTH_MAX_MICRO	 (1 << 16)
+#define SYNTH_MAX_GPUS	 (1 << 24)
+#define SYNTH_MAX_STEPS	 100
 /* Tasks every layer's forward and backward of one microbatch make at the
  * least (9 kernels each way, each an op, a launch and the kernel: 54):
  * steps x layers x microbatches x this is checked against GRAPH_MAX_TASKS
@@ -98,8 +98,8 @@ struct synth_in {
 
 /* What was built: node ids in the returned graph. */
 struct synth_out {
-	double flops;            /* GEMM and attention FLOPs of one replica, one step */
-	uint32_t kernels;        /* GPU tasks, all steps */
+	double flops;	  /* GEMM and attention FLOPs of one replica, one step */
+	uint32_t kernels; /* GPU tasks, all steps */
 	uint32_t kdb_exact, kdb_interpolated; /* kernels timed from the kernel
 					       * database (the others: roofline
 					       * or communication model) */
@@ -135,8 +135,7 @@ void synth_mem(const struct synth_in *in, struct mem_est *out);
  * rank for one microbatch (kperf.h, before each class's line): forward,
  * backward (recomputation included) and the attention core's forward
  * alone.  For the analytic estimate and for tests. */
-void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
-		       double *attn_fwd_s);
+void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s);
 
 /*
  * Build the run.  0 with *out_g set (free with graph_free) and *out filled

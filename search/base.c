@@ -60,8 +60,9 @@ int base_load(struct base *b, char *const *paths, int n, const struct base_opts 
 		hw_name = o->base_hw ? o->base_hw : in.hw_id;
 		if (!o->base_hw && in.hw_id[0] != '/' && strstr(in.hw_id, ".cfg")) {
 			const char *slash = strrchr(paths[0], '/');
-			snprintf(beside, sizeof(beside), "%.*s%s%s", slash ? (int)(slash - paths[0]) : 1,
-				 slash ? paths[0] : ".", "/", in.hw_id);
+			snprintf(beside, sizeof(beside), "%.*s%s%s",
+				 slash ? (int)(slash - paths[0]) : 1, slash ? paths[0] : ".", "/",
+				 in.hw_id);
 			if (access(beside, R_OK) == 0)
 				hw_name = beside;
 		}
@@ -73,17 +74,19 @@ int base_load(struct base *b, char *const *paths, int n, const struct base_opts 
 	}
 	/* A plain trace: the profile of its GPU, unless named; a trace that
 	 * names no GPU ran on the candidate's hardware. */
-	if (!o->base_hw && o->hw && b->g->n_ranks && !strtab_get(&b->g->st, b->g->ranks[0].device)[0]) {
+	if (!o->base_hw && o->hw && b->g->n_ranks &&
+	    !strtab_get(&b->g->st, b->g->ranks[0].device)[0]) {
 		rc = cli_load_hw(o->hw, &hw, err);
 	} else if (!o->base_hw) {
 		const char *gpu = b->g->n_ranks ? strtab_get(&b->g->st, b->g->ranks[0].device) : "";
 		const char *name =
-			calib_profile_for(gpu, b->g->n_ranks ? (double)b->g->ranks[0].device_mem : 0);
+		    calib_profile_for(gpu, b->g->n_ranks ? (double)b->g->ranks[0].device_mem : 0);
 		if (!name || cli_find_config("hw", name, found, sizeof(found)))
-			return prism_err_set(err, PRISM_EARG,
-					     "no hardware profile for the trace's GPU '%s': give one "
-					     "with --base-hw",
-					     gpu);
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "no hardware profile for the trace's GPU '%s': give one "
+			    "with --base-hw",
+			    gpu);
 		rc = cli_load_hw(found, &hw, err);
 	} else {
 		rc = cli_load_hw(o->base_hw, &hw, err);

@@ -20,15 +20,15 @@
 
 struct base {
 	struct predict_base pb; /* in.hw points into it: do not move a base */
-	struct graph *g;        /* the base graph (traces), owned */
-	char model_path[1024];  /* a model's file, "" for traces */
+	struct graph *g;	/* the base graph (traces), owned */
+	char model_path[1024];	/* a model's file, "" for traces */
 };
 
 struct base_opts {
-	const char *hw;      /* hardware named for the candidate (a model's base
+	const char *hw;	     /* hardware named for the candidate (a model's base
 			      * too, without base_hw), or NULL */
 	const char *base_hw; /* the base's hardware, or NULL */
-	int base_dp;         /* a plain trace's data-parallel degree, 0: its
+	int base_dp;	     /* a plain trace's data-parallel degree, 0: its
 			      * world size */
 	const char *ranks;   /* --rank of the trace files, or NULL */
 	const struct build_opts *bo;

@@ -22,10 +22,10 @@ int cli_fail(const struct prism_err *err)
 {
 	fprintf(stderr, "prism: %s\n", err->msg[0] ? err->msg : prism_status_msg(err->code));
 	return err->code == PRISM_EFORMAT || err->code == PRISM_EVERSION ||
-			       err->code == PRISM_EARG || err->code == PRISM_EIO ||
-			       err->code == PRISM_ELIMIT
-		       ? EXIT_USAGE
-		       : 1;
+		       err->code == PRISM_EARG || err->code == PRISM_EIO ||
+		       err->code == PRISM_ELIMIT
+		   ? EXIT_USAGE
+		   : 1;
 }
 
 int cli_parse_us(const char *s, const char *opt, int64_t *ns, struct prism_err *err)
@@ -90,12 +90,12 @@ static int parse_ranks(const char *s, int n, struct kineto_trace *tr, struct pri
 		tr[i].rank = r;
 		p = *end ? end + 1 : end;
 		if (i + 1 < n && *end == '\0')
-			return prism_err_set(err, PRISM_EARG, "--rank '%s': %d ranks for %d files", s,
-					     i + 1, n);
+			return prism_err_set(err, PRISM_EARG, "--rank '%s': %d ranks for %d files",
+					     s, i + 1, n);
 	}
 	if (*p)
-		return prism_err_set(err, PRISM_EARG, "--rank '%s': more ranks than the %d files", s,
-				     n);
+		return prism_err_set(err, PRISM_EARG, "--rank '%s': more ranks than the %d files",
+				     s, n);
 	return 0;
 }
 
@@ -217,42 +217,42 @@ int cli_load_model(const char *name, struct llm *m, struct prism_err *err)
 }
 
 const char cli_layout_help[] =
-	"layout (defaults: the base's, or 1 and 1f1b):\n"
-	"      --tp N, --pp N, --dp N   tensor, pipeline and data parallel degrees\n"
-	"      --vp N                   virtual stages per GPU (interleaved schedule)\n"
-	"      --mbs N                  microbatch size (sequences)\n"
-	"      --microbatches N         microbatches per iteration and pipeline\n"
-	"      --gbs N                  or the global batch in sequences: microbatches\n"
-	"                               = N / (mbs x dp)\n"
-	"      --schedule S             gpipe, 1f1b or interleaved\n"
-	"      --recompute R            none, selective or full\n"
-	"      --sp                     sequence parallelism (with --tp)\n"
-	"      --zero N                 ZeRO stage 0..3 over the data-parallel group\n"
-	"      --dtype T                precision of the linear layers' GEMMs: fp32,\n"
-	"                               tf32, bf16, fp16, fp8, fp4.  fp8 (fp4) as\n"
-	"                               Transformer Engine runs it: attention, softmax,\n"
-	"                               norms, logits and optimizer stay bf16/fp32;\n"
-	"                               cast-transpose kernels, amax/scale updates and\n"
-	"                               fp8 weight copies are added.  fp16 adds the\n"
-	"                               loss-scaling unscale pass\n"
-	"      --fp8-attention          the attention core in fp8 too (cuDNN/FA3 fp8)\n"
-	"      --no-flash               attention without flash attention: scores\n"
-	"                               materialised, softmax and dropout passes\n"
-	"model shape (defaults: the model's):\n"
-	"      --layers N, --hidden N, --heads N, --ffn N, --seq N\n"
-	"      --steps N                iterations to simulate (default 2; the first,\n"
-	"                               from idle streams, is left out)\n";
+    "layout (defaults: the base's, or 1 and 1f1b):\n"
+    "      --tp N, --pp N, --dp N   tensor, pipeline and data parallel degrees\n"
+    "      --vp N                   virtual stages per GPU (interleaved schedule)\n"
+    "      --mbs N                  microbatch size (sequences)\n"
+    "      --microbatches N         microbatches per iteration and pipeline\n"
+    "      --gbs N                  or the global batch in sequences: microbatches\n"
+    "                               = N / (mbs x dp)\n"
+    "      --schedule S             gpipe, 1f1b or interleaved\n"
+    "      --recompute R            none, selective or full\n"
+    "      --sp                     sequence parallelism (with --tp)\n"
+    "      --zero N                 ZeRO stage 0..3 over the data-parallel group\n"
+    "      --dtype T                precision of the linear layers' GEMMs: fp32,\n"
+    "                               tf32, bf16, fp16, fp8, fp4.  fp8 (fp4) as\n"
+    "                               Transformer Engine runs it: attention, softmax,\n"
+    "                               norms, logits and optimizer stay bf16/fp32;\n"
+    "                               cast-transpose kernels, amax/scale updates and\n"
+    "                               fp8 weight copies are added.  fp16 adds the\n"
+    "                               loss-scaling unscale pass\n"
+    "      --fp8-attention          the attention core in fp8 too (cuDNN/FA3 fp8)\n"
+    "      --no-flash               attention without flash attention: scores\n"
+    "                               materialised, softmax and dropout passes\n"
+    "model shape (defaults: the model's):\n"
+    "      --layers N, --hidden N, --heads N, --ffn N, --seq N\n"
+    "      --steps N                iterations to simulate (default 2; the first,\n"
+    "                               from idle streams, is left out)\n";
 
-int cli_count(const char *arg, const char *opt, int min, int max, int *out,
-	      struct prism_err *err)
+int cli_count(const char *arg, const char *opt, int min, int max, int *out, struct prism_err *err)
 {
 	char *end;
 	long v;
 	errno = 0;
 	v = strtol(arg, &end, 10);
 	if (end == arg || *end || errno || v < min || v > max)
-		return prism_err_set(err, PRISM_EARG, "--%s '%s': expected a whole number in %d..%d",
-				     opt, arg, min, max);
+		return prism_err_set(err, PRISM_EARG,
+				     "--%s '%s': expected a whole number in %d..%d", opt, arg, min,
+				     max);
 	*out = (int)v;
 	return 0;
 }
@@ -264,42 +264,77 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	if (c < CLI_OPT_TP || c >= CLI_OPT_NOPT)
 		return 0;
 	switch (c) {
-	case CLI_OPT_TP: rc = cli_count(arg, "tp", 1, SYNTH_MAX_TP, &in->lay.tp, err); break;
-	case CLI_OPT_PP: rc = cli_count(arg, "pp", 1, SYNTH_MAX_STAGES, &in->lay.pp, err); break;
-	case CLI_OPT_DP: rc = cli_count(arg, "dp", 1, SYNTH_MAX_DP, &in->lay.dp, err); break;
-	case CLI_OPT_VP: rc = cli_count(arg, "vp", 1, SYNTH_MAX_VP, &in->lay.vp, err); break;
-	case CLI_OPT_MBS: rc = cli_count(arg, "mbs", 1, SYNTH_MAX_MBS, &in->lay.mbs, err); break;
-	case CLI_OPT_MICRO: rc = cli_count(arg, "microbatches", 1, SYNTH_MAX_MICRO, &in->lay.microbatches, err); break;
-	case CLI_OPT_ZERO: rc = cli_count(arg, "zero", 0, 3, &in->lay.zero, err); break;
-	case CLI_OPT_LAYERS: rc = cli_count(arg, "layers", 1, LLM_MAX_LAYERS, &in->m.layers, err); break;
-	case CLI_OPT_HIDDEN: rc = cli_count(arg, "hidden", 1, LLM_MAX_HIDDEN, &in->m.hidden, err); break;
-	case CLI_OPT_HEADS: rc = cli_count(arg, "heads", 1, LLM_MAX_HEADS, &in->m.heads, err); break;
-	case CLI_OPT_FFN: rc = cli_count(arg, "ffn", 1, LLM_MAX_FFN, &in->m.ffn, err); break;
-	case CLI_OPT_SEQ: rc = cli_count(arg, "seq", 1, LLM_MAX_SEQ, &in->m.seq, err); break;
-	case CLI_OPT_STEPS: rc = cli_count(arg, "steps", 1, SYNTH_MAX_STEPS, &in->steps, err); break;
-	case CLI_OPT_SP: in->lay.sp = 1; break;
-	case CLI_OPT_NOFLASH: in->lay.flash = 0; break;
-	case CLI_OPT_FP8ATTN: in->fp8_attention = 1; break;
+	case CLI_OPT_TP:
+		rc = cli_count(arg, "tp", 1, SYNTH_MAX_TP, &in->lay.tp, err);
+		break;
+	case CLI_OPT_PP:
+		rc = cli_count(arg, "pp", 1, SYNTH_MAX_STAGES, &in->lay.pp, err);
+		break;
+	case CLI_OPT_DP:
+		rc = cli_count(arg, "dp", 1, SYNTH_MAX_DP, &in->lay.dp, err);
+		break;
+	case CLI_OPT_VP:
+		rc = cli_count(arg, "vp", 1, SYNTH_MAX_VP, &in->lay.vp, err);
+		break;
+	case CLI_OPT_MBS:
+		rc = cli_count(arg, "mbs", 1, SYNTH_MAX_MBS, &in->lay.mbs, err);
+		break;
+	case CLI_OPT_MICRO:
+		rc = cli_count(arg, "microbatches", 1, SYNTH_MAX_MICRO, &in->lay.microbatches, err);
+		break;
+	case CLI_OPT_ZERO:
+		rc = cli_count(arg, "zero", 0, 3, &in->lay.zero, err);
+		break;
+	case CLI_OPT_LAYERS:
+		rc = cli_count(arg, "layers", 1, LLM_MAX_LAYERS, &in->m.layers, err);
+		break;
+	case CLI_OPT_HIDDEN:
+		rc = cli_count(arg, "hidden", 1, LLM_MAX_HIDDEN, &in->m.hidden, err);
+		break;
+	case CLI_OPT_HEADS:
+		rc = cli_count(arg, "heads", 1, LLM_MAX_HEADS, &in->m.heads, err);
+		break;
+	case CLI_OPT_FFN:
+		rc = cli_count(arg, "ffn", 1, LLM_MAX_FFN, &in->m.ffn, err);
+		break;
+	case CLI_OPT_SEQ:
+		rc = cli_count(arg, "seq", 1, LLM_MAX_SEQ, &in->m.seq, err);
+		break;
+	case CLI_OPT_STEPS:
+		rc = cli_count(arg, "steps", 1, SYNTH_MAX_STEPS, &in->steps, err);
+		break;
+	case CLI_OPT_SP:
+		in->lay.sp = 1;
+		break;
+	case CLI_OPT_NOFLASH:
+		in->lay.flash = 0;
+		break;
+	case CLI_OPT_FP8ATTN:
+		in->fp8_attention = 1;
+		break;
 	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */
 		rc = cli_count(arg, "gbs", 1, 1 << 24, &in->lay.microbatches, err);
 		break;
 	case CLI_OPT_SCHED:
 		if ((in->lay.schedule = synth_schedule_parse(arg)) < 0)
 			rc = prism_err_set(err, PRISM_EARG,
-					   "--schedule '%s': expected gpipe, 1f1b or interleaved", arg);
+					   "--schedule '%s': expected gpipe, 1f1b or interleaved",
+					   arg);
 		break;
 	case CLI_OPT_RECOMP:
 		if ((in->lay.recompute = mem_recompute_parse(arg)) < 0)
 			rc = prism_err_set(err, PRISM_EARG,
-					   "--recompute '%s': expected none, selective or full", arg);
+					   "--recompute '%s': expected none, selective or full",
+					   arg);
 		break;
 	case CLI_OPT_DTYPE:
 		if ((in->dtype = hw_dtype_parse(arg)) < 0)
-			rc = prism_err_set(err, PRISM_EARG,
-					   "--dtype '%s': expected fp32, tf32, bf16, fp16, fp8 or fp4",
-					   arg);
+			rc = prism_err_set(
+			    err, PRISM_EARG,
+			    "--dtype '%s': expected fp32, tf32, bf16, fp16, fp8 or fp4", arg);
 		break;
-	default: return 0;
+	default:
+		return 0;
 	}
 	/* --gbs and --microbatches share a field: one or the other. */
 	if (!rc && (c == CLI_OPT_GBS || c == CLI_OPT_MICRO) &&
@@ -314,7 +349,9 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst,
 		     struct prism_err *err)
 {
-#define A(opt, field) if (given & CLI_SET(opt)) dst->field = src->field
+#define A(opt, field)                                                                              \
+	if (given & CLI_SET(opt))                                                                  \
+	dst->field = src->field
 	A(CLI_OPT_TP, lay.tp);
 	A(CLI_OPT_PP, lay.pp);
 	A(CLI_OPT_DP, lay.dp);
@@ -363,14 +400,14 @@ void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n)
 	snprintf(out, n, "%.*s.rank%d.json%s", (int)len, path, rank, gz ? ".gz" : "");
 }
 
-int cli_not_input(const char *out, const char *opt, char *const *in, int n,
-		  struct prism_err *err)
+int cli_not_input(const char *out, const char *opt, char *const *in, int n, struct prism_err *err)
 {
 	for (int i = 0; out && i < n; i++)
 		if (in[i] && prism_same_file(out, in[i]))
-			return prism_err_set(err, PRISM_EARG,
-					     "%s %s would overwrite the input %s: give another file",
-					     opt, out, in[i]);
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "%s %s would overwrite the input %s: give another file", opt, out,
+			    in[i]);
 	return 0;
 }
 

@@ -30,8 +30,7 @@ int cli_fail(const struct prism_err *err);
 
 /* A whole number in min..max for option --opt into *out; 0, or PRISM_EARG
  * naming the option and the range. */
-int cli_count(const char *arg, const char *opt, int min, int max, int *out,
-	      struct prism_err *err);
+int cli_count(const char *arg, const char *opt, int min, int max, int *out, struct prism_err *err);
 
 /* A non-negative number of microseconds (fractions allowed) into *ns;
  * 0, or PRISM_EARG naming the option. */
@@ -42,15 +41,16 @@ struct build_opts;
 /* The options every command that builds a graph from traces takes; put
  * CLI_BUILD_LONGOPTS in its getopt_long table and hand each option to
  * cli_build_option() before its own. */
-#define CLI_BUILD_LONGOPTS                                              \
-	{"rank", required_argument, NULL, 'r'},                        \
-	{"allow-dangling", no_argument, NULL, 'd'},                    \
-	{"no-infer-events", no_argument, NULL, 'E'},                   \
-	{"no-infer-sync", no_argument, NULL, 'S'},                     \
-	{"no-infer-threads", no_argument, NULL, 'T'},                  \
-	{"no-infer-share", no_argument, NULL, 'G'},                    \
-	{"no-infer-layers", no_argument, NULL, 'Y'},                   \
-	{"lag-cap", required_argument, NULL, 'L'}
+#define CLI_BUILD_LONGOPTS                                                                         \
+	{"rank", required_argument, NULL, 'r'}, {"allow-dangling", no_argument, NULL, 'd'},        \
+	    {"no-infer-events", no_argument, NULL, 'E'},                                           \
+	    {"no-infer-sync", no_argument, NULL, 'S'},                                             \
+	    {"no-infer-threads", no_argument, NULL, 'T'},                                          \
+	    {"no-infer-share", no_argument, NULL, 'G'},                                            \
+	    {"no-infer-layers", no_argument, NULL, 'Y'},                                           \
+	{                                                                                          \
+		"lag-cap", required_argument, NULL, 'L'                                            \
+	}
 
 /* 1 if c was a build option (applied to o, or *ranks set), 0 if not the
  * caller's to handle, negative with err filled for a bad value. */
@@ -91,34 +91,51 @@ int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err);
  */
 struct synth_in;
 enum {
-	CLI_OPT_TP = 1000, CLI_OPT_PP, CLI_OPT_DP, CLI_OPT_VP, CLI_OPT_MBS, CLI_OPT_MICRO,
-	CLI_OPT_SCHED, CLI_OPT_RECOMP, CLI_OPT_SP, CLI_OPT_ZERO, CLI_OPT_DTYPE, CLI_OPT_LAYERS,
-	CLI_OPT_HIDDEN, CLI_OPT_HEADS, CLI_OPT_FFN, CLI_OPT_SEQ, CLI_OPT_STEPS, CLI_OPT_NOFLASH, CLI_OPT_GBS,
+	CLI_OPT_TP = 1000,
+	CLI_OPT_PP,
+	CLI_OPT_DP,
+	CLI_OPT_VP,
+	CLI_OPT_MBS,
+	CLI_OPT_MICRO,
+	CLI_OPT_SCHED,
+	CLI_OPT_RECOMP,
+	CLI_OPT_SP,
+	CLI_OPT_ZERO,
+	CLI_OPT_DTYPE,
+	CLI_OPT_LAYERS,
+	CLI_OPT_HIDDEN,
+	CLI_OPT_HEADS,
+	CLI_OPT_FFN,
+	CLI_OPT_SEQ,
+	CLI_OPT_STEPS,
+	CLI_OPT_NOFLASH,
+	CLI_OPT_GBS,
 	CLI_OPT_FP8ATTN,
 	CLI_OPT_NOPT
 };
-#define CLI_SET(opt) (1u << ((opt) - CLI_OPT_TP))
-#define CLI_LAYOUT_LONGOPTS                                             \
-	{"tp", required_argument, NULL, CLI_OPT_TP},                   \
-	{"pp", required_argument, NULL, CLI_OPT_PP},                   \
-	{"dp", required_argument, NULL, CLI_OPT_DP},                   \
-	{"vp", required_argument, NULL, CLI_OPT_VP},                   \
-	{"mbs", required_argument, NULL, CLI_OPT_MBS},                 \
-	{"microbatches", required_argument, NULL, CLI_OPT_MICRO},      \
-	{"schedule", required_argument, NULL, CLI_OPT_SCHED},          \
-	{"recompute", required_argument, NULL, CLI_OPT_RECOMP},        \
-	{"sp", no_argument, NULL, CLI_OPT_SP},                         \
-	{"zero", required_argument, NULL, CLI_OPT_ZERO},               \
-	{"dtype", required_argument, NULL, CLI_OPT_DTYPE},             \
-	{"layers", required_argument, NULL, CLI_OPT_LAYERS},           \
-	{"hidden", required_argument, NULL, CLI_OPT_HIDDEN},           \
-	{"heads", required_argument, NULL, CLI_OPT_HEADS},             \
-	{"ffn", required_argument, NULL, CLI_OPT_FFN},                 \
-	{"seq", required_argument, NULL, CLI_OPT_SEQ},                 \
-	{"steps", required_argument, NULL, CLI_OPT_STEPS},             \
-	{"no-flash", no_argument, NULL, CLI_OPT_NOFLASH},              \
-	{"gbs", required_argument, NULL, CLI_OPT_GBS},                 \
-	{"fp8-attention", no_argument, NULL, CLI_OPT_FP8ATTN}
+#define CLI_SET(opt) (1u << ((opt)-CLI_OPT_TP))
+#define CLI_LAYOUT_LONGOPTS                                                                        \
+	{"tp", required_argument, NULL, CLI_OPT_TP}, {"pp", required_argument, NULL, CLI_OPT_PP},  \
+	    {"dp", required_argument, NULL, CLI_OPT_DP},                                           \
+	    {"vp", required_argument, NULL, CLI_OPT_VP},                                           \
+	    {"mbs", required_argument, NULL, CLI_OPT_MBS},                                         \
+	    {"microbatches", required_argument, NULL, CLI_OPT_MICRO},                              \
+	    {"schedule", required_argument, NULL, CLI_OPT_SCHED},                                  \
+	    {"recompute", required_argument, NULL, CLI_OPT_RECOMP},                                \
+	    {"sp", no_argument, NULL, CLI_OPT_SP},                                                 \
+	    {"zero", required_argument, NULL, CLI_OPT_ZERO},                                       \
+	    {"dtype", required_argument, NULL, CLI_OPT_DTYPE},                                     \
+	    {"layers", required_argument, NULL, CLI_OPT_LAYERS},                                   \
+	    {"hidden", required_argument, NULL, CLI_OPT_HIDDEN},                                   \
+	    {"heads", required_argument, NULL, CLI_OPT_HEADS},                                     \
+	    {"ffn", required_argument, NULL, CLI_OPT_FFN},                                         \
+	    {"seq", required_argument, NULL, CLI_OPT_SEQ},                                         \
+	    {"steps", required_argument, NULL, CLI_OPT_STEPS},                                     \
+	    {"no-flash", no_argument, NULL, CLI_OPT_NOFLASH},                                      \
+	    {"gbs", required_argument, NULL, CLI_OPT_GBS},                                         \
+	{                                                                                          \
+		"fp8-attention", no_argument, NULL, CLI_OPT_FP8ATTN                                \
+	}
 
 /* The help text of those options. */
 extern const char cli_layout_help[];
@@ -141,8 +158,7 @@ int cli_write_trace(const struct graph *g, const struct synth_out *so, const cha
  * of the n input files in (the same file: device and inode); else
  * PRISM_EARG naming both.  Call it before the work, so a refused run has
  * written nothing. */
-int cli_not_input(const char *out, const char *opt, char *const *in, int n,
-		  struct prism_err *err);
+int cli_not_input(const char *out, const char *opt, char *const *in, int n, struct prism_err *err);
 
 /* Apply to *dst every option set in `given` from *src. */
 int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst,

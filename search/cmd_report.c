@@ -22,35 +22,35 @@
 #include "vec.h"
 
 static const char help[] =
-	"usage: prism report DB [options]\n"
-	"\n"
-	"Read a sweep's results from the database `prism search` wrote and write,\n"
-	"into DIR: report.md (the best layout per GPU count with, where the sweep\n"
-	"gives 'tokens' and 'price_per_gpu_hour', the days, GPU-hours and cost to\n"
-	"train; the Pareto fronts of iteration time and of GPU-hours against GPU\n"
-	"count; the runners-up at each GPU count and why they lose, near-ties\n"
-	"marked; what was rejected), best.csv (the best layout per GPU count,\n"
-	"every knob) and pareto.svg (drawn by gnuplot's SVG terminal).\n"
-	"report.md is also printed.\n"
-	"\n"
-	"Near-ties: layouts within the model's stated uncertainty of the best\n"
-	"(9.4 %: synth + simulate against Megatron-LM's measured runs,\n"
-	"docs/VALIDATION.md) are marked; the model does not rank them.  Layouts\n"
-	"that are the same run (ZeRO with dp = 1, a recompute setting that\n"
-	"changes neither time nor memory, GPipe or 1F1B without a pipeline) are\n"
-	"collapsed into the simplest.\n"
-	"\n"
-	"options:\n"
-	"      --sweep ID      the sweep (default: the latest in the database)\n"
-	"  -o, --output DIR    where to write (default results/NAME/)\n"
-	"      --json          print the report as JSON instead of Markdown\n"
-	"      --csv-all[=FILE] every candidate, simulated or not, as CSV into\n"
-	"                      FILE (default DIR/all.csv; FILE.gz is gzipped)\n"
-	"      --tokens N      tokens to train (default: the sweep's 'tokens')\n"
-	"      --price P       price of one GPU-hour (default: the sweep's\n"
-	"                      'price_per_gpu_hour')\n"
-	"      --tie PCT       near-tie threshold in percent (default 9.4)\n"
-	"  -h, --help          this help\n";
+    "usage: prism report DB [options]\n"
+    "\n"
+    "Read a sweep's results from the database `prism search` wrote and write,\n"
+    "into DIR: report.md (the best layout per GPU count with, where the sweep\n"
+    "gives 'tokens' and 'price_per_gpu_hour', the days, GPU-hours and cost to\n"
+    "train; the Pareto fronts of iteration time and of GPU-hours against GPU\n"
+    "count; the runners-up at each GPU count and why they lose, near-ties\n"
+    "marked; what was rejected), best.csv (the best layout per GPU count,\n"
+    "every knob) and pareto.svg (drawn by gnuplot's SVG terminal).\n"
+    "report.md is also printed.\n"
+    "\n"
+    "Near-ties: layouts within the model's stated uncertainty of the best\n"
+    "(9.4 %: synth + simulate against Megatron-LM's measured runs,\n"
+    "docs/VALIDATION.md) are marked; the model does not rank them.  Layouts\n"
+    "that are the same run (ZeRO with dp = 1, a recompute setting that\n"
+    "changes neither time nor memory, GPipe or 1F1B without a pipeline) are\n"
+    "collapsed into the simplest.\n"
+    "\n"
+    "options:\n"
+    "      --sweep ID      the sweep (default: the latest in the database)\n"
+    "  -o, --output DIR    where to write (default results/NAME/)\n"
+    "      --json          print the report as JSON instead of Markdown\n"
+    "      --csv-all[=FILE] every candidate, simulated or not, as CSV into\n"
+    "                      FILE (default DIR/all.csv; FILE.gz is gzipped)\n"
+    "      --tokens N      tokens to train (default: the sweep's 'tokens')\n"
+    "      --price P       price of one GPU-hour (default: the sweep's\n"
+    "                      'price_per_gpu_hour')\n"
+    "      --tie PCT       near-tie threshold in percent (default 9.4)\n"
+    "  -h, --help          this help\n";
 
 /*
  * The model's stated uncertainty for a layout predicted from its shape:
@@ -61,8 +61,8 @@ static const char help[] =
  * the two.
  */
 #define REPORT_TIE_FRAC 0.094
-#define REPORT_TIE_SOURCE                                                                  \
-	"mean error of synth + simulate against Megatron-LM's measured runs, "              \
+#define REPORT_TIE_SOURCE                                                                          \
+	"mean error of synth + simulate against Megatron-LM's measured runs, "                     \
 	"docs/VALIDATION.md"
 
 /* The knobs of a candidate, in the order of the CSV columns; each is a
@@ -82,7 +82,7 @@ static const char help[] =
 /* clang-format on */
 
 /* How many knobs (the status column follows key and the knobs). */
-#define KNOB_COUNT_I(f, col, dflt) +1
+#define KNOB_COUNT_I(f, col, dflt)		+1
 #define KNOB_COUNT_S(f, col, dflt, parse, name) +1
 enum { N_KNOBS = 0 REPORT_KNOBS(KNOB_COUNT_I, KNOB_COUNT_S) };
 #undef KNOB_COUNT_I
@@ -90,15 +90,15 @@ enum { N_KNOBS = 0 REPORT_KNOBS(KNOB_COUNT_I, KNOB_COUNT_S) };
 
 struct row {
 	char key[160];
-#define KNOB_I(f, col, dflt) int f;
+#define KNOB_I(f, col, dflt)		  int f;
 #define KNOB_S(f, col, dflt, parse, name) char f[16];
 	REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S
 	double iter_s, bubble, tps, mfu, gpuh, mem_gb;
-	long same_as;  /* the row it is the same run as, or -1 */
-	int n_same;    /* rows collapsed into this one */
-	int near_tie;  /* a runner-up within the tie threshold of the best */
+	long same_as; /* the row it is the same run as, or -1 */
+	int n_same;   /* rows collapsed into this one */
+	int near_tie; /* a runner-up within the tie threshold of the best */
 };
 
 /* What a training run needs, for days and cost (0: not known). */
@@ -109,17 +109,17 @@ struct train {
 /* Everything the writers share. */
 struct report {
 	long long sid;
-	char name[128];      /* shown() */
+	char name[128]; /* shown() */
 	const char *db;
-	struct row *rows;    /* simulated, by gpus, iter_s, key */
+	struct row *rows; /* simulated, by gpus, iter_s, key */
 	size_t n;
-	size_t *best;        /* index of each GPU count's best row */
+	size_t *best; /* index of each GPU count's best row */
 	size_t nb;
 	int *pareto_t, *pareto_h;
 	struct train tr;
-	double tie;          /* near-tie fraction */
-	int tie_given;       /* by --tie, not REPORT_TIE_FRAC */
-	int collapsed[4];    /* same run differing in: ZeRO stage, recompute,
+	double tie;	  /* near-tie fraction */
+	int tie_given;	  /* by --tie, not REPORT_TIE_FRAC */
+	int collapsed[4]; /* same run differing in: ZeRO stage, recompute,
 			      * schedule (pp 1), several of these */
 };
 
@@ -245,8 +245,11 @@ static void json_text(FILE *f, const char *s)
 	}
 	for (size_t i = 0; i < n;) {
 		unsigned char b = (unsigned char)s[i];
-		size_t k = b < 0x80 ? 1 : (b & 0xe0) == 0xc0 ? 2 : (b & 0xf0) == 0xe0 ? 3
-			 : (b & 0xf8) == 0xf0 ? 4 : 0;
+		size_t k = b < 0x80		? 1
+			   : (b & 0xe0) == 0xc0 ? 2
+			   : (b & 0xf0) == 0xe0 ? 3
+			   : (b & 0xf8) == 0xf0 ? 4
+						: 0;
 		int ok = k > 0 && i + k <= n && !(k == 2 && b < 0xc2);
 		for (size_t j = 1; ok && j < k; j++)
 			ok = ((unsigned char)s[i + j] & 0xc0) == 0x80;
@@ -284,8 +287,8 @@ static int has_column(sqlite3 *db, const char *col)
 {
 	sqlite3_stmt *st;
 	int found = 0;
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('candidate') WHERE name=?1",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('candidate') WHERE name=?1", -1,
+			       &st, NULL) != SQLITE_OK)
 		return 0;
 	sqlite3_bind_text(st, 1, col, -1, SQLITE_STATIC);
 	found = sqlite3_step(st) == SQLITE_ROW;
@@ -298,14 +301,14 @@ static int has_column(sqlite3 *db, const char *col)
 static int knob_select(sqlite3 *db, char *sql, size_t n, const char *rest)
 {
 	size_t len = (size_t)snprintf(sql, n, "SELECT key");
-#define KNOB_ADD(col, dflt)                                                                      \
-	if (len < n && !*(dflt))                                                                 \
-		len += (size_t)snprintf(sql + len, n - len, ", %s", col);                       \
-	else if (len < n && has_column(db, col))                                                 \
-		len += (size_t)snprintf(sql + len, n - len, ", COALESCE(%s, %s)", col, dflt);   \
-	else if (len < n)                                                                        \
+#define KNOB_ADD(col, dflt)                                                                        \
+	if (len < n && !*(dflt))                                                                   \
+		len += (size_t)snprintf(sql + len, n - len, ", %s", col);                          \
+	else if (len < n && has_column(db, col))                                                   \
+		len += (size_t)snprintf(sql + len, n - len, ", COALESCE(%s, %s)", col, dflt);      \
+	else if (len < n)                                                                          \
 		len += (size_t)snprintf(sql + len, n - len, ", %s", dflt);
-#define KNOB_I(f, col, dflt) KNOB_ADD(col, dflt)
+#define KNOB_I(f, col, dflt)		  KNOB_ADD(col, dflt)
 #define KNOB_S(f, col, dflt, parse, name) KNOB_ADD(col, dflt)
 	REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
@@ -317,16 +320,16 @@ static int knob_select(sqlite3 *db, char *sql, size_t n, const char *rest)
 }
 
 static const char knob_header[] =
-#define KNOB_I(f, col, dflt) col ","
+#define KNOB_I(f, col, dflt)		  col ","
 #define KNOB_S(f, col, dflt, parse, name) col ","
-	REPORT_KNOBS(KNOB_I, KNOB_S)
+    REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S
-	;
+    ;
 
 static void csv_knobs(FILE *f, const struct row *r)
 {
-#define KNOB_I(fl, col, dflt) fprintf(f, "%d,", r->fl);
+#define KNOB_I(fl, col, dflt)		   fprintf(f, "%d,", r->fl);
 #define KNOB_S(fl, col, dflt, parse, name) fprintf(f, "%s,", r->fl);
 	REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
@@ -336,12 +339,12 @@ static void csv_knobs(FILE *f, const struct row *r)
 static void json_knobs(FILE *f, const struct row *r)
 {
 	const char *sep = "";
-#define KNOB_I(fl, col, dflt)                                                                    \
-	fprintf(f, "%s\"" col "\":%d", sep, r->fl);                                         \
+#define KNOB_I(fl, col, dflt)                                                                      \
+	fprintf(f, "%s\"" col "\":%d", sep, r->fl);                                                \
 	sep = ",";
-#define KNOB_S(fl, col, dflt, parse, name)                                                       \
-	fprintf(f, "%s\"" col "\":", sep);                                                  \
-	prism_fput_json_str(f, r->fl);                                                      \
+#define KNOB_S(fl, col, dflt, parse, name)                                                         \
+	fprintf(f, "%s\"" col "\":", sep);                                                         \
+	prism_fput_json_str(f, r->fl);                                                             \
 	sep = ",";
 	REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
@@ -367,8 +370,7 @@ static int same_run(const struct row *r, const struct row *e)
 	    r->mbs != e->mbs || r->mb != e->mb || r->sp != e->sp || r->layers != e->layers ||
 	    r->hidden != e->hidden || strcmp(r->dtype, e->dtype) ||
 	    r->fp8_attention != e->fp8_attention || r->flash != e->flash ||
-	    r->iter_s != e->iter_s || r->mem_gb != e->mem_gb ||
-	    ((d & SAME_SCHEDULE) && r->pp != 1))
+	    r->iter_s != e->iter_s || r->mem_gb != e->mem_gb || ((d & SAME_SCHEDULE) && r->pp != 1))
 		return 0;
 	return d;
 }
@@ -398,8 +400,8 @@ static void judge(struct report *R)
 		rows[i].near_tie = 0;
 	}
 	for (size_t i = 1; i < R->n; i++) {
-		for (size_t j = i; j-- > 0 && rows[j].gpus == rows[i].gpus &&
-				   rows[j].iter_s == rows[i].iter_s;) {
+		for (size_t j = i;
+		     j-- > 0 && rows[j].gpus == rows[i].gpus && rows[j].iter_s == rows[i].iter_s;) {
 			int d;
 			if (rows[j].same_as >= 0 || !(d = same_run(&rows[i], &rows[j])))
 				continue;
@@ -412,8 +414,10 @@ static void judge(struct report *R)
 			}
 			rows[i].same_as = (long)j;
 			rows[j].n_same++;
-			R->collapsed[d == SAME_ZERO ? 0 : d == SAME_RECOMPUTE ? 1
-					 : d == SAME_SCHEDULE ? 2 : 3]++;
+			R->collapsed[d == SAME_ZERO	   ? 0
+				     : d == SAME_RECOMPUTE ? 1
+				     : d == SAME_SCHEDULE  ? 2
+							   : 3]++;
 			break;
 		}
 	}
@@ -489,8 +493,9 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	for (size_t k = 0; k < R->nb; k++) {
 		const struct row *r = &R->rows[R->best[k]];
 		layout(lay, sizeof(lay), r);
-		fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f | %.4g |", r->gpus, lay,
-			r->iter_s * 1e3, r->tps, r->mfu * 100, r->bubble * 100, r->mem_gb, r->gpuh);
+		fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f | %.4g |", r->gpus,
+			lay, r->iter_s * 1e3, r->tps, r->mfu * 100, r->bubble * 100, r->mem_gb,
+			r->gpuh);
 		if (t->tokens > 0) {
 			double days, gpuh, cost;
 			to_train(t, r, &days, &gpuh, &cost);
@@ -558,9 +563,10 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 
 static void write_best_csv(FILE *csv, const struct report *R)
 {
-	fprintf(csv, "%siter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,days_to_train,"
-		     "gpu_hours_to_train,cost_to_train,near_ties,same_runs,pareto_time,"
-		     "pareto_gpu_hours\n",
+	fprintf(csv,
+		"%siter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,days_to_train,"
+		"gpu_hours_to_train,cost_to_train,near_ties,same_runs,pareto_time,"
+		"pareto_gpu_hours\n",
 		knob_header);
 	for (size_t k = 0; k < R->nb; k++) {
 		const struct row *r = &R->rows[R->best[k]];
@@ -593,9 +599,9 @@ static int cmp_key(const void *a, const void *b)
 static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 {
 	static const char *const cols[] = {
-		"status", "reason", "analytic_s", "bound_s", "iter_s", "bubble", "tokens_per_s",
-		"mfu", "gpu_hours", "mem_gb", "fits", "exposed_compute_s", "exposed_comm_s",
-		"overlap_s", "idle_s"};
+	    "status",	      "reason",	   "analytic_s", "bound_s", "iter_s", "bubble",
+	    "tokens_per_s",   "mfu",	   "gpu_hours",	 "mem_gb",  "fits",   "exposed_compute_s",
+	    "exposed_comm_s", "overlap_s", "idle_s"};
 	const struct row **by_key = prism_malloc((R->n + 1) * sizeof(*by_key));
 	sqlite3_stmt *st = NULL;
 	char sql[2048];
@@ -629,8 +635,8 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 		}
 		snprintf(probe.key, sizeof(probe.key), "%s", text(st, 0));
 		hit = R->n && strcmp(text(st, 1 + N_KNOBS), "simulated") == 0
-			      ? bsearch(&pp, by_key, R->n, sizeof(*by_key), cmp_key)
-			      : NULL;
+			  ? bsearch(&pp, by_key, R->n, sizeof(*by_key), cmp_key)
+			  : NULL;
 		if (hit) {
 			const struct row *r = *hit;
 			double days, gpuh, cost;
@@ -726,8 +732,7 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 		sep = ",";
 	}
 	sqlite3_finalize(st);
-	fprintf(f,
-		"},\"same_run\":{\"zero\":%d,\"recompute\":%d,\"schedule\":%d,\"several\":%d}",
+	fprintf(f, "},\"same_run\":{\"zero\":%d,\"recompute\":%d,\"schedule\":%d,\"several\":%d}",
 		R->collapsed[0], R->collapsed[1], R->collapsed[2], R->collapsed[3]);
 	fputs(",\"best\":[", f);
 	for (size_t k = 0; k < R->nb; k++) {
@@ -850,16 +855,17 @@ static int chart(const char *dir, const struct report *R)
 	ign.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &ign, &old);
 	if ((gp = fdopen(fd[1], "w"))) {
-		wrote = fprintf(gp,
-				"set terminal svg size 800,500 dynamic background rgb 'white'\n"
-				"set output 'pareto.svg.tmp'\n"
-				"set title 'Sweep %s: best iteration time per GPU count' noenhanced\n"
-				"set xlabel 'GPUs'\nset ylabel 'iteration time (ms, log scale)'\n"
-				"set y2label '%s'\nset logscale x 2\nset logscale y 10\n"
-				"set format y '%%g'\nset format y2 '%%.1s%%c'\nset y2tics\n"
-				"set ytics nomirror\nset key below horizontal\nset grid\n"
-				"$best << EOD\n",
-				R->name, y2) > 0;
+		wrote =
+		    fprintf(gp,
+			    "set terminal svg size 800,500 dynamic background rgb 'white'\n"
+			    "set output 'pareto.svg.tmp'\n"
+			    "set title 'Sweep %s: best iteration time per GPU count' noenhanced\n"
+			    "set xlabel 'GPUs'\nset ylabel 'iteration time (ms, log scale)'\n"
+			    "set y2label '%s'\nset logscale x 2\nset logscale y 10\n"
+			    "set format y '%%g'\nset format y2 '%%.1s%%c'\nset y2tics\n"
+			    "set ytics nomirror\nset key below horizontal\nset grid\n"
+			    "$best << EOD\n",
+			    R->name, y2) > 0;
 		for (size_t k = 0; wrote && k < R->nb; k++) {
 			const struct row *r = &R->rows[R->best[k]];
 			double days, gpuh, cost, y2v;
@@ -879,10 +885,11 @@ static int chart(const char *dir, const struct report *R)
 				hi = t > hi ? t : hi;
 			}
 			if (lo > 0 && isfinite(hi))
-				wrote = fprintf(gp, "set xrange [%.6g:%.6g]\nset yrange [%.6g:%.6g]\n",
-						R->rows[R->best[0]].gpus / 1.5,
-						R->rows[R->best[R->nb - 1]].gpus * 2.5, lo * 1e3 / 2,
-						hi * 1e3 * 4) > 0;
+				wrote =
+				    fprintf(gp, "set xrange [%.6g:%.6g]\nset yrange [%.6g:%.6g]\n",
+					    R->rows[R->best[0]].gpus / 1.5,
+					    R->rows[R->best[R->nb - 1]].gpus * 2.5, lo * 1e3 / 2,
+					    hi * 1e3 * 4) > 0;
 			/* Ticks at the GPU counts swept, and at 1, 2, 5 x 10^k ms. */
 			for (size_t k = 0; wrote && k < R->nb; k++)
 				wrote = fprintf(gp, "%s%d", k ? ", " : "set xtics (",
@@ -890,11 +897,13 @@ static int chart(const char *dir, const struct report *R)
 			wrote = wrote && fputs(")\n", gp) >= 0;
 			if (wrote && lo > 0 && isfinite(hi)) {
 				const char *sep = "set ytics (";
-				for (double d = pow(10, floor(log10(lo * 1e3 / 2))); d <= hi * 1e3 * 4;
-				     d *= 10)
+				for (double d = pow(10, floor(log10(lo * 1e3 / 2)));
+				     d <= hi * 1e3 * 4; d *= 10)
 					for (int m = 1; m <= 5 && wrote; m += m == 1 ? 1 : 3) {
-						if (d * m >= lo * 1e3 / 2 && d * m <= hi * 1e3 * 4) {
-							wrote = fprintf(gp, "%s%.6g", sep, d * m) > 0;
+						if (d * m >= lo * 1e3 / 2 &&
+						    d * m <= hi * 1e3 * 4) {
+							wrote =
+							    fprintf(gp, "%s%.6g", sep, d * m) > 0;
 							sep = ", ";
 						}
 					}
@@ -906,19 +915,21 @@ static int chart(const char *dir, const struct report *R)
 			char lab[96], safe[96];
 			label(lab, sizeof(lab), r);
 			shown(safe, sizeof(safe), lab);
-			wrote = fprintf(gp,
-					"set label %zu '%s' at %d, %.6g rotate by 20 offset 0.6, 0.6 "
-					"font ',9' noenhanced\n",
-					k + 1, safe, r->gpus, r->iter_s * 1e3) > 0;
+			wrote =
+			    fprintf(gp,
+				    "set label %zu '%s' at %d, %.6g rotate by 20 offset 0.6, 0.6 "
+				    "font ',9' noenhanced\n",
+				    k + 1, safe, r->gpus, r->iter_s * 1e3) > 0;
 		}
-		wrote = wrote &&
-			fputs("plot $best using 1:2 with linespoints lw 2 pt 7 "
-			      "title 'iteration time (best layout)', "
-			      "$best using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lc rgb 'black' "
-			      "title 'Pareto front (time)', "
-			      "$best using 1:3 axes x1y2 with linespoints dt 2 pt 5 title '",
-			      gp) >= 0 &&
-			fprintf(gp, "%s'\n", y2) > 0;
+		wrote =
+		    wrote &&
+		    fputs("plot $best using 1:2 with linespoints lw 2 pt 7 "
+			  "title 'iteration time (best layout)', "
+			  "$best using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lc rgb 'black' "
+			  "title 'Pareto front (time)', "
+			  "$best using 1:3 axes x1y2 with linespoints dt 2 pt 5 title '",
+			  gp) >= 0 &&
+		    fprintf(gp, "%s'\n", y2) > 0;
 		wrote = fclose(gp) == 0 && wrote;
 	} else {
 		close(fd[1]);
@@ -944,8 +955,8 @@ static int positive(const char *arg, const char *opt, double lo, double hi, doub
 	errno = 0;
 	*v = strtod(arg, &end);
 	if (end == arg || *end || errno || !(*v >= lo && *v <= hi)) {
-		fprintf(stderr, "prism report: --%s '%s': expected a number in %g..%g\n", opt, arg, lo,
-			hi);
+		fprintf(stderr, "prism report: --%s '%s': expected a number in %g..%g\n", opt, arg,
+			lo, hi);
 		return -1;
 	}
 	return 0;
@@ -954,15 +965,15 @@ static int positive(const char *arg, const char *opt, double lo, double hi, doub
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"sweep", required_argument, NULL, 's'},
-		{"output", required_argument, NULL, 'o'},
-		{"json", no_argument, NULL, 'j'},
-		{"csv-all", optional_argument, NULL, 'a'},
-		{"tokens", required_argument, NULL, 'T'},
-		{"price", required_argument, NULL, 'P'},
-		{"tie", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"sweep", required_argument, NULL, 's'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"csv-all", optional_argument, NULL, 'a'},
+	    {"tokens", required_argument, NULL, 'T'},
+	    {"price", required_argument, NULL, 'P'},
+	    {"tie", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
@@ -984,9 +995,15 @@ int cmd_report(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': sid = atoll(optarg); break;
-		case 'o': outdir = optarg; break;
-		case 'j': json = 1; break;
+		case 's':
+			sid = atoll(optarg);
+			break;
+		case 'o':
+			outdir = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
 		case 'a':
 			want_all = 1;
 			all_arg = optarg;
@@ -1005,8 +1022,11 @@ int cmd_report(int argc, char **argv)
 			tie /= 100;
 			tie_given = 1;
 			break;
-		case 'h': fputs(help, stdout); return 0;
-		default: return usage_bad_option("report", "o:h", longopts, argv);
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			return usage_bad_option("report", "o:h", longopts, argv);
 		}
 	}
 	if (optind != argc - 1) {
@@ -1048,7 +1068,8 @@ int cmd_report(int argc, char **argv)
 	if (sid >= 0)
 		sqlite3_bind_int64(st, 1, sid);
 	if (sqlite3_step(st) != SQLITE_ROW) {
-		fprintf(stderr, "prism: %s: no sweep%s\n", argv[optind], sid >= 0 ? " with that id" : "");
+		fprintf(stderr, "prism: %s: no sweep%s\n", argv[optind],
+			sid >= 0 ? " with that id" : "");
 		sqlite3_finalize(st);
 		sqlite3_close(db);
 		return EXIT_USAGE;
@@ -1085,8 +1106,8 @@ int cmd_report(int argc, char **argv)
 		memset(r, 0, sizeof(*r));
 		snprintf(r->key, sizeof(r->key), "%s", text(st, 0));
 #define KNOB_I(f, col, dflt) r->f = sqlite3_column_int(st, i++);
-#define KNOB_S(f, col, dflt, parse, name)                                                        \
-	snprintf(raw, sizeof(raw), "%s", text(st, i++));                                    \
+#define KNOB_S(f, col, dflt, parse, name)                                                          \
+	snprintf(raw, sizeof(raw), "%s", text(st, i++));                                           \
 	canonical(r->f, sizeof(r->f), raw, parse, name);
 		REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
@@ -1191,7 +1212,8 @@ int cmd_report(int argc, char **argv)
 	}
 	for (int i = 0; i < 3; i++)
 		if (wf[i].f && prism_wfile_commit(&wf[i])) {
-			fprintf(stderr, "prism: %s: write failed: %s\n", wf[i].path, strerror(errno));
+			fprintf(stderr, "prism: %s: write failed: %s\n", wf[i].path,
+				strerror(errno));
 			rc = EXIT_USAGE;
 			goto out;
 		}

@@ -16,50 +16,50 @@
 #include "sweep.h"
 
 static const char help[] =
-	"usage: prism search SWEEP [options]\n"
-	"\n"
-	"Enumerate the layouts a sweep file describes (a file, or a name in\n"
-	"configs/sweeps/) over its base -- a model configuration, or a trace:\n"
-	"each candidate is then the trace's graph edited (layers, microbatches,\n"
-	"data parallelism, hardware) or, for what a graph edit cannot do, rebuilt\n"
-	"with costs calibrated on the trace's kernels (traces with a run\n"
-	"description; a plain trace's other candidates are invalid, with what it\n"
-	"lacks).  Reject the\n"
-	"invalid layouts and those that do not fit in memory (each stored with\n"
-	"its reason), screen the rest, simulate the survivors best-first in\n"
-	"parallel batches, and store every candidate in a SQLite database.\n"
-	"Rerunning the same sweep resumes it: stored candidates are skipped.  A\n"
-	"killed run loses at most the batch in flight.  `prism report DB` reads\n"
-	"the results.\n"
-	"\n"
-	"Candidates are visited best-first by their analytic estimates, per GPU\n"
-	"count.  Each also has a proven lower bound of its simulated time (its\n"
-	"GEMMs, attention and tensor-parallel collectives, with the pipeline's\n"
-	"fill and drain; docs/MODEL.md).  Three modes:\n"
-	"  default       screen a candidate whose bound is no better than the best\n"
-	"                simulated time at its GPU count, or whose analytic estimate\n"
-	"                is beyond it by more than the sweep's screen_margin (0.3)\n"
-	"  --optimise    screen only by the bound: the best layout per GPU count is\n"
-	"                the exhaustive run's (a screened one cannot beat it)\n"
-	"  --exhaustive  screen nothing: simulate every valid candidate\n"
-	"\n"
-	"Under mpirun (or srun) the processes share the sweep: process 0 writes\n"
-	"the database, the others simulate their share of each batch; the rows\n"
-	"are those of one process (docs/SCALING.md).\n"
-	"\n"
-	"options:\n"
-	"      --db FILE       the database (default results/NAME.db)\n"
-	"      --optimise      prune by the proven bound alone (also --optimize)\n"
-	"      --exhaustive    screen nothing\n"
-	"      --threads N     OpenMP threads (default: all cores)\n"
-	"      --batch N       candidates per batch and transaction (default 32; the\n"
-	"                      results do not depend on the thread count; which are\n"
-	"                      screened does depend on N, so a sweep resumes with its\n"
-	"                      own N and mode, and another is refused)\n"
-	"      --json          the summary on stdout as JSON (counts, the best\n"
-	"                      layout per GPU count, days and cost to train where\n"
-	"                      the sweep gives tokens and price_per_gpu_hour)\n"
-	"  -h, --help          this help\n";
+    "usage: prism search SWEEP [options]\n"
+    "\n"
+    "Enumerate the layouts a sweep file describes (a file, or a name in\n"
+    "configs/sweeps/) over its base -- a model configuration, or a trace:\n"
+    "each candidate is then the trace's graph edited (layers, microbatches,\n"
+    "data parallelism, hardware) or, for what a graph edit cannot do, rebuilt\n"
+    "with costs calibrated on the trace's kernels (traces with a run\n"
+    "description; a plain trace's other candidates are invalid, with what it\n"
+    "lacks).  Reject the\n"
+    "invalid layouts and those that do not fit in memory (each stored with\n"
+    "its reason), screen the rest, simulate the survivors best-first in\n"
+    "parallel batches, and store every candidate in a SQLite database.\n"
+    "Rerunning the same sweep resumes it: stored candidates are skipped.  A\n"
+    "killed run loses at most the batch in flight.  `prism report DB` reads\n"
+    "the results.\n"
+    "\n"
+    "Candidates are visited best-first by their analytic estimates, per GPU\n"
+    "count.  Each also has a proven lower bound of its simulated time (its\n"
+    "GEMMs, attention and tensor-parallel collectives, with the pipeline's\n"
+    "fill and drain; docs/MODEL.md).  Three modes:\n"
+    "  default       screen a candidate whose bound is no better than the best\n"
+    "                simulated time at its GPU count, or whose analytic estimate\n"
+    "                is beyond it by more than the sweep's screen_margin (0.3)\n"
+    "  --optimise    screen only by the bound: the best layout per GPU count is\n"
+    "                the exhaustive run's (a screened one cannot beat it)\n"
+    "  --exhaustive  screen nothing: simulate every valid candidate\n"
+    "\n"
+    "Under mpirun (or srun) the processes share the sweep: process 0 writes\n"
+    "the database, the others simulate their share of each batch; the rows\n"
+    "are those of one process (docs/SCALING.md).\n"
+    "\n"
+    "options:\n"
+    "      --db FILE       the database (default results/NAME.db)\n"
+    "      --optimise      prune by the proven bound alone (also --optimize)\n"
+    "      --exhaustive    screen nothing\n"
+    "      --threads N     OpenMP threads (default: all cores)\n"
+    "      --batch N       candidates per batch and transaction (default 32; the\n"
+    "                      results do not depend on the thread count; which are\n"
+    "                      screened does depend on N, so a sweep resumes with its\n"
+    "                      own N and mode, and another is refused)\n"
+    "      --json          the summary on stdout as JSON (counts, the best\n"
+    "                      layout per GPU count, days and cost to train where\n"
+    "                      the sweep gives tokens and price_per_gpu_hour)\n"
+    "  -h, --help          this help\n";
 
 /* A candidate to evaluate, without its struct cand (sweep_candidate makes
  * that again when its batch comes): a sweep of millions of candidates
@@ -219,10 +219,11 @@ static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, con
 	       stats[CS_OOM], stats[CS_FAILED]);
 	/* This run's counts above; the database's, resumed runs included. */
 	printf(",\"in_database\":{");
-	if (sqlite3_prepare_v2(db,
-			       "SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY status"
-			       " ORDER BY status",
-			       -1, &st, NULL) == SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY status"
+		" ORDER BY status",
+		-1, &st, NULL) == SQLITE_OK) {
 		const char *sep = "";
 		sqlite3_bind_int64(st, 1, sid);
 		while (sqlite3_step(st) == SQLITE_ROW) {
@@ -242,10 +243,11 @@ static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, con
 	printf(",\"best\":[");
 	/* Every simulated row ordered by time within its count: the first of
 	 * each count is its best, as prism report finds it. */
-	if (sqlite3_prepare_v2(db,
-			       "SELECT gpus, key, iter_s, tokens_per_s FROM candidate WHERE sweep=?1"
-			       " AND status='simulated' ORDER BY gpus, iter_s, key",
-			       -1, &st, NULL) == SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT gpus, key, iter_s, tokens_per_s FROM candidate WHERE sweep=?1"
+		" AND status='simulated' ORDER BY gpus, iter_s, key",
+		-1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, sid);
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			int gpus = sqlite3_column_int(st, 0);
@@ -258,8 +260,8 @@ static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, con
 			printf(",\"iter_s\":%.9g,\"tokens_per_s\":%.9g", t, tps);
 			if (sw->tokens > 0 && tps > 0) {
 				double sec = sw->tokens / tps;
-				printf(",\"days_to_train\":%.6g,\"gpu_hours_to_train\":%.6g", sec / 86400,
-				       gpus * sec / 3600);
+				printf(",\"days_to_train\":%.6g,\"gpu_hours_to_train\":%.6g",
+				       sec / 86400, gpus * sec / 3600);
 				if (sw->price_per_gpu_hour > 0)
 					printf(",\"cost_to_train\":%.6g",
 					       gpus * sec / 3600 * sw->price_per_gpu_hour);
@@ -275,15 +277,15 @@ static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, con
 int cmd_search(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"exhaustive", no_argument, NULL, 'x'},
-		{"optimise", no_argument, NULL, 'o'},
-		{"optimize", no_argument, NULL, 'o'},
-		{"threads", required_argument, NULL, 't'},
-		{"batch", required_argument, NULL, 'b'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"db", required_argument, NULL, 'd'},
+	    {"exhaustive", no_argument, NULL, 'x'},
+	    {"optimise", no_argument, NULL, 'o'},
+	    {"optimize", no_argument, NULL, 'o'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct sweep sw;
 	struct prism_err err;
@@ -312,9 +314,15 @@ int cmd_search(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'd': db_arg = optarg; break;
-		case 'x': mode = MODE_EXHAUSTIVE; break;
-		case 'o': mode = MODE_OPTIMISE; break;
+		case 'd':
+			db_arg = optarg;
+			break;
+		case 'x':
+			mode = MODE_EXHAUSTIVE;
+			break;
+		case 'o':
+			mode = MODE_OPTIMISE;
+			break;
 		case 't':
 			if (cli_count(optarg, "threads", 1, 1024, &threads, &err))
 				return cli_fail(&err);
@@ -323,9 +331,14 @@ int cmd_search(int argc, char **argv)
 			if (cli_count(optarg, "batch", 1, 1 << 16, &bsize, &err))
 				return cli_fail(&err);
 			break;
-		case 'j': json = 1; break;
-		case 'h': fputs(help, stdout); return 0;
-		default: return usage_bad_option("search", "h", longopts, argv);
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			return usage_bad_option("search", "h", longopts, argv);
 		}
 	}
 	if (optind != argc - 1) {
@@ -334,12 +347,14 @@ int cmd_search(int argc, char **argv)
 	}
 	if (cli_find_config("sweeps", argv[optind], path, sizeof(path))) {
 		char near[128];
-		int k = strchr(argv[optind], '/') ? -1
-			: configs_suggest("sweeps", argv[optind], near, sizeof(near));
-		fprintf(stderr, "prism: %s: no such file, nor configs/sweeps/%s.cfg%s%s%s (prism list "
-				"sweeps)\n",
-			argv[optind], argv[optind], k == 0 ? "; did you mean " : "", k == 0 ? near : "",
-			k == 0 ? "?" : "");
+		int k = strchr(argv[optind], '/')
+			    ? -1
+			    : configs_suggest("sweeps", argv[optind], near, sizeof(near));
+		fprintf(stderr,
+			"prism: %s: no such file, nor configs/sweeps/%s.cfg%s%s%s (prism list "
+			"sweeps)\n",
+			argv[optind], argv[optind], k == 0 ? "; did you mean " : "",
+			k == 0 ? near : "", k == 0 ? "?" : "");
 		return EXIT_USAGE;
 	}
 	if (shard_init(&sh, &argc, &argv))
@@ -360,7 +375,8 @@ int cmd_search(int argc, char **argv)
 					struct ref *nr;
 					cap = cap ? cap * 2 : 1024;
 					if (!(nr = prism_realloc(order, cap * sizeof(*nr)))) {
-						rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+						rc = prism_err_set(&err, PRISM_ENOMEM,
+								   "out of memory");
 						break;
 					}
 					order = nr;
@@ -373,7 +389,8 @@ int cmd_search(int argc, char **argv)
 					uint32_t *nr;
 					rcap = rcap ? rcap * 2 : 1024;
 					if (!(nr = prism_realloc(rejected, rcap * sizeof(*nr)))) {
-						rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+						rc = prism_err_set(&err, PRISM_ENOMEM,
+								   "out of memory");
 						break;
 					}
 					rejected = nr;
@@ -500,7 +517,8 @@ int cmd_search(int argc, char **argv)
 			if (owner[i] != sh.rank)
 				continue;
 			prism_err_clear(&e);
-			if (predict_eval(&sw.bl.pb, &batch[i].in, &batch[i].p, NULL, NULL, &e) == 0) {
+			if (predict_eval(&sw.bl.pb, &batch[i].in, &batch[i].p, NULL, NULL, &e) ==
+			    0) {
 				batch[i].status = CS_SIMULATED;
 			} else {
 				batch[i].status = CS_FAILED;
@@ -523,7 +541,8 @@ int cmd_search(int argc, char **argv)
 		for (int i = 0; i < nb; i++) {
 			double *b = best_of(&best, batch[i].gpus);
 			stats[batch[i].status]++;
-			if (batch[i].status == CS_SIMULATED && b && (*b == 0 || batch[i].p.iter_s < *b))
+			if (batch[i].status == CS_SIMULATED && b &&
+			    (*b == 0 || batch[i].p.iter_s < *b))
 				*b = batch[i].p.iter_s;
 		}
 		if (lead) {
@@ -535,12 +554,13 @@ int cmd_search(int argc, char **argv)
 					top = best.t[i];
 					topg = best.gpus[i];
 				}
-			fprintf(stderr,
-				"%s  %zu/%zu evaluated, %zu simulated, %zu screened, %.1f/s, ETA %.0f s,"
-				" best at %d GPUs %.3f ms%s",
-				tty ? "\r" : "", at, norder, stats[CS_SIMULATED], stats[CS_SCREENED], rate,
-				(double)(norder - at) / (rate > 0 ? rate : 1), topg, top * 1e3,
-				tty ? "   " : "\n");
+			fprintf(
+			    stderr,
+			    "%s  %zu/%zu evaluated, %zu simulated, %zu screened, %.1f/s, ETA %.0f s,"
+			    " best at %d GPUs %.3f ms%s",
+			    tty ? "\r" : "", at, norder, stats[CS_SIMULATED], stats[CS_SCREENED],
+			    rate, (double)(norder - at) / (rate > 0 ? rate : 1), topg, top * 1e3,
+			    tty ? "   " : "\n");
 		}
 	}
 	if (!lead)

@@ -16,55 +16,55 @@
 #include "usage.h"
 
 static const char help[] =
-	"usage: prism whatif BASE [options]\n"
-	"\n"
-	"Predict one candidate layout from a base run.  BASE is a model (a file or a\n"
-	"name in configs/models/), a trace (or the traces of a job's ranks), or a\n"
-	"saved graph.  The options below give what differs from the base; the rest\n"
-	"stays as it was.  How the candidate is made (the `method` line says):\n"
-	"\n"
-	"  - replay       no change: the base's own replay;\n"
-	"  - graph edit   a clone of the traced graph, edited: layers repeated or\n"
-	"                 dropped (optimizer work outside them scaled by the\n"
-	"                 parameters), microbatches repeated or dropped, gradient\n"
-	"                 collectives re-timed for the new data-parallel group or\n"
-	"                 added where the base had none, kernels carried to another\n"
-	"                 GPU (by FLOP/s or bandwidth), pipeline stages cut from a\n"
-	"                 one-stage run; the trace's own kernels stay;\n"
-	"  - rebuilt      a trace with a run description (prism::model#, written by\n"
-	"                 `prism synth`, scripts/collect_trace.py, scripts/gpt_bench.py)\n"
-	"                 for the rest (hidden size, TP, PP, schedule, ...; see\n"
-	"                 --method): rebuilt at the candidate's configuration with\n"
-	"                 kernel times calibrated, class by class, on its own kernels;\n"
-	"  - synthesised  a model base (needs --hw).\n"
-	"\n"
-	"A trace without a run description takes the graph edits only; layers come\n"
-	"from prism::layer ranges, module names (nn.Module: ...Layer_N, profiled\n"
-	"with with_modules) or repeated op blocks, microbatches from backward\n"
-	"passes (`prism ingest` shows what was found), and the message says what is\n"
-	"missing for anything else.  The step time is the longer of the host span and\n"
-	"the GPU side (both are printed); a host-bound step shows GPU edits little.\n"
-	"\n"
-	"options:\n"
-	"      --hw HW             the candidate's hardware (default: the base's)\n"
-	"      --base-hw HW        the base's hardware, when the trace does not say\n"
-	"      --base-dp N         the base's data-parallel degree (default: the\n"
-	"                          trace's world size)\n"
-	"      --db FILE           kernel times from this kernel database (prism\n"
-	"                          calibrate --db) where it holds the GPU and size\n"
-	"      --timeline FILE     write the candidate's simulated run (Perfetto)\n"
-	"      --json              print the prediction as JSON\n"
-	"      --method M          a trace with a run description: auto (graph edits for\n"
-	"                          layers, microbatches, dp and the hardware, rebuilt\n"
-	"                          otherwise), edit (graph edits for hidden size, TP and\n"
-	"                          PP too) or rebuild (every change rebuilt)\n"
-	"  -h, --help              this help\n"
-	"  and the trace options of `prism ingest` (--rank, --allow-dangling, ...)\n";
+    "usage: prism whatif BASE [options]\n"
+    "\n"
+    "Predict one candidate layout from a base run.  BASE is a model (a file or a\n"
+    "name in configs/models/), a trace (or the traces of a job's ranks), or a\n"
+    "saved graph.  The options below give what differs from the base; the rest\n"
+    "stays as it was.  How the candidate is made (the `method` line says):\n"
+    "\n"
+    "  - replay       no change: the base's own replay;\n"
+    "  - graph edit   a clone of the traced graph, edited: layers repeated or\n"
+    "                 dropped (optimizer work outside them scaled by the\n"
+    "                 parameters), microbatches repeated or dropped, gradient\n"
+    "                 collectives re-timed for the new data-parallel group or\n"
+    "                 added where the base had none, kernels carried to another\n"
+    "                 GPU (by FLOP/s or bandwidth), pipeline stages cut from a\n"
+    "                 one-stage run; the trace's own kernels stay;\n"
+    "  - rebuilt      a trace with a run description (prism::model#, written by\n"
+    "                 `prism synth`, scripts/collect_trace.py, scripts/gpt_bench.py)\n"
+    "                 for the rest (hidden size, TP, PP, schedule, ...; see\n"
+    "                 --method): rebuilt at the candidate's configuration with\n"
+    "                 kernel times calibrated, class by class, on its own kernels;\n"
+    "  - synthesised  a model base (needs --hw).\n"
+    "\n"
+    "A trace without a run description takes the graph edits only; layers come\n"
+    "from prism::layer ranges, module names (nn.Module: ...Layer_N, profiled\n"
+    "with with_modules) or repeated op blocks, microbatches from backward\n"
+    "passes (`prism ingest` shows what was found), and the message says what is\n"
+    "missing for anything else.  The step time is the longer of the host span and\n"
+    "the GPU side (both are printed); a host-bound step shows GPU edits little.\n"
+    "\n"
+    "options:\n"
+    "      --hw HW             the candidate's hardware (default: the base's)\n"
+    "      --base-hw HW        the base's hardware, when the trace does not say\n"
+    "      --base-dp N         the base's data-parallel degree (default: the\n"
+    "                          trace's world size)\n"
+    "      --db FILE           kernel times from this kernel database (prism\n"
+    "                          calibrate --db) where it holds the GPU and size\n"
+    "      --timeline FILE     write the candidate's simulated run (Perfetto)\n"
+    "      --json              print the prediction as JSON\n"
+    "      --method M          a trace with a run description: auto (graph edits for\n"
+    "                          layers, microbatches, dp and the hardware, rebuilt\n"
+    "                          otherwise), edit (graph edits for hidden size, TP and\n"
+    "                          PP too) or rebuild (every change rebuilt)\n"
+    "  -h, --help              this help\n"
+    "  and the trace options of `prism ingest` (--rank, --allow-dangling, ...)\n";
 
 /* The candidate's run for Perfetto: a replayed or edited graph simulated
  * again, a synthesised one written as traces. */
-static int write_timeline(struct graph *g, const struct synth_out *so, int method,
-			  const char *path, char *const *in, int n_in, struct prism_err *err)
+static int write_timeline(struct graph *g, const struct synth_out *so, int method, const char *path,
+			  char *const *in, int n_in, struct prism_err *err)
 {
 	struct sim *s;
 	struct sim_opts o;
@@ -113,12 +113,13 @@ static void print_json(const struct base *b, const struct synth_in *cand,
 	       p->gpu_s, p->host_bound ? "true" : "false",
 	       p->iter_s > 0 ? s->iter_s / p->iter_s : 0);
 	if (b->pb.kind == PB_TRACE)
-		printf("\"iteration_s\":%.9f,\"layers_from\":%d,\"layers_to\":%d,"
-		       "\"microbatches_from\":%d,\"microbatches_to\":%d,\"dp_from\":%d,\"dp_to\":%d,"
-		       "\"hw_from\":\"%s\",\"hw_to\":\"%s\",\"tasks\":%u,\"gpus\":%d}\n",
-		       p->iter_s, b->pb.in.m.layers, cand->m.layers, b->pb.in.lay.microbatches,
-		       cand->lay.microbatches, b->pb.in.lay.dp, cand->lay.dp, b->pb.in.hw->id,
-		       cand->hw->id, p->tasks, p->gpus);
+		printf(
+		    "\"iteration_s\":%.9f,\"layers_from\":%d,\"layers_to\":%d,"
+		    "\"microbatches_from\":%d,\"microbatches_to\":%d,\"dp_from\":%d,\"dp_to\":%d,"
+		    "\"hw_from\":\"%s\",\"hw_to\":\"%s\",\"tasks\":%u,\"gpus\":%d}\n",
+		    p->iter_s, b->pb.in.m.layers, cand->m.layers, b->pb.in.lay.microbatches,
+		    cand->lay.microbatches, b->pb.in.lay.dp, cand->lay.dp, b->pb.in.hw->id,
+		    cand->hw->id, p->tasks, p->gpus);
 	else {
 		show_prediction_json(stdout, cand, p);
 		printf("}\n");
@@ -153,17 +154,17 @@ static void print_text(const struct base *b, const struct synth_in *cand,
 int cmd_whatif(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"hw", required_argument, NULL, 'w'},
-		{"base-hw", required_argument, NULL, 'W'},
-		{"base-dp", required_argument, NULL, 'B'},
-		{"timeline", required_argument, NULL, 't'},
-		{"db", required_argument, NULL, 'D'},
-		{"json", no_argument, NULL, 'j'},
-		{"method", required_argument, NULL, 'M'},
-		{"help", no_argument, NULL, 'h'},
-		CLI_BUILD_LONGOPTS,
-		CLI_LAYOUT_LONGOPTS,
-		{NULL, 0, NULL, 0},
+	    {"hw", required_argument, NULL, 'w'},
+	    {"base-hw", required_argument, NULL, 'W'},
+	    {"base-dp", required_argument, NULL, 'B'},
+	    {"timeline", required_argument, NULL, 't'},
+	    {"db", required_argument, NULL, 'D'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"method", required_argument, NULL, 'M'},
+	    {"help", no_argument, NULL, 'h'},
+	    CLI_BUILD_LONGOPTS,
+	    CLI_LAYOUT_LONGOPTS,
+	    {NULL, 0, NULL, 0},
 	};
 	struct synth_in opt, cand;
 	struct hw_profile hw_cand;
@@ -196,15 +197,25 @@ int cmd_whatif(int argc, char **argv)
 		if (used)
 			continue;
 		switch (c) {
-		case 'w': o.hw = optarg; break;
-		case 'W': o.base_hw = optarg; break;
+		case 'w':
+			o.hw = optarg;
+			break;
+		case 'W':
+			o.base_hw = optarg;
+			break;
 		case 'B':
 			if (cli_count(optarg, "base-dp", 1, 1 << 20, &o.base_dp, &err))
 				return cli_fail(&err);
 			break;
-		case 't': timeline = optarg; break;
-		case 'D': db_path = optarg; break;
-		case 'j': json = 1; break;
+		case 't':
+			timeline = optarg;
+			break;
+		case 'D':
+			db_path = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
 		case 'M':
 			if (strcmp(optarg, "edit") == 0)
 				prefer = PREDICT_EDIT_ALL;
@@ -214,7 +225,8 @@ int cmd_whatif(int argc, char **argv)
 				prefer = PREDICT_EDIT_PREFERRED;
 			else {
 				prism_err_set(&err, PRISM_EARG,
-					      "--method '%s': expected auto, edit or rebuild", optarg);
+					      "--method '%s': expected auto, edit or rebuild",
+					      optarg);
 				return cli_fail(&err);
 			}
 			break;
@@ -222,7 +234,8 @@ int cmd_whatif(int argc, char **argv)
 			fputs(help, stdout);
 			fputs(cli_layout_help, stdout);
 			return 0;
-		default: return usage_bad_option("whatif", "r:h", longopts, argv);
+		default:
+			return usage_bad_option("whatif", "r:h", longopts, argv);
 		}
 	}
 	if (optind >= argc) {

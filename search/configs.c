@@ -38,7 +38,7 @@ void configs_dirs_init(struct configs_dirs *d)
 			/* BINDIR/../share/prism as PREFIX/share/prism, where it exists. */
 			if (!realpath(dir, d->installed) &&
 			    snprintf(d->installed, sizeof(d->installed), "%s", dir) >=
-				    (int)sizeof(d->installed))
+				(int)sizeof(d->installed))
 				d->installed[0] = '\0';
 			if (d->installed[0]) {
 				d->why[d->n] = "installed";

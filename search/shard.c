@@ -40,9 +40,10 @@ int shard_init(struct shard *s, int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	if (n > 1) {
-		fprintf(stderr, "prism: started as %d processes, but this prism was built without "
-				"MPI (install libopenmpi-dev and rebuild), so each would run the "
-				"whole sweep: run it without mpirun\n",
+		fprintf(stderr,
+			"prism: started as %d processes, but this prism was built without "
+			"MPI (install libopenmpi-dev and rebuild), so each would run the "
+			"whole sweep: run it without mpirun\n",
 			n);
 		return -1;
 	}

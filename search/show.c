@@ -16,8 +16,8 @@ void show_layout(FILE *f, const struct synth_in *in)
 void show_prediction(FILE *f, const struct synth_in *in, const struct predict_out *p)
 {
 	const struct mem_est *m = &p->mem;
-	fprintf(f, "model      %s: %d layers, hidden %d, %d heads", in->m.name[0] ? in->m.name : "gpt",
-		in->m.layers, in->m.hidden, in->m.heads);
+	fprintf(f, "model      %s: %d layers, hidden %d, %d heads",
+		in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads);
 	if (llm_kv_heads(&in->m) != in->m.heads)
 		fprintf(f, " (%d key-value)", llm_kv_heads(&in->m));
 	fprintf(f, ", ffn %d%s, seq %d, vocab %d%s\n", in->m.ffn, in->m.gated ? " swiglu" : "",
@@ -28,19 +28,22 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 	fprintf(f, "\n           %d GPUs, global batch %.0f sequences\n\n", p->gpus,
 		p->global_batch);
 	fprintf(f, "iteration  %12.3f ms\n", p->iter_s * 1e3);
-	fprintf(f, "breakdown  exposed compute %.3f, exposed communication %.3f, overlap %.3f, "
-		   "idle %.3f ms\n           (the slowest stage's last step)\n",
+	fprintf(f,
+		"breakdown  exposed compute %.3f, exposed communication %.3f, overlap %.3f, "
+		"idle %.3f ms\n           (the slowest stage's last step)\n",
 		p->exposed_compute_s * 1e3, p->exposed_comm_s * 1e3, p->overlap_s * 1e3,
 		p->idle_s * 1e3);
-	fprintf(f, "bubble     %12.1f %%   (compute stream idle during the pipeline units)\n", p->bubble * 100);
+	fprintf(f, "bubble     %12.1f %%   (compute stream idle during the pipeline units)\n",
+		p->bubble * 100);
 	fprintf(f, "throughput %12.0f tokens/s\n", p->tokens_per_s);
 	fprintf(f, "MFU        %12.1f %%   (model FLOPs / time / GPUs / %s peak)\n", p->mfu * 100,
 		hw_dtype_name(in->dtype));
 	fprintf(f, "cost       %12.4g GPU-hours per iteration\n", p->gpu_hours);
 	fprintf(f, "memory     %12.1f GB per GPU on stage 0 of %.1f GB usable: %s\n",
 		m->total / 1e9, m->capacity / 1e9, m->fits ? "fits" : "OUT OF MEMORY");
-	fprintf(f, "           weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f GB"
-		   " (%.1f microbatches in flight)\n",
+	fprintf(f,
+		"           weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f GB"
+		" (%.1f microbatches in flight)\n",
 		m->weights / 1e9, m->grads / 1e9, m->optimizer / 1e9, m->activations / 1e9,
 		m->inflight);
 	fprintf(f, "graph      %u tasks, %u on GPUs\n", p->tasks, p->kernels);
@@ -69,11 +72,11 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		"\"exposed_compute_s\":%.9f,\"exposed_comm_s\":%.9f,\"overlap_s\":%.9f,"
 		"\"idle_s\":%.9f,\"analytic_s\":%.9f,\"bound_s\":%.9f,\"flash\":%d,"
 		"\"fp8_attention\":%d,\"kdb_exact\":%u,\"kdb_interpolated\":%u",
-		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches, synth_schedule_name(l->schedule),
-		mem_recompute_name(l->recompute), l->sp, l->zero, hw_dtype_name(in->dtype), p->gpus,
-		p->global_batch, p->iter_s, p->bubble, p->tokens_per_s, p->mfu, p->gpu_hours,
-		p->mem.total, p->mem.capacity, p->mem.fits ? "true" : "false", p->tasks,
-		p->exposed_compute_s, p->exposed_comm_s, p->overlap_s, p->idle_s,
-		predict_analytic(in), synth_lower_bound(in), l->flash, in->fp8_attention,
-		p->kdb_exact, p->kdb_interpolated);
+		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches,
+		synth_schedule_name(l->schedule), mem_recompute_name(l->recompute), l->sp, l->zero,
+		hw_dtype_name(in->dtype), p->gpus, p->global_batch, p->iter_s, p->bubble,
+		p->tokens_per_s, p->mfu, p->gpu_hours, p->mem.total, p->mem.capacity,
+		p->mem.fits ? "true" : "false", p->tasks, p->exposed_compute_s, p->exposed_comm_s,
+		p->overlap_s, p->idle_s, predict_analytic(in), synth_lower_bound(in), l->flash,
+		in->fp8_attention, p->kdb_exact, p->kdb_interpolated);
 }

@@ -10,24 +10,24 @@
 #include "vec.h"
 
 #define STR_(x) #x
-#define STR(x) STR_(x)
+#define STR(x)	STR_(x)
 
 static const char schema[] =
-	"CREATE TABLE IF NOT EXISTS sweep("
-	" id INTEGER PRIMARY KEY, name TEXT NOT NULL, config TEXT NOT NULL, model TEXT,"
-	" hw TEXT, version TEXT, started REAL, finished REAL, base TEXT,"
-	" tokens REAL, price_per_gpu_hour REAL, mode TEXT, batch INTEGER,"
-	" UNIQUE(name, config));"
-	"CREATE TABLE IF NOT EXISTS candidate("
-	" sweep INTEGER NOT NULL REFERENCES sweep(id), key TEXT NOT NULL,"
-	" gpus INTEGER, tp INTEGER, pp INTEGER, dp INTEGER, vp INTEGER, mbs INTEGER,"
-	" microbatches INTEGER, schedule TEXT, recompute TEXT, zero INTEGER, sp INTEGER,"
-	" layers INTEGER, hidden INTEGER, status TEXT NOT NULL, reason TEXT,"
-	" analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
-	" gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
-	" exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
-	" dtype TEXT, fp8_attention INTEGER, flash INTEGER, method TEXT,"
-	" PRIMARY KEY(sweep, key));";
+    "CREATE TABLE IF NOT EXISTS sweep("
+    " id INTEGER PRIMARY KEY, name TEXT NOT NULL, config TEXT NOT NULL, model TEXT,"
+    " hw TEXT, version TEXT, started REAL, finished REAL, base TEXT,"
+    " tokens REAL, price_per_gpu_hour REAL, mode TEXT, batch INTEGER,"
+    " UNIQUE(name, config));"
+    "CREATE TABLE IF NOT EXISTS candidate("
+    " sweep INTEGER NOT NULL REFERENCES sweep(id), key TEXT NOT NULL,"
+    " gpus INTEGER, tp INTEGER, pp INTEGER, dp INTEGER, vp INTEGER, mbs INTEGER,"
+    " microbatches INTEGER, schedule TEXT, recompute TEXT, zero INTEGER, sp INTEGER,"
+    " layers INTEGER, hidden INTEGER, status TEXT NOT NULL, reason TEXT,"
+    " analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
+    " gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
+    " exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
+    " dtype TEXT, fp8_attention INTEGER, flash INTEGER, method TEXT,"
+    " PRIMARY KEY(sweep, key));";
 
 /* Version 1 had no bound_s, and no base fingerprint; version 2 no tokens
  * to train and no price; version 3 no dtype, fp8_attention, flash;
@@ -140,9 +140,9 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	*db = NULL;
 	/* "" and ":memory:" are databases that vanish on closing. */
 	if (!path[0] || strcmp(path, ":memory:") == 0)
-		return prism_err_set(err, PRISM_EARG,
-				     "'%s' is no file: the results would be lost (give a file name)",
-				     path);
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "'%s' is no file: the results would be lost (give a file name)", path);
 	/* A path, never a URI, whatever SQLite was built with. */
 	snprintf(name, sizeof(name), "%s%s", strncmp(path, "file:", 5) == 0 ? "./" : "", path);
 	if (sqlite3_open_v2(name, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
@@ -174,8 +174,8 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	 * mode and batch. */
 	if (ver == 3) {
 		sqlite3_stmt *st;
-		if (sqlite3_prepare_v2(*db, "SELECT mode, batch FROM sweep LIMIT 0", -1, &st, NULL) ==
-		    SQLITE_OK) {
+		if (sqlite3_prepare_v2(*db, "SELECT mode, batch FROM sweep LIMIT 0", -1, &st,
+				       NULL) == SQLITE_OK) {
 			had_mode = 1;
 			ver = 2;
 		}
@@ -199,11 +199,9 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	     sqlite3_exec(*db, migrate_5, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
-		    SQLITE_OK ||
+		SQLITE_OK ||
 	    sqlite3_exec(*db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = fail(*db,
-			  ver ? "cannot upgrade the schema" : "cannot create the schema",
-			  err);
+		rc = fail(*db, ver ? "cannot upgrade the schema" : "cannot create the schema", err);
 		sqlite3_exec(*db, "ROLLBACK", NULL, NULL, NULL);
 		sqlite3_close(*db);
 		*db = NULL;
@@ -221,9 +219,9 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	*resumed = 0;
 	run->was_mode[0] = '\0';
 	run->was_batch = 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT id, base, mode, batch FROM sweep WHERE name=?1 AND config=?2",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		db, "SELECT id, base, mode, batch FROM sweep WHERE name=?1 AND config=?2", -1, &st,
+		NULL) != SQLITE_OK)
 		return fail(db, "query", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
@@ -235,8 +233,8 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 		*resumed = 1;
 		snprintf(run->was_mode, sizeof(run->was_mode), "%s", mode ? mode : "");
 		run->was_batch = sqlite3_column_type(st, 3) == SQLITE_INTEGER
-					 ? (int)sqlite3_column_int64(st, 3)
-					 : 0;
+				     ? (int)sqlite3_column_int64(st, 3)
+				     : 0;
 		/* The same sweep file over a changed base is not a resume. */
 		if (was && s->fingerprint[0] && strcmp(was, s->fingerprint) != 0) {
 			rc = prism_err_set(err, PRISM_EARG,
@@ -251,11 +249,12 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	sqlite3_finalize(st);
 	if (*resumed)
 		return 0;
-	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO sweep(name, config, model, hw, version, started, base,"
-			       " tokens, price_per_gpu_hour, mode, batch) VALUES(?1, ?2, ?3, ?4, ?5,"
-			       " ?6, ?7, ?8, ?9, ?10, ?11)",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		db,
+		"INSERT INTO sweep(name, config, model, hw, version, started, base,"
+		" tokens, price_per_gpu_hour, mode, batch) VALUES(?1, ?2, ?3, ?4, ?5,"
+		" ?6, ?7, ?8, ?9, ?10, ?11)",
+		-1, &st, NULL) != SQLITE_OK)
 		return fail(db, "insert", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
@@ -279,8 +278,7 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	return 0;
 }
 
-int store_sweep_run(sqlite3 *db, long long id, const struct store_run *run,
-		    struct prism_err *err)
+int store_sweep_run(sqlite3 *db, long long id, const struct store_run *run, struct prism_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -348,15 +346,16 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		return 0;
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return fail(db, "begin", err);
-	if (sqlite3_prepare_v2(db,
-			       "INSERT OR REPLACE INTO candidate(sweep, key, gpus, tp, pp, dp, vp, mbs,"
-			       " microbatches, schedule, recompute, zero, sp, layers, hidden, status,"
-			       " reason, analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours,"
-			       " mem_gb, fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s,"
-			       " bound_s, dtype, fp8_attention, flash, method) VALUES(?1,?2,?3,?4,?5,"
-			       "?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,"
-			       "?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34)",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		db,
+		"INSERT OR REPLACE INTO candidate(sweep, key, gpus, tp, pp, dp, vp, mbs,"
+		" microbatches, schedule, recompute, zero, sp, layers, hidden, status,"
+		" reason, analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours,"
+		" mem_gb, fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s,"
+		" bound_s, dtype, fp8_attention, flash, method) VALUES(?1,?2,?3,?4,?5,"
+		"?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,"
+		"?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34)",
+		-1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
 	}

@@ -48,9 +48,9 @@ int store_check(sqlite3 *db, const char *path, struct prism_err *err);
 /* How a sweep's candidates are screened: what its stored rows depend on. */
 struct store_run {
 	const char *mode;  /* "screen", "optimise" or "exhaustive" */
-	int batch;         /* candidates per batch */
+	int batch;	   /* candidates per batch */
 	char was_mode[16]; /* store_sweep: the resumed sweep's, "" if unknown */
-	int was_batch;     /* and its batch, 0 if unknown */
+	int was_batch;	   /* and its batch, 0 if unknown */
 };
 
 /* The id of the sweep with s's text (inserted if new, with run's mode and
@@ -61,8 +61,7 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 
 /* Record run's mode and batch for sweep id (one resumed from a database
  * that did not say). */
-int store_sweep_run(sqlite3 *db, long long id, const struct store_run *run,
-		    struct prism_err *err);
+int store_sweep_run(sqlite3 *db, long long id, const struct store_run *run, struct prism_err *err);
 
 /* The keys already stored for sweep id, sorted (strcmp) for bsearch; free
  * with store_keys_free. */

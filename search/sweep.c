@@ -14,8 +14,8 @@
 #include "kdb.h"
 #include "vec.h"
 
-static const char *const status_names[] = {"pending", "invalid", "oom", "screened", "simulated",
-					   "failed"};
+static const char *const status_names[] = {"pending",  "invalid",   "oom",
+					   "screened", "simulated", "failed"};
 
 const char *cand_status_name(int s)
 {
@@ -54,22 +54,24 @@ static int name_setting(const char *file, const config_t *cf, struct sweep *s,
 
 /* The value of a list element: a whole number in min..max, or a name
  * parse() knows. */
-static int element(const char *file, const config_setting_t *e, const char *knob, int min,
-		   int max, int (*parse)(const char *), int *out, struct prism_err *err)
+static int element(const char *file, const config_setting_t *e, const char *knob, int min, int max,
+		   int (*parse)(const char *), int *out, struct prism_err *err)
 {
 	if (parse) {
 		const char *s = config_setting_get_string(e);
 		if (!s)
-			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must list names in quotes",
-					     file, config_setting_source_line(e), knob);
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: '%s' must list names in quotes", file,
+					     config_setting_source_line(e), knob);
 		if ((*out = parse(s)) >= 0)
 			return 0;
 		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s': unknown value '%s'", file,
 				     config_setting_source_line(e), knob, s);
 	}
 	if (config_setting_type(e) != CONFIG_TYPE_INT)
-		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must list whole numbers in %d..%d",
-				     file, config_setting_source_line(e), knob, min, max);
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: '%s' must list whole numbers in %d..%d", file,
+				     config_setting_source_line(e), knob, min, max);
 	*out = config_setting_get_int(e);
 	if (*out < min || *out > max)
 		return prism_err_set(err, PRISM_EFORMAT,
@@ -81,15 +83,14 @@ static int element(const char *file, const config_setting_t *e, const char *knob
 /* space.KNOB: a list (or one value) of whole numbers in min..max or of
  * names parse() knows; absent: the default. */
 static int knob(const char *file, config_setting_t *space, const char *name, int def, int min,
-		int max, int (*parse)(const char *), struct sweep_list *out,
-		struct prism_err *err)
+		int max, int (*parse)(const char *), struct sweep_list *out, struct prism_err *err)
 {
 	config_setting_t *k = space ? config_setting_lookup(space, name) : NULL;
 	char full[64];
 	int rc;
 
-	snprintf(full, sizeof(full), "%s%s",
-		 space && config_setting_is_root(space) ? "" : "space.", name);
+	snprintf(full, sizeof(full), "%s%s", space && config_setting_is_root(space) ? "" : "space.",
+		 name);
 	out->n = 0;
 	if (!k) {
 		out->v[out->n++] = def;
@@ -98,12 +99,12 @@ static int knob(const char *file, config_setting_t *space, const char *name, int
 	if (config_setting_is_aggregate(k)) {
 		int n = config_setting_length(k);
 		if (n < 1)
-			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' is an empty list", file,
-					     config_setting_source_line(k), full);
+			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' is an empty list",
+					     file, config_setting_source_line(k), full);
 		if (n > SWEEP_MAX_LIST)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: '%s' lists %d values, at most %d", file,
-					     config_setting_source_line(k), full, n, SWEEP_MAX_LIST);
+			return prism_err_set(
+			    err, PRISM_EFORMAT, "%s:%d: '%s' lists %d values, at most %d", file,
+			    config_setting_source_line(k), full, n, SWEEP_MAX_LIST);
 		for (int i = 0; i < n; i++)
 			if ((rc = element(file, config_setting_get_elem(k, (unsigned)i), full, min,
 					  max, parse, &out->v[out->n++], err)))
@@ -145,8 +146,9 @@ static int known(const char *file, config_setting_t *g, const char *const *names
 		for (int k = 0; nm && k < n && !ok; k++)
 			ok = strcmp(nm, names[k]) == 0;
 		if (!ok)
-			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: unknown setting '%s%s'", file,
-					     config_setting_source_line(e), where, nm ? nm : "?");
+			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: unknown setting '%s%s'",
+					     file, config_setting_source_line(e), where,
+					     nm ? nm : "?");
 	}
 	return 0;
 }
@@ -181,13 +183,14 @@ static int base_files(const char *file, config_t *cf, struct sweep *s, struct pr
 				     file, config_setting_source_line(b), SWEEP_MAX_BASE);
 	for (int i = 0; i < n; i++) {
 		const config_setting_t *e =
-			config_setting_is_aggregate(b) ? config_setting_get_elem(b, (unsigned)i) : b;
+		    config_setting_is_aggregate(b) ? config_setting_get_elem(b, (unsigned)i) : b;
 		const char *p = config_setting_get_string(e);
 		char buf[1024];
 		if (!p)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: 'base' must be a file name in quotes (or a list)",
-					     file, config_setting_source_line(e));
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'base' must be a file name in quotes (or a list)", file,
+			    config_setting_source_line(e));
 		resolve(file, p, buf, sizeof(buf));
 		if (!(s->base[s->n_base] = prism_strdup(buf)))
 			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
@@ -271,15 +274,13 @@ static int load_base(struct sweep *s, struct prism_err *err)
 
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 {
-	static const char *const top[] = {"name",	  "model",	   "base",
-					  "hw",		  "gpus",	   "gpu_budget",
-					  "global_batch", "screen_margin", "kernel_db",
-					  "space",	  "tokens",	   "price_per_gpu_hour",
-					  "base_dp"};
-	static const char *const knobs[] = {"tp",	  "pp",	    "mbs",    "schedule",
-					    "vp",	  "recompute", "zero",   "sp",
-					    "layers",	  "hidden",    "dtype",  "fp8_attention",
-					    "flash"};
+	static const char *const top[] = {
+	    "name",	    "model",	     "base",	  "hw",	   "gpus",   "gpu_budget",
+	    "global_batch", "screen_margin", "kernel_db", "space", "tokens", "price_per_gpu_hour",
+	    "base_dp"};
+	static const char *const knobs[] = {
+	    "tp",     "pp",	"mbs",	 "schedule",	  "vp",	  "recompute", "zero", "sp",
+	    "layers", "hidden", "dtype", "fp8_attention", "flash"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -293,10 +294,9 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = known(path, config_root_setting(&cf), top, 13, "", err)) ||
 	    (rc = known(path, space, knobs, 13, "space.", err)))
 		goto out;
-	if ((rc = name_setting(path, &cf, s, err)) ||
-	    (rc = base_files(path, &cf, s, err)) ||
-	    (!s->n_base &&
-	     (rc = cfg_text(path, &cf, NULL, "model", s->model_name, sizeof(s->model_name), err))) ||
+	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_files(path, &cf, s, err)) ||
+	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
+					  sizeof(s->model_name), err))) ||
 	    (rc = cfg_text(path, &cf, NULL, "hw", s->hw_name, sizeof(s->hw_name), err)) ||
 	    (rc = cfg_range(path, &cf, NULL, "global_batch", 1, SWEEP_MAX_BATCH, 1, 1, &v, err)))
 		goto out;
@@ -372,8 +372,9 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s:%d: the sweep has %s candidates (the product of its lists), "
 				   "more than %u",
-				   path, space ? (int)config_setting_source_line(space) : s->gpus_line,
-				   n, SWEEP_MAX_CANDIDATES);
+				   path,
+				   space ? (int)config_setting_source_line(space) : s->gpus_line, n,
+				   SWEEP_MAX_CANDIDATES);
 		goto out;
 	}
 	config_destroy(&cf);
@@ -465,9 +466,9 @@ static void judge(const struct sweep *s, struct cand *c)
 	/* The bound holds for synthesised graphs; an edited trace keeps its
 	 * own kernels, which may beat it. */
 	c->bound_s = predict_method(&s->bl.pb, &c->in, &err) == PM_EDIT ||
-				     predict_method(&s->bl.pb, &c->in, &err) == PM_REPLAY
-			     ? 0
-			     : synth_lower_bound(&c->in);
+			     predict_method(&s->bl.pb, &c->in, &err) == PM_REPLAY
+			 ? 0
+			 : synth_lower_bound(&c->in);
 }
 
 static int decode(const struct sweep *s, uint64_t index, struct cand *c);
@@ -484,13 +485,12 @@ static int sched_axis(const struct sweep *s)
 uint64_t sweep_count(const struct sweep *s)
 {
 	/* Up to 32^12 x 32 x 32 would overflow: the product saturates. */
-	const uint64_t n[] = {(uint64_t)s->gpus.n,	    (uint64_t)s->tp.n,
-			      (uint64_t)s->pp.n,	    (uint64_t)s->mbs.n,
-			      (uint64_t)sched_axis(s),	    (uint64_t)s->recompute.n,
-			      (uint64_t)s->zero.n,	    (uint64_t)s->sp.n,
-			      (uint64_t)s->layers.n,	    (uint64_t)s->hidden.n,
-			      (uint64_t)s->dtype.n,	    (uint64_t)s->fp8_attention.n,
-			      (uint64_t)s->flash.n};
+	const uint64_t n[] = {
+	    (uint64_t)s->gpus.n,   (uint64_t)s->tp.n,	    (uint64_t)s->pp.n,
+	    (uint64_t)s->mbs.n,	   (uint64_t)sched_axis(s), (uint64_t)s->recompute.n,
+	    (uint64_t)s->zero.n,   (uint64_t)s->sp.n,	    (uint64_t)s->layers.n,
+	    (uint64_t)s->hidden.n, (uint64_t)s->dtype.n,    (uint64_t)s->fp8_attention.n,
+	    (uint64_t)s->flash.n};
 	uint64_t c = 1;
 	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
 		if (n[i] && c > UINT64_MAX / n[i])

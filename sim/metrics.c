@@ -25,8 +25,8 @@ static int is_comm(uint8_t kind)
 }
 
 /* Breakdown of rank r's GPU work over [a, b) of simulated time. */
-static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b,
-		     struct metrics_iter *it, struct edge_pt **pts, size_t *cap)
+static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b, struct metrics_iter *it,
+		     struct edge_pt **pts, size_t *cap)
 {
 	const struct graph *g = s->g;
 	size_t n = 0;
@@ -51,7 +51,7 @@ static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b,
 			}
 			(*pts)[n++] = (struct edge_pt){x, (int8_t)!is_comm(g->kind[u]),
 						       (int8_t)is_comm(g->kind[u])};
-			(*pts)[n++] = (struct edge_pt){y, (int8_t)-!is_comm(g->kind[u]),
+			(*pts)[n++] = (struct edge_pt){y, (int8_t) - !is_comm(g->kind[u]),
 						       (int8_t)-is_comm(g->kind[u])};
 		}
 	}
@@ -291,8 +291,7 @@ static int cmp_step(const void *a, const void *b)
  * into *out (malloc'd; *m of them): steps 0..maxstep, the first left out;
  * spans without markers are all step -1.  The steps present, sorted, not
  * every number up to maxstep: a trace may number its steps up to 2^63. */
-static int steps_sorted(const struct metrics_iter *its, long n, struct metrics_iter **out,
-			long *m)
+static int steps_sorted(const struct metrics_iter *its, long n, struct metrics_iter **out, long *m)
 {
 	struct metrics_iter *v;
 	int64_t maxstep = -1;
@@ -359,7 +358,8 @@ int metrics_step_sides(const struct metrics_iter *its, long n, double *host_s, d
 			h = v[j].pred_host_ns > h ? v[j].pred_host_ns : h;
 			gs = v[j].pred_gpu_ns > gs ? v[j].pred_gpu_ns : gs;
 			if (v[j].predicted_ns > 0 &&
-			    (double)v[j].idle_ns <= METRICS_HOST_BOUND_IDLE * (double)v[j].predicted_ns)
+			    (double)v[j].idle_ns <=
+				METRICS_HOST_BOUND_IDLE * (double)v[j].predicted_ns)
 				*host_bound = 0;
 		}
 		if (h >= 0) {

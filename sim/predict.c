@@ -21,8 +21,8 @@ void predict_derive(const struct synth_in *in, double iter_s, struct predict_out
 	out->global_batch = (double)in->lay.mbs * in->lay.microbatches * in->lay.dp;
 	out->tokens_per_s = iter_s > 0 ? out->global_batch * in->m.seq / iter_s : 0;
 	out->mfu = iter_s > 0 && peak > 0
-			   ? llm_flops_iter(&in->m, out->global_batch, 0) / (iter_s * out->gpus * peak)
-			   : 0;
+		       ? llm_flops_iter(&in->m, out->global_batch, 0) / (iter_s * out->gpus * peak)
+		       : 0;
 	out->gpu_hours = out->gpus * iter_s / 3600.0;
 	synth_mem(in, &out->mem);
 }
@@ -192,8 +192,9 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		b->in.m.layers = b->layers;
 		b->in.lay.microbatches = b->microbatches;
 		b->in.lay.dp = base_dp > 0 ? base_dp
-			       : g->n_ranks && g->ranks[0].world_size > 0 ? (int)g->ranks[0].world_size
-									  : 1;
+			       : g->n_ranks && g->ranks[0].world_size > 0
+				   ? (int)g->ranks[0].world_size
+				   : 1;
 		b->in.steps = 0;
 	}
 	/* The gradient collectives: all-reduces and reduce-scatters of the
@@ -263,8 +264,8 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		b->layer_params = per;
 	}
 	b->act_bytes = kind == PB_ANNOTATED
-			       ? (double)b->in.lay.mbs * b->in.m.seq * b->in.m.hidden * 2 / b->in.lay.tp
-			       : edit_activation_bytes(g);
+			   ? (double)b->in.lay.mbs * b->in.m.seq * b->in.m.hidden * 2 / b->in.lay.tp
+			   : edit_activation_bytes(g);
 	if (edit_host_costs(g, &b->host_op_s, &b->host_launch_s, &b->host_event_s) ||
 	    b->host_op_s < 0) {
 		b->host_op_s = b->in.cpu_op_s;
@@ -294,9 +295,11 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 			snprintf(par, sizeof(par), "%.3g parameters", b->params);
 		char dp[80] = "no gradient collectives";
 		if (!b->grad_group && b->world > 1)
-			snprintf(dp, sizeof(dp), "no gradient collectives in a world of %d", b->world);
+			snprintf(dp, sizeof(dp), "no gradient collectives in a world of %d",
+				 b->world);
 		if (b->grad_group)
-			snprintf(dp, sizeof(dp), "gradient collectives on group '%.40s'", b->grad_pg);
+			snprintf(dp, sizeof(dp), "gradient collectives on group '%.40s'",
+				 b->grad_pg);
 		snprintf(b->found, sizeof(b->found), "%d layers, %d microbatch%s, dp %d (%s), %s",
 			 b->layers, b->microbatches, b->microbatches == 1 ? "" : "es", b->in.lay.dp,
 			 dp, par);
@@ -308,12 +311,11 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 static int same_shape(const struct synth_in *a, const struct synth_in *b)
 {
 	return a->m.hidden == b->m.hidden && a->m.heads == b->m.heads && a->m.ffn == b->m.ffn &&
-	       a->m.seq == b->m.seq && a->m.vocab == b->m.vocab &&
-	       a->m.kv_heads == b->m.kv_heads && a->m.gated == b->m.gated &&
-	       a->lay.tp == b->lay.tp && a->lay.pp == b->lay.pp && a->lay.vp == b->lay.vp &&
-	       a->lay.mbs == b->lay.mbs && a->lay.recompute == b->lay.recompute &&
-	       a->lay.sp == b->lay.sp && a->lay.zero == b->lay.zero &&
-	       a->lay.flash == b->lay.flash && a->dtype == b->dtype &&
+	       a->m.seq == b->m.seq && a->m.vocab == b->m.vocab && a->m.kv_heads == b->m.kv_heads &&
+	       a->m.gated == b->m.gated && a->lay.tp == b->lay.tp && a->lay.pp == b->lay.pp &&
+	       a->lay.vp == b->lay.vp && a->lay.mbs == b->lay.mbs &&
+	       a->lay.recompute == b->lay.recompute && a->lay.sp == b->lay.sp &&
+	       a->lay.zero == b->lay.zero && a->lay.flash == b->lay.flash && a->dtype == b->dtype &&
 	       a->fp8_attention == b->fp8_attention && a->lay.schedule == b->lay.schedule;
 }
 
@@ -329,7 +331,8 @@ static int reshapes(const struct predict_base *b, const struct synth_in *c)
 		return 0;
 	return b->kind == PB_ANNOTATED && a->lay.flash && c->lay.flash &&
 	       (int64_t)a->m.ffn * c->m.hidden == (int64_t)c->m.ffn * a->m.hidden &&
-	       (int64_t)llm_kv_heads(&a->m) * c->m.heads == (int64_t)llm_kv_heads(&c->m) * a->m.heads &&
+	       (int64_t)llm_kv_heads(&a->m) * c->m.heads ==
+		   (int64_t)llm_kv_heads(&c->m) * a->m.heads &&
 	       a->m.gated == c->m.gated && a->lay.sp == c->lay.sp &&
 	       (a->lay.tp == c->lay.tp || (a->lay.tp > 1 && c->lay.tp > 1));
 }
@@ -361,7 +364,7 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 		snprintf(why, n,
 			 "%s: the trace has no steps (ProfilerStep#N ranges) whose tasks an "
 			 "edit could repeat or cut",
-			 c->m.layers != a->m.layers			? "layers"
+			 c->m.layers != a->m.layers		      ? "layers"
 			 : c->lay.microbatches != a->lay.microbatches ? "microbatches"
 								      : "pipeline stages");
 		return;
@@ -424,10 +427,11 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 		snprintf(why, n, "microbatches: the pipeline schedule is not edited as a graph");
 	if (!why[0] && c->lay.dp != a->lay.dp && !b->grad_group) {
 		if (a->lay.dp > 1)
-			snprintf(why, n,
-				 "dp: no gradient collectives of the %d-rank data-parallel group found "
-				 "(all-reduce or reduce-scatter with a size): nothing to re-time",
-				 a->lay.dp);
+			snprintf(
+			    why, n,
+			    "dp: no gradient collectives of the %d-rank data-parallel group found "
+			    "(all-reduce or reduce-scatter with a size): nothing to re-time",
+			    a->lay.dp);
 		else if (c->lay.zero)
 			snprintf(why, n, "dp: ZeRO's collectives are not added to a graph");
 		else if (b->layer_params <= 0)
@@ -455,8 +459,7 @@ int predict_method(const struct predict_base *b, const struct synth_in *c, struc
 	 * stages (docs/MODEL.md, "Graph edits"). */
 	if (!why[0] && b->kind == PB_ANNOTATED &&
 	    (b->prefer == PREDICT_REBUILD ||
-	     (b->prefer == PREDICT_EDIT_PREFERRED &&
-	      (reshapes(b, c) || splits(&b->in, c)))))
+	     (b->prefer == PREDICT_EDIT_PREFERRED && (reshapes(b, c) || splits(&b->in, c)))))
 		return PM_REBUILD;
 	if (!why[0])
 		return PM_EDIT;
@@ -506,8 +509,9 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		plan.n_layers = L;
 		structural = 1;
 		if (b->params > 0 && b->layer_params > 0)
-			opt = (b->params + (double)(c->m.layers - a->m.layers) / a->lay.pp *
-						   b->layer_params) / b->params;
+			opt = (b->params +
+			       (double)(c->m.layers - a->m.layers) / a->lay.pp * b->layer_params) /
+			      b->params;
 	}
 	if (c->lay.microbatches != a->lay.microbatches) {
 		int M = a->lay.microbatches, M2 = c->lay.microbatches, pat;
@@ -545,10 +549,10 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		plan.dp = c->lay.dp;
 		/* bf16 gradients, of the candidate's layer */
 		plan.dp_layer_bytes = b->kind == PB_ANNOTATED
-					      ? llm_layer_params(&c->m) / c->lay.tp * 2
-					      : b->layer_params * 2;
-		if (comm_time(c->hw, GC_ALL_REDUCE, plan.dp_layer_bytes, grp, a->comm_eff, COMM_AUTO,
-			      &ce) == 0)
+					  ? llm_layer_params(&c->m) / c->lay.tp * 2
+					  : b->layer_params * 2;
+		if (comm_time(c->hw, GC_ALL_REDUCE, plan.dp_layer_bytes, grp, a->comm_eff,
+			      COMM_AUTO, &ce) == 0)
 			plan.dp_coll_ns = prism_ns_round(ce.time_s * 1e9);
 		plan.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
 		plan.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
@@ -558,10 +562,11 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	}
 	if (structural) {
 		if ((rc = reshape_apply(b->g, &plan, &cg, &rs, err)) == PRISM_EINTERNAL)
-			prism_err_prefix(err,
-					 "%s cannot be a graph edit of this trace (its steps overlap "
-					 "where the copies would wait on each other)",
-					 mc ? "the microbatch count" : "this candidate");
+			prism_err_prefix(
+			    err,
+			    "%s cannot be a graph edit of this trace (its steps overlap "
+			    "where the copies would wait on each other)",
+			    mc ? "the microbatch count" : "this candidate");
 	} else if (!(cg = graph_clone(b->g))) {
 		goto oom;
 	}
@@ -605,7 +610,8 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		r.m_to = &c->m;
 		r.mbs = a->lay.mbs;
 		r.recompute = a->lay.recompute;
-		double l0 = llm_layer_params(&a->m) / a->lay.tp, l1 = llm_layer_params(&c->m) / c->lay.tp;
+		double l0 = llm_layer_params(&a->m) / a->lay.tp,
+		       l1 = llm_layer_params(&c->m) / c->lay.tp;
 		shape.hidden = a->m.hidden;
 		shape.ffn = a->m.ffn;
 		shape.heads = a->m.heads;
@@ -622,7 +628,8 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	r.opt_scale = opt;
 	r.tp = a->lay.tp;
 	for (int k = 0; k < KC_NCLASSES; k++) {
-		r.overhead_s[k] = a->cost[k].overhead_s > 0 ? a->cost[k].overhead_s * a->scale[k] : 0;
+		r.overhead_s[k] =
+		    a->cost[k].overhead_s > 0 ? a->cost[k].overhead_s * a->scale[k] : 0;
 		r.model_scale[k] = a->cost[k].eff > 0 ? a->scale[k] / a->cost[k].eff : a->scale[k];
 	}
 	if (edit_retime(cg, &r, &es))
@@ -648,9 +655,9 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		out->gpu_hours = out->gpus * out->iter_s / 3600.0;
 	}
 	/* What was done, for people. */
-#define HOW(...)                                                                          \
-	do {                                                                              \
-		if (at < sizeof(out->how))                                                \
+#define HOW(...)                                                                                   \
+	do {                                                                                       \
+		if (at < sizeof(out->how))                                                         \
 			at += (size_t)snprintf(out->how + at, sizeof(out->how) - at, __VA_ARGS__); \
 	} while (0)
 	if (lc)
@@ -663,8 +670,8 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	else if (lc)
 		HOW("optimizer kept (no parameter count); ");
 	if (split)
-		HOW("pp 1 -> %d (%s: layers cut into stages, %d activation bytes sent); ", c->lay.pp,
-		    c->lay.schedule == MEM_GPIPE ? "gpipe" : "1f1b", (int)b->act_bytes);
+		HOW("pp 1 -> %d (%s: layers cut into stages, %d activation bytes sent); ",
+		    c->lay.pp, c->lay.schedule == MEM_GPIPE ? "gpipe" : "1f1b", (int)b->act_bytes);
 	if (mc)
 		HOW("microbatches %d -> %d (%s); ", a->lay.microbatches, c->lay.microbatches,
 		    c->lay.microbatches > a->lay.microbatches ? "repeated" : "dropped");
@@ -672,7 +679,8 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		HOW("dp %d -> %d: %" PRIu64 " gradient all-reduces added; ", a->lay.dp, c->lay.dp,
 		    rs.colls_added);
 	else if (c->lay.dp != a->lay.dp)
-		HOW("dp %d -> %d: %" PRIu64 " collectives re-timed (%" PRIu64 " without a size kept); ",
+		HOW("dp %d -> %d: %" PRIu64 " collectives re-timed (%" PRIu64
+		    " without a size kept); ",
 		    a->lay.dp, c->lay.dp, es.colls_scaled, es.colls_unsized);
 	if (shaped && c->m.hidden != a->m.hidden)
 		HOW("hidden %d -> %d; ", a->m.hidden, c->m.hidden);
@@ -702,9 +710,8 @@ out:
 	return rc;
 }
 
-int predict_eval(const struct predict_base *b, const struct synth_in *cand,
-		 struct predict_out *out, struct graph **keep_g, struct synth_out *keep_so,
-		 struct prism_err *err)
+int predict_eval(const struct predict_base *b, const struct synth_in *cand, struct predict_out *out,
+		 struct graph **keep_g, struct synth_out *keep_so, struct prism_err *err)
 {
 	int m = predict_method(b, cand, err), rc;
 

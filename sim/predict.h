@@ -52,10 +52,10 @@ struct predict_out {
 	 * METRICS_HOST_BOUND_IDLE of every step, so GPU edits hardly show. */
 	double host_s, gpu_s;
 	int host_bound;
-	int method;     /* enum predict_method */
-	char how[320];	/* what was done, for people */
+	int method;						     /* enum predict_method */
+	char how[320];						     /* what was done, for people */
 	double exposed_compute_s, exposed_comm_s, overlap_s, idle_s; /* settle.h */
-	double global_batch; /* sequences per iteration */
+	double global_batch;					     /* sequences per iteration */
 	int gpus;
 	uint32_t tasks, kernels;
 	uint32_t kdb_exact, kdb_interpolated; /* synth_out's */
@@ -88,26 +88,26 @@ enum predict_kind { PB_MODEL, PB_ANNOTATED, PB_TRACE };
 enum { PREDICT_EDIT_PREFERRED, PREDICT_EDIT_ALL, PREDICT_REBUILD };
 
 struct predict_base {
-	int kind;                /* enum predict_kind */
-	const struct graph *g;   /* the base graph (not a model's), borrowed */
-	struct hw_profile hw;    /* the base's hardware; in.hw points here */
+	int kind;	       /* enum predict_kind */
+	const struct graph *g; /* the base graph (not a model's), borrowed */
+	struct hw_profile hw;  /* the base's hardware; in.hw points here */
 	/* The configuration: the model's, or the run description's with
 	 * costs fitted on the base (edit_fit), or for a plain trace what was
 	 * found (layers, microbatches, dp; tp and pp 1; the model's shape
 	 * unknown, 0). */
 	struct synth_in in;
 	/* Structure found in the graph (annotated and plain traces). */
-	int layers;              /* layers per pass, 0: none found */
-	int microbatches;        /* passes per step, at least 1 */
-	char grad_pg[48];        /* their process group's name */
-	int world;               /* the trace's world size */
-	int64_t grad_group;      /* group size of the gradient collectives
+	int layers;				       /* layers per pass, 0: none found */
+	int microbatches;			       /* passes per step, at least 1 */
+	char grad_pg[48];			       /* their process group's name */
+	int world;				       /* the trace's world size */
+	int64_t grad_group;			       /* group size of the gradient collectives
 				  * (all-reduce, reduce-scatter of the DP group), 0:
 				  * none */
-	double params;           /* parameters of the model, 0: unknown */
-	double act_bytes;        /* activations a stage boundary carries per
+	double params;				       /* parameters of the model, 0: unknown */
+	double act_bytes;			       /* activations a stage boundary carries per
 				  * microbatch, 0: unknown */
-	double layer_params;     /* of one layer, 0: unknown */
+	double layer_params;			       /* of one layer, 0: unknown */
 	double host_op_s, host_launch_s, host_event_s; /* medians (edit.h) */
 	/* An annotated base: 0 edits as a graph only what the base's own
 	 * kernels carry well (layers, microbatches, dp, hardware) and rebuilds
@@ -116,7 +116,7 @@ struct predict_base {
 	int prefer;
 	/* The base's own prediction: its replay (traces) or synthesis. */
 	struct predict_out self;
-	char found[200];         /* what was found, for people */
+	char found[200]; /* what was found, for people */
 };
 
 /*
@@ -146,9 +146,8 @@ int predict_method(const struct predict_base *b, const struct synth_in *cand,
  * bookkeeping -- keep_so must then be given too).  0, PRISM_EARG when b
  * cannot predict cand, or the error of the edit or simulation.
  */
-int predict_eval(const struct predict_base *b, const struct synth_in *cand,
-		 struct predict_out *out, struct graph **keep_g, struct synth_out *keep_so,
-		 struct prism_err *err);
+int predict_eval(const struct predict_base *b, const struct synth_in *cand, struct predict_out *out,
+		 struct graph **keep_g, struct synth_out *keep_so, struct prism_err *err);
 
 /* Kernel and host costs fitted on g against base's synthesised run
  * (edit_fit), written into *fitted (fitted may be base). */

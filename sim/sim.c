@@ -103,9 +103,10 @@ struct sim *sim_new(const struct graph *g)
 	s->inst_ready = prism_malloc(nc * sizeof(*s->inst_ready));
 	s->inst_dur = prism_malloc(nc * sizeof(*s->inst_dur));
 	s->inst_last = prism_malloc(nc * sizeof(*s->inst_last));
-	if (!s->start_ns || !s->end_ns || !s->binding || !s->ready_ns || !s->indeg ||
-	    !s->inst_of || !s->inst_first || !s->inst_members || !s->inst_size || !s->inst_arrived || !s->inst_ready || !s->inst_dur ||
-	    !s->inst_last || evq_init(&s->q, g->n_procs + 16) || match_collectives(s)) {
+	if (!s->start_ns || !s->end_ns || !s->binding || !s->ready_ns || !s->indeg || !s->inst_of ||
+	    !s->inst_first || !s->inst_members || !s->inst_size || !s->inst_arrived ||
+	    !s->inst_ready || !s->inst_dur || !s->inst_last || evq_init(&s->q, g->n_procs + 16) ||
+	    match_collectives(s)) {
 		sim_free(s);
 		return NULL;
 	}
@@ -183,7 +184,8 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 			/* A task nothing precedes starts when it did in the trace. */
 			s->ready_ns[u] = g->start_ns[u];
 			if (evq_push(&s->q, g->start_ns[u], u))
-				return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+				return prism_err_set(err, PRISM_ENOMEM,
+						     "simulation: out of memory");
 		}
 	}
 	while (evq_pop(&s->q, &e) == 0) {
@@ -194,8 +196,8 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 			/* Rendezvous: wait for every member; the last releases all. */
 			uint32_t i = s->inst_of[c];
 			if (e.time_ns > s->inst_ready[i] || s->inst_last[i] == NONE32) {
-				s->inst_ready[i] = e.time_ns > s->inst_ready[i] ? e.time_ns
-										 : s->inst_ready[i];
+				s->inst_ready[i] =
+				    e.time_ns > s->inst_ready[i] ? e.time_ns : s->inst_ready[i];
 				s->inst_last[i] = u;
 			}
 			s->start_ns[u] = -2; /* arrived, waiting */
@@ -250,7 +252,8 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 				     "simulation: %" PRIu64 " of %" PRIu32
 				     " tasks never started (collectives whose ranks wait on "
 				     "each other: %" PRIu32 " instances disagree on the kind)",
-				     (uint64_t)(g->n_nodes - s->n_done), g->n_nodes, s->n_mismatched);
+				     (uint64_t)(g->n_nodes - s->n_done), g->n_nodes,
+				     s->n_mismatched);
 	return 0;
 }
 

@@ -32,13 +32,13 @@
 #include "prism.h"
 
 /* Which edges a run ignores (ablations). */
-#define SIM_SKIP_EVENT 0x01    /* cross-stream event edges */
+#define SIM_SKIP_EVENT	  0x01 /* cross-stream event edges */
 #define SIM_SKIP_INFERRED 0x02 /* every edge inferred from timing */
-#define SIM_SKIP_SHARE 0x04    /* edges from GPU work that held the GPU */
+#define SIM_SKIP_SHARE	  0x04 /* edges from GPU work that held the GPU */
 
 struct sim_opts {
-	unsigned skip;              /* SIM_SKIP_* */
-	int rendezvous;             /* 1: collectives rendezvous across ranks */
+	unsigned skip;	/* SIM_SKIP_* */
+	int rendezvous; /* 1: collectives rendezvous across ranks */
 };
 
 void sim_opts_default(struct sim_opts *o);
@@ -55,17 +55,17 @@ struct sim {
 	struct evq q;
 	/* Collective instances. */
 	uint32_t n_inst;
-	uint32_t *inst_of;      /* per collective: its instance */
-	uint32_t *inst_first;   /* instance i's members are inst_members[first[i]..first[i+1]) */
+	uint32_t *inst_of;	/* per collective: its instance */
+	uint32_t *inst_first;	/* instance i's members are inst_members[first[i]..first[i+1]) */
 	uint32_t *inst_members; /* collective indices, grouped by instance */
-	uint32_t *inst_size;    /* members present */
+	uint32_t *inst_size;	/* members present */
 	uint32_t *inst_arrived;
 	int64_t *inst_ready;
-	int64_t *inst_dur;      /* the transfer time */
-	uint32_t *inst_last;    /* the member that arrived last */
-	uint32_t n_mismatched;  /* (group, sequence) pairs whose ranks disagree on
+	int64_t *inst_dur;     /* the transfer time */
+	uint32_t *inst_last;   /* the member that arrived last */
+	uint32_t n_mismatched; /* (group, sequence) pairs whose ranks disagree on
 				 * the kind: not made to wait for each other */
-	int64_t makespan_ns;    /* end of the last task */
+	int64_t makespan_ns;   /* end of the last task */
 	uint64_t n_done;
 };
 

@@ -32,7 +32,7 @@ static int64_t pid_of(const struct graph *g, int rank, const struct graph_proc *
 	/* Unsigned: a trace's pid and rank may be anything (the output then
 	 * collides, but nothing overflows). */
 	return multi(g, rank) ? (int64_t)(((uint64_t)g->ranks[p->rank].rank + 1) *
-						  (uint64_t)TIMELINE_RANK_PID +
+					      (uint64_t)TIMELINE_RANK_PID +
 					  (uint64_t)p->pid)
 			      : p->pid;
 }
@@ -62,7 +62,8 @@ static int cmp_iter(const void *a, const void *b, void *ctx)
 		return x->rank < y->rank ? -1 : 1;
 	if (x->step != y->step)
 		return x->step < y->step ? -1 : 1;
-	return (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+	return (*(const uint32_t *)a > *(const uint32_t *)b) -
+	       (*(const uint32_t *)a < *(const uint32_t *)b);
 }
 
 static void event(FILE *f, int *first, const struct graph *g, const char *cat, const char *name,
@@ -165,9 +166,9 @@ static int op_shapes(const struct graph *g, uint32_t u)
 /* Slice [start, end) of proc written as one event per piece between the
  * cuts of its thread, each piece followed by args (which closes the
  * event). */
-static void pieces(FILE *f, int *first, const struct graph *g, const struct cut *cuts,
-		   size_t ncuts, uint32_t proc, const char *cat, const char *name, int64_t pid,
-		   int64_t tid, int64_t start, int64_t end, const char *args)
+static void pieces(FILE *f, int *first, const struct graph *g, const struct cut *cuts, size_t ncuts,
+		   uint32_t proc, const char *cat, const char *name, int64_t pid, int64_t tid,
+		   int64_t start, int64_t end, const char *args)
 {
 	const struct cut *c;
 	while ((c = cut_after(cuts, ncuts, proc, start)) && c->t < end) {
@@ -225,10 +226,10 @@ static void ranges(FILE *f, int *first, const struct sim *s, int rank, const str
 				uint32_t v = u + 1;
 				char name[48];
 				int on;
-#define SAME(a, b)                                                                  \
-	(g->mb[a] == g->mb[b] && (level < 1 || g->phase[a] == g->phase[b]) &&        \
+#define SAME(a, b)                                                                                 \
+	(g->mb[a] == g->mb[b] && (level < 1 || g->phase[a] == g->phase[b]) &&                      \
 	 (level < 2 || g->layer[a] == g->layer[b]))
-				on = level == 0 ? g->mb[u] >= 0
+				on = level == 0	  ? g->mb[u] >= 0
 				     : level == 1 ? g->phase[u] != PH_NONE
 						  : g->layer[u] >= 0;
 				while (v < end && SAME(u, v))
@@ -236,14 +237,14 @@ static void ranges(FILE *f, int *first, const struct sim *s, int rank, const str
 #undef SAME
 				if (on) {
 					if (level == 0)
-						snprintf(name, sizeof(name), "prism::microbatch#%" PRId32,
-							 g->mb[u]);
+						snprintf(name, sizeof(name),
+							 "prism::microbatch#%" PRId32, g->mb[u]);
 					else if (level == 1)
 						snprintf(name, sizeof(name), "prism::phase#%s",
 							 graph_phase_name(g->phase[u]));
 					else
-						snprintf(name, sizeof(name), "prism::layer#%" PRId32,
-							 g->layer[u]);
+						snprintf(name, sizeof(name),
+							 "prism::layer#%" PRId32, g->layer[u]);
 					pieces(f, first, g, cuts, ncuts, p, "user_annotation", name,
 					       pid_of(g, rank, pr), pr->tid, s->start_ns[u],
 					       s->end_ns[v - 1], ",\"args\":{}}");
@@ -321,15 +322,19 @@ static int64_t process_names(FILE *f, int *first, const struct graph *g, int ran
 			top = pid < INT64_MAX ? pid + 1 : pid;
 		/* Out of memory: every thread names its process. */
 		if (!v || !names || names[p]) {
-			fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
-				   ",\"tid\":0,\"args\":{\"name\":\"rank %" PRId64 " %s %" PRId64 "\"}}",
+			fprintf(f,
+				"%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
+				",\"tid\":0,\"args\":{\"name\":\"rank %" PRId64 " %s %" PRId64
+				"\"}}",
 				*first ? "\n" : ",\n", pid, g->ranks[pr->rank].rank,
 				pr->gpu ? "GPU" : "host pid", pr->pid);
 			*first = 0;
 		}
-		fprintf(f, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64
-			   ",\"tid\":%" PRId64 ",\"args\":{\"name\":\"%s %" PRId64 "\"}}",
-			*first ? "\n" : ",\n", pid, pr->tid, pr->gpu ? "stream" : "thread", pr->tid);
+		fprintf(f,
+			"%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64
+			",\"tid\":%" PRId64 ",\"args\":{\"name\":\"%s %" PRId64 "\"}}",
+			*first ? "\n" : ",\n", pid, pr->tid, pr->gpu ? "stream" : "thread",
+			pr->tid);
 		*first = 0;
 	}
 	free(v);
@@ -353,13 +358,15 @@ static void flows(FILE *f, int *first, const struct sim *s, int rank)
 			if (GE_KIND(g->out_kind[k]) != GE_LAUNCH ||
 			    (rank >= 0 && pv->rank != (uint32_t)rank))
 				continue;
-			fprintf(f, "%s{\"ph\":\"s\",\"id\":%" PRIu32 ",\"pid\":%" PRId64
-				   ",\"tid\":%" PRId64 ",\"ts\":",
+			fprintf(f,
+				"%s{\"ph\":\"s\",\"id\":%" PRIu32 ",\"pid\":%" PRId64
+				",\"tid\":%" PRId64 ",\"ts\":",
 				*first ? "\n" : ",\n", v, pid_of(g, rank, pu), pu->tid);
 			put_us(f, s->start_ns[u]);
 			fputs(",\"cat\":\"ac2g\",\"name\":\"ac2g\"}", f);
-			fprintf(f, ",\n{\"ph\":\"f\",\"id\":%" PRIu32 ",\"pid\":%" PRId64
-				   ",\"tid\":%" PRId64 ",\"ts\":",
+			fprintf(f,
+				",\n{\"ph\":\"f\",\"id\":%" PRIu32 ",\"pid\":%" PRId64
+				",\"tid\":%" PRId64 ",\"ts\":",
 				v, pid_of(g, rank, pv), pv->tid);
 			put_us(f, s->start_ns[v]);
 			fputs(",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}", f);
@@ -377,10 +384,11 @@ static void critical_track(FILE *f, int *first, const struct sim *s, int rank,
 {
 	const struct graph *g = s->g;
 	int64_t prev_end = INT64_MIN;
-	fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
-		   ",\"tid\":0,\"args\":{\"name\":\"critical path\"}},\n{\"ph\":\"M\",\"name\":"
-		   "\"thread_name\",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"name\":\"critical "
-		   "path (%" PRIu32 " tasks)\"}}",
+	fprintf(f,
+		"%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
+		",\"tid\":0,\"args\":{\"name\":\"critical path\"}},\n{\"ph\":\"M\",\"name\":"
+		"\"thread_name\",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"name\":\"critical "
+		"path (%" PRIu32 " tasks)\"}}",
 		*first ? "\n" : ",\n", pid, pid, mp->n);
 	*first = 0;
 	for (uint32_t i = mp->n; i-- > 0;) {
@@ -397,7 +405,8 @@ static void critical_track(FILE *f, int *first, const struct sim *s, int rank,
 		prev_end = end;
 		event(f, first, g, "prism_critical_path", name[0] ? name : "cpu", pid, 0, start,
 		      end - start);
-		fprintf(f, ",\"args\":{\"rank\":%" PRId64 ",\"on\":\"%s %" PRId64 "/%" PRId64 "\"}}",
+		fprintf(f,
+			",\"args\":{\"rank\":%" PRId64 ",\"on\":\"%s %" PRId64 "/%" PRId64 "\"}}",
 			g->ranks[pr->rank].rank, pr->gpu ? "stream" : "thread", pr->pid, pr->tid);
 	}
 }
@@ -425,7 +434,8 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	size_t args_cap = 2 * longest(&g->st) + 96;
 	char *args = prism_malloc(args_cap);
 
-	if (!launch_corr || !critical || !by || !args || nits < 0 || metrics_critical_path(s, &mp) ||
+	if (!launch_corr || !critical || !by || !args || nits < 0 ||
+	    metrics_critical_path(s, &mp) ||
 	    !(cuts = prism_malloc(((size_t)(nits > 0 ? nits : 0) * 2 + 1) * sizeof(*cuts)))) {
 		free(launch_corr);
 		free(critical);
@@ -447,7 +457,8 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 		if (!gi)
 			continue;
 		cuts[ncuts++] = (struct cut){gi->proc, its[i].sim_host_start_ns};
-		cuts[ncuts++] = (struct cut){gi->proc, its[i].sim_host_start_ns + its[i].pred_host_ns};
+		cuts[ncuts++] =
+		    (struct cut){gi->proc, its[i].sim_host_start_ns + its[i].pred_host_ns};
 	}
 	if (ncuts)
 		qsort(cuts, ncuts, sizeof(*cuts), cmp_cut);
@@ -517,10 +528,11 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 				       pr->tid, s->start_ns[u], s->end_ns[u + 1], args);
 				break;
 			}
-			pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op", name[0] ? name : "cpu",
-			       pid, pr->tid, s->start_ns[u], end,
-			       critical[u] ? ",\"args\":{\"prism\":\"cpu work\",\"critical_path\":1}}"
-					   : ",\"args\":{\"prism\":\"cpu work\"}}");
+			pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op",
+			       name[0] ? name : "cpu", pid, pr->tid, s->start_ns[u], end,
+			       critical[u]
+				   ? ",\"args\":{\"prism\":\"cpu work\",\"critical_path\":1}}"
+				   : ",\"args\":{\"prism\":\"cpu work\"}}");
 			break;
 		case GN_WAIT:
 			break; /* written with its call */
@@ -551,7 +563,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 			break;
 		default:
 			event(f, &first, g,
-			      g->kind[u] == GN_MEMCPY   ? "gpu_memcpy"
+			      g->kind[u] == GN_MEMCPY	? "gpu_memcpy"
 			      : g->kind[u] == GN_MEMSET ? "gpu_memset"
 							: "kernel",
 			      name, pid, pr->tid, s->start_ns[u], end - s->start_ns[u]);
@@ -587,7 +599,8 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 		      s->start_ns[w->call], 1);
 		fprintf(f,
 			",\"args\":{\"cuda_sync_kind\":\"Stream Wait Event\",\"stream\":%" PRId64
-			",\"wait_on_stream\":%" PRId64 ",\"wait_on_cuda_event_record_corr_id\":%" PRId64
+			",\"wait_on_stream\":%" PRId64
+			",\"wait_on_cuda_event_record_corr_id\":%" PRId64
 			",\"correlation\":%" PRId64 ",\"device\":%" PRId64 "}}",
 			ws->tid, rs->tid, corr_of(g, rank, launch_corr, w->record),
 			corr_of(g, rank, launch_corr, w->call), pid_of(g, rank, ws));
@@ -596,8 +609,8 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	critical_track(f, &first, s, rank, &mp, top);
 	if (g->meta && g->n_procs) {
 		uint32_t p0 = 0;
-		while (p0 < g->n_procs && (g->procs[p0].gpu ||
-					   (rank >= 0 && g->procs[p0].rank != (uint32_t)rank)))
+		while (p0 < g->n_procs &&
+		       (g->procs[p0].gpu || (rank >= 0 && g->procs[p0].rank != (uint32_t)rank)))
 			p0++;
 		if (p0 < g->n_procs) {
 			event(f, &first, g, "user_annotation", strtab_get(&g->st, g->meta),

@@ -27,7 +27,7 @@
 #include "sim.h"
 
 struct timeline_opts {
-	int rank;  /* index into graph.ranks to write alone (the file is then that
+	int rank; /* index into graph.ranks to write alone (the file is then that
 		    * rank's trace, with its own pids), or -1 for every rank */
 	const struct graph_wait *waits; /* written as cuda_sync events */
 	uint32_t n_waits;

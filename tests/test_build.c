@@ -68,14 +68,14 @@ static void check_graph(const struct graph *g, const struct want_node *wn, size_
 		    g->start_ns[u] != wn[u].start_ns || g->dur_ns[u] != wn[u].dur_ns ||
 		    g->wait_ns[u] != wn[u].wait_ns ||
 		    strcmp(strtab_get(&g->st, g->name[u]), wn[u].name) != 0) {
-			print_error("node %u: got %s p%u %lld+%lld w%lld '%s', want %s p%d %lld+%lld "
-				    "w%lld '%s'\n",
-				    u, graph_node_kind_name(g->kind[u]), g->proc[u],
-				    (long long)g->start_ns[u], (long long)g->dur_ns[u],
-				    (long long)g->wait_ns[u], strtab_get(&g->st, g->name[u]),
-				    graph_node_kind_name(wn[u].kind), wn[u].proc,
-				    (long long)wn[u].start_ns, (long long)wn[u].dur_ns,
-				    (long long)wn[u].wait_ns, wn[u].name);
+			print_error(
+			    "node %u: got %s p%u %lld+%lld w%lld '%s', want %s p%d %lld+%lld "
+			    "w%lld '%s'\n",
+			    u, graph_node_kind_name(g->kind[u]), g->proc[u],
+			    (long long)g->start_ns[u], (long long)g->dur_ns[u],
+			    (long long)g->wait_ns[u], strtab_get(&g->st, g->name[u]),
+			    graph_node_kind_name(wn[u].kind), wn[u].proc, (long long)wn[u].start_ns,
+			    (long long)wn[u].dur_ns, (long long)wn[u].wait_ns, wn[u].name);
 			fail();
 		}
 	}
@@ -105,41 +105,40 @@ static void check_graph(const struct graph *g, const struct want_node *wn, size_
 static void test_golden_2023(void **state)
 {
 	static const struct want_node wn[] = {
-		{GN_CPU, 0, 0, 10000, 0, "aten::mm"},
-		{GN_RUNTIME, 0, 10000, 10000, 0, "cudaLaunchKernel"},
-		{GN_CPU, 0, 20000, 10000, 0, "aten::mm"},
-		{GN_RUNTIME, 0, 30000, 5000, 0, "cudaEventRecord"},
-		{GN_CPU, 0, 35000, 5000, 0, "aten::mm"},
-		{GN_RUNTIME, 0, 40000, 5000, 0, "cudaStreamWaitEvent"},
-		{GN_CPU, 0, 45000, 5000, 0, "aten::mm"},
-		{GN_RUNTIME, 0, 50000, 5000, 0, "cudaLaunchKernel"},
-		{GN_CPU, 0, 55000, 55000, 0, "ProfilerStep#1"},
-		{GN_RUNTIME, 0, 110000, 10000, 0, "cudaGraphLaunch"},
-		{GN_CPU, 0, 120000, 60000, 0, "ProfilerStep#1"},
-		{GN_RUNTIME, 0, 180000, 10000, 0, "cudaLaunchKernel"},
-		{GN_CPU, 0, 190000, 40000, 0, "ProfilerStep#1"},
-		{GN_RUNTIME, 0, 230000, 0, 0, "cudaDeviceSynchronize"},
-		/* waits for k_bwd (ends at 280 us): 50 us waiting, 20 us own cost */
-		{GN_WAIT, 0, 280000, 20000, 50000, "cudaDeviceSynchronize"},
-		{GN_CPU, 1, 195000, 5000, 0, "MmBackward0"},
-		{GN_RUNTIME, 1, 200000, 5000, 0, "cudaLaunchKernel"},
-		{GN_CPU, 1, 205000, 10000, 0, ""},
-		{GN_KERNEL, 2, 25000, 40000, 0, "k_mm"},
-		{GN_KERNEL, 2, 125000, 5000, 0, "g1"},
-		{GN_KERNEL, 2, 131000, 5000, 0, "g2"},
-		{GN_KERNEL, 2, 192000, 3000, 0, "k_loss"},
-		{GN_KERNEL, 2, 210000, 70000, 0, "k_bwd"},
-		{GN_KERNEL, 3, 70000, 20000, 0, "k_add"},
+	    {GN_CPU, 0, 0, 10000, 0, "aten::mm"},
+	    {GN_RUNTIME, 0, 10000, 10000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 20000, 10000, 0, "aten::mm"},
+	    {GN_RUNTIME, 0, 30000, 5000, 0, "cudaEventRecord"},
+	    {GN_CPU, 0, 35000, 5000, 0, "aten::mm"},
+	    {GN_RUNTIME, 0, 40000, 5000, 0, "cudaStreamWaitEvent"},
+	    {GN_CPU, 0, 45000, 5000, 0, "aten::mm"},
+	    {GN_RUNTIME, 0, 50000, 5000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 55000, 55000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 110000, 10000, 0, "cudaGraphLaunch"},
+	    {GN_CPU, 0, 120000, 60000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 180000, 10000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 190000, 40000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 230000, 0, 0, "cudaDeviceSynchronize"},
+	    /* waits for k_bwd (ends at 280 us): 50 us waiting, 20 us own cost */
+	    {GN_WAIT, 0, 280000, 20000, 50000, "cudaDeviceSynchronize"},
+	    {GN_CPU, 1, 195000, 5000, 0, "MmBackward0"},
+	    {GN_RUNTIME, 1, 200000, 5000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 1, 205000, 10000, 0, ""},
+	    {GN_KERNEL, 2, 25000, 40000, 0, "k_mm"},
+	    {GN_KERNEL, 2, 125000, 5000, 0, "g1"},
+	    {GN_KERNEL, 2, 131000, 5000, 0, "g2"},
+	    {GN_KERNEL, 2, 192000, 3000, 0, "k_loss"},
+	    {GN_KERNEL, 2, 210000, 70000, 0, "k_bwd"},
+	    {GN_KERNEL, 3, 70000, 20000, 0, "k_add"},
 	};
 	static const struct want_edge we[] = {
-		{0, 1, O}, {1, 2, O}, {2, 3, O}, {3, 4, O}, {4, 5, O}, {5, 6, O}, {6, 7, O},
-		{7, 8, O}, {8, 9, O}, {9, 10, O}, {10, 11, O}, {11, 12, O}, {12, 13, O},
-		{13, 14, O}, {15, 16, O}, {16, 17, O}, {18, 19, O}, {19, 20, O}, {20, 21, O},
-		{21, 22, O},
-		{1, 18, L}, {7, 23, L}, {9, 19, L}, {9, 20, L}, {11, 21, L}, {16, 22, L},
-		{18, 23, E},          /* cuda_sync: k_add waits for k_mm's event */
-		{22, 14, S}, {23, 14, S}, /* device sync: last task of each stream */
-		{11, 15, T | I},      /* the backward thread starts after main's launch */
+	    {0, 1, O},	     {1, 2, O},	  {2, 3, O},   {3, 4, O},   {4, 5, O},	 {5, 6, O},
+	    {6, 7, O},	     {7, 8, O},	  {8, 9, O},   {9, 10, O},  {10, 11, O}, {11, 12, O},
+	    {12, 13, O},     {13, 14, O}, {15, 16, O}, {16, 17, O}, {18, 19, O}, {19, 20, O},
+	    {20, 21, O},     {21, 22, O}, {1, 18, L},  {7, 23, L},  {9, 19, L},	 {9, 20, L},
+	    {11, 21, L},     {16, 22, L}, {18, 23, E}, /* cuda_sync: k_add waits for k_mm's event */
+	    {22, 14, S},     {23, 14, S},	       /* device sync: last task of each stream */
+	    {11, 15, T | I}, /* the backward thread starts after main's launch */
 	};
 	const char *paths[] = {TEST_DATA("golden_2023.json")};
 	struct build_opts o;
@@ -190,34 +189,33 @@ static void test_golden_2023(void **state)
 static void test_golden_2021(void **state)
 {
 	static const struct want_node wn[] = {
-		{GN_CPU, 0, 0, 20000, 0, "aten::copy_"},
-		{GN_RUNTIME, 0, 20000, 0, 0, "cudaMemcpy"},
-		/* the DtoH copy ends at 50 us: 30 us waiting, 10 us own cost */
-		{GN_WAIT, 0, 50000, 10000, 30000, "cudaMemcpy"},
-		{GN_CPU, 0, 60000, 20000, 0, "ProfilerStep#3"},
-		{GN_RUNTIME, 0, 80000, 8000, 0, "cudaLaunchKernel"},
-		{GN_CPU, 0, 88000, 7000, 0, "c10d::allreduce_"},
-		{GN_RUNTIME, 0, 95000, 5000, 0, "cudaLaunchKernel"},
-		{GN_CPU, 0, 100000, 30000, 0, "ProfilerStep#3"},
-		{GN_RUNTIME, 0, 130000, 10000, 0, "cudaLaunchKernel"}, /* cuLaunchKernel merged */
-		{GN_CPU, 0, 140000, 20000, 0, "ProfilerStep#3"},
-		{GN_RUNTIME, 0, 160000, 0, 0, "cudaStreamSynchronize"},
-		/* waits for the NCCL kernel (ends at 165 us): 5 us, then 25 us own */
-		{GN_WAIT, 0, 165000, 25000, 5000, "cudaStreamSynchronize"},
-		{GN_CPU, 0, 190000, 10000, 0, ""},
-		{GN_MEMCPY, 1, 30000, 20000, 0, "Memcpy DtoH (Device -> Pageable)"},
-		{GN_KERNEL, 1, 90000, 30000, 0, "k_a"},
-		{GN_KERNEL, 1, 145000, 5000, 0, "k_b"},
-		{GN_COLL, 2, 125000, 40000, 0, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"},
+	    {GN_CPU, 0, 0, 20000, 0, "aten::copy_"},
+	    {GN_RUNTIME, 0, 20000, 0, 0, "cudaMemcpy"},
+	    /* the DtoH copy ends at 50 us: 30 us waiting, 10 us own cost */
+	    {GN_WAIT, 0, 50000, 10000, 30000, "cudaMemcpy"},
+	    {GN_CPU, 0, 60000, 20000, 0, "ProfilerStep#3"},
+	    {GN_RUNTIME, 0, 80000, 8000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 88000, 7000, 0, "c10d::allreduce_"},
+	    {GN_RUNTIME, 0, 95000, 5000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 100000, 30000, 0, "ProfilerStep#3"},
+	    {GN_RUNTIME, 0, 130000, 10000, 0, "cudaLaunchKernel"}, /* cuLaunchKernel merged */
+	    {GN_CPU, 0, 140000, 20000, 0, "ProfilerStep#3"},
+	    {GN_RUNTIME, 0, 160000, 0, 0, "cudaStreamSynchronize"},
+	    /* waits for the NCCL kernel (ends at 165 us): 5 us, then 25 us own */
+	    {GN_WAIT, 0, 165000, 25000, 5000, "cudaStreamSynchronize"},
+	    {GN_CPU, 0, 190000, 10000, 0, ""},
+	    {GN_MEMCPY, 1, 30000, 20000, 0, "Memcpy DtoH (Device -> Pageable)"},
+	    {GN_KERNEL, 1, 90000, 30000, 0, "k_a"},
+	    {GN_KERNEL, 1, 145000, 5000, 0, "k_b"},
+	    {GN_COLL, 2, 125000, 40000, 0, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"},
 	};
 	static const struct want_edge we[] = {
-		{0, 1, O}, {1, 2, O}, {2, 3, O}, {3, 4, O}, {4, 5, O}, {5, 6, O}, {6, 7, O},
-		{7, 8, O}, {8, 9, O}, {9, 10, O}, {10, 11, O}, {11, 12, O}, {13, 14, O},
-		{14, 15, O},
-		{1, 13, L}, {4, 14, L}, {6, 16, L}, {8, 15, L},
-		{13, 2, S},     /* a blocking copy waits for its own copy */
-		{16, 11, S | I}, /* which stream the sync waited on: from timing */
-		{14, 16, E | I}, /* NCCL starts 25 us late, right as k_a ends */
+	    {0, 1, O},	     {1, 2, O},	  {2, 3, O},   {3, 4, O},   {4, 5, O},
+	    {5, 6, O},	     {6, 7, O},	  {7, 8, O},   {8, 9, O},   {9, 10, O},
+	    {10, 11, O},     {11, 12, O}, {13, 14, O}, {14, 15, O}, {1, 13, L},
+	    {4, 14, L},	     {6, 16, L},  {8, 15, L},  {13, 2, S}, /* a blocking copy waits for its own copy */
+	    {16, 11, S | I}, /* which stream the sync waited on: from timing */
+	    {14, 16, E | I}, /* NCCL starts 25 us late, right as k_a ends */
 	};
 	const char *paths[] = {TEST_DATA("golden_2021.json")};
 	struct build_opts o;
@@ -291,10 +289,11 @@ static void test_duplicate_rank(void **state)
 	assert_int_equal(kineto_read(path, &st, &tr[1], &err), 0);
 	assert_int_equal(build_graph(tr, 2, &st, &o, &g, &err), PRISM_EFORMAT);
 	assert_null(g);
-	assert_string_equal(err.msg, PRISM_SOURCE_DIR "/tests/data/golden_2023.json: rank 0 is "
-						      "also the rank of " PRISM_SOURCE_DIR
-						      "/tests/data/golden_2023.json (give each file "
-						      "its rank with --rank)");
+	assert_string_equal(err.msg,
+			    PRISM_SOURCE_DIR "/tests/data/golden_2023.json: rank 0 is "
+					     "also the rank of " PRISM_SOURCE_DIR
+					     "/tests/data/golden_2023.json (give each file "
+					     "its rank with --rank)");
 	kineto_release(&tr[0]);
 	kineto_release(&tr[1]);
 	strtab_release(&st);
@@ -320,7 +319,6 @@ static void test_all_to_all_by_op(void **state)
 	graph_free(g);
 }
 
-
 static void test_infer_repeat(void **state)
 {
 	/* x A B C A B C A B C y: three blocks of three from 1. */
@@ -340,8 +338,8 @@ static void test_infer_repeat(void **state)
 		const uint32_t *s;
 		size_t n, first, period, count;
 	} cases[] = {
-		{s1, 11, 1, 3, 3}, {s2, 18, 6, 4, 3}, {s3, 8, 0, 3, 2},
-		{s4, 10, 0, 0, 0}, {s5, 12, 0, 4, 3}, {s1, 3, 0, 0, 0}, /* too short */
+	    {s1, 11, 1, 3, 3}, {s2, 18, 6, 4, 3}, {s3, 8, 0, 3, 2},
+	    {s4, 10, 0, 0, 0}, {s5, 12, 0, 4, 3}, {s1, 3, 0, 0, 0}, /* too short */
 	};
 	(void)state;
 
@@ -350,9 +348,10 @@ static void test_infer_repeat(void **state)
 		assert_int_equal(infer_repeat(cases[i].s, NULL, cases[i].n, &r), 0);
 		if (r.first != cases[i].first || r.period != cases[i].period ||
 		    r.count != cases[i].count)
-			print_error("case %zu: %zu blocks of %zu from %zu, want %zu of %zu from %zu\n",
-				    i, r.count, r.period, r.first, cases[i].count, cases[i].period,
-				    cases[i].first);
+			print_error(
+			    "case %zu: %zu blocks of %zu from %zu, want %zu of %zu from %zu\n", i,
+			    r.count, r.period, r.first, cases[i].count, cases[i].period,
+			    cases[i].first);
 		assert_int_equal(r.first, cases[i].first);
 		assert_int_equal(r.period, cases[i].period);
 		assert_int_equal(r.count, cases[i].count);
@@ -377,13 +376,13 @@ static void test_inferred_layers(void **state)
 	/* Stream order: emb, 9 block kernels (layers 0 0 0 1 1 1 2 2 2), loss,
 	 * loss backward, 9 block backward kernels (2 2 2 1 1 1 0 0 0), emb
 	 * backward, optimizer. */
-	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2, -1,
-					     -1, 2, 2, 2, 1, 1, 1, 0, 0, 0, -1, -1};
+	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2,  -1, -1,
+					     2,	 2, 2, 1, 1, 1, 0, 0, 0, -1, -1};
 	static const uint8_t want_phase[] = {
-		PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,
-		PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_BACKWARD,
-		PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD,
-		PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_OPTIMIZER};
+	    PH_FORWARD,	 PH_FORWARD,  PH_FORWARD,  PH_FORWARD,	PH_FORWARD,  PH_FORWARD,
+	    PH_FORWARD,	 PH_FORWARD,  PH_FORWARD,  PH_FORWARD,	PH_FORWARD,  PH_BACKWARD,
+	    PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD,
+	    PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_OPTIMIZER};
 	int32_t layer[64];
 	uint8_t phase[64];
 	size_t n;
@@ -518,9 +517,9 @@ static void test_layer_edit(void **state)
 	const char *paths[] = {TEST_DATA("layers_2024.json")};
 	/* Each layer's runs twice in place: layer l's copies are layers 2l and
 	 * 2l + 1, forward in order, backward from the top layer's. */
-	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4,
-					     5, 5, 5, -1, -1, 4, 4, 4, 5, 5, 5, 2, 2, 2, 3, 3,
-					     3, 0, 0, 0, 1, 1, 1, -1, -1};
+	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1,	 1,  2, 2, 2, 3, 3,  3, 4,
+					     4,	 4, 5, 5, 5, -1, -1, 4, 4, 4, 5, 5,  5, 2,
+					     2,	 2, 3, 3, 3, 0,	 0,  0, 1, 1, 1, -1, -1};
 	int32_t layer[64];
 	uint8_t phase[64];
 	size_t n;
@@ -657,8 +656,8 @@ static void test_accumulation(void **state)
 static void test_module_layers(void **state)
 {
 	const char *paths[] = {TEST_DATA("modules_2024.json")};
-	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2, -1,
-					     -1, 2, 2, 2, 1, 1, 1, 0, 0, 0, -1, -1};
+	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2,  -1, -1,
+					     2,	 2, 2, 1, 1, 1, 0, 0, 0, -1, -1};
 	int32_t layer[64];
 	uint8_t phase[64];
 	size_t n;
@@ -939,22 +938,22 @@ static void test_retime_gemm(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_autograd_thread),
-		cmocka_unit_test(test_golden_2023),
-		cmocka_unit_test(test_golden_2021),
-		cmocka_unit_test(test_two_ranks),
-		cmocka_unit_test(test_duplicate_rank),
-		cmocka_unit_test(test_all_to_all_by_op),
-		cmocka_unit_test(test_infer_repeat),
-		cmocka_unit_test(test_inferred_layers),
-		cmocka_unit_test(test_layer_edit),
-		cmocka_unit_test(test_share_edges),
-		cmocka_unit_test(test_accumulation),
-		cmocka_unit_test(test_layer_bridges),
-		cmocka_unit_test(test_rocm),
-		cmocka_unit_test(test_mismatched_collectives),
-		cmocka_unit_test(test_module_layers),
-		cmocka_unit_test(test_retime_gemm),
+	    cmocka_unit_test(test_autograd_thread),
+	    cmocka_unit_test(test_golden_2023),
+	    cmocka_unit_test(test_golden_2021),
+	    cmocka_unit_test(test_two_ranks),
+	    cmocka_unit_test(test_duplicate_rank),
+	    cmocka_unit_test(test_all_to_all_by_op),
+	    cmocka_unit_test(test_infer_repeat),
+	    cmocka_unit_test(test_inferred_layers),
+	    cmocka_unit_test(test_layer_edit),
+	    cmocka_unit_test(test_share_edges),
+	    cmocka_unit_test(test_accumulation),
+	    cmocka_unit_test(test_layer_bridges),
+	    cmocka_unit_test(test_rocm),
+	    cmocka_unit_test(test_mismatched_collectives),
+	    cmocka_unit_test(test_module_layers),
+	    cmocka_unit_test(test_retime_gemm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

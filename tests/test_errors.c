@@ -70,7 +70,8 @@ static void expect(const char *name, const char *text, const char *msg)
 }
 
 #define K "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,"
-#define R "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+#define R                                                                                          \
+	"{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
 
 static void test_json_errors(void **state)
 {
@@ -79,7 +80,8 @@ static void test_json_errors(void **state)
 	       ": byte 76: unexpected end of input inside \"traceEvents\" (truncated file?)");
 	expect("not-json.json", "hello, world\n",
 	       ": byte 0: not a JSON object (a Chrome trace starts with '{')");
-	expect("empty-events.json", "{\"traceEvents\": [ ]}", ": byte 18: \"traceEvents\" is empty");
+	expect("empty-events.json", "{\"traceEvents\": [ ]}",
+	       ": byte 18: \"traceEvents\" is empty");
 	expect("no-events.json", "{\"schemaVersion\": 1}",
 	       ": byte 0: no \"traceEvents\" array: not a Kineto/Chrome trace");
 	expect("bad-array.json", "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1} 7]}",
@@ -91,12 +93,15 @@ static void test_json_errors(void **state)
 	 * reported at the byte itself and its event (simdjson's first stage
 	 * names only the start of the chunk). */
 	expect("utf8.json",
-	       "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1}," K "\"ts\":2,\"dur\":1,\"x\":\"a\xc3(\"}]}",
+	       "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1}," K
+	       "\"ts\":2,\"dur\":1,\"x\":\"a\xc3(\"}]}",
 	       ": event 1 (byte 158): not valid UTF-8");
 	expect("control.json",
-	       "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1}," K "\"ts\":2,\"dur\":1,\"x\":\"ab\x01\"}]}",
+	       "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1}," K
+	       "\"ts\":2,\"dur\":1,\"x\":\"ab\x01\"}]}",
 	       ": event 1 (byte 159): a control character inside a string (it must be escaped)");
-	expect("utf8-top.json", "{\"distributedInfo\": {\"backend\": \"n\xff\"}, \"traceEvents\": []}",
+	expect("utf8-top.json",
+	       "{\"distributedInfo\": {\"backend\": \"n\xff\"}, \"traceEvents\": []}",
 	       ": byte 34: field \"distributedInfo\": not valid UTF-8");
 }
 
@@ -166,8 +171,8 @@ static void test_file_errors(void **state)
 
 	/* A truncated gzip stream. */
 	snprintf(path, sizeof(path), "%s/short.json.gz", dir);
-	snprintf(cmd, sizeof(cmd), "gzip -c '%s' | head -c 300 > '%s'", TEST_DATA("golden_2023.json"),
-		 path);
+	snprintf(cmd, sizeof(cmd), "gzip -c '%s' | head -c 300 > '%s'",
+		 TEST_DATA("golden_2023.json"), path);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
 	assert_non_null(strstr(err, "short.json.gz: compressed byte 300: truncated gzip data\n"));
@@ -191,7 +196,8 @@ static void test_file_errors(void **state)
 	}
 	/* Two members, the second cut short: at the end of the file. */
 	snprintf(path, sizeof(path), "%s/two.json.gz", dir);
-	snprintf(cmd, sizeof(cmd), "(printf '{\"traceEvents\": [' | gzip -c; gzip -c '%s' | head -c 100) > '%s'",
+	snprintf(cmd, sizeof(cmd),
+		 "(printf '{\"traceEvents\": [' | gzip -c; gzip -c '%s' | head -c 100) > '%s'",
 		 TEST_DATA("golden_2023.json"), path);
 	assert_int_equal(system(cmd), 0);
 	{
@@ -199,7 +205,8 @@ static void test_file_errors(void **state)
 		char want[256];
 		assert_int_equal(stat(path, &sb), 0);
 		assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
-		snprintf(want, sizeof(want), "two.json.gz: compressed byte %lld: truncated gzip data\n",
+		snprintf(want, sizeof(want),
+			 "two.json.gz: compressed byte %lld: truncated gzip data\n",
 			 (long long)sb.st_size);
 		assert_non_null(strstr(err, want));
 	}
@@ -218,8 +225,10 @@ static void test_graph_version(void **state)
 	snprintf(cmd, sizeof(cmd), "'%s' ingest '%s' >/dev/null", PRISM_BIN, path);
 	assert_int_equal(system(cmd), 0);
 	/* ...and one of another version is refused.  Bytes 8..11: version. */
-	snprintf(cmd, sizeof(cmd), "printf '\\143\\0\\0\\0' | dd of='%s' bs=1 seek=8 conv=notrunc "
-		 "2>/dev/null", path);
+	snprintf(cmd, sizeof(cmd),
+		 "printf '\\143\\0\\0\\0' | dd of='%s' bs=1 seek=8 conv=notrunc "
+		 "2>/dev/null",
+		 path);
 	assert_int_equal(system(cmd), 0);
 	snprintf(want, sizeof(want),
 		 "prism: %s: byte 8: graph file version 99 (this prism reads version 5); ingest "
@@ -259,22 +268,20 @@ static void test_fuzz_findings(void **state)
 		 "prism: %s: byte 99: field \"deviceProperties\": a control character "
 		 "inside a string (it must be escaped)\n",
 		 TEST_DATA("fuzz/top-value-never-starts.json"));
-	assert_int_equal(run_ingest(TEST_DATA("fuzz/top-value-never-starts.json"), err, sizeof(err)),
-			 2);
+	assert_int_equal(
+	    run_ingest(TEST_DATA("fuzz/top-value-never-starts.json"), err, sizeof(err)), 2);
 	assert_string_equal(err, want);
-	assert_int_equal(run_ingest(TEST_DATA("fuzz/sync-before-its-copy.json"), err, sizeof(err)), 0);
+	assert_int_equal(run_ingest(TEST_DATA("fuzz/sync-before-its-copy.json"), err, sizeof(err)),
+			 0);
 	assert_string_equal(err, "");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_json_errors),
-		cmocka_unit_test(test_event_errors),
-		cmocka_unit_test(test_file_errors),
-		cmocka_unit_test(test_err_prefix),
-		cmocka_unit_test(test_graph_version),
-		cmocka_unit_test(test_fuzz_findings),
+	    cmocka_unit_test(test_json_errors),	  cmocka_unit_test(test_event_errors),
+	    cmocka_unit_test(test_file_errors),	  cmocka_unit_test(test_err_prefix),
+	    cmocka_unit_test(test_graph_version), cmocka_unit_test(test_fuzz_findings),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -323,12 +323,11 @@ static void inject(const char *name, int (*w)(struct prism_err *), int sqlite)
 				assert_int_equal(rc, 0);
 				break;
 			}
-			if (rc != 0 &&
-			    (err.code == 0 || !err.msg[0] ||
-			     (!sqlite && !strstr(err.msg, "out of memory")) ||
-			     (sqlite && (strstr(err.msg, "not a results database") ||
-					 strstr(err.msg, "damaged") ||
-					 strstr(err.msg, "not a prism"))))) {
+			if (rc != 0 && (err.code == 0 || !err.msg[0] ||
+					(!sqlite && !strstr(err.msg, "out of memory")) ||
+					(sqlite && (strstr(err.msg, "not a results database") ||
+						    strstr(err.msg, "damaged") ||
+						    strstr(err.msg, "not a prism"))))) {
 				print_error("%s: allocation %ld failing%s: rc %d, code %d: '%s'\n",
 					    name, n, persist ? " (and after)" : "", rc, err.code,
 					    err.msg);
@@ -395,7 +394,7 @@ static int setup(void **state)
 
 	/* In memory where there is a tmpfs: the store syncs each transaction. */
 	strcpy(dir, access("/dev/shm", W_OK) == 0 ? "/dev/shm/prism-faults-XXXXXX"
-						    : "/tmp/prism-faults-XXXXXX");
+						  : "/tmp/prism-faults-XXXXXX");
 	if (!mkdtemp(dir))
 		return -1;
 	prism_err_clear(&err);
@@ -441,13 +440,13 @@ static int teardown(void **state)
 
 int main(void)
 {
-	static const sqlite3_mem_methods mem = {sq_malloc, sq_free,     sq_realloc, sq_size,
+	static const sqlite3_mem_methods mem = {sq_malloc,  sq_free, sq_realloc,  sq_size,
 						sq_roundup, sq_init, sq_shutdown, NULL};
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_trace_mem),  cmocka_unit_test(test_trace_gzip),
-		cmocka_unit_test(test_graph_file), cmocka_unit_test(test_synth),
-		cmocka_unit_test(test_simulate),   cmocka_unit_test(test_store),
-		cmocka_unit_test(test_kernels),
+	    cmocka_unit_test(test_trace_mem),  cmocka_unit_test(test_trace_gzip),
+	    cmocka_unit_test(test_graph_file), cmocka_unit_test(test_synth),
+	    cmocka_unit_test(test_simulate),   cmocka_unit_test(test_store),
+	    cmocka_unit_test(test_kernels),
 	};
 	if (sqlite3_config(SQLITE_CONFIG_MALLOC, &mem) != SQLITE_OK ||
 	    sqlite3_initialize() != SQLITE_OK)

@@ -293,15 +293,15 @@ static void test_lower_bound(void **state)
 {
 	/* tp, pp, dp, vp, schedule, microbatches, recompute, sp, mbs, flash */
 	static const int layouts[][10] = {
-		{1, 1, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 1, 1},
-		{2, 1, 4, 1, MEM_1F1B, 2, MEM_RECOMPUTE_FULL, 0, 2, 1},
-		{8, 1, 1, 1, MEM_1F1B, 2, MEM_RECOMPUTE_NONE, 1, 1, 1},
-		{1, 4, 2, 1, MEM_GPIPE, 8, MEM_RECOMPUTE_NONE, 0, 1, 1},
-		{1, 4, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_SELECTIVE, 0, 1, 1},
-		{2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 1, 1, 1},
-		{2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 0, 1, 0},
-		{4, 8, 1, 1, MEM_1F1B, 16, MEM_RECOMPUTE_NONE, 0, 4, 1},
-		{1, 1, 8, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 2, 0},
+	    {1, 1, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 1, 1},
+	    {2, 1, 4, 1, MEM_1F1B, 2, MEM_RECOMPUTE_FULL, 0, 2, 1},
+	    {8, 1, 1, 1, MEM_1F1B, 2, MEM_RECOMPUTE_NONE, 1, 1, 1},
+	    {1, 4, 2, 1, MEM_GPIPE, 8, MEM_RECOMPUTE_NONE, 0, 1, 1},
+	    {1, 4, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_SELECTIVE, 0, 1, 1},
+	    {2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 1, 1, 1},
+	    {2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 0, 1, 0},
+	    {4, 8, 1, 1, MEM_1F1B, 16, MEM_RECOMPUTE_NONE, 0, 4, 1},
+	    {1, 1, 8, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 2, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
@@ -325,7 +325,8 @@ static void test_lower_bound(void **state)
 		prism_err_clear(&err);
 		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 		lb = synth_lower_bound(&in);
-		print_message("layout %zu: bound %.3f ms, simulated %.3f ms\n", i, lb * 1e3, p.iter_s * 1e3);
+		print_message("layout %zu: bound %.3f ms, simulated %.3f ms\n", i, lb * 1e3,
+			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
 	}
@@ -378,17 +379,17 @@ static void test_layout_errors(void **state)
 		int tp, pp, vp, m, sched;
 		const char *msg;
 	} cases[] = {
-		{16, 1, 1, 1, MEM_1F1B, "layout: tp 16 is beyond a node of 8 GPUs"},
-		{1, 3, 1, 1, MEM_1F1B, "layout: layers 8 not divisible by pp 3 x virtual stages 1"},
-		{1, 2, 2, 3, MEM_INTERLEAVED,
-		 "layout: interleaved 1F1B needs microbatches (3) divisible by pp (2)"},
-		{1, 2, 2, 2, MEM_1F1B, "layout: virtual stages 2 need the interleaved schedule"},
-		/* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
+	    {16, 1, 1, 1, MEM_1F1B, "layout: tp 16 is beyond a node of 8 GPUs"},
+	    {1, 3, 1, 1, MEM_1F1B, "layout: layers 8 not divisible by pp 3 x virtual stages 1"},
+	    {1, 2, 2, 3, MEM_INTERLEAVED,
+	     "layout: interleaved 1F1B needs microbatches (3) divisible by pp (2)"},
+	    {1, 2, 2, 2, MEM_1F1B, "layout: virtual stages 2 need the interleaved schedule"},
+	    /* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
 		 * by it (SIGFPE): the ranges come first. */
-		{1, 65536, 65536, 1, MEM_INTERLEAVED, "layout: pp 65536 is not in 1..256"},
-		{1, 2, 65536, 2, MEM_INTERLEAVED, "layout: vp 65536 is not in 1..64"},
-		{65536, 1, 1, 1, MEM_1F1B, "layout: tp 65536 is not in 1..1024"},
-		{1, 1, 1, 65537, MEM_1F1B, "layout: microbatches 65537 is not in 1..65536"},
+	    {1, 65536, 65536, 1, MEM_INTERLEAVED, "layout: pp 65536 is not in 1..256"},
+	    {1, 2, 65536, 2, MEM_INTERLEAVED, "layout: vp 65536 is not in 1..64"},
+	    {65536, 1, 1, 1, MEM_1F1B, "layout: tp 65536 is not in 1..1024"},
+	    {1, 1, 1, 65537, MEM_1F1B, "layout: microbatches 65537 is not in 1..65536"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -416,13 +417,13 @@ static void test_limits(void **state)
 	struct synth_in in;
 	struct prism_err err;
 	(void)state;
-#define REFUSED(edit, want)                                                      \
-	do {                                                                     \
-		small(&in);                                                      \
-		edit;                                                            \
-		prism_err_clear(&err);                                           \
-		assert_int_equal(synth_check(&in, &err), PRISM_EARG);            \
-		assert_string_equal(err.msg, want);                              \
+#define REFUSED(edit, want)                                                                        \
+	do {                                                                                       \
+		small(&in);                                                                        \
+		edit;                                                                              \
+		prism_err_clear(&err);                                                             \
+		assert_int_equal(synth_check(&in, &err), PRISM_EARG);                              \
+		assert_string_equal(err.msg, want);                                                \
 	} while (0)
 	REFUSED(in.lay.zero = 7, "layout: zero 7 is not in 0..3");
 	REFUSED(in.lay.sp = 5, "layout: sp 5 is not in 0..1");
@@ -449,10 +450,10 @@ static void test_task_bound(void **state)
 	static const struct {
 		int tp, pp, vp, m, sched, rec, bare;
 	} cases[] = {
-		{1, 1, 1, 1, MEM_1F1B, MEM_RECOMPUTE_NONE, 0},
-		{1, 1, 1, 1, MEM_1F1B, MEM_RECOMPUTE_NONE, 1},
-		{2, 2, 1, 4, MEM_GPIPE, MEM_RECOMPUTE_FULL, 0},
-		{1, 4, 2, 8, MEM_INTERLEAVED, MEM_RECOMPUTE_SELECTIVE, 1},
+	    {1, 1, 1, 1, MEM_1F1B, MEM_RECOMPUTE_NONE, 0},
+	    {1, 1, 1, 1, MEM_1F1B, MEM_RECOMPUTE_NONE, 1},
+	    {2, 2, 1, 4, MEM_GPIPE, MEM_RECOMPUTE_FULL, 0},
+	    {1, 4, 2, 8, MEM_INTERLEAVED, MEM_RECOMPUTE_SELECTIVE, 1},
 	};
 	struct synth_in in;
 	struct prism_err err;
@@ -510,10 +511,12 @@ static void test_meta_round_trip(void **state)
 	a.fp8_attention = 1;
 	synth_meta(&a, s, sizeof(s));
 	prism_err_clear(&err);
-	assert_string_equal(s, "prism::model#name=t;layers=8;hidden=1024;heads=16;kv_heads=4;"
-			       "ffn=4096;activation=swiglu;seq=1024;vocab=32000;tp=2;pp=4;dp=16;vp=2;mbs=1;microbatches=8;"
-			       "schedule=interleaved;recompute=1;sp=1;zero=1;flash=0;dtype=fp8;"
-			       "fp8_attention=1;hw=h100-dgx");
+	assert_string_equal(
+	    s,
+	    "prism::model#name=t;layers=8;hidden=1024;heads=16;kv_heads=4;"
+	    "ffn=4096;activation=swiglu;seq=1024;vocab=32000;tp=2;pp=4;dp=16;vp=2;mbs=1;microbatches=8;"
+	    "schedule=interleaved;recompute=1;sp=1;zero=1;flash=0;dtype=fp8;"
+	    "fp8_attention=1;hw=h100-dgx");
 	synth_in_default(&b);
 	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
 	assert_memory_equal(&a.m, &b.m, sizeof(a.m));
@@ -527,8 +530,8 @@ static void test_meta_round_trip(void **state)
 	prism_err_clear(&err);
 	assert_int_equal(synth_meta_parse("prism::model#layers=1000000000", &b, &err),
 			 PRISM_EFORMAT);
-	assert_string_equal(err.msg,
-			    "model description: field 'layers' must be in 1..65536, not 1000000000");
+	assert_string_equal(
+	    err.msg, "model description: field 'layers' must be in 1..65536, not 1000000000");
 	prism_err_clear(&err);
 	assert_int_equal(synth_meta_parse("prism::model#zero=7", &b, &err), PRISM_EFORMAT);
 	assert_string_equal(err.msg, "model description: field 'zero' must be in 0..3, not 7");
@@ -678,13 +681,18 @@ static void test_fit_scales(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_flops_formula),  cmocka_unit_test(test_pipeline_bubble),
-		cmocka_unit_test(test_layout_errors),  cmocka_unit_test(test_meta_round_trip),
-		cmocka_unit_test(test_limits),
-		cmocka_unit_test(test_task_bound),
-		cmocka_unit_test(test_retime_clone),   cmocka_unit_test(test_fit_scales),
-		cmocka_unit_test(test_lower_bound),    cmocka_unit_test(test_fp8_layer),
-		cmocka_unit_test(test_selective_recompute),    cmocka_unit_test(test_unfused_attention),
+	    cmocka_unit_test(test_flops_formula),
+	    cmocka_unit_test(test_pipeline_bubble),
+	    cmocka_unit_test(test_layout_errors),
+	    cmocka_unit_test(test_meta_round_trip),
+	    cmocka_unit_test(test_limits),
+	    cmocka_unit_test(test_task_bound),
+	    cmocka_unit_test(test_retime_clone),
+	    cmocka_unit_test(test_fit_scales),
+	    cmocka_unit_test(test_lower_bound),
+	    cmocka_unit_test(test_fp8_layer),
+	    cmocka_unit_test(test_selective_recompute),
+	    cmocka_unit_test(test_unfused_attention),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -42,7 +42,7 @@ static void try_run(const struct synth_in *in)
 	(void)predict_analytic(in);
 	(void)synth_lower_bound(in);
 	if ((int64_t)(in->steps > 0 ? in->steps : 1) * in->m.layers * in->lay.microbatches *
-		    SYNTH_MIN_TASKS_PER_LAYER * 4 >
+		SYNTH_MIN_TASKS_PER_LAYER * 4 >
 	    SMALL_RUN)
 		return;
 	prism_err_clear(&err);

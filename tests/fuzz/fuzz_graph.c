@@ -67,7 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (n >= 0)
 				metrics_step_time(its, n, &t);
 			free(its);
-			snprintf(path, sizeof(path), "/tmp/prism-fuzz-graph-%ld.json", (long)getpid());
+			snprintf(path, sizeof(path), "/tmp/prism-fuzz-graph-%ld.json",
+				 (long)getpid());
 			if (timeline_write(s, path, NULL, &err) == 0) {
 				/* What prism writes, prism reads. */
 				struct kineto_trace tr;

@@ -24,7 +24,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_PROF 16
-#define MAX_FIT 16
+#define MAX_FIT	 16
 
 /* The shipped profile named name (configs/hw/NAME.cfg), loaded once; NULL
  * if it does not load. */
