@@ -56,6 +56,41 @@ struct opmemo {
 	uint32_t rec; /* 0: empty */
 };
 
+/* A folded unit: its tasks, edges (ids relative to its first task) and
+ * collectives (node relative, seq unset) in the ctx's f* arrays. */
+struct ufold {
+	int32_t key[6]; /* stage, chunk, forward, bucket, first mb, last mb */
+	uint32_t node0, n_nodes, edge0, n_edges, coll0, n_colls, mark0, n_marks;
+	uint32_t last[S_N];	  /* each stream's last task, or NONE32 */
+	uint32_t ufirst, ulast;	  /* first and last compute task, or NONE32 */
+	uint64_t tasks;		  /* kernel-level tasks it stands for */
+	double flops;		  /* ctx.flops it added */
+	uint32_t kernels, hits[3]; /* ctx.kernels and kdb_hits it added */
+};
+
+/* Per task of the unit being folded: its host offset (host tasks) or its
+ * launch's (GPU tasks), the template tasks it starts and ends, its
+ * events. */
+struct fscr {
+	int64_t rel;
+	uint32_t start_of, end_of;
+	uint8_t evin, evout, launched;
+};
+
+/* A run of compute-stream kernels between events: its first and last task
+ * (unit relative), the rest's length (durations and lags), gate, idle
+ * (lags) and collective time, and how many tasks. */
+struct fseg {
+	uint32_t first, last, n;
+	int64_t rest_ns, gate_ns, idle_ns, comm_ns;
+};
+
+/* A unit task's idle and tensor-parallel time, node relative. */
+struct fmark {
+	uint32_t node;
+	int64_t idle_ns, comm_ns;
+};
+
 struct rankst {
 	uint32_t host, stream[S_N]; /* processors */
 	uint32_t last[S_N];	    /* last task launched on each stream, or NONE32 */
@@ -97,6 +132,23 @@ struct ctx {
 	VEC(struct oprec) ops;
 	struct opmemo memo[OPMEMO];
 	uint32_t op;
+	/* Folded units (in->units): templates and their parts, the marks of
+	 * the unit tasks built so far, scratch for one fold. */
+	int fold;
+	VEC(struct ufold) folds;
+	VEC(struct snode) fnodes;
+	VEC(struct sedge) fedges;
+	VEC(struct graph_coll) fcolls;
+	VEC(struct fmark) fmarks;
+	VEC(struct synth_fold_mark) marks;
+	VEC(struct fscr) fscr;
+	VEC(struct fseg) fsegs;
+	VEC(int64_t) fgates;
+	VEC(uint32_t) findex; /* per (stage, chunk, flags): its template, or NONE32 */
+	uint32_t n_fold;      /* the name of a unit task */
+	uint64_t tasks_folded; /* kernel-level tasks the folded units stand for,
+				* less their unit tasks */
+	size_t units_folded, units_kept;
 };
 
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved"};
@@ -774,6 +826,330 @@ static void set_ann(struct ctx *c, int r, int32_t layer, int phase, int32_t mb)
 	c->rk[r].mb = mb;
 }
 
+/* ---- folded units (hierarchical simulation, synth.h) ------------------- */
+
+/* Units differ by these flags besides their stage and chunk. */
+#define FOLD_FWD    1
+#define FOLD_BUCKET 2
+#define FOLD_FIRST  4
+#define FOLD_LAST   8
+#define FOLD_KINDS  16
+#define FOLD_NEVER  (NONE32 - 1) /* ctx.findex: tried, cannot be folded */
+
+/* The index of the template of a unit (ctx.findex), made on first use. */
+static size_t fold_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd,
+			int bucket)
+{
+	size_t n = (size_t)z->p * (size_t)z->v * FOLD_KINDS;
+	int f = (fwd ? FOLD_FWD : 0) | (bucket ? FOLD_BUCKET : 0) | (mb == 0 ? FOLD_FIRST : 0) |
+		(mb == z->m - 1 ? FOLD_LAST : 0);
+	if (c->findex.n != n) {
+		if (VEC_RESERVE(c->findex, n)) {
+			c->oom = 1;
+			return SIZE_MAX;
+		}
+		for (size_t i = 0; i < n; i++)
+			c->findex.v[i] = NONE32;
+		c->findex.n = n;
+	}
+	return ((size_t)s * (size_t)z->v + (size_t)ch) * FOLD_KINDS + (size_t)f;
+}
+
+/* Repeat template t as the next unit of rank r, microbatch mb. */
+static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
+{
+	uint32_t k0 = (uint32_t)c->nodes.n;
+
+	if (c->nodes.n + t->n_nodes >= GRAPH_MAX_TASKS) {
+		c->oom = SYNTH_TOO_BIG;
+		return;
+	}
+	if (VEC_RESERVE(c->nodes, c->nodes.n + t->n_nodes) ||
+	    VEC_RESERVE(c->edges, c->edges.n + t->n_edges) ||
+	    VEC_RESERVE(c->colls, c->colls.n + t->n_colls) ||
+	    VEC_RESERVE(c->marks, c->marks.n + t->n_marks) ||
+	    VEC_RESERVE(c->unit_first, c->unit_first.n + 1) ||
+	    VEC_RESERVE(c->unit_last, c->unit_last.n + 1)) {
+		c->oom = 1;
+		return;
+	}
+	for (uint32_t i = 0; i < t->n_nodes; i++) {
+		struct snode n = c->fnodes.v[t->node0 + i];
+		n.mb = mb;
+		n.iter = c->step;
+		c->nodes.v[c->nodes.n++] = n;
+	}
+	for (uint32_t i = 0; i < t->n_edges; i++) {
+		struct sedge e = c->fedges.v[t->edge0 + i];
+		e.src += k0;
+		e.dst += k0;
+		c->edges.v[c->edges.n++] = e;
+	}
+	for (uint32_t i = 0; i < t->n_colls; i++) {
+		struct graph_coll x = c->fcolls.v[t->coll0 + i];
+		x.node += k0;
+		x.seq = c->seqs.v[x.seq].n++; /* the template keeps its (rank, pg) slot */
+		c->nodes.v[x.node].coll = (uint32_t)c->colls.n;
+		c->colls.v[c->colls.n++] = x;
+	}
+	for (uint32_t i = 0; i < t->n_marks; i++) {
+		const struct fmark *m = &c->fmarks.v[t->mark0 + i];
+		struct synth_fold_mark x = {m->node + k0, m->idle_ns, m->comm_ns};
+		c->marks.v[c->marks.n++] = x;
+	}
+	for (int st = 0; st < S_N; st++)
+		if (t->last[st] != NONE32)
+			c->rk[r].last[st] = k0 + t->last[st];
+	if (t->ufirst != NONE32) {
+		c->unit_first.v[c->unit_first.n++] = k0 + t->ufirst;
+		c->unit_last.v[c->unit_last.n++] = k0 + t->ulast;
+	}
+	c->kernels += t->kernels;
+	c->flops += t->flops;
+	for (int h = 0; h < 3; h++)
+		c->kdb_hits[h] += t->hits[h];
+	c->tasks_folded += t->tasks - t->n_nodes;
+	c->units_folded++;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The host task of template t that starts at offset rel (a gate). */
+static uint32_t fold_gate(const struct ctx *c, int64_t rel)
+{
+	size_t lo = 0, hi = c->fgates.n;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->fgates.v[mid] <= rel)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (uint32_t)lo;
+}
+
+/* Append task n to the template being made; its index in the template. */
+static uint32_t fold_push(struct ctx *c, const struct ufold *t, struct snode n)
+{
+	n.corr = -1;
+	n.op = 0;
+	n.coll = NONE32;
+	if (VEC_PUSH(c->fnodes, n))
+		c->oom = 1;
+	return (uint32_t)(c->fnodes.n - 1 - t->node0);
+}
+
+static void fold_edge(struct ctx *c, const struct ufold *t, uint32_t src, uint32_t dst, uint8_t kind)
+{
+	struct sedge e = {src, dst, kind};
+	(void)t;
+	if (VEC_PUSH(c->fedges, e))
+		c->oom = 1;
+}
+
+/*
+ * Fold the unit just built on rank r (tasks from k0, edges from e0,
+ * collectives from c0; *t holds its counts so far) into a template
+ * (synth.h): 1 when made (the unit's tasks are then taken back), 0 when
+ * the unit cannot be folded (it stays as built).
+ */
+static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e0, size_t c0)
+{
+	uint32_t n = (uint32_t)(c->nodes.n - k0), host = c->rk[r].host;
+	uint32_t comp = c->rk[r].stream[S_COMPUTE];
+	const struct snode *v = c->nodes.v + k0;
+	struct fscr *x;
+	int64_t h = 0;
+	uint32_t prev = NONE32, si;
+
+	size_t f_nodes = c->fnodes.n, f_edges = c->fedges.n, f_colls = c->fcolls.n;
+	size_t f_marks = c->fmarks.n;
+
+	if (c->pend.n || n == 0 || VEC_RESERVE(c->fscr, n))
+		return 0;
+	x = c->fscr.v;
+	for (uint32_t i = 0; i < n; i++) {
+		x[i] = (struct fscr){-1, NONE32, NONE32, 0, 0, 0};
+		if (v[i].proc == host) {
+			if (v[i].lag)
+				return 0;
+			x[i].rel = h;
+			h += v[i].dur;
+		}
+	}
+	for (size_t k = e0; k < c->edges.n; k++) {
+		const struct sedge *e = &c->edges.v[k];
+		uint32_t a = e->src - (uint32_t)k0, b = e->dst - (uint32_t)k0;
+		if (e->src < k0 || e->dst < k0 || v[b].proc == host)
+			return 0;
+		if (e->kind == GE_LAUNCH && v[a].proc == host && !x[b].launched) {
+			x[b].rel = x[a].rel;
+			x[b].launched = 1;
+		} else if (e->kind == GE_EVENT && v[a].proc != host) {
+			x[a].evout = 1;
+			x[b].evin = 1;
+		} else {
+			return 0;
+		}
+	}
+	/* Runs of compute kernels, cut after an event source and before an
+	 * event target. */
+	c->fsegs.n = 0;
+	c->fgates.n = 0;
+	if (VEC_PUSH(c->fgates, 0))
+		goto oom;
+	for (uint32_t i = 0; i < n; i++) {
+		struct fseg *sg;
+		if (v[i].proc == host)
+			continue;
+		if (!x[i].launched)
+			return 0;
+		if (v[i].proc != comp) {
+			if (VEC_PUSH(c->fgates, x[i].rel))
+				goto oom;
+			continue;
+		}
+		if (prev == NONE32 || x[i].evin || x[prev].evout) {
+			struct fseg z = {i, i, 1, 0, INT64_MIN, 0, 0};
+			if (VEC_PUSH(c->fsegs, z) || VEC_PUSH(c->fgates, x[i].rel))
+				goto oom;
+		} else {
+			sg = &c->fsegs.v[c->fsegs.n - 1];
+			if (x[i].rel - sg->rest_ns > sg->gate_ns)
+				sg->gate_ns = x[i].rel - sg->rest_ns;
+			sg->rest_ns += v[i].lag + v[i].dur;
+			sg->idle_ns += v[i].lag;
+			if (v[i].kind == GN_COLL || v[i].kind == GN_P2P)
+				sg->comm_ns += v[i].dur;
+			sg->last = i;
+			sg->n++;
+		}
+		prev = i;
+	}
+	for (size_t k = 0; k < c->fsegs.n; k++)
+		if (c->fsegs.v[k].n > 1 && VEC_PUSH(c->fgates, c->fsegs.v[k].gate_ns))
+			goto oom;
+	qsort(c->fgates.v, c->fgates.n, sizeof(*c->fgates.v), cmp_i64);
+	{
+		size_t u = 0;
+		for (size_t k = 0; k < c->fgates.n; k++)
+			if (k == 0 || c->fgates.v[k] != c->fgates.v[u - 1])
+				c->fgates.v[u++] = c->fgates.v[k];
+		c->fgates.n = u;
+	}
+	if (c->fgates.v[c->fgates.n - 1] >= h)
+		return 0;
+	/* The template: the host's time split at the gates, then the GPU
+	 * tasks in their order. */
+	t->node0 = (uint32_t)c->fnodes.n;
+	t->edge0 = (uint32_t)c->fedges.n;
+	t->coll0 = (uint32_t)c->fcolls.n;
+	t->mark0 = (uint32_t)c->fmarks.n;
+	for (size_t j = 0; j < c->fgates.n; j++) {
+		struct snode hn;
+		memset(&hn, 0, sizeof(hn));
+		hn.dur = (j + 1 < c->fgates.n ? c->fgates.v[j + 1] : h) - c->fgates.v[j];
+		hn.proc = host;
+		hn.name = c->n_cpu;
+		hn.layer = -1;
+		hn.mb = v[0].mb;
+		hn.iter = v[0].iter;
+		hn.phase = v[0].phase;
+		hn.kind = GN_CPU;
+		fold_push(c, t, hn);
+	}
+	si = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (v[i].proc == host)
+			continue;
+		if (v[i].proc != comp) {
+			uint32_t me = fold_push(c, t, v[i]);
+			x[i].start_of = x[i].end_of = me;
+			fold_edge(c, t, fold_gate(c, x[i].rel), me, GE_LAUNCH);
+			if (v[i].coll != NONE32) {
+				struct graph_coll cx = c->colls.v[v[i].coll];
+				cx.node = me;
+				cx.seq = NONE32;
+				for (size_t q = 0; q < c->seqs.n; q++)
+					if (c->seqs.v[q].rank == (uint32_t)r && c->seqs.v[q].pg == cx.pg)
+						cx.seq = (uint32_t)q;
+				if (cx.seq == NONE32 || VEC_PUSH(c->fcolls, cx))
+					goto oom;
+			}
+			continue;
+		}
+		if (si < c->fsegs.n && i == c->fsegs.v[si].first) {
+			const struct fseg *sg = &c->fsegs.v[si];
+			uint32_t m0 = fold_push(c, t, v[i]), me = m0;
+			fold_edge(c, t, fold_gate(c, x[i].rel), m0, GE_LAUNCH);
+			if (sg->n > 1) {
+				struct snode rest = v[i];
+				struct fmark mk;
+				rest.kind = GN_KERNEL;
+				rest.name = c->n_fold;
+				rest.dur = sg->rest_ns;
+				rest.lag = 0;
+				me = fold_push(c, t, rest);
+				fold_edge(c, t, fold_gate(c, sg->gate_ns), me, GE_LAUNCH);
+				mk.node = me;
+				mk.idle_ns = sg->idle_ns;
+				mk.comm_ns = sg->comm_ns;
+				if (VEC_PUSH(c->fmarks, mk))
+					goto oom;
+			}
+			x[i].start_of = m0;
+			x[sg->last].end_of = me;
+			if (t->ufirst == NONE32)
+				t->ufirst = m0;
+			t->ulast = me;
+			si++;
+		}
+	}
+	for (size_t k = e0; k < c->edges.n; k++) {
+		const struct sedge *e = &c->edges.v[k];
+		uint32_t a = e->src - (uint32_t)k0, b = e->dst - (uint32_t)k0;
+		if (e->kind != GE_EVENT)
+			continue;
+		if (x[a].end_of == NONE32 || x[b].start_of == NONE32)
+			goto fail; /* cannot happen: runs are cut at events */
+		fold_edge(c, t, x[a].end_of, x[b].start_of, GE_EVENT);
+	}
+	for (int st = 0; st < S_N; st++) {
+		uint32_t l = c->rk[r].last[st];
+		t->last[st] = l != NONE32 && l >= k0 ? x[l - k0].end_of : NONE32;
+	}
+	if (c->oom)
+		goto fail;
+	t->n_nodes = (uint32_t)(c->fnodes.n - t->node0);
+	t->n_edges = (uint32_t)(c->fedges.n - t->edge0);
+	t->n_colls = (uint32_t)(c->fcolls.n - t->coll0);
+	t->n_marks = (uint32_t)(c->fmarks.n - t->mark0);
+	t->tasks = n;
+	/* Take the unit back: its collectives' sequence numbers too. */
+	for (size_t q = c0; q < c->colls.n; q++)
+		for (size_t k = 0; k < c->seqs.n; k++)
+			if (c->seqs.v[k].rank == (uint32_t)r && c->seqs.v[k].pg == c->colls.v[q].pg) {
+				c->seqs.v[k].n--;
+				break;
+			}
+	c->nodes.n = k0;
+	c->edges.n = e0;
+	c->colls.n = c0;
+	return 1;
+oom:
+	c->oom = 1;
+fail:
+	c->fnodes.n = f_nodes;
+	c->fedges.n = f_edges;
+	c->fcolls.n = f_colls;
+	c->fmarks.n = f_marks;
+	return 0;
+}
+
 /* One forward (fwd = 1) or backward unit of microbatch mb on chunk ch of
  * stage s; dp_bucket: issue the chunk's gradient collectives. */
 static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
@@ -786,8 +1162,21 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 	uint32_t first_task = NONE32, last_task = NONE32;
 	size_t k0 = c->nodes.n;
 	const struct synth_in *in = c->in;
+	size_t slot = c->fold ? fold_slot(c, z, s, ch, mb, fwd, dp_bucket) : SIZE_MAX;
+	size_t e0 = c->edges.n, c0 = c->colls.n, w0 = c->waits.n;
+	struct ufold t;
 
 	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
+	if (slot != SIZE_MAX && c->findex.v[slot] < c->folds.n && !c->pend.n) {
+		fold_replay(c, &c->folds.v[c->findex.v[slot]], r, mb);
+		c->rk[r].layer = -1;
+		return;
+	}
+	memset(&t, 0, sizeof(t));
+	t.ufirst = t.ulast = NONE32;
+	t.flops = c->flops;
+	t.kernels = c->kernels;
+	memcpy(t.hits, c->kdb_hits, sizeof(t.hits));
 	if (fwd) {
 		if (fwd_prev(z, s, ch, &os, &oc)) {
 			pp_transfer(c, r, S_RECVF, GC_RECV, os, oc, z, 1);
@@ -861,6 +1250,30 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 			pp_transfer(c, r, S_SENDB, GC_SEND, s, ch, z, 0);
 		}
 	}
+	if (slot != SIZE_MAX && !c->oom && c->findex.v[slot] == NONE32) {
+		t.flops = c->flops - t.flops;
+		t.kernels = c->kernels - t.kernels;
+		for (int h = 0; h < 3; h++)
+			t.hits[h] = c->kdb_hits[h] - t.hits[h];
+		if (fold_build(c, r, &t, k0, e0, c0)) {
+			/* The replay adds the unit's counts again. */
+			c->flops -= t.flops;
+			c->kernels -= t.kernels;
+			for (int h = 0; h < 3; h++)
+				c->kdb_hits[h] -= t.hits[h];
+			c->waits.n = w0;
+			if (VEC_PUSH(c->folds, t)) {
+				c->oom = 1;
+				return;
+			}
+			c->findex.v[slot] = (uint32_t)(c->folds.n - 1);
+			fold_replay(c, &c->folds.v[c->folds.n - 1], r, mb);
+			return;
+		}
+		c->findex.v[slot] = FOLD_NEVER;
+	}
+	if (c->fold)
+		c->units_kept++;
 	/* The unit's compute tasks, for the bubble. */
 	for (size_t u = k0; u < c->nodes.n; u++)
 		if (c->nodes.v[u].proc == c->rk[r].stream[S_COMPUTE]) {
@@ -1230,6 +1643,19 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		 * steps 100: the product fits 64 bits). */
 		int64_t steps = in->steps > 0 ? in->steps : 1;
 		int64_t least = steps * m->layers * l->microbatches * SYNTH_MIN_TASKS_PER_LAYER;
+		if (in->units) {
+			/* Folded: a few tasks per unit, and the largest unit
+			 * (a chunk's layers) built once. */
+			int64_t units = steps * l->pp * l->vp * l->microbatches * 2;
+			if (units * SYNTH_MIN_TASKS_PER_UNIT > GRAPH_MAX_TASKS)
+				return prism_err_set(
+				    err, PRISM_ELIMIT,
+				    "layout: %" PRId64 " steps x %d stages x %d chunks x %d "
+				    "microbatches make %" PRId64 " pipeline units, more than "
+				    "the %u tasks prism simulates can hold",
+				    steps, l->pp, l->vp, l->microbatches, units, GRAPH_MAX_TASKS);
+			least = (int64_t)m->layers / (l->pp * l->vp) * SYNTH_MIN_TASKS_PER_LAYER;
+		}
 		if (least > GRAPH_MAX_TASKS)
 			return prism_err_set(
 			    err, PRISM_ELIMIT,
@@ -1357,6 +1783,7 @@ void synth_out_free(struct synth_out *o)
 	free(o->step_last);
 	free(o->unit_first);
 	free(o->unit_last);
+	free(o->marks);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -1514,6 +1941,8 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	c.n_record = intern(&c, "cudaEventRecord");
 	c.n_wait = intern(&c, "cudaStreamWaitEvent");
 	c.n_sync = intern(&c, "cudaDeviceSynchronize");
+	c.n_fold = intern(&c, "prism::unit");
+	c.fold = in->units;
 	c.next_corr = 1;
 	c.rk = prism_calloc((size_t)P, sizeof(*c.rk));
 	if (!c.rk)
@@ -1620,6 +2049,20 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	out->kernels = c.kernels;
 	out->kdb_exact = c.kdb_hits[KDB_EXACT];
 	out->kdb_interpolated = c.kdb_hits[KDB_INTERPOLATED];
+	out->tasks = (uint64_t)c.nodes.n + c.tasks_folded;
+	out->n_units_folded = c.units_folded;
+	out->n_units_kept = c.units_kept;
+	out->n_unit_kinds = c.folds.n;
+	if (c.marks.n) {
+		out->marks = prism_malloc(c.marks.n * sizeof(*out->marks));
+		if (!out->marks)
+			goto oom;
+		for (size_t i = 0; i < c.marks.n; i++) {
+			out->marks[i] = c.marks.v[i];
+			out->marks[i].node = newid[c.marks.v[i].node];
+		}
+		out->n_marks = c.marks.n;
+	}
 	out->n_waits = (uint32_t)c.waits.n;
 	out->waits = prism_malloc((c.waits.n ? c.waits.n : 1) * sizeof(*out->waits));
 	if (!out->waits)
@@ -1658,5 +2101,15 @@ done:
 	VEC_FREE(c.step_last);
 	VEC_FREE(c.unit_first);
 	VEC_FREE(c.unit_last);
+	VEC_FREE(c.folds);
+	VEC_FREE(c.fnodes);
+	VEC_FREE(c.fedges);
+	VEC_FREE(c.fcolls);
+	VEC_FREE(c.fmarks);
+	VEC_FREE(c.marks);
+	VEC_FREE(c.fscr);
+	VEC_FREE(c.fsegs);
+	VEC_FREE(c.fgates);
+	VEC_FREE(c.findex);
 	return rc;
 }

@@ -77,6 +77,12 @@ struct synth_in {
 	int no_shapes;			      /* 1: kernels' ops record no shapes (op,
 				  * op_dims, op_types; a graph that is only
 				  * simulated, never written or edited) */
+	int units;			      /* 1: each distinct pipeline unit is built
+				  * kernel by kernel once and every unit is
+				  * folded into a few unit tasks (hierarchical
+				  * simulation, below); 0: every kernel (the
+				  * reference, and what timelines and traces
+				  * need) */
 };
 
 /* The largest layout accepted anywhere (run descriptions, options, sweeps,
@@ -115,6 +121,22 @@ struct synth_out {
 	uint32_t *unit_first, *unit_last;
 	size_t n_units;
 	uint32_t compute[SYNTH_MAX_STAGES]; /* each stage's compute stream */
+	/* What the graph stands for: tasks of the kernel-level graph (equal to
+	 * the graph's own count unless units were folded). */
+	uint64_t tasks;
+	/* Folded units (in->units): the unit tasks that stand for several
+	 * compute-stream kernels, each with the time inside it that the
+	 * kernels leave idle (their start lags) and that tensor-parallel
+	 * collectives hold; node ids.  n_units_folded units were folded,
+	 * n_units_kept stayed kernel by kernel (what could not be folded). */
+	struct synth_fold_mark *marks;
+	size_t n_marks;
+	size_t n_units_folded, n_units_kept, n_unit_kinds;
+};
+
+struct synth_fold_mark {
+	uint32_t node;
+	int64_t idle_ns, comm_ns;
 };
 
 /* Defaults: bf16, two steps (the first starts from idle streams and is
@@ -136,6 +158,29 @@ void synth_mem(const struct synth_in *in, struct mem_est *out);
  * backward (recomputation included) and the attention core's forward
  * alone.  For the analytic estimate and for tests. */
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s);
+
+/*
+ * Hierarchical simulation (in->units): a step repeats the same units (the
+ * forward or backward of one microbatch on one model chunk of a stage).
+ * A unit is keyed by its stage, chunk, phase, whether it issues the
+ * chunk's gradient collectives, and whether its microbatch is the first
+ * or the last; the first unit of each key is built kernel by kernel and
+ * folded, the others repeat the fold.  A fold keeps the host's time and
+ * every task off the compute stream (point-to-point and data-parallel
+ * collectives, which rendezvous and overlap as before) and replaces each
+ * run of compute-stream kernels between cross-stream events by two
+ * tasks: its first kernel as it is, then one task as long as the rest
+ * (their durations and start lags), whose launch edge comes from a host
+ * task starting at G = max over the kernels k of (launch of k - the time
+ * of the kernels before k in the run): the run's end, max(its first
+ * kernel's end + the rest, host start + G + the rest), is the same as
+ * kernel by kernel (each kernel starts at the later of the previous end
+ * and its launch, plus its lag).  The host's time is split at every
+ * launch it gates.  A unit whose build leaves event waits pending, or
+ * whose edges reach outside it, stays kernel by kernel (counted in
+ * n_units_kept).  docs/MODEL.md, "Hierarchical simulation".
+ */
+#define SYNTH_MIN_TASKS_PER_UNIT 4
 
 /*
  * Build the run.  0 with *out_g set (free with graph_free) and *out filled

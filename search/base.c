@@ -35,6 +35,7 @@ int base_load(struct base *b, char *const *paths, int n, const struct base_opts 
 	memset(b, 0, sizeof(*b));
 	synth_in_default(&in);
 	in.kdb = o->kdb;
+	in.units = 1; /* candidates simulated, not kept, fold their units */
 	if (n == 1 && base_is_model(paths[0])) {
 		const char *hw_name = o->base_hw ? o->base_hw : o->hw;
 		if (!hw_name)

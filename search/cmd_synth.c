@@ -34,6 +34,10 @@ static const char help[] =
     "                          the kernel model for the rest\n"
     "      --host-us OP,LAUNCH host time per op and per kernel launch, in us\n"
     "                          (default 10,5)\n"
+    "      --full              simulate every kernel of every microbatch (the\n"
+    "                          reference; without -o, each distinct pipeline unit\n"
+    "                          is simulated once and the units folded:\n"
+    "                          docs/MODEL.md, \"Hierarchical simulation\")\n"
     "      --json              print the prediction as JSON\n"
     "  -h, --help              this help\n";
 
@@ -133,6 +137,7 @@ int cmd_synth(int argc, char **argv)
 	    {"hw", required_argument, NULL, 'w'},
 	    {"output", required_argument, NULL, 'o'},
 	    {"json", no_argument, NULL, 'j'},
+	    {"full", no_argument, NULL, 'F'},
 	    {"eff", required_argument, NULL, 'e'},
 	    {"host-us", required_argument, NULL, 'H'},
 	    {"db", required_argument, NULL, 'D'},
@@ -149,7 +154,7 @@ int cmd_synth(int argc, char **argv)
 	const char *hw_name = NULL, *out = NULL, *eff = NULL, *host = NULL, *db_path = NULL;
 	struct kdb *db = NULL;
 	unsigned given = 0;
-	int json = 0, c, rc;
+	int json = 0, full = 0, c, rc;
 	char mpath[1024], hpath[1024];
 	char *inputs[3] = {mpath, hpath, NULL};
 
@@ -171,6 +176,9 @@ int cmd_synth(int argc, char **argv)
 			break;
 		case 'j':
 			json = 1;
+			break;
+		case 'F':
+			full = 1;
 			break;
 		case 'e':
 			eff = optarg;
@@ -218,6 +226,7 @@ int cmd_synth(int argc, char **argv)
 	    (db_path && cli_load_kdb(db_path, &db, &err)))
 		return cli_fail(&err);
 	in.kdb = db;
+	in.units = !full;
 	rc = predict_synth(&in, &p, out ? &g : NULL, out ? &so : NULL, &err);
 	kdb_free(db);
 	if (rc)

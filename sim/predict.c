@@ -58,6 +58,8 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 	/* A graph nobody keeps is only simulated: its ops' shapes (for
 	 * writing it as a trace, or editing it) would be built for nothing. */
 	built.no_shapes = in->no_shapes || !keep_g;
+	/* Units fold only where nobody keeps the graph (synth.h). */
+	built.units = in->units && !keep_g;
 	if ((rc = synth_build(&built, &g, &so, err)))
 		return rc;
 	if ((rc = settle_synth(g, &so, &st, err)) == 0) {
@@ -67,7 +69,7 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 		out->exposed_comm_s = st.exposed_comm_s;
 		out->overlap_s = st.overlap_s;
 		out->idle_s = st.idle_s;
-		out->tasks = g->n_nodes;
+		out->tasks = so.tasks > UINT32_MAX ? UINT32_MAX : (uint32_t)so.tasks;
 		out->kernels = so.kernels;
 		out->kdb_exact = so.kdb_exact;
 		out->kdb_interpolated = so.kdb_interpolated;

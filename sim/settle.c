@@ -7,6 +7,33 @@
 #include "metrics.h"
 #include "sim.h"
 
+/* A folded unit task counts as compute over its whole span; the share of
+ * its idle lags and its tensor-parallel collectives that falls in the
+ * window moves to idle and exposed communication (an estimate: what
+ * other streams run beside those parts is taken as beside compute). */
+static void fold_breakdown(const struct sim *sm, const struct synth_out *so,
+			   const struct metrics_iter *it, struct settle_out *out)
+{
+	const struct graph *g = sm->g;
+	int64_t a = it->sim_start_ns, b = a + it->predicted_ns;
+	double idle = 0, comm = 0;
+
+	for (size_t i = 0; i < so->n_marks; i++) {
+		uint32_t u = so->marks[i].node;
+		int64_t x = sm->start_ns[u] > a ? sm->start_ns[u] : a;
+		int64_t y = sm->end_ns[u] < b ? sm->end_ns[u] : b;
+		double f;
+		if (g->procs[g->proc[u]].rank != it->rank || x >= y)
+			continue;
+		f = (double)(y - x) / (double)(sm->end_ns[u] - sm->start_ns[u]);
+		idle += f * (double)so->marks[i].idle_ns * 1e-9;
+		comm += f * (double)so->marks[i].comm_ns * 1e-9;
+	}
+	out->exposed_compute_s -= idle + comm;
+	out->exposed_comm_s += comm;
+	out->idle_s += idle;
+}
+
 int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
 		 struct prism_err *err)
 {
@@ -16,14 +43,25 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 	int rc, P = so->stages, steps = so->steps;
 	double idle = 0;
 	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	int64_t *inner = NULL; /* folded units: idle time inside a unit task */
 	size_t per_step;
 
 	memset(out, 0, sizeof(*out));
+	if (so->n_marks && sm) {
+		inner = prism_calloc(g->n_nodes, sizeof(*inner));
+		if (!inner) {
+			sim_free(sm);
+			sm = NULL;
+		}
+	}
 	if (!sm)
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	for (size_t i = 0; inner && i < so->n_marks; i++)
+		inner[so->marks[i].node] = so->marks[i].idle_ns;
 	sim_opts_default(&o);
 	if ((rc = sim_run(sm, &o, err))) {
 		sim_free(sm);
+		free(inner);
 		return rc;
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
@@ -51,7 +89,7 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 		int64_t busy = 0;
 		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
 			if (sm->start_ns[u] >= lo && sm->end_ns[u] <= hi)
-				busy += sm->end_ns[u] - sm->start_ns[u];
+				busy += sm->end_ns[u] - sm->start_ns[u] - (inner ? inner[u] : 0);
 		idle += 1.0 - (double)busy / (double)(hi - lo);
 	}
 	out->bubble = P > 0 ? idle / P : 0;
@@ -60,11 +98,13 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 		long n = metrics_iterations(sm, &its), pick = -1;
 		if (n < 0) {
 			sim_free(sm);
+			free(inner);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
 		if (metrics_step_time(its, n, &out->iter_s)) {
 			free(its);
 			sim_free(sm);
+			free(inner);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
 		for (long i = 0; i < n; i++)
@@ -76,9 +116,11 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 			out->exposed_comm_s = (double)its[pick].exposed_comm_ns * 1e-9;
 			out->overlap_s = (double)its[pick].overlap_ns * 1e-9;
 			out->idle_s = (double)its[pick].idle_ns * 1e-9;
+			fold_breakdown(sm, so, &its[pick], out);
 		}
 		free(its);
 	}
 	sim_free(sm);
+	free(inner);
 	return 0;
 }
