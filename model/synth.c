@@ -56,15 +56,15 @@ struct opmemo {
 	uint32_t rec; /* 0: empty */
 };
 
-/* A folded unit: its tasks, edges (ids relative to its first task) and
- * collectives (node relative, seq unset) in the ctx's f* arrays. */
+/* A folded unit (found by its key in ctx.findex): its tasks, edges (ids
+ * relative to its first task), collectives (node relative; seq: their
+ * (rank, pg) entry in ctx.seqs) and marks in the ctx's f* arrays. */
 struct ufold {
-	int32_t key[6]; /* stage, chunk, forward, bucket, first mb, last mb */
 	uint32_t node0, n_nodes, edge0, n_edges, coll0, n_colls, mark0, n_marks;
-	uint32_t last[S_N];	  /* each stream's last task, or NONE32 */
-	uint32_t ufirst, ulast;	  /* first and last compute task, or NONE32 */
-	uint64_t tasks;		  /* kernel-level tasks it stands for */
-	double flops;		  /* ctx.flops it added */
+	uint32_t last[S_N];	   /* each stream's last task, or NONE32 */
+	uint32_t ufirst, ulast;	   /* first and last compute task, or NONE32 */
+	uint64_t tasks;		   /* kernel-level tasks it stands for */
+	double flops;		   /* ctx.flops it added */
 	uint32_t kernels, hits[3]; /* ctx.kernels and kdb_hits it added */
 };
 
@@ -144,8 +144,8 @@ struct ctx {
 	VEC(struct fscr) fscr;
 	VEC(struct fseg) fsegs;
 	VEC(int64_t) fgates;
-	VEC(uint32_t) findex; /* per (stage, chunk, flags): its template, or NONE32 */
-	uint32_t n_fold;      /* the name of a unit task */
+	VEC(uint32_t) findex;  /* per (stage, chunk, flags): its template, or NONE32 */
+	uint32_t n_fold;       /* the name of a unit task */
 	uint64_t tasks_folded; /* kernel-level tasks the folded units stand for,
 				* less their unit tasks */
 	size_t units_folded, units_kept;
@@ -943,10 +943,9 @@ static uint32_t fold_push(struct ctx *c, const struct ufold *t, struct snode n)
 	return (uint32_t)(c->fnodes.n - 1 - t->node0);
 }
 
-static void fold_edge(struct ctx *c, const struct ufold *t, uint32_t src, uint32_t dst, uint8_t kind)
+static void fold_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
 {
 	struct sedge e = {src, dst, kind};
-	(void)t;
 	if (VEC_PUSH(c->fedges, e))
 		c->oom = 1;
 }
@@ -1069,13 +1068,14 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 		if (v[i].proc != comp) {
 			uint32_t me = fold_push(c, t, v[i]);
 			x[i].start_of = x[i].end_of = me;
-			fold_edge(c, t, fold_gate(c, x[i].rel), me, GE_LAUNCH);
+			fold_edge(c, fold_gate(c, x[i].rel), me, GE_LAUNCH);
 			if (v[i].coll != NONE32) {
 				struct graph_coll cx = c->colls.v[v[i].coll];
 				cx.node = me;
 				cx.seq = NONE32;
 				for (size_t q = 0; q < c->seqs.n; q++)
-					if (c->seqs.v[q].rank == (uint32_t)r && c->seqs.v[q].pg == cx.pg)
+					if (c->seqs.v[q].rank == (uint32_t)r &&
+					    c->seqs.v[q].pg == cx.pg)
 						cx.seq = (uint32_t)q;
 				if (cx.seq == NONE32 || VEC_PUSH(c->fcolls, cx))
 					goto oom;
@@ -1085,7 +1085,7 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 		if (si < c->fsegs.n && i == c->fsegs.v[si].first) {
 			const struct fseg *sg = &c->fsegs.v[si];
 			uint32_t m0 = fold_push(c, t, v[i]), me = m0;
-			fold_edge(c, t, fold_gate(c, x[i].rel), m0, GE_LAUNCH);
+			fold_edge(c, fold_gate(c, x[i].rel), m0, GE_LAUNCH);
 			if (sg->n > 1) {
 				struct snode rest = v[i];
 				struct fmark mk;
@@ -1094,7 +1094,7 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 				rest.dur = sg->rest_ns;
 				rest.lag = 0;
 				me = fold_push(c, t, rest);
-				fold_edge(c, t, fold_gate(c, sg->gate_ns), me, GE_LAUNCH);
+				fold_edge(c, fold_gate(c, sg->gate_ns), me, GE_LAUNCH);
 				mk.node = me;
 				mk.idle_ns = sg->idle_ns;
 				mk.comm_ns = sg->comm_ns;
@@ -1116,7 +1116,7 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 			continue;
 		if (x[a].end_of == NONE32 || x[b].start_of == NONE32)
 			goto fail; /* cannot happen: runs are cut at events */
-		fold_edge(c, t, x[a].end_of, x[b].start_of, GE_EVENT);
+		fold_edge(c, x[a].end_of, x[b].start_of, GE_EVENT);
 	}
 	for (int st = 0; st < S_N; st++) {
 		uint32_t l = c->rk[r].last[st];
@@ -1132,7 +1132,8 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 	/* Take the unit back: its collectives' sequence numbers too. */
 	for (size_t q = c0; q < c->colls.n; q++)
 		for (size_t k = 0; k < c->seqs.n; k++)
-			if (c->seqs.v[k].rank == (uint32_t)r && c->seqs.v[k].pg == c->colls.v[q].pg) {
+			if (c->seqs.v[k].rank == (uint32_t)r &&
+			    c->seqs.v[k].pg == c->colls.v[q].pg) {
 				c->seqs.v[k].n--;
 				break;
 			}

@@ -7,31 +7,106 @@
 #include "metrics.h"
 #include "sim.h"
 
-/* A folded unit task counts as compute over its whole span; the share of
- * its idle lags and its tensor-parallel collectives that falls in the
- * window moves to idle and exposed communication (an estimate: what
- * other streams run beside those parts is taken as beside compute). */
-static void fold_breakdown(const struct sim *sm, const struct synth_out *so,
-			   const struct metrics_iter *it, struct settle_out *out)
+/* Intervals by start (for the union of a rank's communication). */
+struct ival {
+	int64_t a, b;
+};
+
+static int cmp_ival(const void *x, const void *y)
+{
+	const struct ival *p = x, *q = y;
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/*
+ * The breakdown (metrics.h) counts a folded unit task as compute over its
+ * whole span; inside it are idle lags and tensor-parallel collectives
+ * (synth_fold_mark).  Taken as spread evenly over the task, those parts
+ * move: beside the rank's other communication (its data-parallel and
+ * point-to-point streams) from overlap to exposed communication, elsewhere
+ * the collectives' from exposed compute to exposed communication and the
+ * lags' to idle.  An estimate (docs/MODEL.md), the step time is exact.
+ * 0 or PRISM_ENOMEM.
+ */
+static int fold_breakdown(const struct sim *sm, const struct synth_out *so,
+			  const struct metrics_iter *it, struct settle_out *out)
 {
 	const struct graph *g = sm->g;
 	int64_t a = it->sim_start_ns, b = a + it->predicted_ns;
-	double idle = 0, comm = 0;
+	uint32_t comp = it->rank < (uint32_t)so->stages ? so->compute[it->rank] : UINT32_MAX;
+	double d_overlap = 0, d_comm = 0, d_comp = 0, d_idle = 0;
+	struct ival *u = NULL;
+	size_t n = 0, cap = 0;
 
-	for (size_t i = 0; i < so->n_marks; i++) {
-		uint32_t u = so->marks[i].node;
-		int64_t x = sm->start_ns[u] > a ? sm->start_ns[u] : a;
-		int64_t y = sm->end_ns[u] < b ? sm->end_ns[u] : b;
-		double f;
-		if (g->procs[g->proc[u]].rank != it->rank || x >= y)
+	/* The union of the rank's other communication in the window. */
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		if (g->procs[p].rank != it->rank || !g->procs[p].gpu || p == comp)
 			continue;
-		f = (double)(y - x) / (double)(sm->end_ns[u] - sm->start_ns[u]);
-		idle += f * (double)so->marks[i].idle_ns * 1e-9;
-		comm += f * (double)so->marks[i].comm_ns * 1e-9;
+		for (uint32_t v = g->procs[p].first; v < g->procs[p].first + g->procs[p].n; v++) {
+			int64_t x = sm->start_ns[v] > a ? sm->start_ns[v] : a;
+			int64_t y = sm->end_ns[v] < b ? sm->end_ns[v] : b;
+			if (x >= y || (g->kind[v] != GN_COLL && g->kind[v] != GN_P2P))
+				continue;
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 256;
+				struct ival *nu = prism_realloc(u, nc * sizeof(*nu));
+				if (!nu) {
+					free(u);
+					return PRISM_ENOMEM;
+				}
+				u = nu;
+				cap = nc;
+			}
+			u[n++] = (struct ival){x, y};
+		}
 	}
-	out->exposed_compute_s -= idle + comm;
-	out->exposed_comm_s += comm;
-	out->idle_s += idle;
+	if (n)
+		qsort(u, n, sizeof(*u), cmp_ival);
+	{
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (m && u[i].a <= u[m - 1].b) {
+				if (u[i].b > u[m - 1].b)
+					u[m - 1].b = u[i].b;
+			} else {
+				u[m++] = u[i];
+			}
+		}
+		n = m;
+	}
+	for (size_t i = 0; i < so->n_marks; i++) {
+		uint32_t v = so->marks[i].node;
+		int64_t x = sm->start_ns[v] > a ? sm->start_ns[v] : a;
+		int64_t y = sm->end_ns[v] < b ? sm->end_ns[v] : b;
+		double span, f, idle, comm, cov = 0;
+		size_t lo = 0, hi = n;
+		if (g->proc[v] != comp || x >= y)
+			continue;
+		while (lo < hi) { /* the first interval ending after x */
+			size_t mid = lo + (hi - lo) / 2;
+			if (u[mid].b <= x)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t k = lo; k < n && u[k].a < y; k++)
+			cov += (double)((u[k].b < y ? u[k].b : y) - (u[k].a > x ? u[k].a : x));
+		span = (double)(sm->end_ns[v] - sm->start_ns[v]);
+		f = (double)(y - x) / span;
+		idle = f * (double)so->marks[i].idle_ns;
+		comm = f * (double)so->marks[i].comm_ns;
+		cov /= (double)(y - x); /* the share beside other communication */
+		d_overlap -= cov * (idle + comm);
+		d_comm += cov * (idle + comm) + (1 - cov) * comm;
+		d_comp -= (1 - cov) * (idle + comm);
+		d_idle += (1 - cov) * idle;
+	}
+	free(u);
+	out->overlap_s += d_overlap * 1e-9;
+	out->exposed_comm_s += d_comm * 1e-9;
+	out->exposed_compute_s += d_comp * 1e-9;
+	out->idle_s += d_idle * 1e-9;
+	return 0;
 }
 
 int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
@@ -116,7 +191,13 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 			out->exposed_comm_s = (double)its[pick].exposed_comm_ns * 1e-9;
 			out->overlap_s = (double)its[pick].overlap_ns * 1e-9;
 			out->idle_s = (double)its[pick].idle_ns * 1e-9;
-			fold_breakdown(sm, so, &its[pick], out);
+			if (so->n_marks && fold_breakdown(sm, so, &its[pick], out)) {
+				free(its);
+				sim_free(sm);
+				free(inner);
+				return prism_err_set(err, PRISM_ENOMEM,
+						     "simulation: out of memory");
+			}
 		}
 		free(its);
 	}

@@ -41,10 +41,20 @@ def run(*args, code=0, seconds=30):
 # synth and whatif on a model: refused before building, by the least the
 # run would need (65,536 layers x 65,536 microbatches held 3.8 GB in 20 s).
 err, t, _ = run("synth", "gpt3-1.3b", "--hw", "h100-dgx", "--microbatches", "65536", "--pp",
-                "256", "--layers", "65536", code=2)
+                "256", "--layers", "65536", "--full", code=2)
 check("make at least 412316860416 tasks, more than the 33554432 prism simulates" in err, err)
+# Folded into units (hierarchical simulation, the default where no trace
+# is written), a run is bounded by its units: 2 x 256 x 65536 x 2 of them
+# are refused, 57 million tasks of 8192 microbatches are simulated at once.
+err, t, _ = run("synth", "gpt3-1.3b", "--hw", "h100-dgx", "--microbatches", "65536", "--pp",
+                "256", "--layers", "65536", code=2)
+check("2 steps x 256 stages x 1 chunks x 65536 microbatches make 67108864 pipeline units, "
+      "more than the 33554432 tasks prism simulates can hold" in err, err)
+err, t, rss = run("whatif", "gpt3-1.3b", "--hw", "h100-dgx", "--microbatches", "8192",
+                  "--layers", "48", code=0)
+check(t < 10 and rss < 500, f"whatif of 8192 microbatches: {t:.1f} s, {rss:.0f} MB")
 err, t, _ = run("whatif", "gpt3-1.3b", "--hw", "h100-dgx", "--microbatches", "8192",
-                "--layers", "48", code=2)
+                "--layers", "48", "--timeline", "/dev/null", code=2)
 check("more than the 33554432 prism simulates" in err, err)
 err, t, _ = run("synth", "gpt3-1.3b", "--hw", "h100-dgx", "--gbs", "16777216", code=2)
 check(err == "prism: layout: microbatches 16777216 is not in 1..65536\n", err)

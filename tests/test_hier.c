@@ -1,0 +1,249 @@
+/*
+ * test_hier.c - hierarchical simulation (synth.h, "units") against the
+ * kernel-level reference: on every candidate of a set that spans the
+ * schedules, virtual stages, recomputation, ZeRO stages, tensor and
+ * sequence parallelism, precisions, launch-bound hosts and rebuilt trace
+ * bases, the folded run's step times equal the full simulation's to the
+ * nanosecond, and so do the bubble and the counts; the breakdown (an
+ * estimate inside folded units) within 2 % of the step.  Figures of the
+ * acceptance layout (GPT-3 175B, TP8 PP8 DP8 on H100) come from the full
+ * simulation.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+#include "hw.h"
+#include "predict.h"
+#include "settle.h"
+#include "synth.h"
+#include "testutil.h"
+
+static struct hw_profile hw;
+
+static int setup(void **state)
+{
+	struct prism_err err;
+	(void)state;
+	return hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &hw, &err);
+}
+
+static void small(struct synth_in *in)
+{
+	synth_in_default(in);
+	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t", 0, 0};
+	in->hw = &hw;
+	in->no_shapes = 1;
+}
+
+struct run {
+	struct graph *g;
+	struct synth_out so;
+	struct settle_out st;
+};
+
+static void run_build(const struct synth_in *in, int units, struct run *r)
+{
+	struct synth_in b = *in;
+	struct prism_err err;
+	prism_err_clear(&err);
+	b.units = units;
+	memset(r, 0, sizeof(*r));
+	if (synth_build(&b, &r->g, &r->so, &err) != 0 || graph_check(r->g, &err) != 0 ||
+	    settle_synth(r->g, &r->so, &r->st, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+}
+
+static void run_free(struct run *r)
+{
+	graph_free(r->g);
+	synth_out_free(&r->so);
+}
+
+/* in folded against in kernel by kernel: every step of every stage to the
+ * nanosecond, the bubble, the counts; the breakdown within 2 % of the step. */
+static void agree(const struct synth_in *in)
+{
+	struct run f, u;
+	double step;
+
+	run_build(in, 0, &f);
+	run_build(in, 1, &u);
+	assert_int_equal(u.so.n_units_kept, 0);
+	assert_int_equal(u.so.n_units_folded, f.so.n_units);
+	assert_true(u.so.n_unit_kinds > 0 && u.so.n_unit_kinds <= f.so.n_units);
+	assert_int_equal(u.g->n_iters, f.g->n_iters);
+	for (uint32_t i = 0; i < f.g->n_iters; i++) {
+		assert_int_equal(u.g->iters[i].start_ns, f.g->iters[i].start_ns);
+		assert_int_equal(u.g->iters[i].dur_ns, f.g->iters[i].dur_ns);
+	}
+	assert_true(u.st.iter_s == f.st.iter_s);
+	assert_true(u.st.bubble == f.st.bubble);
+	assert_int_equal(u.so.tasks, f.g->n_nodes);
+	assert_int_equal(f.so.tasks, f.g->n_nodes);
+	assert_int_equal(u.so.kernels, f.so.kernels);
+	assert_int_equal(u.so.kdb_exact, f.so.kdb_exact);
+	assert_int_equal(u.so.kdb_interpolated, f.so.kdb_interpolated);
+	assert_rel_close(u.so.flops, f.so.flops, 1e-12);
+	assert_int_equal(u.so.n_units, f.so.n_units);
+	step = f.st.iter_s;
+	print_message("  iter %.6f ms: compute %.4f/%.4f comm %.4f/%.4f overlap %.4f/%.4f idle "
+		      "%.4f/%.4f\n",
+		      step * 1e3, u.st.exposed_compute_s * 1e3, f.st.exposed_compute_s * 1e3,
+		      u.st.exposed_comm_s * 1e3, f.st.exposed_comm_s * 1e3, u.st.overlap_s * 1e3,
+		      f.st.overlap_s * 1e3, u.st.idle_s * 1e3, f.st.idle_s * 1e3);
+	assert_true(fabs(u.st.exposed_compute_s - f.st.exposed_compute_s) <= 0.02 * step);
+	assert_true(fabs(u.st.exposed_comm_s - f.st.exposed_comm_s) <= 0.02 * step);
+	assert_true(fabs(u.st.overlap_s - f.st.overlap_s) <= 0.02 * step);
+	assert_true(fabs(u.st.idle_s - f.st.idle_s) <= 0.02 * step);
+	/* Fewer tasks: the units are folded (a unit of one microbatch
+	 * keeps a few tasks of its dozens). */
+	assert_true(u.g->n_nodes < f.g->n_nodes);
+	run_free(&f);
+	run_free(&u);
+}
+
+/* Every schedule, virtual stages, recomputation, ZeRO stage, TP/SP,
+ * precision, flash or not, bare layers, steps, launch-bound hosts. */
+static void test_agreement(void **state)
+{
+	static const struct {
+		int tp, pp, dp, vp, m, sched, rec, zero, sp, flash, dtype, steps, bare;
+		double host_us;
+	} cases[] = {
+	    {1, 1, 1, 1, 1, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {1, 1, 1, 1, 6, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {1, 2, 1, 1, 4, MEM_GPIPE, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {1, 4, 1, 1, 16, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {2, 4, 2, 2, 8, MEM_INTERLEAVED, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {1, 2, 1, 4, 4, MEM_INTERLEAVED, MEM_RECOMPUTE_SELECTIVE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {2, 2, 4, 1, 5, MEM_1F1B, MEM_RECOMPUTE_FULL, 1, 1, 1, HW_BF16, 2, 0, 10},
+	    {4, 2, 8, 1, 3, MEM_GPIPE, MEM_RECOMPUTE_SELECTIVE, 2, 1, 1, HW_BF16, 3, 0, 10},
+	    {8, 1, 16, 1, 4, MEM_1F1B, MEM_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10},
+	    {2, 8, 2, 1, 12, MEM_1F1B, MEM_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10},
+	    {1, 2, 2, 1, 4, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, 0, HW_FP16, 2, 0, 10},
+	    {2, 4, 1, 2, 4, MEM_INTERLEAVED, MEM_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10},
+	    /* Launch-bound: the host, not the GPU, decides when kernels
+	     * start inside the units (the fold's gates). */
+	    {1, 2, 2, 1, 8, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400},
+	    {1, 4, 1, 2, 8, MEM_INTERLEAVED, MEM_RECOMPUTE_FULL, 0, 0, 1, HW_BF16, 2, 0, 60},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_in in;
+		small(&in);
+		in.lay.tp = cases[i].tp;
+		in.lay.pp = cases[i].pp;
+		in.lay.dp = cases[i].dp;
+		in.lay.vp = cases[i].vp;
+		in.lay.microbatches = cases[i].m;
+		in.lay.schedule = cases[i].sched;
+		in.lay.recompute = cases[i].rec;
+		in.lay.zero = cases[i].zero;
+		in.lay.sp = cases[i].sp;
+		in.lay.flash = cases[i].flash;
+		in.dtype = cases[i].dtype;
+		in.steps = cases[i].steps;
+		in.bare = cases[i].bare;
+		in.cpu_op_s = cases[i].host_us * 1e-6;
+		print_message("case %zu\n", i);
+		agree(&in);
+	}
+}
+
+/*
+ * The acceptance layout, GPT-3 175B (configs/models/gpt3-175b.cfg) on 512
+ * H100 as TP8 PP8 DP8, 64 microbatches of one sequence, 1F1B: the full
+ * simulation's iteration (4902.718 ms, prism synth --full), bubble and
+ * task counts, and the folded run's graph: 8 stages x 128 units x 2 steps,
+ * each a few tasks, beside the optimizer kept kernel by kernel.
+ */
+static void test_gpt3_175b(void **state)
+{
+	struct synth_in in;
+	struct predict_out full, hier;
+	struct prism_err err;
+	struct run u;
+	(void)state;
+	synth_in_default(&in);
+	in.m = (struct llm){96, 12288, 96, 49152, 2048, 51200, "gpt3-175b", 0, 0};
+	in.hw = &hw;
+	in.lay.tp = 8;
+	in.lay.pp = 8;
+	in.lay.dp = 8;
+	in.lay.microbatches = 64;
+	prism_err_clear(&err);
+	assert_int_equal(predict_synth(&in, &full, NULL, NULL, &err), 0);
+	in.units = 1;
+	assert_int_equal(predict_synth(&in, &hier, NULL, NULL, &err), 0);
+	assert_rel_close(full.iter_s, 4.902718, 2e-7);
+	assert_true(hier.iter_s == full.iter_s);
+	assert_true(hier.bubble == full.bubble);
+	assert_rel_close(full.bubble, 0.113, 0.005);
+	assert_int_equal(full.tasks, 1056704);
+	assert_int_equal(hier.tasks, 1056704);
+	assert_int_equal(hier.kernels, 349696);
+	in.no_shapes = 1;
+	run_build(&in, 1, &u);
+	/* Per stage and step: fwd/bwd x {first, middle, last microbatch},
+	 * the buckets; stage 0 and 7 differ from the middle ones. */
+	assert_int_equal(u.so.n_units_folded, 8 * 128 * 2);
+	assert_int_equal(u.so.n_units_kept, 0);
+	assert_true(u.so.n_unit_kinds <= 8 * 7);
+	/* Memory bounded by the units: under 12 tasks a unit, and the
+	 * optimizer's and the synchronisations' (kernel by kernel). */
+	assert_true(u.g->n_nodes < 8 * 128 * 2 * 12 + 2 * 8 * 12 * 3 * 15 + 64);
+	run_free(&u);
+}
+
+/*
+ * A rebuilt candidate of an annotated trace base (predict_eval's
+ * PM_REBUILD: the base's costs fitted, the layout changed) folds too: the
+ * same iteration as the kernel-level rebuild.
+ */
+static void test_rebuilt_base(void **state)
+{
+	struct synth_in in, cand;
+	struct predict_base b;
+	struct predict_out o_full, o_hier;
+	struct prism_err err;
+	struct graph *g = NULL;
+	struct synth_out so;
+	(void)state;
+	small(&in);
+	in.lay.pp = 2;
+	in.lay.microbatches = 4;
+	in.lay.dp = 2;
+	in.no_shapes = 0;
+	prism_err_clear(&err);
+	assert_int_equal(predict_synth(&in, &o_full, &g, &so, &err), 0);
+	synth_out_free(&so);
+	in.units = 1;
+	assert_int_equal(predict_base_init(&b, PB_ANNOTATED, g, &in, &hw, 0, &err), 0);
+	cand = b.in;
+	cand.lay.pp = 4;
+	cand.lay.tp = 2;
+	cand.lay.microbatches = 8;
+	cand.lay.recompute = MEM_RECOMPUTE_SELECTIVE;
+	assert_int_equal(predict_method(&b, &cand, &err), PM_REBUILD);
+	assert_int_equal(predict_eval(&b, &cand, &o_hier, NULL, NULL, &err), 0);
+	cand.units = 0;
+	assert_int_equal(predict_eval(&b, &cand, &o_full, NULL, NULL, &err), 0);
+	assert_true(o_hier.iter_s > 0);
+	assert_true(o_hier.iter_s == o_full.iter_s);
+	assert_true(o_hier.bubble == o_full.bubble);
+	assert_int_equal(o_hier.tasks, o_full.tasks);
+	graph_free(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_agreement),
+	    cmocka_unit_test(test_gpt3_175b),
+	    cmocka_unit_test(test_rebuilt_base),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
