@@ -116,7 +116,7 @@ static void print_json(const struct base *b, const struct synth_in *cand,
 		printf(
 		    "\"iteration_s\":%.9f,\"layers_from\":%d,\"layers_to\":%d,"
 		    "\"microbatches_from\":%d,\"microbatches_to\":%d,\"dp_from\":%d,\"dp_to\":%d,"
-		    "\"hw_from\":\"%s\",\"hw_to\":\"%s\",\"tasks\":%u,\"gpus\":%d}\n",
+		    "\"hw_from\":\"%s\",\"hw_to\":\"%s\",\"tasks\":%" PRIu64 ",\"gpus\":%d}\n",
 		    p->iter_s, b->pb.in.m.layers, cand->m.layers, b->pb.in.lay.microbatches,
 		    cand->lay.microbatches, b->pb.in.lay.dp, cand->lay.dp, b->pb.in.hw->id,
 		    cand->hw->id, p->tasks, p->gpus);

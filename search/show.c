@@ -1,6 +1,8 @@
 /* show.c - printing one prediction. */
 #include "show.h"
 
+#include <inttypes.h>
+
 void show_layout(FILE *f, const struct synth_in *in)
 {
 	const struct mem_layout *l = &in->lay;
@@ -46,7 +48,7 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		" (%.1f microbatches in flight)\n",
 		m->weights / 1e9, m->grads / 1e9, m->optimizer / 1e9, m->activations / 1e9,
 		m->inflight);
-	fprintf(f, "graph      %u tasks, %u on GPUs\n", p->tasks, p->kernels);
+	fprintf(f, "graph      %" PRIu64 " tasks, %" PRIu64 " on GPUs\n", p->tasks, p->kernels);
 	if (in->kdb)
 		fprintf(f, "kernel db  %u kernels measured, %u interpolated, the rest roofline\n",
 			p->kdb_exact, p->kdb_interpolated);
@@ -68,7 +70,7 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		"\"schedule\":\"%s\",\"recompute\":\"%s\",\"sp\":%d,\"zero\":%d,\"dtype\":\"%s\","
 		"\"gpus\":%d,\"global_batch\":%.0f,\"iteration_s\":%.9f,\"bubble\":%.6f,"
 		"\"tokens_per_s\":%.3f,\"mfu\":%.6f,\"gpu_hours\":%.9f,\"memory_bytes\":%.0f,"
-		"\"memory_capacity_bytes\":%.0f,\"fits\":%s,\"tasks\":%u,"
+		"\"memory_capacity_bytes\":%.0f,\"fits\":%s,\"tasks\":%" PRIu64 ","
 		"\"exposed_compute_s\":%.9f,\"exposed_comm_s\":%.9f,\"overlap_s\":%.9f,"
 		"\"idle_s\":%.9f,\"analytic_s\":%.9f,\"bound_s\":%.9f,\"flash\":%d,"
 		"\"fp8_attention\":%d,\"kdb_exact\":%u,\"kdb_interpolated\":%u",

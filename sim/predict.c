@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "hier.h"
 #include "edit.h"
 #include "metrics.h"
 #include "pipeline.h"
@@ -60,6 +61,25 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 	built.no_shapes = in->no_shapes || !keep_g;
 	/* Units fold only where nobody keeps the graph (synth.h). */
 	built.units = in->units && !keep_g;
+	if (built.units) {
+		/* Many microbatches: the line through a few (hier.h). */
+		struct hier_out h;
+		if ((rc = hier_extrapolate(&built, &h, err)) < 0)
+			return rc;
+		if (rc == 1) {
+			predict_derive(in, h.st.iter_s, out);
+			out->bubble = h.st.bubble;
+			out->exposed_compute_s = h.st.exposed_compute_s;
+			out->exposed_comm_s = h.st.exposed_comm_s;
+			out->overlap_s = h.st.overlap_s;
+			out->idle_s = h.st.idle_s;
+			out->tasks = h.tasks;
+			out->kernels = h.kernels;
+			out->kdb_exact = h.kdb_exact;
+			out->kdb_interpolated = h.kdb_interpolated;
+			return 0;
+		}
+	}
 	if ((rc = synth_build(&built, &g, &so, err)))
 		return rc;
 	if ((rc = settle_synth(g, &so, &st, err)) == 0) {
@@ -69,7 +89,7 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 		out->exposed_comm_s = st.exposed_comm_s;
 		out->overlap_s = st.overlap_s;
 		out->idle_s = st.idle_s;
-		out->tasks = so.tasks > UINT32_MAX ? UINT32_MAX : (uint32_t)so.tasks;
+		out->tasks = so.tasks;
 		out->kernels = so.kernels;
 		out->kdb_exact = so.kdb_exact;
 		out->kdb_interpolated = so.kdb_interpolated;

@@ -57,7 +57,7 @@ struct predict_out {
 	double exposed_compute_s, exposed_comm_s, overlap_s, idle_s; /* settle.h */
 	double global_batch;					     /* sequences per iteration */
 	int gpus;
-	uint32_t tasks, kernels;
+	uint64_t tasks, kernels;	      /* of the kernel-level graph */
 	uint32_t kdb_exact, kdb_interpolated; /* synth_out's */
 	struct mem_est mem;
 };

@@ -7,6 +7,13 @@
 #include "metrics.h"
 #include "sim.h"
 
+double settle_bubble(int stages, int64_t span_ns, int64_t busy_ns)
+{
+	if (stages <= 0 || span_ns <= 0)
+		return 0;
+	return 1.0 - (double)busy_ns / ((double)stages * (double)span_ns);
+}
+
 /* Intervals by start (for the union of a rank's communication). */
 struct ival {
 	int64_t a, b;
@@ -116,7 +123,6 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 	struct sim_opts o;
 	struct graph_iter *it;
 	int rc, P = so->stages, steps = so->steps;
-	double idle = 0;
 	int64_t lo = INT64_MAX, hi = INT64_MIN;
 	int64_t *inner = NULL; /* folded units: idle time inside a unit task */
 	size_t per_step;
@@ -161,13 +167,13 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 	}
 	for (int r = 0; r < P && hi > lo; r++) {
 		const struct graph_proc *pr = &g->procs[so->compute[r]];
-		int64_t busy = 0;
 		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
 			if (sm->start_ns[u] >= lo && sm->end_ns[u] <= hi)
-				busy += sm->end_ns[u] - sm->start_ns[u] - (inner ? inner[u] : 0);
-		idle += 1.0 - (double)busy / (double)(hi - lo);
+				out->unit_busy_ns +=
+				    sm->end_ns[u] - sm->start_ns[u] - (inner ? inner[u] : 0);
 	}
-	out->bubble = P > 0 ? idle / P : 0;
+	out->unit_span_ns = hi > lo ? hi - lo : 0;
+	out->bubble = settle_bubble(P, out->unit_span_ns, out->unit_busy_ns);
 	{
 		struct metrics_iter *its = NULL;
 		long n = metrics_iterations(sm, &its), pick = -1;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "hier.h"
 #include "hw.h"
 #include "predict.h"
 #include "settle.h"
@@ -238,12 +239,76 @@ static void test_rebuilt_base(void **state)
 	graph_free(g);
 }
 
+/*
+ * Many microbatches: the line through three folded runs (hier.h) against
+ * the kernel-level run at the full count, to the nanosecond; and where it
+ * must decline: a host slower per microbatch than the pipeline (GPU-bound
+ * at a few microbatches, launch-bound at 64: the step's growth changes),
+ * three steps, a count too small to gain.
+ */
+static void test_extrapolate(void **state)
+{
+	static const struct {
+		int tp, pp, dp, vp, m, sched, rec, zero, sp, dtype, steps;
+		double op_us, launch_us;
+		int taken;
+	} cases[] = {
+	    {1, 2, 1, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 10, 5, 1},
+	    {1, 4, 2, 2, 96, MEM_INTERLEAVED, MEM_RECOMPUTE_SELECTIVE, 1, 0, HW_BF16, 2, 10, 5, 1},
+	    {2, 2, 4, 1, 96, MEM_GPIPE, MEM_RECOMPUTE_FULL, 1, 1, HW_BF16, 2, 2, 1, 1},
+	    {2, 4, 2, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 3, 0, HW_FP8, 2, 10, 5, 1},
+	    {1, 1, 8, 1, 40, MEM_1F1B, MEM_RECOMPUTE_NONE, 2, 0, HW_BF16, 1, 10, 5, 1},
+	    /* declined */
+	    {1, 4, 2, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 20, 10, 0},
+	    {1, 2, 1, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, HW_BF16, 3, 10, 5, 0},
+	    {1, 4, 1, 2, 64, MEM_INTERLEAVED, MEM_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 10, 5, 0},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_in in;
+		struct predict_out full, hier;
+		struct hier_out h;
+		struct prism_err err;
+		small(&in);
+		in.lay.tp = cases[i].tp;
+		in.lay.pp = cases[i].pp;
+		in.lay.dp = cases[i].dp;
+		in.lay.vp = cases[i].vp;
+		in.lay.microbatches = cases[i].m;
+		in.lay.schedule = cases[i].sched;
+		in.lay.recompute = cases[i].rec;
+		in.lay.zero = cases[i].zero;
+		in.lay.sp = cases[i].sp;
+		in.dtype = cases[i].dtype;
+		in.steps = cases[i].steps;
+		in.cpu_op_s = cases[i].op_us * 1e-6;
+		in.launch_s = cases[i].launch_us * 1e-6;
+		prism_err_clear(&err);
+		print_message("case %zu\n", i);
+		in.units = 1;
+		assert_int_equal(hier_extrapolate(&in, &h, &err), cases[i].taken);
+		assert_int_equal(predict_synth(&in, &hier, NULL, NULL, &err), 0);
+		in.units = 0;
+		assert_int_equal(predict_synth(&in, &full, NULL, NULL, &err), 0);
+		assert_true(hier.iter_s == full.iter_s);
+		assert_true(hier.bubble == full.bubble);
+		assert_int_equal(hier.tasks, full.tasks);
+		assert_int_equal(hier.kernels, full.kernels);
+		assert_true(fabs(hier.exposed_compute_s - full.exposed_compute_s) <=
+			    0.02 * full.iter_s);
+		assert_true(fabs(hier.exposed_comm_s - full.exposed_comm_s) <= 0.02 * full.iter_s);
+		assert_true(fabs(hier.idle_s - full.idle_s) <= 0.02 * full.iter_s);
+		assert_rel_close(hier.mfu, full.mfu, 1e-12);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_agreement),
 	    cmocka_unit_test(test_gpt3_175b),
 	    cmocka_unit_test(test_rebuilt_base),
+	    cmocka_unit_test(test_extrapolate),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

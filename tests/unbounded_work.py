@@ -44,11 +44,12 @@ err, t, _ = run("synth", "gpt3-1.3b", "--hw", "h100-dgx", "--microbatches", "655
                 "256", "--layers", "65536", "--full", code=2)
 check("make at least 412316860416 tasks, more than the 33554432 prism simulates" in err, err)
 # Folded into units (hierarchical simulation, the default where no trace
-# is written), a run is bounded by its units: 2 x 256 x 65536 x 2 of them
-# are refused, 57 million tasks of 8192 microbatches are simulated at once.
+# is written), a run is bounded by its units: 3 x 256 x 65536 x 2 of them
+# are refused (three steps: not extended from a few microbatches,
+# sim/hier.h), 57 million tasks of 8192 microbatches are simulated at once.
 err, t, _ = run("synth", "gpt3-1.3b", "--hw", "h100-dgx", "--microbatches", "65536", "--pp",
-                "256", "--layers", "65536", code=2)
-check("2 steps x 256 stages x 1 chunks x 65536 microbatches make 67108864 pipeline units, "
+                "256", "--layers", "65536", "--steps", "3", code=2)
+check("3 steps x 256 stages x 1 chunks x 65536 microbatches make 100663296 pipeline units, "
       "more than the 33554432 tasks prism simulates can hold" in err, err)
 err, t, rss = run("whatif", "gpt3-1.3b", "--hw", "h100-dgx", "--microbatches", "8192",
                   "--layers", "48", code=0)

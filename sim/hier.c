@@ -1,0 +1,166 @@
+/* hier.c - a candidate's step at any microbatch count from three folded runs. */
+#include "hier.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One point: what the line is drawn through. */
+struct point {
+	struct settle_out st;
+	int64_t iter_ns;		   /* the step */
+	int64_t host_ns[SYNTH_MAX_STAGES]; /* each stage's host time per step */
+	int stages;
+	uint64_t tasks;
+	uint64_t kernels;
+	uint32_t kdb_exact, kdb_interpolated;
+	double flops;
+};
+
+/* Simulate in at m microbatches, folded. */
+static int point_run(const struct synth_in *in, int m, struct point *pt, struct prism_err *err)
+{
+	struct synth_in x = *in;
+	struct graph *g = NULL;
+	struct synth_out so;
+	int64_t *host = pt->host_ns;
+	int rc;
+
+	x.lay.microbatches = m;
+	x.units = 1;
+	x.no_shapes = 1;
+	if ((rc = synth_build(&x, &g, &so, err)))
+		return rc;
+	rc = settle_synth(g, &so, &pt->st, err);
+	if (rc == 0) {
+		memset(pt->host_ns, 0, sizeof(pt->host_ns));
+		for (uint32_t p = 0; p < g->n_procs; p++) {
+			const struct graph_proc *pr = &g->procs[p];
+			if (pr->gpu || pr->rank >= SYNTH_MAX_STAGES)
+				continue;
+			for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
+				if (g->kind[u] != GN_WAIT) /* the host's own time */
+					host[pr->rank] += g->dur_ns[u];
+		}
+		pt->stages = so.stages < SYNTH_MAX_STAGES ? so.stages : SYNTH_MAX_STAGES;
+		for (int r = 0; r < pt->stages; r++)
+			host[r] /= so.steps > 0 ? so.steps : 1;
+		pt->iter_ns = llround(pt->st.iter_s * 1e9);
+		pt->tasks = so.tasks;
+		pt->kernels = so.kernels;
+		pt->kdb_exact = so.kdb_exact;
+		pt->kdb_interpolated = so.kdb_interpolated;
+		pt->flops = so.flops;
+	}
+	graph_free(g);
+	synth_out_free(&so);
+	return rc;
+}
+
+/* a, b, c (at x, x + 1, x + 2 steps of the line) on one line to the
+ * unit; *at: its value q steps past c. */
+static int line_i64(int64_t a, int64_t b, int64_t c, int64_t q, int64_t *at)
+{
+	if (b - a != c - b)
+		return 0;
+	*at = c + q * (c - b);
+	return 1;
+}
+
+static double line_f(double b, double c, double q)
+{
+	double v = c + q * (c - b);
+	return v > 0 ? v : 0;
+}
+
+/* The line through three points from m0 by c, extended to in's count:
+ * 1 with *out set, 0 when the points say no (as in hier.h), or an error. */
+static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *out,
+		    struct prism_err *err)
+{
+	int p = in->lay.pp, m = in->lay.microbatches, rc;
+	struct point *pt = prism_malloc(3 * sizeof(*pt));
+	int64_t q, iter_ns, span, busy, tasks, kernels, exact, interp;
+
+	if (!pt)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	for (int k = 0; k < 3; k++)
+		if ((rc = point_run(in, m0 + k * c, &pt[k], err))) {
+			free(pt);
+			return rc;
+		}
+	q = (m - (m0 + 2 * c)) / c;
+	rc = 1;
+	/* A host slower per microbatch than the step grows would come to
+	 * decide the step past the points. */
+	for (int r = 0; r < pt[2].stages; r++)
+		if (pt[2].host_ns[r] - pt[1].host_ns[r] >= pt[2].iter_ns - pt[1].iter_ns)
+			rc = 0;
+	if (!rc || !line_i64(pt[0].iter_ns, pt[1].iter_ns, pt[2].iter_ns, q, &iter_ns) ||
+	    !line_i64(pt[0].st.unit_span_ns, pt[1].st.unit_span_ns, pt[2].st.unit_span_ns, q,
+		      &span) ||
+	    !line_i64(pt[0].st.unit_busy_ns, pt[1].st.unit_busy_ns, pt[2].st.unit_busy_ns, q,
+		      &busy) ||
+	    !line_i64((int64_t)pt[0].tasks, (int64_t)pt[1].tasks, (int64_t)pt[2].tasks, q,
+		      &tasks) ||
+	    !line_i64(pt[0].kernels, pt[1].kernels, pt[2].kernels, q, &kernels) ||
+	    !line_i64(pt[0].kdb_exact, pt[1].kdb_exact, pt[2].kdb_exact, q, &exact) ||
+	    !line_i64(pt[0].kdb_interpolated, pt[1].kdb_interpolated, pt[2].kdb_interpolated, q,
+		      &interp)) {
+		free(pt);
+		return 0;
+	}
+	memset(out, 0, sizeof(*out));
+	out->st.iter_s = (double)iter_ns * 1e-9;
+	out->st.unit_span_ns = span;
+	out->st.unit_busy_ns = busy;
+	out->st.bubble = settle_bubble(p, span, busy);
+	out->st.exposed_compute_s =
+	    line_f(pt[1].st.exposed_compute_s, pt[2].st.exposed_compute_s, (double)q);
+	out->st.exposed_comm_s =
+	    line_f(pt[1].st.exposed_comm_s, pt[2].st.exposed_comm_s, (double)q);
+	out->st.overlap_s = line_f(pt[1].st.overlap_s, pt[2].st.overlap_s, (double)q);
+	out->st.idle_s = line_f(pt[1].st.idle_s, pt[2].st.idle_s, (double)q);
+	out->tasks = (uint64_t)tasks;
+	out->kernels = (uint64_t)kernels;
+	out->kdb_exact = exact > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)exact;
+	out->kdb_interpolated = interp > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)interp;
+	out->flops = line_f(pt[1].flops, pt[2].flops, (double)q);
+	out->m0 = m0;
+	out->c = c;
+	free(pt);
+	return 1;
+}
+
+int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct prism_err *err)
+{
+	const struct mem_layout *l = &in->lay;
+	int p = l->pp, m = l->microbatches, m0, c, rc;
+	double spent = 0;
+
+	if (!in->units || in->steps > 2 || p < 1)
+		return 0;
+	/* The layout's own rules, at its own count. */
+	if ((rc = synth_check(in, err)))
+		return rc;
+	if (l->schedule == MEM_INTERLEAVED) {
+		m0 = 2 * p;
+		c = p;
+	} else {
+		m0 = p;
+		c = 1;
+	}
+	/* Points past a longer transient where the first ones disagree,
+	 * while all of them cost at most HIER_POINTS_SHARE of m. */
+	for (; m0 + 2 * c < m; m0 *= 4) {
+		double cost = 3.0 * (m0 + c);
+		if (spent + cost > HIER_POINTS_SHARE * m)
+			break;
+		spent += cost;
+		if ((m - m0) % c)
+			continue;
+		if ((rc = try_line(in, m0, c, out, err)) != 0)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,49 @@
+/*
+ * hier.h - a synthesised candidate's step at any microbatch count, from
+ * three folded runs at a few microbatches.
+ *
+ * With its units folded (synth.h, "units"), a run costs CPU in proportion
+ * to its pipeline units.  Past the pipeline's fill, every microbatch more
+ * adds the same units in the same order, and the simulated step grows by
+ * the same amount: the step time, the pipeline span and busy time behind
+ * the bubble, and the task counts are affine in the microbatch count m.
+ * hier_extrapolate() simulates m0, m0 + c and m0 + 2c microbatches (m0 the
+ * pipeline's depth, twice it for the interleaved schedule, whose c is the
+ * depth so that every point is a valid layout; c = 1 otherwise), checks
+ * that both steps are the same to the nanosecond, and extends the line to
+ * m.  The check cannot see a change of regime beyond the points: the one
+ * that can come (a host slower per microbatch than the pipeline, whose
+ * lead shrinks until the launches decide) is excluded by requiring every
+ * host's time per microbatch below the step's growth; otherwise, or when
+ * the points disagree, or the run has more than two steps (each step's
+ * own line), it declines and the caller simulates m directly.  The
+ * breakdown (an estimate inside folded units already) is extended from
+ * the last two points.  docs/MODEL.md, "Hierarchical simulation".
+ */
+#ifndef PRISM_HIER_H
+#define PRISM_HIER_H
+
+#include "settle.h"
+#include "synth.h"
+
+/* Extrapolate only where the three points cost at most this fraction of
+ * simulating m directly (their microbatches over m). */
+#define HIER_POINTS_SHARE 0.5
+
+struct hier_out {
+	struct settle_out st;
+	uint64_t tasks;			      /* of the kernel-level graph */
+	uint64_t kernels;		      /* GPU tasks of that graph */
+	uint32_t kdb_exact, kdb_interpolated; /* synth_out's */
+	double flops;
+	int m0, c; /* the points: m0, m0 + c, m0 + 2c microbatches */
+};
+
+/*
+ * in: a layout with in->units set.  1 with *out filled when extrapolated,
+ * 0 when declined (as above; out untouched), or the error of a run
+ * (synth_build, settle_synth).
+ */
+int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct prism_err *err);
+
+#endif
