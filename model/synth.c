@@ -89,6 +89,7 @@ struct fseg {
 struct fmark {
 	uint32_t node;
 	int64_t idle_ns, comm_ns;
+	uint32_t kern0, n_kern; /* its kernels in ctx.fkerns */
 };
 
 struct rankst {
@@ -141,6 +142,7 @@ struct ctx {
 	VEC(struct graph_coll) fcolls;
 	VEC(struct fmark) fmarks;
 	VEC(struct synth_fold_mark) marks;
+	VEC(struct synth_fold_kern) fkerns;
 	VEC(struct fscr) fscr;
 	VEC(struct fseg) fsegs;
 	VEC(int64_t) fgates;
@@ -894,7 +896,8 @@ static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
 	}
 	for (uint32_t i = 0; i < t->n_marks; i++) {
 		const struct fmark *m = &c->fmarks.v[t->mark0 + i];
-		struct synth_fold_mark x = {m->node + k0, m->idle_ns, m->comm_ns};
+		struct synth_fold_mark x = {m->node + k0, k0,	    m->idle_ns,
+					    m->comm_ns,	  m->kern0, m->n_kern};
 		c->marks.v[c->marks.n++] = x;
 	}
 	for (int st = 0; st < S_N; st++)
@@ -966,7 +969,7 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 	uint32_t prev = NONE32, si;
 
 	size_t f_nodes = c->fnodes.n, f_edges = c->fedges.n, f_colls = c->fcolls.n;
-	size_t f_marks = c->fmarks.n;
+	size_t f_marks = c->fmarks.n, f_kerns = c->fkerns.n;
 
 	if (c->pend.n || n == 0 || VEC_RESERVE(c->fscr, n))
 		return 0;
@@ -1098,6 +1101,15 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 				mk.node = me;
 				mk.idle_ns = sg->idle_ns;
 				mk.comm_ns = sg->comm_ns;
+				mk.kern0 = (uint32_t)c->fkerns.n;
+				for (uint32_t j = i + 1; j <= sg->last; j++) {
+					struct synth_fold_kern kk = {
+					    x[j].rel, v[j].lag, v[j].dur,
+					    (uint8_t)(v[j].kind == GN_COLL || v[j].kind == GN_P2P)};
+					if (v[j].proc == comp && VEC_PUSH(c->fkerns, kk))
+						goto oom;
+				}
+				mk.n_kern = (uint32_t)(c->fkerns.n - mk.kern0);
 				if (VEC_PUSH(c->fmarks, mk))
 					goto oom;
 			}
@@ -1148,6 +1160,7 @@ fail:
 	c->fedges.n = f_edges;
 	c->fcolls.n = f_colls;
 	c->fmarks.n = f_marks;
+	c->fkerns.n = f_kerns;
 	return 0;
 }
 
@@ -1785,6 +1798,7 @@ void synth_out_free(struct synth_out *o)
 	free(o->unit_first);
 	free(o->unit_last);
 	free(o->marks);
+	free(o->kerns);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -2061,8 +2075,12 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		for (size_t i = 0; i < c.marks.n; i++) {
 			out->marks[i] = c.marks.v[i];
 			out->marks[i].node = newid[c.marks.v[i].node];
+			out->marks[i].host = newid[c.marks.v[i].host];
 		}
 		out->n_marks = c.marks.n;
+		out->kerns = c.fkerns.v;
+		out->n_kerns = c.fkerns.n;
+		memset(&c.fkerns, 0, sizeof(c.fkerns));
 	}
 	out->n_waits = (uint32_t)c.waits.n;
 	out->waits = prism_malloc((c.waits.n ? c.waits.n : 1) * sizeof(*out->waits));
@@ -2108,6 +2126,7 @@ done:
 	VEC_FREE(c.fcolls);
 	VEC_FREE(c.fmarks);
 	VEC_FREE(c.marks);
+	VEC_FREE(c.fkerns);
 	VEC_FREE(c.fscr);
 	VEC_FREE(c.fsegs);
 	VEC_FREE(c.fgates);

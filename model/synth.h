@@ -131,12 +131,27 @@ struct synth_out {
 	 * n_units_kept stayed kernel by kernel (what could not be folded). */
 	struct synth_fold_mark *marks;
 	size_t n_marks;
+	struct synth_fold_kern *kerns; /* the kernels inside the unit tasks */
+	size_t n_kerns;
 	size_t n_units_folded, n_units_kept, n_unit_kinds;
 };
 
+/* A unit task: node, the first host task of its unit (which starts at
+ * the unit's host offset 0), the idle lags and the collective time inside
+ * it, and its kernels kerns[kern0 .. kern0 + n_kern) in their order.  */
 struct synth_fold_mark {
-	uint32_t node;
+	uint32_t node, host;
 	int64_t idle_ns, comm_ns;
+	uint32_t kern0, n_kern;
+};
+
+/* A kernel inside a unit task: its launch's offset from the unit's host
+ * start, its start lag and duration; comm: a collective (tensor
+ * parallel).  Each starts at the later of the previous one's end and its
+ * launch, plus its lag (the first after the task's predecessor). */
+struct synth_fold_kern {
+	int64_t rel_ns, lag_ns, dur_ns;
+	uint8_t comm;
 };
 
 /* Defaults: bf16, two steps (the first starts from idle streams and is

@@ -14,7 +14,6 @@ struct point {
 	uint64_t tasks;
 	uint64_t kernels;
 	uint32_t kdb_exact, kdb_interpolated;
-	double flops;
 };
 
 /* Simulate in at m microbatches, folded. */
@@ -50,7 +49,6 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 		pt->kernels = so.kernels;
 		pt->kdb_exact = so.kdb_exact;
 		pt->kdb_interpolated = so.kdb_interpolated;
-		pt->flops = so.flops;
 	}
 	graph_free(g);
 	synth_out_free(&so);
@@ -67,10 +65,14 @@ static int line_i64(int64_t a, int64_t b, int64_t c, int64_t q, int64_t *at)
 	return 1;
 }
 
-static double line_f(double b, double c, double q)
+/* The same for seconds, to 2 ns (sums of nanoseconds in doubles). */
+static int line_s(double a, double b, double c, int64_t q, double *at)
 {
-	double v = c + q * (c - b);
-	return v > 0 ? v : 0;
+	int64_t x = llround(a * 1e9), y = llround(b * 1e9), z = llround(c * 1e9), d = z - y;
+	if (llabs((y - x) - d) > 2)
+		return 0;
+	*at = (double)(z + q * d) * 1e-9;
+	return 1;
 }
 
 /* The line through three points from m0 by c, extended to in's count:
@@ -106,26 +108,25 @@ static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *o
 	    !line_i64(pt[0].kernels, pt[1].kernels, pt[2].kernels, q, &kernels) ||
 	    !line_i64(pt[0].kdb_exact, pt[1].kdb_exact, pt[2].kdb_exact, q, &exact) ||
 	    !line_i64(pt[0].kdb_interpolated, pt[1].kdb_interpolated, pt[2].kdb_interpolated, q,
-		      &interp)) {
+		      &interp) ||
+	    !line_s(pt[0].st.exposed_compute_s, pt[1].st.exposed_compute_s,
+		    pt[2].st.exposed_compute_s, q, &out->st.exposed_compute_s) ||
+	    !line_s(pt[0].st.exposed_comm_s, pt[1].st.exposed_comm_s, pt[2].st.exposed_comm_s, q,
+		    &out->st.exposed_comm_s) ||
+	    !line_s(pt[0].st.overlap_s, pt[1].st.overlap_s, pt[2].st.overlap_s, q,
+		    &out->st.overlap_s) ||
+	    !line_s(pt[0].st.idle_s, pt[1].st.idle_s, pt[2].st.idle_s, q, &out->st.idle_s)) {
 		free(pt);
 		return 0;
 	}
-	memset(out, 0, sizeof(*out));
 	out->st.iter_s = (double)iter_ns * 1e-9;
 	out->st.unit_span_ns = span;
 	out->st.unit_busy_ns = busy;
 	out->st.bubble = settle_bubble(p, span, busy);
-	out->st.exposed_compute_s =
-	    line_f(pt[1].st.exposed_compute_s, pt[2].st.exposed_compute_s, (double)q);
-	out->st.exposed_comm_s =
-	    line_f(pt[1].st.exposed_comm_s, pt[2].st.exposed_comm_s, (double)q);
-	out->st.overlap_s = line_f(pt[1].st.overlap_s, pt[2].st.overlap_s, (double)q);
-	out->st.idle_s = line_f(pt[1].st.idle_s, pt[2].st.idle_s, (double)q);
 	out->tasks = (uint64_t)tasks;
 	out->kernels = (uint64_t)kernels;
 	out->kdb_exact = exact > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)exact;
 	out->kdb_interpolated = interp > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)interp;
-	out->flops = line_f(pt[1].flops, pt[2].flops, (double)q);
 	out->m0 = m0;
 	out->c = c;
 	free(pt);

@@ -17,8 +17,8 @@
  * host's time per microbatch below the step's growth; otherwise, or when
  * the points disagree, or the run has more than two steps (each step's
  * own line), it declines and the caller simulates m directly.  The
- * breakdown (an estimate inside folded units already) is extended from
- * the last two points.  docs/MODEL.md, "Hierarchical simulation".
+ * breakdown is checked and extended the same way (to 2 ns: its figures
+ * are sums in seconds).  docs/MODEL.md, "Hierarchical simulation".
  */
 #ifndef PRISM_HIER_H
 #define PRISM_HIER_H
@@ -35,8 +35,7 @@ struct hier_out {
 	uint64_t tasks;			      /* of the kernel-level graph */
 	uint64_t kernels;		      /* GPU tasks of that graph */
 	uint32_t kdb_exact, kdb_interpolated; /* synth_out's */
-	double flops;
-	int m0, c; /* the points: m0, m0 + c, m0 + 2c microbatches */
+	int m0, c;			      /* the points: m0, m0 + c, m0 + 2c microbatches */
 };
 
 /*

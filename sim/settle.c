@@ -25,15 +25,43 @@ static int cmp_ival(const void *x, const void *y)
 	return p->a < q->a ? -1 : p->a > q->a;
 }
 
+/* The first of u (merged, sorted) that ends after x. */
+static size_t first_after(const struct ival *u, size_t n, int64_t x)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (u[mid].b <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* |[x, y) n u|, u merged and sorted; *p: the first interval that may
+ * meet an interval starting at x or later (advanced). */
+static int64_t covered(const struct ival *u, size_t n, size_t *p, int64_t x, int64_t y)
+{
+	int64_t c = 0;
+	while (*p < n && u[*p].b <= x)
+		(*p)++;
+	for (size_t k = *p; k < n && u[k].a < y; k++)
+		c += (u[k].b < y ? u[k].b : y) - (u[k].a > x ? u[k].a : x);
+	return c;
+}
+
 /*
  * The breakdown (metrics.h) counts a folded unit task as compute over its
- * whole span; inside it are idle lags and tensor-parallel collectives
- * (synth_fold_mark).  Taken as spread evenly over the task, those parts
- * move: beside the rank's other communication (its data-parallel and
- * point-to-point streams) from overlap to exposed communication, elsewhere
- * the collectives' from exposed compute to exposed communication and the
- * lags' to idle.  An estimate (docs/MODEL.md), the step time is exact.
- * 0 or PRISM_ENOMEM.
+ * whole span.  Inside it are its kernels, collectives and the gaps between
+ * them (lags, launches): each kernel's time is found again as the full
+ * simulation has it (the later of the previous end and its launch, plus
+ * its lag, from the task's predecessor and its unit's host start), and
+ * each part is counted against the rank's other communication (its
+ * data-parallel and point-to-point streams) as metrics.h does: compute
+ * beside it is overlap, alone exposed compute; collectives exposed
+ * communication; gaps beside it exposed communication, alone idle.  0 or
+ * PRISM_ENOMEM.
  */
 static int fold_breakdown(const struct sim *sm, const struct synth_out *so,
 			  const struct metrics_iter *it, struct settle_out *out)
@@ -41,7 +69,7 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so,
 	const struct graph *g = sm->g;
 	int64_t a = it->sim_start_ns, b = a + it->predicted_ns;
 	uint32_t comp = it->rank < (uint32_t)so->stages ? so->compute[it->rank] : UINT32_MAX;
-	double d_overlap = 0, d_comm = 0, d_comp = 0, d_idle = 0;
+	int64_t d_overlap = 0, d_comm = 0, d_comp = 0, d_idle = 0;
 	struct ival *u = NULL;
 	size_t n = 0, cap = 0;
 
@@ -82,37 +110,51 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so,
 		n = m;
 	}
 	for (size_t i = 0; i < so->n_marks; i++) {
-		uint32_t v = so->marks[i].node;
+		const struct synth_fold_mark *mk = &so->marks[i];
+		uint32_t v = mk->node;
 		int64_t x = sm->start_ns[v] > a ? sm->start_ns[v] : a;
 		int64_t y = sm->end_ns[v] < b ? sm->end_ns[v] : b;
-		double span, f, idle, comm, cov = 0;
-		size_t lo = 0, hi = n;
-		if (g->proc[v] != comp || x >= y)
+		int64_t e, h, x0, cin = 0, co = 0, tin = 0, to = 0, X;
+		size_t p;
+		if (g->proc[v] != comp || x >= y || v == 0)
 			continue;
-		while (lo < hi) { /* the first interval ending after x */
-			size_t mid = lo + (hi - lo) / 2;
-			if (u[mid].b <= x)
-				lo = mid + 1;
-			else
-				hi = mid;
+		/* The kernels run from the end of the task before (its
+		 * first kernel's), where the task may start later. */
+		e = sm->end_ns[v - 1];
+		h = sm->start_ns[mk->host];
+		x0 = e > a ? e : a;
+		p = first_after(u, n, x0);
+		for (uint32_t k = 0; k < mk->n_kern; k++) {
+			const struct synth_fold_kern *kk = &so->kerns[mk->kern0 + k];
+			int64_t ks = (e > h + kk->rel_ns ? e : h + kk->rel_ns) + kk->lag_ns, kx, ky;
+			e = ks + kk->dur_ns;
+			kx = ks > x0 ? ks : x0;
+			ky = e < y ? e : y;
+			if (kx >= ky)
+				continue;
+			if (kk->comm) {
+				tin += ky - kx;
+				to += covered(u, n, &p, kx, ky);
+			} else {
+				cin += ky - kx;
+				co += covered(u, n, &p, kx, ky);
+			}
 		}
-		for (size_t k = lo; k < n && u[k].a < y; k++)
-			cov += (double)((u[k].b < y ? u[k].b : y) - (u[k].a > x ? u[k].a : x));
-		span = (double)(sm->end_ns[v] - sm->start_ns[v]);
-		f = (double)(y - x) / span;
-		idle = f * (double)so->marks[i].idle_ns;
-		comm = f * (double)so->marks[i].comm_ns;
-		cov /= (double)(y - x); /* the share beside other communication */
-		d_overlap -= cov * (idle + comm);
-		d_comm += cov * (idle + comm) + (1 - cov) * comm;
-		d_comp -= (1 - cov) * (idle + comm);
-		d_idle += (1 - cov) * idle;
+		p = first_after(u, n, x);
+		X = covered(u, n, &p, x, y);
+		/* metrics.h counted [x, y) as compute (beside X of other
+		 * communication) and the gap before it as idle or exposed
+		 * communication; the kernels say what each part was. */
+		d_overlap += co - X;
+		d_comp += (cin - co) - ((y - x) - X);
+		d_comm += tin + (X - co - to);
+		d_idle += ((y - x) - cin - tin) - (X - co - to);
 	}
 	free(u);
-	out->overlap_s += d_overlap * 1e-9;
-	out->exposed_comm_s += d_comm * 1e-9;
-	out->exposed_compute_s += d_comp * 1e-9;
-	out->idle_s += d_idle * 1e-9;
+	out->overlap_s += (double)d_overlap * 1e-9;
+	out->exposed_comm_s += (double)d_comm * 1e-9;
+	out->exposed_compute_s += (double)d_comp * 1e-9;
+	out->idle_s += (double)d_idle * 1e-9;
 	return 0;
 }
 
