@@ -98,6 +98,12 @@ static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *o
 	for (int r = 0; r < pt[2].stages; r++)
 		if (pt[2].host_ns[r] - pt[1].host_ns[r] >= pt[2].iter_ns - pt[1].iter_ns)
 			rc = 0;
+	/* Nor may a microbatch more add a task whose launch decides its
+	 * start: the host's lead still growing into them would change the
+	 * run past the points. */
+	if (pt[0].st.launch_bound != pt[1].st.launch_bound ||
+	    pt[1].st.launch_bound != pt[2].st.launch_bound)
+		rc = 0;
 	if (!rc || !line_i64(pt[0].iter_ns, pt[1].iter_ns, pt[2].iter_ns, q, &iter_ns) ||
 	    !line_i64(pt[0].st.unit_span_ns, pt[1].st.unit_span_ns, pt[2].st.unit_span_ns, q,
 		      &span) ||

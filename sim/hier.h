@@ -11,10 +11,13 @@
  * pipeline's depth, twice it for the interleaved schedule, whose c is the
  * depth so that every point is a valid layout; c = 1 otherwise), checks
  * that both steps are the same to the nanosecond, and extends the line to
- * m.  The check cannot see a change of regime beyond the points: the one
- * that can come (a host slower per microbatch than the pipeline, whose
- * lead shrinks until the launches decide) is excluded by requiring every
- * host's time per microbatch below the step's growth; otherwise, or when
+ * m.  The check cannot see a change of regime beyond the points: the ones
+ * that can come are the host's (a host slower per microbatch than the
+ * pipeline, whose lead shrinks until the launches decide; a host whose
+ * lead still grows into tasks that its launches hold back, until they no
+ * longer are), excluded by requiring every host's time per microbatch
+ * below the step's growth and the same tasks launch-bound at every point
+ * (a microbatch more adds none); otherwise, or when
  * the points disagree, or the run has more than two steps (each step's
  * own line), it declines and the caller simulates m directly.  The
  * breakdown is checked and extended the same way (to 2 ns: its figures

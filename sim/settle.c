@@ -194,6 +194,11 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 			g->wait_ns[u] = w > 0 ? w : 0;
 		}
 	}
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		uint32_t b = sm->binding[u];
+		if (b != UINT32_MAX && g->procs[g->proc[u]].gpu && !g->procs[g->proc[b]].gpu)
+			out->launch_bound++;
+	}
 	it = g->iters;
 	for (size_t i = 0; i < so->n_steps; i++) {
 		uint32_t f = so->step_first[i], l = so->step_last[i];

@@ -27,6 +27,8 @@ struct settle_out {
 	 * units and the compute streams' busy time in it, summed over the
 	 * stages (bubble = 1 - busy / (stages x span)). */
 	int64_t unit_span_ns, unit_busy_ns;
+	/* GPU tasks whose start their launch decided (the host was behind). */
+	int64_t launch_bound;
 };
 
 /* The bubble of `stages` compute streams busy busy_ns in all over a span

@@ -243,8 +243,9 @@ static void test_rebuilt_base(void **state)
  * Many microbatches: the line through three folded runs (hier.h) against
  * the kernel-level run at the full count, to the nanosecond; and where it
  * must decline: a host slower per microbatch than the pipeline (GPU-bound
- * at a few microbatches, launch-bound at 64: the step's growth changes),
- * three steps, a count too small to gain.
+ * at a few microbatches, launch-bound at 64: the step's growth changes), a
+ * host whose lead grows into launch-bound sends, three steps, a count too
+ * small to gain.
  */
 static void test_extrapolate(void **state)
 {
@@ -261,6 +262,9 @@ static void test_extrapolate(void **state)
 	    /* declined */
 	    {1, 4, 2, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 20, 10, 0},
 	    {1, 2, 1, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, HW_BF16, 3, 10, 5, 0},
+	    /* the host's lead grows into sends its launches hold back at a
+	     * few microbatches: at 64 a send overlaps compute */
+	    {1, 2, 1, 1, 64, MEM_GPIPE, MEM_RECOMPUTE_FULL, 1, 0, HW_BF16, 2, 10, 5, 0},
 	    {1, 4, 1, 2, 64, MEM_INTERLEAVED, MEM_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 10, 5, 0},
 	};
 	(void)state;
