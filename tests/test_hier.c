@@ -305,13 +305,67 @@ static void test_extrapolate(void **state)
 	}
 }
 
+/*
+ * A sweep's space, every candidate (the small model on 8 GPUs: tp, pp,
+ * schedule, recompute, ZeRO, mbs x microbatches at a global batch of 64):
+ * the same iteration folded (and extended, hier.h) as kernel by kernel,
+ * so the same best layout.
+ */
+static void test_sweep_subset(void **state)
+{
+	static const int tps[] = {1, 2}, pps[] = {1, 2, 4}, mbss[] = {1, 4};
+	struct synth_in in;
+	struct prism_err err;
+	double best[2] = {1e30, 1e30};
+	int arg[2] = {-1, -1}, k = 0, n = 0;
+	(void)state;
+	for (size_t a = 0; a < 2; a++)
+		for (size_t b = 0; b < 3; b++)
+			for (int sch = MEM_GPIPE; sch <= MEM_INTERLEAVED; sch++)
+				for (int rec = 0; rec <= MEM_RECOMPUTE_FULL; rec++)
+					for (int zero = 0; zero <= 1; zero++)
+						for (size_t c = 0; c < 2; c++, k++) {
+							struct predict_out o[2];
+							small(&in);
+							in.lay.tp = tps[a];
+							in.lay.pp = pps[b];
+							in.lay.dp = 8 / (tps[a] * pps[b]);
+							in.lay.schedule = sch;
+							in.lay.vp = sch == MEM_INTERLEAVED ? 2 : 1;
+							in.lay.recompute = rec;
+							in.lay.zero = zero;
+							in.lay.mbs = mbss[c];
+							in.lay.microbatches =
+							    64 / (in.lay.dp * mbss[c]);
+							prism_err_clear(&err);
+							if (synth_check(&in, &err))
+								continue;
+							for (int u = 0; u < 2; u++) {
+								in.units = u;
+								assert_int_equal(
+								    predict_synth(&in, &o[u], NULL,
+										  NULL, &err),
+								    0);
+								if (o[u].iter_s < best[u]) {
+									best[u] = o[u].iter_s;
+									arg[u] = k;
+								}
+							}
+							assert_true(o[1].iter_s == o[0].iter_s);
+							assert_true(o[1].bubble == o[0].bubble);
+							n++;
+						}
+	assert_true(n > 100);
+	assert_int_equal(arg[1], arg[0]);
+	assert_true(best[1] == best[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_agreement),
-	    cmocka_unit_test(test_gpt3_175b),
-	    cmocka_unit_test(test_rebuilt_base),
-	    cmocka_unit_test(test_extrapolate),
+	    cmocka_unit_test(test_agreement),	 cmocka_unit_test(test_gpt3_175b),
+	    cmocka_unit_test(test_rebuilt_base), cmocka_unit_test(test_extrapolate),
+	    cmocka_unit_test(test_sweep_subset),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
