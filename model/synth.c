@@ -1043,7 +1043,7 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 				c->fgates.v[u++] = c->fgates.v[k];
 		c->fgates.n = u;
 	}
-	if (c->fgates.v[c->fgates.n - 1] >= h)
+	if (c->fgates.v[c->fgates.n - 1] > h)
 		return 0;
 	/* The template: the host's time split at the gates, then the GPU
 	 * tasks in their order. */

@@ -130,6 +130,8 @@ static void test_agreement(void **state)
 	     * start inside the units (the fold's gates). */
 	    {1, 2, 2, 1, 8, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400},
 	    {1, 4, 1, 2, 8, MEM_INTERLEAVED, MEM_RECOMPUTE_FULL, 0, 0, 1, HW_BF16, 2, 0, 60},
+	    /* no CPU time per op: the host runs on launches alone */
+	    {2, 2, 2, 1, 6, MEM_1F1B, MEM_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
