@@ -82,10 +82,11 @@ static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *o
 {
 	int p = in->lay.pp, m = in->lay.microbatches, rc;
 	struct point *pt = prism_malloc(3 * sizeof(*pt));
-	int64_t q, iter_ns, span, busy, tasks, kernels, exact, interp;
+	int64_t q, iter_ns, span, tasks, kernels, exact, interp;
 
 	if (!pt)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	memset(out, 0, sizeof(*out));
 	for (int k = 0; k < 3; k++)
 		if ((rc = point_run(in, m0 + k * c, &pt[k], err))) {
 			free(pt);
@@ -104,11 +105,12 @@ static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *o
 	if (pt[0].st.launch_bound != pt[1].st.launch_bound ||
 	    pt[1].st.launch_bound != pt[2].st.launch_bound)
 		rc = 0;
+	for (int r = 0; rc && r < p && r < SYNTH_MAX_STAGES; r++)
+		rc = line_i64(pt[0].st.unit_busy_ns[r], pt[1].st.unit_busy_ns[r],
+			      pt[2].st.unit_busy_ns[r], q, &out->st.unit_busy_ns[r]);
 	if (!rc || !line_i64(pt[0].iter_ns, pt[1].iter_ns, pt[2].iter_ns, q, &iter_ns) ||
 	    !line_i64(pt[0].st.unit_span_ns, pt[1].st.unit_span_ns, pt[2].st.unit_span_ns, q,
 		      &span) ||
-	    !line_i64(pt[0].st.unit_busy_ns, pt[1].st.unit_busy_ns, pt[2].st.unit_busy_ns, q,
-		      &busy) ||
 	    !line_i64((int64_t)pt[0].tasks, (int64_t)pt[1].tasks, (int64_t)pt[2].tasks, q,
 		      &tasks) ||
 	    !line_i64(pt[0].kernels, pt[1].kernels, pt[2].kernels, q, &kernels) ||
@@ -127,8 +129,7 @@ static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *o
 	}
 	out->st.iter_s = (double)iter_ns * 1e-9;
 	out->st.unit_span_ns = span;
-	out->st.unit_busy_ns = busy;
-	out->st.bubble = settle_bubble(p, span, busy);
+	out->st.bubble = settle_bubble(p, span, out->st.unit_busy_ns);
 	out->tasks = (uint64_t)tasks;
 	out->kernels = (uint64_t)kernels;
 	out->kdb_exact = exact > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)exact;

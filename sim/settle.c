@@ -7,11 +7,12 @@
 #include "metrics.h"
 #include "sim.h"
 
-double settle_bubble(int stages, int64_t span_ns, int64_t busy_ns)
+double settle_bubble(int stages, int64_t span_ns, const int64_t *busy_ns)
 {
-	if (stages <= 0 || span_ns <= 0)
-		return 0;
-	return 1.0 - (double)busy_ns / ((double)stages * (double)span_ns);
+	double idle = 0;
+	for (int r = 0; r < stages && r < SYNTH_MAX_STAGES && span_ns > 0; r++)
+		idle += 1.0 - (double)busy_ns[r] / (double)span_ns;
+	return stages > 0 ? idle / stages : 0;
 }
 
 /* Intervals by start (for the union of a rank's communication). */
@@ -212,11 +213,11 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 		if (sm->end_ns[so->unit_last[i]] > hi)
 			hi = sm->end_ns[so->unit_last[i]];
 	}
-	for (int r = 0; r < P && hi > lo; r++) {
+	for (int r = 0; r < P && r < SYNTH_MAX_STAGES && hi > lo; r++) {
 		const struct graph_proc *pr = &g->procs[so->compute[r]];
 		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
 			if (sm->start_ns[u] >= lo && sm->end_ns[u] <= hi)
-				out->unit_busy_ns +=
+				out->unit_busy_ns[r] +=
 				    sm->end_ns[u] - sm->start_ns[u] - (inner ? inner[u] : 0);
 	}
 	out->unit_span_ns = hi > lo ? hi - lo : 0;

@@ -24,16 +24,16 @@ struct settle_out {
 	/* Lumos breakdown (metrics.h) of the slowest stage's last step. */
 	double exposed_compute_s, exposed_comm_s, overlap_s, idle_s;
 	/* What the bubble is made of: the span of the first step's pipeline
-	 * units and the compute streams' busy time in it, summed over the
-	 * stages (bubble = 1 - busy / (stages x span)). */
-	int64_t unit_span_ns, unit_busy_ns;
+	 * units and each stage's compute stream's busy time in it
+	 * (settle_bubble). */
+	int64_t unit_span_ns, unit_busy_ns[SYNTH_MAX_STAGES];
 	/* GPU tasks whose start their launch decided (the host was behind). */
 	int64_t launch_bound;
 };
 
-/* The bubble of `stages` compute streams busy busy_ns in all over a span
- * of span_ns each (0 without a span). */
-double settle_bubble(int stages, int64_t span_ns, int64_t busy_ns);
+/* The bubble of `stages` compute streams, stage r busy busy_ns[r] over a
+ * span of span_ns: the mean of their idle fractions (0 without a span). */
+double settle_bubble(int stages, int64_t span_ns, const int64_t *busy_ns);
 
 /* 0, or PRISM_ENOMEM / PRISM_EINTERNAL (a schedule that deadlocks). */
 int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
