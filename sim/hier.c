@@ -65,11 +65,11 @@ static int line_i64(int64_t a, int64_t b, int64_t c, int64_t q, int64_t *at)
 	return 1;
 }
 
-/* The same for seconds, to 2 ns (sums of nanoseconds in doubles). */
+/* The same for seconds (whole nanoseconds). */
 static int line_s(double a, double b, double c, int64_t q, double *at)
 {
 	int64_t x = llround(a * 1e9), y = llround(b * 1e9), z = llround(c * 1e9), d = z - y;
-	if (llabs((y - x) - d) > 2)
+	if (y - x != d)
 		return 0;
 	*at = (double)(z + q * d) * 1e-9;
 	return 1;

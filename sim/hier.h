@@ -20,8 +20,7 @@
  * (a microbatch more adds none); otherwise, or when
  * the points disagree, or the run has more than two steps (each step's
  * own line), it declines and the caller simulates m directly.  The
- * breakdown is checked and extended the same way (to 2 ns: its figures
- * are sums in seconds).  docs/MODEL.md, "Hierarchical simulation".
+ * breakdown is checked and extended the same way.  docs/MODEL.md, "Hierarchical simulation".
  */
 #ifndef PRISM_HIER_H
 #define PRISM_HIER_H

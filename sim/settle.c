@@ -61,11 +61,10 @@ static int64_t covered(const struct ival *u, size_t n, size_t *p, int64_t x, int
  * each part is counted against the rank's other communication (its
  * data-parallel and point-to-point streams) as metrics.h does: compute
  * beside it is overlap, alone exposed compute; collectives exposed
- * communication; gaps beside it exposed communication, alone idle.  0 or
- * PRISM_ENOMEM.
+ * communication; gaps beside it exposed communication, alone idle (the
+ * figures of it are corrected).  0 or PRISM_ENOMEM.
  */
-static int fold_breakdown(const struct sim *sm, const struct synth_out *so,
-			  const struct metrics_iter *it, struct settle_out *out)
+static int fold_breakdown(const struct sim *sm, const struct synth_out *so, struct metrics_iter *it)
 {
 	const struct graph *g = sm->g;
 	int64_t a = it->sim_start_ns, b = a + it->predicted_ns;
@@ -152,10 +151,10 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so,
 		d_idle += ((y - x) - cin - tin) - (X - co - to);
 	}
 	free(u);
-	out->overlap_s += (double)d_overlap * 1e-9;
-	out->exposed_comm_s += (double)d_comm * 1e-9;
-	out->exposed_compute_s += (double)d_comp * 1e-9;
-	out->idle_s += (double)d_idle * 1e-9;
+	it->overlap_ns += d_overlap;
+	it->exposed_comm_ns += d_comm;
+	it->exposed_compute_ns += d_comp;
+	it->idle_ns += d_idle;
 	return 0;
 }
 
@@ -241,17 +240,17 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 			    (pick < 0 || its[i].predicted_ns > its[pick].predicted_ns))
 				pick = i;
 		if (pick >= 0) {
-			out->exposed_compute_s = (double)its[pick].exposed_compute_ns * 1e-9;
-			out->exposed_comm_s = (double)its[pick].exposed_comm_ns * 1e-9;
-			out->overlap_s = (double)its[pick].overlap_ns * 1e-9;
-			out->idle_s = (double)its[pick].idle_ns * 1e-9;
-			if (so->n_marks && fold_breakdown(sm, so, &its[pick], out)) {
+			if (so->n_marks && fold_breakdown(sm, so, &its[pick])) {
 				free(its);
 				sim_free(sm);
 				free(inner);
 				return prism_err_set(err, PRISM_ENOMEM,
 						     "simulation: out of memory");
 			}
+			out->exposed_compute_s = (double)its[pick].exposed_compute_ns * 1e-9;
+			out->exposed_comm_s = (double)its[pick].exposed_comm_ns * 1e-9;
+			out->overlap_s = (double)its[pick].overlap_ns * 1e-9;
+			out->idle_s = (double)its[pick].idle_ns * 1e-9;
 		}
 		free(its);
 	}
