@@ -921,7 +921,8 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The host task of template t that starts at offset rel (a gate). */
+/* The host task of the template being made that starts at offset rel (a
+ * gate): its index, host tasks coming first, one per gate in order. */
 static uint32_t fold_gate(const struct ctx *c, int64_t rel)
 {
 	size_t lo = 0, hi = c->fgates.n;
