@@ -981,7 +981,7 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 			if (v[i].lag)
 				return 0;
 			x[i].rel = h;
-			h += v[i].dur;
+			h = prism_time_add(h, v[i].dur);
 		}
 	}
 	for (size_t k = e0; k < c->edges.n; k++) {
@@ -1024,10 +1024,13 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 			sg = &c->fsegs.v[c->fsegs.n - 1];
 			if (x[i].rel - sg->rest_ns > sg->gate_ns)
 				sg->gate_ns = x[i].rel - sg->rest_ns;
-			sg->rest_ns += v[i].lag + v[i].dur;
-			sg->idle_ns += v[i].lag;
+			/* Held to PRISM_TIME_MAX: a run that long is the
+			 * simulator's to refuse. */
+			sg->rest_ns =
+			    prism_time_add(sg->rest_ns, prism_time_add(v[i].lag, v[i].dur));
+			sg->idle_ns = prism_time_add(sg->idle_ns, v[i].lag);
 			if (v[i].kind == GN_COLL || v[i].kind == GN_P2P)
-				sg->comm_ns += v[i].dur;
+				sg->comm_ns = prism_time_add(sg->comm_ns, v[i].dur);
 			sg->last = i;
 			sg->n++;
 		}

@@ -59,19 +59,21 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
  * unit; *at: its value q steps past c. */
 static int line_i64(int64_t a, int64_t b, int64_t c, int64_t q, int64_t *at)
 {
-	if (b - a != c - b)
+	int64_t d;
+	/* Past PRISM_TIME_MAX: the direct run says what is wrong. */
+	if (b - a != c - b || __builtin_mul_overflow(q, c - b, &d) ||
+	    __builtin_add_overflow(c, d, at) || *at > PRISM_TIME_MAX)
 		return 0;
-	*at = c + q * (c - b);
 	return 1;
 }
 
 /* The same for seconds (whole nanoseconds). */
 static int line_s(double a, double b, double c, int64_t q, double *at)
 {
-	int64_t x = llround(a * 1e9), y = llround(b * 1e9), z = llround(c * 1e9), d = z - y;
-	if (y - x != d)
+	int64_t v;
+	if (!line_i64(llround(a * 1e9), llround(b * 1e9), llround(c * 1e9), q, &v))
 		return 0;
-	*at = (double)(z + q * d) * 1e-9;
+	*at = (double)v * 1e-9;
 	return 1;
 }
 

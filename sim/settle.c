@@ -126,8 +126,9 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 		p = first_after(u, n, x0);
 		for (uint32_t k = 0; k < mk->n_kern; k++) {
 			const struct synth_fold_kern *kk = &so->kerns[mk->kern0 + k];
-			int64_t ks = (e > h + kk->rel_ns ? e : h + kk->rel_ns) + kk->lag_ns, kx, ky;
-			e = ks + kk->dur_ns;
+			int64_t at = prism_time_add(h, kk->rel_ns), kx, ky;
+			int64_t ks = prism_time_add(e > at ? e : at, kk->lag_ns);
+			e = prism_time_add(ks, kk->dur_ns);
 			kx = ks > x0 ? ks : x0;
 			ky = e < y ? e : y;
 			if (kx >= ky)
