@@ -16,6 +16,9 @@ void analytic_in_default(struct analytic_in *in)
 	in->lay.tp = in->lay.pp = in->lay.dp = in->lay.vp = in->lay.mbs = 1;
 	in->lay.schedule = MEM_1F1B;
 	in->lay.flash = 1;
+	in->lay.prefetch = 1;
+	in->lay.overlap_grad = 1;
+	in->lay.pp_overlap = 1;
 }
 
 int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
@@ -59,8 +62,6 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 				     mb, pp);
 	out->microbatches = (int)mb;
 	lay.microbatches = (int)mb;
-	lay.fp8_weights = in->dtype == HW_FP8 || in->dtype == HW_FP4;
-	mem_estimate(m, &lay, hw, &out->mem);
 
 	/* Compute of one microbatch on one stage: the kernel model's time of
 	 * the stage's layers, forward and backward with recomputation (full:
@@ -77,6 +78,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 		si.dtype = in->dtype;
 		si.fp8_attention = in->fp8_attention;
 		si.lay = lay;
+		synth_mem(&si, &out->mem);
 		synth_layer_times(&si, &lf, &lb, &la);
 		out->t_compute = ((double)m->layers / pp * (lf + lb) +
 				  (kperf_gemm_s(hw, ldt, 1, bs, V, m->hidden) +
@@ -114,7 +116,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 			per_node = dp;
 		while (dp % per_node)
 			per_node--;
-		if (comm_time(hw, GC_ALL_REDUCE, 2 * out->mem.params_per_gpu,
+		if (comm_time(hw, GC_ALL_REDUCE, 2 * llm_params(m) / ((double)tp * pp),
 			      (struct comm_group){dp, per_node}, in->comm_eff, COMM_AUTO, &ce))
 			return prism_err_set(err, PRISM_EARG, "data-parallel group of %d", dp);
 		out->t_dp = ce.time_s;
@@ -127,7 +129,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 	/* Optimizer: per parameter read and write the fp32 master and both
 	 * moments (24 bytes), read the bf16 gradient and write the bf16 weight
 	 * (4 bytes): memory-bound. */
-	out->t_opt = 28 * out->mem.params_per_gpu / (l->zero >= 1 ? dp : 1) / hw->hbm_Bps;
+	out->t_opt = 28 * llm_params(m) / ((double)tp * pp) / (l->zero >= 1 ? dp : 1) / hw->hbm_Bps;
 	(void)peak;
 	out->t_iter = (mb + (double)(pp - 1) / v) * out->t_slot + out->t_dp_exposed + out->t_opt;
 	out->model_flops = llm_flops_iter(m, in->global_batch, 0);

@@ -221,6 +221,13 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 				   hw->mem_reserve_bytes / 1e9, hw->hbm_bytes / 1e9);
 		goto out;
 	}
+	/* Optional: the allocator's fragmentation, a fraction of what it
+	 * reserves (mem.h); absent: HW_MEM_FRAG_DEFAULT. */
+	hw->mem_frag = HW_MEM_FRAG_DEFAULT;
+	if (config_setting_lookup(gpu, "allocator_fragmentation") &&
+	    (rc = cfg_range(path, &cf, gpu, "allocator_fragmentation", 0, 0.9, 0, 1, &hw->mem_frag,
+			    err)))
+		goto out;
 	kperf_defaults(hw);
 	rc = load_kernels(path, &cf, hw, err);
 out:

@@ -103,6 +103,9 @@ void synth_in_default(struct synth_in *in)
 	in->lay.microbatches = 1;
 	in->lay.schedule = MEM_1F1B;
 	in->lay.flash = 1;
+	in->lay.prefetch = 1;
+	in->lay.overlap_grad = 1;
+	in->lay.pp_overlap = 1;
 	in->steps = 2;
 	/* The kernel model (kperf.h) times every kernel; each class's line
 	 * starts as the identity and calibration fits it. */
@@ -803,10 +806,27 @@ int synth_attn_dtype(const struct synth_in *in)
 	return low_precision(in->dtype) ? HW_BF16 : in->dtype;
 }
 
+/* The weights' and gradients' precision of a run in dtype: fp32 and tf32
+ * train fp32 weights, fp16 keeps fp16 gradients, the rest bf16 weights
+ * with fp32 main gradients (FP8 as Transformer Engine: bf16 weights). */
+static int mem_prec_of(int dtype)
+{
+	if (dtype == HW_FP32 || dtype == HW_TF32)
+		return MEM_PREC_FP32;
+	return dtype == HW_FP16 ? MEM_PREC_FP16 : MEM_PREC_BF16;
+}
+
+void synth_mem_layout(const struct synth_in *in, struct mem_layout *l)
+{
+	*l = in->lay;
+	l->fp8_weights = low_precision(in->dtype);
+	l->prec = mem_prec_of(in->dtype);
+}
+
 void synth_mem(const struct synth_in *in, struct mem_est *out)
 {
-	struct mem_layout l = in->lay;
-	l.fp8_weights = low_precision(in->dtype);
+	struct mem_layout l;
+	synth_mem_layout(in, &l);
 	mem_estimate(&in->m, &l, in->hw, out);
 }
 
@@ -1158,14 +1178,14 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 		 "prism::model#name=%s;layers=%d;hidden=%d;heads=%d;kv_heads=%d;ffn=%d;"
 		 "activation=%s;seq=%d;vocab=%d;"
 		 "tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;microbatches=%d;schedule=%s;recompute=%d;"
-		 "sp=%d;zero=%d;flash=%d;dtype=%s;fp8_attention=%d;hw=%s",
+		 "sp=%d;zero=%d;flash=%d;dtype=%s;fp8_attention=%d;hw=%s;untied=%d;rope=%d",
 		 in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
 		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq,
 		 in->m.vocab, in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp,
 		 in->lay.mbs, in->lay.microbatches, synth_schedule_name(in->lay.schedule),
 		 in->lay.recompute, in->lay.sp, in->lay.zero, in->lay.flash,
 		 hw_dtype_name(in->dtype), in->fp8_attention,
-		 in->hw && in->hw->id[0] ? in->hw->id : "?");
+		 in->hw && in->hw->id[0] ? in->hw->id : "?", in->m.untied, in->m.rope);
 }
 
 int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
@@ -1215,6 +1235,8 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("zero", in->lay.zero, 0, 3);
 		INT("flash", in->lay.flash, 0, 1);
 		INT("fp8_attention", in->fp8_attention, 0, 1);
+		INT("untied", in->m.untied, 0, 1);
+		INT("rope", in->m.rope, 0, 1);
 		else if (strcmp(key, "recompute") == 0) {
 			/* A number (what synth_meta writes) or a name. */
 			if (val[0] >= '0' && val[0] <= '9')

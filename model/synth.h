@@ -79,7 +79,7 @@ struct synth_in {
 /* The largest layout accepted anywhere (run descriptions, options, sweeps,
  * synth_check); the smallest degree is 1.  SYNTH_MAX_GPUS bounds tp x pp x
  * dp, so products of degrees fit an int with room to spare. */
-#define SYNTH_MAX_STAGES 256
+#define SYNTH_MAX_STAGES MEM_MAX_STAGES
 #define SYNTH_MAX_TP 1024
 #define SYNTH_MAX_DP (1 << 20)
 #define SYNTH_MAX_VP 64
@@ -119,8 +119,11 @@ void synth_in_default(struct synth_in *in);
  * where the GEMMs are fp8 or fp4; else the GEMMs'. */
 int synth_attn_dtype(const struct synth_in *in);
 
-/* mem_estimate() of in's layout, FP8 weight copies included when its
- * GEMMs are fp8 or fp4. */
+/* in's layout as mem.h takes it: the precision of weights and gradients
+ * from the dtype, FP8 weight copies when its GEMMs are fp8 or fp4. */
+void synth_mem_layout(const struct synth_in *in, struct mem_layout *l);
+
+/* mem_estimate() of in's layout (synth_mem_layout). */
 void synth_mem(const struct synth_in *in, struct mem_est *out);
 
 /* The kernel model's time of one layer's compute on one tensor-parallel

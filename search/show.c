@@ -37,12 +37,17 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 	fprintf(f, "MFU        %12.1f %%   (model FLOPs / time / GPUs / %s peak)\n", p->mfu * 100,
 		hw_dtype_name(in->dtype));
 	fprintf(f, "cost       %12.4g GPU-hours per iteration\n", p->gpu_hours);
-	fprintf(f, "memory     %12.1f GB per GPU on stage 0 of %.1f GB usable: %s\n",
-		m->total / 1e9, m->capacity / 1e9, m->fits ? "fits" : "OUT OF MEMORY");
-	fprintf(f, "           weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f GB"
-		   " (%.1f microbatches in flight)\n",
-		m->weights / 1e9, m->grads / 1e9, m->optimizer / 1e9, m->activations / 1e9,
-		m->inflight);
+	fprintf(f, "memory     %12.1f GB per GPU on stage %d (the most) of %.1f GB usable: %s\n",
+		m->total / 1e9, m->stage, m->capacity / 1e9, m->fits ? "fits" : "OUT OF MEMORY");
+	fprintf(f, "           weights %.1f, gradients %.1f, optimizer %.1f, ZeRO buffers %.1f GB\n",
+		m->weights / 1e9, m->grads / 1e9, m->optimizer / 1e9, m->buffers / 1e9);
+	fprintf(f, "           activations %.1f GB (%.1f microbatches in flight, fp32 logits %.1f),"
+		   " working %.1f, fragmentation %.1f GB\n",
+		m->activations / 1e9, m->inflight, m->logits / 1e9, m->transient / 1e9,
+		m->fragmentation / 1e9);
+	if (in->lay.pp > 1)
+		fprintf(f, "           stage 0 %.1f GB, last stage %.1f GB\n", m->first_total / 1e9,
+			m->last_total / 1e9);
 	fprintf(f, "graph      %u tasks, %u on GPUs\n", p->tasks, p->kernels);
 	if (in->kdb)
 		fprintf(f, "kernel db  %u kernels measured, %u interpolated, the rest roofline\n",
@@ -68,12 +73,19 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		"\"memory_capacity_bytes\":%.0f,\"fits\":%s,\"tasks\":%u,"
 		"\"exposed_compute_s\":%.9f,\"exposed_comm_s\":%.9f,\"overlap_s\":%.9f,"
 		"\"idle_s\":%.9f,\"analytic_s\":%.9f,\"bound_s\":%.9f,\"flash\":%d,"
-		"\"fp8_attention\":%d,\"kdb_exact\":%u,\"kdb_interpolated\":%u",
+		"\"fp8_attention\":%d,\"kdb_exact\":%u,\"kdb_interpolated\":%u,"
+		"\"memory_stage\":%d,\"memory_weights_bytes\":%.0f,\"memory_grads_bytes\":%.0f,"
+		"\"memory_optimizer_bytes\":%.0f,\"memory_buffers_bytes\":%.0f,"
+		"\"memory_activations_bytes\":%.0f,\"memory_logits_bytes\":%.0f,"
+		"\"memory_transient_bytes\":%.0f,\"memory_fragmentation_bytes\":%.0f,"
+		"\"memory_first_stage_bytes\":%.0f,\"memory_last_stage_bytes\":%.0f",
 		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches, synth_schedule_name(l->schedule),
 		mem_recompute_name(l->recompute), l->sp, l->zero, hw_dtype_name(in->dtype), p->gpus,
 		p->global_batch, p->iter_s, p->bubble, p->tokens_per_s, p->mfu, p->gpu_hours,
 		p->mem.total, p->mem.capacity, p->mem.fits ? "true" : "false", p->tasks,
 		p->exposed_compute_s, p->exposed_comm_s, p->overlap_s, p->idle_s,
 		predict_analytic(in), synth_lower_bound(in), l->flash, in->fp8_attention,
-		p->kdb_exact, p->kdb_interpolated);
+		p->kdb_exact, p->kdb_interpolated, p->mem.stage, p->mem.weights, p->mem.grads,
+		p->mem.optimizer, p->mem.buffers, p->mem.activations, p->mem.logits,
+		p->mem.transient, p->mem.fragmentation, p->mem.first_total, p->mem.last_total);
 }

@@ -223,7 +223,7 @@ static void test_hierarchical_allreduce_64(void **state)
 			 PRISM_EARG);
 }
 
-static const struct llm gpt3 = {96, 12288, 96, 4 * 12288, 2048, 51200, "", 0, 0};
+static const struct llm gpt3 = {96, 12288, 96, 4 * 12288, 2048, 51200, "", 0, 0, 0, 0};
 
 static void test_model_flops(void **state)
 {
@@ -252,7 +252,7 @@ static void test_model_flops(void **state)
  */
 static void test_gqa_swiglu(void **state)
 {
-	struct llm m = {1, 1024, 16, 2816, 1024, 1000, "", 4, 1}, l3;
+	struct llm m = {1, 1024, 16, 2816, 1024, 1000, "", 4, 1, 0, 0}, l3;
 	struct prism_err err;
 	double gemm, attn;
 	(void)state;
@@ -267,6 +267,10 @@ static void test_gqa_swiglu(void **state)
 	assert_int_equal(l3.kv_heads, 8);
 	assert_int_equal(l3.gated, 1);
 	assert_rel_close(l3.layers * llm_layer_params(&l3), 8.03e9 - 2 * 128256.0 * 4096, 1e-3);
+	/* Untied, rotary: the whole model is the published 8.03B. */
+	assert_int_equal(l3.untied, 1);
+	assert_int_equal(l3.rope, 1);
+	assert_rel_close(llm_params(&l3), 8.03e9, 1e-3);
 	/* A GPT model keeps 4h^2 + 2 h ffn. */
 	assert_true(llm_layer_params(&gpt3) ==
 		    4.0 * 12288 * 12288 + 2.0 * 12288 * 49152 + 9 * 12288 + 49152);
@@ -293,54 +297,141 @@ static void test_activation_bytes_gpt3(void **state)
 	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 2 / 8, 1e-12);
 }
 
-static void test_zero1_bytes(void **state)
+/* Bytes per parameter of weights, gradients and optimizer state: Megatron-LM's
+ * table (docs/user-guide/features/dist_optimizer.md): 20, 18 and 16 bytes
+ * without the distributed optimizer; 4 + 16/d, 6 + 12/d, 8 + 8/d with it. */
+static void test_bytes_per_param(void **state)
 {
-	/* l 2, h 1024, ffn 4096, V 1000, s 128.  Per layer 4h^2 + 2h ffn +
-	 * 9h + ffn = 4,194,304 + 8,388,608 + 9,216 + 4,096 = 12,596,224; two
-	 * layers 25,192,448, + V h 1,024,000 + s h 131,072 + 2h 2,048:
-	 * 26,349,568 parameters.  TP 2: 13,174,784 per GPU; bf16 weights and
-	 * grads 2 bytes each; ZeRO-1 over DP 4 shards Adam's 12: 39,524,352. */
-	struct llm m = {2, 1024, 16, 4096, 128, 1000, "", 0, 0};
-	struct mem_layout l = {.tp = 2, .pp = 1, .dp = 4, .vp = 1, .mbs = 1,
-			       .microbatches = 1, .zero = 1};
-	struct mem_est e;
-	struct hw_profile hw;
+	static const struct {
+		int prec;
+		double plain, fixed, sharded;
+	} t[] = {{MEM_PREC_FP16, 20, 4, 16}, {MEM_PREC_BF16, 18, 6, 12}, {MEM_PREC_FP32, 16, 8, 8}};
 	(void)state;
-	assert_rel_close(llm_params(&m), 26349568.0, 1e-15);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		double w, g, o;
+		mem_bytes_per_param(t[i].prec, &w, &g, &o);
+		assert_rel_close(w + g + o, t[i].plain, 1e-15);
+		assert_rel_close(w + g, t[i].fixed, 1e-15);
+		assert_rel_close(o, t[i].sharded, 1e-15);
+	}
+}
+
+/*
+ * Every buffer of every stage of a small GPT with tied embeddings on 4
+ * stages, by hand.  l 8, h 1024, 16 heads, ffn 4096, s 128, V 1000,
+ * learned positions; tp 1, pp 4, dp 2, ZeRO-1, mbs 1 x 8 microbatches,
+ * 1F1B, flash attention, bf16 (2 + 4 bytes, 12 of optimizer state over 2:
+ * 12 bytes a parameter); the allocator's fragmentation 0.2 (reserved =
+ * allocated / 0.8).
+ *  - a layer: 4h^2 + 2 h ffn + 9h + ffn = 12,596,224 parameters; each
+ *    stage 2 layers = 25,192,448.  Stage 0 adds the word embedding V h =
+ *    1,024,000 and the positions s h = 131,072: 26,347,520.  The last
+ *    stage adds the final norm 2h and the tied head's copy V h:
+ *    26,218,496.
+ *  - activations of a layer (Korthikanti Table 2, flash, t 1): 34 s b h =
+ *    4,456,448 B, 8,912,896 a stage's chunk.  1F1B: stage s holds p - s
+ *    microbatches (4, 3, 2, 1).  Stage 0 adds the embedding's dropout mask
+ *    s b h = 131,072 per microbatch: 4 x 9,043,968 = 36,175,872; the last
+ *    stage the final norm's and head's inputs 4 s b h = 524,288 and the
+ *    fp32 logits 4 s b V = 512,000: 9,949,184; its bf16 logits 2 s b V =
+ *    256,000 are working memory.
+ *  - stage 0: 12 x 26,347,520 + 36,175,872 = 352,346,112 allocated;
+ *    / 0.8 = 440,432,640.  Stage 1: 302,309,376 + 26,738,688 =
+ *    329,048,064; stage 2: 302,309,376 + 17,825,792 = 320,135,168; stage
+ *    3: 314,621,952 + 9,949,184 + 256,000 = 324,827,136.
+ */
+static void test_stage_memory(void **state)
+{
+	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0};
+	struct mem_layout l = {.tp = 1, .pp = 4, .dp = 2, .vp = 1, .mbs = 1, .microbatches = 8,
+			       .schedule = MEM_1F1B, .flash = 1, .zero = 1, .prefetch = 1};
+	static const double alloc[4] = {352346112, 329048064, 320135168, 324827136};
+	static const double params[4] = {26347520, 25192448, 25192448, 26218496};
+	static const double acts[4] = {36175872, 26738688, 17825792, 9949184};
+	struct hw_profile hw;
+	struct mem_stage st;
+	struct mem_est e;
+	(void)state;
 	memset(&hw, 0, sizeof(hw));
 	hw.hbm_bytes = 1e9;
-	hw.mem_reserve_bytes = 0.1e9;
+	hw.mem_reserve_bytes = 0.5e9;
+	hw.mem_frag = 0.2;
+	for (int s = 0; s < 4; s++) {
+		mem_stage(&m, &l, &hw, s, &st);
+		assert_rel_close(st.params, params[s], 1e-15);
+		assert_rel_close(st.weights, 2 * params[s], 1e-15);
+		assert_rel_close(st.grads, 4 * params[s], 1e-15);
+		assert_rel_close(st.optimizer, 6 * params[s], 1e-15);
+		assert_rel_close(st.buffers, 0, 1e-15);
+		assert_rel_close(st.activations, acts[s], 1e-15);
+		assert_rel_close(st.inflight, 4 - s, 1e-15);
+		assert_rel_close(st.logits, s == 3 ? 512000 : 0, 1e-15);
+		assert_rel_close(st.transient, s == 3 ? 256000 : 0, 1e-15);
+		assert_rel_close(st.allocated, alloc[s], 1e-15);
+		assert_rel_close(st.total, alloc[s] / 0.8, 1e-12);
+	}
 	mem_estimate(&m, &l, &hw, &e);
-	assert_rel_close(e.params_per_gpu, 13174784.0, 1e-15);
-	assert_rel_close(e.weights, 26349568.0, 1e-15);
-	assert_rel_close(e.grads, 26349568.0, 1e-15);
-	assert_rel_close(e.optimizer, 39524352.0, 1e-15);
-	assert_rel_close(e.weights + e.grads + e.optimizer, 92223488.0, 1e-15);
+	assert_int_equal(e.stage, 0);
+	assert_rel_close(e.total, 440432640.0, 1e-12);
+	assert_rel_close(e.first_total, 440432640.0, 1e-12);
+	assert_rel_close(e.last_total, 324827136.0 / 0.8, 1e-12);
+	assert_rel_close(e.capacity, 0.5e9, 1e-15);
 	assert_true(e.fits);
-	/* ZeRO-3 shards all 16 bytes: 16 P / 4. */
-	l.zero = 3;
+	hw.mem_reserve_bytes = 0.6e9;
 	mem_estimate(&m, &l, &hw, &e);
-	assert_rel_close(e.weights + e.grads + e.optimizer, 16 * 13174784.0 / 4, 1e-15);
+	assert_false(e.fits);
+	/* ZeRO-3 over the 2 ranks: 1 + 2 + 6 bytes a parameter, and the
+	 * buffers of stage 1: two layers' bf16 weights gathered (prefetch 1)
+	 * and one layer's fp32 gradient, 12,596,224 x (2 x 2 + 4) =
+	 * 100,769,792. */
+	l.zero = 3;
+	mem_stage(&m, &l, &hw, 1, &st);
+	assert_rel_close(st.weights + st.grads + st.optimizer, 9 * 25192448.0, 1e-15);
+	assert_rel_close(st.buffers, 100769792, 1e-15);
+	/* Hybrid sharding within groups of 1 is no sharding: 18 bytes. */
+	l.shard = 1;
+	mem_stage(&m, &l, &hw, 1, &st);
+	assert_rel_close(st.weights + st.grads + st.optimizer, 18 * 25192448.0, 1e-15);
+	assert_rel_close(st.buffers, 0, 1e-15);
+	/* Untied, the head is on the last stage whatever the stages; with one
+	 * stage a tied head is the embedding itself. */
+	l.shard = 0;
+	l.zero = 1;
+	l.pp = 1;
+	mem_stage(&m, &l, &hw, 0, &st);
+	assert_rel_close(st.params, 8 * 12596224.0 + 1024000 + 131072 + 2048, 1e-15);
+	m.untied = 1;
+	mem_stage(&m, &l, &hw, 0, &st);
+	assert_rel_close(st.params, 8 * 12596224.0 + 2 * 1024000 + 131072 + 2048, 1e-15);
 }
 
 static void test_inflight(void **state)
 {
 	/* p 4, m 8: GPipe holds 8 microbatches on stage 0, 1F1B 4, interleaved
-	 * with v 2: 4 (1 + 3/8) = 5.5. */
-	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0};
+	 * with v 2: 4 (1 + 3/8) = 5.5 (Korthikanti section 4.2.3), found by
+	 * walking the schedule (11 chunk units of 1 layer). */
+	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0};
 	struct mem_layout l = {.tp = 1, .pp = 4, .dp = 1, .vp = 2, .mbs = 1, .microbatches = 8};
-	struct mem_est e;
+	struct mem_stage st;
 	(void)state;
 	l.schedule = MEM_GPIPE;
-	mem_estimate(&m, &l, NULL, &e);
-	assert_rel_close(e.inflight, 8, 1e-15);
-	assert_rel_close(e.activations, e.act_per_layer * 2 * 8, 1e-15);
+	l.vp = 1;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.inflight, 8, 1e-15);
 	l.schedule = MEM_1F1B;
-	mem_estimate(&m, &l, NULL, &e);
-	assert_rel_close(e.inflight, 4, 1e-15);
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.inflight, 4, 1e-15);
 	l.schedule = MEM_INTERLEAVED;
-	mem_estimate(&m, &l, NULL, &e);
-	assert_rel_close(e.inflight, 5.5, 1e-15);
+	l.vp = 2;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.inflight, 5.5, 1e-15);
+	/* An uneven partition: 1, 3, 3, 1 layers; stage 1 holds 3 x 3 layers. */
+	l.schedule = MEM_1F1B;
+	l.vp = 1;
+	l.part[0] = 1, l.part[1] = 3, l.part[2] = 3, l.part[3] = 1;
+	mem_stage(&m, &l, NULL, 1, &st);
+	assert_rel_close(st.activations, 9 * mem_act_per_layer(&m, &l), 1e-15);
+	assert_int_equal(mem_chunk_first(&m, &l, 2, 0), 4);
 }
 
 /* The kernel model's GEMMs worked by hand (kperf.h) on a GPU of 132 SMs,
@@ -437,7 +528,7 @@ static void test_analytic_small(void **state)
 		hw.k.mem_eff[k] = 1;
 	analytic_in_default(&in);
 	in.hw = &hw;
-	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000, "", 0, 0};
+	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000, "", 0, 0, 0, 0};
 	in.global_batch = 8;
 	in.lay.tp = 2;
 	in.lay.pp = 2;
@@ -492,7 +583,8 @@ int main(void)
 		cmocka_unit_test(test_model_flops),
 		cmocka_unit_test(test_gqa_swiglu),
 		cmocka_unit_test(test_activation_bytes_gpt3),
-		cmocka_unit_test(test_zero1_bytes),
+		cmocka_unit_test(test_bytes_per_param),
+		cmocka_unit_test(test_stage_memory),
 		cmocka_unit_test(test_inflight),
 		cmocka_unit_test(test_analytic_small),
 		cmocka_unit_test(test_gemm_waves),

@@ -28,7 +28,7 @@ static int setup(void **state)
 static void small(struct synth_in *in)
 {
 	synth_in_default(in);
-	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t", 0, 0};
+	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t", 0, 0, 0, 0};
 	in->hw = &hw;
 }
 
@@ -311,7 +311,7 @@ static void test_lower_bound(void **state)
 		struct prism_err err;
 		double lb;
 		small(&in);
-		in.m = (struct llm){24, 2048, 16, 8192, 2048, 51200, "gpt3-1.3b", 0, 0};
+		in.m = (struct llm){24, 2048, 16, 8192, 2048, 51200, "gpt3-1.3b", 0, 0, 0, 0};
 		in.lay.tp = x[0];
 		in.lay.pp = x[1];
 		in.lay.dp = x[2];
@@ -461,6 +461,8 @@ static void test_meta_round_trip(void **state)
 	a.lay.flash = 0;
 	a.m.kv_heads = 4;
 	a.m.gated = 1;
+	a.m.untied = 1;
+	a.m.rope = 1;
 	a.dtype = HW_FP8;
 	a.fp8_attention = 1;
 	synth_meta(&a, s, sizeof(s));
@@ -468,7 +470,7 @@ static void test_meta_round_trip(void **state)
 	assert_string_equal(s, "prism::model#name=t;layers=8;hidden=1024;heads=16;kv_heads=4;"
 			       "ffn=4096;activation=swiglu;seq=1024;vocab=32000;tp=2;pp=4;dp=16;vp=2;mbs=1;microbatches=8;"
 			       "schedule=interleaved;recompute=1;sp=1;zero=1;flash=0;dtype=fp8;"
-			       "fp8_attention=1;hw=h100-dgx");
+			       "fp8_attention=1;hw=h100-dgx;untied=1;rope=1");
 	synth_in_default(&b);
 	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
 	assert_memory_equal(&a.m, &b.m, sizeof(a.m));
