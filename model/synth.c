@@ -51,6 +51,8 @@ struct rankst {
 
 struct ctx {
 	const struct synth_in *in;
+	struct mem_layout lay;      /* in->lay resolved (synth_mem_layout): the
+				     * layers of each stage, the precision */
 	struct strtab st;
 	VEC(struct snode) nodes;
 	VEC(struct sedge) edges;
@@ -354,6 +356,7 @@ struct shape {
 	int L;             /* layers per model chunk */
 	int p, v, m;
 	int tp_per_node, dp_per_node, pp_per_node;
+	int emb_per_node;  /* of the first and last stages (2: one node) */
 };
 
 static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
@@ -552,6 +555,96 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 		   pg);
 }
 
+/* The embedding's lookup forward and its gradient (stage 0). */
+static void embed_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(z->b * z->s * z->h, 1));
+}
+
+static void embed_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(z->b * z->s * z->h, 2));
+}
+
+/* The final norm, the logits and the loss (the last stage).  The output
+ * layer stays in bf16 under fp8 (Transformer Engine quantises the
+ * transformer layers' GEMMs).  The vocabulary-parallel cross-entropy as
+ * Megatron-LM runs it (tensor_parallel/cross_entropy.py), in fp32 passes
+ * over the logits: the max and the sum of exponentials read them (4 + 4
+ * bytes a value); the cast to fp32 (2 + 4), the subtraction, the
+ * exponential and the division in place (8 each) read and write them. */
+static void head_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s;
+	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h, 1));
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", logit_dtype(c->in), 1, bs,
+	      z->V / z->t, z->h);
+	kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd", 30 * bs * z->V / z->t);
+	kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 8 * bs * z->V / z->t);
+}
+
+/* (softmax - one-hot) x the loss gradient from the saved fp32 softmax
+ * (read 4, write 4), cast to bf16 (read 4, write 2); the logits' two
+ * gradients; the final norm's. */
+static void head_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s;
+	kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd", 14 * bs * z->V / z->t);
+	logits_bwd(c, r, bs, z->V / z->t, z->h);
+	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
+}
+
+/* Parameters of the embedding on stage r's GPU: the word embedding
+ * (vocabulary-parallel) and learned positions on stage 0. */
+static double embed_params(const struct ctx *c, int r)
+{
+	const struct llm *m = &c->in->m;
+	if (r != 0)
+		return 0;
+	return (double)m->vocab * m->hidden / c->in->lay.tp + (m->rope ? 0 : (double)m->seq * m->hidden);
+}
+
+/* Parameters of the output side on stage r's GPU: the final norm, and the
+ * head -- its own matrix when untied, a copy of the word embedding (tied)
+ * on a last stage that is not the first. */
+static double head_params(const struct ctx *c, int r)
+{
+	const struct llm *m = &c->in->m;
+	if (r != c->in->lay.pp - 1)
+		return 0;
+	return 2.0 * m->hidden +
+	       (m->untied || c->in->lay.pp > 1 ? (double)m->vocab * m->hidden / c->in->lay.tp : 0);
+}
+
+/* Bytes of a gradient as it is reduced: the main gradients' (fp32 for
+ * bf16 weights: Megatron-LM's accumulate_allreduce_grads_in_fp32 default
+ * for bf16, FSDP2's reduce_dtype in torchtitan; fp16 for fp16). */
+static double grad_bytes(const struct ctx *c)
+{
+	double w, g, o;
+	mem_bytes_per_param(c->lay.prec, &w, &g, &o);
+	return g;
+}
+
+/* The gradient collective of `params` parameters just computed on stage r
+ * (data-parallel: all-reduced, or reduce-scattered under ZeRO >= 1). */
+static void dp_grads(struct ctx *c, int r, const struct shape *z, double params)
+{
+	const struct synth_in *in = c->in;
+	struct comm_group g = {in->lay.dp, z->dp_per_node};
+	char pg[32];
+	if (in->lay.dp <= 1 || params <= 0)
+		return;
+	snprintf(pg, sizeof(pg), "dp.%d", r);
+	event_wait(c, r, S_COMPUTE, S_DP);
+	if (in->lay.zero >= 1)
+		collective(c, r, S_DP, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+			   params * 2, g, pg);
+	else
+		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+			   params * 2, g, pg);
+}
+
 /* The stage and chunk a forward unit of (s, ch) gets its input from (0
  * if any, with *ps and *pc set), and sends its output to. */
 static int fwd_prev(const struct shape *z, int s, int ch, int *ps, int *pc)
@@ -598,8 +691,8 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 {
 	int r = s, os, oc;
 	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
-	int l0 = (ch * z->p + s) * z->L;
-	double bs = z->b * z->s;
+	int l0 = mem_chunk_first(&c->in->m, &c->lay, s, ch);
+	int nl = mem_chunk_layers(&c->in->m, &c->lay, s, ch);
 	uint32_t first_task = NONE32, last_task = NONE32;
 	size_t k0 = c->nodes.n;
 	const struct synth_in *in = c->in;
@@ -611,28 +704,14 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 			event_wait(c, r, S_RECVF, S_COMPUTE);
 		}
 		if (first_chunk && !in->bare)
-			kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(bs * z->h, 1));
-		for (int l = 0; l < z->L; l++) {
+			embed_fwd(c, r, z);
+		for (int l = 0; l < nl; l++) {
 			c->rk[r].layer = l0 + l;
 			layer_fwd(c, r, z);
 		}
 		c->rk[r].layer = -1;
-		if (last_chunk && !in->bare) {
-			/* The output layer stays in bf16 under fp8 (Transformer
-			 * Engine quantises the transformer layers' GEMMs).  The
-			 * vocabulary-parallel cross-entropy as Megatron-LM runs it
-			 * (tensor_parallel/cross_entropy.py), in fp32 passes over
-			 * the logits: the max and the sum of exponentials read them
-			 * (4 + 4 bytes a value); the cast to fp32 (2 + 4), the
-			 * subtraction, the exponential and the division in place
-			 * (8 each) read and write them. */
-			kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h, 1));
-			bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", logit_dtype(in),
-			      1, bs, z->V / z->t, z->h);
-			kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd",
-			       30 * bs * z->V / z->t);
-			kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 8 * bs * z->V / z->t);
-		}
+		if (last_chunk && !in->bare)
+			head_fwd(c, r, z);
 		if (fwd_next(z, s, ch, &os, &oc)) {
 			event_wait(c, r, S_COMPUTE, S_SENDF);
 			pp_transfer(c, r, S_SENDF, GC_SEND, s, ch, z, 1);
@@ -643,36 +722,22 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 			event_wait(c, r, S_RECVB, S_COMPUTE);
 		}
 		if (last_chunk && !in->bare) {
-			/* (softmax - one-hot) x the loss gradient from the saved
-			 * fp32 softmax (read 4, write 4), cast to bf16 (read 4,
-			 * write 2) */
-			kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd",
-			       14 * bs * z->V / z->t);
-			logits_bwd(c, r, bs, z->V / z->t, z->h);
-			kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
+			head_bwd(c, r, z);
+			if (dp_bucket)
+				dp_grads(c, r, z, head_params(c, r));
 		}
-		for (int l = z->L - 1; l >= 0; l--) {
+		for (int l = nl - 1; l >= 0; l--) {
 			c->rk[r].layer = l0 + l;
 			layer_bwd(c, r, z);
-			if (dp_bucket && in->lay.dp > 1) {
-				struct comm_group g = {in->lay.dp, z->dp_per_node};
-				char pg[32];
-				snprintf(pg, sizeof(pg), "dp.%d", r);
-				event_wait(c, r, S_COMPUTE, S_DP);
-				if (in->lay.zero >= 1)
-					collective(c, r, S_DP, GC_REDUCE_SCATTER,
-						   "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
-						   layer_params(z) * 2, g, pg);
-				else
-					collective(c, r, S_DP, GC_ALL_REDUCE,
-						   "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-						   layer_params(z) * 2, g, pg);
-			}
+			if (dp_bucket)
+				dp_grads(c, r, z, layer_params(z));
 		}
 		c->rk[r].layer = -1;
-		if (first_chunk && !in->bare)
-			kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel",
-			       ew(bs * z->h, 2));
+		if (first_chunk && !in->bare) {
+			embed_bwd(c, r, z);
+			if (dp_bucket)
+				dp_grads(c, r, z, embed_params(c, r));
+		}
 		if (fwd_prev(z, s, ch, &os, &oc)) {
 			event_wait(c, r, S_COMPUTE, S_SENDB);
 			pp_transfer(c, r, S_SENDB, GC_SEND, s, ch, z, 0);
@@ -751,51 +816,82 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 	free(last_b);
 }
 
+/* The optimizer's kernels for np_ local parameters (of one layer, or of
+ * the embedding or head). */
+static void adam(struct ctx *c, int r, double np_, int amax)
+{
+	const struct synth_in *in = c->in;
+	/* FP16: unscale the gradients and check them for inf/NaN (dynamic
+	 * loss scaling; fp32 main gradients read and written). */
+	if (in->dtype == HW_FP16)
+		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>",
+		       8 * np_);
+	/* Gradient clipping: the norm of the fp32 main gradients, then their
+	 * scaling by the clip coefficient. */
+	kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
+	kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>", 8 * np_);
+	kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * 30);
+	/* FP8: the amax history and scale update of the layer's tensors, one
+	 * small kernel (Transformer Engine's delayed scaling). */
+	if (amax && low_precision(in->dtype))
+		kernel(c, r, KC_ELEMENTWISE, "te_delayed_scaling_amax_and_scale_update",
+		       3 * 8 * 1024 * 4.0);
+}
+
 static void optimizer(struct ctx *c, int r, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
 	int zero = in->lay.zero >= 1 && in->lay.dp > 1;
 	double share = zero ? 1.0 / in->lay.dp : 1.0;
-	int layers = z->L * z->v;
+	const struct llm *m = &in->m;
 
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
-	if (in->lay.dp > 1)
+	/* Tied embeddings on two stages: the word embedding's gradient is
+	 * all-reduced between the first and the last stage once the
+	 * data-parallel reduction is done (Megatron-LM's
+	 * _allreduce_word_embedding_grads, in finalize_model_grads). */
+	if (!m->untied && z->p > 1 && (r == 0 || r == z->p - 1)) {
+		struct comm_group g = {2, z->emb_per_node};
+		event_wait(c, r, S_COMPUTE, S_DP);
+		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			   (double)m->vocab * m->hidden / z->t * grad_bytes(c), g, "emb");
+	}
+	if (in->lay.dp > 1 || (!m->untied && z->p > 1 && (r == 0 || r == z->p - 1)))
 		event_wait(c, r, S_DP, S_COMPUTE);
-	for (int i = 0; i < layers; i++) {
-		/* Adam over fp32 master weights, moments and the gradient, one
-		 * kernel per layer (marked with it, so that layer edits on the
-		 * written trace repeat the layer's optimizer work too). */
-		double np_ = layer_params(z) * share;
-		set_ann(c, r, (i / z->L * z->p + r) * z->L + i % z->L, PH_OPTIMIZER, -1);
-		/* FP16: unscale the gradients and check them for inf/NaN
-		 * (dynamic loss scaling; fp32 main gradients read and written). */
-		if (in->dtype == HW_FP16)
-			kernel(c, r, KC_OPTIMIZER,
-			       "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>", 8 * np_);
-		/* Gradient clipping: the norm of the fp32 main gradients, then
-		 * their scaling by the clip coefficient. */
-		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
-		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>", 8 * np_);
-		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * 30);
-		/* FP8: the amax history and scale update of the layer's
-		 * tensors, one small kernel (Transformer Engine's delayed
-		 * scaling). */
-		if (low_precision(in->dtype))
-			kernel(c, r, KC_ELEMENTWISE, "te_delayed_scaling_amax_and_scale_update",
-			       3 * 8 * 1024 * 4.0);
+	/* Adam over fp32 master weights, moments and the gradient, one kernel
+	 * per layer (marked with it, so that layer edits on the written trace
+	 * repeat the layer's optimizer work too); the embedding and the head
+	 * on their stages. */
+	for (int ch = 0; ch < z->v; ch++) {
+		int l0 = mem_chunk_first(m, &c->lay, r, ch), nl = mem_chunk_layers(m, &c->lay, r, ch);
+		for (int i = 0; i < nl; i++) {
+			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
+			adam(c, r, layer_params(z) * share, 1);
+		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+	if (embed_params(c, r) > 0)
+		adam(c, r, embed_params(c, r) * share, 0);
+	if (head_params(c, r) > 0)
+		adam(c, r, head_params(c, r) * share, 0);
 	if (zero) {
 		struct comm_group g = {in->lay.dp, z->dp_per_node};
 		char pg[32];
 		snprintf(pg, sizeof(pg), "dp.%d", r);
 		event_wait(c, r, S_COMPUTE, S_DP);
-		for (int i = 0; i < layers; i++) {
-			set_ann(c, r, (i / z->L * z->p + r) * z->L + i % z->L, PH_OPTIMIZER, -1);
-			collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
-				   layer_params(z) * 2, g, pg);
+		for (int ch = 0; ch < z->v; ch++) {
+			int l0 = mem_chunk_first(m, &c->lay, r, ch);
+			int nl = mem_chunk_layers(m, &c->lay, r, ch);
+			for (int i = 0; i < nl; i++) {
+				set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
+				collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+					   layer_params(z) * 2, g, pg);
+			}
 		}
 		set_ann(c, r, -1, PH_OPTIMIZER, -1);
+		if (embed_params(c, r) + head_params(c, r) > 0)
+			collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+				   (embed_params(c, r) + head_params(c, r)) * 2, g, pg);
 	}
 }
 
@@ -805,6 +901,8 @@ int synth_attn_dtype(const struct synth_in *in)
 		return HW_FP8;
 	return low_precision(in->dtype) ? HW_BF16 : in->dtype;
 }
+
+static void shape_of(const struct synth_in *in, struct shape *z);
 
 /* The weights' and gradients' precision of a run in dtype: fp32 and tf32
  * train fp32 weights, fp16 keeps fp16 gradients, the rest bf16 weights
@@ -821,6 +919,157 @@ void synth_mem_layout(const struct synth_in *in, struct mem_layout *l)
 	*l = in->lay;
 	l->fp8_weights = low_precision(in->dtype);
 	l->prec = mem_prec_of(in->dtype);
+	if (in->part != SYNTH_PART_GIVEN && synth_partition(in, l->part, NULL))
+		l->part[0] = 0;
+}
+
+/* The kernel model's time of the embedding's forward and backward (*emb)
+ * and of the head's and loss's (*head), one microbatch. */
+void synth_extra_times(const struct synth_in *in, double *emb, double *head)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	memset(&c, 0, sizeof(c));
+	memset(&rk, 0, sizeof(rk));
+	c.in = in;
+	c.dry = 1;
+	c.kdb_gpu = -1;
+	c.rk = &rk;
+	shape_of(in, &z);
+	embed_fwd(&c, 0, &z);
+	embed_bwd(&c, 0, &z);
+	*emb = c.dry_s;
+	c.dry_s = 0;
+	head_fwd(&c, 0, &z);
+	head_bwd(&c, 0, &z);
+	*head = c.dry_s;
+}
+
+int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err *err)
+{
+	int p = in->lay.pp, v = in->lay.vp > 0 ? in->lay.vp : 1, L = in->m.layers;
+
+	if (in->part == SYNTH_PART_GIVEN || p < 2) {
+		if (part != in->lay.part)
+			memcpy(part, in->lay.part, sizeof(in->lay.part));
+		if (p < 2)
+			part[0] = 0;
+		return 0;
+	}
+	memset(part, 0, sizeof(in->lay.part));
+	if (in->part == SYNTH_PART_EMBED_LOSS) {
+		int n = (L + 2) / p;
+		if ((L + 2) % p || n < 2 || (n - 1) % v || n % v)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: partition embed-loss needs layers %d + 2 divisible "
+					     "by pp %d, and each stage's layers by vp %d",
+					     L, p, v);
+		for (int s = 0; s < p; s++)
+			part[s] = (uint16_t)(s == 0 || s == p - 1 ? n - 1 : n);
+	} else {
+		/* Balanced: each stage gets v layers (one a chunk), then each
+		 * further v layers go where the stage's time after them is the
+		 * least -- the first stage's embedding and the last's head count
+		 * in -- the later stage on ties (the earlier ones hold more
+		 * activations).  With identical increments this greedy choice
+		 * minimises the largest stage time. */
+		double f, b, a, emb, head, load[MEM_MAX_STAGES];
+		if (L % v || L / v < p)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: partition balanced needs layers %d divisible by "
+					     "vp %d and at least one chunk a stage (pp %d)",
+					     L, v, p);
+		synth_layer_times(in, &f, &b, &a);
+		synth_extra_times(in, &emb, &head);
+		for (int s = 0; s < p; s++) {
+			part[s] = (uint16_t)v;
+			load[s] = v * (f + b) + (s == 0 ? emb : 0) + (s == p - 1 ? head : 0);
+		}
+		for (int left = L - p * v; left > 0; left -= v) {
+			int best = p - 1;
+			for (int s = p - 2; s >= 0; s--)
+				if (load[s] + v * (f + b) < load[best] + v * (f + b) - 1e-15)
+					best = s;
+			part[best] = (uint16_t)(part[best] + v);
+			load[best] += v * (f + b);
+		}
+		{
+			int even = L % p == 0;
+			for (int s = 0; even && s < p; s++)
+				even = part[s] == L / p;
+			if (even)
+				part[0] = 0;
+		}
+	}
+	return 0;
+}
+
+int synth_same_placement(const struct synth_in *a, const struct synth_in *b)
+{
+	struct mem_layout x, y;
+	synth_mem_layout(a, &x);
+	synth_mem_layout(b, &y);
+	return memcmp(x.part, y.part, sizeof(x.part)) == 0 && x.shard == y.shard &&
+	       x.prefetch == y.prefetch && x.bucket_mb == y.bucket_mb &&
+	       x.overlap_grad == y.overlap_grad && x.overlap_param == y.overlap_param &&
+	       x.tp_overlap == y.tp_overlap && x.pp_overlap == y.pp_overlap &&
+	       a->m.untied == b->m.untied && a->m.rope == b->m.rope;
+}
+
+int synth_part_parse(const char *s, struct synth_in *in, struct prism_err *err)
+{
+	const char *q = s;
+	int n = 0;
+
+	memset(in->lay.part, 0, sizeof(in->lay.part));
+	in->part = SYNTH_PART_GIVEN;
+	if (strcmp(s, "even") == 0)
+		return 0;
+	if (strcmp(s, "balanced") == 0) {
+		in->part = SYNTH_PART_BALANCED;
+		return 0;
+	}
+	if (strcmp(s, "embed-loss") == 0) {
+		in->part = SYNTH_PART_EMBED_LOSS;
+		return 0;
+	}
+	while (*q) {
+		char *end;
+		long v;
+		errno = 0;
+		v = strtol(q, &end, 10);
+		if (end == q || errno || v < 1 || v > 65535 || (*end && *end != ',') ||
+		    n >= MEM_MAX_STAGES)
+			return prism_err_set(err, PRISM_EARG,
+					     "partition '%s': expected even, balanced, embed-loss or "
+					     "layers per stage (N0,N1,...: each 1..65535, at most %d)",
+					     s, MEM_MAX_STAGES);
+		in->lay.part[n++] = (uint16_t)v;
+		q = *end ? end + 1 : end;
+	}
+	if (n < 2)
+		return prism_err_set(err, PRISM_EARG,
+				     "partition '%s': a list needs a number for each of 2 or more "
+				     "stages",
+				     s);
+	return 0;
+}
+
+void synth_part_name(const struct synth_in *in, char *buf, size_t n)
+{
+	size_t k = 0;
+	if (in->part == SYNTH_PART_BALANCED || in->part == SYNTH_PART_EMBED_LOSS) {
+		snprintf(buf, n, "%s", in->part == SYNTH_PART_BALANCED ? "balanced" : "embed-loss");
+		return;
+	}
+	snprintf(buf, n, "even");
+	if (in->lay.part[0] == 0)
+		return;
+	buf[0] = '\0';
+	for (int s = 0; s < MEM_MAX_STAGES && in->lay.part[s] && k + 8 < n; s++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%d", s ? "," : "", in->lay.part[s]);
 }
 
 void synth_mem(const struct synth_in *in, struct mem_est *out)
@@ -923,7 +1172,7 @@ double synth_lower_bound(const struct synth_in *in)
 	const struct mem_layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	double b = l->mbs, h = m->hidden, t = l->tp, bs = b * m->seq;
-	double L = (double)m->layers / ((double)l->pp * l->vp), tp_s = 0, f, bw, w, af, lb;
+	double tp_s = 0, f, bw, af, lb;
 	struct comm_est e;
 
 	if (in->hw->peak_flops[in->dtype] <= 0 || l->pp < 1 || l->vp < 1 || in->kdb)
@@ -955,22 +1204,37 @@ double synth_lower_bound(const struct synth_in *in)
 	bw = lb + tp_s + (l->recompute == MEM_RECOMPUTE_FULL ? f + tp_s : 0) +
 	     (l->recompute == MEM_RECOMPUTE_SELECTIVE ? af : 0);
 	f += tp_s;
-	f *= L;
-	bw *= L;
-	/* The last stage's compute stream runs all of its units one after
-	 * another, the logits (forward and both gradients) with each of its
-	 * last-chunk units; none can start before the first microbatch's
-	 * forward has crossed the p - 1 stages before it, and after its last
-	 * backward the gradient crosses them back: the step holds
-	 * (p - 1) chunk forwards, the last stage's work, and (p - 1) chunk
-	 * backwards, one after another. */
-	w = (double)l->microbatches * l->vp * (f + bw);
-	if (!in->bare)
-		w += (double)l->microbatches * 3 *
-		     line_bound(in, KC_GEMM,
-				kperf_gemm_min_s(in->hw, logit_dtype(in),
-						 llm_gemm_flops(bs, m->vocab, h) / t));
-	return (l->pp - 1) * (f + bw) + w;
+	/* Stage k's compute stream runs all of its units one after another,
+	 * the last stage's with the logits (forward and both gradients) in
+	 * each of its last-chunk units; none can start before the first
+	 * microbatch's forward has crossed the first chunks of the k stages
+	 * before it, and after its last unit (its first chunk's backward) the
+	 * gradient crosses them back: the step holds those chunks' forwards
+	 * and backwards and stage k's work, one after another.  The largest
+	 * over k bounds the step (with even stages, the last stage's:
+	 * (p - 1) chunks + m v chunks + the logits). */
+	{
+		struct mem_layout r;
+		double fill = 0, best = 0, logits = 0;
+		synth_mem_layout(in, &r);
+		if (!in->bare)
+			logits = (double)l->microbatches * 3 *
+				 line_bound(in, KC_GEMM,
+					    kperf_gemm_min_s(in->hw, logit_dtype(in),
+							     llm_gemm_flops(bs, m->vocab, h) / t));
+		for (int k = 0; k < l->pp; k++) {
+			double w = 0;
+			for (int c = 0; c < l->vp; c++)
+				w += mem_chunk_layers(m, &r, k, c);
+			w *= (double)l->microbatches * (f + bw);
+			if (k == l->pp - 1)
+				w += logits;
+			if (fill + w > best)
+				best = fill + w;
+			fill += mem_chunk_layers(m, &r, k, 0) * (f + bw);
+		}
+		return best;
+	}
 }
 
 int synth_check(const struct synth_in *in, struct prism_err *err)
@@ -1003,6 +1267,14 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		{"layout", "recompute", l->recompute, 0, MEM_RECOMPUTE_FULL},
 		{"layout", "schedule", l->schedule, MEM_GPIPE, MEM_INTERLEAVED},
 		{"layout", "dtype", in->dtype, 0, HW_NDTYPES - 1},
+		{"layout", "shard", l->shard, 0, SYNTH_MAX_DP},
+		{"layout", "prefetch", l->prefetch, 0, SYNTH_MAX_PREFETCH},
+		{"layout", "bucket_mb", l->bucket_mb, 0, SYNTH_MAX_BUCKET_MB},
+		{"layout", "overlap_grad", l->overlap_grad, 0, 1},
+		{"layout", "overlap_param", l->overlap_param, 0, 1},
+		{"layout", "tp_overlap", l->tp_overlap, 0, 1},
+		{"layout", "pp_overlap", l->pp_overlap, 0, 1},
+		{"layout", "part", in->part, SYNTH_PART_GIVEN, SYNTH_PART_EMBED_LOSS},
 	};
 
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
@@ -1014,6 +1286,14 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: tp %d x pp %d x dp %d is beyond %d GPUs", l->tp, l->pp,
 				     l->dp, SYNTH_MAX_GPUS);
+	if (l->shard > 0 && (l->shard > l->dp || l->dp % l->shard))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: the sharding group (%d) must divide dp %d", l->shard,
+				     l->dp);
+	if (l->tp_overlap && l->tp > 1 && !l->sp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: tensor-parallel overlap needs sequence parallelism "
+				     "(Megatron-LM's --tp-comm-overlap)");
 	if (m->hidden % m->heads)
 		return prism_err_set(err, PRISM_EARG, "model: hidden %d must be divisible by heads %d",
 				     m->hidden, m->heads);
@@ -1031,10 +1311,33 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: heads %d and ffn %d must be divisible by tp %d",
 				     m->heads, m->ffn, l->tp);
-	if (m->layers % (l->pp * l->vp))
+	if (in->part != SYNTH_PART_GIVEN) {
+		uint16_t part[MEM_MAX_STAGES];
+		int rc = synth_partition(in, part, err);
+		if (rc)
+			return rc;
+	} else if (l->part[0] > 0 && l->pp > 1) {
+		long sum = 0;
+		for (int s = 0; s < l->pp; s++) {
+			if (l->part[s] < 1 || l->part[s] % l->vp)
+				return prism_err_set(err, PRISM_EARG,
+						     "layout: partition: stage %d holds %d layers, "
+						     "not a positive multiple of the %d virtual stages",
+						     s, l->part[s], l->vp);
+			sum += l->part[s];
+		}
+		if (l->pp < MEM_MAX_STAGES && l->part[l->pp])
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: partition lists more stages than pp %d", l->pp);
+		if (sum != m->layers)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: partition places %ld layers, the model has %d", sum,
+					     m->layers);
+	} else if (m->layers % (l->pp * l->vp)) {
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: layers %d not divisible by pp %d x virtual stages %d",
 				     m->layers, l->pp, l->vp);
+	}
 	if (l->schedule == MEM_INTERLEAVED) {
 		if (l->vp < 2 || l->pp < 2)
 			return prism_err_set(err, PRISM_EARG,
@@ -1178,14 +1481,27 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 		 "prism::model#name=%s;layers=%d;hidden=%d;heads=%d;kv_heads=%d;ffn=%d;"
 		 "activation=%s;seq=%d;vocab=%d;"
 		 "tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;microbatches=%d;schedule=%s;recompute=%d;"
-		 "sp=%d;zero=%d;flash=%d;dtype=%s;fp8_attention=%d;hw=%s;untied=%d;rope=%d",
+		 "sp=%d;zero=%d;flash=%d;dtype=%s;fp8_attention=%d;hw=%s;untied=%d;rope=%d;"
+		 "shard=%d;prefetch=%d;bucket_mb=%d;overlap_grad=%d;overlap_param=%d;"
+		 "tp_overlap=%d;pp_overlap=%d",
 		 in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
 		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq,
 		 in->m.vocab, in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp,
 		 in->lay.mbs, in->lay.microbatches, synth_schedule_name(in->lay.schedule),
 		 in->lay.recompute, in->lay.sp, in->lay.zero, in->lay.flash,
 		 hw_dtype_name(in->dtype), in->fp8_attention,
-		 in->hw && in->hw->id[0] ? in->hw->id : "?", in->m.untied, in->m.rope);
+		 in->hw && in->hw->id[0] ? in->hw->id : "?", in->m.untied, in->m.rope, in->lay.shard,
+		 in->lay.prefetch, in->lay.bucket_mb, in->lay.overlap_grad, in->lay.overlap_param,
+		 in->lay.tp_overlap, in->lay.pp_overlap);
+	/* The layers of each stage, where uneven: as resolved, so that a trace
+	 * says where its layers ran whatever the cost model becomes. */
+	{
+		struct mem_layout l;
+		size_t k = strlen(buf);
+		synth_mem_layout(in, &l);
+		for (int s = 0; l.part[0] && s < in->lay.pp && k + 8 < n; s++)
+			k += (size_t)snprintf(buf + k, n - k, "%s%d", s ? "," : ";part=", l.part[s]);
+	}
 }
 
 int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
@@ -1199,7 +1515,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 	p = s + sizeof(pre) - 1;
 	while (*p) {
 		const char *eq = strchr(p, '='), *end = strchr(p, ';');
-		char key[32], val[64];
+		char key[32], val[2048];
 		size_t kl, vl;
 		int *ip = NULL, min = 0, max = 0;
 		if (!end)
@@ -1217,7 +1533,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		val[vl] = '\0';
 #define INT(k, f, lo, hi) else if (strcmp(key, k) == 0) ip = &(f), min = (lo), max = (hi)
 		if (strcmp(key, "name") == 0)
-			snprintf(in->m.name, sizeof(in->m.name), "%s", val);
+			snprintf(in->m.name, sizeof(in->m.name), "%.63s", val);
 		INT("layers", in->m.layers, 1, LLM_MAX_LAYERS);
 		INT("hidden", in->m.hidden, 1, LLM_MAX_HIDDEN);
 		INT("heads", in->m.heads, 1, LLM_MAX_HEADS);
@@ -1237,6 +1553,21 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("fp8_attention", in->fp8_attention, 0, 1);
 		INT("untied", in->m.untied, 0, 1);
 		INT("rope", in->m.rope, 0, 1);
+		INT("shard", in->lay.shard, 0, SYNTH_MAX_DP);
+		INT("prefetch", in->lay.prefetch, 0, SYNTH_MAX_PREFETCH);
+		INT("bucket_mb", in->lay.bucket_mb, 0, SYNTH_MAX_BUCKET_MB);
+		INT("overlap_grad", in->lay.overlap_grad, 0, 1);
+		INT("overlap_param", in->lay.overlap_param, 0, 1);
+		INT("tp_overlap", in->lay.tp_overlap, 0, 1);
+		INT("pp_overlap", in->lay.pp_overlap, 0, 1);
+		else if (strcmp(key, "part") == 0) {
+			struct prism_err e2;
+			if (synth_part_parse(val, in, &e2) || in->part != SYNTH_PART_GIVEN)
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "model description: 'part' must list each stage's "
+						     "layers, not '%s'",
+						     val);
+		}
 		else if (strcmp(key, "recompute") == 0) {
 			/* A number (what synth_meta writes) or a name. */
 			if (val[0] >= '0' && val[0] <= '9')
@@ -1254,7 +1585,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 						     "model description: unknown activation '%s'", val);
 			in->m.gated = strcmp(val, "swiglu") == 0;
 		} else if (strcmp(key, "hw") == 0) {
-			snprintf(in->hw_id, sizeof(in->hw_id), "%s", val);
+			snprintf(in->hw_id, sizeof(in->hw_id), "%.63s", val);
 		} else if (strcmp(key, "dtype") == 0) {
 			if ((in->dtype = hw_dtype_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
@@ -1298,6 +1629,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		return rc;
 	memset(&c, 0, sizeof(c));
 	c.in = in;
+	synth_mem_layout(in, &c.lay);
 	c.kdb_gpu = in->kdb ? kdb_gpu(in->kdb, in->hw->gpu) : -1;
 	if (strtab_init(&c.st))
 		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
@@ -1310,6 +1642,8 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	if (z.dp_per_node < 1)
 		z.dp_per_node = 1;
 	z.pp_per_node = in->lay.tp * in->lay.dp * 2 <= in->hw->gpus_per_node ? 2 : 1;
+	z.emb_per_node =
+		(int64_t)in->lay.tp * in->lay.dp * in->lay.pp <= in->hw->gpus_per_node ? 2 : 1;
 	c.n_cpu = intern(&c, "aten::op");
 	c.n_launch = intern(&c, "cudaLaunchKernel");
 	c.n_record = intern(&c, "cudaEventRecord");
@@ -1368,7 +1702,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	if (!g)
 		goto oom;
 	{
-		char meta[512];
+		char meta[4096];
 		synth_meta(in, meta, sizeof(meta));
 		if (strtab_intern(&g->st, meta, strlen(meta), &g->meta))
 			goto oom;

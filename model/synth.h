@@ -74,7 +74,19 @@ struct synth_in {
 	int bare;                /* only the layers: no embedding, head, loss or
 				  * optimizer, and communication takes no time
 				  * (for checks against closed forms) */
+	int part;                /* enum synth_part: how the layers are placed
+				  * on the pipeline stages */
 };
+
+/* Pipeline stage partitions.  GIVEN: lay.part as it is (lay.part[0] == 0:
+ * layers / pp on every stage).  BALANCED: the stages' times balanced, the
+ * first stage's embedding and the last stage's head and loss counted in
+ * (synth_partition).  EMBED_LOSS: Megatron-LM's
+ * account_for_embedding_in_pipeline_split and
+ * account_for_loss_in_pipeline_split: the embedding and the loss count as
+ * one layer each, (layers + 2) / pp a stage, so the first and the last
+ * stages hold one layer fewer. */
+enum synth_part { SYNTH_PART_GIVEN, SYNTH_PART_BALANCED, SYNTH_PART_EMBED_LOSS };
 
 /* The largest layout accepted anywhere (run descriptions, options, sweeps,
  * synth_check); the smallest degree is 1.  SYNTH_MAX_GPUS bounds tp x pp x
@@ -87,6 +99,13 @@ struct synth_in {
 #define SYNTH_MAX_MICRO (1 << 16)
 #define SYNTH_MAX_GPUS (1 << 24)
 #define SYNTH_MAX_STEPS 100
+#define SYNTH_MAX_PREFETCH 64
+#define SYNTH_MAX_BUCKET_MB (1 << 20)
+
+/* The kernel model's time, one microbatch forward and backward, of stage
+ * 0's embedding (*emb_s) and of the last stage's final norm, logits and
+ * loss (*head_s). */
+void synth_extra_times(const struct synth_in *in, double *emb_s, double *head_s);
 
 /* What was built: node ids in the returned graph. */
 struct synth_out {
@@ -120,8 +139,30 @@ void synth_in_default(struct synth_in *in);
 int synth_attn_dtype(const struct synth_in *in);
 
 /* in's layout as mem.h takes it: the precision of weights and gradients
- * from the dtype, FP8 weight copies when its GEMMs are fp8 or fp4. */
+ * from the dtype, FP8 weight copies when its GEMMs are fp8 or fp4, the
+ * layers of each stage from its partition (synth_partition; even where it
+ * has none). */
 void synth_mem_layout(const struct synth_in *in, struct mem_layout *l);
+
+/* The layers of each stage that in's partition gives, into part[0..pp)
+ * (part[0] = 0 when every stage holds layers / pp): 0, or PRISM_EARG
+ * naming the rule broken (layers + 2 not divisible by pp for EMBED_LOSS,
+ * fewer layers than stages, a stage's layers not divisible by vp). */
+int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err *err);
+
+/* "even", "balanced", "embed-loss", or the list "N0,N1,..." into
+ * in->part and in->lay.part: 0, or PRISM_EARG naming what is wrong. */
+int synth_part_parse(const char *s, struct synth_in *in, struct prism_err *err);
+
+/* The partition's name as synth_part_parse reads it: "even", "balanced",
+ * "embed-loss" or the list given. */
+void synth_part_name(const struct synth_in *in, char *buf, size_t n);
+
+/* 1 when a and b place the layers alike (their partitions resolved) and
+ * agree on the sharding and overlap knobs (shard, prefetch, bucket_mb,
+ * overlap_grad, overlap_param, tp_overlap, pp_overlap), the model's tied
+ * head and positions; the rest of the layout is the caller's to compare. */
+int synth_same_placement(const struct synth_in *a, const struct synth_in *b);
 
 /* mem_estimate() of in's layout (synth_mem_layout). */
 void synth_mem(const struct synth_in *in, struct mem_est *out);

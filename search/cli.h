@@ -111,7 +111,8 @@ enum {
 	CLI_OPT_TP = 1000, CLI_OPT_PP, CLI_OPT_DP, CLI_OPT_VP, CLI_OPT_MBS, CLI_OPT_MICRO,
 	CLI_OPT_SCHED, CLI_OPT_RECOMP, CLI_OPT_SP, CLI_OPT_ZERO, CLI_OPT_DTYPE, CLI_OPT_LAYERS,
 	CLI_OPT_HIDDEN, CLI_OPT_HEADS, CLI_OPT_FFN, CLI_OPT_SEQ, CLI_OPT_STEPS, CLI_OPT_NOFLASH, CLI_OPT_GBS,
-	CLI_OPT_FP8ATTN,
+	CLI_OPT_FP8ATTN, CLI_OPT_PARTITION, CLI_OPT_SHARD, CLI_OPT_PREFETCH, CLI_OPT_BUCKET,
+	CLI_OPT_NO_OVERLAP_GRAD, CLI_OPT_OVERLAP_PARAM, CLI_OPT_TP_OVERLAP, CLI_OPT_NO_PP_OVERLAP,
 	CLI_OPT_NOPT
 };
 #define CLI_SET(opt) (1u << ((opt) - CLI_OPT_TP))
@@ -135,7 +136,15 @@ enum {
 	{"steps", required_argument, NULL, CLI_OPT_STEPS},             \
 	{"no-flash", no_argument, NULL, CLI_OPT_NOFLASH},              \
 	{"gbs", required_argument, NULL, CLI_OPT_GBS},                 \
-	{"fp8-attention", no_argument, NULL, CLI_OPT_FP8ATTN}
+	{"fp8-attention", no_argument, NULL, CLI_OPT_FP8ATTN},         \
+	{"partition", required_argument, NULL, CLI_OPT_PARTITION},     \
+	{"shard", required_argument, NULL, CLI_OPT_SHARD},             \
+	{"prefetch", required_argument, NULL, CLI_OPT_PREFETCH},       \
+	{"bucket-mb", required_argument, NULL, CLI_OPT_BUCKET},        \
+	{"no-overlap-grad", no_argument, NULL, CLI_OPT_NO_OVERLAP_GRAD}, \
+	{"overlap-param", no_argument, NULL, CLI_OPT_OVERLAP_PARAM},   \
+	{"tp-overlap", no_argument, NULL, CLI_OPT_TP_OVERLAP},         \
+	{"no-pp-overlap", no_argument, NULL, CLI_OPT_NO_PP_OVERLAP}
 
 /* The help text of those options. */
 extern const char cli_layout_help[];

@@ -115,7 +115,7 @@ static int same_config(const struct synth_in *a, const struct synth_in *b)
 	       a->lay.microbatches == b->lay.microbatches && a->lay.schedule == b->lay.schedule &&
 	       a->lay.recompute == b->lay.recompute && a->lay.sp == b->lay.sp &&
 	       a->lay.zero == b->lay.zero && a->lay.flash == b->lay.flash && a->dtype == b->dtype &&
-	       a->fp8_attention == b->fp8_attention &&
+	       a->fp8_attention == b->fp8_attention && synth_same_placement(a, b) &&
 	       a->hw == b->hw;
 }
 

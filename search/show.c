@@ -11,6 +11,31 @@ void show_layout(FILE *f, const struct synth_in *in)
 		l->microbatches, synth_schedule_name(l->schedule), mem_recompute_name(l->recompute),
 		l->sp ? ", sp" : "", l->zero, hw_dtype_name(in->dtype),
 		in->fp8_attention ? " (fp8 attention)" : "");
+	{
+		struct mem_layout r;
+		char name[64];
+		synth_mem_layout(in, &r);
+		synth_part_name(in, name, sizeof(name));
+		if (r.part[0]) {
+			fprintf(f, ", layers per stage ");
+			for (int s = 0; s < l->pp; s++)
+				fprintf(f, "%s%d", s ? "," : "", r.part[s]);
+			if (in->part != SYNTH_PART_GIVEN)
+				fprintf(f, " (%s)", name);
+		}
+	}
+	if (l->zero >= 1 && l->shard > 0 && l->shard < l->dp)
+		fprintf(f, ", sharded over %d (hybrid)", l->shard);
+	if (l->zero >= 3)
+		fprintf(f, ", prefetch %d", l->prefetch);
+	if (!l->overlap_grad)
+		fprintf(f, ", gradients after the backward");
+	if (l->overlap_param)
+		fprintf(f, ", parameter all-gather overlapped");
+	if (l->tp_overlap)
+		fprintf(f, ", TP overlapped");
+	if (!l->pp_overlap)
+		fprintf(f, ", pipeline sends waited for");
 }
 
 void show_prediction(FILE *f, const struct synth_in *in, const struct predict_out *p)
@@ -65,6 +90,17 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		in->m.layers, in->m.hidden, in->m.heads, in->m.ffn, in->m.seq, in->m.vocab);
 	fputs(",\"hw\":", f);
 	prism_fput_json_str(f, in->hw->name);
+	{
+		struct mem_layout r;
+		synth_mem_layout(in, &r);
+		fputs(",\"partition\":[", f);
+		for (int s = 0; s < l->pp; s++)
+			fprintf(f, "%s%d", s ? "," : "", mem_stage_layers(&in->m, &r, s));
+		fprintf(f, "],\"shard\":%d,\"prefetch\":%d,\"bucket_mb\":%d,\"overlap_grad\":%d,"
+			   "\"overlap_param\":%d,\"tp_overlap\":%d,\"pp_overlap\":%d",
+			mem_shard_group(l), l->prefetch, l->bucket_mb, l->overlap_grad,
+			l->overlap_param, l->tp_overlap, l->pp_overlap);
+	}
 	fprintf(f,
 		",\"tp\":%d,\"pp\":%d,\"dp\":%d,\"vp\":%d,\"mbs\":%d,\"microbatches\":%d,"
 		"\"schedule\":\"%s\",\"recompute\":\"%s\",\"sp\":%d,\"zero\":%d,\"dtype\":\"%s\","

@@ -30,7 +30,7 @@ double predict_analytic(const struct synth_in *in)
 	ai.dtype = in->dtype;
 	ai.fp8_attention = in->fp8_attention;
 	ai.global_batch = (double)in->lay.mbs * in->lay.microbatches * in->lay.dp;
-	ai.lay = in->lay;
+	synth_mem_layout(in, &ai.lay);
 	ai.compute_eff = PREDICT_ANALYTIC_EFF;
 	return analytic_estimate(&ai, &ao, &err) == 0 ? ao.t_iter : 0;
 }
