@@ -187,21 +187,35 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 						  (l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0)
 								    : t_ag);
 					break;
-				default:
-					/* ZeRO-3: every microbatch gathers the weights
-					 * forward and backward and reduce-scatters the
-					 * gradients; with prefetch they run beside the
-					 * compute, each direction waiting for its first
-					 * layer's gather. */
+				default: {
+					/* ZeRO-3: every microbatch gathers each layer's
+					 * weights forward and again backward and
+					 * reduce-scatters its gradients, on one stream:
+					 * with prefetch a layer's gather runs beside the
+					 * previous layer's compute (backward, with its
+					 * reduce-scatter); what exceeds it is exposed,
+					 * and each direction's first gather. */
+					double t_rsl = 0, t_arl = 0, lfw = lf / in->compute_eff;
+					double lbw = lb / in->compute_eff, per;
+					comm_time(hw, GC_REDUCE_SCATTER, gb * llm_layer_params(m) / tp, gg,
+						  in->comm_eff, COMM_AUTO, &ce);
+					t_rsl = ce.time_s;
+					if (R > 1) {
+						comm_time(hw, GC_ALL_REDUCE, gb * llm_layer_params(m) / tp / G,
+							  gr, in->comm_eff, COMM_AUTO, &ce);
+						t_arl = ce.time_s;
+					}
 					dpt = mb * (2 * t_ag + t_rs) + t_ar;
 					if (l->prefetch > 0)
-						exposed = mb * ((2 * t_ag + t_rs - c > 0
-									 ? 2 * t_ag + t_rs - c
-									 : 0) +
-								2 * t_agl) +
-							  t_ar;
+						per = n * ((t_agl > lfw ? t_agl - lfw : 0) +
+							   (t_agl + t_rsl + t_arl > lbw
+								    ? t_agl + t_rsl + t_arl - lbw
+								    : 0)) +
+						      2 * t_agl;
 					else
-						exposed = mb * (2 * t_ag + t_rs) + t_ar;
+						per = n * (2 * t_agl + t_rsl + t_arl);
+					exposed = mb * per;
+				}
 				}
 			}
 			/* Optimizer: per parameter read and write the fp32 master

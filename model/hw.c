@@ -228,6 +228,17 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	    (rc = cfg_range(path, &cf, gpu, "allocator_fragmentation", 0, 0.9, 0, 1, &hw->mem_frag,
 			    err)))
 		goto out;
+	/* Optional: contention (sim.h); absent, the fitted defaults. */
+	hw->slow_compute = HW_CONT_COMPUTE_DEFAULT;
+	hw->slow_comm = HW_CONT_COMM_DEFAULT;
+	if (config_lookup(&cf, "contention")) {
+		config_setting_t *ct = config_lookup(&cf, "contention");
+		if ((config_setting_lookup(ct, "compute") &&
+		     (rc = cfg_range(path, &cf, ct, "compute", 0, 10, 0, 1, &hw->slow_compute, err))) ||
+		    (config_setting_lookup(ct, "comm") &&
+		     (rc = cfg_range(path, &cf, ct, "comm", 0, 10, 0, 1, &hw->slow_comm, err))))
+			goto out;
+	}
 	kperf_defaults(hw);
 	rc = load_kernels(path, &cf, hw, err);
 out:

@@ -67,6 +67,10 @@ struct hw_profile {
 				   * NCCL buffers */
 	double mem_frag;          /* the caching allocator's fragmentation: the
 				   * fraction of reserved memory not allocated */
+	double slow_compute;      /* contention (sim.h): a compute kernel beside
+				   * a collective runs 1 / (1 + slow_compute) */
+	double slow_comm;         /* and a collective beside compute 1 / (1 +
+				   * slow_comm) */
 	struct hw_kernels k;      /* kernel efficiency by shape (kperf.h) */
 };
 
@@ -75,6 +79,15 @@ struct hw_profile {
  * LLM training runs on A100 80 GB at 15 % of reserved memory on average (up
  * to 33 %), the share its stitching recovered. */
 #define HW_MEM_FRAG_DEFAULT 0.15
+
+/* Contention where a profile states none (`contention.compute`,
+ * `contention.comm`; scripts/contention_fit.py): compute kernels timed both
+ * beside communication and clear of it in the shared traces, 28 groups of
+ * one name and size (ResNet DDP and DLRM on A100), median +4.9 %; a
+ * collective on fewer SMs, DeepEP V2's all-to-all on SM100 with 24 SMs
+ * against 64 (collectives.csv), +11.3 %. */
+#define HW_CONT_COMPUTE_DEFAULT 0.049
+#define HW_CONT_COMM_DEFAULT 0.113
 
 /* Read a profile.  0, or PRISM_EIO/PRISM_EFORMAT with err naming the file,
  * the line and the setting at fault.  Every number has a range (hw.c, and

@@ -14,8 +14,8 @@
 
 #define NONE32 UINT32_MAX
 
-enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_N };
-static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24};
+enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_TP, S_N };
+static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25};
 
 /* A node as built, before nodes are grouped by processor. */
 struct snode {
@@ -47,6 +47,7 @@ struct rankst {
 	uint32_t last[S_N];         /* last task launched on each stream, or NONE32 */
 	int32_t layer, mb;
 	uint8_t phase;
+	double bucket;              /* gradients ready and not yet reduced, parameters */
 };
 
 struct ctx {
@@ -240,6 +241,26 @@ static void event_wait(struct ctx *c, int r, int from, int to)
 		c->oom = 1;
 }
 
+/* Stream `to` waits for task `src` of stream `from` (launched earlier). */
+static void event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to)
+{
+	struct rankst *k = &c->rk[r];
+	struct pending p;
+	uint32_t rec, w;
+
+	if (c->dry || src == NONE32)
+		return;
+	rec = host_call(c, r, c->n_record, RT_EVENT_RECORD, c->in->event_s);
+	w = host_call(c, r, c->n_wait, RT_STREAM_WAIT, c->in->event_s);
+	p.proc = k->stream[to];
+	p.src = src;
+	p.wait = w;
+	p.record = rec;
+	p.on_proc = k->stream[from];
+	if (VEC_PUSH(c->pend, p) || VEC_PUSH(c->waits, p))
+		c->oom = 1;
+}
+
 /* The memory-bound kind of a class (kperf_mem_s). */
 static int mem_kind(int cls)
 {
@@ -355,26 +376,64 @@ struct shape {
 	int gated;
 	int L;             /* layers per model chunk */
 	int p, v, m;
-	int tp_per_node, dp_per_node, pp_per_node;
+	int tp_per_node, pp_per_node;
 	int emb_per_node;  /* of the first and last stages (2: one node) */
 };
 
-static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
+/* One tensor-parallel collective of the b s h activations on stream st:
+ * kind GC_ALL_REDUCE, or with sequence parallelism GC_REDUCE_SCATTER or
+ * GC_ALL_GATHER. */
+static void tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind)
 {
 	struct comm_group g = {(int)z->t, z->tp_per_node};
 	char pg[32];
+	snprintf(pg, sizeof(pg), "tp.%d", r);
+	if (kind == GC_REDUCE_SCATTER)
+		collective(c, r, st, kind, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+			   z->b * z->s * z->h * 2, g, pg);
+	else if (kind == GC_ALL_GATHER)
+		collective(c, r, st, kind, "ncclDevKernel_AllGather_RING_LL", z->b * z->s * z->h * 2,
+			   g, pg);
+	else
+		collective(c, r, st, kind, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+			   z->b * z->s * z->h * 2, g, pg);
+}
+
+static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
+{
 	if (z->t <= 1)
 		return;
-	snprintf(pg, sizeof(pg), "tp.%d", r);
 	if (c->in->lay.sp) {
-		collective(c, r, S_COMPUTE, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
-			   z->b * z->s * z->h * 2, g, pg);
-		collective(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
-			   z->b * z->s * z->h * 2, g, pg);
+		tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
 	} else {
-		collective(c, r, S_COMPUTE, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-			   z->b * z->s * z->h * 2, g, pg);
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_REDUCE);
 	}
+}
+
+/* Tensor-parallel communication overlapped with GEMMs (Megatron-LM's
+ * --tp-comm-overlap, Transformer Engine's userbuffers; sequence parallel):
+ * the collective runs on its own stream beside the GEMMs launched between
+ * tp_side_begin and tp_side_end, both after what preceded them, and what
+ * follows waits for both.  The pipelining of the collective and the GEMM
+ * in chunks is taken as perfect (the fill of one chunk is left out);
+ * contention slows both where they overlap (sim.h). */
+static int tp_overlapped(const struct ctx *c, const struct shape *z)
+{
+	return z->t > 1 && c->in->lay.sp && c->in->lay.tp_overlap;
+}
+
+static void tp_side_begin(struct ctx *c, int r, const struct shape *z, int k1, int k2)
+{
+	event_wait(c, r, S_COMPUTE, S_TP);
+	tp_coll(c, r, z, S_TP, k1);
+	if (k2 >= 0)
+		tp_coll(c, r, z, S_TP, k2);
+}
+
+static void tp_side_end(struct ctx *c, int r)
+{
+	event_wait(c, r, S_TP, S_COMPUTE);
 }
 
 /* Bytes of an elementwise pass over n bf16 values reading `in` tensors. */
@@ -464,21 +523,40 @@ static void linear_fwd(struct ctx *c, int r, const char *name, double m, double 
 static void layer_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	int ov = tp_overlapped(c, z);
 	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	if (ov) /* the all-gather of the normed input beside the QKV GEMM */
+		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv / t, z->h);
+	if (ov)
+		tp_side_end(c, r);
 	attn_fwd(c, r, z);
+	if (ov) /* the projection's reduce-scatter beside its GEMM */
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->h / t);
-	tp_allreduce(c, r, z);
+	if (ov)
+		tp_side_end(c, r);
+	else
+		tp_allreduce(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	if (ov)
+		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h);
+	if (ov)
+		tp_side_end(c, r);
 	if (z->gated) /* silu(gate) x up: two inputs, one output */
 		kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(bs * z->f / t, 2));
 	else
 		kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
 		       ew(bs * z->f / t, 1));
+	if (ov)
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc2", bs, z->h, z->f / t);
-	tp_allreduce(c, r, z);
+	if (ov)
+		tp_side_end(c, r);
+	else
+		tp_allreduce(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 }
 
@@ -504,11 +582,17 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
 static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	int ov = tp_overlapped(c, z);
 	if (c->in->lay.recompute == MEM_RECOMPUTE_FULL)
 		layer_fwd(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
-	tp_allreduce(c, r, z);
+	if (ov) /* the gradient's gather beside FC2's gradient GEMMs */
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
+	else
+		tp_allreduce(c, r, z);
 	gemm_bwd(c, r, "fc2", bs, z->h, z->f / t);
+	if (ov)
+		tp_side_end(c, r);
 	if (z->gated) /* the gradient and both inputs in, both gradients out */
 		kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", bs * z->f / t * 2 * 5);
 	else
@@ -517,8 +601,13 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 	gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
 	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
 	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
-	tp_allreduce(c, r, z);
+	if (ov)
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
+	else
+		tp_allreduce(c, r, z);
 	gemm_bwd(c, r, "proj", bs, z->h, z->h / t);
+	if (ov)
+		tp_side_end(c, r);
 	if (c->in->lay.recompute == MEM_RECOMPUTE_SELECTIVE)
 		attn_fwd(c, r, z);
 	attn_bwd(c, r, z);
@@ -626,23 +715,163 @@ static double grad_bytes(const struct ctx *c)
 	return g;
 }
 
-/* The gradient collective of `params` parameters just computed on stage r
- * (data-parallel: all-reduced, or reduce-scattered under ZeRO >= 1). */
-static void dp_grads(struct ctx *c, int r, const struct shape *z, double params)
+/* The largest divisor of n no greater than cap (at least 1): the members
+ * of a group of n that share a node when cap of them fit on one. */
+static int per_node(int n, int cap)
+{
+	int k = cap < n ? cap : n;
+	if (k < 1)
+		return 1;
+	while (n % k)
+		k--;
+	return k;
+}
+
+/* The data-parallel groups of a stage (ranks tp apart, consecutive in DP:
+ * Megatron's order): the sharding group of ZeRO (mem_shard_group) and,
+ * with hybrid sharding, the dp / shard replicas of each shard. */
+static struct comm_group shard_group(const struct ctx *c)
+{
+	int G = mem_shard_group(&c->lay), cap = c->in->hw->gpus_per_node / c->in->lay.tp;
+	return (struct comm_group){G, per_node(G, cap)};
+}
+
+static struct comm_group replica_group(const struct ctx *c)
+{
+	int G = mem_shard_group(&c->lay), R = c->in->lay.dp / G;
+	int cap = c->in->hw->gpus_per_node / (c->in->lay.tp * G);
+	return (struct comm_group){R, per_node(R, cap > 0 ? cap : 1)};
+}
+
+static int sharded(const struct ctx *c)
+{
+	return c->in->lay.zero >= 1 && mem_shard_group(&c->lay) > 1;
+}
+
+static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
+{
+	snprintf(pg, n, mem_shard_group(&c->lay) < c->in->lay.dp ? "dps.%d" : "dp.%d", r);
+}
+
+/* Reduce the gradients of `params` parameters (a bucket, or a ZeRO-3
+ * unit) of stage r on the DP stream: all-reduced over the data-parallel
+ * group, or under ZeRO >= 1 reduce-scattered over the sharding group and,
+ * with hybrid sharding, the shard all-reduced over the replicas (FSDP
+ * HYBRID_SHARD).  In the main gradients' precision (grad_bytes). */
+static void grad_reduce(struct ctx *c, int r, const struct shape *z, double params)
 {
 	const struct synth_in *in = c->in;
-	struct comm_group g = {in->lay.dp, z->dp_per_node};
+	double gb = grad_bytes(c);
 	char pg[32];
+	(void)z;
 	if (in->lay.dp <= 1 || params <= 0)
 		return;
-	snprintf(pg, sizeof(pg), "dp.%d", r);
 	event_wait(c, r, S_COMPUTE, S_DP);
-	if (in->lay.zero >= 1)
-		collective(c, r, S_DP, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
-			   params * 2, g, pg);
-	else
-		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-			   params * 2, g, pg);
+	if (!sharded(c)) {
+		struct comm_group g = {in->lay.dp, per_node(in->lay.dp, in->hw->gpus_per_node / in->lay.tp)};
+		snprintf(pg, sizeof(pg), "dp.%d", r);
+		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			   params * gb, g, pg);
+		return;
+	}
+	dp_pg(c, r, pg, sizeof(pg));
+	collective(c, r, S_DP, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
+		   params * gb, shard_group(c), pg);
+	if (replica_group(c).n > 1) {
+		snprintf(pg, sizeof(pg), "dpr.%d", r);
+		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			   params * gb / mem_shard_group(&c->lay), replica_group(c), pg);
+	}
+}
+
+/* A bucket's size in parameters: bucket_mb of main gradients, or
+ * Megatron-LM's default, max(40M, 1M x dp) parameters
+ * (distributed_data_parallel.py). */
+static double bucket_cap(const struct ctx *c)
+{
+	double dp = c->in->lay.dp;
+	if (c->in->lay.bucket_mb > 0)
+		return c->in->lay.bucket_mb * 1e6 / grad_bytes(c);
+	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
+}
+
+/* The gradients of `params` parameters are complete on stage r.  Buckets
+ * (DDP, Megatron-LM's grad buffer, DeepSpeed's reduce buckets) fill in the
+ * order the backward produces gradients and are reduced when full, during
+ * the backward (overlap_grad); ZeRO-3 reduces each unit (a layer: FSDP's
+ * wrapping) as it completes. */
+static void grad_ready(struct ctx *c, int r, const struct shape *z, double params)
+{
+	struct rankst *k = &c->rk[r];
+	if (c->in->lay.dp <= 1 || params <= 0)
+		return;
+	k->bucket += params;
+	if (!c->in->lay.overlap_grad)
+		return;
+	if (c->in->lay.zero >= 3 || k->bucket >= bucket_cap(c)) {
+		grad_reduce(c, r, z, k->bucket);
+		k->bucket = 0;
+	}
+}
+
+static void grad_flush(struct ctx *c, int r, const struct shape *z)
+{
+	if (c->rk[r].bucket > 0)
+		grad_reduce(c, r, z, c->rk[r].bucket);
+	c->rk[r].bucket = 0;
+}
+
+/* All-gather `params` parameters' bf16 weights over the sharding group on
+ * the DP stream, after the compute stream's last task when wait_compute;
+ * the gather's task. */
+static uint32_t gather(struct ctx *c, int r, double params, int wait_compute)
+{
+	double w, g, o;
+	char pg[32];
+	if (c->dry)
+		return NONE32;
+	mem_bytes_per_param(c->lay.prec, &w, &g, &o);
+	if (wait_compute)
+		event_wait(c, r, S_COMPUTE, S_DP);
+	dp_pg(c, r, pg, sizeof(pg));
+	collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL", params * w,
+		   shard_group(c), pg);
+	return c->rk[r].last[S_DP];
+}
+
+/* Layers gathered ahead in a unit: ZeRO-3 (FSDP FULL_SHARD) gathers every
+ * layer's weights before its forward and again before its backward;
+ * ZeRO-1/2 with overlap_param gather the step's updated weights before the
+ * first microbatch's forward (Megatron-LM's --overlap-param-gather).
+ * Position i of the unit's n layers (in the order it runs them) is
+ * gathered once the compute of position i - depth - 1 is done -- so that
+ * depth + 1 layers at most are gathered at once -- and its compute waits
+ * for its gather.  -1: no gathers in this unit. */
+static int gather_depth(const struct ctx *c, int fwd, int mb)
+{
+	const struct mem_layout *l = &c->lay;
+	if (!sharded(c) || c->in->bare)
+		return -1;
+	if (l->zero >= 3)
+		return l->prefetch;
+	if (fwd && mb == 0 && l->overlap_param)
+		return 1;
+	return -1;
+}
+
+/* Before position i of a unit of n layers: issue the gathers due and wait
+ * for position i's.  ids[] holds the gathers' tasks. */
+static void gather_before(struct ctx *c, int r, const struct shape *z, int depth, int i, int n,
+			  uint32_t *ids)
+{
+	if (depth < 0)
+		return;
+	if (i == 0)
+		for (int j = 0; j <= depth && j < n; j++)
+			ids[j] = gather(c, r, layer_params(z), j == 0);
+	else if (i + depth < n)
+		ids[i + depth] = gather(c, r, layer_params(z), 1);
+	event_wait_task(c, r, ids[i], S_DP, S_COMPUTE);
 }
 
 /* The stage and chunk a forward unit of (s, ch) gets its input from (0
@@ -693,28 +922,50 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
 	int l0 = mem_chunk_first(&c->in->m, &c->lay, s, ch);
 	int nl = mem_chunk_layers(&c->in->m, &c->lay, s, ch);
-	uint32_t first_task = NONE32, last_task = NONE32;
+	int depth = gather_depth(c, fwd, mb);
+	/* Gradients are reduced in the last microbatch's backward of each
+	 * chunk, under ZeRO-2/3 in every backward (the gradients are sharded:
+	 * DeepSpeed's stage 2 and FSDP reduce each micro-step). */
+	int reduce = !fwd && (dp_bucket || c->lay.zero >= 2);
+	uint32_t first_task = NONE32, last_task = NONE32, *ids = NULL;
 	size_t k0 = c->nodes.n;
 	const struct synth_in *in = c->in;
 
+	if (depth >= 0 && !c->dry && !(ids = malloc((size_t)(nl > 0 ? nl : 1) * sizeof(*ids)))) {
+		c->oom = 1;
+		return;
+	}
 	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
 	if (fwd) {
 		if (fwd_prev(z, s, ch, &os, &oc)) {
 			pp_transfer(c, r, S_RECVF, GC_RECV, os, oc, z, 1);
 			event_wait(c, r, S_RECVF, S_COMPUTE);
 		}
-		if (first_chunk && !in->bare)
+		if (first_chunk && !in->bare) {
+			if (depth >= 0) /* the embedding's weights, sharded too */
+				event_wait_task(c, r, gather(c, r, embed_params(c, r), 1), S_DP,
+						S_COMPUTE);
 			embed_fwd(c, r, z);
+		}
 		for (int l = 0; l < nl; l++) {
 			c->rk[r].layer = l0 + l;
+			gather_before(c, r, z, depth, l, nl, ids);
 			layer_fwd(c, r, z);
 		}
 		c->rk[r].layer = -1;
-		if (last_chunk && !in->bare)
+		if (last_chunk && !in->bare) {
+			/* The head's weights stay gathered for its backward (as
+			 * torchtitan leaves the output layer unsharded). */
+			if (depth >= 0)
+				event_wait_task(c, r, gather(c, r, head_params(c, r), 1), S_DP,
+						S_COMPUTE);
 			head_fwd(c, r, z);
+		}
 		if (fwd_next(z, s, ch, &os, &oc)) {
 			event_wait(c, r, S_COMPUTE, S_SENDF);
 			pp_transfer(c, r, S_SENDF, GC_SEND, s, ch, z, 1);
+			if (!in->lay.pp_overlap)
+				event_wait(c, r, S_SENDF, S_COMPUTE);
 		}
 	} else {
 		if (fwd_next(z, s, ch, &os, &oc)) {
@@ -723,26 +974,35 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 		}
 		if (last_chunk && !in->bare) {
 			head_bwd(c, r, z);
-			if (dp_bucket)
-				dp_grads(c, r, z, head_params(c, r));
+			if (reduce)
+				grad_ready(c, r, z, head_params(c, r));
 		}
 		for (int l = nl - 1; l >= 0; l--) {
 			c->rk[r].layer = l0 + l;
+			gather_before(c, r, z, depth, nl - 1 - l, nl, ids);
 			layer_bwd(c, r, z);
-			if (dp_bucket)
-				dp_grads(c, r, z, layer_params(z));
+			if (reduce)
+				grad_ready(c, r, z, layer_params(z));
 		}
 		c->rk[r].layer = -1;
 		if (first_chunk && !in->bare) {
 			embed_bwd(c, r, z);
-			if (dp_bucket)
-				dp_grads(c, r, z, embed_params(c, r));
+			if (reduce)
+				grad_ready(c, r, z, embed_params(c, r));
 		}
+		/* The chunk's last bucket (its first layers) once its backward
+		 * is done; without overlap, ZeRO-2/3 still reduce each
+		 * microbatch's, the others wait for the stage's last backward. */
+		if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
+			grad_flush(c, r, z);
 		if (fwd_prev(z, s, ch, &os, &oc)) {
 			event_wait(c, r, S_COMPUTE, S_SENDB);
 			pp_transfer(c, r, S_SENDB, GC_SEND, s, ch, z, 0);
+			if (!in->lay.pp_overlap)
+				event_wait(c, r, S_SENDB, S_COMPUTE);
 		}
 	}
+	free(ids);
 	/* The unit's compute tasks, for the bubble. */
 	for (size_t u = k0; u < c->nodes.n; u++)
 		if (c->nodes.v[u].proc == c->rk[r].stream[S_COMPUTE]) {
@@ -813,6 +1073,8 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 		B_UNIT();
 #undef F_UNIT
 #undef B_UNIT
+	/* Without overlap the gradients wait for the stage's last backward. */
+	grad_flush(c, s, z);
 	free(last_b);
 }
 
@@ -841,22 +1103,23 @@ static void adam(struct ctx *c, int r, double np_, int amax)
 static void optimizer(struct ctx *c, int r, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
-	int zero = in->lay.zero >= 1 && in->lay.dp > 1;
-	double share = zero ? 1.0 / in->lay.dp : 1.0;
+	int zero = sharded(c);
+	double share = zero ? 1.0 / mem_shard_group(&c->lay) : 1.0;
 	const struct llm *m = &in->m;
+	int tied = !m->untied && z->p > 1 && (r == 0 || r == z->p - 1);
 
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	/* Tied embeddings on two stages: the word embedding's gradient is
 	 * all-reduced between the first and the last stage once the
 	 * data-parallel reduction is done (Megatron-LM's
 	 * _allreduce_word_embedding_grads, in finalize_model_grads). */
-	if (!m->untied && z->p > 1 && (r == 0 || r == z->p - 1)) {
+	if (tied) {
 		struct comm_group g = {2, z->emb_per_node};
 		event_wait(c, r, S_COMPUTE, S_DP);
 		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
 			   (double)m->vocab * m->hidden / z->t * grad_bytes(c), g, "emb");
 	}
-	if (in->lay.dp > 1 || (!m->untied && z->p > 1 && (r == 0 || r == z->p - 1)))
+	if (in->lay.dp > 1 || tied)
 		event_wait(c, r, S_DP, S_COMPUTE);
 	/* Adam over fp32 master weights, moments and the gradient, one kernel
 	 * per layer (marked with it, so that layer edits on the written trace
@@ -874,24 +1137,21 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		adam(c, r, embed_params(c, r) * share, 0);
 	if (head_params(c, r) > 0)
 		adam(c, r, head_params(c, r) * share, 0);
-	if (zero) {
-		struct comm_group g = {in->lay.dp, z->dp_per_node};
-		char pg[32];
-		snprintf(pg, sizeof(pg), "dp.%d", r);
+	/* ZeRO-1/2: the updated weights all-gathered, here or (overlap_param)
+	 * before the next step's first forward; ZeRO-3 keeps them sharded. */
+	if (zero && in->lay.zero <= 2 && !in->lay.overlap_param) {
 		event_wait(c, r, S_COMPUTE, S_DP);
 		for (int ch = 0; ch < z->v; ch++) {
 			int l0 = mem_chunk_first(m, &c->lay, r, ch);
 			int nl = mem_chunk_layers(m, &c->lay, r, ch);
 			for (int i = 0; i < nl; i++) {
 				set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
-				collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
-					   layer_params(z) * 2, g, pg);
+				gather(c, r, layer_params(z), 0);
 			}
 		}
 		set_ann(c, r, -1, PH_OPTIMIZER, -1);
 		if (embed_params(c, r) + head_params(c, r) > 0)
-			collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
-				   (embed_params(c, r) + head_params(c, r)) * 2, g, pg);
+			gather(c, r, embed_params(c, r) + head_params(c, r), 0);
 	}
 }
 
@@ -1182,7 +1442,9 @@ double synth_lower_bound(const struct synth_in *in)
 	 * stream: two rounds, each an all-reduce or reduce-scatter +
 	 * all-gather). */
 	layer_bound(in, &f, &lb, &af);
-	if (t > 1 && !in->bare) {
+	/* Overlapped with the GEMMs (tp_overlap), the collectives leave the
+	 * compute stream: the bound keeps the GEMMs alone. */
+	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp)) {
 		struct comm_group g = {l->tp, l->tp};
 		double round = 0;
 		if (l->sp) {
@@ -1636,11 +1898,6 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	P = in->lay.pp;
 	shape_of(in, &z);
 	z.tp_per_node = in->lay.tp;
-	z.dp_per_node = in->hw->gpus_per_node / in->lay.tp;
-	if (z.dp_per_node > in->lay.dp)
-		z.dp_per_node = in->lay.dp;
-	if (z.dp_per_node < 1)
-		z.dp_per_node = 1;
 	z.pp_per_node = in->lay.tp * in->lay.dp * 2 <= in->hw->gpus_per_node ? 2 : 1;
 	z.emb_per_node =
 		(int64_t)in->lay.tp * in->lay.dp * in->lay.pp <= in->hw->gpus_per_node ? 2 : 1;
@@ -1749,6 +2006,10 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	memset(&c.unit_last, 0, sizeof(c.unit_last));
 	out->steps = in->steps > 0 ? in->steps : 1;
 	out->stages = P;
+	if (!in->bare) {
+		out->slow_compute = in->hw->slow_compute;
+		out->slow_comm = in->hw->slow_comm;
+	}
 	for (int r = 0; r < P && r < SYNTH_MAX_STAGES; r++)
 		out->compute[r] = c.rk[r].stream[S_COMPUTE];
 	out->flops = c.flops / (in->steps > 0 ? in->steps : 1);

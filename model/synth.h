@@ -126,6 +126,8 @@ struct synth_out {
 	uint32_t *unit_first, *unit_last;
 	size_t n_units;
 	uint32_t compute[SYNTH_MAX_STAGES]; /* each stage's compute stream */
+	double slow_compute, slow_comm;     /* contention (sim.h): the profile's,
+					     * 0 for bare runs */
 };
 
 /* Defaults: bf16, two steps (the first starts from idle streams and is

@@ -629,8 +629,10 @@ static void test_retime_clone(void **state)
 	r.dp_to = 32;
 	assert_int_equal(edit_retime(c, &r, &es), 0);
 	assert_int_equal(es.kernels_scaled, 0);
-	/* one per layer, the embedding's and the head's, per step */
-	assert_int_equal(es.colls_scaled, (in.m.layers + 2) * in.steps);
+	/* Megatron-LM's buckets of at least 40M parameters: the head's norm
+	 * and layers 7..4 (4 x 12,596,224), layers 3..0, the embedding
+	 * (32.8M + 1M positions): three a step. */
+	assert_int_equal(es.colls_scaled, 3 * in.steps);
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		if (g->coll[u] != UINT32_MAX)
 			assert_true(c->dur_ns[u] > g->dur_ns[u]);
@@ -687,6 +689,77 @@ static void test_fit_scales(void **state)
 	graph_free(b);
 }
 
+/*
+ * ZeRO-3 (FSDP FULL_SHARD) by hand.  The small model (4 layers of
+ * 12,596,224 parameters), dp 2 in one node, one microbatch, on an H100
+ * whose NVLink (450 GB/s) has no latency, collectives at full bus
+ * bandwidth, no host costs and no contention.
+ *  - Volumes, per step: each layer's bf16 weights all-gathered before its
+ *    forward and again before its backward (2 x 25,192,448 B of output)
+ *    and its fp32 gradients reduce-scattered after its backward
+ *    (50,384,896 B of input); the embedding (32000 x 1024 + 1024 x 1024
+ *    positions) and the head's final norm (2 x 1024) gathered for their
+ *    forward and reduced after their backward.
+ *  - Times: a ring over 2 GPUs moves half of each buffer: an all-gather
+ *    t_ag = 25,192,448 / 2 / 450 GB/s = 27.9916 us, a reduce-scatter t_rs =
+ *    55.9832 us.  Without prefetch each layer's gather waits for the
+ *    previous layer's compute and the compute for it: every forward layer
+ *    but the first waits t_ag more, every backward layer but the first
+ *    t_rs + t_ag more (its gather queues behind the previous layer's
+ *    reduce-scatter on the one NCCL stream).  With prefetch 1 the next
+ *    layer's gather runs beside the compute and hides (t_ag < a layer's
+ *    forward, t_rs + t_ag < its backward).  So prefetch 0 takes (l - 1)
+ *    (2 t_ag + t_rs) = 3 x 111.9664 = 335.8993 us longer a step.
+ */
+static void test_zero3_layer(void **state)
+{
+	struct hw_profile g = hw;
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st[2];
+	struct graph *gr;
+	double P = 12596224, t_ag = 2 * P / 2 / 450e9, t_rs = 4 * P / 2 / 450e9;
+	(void)state;
+	g.nvlink_lat_s = g.net_lat_s = 0;
+	g.slow_compute = g.slow_comm = 0;
+	small(&in);
+	in.hw = &g;
+	in.m.layers = 4;
+	in.lay.dp = 2;
+	in.lay.zero = 3;
+	in.comm_eff = 1;
+	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+	for (int pf = 0; pf <= 1; pf++) {
+		int n_ag = 0, n_rs = 0;
+		double ag = 0, rs = 0;
+		in.lay.prefetch = pf;
+		gr = build(&in, &so, &st[pf]);
+		for (uint32_t c = 0; c < gr->n_colls; c++) {
+			const struct graph_coll *x = &gr->colls[c];
+			if (gr->iter[x->node] != 1) /* the second step */
+				continue;
+			if (x->kind == GC_ALL_GATHER) {
+				n_ag++;
+				ag += (double)x->bytes;
+			} else if (x->kind == GC_REDUCE_SCATTER) {
+				n_rs++;
+				rs += (double)x->bytes;
+			}
+		}
+		/* 2 x 4 layers + the embedding and the head gathered; 4 layers,
+		 * the embedding and the head's norm reduced. */
+		assert_int_equal(n_ag, 10);
+		assert_int_equal(n_rs, 6);
+		assert_rel_close(ag, 8 * 2 * P + 2 * (32000 * 1024.0 + 1024 * 1024) + 2 * 2048.0, 1e-12);
+		assert_rel_close(rs, 4 * (4 * P + 32000 * 1024.0 + 1024 * 1024 + 2048.0), 1e-12);
+		synth_out_free(&so);
+		graph_free(gr);
+	}
+	print_message("zero-3 step: prefetch 0 %.3f ms, prefetch 1 %.3f ms\n", st[0].iter_s * 1e3,
+		      st[1].iter_s * 1e3);
+	assert_rel_close(st[0].iter_s - st[1].iter_s, 3 * (2 * t_ag + t_rs), 1e-4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -695,7 +768,7 @@ int main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_retime_clone),   cmocka_unit_test(test_fit_scales),
 		cmocka_unit_test(test_lower_bound),    cmocka_unit_test(test_fp8_layer),
-		cmocka_unit_test(test_selective_recompute),    cmocka_unit_test(test_unfused_attention),
+		cmocka_unit_test(test_selective_recompute),    cmocka_unit_test(test_zero3_layer),    cmocka_unit_test(test_unfused_attention),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
