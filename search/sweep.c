@@ -77,6 +77,19 @@ static int element(const char *file, const config_setting_t *e, const char *knob
 	return 0;
 }
 
+/* A partition's name in a sweep: even, balanced or embed-loss (lists of
+ * layers per stage belong to one pp: synth and whatif take them). */
+static int part_parse(const char *s)
+{
+	if (strcmp(s, "even") == 0)
+		return SYNTH_PART_GIVEN;
+	if (strcmp(s, "balanced") == 0)
+		return SYNTH_PART_BALANCED;
+	if (strcmp(s, "embed-loss") == 0)
+		return SYNTH_PART_EMBED_LOSS;
+	return -1;
+}
+
 /* space.KNOB: a list (or one value) of whole numbers in min..max or of
  * names parse() knows; absent: the default. */
 static int knob(const char *file, config_setting_t *space, const char *name, int def, int min,
@@ -278,7 +291,9 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	static const char *const knobs[] = {"tp",	  "pp",	    "mbs",    "schedule",
 					    "vp",	  "recompute", "zero",   "sp",
 					    "layers",	  "hidden",    "dtype",  "fp8_attention",
-					    "flash"};
+					    "flash",	  "partition", "shard",  "prefetch",
+					    "bucket_mb", "overlap_grad", "overlap_param",
+					    "tp_overlap", "pp_overlap"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -290,7 +305,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		return rc;
 	space = config_lookup(&cf, "space");
 	if ((rc = known(path, config_root_setting(&cf), top, 12, "", err)) ||
-	    (rc = known(path, space, knobs, 13, "space.", err)))
+	    (rc = known(path, space, knobs, 21, "space.", err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) ||
 	    (rc = base_files(path, &cf, s, err)) ||
@@ -355,7 +370,17 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    /* absent: the base's (-1) */
 	    (rc = knob(path, space, "dtype", -1, 0, 0, hw_dtype_parse, &s->dtype, err)) ||
 	    (rc = knob(path, space, "fp8_attention", -1, 0, 1, NULL, &s->fp8_attention, err)) ||
-	    (rc = knob(path, space, "flash", -1, 0, 1, NULL, &s->flash, err)))
+	    (rc = knob(path, space, "flash", -1, 0, 1, NULL, &s->flash, err)) ||
+	    (rc = knob(path, space, "partition", SYNTH_PART_GIVEN, 0, 0, part_parse, &s->partition,
+		       err)) ||
+	    (rc = knob(path, space, "shard", 0, 0, SYNTH_MAX_DP, NULL, &s->shard, err)) ||
+	    (rc = knob(path, space, "prefetch", 1, 0, SYNTH_MAX_PREFETCH, NULL, &s->prefetch, err)) ||
+	    (rc = knob(path, space, "bucket_mb", 0, 0, SYNTH_MAX_BUCKET_MB, NULL, &s->bucket_mb,
+		       err)) ||
+	    (rc = knob(path, space, "overlap_grad", 1, 0, 1, NULL, &s->overlap_grad, err)) ||
+	    (rc = knob(path, space, "overlap_param", 0, 0, 1, NULL, &s->overlap_param, err)) ||
+	    (rc = knob(path, space, "tp_overlap", 0, 0, 1, NULL, &s->tp_overlap, err)) ||
+	    (rc = knob(path, space, "pp_overlap", 1, 0, 1, NULL, &s->pp_overlap, err)))
 		goto out;
 	config_destroy(&cf);
 	/* The base and the hardware named in it. */
@@ -404,6 +429,18 @@ static void make_key(struct cand *c)
 		snprintf(c->key + n, sizeof(c->key) - n, ";dtype=%s;fp8attn=%d;flash=%d",
 			 hw_dtype_name(c->in.dtype), c->in.fp8_attention, l->flash);
 	}
+	/* Placement, sharding and overlap, likewise where they differ from
+	 * what candidates ran before they were knobs. */
+	if (c->in.part != SYNTH_PART_GIVEN || l->shard || l->prefetch != 1 || l->bucket_mb ||
+	    !l->overlap_grad || l->overlap_param || l->tp_overlap || !l->pp_overlap) {
+		size_t n = strlen(c->key);
+		char part[32];
+		synth_part_name(&c->in, part, sizeof(part));
+		snprintf(c->key + n, sizeof(c->key) - n,
+			 ";part=%s;shard=%d;prefetch=%d;bucket=%d;ovg=%d;ovp=%d;tpo=%d;ppo=%d", part,
+			 l->shard, l->prefetch, l->bucket_mb, l->overlap_grad, l->overlap_param,
+			 l->tp_overlap, l->pp_overlap);
+	}
 }
 
 /* Verdicts before simulation: the layout rules, then memory, then the
@@ -425,6 +462,7 @@ static void judge(const struct sweep *s, struct cand *c)
 		struct synth_in x = c->in;
 		x.hw = &s->hw;
 		synth_mem(&x, &me);
+		c->p.mem = me; /* stored whatever the verdict */
 	}
 	if (!me.fits) {
 		c->status = CS_OOM;
@@ -434,6 +472,50 @@ static void judge(const struct sweep *s, struct cand *c)
 	}
 	c->analytic_s = predict_analytic(&c->in);
 	c->bound_s = synth_lower_bound(&c->in);
+}
+
+/* The placement, sharding and overlap knobs, enumerated as one mixed-radix
+ * index over their lists. */
+static const struct sweep_list *extra_list(const struct sweep *s, int k)
+{
+	const struct sweep_list *l[] = {&s->partition,	   &s->shard,	   &s->prefetch,
+					&s->bucket_mb,	   &s->overlap_grad, &s->overlap_param,
+					&s->tp_overlap,	   &s->pp_overlap};
+	return l[k];
+}
+
+static long extra_n(const struct sweep *s)
+{
+	long n = 1;
+	for (int k = 0; k < 8; k++)
+		n *= extra_list(s, k)->n;
+	return n;
+}
+
+/* Candidate in takes index ix of the knobs; 1 when a knob that does not
+ * apply to it (partition with pp 1, shard without ZeRO, prefetch below
+ * ZeRO-3, the parameter gather's overlap outside ZeRO-1/2, TP overlap
+ * without tp and sp) is past its first value: the same candidate again. */
+static int extra_apply(const struct sweep *s, long ix, struct synth_in *in)
+{
+	int i[8];
+	struct mem_layout *l = &in->lay;
+	for (int k = 0; k < 8; k++) {
+		i[k] = (int)(ix % extra_list(s, k)->n);
+		ix /= extra_list(s, k)->n;
+	}
+	in->part = s->partition.v[i[0]];
+	memset(l->part, 0, sizeof(l->part));
+	l->shard = s->shard.v[i[1]];
+	l->prefetch = s->prefetch.v[i[2]];
+	l->bucket_mb = s->bucket_mb.v[i[3]];
+	l->overlap_grad = s->overlap_grad.v[i[4]];
+	l->overlap_param = s->overlap_param.v[i[5]];
+	l->tp_overlap = s->tp_overlap.v[i[6]];
+	l->pp_overlap = s->pp_overlap.v[i[7]];
+	return (i[0] && l->pp == 1) || (i[1] && l->zero == 0) || (i[2] && l->zero < 3) ||
+	       (i[5] && (l->zero < 1 || l->zero > 2)) || (i[6] && (l->tp == 1 || !l->sp)) ||
+	       (i[7] && l->pp == 1);
 }
 
 long sweep_enumerate(const struct sweep *s, struct cand **out)
@@ -455,7 +537,8 @@ long sweep_enumerate(const struct sweep *s, struct cand **out)
 	for (int ih = 0; ih < s->hidden.n; ih++)
 	for (int idt = 0; idt < s->dtype.n; idt++)
 	for (int ifa = 0; ifa < s->fp8_attention.n; ifa++)
-	for (int ifl = 0; ifl < s->flash.n; ifl++) {
+	for (int ifl = 0; ifl < s->flash.n; ifl++)
+	for (long ix = 0; ix < extra_n(s); ix++) {
 		/* The ranges of sweep_load keep every product below in 64 bits,
 		 * and the quotients stored in ints below their limits. */
 		int gpus = s->gpus.v[ig], tp = s->tp.v[it], pp = s->pp.v[ip], mbs = s->mbs.v[ib];
@@ -491,6 +574,8 @@ long sweep_enumerate(const struct sweep *s, struct cand **out)
 			c.in.lay.flash = s->flash.v[ifl];
 		if (s->sp.v[iq] && tp == 1 && s->sp.n > 1)
 			continue; /* sp without tp is the same candidate as no sp */
+		if (extra_apply(s, ix, &c.in))
+			continue; /* a knob that does not apply: its first value only */
 		c.in.lay.microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
 		if (c.in.lay.microbatches < 1)
 			c.in.lay.microbatches = 1;
