@@ -24,7 +24,7 @@ void analytic_in_default(struct analytic_in *in)
 	memset(in, 0, sizeof(*in));
 	in->dtype = HW_BF16;
 	in->compute_eff = 1;
-	in->comm_eff = 0.8;
+	in->comm_eff = 1.0;
 	in->lay.tp = in->lay.pp = in->lay.dp = in->lay.vp = in->lay.mbs = 1;
 	in->lay.schedule = MEM_1F1B;
 	in->lay.flash = 1;

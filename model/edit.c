@@ -25,7 +25,7 @@ static double coll_time(const struct hw_profile *hw, int kind, double bytes, int
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st)
 {
 	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
-	double eff = r->comm_eff > 0 ? r->comm_eff : 0.8;
+	double eff = r->comm_eff > 0 ? r->comm_eff : 1.0;
 
 	memset(st, 0, sizeof(*st));
 	if (!cls || cost_classify_all(g, cls)) {

@@ -34,7 +34,7 @@
 struct edit_retime {
 	const struct hw_profile *from, *to; /* the base's and the candidate's GPU */
 	int dp_from, dp_to;                 /* data-parallel degree, 0: unchanged */
-	double comm_eff;                    /* bus efficiency for the comm model */
+	double comm_eff;                    /* scales the profile's bus efficiencies (comm.h) */
 };
 
 struct edit_stats {

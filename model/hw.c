@@ -228,6 +228,18 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	    (rc = cfg_range(path, &cf, gpu, "allocator_fragmentation", 0, 0.9, 0, 1, &hw->mem_frag,
 			    err)))
 		goto out;
+	/* Optional: collectives as measured (comm.h). */
+	hw->nvl_eff = hw->net_eff = HW_BUS_EFF_DEFAULT;
+	if ((config_setting_lookup(node, "nvlink_bus_eff") &&
+	     (rc = cfg_range(path, &cf, node, "nvlink_bus_eff", 0.01, 1, 0, 1, &hw->nvl_eff, err))) ||
+	    (config_setting_lookup(node, "network_bus_eff") &&
+	     (rc = cfg_range(path, &cf, node, "network_bus_eff", 0.01, 1, 0, 1, &hw->net_eff, err))) ||
+	    (config_setting_lookup(node, "nvls_bus_eff") &&
+	     (rc = cfg_range(path, &cf, node, "nvls_bus_eff", 0, 1, 0, 1, &hw->nvls_eff, err))) ||
+	    (config_setting_lookup(node, "collective_base_us") &&
+	     (rc = cfg_range(path, &cf, node, "collective_base_us", 0, 1e4, 0, 1e-6, &hw->coll_base_s,
+			     err))))
+		goto out;
 	/* Optional: contention (sim.h); absent, the fitted defaults. */
 	hw->slow_compute = HW_CONT_COMPUTE_DEFAULT;
 	hw->slow_comm = HW_CONT_COMM_DEFAULT;

@@ -63,6 +63,12 @@ struct hw_profile {
 	double nic_Bps;       /* per NIC, one direction */
 	double nvlink_lat_s;  /* per step of a collective inside a node */
 	double net_lat_s;     /* per step across nodes */
+	/* Collectives as measured (comm.h; fitted by prism collectives --fit):
+	 * the fraction of a link's bandwidth a ring reaches in the node and
+	 * across nodes, NVLink SHARP's all-reduce (0: no NVLS), and a fixed
+	 * cost per collective. */
+	double nvl_eff, net_eff, nvls_eff;
+	double coll_base_s;
 	double mem_reserve_bytes; /* kept free: CUDA context, library workspaces,
 				   * NCCL buffers */
 	double mem_frag;          /* the caching allocator's fragmentation: the
@@ -79,6 +85,10 @@ struct hw_profile {
  * LLM training runs on A100 80 GB at 15 % of reserved memory on average (up
  * to 33 %), the share its stitching recovered. */
 #define HW_MEM_FRAG_DEFAULT 0.15
+
+/* Bus efficiency of collectives where a profile states none: prism's
+ * comm_eff default before the profiles carried a fit. */
+#define HW_BUS_EFF_DEFAULT 0.8
 
 /* Contention where a profile states none (`contention.compute`,
  * `contention.comm`; scripts/contention_fit.py): compute kernels timed both

@@ -60,7 +60,7 @@ const char *kbench_family(const char *p)
 /* Split the next record of *p into fields (in place: quotes removed,
  * doubled quotes kept once); *p moves past it.  Returns the field count,
  * or -1 at the end. */
-static int record(char **p, char **f, int max)
+int kbench_record(char **p, char **f, int max)
 {
 	char *s = *p, *w;
 	int n = 0;
@@ -518,7 +518,7 @@ static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
 	fclose(fp);
 	buf[n] = '\0';
 	p = buf;
-	h.n = record(&p, h.name, MAX_FIELDS);
+	h.n = kbench_record(&p, h.name, MAX_FIELDS);
 	if (h.n < 3) {
 		free(buf);
 		return prism_err_set(err, PRISM_EFORMAT, "%s:1: not a CSV with a header", path);
@@ -535,7 +535,7 @@ static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
 		kind = 4;
 	else
 		kind = -1; /* collectives, other.csv: not kernel times */
-	while (kind >= 0 && !rc && (nf = record(&p, f, MAX_FIELDS)) >= 0) {
+	while (kind >= 0 && !rc && (nf = kbench_record(&p, f, MAX_FIELDS)) >= 0) {
 		line++;
 		if (nf < h.n) {
 			if (nf <= 1)

@@ -92,4 +92,9 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows,
 
 const char *kbench_class_name(int cls);
 
+/* The next record of a CSV text at *p split into at most max fields, in
+ * place (quotes removed, doubled quotes kept once); *p moves past it.  The
+ * field count, or -1 at the end.  (cbench.h reads collectives with it.) */
+int kbench_record(char **p, char **f, int max);
+
 #endif

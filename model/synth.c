@@ -118,7 +118,7 @@ void synth_in_default(struct synth_in *in)
 		in->cost[c].overhead_s = 0;
 		in->scale[c] = 1;
 	}
-	in->comm_eff = 0.8;
+	in->comm_eff = 1.0;
 	in->cpu_op_s = 10e-6;
 	in->launch_s = 5e-6;
 	in->gpu_lag_s = 1e-6;

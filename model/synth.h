@@ -64,7 +64,7 @@ struct synth_in {
 	struct calib_class cost[KC_NCLASSES]; /* by class: overhead_s, eff */
 	double scale[KC_NCLASSES];            /* multiplies each class's time */
 	const struct kdb *kdb;   /* measured kernel times (kdb.h), or NULL */
-	double comm_eff;         /* bus efficiency of collectives */
+	double comm_eff;         /* scales the profile's bus efficiencies (comm.h) */
 	double cpu_op_s;         /* host time of an op before its launch */
 	double launch_s;         /* cudaLaunchKernel */
 	double gpu_lag_s;        /* launch (or previous kernel) to kernel start */
@@ -132,7 +132,8 @@ struct synth_out {
 
 /* Defaults: bf16, two steps (the first starts from idle streams and is
  * left out of the prediction), kernels as the kernel model times them
- * (every class's line: overhead 0, eff 1), comm_eff 0.8, host 10 us per
+ * (every class's line: overhead 0, eff 1), comm_eff 1 (collectives as the
+ * profile's fitted bus efficiencies say), host 10 us per
  * op + 5 us per launch, 2 us per event call, 1 us launch-to-start. */
 void synth_in_default(struct synth_in *in);
 

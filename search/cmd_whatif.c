@@ -331,7 +331,7 @@ int cmd_whatif(int argc, char **argv)
 		r.to = hw_name && strcmp(hw_cand.id, hw_base.id) != 0 ? &hw_cand : &hw_base;
 		r.dp_from = base_dp > 0 ? base_dp : (int)(g->ranks[0].world_size > 0 ? g->ranks[0].world_size : 1);
 		r.dp_to = given & CLI_SET(CLI_OPT_DP) ? opt.lay.dp : r.dp_from;
-		r.comm_eff = 0.8;
+		r.comm_eff = 1.0;
 		if (k > 1) {
 			/* The copies' wiring is checked, not trusted. */
 			if ((rc = edit_layers(g, k, &cg, &ls, &err)) == 0)

@@ -720,7 +720,9 @@ static void test_zero3_layer(void **state)
 	struct graph *gr;
 	double P = 12596224, t_ag = 2 * P / 2 / 450e9, t_rs = 4 * P / 2 / 450e9;
 	(void)state;
-	g.nvlink_lat_s = g.net_lat_s = 0;
+	g.nvlink_lat_s = g.net_lat_s = g.coll_base_s = 0;
+	g.nvl_eff = g.net_eff = 1;
+	g.nvls_eff = 0;
 	g.slow_compute = g.slow_comm = 0;
 	small(&in);
 	in.hw = &g;
