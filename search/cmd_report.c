@@ -80,6 +80,8 @@ struct row {
 #undef KNOB_I
 #undef KNOB_S
 	double iter_s, bubble, tps, mfu, gpuh, mem_gb;
+	char part[64]; /* layers per stage where uneven ("" even, or schema < 5) */
+	int shard;     /* ZeRO's hybrid group where below dp, else 0 */
 	long same_as;  /* the row it is the same run as, or -1 */
 	int n_same;    /* rows collapsed into this one */
 	int near_tie;  /* a runner-up within the tie threshold of the best */
@@ -116,6 +118,11 @@ static void layout(char *buf, size_t n, const struct row *r)
 		snprintf(rc, sizeof(rc), ", recompute %s", r->recompute);
 	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s", r->tp, r->pp, r->dp,
 		 vp, r->mbs, r->mb, r->schedule, rc, r->zero, r->sp ? ", sp" : "");
+	if (r->part[0] || r->shard) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, n - k, "%s%s%s", r->part[0] ? ", stages " : "", r->part,
+			 r->shard ? ", hybrid" : "");
+	}
 }
 
 /* The chart's label of a layout: short, ASCII, made of numbers and the
@@ -1024,7 +1031,8 @@ int cmd_report(int argc, char **argv)
 			   REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S
-			   " iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb"
+			   " iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,"
+			   " partition, shard"
 			   " FROM candidate WHERE sweep=?1 AND status='simulated'"
 			   " ORDER BY gpus, iter_s, key",
 			   -1, &st, NULL);
@@ -1055,6 +1063,13 @@ int cmd_report(int argc, char **argv)
 		r->mfu = sqlite3_column_double(st, i++);
 		r->gpuh = sqlite3_column_double(st, i++);
 		r->mem_gb = sqlite3_column_double(st, i++);
+		{
+			const char *pt = text(st, i++);
+			int sh = sqlite3_column_int(st, i++);
+			if (strcmp(pt, "even") != 0)
+				snprintf(r->part, sizeof(r->part), "%s", pt);
+			r->shard = sh > 0 && sh < r->dp ? sh : 0;
+		}
 	}
 	sqlite3_finalize(st);
 	R.rows = rv.v;
