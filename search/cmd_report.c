@@ -34,7 +34,7 @@ static const char help[] =
 	"report.md is also printed.\n"
 	"\n"
 	"Near-ties: layouts within the model's stated uncertainty of the best\n"
-	"(9.4 %: synth + simulate against Megatron-LM's measured runs,\n"
+	"(8.7 %: synth + simulate against Megatron-LM's measured runs,\n"
 	"docs/VALIDATION.md) are marked; the model does not rank them.  Layouts\n"
 	"that are the same run (ZeRO with dp = 1, a recompute setting that\n"
 	"changes neither time nor memory, GPipe or 1F1B without a pipeline) are\n"
@@ -49,7 +49,7 @@ static const char help[] =
 	"      --tokens N      tokens to train (default: the sweep's 'tokens')\n"
 	"      --price P       price of one GPU-hour (default: the sweep's\n"
 	"                      'price_per_gpu_hour')\n"
-	"      --tie PCT       near-tie threshold in percent (default 9.4)\n"
+	"      --tie PCT       near-tie threshold in percent (default 8.7)\n"
 	"  -h, --help          this help\n";
 
 /*
@@ -60,7 +60,7 @@ static const char help[] =
  * runner-up this close to the best is a near-tie: the model cannot order
  * the two.
  */
-#define REPORT_TIE_FRAC 0.094
+#define REPORT_TIE_FRAC 0.087
 #define REPORT_TIE_SOURCE                                                                  \
 	"mean error of synth + simulate against Megatron-LM's measured runs, "              \
 	"docs/VALIDATION.md"
@@ -1024,18 +1024,37 @@ int cmd_report(int argc, char **argv)
 	R.tie = tie;
 	R.tie_given = tie_given;
 	shown(R.name, sizeof(R.name), name);
-	sqlite3_prepare_v2(db,
-			   "SELECT key,"
+	{
+		/* Databases before version 5 (read as they are) have no
+		 * placement columns. */
+		sqlite3_stmt *q = NULL;
+		int v5 = 0;
+		if (sqlite3_prepare_v2(db,
+				       "SELECT COUNT(*) FROM pragma_table_info('candidate') WHERE "
+				       "name='partition'",
+				       -1, &q, NULL) == SQLITE_OK &&
+		    sqlite3_step(q) == SQLITE_ROW)
+			v5 = sqlite3_column_int(q, 0) > 0;
+		sqlite3_finalize(q);
+		sqlite3_prepare_v2(db,
+				   v5 ? "SELECT key,"
 #define KNOB_I(f, col) col ","
 #define KNOB_S(f, col) col ","
-			   REPORT_KNOBS(KNOB_I, KNOB_S)
+				   REPORT_KNOBS(KNOB_I, KNOB_S)
+				   " iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,"
+				   " partition, shard"
+				   " FROM candidate WHERE sweep=?1 AND status='simulated'"
+				   " ORDER BY gpus, iter_s, key"
+				      : "SELECT key,"
+				   REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S
-			   " iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,"
-			   " partition, shard"
-			   " FROM candidate WHERE sweep=?1 AND status='simulated'"
-			   " ORDER BY gpus, iter_s, key",
-			   -1, &st, NULL);
+				   " iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,"
+				   " NULL, NULL"
+				   " FROM candidate WHERE sweep=?1 AND status='simulated'"
+				   " ORDER BY gpus, iter_s, key",
+				   -1, &st, NULL);
+	}
 	sqlite3_bind_int64(st, 1, sid);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		struct row *r;
