@@ -73,7 +73,7 @@ static const char help[] =
 	I(zero, "zero") I(sp, "sp") I(layers, "layers") I(hidden, "hidden")
 
 struct row {
-	char key[160];
+	char key[320]; /* as cand.key (sweep.h) */
 #define KNOB_I(f, col) int f;
 #define KNOB_S(f, col) char f[16];
 	REPORT_KNOBS(KNOB_I, KNOB_S)
