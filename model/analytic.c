@@ -33,8 +33,7 @@ void analytic_in_default(struct analytic_in *in)
 	in->lay.pp_overlap = 1;
 }
 
-int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
-		      struct prism_err *err)
+int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, struct prism_err *err)
 {
 	const struct hw_profile *hw = in->hw;
 	const struct mem_layout *l = &in->lay;
@@ -56,8 +55,8 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 		return prism_err_set(err, PRISM_EARG, "%d layers do not divide into %d x %d stages",
 				     m->layers, pp, v);
 	if (m->heads % tp)
-		return prism_err_set(err, PRISM_EARG, "%d heads do not divide by tensor parallel %d",
-				     m->heads, tp);
+		return prism_err_set(err, PRISM_EARG,
+				     "%d heads do not divide by tensor parallel %d", m->heads, tp);
 	if (llm_kv_heads(m) % tp)
 		return prism_err_set(err, PRISM_EARG,
 				     "%d key-value heads do not divide by tensor parallel %d",
@@ -69,9 +68,9 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 				     "parallel %d",
 				     in->global_batch, l->mbs, dp);
 	if (v > 1 && ((int)mb) % pp)
-		return prism_err_set(err, PRISM_EARG,
-				     "interleaving needs microbatches (%.0f) divisible by stages (%d)",
-				     mb, pp);
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "interleaving needs microbatches (%.0f) divisible by stages (%d)", mb, pp);
 	out->microbatches = (int)mb;
 	lay.microbatches = (int)mb;
 

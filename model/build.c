@@ -23,6 +23,8 @@
 
 #include "imap.h"
 #include "infer.h"
+#include "llm.h"
+#include "synth.h"
 #include "vec.h"
 
 #define NONE32 UINT32_MAX
@@ -41,12 +43,13 @@ void build_opts_default(struct build_opts *o)
 	o->thread_gap_ns = 50000;
 	o->thread_tol_ns = 50000;
 	o->lag_cap_ns = 50000;
+	o->wake_tol_ns = 1000000;
 }
 
 struct pnode {
 	int64_t start, dur, wait, corr;
 	uint32_t name, op, src, coll, proc, hint; /* hint: comm index of the enclosing op */
-	uint32_t dims, types;                     /* the enclosing op's shapes */
+	uint32_t dims, types;			  /* the enclosing op's shapes */
 	int32_t iter, layer, mb;
 	uint8_t kind, flags, rtclass, launched, phase;
 };
@@ -75,7 +78,7 @@ struct builder {
 	VEC(struct graph_coll) colls;
 	VEC(uint8_t) rtclass_of; /* by string id; 0xff = not yet classified */
 	struct graph_stats stats;
-	uint32_t meta;           /* the first "prism::model#..." range's name */
+	uint32_t meta; /* the first "prism::model#..." range's name */
 };
 
 static int cmp_key(const void *a, const void *b)
@@ -143,16 +146,16 @@ struct stream_ix {
 struct rank_ctx {
 	const struct kineto_trace *tr;
 	uint32_t rank_ix;
-	struct key *keys;      /* all kept events, sorted */
+	struct key *keys; /* all kept events, sorted */
 	size_t nkeys;
-	struct imap rt_by_corr;  /* correlation -> runtime (call) node */
-	struct imap gpu_by_corr; /* correlation -> first GPU event */
+	struct imap rt_by_corr;	     /* correlation -> runtime (call) node */
+	struct imap gpu_by_corr;     /* correlation -> first GPU event */
 	struct imap gpunode_by_corr; /* correlation -> first GPU node */
 	int64_t min_rt_corr;
 	VEC(uint32_t) cpu_procs; /* processor indices of this rank */
 	VEC(uint32_t) gpu_procs;
-	int64_t *lts;            /* per node of this rank: launch start (GPU nodes) */
-	uint32_t node_base;      /* first node id of this rank */
+	int64_t *lts;		 /* per node of this rank: launch start (GPU nodes) */
+	uint32_t node_base;	 /* first node id of this rank */
 	const uint32_t *proc_of; /* kineto thread -> processor, or NONE32 */
 	size_t nsync;
 };
@@ -245,7 +248,7 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 			const struct kt_event *o = ev_at(rc, ops.v[oi]);
 			while (stack.n && ev_at(rc, stack.v[stack.n - 1])->ts_ns +
 						  ev_at(rc, stack.v[stack.n - 1])->dur_ns <=
-					  o->ts_ns)
+					      o->ts_ns)
 				stack.n--;
 			if (VEC_PUSH(stack, (uint32_t)ops.v[oi]))
 				goto oom;
@@ -253,7 +256,7 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 		}
 		while (stack.n && ev_at(rc, stack.v[stack.n - 1])->ts_ns +
 					  ev_at(rc, stack.v[stack.n - 1])->dur_ns <=
-				  s)
+				      s)
 			stack.n--;
 		if (stack.n) {
 			const struct kt_event *top = ev_at(rc, stack.v[stack.n - 1]);
@@ -292,7 +295,8 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 					if (imap_put(&rc->rt_by_corr, e->corr, last_call, &old))
 						goto oom;
 					if (old != IMAP_NONE) {
-						rc_ = fail_ev(b, rc, e, "duplicate correlation id %" PRId64,
+						rc_ = fail_ev(b, rc, e,
+							      "duplicate correlation id %" PRId64,
 							      e->corr);
 						goto out;
 					}
@@ -304,12 +308,13 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 		}
 		covered = stack.n && ev_at(rc, stack.v[0])->ts_ns <= t;
 		/* An uncovered gap may be idle waiting: infer_threads decides. */
-		if (s > t && (rc_ = add_cpu_work(b, proc, t, s - t, op_name,
-						 covered ? 0 : NF_IDLE_GAP)))
+		if (s > t &&
+		    (rc_ = add_cpu_work(b, proc, t, s - t, op_name, covered ? 0 : NF_IDLE_GAP)))
 			goto out;
 		{
 			struct pnode call = {0};
-			uint32_t g = e->corr != KT_NO_ID ? imap_get(&rc->gpu_by_corr, e->corr) : NONE32;
+			uint32_t g =
+			    e->corr != KT_NO_ID ? imap_get(&rc->gpu_by_corr, e->corr) : NONE32;
 			int blocking = is_blocking_class(cls) ||
 				       (g != NONE32 && memcpy_blocks(b, &rc->tr->events.v[g]));
 			call.start = s;
@@ -400,20 +405,46 @@ static int is_nccl_kernel(const char *s)
 	       (strncmp(s, "nccl", 4) == 0 && strstr(s, "Kernel") != NULL);
 }
 
+/* Communication done by kernels of other libraries: DeepEP's dispatch,
+ * combine and notify (all-to-all within and across nodes), symmetric-
+ * memory and custom all-reduces (PyTorch's multimem / one- and two-shot,
+ * vLLM's cross-device reduce), NVSHMEM.  The kind, or -1 for any other
+ * kernel. */
+static int custom_comm_kind(const char *s)
+{
+	if (strstr(s, "ep::internode::") || strstr(s, "ep::intranode::") || strstr(s, "deep_ep::"))
+		return GC_ALL_TO_ALL;
+	if (strstr(s, "multimem_all_reduce") || strstr(s, "one_shot_all_reduce") ||
+	    strstr(s, "two_shot_all_reduce") || strstr(s, "cross_device_reduce") ||
+	    strstr(s, "custom_all_reduce"))
+		return GC_ALL_REDUCE;
+	if (strstr(s, "nvshmem"))
+		return GC_ALL_TO_ALL;
+	return -1;
+}
+
+/* The collective a communication kernel does, from its name. */
+static int comm_kind_of(const char *s)
+{
+	int k = custom_comm_kind(s);
+	return k >= 0 ? k : coll_kind_of(strncmp(s, "nccl", 4) == 0 ? s + 4 : s);
+}
+
 static int64_t dtype_size(const char *s)
 {
 	static const struct {
 		const char *name;
 		int size;
 	} t[] = {
-		{"float", 4}, {"Float", 4}, {"float32", 4}, {"int", 4}, {"Int", 4}, {"int32", 4},
-		{"unsigned int", 4}, {"Half", 2}, {"half", 2}, {"c10::Half", 2}, {"float16", 2},
-		{"BFloat16", 2}, {"bfloat16", 2}, {"c10::BFloat16", 2}, {"short", 2},
-		{"Short", 2}, {"int16", 2}, {"double", 8}, {"Double", 8}, {"float64", 8},
-		{"long int", 8}, {"long", 8}, {"Long", 8}, {"int64", 8}, {"long long", 8},
-		{"unsigned long", 8}, {"Byte", 1}, {"Char", 1}, {"unsigned char", 1},
-		{"signed char", 1}, {"bool", 1}, {"Bool", 1}, {"uint8", 1}, {"int8", 1},
-		{"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
+	    {"float", 4},	  {"Float", 4},		{"float32", 4},	      {"int", 4},
+	    {"Int", 4},		  {"int32", 4},		{"unsigned int", 4},  {"Half", 2},
+	    {"half", 2},	  {"c10::Half", 2},	{"float16", 2},	      {"BFloat16", 2},
+	    {"bfloat16", 2},	  {"c10::BFloat16", 2}, {"short", 2},	      {"Short", 2},
+	    {"int16", 2},	  {"double", 8},	{"Double", 8},	      {"float64", 8},
+	    {"long int", 8},	  {"long", 8},		{"Long", 8},	      {"int64", 8},
+	    {"long long", 8},	  {"unsigned long", 8}, {"Byte", 1},	      {"Char", 1},
+	    {"unsigned char", 1}, {"signed char", 1},	{"bool", 1},	      {"Bool", 1},
+	    {"uint8", 1},	  {"int8", 1},		{"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		if (strcmp(s, t[i].name) == 0)
@@ -422,8 +453,7 @@ static int64_t dtype_size(const char *s)
 }
 
 /* Streams: GPU tasks, launch edges, collectives. */
-static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_t hi,
-			uint32_t proc)
+static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_t hi, uint32_t proc)
 {
 	for (size_t k = lo; k < hi; k++) {
 		const struct kt_event *e = ev_at(rc, k);
@@ -442,7 +472,7 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 		n.hint = e->comm;
 		n.proc = proc;
 		n.iter = -1;
-		n.kind = e->kind == KT_MEMCPY ? GN_MEMCPY
+		n.kind = e->kind == KT_MEMCPY	? GN_MEMCPY
 			 : e->kind == KT_MEMSET ? GN_MEMSET
 						: GN_KERNEL;
 		call = imap_get(&rc->rt_by_corr, e->corr);
@@ -453,10 +483,11 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 			if (n.hint == NONE32)
 				n.hint = b->nodes.v[call].hint;
 		}
-		if (n.kind == GN_KERNEL && is_nccl_kernel(name)) {
-			int kind = coll_kind_of(name + 4);
-			n.kind = (kind == GC_SEND_RECV || kind == GC_SEND || kind == GC_RECV) ? GN_P2P
-											     : GN_COLL;
+		if (n.kind == GN_KERNEL && (is_nccl_kernel(name) || custom_comm_kind(name) >= 0)) {
+			int kind = comm_kind_of(name);
+			n.kind = (kind == GC_SEND_RECV || kind == GC_SEND || kind == GC_RECV)
+				     ? GN_P2P
+				     : GN_COLL;
 		}
 		if (add_node(b, &n, &id) || imap_put(&rc->gpunode_by_corr, e->corr, id, NULL))
 			return nomem(b);
@@ -587,8 +618,9 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 		case KT_SYNC_STREAM: {
 			int64_t sid = e->sync == KT_SYNC_EVENT ? e->b : (e->b >= 0 ? e->b : e->a);
 			const struct graph_proc *ss = stream_proc(b, rc, sid);
-			int64_t t = e->sync == KT_SYNC_EVENT && rec != NONE32 ? b->nodes.v[rec].start
-									 : b->nodes.v[call].start;
+			int64_t t = e->sync == KT_SYNC_EVENT && rec != NONE32
+					? b->nodes.v[rec].start
+					: b->nodes.v[call].start;
 			uint32_t src;
 			if (!(b->nodes.v[call].flags & NF_BLOCKING) || !ss)
 				break;
@@ -606,7 +638,7 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 				break;
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t src = last_launched_before(
-					b, rc, &b->procs.v[rc->gpu_procs.v[i]], b->nodes.v[call].start);
+				    b, rc, &b->procs.v[rc->gpu_procs.v[i]], b->nodes.v[call].start);
 				if (src != NONE32 && sync_edge(b, src, call, 0))
 					return PRISM_ENOMEM;
 			}
@@ -632,12 +664,13 @@ static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *re
 
 	for (uint32_t u = rc->node_base; u < end; u++) {
 		struct pnode *n = &b->nodes.v[u];
-		if (n->kind != GN_RUNTIME || !(n->flags & NF_BLOCKING) || resolved[u - rc->node_base])
+		if (n->kind != GN_RUNTIME || !(n->flags & NF_BLOCKING) ||
+		    resolved[u - rc->node_base])
 			continue;
 		if (n->rtclass == RT_DEVICE_SYNC) {
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t src = last_launched_before(
-					b, rc, &b->procs.v[rc->gpu_procs.v[i]], n->start);
+				    b, rc, &b->procs.v[rc->gpu_procs.v[i]], n->start);
 				if (src != NONE32 && sync_edge(b, src, u, 0))
 					return PRISM_ENOMEM;
 			}
@@ -650,7 +683,7 @@ static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *re
 				continue;
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t c = last_launched_before(
-					b, rc, &b->procs.v[rc->gpu_procs.v[i]], n->start);
+				    b, rc, &b->procs.v[rc->gpu_procs.v[i]], n->start);
 				int64_t ce;
 				if (c == NONE32)
 					continue;
@@ -667,7 +700,8 @@ static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *re
 			}
 		} else {
 			/* A blocking copy waits for its own GPU copy. */
-			uint32_t g = n->corr >= 0 ? imap_get(&rc->gpunode_by_corr, n->corr) : NONE32;
+			uint32_t g =
+			    n->corr >= 0 ? imap_get(&rc->gpunode_by_corr, n->corr) : NONE32;
 			if (g != NONE32) {
 				if (sync_edge(b, g, u, 0))
 					return PRISM_ENOMEM;
@@ -764,7 +798,7 @@ static int infer_events(struct builder *b, struct rank_ctx *rc)
 static int infer_share(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 {
 	size_t n = b->nodes.n - rc->node_base;
-	int64_t *ev_ready = malloc((n ? n : 1) * sizeof(*ev_ready));
+	int64_t *ev_ready = prism_malloc((n ? n : 1) * sizeof(*ev_ready));
 
 	if (!ev_ready)
 		return nomem(b);
@@ -772,7 +806,8 @@ static int infer_share(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 		ev_ready[i] = INT64_MIN;
 	for (size_t k = edge_lo; k < b->edges.n; k++) {
 		const struct pedge *e = &b->edges.v[k];
-		if (GE_KIND(e->kind) == GE_EVENT && node_end(b, e->src) > ev_ready[e->dst - rc->node_base])
+		if (GE_KIND(e->kind) == GE_EVENT &&
+		    node_end(b, e->src) > ev_ready[e->dst - rc->node_base])
 			ev_ready[e->dst - rc->node_base] = node_end(b, e->src);
 	}
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
@@ -816,29 +851,81 @@ static uint32_t thread_source(const struct builder *b, const struct rank_ctx *rc
 	return best;
 }
 
+/* Where no thread finished anything just before s: a thread of the rank
+ * that was then inside a long CPU task begun at most wake_tol before s,
+ * having ended its previous task after p went idle (at idle_from), woke p
+ * (a forward thread in backward() wakes the autograd thread: the engine
+ * takes its time to start); its last task that ended by s, or NONE32. */
+static uint32_t thread_waker(const struct builder *b, const struct rank_ctx *rc,
+			     const struct graph_proc *p, int64_t idle_from, int64_t s)
+{
+	uint32_t best = NONE32;
+	for (size_t j = 0; j < rc->cpu_procs.n; j++) {
+		const struct graph_proc *q = &b->procs.v[rc->cpu_procs.v[j]];
+		uint32_t c;
+		const struct pnode *run;
+		if (q == p)
+			continue;
+		c = last_ending_by(b, q, s);
+		if (c == NONE32 || c + 1 >= q->first + q->n)
+			continue;
+		run = &b->nodes.v[c + 1];
+		/* p idled from before c ended: c's thread woke it, not p's
+		 * own work. */
+		if (run->kind != GN_CPU || run->start > s || node_end(b, c + 1) <= s ||
+		    run->start < s - b->o->wake_tol_ns || node_end(b, c) < idle_from)
+			continue;
+		if (best == NONE32 || node_end(b, c) > node_end(b, best))
+			best = c;
+	}
+	return best;
+}
+
+/* A woken task: v on thread p, woken by task c of another thread, which
+ * then ran the long CPU task c + 1 (thread_waker). */
+struct wake {
+	uint32_t v, c;
+	const struct graph_proc *p;
+};
+
 /* Cross-thread edges: a thread that starts late, or resumes after an idle
  * gap no CPU op of its own covers, starts when another thread of the rank
- * finished something just before. */
+ * finished something just before, or when another thread woke it
+ * (thread_waker: the task keeps its whole wake-up lag, NF_WAKE).  The
+ * waker's long task is then waiting for the woken thread (backward()
+ * returns when the autograd thread is done): it becomes an idle gap, and
+ * the waker's next task depends on the woken thread's last task that
+ * ended before it (a join, also NF_WAKE). */
 static int infer_threads(struct builder *b, struct rank_ctx *rc)
 {
 	int64_t rank_start = INT64_MAX;
+	VEC(struct wake) wakes = {0};
+	int rc_ = 0;
 
 	for (size_t i = 0; i < rc->cpu_procs.n; i++) {
 		const struct graph_proc *p = &b->procs.v[rc->cpu_procs.v[i]];
 		if (p->n && b->nodes.v[p->first].start < rank_start)
 			rank_start = b->nodes.v[p->first].start;
 	}
-	for (size_t i = 0; i < rc->cpu_procs.n; i++) {
+	for (size_t i = 0; i < rc->cpu_procs.n && !rc_; i++) {
 		const struct graph_proc *p = &b->procs.v[rc->cpu_procs.v[i]];
 		if (!p->n)
 			continue;
 		if (b->o->infer_threads &&
 		    b->nodes.v[p->first].start - rank_start >= b->o->thread_gap_ns) {
 			uint32_t src = thread_source(b, rc, p, b->nodes.v[p->first].start);
+			if (src == NONE32 &&
+			    (src = thread_waker(b, rc, p, INT64_MIN, b->nodes.v[p->first].start)) !=
+				NONE32) {
+				struct wake w = {p->first, src, p};
+				b->nodes.v[p->first].flags |= NF_WAKE;
+				if (VEC_PUSH(wakes, w))
+					rc_ = PRISM_ENOMEM;
+			}
 			if (src != NONE32 && add_edge(b, src, p->first, GE_THREAD | GE_INFERRED))
-				return PRISM_ENOMEM;
+				rc_ = PRISM_ENOMEM;
 		}
-		for (uint32_t u = p->first; u + 1 < p->first + p->n; u++) {
+		for (uint32_t u = p->first; u + 1 < p->first + p->n && !rc_; u++) {
 			struct pnode *gap = &b->nodes.v[u];
 			uint32_t src;
 			if (!(gap->flags & NF_IDLE_GAP))
@@ -847,14 +934,38 @@ static int infer_threads(struct builder *b, struct rank_ctx *rc)
 			if (gap->dur < b->o->thread_gap_ns || !b->o->infer_threads)
 				continue;
 			src = thread_source(b, rc, p, b->nodes.v[u + 1].start);
+			if (src == NONE32 &&
+			    (src = thread_waker(b, rc, p, gap->start, b->nodes.v[u + 1].start)) !=
+				NONE32) {
+				struct wake w = {u + 1, src, p};
+				b->nodes.v[u + 1].flags |= NF_WAKE;
+				if (VEC_PUSH(wakes, w))
+					rc_ = PRISM_ENOMEM;
+			}
 			if (src != NONE32) {
 				gap->flags |= NF_IDLE_GAP;
 				if (add_edge(b, src, u + 1, GE_THREAD | GE_INFERRED))
-					return PRISM_ENOMEM;
+					rc_ = PRISM_ENOMEM;
 			}
 		}
 	}
-	return 0;
+	/* Joins, once every thread's gaps are decided. */
+	for (size_t k = 0; k < wakes.n && !rc_; k++) {
+		const struct wake *w = &wakes.v[k];
+		uint32_t x = w->c + 1, j;
+		const struct graph_proc *q = &b->procs.v[b->nodes.v[x].proc];
+		if (x + 1 >= q->first + q->n || (b->nodes.v[x].flags & NF_IDLE_GAP))
+			continue;
+		j = last_ending_by(b, w->p, node_end(b, x));
+		if (j == NONE32 || j < w->v)
+			continue;
+		b->nodes.v[x].flags |= NF_IDLE_GAP;
+		b->nodes.v[x + 1].flags |= NF_WAKE;
+		if (add_edge(b, j, x + 1, GE_THREAD | GE_INFERRED))
+			rc_ = PRISM_ENOMEM;
+	}
+	VEC_FREE(wakes);
+	return rc_;
 }
 
 /* Split each blocking call's traced time into waiting and own cost. */
@@ -938,8 +1049,8 @@ static int iterations(struct builder *b, struct rank_ctx *rc)
 		}
 		i = step_at(b, first, t);
 		n->iter = i != SIZE_MAX && t < b->iters.v[i].start_ns + b->iters.v[i].dur_ns
-				  ? (int32_t)i
-				  : -1;
+			      ? (int32_t)i
+			      : -1;
 	}
 	return 0;
 }
@@ -982,7 +1093,7 @@ struct hop {
 	int64_t start, end;
 	int64_t seq, fwd; /* autograd sequence number; "Fwd thread id" (> 0: backward) */
 	uint32_t proc, key;
-	uint8_t top;      /* not nested in another op of its thread */
+	uint8_t top;	  /* not nested in another op of its thread */
 	uint8_t launches; /* launched GPU work */
 };
 
@@ -998,12 +1109,13 @@ static uint32_t op_key(uint32_t name, uint32_t dims)
 static int pytorch_phase(const char *name)
 {
 	if (strncmp(name, "Optimizer.step#", 15) == 0 ||
-	    strncmp(name, "Optimizer.zero_grad#", 20) == 0 || strcmp(name, "## optimizer ##") == 0 ||
-	    strcmp(name, "## zero_grad ##") == 0)
+	    strncmp(name, "Optimizer.zero_grad#", 20) == 0 ||
+	    strcmp(name, "## optimizer ##") == 0 || strcmp(name, "## zero_grad ##") == 0)
 		return PH_OPTIMIZER;
 	if (strcmp(name, "## backward ##") == 0)
 		return PH_BACKWARD;
-	if (strcmp(name, "## forward ##") == 0 || strcmp(name, "DistributedDataParallel.forward") == 0)
+	if (strcmp(name, "## forward ##") == 0 ||
+	    strcmp(name, "DistributedDataParallel.forward") == 0)
 		return PH_FORWARD;
 	return PH_NONE;
 }
@@ -1016,8 +1128,8 @@ static int is_backward_op(const struct builder *b, const struct hop *o, uint32_t
 
 typedef VEC(struct arange) arange_vec;
 
-static int push_range(struct builder *b, arange_vec *v, uint32_t proc, int64_t start,
-		      int64_t end, int32_t value)
+static int push_range(struct builder *b, arange_vec *v, uint32_t proc, int64_t start, int64_t end,
+		      int32_t value)
 {
 	struct arange x = {proc, start, end, value};
 	if (proc != NONE32 && value >= 0 && end > start && VEC_PUSH(*v, x))
@@ -1092,7 +1204,8 @@ static int infer_passes(struct builder *b, size_t it_lo, const struct hop *ops, 
 				hi = mid;
 		}
 		if (!cur || i != cur->step || (lo < fs.n && fs.v[lo] < o->start)) {
-			struct pass np = {i, nb.n, nb.n, cur && cur->step == i ? cur->k + 1 : 0,
+			struct pass np = {i,	    nb.n,
+					  nb.n,	    cur && cur->step == i ? cur->k + 1 : 0,
 					  o->start, o->end};
 			if (VEC_PUSH(ps, np)) {
 				rc_ = nomem(b);
@@ -1142,9 +1255,9 @@ static int infer_passes(struct builder *b, size_t it_lo, const struct hop *ops, 
  * names): block l spans from its first op to the next block's, on the
  * ops' thread, into layers; every forward op inside it, nested ones
  * included, gives its autograd sequence number to layer l (by_seq). */
-static int layers_of_run(struct builder *b, const struct hop *ops, size_t nops,
-			 const uint32_t *at, const uint32_t *seq, const uint32_t *names, size_t n,
-			 arange_vec *layers, struct imap *by_seq, int64_t *period)
+static int layers_of_run(struct builder *b, const struct hop *ops, size_t nops, const uint32_t *at,
+			 const uint32_t *seq, const uint32_t *names, size_t n, arange_vec *layers,
+			 struct imap *by_seq, int64_t *period)
 {
 	struct infer_repeat r;
 
@@ -1170,6 +1283,36 @@ static int layers_of_run(struct builder *b, const struct hop *ops, size_t nops,
 	return 0;
 }
 
+/* Backward ops take the layer of the forward op with their autograd
+ * sequence number (by_seq); consecutive backward ops of one layer on one
+ * thread form one range, appended to layers. */
+static int backward_layers(struct builder *b, const struct hop *ops, size_t nops,
+			   const uint32_t *opname, const struct imap *by_seq, arange_vec *layers)
+{
+	arange_vec bw = {0};
+	int rc_ = 0;
+
+	for (size_t k = 0; k < nops && !rc_; k++) {
+		const struct hop *o = &ops[k];
+		uint32_t l;
+		if (!o->top || o->seq < 0 || !is_backward_op(b, o, opname[k]) ||
+		    (l = imap_get(by_seq, o->seq)) == IMAP_NONE)
+			continue;
+		if (bw.n && bw.v[bw.n - 1].proc == o->proc && bw.v[bw.n - 1].value == (int32_t)l &&
+		    bw.v[bw.n - 1].end <= o->start) {
+			bw.v[bw.n - 1].end = o->end;
+			continue;
+		}
+		if (push_range(b, &bw, o->proc, o->start, o->end, (int32_t)l))
+			rc_ = -1;
+	}
+	for (size_t k = 0; k < bw.n && !rc_; k++)
+		if (VEC_PUSH(*layers, bw.v[k]))
+			rc_ = nomem(b);
+	free(bw.v);
+	return rc_;
+}
+
 /*
  * Layers where a trace marks none (infer.h): per step and microbatch (mbs,
  * sorted; empty if none), the longest run of repeated blocks among the
@@ -1185,12 +1328,11 @@ static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, 
 	struct run {
 		uint32_t proc;
 		size_t lo, hi;
-	} *runs = malloc((nops ? nops : 1) * sizeof(*runs));
+	} *runs = prism_malloc((nops ? nops : 1) * sizeof(*runs));
 	size_t nruns = 0;
 	VEC(uint32_t) seq = {0};
 	VEC(uint32_t) names = {0};
 	VEC(uint32_t) at = {0};
-	arange_vec bw = {0};
 	struct imap by_seq = {0};
 	int rc_ = 0;
 
@@ -1249,28 +1391,91 @@ static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, 
 				rc_ = nomem(b);
 		}
 	}
-	for (size_t k = 0; k < nops && !rc_; k++) {
-		const struct hop *o = &ops[k];
-		uint32_t l;
-		if (!o->top || o->seq < 0 || !is_backward_op(b, o, opname[k]) ||
-		    (l = imap_get(&by_seq, o->seq)) == IMAP_NONE)
-			continue;
-		if (bw.n && bw.v[bw.n - 1].proc == o->proc && bw.v[bw.n - 1].value == (int32_t)l &&
-		    bw.v[bw.n - 1].end <= o->start) {
-			bw.v[bw.n - 1].end = o->end;
-			continue;
-		}
-		if (push_range(b, &bw, o->proc, o->start, o->end, (int32_t)l))
-			rc_ = -1;
-	}
-	for (size_t k = 0; k < bw.n && !rc_; k++)
-		if (VEC_PUSH(*layers, bw.v[k]))
-			rc_ = nomem(b);
+	if (!rc_)
+		rc_ = backward_layers(b, ops, nops, opname, &by_seq, layers);
 	free(runs);
 	free(seq.v);
 	free(names.v);
 	free(at.v);
-	free(bw.v);
+	imap_release(&by_seq);
+	return rc_;
+}
+
+/* The module-name prefix of python_function events (with_modules=True). */
+#define MODULE_PREFIX "nn.Module: "
+
+/*
+ * Layers from module names, where a trace has them (profile(with_stack=True,
+ * with_modules=True) names each module call "nn.Module: Class_N", N the
+ * class's instance in order of first call): the class ending in Layer or
+ * Block with the most instances -- LlamaDecoderLayer, GPT2Block,
+ * TransformerLayer (Megatron core), TransformerBlock (torchtitan),
+ * DeepSpeedTransformerLayer, BertLayer -- is the layer; a call of instance
+ * N is layer N (a recomputed forward inside the backward too), and
+ * backward ops take the layer of their forward op's autograd sequence
+ * number as with inferred layers.  mods: every such call, value = instance;
+ * cls: its class name's string id, in step.  ops[] is grouped by processor.
+ */
+static int module_layers(struct builder *b, const struct hop *ops, size_t nops,
+			 const uint32_t *opname, const struct arange *mods, const uint32_t *cls,
+			 size_t nmods, arange_vec *layers)
+{
+	struct cls_n {
+		uint32_t cls, n; /* instances: the largest N + 1 */
+		int64_t ns;	 /* the calls' time: an outer class's is longer */
+	} *cs = prism_malloc((nmods ? nmods : 1) * sizeof(*cs));
+	struct imap by_seq = {0}, by_cls = {0};
+	size_t ncs = 0;
+	uint32_t best = NONE32, best_n = 0;
+	int64_t best_ns = 0;
+	int rc_ = 0;
+
+	if (!cs)
+		return nomem(b);
+	/* The class with the most instances; of two, the one around the other.
+	 * Classes found by a hash table, not a scan (a trace may name 10^6). */
+	for (size_t k = 0; k < nmods; k++) {
+		uint32_t c = imap_get(&by_cls, cls[k]);
+		if (c == IMAP_NONE) {
+			c = (uint32_t)ncs;
+			if (imap_put(&by_cls, cls[k], c, NULL)) {
+				imap_release(&by_cls);
+				free(cs);
+				return nomem(b);
+			}
+			cs[ncs++] = (struct cls_n){cls[k], 0, 0};
+		}
+		if ((uint32_t)mods[k].value + 1 > cs[c].n)
+			cs[c].n = (uint32_t)mods[k].value + 1;
+		cs[c].ns = prism_add_sat(cs[c].ns, mods[k].end - mods[k].start);
+	}
+	imap_release(&by_cls);
+	for (size_t c = 0; c < ncs; c++)
+		if (cs[c].n > best_n || (cs[c].n == best_n && cs[c].ns > best_ns)) {
+			best = cs[c].cls;
+			best_n = cs[c].n;
+			best_ns = cs[c].ns;
+		}
+	free(cs);
+	if (best_n < 2)
+		return 0;
+	for (size_t k = 0; k < nmods && !rc_; k++)
+		if (cls[k] == best && VEC_PUSH(*layers, mods[k]))
+			rc_ = nomem(b);
+	if (rc_ || !layers->n)
+		return rc_;
+	qsort(layers->v, layers->n, sizeof(*layers->v), cmp_arange);
+	for (size_t q = 0; q < nops && !rc_; q++) {
+		int32_t l;
+		if (ops[q].seq < 0 || ops[q].fwd > 0 || is_backward_op(b, &ops[q], opname[q]) ||
+		    (l = arange_at(layers->v, layers->n, ops[q].proc, ops[q].start)) < 0)
+			continue;
+		if (imap_get(&by_seq, ops[q].seq) == IMAP_NONE &&
+		    imap_put(&by_seq, ops[q].seq, (uint32_t)l, NULL))
+			rc_ = nomem(b);
+	}
+	if (!rc_)
+		rc_ = backward_layers(b, ops, nops, opname, &by_seq, layers);
 	imap_release(&by_seq);
 	return rc_;
 }
@@ -1285,9 +1490,11 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 {
 	enum { A_LAYER, A_MB, A_N };
 	static const char *const prefix[A_N] = {"prism::layer#", "prism::microbatch#"};
-	arange_vec r[A_N], ph[PH_NPHASES], pt[PH_NPHASES];
+	static const long ann_max[A_N] = {LLM_MAX_LAYERS, SYNTH_MAX_MICRO};
+	arange_vec r[A_N], ph[PH_NPHASES], pt[PH_NPHASES], mods = {0};
 	VEC(struct hop) ops = {0};
 	VEC(uint32_t) opname = {0};
+	VEC(uint32_t) mod_cls = {0};
 	uint32_t cur_thread = NONE32;
 	size_t cur_top = SIZE_MAX;
 	int64_t top_end = INT64_MIN, period = 0;
@@ -1313,6 +1520,33 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 				ops.v[cur_top].launches = 1;
 			continue;
 		}
+		if (e->kind == KT_PY_FUNC) {
+			/* "nn.Module: Class_N", Class ending in Layer or Block. */
+			const char *c, *u;
+			size_t cl;
+			name = strtab_get(b->st, e->name);
+			if (strncmp(name, MODULE_PREFIX, sizeof(MODULE_PREFIX) - 1) != 0)
+				continue;
+			c = name + sizeof(MODULE_PREFIX) - 1;
+			u = strrchr(c, '_');
+			cl = u ? (size_t)(u - c) : 0;
+			if (!u || !u[1] || strlen(u + 1) > 6 ||
+			    strspn(u + 1, "0123456789") != strlen(u + 1) ||
+			    !((cl >= 5 && memcmp(u - 5, "Layer", 5) == 0) ||
+			      (cl >= 5 && memcmp(u - 5, "Block", 5) == 0)))
+				continue;
+			{
+				uint32_t id = 2166136261u; /* the class name's FNV-1a hash */
+				for (size_t i = 0; i < cl; i++)
+					id = (id ^ (uint8_t)c[i]) * 16777619u;
+				if (push_range(b, &mods, proc, e->ts_ns, e->ts_ns + e->dur_ns,
+					       (int32_t)strtol(u + 1, NULL, 10)))
+					rc_ = -1;
+				else if (mods.n > mod_cls.n && VEC_PUSH(mod_cls, id))
+					rc_ = nomem(b);
+			}
+			continue;
+		}
 		if (e->kind != KT_USER_ANN && e->kind != KT_CPU_OP)
 			continue;
 		name = strtab_get(b->st, e->name);
@@ -1328,9 +1562,20 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			}
 			for (int a = 0; a < A_N && !rc_; a++) {
 				size_t pl = strlen(prefix[a]);
-				if (strncmp(name, prefix[a], pl) == 0 &&
-				    push_range(b, &r[a], proc, e->ts_ns, e->ts_ns + e->dur_ns,
-					       (int32_t)strtol(name + pl, NULL, 10)))
+				long v;
+				if (strncmp(name, prefix[a], pl) != 0)
+					continue;
+				/* Layers and microbatches are counted in int: held to
+				 * the limits every model and layout has. */
+				v = strtol(name + pl, NULL, 10);
+				if (v < 0 || v >= ann_max[a]) {
+					rc_ = fail_ev(b, rc, e, "%s %ld out of range 0..%ld",
+						      a == A_LAYER ? "layer" : "microbatch", v,
+						      ann_max[a] - 1);
+					break;
+				}
+				if (push_range(b, &r[a], proc, e->ts_ns, e->ts_ns + e->dur_ns,
+					       (int32_t)v))
 					rc_ = -1;
 			}
 			continue;
@@ -1357,7 +1602,8 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 				top_end = o.end;
 				cur_top = ops.n;
 				if (is_backward_op(b, &o, e->name) &&
-				    push_range(b, &pt[PH_BACKWARD], proc, o.start, o.end, PH_BACKWARD))
+				    push_range(b, &pt[PH_BACKWARD], proc, o.start, o.end,
+					       PH_BACKWARD))
 					rc_ = -1;
 			}
 			if (proc != NONE32 && (VEC_PUSH(ops, o) || VEC_PUSH(opname, e->name)))
@@ -1376,7 +1622,8 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			ph[p] = pt[p];
 			pt[p] = t;
 		}
-		rc_ = infer_passes(b, it_lo, ops.v, ops.n, opname.v, ph, r[A_MB].n ? NULL : &r[A_MB]);
+		rc_ =
+		    infer_passes(b, it_lo, ops.v, ops.n, opname.v, ph, r[A_MB].n ? NULL : &r[A_MB]);
 		for (int p = 0; p < PH_NPHASES; p++)
 			if (ph[p].n)
 				b->stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_INFERRED;
@@ -1390,6 +1637,11 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			qsort(ph[p].v, ph[p].n, sizeof(*ph[p].v), cmp_arange);
 	if (!rc_ && r[A_LAYER].n)
 		b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_RANGES;
+	else if (!rc_ && b->o->infer_layers && mods.n &&
+		 !(rc_ = module_layers(b, ops.v, ops.n, opname.v, mods.v, mod_cls.v, mods.n,
+				       &r[A_LAYER])) &&
+		 r[A_LAYER].n)
+		b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_INFERRED | GRAPH_ANN_MODULES;
 	else if (!rc_ && b->o->infer_layers) {
 		if (r[A_MB].n)
 			qsort(r[A_MB].v, r[A_MB].n, sizeof(*r[A_MB].v), cmp_arange);
@@ -1407,23 +1659,23 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			qsort(r[a].v, r[a].n, sizeof(*r[a].v), cmp_arange);
 	for (uint32_t u = rc->node_base; !rc_ && u < b->nodes.n; u++) {
 		struct pnode *n = &b->nodes.v[u];
-		uint32_t sp;
 		if (n->kind >= GN_KERNEL)
 			continue;
-		n->layer = r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, n->proc, n->start) : -1;
+		n->layer =
+		    r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, n->proc, n->start) : -1;
 		n->mb = r[A_MB].n ? arange_at(r[A_MB].v, r[A_MB].n, n->proc, n->start) : -1;
 		n->phase = (uint8_t)phase_at(ph, n->proc, n->start);
-		/* Work on another thread than the step's -- autograd's, which
-		 * runs loss.backward() while the step's thread waits inside
-		 * it -- takes the phase and microbatch open on the step's
-		 * thread at that moment, where its own thread has none. */
-		sp = n->iter >= 0 ? b->iters.v[n->iter].proc : NONE32;
-		if (sp == NONE32 || sp == n->proc)
-			continue;
-		if (n->mb < 0 && r[A_MB].n)
-			n->mb = arange_at(r[A_MB].v, r[A_MB].n, sp, n->start);
-		if (n->phase == PH_NONE)
-			n->phase = (uint8_t)phase_at(ph, sp, n->start);
+		/* A thread without ranges of its own at that time (the autograd
+		 * thread, when the ranges are on the training loop's thread)
+		 * works for the step's thread: its phase and microbatch. */
+		if (n->iter >= 0 && b->iters.v[n->iter].proc != NONE32 &&
+		    b->iters.v[n->iter].proc != n->proc) {
+			uint32_t sp = b->iters.v[n->iter].proc;
+			if (n->phase == PH_NONE)
+				n->phase = (uint8_t)phase_at(ph, sp, n->start);
+			if (n->mb < 0 && r[A_MB].n)
+				n->mb = arange_at(r[A_MB].v, r[A_MB].n, sp, n->start);
+		}
 	}
 	for (uint32_t u = rc->node_base; !rc_ && u < b->nodes.n; u++) {
 		struct pnode *n = &b->nodes.v[u];
@@ -1443,6 +1695,8 @@ static int annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 	}
 	free(ops.v);
 	free(opname.v);
+	free(mods.v);
+	free(mod_cls.v);
 	return rc_ < 0 ? b->err->code : rc_;
 }
 
@@ -1462,7 +1716,7 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 		c.node = u;
 		c.bytes = -1;
 		c.group_size = -1;
-		kind = coll_kind_of(strtab_get(b->st, n->name) + 4);
+		kind = comm_kind_of(strtab_get(b->st, n->name));
 		b->stats.coll_kernels[kind]++;
 		m = n->hint != NONE32 ? &tr->comms.v[n->hint] : NULL;
 		if (m) {
@@ -1471,7 +1725,7 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 			int64_t ne = m->in_nelems >= 0 ? m->in_nelems : m->dims_nelems;
 			if (mk != GC_UNKNOWN)
 				kind = mk;
-			if (es > 0 && ne >= 0)
+			if (es > 0 && ne >= 0 && ne <= INT64_MAX / es)
 				c.bytes = ne * es;
 			c.group_size = m->group_size;
 			c.pg = m->pg_name;
@@ -1494,8 +1748,12 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 	/* Sequence numbers per process group, in launch order. */
 	{
 		size_t nc = b->colls.n - first;
-		int64_t *t = malloc((nc ? nc : 1) * sizeof(*t));
+		int64_t *t;
 		int rc_;
+		/* No collectives: colls.v may still be NULL (NULL + 0 is undefined). */
+		if (nc == 0)
+			return 0;
+		t = prism_malloc(nc * sizeof(*t));
 		if (!t)
 			return nomem(b);
 		for (size_t i = 0; i < nc; i++)
@@ -1538,11 +1796,11 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	rc.min_rt_corr = INT64_MAX;
 	rc.node_base = (uint32_t)b->nodes.n;
 	rc.nkeys = tr->events.n;
-	rc.keys = malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*rc.keys));
-	order = malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*order));
-	proc_of = malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*proc_of));
-	lo_of = calloc(tr->threads.n + 1, sizeof(*lo_of));
-	hi_of = calloc(tr->threads.n + 1, sizeof(*hi_of));
+	rc.keys = prism_malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*rc.keys));
+	order = prism_malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*order));
+	proc_of = prism_malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*proc_of));
+	lo_of = prism_calloc(tr->threads.n + 1, sizeof(*lo_of));
+	hi_of = prism_calloc(tr->threads.n + 1, sizeof(*hi_of));
 	if (!rc.keys || !order || !lo_of || !hi_of || !proc_of)
 		goto oom;
 	for (size_t t = 0; t < tr->threads.n; t++)
@@ -1560,7 +1818,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	}
 	/* Bucket by thread (counting sort), then sort each thread's events. */
 	{
-		struct key *tmp = malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*tmp));
+		struct key *tmp = prism_malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*tmp));
 		if (!tmp)
 			goto oom;
 		for (size_t k = 0; k < rc.nkeys; k++)
@@ -1610,7 +1868,8 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 		}
 		if ((rc_ = build_host_thread(b, &rc, lo, hi, (uint32_t)(b->procs.n - 1))))
 			goto out;
-		b->procs.v[b->procs.n - 1].n = (uint32_t)(b->nodes.n - b->procs.v[b->procs.n - 1].first);
+		b->procs.v[b->procs.n - 1].n =
+		    (uint32_t)(b->nodes.n - b->procs.v[b->procs.n - 1].first);
 		if (VEC_PUSH(rc.cpu_procs, (uint32_t)(b->procs.n - 1)))
 			goto oom;
 	}
@@ -1631,9 +1890,9 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 			goto oom;
 	}
 	/* Launch start of every GPU node of this rank. */
-	rc.lts = malloc(((b->nodes.n - rc.node_base) ? (b->nodes.n - rc.node_base) : 1) *
-			sizeof(*rc.lts));
-	resolved = calloc((b->nodes.n - rc.node_base) + 1, 1);
+	rc.lts = prism_malloc(((b->nodes.n - rc.node_base) ? (b->nodes.n - rc.node_base) : 1) *
+			      sizeof(*rc.lts));
+	resolved = prism_calloc((b->nodes.n - rc.node_base) + 1, 1);
 	if (!rc.lts || !resolved)
 		goto oom;
 	for (uint32_t u = rc.node_base; u < b->nodes.n; u++) {
@@ -1702,16 +1961,16 @@ static int finish(struct builder *b, struct graph **out)
 
 	/* Order edges: consecutive nodes of a processor. */
 	for (size_t p = 0; p < b->procs.n; p++)
-		for (uint32_t u = b->procs.v[p].first; u + 1 < b->procs.v[p].first + b->procs.v[p].n;
-		     u++)
+		for (uint32_t u = b->procs.v[p].first;
+		     u + 1 < b->procs.v[p].first + b->procs.v[p].n; u++)
 			if (add_edge(b, u, u + 1, GE_ORDER))
 				return PRISM_ENOMEM;
 	/* Group by source with a counting sort (O(E)), then sort each row, which
 	 * is a handful of edges, by target; keep the first (exact) of equals. */
 	{
 		size_t nn = b->nodes.n;
-		uint32_t *off = calloc(nn + 1, sizeof(*off));
-		struct pedge *tmp = malloc((b->edges.n ? b->edges.n : 1) * sizeof(*tmp));
+		uint32_t *off = prism_calloc(nn + 1, sizeof(*off));
+		struct pedge *tmp = prism_malloc((b->edges.n ? b->edges.n : 1) * sizeof(*tmp));
 		if (!off || !tmp) {
 			free(off);
 			free(tmp);
@@ -1727,12 +1986,19 @@ static int finish(struct builder *b, struct graph **out)
 		for (size_t lo = 0, hi; lo < b->edges.n; lo = hi) {
 			for (hi = lo + 1; hi < b->edges.n && tmp[hi].src == tmp[lo].src; hi++)
 				;
-			for (size_t i = lo + 1; i < hi; i++)
-				for (size_t j = i; j > lo && cmp_edge_row(&tmp[j - 1], &tmp[j]) > 0; j--) {
-					struct pedge x = tmp[j];
-					tmp[j] = tmp[j - 1];
-					tmp[j - 1] = x;
-				}
+			/* Rows are short; a long one (a task awaited by thousands)
+			 * must not cost its length squared. */
+			if (hi - lo > 16)
+				qsort(tmp + lo, hi - lo, sizeof(*tmp), cmp_edge_row);
+			else
+				for (size_t i = lo + 1; i < hi; i++)
+					for (size_t j = i;
+					     j > lo && cmp_edge_row(&tmp[j - 1], &tmp[j]) > 0;
+					     j--) {
+						struct pedge x = tmp[j];
+						tmp[j] = tmp[j - 1];
+						tmp[j - 1] = x;
+					}
 			for (size_t i = lo; i < hi; i++)
 				if (ne == 0 || b->edges.v[ne - 1].src != tmp[i].src ||
 				    b->edges.v[ne - 1].dst != tmp[i].dst)
@@ -1756,6 +2022,29 @@ static int finish(struct builder *b, struct graph **out)
 	if (t0 == INT64_MAX)
 		t0 = 0;
 	g->t0_ns = t0;
+	/* Every event lies within +-PRISM_TIME_MAX, so these differences fit;
+	 * the graph's times must also end within PRISM_TIME_MAX of t0. */
+	for (size_t u = 0; u < b->nodes.n; u++) {
+		const struct pnode *n = &b->nodes.v[u];
+		int64_t rel = n->start - t0;
+		if (n->dur > PRISM_TIME_MAX - rel || n->wait > PRISM_TIME_MAX - rel - n->dur) {
+			graph_free(g);
+			return prism_err_set(
+			    b->err, PRISM_ELIMIT,
+			    "the trace spans more than %" PRId64
+			    " ns (146 years): it starts at %" PRId64
+			    " ns and '%.60s' starting at %" PRId64 " ns ends later",
+			    PRISM_TIME_MAX, t0, strtab_get(b->st, n->name), n->start);
+		}
+	}
+	for (size_t i = 0; i < b->iters.n; i++)
+		if (b->iters.v[i].dur_ns > PRISM_TIME_MAX - (b->iters.v[i].start_ns - t0)) {
+			graph_free(g);
+			return prism_err_set(b->err, PRISM_ELIMIT,
+					     "the trace spans more than %" PRId64
+					     " ns (from %" PRId64 " ns to step %" PRId64 ")",
+					     PRISM_TIME_MAX, t0, b->iters.v[i].step);
+		}
 	for (size_t u = 0; u < b->nodes.n; u++) {
 		const struct pnode *n = &b->nodes.v[u];
 		g->start_ns[u] = n->start - t0;
@@ -1795,7 +2084,7 @@ static int finish(struct builder *b, struct graph **out)
 	 * (launch, wake-up); beyond, waiting on something the trace does not
 	 * show, which is left to show up as replay error. */
 	{
-		int64_t *ready = malloc((b->nodes.n ? b->nodes.n : 1) * sizeof(*ready));
+		int64_t *ready = prism_malloc((b->nodes.n ? b->nodes.n : 1) * sizeof(*ready));
 		if (!ready) {
 			graph_free(g);
 			return nomem(b);
@@ -1806,6 +2095,11 @@ static int finish(struct builder *b, struct graph **out)
 			const struct pedge *e = &b->edges.v[k];
 			int64_t t = graph_edge_release(e->kind, b->nodes.v[e->src].start,
 						       node_end(b, e->src));
+			/* A woken task's lag runs from what woke it, not from the
+			 * idle gap before it (edits shorten that gap to nothing). */
+			if ((b->nodes.v[e->dst].flags & NF_WAKE) && GE_KIND(e->kind) == GE_ORDER &&
+			    (b->nodes.v[e->src].flags & NF_IDLE_GAP))
+				continue;
 			if (t > ready[e->dst])
 				ready[e->dst] = t;
 		}
@@ -1816,19 +2110,29 @@ static int finish(struct builder *b, struct graph **out)
 			    lag < 0)
 				lag = 0; /* a wait node starts where its waiting ended; an
 					  * anchored task at its traced start */
-			if (lag > b->o->lag_cap_ns && (b->nodes.v[u].flags & NF_GRAPH)) {
+			if (lag > b->o->lag_cap_ns && (b->nodes.v[u].flags & NF_WAKE)) {
+				/* Woken by another thread: the wake-up (the
+				 * autograd engine starting) is kept whole. */
+			} else if (lag > b->o->lag_cap_ns && (b->nodes.v[u].flags & NF_GRAPH)) {
 				/* A CUDA graph's task: what ran before it inside
 				 * the graph (host, event-wait or unreported kernel
 				 * nodes) is the graph's own work, kept whole. */
 				b->stats.graph_gaps++;
-				b->stats.graph_gap_ns += lag;
+				b->stats.graph_gap_ns = prism_add_sat(b->stats.graph_gap_ns, lag);
 			} else if (lag > b->o->lag_cap_ns) {
 				b->stats.lag_capped++;
-				b->stats.lag_capped_ns += lag - b->o->lag_cap_ns;
+				b->stats.lag_capped_ns =
+				    prism_add_sat(b->stats.lag_capped_ns, lag - b->o->lag_cap_ns);
 				lag = b->o->lag_cap_ns;
 			}
 			g->lag_ns[u] = lag;
 		}
+		/* The idle gap before a woken task is its wait, which the task's
+		 * lag from its waker now carries: the gap takes no time. */
+		for (size_t u = 1; u < b->nodes.n; u++)
+			if ((b->nodes.v[u].flags & NF_WAKE) && g->proc[u - 1] == g->proc[u] &&
+			    (b->nodes.v[u - 1].flags & NF_IDLE_GAP))
+				g->dur_ns[u - 1] = 0;
 		free(ready);
 	}
 	g->stats = b->stats;
@@ -1874,7 +2178,7 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 		const struct build_opts *o, struct graph **out, struct prism_err *err)
 {
 	struct builder b;
-	int64_t (*order)[2] = NULL;
+	int64_t(*order)[2] = NULL;
 	int rc = 0;
 
 	*out = NULL;
@@ -1882,7 +2186,7 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 	b.o = o;
 	b.st = st;
 	b.err = err;
-	order = malloc((n ? n : 1) * sizeof(*order));
+	order = prism_malloc((n ? n : 1) * sizeof(*order));
 	if (!order)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	/* Files that name no rank take the lowest ranks no file claims, in
@@ -1927,12 +2231,24 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 					   tr->path, order[i][0], traces[order[i - 1][1]].path);
 			goto out;
 		}
-		if (strtab_intern(st, tr->path, strlen(tr->path), &r.path) || VEC_PUSH(b.ranks, r)) {
+		if (strtab_intern(st, tr->path, strlen(tr->path), &r.path) ||
+		    VEC_PUSH(b.ranks, r)) {
 			rc = nomem(&b);
 			goto out;
 		}
 		if ((rc = build_rank(&b, tr, (uint32_t)i)))
 			goto out;
+	}
+	/* CPU ops alone (a CPU-only run, or an accelerator whose work Kineto
+	 * records as something else) leave nothing to simulate: say so
+	 * rather than predict 0 ms. */
+	if (b.nodes.n == 0) {
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s: no GPU kernels, copies or runtime calls (cuda_runtime, "
+				   "kernel, gpu_memcpy events): nothing to simulate -- a CPU-only "
+				   "trace, or another accelerator's",
+				   n ? traces[order[0][1]].path : "the job");
+		goto out;
 	}
 	rc = finish(&b, out);
 out:

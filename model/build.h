@@ -19,7 +19,7 @@
 
 struct build_opts {
 	int infer_events;      /* cross-stream edges from timing where no cuda_sync */
-	int infer_sync;        /* stream/event-sync sources from timing */
+	int infer_sync;	       /* stream/event-sync sources from timing */
 	int infer_threads;     /* cross-thread edges from timing */
 	int infer_share;       /* shared-GPU edges from timing */
 	int infer_layers;      /* layers from repeated op sequences (infer.h)
@@ -31,6 +31,8 @@ struct build_opts {
 	int64_t sync_tol_ns;   /* a synchronise returns at most this long after */
 	int64_t thread_gap_ns; /* idle host gap that may hide a cross-thread wait */
 	int64_t thread_tol_ns; /* the other thread's task ends at most this long before */
+	int64_t wake_tol_ns;   /* or it began a CPU task at most this long before
+				* that still runs (it woke the thread) */
 	int64_t lag_cap_ns;    /* the most start lag a task keeps as latency */
 };
 

@@ -15,7 +15,8 @@ const char *calib_profile_for(const char *name, double mem)
 	if (strstr(name, "V100"))
 		return "v100-dgx1.cfg";
 	if (strstr(name, "A100"))
-		return mem > 50e9 || strstr(name, "80GB") ? "a100-80gb-dgx.cfg" : "a100-40gb-dgx.cfg";
+		return mem > 50e9 || strstr(name, "80GB") ? "a100-80gb-dgx.cfg"
+							  : "a100-40gb-dgx.cfg";
 	if (strstr(name, "H800"))
 		return "h800-hgx.cfg";
 	if (strstr(name, "H200"))
@@ -39,8 +40,8 @@ int calib_fitted_class(int c)
 	 * carry their own byte counts rather than their op's shapes, and an
 	 * embedding touches a few rows of a table its shapes count whole:
 	 * none of these is predicted from op shapes. */
-	return c >= 0 && c < KC_NCLASSES && c != KC_COLLECTIVE && c != KC_OTHER &&
-	       c != KC_MEMCPY && c != KC_MEMSET && c != KC_EMBEDDING;
+	return c >= 0 && c < KC_NCLASSES && c != KC_COLLECTIVE && c != KC_OTHER && c != KC_MEMCPY &&
+	       c != KC_MEMSET && c != KC_EMBEDDING;
 }
 
 int calib_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, int c,
@@ -76,10 +77,10 @@ int calib_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, 
 void calib_fit(const struct graph *g, const struct hw_profile *hw,
 	       struct calib_class out[KC_NCLASSES])
 {
-	double *x = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*x));
-	double *y = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*y));
-	double *err = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*err));
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	double *x = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*x));
+	double *y = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*y));
+	double *err = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*err));
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 
 	memset(out, 0, KC_NCLASSES * sizeof(*out));
 	if (!x || !y || !err || !cls || cost_classify_all(g, cls))
@@ -127,16 +128,16 @@ void calib_fit(const struct graph *g, const struct hw_profile *hw,
 				c1 = den > 0 ? num / den : 0;
 				sxx = 0;
 			} else {
-				gsl_fit_wlinear(x, 1, w, 1, y, 1, n, &c0, &c1, &cov00, &cov01, &cov11,
-						&ss);
+				gsl_fit_wlinear(x, 1, w, 1, y, 1, n, &c0, &c1, &cov00, &cov01,
+						&cov11, &ss);
 			}
 			out[c].overhead_s = c0;
 			out[c].eff = c1 > 0 ? 1 / c1 : 0;
 			/* Leave-one-out from the weighted hat values:
 			 * h_i = w_i (1/sum w + (x_i - mean)^2 / Sxx). */
 			for (size_t i = 0; i < n; i++) {
-				double h = w[i] * (1 / sw + (sxx > 0 ? (x[i] - mx) * (x[i] - mx) / sxx
-								  : 0));
+				double h = w[i] * (1 / sw +
+						   (sxx > 0 ? (x[i] - mx) * (x[i] - mx) / sxx : 0));
 				double r = y[i] - (c0 + c1 * x[i]);
 				double pred = h < 1 ? y[i] - r / (1 - h) : c0 + c1 * x[i];
 				out[c].measured_s += y[i];
@@ -158,7 +159,7 @@ done:
 void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 		    struct calib_comm out[GC_NKINDS])
 {
-	double *e = malloc((g->n_colls ? g->n_colls : 1) * sizeof(*e));
+	double *e = prism_malloc((g->n_colls ? g->n_colls : 1) * sizeof(*e));
 
 	memset(out, 0, GC_NKINDS * sizeof(*out));
 	if (!e)
@@ -199,8 +200,8 @@ void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
 			struct calib_kmodel *out)
 {
-	double *e = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*e));
-	double *f = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*f));
+	double *e = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*e));
+	double *f = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*f));
 	double sum = 0, fsum = 0, ssum = 0;
 
 	memset(out, 0, sizeof(*out));

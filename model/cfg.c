@@ -1,20 +1,96 @@
 /* cfg.c - libconfig helpers with precise errors. */
 #include "cfg.h"
 
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
 #include <math.h>
 #include <stdio.h>
 
+/* The file's text, NUL-terminated, read by us rather than libconfig: a
+ * regular file of at most CFG_MAX_BYTES.  NULL with err set otherwise. */
+static char *cfg_text_of(const char *path, struct prism_err *err)
+{
+	struct stat sb;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f;
+
+	if (stat(path, &sb) != 0) {
+		prism_err_set(err, PRISM_EIO, "%s: cannot read the file (%s)", path,
+			      strerror(errno));
+		return NULL;
+	}
+	/* A FIFO or a device would block (even opening it) or never end. */
+	if (!S_ISREG(sb.st_mode)) {
+		prism_err_set(err, PRISM_EIO, "%s: not a regular file", path);
+		return NULL;
+	}
+	if (!(f = fopen(path, "rb"))) {
+		prism_err_set(err, PRISM_EIO, "%s: cannot read the file (%s)", path,
+			      strerror(errno));
+		return NULL;
+	}
+	if ((uint64_t)sb.st_size > CFG_MAX_BYTES || !(buf = prism_malloc((size_t)sb.st_size + 1)) ||
+	    (n = fread(buf, 1, (size_t)sb.st_size, f)) != (size_t)sb.st_size) {
+		if ((uint64_t)sb.st_size > CFG_MAX_BYTES)
+			prism_err_set(err, PRISM_EFORMAT,
+				      "%s: %lld bytes, more than a "
+				      "configuration file may have (%u)",
+				      path, (long long)sb.st_size, CFG_MAX_BYTES);
+		else if (!buf)
+			prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+		else
+			prism_err_set(err, PRISM_EIO, "%s: cannot read the file", path);
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	buf[n] = '\0';
+	if (strlen(buf) != n) {
+		prism_err_set(err, PRISM_EFORMAT, "%s: byte %zu: a NUL byte in a text file", path,
+			      strlen(buf));
+		free(buf);
+		return NULL;
+	}
+	/* libconfig would read any file an @include line names (a FIFO for
+	 * ever); prism's files are whole in themselves. */
+	for (size_t i = 0, line = 1; i < n; i++) {
+		size_t j = i;
+		while (j < n && (buf[j] == ' ' || buf[j] == '\t'))
+			j++;
+		if (strncmp(buf + j, "@include", 8) == 0) {
+			prism_err_set(err, PRISM_EFORMAT,
+				      "%s:%zu: @include is not supported (prism's configuration "
+				      "files are whole in themselves)",
+				      path, line);
+			free(buf);
+			return NULL;
+		}
+		while (i < n && buf[i] != '\n')
+			i++;
+		line++;
+	}
+	return buf;
+}
+
 int cfg_read(config_t *cf, const char *path, struct prism_err *err)
 {
+	char *text = cfg_text_of(path, err);
 	int rc;
+
+	if (!text)
+		return err ? err->code : PRISM_EIO;
 	config_init(cf);
-	if (config_read_file(cf, path))
+	rc = config_read_string(cf, text);
+	free(text);
+	if (rc)
 		return 0;
-	if (config_error_type(cf) == CONFIG_ERR_FILE_IO)
-		rc = prism_err_set(err, PRISM_EIO, "%s: cannot read the file", path);
-	else
-		rc = prism_err_set(err, PRISM_EFORMAT, "%s:%d: %s", path, config_error_line(cf),
-				   config_error_text(cf));
+	rc = prism_err_set(err, PRISM_EFORMAT, "%s:%d: %s", path, config_error_line(cf),
+			   config_error_text(cf));
 	config_destroy(cf);
 	return rc;
 }
@@ -97,8 +173,8 @@ int cfg_int_opt(const char *file, const config_t *cf, config_setting_t *g, const
 	return 0;
 }
 
-int cfg_text(const char *file, const config_t *cf, config_setting_t *g, const char *path,
-	     char *out, size_t n, struct prism_err *err)
+int cfg_text(const char *file, const config_t *cf, config_setting_t *g, const char *path, char *out,
+	     size_t n, struct prism_err *err)
 {
 	const config_setting_t *s = lookup(cf, g, path);
 	const char *v;

@@ -11,8 +11,13 @@
 
 #include "prism.h"
 
-/* config_init + config_read_file: 0, or PRISM_EIO (unreadable) /
- * PRISM_EFORMAT (syntax, with its line); on error cf is destroyed. */
+/* The largest configuration file read (prism's are a few KB). */
+#define CFG_MAX_BYTES (1u << 20)
+
+/* config_init and the file's text parsed: 0, or PRISM_EIO (unreadable,
+ * not a regular file) / PRISM_EFORMAT (syntax, with its line; more than
+ * CFG_MAX_BYTES; a NUL byte; an @include line, which would read any file
+ * it names); on error cf is destroyed. */
 int cfg_read(config_t *cf, const char *path, struct prism_err *err);
 
 /* The full name of setting `path` in group g (or the root) for messages. */
@@ -32,7 +37,7 @@ int cfg_int_opt(const char *file, const config_t *cf, config_setting_t *g, const
 		int def, int min, int max, int *out, struct prism_err *err);
 
 /* A string at path (required) into out[0..n). */
-int cfg_text(const char *file, const config_t *cf, config_setting_t *g, const char *path,
-	     char *out, size_t n, struct prism_err *err);
+int cfg_text(const char *file, const config_t *cf, config_setting_t *g, const char *path, char *out,
+	     size_t n, struct prism_err *err);
 
 #endif

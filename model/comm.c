@@ -34,8 +34,8 @@ static void ring_shape(int kind, int n, double *frac, int *steps)
 	}
 }
 
-int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_group g,
-	      double eff, int algo, struct comm_est *out)
+int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_group g, double eff,
+	      int algo, struct comm_est *out)
 {
 	int nodes, n = g.n, per = g.per_node;
 	double frac, b_nvl, b_net, best = INFINITY, base;
@@ -107,7 +107,8 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 			if (kind != GC_ALL_REDUCE && kind != GC_BROADCAST && kind != GC_REDUCE)
 				continue; /* NCCL's trees serve these only */
 			wire = frac * bytes;
-			t = passes * (depth * hw->net_lat_s + (per - 1) * hw->nvlink_lat_s) + wire / bw;
+			t = passes * (depth * hw->net_lat_s + (per - 1) * hw->nvlink_lat_s) +
+			    wire / bw;
 		}
 		if (t < best) {
 			best = t;

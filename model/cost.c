@@ -15,9 +15,8 @@ int cost_compute_bound(int cls)
 const char *cost_class_name(int cls)
 {
 	static const char *const n[KC_NCLASSES] = {
-		"gemm",      "attention",   "conv",      "norm",      "softmax",
-		"reduction", "elementwise", "embedding", "optimizer", "collective",
-		"memcpy",    "memset",      "other"};
+	    "gemm",	 "attention", "conv",	    "norm",   "softmax", "reduction", "elementwise",
+	    "embedding", "optimizer", "collective", "memcpy", "memset",	 "other"};
 	return cls >= 0 && cls < KC_NCLASSES ? n[cls] : "?";
 }
 
@@ -52,43 +51,76 @@ int cost_classify(const char *name)
 		const char *pat;
 		int cls;
 	} rules[] = {
-		{"nccl", KC_COLLECTIVE},      {"all_reduce", KC_COLLECTIVE},
-		{"ep::internode", KC_COLLECTIVE}, {"ep::intranode", KC_COLLECTIVE},
-		{"flash", KC_ATTENTION},      {"fmha", KC_ATTENTION},
-		{"attention", KC_ATTENTION},  {"attn", KC_ATTENTION},
-		/* A GEMM's helper kernels share its op but not its FLOPs. */
-		{"splitkreduce", KC_REDUCTION}, {"epilogue", KC_ELEMENTWISE},
-		{"layer_norm", KC_NORM},      {"layernorm", KC_NORM},
-		{"rms_norm", KC_NORM},        {"rmsnorm", KC_NORM},
-		{"batch_norm", KC_NORM},      {"batchnorm", KC_NORM},
-		{"bn_fw", KC_NORM},           {"bn_bw", KC_NORM},
-		{"group_norm", KC_NORM},      {"gammabeta", KC_NORM},
-		{"softmax", KC_SOFTMAX},
-		{"multi_tensor_apply", KC_OPTIMIZER}, {"adam", KC_OPTIMIZER},
-		{"fused_sgd", KC_OPTIMIZER},  {"lamb", KC_OPTIMIZER},
-		{"embedding", KC_EMBEDDING},  {"index_select", KC_EMBEDDING},
-		{"indexselect", KC_EMBEDDING}, {"gather", KC_EMBEDDING},
-		{"scatter", KC_EMBEDDING},    {"embs", KC_EMBEDDING},
-		{"indices", KC_EMBEDDING},    {"linearize_index", KC_EMBEDDING},
-		{"indexing", KC_EMBEDDING},
-		{"winograd", KC_CONV},
-		{"scudnn", KC_CONV},          {"conv", KC_CONV},
-		{"dgrad", KC_CONV},           {"wgrad", KC_CONV},
-		{"cudnn", KC_CONV},           {"gemm", KC_GEMM},
-		{"nvjet", KC_GEMM},           {"cutlass", KC_GEMM},
-		{"cublas", KC_GEMM},          {"xmma", KC_GEMM},
-		{"bmm", KC_GEMM},             {"gemv", KC_GEMM},
-		{"fft", KC_CONV},             {"reduce", KC_REDUCTION},
-		{"radixsort", KC_REDUCTION},  {"devicescan", KC_REDUCTION},
-		{"triton_per", KC_REDUCTION}, {"triton_red", KC_REDUCTION},
-		{"elementwise", KC_ELEMENTWISE}, {"copy", KC_ELEMENTWISE},
-		{"dropout", KC_ELEMENTWISE},  {"masked_scale", KC_ELEMENTWISE},
-		{"fill", KC_ELEMENTWISE},     {"triton_poi", KC_ELEMENTWISE},
-		{"cat", KC_ELEMENTWISE},      {"pool", KC_ELEMENTWISE},
-		{"transpose", KC_ELEMENTWISE}, {"rotary", KC_ELEMENTWISE},
-		{"cast", KC_ELEMENTWISE},     {"quant", KC_ELEMENTWISE},
-		{"swiglu", KC_ELEMENTWISE},   {"nchwtonhwc", KC_ELEMENTWISE},
-		{"nhwctonchw", KC_ELEMENTWISE}, {"expand", KC_ELEMENTWISE},
+	    {"nccl", KC_COLLECTIVE},
+	    {"all_reduce", KC_COLLECTIVE},
+	    {"ep::internode", KC_COLLECTIVE},
+	    {"ep::intranode", KC_COLLECTIVE},
+	    {"flash", KC_ATTENTION},
+	    {"fmha", KC_ATTENTION},
+	    {"attention", KC_ATTENTION},
+	    {"attn", KC_ATTENTION},
+	    /* A GEMM's helper kernels share its op but not its FLOPs. */
+	    {"splitkreduce", KC_REDUCTION},
+	    {"epilogue", KC_ELEMENTWISE},
+	    {"layer_norm", KC_NORM},
+	    {"layernorm", KC_NORM},
+	    {"rms_norm", KC_NORM},
+	    {"rmsnorm", KC_NORM},
+	    {"batch_norm", KC_NORM},
+	    {"batchnorm", KC_NORM},
+	    {"bn_fw", KC_NORM},
+	    {"bn_bw", KC_NORM},
+	    {"group_norm", KC_NORM},
+	    {"gammabeta", KC_NORM},
+	    {"softmax", KC_SOFTMAX},
+	    {"multi_tensor_apply", KC_OPTIMIZER},
+	    {"adam", KC_OPTIMIZER},
+	    {"fused_sgd", KC_OPTIMIZER},
+	    {"lamb", KC_OPTIMIZER},
+	    {"embedding", KC_EMBEDDING},
+	    {"index_select", KC_EMBEDDING},
+	    {"indexselect", KC_EMBEDDING},
+	    {"gather", KC_EMBEDDING},
+	    {"scatter", KC_EMBEDDING},
+	    {"embs", KC_EMBEDDING},
+	    {"indices", KC_EMBEDDING},
+	    {"linearize_index", KC_EMBEDDING},
+	    {"indexing", KC_EMBEDDING},
+	    {"winograd", KC_CONV},
+	    {"scudnn", KC_CONV},
+	    {"conv", KC_CONV},
+	    {"dgrad", KC_CONV},
+	    {"wgrad", KC_CONV},
+	    {"cudnn", KC_CONV},
+	    {"gemm", KC_GEMM},
+	    {"nvjet", KC_GEMM},
+	    {"cutlass", KC_GEMM},
+	    {"cublas", KC_GEMM},
+	    {"xmma", KC_GEMM},
+	    {"bmm", KC_GEMM},
+	    {"gemv", KC_GEMM},
+	    {"fft", KC_CONV},
+	    {"reduce", KC_REDUCTION},
+	    {"radixsort", KC_REDUCTION},
+	    {"devicescan", KC_REDUCTION},
+	    {"triton_per", KC_REDUCTION},
+	    {"triton_red", KC_REDUCTION},
+	    {"elementwise", KC_ELEMENTWISE},
+	    {"copy", KC_ELEMENTWISE},
+	    {"dropout", KC_ELEMENTWISE},
+	    {"masked_scale", KC_ELEMENTWISE},
+	    {"fill", KC_ELEMENTWISE},
+	    {"triton_poi", KC_ELEMENTWISE},
+	    {"cat", KC_ELEMENTWISE},
+	    {"pool", KC_ELEMENTWISE},
+	    {"transpose", KC_ELEMENTWISE},
+	    {"rotary", KC_ELEMENTWISE},
+	    {"cast", KC_ELEMENTWISE},
+	    {"quant", KC_ELEMENTWISE},
+	    {"swiglu", KC_ELEMENTWISE},
+	    {"nchwtonhwc", KC_ELEMENTWISE},
+	    {"nhwctonchw", KC_ELEMENTWISE},
+	    {"expand", KC_ELEMENTWISE},
 	};
 	char lower[256];
 
@@ -101,7 +133,7 @@ int cost_classify(const char *name)
 
 int cost_classify_all(const struct graph *g, uint8_t *cls)
 {
-	uint8_t *by_name = malloc(g->st.n ? g->st.n : 1);
+	uint8_t *by_name = prism_malloc(g->st.n ? g->st.n : 1);
 	if (!by_name)
 		return PRISM_ENOMEM;
 	memset(by_name, 0xff, g->st.n);
@@ -111,7 +143,8 @@ int cost_classify_all(const struct graph *g, uint8_t *cls)
 			continue;
 		}
 		if (by_name[g->name[u]] == 0xff)
-			by_name[g->name[u]] = (uint8_t)cost_classify(strtab_get(&g->st, g->name[u]));
+			by_name[g->name[u]] =
+			    (uint8_t)cost_classify(strtab_get(&g->st, g->name[u]));
 		cls[u] = by_name[g->name[u]];
 	}
 	free(by_name);
@@ -141,10 +174,20 @@ int cost_elem_bytes(const char *t)
 		const char *name;
 		int bytes;
 	} sizes[] = {
-		{"float", 4},          {"c10::BFloat16", 2}, {"c10::Half", 2},   {"BFloat16", 2},
-		{"Half", 2},           {"double", 8},        {"long int", 8},    {"int", 4},
-		{"bool", 1},           {"unsigned char", 1}, {"signed char", 1}, {"short int", 2},
-		{"c10::Float8_e4m3fn", 1}, {"c10::Float8_e5m2", 1},
+	    {"float", 4},
+	    {"c10::BFloat16", 2},
+	    {"c10::Half", 2},
+	    {"BFloat16", 2},
+	    {"Half", 2},
+	    {"double", 8},
+	    {"long int", 8},
+	    {"int", 4},
+	    {"bool", 1},
+	    {"unsigned char", 1},
+	    {"signed char", 1},
+	    {"short int", 2},
+	    {"c10::Float8_e4m3fn", 1},
+	    {"c10::Float8_e5m2", 1},
 	};
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		if (strcmp(t, sizes[i].name) == 0)
@@ -153,10 +196,10 @@ int cost_elem_bytes(const char *t)
 }
 
 #define MAX_TENSORS 8
-#define MAX_DIMS 8
+#define MAX_DIMS    8
 
 struct shapes {
-	int n;                        /* tensors */
+	int n; /* tensors */
 	int rank[MAX_TENSORS];
 	double dim[MAX_TENSORS][MAX_DIMS];
 };
@@ -216,6 +259,10 @@ int cost_dtype(const struct graph *g, uint32_t u)
 		if (strstr(name, low[i]))
 			return HW_FP8;
 	first_type(strtab_get(&g->st, g->op_types[u]), t, sizeof(t));
+	/* fp32 inputs on tensor cores compute in TF32 (Ampere's default for
+	 * matmul until PyTorch 1.12, allow_tf32 since): the kernel says so. */
+	if (strcmp(t, "float") == 0 && (strstr(name, "tf32") || strstr(name, "tensorop")))
+		return HW_TF32;
 	if (strcmp(t, "float") == 0)
 		return HW_FP32;
 	if (strstr(t, "BFloat16"))
@@ -313,4 +360,34 @@ int cost_gemm_dims(const struct graph *g, uint32_t u, double dims[4])
 	    !parse_shapes(strtab_get(&g->st, g->op_dims[u]), &sh))
 		return 0;
 	return gemm_flops(strtab_get(&g->st, g->op[u]), &sh, &elems, dims) > 0;
+}
+
+int cost_attn_shape(const struct graph *g, uint32_t u, double *b, double *heads, double *sq,
+		    double *skv, double *d, int *pass)
+{
+	struct shapes sh;
+	const char *op;
+	int bhsd, kt;
+
+	if (g->kind[u] != GN_KERNEL || !g->op_dims[u] || cost_classify_node(g, u) != KC_ATTENTION)
+		return 0;
+	op = strtab_get(&g->st, g->op[u]);
+	if (strstr(op, "scaled_dot_product") || strstr(op, "_cudnn_attention_"))
+		bhsd = 1;
+	else if (strstr(op, "_flash_attention_") || strstr(op, "_efficient_attention_") ||
+		 strstr(op, "flash_attn"))
+		bhsd = 0;
+	else
+		return 0;
+	*pass = strstr(op, "backward") || strstr(op, "Backward") ? 1 : 0;
+	kt = *pass ? 2 : 1;
+	if (!parse_shapes(strtab_get(&g->st, g->op_dims[u]), &sh) || sh.n <= kt ||
+	    sh.rank[0] != 4 || sh.rank[kt] != 4)
+		return 0;
+	*b = sh.dim[0][0];
+	*heads = sh.dim[0][bhsd ? 1 : 2];
+	*sq = sh.dim[0][bhsd ? 2 : 1];
+	*skv = sh.dim[kt][bhsd ? 2 : 1];
+	*d = sh.dim[0][3];
+	return *b > 0 && *heads > 0 && *sq > 0 && *skv > 0 && *d > 0;
 }

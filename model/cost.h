@@ -72,6 +72,20 @@ int cost_work(const struct graph *g, uint32_t u, double *flops, double *bytes);
  * shapes are unknown. */
 int cost_gemm_dims(const struct graph *g, uint32_t u, double dims[4]);
 
+/*
+ * The shape of attention kernel u from its op's input shapes, as PyTorch
+ * records the fused attention ops: aten::_flash_attention_forward /
+ * _backward, aten::_efficient_attention_* and flash_attn's ops take
+ * [b, s, heads, d] tensors, the scaled_dot_product ops and cuDNN's
+ * (aten::_cudnn_attention_*, under SDPA's cuDNN backend) [b, heads, s, d];
+ * the first tensor is the query (forward) or the output's gradient,
+ * shaped as it (backward), the key the second (forward) or the third
+ * (backward).  *pass: 1 for a backward op.  1, or 0 when u is not an
+ * attention kernel of such an op with rank-4 shapes.
+ */
+int cost_attn_shape(const struct graph *g, uint32_t u, double *b, double *heads, double *sq,
+		    double *skv, double *d, int *pass);
+
 /* The compute dtype (enum hw_dtype) of GPU task u: fp8 when its kernel's
  * name says 8- or 4-bit operands (e4m3, e5m2, e2m1, fp8, fp4, mxf...: no
  * profile has an fp4 peak, so fp8's is the yardstick); else from its op's

@@ -8,66 +8,518 @@
 #include <string.h>
 
 #include "comm.h"
+#include "infer.h"
+#include "kperf.h"
+#include "llm.h"
 #include "synth.h"
 #include "vec.h"
 
-static double coll_time(const struct hw_profile *hw, int kind, double bytes, int n, double eff)
+static double coll_time(const struct hw_profile *hw, int kind, double bytes, int n, int tp,
+			double eff)
 {
 	struct comm_group g;
 	struct comm_est e;
+	int per = hw->gpus_per_node / (tp > 1 ? tp : 1);
 	g.n = n;
-	g.per_node = n < hw->gpus_per_node ? n : hw->gpus_per_node;
+	g.per_node = n < per ? n : per > 0 ? per : 1;
 	if (comm_time(hw, kind, bytes, g, eff, COMM_AUTO, &e))
 		return 0;
 	return e.time_s;
 }
 
+struct namedur {
+	uint32_t name;
+	int64_t dur;
+};
+
+static int cmp_namedur(const void *a, const void *b)
+{
+	const struct namedur *x = a, *y = b;
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	return (x->dur > y->dur) - (x->dur < y->dur);
+}
+
+static int is_async_launch(const struct graph *g, uint32_t u)
+{
+	return g->kind[u] == GN_RUNTIME && !(g->flags[u] & NF_BLOCKING) &&
+	       (g->rtclass[u] == RT_LAUNCH || g->rtclass[u] == RT_MEMSET ||
+		g->rtclass[u] == RT_MEMCPY);
+}
+
+double edit_gpu_work(const struct graph *g)
+{
+	double w = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] >= GN_KERNEL)
+			w += (double)g->dur_ns[u];
+	return w;
+}
+
+int edit_unblock(struct graph *g, double keep, struct edit_stats *st)
+{
+	struct namedur *v = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*v));
+	size_t n = 0;
+	if (!v)
+		return PRISM_ENOMEM;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (is_async_launch(g, u))
+			v[n++] = (struct namedur){g->name[u], g->dur_ns[u]};
+	qsort(v, n, sizeof(*v), cmp_namedur);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		size_t lo = 0, hi = n, a, b;
+		int64_t q;
+		if (!is_async_launch(g, u))
+			continue;
+		while (lo < hi) { /* the name's first entry */
+			size_t mid = lo + (hi - lo) / 2;
+			if (v[mid].name < g->name[u])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		a = lo;
+		for (b = a; b < n && v[b].name == g->name[u]; b++)
+			;
+		q = v[a + (b - a) / 4].dur;
+		if (g->dur_ns[u] > q && keep < 1) {
+			int64_t d =
+			    q + (int64_t)((double)(g->dur_ns[u] - q) * (keep > 0 ? keep : 0) + 0.5);
+			st->unblocked++;
+			st->unblocked_ns += g->dur_ns[u] - d;
+			g->dur_ns[u] = d;
+		}
+	}
+	free(v);
+	return 0;
+}
+
+/* What kind of collective c is, for a shape edit: tensor-parallel (its
+ * group the base's TP degree, in a layer), data-parallel (the DP group),
+ * a pipeline transfer, or another. */
+enum { CK_OTHER, CK_TP, CK_DP, CK_PP };
+
+static int coll_role(const struct graph *g, uint32_t u, const struct edit_retime *r)
+{
+	const struct graph_coll *c = &g->colls[g->coll[u]];
+	const char *pg = strtab_get(&g->st, c->pg);
+	if (c->kind == GC_SEND || c->kind == GC_RECV || c->kind == GC_SEND_RECV)
+		return CK_PP;
+	if (r->tp_from > 1 && c->group_size == r->tp_from && !strstr(pg, "dp") &&
+	    (strstr(pg, "tp") || g->layer[u] >= 0))
+		return CK_TP;
+	if (r->dp_from > 0 && c->group_size == r->dp_from)
+		return CK_DP;
+	return CK_OTHER;
+}
+
+static int is_ffn_activation(const char *name)
+{
+	return strstr(name, "elu") || strstr(name, "swiglu") || strstr(name, "silu") ||
+	       strstr(name, "Elu") || strstr(name, "Silu");
+}
+
+/* How much more work kernel u does under a shape edit (edit.h). */
+static double shape_factor(const struct graph *g, uint32_t u, int cls, const struct edit_retime *r)
+{
+	double hr = r->hr > 0 ? r->hr : 1;
+	double tr = r->tp_from > 0 && r->tp_to > 0 ? (double)r->tp_from / r->tp_to : 1;
+	double seq = r->sp ? tr : 1; /* norms and residuals split with SP */
+	const char *name = strtab_get(&g->st, g->name[u]);
+	if (g->phase[u] == PH_OPTIMIZER)
+		return g->layer[u] >= 0 && r->layer_param_ratio > 0 ? r->layer_param_ratio : 1;
+	if (g->layer[u] >= 0) {
+		switch (cls) {
+		case KC_GEMM:
+			return hr * hr * tr;
+		case KC_ATTENTION:
+			return hr * tr;
+		case KC_SOFTMAX:
+			return tr; /* the scores: heads / t */
+		case KC_NORM:
+			return hr * seq;
+		case KC_ELEMENTWISE:
+			return is_ffn_activation(name) ? hr * tr : hr * seq;
+		default:
+			return hr;
+		}
+	}
+	/* Outside the layers: the logits (V / t x h), their softmax and the
+	 * cross-entropy's passes over them (V / t), the embedding and the
+	 * final norm (h). */
+	if (cls == KC_GEMM)
+		return hr * tr;
+	if (cls == KC_SOFTMAX || strstr(name, "cross_entropy") || strstr(name, "nll_loss") ||
+	    strstr(name, "log_softmax"))
+		return tr;
+	return hr;
+}
+
+/* ---- re-timing by the kernel model ---------------------------------------- */
+
+/* A GEMM the described transformer runs, C[M,N] = A[M,K] B[K,N]: its (M, N,
+ * K) in the base (a) and in the candidate (c); dw: a weight gradient, whose
+ * M and N a trace may hold either way round. */
+struct lgemm {
+	double a[3], c[3];
+	int dw;
+};
+
+/* The GEMMs of one layer's forward (QKV, projection, FC1, FC2) and
+ * backward (per linear layer in reverse, the input gradient then the
+ * weight gradient; under full recomputation the forward's first), and the
+ * head's (the logits: forward; input and weight gradients), in the order
+ * Megatron-LM and prism synth run them. */
+struct roles {
+	struct lgemm fwd[4], bwd[12], head_fwd[1], head_bwd[2];
+	int n_bwd;
+};
+
+/* The forward, input-gradient and weight-gradient GEMMs of y = x W on
+ * T tokens, of width out from width in over t TP ranks: column-parallel
+ * (col: out split) or row-parallel (in split); which = 0 (base) or 1. */
+static void linear_gemms(struct lgemm *fwd, struct lgemm *dx, struct lgemm *dw, int which, double T,
+			 double out, double in, int col, double t)
+{
+	double o = col ? out / t : out, i = col ? in : in / t;
+	double *f = which ? fwd->c : fwd->a, *x = which ? dx->c : dx->a, *w = which ? dw->c : dw->a;
+	f[0] = T, f[1] = o, f[2] = i;
+	x[0] = T, x[1] = i, x[2] = o;
+	w[0] = i, w[1] = o, w[2] = T;
+	fwd->dw = dx->dw = 0;
+	dw->dw = 1;
+}
+
+static void roles_init(struct roles *R, const struct edit_retime *r)
+{
+	struct lgemm lf[4], ldx[4], ldw[4], hf, hdx, hdw;
+	double T = (double)(r->mbs > 0 ? r->mbs : 1) * r->m_from->seq;
+
+	for (int which = 0; which < 2; which++) {
+		const struct llm *m = which ? r->m_to : r->m_from;
+		double t = which ? r->tp_to : r->tp_from, h = m->hidden;
+		if (t < 1)
+			t = 1;
+		linear_gemms(&lf[0], &ldx[0], &ldw[0], which, T, llm_qkv_width(m), h, 1, t);
+		linear_gemms(&lf[1], &ldx[1], &ldw[1], which, T, h, h, 0, t);
+		linear_gemms(&lf[2], &ldx[2], &ldw[2], which, T, llm_ffn_in(m), h, 1, t);
+		linear_gemms(&lf[3], &ldx[3], &ldw[3], which, T, h, m->ffn, 0, t);
+		linear_gemms(&hf, &hdx, &hdw, which, T, m->vocab, h, 1, t);
+	}
+	R->n_bwd = 0;
+	for (int i = 0; i < 4; i++) {
+		R->fwd[i] = lf[i];
+		if (r->recompute == MEM_RECOMPUTE_FULL)
+			R->bwd[R->n_bwd++] = lf[i];
+	}
+	for (int i = 3; i >= 0; i--) {
+		R->bwd[R->n_bwd++] = ldx[i];
+		R->bwd[R->n_bwd++] = ldw[i];
+	}
+	R->head_fwd[0] = hf;
+	R->head_bwd[0] = hdx;
+	R->head_bwd[1] = hdw;
+}
+
+static int same3(const double *x, const double *y)
+{
+	return fabs(x[0] - y[0]) <= 0.5 && fabs(x[1] - y[1]) <= 0.5 && fabs(x[2] - y[2]) <= 0.5;
+}
+
+/* x and y are the same GEMM for the kernel model (kperf_gemm_s is
+ * symmetric in M and N). */
+static int same_gemm(const double *x, const double *y)
+{
+	double s[3] = {y[1], y[0], y[2]};
+	return same3(x, y) || same3(x, s);
+}
+
+/*
+ * The candidate's (M, N, K) of a GEMM recorded as old, the pos-th GEMM of
+ * its pass, among the n GEMMs the description runs in that pass: those
+ * whose base shape it has; where they disagree on the new shape (a
+ * layer's FC1 and FC2 are both h x h on 4h / h ranks), the one at its
+ * position.  1, or 0 when none fits.
+ */
+static int match_gemm(const struct lgemm *list, int n, long pos, const double old[3], double out[3])
+{
+	double cand[24][3];
+	int idx[24], nc = 0;
+
+	for (int i = 0; i < n && nc < 23; i++) {
+		const struct lgemm *e = &list[i];
+		double sw[3] = {e->a[1], e->a[0], e->a[2]};
+		if (same3(old, e->a)) {
+			memcpy(cand[nc], e->c, sizeof(cand[nc]));
+			idx[nc++] = i;
+		}
+		if (e->dw && same3(old, sw) && !same3(sw, e->a)) {
+			cand[nc][0] = e->c[1];
+			cand[nc][1] = e->c[0];
+			cand[nc][2] = e->c[2];
+			idx[nc++] = i;
+		}
+	}
+	if (!nc)
+		return 0;
+	for (int k = 1; k < nc; k++)
+		if (!same_gemm(cand[k], cand[0]))
+			goto ambiguous;
+	memcpy(out, cand[0], 3 * sizeof(double));
+	return 1;
+ambiguous:
+	for (int k = 0; k < nc; k++)
+		if (idx[k] == pos % n) {
+			memcpy(out, cand[k], 3 * sizeof(double));
+			return 1;
+		}
+	return 0;
+}
+
+/* The memory-bound kind of a class (kperf_mem_s), as prism synth times it;
+ * -1 for the classes the kernel model does not time by bytes (an
+ * embedding's op counts its whole table, copies and sets are not kernels,
+ * convolutions and other kernels say nothing of what they move). */
+static int mem_kind(int cls)
+{
+	switch (cls) {
+	case KC_NORM:
+		return HW_MEM_NORM;
+	case KC_SOFTMAX:
+	case KC_REDUCTION:
+		return HW_MEM_REDUCTION;
+	case KC_ELEMENTWISE:
+	case KC_OPTIMIZER:
+		return HW_MEM_ELEMENTWISE;
+	default:
+		return -1;
+	}
+}
+
+/* The kernel model's fixed overhead of a kernel of class cls in dtype dt
+ * on hw (kperf.h). */
+static double model_overhead_s(const struct hw_profile *hw, int cls, int dt)
+{
+	int kind = mem_kind(cls);
+	if (cls == KC_GEMM || cls == KC_CONV)
+		return hw->k.gemm[dt].overhead_s;
+	if (cls == KC_ATTENTION)
+		return hw->k.attn[dt].overhead_s;
+	return hw->k.mem_overhead_s[kind >= 0 ? kind : HW_MEM_ELEMENTWISE];
+}
+
+/* Where a GEMM stands in its layer's pass: the GEMMs before it on its
+ * stream with the same step, microbatch, layer and phase. */
+struct gemm_pos {
+	uint32_t proc;
+	int32_t iter, mb, layer;
+	uint8_t phase;
+	long n;
+};
+
+static long gemm_pos_next(struct gemm_pos *p, const struct graph *g, uint32_t u)
+{
+	if (p->n < 0 || p->proc != g->proc[u] || p->iter != g->iter[u] || p->mb != g->mb[u] ||
+	    p->layer != g->layer[u] || p->phase != g->phase[u]) {
+		p->proc = g->proc[u];
+		p->iter = g->iter[u];
+		p->mb = g->mb[u];
+		p->layer = g->layer[u];
+		p->phase = g->phase[u];
+		p->n = 0;
+	}
+	return p->n++;
+}
+
+/*
+ * Kernel u's times under the kernel model before and after the edit: *k0
+ * on the base's GPU at its recorded shape, *k1 on the candidate's at its
+ * new shape (both > 0), or 0 when the model cannot place it.  pos: a
+ * GEMM's position in its pass (gemm_pos_next), else -1.
+ */
+static int model_times(const struct graph *g, uint32_t u, int cls, int dt,
+		       const struct edit_retime *r, const struct roles *R, int shape, long pos,
+		       double *k0, double *k1)
+{
+	double dims[4], b, hd, sq, skv, d, fl, bytes;
+	int pass, kind;
+
+	*k0 = *k1 = 0;
+	if (g->kind[u] != GN_KERNEL)
+		return 0;
+	if (cls == KC_GEMM && cost_gemm_dims(g, u, dims)) {
+		double o[3] = {dims[1], dims[2], dims[3]}, n[3] = {dims[1], dims[2], dims[3]};
+		if (shape) {
+			const struct lgemm *list;
+			int nl;
+			if (!R || dims[0] != 1 ||
+			    (g->phase[u] != PH_FORWARD && g->phase[u] != PH_BACKWARD))
+				return 0;
+			if (g->layer[u] >= 0) {
+				list = g->phase[u] == PH_FORWARD ? R->fwd : R->bwd;
+				nl = g->phase[u] == PH_FORWARD ? 4 : R->n_bwd;
+			} else {
+				list = g->phase[u] == PH_FORWARD ? R->head_fwd : R->head_bwd;
+				nl = g->phase[u] == PH_FORWARD ? 1 : 2;
+			}
+			if (!match_gemm(list, nl, pos, o, n))
+				return 0;
+		}
+		*k0 = kperf_gemm_s(r->from, dt, dims[0], o[0], o[1], o[2]);
+		*k1 = kperf_gemm_s(r->to, dt, dims[0], n[0], n[1], n[2]);
+	} else if (cls == KC_ATTENTION && cost_attn_shape(g, u, &b, &hd, &sq, &skv, &d, &pass)) {
+		double hd2 = hd, d2 = d;
+		if (shape) {
+			const struct llm *m0 = r->m_from, *m1 = r->m_to;
+			double t0 = r->tp_from > 0 ? r->tp_from : 1,
+			       t1 = r->tp_to > 0 ? r->tp_to : 1;
+			if (!R)
+				return 0;
+			/* heads a / t per rank, head dim h / a */
+			hd2 = hd * ((double)m1->heads / t1) / ((double)m0->heads / t0);
+			d2 =
+			    d * ((double)m1->hidden / m1->heads) / ((double)m0->hidden / m0->heads);
+		}
+		/* A trace does not record the mask: language models train causal. */
+		*k0 = kperf_attn_s(r->from, dt, pass, b, hd, sq, skv, d, 1);
+		*k1 = kperf_attn_s(r->to, dt, pass, b, hd2, sq, skv, d2, 1);
+	} else if ((kind = mem_kind(cls)) >= 0 && cost_work(g, u, &fl, &bytes) && bytes > 0) {
+		*k0 = kperf_mem_s(r->from, kind, bytes);
+		*k1 = kperf_mem_s(r->to, kind, bytes * (shape ? shape_factor(g, u, cls, r) : 1));
+	}
+	return *k0 > 0 && *k1 > 0;
+}
+
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st)
 {
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 	double eff = r->comm_eff > 0 ? r->comm_eff : 1.0;
+	double hr = r->hr > 0 ? r->hr : 1;
+	int shape = hr != 1 || (r->tp_from > 0 && r->tp_to > 0 && r->tp_from != r->tp_to);
+	int tp2 = r->tp_to > 0 ? r->tp_to : r->tp;
+	struct roles roles, *R = NULL;
+	struct gemm_pos gp = {0, 0, 0, 0, 0, -1};
 
 	memset(st, 0, sizeof(*st));
 	if (!cls || cost_classify_all(g, cls)) {
 		free(cls);
 		return PRISM_ENOMEM;
 	}
+	if (shape && r->m_from && r->m_to && r->m_from->seq > 0) {
+		roles_init(&roles, r);
+		R = &roles;
+	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		double f = 1;
+		double f = 1, a, d, k0, k1, ms, o0, o1;
+		long pos = -1;
+		int dt;
+		if (g->kind[u] == GN_CPU && r->opt_scale > 0 && r->opt_scale != 1 &&
+		    g->phase[u] == PH_OPTIMIZER && g->layer[u] < 0 &&
+		    !(g->flags[u] & NF_IDLE_GAP)) {
+			g->dur_ns[u] = prism_ns_round((double)g->dur_ns[u] * r->opt_scale);
+			continue;
+		}
 		if (g->kind[u] < GN_KERNEL)
 			continue;
 		if (g->coll[u] != UINT32_MAX) {
 			const struct graph_coll *c = &g->colls[g->coll[u]];
-			int n = (int)c->group_size, n2 = n;
-			double t0, t1;
+			int n = (int)c->group_size, n2 = n, tpa = r->tp, tpb = tp2, role;
+			double bytes = (double)c->bytes, bytes2 = bytes, t0, t1;
 			if (c->bytes <= 0 || n < 1) {
 				st->colls_unsized++;
 				continue;
 			}
-			if (r->dp_to > 0 && r->dp_from > 0 && n == r->dp_from)
+			role = coll_role(g, u, r);
+			if (role == CK_DP && r->dp_to > 0)
 				n2 = r->dp_to;
-			if (n2 == n && r->to == r->from)
+			if (role == CK_DP && r->layer_param_ratio > 0)
+				bytes2 = bytes * r->layer_param_ratio;
+			if (role == CK_TP && r->tp_to > 0) {
+				n2 = r->tp_to;
+				bytes2 = bytes * hr;
+				tpa = tpb = 0; /* a TP group fills its ranks' node share */
+			}
+			if (role == CK_PP)
+				bytes2 =
+				    bytes * hr *
+				    (r->tp_from > 0 && r->tp_to > 0 ? (double)r->tp_from / r->tp_to
+								    : 1);
+			if (role != CK_DP) {
+				tpa = tpa ? tpa : 1;
+				tpb = tpb ? tpb : 1;
+			}
+			if (n2 == n && bytes2 == bytes && r->to == r->from && tpa == tpb)
 				continue;
-			t0 = coll_time(r->from, c->kind, (double)c->bytes, n, eff);
-			t1 = coll_time(r->to, c->kind, (double)c->bytes, n2, eff);
+			t0 = coll_time(r->from, c->kind, bytes, n, role == CK_TP ? 1 : tpa, eff);
+			t1 = coll_time(r->to, c->kind, bytes2, n2, role == CK_TP ? 1 : tpb, eff);
 			if (t0 > 0)
 				f = t1 / t0;
+			g->colls[g->coll[u]].bytes = (int64_t)(bytes2 + 0.5);
+			g->colls[g->coll[u]].group_size = n2;
 			st->colls_scaled++;
+			g->dur_ns[u] = prism_ns_round((double)g->dur_ns[u] * f);
+			continue;
+		}
+		dt = cost_dtype(g, u);
+		if (dt < 0)
+			dt = HW_BF16;
+		a = cls[u] < KC_NCLASSES ? r->overhead_s[cls[u]] * 1e9 : 0;
+		d = (double)g->dur_ns[u];
+		if (a <= 0 || a >= d)
+			a = 0;
+		if (cls[u] == KC_GEMM && g->kind[u] == GN_KERNEL)
+			pos = gemm_pos_next(&gp, g, u);
+		if (r->opt_scale > 0 && r->opt_scale != 1 && g->phase[u] == PH_OPTIMIZER &&
+		    g->layer[u] < 0) {
+			/* More parameters: more of the same kernels' work (a fused
+			 * optimizer over all of them), not larger kernels. */
+			f = r->opt_scale;
+			st->opt_scaled++;
+			if (r->to != r->from)
+				st->kernels_ratio++;
+		} else if ((shape || r->to != r->from) &&
+			   model_times(g, u, cls[u], dt, r, R, shape, pos, &k0, &k1)) {
+			/* The fixed part stays; the rest scales as the kernel
+			 * model's time from the old shape and GPU to the new. */
+			g->dur_ns[u] = prism_ns_round(a + (d - a) * (k1 / k0));
+			st->kernels_model++;
+			if (r->to != r->from)
+				st->kernels_scaled++;
+			continue;
+		} else if (shape && g->kind[u] != GN_MEMCPY && g->kind[u] != GN_MEMSET) {
+			f = shape_factor(g, u, cls[u], r);
+			st->kernels_ratio++;
 		} else if (r->to != r->from && g->kind[u] != GN_MEMCPY) {
-			int dt = cost_dtype(g, u);
-			if (dt < 0)
-				dt = HW_BF16;
+			st->kernels_ratio++;
+		}
+		if (r->to != r->from && g->kind[u] != GN_MEMCPY) {
 			if (cost_compute_bound(cls[u]) && r->to->peak_flops[dt] > 0)
-				f = r->from->peak_flops[dt] / r->to->peak_flops[dt];
+				f *= r->from->peak_flops[dt] / r->to->peak_flops[dt];
 			else
-				f = r->from->hbm_Bps / r->to->hbm_Bps;
+				f *= r->from->hbm_Bps / r->to->hbm_Bps;
 			st->kernels_scaled++;
 		}
-		g->dur_ns[u] = (int64_t)((double)g->dur_ns[u] * f + 0.5);
+		if (f == 1 && r->to == r->from)
+			continue;
+		/* The fixed parts stay -- the fitted overhead and the kernel
+		 * model's own, on the new GPU its own -- and the work scales. */
+		ms =
+		    cls[u] < KC_NCLASSES && r->model_scale[cls[u]] > 0 ? r->model_scale[cls[u]] : 1;
+		o0 = model_overhead_s(r->from, cls[u], dt) * ms * 1e9;
+		o1 = model_overhead_s(r->to, cls[u], dt) * ms * 1e9;
+		if (g->kind[u] == GN_KERNEL &&
+		    !(r->opt_scale > 0 && r->opt_scale != 1 && g->phase[u] == PH_OPTIMIZER &&
+		      g->layer[u] < 0) &&
+		    d - a - o0 > 0)
+			g->dur_ns[u] = prism_ns_round(a + o1 + (d - a - o0) * f);
+		else
+			g->dur_ns[u] = prism_ns_round(a + (d - a) * f);
 	}
 	free(cls);
 	return 0;
 }
+
+static int launch_costs(const struct graph *g, double *op_s, double *launch_s);
 
 /* Per kernel name (string id in g): total time and count per step. */
 struct kstat {
@@ -78,8 +530,8 @@ struct kstat {
 
 static int name_stats(const struct graph *g, struct kstat **out)
 {
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
-	struct kstat *k = calloc(g->st.n ? g->st.n : 1, sizeof(*k));
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
+	struct kstat *k = prism_calloc(g->st.n ? g->st.n : 1, sizeof(*k));
 	double steps = g->n_ranks && g->n_iters ? (double)g->n_iters / g->n_ranks : 1;
 
 	if (!cls || !k || cost_classify_all(g, cls)) {
@@ -105,8 +557,33 @@ static int name_stats(const struct graph *g, struct kstat **out)
 /* Median host cost of launches and of the CPU work right before them. */
 static int host_costs(const struct graph *g, double *op_s, double *launch_s)
 {
-	int64_t *a = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*a));
-	int64_t *b = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*b));
+	double ev;
+	return edit_host_costs(g, op_s, launch_s, &ev);
+}
+
+int edit_host_costs(const struct graph *g, double *op_s, double *launch_s, double *event_s)
+{
+	int64_t *e = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*e));
+	size_t ne = 0;
+	int rc;
+	if (!e)
+		return -1;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_RUNTIME &&
+		    (g->rtclass[u] == RT_EVENT_RECORD || g->rtclass[u] == RT_STREAM_WAIT))
+			e[ne++] = g->dur_ns[u];
+	if (ne)
+		qsort(e, ne, sizeof(*e), prism_cmp_i64);
+	*event_s = ne ? (double)e[ne / 2] * 1e-9 : -1;
+	free(e);
+	rc = launch_costs(g, op_s, launch_s);
+	return rc;
+}
+
+static int launch_costs(const struct graph *g, double *op_s, double *launch_s)
+{
+	int64_t *a = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*a));
+	int64_t *b = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*b));
 	size_t na = 0, nb = 0;
 
 	if (!a || !b) {
@@ -132,8 +609,8 @@ static int host_costs(const struct graph *g, double *op_s, double *launch_s)
 	return na ? 0 : -1;
 }
 
-int edit_fit(const struct graph *base, const struct graph *model,
-	     const struct synth_in *model_in, struct edit_fit *f)
+int edit_fit(const struct graph *base, const struct graph *model, const struct synth_in *model_in,
+	     struct edit_fit *f)
 {
 	struct kstat *kb = NULL, *km = NULL;
 	double tb[KC_NCLASSES] = {0}, tm[KC_NCLASSES] = {0}, sb = 0, sm = 0;
@@ -145,10 +622,10 @@ int edit_fit(const struct graph *base, const struct graph *model,
 	memset(f, 0, sizeof(*f));
 	if (name_stats(base, &kb) || name_stats(model, &km))
 		goto out;
-	x = malloc((model->st.n + 1) * sizeof(*x));
-	y = malloc((model->st.n + 1) * sizeof(*y));
-	w = malloc((model->st.n + 1) * sizeof(*w));
-	c = malloc((model->st.n + 1) * sizeof(*c));
+	x = prism_malloc((model->st.n + 1) * sizeof(*x));
+	y = prism_malloc((model->st.n + 1) * sizeof(*y));
+	w = prism_malloc((model->st.n + 1) * sizeof(*w));
+	c = prism_malloc((model->st.n + 1) * sizeof(*c));
 	if (!x || !y || !w || !c)
 		goto out;
 	for (uint32_t i = 0; i < base->st.n; i++)
@@ -220,399 +697,145 @@ out:
 	return rc;
 }
 
-/* ---- layers x k on a traced graph ---------------------------------------- */
+/* ---- parameters from the optimizer's op shapes ---------------------------- */
 
-#define NONE32 UINT32_MAX
-
-struct seg {
-	uint32_t a, b;  /* first and last node id, on one processor */
-	uint32_t group;
-	int64_t t0, t1; /* traced start of a, latest traced end in [a, b] */
-	int64_t before; /* what the copies of earlier segments on the processor add */
-};
-
-struct lgroup {
-	int32_t iter, mb;
-	uint8_t phase;
-};
-
-struct lrep {
-	const struct graph *g;
-	int k;
-	VEC(struct seg) segs;
-	VEC(struct lgroup) groups;
-	uint32_t *label;  /* node -> group it repeats with, or NONE32 */
-	uint32_t *seg_of; /* node -> segment, or NONE32 */
-	uint32_t *newid;  /* node -> id of its first copy */
-	uint32_t *proc_seg; /* per processor, its first segment (n_procs + 1) */
-	uint32_t *proc_first; /* per processor, its first new id */
-	uint32_t last_group;
-};
-
-static int same_group(const struct lgroup *g, int32_t iter, uint8_t phase, int32_t mb)
+/* One shape "[a, b, ...]" at *p: its elements into *n, key into *key;
+ * advances *p past it.  0, or -1 if *p is not a shape. */
+static int shape_at(const char **p, double *n, uint32_t *key)
 {
-	return g->iter == iter && g->phase == phase && g->mb == mb;
-}
-
-/* The group of (iter, phase, mb), made if new.  Consecutive tasks mostly
- * share one, so the last answer is tried first. */
-static uint32_t lgroup_of(struct lrep *r, int32_t iter, uint8_t phase, int32_t mb)
-{
-	struct lgroup x = {iter, mb, phase};
-	if (r->last_group < r->groups.n &&
-	    same_group(&r->groups.v[r->last_group], iter, phase, mb))
-		return r->last_group;
-	for (size_t i = r->groups.n; i-- > 0;)
-		if (same_group(&r->groups.v[i], iter, phase, mb))
-			return r->last_group = (uint32_t)i;
-	if (VEC_PUSH(r->groups, x))
-		return NONE32;
-	return r->last_group = (uint32_t)(r->groups.n - 1);
-}
-
-/* Segments: per processor, maximal runs from one labelled node to the last
- * of the same group before a node of another group. */
-static int segments(struct lrep *r)
-{
-	const struct graph *g = r->g;
-	r->segs.n = 0;
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		r->seg_of[u] = NONE32;
-	for (uint32_t p = 0; p < g->n_procs; p++) {
-		const struct graph_proc *pr = &g->procs[p];
-		size_t cur = SIZE_MAX;
-		r->proc_seg[p] = (uint32_t)r->segs.n;
-		for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
-			struct seg x;
-			if (r->label[u] == NONE32)
-				continue;
-			if (cur != SIZE_MAX && r->segs.v[cur].group == r->label[u]) {
-				r->segs.v[cur].b = u;
-				continue;
-			}
-			memset(&x, 0, sizeof(x));
-			x.a = x.b = u;
-			x.group = r->label[u];
-			if (VEC_PUSH(r->segs, x))
-				return PRISM_ENOMEM;
-			cur = r->segs.n - 1;
-		}
+	const char *s = *p;
+	uint64_t h = 1469598103934665603u;
+	double prod = 1;
+	while (*s == ' ')
+		s++;
+	if (*s != '[')
+		return -1;
+	s++;
+	while (*s && *s != ']') {
+		char *end;
+		long long v;
+		while (*s == ' ' || *s == ',')
+			s++;
+		if (*s == ']')
+			break;
+		v = strtoll(s, &end, 10);
+		if (end == s || v < 0)
+			return -1;
+		prod *= (double)v;
+		h = (h ^ (uint64_t)v) * 1099511628211u;
+		s = end;
 	}
-	r->proc_seg[g->n_procs] = (uint32_t)r->segs.n;
-	for (size_t s = 0; s < r->segs.n; s++) {
-		struct seg *x = &r->segs.v[s];
-		x->t0 = g->start_ns[x->a];
-		x->t1 = INT64_MIN;
-		for (uint32_t u = x->a; u <= x->b; u++) {
-			r->seg_of[u] = (uint32_t)s;
-			if (g->start_ns[u] + g->dur_ns[u] > x->t1)
-				x->t1 = g->start_ns[u] + g->dur_ns[u];
+	if (*s != ']')
+		return -1;
+	*p = s + 1;
+	*n = prod;
+	*key = (uint32_t)(h ^ (h >> 32));
+	return 0;
+}
+
+/* The first tensor list of a dims string "[[[..], [..]], ...]": its
+ * shapes' elements and keys (VEC-free: the caller sizes them by the
+ * string's length).  The count, or -1. */
+static long first_list(const char *d, double *n, uint32_t *key, long cap)
+{
+	long k = 0;
+	while (*d == ' ')
+		d++;
+	if (*d++ != '[')
+		return -1;
+	while (*d == ' ')
+		d++;
+	if (*d++ != '[')
+		return -1;
+	for (;;) {
+		while (*d == ' ' || *d == ',')
+			d++;
+		if (*d == ']')
+			return k;
+		if (k == cap || shape_at(&d, &n[k], &key[k]))
+			return -1;
+		k++;
+	}
+}
+
+double edit_activation_bytes(const struct graph *g)
+{
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		const char *d, *t;
+		double el;
+		uint32_t key;
+		int sz;
+		if (g->layer[u] != 0 || g->phase[u] != PH_FORWARD || g->kind[u] >= GN_KERNEL ||
+		    !g->op_dims[u])
+			continue;
+		d = strtab_get(&g->st, g->op_dims[u]);
+		while (*d == ' ')
+			d++;
+		if (*d++ != '[' || shape_at(&d, &el, &key) || el <= 1)
+			continue;
+		/* The first type: "['c10::BFloat16', ...]" or "[c10::BFloat16, ...". */
+		t = g->op_types[u] ? strtab_get(&g->st, g->op_types[u]) : "";
+		while (*t == '[' || *t == ' ' || *t == '\'' || *t == '"')
+			t++;
+		{
+			char ty[64];
+			size_t k = 0;
+			while (t[k] && t[k] != ',' && t[k] != '\'' && t[k] != '"' && t[k] != ']' &&
+			       k + 1 < sizeof(ty)) {
+				ty[k] = t[k];
+				k++;
+			}
+			ty[k] = '\0';
+			sz = cost_elem_bytes(ty);
 		}
-		x->before = s > r->proc_seg[g->proc[x->a]]
-				    ? x[-1].before + (int64_t)(r->k - 1) * (x[-1].t1 - x[-1].t0)
-				    : 0;
+		return el * (sz > 0 ? sz : 2);
 	}
 	return 0;
 }
 
-static uint32_t seg_group(const struct lrep *r, uint32_t u)
+int edit_params(const struct graph *g, int layers, double *total, double *per_layer)
 {
-	return r->seg_of[u] == NONE32 ? NONE32 : r->segs.v[r->seg_of[u]].group;
-}
+	uint32_t best = STRTAB_NONE;
+	size_t best_len = 0;
 
-/*
- * Label the layer tasks with their (step, phase, microbatch) group, then
- * the bridges: tasks outside every segment that a segment of a group waits
- * for and that wait for the same group (a collective between two layers'
- * kernels); they repeat with the layers, or the copies would form a cycle.
- */
-static int label_nodes(struct lrep *r)
-{
-	const struct graph *g = r->g;
-	uint32_t *in_from = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*in_from));
-	int rc;
-
-	if (!in_from)
-		return PRISM_ENOMEM;
+	*total = *per_layer = 0;
+	/* The longest list among the optimizer phase's op shapes. */
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		r->label[u] = NONE32;
-		in_from[u] = NONE32;
-		if (g->layer[u] >= 0 &&
-		    (r->label[u] = lgroup_of(r, g->iter[u], g->phase[u], g->mb[u])) == NONE32) {
-			free(in_from);
+		const char *op, *d;
+		size_t len;
+		if (g->phase[u] != PH_OPTIMIZER || g->kind[u] < GN_KERNEL || !g->op_dims[u])
+			continue;
+		op = strtab_get(&g->st, g->op[u]);
+		if (!strstr(op, "_fused_") && !strstr(op, "_foreach_") && !strstr(op, "adam"))
+			continue;
+		d = strtab_get(&g->st, g->op_dims[u]);
+		len = strlen(d);
+		if (strncmp(d, "[[[", 3) == 0 && len > best_len) {
+			best = g->op_dims[u];
+			best_len = len;
+		}
+	}
+	if (best == STRTAB_NONE)
+		return 0;
+	{
+		long cap = (long)best_len / 3 + 1, n;
+		double *el = prism_malloc((size_t)cap * sizeof(*el));
+		uint32_t *key = prism_malloc((size_t)cap * sizeof(*key));
+		struct infer_repeat rep;
+		if (!el || !key) {
+			free(el);
+			free(key);
 			return PRISM_ENOMEM;
 		}
+		n = first_list(strtab_get(&g->st, best), el, key, cap);
+		for (long i = 0; i < n; i++)
+			*total += el[i];
+		if (n > 0 && layers > 0 && infer_repeat(key, NULL, (size_t)n, &rep) == 0 &&
+		    rep.count == (size_t)layers)
+			for (size_t i = rep.first; i < rep.first + rep.period; i++)
+				*per_layer += el[i];
+		free(el);
+		free(key);
 	}
-	if ((rc = segments(r))) {
-		free(in_from);
-		return rc;
-	}
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
-			if (seg_group(r, u) != NONE32 && r->seg_of[g->out_dst[e]] == NONE32)
-				in_from[g->out_dst[e]] = seg_group(r, u);
-	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		if (in_from[u] == NONE32)
-			continue;
-		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
-			if (seg_group(r, g->out_dst[e]) == in_from[u])
-				r->label[u] = in_from[u];
-	}
-	free(in_from);
-	return segments(r);
-}
-
-/* What the copies of p's segments ending at or before traced time t add
- * to t (each processor keeps its own clock: the step spans of a host
- * thread move by what its own copies add). */
-static int64_t shift_at(const struct lrep *r, uint32_t p, int64_t t)
-{
-	uint32_t lo = r->proc_seg[p], hi = r->proc_seg[p + 1];
-	const struct seg *last;
-	while (lo < hi) { /* first segment ending after t */
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (r->segs.v[mid].t1 <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == r->proc_seg[p])
-		return 0;
-	last = &r->segs.v[lo - 1];
-	return last->before + (int64_t)(r->k - 1) * (last->t1 - last->t0);
-}
-
-static uint32_t seg_len(const struct lrep *r, uint32_t s)
-{
-	return r->segs.v[s].b - r->segs.v[s].a + 1;
-}
-
-/* Id of copy c of node w. */
-static uint32_t copy_id(const struct lrep *r, uint32_t w, int c)
-{
-	uint32_t s = r->seg_of[w];
-	return s == NONE32 ? r->newid[w] : r->newid[w] + (uint32_t)c * seg_len(r, s);
-}
-
-/* The targets of copy c of w's out-edges (kinds in kinds[]); how many. */
-static uint32_t copy_edges(const struct lrep *r, uint32_t w, int c, uint32_t *dst, uint8_t *kinds)
-{
-	const struct graph *g = r->g;
-	uint32_t n = 0, sw = r->seg_of[w];
-	for (uint32_t e = g->out_off[w]; e < g->out_off[w + 1]; e++) {
-		uint32_t v = g->out_dst[e];
-		if (sw != NONE32 && seg_group(r, v) == r->segs.v[sw].group) {
-			/* Inside the group: copy to copy. */
-		} else if (sw != NONE32 && c != r->k - 1) {
-			continue; /* leaves the group: from the last copy only */
-		}
-		if (dst) {
-			dst[n] = seg_group(r, v) == (sw == NONE32 ? NONE32 : r->segs.v[sw].group)
-					 ? copy_id(r, v, c)
-					 : copy_id(r, v, 0);
-			kinds[n] = g->out_kind[e];
-		}
-		n++;
-	}
-	if (sw != NONE32 && w == r->segs.v[sw].b && c < r->k - 1) {
-		if (dst) {
-			dst[n] = copy_id(r, r->segs.v[sw].a, c + 1);
-			kinds[n] = GE_ORDER;
-		}
-		n++;
-	}
-	return n;
-}
-
-/* Collective sequence numbers per (rank, group) in the new start order. */
-static int renumber_colls(struct graph *n)
-{
-	int64_t *t = malloc((n->n_colls ? n->n_colls : 1) * sizeof(*t));
-	uint32_t *rank = malloc((n->n_colls ? n->n_colls : 1) * sizeof(*rank));
-	int rc = PRISM_ENOMEM;
-	if (t && rank) {
-		for (uint32_t c = 0; c < n->n_colls; c++) {
-			t[c] = n->start_ns[n->colls[c].node];
-			rank[c] = n->procs[n->proc[n->colls[c].node]].rank;
-		}
-		rc = graph_number_colls(n->colls, n->n_colls, t, rank);
-	}
-	free(t);
-	free(rank);
-	return rc;
-}
-
-/* What differs in copy c (node x of n) of node w, once its columns are
- * copied: its traced start, correlation id, layer and collective. */
-static void adjust_copy(const struct lrep *r, struct graph *n, uint32_t x, uint32_t w, int c,
-			int64_t corr_stride, const int32_t *layers_of)
-{
-	const struct graph *g = r->g;
-	uint32_t s = r->seg_of[w];
-	const struct seg *sg = s == NONE32 ? NULL : &r->segs.v[s];
-	n->start_ns[x] = sg ? g->start_ns[w] + sg->before + (int64_t)c * (sg->t1 - sg->t0)
-			    : g->start_ns[w] + shift_at(r, g->proc[w], g->start_ns[w]);
-	if (g->corr[w] >= 0)
-		n->corr[x] = g->corr[w] + c * corr_stride;
-	/* Copy c holds layers c L .. c L + L - 1; the backward runs them last
-	 * first, so its first copy holds the top ones. */
-	if (g->layer[w] >= 0)
-		n->layer[x] = g->layer[w] + (g->phase[w] == PH_BACKWARD ? r->k - 1 - c : c) *
-						    layers_of[g->iter[w] + 1];
-	n->coll[x] = NONE32;
-}
-
-int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_layer_stats *st,
-		struct prism_err *err)
-{
-	struct lrep r;
-	struct graph *n = NULL;
-	int32_t *layers_of = NULL;
-	uint64_t nn = 0, ne = 0, nc = g->n_colls;
-	uint32_t next_coll = g->n_colls; /* the copies' collectives follow */
-	int64_t corr_stride = 1;
-	int rc = 0;
-
-	*out = NULL;
-	memset(st, 0, sizeof(*st));
-	memset(&r, 0, sizeof(r));
-	if (k < 1)
-		return prism_err_set(err, PRISM_EARG, "layer factor %d: must be at least 1", k);
-	r.g = g;
-	r.k = k;
-	r.label = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.label));
-	r.seg_of = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.seg_of));
-	r.newid = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r.newid));
-	r.proc_seg = malloc(((size_t)g->n_procs + 1) * sizeof(*r.proc_seg));
-	r.proc_first = malloc(((size_t)g->n_procs + 1) * sizeof(*r.proc_first));
-	layers_of = calloc((size_t)g->n_iters + 1, sizeof(*layers_of));
-	if (!r.label || !r.seg_of || !r.newid || !r.proc_seg || !r.proc_first || !layers_of || label_nodes(&r))
-		goto oom;
-	if (r.segs.n == 0) {
-		rc = prism_err_set(err, PRISM_EARG, "the trace has no layers found to repeat");
-		goto out;
-	}
-	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		if (g->layer[u] + 1 > layers_of[g->iter[u] + 1])
-			layers_of[g->iter[u] + 1] = g->layer[u] + 1;
-		if (g->corr[u] >= corr_stride)
-			corr_stride = g->corr[u] + 1;
-	}
-	/* New ids, processor by processor: each segment's copies back to back. */
-	for (uint32_t p = 0; p < g->n_procs; p++) {
-		const struct graph_proc *pr = &g->procs[p];
-		r.proc_first[p] = (uint32_t)nn;
-		for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
-			uint32_t s = r.seg_of[u];
-			if (s == NONE32) {
-				r.newid[u] = (uint32_t)nn++;
-				continue;
-			}
-			for (uint32_t w = u; w <= r.segs.v[s].b; w++)
-				r.newid[w] = (uint32_t)(nn + (w - u));
-			nn += (uint64_t)k * seg_len(&r, s);
-			st->nodes_added += (uint64_t)(k - 1) * seg_len(&r, s);
-			u = r.segs.v[s].b;
-		}
-	}
-	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		int copies = r.seg_of[u] == NONE32 ? 1 : k;
-		for (int c = 0; c < copies; c++)
-			ne += copy_edges(&r, u, c, NULL, NULL);
-		if (r.seg_of[u] != NONE32 && g->coll[u] != NONE32)
-			nc += (uint64_t)(k - 1);
-	}
-	if (nn >= UINT32_MAX || ne >= UINT32_MAX || nc >= UINT32_MAX) {
-		rc = prism_err_set(err, PRISM_ELIMIT,
-				   "layers x%d: %" PRIu64 " tasks, %" PRIu64 " edges: over 2^32", k, nn,
-				   ne);
-		goto out;
-	}
-	n = graph_alloc((uint32_t)nn, (uint32_t)ne, g->n_procs, g->n_ranks, g->n_iters, (uint32_t)nc);
-	if (!n)
-		goto oom;
-	strtab_release(&n->st);
-	if (strtab_copy(&n->st, &g->st))
-		goto oom;
-	n->t0_ns = g->t0_ns;
-	n->meta = g->meta;
-	n->stats = g->stats;
-	memcpy(n->ranks, g->ranks, g->n_ranks * sizeof(*g->ranks));
-	memcpy(n->colls, g->colls, g->n_colls * sizeof(*g->colls));
-	for (uint32_t p = 0; p < g->n_procs; p++) {
-		/* Processors tile the new ids in the same order. */
-		n->procs[p] = g->procs[p];
-		n->procs[p].first = r.proc_first[p];
-		n->procs[p].n = (p + 1 < g->n_procs ? r.proc_first[p + 1] : (uint32_t)nn) -
-				r.proc_first[p];
-	}
-	/* Nodes and their edges, in new id order. */
-	{
-		uint32_t e = 0;
-		for (uint32_t p = 0; p < g->n_procs; p++) {
-			const struct graph_proc *pr = &g->procs[p];
-			for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
-				uint32_t s = r.seg_of[u], a = u, b = u;
-				int copies = s == NONE32 ? 1 : k;
-				if (s != NONE32)
-					b = r.segs.v[s].b;
-				for (int c = 0; c < copies; c++) {
-					graph_copy_nodes(n, copy_id(&r, a, c), g, a, b - a + 1);
-					for (uint32_t w = a; w <= b; w++) {
-						uint32_t x = copy_id(&r, w, c);
-						adjust_copy(&r, n, x, w, c, corr_stride, layers_of);
-						if (g->coll[w] != NONE32) {
-							/* Copy 0 keeps the collective's
-							 * entry; the others get new ones. */
-							uint32_t ci = c ? next_coll++ : g->coll[w];
-							if (c)
-								n->colls[ci] = g->colls[g->coll[w]];
-							n->colls[ci].node = x;
-							n->coll[x] = ci;
-						}
-						n->out_off[x] = e;
-						e += copy_edges(&r, w, c, n->out_dst + e,
-								n->out_kind + e);
-					}
-				}
-				u = b;
-			}
-		}
-		n->out_off[nn] = e;
-	}
-	/* Traced starts stay ordered on each processor (where a trace's tasks
-	 * overlapped on one). */
-	for (uint32_t p = 0; p < n->n_procs; p++)
-		for (uint32_t x = n->procs[p].first + 1; x < n->procs[p].first + n->procs[p].n; x++)
-			if (n->start_ns[x] < n->start_ns[x - 1])
-				n->start_ns[x] = n->start_ns[x - 1];
-	for (uint32_t i = 0; i < g->n_iters; i++) {
-		int64_t a = g->iters[i].start_ns, b = a + g->iters[i].dur_ns;
-		uint32_t p = g->iters[i].proc;
-		n->iters[i] = g->iters[i];
-		if (p == NONE32)
-			continue;
-		n->iters[i].start_ns = a + shift_at(&r, p, a);
-		n->iters[i].dur_ns = b + shift_at(&r, p, b) - n->iters[i].start_ns;
-	}
-	if (renumber_colls(n))
-		goto oom;
-	st->segments = r.segs.n;
-	st->groups = r.groups.n;
-	*out = n;
-	n = NULL;
-	goto out;
-oom:
-	rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
-out:
-	graph_free(n);
-	free(r.label);
-	free(r.seg_of);
-	free(r.newid);
-	free(r.proc_seg);
-	free(r.proc_first);
-	free(r.segs.v);
-	free(r.groups.v);
-	free(layers_of);
-	return rc;
+	return 0;
 }

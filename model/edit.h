@@ -4,22 +4,30 @@
  * Two kinds of edit:
  *
  * Re-timing in place (any trace): the candidate's graph is a clone of the
- * base with the same tasks and dependencies, and new durations.  Another
- * GPU scales each kernel by its class (SimAI's rule): GEMMs, attention and
- * convolutions by the ratio of peak FLOP/s for their dtype, the
- * memory-bound classes by the ratio of HBM bandwidths; collectives by the
+ * base with the same tasks and dependencies, and new durations.  A kernel
+ * whose op recorded its shapes is re-timed by the kernel model (kperf.h):
+ * its time beyond the fixed part scales by kperf(new shape, new GPU) /
+ * kperf(old shape, old GPU) -- GEMMs by (M, N, K), attention by batch,
+ * heads, sequence and head dim, memory-bound kernels by bytes and kind.
+ * Where the model cannot place a kernel (no shapes, a class it does not
+ * model, a GEMM matching no linear layer of the description) its work
+ * scales by the edit's work ratio and, on another GPU, the ratio of peak
+ * FLOP/s (GEMMs, attention, convolutions) or HBM bandwidth (the rest:
+ * SimAI's rule), the kernel model's own overhead kept; collectives by the
  * ratio of the communication model's times (comm.h) on the old and new
  * hardware and group.  Another data-parallel degree regroups the
  * collectives whose group is the base's DP group: their time is scaled by
  * comm_time(new group) / comm_time(old group), which keeps the efficiency
  * the trace measured.  Host work is left as traced.
  *
- * Rebuilding from measured blocks (annotated traces): structural edits
- * (layers, hidden, TP, PP and schedule, microbatches) need the run's
- * layers, which the trace's prism:: ranges give.  The candidate is built
- * by synth.h with kernel times calibrated on the base: edit_fit() compares
- * the base's layer kernels class by class with a synthesised model of the
- * base's own configuration, and the ratios (measured / modelled) scale the
+ * Structural edits (layers, microbatches, stages, added collectives) are
+ * reshape.h's and pipeline.h's; this module re-times what they give.
+ *
+ * Rebuilding from measured blocks (annotated traces, for what is not
+ * edited as a graph): the candidate is built by synth.h with kernel times
+ * calibrated on the base: edit_fit() compares the base's layer kernels
+ * class by class with a synthesised model of the base's own
+ * configuration, and the ratios (measured / modelled) scale the
  * candidate's kernels; host costs per op and per launch are the base's
  * medians.
  */
@@ -31,51 +39,106 @@
 #include "graph.h"
 #include "hw.h"
 
+struct llm;
+
 struct edit_retime {
 	const struct hw_profile *from, *to; /* the base's and the candidate's GPU */
-	int dp_from, dp_to;                 /* data-parallel degree, 0: unchanged */
-	double comm_eff;                    /* scales the profile's bus efficiencies (comm.h) */
+	int dp_from, dp_to;		    /* data-parallel degree, 0: unchanged */
+	double comm_eff;		    /* scales the profile's bus efficiencies (comm.h) */
+	double opt_scale;		    /* > 0: optimizer-phase GPU work outside the layers
+			   * (a fused optimizer over all parameters, zero_grad)
+			   * and its host CPU work take this times as long: the
+			   * candidate's parameters over the base's */
+	int tp;				    /* tensor-parallel ranks sharing a node with each DP
+			   * rank (0: 1): a DP group has gpus_per_node / tp
+			   * members per node */
+	/* The model's shape (a run description's): hidden h -> hr h (the
+	 * FFN with it), tensor parallelism tp_from -> tp_to (the base's
+	 * collectives of that group are its TP collectives; 0: unchanged).
+	 * Kernel work in the layers (the bytes of memory-bound kernels the
+	 * kernel model re-times, and the work of kernels it cannot place):
+	 * GEMMs x hr^2 tp_from/tp_to, attention and the FFN's activation x hr
+	 * tp_from/tp_to, norms and residuals x hr (and / t with sp), scores'
+	 * softmax x tp_from/tp_to; outside them the logits GEMM x hr
+	 * tp_from/tp_to, its softmax and cross-entropy x tp_from/tp_to, the
+	 * rest x hr.  TP collectives: bytes x hr over tp_to ranks; pipeline
+	 * transfers x hr tp_from/tp_to; the DP collectives' bytes and the
+	 * per-layer optimizer x layer_param_ratio. */
+	double hr;
+	int tp_from, tp_to, sp;
+	double layer_param_ratio; /* a layer's parameters per rank, candidate
+				   * over base (0: unchanged) */
+	/* Per class, the fixed part of a kernel's time (the fitted overhead
+	 * times its scale; 0: none): on another GPU only the rest scales. */
+	double overhead_s[KC_NCLASSES];
+	/* Per class, the measured time per second of kernel-model time (the
+	 * fitted line's scale / eff; 0: 1): what the kernel model's own
+	 * overhead (kperf.h) takes in a kernel re-timed by a ratio of work. */
+	double model_scale[KC_NCLASSES];
+	/* With a shape edit (hr != 1 or tp_from != tp_to): the described
+	 * model before and after (NULL: none; hidden size and TP edits are
+	 * made with it), the microbatch size (a GEMM's tokens: mbs x seq)
+	 * and the base's recomputation (enum mem_recompute): each GEMM is
+	 * matched to a linear layer of the description to find which of its
+	 * dimensions are hidden, sharded over TP or tokens (docs/MODEL.md). */
+	const struct llm *m_from, *m_to;
+	int mbs, recompute;
 };
 
 struct edit_stats {
-	uint64_t kernels_scaled, colls_scaled, colls_unsized;
+	uint64_t kernels_scaled; /* kernels on another GPU */
+	uint64_t kernels_model;	 /* re-timed by the kernel model from their shapes */
+	uint64_t kernels_ratio;	 /* by ratios of work and peaks: not placed */
+	uint64_t colls_scaled, colls_unsized;
+	uint64_t opt_scaled;  /* optimizer tasks scaled by opt_scale */
+	uint64_t unblocked;   /* launch calls given their quartile */
+	int64_t unblocked_ns; /* the waiting taken out */
 };
 
 /* Re-time g (a clone) in place.  0, or PRISM_ENOMEM. */
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st);
 
-struct edit_layer_stats {
-	uint64_t segments;    /* runs of layer tasks repeated (per processor) */
-	uint64_t groups;      /* (step, phase, microbatch) windows */
-	uint64_t nodes_added;
-};
+/*
+ * Launch back-pressure: an asynchronous launch call longer than its name's
+ * first quartile in g waited for the launch queue (a GPU far behind the
+ * host); of what it took beyond that quartile, keep (0..1) stays.  An
+ * edit that takes GPU work away takes the waiting with it (keep: the
+ * candidate's GPU work over the base's, at most 1).  0, or PRISM_ENOMEM.
+ */
+int edit_unblock(struct graph *g, double keep, struct edit_stats *st);
+
+/* Total duration of g's GPU tasks, in ns. */
+double edit_gpu_work(const struct graph *g);
 
 /*
- * Layers x k on any graph whose layers were found (prism:: ranges or
- * inferred, graph.h), without a model of the run: on each processor, the
- * run of tasks from a step's first to its last layer task of one phase and
- * microbatch, with whatever lies between, is repeated k times back to
- * back.  Edges inside such a group join copy c to copy c; edges leaving it
- * leave from the last copy, edges entering it enter the first; the copies
- * of a run follow each other in order.  Tasks outside every run that a
- * group waits for and that wait for the group (a collective between two
- * layers) repeat with it.  Later tasks' traced starts move by what the
- * copies add, so roots and step spans keep their place.  Collectives in
- * the copies are new instances, numbered in the new order.  g is only
- * read; *out is a new graph.  0, PRISM_EARG if g has no layers, or
- * PRISM_ENOMEM / PRISM_ELIMIT.
+ * The parameters of the traced model, from its optimizer's op shapes: the
+ * first tensor list of a fused or for-each optimizer op (aten::_fused_adamw_,
+ * aten::_foreach_*, ...; PyTorch records every parameter's shape there)
+ * launched in the optimizer phase.  *total: their elements; *per_layer:
+ * those of one block of the longest run of identical blocks of shapes
+ * (infer.h) that repeats `layers` times (the layers' parameters), else 0.
+ * 0 with *total 0 when the trace has no such op.
  */
-int edit_layers(const struct graph *g, int k, struct graph **out, struct edit_layer_stats *st,
-		struct prism_err *err);
+int edit_params(const struct graph *g, int layers, double *total, double *per_layer);
+
+/* Bytes of the activations entering the first layer's forward: the first
+ * input shape of its first op with shapes (Input Dims) times its element
+ * size (Input type), or 0 when the trace records none. */
+double edit_activation_bytes(const struct graph *g);
+
+/* Host costs measured on g: median launch call, median CPU work before a
+ * launch, median event record / stream wait call (*event_s -1 if none).
+ * 0, or -1 when g launches nothing. */
+int edit_host_costs(const struct graph *g, double *op_s, double *launch_s, double *event_s);
 
 struct edit_fit {
 	struct calib_class cost[KC_NCLASSES]; /* fitted overhead and efficiency */
-	double scale[KC_NCLASSES]; /* or, where no line could be fitted, the
+	double scale[KC_NCLASSES];	      /* or, where no line could be fitted, the
 				    * ratio measured / modelled of the class */
-	int fitted[KC_NCLASSES];   /* 2: a line, 1: a ratio, 0: the overall ratio */
-	uint64_t n[KC_NCLASSES];   /* the base's tasks of the class */
-	double overall;            /* all kernels together */
-	double cpu_op_s, launch_s; /* host cost per op and per launch (medians) */
+	int fitted[KC_NCLASSES];	      /* 2: a line, 1: a ratio, 0: the overall ratio */
+	uint64_t n[KC_NCLASSES];	      /* the base's tasks of the class */
+	double overall;			      /* all kernels together */
+	double cpu_op_s, launch_s;	      /* host cost per op and per launch (medians) */
 	int host_fitted;
 };
 
@@ -91,7 +154,7 @@ struct edit_fit {
  * over all kernels.  Collectives are not fitted here.  0, or PRISM_ENOMEM.
  */
 struct synth_in;
-int edit_fit(const struct graph *base, const struct graph *model,
-	     const struct synth_in *model_in, struct edit_fit *f);
+int edit_fit(const struct graph *base, const struct graph *model, const struct synth_in *model_in,
+	     struct edit_fit *f);
 
 #endif

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
-			  uint32_t n_ranks, uint32_t n_iters, uint32_t n_colls)
+struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs, uint32_t n_ranks,
+			  uint32_t n_iters, uint32_t n_colls)
 {
-	struct graph *g = calloc(1, sizeof(*g));
+	struct graph *g = prism_calloc(1, sizeof(*g));
 	size_t n = n_nodes ? n_nodes : 1;
 
 	if (!g)
@@ -21,34 +21,34 @@ struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
 	g->n_ranks = n_ranks;
 	g->n_iters = n_iters;
 	g->n_colls = n_colls;
-	g->start_ns = calloc(n, sizeof(*g->start_ns));
-	g->dur_ns = calloc(n, sizeof(*g->dur_ns));
-	g->wait_ns = calloc(n, sizeof(*g->wait_ns));
-	g->lag_ns = calloc(n, sizeof(*g->lag_ns));
-	g->corr = calloc(n, sizeof(*g->corr));
-	g->proc = calloc(n, sizeof(*g->proc));
-	g->name = calloc(n, sizeof(*g->name));
-	g->op = calloc(n, sizeof(*g->op));
-	g->op_dims = calloc(n, sizeof(*g->op_dims));
-	g->op_types = calloc(n, sizeof(*g->op_types));
-	g->src = calloc(n, sizeof(*g->src));
-	g->coll = calloc(n, sizeof(*g->coll));
-	g->iter = calloc(n, sizeof(*g->iter));
-	g->layer = calloc(n, sizeof(*g->layer));
-	g->mb = calloc(n, sizeof(*g->mb));
-	g->phase = calloc(n, 1);
-	g->kind = calloc(n, 1);
-	g->flags = calloc(n, 1);
-	g->rtclass = calloc(n, 1);
-	g->out_off = calloc((size_t)n_nodes + 1, sizeof(*g->out_off));
-	g->out_dst = calloc(n_edges ? n_edges : 1, sizeof(*g->out_dst));
-	g->out_kind = calloc(n_edges ? n_edges : 1, 1);
-	g->procs = calloc(n_procs ? n_procs : 1, sizeof(*g->procs));
-	g->ranks = calloc(n_ranks ? n_ranks : 1, sizeof(*g->ranks));
-	g->iters = calloc(n_iters ? n_iters : 1, sizeof(*g->iters));
-	g->colls = calloc(n_colls ? n_colls : 1, sizeof(*g->colls));
-	if (!g->start_ns || !g->dur_ns || !g->wait_ns || !g->lag_ns || !g->corr || !g->proc || !g->name ||
-	    !g->op || !g->op_dims || !g->op_types || !g->src || !g->coll || !g->iter ||
+	g->start_ns = prism_calloc(n, sizeof(*g->start_ns));
+	g->dur_ns = prism_calloc(n, sizeof(*g->dur_ns));
+	g->wait_ns = prism_calloc(n, sizeof(*g->wait_ns));
+	g->lag_ns = prism_calloc(n, sizeof(*g->lag_ns));
+	g->corr = prism_calloc(n, sizeof(*g->corr));
+	g->proc = prism_calloc(n, sizeof(*g->proc));
+	g->name = prism_calloc(n, sizeof(*g->name));
+	g->op = prism_calloc(n, sizeof(*g->op));
+	g->op_dims = prism_calloc(n, sizeof(*g->op_dims));
+	g->op_types = prism_calloc(n, sizeof(*g->op_types));
+	g->src = prism_calloc(n, sizeof(*g->src));
+	g->coll = prism_calloc(n, sizeof(*g->coll));
+	g->iter = prism_calloc(n, sizeof(*g->iter));
+	g->layer = prism_calloc(n, sizeof(*g->layer));
+	g->mb = prism_calloc(n, sizeof(*g->mb));
+	g->phase = prism_calloc(n, 1);
+	g->kind = prism_calloc(n, 1);
+	g->flags = prism_calloc(n, 1);
+	g->rtclass = prism_calloc(n, 1);
+	g->out_off = prism_calloc((size_t)n_nodes + 1, sizeof(*g->out_off));
+	g->out_dst = prism_calloc(n_edges ? n_edges : 1, sizeof(*g->out_dst));
+	g->out_kind = prism_calloc(n_edges ? n_edges : 1, 1);
+	g->procs = prism_calloc(n_procs ? n_procs : 1, sizeof(*g->procs));
+	g->ranks = prism_calloc(n_ranks ? n_ranks : 1, sizeof(*g->ranks));
+	g->iters = prism_calloc(n_iters ? n_iters : 1, sizeof(*g->iters));
+	g->colls = prism_calloc(n_colls ? n_colls : 1, sizeof(*g->colls));
+	if (!g->start_ns || !g->dur_ns || !g->wait_ns || !g->lag_ns || !g->corr || !g->proc ||
+	    !g->name || !g->op || !g->op_dims || !g->op_types || !g->src || !g->coll || !g->iter ||
 	    !g->layer || !g->mb || !g->phase || !g->kind || !g->flags || !g->rtclass ||
 	    !g->out_off || !g->out_dst || !g->out_kind || !g->procs || !g->ranks || !g->iters ||
 	    !g->colls || strtab_init(&g->st)) {
@@ -115,59 +115,121 @@ int graph_check(const struct graph *g, struct prism_err *err)
 			   g->out_off[g->n_nodes], g->n_edges);
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		if (g->out_off[u] > g->out_off[u + 1])
-			return bad(err, "graph: CSR offsets decrease at node %" PRIu32 " (%" PRIu32 ")",
+			return bad(err,
+				   "graph: CSR offsets decrease at node %" PRIu32 " (%" PRIu32 ")",
 				   u, g->out_off[u]);
 		if (g->proc[u] >= g->n_procs)
-			return bad(err, "graph: node %" PRIu32 " on processor %" PRIu32 " out of range",
+			return bad(err,
+				   "graph: node %" PRIu32 " on processor %" PRIu32 " out of range",
 				   u, g->proc[u]);
 		if (g->kind[u] >= GN_NKINDS)
 			return bad(err, "graph: node %" PRIu32 " has kind %" PRIu32, u, g->kind[u]);
 		if (g->name[u] >= g->st.n || g->op[u] >= g->st.n || g->op_dims[u] >= g->st.n ||
 		    g->op_types[u] >= g->st.n)
-			return bad(err, "graph: node %" PRIu32 " names string %" PRIu32 " out of range",
+			return bad(err,
+				   "graph: node %" PRIu32 " names string %" PRIu32 " out of range",
 				   u, g->name[u]);
 		if (g->coll[u] != UINT32_MAX && g->coll[u] >= g->n_colls)
-			return bad(err, "graph: node %" PRIu32 " collective %" PRIu32 " out of range", u,
+			return bad(err,
+				   "graph: node %" PRIu32 " collective %" PRIu32 " out of range", u,
 				   g->coll[u]);
 		if (g->iter[u] < -1 || (g->iter[u] >= 0 && (uint32_t)g->iter[u] >= g->n_iters))
-			return bad(err, "graph: node %" PRIu32 " iteration %" PRId32 " out of range", u,
+			return bad(err,
+				   "graph: node %" PRIu32 " iteration %" PRId32 " out of range", u,
 				   g->iter[u]);
 		if (g->dur_ns[u] < 0 || g->wait_ns[u] < 0 || g->lag_ns[u] < 0)
 			return bad(err, "graph: node %" PRIu32 " has a negative duration", u);
-		if (g->layer[u] < -1 || g->mb[u] < -1 || g->phase[u] >= PH_NPHASES)
+		/* Each within PRISM_TIME_MAX, so the sums below cannot overflow. */
+		if (g->start_ns[u] < 0 || g->start_ns[u] > PRISM_TIME_MAX ||
+		    g->dur_ns[u] > PRISM_TIME_MAX || g->wait_ns[u] > PRISM_TIME_MAX ||
+		    g->lag_ns[u] > PRISM_TIME_MAX ||
+		    g->start_ns[u] + g->dur_ns[u] > PRISM_TIME_MAX - g->wait_ns[u])
+			return bad(err, "graph: node %" PRIu32 " has a time beyond %" PRId64 " ns",
+				   u, PRISM_TIME_MAX);
+		if (g->layer[u] < -1 || g->mb[u] < -1 || g->layer[u] == INT32_MAX ||
+		    g->mb[u] == INT32_MAX || g->phase[u] >= PH_NPHASES)
 			return bad(err, "graph: node %" PRIu32 " has a bad annotation", u);
+		if (g->rtclass[u] >= RT_NCLASSES)
+			return bad(err, "graph: node %" PRIu32 " has runtime class %" PRIu32, u,
+				   g->rtclass[u]);
+		/* A blocking call is followed by its wait on the same thread
+		 * (the simulator and the timeline read u + 1). */
+		if ((g->flags[u] & NF_BLOCKING) &&
+		    (g->kind[u] != GN_RUNTIME || u + 1 >= g->n_nodes || g->kind[u + 1] != GN_WAIT ||
+		     g->proc[u + 1] != g->proc[u]))
+			return bad(
+			    err, "graph: blocking call %" PRIu32 " is not followed by its wait", u);
 	}
-	if (g->meta >= g->st.n)
-		return bad(err, "graph: meta string %" PRIu32 " out of range", g->meta);
+	if (g->meta >= g->st.n ||
+	    (g->meta && strncmp(strtab_get(&g->st, g->meta), "prism::model#", 13) != 0))
+		return bad(err,
+			   "graph: meta string %" PRIu32 " out of range or not a run description",
+			   g->meta);
+	for (uint32_t r = 0; r < g->n_ranks; r++)
+		if (g->ranks[r].path >= g->st.n || g->ranks[r].device >= g->st.n)
+			return bad(err, "graph: rank %" PRIu32 " names a string out of range", r);
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
 		if (pr->first != next)
-			return bad(err, "graph: processor %" PRIu32 " starts at node %" PRIu32
-					", not where the previous ends", p, pr->first);
-		if (pr->rank >= g->n_ranks)
-			return bad(err, "graph: processor %" PRIu32 " on rank %" PRIu32 " out of range",
+			return bad(err,
+				   "graph: processor %" PRIu32 " starts at node %" PRIu32
+				   ", not where the previous ends",
+				   p, pr->first);
+		if (pr->n > g->n_nodes - next)
+			return bad(err,
+				   "graph: processor %" PRIu32 " holds %" PRIu32
+				   " nodes, beyond the %" PRIu32,
+				   p, pr->n, g->n_nodes);
+		if (pr->rank >= g->n_ranks || pr->gpu > 1)
+			return bad(err,
+				   "graph: processor %" PRIu32 " on rank %" PRIu32 " out of range",
 				   p, pr->rank);
 		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
 			if (g->proc[u] != p)
-				return bad(err, "graph: node %" PRIu32 " lies in processor %" PRIu32
-						"'s range but names another", u, p);
+				return bad(err,
+					   "graph: node %" PRIu32 " lies in processor %" PRIu32
+					   "'s range but names another",
+					   u, p);
 		next += pr->n;
 	}
 	if (next != g->n_nodes)
 		return bad(err, "graph: processors cover %" PRIu32 " of %" PRIu32 " nodes", next,
 			   g->n_nodes);
-	for (uint32_t c = 0; c < g->n_colls; c++)
-		if (g->colls[c].node >= g->n_nodes || g->coll[g->colls[c].node] != c)
-			return bad(err, "graph: collective %" PRIu32 " and node %" PRIu32
-					" do not point at each other", c, g->colls[c].node);
-	indeg = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*indeg));
+	for (uint32_t c = 0; c < g->n_colls; c++) {
+		const struct graph_coll *x = &g->colls[c];
+		if (x->node >= g->n_nodes || g->coll[x->node] != c)
+			return bad(err,
+				   "graph: collective %" PRIu32 " and node %" PRIu32
+				   " do not point at each other",
+				   c, x->node);
+		if (x->kind >= GC_NKINDS || x->pg >= g->st.n || x->ranks >= g->st.n ||
+		    x->dtype >= g->st.n)
+			return bad(
+			    err, "graph: collective %" PRIu32 " has a kind or string out of range",
+			    c);
+	}
+	for (uint32_t i = 0; i < g->n_iters; i++) {
+		const struct graph_iter *it = &g->iters[i];
+		if (it->rank >= g->n_ranks || (it->proc != UINT32_MAX && it->proc >= g->n_procs))
+			return bad(err,
+				   "graph: iteration %" PRIu32 " on rank %" PRIu32
+				   " or processor %" PRIu32 " out of range",
+				   i, it->rank, it->proc);
+		if (it->dur_ns < 0 || it->dur_ns > PRISM_TIME_MAX || it->start_ns < 0 ||
+		    it->start_ns > PRISM_TIME_MAX - it->dur_ns)
+			return bad(err,
+				   "graph: iteration %" PRIu32 " has a time beyond %" PRId64 " ns",
+				   i, PRISM_TIME_MAX);
+	}
+	indeg = prism_calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*indeg));
 	if (!indeg)
 		return prism_err_set(err, PRISM_ENOMEM, "graph: out of memory");
 	for (uint32_t e = 0; e < g->n_edges; e++) {
 		uint32_t v = g->out_dst[e];
 		if (v >= g->n_nodes || GE_KIND(g->out_kind[e]) >= GE_NKINDS) {
 			free(indeg);
-			return bad(err, "graph: edge %" PRIu32 " targets node %" PRIu32 " out of range",
+			return bad(err,
+				   "graph: edge %" PRIu32 " targets node %" PRIu32 " out of range",
 				   e, v);
 		}
 		indeg[v]++;
@@ -189,8 +251,8 @@ int graph_acyclic(const struct graph *g, struct prism_err *err)
 	uint32_t *indeg, *queue;
 	uint32_t head = 0, tail = 0;
 
-	indeg = calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*indeg));
-	queue = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*queue));
+	indeg = prism_calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*indeg));
+	queue = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*queue));
 	if (!indeg || !queue) {
 		free(indeg);
 		free(queue);
@@ -210,22 +272,24 @@ int graph_acyclic(const struct graph *g, struct prism_err *err)
 	free(indeg);
 	free(queue);
 	if (tail != g->n_nodes)
-		return bad(err, "graph: a dependency cycle: %" PRIu32 " of %" PRIu32
-				" nodes can never start", g->n_nodes - tail, g->n_nodes);
+		return bad(err,
+			   "graph: a dependency cycle: %" PRIu32 " of %" PRIu32
+			   " nodes can never start",
+			   g->n_nodes - tail, g->n_nodes);
 	return 0;
 }
 
 const char *graph_node_kind_name(int kind)
 {
-	static const char *const n[GN_NKINDS] = {"cpu", "runtime", "wait", "kernel",
-						 "memcpy", "memset", "collective", "p2p"};
+	static const char *const n[GN_NKINDS] = {"cpu",	   "runtime", "wait",	    "kernel",
+						 "memcpy", "memset",  "collective", "p2p"};
 	return kind >= 0 && kind < GN_NKINDS ? n[kind] : "?";
 }
 
 const char *graph_edge_kind_name(int kind)
 {
-	static const char *const n[GE_NKINDS] = {"order", "launch", "sync", "event", "thread",
-						     "share"};
+	static const char *const n[GE_NKINDS] = {"order", "launch", "sync",
+						 "event", "thread", "share"};
 	kind = GE_KIND(kind);
 	return kind < GE_NKINDS ? n[kind] : "?";
 }
@@ -233,9 +297,9 @@ const char *graph_edge_kind_name(int kind)
 const char *graph_rt_class_name(int cls)
 {
 	static const char *const n[RT_NCLASSES] = {
-		"other", "launch", "graph-launch", "memcpy", "memcpy-sync", "memset",
-		"stream-sync", "device-sync", "event-sync", "event-record", "stream-wait-event",
-		"event-query"};
+	    "other",	   "launch",	   "graph-launch",	"memcpy",
+	    "memcpy-sync", "memset",	   "stream-sync",	"device-sync",
+	    "event-sync",  "event-record", "stream-wait-event", "event-query"};
 	return cls >= 0 && cls < RT_NCLASSES ? n[cls] : "?";
 }
 
@@ -257,8 +321,8 @@ int graph_phase_parse(const char *s)
 const char *graph_coll_kind_name(int kind)
 {
 	static const char *const n[GC_NKINDS] = {
-		"unknown", "all_reduce", "all_gather", "reduce_scatter", "broadcast",
-		"reduce", "all_to_all", "send_recv", "send", "recv"};
+	    "unknown", "all_reduce", "all_gather", "reduce_scatter", "broadcast",
+	    "reduce",  "all_to_all", "send_recv",  "send",	     "recv"};
 	return kind >= 0 && kind < GC_NKINDS ? n[kind] : "?";
 }
 
@@ -272,7 +336,9 @@ int graph_rt_classify(const char *s)
 	if (starts(s, "cudaLaunchKernel") || starts(s, "cuLaunchKernel") ||
 	    starts(s, "cudaLaunchCooperativeKernel") || starts(s, "cuLaunchCooperativeKernel") ||
 	    starts(s, "cudaLaunchDevice") || starts(s, "hipLaunchKernel") ||
-	    starts(s, "hipExtLaunchKernel") || starts(s, "cuLaunchGrid"))
+	    starts(s, "hipExtLaunchKernel") || starts(s, "hipModuleLaunchKernel") ||
+	    starts(s, "hipExtModuleLaunchKernel") || starts(s, "hipLaunchCooperativeKernel") ||
+	    starts(s, "cuLaunchGrid"))
 		return RT_LAUNCH;
 	if (starts(s, "cudaGraphLaunch") || starts(s, "cuGraphLaunch") ||
 	    starts(s, "hipGraphLaunch"))
@@ -336,7 +402,7 @@ struct column {
 static size_t columns(const struct graph *g, struct column *c)
 {
 	size_t n = 0, nn = g->n_nodes;
-#define COL(ptr, count) \
+#define COL(ptr, count)                                                                            \
 	(c[n].p = (void *)(ptr), c[n].size = (count) * sizeof(*(ptr)), c[n].elem = 0, n++)
 #define NCOL(ptr) (COL(ptr, nn), c[n - 1].elem = sizeof(*(ptr)))
 	NCOL(g->start_ns);
@@ -387,8 +453,8 @@ void graph_copy_nodes(struct graph *dst, uint32_t x, const struct graph *src, ui
 
 struct graph *graph_clone(const struct graph *g)
 {
-	struct graph *c = graph_alloc(g->n_nodes, g->n_edges, g->n_procs, g->n_ranks, g->n_iters,
-				      g->n_colls);
+	struct graph *c =
+	    graph_alloc(g->n_nodes, g->n_edges, g->n_procs, g->n_ranks, g->n_iters, g->n_colls);
 	struct column from[32], to[32];
 	size_t n;
 
@@ -473,31 +539,25 @@ int graph_file_is(const char *path)
 	return is;
 }
 
-int graph_load(const char *path, struct graph **out, struct prism_err *err)
+int graph_read(FILE *f, const char *path, struct graph **out, struct prism_err *err)
 {
 	struct file_header h;
 	struct column cols[32];
 	struct graph *g;
 	uint64_t sum = 1469598103934665603ull, want;
+	uint32_t bad_utf8 = UINT32_MAX;
 	size_t nc;
-	FILE *f;
 	int rc;
 
 	*out = NULL;
-	f = fopen(path, "rb");
-	if (!f)
-		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
-	if (fread(&h, sizeof(h), 1, f) != 1 || memcmp(h.magic, graph_magic, sizeof(h.magic))) {
-		fclose(f);
-		return prism_err_set(err, PRISM_EFORMAT, "%s: byte 0: not a prism graph file", path);
-	}
-	if (h.version != GRAPH_FILE_VERSION || h.endian != 0x01020304) {
-		fclose(f);
+	if (fread(&h, sizeof(h), 1, f) != 1 || memcmp(h.magic, graph_magic, sizeof(h.magic)))
+		return prism_err_set(err, PRISM_EFORMAT, "%s: byte 0: not a prism graph file",
+				     path);
+	if (h.version != GRAPH_FILE_VERSION || h.endian != 0x01020304)
 		return prism_err_set(err, PRISM_EVERSION,
 				     "%s: byte 8: graph file version %" PRIu32
 				     " (this prism reads version %d); ingest the trace again",
 				     path, h.version, GRAPH_FILE_VERSION);
-	}
 	sum = fnv(sum, &h, sizeof(h));
 	{
 		/* Check the sizes against the file before allocating anything. */
@@ -515,24 +575,25 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 		for (size_t i = 0; i < nc; i++)
 			expect += cols[i].size;
 		if (fseek(f, 0, SEEK_END) != 0 || (fsize = ftell(f)) < 0 ||
-		    fseek(f, (long)sizeof(h), SEEK_SET) != 0) {
-			fclose(f);
+		    fseek(f, (long)sizeof(h), SEEK_SET) != 0)
 			return prism_err_set(err, PRISM_EIO, "%s: cannot seek", path);
-		}
-		if ((uint64_t)fsize != expect) {
-			fclose(f);
+		if ((uint64_t)fsize != expect)
 			return prism_err_set(err, PRISM_EFORMAT,
 					     "%s: byte %ld: graph file is %ld bytes, its header "
 					     "describes %" PRIu64 " (truncated or corrupt)",
 					     path, fsize, fsize, expect);
-		}
 	}
 	g = graph_alloc(h.n_nodes, h.n_edges, h.n_procs, h.n_ranks, h.n_iters, h.n_colls);
-	if (!g) {
-		fclose(f);
+	if (!g)
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
-	}
 	g->t0_ns = h.t0_ns;
+	if (h.t0_ns < -PRISM_TIME_MAX || h.t0_ns > PRISM_TIME_MAX) {
+		graph_free(g);
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: inconsistent graph file: its time 0 is beyond %" PRId64
+				     " ns",
+				     path, PRISM_TIME_MAX);
+	}
 	nc = columns(g, cols);
 	for (size_t i = 0; i < nc; i++) {
 		if (cols[i].size && fread(cols[i].p, cols[i].size, 1, f) != 1)
@@ -544,7 +605,7 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 	if (h.str_bytes > UINT32_MAX || h.n_strings == 0)
 		goto corrupt;
 	{
-		char *buf = malloc(h.str_bytes ? h.str_bytes : 1);
+		char *buf = prism_malloc(h.str_bytes ? h.str_bytes : 1);
 		size_t pos = 0;
 		uint32_t id;
 		if (!buf || strtab_init(&g->st)) {
@@ -561,9 +622,13 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 			free(buf);
 			goto corrupt;
 		}
-		/* Re-intern in order: ids come out as they were saved. */
+		/* Re-intern in order: ids come out as they were saved.  Every
+		 * string came from JSON text: valid UTF-8 (a timeline written
+		 * from the graph must read back), checked once the checksum is. */
 		while (pos < h.str_bytes) {
 			size_t n = strlen(buf + pos);
+			if (bad_utf8 == UINT32_MAX && prism_utf8_check(buf + pos, n) != n)
+				bad_utf8 = g->st.n;
 			if (strtab_intern(&g->st, buf + pos, n, &id)) {
 				free(buf);
 				rc = prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
@@ -579,7 +644,12 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 		goto truncated;
 	if (want != sum)
 		goto corrupt;
-	fclose(f);
+	if (bad_utf8 != UINT32_MAX) {
+		graph_free(g);
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: inconsistent graph file: string %" PRIu32 " is not UTF-8",
+				     path, bad_utf8);
+	}
 	{
 		struct prism_err why;
 		prism_err_clear(&why);
@@ -592,14 +662,27 @@ int graph_load(const char *path, struct graph **out, struct prism_err *err)
 	*out = g;
 	return 0;
 truncated:
-	rc = prism_err_set(err, PRISM_EFORMAT, "%s: byte %ld: truncated graph file", path, ftell(f));
+	rc =
+	    prism_err_set(err, PRISM_EFORMAT, "%s: byte %ld: truncated graph file", path, ftell(f));
 	goto fail;
 corrupt:
 	rc = prism_err_set(err, PRISM_EFORMAT, "%s: corrupt graph file (checksum or sizes differ)",
 			   path);
 fail:
-	fclose(f);
 	graph_free(g);
+	return rc;
+}
+
+int graph_load(const char *path, struct graph **out, struct prism_err *err)
+{
+	FILE *f = fopen(path, "rb");
+	int rc;
+
+	*out = NULL;
+	if (!f)
+		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
+	rc = graph_read(f, path, out, err);
+	fclose(f);
 	return rc;
 }
 
@@ -622,10 +705,9 @@ static int cmp_coll_key(const void *pa, const void *pb)
 	return (a->i > b->i) - (a->i < b->i);
 }
 
-int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t,
-		       const uint32_t *rank)
+int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t, const uint32_t *rank)
 {
-	struct coll_key *k = malloc((n ? n : 1) * sizeof(*k));
+	struct coll_key *k = prism_malloc((n ? n : 1) * sizeof(*k));
 	if (!k)
 		return PRISM_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -638,8 +720,8 @@ int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t,
 	qsort(k, n, sizeof(*k), cmp_coll_key);
 	for (size_t i = 0; i < n; i++)
 		colls[k[i].i].seq = i > 0 && k[i - 1].rank == k[i].rank && k[i - 1].pg == k[i].pg
-					    ? colls[k[i - 1].i].seq + 1
-					    : 0;
+					? colls[k[i - 1].i].seq + 1
+					: 0;
 	free(k);
 	return 0;
 }

@@ -41,14 +41,14 @@
 #include "strtab.h"
 
 enum graph_node_kind {
-	GN_CPU,     /* CPU work between runtime calls on a thread */
+	GN_CPU,	    /* CPU work between runtime calls on a thread */
 	GN_RUNTIME, /* a CUDA runtime/driver call (its non-waiting part) */
 	GN_WAIT,    /* the waiting part of a blocking call */
 	GN_KERNEL,  /* a compute kernel */
 	GN_MEMCPY,
 	GN_MEMSET,
-	GN_COLL,    /* a collective kernel (NCCL all-reduce, all-gather, ...) */
-	GN_P2P,     /* a point-to-point kernel (NCCL SendRecv/Send/Recv) */
+	GN_COLL, /* a collective kernel (NCCL all-reduce, all-gather, ...) */
+	GN_P2P,	 /* a point-to-point kernel (NCCL SendRecv/Send/Recv) */
 	GN_NKINDS
 };
 
@@ -63,7 +63,7 @@ enum graph_edge_kind {
 	GE_NKINDS
 };
 #define GE_INFERRED 0x80 /* or-ed into out_kind: found from timing, not recorded */
-#define GE_KIND(k) ((k) & 0x7f)
+#define GE_KIND(k)  ((k)&0x7f)
 
 /* When an edge of kind k from a task [start, end) releases its target. */
 static inline int64_t graph_edge_release(uint8_t k, int64_t start, int64_t end)
@@ -74,16 +74,16 @@ static inline int64_t graph_edge_release(uint8_t k, int64_t start, int64_t end)
 /* What a runtime call does, from its name. */
 enum graph_rt_class {
 	RT_OTHER,
-	RT_LAUNCH,       /* cudaLaunchKernel, cuLaunchKernel, ... */
+	RT_LAUNCH,	 /* cudaLaunchKernel, cuLaunchKernel, ... */
 	RT_GRAPH_LAUNCH, /* cudaGraphLaunch: owns many GPU tasks */
-	RT_MEMCPY,       /* asynchronous memcpy */
-	RT_MEMCPY_SYNC,  /* cudaMemcpy and other blocking copies */
+	RT_MEMCPY,	 /* asynchronous memcpy */
+	RT_MEMCPY_SYNC,	 /* cudaMemcpy and other blocking copies */
 	RT_MEMSET,
 	RT_STREAM_SYNC,
 	RT_DEVICE_SYNC,
 	RT_EVENT_SYNC,
 	RT_EVENT_RECORD,
-	RT_STREAM_WAIT,  /* cudaStreamWaitEvent */
+	RT_STREAM_WAIT, /* cudaStreamWaitEvent */
 	RT_EVENT_QUERY,
 	RT_NCLASSES
 };
@@ -91,14 +91,30 @@ enum graph_rt_class {
 /* Node flags. */
 #define NF_BLOCKING 0x01 /* a runtime call followed by its GN_WAIT node */
 #define NF_IDLE_GAP 0x02 /* CPU gap before work that a cross-thread edge starts */
-#define NF_ANCHORED 0x04 /* launched before the window: starts no earlier than
+#define NF_ANCHORED                                                                                \
+	0x04 /* launched before the window: starts no earlier than
 			  * its traced start (what held it back is unseen) */
-#define NF_GRAPH 0x08    /* a CUDA graph's task (launched by cudaGraphLaunch):
+#define NF_GRAPH                                                                                   \
+	0x08 /* a CUDA graph's task (launched by cudaGraphLaunch):
 			  * its start lag is kept whole, not capped */
+#define NF_WAKE                                                                                    \
+	0x10 /* a host task woken by another thread (inferred
+			  * thread edge from a task that ended before the
+			  * other thread entered a long CPU task): its lag,
+			  * from that task, is kept whole */
 
 enum graph_coll_kind {
-	GC_UNKNOWN, GC_ALL_REDUCE, GC_ALL_GATHER, GC_REDUCE_SCATTER, GC_BROADCAST,
-	GC_REDUCE, GC_ALL_TO_ALL, GC_SEND_RECV, GC_SEND, GC_RECV, GC_NKINDS
+	GC_UNKNOWN,
+	GC_ALL_REDUCE,
+	GC_ALL_GATHER,
+	GC_REDUCE_SCATTER,
+	GC_BROADCAST,
+	GC_REDUCE,
+	GC_ALL_TO_ALL,
+	GC_SEND_RECV,
+	GC_SEND,
+	GC_RECV,
+	GC_NKINDS
 };
 
 /*
@@ -116,18 +132,18 @@ enum graph_coll_kind {
 enum graph_phase { PH_NONE, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_NPHASES };
 
 struct graph_proc {
-	uint32_t rank;  /* index into ranks[] */
-	uint8_t gpu;    /* 0: CPU thread, 1: CUDA stream */
-	int64_t pid;    /* as in the trace: OS pid / device index */
-	int64_t tid;    /* as in the trace: OS thread id / stream id */
+	uint32_t rank;	/* index into ranks[] */
+	uint8_t gpu;	/* 0: CPU thread, 1: CUDA stream */
+	int64_t pid;	/* as in the trace: OS pid / device index */
+	int64_t tid;	/* as in the trace: OS thread id / stream id */
 	uint32_t first; /* first node id */
-	uint32_t n;     /* number of nodes */
+	uint32_t n;	/* number of nodes */
 };
 
 struct graph_rank {
-	int64_t rank;       /* global rank */
+	int64_t rank;	    /* global rank */
 	int64_t world_size; /* 0 if unknown */
-	uint32_t path;      /* string id: the trace file */
+	uint32_t path;	    /* string id: the trace file */
 	uint32_t device;    /* string id: GPU name, "" if unknown */
 	int64_t device_mem; /* bytes, 0 if unknown */
 	/* What the rank's file held (for summaries). */
@@ -136,28 +152,28 @@ struct graph_rank {
 
 struct graph_iter {
 	uint32_t rank;
-	uint32_t proc;    /* the host thread the step was recorded on, or UINT32_MAX */
-	int64_t step;     /* N of ProfilerStep#N */
+	uint32_t proc;	  /* the host thread the step was recorded on, or UINT32_MAX */
+	int64_t step;	  /* N of ProfilerStep#N */
 	int64_t start_ns; /* the step's host span, relative to t0_ns */
 	int64_t dur_ns;
 };
 
 struct graph_coll {
 	uint32_t node;
-	uint8_t kind;       /* enum graph_coll_kind */
-	int64_t bytes;      /* message size per rank, -1 if unknown */
+	uint8_t kind;	    /* enum graph_coll_kind */
+	int64_t bytes;	    /* message size per rank, -1 if unknown */
 	int64_t group_size; /* -1 if unknown */
-	uint32_t pg;        /* string id: process group name, "" if unknown */
-	uint32_t ranks;     /* string id: "[0, 1]" if known */
-	uint32_t dtype;     /* string id */
-	uint32_t seq;       /* ordinal among this rank's collectives on pg */
+	uint32_t pg;	    /* string id: process group name, "" if unknown */
+	uint32_t ranks;	    /* string id: "[0, 1]" if known */
+	uint32_t dtype;	    /* string id */
+	uint32_t seq;	    /* ordinal among this rank's collectives on pg */
 };
 
 /* A recorded cross-stream wait (cudaEventRecord on one stream, then
  * cudaStreamWaitEvent on another), as a graph builder knew it; written
  * into timelines as Kineto's cuda_sync events. */
 struct graph_wait {
-	uint32_t call;      /* the cudaStreamWaitEvent node */
+	uint32_t call;	    /* the cudaStreamWaitEvent node */
 	uint32_t record;    /* the cudaEventRecord node */
 	uint32_t stream;    /* processor: the waiting stream */
 	uint32_t on_stream; /* processor: the recorded stream */
@@ -169,60 +185,61 @@ struct graph_stats {
 	uint64_t edges[GE_NKINDS];
 	uint64_t inferred[GE_NKINDS];
 	uint64_t rt_class[RT_NCLASSES];
-	uint64_t colls[GC_NKINDS];        /* by what was communicated */
+	uint64_t colls[GC_NKINDS];	  /* by what was communicated */
 	uint64_t coll_kernels[GC_NKINDS]; /* by the NCCL kernel's own name */
-	uint64_t launch_no_gpu;   /* launch-class calls with no GPU work traced */
-	uint64_t gpu_no_launch;   /* GPU work whose launch precedes the window */
-	uint64_t nested_runtime;  /* runtime calls nested in another (merged) */
-	uint64_t clipped_runtime; /* runtime calls overlapping the previous one */
-	uint64_t rt_no_op;        /* runtime calls with no enclosing CPU op */
-	uint64_t cuda_sync_used;  /* cuda_sync records that gave an edge */
+	uint64_t launch_no_gpu;		  /* launch-class calls with no GPU work traced */
+	uint64_t gpu_no_launch;		  /* GPU work whose launch precedes the window */
+	uint64_t nested_runtime;	  /* runtime calls nested in another (merged) */
+	uint64_t clipped_runtime;	  /* runtime calls overlapping the previous one */
+	uint64_t rt_no_op;		  /* runtime calls with no enclosing CPU op */
+	uint64_t cuda_sync_used;	  /* cuda_sync records that gave an edge */
 	uint64_t cuda_sync_unused;
-	uint64_t sync_no_wait;    /* blocking calls with nothing to wait for */
-	uint64_t dropped_edges;   /* recorded dependencies the timing contradicts */
-	int64_t lag_cap_ns;       /* the cap the graph was built with */
-	uint64_t lag_capped;      /* tasks whose start lag exceeded the cap */
-	int64_t lag_capped_ns;    /* the lag the cap left unexplained, in all */
-	uint64_t idle_threads;    /* host threads without runtime calls */
-	uint64_t annotations;     /* cpu_op/user_annotation/python_function/gpu ann. */
-	uint64_t other_events;    /* instants, flows, metadata, other 'X' */
+	uint64_t sync_no_wait;	/* blocking calls with nothing to wait for */
+	uint64_t dropped_edges; /* recorded dependencies the timing contradicts */
+	int64_t lag_cap_ns;	/* the cap the graph was built with */
+	uint64_t lag_capped;	/* tasks whose start lag exceeded the cap */
+	int64_t lag_capped_ns;	/* the lag the cap left unexplained, in all */
+	uint64_t idle_threads;	/* host threads without runtime calls */
+	uint64_t annotations;	/* cpu_op/user_annotation/python_function/gpu ann. */
+	uint64_t other_events;	/* instants, flows, metadata, other 'X' */
 	/* How annotations were found, by kind (GRAPH_ANN_LAYER, ...): an OR
-	 * over ranks of GRAPH_ANN_RANGES and GRAPH_ANN_INFERRED. */
+	 * over ranks of GRAPH_ANN_RANGES and GRAPH_ANN_INFERRED (and MODULES). */
 	uint32_t ann_found[3];
 	uint32_t pad_;
-	uint64_t layer_ops;       /* ops per inferred layer block (the last found) */
-	uint64_t graph_gaps;      /* CUDA graph tasks whose start lag exceeded the */
-	int64_t graph_gap_ns;     /* cap, kept whole; and that lag in all */
+	uint64_t layer_ops;   /* ops per inferred layer block (the last found) */
+	uint64_t graph_gaps;  /* CUDA graph tasks whose start lag exceeded the */
+	int64_t graph_gap_ns; /* cap, kept whole; and that lag in all */
 };
 enum { GRAPH_ANN_LAYER, GRAPH_ANN_PHASE, GRAPH_ANN_MB };
-#define GRAPH_ANN_RANGES 1   /* prism:: ranges */
+#define GRAPH_ANN_RANGES   1 /* prism:: ranges */
 #define GRAPH_ANN_INFERRED 2 /* PyTorch's own ranges, backward ops, repeats */
+#define GRAPH_ANN_MODULES  4 /* with INFERRED: layers from module names */
 
 struct graph {
 	uint32_t n_nodes, n_edges, n_procs, n_ranks, n_iters, n_colls;
 	int64_t t0_ns; /* job clock (ns since the epoch) of time 0 */
 
 	/* Per node. */
-	int64_t *start_ns; /* traced start */
-	int64_t *dur_ns;   /* traced duration (own cost for GN_WAIT) */
-	int64_t *wait_ns;  /* traced waiting (GN_WAIT), else 0 */
-	int64_t *lag_ns;   /* traced start minus the latest traced end of its
+	int64_t *start_ns;  /* traced start */
+	int64_t *dur_ns;    /* traced duration (own cost for GN_WAIT) */
+	int64_t *wait_ns;   /* traced waiting (GN_WAIT), else 0 */
+	int64_t *lag_ns;    /* traced start minus the latest traced end of its
 			    * dependencies (launch latency, thread wake-up), capped */
-	int64_t *corr;     /* correlation id, or -1 */
-	uint32_t *proc;    /* processor index */
-	uint32_t *name;    /* string id */
-	uint32_t *op;      /* string id of the enclosing CPU op, "" if none */
-	uint32_t *op_dims; /* string id of that op's raw "Input Dims", "" if none */
+	int64_t *corr;	    /* correlation id, or -1 */
+	uint32_t *proc;	    /* processor index */
+	uint32_t *name;	    /* string id */
+	uint32_t *op;	    /* string id of the enclosing CPU op, "" if none */
+	uint32_t *op_dims;  /* string id of that op's raw "Input Dims", "" if none */
 	uint32_t *op_types; /* string id of that op's raw "Input type", "" if none */
-	uint32_t *src;     /* event index in the rank's file; UINT32_MAX for gaps */
-	uint32_t *coll;    /* index into colls[], or UINT32_MAX */
-	int32_t *iter;     /* index into iters[], or -1 */
-	int32_t *layer;    /* transformer layer, or -1 (see annotations below) */
-	int32_t *mb;       /* microbatch, or -1 */
-	uint8_t *phase;    /* enum graph_phase */
-	uint8_t *kind;     /* enum graph_node_kind */
-	uint8_t *flags;    /* NF_* */
-	uint8_t *rtclass;  /* enum graph_rt_class for GN_RUNTIME/GN_WAIT */
+	uint32_t *src;	    /* event index in the rank's file; UINT32_MAX for gaps */
+	uint32_t *coll;	    /* index into colls[], or UINT32_MAX */
+	int32_t *iter;	    /* index into iters[], or -1 */
+	int32_t *layer;	    /* transformer layer, or -1 (see annotations below) */
+	int32_t *mb;	    /* microbatch, or -1 */
+	uint8_t *phase;	    /* enum graph_phase */
+	uint8_t *kind;	    /* enum graph_node_kind */
+	uint8_t *flags;	    /* NF_* */
+	uint8_t *rtclass;   /* enum graph_rt_class for GN_RUNTIME/GN_WAIT */
 
 	/* Edges by source (see the picture above). */
 	uint32_t *out_off;
@@ -236,14 +253,20 @@ struct graph {
 
 	struct strtab st;
 	struct graph_stats stats;
-	uint32_t meta;     /* string id: the run's "prism::model#..." description,
+	uint32_t meta; /* string id: the run's "prism::model#..." description,
 			    * 0 if the trace has none */
 };
 
+/* The most tasks of a graph prism builds from a description (synth, a
+ * sweep's candidates, whatif on a run description) or an edit (whatif
+ * --layers): about 3 GB of graph.  Graphs read from traces and graph files
+ * are bounded by the input's size instead. */
+#define GRAPH_MAX_TASKS (1u << 25)
+
 /* Allocate a graph with room for the given counts (columns zeroed, the
  * string table empty).  NULL when out of memory. */
-struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs,
-			  uint32_t n_ranks, uint32_t n_iters, uint32_t n_colls);
+struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs, uint32_t n_ranks,
+			  uint32_t n_iters, uint32_t n_colls);
 void graph_free(struct graph *g);
 
 /* A deep copy that the caller may edit while g stays shared and
@@ -260,14 +283,17 @@ void graph_copy_nodes(struct graph *dst, uint32_t x, const struct graph *src, ui
  * group: seq = 0, 1, ... in the order of t[i] (ties: their present seq,
  * then their index).  rank[i] is collective i's rank, or NULL for one rank.
  * 0, or PRISM_ENOMEM. */
-int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t,
-		       const uint32_t *rank);
+int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t, const uint32_t *rank);
 
 /*
- * Verify the invariants: CSR offsets monotone and in range, every id in
- * range, processors tiling the node ids, no edge from a node to itself,
- * acyclic (Kahn), in-degrees consistent.  0, or PRISM_EINTERNAL with err
- * saying what is wrong.
+ * Verify the invariants: CSR offsets monotone and in range, every id and
+ * string id in range (nodes, edges, processors, ranks, iterations,
+ * collectives), kinds and classes known, times from time 0 (t0_ns) to
+ * PRISM_TIME_MAX,
+ * processors tiling the node ids, each blocking call followed by its wait,
+ * the run description a "prism::model#" string, no edge from a node to
+ * itself, acyclic (Kahn), in-degrees consistent.  graph_load runs it on
+ * every file.  0, or PRISM_EINTERNAL with err saying what is wrong.
  */
 int graph_check(const struct graph *g, struct prism_err *err);
 
@@ -291,11 +317,16 @@ int graph_rt_classify(const char *name);
 /*
  * The binary graph file ("prism graph cache"): magic, version, counts,
  * then each column raw, then the string table, then a checksum.  Files of
- * another version are refused with PRISM_EVERSION.
+ * another version are refused with PRISM_EVERSION; graph_load validates
+ * the rest before use (sizes against the file, the checksum, strings valid
+ * UTF-8, time 0, then graph_check): PRISM_EFORMAT naming what is wrong.
  */
 #define GRAPH_FILE_VERSION 5
 int graph_save(const struct graph *g, const char *path, struct prism_err *err);
 int graph_load(const char *path, struct graph **out, struct prism_err *err);
+/* The same from an open stream (seekable; read from its start; not
+ * closed), named path in messages. */
+int graph_read(FILE *f, const char *path, struct graph **out, struct prism_err *err);
 
 /* 1 if the file at path starts with the graph file magic. */
 int graph_file_is(const char *path);

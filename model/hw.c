@@ -7,8 +7,7 @@
 #include "cfg.h"
 #include "kperf.h"
 
-static const char *const dtype_names[HW_NDTYPES] = {"fp32", "tf32", "bf16", "fp16", "fp8",
-							     "fp4"};
+static const char *const dtype_names[HW_NDTYPES] = {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4"};
 
 int hw_dtype_parse(const char *s)
 {
@@ -79,14 +78,16 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 			snprintf(sub, sizeof(sub), "gemm.%s", dtype_names[d]);
 			if ((rc = opt(path, cf, k, sub, "tflops", 0.001, pk > 0 ? pk : 1e6, 1e12,
 				      &ge->flops, err)) ||
-			    (rc = opt(path, cf, k, sub, "tile_us", 0, 1000, 1e-6, &ge->tile_s, err)) ||
-			    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6, &ge->overhead_s,
+			    (rc = opt(path, cf, k, sub, "tile_us", 0, 1000, 1e-6, &ge->tile_s,
 				      err)) ||
+			    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6,
+				      &ge->overhead_s, err)) ||
 			    (rc = opt(path, cf, k, sub, "mem_eff", 0.01, 1, 1, &ge->mem_eff, err)))
 				return rc;
-			if (te && (config_setting_length(te) != 3 ||
-				   !config_setting_is_aggregate(te)))
-				return prism_err_set(err, PRISM_EFORMAT,
+			if (te &&
+			    (config_setting_length(te) != 3 || !config_setting_is_aggregate(te)))
+				return prism_err_set(
+				    err, PRISM_EFORMAT,
 						     "%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 "
 						     "numbers in 0.01..1",
 						     path, config_setting_source_line(te), dtype_names[d]);
@@ -107,16 +108,16 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 		if (y) {
 			attn_given[d] = 1;
 			snprintf(sub, sizeof(sub), "attention.%s", dtype_names[d]);
-			if ((rc = opt(path, cf, k, sub, "fwd_tflops", 0.001, pk > 0 ? pk : 1e6, 1e12,
-				      &at->flops[0], err)) ||
-			    (rc = opt(path, cf, k, sub, "bwd_tflops", 0.001, pk > 0 ? pk : 1e6, 1e12,
-				      &at->flops[1], err)) ||
-			    (rc = opt(path, cf, k, sub, "fwd_tile_us", 0, 1000, 1e-6, &at->tile_s[0],
-				      err)) ||
-			    (rc = opt(path, cf, k, sub, "bwd_tile_us", 0, 1000, 1e-6, &at->tile_s[1],
-				      err)) ||
-			    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6, &at->overhead_s,
-				      err)) ||
+			if ((rc = opt(path, cf, k, sub, "fwd_tflops", 0.001, pk > 0 ? pk : 1e6,
+				      1e12, &at->flops[0], err)) ||
+			    (rc = opt(path, cf, k, sub, "bwd_tflops", 0.001, pk > 0 ? pk : 1e6,
+				      1e12, &at->flops[1], err)) ||
+			    (rc = opt(path, cf, k, sub, "fwd_tile_us", 0, 1000, 1e-6,
+				      &at->tile_s[0], err)) ||
+			    (rc = opt(path, cf, k, sub, "bwd_tile_us", 0, 1000, 1e-6,
+				      &at->tile_s[1], err)) ||
+			    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6,
+				      &at->overhead_s, err)) ||
 			    (rc = opt(path, cf, k, sub, "d64", 0.01, 2, 1, &at->d64, err)) ||
 			    (rc = opt(path, cf, k, sub, "d256", 0.01, 2, 1, &at->d256, err)))
 				return rc;
@@ -185,7 +186,8 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 				err, PRISM_EFORMAT,
 				"%s:%d: 'peak_tflops.%s' must be 0 (no tensor path) or in 0.001..1e+06, "
 				"not %g",
-				path, config_setting_source_line(config_setting_lookup(tf, dtype_names[d])),
+			    path,
+			    config_setting_source_line(config_setting_lookup(tf, dtype_names[d])),
 				dtype_names[d], hw->peak_flops[d] / 1e12);
 			goto out;
 		}
@@ -206,18 +208,18 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 			    &hw->nic_Bps, err)) ||
 	    (rc = cfg_range(path, &cf, node, "nvlink_latency_us", 0, 1e6, 0, 1e-6,
 			    &hw->nvlink_lat_s, err)) ||
-	    (rc = cfg_range(path, &cf, node, "network_latency_us", 0, 1e6, 0, 1e-6,
-			    &hw->net_lat_s, err)) ||
+	    (rc = cfg_range(path, &cf, node, "network_latency_us", 0, 1e6, 0, 1e-6, &hw->net_lat_s,
+			    err)) ||
 	    (rc = cfg_range(path, &cf, gpu, "memory_reserve_GB", 0, 1e5, 0, 1e9,
 			    &hw->mem_reserve_bytes, err)))
 		goto out;
 	if (hw->mem_reserve_bytes >= hw->hbm_bytes) {
-		rc = prism_err_set(err, PRISM_EFORMAT,
+		rc = prism_err_set(
+		    err, PRISM_EFORMAT,
 				   "%s:%d: 'gpu.memory_reserve_GB' (%g) must be below "
 				   "'gpu.hbm_capacity_GB' (%g)",
 				   path,
-				   config_setting_source_line(
-					   config_setting_lookup(gpu, "memory_reserve_GB")),
+		    config_setting_source_line(config_setting_lookup(gpu, "memory_reserve_GB")),
 				   hw->mem_reserve_bytes / 1e9, hw->hbm_bytes / 1e9);
 		goto out;
 	}

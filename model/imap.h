@@ -2,7 +2,9 @@
  * imap.h - open-addressing hash map from int64 keys to uint32 values.
  *
  * Used for correlation ids and (pid, tid) keys: flat arrays, linear
- * probing, no per-entry allocation.  The key INT64_MIN is reserved.
+ * probing, no per-entry allocation.  Keys are mixed with the map's own
+ * seed (prism.h), so that no input can make them collide on purpose.  The
+ * key INT64_MIN is reserved.  Zero-initialise an empty map.
  */
 #ifndef PRISM_IMAP_H
 #define PRISM_IMAP_H
@@ -11,13 +13,14 @@
 #include <stdint.h>
 
 #define IMAP_EMPTY INT64_MIN
-#define IMAP_NONE UINT32_MAX
+#define IMAP_NONE  UINT32_MAX
 
 struct imap {
 	int64_t *keys;
 	uint32_t *vals;
 	size_t cap; /* power of two, 0 before the first insert */
 	size_t n;
+	uint64_t seed; /* prism_hash_seed, drawn at the first insert */
 };
 
 /* Value of key, or IMAP_NONE. */

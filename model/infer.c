@@ -88,10 +88,10 @@ int infer_repeat(const uint32_t *s, const uint32_t *names, size_t n, struct infe
 	r->first = r->period = r->count = 0;
 	if (n < 2 * INFER_MIN_PERIOD)
 		return 0;
-	kp = malloc(n * sizeof(*kp));
-	gap = malloc(n * sizeof(*gap));
-	c = malloc(n * sizeof(*c));
-	scratch = malloc(n * sizeof(*scratch));
+	kp = prism_malloc(n * sizeof(*kp));
+	gap = prism_malloc(n * sizeof(*gap));
+	c = prism_malloc(n * sizeof(*c));
+	scratch = prism_malloc(n * sizeof(*scratch));
 	if (!kp || !gap || !c || !scratch) {
 		free(scratch);
 		free(kp);

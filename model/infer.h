@@ -23,8 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define INFER_MIN_PERIOD 2  /* a single repeated op is not a layer */
-#define INFER_MIN_NAMES 3   /* distinct op names in a block */
+#define INFER_MIN_PERIOD  2 /* a single repeated op is not a layer */
+#define INFER_MIN_NAMES	  3 /* distinct op names in a block */
 #define INFER_MAX_PERIODS 32
 
 struct infer_repeat {

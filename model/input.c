@@ -3,6 +3,7 @@
 #include "input.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,11 +16,12 @@ struct input {
 	const char *path;
 	uint64_t file_size;
 	int gz;
-	int zdone;         /* gzip stream finished and no further member */
+	int zdone;	    /* gzip stream finished and no further member */
+	uint64_t member_at; /* compressed offset of the current gzip member */
 	z_stream z;
 	unsigned char *zbuf;
 	unsigned char peek[2];
-	size_t npeek;      /* bytes of peek[] not yet returned (plain files) */
+	size_t npeek;		  /* bytes of peek[] not yet returned (plain files) */
 	const unsigned char *mem; /* memory input, or NULL */
 	size_t mem_len, mem_pos;
 };
@@ -36,10 +38,26 @@ static size_t raw_read(struct input *in, void *buf, size_t n)
 	return fread(buf, 1, n, in->f);
 }
 
+/* zlib's allocations go through prism_calloc too. */
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+{
+	(void)opaque;
+	return prism_calloc(items, size);
+}
+
+static void z_free(voidpf opaque, voidpf p)
+{
+	(void)opaque;
+	free(p);
+}
+
 static int start_gzip(struct input *in, struct prism_err *err)
 {
 	in->gz = 1;
-	in->zbuf = malloc(ZBUF_SIZE);
+	in->zbuf = prism_malloc(ZBUF_SIZE);
+	in->z.zalloc = z_alloc;
+	in->z.zfree = z_free;
+	in->z.opaque = Z_NULL;
 	if (!in->zbuf || inflateInit2(&in->z, 15 + 16) != Z_OK) {
 		free(in->zbuf);
 		in->zbuf = NULL;
@@ -62,7 +80,7 @@ int input_open_mem(const void *data, size_t len, const char *name, struct input 
 	*out = NULL;
 	if (len == 0)
 		return prism_err_set(err, PRISM_EFORMAT, "%s: byte 0: empty file", name);
-	in = calloc(1, sizeof(*in));
+	in = prism_calloc(1, sizeof(*in));
 	if (!in)
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", name);
 	in->path = name;
@@ -93,7 +111,7 @@ int input_open(const char *path, struct input **out, struct prism_err *err)
 		return prism_err_set(err, PRISM_EIO, "%s: is a directory, not a trace file", path);
 	if (sb.st_size == 0)
 		return prism_err_set(err, PRISM_EFORMAT, "%s: byte 0: empty file", path);
-	in = calloc(1, sizeof(*in));
+	in = prism_calloc(1, sizeof(*in));
 	if (!in)
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
 	in->path = path;
@@ -116,9 +134,15 @@ int input_open(const char *path, struct input **out, struct prism_err *err)
 	return 0;
 }
 
-int input_is_gzip(const struct input *in) { return in->gz; }
+int input_is_gzip(const struct input *in)
+{
+	return in->gz;
+}
 
-uint64_t input_file_size(const struct input *in) { return in->file_size; }
+uint64_t input_file_size(const struct input *in)
+{
+	return in->file_size;
+}
 
 static long read_plain(struct input *in, unsigned char *buf, size_t n, struct prism_err *err)
 {
@@ -146,12 +170,13 @@ static long read_gz(struct input *in, unsigned char *buf, size_t n, struct prism
 		if (in->z.avail_in == 0) {
 			size_t r = raw_read(in, in->zbuf, ZBUF_SIZE);
 			if (in->f && ferror(in->f))
-				return prism_err_set(err, PRISM_EIO, "%s: read error: %s",
-						     in->path, strerror(errno));
+				return prism_err_set(err, PRISM_EIO, "%s: read error: %s", in->path,
+						     strerror(errno));
 			if (r == 0)
 				return prism_err_set(err, PRISM_EFORMAT,
-						     "%s: compressed byte %lu: truncated gzip data",
-						     in->path, (unsigned long)in->z.total_in);
+						     "%s: compressed byte %" PRIu64
+						     ": truncated gzip data",
+						     in->path, in->member_at + in->z.total_in);
 			in->z.next_in = in->zbuf;
 			in->z.avail_in = (uInt)r;
 		}
@@ -163,15 +188,31 @@ static long read_gz(struct input *in, unsigned char *buf, size_t n, struct prism
 				in->z.next_in = in->zbuf;
 				in->z.avail_in = (uInt)r;
 			}
-			if (in->z.avail_in == 0)
+			if (in->z.avail_in == 0) {
 				in->zdone = 1;
-			else if (inflateReset(&in->z) != Z_OK)
-				return prism_err_set(err, PRISM_EFORMAT, "%s: corrupt gzip data",
-						     in->path);
+			} else {
+				/* total_in restarts with each member: offsets in
+				 * messages count from the file's start. */
+				in->member_at += in->z.total_in;
+				if (inflateReset(&in->z) != Z_OK)
+					return prism_err_set(err, PRISM_EFORMAT,
+							     "%s: corrupt gzip data", in->path);
+			}
+		} else if (rc == Z_MEM_ERROR) {
+			return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", in->path);
 		} else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+			if (in->member_at > 0 && in->z.total_out == 0)
+				return prism_err_set(
+				    err, PRISM_EFORMAT,
+				    "%s: compressed byte %" PRIu64
+				    ": not a gzip member after the one that ends there "
+				    "(%s; trailing garbage?)",
+				    in->path, in->member_at,
+				    in->z.msg ? in->z.msg : "inflate failed");
 			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s: compressed byte %lu: corrupt gzip data (%s)",
-					     in->path, (unsigned long)in->z.total_in,
+					     "%s: compressed byte %" PRIu64
+					     ": corrupt gzip data (%s)",
+					     in->path, in->member_at + in->z.total_in,
 					     in->z.msg ? in->z.msg : "inflate failed");
 		}
 	}

@@ -18,10 +18,9 @@
 
 const char *kbench_class_name(int cls)
 {
-	static const char *const n[KB_NCLASSES] = {"gemm",	   "attention fwd",
-						   "attention bwd", "attention fwd+bwd",
-						   "memory-bound",  "memory-bound (eager)",
-						   "fp8 linear speed-up"};
+	static const char *const n[KB_NCLASSES] = {
+	    "gemm",	    "attention fwd",	    "attention bwd",	  "attention fwd+bwd",
+	    "memory-bound", "memory-bound (eager)", "fp8 linear speed-up"};
 	return cls >= 0 && cls < KB_NCLASSES ? n[cls] : "?";
 }
 
@@ -58,8 +57,8 @@ const char *kbench_family(const char *p)
 /* ---- CSV ------------------------------------------------------------------ */
 
 /* Split the next record of *p into fields (in place: quotes removed,
- * doubled quotes kept once); *p moves past it.  Returns the field count,
- * or -1 at the end. */
+ * doubled quotes kept once; a quote left open ends at the text's end);
+ * *p moves past it.  Returns the field count, or -1 at the end. */
 int kbench_record(char **p, char **f, int max)
 {
 	char *s = *p, *w;
@@ -81,7 +80,7 @@ int kbench_record(char **p, char **f, int max)
 			} else if (q && *s == '"') {
 				q = 0;
 				s++;
-			} else if (!q && (*s == ',' || *s == '\n' || *s == '\r' || !*s)) {
+			} else if (!*s || (!q && (*s == ',' || *s == '\n' || *s == '\r'))) {
 				break;
 			} else {
 				*w++ = *s++;
@@ -168,7 +167,7 @@ static int push(struct kbench *kb, const struct kbench_row *r)
 {
 	if (kb->n == kb->cap) {
 		size_t c = kb->cap ? 2 * kb->cap : 256;
-		struct kbench_row *v = realloc(kb->rows, c * sizeof(*v));
+		struct kbench_row *v = prism_realloc(kb->rows, c * sizeof(*v));
 		if (!v)
 			return PRISM_ENOMEM;
 		kb->rows = v;
@@ -276,8 +275,8 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		skip(kb, "sliding-window attention");
 		return 0;
 	}
-	r.fa2 = strstr(kern, "FA2") || strstr(kern, "FlashAttention-2") ||
-		strstr(kern, "flash-attn 2");
+	r.fa2 =
+	    strstr(kern, "FA2") || strstr(kern, "FlashAttention-2") || strstr(kern, "flash-attn 2");
 	if (dv > 0 && dv != r.d) /* MLA-style: count the mean head dim */
 		r.d = (r.d + dv) / 2;
 	if (!place(kb, &r, col(h, f, nf, "gpu")))
@@ -481,8 +480,8 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 		r.d = num(col(h, f, nf, "head_dim"));
 		r.causal = !strcmp(col(h, f, nf, "causal"), "1");
 		r.fa2 = !strcmp(be, "flash"); /* PyTorch's flash backend is FA2 */
-		snprintf(r.source + strlen(r.source), sizeof(r.source) - strlen(r.source),
-			 " (%s)", be);
+		snprintf(r.source + strlen(r.source), sizeof(r.source) - strlen(r.source), " (%s)",
+			 be);
 	} else if (!strcmp(cls, "memory")) {
 		r.cls = KB_MEM;
 		r.dtype = HW_BF16;
@@ -501,22 +500,33 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 
 static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
 {
-	FILE *fp = fopen(path, "rb");
+	FILE *fp;
 	char *buf = NULL, *p, *f[MAX_FIELDS];
 	struct cols h;
-	long n;
+	struct stat sb;
+	long n = -1;
 	int rc = 0, nf, kind, line = 1;
 
-	if (!fp)
+	/* A FIFO or a device would block (even opening it) or never end. */
+	if (stat(path, &sb) || !S_ISREG(sb.st_mode))
+		return prism_err_set(err, PRISM_EIO, "%s: not a regular file", path);
+	if (!(fp = fopen(path, "rb")))
 		return prism_err_set(err, PRISM_EIO, "%s: cannot open", path);
 	if (fseek(fp, 0, SEEK_END) || (n = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) ||
-	    !(buf = malloc((size_t)n + 1)) || fread(buf, 1, (size_t)n, fp) != (size_t)n) {
+	    !(buf = prism_malloc((size_t)n + 1)) || fread(buf, 1, (size_t)n, fp) != (size_t)n) {
 		fclose(fp);
 		free(buf);
-		return prism_err_set(err, PRISM_EIO, "%s: cannot read", path);
+		return n >= 0 && !buf ? prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path)
+				      : prism_err_set(err, PRISM_EIO, "%s: cannot read", path);
 	}
 	fclose(fp);
 	buf[n] = '\0';
+	if (strlen(buf) != (size_t)n) {
+		rc = prism_err_set(err, PRISM_EFORMAT, "%s: byte %zu: a NUL byte in a text file",
+				   path, strlen(buf));
+		free(buf);
+		return rc;
+	}
 	p = buf;
 	h.n = kbench_record(&p, h.name, MAX_FIELDS);
 	if (h.n < 3) {
@@ -540,11 +550,12 @@ static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
 		if (nf < h.n) {
 			if (nf <= 1)
 				continue; /* a blank line */
-			rc = prism_err_set(err, PRISM_EFORMAT, "%s:%d: %d fields, the header has %d",
-					   path, line, nf, h.n);
+			rc =
+			    prism_err_set(err, PRISM_EFORMAT, "%s:%d: %d fields, the header has %d",
+					  path, line, nf, h.n);
 			break;
 		}
-		rc = kind == 0 ? gemm_row(kb, &h, f, nf)
+		rc = kind == 0	 ? gemm_row(kb, &h, f, nf)
 		     : kind == 1 ? attn_row(kb, &h, f, nf)
 		     : kind == 2 ? mem_row(kb, &h, f, nf)
 		     : kind == 4 ? other_row(kb, &h, f, nf)
@@ -575,15 +586,19 @@ int kbench_read(struct kbench *kb, const char *path, struct prism_err *err)
 		return read_file(kb, path, err);
 	if (!(d = opendir(path)))
 		return prism_err_set(err, PRISM_EIO, "%s: cannot open the directory", path);
-	while ((e = readdir(d)) && n < 256) {
+	while ((e = readdir(d)) && n < 256 && !rc) {
 		size_t l = strlen(e->d_name);
-		if (l > 4 && !strcmp(e->d_name + l - 4, ".csv") && (names[n] = strdup(e->d_name)))
-			n++;
+		if (l > 4 && !strcmp(e->d_name + l - 4, ".csv") &&
+		    !(names[n++] = prism_strdup(e->d_name))) {
+			n--;
+			rc = prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+		}
 	}
 	closedir(d);
 	/* In name order, so that the rows (and every report) are the same
 	 * whatever order the directory lists them in. */
-	qsort(names, (size_t)n, sizeof(*names), cmp_str);
+	if (n)
+		qsort(names, (size_t)n, sizeof(*names), cmp_str);
 	for (int i = 0; i < n; i++) {
 		char full[1024];
 		snprintf(full, sizeof(full), "%s/%s", path, names[i]);
@@ -691,7 +706,8 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *row,
 	case KB_ATTN_BOTH:
 		return kperf_attn_s(hw, r->dtype, 0, r->b, r->heads, r->sq, r->skv, r->d,
 				    r->causal) +
-		       kperf_attn_s(hw, r->dtype, 1, r->b, r->heads, r->sq, r->skv, r->d, r->causal);
+		       kperf_attn_s(hw, r->dtype, 1, r->b, r->heads, r->sq, r->skv, r->d,
+				    r->causal);
 	default:
 		return kperf_mem_s(hw, r->mem_kind, r->bytes);
 	}
@@ -720,7 +736,6 @@ static double logit(double p)
 		p = 1 - 1e-6;
 	return log(p / (1 - p));
 }
-
 
 /* Parameters x (unconstrained) into every profile of the fit. */
 static void apply(const struct fitctx *c, const double *x)
@@ -810,8 +825,8 @@ out:
 /* Rows needed to fit every parameter of a class (else the peaks alone). */
 #define KBENCH_FULL_FIT 20
 
-size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows,
-		  const size_t *idx, size_t n, int cls, int dtype)
+size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, const size_t *idx,
+		  size_t n, int cls, int dtype)
 {
 	struct fitctx c = {hws, rows, idx, n, cls, dtype, n >= KBENCH_FULL_FIT};
 	double x[7];
@@ -822,7 +837,8 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows,
 	if (cls == KB_MEM) {
 		/* t = a + bytes / (HBM e): a weighted line (relative error) over
 		 * the rows of one HBM bandwidth (the first row's). */
-		double bx[4096], by[4096], bw[4096], c0, c1, v00, v01, v11, ss, hbm = hws[0]->hbm_Bps;
+		double bx[4096], by[4096], bw[4096], c0, c1, v00, v01, v11, ss,
+		    hbm = hws[0]->hbm_Bps;
 		size_t m = 0;
 		for (size_t i = 0; i < n && m < 4096; i++) {
 			const struct kbench_row *r = &rows[idx[i]];
@@ -833,8 +849,8 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows,
 			bw[m] = 1 / (r->time_s * r->time_s);
 			m++;
 		}
-		if (m >= 3 && gsl_fit_wlinear(bx, 1, bw, 1, by, 1, m, &c0, &c1, &v00, &v01, &v11,
-					      &ss) == 0 &&
+		if (m >= 3 &&
+		    gsl_fit_wlinear(bx, 1, bw, 1, by, 1, m, &c0, &c1, &v00, &v01, &v11, &ss) == 0 &&
 		    c1 > 0) {
 			double e = 1 / c1;
 			/* An overhead outside 0..10 us is the line bending to rows

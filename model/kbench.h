@@ -27,8 +27,16 @@
 /* KB_FP8_LINEAR: a linear layer's FP8 speed-up over bf16 (forward and
  * both gradients, casts included); its "time" is the speed-up, for
  * checking only (other.csv's torchao rows). */
-enum kbench_class { KB_GEMM, KB_ATTN_FWD, KB_ATTN_BWD, KB_ATTN_BOTH, KB_MEM, KB_MEM_EAGER,
-		    KB_FP8_LINEAR, KB_NCLASSES };
+enum kbench_class {
+	KB_GEMM,
+	KB_ATTN_FWD,
+	KB_ATTN_BWD,
+	KB_ATTN_BOTH,
+	KB_MEM,
+	KB_MEM_EAGER,
+	KB_FP8_LINEAR,
+	KB_NCLASSES
+};
 
 struct kbench_row {
 	int cls;           /* enum kbench_class */
@@ -87,8 +95,8 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *r, i
  * rest kept.  hws[i] is the profile of rows[idx[i]] (HBM bandwidths
  * differ within a family); the fitted parameters are written into every
  * hws[i].  Returns the rows used. */
-size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows,
-		  const size_t *idx, size_t n, int cls, int dtype);
+size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, const size_t *idx,
+		  size_t n, int cls, int dtype);
 
 const char *kbench_class_name(int cls);
 

@@ -16,8 +16,8 @@
 #define SAME_WORK 1e-9 /* relative difference under which two works are one */
 
 struct row {
-	uint32_t gpu, shape;  /* string ids */
-	int cls, dtype;       /* dtype -1 for the bandwidth-bound classes */
+	uint32_t gpu, shape; /* string ids */
+	int cls, dtype;	     /* dtype -1 for the bandwidth-bound classes */
 	double work, time_s, n;
 };
 
@@ -26,7 +26,7 @@ struct curve {
 	uint32_t gpu;
 	int cls, dtype;
 	size_t first, n;
-	gsl_interp *it;       /* NULL under two rows */
+	gsl_interp *it; /* NULL under two rows */
 };
 
 struct kdb {
@@ -34,12 +34,12 @@ struct kdb {
 	VEC(struct row) rows;
 	struct curve *curves;
 	size_t n_curves;
-	double *lx, *ly;      /* log work and log time of each row */
+	double *lx, *ly; /* log work and log time of each row */
 };
 
 struct kdb *kdb_new(void)
 {
-	struct kdb *db = calloc(1, sizeof(*db));
+	struct kdb *db = prism_calloc(1, sizeof(*db));
 	/* GSL's default handler aborts; prism checks return codes. */
 	gsl_set_error_handler_off();
 	if (db && strtab_init(&db->st)) {
@@ -146,9 +146,9 @@ static int finish(struct kdb *db)
 	db->rows.n = n;
 	for (size_t i = 0; i < n; i++)
 		nc += i == 0 || !same_curve(&r[i - 1], &r[i]);
-	db->curves = calloc(nc ? nc : 1, sizeof(*db->curves));
-	db->lx = malloc((n ? n : 1) * sizeof(double));
-	db->ly = malloc((n ? n : 1) * sizeof(double));
+	db->curves = prism_calloc(nc ? nc : 1, sizeof(*db->curves));
+	db->lx = prism_malloc((n ? n : 1) * sizeof(double));
+	db->ly = prism_malloc((n ? n : 1) * sizeof(double));
 	if (!db->curves || !db->lx || !db->ly)
 		return PRISM_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -172,8 +172,8 @@ static int finish(struct kdb *db)
 	return 0;
 }
 
-static int push(struct kdb *db, const char *gpu, const char *shape, int cls, int dtype,
-		double work, double time_s, double n)
+static int push(struct kdb *db, const char *gpu, const char *shape, int cls, int dtype, double work,
+		double time_s, double n)
 {
 	struct row r;
 	if (strtab_intern(&db->st, gpu, strlen(gpu), &r.gpu) ||
@@ -187,10 +187,9 @@ static int push(struct kdb *db, const char *gpu, const char *shape, int cls, int
 	return VEC_PUSH(db->rows, r) ? PRISM_ENOMEM : 0;
 }
 
-int kdb_add_graph(struct kdb *db, const struct graph *g, const struct hw_profile *hw,
-		  size_t *added)
+int kdb_add_graph(struct kdb *db, const struct graph *g, const struct hw_profile *hw, size_t *added)
 {
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 	VEC(struct row) s = {0};
 	int rc = 0;
 
@@ -220,8 +219,9 @@ int kdb_add_graph(struct kdb *db, const struct graph *g, const struct hw_profile
 				same_work(a->work, s.v[j].work);
 		     j++)
 			;
-		med = (j - i) % 2 ? s.v[i + (j - i) / 2].time_s
-				  : (s.v[i + (j - i) / 2 - 1].time_s + s.v[i + (j - i) / 2].time_s) / 2;
+		med = (j - i) % 2
+			  ? s.v[i + (j - i) / 2].time_s
+			  : (s.v[i + (j - i) / 2 - 1].time_s + s.v[i + (j - i) / 2].time_s) / 2;
 		rc = push(db, hw->gpu, strtab_get(&g->st, a->shape), a->cls, a->dtype, a->work, med,
 			  (double)(j - i));
 		*added += j - i;
@@ -231,8 +231,8 @@ int kdb_add_graph(struct kdb *db, const struct graph *g, const struct hw_profile
 	return rc ? rc : finish(db);
 }
 
-int kdb_push(struct kdb *db, const char *gpu, const char *shape, int cls, int dtype,
-	     double work, double time_s, double samples)
+int kdb_push(struct kdb *db, const char *gpu, const char *shape, int cls, int dtype, double work,
+	     double time_s, double samples)
 {
 	return push(db, gpu, shape ? shape : "", cls, dtype, work, time_s, samples);
 }
@@ -308,8 +308,8 @@ int kdb_time(const struct kdb *db, int gpu, int cls, int dtype, double work, dou
 		}
 	if (!c->it || lo == 0 || lo == c->n)
 		return KDB_NONE;
-	*time_s = exp(gsl_interp_eval(c->it, db->lx + c->first, db->ly + c->first, log(work),
-				      NULL));
+	*time_s =
+	    exp(gsl_interp_eval(c->it, db->lx + c->first, db->ly + c->first, log(work), NULL));
 	return KDB_INTERPOLATED;
 }
 
@@ -323,9 +323,9 @@ void kdb_loo(const struct kdb *db, const char *gpu, int cls, size_t *n, double *
 	     double *median)
 {
 	uint32_t id = strtab_find(&db->st, gpu, strlen(gpu));
-	double *e = malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
-	double *x = malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
-	double *y = malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
+	double *e = prism_malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
+	double *x = prism_malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
+	double *y = prism_malloc((db->rows.n ? db->rows.n : 1) * sizeof(double));
 	double sum = 0;
 
 	*n = 0;
@@ -346,7 +346,8 @@ void kdb_loo(const struct kdb *db, const char *gpu, int cls, size_t *n, double *
 				continue;
 			{
 				double t = db->rows.v[c->first + i].time_s;
-				double p = exp(gsl_interp_eval(it, x, y, db->lx[c->first + i], NULL));
+				double p =
+				    exp(gsl_interp_eval(it, x, y, db->lx[c->first + i], NULL));
 				e[*n] = fabs(p - t) / t;
 				sum += e[(*n)++];
 			}

@@ -46,8 +46,8 @@ void kdb_free(struct kdb *db);
  * people, class, dtype (enum hw_dtype; ignored for the bandwidth-bound
  * classes), work, median time and samples.  0, or PRISM_ENOMEM.  Call
  * kdb_finish() after the last before looking anything up. */
-int kdb_push(struct kdb *db, const char *gpu, const char *shape, int cls, int dtype,
-	     double work, double time_s, double samples);
+int kdb_push(struct kdb *db, const char *gpu, const char *shape, int cls, int dtype, double work,
+	     double time_s, double samples);
 
 /* Sort and merge the rows pushed and build the curves.  0, or
  * PRISM_ENOMEM. */
@@ -66,7 +66,6 @@ int kdb_row(const struct kdb *db, size_t i, struct kdb_row *out);
  * PRISM_ENOMEM. */
 int kdb_add_graph(struct kdb *db, const struct graph *g, const struct hw_profile *hw,
 		  size_t *added);
-
 
 /* Rows in all. */
 size_t kdb_rows(const struct kdb *db);

@@ -11,19 +11,19 @@
  */
 #include "kineto.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "imap.h"
 #include "input.h"
 #include "kjson.h"
 
-#define READ_BLOCK (4u << 20)
+#define READ_BLOCK   (4u << 20)
 #define CHUNK_TARGET (1u << 20)
-#define SCAN_MORE ((size_t)-1)
+#define SCAN_MORE    ((size_t)-1)
 
 enum top_state { ST_OPEN, ST_KEY, ST_COLON, ST_VALUE, ST_NEXT, ST_EVENTS, ST_DONE };
 
@@ -36,19 +36,21 @@ struct reader {
 	struct prism_err *err;
 	char *buf;
 	size_t cap, len, pos; /* buf[pos..len) is unread */
-	uint64_t base;        /* stream offset of buf[0] */
+	uint64_t base;	      /* stream offset of buf[0] */
 	int eof;
-	int saw_events;       /* a traceEvents array was found */
-	uint64_t ev_index;    /* events handed to on_event so far */
-	struct imap thread_map;
+	int saw_events;	   /* a traceEvents array was found */
+	uint64_t ev_index; /* events handed to on_event so far */
+	uint32_t *tslot;   /* threads by (pid, tid, gpu): index + 1, 0 empty */
+	size_t tcap;	   /* power of two */
+	uint64_t tseed;
 	char key[64];
 };
 
 const char *kineto_kind_name(int kind)
 {
 	static const char *const names[KT_NKINDS] = {
-		"cpu_op", "user_annotation", "python_function", "cuda_runtime", "kernel",
-		"gpu_memcpy", "gpu_memset", "cuda_sync", "gpu_user_annotation",
+	    "cpu_op",	  "user_annotation", "python_function", "cuda_runtime",	       "kernel",
+	    "gpu_memcpy", "gpu_memset",	     "cuda_sync",	"gpu_user_annotation",
 	};
 	return kind >= 0 && kind < KT_NKINDS ? names[kind] : "?";
 }
@@ -56,7 +58,7 @@ const char *kineto_kind_name(int kind)
 /* ---- the splitter ------------------------------------------------------ */
 
 static const unsigned char special[256] = {
-	['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1,
+    ['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1,
 };
 
 static size_t skip_ws(const char *b, size_t i, size_t len)
@@ -158,7 +160,7 @@ static long fill(struct reader *r)
 		char *nb;
 		if (ncap < r->len + READ_BLOCK + KJSON_PADDING)
 			ncap = r->len + READ_BLOCK + KJSON_PADDING;
-		nb = realloc(r->buf, ncap);
+		nb = prism_realloc(r->buf, ncap);
 		if (!nb)
 			return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
 		r->buf = nb;
@@ -181,6 +183,7 @@ static int flush(struct reader *r, size_t from, size_t to)
 {
 	struct kjson_fail fail;
 	char c0 = r->buf[from], c1 = r->buf[to];
+	uint64_t first = r->ev_index; /* the chunk's first event */
 	int rc;
 
 	r->buf[from] = '[';
@@ -191,33 +194,76 @@ static int flush(struct reader *r, size_t from, size_t to)
 	r->buf[to] = c1;
 	if (rc == -1) {
 		if (fail.field[0])
-			return prism_err_set(r->err, PRISM_EFORMAT,
-					     "%s: event %" PRIu64 " (byte %" PRIu64
-					     "): field \"%s\": %s",
-					     r->path, r->ev_index, fail.offset, fail.field, fail.what);
+			return prism_err_set(
+			    r->err, PRISM_EFORMAT,
+			    "%s: event %" PRIu64 " (byte %" PRIu64 "): field \"%s\": %s", r->path,
+			    first + fail.event, fail.offset, fail.field, fail.what);
 		return prism_err_set(r->err, PRISM_EFORMAT,
 				     "%s: event %" PRIu64 " (byte %" PRIu64 "): %s", r->path,
-				     r->ev_index, fail.offset, fail.what);
+				     first + fail.event, fail.offset, fail.what);
 	}
 	return rc;
 }
 
+/* More input, or the error of a traceEvents array cut short. */
+static int more_events(struct reader *r)
+{
+	long got = fill(r);
+	if (got < 0)
+		return (int)got;
+	if (got == 0)
+		return fail_at(r, r->base + r->len,
+			       "unexpected end of input inside \"traceEvents\" (truncated file?)");
+	return 0;
+}
+
 /*
  * r->pos is at the '[' or ',' before the next event.  Consume events up to
- * and including the closing ']'.
+ * and including the closing ']'.  Whitespace, however much, streams past:
+ * what is held is the events of one chunk and the read block.
  */
 static int read_events(struct reader *r)
 {
+	int after = 0; /* an event was parsed alone: ',' or ']' comes next */
+
 	for (;;) {
-		size_t delim = r->pos, j = delim + 1, last_end = 0, last_delim = 0;
+		size_t delim, j, last_end = 0, last_delim = 0;
 		size_t nev = 0;
 		int rc;
 
+		if (after) {
+			size_t k = skip_ws(r->buf, r->pos, r->len);
+			if (k == r->len) {
+				r->pos = k; /* dropped */
+				if ((rc = more_events(r)))
+					return rc;
+				continue;
+			}
+			if (r->buf[k] == ']') {
+				r->pos = k + 1;
+				return 0;
+			}
+			if (r->buf[k] != ',')
+				return fail_at(r, r->base + k,
+					       "expected ',' or ']' after event %" PRIu64,
+					       r->ev_index - 1);
+			r->pos = k;
+			after = 0;
+		}
+		delim = r->pos;
+		j = delim + 1;
 		for (;;) {
 			size_t e, k;
 			j = skip_ws(r->buf, j, r->len);
-			if (j == r->len)
+			if (j == r->len) {
+				/* Whitespace to the end of what is read: drop it,
+				 * keeping the delimiter (a byte of it stands in). */
+				if (nev == 0 && j > delim + 1) {
+					r->buf[j - 1] = r->buf[delim];
+					r->pos = delim = j - 1;
+				}
 				break;
+			}
 			if (r->buf[j] == ']' && nev == 0 && r->buf[delim] == '[') {
 				if (r->ev_index == 0)
 					return fail_at(r, r->base + j, "\"traceEvents\" is empty");
@@ -227,11 +273,27 @@ static int read_events(struct reader *r)
 					       "event %" PRIu64 ": expected a JSON object",
 					       r->ev_index + nev);
 			e = scan_compound(r->buf, j, r->len);
+			/* Checked whole or not, so that the limit does not
+			 * depend on how the input was read. */
+			if ((e == SCAN_MORE ? r->len : e) - j > KINETO_MAX_EVENT)
+				return fail_at(r, r->base + j,
+					       "event %" PRIu64 " is longer than %u bytes",
+					       r->ev_index + nev, KINETO_MAX_EVENT);
 			if (e == SCAN_MORE)
 				break;
 			k = skip_ws(r->buf, e, r->len);
-			if (k == r->len)
+			if (k == r->len) {
+				/* Whitespace after a whole event to the end of what
+				 * is read: parse the event alone now, then stream
+				 * past the whitespace. */
+				if (nev == 0) {
+					if ((rc = flush(r, delim, e)))
+						return rc;
+					r->pos = e;
+					after = 1;
+				}
 				break;
+			}
 			if (r->buf[k] == ',') {
 				nev++;
 				last_end = e;
@@ -259,15 +321,8 @@ static int read_events(struct reader *r)
 			if (last_delim - delim >= CHUNK_TARGET)
 				continue; /* a full chunk, not a short buffer */
 		}
-		{
-			long got = fill(r);
-			if (got < 0)
-				return (int)got;
-			if (got == 0)
-				return fail_at(r, r->base + r->len,
-					       "unexpected end of input inside \"traceEvents\" "
-					       "(truncated file?)");
-		}
+		if ((rc = more_events(r)))
+			return rc;
 	}
 }
 
@@ -287,8 +342,9 @@ static int read_top_value(struct reader *r, size_t i, size_t end)
 	rc = kjson_parse_top(r->kp, r->key, r->buf + i, end - i, r->base + i, &top, &fail);
 	r->buf[end] = c;
 	if (rc)
-		return prism_err_set(r->err, PRISM_EFORMAT, "%s: byte %" PRIu64 ": field \"%s\": %s",
-				     r->path, fail.offset, fail.field, fail.what);
+		return prism_err_set(r->err, PRISM_EFORMAT,
+				     "%s: byte %" PRIu64 ": field \"%s\": %s", r->path, fail.offset,
+				     fail.field, fail.what);
 	if (top.has_rank) {
 		tr->has_rank = 1;
 		tr->rank = top.rank;
@@ -311,10 +367,10 @@ static int read_top_value(struct reader *r, size_t i, size_t end)
 		tr->device_mem = top.device_mem;
 	for (size_t k = 0; k < top.npg; k++) {
 		struct kt_pg pg = {0, 0, 0, top.pg[k].size};
-		if (strtab_intern(r->st, top.pg[k].name.p ? top.pg[k].name.p : "",
-				  top.pg[k].name.n, &pg.name) ||
-		    strtab_intern(r->st, top.pg[k].desc.p ? top.pg[k].desc.p : "",
-				  top.pg[k].desc.n, &pg.desc) ||
+		if (strtab_intern(r->st, top.pg[k].name.p ? top.pg[k].name.p : "", top.pg[k].name.n,
+				  &pg.name) ||
+		    strtab_intern(r->st, top.pg[k].desc.p ? top.pg[k].desc.p : "", top.pg[k].desc.n,
+				  &pg.desc) ||
 		    strtab_intern(r->st, top.pg[k].ranks.p ? top.pg[k].ranks.p : "",
 				  top.pg[k].ranks.n, &pg.ranks) ||
 		    VEC_PUSH(tr->pgs, pg))
@@ -354,8 +410,9 @@ static int read_stream(struct reader *r)
 				continue;
 			}
 			if (r->buf[i] != '{')
-				return fail_at(r, r->base + i,
-					       "not a JSON object (a Chrome trace starts with '{')");
+				return fail_at(
+				    r, r->base + i,
+				    "not a JSON object (a Chrome trace starts with '{')");
 			r->pos = i + 1;
 			state = ST_KEY;
 			continue;
@@ -366,12 +423,14 @@ static int read_stream(struct reader *r)
 				continue;
 			}
 			if (r->buf[i] != '"')
-				return fail_at(r, r->base + i, "expected a key in the top-level object");
+				return fail_at(r, r->base + i,
+					       "expected a key in the top-level object");
 			e = scan_string(r->buf, i, r->len);
 			break;
 		case ST_COLON:
 			if (r->buf[i] != ':')
-				return fail_at(r, r->base + i, "expected ':' after key \"%s\"", r->key);
+				return fail_at(r, r->base + i, "expected ':' after key \"%s\"",
+					       r->key);
 			r->pos = i + 1;
 			state = ST_VALUE;
 			continue;
@@ -406,6 +465,11 @@ static int read_stream(struct reader *r)
 			return fail_at(r, r->base + i, "unexpected data after the end of the JSON");
 		}
 		/* A key or a value at i that may need more input. */
+		if ((e == SCAN_MORE ? r->len : e) - i > KINETO_MAX_TOP)
+			return fail_at(r, r->base + i, "%s longer than %u bytes",
+				       state == ST_KEY ? "a top-level key is"
+						       : "the value of a top-level key is",
+				       KINETO_MAX_TOP);
 		if (e == SCAN_MORE) {
 			r->pos = i;
 			if ((got = fill(r)) < 0)
@@ -450,20 +514,21 @@ static int ev_fail(struct reader *r, const struct kjson_event *ev, const char *f
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	if (ev->name.type == KJSON_STR)
-		snprintf(name, sizeof(name), " '%.*s'", (int)(ev->name.s.n > 60 ? 60 : ev->name.s.n),
-			 ev->name.s.p);
+		snprintf(name, sizeof(name), " '%.*s'",
+			 (int)(ev->name.s.n > 60 ? 60 : ev->name.s.n), ev->name.s.p);
 	if (field)
 		return prism_err_set(r->err, PRISM_EFORMAT,
 				     "%s: event %" PRIu64 " (byte %" PRIu64 ")%s: field \"%s\": %s",
 				     r->path, r->ev_index, ev->offset, name, field, what);
-	return prism_err_set(r->err, PRISM_EFORMAT, "%s: event %" PRIu64 " (byte %" PRIu64 ")%s: %s",
-			     r->path, r->ev_index, ev->offset, name, what);
+	return prism_err_set(r->err, PRISM_EFORMAT,
+			     "%s: event %" PRIu64 " (byte %" PRIu64 ")%s: %s", r->path, r->ev_index,
+			     ev->offset, name, what);
 }
 
 static const char *type_name(int t)
 {
-	static const char *const n[] = {"nothing", "an integer", "a number", "a string", "null",
-					"a boolean", "an array", "an object"};
+	static const char *const n[] = {"nothing", "an integer", "a number", "a string",
+					"null",	   "a boolean",	 "an array", "an object"};
 	return t >= 0 && t <= KJSON_OBJECT ? n[t] : "?";
 }
 
@@ -487,8 +552,9 @@ static int get_time(struct reader *r, const struct kjson_event *ev, const struct
 		return ev_fail(r, ev, NULL, "missing \"%s\"", field);
 	if (v->type != KJSON_INT && v->type != KJSON_FRAC)
 		return ev_fail(r, ev, field, "expected a number, got %s", type_name(v->type));
-	if (v->milli == INT64_MAX || v->milli == INT64_MIN)
-		return ev_fail(r, ev, field, "value out of range");
+	if (v->milli > PRISM_TIME_MAX || v->milli < -PRISM_TIME_MAX)
+		return ev_fail(r, ev, field, "value out of range (more than %" PRId64 " us)",
+			       PRISM_TIME_MAX / 1000);
 	*out = v->milli;
 	return 0;
 }
@@ -501,6 +567,23 @@ static int get_int_arg(struct reader *r, const struct kjson_event *ev, int arg, 
 	*out = KT_NO_ID;
 	if (v->type == KJSON_ABSENT || v->type == KJSON_NULL)
 		return 0;
+	if (v->type == KJSON_STR && arg == KJSON_ARG_STREAM) {
+		/* A stream written as a string: ROCm 6.2 gives HIP runtime
+		 * events' as "0x0". */
+		char buf[32], *end;
+		long long x;
+		if (v->s.n == 0 || v->s.n >= sizeof(buf))
+			return ev_fail(r, ev, field, "expected an integer, got \"%.*s\"",
+				       (int)(v->s.n < 24 ? v->s.n : 24), v->s.p);
+		memcpy(buf, v->s.p, v->s.n);
+		buf[v->s.n] = '\0';
+		errno = 0;
+		x = strtoll(buf, &end, 0);
+		if (*end || errno || x < 0)
+			return ev_fail(r, ev, field, "expected an integer, got \"%s\"", buf);
+		*out = x;
+		return 0;
+	}
 	if (v->type != KJSON_INT)
 		return ev_fail(r, ev, field, "expected an integer, got %s", type_name(v->type));
 	*out = v->i;
@@ -540,35 +623,55 @@ static int id_of(struct reader *r, const struct kjson_val *v, int64_t *out)
 	return 0;
 }
 
+/* The slot of (pid, tid, gpu) in the reader's thread table: the whole key
+ * is hashed and compared, so distinct threads never share an entry, and
+ * the table's seed keeps crafted ids from sharing a chain. */
+static size_t thread_slot(const struct reader *r, int64_t pid, int64_t tid, int gpu, size_t cap)
+{
+	uint64_t h = prism_mix64((uint64_t)pid + r->tseed);
+	return (size_t)prism_mix64(h ^ ((uint64_t)tid * 2u + (uint64_t)gpu)) & (cap - 1);
+}
+
 static int thread_of(struct reader *r, int64_t pid, int64_t tid, int gpu, uint32_t *out)
 {
 	struct kineto_trace *tr = r->tr;
-	uint64_t h = (uint64_t)pid * 0x9E3779B97F4A7C15ull ^ (uint64_t)tid * 0xC2B2AE3D27D4EB4Full ^
-		     (uint64_t)gpu;
-	int64_t key = (int64_t)(h & 0x7FFFFFFFFFFFFFFFull);
-	uint32_t idx = imap_get(&r->thread_map, key);
 	struct kt_thread t = {pid, tid, (uint8_t)gpu};
+	size_t i;
 
-	if (idx != IMAP_NONE) {
-		const struct kt_thread *c = &tr->threads.v[idx];
-		if (c->pid == pid && c->tid == tid && c->gpu == gpu) {
-			*out = idx;
-			return 0;
-		}
-		/* A hash collision: fall back to a scan (never seen in practice). */
-		for (size_t k = 0; k < tr->threads.n; k++) {
-			c = &tr->threads.v[k];
+	if (r->tcap) {
+		for (i = thread_slot(r, pid, tid, gpu, r->tcap); r->tslot[i];
+		     i = (i + 1) & (r->tcap - 1)) {
+			const struct kt_thread *c = &tr->threads.v[r->tslot[i] - 1];
 			if (c->pid == pid && c->tid == tid && c->gpu == gpu) {
-				*out = (uint32_t)k;
+				*out = r->tslot[i] - 1;
 				return 0;
 			}
 		}
 	}
+	if ((tr->threads.n + 1) * 2 > r->tcap) {
+		size_t ncap = r->tcap ? r->tcap * 2 : 64;
+		uint32_t *ns = prism_calloc(ncap, sizeof(*ns));
+		if (!ns)
+			return PRISM_ENOMEM;
+		if (!r->tcap)
+			r->tseed = prism_hash_seed();
+		for (size_t k = 0; k < tr->threads.n; k++) {
+			const struct kt_thread *c = &tr->threads.v[k];
+			for (i = thread_slot(r, c->pid, c->tid, c->gpu, ncap); ns[i];
+			     i = (i + 1) & (ncap - 1))
+				;
+			ns[i] = (uint32_t)k + 1;
+		}
+		free(r->tslot);
+		r->tslot = ns;
+		r->tcap = ncap;
+	}
 	if (VEC_PUSH(tr->threads, t))
 		return PRISM_ENOMEM;
 	*out = (uint32_t)(tr->threads.n - 1);
-	if (idx == IMAP_NONE && imap_put(&r->thread_map, key, *out, NULL))
-		return PRISM_ENOMEM;
+	for (i = thread_slot(r, pid, tid, gpu, r->tcap); r->tslot[i]; i = (i + 1) & (r->tcap - 1))
+		;
+	r->tslot[i] = *out + 1;
 	return 0;
 }
 
@@ -589,8 +692,13 @@ static int64_t first_dims_nelems(const struct kjson_str *s)
 	for (p++; p < end && *p != ']'; p++) {
 		if (*p >= '0' && *p <= '9') {
 			int64_t x = 0;
-			while (p < end && *p >= '0' && *p <= '9')
+			while (p < end && *p >= '0' && *p <= '9') {
+				if (x > (INT64_MAX - 9) / 10)
+					return -1; /* no tensor has 2^63 elements */
 				x = x * 10 + (*p++ - '0');
+			}
+			if (x > 0 && prod > INT64_MAX / x)
+				return -1;
 			prod *= x;
 			any = 1;
 			p--;
@@ -653,8 +761,8 @@ static int add_comm(struct reader *r, const struct kjson_event *ev, struct kt_ev
 	c.out_nelems = a[KJSON_ARG_OUT_NELEMS].type == KJSON_INT ? a[KJSON_ARG_OUT_NELEMS].i : -1;
 	c.group_size = a[KJSON_ARG_GROUP_SIZE].type == KJSON_INT ? a[KJSON_ARG_GROUP_SIZE].i : -1;
 	c.dims_nelems = a[KJSON_ARG_INPUT_DIMS].type == KJSON_ARRAY
-				? first_dims_nelems(&a[KJSON_ARG_INPUT_DIMS].s)
-				: -1;
+			    ? first_dims_nelems(&a[KJSON_ARG_INPUT_DIMS].s)
+			    : -1;
 	rc |= intern_val(r, &a[KJSON_ARG_COLL_NAME], &c.coll);
 	if (!c.coll && is_comm_op(ev)) /* "nccl:all_to_all" says what it is */
 		rc |= strtab_intern(r->st, ev->name.s.p, ev->name.s.n, &c.coll);
@@ -732,6 +840,10 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 		return rc;
 	if (e.dur_ns < 0)
 		return ev_fail(r, ev, "dur", "negative duration (%" PRId64 " ns)", e.dur_ns);
+	/* Both within +-PRISM_TIME_MAX: the sum cannot overflow. */
+	if (e.ts_ns + e.dur_ns > PRISM_TIME_MAX)
+		return ev_fail(r, ev, "dur", "the event ends beyond %" PRId64 " us",
+			       PRISM_TIME_MAX / 1000);
 	tr->counts[KT_N_X]++;
 	kind = kind_of_cat(&ev->cat);
 	if (kind < 0) {
@@ -743,19 +855,29 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 		return 0;
 	}
 	if (ev->name.type != KJSON_ABSENT && ev->name.type != KJSON_STR)
-		return ev_fail(r, ev, "name", "expected a string, got %s", type_name(ev->name.type));
+		return ev_fail(r, ev, "name", "expected a string, got %s",
+			       type_name(ev->name.type));
+	if (ev->name.type == KJSON_STR && ev->name.s.n > KINETO_MAX_NAME)
+		return ev_fail(r, ev, "name", "%zu bytes long, more than %u", ev->name.s.n,
+			       KINETO_MAX_NAME);
+	if ((ev->pid.type == KJSON_STR && ev->pid.s.n > KINETO_MAX_NAME) ||
+	    (ev->tid.type == KJSON_STR && ev->tid.s.n > KINETO_MAX_NAME))
+		return ev_fail(r, ev,
+			       ev->pid.type == KJSON_STR && ev->pid.s.n > KINETO_MAX_NAME ? "pid"
+											  : "tid",
+			       "longer than %u bytes", KINETO_MAX_NAME);
 	if ((rc = get_int_arg(r, ev, KJSON_ARG_CORRELATION, "correlation", &e.corr)) ||
 	    (rc = get_int_arg(r, ev, KJSON_ARG_EXTERNAL_ID, "External id", &e.ext)) ||
 	    (rc = get_int_arg(r, ev, KJSON_ARG_STREAM, "stream", &stream)) ||
 	    (rc = get_int_arg(r, ev, KJSON_ARG_DEVICE, "device", &dev)))
 		return rc;
-	if (e.ext == KT_NO_ID && (rc = get_int_arg(r, ev, KJSON_ARG_EXTERNAL_ID_OLD, "external id",
-						    &e.ext)))
+	if (e.ext == KT_NO_ID &&
+	    (rc = get_int_arg(r, ev, KJSON_ARG_EXTERNAL_ID_OLD, "external id", &e.ext)))
 		return rc;
 	if (id_of(r, &ev->pid, &pid) || id_of(r, &ev->tid, &tid))
 		return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
-	gpu = kind == KT_KERNEL || kind == KT_MEMCPY || kind == KT_MEMSET ||
-	      kind == KT_CUDA_SYNC || kind == KT_GPU_ANN;
+	gpu = kind == KT_KERNEL || kind == KT_MEMCPY || kind == KT_MEMSET || kind == KT_CUDA_SYNC ||
+	      kind == KT_GPU_ANN;
 	if (gpu) {
 		if (dev != KT_NO_ID)
 			pid = dev;
@@ -768,7 +890,8 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 	switch (kind) {
 	case KT_MEMCPY:
 	case KT_MEMSET:
-		e.b = ev->args[KJSON_ARG_BYTES].type == KJSON_INT ? ev->args[KJSON_ARG_BYTES].i : -1;
+		e.b =
+		    ev->args[KJSON_ARG_BYTES].type == KJSON_INT ? ev->args[KJSON_ARG_BYTES].i : -1;
 		break;
 	case KT_CUDA_SYNC:
 		e.sync = (uint8_t)sync_kind_of(&ev->args[KJSON_ARG_SYNC_KIND]);
@@ -792,7 +915,7 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 			return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
 		e.a = ev->args[KJSON_ARG_SEQ].type == KJSON_INT ? ev->args[KJSON_ARG_SEQ].i : -1;
 		e.b = ev->args[KJSON_ARG_FWD_TID].type == KJSON_INT ? ev->args[KJSON_ARG_FWD_TID].i
-								     : -1;
+								    : -1;
 		break;
 	case KT_RUNTIME:
 		e.a = ev->args[KJSON_ARG_CBID].type == KJSON_INT ? ev->args[KJSON_ARG_CBID].i : -1;
@@ -856,8 +979,7 @@ static int on_event(void *ctx, const struct kjson_event *ev)
 static int read_input(struct input *in, const char *path, struct strtab *st,
 		      struct kineto_trace *tr, struct prism_err *err);
 
-int kineto_read(const char *path, struct strtab *st, struct kineto_trace *tr,
-		struct prism_err *err)
+int kineto_read(const char *path, struct strtab *st, struct kineto_trace *tr, struct prism_err *err)
 {
 	struct input *in;
 	int rc;
@@ -882,6 +1004,40 @@ int kineto_read_mem(const void *data, size_t len, const char *name, struct strta
 	return read_input(in, name, st, tr, err);
 }
 
+/* baseTimeNanoseconds onto every time; each stays within +-PRISM_TIME_MAX
+ * (base and times are each within it, so the sums cannot overflow). */
+static int apply_base(struct kineto_trace *tr, struct prism_err *err)
+{
+	int64_t base = tr->base_ns;
+
+	if (base > PRISM_TIME_MAX || base < -PRISM_TIME_MAX)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: field \"baseTimeNanoseconds\": %" PRId64
+				     " is out of range (more than %" PRId64 " ns)",
+				     tr->path, base, PRISM_TIME_MAX);
+	for (size_t k = 0; k < tr->events.n; k++) {
+		struct kt_event *e = &tr->events.v[k];
+		int64_t ts = e->ts_ns + base;
+		if (ts < -PRISM_TIME_MAX || ts > PRISM_TIME_MAX - e->dur_ns)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s: event %" PRIu32 ": \"ts\" + \"dur\" + "
+					     "baseTimeNanoseconds is beyond %" PRId64 " ns",
+					     tr->path, e->index, PRISM_TIME_MAX);
+		e->ts_ns = ts;
+	}
+	if (tr->window_start_ns != INT64_MIN) {
+		int64_t ws = tr->window_start_ns + base, we = tr->window_end_ns + base;
+		if (ws < -PRISM_TIME_MAX || we > PRISM_TIME_MAX)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s: the profiler window + baseTimeNanoseconds is "
+					     "beyond %" PRId64 " ns",
+					     tr->path, PRISM_TIME_MAX);
+		tr->window_start_ns = ws;
+		tr->window_end_ns = we;
+	}
+	return 0;
+}
+
 /* Read the whole stream in (which it frees) into tr. */
 static int read_input(struct input *in, const char *path, struct strtab *st,
 		      struct kineto_trace *tr, struct prism_err *err)
@@ -903,19 +1059,99 @@ static int read_input(struct input *in, const char *path, struct strtab *st,
 	}
 	rc = read_stream(&r);
 	tr->json_bytes = r.base + r.len;
-	if (rc == 0 && tr->has_base) {
-		for (size_t k = 0; k < tr->events.n; k++)
-			tr->events.v[k].ts_ns += tr->base_ns;
-		if (tr->window_start_ns != INT64_MIN) {
-			tr->window_start_ns += tr->base_ns;
-			tr->window_end_ns += tr->base_ns;
-		}
-	}
+	if (rc == 0 && tr->has_base)
+		rc = apply_base(tr, err);
 	kjson_free(r.kp);
 	input_free(r.in);
 	free(r.buf);
-	imap_release(&r.thread_map);
+	free(r.tslot);
 	return rc;
+}
+
+int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n)
+{
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	struct kineto_trace *v;
+	uint32_t *tmap = NULL;
+	size_t nr;
+
+	*out = NULL;
+	*n = 0;
+	if (tr->has_rank || !tr->has_world || tr->world_size < 2 || !tr->threads.n)
+		return 0;
+	for (size_t t = 0; t < tr->threads.n; t++) {
+		int64_t r = tr->threads.v[t].pid / TIMELINE_RANK_PID - 1;
+		if (tr->threads.v[t].pid < TIMELINE_RANK_PID || r >= tr->world_size)
+			continue; /* its own process (the critical path): passed by */
+		lo = r < lo ? r : lo;
+		hi = r > hi ? r : hi;
+	}
+	/* Not a prism timeline of several ranks: one rank, or more ranks than
+	 * threads (each rank of one has its threads; a crafted pid asks for
+	 * a trace per rank up to 2^40). */
+	if (lo == INT64_MAX || lo == hi || (uint64_t)(hi - lo) >= tr->threads.n)
+		return 0;
+	nr = (size_t)(hi - lo + 1);
+	if (!(v = prism_calloc(nr, sizeof(*v))) ||
+	    !(tmap = prism_malloc(tr->threads.n * sizeof(*tmap)))) {
+		free(v);
+		return PRISM_ENOMEM;
+	}
+	for (size_t k = 0; k < nr; k++) {
+		v[k] = *tr;
+		memset(&v[k].events, 0, sizeof(v[k].events));
+		memset(&v[k].threads, 0, sizeof(v[k].threads));
+		memset(&v[k].comms, 0, sizeof(v[k].comms));
+		memset(&v[k].pgs, 0, sizeof(v[k].pgs));
+		v[k].has_rank = 1;
+		v[k].rank = lo + (int64_t)k;
+	}
+	for (size_t t = 0; t < tr->threads.n; t++) {
+		struct kt_thread x = tr->threads.v[t];
+		int64_t r = x.pid / TIMELINE_RANK_PID - 1;
+		struct kineto_trace *d;
+		tmap[t] = UINT32_MAX;
+		if (x.pid < TIMELINE_RANK_PID || r < lo || r > hi)
+			continue;
+		d = &v[r - lo];
+		x.pid %= TIMELINE_RANK_PID;
+		tmap[t] = (uint32_t)d->threads.n;
+		if (VEC_PUSH(d->threads, x))
+			goto oom;
+	}
+	for (size_t k = 0; k < nr; k++) {
+		/* Comms and groups are indexed by events: every rank keeps all. */
+		if (VEC_RESERVE(v[k].comms, tr->comms.n + 1) ||
+		    VEC_RESERVE(v[k].pgs, tr->pgs.n + 1))
+			goto oom;
+		if (tr->comms.n)
+			memcpy(v[k].comms.v, tr->comms.v, tr->comms.n * sizeof(*tr->comms.v));
+		v[k].comms.n = tr->comms.n;
+		if (tr->pgs.n)
+			memcpy(v[k].pgs.v, tr->pgs.v, tr->pgs.n * sizeof(*tr->pgs.v));
+		v[k].pgs.n = tr->pgs.n;
+	}
+	for (size_t i = 0; i < tr->events.n; i++) {
+		struct kt_event e = tr->events.v[i];
+		struct kineto_trace *d;
+		if (e.thread >= tr->threads.n || tmap[e.thread] == UINT32_MAX)
+			continue;
+		d = &v[tr->threads.v[e.thread].pid / TIMELINE_RANK_PID - 1 - lo];
+		e.thread = tmap[e.thread];
+		if (VEC_PUSH(d->events, e))
+			goto oom;
+	}
+	free(tmap);
+	kineto_release(tr);
+	*out = v;
+	*n = nr;
+	return 0;
+oom:
+	for (size_t k = 0; k < nr; k++)
+		kineto_release(&v[k]);
+	free(v);
+	free(tmap);
+	return PRISM_ENOMEM;
 }
 
 void kineto_release(struct kineto_trace *tr)

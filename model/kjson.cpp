@@ -22,14 +22,23 @@ struct kjson_parser {
 	ondemand::parser parser;
 };
 
+extern "C" void *prism_malloc(size_t n); /* prism.h */
+
+/* The parser's own block comes from prism_malloc (failure injection reaches
+ * it); simdjson's buffers, allocated on first use, report their own
+ * failures (MEMALLOC), which become errors like any other. */
 extern "C" struct kjson_parser *kjson_new(void)
 {
-	return new (std::nothrow) kjson_parser();
+	void *m = prism_malloc(sizeof(kjson_parser));
+	return m ? new (m) kjson_parser() : nullptr;
 }
 
 extern "C" void kjson_free(struct kjson_parser *p)
 {
-	delete p;
+	if (p) {
+		p->~kjson_parser();
+		std::free(p);
+	}
 }
 
 extern "C" int kjson_number(const char *s, size_t n, struct kjson_val *v)
@@ -98,6 +107,60 @@ static void fail_set(struct kjson_fail *fail, uint64_t offset, size_t event, con
 	fail->event = event;
 	std::snprintf(fail->field, sizeof(fail->field), "%s", field);
 	std::snprintf(fail->what, sizeof(fail->what), "%s", what);
+}
+
+extern "C" size_t prism_utf8_check(const char *s, size_t n); /* prism.h */
+
+/*
+ * Where a whole-buffer error of simdjson's first stage lies (it reports
+ * the buffer, not the byte): the first byte that is not UTF-8, or the
+ * first unescaped control character inside a string.  Sets *at (offset in
+ * buf) and *event (events of buf whose '{' opens before it, minus one, for
+ * an array of events; 0 otherwise) and returns a message, or NULL when e
+ * is another error.
+ */
+static const char *stage1_where(error_code e, const char *buf, size_t len, size_t *at,
+				size_t *event)
+{
+	size_t bad = len, ev = 0;
+	int depth = 0, in_str = 0, esc = 0, events = 0;
+	const char *what;
+
+	if (e == UTF8_ERROR) {
+		bad = prism_utf8_check(buf, len);
+		what = "not valid UTF-8";
+	} else if (e == UNESCAPED_CHARS) {
+		what = "a control character inside a string (it must be escaped)";
+	} else {
+		return nullptr;
+	}
+	for (size_t i = 0; i < len && i < bad; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if (in_str) {
+			if (esc)
+				esc = 0;
+			else if (c == '\\')
+				esc = 1;
+			else if (c == '"')
+				in_str = 0;
+			else if (c < 0x20 && e == UNESCAPED_CHARS)
+				bad = i;
+			continue;
+		}
+		if (c == '"')
+			in_str = 1;
+		else if (c == '[' || c == '{') {
+			if (++depth == 2 && c == '{')
+				events++;
+		} else if (c == ']' || c == '}')
+			depth--;
+	}
+	if (bad == len)
+		return nullptr;
+	ev = events > 0 ? (size_t)events - 1 : 0;
+	*at = bad;
+	*event = ev;
+	return what;
 }
 
 /* Offset of the iterator in the stream, or the chunk start if unknown. */
@@ -174,7 +237,7 @@ struct key_slot {
 
 static const key_slot arg_keys[] = {
 #define KJSON_X_KEY(e, key) {key, KJSON_ARG_##e},
-	KJSON_ARGS_MAP(KJSON_X_KEY)
+    KJSON_ARGS_MAP(KJSON_X_KEY)
 #undef KJSON_X_KEY
 };
 
@@ -245,9 +308,13 @@ extern "C" int kjson_parse_events(struct kjson_parser *p, const char *buf, size_
 	struct kjson_event ev;
 
 	e = p->parser.iterate(padded_string_view(buf, len, len + KJSON_PADDING)).get(doc);
-	if (!e)
-		e = doc.get_array().get(arr);
 	if (e) {
+		size_t at = 0, event = 0;
+		const char *what = stage1_where(e, buf, len, &at, &event);
+		fail_set(fail, base + at, event, "", what ? what : error_message(e));
+		return -1;
+	}
+	if ((e = doc.get_array().get(arr))) {
 		fail_set(fail, base, 0, "", error_message(e));
 		return -1;
 	}
@@ -298,7 +365,7 @@ extern "C" int kjson_parse_events(struct kjson_parser *p, const char *buf, size_
 		}
 		index++;
 		continue;
-	bad: {
+	bad : {
 		char what[160];
 		char fname[48];
 		size_t fl = field.size() < sizeof(fname) - 1 ? field.size() : sizeof(fname) - 1;
@@ -335,7 +402,8 @@ static error_code read_dist(ondemand::object o, struct kjson_top *top)
 				for (auto pfr : pg) {
 					ondemand::field pf;
 					std::string_view pk;
-					if ((e = std::move(pfr).get(pf)) || (e = pf.unescaped_key().get(pk)))
+					if ((e = std::move(pfr).get(pf)) ||
+					    (e = pf.unescaped_key().get(pk)))
 						return e;
 					std::memset(&v, 0, sizeof(v));
 					if ((e = get_val(pf.value(), &v)))
@@ -396,12 +464,12 @@ static error_code read_devices(ondemand::array a, struct kjson_top *top)
 	return SUCCESS;
 }
 
-extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const char *buf,
-			       size_t len, uint64_t base, struct kjson_top *top,
-			       struct kjson_fail *fail)
+extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const char *buf, size_t len,
+			       uint64_t base, struct kjson_top *top, struct kjson_fail *fail)
 {
 	ondemand::document doc;
-	error_code e = p->parser.iterate(padded_string_view(buf, len, len + KJSON_PADDING)).get(doc);
+	error_code e =
+	    p->parser.iterate(padded_string_view(buf, len, len + KJSON_PADDING)).get(doc);
 	bool started = !e; /* a document that never started has no location */
 
 	if (!e) {
@@ -418,7 +486,8 @@ extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const ch
 			struct kjson_val v;
 			std::memset(&v, 0, sizeof(v));
 			if (!(e = doc.raw_json_token().get(tok))) {
-				if (kjson_number(tok.data(), tok.size(), &v) != 0 || v.type != KJSON_INT)
+				if (kjson_number(tok.data(), tok.size(), &v) != 0 ||
+				    v.type != KJSON_INT)
 					e = NUMBER_ERROR;
 				else {
 					top->has_base = 1;
@@ -428,7 +497,13 @@ extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const ch
 		}
 	}
 	if (e) {
-		fail_set(fail, started ? where(doc, buf, base) : base, 0, key, error_message(e));
+		size_t at = 0, event = 0;
+		const char *what = started ? nullptr : stage1_where(e, buf, len, &at, &event);
+		fail_set(fail,
+			 what	   ? base + at
+			 : started ? where(doc, buf, base)
+				   : base,
+			 0, key, what ? what : error_message(e));
 		return -1;
 	}
 	return 0;

@@ -28,55 +28,55 @@ struct kjson_str {
 
 enum kjson_type {
 	KJSON_ABSENT = 0, /* key not present */
-	KJSON_INT,        /* integer literal */
-	KJSON_FRAC,       /* number with a fraction or exponent */
+	KJSON_INT,	  /* integer literal */
+	KJSON_FRAC,	  /* number with a fraction or exponent */
 	KJSON_STR,
 	KJSON_NULL,
 	KJSON_BOOL,
-	KJSON_ARRAY,      /* s holds the raw JSON text of the array */
+	KJSON_ARRAY, /* s holds the raw JSON text of the array */
 	KJSON_OBJECT
 };
 
 struct kjson_val {
-	uint8_t type;       /* enum kjson_type */
-	int64_t i;          /* integer part (numbers), 0/1 (bool) */
-	int64_t milli;      /* value * 1000, rounded (numbers) */
+	uint8_t type;	    /* enum kjson_type */
+	int64_t i;	    /* integer part (numbers), 0/1 (bool) */
+	int64_t milli;	    /* value * 1000, rounded (numbers) */
 	struct kjson_str s; /* text (strings), raw JSON (arrays) */
 };
 
 /* The args keys prism reads; see docs/FORMATS.md for what each means. */
-#define KJSON_ARGS_MAP(X)                                               \
-	X(CORRELATION, "correlation")                                   \
-	X(EXTERNAL_ID, "External id")                                   \
-	X(EXTERNAL_ID_OLD, "external id")                               \
-	X(STREAM, "stream")                                             \
-	X(DEVICE, "device")                                             \
-	X(CBID, "cbid")                                                 \
-	X(BYTES, "bytes")                                               \
-	X(SEQ, "Sequence number")                                       \
-	X(FWD_TID, "Fwd thread id")                                     \
-	X(SYNC_KIND, "cuda_sync_kind")                                  \
-	X(WAIT_STREAM, "wait_on_stream")                                \
-	X(WAIT_RECORD_CORR, "wait_on_cuda_event_record_corr_id")        \
-	X(COLL_NAME, "Collective name")                                 \
-	X(IN_NELEMS, "In msg nelems")                                   \
-	X(OUT_NELEMS, "Out msg nelems")                                 \
-	X(GROUP_SIZE, "Group size")                                     \
-	X(DTYPE, "dtype")                                               \
-	X(PG_NAME, "Process Group Name")                                \
-	X(PG_ID, "Process Group ID")                                    \
-	X(PG_DESC, "Process Group Description")                         \
-	X(PG_RANKS, "Process Group Ranks")                              \
-	X(INPUT_DIMS, "Input Dims")                                     \
-	X(INPUT_TYPE, "Input type")                                     \
-	X(NAME, "name")                                                 \
+#define KJSON_ARGS_MAP(X)                                                                          \
+	X(CORRELATION, "correlation")                                                              \
+	X(EXTERNAL_ID, "External id")                                                              \
+	X(EXTERNAL_ID_OLD, "external id")                                                          \
+	X(STREAM, "stream")                                                                        \
+	X(DEVICE, "device")                                                                        \
+	X(CBID, "cbid")                                                                            \
+	X(BYTES, "bytes")                                                                          \
+	X(SEQ, "Sequence number")                                                                  \
+	X(FWD_TID, "Fwd thread id")                                                                \
+	X(SYNC_KIND, "cuda_sync_kind")                                                             \
+	X(WAIT_STREAM, "wait_on_stream")                                                           \
+	X(WAIT_RECORD_CORR, "wait_on_cuda_event_record_corr_id")                                   \
+	X(COLL_NAME, "Collective name")                                                            \
+	X(IN_NELEMS, "In msg nelems")                                                              \
+	X(OUT_NELEMS, "Out msg nelems")                                                            \
+	X(GROUP_SIZE, "Group size")                                                                \
+	X(DTYPE, "dtype")                                                                          \
+	X(PG_NAME, "Process Group Name")                                                           \
+	X(PG_ID, "Process Group ID")                                                               \
+	X(PG_DESC, "Process Group Description")                                                    \
+	X(PG_RANKS, "Process Group Ranks")                                                         \
+	X(INPUT_DIMS, "Input Dims")                                                                \
+	X(INPUT_TYPE, "Input type")                                                                \
+	X(NAME, "name")                                                                            \
 	X(LABELS, "labels")
 
 enum kjson_arg {
 #define KJSON_X_ENUM(e, key) KJSON_ARG_##e,
 	KJSON_ARGS_MAP(KJSON_X_ENUM)
 #undef KJSON_X_ENUM
-	KJSON_NARGS
+	    KJSON_NARGS
 };
 
 struct kjson_event {
@@ -85,8 +85,10 @@ struct kjson_event {
 	struct kjson_val args[KJSON_NARGS];
 };
 
-/* Why a chunk failed: the byte offset, the event (0-based within the
- * chunk), the field ("" if none) and what was wrong. */
+/* Why a chunk failed: the byte offset (of the bad byte itself, also for
+ * text that is not UTF-8 or holds an unescaped control character), the
+ * event (0-based within the chunk), the field ("" if none) and what was
+ * wrong. */
 struct kjson_fail {
 	uint64_t offset;
 	size_t event;
@@ -123,12 +125,12 @@ struct kjson_pg {
 struct kjson_top {
 	int has_rank, has_world, has_base;
 	int64_t rank, world_size;
-	int64_t base_ns;            /* baseTimeNanoseconds */
+	int64_t base_ns; /* baseTimeNanoseconds */
 	struct kjson_str backend;
 	size_t npg;
 	struct kjson_pg pg[KJSON_MAX_PG];
 	struct kjson_str device_name; /* deviceProperties[0].name */
-	int64_t device_mem;           /* its totalGlobalMem, bytes */
+	int64_t device_mem;	      /* its totalGlobalMem, bytes */
 	int64_t ndevices;
 };
 

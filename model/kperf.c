@@ -21,15 +21,15 @@
  *   copies, 0.70 for normalisations, 0.60 for reductions and softmax
  *   (the large-size ends of memory_bound.csv's curves), 2 us each.
  */
-#define KPERF_GEMM_PEAK_FRAC 0.80
-#define KPERF_GEMM_TILE_S 1e-6
+#define KPERF_GEMM_PEAK_FRAC  0.80
+#define KPERF_GEMM_TILE_S     1e-6
 #define KPERF_GEMM_OVERHEAD_S 3e-6
-#define KPERF_GEMM_MEM_EFF 0.9
-#define KPERF_ATTN_FWD_FRAC 0.60
-#define KPERF_ATTN_BWD_FRAC 0.45
-#define KPERF_ATTN_TILE_S 2e-6
+#define KPERF_GEMM_MEM_EFF    0.9
+#define KPERF_ATTN_FWD_FRAC   0.60
+#define KPERF_ATTN_BWD_FRAC   0.45
+#define KPERF_ATTN_TILE_S     2e-6
 #define KPERF_ATTN_OVERHEAD_S 5e-6
-#define KPERF_SMS 108
+#define KPERF_SMS	      108
 
 static const double tile_eff_default[3] = {0.85, 0.70, 0.50};
 
@@ -101,8 +101,7 @@ static int sms(const struct hw_profile *hw)
 	return hw->k.sms > 0 ? hw->k.sms : KPERF_SMS;
 }
 
-double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n,
-		    double k)
+double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k)
 {
 	/* tm, tn, index into tile_eff (-1: the reference, 1.0) */
 	static const struct {
@@ -214,8 +213,8 @@ double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, 
 	return a->overhead_s + waves * (per / rate + a->tile_s[pass]);
 }
 
-double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b,
-			double heads, double sq, double skv, double d, int causal)
+double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
+			double sq, double skv, double d, int causal)
 {
 	const struct hw_attn *a;
 	double f = 1, blocks, keys;

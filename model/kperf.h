@@ -58,8 +58,7 @@ void kperf_complete(struct hw_profile *hw, const int gemm_given[HW_NDTYPES],
 /* Seconds of a GEMM of batch b, M x K times K x N, in dtype (enum
  * hw_dtype; its operands' element size: 4, 2, 1 or 0.5 bytes, the output
  * in bf16 or fp32).  0 where hw has no peak for dtype. */
-double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n,
-		    double k);
+double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k);
 
 /* What no GEMM doing `flops` in dtype can beat: flops at the achievable
  * peak (0 without one). */
@@ -79,8 +78,8 @@ double kperf_attn_flops(int pass, double b, double heads, double sq, double skv,
 /* What no such attention pass can beat: its blocks' work (the diagonal
  * blocks of a causal mask counted whole, as they run) at the pass's
  * achievable peak times the best head-dim factor (0 without a peak). */
-double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b,
-			double heads, double sq, double skv, double d, int causal);
+double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
+			double sq, double skv, double d, int causal);
 
 /* Seconds of a memory-bound kernel of kind (enum hw_mem_kind) moving
  * `bytes`. */

@@ -109,11 +109,11 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 		if (strcmp(act, "swiglu") == 0) {
 			m->gated = 1;
 		} else if (strcmp(act, "gelu") != 0) {
-			rc = prism_err_set(err, PRISM_EFORMAT,
+			rc = prism_err_set(
+			    err, PRISM_EFORMAT,
 					   "%s:%d: 'activation': expected \"gelu\" or \"swiglu\", not "
 					   "'%s'",
-					   path,
-					   config_setting_source_line(config_lookup(&cf, "activation")),
+			    path, config_setting_source_line(config_lookup(&cf, "activation")),
 					   act);
 			goto out;
 		}
@@ -153,8 +153,8 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 	if (m->hidden % m->heads) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s:%d: 'hidden' (%d) must be divisible by 'heads' (%d)", path,
-				   config_setting_source_line(config_lookup(&cf, "hidden")), m->hidden,
-				   m->heads);
+				   config_setting_source_line(config_lookup(&cf, "hidden")),
+				   m->hidden, m->heads);
 		goto out;
 	}
 out:

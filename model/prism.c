@@ -4,17 +4,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
 const char *prism_status_name(int code)
 {
 	switch (code) {
-#define PRISM_X_NAME(name, val, msg) \
-	case (val):                  \
+#define PRISM_X_NAME(name, val, msg)                                                               \
+	case (val):                                                                                \
 		return "PRISM_E" #name;
 		PRISM_STATUS_MAP(PRISM_X_NAME)
 #undef PRISM_X_NAME
@@ -25,8 +28,8 @@ const char *prism_status_name(int code)
 const char *prism_status_msg(int code)
 {
 	switch (code) {
-#define PRISM_X_MSG(name, val, msg) \
-	case (val):                 \
+#define PRISM_X_MSG(name, val, msg)                                                                \
+	case (val):                                                                                \
 		return msg;
 		PRISM_STATUS_MAP(PRISM_X_MSG)
 #undef PRISM_X_MSG
@@ -122,6 +125,112 @@ void prism_fput_json_str(FILE *f, const char *s)
 		}
 	}
 	putc('"', f);
+}
+
+size_t prism_utf8_check(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned c = p[i];
+		size_t len;
+		unsigned lo = 0x80, hi = 0xbf; /* range of the second byte */
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			len = 2;
+		else if (c >= 0xe0 && c <= 0xef)
+			len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+		else if (c >= 0xf0 && c <= 0xf4)
+			len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+		else
+			return i;
+		if (i + 1 >= n || p[i + 1] < lo || p[i + 1] > hi)
+			return i;
+		for (size_t k = 2; k < len; k++)
+			if (i + k >= n || p[i + k] < 0x80 || p[i + k] > 0xbf)
+				return i;
+		i += len;
+	}
+	return n;
+}
+
+/* Allocation failure injection (tests only): the countdown to the failing
+ * allocation, -1 when none; whether failures persist; how many failed. */
+static _Atomic long alloc_countdown = -1;
+static _Atomic int alloc_persist;
+static _Atomic long alloc_failures;
+
+void prism_alloc_fail(long n, int persist)
+{
+	alloc_persist = persist;
+	alloc_failures = 0;
+	alloc_countdown = n < 0 ? -1 : n;
+}
+
+long prism_alloc_failed(void)
+{
+	return alloc_failures;
+}
+
+/* 1 when this allocation is to fail. */
+static int alloc_fails(void)
+{
+	long c = alloc_countdown;
+
+	if (c < 0)
+		return 0;
+	if (c > 0) {
+		/* Another thread may have taken it meanwhile: then this one
+		 * counts again on the next call. */
+		if (atomic_compare_exchange_strong(&alloc_countdown, &c, c - 1))
+			return 0;
+		return alloc_fails();
+	}
+	if (!alloc_persist)
+		alloc_countdown = -1;
+	alloc_failures++;
+	return 1;
+}
+
+void *prism_malloc(size_t n)
+{
+	return alloc_fails() ? NULL : malloc(n);
+}
+
+void *prism_calloc(size_t n, size_t size)
+{
+	return alloc_fails() ? NULL : calloc(n, size);
+}
+
+void *prism_realloc(void *p, size_t n)
+{
+	return alloc_fails() ? NULL : realloc(p, n);
+}
+
+char *prism_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = prism_malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+uint64_t prism_hash_seed(void)
+{
+	uint64_t seed = 0;
+	struct timespec t;
+
+	if (getentropy(&seed, sizeof(seed)) == 0)
+		return seed;
+	/* No entropy source: the clock and where the stack lies. */
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return prism_mix64((uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 32) ^
+			   (uint64_t)(uintptr_t)&t);
 }
 
 int prism_cmp_i64(const void *a, const void *b)

@@ -18,14 +18,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define PRISM_STATUS_MAP(X)                                              \
-	X(OK, 0, "success")                                              \
-	X(NOMEM, -1, "out of memory")                                    \
-	X(IO, -2, "input/output error")                                  \
-	X(FORMAT, -3, "malformed input")                                 \
-	X(VERSION, -4, "unsupported file version")                       \
-	X(ARG, -5, "invalid argument")                                   \
-	X(INTERNAL, -6, "internal error")                                \
+#define PRISM_STATUS_MAP(X)                                                                        \
+	X(OK, 0, "success")                                                                        \
+	X(NOMEM, -1, "out of memory")                                                              \
+	X(IO, -2, "input/output error")                                                            \
+	X(FORMAT, -3, "malformed input")                                                           \
+	X(VERSION, -4, "unsupported file version")                                                 \
+	X(ARG, -5, "invalid argument")                                                             \
+	X(INTERNAL, -6, "internal error")                                                          \
 	X(LIMIT, -7, "input exceeds a built-in limit")
 
 enum prism_status {
@@ -65,8 +65,7 @@ void prism_err_clear(struct prism_err *err);
 int prism_err_set(struct prism_err *err, int code, const char *fmt, ...) PRISM_PRINTF(3, 4);
 
 /* Put "PREFIX: " before err's message (when it is set). */
-void prism_err_prefix(struct prism_err *err, const char *fmt, ...)
-	PRISM_PRINTF(2, 3);
+void prism_err_prefix(struct prism_err *err, const char *fmt, ...) PRISM_PRINTF(2, 3);
 
 /* Write s to f as a JSON string literal, quotes included; a byte that
  * does not begin valid UTF-8 is written as U+FFFD, so the output is JSON
@@ -86,10 +85,10 @@ void prism_fput_json_str(FILE *f, const char *s);
  * path untouched).
  */
 struct prism_wfile {
-	FILE *f;          /* write here */
+	FILE *f;	  /* write here */
 	const char *path; /* the caller's; not copied */
-	char tmp[4096];   /* the new file, "" when written in place */
-	int sync_fd;      /* gzip: the file's descriptor for fsync; else -1 */
+	char tmp[4096];	  /* the new file, "" when written in place */
+	int sync_fd;	  /* gzip: the file's descriptor for fsync; else -1 */
 };
 
 int prism_wfile_open(struct prism_wfile *w, const char *path);
@@ -98,6 +97,100 @@ void prism_wfile_abort(struct prism_wfile *w);
 
 /* 1 when paths a and b name the same existing file (device and inode). */
 int prism_same_file(const char *a, const char *b);
+
+/*
+ * Times and durations in nanoseconds stay within +-PRISM_TIME_MAX (2^62 - 1,
+ * about 146 years) wherever prism holds them: the readers refuse anything
+ * beyond, the simulator refuses a run that would end beyond, and the sum
+ * or difference of two such values cannot overflow an int64_t, so code
+ * adds two and checks the result against the bound.
+ */
+#define PRISM_TIME_MAX (INT64_MAX / 2)
+
+/* A duration computed in floating point (ns) as whole nanoseconds, rounded,
+ * held to 0..PRISM_TIME_MAX (NaN and beyond: PRISM_TIME_MAX, which the
+ * simulator then refuses rather than wrapping). */
+static inline int64_t prism_ns_round(double ns)
+{
+	if (!(ns < (double)PRISM_TIME_MAX))
+		return PRISM_TIME_MAX;
+	return ns > 0 ? (int64_t)(ns + 0.5) : 0;
+}
+
+/* a + b and k x d for times and durations within +-PRISM_TIME_MAX (k >= 0),
+ * held to +-PRISM_TIME_MAX (an edit that makes a run longer than that
+ * leaves the simulator to refuse it). */
+static inline int64_t prism_time_add(int64_t a, int64_t b)
+{
+	int64_t t = a + b; /* cannot overflow: each is within PRISM_TIME_MAX */
+	return t > PRISM_TIME_MAX ? PRISM_TIME_MAX : t < -PRISM_TIME_MAX ? -PRISM_TIME_MAX : t;
+}
+
+/* a + b for any two int64_t (a time and a shift that may exceed the
+ * bound), held to +-PRISM_TIME_MAX. */
+static inline int64_t prism_time_shift(int64_t a, int64_t b)
+{
+	int64_t t;
+	if (__builtin_add_overflow(a, b, &t))
+		return b > 0 ? PRISM_TIME_MAX : -PRISM_TIME_MAX;
+	return t > PRISM_TIME_MAX ? PRISM_TIME_MAX : t < -PRISM_TIME_MAX ? -PRISM_TIME_MAX : t;
+}
+
+static inline int64_t prism_time_mul(int64_t k, int64_t d)
+{
+	if (d != 0 && k > PRISM_TIME_MAX / (d < 0 ? -d : d))
+		return d < 0 ? -PRISM_TIME_MAX : PRISM_TIME_MAX;
+	return k * d;
+}
+
+/* a + b for a, b >= 0, held at INT64_MAX (totals of many durations or
+ * sizes, for reports). */
+static inline int64_t prism_add_sat(int64_t a, int64_t b)
+{
+	return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+/* The length of the longest prefix of s[0..n) that is well-formed UTF-8
+ * (RFC 3629: no overlong forms, surrogates or code points beyond
+ * U+10FFFF): n when all of it is; else the offset of the first bad byte. */
+size_t prism_utf8_check(const char *s, size_t n);
+
+/*
+ * Hash tables (imap, strtab, the trace reader's threads) mix their keys
+ * with a seed of their own, drawn when they are made: keys crafted to
+ * collide (correlation ids 2^47 apart filled one slot chain: 50,000
+ * launches took 11 s) collide only by chance whatever the input.  Results
+ * never depend on it: no table is iterated in slot order.
+ */
+uint64_t prism_hash_seed(void);
+
+/* splitmix64's finaliser: a bijection of 64 bits that mixes every bit of
+ * x into every bit of the result. */
+static inline uint64_t prism_mix64(uint64_t x)
+{
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/*
+ * Every allocation of prism's own goes through these (free() releases what
+ * they return): malloc, calloc, realloc and strdup, except that a test may
+ * make them fail.  prism_alloc_fail(n, persist): the n-th allocation from
+ * now (0: the next) fails, and with persist every one after it too; n < 0
+ * stops failing.  prism_alloc_failed(): how many have failed since the last
+ * prism_alloc_fail.  Counters are atomic; production never sets them.
+ * (Libraries allocate for themselves -- libconfig, GSL, the C library's
+ * opendir, open_memstream and fopencookie, zlib for .gz outputs -- except
+ * zlib's inflate and SQLite, which the trace reader and tests/test_faults.c
+ * point here.)
+ */
+void *prism_malloc(size_t n);
+void *prism_calloc(size_t n, size_t size);
+void *prism_realloc(void *p, size_t n);
+char *prism_strdup(const char *s);
+void prism_alloc_fail(long n, int persist);
+long prism_alloc_failed(void);
 
 /* qsort comparator of int64_t, ascending. */
 int prism_cmp_i64(const void *a, const void *b);

@@ -6,11 +6,12 @@
 
 #include "prism.h"
 
-static uint64_t hash_bytes(const char *s, size_t len)
+static uint64_t hash_bytes(const char *s, size_t len, uint64_t seed)
 {
 	/* Eight bytes a step (kernel names run to hundreds of bytes), then a
-	 * final avalanche; memcpy keeps unaligned reads well-defined. */
-	uint64_t h = 0x9E3779B97F4A7C15ull ^ len;
+	 * final avalanche; memcpy keeps unaligned reads well-defined.  The
+	 * table's seed makes crafted names collide by chance only. */
+	uint64_t h = 0x9E3779B97F4A7C15ull ^ len ^ seed;
 	size_t i = 0;
 	for (; i + 8 <= len; i += 8) {
 		uint64_t w;
@@ -31,12 +32,12 @@ static uint64_t hash_bytes(const char *s, size_t len)
 
 static int rehash(struct strtab *st, uint32_t nslots)
 {
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	uint32_t *slots = prism_calloc(nslots, sizeof(*slots));
 	if (!slots)
 		return PRISM_ENOMEM;
 	for (uint32_t id = 0; id < st->n; id++) {
 		const char *s = st->buf + st->off[id];
-		uint64_t h = hash_bytes(s, strlen(s));
+		uint64_t h = hash_bytes(s, strlen(s), st->seed);
 		uint32_t i = (uint32_t)h & (nslots - 1);
 		while (slots[i])
 			i = (i + 1) & (nslots - 1);
@@ -53,9 +54,13 @@ int strtab_init(struct strtab *st)
 	uint32_t id;
 
 	memset(st, 0, sizeof(*st));
-	if (rehash(st, 1024))
+	st->seed = prism_hash_seed();
+	/* A table that failed to start holds nothing: no release needed. */
+	if (rehash(st, 1024) || strtab_intern(st, "", 0, &id)) {
+		strtab_release(st);
 		return PRISM_ENOMEM;
-	return strtab_intern(st, "", 0, &id);
+	}
+	return 0;
 }
 
 void strtab_release(struct strtab *st)
@@ -69,9 +74,9 @@ void strtab_release(struct strtab *st)
 int strtab_copy(struct strtab *dst, const struct strtab *src)
 {
 	memset(dst, 0, sizeof(*dst));
-	dst->buf = malloc(src->cap ? src->cap : 1);
-	dst->off = malloc((src->off_cap ? src->off_cap : 1) * sizeof(*dst->off));
-	dst->slots = malloc((src->nslots ? src->nslots : 1) * sizeof(*dst->slots));
+	dst->buf = prism_malloc(src->cap ? src->cap : 1);
+	dst->off = prism_malloc((src->off_cap ? src->off_cap : 1) * sizeof(*dst->off));
+	dst->slots = prism_malloc((src->nslots ? src->nslots : 1) * sizeof(*dst->slots));
 	if (!dst->buf || !dst->off || !dst->slots) {
 		strtab_release(dst);
 		return PRISM_ENOMEM;
@@ -84,12 +89,13 @@ int strtab_copy(struct strtab *dst, const struct strtab *src)
 	dst->n = src->n;
 	dst->off_cap = src->off_cap ? src->off_cap : 1;
 	dst->nslots = src->nslots;
+	dst->seed = src->seed;
 	return 0;
 }
 
 uint32_t strtab_find(const struct strtab *st, const char *s, size_t len)
 {
-	uint32_t i = (uint32_t)hash_bytes(s, len) & (st->nslots - 1);
+	uint32_t i = (uint32_t)hash_bytes(s, len, st->seed) & (st->nslots - 1);
 	for (; st->slots[i]; i = (i + 1) & (st->nslots - 1)) {
 		uint32_t id = st->slots[i] - 1;
 		const char *t = st->buf + st->off[id];
@@ -101,7 +107,7 @@ uint32_t strtab_find(const struct strtab *st, const char *s, size_t len)
 
 int strtab_intern(struct strtab *st, const char *s, size_t len, uint32_t *id)
 {
-	uint64_t h = hash_bytes(s, len);
+	uint64_t h = hash_bytes(s, len, st->seed);
 	uint32_t i = (uint32_t)h & (st->nslots - 1);
 
 	for (; st->slots[i]; i = (i + 1) & (st->nslots - 1)) {
@@ -118,7 +124,7 @@ int strtab_intern(struct strtab *st, const char *s, size_t len, uint32_t *id)
 		size_t ncap = st->cap ? st->cap : 4096;
 		while (ncap < st->len + len + 1)
 			ncap *= 2;
-		char *nb = realloc(st->buf, ncap);
+		char *nb = prism_realloc(st->buf, ncap);
 		if (!nb)
 			return PRISM_ENOMEM;
 		st->buf = nb;
@@ -126,7 +132,7 @@ int strtab_intern(struct strtab *st, const char *s, size_t len, uint32_t *id)
 	}
 	if (st->n == st->off_cap) {
 		uint32_t ncap = st->off_cap ? st->off_cap * 2 : 256;
-		uint32_t *no = realloc(st->off, ncap * sizeof(*no));
+		uint32_t *no = prism_realloc(st->off, ncap * sizeof(*no));
 		if (!no)
 			return PRISM_ENOMEM;
 		st->off = no;

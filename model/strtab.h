@@ -19,13 +19,14 @@
 #define STRTAB_NONE UINT32_MAX
 
 struct strtab {
-	char *buf;        /* all strings, NUL-terminated, back to back */
-	size_t len, cap;  /* bytes used / allocated in buf */
-	uint32_t *off;    /* off[id] = byte offset of string id in buf */
-	uint32_t n;       /* number of strings */
+	char *buf;	 /* all strings, NUL-terminated, back to back */
+	size_t len, cap; /* bytes used / allocated in buf */
+	uint32_t *off;	 /* off[id] = byte offset of string id in buf */
+	uint32_t n;	 /* number of strings */
 	uint32_t off_cap;
-	uint32_t *slots;  /* open-addressing hash: id + 1, 0 = empty */
-	uint32_t nslots;  /* power of two */
+	uint32_t *slots; /* open-addressing hash: id + 1, 0 = empty */
+	uint32_t nslots; /* power of two */
+	uint64_t seed;	 /* of the hash (prism_hash_seed): ids never depend on it */
 };
 
 /* Empty table holding only "" as id 0.  0 or PRISM_ENOMEM. */

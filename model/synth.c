@@ -12,7 +12,8 @@
 #include "kperf.h"
 #include "vec.h"
 
-#define NONE32 UINT32_MAX
+#define NONE32	      UINT32_MAX
+#define SYNTH_TOO_BIG 2 /* ctx.oom: GRAPH_MAX_TASKS reached */
 
 enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_TP, S_N };
 static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25};
@@ -21,6 +22,7 @@ static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25};
 struct snode {
 	int64_t dur, lag, corr;
 	uint32_t proc, name, coll;
+	uint32_t op; /* its op's record in ctx.ops (0: none) */
 	int32_t layer, mb, iter;
 	uint8_t kind, rtclass, flags, phase;
 };
@@ -42,35 +44,47 @@ struct pgseq {
 	uint32_t rank, pg, n;
 };
 
+struct oprec {
+	uint32_t op, dims, types;
+};
+
+/* What an op's record is made from: its kind and numbers (record_op). */
+#define OPMEMO 256
+#define OPKEY  8
+struct opmemo {
+	double key[OPKEY];
+	uint32_t rec; /* 0: empty */
+};
+
 struct rankst {
 	uint32_t host, stream[S_N]; /* processors */
-	uint32_t last[S_N];         /* last task launched on each stream, or NONE32 */
+	uint32_t last[S_N];	    /* last task launched on each stream, or NONE32 */
 	int32_t layer, mb;
 	uint8_t phase;
-	double bucket;              /* gradients ready and not yet reduced, parameters */
+	double bucket; /* gradients ready and not yet reduced, parameters */
 };
 
 struct ctx {
 	const struct synth_in *in;
-	struct mem_layout lay;      /* in->lay resolved (synth_mem_layout): the
+	struct mem_layout lay; /* in->lay resolved (synth_mem_layout): the
 				     * layers of each stage, the precision */
 	struct strtab st;
 	VEC(struct snode) nodes;
 	VEC(struct sedge) edges;
 	VEC(struct graph_proc) procs;
 	VEC(struct graph_coll) colls;
-	VEC(struct pending) pend;   /* event waits not yet applied */
-	VEC(struct pending) waits;  /* every event wait, for the timeline */
+	VEC(struct pending) pend;  /* event waits not yet applied */
+	VEC(struct pending) waits; /* every event wait, for the timeline */
 	VEC(struct pgseq) seqs;
 	struct rankst *rk;
 	int64_t next_corr;
 	int32_t step;
 	double flops;
 	uint32_t kernels;
-	int kdb_gpu;                /* the GPU's id in in->kdb (kdb_gpu), or -1 */
-	uint32_t kdb_hits[3];       /* kernels timed: roofline, interpolated, exact */
+	int kdb_gpu;	      /* the GPU's id in in->kdb (kdb_gpu), or -1 */
+	uint32_t kdb_hits[3]; /* kernels timed: roofline, interpolated, exact */
 	int oom;
-	int dry;                    /* time kernels into dry_s, build nothing */
+	int dry; /* time kernels into dry_s, build nothing */
 	double dry_s;
 	/* Per step and rank: the first host node and the sync's wait node. */
 	VEC(uint32_t) step_first;
@@ -80,6 +94,12 @@ struct ctx {
 	VEC(uint32_t) unit_last;
 	/* Names, interned once. */
 	uint32_t n_cpu, n_launch, n_record, n_wait, n_sync;
+	/* Ops as a trace records them (record_op): name, "Input Dims" and
+	 * "Input type" string ids, each distinct one once (ops.v[0]: none),
+	 * found again by their numbers through memo; op: the next kernel's. */
+	VEC(struct oprec) ops;
+	struct opmemo memo[OPMEMO];
+	uint32_t op;
 };
 
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved"};
@@ -127,7 +147,9 @@ void synth_in_default(struct synth_in *in)
 
 static int64_t ns(double s)
 {
-	return (int64_t)llround(s * 1e9);
+	/* Held to 0..PRISM_TIME_MAX: a cost model's 1e30 s becomes a time the
+	 * simulator refuses, not a wrapped negative one. */
+	return prism_ns_round(s * 1e9);
 }
 
 static uint32_t intern(struct ctx *c, const char *s)
@@ -153,9 +175,12 @@ static uint32_t add_node(struct ctx *c, int r, uint32_t proc, uint8_t kind, uint
 	n.phase = c->rk[r].phase;
 	n.iter = c->step;
 	n.kind = kind;
-	if (VEC_PUSH(c->nodes, n))
+	/* synth_check's estimate is a lower bound: this holds the rest. */
+	if (c->nodes.n >= GRAPH_MAX_TASKS)
+		c->oom = SYNTH_TOO_BIG;
+	else if (VEC_PUSH(c->nodes, n))
 		c->oom = 1;
-	return (uint32_t)(c->nodes.n - 1);
+	return c->nodes.n ? (uint32_t)(c->nodes.n - 1) : 0;
 }
 
 static void add_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
@@ -175,10 +200,95 @@ static uint32_t host_call(struct ctx *c, int r, uint32_t name, int rtclass, doub
 	return u;
 }
 
+/* Node u was launched by the op record_op() set. */
+static void set_op(struct ctx *c, uint32_t u)
+{
+	c->nodes.v[u].op = c->op;
+}
+
+/*
+ * The op that launches the next kernel, with the shapes a profiler records
+ * for it (record_shapes=True: "Input Dims", "Input type"), so that an edit
+ * of the written trace can re-time the kernel from its shape (edit.h):
+ * key (its kind and numbers) names it, fmt() writes its name, dims and
+ * types (JSON arrays as Kineto writes them) the first time it is seen.
+ * launch() gives it to the kernel and its launch call (whose CPU work the
+ * trace writer names after it, timeline.h).
+ * A build has a few dozen distinct ops and a million kernels: each is
+ * formatted and interned once.
+ */
+typedef void (*op_fmt)(const double *key, const char **op, char *dims, size_t nd, char *types,
+		       size_t nt);
+
+static void record_op(struct ctx *c, const double key[OPKEY], op_fmt fmt)
+{
+	uint64_t h = 1469598103934665603u;
+	uint32_t slot;
+	struct oprec rec;
+	const char *op;
+	char dims[320], types[160];
+
+	if (c->dry || c->in->no_shapes)
+		return;
+	for (int i = 0; i < OPKEY; i++) {
+		uint64_t bits;
+		memcpy(&bits, &key[i], sizeof(bits));
+		h = (h ^ bits) * 1099511628211u;
+	}
+	/* Integral doubles have zero low bits: the slot from the high ones. */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdu;
+	slot = (uint32_t)(h >> 56) % OPMEMO;
+	for (int probe = 0; probe < OPMEMO; probe++, slot = (slot + 1) % OPMEMO) {
+		struct opmemo *m = &c->memo[slot];
+		if (m->rec && memcmp(m->key, key, sizeof(m->key)) == 0) {
+			c->op = m->rec;
+			return;
+		}
+		if (!m->rec)
+			break;
+	}
+	fmt(key, &op, dims, sizeof(dims), types, sizeof(types));
+	if (!c->ops.n) {
+		struct oprec none = {0, 0, 0};
+		if (VEC_PUSH(c->ops, none))
+			c->oom = 1;
+	}
+	rec.op = intern(c, op);
+	rec.dims = intern(c, dims);
+	rec.types = intern(c, types);
+	if (c->oom || VEC_PUSH(c->ops, rec)) {
+		c->oom = 1;
+		return;
+	}
+	c->op = (uint32_t)(c->ops.n - 1);
+	if (!c->memo[slot].rec) { /* a full memo formats again: still right */
+		memcpy(c->memo[slot].key, key, sizeof(c->memo[slot].key));
+		c->memo[slot].rec = c->op;
+	}
+}
+
+/* A profiler's name for an element of dtype (cost_dtype reads it back). */
+static const char *torch_type(int dtype)
+{
+	switch (dtype) {
+	case HW_FP32:
+	case HW_TF32:
+		return "float";
+	case HW_FP16:
+		return "c10::Half";
+	case HW_FP8:
+	case HW_FP4:
+		return "c10::Float8_e4m3fn";
+	default:
+		return "c10::BFloat16";
+	}
+}
+
 /* Launch GPU task `name` of `seconds` on stream st; coll: a collective
  * entry to attach, or NULL. */
-static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
-		       double seconds, const struct graph_coll *coll)
+static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *name, double seconds,
+		       const struct graph_coll *coll)
 {
 	const struct synth_in *in = c->in;
 	struct rankst *k = &c->rk[r];
@@ -195,6 +305,11 @@ static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *n
 	u = add_node(c, r, proc, kind, intern(c, name), seconds);
 	if (c->oom)
 		return u;
+	if (c->op) {
+		set_op(c, call);
+		set_op(c, u);
+		c->op = 0;
+	}
 	c->nodes.v[u].corr = c->nodes.v[call].corr;
 	c->nodes.v[u].lag = ns(in->gpu_lag_s);
 	add_edge(c, call, u, GE_LAUNCH);
@@ -281,8 +396,7 @@ static int mem_kind(int cls)
  * has the kernel, else the class's line over the model's time; times the
  * class's scale.  dtype: the kernel's (for the database).
  */
-static double ktime(struct ctx *c, int cls, int dtype, double flops, double bytes,
-		    double model_s)
+static double ktime(struct ctx *c, int cls, int dtype, double flops, double bytes, double model_s)
 {
 	const struct synth_in *in = c->in;
 	const struct calib_class *k = &in->cost[cls];
@@ -300,11 +414,43 @@ static double ktime(struct ctx *c, int cls, int dtype, double flops, double byte
 	return (k->overhead_s + model_s / e) * in->scale[cls];
 }
 
-/* A memory-bound kernel of class cls moving `bytes`. */
+/* A memory-bound kernel's op: one bf16 tensor of bytes / 4 values (key:
+ * 1, bytes). */
+static void mem_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
+		       size_t nt)
+{
+	*op = "aten::op";
+	snprintf(dims, nd, "[[%.0f]]", key[1] / 4);
+	snprintf(types, nt, "[\"c10::BFloat16\"]");
+}
+
+/* A memory-bound kernel of class cls moving `bytes`.  Its op records one
+ * bf16 tensor of bytes / 4 values: read and written, as cost_work()
+ * counts an op's traffic (its inputs and an output the size of the
+ * first), that is the kernel's bytes (for a kernel reading one tensor and
+ * writing one, that tensor). */
 static void kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 {
 	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->in->hw, mem_kind(cls), bytes));
+	double key[OPKEY] = {1, bytes};
+
+	record_op(c, key, mem_op_fmt);
 	launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
+}
+
+/* A GEMM's op, C = A B as aten::mm [M, K] x [K, N], or aten::bmm with the
+ * batch (key: 2, dtype, b, m, n, k). */
+static void gemm_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
+			size_t nt)
+{
+	const char *ty = torch_type((int)key[1]);
+	double b = key[2], m = key[3], n = key[4], k = key[5];
+	*op = b == 1 ? "aten::mm" : "aten::bmm";
+	if (b == 1)
+		snprintf(dims, nd, "[[%.0f, %.0f], [%.0f, %.0f]]", m, k, k, n);
+	else
+		snprintf(dims, nd, "[[%.0f, %.0f, %.0f], [%.0f, %.0f, %.0f]]", b, m, k, b, k, n);
+	snprintf(types, nt, "[\"%s\", \"%s\"]", ty, ty);
 }
 
 /* A GEMM of batch b, m x k times k x n, in dtype. */
@@ -315,6 +461,9 @@ static void bgemm(struct ctx *c, int r, const char *name, int dtype, double b, d
 	double t = ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
 			 b * (es * (m * k + k * n) + 2 * m * n),
 			 kperf_gemm_s(c->in->hw, dtype, b, m, n, k));
+	double key[OPKEY] = {2, dtype, b, m, n, k};
+
+	record_op(c, key, gemm_op_fmt);
 	launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
 }
 
@@ -343,11 +492,12 @@ static void collective(struct ctx *c, int r, int st, int kind, const char *kname
 	if (c->dry)
 		return;
 	memset(&x, 0, sizeof(x));
-	if (!c->in->bare && comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
+	if (!c->in->bare &&
+	    comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
 		t = e.time_s;
 	pgid = intern(c, pg);
 	x.kind = (uint8_t)kind;
-	x.bytes = (int64_t)bytes;
+	x.bytes = bytes < 9e18 ? (int64_t)bytes : INT64_MAX;
 	x.group_size = g.n;
 	x.pg = pgid;
 	x.dtype = intern(c, "BFloat16");
@@ -371,13 +521,14 @@ found:
 /* The layout as the code below needs it. */
 struct shape {
 	double b, s, h, f, V, t, a;
-	double qkv, f_in;  /* llm_qkv_width, llm_ffn_in */
-	double params;     /* of one layer on one tensor-parallel rank */
+	double kv;	  /* key-value heads */
+	double qkv, f_in; /* llm_qkv_width, llm_ffn_in */
+	double params;	  /* of one layer on one tensor-parallel rank */
 	int gated;
-	int L;             /* layers per model chunk */
+	int L; /* layers per model chunk */
 	int p, v, m;
 	int tp_per_node, pp_per_node;
-	int emb_per_node;  /* of the first and last stages (2: one node) */
+	int emb_per_node; /* of the first and last stages (2: one node) */
 };
 
 /* One tensor-parallel collective of the b s h activations on stream st:
@@ -392,8 +543,8 @@ static void tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kin
 		collective(c, r, st, kind, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
 			   z->b * z->s * z->h * 2, g, pg);
 	else if (kind == GC_ALL_GATHER)
-		collective(c, r, st, kind, "ncclDevKernel_AllGather_RING_LL", z->b * z->s * z->h * 2,
-			   g, pg);
+		collective(c, r, st, kind, "ncclDevKernel_AllGather_RING_LL",
+			   z->b * z->s * z->h * 2, g, pg);
 	else
 		collective(c, r, st, kind, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
 			   z->b * z->s * z->h * 2, g, pg);
@@ -442,6 +593,38 @@ static double ew(double n, double in)
 	return n * 2 * (in + 1);
 }
 
+/* The flash-attention op as PyTorch records it, [b, s, heads, d] per
+ * tensor: forward the query, key and value, backward the output's
+ * gradient first (cost_attn_shape reads them back).  key: 3, dtype,
+ * backward, b, s, query heads, key-value heads, d. */
+static void attn_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
+			size_t nt)
+{
+	const char *ty = torch_type((int)key[1]);
+	char q[64], kv[64];
+
+	snprintf(q, sizeof(q), "[%.0f, %.0f, %.0f, %.0f]", key[3], key[4], key[5], key[7]);
+	snprintf(kv, sizeof(kv), "[%.0f, %.0f, %.0f, %.0f]", key[3], key[4], key[6], key[7]);
+	if (key[2] != 0) {
+		*op = "aten::_flash_attention_backward";
+		snprintf(dims, nd, "[%s, %s, %s, %s]", q, q, kv, kv);
+		snprintf(types, nt, "[\"%s\", \"%s\", \"%s\", \"%s\"]", ty, ty, ty, ty);
+	} else {
+		*op = "aten::_flash_attention_forward";
+		snprintf(dims, nd, "[%s, %s, %s]", q, kv, kv);
+		snprintf(types, nt, "[\"%s\", \"%s\", \"%s\"]", ty, ty, ty);
+	}
+}
+
+static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
+{
+	/* Megatron-LM replicates key-value heads when fewer than the ranks. */
+	double kv = z->kv < z->t ? 1 : z->kv / z->t;
+	double key[OPKEY] = {3, dtype, bwd, z->b, z->s, z->a / z->t, kv, z->h / z->a};
+
+	record_op(c, key, attn_op_fmt);
+}
+
 /*
  * Attention core of one layer on one tensor-parallel rank (causal, as GPT
  * trains).  Flash attention is one kernel each way, timed by the kernel
@@ -462,6 +645,7 @@ static void attn_fwd(struct ctx *c, int r, const struct shape *z)
 	if (c->in->lay.flash) {
 		double t = ktime(c, KC_ATTENTION, dt, 2 * f, ew(3 * z->b * z->s * z->h / z->t, 1),
 				 kperf_attn_s(c->in->hw, dt, 0, z->b, heads, z->s, z->s, d, 1));
+		attn_op(c, z, dt, 0);
 		launch(c, r, S_COMPUTE, GN_KERNEL, "flash_fwd_kernel", t, NULL);
 		return;
 	}
@@ -481,8 +665,9 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 	if (c->in->lay.flash) {
 		double t = ktime(c, KC_ATTENTION, dt, 4 * f, ew(4 * z->b * z->s * z->h / z->t, 1),
 				 kperf_attn_s(c->in->hw, dt, 1, z->b, heads, z->s, z->s, d, 1));
-		launch(c, r, S_COMPUTE, GN_KERNEL, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", t,
-		       NULL);
+		attn_op(c, z, dt, 1);
+		launch(c, r, S_COMPUTE, GN_KERNEL, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel",
+		       t, NULL);
 		return;
 	}
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_bmm_dprobs", dt, z->b * heads, z->s,
@@ -640,8 +825,7 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 	struct comm_group g = {2, z->pp_per_node};
 	char pg[48];
 	snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
-	collective(c, r, st, kind, "ncclDevKernel_SendRecv", z->b * z->s * z->h * 2 / z->t, g,
-		   pg);
+	collective(c, r, st, kind, "ncclDevKernel_SendRecv", z->b * z->s * z->h * 2 / z->t, g, pg);
 }
 
 /* The embedding's lookup forward and its gradient (stage 0). */
@@ -687,10 +871,9 @@ static void head_bwd(struct ctx *c, int r, const struct shape *z)
  * (vocabulary-parallel) and learned positions on stage 0. */
 static double embed_params(const struct ctx *c, int r)
 {
-	const struct llm *m = &c->in->m;
-	if (r != 0)
-		return 0;
-	return (double)m->vocab * m->hidden / c->in->lay.tp + (m->rope ? 0 : (double)m->seq * m->hidden);
+	double first, last;
+	synth_extra_params(c->in, r, &first, &last);
+	return last;
 }
 
 /* Parameters of the output side on stage r's GPU: the final norm, and the
@@ -698,11 +881,22 @@ static double embed_params(const struct ctx *c, int r)
  * on a last stage that is not the first. */
 static double head_params(const struct ctx *c, int r)
 {
-	const struct llm *m = &c->in->m;
-	if (r != c->in->lay.pp - 1)
-		return 0;
-	return 2.0 * m->hidden +
-	       (m->untied || c->in->lay.pp > 1 ? (double)m->vocab * m->hidden / c->in->lay.tp : 0);
+	double first, last;
+	synth_extra_params(c->in, r, &first, &last);
+	return first;
+}
+
+void synth_extra_params(const struct synth_in *in, int stage, double *first, double *last)
+{
+	const struct llm *m = &in->m;
+	*first =
+	    stage != in->lay.pp - 1
+		? 0
+		: 2.0 * m->hidden +
+		      (m->untied || in->lay.pp > 1 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
+	*last = stage != 0 ? 0
+			   : (double)m->vocab * m->hidden / in->lay.tp +
+				 (m->rope ? 0 : (double)m->seq * m->hidden);
 }
 
 /* Bytes of a gradient as it is reduced: the main gradients' (fp32 for
@@ -710,8 +904,15 @@ static double head_params(const struct ctx *c, int r)
  * for bf16, FSDP2's reduce_dtype in torchtitan; fp16 for fp16). */
 static double grad_bytes(const struct ctx *c)
 {
+	return synth_grad_bytes(c->in);
+}
+
+static int mem_prec_of(int dtype);
+
+double synth_grad_bytes(const struct synth_in *in)
+{
 	double w, g, o;
-	mem_bytes_per_param(c->lay.prec, &w, &g, &o);
+	mem_bytes_per_param(mem_prec_of(in->dtype), &w, &g, &o);
 	return g;
 }
 
@@ -768,7 +969,8 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 		return;
 	event_wait(c, r, S_COMPUTE, S_DP);
 	if (!sharded(c)) {
-		struct comm_group g = {in->lay.dp, per_node(in->lay.dp, in->hw->gpus_per_node / in->lay.tp)};
+		struct comm_group g = {in->lay.dp,
+				       per_node(in->lay.dp, in->hw->gpus_per_node / in->lay.tp)};
 		snprintf(pg, sizeof(pg), "dp.%d", r);
 		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
 			   params * gb, g, pg);
@@ -789,9 +991,14 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
  * (distributed_data_parallel.py). */
 static double bucket_cap(const struct ctx *c)
 {
-	double dp = c->in->lay.dp;
-	if (c->in->lay.bucket_mb > 0)
-		return c->in->lay.bucket_mb * 1e6 / grad_bytes(c);
+	return synth_bucket_params(c->in);
+}
+
+double synth_bucket_params(const struct synth_in *in)
+{
+	double dp = in->lay.dp;
+	if (in->lay.bucket_mb > 0)
+		return in->lay.bucket_mb * 1e6 / synth_grad_bytes(in);
 	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
 }
 
@@ -1029,7 +1236,7 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
 	int total = z->m * z->v, warm;
-	int *last_b = calloc((size_t)z->v, sizeof(int)); /* last backward unit per chunk */
+	int *last_b = prism_calloc((size_t)z->v, sizeof(int)); /* last backward unit per chunk */
 	int kb = 0, kf = 0;
 
 	if (!last_b) {
@@ -1049,19 +1256,19 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 		warm = z->m == z->p ? total : (z->p - s - 1) * 2 + (z->v - 1) * z->p;
 	if (warm > total)
 		warm = total;
-#define F_UNIT()                                                        \
-	do {                                                            \
-		int mb_, ch_;                                           \
-		unit_of(z, kf, 1, &mb_, &ch_);                          \
-		unit(c, s, ch_, mb_, 1, 0, z);                          \
-		kf++;                                                   \
+#define F_UNIT()                                                                                   \
+	do {                                                                                       \
+		int mb_, ch_;                                                                      \
+		unit_of(z, kf, 1, &mb_, &ch_);                                                     \
+		unit(c, s, ch_, mb_, 1, 0, z);                                                     \
+		kf++;                                                                              \
 	} while (0)
-#define B_UNIT()                                                        \
-	do {                                                            \
-		int mb_, ch_;                                           \
-		unit_of(z, kb, 0, &mb_, &ch_);                          \
-		unit(c, s, ch_, mb_, 0, last_b[ch_] == kb, z);          \
-		kb++;                                                   \
+#define B_UNIT()                                                                                   \
+	do {                                                                                       \
+		int mb_, ch_;                                                                      \
+		unit_of(z, kb, 0, &mb_, &ch_);                                                     \
+		unit(c, s, ch_, mb_, 0, last_b[ch_] == kb, z);                                     \
+		kb++;                                                                              \
 	} while (0)
 	for (int i = 0; i < warm; i++)
 		F_UNIT();
@@ -1086,8 +1293,8 @@ static void adam(struct ctx *c, int r, double np_, int amax)
 	/* FP16: unscale the gradients and check them for inf/NaN (dynamic
 	 * loss scaling; fp32 main gradients read and written). */
 	if (in->dtype == HW_FP16)
-		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>",
-		       8 * np_);
+		kernel(c, r, KC_OPTIMIZER,
+		       "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>", 8 * np_);
 	/* Gradient clipping: the norm of the fp32 main gradients, then their
 	 * scaling by the clip coefficient. */
 	kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
@@ -1126,7 +1333,8 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	 * repeat the layer's optimizer work too); the embedding and the head
 	 * on their stages. */
 	for (int ch = 0; ch < z->v; ch++) {
-		int l0 = mem_chunk_first(m, &c->lay, r, ch), nl = mem_chunk_layers(m, &c->lay, r, ch);
+		int l0 = mem_chunk_first(m, &c->lay, r, ch),
+		    nl = mem_chunk_layers(m, &c->lay, r, ch);
 		for (int i = 0; i < nl; i++) {
 			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
 			adam(c, r, layer_params(z) * share, 1);
@@ -1222,10 +1430,11 @@ int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err 
 	if (in->part == SYNTH_PART_EMBED_LOSS) {
 		int n = (L + 2) / p;
 		if ((L + 2) % p || n < 2 || (n - 1) % v || n % v)
-			return prism_err_set(err, PRISM_EARG,
-					     "layout: partition embed-loss needs layers %d + 2 divisible "
-					     "by pp %d, and each stage's layers by vp %d",
-					     L, p, v);
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition embed-loss needs layers %d + 2 divisible "
+			    "by pp %d, and each stage's layers by vp %d",
+			    L, p, v);
 		for (int s = 0; s < p; s++)
 			part[s] = (uint16_t)(s == 0 || s == p - 1 ? n - 1 : n);
 	} else {
@@ -1237,10 +1446,11 @@ int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err 
 		 * minimises the largest stage time. */
 		double f, b, a, emb, head, load[MEM_MAX_STAGES];
 		if (L % v || L / v < p)
-			return prism_err_set(err, PRISM_EARG,
-					     "layout: partition balanced needs layers %d divisible by "
-					     "vp %d and at least one chunk a stage (pp %d)",
-					     L, v, p);
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition balanced needs layers %d divisible by "
+			    "vp %d and at least one chunk a stage (pp %d)",
+			    L, v, p);
 		synth_layer_times(in, &f, &b, &a);
 		synth_extra_times(in, &emb, &head);
 		for (int s = 0; s < p; s++) {
@@ -1302,10 +1512,11 @@ int synth_part_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		v = strtol(q, &end, 10);
 		if (end == q || errno || v < 1 || v > 65535 || (*end && *end != ',') ||
 		    n >= MEM_MAX_STAGES)
-			return prism_err_set(err, PRISM_EARG,
-					     "partition '%s': expected even, balanced, embed-loss or "
-					     "layers per stage (N0,N1,...: each 1..65535, at most %d)",
-					     s, MEM_MAX_STAGES);
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "partition '%s': expected even, balanced, embed-loss or "
+			    "layers per stage (N0,N1,...: each 1..65535, at most %d)",
+			    s, MEM_MAX_STAGES);
 		in->lay.part[n++] = (uint16_t)v;
 		q = *end ? end + 1 : end;
 	}
@@ -1350,6 +1561,7 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 	z->V = in->m.vocab;
 	z->t = in->lay.tp;
 	z->a = in->m.heads;
+	z->kv = llm_kv_heads(&in->m);
 	z->qkv = llm_qkv_width(&in->m);
 	z->f_in = llm_ffn_in(&in->m);
 	z->params = llm_layer_params(&in->m) / z->t;
@@ -1360,8 +1572,7 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 	z->L = in->m.layers / (in->lay.pp * in->lay.vp);
 }
 
-void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
-		       double *attn_fwd_s)
+void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s)
 {
 	struct ctx c;
 	struct rankst rk;
@@ -1509,34 +1720,34 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		const char *what, *name;
 		int v, min, max;
 	} lim[] = {
-		{"model", "layers", m->layers, 1, LLM_MAX_LAYERS},
-		{"model", "hidden", m->hidden, 1, LLM_MAX_HIDDEN},
-		{"model", "heads", m->heads, 1, LLM_MAX_HEADS},
-		{"model", "kv_heads", m->kv_heads, 0, LLM_MAX_HEADS},
-		{"model", "ffn", m->ffn, 1, LLM_MAX_FFN},
-		{"model", "seq", m->seq, 1, LLM_MAX_SEQ},
-		{"model", "vocab", m->vocab, 1, LLM_MAX_VOCAB},
-		{"layout", "tp", l->tp, 1, SYNTH_MAX_TP},
-		{"layout", "pp", l->pp, 1, SYNTH_MAX_STAGES},
-		{"layout", "dp", l->dp, 1, SYNTH_MAX_DP},
-		{"layout", "vp", l->vp, 1, SYNTH_MAX_VP},
-		{"layout", "mbs", l->mbs, 1, SYNTH_MAX_MBS},
-		{"layout", "microbatches", l->microbatches, 1, SYNTH_MAX_MICRO},
-		{"layout", "zero", l->zero, 0, 3},
-		{"layout", "sp", l->sp, 0, 1},
-		{"layout", "flash", l->flash, 0, 1},
-		{"layout", "fp8_attention", in->fp8_attention, 0, 1},
-		{"layout", "recompute", l->recompute, 0, MEM_RECOMPUTE_FULL},
-		{"layout", "schedule", l->schedule, MEM_GPIPE, MEM_INTERLEAVED},
-		{"layout", "dtype", in->dtype, 0, HW_NDTYPES - 1},
-		{"layout", "shard", l->shard, 0, SYNTH_MAX_DP},
-		{"layout", "prefetch", l->prefetch, 0, SYNTH_MAX_PREFETCH},
-		{"layout", "bucket_mb", l->bucket_mb, 0, SYNTH_MAX_BUCKET_MB},
-		{"layout", "overlap_grad", l->overlap_grad, 0, 1},
-		{"layout", "overlap_param", l->overlap_param, 0, 1},
-		{"layout", "tp_overlap", l->tp_overlap, 0, 1},
-		{"layout", "pp_overlap", l->pp_overlap, 0, 1},
-		{"layout", "part", in->part, SYNTH_PART_GIVEN, SYNTH_PART_EMBED_LOSS},
+	    {"model", "layers", m->layers, 1, LLM_MAX_LAYERS},
+	    {"model", "hidden", m->hidden, 1, LLM_MAX_HIDDEN},
+	    {"model", "heads", m->heads, 1, LLM_MAX_HEADS},
+	    {"model", "kv_heads", m->kv_heads, 0, LLM_MAX_HEADS},
+	    {"model", "ffn", m->ffn, 1, LLM_MAX_FFN},
+	    {"model", "seq", m->seq, 1, LLM_MAX_SEQ},
+	    {"model", "vocab", m->vocab, 1, LLM_MAX_VOCAB},
+	    {"layout", "tp", l->tp, 1, SYNTH_MAX_TP},
+	    {"layout", "pp", l->pp, 1, SYNTH_MAX_STAGES},
+	    {"layout", "dp", l->dp, 1, SYNTH_MAX_DP},
+	    {"layout", "vp", l->vp, 1, SYNTH_MAX_VP},
+	    {"layout", "mbs", l->mbs, 1, SYNTH_MAX_MBS},
+	    {"layout", "microbatches", l->microbatches, 1, SYNTH_MAX_MICRO},
+	    {"layout", "zero", l->zero, 0, 3},
+	    {"layout", "sp", l->sp, 0, 1},
+	    {"layout", "flash", l->flash, 0, 1},
+	    {"layout", "fp8_attention", in->fp8_attention, 0, 1},
+	    {"layout", "recompute", l->recompute, 0, MEM_RECOMPUTE_FULL},
+	    {"layout", "schedule", l->schedule, MEM_GPIPE, MEM_INTERLEAVED},
+	    {"layout", "dtype", in->dtype, 0, HW_NDTYPES - 1},
+	    {"layout", "shard", l->shard, 0, SYNTH_MAX_DP},
+	    {"layout", "prefetch", l->prefetch, 0, SYNTH_MAX_PREFETCH},
+	    {"layout", "bucket_mb", l->bucket_mb, 0, SYNTH_MAX_BUCKET_MB},
+	    {"layout", "overlap_grad", l->overlap_grad, 0, 1},
+	    {"layout", "overlap_param", l->overlap_param, 0, 1},
+	    {"layout", "tp_overlap", l->tp_overlap, 0, 1},
+	    {"layout", "pp_overlap", l->pp_overlap, 0, 1},
+	    {"layout", "part", in->part, SYNTH_PART_GIVEN, SYNTH_PART_EMBED_LOSS},
 	};
 
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
@@ -1546,8 +1757,8 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 					     lim[i].max);
 	if ((int64_t)l->tp * l->pp * l->dp > SYNTH_MAX_GPUS)
 		return prism_err_set(err, PRISM_EARG,
-				     "layout: tp %d x pp %d x dp %d is beyond %d GPUs", l->tp, l->pp,
-				     l->dp, SYNTH_MAX_GPUS);
+				     "layout: tp %d x pp %d x dp %d is beyond %d GPUs", l->tp,
+				     l->pp, l->dp, SYNTH_MAX_GPUS);
 	if (l->shard > 0 && (l->shard > l->dp || l->dp % l->shard))
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: the sharding group (%d) must divide dp %d", l->shard,
@@ -1557,18 +1768,20 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 				     "layout: tensor-parallel overlap needs sequence parallelism "
 				     "(Megatron-LM's --tp-comm-overlap)");
 	if (m->hidden % m->heads)
-		return prism_err_set(err, PRISM_EARG, "model: hidden %d must be divisible by heads %d",
-				     m->hidden, m->heads);
+		return prism_err_set(err, PRISM_EARG,
+				     "model: hidden %d must be divisible by heads %d", m->hidden,
+				     m->heads);
 	if (m->heads % llm_kv_heads(m))
-		return prism_err_set(err, PRISM_EARG, "model: heads %d must be divisible by kv_heads %d",
-				     m->heads, llm_kv_heads(m));
+		return prism_err_set(err, PRISM_EARG,
+				     "model: heads %d must be divisible by kv_heads %d", m->heads,
+				     llm_kv_heads(m));
 	if (l->tp > in->hw->gpus_per_node)
 		return prism_err_set(err, PRISM_EARG, "layout: tp %d is beyond a node of %d GPUs",
 				     l->tp, in->hw->gpus_per_node);
 	if (llm_kv_heads(m) % l->tp)
 		return prism_err_set(err, PRISM_EARG,
-				     "layout: kv_heads %d must be divisible by tp %d", llm_kv_heads(m),
-				     l->tp);
+				     "layout: kv_heads %d must be divisible by tp %d",
+				     llm_kv_heads(m), l->tp);
 	if (m->heads % l->tp || m->ffn % l->tp)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: heads %d and ffn %d must be divisible by tp %d",
@@ -1582,19 +1795,22 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		long sum = 0;
 		for (int s = 0; s < l->pp; s++) {
 			if (l->part[s] < 1 || l->part[s] % l->vp)
-				return prism_err_set(err, PRISM_EARG,
-						     "layout: partition: stage %d holds %d layers, "
-						     "not a positive multiple of the %d virtual stages",
-						     s, l->part[s], l->vp);
+				return prism_err_set(
+				    err, PRISM_EARG,
+				    "layout: partition: stage %d holds %d layers, "
+				    "not a positive multiple of the %d virtual stages",
+				    s, l->part[s], l->vp);
 			sum += l->part[s];
 		}
 		if (l->pp < MEM_MAX_STAGES && l->part[l->pp])
 			return prism_err_set(err, PRISM_EARG,
-					     "layout: partition lists more stages than pp %d", l->pp);
+					     "layout: partition lists more stages than pp %d",
+					     l->pp);
 		if (sum != m->layers)
-			return prism_err_set(err, PRISM_EARG,
-					     "layout: partition places %ld layers, the model has %d", sum,
-					     m->layers);
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition places %ld layers, the model has %d", sum,
+			    m->layers);
 	} else if (m->layers % (l->pp * l->vp)) {
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: layers %d not divisible by pp %d x virtual stages %d",
@@ -1612,7 +1828,8 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 					     l->microbatches, l->pp);
 	} else if (l->vp != 1) {
 		return prism_err_set(err, PRISM_EARG,
-				     "layout: virtual stages %d need the interleaved schedule", l->vp);
+				     "layout: virtual stages %d need the interleaved schedule",
+				     l->vp);
 	}
 	if (in->hw->peak_flops[in->dtype] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", in->hw->gpu,
@@ -1620,6 +1837,19 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 	if (in->hw->peak_flops[synth_attn_dtype(in)] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak for attention",
 				     in->hw->gpu, hw_dtype_name(synth_attn_dtype(in)));
+	{
+		/* The graph's size, before anything is built (each at most 2^16,
+		 * steps 100: the product fits 64 bits). */
+		int64_t steps = in->steps > 0 ? in->steps : 1;
+		int64_t least = steps * m->layers * l->microbatches * SYNTH_MIN_TASKS_PER_LAYER;
+		if (least > GRAPH_MAX_TASKS)
+			return prism_err_set(
+			    err, PRISM_ELIMIT,
+			    "layout: %" PRId64 " steps x %d layers x %d microbatches "
+			    "make at least %" PRId64 " tasks, more than the %u "
+			    "prism simulates",
+			    steps, m->layers, l->microbatches, least, GRAPH_MAX_TASKS);
+	}
 	return 0;
 }
 
@@ -1627,8 +1857,8 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 {
 	uint32_t nn = (uint32_t)c->nodes.n, np = (uint32_t)c->procs.n;
-	uint32_t *newid = malloc((nn ? nn : 1) * sizeof(*newid));
-	uint32_t *cnt = calloc((size_t)np + 1, sizeof(*cnt));
+	uint32_t *newid = prism_malloc((nn ? nn : 1) * sizeof(*newid));
+	uint32_t *cnt = prism_calloc((size_t)np + 1, sizeof(*cnt));
 	uint32_t ne, *fill = NULL;
 	struct graph *g = NULL;
 	struct sedge *e = NULL;
@@ -1646,7 +1876,7 @@ static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 	for (uint32_t u = 0; u < nn; u++)
 		newid[u] = cnt[c->nodes.v[u].proc]++;
 	/* Edges: the built ones plus order edges along each processor. */
-	e = malloc((c->edges.n + nn + 1) * sizeof(*e));
+	e = prism_malloc((c->edges.n + nn + 1) * sizeof(*e));
 	if (!e)
 		goto out;
 	for (size_t k = 0; k < c->edges.n; k++) {
@@ -1675,6 +1905,11 @@ static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 		g->corr[v] = s->corr;
 		g->proc[v] = s->proc;
 		g->name[v] = s->name;
+		if (s->op) {
+			g->op[v] = c->ops.v[s->op].op;
+			g->op_dims[v] = c->ops.v[s->op].dims;
+			g->op_types[v] = c->ops.v[s->op].types;
+		}
 		g->src[v] = NONE32;
 		g->coll[v] = s->coll;
 		g->iter[v] = -1;
@@ -1686,7 +1921,7 @@ static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 		g->rtclass[v] = s->rtclass;
 		g->stats.nodes[s->kind]++;
 	}
-	fill = calloc((size_t)nn + 1, sizeof(*fill));
+	fill = prism_calloc((size_t)nn + 1, sizeof(*fill));
 	if (!fill) {
 		graph_free(g);
 		g = NULL;
@@ -1747,14 +1982,13 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 		 "shard=%d;prefetch=%d;bucket_mb=%d;overlap_grad=%d;overlap_param=%d;"
 		 "tp_overlap=%d;pp_overlap=%d",
 		 in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
-		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq,
-		 in->m.vocab, in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp,
-		 in->lay.mbs, in->lay.microbatches, synth_schedule_name(in->lay.schedule),
-		 in->lay.recompute, in->lay.sp, in->lay.zero, in->lay.flash,
-		 hw_dtype_name(in->dtype), in->fp8_attention,
-		 in->hw && in->hw->id[0] ? in->hw->id : "?", in->m.untied, in->m.rope, in->lay.shard,
-		 in->lay.prefetch, in->lay.bucket_mb, in->lay.overlap_grad, in->lay.overlap_param,
-		 in->lay.tp_overlap, in->lay.pp_overlap);
+		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq, in->m.vocab,
+		 in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp, in->lay.mbs, in->lay.microbatches,
+		 synth_schedule_name(in->lay.schedule), in->lay.recompute, in->lay.sp, in->lay.zero,
+		 in->lay.flash, hw_dtype_name(in->dtype), in->fp8_attention,
+		 in->hw && in->hw->id[0] ? in->hw->id : "?", in->m.untied, in->m.rope,
+		 in->lay.shard, in->lay.prefetch, in->lay.bucket_mb, in->lay.overlap_grad,
+		 in->lay.overlap_param, in->lay.tp_overlap, in->lay.pp_overlap);
 	/* The layers of each stage, where uneven: as resolved, so that a trace
 	 * says where its layers ran whatever the cost model becomes. */
 	{
@@ -1762,7 +1996,8 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 		size_t k = strlen(buf);
 		synth_mem_layout(in, &l);
 		for (int s = 0; l.part[0] && s < in->lay.pp && k + 8 < n; s++)
-			k += (size_t)snprintf(buf + k, n - k, "%s%d", s ? "," : ";part=", l.part[s]);
+			k +=
+			    (size_t)snprintf(buf + k, n - k, "%s%d", s ? "," : ";part=", l.part[s]);
 	}
 }
 
@@ -1772,8 +2007,8 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 	const char *p;
 
 	if (strncmp(s, pre, sizeof(pre) - 1) != 0)
-		return prism_err_set(err, PRISM_EFORMAT, "model description: does not start with %s",
-				     pre);
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "model description: does not start with %s", pre);
 	p = s + sizeof(pre) - 1;
 	while (*p) {
 		const char *eq = strchr(p, '='), *end = strchr(p, ';');
@@ -1783,8 +2018,9 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		if (!end)
 			end = p + strlen(p);
 		if (!eq || eq > end || (size_t)(eq - p) >= sizeof(key))
-			return prism_err_set(err, PRISM_EFORMAT, "model description: bad field '%.*s'",
-					     (int)(end - p), p);
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "model description: bad field '%.*s'", (int)(end - p),
+					     p);
 		kl = (size_t)(eq - p);
 		vl = (size_t)(end - eq - 1);
 		if (vl >= sizeof(val))
@@ -1822,33 +2058,47 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("overlap_param", in->lay.overlap_param, 0, 1);
 		INT("tp_overlap", in->lay.tp_overlap, 0, 1);
 		INT("pp_overlap", in->lay.pp_overlap, 0, 1);
-		else if (strcmp(key, "part") == 0) {
+		else if (strcmp(key, "part") == 0)
+		{
 			struct prism_err e2;
 			if (synth_part_parse(val, in, &e2) || in->part != SYNTH_PART_GIVEN)
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: 'part' must list each stage's "
-						     "layers, not '%s'",
-						     val);
+				return prism_err_set(
+				    err, PRISM_EFORMAT,
+				    "model description: 'part' must list each stage's "
+				    "layers, not '%s'",
+				    val);
 		}
-		else if (strcmp(key, "recompute") == 0) {
+		else if (strcmp(key, "recompute") == 0)
+		{
 			/* A number (what synth_meta writes) or a name. */
 			if (val[0] >= '0' && val[0] <= '9')
 				ip = &in->lay.recompute, min = 0, max = MEM_RECOMPUTE_FULL;
 			else if ((in->lay.recompute = mem_recompute_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: unknown recompute '%s'", val);
-		} else if (strcmp(key, "schedule") == 0) {
+						     "model description: unknown recompute '%s'",
+						     val);
+		}
+		else if (strcmp(key, "schedule") == 0)
+		{
 			if ((in->lay.schedule = synth_schedule_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: unknown schedule '%s'", val);
-		} else if (strcmp(key, "activation") == 0) {
+						     "model description: unknown schedule '%s'",
+						     val);
+		}
+		else if (strcmp(key, "activation") == 0)
+		{
 			if (strcmp(val, "swiglu") != 0 && strcmp(val, "gelu") != 0)
 				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: unknown activation '%s'", val);
+						     "model description: unknown activation '%s'",
+						     val);
 			in->m.gated = strcmp(val, "swiglu") == 0;
-		} else if (strcmp(key, "hw") == 0) {
+		}
+		else if (strcmp(key, "hw") == 0)
+		{
 			snprintf(in->hw_id, sizeof(in->hw_id), "%.63s", val);
-		} else if (strcmp(key, "dtype") == 0) {
+		}
+		else if (strcmp(key, "dtype") == 0)
+		{
 			if ((in->dtype = hw_dtype_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
 						     "model description: unknown dtype '%s'", val);
@@ -1860,14 +2110,15 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 			errno = 0;
 			v = strtol(val, &e, 10);
 			if (e == val || *e || errno)
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: field '%s' is not a count: '%s'",
-						     key, val);
+				return prism_err_set(
+				    err, PRISM_EFORMAT,
+				    "model description: field '%s' is not a count: '%s'", key, val);
 			if (v < min || v > max)
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: field '%s' must be in %d..%d, "
-						     "not %ld",
-						     key, min, max, v);
+				return prism_err_set(
+				    err, PRISM_EFORMAT,
+				    "model description: field '%s' must be in %d..%d, "
+				    "not %ld",
+				    key, min, max, v);
 			*ip = (int)v;
 		}
 		p = *end ? end + 1 : end;
@@ -1900,14 +2151,14 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	z.tp_per_node = in->lay.tp;
 	z.pp_per_node = in->lay.tp * in->lay.dp * 2 <= in->hw->gpus_per_node ? 2 : 1;
 	z.emb_per_node =
-		(int64_t)in->lay.tp * in->lay.dp * in->lay.pp <= in->hw->gpus_per_node ? 2 : 1;
+	    (int64_t)in->lay.tp * in->lay.dp * in->lay.pp <= in->hw->gpus_per_node ? 2 : 1;
 	c.n_cpu = intern(&c, "aten::op");
 	c.n_launch = intern(&c, "cudaLaunchKernel");
 	c.n_record = intern(&c, "cudaEventRecord");
 	c.n_wait = intern(&c, "cudaStreamWaitEvent");
 	c.n_sync = intern(&c, "cudaDeviceSynchronize");
 	c.next_corr = 1;
-	c.rk = calloc((size_t)P, sizeof(*c.rk));
+	c.rk = prism_calloc((size_t)P, sizeof(*c.rk));
 	if (!c.rk)
 		goto oom;
 	/* Processors: per rank its host thread, then its streams. */
@@ -1980,8 +2231,8 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		g->iter[newid[u]] = c.nodes.v[u].iter * P + (int32_t)c.nodes.v[u].proc / (1 + S_N);
 	{
 		/* One iteration per step and stage; settle.h gives their times. */
-		struct graph_iter *it = realloc(g->iters, (c.step_first.n ? c.step_first.n : 1) *
-								  sizeof(*it));
+		struct graph_iter *it =
+		    prism_realloc(g->iters, (c.step_first.n ? c.step_first.n : 1) * sizeof(*it));
 		if (!it)
 			goto oom;
 		g->iters = it;
@@ -2017,7 +2268,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	out->kdb_exact = c.kdb_hits[KDB_EXACT];
 	out->kdb_interpolated = c.kdb_hits[KDB_INTERPOLATED];
 	out->n_waits = (uint32_t)c.waits.n;
-	out->waits = malloc((c.waits.n ? c.waits.n : 1) * sizeof(*out->waits));
+	out->waits = prism_malloc((c.waits.n ? c.waits.n : 1) * sizeof(*out->waits));
 	if (!out->waits)
 		goto oom;
 	for (size_t i = 0; i < c.waits.n; i++) {
@@ -2031,7 +2282,11 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	rc = 0;
 	goto done;
 oom:
-	rc = prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
+	if (c.oom == SYNTH_TOO_BIG)
+		rc = prism_err_set(err, PRISM_ELIMIT, "synth: the run has more than %u tasks",
+				   GRAPH_MAX_TASKS);
+	else
+		rc = prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
 	synth_out_free(out);
 done:
 	graph_free(g);
@@ -2045,6 +2300,7 @@ done:
 	VEC_FREE(c.pend);
 	VEC_FREE(c.waits);
 	VEC_FREE(c.seqs);
+	VEC_FREE(c.ops);
 	VEC_FREE(c.step_first);
 	VEC_FREE(c.step_last);
 	VEC_FREE(c.unit_first);

@@ -52,30 +52,33 @@
 struct synth_in {
 	struct llm m;
 	const struct hw_profile *hw;
-	int dtype;               /* enum hw_dtype of the linear layers' GEMMs.
+	int dtype;			      /* enum hw_dtype of the linear layers' GEMMs.
 				  * fp8 (or fp4) as Transformer Engine runs it:
 				  * the attention core, softmax, norms, the
 				  * logits and the optimizer stay in bf16/fp32;
 				  * casts, transposes and amax updates are added */
-	int fp8_attention;       /* 1: the attention core in fp8 too */
-	struct mem_layout lay;   /* tp, pp, dp, vp, mbs, microbatches, schedule,
+	int fp8_attention;		      /* 1: the attention core in fp8 too */
+	struct mem_layout lay;		      /* tp, pp, dp, vp, mbs, microbatches, schedule,
 				  * recompute, sp, flash, zero */
-	int steps;               /* iterations to build (>= 1) */
+	int steps;			      /* iterations to build (>= 1) */
 	struct calib_class cost[KC_NCLASSES]; /* by class: overhead_s, eff */
-	double scale[KC_NCLASSES];            /* multiplies each class's time */
-	const struct kdb *kdb;   /* measured kernel times (kdb.h), or NULL */
-	double comm_eff;         /* scales the profile's bus efficiencies (comm.h) */
-	double cpu_op_s;         /* host time of an op before its launch */
-	double launch_s;         /* cudaLaunchKernel */
-	double gpu_lag_s;        /* launch (or previous kernel) to kernel start */
-	double event_s;          /* cudaEventRecord, cudaStreamWaitEvent */
-	char hw_id[64];          /* synth_meta_parse: the profile named in the
+	double scale[KC_NCLASSES];	      /* multiplies each class's time */
+	const struct kdb *kdb;		      /* measured kernel times (kdb.h), or NULL */
+	double comm_eff;		      /* scales the profile's bus efficiencies (comm.h) */
+	double cpu_op_s;		      /* host time of an op before its launch */
+	double launch_s;		      /* cudaLaunchKernel */
+	double gpu_lag_s;		      /* launch (or previous kernel) to kernel start */
+	double event_s;			      /* cudaEventRecord, cudaStreamWaitEvent */
+	char hw_id[64];			      /* synth_meta_parse: the profile named in the
 				  * description */
-	int bare;                /* only the layers: no embedding, head, loss or
+	int bare;			      /* only the layers: no embedding, head, loss or
 				  * optimizer, and communication takes no time
 				  * (for checks against closed forms) */
-	int part;                /* enum synth_part: how the layers are placed
+	int part;			      /* enum synth_part: how the layers are placed
 				  * on the pipeline stages */
+	int no_shapes;			      /* 1: kernels' ops record no shapes (op,
+				  * op_dims, op_types; a graph that is only
+				  * simulated, never written or edited) */
 };
 
 /* Pipeline stage partitions.  GIVEN: lay.part as it is (lay.part[0] == 0:
@@ -91,15 +94,15 @@ enum synth_part { SYNTH_PART_GIVEN, SYNTH_PART_BALANCED, SYNTH_PART_EMBED_LOSS }
 /* The largest layout accepted anywhere (run descriptions, options, sweeps,
  * synth_check); the smallest degree is 1.  SYNTH_MAX_GPUS bounds tp x pp x
  * dp, so products of degrees fit an int with room to spare. */
-#define SYNTH_MAX_STAGES MEM_MAX_STAGES
-#define SYNTH_MAX_TP 1024
-#define SYNTH_MAX_DP (1 << 20)
-#define SYNTH_MAX_VP 64
-#define SYNTH_MAX_MBS (1 << 16)
-#define SYNTH_MAX_MICRO (1 << 16)
-#define SYNTH_MAX_GPUS (1 << 24)
-#define SYNTH_MAX_STEPS 100
-#define SYNTH_MAX_PREFETCH 64
+#define SYNTH_MAX_STAGES    MEM_MAX_STAGES
+#define SYNTH_MAX_TP	    1024
+#define SYNTH_MAX_DP	    (1 << 20)
+#define SYNTH_MAX_VP	    64
+#define SYNTH_MAX_MBS	    (1 << 16)
+#define SYNTH_MAX_MICRO	    (1 << 16)
+#define SYNTH_MAX_GPUS	    (1 << 24)
+#define SYNTH_MAX_STEPS	    100
+#define SYNTH_MAX_PREFETCH  64
 #define SYNTH_MAX_BUCKET_MB (1 << 20)
 
 /* The kernel model's time, one microbatch forward and backward, of stage
@@ -107,10 +110,30 @@ enum synth_part { SYNTH_PART_GIVEN, SYNTH_PART_BALANCED, SYNTH_PART_EMBED_LOSS }
  * loss (*head_s). */
 void synth_extra_times(const struct synth_in *in, double *emb_s, double *head_s);
 
+/* Parameters outside the layers on one GPU of pipeline stage `stage`, in
+ * the order the backward completes their gradients: *first the output
+ * side's (final norm; the head, its own matrix when untied, a copy of the
+ * word embedding on a last stage that is not the first), *last the
+ * embedding's (word embedding, learned positions; stage 0). */
+void synth_extra_params(const struct synth_in *in, int stage, double *first, double *last);
+
+/* Bytes per parameter of a gradient as the data-parallel collectives
+ * reduce it (the main gradients': fp32 for bf16 weights, Megatron-LM). */
+double synth_grad_bytes(const struct synth_in *in);
+
+/* Parameters a gradient bucket holds before it is reduced: bucket_mb of
+ * main gradients, or Megatron-LM's max(40M, 1M x dp). */
+double synth_bucket_params(const struct synth_in *in);
+/* Tasks every layer's forward and backward of one microbatch make at the
+ * least (9 kernels each way, each an op, a launch and the kernel: 54):
+ * steps x layers x microbatches x this is checked against GRAPH_MAX_TASKS
+ * before building, so a run too large to build is refused at once. */
+#define SYNTH_MIN_TASKS_PER_LAYER 48
+
 /* What was built: node ids in the returned graph. */
 struct synth_out {
-	double flops;            /* GEMM and attention FLOPs of one replica, one step */
-	uint32_t kernels;        /* GPU tasks, all steps */
+	double flops;	  /* GEMM and attention FLOPs of one replica, one step */
+	uint32_t kernels; /* GPU tasks, all steps */
 	uint32_t kdb_exact, kdb_interpolated; /* kernels timed from the kernel
 					       * database (the others: roofline
 					       * or communication model) */
@@ -126,7 +149,7 @@ struct synth_out {
 	uint32_t *unit_first, *unit_last;
 	size_t n_units;
 	uint32_t compute[SYNTH_MAX_STAGES]; /* each stage's compute stream */
-	double slow_compute, slow_comm;     /* contention (sim.h): the profile's,
+	double slow_compute, slow_comm;	    /* contention (sim.h): the profile's,
 					     * 0 for bare runs */
 };
 
@@ -174,8 +197,7 @@ void synth_mem(const struct synth_in *in, struct mem_est *out);
  * rank for one microbatch (kperf.h, before each class's line): forward,
  * backward (recomputation included) and the attention core's forward
  * alone.  For the analytic estimate and for tests. */
-void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
-		       double *attn_fwd_s);
+void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s);
 
 /*
  * Build the run.  0 with *out_g set (free with graph_free) and *out filled
@@ -188,8 +210,9 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 void synth_out_free(struct synth_out *o);
 
 /* The layout rules alone, the limits above and LLM_MAX_* first (so that
- * no rule divides by zero or overflows): 0, or PRISM_EARG naming the rule
- * broken. */
+ * no rule divides by zero or overflows), and the graph's size: 0, or
+ * PRISM_EARG naming the rule broken, or PRISM_ELIMIT for a run of more
+ * than GRAPH_MAX_TASKS tasks. */
 int synth_check(const struct synth_in *in, struct prism_err *err);
 
 /*

@@ -13,11 +13,11 @@
 
 #include "prism.h"
 
-#define VEC(T)              \
-	struct {            \
-		T *v;       \
-		size_t n;   \
-		size_t cap; \
+#define VEC(T)                                                                                     \
+	struct {                                                                                   \
+		T *v;                                                                              \
+		size_t n;                                                                          \
+		size_t cap;                                                                        \
 	}
 
 /* Ensure *cap >= need elements of size elem; 0 or PRISM_ENOMEM. */
@@ -33,7 +33,7 @@ static inline int vec_reserve_(void **v, size_t *cap, size_t need, size_t elem)
 		ncap *= 2;
 	if (ncap > SIZE_MAX / elem)
 		return PRISM_ENOMEM;
-	nv = realloc(*v, ncap * elem);
+	nv = prism_realloc(*v, ncap * elem);
 	if (!nv)
 		return PRISM_ENOMEM;
 	*v = nv;
@@ -41,19 +41,17 @@ static inline int vec_reserve_(void **v, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-#define VEC_RESERVE(vec, need) \
-	vec_reserve_((void **)&(vec).v, &(vec).cap, (need), sizeof(*(vec).v))
+#define VEC_RESERVE(vec, need) vec_reserve_((void **)&(vec).v, &(vec).cap, (need), sizeof(*(vec).v))
 
 /* Append x; evaluates to 0 or PRISM_ENOMEM. */
-#define VEC_PUSH(vec, x)                                             \
-	(VEC_RESERVE((vec), (vec).n + 1) ? PRISM_ENOMEM              \
-					 : ((vec).v[(vec).n++] = (x), 0))
+#define VEC_PUSH(vec, x)                                                                           \
+	(VEC_RESERVE((vec), (vec).n + 1) ? PRISM_ENOMEM : ((vec).v[(vec).n++] = (x), 0))
 
-#define VEC_FREE(vec)                                 \
-	do {                                          \
-		free((vec).v);                        \
-		(vec).v = NULL;                       \
-		(vec).n = (vec).cap = 0;              \
+#define VEC_FREE(vec)                                                                              \
+	do {                                                                                       \
+		free((vec).v);                                                                     \
+		(vec).v = NULL;                                                                    \
+		(vec).n = (vec).cap = 0;                                                           \
 	} while (0)
 
 #endif

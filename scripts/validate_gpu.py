@@ -10,6 +10,9 @@ set".
              error per kind of edit (layers, hidden, microbatches, and
              combinations), against the target's traced step and against
              its CUDA-event step;
+  hidden-edit  every hidden-size pair as a graph edit (--method edit: the
+             base's kernels re-timed from their shapes by the kernel model)
+             rather than rebuilt, by target width;
   grain      the three granularities as predictors of layer edits: whole
              layer and submodule spans (CUDA events from hooks) against
              prism's kernel-level what-if;
@@ -104,10 +107,10 @@ def order(tag):
     return (r[-1], int(r[1][1:]), int(r[4][1:]), int(r[0][1:]))
 
 
-def whatif(prism, data, base, t):
+def whatif(prism, data, base, t, *more):
     args = ["whatif", *files(data, base), "--layers", str(t["layers"]),
             "--hidden", str(t["hidden"]), "--heads", str(t["heads"]),
-            "--ffn", str(4 * t["hidden"]), "--microbatches", str(t["microbatches"])]
+            "--ffn", str(4 * t["hidden"]), "--microbatches", str(t["microbatches"]), *more]
     return run_json(prism, args)["iteration_s"] * 1e3
 
 
@@ -164,6 +167,29 @@ def whatif_table(prism, data, pts):
         if a:
             print(f"| {k}{' (GPU-bound)' if g else ''} | {len(a)} | {mean_abs(a):.1f}% "
                   f"({worst(a):+.1f}%) | {mean_abs(b):.1f}% ({worst(b):+.1f}%) |")
+
+
+def hidden_edit_table(prism, data, pts):
+    """Hidden-size edits as graph edits (`--method edit`): the base's
+    kernels re-timed from their shapes, its host kept."""
+    eager = {k: v for k, v in pts.items() if not v["compiled"]}
+    rows = {}
+    for base, b in eager.items():
+        for tag, t in eager.items():
+            if changed(b, t) != ("hidden",):
+                continue
+            p = whatif(prism, data, base, t, "--method", "edit")
+            kind = "wider" if t["hidden"] > b["hidden"] else "narrower"
+            for key in (f"to hidden {t['hidden']}", kind, "all"):
+                rows.setdefault(key, []).append(
+                    (pct(p, traced_step(prism, data, tag)[0]), pct(p, t["step_ms_median"])))
+    print("| hidden edits as graph edits | pairs | vs traced step: mean (worst) | "
+          "vs CUDA-event step: mean (worst) |")
+    print("|---|---|---|---|")
+    for key in sorted(rows, key=lambda k: (k == "all", k)):
+        a, b = [x[0] for x in rows[key]], [x[1] for x in rows[key]]
+        print(f"| {key} | {len(a)} | {mean_abs(a):.1f}% ({worst(a):+.1f}%) | "
+              f"{mean_abs(b):.1f}% ({worst(b):+.1f}%) |")
 
 
 def grain_table(prism, data, pts):
@@ -224,7 +250,8 @@ def kernel_table(prism, data, pts):
     print(out.strip())
 
 
-SECTIONS = {"replay": replay_table, "whatif": whatif_table, "grain": grain_table,
+SECTIONS = {"replay": replay_table, "whatif": whatif_table, "hidden-edit": hidden_edit_table,
+            "grain": grain_table,
             "compiled": compiled_table, "kernels": kernel_table}
 
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""What-if on the shared real traces: DP x8 (every trace whose collectives
-have sizes), and layers x2 where layers are found (prism::layer ranges, or
-inferred from repeated op blocks: the found blocks' tasks are repeated).
-Prints a Markdown table for docs/VALIDATION.md.
+"""What-if on the shared real traces: every training trace as a base,
+edited as a graph (prism whatif, docs/MODEL.md "Graph edits"): DP x2 and
+x8, layers x2, pipeline stages 2 and microbatches x2.  Each row says what
+prism found in the trace (layers, microbatches, data-parallel group,
+parameters) and, per edit, the prediction and its change against the
+base's replay, or why the edit does not apply (what the trace lacks).
+Prints Markdown tables for docs/VALIDATION.md.
 
-usage: scripts/whatif_real.py [PRISM] [TRACES_DIR]
+usage: scripts/whatif_real.py [PRISM] [TRACES_DIR] [--how]
 """
 import glob
 import json
@@ -13,7 +16,8 @@ import subprocess
 import sys
 
 PRISM = sys.argv[1] if len(sys.argv) > 1 else "build/prism"
-DIR = sys.argv[2] if len(sys.argv) > 2 else "../shared/traces"
+DIR = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else "../shared/traces"
+HOW = "--how" in sys.argv
 
 JOBS = [
     ("param-dlrm-8rank-v100", "param-dlrm-8rank-v100/*.json.gz"),
@@ -35,47 +39,61 @@ def prism(*args):
 def whatif(files, *args):
     rc, out, err = prism("whatif", *files, "--json", *args)
     if rc:
-        return None, err.strip()
+        # The reason, without the file name and the common preface.
+        msg = err.strip().split(": the trace has no run description (prism::model#): ")[-1]
+        return None, msg.replace("prism: ", "")
     return json.loads(out), None
 
 
-def change(w):
-    return f"{w['iteration_s']*1e3:.3f} | {(w['iteration_s'] / w['base_iteration_s'] - 1) * 100:+.1f}%"
+def cell(w, err, base):
+    if err:
+        return f"n/a: {err}"
+    ch = (w["iteration_s"] / base - 1) * 100
+    s = f"{w['iteration_s'] * 1e3:.2f} ({ch:+.1f}%)"
+    if w["host_bound"]:
+        s += " HB"
+    return s
 
 
 def main():
     if not os.path.isdir(DIR):
         print(f"skip: {DIR} is absent")
         return
-    print("| job | ranks | layers found | world size | base ms | DP x8 ms | change | "
-          "collectives re-timed | layers x2 ms | change | tasks added |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows, hows = [], []
     for name, pat in JOBS:
         files = sorted(glob.glob(os.path.join(DIR, pat)))
         if not files:
             continue
-        rc, out, err = prism("ingest", "--json", *files)
-        if rc:
-            print(f"| {name} | {len(files)} | ingest failed: {err.strip()} | | | | | | | | |")
-            continue
-        cov = json.loads(out)["coverage"]
-        n = cov["layers"]
-        layers = (f"{n} ({cov['layer_source']}, {cov['layer_ops']} ops each, "
-                  f"{cov['layer'] / max(cov['gpu_tasks'], 1) * 100:.0f}% of GPU tasks)"
-                  if n else "no")
-        base, err = whatif(files)
+        b, err = whatif(files)
         if err:
-            print(f"| {name} | {len(files)} | {layers} | | | | | {err} | | | |")
+            rows.append(f"| {name} | {len(files)} | {err} | | | | | | |")
             continue
-        dp = base["dp_from"]
-        w, err = whatif(files, "--dp", str(dp * 8))
-        cells = (f"{w['base_iteration_s']*1e3:.3f} | {change(w)} | {w['collectives_scaled']} "
-                 f"({w['collectives_unsized']} without size)") if w else f" | | | {err}"
-        lx = "n/a | | "
-        if n:
-            w2, err = whatif(files, "--layers", str(2 * n))
-            lx = f"{change(w2)} | {w2['tasks_added']}" if w2 else f" | | {err}"
-        print(f"| {name} | {len(files)} | {layers} | {dp} | {cells} | {lx} |")
+        base = b["base_iteration_s"]
+        L, M, dp = b["layers_from"], b["microbatches_from"], b["dp_from"]
+        edits = [("dp x2", ["--dp", str(dp * 2)]), ("dp x8", ["--dp", str(dp * 8)]),
+                 ("layers x2", ["--layers", str(max(L, 1) * 2)]), ("pp 2", ["--pp", "2"]),
+                 ("microbatches x2", ["--microbatches", str(M * 2)])]
+        cells = []
+        for what, args in edits:
+            if what == "layers x2" and L == 0:
+                w, e = None, "no layers found"
+            else:
+                w, e = whatif(files, *args)
+            cells.append(cell(w, e, base))
+            if w:
+                hows.append(f"| {name} | {what} | {w['how']} |")
+        side = f"{base * 1e3:.2f}" + (" HB" if b["base_host_bound"] else "")
+        rows.append(f"| {name} | {len(files)} | {b['base']} | {side} | " + " | ".join(cells) + " |")
+    print("| job | ranks | found | base ms | DP x2 | DP x8 | layers x2 | PP 2 | "
+          "microbatches x2 |")
+    print("|---|---:|---|---:|---|---|---|---|---|")
+    for r in rows:
+        print(r)
+    print("\nHB: host-bound (the GPU idles over 30% of every step): GPU edits show little.")
+    if HOW:
+        print("\n| job | edit | what was done |\n|---|---|---|")
+        for h in hows:
+            print(h)
 
 
 main()

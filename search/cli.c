@@ -9,13 +9,11 @@
 
 #include "build.h"
 #include "configs.h"
-#include "edit.h"
 #include "hw.h"
 #include "kdb.h"
 #include "kdbstore.h"
 #include "kineto.h"
 #include "llm.h"
-#include "predict.h"
 #include "sim.h"
 #include "synth.h"
 #include "timeline.h"
@@ -24,7 +22,8 @@ int cli_fail(const struct prism_err *err)
 {
 	fprintf(stderr, "prism: %s\n", err->msg[0] ? err->msg : prism_status_msg(err->code));
 	return err->code == PRISM_EFORMAT || err->code == PRISM_EVERSION ||
-			       err->code == PRISM_EARG || err->code == PRISM_EIO
+		       err->code == PRISM_EARG || err->code == PRISM_EIO ||
+		       err->code == PRISM_ELIMIT
 		       ? EXIT_USAGE
 		       : 1;
 }
@@ -91,12 +90,12 @@ static int parse_ranks(const char *s, int n, struct kineto_trace *tr, struct pri
 		tr[i].rank = r;
 		p = *end ? end + 1 : end;
 		if (i + 1 < n && *end == '\0')
-			return prism_err_set(err, PRISM_EARG, "--rank '%s': %d ranks for %d files", s,
-					     i + 1, n);
+			return prism_err_set(err, PRISM_EARG, "--rank '%s': %d ranks for %d files",
+					     s, i + 1, n);
 	}
 	if (*p)
-		return prism_err_set(err, PRISM_EARG, "--rank '%s': more ranks than the %d files", s,
-				     n);
+		return prism_err_set(err, PRISM_EARG, "--rank '%s': more ranks than the %d files",
+				     s, n);
 	return 0;
 }
 
@@ -115,7 +114,7 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 			return prism_err_set(err, PRISM_EARG,
 					     "%s: a saved graph cannot be mixed with other inputs",
 					     paths[i]);
-	tr = calloc((size_t)n, sizeof(*tr));
+	tr = prism_calloc((size_t)n, sizeof(*tr));
 	if (!tr || strtab_init(&st)) {
 		free(tr);
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
@@ -124,6 +123,19 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 		rc = kineto_read(paths[nread], &st, &tr[nread], err);
 	if (rc == 0 && ranks)
 		rc = parse_ranks(ranks, n, tr, err);
+	if (rc == 0 && n == 1 && !ranks) {
+		/* A prism timeline of several ranks: each rank its own again. */
+		struct kineto_trace *parts = NULL;
+		size_t np = 0;
+		if (kineto_split(&tr[0], &parts, &np))
+			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		else if (np) {
+			kineto_release(&tr[0]);
+			free(tr);
+			tr = parts;
+			n = nread = (int)np;
+		}
+	}
 	if (rc == 0)
 		rc = build_graph(tr, (size_t)n, &st, o, out, err);
 	for (int i = 0; i < nread; i++)
@@ -250,16 +262,16 @@ const char cli_layout_help[] =
 	"      --steps N                iterations to simulate (default 2; the first,\n"
 	"                               from idle streams, is left out)\n";
 
-int cli_count(const char *arg, const char *opt, int min, int max, int *out,
-	      struct prism_err *err)
+int cli_count(const char *arg, const char *opt, int min, int max, int *out, struct prism_err *err)
 {
 	char *end;
 	long v;
 	errno = 0;
 	v = strtol(arg, &end, 10);
 	if (end == arg || *end || errno || v < min || v > max)
-		return prism_err_set(err, PRISM_EARG, "--%s '%s': expected a whole number in %d..%d",
-				     opt, arg, min, max);
+		return prism_err_set(err, PRISM_EARG,
+				     "--%s '%s': expected a whole number in %d..%d", opt, arg, min,
+				     max);
 	*out = (int)v;
 	return 0;
 }
@@ -301,20 +313,23 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_SCHED:
 		if ((in->lay.schedule = synth_schedule_parse(arg)) < 0)
 			rc = prism_err_set(err, PRISM_EARG,
-					   "--schedule '%s': expected gpipe, 1f1b or interleaved", arg);
+					   "--schedule '%s': expected gpipe, 1f1b or interleaved",
+					   arg);
 		break;
 	case CLI_OPT_RECOMP:
 		if ((in->lay.recompute = mem_recompute_parse(arg)) < 0)
 			rc = prism_err_set(err, PRISM_EARG,
-					   "--recompute '%s': expected none, selective or full", arg);
+					   "--recompute '%s': expected none, selective or full",
+					   arg);
 		break;
 	case CLI_OPT_DTYPE:
 		if ((in->dtype = hw_dtype_parse(arg)) < 0)
-			rc = prism_err_set(err, PRISM_EARG,
-					   "--dtype '%s': expected fp32, tf32, bf16, fp16, fp8 or fp4",
-					   arg);
+			rc = prism_err_set(
+			    err, PRISM_EARG,
+			    "--dtype '%s': expected fp32, tf32, bf16, fp16, fp8 or fp4", arg);
 		break;
-	default: return 0;
+	default:
+		return 0;
 	}
 	/* --gbs and --microbatches share a field: one or the other. */
 	if (!rc && (c == CLI_OPT_GBS || c == CLI_OPT_MICRO) &&
@@ -329,7 +344,9 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst,
 		     struct prism_err *err)
 {
-#define A(opt, field) if (given & CLI_SET(opt)) dst->field = src->field
+#define A(opt, field)                                                                              \
+	if (given & CLI_SET(opt))                                                                  \
+	dst->field = src->field
 	A(CLI_OPT_TP, lay.tp);
 	A(CLI_OPT_PP, lay.pp);
 	A(CLI_OPT_DP, lay.dp);
@@ -388,14 +405,14 @@ void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n)
 	snprintf(out, n, "%.*s.rank%d.json%s", (int)len, path, rank, gz ? ".gz" : "");
 }
 
-int cli_not_input(const char *out, const char *opt, char *const *in, int n,
-		  struct prism_err *err)
+int cli_not_input(const char *out, const char *opt, char *const *in, int n, struct prism_err *err)
 {
 	for (int i = 0; out && i < n; i++)
 		if (in[i] && prism_same_file(out, in[i]))
-			return prism_err_set(err, PRISM_EARG,
-					     "%s %s would overwrite the input %s: give another file",
-					     opt, out, in[i]);
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "%s %s would overwrite the input %s: give another file", opt, out,
+			    in[i]);
 	return 0;
 }
 
@@ -427,46 +444,4 @@ int cli_write_trace(const struct graph *g, const struct synth_out *so, const cha
 	}
 	sim_free(s);
 	return rc;
-}
-
-int cli_base(const struct graph *g, const char *base_hw, struct hw_profile *hw,
-	     struct synth_in *base, struct prism_err *err)
-{
-	int rc;
-
-	synth_in_default(base);
-	if (!g->meta)
-		return prism_err_set(err, PRISM_EARG,
-				     "no prism::model# run description in the trace (record with "
-				     "scripts/collect_trace.py, or synthesise with prism synth)");
-	if ((rc = synth_meta_parse(strtab_get(&g->st, g->meta), base, err)) ||
-	    (rc = cli_load_hw(base_hw ? base_hw : base->hw_id, hw, err)))
-		return rc;
-	base->hw = hw;
-	return 0;
-}
-
-int cli_fit(const struct graph *g, const struct synth_in *base, struct synth_in *fitted,
-	    struct prism_err *err)
-{
-	struct graph *model = NULL;
-	struct predict_out pm;
-	struct edit_fit fit;
-	int rc;
-
-	if ((rc = predict_synth(base, &pm, &model, NULL, err)))
-		return rc;
-	rc = edit_fit(g, model, base, &fit);
-	graph_free(model);
-	if (rc)
-		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	for (int k = 0; k < KC_NCLASSES; k++) {
-		fitted->cost[k] = fit.cost[k];
-		fitted->scale[k] = fit.scale[k];
-	}
-	if (fit.host_fitted) {
-		fitted->cpu_op_s = fit.cpu_op_s;
-		fitted->launch_s = fit.launch_s;
-	}
-	return 0;
 }

@@ -31,8 +31,7 @@ int cli_fail(const struct prism_err *err);
 
 /* A whole number in min..max for option --opt into *out; 0, or PRISM_EARG
  * naming the option and the range. */
-int cli_count(const char *arg, const char *opt, int min, int max, int *out,
-	      struct prism_err *err);
+int cli_count(const char *arg, const char *opt, int min, int max, int *out, struct prism_err *err);
 
 /* A non-negative number of microseconds (fractions allowed) into *ns;
  * 0, or PRISM_EARG naming the option. */
@@ -44,14 +43,15 @@ struct build_opts;
  * CLI_BUILD_LONGOPTS in its getopt_long table and hand each option to
  * cli_build_option() before its own. */
 #define CLI_BUILD_LONGOPTS                                              \
-	{"rank", required_argument, NULL, 'r'},                        \
-	{"allow-dangling", no_argument, NULL, 'd'},                    \
+	{"rank", required_argument, NULL, 'r'}, {"allow-dangling", no_argument, NULL, 'd'},        \
 	{"no-infer-events", no_argument, NULL, 'E'},                   \
 	{"no-infer-sync", no_argument, NULL, 'S'},                     \
 	{"no-infer-threads", no_argument, NULL, 'T'},                  \
 	{"no-infer-share", no_argument, NULL, 'G'},                    \
 	{"no-infer-layers", no_argument, NULL, 'Y'},                   \
-	{"lag-cap", required_argument, NULL, 'L'}
+	{                                                                                          \
+		"lag-cap", required_argument, NULL, 'L'                                            \
+	}
 
 /* 1 if c was a build option (applied to o, or *ranks set), 0 if not the
  * caller's to handle, negative with err filled for a bad value. */
@@ -86,23 +86,6 @@ struct kdb;
 int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err);
 
 /*
- * An annotated run (its prism::model# description; prism synth and
- * scripts/collect_trace.py write it) as the base of edits: *base is the
- * configuration it describes, on the hardware profile loaded into *hw
- * (base_hw names one, or NULL for the one described).  0, or PRISM_EARG
- * when g has no description.
- */
-struct synth_in;
-int cli_base(const struct graph *g, const char *base_hw, struct hw_profile *hw,
-	     struct synth_in *base, struct prism_err *err);
-
-/* Kernel costs per class and host costs fitted on g's own kernels against
- * base's synthesised run (edit.h), written into *fitted (its other fields
- * are left alone; fitted may be base). */
-int cli_fit(const struct graph *g, const struct synth_in *base, struct synth_in *fitted,
-	    struct prism_err *err);
-
-/*
  * The layout and shape options of synth and whatif.  Each given option is
  * applied to *in and its bit set in *given (CLI_SET_*), so a command can
  * tell an override from a default.
@@ -116,10 +99,9 @@ enum {
 	CLI_OPT_NO_OVERLAP_GRAD, CLI_OPT_OVERLAP_PARAM, CLI_OPT_TP_OVERLAP, CLI_OPT_NO_PP_OVERLAP,
 	CLI_OPT_NOPT
 };
-#define CLI_SET(opt) (1u << ((opt) - CLI_OPT_TP))
+#define CLI_SET(opt) (1u << ((opt)-CLI_OPT_TP))
 #define CLI_LAYOUT_LONGOPTS                                             \
-	{"tp", required_argument, NULL, CLI_OPT_TP},                   \
-	{"pp", required_argument, NULL, CLI_OPT_PP},                   \
+	{"tp", required_argument, NULL, CLI_OPT_TP}, {"pp", required_argument, NULL, CLI_OPT_PP},  \
 	{"dp", required_argument, NULL, CLI_OPT_DP},                   \
 	{"vp", required_argument, NULL, CLI_OPT_VP},                   \
 	{"mbs", required_argument, NULL, CLI_OPT_MBS},                 \
@@ -168,8 +150,7 @@ int cli_write_trace(const struct graph *g, const struct synth_out *so, const cha
  * of the n input files in (the same file: device and inode); else
  * PRISM_EARG naming both.  Call it before the work, so a refused run has
  * written nothing. */
-int cli_not_input(const char *out, const char *opt, char *const *in, int n,
-		  struct prism_err *err);
+int cli_not_input(const char *out, const char *opt, char *const *in, int n, struct prism_err *err);
 
 /* Apply to *dst every option set in `given` from *src. */
 int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst,

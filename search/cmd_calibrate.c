@@ -70,11 +70,20 @@ int cmd_calibrate(int argc, char **argv)
 		if (used)
 			continue;
 		switch (c) {
-		case 'w': hw_path = optarg; break;
-		case 'D': db_path = optarg; break;
-		case 'j': json = 1; break;
-		case 'h': fputs(help, stdout); return 0;
-		default: return usage_bad_option("calibrate", "r:h", longopts, argv);
+		case 'w':
+			hw_path = optarg;
+			break;
+		case 'D':
+			db_path = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			return usage_bad_option("calibrate", "r:h", longopts, argv);
 		}
 	}
 	if (optind >= argc) {
@@ -87,7 +96,8 @@ int cmd_calibrate(int argc, char **argv)
 		const char *name = calib_profile_for(gpu, (double)g->ranks[0].device_mem);
 		if (!name || cli_find_config("hw", name, found, sizeof(found)))
 			rc = prism_err_set(&err, PRISM_EARG,
-					   "no hardware profile for GPU '%s': give one with --hw", gpu);
+					   "no hardware profile for GPU '%s': give one with --hw",
+					   gpu);
 		hw_path = found;
 	}
 	if (rc == 0)

@@ -12,51 +12,54 @@
 #include "imap.h"
 
 static const char help[] =
-	"usage: prism ingest [options] TRACE... \n"
-	"       prism ingest [options] GRAPH\n"
-	"\n"
-	"Read PyTorch profiler (Kineto) Chrome-trace files, plain or gzipped, into\n"
-	"prism's execution graph and print what was found.  Several files are the\n"
-	"ranks of one job; each file's rank comes from its distributedInfo, else\n"
-	"from --rank, else from its position on the command line.\n"
-	"\n"
-	"options:\n"
-	"  -o, --output FILE     save the graph to FILE (a versioned binary file that\n"
-	"                        every prism command accepts instead of the traces)\n"
-	"  -r, --rank LIST       comma-separated rank of each trace file, in order\n"
-	"      --json            print the summary as JSON\n"
-	"      --unexplained N   list the N tasks that waited longest beyond the lag\n"
-	"                        cap after their last dependency: where the trace\n"
-	"                        waited on something the graph does not show\n"
-	"      --allow-dangling  place GPU work whose launch call is missing from\n"
-	"                        the window instead of failing\n"
-	"      --no-infer-events   no cross-stream edges inferred from timing\n"
-	"      --no-infer-sync     no stream/event-sync sources inferred from timing\n"
-	"      --no-infer-threads  no cross-thread edges inferred from timing\n"
-	"      --no-infer-share    no shared-GPU edges inferred from timing (a task\n"
-	"                          that waited while another stream's kernel ran)\n"
-	"      --no-infer-layers   no layers inferred from repeated op sequences\n"
-	"                          (without prism::layer ranges: none at all)\n"
-	"      --lag-cap US        keep at most US microseconds of a task's traced\n"
-	"                          start lag after its dependencies (default 50)\n"
-	"  -h, --help            this help\n"
-	"\n"
-	"Annotations: layers, phases and microbatches come from the trace's\n"
-	"prism:: ranges (scripts/collect_trace.py, prism synth).  Without them,\n"
-	"phases come from PyTorch's own ranges and backward ops; a step with\n"
-	"several backward passes (forward work between them) has as many\n"
-	"microbatches; layers are inferred: the longest run of identical op blocks\n"
-	"(names and shapes) in each microbatch's forward, backward ops following\n"
-	"their forward op's autograd sequence number.  The summary says which,\n"
-	"and the coverage.\n"
-	"\n"
-	"Exit status: 0 on success, 2 on bad input (one line names the file, the\n"
-	"byte offset or event index, and the field), 1 on other failures.\n";
+    "usage: prism ingest [options] TRACE... \n"
+    "       prism ingest [options] GRAPH\n"
+    "\n"
+    "Read PyTorch profiler (Kineto) Chrome-trace files, plain or gzipped, into\n"
+    "prism's execution graph and print what was found.  Several files are the\n"
+    "ranks of one job; each file's rank comes from its distributedInfo, else\n"
+    "from --rank, else from its position on the command line.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE     save the graph to FILE (a versioned binary file that\n"
+    "                        every prism command accepts instead of the traces)\n"
+    "  -r, --rank LIST       comma-separated rank of each trace file, in order\n"
+    "      --json            print the summary as JSON\n"
+    "      --unexplained N   list the N tasks that waited longest beyond the lag\n"
+    "                        cap after their last dependency: where the trace\n"
+    "                        waited on something the graph does not show\n"
+    "      --allow-dangling  place GPU work whose launch call is missing from\n"
+    "                        the window instead of failing\n"
+    "      --no-infer-events   no cross-stream edges inferred from timing\n"
+    "      --no-infer-sync     no stream/event-sync sources inferred from timing\n"
+    "      --no-infer-threads  no cross-thread edges inferred from timing\n"
+    "      --no-infer-share    no shared-GPU edges inferred from timing (a task\n"
+    "                          that waited while another stream's kernel ran)\n"
+    "      --no-infer-layers   no layers inferred from repeated op sequences\n"
+    "                          (without prism::layer ranges: none at all)\n"
+    "      --lag-cap US        keep at most US microseconds of a task's traced\n"
+    "                          start lag after its dependencies (default 50)\n"
+    "  -h, --help            this help\n"
+    "\n"
+    "Annotations: layers, phases and microbatches come from the trace's\n"
+    "prism:: ranges (scripts/collect_trace.py, prism synth).  Without them,\n"
+    "phases come from PyTorch's own ranges and backward ops; a step with\n"
+    "several backward passes (forward work between them) has as many\n"
+    "microbatches; layers come from module names where the profile recorded\n"
+    "them (with_stack and with_modules: \"nn.Module: LlamaDecoderLayer_3\", the\n"
+    "Layer or Block class with the most instances: Hugging Face, Megatron core,\n"
+    "torchtitan, DeepSpeed), else are inferred: the longest run of identical\n"
+    "op blocks (names and shapes) in each microbatch's forward; backward ops\n"
+    "follow their forward op's autograd sequence number.  The summary says\n"
+    "which, and the coverage.\n"
+    "\n"
+    "Exit status: 0 on success, 2 on bad input (one line names the file, the\n"
+    "byte offset or event index, and the field), 1 on other failures.\n";
 
 /* Count and traced GPU time of each kernel class (zeros if out of memory). */
 static void class_totals(const struct graph *g, uint64_t *count, int64_t *ns)
 {
-	uint8_t *cls = malloc(g->n_nodes ? g->n_nodes : 1);
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 	for (int k = 0; k < KC_NCLASSES; k++)
 		count[k] = 0, ns[k] = 0;
 	if (!cls || cost_classify_all(g, cls)) {
@@ -67,7 +70,7 @@ static void class_totals(const struct graph *g, uint64_t *count, int64_t *ns)
 		if (g->kind[u] < GN_KERNEL)
 			continue;
 		count[cls[u]]++;
-		ns[cls[u]] += g->dur_ns[u];
+		ns[cls[u]] = prism_add_sat(ns[cls[u]], g->dur_ns[u]);
 	}
 	free(cls);
 }
@@ -143,14 +146,14 @@ static void print_text(const struct graph *g)
 		printf("  %-12s %10" PRIu64 "\n", graph_node_kind_name(k), s->nodes[k]);
 	printf("\nedges:        %10s %10s\n", "exact", "inferred");
 	for (int k = 0; k < GE_NKINDS; k++)
-		printf("  %-12s %10" PRIu64 " %10" PRIu64 "\n", graph_edge_kind_name(k), s->edges[k],
-		       s->inferred[k]);
+		printf("  %-12s %10" PRIu64 " %10" PRIu64 "\n", graph_edge_kind_name(k),
+		       s->edges[k], s->inferred[k]);
 	{
 		uint64_t cnt[KC_NCLASSES];
 		int64_t ns[KC_NCLASSES], all = 0;
 		class_totals(g, cnt, ns);
 		for (int k = 0; k < KC_NCLASSES; k++)
-			all += ns[k];
+			all = prism_add_sat(all, ns[k]);
 		printf("\nGPU time by kernel class:\n");
 		for (int k = 0; k < KC_NCLASSES; k++)
 			if (cnt[k])
@@ -172,10 +175,13 @@ static void print_text(const struct graph *g)
 	{
 		struct ann_cov a;
 		ann_coverage(g, &a);
-		printf("\nannotations (share of the %" PRIu64 " GPU tasks, and how found):\n", a.gpu);
+		printf("\nannotations (share of the %" PRIu64 " GPU tasks, and how found):\n",
+		       a.gpu);
 		printf("  layer       %5.1f %%  %d layers, %s", pct(a.layer, a.gpu), a.n_layers,
 		       ann_text[s->ann_found[GRAPH_ANN_LAYER] & 3]);
-		if (s->ann_found[GRAPH_ANN_LAYER] & GRAPH_ANN_INFERRED)
+		if (s->ann_found[GRAPH_ANN_LAYER] & GRAPH_ANN_MODULES)
+			printf(" (from module names, nn.Module: ...Layer_N / ...Block_N)");
+		else if (s->ann_found[GRAPH_ANN_LAYER] & GRAPH_ANN_INFERRED)
 			printf(" (blocks of %" PRIu64 " ops)", s->layer_ops);
 		printf("\n  phase       %5.1f %%  %s\n", pct(a.phase, a.gpu),
 		       ann_text[s->ann_found[GRAPH_ANN_PHASE] & 3]);
@@ -183,7 +189,8 @@ static void print_text(const struct graph *g)
 		       ann_text[s->ann_found[GRAPH_ANN_MB] & 3]);
 		if (a.layer == 0)
 			printf("  no layers found: --layers edits need prism::layer ranges "
-			       "(scripts/collect_trace.py) or repeated op blocks\n");
+			       "(scripts/collect_trace.py), module names (with_modules) or "
+			       "repeated op blocks\n");
 		if (g->meta)
 			printf("  run: %s\n", strtab_get(&g->st, g->meta) + 13);
 	}
@@ -197,7 +204,7 @@ static void print_text(const struct graph *g)
 		for (uint32_t c = 0; c < g->n_colls; c++)
 			if (g->colls[c].kind == k && g->colls[c].bytes >= 0) {
 				sized++;
-				bytes += (uint64_t)g->colls[c].bytes;
+				bytes = (uint64_t)prism_add_sat((int64_t)bytes, g->colls[c].bytes);
 			}
 		printf("  %-16s %6" PRIu64 "  (%" PRIu64 " with sizes, %.3f MB in all)\n",
 		       graph_coll_kind_name(k), s->colls[k], sized, (double)bytes / 1e6);
@@ -205,7 +212,8 @@ static void print_text(const struct graph *g)
 	printf("\nnot placed as nodes, or placed with a caveat:\n");
 	printf("  launch calls without GPU work in the window   %10" PRIu64 "\n", s->launch_no_gpu);
 	printf("  GPU work launched before the window          %10" PRIu64 "\n", s->gpu_no_launch);
-	printf("  runtime calls nested in another (merged)      %10" PRIu64 "\n", s->nested_runtime);
+	printf("  runtime calls nested in another (merged)      %10" PRIu64 "\n",
+	       s->nested_runtime);
 	printf("  runtime calls overlapping the previous one    %10" PRIu64 "\n",
 	       s->clipped_runtime);
 	printf("  runtime calls without an enclosing CPU op     %10" PRIu64 "\n", s->rt_no_op);
@@ -297,7 +305,8 @@ static void print_json(const struct graph *g)
 			if (g->iters[i].rank != r)
 				continue;
 			printf("%s[%" PRId64 ",%" PRId64 ",%" PRId64 "]", first ? "" : ",",
-			       g->iters[i].step, g->iters[i].start_ns + g->t0_ns, g->iters[i].dur_ns);
+			       g->iters[i].step, g->iters[i].start_ns + g->t0_ns,
+			       g->iters[i].dur_ns);
 			first = 0;
 		}
 		printf("]}");
@@ -309,6 +318,16 @@ static void print_json(const struct graph *g)
 	put_counts("runtime_calls", graph_rt_class_name, s->rt_class, RT_NCLASSES);
 	put_counts("collectives", graph_coll_kind_name, s->colls, GC_NKINDS);
 	put_counts("collective_kernels", graph_coll_kind_name, s->coll_kernels, GC_NKINDS);
+	{
+		/* Communication by other libraries' kernels (DeepEP, symmetric
+		 * memory, custom all-reduces): among the collectives. */
+		uint64_t other = 0;
+		for (uint32_t u = 0; u < g->n_nodes; u++)
+			if ((g->kind[u] == GN_COLL || g->kind[u] == GN_P2P) &&
+			    strncmp(strtab_get(&g->st, g->name[u]), "nccl", 4) != 0)
+				other++;
+		printf(",\"comm_kernels_not_nccl\":%" PRIu64, other);
+	}
 	{
 		uint64_t cnt[KC_NCLASSES];
 		int64_t ns[KC_NCLASSES];
@@ -343,7 +362,9 @@ static void print_json(const struct graph *g)
 		       "\"microbatches\":%d,\"layer_source\":\"%s\",\"phase_source\":\"%s\","
 		       "\"microbatch_source\":\"%s\",\"layer_ops\":%" PRIu64 "}",
 		       a.gpu, a.layer, a.phase, a.mb, a.n_layers, a.n_mb,
-		       ann_key[s->ann_found[GRAPH_ANN_LAYER] & 3],
+		       s->ann_found[GRAPH_ANN_LAYER] == (GRAPH_ANN_INFERRED | GRAPH_ANN_MODULES)
+			   ? "modules"
+			   : ann_key[s->ann_found[GRAPH_ANN_LAYER] & 3],
 		       ann_key[s->ann_found[GRAPH_ANN_PHASE] & 3],
 		       ann_key[s->ann_found[GRAPH_ANN_MB] & 3], s->layer_ops);
 		printf(",\"run\":");
@@ -358,9 +379,9 @@ static void print_json(const struct graph *g)
  * lag whole and are left out. */
 static int print_unexplained(const struct graph *g, int n)
 {
-	int64_t *ready = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*ready));
-	uint32_t *by = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*by));
-	uint32_t *top = calloc((size_t)n, sizeof(*top));
+	int64_t *ready = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*ready));
+	uint32_t *by = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*by));
+	uint32_t *top = prism_calloc((size_t)n, sizeof(*top));
 	int64_t cap = g->stats.lag_cap_ns;
 	int k = 0;
 
@@ -374,8 +395,9 @@ static int print_unexplained(const struct graph *g, int n)
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
 			uint32_t v = g->out_dst[e];
-			int64_t t = graph_edge_release(g->out_kind[e], g->start_ns[u],
-						       g->start_ns[u] + g->dur_ns[u] + g->wait_ns[u]);
+			int64_t t =
+			    graph_edge_release(g->out_kind[e], g->start_ns[u],
+					       g->start_ns[u] + g->dur_ns[u] + g->wait_ns[u]);
 			if (t > ready[v])
 				ready[v] = t, by[v] = u;
 		}
@@ -415,12 +437,12 @@ static int print_unexplained(const struct graph *g, int n)
 int cmd_ingest(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"json", no_argument, NULL, 'j'},
-		{"unexplained", required_argument, NULL, 'U'},
-		{"help", no_argument, NULL, 'h'},
-		CLI_BUILD_LONGOPTS,
-		{NULL, 0, NULL, 0},
+	    {"output", required_argument, NULL, 'o'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"unexplained", required_argument, NULL, 'U'},
+	    {"help", no_argument, NULL, 'h'},
+	    CLI_BUILD_LONGOPTS,
+	    {NULL, 0, NULL, 0},
 	};
 	struct build_opts o;
 	struct prism_err err;

@@ -12,30 +12,30 @@
 #include "kperf.h"
 
 static const char help[] =
-	"usage: prism kernels [options] FILE|DIR...\n"
-	"\n"
-	"Predict every GEMM, attention and memory-bound row of kernel measurement\n"
-	"files (../shared/kernels/*.csv, tests/data/gpu/kernels.csv; a directory\n"
-	"means its *.csv) with the kernel model (tile and wave quantisation over the\n"
-	"SMs, achievable peak, attention by sequence and head dim, bandwidth curves)\n"
-	"and the parameters of the hardware profiles, and print per GPU, class and\n"
-	"dtype the rows, their sources and the mean and worst |predicted - measured|\n"
-	"/ measured.  other.csv's FP8 linear speed-ups (torchao) are checked as\n"
-	"ratios: the layer's three GEMMs in bf16 against fp8 with its casts.\n"
-	"\n"
-	"options:\n"
-	"      --fit        fit the parameters on the rows given (GSL: Nelder-Mead on\n"
-	"                   the mean squared log error; memory-bound: a weighted line),\n"
-	"                   per GPU family, class and dtype; evaluate with them and\n"
-	"                   print them as the profiles' `kernels` groups\n"
-	"      --loso       leave one source out: each source's rows predicted with\n"
-	"                   parameters fitted on the other sources only (from the\n"
-	"                   datasheet defaults where none is left)\n"
-	"      --flat       also the flat model prism had before (GEMM 70 %% of peak\n"
-	"                   + 3 us, attention 50 %%, memory-bound 70 %% of HBM + 3 us)\n"
-	"      --markdown   the table in Markdown\n"
-	"      --rows       every row as CSV: measured and predicted times (us)\n"
-	"  -h, --help       this help\n";
+    "usage: prism kernels [options] FILE|DIR...\n"
+    "\n"
+    "Predict every GEMM, attention and memory-bound row of kernel measurement\n"
+    "files (../shared/kernels/*.csv, tests/data/gpu/kernels.csv; a directory\n"
+    "means its *.csv) with the kernel model (tile and wave quantisation over the\n"
+    "SMs, achievable peak, attention by sequence and head dim, bandwidth curves)\n"
+    "and the parameters of the hardware profiles, and print per GPU, class and\n"
+    "dtype the rows, their sources and the mean and worst |predicted - measured|\n"
+    "/ measured.  other.csv's FP8 linear speed-ups (torchao) are checked as\n"
+    "ratios: the layer's three GEMMs in bf16 against fp8 with its casts.\n"
+    "\n"
+    "options:\n"
+    "      --fit        fit the parameters on the rows given (GSL: Nelder-Mead on\n"
+    "                   the mean squared log error; memory-bound: a weighted line),\n"
+    "                   per GPU family, class and dtype; evaluate with them and\n"
+    "                   print them as the profiles' `kernels` groups\n"
+    "      --loso       leave one source out: each source's rows predicted with\n"
+    "                   parameters fitted on the other sources only (from the\n"
+    "                   datasheet defaults where none is left)\n"
+    "      --flat       also the flat model prism had before (GEMM 70 %% of peak\n"
+    "                   + 3 us, attention 50 %%, memory-bound 70 %% of HBM + 3 us)\n"
+    "      --markdown   the table in Markdown\n"
+    "      --rows       every row as CSV: measured and predicted times (us)\n"
+    "  -h, --help       this help\n";
 
 #define MAX_PROF 16
 
@@ -87,15 +87,16 @@ static int fit_cls(const struct kbench_row *r)
 
 /* Rows of one fit group: same family (compute) or profile (memory),
  * class and dtype as row r; those whose source is `not_src` left out. */
-static size_t select_rows(const struct kbench *kb, const struct kbench_row *r,
-			  const char *not_src, const char *only_src, size_t *idx)
+static size_t select_rows(const struct kbench *kb, const struct kbench_row *r, const char *not_src,
+			  const char *only_src, size_t *idx)
 {
 	size_t n = 0;
 	int c = fit_cls(r), d = fit_dtype(r);
 	for (size_t i = 0; i < kb->n; i++) {
 		const struct kbench_row *q = &kb->rows[i];
-		int same = c == KB_MEM ? !strcmp(q->profile, r->profile)
-				       : !strcmp(kbench_family(q->profile), kbench_family(r->profile));
+		int same = c == KB_MEM
+			       ? !strcmp(q->profile, r->profile)
+			       : !strcmp(kbench_family(q->profile), kbench_family(r->profile));
 		if (!same || fit_cls(q) != c || fit_dtype(q) != d)
 			continue;
 		if (not_src && !strcmp(q->source, not_src))
@@ -109,9 +110,8 @@ static size_t select_rows(const struct kbench *kb, const struct kbench_row *r,
 
 /* Fit the group of row r into each profile's field `which` (0 fitted, 2
  * work), leaving out source not_src. */
-static void fit_group(const struct kbench *kb, const struct kbench_row *r, struct prof *p,
-		      int np, int which, const char *not_src, size_t *idx,
-		      struct hw_profile **hws)
+static void fit_group(const struct kbench *kb, const struct kbench_row *r, struct prof *p, int np,
+		      int which, const char *not_src, size_t *idx, struct hw_profile **hws)
 {
 	size_t n = select_rows(kb, r, not_src, NULL, idx);
 	int c = fit_cls(r);
@@ -177,10 +177,13 @@ static double rel(double p, double m)
 int cmd_kernels(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"fit", no_argument, NULL, 'f'},      {"loso", no_argument, NULL, 'l'},
-		{"flat", no_argument, NULL, 'F'},     {"markdown", no_argument, NULL, 'm'},
-		{"rows", no_argument, NULL, 'R'},     {"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"fit", no_argument, NULL, 'f'},
+	    {"loso", no_argument, NULL, 'l'},
+	    {"flat", no_argument, NULL, 'F'},
+	    {"markdown", no_argument, NULL, 'm'},
+	    {"rows", no_argument, NULL, 'R'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct kbench kb;
 	struct prism_err err;
@@ -195,13 +198,27 @@ int cmd_kernels(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'f': fit = 1; break;
-		case 'l': loso = 1; break;
-		case 'F': flat = 1; break;
-		case 'm': md = 1; break;
-		case 'R': rows = 1; break;
-		case 'h': fputs(help, stdout); return 0;
-		default: fputs(help, stderr); return EXIT_USAGE;
+		case 'f':
+			fit = 1;
+			break;
+		case 'l':
+			loso = 1;
+			break;
+		case 'F':
+			flat = 1;
+			break;
+		case 'm':
+			md = 1;
+			break;
+		case 'R':
+			rows = 1;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			fputs(help, stderr);
+			return EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
@@ -210,7 +227,7 @@ int cmd_kernels(int argc, char **argv)
 	}
 	for (int i = optind; i < argc && !rc; i++)
 		rc = kbench_read(&kb, argv[i], &err);
-	if (!rc && !(p = calloc(MAX_PROF, sizeof(*p))))
+	if (!rc && !(p = prism_calloc(MAX_PROF, sizeof(*p))))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	for (size_t i = 0; !rc && i < kb.n; i++) {
 		if (find_prof(p, np, kb.rows[i].profile))
@@ -225,9 +242,9 @@ int cmd_kernels(int argc, char **argv)
 		p[np].fitted = p[np].shipped;
 		np++;
 	}
-	if (!rc && (!(idx = malloc((kb.n + 1) * sizeof(*idx))) ||
-		    !(hws = malloc((kb.n + 1) * sizeof(*hws))) ||
-		    !(gr = calloc(kb.n + 1, sizeof(*gr)))))
+	if (!rc && (!(idx = prism_malloc((kb.n + 1) * sizeof(*idx))) ||
+		    !(hws = prism_malloc((kb.n + 1) * sizeof(*hws))) ||
+		    !(gr = prism_calloc(kb.n + 1, sizeof(*gr)))))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc) {
 		free(p);
@@ -239,7 +256,7 @@ int cmd_kernels(int argc, char **argv)
 	}
 	/* Fit: each group once, in row order (deterministic). */
 	if (fit) {
-		char *done = calloc(kb.n + 1, 1);
+		char *done = prism_calloc(kb.n + 1, 1);
 		for (size_t i = 0; done && i < kb.n; i++) {
 			size_t n;
 			if (done[i] || fit_cls(&kb.rows[i]) < 0)
@@ -257,7 +274,8 @@ int cmd_kernels(int argc, char **argv)
 		const struct kbench_row *r = &kb.rows[i];
 		struct prof *q = find_prof(p, np, r->profile);
 		struct group *g = NULL;
-		double meas = r->time_s, pred = kbench_predict(&q->fitted, r, 0), e = rel(pred, meas);
+		double meas = r->time_s, pred = kbench_predict(&q->fitted, r, 0),
+		       e = rel(pred, meas);
 		for (size_t j = 0; j < ng && !g; j++)
 			if (!strcmp(gr[j].profile, r->profile) && gr[j].cls == r->cls &&
 			    gr[j].dtype == group_dtype(r) && gr[j].fa2 == r->fa2)
@@ -282,7 +300,8 @@ int cmd_kernels(int argc, char **argv)
 		{
 			int known = 0;
 			for (int s = 0; s < g->n_src && !known; s++)
-				known = !strncmp(g->sources[s], r->source, sizeof(g->sources[s]) - 1);
+				known =
+				    !strncmp(g->sources[s], r->source, sizeof(g->sources[s]) - 1);
 			if (!known && g->n_src < 8)
 				snprintf(g->sources[g->n_src++], sizeof(g->sources[0]), "%.63s",
 					 r->source);
@@ -298,8 +317,8 @@ int cmd_kernels(int argc, char **argv)
 	/* Leave one source out: per fit group and source, parameters from the
 	 * datasheet defaults fitted on the group's other sources. */
 	if (loso) {
-		char *done = calloc(kb.n + 1, 1);
-		size_t *grp = malloc((kb.n + 1) * sizeof(*grp));
+		char *done = prism_calloc(kb.n + 1, 1);
+		size_t *grp = prism_malloc((kb.n + 1) * sizeof(*grp));
 		for (size_t i = 0; done && grp && i < kb.n; i++) {
 			const struct kbench_row *r = &kb.rows[i];
 			size_t ns;
@@ -346,10 +365,12 @@ int cmd_kernels(int argc, char **argv)
 		free(grp);
 	}
 	if (md) {
-		printf("| GPU (profile) | class | dtype | rows | sources | %s: mean / worst |%s%s\n",
-		       fit ? "fitted here" : "shipped", loso ? " leave one source out |" : "",
-		       flat ? " flat model (before) |" : "");
-		printf("|---|---|---|---:|---:|---:|%s%s\n", loso ? "---:|" : "", flat ? "---:|" : "");
+		printf(
+		    "| GPU (profile) | class | dtype | rows | sources | %s: mean / worst |%s%s\n",
+		    fit ? "fitted here" : "shipped", loso ? " leave one source out |" : "",
+		    flat ? " flat model (before) |" : "");
+		printf("|---|---|---|---:|---:|---:|%s%s\n", loso ? "---:|" : "",
+		       flat ? "---:|" : "");
 	} else {
 		printf("%-14s %-24s %-5s %6s %4s %20s%s%s\n", "profile", "class", "dtype", "rows",
 		       "src", fit ? "fitted: mean/worst" : "shipped: mean/worst",
@@ -358,25 +379,28 @@ int cmd_kernels(int argc, char **argv)
 	for (size_t j = 0; j < ng; j++) {
 		const struct group *g = &gr[j];
 		char cname[40];
-		const char *dn = g->cls == KB_MEM || g->cls == KB_MEM_EAGER ? "-"
-									  : hw_dtype_name(g->dtype);
+		const char *dn =
+		    g->cls == KB_MEM || g->cls == KB_MEM_EAGER ? "-" : hw_dtype_name(g->dtype);
 		snprintf(cname, sizeof(cname), "%s%s", kbench_class_name(g->cls),
 			 g->fa2 ? " (FA2)" : "");
 		if (md) {
-			printf("| %s | %s | %s | %zu | %d | %.1f %% / %.1f %% |", g->profile, cname, dn, g->n, g->n_src, 100 * g->sum / g->n,
-			       100 * g->worst);
+			printf("| %s | %s | %s | %zu | %d | %.1f %% / %.1f %% |", g->profile, cname,
+			       dn, g->n, g->n_src, 100 * g->sum / g->n, 100 * g->worst);
 			if (loso && g->ln)
-				printf(" %.1f %% / %.1f %% |", 100 * g->lsum / g->ln, 100 * g->lworst);
+				printf(" %.1f %% / %.1f %% |", 100 * g->lsum / g->ln,
+				       100 * g->lworst);
 			else if (loso)
 				printf(" - |");
 			if (flat)
-				printf(" %.1f %% / %.1f %% |", 100 * g->fsum / g->n, 100 * g->fworst);
+				printf(" %.1f %% / %.1f %% |", 100 * g->fsum / g->n,
+				       100 * g->fworst);
 			printf("\n");
 		} else {
-			printf("%-14s %-24s %-5s %6zu %4d %9.1f%% / %6.1f%%", g->profile, cname, dn, g->n, g->n_src, 100 * g->sum / g->n,
-			       100 * g->worst);
+			printf("%-14s %-24s %-5s %6zu %4d %9.1f%% / %6.1f%%", g->profile, cname, dn,
+			       g->n, g->n_src, 100 * g->sum / g->n, 100 * g->worst);
 			if (loso && g->ln)
-				printf(" %9.1f%% / %6.1f%%", 100 * g->lsum / g->ln, 100 * g->lworst);
+				printf(" %9.1f%% / %6.1f%%", 100 * g->lsum / g->ln,
+				       100 * g->lworst);
 			else if (loso)
 				printf(" %20s", "-");
 			if (flat)

@@ -12,17 +12,17 @@
 #include "usage.h"
 
 static const char help[] =
-	"usage: prism list [models|hw|sweeps] [--paths]\n"
-	"\n"
-	"The configurations prism finds by name, one line each: models (for\n"
-	"synth, whatif and sweeps), hardware profiles (--hw) and sweeps (prism\n"
-	"search NAME).  Names are looked up in $PRISM_CONFIG_DIR, ./configs, the\n"
-	"installed share/prism/ and the source tree's configs/, the first folder\n"
-	"that has a name winning.  Without a kind, all three.\n"
-	"\n"
-	"options:\n"
-	"      --paths     each name's file too\n"
-	"  -h, --help      this help\n";
+    "usage: prism list [models|hw|sweeps] [--paths]\n"
+    "\n"
+    "The configurations prism finds by name, one line each: models (for\n"
+    "synth, whatif and sweeps), hardware profiles (--hw) and sweeps (prism\n"
+    "search NAME).  Names are looked up in $PRISM_CONFIG_DIR, ./configs, the\n"
+    "installed share/prism/ and the source tree's configs/, the first folder\n"
+    "that has a name winning.  Without a kind, all three.\n"
+    "\n"
+    "options:\n"
+    "      --paths     each name's file too\n"
+    "  -h, --help      this help\n";
 
 static const char *const kinds[] = {"models", "hw", "sweeps"};
 
@@ -97,8 +97,8 @@ static void describe_sweep(const char *path, char *buf, size_t n)
 	}
 	config_lookup_int(&cf, "global_batch", &batch);
 	snprintf(buf, n, "%s on %s, %d-%d GPUs, global batch %d",
-		 config_lookup(&cf, "model") ? text_of(&cf, "model") : "a trace", text_of(&cf, "hw"),
-		 lo, hi, batch);
+		 config_lookup(&cf, "model") ? text_of(&cf, "model") : "a trace",
+		 text_of(&cf, "hw"), lo, hi, batch);
 	config_destroy(&cf);
 }
 
@@ -134,9 +134,9 @@ static int list_kind(const struct configs_dirs *d, int kind, int paths, int head
 int cmd_list(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"paths", no_argument, NULL, 'p'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"paths", no_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct configs_dirs d;
 	int c, paths = 0, rc = 0;
@@ -144,9 +144,14 @@ int cmd_list(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'p': paths = 1; break;
-		case 'h': fputs(help, stdout); return 0;
-		default: return usage_bad_option("list", "h", longopts, argv);
+		case 'p':
+			paths = 1;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			return usage_bad_option("list", "h", longopts, argv);
 		}
 	}
 	if (argc - optind > 1) {
@@ -162,8 +167,8 @@ int cmd_list(int argc, char **argv)
 	}
 	{
 		/* The kinds, and the singular names people type for them. */
-		static const char *const also[] = {"models", "hw", "sweeps", "model", "hardware",
-						   "sweep"};
+		static const char *const also[] = {"models", "hw",	 "sweeps",
+						   "model",  "hardware", "sweep"};
 		int k;
 		for (k = 0; k < 6; k++)
 			if (strcmp(argv[optind], also[k]) == 0)

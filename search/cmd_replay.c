@@ -13,35 +13,35 @@
 #include "timeline.h"
 
 static const char help[] =
-	"usage: prism replay [options] TRACE...\n"
-	"       prism replay [options] GRAPH\n"
-	"\n"
-	"Simulate the execution graph of the traced run as it is, and compare each\n"
-	"iteration's predicted time with the measured one.  A step's time is the\n"
-	"longer of its host side (the ProfilerStep#N span) and its GPU side (from\n"
-	"the first GPU task it launched to the first its next step launched; for\n"
-	"the last step, to its last GPU task's end): a host that runs ahead of a\n"
-	"busy GPU ends its steps early.  Both sides are printed, and a run whose\n"
-	"GPU idles over 30% of every step is called host-bound.\n"
-	"Without step markers, the span of the GPU work.  Several trace files are\n"
-	"the ranks of one job and are simulated together: collectives wait for all\n"
-	"their ranks.\n"
-	"\n"
-	"options:\n"
-	"      --json              print the results as JSON\n"
-	"      --timeline FILE     write the simulated run as Chrome-trace JSON\n"
-	"                          (opens in Perfetto; `prism ingest` reads it back)\n"
-	"      --no-event-edges    ablation: ignore cross-stream event edges\n"
-	"      --no-share-edges    ablation: ignore shared-GPU edges (a task that\n"
-	"                          waited while another stream's kernel held the GPU)\n"
-	"      --no-inferred-edges ablation: ignore every edge inferred from timing\n"
-	"      --no-rendezvous     collectives keep their traced durations\n"
-	"  -r, --rank LIST         comma-separated rank of each trace file, in order\n"
-	"      --allow-dangling, --no-infer-events, --no-infer-sync, --no-infer-threads,\n"
-	"      --no-infer-share, --no-infer-layers, --lag-cap US   as for `prism ingest`\n"
-	"  -h, --help              this help\n"
-	"\n"
-	"Exit status: 0 on success, 2 on bad input, 1 on other failures.\n";
+    "usage: prism replay [options] TRACE...\n"
+    "       prism replay [options] GRAPH\n"
+    "\n"
+    "Simulate the execution graph of the traced run as it is, and compare each\n"
+    "iteration's predicted time with the measured one.  A step's time is the\n"
+    "longer of its host side (the ProfilerStep#N span) and its GPU side (from\n"
+    "the first GPU task it launched to the first its next step launched; for\n"
+    "the last step, to its last GPU task's end): a host that runs ahead of a\n"
+    "busy GPU ends its steps early.  Both sides are printed, and a run whose\n"
+    "GPU idles over 30% of every step is called host-bound.\n"
+    "Without step markers, the span of the GPU work.  Several trace files are\n"
+    "the ranks of one job and are simulated together: collectives wait for all\n"
+    "their ranks.\n"
+    "\n"
+    "options:\n"
+    "      --json              print the results as JSON\n"
+    "      --timeline FILE     write the simulated run as Chrome-trace JSON\n"
+    "                          (opens in Perfetto; `prism ingest` reads it back)\n"
+    "      --no-event-edges    ablation: ignore cross-stream event edges\n"
+    "      --no-share-edges    ablation: ignore shared-GPU edges (a task that\n"
+    "                          waited while another stream's kernel held the GPU)\n"
+    "      --no-inferred-edges ablation: ignore every edge inferred from timing\n"
+    "      --no-rendezvous     collectives keep their traced durations\n"
+    "  -r, --rank LIST         comma-separated rank of each trace file, in order\n"
+    "      --allow-dangling, --no-infer-events, --no-infer-sync, --no-infer-threads,\n"
+    "      --no-infer-share, --no-infer-layers, --lag-cap US   as for `prism ingest`\n"
+    "  -h, --help              this help\n"
+    "\n"
+    "Exit status: 0 on success, 2 on bad input, 1 on other failures.\n";
 
 static double pct(int64_t part, int64_t whole)
 {
@@ -55,8 +55,8 @@ static double pct(int64_t part, int64_t whole)
 static double err_pct(const struct metrics_iter *it)
 {
 	return it->measured_ns > 0
-		       ? 100.0 * (double)(it->predicted_ns - it->measured_ns) / (double)it->measured_ns
-		       : 0.0;
+		   ? 100.0 * (double)(it->predicted_ns - it->measured_ns) / (double)it->measured_ns
+		   : 0.0;
 }
 
 static void print_text(const struct sim *s, const struct metrics_iter *its, long n,
@@ -82,11 +82,13 @@ static void print_text(const struct sim *s, const struct metrics_iter *its, long
 			snprintf(label, sizeof(label), "ProfilerStep#%" PRId64, it->step);
 		else
 			snprintf(label, sizeof(label), "(GPU-active span)");
-		printf("%-20s %5" PRId64 " %12.3f %12.3f %+7.2f%%  %10.3f %10.3f   %5.1f%% / %5.1f%% / "
+		printf("%-20s %5" PRId64
+		       " %12.3f %12.3f %+7.2f%%  %10.3f %10.3f   %5.1f%% / %5.1f%% / "
 		       "%5.1f%% / %5.1f%%\n",
-		       label, g->ranks[it->rank].rank, it->measured_ns / 1e6, it->predicted_ns / 1e6,
-		       e, it->host_ns / 1e6, it->gpu_ns / 1e6, pct(it->exposed_compute_ns, w),
-		       pct(it->exposed_comm_ns, w), pct(it->overlap_ns, w), pct(it->idle_ns, w));
+		       label, g->ranks[it->rank].rank, it->measured_ns / 1e6,
+		       it->predicted_ns / 1e6, e, it->host_ns / 1e6, it->gpu_ns / 1e6,
+		       pct(it->exposed_compute_ns, w), pct(it->exposed_comm_ns, w),
+		       pct(it->overlap_ns, w), pct(it->idle_ns, w));
 		if (pct(it->idle_ns, w) > HOST_BOUND_IDLE_PCT)
 			host_bound++;
 		idle += pct(it->idle_ns, w);
@@ -116,8 +118,9 @@ static void print_text(const struct sim *s, const struct metrics_iter *its, long
 		       100.0 * metrics_utilisation(s, p, 0, s->makespan_ns));
 	}
 	if (s->n_mismatched)
-		printf("\nwarning: %" PRIu32 " collective instances matched across ranks disagree on "
-		       "the collective\n",
+		printf("\nwarning: %" PRIu32 " collectives matched across ranks (process group and "
+		       "sequence) disagree on the collective: they were not made to wait for each "
+		       "other\n",
 		       s->n_mismatched);
 }
 
@@ -134,38 +137,41 @@ static void print_json(const struct sim *s, const struct metrics_iter *its, long
 		       ",\"predicted_ns\":%" PRId64 ",\"error_pct\":%.4f,\"host_ns\":%" PRId64
 		       ",\"gpu_ns\":%" PRId64 ",\"predicted_host_ns\":%" PRId64
 		       ",\"predicted_gpu_ns\":%" PRId64 ",\"exposed_compute_ns\":%" PRId64
-		       ",\"exposed_comm_ns\":%" PRId64 ",\"overlap_ns\":%" PRId64 ",\"idle_ns\":%" PRId64
-		       "}",
+		       ",\"exposed_comm_ns\":%" PRId64 ",\"overlap_ns\":%" PRId64
+		       ",\"idle_ns\":%" PRId64 "}",
 		       i ? "," : "", g->ranks[it->rank].rank, it->step, it->measured_ns,
 		       it->predicted_ns, err_pct(it), it->host_ns, it->gpu_ns, it->pred_host_ns,
 		       it->pred_gpu_ns, it->exposed_compute_ns, it->exposed_comm_ns, it->overlap_ns,
 		       it->idle_ns);
 	}
-	printf("],\"critical_path\":{\"length_ns\":%" PRId64 ",\"tasks\":%" PRIu32 ",\"by_kind_ns\":{",
+	printf("],\"critical_path\":{\"length_ns\":%" PRId64 ",\"tasks\":%" PRIu32
+	       ",\"by_kind_ns\":{",
 	       cp->length_ns, cp->n);
 	for (int k = 0; k < GN_NKINDS; k++)
-		printf("%s\"%s\":%" PRId64, k ? "," : "", graph_node_kind_name(k), cp->by_kind_ns[k]);
+		printf("%s\"%s\":%" PRId64, k ? "," : "", graph_node_kind_name(k),
+		       cp->by_kind_ns[k]);
 	printf("},\"lag_ns\":%" PRId64 "},\"utilisation\":[", cp->lag_ns);
 	for (uint32_t p = 0; p < g->n_procs; p++)
 		printf("%s{\"rank\":%" PRId64 ",\"gpu\":%d,\"pid\":%" PRId64 ",\"tid\":%" PRId64
 		       ",\"busy\":%.6f}",
-		       p ? "," : "", g->ranks[g->procs[p].rank].rank, g->procs[p].gpu, g->procs[p].pid,
-		       g->procs[p].tid, metrics_utilisation(s, p, 0, s->makespan_ns));
+		       p ? "," : "", g->ranks[g->procs[p].rank].rank, g->procs[p].gpu,
+		       g->procs[p].pid, g->procs[p].tid,
+		       metrics_utilisation(s, p, 0, s->makespan_ns));
 	printf("],\"mismatched_collectives\":%" PRIu32 "}\n", s->n_mismatched);
 }
 
 int cmd_replay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"timeline", required_argument, NULL, 't'},
-		{"no-event-edges", no_argument, NULL, 'e'},
-		{"no-inferred-edges", no_argument, NULL, 'i'},
-		{"no-share-edges", no_argument, NULL, 's'},
-		{"no-rendezvous", no_argument, NULL, 'R'},
-		{"help", no_argument, NULL, 'h'},
-		CLI_BUILD_LONGOPTS,
-		{NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, 'j'},
+	    {"timeline", required_argument, NULL, 't'},
+	    {"no-event-edges", no_argument, NULL, 'e'},
+	    {"no-inferred-edges", no_argument, NULL, 'i'},
+	    {"no-share-edges", no_argument, NULL, 's'},
+	    {"no-rendezvous", no_argument, NULL, 'R'},
+	    {"help", no_argument, NULL, 'h'},
+	    CLI_BUILD_LONGOPTS,
+	    {NULL, 0, NULL, 0},
 	};
 	struct build_opts bo;
 	struct sim_opts so;
@@ -190,14 +196,29 @@ int cmd_replay(int argc, char **argv)
 		if (used)
 			continue;
 		switch (c) {
-		case 'j': json = 1; break;
-		case 't': timeline = optarg; break;
-		case 'e': so.skip |= SIM_SKIP_EVENT; break;
-		case 'i': so.skip |= SIM_SKIP_INFERRED; break;
-		case 's': so.skip |= SIM_SKIP_SHARE; break;
-		case 'R': so.rendezvous = 0; break;
-		case 'h': fputs(help, stdout); return 0;
-		default: return usage_bad_option("replay", "r:h", longopts, argv);
+		case 'j':
+			json = 1;
+			break;
+		case 't':
+			timeline = optarg;
+			break;
+		case 'e':
+			so.skip |= SIM_SKIP_EVENT;
+			break;
+		case 'i':
+			so.skip |= SIM_SKIP_INFERRED;
+			break;
+		case 's':
+			so.skip |= SIM_SKIP_SHARE;
+			break;
+		case 'R':
+			so.rendezvous = 0;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			return usage_bad_option("replay", "r:h", longopts, argv);
 		}
 	}
 	if (optind >= argc) {
@@ -217,8 +238,9 @@ int cmd_replay(int argc, char **argv)
 	if (rc == 0 && (n = metrics_iterations(s, &its)) < 0)
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = metrics_critical_path(s, &cp) ? prism_err_set(&err, PRISM_ENOMEM, "out of memory")
-						   : 0;
+		rc = metrics_critical_path(s, &cp)
+			 ? prism_err_set(&err, PRISM_ENOMEM, "out of memory")
+			 : 0;
 	if (rc == 0 && timeline)
 		rc = timeline_write(s, timeline, NULL, &err);
 	if (rc == 0) {

@@ -66,21 +66,37 @@ static const char help[] =
 	"docs/VALIDATION.md"
 
 /* The knobs of a candidate, in the order of the CSV columns; each is a
- * column of the candidate table with the same name. */
+ * column of the candidate table with the same name (dflt: the SQL value of
+ * a row, or a database, from before the column; "": always there).  Text
+ * knobs are shown as the canonical name of what they parse to.  Kept out
+ * of clang-format, which lays the list out differently on every pass. */
+/* clang-format off */
 #define REPORT_KNOBS(I, S)                                                                  \
-	I(gpus, "gpus") I(tp, "tp") I(pp, "pp") I(dp, "dp") I(vp, "vp") I(mbs, "mbs")        \
-	I(mb, "microbatches") S(schedule, "schedule") S(recompute, "recompute")              \
-	I(zero, "zero") I(sp, "sp") I(layers, "layers") I(hidden, "hidden")
+	I(gpus, "gpus", "") I(tp, "tp", "") I(pp, "pp", "") I(dp, "dp", "") I(vp, "vp", "")  \
+	I(mbs, "mbs", "") I(mb, "microbatches", "")                                          \
+	S(schedule, "schedule", "", synth_schedule_parse, synth_schedule_name)             \
+	S(recompute, "recompute", "", mem_recompute_parse, mem_recompute_name)             \
+	I(zero, "zero", "") I(sp, "sp", "") I(layers, "layers", "") I(hidden, "hidden", "")   \
+	S(dtype, "dtype", "'bf16'", hw_dtype_parse, hw_dtype_name)                         \
+	I(fp8_attention, "fp8_attention", "0") I(flash, "flash", "1")
+/* clang-format on */
+
+/* How many knobs (the status column follows key and the knobs). */
+#define KNOB_COUNT_I(f, col, dflt)		+1
+#define KNOB_COUNT_S(f, col, dflt, parse, name) +1
+enum { N_KNOBS = 0 REPORT_KNOBS(KNOB_COUNT_I, KNOB_COUNT_S) };
+#undef KNOB_COUNT_I
+#undef KNOB_COUNT_S
 
 struct row {
 	char key[320]; /* as cand.key (sweep.h) */
-#define KNOB_I(f, col) int f;
-#define KNOB_S(f, col) char f[16];
+#define KNOB_I(f, col, dflt)		  int f;
+#define KNOB_S(f, col, dflt, parse, name) char f[16];
 	REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S
 	double iter_s, bubble, tps, mfu, gpuh, mem_gb;
-	char part[64]; /* layers per stage where uneven ("" even, or schema < 5) */
+	char part[64]; /* layers per stage where uneven ("" even, or schema < 7) */
 	int shard;     /* ZeRO's hybrid group where below dp, else 0 */
 	long same_as;  /* the row it is the same run as, or -1 */
 	int n_same;    /* rows collapsed into this one */
@@ -229,15 +245,18 @@ static void json_num(FILE *f, double v)
 static void json_text(FILE *f, const char *s)
 {
 	size_t n = strlen(s);
-	char *c = malloc(n + 1);
+	char *c = prism_malloc(n + 1);
 	if (!c) {
 		fputs("null", f);
 		return;
 	}
 	for (size_t i = 0; i < n;) {
 		unsigned char b = (unsigned char)s[i];
-		size_t k = b < 0x80 ? 1 : (b & 0xe0) == 0xc0 ? 2 : (b & 0xf0) == 0xe0 ? 3
-			 : (b & 0xf8) == 0xf0 ? 4 : 0;
+		size_t k = b < 0x80		? 1
+			   : (b & 0xe0) == 0xc0 ? 2
+			   : (b & 0xf0) == 0xe0 ? 3
+			   : (b & 0xf8) == 0xf0 ? 4
+						: 0;
 		int ok = k > 0 && i + k <= n && !(k == 2 && b < 0xc2);
 		for (size_t j = 1; ok && j < k; j++)
 			ok = ((unsigned char)s[i + j] & 0xc0) == 0x80;
@@ -270,9 +289,46 @@ static void csv_text(FILE *f, const char *s)
 	putc('"', f);
 }
 
+/* 1 if db's candidate table has column col. */
+static int has_column(sqlite3 *db, const char *col)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('candidate') WHERE name=?1", -1,
+			       &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, col, -1, SQLITE_STATIC);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
+/* "SELECT key, <the knobs>, rest" into sql: a knob the database lacks (it
+ * predates the column) reads its default; 0, or -1 if sql is too small. */
+static int knob_select(sqlite3 *db, char *sql, size_t n, const char *rest)
+{
+	size_t len = (size_t)snprintf(sql, n, "SELECT key");
+#define KNOB_ADD(col, dflt)                                                                        \
+	if (len < n && !*(dflt))                                                                   \
+		len += (size_t)snprintf(sql + len, n - len, ", %s", col);                          \
+	else if (len < n && has_column(db, col))                                                   \
+		len += (size_t)snprintf(sql + len, n - len, ", COALESCE(%s, %s)", col, dflt);      \
+	else if (len < n)                                                                          \
+		len += (size_t)snprintf(sql + len, n - len, ", %s", dflt);
+#define KNOB_I(f, col, dflt)		  KNOB_ADD(col, dflt)
+#define KNOB_S(f, col, dflt, parse, name) KNOB_ADD(col, dflt)
+	REPORT_KNOBS(KNOB_I, KNOB_S)
+#undef KNOB_I
+#undef KNOB_S
+#undef KNOB_ADD
+	if (len < n)
+		len += (size_t)snprintf(sql + len, n - len, ", %s", rest);
+	return len < n ? 0 : -1;
+}
+
 static const char knob_header[] =
-#define KNOB_I(f, col) col ","
-#define KNOB_S(f, col) col ","
+#define KNOB_I(f, col, dflt)		  col ","
+#define KNOB_S(f, col, dflt, parse, name) col ","
 	REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S
@@ -280,8 +336,8 @@ static const char knob_header[] =
 
 static void csv_knobs(FILE *f, const struct row *r)
 {
-#define KNOB_I(fl, col) fprintf(f, "%d,", r->fl);
-#define KNOB_S(fl, col) fprintf(f, "%s,", r->fl);
+#define KNOB_I(fl, col, dflt)		   fprintf(f, "%d,", r->fl);
+#define KNOB_S(fl, col, dflt, parse, name) fprintf(f, "%s,", r->fl);
 	REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S
@@ -290,10 +346,10 @@ static void csv_knobs(FILE *f, const struct row *r)
 static void json_knobs(FILE *f, const struct row *r)
 {
 	const char *sep = "";
-#define KNOB_I(fl, col)                                                                          \
+#define KNOB_I(fl, col, dflt)                                                                      \
 	fprintf(f, "%s\"" col "\":%d", sep, r->fl);                                         \
 	sep = ",";
-#define KNOB_S(fl, col)                                                                          \
+#define KNOB_S(fl, col, dflt, parse, name)                                                         \
 	fprintf(f, "%s\"" col "\":", sep);                                                  \
 	prism_fput_json_str(f, r->fl);                                                      \
 	sep = ",";
@@ -319,8 +375,9 @@ static int same_run(const struct row *r, const struct row *e)
 		(strcmp(r->schedule, e->schedule) || r->vp != e->vp ? SAME_SCHEDULE : 0);
 	if (r->gpus != e->gpus || r->tp != e->tp || r->pp != e->pp || r->dp != e->dp ||
 	    r->mbs != e->mbs || r->mb != e->mb || r->sp != e->sp || r->layers != e->layers ||
-	    r->hidden != e->hidden || r->iter_s != e->iter_s || r->mem_gb != e->mem_gb ||
-	    ((d & SAME_SCHEDULE) && r->pp != 1))
+	    r->hidden != e->hidden || strcmp(r->dtype, e->dtype) ||
+	    r->fp8_attention != e->fp8_attention || r->flash != e->flash ||
+	    r->iter_s != e->iter_s || r->mem_gb != e->mem_gb || ((d & SAME_SCHEDULE) && r->pp != 1))
 		return 0;
 	return d;
 }
@@ -350,8 +407,8 @@ static void judge(struct report *R)
 		rows[i].near_tie = 0;
 	}
 	for (size_t i = 1; i < R->n; i++) {
-		for (size_t j = i; j-- > 0 && rows[j].gpus == rows[i].gpus &&
-				   rows[j].iter_s == rows[i].iter_s;) {
+		for (size_t j = i;
+		     j-- > 0 && rows[j].gpus == rows[i].gpus && rows[j].iter_s == rows[i].iter_s;) {
 			int d;
 			if (rows[j].same_as >= 0 || !(d = same_run(&rows[i], &rows[j])))
 				continue;
@@ -364,8 +421,10 @@ static void judge(struct report *R)
 			}
 			rows[i].same_as = (long)j;
 			rows[j].n_same++;
-			R->collapsed[d == SAME_ZERO ? 0 : d == SAME_RECOMPUTE ? 1
-					 : d == SAME_SCHEDULE ? 2 : 3]++;
+			R->collapsed[d == SAME_ZERO	   ? 0
+				     : d == SAME_RECOMPUTE ? 1
+				     : d == SAME_SCHEDULE  ? 2
+							   : 3]++;
 			break;
 		}
 	}
@@ -441,8 +500,9 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	for (size_t k = 0; k < R->nb; k++) {
 		const struct row *r = &R->rows[R->best[k]];
 		layout(lay, sizeof(lay), r);
-		fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f | %.4g |", r->gpus, lay,
-			r->iter_s * 1e3, r->tps, r->mfu * 100, r->bubble * 100, r->mem_gb, r->gpuh);
+		fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f | %.4g |", r->gpus,
+			lay, r->iter_s * 1e3, r->tps, r->mfu * 100, r->bubble * 100, r->mem_gb,
+			r->gpuh);
 		if (t->tokens > 0) {
 			double days, gpuh, cost;
 			to_train(t, r, &days, &gpuh, &cost);
@@ -510,7 +570,8 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 
 static void write_best_csv(FILE *csv, const struct report *R)
 {
-	fprintf(csv, "%siter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,days_to_train,"
+	fprintf(csv,
+		"%siter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,days_to_train,"
 		     "gpu_hours_to_train,cost_to_train,near_ties,same_runs,pareto_time,"
 		     "pareto_gpu_hours\n",
 		knob_header);
@@ -545,11 +606,12 @@ static int cmp_key(const void *a, const void *b)
 static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 {
 	static const char *const cols[] = {
-		"status", "reason", "analytic_s", "bound_s", "iter_s", "bubble", "tokens_per_s",
-		"mfu", "gpu_hours", "mem_gb", "fits", "exposed_compute_s", "exposed_comm_s",
-		"overlap_s", "idle_s"};
-	const struct row **by_key = malloc((R->n + 1) * sizeof(*by_key));
+	    "status",	      "reason",	   "analytic_s", "bound_s", "iter_s", "bubble",
+	    "tokens_per_s",   "mfu",	   "gpu_hours",	 "mem_gb",  "fits",   "exposed_compute_s",
+	    "exposed_comm_s", "overlap_s", "idle_s"};
+	const struct row **by_key = prism_malloc((R->n + 1) * sizeof(*by_key));
 	sqlite3_stmt *st = NULL;
+	char sql[2048];
 	int rc = 0;
 
 	if (!by_key)
@@ -561,17 +623,11 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
 		fprintf(csv, "%s,", cols[i]);
 	fputs("days_to_train,gpu_hours_to_train,cost_to_train,near_tie,same_as\n", csv);
-	if (sqlite3_prepare_v2(db,
-			       "SELECT key,"
-#define KNOB_I(f, col) col ","
-#define KNOB_S(f, col) col ","
-			       REPORT_KNOBS(KNOB_I, KNOB_S)
-#undef KNOB_I
-#undef KNOB_S
+	if (knob_select(db, sql, sizeof(sql),
 			       "status, reason, analytic_s, bound_s, iter_s, bubble, tokens_per_s,"
 			       " mfu, gpu_hours, mem_gb, fits, exposed_compute_s, exposed_comm_s,"
-			       " overlap_s, idle_s FROM candidate WHERE sweep=?1 ORDER BY gpus, key",
-			       -1, &st, NULL) != SQLITE_OK) {
+			" overlap_s, idle_s FROM candidate WHERE sweep=?1 ORDER BY gpus, key") ||
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
 		free(by_key);
 		return -1;
 	}
@@ -585,7 +641,7 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 			putc(',', csv);
 		}
 		snprintf(probe.key, sizeof(probe.key), "%s", text(st, 0));
-		hit = R->n && strcmp(text(st, 14), "simulated") == 0
+		hit = R->n && strcmp(text(st, 1 + N_KNOBS), "simulated") == 0
 			      ? bsearch(&pp, by_key, R->n, sizeof(*by_key), cmp_key)
 			      : NULL;
 		if (hit) {
@@ -683,8 +739,7 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 		sep = ",";
 	}
 	sqlite3_finalize(st);
-	fprintf(f,
-		"},\"same_run\":{\"zero\":%d,\"recompute\":%d,\"schedule\":%d,\"several\":%d}",
+	fprintf(f, "},\"same_run\":{\"zero\":%d,\"recompute\":%d,\"schedule\":%d,\"several\":%d}",
 		R->collapsed[0], R->collapsed[1], R->collapsed[2], R->collapsed[3]);
 	fputs(",\"best\":[", f);
 	for (size_t k = 0; k < R->nb; k++) {
@@ -807,7 +862,8 @@ static int chart(const char *dir, const struct report *R)
 	ign.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &ign, &old);
 	if ((gp = fdopen(fd[1], "w"))) {
-		wrote = fprintf(gp,
+		wrote =
+		    fprintf(gp,
 				"set terminal svg size 800,500 dynamic background rgb 'white'\n"
 				"set output 'pareto.svg.tmp'\n"
 				"set title 'Sweep %s: best iteration time per GPU count' noenhanced\n"
@@ -836,7 +892,8 @@ static int chart(const char *dir, const struct report *R)
 				hi = t > hi ? t : hi;
 			}
 			if (lo > 0 && isfinite(hi))
-				wrote = fprintf(gp, "set xrange [%.6g:%.6g]\nset yrange [%.6g:%.6g]\n",
+				wrote =
+				    fprintf(gp, "set xrange [%.6g:%.6g]\nset yrange [%.6g:%.6g]\n",
 						R->rows[R->best[0]].gpus / 1.5,
 						R->rows[R->best[R->nb - 1]].gpus * 2.5, lo * 1e3 / 2,
 						hi * 1e3 * 4) > 0;
@@ -847,11 +904,13 @@ static int chart(const char *dir, const struct report *R)
 			wrote = wrote && fputs(")\n", gp) >= 0;
 			if (wrote && lo > 0 && isfinite(hi)) {
 				const char *sep = "set ytics (";
-				for (double d = pow(10, floor(log10(lo * 1e3 / 2))); d <= hi * 1e3 * 4;
-				     d *= 10)
+				for (double d = pow(10, floor(log10(lo * 1e3 / 2)));
+				     d <= hi * 1e3 * 4; d *= 10)
 					for (int m = 1; m <= 5 && wrote; m += m == 1 ? 1 : 3) {
-						if (d * m >= lo * 1e3 / 2 && d * m <= hi * 1e3 * 4) {
-							wrote = fprintf(gp, "%s%.6g", sep, d * m) > 0;
+						if (d * m >= lo * 1e3 / 2 &&
+						    d * m <= hi * 1e3 * 4) {
+							wrote =
+							    fprintf(gp, "%s%.6g", sep, d * m) > 0;
 							sep = ", ";
 						}
 					}
@@ -863,12 +922,14 @@ static int chart(const char *dir, const struct report *R)
 			char lab[96], safe[96];
 			label(lab, sizeof(lab), r);
 			shown(safe, sizeof(safe), lab);
-			wrote = fprintf(gp,
+			wrote =
+			    fprintf(gp,
 					"set label %zu '%s' at %d, %.6g rotate by 20 offset 0.6, 0.6 "
 					"font ',9' noenhanced\n",
 					k + 1, safe, r->gpus, r->iter_s * 1e3) > 0;
 		}
-		wrote = wrote &&
+		wrote =
+		    wrote &&
 			fputs("plot $best using 1:2 with linespoints lw 2 pt 7 "
 			      "title 'iteration time (best layout)', "
 			      "$best using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lc rgb 'black' "
@@ -901,8 +962,8 @@ static int positive(const char *arg, const char *opt, double lo, double hi, doub
 	errno = 0;
 	*v = strtod(arg, &end);
 	if (end == arg || *end || errno || !(*v >= lo && *v <= hi)) {
-		fprintf(stderr, "prism report: --%s '%s': expected a number in %g..%g\n", opt, arg, lo,
-			hi);
+		fprintf(stderr, "prism report: --%s '%s': expected a number in %g..%g\n", opt, arg,
+			lo, hi);
 		return -1;
 	}
 	return 0;
@@ -925,7 +986,7 @@ int cmd_report(int argc, char **argv)
 	sqlite3_stmt *st = NULL;
 	long long sid = -1;
 	const char *outdir = NULL, *all_arg = NULL;
-	char name[128] = "", dir[1024], path[1100], all_path[1100] = "";
+	char name[128] = "", dir[1024], path[1100], all_path[1100] = "", sql[2048];
 	VEC(struct row) rv = {0};
 	struct report R;
 	/* report.md, best.csv and all.csv: each whole or not at all. */
@@ -941,9 +1002,15 @@ int cmd_report(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': sid = atoll(optarg); break;
-		case 'o': outdir = optarg; break;
-		case 'j': json = 1; break;
+		case 's':
+			sid = atoll(optarg);
+			break;
+		case 'o':
+			outdir = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
 		case 'a':
 			want_all = 1;
 			all_arg = optarg;
@@ -962,8 +1029,11 @@ int cmd_report(int argc, char **argv)
 			tie /= 100;
 			tie_given = 1;
 			break;
-		case 'h': fputs(help, stdout); return 0;
-		default: return usage_bad_option("report", "o:h", longopts, argv);
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			return usage_bad_option("report", "o:h", longopts, argv);
 		}
 	}
 	if (optind != argc - 1) {
@@ -1005,7 +1075,8 @@ int cmd_report(int argc, char **argv)
 	if (sid >= 0)
 		sqlite3_bind_int64(st, 1, sid);
 	if (sqlite3_step(st) != SQLITE_ROW) {
-		fprintf(stderr, "prism: %s: no sweep%s\n", argv[optind], sid >= 0 ? " with that id" : "");
+		fprintf(stderr, "prism: %s: no sweep%s\n", argv[optind],
+			sid >= 0 ? " with that id" : "");
 		sqlite3_finalize(st);
 		sqlite3_close(db);
 		return EXIT_USAGE;
@@ -1024,37 +1095,17 @@ int cmd_report(int argc, char **argv)
 	R.tie = tie;
 	R.tie_given = tie_given;
 	shown(R.name, sizeof(R.name), name);
-	{
-		/* Databases before version 5 (read as they are) have no
-		 * placement columns. */
-		sqlite3_stmt *q = NULL;
-		int v5 = 0;
-		if (sqlite3_prepare_v2(db,
-				       "SELECT COUNT(*) FROM pragma_table_info('candidate') WHERE "
-				       "name='partition'",
-				       -1, &q, NULL) == SQLITE_OK &&
-		    sqlite3_step(q) == SQLITE_ROW)
-			v5 = sqlite3_column_int(q, 0) > 0;
-		sqlite3_finalize(q);
-		sqlite3_prepare_v2(db,
-				   v5 ? "SELECT key,"
-#define KNOB_I(f, col) col ","
-#define KNOB_S(f, col) col ","
-				   REPORT_KNOBS(KNOB_I, KNOB_S)
-				   " iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,"
-				   " partition, shard"
-				   " FROM candidate WHERE sweep=?1 AND status='simulated'"
-				   " ORDER BY gpus, iter_s, key"
-				      : "SELECT key,"
-				   REPORT_KNOBS(KNOB_I, KNOB_S)
-#undef KNOB_I
-#undef KNOB_S
-				   " iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,"
-				   " NULL, NULL"
-				   " FROM candidate WHERE sweep=?1 AND status='simulated'"
-				   " ORDER BY gpus, iter_s, key",
-				   -1, &st, NULL);
-	}
+	/* Databases before version 7 (read as they are) have no placement
+	 * columns: even stages, no hybrid sharding. */
+	if (knob_select(db, sql, sizeof(sql),
+			has_column(db, "partition")
+			    ? "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, partition, shard"
+			      " FROM candidate WHERE sweep=?1 AND status='simulated'"
+			      " ORDER BY gpus, iter_s, key"
+			    : "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, NULL, NULL"
+			      " FROM candidate WHERE sweep=?1 AND status='simulated'"
+			      " ORDER BY gpus, iter_s, key") == 0)
+		sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	sqlite3_bind_int64(st, 1, sid);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		struct row *r;
@@ -1067,12 +1118,10 @@ int cmd_report(int argc, char **argv)
 		r = &rv.v[rv.n++];
 		memset(r, 0, sizeof(*r));
 		snprintf(r->key, sizeof(r->key), "%s", text(st, 0));
-#define KNOB_I(f, col) r->f = sqlite3_column_int(st, i++);
-#define KNOB_S(f, col)                                                                           \
+#define KNOB_I(f, col, dflt) r->f = sqlite3_column_int(st, i++);
+#define KNOB_S(f, col, dflt, parse, name)                                                          \
 	snprintf(raw, sizeof(raw), "%s", text(st, i++));                                    \
-	canonical(r->f, sizeof(r->f), raw,                                                  \
-		  strcmp(col, "schedule") == 0 ? synth_schedule_parse : mem_recompute_parse,  \
-		  strcmp(col, "schedule") == 0 ? synth_schedule_name : mem_recompute_name);
+	canonical(r->f, sizeof(r->f), raw, parse, name);
 		REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S
@@ -1095,9 +1144,9 @@ int cmd_report(int argc, char **argv)
 	R.n = rv.n;
 	if (rc)
 		goto out;
-	R.best = malloc((R.n + 1) * sizeof(*R.best));
-	R.pareto_t = malloc((R.n + 1) * sizeof(*R.pareto_t));
-	R.pareto_h = malloc((R.n + 1) * sizeof(*R.pareto_h));
+	R.best = prism_malloc((R.n + 1) * sizeof(*R.best));
+	R.pareto_t = prism_malloc((R.n + 1) * sizeof(*R.pareto_t));
+	R.pareto_h = prism_malloc((R.n + 1) * sizeof(*R.pareto_h));
 	if (!R.best || !R.pareto_t || !R.pareto_h) {
 		fprintf(stderr, "prism: out of memory\n");
 		rc = 1;
@@ -1183,7 +1232,8 @@ int cmd_report(int argc, char **argv)
 	}
 	for (int i = 0; i < 3; i++)
 		if (wf[i].f && prism_wfile_commit(&wf[i])) {
-			fprintf(stderr, "prism: %s: write failed: %s\n", wf[i].path, strerror(errno));
+			fprintf(stderr, "prism: %s: write failed: %s\n", wf[i].path,
+				strerror(errno));
 			rc = EXIT_USAGE;
 			goto out;
 		}

@@ -16,52 +16,73 @@
 #include "sweep.h"
 
 static const char help[] =
-	"usage: prism search SWEEP [options]\n"
-	"\n"
-	"Enumerate the layouts a sweep file describes (a file, or a name in\n"
-	"configs/sweeps/) over its base -- a model configuration, or an\n"
-	"annotated trace whose own kernels calibrate the costs.  Reject the\n"
-	"invalid layouts and those that do not fit in memory (each stored with\n"
-	"its reason), screen the rest, simulate the survivors best-first in\n"
-	"parallel batches, and store every candidate in a SQLite database.\n"
-	"Rerunning the same sweep resumes it: stored candidates are skipped.  A\n"
-	"killed run loses at most the batch in flight.  `prism report DB` reads\n"
-	"the results.\n"
-	"\n"
-	"Candidates are visited best-first by their analytic estimates, per GPU\n"
-	"count.  Each also has a proven lower bound of its simulated time (its\n"
-	"GEMMs, attention and tensor-parallel collectives, with the pipeline's\n"
-	"fill and drain; docs/MODEL.md).  Three modes:\n"
-	"  default       screen a candidate whose bound is no better than the best\n"
-	"                simulated time at its GPU count, or whose analytic estimate\n"
-	"                is beyond it by more than the sweep's screen_margin (0.3)\n"
-	"  --optimise    screen only by the bound: the best layout per GPU count is\n"
-	"                the exhaustive run's (a screened one cannot beat it)\n"
-	"  --exhaustive  screen nothing: simulate every valid candidate\n"
-	"\n"
-	"Under mpirun (or srun) the processes share the sweep: process 0 writes\n"
-	"the database, the others simulate their share of each batch; the rows\n"
-	"are those of one process (docs/SCALING.md).\n"
-	"\n"
-	"options:\n"
-	"      --db FILE       the database (default results/NAME.db)\n"
-	"      --optimise      prune by the proven bound alone (also --optimize)\n"
-	"      --exhaustive    screen nothing\n"
-	"      --threads N     OpenMP threads (default: all cores)\n"
-	"      --batch N       candidates per batch and transaction (default 32; the\n"
-	"                      results do not depend on the thread count)\n"
-	"      --json          the summary on stdout as JSON (counts, the best\n"
-	"                      layout per GPU count, days and cost to train where\n"
-	"                      the sweep gives tokens and price_per_gpu_hour)\n"
-	"  -h, --help          this help\n";
+    "usage: prism search SWEEP [options]\n"
+    "\n"
+    "Enumerate the layouts a sweep file describes (a file, or a name in\n"
+    "configs/sweeps/) over its base -- a model configuration, or a trace:\n"
+    "each candidate is then the trace's graph edited (layers, microbatches,\n"
+    "data parallelism, hardware) or, for what a graph edit cannot do, rebuilt\n"
+    "with costs calibrated on the trace's kernels (traces with a run\n"
+    "description; a plain trace's other candidates are invalid, with what it\n"
+    "lacks).  Reject the\n"
+    "invalid layouts and those that do not fit in memory (each stored with\n"
+    "its reason), screen the rest, simulate the survivors best-first in\n"
+    "parallel batches, and store every candidate in a SQLite database.\n"
+    "Rerunning the same sweep resumes it: stored candidates are skipped.  A\n"
+    "killed run loses at most the batch in flight.  `prism report DB` reads\n"
+    "the results.\n"
+    "\n"
+    "Candidates are visited best-first by their analytic estimates, per GPU\n"
+    "count.  Each also has a proven lower bound of its simulated time (its\n"
+    "GEMMs, attention and tensor-parallel collectives, with the pipeline's\n"
+    "fill and drain; docs/MODEL.md).  Three modes:\n"
+    "  default       screen a candidate whose bound is no better than the best\n"
+    "                simulated time at its GPU count, or whose analytic estimate\n"
+    "                is beyond it by more than the sweep's screen_margin (0.3)\n"
+    "  --optimise    screen only by the bound: the best layout per GPU count is\n"
+    "                the exhaustive run's (a screened one cannot beat it)\n"
+    "  --exhaustive  screen nothing: simulate every valid candidate\n"
+    "\n"
+    "Under mpirun (or srun) the processes share the sweep: process 0 writes\n"
+    "the database, the others simulate their share of each batch; the rows\n"
+    "are those of one process (docs/SCALING.md).\n"
+    "\n"
+    "options:\n"
+    "      --db FILE       the database (default results/NAME.db)\n"
+    "      --optimise      prune by the proven bound alone (also --optimize)\n"
+    "      --exhaustive    screen nothing\n"
+    "      --threads N     OpenMP threads (default: all cores)\n"
+    "      --batch N       candidates per batch and transaction (default 32; the\n"
+    "                      results do not depend on the thread count; which are\n"
+    "                      screened does depend on N, so a sweep resumes with its\n"
+    "                      own N and mode, and another is refused)\n"
+    "      --json          the summary on stdout as JSON (counts, the best\n"
+    "                      layout per GPU count, days and cost to train where\n"
+    "                      the sweep gives tokens and price_per_gpu_hour)\n"
+    "  -h, --help          this help\n";
 
+/* A candidate to evaluate, without its struct cand (sweep_candidate makes
+ * that again when its batch comes): a sweep of millions of candidates
+ * holds 16 bytes for each, not kilobytes. */
+struct ref {
+	uint32_t index; /* in the sweep's space (sweep_candidate) */
+	int gpus;
+	double analytic_s;
+};
+
+/* Best-first per GPU count; equal estimates in the sweep's order. */
 static int cmp_analytic(const void *a, const void *b)
 {
-	const struct cand *x = *(const struct cand *const *)a, *y = *(const struct cand *const *)b;
+	const struct ref *x = a, *y = b;
 	if (x->gpus != y->gpus)
 		return x->gpus < y->gpus ? -1 : 1;
-	return (x->analytic_s > y->analytic_s) - (x->analytic_s < y->analytic_s);
+	if (x->analytic_s != y->analytic_s)
+		return x->analytic_s < y->analytic_s ? -1 : 1;
+	return (x->index > y->index) - (x->index < y->index);
 }
+
+/* Rejected candidates are stored in transactions of this many. */
+#define REJECT_CHUNK 4096
 
 static int cmp_key(const void *k, const void *e)
 {
@@ -94,6 +115,49 @@ static double *best_of(struct best *b, int gpus)
 }
 
 enum { MODE_SCREEN, MODE_OPTIMISE, MODE_EXHAUSTIVE };
+static const char *const mode_names[] = {"screen", "optimise", "exhaustive"};
+static const char *const mode_options[] = {"the default mode", "--optimise", "--exhaustive"};
+
+/*
+ * A resumed sweep continues as it ran: which candidates are screened
+ * depends on the mode and, when it screens, on the batch (the best time
+ * is updated between batches), so the rows of a sweep resumed otherwise
+ * would be those of no run.  Another mode is refused; another --batch
+ * too, and without --batch the sweep's own is taken (*bsize).  A sweep
+ * of a database that did not record them gets them recorded now.
+ */
+static int resume_run(sqlite3 *db, const struct sweep *sw, long long sid, int resumed,
+		      int batch_given, struct store_run *run, int *bsize, struct prism_err *err)
+{
+	int was = -1;
+
+	if (!resumed)
+		return 0;
+	for (int m = 0; m < 3; m++)
+		if (strcmp(run->was_mode, mode_names[m]) == 0)
+			was = m;
+	if (!run->was_mode[0] || run->was_batch <= 0)
+		return store_sweep_run(db, sid, run, err);
+	if (was < 0 || strcmp(run->was_mode, run->mode) != 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "%s: sweep %s was run in %s; its screened rows depend on "
+				     "it: resume it the same way, or give another --db",
+				     sqlite3_db_filename(db, "main"), sw->name,
+				     was < 0 ? run->was_mode : mode_options[was]);
+	if (strcmp(run->mode, "exhaustive") == 0 || run->was_batch == *bsize)
+		return 0;
+	if (batch_given)
+		return prism_err_set(err, PRISM_EARG,
+				     "%s: sweep %s was run with --batch %d; which candidates it "
+				     "screens depends on it: resume with --batch %d (or no "
+				     "--batch), or give another --db",
+				     sqlite3_db_filename(db, "main"), sw->name, run->was_batch,
+				     run->was_batch);
+	fprintf(stderr, "prism search: %s: resuming with --batch %d, as it ran\n", sw->name,
+		run->was_batch);
+	*bsize = run->was_batch;
+	return 0;
+}
 
 /* Screen k against the best simulated time at its GPU count (0: none
  * yet).  The bound is proven (the simulated time cannot be below it), so
@@ -155,10 +219,11 @@ static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, con
 	       stats[CS_OOM], stats[CS_FAILED]);
 	/* This run's counts above; the database's, resumed runs included. */
 	printf(",\"in_database\":{");
-	if (sqlite3_prepare_v2(db,
-			       "SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY status"
-			       " ORDER BY status",
-			       -1, &st, NULL) == SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT status, COUNT(*) FROM candidate WHERE sweep=?1 GROUP BY status"
+		" ORDER BY status",
+		-1, &st, NULL) == SQLITE_OK) {
 		const char *sep = "";
 		sqlite3_bind_int64(st, 1, sid);
 		while (sqlite3_step(st) == SQLITE_ROW) {
@@ -178,10 +243,11 @@ static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, con
 	printf(",\"best\":[");
 	/* Every simulated row ordered by time within its count: the first of
 	 * each count is its best, as prism report finds it. */
-	if (sqlite3_prepare_v2(db,
-			       "SELECT gpus, key, iter_s, tokens_per_s FROM candidate WHERE sweep=?1"
-			       " AND status='simulated' ORDER BY gpus, iter_s, key",
-			       -1, &st, NULL) == SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT gpus, key, iter_s, tokens_per_s FROM candidate WHERE sweep=?1"
+		" AND status='simulated' ORDER BY gpus, iter_s, key",
+		-1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, sid);
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			int gpus = sqlite3_column_int(st, 0);
@@ -194,8 +260,8 @@ static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, con
 			printf(",\"iter_s\":%.9g,\"tokens_per_s\":%.9g", t, tps);
 			if (sw->tokens > 0 && tps > 0) {
 				double sec = sw->tokens / tps;
-				printf(",\"days_to_train\":%.6g,\"gpu_hours_to_train\":%.6g", sec / 86400,
-				       gpus * sec / 3600);
+				printf(",\"days_to_train\":%.6g,\"gpu_hours_to_train\":%.6g",
+				       sec / 86400, gpus * sec / 3600);
 				if (sw->price_per_gpu_hour > 0)
 					printf(",\"cost_to_train\":%.6g",
 					       gpus * sec / 3600 * sw->price_per_gpu_hour);
@@ -211,26 +277,30 @@ static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, con
 int cmd_search(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"exhaustive", no_argument, NULL, 'x'},
-		{"optimise", no_argument, NULL, 'o'},
-		{"optimize", no_argument, NULL, 'o'},
-		{"threads", required_argument, NULL, 't'},
-		{"batch", required_argument, NULL, 'b'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"db", required_argument, NULL, 'd'},
+	    {"exhaustive", no_argument, NULL, 'x'},
+	    {"optimise", no_argument, NULL, 'o'},
+	    {"optimize", no_argument, NULL, 'o'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct sweep sw;
 	struct prism_err err;
-	struct cand *cands = NULL, **order = NULL, *batch = NULL;
-	char path[1024], dbpath[1024], **keys = NULL;
+	struct cand *batch = NULL, *rej = NULL, one;
+	struct ref *order = NULL;
+	uint32_t *rejected = NULL;
+	char path[1024], dbpath[1024], **keys = NULL, first_reason[sizeof(one.reason)] = "none";
 	const char *db_arg = NULL;
-	size_t nkeys = 0, norder = 0;
+	size_t nkeys = 0, norder = 0, nrejected = 0;
 	sqlite3 *db = NULL;
 	long long sid = 0;
 	long n = 0;
 	int mode = MODE_SCREEN, threads = 0, bsize = 0, resumed = 0, c, rc = 0, tty = isatty(2);
+	int batch_given;
+	struct store_run run;
 	int json = 0;
 	size_t before = 0;
 	size_t done = 0, stats[CS_FAILED + 1] = {0};
@@ -244,9 +314,15 @@ int cmd_search(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'd': db_arg = optarg; break;
-		case 'x': mode = MODE_EXHAUSTIVE; break;
-		case 'o': mode = MODE_OPTIMISE; break;
+		case 'd':
+			db_arg = optarg;
+			break;
+		case 'x':
+			mode = MODE_EXHAUSTIVE;
+			break;
+		case 'o':
+			mode = MODE_OPTIMISE;
+			break;
 		case 't':
 			if (cli_count(optarg, "threads", 1, 1024, &threads, &err))
 				return cli_fail(&err);
@@ -255,9 +331,14 @@ int cmd_search(int argc, char **argv)
 			if (cli_count(optarg, "batch", 1, 1 << 16, &bsize, &err))
 				return cli_fail(&err);
 			break;
-		case 'j': json = 1; break;
-		case 'h': fputs(help, stdout); return 0;
-		default: return usage_bad_option("search", "h", longopts, argv);
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			return usage_bad_option("search", "h", longopts, argv);
 		}
 	}
 	if (optind != argc - 1) {
@@ -266,35 +347,70 @@ int cmd_search(int argc, char **argv)
 	}
 	if (cli_find_config("sweeps", argv[optind], path, sizeof(path))) {
 		char near[128];
-		int k = strchr(argv[optind], '/') ? -1
-			: configs_suggest("sweeps", argv[optind], near, sizeof(near));
-		fprintf(stderr, "prism: %s: no such file, nor configs/sweeps/%s.cfg%s%s%s (prism list "
-				"sweeps)\n",
-			argv[optind], argv[optind], k == 0 ? "; did you mean " : "", k == 0 ? near : "",
-			k == 0 ? "?" : "");
+		int k = strchr(argv[optind], '/')
+			    ? -1
+			    : configs_suggest("sweeps", argv[optind], near, sizeof(near));
+		fprintf(stderr,
+			"prism: %s: no such file, nor configs/sweeps/%s.cfg%s%s%s (prism list "
+			"sweeps)\n",
+			argv[optind], argv[optind], k == 0 ? "; did you mean " : "",
+			k == 0 ? near : "", k == 0 ? "?" : "");
 		return EXIT_USAGE;
 	}
 	if (shard_init(&sh, &argc, &argv))
 		return EXIT_USAGE;
 	lead = sh.rank == 0;
-	if ((rc = sweep_load(path, &sw, &err)) == 0 && (n = sweep_enumerate(&sw, &cands)) < 0)
-		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-	/* A budget no layout can use is the sweep file's error. */
-	if (rc == 0) {
-		long i = 0;
-		while (i < n && cands[i].status != CS_PENDING)
-			i++;
-		if (i == n)
-			rc = prism_err_set(&err, PRISM_EFORMAT,
-					   "%s:%d: no layout is possible with these GPU counts "
-					   "(%ld candidates, all rejected; the first: %s)",
-					   path, sw.gpus_line, n, n ? cands[0].reason : "none");
+	if ((rc = sweep_load(path, &sw, &err)) == 0) {
+		/* Every candidate once, one at a time: the pending ones are kept
+		 * as refs to sort, the rejected ones as their index. */
+		uint64_t total = sweep_count(&sw);
+		size_t cap = 0, rcap = 0;
+		for (uint64_t i = 0; i < total && rc == 0; i++) {
+			if (sweep_candidate(&sw, i, &one))
+				continue;
+			if (n++ == 0)
+				snprintf(first_reason, sizeof(first_reason), "%s", one.reason);
+			if (one.status == CS_PENDING) {
+				if (norder == cap) {
+					struct ref *nr;
+					cap = cap ? cap * 2 : 1024;
+					if (!(nr = prism_realloc(order, cap * sizeof(*nr)))) {
+						rc = prism_err_set(&err, PRISM_ENOMEM,
+								   "out of memory");
+						break;
+					}
+					order = nr;
+				}
+				order[norder].index = (uint32_t)i;
+				order[norder].gpus = one.gpus;
+				order[norder++].analytic_s = one.analytic_s;
+			} else {
+				if (nrejected == rcap) {
+					uint32_t *nr;
+					rcap = rcap ? rcap * 2 : 1024;
+					if (!(nr = prism_realloc(rejected, rcap * sizeof(*nr)))) {
+						rc = prism_err_set(&err, PRISM_ENOMEM,
+								   "out of memory");
+						break;
+					}
+					rejected = nr;
+				}
+				rejected[nrejected++] = (uint32_t)i;
+			}
+		}
 	}
+	/* A budget no layout can use is the sweep file's error. */
+	if (rc == 0 && norder == 0)
+		rc = prism_err_set(&err, PRISM_EFORMAT,
+				   "%s:%d: no layout is possible with these GPU counts "
+				   "(%ld candidates, all rejected; the first: %s)",
+				   path, sw.gpus_line, n, first_reason);
 	if ((rc = agree(&sh, rc, &quiet)))
 		goto out;
 	if (threads > 0)
 		omp_set_num_threads(threads);
 	threads = omp_get_max_threads();
+	batch_given = bsize > 0;
 	if (bsize <= 0)
 		bsize = 32;
 	if (db_arg) {
@@ -305,50 +421,73 @@ int cmd_search(int argc, char **argv)
 		snprintf(dbpath, sizeof(dbpath), "results/%s.db", sw.name);
 	}
 	/* Process 0 alone opens the database; the others learn from it what is
-	 * stored and the best times so far. */
+	 * stored and the best times so far.  stored[]: the refs in order[],
+	 * then the rejected. */
 	memset(&best, 0, sizeof(best));
-	order = malloc(((size_t)n + 1) * sizeof(*order));
-	batch = malloc((size_t)bsize * sizeof(*batch));
-	owner = malloc((size_t)bsize * sizeof(*owner));
-	stored = calloc((size_t)n + 1, 1);
-	if (!order || !batch || !owner || !stored)
+	stored = prism_calloc(norder + nrejected + 1, 1);
+	if (!stored)
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	run.mode = mode_names[mode];
+	run.batch = bsize;
 	if (rc == 0 && lead &&
 	    ((rc = store_open(dbpath, &db, &err)) == 0 &&
-	     (rc = store_sweep(db, &sw, &sid, &resumed, &err)) == 0 &&
+	     (rc = store_sweep(db, &sw, &run, &sid, &resumed, &err)) == 0 &&
+	     (rc = resume_run(db, &sw, sid, resumed, batch_given, &run, &bsize, &err)) == 0 &&
 	     (rc = store_keys(db, sid, &keys, &nkeys, &err)) == 0)) {
+		char key[sizeof(one.key)];
 		best.n = store_best(db, sid, best.gpus, best.t, SWEEP_MAX_LIST * 4);
-		for (long i = 0; nkeys && i < n; i++)
-			stored[i] = bsearch(cands[i].key, keys, nkeys, sizeof(*keys), cmp_key) != NULL;
+		for (size_t i = 0; nkeys && i < norder + nrejected; i++) {
+			uint32_t ix = i < norder ? order[i].index : rejected[i - norder];
+			sweep_key(&sw, ix, key, sizeof(key));
+			stored[i] = bsearch(key, keys, nkeys, sizeof(*keys), cmp_key) != NULL;
+		}
 	}
 	if ((rc = agree(&sh, rc, &quiet)))
 		goto out;
 	shard_bcast(&sh, &best, sizeof(best));
 	shard_bcast(&sh, &resumed, sizeof(resumed));
-	shard_bcast(&sh, stored, (size_t)n);
-	/* Stored already: skipped.  Rejected: stored now by process 0, in one
-	 * transaction. */
+	shard_bcast(&sh, &bsize, sizeof(bsize)); /* a resumed sweep's own */
+	shard_bcast(&sh, stored, norder + nrejected);
+	batch = prism_malloc((size_t)bsize * sizeof(*batch));
+	owner = prism_malloc((size_t)bsize * sizeof(*owner));
+	if (!batch || !owner)
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	if ((rc = agree(&sh, rc, &quiet)))
+		goto out;
+	/* Stored already: skipped.  Rejected: stored now by process 0, in
+	 * transactions of REJECT_CHUNK (a kill between them loses nothing:
+	 * the rerun stores the rest). */
+	if (lead && !(rej = prism_malloc(REJECT_CHUNK * sizeof(*rej))))
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	for (size_t i = 0, nrej = 0; lead && rc == 0 && i <= nrejected; i++) {
+		if (i < nrejected && stored[norder + i]) {
+			done++;
+		} else if (i < nrejected) {
+			sweep_candidate(&sw, rejected[i], &one);
+			stats[one.status]++;
+			rej[nrej++] = one;
+		}
+		if (nrej && (nrej == REJECT_CHUNK || i == nrejected)) {
+			rc = store_put(db, sid, rej, nrej, &err);
+			nrej = 0;
+		}
+	}
+	free(rej);
+	rej = NULL;
+	if ((rc = agree(&sh, rc, &quiet)))
+		goto out;
 	{
-		struct cand *rej = lead ? malloc(((size_t)n + 1) * sizeof(*rej)) : NULL;
-		size_t nrej = 0;
-		for (long i = 0; i < n; i++) {
-			struct cand *k = &cands[i];
+		/* The refs not stored, in place. */
+		size_t k = 0;
+		for (size_t i = 0; i < norder; i++) {
 			if (stored[i]) {
 				done++;
 				continue;
 			}
-			if (k->status == CS_PENDING)
-				order[norder++] = k;
-			else if (rej)
-				rej[nrej++] = *k;
-			stats[k->status]++;
+			order[k++] = order[i];
+			stats[CS_PENDING]++;
 		}
-		if (lead)
-			rc = rej ? store_put(db, sid, rej, nrej, &err)
-				 : prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-		free(rej);
-		if ((rc = agree(&sh, rc, &quiet)))
-			goto out;
+		norder = k;
 	}
 	if (lead)
 		fprintf(stderr,
@@ -356,7 +495,8 @@ int cmd_search(int argc, char **argv)
 			"stored before%s), %zu to evaluate, %d threads%s -> %s\n",
 			sw.name, n, stats[CS_INVALID], stats[CS_OOM], done,
 			resumed ? ": resuming" : "", norder, threads, procs(&sh), dbpath);
-	qsort(order, norder, sizeof(*order), cmp_analytic);
+	if (norder)
+		qsort(order, norder, sizeof(*order), cmp_analytic);
 	before = done;
 	t0 = now();
 	for (size_t at = 0; at < norder;) {
@@ -364,9 +504,9 @@ int cmd_search(int argc, char **argv)
 		/* Fill a batch: screened ones are decided here, the rest simulated
 		 * (every process decides the same). */
 		while (at < norder && nb < bsize) {
-			struct cand *k = order[at++];
-			double *b = best_of(&best, k->gpus);
-			batch[nb] = *k;
+			double *b;
+			sweep_candidate(&sw, order[at++].index, &batch[nb]);
+			b = best_of(&best, batch[nb].gpus);
 			screen(&batch[nb], mode, b ? *b : 0, sw.margin);
 			nb++;
 		}
@@ -377,7 +517,8 @@ int cmd_search(int argc, char **argv)
 			if (owner[i] != sh.rank)
 				continue;
 			prism_err_clear(&e);
-			if (predict_synth(&batch[i].in, &batch[i].p, NULL, NULL, &e) == 0) {
+			if (predict_eval(&sw.bl.pb, &batch[i].in, &batch[i].p, NULL, NULL, &e) ==
+			    0) {
 				batch[i].status = CS_SIMULATED;
 			} else {
 				batch[i].status = CS_FAILED;
@@ -400,7 +541,8 @@ int cmd_search(int argc, char **argv)
 		for (int i = 0; i < nb; i++) {
 			double *b = best_of(&best, batch[i].gpus);
 			stats[batch[i].status]++;
-			if (batch[i].status == CS_SIMULATED && b && (*b == 0 || batch[i].p.iter_s < *b))
+			if (batch[i].status == CS_SIMULATED && b &&
+			    (*b == 0 || batch[i].p.iter_s < *b))
 				*b = batch[i].p.iter_s;
 		}
 		if (lead) {
@@ -412,12 +554,13 @@ int cmd_search(int argc, char **argv)
 					top = best.t[i];
 					topg = best.gpus[i];
 				}
-			fprintf(stderr,
-				"%s  %zu/%zu evaluated, %zu simulated, %zu screened, %.1f/s, ETA %.0f s,"
-				" best at %d GPUs %.3f ms%s",
-				tty ? "\r" : "", at, norder, stats[CS_SIMULATED], stats[CS_SCREENED], rate,
-				(double)(norder - at) / (rate > 0 ? rate : 1), topg, top * 1e3,
-				tty ? "   " : "\n");
+			fprintf(
+			    stderr,
+			    "%s  %zu/%zu evaluated, %zu simulated, %zu screened, %.1f/s, ETA %.0f s,"
+			    " best at %d GPUs %.3f ms%s",
+			    tty ? "\r" : "", at, norder, stats[CS_SIMULATED], stats[CS_SCREENED],
+			    rate, (double)(norder - at) / (rate > 0 ? rate : 1), topg, top * 1e3,
+			    tty ? "   " : "\n");
 		}
 	}
 	if (!lead)
@@ -427,11 +570,7 @@ int cmd_search(int argc, char **argv)
 	if ((rc = store_finish(db, sid, &err)))
 		goto out;
 	if (json) {
-		summary_json(db, sid, &sw, dbpath, stats, before,
-			     mode == MODE_EXHAUSTIVE  ? "exhaustive"
-			     : mode == MODE_OPTIMISE ? "optimise"
-						     : "screen",
-			     now() - t0);
+		summary_json(db, sid, &sw, dbpath, stats, before, mode_names[mode], now() - t0);
 		goto out;
 	}
 	printf("sweep %s (id %lld) in %s: %zu simulated, %zu screened, %zu invalid, %zu out of "
@@ -442,10 +581,10 @@ int cmd_search(int argc, char **argv)
 out:
 	store_keys_free(keys, nkeys);
 	free(order);
+	free(rejected);
 	free(batch);
 	free(owner);
 	free(stored);
-	free(cands);
 	if (db)
 		sqlite3_close(db);
 	sweep_free(&sw);

@@ -1,5 +1,6 @@
 /* cmd_synth.c - `prism synth`: a training run's trace from the cost models. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,30 +12,30 @@
 #include "show.h"
 
 static const char help[] =
-	"usage: prism synth MODEL --hw HW [options] [-o TRACE.json]\n"
-	"\n"
-	"Build the execution graph of a GPT training run from its shape and layout\n"
-	"alone (kernel times from the cost model, collectives from the\n"
-	"communication model), simulate it, and print the prediction.  With -o,\n"
-	"write the simulated run as Kineto traces that `prism ingest`, `replay` and\n"
-	"`whatif` read: one file, or with --pp > 1 one per stage (TRACE.rankR.json).\n"
-	"MODEL is a file or a name in configs/models/ (gpt-small, gpt3-1.3b, ...);\n"
-	"HW a file or a name in configs/hw/ (h100-dgx, a100-80gb-dgx, ...).\n"
-	"\n"
-	"options:\n"
-	"      --hw HW             the hardware profile (required)\n"
-	"  -o, --output FILE       write the trace(s)\n"
-	"      --eff CLASS=E,...   a kernel class runs at E times the kernel model's\n"
-	"                          speed (gemm, attention, norm, softmax, elementwise,\n"
-	"                          embedding, optimizer; default 1: as modelled by\n"
-	"                          shape, dtype and GPU: prism kernels, docs/MODEL.md)\n"
-	"      --db FILE           kernel times from this kernel database (prism\n"
-	"                          calibrate --db) where it holds the GPU and size;\n"
-	"                          the kernel model for the rest\n"
-	"      --host-us OP,LAUNCH host time per op and per kernel launch, in us\n"
-	"                          (default 10,5)\n"
-	"      --json              print the prediction as JSON\n"
-	"  -h, --help              this help\n";
+    "usage: prism synth MODEL --hw HW [options] [-o TRACE.json]\n"
+    "\n"
+    "Build the execution graph of a GPT training run from its shape and layout\n"
+    "alone (kernel times from the cost model, collectives from the\n"
+    "communication model), simulate it, and print the prediction.  With -o,\n"
+    "write the simulated run as Kineto traces that `prism ingest`, `replay` and\n"
+    "`whatif` read: one file, or with --pp > 1 one per stage (TRACE.rankR.json).\n"
+    "MODEL is a file or a name in configs/models/ (gpt-small, gpt3-1.3b, ...);\n"
+    "HW a file or a name in configs/hw/ (h100-dgx, a100-80gb-dgx, ...).\n"
+    "\n"
+    "options:\n"
+    "      --hw HW             the hardware profile (required)\n"
+    "  -o, --output FILE       write the trace(s)\n"
+    "      --eff CLASS=E,...   a kernel class runs at E times the kernel model's\n"
+    "                          speed (gemm, attention, norm, softmax, elementwise,\n"
+    "                          embedding, optimizer; default 1: as modelled by\n"
+    "                          shape, dtype and GPU: prism kernels, docs/MODEL.md)\n"
+    "      --db FILE           kernel times from this kernel database (prism\n"
+    "                          calibrate --db) where it holds the GPU and size;\n"
+    "                          the kernel model for the rest\n"
+    "      --host-us OP,LAUNCH host time per op and per kernel launch, in us\n"
+    "                          (default 10,5)\n"
+    "      --json              print the prediction as JSON\n"
+    "  -h, --help              this help\n";
 
 /* --eff gemm=0.55,attention=0.4 */
 static int parse_eff(const char *arg, struct synth_in *in, struct prism_err *err)
@@ -53,9 +54,10 @@ static int parse_eff(const char *arg, struct synth_in *in, struct prism_err *err
 				break;
 		e = strtod(eq + 1, &end);
 		if (k == KC_NCLASSES || *end || !(e > 0 && e <= 1))
-			return prism_err_set(err, PRISM_EARG,
-					     "--eff '%s=%s': expected a kernel class and a fraction in (0, 1]",
-					     tok, eq + 1);
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "--eff '%s=%s': expected a kernel class and a fraction in (0, 1]", tok,
+			    eq + 1);
 		in->cost[k].eff = e;
 	}
 	return 0;
@@ -69,24 +71,74 @@ static int parse_host(const char *arg, struct synth_in *in, struct prism_err *er
 	if (sscanf(arg, "%lf,%lf%c", &op, &launch, &tail) != 2 || !(op >= 0 && op <= 1e6) ||
 	    !(launch >= 0 && launch <= 1e6))
 		return prism_err_set(err, PRISM_EARG,
-				     "--host-us '%s': expected OP,LAUNCH in us, each in 0..1e6", arg);
+				     "--host-us '%s': expected OP,LAUNCH in us, each in 0..1e6",
+				     arg);
 	in->cpu_op_s = op * 1e-6;
 	in->launch_s = launch * 1e-6;
+	return 0;
+}
+
+/*
+ * A profile named by its file: the run description records that file
+ * (issue 19: it recorded the file's stem, which no other folder finds),
+ * relative to the trace's folder where it fits the description's 63
+ * bytes, else absolute; otherwise the stem stays and a line says to give
+ * --base-hw.  The loader (search/base.c) tries it from the trace's folder.
+ */
+static int hw_reference(struct graph *g, const char *hw_path, const char *out,
+			const struct hw_profile *hw, struct prism_err *err)
+{
+	char hw_abs[PATH_MAX], out_abs[PATH_MAX], ref[PATH_MAX], meta[1024];
+	const char *m = strtab_get(&g->st, g->meta), *at = strstr(m, ";hw=");
+	char *slash;
+	size_t dl;
+
+	if (!at || !realpath(hw_path, hw_abs))
+		return 0;
+	/* The trace's folder (the file need not exist yet). */
+	snprintf(out_abs, sizeof(out_abs), "%s", out);
+	if ((slash = strrchr(out_abs, '/')))
+		*slash = '\0';
+	else
+		snprintf(out_abs, sizeof(out_abs), ".");
+	{
+		char tmp[PATH_MAX];
+		if (!realpath(out_abs, tmp))
+			return 0;
+		snprintf(out_abs, sizeof(out_abs), "%s", tmp);
+	}
+	dl = strlen(out_abs);
+	if (strncmp(hw_abs, out_abs, dl) == 0 && hw_abs[dl] == '/')
+		snprintf(ref, sizeof(ref), "%s", hw_abs + dl + 1);
+	else
+		snprintf(ref, sizeof(ref), "%s", hw_abs);
+	if (strlen(ref) > 63) {
+		fprintf(stderr,
+			"prism synth: the run description records hw=%s; %s is too long for it: "
+			"give --base-hw %s to whatif and search\n",
+			hw->id, ref, hw_abs);
+		return 0;
+	}
+	if ((size_t)(at - m) + 68 > sizeof(meta))
+		return 0;
+	snprintf(meta, sizeof(meta), "%.*s;hw=%.63s", (int)(at - m), m, ref);
+	if (strtab_intern(&g->st, meta, strlen(meta), &g->meta))
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	return 0;
 }
 
 int cmd_synth(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"hw", required_argument, NULL, 'w'},
-		{"output", required_argument, NULL, 'o'},
-		{"json", no_argument, NULL, 'j'},
-		{"eff", required_argument, NULL, 'e'},
-		{"host-us", required_argument, NULL, 'H'},
-		{"db", required_argument, NULL, 'D'},
-		{"help", no_argument, NULL, 'h'},
-		CLI_LAYOUT_LONGOPTS,
-		{NULL, 0, NULL, 0},
+	    {"hw", required_argument, NULL, 'w'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"eff", required_argument, NULL, 'e'},
+	    {"host-us", required_argument, NULL, 'H'},
+	    {"db", required_argument, NULL, 'D'},
+	    {"help", no_argument, NULL, 'h'},
+	    CLI_LAYOUT_LONGOPTS,
+	    {NULL, 0, NULL, 0},
 	};
 	struct synth_in in, opt;
 	struct hw_profile hw;
@@ -111,26 +163,41 @@ int cmd_synth(int argc, char **argv)
 		if (used)
 			continue;
 		switch (c) {
-		case 'w': hw_name = optarg; break;
-		case 'o': out = optarg; break;
-		case 'j': json = 1; break;
-		case 'e': eff = optarg; break;
-		case 'H': host = optarg; break;
-		case 'D': db_path = inputs[2] = optarg; break;
+		case 'w':
+			hw_name = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'e':
+			eff = optarg;
+			break;
+		case 'H':
+			host = optarg;
+			break;
+		case 'D':
+			db_path = inputs[2] = optarg;
+			break;
 		case 'h':
 			fputs(help, stdout);
 			fputs(cli_layout_help, stdout);
 			return 0;
-		default: return usage_bad_option("synth", "o:h", longopts, argv);
+		default:
+			return usage_bad_option("synth", "o:h", longopts, argv);
 		}
 	}
 	if (optind != argc - 1 || !hw_name) {
 		fprintf(stderr, "prism synth: %s\n%s",
-			optind != argc - 1 ? "give one MODEL" : "give the hardware with --hw", help);
+			optind != argc - 1 ? "give one MODEL" : "give the hardware with --hw",
+			help);
 		return EXIT_USAGE;
 	}
 	synth_in_default(&in);
-	if ((rc = cli_load_model(argv[optind], &in.m, &err)) || (rc = cli_load_hw(hw_name, &hw, &err)))
+	if ((rc = cli_load_model(argv[optind], &in.m, &err)) ||
+	    (rc = cli_load_hw(hw_name, &hw, &err)))
 		return cli_fail(&err);
 	if (cli_layout_apply(&opt, given, &in, &err))
 		return cli_fail(&err);
@@ -161,6 +228,12 @@ int cmd_synth(int argc, char **argv)
 		fputs("}\n", stdout);
 	} else {
 		show_prediction(stdout, &in, &p);
+	}
+	if (out && (strchr(hw_name, '/') || strstr(hw_name, ".cfg")) &&
+	    (rc = hw_reference(g, hw_name, out, &hw, &err))) {
+		graph_free(g);
+		synth_out_free(&so);
+		return cli_fail(&err);
 	}
 	if (out) {
 		rc = cli_write_trace(g, &so, out, inputs, 3, &err);

@@ -38,7 +38,7 @@ void configs_dirs_init(struct configs_dirs *d)
 			/* BINDIR/../share/prism as PREFIX/share/prism, where it exists. */
 			if (!realpath(dir, d->installed) &&
 			    snprintf(d->installed, sizeof(d->installed), "%s", dir) >=
-				    (int)sizeof(d->installed))
+				(int)sizeof(d->installed))
 				d->installed[0] = '\0';
 			if (d->installed[0]) {
 				d->why[d->n] = "installed";
@@ -108,7 +108,7 @@ int configs_suggest(const char *kind, const char *name, char *buf, size_t n)
 	configs_dirs_init(&d);
 	if ((ne = configs_list(&d, kind, &e)) <= 0)
 		return -1;
-	if ((names = malloc((size_t)ne * sizeof(*names)))) {
+	if ((names = prism_malloc((size_t)ne * sizeof(*names)))) {
 		for (long i = 0; i < ne; i++)
 			names[i] = e[i].name;
 		k = usage_closest(name, names, (int)ne);

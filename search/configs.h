@@ -24,7 +24,7 @@ struct configs_dirs {
 					    * environment, literals or installed */
 	const char *why[CONFIGS_MAX_DIRS]; /* "PRISM_CONFIG_DIR", "./configs", ... */
 	int n;
-	char installed[4096];              /* BINDIR/../share/prism, or "" */
+	char installed[4096]; /* BINDIR/../share/prism, or "" */
 };
 
 /* The folders above, in order, into *d (which owns nothing else). */

@@ -17,16 +17,15 @@ static int class_parse(const char *s)
 	return -1;
 }
 
-static const char schema[] =
-	"CREATE TABLE IF NOT EXISTS kernel ("
-	" gpu TEXT NOT NULL,"     /* hw_profile.gpu of the trace's profile */
-	" class TEXT NOT NULL,"   /* cost_class_name */
-	" dtype TEXT NOT NULL,"   /* hw_dtype_name, or 'any' (bandwidth-bound) */
-	" work REAL NOT NULL,"    /* FLOPs or bytes */
-	" time_s REAL NOT NULL,"  /* median measured time */
-	" samples INTEGER NOT NULL,"
-	" shape TEXT,"            /* the op's Input Dims, for people */
-	" PRIMARY KEY (gpu, class, dtype, work))";
+static const char schema[] = "CREATE TABLE IF NOT EXISTS kernel ("
+			     " gpu TEXT NOT NULL,"   /* hw_profile.gpu of the trace's profile */
+			     " class TEXT NOT NULL," /* cost_class_name */
+			     " dtype TEXT NOT NULL," /* hw_dtype_name, or 'any' (bandwidth-bound) */
+			     " work REAL NOT NULL,"  /* FLOPs or bytes */
+			     " time_s REAL NOT NULL," /* median measured time */
+			     " samples INTEGER NOT NULL,"
+			     " shape TEXT," /* the op's Input Dims, for people */
+			     " PRIMARY KEY (gpu, class, dtype, work))";
 
 int kdbstore_load(struct kdb *db, const char *path, struct prism_err *err)
 {
@@ -60,17 +59,18 @@ int kdbstore_load(struct kdb *db, const char *path, struct prism_err *err)
 		int cls = cname ? class_parse(cname) : -1, dt = -1;
 		line++;
 		if (cls < 0 || !calib_fitted_class(cls))
-			rc = prism_err_set(err, PRISM_EFORMAT, "%s: row %ld: class: unknown '%s'", path,
-					   line, cname ? cname : "");
+			rc = prism_err_set(err, PRISM_EFORMAT, "%s: row %ld: class: unknown '%s'",
+					   path, line, cname ? cname : "");
 		else if (cost_compute_bound(cls) && (!dname || (dt = hw_dtype_parse(dname)) < 0))
-			rc = prism_err_set(err, PRISM_EFORMAT, "%s: row %ld: dtype: unknown '%s'", path,
-					   line, dname ? dname : "");
+			rc = prism_err_set(err, PRISM_EFORMAT, "%s: row %ld: dtype: unknown '%s'",
+					   path, line, dname ? dname : "");
 		else if (!(work > 0) || !(t > 0) || n < 1 || !isfinite(work) || !isfinite(t))
 			rc = prism_err_set(err, PRISM_EFORMAT,
 					   "%s: row %ld: work, time_s and samples must be positive",
 					   path, line);
 		else if (!gpu || !*gpu)
-			rc = prism_err_set(err, PRISM_EFORMAT, "%s: row %ld: gpu: empty", path, line);
+			rc = prism_err_set(err, PRISM_EFORMAT, "%s: row %ld: gpu: empty", path,
+					   line);
 		else if (kdb_push(db, gpu, shape, cls, dt, work, t, (double)n))
 			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	}
@@ -90,14 +90,15 @@ int kdbstore_save(const struct kdb *db, const char *path, struct prism_err *err)
 	int ok;
 
 	ok = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) ==
-		     SQLITE_OK &&
+		 SQLITE_OK &&
 	     sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
 	     sqlite3_exec(h, schema, NULL, NULL, NULL) == SQLITE_OK &&
 	     sqlite3_exec(h, "DELETE FROM kernel", NULL, NULL, NULL) == SQLITE_OK &&
-	     sqlite3_prepare_v2(h,
-				"INSERT INTO kernel (gpu, class, dtype, work, time_s, samples, shape)"
-				" VALUES (?, ?, ?, ?, ?, ?, ?)",
-				-1, &st, NULL) == SQLITE_OK;
+	     sqlite3_prepare_v2(
+		 h,
+		 "INSERT INTO kernel (gpu, class, dtype, work, time_s, samples, shape)"
+		 " VALUES (?, ?, ?, ?, ?, ?, ?)",
+		 -1, &st, NULL) == SQLITE_OK;
 	for (size_t i = 0; ok && i < kdb_rows(db); i++) {
 		struct kdb_row r;
 		kdb_row(db, i, &r);
@@ -123,4 +124,3 @@ int kdbstore_save(const struct kdb *db, const char *path, struct prism_err *err)
 	sqlite3_close(h);
 	return 0;
 }
-

@@ -40,9 +40,10 @@ int shard_init(struct shard *s, int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	if (n > 1) {
-		fprintf(stderr, "prism: started as %d processes, but this prism was built without "
-				"MPI (install libopenmpi-dev and rebuild), so each would run the "
-				"whole sweep: run it without mpirun\n",
+		fprintf(stderr,
+			"prism: started as %d processes, but this prism was built without "
+			"MPI (install libopenmpi-dev and rebuild), so each would run the "
+			"whole sweep: run it without mpirun\n",
 			n);
 		return -1;
 	}
@@ -112,7 +113,7 @@ double shard_cost(const struct cand *k)
 
 void shard_deal(const struct shard *s, const struct cand *batch, int n, int *owner)
 {
-	double *load = calloc((size_t)s->size, sizeof(*load));
+	double *load = prism_calloc((size_t)s->size, sizeof(*load));
 	int rr = 0;
 
 	for (int i = 0; i < n; i++)
@@ -150,9 +151,9 @@ int shard_gather(const struct shard *s, struct cand *batch, int n, const int *ow
 
 	if (!s->mpi || s->size == 1)
 		return 0;
-	counts = malloc(2 * (size_t)s->size * sizeof(*counts));
-	send = malloc(((size_t)n + 1) * sizeof(*send));
-	all = malloc(((size_t)n + 1) * sizeof(*all));
+	counts = prism_malloc(2 * (size_t)s->size * sizeof(*counts));
+	send = prism_malloc(((size_t)n + 1) * sizeof(*send));
+	all = prism_malloc(((size_t)n + 1) * sizeof(*all));
 	if (!counts || !send || !all) {
 		free(counts);
 		free(send);

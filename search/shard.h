@@ -29,7 +29,7 @@
 
 struct shard {
 	int rank, size;
-	int mpi;             /* MPI_Init was called */
+	int mpi; /* MPI_Init was called */
 };
 
 /*

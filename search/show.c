@@ -41,8 +41,8 @@ void show_layout(FILE *f, const struct synth_in *in)
 void show_prediction(FILE *f, const struct synth_in *in, const struct predict_out *p)
 {
 	const struct mem_est *m = &p->mem;
-	fprintf(f, "model      %s: %d layers, hidden %d, %d heads", in->m.name[0] ? in->m.name : "gpt",
-		in->m.layers, in->m.hidden, in->m.heads);
+	fprintf(f, "model      %s: %d layers, hidden %d, %d heads",
+		in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads);
 	if (llm_kv_heads(&in->m) != in->m.heads)
 		fprintf(f, " (%d key-value)", llm_kv_heads(&in->m));
 	fprintf(f, ", ffn %d%s, seq %d, vocab %d%s\n", in->m.ffn, in->m.gated ? " swiglu" : "",
@@ -53,11 +53,13 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 	fprintf(f, "\n           %d GPUs, global batch %.0f sequences\n\n", p->gpus,
 		p->global_batch);
 	fprintf(f, "iteration  %12.3f ms\n", p->iter_s * 1e3);
-	fprintf(f, "breakdown  exposed compute %.3f, exposed communication %.3f, overlap %.3f, "
+	fprintf(f,
+		"breakdown  exposed compute %.3f, exposed communication %.3f, overlap %.3f, "
 		   "idle %.3f ms\n           (the slowest stage's last step)\n",
 		p->exposed_compute_s * 1e3, p->exposed_comm_s * 1e3, p->overlap_s * 1e3,
 		p->idle_s * 1e3);
-	fprintf(f, "bubble     %12.1f %%   (compute stream idle during the pipeline units)\n", p->bubble * 100);
+	fprintf(f, "bubble     %12.1f %%   (compute stream idle during the pipeline units)\n",
+		p->bubble * 100);
 	fprintf(f, "throughput %12.0f tokens/s\n", p->tokens_per_s);
 	fprintf(f, "MFU        %12.1f %%   (model FLOPs / time / GPUs / %s peak)\n", p->mfu * 100,
 		hw_dtype_name(in->dtype));

@@ -16,7 +16,8 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS sweep("
 	" id INTEGER PRIMARY KEY, name TEXT NOT NULL, config TEXT NOT NULL, model TEXT,"
 	" hw TEXT, version TEXT, started REAL, finished REAL, base TEXT,"
-	" tokens REAL, price_per_gpu_hour REAL, UNIQUE(name, config));"
+    " tokens REAL, price_per_gpu_hour REAL, mode TEXT, batch INTEGER,"
+    " UNIQUE(name, config));"
 	"CREATE TABLE IF NOT EXISTS candidate("
 	" sweep INTEGER NOT NULL REFERENCES sweep(id), key TEXT NOT NULL,"
 	" gpus INTEGER, tp INTEGER, pp INTEGER, dp INTEGER, vp INTEGER, mbs INTEGER,"
@@ -25,7 +26,7 @@ static const char schema[] =
 	" analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
 	" gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
 	" exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
-	" dtype TEXT, fp8_attention INTEGER, flash INTEGER,"
+    " dtype TEXT, fp8_attention INTEGER, flash INTEGER, method TEXT,"
 	" partition TEXT, shard INTEGER, prefetch INTEGER, bucket_mb INTEGER,"
 	" overlap_grad INTEGER, overlap_param INTEGER, tp_overlap INTEGER, pp_overlap INTEGER,"
 	" mem_stage INTEGER, mem_weights_gb REAL, mem_grads_gb REAL, mem_optimizer_gb REAL,"
@@ -34,7 +35,9 @@ static const char schema[] =
 	" PRIMARY KEY(sweep, key));";
 
 /* Version 1 had no bound_s, and no base fingerprint; version 2 no tokens
- * to train and no price; version 3 no dtype, fp8_attention, flash. */
+ * to train and no price; version 3 no dtype, fp8_attention, flash;
+ * version 4 no method; version 5 no mode, batch; version 6 no placement,
+ * sharding, overlap or memory breakdown. */
 static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;"
 				"ALTER TABLE sweep ADD COLUMN base TEXT;";
 static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN tokens REAL;"
@@ -44,12 +47,17 @@ static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN tokens REAL;"
 static const char migrate_3[] = "ALTER TABLE candidate ADD COLUMN dtype TEXT;"
 				"ALTER TABLE candidate ADD COLUMN fp8_attention INTEGER;"
 				"ALTER TABLE candidate ADD COLUMN flash INTEGER;";
+/* Version 4 did not say how a candidate was made (all were synthesised). */
+static const char migrate_4[] = "ALTER TABLE candidate ADD COLUMN method TEXT;";
+/* Version 5 did not record the screening mode and batch (NULL: unknown). */
+static const char migrate_5[] = "ALTER TABLE sweep ADD COLUMN mode TEXT;"
+				"ALTER TABLE sweep ADD COLUMN batch INTEGER;";
 
-/* Version 4 had no placement, sharding or overlap knobs and no memory
+/* Version 6 had no placement, sharding or overlap knobs and no memory
  * breakdown (its candidates ran even stages, ZeRO over the whole
  * data-parallel group, overlapped gradients and sends; their rows keep
  * NULL). */
-static const char migrate_4[] = "ALTER TABLE candidate ADD COLUMN partition TEXT;"
+static const char migrate_6[] = "ALTER TABLE candidate ADD COLUMN partition TEXT;"
 				"ALTER TABLE candidate ADD COLUMN shard INTEGER;"
 				"ALTER TABLE candidate ADD COLUMN prefetch INTEGER;"
 				"ALTER TABLE candidate ADD COLUMN bucket_mb INTEGER;"
@@ -94,13 +102,27 @@ static int query_text(sqlite3 *db, const char *sql, char *buf, size_t n)
 	return rc;
 }
 
+/* A query that failed on path: not a database (or damaged past reading),
+ * out of memory, or another failure to read it -- never the file's fault
+ * unless SQLite says so. */
+static int unreadable(sqlite3 *db, int rc, const char *path, struct prism_err *err)
+{
+	if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT)
+		return prism_err_set(err, PRISM_EFORMAT, "%s: not a results database (%s)", path,
+				     sqlite3_errmsg(db));
+	if ((rc & 0xff) == SQLITE_NOMEM)
+		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+	return prism_err_set(err, PRISM_EIO, "%s: cannot read the database (%s)", path,
+			     sqlite3_errmsg(db));
+}
+
 int store_check(sqlite3 *db, const char *path, struct prism_err *err)
 {
 	char buf[256];
+	int rc;
 
-	if (query_text(db, "PRAGMA quick_check(1)", buf, sizeof(buf)) != SQLITE_OK)
-		return prism_err_set(err, PRISM_EFORMAT, "%s: not a results database (%s)", path,
-				     sqlite3_errmsg(db));
+	if ((rc = query_text(db, "PRAGMA quick_check(1)", buf, sizeof(buf))) != SQLITE_OK)
+		return unreadable(db, rc, path, err);
 	if (strcmp(buf, "ok") == 0)
 		return 0;
 	/* quick_check's first finding, on one line. */
@@ -128,8 +150,7 @@ static int check_file(sqlite3 *db, const char *path, struct prism_err *err)
 			     "('sweep', 'candidate') AND name NOT LIKE 'sqlite_autoindex_%' "
 			     "ORDER BY name",
 			     buf, sizeof(buf))) != SQLITE_OK)
-		return prism_err_set(err, PRISM_EFORMAT, "%s: not a results database (%s)", path,
-				     sqlite3_errmsg(db));
+		return unreadable(db, rc, path, err);
 	if (buf[0])
 		return prism_err_set(err, PRISM_EFORMAT,
 				     "%s: not a prism results database (it holds %s): give "
@@ -141,14 +162,14 @@ static int check_file(sqlite3 *db, const char *path, struct prism_err *err)
 int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 {
 	char name[4096];
-	int ver = 0, rc;
+	int ver = 0, had_mode = 0, rc;
 
 	*db = NULL;
 	/* "" and ":memory:" are databases that vanish on closing. */
 	if (!path[0] || strcmp(path, ":memory:") == 0)
-		return prism_err_set(err, PRISM_EARG,
-				     "'%s' is no file: the results would be lost (give a file name)",
-				     path);
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "'%s' is no file: the results would be lost (give a file name)", path);
 	/* A path, never a URI, whatever SQLite was built with. */
 	snprintf(name, sizeof(name), "%s%s", strncmp(path, "file:", 5) == 0 ? "./" : "", path);
 	if (sqlite3_open_v2(name, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
@@ -175,8 +196,20 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 		*db = NULL;
 		return rc;
 	}
-	/* The schema, an upgrade from version 1 and the version number in one
-	 * transaction: a killed run leaves the old file or the new one. */
+	/* The branch that first recorded mode and batch numbered that version
+	 * 3, which is tokens and price here: such a file is version 2 with
+	 * mode and batch. */
+	if (ver == 3) {
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(*db, "SELECT mode, batch FROM sweep LIMIT 0", -1, &st,
+				       NULL) == SQLITE_OK) {
+			had_mode = 1;
+			ver = 2;
+		}
+		sqlite3_finalize(st);
+	}
+	/* The schema, an upgrade from an older version and the version number
+	 * in one transaction: a killed run leaves the old file or the new one. */
 	if (sqlite3_exec(*db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
 			 NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
@@ -186,16 +219,17 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 		return rc;
 	}
 	if ((ver == 1 && sqlite3_exec(*db, migrate_1, NULL, NULL, NULL) != SQLITE_OK) ||
-	    ((ver == 1 || ver == 2) && sqlite3_exec(*db, migrate_2, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 2 && sqlite3_exec(*db, migrate_2, NULL, NULL, NULL) != SQLITE_OK) ||
 	    (ver >= 1 && ver <= 3 && sqlite3_exec(*db, migrate_3, NULL, NULL, NULL) != SQLITE_OK) ||
 	    (ver >= 1 && ver <= 4 && sqlite3_exec(*db, migrate_4, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 5 && !had_mode &&
+	     sqlite3_exec(*db, migrate_5, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 6 && sqlite3_exec(*db, migrate_6, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
 		    SQLITE_OK ||
 	    sqlite3_exec(*db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = fail(*db,
-			  ver ? "cannot upgrade the schema" : "cannot create the schema",
-			  err);
+		rc = fail(*db, ver ? "cannot upgrade the schema" : "cannot create the schema", err);
 		sqlite3_exec(*db, "ROLLBACK", NULL, NULL, NULL);
 		sqlite3_close(*db);
 		*db = NULL;
@@ -204,23 +238,31 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	return 0;
 }
 
-int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
-		struct prism_err *err)
+int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long long *id,
+		int *resumed, struct prism_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
 
 	*resumed = 0;
-	if (sqlite3_prepare_v2(db, "SELECT id, base FROM sweep WHERE name=?1 AND config=?2", -1,
-			       &st, NULL) != SQLITE_OK)
+	run->was_mode[0] = '\0';
+	run->was_batch = 0;
+	if (sqlite3_prepare_v2(
+		db, "SELECT id, base, mode, batch FROM sweep WHERE name=?1 AND config=?2", -1, &st,
+		NULL) != SQLITE_OK)
 		return fail(db, "query", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		const char *was = (const char *)sqlite3_column_text(st, 1);
+		const char *mode = (const char *)sqlite3_column_text(st, 2);
 		*id = sqlite3_column_int64(st, 0);
 		*resumed = 1;
+		snprintf(run->was_mode, sizeof(run->was_mode), "%s", mode ? mode : "");
+		run->was_batch = sqlite3_column_type(st, 3) == SQLITE_INTEGER
+				     ? (int)sqlite3_column_int64(st, 3)
+				     : 0;
 		/* The same sweep file over a changed base is not a resume. */
 		if (was && s->fingerprint[0] && strcmp(was, s->fingerprint) != 0) {
 			rc = prism_err_set(err, PRISM_EARG,
@@ -235,9 +277,11 @@ int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
 	sqlite3_finalize(st);
 	if (*resumed)
 		return 0;
-	if (sqlite3_prepare_v2(db,
+	if (sqlite3_prepare_v2(
+		db,
 			       "INSERT INTO sweep(name, config, model, hw, version, started, base,"
-			       " tokens, price_per_gpu_hour) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+		" tokens, price_per_gpu_hour, mode, batch) VALUES(?1, ?2, ?3, ?4, ?5,"
+		" ?6, ?7, ?8, ?9, ?10, ?11)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return fail(db, "insert", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
@@ -252,12 +296,30 @@ int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
 		sqlite3_bind_double(st, 8, s->tokens);
 	if (s->price_per_gpu_hour > 0)
 		sqlite3_bind_double(st, 9, s->price_per_gpu_hour);
+	sqlite3_bind_text(st, 10, run->mode, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 11, run->batch);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
 		return fail(db, "insert", err);
 	*id = sqlite3_last_insert_rowid(db);
 	return 0;
+}
+
+int store_sweep_run(sqlite3 *db, long long id, const struct store_run *run, struct prism_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, "UPDATE sweep SET mode=?1, batch=?2 WHERE id=?3", -1, &st,
+			       NULL) != SQLITE_OK)
+		return fail(db, "update", err);
+	sqlite3_bind_text(st, 1, run->mode, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, run->batch);
+	sqlite3_bind_int64(st, 3, id);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : fail(db, "update", err);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -278,7 +340,7 @@ int store_keys(sqlite3 *db, long long id, char ***keys, size_t *n, struct prism_
 	sqlite3_bind_int64(st, 1, id);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *k = (const char *)sqlite3_column_text(st, 0);
-		char *d = strdup(k ? k : "");
+		char *d = prism_strdup(k ? k : "");
 		if (!d || VEC_PUSH(v, d)) {
 			free(d);
 			goto oom;
@@ -312,19 +374,20 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		return 0;
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return fail(db, "begin", err);
-	if (sqlite3_prepare_v2(db,
+	if (sqlite3_prepare_v2(
+		db,
 			       "INSERT OR REPLACE INTO candidate(sweep, key, gpus, tp, pp, dp, vp, mbs,"
 			       " microbatches, schedule, recompute, zero, sp, layers, hidden, status,"
 			       " reason, analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours,"
 			       " mem_gb, fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s,"
-			       " bound_s, dtype, fp8_attention, flash, partition, shard, prefetch,"
-			       " bucket_mb, overlap_grad, overlap_param, tp_overlap, pp_overlap,"
-			       " mem_stage, mem_weights_gb, mem_grads_gb, mem_optimizer_gb,"
-			       " mem_buffers_gb, mem_activations_gb, mem_transient_gb,"
-			       " mem_fragmentation_gb) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,"
-			       "?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,"
-			       "?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,"
-			       "?43,?44,?45,?46,?47,?48,?49)",
+		" bound_s, dtype, fp8_attention, flash, method, partition, shard, prefetch,"
+		" bucket_mb, overlap_grad, overlap_param, tp_overlap, pp_overlap,"
+		" mem_stage, mem_weights_gb, mem_grads_gb, mem_optimizer_gb,"
+		" mem_buffers_gb, mem_activations_gb, mem_transient_gb,"
+		" mem_fragmentation_gb) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,"
+		"?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,"
+		"?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,"
+		"?43,?44,?45,?46,?47,?48,?49,?50)",
 			       -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
@@ -366,27 +429,27 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 			} else {
 				snprintf(part, sizeof(part), "even");
 			}
-			sqlite3_bind_text(st, 34, part, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 35, part, -1, SQLITE_TRANSIENT);
 		}
-		sqlite3_bind_int(st, 35, mem_shard_group(l));
-		sqlite3_bind_int(st, 36, l->prefetch);
-		sqlite3_bind_int(st, 37, l->bucket_mb);
-		sqlite3_bind_int(st, 38, l->overlap_grad);
-		sqlite3_bind_int(st, 39, l->overlap_param);
-		sqlite3_bind_int(st, 40, l->tp_overlap);
-		sqlite3_bind_int(st, 41, l->pp_overlap);
+		sqlite3_bind_int(st, 36, mem_shard_group(l));
+		sqlite3_bind_int(st, 37, l->prefetch);
+		sqlite3_bind_int(st, 38, l->bucket_mb);
+		sqlite3_bind_int(st, 39, l->overlap_grad);
+		sqlite3_bind_int(st, 40, l->overlap_param);
+		sqlite3_bind_int(st, 41, l->tp_overlap);
+		sqlite3_bind_int(st, 42, l->pp_overlap);
 		if (k->status != CS_INVALID && k->status != CS_PENDING) {
 			/* The memory of every candidate that has a layout: the
 			 * stage needing the most, and its breakdown. */
 			const struct mem_est *me = &k->p.mem;
-			sqlite3_bind_int(st, 42, me->stage);
-			sqlite3_bind_double(st, 43, me->weights / 1e9);
-			sqlite3_bind_double(st, 44, me->grads / 1e9);
-			sqlite3_bind_double(st, 45, me->optimizer / 1e9);
-			sqlite3_bind_double(st, 46, me->buffers / 1e9);
-			sqlite3_bind_double(st, 47, me->activations / 1e9);
-			sqlite3_bind_double(st, 48, me->transient / 1e9);
-			sqlite3_bind_double(st, 49, me->fragmentation / 1e9);
+			sqlite3_bind_int(st, 43, me->stage);
+			sqlite3_bind_double(st, 44, me->weights / 1e9);
+			sqlite3_bind_double(st, 45, me->grads / 1e9);
+			sqlite3_bind_double(st, 46, me->optimizer / 1e9);
+			sqlite3_bind_double(st, 47, me->buffers / 1e9);
+			sqlite3_bind_double(st, 48, me->activations / 1e9);
+			sqlite3_bind_double(st, 49, me->transient / 1e9);
+			sqlite3_bind_double(st, 50, me->fragmentation / 1e9);
 		}
 		if (k->reason[0])
 			sqlite3_bind_text(st, 17, k->reason, -1, SQLITE_STATIC);
@@ -406,6 +469,8 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 			sqlite3_bind_double(st, 27, k->p.exposed_comm_s);
 			sqlite3_bind_double(st, 28, k->p.overlap_s);
 			sqlite3_bind_double(st, 29, k->p.idle_s);
+			sqlite3_bind_text(st, 34, predict_method_name(k->p.method), -1,
+					  SQLITE_STATIC);
 		}
 		ok = sqlite3_step(st) == SQLITE_DONE;
 	}

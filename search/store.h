@@ -3,25 +3,32 @@
  *
  * Schema version STORE_VERSION in PRAGMA user_version.  Tables:
  *   sweep(id, name, config, hw, model, version, started, finished, base,
- *     tokens, price_per_gpu_hour)
+ *     tokens, price_per_gpu_hour, mode, batch)
  *     one row per distinct sweep file text; rerunning the same file
  *     resumes it, unless the base's fingerprint (FNV-1a of the model file
- *     or the traces) has changed: that is an error;
+ *     or the traces) has changed: that is an error; mode and batch: how
+ *     candidates were screened (prism search's mode and --batch, on which
+ *     the screened rows depend; NULL in databases before version 6);
  *   candidate(sweep, key, gpus, tp, pp, dp, vp, mbs, microbatches,
  *     schedule, recompute, zero, sp, layers, hidden, status, reason,
  *     analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,
  *     fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s, bound_s,
- *     dtype, fp8_attention, flash, partition, shard, prefetch, bucket_mb,
- *     overlap_grad, overlap_param, tp_overlap, pp_overlap, mem_stage,
- *     mem_weights_gb, mem_grads_gb, mem_optimizer_gb, mem_buffers_gb,
- *     mem_activations_gb, mem_transient_gb, mem_fragmentation_gb),
- *     primary key (sweep, key).  bound_s: synth_lower_bound, a proven lower
- *     bound of iter_s.  The mem_* breakdown is of the stage needing the
- *     most, for every candidate with a valid layout (oom ones too).
- * Versions 1 (no bound_s, no base), 2 (no tokens, no price), 3 (no
- * dtype, fp8_attention, flash) and 4 (no placement, sharding, overlap or
- * memory breakdown) are upgraded in place on opening.
- * docs/RESULTS.md: every column's unit.
+ *     dtype, fp8_attention, flash, method, partition, shard, prefetch,
+ *     bucket_mb, overlap_grad, overlap_param, tp_overlap, pp_overlap,
+ *     mem_stage, mem_weights_gb, mem_grads_gb, mem_optimizer_gb,
+ *     mem_buffers_gb, mem_activations_gb, mem_transient_gb,
+ *     mem_fragmentation_gb), primary key (sweep, key).
+ *     bound_s: synth_lower_bound, a proven lower bound of iter_s of a
+ *     synthesised candidate; method: how a simulated candidate was made
+ *     (predict_method_name: synthesised, graph edit, rebuilt, replay).
+ *     The mem_* breakdown is of the stage needing the most, for every
+ *     candidate with a valid layout (oom ones too).
+ * Versions 1 (no bound_s, no base), 2 (no tokens, no price), 3 (no dtype,
+ * fp8_attention, flash), 4 (no method), 5 (no mode, batch) and 6 (no
+ * placement, sharding, overlap or memory breakdown) are upgraded in place
+ * on opening; so is the version 3 of the branch that first added mode and
+ * batch (version 2 with mode and batch).  docs/RESULTS.md: every column's
+ * unit.
  * Every batch is one transaction: a killed run loses at most the batch in
  * flight, and WAL keeps the file consistent.
  */
@@ -32,7 +39,7 @@
 
 #include "sweep.h"
 
-#define STORE_VERSION 5
+#define STORE_VERSION 7
 
 /* Open (creating) the database at path, a file name (never a URI; "" and
  * ":memory:" are refused: the results would vanish).  Before anything is
@@ -45,10 +52,23 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err);
  * the file and the first damage found, or saying it is no database. */
 int store_check(sqlite3 *db, const char *path, struct prism_err *err);
 
-/* The id of the sweep with s's text (inserted if new); *resumed = 1 when it
- * was there already. */
-int store_sweep(sqlite3 *db, const struct sweep *s, long long *id, int *resumed,
-		struct prism_err *err);
+/* How a sweep's candidates are screened: what its stored rows depend on. */
+struct store_run {
+	const char *mode;  /* "screen", "optimise" or "exhaustive" */
+	int batch;	   /* candidates per batch */
+	char was_mode[16]; /* store_sweep: the resumed sweep's, "" if unknown */
+	int was_batch;	   /* and its batch, 0 if unknown */
+};
+
+/* The id of the sweep with s's text (inserted if new, with run's mode and
+ * batch); *resumed = 1 when it was there already, and run->was_mode and
+ * was_batch say how it ran. */
+int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long long *id,
+		int *resumed, struct prism_err *err);
+
+/* Record run's mode and batch for sweep id (one resumed from a database
+ * that did not say). */
+int store_sweep_run(sqlite3 *db, long long id, const struct store_run *run, struct prism_err *err);
 
 /* The keys already stored for sweep id, sorted (strcmp) for bsearch; free
  * with store_keys_free. */

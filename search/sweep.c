@@ -7,14 +7,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "build.h"
 #include "cfg.h"
 #include "cli.h"
 #include "kdb.h"
 #include "vec.h"
 
-static const char *const status_names[] = {"pending", "invalid", "oom", "screened", "simulated",
-					   "failed"};
+static const char *const status_names[] = {"pending",  "invalid",   "oom",
+					   "screened", "simulated", "failed"};
 
 const char *cand_status_name(int s)
 {
@@ -53,22 +54,24 @@ static int name_setting(const char *file, const config_t *cf, struct sweep *s,
 
 /* The value of a list element: a whole number in min..max, or a name
  * parse() knows. */
-static int element(const char *file, const config_setting_t *e, const char *knob, int min,
-		   int max, int (*parse)(const char *), int *out, struct prism_err *err)
+static int element(const char *file, const config_setting_t *e, const char *knob, int min, int max,
+		   int (*parse)(const char *), int *out, struct prism_err *err)
 {
 	if (parse) {
 		const char *s = config_setting_get_string(e);
 		if (!s)
-			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must list names in quotes",
-					     file, config_setting_source_line(e), knob);
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: '%s' must list names in quotes", file,
+					     config_setting_source_line(e), knob);
 		if ((*out = parse(s)) >= 0)
 			return 0;
 		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s': unknown value '%s'", file,
 				     config_setting_source_line(e), knob, s);
 	}
 	if (config_setting_type(e) != CONFIG_TYPE_INT)
-		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' must list whole numbers in %d..%d",
-				     file, config_setting_source_line(e), knob, min, max);
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: '%s' must list whole numbers in %d..%d", file,
+				     config_setting_source_line(e), knob, min, max);
 	*out = config_setting_get_int(e);
 	if (*out < min || *out > max)
 		return prism_err_set(err, PRISM_EFORMAT,
@@ -93,15 +96,14 @@ static int part_parse(const char *s)
 /* space.KNOB: a list (or one value) of whole numbers in min..max or of
  * names parse() knows; absent: the default. */
 static int knob(const char *file, config_setting_t *space, const char *name, int def, int min,
-		int max, int (*parse)(const char *), struct sweep_list *out,
-		struct prism_err *err)
+		int max, int (*parse)(const char *), struct sweep_list *out, struct prism_err *err)
 {
 	config_setting_t *k = space ? config_setting_lookup(space, name) : NULL;
 	char full[64];
 	int rc;
 
-	snprintf(full, sizeof(full), "%s%s",
-		 space && config_setting_is_root(space) ? "" : "space.", name);
+	snprintf(full, sizeof(full), "%s%s", space && config_setting_is_root(space) ? "" : "space.",
+		 name);
 	out->n = 0;
 	if (!k) {
 		out->v[out->n++] = def;
@@ -110,11 +112,11 @@ static int knob(const char *file, config_setting_t *space, const char *name, int
 	if (config_setting_is_aggregate(k)) {
 		int n = config_setting_length(k);
 		if (n < 1)
-			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' is an empty list", file,
-					     config_setting_source_line(k), full);
+			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' is an empty list",
+					     file, config_setting_source_line(k), full);
 		if (n > SWEEP_MAX_LIST)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: '%s' lists %d values, at most %d", file,
+			return prism_err_set(
+			    err, PRISM_EFORMAT, "%s:%d: '%s' lists %d values, at most %d", file,
 					     config_setting_source_line(k), full, n, SWEEP_MAX_LIST);
 		for (int i = 0; i < n; i++)
 			if ((rc = element(file, config_setting_get_elem(k, (unsigned)i), full, min,
@@ -133,7 +135,7 @@ static char *slurp(const char *path)
 	if (!f)
 		return NULL;
 	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1))) {
+	    (buf = prism_malloc((size_t)n + 1))) {
 		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
 			free(buf);
 			buf = NULL;
@@ -157,8 +159,9 @@ static int known(const char *file, config_setting_t *g, const char *const *names
 		for (int k = 0; nm && k < n && !ok; k++)
 			ok = strcmp(nm, names[k]) == 0;
 		if (!ok)
-			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: unknown setting '%s%s'", file,
-					     config_setting_source_line(e), where, nm ? nm : "?");
+			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: unknown setting '%s%s'",
+					     file, config_setting_source_line(e), where,
+					     nm ? nm : "?");
 	}
 	return 0;
 }
@@ -197,11 +200,12 @@ static int base_files(const char *file, config_t *cf, struct sweep *s, struct pr
 		const char *p = config_setting_get_string(e);
 		char buf[1024];
 		if (!p)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: 'base' must be a file name in quotes (or a list)",
-					     file, config_setting_source_line(e));
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'base' must be a file name in quotes (or a list)", file,
+			    config_setting_source_line(e));
 		resolve(file, p, buf, sizeof(buf));
-		if (!(s->base[s->n_base] = strdup(buf)))
+		if (!(s->base[s->n_base] = prism_strdup(buf)))
 			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 		s->n_base++;
 	}
@@ -227,53 +231,52 @@ static int fingerprint(char *const *paths, int n, char *out, size_t size)
 	return 0;
 }
 
-/* The template every candidate starts from: the model with default costs,
- * or the trace's described configuration with costs fitted on it; kernel
- * times from the kernel database where one is named.  The fingerprint
- * covers the base's bytes and the database's. */
+/* The base (base.h): the model with default costs, or the trace --
+ * described, with costs fitted on it, or plain; kernel times from the
+ * kernel database where one is named.  Every candidate starts from its
+ * configuration.  The fingerprint covers the base's bytes and the
+ * database's. */
 static int load_base(struct sweep *s, struct prism_err *err)
 {
 	char mpath[1024];
 	char *files[SWEEP_MAX_BASE + 2];
-	int nf = 0;
+	struct base_opts o;
+	struct build_opts bo;
+	int nf = 0, rc;
 
 	if (s->kdb_path[0]) {
-		int rc = cli_load_kdb(s->kdb_path, &s->kdb, err);
+		rc = cli_load_kdb(s->kdb_path, &s->kdb, err);
 		if (rc) {
 			prism_err_prefix(err, "kernel_db");
 			return rc;
 		}
 	}
+	build_opts_default(&bo);
+	memset(&o, 0, sizeof(o));
+	o.hw = s->hw_name;
+	o.base_dp = s->base_dp;
+	o.bo = &bo;
+	o.kdb = s->kdb;
 	if (!s->n_base) {
-		int rc = cli_load_model(s->model_name, &s->m, err);
-		if (rc)
+		char *model[1] = {s->model_name};
+		if ((rc = base_load(&s->bl, model, 1, &o, err)))
 			return rc;
-		synth_in_default(&s->tmpl);
-		s->tmpl.m = s->m;
-		s->tmpl.kdb = s->kdb;
 		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath)) == 0)
 			files[nf++] = mpath;
 	} else {
-		struct build_opts bo;
-		struct graph *g = NULL;
-		int rc;
-		build_opts_default(&bo);
-		if ((rc = cli_load_graph(s->base, s->n_base, NULL, &bo, &g, err)))
-			return rc;
-		if ((rc = cli_base(g, NULL, &s->base_hw, &s->tmpl, err)) == 0) {
-			s->tmpl.kdb = s->kdb;
-			rc = cli_fit(g, &s->tmpl, &s->tmpl, err);
-		}
-		graph_free(g);
-		if (rc) {
+		if ((rc = base_load(&s->bl, s->base, s->n_base, &o, err))) {
 			prism_err_prefix(err, "base %s", s->base[0]);
 			return rc;
 		}
-		s->m = s->tmpl.m;
 		snprintf(s->model_name, sizeof(s->model_name), "%s", s->base[0]);
 		for (int i = 0; i < s->n_base; i++)
 			files[nf++] = s->base[i];
 	}
+	s->tmpl = s->bl.pb.in;
+	s->tmpl.kdb = s->kdb;
+	s->m = s->tmpl.m;
+	if (!s->m.name[0])
+		snprintf(s->m.name, sizeof(s->m.name), "%.63s", s->model_name);
 	if (s->kdb_path[0])
 		files[nf++] = s->kdb_path;
 	if (nf && fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint)))
@@ -284,16 +287,15 @@ static int load_base(struct sweep *s, struct prism_err *err)
 
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 {
-	static const char *const top[] = {"name",	  "model",	   "base",
-					  "hw",		  "gpus",	   "gpu_budget",
-					  "global_batch", "screen_margin", "kernel_db",
-					  "space",	  "tokens",	   "price_per_gpu_hour"};
-	static const char *const knobs[] = {"tp",	  "pp",	    "mbs",    "schedule",
-					    "vp",	  "recompute", "zero",   "sp",
-					    "layers",	  "hidden",    "dtype",  "fp8_attention",
-					    "flash",	  "partition", "shard",  "prefetch",
-					    "bucket_mb", "overlap_grad", "overlap_param",
-					    "tp_overlap", "pp_overlap"};
+	static const char *const top[] = {
+	    "name",	    "model",	     "base",	  "hw",	   "gpus",   "gpu_budget",
+	    "global_batch", "screen_margin", "kernel_db", "space", "tokens", "price_per_gpu_hour",
+	    "base_dp"};
+	static const char *const knobs[] = {
+	    "tp",	 "pp",	      "mbs",	      "schedule",      "vp",	     "recompute",
+	    "zero",	 "sp",	      "layers",	      "hidden",	       "dtype",	     "fp8_attention",
+	    "flash",	 "partition", "shard",	      "prefetch",      "bucket_mb", "overlap_grad",
+	    "overlap_param", "tp_overlap", "pp_overlap"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -304,13 +306,12 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = cfg_read(&cf, path, err)))
 		return rc;
 	space = config_lookup(&cf, "space");
-	if ((rc = known(path, config_root_setting(&cf), top, 12, "", err)) ||
+	if ((rc = known(path, config_root_setting(&cf), top, 13, "", err)) ||
 	    (rc = known(path, space, knobs, 21, "space.", err)))
 		goto out;
-	if ((rc = name_setting(path, &cf, s, err)) ||
-	    (rc = base_files(path, &cf, s, err)) ||
-	    (!s->n_base &&
-	     (rc = cfg_text(path, &cf, NULL, "model", s->model_name, sizeof(s->model_name), err))) ||
+	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_files(path, &cf, s, err)) ||
+	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
+					  sizeof(s->model_name), err))) ||
 	    (rc = cfg_text(path, &cf, NULL, "hw", s->hw_name, sizeof(s->hw_name), err)) ||
 	    (rc = cfg_range(path, &cf, NULL, "global_batch", 1, SWEEP_MAX_BATCH, 1, 1, &v, err)))
 		goto out;
@@ -330,6 +331,11 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = cfg_range(path, &cf, NULL, "price_per_gpu_hour", 0, 1e6, 0, 1,
 			    &s->price_per_gpu_hour, err)))
 		goto out;
+	if (config_lookup(&cf, "base_dp")) {
+		if ((rc = cfg_range(path, &cf, NULL, "base_dp", 1, SYNTH_MAX_DP, 1, 1, &v, err)))
+			goto out;
+		s->base_dp = (int)v;
+	}
 	s->margin = 0.3;
 	if (config_lookup(&cf, "screen_margin") &&
 	    (rc = cfg_range(path, &cf, NULL, "screen_margin", 0, 1000, 0, 1, &s->margin, err)))
@@ -382,6 +388,20 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = knob(path, space, "tp_overlap", 0, 0, 1, NULL, &s->tp_overlap, err)) ||
 	    (rc = knob(path, space, "pp_overlap", 1, 0, 1, NULL, &s->pp_overlap, err)))
 		goto out;
+	if (sweep_count(s) > SWEEP_MAX_CANDIDATES) {
+		char n[32];
+		if (sweep_count(s) == UINT64_MAX)
+			snprintf(n, sizeof(n), "over 2^64");
+		else
+			snprintf(n, sizeof(n), "%" PRIu64, sweep_count(s));
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s:%d: the sweep has %s candidates (the product of its lists), "
+				   "more than %u",
+				   path,
+				   space ? (int)config_setting_source_line(space) : s->gpus_line, n,
+				   SWEEP_MAX_CANDIDATES);
+		goto out;
+	}
 	config_destroy(&cf);
 	/* The base and the hardware named in it. */
 	if ((rc = cli_load_hw(s->hw_name, &s->hw, err)) || (rc = load_base(s, err))) {
@@ -410,6 +430,7 @@ void sweep_free(struct sweep *s)
 	s->n_base = 0;
 	kdb_free(s->kdb);
 	s->kdb = NULL;
+	base_release(&s->bl);
 }
 
 static void make_key(struct cand *c)
@@ -453,6 +474,15 @@ static void judge(const struct sweep *s, struct cand *c)
 	prism_err_clear(&err);
 	if (c->status == CS_INVALID)
 		return;
+	if (s->bl.pb.kind == PB_TRACE) {
+		/* A plain trace: what it can be edited into (predict.h); no
+		 * model for rules, memory or estimates. */
+		if (predict_method(&s->bl.pb, &c->in, &err) < 0) {
+			c->status = CS_INVALID;
+			snprintf(c->reason, sizeof(c->reason), "%.159s", err.msg);
+		}
+		return;
+	}
 	if (synth_check(&c->in, &err)) {
 		c->status = CS_INVALID;
 		snprintf(c->reason, sizeof(c->reason), "%.159s", err.msg);
@@ -471,7 +501,12 @@ static void judge(const struct sweep *s, struct cand *c)
 		return;
 	}
 	c->analytic_s = predict_analytic(&c->in);
-	c->bound_s = synth_lower_bound(&c->in);
+	/* The bound holds for synthesised graphs; an edited trace keeps its
+	 * own kernels, which may beat it. */
+	c->bound_s = predict_method(&s->bl.pb, &c->in, &err) == PM_EDIT ||
+			     predict_method(&s->bl.pb, &c->in, &err) == PM_REPLAY
+			 ? 0
+			 : synth_lower_bound(&c->in);
 }
 
 /* The placement, sharding and overlap knobs, enumerated as one mixed-radix
@@ -518,89 +553,159 @@ static int extra_apply(const struct sweep *s, long ix, struct synth_in *in)
 	       (i[7] && l->pp == 1);
 }
 
-long sweep_enumerate(const struct sweep *s, struct cand **out)
-{
-	VEC(struct cand) v = {0};
-	struct cand c;
+static int decode(const struct sweep *s, uint64_t index, struct cand *c);
 
-	*out = NULL;
-	for (int ig = 0; ig < s->gpus.n; ig++)
-	for (int it = 0; it < s->tp.n; it++)
-	for (int ip = 0; ip < s->pp.n; ip++)
-	for (int ib = 0; ib < s->mbs.n; ib++)
+/* Schedule and virtual stages, one axis: vp varies only with interleaved. */
+static int sched_axis(const struct sweep *s)
+{
+	int n = 0;
 	for (int is = 0; is < s->schedule.n; is++)
-	for (int iv = 0; iv < (s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.n : 1); iv++)
-	for (int ir = 0; ir < s->recompute.n; ir++)
-	for (int iz = 0; iz < s->zero.n; iz++)
-	for (int iq = 0; iq < s->sp.n; iq++)
-	for (int il = 0; il < s->layers.n; il++)
-	for (int ih = 0; ih < s->hidden.n; ih++)
-	for (int idt = 0; idt < s->dtype.n; idt++)
-	for (int ifa = 0; ifa < s->fp8_attention.n; ifa++)
-	for (int ifl = 0; ifl < s->flash.n; ifl++)
-	for (long ix = 0; ix < extra_n(s); ix++) {
+		n += s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.n : 1;
+	return n;
+}
+
+uint64_t sweep_count(const struct sweep *s)
+{
+	/* Up to 32^12 x 32 x 32 would overflow: the product saturates. */
+	const uint64_t n[] = {
+	    (uint64_t)s->gpus.n,   (uint64_t)s->tp.n,	    (uint64_t)s->pp.n,
+	    (uint64_t)s->mbs.n,	   (uint64_t)sched_axis(s), (uint64_t)s->recompute.n,
+	    (uint64_t)s->zero.n,   (uint64_t)s->sp.n,	    (uint64_t)s->layers.n,
+	    (uint64_t)s->hidden.n, (uint64_t)s->dtype.n,    (uint64_t)s->fp8_attention.n,
+	    (uint64_t)s->flash.n,  (uint64_t)extra_n(s)};
+	uint64_t c = 1;
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+		if (n[i] && c > UINT64_MAX / n[i])
+			return UINT64_MAX;
+		c *= n[i];
+	}
+	return c;
+}
+
+int sweep_candidate(const struct sweep *s, uint64_t index, struct cand *c)
+{
+	if (decode(s, index, c))
+		return 1;
+	judge(s, c);
+	return 0;
+}
+
+int sweep_key(const struct sweep *s, uint64_t index, char *key, size_t n)
+{
+	struct cand c;
+	if (decode(s, index, &c))
+		return 1;
+	snprintf(key, n, "%s", c.key);
+	return 0;
+}
+
+/* Candidate index of s, keyed and checked against the sweep's own rules
+ * (not judged): 0, or 1 when index is no candidate. */
+static int decode(const struct sweep *s, uint64_t index, struct cand *c)
+{
+	/* Mixed radix, the last knob fastest: the order of nested loops
+	 * over gpus, tp, pp, mbs, schedule (and vp), recompute, zero, sp,
+	 * layers, hidden, dtype, fp8_attention, flash, and the placement,
+	 * sharding and overlap knobs (extra_apply's index). */
+	uint64_t x = index;
+	long ix = (long)(x % (uint64_t)extra_n(s));
+	int ifl, ifa, idt, ih, il, iq, iz, ir, isv, ib, ip, it,
+	    ig, is = 0, iv = 0;
+	x /= (uint64_t)extra_n(s);
+	ifl = (int)(x % (uint64_t)s->flash.n);
+	x /= (uint64_t)s->flash.n;
+	ifa = (int)(x % (uint64_t)s->fp8_attention.n);
+	x /= (uint64_t)s->fp8_attention.n;
+	idt = (int)(x % (uint64_t)s->dtype.n);
+	x /= (uint64_t)s->dtype.n;
+	ih = (int)(x % (uint64_t)s->hidden.n);
+	x /= (uint64_t)s->hidden.n;
+	il = (int)(x % (uint64_t)s->layers.n);
+	x /= (uint64_t)s->layers.n;
+	iq = (int)(x % (uint64_t)s->sp.n);
+	x /= (uint64_t)s->sp.n;
+	iz = (int)(x % (uint64_t)s->zero.n);
+	x /= (uint64_t)s->zero.n;
+	ir = (int)(x % (uint64_t)s->recompute.n);
+	x /= (uint64_t)s->recompute.n;
+	isv = (int)(x % (uint64_t)sched_axis(s));
+	x /= (uint64_t)sched_axis(s);
+	ib = (int)(x % (uint64_t)s->mbs.n);
+	x /= (uint64_t)s->mbs.n;
+	ip = (int)(x % (uint64_t)s->pp.n);
+	x /= (uint64_t)s->pp.n;
+	it = (int)(x % (uint64_t)s->tp.n);
+	x /= (uint64_t)s->tp.n;
+	if (x >= (uint64_t)s->gpus.n)
+		return 1; /* past the last */
+	ig = (int)x;
+	for (;; is++) {
+		int nv = s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.n : 1;
+		if (isv < nv) {
+			iv = isv;
+			break;
+		}
+		isv -= nv;
+	}
+	{
 		/* The ranges of sweep_load keep every product below in 64 bits,
 		 * and the quotients stored in ints below their limits. */
 		int gpus = s->gpus.v[ig], tp = s->tp.v[it], pp = s->pp.v[ip], mbs = s->mbs.v[ib];
 		int64_t tpp = (int64_t)tp * pp;
 		int dp = (int)(gpus / tpp);
 		int64_t per = (int64_t)dp * mbs, ffn = 0;
-		memset(&c, 0, sizeof(c));
-		c.in = s->tmpl;
-		c.in.hw = &s->hw;
+		if (s->sp.v[iq] && tp == 1 && s->sp.n > 1)
+			return 1; /* sp without tp is the same candidate as no sp */
+		memset(c, 0, sizeof(*c));
+		c->in = s->tmpl;
+		c->in.hw = &s->hw;
 		if (s->layers.v[il] > 0)
-			c.in.m.layers = s->layers.v[il];
-		if (s->hidden.v[ih] > 0) {
+			c->in.m.layers = s->layers.v[il];
+		if (s->hidden.v[ih] > 0 && s->tmpl.m.hidden <= 0) {
+			c->in.m.hidden = s->hidden.v[ih]; /* judged: a plain trace's is unknown */
+		} else if (s->hidden.v[ih] > 0) {
 			/* The FFN keeps its ratio to the width. */
 			ffn = (int64_t)s->tmpl.m.ffn * s->hidden.v[ih] / s->tmpl.m.hidden;
-			c.in.m.ffn = ffn > LLM_MAX_FFN ? LLM_MAX_FFN : (int)ffn;
-			c.in.m.hidden = s->hidden.v[ih];
+			c->in.m.ffn = ffn > LLM_MAX_FFN ? LLM_MAX_FFN : (int)ffn;
+			c->in.m.hidden = s->hidden.v[ih];
 		}
-		c.gpus = gpus;
-		c.in.lay.tp = tp;
-		c.in.lay.pp = pp;
-		c.in.lay.dp = dp > 0 ? dp : 1;
-		c.in.lay.mbs = mbs;
-		c.in.lay.schedule = s->schedule.v[is];
-		c.in.lay.vp = s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.v[iv] : 1;
-		c.in.lay.recompute = s->recompute.v[ir];
-		c.in.lay.zero = s->zero.v[iz];
-		c.in.lay.sp = s->sp.v[iq] && tp > 1;
+		c->gpus = gpus;
+		c->in.lay.tp = tp;
+		c->in.lay.pp = pp;
+		c->in.lay.dp = dp > 0 ? dp : 1;
+		c->in.lay.mbs = mbs;
+		c->in.lay.schedule = s->schedule.v[is];
+		c->in.lay.vp = s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.v[iv] : 1;
+		c->in.lay.recompute = s->recompute.v[ir];
+		c->in.lay.zero = s->zero.v[iz];
+		c->in.lay.sp = s->sp.v[iq] && tp > 1;
 		if (s->dtype.v[idt] >= 0)
-			c.in.dtype = s->dtype.v[idt];
+			c->in.dtype = s->dtype.v[idt];
 		if (s->fp8_attention.v[ifa] >= 0)
-			c.in.fp8_attention = s->fp8_attention.v[ifa];
+			c->in.fp8_attention = s->fp8_attention.v[ifa];
 		if (s->flash.v[ifl] >= 0)
-			c.in.lay.flash = s->flash.v[ifl];
-		if (s->sp.v[iq] && tp == 1 && s->sp.n > 1)
-			continue; /* sp without tp is the same candidate as no sp */
-		if (extra_apply(s, ix, &c.in))
-			continue; /* a knob that does not apply: its first value only */
-		c.in.lay.microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
-		if (c.in.lay.microbatches < 1)
-			c.in.lay.microbatches = 1;
+			c->in.lay.flash = s->flash.v[ifl];
+		if (extra_apply(s, ix, &c->in))
+			return 1; /* a knob that does not apply: its first value only */
+		c->in.lay.microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
+		if (c->in.lay.microbatches < 1)
+			c->in.lay.microbatches = 1;
 		if (gpus % tpp) {
-			c.status = CS_INVALID;
-			snprintf(c.reason, sizeof(c.reason), "%d GPUs do not divide by tp %d x pp %d",
-				 gpus, tp, pp);
+			c->status = CS_INVALID;
+			snprintf(c->reason, sizeof(c->reason),
+				 "%d GPUs do not divide by tp %d x pp %d", gpus, tp, pp);
 		} else if (s->global_batch % per) {
-			c.status = CS_INVALID;
-			snprintf(c.reason, sizeof(c.reason),
-				 "global batch %d does not divide by dp %d x mbs %d", s->global_batch,
-				 dp, mbs);
+			c->status = CS_INVALID;
+			snprintf(c->reason, sizeof(c->reason),
+				 "global batch %d does not divide by dp %d x mbs %d",
+				 s->global_batch, dp, mbs);
 		} else if (ffn > LLM_MAX_FFN) {
-			c.status = CS_INVALID;
-			snprintf(c.reason, sizeof(c.reason),
+			c->status = CS_INVALID;
+			snprintf(c->reason, sizeof(c->reason),
 				 "ffn %" PRId64 " (scaled with hidden %d) is beyond %d", ffn,
-				 c.in.m.hidden, LLM_MAX_FFN);
+				 c->in.m.hidden, LLM_MAX_FFN);
 		}
-		make_key(&c);
-		judge(s, &c);
-		if (VEC_PUSH(v, c)) {
-			VEC_FREE(v);
-			return -1;
+		make_key(c);
 		}
-	}
-	*out = v.v;
-	return (long)v.n;
+	return 0;
 }

@@ -2,8 +2,9 @@
  * sweep.h - a search space from a libconfig file, and its candidates.
  *
  * A sweep file (in configs/sweeps/, each commented as its own manual)
- * names the base -- a model configuration, or an annotated trace (or saved
- * graph) whose kernels calibrate the costs -- and the hardware, the GPU counts (a list, or a budget:
+ * names the base -- a model configuration, or a trace (or saved graph):
+ * annotated (its kernels calibrate the costs) or plain (candidates are
+ * graph edits of it, predict.h) -- and the hardware, the GPU counts (a list, or a budget:
  * every power of two up to it), the global batch in sequences, and for
  * each knob a list: tp, pp, mbs, schedule, vp, recompute, zero, sp, layers,
  * hidden, dtype (the linear layers' GEMMs), fp8_attention, flash,
@@ -13,15 +14,18 @@
  * GPU-hour (tokens, price_per_gpu_hour) for the report's days and cost.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
  * count from the global batch (global / (dp x mbs)).
  *
- * Enumeration keeps every point with its verdict: a candidate that breaks
- * a rule is stored as invalid with the rule, one that does not fit in
- * memory as oom.
+ * Candidates are made one at a time from their index in the space
+ * (sweep_candidate), each with its verdict: a candidate that breaks a rule
+ * is stored as invalid with the rule, one that does not fit in memory as
+ * oom.
  */
 #ifndef PRISM_SWEEP_H
 #define PRISM_SWEEP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "base.h"
 #include "hw.h"
 #include "llm.h"
 #include "predict.h"
@@ -44,14 +48,15 @@ struct sweep {
 	char model_name[128], hw_name[128];
 	struct llm m;
 	struct hw_profile hw;     /* the target hardware */
-	/* A trace base: its files (the ranks of one job, or a saved graph),
-	 * the hardware it ran on, and the configuration it describes with
-	 * costs fitted on its kernels (cli_base, cli_fit).  n_base == 0: the base
-	 * is the model, with synth_in_default's costs. */
+	/* A trace base: its files (the ranks of one job, or a saved graph).
+	 * n_base == 0: the base is the model, with synth_in_default's costs. */
 	char *base[SWEEP_MAX_BASE];
 	int n_base;
-	struct hw_profile base_hw;
-	struct synth_in tmpl;     /* every candidate starts from it */
+	int base_dp;	      /* 'base_dp': a plain trace's data-parallel
+				   * degree (0: its world size) */
+	struct base bl;	      /* the base (base.h); do not move a sweep */
+	struct synth_in tmpl; /* every candidate starts from it: the base's
+				   * configuration (a plain trace's as found) */
 	char kdb_path[1024];      /* 'kernel_db': measured kernel times, or "" */
 	struct kdb *kdb;          /* loaded from it, or NULL */
 	char fingerprint[64];     /* of the base's bytes (model file or traces)
@@ -90,10 +95,27 @@ struct cand {
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err);
 void sweep_free(struct sweep *s);
 
-/* Every candidate of s, with invalid ones marked (status and reason) and
- * the analytic estimate of the valid ones; *out malloc'd.  Returns the
- * count, or -1 when out of memory. */
-long sweep_enumerate(const struct sweep *s, struct cand **out);
+/* The most candidates a sweep may have (its lists' product): sweep_load
+ * refuses more.  Candidates are made one at a time (sweep_candidate), never
+ * all at once; what stays per candidate is a few bytes. */
+#define SWEEP_MAX_CANDIDATES (1u << 22)
+
+/* The size of s's candidate space: the product of its lists (vp counted
+ * with the interleaved schedule only), UINT64_MAX when beyond 64 bits. */
+uint64_t sweep_count(const struct sweep *s);
+
+/*
+ * Candidate index (0 .. sweep_count(s) - 1) of s, in the order of nested
+ * loops over gpus, tp, pp, mbs, schedule and vp, recompute, zero, sp,
+ * layers, hidden, dtype, fp8_attention and flash: 0 with *c filled and judged (an invalid one marked
+ * with status and reason, the analytic estimate and bound of a valid one),
+ * or 1 when index is no candidate (sp = 1 without tp repeats sp = 0).
+ */
+int sweep_candidate(const struct sweep *s, uint64_t index, struct cand *c);
+
+/* Only candidate index's key (what store_keys lists) into key[0..n): 0,
+ * or 1 when index is no candidate. */
+int sweep_key(const struct sweep *s, uint64_t index, char *key, size_t n);
 
 const char *cand_status_name(int status);
 

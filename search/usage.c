@@ -74,8 +74,8 @@ int usage_bad_option(const char *cmd, const char *shortopts, const struct option
 		return EXIT_USAGE;
 	}
 	for (int i = 0; optopt && i < n; i++)
-		if (longopts[i].val == optopt && longopts[i].has_arg == required_argument &&
-		    arg && strncmp(arg, "--", 2) == 0) {
+		if (longopts[i].val == optopt && longopts[i].has_arg == required_argument && arg &&
+		    strncmp(arg, "--", 2) == 0) {
 			fprintf(stderr, "prism %s: %s needs a value (prism %s --help)\n", cmd, arg,
 				cmd);
 			return EXIT_USAGE;

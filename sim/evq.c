@@ -12,7 +12,7 @@ static int before(const struct evq_entry *a, const struct evq_entry *b)
 
 int evq_init(struct evq *q, size_t cap)
 {
-	q->heap = malloc((cap ? cap : 1) * sizeof(*q->heap));
+	q->heap = prism_malloc((cap ? cap : 1) * sizeof(*q->heap));
 	q->n = 0;
 	q->cap = cap ? cap : 1;
 	q->next_seq = 0;
@@ -38,7 +38,7 @@ int evq_push(struct evq *q, int64_t time_ns, uint32_t node)
 	size_t i;
 
 	if (q->n == q->cap) {
-		struct evq_entry *h = realloc(q->heap, q->cap * 2 * sizeof(*h));
+		struct evq_entry *h = prism_realloc(q->heap, q->cap * 2 * sizeof(*h));
 		if (!h)
 			return PRISM_ENOMEM;
 		q->heap = h;

@@ -39,6 +39,9 @@ int evq_push(struct evq *q, int64_t time_ns, uint32_t node);
 /* Remove the earliest entry into *out.  0, or 1 if the queue is empty. */
 int evq_pop(struct evq *q, struct evq_entry *out);
 
-static inline size_t evq_size(const struct evq *q) { return q->n; }
+static inline size_t evq_size(const struct evq *q)
+{
+	return q->n;
+}
 
 #endif

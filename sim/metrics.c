@@ -25,8 +25,8 @@ static int is_comm(uint8_t kind)
 }
 
 /* Breakdown of rank r's GPU work over [a, b) of simulated time. */
-static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b,
-		     struct metrics_iter *it, struct edge_pt **pts, size_t *cap)
+static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b, struct metrics_iter *it,
+		     struct edge_pt **pts, size_t *cap)
 {
 	const struct graph *g = s->g;
 	size_t n = 0;
@@ -43,7 +43,7 @@ static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b,
 				continue;
 			if (n + 2 > *cap) {
 				size_t nc = *cap ? *cap * 2 : 1024;
-				struct edge_pt *np = realloc(*pts, nc * sizeof(*np));
+				struct edge_pt *np = prism_realloc(*pts, nc * sizeof(*np));
 				if (!np)
 					return PRISM_ENOMEM;
 				*pts = np;
@@ -51,11 +51,12 @@ static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b,
 			}
 			(*pts)[n++] = (struct edge_pt){x, (int8_t)!is_comm(g->kind[u]),
 						       (int8_t)is_comm(g->kind[u])};
-			(*pts)[n++] = (struct edge_pt){y, (int8_t)-!is_comm(g->kind[u]),
+			(*pts)[n++] = (struct edge_pt){y, (int8_t) - !is_comm(g->kind[u]),
 						       (int8_t)-is_comm(g->kind[u])};
 		}
 	}
-	qsort(*pts, n, sizeof(**pts), cmp_pt);
+	if (n) /* *pts may be NULL */
+		qsort(*pts, n, sizeof(**pts), cmp_pt);
 	for (size_t k = 0; k < n; k++) {
 		int64_t d = (*pts)[k].t - last;
 		if (comp && comm)
@@ -124,10 +125,10 @@ static void gpu_side(const struct step_gpu *sg, long i, long nx, int64_t *traced
 long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 {
 	const struct graph *g = s->g;
-	struct metrics_iter *v = calloc(g->n_iters + g->n_ranks + 1, sizeof(*v));
-	struct step_gpu *sg = malloc((g->n_iters + 1) * sizeof(*sg));
-	long *next = malloc((g->n_iters + 1) * sizeof(*next));
-	long *seen = malloc((g->n_ranks + 1) * sizeof(*seen));
+	struct metrics_iter *v = prism_calloc(g->n_iters + g->n_ranks + 1, sizeof(*v));
+	struct step_gpu *sg = prism_malloc((g->n_iters + 1) * sizeof(*sg));
+	long *next = prism_malloc((g->n_iters + 1) * sizeof(*next));
+	long *seen = prism_malloc((g->n_ranks + 1) * sizeof(*seen));
 	struct edge_pt *pts = NULL;
 	size_t cap = 0;
 	long n = 0;
@@ -247,14 +248,14 @@ int metrics_critical_path(const struct sim *s, struct metrics_path *p)
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		if (cur == NONE32 || s->end_ns[u] > s->end_ns[cur])
 			cur = u;
-	p->nodes = malloc(cap * sizeof(*p->nodes));
+	p->nodes = prism_malloc(cap * sizeof(*p->nodes));
 	if (!p->nodes)
 		return PRISM_ENOMEM;
 	while (cur != NONE32) {
 		uint32_t b = s->binding[cur];
 		int64_t until = next == NONE32 ? s->end_ns[cur] : released_at(g, s, cur, next);
 		if (p->n == cap) {
-			uint32_t *nn = realloc(p->nodes, (size_t)cap * 2 * sizeof(*nn));
+			uint32_t *nn = prism_realloc(p->nodes, (size_t)cap * 2 * sizeof(*nn));
 			if (!nn) {
 				free(p->nodes);
 				p->nodes = NULL;
@@ -280,25 +281,96 @@ int metrics_critical_path(const struct sim *s, struct metrics_path *p)
 	return 0;
 }
 
-double metrics_step_time(const struct metrics_iter *its, long n)
+static int cmp_step(const void *a, const void *b)
 {
-	int64_t maxstep = -1, w;
-	double sum = 0;
-	int cnt = 0;
+	const struct metrics_iter *x = a, *y = b;
+	return (x->step > y->step) - (x->step < y->step);
+}
 
+/* The entries of the steps a prediction averages over, sorted by step,
+ * into *out (malloc'd; *m of them): steps 0..maxstep, the first left out;
+ * spans without markers are all step -1.  The steps present, sorted, not
+ * every number up to maxstep: a trace may number its steps up to 2^63. */
+static int steps_sorted(const struct metrics_iter *its, long n, struct metrics_iter **out, long *m)
+{
+	struct metrics_iter *v;
+	int64_t maxstep = -1;
+
+	*m = 0;
 	for (long i = 0; i < n; i++)
 		if (its[i].step > maxstep)
 			maxstep = its[i].step;
-	/* Steps are 0..maxstep; spans without markers are all step -1. */
-	for (int64_t st = maxstep > 0 ? 1 : maxstep; st <= maxstep; st++) {
-		w = -1;
-		for (long i = 0; i < n; i++)
-			if (its[i].step == st && its[i].predicted_ns > w)
-				w = its[i].predicted_ns;
+	v = prism_malloc((n > 0 ? (size_t)n : 1) * sizeof(*v));
+	if (!v)
+		return PRISM_ENOMEM;
+	for (long i = 0; i < n; i++)
+		if (maxstep > 0 ? its[i].step >= 1 : its[i].step == maxstep)
+			v[(*m)++] = its[i];
+	if (*m)
+		qsort(v, (size_t)*m, sizeof(*v), cmp_step);
+	*out = v;
+	return 0;
+}
+
+int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s)
+{
+	struct metrics_iter *v;
+	int64_t w;
+	double sum = 0;
+	long m;
+	int cnt = 0;
+
+	*iter_s = 0;
+	if (steps_sorted(its, n, &v, &m))
+		return PRISM_ENOMEM;
+	for (long i = 0; i < m;) {
+		long j = i;
+		for (w = -1; j < m && v[j].step == v[i].step; j++)
+			if (v[j].predicted_ns > w)
+				w = v[j].predicted_ns;
 		if (w >= 0) {
 			sum += (double)w * 1e-9;
 			cnt++;
 		}
+		i = j;
 	}
-	return cnt ? sum / cnt : 0;
+	free(v);
+	*iter_s = cnt ? sum / cnt : 0;
+	return 0;
+}
+
+int metrics_step_sides(const struct metrics_iter *its, long n, double *host_s, double *gpu_s,
+		       int *host_bound)
+{
+	struct metrics_iter *v;
+	double host = 0, gpu = 0;
+	long m;
+	int cnt = 0;
+
+	*host_s = *gpu_s = 0;
+	*host_bound = n > 0;
+	if (steps_sorted(its, n, &v, &m))
+		return PRISM_ENOMEM;
+	for (long i = 0; i < m;) {
+		int64_t h = -1, gs = -1;
+		long j = i;
+		for (; j < m && v[j].step == v[i].step; j++) {
+			h = v[j].pred_host_ns > h ? v[j].pred_host_ns : h;
+			gs = v[j].pred_gpu_ns > gs ? v[j].pred_gpu_ns : gs;
+			if (v[j].predicted_ns > 0 &&
+			    (double)v[j].idle_ns <=
+				METRICS_HOST_BOUND_IDLE * (double)v[j].predicted_ns)
+				*host_bound = 0;
+		}
+		if (h >= 0) {
+			host += (double)h * 1e-9;
+			gpu += (double)gs * 1e-9;
+			cnt++;
+		}
+		i = j;
+	}
+	free(v);
+	*host_s = cnt ? host / cnt : 0;
+	*gpu_s = cnt ? gpu / cnt : 0;
+	return 0;
 }

@@ -25,14 +25,14 @@
  * step's time.  The same definition holds for measured and predicted.
  */
 struct metrics_iter {
-	uint32_t rank;         /* index into graph.ranks */
-	int64_t step;          /* ProfilerStep#N; -1: the GPU-active span */
-	int64_t measured_ns;   /* the longer side, traced (or the GPU span) */
-	int64_t predicted_ns;  /* the same in the simulation */
-	int64_t host_ns, gpu_ns;           /* traced host span, GPU side */
+	uint32_t rank;			   /* index into graph.ranks */
+	int64_t step;			   /* ProfilerStep#N; -1: the GPU-active span */
+	int64_t measured_ns;		   /* the longer side, traced (or the GPU span) */
+	int64_t predicted_ns;		   /* the same in the simulation */
+	int64_t host_ns, gpu_ns;	   /* traced host span, GPU side */
 	int64_t pred_host_ns, pred_gpu_ns; /* the same, simulated */
-	int64_t sim_start_ns;  /* the window in simulated time */
-	int64_t sim_host_start_ns; /* the host span's start, simulated */
+	int64_t sim_start_ns;		   /* the window in simulated time */
+	int64_t sim_host_start_ns;	   /* the host span's start, simulated */
 	int64_t exposed_compute_ns, exposed_comm_ns, overlap_ns, idle_ns;
 };
 
@@ -43,23 +43,36 @@ struct metrics_iter {
  */
 long metrics_iterations(const struct sim *s, struct metrics_iter **out);
 
+/* A step is called host-bound when its GPU idles over this share of it
+ * (the breakdown's idle): the host's launches decide its time. */
+#define METRICS_HOST_BOUND_IDLE 0.30
+
 /*
  * The iteration time a prediction reports: per step, the slowest rank's
  * predicted time, averaged over the steps after the first (which starts
  * from idle streams) when there are several; without step markers, the
- * slowest rank's GPU-active span.  In seconds.
+ * slowest rank's GPU-active span.  *iter_s in seconds; 0, or PRISM_ENOMEM.
  */
-double metrics_step_time(const struct metrics_iter *its, long n);
+int metrics_step_time(const struct metrics_iter *its, long n, double *iter_s);
+
+/*
+ * Over the same steps, the mean of the slowest rank's simulated host span
+ * and GPU side (seconds), and whether every one of those steps was
+ * host-bound (its GPU idle over METRICS_HOST_BOUND_IDLE of it; 0 without
+ * entries).  0, or PRISM_ENOMEM.
+ */
+int metrics_step_sides(const struct metrics_iter *its, long n, double *host_s, double *gpu_s,
+		       int *host_bound);
 
 /* Busy fraction of processor p over [from, to) of simulated time. */
 double metrics_utilisation(const struct sim *s, uint32_t p, int64_t from, int64_t to);
 
 struct metrics_path {
-	uint32_t *nodes;           /* from the last task back to the first */
+	uint32_t *nodes; /* from the last task back to the first */
 	uint32_t n;
-	int64_t length_ns;         /* the makespan the path explains */
+	int64_t length_ns;	       /* the makespan the path explains */
 	int64_t by_kind_ns[GN_NKINDS]; /* time each kind of task holds the path */
-	int64_t lag_ns;            /* latencies between them (launch, wake-up) */
+	int64_t lag_ns;		       /* latencies between them (launch, wake-up) */
 };
 
 /* The critical path of the run: from the task that ends last, back along

@@ -1,7 +1,17 @@
 /* predict.c - one candidate, end to end. */
 #include "predict.h"
 
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "comm.h"
+#include "edit.h"
+#include "metrics.h"
+#include "pipeline.h"
+#include "reshape.h"
+#include "sim.h"
 
 void predict_derive(const struct synth_in *in, double iter_s, struct predict_out *out)
 {
@@ -11,8 +21,8 @@ void predict_derive(const struct synth_in *in, double iter_s, struct predict_out
 	out->global_batch = (double)in->lay.mbs * in->lay.microbatches * in->lay.dp;
 	out->tokens_per_s = iter_s > 0 ? out->global_batch * in->m.seq / iter_s : 0;
 	out->mfu = iter_s > 0 && peak > 0
-			   ? llm_flops_iter(&in->m, out->global_batch, 0) / (iter_s * out->gpus * peak)
-			   : 0;
+		       ? llm_flops_iter(&in->m, out->global_batch, 0) / (iter_s * out->gpus * peak)
+		       : 0;
 	out->gpu_hours = out->gpus * iter_s / 3600.0;
 	synth_mem(in, &out->mem);
 }
@@ -41,10 +51,14 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 	struct graph *g = NULL;
 	struct synth_out so;
 	struct settle_out st;
+	struct synth_in built = *in;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = synth_build(in, &g, &so, err)))
+	/* A graph nobody keeps is only simulated: its ops' shapes (for
+	 * writing it as a trace, or editing it) would be built for nothing. */
+	built.no_shapes = in->no_shapes || !keep_g;
+	if ((rc = synth_build(&built, &g, &so, err)))
 		return rc;
 	if ((rc = settle_synth(g, &so, &st, err)) == 0) {
 		predict_derive(in, st.iter_s, out);
@@ -68,4 +82,709 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 		synth_out_free(&so);
 	graph_free(g);
 	return rc;
+}
+
+/* ---- one path from a base ------------------------------------------------ */
+
+static const char *const method_names[PM_NMETHODS] = {"synthesised", "replay", "graph edit",
+						      "rebuilt"};
+
+const char *predict_method_name(int m)
+{
+	return m >= 0 && m < PM_NMETHODS ? method_names[m] : "?";
+}
+
+/* Simulate g: its iteration time (metrics_step_time), and the mean over
+ * the same steps of the slowest rank's host and GPU sides. */
+static int replay_graph(const struct graph *g, struct predict_out *out, struct prism_err *err)
+{
+	struct sim *s = sim_new(g);
+	struct sim_opts o;
+	struct metrics_iter *its = NULL;
+	long n = 0;
+	int rc;
+
+	if (!s)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	sim_opts_default(&o);
+	rc = sim_run(s, &o, err);
+	if (rc == 0 && (n = metrics_iterations(s, &its)) < 0)
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if (rc == 0 && (metrics_step_time(its, n, &out->iter_s) ||
+			metrics_step_sides(its, n, &out->host_s, &out->gpu_s, &out->host_bound)))
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if (rc == 0)
+		out->tasks = g->n_nodes;
+	free(its);
+	sim_free(s);
+	return rc;
+}
+
+int predict_fit(const struct graph *g, const struct synth_in *base, struct synth_in *fitted,
+		struct prism_err *err)
+{
+	struct graph *model = NULL;
+	struct predict_out pm;
+	struct edit_fit fit;
+	int rc;
+
+	if ((rc = predict_synth(base, &pm, &model, NULL, err)))
+		return rc;
+	rc = edit_fit(g, model, base, &fit);
+	graph_free(model);
+	if (rc)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	for (int k = 0; k < KC_NCLASSES; k++) {
+		fitted->cost[k] = fit.cost[k];
+		fitted->scale[k] = fit.scale[k];
+	}
+	if (fit.host_fitted) {
+		fitted->cpu_op_s = fit.cpu_op_s;
+		fitted->launch_s = fit.launch_s;
+	}
+	return 0;
+}
+
+/* "params=N" in a run description (scripts/gpt_bench.py writes it: the
+ * model's own count, untied heads included), or 0. */
+static double meta_params(const struct graph *g)
+{
+	const char *m = g->meta ? strtab_get(&g->st, g->meta) : "", *p = strstr(m, ";params=");
+	return p ? strtod(p + 8, NULL) : 0;
+}
+
+int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
+		      const struct synth_in *in, const struct hw_profile *hw, int base_dp,
+		      struct prism_err *err)
+{
+	int rc;
+	double tot = 0, per = 0;
+
+	memset(b, 0, sizeof(*b));
+	b->kind = kind;
+	b->g = g;
+	b->hw = *hw;
+	if (kind == PB_MODEL) {
+		b->in = *in;
+		b->in.hw = &b->hw;
+		if ((rc = predict_synth(&b->in, &b->self, NULL, NULL, err)))
+			return rc;
+		b->self.method = PM_SYNTH;
+		snprintf(b->found, sizeof(b->found), "a model: %s", b->in.m.name);
+		return 0;
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		if (g->layer[u] + 1 > b->layers)
+			b->layers = g->layer[u] + 1;
+		if (g->mb[u] + 1 > b->microbatches)
+			b->microbatches = g->mb[u] + 1;
+	}
+	if (b->microbatches < 1)
+		b->microbatches = 1;
+	if (kind == PB_ANNOTATED) {
+		b->in = *in;
+		b->in.hw = &b->hw;
+		if ((rc = predict_fit(g, &b->in, &b->in, err)))
+			return rc;
+	} else {
+		synth_in_default(&b->in);
+		b->in.hw = &b->hw;
+		b->in.m.layers = b->layers;
+		b->in.lay.microbatches = b->microbatches;
+		b->in.lay.dp = base_dp > 0 ? base_dp
+			       : g->n_ranks && g->ranks[0].world_size > 0
+				   ? (int)g->ranks[0].world_size
+				   : 1;
+		b->in.steps = 0;
+	}
+	/* The gradient collectives: all-reduces and reduce-scatters of the
+	 * backward pass and the optimizer, the process group moving the most
+	 * bytes (or the most of them, without sizes); a plain trace's
+	 * data-parallel degree is that group's size unless given. */
+	{
+		struct {
+			uint32_t pg;
+			int64_t size;
+			double bytes, n;
+		} grp[32];
+		int ng = 0, best = -1;
+		for (uint32_t c = 0; c < g->n_colls; c++) {
+			const struct graph_coll *gc = &g->colls[c];
+			uint32_t u = gc->node;
+			int k;
+			if ((gc->kind != GC_ALL_REDUCE && gc->kind != GC_REDUCE_SCATTER) ||
+			    gc->group_size < 2 ||
+			    (g->phase[u] != PH_BACKWARD && g->phase[u] != PH_OPTIMIZER))
+				continue;
+			for (k = 0; k < ng; k++)
+				if (grp[k].pg == gc->pg && grp[k].size == gc->group_size)
+					break;
+			if (k == ng) {
+				if (ng == 32)
+					continue;
+				grp[ng].pg = gc->pg;
+				grp[ng].size = gc->group_size;
+				grp[ng].bytes = grp[ng].n = 0;
+				ng++;
+			}
+			grp[k].bytes += gc->bytes > 0 ? (double)gc->bytes : 0;
+			grp[k].n++;
+		}
+		for (int k = 0; k < ng; k++)
+			if (best < 0 || grp[k].bytes > grp[best].bytes ||
+			    (grp[k].bytes == grp[best].bytes && grp[k].n > grp[best].n))
+				best = k;
+		/* A plain trace's world without gradient collectives runs other
+		 * parallelism (DeepSeek-V3's 64 ranks: expert parallelism):
+		 * its data-parallel degree is taken as 1. */
+		if (kind == PB_TRACE && base_dp <= 0)
+			b->in.lay.dp = best >= 0 ? (int)grp[best].size : 1;
+		if (best >= 0 && grp[best].size == b->in.lay.dp)
+			b->grad_group = b->in.lay.dp;
+		if (best >= 0)
+			snprintf(b->grad_pg, sizeof(b->grad_pg), "%s",
+				 grp[best].pg ? strtab_get(&g->st, grp[best].pg) : "");
+		if (best >= 0 && !b->grad_pg[0])
+			snprintf(b->grad_pg, sizeof(b->grad_pg), "unnamed, %d ranks",
+				 (int)grp[best].size);
+		b->world = g->n_ranks && g->ranks[0].world_size > 0 ? (int)g->ranks[0].world_size
+								    : (int)g->n_ranks;
+	}
+	for (uint32_t u = 0; u < g->n_nodes && !b->opt_per_layer; u++)
+		b->opt_per_layer =
+		    g->phase[u] == PH_OPTIMIZER && g->layer[u] >= 0 && g->kind[u] >= GN_KERNEL;
+	if (edit_params(g, b->layers, &tot, &per))
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if (kind == PB_ANNOTATED) {
+		/* Per rank: a stage's layers, a tensor-parallel share. */
+		double split = (double)b->in.lay.tp * b->in.lay.pp;
+		b->layer_params = llm_layer_params(&b->in.m) / b->in.lay.tp;
+		b->params = meta_params(g) > 0 ? meta_params(g) / split
+			    : tot > 0	       ? tot
+					       : llm_params(&b->in.m) / split;
+	} else {
+		b->params = tot;
+		b->layer_params = per;
+	}
+	b->act_bytes = kind == PB_ANNOTATED
+			   ? (double)b->in.lay.mbs * b->in.m.seq * b->in.m.hidden * 2 / b->in.lay.tp
+			   : edit_activation_bytes(g);
+	if (edit_host_costs(g, &b->host_op_s, &b->host_launch_s, &b->host_event_s) ||
+	    b->host_op_s < 0) {
+		b->host_op_s = b->in.cpu_op_s;
+		b->host_launch_s = b->in.launch_s;
+	}
+	if (b->host_event_s < 0)
+		b->host_event_s = b->in.event_s;
+	if ((rc = replay_graph(g, &b->self, err)))
+		return rc;
+	b->self.method = PM_REPLAY;
+	if (kind == PB_ANNOTATED) {
+		struct predict_out r = b->self;
+		predict_derive(&b->in, r.iter_s, &b->self);
+		b->self.host_s = r.host_s;
+		b->self.gpu_s = r.gpu_s;
+		b->self.host_bound = r.host_bound;
+		b->self.tasks = r.tasks;
+		b->self.method = PM_REPLAY;
+	} else {
+		b->self.gpus = b->in.lay.dp;
+		b->self.gpu_hours = b->self.gpus * b->self.iter_s / 3600.0;
+	}
+	snprintf(b->self.how, sizeof(b->self.how), "the base's own replay");
+	{
+		char par[32] = "parameters unknown";
+		if (b->params > 0)
+			snprintf(par, sizeof(par), "%.3g parameters", b->params);
+		char dp[80] = "no gradient collectives";
+		if (!b->grad_group && b->world > 1)
+			snprintf(dp, sizeof(dp), "no gradient collectives in a world of %d",
+				 b->world);
+		if (b->grad_group)
+			snprintf(dp, sizeof(dp), "gradient collectives on group '%.40s'",
+				 b->grad_pg);
+		snprintf(b->found, sizeof(b->found), "%d layers, %d microbatch%s, dp %d (%s), %s",
+			 b->layers, b->microbatches, b->microbatches == 1 ? "" : "es", b->in.lay.dp,
+			 dp, par);
+	}
+	return 0;
+}
+
+/* The knobs of a configuration that a graph edit cannot change. */
+static int same_shape(const struct synth_in *a, const struct synth_in *b)
+{
+	return a->m.hidden == b->m.hidden && a->m.heads == b->m.heads && a->m.ffn == b->m.ffn &&
+	       a->m.seq == b->m.seq && a->m.vocab == b->m.vocab && a->m.kv_heads == b->m.kv_heads &&
+	       a->m.gated == b->m.gated && a->lay.tp == b->lay.tp && a->lay.pp == b->lay.pp &&
+	       a->lay.vp == b->lay.vp && a->lay.mbs == b->lay.mbs &&
+	       a->lay.recompute == b->lay.recompute && a->lay.sp == b->lay.sp &&
+	       a->lay.zero == b->lay.zero && a->lay.flash == b->lay.flash && a->dtype == b->dtype &&
+	       a->fp8_attention == b->fp8_attention && a->lay.schedule == b->lay.schedule &&
+	       synth_same_placement(a, b);
+}
+
+/* A change of the model's width or tensor parallelism that re-timing
+ * the base's kernels can make (edit.h): a described base, flash
+ * attention, the FFN and the key-value heads keeping their ratios, TP
+ * collectives already there (tp > 1) and sequence parallelism as it
+ * was. */
+static int reshapes(const struct predict_base *b, const struct synth_in *c)
+{
+	const struct synth_in *a = &b->in;
+	if (a->m.hidden == c->m.hidden && a->lay.tp == c->lay.tp)
+		return 0;
+	return b->kind == PB_ANNOTATED && a->lay.flash && c->lay.flash &&
+	       (int64_t)a->m.ffn * c->m.hidden == (int64_t)c->m.ffn * a->m.hidden &&
+	       (int64_t)llm_kv_heads(&a->m) * c->m.heads ==
+		   (int64_t)llm_kv_heads(&c->m) * a->m.heads &&
+	       a->m.gated == c->m.gated && a->lay.sp == c->lay.sp &&
+	       (a->lay.tp == c->lay.tp || (a->lay.tp > 1 && c->lay.tp > 1));
+}
+
+/* A one-stage base split into stages (pipeline.h): GPipe or 1F1B. */
+static int splits(const struct synth_in *a, const struct synth_in *c)
+{
+	return a->lay.pp == 1 && c->lay.pp > 1 && c->lay.vp == 1 &&
+	       (c->lay.schedule == MEM_GPIPE || c->lay.schedule == MEM_1F1B);
+}
+
+static int same_hw(const struct synth_in *a, const struct synth_in *b)
+{
+	return a->hw == b->hw || strcmp(a->hw->id, b->hw->id) == 0;
+}
+
+/* Why a graph edit cannot make cand from b, or "" when it can. */
+static void edit_blocker(const struct predict_base *b, const struct synth_in *c, char *why,
+			 size_t n)
+{
+	const struct synth_in *a = &b->in;
+	struct synth_in c2 = *c;
+	why[0] = '\0';
+	if (b->g && b->g->n_iters == 0 &&
+	    (c->m.layers != a->m.layers || c->lay.microbatches != a->lay.microbatches ||
+	     c->lay.pp != a->lay.pp)) {
+		/* Copies and stages are made step by step (a vLLM trace has no
+		 * steps: its 36 layers were found, its tasks are in none). */
+		snprintf(why, n,
+			 "%s: the trace has no steps (ProfilerStep#N ranges) whose tasks an "
+			 "edit could repeat or cut",
+			 c->m.layers != a->m.layers		      ? "layers"
+			 : c->lay.microbatches != a->lay.microbatches ? "microbatches"
+								      : "pipeline stages");
+		return;
+	}
+	if (splits(a, c)) {
+		/* Stages are an edit too; the rest must agree. */
+		c2.lay.pp = a->lay.pp;
+		c2.lay.schedule = a->lay.schedule;
+		if (b->layers <= 0) {
+			snprintf(why, n, "pipeline stages: no layers found in the trace to cut");
+			return;
+		}
+		if (c->m.layers < c->lay.pp) {
+			snprintf(why, n, "pipeline stages: %d layers cannot fill %d stages",
+				 c->m.layers, c->lay.pp);
+			return;
+		}
+		if (b->act_bytes <= 0) {
+			snprintf(why, n,
+				 "pipeline stages: no activation size (a run description, or the "
+				 "first layer's input shapes)");
+			return;
+		}
+	} else if (c->lay.pp != a->lay.pp) {
+		snprintf(why, n,
+			 "pipeline stages: only a one-stage run is split (GPipe or 1F1B, no "
+			 "virtual stages)");
+		return;
+	}
+	if (reshapes(b, c)) {
+		c2.m.hidden = a->m.hidden;
+		c2.m.ffn = a->m.ffn;
+		c2.m.heads = a->m.heads;
+		c2.m.kv_heads = a->m.kv_heads;
+		c2.lay.tp = a->lay.tp;
+	}
+	c = &c2;
+	if (!same_shape(a, c)) {
+		snprintf(why, n,
+			 "%s: a graph edit changes layers, microbatches, dp, pipeline stages (from "
+			 "one), the hardware, and with a run description the hidden size and TP "
+			 "(from TP > 1)",
+			 a->lay.tp != c->lay.tp	      ? "tensor parallelism"
+			 : a->lay.pp != c->lay.pp     ? "pipeline stages"
+			 : a->m.hidden != c->m.hidden ? "hidden size"
+			 : !synth_same_placement(a, c)
+			     ? "the stages' partition, sharding or overlap (the graph's own)"
+			     : "the model's shape or layout");
+		return;
+	}
+	if (c->m.layers != a->m.layers) {
+		if (b->layers <= 0)
+			snprintf(why, n,
+				 "layers: no layers found in the trace (no prism::layer "
+				 "ranges, no nn.Module ...Layer_N/...Block_N names, "
+				 "no repeated op blocks)");
+		else if (a->lay.pp > 1 && c->m.layers % a->m.layers)
+			snprintf(why, n, "layers: with %d stages only a multiple of %d", a->lay.pp,
+				 a->m.layers);
+	}
+	if (!why[0] && c->lay.microbatches != a->lay.microbatches && a->lay.pp > 1)
+		snprintf(why, n, "microbatches: the pipeline schedule is not edited as a graph");
+	if (!why[0] && c->lay.dp != a->lay.dp && !b->grad_group) {
+		if (a->lay.dp > 1)
+			snprintf(
+			    why, n,
+			    "dp: no gradient collectives of the %d-rank data-parallel group found "
+			    "(all-reduce or reduce-scatter with a size): nothing to re-time",
+			    a->lay.dp);
+		else if (c->lay.zero)
+			snprintf(why, n, "dp: ZeRO's collectives are not added to a graph");
+		else if (b->layer_params <= 0)
+			snprintf(why, n,
+				 "dp: the trace has no gradient collectives to re-time and no "
+				 "parameter sizes to add them (a run description, or a fused or "
+				 "for-each optimizer's shapes)");
+		else if (b->layers <= 0)
+			snprintf(why, n, "dp: no layers found to add gradient collectives after");
+	}
+}
+
+int predict_method(const struct predict_base *b, const struct synth_in *c, struct prism_err *err)
+{
+	char why[320];
+	if (b->kind == PB_MODEL)
+		return PM_SYNTH;
+	if (same_shape(&b->in, c) && same_hw(&b->in, c) && c->m.layers == b->in.m.layers &&
+	    c->lay.microbatches == b->in.lay.microbatches && c->lay.dp == b->in.lay.dp &&
+	    c->lay.schedule == b->in.lay.schedule)
+		return PM_REPLAY;
+	edit_blocker(b, c, why, sizeof(why));
+	/* A described trace rebuilds, by default, what would stretch its own
+	 * kernels and host beyond their measured sizes: another width, TP or
+	 * stages (docs/MODEL.md, "Graph edits"). */
+	if (!why[0] && b->kind == PB_ANNOTATED &&
+	    (b->prefer == PREDICT_REBUILD ||
+	     (b->prefer == PREDICT_EDIT_PREFERRED && (reshapes(b, c) || splits(&b->in, c)))))
+		return PM_REBUILD;
+	if (!why[0])
+		return PM_EDIT;
+	if (b->kind == PB_ANNOTATED)
+		return PM_REBUILD;
+	prism_err_set(err, PRISM_EARG, "the trace has no run description (prism::model#): %s", why);
+	return -1;
+}
+
+/* Copies of n items making n2: k each when n2 = k n (more on the first
+ * ones otherwise); fewer: the first n2 - 1 and the last. */
+static void spread(int n, int n2, int32_t *copies)
+{
+	for (int i = 0; i < n; i++)
+		copies[i] = n2 >= n ? n2 / n + (i < n2 % n) : 0;
+	if (n2 < n) {
+		for (int i = 0; i < n2 - 1; i++)
+			copies[i] = 1;
+		copies[n2 > 1 ? n - 1 : 0] = 1;
+	}
+}
+
+/* An all-reduce of the data-parallel group an edit adds (reshape.h). */
+struct dp_comm {
+	const struct hw_profile *hw;
+	struct comm_group grp;
+	double eff;
+};
+
+static int64_t dp_allreduce_ns(const void *ctx, double bytes)
+{
+	const struct dp_comm *d = ctx;
+	struct comm_est ce;
+	if (comm_time(d->hw, GC_ALL_REDUCE, bytes, d->grp, d->eff, COMM_AUTO, &ce))
+		return 0;
+	return prism_ns_round(ce.time_s * 1e9);
+}
+
+/* The candidate as a graph edit of the base. */
+static int edit_eval(const struct predict_base *b, const struct synth_in *c,
+		     struct predict_out *out, struct graph **keep_g, struct prism_err *err)
+{
+	const struct synth_in *a = &b->in;
+	struct reshape_plan plan;
+	struct reshape_stats rs;
+	struct dp_comm dpc;
+	double dp_first[SYNTH_MAX_STAGES], dp_last[SYNTH_MAX_STAGES];
+	struct edit_retime r;
+	struct edit_stats es;
+	struct graph *cg = NULL;
+	int32_t *lc = NULL, *mc = NULL;
+	int structural = 0, rc = 0, add = 0, split = 0, shaped = 0;
+	double opt = 1;
+	size_t at = 0;
+
+	reshape_plan_init(&plan);
+	memset(&rs, 0, sizeof(rs));
+	if (c->m.layers != a->m.layers) {
+		int L = b->layers;
+		if (!(lc = prism_malloc((size_t)L * sizeof(*lc))))
+			goto oom;
+		/* Labels count every stage's layers: each repeats alike. */
+		spread(L, (int)((int64_t)c->m.layers * L / a->m.layers), lc);
+		plan.layer_copies = lc;
+		plan.n_layers = L;
+		structural = 1;
+		if (b->params > 0 && b->layer_params > 0 && !b->opt_per_layer)
+			opt = (b->params +
+			       (double)(c->m.layers - a->m.layers) / a->lay.pp * b->layer_params) /
+			      b->params;
+	}
+	if (c->lay.microbatches != a->lay.microbatches) {
+		int M = a->lay.microbatches, M2 = c->lay.microbatches, pat;
+		if (!(mc = prism_malloc((size_t)M * sizeof(*mc))))
+			goto oom;
+		/* New microbatches copy one that accumulates gradients (not the
+		 * first) and does not synchronise them (not the last); the
+		 * last keeps its collectives.  Fewer: the first and the last
+		 * stay (the last alone where it synchronises). */
+		pat = M >= 3 ? 1 : M == 2 && !b->grad_group ? 1 : 0;
+		for (int i = 0; i < M; i++)
+			mc[i] = 1;
+		if (M2 > M) {
+			mc[pat] += M2 - M;
+			if (pat == M - 1 && b->grad_group)
+				plan.strip_group = b->grad_group;
+		} else {
+			for (int i = 0; i < M; i++)
+				mc[i] = 0;
+			for (int i = 0; i < M2 - 1; i++)
+				mc[i] = 1;
+			mc[M2 > 1 || b->grad_group ? M - 1 : 0] = 1;
+		}
+		plan.mb_copies = mc;
+		plan.n_mbs = M;
+		structural = 1;
+	}
+	if (c->lay.dp != a->lay.dp && !b->grad_group && c->lay.dp > 1) {
+		int per = c->hw->gpus_per_node / (a->lay.tp > 0 ? a->lay.tp : 1);
+		dpc.hw = c->hw;
+		dpc.eff = a->comm_eff;
+		dpc.grp.n = c->lay.dp;
+		dpc.grp.per_node = per < 1 ? 1 : per > c->lay.dp ? c->lay.dp : per;
+		plan.add_dp = 1;
+		plan.dp = c->lay.dp;
+		/* As synth reduces them: fp32 main gradients in Megatron-LM's
+		 * buckets, the output side's first and the embedding's last (a
+		 * plain trace's parameters outside its layers, from its
+		 * optimizer's shapes, all with the embedding). */
+		plan.dp_grad_bytes = synth_grad_bytes(c);
+		plan.dp_bucket_params = synth_bucket_params(c);
+		plan.dp_layer_params =
+		    b->kind == PB_ANNOTATED ? llm_layer_params(&c->m) / c->lay.tp : b->layer_params;
+		for (int s = 0; s < c->lay.pp && s < SYNTH_MAX_STAGES; s++) {
+			if (b->kind == PB_ANNOTATED) {
+				synth_extra_params(c, s, &dp_first[s], &dp_last[s]);
+			} else {
+				dp_first[s] = 0;
+				dp_last[s] = s == 0 && b->params > b->layers * b->layer_params
+						 ? b->params - b->layers * b->layer_params
+						 : 0;
+			}
+		}
+		plan.dp_first = dp_first;
+		plan.dp_last = dp_last;
+		plan.n_dp_extra =
+		    (uint32_t)(c->lay.pp < SYNTH_MAX_STAGES ? c->lay.pp : SYNTH_MAX_STAGES);
+		plan.dp_coll_ns = dp_allreduce_ns;
+		plan.dp_ctx = &dpc;
+		plan.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
+		plan.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
+		plan.event_ns = prism_ns_round(b->host_event_s * 1e9);
+		plan.gpu_lag_ns = prism_ns_round(a->gpu_lag_s * 1e9);
+		structural = add = 1;
+	}
+	if (structural) {
+		if ((rc = reshape_apply(b->g, &plan, &cg, &rs, err)) == PRISM_EINTERNAL)
+			prism_err_prefix(
+			    err,
+			    "%s cannot be a graph edit of this trace (its steps overlap "
+			    "where the copies would wait on each other)",
+			    mc ? "the microbatch count" : "this candidate");
+	} else if (!(cg = graph_clone(b->g))) {
+		goto oom;
+	}
+	if (rc)
+		goto out;
+	if (splits(a, c)) {
+		struct pipeline_plan pl;
+		struct pipeline_stats ps;
+		struct graph *sg = NULL;
+		struct comm_group grp;
+		struct comm_est ce;
+		memset(&pl, 0, sizeof(pl));
+		pl.pp = c->lay.pp;
+		pl.schedule = c->lay.schedule;
+		pl.act_bytes = b->act_bytes;
+		grp.n = 2;
+		grp.per_node = a->lay.tp * c->lay.dp * 2 <= c->hw->gpus_per_node ? 2 : 1;
+		if (comm_time(c->hw, GC_SEND, pl.act_bytes, grp, a->comm_eff, COMM_AUTO, &ce) == 0)
+			pl.xfer_ns = prism_ns_round(ce.time_s * 1e9);
+		pl.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
+		pl.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
+		pl.event_ns = prism_ns_round(b->host_event_s * 1e9);
+		pl.gpu_lag_ns = prism_ns_round(a->gpu_lag_s * 1e9);
+		rc = pipeline_split(cg, &pl, &sg, &ps, err);
+		graph_free(cg);
+		cg = sg;
+		if (rc)
+			goto out;
+		split = 1;
+		opt /= c->lay.pp; /* each stage's optimizer over its share */
+	}
+	memset(&r, 0, sizeof(r));
+	r.from = a->hw;
+	r.to = c->hw;
+	r.dp_from = b->grad_group ? (int)b->grad_group : 0;
+	r.dp_to = b->grad_group ? c->lay.dp : 0;
+	r.comm_eff = a->comm_eff;
+	if (reshapes(b, c)) {
+		struct llm shape = c->m;
+		r.m_from = &a->m;
+		r.m_to = &c->m;
+		r.mbs = a->lay.mbs;
+		r.recompute = a->lay.recompute;
+		double l0 = llm_layer_params(&a->m) / a->lay.tp,
+		       l1 = llm_layer_params(&c->m) / c->lay.tp;
+		shape.hidden = a->m.hidden;
+		shape.ffn = a->m.ffn;
+		shape.heads = a->m.heads;
+		shape.kv_heads = a->m.kv_heads;
+		r.hr = (double)c->m.hidden / a->m.hidden;
+		r.tp_from = a->lay.tp;
+		r.tp_to = c->lay.tp;
+		r.sp = a->lay.sp;
+		r.layer_param_ratio = l0 > 0 ? l1 / l0 : 1;
+		/* The optimizer outside the layers follows all parameters, or
+		 * where the layers' own carry their layer (re-timed by
+		 * layer_param_ratio) those outside them. */
+		if (b->opt_per_layer) {
+			double e0 = llm_params(&shape) - shape.layers * llm_layer_params(&shape),
+			       e1 = llm_params(&c->m) - c->m.layers * llm_layer_params(&c->m);
+			opt *= e0 > 0 ? e1 / c->lay.tp / (e0 / a->lay.tp) : 1;
+		} else {
+			opt *= llm_params(&c->m) / c->lay.tp / (llm_params(&shape) / a->lay.tp);
+		}
+		shaped = 1;
+	}
+	r.opt_scale = opt;
+	r.tp = a->lay.tp;
+	for (int k = 0; k < KC_NCLASSES; k++) {
+		r.overhead_s[k] =
+		    a->cost[k].overhead_s > 0 ? a->cost[k].overhead_s * a->scale[k] : 0;
+		r.model_scale[k] = a->cost[k].eff > 0 ? a->scale[k] / a->cost[k].eff : a->scale[k];
+	}
+	if (edit_retime(cg, &r, &es))
+		goto oom;
+	{
+		double wb = edit_gpu_work(b->g), wc = edit_gpu_work(cg);
+		if (wb > 0 && wc < wb && edit_unblock(cg, wc / wb, &es))
+			goto oom;
+	}
+	if ((rc = replay_graph(cg, out, err)))
+		goto out;
+	out->method = PM_EDIT;
+	if (b->kind == PB_ANNOTATED) {
+		struct predict_out s = *out;
+		predict_derive(c, s.iter_s, out);
+		out->host_s = s.host_s;
+		out->gpu_s = s.gpu_s;
+		out->host_bound = s.host_bound;
+		out->tasks = s.tasks;
+		out->method = PM_EDIT;
+	} else {
+		out->gpus = c->lay.dp * a->lay.tp * a->lay.pp;
+		out->gpu_hours = out->gpus * out->iter_s / 3600.0;
+	}
+	/* What was done, for people. */
+#define HOW(...)                                                                                   \
+	do {                                                                                       \
+		if (at < sizeof(out->how))                                                         \
+			at += (size_t)snprintf(out->how + at, sizeof(out->how) - at, __VA_ARGS__); \
+	} while (0)
+	if (lc)
+		HOW("layers %d -> %d (%s); ", a->m.layers, c->m.layers,
+		    c->m.layers > a->m.layers ? "layer tasks repeated" : "layer tasks dropped");
+	if (opt != 1 && (lc || !split))
+		HOW("optimizer x%.2f by parameters%s; ", opt, split ? " and stages" : "");
+	else if (split)
+		HOW("optimizer outside the layers x1/%d (a stage's share); ", c->lay.pp);
+	else if (lc)
+		HOW("optimizer kept (no parameter count); ");
+	if (split)
+		HOW("pp 1 -> %d (%s: layers cut into stages, %d activation bytes sent); ",
+		    c->lay.pp, c->lay.schedule == MEM_GPIPE ? "gpipe" : "1f1b", (int)b->act_bytes);
+	if (mc)
+		HOW("microbatches %d -> %d (%s); ", a->lay.microbatches, c->lay.microbatches,
+		    c->lay.microbatches > a->lay.microbatches ? "repeated" : "dropped");
+	if (add)
+		HOW("dp %d -> %d: %" PRIu64 " gradient all-reduces added; ", a->lay.dp, c->lay.dp,
+		    rs.colls_added);
+	else if (c->lay.dp != a->lay.dp)
+		HOW("dp %d -> %d: %" PRIu64 " collectives re-timed (%" PRIu64
+		    " without a size kept); ",
+		    a->lay.dp, c->lay.dp, es.colls_scaled, es.colls_unsized);
+	if (shaped && c->m.hidden != a->m.hidden)
+		HOW("hidden %d -> %d; ", a->m.hidden, c->m.hidden);
+	if (shaped && c->lay.tp != a->lay.tp)
+		HOW("tp %d -> %d; ", a->lay.tp, c->lay.tp);
+	if (shaped)
+		HOW("TP collectives by their bytes; ");
+	if (!same_hw(a, c))
+		HOW("%s -> %s; ", a->hw->id, c->hw->id);
+	if (shaped || !same_hw(a, c))
+		HOW("kernels: %" PRIu64 " re-timed by the kernel model from their shapes, %" PRIu64
+		    " by work and peak ratios (not placed); ",
+		    es.kernels_model, es.kernels_ratio);
+	HOW("%" PRIu64 " tasks added, %" PRIu64 " dropped", rs.nodes_added, rs.nodes_dropped);
+#undef HOW
+	if (keep_g) {
+		*keep_g = cg;
+		cg = NULL;
+	}
+	goto out;
+oom:
+	rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+out:
+	graph_free(cg);
+	free(lc);
+	free(mc);
+	return rc;
+}
+
+int predict_eval(const struct predict_base *b, const struct synth_in *cand, struct predict_out *out,
+		 struct graph **keep_g, struct synth_out *keep_so, struct prism_err *err)
+{
+	int m = predict_method(b, cand, err), rc;
+
+	memset(out, 0, sizeof(*out));
+	if (keep_g)
+		*keep_g = NULL;
+	if (m < 0)
+		return err->code;
+	switch (m) {
+	case PM_REPLAY:
+		*out = b->self;
+		if (keep_g && !(*keep_g = graph_clone(b->g)))
+			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		return 0;
+	case PM_EDIT:
+		return edit_eval(b, cand, out, keep_g, err);
+	default:
+		if ((rc = predict_synth(cand, out, keep_g, keep_so, err)))
+			return rc;
+		out->method = m;
+		snprintf(out->how, sizeof(out->how), "%s",
+			 m == PM_SYNTH ? "synthesised from the model"
+				       : "rebuilt from the base's layers (kernel times calibrated "
+					 "on them)");
+		return 0;
+	}
 }

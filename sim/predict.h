@@ -1,6 +1,27 @@
 /*
- * predict.h - one candidate, end to end: synthesise its graph, simulate
- * it, and derive what users compare layouts by.
+ * predict.h - one candidate, end to end, from a base: replay, edit or
+ * synthesise its graph, simulate it, and derive what users compare
+ * layouts by.
+ *
+ * A base is a model (a configuration synthesised with the default costs),
+ * an annotated trace (its run description says what it ran; costs are
+ * fitted on its kernels), or any other trace or saved graph (what prism
+ * found in it: layers, microbatches, the data-parallel group).  One
+ * evaluation serves whatif and search (predict_eval):
+ *
+ *   model                synthesised at the candidate's configuration
+ *   trace = candidate    the base's replay
+ *   trace, an edit       a graph edit of a clone (reshape.h, edit.h): layers
+ *                        repeated or dropped (optimizer work outside them
+ *                        scaled by the parameters), microbatches repeated or
+ *                        dropped, gradient collectives re-timed or added,
+ *                        another GPU; the base's own kernels stay
+ *   annotated, others    rebuilt by synth at the candidate's configuration
+ *                        with the fitted costs (hidden, TP, PP, schedule,
+ *                        ...); a plain trace cannot: refused, saying what
+ *                        is missing
+ *
+ * The base is read-only after predict_base_init: threads share it.
  *
  *   iteration time  the slowest stage's step (settle.h)
  *   tokens/s        global batch x sequence / iteration time, where the
@@ -15,14 +36,26 @@
 
 #include "analytic.h"
 #include "graph.h"
+#include "hw.h"
 #include "mem.h"
 #include "settle.h"
 #include "synth.h"
 
+/* How a candidate was predicted. */
+enum predict_method { PM_SYNTH, PM_REPLAY, PM_EDIT, PM_REBUILD, PM_NMETHODS };
+const char *predict_method_name(int m);
+
 struct predict_out {
 	double iter_s, bubble, tokens_per_s, mfu, gpu_hours;
+	/* The two sides of a step (metrics.h), replays and edits only: host
+	 * span and GPU side, simulated; host_bound: the GPU idles over
+	 * METRICS_HOST_BOUND_IDLE of every step, so GPU edits hardly show. */
+	double host_s, gpu_s;
+	int host_bound;
+	int method;						     /* enum predict_method */
+	char how[320];						     /* what was done, for people */
 	double exposed_compute_s, exposed_comm_s, overlap_s, idle_s; /* settle.h */
-	double global_batch; /* sequences per iteration */
+	double global_batch;					     /* sequences per iteration */
 	int gpus;
 	uint32_t tasks, kernels;
 	uint32_t kdb_exact, kdb_interpolated; /* synth_out's */
@@ -50,5 +83,78 @@ double predict_analytic(const struct synth_in *in);
 /* The derived figures from an iteration time (used by predict_synth and
  * by the analytic screen). */
 void predict_derive(const struct synth_in *in, double iter_s, struct predict_out *out);
+
+enum predict_kind { PB_MODEL, PB_ANNOTATED, PB_TRACE };
+enum { PREDICT_EDIT_PREFERRED, PREDICT_EDIT_ALL, PREDICT_REBUILD };
+
+struct predict_base {
+	int kind;	       /* enum predict_kind */
+	const struct graph *g; /* the base graph (not a model's), borrowed */
+	struct hw_profile hw;  /* the base's hardware; in.hw points here */
+	/* The configuration: the model's, or the run description's with
+	 * costs fitted on the base (edit_fit), or for a plain trace what was
+	 * found (layers, microbatches, dp; tp and pp 1; the model's shape
+	 * unknown, 0). */
+	struct synth_in in;
+	/* Structure found in the graph (annotated and plain traces). */
+	int layers;				       /* layers per pass, 0: none found */
+	int microbatches;			       /* passes per step, at least 1 */
+	char grad_pg[48];			       /* their process group's name */
+	int world;				       /* the trace's world size */
+	int64_t grad_group;			       /* group size of the gradient collectives
+				  * (all-reduce, reduce-scatter of the DP group), 0:
+				  * none */
+	double params;				       /* parameters of the model, 0: unknown */
+	double act_bytes;			       /* activations a stage boundary carries per
+				  * microbatch, 0: unknown */
+	double layer_params;			       /* of one layer, 0: unknown */
+	int opt_per_layer; /* 1: optimizer kernels carry their layer (a layer
+			    * edit copies them; the rest is the embedding's
+			    * and head's and keeps its size) */
+	double host_op_s, host_launch_s, host_event_s; /* medians (edit.h) */
+	/* An annotated base: 0 edits as a graph only what the base's own
+	 * kernels carry well (layers, microbatches, dp, hardware) and rebuilds
+	 * the rest; PREDICT_EDIT_ALL edits everything a graph edit can make
+	 * (hidden, TP, PP too); PREDICT_REBUILD rebuilds every change. */
+	int prefer;
+	/* The base's own prediction: its replay (traces) or synthesis. */
+	struct predict_out self;
+	char found[200]; /* what was found, for people */
+};
+
+/*
+ * A base.  model: its configuration `in` (costs as given; g NULL).
+ * annotated: g with its run description parsed into `in` (hw set), whose
+ * costs are fitted on g here.  trace: g alone; hw its GPU's profile;
+ * base_dp its data-parallel degree (0: the trace's world size).  The
+ * base's own prediction is made here.  g and hw must outlive b.  0, or the
+ * error of the fit or the simulation.
+ */
+int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
+		      const struct synth_in *in, const struct hw_profile *hw, int base_dp,
+		      struct prism_err *err);
+
+/*
+ * Whether b can predict the configuration cand (a copy of b->in with
+ * knobs changed; cand->hw the candidate's hardware) and how: PM_*, or -1
+ * with why (for people: what the base lacks) in err (PRISM_EARG).
+ */
+int predict_method(const struct predict_base *b, const struct synth_in *cand,
+		   struct prism_err *err);
+
+/*
+ * Predict cand from b (predict_method chooses how).  keep_g, when not
+ * NULL, receives the candidate's graph (replayed or edited: simulate it
+ * again for a timeline; rebuilt or synthesised: settled, with keep_so's
+ * bookkeeping -- keep_so must then be given too).  0, PRISM_EARG when b
+ * cannot predict cand, or the error of the edit or simulation.
+ */
+int predict_eval(const struct predict_base *b, const struct synth_in *cand, struct predict_out *out,
+		 struct graph **keep_g, struct synth_out *keep_so, struct prism_err *err);
+
+/* Kernel and host costs fitted on g against base's synthesised run
+ * (edit_fit), written into *fitted (fitted may be base). */
+int predict_fit(const struct graph *g, const struct synth_in *base, struct synth_in *fitted,
+		struct prism_err *err);
 
 #endif

@@ -69,7 +69,11 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 			sim_free(sm);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
-		out->iter_s = metrics_step_time(its, n);
+		if (metrics_step_time(its, n, &out->iter_s)) {
+			free(its);
+			sim_free(sm);
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		}
 		for (long i = 0; i < n; i++)
 			if (its[i].step == steps - 1 &&
 			    (pick < 0 || its[i].predicted_ns > its[pick].predicted_ns))

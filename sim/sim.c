@@ -20,7 +20,7 @@ void sim_opts_default(struct sim_opts *o)
 #define SIM_FIN 0x80000000u
 
 struct inst_key {
-	uint32_t pg, seq, rank, coll;
+	uint32_t pg, seq, kind, rank, coll;
 };
 
 static int cmp_inst(const void *a, const void *b)
@@ -30,29 +30,36 @@ static int cmp_inst(const void *a, const void *b)
 		return x->pg < y->pg ? -1 : 1;
 	if (x->seq != y->seq)
 		return x->seq < y->seq ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
 	if (x->rank != y->rank)
 		return x->rank < y->rank ? -1 : 1;
 	return x->coll < y->coll ? -1 : x->coll > y->coll;
 }
 
-/* A send and its recv are one transfer. */
-static int p2p_pair(uint8_t a, uint8_t b)
+/* What members of one instance must agree on: the collective, a send
+ * and a recv being one transfer. */
+static uint32_t kind_class(uint8_t k)
 {
-	return (a == GC_SEND && b == GC_RECV) || (a == GC_RECV && b == GC_SEND);
+	return k == GC_SEND || k == GC_RECV ? GC_SEND_RECV : k;
 }
 
-/* Group collectives into instances: one per (process group, sequence). */
+/* Group collectives into instances: one per (process group, sequence)
+ * and kind.  Members that disagree on the kind (ranks traced from
+ * different runs, or a mislabelled group) do not wait for each other:
+ * each kind is an instance of its own, counted in n_mismatched. */
 static int match_collectives(struct sim *s)
 {
 	const struct graph *g = s->g;
 	uint32_t nc = g->n_colls;
-	struct inst_key *k = malloc((nc ? nc : 1) * sizeof(*k));
+	struct inst_key *k = prism_malloc((nc ? nc : 1) * sizeof(*k));
 
 	if (!k)
 		return PRISM_ENOMEM;
 	for (uint32_t c = 0; c < nc; c++) {
 		k[c].pg = g->colls[c].pg;
 		k[c].seq = g->colls[c].seq;
+		k[c].kind = kind_class(g->colls[c].kind);
 		k[c].rank = g->procs[g->proc[g->colls[c].node]].rank;
 		k[c].coll = c;
 	}
@@ -60,16 +67,15 @@ static int match_collectives(struct sim *s)
 	s->n_inst = 0;
 	s->n_mismatched = 0;
 	for (uint32_t i = 0; i < nc; i++) {
-		int fresh = i == 0 || k[i].pg != k[i - 1].pg || k[i].seq != k[i - 1].seq ||
-			    k[i].rank == k[i - 1].rank;
+		int same_op = i > 0 && k[i].pg == k[i - 1].pg && k[i].seq == k[i - 1].seq;
+		int fresh = !same_op || k[i].kind != k[i - 1].kind || k[i].rank == k[i - 1].rank;
+		if (same_op && k[i].kind != k[i - 1].kind)
+			s->n_mismatched++;
 		if (fresh) {
 			s->inst_first[s->n_inst] = i;
 			s->inst_size[s->n_inst] = 0;
 			s->inst_dur[s->n_inst] = INT64_MAX;
 			s->n_inst++;
-		} else if (g->colls[k[i].coll].kind != g->colls[k[i - 1].coll].kind &&
-			   !p2p_pair(g->colls[k[i].coll].kind, g->colls[k[i - 1].coll].kind)) {
-			s->n_mismatched++;
 		}
 		s->inst_of[k[i].coll] = s->n_inst - 1;
 		s->inst_members[i] = k[i].coll;
@@ -84,28 +90,29 @@ static int match_collectives(struct sim *s)
 
 struct sim *sim_new(const struct graph *g)
 {
-	struct sim *s = calloc(1, sizeof(*s));
+	struct sim *s = prism_calloc(1, sizeof(*s));
 	size_t n = g->n_nodes ? g->n_nodes : 1, nc = g->n_colls ? g->n_colls : 1;
 
 	if (!s)
 		return NULL;
 	s->g = g;
-	s->start_ns = malloc(n * sizeof(*s->start_ns));
-	s->end_ns = malloc(n * sizeof(*s->end_ns));
-	s->binding = malloc(n * sizeof(*s->binding));
-	s->ready_ns = malloc(n * sizeof(*s->ready_ns));
-	s->indeg = malloc(n * sizeof(*s->indeg));
-	s->inst_of = malloc(nc * sizeof(*s->inst_of));
-	s->inst_first = malloc((nc + 1) * sizeof(*s->inst_first));
-	s->inst_members = malloc(nc * sizeof(*s->inst_members));
-	s->inst_size = malloc(nc * sizeof(*s->inst_size));
-	s->inst_arrived = malloc(nc * sizeof(*s->inst_arrived));
-	s->inst_ready = malloc(nc * sizeof(*s->inst_ready));
-	s->inst_dur = malloc(nc * sizeof(*s->inst_dur));
-	s->inst_last = malloc(nc * sizeof(*s->inst_last));
-	if (!s->start_ns || !s->end_ns || !s->binding || !s->ready_ns || !s->indeg ||
-	    !s->inst_of || !s->inst_first || !s->inst_members || !s->inst_size || !s->inst_arrived || !s->inst_ready || !s->inst_dur ||
-	    !s->inst_last || evq_init(&s->q, g->n_procs + 16) || match_collectives(s)) {
+	s->start_ns = prism_malloc(n * sizeof(*s->start_ns));
+	s->end_ns = prism_malloc(n * sizeof(*s->end_ns));
+	s->binding = prism_malloc(n * sizeof(*s->binding));
+	s->ready_ns = prism_malloc(n * sizeof(*s->ready_ns));
+	s->indeg = prism_malloc(n * sizeof(*s->indeg));
+	s->inst_of = prism_malloc(nc * sizeof(*s->inst_of));
+	s->inst_first = prism_malloc((nc + 1) * sizeof(*s->inst_first));
+	s->inst_members = prism_malloc(nc * sizeof(*s->inst_members));
+	s->inst_size = prism_malloc(nc * sizeof(*s->inst_size));
+	s->inst_arrived = prism_malloc(nc * sizeof(*s->inst_arrived));
+	s->inst_ready = prism_malloc(nc * sizeof(*s->inst_ready));
+	s->inst_dur = prism_malloc(nc * sizeof(*s->inst_dur));
+	s->inst_last = prism_malloc(nc * sizeof(*s->inst_last));
+	if (!s->start_ns || !s->end_ns || !s->binding || !s->ready_ns || !s->indeg || !s->inst_of ||
+	    !s->inst_first || !s->inst_members || !s->inst_size || !s->inst_arrived ||
+	    !s->inst_ready || !s->inst_dur || !s->inst_last || evq_init(&s->q, g->n_procs + 16) ||
+	    match_collectives(s)) {
 		sim_free(s);
 		return NULL;
 	}
@@ -154,6 +161,14 @@ static int64_t dur_of(const struct sim *s, uint32_t u, int rendezvous)
 	return g->dur_ns[u];
 }
 
+static int too_late(const struct graph *g, uint32_t u, struct prism_err *err)
+{
+	return prism_err_set(err, PRISM_ELIMIT,
+			     "simulation: task %" PRIu32 " '%.60s' would end more than %" PRId64
+			     " ns (146 years) after the start",
+			     u, strtab_get(&g->st, g->name[u]), PRISM_TIME_MAX);
+}
+
 /* Whether u is slowed by contention: 1 a compute kernel, 2 a collective
  * (with one member present), 0 neither. */
 static int contended(const struct sim *s, uint32_t u, int rv)
@@ -179,9 +194,9 @@ static int contention_alloc(struct sim *s)
 	for (uint32_t p = 0; p < g->n_procs; p++)
 		if (g->procs[p].rank + 1 > ranks)
 			ranks = g->procs[p].rank + 1;
-	s->rem = malloc(n * sizeof(*s->rem));
-	s->pred_end = malloc(n * sizeof(*s->pred_end));
-	s->run = calloc(ranks ? ranks : 1, sizeof(*s->run));
+	s->rem = prism_malloc(n * sizeof(*s->rem));
+	s->pred_end = prism_malloc(n * sizeof(*s->pred_end));
+	s->run = prism_calloc(ranks ? ranks : 1, sizeof(*s->run));
 	s->n_gpu_ranks = ranks;
 	return s->rem && s->pred_end && s->run ? 0 : PRISM_ENOMEM;
 }
@@ -211,7 +226,10 @@ static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r
 {
 	for (uint32_t i = 0; i < r->n; i++) {
 		uint32_t v = r->v[i];
-		int64_t end = t + (int64_t)llround(s->rem[v] / rate_of(s, o, r, v));
+		double left = s->rem[v] / rate_of(s, o, r, v);
+		/* Past PRISM_TIME_MAX: release() refuses it (too_late). */
+		int64_t end = left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1
+							    : t + (int64_t)llround(left);
 		if (end == s->pred_end[v])
 			continue;
 		s->pred_end[v] = end;
@@ -228,7 +246,7 @@ static int begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t,
 	struct sim_running *r = &s->run[s->g->procs[s->g->proc[u]].rank];
 	if (r->n == r->cap) {
 		uint32_t cap = r->cap ? 2 * r->cap : 8;
-		uint32_t *v = realloc(r->v, cap * sizeof(*v));
+		uint32_t *v = prism_realloc(r->v, cap * sizeof(*v));
 		if (!v)
 			return PRISM_ENOMEM;
 		r->v = v;
@@ -261,10 +279,13 @@ static int finish(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t
 	return retime(s, o, r, t) ? PRISM_ENOMEM : 1;
 }
 
-/* u has ended: release what waits for it. */
-static int release(struct sim *s, const struct sim_opts *o, uint32_t u)
+/* u has ended: release what waits for it.  0, or the error set in err. */
+static int release(struct sim *s, const struct sim_opts *o, uint32_t u, struct prism_err *err)
 {
 	const struct graph *g = s->g;
+	/* Times and durations are within PRISM_TIME_MAX: the sum fits. */
+	if (s->end_ns[u] > PRISM_TIME_MAX)
+		return too_late(g, u, err);
 	if (s->end_ns[u] > s->makespan_ns)
 		s->makespan_ns = s->end_ns[u];
 	s->n_done++;
@@ -282,8 +303,10 @@ static int release(struct sim *s, const struct sim_opts *o, uint32_t u)
 			int64_t at = s->ready_ns[v] + g->lag_ns[v];
 			if ((g->flags[v] & NF_ANCHORED) && g->start_ns[v] > at)
 				at = g->start_ns[v];
+			if (at > PRISM_TIME_MAX)
+				return too_late(g, v, err);
 			if (evq_push(&s->q, at, v))
-				return PRISM_ENOMEM;
+				return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
 	}
 	return 0;
@@ -323,7 +346,8 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 			/* A task nothing precedes starts when it did in the trace. */
 			s->ready_ns[u] = g->start_ns[u];
 			if (evq_push(&s->q, g->start_ns[u], u))
-				return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+				return prism_err_set(err, PRISM_ENOMEM,
+						     "simulation: out of memory");
 		}
 	}
 	while (evq_pop(&s->q, &e) == 0) {
@@ -332,8 +356,10 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 
 		if (u & SIM_FIN) {
 			u &= ~SIM_FIN;
-			if ((fin = finish(s, o, u, e.time_ns)) < 0 || (fin && release(s, o, u)))
+			if ((fin = finish(s, o, u, e.time_ns)) < 0)
 				return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+			if (fin && (fin = release(s, o, u, err)))
+				return fin;
 			continue;
 		}
 		c = g->coll[u];
@@ -342,8 +368,8 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 			/* Rendezvous: wait for every member; the last releases all. */
 			uint32_t i = s->inst_of[c];
 			if (e.time_ns > s->inst_ready[i] || s->inst_last[i] == NONE32) {
-				s->inst_ready[i] = e.time_ns > s->inst_ready[i] ? e.time_ns
-										 : s->inst_ready[i];
+				s->inst_ready[i] =
+				    e.time_ns > s->inst_ready[i] ? e.time_ns : s->inst_ready[i];
 				s->inst_last[i] = u;
 			}
 			s->start_ns[u] = -2; /* arrived, waiting */
@@ -370,15 +396,16 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 			continue;
 		}
 		s->end_ns[u] = e.time_ns + dur_of(s, u, rv);
-		if (release(s, o, u))
-			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		if ((fin = release(s, o, u, err)))
+			return fin;
 	}
 	if (s->n_done != g->n_nodes)
 		return prism_err_set(err, PRISM_EINTERNAL,
 				     "simulation: %" PRIu64 " of %" PRIu32
 				     " tasks never started (collectives whose ranks wait on "
 				     "each other: %" PRIu32 " instances disagree on the kind)",
-				     (uint64_t)(g->n_nodes - s->n_done), g->n_nodes, s->n_mismatched);
+				     (uint64_t)(g->n_nodes - s->n_done), g->n_nodes,
+				     s->n_mismatched);
 	return 0;
 }
 

@@ -10,8 +10,10 @@
  * simulated, not replayed.
  *
  * Collectives rendezvous across ranks: the instances of one collective
- * (same process group, same sequence number, one per rank present) all
- * start when the last of them is ready, and last the shortest of their
+ * (same process group, same sequence number, same kind -- a send and a
+ * recv are one -- one per rank present) all start when the last of them
+ * is ready (members that disagree on the kind do not wait for each
+ * other; n_mismatched counts them), and last the shortest of their
  * traced durations (in a trace, the last rank to arrive waited least, so
  * its duration is the transfer).  An instance with one member present
  * keeps its traced duration.
@@ -76,7 +78,8 @@ struct sim {
 	int64_t *inst_ready;
 	int64_t *inst_dur;      /* the transfer time */
 	uint32_t *inst_last;    /* the member that arrived last */
-	uint32_t n_mismatched;  /* instances whose members disagree on the kind */
+	uint32_t n_mismatched; /* (group, sequence) pairs whose ranks disagree on
+				 * the kind: not made to wait for each other */
 	int64_t makespan_ns;    /* end of the last task */
 	uint64_t n_done;
 	/* Contention (allocated on the first run that asks for it). */

@@ -29,7 +29,12 @@ static int multi(const struct graph *g, int rank)
 
 static int64_t pid_of(const struct graph *g, int rank, const struct graph_proc *p)
 {
-	return multi(g, rank) ? (int64_t)(p->rank + 1) * 10000000 + p->pid : p->pid;
+	/* Unsigned: a trace's pid and rank may be anything (the output then
+	 * collides, but nothing overflows). */
+	return multi(g, rank) ? (int64_t)(((uint64_t)g->ranks[p->rank].rank + 1) *
+					      (uint64_t)TIMELINE_RANK_PID +
+					  (uint64_t)p->pid)
+			      : p->pid;
 }
 
 /* The correlation id written for u: GPU work takes its launch call's (a
@@ -44,7 +49,21 @@ static int64_t corr_of(const struct graph *g, int rank, const int64_t *launch_co
 			return 0;
 		c = launch_corr[u];
 	}
-	return multi(g, rank) ? c + ((int64_t)g->procs[g->proc[u]].rank << 40) : c;
+	return multi(g, rank) ? (int64_t)((uint64_t)c + ((uint64_t)g->procs[g->proc[u]].rank << 40))
+			      : c;
+}
+
+static int cmp_iter(const void *a, const void *b, void *ctx)
+{
+	const struct graph *g = ctx;
+	const struct graph_iter *x = &g->iters[*(const uint32_t *)a];
+	const struct graph_iter *y = &g->iters[*(const uint32_t *)b];
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	return (*(const uint32_t *)a > *(const uint32_t *)b) -
+	       (*(const uint32_t *)a < *(const uint32_t *)b);
 }
 
 static void event(FILE *f, int *first, const struct graph *g, const char *cat, const char *name,
@@ -55,6 +74,11 @@ static void event(FILE *f, int *first, const struct graph *g, const char *cat, c
 	*first = 0;
 	fprintf(f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cat);
 	prism_fput_json_str(f, name);
+	/* Within the limits prism reads (+-PRISM_TIME_MAX, no negative
+	 * duration), so that what it writes reads back: a damaged graph's
+	 * step can map before its start or far from its tasks. */
+	ts = ts < -PRISM_TIME_MAX ? -PRISM_TIME_MAX : ts > PRISM_TIME_MAX ? PRISM_TIME_MAX : ts;
+	dur = dur < 0 ? 0 : dur > PRISM_TIME_MAX - ts ? PRISM_TIME_MAX - ts : dur;
 	fprintf(f, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", pid, tid);
 	put_us(f, ts);
 	fputs(",\"dur\":", f);
@@ -95,12 +119,56 @@ static const struct cut *cut_after(const struct cut *c, size_t n, uint32_t proc,
 	return lo < n && c[lo].proc == proc ? &c[lo] : NULL;
 }
 
+/* The length of the longest string of st. */
+static size_t longest(const struct strtab *st)
+{
+	size_t m = 0;
+	for (uint32_t i = 0; i < st->n; i++) {
+		size_t n = strlen(strtab_get(st, i));
+		if (n > m)
+			m = n;
+	}
+	return m;
+}
+
+/* s is a JSON array as Kineto writes shapes and types ("[[2, 3], []]",
+ * "[\"float\", \"\"]"): brackets that close only at its end, no escapes,
+ * nothing but digits, letters, spaces, commas, quotes and ":_.-" -- so
+ * that text from a graph file is written into the trace as it was read,
+ * and nothing else. */
+static int json_array(const char *s)
+{
+	int depth = 0;
+	if (*s != '[')
+		return 0;
+	for (const char *p = s; *p; p++) {
+		if (*p == '[') {
+			depth++;
+		} else if (*p == ']') {
+			if (--depth == 0)
+				return p[1] == '\0';
+		} else if (!(*p >= '0' && *p <= '9') && !(*p >= 'a' && *p <= 'z') &&
+			   !(*p >= 'A' && *p <= 'Z') && !strchr(" ,\":_.-", *p)) {
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Launch call u has shapes of its op to write (json_array). */
+static int op_shapes(const struct graph *g, uint32_t u)
+{
+	return g->kind[u] == GN_RUNTIME && g->rtclass[u] == RT_LAUNCH && g->op_dims[u] &&
+	       json_array(strtab_get(&g->st, g->op_dims[u])) &&
+	       json_array(strtab_get(&g->st, g->op_types[u]));
+}
+
 /* Slice [start, end) of proc written as one event per piece between the
  * cuts of its thread, each piece followed by args (which closes the
  * event). */
-static void pieces(FILE *f, int *first, const struct graph *g, const struct cut *cuts,
-		   size_t ncuts, uint32_t proc, const char *cat, const char *name, int64_t pid,
-		   int64_t tid, int64_t start, int64_t end, const char *args)
+static void pieces(FILE *f, int *first, const struct graph *g, const struct cut *cuts, size_t ncuts,
+		   uint32_t proc, const char *cat, const char *name, int64_t pid, int64_t tid,
+		   int64_t start, int64_t end, const char *args)
 {
 	const struct cut *c;
 	while ((c = cut_after(cuts, ncuts, proc, start)) && c->t < end) {
@@ -158,10 +226,10 @@ static void ranges(FILE *f, int *first, const struct sim *s, int rank, const str
 				uint32_t v = u + 1;
 				char name[48];
 				int on;
-#define SAME(a, b)                                                                  \
-	(g->mb[a] == g->mb[b] && (level < 1 || g->phase[a] == g->phase[b]) &&        \
+#define SAME(a, b)                                                                                 \
+	(g->mb[a] == g->mb[b] && (level < 1 || g->phase[a] == g->phase[b]) &&                      \
 	 (level < 2 || g->layer[a] == g->layer[b]))
-				on = level == 0 ? g->mb[u] >= 0
+				on = level == 0	  ? g->mb[u] >= 0
 				     : level == 1 ? g->phase[u] != PH_NONE
 						  : g->layer[u] >= 0;
 				while (v < end && SAME(u, v))
@@ -169,14 +237,14 @@ static void ranges(FILE *f, int *first, const struct sim *s, int rank, const str
 #undef SAME
 				if (on) {
 					if (level == 0)
-						snprintf(name, sizeof(name), "prism::microbatch#%" PRId32,
-							 g->mb[u]);
+						snprintf(name, sizeof(name),
+							 "prism::microbatch#%" PRId32, g->mb[u]);
 					else if (level == 1)
 						snprintf(name, sizeof(name), "prism::phase#%s",
 							 graph_phase_name(g->phase[u]));
 					else
-						snprintf(name, sizeof(name), "prism::layer#%" PRId32,
-							 g->layer[u]);
+						snprintf(name, sizeof(name),
+							 "prism::layer#%" PRId32, g->layer[u]);
 					pieces(f, first, g, cuts, ncuts, p, "user_annotation", name,
 					       pid_of(g, rank, pr), pr->tid, s->start_ns[u],
 					       s->end_ns[v - 1], ",\"args\":{}}");
@@ -187,50 +255,90 @@ static void ranges(FILE *f, int *first, const struct sim *s, int rank, const str
 	}
 }
 
-/* The step of its (rank, step) on the host thread that ran it, or NULL. */
-static const struct graph_iter *iter_of(const struct graph *g, const struct metrics_iter *it)
+/* The step of its (rank, step) on the host thread that ran it (the last
+ * of the graph's iterations with that rank and step), or NULL.  by: the
+ * iterations' indices sorted by cmp_iter. */
+static const struct graph_iter *iter_of(const struct graph *g, const uint32_t *by,
+					const struct metrics_iter *it)
 {
 	const struct graph_iter *gi = NULL;
+	uint32_t lo = 0, hi = g->n_iters;
 	if (it->step < 0)
 		return NULL;
-	for (uint32_t k = 0; k < g->n_iters; k++)
-		if (g->iters[k].rank == it->rank && g->iters[k].step == it->step)
-			gi = &g->iters[k];
+	while (lo < hi) { /* past the last (rank, step) */
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct graph_iter *m = &g->iters[by[mid]];
+		if (m->rank < it->rank || (m->rank == it->rank && m->step <= it->step))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && g->iters[by[lo - 1]].rank == it->rank &&
+	    g->iters[by[lo - 1]].step == it->step)
+		gi = &g->iters[by[lo - 1]];
 	return gi && gi->proc != UINT32_MAX ? gi : NULL;
+}
+
+struct pid_proc {
+	int64_t pid;
+	uint32_t p;
+};
+
+static int cmp_pid_proc(const void *a, const void *b)
+{
+	const struct pid_proc *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->p > y->p) - (x->p < y->p);
 }
 
 /* The process names: one record per process (a process has several
  * threads or streams). */
 static int64_t process_names(FILE *f, int *first, const struct graph *g, int rank)
 {
-	int64_t *seen = malloc((g->n_procs ? g->n_procs : 1) * sizeof(*seen)), top = 0;
-	uint32_t nseen = 0;
+	/* The first processor of each pid names the process: found by a
+	 * sort, not a scan (a trace may have 10^6 threads). */
+	struct pid_proc *v = prism_malloc((g->n_procs ? g->n_procs : 1) * sizeof(*v));
+	uint8_t *names = prism_calloc(g->n_procs ? g->n_procs : 1, 1);
+	int64_t top = 0;
+	uint32_t nv = 0;
 
+	if (v && names) {
+		for (uint32_t p = 0; p < g->n_procs; p++)
+			if (rank < 0 || g->procs[p].rank == (uint32_t)rank)
+				v[nv++] = (struct pid_proc){pid_of(g, rank, &g->procs[p]), p};
+		if (nv)
+			qsort(v, nv, sizeof(*v), cmp_pid_proc);
+		for (uint32_t k = 0; k < nv; k++)
+			if (k == 0 || v[k].pid != v[k - 1].pid)
+				names[v[k].p] = 1;
+	}
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
 		int64_t pid = pid_of(g, rank, pr);
-		int dup = 0;
 		if (rank >= 0 && pr->rank != (uint32_t)rank)
 			continue;
 		if (pid >= top)
-			top = pid + 1;
-		for (uint32_t k = 0; seen && k < nseen && !dup; k++)
-			dup = seen[k] == pid;
-		if (!dup) {
-			if (seen)
-				seen[nseen++] = pid;
-			fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
-				   ",\"tid\":0,\"args\":{\"name\":\"rank %" PRId64 " %s %" PRId64 "\"}}",
+			top = pid < INT64_MAX ? pid + 1 : pid;
+		/* Out of memory: every thread names its process. */
+		if (!v || !names || names[p]) {
+			fprintf(f,
+				"%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
+				",\"tid\":0,\"args\":{\"name\":\"rank %" PRId64 " %s %" PRId64
+				"\"}}",
 				*first ? "\n" : ",\n", pid, g->ranks[pr->rank].rank,
 				pr->gpu ? "GPU" : "host pid", pr->pid);
 			*first = 0;
 		}
-		fprintf(f, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64
-			   ",\"tid\":%" PRId64 ",\"args\":{\"name\":\"%s %" PRId64 "\"}}",
-			*first ? "\n" : ",\n", pid, pr->tid, pr->gpu ? "stream" : "thread", pr->tid);
+		fprintf(f,
+			"%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64
+			",\"tid\":%" PRId64 ",\"args\":{\"name\":\"%s %" PRId64 "\"}}",
+			*first ? "\n" : ",\n", pid, pr->tid, pr->gpu ? "stream" : "thread",
+			pr->tid);
 		*first = 0;
 	}
-	free(seen);
+	free(v);
+	free(names);
 	return top;
 }
 
@@ -250,13 +358,15 @@ static void flows(FILE *f, int *first, const struct sim *s, int rank)
 			if (GE_KIND(g->out_kind[k]) != GE_LAUNCH ||
 			    (rank >= 0 && pv->rank != (uint32_t)rank))
 				continue;
-			fprintf(f, "%s{\"ph\":\"s\",\"id\":%" PRIu32 ",\"pid\":%" PRId64
-				   ",\"tid\":%" PRId64 ",\"ts\":",
+			fprintf(f,
+				"%s{\"ph\":\"s\",\"id\":%" PRIu32 ",\"pid\":%" PRId64
+				",\"tid\":%" PRId64 ",\"ts\":",
 				*first ? "\n" : ",\n", v, pid_of(g, rank, pu), pu->tid);
 			put_us(f, s->start_ns[u]);
 			fputs(",\"cat\":\"ac2g\",\"name\":\"ac2g\"}", f);
-			fprintf(f, ",\n{\"ph\":\"f\",\"id\":%" PRIu32 ",\"pid\":%" PRId64
-				   ",\"tid\":%" PRId64 ",\"ts\":",
+			fprintf(f,
+				",\n{\"ph\":\"f\",\"id\":%" PRIu32 ",\"pid\":%" PRId64
+				",\"tid\":%" PRId64 ",\"ts\":",
 				v, pid_of(g, rank, pv), pv->tid);
 			put_us(f, s->start_ns[v]);
 			fputs(",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}", f);
@@ -274,10 +384,11 @@ static void critical_track(FILE *f, int *first, const struct sim *s, int rank,
 {
 	const struct graph *g = s->g;
 	int64_t prev_end = INT64_MIN;
-	fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
-		   ",\"tid\":0,\"args\":{\"name\":\"critical path\"}},\n{\"ph\":\"M\",\"name\":"
-		   "\"thread_name\",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"name\":\"critical "
-		   "path (%" PRIu32 " tasks)\"}}",
+	fprintf(f,
+		"%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
+		",\"tid\":0,\"args\":{\"name\":\"critical path\"}},\n{\"ph\":\"M\",\"name\":"
+		"\"thread_name\",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"name\":\"critical "
+		"path (%" PRIu32 " tasks)\"}}",
 		*first ? "\n" : ",\n", pid, pid, mp->n);
 	*first = 0;
 	for (uint32_t i = mp->n; i-- > 0;) {
@@ -294,7 +405,8 @@ static void critical_track(FILE *f, int *first, const struct sim *s, int rank,
 		prev_end = end;
 		event(f, first, g, "prism_critical_path", name[0] ? name : "cpu", pid, 0, start,
 		      end - start);
-		fprintf(f, ",\"args\":{\"rank\":%" PRId64 ",\"on\":\"%s %" PRId64 "/%" PRId64 "\"}}",
+		fprintf(f,
+			",\"args\":{\"rank\":%" PRId64 ",\"on\":\"%s %" PRId64 "/%" PRId64 "\"}}",
 			g->ranks[pr->rank].rank, pr->gpu ? "stream" : "thread", pr->pid, pr->tid);
 	}
 }
@@ -309,31 +421,47 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	struct metrics_path mp = {0};
 	struct cut *cuts = NULL;
 	size_t ncuts = 0;
-	uint8_t *critical = calloc(g->n_nodes ? g->n_nodes : 1, 1);
+	uint8_t *critical = prism_calloc(g->n_nodes ? g->n_nodes : 1, 1);
 	FILE *f;
 	int first = 1;
-	int64_t *launch_corr = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr)), top;
+	int64_t *launch_corr = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr)),
+		top;
+	/* The graph's iterations by (rank, step, index): each step's last is
+	 * found by a search, not a scan (a trace may have 10^6). */
+	uint32_t *by = prism_malloc((g->n_iters ? g->n_iters : 1) * sizeof(*by));
 	long nits = metrics_iterations(s, &its);
+	/* An op's args: its shapes (any two strings of g) and a few keys. */
+	size_t args_cap = 2 * longest(&g->st) + 96;
+	char *args = prism_malloc(args_cap);
 
-	if (!launch_corr || !critical || nits < 0 || metrics_critical_path(s, &mp) ||
-	    !(cuts = malloc(((size_t)(nits > 0 ? nits : 0) * 2 + 1) * sizeof(*cuts)))) {
+	if (!launch_corr || !critical || !by || !args || nits < 0 ||
+	    metrics_critical_path(s, &mp) ||
+	    !(cuts = prism_malloc(((size_t)(nits > 0 ? nits : 0) * 2 + 1) * sizeof(*cuts)))) {
 		free(launch_corr);
 		free(critical);
+		free(by);
+		free(args);
 		free(its);
 		free(mp.nodes);
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
 	}
+	for (uint32_t k = 0; k < g->n_iters; k++)
+		by[k] = k;
+	if (g->n_iters)
+		qsort_r(by, g->n_iters, sizeof(*by), cmp_iter, (void *)g);
 	for (uint32_t i = 0; i < mp.n; i++)
 		critical[mp.nodes[i]] = 1;
 	/* Each step's two ends cut the slices of its thread. */
 	for (long i = 0; i < nits; i++) {
-		const struct graph_iter *gi = iter_of(g, &its[i]);
+		const struct graph_iter *gi = iter_of(g, by, &its[i]);
 		if (!gi)
 			continue;
 		cuts[ncuts++] = (struct cut){gi->proc, its[i].sim_host_start_ns};
-		cuts[ncuts++] = (struct cut){gi->proc, its[i].sim_host_start_ns + its[i].pred_host_ns};
+		cuts[ncuts++] =
+		    (struct cut){gi->proc, its[i].sim_host_start_ns + its[i].pred_host_ns};
 	}
-	qsort(cuts, ncuts, sizeof(*cuts), cmp_cut);
+	if (ncuts)
+		qsort(cuts, ncuts, sizeof(*cuts), cmp_cut);
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		launch_corr[u] = -1;
 	for (uint32_t u = 0; u < g->n_nodes; u++)
@@ -343,8 +471,10 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	/* Whole or not at all: a failed write keeps the previous file. */
 	if (prism_wfile_open(&out, path)) {
 		int e = errno;
+		free(args);
 		free(launch_corr);
 		free(critical);
+		free(by);
 		free(its);
 		free(cuts);
 		free(mp.nodes);
@@ -356,6 +486,17 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 		const struct graph_rank *rk = &g->ranks[rank >= 0 ? rank : 0];
 		fprintf(f, "\"distributedInfo\":{\"rank\":%" PRId64 ",\"world_size\":%" PRId64 "},",
 			rk->rank, rk->world_size ? rk->world_size : 1);
+	} else {
+		/* Several ranks: a world and no rank of its own, so that
+		 * prism ingest splits the file by its pids (kineto_split). */
+		int64_t w = g->n_ranks;
+		for (uint32_t r = 0; r < g->n_ranks; r++) {
+			if (g->ranks[r].world_size > w)
+				w = g->ranks[r].world_size;
+			if (g->ranks[r].rank + 1 > w)
+				w = g->ranks[r].rank + 1;
+		}
+		fprintf(f, "\"distributedInfo\":{\"world_size\":%" PRId64 "},", w);
 	}
 	fputs("\"traceEvents\":[", f);
 	top = process_names(f, &first, g, rank);
@@ -368,14 +509,45 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 			continue;
 		switch (g->kind[u]) {
 		case GN_CPU:
-			pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op", name[0] ? name : "cpu",
-			       pid, pr->tid, s->start_ns[u], end,
-			       critical[u] ? ",\"args\":{\"prism\":\"cpu work\",\"critical_path\":1}}"
-					   : ",\"args\":{\"prism\":\"cpu work\"}}");
+			if (u + 1 < g->n_nodes && g->proc[u + 1] == g->proc[u] &&
+			    op_shapes(g, u + 1)) {
+				/* The op that launched a kernel, spanning its launch
+				 * call as a profiler's does, with the shapes it
+				 * recorded: the trace re-ingests with them (kernels
+				 * re-timed from their shapes, edit.h). */
+				const char *op = strtab_get(&g->st, g->op[u + 1]);
+				snprintf(args, args_cap,
+					 ",\"args\":{\"prism\":\"cpu work\",\"Input Dims\":%s,"
+					 "\"Input type\":%s%s}}",
+					 strtab_get(&g->st, g->op_dims[u + 1]),
+					 strtab_get(&g->st, g->op_types[u + 1]),
+					 critical[u] ? ",\"critical_path\":1" : "");
+				if (!op[0])
+					op = name[0] ? name : "cpu";
+				pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op", op, pid,
+				       pr->tid, s->start_ns[u], s->end_ns[u + 1], args);
+				break;
+			}
+			pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op",
+			       name[0] ? name : "cpu", pid, pr->tid, s->start_ns[u], end,
+			       critical[u]
+				   ? ",\"args\":{\"prism\":\"cpu work\",\"critical_path\":1}}"
+				   : ",\"args\":{\"prism\":\"cpu work\"}}");
 			break;
 		case GN_WAIT:
 			break; /* written with its call */
 		case GN_RUNTIME:
+			if (op_shapes(g, u) &&
+			    !(u > 0 && g->proc[u - 1] == g->proc[u] && g->kind[u - 1] == GN_CPU)) {
+				/* No CPU work before it: its op spans the call alone. */
+				const char *op = strtab_get(&g->st, g->op[u]);
+				snprintf(args, args_cap,
+					 ",\"args\":{\"Input Dims\":%s,\"Input type\":%s}}",
+					 strtab_get(&g->st, g->op_dims[u]),
+					 strtab_get(&g->st, g->op_types[u]));
+				pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op",
+				       op[0] ? op : "op", pid, pr->tid, s->start_ns[u], end, args);
+			}
 			if (g->flags[u] & NF_BLOCKING) {
 				end = s->end_ns[u + 1];
 				if (critical[u + 1])
@@ -391,14 +563,16 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 			break;
 		default:
 			event(f, &first, g,
-			      g->kind[u] == GN_MEMCPY   ? "gpu_memcpy"
+			      g->kind[u] == GN_MEMCPY	? "gpu_memcpy"
 			      : g->kind[u] == GN_MEMSET ? "gpu_memset"
 							: "kernel",
 			      name, pid, pr->tid, s->start_ns[u], end - s->start_ns[u]);
+			/* The device keeps the rank's offset: prism ingest takes
+			 * it for the GPU's pid. */
 			fprintf(f,
 				",\"args\":{\"device\":%" PRId64 ",\"stream\":%" PRId64
 				",\"correlation\":%" PRId64,
-				pr->pid, pr->tid, corr_of(g, rank, launch_corr, u));
+				pid, pr->tid, corr_of(g, rank, launch_corr, u));
 			if (g->coll[u] != UINT32_MAX)
 				coll_args(f, g, u);
 			fprintf(f, "%s}}", crit);
@@ -407,7 +581,7 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	/* The steps: their host spans (ProfilerStep#N as Kineto writes it). */
 	for (long i = 0; i < nits; i++) {
 		char name[48];
-		const struct graph_iter *gi = iter_of(g, &its[i]);
+		const struct graph_iter *gi = iter_of(g, by, &its[i]);
 		if (!gi || (rank >= 0 && gi->rank != (uint32_t)rank))
 			continue;
 		snprintf(name, sizeof(name), "ProfilerStep#%" PRId64, its[i].step);
@@ -425,17 +599,18 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 		      s->start_ns[w->call], 1);
 		fprintf(f,
 			",\"args\":{\"cuda_sync_kind\":\"Stream Wait Event\",\"stream\":%" PRId64
-			",\"wait_on_stream\":%" PRId64 ",\"wait_on_cuda_event_record_corr_id\":%" PRId64
+			",\"wait_on_stream\":%" PRId64
+			",\"wait_on_cuda_event_record_corr_id\":%" PRId64
 			",\"correlation\":%" PRId64 ",\"device\":%" PRId64 "}}",
 			ws->tid, rs->tid, corr_of(g, rank, launch_corr, w->record),
-			corr_of(g, rank, launch_corr, w->call), ws->pid);
+			corr_of(g, rank, launch_corr, w->call), pid_of(g, rank, ws));
 	}
 	flows(f, &first, s, rank);
 	critical_track(f, &first, s, rank, &mp, top);
 	if (g->meta && g->n_procs) {
 		uint32_t p0 = 0;
-		while (p0 < g->n_procs && (g->procs[p0].gpu ||
-					   (rank >= 0 && g->procs[p0].rank != (uint32_t)rank)))
+		while (p0 < g->n_procs &&
+		       (g->procs[p0].gpu || (rank >= 0 && g->procs[p0].rank != (uint32_t)rank)))
 			p0++;
 		if (p0 < g->n_procs) {
 			event(f, &first, g, "user_annotation", strtab_get(&g->st, g->meta),
@@ -444,8 +619,10 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 		}
 	}
 	fputs("\n]}\n", f);
+	free(args);
 	free(launch_corr);
 	free(critical);
+	free(by);
 	free(its);
 	free(cuts);
 	free(mp.nodes);

@@ -3,7 +3,9 @@
  *
  * The layout is the input's: host threads keep their pid/tid, streams their
  * device/stream ids (with several ranks, pids are offset by
- * (rank index + 1) x 10,000,000 and named "rank R ...").  Events are
+ * (rank + 1) x TIMELINE_RANK_PID and named "rank R ...", and the file's
+ * distributedInfo has a world size and no rank: prism ingest gives each
+ * rank its own again, kineto.h).  Events are
  * written in the Kineto vocabulary (cpu_op, cuda_runtime, kernel,
  * gpu_memcpy, gpu_memset, ProfilerStep#N annotations with the simulated
  * iteration spans), so `prism ingest` reads a timeline back: a blocking
@@ -21,10 +23,11 @@
 #ifndef PRISM_TIMELINE_H
 #define PRISM_TIMELINE_H
 
+#include "kineto.h"
 #include "sim.h"
 
 struct timeline_opts {
-	int rank;  /* index into graph.ranks to write alone (the file is then that
+	int rank; /* index into graph.ranks to write alone (the file is then that
 		    * rank's trace, with its own pids), or -1 for every rank */
 	const struct graph_wait *waits; /* written as cuda_sync events */
 	uint32_t n_waits;

@@ -10,6 +10,7 @@ usage: cli_options.py PRISM
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -65,25 +66,71 @@ with tempfile.TemporaryDirectory() as d:
     check("kv_heads 4 must be divisible by tp 8" in r.stderr, r.stderr)
 
 # whatif on a trace without a run description (tests/data/layers_2024.json:
-# three layers inferred): --layers takes multiples, other edits are refused.
+# three layers inferred): layers repeated or dropped, other edits refused
+# with what is missing.
 src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 plain = os.path.join(src, "tests", "data", "layers_2024.json")
 w = json.loads(run("whatif", plain, "--layers", "9", "--json").stdout)
 check(w["layers_from"] == 3 and w["layers_to"] == 9, f"--layers 9: {w}")
-# The stream is saturated: 2.070 ms plus 2 x 18 kernels of 100 us.
+check(w["method"] == "graph edit", f"--layers 9: {w['method']}")
+# The stream is saturated: 2.070 ms plus 2 x 18 kernels of 100 us; one
+# layer more or less is 6 kernels (forward and backward).
 check(abs(w["iteration_s"] - 0.00567) < 1e-9, f"--layers 9: {w['iteration_s']}")
-r = run("whatif", plain, "--layers", "4", code=2)
-check(r.stderr == f"prism: {plain}: 3 layers found in the trace; without a run description "
-      "--layers must be a multiple of 3 (the found blocks are repeated)\n", r.stderr)
+w = json.loads(run("whatif", plain, "--layers", "4", "--json").stdout)
+check(abs(w["iteration_s"] - 0.00267) < 1e-9, f"--layers 4: {w['iteration_s']}")
+w = json.loads(run("whatif", plain, "--layers", "2", "--json").stdout)
+check(abs(w["iteration_s"] - 0.00147) < 1e-9, f"--layers 2: {w['iteration_s']}")
 r = run("whatif", plain, "--hidden", "4", code=2)
-check(r.stderr == f"prism: {plain}: no run description in the trace (prism::model#), so only "
-      "--dp, --layers and --hw edits apply (record with scripts/collect_trace.py for the "
-      "others)\n", r.stderr)
+check(r.stderr == f"prism: {plain}: the trace has no run description (prism::model#): hidden "
+      "size: a graph edit changes layers, microbatches, dp, pipeline stages (from one), the "
+      "hardware, and with a run description the hidden size and TP (from TP > 1)\n", r.stderr)
 r = run("whatif", plain, "--no-infer-layers", "--layers", "6", code=2)
-check(r.stderr == f"prism: {plain}: no layers found in the trace (no prism::layer ranges, no "
-      "repeated op sequence): --layers does not apply\n", r.stderr)
+check(r.stderr == f"prism: {plain}: the trace has no run description (prism::model#): layers: "
+      "no layers found in the trace (no prism::layer ranges, no nn.Module "
+      "...Layer_N/...Block_N names, no repeated op blocks)\n",
+      r.stderr)
+r = run("whatif", plain, "--dp", "8", code=2)
+check("no parameter sizes" in r.stderr, r.stderr)
+# Layers from module names (tests/data/modules_2024.json); without its
+# ProfilerStep (as vLLM's trace) they are found but no step's tasks can be
+# repeated: refused, where before it answered +0.0 %.
+mods = os.path.join(src, "tests", "data", "modules_2024.json")
+w = json.loads(run("whatif", mods, "--layers", "6", "--json").stdout)
+check(w["layers_from"] == 3 and w["method"] == "graph edit", f"modules --layers 6: {w}")
+with tempfile.TemporaryDirectory() as d:
+    with open(mods) as f:
+        t = json.load(f)
+    t["traceEvents"] = [e for e in t["traceEvents"] if not e["name"].startswith("ProfilerStep")]
+    nosteps = os.path.join(d, "nosteps.json")
+    with open(nosteps, "w") as f:
+        json.dump(t, f)
+    r = run("whatif", nosteps, "--layers", "6", code=2)
+    check(r.stderr == f"prism: {nosteps}: the trace has no run description (prism::model#): "
+          "layers: the trace has no steps (ProfilerStep#N ranges) whose tasks an edit could "
+          "repeat or cut\n", r.stderr)
 print("layout options: --gbs, its errors, GQA and SwiGLU model files, whatif --layers on a "
       "plain trace")
+
+# synth --hw FILE (issue 19: the description recorded hw=STEM, which no
+# other folder finds): it records the file, relative to the trace's folder
+# when inside it, so a base re-loads from anywhere, and with the folder
+# moved.
+with tempfile.TemporaryDirectory() as d:
+    hw_src = os.path.join(src, "configs", "hw", "h100-dgx.cfg")
+    job = os.path.join(d, "job")
+    os.mkdir(job)
+    with open(hw_src) as f, open(os.path.join(job, "mine.cfg"), "w") as g:
+        g.write(f.read())
+    run("synth", "gpt-small", "--hw", os.path.join(job, "mine.cfg"), "-o",
+        os.path.join(job, "run.json"))
+    with open(os.path.join(job, "run.json")) as f:
+        check(";hw=mine.cfg" in f.read(), "synth --hw FILE: hw=mine.cfg not recorded")
+    moved = os.path.join(d, "elsewhere")
+    os.rename(job, moved)
+    w = json.loads(subprocess.run([PRISM, "whatif", os.path.join(moved, "run.json"), "--layers",
+                                   "16", "--json"], capture_output=True, text=True,
+                                  cwd="/", check=True).stdout)
+    check(w["hw"] == "DGX H100", f"synth --hw FILE, re-loaded: {w['hw']}")
 
 # ingest --unexplained: golden_2023.json worked by hand with a 5 us cap:
 # k_mm was launched at 10 us and began at 25 us (15 us after the call's

@@ -46,7 +46,7 @@ with tempfile.TemporaryDirectory() as d:
     check(r.returncode == 0, f"synth -o: {r.stderr}")
     files = [os.path.join(d, f"run.rank{i}.json") for i in (0, 1)]
     r = run("whatif", *files)
-    check(r.returncode == 0 and "identity" in r.stdout, f"whatif identity: {r.stdout}{r.stderr}")
+    check(r.returncode == 0 and "method     replay" in r.stdout, f"whatif identity: {r.stdout}{r.stderr}")
     r = run("whatif", *files, "--partition", "even")
     lay = [l for l in r.stdout.splitlines() if l.startswith("layout")]
     check(r.returncode == 0 and "rebuilt" in r.stdout and lay and "layers per stage" not in lay[0],

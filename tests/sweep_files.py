@@ -97,6 +97,9 @@ CASES = [
     ("impossible budget", "gpus = [8, 16];", "gpus = [3];",
      "no layout is possible with these GPU counts (16 candidates, all rejected; the first: "
      "global batch 32 does not divide by dp 3 x mbs 1)"),
+    # libconfig reads any file an @include names (a FIFO for ever).
+    ("an @include", "gpus = [8, 16];", '  @include "/dev/stdin"\ngpus = [8, 16];',
+     "@include is not supported (prism's configuration files are whole in themselves)"),
 ]
 
 failed = 0
@@ -125,4 +128,23 @@ with tempfile.TemporaryDirectory() as d:
             failed += 1
         else:
             print(f"ok: {what}: {msg}")
+    # Not a regular file, too large, a NUL byte: refused before libconfig.
+    fifo = os.path.join(d, "fifo.cfg")
+    os.mkfifo(fifo)
+    big = os.path.join(d, "big.cfg")
+    with open(big, "w") as f:
+        f.write(TEXT + "#" * (1 << 20) + "\n")
+    nul = os.path.join(d, "nul.cfg")
+    with open(nul, "w") as f:
+        f.write(TEXT.replace("global_batch", "global\0batch"))
+    for path, msg in ((fifo, f"prism: {fifo}: not a regular file\n"),
+                      (big, f"prism: {big}: {len(TEXT) + (1 << 20) + 1} bytes, more than a "
+                       "configuration file may have (1048576)\n"),
+                      (nul, f"prism: {nul}: byte {TEXT.index('global_batch') + 6}: a NUL byte "
+                       "in a text file\n")):
+        r = subprocess.run([PRISM, "search", path, "--db", os.path.join(d, "x.db")],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 2 or r.stderr != msg:
+            print(f"FAIL: {path}: exit {r.returncode}, stderr {r.stderr!r}, want {msg!r}")
+            failed += 1
 sys.exit(1 if failed else 0)

@@ -9,15 +9,21 @@
  * tests/data/share_2022.json: a kernel that waited for another stream's
  * kernel to drain, and an event wait across disagreeing stream clocks.
  * tests/data/accum_2024.json: two microbatches accumulated in one step,
- * found without ranges.
+ * found without ranges.  tests/data/bridge_2024.json and rocm_2024.json:
+ * below.  tests/data/retime_2024.json: a GEMM and a kernel without shapes
+ * re-timed for a wider model and another GPU (test_retime_gemm).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "build.h"
 #include "edit.h"
+#include "hw.h"
 #include "infer.h"
+#include "kperf.h"
+#include "llm.h"
 #include "metrics.h"
+#include "reshape.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -62,14 +68,14 @@ static void check_graph(const struct graph *g, const struct want_node *wn, size_
 		    g->start_ns[u] != wn[u].start_ns || g->dur_ns[u] != wn[u].dur_ns ||
 		    g->wait_ns[u] != wn[u].wait_ns ||
 		    strcmp(strtab_get(&g->st, g->name[u]), wn[u].name) != 0) {
-			print_error("node %u: got %s p%u %lld+%lld w%lld '%s', want %s p%d %lld+%lld "
-				    "w%lld '%s'\n",
-				    u, graph_node_kind_name(g->kind[u]), g->proc[u],
-				    (long long)g->start_ns[u], (long long)g->dur_ns[u],
-				    (long long)g->wait_ns[u], strtab_get(&g->st, g->name[u]),
-				    graph_node_kind_name(wn[u].kind), wn[u].proc,
-				    (long long)wn[u].start_ns, (long long)wn[u].dur_ns,
-				    (long long)wn[u].wait_ns, wn[u].name);
+			print_error(
+			    "node %u: got %s p%u %lld+%lld w%lld '%s', want %s p%d %lld+%lld "
+			    "w%lld '%s'\n",
+			    u, graph_node_kind_name(g->kind[u]), g->proc[u],
+			    (long long)g->start_ns[u], (long long)g->dur_ns[u],
+			    (long long)g->wait_ns[u], strtab_get(&g->st, g->name[u]),
+			    graph_node_kind_name(wn[u].kind), wn[u].proc, (long long)wn[u].start_ns,
+			    (long long)wn[u].dur_ns, (long long)wn[u].wait_ns, wn[u].name);
 			fail();
 		}
 	}
@@ -99,41 +105,40 @@ static void check_graph(const struct graph *g, const struct want_node *wn, size_
 static void test_golden_2023(void **state)
 {
 	static const struct want_node wn[] = {
-		{GN_CPU, 0, 0, 10000, 0, "aten::mm"},
-		{GN_RUNTIME, 0, 10000, 10000, 0, "cudaLaunchKernel"},
-		{GN_CPU, 0, 20000, 10000, 0, "aten::mm"},
-		{GN_RUNTIME, 0, 30000, 5000, 0, "cudaEventRecord"},
-		{GN_CPU, 0, 35000, 5000, 0, "aten::mm"},
-		{GN_RUNTIME, 0, 40000, 5000, 0, "cudaStreamWaitEvent"},
-		{GN_CPU, 0, 45000, 5000, 0, "aten::mm"},
-		{GN_RUNTIME, 0, 50000, 5000, 0, "cudaLaunchKernel"},
-		{GN_CPU, 0, 55000, 55000, 0, "ProfilerStep#1"},
-		{GN_RUNTIME, 0, 110000, 10000, 0, "cudaGraphLaunch"},
-		{GN_CPU, 0, 120000, 60000, 0, "ProfilerStep#1"},
-		{GN_RUNTIME, 0, 180000, 10000, 0, "cudaLaunchKernel"},
-		{GN_CPU, 0, 190000, 40000, 0, "ProfilerStep#1"},
-		{GN_RUNTIME, 0, 230000, 0, 0, "cudaDeviceSynchronize"},
-		/* waits for k_bwd (ends at 280 us): 50 us waiting, 20 us own cost */
-		{GN_WAIT, 0, 280000, 20000, 50000, "cudaDeviceSynchronize"},
-		{GN_CPU, 1, 195000, 5000, 0, "MmBackward0"},
-		{GN_RUNTIME, 1, 200000, 5000, 0, "cudaLaunchKernel"},
-		{GN_CPU, 1, 205000, 10000, 0, ""},
-		{GN_KERNEL, 2, 25000, 40000, 0, "k_mm"},
-		{GN_KERNEL, 2, 125000, 5000, 0, "g1"},
-		{GN_KERNEL, 2, 131000, 5000, 0, "g2"},
-		{GN_KERNEL, 2, 192000, 3000, 0, "k_loss"},
-		{GN_KERNEL, 2, 210000, 70000, 0, "k_bwd"},
-		{GN_KERNEL, 3, 70000, 20000, 0, "k_add"},
+	    {GN_CPU, 0, 0, 10000, 0, "aten::mm"},
+	    {GN_RUNTIME, 0, 10000, 10000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 20000, 10000, 0, "aten::mm"},
+	    {GN_RUNTIME, 0, 30000, 5000, 0, "cudaEventRecord"},
+	    {GN_CPU, 0, 35000, 5000, 0, "aten::mm"},
+	    {GN_RUNTIME, 0, 40000, 5000, 0, "cudaStreamWaitEvent"},
+	    {GN_CPU, 0, 45000, 5000, 0, "aten::mm"},
+	    {GN_RUNTIME, 0, 50000, 5000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 55000, 55000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 110000, 10000, 0, "cudaGraphLaunch"},
+	    {GN_CPU, 0, 120000, 60000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 180000, 10000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 190000, 40000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 230000, 0, 0, "cudaDeviceSynchronize"},
+	    /* waits for k_bwd (ends at 280 us): 50 us waiting, 20 us own cost */
+	    {GN_WAIT, 0, 280000, 20000, 50000, "cudaDeviceSynchronize"},
+	    {GN_CPU, 1, 195000, 5000, 0, "MmBackward0"},
+	    {GN_RUNTIME, 1, 200000, 5000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 1, 205000, 10000, 0, ""},
+	    {GN_KERNEL, 2, 25000, 40000, 0, "k_mm"},
+	    {GN_KERNEL, 2, 125000, 5000, 0, "g1"},
+	    {GN_KERNEL, 2, 131000, 5000, 0, "g2"},
+	    {GN_KERNEL, 2, 192000, 3000, 0, "k_loss"},
+	    {GN_KERNEL, 2, 210000, 70000, 0, "k_bwd"},
+	    {GN_KERNEL, 3, 70000, 20000, 0, "k_add"},
 	};
 	static const struct want_edge we[] = {
-		{0, 1, O}, {1, 2, O}, {2, 3, O}, {3, 4, O}, {4, 5, O}, {5, 6, O}, {6, 7, O},
-		{7, 8, O}, {8, 9, O}, {9, 10, O}, {10, 11, O}, {11, 12, O}, {12, 13, O},
-		{13, 14, O}, {15, 16, O}, {16, 17, O}, {18, 19, O}, {19, 20, O}, {20, 21, O},
-		{21, 22, O},
-		{1, 18, L}, {7, 23, L}, {9, 19, L}, {9, 20, L}, {11, 21, L}, {16, 22, L},
-		{18, 23, E},          /* cuda_sync: k_add waits for k_mm's event */
-		{22, 14, S}, {23, 14, S}, /* device sync: last task of each stream */
-		{11, 15, T | I},      /* the backward thread starts after main's launch */
+	    {0, 1, O},	     {1, 2, O},	  {2, 3, O},   {3, 4, O},   {4, 5, O},	 {5, 6, O},
+	    {6, 7, O},	     {7, 8, O},	  {8, 9, O},   {9, 10, O},  {10, 11, O}, {11, 12, O},
+	    {12, 13, O},     {13, 14, O}, {15, 16, O}, {16, 17, O}, {18, 19, O}, {19, 20, O},
+	    {20, 21, O},     {21, 22, O}, {1, 18, L},  {7, 23, L},  {9, 19, L},	 {9, 20, L},
+	    {11, 21, L},     {16, 22, L}, {18, 23, E}, /* cuda_sync: k_add waits for k_mm's event */
+	    {22, 14, S},     {23, 14, S},	       /* device sync: last task of each stream */
+	    {11, 15, T | I}, /* the backward thread starts after main's launch */
 	};
 	const char *paths[] = {TEST_DATA("golden_2023.json")};
 	struct build_opts o;
@@ -184,34 +189,33 @@ static void test_golden_2023(void **state)
 static void test_golden_2021(void **state)
 {
 	static const struct want_node wn[] = {
-		{GN_CPU, 0, 0, 20000, 0, "aten::copy_"},
-		{GN_RUNTIME, 0, 20000, 0, 0, "cudaMemcpy"},
-		/* the DtoH copy ends at 50 us: 30 us waiting, 10 us own cost */
-		{GN_WAIT, 0, 50000, 10000, 30000, "cudaMemcpy"},
-		{GN_CPU, 0, 60000, 20000, 0, "ProfilerStep#3"},
-		{GN_RUNTIME, 0, 80000, 8000, 0, "cudaLaunchKernel"},
-		{GN_CPU, 0, 88000, 7000, 0, "c10d::allreduce_"},
-		{GN_RUNTIME, 0, 95000, 5000, 0, "cudaLaunchKernel"},
-		{GN_CPU, 0, 100000, 30000, 0, "ProfilerStep#3"},
-		{GN_RUNTIME, 0, 130000, 10000, 0, "cudaLaunchKernel"}, /* cuLaunchKernel merged */
-		{GN_CPU, 0, 140000, 20000, 0, "ProfilerStep#3"},
-		{GN_RUNTIME, 0, 160000, 0, 0, "cudaStreamSynchronize"},
-		/* waits for the NCCL kernel (ends at 165 us): 5 us, then 25 us own */
-		{GN_WAIT, 0, 165000, 25000, 5000, "cudaStreamSynchronize"},
-		{GN_CPU, 0, 190000, 10000, 0, ""},
-		{GN_MEMCPY, 1, 30000, 20000, 0, "Memcpy DtoH (Device -> Pageable)"},
-		{GN_KERNEL, 1, 90000, 30000, 0, "k_a"},
-		{GN_KERNEL, 1, 145000, 5000, 0, "k_b"},
-		{GN_COLL, 2, 125000, 40000, 0, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"},
+	    {GN_CPU, 0, 0, 20000, 0, "aten::copy_"},
+	    {GN_RUNTIME, 0, 20000, 0, 0, "cudaMemcpy"},
+	    /* the DtoH copy ends at 50 us: 30 us waiting, 10 us own cost */
+	    {GN_WAIT, 0, 50000, 10000, 30000, "cudaMemcpy"},
+	    {GN_CPU, 0, 60000, 20000, 0, "ProfilerStep#3"},
+	    {GN_RUNTIME, 0, 80000, 8000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 88000, 7000, 0, "c10d::allreduce_"},
+	    {GN_RUNTIME, 0, 95000, 5000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 100000, 30000, 0, "ProfilerStep#3"},
+	    {GN_RUNTIME, 0, 130000, 10000, 0, "cudaLaunchKernel"}, /* cuLaunchKernel merged */
+	    {GN_CPU, 0, 140000, 20000, 0, "ProfilerStep#3"},
+	    {GN_RUNTIME, 0, 160000, 0, 0, "cudaStreamSynchronize"},
+	    /* waits for the NCCL kernel (ends at 165 us): 5 us, then 25 us own */
+	    {GN_WAIT, 0, 165000, 25000, 5000, "cudaStreamSynchronize"},
+	    {GN_CPU, 0, 190000, 10000, 0, ""},
+	    {GN_MEMCPY, 1, 30000, 20000, 0, "Memcpy DtoH (Device -> Pageable)"},
+	    {GN_KERNEL, 1, 90000, 30000, 0, "k_a"},
+	    {GN_KERNEL, 1, 145000, 5000, 0, "k_b"},
+	    {GN_COLL, 2, 125000, 40000, 0, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"},
 	};
 	static const struct want_edge we[] = {
-		{0, 1, O}, {1, 2, O}, {2, 3, O}, {3, 4, O}, {4, 5, O}, {5, 6, O}, {6, 7, O},
-		{7, 8, O}, {8, 9, O}, {9, 10, O}, {10, 11, O}, {11, 12, O}, {13, 14, O},
-		{14, 15, O},
-		{1, 13, L}, {4, 14, L}, {6, 16, L}, {8, 15, L},
-		{13, 2, S},     /* a blocking copy waits for its own copy */
-		{16, 11, S | I}, /* which stream the sync waited on: from timing */
-		{14, 16, E | I}, /* NCCL starts 25 us late, right as k_a ends */
+	    {0, 1, O},	     {1, 2, O},	  {2, 3, O},   {3, 4, O},   {4, 5, O},
+	    {5, 6, O},	     {6, 7, O},	  {7, 8, O},   {8, 9, O},   {9, 10, O},
+	    {10, 11, O},     {11, 12, O}, {13, 14, O}, {14, 15, O}, {1, 13, L},
+	    {4, 14, L},	     {6, 16, L},  {8, 15, L},  {13, 2, S}, /* a blocking copy waits for its own copy */
+	    {16, 11, S | I}, /* which stream the sync waited on: from timing */
+	    {14, 16, E | I}, /* NCCL starts 25 us late, right as k_a ends */
 	};
 	const char *paths[] = {TEST_DATA("golden_2021.json")};
 	struct build_opts o;
@@ -285,10 +289,11 @@ static void test_duplicate_rank(void **state)
 	assert_int_equal(kineto_read(path, &st, &tr[1], &err), 0);
 	assert_int_equal(build_graph(tr, 2, &st, &o, &g, &err), PRISM_EFORMAT);
 	assert_null(g);
-	assert_string_equal(err.msg, PRISM_SOURCE_DIR "/tests/data/golden_2023.json: rank 0 is "
-						      "also the rank of " PRISM_SOURCE_DIR
-						      "/tests/data/golden_2023.json (give each file "
-						      "its rank with --rank)");
+	assert_string_equal(err.msg,
+			    PRISM_SOURCE_DIR "/tests/data/golden_2023.json: rank 0 is "
+					     "also the rank of " PRISM_SOURCE_DIR
+					     "/tests/data/golden_2023.json (give each file "
+					     "its rank with --rank)");
 	kineto_release(&tr[0]);
 	kineto_release(&tr[1]);
 	strtab_release(&st);
@@ -314,7 +319,6 @@ static void test_all_to_all_by_op(void **state)
 	graph_free(g);
 }
 
-
 static void test_infer_repeat(void **state)
 {
 	/* x A B C A B C A B C y: three blocks of three from 1. */
@@ -334,8 +338,8 @@ static void test_infer_repeat(void **state)
 		const uint32_t *s;
 		size_t n, first, period, count;
 	} cases[] = {
-		{s1, 11, 1, 3, 3}, {s2, 18, 6, 4, 3}, {s3, 8, 0, 3, 2},
-		{s4, 10, 0, 0, 0}, {s5, 12, 0, 4, 3}, {s1, 3, 0, 0, 0}, /* too short */
+	    {s1, 11, 1, 3, 3}, {s2, 18, 6, 4, 3}, {s3, 8, 0, 3, 2},
+	    {s4, 10, 0, 0, 0}, {s5, 12, 0, 4, 3}, {s1, 3, 0, 0, 0}, /* too short */
 	};
 	(void)state;
 
@@ -344,9 +348,10 @@ static void test_infer_repeat(void **state)
 		assert_int_equal(infer_repeat(cases[i].s, NULL, cases[i].n, &r), 0);
 		if (r.first != cases[i].first || r.period != cases[i].period ||
 		    r.count != cases[i].count)
-			print_error("case %zu: %zu blocks of %zu from %zu, want %zu of %zu from %zu\n",
-				    i, r.count, r.period, r.first, cases[i].count, cases[i].period,
-				    cases[i].first);
+			print_error(
+			    "case %zu: %zu blocks of %zu from %zu, want %zu of %zu from %zu\n", i,
+			    r.count, r.period, r.first, cases[i].count, cases[i].period,
+			    cases[i].first);
 		assert_int_equal(r.first, cases[i].first);
 		assert_int_equal(r.period, cases[i].period);
 		assert_int_equal(r.count, cases[i].count);
@@ -371,13 +376,13 @@ static void test_inferred_layers(void **state)
 	/* Stream order: emb, 9 block kernels (layers 0 0 0 1 1 1 2 2 2), loss,
 	 * loss backward, 9 block backward kernels (2 2 2 1 1 1 0 0 0), emb
 	 * backward, optimizer. */
-	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2, -1,
-					     -1, 2, 2, 2, 1, 1, 1, 0, 0, 0, -1, -1};
+	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2,  -1, -1,
+					     2,	 2, 2, 1, 1, 1, 0, 0, 0, -1, -1};
 	static const uint8_t want_phase[] = {
-		PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,
-		PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_FORWARD,  PH_BACKWARD,
-		PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD,
-		PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_OPTIMIZER};
+	    PH_FORWARD,	 PH_FORWARD,  PH_FORWARD,  PH_FORWARD,	PH_FORWARD,  PH_FORWARD,
+	    PH_FORWARD,	 PH_FORWARD,  PH_FORWARD,  PH_FORWARD,	PH_FORWARD,  PH_BACKWARD,
+	    PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD,
+	    PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_BACKWARD, PH_OPTIMIZER};
 	int32_t layer[64];
 	uint8_t phase[64];
 	size_t n;
@@ -488,17 +493,38 @@ static void test_share_edges(void **state)
 	graph_free(g);
 }
 
+/* Layers x k as a graph edit (reshape.h): every found layer's runs k
+ * times; 0 on a graph without layers is refused. */
+static int layers_x(const struct graph *g, int k, struct graph **out, struct reshape_stats *st,
+		    struct prism_err *err)
+{
+	struct reshape_plan p;
+	int32_t copies[64];
+	int32_t nl = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->layer[u] + 1 > nl)
+			nl = g->layer[u] + 1;
+	for (int32_t l = 0; l < nl && l < 64; l++)
+		copies[l] = k;
+	reshape_plan_init(&p);
+	p.layer_copies = copies;
+	p.n_layers = nl;
+	return reshape_apply(g, &p, out, st, err);
+}
+
 static void test_layer_edit(void **state)
 {
 	const char *paths[] = {TEST_DATA("layers_2024.json")};
-	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4,
-					     5, 5, 5, -1, -1, 5, 5, 5, 4, 4, 4, 3, 3, 3, 2, 2,
-					     2, 1, 1, 1, 0, 0, 0, -1, -1};
+	/* Each layer's runs twice in place: layer l's copies are layers 2l and
+	 * 2l + 1, forward in order, backward from the top layer's. */
+	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1,	 1,  2, 2, 2, 3, 3,  3, 4,
+					     4,	 4, 5, 5, 5, -1, -1, 4, 4, 4, 5, 5,  5, 2,
+					     2,	 2, 3, 3, 3, 0,	 0,  0, 1, 1, 1, -1, -1};
 	int32_t layer[64];
 	uint8_t phase[64];
 	size_t n;
 	struct build_opts o;
-	struct edit_layer_stats st;
+	struct reshape_stats st;
 	struct prism_err err;
 	struct graph *g, *e2, *e3;
 	(void)state;
@@ -512,38 +538,51 @@ static void test_layer_edit(void **state)
 
 	/* x2: 18 more kernels of 100 us on the saturated stream. */
 	prism_err_clear(&err);
-	assert_int_equal(edit_layers(g, 2, &e2, &st, &err), 0);
+	assert_int_equal(layers_x(g, 2, &e2, &st, &err), 0);
 	assert_int_equal(graph_check(e2, &err), 0);
 	kernel_layers(e2, layer, phase, &n);
 	assert_int_equal(n, 41);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		if (layer[i] != want_layer[i])
+			print_error("kernel %zu: layer %d, want %d\n", i, layer[i], want_layer[i]);
 		assert_int_equal(layer[i], want_layer[i]);
-	/* Runs: forward and backward on the two threads and the stream. */
-	assert_int_equal(st.segments, 4);
-	assert_int_equal(st.groups, 2);
+	}
+	/* Groups: the three layers' forward and backward. */
+	assert_int_equal(st.groups, 6);
 	assert_int_equal(e2->n_nodes, g->n_nodes + st.nodes_added);
 	assert_int_equal(replay_ns(e2), 2070000 + 1800000);
 
 	/* x3 */
-	assert_int_equal(edit_layers(g, 3, &e3, &st, &err), 0);
+	assert_int_equal(layers_x(g, 3, &e3, &st, &err), 0);
 	assert_int_equal(graph_check(e3, &err), 0);
 	assert_int_equal(replay_ns(e3), 2070000 + 3600000);
 	/* x1 is the base. */
 	graph_free(e3);
-	assert_int_equal(edit_layers(g, 1, &e3, &st, &err), 0);
+	assert_int_equal(layers_x(g, 1, &e3, &st, &err), 0);
 	assert_int_equal(e3->n_nodes, g->n_nodes);
-	assert_int_equal(e3->n_edges, g->n_edges);
 	assert_int_equal(replay_ns(e3), 2070000);
 	graph_free(e3);
+	/* x0 for the middle layer: 6 kernels of 100 us fewer. */
+	{
+		struct reshape_plan p;
+		int32_t copies[3] = {1, 0, 1};
+		reshape_plan_init(&p);
+		p.layer_copies = copies;
+		p.n_layers = 3;
+		assert_int_equal(reshape_apply(g, &p, &e3, &st, &err), 0);
+		assert_int_equal(graph_check(e3, &err), 0);
+		assert_int_equal(replay_ns(e3), 2070000 - 600000);
+		graph_free(e3);
+	}
 	graph_free(e2);
 	graph_free(g);
 
 	/* No layers: a clear refusal. */
 	o.infer_layers = 0;
 	g = load(paths, 1, &o);
-	assert_int_equal(edit_layers(g, 2, &e2, &st, &err), PRISM_EARG);
+	assert_int_equal(layers_x(g, 2, &e2, &st, &err), PRISM_EARG);
 	assert_null(e2);
-	assert_string_equal(err.msg, "the trace has no layers found to repeat");
+	assert_string_equal(err.msg, "the trace has no layers found to repeat or drop");
 	graph_free(g);
 }
 
@@ -563,7 +602,7 @@ static void test_accumulation(void **state)
 	uint8_t phase[64];
 	size_t n, i = 0;
 	struct build_opts o;
-	struct edit_layer_stats st;
+	struct reshape_stats st;
 	struct prism_err err;
 	struct graph *g, *e2;
 	(void)state;
@@ -596,11 +635,156 @@ static void test_accumulation(void **state)
 	 * 3600 us. */
 	assert_int_equal(replay_ns(g), 4070000);
 	prism_err_clear(&err);
-	assert_int_equal(edit_layers(g, 2, &e2, &st, &err), 0);
+	assert_int_equal(layers_x(g, 2, &e2, &st, &err), 0);
 	assert_int_equal(graph_check(e2, &err), 0);
-	assert_int_equal(st.groups, 4);
+	/* Three layers' forward and backward in each of the two microbatches. */
+	assert_int_equal(st.groups, 12);
 	assert_int_equal(replay_ns(e2), 4070000 + 3600000);
 	graph_free(e2);
+	graph_free(g);
+}
+
+/* tests/data/modules_2024.json: layers_2024.json with layer 1's block on
+ * other shapes (no run of identical blocks) and module-name ranges as
+ * with_modules records them (issue 19: Hugging Face, Megatron core,
+ * torchtitan and DeepSpeed layers are modules named ...Layer_N or
+ * ...Block_N).  LlamaDecoderLayer_0..2 are the layers (not LlamaModel_0,
+ * not MLPBlock_0..2 nested in them, as many, not FooBlock_0 with one
+ * instance: vLLM's gpt-oss has 36 TransformerBlocks around 36
+ * MLPBlocks); the backward follows by sequence number, as for inferred
+ * layers; layers x 2 edits. */
+static void test_module_layers(void **state)
+{
+	const char *paths[] = {TEST_DATA("modules_2024.json")};
+	static const int32_t want_layer[] = {-1, 0, 0, 0, 1, 1, 1, 2, 2, 2,  -1, -1,
+					     2,	 2, 2, 1, 1, 1, 0, 0, 0, -1, -1};
+	int32_t layer[64];
+	uint8_t phase[64];
+	size_t n;
+	struct build_opts o;
+	struct reshape_stats st;
+	struct prism_err err;
+	struct graph *g, *e;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	kernel_layers(g, layer, phase, &n);
+	assert_int_equal(n, 23);
+	for (size_t i = 0; i < n; i++) {
+		if (layer[i] != want_layer[i])
+			print_error("kernel %zu: layer %d, want %d\n", i, layer[i], want_layer[i]);
+		assert_int_equal(layer[i], want_layer[i]);
+	}
+	assert_int_equal(g->stats.ann_found[GRAPH_ANN_LAYER],
+			 GRAPH_ANN_INFERRED | GRAPH_ANN_MODULES);
+	prism_err_clear(&err);
+	assert_int_equal(layers_x(g, 2, &e, &st, &err), 0);
+	assert_int_equal(graph_check(e, &err), 0);
+	assert_int_equal(e->stats.nodes[GN_KERNEL], g->stats.nodes[GN_KERNEL] + 18);
+	graph_free(e);
+	graph_free(g);
+
+	/* Without layer inference: none (module names are inference too). */
+	o.infer_layers = 0;
+	g = load(paths, 1, &o);
+	kernel_layers(g, layer, phase, &n);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(layer[i], -1);
+	graph_free(g);
+}
+
+/* tests/data/bridge_2024.json: two layers (prism::layer ranges, no run
+ * description) whose kernels k_a and k_b on stream 7 have, between them,
+ * s1 and s2 on stream 20 launched by another thread (outside every
+ * layer), joined by inferred event edges k_a -> s1 and s2 -> k_b.  Issue
+ * 19: layers x k made a cycle there (s1 after the last copy of k_a, k_b's
+ * first copy after s2), as on a public DLRM trace; s1 and s2 lie on a path
+ * from the layer back into it, so they repeat with it. */
+static void test_layer_bridges(void **state)
+{
+	const char *paths[] = {TEST_DATA("bridge_2024.json")};
+	struct build_opts o;
+	struct reshape_plan p;
+	struct reshape_stats st;
+	struct prism_err err;
+	struct graph *g, *e;
+	int32_t copies[2] = {2, 2};
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	assert_int_equal(g->stats.inferred[GE_EVENT], 4);
+	reshape_plan_init(&p);
+	p.layer_copies = copies;
+	p.n_layers = 2;
+	prism_err_clear(&err);
+	if (reshape_apply(g, &p, &e, &st, &err))
+		print_error("%s\n", err.msg);
+	assert_non_null(e);
+	assert_int_equal(graph_check(e, &err), 0);
+	/* The four side kernels repeat with their layers (their launches,
+	 * made before any layer ran, do not): every kernel twice. */
+	assert_int_equal(st.bridges, 4);
+	assert_int_equal(e->n_nodes, g->n_nodes + st.nodes_added);
+	assert_int_equal(e->stats.nodes[GN_KERNEL], 2 * g->stats.nodes[GN_KERNEL]);
+	graph_free(e);
+	graph_free(g);
+}
+
+/* tests/data/rocm_2024.json: a ROCm 6.2 trace; its HIP runtime events
+ * give the stream as a hex string ("0x0"), and it launches with
+ * hipExtModuleLaunchKernel, hipModuleLaunchKernel, hipExtLaunchKernel and
+ * hipLaunchKernel (issue 19: the string was refused, module launches were
+ * not launches). */
+static void test_rocm(void **state)
+{
+	const char *paths[] = {TEST_DATA("rocm_2024.json")};
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	assert_int_equal(g->stats.rt_class[RT_LAUNCH], 4);
+	assert_int_equal(g->stats.edges[GE_LAUNCH], 4);
+	assert_int_equal(g->stats.nodes[GN_KERNEL], 4);
+	assert_int_equal(g->stats.rt_class[RT_DEVICE_SYNC], 1);
+	graph_free(g);
+}
+
+/* tests/data/mismatch_2024.rank{0,1}.json: the only collective on one
+ * process group is an all-reduce on rank 0 and an all-gather launched 300
+ * us later on rank 1.  Issue 19: matched by (group, sequence) they waited
+ * for each other; disagreeing, they must not (and the run says so). */
+static void test_mismatched_collectives(void **state)
+{
+	const char *paths[] = {TEST_DATA("mismatch_2024.rank0.json"),
+			       TEST_DATA("mismatch_2024.rank1.json")};
+	struct build_opts o;
+	struct sim_opts so;
+	struct prism_err err;
+	struct graph *g;
+	struct sim *sm;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 2, &o);
+	assert_int_equal(g->n_colls, 2);
+	assert_non_null(sm = sim_new(g));
+	sim_opts_default(&so);
+	prism_err_clear(&err);
+	assert_int_equal(sim_run(sm, &so, &err), 0);
+	assert_int_equal(sm->n_mismatched, 1);
+	for (uint32_t c = 0; c < g->n_colls; c++) {
+		uint32_t u = g->colls[c].node;
+		/* Each starts after its own launch (rank 0's at 12 us, rank 1's
+		 * at 312 us; the lag is kept up to 50 us), not at the other's. */
+		int64_t launch = g->procs[g->proc[u]].rank == 0 ? 12000 : 312000;
+		assert_true(sm->start_ns[u] - launch <= 60000);
+		assert_true(sm->start_ns[u] >= launch);
+	}
+	sim_free(sm);
 	graph_free(g);
 }
 
@@ -638,20 +822,138 @@ static void test_autograd_thread(void **state)
 	graph_free(g);
 }
 
+/*
+ * tests/data/retime_2024.json: layer 0's forward runs the QKV GEMM of a
+ * model of hidden 1024 (16 heads, FFN 4096) on 2048 tokens, aten::mm
+ * [2048, 1024] x [1024, 3072] in bf16, 60 us as traced, and a Triton
+ * kernel whose op recorded no shapes, 20 us.  With a fixed part of 5 us
+ * for GEMMs (a fitted overhead), worked by hand from the profiles'
+ * kernels groups (kperf.h: waves of tiles on the SMs, each tile its FLOPs
+ * at the achievable peak over the SMs and its fixed cost, plus the
+ * kernel's overhead):
+ *
+ * H100 (132 SMs, 833.5 TFLOP/s achievable, 1.393 us a tile, 4.5 us a
+ * kernel, 128x128 tiles at 1.0): M x N x K = 2048 x 3072 x 1024 is 16 x 24
+ * = 384 tiles of 128x128, 3 waves; a tile 2 x 128 x 128 x 1024 FLOPs at
+ * 833.5e12 / 132 FLOP/s is 5.3140 us, + 1.393: 3 x 6.7070 + 4.5
+ * = 24.621 us (128x256 tiles: 2 waves of 12.021 us, 28.54 us).
+ *
+ * Hidden x2 on the same GPU: the QKV GEMM of hidden 2048 on the same
+ * tokens, 2048 x 6144 x 2048: 16 x 24 = 384 tiles of 128x256, 3 waves of
+ * 2 x 128 x 256 x 2048 / 6.3144e12 = 21.256 us + 1.393: 3 x 22.649 + 4.5
+ * = 72.447 us.  The kernel: 5 + 55 x 72.447 / 24.621 = 166.84 us (by its
+ * FLOPs, x4, it was 225 us).
+ *
+ * H100 -> B200 (148 SMs, 1702.4 TFLOP/s, 1.334 us a tile, 4.565 us a
+ * kernel, 128x128 at 0.994): the same 384 tiles in ceil(384 / 148) = 3
+ * waves of 33,554,432 / (1702.4e12 / 148 x 0.994) = 2.9347 us + 1.334:
+ * 3 x 4.2687 + 4.565 = 17.371 us.  The kernel: 5 + 55 x 17.371 / 24.621
+ * = 43.805 us (by the datasheet peaks, 989.4 / 2250, it was 29.2 us).
+ *
+ * The Triton kernel cannot be placed: its work scales (hidden x2: x2; on
+ * the B200, by the HBM bandwidths 3350 / 8000 GB/s) beyond the kernel
+ * model's overhead of an elementwise kernel on each GPU.
+ */
+static void test_retime_gemm(void **state)
+{
+	const char *paths[] = {TEST_DATA("retime_2024.json")};
+	struct llm m0 = {1, 1024, 16, 4096, 2048, 32000, "t", 0, 0, 0, 0}, m1 = m0;
+	struct hw_profile h100, b200;
+	struct edit_retime r;
+	struct edit_stats es;
+	struct build_opts o;
+	struct prism_err err;
+	struct graph *g, *c;
+	uint32_t gemm = UINT32_MAX, other = UINT32_MAX;
+	double k_old, k_wide, k_b200, o_h, o_b, p_h, p_b;
+	(void)state;
+
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &h100, &err), 0);
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/b200-dgx.cfg", &b200, &err), 0);
+	k_old = kperf_gemm_s(&h100, HW_BF16, 1, 2048, 3072, 1024);
+	k_wide = kperf_gemm_s(&h100, HW_BF16, 1, 2048, 6144, 2048);
+	k_b200 = kperf_gemm_s(&b200, HW_BF16, 1, 2048, 3072, 1024);
+	/* FLOP/s of one SM at the achievable peak, B200's 128x128 tiles at 0.994 */
+	p_h = 833.5e12 / 132;
+	p_b = 1702.4e12 / 148 * 0.994;
+	assert_rel_close(k_old, 3 * (2 * 128 * 128 * 1024.0 / p_h + 1.393e-6) + 4.5e-6, 1e-9);
+	assert_rel_close(k_wide, 3 * (2 * 128 * 256 * 2048.0 / p_h + 1.393e-6) + 4.5e-6, 1e-9);
+	assert_rel_close(k_b200, 3 * (2 * 128 * 128 * 1024.0 / p_b + 1.334e-6) + 4.565e-6, 1e-9);
+	assert_rel_close(k_old, 24.621e-6, 1e-4);
+	assert_rel_close(k_wide, 72.447e-6, 1e-4);
+	assert_rel_close(k_b200, 17.371e-6, 1e-4);
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_KERNEL)
+			*(gemm == UINT32_MAX ? &gemm : &other) = u;
+	assert_int_equal(g->layer[gemm], 0);
+	assert_int_equal(g->phase[gemm], PH_FORWARD);
+	assert_int_equal(g->dur_ns[gemm], 60000);
+	assert_int_equal(g->dur_ns[other], 20000);
+
+	/* Hidden x2, FFN with it, on the same GPU. */
+	m1.hidden = 2048;
+	m1.ffn = 8192;
+	memset(&r, 0, sizeof(r));
+	r.from = r.to = &h100;
+	r.hr = 2;
+	r.m_from = &m0;
+	r.m_to = &m1;
+	r.mbs = 1;
+	r.overhead_s[KC_GEMM] = 5e-6;
+	c = graph_clone(g);
+	assert_non_null(c);
+	assert_int_equal(edit_retime(c, &r, &es), 0);
+	assert_int_equal(graph_check(c, &err), 0);
+	assert_int_equal(es.kernels_model, 1);
+	assert_int_equal(es.kernels_ratio, 1);
+	assert_int_equal(c->dur_ns[gemm], (int64_t)(5000 + 55000 * k_wide / k_old + 0.5));
+	assert_rel_close((double)c->dur_ns[gemm], 166840, 1e-4);
+	o_h = h100.k.mem_overhead_s[HW_MEM_ELEMENTWISE] * 1e9;
+	assert_int_equal(c->dur_ns[other], (int64_t)(o_h + (20000 - o_h) * 2 + 0.5));
+	graph_free(c);
+
+	/* H100 -> B200, the same model. */
+	memset(&r, 0, sizeof(r));
+	r.from = &h100;
+	r.to = &b200;
+	r.overhead_s[KC_GEMM] = 5e-6;
+	c = graph_clone(g);
+	assert_non_null(c);
+	assert_int_equal(edit_retime(c, &r, &es), 0);
+	assert_int_equal(es.kernels_model, 1);
+	assert_int_equal(es.kernels_ratio, 1);
+	assert_int_equal(es.kernels_scaled, 2);
+	assert_int_equal(c->dur_ns[gemm], (int64_t)(5000 + 55000 * k_b200 / k_old + 0.5));
+	assert_rel_close((double)c->dur_ns[gemm], 43805, 1e-4);
+	o_b = b200.k.mem_overhead_s[HW_MEM_ELEMENTWISE] * 1e9;
+	assert_int_equal(c->dur_ns[other],
+			 (int64_t)(o_b + (20000 - o_h) * (3350.0 / 8000.0) + 0.5));
+	graph_free(c);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_autograd_thread),
-		cmocka_unit_test(test_golden_2023),
-		cmocka_unit_test(test_golden_2021),
-		cmocka_unit_test(test_two_ranks),
-		cmocka_unit_test(test_duplicate_rank),
-		cmocka_unit_test(test_all_to_all_by_op),
-		cmocka_unit_test(test_infer_repeat),
-		cmocka_unit_test(test_inferred_layers),
-		cmocka_unit_test(test_layer_edit),
-		cmocka_unit_test(test_share_edges),
-		cmocka_unit_test(test_accumulation),
+	    cmocka_unit_test(test_autograd_thread),
+	    cmocka_unit_test(test_golden_2023),
+	    cmocka_unit_test(test_golden_2021),
+	    cmocka_unit_test(test_two_ranks),
+	    cmocka_unit_test(test_duplicate_rank),
+	    cmocka_unit_test(test_all_to_all_by_op),
+	    cmocka_unit_test(test_infer_repeat),
+	    cmocka_unit_test(test_inferred_layers),
+	    cmocka_unit_test(test_layer_edit),
+	    cmocka_unit_test(test_share_edges),
+	    cmocka_unit_test(test_accumulation),
+	    cmocka_unit_test(test_layer_bridges),
+	    cmocka_unit_test(test_rocm),
+	    cmocka_unit_test(test_mismatched_collectives),
+	    cmocka_unit_test(test_module_layers),
+	    cmocka_unit_test(test_retime_gemm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,9 +78,10 @@ static void test_profile_errors(void **state)
 	snprintf(text, sizeof(text),
 		 "%s  hbm_bandwidth_GBps = \"fast\";\n};\nnode = { gpus = 8; };\n", good_gpu);
 	expect_load_error(text, ":5: 'gpu.hbm_bandwidth_GBps' must be a number");
-	snprintf(text, sizeof(text),
-		 "%s  hbm_bandwidth_GBps = -3.0;\n};\nnode = { gpus = 8; };\n", good_gpu);
-	expect_load_error(text, ":5: 'gpu.hbm_bandwidth_GBps' must be a number in 1..1e+06, not -3");
+	snprintf(text, sizeof(text), "%s  hbm_bandwidth_GBps = -3.0;\n};\nnode = { gpus = 8; };\n",
+		 good_gpu);
+	expect_load_error(text,
+			  ":5: 'gpu.hbm_bandwidth_GBps' must be a number in 1..1e+06, not -3");
 }
 
 /* Every number of a profile has a range: absurd but representable values
@@ -116,7 +117,8 @@ static void test_profile_limits(void **state)
 		{"memory_reserve_GB = 4.0", "memory_reserve_GB = 85.0",
 		 ":8: 'gpu.memory_reserve_GB' (85) must be below 'gpu.hbm_capacity_GB' (85)"},
 		{"gpus = 8", "gpus = 0", ":11: 'node.gpus' must be a whole number in 1..1024, not 0"},
-		{"nics = 8", "nics = 0.5", ":12: 'node.nics' must be a whole number in 1..1024, not 0.5"},
+	    {"nics = 8", "nics = 0.5",
+	     ":12: 'node.nics' must be a whole number in 1..1024, not 0.5"},
 		{"nvlink_latency_us = 1.0", "nvlink_latency_us = 1e308",
 		 ":14: 'node.nvlink_latency_us' must be a number in 0..1e+06, not 1e+308"},
 		{"network_latency_us = 5.0", "network_latency_us = -1.0",
@@ -237,11 +239,11 @@ static void test_hierarchical_allreduce_64(void **state)
 	assert_int_equal(e.algo, COMM_NVLS);
 	assert_rel_close(e.time_s, S / (0.6 * 450e9), 1e-12);
 	/* Bad groups are refused. */
-	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){64, 16}, 1.0,
-				   COMM_AUTO, &e),
+	assert_int_equal(
+	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){64, 16}, 1.0, COMM_AUTO, &e),
 			 PRISM_EARG);
-	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){12, 8}, 1.0,
-				   COMM_AUTO, &e),
+	assert_int_equal(
+	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){12, 8}, 1.0, COMM_AUTO, &e),
 			 PRISM_EARG);
 }
 
@@ -679,7 +681,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_profiles_load),
-		cmocka_unit_test(test_profile_errors), cmocka_unit_test(test_profile_limits),
+	    cmocka_unit_test(test_profile_errors),
+	    cmocka_unit_test(test_profile_limits),
 		cmocka_unit_test(test_gemm_flops),
 		cmocka_unit_test(test_ring_allreduce_8),
 		cmocka_unit_test(test_hierarchical_allreduce_64),

@@ -70,7 +70,8 @@ static void expect(const char *name, const char *text, const char *msg)
 }
 
 #define K "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,"
-#define R "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+#define R                                                                                          \
+	"{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
 
 static void test_json_errors(void **state)
 {
@@ -79,7 +80,8 @@ static void test_json_errors(void **state)
 	       ": byte 76: unexpected end of input inside \"traceEvents\" (truncated file?)");
 	expect("not-json.json", "hello, world\n",
 	       ": byte 0: not a JSON object (a Chrome trace starts with '{')");
-	expect("empty-events.json", "{\"traceEvents\": [ ]}", ": byte 18: \"traceEvents\" is empty");
+	expect("empty-events.json", "{\"traceEvents\": [ ]}",
+	       ": byte 18: \"traceEvents\" is empty");
 	expect("no-events.json", "{\"schemaVersion\": 1}",
 	       ": byte 0: no \"traceEvents\" array: not a Kineto/Chrome trace");
 	expect("bad-array.json", "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1} 7]}",
@@ -87,6 +89,20 @@ static void test_json_errors(void **state)
 	expect("bad-value.json", "{\"traceEvents\": [" K "\"ts\":1,\"dur\":tru}]}",
 	       ": event 0 (byte 82): field \"dur\": invalid JSON (The JSON element does not have "
 	       "the requested type.)");
+	/* Text that is not UTF-8, or a raw control character in a string, is
+	 * reported at the byte itself and its event (simdjson's first stage
+	 * names only the start of the chunk). */
+	expect("utf8.json",
+	       "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1}," K
+	       "\"ts\":2,\"dur\":1,\"x\":\"a\xc3(\"}]}",
+	       ": event 1 (byte 158): not valid UTF-8");
+	expect("control.json",
+	       "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1}," K
+	       "\"ts\":2,\"dur\":1,\"x\":\"ab\x01\"}]}",
+	       ": event 1 (byte 159): a control character inside a string (it must be escaped)");
+	expect("utf8-top.json",
+	       "{\"distributedInfo\": {\"backend\": \"n\xff\"}, \"traceEvents\": []}",
+	       ": byte 34: field \"distributedInfo\": not valid UTF-8");
 }
 
 static void test_event_errors(void **state)
@@ -108,6 +124,17 @@ static void test_event_errors(void **state)
 	       ": event 0 (byte 17) 'k': GPU event without \"correlation\" in args");
 	expect("no-ph.json", "{\"traceEvents\": [{\"name\":\"x\",\"ts\":1}]}",
 	       ": event 0 (byte 17) 'x': missing \"ph\"");
+	expect("stream-str.json",
+	       "{\"traceEvents\": [" K "\"ts\":1,\"dur\":5,\"args\":{\"correlation\":1,"
+	       "\"stream\":\"seven\"}}]}",
+	       ": event 0 (byte 17) 'k': field \"stream\": expected an integer, got \"seven\"");
+	/* CPU ops alone: nothing to simulate (issue 19: a CPU-only or MTIA
+	 * trace built 0 tasks and every command said 0.000 ms). */
+	expect("cpu-only.json",
+	       "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\","
+	       "\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":5}]}",
+	       ": no GPU kernels, copies or runtime calls (cuda_runtime, kernel, gpu_memcpy "
+	       "events): nothing to simulate -- a CPU-only trace, or another accelerator's");
 	expect("dup-corr.json",
 	       "{\"traceEvents\": [" R "\"ts\":1,\"dur\":2,\"args\":{\"correlation\":4}}," R
 	       "\"ts\":5,\"dur\":2,\"args\":{\"correlation\":4}}]}",
@@ -144,11 +171,45 @@ static void test_file_errors(void **state)
 
 	/* A truncated gzip stream. */
 	snprintf(path, sizeof(path), "%s/short.json.gz", dir);
-	snprintf(cmd, sizeof(cmd), "gzip -c '%s' | head -c 300 > '%s'", TEST_DATA("golden_2023.json"),
-		 path);
+	snprintf(cmd, sizeof(cmd), "gzip -c '%s' | head -c 300 > '%s'",
+		 TEST_DATA("golden_2023.json"), path);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
 	assert_non_null(strstr(err, "short.json.gz: compressed byte 300: truncated gzip data\n"));
+
+	/* After a whole member, bytes that are no gzip member: reported where
+	 * they start (offsets count from the file's start, not the member's). */
+	snprintf(path, sizeof(path), "%s/trailing.json.gz", dir);
+	snprintf(cmd, sizeof(cmd), "gzip -c '%s' > '%s' && printf 'garbage!' >> '%s'",
+		 TEST_DATA("golden_2023.json"), path, path);
+	assert_int_equal(system(cmd), 0);
+	{
+		struct stat sb;
+		char want[256];
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
+		snprintf(want, sizeof(want),
+			 "trailing.json.gz: compressed byte %lld: not a gzip member after the one "
+			 "that ends there (incorrect header check; trailing garbage?)\n",
+			 (long long)sb.st_size - 8);
+		assert_non_null(strstr(err, want));
+	}
+	/* Two members, the second cut short: at the end of the file. */
+	snprintf(path, sizeof(path), "%s/two.json.gz", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "(printf '{\"traceEvents\": [' | gzip -c; gzip -c '%s' | head -c 100) > '%s'",
+		 TEST_DATA("golden_2023.json"), path);
+	assert_int_equal(system(cmd), 0);
+	{
+		struct stat sb;
+		char want[256];
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(run_ingest(path, err, sizeof(err)), 2);
+		snprintf(want, sizeof(want),
+			 "two.json.gz: compressed byte %lld: truncated gzip data\n",
+			 (long long)sb.st_size);
+		assert_non_null(strstr(err, want));
+	}
 }
 
 static void test_graph_version(void **state)
@@ -164,8 +225,10 @@ static void test_graph_version(void **state)
 	snprintf(cmd, sizeof(cmd), "'%s' ingest '%s' >/dev/null", PRISM_BIN, path);
 	assert_int_equal(system(cmd), 0);
 	/* ...and one of another version is refused.  Bytes 8..11: version. */
-	snprintf(cmd, sizeof(cmd), "printf '\\143\\0\\0\\0' | dd of='%s' bs=1 seek=8 conv=notrunc "
-		 "2>/dev/null", path);
+	snprintf(cmd, sizeof(cmd),
+		 "printf '\\143\\0\\0\\0' | dd of='%s' bs=1 seek=8 conv=notrunc "
+		 "2>/dev/null",
+		 path);
 	assert_int_equal(system(cmd), 0);
 	snprintf(want, sizeof(want),
 		 "prism: %s: byte 8: graph file version 99 (this prism reads version 5); ingest "
@@ -202,25 +265,23 @@ static void test_fuzz_findings(void **state)
 	char err[1024], want[512];
 	(void)state;
 	snprintf(want, sizeof(want),
-		 "prism: %s: byte 46: field \"deviceProperties\": Within strings, some "
-		 "characters must be escaped, we found unescaped characters\n",
+		 "prism: %s: byte 99: field \"deviceProperties\": a control character "
+		 "inside a string (it must be escaped)\n",
 		 TEST_DATA("fuzz/top-value-never-starts.json"));
-	assert_int_equal(run_ingest(TEST_DATA("fuzz/top-value-never-starts.json"), err, sizeof(err)),
-			 2);
+	assert_int_equal(
+	    run_ingest(TEST_DATA("fuzz/top-value-never-starts.json"), err, sizeof(err)), 2);
 	assert_string_equal(err, want);
-	assert_int_equal(run_ingest(TEST_DATA("fuzz/sync-before-its-copy.json"), err, sizeof(err)), 0);
+	assert_int_equal(run_ingest(TEST_DATA("fuzz/sync-before-its-copy.json"), err, sizeof(err)),
+			 0);
 	assert_string_equal(err, "");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_json_errors),
-		cmocka_unit_test(test_event_errors),
-		cmocka_unit_test(test_file_errors),
-		cmocka_unit_test(test_err_prefix),
-		cmocka_unit_test(test_graph_version),
-		cmocka_unit_test(test_fuzz_findings),
+	    cmocka_unit_test(test_json_errors),	  cmocka_unit_test(test_event_errors),
+	    cmocka_unit_test(test_file_errors),	  cmocka_unit_test(test_err_prefix),
+	    cmocka_unit_test(test_graph_version), cmocka_unit_test(test_fuzz_findings),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

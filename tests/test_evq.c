@@ -73,8 +73,8 @@ static void test_interleaved(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_matches_sorted_reference),
-		cmocka_unit_test(test_interleaved),
+	    cmocka_unit_test(test_matches_sorted_reference),
+	    cmocka_unit_test(test_interleaved),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -143,8 +143,8 @@ static void test_roundtrip(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_check),
-		cmocka_unit_test(test_roundtrip),
+	    cmocka_unit_test(test_check),
+	    cmocka_unit_test(test_roundtrip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

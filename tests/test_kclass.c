@@ -23,43 +23,55 @@ static void test_real_names(void **state)
 		{"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", KC_COLLECTIVE},
 		{"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", KC_COLLECTIVE},
 		{"void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>"
-		 "(c10::BFloat16*, unsigned long)", KC_COLLECTIVE},
+	     "(c10::BFloat16*, unsigned long)",
+	     KC_COLLECTIVE},
 		{"void dpsk::ep::internode::dispatch<false, 8, false, 8>(int4*, float*)",
 		 KC_COLLECTIVE},
 		{"volta_sgemm_128x64_nn", KC_GEMM},
 		{"void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1>"
-		 "(cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1::Params)", KC_GEMM},
+	     "(cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1::Params)",
+	     KC_GEMM},
 		{"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", KC_GEMM},
 		{"nvjet_tst_192x192_64x3_2x1_v_bz_coopA_TNT", KC_GEMM},
 		{"void splitKreduce_kernel<32, 16, int, float, float, float, float, true>"
-		 "(cublasSplitKParams<float>)", KC_REDUCTION}, /* not the GEMM's FLOPs */
+	     "(cublasSplitKParams<float>)",
+	     KC_REDUCTION}, /* not the GEMM's FLOPs */
 		{"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4> >"
-		 "(Flash_fwd_params)", KC_ATTENTION},
+	     "(Flash_fwd_params)",
+	     KC_ATTENTION},
 		{"void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)",
 		 KC_CONV},
 		{"void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1>(int)", KC_CONV},
 		{"void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float)",
 		 KC_NORM},
 		{"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, "
-		 "float>(int, float)", KC_NORM},
+	     "float>(int, float)",
+	     KC_NORM},
 		{"void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float>"
-		 "(float*)", KC_SOFTMAX},
+	     "(float*)",
+	     KC_SOFTMAX},
 		{"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float> >(int)",
 		 KC_REDUCTION},
 		{"void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, "
-		 "at::detail::Array<char*, 3> >(int, at::native::AddFunctor<float>)", KC_ELEMENTWISE},
+	     "at::detail::Array<char*, 3> >(int, at::native::AddFunctor<float>)",
+	     KC_ELEMENTWISE},
 		{"void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, "
-		 "2, 128, 1>(float*)", KC_ELEMENTWISE},
+	     "2, 128, 1>(float*)",
+	     KC_ELEMENTWISE},
 		{"void cuda::per_token_cast_to_fp8_with_channels<__nv_bfloat16, 128>(int)",
 		 KC_ELEMENTWISE},
 		{"void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel<float>"
-		 "(int)", KC_EMBEDDING},
+	     "(int)",
+	     KC_EMBEDDING},
 		{"void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float>"
-		 "(int)", KC_OPTIMIZER},
+	     "(int)",
+	     KC_OPTIMIZER},
 		{"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, "
-		 "unsigned int, 1, 4, bool>(float*)", KC_ELEMENTWISE},
+	     "unsigned int, 1, 4, bool>(float*)",
+	     KC_ELEMENTWISE},
 		{"void at::native::(anonymous namespace)::masked_scale_kernel<bool, float, float>"
-		 "(float*)", KC_ELEMENTWISE},
+	     "(float*)",
+	     KC_ELEMENTWISE},
 		{"void scaled_masked_softmax_warp_forward<__half, __half, float, 11>(__half*)",
 		 KC_SOFTMAX},
 		{"triton__0d1d2d3d", KC_OTHER}, /* old Triton names say nothing */
@@ -91,7 +103,8 @@ static struct graph *kernels(int n, const char *name, const char *op, const char
 		g->dur_ns[i] = dur_ns[i];
 		assert_int_equal(strtab_intern(&g->st, name, strlen(name), &g->name[i]), 0);
 		assert_int_equal(strtab_intern(&g->st, op, strlen(op), &g->op[i]), 0);
-		assert_int_equal(strtab_intern(&g->st, dims[i], strlen(dims[i]), &g->op_dims[i]), 0);
+		assert_int_equal(strtab_intern(&g->st, dims[i], strlen(dims[i]), &g->op_dims[i]),
+				 0);
 		assert_int_equal(strtab_intern(&g->st, types, strlen(types), &id), 0);
 		g->op_types[i] = id;
 	}
@@ -110,8 +123,7 @@ static void test_gemm_work(void **state)
 	static const double want[] = {2.0 * 4096 * 512 * 1024, 2.0 * 4096 * 512 * 1024,
 				      2.0 * 8 * 128 * 256 * 64, 2.0 * 8192 * 512 * 1024};
 	/* Bytes of a bf16 GEMM: A + B + C elements x 2. */
-	static const double want_bytes[] = {
-		(4096.0 * 1024 + 1024 * 512 + 4096 * 512) * 2,
+	static const double want_bytes[] = {(4096.0 * 1024 + 1024 * 512 + 4096 * 512) * 2,
 		(4096.0 * 1024 + 1024 * 512 + 4096 * 512) * 2,
 		(8.0 * 128 * 64 + 8 * 64 * 256 + 8 * 128 * 256) * 2,
 		(8192.0 * 1024 + 512 * 1024 + 8192 * 512) * 2};
@@ -129,10 +141,29 @@ static void test_gemm_work(void **state)
 	}
 	{
 		/* The B200 trace's GEMMs: BF16 ops, FP8 x FP4 kernels. */
-		struct graph *g = kernels(1, "void gemm::kernel<bmm_MxE4m3_MxE2m1_t128x256>(int)",
-					  ops[0], &dims[0], "[\"c10::BFloat16\", \"c10::BFloat16\"]",
-					  dur);
+		struct graph *g =
+		    kernels(1, "void gemm::kernel<bmm_MxE4m3_MxE2m1_t128x256>(int)", ops[0],
+			    &dims[0], "[\"c10::BFloat16\", \"c10::BFloat16\"]", dur);
 		assert_int_equal(cost_dtype(g, 0), HW_FP8);
+		graph_free(g);
+	}
+	{
+		/* fp32 inputs on tensor cores (issue 19: a float32 trace whose
+		 * GEMMs ran TF32 showed 488 % of the fp32 peak): the kernel's
+		 * name says TF32. */
+		static const char *const tf32[] = {
+		    "ampere_tf32_s1688gemm_tf32_128x128_16x4_tn",
+		    "cutlass_80_tensorop_s1688gemm_256x128_16x3_nn",
+		    "sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32"};
+		struct graph *g;
+		for (int i = 0; i < 3; i++) {
+			g = kernels(1, tf32[i], ops[0], &dims[0], "[\"float\", \"float\"]", dur);
+			assert_int_equal(cost_dtype(g, 0), HW_TF32);
+			graph_free(g);
+		}
+		g = kernels(1, "volta_sgemm_128x64_nn", ops[0], &dims[0], "[\"float\", \"float\"]",
+			    dur);
+		assert_int_equal(cost_dtype(g, 0), HW_FP32);
 		graph_free(g);
 	}
 }
@@ -151,10 +182,9 @@ static void test_calib_exact_line(void **state)
 	/* Five GEMMs whose times lie exactly on 5 us + FLOPs / (100 TFLOP/s x
 	 * 40%): the fit must give back 40% and 5 us, and leaving any one out
 	 * must predict it exactly. */
-	static const char *const dims[] = {"[[1024, 1024], [1024, 1024]]",
-					   "[[2048, 1024], [1024, 1024]]",
-					   "[[4096, 1024], [1024, 1024]]",
-					   "[[4096, 2048], [2048, 1024]]",
+	static const char *const dims[] = {
+	    "[[1024, 1024], [1024, 1024]]", "[[2048, 1024], [1024, 1024]]",
+	    "[[4096, 1024], [1024, 1024]]", "[[4096, 2048], [2048, 1024]]",
 					   "[[8192, 4096], [4096, 1024]]"};
 	int64_t dur[5];
 	struct hw_profile hw;
@@ -197,12 +227,10 @@ static void test_calib_leave_one_out(void **state)
 {
 	/* Noisy points: the leave-one-out error calib_fit reports from hat
 	 * values must equal refitting without each point in turn. */
-	static const char *const dims[] = {"[[1024, 1024], [1024, 1024]]",
-					   "[[2048, 1024], [1024, 1024]]",
-					   "[[4096, 1024], [1024, 1024]]",
-					   "[[4096, 2048], [2048, 1024]]",
-					   "[[8192, 4096], [4096, 1024]]",
-					   "[[8192, 8192], [8192, 1024]]"};
+	static const char *const dims[] = {
+	    "[[1024, 1024], [1024, 1024]]", "[[2048, 1024], [1024, 1024]]",
+	    "[[4096, 1024], [1024, 1024]]", "[[4096, 2048], [2048, 1024]]",
+	    "[[8192, 4096], [4096, 1024]]", "[[8192, 8192], [8192, 1024]]"};
 	static const double noise[] = {1.30, 0.85, 1.10, 0.95, 1.20, 0.90};
 	double x[6], y[6], loo = 0;
 	int64_t dur[6];
@@ -298,8 +326,8 @@ static struct kdb *sample_db(const struct hw_profile *hw, int64_t b_ns)
 	int64_t gdur[] = {8000, 30000, 10000, b_ns, 40000}, edur[] = {10000, 20000};
 	struct graph *g = kernels(5, "sm80_xmma_gemm_bf16bf16", "aten::mm", gdims,
 				  "[\"c10::BFloat16\", \"c10::BFloat16\"]", gdur);
-	struct graph *e = kernels(2, "vectorized_elementwise_kernel", "aten::relu", edims,
-				  "[\"float\"]", edur);
+	struct graph *e =
+	    kernels(2, "vectorized_elementwise_kernel", "aten::relu", edims, "[\"float\"]", edur);
 	struct kdb *db = kdb_new();
 	size_t added;
 	assert_non_null(db);
@@ -325,14 +353,14 @@ static void check_lookups(const struct kdb *db)
 	assert_rel_close(t, 20e-6, 1e-12);
 	assert_int_equal(kdb_time(db, gpu, KC_GEMM, HW_BF16, 3 * w, &t), KDB_INTERPOLATED);
 	assert_rel_close(t, 30e-6, 1e-12);
-	assert_int_equal(kdb_time(db, gpu, KC_ELEMENTWISE, HW_BF16, 2e6, &t),
-			 KDB_INTERPOLATED);
+	assert_int_equal(kdb_time(db, gpu, KC_ELEMENTWISE, HW_BF16, 2e6, &t), KDB_INTERPOLATED);
 	assert_rel_close(t, 10e-6 * sqrt(2.0), 1e-12);
 	/* Outside the measured sizes, another dtype, another GPU: none. */
 	assert_int_equal(kdb_time(db, gpu, KC_GEMM, HW_BF16, 8 * w, &t), KDB_NONE);
 	assert_int_equal(kdb_time(db, gpu, KC_GEMM, HW_BF16, w / 2, &t), KDB_NONE);
 	assert_int_equal(kdb_time(db, gpu, KC_GEMM, HW_FP32, 2 * w, &t), KDB_NONE);
-	assert_int_equal(kdb_time(db, kdb_gpu(db, "OtherGPU"), KC_GEMM, HW_BF16, 2 * w, &t), KDB_NONE);
+	assert_int_equal(kdb_time(db, kdb_gpu(db, "OtherGPU"), KC_GEMM, HW_BF16, 2 * w, &t),
+			 KDB_NONE);
 	assert_int_equal(kdb_time(db, gpu, KC_NORM, -1, 2e6, &t), KDB_NONE);
 }
 
@@ -380,8 +408,8 @@ static void test_kdb(void **state)
 		graph_free(g);
 	}
 	assert_int_equal(kdb_rows(back), 5);
-	assert_int_equal(kdb_time(back, kdb_gpu(back, "TestGPU"), KC_GEMM, HW_BF16, 4294967296.0,
-				  &t),
+	assert_int_equal(
+	    kdb_time(back, kdb_gpu(back, "TestGPU"), KC_GEMM, HW_BF16, 4294967296.0, &t),
 			 KDB_EXACT);
 	assert_rel_close(t, 30e-6, 1e-12);
 	kdb_free(back);
@@ -390,20 +418,21 @@ static void test_kdb(void **state)
 	/* Files that are not kernel databases, and bad rows. */
 	back = kdb_new();
 	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(h, "DROP TABLE kernel; CREATE TABLE other (x)", NULL, NULL,
-				      NULL),
+	assert_int_equal(
+	    sqlite3_exec(h, "DROP TABLE kernel; CREATE TABLE other (x)", NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(h);
 	prism_err_clear(&err);
 	assert_int_equal(kdbstore_load(back, path, &err), PRISM_EFORMAT);
 	{
 		char want[256];
-		snprintf(want, sizeof(want), "%s: not a prism kernel database: no such table: kernel",
-			 path);
+		snprintf(want, sizeof(want),
+			 "%s: not a prism kernel database: no such table: kernel", path);
 		assert_string_equal(err.msg, want);
 	}
 	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(h,
+	assert_int_equal(
+	    sqlite3_exec(h,
 				      "CREATE TABLE kernel (gpu, class, dtype, work, time_s, samples,"
 				      " shape); INSERT INTO kernel VALUES ('G', 'gemm', 'bf16', 1e9,"
 				      " 1e-5, 1, ''), ('G', 'bogus', 'any', 1e6, 1e-5, 1, '')",
@@ -428,12 +457,9 @@ static void test_kdb(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_real_names),
-		cmocka_unit_test(test_gemm_work),
-		cmocka_unit_test(test_calib_exact_line),
-		cmocka_unit_test(test_calib_leave_one_out),
-		cmocka_unit_test(test_bus_efficiency),
-		cmocka_unit_test(test_kdb),
+	    cmocka_unit_test(test_real_names),	     cmocka_unit_test(test_gemm_work),
+	    cmocka_unit_test(test_calib_exact_line), cmocka_unit_test(test_calib_leave_one_out),
+	    cmocka_unit_test(test_bus_efficiency),   cmocka_unit_test(test_kdb),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,7 @@ static void test_numbers(void **state)
 	check_num("4458676416788.066", KJSON_FRAC, 4458676416788, 4458676416788066);
 	check_num("222442.191", KJSON_FRAC, 222442, 222442191);
 	check_num("1.5", KJSON_FRAC, 1, 1500);
-	check_num("2.0005", KJSON_FRAC, 2, 2001);  /* rounds half up on the 4th digit */
+	check_num("2.0005", KJSON_FRAC, 2, 2001); /* rounds half up on the 4th digit */
 	check_num("2.00049", KJSON_FRAC, 2, 2000);
 	check_num("-3.25", KJSON_FRAC, -3, -3250);
 	check_num("1e3", KJSON_FRAC, 1000, 1000000);
@@ -59,9 +59,9 @@ static void test_events(void **state)
 {
 	char buf[512 + KJSON_PADDING];
 	const char *doc =
-		"[{\"ph\":\"X\",\"name\":\"k\\u0041\",\"ts\":1.5,\"dur\":2,\"pid\":\"stream 7\","
-		"\"args\":{\"correlation\":9,\"Input Dims\":[[2,3],[]],\"skip\":{\"a\":[1]}}},"
-		" {\"ph\":\"i\",\"ts\":3}]";
+	    "[{\"ph\":\"X\",\"name\":\"k\\u0041\",\"ts\":1.5,\"dur\":2,\"pid\":\"stream 7\","
+	    "\"args\":{\"correlation\":9,\"Input Dims\":[[2,3],[]],\"skip\":{\"a\":[1]}}},"
+	    " {\"ph\":\"i\",\"ts\":3}]";
 	struct kjson_parser *p = kjson_new();
 	struct kjson_fail fail;
 	struct seen s;
@@ -95,8 +95,8 @@ static void test_events(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_numbers),
-		cmocka_unit_test(test_events),
+	    cmocka_unit_test(test_numbers),
+	    cmocka_unit_test(test_events),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

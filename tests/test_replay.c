@@ -75,7 +75,8 @@ static void check_trace(const char *trace)
 		qsort(iv, n, sizeof(*iv), cmp_i64);
 		for (size_t k = 0; k < n; k++) {
 			if (iv[k][0] < last_end) {
-				print_error("thread %zu: an event at %" PRId64 " ns starts before the "
+				print_error("thread %zu: an event at %" PRId64
+					    " ns starts before the "
 					    "previous ends (%" PRId64 ")\n",
 					    t, iv[k][0], last_end);
 				fail();
@@ -135,7 +136,8 @@ static void test_gpu_side(void **state)
 	char cmd[1024];
 	int64_t v[4];
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "'%s' replay --json %s", PRISM_BIN, TEST_DATA("ahead_2024.json"));
+	snprintf(cmd, sizeof(cmd), "'%s' replay --json %s", PRISM_BIN,
+		 TEST_DATA("ahead_2024.json"));
 	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
 	assert_int_equal(json_ints(out, "measured_ns", v, 4), 2);
 	assert_int_equal(v[0], 5000000);
@@ -160,11 +162,44 @@ static void test_gpu_side(void **state)
 	assert_int_equal(v[1], 1000000);
 	assert_int_equal(json_ints(out, "gpu_ns", v, 4), 2);
 	assert_int_equal(v[0], 1000000); /* kernel 1 at 20 us, kernel 2 at 1,020 us */
-	assert_int_equal(v[1], 10000);   /* the last step: its kernel alone */
+	assert_int_equal(v[1], 10000);	 /* the last step: its kernel alone */
 	snprintf(cmd, sizeof(cmd), "'%s' replay %s", PRISM_BIN, TEST_DATA("hostbound_2024.json"));
 	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "host-bound: the GPU is idle 99% of every step"));
 	check_trace(TEST_DATA("ahead_2024.json"));
+}
+
+/* A timeline of several ranks re-ingests as those ranks (issue 19: it
+ * came back as one rank with every stream), and replays as the original. */
+static void test_multirank_timeline(void **state)
+{
+	static char out[1 << 16], again[1 << 16];
+	char tl[] = "/tmp/prism-timeline-XXXXXX", cmd[1024];
+	const char *ranks =
+	    TEST_DATA("mismatch_2024.rank0.json") " " TEST_DATA("mismatch_2024.rank1.json");
+	int fd = mkstemp(tl);
+	(void)state;
+
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "'%s' replay --timeline '%s' %s | grep '^ProfilerStep'",
+		 PRISM_BIN, tl, ranks);
+	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	snprintf(cmd, sizeof(cmd), "'%s' ingest --json '%s' | grep -o '\"rank\":[0-9]*'", PRISM_BIN,
+		 tl);
+	assert_int_equal(capture(cmd, again, sizeof(again)), 0);
+	assert_string_equal(again, "\"rank\":0\n\"rank\":1\n");
+	/* The predicted steps, per rank, as the original replay's. */
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' replay '%s' | grep '^ProfilerStep' | awk '{print $1, $2, $4}'", PRISM_BIN,
+		 tl);
+	assert_int_equal(capture(cmd, again, sizeof(again)), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' replay %s | grep '^ProfilerStep' | awk '{print $1, $2, $4}'", PRISM_BIN,
+		 ranks);
+	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	assert_string_equal(again, out);
+	unlink(tl);
 }
 
 static void test_shared_timelines(void **state)
@@ -186,9 +221,10 @@ static void test_shared_timelines(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_golden_timelines),
-		cmocka_unit_test(test_gpu_side),
-		cmocka_unit_test(test_shared_timelines),
+	    cmocka_unit_test(test_golden_timelines),
+	    cmocka_unit_test(test_gpu_side),
+	    cmocka_unit_test(test_multirank_timeline),
+	    cmocka_unit_test(test_shared_timelines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

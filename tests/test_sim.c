@@ -31,11 +31,11 @@ struct tp {
 };
 
 /* A graph from lists; nodes must be grouped by processor in order. */
-static struct graph *mk(const struct tp *p, int np, const struct tn *n, int nn,
-			const struct te *e, int ne, int nranks)
+static struct graph *mk(const struct tp *p, int np, const struct tn *n, int nn, const struct te *e,
+			int ne, int nranks)
 {
-	struct graph *g = graph_alloc((uint32_t)nn, (uint32_t)ne, (uint32_t)np, (uint32_t)nranks,
-				      0, 0);
+	struct graph *g =
+	    graph_alloc((uint32_t)nn, (uint32_t)ne, (uint32_t)np, (uint32_t)nranks, 0, 0);
 	int ncoll = 0;
 	struct prism_err err;
 
@@ -125,8 +125,8 @@ static void test_chain(void **state)
 {
 	/* One stream, three kernels back to back: 0-10, 10-30, 30-60. */
 	static const struct tp p[] = {{0, 1}};
-	static const struct tn n[] = {{0, GN_KERNEL, 0, 10, -1}, {0, GN_KERNEL, 10, 20, -1},
-				      {0, GN_KERNEL, 35, 30, -1}};
+	static const struct tn n[] = {
+	    {0, GN_KERNEL, 0, 10, -1}, {0, GN_KERNEL, 10, 20, -1}, {0, GN_KERNEL, 35, 30, -1}};
 	static const struct te e[] = {{0, 1, O}, {1, 2, O}};
 	static const int64_t want[][2] = {{0, 10}, {10, 30}, {30, 60}};
 	struct graph *g = mk(p, 1, n, 3, e, 2, 1);
@@ -145,8 +145,7 @@ static void test_fork_join_event(void **state)
 	 * waits (event edge) for K1: it starts at 100, ends at 110. */
 	static const struct tp p[] = {{0, 0}, {0, 1}, {0, 1}};
 	static const struct tn n[] = {
-		{0, GN_RUNTIME, 0, 5, -1}, {0, GN_RUNTIME, 5, 5, -1},
-		{1, GN_KERNEL, 2, 100, -1},
+	    {0, GN_RUNTIME, 0, 5, -1}, {0, GN_RUNTIME, 5, 5, -1},   {1, GN_KERNEL, 2, 100, -1},
 		{2, GN_KERNEL, 8, 50, -1},  {2, GN_KERNEL, 102, 10, -1},
 	};
 	static const struct te e[] = {{0, 1, O}, {0, 2, L}, {1, 3, L}, {3, 4, O}, {2, 4, E}};
@@ -216,9 +215,8 @@ static void test_launch_bound(void **state)
 	 * and the makespan is the CPU's 40 us, not the GPU's 8. */
 	static const struct tp p[] = {{0, 0}, {0, 1}};
 	static const struct tn n[] = {
-		{0, GN_RUNTIME, 0, 10, -1}, {0, GN_RUNTIME, 10, 10, -1},
-		{0, GN_RUNTIME, 20, 10, -1}, {0, GN_RUNTIME, 30, 10, -1},
-		{1, GN_KERNEL, 0, 2, -1},   {1, GN_KERNEL, 10, 2, -1},
+	    {0, GN_RUNTIME, 0, 10, -1},	 {0, GN_RUNTIME, 10, 10, -1}, {0, GN_RUNTIME, 20, 10, -1},
+	    {0, GN_RUNTIME, 30, 10, -1}, {1, GN_KERNEL, 0, 2, -1},    {1, GN_KERNEL, 10, 2, -1},
 		{1, GN_KERNEL, 20, 2, -1},  {1, GN_KERNEL, 30, 2, -1},
 	};
 	static const struct te e[] = {{0, 1, O}, {1, 2, O}, {2, 3, O}, {4, 5, O}, {5, 6, O},
@@ -279,8 +277,10 @@ static void test_lag_and_ablation(void **state)
 	 * ended in the trace: that lag is kept ([54,64)).  Ignoring event edges,
 	 * K2 starts as soon as its launch allows: 10 + 4 = 14. */
 	static const struct tp p[] = {{0, 0}, {0, 1}, {0, 1}};
-	static const struct tn n[] = {{0, GN_RUNTIME, 0, 10, -1}, {0, GN_RUNTIME, 10, 10, -1},
-				      {1, GN_KERNEL, 0, 50, -1},  {2, GN_KERNEL, 54, 10, -1}};
+	static const struct tn n[] = {{0, GN_RUNTIME, 0, 10, -1},
+				      {0, GN_RUNTIME, 10, 10, -1},
+				      {1, GN_KERNEL, 0, 50, -1},
+				      {2, GN_KERNEL, 54, 10, -1}};
 	static const struct te e[] = {{0, 1, O}, {0, 2, L}, {1, 3, L}, {2, 3, E}};
 	struct graph *g = mk(p, 3, n, 4, e, 4, 1);
 	struct sim *s;

@@ -66,14 +66,15 @@ static void test_json_str(void **state)
 	static const struct {
 		const char *in, *out;
 	} cases[] = {
-		{"a\"b\\c\n", "\"a\\\"b\\\\c\\u000a\""},
-		{"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
-		{"\x80x", "\"\\ufffdx\""},
-		{"\xe2\x82", "\"\\ufffd\\ufffd\""},
-		{"\xc0\xaf", "\"\\ufffd\\ufffd\""},
-		{"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},
-		{"\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""},
-		{"\xff", "\"\\ufffd\""},
+	    {"a\"b\\c\n", "\"a\\\"b\\\\c\\u000a\""},
+	    {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+	     "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+	    {"\x80x", "\"\\ufffdx\""},
+	    {"\xe2\x82", "\"\\ufffd\\ufffd\""},
+	    {"\xc0\xaf", "\"\\ufffd\\ufffd\""},
+	    {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},
+	    {"\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""},
+	    {"\xff", "\"\\ufffd\""},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -91,9 +92,9 @@ static void test_json_str(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_empty_is_id_zero),
-		cmocka_unit_test(test_against_naive),
-		cmocka_unit_test(test_json_str),
+	    cmocka_unit_test(test_empty_is_id_zero),
+	    cmocka_unit_test(test_against_naive),
+	    cmocka_unit_test(test_json_str),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

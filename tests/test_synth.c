@@ -396,7 +396,8 @@ static void test_lower_bound(void **state)
 		prism_err_clear(&err);
 		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 		lb = synth_lower_bound(&in);
-		print_message("layout %zu: bound %.3f ms, simulated %.3f ms\n", i, lb * 1e3, p.iter_s * 1e3);
+		print_message("layout %zu: bound %.3f ms, simulated %.3f ms\n", i, lb * 1e3,
+			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
 	}
@@ -512,6 +513,51 @@ static void test_limits(void **state)
 	assert_int_equal(synth_check(&in, &err), 0);
 }
 
+/* synth_check's task estimate is a lower bound of what synth builds (so
+ * it refuses no run that fits), and a run beyond GRAPH_MAX_TASKS is
+ * refused before anything is built. */
+static void test_task_bound(void **state)
+{
+	static const struct {
+		int tp, pp, vp, m, sched, rec, bare;
+	} cases[] = {
+	    {1, 1, 1, 1, MEM_1F1B, MEM_RECOMPUTE_NONE, 0},
+	    {1, 1, 1, 1, MEM_1F1B, MEM_RECOMPUTE_NONE, 1},
+	    {2, 2, 1, 4, MEM_GPIPE, MEM_RECOMPUTE_FULL, 0},
+	    {1, 4, 2, 8, MEM_INTERLEAVED, MEM_RECOMPUTE_SELECTIVE, 1},
+	};
+	struct synth_in in;
+	struct prism_err err;
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_out so;
+		struct graph *g = NULL;
+		small(&in);
+		in.lay.tp = cases[i].tp;
+		in.lay.pp = cases[i].pp;
+		in.lay.vp = cases[i].vp;
+		in.lay.microbatches = cases[i].m;
+		in.lay.schedule = cases[i].sched;
+		in.lay.recompute = cases[i].rec;
+		in.bare = cases[i].bare;
+		in.steps = 1;
+		prism_err_clear(&err);
+		assert_int_equal(synth_build(&in, &g, &so, &err), 0);
+		assert_true(g->n_nodes >= (uint32_t)(in.m.layers * in.lay.microbatches *
+						     SYNTH_MIN_TASKS_PER_LAYER));
+		graph_free(g);
+		synth_out_free(&so);
+	}
+	small(&in);
+	in.m.layers = 65536;
+	in.lay.microbatches = 65536;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_ELIMIT);
+	assert_string_equal(err.msg, "layout: 2 steps x 65536 layers x 65536 microbatches make at "
+				     "least 412316860416 tasks, more than the 33554432 prism "
+				     "simulates");
+}
+
 /* The run description survives its own parser. */
 static void test_meta_round_trip(void **state)
 {
@@ -538,7 +584,9 @@ static void test_meta_round_trip(void **state)
 	a.fp8_attention = 1;
 	synth_meta(&a, s, sizeof(s));
 	prism_err_clear(&err);
-	assert_string_equal(s, "prism::model#name=t;layers=8;hidden=1024;heads=16;kv_heads=4;"
+	assert_string_equal(
+	    s,
+	    "prism::model#name=t;layers=8;hidden=1024;heads=16;kv_heads=4;"
 			       "ffn=4096;activation=swiglu;seq=1024;vocab=32000;tp=2;pp=4;dp=16;vp=2;mbs=1;microbatches=8;"
 			       "schedule=interleaved;recompute=1;sp=1;zero=1;flash=0;dtype=fp8;"
 			       "fp8_attention=1;hw=h100-dgx;untied=1;rope=1;shard=0;prefetch=1;"
@@ -556,8 +604,8 @@ static void test_meta_round_trip(void **state)
 	prism_err_clear(&err);
 	assert_int_equal(synth_meta_parse("prism::model#layers=1000000000", &b, &err),
 			 PRISM_EFORMAT);
-	assert_string_equal(err.msg,
-			    "model description: field 'layers' must be in 1..65536, not 1000000000");
+	assert_string_equal(
+	    err.msg, "model description: field 'layers' must be in 1..65536, not 1000000000");
 	prism_err_clear(&err);
 	assert_int_equal(synth_meta_parse("prism::model#zero=7", &b, &err), PRISM_EFORMAT);
 	assert_string_equal(err.msg, "model description: field 'zero' must be in 0..3, not 7");
@@ -581,8 +629,11 @@ static void test_meta_round_trip(void **state)
 }
 
 /* Re-timing a clone: the base is untouched, the clone passes graph_check,
- * and on a GPU with twice the bandwidth and FLOP/s every kernel takes half
- * as long (the ratio is exact: kernel times scale, nothing else). */
+ * and on a GPU with twice the bandwidth and FLOP/s, whose kernels' fixed
+ * costs (per tile, per kernel) take half as long, every kernel takes half
+ * as long: those synth recorded shapes for by the kernel model's ratio,
+ * the embeddings (no shape the model times) by the bandwidths beyond the
+ * model's overhead on each GPU. */
 static void test_retime_clone(void **state)
 {
 	struct synth_in in;
@@ -598,8 +649,19 @@ static void test_retime_clone(void **state)
 	small(&in);
 	in.lay.dp = 4;
 	g = build(&in, &so, &st);
-	for (int d = 0; d < HW_NDTYPES; d++)
+	for (int d = 0; d < HW_NDTYPES; d++) {
 		fast.peak_flops[d] *= 2;
+		fast.k.gemm[d].flops *= 2;
+		fast.k.gemm[d].tile_s /= 2;
+		fast.k.gemm[d].overhead_s /= 2;
+		for (int p = 0; p < 2; p++) {
+			fast.k.attn[d].flops[p] *= 2;
+			fast.k.attn[d].tile_s[p] /= 2;
+		}
+		fast.k.attn[d].overhead_s /= 2;
+	}
+	for (int k = 0; k < HW_MEM_NKINDS; k++)
+		fast.k.mem_overhead_s[k] /= 2;
 	fast.hbm_Bps *= 2;
 	c = graph_clone(g);
 	assert_non_null(c);
@@ -619,6 +681,10 @@ static void test_retime_clone(void **state)
 	assert_int_equal(before, base_after); /* the base is read-only */
 	assert_rel_close((double)after, before / 2.0, 1e-4);
 	assert_int_equal(es.kernels_scaled, g->stats.nodes[GN_KERNEL]);
+	/* Only the embedding's two kernels (forward, backward) a step are
+	 * not placed. */
+	assert_int_equal(es.kernels_ratio, 2 * in.steps);
+	assert_int_equal(es.kernels_model, g->stats.nodes[GN_KERNEL] - 2 * in.steps);
 	/* DP 4 -> 32: the gradient all-reduces (group 4) get the comm model's
 	 * ratio; nothing else moves. */
 	graph_free(c);
@@ -765,12 +831,19 @@ static void test_zero3_layer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_flops_formula),  cmocka_unit_test(test_pipeline_bubble),
-		cmocka_unit_test(test_layout_errors),  cmocka_unit_test(test_meta_round_trip),
+	    cmocka_unit_test(test_flops_formula),
+	    cmocka_unit_test(test_pipeline_bubble),
+	    cmocka_unit_test(test_layout_errors),
+	    cmocka_unit_test(test_meta_round_trip),
 		cmocka_unit_test(test_limits),
-		cmocka_unit_test(test_retime_clone),   cmocka_unit_test(test_fit_scales),
-		cmocka_unit_test(test_lower_bound),    cmocka_unit_test(test_fp8_layer),
-		cmocka_unit_test(test_selective_recompute),    cmocka_unit_test(test_zero3_layer),    cmocka_unit_test(test_unfused_attention),
+	    cmocka_unit_test(test_task_bound),
+	    cmocka_unit_test(test_retime_clone),
+	    cmocka_unit_test(test_fit_scales),
+	    cmocka_unit_test(test_lower_bound),
+	    cmocka_unit_test(test_fp8_layer),
+	    cmocka_unit_test(test_selective_recompute),
+	    cmocka_unit_test(test_zero3_layer),
+	    cmocka_unit_test(test_unfused_attention),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

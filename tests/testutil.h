@@ -14,15 +14,15 @@
 #include <cmocka.h>
 
 /* |a - b| <= rel * max(|a|, |b|), with a message naming both. */
-#define assert_rel_close(a, b, rel)                                                       \
-	do {                                                                              \
-		double a_ = (a), b_ = (b);                                                \
-		double m_ = fabs(a_) > fabs(b_) ? fabs(a_) : fabs(b_);                    \
-		if (fabs(a_ - b_) > (rel) * m_) {                                         \
-			print_error("%.9g and %.9g differ by more than %g relative\n", a_, \
-				    b_, (double)(rel));                                    \
-			fail();                                                           \
-		}                                                                         \
+#define assert_rel_close(a, b, rel)                                                                \
+	do {                                                                                       \
+		double a_ = (a), b_ = (b);                                                         \
+		double m_ = fabs(a_) > fabs(b_) ? fabs(a_) : fabs(b_);                             \
+		if (fabs(a_ - b_) > (rel)*m_) {                                                    \
+			print_error("%.9g and %.9g differ by more than %g relative\n", a_, b_,     \
+				    (double)(rel));                                                \
+			fail();                                                                    \
+		}                                                                                  \
 	} while (0)
 
 #ifndef PRISM_SOURCE_DIR

@@ -65,7 +65,8 @@ static struct graph *synth(uint32_t target)
 			g->proc[u] = host, g->kind[u] = GN_RUNTIME, g->start_ns[u] = t;
 			g->dur_ns[u] = rnd(3000, 6000), t += g->dur_ns[u], calls[i] = u++;
 			if (i % 256 == 255) {
-				g->proc[u] = host, g->kind[u] = GN_RUNTIME, g->flags[u] = NF_BLOCKING;
+				g->proc[u] = host, g->kind[u] = GN_RUNTIME,
+				g->flags[u] = NF_BLOCKING;
 				g->start_ns[u] = t, u++;
 				g->proc[u] = host, g->kind[u] = GN_WAIT, g->start_ns[u] = t;
 				g->dur_ns[u] = 2000, u++;
@@ -79,7 +80,8 @@ static struct graph *synth(uint32_t target)
 		for (uint32_t i = 0; i < launches; i++) {
 			if (i % 4 == 3)
 				continue;
-			g->proc[u] = s0, g->kind[u] = GN_KERNEL, g->start_ns[u] = g->start_ns[calls[i]];
+			g->proc[u] = s0, g->kind[u] = GN_KERNEL,
+			g->start_ns[u] = g->start_ns[calls[i]];
 			g->dur_ns[u] = rnd(1000, 40000);
 			e[ne++] = (struct e3){calls[i], u, GE_LAUNCH};
 			if (u > first_s0)
@@ -88,7 +90,8 @@ static struct graph *synth(uint32_t target)
 		}
 		uint32_t first_s1 = u;
 		for (uint32_t i = 3; i < launches; i += 4) {
-			g->proc[u] = s1, g->kind[u] = GN_COLL, g->start_ns[u] = g->start_ns[calls[i]];
+			g->proc[u] = s1, g->kind[u] = GN_COLL,
+			g->start_ns[u] = g->start_ns[calls[i]];
 			g->dur_ns[u] = rnd(5000, 80000);
 			g->coll[u] = nc;
 			g->colls[nc].node = u;
@@ -175,8 +178,8 @@ int main(int argc, char **argv)
 		for (int i = 1; i < argc && nsizes < 8; i++)
 			sizes[nsizes++] = (uint32_t)strtoul(argv[i], NULL, 10);
 	}
-	printf("%10s %10s %10s %12s %14s %12s\n", "nodes", "edges", "ranks", "sim ms",
-	       "M nodes/s", "bytes/node");
+	printf("%10s %10s %10s %12s %14s %12s\n", "nodes", "edges", "ranks", "sim ms", "M nodes/s",
+	       "bytes/node");
 	for (int i = 0; i < nsizes; i++) {
 		struct graph *g = synth(sizes[i]);
 		struct prism_err err;
@@ -202,8 +205,8 @@ int main(int argc, char **argv)
 		}
 		/* Graph columns + CSR + simulator state, from the types' sizes. */
 		double per_node = 8 * 5 + 4 * 6 + 3 + 4 /* graph columns, off */ +
-				  (double)g->n_edges / g->n_nodes * 5 /* dst, kind */ +
-				  8 * 3 + 4 * 2 /* sim: start, end, ready, binding, indeg */;
+				  (double)g->n_edges / g->n_nodes * 5 /* dst, kind */ + 8 * 3 +
+				  4 * 2 /* sim: start, end, ready, binding, indeg */;
 		printf("%10u %10u %10u %12.2f %14.1f %12.0f\n", g->n_nodes, g->n_edges, g->n_ranks,
 		       best * 1e3, g->n_nodes / best / 1e6, per_node);
 		sim_free(s);

@@ -1,0 +1,60 @@
+/*
+ * pipeline.h - a one-stage run split into pipeline stages, as a graph edit.
+ *
+ * Each rank of the base (one replica of a run without pipelining, its
+ * layers found) becomes pp ranks, stage s holding the layers l with
+ * floor(l pp / L) = s (L / pp each when pp divides L; otherwise the
+ * stages differ by one layer).  A microbatch's forward and backward
+ * (*units*) are cut by layer: a layer's tasks go to its stage; a unit's
+ * other tasks go with the layer before them on their thread (the loss and
+ * head forward to the last stage), those before every layer to the first
+ * stage of the pass (the embedding forward to stage 0, the loss backward
+ * to the last); GPU work goes with its launch call.  The step's tasks
+ * outside the units (data loading, the optimizer outside layers, the
+ * closing synchronise) run on every stage.  Every stage runs its units in
+ * the schedule's order (GPipe: all forwards, then all backwards; 1F1B:
+ * pp - s - 1 forwards first, then one forward one backward), and
+ * activations and their gradients cross stages as send/recv pairs on four
+ * new streams per stage, launched as prism synth does (the op's CPU time,
+ * a launch, an event record and stream wait on the host); they rendezvous
+ * like collectives.
+ *
+ * Edges inside a stage are the base's; edges between stages are dropped
+ * (the transfers carry them); a stage-wide task waiting for another
+ * stage's task (the optimizer for the last gradient all-reduce, the
+ * closing synchronise for the last kernel) waits instead for the last task
+ * of the same stream or thread in its own stage at or before it.  The
+ * data-parallel collectives of stage s form group "PG.s<s>".  The traced
+ * times of the candidate pack each processor's tasks back to back from
+ * its first task's (the simulator recomputes the waiting); step spans
+ * follow the step thread.  The base is only read.
+ */
+#ifndef PRISM_PIPELINE_H
+#define PRISM_PIPELINE_H
+
+#include <stdint.h>
+
+#include "graph.h"
+
+struct pipeline_plan {
+	int pp;		  /* stages (>= 2; the layers divide by it) */
+	int schedule;	  /* MEM_GPIPE or MEM_1F1B */
+	double act_bytes; /* activation bytes per microbatch and boundary */
+	int64_t xfer_ns;  /* a send's and a recv's duration */
+	int64_t cpu_op_ns, launch_ns, event_ns, gpu_lag_ns; /* added host tasks */
+};
+
+struct pipeline_stats {
+	uint64_t units;	     /* (microbatch, pass) units cut */
+	uint64_t transfers;  /* send/recv kernels added */
+	uint64_t replicated; /* tasks run on every stage */
+};
+
+/* The candidate with p->pp stages from g (one stage per rank, layers
+ * found).  0, PRISM_EARG (no layers, fewer layers than stages, a schedule
+ * other than GPipe or 1F1B), PRISM_EINTERNAL (a cycle), or
+ * PRISM_ENOMEM / PRISM_ELIMIT. */
+int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct graph **out,
+		   struct pipeline_stats *st, struct prism_err *err);
+
+#endif
