@@ -133,7 +133,8 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			double n = mem_stage_layers(m, &lay, s), c, slot, dpt = 0, exposed = 0, opt;
 			double layer_w = wb * llm_layer_params(m) / tp;
 			struct comm_group gg = {shard, group_per_node(shard, pn)};
-			struct comm_group gr = {(int)R, group_per_node((int)R, pn / shard > 0 ? pn / shard : 1)};
+			struct comm_group gr = {
+			    (int)R, group_per_node((int)R, pn / shard > 0 ? pn / shard : 1)};
 			c = (n * (lf + lb) + (s == 0 ? emb : 0) + (s == pp - 1 ? head : 0)) /
 			    in->compute_eff;
 			slot = c + n * ar + p2p;
@@ -151,15 +152,15 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 						  COMM_AUTO, &ce);
 					t_rs = ce.time_s;
 					if (R > 1) {
-						comm_time(hw, GC_ALL_REDUCE, gb * P / G, gr, in->comm_eff,
-							  COMM_AUTO, &ce);
+						comm_time(hw, GC_ALL_REDUCE, gb * P / G, gr,
+							  in->comm_eff, COMM_AUTO, &ce);
 						t_ar = ce.time_s;
 					}
-					comm_time(hw, GC_ALL_GATHER, wb * P, gg, in->comm_eff, COMM_AUTO,
-						  &ce);
+					comm_time(hw, GC_ALL_GATHER, wb * P, gg, in->comm_eff,
+						  COMM_AUTO, &ce);
 					t_ag = ce.time_s;
-					comm_time(hw, GC_ALL_GATHER, layer_w, gg, in->comm_eff, COMM_AUTO,
-						  &ce);
+					comm_time(hw, GC_ALL_GATHER, layer_w, gg, in->comm_eff,
+						  COMM_AUTO, &ce);
 					t_agl = ce.time_s;
 				}
 				/* What hides: the last microbatch's backward (2/3 of its
@@ -183,8 +184,9 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 					 * backward. */
 					dpt = mb * t_rs + t_ar + t_ag;
 					exposed = mb * (t_rs - hide > 0 ? t_rs - hide : 0) + t_ar +
-						  (l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0)
-								    : t_ag);
+						  (l->overlap_param
+						       ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0)
+						       : t_ag);
 					break;
 				default: {
 					/* ZeRO-3: every microbatch gathers each layer's
@@ -196,20 +198,22 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 					 * and each direction's first gather. */
 					double t_rsl = 0, t_arl = 0, lfw = lf / in->compute_eff;
 					double lbw = lb / in->compute_eff, per;
-					comm_time(hw, GC_REDUCE_SCATTER, gb * llm_layer_params(m) / tp, gg,
-						  in->comm_eff, COMM_AUTO, &ce);
+					comm_time(hw, GC_REDUCE_SCATTER,
+						  gb * llm_layer_params(m) / tp, gg, in->comm_eff,
+						  COMM_AUTO, &ce);
 					t_rsl = ce.time_s;
 					if (R > 1) {
-						comm_time(hw, GC_ALL_REDUCE, gb * llm_layer_params(m) / tp / G,
-							  gr, in->comm_eff, COMM_AUTO, &ce);
+						comm_time(hw, GC_ALL_REDUCE,
+							  gb * llm_layer_params(m) / tp / G, gr,
+							  in->comm_eff, COMM_AUTO, &ce);
 						t_arl = ce.time_s;
 					}
 					dpt = mb * (2 * t_ag + t_rs) + t_ar;
 					if (l->prefetch > 0)
 						per = n * ((t_agl > lfw ? t_agl - lfw : 0) +
 							   (t_agl + t_rsl + t_arl > lbw
-								    ? t_agl + t_rsl + t_arl - lbw
-								    : 0)) +
+								? t_agl + t_rsl + t_arl - lbw
+								: 0)) +
 						      2 * t_agl;
 					else
 						per = n * (2 * t_agl + t_rsl + t_arl);

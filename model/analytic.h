@@ -25,29 +25,29 @@
 struct analytic_in {
 	struct llm m;
 	const struct hw_profile *hw;
-	int dtype;            /* enum hw_dtype of the linear layers' GEMMs */
-	int fp8_attention;    /* the attention core in fp8 (synth.h) */
-	double global_batch;  /* sequences per iteration */
+	int dtype;	       /* enum hw_dtype of the linear layers' GEMMs */
+	int fp8_attention;     /* the attention core in fp8 (synth.h) */
+	double global_batch;   /* sequences per iteration */
 	struct mem_layout lay; /* tp, pp, dp, vp, mbs, schedule, recompute, sp, zero;
 				* microbatches is derived */
-	double compute_eff;   /* the kernel model's speed is divided by it (1: as
+	double compute_eff;    /* the kernel model's speed is divided by it (1: as
 			       * modelled; below 1 slower) */
-	double comm_eff;      /* scales the profile's bus efficiencies (comm.h) */
+	double comm_eff;       /* scales the profile's bus efficiencies (comm.h) */
 };
 
 struct analytic_out {
 	int microbatches;
-	double t_iter;        /* seconds */
-	double t_slot;        /* one microbatch on one stage, fwd + bwd */
-	double t_compute;     /* of which compute */
-	double t_tp;          /* of which tensor-parallel communication */
-	double t_p2p;         /* of which pipeline sends */
-	double t_bubble;      /* fill and drain */
-	double t_dp;          /* data-parallel all-reduce */
+	double t_iter;	  /* seconds */
+	double t_slot;	  /* one microbatch on one stage, fwd + bwd */
+	double t_compute; /* of which compute */
+	double t_tp;	  /* of which tensor-parallel communication */
+	double t_p2p;	  /* of which pipeline sends */
+	double t_bubble;  /* fill and drain */
+	double t_dp;	  /* data-parallel all-reduce */
 	double t_dp_exposed;
 	double t_opt;
-	double model_flops;   /* per iteration, without recomputation */
-	double mfu;           /* model FLOPs / (time x GPUs x peak) */
+	double model_flops; /* per iteration, without recomputation */
+	double mfu;	    /* model FLOPs / (time x GPUs x peak) */
 	double tokens_per_s;
 	struct mem_est mem;
 };

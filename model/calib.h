@@ -22,13 +22,13 @@
 #include "hw.h"
 
 struct calib_class {
-	size_t n;            /* tasks with known work */
-	int by_flops;        /* 1: FLOPs at peak FLOP/s; 0: bytes at HBM bandwidth */
-	double overhead_s;   /* a */
-	double eff;          /* e, the fraction of peak on large work */
-	double loo_mean;     /* leave-one-out |predicted - measured| / measured */
+	size_t n;	   /* tasks with known work */
+	int by_flops;	   /* 1: FLOPs at peak FLOP/s; 0: bytes at HBM bandwidth */
+	double overhead_s; /* a */
+	double eff;	   /* e, the fraction of peak on large work */
+	double loo_mean;   /* leave-one-out |predicted - measured| / measured */
 	double loo_median;
-	double measured_s;   /* their measured time in all */
+	double measured_s; /* their measured time in all */
 };
 
 /* 1 for the classes whose time is predicted from op shapes: not
@@ -57,7 +57,7 @@ void calib_fit(const struct graph *g, const struct hw_profile *hw,
 struct calib_kmodel {
 	size_t n;
 	double mean, median, worst; /* |predicted - measured| / measured */
-	double signed_mean;         /* (predicted - measured) / measured */
+	double signed_mean;	    /* (predicted - measured) / measured */
 	double flat_mean, flat_median;
 };
 void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
@@ -68,7 +68,7 @@ void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
 struct calib_comm {
 	size_t n;
 	double median_eff;
-	double best_eff;   /* the least waiting: single-rank traces include waits */
+	double best_eff; /* the least waiting: single-rank traces include waits */
 };
 
 /* One entry per enum graph_coll_kind; groups within one node when they
@@ -85,13 +85,13 @@ void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
  * more and agree within 10 % (one size), gives the ratio of the two
  * medians, less 1.  The median over groups is the slowdown.
  */
-#define CALIB_CONT_MIN 3
+#define CALIB_CONT_MIN	  3
 #define CALIB_CONT_MIN_NS 20000
 #define CALIB_CONT_GROUPS 256
 struct calib_contention {
-	double compute;   /* the median slowdown over groups */
-	size_t keys;      /* groups */
-	size_t pairs;     /* instances compared (the smaller side of each group) */
+	double compute;			 /* the median slowdown over groups */
+	size_t keys;			 /* groups */
+	size_t pairs;			 /* instances compared (the smaller side of each group) */
 	double group[CALIB_CONT_GROUPS]; /* each group's slowdown, sorted (the
 					  * first CALIB_CONT_GROUPS) */
 };

@@ -94,7 +94,8 @@ static int row(struct cbench *cb, const struct cols *h, char **f, int nf, const 
 	const char *prof = kbench_profile(col(h, f, nf, "gpu"));
 	const char *algo = col(h, f, nf, "algo"), *desc = col(h, f, nf, "group_desc");
 	double t = num(col(h, f, nf, "time_us")) * 1e-6;
-	int nodes = (int)num(col(h, f, nf, "nodes")), gpn = (int)num(col(h, f, nf, "gpus_per_node"));
+	int nodes = (int)num(col(h, f, nf, "nodes")),
+	    gpn = (int)num(col(h, f, nf, "gpus_per_node"));
 
 	memset(&r, 0, sizeof(r));
 	if (!prof)
@@ -107,7 +108,8 @@ static int row(struct cbench *cb, const struct cols *h, char **f, int nf, const 
 	{
 		int groups = 0, each = 0;
 		/* XLA's tables: "k replica group(s) x m devices each". */
-		if (sscanf(desc, "%d replica group(s) x %d devices", &groups, &each) == 2 && each > 0)
+		if (sscanf(desc, "%d replica group(s) x %d devices", &groups, &each) == 2 &&
+		    each > 0)
 			r.n = each;
 	}
 	if (r.n < 2 || nodes < 1 || gpn < 1)
@@ -289,8 +291,8 @@ static double loss(const gsl_vector *v, void *p)
 	return ws > 0 ? s / ws : 0;
 }
 
-size_t cbench_fit(struct hw_profile *hw, const struct cbench_row *rows, const size_t *idx,
-		  size_t n, int nvls)
+size_t cbench_fit(struct hw_profile *hw, const struct cbench_row *rows, const size_t *idx, size_t n,
+		  int nvls)
 {
 	struct fitctx c = {hw, rows, idx, NULL, n, nvls, 0};
 	double x[6];

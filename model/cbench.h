@@ -27,15 +27,15 @@
 #include "prism.h"
 
 struct cbench_row {
-	int kind;          /* enum graph_coll_kind */
-	int n, per_node;   /* the group */
-	int algo;          /* COMM_AUTO, or the algorithm the row forced */
-	char gpu[48];      /* as the file names it */
-	char profile[32];  /* configs/hw/ name */
-	char source[200];  /* repo@commit:path, or the file */
-	double bytes;      /* comm_time's size */
-	double time_s;     /* measured */
-	int net_known;     /* 0: across nodes over a network the file does not
+	int kind;	  /* enum graph_coll_kind */
+	int n, per_node;  /* the group */
+	int algo;	  /* COMM_AUTO, or the algorithm the row forced */
+	char gpu[48];	  /* as the file names it */
+	char profile[32]; /* configs/hw/ name */
+	char source[200]; /* repo@commit:path, or the file */
+	double bytes;	  /* comm_time's size */
+	double time_s;	  /* measured */
+	int net_known;	  /* 0: across nodes over a network the file does not
 			    * state (evaluated, fits nothing) */
 };
 
@@ -72,7 +72,7 @@ double cbench_predict(const struct hw_profile *hw, const struct cbench_row *r);
  * each source weighed alike (a bulk table counts as much as one sweep);
  * GSL's Nelder-Mead simplex, restarted once.  Returns the rows used.
  */
-size_t cbench_fit(struct hw_profile *hw, const struct cbench_row *rows, const size_t *idx,
-		  size_t n, int nvls);
+size_t cbench_fit(struct hw_profile *hw, const struct cbench_row *rows, const size_t *idx, size_t n,
+		  int nvls);
 
 #endif

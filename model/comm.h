@@ -28,13 +28,13 @@
 enum comm_algo { COMM_AUTO = -1, COMM_RING, COMM_HIER, COMM_TREE, COMM_NVLS, COMM_NALGOS };
 
 struct comm_group {
-	int n;        /* ranks in the group */
+	int n;	      /* ranks in the group */
 	int per_node; /* of them, on one node (1..gpus_per_node); n/per_node nodes */
 };
 
 struct comm_est {
 	double time_s;
-	int algo;        /* the algorithm used */
+	int algo;	   /* the algorithm used */
 	double wire_bytes; /* bytes each rank sends over the slowest link */
 };
 
@@ -47,8 +47,8 @@ struct comm_est {
  * algo: COMM_AUTO or one algorithm.  0, or PRISM_EARG.
  */
 #define COMM_MAX_EFF 4.0
-int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_group g,
-	      double eff, int algo, struct comm_est *out);
+int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_group g, double eff,
+	      int algo, struct comm_est *out);
 
 const char *comm_algo_name(int algo);
 

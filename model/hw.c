@@ -88,20 +88,20 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 			    (config_setting_length(te) != 3 || !config_setting_is_aggregate(te)))
 				return prism_err_set(
 				    err, PRISM_EFORMAT,
-						     "%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 "
-						     "numbers in 0.01..1",
-						     path, config_setting_source_line(te), dtype_names[d]);
+				    "%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 "
+				    "numbers in 0.01..1",
+				    path, config_setting_source_line(te), dtype_names[d]);
 			for (int i = 0; te && i < 3; i++) {
 				config_setting_t *e = config_setting_get_elem(te, (unsigned)i);
 				double f = config_setting_type(e) == CONFIG_TYPE_INT
-						   ? config_setting_get_int(e)
-						   : config_setting_get_float(e);
+					       ? config_setting_get_int(e)
+					       : config_setting_get_float(e);
 				if (!(f >= 0.01 && f <= 1))
 					return prism_err_set(
-						err, PRISM_EFORMAT,
-						"%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 numbers "
-						"in 0.01..1",
-						path, config_setting_source_line(te), dtype_names[d]);
+					    err, PRISM_EFORMAT,
+					    "%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 numbers "
+					    "in 0.01..1",
+					    path, config_setting_source_line(te), dtype_names[d]);
 				ge->tile_eff[i] = f;
 			}
 		}
@@ -183,12 +183,12 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 			goto out;
 		if (hw->peak_flops[d] > 0 && hw->peak_flops[d] < 1e-3 * 1e12) {
 			rc = prism_err_set(
-				err, PRISM_EFORMAT,
-				"%s:%d: 'peak_tflops.%s' must be 0 (no tensor path) or in 0.001..1e+06, "
-				"not %g",
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'peak_tflops.%s' must be 0 (no tensor path) or in 0.001..1e+06, "
+			    "not %g",
 			    path,
 			    config_setting_source_line(config_setting_lookup(tf, dtype_names[d])),
-				dtype_names[d], hw->peak_flops[d] / 1e12);
+			    dtype_names[d], hw->peak_flops[d] / 1e12);
 			goto out;
 		}
 	}
@@ -216,11 +216,11 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	if (hw->mem_reserve_bytes >= hw->hbm_bytes) {
 		rc = prism_err_set(
 		    err, PRISM_EFORMAT,
-				   "%s:%d: 'gpu.memory_reserve_GB' (%g) must be below "
-				   "'gpu.hbm_capacity_GB' (%g)",
-				   path,
+		    "%s:%d: 'gpu.memory_reserve_GB' (%g) must be below "
+		    "'gpu.hbm_capacity_GB' (%g)",
+		    path,
 		    config_setting_source_line(config_setting_lookup(gpu, "memory_reserve_GB")),
-				   hw->mem_reserve_bytes / 1e9, hw->hbm_bytes / 1e9);
+		    hw->mem_reserve_bytes / 1e9, hw->hbm_bytes / 1e9);
 		goto out;
 	}
 	/* Optional: the allocator's fragmentation, a fraction of what it
@@ -233,14 +233,16 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	/* Optional: collectives as measured (comm.h). */
 	hw->nvl_eff = hw->net_eff = HW_BUS_EFF_DEFAULT;
 	if ((config_setting_lookup(node, "nvlink_bus_eff") &&
-	     (rc = cfg_range(path, &cf, node, "nvlink_bus_eff", 0.01, 1, 0, 1, &hw->nvl_eff, err))) ||
+	     (rc = cfg_range(path, &cf, node, "nvlink_bus_eff", 0.01, 1, 0, 1, &hw->nvl_eff,
+			     err))) ||
 	    (config_setting_lookup(node, "network_bus_eff") &&
-	     (rc = cfg_range(path, &cf, node, "network_bus_eff", 0.01, 1, 0, 1, &hw->net_eff, err))) ||
+	     (rc = cfg_range(path, &cf, node, "network_bus_eff", 0.01, 1, 0, 1, &hw->net_eff,
+			     err))) ||
 	    (config_setting_lookup(node, "nvls_bus_eff") &&
 	     (rc = cfg_range(path, &cf, node, "nvls_bus_eff", 0, 1, 0, 1, &hw->nvls_eff, err))) ||
 	    (config_setting_lookup(node, "collective_base_us") &&
-	     (rc = cfg_range(path, &cf, node, "collective_base_us", 0, 1e4, 0, 1e-6, &hw->coll_base_s,
-			     err))))
+	     (rc = cfg_range(path, &cf, node, "collective_base_us", 0, 1e4, 0, 1e-6,
+			     &hw->coll_base_s, err))))
 		goto out;
 	/* Optional: contention (sim.h); absent, the fitted defaults. */
 	hw->slow_compute = HW_CONT_COMPUTE_DEFAULT;
@@ -248,7 +250,8 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	if (config_lookup(&cf, "contention")) {
 		config_setting_t *ct = config_lookup(&cf, "contention");
 		if ((config_setting_lookup(ct, "compute") &&
-		     (rc = cfg_range(path, &cf, ct, "compute", 0, 10, 0, 1, &hw->slow_compute, err))) ||
+		     (rc = cfg_range(path, &cf, ct, "compute", 0, 10, 0, 1, &hw->slow_compute,
+				     err))) ||
 		    (config_setting_lookup(ct, "comm") &&
 		     (rc = cfg_range(path, &cf, ct, "comm", 0, 10, 0, 1, &hw->slow_comm, err))))
 			goto out;

@@ -26,43 +26,43 @@ enum hw_dtype { HW_FP32, HW_TF32, HW_BF16, HW_FP16, HW_FP8, HW_FP4, HW_NDTYPES }
 enum hw_mem_kind { HW_MEM_ELEMENTWISE, HW_MEM_NORM, HW_MEM_REDUCTION, HW_MEM_NKINDS };
 
 struct hw_gemm {
-	double flops;       /* the achievable peak (MAMF-like): what the largest
+	double flops;	    /* the achievable peak (MAMF-like): what the largest
 			     * tile reaches on a full wave */
-	double tile_s;      /* fixed time of one output tile (prologue, epilogue) */
+	double tile_s;	    /* fixed time of one output tile (prologue, epilogue) */
 	double overhead_s;  /* per kernel */
 	double tile_eff[3]; /* throughput of 128x128, 64x128 and 64x64 tiles
 			     * relative to 128x256 */
-	double mem_eff;     /* fraction of HBM bandwidth when memory-bound */
+	double mem_eff;	    /* fraction of HBM bandwidth when memory-bound */
 };
 
 struct hw_attn {
-	double flops[2];    /* achievable, forward and backward */
-	double tile_s[2];   /* fixed time of one 128-query block */
+	double flops[2];  /* achievable, forward and backward */
+	double tile_s[2]; /* fixed time of one 128-query block */
 	double overhead_s;
-	double d64, d256;   /* throughput at head dim 64 and 256 relative to 128 */
+	double d64, d256; /* throughput at head dim 64 and 256 relative to 128 */
 };
 
 struct hw_kernels {
-	int sms;            /* streaming multiprocessors */
+	int sms; /* streaming multiprocessors */
 	struct hw_gemm gemm[HW_NDTYPES];
 	struct hw_attn attn[HW_NDTYPES];
-	double mem_eff[HW_MEM_NKINDS];      /* fraction of HBM bandwidth */
+	double mem_eff[HW_MEM_NKINDS]; /* fraction of HBM bandwidth */
 	double mem_overhead_s[HW_MEM_NKINDS];
 };
 
 struct hw_profile {
-	char id[64];          /* the file's name without directory and .cfg */
-	char name[64];        /* the system, e.g. "DGX H100" */
-	char gpu[64];         /* the GPU model */
+	char id[64];   /* the file's name without directory and .cfg */
+	char name[64]; /* the system, e.g. "DGX H100" */
+	char gpu[64];  /* the GPU model */
 	double peak_flops[HW_NDTYPES];
-	double hbm_Bps;       /* memory bandwidth */
-	double hbm_bytes;     /* memory capacity */
-	double nvlink_Bps;    /* per GPU, one direction */
+	double hbm_Bps;	   /* memory bandwidth */
+	double hbm_bytes;  /* memory capacity */
+	double nvlink_Bps; /* per GPU, one direction */
 	int gpus_per_node;
 	int nics_per_node;
-	double nic_Bps;       /* per NIC, one direction */
-	double nvlink_lat_s;  /* per step of a collective inside a node */
-	double net_lat_s;     /* per step across nodes */
+	double nic_Bps;	     /* per NIC, one direction */
+	double nvlink_lat_s; /* per step of a collective inside a node */
+	double net_lat_s;    /* per step across nodes */
 	/* Collectives as measured (comm.h; fitted by prism collectives --fit):
 	 * the fraction of a link's bandwidth a ring reaches in the node and
 	 * across nodes, NVLink SHARP's all-reduce (0: no NVLS), and a fixed
@@ -71,13 +71,13 @@ struct hw_profile {
 	double coll_base_s;
 	double mem_reserve_bytes; /* kept free: CUDA context, library workspaces,
 				   * NCCL buffers */
-	double mem_frag;          /* the caching allocator's fragmentation: the
+	double mem_frag;	  /* the caching allocator's fragmentation: the
 				   * fraction of reserved memory not allocated */
-	double slow_compute;      /* contention (sim.h): a compute kernel beside
+	double slow_compute;	  /* contention (sim.h): a compute kernel beside
 				   * a collective runs 1 / (1 + slow_compute) */
-	double slow_comm;         /* and a collective beside compute 1 / (1 +
+	double slow_comm;	  /* and a collective beside compute 1 / (1 +
 				   * slow_comm) */
-	struct hw_kernels k;      /* kernel efficiency by shape (kperf.h) */
+	struct hw_kernels k;	  /* kernel efficiency by shape (kperf.h) */
 };
 
 /* The caching allocator's fragmentation where a profile states none: GMLake
@@ -97,7 +97,7 @@ struct hw_profile {
  * collective on fewer SMs, DeepEP V2's all-to-all on SM100 with 24 SMs
  * against 64 (collectives.csv), +11.3 %. */
 #define HW_CONT_COMPUTE_DEFAULT 0.049
-#define HW_CONT_COMM_DEFAULT 0.113
+#define HW_CONT_COMM_DEFAULT	0.113
 
 /* Read a profile.  0, or PRISM_EIO/PRISM_EFORMAT with err naming the file,
  * the line and the setting at fault.  Every number has a range (hw.c, and

@@ -39,31 +39,31 @@ enum kbench_class {
 };
 
 struct kbench_row {
-	int cls;           /* enum kbench_class */
-	int dtype;         /* enum hw_dtype (fp16 kept as such) */
-	int mem_kind;      /* enum hw_mem_kind (memory-bound) */
-	char gpu[48];      /* as the file names it */
-	char profile[32];  /* configs/hw/ name, "" if none */
-	char source[200];  /* repo@commit:path, URL, or the file */
-	double b, m, n, k;                 /* GEMM */
-	double heads, sq, skv, d;          /* attention */
+	int cls;		  /* enum kbench_class */
+	int dtype;		  /* enum hw_dtype (fp16 kept as such) */
+	int mem_kind;		  /* enum hw_mem_kind (memory-bound) */
+	char gpu[48];		  /* as the file names it */
+	char profile[32];	  /* configs/hw/ name, "" if none */
+	char source[200];	  /* repo@commit:path, URL, or the file */
+	double b, m, n, k;	  /* GEMM */
+	double heads, sq, skv, d; /* attention */
 	int causal;
-	int fa2;           /* attention by FlashAttention-2 (flash-attn 2, PyTorch
+	int fa2;	 /* attention by FlashAttention-2 (flash-attn 2, PyTorch
 			    * SDPA's flash backend): reported apart, fits
 			    * nothing; the model's attention is the kernels
 			    * frameworks pick on Hopper and Blackwell (cuDNN,
 			    * FlashAttention-3/4) */
-	double bytes;                      /* memory-bound */
-	double time_s;                     /* measured */
-	int best_square;   /* a GEMM summary: the best TFLOP/s over square
+	double bytes;	 /* memory-bound */
+	double time_s;	 /* measured */
+	int best_square; /* a GEMM summary: the best TFLOP/s over square
 			    * sizes 256..8192 (time_s of the best one) */
 };
 
 struct kbench {
 	struct kbench_row *rows;
 	size_t n, cap;
-	size_t skipped;            /* rows left out */
-	char skip_why[8][96];      /* the first reasons, for the report */
+	size_t skipped;	      /* rows left out */
+	char skip_why[8][96]; /* the first reasons, for the report */
 	size_t skip_n[8];
 	int n_why;
 };

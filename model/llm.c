@@ -42,12 +42,12 @@ double llm_params(const struct llm *m)
 void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *attention)
 {
 	double t = batch * m->seq, h = m->hidden, s = m->seq;
-	*gemm = llm_gemm_flops(t, llm_qkv_width(m), h)  /* Q, K, V */
-		+ llm_gemm_flops(t, h, h)               /* output projection */
-		+ llm_gemm_flops(t, llm_ffn_in(m), h)   /* FFN up (and gate) */
-		+ llm_gemm_flops(t, h, m->ffn);         /* FFN down */
-	*attention = 2 * batch * s * s * h       /* scores Q K^T */
-		     + 2 * batch * s * s * h;    /* attention x V */
+	*gemm = llm_gemm_flops(t, llm_qkv_width(m), h) /* Q, K, V */
+		+ llm_gemm_flops(t, h, h)	       /* output projection */
+		+ llm_gemm_flops(t, llm_ffn_in(m), h)  /* FFN up (and gate) */
+		+ llm_gemm_flops(t, h, m->ffn);	       /* FFN down */
+	*attention = 2 * batch * s * s * h	       /* scores Q K^T */
+		     + 2 * batch * s * s * h;	       /* attention x V */
 }
 
 double llm_flops_iter(const struct llm *m, double batch, int recompute)
@@ -111,10 +111,10 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 		} else if (strcmp(act, "gelu") != 0) {
 			rc = prism_err_set(
 			    err, PRISM_EFORMAT,
-					   "%s:%d: 'activation': expected \"gelu\" or \"swiglu\", not "
-					   "'%s'",
+			    "%s:%d: 'activation': expected \"gelu\" or \"swiglu\", not "
+			    "'%s'",
 			    path, config_setting_source_line(config_lookup(&cf, "activation")),
-					   act);
+			    act);
 			goto out;
 		}
 	}
@@ -135,11 +135,11 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 		if (strcmp(pos, "rope") == 0) {
 			m->rope = 1;
 		} else if (strcmp(pos, "learned") != 0) {
-			rc = prism_err_set(err, PRISM_EFORMAT,
-					   "%s:%d: 'positions': expected \"learned\" or \"rope\", not "
-					   "'%s'",
-					   path, config_setting_source_line(config_lookup(&cf, "positions")),
-					   pos);
+			rc = prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'positions': expected \"learned\" or \"rope\", not "
+			    "'%s'",
+			    path, config_setting_source_line(config_lookup(&cf, "positions")), pos);
 			goto out;
 		}
 	}

@@ -24,18 +24,18 @@
  * 128,256), and small enough that no count computed from them overflows. */
 #define LLM_MAX_LAYERS (1 << 16)
 #define LLM_MAX_HIDDEN (1 << 20)
-#define LLM_MAX_HEADS (1 << 12)
-#define LLM_MAX_FFN (1 << 22)
-#define LLM_MAX_SEQ (1 << 22)
-#define LLM_MAX_VOCAB (1 << 24)
+#define LLM_MAX_HEADS  (1 << 12)
+#define LLM_MAX_FFN    (1 << 22)
+#define LLM_MAX_SEQ    (1 << 22)
+#define LLM_MAX_VOCAB  (1 << 24)
 
 struct llm {
-	int layers;   /* l */
-	int hidden;   /* h */
-	int heads;    /* a */
-	int ffn;      /* FFN width, 4h for GPT */
-	int seq;      /* s */
-	int vocab;    /* V */
+	int layers; /* l */
+	int hidden; /* h */
+	int heads;  /* a */
+	int ffn;    /* FFN width, 4h for GPT */
+	int seq;    /* s */
+	int vocab;  /* V */
 	char name[64];
 	int kv_heads; /* key-value heads (grouped-query attention); 0: a */
 	int gated;    /* 1: SwiGLU FFN (gate, up and down matrices, Llama);
@@ -87,13 +87,13 @@ void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *at
  * and writes (DROPOUT), the softmax backward reads two and writes one
  * (SOFTMAX_BWD), and the query and key gradient GEMMs read it (PV each).
  */
-#define LLM_SCORE_QK 2.0
-#define LLM_SCORE_SOFTMAX 4.0
-#define LLM_SCORE_DROPOUT 5.0
-#define LLM_SCORE_PV 2.0
+#define LLM_SCORE_QK	      2.0
+#define LLM_SCORE_SOFTMAX     4.0
+#define LLM_SCORE_DROPOUT     5.0
+#define LLM_SCORE_PV	      2.0
 #define LLM_SCORE_SOFTMAX_BWD 6.0
-#define LLM_SCORE_FWD (LLM_SCORE_QK + LLM_SCORE_SOFTMAX + LLM_SCORE_DROPOUT + LLM_SCORE_PV)
-#define LLM_SCORE_BWD \
+#define LLM_SCORE_FWD	      (LLM_SCORE_QK + LLM_SCORE_SOFTMAX + LLM_SCORE_DROPOUT + LLM_SCORE_PV)
+#define LLM_SCORE_BWD                                                                              \
 	(LLM_SCORE_QK + LLM_SCORE_PV + LLM_SCORE_DROPOUT + LLM_SCORE_SOFTMAX_BWD + 2 * LLM_SCORE_PV)
 
 /* Bytes of score traffic of unfused attention in one training iteration on

@@ -98,8 +98,8 @@ static int warmup(const struct mem_layout *l, int s)
 	return w > total ? total : w;
 }
 
-void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_profile *hw,
-	       int s, struct mem_stage *out)
+void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_profile *hw, int s,
+	       struct mem_stage *out)
 {
 	double t = l->tp, h = m->hidden, V = m->vocab, sq = m->seq, b = l->mbs;
 	double sp = l->sp ? t : 1, wb, gb, ob, layer = llm_layer_params(m) / t;
@@ -148,8 +148,8 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 			}
 			if (i >= warm) {
 				ch = unit_chunk(l, kb++, 0);
-				held -= mem_chunk_layers(m, l, s, ch) * a_layer + (ch == 0 ? mask : 0) +
-					(ch == v - 1 ? tail + lg : 0);
+				held -= mem_chunk_layers(m, l, s, ch) * a_layer +
+					(ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
 				held_lg -= ch == v - 1 ? lg : 0;
 				units--;
 			}

@@ -69,34 +69,34 @@ enum mem_prec { MEM_PREC_BF16, MEM_PREC_FP16, MEM_PREC_FP32 };
 
 struct mem_layout {
 	int tp, pp, dp;
-	int vp;            /* virtual stages per GPU (interleaved), 1 otherwise */
-	int mbs;           /* microbatch size b */
+	int vp;		   /* virtual stages per GPU (interleaved), 1 otherwise */
+	int mbs;	   /* microbatch size b */
 	int microbatches;  /* m, per pipeline per iteration */
-	int schedule;      /* enum mem_schedule */
-	int recompute;     /* enum mem_recompute */
-	int sp;            /* sequence parallel */
-	int flash;         /* flash attention */
-	int zero;          /* ZeRO stage 0..3 (3: FSDP FULL_SHARD) */
+	int schedule;	   /* enum mem_schedule */
+	int recompute;	   /* enum mem_recompute */
+	int sp;		   /* sequence parallel */
+	int flash;	   /* flash attention */
+	int zero;	   /* ZeRO stage 0..3 (3: FSDP FULL_SHARD) */
 	int fp8_weights;   /* FP8 GEMMs (Transformer Engine): an fp8 copy of
 			    * each weight and its transpose, 2 bytes per
 			    * parameter more (sharded like the weights) */
-	int prec;          /* enum mem_prec */
-	int shard;         /* ZeRO sharding group: 0 the whole data-parallel
+	int prec;	   /* enum mem_prec */
+	int shard;	   /* ZeRO sharding group: 0 the whole data-parallel
 			    * group; else a divisor of dp (hybrid sharding:
 			    * FSDP HYBRID_SHARD, ZeRO++ hpZ / MiCS), the dp /
 			    * shard replicas all-reducing the sharded
 			    * gradients */
-	int prefetch;      /* ZeRO-3: layers all-gathered ahead of the one
+	int prefetch;	   /* ZeRO-3: layers all-gathered ahead of the one
 			    * computing (0: each gathered when needed) */
-	int bucket_mb;     /* gradient buckets, MB (10^6 bytes); 0: Megatron-LM's
+	int bucket_mb;	   /* gradient buckets, MB (10^6 bytes); 0: Megatron-LM's
 			    * max(40M, 1M x dp) parameters */
 	int overlap_grad;  /* gradient reduction overlapped with the backward
 			    * (DDP, --overlap-grad-reduce); 0: after it */
 	int overlap_param; /* ZeRO-1/2: the parameter all-gather overlapped with
 			    * the next forward (--overlap-param-gather) */
-	int tp_overlap;    /* TP collectives overlapped with their GEMMs
+	int tp_overlap;	   /* TP collectives overlapped with their GEMMs
 			    * (--tp-comm-overlap; needs sp) */
-	int pp_overlap;    /* pipeline sends overlap the next unit's compute;
+	int pp_overlap;	   /* pipeline sends overlap the next unit's compute;
 			    * 0: the compute stream waits for them */
 	/* Layers per pipeline stage, part[0..pp); part[0] == 0: layers / pp
 	 * each.  A stage's layers are split evenly over its vp chunks. */
@@ -105,16 +105,16 @@ struct mem_layout {
 
 /* One stage's memory on one GPU, bytes. */
 struct mem_stage {
-	double params;       /* parameters on the GPU */
+	double params; /* parameters on the GPU */
 	double weights, grads, optimizer;
-	double buffers;      /* ZeRO's gathered weights and unsharded gradients */
-	double activations;  /* held at the peak, logits included */
-	double logits;       /* of which the fp32 logits (last stage) */
-	double inflight;     /* microbatches held at the peak (chunk units / vp) */
-	double transient;    /* working memory at the peak */
-	double allocated;    /* the sum of the above */
+	double buffers;	      /* ZeRO's gathered weights and unsharded gradients */
+	double activations;   /* held at the peak, logits included */
+	double logits;	      /* of which the fp32 logits (last stage) */
+	double inflight;      /* microbatches held at the peak (chunk units / vp) */
+	double transient;     /* working memory at the peak */
+	double allocated;     /* the sum of the above */
 	double fragmentation; /* reserved beyond allocated */
-	double total;        /* allocated + fragmentation */
+	double total;	      /* allocated + fragmentation */
 };
 
 struct mem_est {
@@ -122,13 +122,13 @@ struct mem_est {
 	int stage;
 	double params_per_gpu;
 	double weights, grads, optimizer, buffers;
-	double act_per_layer;             /* bytes, one layer, one microbatch */
-	double inflight;                  /* microbatches held at the peak */
+	double act_per_layer; /* bytes, one layer, one microbatch */
+	double inflight;      /* microbatches held at the peak */
 	double activations, logits, transient;
 	double allocated, fragmentation;
-	double total;                     /* allocated + fragmentation */
-	double first_total, last_total;   /* stage 0's and the last stage's */
-	double capacity;                  /* usable: HBM minus the reserve */
+	double total;			/* allocated + fragmentation */
+	double first_total, last_total; /* stage 0's and the last stage's */
+	double capacity;		/* usable: HBM minus the reserve */
 	int fits;
 };
 
@@ -153,8 +153,8 @@ int mem_shard_group(const struct mem_layout *l);
 void mem_bytes_per_param(int prec, double *weights, double *grads, double *optimizer);
 
 /* Stage s of l (0 <= s < pp); hw may be NULL (no fragmentation). */
-void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_profile *hw,
-	       int s, struct mem_stage *out);
+void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_profile *hw, int s,
+	       struct mem_stage *out);
 
 /* Every stage; the one needing the most is reported.  hw may be NULL (then
  * capacity = 0, fits = 0). */

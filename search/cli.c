@@ -24,8 +24,8 @@ int cli_fail(const struct prism_err *err)
 	return err->code == PRISM_EFORMAT || err->code == PRISM_EVERSION ||
 		       err->code == PRISM_EARG || err->code == PRISM_EIO ||
 		       err->code == PRISM_ELIMIT
-		       ? EXIT_USAGE
-		       : 1;
+		   ? EXIT_USAGE
+		   : 1;
 }
 
 int cli_parse_us(const char *s, const char *opt, int64_t *ns, struct prism_err *err)
@@ -217,50 +217,50 @@ int cli_load_model(const char *name, struct llm *m, struct prism_err *err)
 }
 
 const char cli_layout_help[] =
-	"layout (defaults: the base's, or 1 and 1f1b):\n"
-	"      --tp N, --pp N, --dp N   tensor, pipeline and data parallel degrees\n"
-	"      --vp N                   virtual stages per GPU (interleaved schedule)\n"
-	"      --mbs N                  microbatch size (sequences)\n"
-	"      --microbatches N         microbatches per iteration and pipeline\n"
-	"      --gbs N                  or the global batch in sequences: microbatches\n"
-	"                               = N / (mbs x dp)\n"
-	"      --schedule S             gpipe, 1f1b or interleaved\n"
-	"      --recompute R            none, selective or full\n"
-	"      --sp                     sequence parallelism (with --tp)\n"
-	"      --zero N                 ZeRO stage 0..3 over the data-parallel group\n"
-	"      --dtype T                precision of the linear layers' GEMMs: fp32,\n"
-	"                               tf32, bf16, fp16, fp8, fp4.  fp8 (fp4) as\n"
-	"                               Transformer Engine runs it: attention, softmax,\n"
-	"                               norms, logits and optimizer stay bf16/fp32;\n"
-	"                               cast-transpose kernels, amax/scale updates and\n"
-	"                               fp8 weight copies are added.  fp16 adds the\n"
-	"                               loss-scaling unscale pass\n"
-	"      --fp8-attention          the attention core in fp8 too (cuDNN/FA3 fp8)\n"
-	"      --no-flash               attention without flash attention: scores\n"
-	"                               materialised, softmax and dropout passes\n"
-	"      --partition P            layers on the pipeline stages: even (layers /\n"
-	"                               pp), balanced (stage times balanced, the\n"
-	"                               embedding and the head counted), embed-loss\n"
-	"                               (Megatron's account_for_embedding/loss: the\n"
-	"                               first and last stages hold one layer fewer),\n"
-	"                               or N0,N1,... layers per stage\n"
-	"      --shard N                ZeRO/FSDP sharding group of N data-parallel\n"
-	"                               ranks (hybrid sharding, replicas all-reduce;\n"
-	"                               default: the whole data-parallel group)\n"
-	"      --prefetch N             ZeRO-3: layers all-gathered ahead (default 1)\n"
-	"      --bucket-mb N            gradient buckets of N MB (default: Megatron's\n"
-	"                               max(40M, 1M x dp) parameters)\n"
-	"      --no-overlap-grad        reduce gradients after the backward, not\n"
-	"                               during it\n"
-	"      --overlap-param          ZeRO-1/2: parameter all-gather overlapped with\n"
-	"                               the next forward\n"
-	"      --tp-overlap             tensor-parallel collectives overlapped with\n"
-	"                               their GEMMs (needs --sp)\n"
-	"      --no-pp-overlap          the compute waits for each pipeline send\n"
-	"model shape (defaults: the model's):\n"
-	"      --layers N, --hidden N, --heads N, --ffn N, --seq N\n"
-	"      --steps N                iterations to simulate (default 2; the first,\n"
-	"                               from idle streams, is left out)\n";
+    "layout (defaults: the base's, or 1 and 1f1b):\n"
+    "      --tp N, --pp N, --dp N   tensor, pipeline and data parallel degrees\n"
+    "      --vp N                   virtual stages per GPU (interleaved schedule)\n"
+    "      --mbs N                  microbatch size (sequences)\n"
+    "      --microbatches N         microbatches per iteration and pipeline\n"
+    "      --gbs N                  or the global batch in sequences: microbatches\n"
+    "                               = N / (mbs x dp)\n"
+    "      --schedule S             gpipe, 1f1b or interleaved\n"
+    "      --recompute R            none, selective or full\n"
+    "      --sp                     sequence parallelism (with --tp)\n"
+    "      --zero N                 ZeRO stage 0..3 over the data-parallel group\n"
+    "      --dtype T                precision of the linear layers' GEMMs: fp32,\n"
+    "                               tf32, bf16, fp16, fp8, fp4.  fp8 (fp4) as\n"
+    "                               Transformer Engine runs it: attention, softmax,\n"
+    "                               norms, logits and optimizer stay bf16/fp32;\n"
+    "                               cast-transpose kernels, amax/scale updates and\n"
+    "                               fp8 weight copies are added.  fp16 adds the\n"
+    "                               loss-scaling unscale pass\n"
+    "      --fp8-attention          the attention core in fp8 too (cuDNN/FA3 fp8)\n"
+    "      --no-flash               attention without flash attention: scores\n"
+    "                               materialised, softmax and dropout passes\n"
+    "      --partition P            layers on the pipeline stages: even (layers /\n"
+    "                               pp), balanced (stage times balanced, the\n"
+    "                               embedding and the head counted), embed-loss\n"
+    "                               (Megatron's account_for_embedding/loss: the\n"
+    "                               first and last stages hold one layer fewer),\n"
+    "                               or N0,N1,... layers per stage\n"
+    "      --shard N                ZeRO/FSDP sharding group of N data-parallel\n"
+    "                               ranks (hybrid sharding, replicas all-reduce;\n"
+    "                               default: the whole data-parallel group)\n"
+    "      --prefetch N             ZeRO-3: layers all-gathered ahead (default 1)\n"
+    "      --bucket-mb N            gradient buckets of N MB (default: Megatron's\n"
+    "                               max(40M, 1M x dp) parameters)\n"
+    "      --no-overlap-grad        reduce gradients after the backward, not\n"
+    "                               during it\n"
+    "      --overlap-param          ZeRO-1/2: parameter all-gather overlapped with\n"
+    "                               the next forward\n"
+    "      --tp-overlap             tensor-parallel collectives overlapped with\n"
+    "                               their GEMMs (needs --sp)\n"
+    "      --no-pp-overlap          the compute waits for each pipeline send\n"
+    "model shape (defaults: the model's):\n"
+    "      --layers N, --hidden N, --heads N, --ffn N, --seq N\n"
+    "      --steps N                iterations to simulate (default 2; the first,\n"
+    "                               from idle streams, is left out)\n";
 
 int cli_count(const char *arg, const char *opt, int min, int max, int *out, struct prism_err *err)
 {
@@ -283,30 +283,78 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	if (c < CLI_OPT_TP || c >= CLI_OPT_NOPT)
 		return 0;
 	switch (c) {
-	case CLI_OPT_TP: rc = cli_count(arg, "tp", 1, SYNTH_MAX_TP, &in->lay.tp, err); break;
-	case CLI_OPT_PP: rc = cli_count(arg, "pp", 1, SYNTH_MAX_STAGES, &in->lay.pp, err); break;
-	case CLI_OPT_DP: rc = cli_count(arg, "dp", 1, SYNTH_MAX_DP, &in->lay.dp, err); break;
-	case CLI_OPT_VP: rc = cli_count(arg, "vp", 1, SYNTH_MAX_VP, &in->lay.vp, err); break;
-	case CLI_OPT_MBS: rc = cli_count(arg, "mbs", 1, SYNTH_MAX_MBS, &in->lay.mbs, err); break;
-	case CLI_OPT_MICRO: rc = cli_count(arg, "microbatches", 1, SYNTH_MAX_MICRO, &in->lay.microbatches, err); break;
-	case CLI_OPT_ZERO: rc = cli_count(arg, "zero", 0, 3, &in->lay.zero, err); break;
-	case CLI_OPT_LAYERS: rc = cli_count(arg, "layers", 1, LLM_MAX_LAYERS, &in->m.layers, err); break;
-	case CLI_OPT_HIDDEN: rc = cli_count(arg, "hidden", 1, LLM_MAX_HIDDEN, &in->m.hidden, err); break;
-	case CLI_OPT_HEADS: rc = cli_count(arg, "heads", 1, LLM_MAX_HEADS, &in->m.heads, err); break;
-	case CLI_OPT_FFN: rc = cli_count(arg, "ffn", 1, LLM_MAX_FFN, &in->m.ffn, err); break;
-	case CLI_OPT_SEQ: rc = cli_count(arg, "seq", 1, LLM_MAX_SEQ, &in->m.seq, err); break;
-	case CLI_OPT_STEPS: rc = cli_count(arg, "steps", 1, SYNTH_MAX_STEPS, &in->steps, err); break;
-	case CLI_OPT_SP: in->lay.sp = 1; break;
-	case CLI_OPT_NOFLASH: in->lay.flash = 0; break;
-	case CLI_OPT_FP8ATTN: in->fp8_attention = 1; break;
-	case CLI_OPT_PARTITION: rc = synth_part_parse(arg, in, err); break;
-	case CLI_OPT_SHARD: rc = cli_count(arg, "shard", 1, SYNTH_MAX_DP, &in->lay.shard, err); break;
-	case CLI_OPT_PREFETCH: rc = cli_count(arg, "prefetch", 0, SYNTH_MAX_PREFETCH, &in->lay.prefetch, err); break;
-	case CLI_OPT_BUCKET: rc = cli_count(arg, "bucket-mb", 1, SYNTH_MAX_BUCKET_MB, &in->lay.bucket_mb, err); break;
-	case CLI_OPT_NO_OVERLAP_GRAD: in->lay.overlap_grad = 0; break;
-	case CLI_OPT_OVERLAP_PARAM: in->lay.overlap_param = 1; break;
-	case CLI_OPT_TP_OVERLAP: in->lay.tp_overlap = 1; break;
-	case CLI_OPT_NO_PP_OVERLAP: in->lay.pp_overlap = 0; break;
+	case CLI_OPT_TP:
+		rc = cli_count(arg, "tp", 1, SYNTH_MAX_TP, &in->lay.tp, err);
+		break;
+	case CLI_OPT_PP:
+		rc = cli_count(arg, "pp", 1, SYNTH_MAX_STAGES, &in->lay.pp, err);
+		break;
+	case CLI_OPT_DP:
+		rc = cli_count(arg, "dp", 1, SYNTH_MAX_DP, &in->lay.dp, err);
+		break;
+	case CLI_OPT_VP:
+		rc = cli_count(arg, "vp", 1, SYNTH_MAX_VP, &in->lay.vp, err);
+		break;
+	case CLI_OPT_MBS:
+		rc = cli_count(arg, "mbs", 1, SYNTH_MAX_MBS, &in->lay.mbs, err);
+		break;
+	case CLI_OPT_MICRO:
+		rc = cli_count(arg, "microbatches", 1, SYNTH_MAX_MICRO, &in->lay.microbatches, err);
+		break;
+	case CLI_OPT_ZERO:
+		rc = cli_count(arg, "zero", 0, 3, &in->lay.zero, err);
+		break;
+	case CLI_OPT_LAYERS:
+		rc = cli_count(arg, "layers", 1, LLM_MAX_LAYERS, &in->m.layers, err);
+		break;
+	case CLI_OPT_HIDDEN:
+		rc = cli_count(arg, "hidden", 1, LLM_MAX_HIDDEN, &in->m.hidden, err);
+		break;
+	case CLI_OPT_HEADS:
+		rc = cli_count(arg, "heads", 1, LLM_MAX_HEADS, &in->m.heads, err);
+		break;
+	case CLI_OPT_FFN:
+		rc = cli_count(arg, "ffn", 1, LLM_MAX_FFN, &in->m.ffn, err);
+		break;
+	case CLI_OPT_SEQ:
+		rc = cli_count(arg, "seq", 1, LLM_MAX_SEQ, &in->m.seq, err);
+		break;
+	case CLI_OPT_STEPS:
+		rc = cli_count(arg, "steps", 1, SYNTH_MAX_STEPS, &in->steps, err);
+		break;
+	case CLI_OPT_SP:
+		in->lay.sp = 1;
+		break;
+	case CLI_OPT_NOFLASH:
+		in->lay.flash = 0;
+		break;
+	case CLI_OPT_FP8ATTN:
+		in->fp8_attention = 1;
+		break;
+	case CLI_OPT_PARTITION:
+		rc = synth_part_parse(arg, in, err);
+		break;
+	case CLI_OPT_SHARD:
+		rc = cli_count(arg, "shard", 1, SYNTH_MAX_DP, &in->lay.shard, err);
+		break;
+	case CLI_OPT_PREFETCH:
+		rc = cli_count(arg, "prefetch", 0, SYNTH_MAX_PREFETCH, &in->lay.prefetch, err);
+		break;
+	case CLI_OPT_BUCKET:
+		rc = cli_count(arg, "bucket-mb", 1, SYNTH_MAX_BUCKET_MB, &in->lay.bucket_mb, err);
+		break;
+	case CLI_OPT_NO_OVERLAP_GRAD:
+		in->lay.overlap_grad = 0;
+		break;
+	case CLI_OPT_OVERLAP_PARAM:
+		in->lay.overlap_param = 1;
+		break;
+	case CLI_OPT_TP_OVERLAP:
+		in->lay.tp_overlap = 1;
+		break;
+	case CLI_OPT_NO_PP_OVERLAP:
+		in->lay.pp_overlap = 0;
+		break;
 	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */
 		rc = cli_count(arg, "gbs", 1, 1 << 24, &in->lay.microbatches, err);
 		break;

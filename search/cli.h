@@ -42,13 +42,13 @@ struct build_opts;
 /* The options every command that builds a graph from traces takes; put
  * CLI_BUILD_LONGOPTS in its getopt_long table and hand each option to
  * cli_build_option() before its own. */
-#define CLI_BUILD_LONGOPTS                                              \
+#define CLI_BUILD_LONGOPTS                                                                         \
 	{"rank", required_argument, NULL, 'r'}, {"allow-dangling", no_argument, NULL, 'd'},        \
-	{"no-infer-events", no_argument, NULL, 'E'},                   \
-	{"no-infer-sync", no_argument, NULL, 'S'},                     \
-	{"no-infer-threads", no_argument, NULL, 'T'},                  \
-	{"no-infer-share", no_argument, NULL, 'G'},                    \
-	{"no-infer-layers", no_argument, NULL, 'Y'},                   \
+	    {"no-infer-events", no_argument, NULL, 'E'},                                           \
+	    {"no-infer-sync", no_argument, NULL, 'S'},                                             \
+	    {"no-infer-threads", no_argument, NULL, 'T'},                                          \
+	    {"no-infer-share", no_argument, NULL, 'G'},                                            \
+	    {"no-infer-layers", no_argument, NULL, 'Y'},                                           \
 	{                                                                                          \
 		"lag-cap", required_argument, NULL, 'L'                                            \
 	}
@@ -92,42 +92,67 @@ int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err);
  */
 struct synth_in;
 enum {
-	CLI_OPT_TP = 1000, CLI_OPT_PP, CLI_OPT_DP, CLI_OPT_VP, CLI_OPT_MBS, CLI_OPT_MICRO,
-	CLI_OPT_SCHED, CLI_OPT_RECOMP, CLI_OPT_SP, CLI_OPT_ZERO, CLI_OPT_DTYPE, CLI_OPT_LAYERS,
-	CLI_OPT_HIDDEN, CLI_OPT_HEADS, CLI_OPT_FFN, CLI_OPT_SEQ, CLI_OPT_STEPS, CLI_OPT_NOFLASH, CLI_OPT_GBS,
-	CLI_OPT_FP8ATTN, CLI_OPT_PARTITION, CLI_OPT_SHARD, CLI_OPT_PREFETCH, CLI_OPT_BUCKET,
-	CLI_OPT_NO_OVERLAP_GRAD, CLI_OPT_OVERLAP_PARAM, CLI_OPT_TP_OVERLAP, CLI_OPT_NO_PP_OVERLAP,
+	CLI_OPT_TP = 1000,
+	CLI_OPT_PP,
+	CLI_OPT_DP,
+	CLI_OPT_VP,
+	CLI_OPT_MBS,
+	CLI_OPT_MICRO,
+	CLI_OPT_SCHED,
+	CLI_OPT_RECOMP,
+	CLI_OPT_SP,
+	CLI_OPT_ZERO,
+	CLI_OPT_DTYPE,
+	CLI_OPT_LAYERS,
+	CLI_OPT_HIDDEN,
+	CLI_OPT_HEADS,
+	CLI_OPT_FFN,
+	CLI_OPT_SEQ,
+	CLI_OPT_STEPS,
+	CLI_OPT_NOFLASH,
+	CLI_OPT_GBS,
+	CLI_OPT_FP8ATTN,
+	CLI_OPT_PARTITION,
+	CLI_OPT_SHARD,
+	CLI_OPT_PREFETCH,
+	CLI_OPT_BUCKET,
+	CLI_OPT_NO_OVERLAP_GRAD,
+	CLI_OPT_OVERLAP_PARAM,
+	CLI_OPT_TP_OVERLAP,
+	CLI_OPT_NO_PP_OVERLAP,
 	CLI_OPT_NOPT
 };
 #define CLI_SET(opt) (1u << ((opt)-CLI_OPT_TP))
-#define CLI_LAYOUT_LONGOPTS                                             \
+#define CLI_LAYOUT_LONGOPTS                                                                        \
 	{"tp", required_argument, NULL, CLI_OPT_TP}, {"pp", required_argument, NULL, CLI_OPT_PP},  \
-	{"dp", required_argument, NULL, CLI_OPT_DP},                   \
-	{"vp", required_argument, NULL, CLI_OPT_VP},                   \
-	{"mbs", required_argument, NULL, CLI_OPT_MBS},                 \
-	{"microbatches", required_argument, NULL, CLI_OPT_MICRO},      \
-	{"schedule", required_argument, NULL, CLI_OPT_SCHED},          \
-	{"recompute", required_argument, NULL, CLI_OPT_RECOMP},        \
-	{"sp", no_argument, NULL, CLI_OPT_SP},                         \
-	{"zero", required_argument, NULL, CLI_OPT_ZERO},               \
-	{"dtype", required_argument, NULL, CLI_OPT_DTYPE},             \
-	{"layers", required_argument, NULL, CLI_OPT_LAYERS},           \
-	{"hidden", required_argument, NULL, CLI_OPT_HIDDEN},           \
-	{"heads", required_argument, NULL, CLI_OPT_HEADS},             \
-	{"ffn", required_argument, NULL, CLI_OPT_FFN},                 \
-	{"seq", required_argument, NULL, CLI_OPT_SEQ},                 \
-	{"steps", required_argument, NULL, CLI_OPT_STEPS},             \
-	{"no-flash", no_argument, NULL, CLI_OPT_NOFLASH},              \
-	{"gbs", required_argument, NULL, CLI_OPT_GBS},                 \
-	{"fp8-attention", no_argument, NULL, CLI_OPT_FP8ATTN},         \
-	{"partition", required_argument, NULL, CLI_OPT_PARTITION},     \
-	{"shard", required_argument, NULL, CLI_OPT_SHARD},             \
-	{"prefetch", required_argument, NULL, CLI_OPT_PREFETCH},       \
-	{"bucket-mb", required_argument, NULL, CLI_OPT_BUCKET},        \
-	{"no-overlap-grad", no_argument, NULL, CLI_OPT_NO_OVERLAP_GRAD}, \
-	{"overlap-param", no_argument, NULL, CLI_OPT_OVERLAP_PARAM},   \
-	{"tp-overlap", no_argument, NULL, CLI_OPT_TP_OVERLAP},         \
-	{"no-pp-overlap", no_argument, NULL, CLI_OPT_NO_PP_OVERLAP}
+	    {"dp", required_argument, NULL, CLI_OPT_DP},                                           \
+	    {"vp", required_argument, NULL, CLI_OPT_VP},                                           \
+	    {"mbs", required_argument, NULL, CLI_OPT_MBS},                                         \
+	    {"microbatches", required_argument, NULL, CLI_OPT_MICRO},                              \
+	    {"schedule", required_argument, NULL, CLI_OPT_SCHED},                                  \
+	    {"recompute", required_argument, NULL, CLI_OPT_RECOMP},                                \
+	    {"sp", no_argument, NULL, CLI_OPT_SP},                                                 \
+	    {"zero", required_argument, NULL, CLI_OPT_ZERO},                                       \
+	    {"dtype", required_argument, NULL, CLI_OPT_DTYPE},                                     \
+	    {"layers", required_argument, NULL, CLI_OPT_LAYERS},                                   \
+	    {"hidden", required_argument, NULL, CLI_OPT_HIDDEN},                                   \
+	    {"heads", required_argument, NULL, CLI_OPT_HEADS},                                     \
+	    {"ffn", required_argument, NULL, CLI_OPT_FFN},                                         \
+	    {"seq", required_argument, NULL, CLI_OPT_SEQ},                                         \
+	    {"steps", required_argument, NULL, CLI_OPT_STEPS},                                     \
+	    {"no-flash", no_argument, NULL, CLI_OPT_NOFLASH},                                      \
+	    {"gbs", required_argument, NULL, CLI_OPT_GBS},                                         \
+	    {"fp8-attention", no_argument, NULL, CLI_OPT_FP8ATTN},                                 \
+	    {"partition", required_argument, NULL, CLI_OPT_PARTITION},                             \
+	    {"shard", required_argument, NULL, CLI_OPT_SHARD},                                     \
+	    {"prefetch", required_argument, NULL, CLI_OPT_PREFETCH},                               \
+	    {"bucket-mb", required_argument, NULL, CLI_OPT_BUCKET},                                \
+	    {"no-overlap-grad", no_argument, NULL, CLI_OPT_NO_OVERLAP_GRAD},                       \
+	    {"overlap-param", no_argument, NULL, CLI_OPT_OVERLAP_PARAM},                           \
+	    {"tp-overlap", no_argument, NULL, CLI_OPT_TP_OVERLAP},                                 \
+	{                                                                                          \
+		"no-pp-overlap", no_argument, NULL, CLI_OPT_NO_PP_OVERLAP                          \
+	}
 
 /* The help text of those options. */
 extern const char cli_layout_help[];

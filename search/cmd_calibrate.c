@@ -14,36 +14,36 @@
 #include "kdbstore.h"
 
 static const char help[] =
-	"usage: prism calibrate [options] TRACE...|GRAPH\n"
-	"\n"
-	"Fit, for each kernel class, the fraction of the GPU's peak its kernels\n"
-	"reach and their fixed overhead, from the trace's own kernels whose work is\n"
-	"known from their op's shapes (FLOPs for GEMMs, bytes for the rest), and\n"
-	"report how well the fit predicts each kernel when left out of it, and\n"
-	"how well the kernel model (prism kernels) predicts its GEMMs.  The\n"
-	"kernels also form a kernel database (median time per GPU, class, dtype and\n"
-	"work), interpolated in log-log between measured sizes; its leave-one-out\n"
-	"error is reported beside the fit's.  With --db, the database is merged\n"
-	"into FILE (SQLite, created if absent) for synth and whatif --db and for\n"
-	"sweeps (kernel_db = \"FILE\").\n"
-	"\n"
-	"options:\n"
-	"      --db FILE     add the trace's kernels to the kernel database FILE\n"
-	"      --hw FILE     the hardware profile (default: chosen from the trace's\n"
-	"                    GPU name among configs/hw/*.cfg)\n"
-	"      --json        print the results as JSON\n"
-	"  -h, --help        this help\n"
-	"  and the trace options of `prism ingest` (--rank, --allow-dangling, ...)\n";
+    "usage: prism calibrate [options] TRACE...|GRAPH\n"
+    "\n"
+    "Fit, for each kernel class, the fraction of the GPU's peak its kernels\n"
+    "reach and their fixed overhead, from the trace's own kernels whose work is\n"
+    "known from their op's shapes (FLOPs for GEMMs, bytes for the rest), and\n"
+    "report how well the fit predicts each kernel when left out of it, and\n"
+    "how well the kernel model (prism kernels) predicts its GEMMs.  The\n"
+    "kernels also form a kernel database (median time per GPU, class, dtype and\n"
+    "work), interpolated in log-log between measured sizes; its leave-one-out\n"
+    "error is reported beside the fit's.  With --db, the database is merged\n"
+    "into FILE (SQLite, created if absent) for synth and whatif --db and for\n"
+    "sweeps (kernel_db = \"FILE\").\n"
+    "\n"
+    "options:\n"
+    "      --db FILE     add the trace's kernels to the kernel database FILE\n"
+    "      --hw FILE     the hardware profile (default: chosen from the trace's\n"
+    "                    GPU name among configs/hw/*.cfg)\n"
+    "      --json        print the results as JSON\n"
+    "  -h, --help        this help\n"
+    "  and the trace options of `prism ingest` (--rank, --allow-dangling, ...)\n";
 
 int cmd_calibrate(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"hw", required_argument, NULL, 'w'},
-		{"db", required_argument, NULL, 'D'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		CLI_BUILD_LONGOPTS,
-		{NULL, 0, NULL, 0},
+	    {"hw", required_argument, NULL, 'w'},
+	    {"db", required_argument, NULL, 'D'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    CLI_BUILD_LONGOPTS,
+	    {NULL, 0, NULL, 0},
 	};
 	struct build_opts bo;
 	struct prism_err err;
@@ -208,10 +208,11 @@ int cmd_calibrate(int argc, char **argv)
 			       100 * cm[k].median_eff, 100 * cm[k].best_eff);
 		}
 		if (ct.keys)
-			printf("\nContention: kernels beside communication run %+.1f%% (the median "
-			       "of %zu kernels\ntimed both beside it and clear of it, %zu pairs; the "
-			       "profile's contention.compute)\n",
-			       100 * ct.compute, ct.keys, ct.pairs);
+			printf(
+			    "\nContention: kernels beside communication run %+.1f%% (the median "
+			    "of %zu kernels\ntimed both beside it and clear of it, %zu pairs; the "
+			    "profile's contention.compute)\n",
+			    100 * ct.compute, ct.keys, ct.pairs);
 	}
 	kdb_free(db);
 	graph_free(g);

@@ -16,27 +16,27 @@
 #include "usage.h"
 
 static const char help[] =
-	"usage: prism collectives [options] FILE|DIR...\n"
-	"\n"
-	"Predict every collective of measurement files (../shared/kernels/\n"
-	"collectives.csv and collectives_xla_table.csv; a directory means its\n"
-	"collectives*.csv) with the communication model (ring, hierarchical,\n"
-	"tree and NVLink SHARP algorithms over the node and the network, the\n"
-	"fastest unless the row forced one) and the hardware profiles' bus\n"
-	"efficiencies and latencies, and print per GPU, source and collective the\n"
-	"rows and the mean, median and worst |predicted - measured| / measured.\n"
-	"\n"
-	"options:\n"
-	"      --fit        fit each profile's collective parameters on its rows\n"
-	"                   (GSL Nelder-Mead on the mean squared log error, each\n"
-	"                   source weighed alike), evaluate with them and print them\n"
-	"                   as the profiles' `node` settings\n"
-	"      --loso       leave one source out: each source's rows predicted with\n"
-	"                   parameters fitted on the profile's other sources\n"
-	"      --loo        leave one row out: each row predicted with parameters\n"
-	"                   fitted on the profile's other rows (from the full fit)\n"
-	"      --rows       every row as CSV: measured and predicted times (us)\n"
-	"  -h, --help       this help\n";
+    "usage: prism collectives [options] FILE|DIR...\n"
+    "\n"
+    "Predict every collective of measurement files (../shared/kernels/\n"
+    "collectives.csv and collectives_xla_table.csv; a directory means its\n"
+    "collectives*.csv) with the communication model (ring, hierarchical,\n"
+    "tree and NVLink SHARP algorithms over the node and the network, the\n"
+    "fastest unless the row forced one) and the hardware profiles' bus\n"
+    "efficiencies and latencies, and print per GPU, source and collective the\n"
+    "rows and the mean, median and worst |predicted - measured| / measured.\n"
+    "\n"
+    "options:\n"
+    "      --fit        fit each profile's collective parameters on its rows\n"
+    "                   (GSL Nelder-Mead on the mean squared log error, each\n"
+    "                   source weighed alike), evaluate with them and print them\n"
+    "                   as the profiles' `node` settings\n"
+    "      --loso       leave one source out: each source's rows predicted with\n"
+    "                   parameters fitted on the profile's other sources\n"
+    "      --loo        leave one row out: each row predicted with parameters\n"
+    "                   fitted on the profile's other rows (from the full fit)\n"
+    "      --rows       every row as CSV: measured and predicted times (us)\n"
+    "  -h, --help       this help\n";
 
 #define MAX_PROF 16
 
@@ -99,12 +99,9 @@ static void short_source(const char *src, char *out, size_t n)
 int cmd_collectives(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"fit", no_argument, NULL, 'f'},
-		{"loso", no_argument, NULL, 'l'},
-		{"loo", no_argument, NULL, 'o'},
-		{"rows", no_argument, NULL, 'r'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"fit", no_argument, NULL, 'f'},  {"loso", no_argument, NULL, 'l'},
+	    {"loo", no_argument, NULL, 'o'},  {"rows", no_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 	};
 	struct cbench cb;
 	struct prism_err err;
@@ -117,12 +114,23 @@ int cmd_collectives(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'f': fit = 1; break;
-		case 'l': loso = 1; break;
-		case 'o': loo = fit = 1; break;
-		case 'r': rows = 1; break;
-		case 'h': fputs(help, stdout); return 0;
-		default: return usage_bad_option("collectives", "h", longopts, argv);
+		case 'f':
+			fit = 1;
+			break;
+		case 'l':
+			loso = 1;
+			break;
+		case 'o':
+			loo = fit = 1;
+			break;
+		case 'r':
+			rows = 1;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			return usage_bad_option("collectives", "h", longopts, argv);
 		}
 	}
 	if (optind >= argc) {
@@ -151,7 +159,8 @@ int cmd_collectives(int argc, char **argv)
 		 * settings). */
 		pr[np].nvls = 0;
 		for (size_t j = 0; j < cb.n; j++)
-			if (!strcmp(cb.rows[j].profile, pr[np].name) && cb.rows[j].algo == COMM_NVLS)
+			if (!strcmp(cb.rows[j].profile, pr[np].name) &&
+			    cb.rows[j].algo == COMM_NVLS)
 				pr[np].nvls = nvls_capable(pr[np].name);
 		np++;
 	}
@@ -215,8 +224,9 @@ int cmd_collectives(int argc, char **argv)
 				all_n += n;
 				all_sum += mean * (double)n;
 				short_source(r->source, src, sizeof(src));
-				printf("%-14s %-58.58s %-15s %5zu %8.1f%% %7.1f%% %7.1f%%", r->profile,
-				       src, kind_name(r->kind), n, 100 * mean, 100 * med, 100 * worst);
+				printf("%-14s %-58.58s %-15s %5zu %8.1f%% %7.1f%% %7.1f%%",
+				       r->profile, src, kind_name(r->kind), n, 100 * mean,
+				       100 * med, 100 * worst);
 				if (loso) {
 					/* Fit on the profile's other sources. */
 					struct hw_profile w = pr[p].shipped;
@@ -244,17 +254,21 @@ int cmd_collectives(int argc, char **argv)
 						const struct cbench_row *x = &cb.rows[sub[q]];
 						size_t m = 0;
 						for (size_t j = 0; j < cb.n; j++)
-							if (!strcmp(cb.rows[j].profile, r->profile) &&
+							if (!strcmp(cb.rows[j].profile,
+								    r->profile) &&
 							    j != sub[q])
 								idx[m++] = j;
 						cbench_fit(&w, cb.rows, idx, m, pr[p].nvls);
-						e[q] = fabs(cbench_predict(&w, x) - x->time_s) / x->time_s;
+						e[q] = fabs(cbench_predict(&w, x) - x->time_s) /
+						       x->time_s;
 						sum += e[q];
 					}
 					if (e) {
 						qsort(e, n, sizeof(*e), cmp_d);
 						printf(" %8.1f%% %7.1f%%", 100 * sum / (double)n,
-						       100 * (n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2));
+						       100 * (n % 2
+								  ? e[n / 2]
+								  : (e[n / 2 - 1] + e[n / 2]) / 2));
 					}
 					free(e);
 				}
@@ -262,14 +276,15 @@ int cmd_collectives(int argc, char **argv)
 			}
 		}
 		if (all_n)
-			printf("\nall %zu rows: mean |error| %.1f%%\n", all_n, 100 * all_sum / (double)all_n);
+			printf("\nall %zu rows: mean |error| %.1f%%\n", all_n,
+			       100 * all_sum / (double)all_n);
 	}
 	if (fit)
 		for (int p = 0; p < np; p++) {
 			const struct hw_profile *f = &pr[p].fitted;
 			printf("\n# %s: fitted by prism collectives --fit\n", pr[p].name);
-			printf("  nvlink_bus_eff = %.3f;\n  nvlink_latency_us = %.3f;\n", f->nvl_eff,
-			       f->nvlink_lat_s * 1e6);
+			printf("  nvlink_bus_eff = %.3f;\n  nvlink_latency_us = %.3f;\n",
+			       f->nvl_eff, f->nvlink_lat_s * 1e6);
 			if (pr[p].nvls)
 				printf("  nvls_bus_eff = %.3f;\n", f->nvls_eff);
 			printf("  network_bus_eff = %.3f;\n  network_latency_us = %.3f;\n"
@@ -287,8 +302,8 @@ int cmd_collectives(int argc, char **argv)
 			if (!hw)
 				continue;
 			printf("%s,%s,%d,%d,%s,%.0f,%.3f,%.3f,%s\n", r->profile, kind_name(r->kind),
-			       r->n, r->per_node, comm_algo_name(r->algo), r->bytes, r->time_s * 1e6,
-			       cbench_predict(hw, r) * 1e6, r->source);
+			       r->n, r->per_node, comm_algo_name(r->algo), r->bytes,
+			       r->time_s * 1e6, cbench_predict(hw, r) * 1e6, r->source);
 		}
 	}
 	free(idx);

@@ -22,35 +22,35 @@
 #include "vec.h"
 
 static const char help[] =
-	"usage: prism report DB [options]\n"
-	"\n"
-	"Read a sweep's results from the database `prism search` wrote and write,\n"
-	"into DIR: report.md (the best layout per GPU count with, where the sweep\n"
-	"gives 'tokens' and 'price_per_gpu_hour', the days, GPU-hours and cost to\n"
-	"train; the Pareto fronts of iteration time and of GPU-hours against GPU\n"
-	"count; the runners-up at each GPU count and why they lose, near-ties\n"
-	"marked; what was rejected), best.csv (the best layout per GPU count,\n"
-	"every knob) and pareto.svg (drawn by gnuplot's SVG terminal).\n"
-	"report.md is also printed.\n"
-	"\n"
-	"Near-ties: layouts within the model's stated uncertainty of the best\n"
-	"(8.7 %: synth + simulate against Megatron-LM's measured runs,\n"
-	"docs/VALIDATION.md) are marked; the model does not rank them.  Layouts\n"
-	"that are the same run (ZeRO with dp = 1, a recompute setting that\n"
-	"changes neither time nor memory, GPipe or 1F1B without a pipeline) are\n"
-	"collapsed into the simplest.\n"
-	"\n"
-	"options:\n"
-	"      --sweep ID      the sweep (default: the latest in the database)\n"
-	"  -o, --output DIR    where to write (default results/NAME/)\n"
-	"      --json          print the report as JSON instead of Markdown\n"
-	"      --csv-all[=FILE] every candidate, simulated or not, as CSV into\n"
-	"                      FILE (default DIR/all.csv; FILE.gz is gzipped)\n"
-	"      --tokens N      tokens to train (default: the sweep's 'tokens')\n"
-	"      --price P       price of one GPU-hour (default: the sweep's\n"
-	"                      'price_per_gpu_hour')\n"
-	"      --tie PCT       near-tie threshold in percent (default 8.7)\n"
-	"  -h, --help          this help\n";
+    "usage: prism report DB [options]\n"
+    "\n"
+    "Read a sweep's results from the database `prism search` wrote and write,\n"
+    "into DIR: report.md (the best layout per GPU count with, where the sweep\n"
+    "gives 'tokens' and 'price_per_gpu_hour', the days, GPU-hours and cost to\n"
+    "train; the Pareto fronts of iteration time and of GPU-hours against GPU\n"
+    "count; the runners-up at each GPU count and why they lose, near-ties\n"
+    "marked; what was rejected), best.csv (the best layout per GPU count,\n"
+    "every knob) and pareto.svg (drawn by gnuplot's SVG terminal).\n"
+    "report.md is also printed.\n"
+    "\n"
+    "Near-ties: layouts within the model's stated uncertainty of the best\n"
+    "(8.7 %: synth + simulate against Megatron-LM's measured runs,\n"
+    "docs/VALIDATION.md) are marked; the model does not rank them.  Layouts\n"
+    "that are the same run (ZeRO with dp = 1, a recompute setting that\n"
+    "changes neither time nor memory, GPipe or 1F1B without a pipeline) are\n"
+    "collapsed into the simplest.\n"
+    "\n"
+    "options:\n"
+    "      --sweep ID      the sweep (default: the latest in the database)\n"
+    "  -o, --output DIR    where to write (default results/NAME/)\n"
+    "      --json          print the report as JSON instead of Markdown\n"
+    "      --csv-all[=FILE] every candidate, simulated or not, as CSV into\n"
+    "                      FILE (default DIR/all.csv; FILE.gz is gzipped)\n"
+    "      --tokens N      tokens to train (default: the sweep's 'tokens')\n"
+    "      --price P       price of one GPU-hour (default: the sweep's\n"
+    "                      'price_per_gpu_hour')\n"
+    "      --tie PCT       near-tie threshold in percent (default 8.7)\n"
+    "  -h, --help          this help\n";
 
 /*
  * The model's stated uncertainty for a layout predicted from its shape:
@@ -61,8 +61,8 @@ static const char help[] =
  * the two.
  */
 #define REPORT_TIE_FRAC 0.087
-#define REPORT_TIE_SOURCE                                                                  \
-	"mean error of synth + simulate against Megatron-LM's measured runs, "              \
+#define REPORT_TIE_SOURCE                                                                          \
+	"mean error of synth + simulate against Megatron-LM's measured runs, "                     \
 	"docs/VALIDATION.md"
 
 /* The knobs of a candidate, in the order of the CSV columns; each is a
@@ -111,17 +111,17 @@ struct train {
 /* Everything the writers share. */
 struct report {
 	long long sid;
-	char name[128];      /* shown() */
+	char name[128]; /* shown() */
 	const char *db;
-	struct row *rows;    /* simulated, by gpus, iter_s, key */
+	struct row *rows; /* simulated, by gpus, iter_s, key */
 	size_t n;
-	size_t *best;        /* index of each GPU count's best row */
+	size_t *best; /* index of each GPU count's best row */
 	size_t nb;
 	int *pareto_t, *pareto_h;
 	struct train tr;
-	double tie;          /* near-tie fraction */
-	int tie_given;       /* by --tie, not REPORT_TIE_FRAC */
-	int collapsed[4];    /* same run differing in: ZeRO stage, recompute,
+	double tie;	  /* near-tie fraction */
+	int tie_given;	  /* by --tie, not REPORT_TIE_FRAC */
+	int collapsed[4]; /* same run differing in: ZeRO stage, recompute,
 			      * schedule (pp 1), several of these */
 };
 
@@ -329,10 +329,10 @@ static int knob_select(sqlite3 *db, char *sql, size_t n, const char *rest)
 static const char knob_header[] =
 #define KNOB_I(f, col, dflt)		  col ","
 #define KNOB_S(f, col, dflt, parse, name) col ","
-	REPORT_KNOBS(KNOB_I, KNOB_S)
+    REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
 #undef KNOB_S
-	;
+    ;
 
 static void csv_knobs(FILE *f, const struct row *r)
 {
@@ -347,11 +347,11 @@ static void json_knobs(FILE *f, const struct row *r)
 {
 	const char *sep = "";
 #define KNOB_I(fl, col, dflt)                                                                      \
-	fprintf(f, "%s\"" col "\":%d", sep, r->fl);                                         \
+	fprintf(f, "%s\"" col "\":%d", sep, r->fl);                                                \
 	sep = ",";
 #define KNOB_S(fl, col, dflt, parse, name)                                                         \
-	fprintf(f, "%s\"" col "\":", sep);                                                  \
-	prism_fput_json_str(f, r->fl);                                                      \
+	fprintf(f, "%s\"" col "\":", sep);                                                         \
+	prism_fput_json_str(f, r->fl);                                                             \
 	sep = ",";
 	REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I
@@ -572,8 +572,8 @@ static void write_best_csv(FILE *csv, const struct report *R)
 {
 	fprintf(csv,
 		"%siter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,days_to_train,"
-		     "gpu_hours_to_train,cost_to_train,near_ties,same_runs,pareto_time,"
-		     "pareto_gpu_hours\n",
+		"gpu_hours_to_train,cost_to_train,near_ties,same_runs,pareto_time,"
+		"pareto_gpu_hours\n",
 		knob_header);
 	for (size_t k = 0; k < R->nb; k++) {
 		const struct row *r = &R->rows[R->best[k]];
@@ -624,8 +624,8 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 		fprintf(csv, "%s,", cols[i]);
 	fputs("days_to_train,gpu_hours_to_train,cost_to_train,near_tie,same_as\n", csv);
 	if (knob_select(db, sql, sizeof(sql),
-			       "status, reason, analytic_s, bound_s, iter_s, bubble, tokens_per_s,"
-			       " mfu, gpu_hours, mem_gb, fits, exposed_compute_s, exposed_comm_s,"
+			"status, reason, analytic_s, bound_s, iter_s, bubble, tokens_per_s,"
+			" mfu, gpu_hours, mem_gb, fits, exposed_compute_s, exposed_comm_s,"
 			" overlap_s, idle_s FROM candidate WHERE sweep=?1 ORDER BY gpus, key") ||
 	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
 		free(by_key);
@@ -642,8 +642,8 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 		}
 		snprintf(probe.key, sizeof(probe.key), "%s", text(st, 0));
 		hit = R->n && strcmp(text(st, 1 + N_KNOBS), "simulated") == 0
-			      ? bsearch(&pp, by_key, R->n, sizeof(*by_key), cmp_key)
-			      : NULL;
+			  ? bsearch(&pp, by_key, R->n, sizeof(*by_key), cmp_key)
+			  : NULL;
 		if (hit) {
 			const struct row *r = *hit;
 			double days, gpuh, cost;
@@ -864,15 +864,15 @@ static int chart(const char *dir, const struct report *R)
 	if ((gp = fdopen(fd[1], "w"))) {
 		wrote =
 		    fprintf(gp,
-				"set terminal svg size 800,500 dynamic background rgb 'white'\n"
-				"set output 'pareto.svg.tmp'\n"
-				"set title 'Sweep %s: best iteration time per GPU count' noenhanced\n"
-				"set xlabel 'GPUs'\nset ylabel 'iteration time (ms, log scale)'\n"
-				"set y2label '%s'\nset logscale x 2\nset logscale y 10\n"
-				"set format y '%%g'\nset format y2 '%%.1s%%c'\nset y2tics\n"
-				"set ytics nomirror\nset key below horizontal\nset grid\n"
-				"$best << EOD\n",
-				R->name, y2) > 0;
+			    "set terminal svg size 800,500 dynamic background rgb 'white'\n"
+			    "set output 'pareto.svg.tmp'\n"
+			    "set title 'Sweep %s: best iteration time per GPU count' noenhanced\n"
+			    "set xlabel 'GPUs'\nset ylabel 'iteration time (ms, log scale)'\n"
+			    "set y2label '%s'\nset logscale x 2\nset logscale y 10\n"
+			    "set format y '%%g'\nset format y2 '%%.1s%%c'\nset y2tics\n"
+			    "set ytics nomirror\nset key below horizontal\nset grid\n"
+			    "$best << EOD\n",
+			    R->name, y2) > 0;
 		for (size_t k = 0; wrote && k < R->nb; k++) {
 			const struct row *r = &R->rows[R->best[k]];
 			double days, gpuh, cost, y2v;
@@ -894,9 +894,9 @@ static int chart(const char *dir, const struct report *R)
 			if (lo > 0 && isfinite(hi))
 				wrote =
 				    fprintf(gp, "set xrange [%.6g:%.6g]\nset yrange [%.6g:%.6g]\n",
-						R->rows[R->best[0]].gpus / 1.5,
-						R->rows[R->best[R->nb - 1]].gpus * 2.5, lo * 1e3 / 2,
-						hi * 1e3 * 4) > 0;
+					    R->rows[R->best[0]].gpus / 1.5,
+					    R->rows[R->best[R->nb - 1]].gpus * 2.5, lo * 1e3 / 2,
+					    hi * 1e3 * 4) > 0;
 			/* Ticks at the GPU counts swept, and at 1, 2, 5 x 10^k ms. */
 			for (size_t k = 0; wrote && k < R->nb; k++)
 				wrote = fprintf(gp, "%s%d", k ? ", " : "set xtics (",
@@ -924,19 +924,19 @@ static int chart(const char *dir, const struct report *R)
 			shown(safe, sizeof(safe), lab);
 			wrote =
 			    fprintf(gp,
-					"set label %zu '%s' at %d, %.6g rotate by 20 offset 0.6, 0.6 "
-					"font ',9' noenhanced\n",
-					k + 1, safe, r->gpus, r->iter_s * 1e3) > 0;
+				    "set label %zu '%s' at %d, %.6g rotate by 20 offset 0.6, 0.6 "
+				    "font ',9' noenhanced\n",
+				    k + 1, safe, r->gpus, r->iter_s * 1e3) > 0;
 		}
 		wrote =
 		    wrote &&
-			fputs("plot $best using 1:2 with linespoints lw 2 pt 7 "
-			      "title 'iteration time (best layout)', "
-			      "$best using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lc rgb 'black' "
-			      "title 'Pareto front (time)', "
-			      "$best using 1:3 axes x1y2 with linespoints dt 2 pt 5 title '",
-			      gp) >= 0 &&
-			fprintf(gp, "%s'\n", y2) > 0;
+		    fputs("plot $best using 1:2 with linespoints lw 2 pt 7 "
+			  "title 'iteration time (best layout)', "
+			  "$best using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lc rgb 'black' "
+			  "title 'Pareto front (time)', "
+			  "$best using 1:3 axes x1y2 with linespoints dt 2 pt 5 title '",
+			  gp) >= 0 &&
+		    fprintf(gp, "%s'\n", y2) > 0;
 		wrote = fclose(gp) == 0 && wrote;
 	} else {
 		close(fd[1]);
@@ -972,15 +972,15 @@ static int positive(const char *arg, const char *opt, double lo, double hi, doub
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"sweep", required_argument, NULL, 's'},
-		{"output", required_argument, NULL, 'o'},
-		{"json", no_argument, NULL, 'j'},
-		{"csv-all", optional_argument, NULL, 'a'},
-		{"tokens", required_argument, NULL, 'T'},
-		{"price", required_argument, NULL, 'P'},
-		{"tie", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"sweep", required_argument, NULL, 's'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"csv-all", optional_argument, NULL, 'a'},
+	    {"tokens", required_argument, NULL, 'T'},
+	    {"price", required_argument, NULL, 'P'},
+	    {"tie", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
@@ -1097,14 +1097,15 @@ int cmd_report(int argc, char **argv)
 	shown(R.name, sizeof(R.name), name);
 	/* Databases before version 7 (read as they are) have no placement
 	 * columns: even stages, no hybrid sharding. */
-	if (knob_select(db, sql, sizeof(sql),
-			has_column(db, "partition")
-			    ? "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, partition, shard"
-			      " FROM candidate WHERE sweep=?1 AND status='simulated'"
-			      " ORDER BY gpus, iter_s, key"
-			    : "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, NULL, NULL"
-			      " FROM candidate WHERE sweep=?1 AND status='simulated'"
-			      " ORDER BY gpus, iter_s, key") == 0)
+	if (knob_select(
+		db, sql, sizeof(sql),
+		has_column(db, "partition")
+		    ? "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, partition, shard"
+		      " FROM candidate WHERE sweep=?1 AND status='simulated'"
+		      " ORDER BY gpus, iter_s, key"
+		    : "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, NULL, NULL"
+		      " FROM candidate WHERE sweep=?1 AND status='simulated'"
+		      " ORDER BY gpus, iter_s, key") == 0)
 		sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	sqlite3_bind_int64(st, 1, sid);
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -1120,7 +1121,7 @@ int cmd_report(int argc, char **argv)
 		snprintf(r->key, sizeof(r->key), "%s", text(st, 0));
 #define KNOB_I(f, col, dflt) r->f = sqlite3_column_int(st, i++);
 #define KNOB_S(f, col, dflt, parse, name)                                                          \
-	snprintf(raw, sizeof(raw), "%s", text(st, i++));                                    \
+	snprintf(raw, sizeof(raw), "%s", text(st, i++));                                           \
 	canonical(r->f, sizeof(r->f), raw, parse, name);
 		REPORT_KNOBS(KNOB_I, KNOB_S)
 #undef KNOB_I

@@ -7,42 +7,42 @@
 #include "usage.h"
 
 static const char usage[] =
-	"usage: prism <command> [options]\n"
-	"\n"
-	"prism predicts LLM training iteration time for parallel layouts nobody has\n"
-	"run yet, from a PyTorch profiler (Kineto) trace of a run that was.\n"
-	"\n"
-	"commands:\n"
-	"  ingest TRACE... [-o GRAPH]   read Kineto traces (one per rank) into an\n"
-	"                               execution graph; print a summary; save it\n"
-	"  replay TRACE...|GRAPH        simulate the traced run; predicted against\n"
-	"                               measured iteration times, breakdown,\n"
-	"                               critical path, --timeline for Perfetto\n"
-	"  calibrate TRACE...|GRAPH     fit each kernel class's efficiency on the\n"
-	"                               trace's own kernels; leave-one-out errors\n"
-	"  kernels CSV...|DIR           the kernel model against measured kernel\n"
-	"                               times; --fit its parameters on them\n"
-	"  collectives CSV...|DIR       the collective model against measured\n"
-	"                               collectives; --fit the profiles' bus\n"
-	"                               efficiencies and latencies on them\n"
-	"  synth MODEL --hw HW [-o T]   a run's graph from its shape and layout;\n"
-	"                               predict it; write it as Kineto traces\n"
-	"  whatif BASE [--dp N ...]     one candidate layout against a base run\n"
-	"                               (a trace, a graph or a model)\n"
-	"  search SWEEP                 a sweep of layouts into a SQLite database\n"
-	"                               (resumable; screened, OpenMP-parallel)\n"
-	"  report DB                    best layout per GPU count, Pareto fronts:\n"
-	"                               Markdown, CSV, SVG chart\n"
-	"  list [models|hw|sweeps]      the configurations that ship, one line each\n"
-	"\n"
-	"Run `prism <command> --help` for a command's options.\n"
-	"  -h, --help      this help\n"
-	"  -V, --version   print the version\n";
+    "usage: prism <command> [options]\n"
+    "\n"
+    "prism predicts LLM training iteration time for parallel layouts nobody has\n"
+    "run yet, from a PyTorch profiler (Kineto) trace of a run that was.\n"
+    "\n"
+    "commands:\n"
+    "  ingest TRACE... [-o GRAPH]   read Kineto traces (one per rank) into an\n"
+    "                               execution graph; print a summary; save it\n"
+    "  replay TRACE...|GRAPH        simulate the traced run; predicted against\n"
+    "                               measured iteration times, breakdown,\n"
+    "                               critical path, --timeline for Perfetto\n"
+    "  calibrate TRACE...|GRAPH     fit each kernel class's efficiency on the\n"
+    "                               trace's own kernels; leave-one-out errors\n"
+    "  kernels CSV...|DIR           the kernel model against measured kernel\n"
+    "                               times; --fit its parameters on them\n"
+    "  collectives CSV...|DIR       the collective model against measured\n"
+    "                               collectives; --fit the profiles' bus\n"
+    "                               efficiencies and latencies on them\n"
+    "  synth MODEL --hw HW [-o T]   a run's graph from its shape and layout;\n"
+    "                               predict it; write it as Kineto traces\n"
+    "  whatif BASE [--dp N ...]     one candidate layout against a base run\n"
+    "                               (a trace, a graph or a model)\n"
+    "  search SWEEP                 a sweep of layouts into a SQLite database\n"
+    "                               (resumable; screened, OpenMP-parallel)\n"
+    "  report DB                    best layout per GPU count, Pareto fronts:\n"
+    "                               Markdown, CSV, SVG chart\n"
+    "  list [models|hw|sweeps]      the configurations that ship, one line each\n"
+    "\n"
+    "Run `prism <command> --help` for a command's options.\n"
+    "  -h, --help      this help\n"
+    "  -V, --version   print the version\n";
 
 int main(int argc, char **argv)
 {
-	static const char *const commands[] = {"ingest", "replay", "calibrate",	  "synth",
-					       "whatif", "search", "report",	  "list",
+	static const char *const commands[] = {"ingest", "replay",  "calibrate",  "synth",
+					       "whatif", "search",  "report",	  "list",
 					       "help",	 "kernels", "collectives"};
 	int k;
 

@@ -55,7 +55,7 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 	fprintf(f, "iteration  %12.3f ms\n", p->iter_s * 1e3);
 	fprintf(f,
 		"breakdown  exposed compute %.3f, exposed communication %.3f, overlap %.3f, "
-		   "idle %.3f ms\n           (the slowest stage's last step)\n",
+		"idle %.3f ms\n           (the slowest stage's last step)\n",
 		p->exposed_compute_s * 1e3, p->exposed_comm_s * 1e3, p->overlap_s * 1e3,
 		p->idle_s * 1e3);
 	fprintf(f, "bubble     %12.1f %%   (compute stream idle during the pipeline units)\n",
@@ -66,10 +66,12 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 	fprintf(f, "cost       %12.4g GPU-hours per iteration\n", p->gpu_hours);
 	fprintf(f, "memory     %12.1f GB per GPU on stage %d (the most) of %.1f GB usable: %s\n",
 		m->total / 1e9, m->stage, m->capacity / 1e9, m->fits ? "fits" : "OUT OF MEMORY");
-	fprintf(f, "           weights %.1f, gradients %.1f, optimizer %.1f, ZeRO buffers %.1f GB\n",
+	fprintf(f,
+		"           weights %.1f, gradients %.1f, optimizer %.1f, ZeRO buffers %.1f GB\n",
 		m->weights / 1e9, m->grads / 1e9, m->optimizer / 1e9, m->buffers / 1e9);
-	fprintf(f, "           activations %.1f GB (%.1f microbatches in flight, fp32 logits %.1f),"
-		   " working %.1f, fragmentation %.1f GB\n",
+	fprintf(f,
+		"           activations %.1f GB (%.1f microbatches in flight, fp32 logits %.1f),"
+		" working %.1f, fragmentation %.1f GB\n",
 		m->activations / 1e9, m->inflight, m->logits / 1e9, m->transient / 1e9,
 		m->fragmentation / 1e9);
 	if (in->lay.pp > 1)
@@ -98,8 +100,9 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		fputs(",\"partition\":[", f);
 		for (int s = 0; s < l->pp; s++)
 			fprintf(f, "%s%d", s ? "," : "", mem_stage_layers(&in->m, &r, s));
-		fprintf(f, "],\"shard\":%d,\"prefetch\":%d,\"bucket_mb\":%d,\"overlap_grad\":%d,"
-			   "\"overlap_param\":%d,\"tp_overlap\":%d,\"pp_overlap\":%d",
+		fprintf(f,
+			"],\"shard\":%d,\"prefetch\":%d,\"bucket_mb\":%d,\"overlap_grad\":%d,"
+			"\"overlap_param\":%d,\"tp_overlap\":%d,\"pp_overlap\":%d",
 			mem_shard_group(l), l->prefetch, l->bucket_mb, l->overlap_grad,
 			l->overlap_param, l->tp_overlap, l->pp_overlap);
 	}
@@ -117,13 +120,13 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		"\"memory_activations_bytes\":%.0f,\"memory_logits_bytes\":%.0f,"
 		"\"memory_transient_bytes\":%.0f,\"memory_fragmentation_bytes\":%.0f,"
 		"\"memory_first_stage_bytes\":%.0f,\"memory_last_stage_bytes\":%.0f",
-		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches, synth_schedule_name(l->schedule),
-		mem_recompute_name(l->recompute), l->sp, l->zero, hw_dtype_name(in->dtype), p->gpus,
-		p->global_batch, p->iter_s, p->bubble, p->tokens_per_s, p->mfu, p->gpu_hours,
-		p->mem.total, p->mem.capacity, p->mem.fits ? "true" : "false", p->tasks,
-		p->exposed_compute_s, p->exposed_comm_s, p->overlap_s, p->idle_s,
-		predict_analytic(in), synth_lower_bound(in), l->flash, in->fp8_attention,
-		p->kdb_exact, p->kdb_interpolated, p->mem.stage, p->mem.weights, p->mem.grads,
-		p->mem.optimizer, p->mem.buffers, p->mem.activations, p->mem.logits,
+		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches,
+		synth_schedule_name(l->schedule), mem_recompute_name(l->recompute), l->sp, l->zero,
+		hw_dtype_name(in->dtype), p->gpus, p->global_batch, p->iter_s, p->bubble,
+		p->tokens_per_s, p->mfu, p->gpu_hours, p->mem.total, p->mem.capacity,
+		p->mem.fits ? "true" : "false", p->tasks, p->exposed_compute_s, p->exposed_comm_s,
+		p->overlap_s, p->idle_s, predict_analytic(in), synth_lower_bound(in), l->flash,
+		in->fp8_attention, p->kdb_exact, p->kdb_interpolated, p->mem.stage, p->mem.weights,
+		p->mem.grads, p->mem.optimizer, p->mem.buffers, p->mem.activations, p->mem.logits,
 		p->mem.transient, p->mem.fragmentation, p->mem.first_total, p->mem.last_total);
 }

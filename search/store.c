@@ -10,29 +10,29 @@
 #include "vec.h"
 
 #define STR_(x) #x
-#define STR(x) STR_(x)
+#define STR(x)	STR_(x)
 
 static const char schema[] =
-	"CREATE TABLE IF NOT EXISTS sweep("
-	" id INTEGER PRIMARY KEY, name TEXT NOT NULL, config TEXT NOT NULL, model TEXT,"
-	" hw TEXT, version TEXT, started REAL, finished REAL, base TEXT,"
+    "CREATE TABLE IF NOT EXISTS sweep("
+    " id INTEGER PRIMARY KEY, name TEXT NOT NULL, config TEXT NOT NULL, model TEXT,"
+    " hw TEXT, version TEXT, started REAL, finished REAL, base TEXT,"
     " tokens REAL, price_per_gpu_hour REAL, mode TEXT, batch INTEGER,"
     " UNIQUE(name, config));"
-	"CREATE TABLE IF NOT EXISTS candidate("
-	" sweep INTEGER NOT NULL REFERENCES sweep(id), key TEXT NOT NULL,"
-	" gpus INTEGER, tp INTEGER, pp INTEGER, dp INTEGER, vp INTEGER, mbs INTEGER,"
-	" microbatches INTEGER, schedule TEXT, recompute TEXT, zero INTEGER, sp INTEGER,"
-	" layers INTEGER, hidden INTEGER, status TEXT NOT NULL, reason TEXT,"
-	" analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
-	" gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
-	" exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
+    "CREATE TABLE IF NOT EXISTS candidate("
+    " sweep INTEGER NOT NULL REFERENCES sweep(id), key TEXT NOT NULL,"
+    " gpus INTEGER, tp INTEGER, pp INTEGER, dp INTEGER, vp INTEGER, mbs INTEGER,"
+    " microbatches INTEGER, schedule TEXT, recompute TEXT, zero INTEGER, sp INTEGER,"
+    " layers INTEGER, hidden INTEGER, status TEXT NOT NULL, reason TEXT,"
+    " analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
+    " gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
+    " exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
     " dtype TEXT, fp8_attention INTEGER, flash INTEGER, method TEXT,"
-	" partition TEXT, shard INTEGER, prefetch INTEGER, bucket_mb INTEGER,"
-	" overlap_grad INTEGER, overlap_param INTEGER, tp_overlap INTEGER, pp_overlap INTEGER,"
-	" mem_stage INTEGER, mem_weights_gb REAL, mem_grads_gb REAL, mem_optimizer_gb REAL,"
-	" mem_buffers_gb REAL, mem_activations_gb REAL, mem_transient_gb REAL,"
-	" mem_fragmentation_gb REAL,"
-	" PRIMARY KEY(sweep, key));";
+    " partition TEXT, shard INTEGER, prefetch INTEGER, bucket_mb INTEGER,"
+    " overlap_grad INTEGER, overlap_param INTEGER, tp_overlap INTEGER, pp_overlap INTEGER,"
+    " mem_stage INTEGER, mem_weights_gb REAL, mem_grads_gb REAL, mem_optimizer_gb REAL,"
+    " mem_buffers_gb REAL, mem_activations_gb REAL, mem_transient_gb REAL,"
+    " mem_fragmentation_gb REAL,"
+    " PRIMARY KEY(sweep, key));";
 
 /* Version 1 had no bound_s, and no base fingerprint; version 2 no tokens
  * to train and no price; version 3 no dtype, fp8_attention, flash;
@@ -227,7 +227,7 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	    (ver >= 1 && ver <= 6 && sqlite3_exec(*db, migrate_6, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
-		    SQLITE_OK ||
+		SQLITE_OK ||
 	    sqlite3_exec(*db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = fail(*db, ver ? "cannot upgrade the schema" : "cannot create the schema", err);
 		sqlite3_exec(*db, "ROLLBACK", NULL, NULL, NULL);
@@ -279,10 +279,10 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 		return 0;
 	if (sqlite3_prepare_v2(
 		db,
-			       "INSERT INTO sweep(name, config, model, hw, version, started, base,"
+		"INSERT INTO sweep(name, config, model, hw, version, started, base,"
 		" tokens, price_per_gpu_hour, mode, batch) VALUES(?1, ?2, ?3, ?4, ?5,"
 		" ?6, ?7, ?8, ?9, ?10, ?11)",
-			       -1, &st, NULL) != SQLITE_OK)
+		-1, &st, NULL) != SQLITE_OK)
 		return fail(db, "insert", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
@@ -376,10 +376,10 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		return fail(db, "begin", err);
 	if (sqlite3_prepare_v2(
 		db,
-			       "INSERT OR REPLACE INTO candidate(sweep, key, gpus, tp, pp, dp, vp, mbs,"
-			       " microbatches, schedule, recompute, zero, sp, layers, hidden, status,"
-			       " reason, analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours,"
-			       " mem_gb, fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s,"
+		"INSERT OR REPLACE INTO candidate(sweep, key, gpus, tp, pp, dp, vp, mbs,"
+		" microbatches, schedule, recompute, zero, sp, layers, hidden, status,"
+		" reason, analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours,"
+		" mem_gb, fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s,"
 		" bound_s, dtype, fp8_attention, flash, method, partition, shard, prefetch,"
 		" bucket_mb, overlap_grad, overlap_param, tp_overlap, pp_overlap,"
 		" mem_stage, mem_weights_gb, mem_grads_gb, mem_optimizer_gb,"
@@ -388,7 +388,7 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		"?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,"
 		"?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,"
 		"?43,?44,?45,?46,?47,?48,?49,?50)",
-			       -1, &st, NULL) != SQLITE_OK) {
+		-1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
 	}

@@ -117,7 +117,7 @@ static int knob(const char *file, config_setting_t *space, const char *name, int
 		if (n > SWEEP_MAX_LIST)
 			return prism_err_set(
 			    err, PRISM_EFORMAT, "%s:%d: '%s' lists %d values, at most %d", file,
-					     config_setting_source_line(k), full, n, SWEEP_MAX_LIST);
+			    config_setting_source_line(k), full, n, SWEEP_MAX_LIST);
 		for (int i = 0; i < n; i++)
 			if ((rc = element(file, config_setting_get_elem(k, (unsigned)i), full, min,
 					  max, parse, &out->v[out->n++], err)))
@@ -196,7 +196,7 @@ static int base_files(const char *file, config_t *cf, struct sweep *s, struct pr
 				     file, config_setting_source_line(b), SWEEP_MAX_BASE);
 	for (int i = 0; i < n; i++) {
 		const config_setting_t *e =
-			config_setting_is_aggregate(b) ? config_setting_get_elem(b, (unsigned)i) : b;
+		    config_setting_is_aggregate(b) ? config_setting_get_elem(b, (unsigned)i) : b;
 		const char *p = config_setting_get_string(e);
 		char buf[1024];
 		if (!p)
@@ -292,10 +292,12 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    "global_batch", "screen_margin", "kernel_db", "space", "tokens", "price_per_gpu_hour",
 	    "base_dp"};
 	static const char *const knobs[] = {
-	    "tp",	 "pp",	      "mbs",	      "schedule",      "vp",	     "recompute",
-	    "zero",	 "sp",	      "layers",	      "hidden",	       "dtype",	     "fp8_attention",
-	    "flash",	 "partition", "shard",	      "prefetch",      "bucket_mb", "overlap_grad",
-	    "overlap_param", "tp_overlap", "pp_overlap"};
+	    "tp",	 "pp",		 "mbs",		  "schedule",
+	    "vp",	 "recompute",	 "zero",	  "sp",
+	    "layers",	 "hidden",	 "dtype",	  "fp8_attention",
+	    "flash",	 "partition",	 "shard",	  "prefetch",
+	    "bucket_mb", "overlap_grad", "overlap_param", "tp_overlap",
+	    "pp_overlap"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -380,7 +382,8 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = knob(path, space, "partition", SYNTH_PART_GIVEN, 0, 0, part_parse, &s->partition,
 		       err)) ||
 	    (rc = knob(path, space, "shard", 0, 0, SYNTH_MAX_DP, NULL, &s->shard, err)) ||
-	    (rc = knob(path, space, "prefetch", 1, 0, SYNTH_MAX_PREFETCH, NULL, &s->prefetch, err)) ||
+	    (rc = knob(path, space, "prefetch", 1, 0, SYNTH_MAX_PREFETCH, NULL, &s->prefetch,
+		       err)) ||
 	    (rc = knob(path, space, "bucket_mb", 0, 0, SYNTH_MAX_BUCKET_MB, NULL, &s->bucket_mb,
 		       err)) ||
 	    (rc = knob(path, space, "overlap_grad", 1, 0, 1, NULL, &s->overlap_grad, err)) ||
@@ -458,9 +461,9 @@ static void make_key(struct cand *c)
 		char part[32];
 		synth_part_name(&c->in, part, sizeof(part));
 		snprintf(c->key + n, sizeof(c->key) - n,
-			 ";part=%s;shard=%d;prefetch=%d;bucket=%d;ovg=%d;ovp=%d;tpo=%d;ppo=%d", part,
-			 l->shard, l->prefetch, l->bucket_mb, l->overlap_grad, l->overlap_param,
-			 l->tp_overlap, l->pp_overlap);
+			 ";part=%s;shard=%d;prefetch=%d;bucket=%d;ovg=%d;ovp=%d;tpo=%d;ppo=%d",
+			 part, l->shard, l->prefetch, l->bucket_mb, l->overlap_grad,
+			 l->overlap_param, l->tp_overlap, l->pp_overlap);
 	}
 }
 
@@ -513,9 +516,9 @@ static void judge(const struct sweep *s, struct cand *c)
  * index over their lists. */
 static const struct sweep_list *extra_list(const struct sweep *s, int k)
 {
-	const struct sweep_list *l[] = {&s->partition,	   &s->shard,	   &s->prefetch,
-					&s->bucket_mb,	   &s->overlap_grad, &s->overlap_param,
-					&s->tp_overlap,	   &s->pp_overlap};
+	const struct sweep_list *l[] = {&s->partition,	&s->shard,	  &s->prefetch,
+					&s->bucket_mb,	&s->overlap_grad, &s->overlap_param,
+					&s->tp_overlap, &s->pp_overlap};
 	return l[k];
 }
 
@@ -609,8 +612,7 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 	 * sharding and overlap knobs (extra_apply's index). */
 	uint64_t x = index;
 	long ix = (long)(x % (uint64_t)extra_n(s));
-	int ifl, ifa, idt, ih, il, iq, iz, ir, isv, ib, ip, it,
-	    ig, is = 0, iv = 0;
+	int ifl, ifa, idt, ih, il, iq, iz, ir, isv, ib, ip, it, ig, is = 0, iv = 0;
 	x /= (uint64_t)extra_n(s);
 	ifl = (int)(x % (uint64_t)s->flash.n);
 	x /= (uint64_t)s->flash.n;
@@ -706,6 +708,6 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 				 c->in.m.hidden, LLM_MAX_FFN);
 		}
 		make_key(c);
-		}
+	}
 	return 0;
 }

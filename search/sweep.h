@@ -38,8 +38,8 @@ struct sweep_list {
 	int n;
 };
 
-#define SWEEP_MAX_BASE 64
-#define SWEEP_NAME_MAX 63 /* bytes of a sweep's name */
+#define SWEEP_MAX_BASE	64
+#define SWEEP_NAME_MAX	63	  /* bytes of a sweep's name */
 #define SWEEP_MAX_BATCH (1 << 24) /* global_batch, sequences */
 
 struct sweep {
@@ -47,7 +47,7 @@ struct sweep {
 	char name[SWEEP_NAME_MAX + 1]; /* sweep_name_ok */
 	char model_name[128], hw_name[128];
 	struct llm m;
-	struct hw_profile hw;     /* the target hardware */
+	struct hw_profile hw; /* the target hardware */
 	/* A trace base: its files (the ranks of one job, or a saved graph).
 	 * n_base == 0: the base is the model, with synth_in_default's costs. */
 	char *base[SWEEP_MAX_BASE];
@@ -57,15 +57,15 @@ struct sweep {
 	struct base bl;	      /* the base (base.h); do not move a sweep */
 	struct synth_in tmpl; /* every candidate starts from it: the base's
 				   * configuration (a plain trace's as found) */
-	char kdb_path[1024];      /* 'kernel_db': measured kernel times, or "" */
-	struct kdb *kdb;          /* loaded from it, or NULL */
-	char fingerprint[64];     /* of the base's bytes (model file or traces)
+	char kdb_path[1024];  /* 'kernel_db': measured kernel times, or "" */
+	struct kdb *kdb;      /* loaded from it, or NULL */
+	char fingerprint[64]; /* of the base's bytes (model file or traces)
 				   * and the kernel database's */
 	int global_batch;
-	double tokens;            /* 'tokens': to train, for days and cost; 0: not given */
+	double tokens;		   /* 'tokens': to train, for days and cost; 0: not given */
 	double price_per_gpu_hour; /* 'price_per_gpu_hour', any currency; 0: not given */
-	double margin;            /* screen candidates beyond best x (1 + margin) */
-	int gpus_line;            /* of 'gpus' or 'gpu_budget' */
+	double margin;		   /* screen candidates beyond best x (1 + margin) */
+	int gpus_line;		   /* of 'gpus' or 'gpu_budget' */
 	struct sweep_list gpus, tp, pp, mbs, schedule, vp, recompute, zero, sp, layers, hidden;
 	struct sweep_list dtype, fp8_attention, flash;
 	/* Placement, sharding and overlap (issue 17): partition (enum
@@ -73,8 +73,8 @@ struct sweep {
 	 * (0: the data-parallel group), ZeRO-3's prefetch, gradient buckets
 	 * (MB; 0: Megatron's), and the overlaps, each 0 or 1. */
 	struct sweep_list partition, shard, prefetch, bucket_mb, overlap_grad, overlap_param,
-		tp_overlap, pp_overlap;
-	char *text;               /* the file's text, stored with the results */
+	    tp_overlap, pp_overlap;
+	char *text; /* the file's text, stored with the results */
 };
 
 enum cand_status { CS_PENDING, CS_INVALID, CS_OOM, CS_SCREENED, CS_SIMULATED, CS_FAILED };
@@ -86,7 +86,7 @@ struct cand {
 	int status;
 	char reason[160];
 	double analytic_s;
-	double bound_s;       /* synth_lower_bound: the simulated time is >= it */
+	double bound_s;	      /* synth_lower_bound: the simulated time is >= it */
 	struct predict_out p; /* when simulated */
 };
 

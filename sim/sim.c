@@ -178,8 +178,8 @@ static int contended(const struct sim *s, uint32_t u, int rv)
 		return 0;
 	if (g->kind[u] == GN_KERNEL)
 		return 1;
-	if (g->kind[u] == GN_COLL && !(rv && g->coll[u] != NONE32 &&
-					s->inst_size[s->inst_of[g->coll[u]]] > 1))
+	if (g->kind[u] == GN_COLL &&
+	    !(rv && g->coll[u] != NONE32 && s->inst_size[s->inst_of[g->coll[u]]] > 1))
 		return 2;
 	return 0;
 }
@@ -228,8 +228,8 @@ static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r
 		uint32_t v = r->v[i];
 		double left = s->rem[v] / rate_of(s, o, r, v);
 		/* Past PRISM_TIME_MAX: release() refuses it (too_late). */
-		int64_t end = left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1
-							    : t + (int64_t)llround(left);
+		int64_t end =
+		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + (int64_t)llround(left);
 		if (end == s->pred_end[v])
 			continue;
 		s->pred_end[v] = end;
@@ -306,7 +306,8 @@ static int release(struct sim *s, const struct sim_opts *o, uint32_t u, struct p
 			if (at > PRISM_TIME_MAX)
 				return too_late(g, v, err);
 			if (evq_push(&s->q, at, v))
-				return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+				return prism_err_set(err, PRISM_ENOMEM,
+						     "simulation: out of memory");
 		}
 	}
 	return 0;
@@ -357,7 +358,8 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		if (u & SIM_FIN) {
 			u &= ~SIM_FIN;
 			if ((fin = finish(s, o, u, e.time_ns)) < 0)
-				return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+				return prism_err_set(err, PRISM_ENOMEM,
+						     "simulation: out of memory");
 			if (fin && (fin = release(s, o, u, err)))
 				return fin;
 			continue;
@@ -392,7 +394,8 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		s->start_ns[u] = e.time_ns;
 		if (cont && (kind = contended(s, u, rv)) != 0) {
 			if (begin(s, o, u, e.time_ns, dur_of(s, u, rv), kind))
-				return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+				return prism_err_set(err, PRISM_ENOMEM,
+						     "simulation: out of memory");
 			continue;
 		}
 		s->end_ns[u] = e.time_ns + dur_of(s, u, rv);

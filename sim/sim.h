@@ -32,9 +32,9 @@
 #include "prism.h"
 
 /* Which edges a run ignores (ablations). */
-#define SIM_SKIP_EVENT 0x01    /* cross-stream event edges */
+#define SIM_SKIP_EVENT	  0x01 /* cross-stream event edges */
 #define SIM_SKIP_INFERRED 0x02 /* every edge inferred from timing */
-#define SIM_SKIP_SHARE 0x04    /* edges from GPU work that held the GPU */
+#define SIM_SKIP_SHARE	  0x04 /* edges from GPU work that held the GPU */
 
 /*
  * Contention (synthesised runs): while a collective kernel runs beside
@@ -50,10 +50,10 @@
  * durations already hold what contention they met).
  */
 struct sim_opts {
-	unsigned skip;              /* SIM_SKIP_* */
-	int rendezvous;             /* 1: collectives rendezvous across ranks */
-	double slow_compute;        /* contention: compute kernels' slowdown */
-	double slow_comm;           /* contention: collectives' slowdown */
+	unsigned skip;	     /* SIM_SKIP_* */
+	int rendezvous;	     /* 1: collectives rendezvous across ranks */
+	double slow_compute; /* contention: compute kernels' slowdown */
+	double slow_comm;    /* contention: collectives' slowdown */
 };
 
 void sim_opts_default(struct sim_opts *o);
@@ -70,21 +70,21 @@ struct sim {
 	struct evq q;
 	/* Collective instances. */
 	uint32_t n_inst;
-	uint32_t *inst_of;      /* per collective: its instance */
-	uint32_t *inst_first;   /* instance i's members are inst_members[first[i]..first[i+1]) */
+	uint32_t *inst_of;	/* per collective: its instance */
+	uint32_t *inst_first;	/* instance i's members are inst_members[first[i]..first[i+1]) */
 	uint32_t *inst_members; /* collective indices, grouped by instance */
-	uint32_t *inst_size;    /* members present */
+	uint32_t *inst_size;	/* members present */
 	uint32_t *inst_arrived;
 	int64_t *inst_ready;
-	int64_t *inst_dur;      /* the transfer time */
-	uint32_t *inst_last;    /* the member that arrived last */
+	int64_t *inst_dur;     /* the transfer time */
+	uint32_t *inst_last;   /* the member that arrived last */
 	uint32_t n_mismatched; /* (group, sequence) pairs whose ranks disagree on
 				 * the kind: not made to wait for each other */
-	int64_t makespan_ns;    /* end of the last task */
+	int64_t makespan_ns;   /* end of the last task */
 	uint64_t n_done;
 	/* Contention (allocated on the first run that asks for it). */
-	double *rem;            /* per node: work left at full speed, ns */
-	int64_t *pred_end;      /* per node: when it ends at the current rates */
+	double *rem;	   /* per node: work left at full speed, ns */
+	int64_t *pred_end; /* per node: when it ends at the current rates */
 	uint32_t n_gpu_ranks;
 	struct sim_running *run; /* per rank: what runs on its GPU */
 };
@@ -93,8 +93,8 @@ struct sim {
 struct sim_running {
 	uint32_t *v;
 	uint32_t n, cap;
-	uint32_t n_comm;        /* of them, collectives */
-	int64_t since;          /* progress accounted up to */
+	uint32_t n_comm; /* of them, collectives */
+	int64_t since;	 /* progress accounted up to */
 };
 
 /* A simulator for g (which must outlive it).  NULL when out of memory. */

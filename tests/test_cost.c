@@ -19,8 +19,8 @@
 
 static void test_profiles_load(void **state)
 {
-	static const char *files[] = {"v100-dgx1.cfg",   "a100-40gb-dgx.cfg", "a100-80gb-dgx.cfg",
-				      "h100-dgx.cfg",    "h800-hgx.cfg",      "h200-dgx.cfg",
+	static const char *files[] = {"v100-dgx1.cfg", "a100-40gb-dgx.cfg", "a100-80gb-dgx.cfg",
+				      "h100-dgx.cfg",  "h800-hgx.cfg",	    "h200-dgx.cfg",
 				      "b200-dgx.cfg"};
 	struct hw_profile hw;
 	struct prism_err err;
@@ -41,7 +41,7 @@ static void test_profiles_load(void **state)
 	assert_rel_close(hw.peak_flops[HW_BF16], 989.4e12, 1e-12);
 	assert_rel_close(hw.hbm_Bps, 3350e9, 1e-12);
 	assert_rel_close(hw.nvlink_Bps, 450e9, 1e-12);
-	assert_rel_close(hw.nic_Bps, 50e9, 1e-12);             /* 400 Gb/s */
+	assert_rel_close(hw.nic_Bps, 50e9, 1e-12);		/* 400 Gb/s */
 	assert_rel_close(hw_net_Bps_per_gpu(&hw), 50e9, 1e-12); /* one NIC per GPU */
 	assert_rel_close(hw.net_lat_s, 5e-6, 1e-12);
 }
@@ -65,8 +65,8 @@ static void expect_load_error(const char *text, const char *want_suffix)
 static void test_profile_errors(void **state)
 {
 	static const char good_gpu[] =
-		"name = \"x\";\ngpu = {\n  model = \"g\";\n"
-		"  peak_tflops = { fp32 = 1.0; tf32 = 0.0; bf16 = 2.0; fp16 = 2.0; fp8 = 0.0; };\n";
+	    "name = \"x\";\ngpu = {\n  model = \"g\";\n"
+	    "  peak_tflops = { fp32 = 1.0; tf32 = 0.0; bf16 = 2.0; fp16 = 2.0; fp8 = 0.0; };\n";
 	char text[1024];
 	(void)state;
 	expect_load_error("name = \"x\"\ngpu = {", ":2: syntax error");
@@ -89,40 +89,40 @@ static void test_profile_errors(void **state)
 static void test_profile_limits(void **state)
 {
 	static const char good[] =
-		"name = \"x\";\n"
-		"gpu = {\n"
-		"  model = \"g\";\n"
-		"  peak_tflops = { fp32 = 67.0; tf32 = 494.7; bf16 = 989.4; fp16 = 989.4; fp8 = 0.0; };\n"
-		"  hbm_bandwidth_GBps = 3350.0;\n"
-		"  hbm_capacity_GB = 85.0;\n"
-		"  nvlink_bandwidth_GBps = 450.0;\n"
-		"  memory_reserve_GB = 4.0;\n"
-		"};\n"
-		"node = {\n"
-		"  gpus = 8;\n"
-		"  nics = 8;\n"
-		"  nic_bandwidth_Gbps = 400.0;\n"
-		"  nvlink_latency_us = 1.0;\n"
-		"  network_latency_us = 5.0;\n"
-		"};\n";
+	    "name = \"x\";\n"
+	    "gpu = {\n"
+	    "  model = \"g\";\n"
+	    "  peak_tflops = { fp32 = 67.0; tf32 = 494.7; bf16 = 989.4; fp16 = 989.4; fp8 = 0.0; };\n"
+	    "  hbm_bandwidth_GBps = 3350.0;\n"
+	    "  hbm_capacity_GB = 85.0;\n"
+	    "  nvlink_bandwidth_GBps = 450.0;\n"
+	    "  memory_reserve_GB = 4.0;\n"
+	    "};\n"
+	    "node = {\n"
+	    "  gpus = 8;\n"
+	    "  nics = 8;\n"
+	    "  nic_bandwidth_Gbps = 400.0;\n"
+	    "  nvlink_latency_us = 1.0;\n"
+	    "  network_latency_us = 5.0;\n"
+	    "};\n";
 	static const struct {
 		const char *from, *to, *msg;
 	} cases[] = {
-		{"bf16 = 989.4", "bf16 = 1e-300",
-		 ":4: 'peak_tflops.bf16' must be 0 (no tensor path) or in 0.001..1e+06, not 1e-300"},
-		{"bf16 = 989.4", "bf16 = 1e300",
-		 ":4: 'peak_tflops.bf16' must be a number in 0..1e+06, not 1e+300"},
-		{"hbm_capacity_GB = 85.0", "hbm_capacity_GB = 0.0",
-		 ":6: 'gpu.hbm_capacity_GB' must be a number in 0.1..100000, not 0"},
-		{"memory_reserve_GB = 4.0", "memory_reserve_GB = 85.0",
-		 ":8: 'gpu.memory_reserve_GB' (85) must be below 'gpu.hbm_capacity_GB' (85)"},
-		{"gpus = 8", "gpus = 0", ":11: 'node.gpus' must be a whole number in 1..1024, not 0"},
+	    {"bf16 = 989.4", "bf16 = 1e-300",
+	     ":4: 'peak_tflops.bf16' must be 0 (no tensor path) or in 0.001..1e+06, not 1e-300"},
+	    {"bf16 = 989.4", "bf16 = 1e300",
+	     ":4: 'peak_tflops.bf16' must be a number in 0..1e+06, not 1e+300"},
+	    {"hbm_capacity_GB = 85.0", "hbm_capacity_GB = 0.0",
+	     ":6: 'gpu.hbm_capacity_GB' must be a number in 0.1..100000, not 0"},
+	    {"memory_reserve_GB = 4.0", "memory_reserve_GB = 85.0",
+	     ":8: 'gpu.memory_reserve_GB' (85) must be below 'gpu.hbm_capacity_GB' (85)"},
+	    {"gpus = 8", "gpus = 0", ":11: 'node.gpus' must be a whole number in 1..1024, not 0"},
 	    {"nics = 8", "nics = 0.5",
 	     ":12: 'node.nics' must be a whole number in 1..1024, not 0.5"},
-		{"nvlink_latency_us = 1.0", "nvlink_latency_us = 1e308",
-		 ":14: 'node.nvlink_latency_us' must be a number in 0..1e+06, not 1e+308"},
-		{"network_latency_us = 5.0", "network_latency_us = -1.0",
-		 ":15: 'node.network_latency_us' must be a number in 0..1e+06, not -1"},
+	    {"nvlink_latency_us = 1.0", "nvlink_latency_us = 1e308",
+	     ":14: 'node.nvlink_latency_us' must be a number in 0..1e+06, not 1e+308"},
+	    {"network_latency_us = 5.0", "network_latency_us = -1.0",
+	     ":15: 'node.network_latency_us' must be a number in 0..1e+06, not -1"},
 	};
 	char text[2048];
 	(void)state;
@@ -234,17 +234,17 @@ static void test_hierarchical_allreduce_64(void **state)
 	 * ring's 1.75 S / 450 GB/s = 4.1756 ms. */
 	hw = test_node(450, 0);
 	hw.nvls_eff = 0.6;
-	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){8, 8}, 1.0,
-				   COMM_AUTO, &e), 0);
+	assert_int_equal(
+	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){8, 8}, 1.0, COMM_AUTO, &e), 0);
 	assert_int_equal(e.algo, COMM_NVLS);
 	assert_rel_close(e.time_s, S / (0.6 * 450e9), 1e-12);
 	/* Bad groups are refused. */
 	assert_int_equal(
 	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){64, 16}, 1.0, COMM_AUTO, &e),
-			 PRISM_EARG);
+	    PRISM_EARG);
 	assert_int_equal(
 	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){12, 8}, 1.0, COMM_AUTO, &e),
-			 PRISM_EARG);
+	    PRISM_EARG);
 }
 
 /*
@@ -289,16 +289,20 @@ static void test_collective_fit(void **state)
 			 {GC_ALL_REDUCE, 32, 8, COMM_AUTO, "all_reduce", ""}};
 		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 			struct comm_est e;
-			assert_int_equal(comm_time(&truth, t[i].kind, S, (struct comm_group){t[i].n, t[i].per},
-						   1.0, t[i].algo, &e),
+			assert_int_equal(comm_time(&truth, t[i].kind, S,
+						   (struct comm_group){t[i].n, t[i].per}, 1.0,
+						   t[i].algo, &e),
 					 0);
 			if (i == 2) /* the bus bandwidth alone, in XLA's groups */
-				fprintf(f, "H200,%s,x,1,8,8,2 replica group(s) x 4 devices each,NVLink,%s,f32,"
-					   "%.0f,,%.9f,src%zu\n",
-					t[i].name, t[i].algo_s, S, 0.75 * S / e.time_s / 1e9, i);
+				fprintf(
+				    f,
+				    "H200,%s,x,1,8,8,2 replica group(s) x 4 devices each,NVLink,%s,f32,"
+				    "%.0f,,%.9f,src%zu\n",
+				    t[i].name, t[i].algo_s, S, 0.75 * S / e.time_s / 1e9, i);
 			else
-				fprintf(f, "H200,%s,x,%d,8,%d,,EFA,%s,f32,%.0f,%.6f,,src%zu\n", t[i].name,
-					t[i].n / t[i].per, t[i].n, t[i].algo_s, S, e.time_s * 1e6, i);
+				fprintf(f, "H200,%s,x,%d,8,%d,,EFA,%s,f32,%.0f,%.6f,,src%zu\n",
+					t[i].name, t[i].n / t[i].per, t[i].n, t[i].algo_s, S,
+					e.time_s * 1e6, i);
 		}
 	}
 	fclose(f);
@@ -439,8 +443,16 @@ static void test_bytes_per_param(void **state)
 static void test_stage_memory(void **state)
 {
 	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0};
-	struct mem_layout l = {.tp = 1, .pp = 4, .dp = 2, .vp = 1, .mbs = 1, .microbatches = 8,
-			       .schedule = MEM_1F1B, .flash = 1, .zero = 1, .prefetch = 1};
+	struct mem_layout l = {.tp = 1,
+			       .pp = 4,
+			       .dp = 2,
+			       .vp = 1,
+			       .mbs = 1,
+			       .microbatches = 8,
+			       .schedule = MEM_1F1B,
+			       .flash = 1,
+			       .zero = 1,
+			       .prefetch = 1};
 	static const double alloc[4] = {352346112, 329048064, 320135168, 324827136};
 	static const double params[4] = {26347520, 25192448, 25192448, 26218496};
 	static const double acts[4] = {36175872, 26738688, 17825792, 9949184};
@@ -680,21 +692,21 @@ static void test_analytic_small(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_profiles_load),
+	    cmocka_unit_test(test_profiles_load),
 	    cmocka_unit_test(test_profile_errors),
 	    cmocka_unit_test(test_profile_limits),
-		cmocka_unit_test(test_gemm_flops),
-		cmocka_unit_test(test_ring_allreduce_8),
-		cmocka_unit_test(test_hierarchical_allreduce_64),
-		cmocka_unit_test(test_collective_fit),
-		cmocka_unit_test(test_model_flops),
-		cmocka_unit_test(test_gqa_swiglu),
-		cmocka_unit_test(test_activation_bytes_gpt3),
-		cmocka_unit_test(test_bytes_per_param),
-		cmocka_unit_test(test_stage_memory),
-		cmocka_unit_test(test_inflight),
-		cmocka_unit_test(test_analytic_small),
-		cmocka_unit_test(test_gemm_waves),
+	    cmocka_unit_test(test_gemm_flops),
+	    cmocka_unit_test(test_ring_allreduce_8),
+	    cmocka_unit_test(test_hierarchical_allreduce_64),
+	    cmocka_unit_test(test_collective_fit),
+	    cmocka_unit_test(test_model_flops),
+	    cmocka_unit_test(test_gqa_swiglu),
+	    cmocka_unit_test(test_activation_bytes_gpt3),
+	    cmocka_unit_test(test_bytes_per_param),
+	    cmocka_unit_test(test_stage_memory),
+	    cmocka_unit_test(test_inflight),
+	    cmocka_unit_test(test_analytic_small),
+	    cmocka_unit_test(test_gemm_waves),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,61 +20,61 @@ static void test_real_names(void **state)
 		const char *name;
 		int cls;
 	} t[] = {
-		{"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", KC_COLLECTIVE},
-		{"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", KC_COLLECTIVE},
-		{"void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>"
+	    {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", KC_COLLECTIVE},
+	    {"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", KC_COLLECTIVE},
+	    {"void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>"
 	     "(c10::BFloat16*, unsigned long)",
 	     KC_COLLECTIVE},
-		{"void dpsk::ep::internode::dispatch<false, 8, false, 8>(int4*, float*)",
-		 KC_COLLECTIVE},
-		{"volta_sgemm_128x64_nn", KC_GEMM},
-		{"void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1>"
+	    {"void dpsk::ep::internode::dispatch<false, 8, false, 8>(int4*, float*)",
+	     KC_COLLECTIVE},
+	    {"volta_sgemm_128x64_nn", KC_GEMM},
+	    {"void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1>"
 	     "(cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1::Params)",
 	     KC_GEMM},
-		{"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", KC_GEMM},
-		{"nvjet_tst_192x192_64x3_2x1_v_bz_coopA_TNT", KC_GEMM},
-		{"void splitKreduce_kernel<32, 16, int, float, float, float, float, true>"
+	    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", KC_GEMM},
+	    {"nvjet_tst_192x192_64x3_2x1_v_bz_coopA_TNT", KC_GEMM},
+	    {"void splitKreduce_kernel<32, 16, int, float, float, float, float, true>"
 	     "(cublasSplitKParams<float>)",
 	     KC_REDUCTION}, /* not the GEMM's FLOPs */
-		{"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4> >"
+	    {"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4> >"
 	     "(Flash_fwd_params)",
 	     KC_ATTENTION},
-		{"void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)",
-		 KC_CONV},
-		{"void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1>(int)", KC_CONV},
-		{"void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float)",
-		 KC_NORM},
-		{"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, "
+	    {"void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)",
+	     KC_CONV},
+	    {"void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1>(int)", KC_CONV},
+	    {"void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float)",
+	     KC_NORM},
+	    {"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, "
 	     "float>(int, float)",
 	     KC_NORM},
-		{"void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float>"
+	    {"void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float>"
 	     "(float*)",
 	     KC_SOFTMAX},
-		{"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float> >(int)",
-		 KC_REDUCTION},
-		{"void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, "
+	    {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float> >(int)",
+	     KC_REDUCTION},
+	    {"void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, "
 	     "at::detail::Array<char*, 3> >(int, at::native::AddFunctor<float>)",
 	     KC_ELEMENTWISE},
-		{"void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, "
+	    {"void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, "
 	     "2, 128, 1>(float*)",
 	     KC_ELEMENTWISE},
-		{"void cuda::per_token_cast_to_fp8_with_channels<__nv_bfloat16, 128>(int)",
-		 KC_ELEMENTWISE},
-		{"void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel<float>"
+	    {"void cuda::per_token_cast_to_fp8_with_channels<__nv_bfloat16, 128>(int)",
+	     KC_ELEMENTWISE},
+	    {"void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel<float>"
 	     "(int)",
 	     KC_EMBEDDING},
-		{"void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float>"
+	    {"void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float>"
 	     "(int)",
 	     KC_OPTIMIZER},
-		{"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, "
+	    {"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, "
 	     "unsigned int, 1, 4, bool>(float*)",
 	     KC_ELEMENTWISE},
-		{"void at::native::(anonymous namespace)::masked_scale_kernel<bool, float, float>"
+	    {"void at::native::(anonymous namespace)::masked_scale_kernel<bool, float, float>"
 	     "(float*)",
 	     KC_ELEMENTWISE},
-		{"void scaled_masked_softmax_warp_forward<__half, __half, float, 11>(__half*)",
-		 KC_SOFTMAX},
-		{"triton__0d1d2d3d", KC_OTHER}, /* old Triton names say nothing */
+	    {"void scaled_masked_softmax_warp_forward<__half, __half, float, 11>(__half*)",
+	     KC_SOFTMAX},
+	    {"triton__0d1d2d3d", KC_OTHER}, /* old Triton names say nothing */
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -114,19 +114,19 @@ static struct graph *kernels(int n, const char *name, const char *op, const char
 static void test_gemm_work(void **state)
 {
 	static const char *const dims[] = {
-		"[[4096, 1024], [1024, 512]]",            /* mm: 2 M N K */
-		"[[512], [4096, 1024], [1024, 512]]",     /* addmm: bias first */
-		"[[8, 128, 64], [8, 64, 256]]",           /* bmm: batch 8 */
-		"[[2, 4096, 1024], [512, 1024], [512]]",  /* linear: M = 2 x 4096 */
+	    "[[4096, 1024], [1024, 512]]",	     /* mm: 2 M N K */
+	    "[[512], [4096, 1024], [1024, 512]]",    /* addmm: bias first */
+	    "[[8, 128, 64], [8, 64, 256]]",	     /* bmm: batch 8 */
+	    "[[2, 4096, 1024], [512, 1024], [512]]", /* linear: M = 2 x 4096 */
 	};
 	static const char *const ops[] = {"aten::mm", "aten::addmm", "aten::bmm", "aten::linear"};
 	static const double want[] = {2.0 * 4096 * 512 * 1024, 2.0 * 4096 * 512 * 1024,
 				      2.0 * 8 * 128 * 256 * 64, 2.0 * 8192 * 512 * 1024};
 	/* Bytes of a bf16 GEMM: A + B + C elements x 2. */
 	static const double want_bytes[] = {(4096.0 * 1024 + 1024 * 512 + 4096 * 512) * 2,
-		(4096.0 * 1024 + 1024 * 512 + 4096 * 512) * 2,
-		(8.0 * 128 * 64 + 8 * 64 * 256 + 8 * 128 * 256) * 2,
-		(8192.0 * 1024 + 512 * 1024 + 8192 * 512) * 2};
+					    (4096.0 * 1024 + 1024 * 512 + 4096 * 512) * 2,
+					    (8.0 * 128 * 64 + 8 * 64 * 256 + 8 * 128 * 256) * 2,
+					    (8192.0 * 1024 + 512 * 1024 + 8192 * 512) * 2};
 	int64_t dur[] = {1000};
 	(void)state;
 	for (int i = 0; i < 4; i++) {
@@ -185,7 +185,7 @@ static void test_calib_exact_line(void **state)
 	static const char *const dims[] = {
 	    "[[1024, 1024], [1024, 1024]]", "[[2048, 1024], [1024, 1024]]",
 	    "[[4096, 1024], [1024, 1024]]", "[[4096, 2048], [2048, 1024]]",
-					   "[[8192, 4096], [4096, 1024]]"};
+	    "[[8192, 4096], [4096, 1024]]"};
 	int64_t dur[5];
 	struct hw_profile hw;
 	struct calib_class cc[KC_NCLASSES];
@@ -319,9 +319,9 @@ static void test_bus_efficiency(void **state)
 static struct kdb *sample_db(const struct hw_profile *hw, int64_t b_ns)
 {
 	static const char *const gdims[] = {
-		"[[1024, 1024], [1024, 1024]]", "[[1024, 1024], [1024, 1024]]",
-		"[[1024, 1024], [1024, 1024]]", "[[2048, 1024], [1024, 1024]]",
-		"[[4096, 1024], [1024, 1024]]"};
+	    "[[1024, 1024], [1024, 1024]]", "[[1024, 1024], [1024, 1024]]",
+	    "[[1024, 1024], [1024, 1024]]", "[[2048, 1024], [1024, 1024]]",
+	    "[[4096, 1024], [1024, 1024]]"};
 	static const char *const edims[] = {"[[125000]]", "[[500000]]"};
 	int64_t gdur[] = {8000, 30000, 10000, b_ns, 40000}, edur[] = {10000, 20000};
 	struct graph *g = kernels(5, "sm80_xmma_gemm_bf16bf16", "aten::mm", gdims,
@@ -410,7 +410,7 @@ static void test_kdb(void **state)
 	assert_int_equal(kdb_rows(back), 5);
 	assert_int_equal(
 	    kdb_time(back, kdb_gpu(back, "TestGPU"), KC_GEMM, HW_BF16, 4294967296.0, &t),
-			 KDB_EXACT);
+	    KDB_EXACT);
 	assert_rel_close(t, 30e-6, 1e-12);
 	kdb_free(back);
 	kdb_free(db);
@@ -420,7 +420,7 @@ static void test_kdb(void **state)
 	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
 	assert_int_equal(
 	    sqlite3_exec(h, "DROP TABLE kernel; CREATE TABLE other (x)", NULL, NULL, NULL),
-			 SQLITE_OK);
+	    SQLITE_OK);
 	sqlite3_close(h);
 	prism_err_clear(&err);
 	assert_int_equal(kdbstore_load(back, path, &err), PRISM_EFORMAT);
@@ -433,11 +433,11 @@ static void test_kdb(void **state)
 	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
 	assert_int_equal(
 	    sqlite3_exec(h,
-				      "CREATE TABLE kernel (gpu, class, dtype, work, time_s, samples,"
-				      " shape); INSERT INTO kernel VALUES ('G', 'gemm', 'bf16', 1e9,"
-				      " 1e-5, 1, ''), ('G', 'bogus', 'any', 1e6, 1e-5, 1, '')",
-				      NULL, NULL, NULL),
-			 SQLITE_OK);
+			 "CREATE TABLE kernel (gpu, class, dtype, work, time_s, samples,"
+			 " shape); INSERT INTO kernel VALUES ('G', 'gemm', 'bf16', 1e9,"
+			 " 1e-5, 1, ''), ('G', 'bogus', 'any', 1e6, 1e-5, 1, '')",
+			 NULL, NULL, NULL),
+	    SQLITE_OK);
 	sqlite3_close(h);
 	prism_err_clear(&err);
 	assert_int_equal(kdbstore_load(back, path, &err), PRISM_EFORMAT);

@@ -146,7 +146,7 @@ static void test_fork_join_event(void **state)
 	static const struct tp p[] = {{0, 0}, {0, 1}, {0, 1}};
 	static const struct tn n[] = {
 	    {0, GN_RUNTIME, 0, 5, -1}, {0, GN_RUNTIME, 5, 5, -1},   {1, GN_KERNEL, 2, 100, -1},
-		{2, GN_KERNEL, 8, 50, -1},  {2, GN_KERNEL, 102, 10, -1},
+	    {2, GN_KERNEL, 8, 50, -1}, {2, GN_KERNEL, 102, 10, -1},
 	};
 	static const struct te e[] = {{0, 1, O}, {0, 2, L}, {1, 3, L}, {3, 4, O}, {2, 4, E}};
 	static const int64_t want[][2] = {{0, 5}, {5, 10}, {0, 100}, {5, 55}, {100, 110}};
@@ -176,8 +176,8 @@ static void test_stream_sync(void **state)
 	 * Traced, the sync took 200 us: that waiting is not replayed. */
 	static const struct tp p[] = {{0, 0}, {0, 1}};
 	static const struct tn n[] = {
-		{0, GN_RUNTIME, 0, 5, -1}, {0, GN_RUNTIME, 5, 0, -1}, {0, GN_WAIT, 205, 3, -1},
-		{0, GN_CPU, 208, 10, -1},  {1, GN_KERNEL, 1, 100, -1},
+	    {0, GN_RUNTIME, 0, 5, -1}, {0, GN_RUNTIME, 5, 0, -1},  {0, GN_WAIT, 205, 3, -1},
+	    {0, GN_CPU, 208, 10, -1},  {1, GN_KERNEL, 1, 100, -1},
 	};
 	static const struct te e[] = {{0, 1, O}, {1, 2, O}, {2, 3, O}, {0, 4, L}, {4, 2, S}};
 	static const int64_t want[][2] = {{0, 5}, {5, 5}, {100, 103}, {103, 113}, {0, 100}};
@@ -195,8 +195,8 @@ static void test_device_sync(void **state)
 	 * (own 2 us) waits for both: [70,72). */
 	static const struct tp p[] = {{0, 0}, {0, 1}, {0, 1}};
 	static const struct tn n[] = {
-		{0, GN_RUNTIME, 0, 4, -1}, {0, GN_RUNTIME, 4, 4, -1}, {0, GN_RUNTIME, 8, 0, -1},
-		{0, GN_WAIT, 8, 2, -1},    {1, GN_KERNEL, 0, 40, -1}, {2, GN_KERNEL, 4, 66, -1},
+	    {0, GN_RUNTIME, 0, 4, -1}, {0, GN_RUNTIME, 4, 4, -1}, {0, GN_RUNTIME, 8, 0, -1},
+	    {0, GN_WAIT, 8, 2, -1},    {1, GN_KERNEL, 0, 40, -1}, {2, GN_KERNEL, 4, 66, -1},
 	};
 	static const struct te e[] = {{0, 1, O}, {1, 2, O}, {2, 3, O}, {0, 4, L},
 				      {1, 5, L}, {4, 3, S}, {5, 3, S}};
@@ -217,12 +217,12 @@ static void test_launch_bound(void **state)
 	static const struct tn n[] = {
 	    {0, GN_RUNTIME, 0, 10, -1},	 {0, GN_RUNTIME, 10, 10, -1}, {0, GN_RUNTIME, 20, 10, -1},
 	    {0, GN_RUNTIME, 30, 10, -1}, {1, GN_KERNEL, 0, 2, -1},    {1, GN_KERNEL, 10, 2, -1},
-		{1, GN_KERNEL, 20, 2, -1},  {1, GN_KERNEL, 30, 2, -1},
+	    {1, GN_KERNEL, 20, 2, -1},	 {1, GN_KERNEL, 30, 2, -1},
 	};
 	static const struct te e[] = {{0, 1, O}, {1, 2, O}, {2, 3, O}, {4, 5, O}, {5, 6, O},
 				      {6, 7, O}, {0, 4, L}, {1, 5, L}, {2, 6, L}, {3, 7, L}};
-	static const int64_t want[][2] = {{0, 10},  {10, 20}, {20, 30}, {30, 40},
-					  {0, 2},   {10, 12}, {20, 22}, {30, 32}};
+	static const int64_t want[][2] = {{0, 10}, {10, 20}, {20, 30}, {30, 40},
+					  {0, 2},  {10, 12}, {20, 22}, {30, 32}};
 	struct graph *g = mk(p, 2, n, 8, e, 10, 1);
 	struct sim *s = run(g);
 	(void)state;
@@ -242,12 +242,12 @@ static void test_rendezvous_4_ranks(void **state)
 	static const struct tp p[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1},
 				      {2, 0}, {2, 1}, {3, 0}, {3, 1}};
 	static const struct tn n[] = {
-		{0, GN_RUNTIME, 0, 1, -1},  {1, GN_COLL, 0, 70, 0},  {1, GN_KERNEL, 70, 5, -1},
-		{2, GN_RUNTIME, 10, 1, -1}, {3, GN_COLL, 10, 60, 0}, {3, GN_KERNEL, 70, 5, -1},
-		{4, GN_RUNTIME, 20, 1, -1}, {5, GN_COLL, 20, 50, 0}, {5, GN_KERNEL, 70, 5, -1},
-		{6, GN_RUNTIME, 30, 1, -1}, {7, GN_COLL, 30, 40, 0}, {7, GN_KERNEL, 70, 5, -1},
+	    {0, GN_RUNTIME, 0, 1, -1},	{1, GN_COLL, 0, 70, 0},	 {1, GN_KERNEL, 70, 5, -1},
+	    {2, GN_RUNTIME, 10, 1, -1}, {3, GN_COLL, 10, 60, 0}, {3, GN_KERNEL, 70, 5, -1},
+	    {4, GN_RUNTIME, 20, 1, -1}, {5, GN_COLL, 20, 50, 0}, {5, GN_KERNEL, 70, 5, -1},
+	    {6, GN_RUNTIME, 30, 1, -1}, {7, GN_COLL, 30, 40, 0}, {7, GN_KERNEL, 70, 5, -1},
 	};
-	static const struct te e[] = {{0, 1, L}, {1, 2, O}, {3, 4, L}, {4, 5, O},
+	static const struct te e[] = {{0, 1, L}, {1, 2, O}, {3, 4, L},	{4, 5, O},
 				      {6, 7, L}, {7, 8, O}, {9, 10, L}, {10, 11, O}};
 	static const int64_t want[][2] = {{0, 1},   {30, 70}, {70, 75}, {10, 11},
 					  {30, 70}, {70, 75}, {20, 21}, {30, 70},
@@ -331,7 +331,7 @@ static void test_contention(void **state)
 	s = sim_new(g);
 	assert_int_equal(sim_run(s, &o, &err), 0);
 	tc = 50 * (1 + b);
-	assert_rel_close((double)s->end_ns[1], tc * US, 2e-5); /* whole ns */
+	assert_rel_close((double)s->end_ns[1], tc * US, 2e-5);			      /* whole ns */
 	assert_rel_close((double)s->end_ns[0], (tc + 100 - tc / (1 + a)) * US, 2e-5); /* whole ns */
 	sim_free(s);
 	graph_free(g);
@@ -340,7 +340,7 @@ static void test_contention(void **state)
 	s = sim_new(g);
 	assert_int_equal(sim_run(s, &o, &err), 0);
 	tc = 30 * (1 + a);
-	assert_rel_close((double)s->end_ns[0], tc * US, 2e-5); /* whole ns */
+	assert_rel_close((double)s->end_ns[0], tc * US, 2e-5);			     /* whole ns */
 	assert_rel_close((double)s->end_ns[1], (tc + 50 - tc / (1 + b)) * US, 2e-5); /* whole ns */
 	sim_opts_default(&o);
 	assert_int_equal(sim_run(s, &o, &err), 0);
@@ -353,14 +353,14 @@ static void test_contention(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_chain),
-		cmocka_unit_test(test_fork_join_event),
-		cmocka_unit_test(test_stream_sync),
-		cmocka_unit_test(test_device_sync),
-		cmocka_unit_test(test_launch_bound),
-		cmocka_unit_test(test_rendezvous_4_ranks),
-		cmocka_unit_test(test_lag_and_ablation),
-		cmocka_unit_test(test_contention),
+	    cmocka_unit_test(test_chain),
+	    cmocka_unit_test(test_fork_join_event),
+	    cmocka_unit_test(test_stream_sync),
+	    cmocka_unit_test(test_device_sync),
+	    cmocka_unit_test(test_launch_bound),
+	    cmocka_unit_test(test_rendezvous_4_ranks),
+	    cmocka_unit_test(test_lag_and_ablation),
+	    cmocka_unit_test(test_contention),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -248,15 +248,16 @@ static double bubble_part(int schedule, const uint16_t *part, int p, int m, doub
 
 static void test_pipeline_bubble(void **state)
 {
-	static const uint16_t parts[][4] = {{2, 6, 4, 4}, {3, 5, 5, 3}, {6, 2, 2, 6}, {1, 5, 5, 5},
-					    {5, 5, 5, 1}, {4, 4, 4, 4}};
+	static const uint16_t parts[][4] = {{2, 6, 4, 4}, {3, 5, 5, 3}, {6, 2, 2, 6},
+					    {1, 5, 5, 5}, {5, 5, 5, 1}, {4, 4, 4, 4}};
 	(void)state;
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 		for (int m = 2; m <= 16; m *= 2) {
 			double want, got = bubble_part(MEM_1F1B, parts[i], 4, m, &want);
 			print_message("partition %d,%d,%d,%d m %2d: 1f1b bubble %.4f (closed form "
 				      "%.4f)",
-				      parts[i][0], parts[i][1], parts[i][2], parts[i][3], m, got, want);
+				      parts[i][0], parts[i][1], parts[i][2], parts[i][3], m, got,
+				      want);
 			assert_rel_close(got, want, 0.01);
 			got = bubble_part(MEM_GPIPE, parts[i], 4, m, &want);
 			print_message(", gpipe %.4f (%.4f)\n", got, want);
@@ -364,15 +365,15 @@ static void test_lower_bound(void **state)
 {
 	/* tp, pp, dp, vp, schedule, microbatches, recompute, sp, mbs, flash */
 	static const int layouts[][10] = {
-		{1, 1, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 1, 1},
-		{2, 1, 4, 1, MEM_1F1B, 2, MEM_RECOMPUTE_FULL, 0, 2, 1},
-		{8, 1, 1, 1, MEM_1F1B, 2, MEM_RECOMPUTE_NONE, 1, 1, 1},
-		{1, 4, 2, 1, MEM_GPIPE, 8, MEM_RECOMPUTE_NONE, 0, 1, 1},
-		{1, 4, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_SELECTIVE, 0, 1, 1},
-		{2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 1, 1, 1},
-		{2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 0, 1, 0},
-		{4, 8, 1, 1, MEM_1F1B, 16, MEM_RECOMPUTE_NONE, 0, 4, 1},
-		{1, 1, 8, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 2, 0},
+	    {1, 1, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 1, 1},
+	    {2, 1, 4, 1, MEM_1F1B, 2, MEM_RECOMPUTE_FULL, 0, 2, 1},
+	    {8, 1, 1, 1, MEM_1F1B, 2, MEM_RECOMPUTE_NONE, 1, 1, 1},
+	    {1, 4, 2, 1, MEM_GPIPE, 8, MEM_RECOMPUTE_NONE, 0, 1, 1},
+	    {1, 4, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_SELECTIVE, 0, 1, 1},
+	    {2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 1, 1, 1},
+	    {2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 0, 1, 0},
+	    {4, 8, 1, 1, MEM_1F1B, 16, MEM_RECOMPUTE_NONE, 0, 4, 1},
+	    {1, 1, 8, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 2, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
@@ -450,17 +451,17 @@ static void test_layout_errors(void **state)
 		int tp, pp, vp, m, sched;
 		const char *msg;
 	} cases[] = {
-		{16, 1, 1, 1, MEM_1F1B, "layout: tp 16 is beyond a node of 8 GPUs"},
-		{1, 3, 1, 1, MEM_1F1B, "layout: layers 8 not divisible by pp 3 x virtual stages 1"},
-		{1, 2, 2, 3, MEM_INTERLEAVED,
-		 "layout: interleaved 1F1B needs microbatches (3) divisible by pp (2)"},
-		{1, 2, 2, 2, MEM_1F1B, "layout: virtual stages 2 need the interleaved schedule"},
-		/* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
+	    {16, 1, 1, 1, MEM_1F1B, "layout: tp 16 is beyond a node of 8 GPUs"},
+	    {1, 3, 1, 1, MEM_1F1B, "layout: layers 8 not divisible by pp 3 x virtual stages 1"},
+	    {1, 2, 2, 3, MEM_INTERLEAVED,
+	     "layout: interleaved 1F1B needs microbatches (3) divisible by pp (2)"},
+	    {1, 2, 2, 2, MEM_1F1B, "layout: virtual stages 2 need the interleaved schedule"},
+	    /* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
 		 * by it (SIGFPE): the ranges come first. */
-		{1, 65536, 65536, 1, MEM_INTERLEAVED, "layout: pp 65536 is not in 1..256"},
-		{1, 2, 65536, 2, MEM_INTERLEAVED, "layout: vp 65536 is not in 1..64"},
-		{65536, 1, 1, 1, MEM_1F1B, "layout: tp 65536 is not in 1..1024"},
-		{1, 1, 1, 65537, MEM_1F1B, "layout: microbatches 65537 is not in 1..65536"},
+	    {1, 65536, 65536, 1, MEM_INTERLEAVED, "layout: pp 65536 is not in 1..256"},
+	    {1, 2, 65536, 2, MEM_INTERLEAVED, "layout: vp 65536 is not in 1..64"},
+	    {65536, 1, 1, 1, MEM_1F1B, "layout: tp 65536 is not in 1..1024"},
+	    {1, 1, 1, 65537, MEM_1F1B, "layout: microbatches 65537 is not in 1..65536"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -488,13 +489,13 @@ static void test_limits(void **state)
 	struct synth_in in;
 	struct prism_err err;
 	(void)state;
-#define REFUSED(edit, want)                                                      \
-	do {                                                                     \
-		small(&in);                                                      \
-		edit;                                                            \
-		prism_err_clear(&err);                                           \
-		assert_int_equal(synth_check(&in, &err), PRISM_EARG);            \
-		assert_string_equal(err.msg, want);                              \
+#define REFUSED(edit, want)                                                                        \
+	do {                                                                                       \
+		small(&in);                                                                        \
+		edit;                                                                              \
+		prism_err_clear(&err);                                                             \
+		assert_int_equal(synth_check(&in, &err), PRISM_EARG);                              \
+		assert_string_equal(err.msg, want);                                                \
 	} while (0)
 	REFUSED(in.lay.zero = 7, "layout: zero 7 is not in 0..3");
 	REFUSED(in.lay.sp = 5, "layout: sp 5 is not in 0..1");
@@ -587,10 +588,10 @@ static void test_meta_round_trip(void **state)
 	assert_string_equal(
 	    s,
 	    "prism::model#name=t;layers=8;hidden=1024;heads=16;kv_heads=4;"
-			       "ffn=4096;activation=swiglu;seq=1024;vocab=32000;tp=2;pp=4;dp=16;vp=2;mbs=1;microbatches=8;"
-			       "schedule=interleaved;recompute=1;sp=1;zero=1;flash=0;dtype=fp8;"
-			       "fp8_attention=1;hw=h100-dgx;untied=1;rope=1;shard=0;prefetch=1;"
-			       "bucket_mb=0;overlap_grad=1;overlap_param=0;tp_overlap=0;pp_overlap=1");
+	    "ffn=4096;activation=swiglu;seq=1024;vocab=32000;tp=2;pp=4;dp=16;vp=2;mbs=1;microbatches=8;"
+	    "schedule=interleaved;recompute=1;sp=1;zero=1;flash=0;dtype=fp8;"
+	    "fp8_attention=1;hw=h100-dgx;untied=1;rope=1;shard=0;prefetch=1;"
+	    "bucket_mb=0;overlap_grad=1;overlap_param=0;tp_overlap=0;pp_overlap=1");
 	synth_in_default(&b);
 	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
 	assert_memory_equal(&a.m, &b.m, sizeof(a.m));
@@ -818,7 +819,8 @@ static void test_zero3_layer(void **state)
 		 * the embedding and the head's norm reduced. */
 		assert_int_equal(n_ag, 10);
 		assert_int_equal(n_rs, 6);
-		assert_rel_close(ag, 8 * 2 * P + 2 * (32000 * 1024.0 + 1024 * 1024) + 2 * 2048.0, 1e-12);
+		assert_rel_close(ag, 8 * 2 * P + 2 * (32000 * 1024.0 + 1024 * 1024) + 2 * 2048.0,
+				 1e-12);
 		assert_rel_close(rs, 4 * (4 * P + 32000 * 1024.0 + 1024 * 1024 + 2048.0), 1e-12);
 		synth_out_free(&so);
 		graph_free(gr);
@@ -835,7 +837,7 @@ int main(void)
 	    cmocka_unit_test(test_pipeline_bubble),
 	    cmocka_unit_test(test_layout_errors),
 	    cmocka_unit_test(test_meta_round_trip),
-		cmocka_unit_test(test_limits),
+	    cmocka_unit_test(test_limits),
 	    cmocka_unit_test(test_task_bound),
 	    cmocka_unit_test(test_retime_clone),
 	    cmocka_unit_test(test_fit_scales),
