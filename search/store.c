@@ -247,13 +247,26 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	*resumed = 0;
 	run->was_mode[0] = '\0';
 	run->was_batch = 0;
-	if (sqlite3_prepare_v2(
-		db, "SELECT id, base, mode, batch FROM sweep WHERE name=?1 AND config=?2", -1, &st,
-		NULL) != SQLITE_OK)
+	/* The sweep of that name whose file says the same: the same text, or
+	 * the same settings (sweep_canon: comments and layout aside). */
+	if (sqlite3_prepare_v2(db, "SELECT id, base, mode, batch, config FROM sweep WHERE name=?1",
+			       -1, &st, NULL) != SQLITE_OK)
 		return fail(db, "query", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *text = (const char *)sqlite3_column_text(st, 4);
+		char *canon;
+		int same;
+		if (!text)
+			continue;
+		if (strcmp(text, s->text) == 0)
+			break;
+		canon = s->canon ? sweep_canon(text) : NULL;
+		same = canon && strcmp(canon, s->canon) == 0;
+		free(canon);
+		if (same)
+			break;
+	}
 	if (rc == SQLITE_ROW) {
 		const char *was = (const char *)sqlite3_column_text(st, 1);
 		const char *mode = (const char *)sqlite3_column_text(st, 2);

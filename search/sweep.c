@@ -127,6 +127,27 @@ static int knob(const char *file, config_setting_t *space, const char *name, int
 	return element(file, k, full, min, max, parse, &out->v[out->n++], err);
 }
 
+char *sweep_canon(const char *text)
+{
+	config_t cf;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	config_init(&cf);
+	if (config_read_string(&cf, text) != CONFIG_TRUE || !(f = open_memstream(&buf, &len))) {
+		config_destroy(&cf);
+		return NULL;
+	}
+	config_write(&cf, f);
+	config_destroy(&cf);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 static char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -416,6 +437,10 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		sweep_free(s);
 		return prism_err_set(err, PRISM_EIO, "%s: cannot read the file", path);
 	}
+	if (!(s->canon = sweep_canon(s->text))) {
+		sweep_free(s);
+		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+	}
 	return 0;
 out:
 	/* libconfig and cfg_* errors name the file and line already. */
@@ -428,6 +453,8 @@ void sweep_free(struct sweep *s)
 {
 	free(s->text);
 	s->text = NULL;
+	free(s->canon);
+	s->canon = NULL;
 	for (int i = 0; i < s->n_base; i++)
 		free(s->base[i]);
 	s->n_base = 0;

@@ -74,7 +74,9 @@ struct sweep {
 	 * (MB; 0: Megatron's), and the overlaps, each 0 or 1. */
 	struct sweep_list partition, shard, prefetch, bucket_mb, overlap_grad, overlap_param,
 	    tp_overlap, pp_overlap;
-	char *text; /* the file's text, stored with the results */
+	char *text;  /* the file's text, stored with the results */
+	char *canon; /* its settings as libconfig writes them back: no
+		      * comments, one layout (sweep_canon) */
 };
 
 enum cand_status { CS_PENDING, CS_INVALID, CS_OOM, CS_SCREENED, CS_SIMULATED, CS_FAILED };
@@ -102,6 +104,11 @@ void sweep_free(struct sweep *s);
 
 /* The size of s's candidate space: the product of its lists (vp counted
  * with the interleaved schedule only), UINT64_MAX when beyond 64 bits. */
+/* The settings of sweep file text as libconfig writes them back (comments
+ * and layout gone): two texts that differ only there are one sweep.  A
+ * string to free, or NULL when text does not parse or memory runs out. */
+char *sweep_canon(const char *text);
+
 uint64_t sweep_count(const struct sweep *s);
 
 /*
