@@ -1002,9 +1002,17 @@ int cmd_report(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's':
-			sid = atoll(optarg);
+		case 's': {
+			/* A sweep id (1.. as SQLite numbers them): "abc", "-3" and
+			 * "2x" are refused, not read as 0 or 2. */
+			struct prism_err e;
+			int id;
+			prism_err_clear(&e);
+			if (cli_count(optarg, "sweep", 1, INT32_MAX, &id, &e))
+				return cli_fail(&e);
+			sid = id;
 			break;
+		}
 		case 'o':
 			outdir = optarg;
 			break;
