@@ -282,8 +282,8 @@ static double median_of(const struct cont_rec *r, size_t n)
 
 int calib_contention(const struct graph *g, struct calib_contention *out)
 {
-	struct cont_iv *iv = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*iv));
-	struct cont_rec *rec = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*rec));
+	struct cont_iv *iv = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*iv));
+	struct cont_rec *rec = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*rec));
 	double *ratio = NULL;
 	size_t niv = 0, nrec = 0, nr = 0;
 
@@ -335,7 +335,7 @@ int calib_contention(const struct graph *g, struct calib_contention *out)
 		nrec++;
 	}
 	qsort(rec, nrec, sizeof(*rec), cmp_cont);
-	ratio = malloc((nrec ? nrec : 1) * sizeof(*ratio));
+	ratio = prism_malloc((nrec ? nrec : 1) * sizeof(*ratio));
 	if (!ratio) {
 		free(iv);
 		free(rec);

@@ -16,23 +16,14 @@
 
 static void skip(struct cbench *cb, const char *why)
 {
-	cb->skipped++;
-	for (int i = 0; i < cb->n_why; i++)
-		if (!strcmp(cb->skip_why[i], why)) {
-			cb->skip_n[i]++;
-			return;
-		}
-	if (cb->n_why < 8) {
-		snprintf(cb->skip_why[cb->n_why], sizeof(cb->skip_why[0]), "%s", why);
-		cb->skip_n[cb->n_why++] = 1;
-	}
+	kbench_skip(&cb->skips, why);
 }
 
 static int push(struct cbench *cb, const struct cbench_row *r)
 {
 	if (cb->n == cb->cap) {
 		size_t cap = cb->cap ? 2 * cb->cap : 256;
-		struct cbench_row *v = realloc(cb->rows, cap * sizeof(*v));
+		struct cbench_row *v = prism_realloc(cb->rows, cap * sizeof(*v));
 		if (!v)
 			return PRISM_ENOMEM;
 		cb->rows = v;
@@ -141,22 +132,12 @@ static int row(struct cbench *cb, const struct cols *h, char **f, int nf, const 
 
 static int read_file(struct cbench *cb, const char *path, struct prism_err *err)
 {
-	FILE *fp = fopen(path, "rb");
 	char *buf = NULL, *p, *f[MAX_FIELDS];
 	struct cols h;
-	long n;
 	int nf, rc = 0, line = 1;
 
-	if (!fp)
-		return prism_err_set(err, PRISM_EIO, "%s: cannot open", path);
-	if (fseek(fp, 0, SEEK_END) || (n = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) ||
-	    !(buf = malloc((size_t)n + 1)) || fread(buf, 1, (size_t)n, fp) != (size_t)n) {
-		fclose(fp);
-		free(buf);
-		return prism_err_set(err, PRISM_EIO, "%s: cannot read", path);
-	}
-	fclose(fp);
-	buf[n] = '\0';
+	if ((rc = kbench_slurp(path, &buf, err)))
+		return rc;
 	p = buf;
 	h.n = kbench_record(&p, h.name, MAX_FIELDS);
 	{
@@ -298,7 +279,7 @@ size_t cbench_fit(struct hw_profile *hw, const struct cbench_row *rows, const si
 	double x[6];
 	size_t np = 0;
 
-	if (n == 0 || !(c.w = malloc(n * sizeof(*c.w))))
+	if (n == 0 || !(c.w = prism_malloc(n * sizeof(*c.w))))
 		return 0;
 	/* From the same start whatever the profile holds: the fit depends on
 	 * the rows alone. */

@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #include "hw.h"
+#include "kbench.h"
 #include "prism.h"
 
 struct cbench_row {
@@ -46,10 +47,7 @@ struct cbench_row {
 struct cbench {
 	struct cbench_row *rows;
 	size_t n, cap;
-	size_t skipped;
-	char skip_why[8][96];
-	size_t skip_n[8];
-	int n_why;
+	struct kbench_skips skips; /* kbench.h */
 };
 
 /* Read collectives CSVs (a file, or every collectives*.csv of a directory)

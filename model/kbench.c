@@ -149,18 +149,23 @@ static int dtype_of(const char *s)
 	return -1;
 }
 
-static void skip(struct kbench *kb, const char *why)
+void kbench_skip(struct kbench_skips *s, const char *why)
 {
-	kb->skipped++;
-	for (int i = 0; i < kb->n_why; i++)
-		if (!strcmp(kb->skip_why[i], why)) {
-			kb->skip_n[i]++;
+	s->skipped++;
+	for (int i = 0; i < s->n_why; i++)
+		if (!strcmp(s->why[i], why)) {
+			s->n[i]++;
 			return;
 		}
-	if (kb->n_why < 8) {
-		snprintf(kb->skip_why[kb->n_why], sizeof(kb->skip_why[0]), "%s", why);
-		kb->skip_n[kb->n_why++] = 1;
+	if (s->n_why < 8) {
+		snprintf(s->why[s->n_why], sizeof(s->why[0]), "%s", why);
+		s->n[s->n_why++] = 1;
 	}
+}
+
+static void skip(struct kbench *kb, const char *why)
+{
+	kbench_skip(&kb->skips, why);
 }
 
 static int push(struct kbench *kb, const struct kbench_row *r)
@@ -498,15 +503,15 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 	return push(kb, &r);
 }
 
-static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
+int kbench_slurp(const char *path, char **out, struct prism_err *err)
 {
 	FILE *fp;
-	char *buf = NULL, *p, *f[MAX_FIELDS];
-	struct cols h;
+	char *buf = NULL;
 	struct stat sb;
 	long n = -1;
-	int rc = 0, nf, kind, line = 1;
+	int rc;
 
+	*out = NULL;
 	/* A FIFO or a device would block (even opening it) or never end. */
 	if (stat(path, &sb) || !S_ISREG(sb.st_mode))
 		return prism_err_set(err, PRISM_EIO, "%s: not a regular file", path);
@@ -527,6 +532,18 @@ static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
 		free(buf);
 		return rc;
 	}
+	*out = buf;
+	return 0;
+}
+
+static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
+{
+	char *buf = NULL, *p, *f[MAX_FIELDS];
+	struct cols h;
+	int rc = 0, nf, kind, line = 1;
+
+	if ((rc = kbench_slurp(path, &buf, err)))
+		return rc;
 	p = buf;
 	h.n = kbench_record(&p, h.name, MAX_FIELDS);
 	if (h.n < 3) {

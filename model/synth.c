@@ -1138,7 +1138,8 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 	size_t k0 = c->nodes.n;
 	const struct synth_in *in = c->in;
 
-	if (depth >= 0 && !c->dry && !(ids = malloc((size_t)(nl > 0 ? nl : 1) * sizeof(*ids)))) {
+	if (depth >= 0 && !c->dry &&
+	    !(ids = prism_malloc((size_t)(nl > 0 ? nl : 1) * sizeof(*ids)))) {
 		c->oom = 1;
 		return;
 	}

@@ -68,7 +68,7 @@ static int cmp_d(const void *a, const void *b)
 static void errors(const struct hw_profile *hw, const struct cbench *cb, const size_t *idx,
 		   size_t n, double *mean, double *median, double *worst)
 {
-	double *e = malloc((n ? n : 1) * sizeof(*e)), s = 0;
+	double *e = prism_malloc((n ? n : 1) * sizeof(*e)), s = 0;
 	*mean = *median = *worst = 0;
 	if (!e || !n) {
 		free(e);
@@ -164,8 +164,8 @@ int cmd_collectives(int argc, char **argv)
 				pr[np].nvls = nvls_capable(pr[np].name);
 		np++;
 	}
-	idx = malloc((cb.n ? cb.n : 1) * sizeof(*idx));
-	sub = malloc((cb.n ? cb.n : 1) * sizeof(*sub));
+	idx = prism_malloc((cb.n ? cb.n : 1) * sizeof(*idx));
+	sub = prism_malloc((cb.n ? cb.n : 1) * sizeof(*sub));
 	if (!rc && (!idx || !sub))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc) {
@@ -174,10 +174,10 @@ int cmd_collectives(int argc, char **argv)
 		cbench_release(&cb);
 		return cli_fail(&err);
 	}
-	printf("collectives: %zu rows placed, %zu left out", cb.n, cb.skipped);
-	for (int i = 0; i < cb.n_why; i++)
-		printf("%s%zu %s", i ? ", " : " (", cb.skip_n[i], cb.skip_why[i]);
-	printf("%s\n", cb.n_why ? ")" : "");
+	printf("collectives: %zu rows placed, %zu left out", cb.n, cb.skips.skipped);
+	for (int i = 0; i < cb.skips.n_why; i++)
+		printf("%s%zu %s", i ? ", " : " (", cb.skips.n[i], cb.skips.why[i]);
+	printf("%s\n", cb.skips.n_why ? ")" : "");
 	for (int p = 0; p < np; p++) {
 		size_t n = 0;
 		for (size_t i = 0; i < cb.n; i++)
@@ -248,7 +248,7 @@ int cmd_collectives(int argc, char **argv)
 				if (loo) {
 					/* Each row by a fit on the profile's other rows,
 					 * from the full fit. */
-					double *e = malloc(n * sizeof(*e)), sum = 0;
+					double *e = prism_malloc(n * sizeof(*e)), sum = 0;
 					for (size_t q = 0; e && q < n; q++) {
 						struct hw_profile w = pr[p].fitted;
 						const struct cbench_row *x = &cb.rows[sub[q]];
