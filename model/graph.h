@@ -97,6 +97,10 @@ enum graph_rt_class {
 #define NF_GRAPH                                                                                   \
 	0x08 /* a CUDA graph's task (launched by cudaGraphLaunch):
 			  * its start lag is kept whole, not capped */
+#define NF_ADDED                                                                                   \
+	0x20 /* a collective a graph edit added: the base's kernels
+			  * beside it were not slowed by it in the trace
+			  * (sim_opts.contention_added) */
 #define NF_WAKE                                                                                    \
 	0x10 /* a host task woken by another thread (inferred
 			  * thread edge from a task that ended before the

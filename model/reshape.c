@@ -1326,6 +1326,7 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 				n->kind[id] = s->kind;
 				n->rtclass[id] = s->rtclass;
 				if (s->has_coll) {
+					n->flags[id] |= NF_ADDED;
 					n->colls[ci] = s->coll;
 					n->colls[ci].node = id;
 					n->coll[id] = ci++;

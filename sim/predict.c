@@ -96,7 +96,8 @@ const char *predict_method_name(int m)
 
 /* Simulate g: its iteration time (metrics_step_time), and the mean over
  * the same steps of the slowest rank's host and GPU sides. */
-static int replay_graph(const struct graph *g, struct predict_out *out, struct prism_err *err)
+static int replay_graph(const struct graph *g, const struct hw_profile *added,
+			struct predict_out *out, struct prism_err *err)
 {
 	struct sim *s = sim_new(g);
 	struct sim_opts o;
@@ -107,6 +108,14 @@ static int replay_graph(const struct graph *g, struct predict_out *out, struct p
 	if (!s)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	sim_opts_default(&o);
+	if (added) {
+		/* Collectives an edit added slow the compute beside them as
+		 * synth's do (and are slowed by it); the trace's own kernels
+		 * already hold what its collectives did to them. */
+		o.slow_compute = added->slow_compute;
+		o.slow_comm = added->slow_comm;
+		o.contention_added = 1;
+	}
 	rc = sim_run(s, &o, err);
 	if (rc == 0 && (n = metrics_iterations(s, &its)) < 0)
 		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
@@ -276,7 +285,7 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 	}
 	if (b->host_event_s < 0)
 		b->host_event_s = b->in.event_s;
-	if ((rc = replay_graph(g, &b->self, err)))
+	if ((rc = replay_graph(g, NULL, &b->self, err)))
 		return rc;
 	b->self.method = PM_REPLAY;
 	if (kind == PB_ANNOTATED) {
@@ -637,7 +646,24 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		if (rc)
 			goto out;
 		split = 1;
-		opt /= c->lay.pp; /* each stage's optimizer over its share */
+		if (b->opt_per_layer && b->kind == PB_ANNOTATED) {
+			/* The optimizer outside the layers, run on every stage,
+			 * is the embedding's and the head's: the stage holding
+			 * the most of them (a tied head's copy on the last stage
+			 * is the word embedding again), over the one stage's. */
+			double f, l, most = 0, one = 0;
+			struct synth_in one_stage = *c;
+			one_stage.lay.pp = 1;
+			for (int s = 0; s < c->lay.pp; s++) {
+				synth_extra_params(c, s, &f, &l);
+				most = f + l > most ? f + l : most;
+			}
+			synth_extra_params(&one_stage, 0, &f, &l);
+			one = f + l;
+			opt *= one > 0 ? most / one : 1.0 / c->lay.pp;
+		} else {
+			opt /= c->lay.pp; /* each stage's optimizer over its share */
+		}
 	}
 	memset(&r, 0, sizeof(r));
 	r.from = a->hw;
@@ -688,7 +714,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		if (wb > 0 && wc < wb && edit_unblock(cg, wc / wb, &es))
 			goto oom;
 	}
-	if ((rc = replay_graph(cg, out, err)))
+	if ((rc = replay_graph(cg, add ? c->hw : NULL, out, err)))
 		goto out;
 	out->method = PM_EDIT;
 	if (b->kind == PB_ANNOTATED) {

@@ -14,6 +14,7 @@ void sim_opts_default(struct sim_opts *o)
 	o->rendezvous = 1;
 	o->slow_compute = 0;
 	o->slow_comm = 0;
+	o->contention_added = 0;
 }
 
 /* A finish event carries its node with this bit set. */
@@ -171,13 +172,15 @@ static int too_late(const struct graph *g, uint32_t u, struct prism_err *err)
 
 /* Whether u is slowed by contention: 1 a compute kernel, 2 a collective
  * (with one member present), 0 neither. */
-static int contended(const struct sim *s, uint32_t u, int rv)
+static int contended(const struct sim *s, const struct sim_opts *o, uint32_t u, int rv)
 {
 	const struct graph *g = s->g;
 	if (!g->procs[g->proc[u]].gpu)
 		return 0;
 	if (g->kind[u] == GN_KERNEL)
 		return 1;
+	if (o->contention_added && !(g->flags[u] & NF_ADDED))
+		return 0;
 	if (g->kind[u] == GN_COLL &&
 	    !(rv && g->coll[u] != NONE32 && s->inst_size[s->inst_of[g->coll[u]]] > 1))
 		return 2;
@@ -392,7 +395,7 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		if (s->end_ns[u] >= 0)
 			continue; /* stale */
 		s->start_ns[u] = e.time_ns;
-		if (cont && (kind = contended(s, u, rv)) != 0) {
+		if (cont && (kind = contended(s, o, u, rv)) != 0) {
 			if (begin(s, o, u, e.time_ns, dur_of(s, u, rv), kind))
 				return prism_err_set(err, PRISM_ENOMEM,
 						     "simulation: out of memory");

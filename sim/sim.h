@@ -54,6 +54,9 @@ struct sim_opts {
 	int rendezvous;	     /* 1: collectives rendezvous across ranks */
 	double slow_compute; /* contention: compute kernels' slowdown */
 	double slow_comm;    /* contention: collectives' slowdown */
+	int contention_added; /* 1: only collectives flagged NF_ADDED contend
+			       * (a graph edit: the trace's kernels hold what
+			       * its own collectives did to them) */
 };
 
 void sim_opts_default(struct sim_opts *o);

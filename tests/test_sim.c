@@ -346,6 +346,18 @@ static void test_contention(void **state)
 	assert_int_equal(sim_run(s, &o, &err), 0);
 	assert_int_equal(s->end_ns[0], 30 * US);
 	assert_int_equal(s->end_ns[1], 50 * US);
+	/* A graph edit's contention: only collectives it added (NF_ADDED)
+	 * contend; the trace's own kernels hold what its collectives did. */
+	o.slow_compute = a;
+	o.slow_comm = b;
+	o.contention_added = 1;
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_int_equal(s->end_ns[0], 30 * US);
+	assert_int_equal(s->end_ns[1], 50 * US);
+	g->flags[1] |= NF_ADDED;
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_rel_close((double)s->end_ns[0], tc * US, 2e-5);			     /* whole ns */
+	assert_rel_close((double)s->end_ns[1], (tc + 50 - tc / (1 + b)) * US, 2e-5); /* whole ns */
 	sim_free(s);
 	graph_free(g);
 }

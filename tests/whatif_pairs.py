@@ -190,15 +190,12 @@ def main():
         for r in rows:
             print(f"{r[0]:<36} {r[1]:10.3f} {r[2]:10.3f} {r[3]:+7.2f}%  {r[4]}")
     print(f"{len(rows)} pairs, worst |error| {worst:.2f}%")
-    # 3 %: two things synth models that a graph edit does not (docs/
-    # VALIDATION.md, "What-if pairs"): the slowdown of compute beside the
-    # gradient collectives an edit adds (contention: the simulator applies
-    # it to synthesised runs only, a trace holding its own), up to 2.7 %
-    # (dp 1 -> 8, layers x2); and a tied embedding on stages cut from one
-    # (the last stage's copy, its Adam step and the all-reduce between the
-    # first and last stages), 2.1 % (pp 1 -> 4).
-    if worst > 3.0:
-        sys.exit("FAIL: a what-if prediction is more than 3% from the synthesised truth")
+    # Not to the nanosecond since issue 17 (docs/VALIDATION.md, "What-if
+    # pairs"): DP re-timed 8 -> 64 keeps the base's compute as slowed by
+    # its shorter collectives, stages cut from one lack the all-reduce of a
+    # tied embedding between the first and last stages.
+    if worst > 2.0:
+        sys.exit("FAIL: a what-if prediction is more than 2% from the synthesised truth")
 
 
 main()
