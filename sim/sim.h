@@ -50,10 +50,10 @@
  * durations already hold what contention they met).
  */
 struct sim_opts {
-	unsigned skip;	     /* SIM_SKIP_* */
-	int rendezvous;	     /* 1: collectives rendezvous across ranks */
-	double slow_compute; /* contention: compute kernels' slowdown */
-	double slow_comm;    /* contention: collectives' slowdown */
+	unsigned skip;	      /* SIM_SKIP_* */
+	int rendezvous;	      /* 1: collectives rendezvous across ranks */
+	double slow_compute;  /* contention: compute kernels' slowdown */
+	double slow_comm;     /* contention: collectives' slowdown */
 	int contention_added; /* 1: only collectives flagged NF_ADDED contend
 			       * (a graph edit: the trace's kernels hold what
 			       * its own collectives did to them) */
