@@ -38,6 +38,7 @@ void build_opts_default(struct build_opts *o)
 	o->infer_layers = 1;
 	o->allow_dangling = 0;
 	o->event_tol_ns = 10000;
+	o->event_tol_auto = 1;
 	o->share_tail_ns = 100000;
 	o->sync_tol_ns = 20000;
 	o->thread_gap_ns = 50000;
@@ -158,6 +159,7 @@ struct rank_ctx {
 	uint32_t node_base;	 /* first node id of this rank */
 	const uint32_t *proc_of; /* kineto thread -> processor, or NONE32 */
 	size_t nsync;
+	int64_t event_tol; /* event_tol_ns, or the rank's own (event_tol_measured) */
 };
 
 static const struct kt_event *ev_at(const struct rank_ctx *rc, size_t k)
@@ -605,7 +607,7 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 			dst = first_launched_after(rc, ws, b->nodes.v[call].start);
 			if (src != NONE32 && dst != NONE32) {
 				/* The waiting task cannot start before the recorded one ends. */
-				if (node_end(b, src) > b->nodes.v[dst].start + b->o->event_tol_ns)
+				if (node_end(b, src) > b->nodes.v[dst].start + rc->event_tol)
 					b->stats.dropped_edges++;
 				else if (add_edge(b, src, dst, GE_EVENT))
 					return PRISM_ENOMEM;
@@ -766,10 +768,57 @@ static int64_t stream_ready(const struct builder *b, const struct rank_ctx *rc,
 	return ready;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * The rank's event tolerance: o->event_tol_ns (10 us, set on A100
+ * traces), or where the trace's own launch latency is longer (V100 and
+ * MI300X traces start kernels 15-20 us after their launch), 1.5 x its
+ * median, at most 3 x event_tol_ns (the median, because kernels that
+ * waited for another stream are among those measured).  The latency is measured on
+ * the GPU tasks whose stream was idle when they were launched (their
+ * start waited for the launch alone); a delay within it is not taken for a
+ * wait on another stream.  0, or PRISM_ENOMEM.
+ */
+static int event_tol_measured(struct builder *b, struct rank_ctx *rc)
+{
+	int64_t base = b->o->event_tol_ns, *lag;
+	size_t n = 0, cap = b->nodes.n - rc->node_base;
+
+	rc->event_tol = base;
+	if (!b->o->event_tol_auto || !cap)
+		return 0;
+	if (!(lag = prism_malloc(cap * sizeof(*lag))))
+		return nomem(b);
+	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
+		const struct graph_proc *p = &b->procs.v[rc->gpu_procs.v[i]];
+		for (uint32_t u = p->first; u < p->first + p->n; u++) {
+			int64_t launch = rc->lts[u - rc->node_base], xs = b->nodes.v[u].start;
+			if (launch == INT64_MIN || xs < launch ||
+			    (u > p->first && node_end(b, u - 1) > launch))
+				continue;
+			lag[n++] = xs - launch;
+		}
+	}
+	if (n >= 16) {
+		int64_t t;
+		qsort(lag, n, sizeof(*lag), cmp_i64);
+		t = lag[n / 2] + lag[n / 2] / 2;
+		if (t > base)
+			rc->event_tol = t < 3 * base ? t : 3 * base;
+	}
+	free(lag);
+	return 0;
+}
+
 /* Cross-stream edges inferred from unexplained GPU start delays. */
 static int infer_events(struct builder *b, struct rank_ctx *rc)
 {
-	int64_t tol = b->o->event_tol_ns;
+	int64_t tol = rc->event_tol;
 
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 		const struct graph_proc *p = &b->procs.v[rc->gpu_procs.v[i]];
@@ -819,7 +868,7 @@ static int infer_share(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 				continue;
 			if (ev_ready[u - rc->node_base] > ready)
 				ready = ev_ready[u - rc->node_base];
-			if (xs - ready <= b->o->event_tol_ns)
+			if (xs - ready <= rc->event_tol)
 				continue;
 			src = cross_source(b, rc, p, ready, xs, 0, b->o->share_tail_ns, 1);
 			if (src != NONE32 && add_edge(b, src, u, GE_SHARE | GE_INFERRED)) {
@@ -1908,6 +1957,8 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 		     n->rtclass == RT_MEMSET))
 			b->stats.launch_no_gpu++;
 	}
+	if ((rc_ = event_tol_measured(b, &rc)))
+		goto out;
 	edge_lo = b->edges.n;
 	rc.nsync = tr->kind_counts[KT_CUDA_SYNC];
 	if ((rc_ = exact_syncs(b, &rc, resolved)) || (rc_ = other_syncs(b, &rc, resolved)))
