@@ -8,7 +8,7 @@
 #include "synth.h"
 
 /* The largest divisor of n no greater than cap: the members of a group of
- * n that share a node when cap of them fit on one. */
+ * n that share an NVLink domain when cap of them fit in one. */
 static int group_per_node(int n, int cap)
 {
 	int k = cap < n ? cap : n;
@@ -47,10 +47,11 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	if (peak <= 0)
 		return prism_err_set(err, PRISM_EARG, "%s has no %s tensor path", hw->gpu,
 				     hw_dtype_name(in->dtype));
-	if (tp > hw->gpus_per_node || hw->gpus_per_node % tp)
-		return prism_err_set(err, PRISM_EARG,
-				     "tensor parallel %d does not fit a node of %d GPUs", tp,
-				     hw->gpus_per_node);
+	if (!hw_group_fits_domain(hw, tp))
+		return prism_err_set(
+		    err, PRISM_EARG, "tensor parallel %d does not fit %s of %d GPUs", tp,
+		    hw_domain(hw) > hw->gpus_per_node ? "an NVLink domain" : "a node",
+		    hw_domain(hw));
 	if (!(pp > 1 && l->part[0] > 0) && m->layers % (pp * v))
 		return prism_err_set(err, PRISM_EARG, "%d layers do not divide into %d x %d stages",
 				     m->layers, pp, v);
@@ -88,7 +89,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		struct synth_in si;
 		double lf, lb, la, emb, head, ar = 0, p2p = 0, sum = 0, worst = -1, tail = 0;
 		double wb, gb, ob, G, R;
-		int shard, pn = hw->gpus_per_node / tp;
+		int shard, pn = hw_domain(hw) / tp;
 		synth_in_default(&si);
 		si.m = *m;
 		si.hw = hw;
@@ -113,11 +114,11 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			ar = n_ar * ce.time_s;
 		}
 		/* Pipeline: the activation forward and its gradient back, per
-		 * microbatch; adjacent stages sit in different nodes once a
-		 * stage's tensor- and data-parallel ranks fill a node
+		 * microbatch; adjacent stages sit in different NVLink domains
+		 * once a stage's tensor- and data-parallel ranks fill one
 		 * (Megatron's order). */
 		if (pp > 1) {
-			int across = (long)tp * dp >= hw->gpus_per_node;
+			int across = (long)tp * dp >= hw_domain(hw);
 			double bytes = act_bytes / (l->sp ? tp : 1);
 			comm_time(hw, GC_SEND_RECV, bytes, (struct comm_group){across ? 2 : 1, 1},
 				  in->comm_eff, COMM_AUTO, &ce);

@@ -174,7 +174,7 @@ void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 			if (gc->kind != k || gc->bytes <= 0 || gc->group_size < 2 || t <= 0)
 				continue;
 			grp.n = (int)gc->group_size;
-			grp.per_node = grp.n <= hw->gpus_per_node ? grp.n : hw->gpus_per_node;
+			grp.per_node = grp.n <= hw_domain(hw) ? grp.n : hw_domain(hw);
 			if (grp.n % grp.per_node)
 				continue;
 			/* t = latency + bandwidth term / e: the latency is the

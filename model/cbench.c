@@ -103,6 +103,12 @@ static int row(struct cbench *cb, const struct cols *h, char **f, int nf, const 
 		    each > 0)
 			r.n = each;
 	}
+	/* XLA's NVL72 rows state no node: their groups lie in one NVLink
+	 * domain of 72 ("NVLink domain", "NVL72"). */
+	if (nodes < 1 && gpn < 1 && r.n >= 2 &&
+	    (strstr(col(h, f, nf, "gpu_detail"), "NVLink domain") ||
+	     strstr(col(h, f, nf, "interconnect"), "NVL72")))
+		nodes = 1, gpn = r.n;
 	if (r.n < 2 || nodes < 1 || gpn < 1)
 		return skip(cb, "group not stated"), 0;
 	r.per_node = nodes > 1 ? gpn : r.n;
@@ -205,7 +211,7 @@ void cbench_release(struct cbench *cb)
 double cbench_predict(const struct hw_profile *hw, const struct cbench_row *r)
 {
 	struct comm_est e;
-	if (r->per_node > hw->gpus_per_node ||
+	if (r->per_node > hw_domain(hw) ||
 	    comm_time(hw, r->kind, r->bytes, (struct comm_group){r->n, r->per_node}, 1.0, r->algo,
 		      &e))
 		return 0;

@@ -13,8 +13,10 @@
  * time: as printed, or from the bus bandwidth through nccl-tests' factors
  * (2(n-1)/n for all-reduce, (n-1)/n for the gathers and scatters, 1 for
  * send/recv), or XLA's derived time.  An algorithm the row forces (Ring,
- * NVLS) is kept.  Rows the model cannot place (no profile for the GPU:
- * MI300X, GB200 and GB300 NVL72, SM90/SM100 without a SKU; MoE dispatch
+ * NVLS) is kept; per_node counts the group's members in one NVLink domain
+ * (XLA's GB200/GB300 NVL72 rows, which state no node, lie in one).  Rows
+ * the model cannot place (no profile for the GPU: MI300X, gfx950, SM90/
+ * SM100 without a SKU; MoE dispatch
  * and combine, copy-engine and RDMA tests, collective-permute; no size or
  * time) are counted with the reason.
  */

@@ -1,6 +1,11 @@
 /*
  * comm.h - collective communication times over a node/network topology.
  *
+ * The topology has two levels: NVLink domains (hw_domain(): the GPUs of
+ * one NVSwitch or xGMI fabric, a node of 8, or 72 in a GB200/GB300 NVL72
+ * rack) and the network between them.  "In the node" below means in one
+ * domain; "across nodes", across domains.
+ *
  * The model is NCCL's in shape: a collective is a fixed cost, a number of
  * steps each paying a link latency, plus the bytes each rank moves over
  * the slowest link it uses, at that link's bandwidth times the bus
@@ -9,6 +14,10 @@
  * by prism collectives --fit), times the caller's eff (1: as the profile
  * says; a trace's own NCCL kernels calibrate it).  docs/MODEL.md gives
  * every formula.
+ *
+ * A mesh domain (hw->mesh: AMD's xGMI, a link to each peer) gives a group
+ * of g of its D GPUs (g - 1) / (D - 1) of a GPU's NVLink bandwidth, and a
+ * message to one peer one link, 1 / (D - 1).
  *
  * Algorithms: ring (flat, across nodes the rings ride one NIC each, rail
  * optimised); hierarchical (reduce-scatter in the node, the collective
@@ -29,7 +38,9 @@ enum comm_algo { COMM_AUTO = -1, COMM_RING, COMM_HIER, COMM_TREE, COMM_NVLS, COM
 
 struct comm_group {
 	int n;	      /* ranks in the group */
-	int per_node; /* of them, on one node (1..gpus_per_node); n/per_node nodes */
+	int per_node; /* of them, in one NVLink domain (1..hw_domain(hw)), which
+		       * is one node unless the profile states a larger
+		       * nvlink_domain; n/per_node domains */
 };
 
 struct comm_est {

@@ -19,7 +19,7 @@ static double coll_time(const struct hw_profile *hw, int kind, double bytes, int
 {
 	struct comm_group g;
 	struct comm_est e;
-	int per = hw->gpus_per_node / (tp > 1 ? tp : 1);
+	int per = hw_domain(hw) / (tp > 1 ? tp : 1);
 	g.n = n;
 	g.per_node = n < per ? n : per > 0 ? per : 1;
 	if (comm_time(hw, kind, bytes, g, eff, COMM_AUTO, &e))

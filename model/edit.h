@@ -50,8 +50,8 @@ struct edit_retime {
 			   * and its host CPU work take this times as long: the
 			   * candidate's parameters over the base's */
 	int tp;				    /* tensor-parallel ranks sharing a node with each DP
-			   * rank (0: 1): a DP group has gpus_per_node / tp
-			   * members per node */
+			   * rank (0: 1): a DP group has hw_domain() / tp
+			   * members per NVLink domain */
 	/* The model's shape (a run description's): hidden h -> hr h (the
 	 * FFN with it), tensor parallelism tp_from -> tp_to (the base's
 	 * collectives of that group are its TP collectives; 0: unchanged).

@@ -58,8 +58,18 @@ struct hw_profile {
 	double hbm_Bps;	   /* memory bandwidth */
 	double hbm_bytes;  /* memory capacity */
 	double nvlink_Bps; /* per GPU, one direction */
-	int gpus_per_node;
+	int gpus_per_node; /* of a physical node (a server, a compute tray):
+			    * the GPUs its NICs serve */
 	int nics_per_node;
+	int nvlink_domain;   /* GPUs on one scale-up fabric (NVLink/NVSwitch,
+			    * xGMI): a multiple of gpus_per_node, 72 in a
+			    * GB200 NVL72 rack; 0 (a profile built by hand):
+			    * gpus_per_node.  Read through hw_domain(). */
+	int mesh;	     /* 1: the domain is a full mesh of point-to-point
+			    * links (AMD Infinity Fabric / xGMI), not a switch:
+			    * nvlink_Bps is the sum over a GPU's domain - 1
+			    * links, and a group of g of the domain's GPUs
+			    * reaches (g - 1) / (domain - 1) of it (comm.h) */
 	double nic_Bps;	     /* per NIC, one direction */
 	double nvlink_lat_s; /* per step of a collective inside a node */
 	double net_lat_s;    /* per step across nodes */
@@ -114,5 +124,19 @@ const char *hw_dtype_name(int dtype);
 /* Bandwidth of the network per GPU, one direction (NICs shared by the
  * node's GPUs). */
 double hw_net_Bps_per_gpu(const struct hw_profile *hw);
+
+/* The GPUs of one NVLink domain: communication groups are placed in it
+ * (comm.h's comm_group counts its members per domain) and reach each other
+ * at NVLink speed; beyond it, over the NICs.  nvlink_domain, or
+ * gpus_per_node where the profile states none. */
+int hw_domain(const struct hw_profile *hw);
+
+/* Whether a group of n consecutive ranks (tensor parallel) can be placed
+ * inside one NVLink domain, each domain holding whole groups: n at most
+ * the domain, and either n divides it, or the domain is larger than a
+ * node and n is made of whole nodes (TP = 16 on an NVL72 of 4-GPU trays:
+ * 4 groups a rack, 2 trays left over, as the jobs that keep spares do).
+ * With a domain of one node this is "n divides the node". */
+int hw_group_fits_domain(const struct hw_profile *hw, int n);
 
 #endif

@@ -26,10 +26,17 @@ const char *kbench_class_name(int cls)
 
 const char *kbench_profile(const char *g)
 {
-	/* Order matters: "H100 PCIe" before "H100", "A100 PCIe" before "A100". */
-	if (strstr(g, "PCIe") || strstr(g, "GH200") || strstr(g, "GB200") || strstr(g, "B300") ||
-	    strstr(g, "MI3") || strstr(g, "Gaudi") || strstr(g, "gfx") || strstr(g, "RTX"))
+	/* Order matters: "H100 PCIe" before "H100", "A100 PCIe" before "A100",
+	 * the NVL72 racks' GB200 and GB300 before B200 and B300. */
+	if (strstr(g, "PCIe") || strstr(g, "GH200") || strstr(g, "MI3") || strstr(g, "Gaudi") ||
+	    strstr(g, "gfx") || strstr(g, "RTX"))
 		return NULL;
+	if (strstr(g, "GB200"))
+		return "gb200-nvl72";
+	if (strstr(g, "GB300"))
+		return "gb300-nvl72";
+	if (strstr(g, "B300"))
+		return "b300-hgx";
 	if (strstr(g, "H800"))
 		return "h800-hgx";
 	if (strstr(g, "H200"))

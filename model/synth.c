@@ -917,7 +917,8 @@ double synth_grad_bytes(const struct synth_in *in)
 }
 
 /* The largest divisor of n no greater than cap (at least 1): the members
- * of a group of n that share a node when cap of them fit on one. */
+ * of a group of n that share an NVLink domain (hw_domain) when cap of them
+ * fit in one. */
 static int per_node(int n, int cap)
 {
 	int k = cap < n ? cap : n;
@@ -933,14 +934,14 @@ static int per_node(int n, int cap)
  * with hybrid sharding, the dp / shard replicas of each shard. */
 static struct comm_group shard_group(const struct ctx *c)
 {
-	int G = mem_shard_group(&c->lay), cap = c->in->hw->gpus_per_node / c->in->lay.tp;
+	int G = mem_shard_group(&c->lay), cap = hw_domain(c->in->hw) / c->in->lay.tp;
 	return (struct comm_group){G, per_node(G, cap)};
 }
 
 static struct comm_group replica_group(const struct ctx *c)
 {
 	int G = mem_shard_group(&c->lay), R = c->in->lay.dp / G;
-	int cap = c->in->hw->gpus_per_node / (c->in->lay.tp * G);
+	int cap = hw_domain(c->in->hw) / (c->in->lay.tp * G);
 	return (struct comm_group){R, per_node(R, cap > 0 ? cap : 1)};
 }
 
@@ -970,7 +971,7 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	event_wait(c, r, S_COMPUTE, S_DP);
 	if (!sharded(c)) {
 		struct comm_group g = {in->lay.dp,
-				       per_node(in->lay.dp, in->hw->gpus_per_node / in->lay.tp)};
+				       per_node(in->lay.dp, hw_domain(in->hw) / in->lay.tp)};
 		snprintf(pg, sizeof(pg), "dp.%d", r);
 		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
 			   params * gb, g, pg);
@@ -1776,9 +1777,11 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		return prism_err_set(err, PRISM_EARG,
 				     "model: heads %d must be divisible by kv_heads %d", m->heads,
 				     llm_kv_heads(m));
-	if (l->tp > in->hw->gpus_per_node)
-		return prism_err_set(err, PRISM_EARG, "layout: tp %d is beyond a node of %d GPUs",
-				     l->tp, in->hw->gpus_per_node);
+	if (l->tp > hw_domain(in->hw))
+		return prism_err_set(
+		    err, PRISM_EARG, "layout: tp %d is beyond %s of %d GPUs", l->tp,
+		    hw_domain(in->hw) > in->hw->gpus_per_node ? "an NVLink domain" : "a node",
+		    hw_domain(in->hw));
 	if (llm_kv_heads(m) % l->tp)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: kv_heads %d must be divisible by tp %d",
@@ -2150,9 +2153,8 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	P = in->lay.pp;
 	shape_of(in, &z);
 	z.tp_per_node = in->lay.tp;
-	z.pp_per_node = in->lay.tp * in->lay.dp * 2 <= in->hw->gpus_per_node ? 2 : 1;
-	z.emb_per_node =
-	    (int64_t)in->lay.tp * in->lay.dp * in->lay.pp <= in->hw->gpus_per_node ? 2 : 1;
+	z.pp_per_node = in->lay.tp * in->lay.dp * 2 <= hw_domain(in->hw) ? 2 : 1;
+	z.emb_per_node = (int64_t)in->lay.tp * in->lay.dp * in->lay.pp <= hw_domain(in->hw) ? 2 : 1;
 	c.n_cpu = intern(&c, "aten::op");
 	c.n_launch = intern(&c, "cudaLaunchKernel");
 	c.n_record = intern(&c, "cudaEventRecord");

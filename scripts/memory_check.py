@@ -151,7 +151,7 @@ def torchtitan(d):
         # Under pipelining torchtitan's FSDP does not reshard after the
         # forward and accumulates unsharded gradients over the microbatches:
         # ZeRO-1's memory (sharded optimizer state alone).
-        ("5", "405B FSDP 8 TP 8 PP 8, 1F1B, full AC, float8", "llama3-405b", 82.5,
+        ("5", "405B FSDP 8 TP 8 PP 8, 1F1B, full AC, float8", "llama3.1-405b", 82.5,
          ["--dp", "8", "--tp", "8", "--sp", "--pp", "8", "--zero", "1", "--mbs", "1",
           "--microbatches", "32", "--recompute", "full", "--dtype", "fp8", "--partition",
           "embed-loss"]),

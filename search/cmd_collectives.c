@@ -50,7 +50,9 @@ static int nvls_capable(const char *profile)
 {
 	/* NVSwitch with SHARP: the third NVSwitch generation on (Hopper,
 	 * Blackwell). */
-	return !strcmp(kbench_family(profile), "gh100") || !strcmp(profile, "b200-dgx");
+	return !strcmp(kbench_family(profile), "gh100") || !strcmp(profile, "b200-dgx") ||
+	       !strcmp(profile, "b300-hgx") || !strcmp(profile, "gb200-nvl72") ||
+	       !strcmp(profile, "gb300-nvl72");
 }
 
 static const char *kind_name(int k)

@@ -573,7 +573,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		structural = 1;
 	}
 	if (c->lay.dp != a->lay.dp && !b->grad_group && c->lay.dp > 1) {
-		int per = c->hw->gpus_per_node / (a->lay.tp > 0 ? a->lay.tp : 1);
+		int per = hw_domain(c->hw) / (a->lay.tp > 0 ? a->lay.tp : 1);
 		dpc.hw = c->hw;
 		dpc.eff = a->comm_eff;
 		dpc.grp.n = c->lay.dp;
@@ -633,7 +633,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		pl.schedule = c->lay.schedule;
 		pl.act_bytes = b->act_bytes;
 		grp.n = 2;
-		grp.per_node = a->lay.tp * c->lay.dp * 2 <= c->hw->gpus_per_node ? 2 : 1;
+		grp.per_node = a->lay.tp * c->lay.dp * 2 <= hw_domain(c->hw) ? 2 : 1;
 		if (comm_time(c->hw, GC_SEND, pl.act_bytes, grp, a->comm_eff, COMM_AUTO, &ce) == 0)
 			pl.xfer_ns = prism_ns_round(ce.time_s * 1e9);
 		pl.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
