@@ -7,15 +7,30 @@
 #include "kperf.h"
 #include "synth.h"
 
+/* The largest divisor of n no greater than cap: the members of a group of
+ * n that share an NVLink domain when cap of them fit in one. */
+static int group_per_node(int n, int cap)
+{
+	int k = cap < n ? cap : n;
+	if (k < 1)
+		return 1;
+	while (n % k)
+		k--;
+	return k;
+}
+
 void analytic_in_default(struct analytic_in *in)
 {
 	memset(in, 0, sizeof(*in));
 	in->dtype = HW_BF16;
 	in->compute_eff = 1;
-	in->comm_eff = 0.8;
+	in->comm_eff = 1.0;
 	in->lay.tp = in->lay.pp = in->lay.dp = in->lay.vp = in->lay.mbs = 1;
 	in->lay.schedule = MEM_1F1B;
 	in->lay.flash = 1;
+	in->lay.prefetch = 1;
+	in->lay.overlap_grad = 1;
+	in->lay.pp_overlap = 1;
 }
 
 int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, struct prism_err *err)
@@ -23,7 +38,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	const struct hw_profile *hw = in->hw;
 	const struct mem_layout *l = &in->lay;
 	const struct llm *m = &in->m;
-	int tp = l->tp, pp = l->pp, dp = l->dp, v = l->vp > 0 ? l->vp : 1, per_node;
+	int tp = l->tp, pp = l->pp, dp = l->dp, v = l->vp > 0 ? l->vp : 1;
 	double peak = hw->peak_flops[in->dtype], mb, act_bytes, n_ar;
 	struct comm_est ce;
 	struct mem_layout lay = *l;
@@ -32,11 +47,12 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	if (peak <= 0)
 		return prism_err_set(err, PRISM_EARG, "%s has no %s tensor path", hw->gpu,
 				     hw_dtype_name(in->dtype));
-	if (tp > hw->gpus_per_node || hw->gpus_per_node % tp)
-		return prism_err_set(err, PRISM_EARG,
-				     "tensor parallel %d does not fit a node of %d GPUs", tp,
-				     hw->gpus_per_node);
-	if (m->layers % (pp * v))
+	if (!hw_group_fits_domain(hw, tp))
+		return prism_err_set(
+		    err, PRISM_EARG, "tensor parallel %d does not fit %s of %d GPUs", tp,
+		    hw_domain(hw) > hw->gpus_per_node ? "an NVLink domain" : "a node",
+		    hw_domain(hw));
+	if (!(pp > 1 && l->part[0] > 0) && m->layers % (pp * v))
 		return prism_err_set(err, PRISM_EARG, "%d layers do not divide into %d x %d stages",
 				     m->layers, pp, v);
 	if (m->heads % tp)
@@ -58,78 +74,177 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		    "interleaving needs microbatches (%.0f) divisible by stages (%d)", mb, pp);
 	out->microbatches = (int)mb;
 	lay.microbatches = (int)mb;
-	lay.fp8_weights = in->dtype == HW_FP8 || in->dtype == HW_FP4;
-	mem_estimate(m, &lay, hw, &out->mem);
 
-	/* Compute of one microbatch on one stage: the kernel model's time of
-	 * the stage's layers, forward and backward with recomputation (full:
-	 * the forward again; selective: the attention core's forward again),
-	 * as synth builds them (synth_layer_times), and the logits' three
-	 * GEMMs spread over the stages. */
+	/* Per stage, one microbatch: the kernel model's time of the stage's
+	 * layers, forward and backward with recomputation (full: the forward
+	 * again; selective: the attention core's forward again), as synth
+	 * builds them (synth_layer_times); stage 0's embedding and the last
+	 * stage's head and loss (synth_extra_times); the tensor-parallel
+	 * all-reduces of its layers and the pipeline transfers.  The pipeline
+	 * runs at the pace of its slowest stage: m slots of it, and the fill
+	 * and drain through the others, over v (the closed form of a flow shop
+	 * of identical jobs; with equal stages (m + (p - 1)/v) slots,
+	 * Narayanan et al. SC21 section 2.2). */
 	{
 		struct synth_in si;
-		double lf, lb, la, V = (double)m->vocab / tp, bs = (double)l->mbs * m->seq;
-		int ldt = in->dtype == HW_FP8 || in->dtype == HW_FP4 ? HW_BF16 : in->dtype;
+		double lf, lb, la, emb, head, ar = 0, p2p = 0, sum = 0, worst = -1, tail = 0;
+		double wb, gb, ob, G, R;
+		int shard, pn = hw_domain(hw) / tp;
 		synth_in_default(&si);
 		si.m = *m;
 		si.hw = hw;
 		si.dtype = in->dtype;
 		si.fp8_attention = in->fp8_attention;
 		si.lay = lay;
+		synth_mem(&si, &out->mem);
+		synth_mem_layout(&si, &lay);
 		synth_layer_times(&si, &lf, &lb, &la);
-		out->t_compute = ((double)m->layers / pp * (lf + lb) +
-				  (kperf_gemm_s(hw, ldt, 1, bs, V, m->hidden) +
-				   kperf_gemm_s(hw, ldt, 1, bs, m->hidden, V) +
-				   kperf_gemm_s(hw, ldt, 1, m->hidden, V, bs)) /
-				      pp) /
-				 in->compute_eff;
+		synth_extra_times(&si, &emb, &head);
+		mem_bytes_per_param(lay.prec, &wb, &gb, &ob);
+		/* Tensor parallel: 2 all-reduces per layer forward, 2 backward
+		 * (and 2 more when the forward is recomputed) of b s h
+		 * activations. */
+		act_bytes = (double)l->mbs * m->seq * m->hidden * 2;
+		n_ar = 4 + (l->recompute == MEM_RECOMPUTE_FULL ? 2 : 0);
+		if (tp > 1) {
+			if (comm_time(hw, GC_ALL_REDUCE, act_bytes, (struct comm_group){tp, tp},
+				      in->comm_eff, COMM_AUTO, &ce))
+				return prism_err_set(err, PRISM_EARG, "tensor-parallel group of %d",
+						     tp);
+			ar = n_ar * ce.time_s;
+		}
+		/* Pipeline: the activation forward and its gradient back, per
+		 * microbatch; adjacent stages sit in different NVLink domains
+		 * once a stage's tensor- and data-parallel ranks fill one
+		 * (Megatron's order). */
+		if (pp > 1) {
+			int across = (long)tp * dp >= hw_domain(hw);
+			double bytes = act_bytes / (l->sp ? tp : 1);
+			comm_time(hw, GC_SEND_RECV, bytes, (struct comm_group){across ? 2 : 1, 1},
+				  in->comm_eff, COMM_AUTO, &ce);
+			p2p = 2 * ce.time_s;
+		}
+		/* Data parallel, ranks strided by tp: the sharding group G of
+		 * consecutive ranks and its dp / G replicas. */
+		shard = mem_shard_group(&lay);
+		G = shard;
+		R = (double)dp / shard;
+		for (int s = 0; s < pp; s++) {
+			struct mem_stage ms;
+			double n = mem_stage_layers(m, &lay, s), c, slot, dpt = 0, exposed = 0, opt;
+			double layer_w = wb * llm_layer_params(m) / tp;
+			struct comm_group gg = {shard, group_per_node(shard, pn)};
+			struct comm_group gr = {
+			    (int)R, group_per_node((int)R, pn / shard > 0 ? pn / shard : 1)};
+			c = (n * (lf + lb) + (s == 0 ? emb : 0) + (s == pp - 1 ? head : 0)) /
+			    in->compute_eff;
+			slot = c + n * ar + p2p;
+			sum += slot;
+			mem_stage(m, &lay, NULL, s, &ms);
+			if (dp > 1) {
+				double P = ms.params, t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0, hide;
+				if (l->zero == 0) {
+					comm_time(hw, GC_ALL_REDUCE, gb * P,
+						  (struct comm_group){dp, group_per_node(dp, pn)},
+						  in->comm_eff, COMM_AUTO, &ce);
+					t_ar = ce.time_s;
+				} else {
+					comm_time(hw, GC_REDUCE_SCATTER, gb * P, gg, in->comm_eff,
+						  COMM_AUTO, &ce);
+					t_rs = ce.time_s;
+					if (R > 1) {
+						comm_time(hw, GC_ALL_REDUCE, gb * P / G, gr,
+							  in->comm_eff, COMM_AUTO, &ce);
+						t_ar = ce.time_s;
+					}
+					comm_time(hw, GC_ALL_GATHER, wb * P, gg, in->comm_eff,
+						  COMM_AUTO, &ce);
+					t_ag = ce.time_s;
+					comm_time(hw, GC_ALL_GATHER, layer_w, gg, in->comm_eff,
+						  COMM_AUTO, &ce);
+					t_agl = ce.time_s;
+				}
+				/* What hides: the last microbatch's backward (2/3 of its
+				 * compute) when gradients are reduced during it. */
+				hide = l->overlap_grad ? 2.0 / 3.0 * c : 0;
+				switch (l->zero) {
+				case 0:
+				case 1:
+					dpt = t_rs + t_ar + t_ag;
+					exposed = t_rs + t_ar - hide;
+					exposed = exposed > 0 ? exposed : 0;
+					/* The parameter all-gather after the optimizer,
+					 * or behind the next step's first forward. */
+					if (l->overlap_param)
+						exposed += t_ag - c / 3 > 0 ? t_ag - c / 3 : 0;
+					else
+						exposed += t_ag;
+					break;
+				case 2:
+					/* Reduce-scattered after every microbatch's
+					 * backward. */
+					dpt = mb * t_rs + t_ar + t_ag;
+					exposed = mb * (t_rs - hide > 0 ? t_rs - hide : 0) + t_ar +
+						  (l->overlap_param
+						       ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0)
+						       : t_ag);
+					break;
+				default: {
+					/* ZeRO-3: every microbatch gathers each layer's
+					 * weights forward and again backward and
+					 * reduce-scatters its gradients, on one stream:
+					 * with prefetch a layer's gather runs beside the
+					 * previous layer's compute (backward, with its
+					 * reduce-scatter); what exceeds it is exposed,
+					 * and each direction's first gather. */
+					double t_rsl = 0, t_arl = 0, lfw = lf / in->compute_eff;
+					double lbw = lb / in->compute_eff, per;
+					comm_time(hw, GC_REDUCE_SCATTER,
+						  gb * llm_layer_params(m) / tp, gg, in->comm_eff,
+						  COMM_AUTO, &ce);
+					t_rsl = ce.time_s;
+					if (R > 1) {
+						comm_time(hw, GC_ALL_REDUCE,
+							  gb * llm_layer_params(m) / tp / G, gr,
+							  in->comm_eff, COMM_AUTO, &ce);
+						t_arl = ce.time_s;
+					}
+					dpt = mb * (2 * t_ag + t_rs) + t_ar;
+					if (l->prefetch > 0)
+						per = n * ((t_agl > lfw ? t_agl - lfw : 0) +
+							   (t_agl + t_rsl + t_arl > lbw
+								? t_agl + t_rsl + t_arl - lbw
+								: 0)) +
+						      2 * t_agl;
+					else
+						per = n * (2 * t_agl + t_rsl + t_arl);
+					exposed = mb * per;
+				}
+				}
+			}
+			/* Optimizer: per parameter read and write the fp32 master
+			 * and both moments (24 bytes), read the gradient and write
+			 * the weight (4 bytes): memory-bound, over the shard. */
+			opt = 28 * ms.params / (l->zero >= 1 ? G : 1) / hw->hbm_Bps;
+			if (slot > worst) {
+				worst = slot;
+				out->t_compute = c;
+				out->t_tp = n * ar;
+				out->t_p2p = p2p;
+			}
+			if (dpt > out->t_dp)
+				out->t_dp = dpt;
+			if (exposed + opt > tail) {
+				tail = exposed + opt;
+				out->t_dp_exposed = exposed;
+				out->t_opt = opt;
+			}
+		}
+		out->t_slot = worst;
+		out->t_bubble = (sum - worst) / v;
+		out->t_iter = mb * worst + out->t_bubble + tail;
 	}
-	/* Tensor parallel: 2 all-reduces per layer forward, 2 backward (and
-	 * 2 more when the forward is recomputed) of b s h activations. */
-	act_bytes = (double)l->mbs * m->seq * m->hidden * 2;
-	n_ar = 4 + (l->recompute == MEM_RECOMPUTE_FULL ? 2 : 0);
-	if (tp > 1) {
-		if (comm_time(hw, GC_ALL_REDUCE, act_bytes, (struct comm_group){tp, tp},
-			      in->comm_eff, COMM_AUTO, &ce))
-			return prism_err_set(err, PRISM_EARG, "tensor-parallel group of %d", tp);
-		out->t_tp = (double)m->layers / pp * n_ar * ce.time_s;
-	}
-	/* Pipeline: the activation forward and its gradient back, per
-	 * microbatch; adjacent stages sit in different nodes once a stage's
-	 * tensor- and data-parallel ranks fill a node (Megatron's order). */
-	if (pp > 1) {
-		int across = (long)tp * dp >= hw->gpus_per_node;
-		double bytes = act_bytes / (l->sp ? tp : 1);
-		comm_time(hw, GC_SEND_RECV, bytes, (struct comm_group){across ? 2 : 1, 1},
-			  in->comm_eff, COMM_AUTO, &ce);
-		out->t_p2p = 2 * ce.time_s;
-	}
-	out->t_slot = out->t_compute + out->t_tp + out->t_p2p;
-	out->t_bubble = (double)(pp - 1) / v * out->t_slot;
-	/* Data parallel: bf16 gradients of the stage's parameters, ranks
-	 * strided by tp: as many per node as fit. */
-	if (dp > 1) {
-		per_node = hw->gpus_per_node / tp;
-		if (per_node > dp)
-			per_node = dp;
-		while (dp % per_node)
-			per_node--;
-		if (comm_time(hw, GC_ALL_REDUCE, 2 * out->mem.params_per_gpu,
-			      (struct comm_group){dp, per_node}, in->comm_eff, COMM_AUTO, &ce))
-			return prism_err_set(err, PRISM_EARG, "data-parallel group of %d", dp);
-		out->t_dp = ce.time_s;
-		/* Buckets go out during the last microbatch's backward (2/3 of
-		 * its compute); the rest is exposed. */
-		out->t_dp_exposed = out->t_dp - 2.0 / 3.0 * out->t_compute;
-		if (out->t_dp_exposed < 0)
-			out->t_dp_exposed = 0;
-	}
-	/* Optimizer: per parameter read and write the fp32 master and both
-	 * moments (24 bytes), read the bf16 gradient and write the bf16 weight
-	 * (4 bytes): memory-bound. */
-	out->t_opt = 28 * out->mem.params_per_gpu / (l->zero >= 1 ? dp : 1) / hw->hbm_Bps;
 	(void)peak;
-	out->t_iter = (mb + (double)(pp - 1) / v) * out->t_slot + out->t_dp_exposed + out->t_opt;
 	out->model_flops = llm_flops_iter(m, in->global_batch, 0);
 	out->mfu = out->model_flops / (out->t_iter * (double)tp * pp * dp * peak);
 	out->tokens_per_s = in->global_batch * m->seq / out->t_iter;

@@ -32,7 +32,7 @@ struct analytic_in {
 				* microbatches is derived */
 	double compute_eff;    /* the kernel model's speed is divided by it (1: as
 			       * modelled; below 1 slower) */
-	double comm_eff;       /* bus efficiency of collectives */
+	double comm_eff;       /* scales the profile's bus efficiencies (comm.h) */
 };
 
 struct analytic_out {
@@ -52,8 +52,8 @@ struct analytic_out {
 	struct mem_est mem;
 };
 
-/* Defaults: bf16, kernels as modelled (compute_eff 1), 80% bus
- * efficiency, flash attention. */
+/* Defaults: bf16, kernels as modelled (compute_eff 1), collectives as the
+ * profile says (comm_eff 1), flash attention. */
 void analytic_in_default(struct analytic_in *in);
 
 /* 0, or PRISM_EARG with err saying which rule the layout breaks (batch

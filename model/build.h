@@ -26,6 +26,8 @@ struct build_opts {
 				* where the trace has no prism::layer ranges */
 	int allow_dangling;    /* place GPU work whose launch is missing in the window */
 	int64_t event_tol_ns;  /* a waited-on task ends at most this long before */
+	int event_tol_auto;    /* 1: per rank, at least the trace's own launch
+				* latency (event_tol_measured) */
 	int64_t share_tail_ns; /* a task on another stream holding the GPU ends at
 				* most this long after the waiting task begins */
 	int64_t sync_tol_ns;   /* a synchronise returns at most this long after */

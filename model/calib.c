@@ -174,7 +174,7 @@ void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 			if (gc->kind != k || gc->bytes <= 0 || gc->group_size < 2 || t <= 0)
 				continue;
 			grp.n = (int)gc->group_size;
-			grp.per_node = grp.n <= hw->gpus_per_node ? grp.n : hw->gpus_per_node;
+			grp.per_node = grp.n <= hw_domain(hw) ? grp.n : hw_domain(hw);
 			if (grp.n % grp.per_node)
 				continue;
 			/* t = latency + bandwidth term / e: the latency is the
@@ -239,4 +239,134 @@ void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
 	}
 	free(e);
 	free(f);
+}
+
+/* A kernel's duration and whether a collective ran beside it, keyed by its
+ * name and work. */
+struct cont_rec {
+	uint32_t name;
+	double work;
+	int over;
+	double dur;
+};
+
+static int cmp_cont(const void *a, const void *b)
+{
+	const struct cont_rec *x = a, *y = b;
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	if (x->work != y->work)
+		return x->work < y->work ? -1 : 1;
+	if (x->over != y->over)
+		return x->over - y->over;
+	return x->dur < y->dur ? -1 : x->dur > y->dur;
+}
+
+struct cont_iv {
+	uint32_t rank;
+	int64_t a, b;
+};
+
+static int cmp_iv(const void *a, const void *b)
+{
+	const struct cont_iv *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->a < y->a ? -1 : x->a > y->a;
+}
+
+static double median_of(const struct cont_rec *r, size_t n)
+{
+	return n % 2 ? r[n / 2].dur : (r[n / 2 - 1].dur + r[n / 2].dur) / 2;
+}
+
+int calib_contention(const struct graph *g, struct calib_contention *out)
+{
+	struct cont_iv *iv = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*iv));
+	struct cont_rec *rec = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*rec));
+	double *ratio = NULL;
+	size_t niv = 0, nrec = 0, nr = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!iv || !rec) {
+		free(iv);
+		free(rec);
+		return PRISM_ENOMEM;
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if ((g->kind[u] == GN_COLL || g->kind[u] == GN_P2P) && g->dur_ns[u] > 0) {
+			iv[niv].rank = g->procs[g->proc[u]].rank;
+			iv[niv].a = g->start_ns[u];
+			iv[niv].b = g->start_ns[u] + g->dur_ns[u];
+			niv++;
+		}
+	qsort(iv, niv, sizeof(*iv), cmp_iv);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		uint32_t rank = g->procs[g->proc[u]].rank;
+		int64_t a = g->start_ns[u], b = a + g->dur_ns[u], covered = 0;
+		size_t lo = 0, hi = niv;
+		double fl = 0, by = 0, f;
+		if (g->kind[u] != GN_KERNEL || !g->procs[g->proc[u]].gpu || g->dur_ns[u] <= 0)
+			continue;
+		/* The first interval of this rank that could reach a: the
+		 * collectives of one rank rarely overlap each other, so those
+		 * starting from a's predecessor on. */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (iv[mid].rank < rank || (iv[mid].rank == rank && iv[mid].a < a))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo > 0 && iv[lo - 1].rank == rank)
+			lo--;
+		for (size_t i = lo; i < niv && iv[i].rank == rank && iv[i].a < b; i++) {
+			int64_t x = iv[i].a > a ? iv[i].a : a, y = iv[i].b < b ? iv[i].b : b;
+			if (y > x)
+				covered += y - x;
+		}
+		f = (double)covered / (double)g->dur_ns[u];
+		if (f > 0.05 && f < 0.9)
+			continue; /* partly overlapped: neither */
+		rec[nrec].name = g->name[u];
+		rec[nrec].work = cost_work(g, u, &fl, &by) ? fl + by : -1;
+		rec[nrec].over = f >= 0.9;
+		rec[nrec].dur = (double)g->dur_ns[u];
+		nrec++;
+	}
+	qsort(rec, nrec, sizeof(*rec), cmp_cont);
+	ratio = prism_malloc((nrec ? nrec : 1) * sizeof(*ratio));
+	if (!ratio) {
+		free(iv);
+		free(rec);
+		return PRISM_ENOMEM;
+	}
+	for (size_t i = 0; i < nrec;) {
+		size_t j = i, k;
+		while (j < nrec && rec[j].name == rec[i].name && rec[j].work == rec[i].work)
+			j++;
+		for (k = i; k < j && !rec[k].over; k++)
+			;
+		/* Enough of both, long enough to time (traces in whole
+		 * microseconds), and one size: the clean ones within 10 %. */
+		if (k - i >= CALIB_CONT_MIN && j - k >= CALIB_CONT_MIN &&
+		    median_of(rec + i, k - i) >= CALIB_CONT_MIN_NS &&
+		    rec[i + (k - i) / 4].dur >= 0.9 * median_of(rec + i, k - i) &&
+		    rec[i + 3 * (k - i) / 4].dur <= 1.1 * median_of(rec + i, k - i)) {
+			ratio[nr++] = median_of(rec + k, j - k) / median_of(rec + i, k - i) - 1;
+			out->pairs += (k - i < j - k ? k - i : j - k);
+		}
+		i = j;
+	}
+	out->keys = nr;
+	if (nr) {
+		qsort(ratio, nr, sizeof(*ratio), cmp_double);
+		out->compute = nr % 2 ? ratio[nr / 2] : (ratio[nr / 2 - 1] + ratio[nr / 2]) / 2;
+		for (size_t i = 0; i < nr && i < CALIB_CONT_GROUPS; i++)
+			out->group[i] = ratio[i];
+	}
+	free(ratio);
+	free(iv);
+	free(rec);
+	return 0;
 }

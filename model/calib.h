@@ -76,6 +76,27 @@ struct calib_comm {
 void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 		    struct calib_comm out[GC_NKINDS]);
 
+/*
+ * Contention (sim.h): how much slower a compute kernel runs while a
+ * collective or transfer runs beside it on its GPU.  Kernels are grouped
+ * by name and work (from their ops' shapes); a group with CALIB_CONT_MIN
+ * instances or more run wholly beside communication (90 % of their span)
+ * and as many run clear of it, whose clear ones last CALIB_CONT_MIN_NS or
+ * more and agree within 10 % (one size), gives the ratio of the two
+ * medians, less 1.  The median over groups is the slowdown.
+ */
+#define CALIB_CONT_MIN	  3
+#define CALIB_CONT_MIN_NS 20000
+#define CALIB_CONT_GROUPS 256
+struct calib_contention {
+	double compute;			 /* the median slowdown over groups */
+	size_t keys;			 /* groups */
+	size_t pairs;			 /* instances compared (the smaller side of each group) */
+	double group[CALIB_CONT_GROUPS]; /* each group's slowdown, sorted (the
+					  * first CALIB_CONT_GROUPS) */
+};
+int calib_contention(const struct graph *g, struct calib_contention *out);
+
 /* The profile in dir for a GPU named like "NVIDIA A100-SXM4-80GB" (memory
  * in bytes, 0 if unknown, tells the A100s apart), or NULL. */
 const char *calib_profile_for(const char *gpu_name, double mem_bytes);

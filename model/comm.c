@@ -1,11 +1,12 @@
-/* comm.c - ring, hierarchical and tree collectives on a two-level topology. */
+/* comm.c - ring, hierarchical and tree collectives on a two-level topology:
+ * NVLink domains (hw_domain) joined by a network. */
 #include "comm.h"
 
 #include <math.h>
 
 const char *comm_algo_name(int algo)
 {
-	static const char *const n[COMM_NALGOS] = {"ring", "hierarchical", "tree"};
+	static const char *const n[COMM_NALGOS] = {"ring", "hierarchical", "tree", "nvls"};
 	return algo >= 0 && algo < COMM_NALGOS ? n[algo] : "auto";
 }
 
@@ -37,29 +38,47 @@ static void ring_shape(int kind, int n, double *frac, int *steps)
 int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_group g, double eff,
 	      int algo, struct comm_est *out)
 {
-	int nodes, n = g.n, per = g.per_node;
-	double frac, b_nvl, b_net, best = INFINITY;
+	int domains, n = g.n, per = g.per_node, trays;
+	double frac, b_nvl, b_net, best = INFINITY, base;
 	int steps;
 
-	if (n < 1 || per < 1 || per > n || n % per != 0 || eff <= 0 || eff > 1 || bytes < 0 ||
-	    per > hw->gpus_per_node)
+	/* per: the group's members in one NVLink domain (hw_domain), which may
+	 * span several physical nodes (an NVL72 rack's 18 trays of 4 GPUs);
+	 * n / per domains. */
+	if (n < 1 || per < 1 || per > n || n % per != 0 || !(eff > 0 && eff <= COMM_MAX_EFF) ||
+	    bytes < 0 || per > hw_domain(hw) || hw->gpus_per_node < 1)
 		return PRISM_EARG;
 	out->time_s = 0;
 	out->algo = COMM_RING;
 	out->wire_bytes = 0;
 	if (n == 1 && kind != GC_SEND && kind != GC_RECV && kind != GC_SEND_RECV)
 		return 0;
-	nodes = n / per;
-	b_nvl = hw->nvlink_Bps * eff;
-	/* Across nodes a ring leaves each node through one NIC; rings run
-	 * side by side on every NIC (rails), so a node moves its ring traffic
-	 * at the NICs' sum, shared by nothing else. */
-	b_net = hw->nics_per_node * hw->nic_Bps * eff;
+	domains = n / per;
+	base = hw->coll_base_s;
+	b_nvl = hw->nvlink_Bps * hw->nvl_eff * eff;
+	/* A full mesh (xGMI) gives a GPU one link to each of its domain - 1
+	 * peers: a group of per of them rides per - 1 links, a message to one
+	 * peer (or a group with one member a domain) one link. */
+	if (hw->mesh && hw_domain(hw) > 1) {
+		int links = kind == GC_SEND || kind == GC_RECV || kind == GC_SEND_RECV || per < 2
+				? 1
+				: per - 1;
+		b_nvl *= (double)links / (hw_domain(hw) - 1);
+	}
+	/* Across domains a ring leaves each domain through one NIC; rings run
+	 * side by side on every NIC (rails) of the nodes the group's members
+	 * of the domain sit on -- one node's NICs when they fit in one node
+	 * (PXN reaching the node's other NICs over NVLink), the NICs of
+	 * ceil(per / gpus_per_node) nodes when the domain is larger -- shared
+	 * by nothing else.  With a domain of one node the factor is exactly 1. */
+	trays = (per + hw->gpus_per_node - 1) / hw->gpus_per_node;
+	b_net = hw->nics_per_node * hw->nic_Bps * (double)trays * hw->net_eff * eff;
 	if (kind == GC_SEND || kind == GC_RECV || kind == GC_SEND_RECV || n == 1) {
-		/* One message to a peer: over NVLink inside a node, else one NIC. */
-		double bw = nodes > 1 ? hw_net_Bps_per_gpu(hw) * eff : b_nvl;
-		double lat = nodes > 1 ? hw->net_lat_s : hw->nvlink_lat_s;
-		out->time_s = lat + bytes / bw;
+		/* One message to a peer: over NVLink inside a domain, else one
+		 * NIC. */
+		double bw = domains > 1 ? hw_net_Bps_per_gpu(hw) * hw->net_eff * eff : b_nvl;
+		double lat = domains > 1 ? hw->net_lat_s : hw->nvlink_lat_s;
+		out->time_s = base + lat + bytes / bw;
 		out->wire_bytes = bytes;
 		return 0;
 	}
@@ -68,31 +87,42 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 		double t, wire;
 		if (algo != COMM_AUTO && a != algo)
 			continue;
-		if (a == COMM_RING || (nodes == 1 && a != COMM_RING)) {
+		if (a == COMM_NVLS) {
+			/* NVLink SHARP: the switch reduces; each GPU sends its
+			 * buffer and receives the sum, one pass each way (in one
+			 * domain: NVL72's NVLink switch trays reduce too). */
+			if (kind != GC_ALL_REDUCE || domains > 1 || hw->nvls_eff <= 0 || hw->mesh)
+				continue;
+			wire = bytes;
+			t = 2 * hw->nvlink_lat_s + bytes / (hw->nvlink_Bps * hw->nvls_eff * eff);
+		} else if (a == COMM_RING || (domains == 1 && a != COMM_RING)) {
 			/* Flat ring: every step pays the slowest hop's latency. */
-			double bw = nodes > 1 ? (b_net < b_nvl ? b_net : b_nvl) : b_nvl;
-			double lat = nodes > 1 ? hw->net_lat_s : hw->nvlink_lat_s;
+			double bw = domains > 1 ? (b_net < b_nvl ? b_net : b_nvl) : b_nvl;
+			double lat = domains > 1 ? hw->net_lat_s : hw->nvlink_lat_s;
+			if (domains == 1 && a != COMM_RING)
+				continue; /* in one domain the others are the ring */
 			wire = frac * bytes;
 			t = steps * lat + wire / bw;
 		} else if (a == COMM_HIER) {
-			/* Reduce-scatter in the node, the collective across nodes
-			 * on 1/per of the data (each GPU on its own NIC), all-gather
-			 * in the node.  Non-reducing kinds skip what they need not. */
-			double fin = (double)(per - 1) / per, fout, part = bytes / per;
+			/* Reduce-scatter in the domain, the collective across
+			 * domains on 1/per of the data (each GPU on its own NIC
+			 * share), all-gather in the domain; NCCL pipelines the phases in chunks, so the
+			 * slowest phase sets the pace.  Non-reducing kinds skip what
+			 * they need not. */
+			double fin = (double)(per - 1) / per, fout, part = bytes / per, t_in, t_out;
 			int s_out;
-			double b_gpu_net = hw_net_Bps_per_gpu(hw) * eff;
-			ring_shape(kind, nodes, &fout, &s_out);
-			if (kind == GC_ALL_REDUCE)
-				t = 2 * ((per - 1) * hw->nvlink_lat_s + fin * bytes / b_nvl) +
-				    s_out * hw->net_lat_s + fout * part / b_gpu_net;
-			else
-				t = (per - 1) * hw->nvlink_lat_s + fin * bytes / b_nvl +
-				    s_out * hw->net_lat_s + fout * part / b_gpu_net;
+			double b_gpu_net = hw_net_Bps_per_gpu(hw) * hw->net_eff * eff;
+			ring_shape(kind, domains, &fout, &s_out);
+			t_in = (kind == GC_ALL_REDUCE ? 2 : 1) * fin * bytes / b_nvl;
+			t_out = fout * part / b_gpu_net;
+			t = (kind == GC_ALL_REDUCE ? 2 : 1) * (per - 1) * hw->nvlink_lat_s +
+			    s_out * hw->net_lat_s + (t_in > t_out ? t_in : t_out);
 			wire = fout * part;
 		} else {
-			/* Tree: ring bandwidth, latency logarithmic across nodes. */
+			/* Tree: ring bandwidth, latency logarithmic across
+			 * domains. */
 			double bw = b_net < b_nvl ? b_net : b_nvl;
-			int depth = (int)ceil(log2((double)nodes));
+			int depth = (int)ceil(log2((double)domains));
 			int passes = kind == GC_ALL_REDUCE ? 2 : 1;
 			if (kind != GC_ALL_REDUCE && kind != GC_BROADCAST && kind != GC_REDUCE)
 				continue; /* NCCL's trees serve these only */
@@ -102,7 +132,7 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 		}
 		if (t < best) {
 			best = t;
-			out->time_s = t;
+			out->time_s = base + t;
 			out->algo = a;
 			out->wire_bytes = wire;
 		}

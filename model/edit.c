@@ -19,7 +19,7 @@ static double coll_time(const struct hw_profile *hw, int kind, double bytes, int
 {
 	struct comm_group g;
 	struct comm_est e;
-	int per = hw->gpus_per_node / (tp > 1 ? tp : 1);
+	int per = hw_domain(hw) / (tp > 1 ? tp : 1);
 	g.n = n;
 	g.per_node = n < per ? n : per > 0 ? per : 1;
 	if (comm_time(hw, kind, bytes, g, eff, COMM_AUTO, &e))
@@ -393,7 +393,7 @@ static int model_times(const struct graph *g, uint32_t u, int cls, int dt,
 int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats *st)
 {
 	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
-	double eff = r->comm_eff > 0 ? r->comm_eff : 0.8;
+	double eff = r->comm_eff > 0 ? r->comm_eff : 1.0;
 	double hr = r->hr > 0 ? r->hr : 1;
 	int shape = hr != 1 || (r->tp_from > 0 && r->tp_to > 0 && r->tp_from != r->tp_to);
 	int tp2 = r->tp_to > 0 ? r->tp_to : r->tp;

@@ -44,14 +44,14 @@ struct llm;
 struct edit_retime {
 	const struct hw_profile *from, *to; /* the base's and the candidate's GPU */
 	int dp_from, dp_to;		    /* data-parallel degree, 0: unchanged */
-	double comm_eff;		    /* bus efficiency for the comm model */
+	double comm_eff;		    /* scales the profile's bus efficiencies (comm.h) */
 	double opt_scale;		    /* > 0: optimizer-phase GPU work outside the layers
 			   * (a fused optimizer over all parameters, zero_grad)
 			   * and its host CPU work take this times as long: the
 			   * candidate's parameters over the base's */
 	int tp;				    /* tensor-parallel ranks sharing a node with each DP
-			   * rank (0: 1): a DP group has gpus_per_node / tp
-			   * members per node */
+			   * rank (0: 1): a DP group has hw_domain() / tp
+			   * members per NVLink domain */
 	/* The model's shape (a run description's): hidden h -> hr h (the
 	 * FFN with it), tensor parallelism tp_from -> tp_to (the base's
 	 * collectives of that group are its TP collectives; 0: unchanged).

@@ -12,6 +12,7 @@ struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs, 
 {
 	struct graph *g = prism_calloc(1, sizeof(*g));
 	size_t n = n_nodes ? n_nodes : 1;
+	int ok = 1;
 
 	if (!g)
 		return NULL;
@@ -21,25 +22,9 @@ struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs, 
 	g->n_ranks = n_ranks;
 	g->n_iters = n_iters;
 	g->n_colls = n_colls;
-	g->start_ns = prism_calloc(n, sizeof(*g->start_ns));
-	g->dur_ns = prism_calloc(n, sizeof(*g->dur_ns));
-	g->wait_ns = prism_calloc(n, sizeof(*g->wait_ns));
-	g->lag_ns = prism_calloc(n, sizeof(*g->lag_ns));
-	g->corr = prism_calloc(n, sizeof(*g->corr));
-	g->proc = prism_calloc(n, sizeof(*g->proc));
-	g->name = prism_calloc(n, sizeof(*g->name));
-	g->op = prism_calloc(n, sizeof(*g->op));
-	g->op_dims = prism_calloc(n, sizeof(*g->op_dims));
-	g->op_types = prism_calloc(n, sizeof(*g->op_types));
-	g->src = prism_calloc(n, sizeof(*g->src));
-	g->coll = prism_calloc(n, sizeof(*g->coll));
-	g->iter = prism_calloc(n, sizeof(*g->iter));
-	g->layer = prism_calloc(n, sizeof(*g->layer));
-	g->mb = prism_calloc(n, sizeof(*g->mb));
-	g->phase = prism_calloc(n, 1);
-	g->kind = prism_calloc(n, 1);
-	g->flags = prism_calloc(n, 1);
-	g->rtclass = prism_calloc(n, 1);
+#define ALLOC(type, f) ok = (g->f = prism_calloc(n, sizeof(type))) && ok;
+	GRAPH_NODE_COLUMNS(ALLOC)
+#undef ALLOC
 	g->out_off = prism_calloc((size_t)n_nodes + 1, sizeof(*g->out_off));
 	g->out_dst = prism_calloc(n_edges ? n_edges : 1, sizeof(*g->out_dst));
 	g->out_kind = prism_calloc(n_edges ? n_edges : 1, 1);
@@ -47,11 +32,8 @@ struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs, 
 	g->ranks = prism_calloc(n_ranks ? n_ranks : 1, sizeof(*g->ranks));
 	g->iters = prism_calloc(n_iters ? n_iters : 1, sizeof(*g->iters));
 	g->colls = prism_calloc(n_colls ? n_colls : 1, sizeof(*g->colls));
-	if (!g->start_ns || !g->dur_ns || !g->wait_ns || !g->lag_ns || !g->corr || !g->proc ||
-	    !g->name || !g->op || !g->op_dims || !g->op_types || !g->src || !g->coll || !g->iter ||
-	    !g->layer || !g->mb || !g->phase || !g->kind || !g->flags || !g->rtclass ||
-	    !g->out_off || !g->out_dst || !g->out_kind || !g->procs || !g->ranks || !g->iters ||
-	    !g->colls || strtab_init(&g->st)) {
+	if (!ok || !g->out_off || !g->out_dst || !g->out_kind || !g->procs || !g->ranks ||
+	    !g->iters || !g->colls || strtab_init(&g->st)) {
 		graph_free(g);
 		return NULL;
 	}
@@ -62,25 +44,9 @@ void graph_free(struct graph *g)
 {
 	if (!g)
 		return;
-	free(g->start_ns);
-	free(g->dur_ns);
-	free(g->wait_ns);
-	free(g->lag_ns);
-	free(g->corr);
-	free(g->proc);
-	free(g->name);
-	free(g->op);
-	free(g->op_dims);
-	free(g->op_types);
-	free(g->src);
-	free(g->coll);
-	free(g->iter);
-	free(g->layer);
-	free(g->mb);
-	free(g->phase);
-	free(g->kind);
-	free(g->flags);
-	free(g->rtclass);
+#define FREE(type, f) free(g->f);
+	GRAPH_NODE_COLUMNS(FREE)
+#undef FREE
 	free(g->out_off);
 	free(g->out_dst);
 	free(g->out_kind);
@@ -404,26 +370,10 @@ static size_t columns(const struct graph *g, struct column *c)
 	size_t n = 0, nn = g->n_nodes;
 #define COL(ptr, count)                                                                            \
 	(c[n].p = (void *)(ptr), c[n].size = (count) * sizeof(*(ptr)), c[n].elem = 0, n++)
-#define NCOL(ptr) (COL(ptr, nn), c[n - 1].elem = sizeof(*(ptr)))
-	NCOL(g->start_ns);
-	NCOL(g->dur_ns);
-	NCOL(g->wait_ns);
-	NCOL(g->lag_ns);
-	NCOL(g->corr);
-	NCOL(g->proc);
-	NCOL(g->name);
-	NCOL(g->op);
-	NCOL(g->op_dims);
-	NCOL(g->op_types);
-	NCOL(g->src);
-	NCOL(g->coll);
-	NCOL(g->iter);
-	NCOL(g->layer);
-	NCOL(g->mb);
-	NCOL(g->phase);
-	NCOL(g->kind);
-	NCOL(g->flags);
-	NCOL(g->rtclass);
+#define NCOL(ptr)	 (COL(ptr, nn), c[n - 1].elem = sizeof(*(ptr)))
+#define NODECOL(type, f) NCOL(g->f);
+	GRAPH_NODE_COLUMNS(NODECOL)
+#undef NODECOL
 	COL(g->out_off, nn + 1);
 	COL(g->out_dst, (size_t)g->n_edges);
 	COL(g->out_kind, (size_t)g->n_edges);

@@ -97,6 +97,10 @@ enum graph_rt_class {
 #define NF_GRAPH                                                                                   \
 	0x08 /* a CUDA graph's task (launched by cudaGraphLaunch):
 			  * its start lag is kept whole, not capped */
+#define NF_ADDED                                                                                   \
+	0x20 /* a collective a graph edit added: the base's kernels
+			  * beside it were not slowed by it in the trace
+			  * (sim_opts.contention_added) */
 #define NF_WAKE                                                                                    \
 	0x10 /* a host task woken by another thread (inferred
 			  * thread edge from a task that ended before the
@@ -215,31 +219,48 @@ enum { GRAPH_ANN_LAYER, GRAPH_ANN_PHASE, GRAPH_ANN_MB };
 #define GRAPH_ANN_INFERRED 2 /* PyTorch's own ranges, backward ops, repeats */
 #define GRAPH_ANN_MODULES  4 /* with INFERRED: layers from module names */
 
+/*
+ * The per-node columns, in the order graph files store them: the struct's
+ * fields, their allocation, freeing, copy, clone, save and load all come
+ * from this one list (X(type, name)).
+ *   start_ns  traced start
+ *   dur_ns    traced duration (own cost for GN_WAIT)
+ *   wait_ns   traced waiting (GN_WAIT), else 0
+ *   lag_ns    traced start minus the latest traced end of its dependencies
+ *             (launch latency, thread wake-up), capped
+ *   corr      correlation id, or -1
+ *   proc      processor index
+ *   name      string id
+ *   op        string id of the enclosing CPU op, "" if none
+ *   op_dims   string id of that op's raw "Input Dims", "" if none
+ *   op_types  string id of that op's raw "Input type", "" if none
+ *   src       event index in the rank's file; UINT32_MAX for gaps
+ *   coll      index into colls[], or UINT32_MAX
+ *   iter      index into iters[], or -1
+ *   layer     transformer layer, or -1 (see annotations below)
+ *   mb        microbatch, or -1
+ *   phase     enum graph_phase
+ *   kind      enum graph_node_kind
+ *   flags     NF_*
+ *   rtclass   enum graph_rt_class for GN_RUNTIME/GN_WAIT
+ */
+/* clang-format off */
+#define GRAPH_NODE_COLUMNS(X)                                                                      \
+	X(int64_t, start_ns) X(int64_t, dur_ns) X(int64_t, wait_ns) X(int64_t, lag_ns)          \
+	X(int64_t, corr) X(uint32_t, proc) X(uint32_t, name) X(uint32_t, op)                     \
+	X(uint32_t, op_dims) X(uint32_t, op_types) X(uint32_t, src) X(uint32_t, coll)            \
+	X(int32_t, iter) X(int32_t, layer) X(int32_t, mb) X(uint8_t, phase) X(uint8_t, kind)     \
+	X(uint8_t, flags) X(uint8_t, rtclass)
+/* clang-format on */
+
 struct graph {
 	uint32_t n_nodes, n_edges, n_procs, n_ranks, n_iters, n_colls;
 	int64_t t0_ns; /* job clock (ns since the epoch) of time 0 */
 
-	/* Per node. */
-	int64_t *start_ns;  /* traced start */
-	int64_t *dur_ns;    /* traced duration (own cost for GN_WAIT) */
-	int64_t *wait_ns;   /* traced waiting (GN_WAIT), else 0 */
-	int64_t *lag_ns;    /* traced start minus the latest traced end of its
-			    * dependencies (launch latency, thread wake-up), capped */
-	int64_t *corr;	    /* correlation id, or -1 */
-	uint32_t *proc;	    /* processor index */
-	uint32_t *name;	    /* string id */
-	uint32_t *op;	    /* string id of the enclosing CPU op, "" if none */
-	uint32_t *op_dims;  /* string id of that op's raw "Input Dims", "" if none */
-	uint32_t *op_types; /* string id of that op's raw "Input type", "" if none */
-	uint32_t *src;	    /* event index in the rank's file; UINT32_MAX for gaps */
-	uint32_t *coll;	    /* index into colls[], or UINT32_MAX */
-	int32_t *iter;	    /* index into iters[], or -1 */
-	int32_t *layer;	    /* transformer layer, or -1 (see annotations below) */
-	int32_t *mb;	    /* microbatch, or -1 */
-	uint8_t *phase;	    /* enum graph_phase */
-	uint8_t *kind;	    /* enum graph_node_kind */
-	uint8_t *flags;	    /* NF_* */
-	uint8_t *rtclass;   /* enum graph_rt_class for GN_RUNTIME/GN_WAIT */
+	/* Per node: GRAPH_NODE_COLUMNS, one array each. */
+#define GRAPH_NODE_FIELD(type, f) type *f;
+	GRAPH_NODE_COLUMNS(GRAPH_NODE_FIELD)
+#undef GRAPH_NODE_FIELD
 
 	/* Edges by source (see the picture above). */
 	uint32_t *out_off;

@@ -27,6 +27,19 @@ double hw_net_Bps_per_gpu(const struct hw_profile *hw)
 	return hw->gpus_per_node > 0 ? hw->nics_per_node * hw->nic_Bps / hw->gpus_per_node : 0;
 }
 
+int hw_domain(const struct hw_profile *hw)
+{
+	return hw->nvlink_domain > 0 ? hw->nvlink_domain : hw->gpus_per_node;
+}
+
+int hw_group_fits_domain(const struct hw_profile *hw, int n)
+{
+	int d = hw_domain(hw);
+	return n >= 1 && n <= d &&
+	       (d % n == 0 ||
+		(d > hw->gpus_per_node && hw->gpus_per_node > 0 && n % hw->gpus_per_node == 0));
+}
+
 static const char *const mem_names[HW_MEM_NKINDS] = {"elementwise", "norm", "reduction"};
 
 /* An optional number at sub.name under group k (absent: *out unchanged);
@@ -204,6 +217,26 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	if ((rc = cfg_range(path, &cf, node, "nics", 1, HW_MAX_NODE_GPUS, 1, 1, &v, err)))
 		goto out;
 	hw->nics_per_node = (int)v;
+	/* Optional: the NVLink domain, whole nodes of it (an NVL72 rack is 18
+	 * trays of 4); absent, one node. */
+	hw->nvlink_domain = hw->gpus_per_node;
+	if (config_setting_lookup(node, "nvlink_domain")) {
+		if ((rc = cfg_range(path, &cf, node, "nvlink_domain", hw->gpus_per_node,
+				    HW_MAX_NODE_GPUS, 1, 1, &v, err)))
+			goto out;
+		hw->nvlink_domain = (int)v;
+		if (hw->nvlink_domain % hw->gpus_per_node) {
+			rc = prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'node.nvlink_domain' (%d) must be a multiple of 'node.gpus' "
+			    "(%d)",
+			    path,
+			    config_setting_source_line(
+				config_setting_lookup(node, "nvlink_domain")),
+			    hw->nvlink_domain, hw->gpus_per_node);
+			goto out;
+		}
+	}
 	if ((rc = cfg_range(path, &cf, node, "nic_bandwidth_Gbps", 0.1, 1e6, 0, 1e9 / 8,
 			    &hw->nic_Bps, err)) ||
 	    (rc = cfg_range(path, &cf, node, "nvlink_latency_us", 0, 1e6, 0, 1e-6,
@@ -222,6 +255,56 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 		    config_setting_source_line(config_setting_lookup(gpu, "memory_reserve_GB")),
 		    hw->mem_reserve_bytes / 1e9, hw->hbm_bytes / 1e9);
 		goto out;
+	}
+	/* Optional: the scale-up fabric, "switch" (NVSwitch: any group at the
+	 * full per-GPU bandwidth) or "mesh" (xGMI: a link to each peer). */
+	if (config_setting_lookup(node, "fabric")) {
+		char fab[16];
+		if ((rc = cfg_text(path, &cf, node, "fabric", fab, sizeof(fab), err)))
+			goto out;
+		if (strcmp(fab, "switch") && strcmp(fab, "mesh")) {
+			rc = prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'node.fabric' must be \"switch\" or \"mesh\", not "
+			    "'%s'",
+			    path, config_setting_source_line(config_setting_lookup(node, "fabric")),
+			    fab);
+			goto out;
+		}
+		hw->mesh = !strcmp(fab, "mesh");
+	}
+	/* Optional: the allocator's fragmentation, a fraction of what it
+	 * reserves (mem.h); absent: HW_MEM_FRAG_DEFAULT. */
+	hw->mem_frag = HW_MEM_FRAG_DEFAULT;
+	if (config_setting_lookup(gpu, "allocator_fragmentation") &&
+	    (rc = cfg_range(path, &cf, gpu, "allocator_fragmentation", 0, 0.9, 0, 1, &hw->mem_frag,
+			    err)))
+		goto out;
+	/* Optional: collectives as measured (comm.h). */
+	hw->nvl_eff = hw->net_eff = HW_BUS_EFF_DEFAULT;
+	if ((config_setting_lookup(node, "nvlink_bus_eff") &&
+	     (rc = cfg_range(path, &cf, node, "nvlink_bus_eff", 0.01, 1, 0, 1, &hw->nvl_eff,
+			     err))) ||
+	    (config_setting_lookup(node, "network_bus_eff") &&
+	     (rc = cfg_range(path, &cf, node, "network_bus_eff", 0.01, 1, 0, 1, &hw->net_eff,
+			     err))) ||
+	    (config_setting_lookup(node, "nvls_bus_eff") &&
+	     (rc = cfg_range(path, &cf, node, "nvls_bus_eff", 0, 1, 0, 1, &hw->nvls_eff, err))) ||
+	    (config_setting_lookup(node, "collective_base_us") &&
+	     (rc = cfg_range(path, &cf, node, "collective_base_us", 0, 1e4, 0, 1e-6,
+			     &hw->coll_base_s, err))))
+		goto out;
+	/* Optional: contention (sim.h); absent, the fitted defaults. */
+	hw->slow_compute = HW_CONT_COMPUTE_DEFAULT;
+	hw->slow_comm = HW_CONT_COMM_DEFAULT;
+	if (config_lookup(&cf, "contention")) {
+		config_setting_t *ct = config_lookup(&cf, "contention");
+		if ((config_setting_lookup(ct, "compute") &&
+		     (rc = cfg_range(path, &cf, ct, "compute", 0, 10, 0, 1, &hw->slow_compute,
+				     err))) ||
+		    (config_setting_lookup(ct, "comm") &&
+		     (rc = cfg_range(path, &cf, ct, "comm", 0, 10, 0, 1, &hw->slow_comm, err))))
+			goto out;
 	}
 	kperf_defaults(hw);
 	rc = load_kernels(path, &cf, hw, err);

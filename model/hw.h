@@ -58,14 +58,56 @@ struct hw_profile {
 	double hbm_Bps;	   /* memory bandwidth */
 	double hbm_bytes;  /* memory capacity */
 	double nvlink_Bps; /* per GPU, one direction */
-	int gpus_per_node;
+	int gpus_per_node; /* of a physical node (a server, a compute tray):
+			    * the GPUs its NICs serve */
 	int nics_per_node;
-	double nic_Bps;		  /* per NIC, one direction */
-	double nvlink_lat_s;	  /* per step of a collective inside a node */
-	double net_lat_s;	  /* per step across nodes */
-	double mem_reserve_bytes; /* kept free: CUDA context, allocator slack */
+	int nvlink_domain;   /* GPUs on one scale-up fabric (NVLink/NVSwitch,
+			    * xGMI): a multiple of gpus_per_node, 72 in a
+			    * GB200 NVL72 rack; 0 (a profile built by hand):
+			    * gpus_per_node.  Read through hw_domain(). */
+	int mesh;	     /* 1: the domain is a full mesh of point-to-point
+			    * links (AMD Infinity Fabric / xGMI), not a switch:
+			    * nvlink_Bps is the sum over a GPU's domain - 1
+			    * links, and a group of g of the domain's GPUs
+			    * reaches (g - 1) / (domain - 1) of it (comm.h) */
+	double nic_Bps;	     /* per NIC, one direction */
+	double nvlink_lat_s; /* per step of a collective inside a node */
+	double net_lat_s;    /* per step across nodes */
+	/* Collectives as measured (comm.h; fitted by prism collectives --fit):
+	 * the fraction of a link's bandwidth a ring reaches in the node and
+	 * across nodes, NVLink SHARP's all-reduce (0: no NVLS), and a fixed
+	 * cost per collective. */
+	double nvl_eff, net_eff, nvls_eff;
+	double coll_base_s;
+	double mem_reserve_bytes; /* kept free: CUDA context, library workspaces,
+				   * NCCL buffers */
+	double mem_frag;	  /* the caching allocator's fragmentation: the
+				   * fraction of reserved memory not allocated */
+	double slow_compute;	  /* contention (sim.h): a compute kernel beside
+				   * a collective runs 1 / (1 + slow_compute) */
+	double slow_comm;	  /* and a collective beside compute 1 / (1 +
+				   * slow_comm) */
 	struct hw_kernels k;	  /* kernel efficiency by shape (kperf.h) */
 };
+
+/* The caching allocator's fragmentation where a profile states none: GMLake
+ * (Guo et al., ASPLOS 2024) measured PyTorch's caching allocator on eight
+ * LLM training runs on A100 80 GB at 15 % of reserved memory on average (up
+ * to 33 %), the share its stitching recovered. */
+#define HW_MEM_FRAG_DEFAULT 0.15
+
+/* Bus efficiency of collectives where a profile states none: prism's
+ * comm_eff default before the profiles carried a fit. */
+#define HW_BUS_EFF_DEFAULT 0.8
+
+/* Contention where a profile states none (`contention.compute`,
+ * `contention.comm`; scripts/contention_fit.py): compute kernels timed both
+ * beside communication and clear of it in the shared traces, 28 groups of
+ * one name and size (ResNet DDP and DLRM on A100), median +4.9 %; a
+ * collective on fewer SMs, DeepEP V2's all-to-all on SM100 with 24 SMs
+ * against 64 (collectives.csv), +11.3 %. */
+#define HW_CONT_COMPUTE_DEFAULT 0.049
+#define HW_CONT_COMM_DEFAULT	0.113
 
 /* Read a profile.  0, or PRISM_EIO/PRISM_EFORMAT with err naming the file,
  * the line and the setting at fault.  Every number has a range (hw.c, and
@@ -82,5 +124,19 @@ const char *hw_dtype_name(int dtype);
 /* Bandwidth of the network per GPU, one direction (NICs shared by the
  * node's GPUs). */
 double hw_net_Bps_per_gpu(const struct hw_profile *hw);
+
+/* The GPUs of one NVLink domain: communication groups are placed in it
+ * (comm.h's comm_group counts its members per domain) and reach each other
+ * at NVLink speed; beyond it, over the NICs.  nvlink_domain, or
+ * gpus_per_node where the profile states none. */
+int hw_domain(const struct hw_profile *hw);
+
+/* Whether a group of n consecutive ranks (tensor parallel) can be placed
+ * inside one NVLink domain, each domain holding whole groups: n at most
+ * the domain, and either n divides it, or the domain is larger than a
+ * node and n is made of whole nodes (TP = 16 on an NVL72 of 4-GPU trays:
+ * 4 groups a rack, 2 trays left over, as the jobs that keep spares do).
+ * With a domain of one node this is "n divides the node". */
+int hw_group_fits_domain(const struct hw_profile *hw, int n);
 
 #endif

@@ -26,10 +26,17 @@ const char *kbench_class_name(int cls)
 
 const char *kbench_profile(const char *g)
 {
-	/* Order matters: "H100 PCIe" before "H100", "A100 PCIe" before "A100". */
-	if (strstr(g, "PCIe") || strstr(g, "GH200") || strstr(g, "GB200") || strstr(g, "B300") ||
-	    strstr(g, "MI3") || strstr(g, "Gaudi") || strstr(g, "gfx") || strstr(g, "RTX"))
+	/* Order matters: "H100 PCIe" before "H100", "A100 PCIe" before "A100",
+	 * the NVL72 racks' GB200 and GB300 before B200 and B300. */
+	if (strstr(g, "PCIe") || strstr(g, "GH200") || strstr(g, "MI3") || strstr(g, "Gaudi") ||
+	    strstr(g, "gfx") || strstr(g, "RTX"))
 		return NULL;
+	if (strstr(g, "GB200"))
+		return "gb200-nvl72";
+	if (strstr(g, "GB300"))
+		return "gb300-nvl72";
+	if (strstr(g, "B300"))
+		return "b300-hgx";
 	if (strstr(g, "H800"))
 		return "h800-hgx";
 	if (strstr(g, "H200"))
@@ -59,7 +66,7 @@ const char *kbench_family(const char *p)
 /* Split the next record of *p into fields (in place: quotes removed,
  * doubled quotes kept once; a quote left open ends at the text's end);
  * *p moves past it.  Returns the field count, or -1 at the end. */
-static int record(char **p, char **f, int max)
+int kbench_record(char **p, char **f, int max)
 {
 	char *s = *p, *w;
 	int n = 0;
@@ -149,18 +156,23 @@ static int dtype_of(const char *s)
 	return -1;
 }
 
-static void skip(struct kbench *kb, const char *why)
+void kbench_skip(struct kbench_skips *s, const char *why)
 {
-	kb->skipped++;
-	for (int i = 0; i < kb->n_why; i++)
-		if (!strcmp(kb->skip_why[i], why)) {
-			kb->skip_n[i]++;
+	s->skipped++;
+	for (int i = 0; i < s->n_why; i++)
+		if (!strcmp(s->why[i], why)) {
+			s->n[i]++;
 			return;
 		}
-	if (kb->n_why < 8) {
-		snprintf(kb->skip_why[kb->n_why], sizeof(kb->skip_why[0]), "%s", why);
-		kb->skip_n[kb->n_why++] = 1;
+	if (s->n_why < 8) {
+		snprintf(s->why[s->n_why], sizeof(s->why[0]), "%s", why);
+		s->n[s->n_why++] = 1;
 	}
+}
+
+static void skip(struct kbench *kb, const char *why)
+{
+	kbench_skip(&kb->skips, why);
 }
 
 static int push(struct kbench *kb, const struct kbench_row *r)
@@ -498,15 +510,15 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 	return push(kb, &r);
 }
 
-static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
+int kbench_slurp(const char *path, char **out, struct prism_err *err)
 {
 	FILE *fp;
-	char *buf = NULL, *p, *f[MAX_FIELDS];
-	struct cols h;
+	char *buf = NULL;
 	struct stat sb;
 	long n = -1;
-	int rc = 0, nf, kind, line = 1;
+	int rc;
 
+	*out = NULL;
 	/* A FIFO or a device would block (even opening it) or never end. */
 	if (stat(path, &sb) || !S_ISREG(sb.st_mode))
 		return prism_err_set(err, PRISM_EIO, "%s: not a regular file", path);
@@ -527,8 +539,20 @@ static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
 		free(buf);
 		return rc;
 	}
+	*out = buf;
+	return 0;
+}
+
+static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
+{
+	char *buf = NULL, *p, *f[MAX_FIELDS];
+	struct cols h;
+	int rc = 0, nf, kind, line = 1;
+
+	if ((rc = kbench_slurp(path, &buf, err)))
+		return rc;
 	p = buf;
-	h.n = record(&p, h.name, MAX_FIELDS);
+	h.n = kbench_record(&p, h.name, MAX_FIELDS);
 	if (h.n < 3) {
 		free(buf);
 		return prism_err_set(err, PRISM_EFORMAT, "%s:1: not a CSV with a header", path);
@@ -545,7 +569,7 @@ static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
 		kind = 4;
 	else
 		kind = -1; /* collectives, other.csv: not kernel times */
-	while (kind >= 0 && !rc && (nf = record(&p, f, MAX_FIELDS)) >= 0) {
+	while (kind >= 0 && !rc && (nf = kbench_record(&p, f, MAX_FIELDS)) >= 0) {
 		line++;
 		if (nf < h.n) {
 			if (nf <= 1)

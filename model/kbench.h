@@ -59,13 +59,26 @@ struct kbench_row {
 			    * sizes 256..8192 (time_s of the best one) */
 };
 
+/* Rows a reader left out, and the first reasons, for the report. */
+struct kbench_skips {
+	size_t skipped;	 /* rows left out */
+	char why[8][96]; /* the first eight reasons */
+	size_t n[8];	 /* rows left out for each */
+	int n_why;
+};
+
+/* The whole of the regular file at path, NUL-terminated (*out, to free):
+ * 0, or PRISM_EIO (not a regular file: a FIFO would block), PRISM_ENOMEM,
+ * PRISM_EFORMAT (a NUL byte in it). */
+int kbench_slurp(const char *path, char **out, struct prism_err *err);
+
+/* One more row left out for reason why. */
+void kbench_skip(struct kbench_skips *s, const char *why);
+
 struct kbench {
 	struct kbench_row *rows;
 	size_t n, cap;
-	size_t skipped;	      /* rows left out */
-	char skip_why[8][96]; /* the first reasons, for the report */
-	size_t skip_n[8];
-	int n_why;
+	struct kbench_skips skips;
 };
 
 /* Read a CSV file (any of the kinds above) or every *.csv of a
@@ -99,5 +112,10 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 		  size_t n, int cls, int dtype);
 
 const char *kbench_class_name(int cls);
+
+/* The next record of a CSV text at *p split into at most max fields, in
+ * place (quotes removed, doubled quotes kept once); *p moves past it.  The
+ * field count, or -1 at the end.  (cbench.h reads collectives with it.) */
+int kbench_record(char **p, char **f, int max);
 
 #endif

@@ -35,7 +35,8 @@ double llm_layer_params(const struct llm *m)
 double llm_params(const struct llm *m)
 {
 	double h = m->hidden;
-	return m->layers * llm_layer_params(m) + (double)m->vocab * h + (double)m->seq * h + 2 * h;
+	return m->layers * llm_layer_params(m) + (m->untied ? 2.0 : 1.0) * m->vocab * h +
+	       (m->rope ? 0.0 : (double)m->seq * h) + 2 * h;
 }
 
 void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *attention)
@@ -114,6 +115,31 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 			    "'%s'",
 			    path, config_setting_source_line(config_lookup(&cf, "activation")),
 			    act);
+			goto out;
+		}
+	}
+	if (config_lookup(&cf, "tie_embeddings")) {
+		config_setting_t *e = config_lookup(&cf, "tie_embeddings");
+		if (config_setting_type(e) != CONFIG_TYPE_BOOL) {
+			rc = prism_err_set(err, PRISM_EFORMAT,
+					   "%s:%d: 'tie_embeddings': expected true or false", path,
+					   config_setting_source_line(e));
+			goto out;
+		}
+		m->untied = !config_setting_get_bool(e);
+	}
+	if (config_lookup(&cf, "positions")) {
+		char pos[16];
+		if ((rc = cfg_text(path, &cf, NULL, "positions", pos, sizeof(pos), err)))
+			goto out;
+		if (strcmp(pos, "rope") == 0) {
+			m->rope = 1;
+		} else if (strcmp(pos, "learned") != 0) {
+			rc = prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'positions': expected \"learned\" or \"rope\", not "
+			    "'%s'",
+			    path, config_setting_source_line(config_lookup(&cf, "positions")), pos);
 			goto out;
 		}
 	}

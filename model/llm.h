@@ -40,6 +40,11 @@ struct llm {
 	int kv_heads; /* key-value heads (grouped-query attention); 0: a */
 	int gated;    /* 1: SwiGLU FFN (gate, up and down matrices, Llama);
 		       * 0: GeLU (up and down, GPT) */
+	int untied;   /* 1: the output head is its own V x h matrix (Llama);
+		       * 0: tied to the word embedding (GPT, Megatron-LM's
+		       * default) */
+	int rope;     /* 1: rotary position embeddings, no parameters (Llama);
+		       * 0: learned positions, s x h (GPT) */
 };
 
 /* Key-value heads: kv_heads, or a when 0. */
@@ -60,7 +65,8 @@ double llm_layer_params(const struct llm *m);
 double llm_gemm_flops(double m, double n, double k);
 
 /* Parameters: per layer llm_layer_params (4h^2 + 2 h ffn + 9h + ffn for
- * GPT); embeddings V h (+ s h positions). */
+ * GPT); the word embedding V h, and the output head V h again when untied;
+ * learned positions s h; the final norm 2h. */
 double llm_params(const struct llm *m);
 
 /* The forward FLOPs of one layer on `batch` sequences: its GEMMs (QKV,
@@ -105,7 +111,9 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute);
 /*
  * A model from a libconfig file (configs/models/): name, layers, hidden,
  * heads, seq, vocab, and ffn (4 x hidden if absent), kv_heads (heads if
- * absent) and activation ("gelu", the default, or "swiglu").  0, or PRISM_EIO /
+ * absent), activation ("gelu", the default, or "swiglu"), tie_embeddings
+ * (true, the default, or false) and positions ("learned", the default, or
+ * "rope").  0, or PRISM_EIO /
  * PRISM_EFORMAT naming the file, line and setting.
  */
 int llm_load(const char *path, struct llm *m, struct prism_err *err);

@@ -1,4 +1,4 @@
-/* mem.c - weights, optimizer state and activations per GPU. */
+/* mem.c - weights, optimizer state, buffers and activations per stage. */
 #include "mem.h"
 
 #include <string.h>
@@ -18,8 +18,6 @@ int mem_recompute_parse(const char *s)
 	return -1;
 }
 
-#include <string.h>
-
 double mem_act_per_layer(const struct llm *m, const struct mem_layout *l)
 {
 	double s = m->seq, b = l->mbs, h = m->hidden, a = m->heads, t = l->tp;
@@ -37,30 +35,177 @@ double mem_act_per_layer(const struct llm *m, const struct mem_layout *l)
 	}
 }
 
+int mem_stage_layers(const struct llm *m, const struct mem_layout *l, int s)
+{
+	if (l->pp > 1 && l->part[0] > 0)
+		return l->part[s];
+	return m->layers / (l->pp > 0 ? l->pp : 1);
+}
+
+int mem_chunk_layers(const struct llm *m, const struct mem_layout *l, int s, int c)
+{
+	int v = l->vp > 0 ? l->vp : 1;
+	(void)c;
+	return mem_stage_layers(m, l, s) / v;
+}
+
+int mem_chunk_first(const struct llm *m, const struct mem_layout *l, int s, int c)
+{
+	int first = 0;
+	/* Chunks in model order: chunk c of stage s is model chunk c pp + s. */
+	for (int k = 0; k < c * l->pp + s; k++)
+		first += mem_chunk_layers(m, l, k % l->pp, k / l->pp);
+	return first;
+}
+
+int mem_shard_group(const struct mem_layout *l)
+{
+	return l->shard > 0 && l->shard < l->dp ? l->shard : l->dp;
+}
+
+void mem_bytes_per_param(int prec, double *w, double *g, double *o)
+{
+	switch (prec) {
+	case MEM_PREC_FP16: /* fp16 gradients; fp32 master, moments and main gradients */
+		*w = 2, *g = 2, *o = 16;
+		break;
+	case MEM_PREC_FP32: /* moments only: the weights are the master */
+		*w = 4, *g = 4, *o = 8;
+		break;
+	default: /* bf16 weights, fp32 main gradients, fp32 master and moments */
+		*w = 2, *g = 4, *o = 12;
+	}
+}
+
+/* The units of stage s in its schedule's order (as synth.c runs them):
+ * warm-up forwards, then one forward and one backward each, then the
+ * remaining backwards.  Unit k's chunk (model chunks of the stage). */
+static int unit_chunk(const struct mem_layout *l, int k, int fwd)
+{
+	int p = l->pp, v = l->vp > 0 ? l->vp : 1, ch = (k % (p * v)) / p;
+	return fwd ? ch : v - 1 - ch;
+}
+
+static int warmup(const struct mem_layout *l, int s)
+{
+	int p = l->pp, v = l->vp > 0 ? l->vp : 1, total = l->microbatches * v, w;
+	if (l->schedule == MEM_GPIPE)
+		w = total;
+	else if (l->schedule == MEM_INTERLEAVED)
+		w = l->microbatches == p ? total : (p - s - 1) * 2 + (v - 1) * p;
+	else
+		w = p - s - 1;
+	return w > total ? total : w;
+}
+
+void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_profile *hw, int s,
+	       struct mem_stage *out)
+{
+	double t = l->tp, h = m->hidden, V = m->vocab, sq = m->seq, b = l->mbs;
+	double sp = l->sp ? t : 1, wb, gb, ob, layer = llm_layer_params(m) / t;
+	double n = mem_stage_layers(m, l, s), emb = 0, head = 0, P, shard = mem_shard_group(l);
+	double a_layer = mem_act_per_layer(m, l), held = 0, peak = 0, units = 0, peak_units = 0;
+	int v = l->vp > 0 ? l->vp : 1, total = l->microbatches * v, warm = warmup(l, s);
+	int first = s == 0, last = s == l->pp - 1, kf = 0, kb = 0;
+
+	memset(out, 0, sizeof(*out));
+	mem_bytes_per_param(l->prec, &wb, &gb, &ob);
+	if (first)
+		emb = V * h / t + (m->rope ? 0 : sq * h);
+	if (last)
+		head = 2 * h + (m->untied || l->pp > 1 ? V * h / t : 0);
+	P = n * layer + emb + head;
+	out->params = P;
+	out->weights = (wb * P + (l->fp8_weights ? 2 * n * layer : 0)) / (l->zero >= 3 ? shard : 1);
+	out->grads = gb * P / (l->zero >= 2 ? shard : 1);
+	out->optimizer = ob * P / (l->zero >= 1 ? shard : 1);
+	if (l->zero >= 3 && shard > 1)
+		out->buffers = (l->prefetch + 1) * layer * wb + (emb + head) * wb + layer * gb;
+	else if (l->zero == 2 && shard > 1)
+		out->buffers = layer * gb;
+
+	/* The schedule, walked: what the stage holds after each forward (the
+	 * backwards after the last forward only free). */
+	{
+		double mask = first ? sq * b * h / sp : 0;
+		double lg = last ? 4 * sq * b * V / t : 0, tail = last ? 4 * sq * b * h / sp : 0;
+		double held_lg = 0;
+		for (int i = 0; i < total; i++) {
+			int ch;
+			/* In the steady state the units held repeat every pp x vp:
+			 * one period past the warm-up has seen every peak. */
+			if (i > warm + l->pp * v)
+				break;
+			ch = unit_chunk(l, kf++, 1);
+			held += mem_chunk_layers(m, l, s, ch) * a_layer + (ch == 0 ? mask : 0) +
+				(ch == v - 1 ? tail + lg : 0);
+			held_lg += ch == v - 1 ? lg : 0;
+			units++;
+			if (held > peak) {
+				peak = held;
+				peak_units = units;
+				out->logits = held_lg;
+			}
+			if (i >= warm) {
+				ch = unit_chunk(l, kb++, 0);
+				held -= mem_chunk_layers(m, l, s, ch) * a_layer +
+					(ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
+				held_lg -= ch == v - 1 ? lg : 0;
+				units--;
+			}
+		}
+		out->activations = peak;
+		out->inflight = peak_units / v;
+	}
+	/* Working memory on top of what is held. */
+	if (l->recompute == MEM_RECOMPUTE_FULL) {
+		struct mem_layout x = *l;
+		x.recompute = MEM_RECOMPUTE_NONE;
+		out->transient = mem_act_per_layer(m, &x);
+	} else if (l->recompute == MEM_RECOMPUTE_SELECTIVE && !l->flash) {
+		out->transient = 5 * m->heads * sq * sq * b / t;
+	}
+	if (last)
+		out->transient += 2 * sq * b * V / t;
+	out->allocated = out->weights + out->grads + out->optimizer + out->buffers +
+			 out->activations + out->transient;
+	if (hw && hw->mem_frag > 0 && hw->mem_frag < 1)
+		out->fragmentation = out->allocated * hw->mem_frag / (1 - hw->mem_frag);
+	out->total = out->allocated + out->fragmentation;
+}
+
 void mem_estimate(const struct llm *m, const struct mem_layout *l, const struct hw_profile *hw,
 		  struct mem_est *out)
 {
-	double p = l->pp, mb = l->microbatches, v = l->vp > 0 ? l->vp : 1;
-	double P = llm_params(m) / ((double)l->tp * l->pp);
+	struct mem_stage st, best;
+	int p = l->pp > 0 ? l->pp : 1;
 
 	memset(out, 0, sizeof(*out));
-	out->params_per_gpu = P;
-	out->weights = (2 + (l->fp8_weights ? 2 : 0)) * P / (l->zero >= 3 ? l->dp : 1);
-	out->grads = 2 * P / (l->zero >= 2 ? l->dp : 1);
-	out->optimizer = 12 * P / (l->zero >= 1 ? l->dp : 1);
-	out->act_per_layer = mem_act_per_layer(m, l);
-	switch (l->schedule) {
-	case MEM_GPIPE:
-		out->inflight = mb;
-		break;
-	case MEM_INTERLEAVED:
-		out->inflight = (mb < p ? mb : p) * (1 + (p - 1) / (p * v));
-		break;
-	default:
-		out->inflight = mb < p ? mb : p;
+	memset(&best, 0, sizeof(best));
+	for (int s = 0; s < p; s++) {
+		mem_stage(m, l, hw, s, &st);
+		if (s == 0)
+			out->first_total = st.total;
+		if (s == p - 1)
+			out->last_total = st.total;
+		if (s == 0 || st.total > best.total) {
+			best = st;
+			out->stage = s;
+		}
 	}
-	out->activations = out->act_per_layer * (m->layers / p) * out->inflight;
-	out->total = out->weights + out->grads + out->optimizer + out->activations;
+	out->params_per_gpu = best.params;
+	out->weights = best.weights;
+	out->grads = best.grads;
+	out->optimizer = best.optimizer;
+	out->buffers = best.buffers;
+	out->act_per_layer = mem_act_per_layer(m, l);
+	out->inflight = best.inflight;
+	out->activations = best.activations;
+	out->logits = best.logits;
+	out->transient = best.transient;
+	out->allocated = best.allocated;
+	out->fragmentation = best.fragmentation;
+	out->total = best.total;
 	if (hw) {
 		out->capacity = hw->hbm_bytes - hw->mem_reserve_bytes;
 		out->fits = out->total <= out->capacity;

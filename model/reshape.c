@@ -609,6 +609,7 @@ static int add_dp(struct rs *r, struct graph *out_names)
 		}
 		for (uint32_t it = 0; it < g->n_iters && !rc; it++) {
 			int32_t last_mb = -1, top = -1;
+			double bucket = 0; /* parameters whose gradients wait */
 			uint32_t last_ar = NONE32, opt_first = NONE32, opt_host = NONE32,
 				 sync = NONE32;
 			const uint32_t *xs = it_x + it_off[it];
@@ -640,12 +641,20 @@ static int add_dp(struct rs *r, struct graph *out_names)
 			if (nb)
 				qsort_r(bw, nb, sizeof(*bw), cmp_layer, r);
 			/* From the top layer down: the backward runs them so. */
+			bucket = p->dp_first && rk < p->n_dp_extra ? p->dp_first[rk] : 0;
 			for (size_t hi = nb, lo = nb; hi > 0 && !rc; hi = lo) {
 				uint32_t kx = NONE32, call, host_last = NONE32, ref;
 				int32_t l = r->x.v[bw[hi - 1]].layer;
 				struct sn s;
 				while (lo > 0 && r->x.v[bw[lo - 1]].layer == l)
 					lo--;
+				double sz[2], tail = lo == 0 && p->dp_last && rk < p->n_dp_extra
+							 ? p->dp_last[rk]
+							 : 0;
+				int nsz;
+				bucket += p->dp_layer_params;
+				if (bucket < p->dp_bucket_params && lo > 0)
+					continue; /* the bucket is not full */
 				/* bw[lo .. hi): layer l's, in emission order */
 				for (size_t j = lo; j < hi; j++) {
 					const struct xn *x = &r->x.v[bw[j]];
@@ -662,64 +671,78 @@ static int add_dp(struct rs *r, struct graph *out_names)
 						host_last = bw[j];
 				if (host_last == NONE32)
 					host_last = call;
-				memset(&s, 0, sizeof(s));
-				s.proc = r->x.v[call].proc;
-				s.after = host_last;
-				s.before = NONE32;
-				s.iter = (int32_t)it;
-				s.layer = l;
-				s.mb = last_mb;
-				s.phase = PH_BACKWARD;
-				s.corr = -1;
-				s.op = empty;
-				s.kind = GN_RUNTIME;
-				s.rtclass = RT_EVENT_RECORD;
-				s.dur = p->event_ns;
-				s.name = n_rec;
-				if ((rc = add_sn(r, &s, &ref)))
-					break;
-				s.rtclass = RT_STREAM_WAIT;
-				s.name = n_wait;
-				if ((rc = add_sn(r, &s, &ref)))
-					break;
-				s.kind = GN_CPU;
-				s.rtclass = RT_OTHER;
-				s.dur = p->cpu_op_ns;
-				s.name = s.op = n_cpu;
-				if (p->cpu_op_ns > 0 && (rc = add_sn(r, &s, &ref)))
-					break;
-				s.kind = GN_RUNTIME;
-				s.rtclass = RT_LAUNCH;
-				s.dur = p->launch_ns;
-				s.name = n_launch;
-				s.corr = corr;
-				if ((rc = add_sn(r, &s, &call)))
-					break;
-				s.proc = dproc;
-				s.after = NONE32;
-				s.kind = GN_COLL;
-				s.rtclass = RT_OTHER;
-				s.dur = p->dp_coll_ns;
-				s.lag = p->gpu_lag_ns;
-				s.name = n_kern;
-				s.has_coll = 1;
-				memset(&s.coll, 0, sizeof(s.coll));
-				s.coll.kind = GC_ALL_REDUCE;
-				s.coll.bytes = (int64_t)p->dp_layer_bytes;
-				s.coll.group_size = p->dp;
-				s.coll.pg = pgname;
-				s.coll.ranks = ranks;
-				s.coll.dtype = dtype;
-				corr--;
-				if ((rc = add_sn(r, &s, &ref)))
-					break;
-				used = 1;
-				r->st->colls_added++;
-				if ((rc = add_edge(r, call | 0x80000000u, ref | 0x80000000u,
-						   GE_LAUNCH)) ||
-				    (rc = add_edge(r, kx, ref | 0x80000000u, GE_EVENT)))
-					break;
-				last_ar = ref;
+				/* A bucket the bottom layer fills goes before the
+				 * embedding's gradients, which follow in their own. */
+				nsz = 0;
+				if (lo == 0 && tail > 0 && bucket >= p->dp_bucket_params) {
+					sz[nsz++] = bucket;
+					bucket = 0;
+				}
+				bucket += lo == 0 ? tail : 0;
+				if (bucket > 0)
+					sz[nsz++] = bucket;
+				for (int q = 0; q < nsz && !rc; q++) {
+					bucket = sz[q];
+					memset(&s, 0, sizeof(s));
+					s.proc = r->x.v[call].proc;
+					s.after = host_last;
+					s.before = NONE32;
+					s.iter = (int32_t)it;
+					s.layer = l;
+					s.mb = last_mb;
+					s.phase = PH_BACKWARD;
+					s.corr = -1;
+					s.op = empty;
+					s.kind = GN_RUNTIME;
+					s.rtclass = RT_EVENT_RECORD;
+					s.dur = p->event_ns;
+					s.name = n_rec;
+					if ((rc = add_sn(r, &s, &ref)))
+						break;
+					s.rtclass = RT_STREAM_WAIT;
+					s.name = n_wait;
+					if ((rc = add_sn(r, &s, &ref)))
+						break;
+					s.kind = GN_CPU;
+					s.rtclass = RT_OTHER;
+					s.dur = p->cpu_op_ns;
+					s.name = s.op = n_cpu;
+					if (p->cpu_op_ns > 0 && (rc = add_sn(r, &s, &ref)))
+						break;
+					s.kind = GN_RUNTIME;
+					s.rtclass = RT_LAUNCH;
+					s.dur = p->launch_ns;
+					s.name = n_launch;
+					s.corr = corr;
+					if ((rc = add_sn(r, &s, &call)))
+						break;
+					s.proc = dproc;
+					s.after = NONE32;
+					s.kind = GN_COLL;
+					s.rtclass = RT_OTHER;
+					s.dur = p->dp_coll_ns(p->dp_ctx, bucket * p->dp_grad_bytes);
+					s.lag = p->gpu_lag_ns;
+					s.name = n_kern;
+					s.has_coll = 1;
+					memset(&s.coll, 0, sizeof(s.coll));
+					s.coll.kind = GC_ALL_REDUCE;
+					s.coll.bytes = (int64_t)(bucket * p->dp_grad_bytes);
+					s.coll.group_size = p->dp;
+					s.coll.pg = pgname;
+					s.coll.ranks = ranks;
+					s.coll.dtype = dtype;
+					corr--;
+					if ((rc = add_sn(r, &s, &ref)))
+						break;
+					used = 1;
+					r->st->colls_added++;
+					if ((rc = add_edge(r, call | 0x80000000u, ref | 0x80000000u,
+							   GE_LAUNCH)) ||
+					    (rc = add_edge(r, kx, ref | 0x80000000u, GE_EVENT)))
+						break;
+					last_ar = ref;
+					bucket = 0;
+				}
 			}
 			if (rc || last_ar == NONE32)
 				continue;
@@ -1303,6 +1326,7 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 				n->kind[id] = s->kind;
 				n->rtclass[id] = s->rtclass;
 				if (s->has_coll) {
+					n->flags[id] |= NF_ADDED;
 					n->colls[ci] = s->coll;
 					n->colls[ci].node = id;
 					n->coll[id] = ci++;

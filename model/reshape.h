@@ -63,11 +63,22 @@ struct reshape_plan {
 	 * reduce-scatter) and the host calls that launched them: a repeated
 	 * last microbatch synchronises its gradients once. */
 	int64_t strip_group;
-	/* Add the gradient all-reduce of each layer (the base has none). */
+	/* Add the gradient all-reduces (the base has none), as prism synth
+	 * issues them: buckets of gradients filled in the order the backward
+	 * completes them -- rank r's dp_first[r] parameters (the output
+	 * side's), then each layer's dp_layer_params from the top -- and
+	 * all-reduced after the layer that fills one (dp_bucket_params or
+	 * more); the rest, with rank r's dp_last[r] (the embedding's), after
+	 * the bottom layer.  dp_first and dp_last: n_dp_extra entries, or
+	 * NULL (0).  dp_coll_ns(dp_ctx, bytes): an all-reduce's duration. */
 	int add_dp;
-	int dp;		       /* its group */
-	double dp_layer_bytes; /* bytes per layer */
-	int64_t dp_coll_ns;    /* its duration */
+	int dp; /* its group */
+	double dp_layer_params, dp_bucket_params;
+	double dp_grad_bytes; /* per parameter */
+	const double *dp_first, *dp_last;
+	uint32_t n_dp_extra;
+	int64_t (*dp_coll_ns)(const void *dp_ctx, double bytes);
+	const void *dp_ctx;
 	/* Host costs of added tasks. */
 	int64_t cpu_op_ns, launch_ns, event_ns, gpu_lag_ns;
 };

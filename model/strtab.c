@@ -93,13 +93,20 @@ int strtab_copy(struct strtab *dst, const struct strtab *src)
 	return 0;
 }
 
+/* The length of string id: strings are stored back to back, each with its
+ * NUL, in id order.  (Comparing len bytes of a shorter stored string would
+ * read past it, and past the buffer for the last one.) */
+static size_t stored_len(const struct strtab *st, uint32_t id)
+{
+	return (id + 1 < st->n ? st->off[id + 1] : st->len) - st->off[id] - 1;
+}
+
 uint32_t strtab_find(const struct strtab *st, const char *s, size_t len)
 {
 	uint32_t i = (uint32_t)hash_bytes(s, len, st->seed) & (st->nslots - 1);
 	for (; st->slots[i]; i = (i + 1) & (st->nslots - 1)) {
 		uint32_t id = st->slots[i] - 1;
-		const char *t = st->buf + st->off[id];
-		if (memcmp(t, s, len) == 0 && t[len] == '\0')
+		if (stored_len(st, id) == len && memcmp(st->buf + st->off[id], s, len) == 0)
 			return id;
 	}
 	return STRTAB_NONE;
@@ -112,8 +119,7 @@ int strtab_intern(struct strtab *st, const char *s, size_t len, uint32_t *id)
 
 	for (; st->slots[i]; i = (i + 1) & (st->nslots - 1)) {
 		uint32_t cand = st->slots[i] - 1;
-		const char *t = st->buf + st->off[cand];
-		if (memcmp(t, s, len) == 0 && t[len] == '\0') {
+		if (stored_len(st, cand) == len && memcmp(st->buf + st->off[cand], s, len) == 0) {
 			*id = cand;
 			return 0;
 		}

@@ -15,8 +15,8 @@
 #define NONE32	      UINT32_MAX
 #define SYNTH_TOO_BIG 2 /* ctx.oom: GRAPH_MAX_TASKS reached */
 
-enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_N };
-static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24};
+enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_TP, S_N };
+static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25};
 
 /* A node as built, before nodes are grouped by processor. */
 struct snode {
@@ -97,10 +97,13 @@ struct rankst {
 	uint32_t last[S_N];	    /* last task launched on each stream, or NONE32 */
 	int32_t layer, mb;
 	uint8_t phase;
+	double bucket; /* gradients ready and not yet reduced, parameters */
 };
 
 struct ctx {
 	const struct synth_in *in;
+	struct mem_layout lay; /* in->lay resolved (synth_mem_layout): the
+				     * layers of each stage, the precision */
 	struct strtab st;
 	VEC(struct snode) nodes;
 	VEC(struct sedge) edges;
@@ -177,6 +180,9 @@ void synth_in_default(struct synth_in *in)
 	in->lay.microbatches = 1;
 	in->lay.schedule = MEM_1F1B;
 	in->lay.flash = 1;
+	in->lay.prefetch = 1;
+	in->lay.overlap_grad = 1;
+	in->lay.pp_overlap = 1;
 	in->steps = 2;
 	/* The kernel model (kperf.h) times every kernel; each class's line
 	 * starts as the identity and calibration fits it. */
@@ -186,7 +192,7 @@ void synth_in_default(struct synth_in *in)
 		in->cost[c].overhead_s = 0;
 		in->scale[c] = 1;
 	}
-	in->comm_eff = 0.8;
+	in->comm_eff = 1.0;
 	in->cpu_op_s = 10e-6;
 	in->launch_s = 5e-6;
 	in->gpu_lag_s = 1e-6;
@@ -404,6 +410,26 @@ static void event_wait(struct ctx *c, int r, int from, int to)
 		c->oom = 1;
 }
 
+/* Stream `to` waits for task `src` of stream `from` (launched earlier). */
+static void event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to)
+{
+	struct rankst *k = &c->rk[r];
+	struct pending p;
+	uint32_t rec, w;
+
+	if (c->dry || src == NONE32)
+		return;
+	rec = host_call(c, r, c->n_record, RT_EVENT_RECORD, c->in->event_s);
+	w = host_call(c, r, c->n_wait, RT_STREAM_WAIT, c->in->event_s);
+	p.proc = k->stream[to];
+	p.src = src;
+	p.wait = w;
+	p.record = rec;
+	p.on_proc = k->stream[from];
+	if (VEC_PUSH(c->pend, p) || VEC_PUSH(c->waits, p))
+		c->oom = 1;
+}
+
 /* The memory-bound kind of a class (kperf_mem_s). */
 static int mem_kind(int cls)
 {
@@ -555,27 +581,64 @@ struct shape {
 	int gated;
 	int L; /* layers per model chunk */
 	int p, v, m;
-	int tp_per_node, dp_per_node, pp_per_node;
+	int tp_per_node, pp_per_node;
+	int emb_per_node; /* of the first and last stages (2: one node) */
 };
 
-static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
+/* One tensor-parallel collective of the b s h activations on stream st:
+ * kind GC_ALL_REDUCE, or with sequence parallelism GC_REDUCE_SCATTER or
+ * GC_ALL_GATHER. */
+static void tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind)
 {
 	struct comm_group g = {(int)z->t, z->tp_per_node};
 	char pg[32];
+	snprintf(pg, sizeof(pg), "tp.%d", r);
+	if (kind == GC_REDUCE_SCATTER)
+		collective(c, r, st, kind, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+			   z->b * z->s * z->h * 2, g, pg);
+	else if (kind == GC_ALL_GATHER)
+		collective(c, r, st, kind, "ncclDevKernel_AllGather_RING_LL",
+			   z->b * z->s * z->h * 2, g, pg);
+	else
+		collective(c, r, st, kind, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+			   z->b * z->s * z->h * 2, g, pg);
+}
+
+static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
+{
 	if (z->t <= 1)
 		return;
-	snprintf(pg, sizeof(pg), "tp.%d", r);
 	if (c->in->lay.sp) {
-		collective(c, r, S_COMPUTE, GC_REDUCE_SCATTER,
-			   "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", z->b * z->s * z->h * 2,
-			   g, pg);
-		collective(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
-			   z->b * z->s * z->h * 2, g, pg);
+		tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
 	} else {
-		collective(c, r, S_COMPUTE, GC_ALL_REDUCE,
-			   "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", z->b * z->s * z->h * 2, g,
-			   pg);
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_REDUCE);
 	}
+}
+
+/* Tensor-parallel communication overlapped with GEMMs (Megatron-LM's
+ * --tp-comm-overlap, Transformer Engine's userbuffers; sequence parallel):
+ * the collective runs on its own stream beside the GEMMs launched between
+ * tp_side_begin and tp_side_end, both after what preceded them, and what
+ * follows waits for both.  The pipelining of the collective and the GEMM
+ * in chunks is taken as perfect (the fill of one chunk is left out);
+ * contention slows both where they overlap (sim.h). */
+static int tp_overlapped(const struct ctx *c, const struct shape *z)
+{
+	return z->t > 1 && c->in->lay.sp && c->in->lay.tp_overlap;
+}
+
+static void tp_side_begin(struct ctx *c, int r, const struct shape *z, int k1, int k2)
+{
+	event_wait(c, r, S_COMPUTE, S_TP);
+	tp_coll(c, r, z, S_TP, k1);
+	if (k2 >= 0)
+		tp_coll(c, r, z, S_TP, k2);
+}
+
+static void tp_side_end(struct ctx *c, int r)
+{
+	event_wait(c, r, S_TP, S_COMPUTE);
 }
 
 /* Bytes of an elementwise pass over n bf16 values reading `in` tensors. */
@@ -699,21 +762,40 @@ static void linear_fwd(struct ctx *c, int r, const char *name, double m, double 
 static void layer_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	int ov = tp_overlapped(c, z);
 	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	if (ov) /* the all-gather of the normed input beside the QKV GEMM */
+		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv / t, z->h);
+	if (ov)
+		tp_side_end(c, r);
 	attn_fwd(c, r, z);
+	if (ov) /* the projection's reduce-scatter beside its GEMM */
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->h / t);
-	tp_allreduce(c, r, z);
+	if (ov)
+		tp_side_end(c, r);
+	else
+		tp_allreduce(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	if (ov)
+		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h);
+	if (ov)
+		tp_side_end(c, r);
 	if (z->gated) /* silu(gate) x up: two inputs, one output */
 		kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(bs * z->f / t, 2));
 	else
 		kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
 		       ew(bs * z->f / t, 1));
+	if (ov)
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc2", bs, z->h, z->f / t);
-	tp_allreduce(c, r, z);
+	if (ov)
+		tp_side_end(c, r);
+	else
+		tp_allreduce(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 }
 
@@ -739,11 +821,17 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
 static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	int ov = tp_overlapped(c, z);
 	if (c->in->lay.recompute == MEM_RECOMPUTE_FULL)
 		layer_fwd(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
-	tp_allreduce(c, r, z);
+	if (ov) /* the gradient's gather beside FC2's gradient GEMMs */
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
+	else
+		tp_allreduce(c, r, z);
 	gemm_bwd(c, r, "fc2", bs, z->h, z->f / t);
+	if (ov)
+		tp_side_end(c, r);
 	if (z->gated) /* the gradient and both inputs in, both gradients out */
 		kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", bs * z->f / t * 2 * 5);
 	else
@@ -752,8 +840,13 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 	gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
 	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
 	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
-	tp_allreduce(c, r, z);
+	if (ov)
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
+	else
+		tp_allreduce(c, r, z);
 	gemm_bwd(c, r, "proj", bs, z->h, z->h / t);
+	if (ov)
+		tp_side_end(c, r);
 	if (c->in->lay.recompute == MEM_RECOMPUTE_SELECTIVE)
 		attn_fwd(c, r, z);
 	attn_bwd(c, r, z);
@@ -787,6 +880,260 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 	char pg[48];
 	snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
 	collective(c, r, st, kind, "ncclDevKernel_SendRecv", z->b * z->s * z->h * 2 / z->t, g, pg);
+}
+
+/* The embedding's lookup forward and its gradient (stage 0). */
+static void embed_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(z->b * z->s * z->h, 1));
+}
+
+static void embed_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(z->b * z->s * z->h, 2));
+}
+
+/* The final norm, the logits and the loss (the last stage).  The output
+ * layer stays in bf16 under fp8 (Transformer Engine quantises the
+ * transformer layers' GEMMs).  The vocabulary-parallel cross-entropy as
+ * Megatron-LM runs it (tensor_parallel/cross_entropy.py), in fp32 passes
+ * over the logits: the max and the sum of exponentials read them (4 + 4
+ * bytes a value); the cast to fp32 (2 + 4), the subtraction, the
+ * exponential and the division in place (8 each) read and write them. */
+static void head_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s;
+	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h, 1));
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", logit_dtype(c->in), 1, bs,
+	      z->V / z->t, z->h);
+	kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd", 30 * bs * z->V / z->t);
+	kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 8 * bs * z->V / z->t);
+}
+
+/* (softmax - one-hot) x the loss gradient from the saved fp32 softmax
+ * (read 4, write 4), cast to bf16 (read 4, write 2); the logits' two
+ * gradients; the final norm's. */
+static void head_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s;
+	kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd", 14 * bs * z->V / z->t);
+	logits_bwd(c, r, bs, z->V / z->t, z->h);
+	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
+}
+
+/* Parameters of the embedding on stage r's GPU: the word embedding
+ * (vocabulary-parallel) and learned positions on stage 0. */
+static double embed_params(const struct ctx *c, int r)
+{
+	double first, last;
+	synth_extra_params(c->in, r, &first, &last);
+	return last;
+}
+
+/* Parameters of the output side on stage r's GPU: the final norm, and the
+ * head -- its own matrix when untied, a copy of the word embedding (tied)
+ * on a last stage that is not the first. */
+static double head_params(const struct ctx *c, int r)
+{
+	double first, last;
+	synth_extra_params(c->in, r, &first, &last);
+	return first;
+}
+
+void synth_extra_params(const struct synth_in *in, int stage, double *first, double *last)
+{
+	const struct llm *m = &in->m;
+	*first =
+	    stage != in->lay.pp - 1
+		? 0
+		: 2.0 * m->hidden +
+		      (m->untied || in->lay.pp > 1 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
+	*last = stage != 0 ? 0
+			   : (double)m->vocab * m->hidden / in->lay.tp +
+				 (m->rope ? 0 : (double)m->seq * m->hidden);
+}
+
+/* Bytes of a gradient as it is reduced: the main gradients' (fp32 for
+ * bf16 weights: Megatron-LM's accumulate_allreduce_grads_in_fp32 default
+ * for bf16, FSDP2's reduce_dtype in torchtitan; fp16 for fp16). */
+static double grad_bytes(const struct ctx *c)
+{
+	return synth_grad_bytes(c->in);
+}
+
+static int mem_prec_of(int dtype);
+
+double synth_grad_bytes(const struct synth_in *in)
+{
+	double w, g, o;
+	mem_bytes_per_param(mem_prec_of(in->dtype), &w, &g, &o);
+	return g;
+}
+
+/* The largest divisor of n no greater than cap (at least 1): the members
+ * of a group of n that share an NVLink domain (hw_domain) when cap of them
+ * fit in one. */
+static int per_node(int n, int cap)
+{
+	int k = cap < n ? cap : n;
+	if (k < 1)
+		return 1;
+	while (n % k)
+		k--;
+	return k;
+}
+
+/* The data-parallel groups of a stage (ranks tp apart, consecutive in DP:
+ * Megatron's order): the sharding group of ZeRO (mem_shard_group) and,
+ * with hybrid sharding, the dp / shard replicas of each shard. */
+static struct comm_group shard_group(const struct ctx *c)
+{
+	int G = mem_shard_group(&c->lay), cap = hw_domain(c->in->hw) / c->in->lay.tp;
+	return (struct comm_group){G, per_node(G, cap)};
+}
+
+static struct comm_group replica_group(const struct ctx *c)
+{
+	int G = mem_shard_group(&c->lay), R = c->in->lay.dp / G;
+	int cap = hw_domain(c->in->hw) / (c->in->lay.tp * G);
+	return (struct comm_group){R, per_node(R, cap > 0 ? cap : 1)};
+}
+
+static int sharded(const struct ctx *c)
+{
+	return c->in->lay.zero >= 1 && mem_shard_group(&c->lay) > 1;
+}
+
+static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
+{
+	snprintf(pg, n, mem_shard_group(&c->lay) < c->in->lay.dp ? "dps.%d" : "dp.%d", r);
+}
+
+/* Reduce the gradients of `params` parameters (a bucket, or a ZeRO-3
+ * unit) of stage r on the DP stream: all-reduced over the data-parallel
+ * group, or under ZeRO >= 1 reduce-scattered over the sharding group and,
+ * with hybrid sharding, the shard all-reduced over the replicas (FSDP
+ * HYBRID_SHARD).  In the main gradients' precision (grad_bytes). */
+static void grad_reduce(struct ctx *c, int r, const struct shape *z, double params)
+{
+	const struct synth_in *in = c->in;
+	double gb = grad_bytes(c);
+	char pg[32];
+	(void)z;
+	if (in->lay.dp <= 1 || params <= 0)
+		return;
+	event_wait(c, r, S_COMPUTE, S_DP);
+	if (!sharded(c)) {
+		struct comm_group g = {in->lay.dp,
+				       per_node(in->lay.dp, hw_domain(in->hw) / in->lay.tp)};
+		snprintf(pg, sizeof(pg), "dp.%d", r);
+		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			   params * gb, g, pg);
+		return;
+	}
+	dp_pg(c, r, pg, sizeof(pg));
+	collective(c, r, S_DP, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
+		   params * gb, shard_group(c), pg);
+	if (replica_group(c).n > 1) {
+		snprintf(pg, sizeof(pg), "dpr.%d", r);
+		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			   params * gb / mem_shard_group(&c->lay), replica_group(c), pg);
+	}
+}
+
+/* A bucket's size in parameters: bucket_mb of main gradients, or
+ * Megatron-LM's default, max(40M, 1M x dp) parameters
+ * (distributed_data_parallel.py). */
+static double bucket_cap(const struct ctx *c)
+{
+	return synth_bucket_params(c->in);
+}
+
+double synth_bucket_params(const struct synth_in *in)
+{
+	double dp = in->lay.dp;
+	if (in->lay.bucket_mb > 0)
+		return in->lay.bucket_mb * 1e6 / synth_grad_bytes(in);
+	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
+}
+
+/* The gradients of `params` parameters are complete on stage r.  Buckets
+ * (DDP, Megatron-LM's grad buffer, DeepSpeed's reduce buckets) fill in the
+ * order the backward produces gradients and are reduced when full, during
+ * the backward (overlap_grad); ZeRO-3 reduces each unit (a layer: FSDP's
+ * wrapping) as it completes. */
+static void grad_ready(struct ctx *c, int r, const struct shape *z, double params)
+{
+	struct rankst *k = &c->rk[r];
+	if (c->in->lay.dp <= 1 || params <= 0)
+		return;
+	k->bucket += params;
+	if (!c->in->lay.overlap_grad)
+		return;
+	if (c->in->lay.zero >= 3 || k->bucket >= bucket_cap(c)) {
+		grad_reduce(c, r, z, k->bucket);
+		k->bucket = 0;
+	}
+}
+
+static void grad_flush(struct ctx *c, int r, const struct shape *z)
+{
+	if (c->rk[r].bucket > 0)
+		grad_reduce(c, r, z, c->rk[r].bucket);
+	c->rk[r].bucket = 0;
+}
+
+/* All-gather `params` parameters' bf16 weights over the sharding group on
+ * the DP stream, after the compute stream's last task when wait_compute;
+ * the gather's task. */
+static uint32_t gather(struct ctx *c, int r, double params, int wait_compute)
+{
+	double w, g, o;
+	char pg[32];
+	if (c->dry)
+		return NONE32;
+	mem_bytes_per_param(c->lay.prec, &w, &g, &o);
+	if (wait_compute)
+		event_wait(c, r, S_COMPUTE, S_DP);
+	dp_pg(c, r, pg, sizeof(pg));
+	collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL", params * w,
+		   shard_group(c), pg);
+	return c->rk[r].last[S_DP];
+}
+
+/* Layers gathered ahead in a unit: ZeRO-3 (FSDP FULL_SHARD) gathers every
+ * layer's weights before its forward and again before its backward;
+ * ZeRO-1/2 with overlap_param gather the step's updated weights before the
+ * first microbatch's forward (Megatron-LM's --overlap-param-gather).
+ * Position i of the unit's n layers (in the order it runs them) is
+ * gathered once the compute of position i - depth - 1 is done -- so that
+ * depth + 1 layers at most are gathered at once -- and its compute waits
+ * for its gather.  -1: no gathers in this unit. */
+static int gather_depth(const struct ctx *c, int fwd, int mb)
+{
+	const struct mem_layout *l = &c->lay;
+	if (!sharded(c) || c->in->bare)
+		return -1;
+	if (l->zero >= 3)
+		return l->prefetch;
+	if (fwd && mb == 0 && l->overlap_param)
+		return 1;
+	return -1;
+}
+
+/* Before position i of a unit of n layers: issue the gathers due and wait
+ * for position i's.  ids[] holds the gathers' tasks. */
+static void gather_before(struct ctx *c, int r, const struct shape *z, int depth, int i, int n,
+			  uint32_t *ids)
+{
+	if (depth < 0)
+		return;
+	if (i == 0)
+		for (int j = 0; j <= depth && j < n; j++)
+			ids[j] = gather(c, r, layer_params(z), j == 0);
+	else if (i + depth < n)
+		ids[i + depth] = gather(c, r, layer_params(z), 1);
+	event_wait_task(c, r, ids[i], S_DP, S_COMPUTE);
 }
 
 /* The stage and chunk a forward unit of (s, ch) gets its input from (0
@@ -1175,9 +1522,14 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 {
 	int r = s, os, oc;
 	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
-	int l0 = (ch * z->p + s) * z->L;
-	double bs = z->b * z->s;
-	uint32_t first_task = NONE32, last_task = NONE32;
+	int l0 = mem_chunk_first(&c->in->m, &c->lay, s, ch);
+	int nl = mem_chunk_layers(&c->in->m, &c->lay, s, ch);
+	int depth = gather_depth(c, fwd, mb);
+	/* Gradients are reduced in the last microbatch's backward of each
+	 * chunk, under ZeRO-2/3 in every backward (the gradients are sharded:
+	 * DeepSpeed's stage 2 and FSDP reduce each micro-step). */
+	int reduce = !fwd && (dp_bucket || c->lay.zero >= 2);
+	uint32_t first_task = NONE32, last_task = NONE32, *ids = NULL;
 	size_t k0 = c->nodes.n;
 	const struct synth_in *in = c->in;
 	size_t slot = c->fold ? fold_slot(c, z, s, ch, mb, fwd, dp_bucket) : SIZE_MAX;
@@ -1190,6 +1542,11 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 		c->rk[r].layer = -1;
 		return;
 	}
+	if (depth >= 0 && !c->dry &&
+	    !(ids = prism_malloc((size_t)(nl > 0 ? nl : 1) * sizeof(*ids)))) {
+		c->oom = 1;
+		return;
+	}
 	memset(&t, 0, sizeof(t));
 	t.ufirst = t.ulast = NONE32;
 	t.flops = c->flops;
@@ -1200,32 +1557,31 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 			pp_transfer(c, r, S_RECVF, GC_RECV, os, oc, z, 1);
 			event_wait(c, r, S_RECVF, S_COMPUTE);
 		}
-		if (first_chunk && !in->bare)
-			kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(bs * z->h, 1));
-		for (int l = 0; l < z->L; l++) {
+		if (first_chunk && !in->bare) {
+			if (depth >= 0) /* the embedding's weights, sharded too */
+				event_wait_task(c, r, gather(c, r, embed_params(c, r), 1), S_DP,
+						S_COMPUTE);
+			embed_fwd(c, r, z);
+		}
+		for (int l = 0; l < nl; l++) {
 			c->rk[r].layer = l0 + l;
+			gather_before(c, r, z, depth, l, nl, ids);
 			layer_fwd(c, r, z);
 		}
 		c->rk[r].layer = -1;
 		if (last_chunk && !in->bare) {
-			/* The output layer stays in bf16 under fp8 (Transformer
-			 * Engine quantises the transformer layers' GEMMs).  The
-			 * vocabulary-parallel cross-entropy as Megatron-LM runs it
-			 * (tensor_parallel/cross_entropy.py), in fp32 passes over
-			 * the logits: the max and the sum of exponentials read them
-			 * (4 + 4 bytes a value); the cast to fp32 (2 + 4), the
-			 * subtraction, the exponential and the division in place
-			 * (8 each) read and write them. */
-			kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h, 1));
-			bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits",
-			      logit_dtype(in), 1, bs, z->V / z->t, z->h);
-			kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd",
-			       30 * bs * z->V / z->t);
-			kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 8 * bs * z->V / z->t);
+			/* The head's weights stay gathered for its backward (as
+			 * torchtitan leaves the output layer unsharded). */
+			if (depth >= 0)
+				event_wait_task(c, r, gather(c, r, head_params(c, r), 1), S_DP,
+						S_COMPUTE);
+			head_fwd(c, r, z);
 		}
 		if (fwd_next(z, s, ch, &os, &oc)) {
 			event_wait(c, r, S_COMPUTE, S_SENDF);
 			pp_transfer(c, r, S_SENDF, GC_SEND, s, ch, z, 1);
+			if (!in->lay.pp_overlap)
+				event_wait(c, r, S_SENDF, S_COMPUTE);
 		}
 	} else {
 		if (fwd_next(z, s, ch, &os, &oc)) {
@@ -1233,39 +1589,33 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 			event_wait(c, r, S_RECVB, S_COMPUTE);
 		}
 		if (last_chunk && !in->bare) {
-			/* (softmax - one-hot) x the loss gradient from the saved
-			 * fp32 softmax (read 4, write 4), cast to bf16 (read 4,
-			 * write 2) */
-			kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd",
-			       14 * bs * z->V / z->t);
-			logits_bwd(c, r, bs, z->V / z->t, z->h);
-			kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
+			head_bwd(c, r, z);
+			if (reduce)
+				grad_ready(c, r, z, head_params(c, r));
 		}
-		for (int l = z->L - 1; l >= 0; l--) {
+		for (int l = nl - 1; l >= 0; l--) {
 			c->rk[r].layer = l0 + l;
+			gather_before(c, r, z, depth, nl - 1 - l, nl, ids);
 			layer_bwd(c, r, z);
-			if (dp_bucket && in->lay.dp > 1) {
-				struct comm_group g = {in->lay.dp, z->dp_per_node};
-				char pg[32];
-				snprintf(pg, sizeof(pg), "dp.%d", r);
-				event_wait(c, r, S_COMPUTE, S_DP);
-				if (in->lay.zero >= 1)
-					collective(c, r, S_DP, GC_REDUCE_SCATTER,
-						   "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
-						   layer_params(z) * 2, g, pg);
-				else
-					collective(c, r, S_DP, GC_ALL_REDUCE,
-						   "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-						   layer_params(z) * 2, g, pg);
-			}
+			if (reduce)
+				grad_ready(c, r, z, layer_params(z));
 		}
 		c->rk[r].layer = -1;
-		if (first_chunk && !in->bare)
-			kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel",
-			       ew(bs * z->h, 2));
+		if (first_chunk && !in->bare) {
+			embed_bwd(c, r, z);
+			if (reduce)
+				grad_ready(c, r, z, embed_params(c, r));
+		}
+		/* The chunk's last bucket (its first layers) once its backward
+		 * is done; without overlap, ZeRO-2/3 still reduce each
+		 * microbatch's, the others wait for the stage's last backward. */
+		if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
+			grad_flush(c, r, z);
 		if (fwd_prev(z, s, ch, &os, &oc)) {
 			event_wait(c, r, S_COMPUTE, S_SENDB);
 			pp_transfer(c, r, S_SENDB, GC_SEND, s, ch, z, 0);
+			if (!in->lay.pp_overlap)
+				event_wait(c, r, S_SENDB, S_COMPUTE);
 		}
 	}
 	if (slot != SIZE_MAX && !c->oom && c->findex.v[slot] == NONE32) {
@@ -1286,12 +1636,14 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 			}
 			c->findex.v[slot] = (uint32_t)(c->folds.n - 1);
 			fold_replay(c, &c->folds.v[c->folds.n - 1], r, mb);
+			free(ids);
 			return;
 		}
 		c->findex.v[slot] = FOLD_NEVER;
 	}
 	if (c->fold)
 		c->units_kept++;
+	free(ids);
 	/* The unit's compute tasks, for the bubble. */
 	for (size_t u = k0; u < c->nodes.n; u++)
 		if (c->nodes.v[u].proc == c->rk[r].stream[S_COMPUTE]) {
@@ -1362,55 +1714,86 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 		B_UNIT();
 #undef F_UNIT
 #undef B_UNIT
+	/* Without overlap the gradients wait for the stage's last backward. */
+	grad_flush(c, s, z);
 	free(last_b);
+}
+
+/* The optimizer's kernels for np_ local parameters (of one layer, or of
+ * the embedding or head). */
+static void adam(struct ctx *c, int r, double np_, int amax)
+{
+	const struct synth_in *in = c->in;
+	/* FP16: unscale the gradients and check them for inf/NaN (dynamic
+	 * loss scaling; fp32 main gradients read and written). */
+	if (in->dtype == HW_FP16)
+		kernel(c, r, KC_OPTIMIZER,
+		       "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>", 8 * np_);
+	/* Gradient clipping: the norm of the fp32 main gradients, then their
+	 * scaling by the clip coefficient. */
+	kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
+	kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>", 8 * np_);
+	kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * 30);
+	/* FP8: the amax history and scale update of the layer's tensors, one
+	 * small kernel (Transformer Engine's delayed scaling). */
+	if (amax && low_precision(in->dtype))
+		kernel(c, r, KC_ELEMENTWISE, "te_delayed_scaling_amax_and_scale_update",
+		       3 * 8 * 1024 * 4.0);
 }
 
 static void optimizer(struct ctx *c, int r, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
-	int zero = in->lay.zero >= 1 && in->lay.dp > 1;
-	double share = zero ? 1.0 / in->lay.dp : 1.0;
-	int layers = z->L * z->v;
+	int zero = sharded(c);
+	double share = zero ? 1.0 / mem_shard_group(&c->lay) : 1.0;
+	const struct llm *m = &in->m;
+	int tied = !m->untied && z->p > 1 && (r == 0 || r == z->p - 1);
 
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
-	if (in->lay.dp > 1)
+	/* Tied embeddings on two stages: the word embedding's gradient is
+	 * all-reduced between the first and the last stage once the
+	 * data-parallel reduction is done (Megatron-LM's
+	 * _allreduce_word_embedding_grads, in finalize_model_grads). */
+	if (tied) {
+		struct comm_group g = {2, z->emb_per_node};
+		event_wait(c, r, S_COMPUTE, S_DP);
+		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			   (double)m->vocab * m->hidden / z->t * grad_bytes(c), g, "emb");
+	}
+	if (in->lay.dp > 1 || tied)
 		event_wait(c, r, S_DP, S_COMPUTE);
-	for (int i = 0; i < layers; i++) {
-		/* Adam over fp32 master weights, moments and the gradient, one
-		 * kernel per layer (marked with it, so that layer edits on the
-		 * written trace repeat the layer's optimizer work too). */
-		double np_ = layer_params(z) * share;
-		set_ann(c, r, (i / z->L * z->p + r) * z->L + i % z->L, PH_OPTIMIZER, -1);
-		/* FP16: unscale the gradients and check them for inf/NaN
-		 * (dynamic loss scaling; fp32 main gradients read and written). */
-		if (in->dtype == HW_FP16)
-			kernel(c, r, KC_OPTIMIZER,
-			       "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>",
-			       8 * np_);
-		/* Gradient clipping: the norm of the fp32 main gradients, then
-		 * their scaling by the clip coefficient. */
-		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
-		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>", 8 * np_);
-		kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * 30);
-		/* FP8: the amax history and scale update of the layer's
-		 * tensors, one small kernel (Transformer Engine's delayed
-		 * scaling). */
-		if (low_precision(in->dtype))
-			kernel(c, r, KC_ELEMENTWISE, "te_delayed_scaling_amax_and_scale_update",
-			       3 * 8 * 1024 * 4.0);
+	/* Adam over fp32 master weights, moments and the gradient, one kernel
+	 * per layer (marked with it, so that layer edits on the written trace
+	 * repeat the layer's optimizer work too); the embedding and the head
+	 * on their stages. */
+	for (int ch = 0; ch < z->v; ch++) {
+		int l0 = mem_chunk_first(m, &c->lay, r, ch),
+		    nl = mem_chunk_layers(m, &c->lay, r, ch);
+		for (int i = 0; i < nl; i++) {
+			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
+			adam(c, r, layer_params(z) * share, 1);
+		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
-	if (zero) {
-		struct comm_group g = {in->lay.dp, z->dp_per_node};
-		char pg[32];
-		snprintf(pg, sizeof(pg), "dp.%d", r);
+	if (embed_params(c, r) > 0)
+		adam(c, r, embed_params(c, r) * share, 0);
+	if (head_params(c, r) > 0)
+		adam(c, r, head_params(c, r) * share, 0);
+	/* ZeRO-1/2: the updated weights all-gathered, here or (overlap_param)
+	 * before the next step's first forward; ZeRO-3 keeps them sharded. */
+	if (zero && in->lay.zero <= 2 && !in->lay.overlap_param) {
 		event_wait(c, r, S_COMPUTE, S_DP);
-		for (int i = 0; i < layers; i++) {
-			set_ann(c, r, (i / z->L * z->p + r) * z->L + i % z->L, PH_OPTIMIZER, -1);
-			collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
-				   layer_params(z) * 2, g, pg);
+		for (int ch = 0; ch < z->v; ch++) {
+			int l0 = mem_chunk_first(m, &c->lay, r, ch);
+			int nl = mem_chunk_layers(m, &c->lay, r, ch);
+			for (int i = 0; i < nl; i++) {
+				set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
+				gather(c, r, layer_params(z), 0);
+			}
 		}
 		set_ann(c, r, -1, PH_OPTIMIZER, -1);
+		if (embed_params(c, r) + head_params(c, r) > 0)
+			gather(c, r, embed_params(c, r) + head_params(c, r), 0);
 	}
 }
 
@@ -1421,10 +1804,183 @@ int synth_attn_dtype(const struct synth_in *in)
 	return low_precision(in->dtype) ? HW_BF16 : in->dtype;
 }
 
+static void shape_of(const struct synth_in *in, struct shape *z);
+
+/* The weights' and gradients' precision of a run in dtype: fp32 and tf32
+ * train fp32 weights, fp16 keeps fp16 gradients, the rest bf16 weights
+ * with fp32 main gradients (FP8 as Transformer Engine: bf16 weights). */
+static int mem_prec_of(int dtype)
+{
+	if (dtype == HW_FP32 || dtype == HW_TF32)
+		return MEM_PREC_FP32;
+	return dtype == HW_FP16 ? MEM_PREC_FP16 : MEM_PREC_BF16;
+}
+
+void synth_mem_layout(const struct synth_in *in, struct mem_layout *l)
+{
+	*l = in->lay;
+	l->fp8_weights = low_precision(in->dtype);
+	l->prec = mem_prec_of(in->dtype);
+	if (in->part != SYNTH_PART_GIVEN && synth_partition(in, l->part, NULL))
+		l->part[0] = 0;
+}
+
+/* The kernel model's time of the embedding's forward and backward (*emb)
+ * and of the head's and loss's (*head), one microbatch. */
+void synth_extra_times(const struct synth_in *in, double *emb, double *head)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	memset(&c, 0, sizeof(c));
+	memset(&rk, 0, sizeof(rk));
+	c.in = in;
+	c.dry = 1;
+	c.kdb_gpu = -1;
+	c.rk = &rk;
+	shape_of(in, &z);
+	embed_fwd(&c, 0, &z);
+	embed_bwd(&c, 0, &z);
+	*emb = c.dry_s;
+	c.dry_s = 0;
+	head_fwd(&c, 0, &z);
+	head_bwd(&c, 0, &z);
+	*head = c.dry_s;
+}
+
+int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err *err)
+{
+	int p = in->lay.pp, v = in->lay.vp > 0 ? in->lay.vp : 1, L = in->m.layers;
+
+	if (in->part == SYNTH_PART_GIVEN || p < 2) {
+		if (part != in->lay.part)
+			memcpy(part, in->lay.part, sizeof(in->lay.part));
+		if (p < 2)
+			part[0] = 0;
+		return 0;
+	}
+	memset(part, 0, sizeof(in->lay.part));
+	if (in->part == SYNTH_PART_EMBED_LOSS) {
+		int n = (L + 2) / p;
+		if ((L + 2) % p || n < 2 || (n - 1) % v || n % v)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition embed-loss needs layers %d + 2 divisible "
+			    "by pp %d, and each stage's layers by vp %d",
+			    L, p, v);
+		for (int s = 0; s < p; s++)
+			part[s] = (uint16_t)(s == 0 || s == p - 1 ? n - 1 : n);
+	} else {
+		/* Balanced: each stage gets v layers (one a chunk), then each
+		 * further v layers go where the stage's time after them is the
+		 * least -- the first stage's embedding and the last's head count
+		 * in -- the later stage on ties (the earlier ones hold more
+		 * activations).  With identical increments this greedy choice
+		 * minimises the largest stage time. */
+		double f, b, a, emb, head, load[MEM_MAX_STAGES];
+		if (L % v || L / v < p)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition balanced needs layers %d divisible by "
+			    "vp %d and at least one chunk a stage (pp %d)",
+			    L, v, p);
+		synth_layer_times(in, &f, &b, &a);
+		synth_extra_times(in, &emb, &head);
+		for (int s = 0; s < p; s++) {
+			part[s] = (uint16_t)v;
+			load[s] = v * (f + b) + (s == 0 ? emb : 0) + (s == p - 1 ? head : 0);
+		}
+		for (int left = L - p * v; left > 0; left -= v) {
+			int best = p - 1;
+			for (int s = p - 2; s >= 0; s--)
+				if (load[s] + v * (f + b) < load[best] + v * (f + b) - 1e-15)
+					best = s;
+			part[best] = (uint16_t)(part[best] + v);
+			load[best] += v * (f + b);
+		}
+		{
+			int even = L % p == 0;
+			for (int s = 0; even && s < p; s++)
+				even = part[s] == L / p;
+			if (even)
+				part[0] = 0;
+		}
+	}
+	return 0;
+}
+
+int synth_same_placement(const struct synth_in *a, const struct synth_in *b)
+{
+	struct mem_layout x, y;
+	synth_mem_layout(a, &x);
+	synth_mem_layout(b, &y);
+	return memcmp(x.part, y.part, sizeof(x.part)) == 0 && x.shard == y.shard &&
+	       x.prefetch == y.prefetch && x.bucket_mb == y.bucket_mb &&
+	       x.overlap_grad == y.overlap_grad && x.overlap_param == y.overlap_param &&
+	       x.tp_overlap == y.tp_overlap && x.pp_overlap == y.pp_overlap &&
+	       a->m.untied == b->m.untied && a->m.rope == b->m.rope;
+}
+
+int synth_part_parse(const char *s, struct synth_in *in, struct prism_err *err)
+{
+	const char *q = s;
+	int n = 0;
+
+	memset(in->lay.part, 0, sizeof(in->lay.part));
+	in->part = SYNTH_PART_GIVEN;
+	if (strcmp(s, "even") == 0)
+		return 0;
+	if (strcmp(s, "balanced") == 0) {
+		in->part = SYNTH_PART_BALANCED;
+		return 0;
+	}
+	if (strcmp(s, "embed-loss") == 0) {
+		in->part = SYNTH_PART_EMBED_LOSS;
+		return 0;
+	}
+	while (*q) {
+		char *end;
+		long v;
+		errno = 0;
+		v = strtol(q, &end, 10);
+		if (end == q || errno || v < 1 || v > 65535 || (*end && *end != ',') ||
+		    n >= MEM_MAX_STAGES)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "partition '%s': expected even, balanced, embed-loss or "
+			    "layers per stage (N0,N1,...: each 1..65535, at most %d)",
+			    s, MEM_MAX_STAGES);
+		in->lay.part[n++] = (uint16_t)v;
+		q = *end ? end + 1 : end;
+	}
+	if (n < 2)
+		return prism_err_set(err, PRISM_EARG,
+				     "partition '%s': a list needs a number for each of 2 or more "
+				     "stages",
+				     s);
+	return 0;
+}
+
+void synth_part_name(const struct synth_in *in, char *buf, size_t n)
+{
+	size_t k = 0;
+	if (in->part == SYNTH_PART_BALANCED || in->part == SYNTH_PART_EMBED_LOSS) {
+		snprintf(buf, n, "%s", in->part == SYNTH_PART_BALANCED ? "balanced" : "embed-loss");
+		return;
+	}
+	snprintf(buf, n, "even");
+	if (in->lay.part[0] == 0)
+		return;
+	buf[0] = '\0';
+	for (int s = 0; s < MEM_MAX_STAGES && in->lay.part[s] && k + 8 < n; s++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%d", s ? "," : "", in->lay.part[s]);
+}
+
 void synth_mem(const struct synth_in *in, struct mem_est *out)
 {
-	struct mem_layout l = in->lay;
-	l.fp8_weights = low_precision(in->dtype);
+	struct mem_layout l;
+	synth_mem_layout(in, &l);
 	mem_estimate(&in->m, &l, in->hw, out);
 }
 
@@ -1521,7 +2077,7 @@ double synth_lower_bound(const struct synth_in *in)
 	const struct mem_layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	double b = l->mbs, h = m->hidden, t = l->tp, bs = b * m->seq;
-	double L = (double)m->layers / ((double)l->pp * l->vp), tp_s = 0, f, bw, w, af, lb;
+	double tp_s = 0, f, bw, af, lb;
 	struct comm_est e;
 
 	if (in->hw->peak_flops[in->dtype] <= 0 || l->pp < 1 || l->vp < 1 || in->kdb)
@@ -1531,7 +2087,9 @@ double synth_lower_bound(const struct synth_in *in)
 	 * stream: two rounds, each an all-reduce or reduce-scatter +
 	 * all-gather). */
 	layer_bound(in, &f, &lb, &af);
-	if (t > 1 && !in->bare) {
+	/* Overlapped with the GEMMs (tp_overlap), the collectives leave the
+	 * compute stream: the bound keeps the GEMMs alone. */
+	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp)) {
 		struct comm_group g = {l->tp, l->tp};
 		double round = 0;
 		if (l->sp) {
@@ -1553,22 +2111,37 @@ double synth_lower_bound(const struct synth_in *in)
 	bw = lb + tp_s + (l->recompute == MEM_RECOMPUTE_FULL ? f + tp_s : 0) +
 	     (l->recompute == MEM_RECOMPUTE_SELECTIVE ? af : 0);
 	f += tp_s;
-	f *= L;
-	bw *= L;
-	/* The last stage's compute stream runs all of its units one after
-	 * another, the logits (forward and both gradients) with each of its
-	 * last-chunk units; none can start before the first microbatch's
-	 * forward has crossed the p - 1 stages before it, and after its last
-	 * backward the gradient crosses them back: the step holds
-	 * (p - 1) chunk forwards, the last stage's work, and (p - 1) chunk
-	 * backwards, one after another. */
-	w = (double)l->microbatches * l->vp * (f + bw);
-	if (!in->bare)
-		w += (double)l->microbatches * 3 *
-		     line_bound(in, KC_GEMM,
-				kperf_gemm_min_s(in->hw, logit_dtype(in),
-						 llm_gemm_flops(bs, m->vocab, h) / t));
-	return (l->pp - 1) * (f + bw) + w;
+	/* Stage k's compute stream runs all of its units one after another,
+	 * the last stage's with the logits (forward and both gradients) in
+	 * each of its last-chunk units; none can start before the first
+	 * microbatch's forward has crossed the first chunks of the k stages
+	 * before it, and after its last unit (its first chunk's backward) the
+	 * gradient crosses them back: the step holds those chunks' forwards
+	 * and backwards and stage k's work, one after another.  The largest
+	 * over k bounds the step (with even stages, the last stage's:
+	 * (p - 1) chunks + m v chunks + the logits). */
+	{
+		struct mem_layout r;
+		double fill = 0, best = 0, logits = 0;
+		synth_mem_layout(in, &r);
+		if (!in->bare)
+			logits = (double)l->microbatches * 3 *
+				 line_bound(in, KC_GEMM,
+					    kperf_gemm_min_s(in->hw, logit_dtype(in),
+							     llm_gemm_flops(bs, m->vocab, h) / t));
+		for (int k = 0; k < l->pp; k++) {
+			double w = 0;
+			for (int c = 0; c < l->vp; c++)
+				w += mem_chunk_layers(m, &r, k, c);
+			w *= (double)l->microbatches * (f + bw);
+			if (k == l->pp - 1)
+				w += logits;
+			if (fill + w > best)
+				best = fill + w;
+			fill += mem_chunk_layers(m, &r, k, 0) * (f + bw);
+		}
+		return best;
+	}
 }
 
 int synth_check(const struct synth_in *in, struct prism_err *err)
@@ -1601,6 +2174,14 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 	    {"layout", "recompute", l->recompute, 0, MEM_RECOMPUTE_FULL},
 	    {"layout", "schedule", l->schedule, MEM_GPIPE, MEM_INTERLEAVED},
 	    {"layout", "dtype", in->dtype, 0, HW_NDTYPES - 1},
+	    {"layout", "shard", l->shard, 0, SYNTH_MAX_DP},
+	    {"layout", "prefetch", l->prefetch, 0, SYNTH_MAX_PREFETCH},
+	    {"layout", "bucket_mb", l->bucket_mb, 0, SYNTH_MAX_BUCKET_MB},
+	    {"layout", "overlap_grad", l->overlap_grad, 0, 1},
+	    {"layout", "overlap_param", l->overlap_param, 0, 1},
+	    {"layout", "tp_overlap", l->tp_overlap, 0, 1},
+	    {"layout", "pp_overlap", l->pp_overlap, 0, 1},
+	    {"layout", "part", in->part, SYNTH_PART_GIVEN, SYNTH_PART_EMBED_LOSS},
 	};
 
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
@@ -1612,6 +2193,14 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: tp %d x pp %d x dp %d is beyond %d GPUs", l->tp,
 				     l->pp, l->dp, SYNTH_MAX_GPUS);
+	if (l->shard > 0 && (l->shard > l->dp || l->dp % l->shard))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: the sharding group (%d) must divide dp %d", l->shard,
+				     l->dp);
+	if (l->tp_overlap && l->tp > 1 && !l->sp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: tensor-parallel overlap needs sequence parallelism "
+				     "(Megatron-LM's --tp-comm-overlap)");
 	if (m->hidden % m->heads)
 		return prism_err_set(err, PRISM_EARG,
 				     "model: hidden %d must be divisible by heads %d", m->hidden,
@@ -1620,9 +2209,11 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		return prism_err_set(err, PRISM_EARG,
 				     "model: heads %d must be divisible by kv_heads %d", m->heads,
 				     llm_kv_heads(m));
-	if (l->tp > in->hw->gpus_per_node)
-		return prism_err_set(err, PRISM_EARG, "layout: tp %d is beyond a node of %d GPUs",
-				     l->tp, in->hw->gpus_per_node);
+	if (l->tp > hw_domain(in->hw))
+		return prism_err_set(
+		    err, PRISM_EARG, "layout: tp %d is beyond %s of %d GPUs", l->tp,
+		    hw_domain(in->hw) > in->hw->gpus_per_node ? "an NVLink domain" : "a node",
+		    hw_domain(in->hw));
 	if (llm_kv_heads(m) % l->tp)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: kv_heads %d must be divisible by tp %d",
@@ -1631,10 +2222,36 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: heads %d and ffn %d must be divisible by tp %d",
 				     m->heads, m->ffn, l->tp);
-	if (m->layers % (l->pp * l->vp))
+	if (in->part != SYNTH_PART_GIVEN) {
+		uint16_t part[MEM_MAX_STAGES];
+		int rc = synth_partition(in, part, err);
+		if (rc)
+			return rc;
+	} else if (l->part[0] > 0 && l->pp > 1) {
+		long sum = 0;
+		for (int s = 0; s < l->pp; s++) {
+			if (l->part[s] < 1 || l->part[s] % l->vp)
+				return prism_err_set(
+				    err, PRISM_EARG,
+				    "layout: partition: stage %d holds %d layers, "
+				    "not a positive multiple of the %d virtual stages",
+				    s, l->part[s], l->vp);
+			sum += l->part[s];
+		}
+		if (l->pp < MEM_MAX_STAGES && l->part[l->pp])
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: partition lists more stages than pp %d",
+					     l->pp);
+		if (sum != m->layers)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition places %ld layers, the model has %d", sum,
+			    m->layers);
+	} else if (m->layers % (l->pp * l->vp)) {
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: layers %d not divisible by pp %d x virtual stages %d",
 				     m->layers, l->pp, l->vp);
+	}
 	if (l->schedule == MEM_INTERLEAVED) {
 		if (l->vp < 2 || l->pp < 2)
 			return prism_err_set(err, PRISM_EARG,
@@ -1812,13 +2429,27 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 		 "prism::model#name=%s;layers=%d;hidden=%d;heads=%d;kv_heads=%d;ffn=%d;"
 		 "activation=%s;seq=%d;vocab=%d;"
 		 "tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;microbatches=%d;schedule=%s;recompute=%d;"
-		 "sp=%d;zero=%d;flash=%d;dtype=%s;fp8_attention=%d;hw=%s",
+		 "sp=%d;zero=%d;flash=%d;dtype=%s;fp8_attention=%d;hw=%s;untied=%d;rope=%d;"
+		 "shard=%d;prefetch=%d;bucket_mb=%d;overlap_grad=%d;overlap_param=%d;"
+		 "tp_overlap=%d;pp_overlap=%d",
 		 in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
 		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq, in->m.vocab,
 		 in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp, in->lay.mbs, in->lay.microbatches,
 		 synth_schedule_name(in->lay.schedule), in->lay.recompute, in->lay.sp, in->lay.zero,
 		 in->lay.flash, hw_dtype_name(in->dtype), in->fp8_attention,
-		 in->hw && in->hw->id[0] ? in->hw->id : "?");
+		 in->hw && in->hw->id[0] ? in->hw->id : "?", in->m.untied, in->m.rope,
+		 in->lay.shard, in->lay.prefetch, in->lay.bucket_mb, in->lay.overlap_grad,
+		 in->lay.overlap_param, in->lay.tp_overlap, in->lay.pp_overlap);
+	/* The layers of each stage, where uneven: as resolved, so that a trace
+	 * says where its layers ran whatever the cost model becomes. */
+	{
+		struct mem_layout l;
+		size_t k = strlen(buf);
+		synth_mem_layout(in, &l);
+		for (int s = 0; l.part[0] && s < in->lay.pp && k + 8 < n; s++)
+			k +=
+			    (size_t)snprintf(buf + k, n - k, "%s%d", s ? "," : ";part=", l.part[s]);
+	}
 }
 
 int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
@@ -1832,7 +2463,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 	p = s + sizeof(pre) - 1;
 	while (*p) {
 		const char *eq = strchr(p, '='), *end = strchr(p, ';');
-		char key[32], val[64];
+		char key[32], val[2048];
 		size_t kl, vl;
 		int *ip = NULL, min = 0, max = 0;
 		if (!end)
@@ -1851,7 +2482,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		val[vl] = '\0';
 #define INT(k, f, lo, hi) else if (strcmp(key, k) == 0) ip = &(f), min = (lo), max = (hi)
 		if (strcmp(key, "name") == 0)
-			snprintf(in->m.name, sizeof(in->m.name), "%s", val);
+			snprintf(in->m.name, sizeof(in->m.name), "%.63s", val);
 		INT("layers", in->m.layers, 1, LLM_MAX_LAYERS);
 		INT("hidden", in->m.hidden, 1, LLM_MAX_HIDDEN);
 		INT("heads", in->m.heads, 1, LLM_MAX_HEADS);
@@ -1869,6 +2500,25 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("zero", in->lay.zero, 0, 3);
 		INT("flash", in->lay.flash, 0, 1);
 		INT("fp8_attention", in->fp8_attention, 0, 1);
+		INT("untied", in->m.untied, 0, 1);
+		INT("rope", in->m.rope, 0, 1);
+		INT("shard", in->lay.shard, 0, SYNTH_MAX_DP);
+		INT("prefetch", in->lay.prefetch, 0, SYNTH_MAX_PREFETCH);
+		INT("bucket_mb", in->lay.bucket_mb, 0, SYNTH_MAX_BUCKET_MB);
+		INT("overlap_grad", in->lay.overlap_grad, 0, 1);
+		INT("overlap_param", in->lay.overlap_param, 0, 1);
+		INT("tp_overlap", in->lay.tp_overlap, 0, 1);
+		INT("pp_overlap", in->lay.pp_overlap, 0, 1);
+		else if (strcmp(key, "part") == 0)
+		{
+			struct prism_err e2;
+			if (synth_part_parse(val, in, &e2) || in->part != SYNTH_PART_GIVEN)
+				return prism_err_set(
+				    err, PRISM_EFORMAT,
+				    "model description: 'part' must list each stage's "
+				    "layers, not '%s'",
+				    val);
+		}
 		else if (strcmp(key, "recompute") == 0)
 		{
 			/* A number (what synth_meta writes) or a name. */
@@ -1896,7 +2546,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		}
 		else if (strcmp(key, "hw") == 0)
 		{
-			snprintf(in->hw_id, sizeof(in->hw_id), "%s", val);
+			snprintf(in->hw_id, sizeof(in->hw_id), "%.63s", val);
 		}
 		else if (strcmp(key, "dtype") == 0)
 		{
@@ -1943,18 +2593,15 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		return rc;
 	memset(&c, 0, sizeof(c));
 	c.in = in;
+	synth_mem_layout(in, &c.lay);
 	c.kdb_gpu = in->kdb ? kdb_gpu(in->kdb, in->hw->gpu) : -1;
 	if (strtab_init(&c.st))
 		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
 	P = in->lay.pp;
 	shape_of(in, &z);
 	z.tp_per_node = in->lay.tp;
-	z.dp_per_node = in->hw->gpus_per_node / in->lay.tp;
-	if (z.dp_per_node > in->lay.dp)
-		z.dp_per_node = in->lay.dp;
-	if (z.dp_per_node < 1)
-		z.dp_per_node = 1;
-	z.pp_per_node = in->lay.tp * in->lay.dp * 2 <= in->hw->gpus_per_node ? 2 : 1;
+	z.pp_per_node = in->lay.tp * in->lay.dp * 2 <= hw_domain(in->hw) ? 2 : 1;
+	z.emb_per_node = (int64_t)in->lay.tp * in->lay.dp * in->lay.pp <= hw_domain(in->hw) ? 2 : 1;
 	c.n_cpu = intern(&c, "aten::op");
 	c.n_launch = intern(&c, "cudaLaunchKernel");
 	c.n_record = intern(&c, "cudaEventRecord");
@@ -2015,7 +2662,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	if (!g)
 		goto oom;
 	{
-		char meta[512];
+		char meta[4096];
 		synth_meta(in, meta, sizeof(meta));
 		if (strtab_intern(&g->st, meta, strlen(meta), &g->meta))
 			goto oom;
@@ -2062,6 +2709,10 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	memset(&c.unit_last, 0, sizeof(c.unit_last));
 	out->steps = in->steps > 0 ? in->steps : 1;
 	out->stages = P;
+	if (!in->bare) {
+		out->slow_compute = in->hw->slow_compute;
+		out->slow_comm = in->hw->slow_comm;
+	}
 	for (int r = 0; r < P && r < SYNTH_MAX_STAGES; r++)
 		out->compute[r] = c.rk[r].stream[S_COMPUTE];
 	out->flops = c.flops / (in->steps > 0 ? in->steps : 1);

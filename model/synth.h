@@ -64,7 +64,7 @@ struct synth_in {
 	struct calib_class cost[KC_NCLASSES]; /* by class: overhead_s, eff */
 	double scale[KC_NCLASSES];	      /* multiplies each class's time */
 	const struct kdb *kdb;		      /* measured kernel times (kdb.h), or NULL */
-	double comm_eff;		      /* bus efficiency of collectives */
+	double comm_eff;		      /* scales the profile's bus efficiencies (comm.h) */
 	double cpu_op_s;		      /* host time of an op before its launch */
 	double launch_s;		      /* cudaLaunchKernel */
 	double gpu_lag_s;		      /* launch (or previous kernel) to kernel start */
@@ -74,6 +74,8 @@ struct synth_in {
 	int bare;			      /* only the layers: no embedding, head, loss or
 				  * optimizer, and communication takes no time
 				  * (for checks against closed forms) */
+	int part;			      /* enum synth_part: how the layers are placed
+				  * on the pipeline stages */
 	int no_shapes;			      /* 1: kernels' ops record no shapes (op,
 				  * op_dims, op_types; a graph that is only
 				  * simulated, never written or edited) */
@@ -85,17 +87,49 @@ struct synth_in {
 				  * need) */
 };
 
+/* Pipeline stage partitions.  GIVEN: lay.part as it is (lay.part[0] == 0:
+ * layers / pp on every stage).  BALANCED: the stages' times balanced, the
+ * first stage's embedding and the last stage's head and loss counted in
+ * (synth_partition).  EMBED_LOSS: Megatron-LM's
+ * account_for_embedding_in_pipeline_split and
+ * account_for_loss_in_pipeline_split: the embedding and the loss count as
+ * one layer each, (layers + 2) / pp a stage, so the first and the last
+ * stages hold one layer fewer. */
+enum synth_part { SYNTH_PART_GIVEN, SYNTH_PART_BALANCED, SYNTH_PART_EMBED_LOSS };
+
 /* The largest layout accepted anywhere (run descriptions, options, sweeps,
  * synth_check); the smallest degree is 1.  SYNTH_MAX_GPUS bounds tp x pp x
  * dp, so products of degrees fit an int with room to spare. */
-#define SYNTH_MAX_STAGES 256
-#define SYNTH_MAX_TP	 1024
-#define SYNTH_MAX_DP	 (1 << 20)
-#define SYNTH_MAX_VP	 64
-#define SYNTH_MAX_MBS	 (1 << 16)
-#define SYNTH_MAX_MICRO	 (1 << 16)
-#define SYNTH_MAX_GPUS	 (1 << 24)
-#define SYNTH_MAX_STEPS	 100
+#define SYNTH_MAX_STAGES    MEM_MAX_STAGES
+#define SYNTH_MAX_TP	    1024
+#define SYNTH_MAX_DP	    (1 << 20)
+#define SYNTH_MAX_VP	    64
+#define SYNTH_MAX_MBS	    (1 << 16)
+#define SYNTH_MAX_MICRO	    (1 << 16)
+#define SYNTH_MAX_GPUS	    (1 << 24)
+#define SYNTH_MAX_STEPS	    100
+#define SYNTH_MAX_PREFETCH  64
+#define SYNTH_MAX_BUCKET_MB (1 << 20)
+
+/* The kernel model's time, one microbatch forward and backward, of stage
+ * 0's embedding (*emb_s) and of the last stage's final norm, logits and
+ * loss (*head_s). */
+void synth_extra_times(const struct synth_in *in, double *emb_s, double *head_s);
+
+/* Parameters outside the layers on one GPU of pipeline stage `stage`, in
+ * the order the backward completes their gradients: *first the output
+ * side's (final norm; the head, its own matrix when untied, a copy of the
+ * word embedding on a last stage that is not the first), *last the
+ * embedding's (word embedding, learned positions; stage 0). */
+void synth_extra_params(const struct synth_in *in, int stage, double *first, double *last);
+
+/* Bytes per parameter of a gradient as the data-parallel collectives
+ * reduce it (the main gradients': fp32 for bf16 weights, Megatron-LM). */
+double synth_grad_bytes(const struct synth_in *in);
+
+/* Parameters a gradient bucket holds before it is reduced: bucket_mb of
+ * main gradients, or Megatron-LM's max(40M, 1M x dp). */
+double synth_bucket_params(const struct synth_in *in);
 /* Tasks every layer's forward and backward of one microbatch make at the
  * least (9 kernels each way, each an op, a launch and the kernel: 54):
  * steps x layers x microbatches x this is checked against GRAPH_MAX_TASKS
@@ -134,6 +168,8 @@ struct synth_out {
 	struct synth_fold_kern *kerns; /* the kernels inside the unit tasks */
 	size_t n_kerns;
 	size_t n_units_folded, n_units_kept, n_unit_kinds;
+	double slow_compute, slow_comm;	    /* contention (sim.h): the profile's,
+					     * 0 for bare runs */
 };
 
 /* A unit task: node, the first host task of its unit (which starts at
@@ -156,7 +192,8 @@ struct synth_fold_kern {
 
 /* Defaults: bf16, two steps (the first starts from idle streams and is
  * left out of the prediction), kernels as the kernel model times them
- * (every class's line: overhead 0, eff 1), comm_eff 0.8, host 10 us per
+ * (every class's line: overhead 0, eff 1), comm_eff 1 (collectives as the
+ * profile's fitted bus efficiencies say), host 10 us per
  * op + 5 us per launch, 2 us per event call, 1 us launch-to-start. */
 void synth_in_default(struct synth_in *in);
 
@@ -164,8 +201,33 @@ void synth_in_default(struct synth_in *in);
  * where the GEMMs are fp8 or fp4; else the GEMMs'. */
 int synth_attn_dtype(const struct synth_in *in);
 
-/* mem_estimate() of in's layout, FP8 weight copies included when its
- * GEMMs are fp8 or fp4. */
+/* in's layout as mem.h takes it: the precision of weights and gradients
+ * from the dtype, FP8 weight copies when its GEMMs are fp8 or fp4, the
+ * layers of each stage from its partition (synth_partition; even where it
+ * has none). */
+void synth_mem_layout(const struct synth_in *in, struct mem_layout *l);
+
+/* The layers of each stage that in's partition gives, into part[0..pp)
+ * (part[0] = 0 when every stage holds layers / pp): 0, or PRISM_EARG
+ * naming the rule broken (layers + 2 not divisible by pp for EMBED_LOSS,
+ * fewer layers than stages, a stage's layers not divisible by vp). */
+int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err *err);
+
+/* "even", "balanced", "embed-loss", or the list "N0,N1,..." into
+ * in->part and in->lay.part: 0, or PRISM_EARG naming what is wrong. */
+int synth_part_parse(const char *s, struct synth_in *in, struct prism_err *err);
+
+/* The partition's name as synth_part_parse reads it: "even", "balanced",
+ * "embed-loss" or the list given. */
+void synth_part_name(const struct synth_in *in, char *buf, size_t n);
+
+/* 1 when a and b place the layers alike (their partitions resolved) and
+ * agree on the sharding and overlap knobs (shard, prefetch, bucket_mb,
+ * overlap_grad, overlap_param, tp_overlap, pp_overlap), the model's tied
+ * head and positions; the rest of the layout is the caller's to compare. */
+int synth_same_placement(const struct synth_in *a, const struct synth_in *b);
+
+/* mem_estimate() of in's layout (synth_mem_layout). */
 void synth_mem(const struct synth_in *in, struct mem_est *out);
 
 /* The kernel model's time of one layer's compute on one tensor-parallel

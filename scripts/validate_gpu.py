@@ -256,10 +256,16 @@ SECTIONS = {"replay": replay_table, "whatif": whatif_table, "hidden-edit": hidde
 
 
 def main():
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__.strip())
+        return 0
     prism = sys.argv[1] if len(sys.argv) > 1 else "build/prism"
     data = sys.argv[2] if len(sys.argv) > 2 else "tests/data/gpu"
     want = sys.argv[3:] or list(SECTIONS)
     pts = load(data)
+    bad = [n for n in want if n not in SECTIONS]
+    if bad:
+        sys.exit(f"validate_gpu.py: no section {bad[0]!r} (sections: {', '.join(SECTIONS)})")
     for name in want:
         print(f"\n### {name}\n")
         SECTIONS[name](prism, data, pts)

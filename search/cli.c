@@ -238,6 +238,25 @@ const char cli_layout_help[] =
     "      --fp8-attention          the attention core in fp8 too (cuDNN/FA3 fp8)\n"
     "      --no-flash               attention without flash attention: scores\n"
     "                               materialised, softmax and dropout passes\n"
+    "      --partition P            layers on the pipeline stages: even (layers /\n"
+    "                               pp), balanced (stage times balanced, the\n"
+    "                               embedding and the head counted), embed-loss\n"
+    "                               (Megatron's account_for_embedding/loss: the\n"
+    "                               first and last stages hold one layer fewer),\n"
+    "                               or N0,N1,... layers per stage\n"
+    "      --shard N                ZeRO/FSDP sharding group of N data-parallel\n"
+    "                               ranks (hybrid sharding, replicas all-reduce;\n"
+    "                               default: the whole data-parallel group)\n"
+    "      --prefetch N             ZeRO-3: layers all-gathered ahead (default 1)\n"
+    "      --bucket-mb N            gradient buckets of N MB (default: Megatron's\n"
+    "                               max(40M, 1M x dp) parameters)\n"
+    "      --no-overlap-grad        reduce gradients after the backward, not\n"
+    "                               during it\n"
+    "      --overlap-param          ZeRO-1/2: parameter all-gather overlapped with\n"
+    "                               the next forward\n"
+    "      --tp-overlap             tensor-parallel collectives overlapped with\n"
+    "                               their GEMMs (needs --sp)\n"
+    "      --no-pp-overlap          the compute waits for each pipeline send\n"
     "model shape (defaults: the model's):\n"
     "      --layers N, --hidden N, --heads N, --ffn N, --seq N\n"
     "      --steps N                iterations to simulate (default 2; the first,\n"
@@ -312,6 +331,30 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_FP8ATTN:
 		in->fp8_attention = 1;
 		break;
+	case CLI_OPT_PARTITION:
+		rc = synth_part_parse(arg, in, err);
+		break;
+	case CLI_OPT_SHARD:
+		rc = cli_count(arg, "shard", 1, SYNTH_MAX_DP, &in->lay.shard, err);
+		break;
+	case CLI_OPT_PREFETCH:
+		rc = cli_count(arg, "prefetch", 0, SYNTH_MAX_PREFETCH, &in->lay.prefetch, err);
+		break;
+	case CLI_OPT_BUCKET:
+		rc = cli_count(arg, "bucket-mb", 1, SYNTH_MAX_BUCKET_MB, &in->lay.bucket_mb, err);
+		break;
+	case CLI_OPT_NO_OVERLAP_GRAD:
+		in->lay.overlap_grad = 0;
+		break;
+	case CLI_OPT_OVERLAP_PARAM:
+		in->lay.overlap_param = 1;
+		break;
+	case CLI_OPT_TP_OVERLAP:
+		in->lay.tp_overlap = 1;
+		break;
+	case CLI_OPT_NO_PP_OVERLAP:
+		in->lay.pp_overlap = 0;
+		break;
 	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */
 		rc = cli_count(arg, "gbs", 1, 1 << 24, &in->lay.microbatches, err);
 		break;
@@ -371,7 +414,17 @@ int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in
 	A(CLI_OPT_STEPS, steps);
 	A(CLI_OPT_NOFLASH, lay.flash);
 	A(CLI_OPT_FP8ATTN, fp8_attention);
+	A(CLI_OPT_PARTITION, part);
+	A(CLI_OPT_SHARD, lay.shard);
+	A(CLI_OPT_PREFETCH, lay.prefetch);
+	A(CLI_OPT_BUCKET, lay.bucket_mb);
+	A(CLI_OPT_NO_OVERLAP_GRAD, lay.overlap_grad);
+	A(CLI_OPT_OVERLAP_PARAM, lay.overlap_param);
+	A(CLI_OPT_TP_OVERLAP, lay.tp_overlap);
+	A(CLI_OPT_NO_PP_OVERLAP, lay.pp_overlap);
 #undef A
+	if (given & CLI_SET(CLI_OPT_PARTITION))
+		memcpy(dst->lay.part, src->lay.part, sizeof(dst->lay.part));
 	if (given & CLI_SET(CLI_OPT_GBS)) {
 		long per = (long)dst->lay.mbs * dst->lay.dp, gbs = src->lay.microbatches;
 		if (gbs % per)

@@ -19,6 +19,7 @@ int cmd_ingest(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
+int cmd_collectives(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
 int cmd_search(int argc, char **argv);
@@ -111,6 +112,14 @@ enum {
 	CLI_OPT_NOFLASH,
 	CLI_OPT_GBS,
 	CLI_OPT_FP8ATTN,
+	CLI_OPT_PARTITION,
+	CLI_OPT_SHARD,
+	CLI_OPT_PREFETCH,
+	CLI_OPT_BUCKET,
+	CLI_OPT_NO_OVERLAP_GRAD,
+	CLI_OPT_OVERLAP_PARAM,
+	CLI_OPT_TP_OVERLAP,
+	CLI_OPT_NO_PP_OVERLAP,
 	CLI_OPT_NOPT
 };
 #define CLI_SET(opt) (1u << ((opt)-CLI_OPT_TP))
@@ -133,8 +142,16 @@ enum {
 	    {"steps", required_argument, NULL, CLI_OPT_STEPS},                                     \
 	    {"no-flash", no_argument, NULL, CLI_OPT_NOFLASH},                                      \
 	    {"gbs", required_argument, NULL, CLI_OPT_GBS},                                         \
+	    {"fp8-attention", no_argument, NULL, CLI_OPT_FP8ATTN},                                 \
+	    {"partition", required_argument, NULL, CLI_OPT_PARTITION},                             \
+	    {"shard", required_argument, NULL, CLI_OPT_SHARD},                                     \
+	    {"prefetch", required_argument, NULL, CLI_OPT_PREFETCH},                               \
+	    {"bucket-mb", required_argument, NULL, CLI_OPT_BUCKET},                                \
+	    {"no-overlap-grad", no_argument, NULL, CLI_OPT_NO_OVERLAP_GRAD},                       \
+	    {"overlap-param", no_argument, NULL, CLI_OPT_OVERLAP_PARAM},                           \
+	    {"tp-overlap", no_argument, NULL, CLI_OPT_TP_OVERLAP},                                 \
 	{                                                                                          \
-		"fp8-attention", no_argument, NULL, CLI_OPT_FP8ATTN                                \
+		"no-pp-overlap", no_argument, NULL, CLI_OPT_NO_PP_OVERLAP                          \
 	}
 
 /* The help text of those options. */

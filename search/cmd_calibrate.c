@@ -51,6 +51,7 @@ int cmd_calibrate(int argc, char **argv)
 	struct hw_profile hw;
 	struct calib_class cc[KC_NCLASSES];
 	struct calib_comm cm[GC_NKINDS];
+	struct calib_contention ct;
 	struct calib_kmodel km;
 	const char *ranks = NULL, *hw_path = NULL, *db_path = NULL;
 	struct kdb *db = NULL;
@@ -117,6 +118,12 @@ int cmd_calibrate(int argc, char **argv)
 	calib_fit(g, &hw, cc);
 	calib_kernel_model(g, &hw, &km);
 	calib_comm_fit(g, &hw, cm);
+	if (calib_contention(g, &ct)) {
+		kdb_free(db);
+		graph_free(g);
+		prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+		return cli_fail(&err);
+	}
 	for (int k = 0; k < KC_NCLASSES; k++)
 		kdb_loo(db, hw.gpu, k, &loo_n[k], &loo_mean[k], &loo_med[k]);
 	if (json) {
@@ -149,6 +156,12 @@ int cmd_calibrate(int argc, char **argv)
 		       "\"flat_median\":%.6f}",
 		       km.n, km.mean, km.median, km.worst, km.signed_mean, km.flat_mean,
 		       km.flat_median);
+		printf(",\"contention\":{\"groups\":%zu,\"pairs\":%zu,\"compute_slowdown\":%.6f,"
+		       "\"group_slowdowns\":[",
+		       ct.keys, ct.pairs, ct.compute);
+		for (size_t i = 0; i < ct.keys && i < CALIB_CONT_GROUPS; i++)
+			printf("%s%.6f", i ? "," : "", ct.group[i]);
+		printf("]}");
 		printf(",\"db\":{\"tasks\":%zu,\"rows\":%zu}}\n", added, kdb_rows(db));
 	} else {
 		printf("calibrate: %s, profile %s (%s)\n\n", hw.gpu, hw_path, hw.name);
@@ -194,6 +207,12 @@ int cmd_calibrate(int argc, char **argv)
 			printf("%-16s %8zu %17.1f%% %11.1f%%\n", graph_coll_kind_name(k), cm[k].n,
 			       100 * cm[k].median_eff, 100 * cm[k].best_eff);
 		}
+		if (ct.keys)
+			printf(
+			    "\nContention: kernels beside communication run %+.1f%% (the median "
+			    "of %zu kernels\ntimed both beside it and clear of it, %zu pairs; the "
+			    "profile's contention.compute)\n",
+			    100 * ct.compute, ct.keys, ct.pairs);
 	}
 	kdb_free(db);
 	graph_free(g);

@@ -408,9 +408,9 @@ int cmd_kernels(int argc, char **argv)
 			printf("\n");
 		}
 	}
-	printf("\n%zu rows placed, %zu left out", kb.n, kb.skipped);
-	for (int i = 0; i < kb.n_why; i++)
-		printf("%s %zu %s", i ? "," : ":", kb.skip_n[i], kb.skip_why[i]);
+	printf("\n%zu rows placed, %zu left out", kb.n, kb.skips.skipped);
+	for (int i = 0; i < kb.skips.n_why; i++)
+		printf("%s %zu %s", i ? "," : ":", kb.skips.n[i], kb.skips.why[i]);
 	printf("\n");
 	if (fit) {
 		printf("\n");

@@ -64,6 +64,16 @@ static void describe_hw(const char *path, char *buf, size_t n)
 		 hw.name, hw.gpus_per_node, hw.gpu, hw.hbm_bytes / 1e9, hw.hbm_Bps / 1e12,
 		 hw.peak_flops[half] / 1e12, hw_dtype_name(half), hw.nvlink_Bps / 1e9,
 		 hw.nics_per_node, hw.nic_Bps * 8 / 1e9);
+	/* The NVLink domain where it is not the node (NVL72), the mesh where
+	 * the fabric is one (xGMI). */
+	if (hw_domain(&hw) != hw.gpus_per_node || hw.mesh) {
+		size_t l = strlen(buf);
+		if (hw_domain(&hw) != hw.gpus_per_node)
+			l += (size_t)snprintf(buf + l, l < n ? n - l : 0, ", NVLink domain %d GPUs",
+					      hw_domain(&hw));
+		if (hw.mesh && l < n)
+			snprintf(buf + l, n - l, ", full mesh");
+	}
 }
 
 /* A string setting of cf, or "?" (a sweep is described, not loaded: its

@@ -34,7 +34,7 @@ static const char help[] =
     "report.md is also printed.\n"
     "\n"
     "Near-ties: layouts within the model's stated uncertainty of the best\n"
-    "(9.4 %: synth + simulate against Megatron-LM's measured runs,\n"
+    "(8.7 %: synth + simulate against Megatron-LM's measured runs,\n"
     "docs/VALIDATION.md) are marked; the model does not rank them.  Layouts\n"
     "that are the same run (ZeRO with dp = 1, a recompute setting that\n"
     "changes neither time nor memory, GPipe or 1F1B without a pipeline) are\n"
@@ -49,7 +49,7 @@ static const char help[] =
     "      --tokens N      tokens to train (default: the sweep's 'tokens')\n"
     "      --price P       price of one GPU-hour (default: the sweep's\n"
     "                      'price_per_gpu_hour')\n"
-    "      --tie PCT       near-tie threshold in percent (default 9.4)\n"
+    "      --tie PCT       near-tie threshold in percent (default 8.7)\n"
     "  -h, --help          this help\n";
 
 /*
@@ -60,7 +60,7 @@ static const char help[] =
  * runner-up this close to the best is a near-tie: the model cannot order
  * the two.
  */
-#define REPORT_TIE_FRAC 0.094
+#define REPORT_TIE_FRAC 0.087
 #define REPORT_TIE_SOURCE                                                                          \
 	"mean error of synth + simulate against Megatron-LM's measured runs, "                     \
 	"docs/VALIDATION.md"
@@ -68,37 +68,48 @@ static const char help[] =
 /* The knobs of a candidate, in the order of the CSV columns; each is a
  * column of the candidate table with the same name (dflt: the SQL value of
  * a row, or a database, from before the column; "": always there).  Text
- * knobs are shown as the canonical name of what they parse to.  Kept out
+ * knobs are shown as the canonical name of what they parse to, T knobs
+ * (the partition: "even" or the layers of each stage) as stored.  Kept out
  * of clang-format, which lays the list out differently on every pass. */
 /* clang-format off */
-#define REPORT_KNOBS(I, S)                                                                  \
+#define REPORT_KNOBS(I, S, T)                                                               \
 	I(gpus, "gpus", "") I(tp, "tp", "") I(pp, "pp", "") I(dp, "dp", "") I(vp, "vp", "")  \
 	I(mbs, "mbs", "") I(mb, "microbatches", "")                                          \
 	S(schedule, "schedule", "", synth_schedule_parse, synth_schedule_name)             \
 	S(recompute, "recompute", "", mem_recompute_parse, mem_recompute_name)             \
 	I(zero, "zero", "") I(sp, "sp", "") I(layers, "layers", "") I(hidden, "hidden", "")   \
 	S(dtype, "dtype", "'bf16'", hw_dtype_parse, hw_dtype_name)                         \
-	I(fp8_attention, "fp8_attention", "0") I(flash, "flash", "1")
+	I(fp8_attention, "fp8_attention", "0") I(flash, "flash", "1")                         \
+	T(partition, "partition", "'even'") I(shard_group, "shard", "0")                      \
+	I(prefetch, "prefetch", "1") I(bucket_mb, "bucket_mb", "0")                           \
+	I(overlap_grad, "overlap_grad", "1") I(overlap_param, "overlap_param", "0")           \
+	I(tp_overlap, "tp_overlap", "0") I(pp_overlap, "pp_overlap", "1")
 /* clang-format on */
 
 /* How many knobs (the status column follows key and the knobs). */
 #define KNOB_COUNT_I(f, col, dflt)		+1
 #define KNOB_COUNT_S(f, col, dflt, parse, name) +1
-enum { N_KNOBS = 0 REPORT_KNOBS(KNOB_COUNT_I, KNOB_COUNT_S) };
+#define KNOB_COUNT_T(f, col, dflt)		+1
+enum { N_KNOBS = 0 REPORT_KNOBS(KNOB_COUNT_I, KNOB_COUNT_S, KNOB_COUNT_T) };
 #undef KNOB_COUNT_I
 #undef KNOB_COUNT_S
+#undef KNOB_COUNT_T
 
 struct row {
-	char key[160];
+	char key[320]; /* as cand.key (sweep.h) */
 #define KNOB_I(f, col, dflt)		  int f;
 #define KNOB_S(f, col, dflt, parse, name) char f[16];
-	REPORT_KNOBS(KNOB_I, KNOB_S)
+#define KNOB_T(f, col, dflt)		  char f[128];
+	REPORT_KNOBS(KNOB_I, KNOB_S, KNOB_T)
 #undef KNOB_I
 #undef KNOB_S
+#undef KNOB_T
 	double iter_s, bubble, tps, mfu, gpuh, mem_gb;
-	long same_as; /* the row it is the same run as, or -1 */
-	int n_same;   /* rows collapsed into this one */
-	int near_tie; /* a runner-up within the tie threshold of the best */
+	char part[128]; /* layers per stage where uneven ("" even, or schema < 7) */
+	int shard;	/* ZeRO's hybrid group where below dp, else 0 */
+	long same_as;	/* the row it is the same run as, or -1 */
+	int n_same;	/* rows collapsed into this one */
+	int near_tie;	/* a runner-up within the tie threshold of the best */
 };
 
 /* What a training run needs, for days and cost (0: not known). */
@@ -132,6 +143,11 @@ static void layout(char *buf, size_t n, const struct row *r)
 		snprintf(rc, sizeof(rc), ", recompute %s", r->recompute);
 	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s", r->tp, r->pp, r->dp,
 		 vp, r->mbs, r->mb, r->schedule, rc, r->zero, r->sp ? ", sp" : "");
+	if (r->part[0] || r->shard) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, n - k, "%s%s%s", r->part[0] ? ", stages " : "", r->part,
+			 r->shard ? ", hybrid" : "");
+	}
 }
 
 /* The chart's label of a layout: short, ASCII, made of numbers and the
@@ -310,9 +326,11 @@ static int knob_select(sqlite3 *db, char *sql, size_t n, const char *rest)
 		len += (size_t)snprintf(sql + len, n - len, ", %s", dflt);
 #define KNOB_I(f, col, dflt)		  KNOB_ADD(col, dflt)
 #define KNOB_S(f, col, dflt, parse, name) KNOB_ADD(col, dflt)
-	REPORT_KNOBS(KNOB_I, KNOB_S)
+#define KNOB_T(f, col, dflt)		  KNOB_ADD(col, dflt)
+	REPORT_KNOBS(KNOB_I, KNOB_S, KNOB_T)
 #undef KNOB_I
 #undef KNOB_S
+#undef KNOB_T
 #undef KNOB_ADD
 	if (len < n)
 		len += (size_t)snprintf(sql + len, n - len, ", %s", rest);
@@ -322,18 +340,24 @@ static int knob_select(sqlite3 *db, char *sql, size_t n, const char *rest)
 static const char knob_header[] =
 #define KNOB_I(f, col, dflt)		  col ","
 #define KNOB_S(f, col, dflt, parse, name) col ","
-    REPORT_KNOBS(KNOB_I, KNOB_S)
+#define KNOB_T(f, col, dflt)		  col ","
+    REPORT_KNOBS(KNOB_I, KNOB_S, KNOB_T)
 #undef KNOB_I
 #undef KNOB_S
+#undef KNOB_T
     ;
 
 static void csv_knobs(FILE *f, const struct row *r)
 {
 #define KNOB_I(fl, col, dflt)		   fprintf(f, "%d,", r->fl);
 #define KNOB_S(fl, col, dflt, parse, name) fprintf(f, "%s,", r->fl);
-	REPORT_KNOBS(KNOB_I, KNOB_S)
+#define KNOB_T(fl, col, dflt)                                                                      \
+	csv_text(f, r->fl);                                                                        \
+	putc(',', f);
+	REPORT_KNOBS(KNOB_I, KNOB_S, KNOB_T)
 #undef KNOB_I
 #undef KNOB_S
+#undef KNOB_T
 }
 
 static void json_knobs(FILE *f, const struct row *r)
@@ -346,9 +370,11 @@ static void json_knobs(FILE *f, const struct row *r)
 	fprintf(f, "%s\"" col "\":", sep);                                                         \
 	prism_fput_json_str(f, r->fl);                                                             \
 	sep = ",";
-	REPORT_KNOBS(KNOB_I, KNOB_S)
+#define KNOB_T(fl, col, dflt) KNOB_S(fl, col, dflt, NULL, NULL)
+	REPORT_KNOBS(KNOB_I, KNOB_S, KNOB_T)
 #undef KNOB_I
 #undef KNOB_S
+#undef KNOB_T
 }
 
 /*
@@ -995,9 +1021,17 @@ int cmd_report(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's':
-			sid = atoll(optarg);
+		case 's': {
+			/* A sweep id (1.. as SQLite numbers them): "abc", "-3" and
+			 * "2x" are refused, not read as 0 or 2. */
+			struct prism_err e;
+			int id;
+			prism_err_clear(&e);
+			if (cli_count(optarg, "sweep", 1, INT32_MAX, &id, &e))
+				return cli_fail(&e);
+			sid = id;
 			break;
+		}
 		case 'o':
 			outdir = optarg;
 			break;
@@ -1088,6 +1122,9 @@ int cmd_report(int argc, char **argv)
 	R.tie = tie;
 	R.tie_given = tie_given;
 	shown(R.name, sizeof(R.name), name);
+	/* Databases before version 7 (read as they are) have no placement
+	 * columns: their knobs read as the defaults (even stages, no hybrid
+	 * sharding). */
 	if (knob_select(db, sql, sizeof(sql),
 			"iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb"
 			" FROM candidate WHERE sweep=?1 AND status='simulated'"
@@ -1109,15 +1146,20 @@ int cmd_report(int argc, char **argv)
 #define KNOB_S(f, col, dflt, parse, name)                                                          \
 	snprintf(raw, sizeof(raw), "%s", text(st, i++));                                           \
 	canonical(r->f, sizeof(r->f), raw, parse, name);
-		REPORT_KNOBS(KNOB_I, KNOB_S)
+#define KNOB_T(f, col, dflt) snprintf(r->f, sizeof(r->f), "%s", text(st, i++));
+		REPORT_KNOBS(KNOB_I, KNOB_S, KNOB_T)
 #undef KNOB_I
 #undef KNOB_S
+#undef KNOB_T
 		r->iter_s = sqlite3_column_double(st, i++);
 		r->bubble = sqlite3_column_double(st, i++);
 		r->tps = sqlite3_column_double(st, i++);
 		r->mfu = sqlite3_column_double(st, i++);
 		r->gpuh = sqlite3_column_double(st, i++);
 		r->mem_gb = sqlite3_column_double(st, i++);
+		if (strcmp(r->partition, "even") != 0)
+			snprintf(r->part, sizeof(r->part), "%s", r->partition);
+		r->shard = r->shard_group > 0 && r->shard_group < r->dp ? r->shard_group : 0;
 	}
 	sqlite3_finalize(st);
 	R.rows = rv.v;

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "configs.h"
+#include "progress.h"
 #include "usage.h"
 #include "store.h"
 #include "shard.h"
@@ -28,9 +29,13 @@ static const char help[] =
     "invalid layouts and those that do not fit in memory (each stored with\n"
     "its reason), screen the rest, simulate the survivors best-first in\n"
     "parallel batches, and store every candidate in a SQLite database.\n"
-    "Rerunning the same sweep resumes it: stored candidates are skipped.  A\n"
-    "killed run loses at most the batch in flight.  `prism report DB` reads\n"
-    "the results.\n"
+    "Rerunning the same sweep resumes it: stored candidates are skipped (the\n"
+    "same settings are the same sweep whatever the file's comments and\n"
+    "layout).  A killed run loses at most the batch in flight; Ctrl-C says\n"
+    "so and exits 130.  On a terminal the progress is one line, rewritten\n"
+    "every second (candidates evaluated, simulated and screened, the rate,\n"
+    "the time left at that rate, the best so far); elsewhere a line per\n"
+    "batch.  `prism report DB` reads the results.\n"
     "\n"
     "Candidates are visited best-first by their analytic estimates, per GPU\n"
     "count.  Each also has a proven lower bound of its simulated time (its\n"
@@ -309,7 +314,9 @@ int cmd_search(int argc, char **argv)
 	int *owner = NULL, lead, quiet = 0;
 	char *stored = NULL;
 	double t0;
+	struct progress pg; /* the terminal's line (pg.f NULL: none) */
 
+	memset(&pg, 0, sizeof(pg));
 	prism_err_clear(&err);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -499,6 +506,14 @@ int cmd_search(int argc, char **argv)
 		qsort(order, norder, sizeof(*order), cmp_analytic);
 	before = done;
 	t0 = now();
+	if (lead) {
+		progress_on_interrupt();
+		if (tty && norder) {
+			fprintf(stderr, "  (Ctrl-C stops it; the same command resumes)\n");
+			if (progress_start(&pg, stderr, norder))
+				pg.f = NULL; /* no thread: the batches' lines only */
+		}
+	}
 	for (size_t at = 0; at < norder;) {
 		int nb = 0;
 		/* Fill a batch: screened ones are decided here, the rest simulated
@@ -508,6 +523,8 @@ int cmd_search(int argc, char **argv)
 			sweep_candidate(&sw, order[at++].index, &batch[nb]);
 			b = best_of(&best, batch[nb].gpus);
 			screen(&batch[nb], mode, b ? *b : 0, sw.margin);
+			if (pg.f && batch[nb].status == CS_SCREENED)
+				progress_add(&pg, 0);
 			nb++;
 		}
 		shard_deal(&sh, batch, nb, owner);
@@ -524,6 +541,8 @@ int cmd_search(int argc, char **argv)
 				batch[i].status = CS_FAILED;
 				snprintf(batch[i].reason, sizeof(batch[i].reason), "%.159s", e.msg);
 			}
+			if (pg.f)
+				progress_add(&pg, 1);
 		}
 		if (shard_gather(&sh, batch, nb, owner, &sw.hw)) {
 			fprintf(stderr, "prism: process %d: out of memory\n", sh.rank);
@@ -554,19 +573,26 @@ int cmd_search(int argc, char **argv)
 					top = best.t[i];
 					topg = best.gpus[i];
 				}
-			fprintf(
-			    stderr,
-			    "%s  %zu/%zu evaluated, %zu simulated, %zu screened, %.1f/s, ETA %.0f s,"
-			    " best at %d GPUs %.3f ms%s",
-			    tty ? "\r" : "", at, norder, stats[CS_SIMULATED], stats[CS_SCREENED],
-			    rate, (double)(norder - at) / (rate > 0 ? rate : 1), topg, top * 1e3,
-			    tty ? "   " : "\n");
+			if (pg.f) {
+				char tail[96];
+				snprintf(tail, sizeof(tail), "best at %d GPUs %.3f ms", topg,
+					 top * 1e3);
+				progress_set(&pg, at, stats[CS_SIMULATED], stats[CS_SCREENED],
+					     tail);
+				progress_print(&pg);
+			} else {
+				fprintf(
+				    stderr,
+				    "  %zu/%zu evaluated, %zu simulated, %zu screened, %.1f/s, ETA "
+				    "%.0f s, best at %d GPUs %.3f ms\n",
+				    at, norder, stats[CS_SIMULATED], stats[CS_SCREENED], rate,
+				    (double)(norder - at) / (rate > 0 ? rate : 1), topg, top * 1e3);
+			}
 		}
 	}
 	if (!lead)
 		goto out;
-	if (tty)
-		fputc('\n', stderr);
+	progress_stop(&pg);
 	if ((rc = store_finish(db, sid, &err)))
 		goto out;
 	if (json) {
@@ -579,6 +605,7 @@ int cmd_search(int argc, char **argv)
 	       stats[CS_OOM], stats[CS_FAILED]);
 	printf("report: prism report %s\n", dbpath);
 out:
+	progress_stop(&pg);
 	store_keys_free(keys, nkeys);
 	free(order);
 	free(rejected);

@@ -22,6 +22,9 @@ static const char usage[] =
     "                               trace's own kernels; leave-one-out errors\n"
     "  kernels CSV...|DIR           the kernel model against measured kernel\n"
     "                               times; --fit its parameters on them\n"
+    "  collectives CSV...|DIR       the collective model against measured\n"
+    "                               collectives; --fit the profiles' bus\n"
+    "                               efficiencies and latencies on them\n"
     "  synth MODEL --hw HW [-o T]   a run's graph from its shape and layout;\n"
     "                               predict it; write it as Kineto traces\n"
     "  whatif BASE [--dp N ...]     one candidate layout against a base run\n"
@@ -38,8 +41,9 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
-	static const char *const commands[] = {"ingest", "replay", "calibrate", "synth", "whatif",
-					       "search", "report", "list",	"help"};
+	static const char *const commands[] = {"ingest", "replay",  "calibrate",  "synth",
+					       "whatif", "search",  "report",	  "list",
+					       "help",	 "kernels", "collectives"};
 	int k;
 
 	/* Lines in the order they were written when stdout and stderr share a
@@ -69,6 +73,8 @@ int main(int argc, char **argv)
 		return cmd_calibrate(argc - 1, argv + 1);
 	if (strcmp(argv[1], "kernels") == 0)
 		return cmd_kernels(argc - 1, argv + 1);
+	if (strcmp(argv[1], "collectives") == 0)
+		return cmd_collectives(argc - 1, argv + 1);
 	if (strcmp(argv[1], "synth") == 0)
 		return cmd_synth(argc - 1, argv + 1);
 	if (strcmp(argv[1], "whatif") == 0)

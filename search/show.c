@@ -13,6 +13,31 @@ void show_layout(FILE *f, const struct synth_in *in)
 		l->microbatches, synth_schedule_name(l->schedule), mem_recompute_name(l->recompute),
 		l->sp ? ", sp" : "", l->zero, hw_dtype_name(in->dtype),
 		in->fp8_attention ? " (fp8 attention)" : "");
+	{
+		struct mem_layout r;
+		char name[64];
+		synth_mem_layout(in, &r);
+		synth_part_name(in, name, sizeof(name));
+		if (r.part[0]) {
+			fprintf(f, ", layers per stage ");
+			for (int s = 0; s < l->pp; s++)
+				fprintf(f, "%s%d", s ? "," : "", r.part[s]);
+			if (in->part != SYNTH_PART_GIVEN)
+				fprintf(f, " (%s)", name);
+		}
+	}
+	if (l->zero >= 1 && l->shard > 0 && l->shard < l->dp)
+		fprintf(f, ", sharded over %d (hybrid)", l->shard);
+	if (l->zero >= 3)
+		fprintf(f, ", prefetch %d", l->prefetch);
+	if (!l->overlap_grad)
+		fprintf(f, ", gradients after the backward");
+	if (l->overlap_param)
+		fprintf(f, ", parameter all-gather overlapped");
+	if (l->tp_overlap)
+		fprintf(f, ", TP overlapped");
+	if (!l->pp_overlap)
+		fprintf(f, ", pipeline sends waited for");
 }
 
 void show_prediction(FILE *f, const struct synth_in *in, const struct predict_out *p)
@@ -41,13 +66,19 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 	fprintf(f, "MFU        %12.1f %%   (model FLOPs / time / GPUs / %s peak)\n", p->mfu * 100,
 		hw_dtype_name(in->dtype));
 	fprintf(f, "cost       %12.4g GPU-hours per iteration\n", p->gpu_hours);
-	fprintf(f, "memory     %12.1f GB per GPU on stage 0 of %.1f GB usable: %s\n",
-		m->total / 1e9, m->capacity / 1e9, m->fits ? "fits" : "OUT OF MEMORY");
+	fprintf(f, "memory     %12.1f GB per GPU on stage %d (the most) of %.1f GB usable: %s\n",
+		m->total / 1e9, m->stage, m->capacity / 1e9, m->fits ? "fits" : "OUT OF MEMORY");
 	fprintf(f,
-		"           weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f GB"
-		" (%.1f microbatches in flight)\n",
-		m->weights / 1e9, m->grads / 1e9, m->optimizer / 1e9, m->activations / 1e9,
-		m->inflight);
+		"           weights %.1f, gradients %.1f, optimizer %.1f, ZeRO buffers %.1f GB\n",
+		m->weights / 1e9, m->grads / 1e9, m->optimizer / 1e9, m->buffers / 1e9);
+	fprintf(f,
+		"           activations %.1f GB (%.1f microbatches in flight, fp32 logits %.1f),"
+		" working %.1f, fragmentation %.1f GB\n",
+		m->activations / 1e9, m->inflight, m->logits / 1e9, m->transient / 1e9,
+		m->fragmentation / 1e9);
+	if (in->lay.pp > 1)
+		fprintf(f, "           stage 0 %.1f GB, last stage %.1f GB\n", m->first_total / 1e9,
+			m->last_total / 1e9);
 	fprintf(f, "graph      %" PRIu64 " tasks, %" PRIu64 " on GPUs\n", p->tasks, p->kernels);
 	if (in->kdb)
 		fprintf(f, "kernel db  %u kernels measured, %u interpolated, the rest roofline\n",
@@ -65,6 +96,18 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		in->m.layers, in->m.hidden, in->m.heads, in->m.ffn, in->m.seq, in->m.vocab);
 	fputs(",\"hw\":", f);
 	prism_fput_json_str(f, in->hw->name);
+	{
+		struct mem_layout r;
+		synth_mem_layout(in, &r);
+		fputs(",\"partition\":[", f);
+		for (int s = 0; s < l->pp; s++)
+			fprintf(f, "%s%d", s ? "," : "", mem_stage_layers(&in->m, &r, s));
+		fprintf(f,
+			"],\"shard\":%d,\"prefetch\":%d,\"bucket_mb\":%d,\"overlap_grad\":%d,"
+			"\"overlap_param\":%d,\"tp_overlap\":%d,\"pp_overlap\":%d",
+			mem_shard_group(l), l->prefetch, l->bucket_mb, l->overlap_grad,
+			l->overlap_param, l->tp_overlap, l->pp_overlap);
+	}
 	fprintf(f,
 		",\"tp\":%d,\"pp\":%d,\"dp\":%d,\"vp\":%d,\"mbs\":%d,\"microbatches\":%d,"
 		"\"schedule\":\"%s\",\"recompute\":\"%s\",\"sp\":%d,\"zero\":%d,\"dtype\":\"%s\","
@@ -73,12 +116,19 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		"\"memory_capacity_bytes\":%.0f,\"fits\":%s,\"tasks\":%" PRIu64 ","
 		"\"exposed_compute_s\":%.9f,\"exposed_comm_s\":%.9f,\"overlap_s\":%.9f,"
 		"\"idle_s\":%.9f,\"analytic_s\":%.9f,\"bound_s\":%.9f,\"flash\":%d,"
-		"\"fp8_attention\":%d,\"kdb_exact\":%u,\"kdb_interpolated\":%u",
+		"\"fp8_attention\":%d,\"kdb_exact\":%u,\"kdb_interpolated\":%u,"
+		"\"memory_stage\":%d,\"memory_weights_bytes\":%.0f,\"memory_grads_bytes\":%.0f,"
+		"\"memory_optimizer_bytes\":%.0f,\"memory_buffers_bytes\":%.0f,"
+		"\"memory_activations_bytes\":%.0f,\"memory_logits_bytes\":%.0f,"
+		"\"memory_transient_bytes\":%.0f,\"memory_fragmentation_bytes\":%.0f,"
+		"\"memory_first_stage_bytes\":%.0f,\"memory_last_stage_bytes\":%.0f",
 		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches,
 		synth_schedule_name(l->schedule), mem_recompute_name(l->recompute), l->sp, l->zero,
 		hw_dtype_name(in->dtype), p->gpus, p->global_batch, p->iter_s, p->bubble,
 		p->tokens_per_s, p->mfu, p->gpu_hours, p->mem.total, p->mem.capacity,
 		p->mem.fits ? "true" : "false", p->tasks, p->exposed_compute_s, p->exposed_comm_s,
 		p->overlap_s, p->idle_s, predict_analytic(in), synth_lower_bound(in), l->flash,
-		in->fp8_attention, p->kdb_exact, p->kdb_interpolated);
+		in->fp8_attention, p->kdb_exact, p->kdb_interpolated, p->mem.stage, p->mem.weights,
+		p->mem.grads, p->mem.optimizer, p->mem.buffers, p->mem.activations, p->mem.logits,
+		p->mem.transient, p->mem.fragmentation, p->mem.first_total, p->mem.last_total);
 }

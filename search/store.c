@@ -27,11 +27,17 @@ static const char schema[] =
     " gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
     " exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
     " dtype TEXT, fp8_attention INTEGER, flash INTEGER, method TEXT,"
+    " partition TEXT, shard INTEGER, prefetch INTEGER, bucket_mb INTEGER,"
+    " overlap_grad INTEGER, overlap_param INTEGER, tp_overlap INTEGER, pp_overlap INTEGER,"
+    " mem_stage INTEGER, mem_weights_gb REAL, mem_grads_gb REAL, mem_optimizer_gb REAL,"
+    " mem_buffers_gb REAL, mem_activations_gb REAL, mem_transient_gb REAL,"
+    " mem_fragmentation_gb REAL,"
     " PRIMARY KEY(sweep, key));";
 
 /* Version 1 had no bound_s, and no base fingerprint; version 2 no tokens
  * to train and no price; version 3 no dtype, fp8_attention, flash;
- * version 4 no method; version 5 no mode, batch. */
+ * version 4 no method; version 5 no mode, batch; version 6 no placement,
+ * sharding, overlap or memory breakdown. */
 static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;"
 				"ALTER TABLE sweep ADD COLUMN base TEXT;";
 static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN tokens REAL;"
@@ -46,6 +52,27 @@ static const char migrate_4[] = "ALTER TABLE candidate ADD COLUMN method TEXT;";
 /* Version 5 did not record the screening mode and batch (NULL: unknown). */
 static const char migrate_5[] = "ALTER TABLE sweep ADD COLUMN mode TEXT;"
 				"ALTER TABLE sweep ADD COLUMN batch INTEGER;";
+
+/* Version 6 had no placement, sharding or overlap knobs and no memory
+ * breakdown (its candidates ran even stages, ZeRO over the whole
+ * data-parallel group, overlapped gradients and sends; their rows keep
+ * NULL). */
+static const char migrate_6[] = "ALTER TABLE candidate ADD COLUMN partition TEXT;"
+				"ALTER TABLE candidate ADD COLUMN shard INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN prefetch INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN bucket_mb INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN overlap_grad INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN overlap_param INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN tp_overlap INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN pp_overlap INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN mem_stage INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN mem_weights_gb REAL;"
+				"ALTER TABLE candidate ADD COLUMN mem_grads_gb REAL;"
+				"ALTER TABLE candidate ADD COLUMN mem_optimizer_gb REAL;"
+				"ALTER TABLE candidate ADD COLUMN mem_buffers_gb REAL;"
+				"ALTER TABLE candidate ADD COLUMN mem_activations_gb REAL;"
+				"ALTER TABLE candidate ADD COLUMN mem_transient_gb REAL;"
+				"ALTER TABLE candidate ADD COLUMN mem_fragmentation_gb REAL;";
 
 static int fail(sqlite3 *db, const char *what, struct prism_err *err)
 {
@@ -197,6 +224,7 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	    (ver >= 1 && ver <= 4 && sqlite3_exec(*db, migrate_4, NULL, NULL, NULL) != SQLITE_OK) ||
 	    (ver >= 1 && ver <= 5 && !had_mode &&
 	     sqlite3_exec(*db, migrate_5, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 6 && sqlite3_exec(*db, migrate_6, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
 		SQLITE_OK ||
@@ -219,13 +247,26 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	*resumed = 0;
 	run->was_mode[0] = '\0';
 	run->was_batch = 0;
-	if (sqlite3_prepare_v2(
-		db, "SELECT id, base, mode, batch FROM sweep WHERE name=?1 AND config=?2", -1, &st,
-		NULL) != SQLITE_OK)
+	/* The sweep of that name whose file says the same: the same text, or
+	 * the same settings (sweep_canon: comments and layout aside). */
+	if (sqlite3_prepare_v2(db, "SELECT id, base, mode, batch, config FROM sweep WHERE name=?1",
+			       -1, &st, NULL) != SQLITE_OK)
 		return fail(db, "query", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *text = (const char *)sqlite3_column_text(st, 4);
+		char *canon;
+		int same;
+		if (!text)
+			continue;
+		if (strcmp(text, s->text) == 0)
+			break;
+		canon = s->canon ? sweep_canon(text) : NULL;
+		same = canon && strcmp(canon, s->canon) == 0;
+		free(canon);
+		if (same)
+			break;
+	}
 	if (rc == SQLITE_ROW) {
 		const char *was = (const char *)sqlite3_column_text(st, 1);
 		const char *mode = (const char *)sqlite3_column_text(st, 2);
@@ -352,9 +393,14 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		" microbatches, schedule, recompute, zero, sp, layers, hidden, status,"
 		" reason, analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours,"
 		" mem_gb, fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s,"
-		" bound_s, dtype, fp8_attention, flash, method) VALUES(?1,?2,?3,?4,?5,"
-		"?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,"
-		"?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34)",
+		" bound_s, dtype, fp8_attention, flash, method, partition, shard, prefetch,"
+		" bucket_mb, overlap_grad, overlap_param, tp_overlap, pp_overlap,"
+		" mem_stage, mem_weights_gb, mem_grads_gb, mem_optimizer_gb,"
+		" mem_buffers_gb, mem_activations_gb, mem_transient_gb,"
+		" mem_fragmentation_gb) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,"
+		"?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,"
+		"?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,"
+		"?43,?44,?45,?46,?47,?48,?49,?50)",
 		-1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
@@ -384,6 +430,40 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		sqlite3_bind_text(st, 31, hw_dtype_name(k->in.dtype), -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 32, k->in.fp8_attention);
 		sqlite3_bind_int(st, 33, l->flash);
+		{
+			char part[1600];
+			struct mem_layout r;
+			synth_mem_layout(&k->in, &r);
+			if (r.part[0] && l->pp > 1) { /* the layers of each stage */
+				size_t m = 0;
+				for (int s = 0; s < l->pp && m + 8 < sizeof(part); s++)
+					m += (size_t)snprintf(part + m, sizeof(part) - m, "%s%d",
+							      s ? "," : "", r.part[s]);
+			} else {
+				snprintf(part, sizeof(part), "even");
+			}
+			sqlite3_bind_text(st, 35, part, -1, SQLITE_TRANSIENT);
+		}
+		sqlite3_bind_int(st, 36, mem_shard_group(l));
+		sqlite3_bind_int(st, 37, l->prefetch);
+		sqlite3_bind_int(st, 38, l->bucket_mb);
+		sqlite3_bind_int(st, 39, l->overlap_grad);
+		sqlite3_bind_int(st, 40, l->overlap_param);
+		sqlite3_bind_int(st, 41, l->tp_overlap);
+		sqlite3_bind_int(st, 42, l->pp_overlap);
+		if (k->status != CS_INVALID && k->status != CS_PENDING) {
+			/* The memory of every candidate that has a layout: the
+			 * stage needing the most, and its breakdown. */
+			const struct mem_est *me = &k->p.mem;
+			sqlite3_bind_int(st, 43, me->stage);
+			sqlite3_bind_double(st, 44, me->weights / 1e9);
+			sqlite3_bind_double(st, 45, me->grads / 1e9);
+			sqlite3_bind_double(st, 46, me->optimizer / 1e9);
+			sqlite3_bind_double(st, 47, me->buffers / 1e9);
+			sqlite3_bind_double(st, 48, me->activations / 1e9);
+			sqlite3_bind_double(st, 49, me->transient / 1e9);
+			sqlite3_bind_double(st, 50, me->fragmentation / 1e9);
+		}
 		if (k->reason[0])
 			sqlite3_bind_text(st, 17, k->reason, -1, SQLITE_STATIC);
 		if (k->analytic_s > 0)

@@ -80,6 +80,19 @@ static int element(const char *file, const config_setting_t *e, const char *knob
 	return 0;
 }
 
+/* A partition's name in a sweep: even, balanced or embed-loss (lists of
+ * layers per stage belong to one pp: synth and whatif take them). */
+static int part_parse(const char *s)
+{
+	if (strcmp(s, "even") == 0)
+		return SYNTH_PART_GIVEN;
+	if (strcmp(s, "balanced") == 0)
+		return SYNTH_PART_BALANCED;
+	if (strcmp(s, "embed-loss") == 0)
+		return SYNTH_PART_EMBED_LOSS;
+	return -1;
+}
+
 /* space.KNOB: a list (or one value) of whole numbers in min..max or of
  * names parse() knows; absent: the default. */
 static int knob(const char *file, config_setting_t *space, const char *name, int def, int min,
@@ -112,6 +125,27 @@ static int knob(const char *file, config_setting_t *space, const char *name, int
 		return 0;
 	}
 	return element(file, k, full, min, max, parse, &out->v[out->n++], err);
+}
+
+char *sweep_canon(const char *text)
+{
+	config_t cf;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	config_init(&cf);
+	if (config_read_string(&cf, text) != CONFIG_TRUE || !(f = open_memstream(&buf, &len))) {
+		config_destroy(&cf);
+		return NULL;
+	}
+	config_write(&cf, f);
+	config_destroy(&cf);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 static char *slurp(const char *path)
@@ -279,8 +313,12 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    "global_batch", "screen_margin", "kernel_db", "space", "tokens", "price_per_gpu_hour",
 	    "base_dp"};
 	static const char *const knobs[] = {
-	    "tp",     "pp",	"mbs",	 "schedule",	  "vp",	  "recompute", "zero", "sp",
-	    "layers", "hidden", "dtype", "fp8_attention", "flash"};
+	    "tp",	 "pp",		 "mbs",		  "schedule",
+	    "vp",	 "recompute",	 "zero",	  "sp",
+	    "layers",	 "hidden",	 "dtype",	  "fp8_attention",
+	    "flash",	 "partition",	 "shard",	  "prefetch",
+	    "bucket_mb", "overlap_grad", "overlap_param", "tp_overlap",
+	    "pp_overlap"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -292,7 +330,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		return rc;
 	space = config_lookup(&cf, "space");
 	if ((rc = known(path, config_root_setting(&cf), top, 13, "", err)) ||
-	    (rc = known(path, space, knobs, 13, "space.", err)))
+	    (rc = known(path, space, knobs, 21, "space.", err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_files(path, &cf, s, err)) ||
 	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
@@ -361,7 +399,18 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    /* absent: the base's (-1) */
 	    (rc = knob(path, space, "dtype", -1, 0, 0, hw_dtype_parse, &s->dtype, err)) ||
 	    (rc = knob(path, space, "fp8_attention", -1, 0, 1, NULL, &s->fp8_attention, err)) ||
-	    (rc = knob(path, space, "flash", -1, 0, 1, NULL, &s->flash, err)))
+	    (rc = knob(path, space, "flash", -1, 0, 1, NULL, &s->flash, err)) ||
+	    (rc = knob(path, space, "partition", SYNTH_PART_GIVEN, 0, 0, part_parse, &s->partition,
+		       err)) ||
+	    (rc = knob(path, space, "shard", 0, 0, SYNTH_MAX_DP, NULL, &s->shard, err)) ||
+	    (rc = knob(path, space, "prefetch", 1, 0, SYNTH_MAX_PREFETCH, NULL, &s->prefetch,
+		       err)) ||
+	    (rc = knob(path, space, "bucket_mb", 0, 0, SYNTH_MAX_BUCKET_MB, NULL, &s->bucket_mb,
+		       err)) ||
+	    (rc = knob(path, space, "overlap_grad", 1, 0, 1, NULL, &s->overlap_grad, err)) ||
+	    (rc = knob(path, space, "overlap_param", 0, 0, 1, NULL, &s->overlap_param, err)) ||
+	    (rc = knob(path, space, "tp_overlap", 0, 0, 1, NULL, &s->tp_overlap, err)) ||
+	    (rc = knob(path, space, "pp_overlap", 1, 0, 1, NULL, &s->pp_overlap, err)))
 		goto out;
 	if (sweep_count(s) > SWEEP_MAX_CANDIDATES) {
 		char n[32];
@@ -388,6 +437,10 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		sweep_free(s);
 		return prism_err_set(err, PRISM_EIO, "%s: cannot read the file", path);
 	}
+	if (!(s->canon = sweep_canon(s->text))) {
+		sweep_free(s);
+		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+	}
 	return 0;
 out:
 	/* libconfig and cfg_* errors name the file and line already. */
@@ -400,6 +453,8 @@ void sweep_free(struct sweep *s)
 {
 	free(s->text);
 	s->text = NULL;
+	free(s->canon);
+	s->canon = NULL;
 	for (int i = 0; i < s->n_base; i++)
 		free(s->base[i]);
 	s->n_base = 0;
@@ -424,6 +479,18 @@ static void make_key(struct cand *c)
 		size_t n = strlen(c->key);
 		snprintf(c->key + n, sizeof(c->key) - n, ";dtype=%s;fp8attn=%d;flash=%d",
 			 hw_dtype_name(c->in.dtype), c->in.fp8_attention, l->flash);
+	}
+	/* Placement, sharding and overlap, likewise where they differ from
+	 * what candidates ran before they were knobs. */
+	if (c->in.part != SYNTH_PART_GIVEN || l->shard || l->prefetch != 1 || l->bucket_mb ||
+	    !l->overlap_grad || l->overlap_param || l->tp_overlap || !l->pp_overlap) {
+		size_t n = strlen(c->key);
+		char part[32];
+		synth_part_name(&c->in, part, sizeof(part));
+		snprintf(c->key + n, sizeof(c->key) - n,
+			 ";part=%s;shard=%d;prefetch=%d;bucket=%d;ovg=%d;ovp=%d;tpo=%d;ppo=%d",
+			 part, l->shard, l->prefetch, l->bucket_mb, l->overlap_grad,
+			 l->overlap_param, l->tp_overlap, l->pp_overlap);
 	}
 }
 
@@ -455,6 +522,7 @@ static void judge(const struct sweep *s, struct cand *c)
 		struct synth_in x = c->in;
 		x.hw = &s->hw;
 		synth_mem(&x, &me);
+		c->p.mem = me; /* stored whatever the verdict */
 	}
 	if (!me.fits) {
 		c->status = CS_OOM;
@@ -469,6 +537,50 @@ static void judge(const struct sweep *s, struct cand *c)
 			     predict_method(&s->bl.pb, &c->in, &err) == PM_REPLAY
 			 ? 0
 			 : synth_lower_bound(&c->in);
+}
+
+/* The placement, sharding and overlap knobs, enumerated as one mixed-radix
+ * index over their lists. */
+static const struct sweep_list *extra_list(const struct sweep *s, int k)
+{
+	const struct sweep_list *l[] = {&s->partition,	&s->shard,	  &s->prefetch,
+					&s->bucket_mb,	&s->overlap_grad, &s->overlap_param,
+					&s->tp_overlap, &s->pp_overlap};
+	return l[k];
+}
+
+static long extra_n(const struct sweep *s)
+{
+	long n = 1;
+	for (int k = 0; k < 8; k++)
+		n *= extra_list(s, k)->n;
+	return n;
+}
+
+/* Candidate in takes index ix of the knobs; 1 when a knob that does not
+ * apply to it (partition with pp 1, shard without ZeRO, prefetch below
+ * ZeRO-3, the parameter gather's overlap outside ZeRO-1/2, TP overlap
+ * without tp and sp) is past its first value: the same candidate again. */
+static int extra_apply(const struct sweep *s, long ix, struct synth_in *in)
+{
+	int i[8];
+	struct mem_layout *l = &in->lay;
+	for (int k = 0; k < 8; k++) {
+		i[k] = (int)(ix % extra_list(s, k)->n);
+		ix /= extra_list(s, k)->n;
+	}
+	in->part = s->partition.v[i[0]];
+	memset(l->part, 0, sizeof(l->part));
+	l->shard = s->shard.v[i[1]];
+	l->prefetch = s->prefetch.v[i[2]];
+	l->bucket_mb = s->bucket_mb.v[i[3]];
+	l->overlap_grad = s->overlap_grad.v[i[4]];
+	l->overlap_param = s->overlap_param.v[i[5]];
+	l->tp_overlap = s->tp_overlap.v[i[6]];
+	l->pp_overlap = s->pp_overlap.v[i[7]];
+	return (i[0] && l->pp == 1) || (i[1] && l->zero == 0) || (i[2] && l->zero < 3) ||
+	       (i[5] && (l->zero < 1 || l->zero > 2)) || (i[6] && (l->tp == 1 || !l->sp)) ||
+	       (i[7] && l->pp == 1);
 }
 
 static int decode(const struct sweep *s, uint64_t index, struct cand *c);
@@ -490,7 +602,7 @@ uint64_t sweep_count(const struct sweep *s)
 	    (uint64_t)s->mbs.n,	   (uint64_t)sched_axis(s), (uint64_t)s->recompute.n,
 	    (uint64_t)s->zero.n,   (uint64_t)s->sp.n,	    (uint64_t)s->layers.n,
 	    (uint64_t)s->hidden.n, (uint64_t)s->dtype.n,    (uint64_t)s->fp8_attention.n,
-	    (uint64_t)s->flash.n};
+	    (uint64_t)s->flash.n,  (uint64_t)extra_n(s)};
 	uint64_t c = 1;
 	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
 		if (n[i] && c > UINT64_MAX / n[i])
@@ -523,10 +635,13 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 {
 	/* Mixed radix, the last knob fastest: the order of nested loops
 	 * over gpus, tp, pp, mbs, schedule (and vp), recompute, zero, sp,
-	 * layers, hidden, dtype, fp8_attention, flash. */
+	 * layers, hidden, dtype, fp8_attention, flash, and the placement,
+	 * sharding and overlap knobs (extra_apply's index). */
 	uint64_t x = index;
-	int ifl = (int)(x % (uint64_t)s->flash.n), ifa, idt, ih, il, iq, iz, ir, isv, ib, ip, it,
-	    ig, is = 0, iv = 0;
+	long ix = (long)(x % (uint64_t)extra_n(s));
+	int ifl, ifa, idt, ih, il, iq, iz, ir, isv, ib, ip, it, ig, is = 0, iv = 0;
+	x /= (uint64_t)extra_n(s);
+	ifl = (int)(x % (uint64_t)s->flash.n);
 	x /= (uint64_t)s->flash.n;
 	ifa = (int)(x % (uint64_t)s->fp8_attention.n);
 	x /= (uint64_t)s->fp8_attention.n;
@@ -599,6 +714,8 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 			c->in.fp8_attention = s->fp8_attention.v[ifa];
 		if (s->flash.v[ifl] >= 0)
 			c->in.lay.flash = s->flash.v[ifl];
+		if (extra_apply(s, ix, &c->in))
+			return 1; /* a knob that does not apply: its first value only */
 		c->in.lay.microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
 		if (c->in.lay.microbatches < 1)
 			c->in.lay.microbatches = 1;

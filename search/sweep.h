@@ -7,7 +7,9 @@
  * graph edits of it, predict.h) -- and the hardware, the GPU counts (a list, or a budget:
  * every power of two up to it), the global batch in sequences, and for
  * each knob a list: tp, pp, mbs, schedule, vp, recompute, zero, sp, layers,
- * hidden, dtype (the linear layers' GEMMs), fp8_attention, flash; optionally a kernel database
+ * hidden, dtype (the linear layers' GEMMs), fp8_attention, flash,
+ * partition, shard, prefetch, bucket_mb, overlap_grad, overlap_param,
+ * tp_overlap, pp_overlap; optionally a kernel database
  * (kernel_db, from prism calibrate --db) for kernel times, and the tokens to train and the price of a
  * GPU-hour (tokens, price_per_gpu_hour) for the report's days and cost.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
  * count from the global batch (global / (dp x mbs)).
@@ -66,7 +68,15 @@ struct sweep {
 	int gpus_line;		   /* of 'gpus' or 'gpu_budget' */
 	struct sweep_list gpus, tp, pp, mbs, schedule, vp, recompute, zero, sp, layers, hidden;
 	struct sweep_list dtype, fp8_attention, flash;
-	char *text; /* the file's text, stored with the results */
+	/* Placement, sharding and overlap (issue 17): partition (enum
+	 * synth_part: even, balanced, embed-loss), the ZeRO sharding group
+	 * (0: the data-parallel group), ZeRO-3's prefetch, gradient buckets
+	 * (MB; 0: Megatron's), and the overlaps, each 0 or 1. */
+	struct sweep_list partition, shard, prefetch, bucket_mb, overlap_grad, overlap_param,
+	    tp_overlap, pp_overlap;
+	char *text;  /* the file's text, stored with the results */
+	char *canon; /* its settings as libconfig writes them back: no
+		      * comments, one layout (sweep_canon) */
 };
 
 enum cand_status { CS_PENDING, CS_INVALID, CS_OOM, CS_SCREENED, CS_SIMULATED, CS_FAILED };
@@ -74,7 +84,7 @@ enum cand_status { CS_PENDING, CS_INVALID, CS_OOM, CS_SCREENED, CS_SIMULATED, CS
 struct cand {
 	struct synth_in in;
 	int gpus;
-	char key[224];
+	char key[320];
 	int status;
 	char reason[160];
 	double analytic_s;
@@ -94,6 +104,11 @@ void sweep_free(struct sweep *s);
 
 /* The size of s's candidate space: the product of its lists (vp counted
  * with the interleaved schedule only), UINT64_MAX when beyond 64 bits. */
+/* The settings of sweep file text as libconfig writes them back (comments
+ * and layout gone): two texts that differ only there are one sweep.  A
+ * string to free, or NULL when text does not parse or memory runs out. */
+char *sweep_canon(const char *text);
+
 uint64_t sweep_count(const struct sweep *s);
 
 /*

@@ -24,9 +24,58 @@ static int is_comm(uint8_t kind)
 	return kind == GN_COLL || kind == GN_P2P;
 }
 
+/* Per GPU processor, in task order: the latest end so far (pmax) and the
+ * earliest start from here on (smin), both monotone, so a window's tasks
+ * are found by two binary searches, not a scan of the processor (a trace
+ * of 10^5 steps would make the breakdowns quadratic). */
+struct windows {
+	int64_t *pmax, *smin;
+};
+
+static int windows_init(const struct sim *s, struct windows *w)
+{
+	const struct graph *g = s->g;
+	w->pmax = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*w->pmax));
+	w->smin = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*w->smin));
+	if (!w->pmax || !w->smin)
+		return PRISM_ENOMEM;
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		int64_t m = INT64_MIN;
+		if (!pr->gpu || !pr->n)
+			continue;
+		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
+			w->pmax[u] = m = s->end_ns[u] > m ? s->end_ns[u] : m;
+		m = INT64_MAX;
+		for (uint32_t u = pr->first + pr->n; u-- > pr->first;)
+			w->smin[u] = m = s->start_ns[u] < m ? s->start_ns[u] : m;
+	}
+	return 0;
+}
+
+static void windows_free(struct windows *w)
+{
+	free(w->pmax);
+	free(w->smin);
+}
+
+/* The first task of pr from which x[u] > t (x monotone non-decreasing). */
+static uint32_t first_above(const int64_t *x, const struct graph_proc *pr, int64_t t, int strict)
+{
+	uint32_t lo = pr->first, hi = pr->first + pr->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (strict ? x[mid] > t : x[mid] >= t)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
 /* Breakdown of rank r's GPU work over [a, b) of simulated time. */
-static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b, struct metrics_iter *it,
-		     struct edge_pt **pts, size_t *cap)
+static int breakdown(const struct sim *s, const struct windows *w, uint32_t r, int64_t a, int64_t b,
+		     struct metrics_iter *it, struct edge_pt **pts, size_t *cap)
 {
 	const struct graph *g = s->g;
 	size_t n = 0;
@@ -34,9 +83,13 @@ static int breakdown(const struct sim *s, uint32_t r, int64_t a, int64_t b, stru
 	int64_t last = a, t_comp = 0, t_comm = 0, t_both = 0;
 
 	for (uint32_t p = 0; p < g->n_procs; p++) {
+		uint32_t u0, u1;
 		if (g->procs[p].rank != r || !g->procs[p].gpu)
 			continue;
-		for (uint32_t u = g->procs[p].first; u < g->procs[p].first + g->procs[p].n; u++) {
+		/* Those ending after a, up to those all starting at b or later. */
+		u0 = first_above(w->pmax, &g->procs[p], a, 1);
+		u1 = first_above(w->smin, &g->procs[p], b, 0);
+		for (uint32_t u = u0; u < u1; u++) {
 			int64_t x = s->start_ns[u] > a ? s->start_ns[u] : a;
 			int64_t y = s->end_ns[u] < b ? s->end_ns[u] : b;
 			if (x >= y)
@@ -130,10 +183,11 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 	long *next = prism_malloc((g->n_iters + 1) * sizeof(*next));
 	long *seen = prism_malloc((g->n_ranks + 1) * sizeof(*seen));
 	struct edge_pt *pts = NULL;
+	struct windows win = {NULL, NULL};
 	size_t cap = 0;
 	long n = 0;
 
-	if (!v || !sg || !next || !seen)
+	if (!v || !sg || !next || !seen || windows_init(s, &win))
 		goto oom;
 	step_gpu_spans(s, sg);
 	/* Each step's next step of the same rank (steps are in trace order). */
@@ -169,7 +223,7 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 				it->predicted_ns = it->pred_gpu_ns;
 			}
 			it->sim_start_ns = a;
-			if (breakdown(s, r, a, b, it, &pts, &cap))
+			if (breakdown(s, &win, r, a, b, it, &pts, &cap))
 				goto oom;
 		}
 		if (!any) {
@@ -194,7 +248,7 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 			v[n].measured_ns = v[n].gpu_ns = tb - ta;
 			v[n].predicted_ns = v[n].pred_gpu_ns = sb - sa;
 			v[n].sim_start_ns = sa;
-			if (breakdown(s, r, sa, sb, &v[n], &pts, &cap))
+			if (breakdown(s, &win, r, sa, sb, &v[n], &pts, &cap))
 				goto oom;
 			n++;
 		}
@@ -203,9 +257,11 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 	free(sg);
 	free(next);
 	free(seen);
+	windows_free(&win);
 	*out = v;
 	return n;
 oom:
+	windows_free(&win);
 	free(pts);
 	free(sg);
 	free(next);

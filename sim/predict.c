@@ -41,7 +41,7 @@ double predict_analytic(const struct synth_in *in)
 	ai.dtype = in->dtype;
 	ai.fp8_attention = in->fp8_attention;
 	ai.global_batch = (double)in->lay.mbs * in->lay.microbatches * in->lay.dp;
-	ai.lay = in->lay;
+	synth_mem_layout(in, &ai.lay);
 	ai.compute_eff = PREDICT_ANALYTIC_EFF;
 	return analytic_estimate(&ai, &ao, &err) == 0 ? ao.t_iter : 0;
 }
@@ -118,7 +118,8 @@ const char *predict_method_name(int m)
 
 /* Simulate g: its iteration time (metrics_step_time), and the mean over
  * the same steps of the slowest rank's host and GPU sides. */
-static int replay_graph(const struct graph *g, struct predict_out *out, struct prism_err *err)
+static int replay_graph(const struct graph *g, const struct hw_profile *added,
+			struct predict_out *out, struct prism_err *err)
 {
 	struct sim *s = sim_new(g);
 	struct sim_opts o;
@@ -129,6 +130,14 @@ static int replay_graph(const struct graph *g, struct predict_out *out, struct p
 	if (!s)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	sim_opts_default(&o);
+	if (added) {
+		/* Collectives an edit added slow the compute beside them as
+		 * synth's do (and are slowed by it); the trace's own kernels
+		 * already hold what its collectives did to them. */
+		o.slow_compute = added->slow_compute;
+		o.slow_comm = added->slow_comm;
+		o.contention_added = 1;
+	}
 	rc = sim_run(s, &o, err);
 	if (rc == 0 && (n = metrics_iterations(s, &its)) < 0)
 		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
@@ -272,6 +281,9 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		b->world = g->n_ranks && g->ranks[0].world_size > 0 ? (int)g->ranks[0].world_size
 								    : (int)g->n_ranks;
 	}
+	for (uint32_t u = 0; u < g->n_nodes && !b->opt_per_layer; u++)
+		b->opt_per_layer =
+		    g->phase[u] == PH_OPTIMIZER && g->layer[u] >= 0 && g->kind[u] >= GN_KERNEL;
 	if (edit_params(g, b->layers, &tot, &per))
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	if (kind == PB_ANNOTATED) {
@@ -295,7 +307,7 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 	}
 	if (b->host_event_s < 0)
 		b->host_event_s = b->in.event_s;
-	if ((rc = replay_graph(g, &b->self, err)))
+	if ((rc = replay_graph(g, NULL, &b->self, err)))
 		return rc;
 	b->self.method = PM_REPLAY;
 	if (kind == PB_ANNOTATED) {
@@ -338,7 +350,8 @@ static int same_shape(const struct synth_in *a, const struct synth_in *b)
 	       a->lay.vp == b->lay.vp && a->lay.mbs == b->lay.mbs &&
 	       a->lay.recompute == b->lay.recompute && a->lay.sp == b->lay.sp &&
 	       a->lay.zero == b->lay.zero && a->lay.flash == b->lay.flash && a->dtype == b->dtype &&
-	       a->fp8_attention == b->fp8_attention && a->lay.schedule == b->lay.schedule;
+	       a->fp8_attention == b->fp8_attention && a->lay.schedule == b->lay.schedule &&
+	       synth_same_placement(a, b);
 }
 
 /* A change of the model's width or tensor parallelism that re-timing
@@ -432,7 +445,9 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 			 a->lay.tp != c->lay.tp	      ? "tensor parallelism"
 			 : a->lay.pp != c->lay.pp     ? "pipeline stages"
 			 : a->m.hidden != c->m.hidden ? "hidden size"
-						      : "the model's shape or layout");
+			 : !synth_same_placement(a, c)
+			     ? "the stages' partition, sharding or overlap (the graph's own)"
+			     : "the model's shape or layout");
 		return;
 	}
 	if (c->m.layers != a->m.layers) {
@@ -468,7 +483,7 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 
 int predict_method(const struct predict_base *b, const struct synth_in *c, struct prism_err *err)
 {
-	char why[200];
+	char why[320];
 	if (b->kind == PB_MODEL)
 		return PM_SYNTH;
 	if (same_shape(&b->in, c) && same_hw(&b->in, c) && c->m.layers == b->in.m.layers &&
@@ -504,6 +519,22 @@ static void spread(int n, int n2, int32_t *copies)
 	}
 }
 
+/* An all-reduce of the data-parallel group an edit adds (reshape.h). */
+struct dp_comm {
+	const struct hw_profile *hw;
+	struct comm_group grp;
+	double eff;
+};
+
+static int64_t dp_allreduce_ns(const void *ctx, double bytes)
+{
+	const struct dp_comm *d = ctx;
+	struct comm_est ce;
+	if (comm_time(d->hw, GC_ALL_REDUCE, bytes, d->grp, d->eff, COMM_AUTO, &ce))
+		return 0;
+	return prism_ns_round(ce.time_s * 1e9);
+}
+
 /* The candidate as a graph edit of the base. */
 static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		     struct predict_out *out, struct graph **keep_g, struct prism_err *err)
@@ -511,6 +542,8 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	const struct synth_in *a = &b->in;
 	struct reshape_plan plan;
 	struct reshape_stats rs;
+	struct dp_comm dpc;
+	double dp_first[SYNTH_MAX_STAGES], dp_last[SYNTH_MAX_STAGES];
 	struct edit_retime r;
 	struct edit_stats es;
 	struct graph *cg = NULL;
@@ -530,7 +563,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		plan.layer_copies = lc;
 		plan.n_layers = L;
 		structural = 1;
-		if (b->params > 0 && b->layer_params > 0)
+		if (b->params > 0 && b->layer_params > 0 && !b->opt_per_layer)
 			opt = (b->params +
 			       (double)(c->m.layers - a->m.layers) / a->lay.pp * b->layer_params) /
 			      b->params;
@@ -562,20 +595,37 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		structural = 1;
 	}
 	if (c->lay.dp != a->lay.dp && !b->grad_group && c->lay.dp > 1) {
-		struct comm_group grp;
-		struct comm_est ce;
-		int per = c->hw->gpus_per_node / (a->lay.tp > 0 ? a->lay.tp : 1);
-		grp.n = c->lay.dp;
-		grp.per_node = per < 1 ? 1 : per > c->lay.dp ? c->lay.dp : per;
+		int per = hw_domain(c->hw) / (a->lay.tp > 0 ? a->lay.tp : 1);
+		dpc.hw = c->hw;
+		dpc.eff = a->comm_eff;
+		dpc.grp.n = c->lay.dp;
+		dpc.grp.per_node = per < 1 ? 1 : per > c->lay.dp ? c->lay.dp : per;
 		plan.add_dp = 1;
 		plan.dp = c->lay.dp;
-		/* bf16 gradients, of the candidate's layer */
-		plan.dp_layer_bytes = b->kind == PB_ANNOTATED
-					  ? llm_layer_params(&c->m) / c->lay.tp * 2
-					  : b->layer_params * 2;
-		if (comm_time(c->hw, GC_ALL_REDUCE, plan.dp_layer_bytes, grp, a->comm_eff,
-			      COMM_AUTO, &ce) == 0)
-			plan.dp_coll_ns = prism_ns_round(ce.time_s * 1e9);
+		/* As synth reduces them: fp32 main gradients in Megatron-LM's
+		 * buckets, the output side's first and the embedding's last (a
+		 * plain trace's parameters outside its layers, from its
+		 * optimizer's shapes, all with the embedding). */
+		plan.dp_grad_bytes = synth_grad_bytes(c);
+		plan.dp_bucket_params = synth_bucket_params(c);
+		plan.dp_layer_params =
+		    b->kind == PB_ANNOTATED ? llm_layer_params(&c->m) / c->lay.tp : b->layer_params;
+		for (int s = 0; s < c->lay.pp && s < SYNTH_MAX_STAGES; s++) {
+			if (b->kind == PB_ANNOTATED) {
+				synth_extra_params(c, s, &dp_first[s], &dp_last[s]);
+			} else {
+				dp_first[s] = 0;
+				dp_last[s] = s == 0 && b->params > b->layers * b->layer_params
+						 ? b->params - b->layers * b->layer_params
+						 : 0;
+			}
+		}
+		plan.dp_first = dp_first;
+		plan.dp_last = dp_last;
+		plan.n_dp_extra =
+		    (uint32_t)(c->lay.pp < SYNTH_MAX_STAGES ? c->lay.pp : SYNTH_MAX_STAGES);
+		plan.dp_coll_ns = dp_allreduce_ns;
+		plan.dp_ctx = &dpc;
 		plan.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
 		plan.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
 		plan.event_ns = prism_ns_round(b->host_event_s * 1e9);
@@ -605,7 +655,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		pl.schedule = c->lay.schedule;
 		pl.act_bytes = b->act_bytes;
 		grp.n = 2;
-		grp.per_node = a->lay.tp * c->lay.dp * 2 <= c->hw->gpus_per_node ? 2 : 1;
+		grp.per_node = a->lay.tp * c->lay.dp * 2 <= hw_domain(c->hw) ? 2 : 1;
 		if (comm_time(c->hw, GC_SEND, pl.act_bytes, grp, a->comm_eff, COMM_AUTO, &ce) == 0)
 			pl.xfer_ns = prism_ns_round(ce.time_s * 1e9);
 		pl.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
@@ -618,7 +668,24 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		if (rc)
 			goto out;
 		split = 1;
-		opt /= c->lay.pp; /* each stage's optimizer over its share */
+		if (b->opt_per_layer && b->kind == PB_ANNOTATED) {
+			/* The optimizer outside the layers, run on every stage,
+			 * is the embedding's and the head's: the stage holding
+			 * the most of them (a tied head's copy on the last stage
+			 * is the word embedding again), over the one stage's. */
+			double f, l, most = 0, one = 0;
+			struct synth_in one_stage = *c;
+			one_stage.lay.pp = 1;
+			for (int s = 0; s < c->lay.pp; s++) {
+				synth_extra_params(c, s, &f, &l);
+				most = f + l > most ? f + l : most;
+			}
+			synth_extra_params(&one_stage, 0, &f, &l);
+			one = f + l;
+			opt *= one > 0 ? most / one : 1.0 / c->lay.pp;
+		} else {
+			opt /= c->lay.pp; /* each stage's optimizer over its share */
+		}
 	}
 	memset(&r, 0, sizeof(r));
 	r.from = a->hw;
@@ -643,8 +710,16 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		r.tp_to = c->lay.tp;
 		r.sp = a->lay.sp;
 		r.layer_param_ratio = l0 > 0 ? l1 / l0 : 1;
-		/* The optimizer outside the layers follows all parameters. */
-		opt *= llm_params(&c->m) / c->lay.tp / (llm_params(&shape) / a->lay.tp);
+		/* The optimizer outside the layers follows all parameters, or
+		 * where the layers' own carry their layer (re-timed by
+		 * layer_param_ratio) those outside them. */
+		if (b->opt_per_layer) {
+			double e0 = llm_params(&shape) - shape.layers * llm_layer_params(&shape),
+			       e1 = llm_params(&c->m) - c->m.layers * llm_layer_params(&c->m);
+			opt *= e0 > 0 ? e1 / c->lay.tp / (e0 / a->lay.tp) : 1;
+		} else {
+			opt *= llm_params(&c->m) / c->lay.tp / (llm_params(&shape) / a->lay.tp);
+		}
 		shaped = 1;
 	}
 	r.opt_scale = opt;
@@ -661,7 +736,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		if (wb > 0 && wc < wb && edit_unblock(cg, wc / wb, &es))
 			goto oom;
 	}
-	if ((rc = replay_graph(cg, out, err)))
+	if ((rc = replay_graph(cg, add ? c->hw : NULL, out, err)))
 		goto out;
 	out->method = PM_EDIT;
 	if (b->kind == PB_ANNOTATED) {

@@ -97,17 +97,20 @@ struct predict_base {
 	 * unknown, 0). */
 	struct synth_in in;
 	/* Structure found in the graph (annotated and plain traces). */
-	int layers;				       /* layers per pass, 0: none found */
-	int microbatches;			       /* passes per step, at least 1 */
-	char grad_pg[48];			       /* their process group's name */
-	int world;				       /* the trace's world size */
-	int64_t grad_group;			       /* group size of the gradient collectives
+	int layers;	     /* layers per pass, 0: none found */
+	int microbatches;    /* passes per step, at least 1 */
+	char grad_pg[48];    /* their process group's name */
+	int world;	     /* the trace's world size */
+	int64_t grad_group;  /* group size of the gradient collectives
 				  * (all-reduce, reduce-scatter of the DP group), 0:
 				  * none */
-	double params;				       /* parameters of the model, 0: unknown */
-	double act_bytes;			       /* activations a stage boundary carries per
+	double params;	     /* parameters of the model, 0: unknown */
+	double act_bytes;    /* activations a stage boundary carries per
 				  * microbatch, 0: unknown */
-	double layer_params;			       /* of one layer, 0: unknown */
+	double layer_params; /* of one layer, 0: unknown */
+	int opt_per_layer;   /* 1: optimizer kernels carry their layer (a layer
+			    * edit copies them; the rest is the embedding's
+			    * and head's and keeps its size) */
 	double host_op_s, host_launch_s, host_event_s; /* medians (edit.h) */
 	/* An annotated base: 0 edits as a graph only what the base's own
 	 * kernels carry well (layers, microbatches, dp, hardware) and rebuilds

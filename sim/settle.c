@@ -183,6 +183,8 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 	for (size_t i = 0; inner && i < so->n_marks; i++)
 		inner[so->marks[i].node] = so->marks[i].idle_ns;
 	sim_opts_default(&o);
+	o.slow_compute = so->slow_compute;
+	o.slow_comm = so->slow_comm;
 	if ((rc = sim_run(sm, &o, err))) {
 		sim_free(sm);
 		free(inner);
@@ -190,6 +192,11 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		g->start_ns[u] = sm->start_ns[u];
+		/* What contention made of a task is its traced time: the
+		 * settled graph replays (without contention) as it ran. */
+		if ((g->kind[u] == GN_KERNEL || g->kind[u] == GN_COLL) &&
+		    sm->end_ns[u] - sm->start_ns[u] != g->dur_ns[u])
+			g->dur_ns[u] = sm->end_ns[u] - sm->start_ns[u];
 		if (g->kind[u] == GN_WAIT && u > 0) {
 			int64_t w = sm->start_ns[u] - sm->end_ns[u - 1];
 			g->wait_ns[u] = w > 0 ? w : 0;

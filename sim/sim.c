@@ -2,6 +2,7 @@
 #include "sim.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,13 @@ void sim_opts_default(struct sim_opts *o)
 {
 	o->skip = 0;
 	o->rendezvous = 1;
+	o->slow_compute = 0;
+	o->slow_comm = 0;
+	o->contention_added = 0;
 }
+
+/* A finish event carries its node with this bit set. */
+#define SIM_FIN 0x80000000u
 
 struct inst_key {
 	uint32_t pg, seq, kind, rank, coll;
@@ -130,6 +137,11 @@ void sim_free(struct sim *s)
 	free(s->inst_ready);
 	free(s->inst_dur);
 	free(s->inst_last);
+	free(s->rem);
+	free(s->pred_end);
+	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
+		free(s->run[r].v);
+	free(s->run);
 	evq_release(&s->q);
 	free(s);
 }
@@ -158,11 +170,157 @@ static int too_late(const struct graph *g, uint32_t u, struct prism_err *err)
 			     u, strtab_get(&g->st, g->name[u]), PRISM_TIME_MAX);
 }
 
+/* Whether u is slowed by contention: 1 a compute kernel, 2 a collective
+ * (with one member present), 0 neither. */
+static int contended(const struct sim *s, const struct sim_opts *o, uint32_t u, int rv)
+{
+	const struct graph *g = s->g;
+	if (!g->procs[g->proc[u]].gpu)
+		return 0;
+	if (g->kind[u] == GN_KERNEL)
+		return 1;
+	if (o->contention_added && !(g->flags[u] & NF_ADDED))
+		return 0;
+	if (g->kind[u] == GN_COLL &&
+	    !(rv && g->coll[u] != NONE32 && s->inst_size[s->inst_of[g->coll[u]]] > 1))
+		return 2;
+	return 0;
+}
+
+static int contention_alloc(struct sim *s)
+{
+	const struct graph *g = s->g;
+	size_t n = g->n_nodes ? g->n_nodes : 1;
+	uint32_t ranks = 0;
+	if (s->rem)
+		return 0;
+	for (uint32_t p = 0; p < g->n_procs; p++)
+		if (g->procs[p].rank + 1 > ranks)
+			ranks = g->procs[p].rank + 1;
+	s->rem = prism_malloc(n * sizeof(*s->rem));
+	s->pred_end = prism_malloc(n * sizeof(*s->pred_end));
+	s->run = prism_calloc(ranks ? ranks : 1, sizeof(*s->run));
+	s->n_gpu_ranks = ranks;
+	return s->rem && s->pred_end && s->run ? 0 : PRISM_ENOMEM;
+}
+
+static double rate_of(const struct sim *s, const struct sim_opts *o, const struct sim_running *r,
+		      uint32_t u)
+{
+	if (s->g->kind[u] == GN_KERNEL)
+		return r->n_comm > 0 ? 1.0 / (1.0 + o->slow_compute) : 1.0;
+	return r->n > r->n_comm ? 1.0 / (1.0 + o->slow_comm) : 1.0;
+}
+
+/* Account the rank's running tasks' progress up to t. */
+static void advance(struct sim *s, const struct sim_opts *o, struct sim_running *r, int64_t t)
+{
+	for (uint32_t i = 0; i < r->n; i++) {
+		uint32_t v = r->v[i];
+		s->rem[v] -= (double)(t - r->since) * rate_of(s, o, r, v);
+		if (s->rem[v] < 0)
+			s->rem[v] = 0;
+	}
+	r->since = t;
+}
+
+/* The rank's running tasks' ends at the current rates, as finish events. */
+static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r, int64_t t)
+{
+	for (uint32_t i = 0; i < r->n; i++) {
+		uint32_t v = r->v[i];
+		double left = s->rem[v] / rate_of(s, o, r, v);
+		/* Past PRISM_TIME_MAX: release() refuses it (too_late). */
+		int64_t end =
+		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + (int64_t)llround(left);
+		if (end == s->pred_end[v])
+			continue;
+		s->pred_end[v] = end;
+		if (evq_push(&s->q, end, v | SIM_FIN))
+			return PRISM_ENOMEM;
+	}
+	return 0;
+}
+
+/* u starts at t on its rank's GPU, beside what runs there. */
+static int begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t, int64_t dur,
+		 int kind)
+{
+	struct sim_running *r = &s->run[s->g->procs[s->g->proc[u]].rank];
+	if (r->n == r->cap) {
+		uint32_t cap = r->cap ? 2 * r->cap : 8;
+		uint32_t *v = prism_realloc(r->v, cap * sizeof(*v));
+		if (!v)
+			return PRISM_ENOMEM;
+		r->v = v;
+		r->cap = cap;
+	}
+	advance(s, o, r, t);
+	r->v[r->n++] = u;
+	r->n_comm += kind == 2;
+	s->rem[u] = (double)dur;
+	s->pred_end[u] = INT64_MIN;
+	return retime(s, o, r, t);
+}
+
+/* A finish event of u at t: 1 when it is u's end (and u is taken off its
+ * rank), 0 when stale; PRISM_ENOMEM. */
+static int finish(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
+{
+	struct sim_running *r = &s->run[s->g->procs[s->g->proc[u]].rank];
+	uint32_t i;
+	if (s->end_ns[u] >= 0 || s->pred_end[u] != t)
+		return 0;
+	for (i = 0; i < r->n && r->v[i] != u; i++)
+		;
+	if (i == r->n)
+		return 0;
+	advance(s, o, r, t);
+	r->n_comm -= s->g->kind[u] != GN_KERNEL;
+	r->v[i] = r->v[--r->n];
+	s->end_ns[u] = t;
+	return retime(s, o, r, t) ? PRISM_ENOMEM : 1;
+}
+
+/* u has ended: release what waits for it.  0, or the error set in err. */
+static int release(struct sim *s, const struct sim_opts *o, uint32_t u, struct prism_err *err)
+{
+	const struct graph *g = s->g;
+	/* Times and durations are within PRISM_TIME_MAX: the sum fits. */
+	if (s->end_ns[u] > PRISM_TIME_MAX)
+		return too_late(g, u, err);
+	if (s->end_ns[u] > s->makespan_ns)
+		s->makespan_ns = s->end_ns[u];
+	s->n_done++;
+	for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++) {
+		uint32_t v = g->out_dst[k];
+		int64_t t;
+		if (skipped(o->skip, g->out_kind[k]))
+			continue;
+		t = graph_edge_release(g->out_kind[k], s->start_ns[u], s->end_ns[u]);
+		if (s->binding[v] == NONE32 || t > s->ready_ns[v]) {
+			s->ready_ns[v] = t;
+			s->binding[v] = u;
+		}
+		if (--s->indeg[v] == 0) {
+			int64_t at = s->ready_ns[v] + g->lag_ns[v];
+			if ((g->flags[v] & NF_ANCHORED) && g->start_ns[v] > at)
+				at = g->start_ns[v];
+			if (at > PRISM_TIME_MAX)
+				return too_late(g, v, err);
+			if (evq_push(&s->q, at, v))
+				return prism_err_set(err, PRISM_ENOMEM,
+						     "simulation: out of memory");
+		}
+	}
+	return 0;
+}
+
 int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 {
 	const struct graph *g = s->g;
 	struct evq_entry e;
-	int rv = o->rendezvous;
+	int rv = o->rendezvous, cont = o->slow_compute > 0 || o->slow_comm > 0;
 
 	evq_reset(&s->q);
 	memset(s->indeg, 0, g->n_nodes * sizeof(*s->indeg));
@@ -176,6 +334,14 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 	}
 	s->makespan_ns = 0;
 	s->n_done = 0;
+	if (cont) {
+		if (contention_alloc(s))
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		for (uint32_t r = 0; r < s->n_gpu_ranks; r++) {
+			s->run[r].n = s->run[r].n_comm = 0;
+			s->run[r].since = 0;
+		}
+	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		s->ready_ns[u] = INT64_MIN;
 		s->binding[u] = NONE32;
@@ -189,8 +355,19 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		}
 	}
 	while (evq_pop(&s->q, &e) == 0) {
-		uint32_t u = e.node;
-		uint32_t c = g->coll[u];
+		uint32_t u = e.node, c;
+		int kind, fin;
+
+		if (u & SIM_FIN) {
+			u &= ~SIM_FIN;
+			if ((fin = finish(s, o, u, e.time_ns)) < 0)
+				return prism_err_set(err, PRISM_ENOMEM,
+						     "simulation: out of memory");
+			if (fin && (fin = release(s, o, u, err)))
+				return fin;
+			continue;
+		}
+		c = g->coll[u];
 
 		if (rv && c != NONE32 && s->inst_size[s->inst_of[c]] > 1 && s->start_ns[u] < 0) {
 			/* Rendezvous: wait for every member; the last releases all. */
@@ -218,34 +395,15 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		if (s->end_ns[u] >= 0)
 			continue; /* stale */
 		s->start_ns[u] = e.time_ns;
-		/* Times and durations are within PRISM_TIME_MAX: the sum fits. */
-		s->end_ns[u] = e.time_ns + dur_of(s, u, rv);
-		if (s->end_ns[u] > PRISM_TIME_MAX)
-			return too_late(g, u, err);
-		if (s->end_ns[u] > s->makespan_ns)
-			s->makespan_ns = s->end_ns[u];
-		s->n_done++;
-		for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++) {
-			uint32_t v = g->out_dst[k];
-			int64_t t;
-			if (skipped(o->skip, g->out_kind[k]))
-				continue;
-			t = graph_edge_release(g->out_kind[k], s->start_ns[u], s->end_ns[u]);
-			if (s->binding[v] == NONE32 || t > s->ready_ns[v]) {
-				s->ready_ns[v] = t;
-				s->binding[v] = u;
-			}
-			if (--s->indeg[v] == 0) {
-				int64_t at = s->ready_ns[v] + g->lag_ns[v];
-				if ((g->flags[v] & NF_ANCHORED) && g->start_ns[v] > at)
-					at = g->start_ns[v];
-				if (at > PRISM_TIME_MAX)
-					return too_late(g, v, err);
-				if (evq_push(&s->q, at, v))
-					return prism_err_set(err, PRISM_ENOMEM,
-							     "simulation: out of memory");
-			}
+		if (cont && (kind = contended(s, o, u, rv)) != 0) {
+			if (begin(s, o, u, e.time_ns, dur_of(s, u, rv), kind))
+				return prism_err_set(err, PRISM_ENOMEM,
+						     "simulation: out of memory");
+			continue;
 		}
+		s->end_ns[u] = e.time_ns + dur_of(s, u, rv);
+		if ((fin = release(s, o, u, err)))
+			return fin;
 	}
 	if (s->n_done != g->n_nodes)
 		return prism_err_set(err, PRISM_EINTERNAL,

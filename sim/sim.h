@@ -36,9 +36,27 @@
 #define SIM_SKIP_INFERRED 0x02 /* every edge inferred from timing */
 #define SIM_SKIP_SHARE	  0x04 /* edges from GPU work that held the GPU */
 
+/*
+ * Contention (synthesised runs): while a collective kernel runs beside
+ * compute kernels on the same GPU, both slow down -- the collective's
+ * thread blocks take SMs and both share HBM bandwidth.  A compute kernel
+ * then progresses at 1 / (1 + compute) of its speed, a collective at
+ * 1 / (1 + comm) of its; each task's remaining work is carried across
+ * every change of what runs beside it.  The factors are fitted
+ * (configs/hw, `contention`; docs/MODEL.md).  Only GPU kernels and
+ * collectives with one member present are slowed (point-to-point
+ * transfers and rendezvous instances keep their times), so a settled
+ * graph replays as it ran.  Both 0: off (replays of traces, whose
+ * durations already hold what contention they met).
+ */
 struct sim_opts {
-	unsigned skip;	/* SIM_SKIP_* */
-	int rendezvous; /* 1: collectives rendezvous across ranks */
+	unsigned skip;	      /* SIM_SKIP_* */
+	int rendezvous;	      /* 1: collectives rendezvous across ranks */
+	double slow_compute;  /* contention: compute kernels' slowdown */
+	double slow_comm;     /* contention: collectives' slowdown */
+	int contention_added; /* 1: only collectives flagged NF_ADDED contend
+			       * (a graph edit: the trace's kernels hold what
+			       * its own collectives did to them) */
 };
 
 void sim_opts_default(struct sim_opts *o);
@@ -67,6 +85,19 @@ struct sim {
 				 * the kind: not made to wait for each other */
 	int64_t makespan_ns;   /* end of the last task */
 	uint64_t n_done;
+	/* Contention (allocated on the first run that asks for it). */
+	double *rem;	   /* per node: work left at full speed, ns */
+	int64_t *pred_end; /* per node: when it ends at the current rates */
+	uint32_t n_gpu_ranks;
+	struct sim_running *run; /* per rank: what runs on its GPU */
+};
+
+/* The tasks running on one rank's GPU under contention. */
+struct sim_running {
+	uint32_t *v;
+	uint32_t n, cap;
+	uint32_t n_comm; /* of them, collectives */
+	int64_t since;	 /* progress accounted up to */
 };
 
 /* A simulator for g (which must outlive it).  NULL when out of memory. */

@@ -103,3 +103,12 @@ with tempfile.TemporaryDirectory() as d:
     check(sorted(os.listdir(out)) == ["best.csv", "report.md"],
           f"no gnuplot: wrote {sorted(os.listdir(out))}")
     print("ok: no gnuplot: report and best.csv, no chart, said so")
+
+    # 3. --sweep takes a sweep id, nothing else: "2x" was read as 2 and
+    # "abc" as 0 (the latest sweep), with exit 0.
+    for bad in ("2x", "abc", "0", "-1", "99999999999"):
+        r = subprocess.run([PRISM, "report", db, "--sweep", bad, "-o", os.path.join(d, "x")],
+                           capture_output=True, text=True, cwd=d)
+        check(r.returncode == 2 and r.stderr == f"prism: --sweep '{bad}': expected a whole "
+              "number in 1..2147483647\n", f"--sweep {bad}: {r.returncode} {r.stderr!r}")
+    print("ok: --sweep refuses what is not a sweep id")

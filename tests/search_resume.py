@@ -33,7 +33,7 @@ def rows(db):
                       "ORDER BY key").fetchall()
     ver = con.execute("PRAGMA user_version").fetchone()[0]
     con.close()
-    if ver != 6:
+    if ver != 7:
         sys.exit(f"FAIL: user_version {ver}")
     return out
 
@@ -78,5 +78,22 @@ with tempfile.TemporaryDirectory() as d:
     line = next(i for i, l in enumerate(text.splitlines(), 1) if "mbs =" in l)
     check(r.returncode == 2 and r.stderr == f"prism: {bad}:{line}: unknown setting 'space.mbz'\n",
           f"bad sweep gave {r.returncode}: {r.stderr!r}")
+    # The same settings with other comments and spacing: the same sweep
+    # (resumed, nothing added); another value is another sweep.
+    commented = os.path.join(d, "commented.cfg")
+    with open(commented, "w") as f:
+        f.write("# the same sweep, commented\n" +
+                text.replace("  mbs = [1, 2];", "  mbs = [ 1,2 ];   # two sizes"))
+    r = subprocess.run([PRISM, "search", commented, "--db", a, "--exhaustive"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and "0 to evaluate" in r.stderr and "resuming" in r.stderr,
+          f"a comment made another sweep: {r.stderr}")
+    check(rows(a) == ra, "a commented sweep file changed the database")
+    other = os.path.join(d, "other.cfg")
+    with open(other, "w") as f:
+        f.write(text.replace("  mbs = [1, 2];", "  mbs = [1, 4];"))
+    r = subprocess.run([PRISM, "search", other, "--db", a, "--exhaustive"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and "resuming" not in r.stderr, f"mbs [1, 4] resumed: {r.stderr}")
     print(f"search: {EXPECTED} candidates; resume, kill -9 ({len(partial)} stored when "
           f"killed) and threads all give the same database")

@@ -47,8 +47,12 @@ with tempfile.TemporaryDirectory() as d:
     run("search", sweep("a.json", "from-a"), "--db", os.path.join(d, "a.db"), "--exhaustive")
     a = times(os.path.join(d, "a.db"))
     check(len(a) == len(model) > 0, f"{len(a)} candidates from the trace, {len(model)} from the model")
+    # Within 1e-4, not exactly: a synthesised trace's kernels keep the
+    # slowdown contention gave them beside its own collectives (settled
+    # times), and a graph edit that lengthens those collectives (dp 8 ->
+    # 16) does not slow the compute beside them again (0.7 us of 13 ms).
     worst = max(abs(a[k] / model[k] - 1) for k in model)
-    check(worst < 1e-6, f"trace-based and model-based sweeps differ by {worst:.2e}")
+    check(worst < 1e-4, f"trace-based and model-based sweeps differ by {worst:.2e}")
     # Other costs: the candidate at the trace's layout is its replay.
     b_json = os.path.join(d, "b.json")
     run("synth", "gpt-small", "--hw", "h100-dgx", *LAYOUT, "--eff", "gemm=0.45,attention=0.3",
@@ -91,9 +95,19 @@ with tempfile.TemporaryDirectory() as d:
     check(len(edited) == 6,
           f"{len(edited)} plain candidates simulated, want dp 8 and 16, each also cut into "
           "2 stages (1f1b, gpipe)")
-    worst_p = max(abs(edited[k] / model[k.replace("hidden=0", "hidden=1024")] - 1)
-                  for k in edited)
-    check(worst_p < 1e-6, f"plain-trace edits and the model differ by {worst_p:.2e}")
+    # One stage's edits (dp, microbatches) equal the model (within the
+    # contention noted above).  Stages cut from one lack what a tied
+    # embedding costs on two stages (the last stage's copy of the word
+    # embedding, its Adam step and the all-reduce of its gradient between
+    # the first and last stages: Megatron-LM's
+    # _allreduce_word_embedding_grads), which a plain trace cannot say it
+    # has: those edits are faster than the model, by under 6 % here.
+    rel = {k: edited[k] / model[k.replace("hidden=0", "hidden=1024")] - 1 for k in edited}
+    worst_p = max(abs(v) for k, v in rel.items() if "pp=1" in k)
+    check(worst_p < 1e-4, f"plain-trace edits and the model differ by {worst_p:.2e}")
+    cut = [v for k, v in rel.items() if "pp=2" in k]
+    check(len(cut) == 4 and all(-0.06 < v < 0 for v in cut),
+          f"stages cut from a plain trace against the model: {cut}")
     check(all("no run description" in r for k, st, r, t, m in got if st == "invalid"),
           "an invalid plain candidate without its reason")
     # A trace with nothing the sweep can edit: every candidate is invalid,

@@ -8,6 +8,7 @@
 
 #include "analytic.h"
 #include "kperf.h"
+#include "cbench.h"
 #include "comm.h"
 #include "hw.h"
 #include "llm.h"
@@ -168,6 +169,7 @@ static struct hw_profile test_node(double nvlink_GBps, double lat_us)
 	hw.nic_Bps = 50e9;
 	hw.nvlink_lat_s = lat_us * 1e-6;
 	hw.net_lat_s = 5 * lat_us * 1e-6;
+	hw.nvl_eff = hw.net_eff = 1; /* links at full bus bandwidth */
 	return hw;
 }
 
@@ -205,17 +207,37 @@ static void test_hierarchical_allreduce_64(void **state)
 	 * GPU.  Hierarchical: reduce-scatter in the node, 7/8 S at 450 GB/s
 	 * (2.0878 ms); all-reduce across the 8 nodes on S/8 per GPU,
 	 * 2 (7/8) (S/8) at 50 GB/s (4.6976 ms); all-gather in the node
-	 * (2.0878 ms): 8.8732 ms. */
+	 * (2.0878 ms).  NCCL pipelines the phases in chunks: the slowest sets
+	 * the pace, 4.6976 ms. */
 	in_node = 0.875 * S / 450e9;
 	across = 2 * 0.875 * (S / 8) / 50e9;
 	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, g, 1.0, COMM_HIER, &e), 0);
-	assert_rel_close(e.time_s, 2 * in_node + across, 1e-12);
-	assert_rel_close(e.time_s, 8.8732e-3, 1e-4);
+	assert_true(2 * in_node < across);
+	assert_rel_close(e.time_s, across, 1e-12);
+	assert_rel_close(e.time_s, 4.6976e-3, 1e-4);
 	/* A rail-optimised ring moves 2 (63/64) S through the node's 8 NICs at
-	 * 400 GB/s in all: 5.2849 ms, so NCCL (and prism) pick the ring. */
-	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, g, 1.0, COMM_AUTO, &e), 0);
-	assert_int_equal(e.algo, COMM_RING);
+	 * 400 GB/s in all: 5.2849 ms, so the hierarchical one is picked. */
+	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, g, 1.0, COMM_RING, &e), 0);
 	assert_rel_close(e.time_s, 2 * 63.0 / 64 * S / 400e9, 1e-12);
+	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, g, 1.0, COMM_AUTO, &e), 0);
+	assert_int_equal(e.algo, COMM_HIER);
+	/* The profile's bus efficiencies: the network's at 0.5 doubles the
+	 * hierarchical's across-nodes phase (now the ring's 10.57 ms is worse
+	 * still); a fixed cost of 20 us adds to each collective. */
+	hw.net_eff = 0.5;
+	hw.coll_base_s = 20e-6;
+	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, g, 1.0, COMM_AUTO, &e), 0);
+	assert_int_equal(e.algo, COMM_HIER);
+	assert_rel_close(e.time_s, 20e-6 + 2 * across, 1e-12);
+	/* NVLink SHARP in one node (nvls_eff 0.6): each GPU sends S and
+	 * receives the sum, S / (0.6 x 450 GB/s) = 3.9768 ms, against the
+	 * ring's 1.75 S / 450 GB/s = 4.1756 ms. */
+	hw = test_node(450, 0);
+	hw.nvls_eff = 0.6;
+	assert_int_equal(
+	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){8, 8}, 1.0, COMM_AUTO, &e), 0);
+	assert_int_equal(e.algo, COMM_NVLS);
+	assert_rel_close(e.time_s, S / (0.6 * 450e9), 1e-12);
 	/* Bad groups are refused. */
 	assert_int_equal(
 	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){64, 16}, 1.0, COMM_AUTO, &e),
@@ -225,7 +247,83 @@ static void test_hierarchical_allreduce_64(void **state)
 	    PRISM_EARG);
 }
 
-static const struct llm gpt3 = {96, 12288, 96, 4 * 12288, 2048, 51200, "", 0, 0};
+/*
+ * Collective measurements read and fitted (cbench.h): rows written from the
+ * model itself on an H200 profile set to known parameters -- NVLink ring at
+ * 0.7 of the link, 2 us a step, NVLS at 0.55, the network at 0.3 (so that
+ * the hierarchical all-reduce across 4 nodes is network-bound) and
+ * 10 us a step, 20 us a collective -- as a collectives CSV (nccl-tests'
+ * columns: time, or the bus bandwidth alone; XLA's replica groups), read
+ * back and fitted from the shipped profile: the parameters come back.
+ */
+static void test_collective_fit(void **state)
+{
+	struct hw_profile truth, fit;
+	struct prism_err err;
+	struct cbench cb;
+	char path[] = "/tmp/prism_cbench_XXXXXX";
+	size_t idx[64], n;
+	FILE *f;
+	int fd;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h200-dgx.cfg", &truth, &err), 0);
+	fit = truth;
+	truth.nvl_eff = 0.7;
+	truth.nvlink_lat_s = 2e-6;
+	truth.nvls_eff = 0.55;
+	truth.net_eff = 0.3;
+	truth.net_lat_s = 10e-6;
+	truth.coll_base_s = 20e-6;
+	assert_true((fd = mkstemp(path)) >= 0);
+	assert_non_null(f = fdopen(fd, "w"));
+	fprintf(f, "gpu,collective,tool,nodes,gpus_per_node,ranks,group_desc,interconnect,algo,"
+		   "dtype,size_bytes,time_us,busbw_GBps,source\n");
+	for (double S = 1e3; S <= 1e10; S *= 10) {
+		static const struct {
+			int kind, n, per, algo;
+			const char *name, *algo_s;
+		} t[] = {{GC_ALL_REDUCE, 8, 8, COMM_RING, "all_reduce", "Ring"},
+			 {GC_ALL_REDUCE, 8, 8, COMM_NVLS, "all_reduce", "NVLS"},
+			 {GC_ALL_GATHER, 4, 4, COMM_AUTO, "all_gather", ""},
+			 {GC_ALL_REDUCE, 32, 8, COMM_AUTO, "all_reduce", ""}};
+		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+			struct comm_est e;
+			assert_int_equal(comm_time(&truth, t[i].kind, S,
+						   (struct comm_group){t[i].n, t[i].per}, 1.0,
+						   t[i].algo, &e),
+					 0);
+			if (i == 2) /* the bus bandwidth alone, in XLA's groups */
+				fprintf(
+				    f,
+				    "H200,%s,x,1,8,8,2 replica group(s) x 4 devices each,NVLink,%s,f32,"
+				    "%.0f,,%.9f,src%zu\n",
+				    t[i].name, t[i].algo_s, S, 0.75 * S / e.time_s / 1e9, i);
+			else
+				fprintf(f, "H200,%s,x,%d,8,%d,,EFA,%s,f32,%.0f,%.6f,,src%zu\n",
+					t[i].name, t[i].n / t[i].per, t[i].n, t[i].algo_s, S,
+					e.time_s * 1e6, i);
+		}
+	}
+	fclose(f);
+	memset(&cb, 0, sizeof(cb));
+	assert_int_equal(cbench_read(&cb, path, &err), 0);
+	unlink(path);
+	assert_int_equal(cb.n, 32);
+	for (n = 0; n < cb.n; n++)
+		idx[n] = n;
+	fit.nvls_eff = 0.6;
+	assert_int_equal(cbench_fit(&fit, cb.rows, idx, n, 1), 32);
+	assert_rel_close(fit.nvl_eff, 0.7, 1e-3);
+	assert_rel_close(fit.nvls_eff, 0.55, 1e-3);
+	assert_rel_close(fit.net_eff, 0.3, 1e-3);
+	assert_rel_close(fit.coll_base_s, 20e-6, 1e-2);
+	for (size_t i = 0; i < cb.n; i++)
+		assert_rel_close(cbench_predict(&fit, &cb.rows[i]), cb.rows[i].time_s, 1e-3);
+	cbench_release(&cb);
+}
+
+static const struct llm gpt3 = {96, 12288, 96, 4 * 12288, 2048, 51200, "", 0, 0, 0, 0};
 
 static void test_model_flops(void **state)
 {
@@ -254,7 +352,7 @@ static void test_model_flops(void **state)
  */
 static void test_gqa_swiglu(void **state)
 {
-	struct llm m = {1, 1024, 16, 2816, 1024, 1000, "", 4, 1}, l3;
+	struct llm m = {1, 1024, 16, 2816, 1024, 1000, "", 4, 1, 0, 0}, l3;
 	struct prism_err err;
 	double gemm, attn;
 	(void)state;
@@ -269,6 +367,10 @@ static void test_gqa_swiglu(void **state)
 	assert_int_equal(l3.kv_heads, 8);
 	assert_int_equal(l3.gated, 1);
 	assert_rel_close(l3.layers * llm_layer_params(&l3), 8.03e9 - 2 * 128256.0 * 4096, 1e-3);
+	/* Untied, rotary: the whole model is the published 8.03B. */
+	assert_int_equal(l3.untied, 1);
+	assert_int_equal(l3.rope, 1);
+	assert_rel_close(llm_params(&l3), 8.03e9, 1e-3);
 	/* A GPT model keeps 4h^2 + 2 h ffn. */
 	assert_true(llm_layer_params(&gpt3) ==
 		    4.0 * 12288 * 12288 + 2.0 * 12288 * 49152 + 9 * 12288 + 49152);
@@ -295,54 +397,149 @@ static void test_activation_bytes_gpt3(void **state)
 	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 2 / 8, 1e-12);
 }
 
-static void test_zero1_bytes(void **state)
+/* Bytes per parameter of weights, gradients and optimizer state: Megatron-LM's
+ * table (docs/user-guide/features/dist_optimizer.md): 20, 18 and 16 bytes
+ * without the distributed optimizer; 4 + 16/d, 6 + 12/d, 8 + 8/d with it. */
+static void test_bytes_per_param(void **state)
 {
-	/* l 2, h 1024, ffn 4096, V 1000, s 128.  Per layer 4h^2 + 2h ffn +
-	 * 9h + ffn = 4,194,304 + 8,388,608 + 9,216 + 4,096 = 12,596,224; two
-	 * layers 25,192,448, + V h 1,024,000 + s h 131,072 + 2h 2,048:
-	 * 26,349,568 parameters.  TP 2: 13,174,784 per GPU; bf16 weights and
-	 * grads 2 bytes each; ZeRO-1 over DP 4 shards Adam's 12: 39,524,352. */
-	struct llm m = {2, 1024, 16, 4096, 128, 1000, "", 0, 0};
-	struct mem_layout l = {
-	    .tp = 2, .pp = 1, .dp = 4, .vp = 1, .mbs = 1, .microbatches = 1, .zero = 1};
-	struct mem_est e;
-	struct hw_profile hw;
+	static const struct {
+		int prec;
+		double plain, fixed, sharded;
+	} t[] = {{MEM_PREC_FP16, 20, 4, 16}, {MEM_PREC_BF16, 18, 6, 12}, {MEM_PREC_FP32, 16, 8, 8}};
 	(void)state;
-	assert_rel_close(llm_params(&m), 26349568.0, 1e-15);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		double w, g, o;
+		mem_bytes_per_param(t[i].prec, &w, &g, &o);
+		assert_rel_close(w + g + o, t[i].plain, 1e-15);
+		assert_rel_close(w + g, t[i].fixed, 1e-15);
+		assert_rel_close(o, t[i].sharded, 1e-15);
+	}
+}
+
+/*
+ * Every buffer of every stage of a small GPT with tied embeddings on 4
+ * stages, by hand.  l 8, h 1024, 16 heads, ffn 4096, s 128, V 1000,
+ * learned positions; tp 1, pp 4, dp 2, ZeRO-1, mbs 1 x 8 microbatches,
+ * 1F1B, flash attention, bf16 (2 + 4 bytes, 12 of optimizer state over 2:
+ * 12 bytes a parameter); the allocator's fragmentation 0.2 (reserved =
+ * allocated / 0.8).
+ *  - a layer: 4h^2 + 2 h ffn + 9h + ffn = 12,596,224 parameters; each
+ *    stage 2 layers = 25,192,448.  Stage 0 adds the word embedding V h =
+ *    1,024,000 and the positions s h = 131,072: 26,347,520.  The last
+ *    stage adds the final norm 2h and the tied head's copy V h:
+ *    26,218,496.
+ *  - activations of a layer (Korthikanti Table 2, flash, t 1): 34 s b h =
+ *    4,456,448 B, 8,912,896 a stage's chunk.  1F1B: stage s holds p - s
+ *    microbatches (4, 3, 2, 1).  Stage 0 adds the embedding's dropout mask
+ *    s b h = 131,072 per microbatch: 4 x 9,043,968 = 36,175,872; the last
+ *    stage the final norm's and head's inputs 4 s b h = 524,288 and the
+ *    fp32 logits 4 s b V = 512,000: 9,949,184; its bf16 logits 2 s b V =
+ *    256,000 are working memory.
+ *  - stage 0: 12 x 26,347,520 + 36,175,872 = 352,346,112 allocated;
+ *    / 0.8 = 440,432,640.  Stage 1: 302,309,376 + 26,738,688 =
+ *    329,048,064; stage 2: 302,309,376 + 17,825,792 = 320,135,168; stage
+ *    3: 314,621,952 + 9,949,184 + 256,000 = 324,827,136.
+ */
+static void test_stage_memory(void **state)
+{
+	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0};
+	struct mem_layout l = {.tp = 1,
+			       .pp = 4,
+			       .dp = 2,
+			       .vp = 1,
+			       .mbs = 1,
+			       .microbatches = 8,
+			       .schedule = MEM_1F1B,
+			       .flash = 1,
+			       .zero = 1,
+			       .prefetch = 1};
+	static const double alloc[4] = {352346112, 329048064, 320135168, 324827136};
+	static const double params[4] = {26347520, 25192448, 25192448, 26218496};
+	static const double acts[4] = {36175872, 26738688, 17825792, 9949184};
+	struct hw_profile hw;
+	struct mem_stage st;
+	struct mem_est e;
+	(void)state;
 	memset(&hw, 0, sizeof(hw));
 	hw.hbm_bytes = 1e9;
-	hw.mem_reserve_bytes = 0.1e9;
+	hw.mem_reserve_bytes = 0.5e9;
+	hw.mem_frag = 0.2;
+	for (int s = 0; s < 4; s++) {
+		mem_stage(&m, &l, &hw, s, &st);
+		assert_rel_close(st.params, params[s], 1e-15);
+		assert_rel_close(st.weights, 2 * params[s], 1e-15);
+		assert_rel_close(st.grads, 4 * params[s], 1e-15);
+		assert_rel_close(st.optimizer, 6 * params[s], 1e-15);
+		assert_rel_close(st.buffers, 0, 1e-15);
+		assert_rel_close(st.activations, acts[s], 1e-15);
+		assert_rel_close(st.inflight, 4 - s, 1e-15);
+		assert_rel_close(st.logits, s == 3 ? 512000 : 0, 1e-15);
+		assert_rel_close(st.transient, s == 3 ? 256000 : 0, 1e-15);
+		assert_rel_close(st.allocated, alloc[s], 1e-15);
+		assert_rel_close(st.total, alloc[s] / 0.8, 1e-12);
+	}
 	mem_estimate(&m, &l, &hw, &e);
-	assert_rel_close(e.params_per_gpu, 13174784.0, 1e-15);
-	assert_rel_close(e.weights, 26349568.0, 1e-15);
-	assert_rel_close(e.grads, 26349568.0, 1e-15);
-	assert_rel_close(e.optimizer, 39524352.0, 1e-15);
-	assert_rel_close(e.weights + e.grads + e.optimizer, 92223488.0, 1e-15);
+	assert_int_equal(e.stage, 0);
+	assert_rel_close(e.total, 440432640.0, 1e-12);
+	assert_rel_close(e.first_total, 440432640.0, 1e-12);
+	assert_rel_close(e.last_total, 324827136.0 / 0.8, 1e-12);
+	assert_rel_close(e.capacity, 0.5e9, 1e-15);
 	assert_true(e.fits);
-	/* ZeRO-3 shards all 16 bytes: 16 P / 4. */
-	l.zero = 3;
+	hw.mem_reserve_bytes = 0.6e9;
 	mem_estimate(&m, &l, &hw, &e);
-	assert_rel_close(e.weights + e.grads + e.optimizer, 16 * 13174784.0 / 4, 1e-15);
+	assert_false(e.fits);
+	/* ZeRO-3 over the 2 ranks: 1 + 2 + 6 bytes a parameter, and the
+	 * buffers of stage 1: two layers' bf16 weights gathered (prefetch 1)
+	 * and one layer's fp32 gradient, 12,596,224 x (2 x 2 + 4) =
+	 * 100,769,792. */
+	l.zero = 3;
+	mem_stage(&m, &l, &hw, 1, &st);
+	assert_rel_close(st.weights + st.grads + st.optimizer, 9 * 25192448.0, 1e-15);
+	assert_rel_close(st.buffers, 100769792, 1e-15);
+	/* Hybrid sharding within groups of 1 is no sharding: 18 bytes. */
+	l.shard = 1;
+	mem_stage(&m, &l, &hw, 1, &st);
+	assert_rel_close(st.weights + st.grads + st.optimizer, 18 * 25192448.0, 1e-15);
+	assert_rel_close(st.buffers, 0, 1e-15);
+	/* Untied, the head is on the last stage whatever the stages; with one
+	 * stage a tied head is the embedding itself. */
+	l.shard = 0;
+	l.zero = 1;
+	l.pp = 1;
+	mem_stage(&m, &l, &hw, 0, &st);
+	assert_rel_close(st.params, 8 * 12596224.0 + 1024000 + 131072 + 2048, 1e-15);
+	m.untied = 1;
+	mem_stage(&m, &l, &hw, 0, &st);
+	assert_rel_close(st.params, 8 * 12596224.0 + 2 * 1024000 + 131072 + 2048, 1e-15);
 }
 
 static void test_inflight(void **state)
 {
 	/* p 4, m 8: GPipe holds 8 microbatches on stage 0, 1F1B 4, interleaved
-	 * with v 2: 4 (1 + 3/8) = 5.5. */
-	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0};
+	 * with v 2: 4 (1 + 3/8) = 5.5 (Korthikanti section 4.2.3), found by
+	 * walking the schedule (11 chunk units of 1 layer). */
+	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0};
 	struct mem_layout l = {.tp = 1, .pp = 4, .dp = 1, .vp = 2, .mbs = 1, .microbatches = 8};
-	struct mem_est e;
+	struct mem_stage st;
 	(void)state;
 	l.schedule = MEM_GPIPE;
-	mem_estimate(&m, &l, NULL, &e);
-	assert_rel_close(e.inflight, 8, 1e-15);
-	assert_rel_close(e.activations, e.act_per_layer * 2 * 8, 1e-15);
+	l.vp = 1;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.inflight, 8, 1e-15);
 	l.schedule = MEM_1F1B;
-	mem_estimate(&m, &l, NULL, &e);
-	assert_rel_close(e.inflight, 4, 1e-15);
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.inflight, 4, 1e-15);
 	l.schedule = MEM_INTERLEAVED;
-	mem_estimate(&m, &l, NULL, &e);
-	assert_rel_close(e.inflight, 5.5, 1e-15);
+	l.vp = 2;
+	mem_stage(&m, &l, NULL, 0, &st);
+	assert_rel_close(st.inflight, 5.5, 1e-15);
+	/* An uneven partition: 1, 3, 3, 1 layers; stage 1 holds 3 x 3 layers. */
+	l.schedule = MEM_1F1B;
+	l.vp = 1;
+	l.part[0] = 1, l.part[1] = 3, l.part[2] = 3, l.part[3] = 1;
+	mem_stage(&m, &l, NULL, 1, &st);
+	assert_rel_close(st.activations, 9 * mem_act_per_layer(&m, &l), 1e-15);
+	assert_int_equal(mem_chunk_first(&m, &l, 2, 0), 4);
 }
 
 /* The kernel model's GEMMs worked by hand (kperf.h) on a GPU of 132 SMs,
@@ -412,18 +609,26 @@ static void test_analytic_small(void **state)
 	 *    + 4 x 2^21 = 31,457,280 B; backward: two dropout backwards (5),
 	 *    GeLU backward (6), two norm backwards (8): 26 x 2^20 + 6 x 2^21 =
 	 *    39,845,888 B;
-	 *  so 313.3145 us forward, 615.6399 us backward; two layers per stage,
-	 *  and half of the logits' three GEMMs (3 x 2 x 1024 x 16000 x 1024
-	 *  FLOPs: 2,013.266 us): t_compute 2,864.5419 us.
+	 *  so 313.3145 us forward, 615.6399 us backward; two layers per stage:
+	 *  1,857.9089 us.  Stage 0 adds the embedding (4 + 6 bytes a hidden
+	 *  value: 10.48576 us); the last stage the final norm (4.194304 us),
+	 *  the logits' three GEMMs (3 x 2 x 1024 x 16000 x 1024 FLOPs:
+	 *  2,013.266 us), the cross-entropy forward (30 + 8 bytes a logit:
+	 *  622.592 us) and backward (14: 229.376 us), the norm's backward
+	 *  (8.388608 us): 2,877.8168 us, so t_compute, the last stage's, is
+	 *  4,735.7258 us.
 	 *  - TP: 2 layers x 4 all-reduces of 2 MiB over 2 GPUs, each 2 MiB x
 	 *    (2 x 1/2) at 100 GB/s = 20.97152 us: 167.77216 us.
 	 *  - PP: the 2 MiB activation and its gradient in the node: 41.94304 us.
-	 *  - slot 3,074.2571 us; (4 + 1) slots = 15.371285 ms.
-	 *  - DP: 84,203,520 parameters, 21,050,880 per GPU, bf16 gradients
-	 *    42,101,760 B over 2 GPUs in the node: 421.0176 us, all hidden
-	 *    behind the last backward.
-	 *  - optimizer: 28 B x 21,050,880 at 1 TB/s = 589.42464 us.
-	 *  Iteration: 15.960710 ms. */
+	 *  - slots 2,078.1099 us (stage 0) and 4,945.4409 us (stage 1): 4 of
+	 *    the slowest and the other once: 21.859874 ms.
+	 *  - DP: stage 0 holds 12,596,224 layer parameters per GPU, the word
+	 *    embedding's half 16,384,000 and the positions 1,048,576:
+	 *    30,028,800; fp32 gradients, 120,115,200 B over 2 GPUs in the node:
+	 *    1,201.152 us, all hidden behind the last backward (2/3 of
+	 *    1,868.4 us).
+	 *  - optimizer: 28 B x 30,028,800 at 1 TB/s = 840.8064 us.
+	 *  Iteration: 22.700680 ms. */
 	struct hw_profile hw = test_node(100, 0);
 	struct analytic_in in;
 	struct analytic_out out;
@@ -439,7 +644,7 @@ static void test_analytic_small(void **state)
 		hw.k.mem_eff[k] = 1;
 	analytic_in_default(&in);
 	in.hw = &hw;
-	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000, "", 0, 0};
+	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000, "", 0, 0, 0, 0};
 	in.global_batch = 8;
 	in.lay.tp = 2;
 	in.lay.pp = 2;
@@ -451,14 +656,15 @@ static void test_analytic_small(void **state)
 		fail();
 	}
 	assert_int_equal(out.microbatches, 4);
-	assert_rel_close(out.t_compute, 2864.54185984e-6, 1e-9);
+	assert_rel_close(out.t_compute, 4735.72573184e-6, 1e-9);
 	assert_rel_close(out.t_tp, 8 * 2097152 / 100e9, 1e-12);
 	assert_rel_close(out.t_p2p, 2 * 2097152 / 100e9, 1e-12);
-	assert_rel_close(out.t_dp, 42101760 / 100e9, 1e-12);
+	assert_rel_close(out.t_dp, 4 * 30028800 / 100e9, 1e-12);
 	assert_rel_close(out.t_dp_exposed, 0, 1e-12);
-	assert_rel_close(out.t_opt, 28 * 21050880 / 1e12, 1e-12);
-	assert_rel_close(out.t_iter, 15.9607099392e-3, 1e-9);
-	assert_rel_close(out.t_bubble, out.t_slot, 1e-12); /* (p-1)/v = 1 slot */
+	assert_rel_close(out.t_opt, 28 * 30028800 / 1e12, 1e-12);
+	assert_rel_close(out.t_slot, 4945.44093184e-6, 1e-9);
+	assert_rel_close(out.t_bubble, 2078.10985984e-6, 1e-9); /* the other stage once */
+	assert_rel_close(out.t_iter, 22.7006799872e-3, 1e-9);
 	/* MFU: model FLOPs of the batch over time x 8 GPUs x peak. */
 	assert_rel_close(out.mfu, 8 * 562103844864.0 / (out.t_iter * 8 * 100e12), 1e-12);
 	/* Selective recomputation adds exactly the attention core's forward
@@ -492,10 +698,12 @@ int main(void)
 	    cmocka_unit_test(test_gemm_flops),
 	    cmocka_unit_test(test_ring_allreduce_8),
 	    cmocka_unit_test(test_hierarchical_allreduce_64),
+	    cmocka_unit_test(test_collective_fit),
 	    cmocka_unit_test(test_model_flops),
 	    cmocka_unit_test(test_gqa_swiglu),
 	    cmocka_unit_test(test_activation_bytes_gpt3),
-	    cmocka_unit_test(test_zero1_bytes),
+	    cmocka_unit_test(test_bytes_per_param),
+	    cmocka_unit_test(test_stage_memory),
 	    cmocka_unit_test(test_inflight),
 	    cmocka_unit_test(test_analytic_small),
 	    cmocka_unit_test(test_gemm_waves),

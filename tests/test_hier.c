@@ -31,7 +31,7 @@ static int setup(void **state)
 static void small(struct synth_in *in)
 {
 	synth_in_default(in);
-	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t", 0, 0};
+	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t", 0, 0, 0, 0};
 	in->hw = &hw;
 	in->no_shapes = 1;
 }
@@ -170,7 +170,7 @@ static void test_gpt3_175b(void **state)
 	struct run u;
 	(void)state;
 	synth_in_default(&in);
-	in.m = (struct llm){96, 12288, 96, 49152, 2048, 51200, "gpt3-175b", 0, 0};
+	in.m = (struct llm){96, 12288, 96, 49152, 2048, 51200, "gpt3-175b", 0, 0, 0, 0};
 	in.hw = &hw;
 	in.lay.tp = 8;
 	in.lay.pp = 8;

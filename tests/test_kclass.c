@@ -284,6 +284,7 @@ static void test_bus_efficiency(void **state)
 	hw.nic_Bps = 25e9;
 	hw.nvlink_lat_s = 1e-6;
 	hw.net_lat_s = 5e-6;
+	hw.nvl_eff = hw.net_eff = 1; /* efficiencies relative to the links */
 	g->procs[0].gpu = 1;
 	g->procs[0].n = 4;
 	for (uint32_t u = 0; u < 4; u++) {

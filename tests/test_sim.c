@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw.h"
 #include "metrics.h"
 #include "sim.h"
 #include "testutil.h"
@@ -298,6 +299,69 @@ static void test_lag_and_ablation(void **state)
 	graph_free(g);
 }
 
+/*
+ * Contention: a GEMM and a collective on two streams of one GPU, both
+ * ready at 0, slow each other by the fitted factors of the H100 profile
+ * (a = contention.compute, b = contention.comm: hw.h's defaults, fitted by
+ * scripts/contention_fit.py).  GEMM 100 us beside an all-reduce of 50 us:
+ * the all-reduce ends at 50 (1 + b); by then the GEMM has done
+ * 50 (1 + b) / (1 + a) of its work and runs the rest alone.  A GEMM of
+ * 30 us beside the same all-reduce ends at 30 (1 + a), and the all-reduce
+ * finishes its remaining work alone.  Without contention: 100 and 50.
+ */
+static void test_contention(void **state)
+{
+	static const struct tp p[] = {{0, 1}, {0, 1}};
+	struct tn n[] = {{0, GN_KERNEL, 0, 100, -1}, {1, GN_COLL, 0, 50, 0}};
+	struct hw_profile hw;
+	struct prism_err err;
+	struct sim_opts o;
+	struct graph *g;
+	struct sim *s;
+	double a, b, tc;
+	(void)state;
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &hw, &err), 0);
+	a = hw.slow_compute;
+	b = hw.slow_comm;
+	assert_true(a > 0 && b > 0);
+	sim_opts_default(&o);
+	o.slow_compute = a;
+	o.slow_comm = b;
+	g = mk(p, 2, n, 2, NULL, 0, 1);
+	s = sim_new(g);
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	tc = 50 * (1 + b);
+	assert_rel_close((double)s->end_ns[1], tc * US, 2e-5);			      /* whole ns */
+	assert_rel_close((double)s->end_ns[0], (tc + 100 - tc / (1 + a)) * US, 2e-5); /* whole ns */
+	sim_free(s);
+	graph_free(g);
+	n[0].dur_us = 30;
+	g = mk(p, 2, n, 2, NULL, 0, 1);
+	s = sim_new(g);
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	tc = 30 * (1 + a);
+	assert_rel_close((double)s->end_ns[0], tc * US, 2e-5);			     /* whole ns */
+	assert_rel_close((double)s->end_ns[1], (tc + 50 - tc / (1 + b)) * US, 2e-5); /* whole ns */
+	sim_opts_default(&o);
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_int_equal(s->end_ns[0], 30 * US);
+	assert_int_equal(s->end_ns[1], 50 * US);
+	/* A graph edit's contention: only collectives it added (NF_ADDED)
+	 * contend; the trace's own kernels hold what its collectives did. */
+	o.slow_compute = a;
+	o.slow_comm = b;
+	o.contention_added = 1;
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_int_equal(s->end_ns[0], 30 * US);
+	assert_int_equal(s->end_ns[1], 50 * US);
+	g->flags[1] |= NF_ADDED;
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_rel_close((double)s->end_ns[0], tc * US, 2e-5);			     /* whole ns */
+	assert_rel_close((double)s->end_ns[1], (tc + 50 - tc / (1 + b)) * US, 2e-5); /* whole ns */
+	sim_free(s);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -308,6 +372,7 @@ int main(void)
 	    cmocka_unit_test(test_launch_bound),
 	    cmocka_unit_test(test_rendezvous_4_ranks),
 	    cmocka_unit_test(test_lag_and_ablation),
+	    cmocka_unit_test(test_contention),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

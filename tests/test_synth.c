@@ -28,7 +28,7 @@ static int setup(void **state)
 static void small(struct synth_in *in)
 {
 	synth_in_default(in);
-	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t", 0, 0};
+	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t", 0, 0, 0, 0};
 	in->hw = &hw;
 }
 
@@ -188,9 +188,81 @@ static double bubble(int schedule, int p, int v, int m)
 	return st.bubble;
 }
 
+/*
+ * The bubble of an uneven partition against its closed form.  Stage s
+ * holds n_s of 16 identical layers: forward f_s = n_s f, backward b_s =
+ * n_s b, c_s = f_s + b_s for one microbatch (f and b from
+ * synth_layer_times).  The step is its longest chain of dependent units:
+ *  - GPipe (all forwards, then all backwards) is two flow shops of m
+ *    identical jobs: T = sum_s c_s + (m - 1) (max f_s + max b_s).
+ *  - 1F1B: stage k, after w_k = min(p - k - 1, m - 1) warm-up forwards,
+ *    waits for microbatch 0's gradient, which has crossed every stage
+ *    forward and the stages after k backward; then runs its other m - 1 -
+ *    w_k forwards and m - 1 backwards, and the last gradient crosses the
+ *    stages before it: sum_s c_s + (m - 1) c_k - w_k f_k.  Or it never
+ *    waits after its first forward: sum_{s<k} c_s + m c_k.  T is the
+ *    largest over k and both (with equal stages, k = p - 1 gives
+ *    (m + p - 1) c: Narayanan et al. SC21).
+ * The bubble is each stage's idle share of T, the mean over stages:
+ * 1 - m sum_s c_s / (p T).
+ */
+static double bubble_part(int schedule, const uint16_t *part, int p, int m, double *closed)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	double f, b, a, sum = 0, T = 0, fmax = 0, bmax = 0, before = 0;
+	small(&in);
+	in.m.layers = 16;
+	in.bare = 1;
+	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+	in.lay.pp = p;
+	in.lay.microbatches = m;
+	in.lay.schedule = schedule;
+	memcpy(in.lay.part, part, (size_t)p * sizeof(*part));
+	g = build(&in, &so, &st);
+	synth_out_free(&so);
+	graph_free(g);
+	synth_layer_times(&in, &f, &b, &a);
+	for (int s = 0; s < p; s++) {
+		sum += part[s] * (f + b);
+		fmax = part[s] * f > fmax ? part[s] * f : fmax;
+		bmax = part[s] * b > bmax ? part[s] * b : bmax;
+	}
+	if (schedule == MEM_GPIPE) {
+		T = sum + (m - 1) * (fmax + bmax);
+	} else {
+		for (int k = 0; k < p; k++) {
+			int w = p - k - 1 < m - 1 ? p - k - 1 : m - 1;
+			double ck = part[k] * (f + b);
+			double waits = sum + (m - 1) * ck - w * part[k] * f, busy = before + m * ck;
+			T = waits > T ? waits : T;
+			T = busy > T ? busy : T;
+			before += ck;
+		}
+	}
+	*closed = 1 - m * sum / (p * T);
+	return st.bubble;
+}
+
 static void test_pipeline_bubble(void **state)
 {
+	static const uint16_t parts[][4] = {{2, 6, 4, 4}, {3, 5, 5, 3}, {6, 2, 2, 6},
+					    {1, 5, 5, 5}, {5, 5, 5, 1}, {4, 4, 4, 4}};
 	(void)state;
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		for (int m = 2; m <= 16; m *= 2) {
+			double want, got = bubble_part(MEM_1F1B, parts[i], 4, m, &want);
+			print_message("partition %d,%d,%d,%d m %2d: 1f1b bubble %.4f (closed form "
+				      "%.4f)",
+				      parts[i][0], parts[i][1], parts[i][2], parts[i][3], m, got,
+				      want);
+			assert_rel_close(got, want, 0.01);
+			got = bubble_part(MEM_GPIPE, parts[i], 4, m, &want);
+			print_message(", gpipe %.4f (%.4f)\n", got, want);
+			assert_rel_close(got, want, 0.01);
+		}
 	for (int p = 2; p <= 8; p *= 2)
 		for (int m = p; m <= 4 * p; m *= 2) {
 			double want = (double)(p - 1) / (m + p - 1);
@@ -311,7 +383,7 @@ static void test_lower_bound(void **state)
 		struct prism_err err;
 		double lb;
 		small(&in);
-		in.m = (struct llm){24, 2048, 16, 8192, 2048, 51200, "gpt3-1.3b", 0, 0};
+		in.m = (struct llm){24, 2048, 16, 8192, 2048, 51200, "gpt3-1.3b", 0, 0, 0, 0};
 		in.lay.tp = x[0];
 		in.lay.pp = x[1];
 		in.lay.dp = x[2];
@@ -507,6 +579,8 @@ static void test_meta_round_trip(void **state)
 	a.lay.flash = 0;
 	a.m.kv_heads = 4;
 	a.m.gated = 1;
+	a.m.untied = 1;
+	a.m.rope = 1;
 	a.dtype = HW_FP8;
 	a.fp8_attention = 1;
 	synth_meta(&a, s, sizeof(s));
@@ -516,7 +590,8 @@ static void test_meta_round_trip(void **state)
 	    "prism::model#name=t;layers=8;hidden=1024;heads=16;kv_heads=4;"
 	    "ffn=4096;activation=swiglu;seq=1024;vocab=32000;tp=2;pp=4;dp=16;vp=2;mbs=1;microbatches=8;"
 	    "schedule=interleaved;recompute=1;sp=1;zero=1;flash=0;dtype=fp8;"
-	    "fp8_attention=1;hw=h100-dgx");
+	    "fp8_attention=1;hw=h100-dgx;untied=1;rope=1;shard=0;prefetch=1;"
+	    "bucket_mb=0;overlap_grad=1;overlap_param=0;tp_overlap=0;pp_overlap=1");
 	synth_in_default(&b);
 	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
 	assert_memory_equal(&a.m, &b.m, sizeof(a.m));
@@ -621,7 +696,10 @@ static void test_retime_clone(void **state)
 	r.dp_to = 32;
 	assert_int_equal(edit_retime(c, &r, &es), 0);
 	assert_int_equal(es.kernels_scaled, 0);
-	assert_int_equal(es.colls_scaled, in.m.layers * in.steps); /* one per layer and step */
+	/* Megatron-LM's buckets of at least 40M parameters: the head's norm
+	 * and layers 7..4 (4 x 12,596,224), layers 3..0, the embedding
+	 * (32.8M + 1M positions): three a step. */
+	assert_int_equal(es.colls_scaled, 3 * in.steps);
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		if (g->coll[u] != UINT32_MAX)
 			assert_true(c->dur_ns[u] > g->dur_ns[u]);
@@ -678,6 +756,80 @@ static void test_fit_scales(void **state)
 	graph_free(b);
 }
 
+/*
+ * ZeRO-3 (FSDP FULL_SHARD) by hand.  The small model (4 layers of
+ * 12,596,224 parameters), dp 2 in one node, one microbatch, on an H100
+ * whose NVLink (450 GB/s) has no latency, collectives at full bus
+ * bandwidth, no host costs and no contention.
+ *  - Volumes, per step: each layer's bf16 weights all-gathered before its
+ *    forward and again before its backward (2 x 25,192,448 B of output)
+ *    and its fp32 gradients reduce-scattered after its backward
+ *    (50,384,896 B of input); the embedding (32000 x 1024 + 1024 x 1024
+ *    positions) and the head's final norm (2 x 1024) gathered for their
+ *    forward and reduced after their backward.
+ *  - Times: a ring over 2 GPUs moves half of each buffer: an all-gather
+ *    t_ag = 25,192,448 / 2 / 450 GB/s = 27.9916 us, a reduce-scatter t_rs =
+ *    55.9832 us.  Without prefetch each layer's gather waits for the
+ *    previous layer's compute and the compute for it: every forward layer
+ *    but the first waits t_ag more, every backward layer but the first
+ *    t_rs + t_ag more (its gather queues behind the previous layer's
+ *    reduce-scatter on the one NCCL stream).  With prefetch 1 the next
+ *    layer's gather runs beside the compute and hides (t_ag < a layer's
+ *    forward, t_rs + t_ag < its backward).  So prefetch 0 takes (l - 1)
+ *    (2 t_ag + t_rs) = 3 x 111.9664 = 335.8993 us longer a step.
+ */
+static void test_zero3_layer(void **state)
+{
+	struct hw_profile g = hw;
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st[2];
+	struct graph *gr;
+	double P = 12596224, t_ag = 2 * P / 2 / 450e9, t_rs = 4 * P / 2 / 450e9;
+	(void)state;
+	g.nvlink_lat_s = g.net_lat_s = g.coll_base_s = 0;
+	g.nvl_eff = g.net_eff = 1;
+	g.nvls_eff = 0;
+	g.slow_compute = g.slow_comm = 0;
+	small(&in);
+	in.hw = &g;
+	in.m.layers = 4;
+	in.lay.dp = 2;
+	in.lay.zero = 3;
+	in.comm_eff = 1;
+	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+	for (int pf = 0; pf <= 1; pf++) {
+		int n_ag = 0, n_rs = 0;
+		double ag = 0, rs = 0;
+		in.lay.prefetch = pf;
+		gr = build(&in, &so, &st[pf]);
+		for (uint32_t c = 0; c < gr->n_colls; c++) {
+			const struct graph_coll *x = &gr->colls[c];
+			if (gr->iter[x->node] != 1) /* the second step */
+				continue;
+			if (x->kind == GC_ALL_GATHER) {
+				n_ag++;
+				ag += (double)x->bytes;
+			} else if (x->kind == GC_REDUCE_SCATTER) {
+				n_rs++;
+				rs += (double)x->bytes;
+			}
+		}
+		/* 2 x 4 layers + the embedding and the head gathered; 4 layers,
+		 * the embedding and the head's norm reduced. */
+		assert_int_equal(n_ag, 10);
+		assert_int_equal(n_rs, 6);
+		assert_rel_close(ag, 8 * 2 * P + 2 * (32000 * 1024.0 + 1024 * 1024) + 2 * 2048.0,
+				 1e-12);
+		assert_rel_close(rs, 4 * (4 * P + 32000 * 1024.0 + 1024 * 1024 + 2048.0), 1e-12);
+		synth_out_free(&so);
+		graph_free(gr);
+	}
+	print_message("zero-3 step: prefetch 0 %.3f ms, prefetch 1 %.3f ms\n", st[0].iter_s * 1e3,
+		      st[1].iter_s * 1e3);
+	assert_rel_close(st[0].iter_s - st[1].iter_s, 3 * (2 * t_ag + t_rs), 1e-4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -692,6 +844,7 @@ int main(void)
 	    cmocka_unit_test(test_lower_bound),
 	    cmocka_unit_test(test_fp8_layer),
 	    cmocka_unit_test(test_selective_recompute),
+	    cmocka_unit_test(test_zero3_layer),
 	    cmocka_unit_test(test_unfused_attention),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -80,6 +80,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			g.n = 2;
 			g.per_node = 1;
 			(void)comm_time(&hw, k, 1e9, g, 0.8, COMM_AUTO, &e);
+			/* Whole NVLink domains, and a group inside one. */
+			g = (struct comm_group){hw_domain(&hw) * 2, hw_domain(&hw)};
+			(void)comm_time(&hw, k, 1e6, g, 0.8, COMM_AUTO, &e);
+			g = (struct comm_group){hw_domain(&hw), hw_domain(&hw)};
+			(void)comm_time(&hw, k, 1e6, g, 0.8, COMM_AUTO, &e);
 		}
 		(void)hw_net_Bps_per_gpu(&hw);
 	}

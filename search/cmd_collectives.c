@@ -1,0 +1,315 @@
+/* cmd_collectives.c - `prism collectives`: the communication model against
+ * measured collectives, and fitting the profiles' collective parameters on
+ * them (cbench.h, comm.h). */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbench.h"
+#include "cli.h"
+#include "comm.h"
+#include "graph.h"
+#include "hw.h"
+#include "kbench.h"
+#include "usage.h"
+
+static const char help[] =
+    "usage: prism collectives [options] FILE|DIR...\n"
+    "\n"
+    "Predict every collective of measurement files (../shared/kernels/\n"
+    "collectives.csv and collectives_xla_table.csv; a directory means its\n"
+    "collectives*.csv) with the communication model (ring, hierarchical,\n"
+    "tree and NVLink SHARP algorithms over the node and the network, the\n"
+    "fastest unless the row forced one) and the hardware profiles' bus\n"
+    "efficiencies and latencies, and print per GPU, source and collective the\n"
+    "rows and the mean, median and worst |predicted - measured| / measured.\n"
+    "\n"
+    "options:\n"
+    "      --fit        fit each profile's collective parameters on its rows\n"
+    "                   (GSL Nelder-Mead on the mean squared log error, each\n"
+    "                   source weighed alike), evaluate with them and print them\n"
+    "                   as the profiles' `node` settings\n"
+    "      --loso       leave one source out: each source's rows predicted with\n"
+    "                   parameters fitted on the profile's other sources\n"
+    "      --loo        leave one row out: each row predicted with parameters\n"
+    "                   fitted on the profile's other rows (from the full fit)\n"
+    "      --rows       every row as CSV: measured and predicted times (us)\n"
+    "  -h, --help       this help\n";
+
+#define MAX_PROF 16
+
+struct prof {
+	char name[32];
+	struct hw_profile shipped, fitted;
+	int nvls;
+};
+
+static int nvls_capable(const char *profile)
+{
+	/* NVSwitch with SHARP: the third NVSwitch generation on (Hopper,
+	 * Blackwell). */
+	return !strcmp(kbench_family(profile), "gh100") || !strcmp(profile, "b200-dgx") ||
+	       !strcmp(profile, "b300-hgx") || !strcmp(profile, "gb200-nvl72") ||
+	       !strcmp(profile, "gb300-nvl72");
+}
+
+static const char *kind_name(int k)
+{
+	return graph_coll_kind_name(k);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Errors of rows idx[0..n) on hw: mean, median, worst. */
+static void errors(const struct hw_profile *hw, const struct cbench *cb, const size_t *idx,
+		   size_t n, double *mean, double *median, double *worst)
+{
+	double *e = prism_malloc((n ? n : 1) * sizeof(*e)), s = 0;
+	*mean = *median = *worst = 0;
+	if (!e || !n) {
+		free(e);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct cbench_row *r = &cb->rows[idx[i]];
+		double t = cbench_predict(hw, r);
+		e[i] = fabs(t - r->time_s) / r->time_s;
+		s += e[i];
+	}
+	qsort(e, n, sizeof(*e), cmp_d);
+	*mean = s / (double)n;
+	*median = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+	*worst = e[n - 1];
+	free(e);
+}
+
+static void short_source(const char *src, char *out, size_t n)
+{
+	const char *at = strchr(src, '@'), *colon = at ? strchr(at, ':') : NULL;
+	if (at && colon)
+		snprintf(out, n, "%.*s:%.60s", (int)(at - src), src, colon + 1);
+	else
+		snprintf(out, n, "%.90s", src);
+}
+
+int cmd_collectives(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"fit", no_argument, NULL, 'f'},  {"loso", no_argument, NULL, 'l'},
+	    {"loo", no_argument, NULL, 'o'},  {"rows", no_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+	};
+	struct cbench cb;
+	struct prism_err err;
+	struct prof pr[MAX_PROF];
+	int np = 0, fit = 0, loso = 0, loo = 0, rows = 0, c, rc = 0;
+	size_t *idx = NULL, *sub = NULL;
+
+	prism_err_clear(&err);
+	memset(&cb, 0, sizeof(cb));
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			fit = 1;
+			break;
+		case 'l':
+			loso = 1;
+			break;
+		case 'o':
+			loo = fit = 1;
+			break;
+		case 'r':
+			rows = 1;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 0;
+		default:
+			return usage_bad_option("collectives", "h", longopts, argv);
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "prism collectives: give measurement files\n%s", help);
+		return EXIT_USAGE;
+	}
+	for (int i = optind; i < argc && !rc; i++)
+		rc = cbench_read(&cb, argv[i], &err);
+	if (rc) {
+		cbench_release(&cb);
+		return cli_fail(&err);
+	}
+	/* The profiles the rows name. */
+	for (size_t i = 0; i < cb.n && !rc; i++) {
+		int k;
+		for (k = 0; k < np && strcmp(pr[k].name, cb.rows[i].profile); k++)
+			;
+		if (k < np || np == MAX_PROF)
+			continue;
+		snprintf(pr[np].name, sizeof(pr[np].name), "%s", cb.rows[i].profile);
+		if ((rc = cli_load_hw(pr[np].name, &pr[np].shipped, &err)))
+			break;
+		pr[np].fitted = pr[np].shipped;
+		/* NVLS is fitted where a row of the GPU forced it: elsewhere
+		 * nothing tells whether the runs had it (fabric manager, NCCL
+		 * settings). */
+		pr[np].nvls = 0;
+		for (size_t j = 0; j < cb.n; j++)
+			if (!strcmp(cb.rows[j].profile, pr[np].name) &&
+			    cb.rows[j].algo == COMM_NVLS)
+				pr[np].nvls = nvls_capable(pr[np].name);
+		np++;
+	}
+	idx = prism_malloc((cb.n ? cb.n : 1) * sizeof(*idx));
+	sub = prism_malloc((cb.n ? cb.n : 1) * sizeof(*sub));
+	if (!rc && (!idx || !sub))
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	if (rc) {
+		free(idx);
+		free(sub);
+		cbench_release(&cb);
+		return cli_fail(&err);
+	}
+	printf("collectives: %zu rows placed, %zu left out", cb.n, cb.skips.skipped);
+	for (int i = 0; i < cb.skips.n_why; i++)
+		printf("%s%zu %s", i ? ", " : " (", cb.skips.n[i], cb.skips.why[i]);
+	printf("%s\n", cb.skips.n_why ? ")" : "");
+	for (int p = 0; p < np; p++) {
+		size_t n = 0;
+		for (size_t i = 0; i < cb.n; i++)
+			if (!strcmp(cb.rows[i].profile, pr[p].name))
+				idx[n++] = i;
+		if (fit) {
+			if (pr[p].nvls && pr[p].fitted.nvls_eff <= 0)
+				pr[p].fitted.nvls_eff = 0.6;
+			cbench_fit(&pr[p].fitted, cb.rows, idx, n, pr[p].nvls);
+		}
+	}
+	printf("\n%-14s %-58s %-15s %5s %9s %8s %8s", "profile", "source", "collective", "rows",
+	       "mean", "median", "worst");
+	if (loso)
+		printf(" %9s %8s", "loso mean", "median");
+	if (loo)
+		printf(" %9s %8s", "loo mean", "median");
+	printf("\n");
+	{
+		size_t all_n = 0;
+		double all_sum = 0;
+		for (int p = 0; p < np; p++) {
+			const struct hw_profile *hw = fit ? &pr[p].fitted : &pr[p].shipped;
+			/* Per source and kind. */
+			for (size_t i = 0; i < cb.n; i++) {
+				const struct cbench_row *r = &cb.rows[i];
+				size_t n = 0, first = 1;
+				double mean, med, worst;
+				char src[200];
+				if (strcmp(r->profile, pr[p].name))
+					continue;
+				for (size_t j = 0; j < i && first; j++)
+					first = strcmp(cb.rows[j].profile, r->profile) ||
+						strcmp(cb.rows[j].source, r->source) ||
+						cb.rows[j].kind != r->kind;
+				if (!first)
+					continue;
+				for (size_t j = i; j < cb.n; j++)
+					if (!strcmp(cb.rows[j].profile, r->profile) &&
+					    !strcmp(cb.rows[j].source, r->source) &&
+					    cb.rows[j].kind == r->kind)
+						sub[n++] = j;
+				errors(hw, &cb, sub, n, &mean, &med, &worst);
+				all_n += n;
+				all_sum += mean * (double)n;
+				short_source(r->source, src, sizeof(src));
+				printf("%-14s %-58.58s %-15s %5zu %8.1f%% %7.1f%% %7.1f%%",
+				       r->profile, src, kind_name(r->kind), n, 100 * mean,
+				       100 * med, 100 * worst);
+				if (loso) {
+					/* Fit on the profile's other sources. */
+					struct hw_profile w = pr[p].shipped;
+					size_t m = 0;
+					for (size_t j = 0; j < cb.n; j++)
+						if (!strcmp(cb.rows[j].profile, r->profile) &&
+						    strcmp(cb.rows[j].source, r->source))
+							idx[m++] = j;
+					if (pr[p].nvls && w.nvls_eff <= 0)
+						w.nvls_eff = 0.6;
+					if (m)
+						cbench_fit(&w, cb.rows, idx, m, pr[p].nvls);
+					errors(&w, &cb, sub, n, &mean, &med, &worst);
+					if (m)
+						printf(" %8.1f%% %7.1f%%", 100 * mean, 100 * med);
+					else
+						printf(" %9s %8s", "-", "-");
+				}
+				if (loo) {
+					/* Each row by a fit on the profile's other rows,
+					 * from the full fit. */
+					double *e = prism_malloc(n * sizeof(*e)), sum = 0;
+					for (size_t q = 0; e && q < n; q++) {
+						struct hw_profile w = pr[p].fitted;
+						const struct cbench_row *x = &cb.rows[sub[q]];
+						size_t m = 0;
+						for (size_t j = 0; j < cb.n; j++)
+							if (!strcmp(cb.rows[j].profile,
+								    r->profile) &&
+							    j != sub[q])
+								idx[m++] = j;
+						cbench_fit(&w, cb.rows, idx, m, pr[p].nvls);
+						e[q] = fabs(cbench_predict(&w, x) - x->time_s) /
+						       x->time_s;
+						sum += e[q];
+					}
+					if (e) {
+						qsort(e, n, sizeof(*e), cmp_d);
+						printf(" %8.1f%% %7.1f%%", 100 * sum / (double)n,
+						       100 * (n % 2
+								  ? e[n / 2]
+								  : (e[n / 2 - 1] + e[n / 2]) / 2));
+					}
+					free(e);
+				}
+				printf("\n");
+			}
+		}
+		if (all_n)
+			printf("\nall %zu rows: mean |error| %.1f%%\n", all_n,
+			       100 * all_sum / (double)all_n);
+	}
+	if (fit)
+		for (int p = 0; p < np; p++) {
+			const struct hw_profile *f = &pr[p].fitted;
+			printf("\n# %s: fitted by prism collectives --fit\n", pr[p].name);
+			printf("  nvlink_bus_eff = %.3f;\n  nvlink_latency_us = %.3f;\n",
+			       f->nvl_eff, f->nvlink_lat_s * 1e6);
+			if (pr[p].nvls)
+				printf("  nvls_bus_eff = %.3f;\n", f->nvls_eff);
+			printf("  network_bus_eff = %.3f;\n  network_latency_us = %.3f;\n"
+			       "  collective_base_us = %.3f;\n",
+			       f->net_eff, f->net_lat_s * 1e6, f->coll_base_s * 1e6);
+		}
+	if (rows) {
+		printf("\nprofile,kind,n,per_node,algo,bytes,measured_us,predicted_us,source\n");
+		for (size_t i = 0; i < cb.n; i++) {
+			const struct cbench_row *r = &cb.rows[i];
+			const struct hw_profile *hw = NULL;
+			for (int p = 0; p < np; p++)
+				if (!strcmp(pr[p].name, r->profile))
+					hw = fit ? &pr[p].fitted : &pr[p].shipped;
+			if (!hw)
+				continue;
+			printf("%s,%s,%d,%d,%s,%.0f,%.3f,%.3f,%s\n", r->profile, kind_name(r->kind),
+			       r->n, r->per_node, comm_algo_name(r->algo), r->bytes,
+			       r->time_s * 1e6, cbench_predict(hw, r) * 1e6, r->source);
+		}
+	}
+	free(idx);
+	free(sub);
+	cbench_release(&cb);
+	return 0;
+}

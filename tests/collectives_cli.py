@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""prism collectives: a file that is not a collectives CSV is a one-line error
+naming it (exit 2); rows of GPUs without a profile are counted, not placed;
+and, with ../shared/kernels, the shipped profiles hold what --fit prints
+(their collective settings are the fit on those files).
+
+usage: collectives_cli.py PRISM SOURCE_DIR
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+PRISM, SRC = sys.argv[1], sys.argv[2]
+
+
+def check(cond, msg):
+    if not cond:
+        sys.exit("FAIL: " + msg)
+
+
+def run(*args):
+    return subprocess.run([PRISM, "collectives", *args], capture_output=True, text=True)
+
+
+with tempfile.TemporaryDirectory() as d:
+    bad = os.path.join(d, "bad.csv")
+    with open(bad, "w") as f:
+        f.write("gpu,size\nH100,8\n")
+    r = run(bad)
+    check(r.returncode == 2 and r.stderr.startswith(f"prism: {bad}:1: not a collectives CSV"),
+          f"bad csv: {r.returncode} {r.stderr!r}")
+    ok = os.path.join(d, "c.csv")
+    with open(ok, "w") as f:
+        f.write("gpu,collective,tool,nodes,gpus_per_node,ranks,group_desc,interconnect,algo,"
+                "dtype,size_bytes,time_us,busbw_GBps,source\n"
+                "MI300X,all_reduce,x,1,8,8,,xGMI,,bf16,1048576,50,,a\n"
+                "H100,all_reduce,x,1,8,8,,NVLink,,bf16,1048576,50,,b\n")
+    r = run(ok)
+    check(r.returncode == 0 and "1 rows placed, 1 left out (1 no profile for the GPU)" in r.stdout,
+          f"placing rows: {r.stdout!r} {r.stderr!r}")
+
+shared = os.path.join(SRC, "..", "shared", "kernels")
+if not os.path.isdir(shared):
+    print("collectives_cli: ../shared/kernels absent: the shipped fit not checked")
+    sys.exit(0)
+r = run("--fit", shared)
+check(r.returncode == 0, f"--fit: {r.stderr}")
+for block in r.stdout.split("\n# ")[1:]:
+    name = block.split(":")[0]
+    cfg = open(os.path.join(SRC, "configs", "hw", name + ".cfg")).read()
+    for key, val in re.findall(r"(\w+) = ([0-9.]+);", block):
+        if key in ("network_bus_eff", "network_latency_us") and key not in cfg:
+            continue  # not fitted (no multi-node rows on a stated network): defaults
+        m = re.search(rf"\b{key} = ([0-9.]+);", cfg)
+        check(m and abs(float(m.group(1)) - float(val)) < 1.5e-3,
+              f"{name}: {key} is {m.group(1) if m else None} in the profile, {val} fitted")
+print("collectives_cli: ok")

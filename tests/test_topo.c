@@ -1,0 +1,387 @@
+/*
+ * test_topo.c - the NVLink domain as a property of the topology: profiles
+ * that state one (node.nvlink_domain, node.fabric), groups placed inside
+ * and outside it, and the collective times that follow, against numbers
+ * worked by hand from the profiles and docs/MODEL.md's formulas.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analytic.h"
+#include "comm.h"
+#include "hw.h"
+#include "llm.h"
+#include "testutil.h"
+
+#define MiB 1048576.0
+
+static void load(const char *name, struct hw_profile *hw)
+{
+	char path[512];
+	struct prism_err err;
+	snprintf(path, sizeof(path), PRISM_SOURCE_DIR "/configs/hw/%s.cfg", name);
+	prism_err_clear(&err);
+	if (hw_load(path, hw, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+}
+
+/* The new profiles load with their sources' numbers; the domain defaults
+ * to the node where a profile states none. */
+static void test_new_profiles(void **state)
+{
+	static const char *const files[] = {"gb200-nvl72", "gb300-nvl72", "b300-hgx",
+					    "mi300x",	   "mi325x",	  "mi355x"};
+	struct hw_profile hw;
+	(void)state;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		load(files[i], &hw);
+		assert_true(hw.peak_flops[HW_BF16] > hw.peak_flops[HW_FP32]);
+		assert_true(hw_domain(&hw) % hw.gpus_per_node == 0);
+	}
+	load("gb200-nvl72", &hw);
+	assert_int_equal(hw.gpus_per_node, 4); /* a compute tray */
+	assert_int_equal(hw_domain(&hw), 72);  /* the rack */
+	assert_rel_close(hw.nvlink_Bps, 900e9, 1e-12);
+	assert_rel_close(hw_net_Bps_per_gpu(&hw), 50e9, 1e-12); /* a 400 Gb/s NIC a GPU */
+	assert_rel_close(hw.peak_flops[HW_FP4], 10000e12, 1e-12);
+	load("gb300-nvl72", &hw);
+	assert_int_equal(hw_domain(&hw), 72);
+	assert_rel_close(hw.peak_flops[HW_FP4], 15000e12, 1e-12);
+	assert_rel_close(hw_net_Bps_per_gpu(&hw), 100e9, 1e-12); /* 800 Gb/s */
+	load("mi300x", &hw);
+	assert_int_equal(hw_domain(&hw), 8);
+	assert_int_equal(hw.mesh, 1);
+	assert_rel_close(hw.peak_flops[HW_BF16], 1307.4e12, 1e-12);
+	assert_true(hw.peak_flops[HW_FP4] == 0);
+	load("h100-dgx", &hw); /* states no domain: its node */
+	assert_int_equal(hw.nvlink_domain, 8);
+	assert_int_equal(hw_domain(&hw), 8);
+	assert_int_equal(hw.mesh, 0);
+}
+
+static void expect_load_error(const char *text, const char *want_suffix)
+{
+	char path[] = "/tmp/prism-topo-XXXXXX", want[512];
+	int fd = mkstemp(path);
+	struct hw_profile hw;
+	struct prism_err err;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	prism_err_clear(&err);
+	assert_int_equal(hw_load(path, &hw, &err), PRISM_EFORMAT);
+	snprintf(want, sizeof(want), "%s%s", path, want_suffix);
+	assert_string_equal(err.msg, want);
+	unlink(path);
+}
+
+/* node.nvlink_domain: whole nodes, node.gpus..1024; node.fabric: "switch"
+ * or "mesh"; errors name the file, the line and the setting. */
+static void test_domain_key(void **state)
+{
+	static const char head[] =
+	    "name = \"x\";\n"
+	    "gpu = {\n"
+	    "  model = \"g\";\n"
+	    "  peak_tflops = { fp32 = 90.0; tf32 = 1250.0; bf16 = 2500.0; fp16 = 2500.0; fp8 = 0.0; };\n"
+	    "  hbm_bandwidth_GBps = 8000.0;\n"
+	    "  hbm_capacity_GB = 186.0;\n"
+	    "  nvlink_bandwidth_GBps = 900.0;\n"
+	    "  memory_reserve_GB = 6.0;\n"
+	    "};\n"
+	    "node = {\n"
+	    "  gpus = 4;\n"; /* line 11; the setting under test is line 12 */
+	static const char tail[] = "  nics = 4;\n"
+				   "  nic_bandwidth_Gbps = 400.0;\n"
+				   "  nvlink_latency_us = 1.0;\n"
+				   "  network_latency_us = 5.0;\n"
+				   "};\n";
+	static const struct {
+		const char *line, *msg;
+	} cases[] = {
+	    {"  nvlink_domain = 2;\n",
+	     ":12: 'node.nvlink_domain' must be a whole number in 4..1024, not 2"},
+	    {"  nvlink_domain = 2048;\n",
+	     ":12: 'node.nvlink_domain' must be a whole number in 4..1024, not 2048"},
+	    {"  nvlink_domain = 72.5;\n",
+	     ":12: 'node.nvlink_domain' must be a whole number in 4..1024, not 72.5"},
+	    {"  nvlink_domain = 70;\n",
+	     ":12: 'node.nvlink_domain' (70) must be a multiple of 'node.gpus' (4)"},
+	    {"  nvlink_domain = \"rack\";\n", ":12: 'node.nvlink_domain' must be a number"},
+	    {"  fabric = \"torus\";\n",
+	     ":12: 'node.fabric' must be \"switch\" or \"mesh\", not 'torus'"},
+	};
+	char text[2048], path[] = "/tmp/prism-topo-XXXXXX";
+	struct hw_profile hw;
+	struct prism_err err;
+	int fd;
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(text, sizeof(text), "%s%s%s", head, cases[i].line, tail);
+		expect_load_error(text, cases[i].msg);
+	}
+	snprintf(text, sizeof(text), "%s  nvlink_domain = 72;\n  fabric = \"switch\";\n%s", head,
+		 tail);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	prism_err_clear(&err);
+	assert_int_equal(hw_load(path, &hw, &err), 0);
+	assert_int_equal(hw.gpus_per_node, 4);
+	assert_int_equal(hw_domain(&hw), 72);
+	assert_int_equal(hw.mesh, 0);
+	unlink(path);
+}
+
+/* Which tensor-parallel groups lie in one domain, each domain holding
+ * whole groups: on 8-GPU nodes the divisors of 8 (as before); on an NVL72
+ * of 4-GPU trays the divisors of 72 and any whole number of trays up to 72
+ * (TP 16: 4 groups a rack, 2 trays spare). */
+static void test_group_fits(void **state)
+{
+	struct hw_profile hw;
+	(void)state;
+	memset(&hw, 0, sizeof(hw));
+	hw.gpus_per_node = 8; /* nvlink_domain 0: a profile built by hand */
+	assert_int_equal(hw_domain(&hw), 8);
+	assert_true(hw_group_fits_domain(&hw, 1) && hw_group_fits_domain(&hw, 2) &&
+		    hw_group_fits_domain(&hw, 4) && hw_group_fits_domain(&hw, 8));
+	assert_false(hw_group_fits_domain(&hw, 6) || hw_group_fits_domain(&hw, 16) ||
+		     hw_group_fits_domain(&hw, 0));
+	hw.gpus_per_node = 4;
+	hw.nvlink_domain = 72;
+	assert_true(hw_group_fits_domain(&hw, 16) && hw_group_fits_domain(&hw, 72) &&
+		    hw_group_fits_domain(&hw, 6) && hw_group_fits_domain(&hw, 32) &&
+		    hw_group_fits_domain(&hw, 8));
+	assert_false(hw_group_fits_domain(&hw, 5) || hw_group_fits_domain(&hw, 144) ||
+		     hw_group_fits_domain(&hw, 10));
+}
+
+/* A node of `gpus` GPUs in a domain of `domain`, NVLink 900 GB/s, a NIC of
+ * 400 Gb/s (50 GB/s) a GPU, links at full bus bandwidth, no latency. */
+static struct hw_profile test_rack(int gpus, int domain)
+{
+	struct hw_profile hw;
+	memset(&hw, 0, sizeof(hw));
+	hw.gpus_per_node = gpus;
+	hw.nics_per_node = gpus;
+	hw.nvlink_domain = domain;
+	hw.nvlink_Bps = 900e9;
+	hw.nic_Bps = 50e9;
+	hw.nvl_eff = hw.net_eff = 1;
+	return hw;
+}
+
+/*
+ * The acceptance case: a TP = 16 all-reduce of S = 256 MiB (one layer's
+ * b s h activations of Llama 3.1 405B at 8K tokens, bf16: 8192 x 16384 x 2
+ * bytes).  With round numbers first (test_rack; docs/MODEL.md,
+ * "Collectives"):
+ *
+ * - Inside an NVL72 domain (trays of 4, domain 72; group {16, 16}): one
+ *   domain, so a ring over NVLink: 2 (15/16) S / 900 GB/s
+ *   = 1.875 x 268,435,456 / 9e11 = 559.24 us.
+ * - The same trays with no NVL72 (domain = tray of 4; group {16, 4}, four
+ *   domains): hierarchical, reduce-scatter in the tray
+ *   2 (3/4) S / 900 GB/s = 447.39 us, all-reduce across the 4 trays on S/4
+ *   a GPU over its own 50 GB/s NIC: 2 (3/4) (S/4) / 50 GB/s = 2013.27 us,
+ *   the slowest phase sets the pace: 2013.27 us (the flat ring: 1.875 S
+ *   over the tray's 4 NICs, 200 GB/s, 2516.58 us; the tree the same
+ *   bandwidth): 3.6 times the NVL72's.
+ * - On 8-GPU HGX nodes (group {16, 8}, two nodes): hierarchical,
+ *   max(2 (7/8) S / 900 GB/s = 521.89 us, 2 (1/2) (S/8) / 50 GB/s
+ *   = 671.09 us) = 671.09 us.
+ */
+static void test_tp16_round(void **state)
+{
+	const double S = 256 * MiB;
+	struct hw_profile nvl = test_rack(4, 72), tray = test_rack(4, 4), hgx = test_rack(8, 8);
+	struct comm_est e;
+	(void)state;
+	assert_int_equal(
+	    comm_time(&nvl, GC_ALL_REDUCE, S, (struct comm_group){16, 16}, 1.0, COMM_AUTO, &e), 0);
+	assert_int_equal(e.algo, COMM_RING);
+	assert_rel_close(e.time_s, 1.875 * S / 900e9, 1e-12);
+	assert_rel_close(e.time_s, 559.24e-6, 1e-5);
+	/* A group of 16 does not fit a domain of 4: refused, not priced. */
+	assert_int_equal(
+	    comm_time(&tray, GC_ALL_REDUCE, S, (struct comm_group){16, 16}, 1.0, COMM_AUTO, &e),
+	    PRISM_EARG);
+	assert_int_equal(
+	    comm_time(&tray, GC_ALL_REDUCE, S, (struct comm_group){16, 4}, 1.0, COMM_AUTO, &e), 0);
+	assert_int_equal(e.algo, COMM_HIER);
+	assert_rel_close(e.time_s, 1.5 * (S / 4) / 50e9, 1e-12);
+	assert_rel_close(e.time_s, 2013.27e-6, 1e-5);
+	assert_int_equal(
+	    comm_time(&tray, GC_ALL_REDUCE, S, (struct comm_group){16, 4}, 1.0, COMM_RING, &e), 0);
+	assert_rel_close(e.time_s, 1.875 * S / 200e9, 1e-12);
+	/* Placed across NVL72 racks by choice (4 of the group in each of 4
+	 * domains), the group is priced as the trays were: the network. */
+	assert_int_equal(
+	    comm_time(&nvl, GC_ALL_REDUCE, S, (struct comm_group){16, 4}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 1.5 * (S / 4) / 50e9, 1e-12);
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_REDUCE, S, (struct comm_group){16, 8}, 1.0, COMM_AUTO, &e), 0);
+	assert_int_equal(e.algo, COMM_HIER);
+	assert_rel_close(e.time_s, (S / 8) / 50e9, 1e-12);
+	assert_rel_close(e.time_s, 671.09e-6, 1e-5);
+	/* A flat ring across two NVL72 racks with 16 of the group in each:
+	 * the ring leaves a rack on the NICs of the 4 trays those 16 sit on,
+	 * 4 x 4 x 50 GB/s = 800 GB/s, below NVLink's 900: 2 (31/32) S / 800 GB/s. */
+	assert_int_equal(
+	    comm_time(&nvl, GC_ALL_REDUCE, S, (struct comm_group){32, 16}, 1.0, COMM_RING, &e), 0);
+	assert_rel_close(e.time_s, 2 * 31.0 / 32 * S / 800e9, 1e-12);
+}
+
+/*
+ * The same with the shipped profiles' numbers (configs/hw; change with a
+ * refit, and this test with them).
+ *
+ * gb200-nvl72.cfg: NVLink 900 GB/s, nvlink_bus_eff 0.678, a step 0.779 us,
+ * a collective 15.913 us, no NVLS.  {16, 16}: one domain, ring:
+ *   15.913 + 30 x 0.779 + 1.875 x 268,435,456 / (0.678 x 9e11) us
+ *   = 15.913 + 23.370 + 824.838 = 864.12 us.
+ * b200-dgx.cfg (HGX, 8 a node): NVLink 900 x 0.641, a step 3.940 us; 8 NICs
+ * of 50 GB/s at 0.667, 50 us a step; NVLS 0.423 (one node only); a
+ * collective 32.282 us.  {16, 8}, hierarchical:
+ *   latency 2 x 7 x 3.940 + 2 x 50 = 155.16 us;
+ *   in the node 2 (7/8) S / (0.641 x 9e11) = 814.27 us,
+ *   across 2 (1/2) (S/8) / (0.667 x 5e10) = 1006.13 us (the pace);
+ *   32.282 + 155.16 + 1006.13 = 1193.57 us
+ * (ring: 32.282 + 30 x 50 + 1.875 S / (8 x 50 x 0.667 GB/s) = 3418.78 us).
+ * Inside the NVL72's domain the group is 1.38 times faster, and the
+ * NVLink term is all of its bandwidth cost.
+ */
+static void test_tp16_profiles(void **state)
+{
+	const double S = 256 * MiB;
+	struct hw_profile nvl, hgx;
+	struct comm_est e;
+	double in_node, across, lat;
+	(void)state;
+	load("gb200-nvl72", &nvl);
+	load("b200-dgx", &hgx);
+	assert_int_equal(
+	    comm_time(&nvl, GC_ALL_REDUCE, S, (struct comm_group){16, 16}, 1.0, COMM_AUTO, &e), 0);
+	assert_int_equal(e.algo, COMM_RING);
+	assert_rel_close(e.time_s,
+			 nvl.coll_base_s + 30 * nvl.nvlink_lat_s +
+			     1.875 * S / (nvl.nvl_eff * nvl.nvlink_Bps),
+			 1e-12);
+	assert_rel_close(e.time_s, 864.12e-6, 1e-5);
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_REDUCE, S, (struct comm_group){16, 8}, 1.0, COMM_AUTO, &e), 0);
+	assert_int_equal(e.algo, COMM_HIER);
+	lat = 2 * 7 * hgx.nvlink_lat_s + 2 * hgx.net_lat_s;
+	in_node = 1.75 * S / (hgx.nvl_eff * hgx.nvlink_Bps);
+	across = (S / 8) / (hgx.net_eff * hw_net_Bps_per_gpu(&hgx));
+	assert_true(in_node < across);
+	assert_rel_close(e.time_s, hgx.coll_base_s + lat + across, 1e-12);
+	assert_rel_close(e.time_s, 1193.57e-6, 1e-5);
+	/* On the HGX profile a group of 16 cannot sit in one domain. */
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_REDUCE, S, (struct comm_group){16, 16}, 1.0, COMM_AUTO, &e),
+	    PRISM_EARG);
+}
+
+/*
+ * A full mesh (AMD xGMI, node.fabric = "mesh"): 8 GPUs, a link of 64 GB/s
+ * a peer per direction, 448 GB/s in all, at full bus bandwidth.  A ring
+ * all-reduce over all 8 uses the 7 links: 2 (7/8) S / 448 GB/s; over 2
+ * GPUs one link: 2 (1/2) S / 64 GB/s = S / 64 GB/s (a switch would give
+ * S / 448 GB/s); over 4, 3 links: 1.5 S / 192 GB/s; a send to one peer,
+ * one link.  ml-engineering's MI300X rows (collectives.csv): bus bandwidth
+ * 47.7 GB/s over 2 GPUs and 312.9 over 8, 0.745 and 0.698 of these.
+ */
+static void test_mesh(void **state)
+{
+	const double S = 1024 * MiB;
+	struct hw_profile hw = test_rack(8, 8);
+	struct comm_est e;
+	(void)state;
+	hw.nvlink_Bps = 448e9;
+	hw.mesh = 1;
+	assert_int_equal(
+	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){8, 8}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 1.75 * S / 448e9, 1e-12);
+	assert_int_equal(
+	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){2, 2}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, S / 64e9, 1e-12);
+	assert_int_equal(
+	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){4, 4}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 1.5 * S / 192e9, 1e-12);
+	assert_int_equal(
+	    comm_time(&hw, GC_SEND_RECV, S, (struct comm_group){2, 2}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, S / 64e9, 1e-12);
+	/* No NVLink SHARP on a mesh, whatever a profile says. */
+	hw.nvls_eff = 0.9;
+	assert_int_equal(
+	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){8, 8}, 1.0, COMM_AUTO, &e), 0);
+	assert_int_equal(e.algo, COMM_RING);
+	hw.mesh = 0; /* a switch: any pair at the full 448 */
+	hw.nvls_eff = 0;
+	assert_int_equal(
+	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){2, 2}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, S / 448e9, 1e-12);
+}
+
+/* The analytic estimate places TP in the domain: TP 16 fits an NVL72 and
+ * is refused on 8-GPU nodes with the message it always had. */
+static void test_analytic_tp16(void **state)
+{
+	struct hw_profile nvl, hgx;
+	struct analytic_in in;
+	struct analytic_out out;
+	struct prism_err err;
+	(void)state;
+	load("gb200-nvl72", &nvl);
+	load("b200-dgx", &hgx);
+	analytic_in_default(&in);
+	in.m = (struct llm){32, 4096, 32, 16384, 2048, 51200, "", 0, 0, 0, 0};
+	in.global_batch = 8;
+	in.lay.tp = 16;
+	in.lay.dp = 4;
+	in.hw = &nvl;
+	prism_err_clear(&err);
+	if (analytic_estimate(&in, &out, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	assert_true(out.t_iter > 0);
+	/* Its tensor-parallel time: 4 all-reduces of b s h bf16 activations
+	 * (1 x 2048 x 4096 x 2 B = 16 MiB) a layer, 32 layers, each the
+	 * in-domain ring of comm_time. */
+	{
+		struct comm_est e;
+		assert_int_equal(comm_time(&nvl, GC_ALL_REDUCE, 16 * MiB,
+					   (struct comm_group){16, 16}, 1.0, COMM_AUTO, &e),
+				 0);
+		assert_rel_close(out.t_tp, 32 * 4 * e.time_s, 1e-12);
+	}
+	in.hw = &hgx;
+	prism_err_clear(&err);
+	assert_int_equal(analytic_estimate(&in, &out, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "tensor parallel 16 does not fit a node of 8 GPUs");
+	in.hw = &nvl;
+	in.lay.tp = 5;
+	in.m.heads = 40;
+	in.m.hidden = 40 * 128; /* refused for the domain before the shapes */
+	prism_err_clear(&err);
+	assert_int_equal(analytic_estimate(&in, &out, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "tensor parallel 5 does not fit an NVLink domain of 72 GPUs");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_new_profiles),  cmocka_unit_test(test_domain_key),
+	    cmocka_unit_test(test_group_fits),	  cmocka_unit_test(test_tp16_round),
+	    cmocka_unit_test(test_tp16_profiles), cmocka_unit_test(test_mesh),
+	    cmocka_unit_test(test_analytic_tp16),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
