@@ -66,6 +66,10 @@ struct ufold {
 	uint64_t tasks;		   /* kernel-level tasks it stands for */
 	double flops;		   /* ctx.flops it added */
 	uint32_t kernels, hits[3]; /* ctx.kernels and kdb_hits it added */
+	/* The rank's gradient bucket (rankst.bucket) before and after: a
+	 * unit reduces a bucket once it is full, so the template holds only
+	 * where the bucket starts as it did, and leaves it as it did. */
+	double bucket0, bucket1;
 };
 
 /* Per task of the unit being folded: its host offset (host tasks) or its
@@ -1254,6 +1258,7 @@ static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
 		c->unit_first.v[c->unit_first.n++] = k0 + t->ufirst;
 		c->unit_last.v[c->unit_last.n++] = k0 + t->ulast;
 	}
+	c->rk[r].bucket = t->bucket1;
 	c->kernels += t->kernels;
 	c->flops += t->flops;
 	for (int h = 0; h < 3; h++)
@@ -1537,7 +1542,8 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 	struct ufold t;
 
 	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
-	if (slot != SIZE_MAX && c->findex.v[slot] < c->folds.n && !c->pend.n) {
+	if (slot != SIZE_MAX && c->findex.v[slot] < c->folds.n && !c->pend.n &&
+	    c->folds.v[c->findex.v[slot]].bucket0 == c->rk[r].bucket) {
 		fold_replay(c, &c->folds.v[c->findex.v[slot]], r, mb);
 		c->rk[r].layer = -1;
 		return;
@@ -1549,6 +1555,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 	}
 	memset(&t, 0, sizeof(t));
 	t.ufirst = t.ulast = NONE32;
+	t.bucket0 = c->rk[r].bucket;
 	t.flops = c->flops;
 	t.kernels = c->kernels;
 	memcpy(t.hits, c->kdb_hits, sizeof(t.hits));
@@ -1623,6 +1630,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 		t.kernels = c->kernels - t.kernels;
 		for (int h = 0; h < 3; h++)
 			t.hits[h] = c->kdb_hits[h] - t.hits[h];
+		t.bucket1 = c->rk[r].bucket;
 		if (fold_build(c, r, &t, k0, e0, c0)) {
 			/* The replay adds the unit's counts again. */
 			c->flops -= t.flops;
