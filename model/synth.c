@@ -1267,6 +1267,12 @@ static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
 	c->units_folded++;
 }
 
+/* Whether the run simulates contention (synth_out.slow_compute). */
+static int fold_contends(const struct ctx *c)
+{
+	return !c->in->bare && (c->in->hw->slow_compute > 0 || c->in->hw->slow_comm > 0);
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -1326,6 +1332,17 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 
 	if (c->pend.n || n == 0 || VEC_RESERVE(c->fscr, n))
 		return 0;
+	/* Under contention a unit task is slowed as a whole by any
+	 * collective beside it, where the kernels it stands for would be
+	 * slowed only while the collective overlaps them: a unit that issues
+	 * a collective off its compute stream (gradient buckets, ZeRO
+	 * gathers and reduce-scatters, TP beside GEMMs) stays kernel by
+	 * kernel.  Collectives of other units that reach into a unit task
+	 * are found after the simulation (settle.h, inexact). */
+	if (fold_contends(c))
+		for (uint32_t i = 0; i < n; i++)
+			if (v[i].proc != host && v[i].proc != comp && v[i].kind == GN_COLL)
+				return 0;
 	x = c->fscr.v;
 	for (uint32_t i = 0; i < n; i++) {
 		x[i] = (struct fscr){-1, NONE32, NONE32, 0, 0, 0};

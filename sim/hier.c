@@ -28,28 +28,25 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 	x.lay.microbatches = m;
 	x.units = 1;
 	x.no_shapes = 1;
-	if ((rc = synth_build(&x, &g, &so, err)))
+	if ((rc = settle_build(&x, &g, &so, &pt->st, err)))
 		return rc;
-	rc = settle_synth(g, &so, &pt->st, err);
-	if (rc == 0) {
-		memset(pt->host_ns, 0, sizeof(pt->host_ns));
-		for (uint32_t p = 0; p < g->n_procs; p++) {
-			const struct graph_proc *pr = &g->procs[p];
-			if (pr->gpu || pr->rank >= SYNTH_MAX_STAGES)
-				continue;
-			for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
-				if (g->kind[u] != GN_WAIT) /* the host's own time */
-					host[pr->rank] += g->dur_ns[u];
-		}
-		pt->stages = so.stages < SYNTH_MAX_STAGES ? so.stages : SYNTH_MAX_STAGES;
-		for (int r = 0; r < pt->stages; r++)
-			host[r] /= so.steps > 0 ? so.steps : 1;
-		pt->iter_ns = llround(pt->st.iter_s * 1e9);
-		pt->tasks = so.tasks;
-		pt->kernels = so.kernels;
-		pt->kdb_exact = so.kdb_exact;
-		pt->kdb_interpolated = so.kdb_interpolated;
+	memset(pt->host_ns, 0, sizeof(pt->host_ns));
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		if (pr->gpu || pr->rank >= SYNTH_MAX_STAGES)
+			continue;
+		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
+			if (g->kind[u] != GN_WAIT) /* the host's own time */
+				host[pr->rank] += g->dur_ns[u];
 	}
+	pt->stages = so.stages < SYNTH_MAX_STAGES ? so.stages : SYNTH_MAX_STAGES;
+	for (int r = 0; r < pt->stages; r++)
+		host[r] /= so.steps > 0 ? so.steps : 1;
+	pt->iter_ns = llround(pt->st.iter_s * 1e9);
+	pt->tasks = so.tasks;
+	pt->kernels = so.kernels;
+	pt->kdb_exact = so.kdb_exact;
+	pt->kdb_interpolated = so.kdb_interpolated;
 	graph_free(g);
 	synth_out_free(&so);
 	return rc;

@@ -80,20 +80,18 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 			return 0;
 		}
 	}
-	if ((rc = synth_build(&built, &g, &so, err)))
+	if ((rc = settle_build(&built, &g, &so, &st, err)))
 		return rc;
-	if ((rc = settle_synth(g, &so, &st, err)) == 0) {
-		predict_derive(in, st.iter_s, out);
-		out->bubble = st.bubble;
-		out->exposed_compute_s = st.exposed_compute_s;
-		out->exposed_comm_s = st.exposed_comm_s;
-		out->overlap_s = st.overlap_s;
-		out->idle_s = st.idle_s;
-		out->tasks = so.tasks;
-		out->kernels = so.kernels;
-		out->kdb_exact = so.kdb_exact;
-		out->kdb_interpolated = so.kdb_interpolated;
-	}
+	predict_derive(in, st.iter_s, out);
+	out->bubble = st.bubble;
+	out->exposed_compute_s = st.exposed_compute_s;
+	out->exposed_comm_s = st.exposed_comm_s;
+	out->overlap_s = st.overlap_s;
+	out->idle_s = st.idle_s;
+	out->tasks = so.tasks;
+	out->kernels = so.kernels;
+	out->kdb_exact = so.kdb_exact;
+	out->kdb_interpolated = so.kdb_interpolated;
 	if (rc == 0 && keep_g) {
 		*keep_g = g;
 		g = NULL;

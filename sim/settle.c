@@ -159,6 +159,74 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 	return 0;
 }
 
+/* Collectives by rank, then start; `end` the latest end so far in the
+ * rank. */
+struct rival {
+	uint32_t rank;
+	int64_t a, b, end;
+};
+
+static int cmp_rival(const void *x, const void *y)
+{
+	const struct rival *p = x, *q = y;
+	if (p->rank != q->rank)
+		return p->rank < q->rank ? -1 : 1;
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/*
+ * Under contention, whether a folded unit task ran beside a collective of
+ * its rank: the simulator slowed the task as a whole (and the collective
+ * for as long as the task ran), where the kernels it stands for would
+ * have been slowed only while the collective overlapped one of them, so
+ * the run is not the kernel-level one (settle_out.inexact).  1 when one
+ * did, 0 when none did, -1 out of memory.
+ */
+static int fold_contended(const struct sim *sm, const struct synth_out *so)
+{
+	const struct graph *g = sm->g;
+	struct rival *v;
+	size_t n = 0, k = 0;
+	int hit = 0;
+
+	if (!so->n_marks || (so->slow_compute <= 0 && so->slow_comm <= 0))
+		return 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_COLL && g->procs[g->proc[u]].gpu)
+			n++;
+	if (!n)
+		return 0;
+	if (!(v = prism_malloc(n * sizeof(*v))))
+		return -1;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_COLL && g->procs[g->proc[u]].gpu) {
+			struct rival x = {g->procs[g->proc[u]].rank, sm->start_ns[u], sm->end_ns[u],
+					  0};
+			v[k++] = x;
+		}
+	qsort(v, n, sizeof(*v), cmp_rival);
+	for (size_t i = 0; i < n; i++)
+		v[i].end = i > 0 && v[i - 1].rank == v[i].rank && v[i - 1].end > v[i].b
+			       ? v[i - 1].end
+			       : v[i].b;
+	for (size_t i = 0; i < so->n_marks && !hit; i++) {
+		uint32_t u = so->marks[i].node, rank = g->procs[g->proc[u]].rank;
+		int64_t a = sm->start_ns[u], b = sm->end_ns[u];
+		size_t lo = 0, hi = n; /* the last of the rank starting before b */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (v[mid].rank < rank || (v[mid].rank == rank && v[mid].a < b))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo > 0 && v[lo - 1].rank == rank && v[lo - 1].end > a)
+			hit = 1;
+	}
+	free(v);
+	return hit;
+}
+
 int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
 		 struct prism_err *err)
 {
@@ -190,6 +258,12 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 		free(inner);
 		return rc;
 	}
+	if ((rc = fold_contended(sm, so)) < 0) {
+		sim_free(sm);
+		free(inner);
+		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	}
+	out->inexact = rc;
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		g->start_ns[u] = sm->start_ns[u];
 		/* What contention made of a task is its traced time: the
@@ -265,4 +339,33 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 	sim_free(sm);
 	free(inner);
 	return 0;
+}
+
+int settle_build(const struct synth_in *in, struct graph **g, struct synth_out *so,
+		 struct settle_out *st, struct prism_err *err)
+{
+	struct synth_in x = *in;
+	int rc;
+
+	*g = NULL;
+	if ((rc = synth_build(&x, g, so, err)))
+		return rc;
+	rc = settle_synth(*g, so, st, err);
+	if (rc == 0 && st->inexact && x.units) {
+		/* Contention reached a unit task: kernel by kernel instead. */
+		graph_free(*g);
+		synth_out_free(so);
+		*g = NULL;
+		x.units = 0;
+		if ((rc = synth_build(&x, g, so, err)))
+			return rc;
+		rc = settle_synth(*g, so, st, err);
+		st->declined = 1;
+	}
+	if (rc) {
+		graph_free(*g);
+		synth_out_free(so);
+		*g = NULL;
+	}
+	return rc;
 }
