@@ -168,8 +168,8 @@ struct synth_out {
 	struct synth_fold_kern *kerns; /* the kernels inside the unit tasks */
 	size_t n_kerns;
 	size_t n_units_folded, n_units_kept, n_unit_kinds;
-	double slow_compute, slow_comm;	    /* contention (sim.h): the profile's,
-					     * 0 for bare runs */
+	/* Contention (sim.h): the profile's, 0 for bare runs. */
+	double slow_compute, slow_comm;
 };
 
 /* A unit task: node, the first host task of its unit (which starts at
