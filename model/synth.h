@@ -104,6 +104,8 @@ enum synth_part { SYNTH_PART_GIVEN, SYNTH_PART_BALANCED, SYNTH_PART_EMBED_LOSS }
 #define SYNTH_MAX_STEPS	    100
 #define SYNTH_MAX_PREFETCH  64
 #define SYNTH_MAX_BUCKET_MB (1 << 20)
+#define SYNTH_MAX_EP	    LLM_MAX_EXPERTS
+#define SYNTH_MAX_IMBALANCE 1024.0
 
 /* The kernel model's time, one microbatch forward and backward, of stage
  * 0's embedding (*emb_s) and of the last stage's final norm, logits and
@@ -198,6 +200,19 @@ void synth_mem(const struct synth_in *in, struct mem_est *out);
  * backward (recomputation included) and the attention core's forward
  * alone.  For the analytic estimate and for tests. */
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s);
+
+/* The same for a mixture-of-experts layer of in's model on the busiest
+ * rank (a dense layer's for a dense model): attention, router, permutes,
+ * grouped expert GEMMs, shared experts (collectives are not in it). */
+void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
+			   double *attn_fwd_s);
+
+/* Bytes one expert-parallel all-to-all of one MoE layer sends from the
+ * busiest rank, one microbatch: b s / tp tokens x top_k copies x rho (the
+ * busiest rank's load over the mean, mem_moe_tokens) x hidden x 2 bytes;
+ * 0 for a dense model or ep 1.  Four per layer: dispatch and combine,
+ * forward and backward. */
+double synth_moe_a2a_bytes(const struct synth_in *in);
 
 /*
  * Build the run.  0 with *out_g set (free with graph_free) and *out filled
