@@ -87,6 +87,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	{
 		struct synth_in si;
 		double lf, lb, la, emb, head, ar = 0, p2p = 0, sum = 0, worst = -1, tail = 0;
+		double mlf = 0, mlb = 0, mla = 0, moe_comm = 0, md = 0, me = 0;
 		double wb, gb, ob, G, R;
 		int shard, pn = hw->gpus_per_node / tp;
 		synth_in_default(&si);
@@ -98,6 +99,31 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		synth_mem(&si, &out->mem);
 		synth_mem_layout(&si, &lay);
 		synth_layer_times(&si, &lf, &lb, &la);
+		if (llm_moe_layers(m) > 0) {
+			/* Mixture-of-experts layers: their own compute, and per
+			 * layer the all-to-alls (dispatch and combine, forward and
+			 * backward, again when recomputed) and the expert
+			 * tensor-parallel gathers and reduce-scatters. */
+			int rep = 4 + (l->recompute == MEM_RECOMPUTE_FULL ? 2 : 0);
+			double a2a = synth_moe_a2a_bytes(&si), et = mem_etp(&lay);
+			int node = hw->gpus_per_node, ep = mem_ep(&lay);
+			synth_moe_layer_times(&si, &mlf, &mlb, &mla);
+			if (a2a > 0) {
+				int cap = node / (int)et > 0 ? node / (int)et : 1;
+				comm_time(hw, GC_ALL_TO_ALL, a2a,
+					  (struct comm_group){ep, group_per_node(ep, cap)},
+					  in->comm_eff, COMM_AUTO, &ce);
+				moe_comm += rep * ce.time_s;
+			}
+			if (et > 1) {
+				double x = mem_moe_tokens(m, &lay) * m->hidden * 2;
+				comm_time(
+				    hw, GC_ALL_GATHER, x,
+				    (struct comm_group){(int)et, group_per_node((int)et, node)},
+				    in->comm_eff, COMM_AUTO, &ce);
+				moe_comm += rep * ce.time_s;
+			}
+		}
 		synth_extra_times(&si, &emb, &head);
 		mem_bytes_per_param(lay.prec, &wb, &gb, &ob);
 		/* Tensor parallel: 2 all-reduces per layer forward, 2 backward
@@ -131,34 +157,74 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		for (int s = 0; s < pp; s++) {
 			struct mem_stage ms;
 			double n = mem_stage_layers(m, &lay, s), c, slot, dpt = 0, exposed = 0, opt;
+			double nm = 0, Pe = 0, edp = mem_edp(&lay);
 			double layer_w = wb * llm_layer_params(m) / tp;
 			struct comm_group gg = {shard, group_per_node(shard, pn)};
 			struct comm_group gr = {
 			    (int)R, group_per_node((int)R, pn / shard > 0 ? pn / shard : 1)};
-			c = (n * (lf + lb) + (s == 0 ? emb : 0) + (s == pp - 1 ? head : 0)) /
-			    in->compute_eff;
-			slot = c + n * ar + p2p;
+			for (int ch = 0; ch < v; ch++)
+				nm += mem_chunk_moe(m, &lay, s, ch);
+			if (nm > 0) {
+				/* Without shared experts an MoE layer keeps half the
+				 * tensor-parallel collectives (the attention's). */
+				double arm = m->shared_experts > 0 ? ar : ar / 2;
+				mem_moe_layer_params(m, &lay, &md, &me);
+				Pe = nm * me;
+				c = ((n - nm) * (lf + lb) + nm * (mlf + mlb) + (s == 0 ? emb : 0) +
+				     (s == pp - 1 ? head : 0)) /
+				    in->compute_eff;
+				slot = c + (n - nm) * ar + nm * (arm + moe_comm) + p2p;
+			} else {
+				c = (n * (lf + lb) + (s == 0 ? emb : 0) +
+				     (s == pp - 1 ? head : 0)) /
+				    in->compute_eff;
+				slot = c + n * ar + p2p;
+			}
 			sum += slot;
 			mem_stage(m, &lay, NULL, s, &ms);
-			if (dp > 1) {
-				double P = ms.params, t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0, hide;
+			if (dp > 1 || (Pe > 0 && edp > 1)) {
+				/* The routed experts' share is reduced over the expert
+				 * data-parallel group (edp ranks, ep x etp apart). */
+				double P = ms.params - Pe, t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0,
+				       hide;
+				struct comm_group ge = {
+				    (int)edp,
+				    group_per_node(
+					(int)edp,
+					hw->gpus_per_node / (mem_ep(&lay) * mem_etp(&lay)) > 0
+					    ? hw->gpus_per_node / (mem_ep(&lay) * mem_etp(&lay))
+					    : 1)};
+				if (Pe > 0 && edp > 1) {
+					comm_time(hw,
+						  l->zero == 0 ? GC_ALL_REDUCE : GC_REDUCE_SCATTER,
+						  gb * Pe, ge, in->comm_eff, COMM_AUTO, &ce);
+					if (l->zero == 0)
+						t_ar += ce.time_s;
+					else
+						t_rs += ce.time_s;
+					if (l->zero >= 1) {
+						comm_time(hw, GC_ALL_GATHER, wb * Pe, ge,
+							  in->comm_eff, COMM_AUTO, &ce);
+						t_ag += ce.time_s;
+					}
+				}
 				if (l->zero == 0) {
 					comm_time(hw, GC_ALL_REDUCE, gb * P,
 						  (struct comm_group){dp, group_per_node(dp, pn)},
 						  in->comm_eff, COMM_AUTO, &ce);
-					t_ar = ce.time_s;
+					t_ar += ce.time_s;
 				} else {
 					comm_time(hw, GC_REDUCE_SCATTER, gb * P, gg, in->comm_eff,
 						  COMM_AUTO, &ce);
-					t_rs = ce.time_s;
+					t_rs += ce.time_s;
 					if (R > 1) {
 						comm_time(hw, GC_ALL_REDUCE, gb * P / G, gr,
 							  in->comm_eff, COMM_AUTO, &ce);
-						t_ar = ce.time_s;
+						t_ar += ce.time_s;
 					}
 					comm_time(hw, GC_ALL_GATHER, wb * P, gg, in->comm_eff,
 						  COMM_AUTO, &ce);
-					t_ag = ce.time_s;
+					t_ag += ce.time_s;
 					comm_time(hw, GC_ALL_GATHER, layer_w, gg, in->comm_eff,
 						  COMM_AUTO, &ce);
 					t_agl = ce.time_s;

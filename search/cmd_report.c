@@ -78,7 +78,8 @@ static const char help[] =
 	S(recompute, "recompute", "", mem_recompute_parse, mem_recompute_name)             \
 	I(zero, "zero", "") I(sp, "sp", "") I(layers, "layers", "") I(hidden, "hidden", "")   \
 	S(dtype, "dtype", "'bf16'", hw_dtype_parse, hw_dtype_name)                         \
-	I(fp8_attention, "fp8_attention", "0") I(flash, "flash", "1")
+	I(fp8_attention, "fp8_attention", "0") I(flash, "flash", "1")                     \
+	I(ep, "ep", "1") I(etp, "etp", "1")
 /* clang-format on */
 
 /* How many knobs (the status column follows key and the knobs). */
@@ -139,6 +140,10 @@ static void layout(char *buf, size_t n, const struct row *r)
 		snprintf(buf + k, n - k, "%s%s%s", r->part[0] ? ", stages " : "", r->part,
 			 r->shard ? ", hybrid" : "");
 	}
+	if (r->ep > 1 || r->etp > 1) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, n - k, ", ep %d etp %d", r->ep, r->etp);
+	}
 }
 
 /* The chart's label of a layout: short, ASCII, made of numbers and the
@@ -151,6 +156,10 @@ static void label(char *buf, size_t n, const struct row *r)
 	snprintf(buf, n, "tp%d pp%d dp%d%s mbs%d%s%s", r->tp, r->pp, r->dp, vp, r->mbs,
 		 strcmp(r->recompute, "none") ? " rc-" : "",
 		 strcmp(r->recompute, "none") ? r->recompute : "");
+	if (r->ep > 1 || r->etp > 1) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, n - k, " ep%d etp%d", r->ep, r->etp);
+	}
 }
 
 /* Why runner-up r loses to b (same GPU count). */

@@ -291,13 +291,29 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    "name",	    "model",	     "base",	  "hw",	   "gpus",   "gpu_budget",
 	    "global_batch", "screen_margin", "kernel_db", "space", "tokens", "price_per_gpu_hour",
 	    "base_dp"};
-	static const char *const knobs[] = {
-	    "tp",	 "pp",		 "mbs",		  "schedule",
-	    "vp",	 "recompute",	 "zero",	  "sp",
-	    "layers",	 "hidden",	 "dtype",	  "fp8_attention",
-	    "flash",	 "partition",	 "shard",	  "prefetch",
-	    "bucket_mb", "overlap_grad", "overlap_param", "tp_overlap",
-	    "pp_overlap"};
+	static const char *const knobs[] = {"tp",
+					    "pp",
+					    "mbs",
+					    "schedule",
+					    "vp",
+					    "recompute",
+					    "zero",
+					    "sp",
+					    "layers",
+					    "hidden",
+					    "dtype",
+					    "fp8_attention",
+					    "flash",
+					    "partition",
+					    "shard",
+					    "prefetch",
+					    "bucket_mb",
+					    "overlap_grad",
+					    "overlap_param",
+					    "tp_overlap",
+					    "pp_overlap",
+					    "ep",
+					    "etp"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -309,7 +325,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		return rc;
 	space = config_lookup(&cf, "space");
 	if ((rc = known(path, config_root_setting(&cf), top, 13, "", err)) ||
-	    (rc = known(path, space, knobs, 21, "space.", err)))
+	    (rc = known(path, space, knobs, 23, "space.", err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_files(path, &cf, s, err)) ||
 	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
@@ -389,7 +405,9 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = knob(path, space, "overlap_grad", 1, 0, 1, NULL, &s->overlap_grad, err)) ||
 	    (rc = knob(path, space, "overlap_param", 0, 0, 1, NULL, &s->overlap_param, err)) ||
 	    (rc = knob(path, space, "tp_overlap", 0, 0, 1, NULL, &s->tp_overlap, err)) ||
-	    (rc = knob(path, space, "pp_overlap", 1, 0, 1, NULL, &s->pp_overlap, err)))
+	    (rc = knob(path, space, "pp_overlap", 1, 0, 1, NULL, &s->pp_overlap, err)) ||
+	    (rc = knob(path, space, "ep", 1, 1, SYNTH_MAX_EP, NULL, &s->ep, err)) ||
+	    (rc = knob(path, space, "etp", 1, 1, SYNTH_MAX_TP, NULL, &s->etp, err)))
 		goto out;
 	if (sweep_count(s) > SWEEP_MAX_CANDIDATES) {
 		char n[32];
@@ -465,6 +483,11 @@ static void make_key(struct cand *c)
 			 part, l->shard, l->prefetch, l->bucket_mb, l->overlap_grad,
 			 l->overlap_param, l->tp_overlap, l->pp_overlap);
 	}
+	/* Expert parallelism, likewise. */
+	if (mem_ep(l) > 1 || mem_etp(l) > 1) {
+		size_t n = strlen(c->key);
+		snprintf(c->key + n, sizeof(c->key) - n, ";ep=%d;etp=%d", mem_ep(l), mem_etp(l));
+	}
 }
 
 /* Verdicts before simulation: the layout rules, then memory, then the
@@ -516,16 +539,20 @@ static void judge(const struct sweep *s, struct cand *c)
  * index over their lists. */
 static const struct sweep_list *extra_list(const struct sweep *s, int k)
 {
-	const struct sweep_list *l[] = {&s->partition,	&s->shard,	  &s->prefetch,
-					&s->bucket_mb,	&s->overlap_grad, &s->overlap_param,
-					&s->tp_overlap, &s->pp_overlap};
+	const struct sweep_list *l[] = {
+	    &s->partition,     &s->shard,      &s->prefetch,   &s->bucket_mb, &s->overlap_grad,
+	    &s->overlap_param, &s->tp_overlap, &s->pp_overlap, &s->ep,	      &s->etp};
 	return l[k];
 }
+
+/* The knobs extra_list holds: the last ones vary slowest, so that a sweep
+ * without ep and etp (one value each) numbers its candidates as before. */
+#define EXTRA_N 10
 
 static long extra_n(const struct sweep *s)
 {
 	long n = 1;
-	for (int k = 0; k < 8; k++)
+	for (int k = 0; k < EXTRA_N; k++)
 		n *= extra_list(s, k)->n;
 	return n;
 }
@@ -536,9 +563,9 @@ static long extra_n(const struct sweep *s)
  * without tp and sp) is past its first value: the same candidate again. */
 static int extra_apply(const struct sweep *s, long ix, struct synth_in *in)
 {
-	int i[8];
+	int i[EXTRA_N];
 	struct mem_layout *l = &in->lay;
-	for (int k = 0; k < 8; k++) {
+	for (int k = 0; k < EXTRA_N; k++) {
 		i[k] = (int)(ix % extra_list(s, k)->n);
 		ix /= extra_list(s, k)->n;
 	}
@@ -551,9 +578,12 @@ static int extra_apply(const struct sweep *s, long ix, struct synth_in *in)
 	l->overlap_param = s->overlap_param.v[i[5]];
 	l->tp_overlap = s->tp_overlap.v[i[6]];
 	l->pp_overlap = s->pp_overlap.v[i[7]];
+	l->ep = s->ep.v[i[8]];
+	l->etp = s->etp.v[i[9]];
+	/* ep and etp apply to mixture-of-experts models only. */
 	return (i[0] && l->pp == 1) || (i[1] && l->zero == 0) || (i[2] && l->zero < 3) ||
 	       (i[5] && (l->zero < 1 || l->zero > 2)) || (i[6] && (l->tp == 1 || !l->sp)) ||
-	       (i[7] && l->pp == 1);
+	       (i[7] && l->pp == 1) || ((i[8] || i[9]) && in->m.experts == 0);
 }
 
 static int decode(const struct sweep *s, uint64_t index, struct cand *c);

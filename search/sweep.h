@@ -9,7 +9,7 @@
  * each knob a list: tp, pp, mbs, schedule, vp, recompute, zero, sp, layers,
  * hidden, dtype (the linear layers' GEMMs), fp8_attention, flash,
  * partition, shard, prefetch, bucket_mb, overlap_grad, overlap_param,
- * tp_overlap, pp_overlap; optionally a kernel database
+ * tp_overlap, pp_overlap, ep, etp (mixture-of-experts models); optionally a kernel database
  * (kernel_db, from prism calibrate --db) for kernel times, and the tokens to train and the price of a
  * GPU-hour (tokens, price_per_gpu_hour) for the report's days and cost.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
  * count from the global batch (global / (dp x mbs)).
@@ -74,6 +74,9 @@ struct sweep {
 	 * (MB; 0: Megatron's), and the overlaps, each 0 or 1. */
 	struct sweep_list partition, shard, prefetch, bucket_mb, overlap_grad, overlap_param,
 	    tp_overlap, pp_overlap;
+	/* Mixture-of-experts (issue 18): expert parallel and expert tensor
+	 * parallel degrees (1: none; only for models with experts). */
+	struct sweep_list ep, etp;
 	char *text; /* the file's text, stored with the results */
 };
 
