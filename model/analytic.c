@@ -39,6 +39,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	const struct mem_layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	int tp = l->tp, pp = l->pp, dp = l->dp, v = l->vp > 0 ? l->vp : 1;
+	int cp = mem_cp(l), dpc = dp * cp; /* gradients over dp x cp */
 	double peak = hw->peak_flops[in->dtype], mb, act_bytes, n_ar;
 	struct comm_est ce;
 	struct mem_layout lay = *l;
@@ -87,7 +88,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	{
 		struct synth_in si;
 		double lf, lb, la, emb, head, ar = 0, p2p = 0, sum = 0, worst = -1, tail = 0;
-		double mlf = 0, mlb = 0, mla = 0, moe_comm = 0, md = 0, me = 0;
+		double mlf = 0, mlb = 0, mla = 0, moe_comm = 0, md = 0, me = 0, cp_ring = 0;
 		double wb, gb, ob, G, R;
 		int shard, pn = hw->gpus_per_node / tp;
 		synth_in_default(&si);
@@ -99,6 +100,24 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		synth_mem(&si, &out->mem);
 		synth_mem_layout(&si, &lay);
 		synth_layer_times(&si, &lf, &lb, &la);
+		if (cp > 1) {
+			/* Ring attention: cp - 1 key-value transfers forward (and
+			 * again when the forward is recomputed), cp - 1 of twice the
+			 * bytes backward, each beside one step of the ring (la / cp
+			 * forward, twice that backward): what a transfer takes
+			 * beyond its step is exposed. */
+			double kv = llm_kv_heads(m) < tp ? 1 : (double)llm_kv_heads(m) / tp;
+			double bytes = 2.0 * l->mbs * m->seq / cp * kv * m->hidden / m->heads * 2;
+			int fr = 1 + (l->recompute != MEM_RECOMPUTE_NONE ? 1 : 0);
+			struct comm_group g = {2, (long)cp * tp <= hw->gpus_per_node ? 2 : 1};
+			double tf, tb;
+			comm_time(hw, GC_SEND_RECV, bytes, g, in->comm_eff, COMM_AUTO, &ce);
+			tf = ce.time_s;
+			comm_time(hw, GC_SEND_RECV, 2 * bytes, g, in->comm_eff, COMM_AUTO, &ce);
+			tb = ce.time_s;
+			cp_ring = (cp - 1) * (fr * (tf > la / cp ? tf - la / cp : 0) +
+					      (tb > 2 * la / cp ? tb - 2 * la / cp : 0));
+		}
 		if (llm_moe_layers(m) > 0) {
 			/* Mixture-of-experts layers: their own compute, and per
 			 * layer the all-to-alls (dispatch and combine, forward and
@@ -129,7 +148,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		/* Tensor parallel: 2 all-reduces per layer forward, 2 backward
 		 * (and 2 more when the forward is recomputed) of b s h
 		 * activations. */
-		act_bytes = (double)l->mbs * m->seq * m->hidden * 2;
+		act_bytes = (double)l->mbs * m->seq / mem_cp(l) * m->hidden * 2;
 		n_ar = 4 + (l->recompute == MEM_RECOMPUTE_FULL ? 2 : 0);
 		if (tp > 1) {
 			if (comm_time(hw, GC_ALL_REDUCE, act_bytes, (struct comm_group){tp, tp},
@@ -143,7 +162,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		 * stage's tensor- and data-parallel ranks fill a node
 		 * (Megatron's order). */
 		if (pp > 1) {
-			int across = (long)tp * dp >= hw->gpus_per_node;
+			int across = (long)tp * dp * mem_cp(l) >= hw->gpus_per_node;
 			double bytes = act_bytes / (l->sp ? tp : 1);
 			comm_time(hw, GC_SEND_RECV, bytes, (struct comm_group){across ? 2 : 1, 1},
 				  in->comm_eff, COMM_AUTO, &ce);
@@ -153,7 +172,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		 * consecutive ranks and its dp / G replicas. */
 		shard = mem_shard_group(&lay);
 		G = shard;
-		R = (double)dp / shard;
+		R = (double)dpc / shard;
 		for (int s = 0; s < pp; s++) {
 			struct mem_stage ms;
 			double n = mem_stage_layers(m, &lay, s), c, slot, dpt = 0, exposed = 0, opt;
@@ -173,16 +192,19 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 				c = ((n - nm) * (lf + lb) + nm * (mlf + mlb) + (s == 0 ? emb : 0) +
 				     (s == pp - 1 ? head : 0)) /
 				    in->compute_eff;
-				slot = c + (n - nm) * ar + nm * (arm + moe_comm) + p2p;
+				slot =
+				    c + (n - nm) * ar + nm * (arm + moe_comm) + n * cp_ring + p2p;
 			} else {
 				c = (n * (lf + lb) + (s == 0 ? emb : 0) +
 				     (s == pp - 1 ? head : 0)) /
 				    in->compute_eff;
 				slot = c + n * ar + p2p;
+				if (cp > 1)
+					slot += n * cp_ring;
 			}
 			sum += slot;
 			mem_stage(m, &lay, NULL, s, &ms);
-			if (dp > 1 || (Pe > 0 && edp > 1)) {
+			if (dpc > 1 || (Pe > 0 && edp > 1)) {
 				/* The routed experts' share is reduced over the expert
 				 * data-parallel group (edp ranks, ep x etp apart). */
 				double P = ms.params - Pe, t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0,
@@ -210,7 +232,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 				}
 				if (l->zero == 0) {
 					comm_time(hw, GC_ALL_REDUCE, gb * P,
-						  (struct comm_group){dp, group_per_node(dp, pn)},
+						  (struct comm_group){dpc, group_per_node(dpc, pn)},
 						  in->comm_eff, COMM_AUTO, &ce);
 					t_ar += ce.time_s;
 				} else {
@@ -311,7 +333,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	}
 	(void)peak;
 	out->model_flops = llm_flops_iter(m, in->global_batch, 0);
-	out->mfu = out->model_flops / (out->t_iter * (double)tp * pp * dp * peak);
+	out->mfu = out->model_flops / (out->t_iter * (double)tp * pp * dp * cp * peak);
 	out->tokens_per_s = in->global_batch * m->seq / out->t_iter;
 	return 0;
 }

@@ -20,7 +20,8 @@ int mem_recompute_parse(const char *s)
 
 double mem_act_per_layer(const struct llm *m, const struct mem_layout *l)
 {
-	double s = m->seq, b = l->mbs, h = m->hidden, a = m->heads, t = l->tp;
+	/* A context-parallel rank holds s / cp of each sequence. */
+	double s = (double)m->seq / mem_cp(l), b = l->mbs, h = m->hidden, a = m->heads, t = l->tp;
 	double sbh = s * b * h, attn = (l->flash ? 0.0 : 5 * a * s / h);
 
 	switch (l->recompute) {
@@ -35,6 +36,16 @@ double mem_act_per_layer(const struct llm *m, const struct mem_layout *l)
 	}
 }
 
+int mem_cp(const struct mem_layout *l)
+{
+	return l->cp > 1 ? l->cp : 1;
+}
+
+int mem_dpc(const struct mem_layout *l)
+{
+	return l->dp * mem_cp(l);
+}
+
 int mem_ep(const struct mem_layout *l)
 {
 	return l->ep > 1 ? l->ep : 1;
@@ -47,7 +58,7 @@ int mem_etp(const struct mem_layout *l)
 
 int mem_edp(const struct mem_layout *l)
 {
-	int n = l->tp * l->dp / (mem_ep(l) * mem_etp(l));
+	int n = l->tp * l->dp * mem_cp(l) / (mem_ep(l) * mem_etp(l));
 	return n > 1 ? n : 1;
 }
 
@@ -61,7 +72,8 @@ double mem_moe_peak(const struct llm *m, const struct mem_layout *l)
 
 double mem_moe_tokens(const struct llm *m, const struct mem_layout *l)
 {
-	double local = (double)m->experts / mem_ep(l), n = (double)m->seq * l->mbs / l->tp;
+	double local = (double)m->experts / mem_ep(l);
+	double n = (double)m->seq / mem_cp(l) * l->mbs / l->tp;
 	double rho = local > 0 ? (local - 1 + mem_moe_peak(m, l)) / local : 1;
 	return n * m->top_k * mem_etp(l) * rho;
 }
@@ -76,7 +88,8 @@ void mem_moe_layer_params(const struct llm *m, const struct mem_layout *l, doubl
 
 double mem_act_moe_layer(const struct llm *m, const struct mem_layout *l)
 {
-	double s = m->seq, b = l->mbs, h = m->hidden, t = l->tp, sbh = s * b * h;
+	double s = (double)m->seq / mem_cp(l), b = l->mbs, h = m->hidden, t = l->tp,
+	       sbh = s * b * h;
 	double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn, fin = (m->gated ? 2.0 : 1.0) * fe;
 	double mlp, moe, M = mem_moe_tokens(m, l), n = s * b / t, et = mem_etp(l);
 	double sh = (double)m->shared_experts;
@@ -133,7 +146,7 @@ int mem_chunk_first(const struct llm *m, const struct mem_layout *l, int s, int 
 
 int mem_shard_group(const struct mem_layout *l)
 {
-	return l->shard > 0 && l->shard < l->dp ? l->shard : l->dp;
+	return l->shard > 0 && l->shard < mem_dpc(l) ? l->shard : mem_dpc(l);
 }
 
 void mem_bytes_per_param(int prec, double *w, double *g, double *o)
@@ -186,6 +199,7 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 	       struct mem_stage *out)
 {
 	double t = l->tp, h = m->hidden, V = m->vocab, sq = m->seq, b = l->mbs;
+	double sl = sq / mem_cp(l); /* the tokens of a sequence on this rank */
 	double sp = l->sp ? t : 1, wb, gb, ob, layer = llm_layer_params(m) / t;
 	double n = mem_stage_layers(m, l, s), emb = 0, head = 0, P, shard = mem_shard_group(l);
 	double a_layer = mem_act_per_layer(m, l), a_moe = 0, held = 0, peak = 0, units = 0,
@@ -238,8 +252,8 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 	/* The schedule, walked: what the stage holds after each forward (the
 	 * backwards after the last forward only free). */
 	{
-		double mask = first ? sq * b * h / sp : 0;
-		double lg = last ? 4 * sq * b * V / t : 0, tail = last ? 4 * sq * b * h / sp : 0;
+		double mask = first ? sl * b * h / sp : 0;
+		double lg = last ? 4 * sl * b * V / t : 0, tail = last ? 4 * sl * b * h / sp : 0;
 		double held_lg = 0;
 		for (int i = 0; i < total; i++) {
 			int ch;
@@ -276,10 +290,14 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 		if (llm_moe_layers(m) > 0 && mem_act_moe_layer(m, &x) > out->transient)
 			out->transient = mem_act_moe_layer(m, &x);
 	} else if (l->recompute == MEM_RECOMPUTE_SELECTIVE && !l->flash) {
-		out->transient = 5 * m->heads * sq * sq * b / t;
+		out->transient = 5 * m->heads * sl * sq * b / t;
 	}
 	if (last)
-		out->transient += 2 * sq * b * V / t;
+		out->transient += 2 * sl * b * V / t;
+	/* Context parallelism: the ring's key-value blocks in flight, two
+	 * (double buffered), and their gradients' two backward. */
+	if (mem_cp(l) > 1)
+		out->transient += 4 * 2 * b * sl * llm_kv_heads(m) * (h / m->heads) / t * 2;
 	/* Mixture-of-experts: the dispatch's send buffer, the routed tokens
 	 * before the all-to-all (the receive side is the experts' input,
 	 * counted above). */

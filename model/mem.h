@@ -109,6 +109,11 @@ struct mem_layout {
 	 * busiest expert over the mean (0 reads as 1). */
 	int ep, etp;
 	double imbalance;
+	/* Context parallelism (0 reads as 1): each sequence split over cp
+	 * ranks (tp apart), 2 cp chunks for the causal load balance; the
+	 * gradients are reduced and ZeRO shards over the dp x cp ranks
+	 * (Megatron-LM's data-parallel group with context parallelism). */
+	int cp;
 };
 
 /* One stage's memory on one GPU, bytes. */
@@ -153,8 +158,12 @@ double mem_act_per_layer(const struct llm *m, const struct mem_layout *l);
  * (mem_moe_tokens of them), the shared experts' as a dense FFN. */
 double mem_act_moe_layer(const struct llm *m, const struct mem_layout *l);
 
+/* cp (at least 1), and the ranks the gradients are reduced over: dp x cp. */
+int mem_cp(const struct mem_layout *l);
+int mem_dpc(const struct mem_layout *l);
+
 /* ep, etp (at least 1) and the expert data-parallel degree
- * tp x dp / (ep x etp) (at least 1). */
+ * tp x dp x cp / (ep x etp) (at least 1). */
 int mem_ep(const struct mem_layout *l);
 int mem_etp(const struct mem_layout *l);
 int mem_edp(const struct mem_layout *l);
@@ -186,7 +195,7 @@ int mem_chunk_layers(const struct llm *m, const struct mem_layout *l, int s, int
 /* The first layer of chunk c of stage s (chunks in model order: c x pp + s). */
 int mem_chunk_first(const struct llm *m, const struct mem_layout *l, int s, int c);
 
-/* The sharding group of ZeRO: l->shard, or dp. */
+/* The sharding group of ZeRO: l->shard, or dp x cp. */
 int mem_shard_group(const struct mem_layout *l);
 
 /* Bytes per parameter of weights, gradients and optimizer state. */

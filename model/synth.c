@@ -130,7 +130,7 @@ void synth_in_default(struct synth_in *in)
 	in->lay.prefetch = 1;
 	in->lay.overlap_grad = 1;
 	in->lay.pp_overlap = 1;
-	in->lay.ep = in->lay.etp = 1;
+	in->lay.ep = in->lay.etp = in->lay.cp = 1;
 	in->lay.imbalance = 1;
 	in->steps = 2;
 	/* The kernel model (kperf.h) times every kernel; each class's line
@@ -533,6 +533,9 @@ struct shape {
 	int tp_per_node, pp_per_node;
 	int emb_per_node; /* of the first and last stages (2: one node) */
 	/* Mixture-of-experts (moe = 0: a dense model, the rest unused). */
+	int cp;	       /* context-parallel ranks; s is then a rank's share */
+	double s_full; /* the sequence */
+	int cp_per_node;
 	int moe;
 	double E, k, fe, fe_in; /* experts, top_k, expert FFN width, FC1's */
 	double shared;		/* shared experts */
@@ -639,6 +642,65 @@ static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
 }
 
 /*
+ * Context parallelism: ring attention as Transformer Engine runs it
+ * (AttnFuncWithCPAndKVP2P, Megatron-LM's --context-parallel-size with the
+ * p2p communication type).  Each rank holds s / cp tokens of every
+ * sequence, as two chunks of the 2 cp into which the sequence is cut (rank
+ * i the i-th and the (2 cp - 1 - i)-th: the causal load balance), so that
+ * every rank's share of the causal attention is the same.  cp steps: step
+ * 0 the rank's own block (causal, s/cp x s/cp), each later step a block of
+ * half the work (half the queries against the whole received key-value
+ * block, or the whole queries against half of it: s/(2cp) x s/cp, no
+ * mask).  The key-value block for step i + 1 is sent to the next rank and
+ * received from the previous one while step i computes (double buffered:
+ * the transfer waits for step i - 1's kernel, step i + 1 for the transfer).
+ * Each later step's output is merged into the running one by its
+ * log-sum-exp (a memory-bound correction).  Backward: the same ring, each
+ * transfer carrying the key-value block and its accumulated gradient
+ * (twice the bytes).  The transfers ride the side stream that TP overlap
+ * uses (S_TP; they never run at once within a layer).
+ */
+static double cp_kv_bytes(const struct shape *z)
+{
+	double kv = z->kv < z->t ? 1 : z->kv / z->t;
+	return 2 * z->b * z->s * kv * (z->h / z->a) * 2;
+}
+
+static void cp_transfer(struct ctx *c, int r, const struct shape *z, double bytes)
+{
+	char pg[32];
+	snprintf(pg, sizeof(pg), "cp.%d", r);
+	event_wait(c, r, S_COMPUTE, S_TP);
+	collective(c, r, S_TP, GC_SEND_RECV, "ncclDevKernel_SendRecv", bytes,
+		   (struct comm_group){2, z->cp_per_node}, pg);
+}
+
+static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
+{
+	int dt = synth_attn_dtype(c->in), pass = bwd ? 1 : 0;
+	double heads = z->a / z->t, d = z->h / z->a;
+	/* The model FLOPs of the rank's share (4 b s^2 h / (t cp) forward,
+	 * twice that backward), spread evenly over the steps. */
+	double f = (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->h / z->t / z->cp / z->cp;
+	double bytes = cp_kv_bytes(z) * (bwd ? 2 : 1), out = z->b * z->s * z->h / z->t;
+	for (int i = 0; i < z->cp; i++) {
+		double sq = i ? z->s / 2 : z->s, t;
+		if (i > 0) /* step i's key-value block has arrived */
+			event_wait(c, r, S_TP, S_COMPUTE);
+		if (i < z->cp - 1 && !c->dry)
+			cp_transfer(c, r, z, bytes);
+		t = ktime(c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->h / z->t, 1),
+			  kperf_attn_s(c->in->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
+		launch(c, r, S_COMPUTE, GN_KERNEL,
+		       bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
+		       NULL);
+		if (i > 0 && !bwd) /* merge by log-sum-exp: out, lse, step out in */
+			kernel(c, r, KC_ELEMENTWISE, "flash_attn_fwd_out_correction",
+			       ew(out, 2) + 8 * z->b * z->s * heads);
+	}
+}
+
+/*
  * Attention core of one layer on one tensor-parallel rank (causal, as GPT
  * trains).  Flash attention is one kernel each way, timed by the kernel
  * model by sequence, heads and head dim (kperf_attn_s); its FLOPs are
@@ -653,6 +715,10 @@ static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
 static void attn_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	int dt = synth_attn_dtype(c->in);
+	if (z->cp > 1) {
+		ring_attn(c, r, z, 0);
+		return;
+	}
 	double heads = z->a / z->t, d = z->h / z->a, n = z->b * z->a * z->s * z->s / z->t;
 	double f = 2 * z->b * z->s * z->s * z->h / z->t;
 	if (c->in->lay.flash) {
@@ -673,6 +739,10 @@ static void attn_fwd(struct ctx *c, int r, const struct shape *z)
 static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	int dt = synth_attn_dtype(c->in);
+	if (z->cp > 1) {
+		ring_attn(c, r, z, 1);
+		return;
+	}
 	double heads = z->a / z->t, d = z->h / z->a, n = z->b * z->a * z->s * z->s / z->t;
 	double f = 2 * z->b * z->s * z->s * z->h / z->t;
 	if (c->in->lay.flash) {
@@ -1124,7 +1194,7 @@ static struct comm_group shard_group(const struct ctx *c)
 
 static struct comm_group replica_group(const struct ctx *c)
 {
-	int G = mem_shard_group(&c->lay), R = c->in->lay.dp / G;
+	int G = mem_shard_group(&c->lay), R = mem_dpc(&c->lay) / G;
 	int cap = c->in->hw->gpus_per_node / (c->in->lay.tp * G);
 	return (struct comm_group){R, per_node(R, cap > 0 ? cap : 1)};
 }
@@ -1136,7 +1206,7 @@ static int sharded(const struct ctx *c)
 
 static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
 {
-	snprintf(pg, n, mem_shard_group(&c->lay) < c->in->lay.dp ? "dps.%d" : "dp.%d", r);
+	snprintf(pg, n, mem_shard_group(&c->lay) < mem_dpc(&c->lay) ? "dps.%d" : "dp.%d", r);
 }
 
 /* Reduce the gradients of `params` parameters (a bucket, or a ZeRO-3
@@ -1150,12 +1220,13 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	double gb = grad_bytes(c);
 	char pg[32];
 	(void)z;
-	if (in->lay.dp <= 1 || params <= 0)
+	int dpc = mem_dpc(&c->lay);
+	if (dpc <= 1 || params <= 0)
 		return;
 	event_wait(c, r, S_COMPUTE, S_DP);
 	if (!sharded(c)) {
-		struct comm_group g = {in->lay.dp,
-				       per_node(in->lay.dp, in->hw->gpus_per_node / in->lay.tp)};
+		/* Over the dp x cp ranks (tp apart: Megatron-LM's order). */
+		struct comm_group g = {dpc, per_node(dpc, in->hw->gpus_per_node / in->lay.tp)};
 		snprintf(pg, sizeof(pg), "dp.%d", r);
 		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
 			   params * gb, g, pg);
@@ -1181,7 +1252,7 @@ static double bucket_cap(const struct ctx *c)
 
 double synth_bucket_params(const struct synth_in *in)
 {
-	double dp = in->lay.dp;
+	double dp = (double)in->lay.dp * mem_cp(&in->lay);
 	if (in->lay.bucket_mb > 0)
 		return in->lay.bucket_mb * 1e6 / synth_grad_bytes(in);
 	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
@@ -1195,7 +1266,7 @@ double synth_bucket_params(const struct synth_in *in)
 static void grad_ready(struct ctx *c, int r, const struct shape *z, double params)
 {
 	struct rankst *k = &c->rk[r];
-	if (c->in->lay.dp <= 1 || params <= 0)
+	if (mem_dpc(&c->lay) <= 1 || params <= 0)
 		return;
 	k->bucket += params;
 	if (!c->in->lay.overlap_grad)
@@ -1566,7 +1637,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
 			   (double)m->vocab * m->hidden / z->t * grad_bytes(c), g, "emb");
 	}
-	if (in->lay.dp > 1 || tied || (z->moe && z->edp > 1))
+	if (mem_dpc(&c->lay) > 1 || tied || (z->moe && z->edp > 1))
 		event_wait(c, r, S_DP, S_COMPUTE);
 	/* Adam over fp32 master weights, moments and the gradient, one kernel
 	 * per layer (marked with it, so that layer edits on the written trace
@@ -1750,7 +1821,9 @@ int synth_same_placement(const struct synth_in *a, const struct synth_in *b)
 	       x.prefetch == y.prefetch && x.bucket_mb == y.bucket_mb &&
 	       x.overlap_grad == y.overlap_grad && x.overlap_param == y.overlap_param &&
 	       x.tp_overlap == y.tp_overlap && x.pp_overlap == y.pp_overlap &&
-	       a->m.untied == b->m.untied && a->m.rope == b->m.rope;
+	       a->m.untied == b->m.untied && a->m.rope == b->m.rope && mem_cp(&x) == mem_cp(&y) &&
+	       mem_ep(&x) == mem_ep(&y) && mem_etp(&x) == mem_etp(&y) &&
+	       x.imbalance == y.imbalance && a->m.experts == b->m.experts;
 }
 
 int synth_part_parse(const char *s, struct synth_in *in, struct prism_err *err)
@@ -1820,7 +1893,9 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 {
 	memset(z, 0, sizeof(*z));
 	z->b = in->lay.mbs;
-	z->s = in->m.seq;
+	z->cp = mem_cp(&in->lay);
+	z->s_full = in->m.seq;
+	z->s = (double)in->m.seq / z->cp;
 	z->h = in->m.hidden;
 	z->f = in->m.ffn;
 	z->V = in->m.vocab;
@@ -1835,6 +1910,9 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 	z->v = in->lay.vp;
 	z->m = in->lay.microbatches;
 	z->L = in->m.layers / (in->lay.pp * in->lay.vp);
+	/* A ring's neighbours share a node when the cp x tp ranks fit one
+	 * (Megatron-LM's order: tp, then cp). */
+	z->cp_per_node = in->hw && (int64_t)z->cp * in->lay.tp <= in->hw->gpus_per_node ? 2 : 1;
 	if (llm_moe_layers(&in->m) > 0) {
 		const struct llm *m = &in->m;
 		const struct mem_layout *l = &in->lay;
@@ -1929,11 +2007,25 @@ static void layer_bound(const struct synth_in *in, double *f, double *b, double 
 {
 	const struct llm *m = &in->m;
 	double bt = in->lay.mbs, t = in->lay.tp, gemm, attn, af, ab;
-	int dt = synth_attn_dtype(in);
+	int dt = synth_attn_dtype(in), cp = mem_cp(&in->lay);
 
 	llm_layer_flops(m, bt, &gemm, &attn);
-	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->dtype, gemm / t));
-	if (in->lay.flash) {
+	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->dtype, gemm / t / cp));
+	if (cp > 1) {
+		/* The ring's steps (ring_attn): the rank's own causal block and
+		 * cp - 1 half blocks, each at least its work at the peak. */
+		double heads = m->heads / t, d = (double)m->hidden / m->heads, sl = m->seq / cp;
+		af = line_bound(in, KC_ATTENTION,
+				kperf_attn_min_s(in->hw, dt, 0, bt, heads, sl, sl, d, 1)) +
+		     (cp - 1) *
+			 line_bound(in, KC_ATTENTION,
+				    kperf_attn_min_s(in->hw, dt, 0, bt, heads, sl / 2, sl, d, 0));
+		ab = line_bound(in, KC_ATTENTION,
+				kperf_attn_min_s(in->hw, dt, 1, bt, heads, sl, sl, d, 1)) +
+		     (cp - 1) *
+			 line_bound(in, KC_ATTENTION,
+				    kperf_attn_min_s(in->hw, dt, 1, bt, heads, sl / 2, sl, d, 0));
+	} else if (in->lay.flash) {
 		double heads = m->heads / t, d = (double)m->hidden / m->heads;
 		af = line_bound(in, KC_ATTENTION,
 				kperf_attn_min_s(in->hw, dt, 0, bt, heads, m->seq, m->seq, d, 1));
@@ -1972,7 +2064,7 @@ double synth_lower_bound(const struct synth_in *in)
 {
 	const struct mem_layout *l = &in->lay;
 	const struct llm *m = &in->m;
-	double b = l->mbs, h = m->hidden, t = l->tp, bs = b * m->seq;
+	double b = l->mbs, h = m->hidden, t = l->tp, bs = b * m->seq / mem_cp(l);
 	double tp_s = 0, f, bw, af, lb, mfw = 0, mbw = 0;
 	struct comm_est e;
 
@@ -2104,13 +2196,13 @@ static int moe_check(const struct synth_in *in, struct prism_err *err)
 	if (fe % etp)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: expert_ffn %d must be divisible by etp %d", fe, etp);
-	if (((int64_t)l->tp * l->dp) % ((int64_t)ep * etp))
+	if (((int64_t)l->tp * mem_dpc(l)) % ((int64_t)ep * etp))
 		return prism_err_set(
 		    err, PRISM_EARG,
-		    "layout: ep %d x etp %d must divide tp %d x dp %d (the experts' "
+		    "layout: ep %d x etp %d must divide tp %d x dp %d%s (the experts' "
 		    "ranks are a stage's tensor- and data-parallel ranks, "
 		    "Megatron-LM's MoE parallel folding)",
-		    ep, etp, l->tp, l->dp);
+		    ep, etp, l->tp, l->dp, mem_cp(l) > 1 ? " x cp" : "");
 	if (etp > in->hw->gpus_per_node)
 		return prism_err_set(err, PRISM_EARG, "layout: etp %d is beyond a node of %d GPUs",
 				     etp, in->hw->gpus_per_node);
@@ -2178,14 +2270,31 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 			return prism_err_set(err, PRISM_EARG, "%s: %s %d is not in %d..%d",
 					     lim[i].what, lim[i].name, lim[i].v, lim[i].min,
 					     lim[i].max);
+	if (l->cp < 0 || l->cp > SYNTH_MAX_CP)
+		return prism_err_set(err, PRISM_EARG, "layout: cp %d is not in 1..%d", l->cp,
+				     SYNTH_MAX_CP);
 	if ((int64_t)l->tp * l->pp * l->dp > SYNTH_MAX_GPUS)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: tp %d x pp %d x dp %d is beyond %d GPUs", l->tp,
 				     l->pp, l->dp, SYNTH_MAX_GPUS);
-	if (l->shard > 0 && (l->shard > l->dp || l->dp % l->shard))
+	if ((int64_t)l->tp * l->pp * l->dp * mem_cp(l) > SYNTH_MAX_GPUS)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: tp %d x pp %d x dp %d x cp %d is beyond %d GPUs",
+				     l->tp, l->pp, l->dp, mem_cp(l), SYNTH_MAX_GPUS);
+	if (l->shard > 0 && (l->shard > mem_dpc(l) || mem_dpc(l) % l->shard))
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: the sharding group (%d) must divide dp %d", l->shard,
-				     l->dp);
+				     mem_dpc(l));
+	if (mem_cp(l) > 1 && m->seq % (2 * mem_cp(l)))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: seq %d must be divisible by 2 x cp %d (the causal load "
+		    "balance's chunks)",
+		    m->seq, mem_cp(l));
+	if (mem_cp(l) > 1 && !l->flash)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: context parallelism needs flash attention (ring "
+				     "attention's blocks)");
 	if (l->tp_overlap && l->tp > 1 && !l->sp)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: tensor-parallel overlap needs sequence parallelism "
@@ -2414,6 +2523,10 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 		 in->hw && in->hw->id[0] ? in->hw->id : "?", in->m.untied, in->m.rope,
 		 in->lay.shard, in->lay.prefetch, in->lay.bucket_mb, in->lay.overlap_grad,
 		 in->lay.overlap_param, in->lay.tp_overlap, in->lay.pp_overlap);
+	if (mem_cp(&in->lay) > 1) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, k < n ? n - k : 0, ";cp=%d", mem_cp(&in->lay));
+	}
 	/* Mixture-of-experts, only for such models (dense descriptions stay
 	 * as they were). */
 	if (in->m.experts > 0) {
@@ -2502,6 +2615,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("expert_ffn", in->m.expert_ffn, 1, LLM_MAX_FFN);
 		INT("first_dense", in->m.first_dense, 0, LLM_MAX_LAYERS);
 		INT("ep", in->lay.ep, 1, SYNTH_MAX_EP);
+		INT("cp", in->lay.cp, 1, SYNTH_MAX_CP);
 		INT("etp", in->lay.etp, 1, SYNTH_MAX_TP);
 		else if (strcmp(key, "capacity_factor") == 0 || strcmp(key, "imbalance") == 0)
 		{
@@ -2617,9 +2731,9 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	P = in->lay.pp;
 	shape_of(in, &z);
 	z.tp_per_node = in->lay.tp;
-	z.pp_per_node = in->lay.tp * in->lay.dp * 2 <= in->hw->gpus_per_node ? 2 : 1;
+	z.pp_per_node = in->lay.tp * mem_dpc(&in->lay) * 2 <= in->hw->gpus_per_node ? 2 : 1;
 	z.emb_per_node =
-	    (int64_t)in->lay.tp * in->lay.dp * in->lay.pp <= in->hw->gpus_per_node ? 2 : 1;
+	    (int64_t)in->lay.tp * mem_dpc(&in->lay) * in->lay.pp <= in->hw->gpus_per_node ? 2 : 1;
 	c.n_cpu = intern(&c, "aten::op");
 	c.n_launch = intern(&c, "cudaLaunchKernel");
 	c.n_record = intern(&c, "cudaEventRecord");

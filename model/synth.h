@@ -105,6 +105,7 @@ enum synth_part { SYNTH_PART_GIVEN, SYNTH_PART_BALANCED, SYNTH_PART_EMBED_LOSS }
 #define SYNTH_MAX_PREFETCH  64
 #define SYNTH_MAX_BUCKET_MB (1 << 20)
 #define SYNTH_MAX_EP	    LLM_MAX_EXPERTS
+#define SYNTH_MAX_CP	    1024
 #define SYNTH_MAX_IMBALANCE 1024.0
 
 /* The kernel model's time, one microbatch forward and backward, of stage

@@ -257,6 +257,10 @@ const char cli_layout_help[] =
     "      --tp-overlap             tensor-parallel collectives overlapped with\n"
     "                               their GEMMs (needs --sp)\n"
     "      --no-pp-overlap          the compute waits for each pipeline send\n"
+    "      --cp N                   context parallelism: each sequence split over N\n"
+    "                               ranks, ring attention (key-value blocks passed\n"
+    "                               around, overlapped with the attention steps);\n"
+    "                               GPUs = tp x pp x dp x cp\n"
     "mixture-of-experts models (experts in the model file):\n"
     "      --ep N                   expert parallel degree: the experts split over\n"
     "                               N ranks, tokens sent to them by all-to-all\n"
@@ -367,6 +371,9 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_EP:
 		rc = cli_count(arg, "ep", 1, SYNTH_MAX_EP, &in->lay.ep, err);
 		break;
+	case CLI_OPT_CP:
+		rc = cli_count(arg, "cp", 1, SYNTH_MAX_CP, &in->lay.cp, err);
+		break;
 	case CLI_OPT_ETP:
 		rc = cli_count(arg, "etp", 1, SYNTH_MAX_TP, &in->lay.etp, err);
 		break;
@@ -451,6 +458,7 @@ int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in
 	A(CLI_OPT_EP, lay.ep);
 	A(CLI_OPT_ETP, lay.etp);
 	A(CLI_OPT_IMBALANCE, lay.imbalance);
+	A(CLI_OPT_CP, lay.cp);
 #undef A
 	if (given & CLI_SET(CLI_OPT_PARTITION))
 		memcpy(dst->lay.part, src->lay.part, sizeof(dst->lay.part));

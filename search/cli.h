@@ -123,6 +123,7 @@ enum {
 	CLI_OPT_EP,
 	CLI_OPT_ETP,
 	CLI_OPT_IMBALANCE,
+	CLI_OPT_CP,
 	CLI_OPT_NOPT
 };
 #define CLI_SET(opt) (1u << ((opt)-CLI_OPT_TP))
@@ -156,6 +157,7 @@ enum {
 	    {"no-pp-overlap", no_argument, NULL, CLI_OPT_NO_PP_OVERLAP},                           \
 	    {"ep", required_argument, NULL, CLI_OPT_EP},                                           \
 	    {"etp", required_argument, NULL, CLI_OPT_ETP},                                         \
+	    {"cp", required_argument, NULL, CLI_OPT_CP},                                           \
 	{                                                                                          \
 		"moe-imbalance", required_argument, NULL, CLI_OPT_IMBALANCE                        \
 	}

@@ -79,7 +79,7 @@ static const char help[] =
 	I(zero, "zero", "") I(sp, "sp", "") I(layers, "layers", "") I(hidden, "hidden", "")   \
 	S(dtype, "dtype", "'bf16'", hw_dtype_parse, hw_dtype_name)                         \
 	I(fp8_attention, "fp8_attention", "0") I(flash, "flash", "1")                     \
-	I(ep, "ep", "1") I(etp, "etp", "1")
+	I(ep, "ep", "1") I(etp, "etp", "1") I(cp, "cp", "1")
 /* clang-format on */
 
 /* How many knobs (the status column follows key and the knobs). */
@@ -135,6 +135,10 @@ static void layout(char *buf, size_t n, const struct row *r)
 		snprintf(rc, sizeof(rc), ", recompute %s", r->recompute);
 	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s", r->tp, r->pp, r->dp,
 		 vp, r->mbs, r->mb, r->schedule, rc, r->zero, r->sp ? ", sp" : "");
+	if (r->cp > 1) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, n - k, ", cp %d", r->cp);
+	}
 	if (r->part[0] || r->shard) {
 		size_t k = strlen(buf);
 		snprintf(buf + k, n - k, "%s%s%s", r->part[0] ? ", stages " : "", r->part,
@@ -159,6 +163,10 @@ static void label(char *buf, size_t n, const struct row *r)
 	if (r->ep > 1 || r->etp > 1) {
 		size_t k = strlen(buf);
 		snprintf(buf + k, n - k, " ep%d etp%d", r->ep, r->etp);
+	}
+	if (r->cp > 1) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, n - k, " cp%d", r->cp);
 	}
 }
 

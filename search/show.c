@@ -5,6 +5,8 @@ void show_layout(FILE *f, const struct synth_in *in)
 {
 	const struct mem_layout *l = &in->lay;
 	fprintf(f, "tp %d pp %d dp %d", l->tp, l->pp, l->dp);
+	if (mem_cp(l) > 1)
+		fprintf(f, " cp %d", mem_cp(l));
 	if (l->schedule == MEM_INTERLEAVED)
 		fprintf(f, " vp %d", l->vp);
 	fprintf(f, ", mbs %d x %d microbatches, %s, recompute %s%s, zero %d, %s%s", l->mbs,
@@ -149,6 +151,8 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		in->fp8_attention, p->kdb_exact, p->kdb_interpolated, p->mem.stage, p->mem.weights,
 		p->mem.grads, p->mem.optimizer, p->mem.buffers, p->mem.activations, p->mem.logits,
 		p->mem.transient, p->mem.fragmentation, p->mem.first_total, p->mem.last_total);
+	if (mem_cp(l) > 1)
+		fprintf(f, ",\"cp\":%d", mem_cp(l));
 	if (in->m.experts > 0)
 		fprintf(f,
 			",\"experts\":%d,\"top_k\":%d,\"shared_experts\":%d,\"expert_ffn\":%d,"

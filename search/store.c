@@ -31,13 +31,13 @@ static const char schema[] =
     " overlap_grad INTEGER, overlap_param INTEGER, tp_overlap INTEGER, pp_overlap INTEGER,"
     " mem_stage INTEGER, mem_weights_gb REAL, mem_grads_gb REAL, mem_optimizer_gb REAL,"
     " mem_buffers_gb REAL, mem_activations_gb REAL, mem_transient_gb REAL,"
-    " mem_fragmentation_gb REAL, ep INTEGER, etp INTEGER,"
+    " mem_fragmentation_gb REAL, ep INTEGER, etp INTEGER, cp INTEGER,"
     " PRIMARY KEY(sweep, key));";
 
 /* Version 1 had no bound_s, and no base fingerprint; version 2 no tokens
  * to train and no price; version 3 no dtype, fp8_attention, flash;
  * version 4 no method; version 5 no mode, batch; version 6 no placement,
- * sharding, overlap or memory breakdown; version 7 no ep, etp. */
+ * sharding, overlap or memory breakdown; version 7 no ep, etp, cp. */
 static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;"
 				"ALTER TABLE sweep ADD COLUMN base TEXT;";
 static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN tokens REAL;"
@@ -58,7 +58,8 @@ static const char migrate_5[] = "ALTER TABLE sweep ADD COLUMN mode TEXT;"
  * data-parallel group, overlapped gradients and sends; their rows keep
  * NULL). */
 static const char migrate_7[] = "ALTER TABLE candidate ADD COLUMN ep INTEGER;"
-				"ALTER TABLE candidate ADD COLUMN etp INTEGER;";
+				"ALTER TABLE candidate ADD COLUMN etp INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN cp INTEGER;";
 static const char migrate_6[] = "ALTER TABLE candidate ADD COLUMN partition TEXT;"
 				"ALTER TABLE candidate ADD COLUMN shard INTEGER;"
 				"ALTER TABLE candidate ADD COLUMN prefetch INTEGER;"
@@ -401,10 +402,10 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		" bucket_mb, overlap_grad, overlap_param, tp_overlap, pp_overlap,"
 		" mem_stage, mem_weights_gb, mem_grads_gb, mem_optimizer_gb,"
 		" mem_buffers_gb, mem_activations_gb, mem_transient_gb,"
-		" mem_fragmentation_gb, ep, etp) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,"
+		" mem_fragmentation_gb, ep, etp, cp) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,"
 		"?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,"
 		"?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,"
-		"?43,?44,?45,?46,?47,?48,?49,?50,?51,?52)",
+		"?43,?44,?45,?46,?47,?48,?49,?50,?51,?52,?53)",
 		-1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
@@ -457,6 +458,7 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		sqlite3_bind_int(st, 42, l->pp_overlap);
 		sqlite3_bind_int(st, 51, mem_ep(l));
 		sqlite3_bind_int(st, 52, mem_etp(l));
+		sqlite3_bind_int(st, 53, mem_cp(l));
 		if (k->status != CS_INVALID && k->status != CS_PENDING) {
 			/* The memory of every candidate that has a layout: the
 			 * stage needing the most, and its breakdown. */

@@ -291,29 +291,13 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    "name",	    "model",	     "base",	  "hw",	   "gpus",   "gpu_budget",
 	    "global_batch", "screen_margin", "kernel_db", "space", "tokens", "price_per_gpu_hour",
 	    "base_dp"};
-	static const char *const knobs[] = {"tp",
-					    "pp",
-					    "mbs",
-					    "schedule",
-					    "vp",
-					    "recompute",
-					    "zero",
-					    "sp",
-					    "layers",
-					    "hidden",
-					    "dtype",
-					    "fp8_attention",
-					    "flash",
-					    "partition",
-					    "shard",
-					    "prefetch",
-					    "bucket_mb",
-					    "overlap_grad",
-					    "overlap_param",
-					    "tp_overlap",
-					    "pp_overlap",
-					    "ep",
-					    "etp"};
+	static const char *const knobs[] = {
+	    "tp",	  "pp",		  "mbs",	   "schedule",
+	    "vp",	  "recompute",	  "zero",	   "sp",
+	    "layers",	  "hidden",	  "dtype",	   "fp8_attention",
+	    "flash",	  "partition",	  "shard",	   "prefetch",
+	    "bucket_mb",  "overlap_grad", "overlap_param", "tp_overlap",
+	    "pp_overlap", "ep",		  "etp",	   "cp"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -325,7 +309,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		return rc;
 	space = config_lookup(&cf, "space");
 	if ((rc = known(path, config_root_setting(&cf), top, 13, "", err)) ||
-	    (rc = known(path, space, knobs, 23, "space.", err)))
+	    (rc = known(path, space, knobs, 24, "space.", err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_files(path, &cf, s, err)) ||
 	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
@@ -407,7 +391,8 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = knob(path, space, "tp_overlap", 0, 0, 1, NULL, &s->tp_overlap, err)) ||
 	    (rc = knob(path, space, "pp_overlap", 1, 0, 1, NULL, &s->pp_overlap, err)) ||
 	    (rc = knob(path, space, "ep", 1, 1, SYNTH_MAX_EP, NULL, &s->ep, err)) ||
-	    (rc = knob(path, space, "etp", 1, 1, SYNTH_MAX_TP, NULL, &s->etp, err)))
+	    (rc = knob(path, space, "etp", 1, 1, SYNTH_MAX_TP, NULL, &s->etp, err)) ||
+	    (rc = knob(path, space, "cp", 1, 1, SYNTH_MAX_CP, NULL, &s->cp, err)))
 		goto out;
 	if (sweep_count(s) > SWEEP_MAX_CANDIDATES) {
 		char n[32];
@@ -488,6 +473,10 @@ static void make_key(struct cand *c)
 		size_t n = strlen(c->key);
 		snprintf(c->key + n, sizeof(c->key) - n, ";ep=%d;etp=%d", mem_ep(l), mem_etp(l));
 	}
+	if (mem_cp(l) > 1) {
+		size_t n = strlen(c->key);
+		snprintf(c->key + n, sizeof(c->key) - n, ";cp=%d", mem_cp(l));
+	}
 }
 
 /* Verdicts before simulation: the layout rules, then memory, then the
@@ -540,14 +529,15 @@ static void judge(const struct sweep *s, struct cand *c)
 static const struct sweep_list *extra_list(const struct sweep *s, int k)
 {
 	const struct sweep_list *l[] = {
-	    &s->partition,     &s->shard,      &s->prefetch,   &s->bucket_mb, &s->overlap_grad,
-	    &s->overlap_param, &s->tp_overlap, &s->pp_overlap, &s->ep,	      &s->etp};
+	    &s->partition,    &s->shard,	 &s->prefetch,	 &s->bucket_mb,
+	    &s->overlap_grad, &s->overlap_param, &s->tp_overlap, &s->pp_overlap,
+	    &s->ep,	      &s->etp,		 &s->cp};
 	return l[k];
 }
 
 /* The knobs extra_list holds: the last ones vary slowest, so that a sweep
  * without ep and etp (one value each) numbers its candidates as before. */
-#define EXTRA_N 10
+#define EXTRA_N 11
 
 static long extra_n(const struct sweep *s)
 {
@@ -580,6 +570,7 @@ static int extra_apply(const struct sweep *s, long ix, struct synth_in *in)
 	l->pp_overlap = s->pp_overlap.v[i[7]];
 	l->ep = s->ep.v[i[8]];
 	l->etp = s->etp.v[i[9]];
+	l->cp = s->cp.v[i[10]];
 	/* ep and etp apply to mixture-of-experts models only. */
 	return (i[0] && l->pp == 1) || (i[1] && l->zero == 0) || (i[2] && l->zero < 3) ||
 	       (i[5] && (l->zero < 1 || l->zero > 2)) || (i[6] && (l->tp == 1 || !l->sp)) ||
@@ -719,13 +710,22 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 			c->in.lay.flash = s->flash.v[ifl];
 		if (extra_apply(s, ix, &c->in))
 			return 1; /* a knob that does not apply: its first value only */
+		if (mem_cp(&c->in.lay) > 1) {
+			/* Context parallelism takes its ranks from the data-parallel
+			 * ones: dp = gpus / (tp x pp x cp). */
+			tpp *= mem_cp(&c->in.lay);
+			dp = (int)(gpus / tpp);
+			per = (int64_t)dp * mbs;
+			c->in.lay.dp = dp > 0 ? dp : 1;
+		}
 		c->in.lay.microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
 		if (c->in.lay.microbatches < 1)
 			c->in.lay.microbatches = 1;
 		if (gpus % tpp) {
 			c->status = CS_INVALID;
 			snprintf(c->reason, sizeof(c->reason),
-				 "%d GPUs do not divide by tp %d x pp %d", gpus, tp, pp);
+				 "%d GPUs do not divide by tp %d x pp %d%s", gpus, tp, pp,
+				 mem_cp(&c->in.lay) > 1 ? " x cp" : "");
 		} else if (s->global_batch % per) {
 			c->status = CS_INVALID;
 			snprintf(c->reason, sizeof(c->reason),

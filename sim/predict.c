@@ -17,7 +17,7 @@ void predict_derive(const struct synth_in *in, double iter_s, struct predict_out
 {
 	double peak = in->hw->peak_flops[in->dtype];
 	out->iter_s = iter_s;
-	out->gpus = in->lay.tp * in->lay.pp * in->lay.dp;
+	out->gpus = in->lay.tp * in->lay.pp * in->lay.dp * mem_cp(&in->lay);
 	out->global_batch = (double)in->lay.mbs * in->lay.microbatches * in->lay.dp;
 	out->tokens_per_s = iter_s > 0 ? out->global_batch * in->m.seq / iter_s : 0;
 	out->mfu = iter_s > 0 && peak > 0
@@ -700,7 +700,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		out->tasks = s.tasks;
 		out->method = PM_EDIT;
 	} else {
-		out->gpus = c->lay.dp * a->lay.tp * a->lay.pp;
+		out->gpus = c->lay.dp * a->lay.tp * a->lay.pp * mem_cp(&a->lay);
 		out->gpu_hours = out->gpus * out->iter_s / 3600.0;
 	}
 	/* What was done, for people. */

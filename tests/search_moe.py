@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""prism search and report: expert parallelism as knobs (issue 18).  A
+"""prism search and report: expert and context parallelism as knobs
+(issue 18).  A
 small mixture-of-experts model (4 layers, 8 experts, top 2) on 8 GPUs with
 ep = [1, 2, 4, 8] and etp = [1, 2]: every valid combination is stored once
 with its ep and etp in their columns (ep x etp must divide tp x dp:
@@ -8,7 +9,7 @@ ep 1 etp 1 rows keep the keys of a sweep without the knobs; at a fixed
 layout expert parallelism makes each rank hold fewer experts, so its
 memory falls with ep; the report's CSV has the ep and etp columns and the
 markdown names the layout's ep; a dense model's candidates with ep > 1 are
-the same run and not enumerated twice.
+the same run and not enumerated twice; cp takes its ranks from dp.
 
 usage: search_moe.py PRISM SWEEP   (SWEEP: tests/data/sweeps/small.cfg,
 only for its folder)
@@ -87,4 +88,26 @@ with tempfile.TemporaryDirectory() as d:
     prism(PRISM, "search", dense, "--db", db2, "--exhaustive")
     n = sqlite3.connect(db2).execute("SELECT COUNT(*) FROM candidate").fetchone()[0]
     check(n == 2, f"{n} dense rows, want 2 (tp 1 and 2)")
-print("search: ep and etp swept, stored, keyed and reported")
+    # Context parallelism: cp ranks come from dp (dp = gpus / (tp x pp x
+    # cp)); stored, keyed, reported; the activations per GPU halve with cp 2.
+    cpc = os.path.join(d, "cp.cfg")
+    with open(cpc, "w") as f:
+        f.write(SWEEP.format(model="gpt-small").replace('name = "moe"', 'name = "cp"').replace(
+            "ep = [1, 2, 4, 8];", "cp = [1, 2, 4];").replace("etp = [1, 2];", ""))
+    db3 = os.path.join(d, "cp.db")
+    prism(PRISM, "search", cpc, "--db", db3, "--exhaustive")
+    con = sqlite3.connect(db3)
+    rows = con.execute("SELECT tp, cp, dp, status, key, mem_activations_gb FROM candidate "
+                       "ORDER BY tp, cp").fetchall()
+    con.close()
+    check(len(rows) == 6 and all(r[3] == "simulated" for r in rows), f"cp rows: {rows}")
+    check(all(r[0] * r[1] * r[2] == 8 for r in rows), f"dp not gpus / (tp x cp): {rows}")
+    check(all((";cp=" in r[4]) == (r[1] > 1) for r in rows), "cp in the keys")
+    act = {(r[0], r[1]): r[5] for r in rows}
+    check(abs(act[(1, 2)] - act[(1, 1)] / 2) < 1e-6 * act[(1, 1)],
+          f"activations with cp 2: {act}")
+    out = os.path.join(d, "cpreport")
+    prism(PRISM, "report", db3, "--csv-all=" + os.path.join(d, "cp.csv"), "-o", out)
+    with open(os.path.join(d, "cp.csv")) as f:
+        check("cp" in next(csv.reader(f)), "no cp column in the CSV")
+print("search: ep, etp and cp swept, stored, keyed and reported")

@@ -4,6 +4,7 @@
  * (p-1)/(m+p-1) and (p-1)/(vm+p-1), the graph invariants after every edit,
  * and the run description round trip.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1142,6 +1143,131 @@ static void test_moe_load(void **state)
 	unlink(path);
 }
 
+/*
+ * Context parallelism, cp = 2, on the small model (hidden 1024, 16 heads of
+ * 64, seq 1024, b 1, tp 1): a rank holds 512 tokens; its key-value block
+ * is 2 (K and V) x 512 x 16 x 64 x 2 bytes = 2,097,152; the ring passes it
+ * once forward (cp - 1 steps) and, with its gradient, 4,194,304 bytes
+ * once backward: 8 layers x 2 steps = 16 of each.  The step-1 kernel waits
+ * for the transfer, which starts with step 0's kernel (both after the QKV
+ * GEMM): with no host costs and no contention, the gap between the two
+ * steps' kernels is what the transfer takes beyond step 0,
+ * max(0, T - k0), T = comm_time's send/recv of 2,097,152 bytes in a node.
+ * Slowing the attention kernels 20x hides it; making them 100x faster
+ * exposes T - k0.
+ */
+static void test_cp_ring(void **state)
+{
+	static const double scale[] = {20, 1, 0.01};
+	struct comm_est e;
+	(void)state;
+	assert_int_equal(
+	    comm_time(&hw, GC_SEND_RECV, 2097152.0, (struct comm_group){2, 2}, 1, COMM_AUTO, &e),
+	    0);
+	for (size_t k = 0; k < sizeof(scale) / sizeof(scale[0]); k++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		struct hw_profile quiet = hw;
+		int nf = 0, nb = 0;
+		uint32_t k0 = UINT32_MAX, k1 = UINT32_MAX;
+		quiet.slow_compute = quiet.slow_comm = 0;
+		small(&in);
+		in.hw = &quiet;
+		in.lay.cp = 2;
+		in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+		in.scale[KC_ATTENTION] = scale[k];
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			if (g->colls[i].kind != GC_SEND_RECV)
+				continue;
+			if (g->colls[i].bytes == 2097152)
+				nf++;
+			else if (g->colls[i].bytes == 4194304)
+				nb++;
+			else
+				fail();
+		}
+		assert_int_equal(nf, 16);
+		assert_int_equal(nb, 16);
+		/* The first forward's two ring steps of layer 0, last step. */
+		for (uint32_t u = 0; u < g->n_nodes; u++)
+			if (g->layer[u] == 0 && g->phase[u] == PH_FORWARD && g->mb[u] == 0 &&
+			    strcmp(strtab_get(&g->st, g->name[u]), "flash_fwd_kernel") == 0 &&
+			    g->iter[u] == 1) {
+				if (k0 == UINT32_MAX || g->start_ns[u] < g->start_ns[k0]) {
+					k1 = k0;
+					k0 = u;
+				} else if (k1 == UINT32_MAX || g->start_ns[u] < g->start_ns[k1]) {
+					k1 = u;
+				}
+			}
+		assert_true(k0 != UINT32_MAX && k1 != UINT32_MAX);
+		{
+			double gap = (double)(g->start_ns[k1] - g->start_ns[k0] - g->dur_ns[k0]);
+			double want = e.time_s * 1e9 - (double)g->dur_ns[k0];
+			print_message("cp 2, attention x %g: step 0 %.1f us, transfer %.1f us, "
+				      "gap %.1f us\n",
+				      scale[k], g->dur_ns[k0] / 1e3, e.time_s * 1e6, gap / 1e3);
+			if (k == 0)
+				assert_true(want < 0);
+			if (k == 2)
+				assert_true(want > 0);
+			assert_true(fabs(gap - (want > 0 ? want : 0)) <= 2);
+		}
+		synth_out_free(&so);
+		graph_free(g);
+	}
+}
+
+/*
+ * cp splits every token-wise cost: the FLOPs of the replica's cp ranks add
+ * up to the model's (each rank 1/cp of the GEMMs and of the causal
+ * attention's model FLOPs), activations per layer halve, and the optimizer
+ * state is sharded over dp x cp under ZeRO-1.  The bound stays below the
+ * simulation; the description carries cp.
+ */
+static void test_cp_layout(void **state)
+{
+	struct synth_in in, b;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	struct mem_est m1, m2;
+	struct predict_out p;
+	struct prism_err err;
+	char s[1024];
+	(void)state;
+	small(&in);
+	in.lay.microbatches = 2;
+	in.lay.zero = 1;
+	in.lay.dp = 2;
+	synth_mem(&in, &m1);
+	in.lay.cp = 2;
+	synth_mem(&in, &m2);
+	assert_rel_close(m2.act_per_layer, m1.act_per_layer / 2, 1e-15);
+	assert_rel_close(m2.optimizer, m1.optimizer / 2, 1e-15);
+	g = build(&in, &so, &st);
+	assert_rel_close(so.flops * 2, llm_flops_iter(&in.m, 2, 0), 1e-12);
+	synth_out_free(&so);
+	graph_free(g);
+	prism_err_clear(&err);
+	assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+	assert_int_equal(p.gpus, 4);
+	assert_true(synth_lower_bound(&in) <= p.iter_s);
+	synth_meta(&in, s, sizeof(s));
+	assert_non_null(strstr(s, ";cp=2"));
+	synth_in_default(&b);
+	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
+	assert_int_equal(b.lay.cp, 2);
+	in.m.seq = 1022;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: seq 1022 must be divisible by 2 x cp 2 (the causal "
+				     "load balance's chunks)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1164,6 +1290,8 @@ int main(void)
 	    cmocka_unit_test(test_moe_lower_bound),
 	    cmocka_unit_test(test_moe_rules),
 	    cmocka_unit_test(test_moe_load),
+	    cmocka_unit_test(test_cp_ring),
+	    cmocka_unit_test(test_cp_layout),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
