@@ -1979,6 +1979,18 @@ void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd
 	layer_times(in, llm_moe_layers(&in->m) > 0, fwd_s, bwd_s, attn_fwd_s);
 }
 
+double synth_moe_a2a_s(const struct synth_in *in)
+{
+	struct shape z;
+	struct comm_est e;
+	shape_of(in, &z);
+	if (!z.moe || z.ep <= 1 ||
+	    comm_time(in->hw, GC_ALL_TO_ALL, moe_a2a_bytes(&z),
+		      (struct comm_group){(int)z.ep, z.ep_per_node}, in->comm_eff, COMM_AUTO, &e))
+		return 0;
+	return e.time_s;
+}
+
 double synth_moe_a2a_bytes(const struct synth_in *in)
 {
 	struct shape z;

@@ -215,6 +215,10 @@ void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd
  * forward and backward. */
 double synth_moe_a2a_bytes(const struct synth_in *in);
 
+/* comm_time of one such all-to-all over the EP group as synth places it
+ * (0 where there is none). */
+double synth_moe_a2a_s(const struct synth_in *in);
+
 /*
  * Build the run.  0 with *out_g set (free with graph_free) and *out filled
  * (free with synth_out_free), or PRISM_EARG naming the rule the layout

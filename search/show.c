@@ -65,9 +65,9 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		fprintf(
 		    f,
 		    "           per MoE layer and microbatch: %.0f routed tokens on the busiest "
-		    "rank (imbalance %.2f), all-to-all %.2f MB x 4\n",
+		    "rank (imbalance %.2f), all-to-all %.2f MB x 4 (%.3f ms each)\n",
 		    mem_moe_tokens(&in->m, l), mem_moe_peak(&in->m, l),
-		    synth_moe_a2a_bytes(in) / 1e6);
+		    synth_moe_a2a_bytes(in) / 1e6, synth_moe_a2a_s(in) * 1e3);
 	}
 	fprintf(f, "hardware   %s (%s)\n", in->hw->name, in->hw->gpu);
 	fputs("layout     ", f);
@@ -158,9 +158,10 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 			",\"experts\":%d,\"top_k\":%d,\"shared_experts\":%d,\"expert_ffn\":%d,"
 			"\"first_dense\":%d,\"ep\":%d,\"etp\":%d,\"expert_dp\":%d,"
 			"\"moe_imbalance\":%g,\"params\":%.0f,\"active_params\":%.0f,"
-			"\"moe_a2a_bytes\":%.0f",
+			"\"moe_a2a_bytes\":%.0f,\"moe_a2a_s\":%.9f",
 			in->m.experts, in->m.top_k, in->m.shared_experts,
 			in->m.expert_ffn > 0 ? in->m.expert_ffn : in->m.ffn, in->m.first_dense,
 			mem_ep(l), mem_etp(l), mem_edp(l), mem_moe_peak(&in->m, l),
-			llm_params(&in->m), llm_active_params(&in->m), synth_moe_a2a_bytes(in));
+			llm_params(&in->m), llm_active_params(&in->m), synth_moe_a2a_bytes(in),
+			synth_moe_a2a_s(in));
 }
