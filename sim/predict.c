@@ -360,6 +360,16 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 	const struct synth_in *a = &b->in;
 	struct synth_in c2 = *c;
 	why[0] = '\0';
+	if (a->m.experts > 0 || c->m.experts > 0 || mem_cp(&a->lay) > 1 || mem_cp(&c->lay) > 1) {
+		/* The edits assume alike layers and one token split: an MoE run
+		 * (dense and expert layers, expert groups) or a context-parallel
+		 * one (the ring's steps) is rebuilt from its description. */
+		snprintf(
+		    why, n,
+		    "mixture-of-experts and context parallelism: the graph is rebuilt from the "
+		    "run description, not edited");
+		return;
+	}
 	if (b->g && b->g->n_iters == 0 &&
 	    (c->m.layers != a->m.layers || c->lay.microbatches != a->lay.microbatches ||
 	     c->lay.pp != a->lay.pp)) {
