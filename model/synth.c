@@ -2208,13 +2208,17 @@ static int moe_check(const struct synth_in *in, struct prism_err *err)
 	if (fe % etp)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: expert_ffn %d must be divisible by etp %d", fe, etp);
-	if (((int64_t)l->tp * mem_dpc(l)) % ((int64_t)ep * etp))
+	if (((int64_t)l->tp * mem_dpc(l)) % ((int64_t)ep * etp)) {
+		char cpx[24] = "";
+		if (mem_cp(l) > 1)
+			snprintf(cpx, sizeof(cpx), " x cp %d", mem_cp(l));
 		return prism_err_set(
 		    err, PRISM_EARG,
 		    "layout: ep %d x etp %d must divide tp %d x dp %d%s (the experts' "
 		    "ranks are a stage's tensor- and data-parallel ranks, "
 		    "Megatron-LM's MoE parallel folding)",
-		    ep, etp, l->tp, l->dp, mem_cp(l) > 1 ? " x cp" : "");
+		    ep, etp, l->tp, l->dp, cpx);
+	}
 	if (etp > in->hw->gpus_per_node)
 		return prism_err_set(err, PRISM_EARG, "layout: etp %d is beyond a node of %d GPUs",
 				     etp, in->hw->gpus_per_node);
