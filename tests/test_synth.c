@@ -989,15 +989,20 @@ static void test_moe_memory(void **state)
 	assert_rel_close(me.optimizer, 444527616.0, 1e-15);
 }
 
-/* The bound holds for MoE layouts too (all-to-alls left out of it), on a
- * wider model than the others' (hidden 4096, seq 2048, expert ffn 4096). */
+/* The bound holds for MoE layouts too (all-to-alls left out of it), with
+ * context parallelism and fp8 as well, on a wider model than the others'
+ * (hidden 4096, seq 2048, expert ffn 4096). */
 static void test_moe_lower_bound(void **state)
 {
-	/* tp, pp, dp, ep, etp, recompute, imbalance x 10 */
-	static const int layouts[][7] = {
-	    {1, 1, 4, 4, 1, MEM_RECOMPUTE_NONE, 10}, {2, 1, 4, 8, 1, MEM_RECOMPUTE_FULL, 10},
-	    {2, 2, 2, 2, 2, MEM_RECOMPUTE_NONE, 20}, {1, 2, 8, 8, 1, MEM_RECOMPUTE_SELECTIVE, 15},
-	    {4, 1, 2, 4, 2, MEM_RECOMPUTE_NONE, 10},
+	/* tp, pp, dp, ep, etp, recompute, imbalance x 10, cp, fp8 */
+	static const int layouts[][9] = {
+	    {1, 1, 4, 4, 1, MEM_RECOMPUTE_NONE, 10, 1, 0},
+	    {2, 1, 4, 8, 1, MEM_RECOMPUTE_FULL, 10, 1, 0},
+	    {2, 2, 2, 2, 2, MEM_RECOMPUTE_NONE, 20, 1, 0},
+	    {1, 2, 8, 8, 1, MEM_RECOMPUTE_SELECTIVE, 15, 1, 0},
+	    {4, 1, 2, 4, 2, MEM_RECOMPUTE_NONE, 10, 1, 0},
+	    {2, 2, 2, 4, 2, MEM_RECOMPUTE_FULL, 10, 2, 1},
+	    {1, 1, 2, 8, 1, MEM_RECOMPUTE_SELECTIVE, 12, 4, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
@@ -1015,6 +1020,8 @@ static void test_moe_lower_bound(void **state)
 		in.lay.etp = x[4];
 		in.lay.recompute = x[5];
 		in.lay.imbalance = x[6] / 10.0;
+		in.lay.cp = x[7];
+		in.dtype = x[8] ? HW_FP8 : HW_BF16;
 		in.lay.microbatches = 4;
 		/* Wide enough that the kernels, not the host, set the pace. */
 		in.m.hidden = 4096;
