@@ -44,6 +44,12 @@
  *               reserved = allocated / (1 - f), f from the hardware
  *               profile (allocator_fragmentation).
  *
+ * Mixture-of-experts layers hold their routed experts' share, experts /
+ * (ep x etp), whose optimizer state ZeRO shards over the expert
+ * data-parallel group, and their routed tokens' activations
+ * (mem_act_moe_layer); context parallelism divides every activation by
+ * cp and adds the ring's key-value buffers to the working memory.
+ *
  * A stage fits when allocated + fragmentation is at most the HBM capacity
  * less the profile's reserve (CUDA context, library workspaces, NCCL
  * buffers).

@@ -25,6 +25,15 @@
  * leaves the layer, then the optimizer runs (multi-tensor Adam, memory
  * bound) and the step ends with cudaDeviceSynchronize.
  *
+ * Mixture-of-experts layers (the model's experts, from first_dense on)
+ * replace FC1..FC2 by the router, the permutation, an all-to-all over the
+ * expert-parallel group, grouped expert GEMMs on the busiest rank's
+ * tokens, the all-to-all back and the shared experts; their experts'
+ * gradients are reduced over the expert data-parallel group.  With
+ * context parallelism (cp > 1) a rank holds s / cp tokens of each
+ * sequence and runs attention as a ring of cp steps whose key-value
+ * transfers overlap the steps.  docs/MODEL.md gives both.
+ *
  * Kernel times come from the kernel database where one is given and it
  * holds the kernel's GPU, class and work (measured, or interpolated between
  * measured sizes: kdb.h), else from the kernel model (kperf.h: a GEMM by
