@@ -282,6 +282,7 @@ static int load_base(struct sweep *s, struct prism_err *err)
 	if (nf && fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint)))
 		return prism_err_set(err, PRISM_EIO, "%s: cannot read it", files[0]);
 	s->tmpl.hw = &s->hw;
+	s->tmpl.lay.imbalance = s->imbalance;
 	return 0;
 }
 
@@ -290,7 +291,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	static const char *const top[] = {
 	    "name",	    "model",	     "base",	  "hw",	   "gpus",   "gpu_budget",
 	    "global_batch", "screen_margin", "kernel_db", "space", "tokens", "price_per_gpu_hour",
-	    "base_dp"};
+	    "base_dp",	    "moe_imbalance"};
 	static const char *const knobs[] = {
 	    "tp",	  "pp",		  "mbs",	   "schedule",
 	    "vp",	  "recompute",	  "zero",	   "sp",
@@ -308,7 +309,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = cfg_read(&cf, path, err)))
 		return rc;
 	space = config_lookup(&cf, "space");
-	if ((rc = known(path, config_root_setting(&cf), top, 13, "", err)) ||
+	if ((rc = known(path, config_root_setting(&cf), top, 14, "", err)) ||
 	    (rc = known(path, space, knobs, 24, "space.", err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_files(path, &cf, s, err)) ||
@@ -338,6 +339,13 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 			goto out;
 		s->base_dp = (int)v;
 	}
+	/* Mixture-of-experts: the busiest expert's tokens over the mean, for
+	 * every candidate (a property of the router and data, not a layout). */
+	s->imbalance = 1;
+	if (config_lookup(&cf, "moe_imbalance") &&
+	    (rc = cfg_range(path, &cf, NULL, "moe_imbalance", 1, SYNTH_MAX_IMBALANCE, 0, 1,
+			    &s->imbalance, err)))
+		goto out;
 	s->margin = 0.3;
 	if (config_lookup(&cf, "screen_margin") &&
 	    (rc = cfg_range(path, &cf, NULL, "screen_margin", 0, 1000, 0, 1, &s->margin, err)))

@@ -66,6 +66,8 @@ struct sweep {
 	double tokens;		   /* 'tokens': to train, for days and cost; 0: not given */
 	double price_per_gpu_hour; /* 'price_per_gpu_hour', any currency; 0: not given */
 	double margin;		   /* screen candidates beyond best x (1 + margin) */
+	double imbalance;	   /* 'moe_imbalance': the busiest expert's tokens over
+				    * the mean, every candidate (1: balanced) */
 	int gpus_line;		   /* of 'gpus' or 'gpu_budget' */
 	struct sweep_list gpus, tp, pp, mbs, schedule, vp, recompute, zero, sp, layers, hidden;
 	struct sweep_list dtype, fp8_attention, flash;

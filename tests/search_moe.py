@@ -9,7 +9,8 @@ ep 1 etp 1 rows keep the keys of a sweep without the knobs; at a fixed
 layout expert parallelism makes each rank hold fewer experts, so its
 memory falls with ep; the report's CSV has the ep and etp columns and the
 markdown names the layout's ep; a dense model's candidates with ep > 1 are
-the same run and not enumerated twice; cp takes its ranks from dp.
+the same run and not enumerated twice; cp takes its ranks from dp; the
+sweep's moe_imbalance slows the expert-parallel candidates.
 
 usage: search_moe.py PRISM SWEEP   (SWEEP: tests/data/sweeps/small.cfg,
 only for its folder)
@@ -80,6 +81,20 @@ with tempfile.TemporaryDirectory() as d:
     with open(os.path.join(out, "report.md")) as f:
         md = f.read()
     check(", ep " in md, "the report's layouts do not name ep")
+    # The sweep's moe_imbalance loads the busiest expert for every
+    # candidate: slower wherever experts are spread (ep > 1).
+    imb = os.path.join(d, "imb.cfg")
+    with open(imb, "w") as f:
+        f.write(SWEEP.format(model=model).replace('name = "moe"', 'name = "imb"').replace(
+            "global_batch = 16;", "global_batch = 16; moe_imbalance = 1.5;"))
+    dbi = os.path.join(d, "imb.db")
+    prism(PRISM, "search", imb, "--db", dbi, "--exhaustive")
+    q = ("SELECT key, iter_s FROM candidate WHERE status = 'simulated' AND ep = 8 "
+         "AND etp = 1 AND tp = 1")
+    a = dict(sqlite3.connect(db).execute(q).fetchall())
+    b = dict(sqlite3.connect(dbi).execute(q).fetchall())
+    check(a.keys() == b.keys() and all(b[k] > a[k] for k in a),
+          f"imbalance 1.5 not slower: {a} {b}")
     # A dense model: ep lists past their first value are the same run.
     dense = os.path.join(d, "dense.cfg")
     with open(dense, "w") as f:
