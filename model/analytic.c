@@ -39,6 +39,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	const struct mem_layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	int tp = l->tp, pp = l->pp, dp = l->dp, v = l->vp > 0 ? l->vp : 1;
+	int cp = mem_cp(l), dpc = dp * cp; /* gradients over dp x cp */
 	double peak = hw->peak_flops[in->dtype], mb, act_bytes, n_ar;
 	struct comm_est ce;
 	struct mem_layout lay = *l;
@@ -88,6 +89,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	{
 		struct synth_in si;
 		double lf, lb, la, emb, head, ar = 0, p2p = 0, sum = 0, worst = -1, tail = 0;
+		double mlf = 0, mlb = 0, mla = 0, moe_comm = 0, md = 0, me = 0, cp_ring = 0;
 		double wb, gb, ob, G, R;
 		int shard, pn = hw_domain(hw) / tp;
 		synth_in_default(&si);
@@ -99,12 +101,55 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		synth_mem(&si, &out->mem);
 		synth_mem_layout(&si, &lay);
 		synth_layer_times(&si, &lf, &lb, &la);
+		if (cp > 1) {
+			/* Ring attention: cp - 1 key-value transfers forward (and
+			 * again when the forward is recomputed), cp - 1 of twice the
+			 * bytes backward, each beside one step of the ring (la / cp
+			 * forward, twice that backward): what a transfer takes
+			 * beyond its step is exposed. */
+			double kv = llm_kv_heads(m) < tp ? 1 : (double)llm_kv_heads(m) / tp;
+			double bytes = 2.0 * l->mbs * m->seq / cp * kv * m->hidden / m->heads * 2;
+			int fr = 1 + (l->recompute != MEM_RECOMPUTE_NONE ? 1 : 0);
+			struct comm_group g = {2, (long)cp * tp <= hw_domain(hw) ? 2 : 1};
+			double tf, tb;
+			comm_time(hw, GC_SEND_RECV, bytes, g, in->comm_eff, COMM_AUTO, &ce);
+			tf = ce.time_s;
+			comm_time(hw, GC_SEND_RECV, 2 * bytes, g, in->comm_eff, COMM_AUTO, &ce);
+			tb = ce.time_s;
+			cp_ring = (cp - 1) * (fr * (tf > la / cp ? tf - la / cp : 0) +
+					      (tb > 2 * la / cp ? tb - 2 * la / cp : 0));
+		}
+		if (llm_moe_layers(m) > 0) {
+			/* Mixture-of-experts layers: their own compute, and per
+			 * layer the all-to-alls (dispatch and combine, forward and
+			 * backward, again when recomputed) and the expert
+			 * tensor-parallel gathers and reduce-scatters. */
+			int rep = 4 + (l->recompute == MEM_RECOMPUTE_FULL ? 2 : 0);
+			double a2a = synth_moe_a2a_bytes(&si), et = mem_etp(&lay);
+			int node = hw_domain(hw), ep = mem_ep(&lay);
+			synth_moe_layer_times(&si, &mlf, &mlb, &mla);
+			if (a2a > 0) {
+				int cap = node / (int)et > 0 ? node / (int)et : 1;
+				comm_time(hw, GC_ALL_TO_ALL, a2a,
+					  (struct comm_group){ep, group_per_node(ep, cap)},
+					  in->comm_eff, COMM_AUTO, &ce);
+				moe_comm += rep * ce.time_s;
+			}
+			if (et > 1) {
+				double x = mem_moe_tokens(m, &lay) * m->hidden * 2;
+				comm_time(
+				    hw, GC_ALL_GATHER, x,
+				    (struct comm_group){(int)et, group_per_node((int)et, node)},
+				    in->comm_eff, COMM_AUTO, &ce);
+				moe_comm += rep * ce.time_s;
+			}
+		}
 		synth_extra_times(&si, &emb, &head);
 		mem_bytes_per_param(lay.prec, &wb, &gb, &ob);
 		/* Tensor parallel: 2 all-reduces per layer forward, 2 backward
 		 * (and 2 more when the forward is recomputed) of b s h
 		 * activations. */
-		act_bytes = (double)l->mbs * m->seq * m->hidden * 2;
+		act_bytes = (double)l->mbs * m->seq / mem_cp(l) * m->hidden * 2;
 		n_ar = 4 + (l->recompute == MEM_RECOMPUTE_FULL ? 2 : 0);
 		if (tp > 1) {
 			if (comm_time(hw, GC_ALL_REDUCE, act_bytes, (struct comm_group){tp, tp},
@@ -118,7 +163,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		 * once a stage's tensor- and data-parallel ranks fill one
 		 * (Megatron's order). */
 		if (pp > 1) {
-			int across = (long)tp * dp >= hw_domain(hw);
+			int across = (long)tp * dp * mem_cp(l) >= hw_domain(hw);
 			double bytes = act_bytes / (l->sp ? tp : 1);
 			comm_time(hw, GC_SEND_RECV, bytes, (struct comm_group){across ? 2 : 1, 1},
 				  in->comm_eff, COMM_AUTO, &ce);
@@ -128,38 +173,81 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		 * consecutive ranks and its dp / G replicas. */
 		shard = mem_shard_group(&lay);
 		G = shard;
-		R = (double)dp / shard;
+		R = (double)dpc / shard;
 		for (int s = 0; s < pp; s++) {
 			struct mem_stage ms;
 			double n = mem_stage_layers(m, &lay, s), c, slot, dpt = 0, exposed = 0, opt;
+			double nm = 0, Pe = 0, edp = mem_edp(&lay);
 			double layer_w = wb * llm_layer_params(m) / tp;
 			struct comm_group gg = {shard, group_per_node(shard, pn)};
 			struct comm_group gr = {
 			    (int)R, group_per_node((int)R, pn / shard > 0 ? pn / shard : 1)};
-			c = (n * (lf + lb) + (s == 0 ? emb : 0) + (s == pp - 1 ? head : 0)) /
-			    in->compute_eff;
-			slot = c + n * ar + p2p;
+			for (int ch = 0; ch < v; ch++)
+				nm += mem_chunk_moe(m, &lay, s, ch);
+			if (nm > 0) {
+				/* Without shared experts an MoE layer keeps half the
+				 * tensor-parallel collectives (the attention's). */
+				double arm = m->shared_experts > 0 ? ar : ar / 2;
+				mem_moe_layer_params(m, &lay, &md, &me);
+				Pe = nm * me;
+				c = ((n - nm) * (lf + lb) + nm * (mlf + mlb) + (s == 0 ? emb : 0) +
+				     (s == pp - 1 ? head : 0)) /
+				    in->compute_eff;
+				slot =
+				    c + (n - nm) * ar + nm * (arm + moe_comm) + n * cp_ring + p2p;
+			} else {
+				c = (n * (lf + lb) + (s == 0 ? emb : 0) +
+				     (s == pp - 1 ? head : 0)) /
+				    in->compute_eff;
+				slot = c + n * ar + p2p;
+				if (cp > 1)
+					slot += n * cp_ring;
+			}
 			sum += slot;
 			mem_stage(m, &lay, NULL, s, &ms);
-			if (dp > 1) {
-				double P = ms.params, t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0, hide;
+			if (dpc > 1 || (Pe > 0 && edp > 1)) {
+				/* The routed experts' share is reduced over the expert
+				 * data-parallel group (edp ranks, ep x etp apart). */
+				double P = ms.params - Pe, t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0,
+				       hide;
+				struct comm_group ge = {
+				    (int)edp,
+				    group_per_node(
+					(int)edp,
+					hw_domain(hw) / (mem_ep(&lay) * mem_etp(&lay)) > 0
+					    ? hw_domain(hw) / (mem_ep(&lay) * mem_etp(&lay))
+					    : 1)};
+				if (Pe > 0 && edp > 1) {
+					comm_time(hw,
+						  l->zero == 0 ? GC_ALL_REDUCE : GC_REDUCE_SCATTER,
+						  gb * Pe, ge, in->comm_eff, COMM_AUTO, &ce);
+					if (l->zero == 0)
+						t_ar += ce.time_s;
+					else
+						t_rs += ce.time_s;
+					if (l->zero >= 1) {
+						comm_time(hw, GC_ALL_GATHER, wb * Pe, ge,
+							  in->comm_eff, COMM_AUTO, &ce);
+						t_ag += ce.time_s;
+					}
+				}
 				if (l->zero == 0) {
 					comm_time(hw, GC_ALL_REDUCE, gb * P,
-						  (struct comm_group){dp, group_per_node(dp, pn)},
+						  (struct comm_group){dpc, group_per_node(dpc, pn)},
 						  in->comm_eff, COMM_AUTO, &ce);
-					t_ar = ce.time_s;
+					t_ar += ce.time_s;
 				} else {
 					comm_time(hw, GC_REDUCE_SCATTER, gb * P, gg, in->comm_eff,
 						  COMM_AUTO, &ce);
-					t_rs = ce.time_s;
+					t_rs += ce.time_s;
 					if (R > 1) {
 						comm_time(hw, GC_ALL_REDUCE, gb * P / G, gr,
 							  in->comm_eff, COMM_AUTO, &ce);
-						t_ar = ce.time_s;
+						t_ar += ce.time_s;
 					}
 					comm_time(hw, GC_ALL_GATHER, wb * P, gg, in->comm_eff,
 						  COMM_AUTO, &ce);
-					t_ag = ce.time_s;
+					t_ag += ce.time_s;
 					comm_time(hw, GC_ALL_GATHER, layer_w, gg, in->comm_eff,
 						  COMM_AUTO, &ce);
 					t_agl = ce.time_s;
@@ -246,7 +334,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	}
 	(void)peak;
 	out->model_flops = llm_flops_iter(m, in->global_batch, 0);
-	out->mfu = out->model_flops / (out->t_iter * (double)tp * pp * dp * peak);
+	out->mfu = out->model_flops / (out->t_iter * (double)tp * pp * dp * cp * peak);
 	out->tokens_per_s = in->global_batch * m->seq / out->t_iter;
 	return 0;
 }

@@ -32,11 +32,54 @@ double llm_layer_params(const struct llm *m)
 	return h * llm_qkv_width(m) + h * h + (m->gated ? 3 : 2) * h * f + 9 * h + f;
 }
 
+int llm_is_moe_layer(const struct llm *m, int l)
+{
+	return m->experts > 0 && l >= m->first_dense;
+}
+
+int llm_moe_layers(const struct llm *m)
+{
+	return m->experts > 0 && m->layers > m->first_dense ? m->layers - m->first_dense : 0;
+}
+
+double llm_expert_params(const struct llm *m)
+{
+	double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn;
+	return (m->gated ? 3.0 : 2.0) * m->hidden * fe;
+}
+
+double llm_moe_layer_params(const struct llm *m, double *active)
+{
+	double h = m->hidden, e = llm_expert_params(m);
+	/* QKV and projection, their biases (3h + h), two norms (4h), the
+	 * router; the experts have no biases (Mixtral, DeepSeek-V3). */
+	double base = h * llm_qkv_width(m) + h * h + 8 * h + (double)m->experts * h +
+		      (double)m->shared_experts * e;
+	if (active)
+		*active = base + (double)m->top_k * e;
+	return base + (double)m->experts * e;
+}
+
+static double params_with(const struct llm *m, double moe_layer)
+{
+	double h = m->hidden, moe = llm_moe_layers(m);
+	double layers = moe > 0 ? (m->layers - moe) * llm_layer_params(m) + moe * moe_layer
+				: m->layers * llm_layer_params(m);
+	return layers + (m->untied ? 2.0 : 1.0) * m->vocab * h +
+	       (m->rope ? 0.0 : (double)m->seq * h) + 2 * h;
+}
+
 double llm_params(const struct llm *m)
 {
-	double h = m->hidden;
-	return m->layers * llm_layer_params(m) + (m->untied ? 2.0 : 1.0) * m->vocab * h +
-	       (m->rope ? 0.0 : (double)m->seq * h) + 2 * h;
+	return params_with(m, llm_moe_layers(m) > 0 ? llm_moe_layer_params(m, NULL) : 0);
+}
+
+double llm_active_params(const struct llm *m)
+{
+	double act = 0;
+	if (llm_moe_layers(m) > 0)
+		llm_moe_layer_params(m, &act);
+	return params_with(m, act);
 }
 
 void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *attention)
@@ -50,12 +93,30 @@ void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *at
 		     + 2 * batch * s * s * h;	       /* attention x V */
 }
 
+void llm_moe_layer_flops(const struct llm *m, double batch, double *gemm, double *attention)
+{
+	double t = batch * m->seq, h = m->hidden, s = m->seq;
+	double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn, fin = (m->gated ? 2.0 : 1.0) * fe;
+	double per_token = (double)m->top_k + m->shared_experts;
+	*gemm = llm_gemm_flops(t, llm_qkv_width(m), h) + llm_gemm_flops(t, h, h) +
+		llm_gemm_flops(t, m->experts, h) /* router */
+		+ per_token * (llm_gemm_flops(t, fin, h) + llm_gemm_flops(t, h, fe));
+	*attention = 4 * batch * s * s * h;
+}
+
 double llm_flops_iter(const struct llm *m, double batch, int recompute)
 {
 	double gemm, attention, fwd_layer, fwd_logits;
 	llm_layer_flops(m, batch, &gemm, &attention);
 	fwd_layer = gemm + attention;
 	fwd_logits = llm_gemm_flops(batch * m->seq, m->vocab, m->hidden);
+	if (llm_moe_layers(m) > 0) {
+		double mg, ma, moe = llm_moe_layers(m);
+		llm_moe_layer_flops(m, batch, &mg, &ma);
+		return (3 + (recompute ? 1 : 0)) *
+			   ((m->layers - moe) * fwd_layer + moe * (mg + ma)) +
+		       3 * fwd_logits;
+	}
 	/* Backward is twice the forward (gradients of inputs and of weights);
 	 * recomputation adds a forward of the layers (not of the logits). */
 	return (3 + (recompute ? 1 : 0)) * m->layers * fwd_layer + 3 * fwd_logits;
@@ -67,6 +128,65 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute)
 	if (recompute)
 		return 96 * batch * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
 	return 72 * batch * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+}
+
+/* The mixture-of-experts settings (llm_load). */
+static int moe_load(const char *path, config_t *cf, config_setting_t *root, struct llm *m,
+		    struct prism_err *err)
+{
+	static const char *const keys[] = {"top_k",	  "shared_experts",  "expert_ffn",
+					   "first_dense", "capacity_factor", "router"};
+	int rc;
+
+	if ((rc = cfg_int_opt(path, cf, root, "experts", 0, 0, LLM_MAX_EXPERTS, &m->experts, err)))
+		return rc;
+	if (m->experts == 0) {
+		/* A typo'd or half-written MoE model is an error, not a dense one. */
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			if (config_lookup(cf, keys[i]))
+				return prism_err_set(
+				    err, PRISM_EFORMAT, "%s:%d: '%s' needs 'experts' (1..%d)", path,
+				    config_setting_source_line(config_lookup(cf, keys[i])), keys[i],
+				    LLM_MAX_EXPERTS);
+		return 0;
+	}
+	if (!config_lookup(cf, "top_k"))
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'experts' needs 'top_k' (1..experts)", path,
+				     config_setting_source_line(config_lookup(cf, "experts")));
+	if ((rc = cfg_int_opt(path, cf, root, "top_k", 1, 1, m->experts, &m->top_k, err)) ||
+	    (rc = cfg_int_opt(path, cf, root, "shared_experts", 0, 0, LLM_MAX_SHARED,
+			      &m->shared_experts, err)) ||
+	    (rc = cfg_int_opt(path, cf, root, "expert_ffn", m->ffn, 1, LLM_MAX_FFN, &m->expert_ffn,
+			      err)) ||
+	    (rc = cfg_int_opt(path, cf, root, "first_dense", 0, 0, m->layers - 1, &m->first_dense,
+			      err)))
+		return rc;
+	if (config_lookup(cf, "capacity_factor")) {
+		if ((rc = cfg_range(path, cf, NULL, "capacity_factor", 0, LLM_MAX_CAPACITY, 0, 1,
+				    &m->capacity_factor, err)))
+			return rc;
+		if (m->capacity_factor > 0 && m->capacity_factor < 1)
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'capacity_factor' must be 0 (dropless) or in 1..%g, not %g",
+			    path, config_setting_source_line(config_lookup(cf, "capacity_factor")),
+			    LLM_MAX_CAPACITY, m->capacity_factor);
+	}
+	if (config_lookup(cf, "router")) {
+		char r[16];
+		if ((rc = cfg_text(path, cf, NULL, "router", r, sizeof(r), err)))
+			return rc;
+		if (strcmp(r, "sigmoid") == 0) {
+			m->router = LLM_ROUTER_SIGMOID;
+		} else if (strcmp(r, "softmax") != 0) {
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'router': expected \"softmax\" or \"sigmoid\", not '%s'", path,
+			    config_setting_source_line(config_lookup(cf, "router")), r);
+		}
+	}
+	return 0;
 }
 
 int llm_load(const char *path, struct llm *m, struct prism_err *err)
@@ -143,6 +263,8 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 			goto out;
 		}
 	}
+	if ((rc = moe_load(path, &cf, root, m, err)))
+		goto out;
 	if (m->heads % m->kv_heads) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s:%d: 'heads' (%d) must be divisible by 'kv_heads' (%d)", path,

@@ -28,6 +28,11 @@
 #define LLM_MAX_FFN    (1 << 22)
 #define LLM_MAX_SEQ    (1 << 22)
 #define LLM_MAX_VOCAB  (1 << 24)
+/* Mixture-of-experts: routed experts per layer (DeepSeek-V3: 256; Kimi K2:
+ * 384), shared experts, and the capacity factor's ceiling. */
+#define LLM_MAX_EXPERTS	 (1 << 12)
+#define LLM_MAX_SHARED	 64
+#define LLM_MAX_CAPACITY 64.0
 
 struct llm {
 	int layers; /* l */
@@ -45,7 +50,38 @@ struct llm {
 		       * default) */
 	int rope;     /* 1: rotary position embeddings, no parameters (Llama);
 		       * 0: learned positions, s x h (GPT) */
+	/* Mixture-of-experts (experts = 0: a dense model, the rest unused).
+	 * Layers first_dense.. replace the FFN by a router over `experts`
+	 * routed experts of width expert_ffn, each token sent to top_k of
+	 * them, plus shared_experts always-on experts of the same width; the
+	 * experts are SwiGLU or GeLU as `gated` says.  capacity_factor: the
+	 * tokens an expert takes at most, over the mean (0: dropless). */
+	int experts, top_k, shared_experts, expert_ffn, first_dense;
+	double capacity_factor;
+	int router; /* enum llm_router: the gate's score function */
 };
+
+enum llm_router { LLM_ROUTER_SOFTMAX, LLM_ROUTER_SIGMOID };
+
+/* 1 when layer l (0-based) is a mixture-of-experts layer. */
+int llm_is_moe_layer(const struct llm *m, int l);
+
+/* Mixture-of-experts layers of the model (0 for a dense one). */
+int llm_moe_layers(const struct llm *m);
+
+/* Parameters of one expert: (3 if gated else 2) h expert_ffn. */
+double llm_expert_params(const struct llm *m);
+
+/* A mixture-of-experts layer's parameters: attention (h x qkv width + h^2),
+ * its biases and norms (8h), the router (experts x h), and the routed and
+ * shared experts; *active (if not NULL) counts top_k routed experts
+ * instead of all of them (the parameters one token uses). */
+double llm_moe_layer_params(const struct llm *m, double *active);
+
+/* Parameters one token uses: llm_params with top_k routed experts per
+ * mixture-of-experts layer (the papers' "activated parameters"); the
+ * total for a dense model. */
+double llm_active_params(const struct llm *m);
 
 /* Key-value heads: kv_heads, or a when 0. */
 int llm_kv_heads(const struct llm *m);
@@ -61,11 +97,17 @@ double llm_ffn_in(const struct llm *m);
  * h ffn, and biases and norms, 9h + ffn. */
 double llm_layer_params(const struct llm *m);
 
+/* The forward FLOPs of one mixture-of-experts layer on `batch` sequences,
+ * as the papers count them (active parameters): QKV, projection, the
+ * router (2 t h experts) and top_k + shared_experts expert FFNs per token;
+ * the attention as llm_layer_flops. */
+void llm_moe_layer_flops(const struct llm *m, double batch, double *gemm, double *attention);
+
 /* FLOPs of C = A B with A m x k and B k x n: 2 m n k. */
 double llm_gemm_flops(double m, double n, double k);
 
-/* Parameters: per layer llm_layer_params (4h^2 + 2 h ffn + 9h + ffn for
- * GPT); the word embedding V h, and the output head V h again when untied;
+/* Parameters: per dense layer llm_layer_params (4h^2 + 2 h ffn + 9h + ffn
+ * for GPT), per mixture-of-experts layer llm_moe_layer_params; the word embedding V h, and the output head V h again when untied;
  * learned positions s h; the final norm 2h. */
 double llm_params(const struct llm *m);
 
@@ -102,7 +144,8 @@ void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *at
 double llm_score_bytes(const struct llm *m, double batch, int recompute);
 
 /* Training FLOPs of one iteration on `batch` sequences; recompute = 1 adds
- * the forward pass again (full activation recomputation). */
+ * the forward pass again (full activation recomputation).  Mixture-of-
+ * experts layers count their active parameters (llm_moe_layer_flops). */
 double llm_flops_iter(const struct llm *m, double batch, int recompute);
 
 /* The closed form above (ffn taken as 4h), for checks and reports. */
@@ -113,7 +156,12 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute);
  * heads, seq, vocab, and ffn (4 x hidden if absent), kv_heads (heads if
  * absent), activation ("gelu", the default, or "swiglu"), tie_embeddings
  * (true, the default, or false) and positions ("learned", the default, or
- * "rope").  0, or PRISM_EIO /
+ * "rope"); mixture-of-experts: experts (0..LLM_MAX_EXPERTS, 0 the default:
+ * dense), and with experts top_k (1..experts, required), shared_experts
+ * (0..LLM_MAX_SHARED, 0), expert_ffn (1..LLM_MAX_FFN, ffn), first_dense
+ * (0..layers - 1, 0), capacity_factor (0: dropless, the default, or
+ * 1..LLM_MAX_CAPACITY) and router ("softmax", the default, or "sigmoid").
+ * 0, or PRISM_EIO /
  * PRISM_EFORMAT naming the file, line and setting.
  */
 int llm_load(const char *path, struct llm *m, struct prism_err *err);

@@ -20,7 +20,8 @@ int mem_recompute_parse(const char *s)
 
 double mem_act_per_layer(const struct llm *m, const struct mem_layout *l)
 {
-	double s = m->seq, b = l->mbs, h = m->hidden, a = m->heads, t = l->tp;
+	/* A context-parallel rank holds s / cp of each sequence. */
+	double s = (double)m->seq / mem_cp(l), b = l->mbs, h = m->hidden, a = m->heads, t = l->tp;
 	double sbh = s * b * h, attn = (l->flash ? 0.0 : 5 * a * s / h);
 
 	switch (l->recompute) {
@@ -33,6 +34,91 @@ double mem_act_per_layer(const struct llm *m, const struct mem_layout *l)
 			return sbh * (34 + attn) / t;
 		return sbh * (10 + 24 / t + attn / t);
 	}
+}
+
+int mem_cp(const struct mem_layout *l)
+{
+	return l->cp > 1 ? l->cp : 1;
+}
+
+int mem_dpc(const struct mem_layout *l)
+{
+	return l->dp * mem_cp(l);
+}
+
+int mem_ep(const struct mem_layout *l)
+{
+	return l->ep > 1 ? l->ep : 1;
+}
+
+int mem_etp(const struct mem_layout *l)
+{
+	return l->etp > 1 ? l->etp : 1;
+}
+
+int mem_edp(const struct mem_layout *l)
+{
+	int n = l->tp * l->dp * mem_cp(l) / (mem_ep(l) * mem_etp(l));
+	return n > 1 ? n : 1;
+}
+
+double mem_moe_peak(const struct llm *m, const struct mem_layout *l)
+{
+	double q = l->imbalance > 1 ? l->imbalance : 1;
+	if (m->capacity_factor > 0 && q > m->capacity_factor)
+		q = m->capacity_factor;
+	return q;
+}
+
+double mem_moe_tokens(const struct llm *m, const struct mem_layout *l)
+{
+	double local = (double)m->experts / mem_ep(l);
+	double n = (double)m->seq / mem_cp(l) * l->mbs / l->tp;
+	double rho = local > 0 ? (local - 1 + mem_moe_peak(m, l)) / local : 1;
+	return n * m->top_k * mem_etp(l) * rho;
+}
+
+void mem_moe_layer_params(const struct llm *m, const struct mem_layout *l, double *dense,
+			  double *expert)
+{
+	double all = llm_moe_layer_params(m, NULL), routed = m->experts * llm_expert_params(m);
+	*dense = (all - routed) / l->tp;
+	*expert = routed / (mem_ep(l) * mem_etp(l));
+}
+
+double mem_act_moe_layer(const struct llm *m, const struct mem_layout *l)
+{
+	double s = (double)m->seq / mem_cp(l), b = l->mbs, h = m->hidden, t = l->tp,
+	       sbh = s * b * h;
+	double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn, fin = (m->gated ? 2.0 : 1.0) * fe;
+	double mlp, moe, M = mem_moe_tokens(m, l), n = s * b / t, et = mem_etp(l);
+	double sh = (double)m->shared_experts;
+
+	if (l->recompute == MEM_RECOMPUTE_FULL)
+		return mem_act_per_layer(m, l);
+	/* The dense FFN's share of Korthikanti's count: its input (2 sbh),
+	 * FC1's output and the activation's (16 sbh for ffn 4h), the dropout
+	 * mask (sbh); without sequence parallelism the input and the mask are
+	 * whole on every rank. */
+	mlp = l->sp || t <= 1 ? 19 * sbh / t : 3 * sbh + 16 * sbh / t;
+	/* The router's input and the mask (3 n h), its fp32 scores (4 n E),
+	 * the routed tokens' inputs, FC1 outputs and activations on this
+	 * rank, the shared experts' input, FC1 output and activation. */
+	moe = 3 * n * h + 4 * n * m->experts + 2 * M * (h + fin / et + fe / et) +
+	      (sh > 0 ? 2 * n * h + 2 * s * b * sh * (fin + fe) / t : 0);
+	return mem_act_per_layer(m, l) - mlp + moe;
+}
+
+int mem_chunk_moe(const struct llm *m, const struct mem_layout *l, int s, int c)
+{
+	int first, n, k = 0;
+	if (llm_moe_layers(m) == 0)
+		return 0;
+	first = mem_chunk_first(m, l, s, c);
+	n = mem_chunk_layers(m, l, s, c);
+	for (int i = first; i < first + n; i++)
+		k += llm_is_moe_layer(m, i);
+	return k;
 }
 
 int mem_stage_layers(const struct llm *m, const struct mem_layout *l, int s)
@@ -60,7 +146,7 @@ int mem_chunk_first(const struct llm *m, const struct mem_layout *l, int s, int 
 
 int mem_shard_group(const struct mem_layout *l)
 {
-	return l->shard > 0 && l->shard < l->dp ? l->shard : l->dp;
+	return l->shard > 0 && l->shard < mem_dpc(l) ? l->shard : mem_dpc(l);
 }
 
 void mem_bytes_per_param(int prec, double *w, double *g, double *o)
@@ -75,6 +161,17 @@ void mem_bytes_per_param(int prec, double *w, double *g, double *o)
 	default: /* bf16 weights, fp32 main gradients, fp32 master and moments */
 		*w = 2, *g = 4, *o = 12;
 	}
+}
+
+/* Activations of chunk c of stage s, one microbatch: its dense layers'
+ * and its mixture-of-experts layers'. */
+static double chunk_act(const struct llm *m, const struct mem_layout *l, int s, int c,
+			double a_layer, double a_moe)
+{
+	int n = mem_chunk_layers(m, l, s, c), k = mem_chunk_moe(m, l, s, c);
+	if (k == 0)
+		return n * a_layer;
+	return (n - k) * a_layer + k * a_moe;
 }
 
 /* The units of stage s in its schedule's order (as synth.c runs them):
@@ -102,33 +199,61 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 	       struct mem_stage *out)
 {
 	double t = l->tp, h = m->hidden, V = m->vocab, sq = m->seq, b = l->mbs;
+	double sl = sq / mem_cp(l); /* the tokens of a sequence on this rank */
 	double sp = l->sp ? t : 1, wb, gb, ob, layer = llm_layer_params(m) / t;
 	double n = mem_stage_layers(m, l, s), emb = 0, head = 0, P, shard = mem_shard_group(l);
-	double a_layer = mem_act_per_layer(m, l), held = 0, peak = 0, units = 0, peak_units = 0;
+	double a_layer = mem_act_per_layer(m, l), a_moe = 0, held = 0, peak = 0, units = 0,
+	       peak_units = 0;
 	int v = l->vp > 0 ? l->vp : 1, total = l->microbatches * v, warm = warmup(l, s);
 	int first = s == 0, last = s == l->pp - 1, kf = 0, kb = 0;
 
 	memset(out, 0, sizeof(*out));
+	if (llm_moe_layers(m) > 0)
+		a_moe = mem_act_moe_layer(m, l);
 	mem_bytes_per_param(l->prec, &wb, &gb, &ob);
 	if (first)
 		emb = V * h / t + (m->rope ? 0 : sq * h);
 	if (last)
 		head = 2 * h + (m->untied || l->pp > 1 ? V * h / t : 0);
-	P = n * layer + emb + head;
-	out->params = P;
-	out->weights = (wb * P + (l->fp8_weights ? 2 * n * layer : 0)) / (l->zero >= 3 ? shard : 1);
-	out->grads = gb * P / (l->zero >= 2 ? shard : 1);
-	out->optimizer = ob * P / (l->zero >= 1 ? shard : 1);
-	if (l->zero >= 3 && shard > 1)
-		out->buffers = (l->prefetch + 1) * layer * wb + (emb + head) * wb + layer * gb;
-	else if (l->zero == 2 && shard > 1)
-		out->buffers = layer * gb;
+	if (llm_moe_layers(m) > 0) {
+		/* Mixture-of-experts: the experts' share is sharded over the
+		 * expert data-parallel group (Megatron-LM's expert distributed
+		 * optimizer), the rest as a dense model's.  ZeRO-3 and hybrid
+		 * sharding are refused with experts (synth_check). */
+		double nm = 0, md, me, edp = mem_edp(l), Pd, Pe;
+		for (int c = 0; c < v; c++)
+			nm += mem_chunk_moe(m, l, s, c);
+		mem_moe_layer_params(m, l, &md, &me);
+		Pd = (n - nm) * layer + nm * md + emb + head;
+		Pe = nm * me;
+		out->params = Pd + Pe;
+		out->weights =
+		    wb * (Pd + Pe) + (l->fp8_weights ? 2 * ((n - nm) * layer + nm * (md + me)) : 0);
+		out->grads =
+		    gb * Pd / (l->zero >= 2 ? shard : 1) + gb * Pe / (l->zero >= 2 ? edp : 1);
+		out->optimizer =
+		    ob * Pd / (l->zero >= 1 ? shard : 1) + ob * Pe / (l->zero >= 1 ? edp : 1);
+		if (l->zero == 2 && shard > 1)
+			out->buffers = (layer > md + me ? layer : md + me) * gb;
+	} else {
+		P = n * layer + emb + head;
+		out->params = P;
+		out->weights =
+		    (wb * P + (l->fp8_weights ? 2 * n * layer : 0)) / (l->zero >= 3 ? shard : 1);
+		out->grads = gb * P / (l->zero >= 2 ? shard : 1);
+		out->optimizer = ob * P / (l->zero >= 1 ? shard : 1);
+		if (l->zero >= 3 && shard > 1)
+			out->buffers =
+			    (l->prefetch + 1) * layer * wb + (emb + head) * wb + layer * gb;
+		else if (l->zero == 2 && shard > 1)
+			out->buffers = layer * gb;
+	}
 
 	/* The schedule, walked: what the stage holds after each forward (the
 	 * backwards after the last forward only free). */
 	{
-		double mask = first ? sq * b * h / sp : 0;
-		double lg = last ? 4 * sq * b * V / t : 0, tail = last ? 4 * sq * b * h / sp : 0;
+		double mask = first ? sl * b * h / sp : 0;
+		double lg = last ? 4 * sl * b * V / t : 0, tail = last ? 4 * sl * b * h / sp : 0;
 		double held_lg = 0;
 		for (int i = 0; i < total; i++) {
 			int ch;
@@ -137,7 +262,7 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 			if (i > warm + l->pp * v)
 				break;
 			ch = unit_chunk(l, kf++, 1);
-			held += mem_chunk_layers(m, l, s, ch) * a_layer + (ch == 0 ? mask : 0) +
+			held += chunk_act(m, l, s, ch, a_layer, a_moe) + (ch == 0 ? mask : 0) +
 				(ch == v - 1 ? tail + lg : 0);
 			held_lg += ch == v - 1 ? lg : 0;
 			units++;
@@ -148,7 +273,7 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 			}
 			if (i >= warm) {
 				ch = unit_chunk(l, kb++, 0);
-				held -= mem_chunk_layers(m, l, s, ch) * a_layer +
+				held -= chunk_act(m, l, s, ch, a_layer, a_moe) +
 					(ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
 				held_lg -= ch == v - 1 ? lg : 0;
 				units--;
@@ -162,11 +287,22 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 		struct mem_layout x = *l;
 		x.recompute = MEM_RECOMPUTE_NONE;
 		out->transient = mem_act_per_layer(m, &x);
+		if (llm_moe_layers(m) > 0 && mem_act_moe_layer(m, &x) > out->transient)
+			out->transient = mem_act_moe_layer(m, &x);
 	} else if (l->recompute == MEM_RECOMPUTE_SELECTIVE && !l->flash) {
-		out->transient = 5 * m->heads * sq * sq * b / t;
+		out->transient = 5 * m->heads * sl * sq * b / t;
 	}
 	if (last)
-		out->transient += 2 * sq * b * V / t;
+		out->transient += 2 * sl * b * V / t;
+	/* Context parallelism: the ring's key-value blocks in flight, two
+	 * (double buffered), and their gradients' two backward. */
+	if (mem_cp(l) > 1)
+		out->transient += 4 * 2 * b * sl * llm_kv_heads(m) * (h / m->heads) / t * 2;
+	/* Mixture-of-experts: the dispatch's send buffer, the routed tokens
+	 * before the all-to-all (the receive side is the experts' input,
+	 * counted above). */
+	if (llm_moe_layers(m) > 0 && mem_ep(l) > 1)
+		out->transient += 2 * mem_moe_tokens(m, l) / mem_etp(l) * h;
 	out->allocated = out->weights + out->grads + out->optimizer + out->buffers +
 			 out->activations + out->transient;
 	if (hw && hw->mem_frag > 0 && hw->mem_frag < 1)

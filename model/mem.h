@@ -44,6 +44,12 @@
  *               reserved = allocated / (1 - f), f from the hardware
  *               profile (allocator_fragmentation).
  *
+ * Mixture-of-experts layers hold their routed experts' share, experts /
+ * (ep x etp), whose optimizer state ZeRO shards over the expert
+ * data-parallel group, and their routed tokens' activations
+ * (mem_act_moe_layer); context parallelism divides every activation by
+ * cp and adds the ring's key-value buffers to the working memory.
+ *
  * A stage fits when allocated + fragmentation is at most the HBM capacity
  * less the profile's reserve (CUDA context, library workspaces, NCCL
  * buffers).
@@ -101,6 +107,19 @@ struct mem_layout {
 	/* Layers per pipeline stage, part[0..pp); part[0] == 0: layers / pp
 	 * each.  A stage's layers are split evenly over its vp chunks. */
 	uint16_t part[MEM_MAX_STAGES];
+	/* Mixture-of-experts (models with experts; 0 reads as 1): expert
+	 * parallel and expert tensor parallel degrees, their ep x etp ranks
+	 * carved from the tp x dp ranks of a stage (Megatron-LM's MoE
+	 * parallel folding), the dp x tp / (ep x etp) expert data-parallel
+	 * replicas reducing the experts' gradients; imbalance: tokens on the
+	 * busiest expert over the mean (0 reads as 1). */
+	int ep, etp;
+	double imbalance;
+	/* Context parallelism (0 reads as 1): each sequence split over cp
+	 * ranks (tp apart), 2 cp chunks for the causal load balance; the
+	 * gradients are reduced and ZeRO shards over the dp x cp ranks
+	 * (Megatron-LM's data-parallel group with context parallelism). */
+	int cp;
 };
 
 /* One stage's memory on one GPU, bytes. */
@@ -139,6 +158,42 @@ int mem_recompute_parse(const char *s);
 /* Activation bytes of one layer for one microbatch. */
 double mem_act_per_layer(const struct llm *m, const struct mem_layout *l);
 
+/* The same for a mixture-of-experts layer on the busiest rank: the dense
+ * layer's less its FFN (Korthikanti's 19 s b h), plus the router's
+ * scores, the routed tokens' expert inputs, FFN outputs and activations
+ * (mem_moe_tokens of them), the shared experts' as a dense FFN. */
+double mem_act_moe_layer(const struct llm *m, const struct mem_layout *l);
+
+/* cp (at least 1), and the ranks the gradients are reduced over: dp x cp. */
+int mem_cp(const struct mem_layout *l);
+int mem_dpc(const struct mem_layout *l);
+
+/* ep, etp (at least 1) and the expert data-parallel degree
+ * tp x dp x cp / (ep x etp) (at least 1). */
+int mem_ep(const struct mem_layout *l);
+int mem_etp(const struct mem_layout *l);
+int mem_edp(const struct mem_layout *l);
+
+/* The busiest expert's tokens over the mean: imbalance, capped by the
+ * capacity factor where the model drops tokens. */
+double mem_moe_peak(const struct llm *m, const struct mem_layout *l);
+
+/* Routed tokens one rank's grouped expert GEMMs take in one microbatch of
+ * one mixture-of-experts layer, on the busiest rank: n top_k etp rho, n
+ * the rank's tokens (b s / tp: sequence parallel), rho the busiest rank's
+ * load over the mean, (E/ep - 1 + peak) / (E/ep) (the busiest expert,
+ * the rank's others at the mean). */
+double mem_moe_tokens(const struct llm *m, const struct mem_layout *l);
+
+/* Parameters of one mixture-of-experts layer on one GPU: *dense the part
+ * split by tp (attention, norms, router, shared experts), *expert the
+ * routed experts' share, experts x expert params / (ep x etp). */
+void mem_moe_layer_params(const struct llm *m, const struct mem_layout *l, double *dense,
+			  double *expert);
+
+/* Mixture-of-experts layers of chunk c of stage s. */
+int mem_chunk_moe(const struct llm *m, const struct mem_layout *l, int s, int c);
+
 /* Layers on stage s, and on chunk c of it (l->part, or even). */
 int mem_stage_layers(const struct llm *m, const struct mem_layout *l, int s);
 int mem_chunk_layers(const struct llm *m, const struct mem_layout *l, int s, int c);
@@ -146,7 +201,7 @@ int mem_chunk_layers(const struct llm *m, const struct mem_layout *l, int s, int
 /* The first layer of chunk c of stage s (chunks in model order: c x pp + s). */
 int mem_chunk_first(const struct llm *m, const struct mem_layout *l, int s, int c);
 
-/* The sharding group of ZeRO: l->shard, or dp. */
+/* The sharding group of ZeRO: l->shard, or dp x cp. */
 int mem_shard_group(const struct mem_layout *l);
 
 /* Bytes per parameter of weights, gradients and optimizer state. */

@@ -101,7 +101,8 @@ struct rankst {
 	uint32_t last[S_N];	    /* last task launched on each stream, or NONE32 */
 	int32_t layer, mb;
 	uint8_t phase;
-	double bucket; /* gradients ready and not yet reduced, parameters */
+	double bucket;	/* gradients ready and not yet reduced, parameters */
+	double ebucket; /* the same for the routed experts' (their own group) */
 };
 
 struct ctx {
@@ -187,6 +188,8 @@ void synth_in_default(struct synth_in *in)
 	in->lay.prefetch = 1;
 	in->lay.overlap_grad = 1;
 	in->lay.pp_overlap = 1;
+	in->lay.ep = in->lay.etp = in->lay.cp = 1;
+	in->lay.imbalance = 1;
 	in->steps = 2;
 	/* The kernel model (kperf.h) times every kernel; each class's line
 	 * starts as the identity and calibration fits it. */
@@ -587,6 +590,19 @@ struct shape {
 	int p, v, m;
 	int tp_per_node, pp_per_node;
 	int emb_per_node; /* of the first and last stages (2: one node) */
+	/* Mixture-of-experts (moe = 0: a dense model, the rest unused). */
+	int cp;	       /* context-parallel ranks; s is then a rank's share */
+	double s_full; /* the sequence */
+	int cp_per_node;
+	int moe;
+	double E, k, fe, fe_in; /* experts, top_k, expert FFN width, FC1's */
+	double shared;		/* shared experts */
+	double ep, etp, eloc;	/* degrees; routed experts on a rank */
+	double n_tok;		/* tokens entering the block on a rank: b s / t */
+	double M;		/* routed tokens the rank's experts take (busiest) */
+	double md, me;		/* an MoE layer's parameters on a GPU: split by
+				 * tp, and the routed experts' share */
+	int ep_per_node, etp_per_node, edp, edp_per_node;
 };
 
 /* One tensor-parallel collective of the b s h activations on stream st:
@@ -684,6 +700,65 @@ static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
 }
 
 /*
+ * Context parallelism: ring attention as Transformer Engine runs it
+ * (AttnFuncWithCPAndKVP2P, Megatron-LM's --context-parallel-size with the
+ * p2p communication type).  Each rank holds s / cp tokens of every
+ * sequence, as two chunks of the 2 cp into which the sequence is cut (rank
+ * i the i-th and the (2 cp - 1 - i)-th: the causal load balance), so that
+ * every rank's share of the causal attention is the same.  cp steps: step
+ * 0 the rank's own block (causal, s/cp x s/cp), each later step a block of
+ * half the work (half the queries against the whole received key-value
+ * block, or the whole queries against half of it: s/(2cp) x s/cp, no
+ * mask).  The key-value block for step i + 1 is sent to the next rank and
+ * received from the previous one while step i computes (double buffered:
+ * the transfer waits for step i - 1's kernel, step i + 1 for the transfer).
+ * Each later step's output is merged into the running one by its
+ * log-sum-exp (a memory-bound correction).  Backward: the same ring, each
+ * transfer carrying the key-value block and its accumulated gradient
+ * (twice the bytes).  The transfers ride the side stream that TP overlap
+ * uses (S_TP; they never run at once within a layer).
+ */
+static double cp_kv_bytes(const struct shape *z)
+{
+	double kv = z->kv < z->t ? 1 : z->kv / z->t;
+	return 2 * z->b * z->s * kv * (z->h / z->a) * 2;
+}
+
+static void cp_transfer(struct ctx *c, int r, const struct shape *z, double bytes)
+{
+	char pg[32];
+	snprintf(pg, sizeof(pg), "cp.%d", r);
+	event_wait(c, r, S_COMPUTE, S_TP);
+	collective(c, r, S_TP, GC_SEND_RECV, "ncclDevKernel_SendRecv", bytes,
+		   (struct comm_group){2, z->cp_per_node}, pg);
+}
+
+static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
+{
+	int dt = synth_attn_dtype(c->in), pass = bwd ? 1 : 0;
+	double heads = z->a / z->t, d = z->h / z->a;
+	/* The model FLOPs of the rank's share (4 b s^2 h / (t cp) forward,
+	 * twice that backward), spread evenly over the steps. */
+	double f = (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->h / z->t / z->cp / z->cp;
+	double bytes = cp_kv_bytes(z) * (bwd ? 2 : 1), out = z->b * z->s * z->h / z->t;
+	for (int i = 0; i < z->cp; i++) {
+		double sq = i ? z->s / 2 : z->s, t;
+		if (i > 0) /* step i's key-value block has arrived */
+			event_wait(c, r, S_TP, S_COMPUTE);
+		if (i < z->cp - 1 && !c->dry)
+			cp_transfer(c, r, z, bytes);
+		t = ktime(c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->h / z->t, 1),
+			  kperf_attn_s(c->in->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
+		launch(c, r, S_COMPUTE, GN_KERNEL,
+		       bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
+		       NULL);
+		if (i > 0 && !bwd) /* merge by log-sum-exp: out, lse, step out in */
+			kernel(c, r, KC_ELEMENTWISE, "flash_attn_fwd_out_correction",
+			       ew(out, 2) + 8 * z->b * z->s * heads);
+	}
+}
+
+/*
  * Attention core of one layer on one tensor-parallel rank (causal, as GPT
  * trains).  Flash attention is one kernel each way, timed by the kernel
  * model by sequence, heads and head dim (kperf_attn_s); its FLOPs are
@@ -698,6 +773,10 @@ static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
 static void attn_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	int dt = synth_attn_dtype(c->in);
+	if (z->cp > 1) {
+		ring_attn(c, r, z, 0);
+		return;
+	}
 	double heads = z->a / z->t, d = z->h / z->a, n = z->b * z->a * z->s * z->s / z->t;
 	double f = 2 * z->b * z->s * z->s * z->h / z->t;
 	if (c->in->lay.flash) {
@@ -718,6 +797,10 @@ static void attn_fwd(struct ctx *c, int r, const struct shape *z)
 static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	int dt = synth_attn_dtype(c->in);
+	if (z->cp > 1) {
+		ring_attn(c, r, z, 1);
+		return;
+	}
 	double heads = z->a / z->t, d = z->h / z->a, n = z->b * z->a * z->s * z->s / z->t;
 	double f = 2 * z->b * z->s * z->s * z->h / z->t;
 	if (c->in->lay.flash) {
@@ -758,6 +841,168 @@ static void linear_fwd(struct ctx *c, int r, const char *name, double m, double 
 	gemm(c, r, name, m, n, k);
 }
 
+static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k);
+
+/*
+ * Mixture-of-experts (Megatron-LM's MoELayer with the all-to-all token
+ * dispatcher, megatron/core/transformer/moe/): on each rank the router
+ * scores its n = b s / t tokens (sequence parallel) against the experts
+ * (a GEMM, then the top-k of a softmax or a sigmoid, memory-bound), the
+ * tokens are permuted into expert order (top_k copies of each), sent to
+ * the ranks holding their experts by an all-to-all over the expert-
+ * parallel group, all-gathered over the expert tensor-parallel group
+ * (etp > 1), run through the rank's experts as grouped GEMMs (one batched
+ * GEMM per FFN matrix over the local experts, M / eloc tokens each),
+ * reduce-scattered over etp, sent back by a second all-to-all and
+ * unpermuted (weighted by their gate values).  The shared experts run as
+ * a dense FFN split by tp.  M (mem_moe_tokens) is the busiest rank's
+ * load, imbalance and capacity factor included: the collectives and the
+ * GEMMs wait for it.  Backward mirrors it with two GEMMs per forward GEMM.
+ */
+static void moe_coll(struct ctx *c, int r, const struct shape *z, int kind, double bytes)
+{
+	char pg[32];
+	if (kind == GC_ALL_TO_ALL) {
+		struct comm_group g = {(int)z->ep, z->ep_per_node};
+		if (z->ep <= 1)
+			return;
+		snprintf(pg, sizeof(pg), "ep.%d", r);
+		collective(c, r, S_COMPUTE, kind, "ncclDevKernel_SendRecv_alltoall", bytes, g, pg);
+		return;
+	}
+	if (z->etp <= 1)
+		return;
+	snprintf(pg, sizeof(pg), "etp.%d", r);
+	collective(c, r, S_COMPUTE, kind,
+		   kind == GC_ALL_GATHER ? "ncclDevKernel_AllGather_RING_LL"
+					 : "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+		   bytes, (struct comm_group){(int)z->etp, z->etp_per_node}, pg);
+}
+
+/* The bytes one all-to-all of one MoE layer sends from the busiest rank:
+ * its routed tokens, M / etp rows of h bf16 values. */
+static double moe_a2a_bytes(const struct shape *z)
+{
+	return z->M / z->etp * z->h * 2;
+}
+
+/* A grouped GEMM over the rank's experts: eloc GEMMs of m x k by k x n
+ * (CUTLASS grouped GEMM, Transformer Engine's GroupedLinear), timed as one
+ * batched GEMM. */
+static void grouped(struct ctx *c, int r, const struct shape *z, const char *name, double m,
+		    double n, double k)
+{
+	bgemm(c, r, name, c->in->dtype, z->eloc, m, n, k);
+}
+
+static void grouped_bwd(struct ctx *c, int r, const struct shape *z, const char *what, double m,
+			double n, double k)
+{
+	char name[96];
+	if (low_precision(c->in->dtype))
+		kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_grad", 4 * m * n * z->eloc);
+	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dx", what);
+	grouped(c, r, z, name, m, k, n);
+	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dw", what);
+	grouped(c, r, z, name, k, n, m);
+}
+
+/* The router: its GEMM (in bf16 under fp8, as Transformer Engine leaves
+ * it), then the scores' top-k (fp32 scores read and written, the top_k
+ * indices and gate values written). */
+static void router_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	int dt = low_precision(c->in->dtype) ? HW_BF16 : c->in->dtype;
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_router", dt, 1, z->n_tok, z->E, z->h);
+	kernel(c, r, KC_SOFTMAX,
+	       c->in->m.router == LLM_ROUTER_SIGMOID ? "moe_topk_sigmoid_kernel"
+						     : "moe_topk_softmax_kernel",
+	       8 * z->n_tok * z->E + 8 * z->n_tok * z->k);
+}
+
+static void moe_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double mloc = z->M / z->eloc, x = z->M / z->etp, ph = 2 * z->n_tok * z->h;
+	router_fwd(c, r, z);
+	/* Permute: read the tokens, write top_k copies in expert order. */
+	kernel(c, r, KC_ELEMENTWISE, "moe_permute_kernel", ph + ph * z->k);
+	moe_coll(c, r, z, GC_ALL_TO_ALL, moe_a2a_bytes(z));
+	moe_coll(c, r, z, GC_ALL_GATHER, x * z->etp * z->h * 2);
+	if (low_precision(c->in->dtype)) {
+		kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * z->M * z->h);
+		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
+			kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_weight",
+			       4 * z->eloc * z->h * (z->fe_in + z->fe) / z->etp);
+	}
+	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc1", mloc, z->fe_in / z->etp, z->h);
+	if (z->gated)
+		kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(z->M * z->fe / z->etp, 2));
+	else
+		kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
+		       ew(z->M * z->fe / z->etp, 1));
+	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc2", mloc, z->h, z->fe / z->etp);
+	moe_coll(c, r, z, GC_REDUCE_SCATTER, x * z->etp * z->h * 2);
+	moe_coll(c, r, z, GC_ALL_TO_ALL, moe_a2a_bytes(z));
+	/* Unpermute: read the top_k copies and gates, write the sum. */
+	kernel(c, r, KC_ELEMENTWISE, "moe_unpermute_kernel", ph * z->k + ph);
+	if (z->shared > 0) {
+		double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
+		if (t > 1)
+			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc1", bs,
+			   z->shared * z->fe_in / t, z->h);
+		kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_fwd_kernel" : "gelu_fwd_kernel",
+		       ew(bs * sf / t, z->gated ? 2 : 1));
+		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc2", bs, z->h,
+			   sf / t);
+		if (t > 1)
+			tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
+		kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add>", ew(ph / 2, 2));
+	}
+}
+
+static void moe_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double mloc = z->M / z->eloc, x = z->M / z->etp, ph = 2 * z->n_tok * z->h;
+	int dt = low_precision(c->in->dtype) ? HW_BF16 : c->in->dtype;
+	if (z->shared > 0) {
+		double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
+		if (t > 1)
+			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+		gemm_bwd(c, r, "shared_fc2", bs, z->h, sf / t);
+		kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_bwd_kernel" : "gelu_bwd_kernel",
+		       z->gated ? bs * sf / t * 2 * 5 : ew(bs * sf / t, 2));
+		gemm_bwd(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h);
+		if (t > 1)
+			tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
+	}
+	kernel(c, r, KC_ELEMENTWISE, "moe_unpermute_bwd_kernel", ph + ph * z->k);
+	moe_coll(c, r, z, GC_ALL_TO_ALL, moe_a2a_bytes(z));
+	moe_coll(c, r, z, GC_ALL_GATHER, x * z->etp * z->h * 2);
+	grouped_bwd(c, r, z, "fc2", mloc, z->h, z->fe / z->etp);
+	if (z->gated)
+		kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", z->M * z->fe / z->etp * 2 * 5);
+	else
+		kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
+		       ew(z->M * z->fe / z->etp, 2));
+	grouped_bwd(c, r, z, "fc1", mloc, z->fe_in / z->etp, z->h);
+	moe_coll(c, r, z, GC_REDUCE_SCATTER, x * z->etp * z->h * 2);
+	moe_coll(c, r, z, GC_ALL_TO_ALL, moe_a2a_bytes(z));
+	kernel(c, r, KC_ELEMENTWISE, "moe_permute_bwd_kernel", ph * z->k + ph);
+	kernel(c, r, KC_SOFTMAX, "moe_topk_softmax_bwd_kernel",
+	       8 * z->n_tok * z->E + 8 * z->n_tok * z->k);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_router_dx", dt, 1, z->n_tok, z->h,
+	      z->E);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_router_dw", dt, 1, z->h, z->E,
+	      z->n_tok);
+}
+
+/* 1 when rank r's current layer is a mixture-of-experts layer. */
+static int moe_now(const struct ctx *c, int r, const struct shape *z)
+{
+	return z->moe && llm_is_moe_layer(&c->in->m, c->rk[r].layer);
+}
+
 /* Layer norm, QKV, attention, projection, [TP all-reduce], fused bias +
  * dropout + residual add (Megatron's bias_dropout_add: reads the branch and
  * the residual, writes the sum and a one-byte dropout mask), layer norm,
@@ -783,6 +1028,11 @@ static void layer_fwd(struct ctx *c, int r, const struct shape *z)
 		tp_allreduce(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	if (moe_now(c, r, z)) {
+		moe_fwd(c, r, z);
+		kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+		return;
+	}
 	if (ov)
 		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h);
@@ -829,19 +1079,24 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 	if (c->in->lay.recompute == MEM_RECOMPUTE_FULL)
 		layer_fwd(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
-	if (ov) /* the gradient's gather beside FC2's gradient GEMMs */
-		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
-	else
-		tp_allreduce(c, r, z);
-	gemm_bwd(c, r, "fc2", bs, z->h, z->f / t);
-	if (ov)
-		tp_side_end(c, r);
-	if (z->gated) /* the gradient and both inputs in, both gradients out */
-		kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", bs * z->f / t * 2 * 5);
-	else
-		kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
-		       ew(bs * z->f / t, 2));
-	gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
+	if (moe_now(c, r, z)) {
+		moe_bwd(c, r, z);
+	} else {
+		if (ov) /* the gradient's gather beside FC2's gradient GEMMs */
+			tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
+		else
+			tp_allreduce(c, r, z);
+		gemm_bwd(c, r, "fc2", bs, z->h, z->f / t);
+		if (ov)
+			tp_side_end(c, r);
+		if (z->gated) /* the gradient and both inputs in, both gradients out */
+			kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", bs * z->f / t * 2 * 5);
+		else
+			kernel(c, r, KC_ELEMENTWISE,
+			       "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
+			       ew(bs * z->f / t, 2));
+		gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
+	}
 	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
 	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	if (ov)
@@ -998,7 +1253,7 @@ static struct comm_group shard_group(const struct ctx *c)
 
 static struct comm_group replica_group(const struct ctx *c)
 {
-	int G = mem_shard_group(&c->lay), R = c->in->lay.dp / G;
+	int G = mem_shard_group(&c->lay), R = mem_dpc(&c->lay) / G;
 	int cap = hw_domain(c->in->hw) / (c->in->lay.tp * G);
 	return (struct comm_group){R, per_node(R, cap > 0 ? cap : 1)};
 }
@@ -1010,7 +1265,7 @@ static int sharded(const struct ctx *c)
 
 static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
 {
-	snprintf(pg, n, mem_shard_group(&c->lay) < c->in->lay.dp ? "dps.%d" : "dp.%d", r);
+	snprintf(pg, n, mem_shard_group(&c->lay) < mem_dpc(&c->lay) ? "dps.%d" : "dp.%d", r);
 }
 
 /* Reduce the gradients of `params` parameters (a bucket, or a ZeRO-3
@@ -1024,12 +1279,13 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	double gb = grad_bytes(c);
 	char pg[32];
 	(void)z;
-	if (in->lay.dp <= 1 || params <= 0)
+	int dpc = mem_dpc(&c->lay);
+	if (dpc <= 1 || params <= 0)
 		return;
 	event_wait(c, r, S_COMPUTE, S_DP);
 	if (!sharded(c)) {
-		struct comm_group g = {in->lay.dp,
-				       per_node(in->lay.dp, hw_domain(in->hw) / in->lay.tp)};
+		/* Over the dp x cp ranks (tp apart: Megatron-LM's order). */
+		struct comm_group g = {dpc, per_node(dpc, hw_domain(in->hw) / in->lay.tp)};
 		snprintf(pg, sizeof(pg), "dp.%d", r);
 		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
 			   params * gb, g, pg);
@@ -1055,7 +1311,7 @@ static double bucket_cap(const struct ctx *c)
 
 double synth_bucket_params(const struct synth_in *in)
 {
-	double dp = in->lay.dp;
+	double dp = (double)in->lay.dp * mem_cp(&in->lay);
 	if (in->lay.bucket_mb > 0)
 		return in->lay.bucket_mb * 1e6 / synth_grad_bytes(in);
 	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
@@ -1069,7 +1325,7 @@ double synth_bucket_params(const struct synth_in *in)
 static void grad_ready(struct ctx *c, int r, const struct shape *z, double params)
 {
 	struct rankst *k = &c->rk[r];
-	if (c->in->lay.dp <= 1 || params <= 0)
+	if (mem_dpc(&c->lay) <= 1 || params <= 0)
 		return;
 	k->bucket += params;
 	if (!c->in->lay.overlap_grad)
@@ -1080,11 +1336,62 @@ static void grad_ready(struct ctx *c, int r, const struct shape *z, double param
 	}
 }
 
+/* The routed experts' gradients of `params` parameters, reduced over the
+ * expert data-parallel group (ranks ep x etp apart: Megatron-LM's
+ * expert_data_parallel group, its own gradient buffer): all-reduced, or
+ * reduce-scattered under ZeRO-1/2 (the expert distributed optimizer). */
+static void expert_reduce(struct ctx *c, int r, const struct shape *z, double params)
+{
+	char pg[32];
+	if (z->edp <= 1 || params <= 0)
+		return;
+	event_wait(c, r, S_COMPUTE, S_DP);
+	snprintf(pg, sizeof(pg), "edp.%d", r);
+	if (c->in->lay.zero >= 1)
+		collective(c, r, S_DP, GC_REDUCE_SCATTER,
+			   "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", params * grad_bytes(c),
+			   (struct comm_group){z->edp, z->edp_per_node}, pg);
+	else
+		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			   params * grad_bytes(c), (struct comm_group){z->edp, z->edp_per_node},
+			   pg);
+}
+
+/* Layer `layer`'s gradients are complete on stage r: a dense layer's into
+ * the bucket; a mixture-of-experts layer's non-expert part likewise, its
+ * routed experts' into their own bucket. */
+static void layer_grads(struct ctx *c, int r, const struct shape *z, int layer)
+{
+	struct rankst *k = &c->rk[r];
+	if (!z->moe || !llm_is_moe_layer(&c->in->m, layer)) {
+		grad_ready(c, r, z, layer_params(z));
+		return;
+	}
+	grad_ready(c, r, z, z->md);
+	if (z->edp <= 1)
+		return;
+	k->ebucket += z->me;
+	if (c->in->lay.overlap_grad && k->ebucket >= bucket_cap(c)) {
+		expert_reduce(c, r, z, k->ebucket);
+		k->ebucket = 0;
+	}
+}
+
 static void grad_flush(struct ctx *c, int r, const struct shape *z)
 {
 	if (c->rk[r].bucket > 0)
 		grad_reduce(c, r, z, c->rk[r].bucket);
 	c->rk[r].bucket = 0;
+	if (c->rk[r].ebucket > 0)
+		expert_reduce(c, r, z, c->rk[r].ebucket);
+	c->rk[r].ebucket = 0;
+}
+
+/* Parameters of layer `layer` on one GPU that the data-parallel sharding
+ * group holds (all of a dense layer's; an MoE layer's non-expert part). */
+static double dense_params(const struct ctx *c, const struct shape *z, int layer)
+{
+	return z->moe && llm_is_moe_layer(&c->in->m, layer) ? z->md : layer_params(z);
 }
 
 /* All-gather `params` parameters' bf16 weights over the sharding group on
@@ -1128,15 +1435,17 @@ static int gather_depth(const struct ctx *c, int fwd, int mb)
 /* Before position i of a unit of n layers: issue the gathers due and wait
  * for position i's.  ids[] holds the gathers' tasks. */
 static void gather_before(struct ctx *c, int r, const struct shape *z, int depth, int i, int n,
-			  uint32_t *ids)
+			  uint32_t *ids, int l0)
 {
+	/* Position j's layer is l0 + j forward (ZeRO-3, which gathers
+	 * backward too, has no MoE layers: synth_check). */
 	if (depth < 0)
 		return;
 	if (i == 0)
 		for (int j = 0; j <= depth && j < n; j++)
-			ids[j] = gather(c, r, layer_params(z), j == 0);
+			ids[j] = gather(c, r, dense_params(c, z, l0 + j), j == 0);
 	else if (i + depth < n)
-		ids[i + depth] = gather(c, r, layer_params(z), 1);
+		ids[i + depth] = gather(c, r, dense_params(c, z, l0 + i + depth), 1);
 	event_wait_task(c, r, ids[i], S_DP, S_COMPUTE);
 }
 
@@ -1589,7 +1898,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 		}
 		for (int l = 0; l < nl; l++) {
 			c->rk[r].layer = l0 + l;
-			gather_before(c, r, z, depth, l, nl, ids);
+			gather_before(c, r, z, depth, l, nl, ids, l0);
 			layer_fwd(c, r, z);
 		}
 		c->rk[r].layer = -1;
@@ -1619,10 +1928,10 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 		}
 		for (int l = nl - 1; l >= 0; l--) {
 			c->rk[r].layer = l0 + l;
-			gather_before(c, r, z, depth, nl - 1 - l, nl, ids);
+			gather_before(c, r, z, depth, nl - 1 - l, nl, ids, l0);
 			layer_bwd(c, r, z);
 			if (reduce)
-				grad_ready(c, r, z, layer_params(z));
+				layer_grads(c, r, z, l0 + l);
 		}
 		c->rk[r].layer = -1;
 		if (first_chunk && !in->bare) {
@@ -1771,6 +2080,8 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	const struct synth_in *in = c->in;
 	int zero = sharded(c);
 	double share = zero ? 1.0 / mem_shard_group(&c->lay) : 1.0;
+	/* The experts' optimizer state is sharded over their own group. */
+	double eshare = in->lay.zero >= 1 && z->edp > 1 ? 1.0 / z->edp : 1.0;
 	const struct llm *m = &in->m;
 	int tied = !m->untied && z->p > 1 && (r == 0 || r == z->p - 1);
 
@@ -1785,7 +2096,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
 			   (double)m->vocab * m->hidden / z->t * grad_bytes(c), g, "emb");
 	}
-	if (in->lay.dp > 1 || tied)
+	if (mem_dpc(&c->lay) > 1 || tied || (z->moe && z->edp > 1))
 		event_wait(c, r, S_DP, S_COMPUTE);
 	/* Adam over fp32 master weights, moments and the gradient, one kernel
 	 * per layer (marked with it, so that layer edits on the written trace
@@ -1796,7 +2107,10 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		    nl = mem_chunk_layers(m, &c->lay, r, ch);
 		for (int i = 0; i < nl; i++) {
 			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
-			adam(c, r, layer_params(z) * share, 1);
+			if (z->moe && llm_is_moe_layer(m, l0 + i))
+				adam(c, r, z->md * share + z->me * eshare, 1);
+			else
+				adam(c, r, layer_params(z) * share, 1);
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
@@ -1813,12 +2127,34 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 			int nl = mem_chunk_layers(m, &c->lay, r, ch);
 			for (int i = 0; i < nl; i++) {
 				set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
-				gather(c, r, layer_params(z), 0);
+				gather(c, r, dense_params(c, z, l0 + i), 0);
 			}
 		}
 		set_ann(c, r, -1, PH_OPTIMIZER, -1);
 		if (embed_params(c, r) + head_params(c, r) > 0)
 			gather(c, r, embed_params(c, r) + head_params(c, r), 0);
+	}
+	/* The experts' updated weights, all-gathered over their group after
+	 * the step (not overlapped with the next forward). */
+	if (z->moe && z->edp > 1 && in->lay.zero >= 1 && in->lay.zero <= 2) {
+		char pg[32];
+		double w, g, o;
+		mem_bytes_per_param(c->lay.prec, &w, &g, &o);
+		snprintf(pg, sizeof(pg), "edp.%d", r);
+		event_wait(c, r, S_COMPUTE, S_DP);
+		for (int ch = 0; ch < z->v; ch++) {
+			int l0 = mem_chunk_first(m, &c->lay, r, ch);
+			int nl = mem_chunk_layers(m, &c->lay, r, ch);
+			for (int i = 0; i < nl; i++) {
+				if (!llm_is_moe_layer(m, l0 + i))
+					continue;
+				set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
+				collective(c, r, S_DP, GC_ALL_GATHER,
+					   "ncclDevKernel_AllGather_RING_LL", z->me * w,
+					   (struct comm_group){z->edp, z->edp_per_node}, pg);
+			}
+		}
+		set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	}
 }
 
@@ -1944,7 +2280,9 @@ int synth_same_placement(const struct synth_in *a, const struct synth_in *b)
 	       x.prefetch == y.prefetch && x.bucket_mb == y.bucket_mb &&
 	       x.overlap_grad == y.overlap_grad && x.overlap_param == y.overlap_param &&
 	       x.tp_overlap == y.tp_overlap && x.pp_overlap == y.pp_overlap &&
-	       a->m.untied == b->m.untied && a->m.rope == b->m.rope;
+	       a->m.untied == b->m.untied && a->m.rope == b->m.rope && mem_cp(&x) == mem_cp(&y) &&
+	       mem_ep(&x) == mem_ep(&y) && mem_etp(&x) == mem_etp(&y) &&
+	       x.imbalance == y.imbalance && a->m.experts == b->m.experts;
 }
 
 int synth_part_parse(const char *s, struct synth_in *in, struct prism_err *err)
@@ -2014,7 +2352,9 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 {
 	memset(z, 0, sizeof(*z));
 	z->b = in->lay.mbs;
-	z->s = in->m.seq;
+	z->cp = mem_cp(&in->lay);
+	z->s_full = in->m.seq;
+	z->s = (double)in->m.seq / z->cp;
 	z->h = in->m.hidden;
 	z->f = in->m.ffn;
 	z->V = in->m.vocab;
@@ -2029,9 +2369,38 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 	z->v = in->lay.vp;
 	z->m = in->lay.microbatches;
 	z->L = in->m.layers / (in->lay.pp * in->lay.vp);
+	/* A ring's neighbours share an NVLink domain when the cp x tp ranks
+	 * fit one (Megatron-LM's order: tp, then cp). */
+	z->cp_per_node = in->hw && (int64_t)z->cp * in->lay.tp <= hw_domain(in->hw) ? 2 : 1;
+	if (llm_moe_layers(&in->m) > 0) {
+		const struct llm *m = &in->m;
+		const struct mem_layout *l = &in->lay;
+		int node = in->hw ? hw_domain(in->hw) : 1; /* the NVLink domain */
+		z->moe = 1;
+		z->E = m->experts;
+		z->k = m->top_k;
+		z->fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn;
+		z->fe_in = (m->gated ? 2.0 : 1.0) * z->fe;
+		z->shared = m->shared_experts;
+		z->ep = mem_ep(l);
+		z->etp = mem_etp(l);
+		z->eloc = z->E / z->ep;
+		z->n_tok = z->b * z->s / z->t;
+		z->M = mem_moe_tokens(m, l);
+		mem_moe_layer_params(m, l, &z->md, &z->me);
+		z->edp = mem_edp(l);
+		/* Megatron-LM's expert rank order: etp fastest, then ep, then the
+		 * expert data-parallel replicas. */
+		z->etp_per_node = per_node((int)z->etp, node);
+		z->ep_per_node =
+		    per_node((int)z->ep, node / (int)z->etp > 0 ? node / (int)z->etp : 1);
+		z->edp_per_node = per_node(
+		    z->edp, node / (int)(z->ep * z->etp) > 0 ? node / (int)(z->ep * z->etp) : 1);
+	}
 }
 
-void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s)
+static void layer_times(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s,
+			double *attn_fwd_s)
 {
 	struct ctx c;
 	struct rankst rk;
@@ -2044,6 +2413,7 @@ void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, 
 	c.kdb_gpu = -1;
 	rk.mb = 1; /* a steady microbatch: fp8 weights already cast */
 	rk.phase = PH_FORWARD;
+	rk.layer = moe ? in->m.layers - 1 : -1; /* a dense layer, or an MoE one */
 	c.rk = &rk;
 	shape_of(in, &z);
 	layer_fwd(&c, 0, &z);
@@ -2055,6 +2425,36 @@ void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, 
 	c.dry_s = 0;
 	attn_fwd(&c, 0, &z);
 	*attn_fwd_s = c.dry_s;
+}
+
+void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s)
+{
+	layer_times(in, 0, fwd_s, bwd_s, attn_fwd_s);
+}
+
+void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
+			   double *attn_fwd_s)
+{
+	layer_times(in, llm_moe_layers(&in->m) > 0, fwd_s, bwd_s, attn_fwd_s);
+}
+
+double synth_moe_a2a_s(const struct synth_in *in)
+{
+	struct shape z;
+	struct comm_est e;
+	shape_of(in, &z);
+	if (!z.moe || z.ep <= 1 ||
+	    comm_time(in->hw, GC_ALL_TO_ALL, moe_a2a_bytes(&z),
+		      (struct comm_group){(int)z.ep, z.ep_per_node}, in->comm_eff, COMM_AUTO, &e))
+		return 0;
+	return e.time_s;
+}
+
+double synth_moe_a2a_bytes(const struct synth_in *in)
+{
+	struct shape z;
+	shape_of(in, &z);
+	return z.moe && z.ep > 1 ? moe_a2a_bytes(&z) : 0;
 }
 
 /* What a kernel of class cls whose kernel-model time is at least min_s
@@ -2078,11 +2478,25 @@ static void layer_bound(const struct synth_in *in, double *f, double *b, double 
 {
 	const struct llm *m = &in->m;
 	double bt = in->lay.mbs, t = in->lay.tp, gemm, attn, af, ab;
-	int dt = synth_attn_dtype(in);
+	int dt = synth_attn_dtype(in), cp = mem_cp(&in->lay);
 
 	llm_layer_flops(m, bt, &gemm, &attn);
-	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->dtype, gemm / t));
-	if (in->lay.flash) {
+	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->dtype, gemm / t / cp));
+	if (cp > 1) {
+		/* The ring's steps (ring_attn): the rank's own causal block and
+		 * cp - 1 half blocks, each at least its work at the peak. */
+		double heads = m->heads / t, d = (double)m->hidden / m->heads, sl = m->seq / cp;
+		af = line_bound(in, KC_ATTENTION,
+				kperf_attn_min_s(in->hw, dt, 0, bt, heads, sl, sl, d, 1)) +
+		     (cp - 1) *
+			 line_bound(in, KC_ATTENTION,
+				    kperf_attn_min_s(in->hw, dt, 0, bt, heads, sl / 2, sl, d, 0));
+		ab = line_bound(in, KC_ATTENTION,
+				kperf_attn_min_s(in->hw, dt, 1, bt, heads, sl, sl, d, 1)) +
+		     (cp - 1) *
+			 line_bound(in, KC_ATTENTION,
+				    kperf_attn_min_s(in->hw, dt, 1, bt, heads, sl / 2, sl, d, 0));
+	} else if (in->lay.flash) {
 		double heads = m->heads / t, d = (double)m->hidden / m->heads;
 		af = line_bound(in, KC_ATTENTION,
 				kperf_attn_min_s(in->hw, dt, 0, bt, heads, m->seq, m->seq, d, 1));
@@ -2097,12 +2511,32 @@ static void layer_bound(const struct synth_in *in, double *f, double *b, double 
 	*attn_f = af;
 }
 
+/* The same for a mixture-of-experts layer on the busiest rank: its
+ * attention, projection, router, shared and routed experts' FLOPs
+ * (llm_moe_layer_flops' terms on the rank's tokens) at the peak. */
+static void moe_layer_bound(const struct synth_in *in, double *f, double *b, double *attn_f)
+{
+	struct shape z;
+	double T, fl, g, fd, bd, ab;
+	layer_bound(in, &fd, &bd, attn_f);
+	ab = bd - 2 * (fd - *attn_f); /* the attention core's backward */
+	shape_of(in, &z);
+	T = z.b * z.s;
+	fl = (llm_gemm_flops(T, z.qkv, z.h) + llm_gemm_flops(T, z.h, z.h)) / z.t +
+	     llm_gemm_flops(z.n_tok, z.E, z.h) +
+	     z.shared * (llm_gemm_flops(T, z.fe_in, z.h) + llm_gemm_flops(T, z.h, z.fe)) / z.t +
+	     llm_gemm_flops(z.M, z.fe_in / z.etp, z.h) + llm_gemm_flops(z.M, z.h, z.fe / z.etp);
+	g = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->dtype, fl));
+	*f = g + *attn_f;
+	*b = 2 * g + ab;
+}
+
 double synth_lower_bound(const struct synth_in *in)
 {
 	const struct mem_layout *l = &in->lay;
 	const struct llm *m = &in->m;
-	double b = l->mbs, h = m->hidden, t = l->tp, bs = b * m->seq;
-	double tp_s = 0, f, bw, af, lb;
+	double b = l->mbs, h = m->hidden, t = l->tp, bs = b * m->seq / mem_cp(l);
+	double tp_s = 0, f, bw, af, lb, mfw = 0, mbw = 0;
 	struct comm_est e;
 
 	if (in->hw->peak_flops[in->dtype] <= 0 || l->pp < 1 || l->vp < 1 || in->kdb)
@@ -2135,6 +2569,17 @@ double synth_lower_bound(const struct synth_in *in)
 	 * forward under selective recomputation. */
 	bw = lb + tp_s + (l->recompute == MEM_RECOMPUTE_FULL ? f + tp_s : 0) +
 	     (l->recompute == MEM_RECOMPUTE_SELECTIVE ? af : 0);
+	/* Mixture-of-experts layers: their GEMMs (moe_layer_bound) and the
+	 * tensor-parallel collectives they keep: the attention's round, and
+	 * the shared experts' (the routed experts' all-to-alls and expert
+	 * tensor-parallel collectives are left out: a weaker bound). */
+	if (llm_moe_layers(m) > 0) {
+		double mf, mb, maf, mtp = m->shared_experts > 0 ? tp_s : tp_s / 2;
+		moe_layer_bound(in, &mf, &mb, &maf);
+		mbw = mb + mtp + (l->recompute == MEM_RECOMPUTE_FULL ? mf + mtp : 0) +
+		      (l->recompute == MEM_RECOMPUTE_SELECTIVE ? maf : 0);
+		mfw = mf + mtp;
+	}
 	f += tp_s;
 	/* Stage k's compute stream runs all of its units one after another,
 	 * the last stage's with the logits (forward and both gradients) in
@@ -2155,24 +2600,112 @@ double synth_lower_bound(const struct synth_in *in)
 					    kperf_gemm_min_s(in->hw, logit_dtype(in),
 							     llm_gemm_flops(bs, m->vocab, h) / t));
 		for (int k = 0; k < l->pp; k++) {
-			double w = 0;
-			for (int c = 0; c < l->vp; c++)
+			double w = 0, wm = 0;
+			for (int c = 0; c < l->vp; c++) {
 				w += mem_chunk_layers(m, &r, k, c);
-			w *= (double)l->microbatches * (f + bw);
+				wm += mem_chunk_moe(m, &r, k, c);
+			}
+			if (wm > 0)
+				w = (double)l->microbatches *
+				    ((w - wm) * (f + bw) + wm * (mfw + mbw));
+			else
+				w *= (double)l->microbatches * (f + bw);
 			if (k == l->pp - 1)
 				w += logits;
 			if (fill + w > best)
 				best = fill + w;
-			fill += mem_chunk_layers(m, &r, k, 0) * (f + bw);
+			if (mem_chunk_moe(m, &r, k, 0) > 0)
+				fill +=
+				    (mem_chunk_layers(m, &r, k, 0) - mem_chunk_moe(m, &r, k, 0)) *
+					(f + bw) +
+				    mem_chunk_moe(m, &r, k, 0) * (mfw + mbw);
+			else
+				fill += mem_chunk_layers(m, &r, k, 0) * (f + bw);
 		}
 		return best;
 	}
+}
+
+/* The mixture-of-experts rules (synth_check), after the dense ones'
+ * ranges. */
+static int moe_check(const struct synth_in *in, struct prism_err *err)
+{
+	const struct mem_layout *l = &in->lay;
+	const struct llm *m = &in->m;
+	int ep = l->ep > 0 ? l->ep : 1, etp = l->etp > 0 ? l->etp : 1, fe;
+
+	if (l->ep < 0 || l->ep > SYNTH_MAX_EP || l->etp < 0 || l->etp > SYNTH_MAX_TP)
+		return prism_err_set(err, PRISM_EARG, "layout: ep %d / etp %d not in 1..%d / 1..%d",
+				     l->ep, l->etp, SYNTH_MAX_EP, SYNTH_MAX_TP);
+	if (!(l->imbalance == 0 || (l->imbalance >= 1 && l->imbalance <= SYNTH_MAX_IMBALANCE)))
+		return prism_err_set(err, PRISM_EARG, "layout: imbalance %g is not in 1..%g",
+				     l->imbalance, SYNTH_MAX_IMBALANCE);
+	if (m->experts == 0) {
+		if (ep > 1 || etp > 1)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: ep %d / etp %d need a mixture-of-experts "
+					     "model (experts)",
+					     ep, etp);
+		return 0;
+	}
+	if (m->experts < 0 || m->experts > LLM_MAX_EXPERTS || m->top_k < 1 ||
+	    m->top_k > m->experts || m->shared_experts < 0 || m->shared_experts > LLM_MAX_SHARED ||
+	    m->expert_ffn < 0 || m->expert_ffn > LLM_MAX_FFN || m->first_dense < 0 ||
+	    m->first_dense >= m->layers ||
+	    !(m->capacity_factor == 0 ||
+	      (m->capacity_factor >= 1 && m->capacity_factor <= LLM_MAX_CAPACITY)))
+		return prism_err_set(err, PRISM_EARG,
+				     "model: experts %d, top_k %d, shared %d, expert_ffn %d, "
+				     "first_dense %d, capacity %g: out of range",
+				     m->experts, m->top_k, m->shared_experts, m->expert_ffn,
+				     m->first_dense, m->capacity_factor);
+	fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn;
+	if (m->experts % ep)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: experts %d must be divisible by ep %d", m->experts,
+				     ep);
+	if (fe % etp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: expert_ffn %d must be divisible by etp %d", fe, etp);
+	if (((int64_t)l->tp * mem_dpc(l)) % ((int64_t)ep * etp)) {
+		char cpx[24] = "";
+		if (mem_cp(l) > 1)
+			snprintf(cpx, sizeof(cpx), " x cp %d", mem_cp(l));
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: ep %d x etp %d must divide tp %d x dp %d%s (the experts' "
+		    "ranks are a stage's tensor- and data-parallel ranks, "
+		    "Megatron-LM's MoE parallel folding)",
+		    ep, etp, l->tp, l->dp, cpx);
+	}
+	if (etp > hw_domain(in->hw))
+		return prism_err_set(err, PRISM_EARG, "layout: etp %d is beyond %s of %d GPUs", etp,
+				     hw_domain(in->hw) > in->hw->gpus_per_node ? "an NVLink domain"
+									       : "a node",
+				     hw_domain(in->hw));
+	if (l->tp > 1 && !l->sp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: mixture-of-experts with tp %d needs sequence "
+				     "parallelism (as Megatron-LM requires)",
+				     l->tp);
+	if (m->shared_experts > 0 && ((int64_t)m->shared_experts * fe) % l->tp)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: shared experts' width %d x %d must be divisible by tp "
+		    "%d",
+		    m->shared_experts, fe, l->tp);
+	if (l->zero >= 3 || l->shard > 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: ZeRO-3 and hybrid sharding are not modelled with "
+				     "experts (ZeRO-1/2 are)");
+	return 0;
 }
 
 int synth_check(const struct synth_in *in, struct prism_err *err)
 {
 	const struct mem_layout *l = &in->lay;
 	const struct llm *m = &in->m;
+	int rc0;
 
 	/* Ranges first: the rules below divide by these and multiply them. */
 	const struct {
@@ -2214,14 +2747,31 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 			return prism_err_set(err, PRISM_EARG, "%s: %s %d is not in %d..%d",
 					     lim[i].what, lim[i].name, lim[i].v, lim[i].min,
 					     lim[i].max);
+	if (l->cp < 0 || l->cp > SYNTH_MAX_CP)
+		return prism_err_set(err, PRISM_EARG, "layout: cp %d is not in 1..%d", l->cp,
+				     SYNTH_MAX_CP);
 	if ((int64_t)l->tp * l->pp * l->dp > SYNTH_MAX_GPUS)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: tp %d x pp %d x dp %d is beyond %d GPUs", l->tp,
 				     l->pp, l->dp, SYNTH_MAX_GPUS);
-	if (l->shard > 0 && (l->shard > l->dp || l->dp % l->shard))
+	if ((int64_t)l->tp * l->pp * l->dp * mem_cp(l) > SYNTH_MAX_GPUS)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: tp %d x pp %d x dp %d x cp %d is beyond %d GPUs",
+				     l->tp, l->pp, l->dp, mem_cp(l), SYNTH_MAX_GPUS);
+	if (l->shard > 0 && (l->shard > mem_dpc(l) || mem_dpc(l) % l->shard))
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: the sharding group (%d) must divide dp %d", l->shard,
-				     l->dp);
+				     mem_dpc(l));
+	if (mem_cp(l) > 1 && m->seq % (2 * mem_cp(l)))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: seq %d must be divisible by 2 x cp %d (the causal load "
+		    "balance's chunks)",
+		    m->seq, mem_cp(l));
+	if (mem_cp(l) > 1 && !l->flash)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: context parallelism needs flash attention (ring "
+				     "attention's blocks)");
 	if (l->tp_overlap && l->tp > 1 && !l->sp)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: tensor-parallel overlap needs sequence parallelism "
@@ -2247,6 +2797,8 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: heads %d and ffn %d must be divisible by tp %d",
 				     m->heads, m->ffn, l->tp);
+	if ((rc0 = moe_check(in, err)))
+		return rc0;
 	if (in->part != SYNTH_PART_GIVEN) {
 		uint16_t part[MEM_MAX_STAGES];
 		int rc = synth_partition(in, part, err);
@@ -2465,6 +3017,23 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 		 in->hw && in->hw->id[0] ? in->hw->id : "?", in->m.untied, in->m.rope,
 		 in->lay.shard, in->lay.prefetch, in->lay.bucket_mb, in->lay.overlap_grad,
 		 in->lay.overlap_param, in->lay.tp_overlap, in->lay.pp_overlap);
+	if (mem_cp(&in->lay) > 1) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, k < n ? n - k : 0, ";cp=%d", mem_cp(&in->lay));
+	}
+	/* Mixture-of-experts, only for such models (dense descriptions stay
+	 * as they were). */
+	if (in->m.experts > 0) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, k < n ? n - k : 0,
+			 ";experts=%d;top_k=%d;shared_experts=%d;expert_ffn=%d;first_dense=%d;"
+			 "capacity_factor=%g;router=%s;ep=%d;etp=%d;imbalance=%g",
+			 in->m.experts, in->m.top_k, in->m.shared_experts, in->m.expert_ffn,
+			 in->m.first_dense, in->m.capacity_factor,
+			 in->m.router == LLM_ROUTER_SIGMOID ? "sigmoid" : "softmax",
+			 mem_ep(&in->lay), mem_etp(&in->lay),
+			 in->lay.imbalance > 1 ? in->lay.imbalance : 1);
+	}
 	/* The layers of each stage, where uneven: as resolved, so that a trace
 	 * says where its layers ran whatever the cost model becomes. */
 	{
@@ -2534,6 +3103,37 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("overlap_param", in->lay.overlap_param, 0, 1);
 		INT("tp_overlap", in->lay.tp_overlap, 0, 1);
 		INT("pp_overlap", in->lay.pp_overlap, 0, 1);
+		INT("experts", in->m.experts, 0, LLM_MAX_EXPERTS);
+		INT("top_k", in->m.top_k, 1, LLM_MAX_EXPERTS);
+		INT("shared_experts", in->m.shared_experts, 0, LLM_MAX_SHARED);
+		INT("expert_ffn", in->m.expert_ffn, 1, LLM_MAX_FFN);
+		INT("first_dense", in->m.first_dense, 0, LLM_MAX_LAYERS);
+		INT("ep", in->lay.ep, 1, SYNTH_MAX_EP);
+		INT("cp", in->lay.cp, 1, SYNTH_MAX_CP);
+		INT("etp", in->lay.etp, 1, SYNTH_MAX_TP);
+		else if (strcmp(key, "capacity_factor") == 0 || strcmp(key, "imbalance") == 0)
+		{
+			char *e;
+			double v = strtod(val, &e);
+			int cap = key[0] == 'c';
+			if (e == val || *e ||
+			    !(v >= 0 && v <= (cap ? LLM_MAX_CAPACITY : SYNTH_MAX_IMBALANCE)))
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "model description: field '%s' is not a "
+						     "number in range: '%s'",
+						     key, val);
+			if (cap)
+				in->m.capacity_factor = v;
+			else
+				in->lay.imbalance = v;
+		}
+		else if (strcmp(key, "router") == 0)
+		{
+			if (strcmp(val, "softmax") != 0 && strcmp(val, "sigmoid") != 0)
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "model description: unknown router '%s'", val);
+			in->m.router = strcmp(val, "sigmoid") == 0;
+		}
 		else if (strcmp(key, "part") == 0)
 		{
 			struct prism_err e2;
@@ -2625,8 +3225,9 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	P = in->lay.pp;
 	shape_of(in, &z);
 	z.tp_per_node = in->lay.tp;
-	z.pp_per_node = in->lay.tp * in->lay.dp * 2 <= hw_domain(in->hw) ? 2 : 1;
-	z.emb_per_node = (int64_t)in->lay.tp * in->lay.dp * in->lay.pp <= hw_domain(in->hw) ? 2 : 1;
+	z.pp_per_node = in->lay.tp * mem_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
+	z.emb_per_node =
+	    (int64_t)in->lay.tp * mem_dpc(&in->lay) * in->lay.pp <= hw_domain(in->hw) ? 2 : 1;
 	c.n_cpu = intern(&c, "aten::op");
 	c.n_launch = intern(&c, "cudaLaunchKernel");
 	c.n_record = intern(&c, "cudaEventRecord");

@@ -25,6 +25,15 @@
  * leaves the layer, then the optimizer runs (multi-tensor Adam, memory
  * bound) and the step ends with cudaDeviceSynchronize.
  *
+ * Mixture-of-experts layers (the model's experts, from first_dense on)
+ * replace FC1..FC2 by the router, the permutation, an all-to-all over the
+ * expert-parallel group, grouped expert GEMMs on the busiest rank's
+ * tokens, the all-to-all back and the shared experts; their experts'
+ * gradients are reduced over the expert data-parallel group.  With
+ * context parallelism (cp > 1) a rank holds s / cp tokens of each
+ * sequence and runs attention as a ring of cp steps whose key-value
+ * transfers overlap the steps.  docs/MODEL.md gives both.
+ *
  * Kernel times come from the kernel database where one is given and it
  * holds the kernel's GPU, class and work (measured, or interpolated between
  * measured sizes: kdb.h), else from the kernel model (kperf.h: a GEMM by
@@ -110,6 +119,9 @@ enum synth_part { SYNTH_PART_GIVEN, SYNTH_PART_BALANCED, SYNTH_PART_EMBED_LOSS }
 #define SYNTH_MAX_STEPS	    100
 #define SYNTH_MAX_PREFETCH  64
 #define SYNTH_MAX_BUCKET_MB (1 << 20)
+#define SYNTH_MAX_EP	    LLM_MAX_EXPERTS
+#define SYNTH_MAX_CP	    1024
+#define SYNTH_MAX_IMBALANCE 1024.0
 
 /* The kernel model's time, one microbatch forward and backward, of stage
  * 0's embedding (*emb_s) and of the last stage's final norm, logits and
@@ -235,6 +247,23 @@ void synth_mem(const struct synth_in *in, struct mem_est *out);
  * backward (recomputation included) and the attention core's forward
  * alone.  For the analytic estimate and for tests. */
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s);
+
+/* The same for a mixture-of-experts layer of in's model on the busiest
+ * rank (a dense layer's for a dense model): attention, router, permutes,
+ * grouped expert GEMMs, shared experts (collectives are not in it). */
+void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
+			   double *attn_fwd_s);
+
+/* Bytes one expert-parallel all-to-all of one MoE layer sends from the
+ * busiest rank, one microbatch: b s / tp tokens x top_k copies x rho (the
+ * busiest rank's load over the mean, mem_moe_tokens) x hidden x 2 bytes;
+ * 0 for a dense model or ep 1.  Four per layer: dispatch and combine,
+ * forward and backward. */
+double synth_moe_a2a_bytes(const struct synth_in *in);
+
+/* comm_time of one such all-to-all over the EP group as synth places it
+ * (0 where there is none). */
+double synth_moe_a2a_s(const struct synth_in *in);
 
 /*
  * Hierarchical simulation (in->units): a step repeats the same units (the

@@ -257,6 +257,19 @@ const char cli_layout_help[] =
     "      --tp-overlap             tensor-parallel collectives overlapped with\n"
     "                               their GEMMs (needs --sp)\n"
     "      --no-pp-overlap          the compute waits for each pipeline send\n"
+    "      --cp N                   context parallelism: each sequence split over N\n"
+    "                               ranks, ring attention (key-value blocks passed\n"
+    "                               around, overlapped with the attention steps);\n"
+    "                               GPUs = tp x pp x dp x cp\n"
+    "mixture-of-experts models (experts in the model file):\n"
+    "      --ep N                   expert parallel degree: the experts split over\n"
+    "                               N ranks, tokens sent to them by all-to-all\n"
+    "      --etp N                  expert tensor parallel degree (default 1); ep x\n"
+    "                               etp must divide tp x dp (Megatron-LM's MoE\n"
+    "                               parallel folding)\n"
+    "      --moe-imbalance X        tokens on the busiest expert over the mean\n"
+    "                               (default 1: balanced; capped by the model's\n"
+    "                               capacity factor)\n"
     "model shape (defaults: the model's):\n"
     "      --layers N, --hidden N, --heads N, --ffn N, --seq N\n"
     "      --steps N                iterations to simulate (default 2; the first,\n"
@@ -355,6 +368,26 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_NO_PP_OVERLAP:
 		in->lay.pp_overlap = 0;
 		break;
+	case CLI_OPT_EP:
+		rc = cli_count(arg, "ep", 1, SYNTH_MAX_EP, &in->lay.ep, err);
+		break;
+	case CLI_OPT_CP:
+		rc = cli_count(arg, "cp", 1, SYNTH_MAX_CP, &in->lay.cp, err);
+		break;
+	case CLI_OPT_ETP:
+		rc = cli_count(arg, "etp", 1, SYNTH_MAX_TP, &in->lay.etp, err);
+		break;
+	case CLI_OPT_IMBALANCE: {
+		char *end;
+		double v = strtod(arg, &end);
+		if (end == arg || *end || !(v >= 1 && v <= SYNTH_MAX_IMBALANCE))
+			rc = prism_err_set(err, PRISM_EARG,
+					   "--moe-imbalance '%s': expected a number in 1..%g", arg,
+					   SYNTH_MAX_IMBALANCE);
+		else
+			in->lay.imbalance = v;
+		break;
+	}
 	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */
 		rc = cli_count(arg, "gbs", 1, 1 << 24, &in->lay.microbatches, err);
 		break;
@@ -422,6 +455,10 @@ int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in
 	A(CLI_OPT_OVERLAP_PARAM, lay.overlap_param);
 	A(CLI_OPT_TP_OVERLAP, lay.tp_overlap);
 	A(CLI_OPT_NO_PP_OVERLAP, lay.pp_overlap);
+	A(CLI_OPT_EP, lay.ep);
+	A(CLI_OPT_ETP, lay.etp);
+	A(CLI_OPT_IMBALANCE, lay.imbalance);
+	A(CLI_OPT_CP, lay.cp);
 #undef A
 	if (given & CLI_SET(CLI_OPT_PARTITION))
 		memcpy(dst->lay.part, src->lay.part, sizeof(dst->lay.part));

@@ -120,6 +120,10 @@ enum {
 	CLI_OPT_OVERLAP_PARAM,
 	CLI_OPT_TP_OVERLAP,
 	CLI_OPT_NO_PP_OVERLAP,
+	CLI_OPT_EP,
+	CLI_OPT_ETP,
+	CLI_OPT_IMBALANCE,
+	CLI_OPT_CP,
 	CLI_OPT_NOPT
 };
 #define CLI_SET(opt) (1u << ((opt)-CLI_OPT_TP))
@@ -150,8 +154,12 @@ enum {
 	    {"no-overlap-grad", no_argument, NULL, CLI_OPT_NO_OVERLAP_GRAD},                       \
 	    {"overlap-param", no_argument, NULL, CLI_OPT_OVERLAP_PARAM},                           \
 	    {"tp-overlap", no_argument, NULL, CLI_OPT_TP_OVERLAP},                                 \
+	    {"no-pp-overlap", no_argument, NULL, CLI_OPT_NO_PP_OVERLAP},                           \
+	    {"ep", required_argument, NULL, CLI_OPT_EP},                                           \
+	    {"etp", required_argument, NULL, CLI_OPT_ETP},                                         \
+	    {"cp", required_argument, NULL, CLI_OPT_CP},                                           \
 	{                                                                                          \
-		"no-pp-overlap", no_argument, NULL, CLI_OPT_NO_PP_OVERLAP                          \
+		"moe-imbalance", required_argument, NULL, CLI_OPT_IMBALANCE                        \
 	}
 
 /* The help text of those options. */

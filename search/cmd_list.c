@@ -43,6 +43,11 @@ static void describe_model(const char *path, char *buf, size_t n)
 		 p < 1e10 ? 1 : 0, p >= 1e9 ? p / 1e9 : p / 1e6, p >= 1e9 ? "B" : "M", m.layers,
 		 m.hidden, m.heads, m.kv_heads && m.kv_heads != m.heads ? " (grouped KV)" : "",
 		 m.gated ? ", SwiGLU" : "", m.ffn, m.seq);
+	if (m.experts > 0) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, k < n ? n - k : 0, "; %d experts, top %d, %.1fB active",
+			 m.experts, m.top_k, llm_active_params(&m) / 1e9);
+	}
 }
 
 static void describe_hw(const char *path, char *buf, size_t n)

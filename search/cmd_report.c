@@ -83,7 +83,8 @@ static const char help[] =
 	T(partition, "partition", "'even'") I(shard_group, "shard", "0")                      \
 	I(prefetch, "prefetch", "1") I(bucket_mb, "bucket_mb", "0")                           \
 	I(overlap_grad, "overlap_grad", "1") I(overlap_param, "overlap_param", "0")           \
-	I(tp_overlap, "tp_overlap", "0") I(pp_overlap, "pp_overlap", "1")
+	I(tp_overlap, "tp_overlap", "0") I(pp_overlap, "pp_overlap", "1")                         \
+	I(ep, "ep", "1") I(etp, "etp", "1") I(cp, "cp", "1")
 /* clang-format on */
 
 /* How many knobs (the status column follows key and the knobs). */
@@ -143,10 +144,18 @@ static void layout(char *buf, size_t n, const struct row *r)
 		snprintf(rc, sizeof(rc), ", recompute %s", r->recompute);
 	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s", r->tp, r->pp, r->dp,
 		 vp, r->mbs, r->mb, r->schedule, rc, r->zero, r->sp ? ", sp" : "");
+	if (r->cp > 1) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, n - k, ", cp %d", r->cp);
+	}
 	if (r->part[0] || r->shard) {
 		size_t k = strlen(buf);
 		snprintf(buf + k, n - k, "%s%s%s", r->part[0] ? ", stages " : "", r->part,
 			 r->shard ? ", hybrid" : "");
+	}
+	if (r->ep > 1 || r->etp > 1) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, n - k, ", ep %d etp %d", r->ep, r->etp);
 	}
 }
 
@@ -160,6 +169,14 @@ static void label(char *buf, size_t n, const struct row *r)
 	snprintf(buf, n, "tp%d pp%d dp%d%s mbs%d%s%s", r->tp, r->pp, r->dp, vp, r->mbs,
 		 strcmp(r->recompute, "none") ? " rc-" : "",
 		 strcmp(r->recompute, "none") ? r->recompute : "");
+	if (r->ep > 1 || r->etp > 1) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, n - k, " ep%d etp%d", r->ep, r->etp);
+	}
+	if (r->cp > 1) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, n - k, " cp%d", r->cp);
+	}
 }
 
 /* Why runner-up r loses to b (same GPU count). */

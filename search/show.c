@@ -7,6 +7,8 @@ void show_layout(FILE *f, const struct synth_in *in)
 {
 	const struct mem_layout *l = &in->lay;
 	fprintf(f, "tp %d pp %d dp %d", l->tp, l->pp, l->dp);
+	if (mem_cp(l) > 1)
+		fprintf(f, " cp %d", mem_cp(l));
 	if (l->schedule == MEM_INTERLEAVED)
 		fprintf(f, " vp %d", l->vp);
 	fprintf(f, ", mbs %d x %d microbatches, %s, recompute %s%s, zero %d, %s%s", l->mbs,
@@ -38,6 +40,9 @@ void show_layout(FILE *f, const struct synth_in *in)
 		fprintf(f, ", TP overlapped");
 	if (!l->pp_overlap)
 		fprintf(f, ", pipeline sends waited for");
+	if (in->m.experts > 0)
+		fprintf(f, ", ep %d etp %d (expert dp %d)%s", mem_ep(l), mem_etp(l), mem_edp(l),
+			l->imbalance > 1 ? ", imbalanced" : "");
 }
 
 void show_prediction(FILE *f, const struct synth_in *in, const struct predict_out *p)
@@ -49,6 +54,23 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		fprintf(f, " (%d key-value)", llm_kv_heads(&in->m));
 	fprintf(f, ", ffn %d%s, seq %d, vocab %d%s\n", in->m.ffn, in->m.gated ? " swiglu" : "",
 		in->m.seq, in->m.vocab, in->lay.flash ? "" : ", attention without flash");
+	if (in->m.experts > 0) {
+		const struct mem_layout *l = &in->lay;
+		fprintf(f,
+			"experts    %d routed (top %d) + %d shared, expert ffn %d, %d dense layers "
+			"first, %s router, %s; %.1fB parameters, %.1fB active\n",
+			in->m.experts, in->m.top_k, in->m.shared_experts,
+			in->m.expert_ffn > 0 ? in->m.expert_ffn : in->m.ffn, in->m.first_dense,
+			in->m.router == LLM_ROUTER_SIGMOID ? "sigmoid" : "softmax",
+			in->m.capacity_factor > 0 ? "capacity factor" : "dropless",
+			llm_params(&in->m) / 1e9, llm_active_params(&in->m) / 1e9);
+		fprintf(
+		    f,
+		    "           per MoE layer and microbatch: %.0f routed tokens on the busiest "
+		    "rank (imbalance %.2f), all-to-all %.2f MB x 4 (%.3f ms each)\n",
+		    mem_moe_tokens(&in->m, l), mem_moe_peak(&in->m, l),
+		    synth_moe_a2a_bytes(in) / 1e6, synth_moe_a2a_s(in) * 1e3);
+	}
 	fprintf(f, "hardware   %s (%s)\n", in->hw->name, in->hw->gpu);
 	fputs("layout     ", f);
 	show_layout(f, in);
@@ -131,4 +153,17 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		in->fp8_attention, p->kdb_exact, p->kdb_interpolated, p->mem.stage, p->mem.weights,
 		p->mem.grads, p->mem.optimizer, p->mem.buffers, p->mem.activations, p->mem.logits,
 		p->mem.transient, p->mem.fragmentation, p->mem.first_total, p->mem.last_total);
+	if (mem_cp(l) > 1)
+		fprintf(f, ",\"cp\":%d", mem_cp(l));
+	if (in->m.experts > 0)
+		fprintf(f,
+			",\"experts\":%d,\"top_k\":%d,\"shared_experts\":%d,\"expert_ffn\":%d,"
+			"\"first_dense\":%d,\"ep\":%d,\"etp\":%d,\"expert_dp\":%d,"
+			"\"moe_imbalance\":%g,\"params\":%.0f,\"active_params\":%.0f,"
+			"\"moe_a2a_bytes\":%.0f,\"moe_a2a_s\":%.9f",
+			in->m.experts, in->m.top_k, in->m.shared_experts,
+			in->m.expert_ffn > 0 ? in->m.expert_ffn : in->m.ffn, in->m.first_dense,
+			mem_ep(l), mem_etp(l), mem_edp(l), mem_moe_peak(&in->m, l),
+			llm_params(&in->m), llm_active_params(&in->m), synth_moe_a2a_bytes(in),
+			synth_moe_a2a_s(in));
 }

@@ -31,13 +31,13 @@ static const char schema[] =
     " overlap_grad INTEGER, overlap_param INTEGER, tp_overlap INTEGER, pp_overlap INTEGER,"
     " mem_stage INTEGER, mem_weights_gb REAL, mem_grads_gb REAL, mem_optimizer_gb REAL,"
     " mem_buffers_gb REAL, mem_activations_gb REAL, mem_transient_gb REAL,"
-    " mem_fragmentation_gb REAL,"
+    " mem_fragmentation_gb REAL, ep INTEGER, etp INTEGER, cp INTEGER,"
     " PRIMARY KEY(sweep, key));";
 
 /* Version 1 had no bound_s, and no base fingerprint; version 2 no tokens
  * to train and no price; version 3 no dtype, fp8_attention, flash;
  * version 4 no method; version 5 no mode, batch; version 6 no placement,
- * sharding, overlap or memory breakdown. */
+ * sharding, overlap or memory breakdown; version 7 no ep, etp, cp. */
 static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;"
 				"ALTER TABLE sweep ADD COLUMN base TEXT;";
 static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN tokens REAL;"
@@ -57,6 +57,9 @@ static const char migrate_5[] = "ALTER TABLE sweep ADD COLUMN mode TEXT;"
  * breakdown (its candidates ran even stages, ZeRO over the whole
  * data-parallel group, overlapped gradients and sends; their rows keep
  * NULL). */
+static const char migrate_7[] = "ALTER TABLE candidate ADD COLUMN ep INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN etp INTEGER;"
+				"ALTER TABLE candidate ADD COLUMN cp INTEGER;";
 static const char migrate_6[] = "ALTER TABLE candidate ADD COLUMN partition TEXT;"
 				"ALTER TABLE candidate ADD COLUMN shard INTEGER;"
 				"ALTER TABLE candidate ADD COLUMN prefetch INTEGER;"
@@ -73,6 +76,19 @@ static const char migrate_6[] = "ALTER TABLE candidate ADD COLUMN partition TEXT
 				"ALTER TABLE candidate ADD COLUMN mem_activations_gb REAL;"
 				"ALTER TABLE candidate ADD COLUMN mem_transient_gb REAL;"
 				"ALTER TABLE candidate ADD COLUMN mem_fragmentation_gb REAL;";
+
+/* 1 when the candidate table has column `col` (a file whose version number
+ * was lowered by hand keeps newer columns). */
+static int has_column(sqlite3 *db, const char *col)
+{
+	char sql[96];
+	sqlite3_stmt *st = NULL;
+	int ok;
+	snprintf(sql, sizeof(sql), "SELECT %s FROM candidate LIMIT 0", col);
+	ok = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK;
+	sqlite3_finalize(st);
+	return ok;
+}
 
 static int fail(sqlite3 *db, const char *what, struct prism_err *err)
 {
@@ -225,6 +241,8 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	    (ver >= 1 && ver <= 5 && !had_mode &&
 	     sqlite3_exec(*db, migrate_5, NULL, NULL, NULL) != SQLITE_OK) ||
 	    (ver >= 1 && ver <= 6 && sqlite3_exec(*db, migrate_6, NULL, NULL, NULL) != SQLITE_OK) ||
+	    (ver >= 1 && ver <= 7 && !has_column(*db, "ep") &&
+	     sqlite3_exec(*db, migrate_7, NULL, NULL, NULL) != SQLITE_OK) ||
 	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
 		SQLITE_OK ||
@@ -397,10 +415,10 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		" bucket_mb, overlap_grad, overlap_param, tp_overlap, pp_overlap,"
 		" mem_stage, mem_weights_gb, mem_grads_gb, mem_optimizer_gb,"
 		" mem_buffers_gb, mem_activations_gb, mem_transient_gb,"
-		" mem_fragmentation_gb) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,"
+		" mem_fragmentation_gb, ep, etp, cp) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,"
 		"?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,"
 		"?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,"
-		"?43,?44,?45,?46,?47,?48,?49,?50)",
+		"?43,?44,?45,?46,?47,?48,?49,?50,?51,?52,?53)",
 		-1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
@@ -451,6 +469,9 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		sqlite3_bind_int(st, 40, l->overlap_param);
 		sqlite3_bind_int(st, 41, l->tp_overlap);
 		sqlite3_bind_int(st, 42, l->pp_overlap);
+		sqlite3_bind_int(st, 51, mem_ep(l));
+		sqlite3_bind_int(st, 52, mem_etp(l));
+		sqlite3_bind_int(st, 53, mem_cp(l));
 		if (k->status != CS_INVALID && k->status != CS_PENDING) {
 			/* The memory of every candidate that has a layout: the
 			 * stage needing the most, and its breakdown. */

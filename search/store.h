@@ -17,15 +17,17 @@
  *     bucket_mb, overlap_grad, overlap_param, tp_overlap, pp_overlap,
  *     mem_stage, mem_weights_gb, mem_grads_gb, mem_optimizer_gb,
  *     mem_buffers_gb, mem_activations_gb, mem_transient_gb,
- *     mem_fragmentation_gb), primary key (sweep, key).
+ *     mem_fragmentation_gb, ep, etp, cp), primary key (sweep, key).
  *     bound_s: synth_lower_bound, a proven lower bound of iter_s of a
  *     synthesised candidate; method: how a simulated candidate was made
  *     (predict_method_name: synthesised, graph edit, rebuilt, replay).
  *     The mem_* breakdown is of the stage needing the most, for every
  *     candidate with a valid layout (oom ones too).
  * Versions 1 (no bound_s, no base), 2 (no tokens, no price), 3 (no dtype,
- * fp8_attention, flash), 4 (no method), 5 (no mode, batch) and 6 (no
- * placement, sharding, overlap or memory breakdown) are upgraded in place
+ * fp8_attention, flash), 4 (no method), 5 (no mode, batch), 6 (no
+ * placement, sharding, overlap or memory breakdown) and 7 (no ep, etp,
+ * cp: expert and context parallelism; older rows read as 1) are upgraded
+ * in place
  * on opening; so is the version 3 of the branch that first added mode and
  * batch (version 2 with mode and batch).  docs/RESULTS.md: every column's
  * unit.
@@ -39,7 +41,7 @@
 
 #include "sweep.h"
 
-#define STORE_VERSION 7
+#define STORE_VERSION 8
 
 /* Open (creating) the database at path, a file name (never a URI; "" and
  * ":memory:" are refused: the results would vanish).  Before anything is

@@ -303,6 +303,7 @@ static int load_base(struct sweep *s, struct prism_err *err)
 	if (nf && fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint)))
 		return prism_err_set(err, PRISM_EIO, "%s: cannot read it", files[0]);
 	s->tmpl.hw = &s->hw;
+	s->tmpl.lay.imbalance = s->imbalance;
 	return 0;
 }
 
@@ -311,14 +312,14 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	static const char *const top[] = {
 	    "name",	    "model",	     "base",	  "hw",	   "gpus",   "gpu_budget",
 	    "global_batch", "screen_margin", "kernel_db", "space", "tokens", "price_per_gpu_hour",
-	    "base_dp"};
+	    "base_dp",	    "moe_imbalance"};
 	static const char *const knobs[] = {
-	    "tp",	 "pp",		 "mbs",		  "schedule",
-	    "vp",	 "recompute",	 "zero",	  "sp",
-	    "layers",	 "hidden",	 "dtype",	  "fp8_attention",
-	    "flash",	 "partition",	 "shard",	  "prefetch",
-	    "bucket_mb", "overlap_grad", "overlap_param", "tp_overlap",
-	    "pp_overlap"};
+	    "tp",	  "pp",		  "mbs",	   "schedule",
+	    "vp",	  "recompute",	  "zero",	   "sp",
+	    "layers",	  "hidden",	  "dtype",	   "fp8_attention",
+	    "flash",	  "partition",	  "shard",	   "prefetch",
+	    "bucket_mb",  "overlap_grad", "overlap_param", "tp_overlap",
+	    "pp_overlap", "ep",		  "etp",	   "cp"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -329,8 +330,8 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = cfg_read(&cf, path, err)))
 		return rc;
 	space = config_lookup(&cf, "space");
-	if ((rc = known(path, config_root_setting(&cf), top, 13, "", err)) ||
-	    (rc = known(path, space, knobs, 21, "space.", err)))
+	if ((rc = known(path, config_root_setting(&cf), top, 14, "", err)) ||
+	    (rc = known(path, space, knobs, 24, "space.", err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_files(path, &cf, s, err)) ||
 	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
@@ -359,6 +360,13 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 			goto out;
 		s->base_dp = (int)v;
 	}
+	/* Mixture-of-experts: the busiest expert's tokens over the mean, for
+	 * every candidate (a property of the router and data, not a layout). */
+	s->imbalance = 1;
+	if (config_lookup(&cf, "moe_imbalance") &&
+	    (rc = cfg_range(path, &cf, NULL, "moe_imbalance", 1, SYNTH_MAX_IMBALANCE, 0, 1,
+			    &s->imbalance, err)))
+		goto out;
 	s->margin = 0.3;
 	if (config_lookup(&cf, "screen_margin") &&
 	    (rc = cfg_range(path, &cf, NULL, "screen_margin", 0, 1000, 0, 1, &s->margin, err)))
@@ -410,7 +418,10 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = knob(path, space, "overlap_grad", 1, 0, 1, NULL, &s->overlap_grad, err)) ||
 	    (rc = knob(path, space, "overlap_param", 0, 0, 1, NULL, &s->overlap_param, err)) ||
 	    (rc = knob(path, space, "tp_overlap", 0, 0, 1, NULL, &s->tp_overlap, err)) ||
-	    (rc = knob(path, space, "pp_overlap", 1, 0, 1, NULL, &s->pp_overlap, err)))
+	    (rc = knob(path, space, "pp_overlap", 1, 0, 1, NULL, &s->pp_overlap, err)) ||
+	    (rc = knob(path, space, "ep", 1, 1, SYNTH_MAX_EP, NULL, &s->ep, err)) ||
+	    (rc = knob(path, space, "etp", 1, 1, SYNTH_MAX_TP, NULL, &s->etp, err)) ||
+	    (rc = knob(path, space, "cp", 1, 1, SYNTH_MAX_CP, NULL, &s->cp, err)))
 		goto out;
 	if (sweep_count(s) > SWEEP_MAX_CANDIDATES) {
 		char n[32];
@@ -492,6 +503,15 @@ static void make_key(struct cand *c)
 			 part, l->shard, l->prefetch, l->bucket_mb, l->overlap_grad,
 			 l->overlap_param, l->tp_overlap, l->pp_overlap);
 	}
+	/* Expert parallelism, likewise. */
+	if (mem_ep(l) > 1 || mem_etp(l) > 1) {
+		size_t n = strlen(c->key);
+		snprintf(c->key + n, sizeof(c->key) - n, ";ep=%d;etp=%d", mem_ep(l), mem_etp(l));
+	}
+	if (mem_cp(l) > 1) {
+		size_t n = strlen(c->key);
+		snprintf(c->key + n, sizeof(c->key) - n, ";cp=%d", mem_cp(l));
+	}
 }
 
 /* Verdicts before simulation: the layout rules, then memory, then the
@@ -543,16 +563,21 @@ static void judge(const struct sweep *s, struct cand *c)
  * index over their lists. */
 static const struct sweep_list *extra_list(const struct sweep *s, int k)
 {
-	const struct sweep_list *l[] = {&s->partition,	&s->shard,	  &s->prefetch,
-					&s->bucket_mb,	&s->overlap_grad, &s->overlap_param,
-					&s->tp_overlap, &s->pp_overlap};
+	const struct sweep_list *l[] = {
+	    &s->partition,    &s->shard,	 &s->prefetch,	 &s->bucket_mb,
+	    &s->overlap_grad, &s->overlap_param, &s->tp_overlap, &s->pp_overlap,
+	    &s->ep,	      &s->etp,		 &s->cp};
 	return l[k];
 }
+
+/* The knobs extra_list holds: the last ones vary slowest, so that a sweep
+ * without ep and etp (one value each) numbers its candidates as before. */
+#define EXTRA_N 11
 
 static long extra_n(const struct sweep *s)
 {
 	long n = 1;
-	for (int k = 0; k < 8; k++)
+	for (int k = 0; k < EXTRA_N; k++)
 		n *= extra_list(s, k)->n;
 	return n;
 }
@@ -563,9 +588,9 @@ static long extra_n(const struct sweep *s)
  * without tp and sp) is past its first value: the same candidate again. */
 static int extra_apply(const struct sweep *s, long ix, struct synth_in *in)
 {
-	int i[8];
+	int i[EXTRA_N];
 	struct mem_layout *l = &in->lay;
-	for (int k = 0; k < 8; k++) {
+	for (int k = 0; k < EXTRA_N; k++) {
 		i[k] = (int)(ix % extra_list(s, k)->n);
 		ix /= extra_list(s, k)->n;
 	}
@@ -578,9 +603,13 @@ static int extra_apply(const struct sweep *s, long ix, struct synth_in *in)
 	l->overlap_param = s->overlap_param.v[i[5]];
 	l->tp_overlap = s->tp_overlap.v[i[6]];
 	l->pp_overlap = s->pp_overlap.v[i[7]];
+	l->ep = s->ep.v[i[8]];
+	l->etp = s->etp.v[i[9]];
+	l->cp = s->cp.v[i[10]];
+	/* ep and etp apply to mixture-of-experts models only. */
 	return (i[0] && l->pp == 1) || (i[1] && l->zero == 0) || (i[2] && l->zero < 3) ||
 	       (i[5] && (l->zero < 1 || l->zero > 2)) || (i[6] && (l->tp == 1 || !l->sp)) ||
-	       (i[7] && l->pp == 1);
+	       (i[7] && l->pp == 1) || ((i[8] || i[9]) && in->m.experts == 0);
 }
 
 static int decode(const struct sweep *s, uint64_t index, struct cand *c);
@@ -716,13 +745,22 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 			c->in.lay.flash = s->flash.v[ifl];
 		if (extra_apply(s, ix, &c->in))
 			return 1; /* a knob that does not apply: its first value only */
+		if (mem_cp(&c->in.lay) > 1) {
+			/* Context parallelism takes its ranks from the data-parallel
+			 * ones: dp = gpus / (tp x pp x cp). */
+			tpp *= mem_cp(&c->in.lay);
+			dp = (int)(gpus / tpp);
+			per = (int64_t)dp * mbs;
+			c->in.lay.dp = dp > 0 ? dp : 1;
+		}
 		c->in.lay.microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
 		if (c->in.lay.microbatches < 1)
 			c->in.lay.microbatches = 1;
 		if (gpus % tpp) {
 			c->status = CS_INVALID;
 			snprintf(c->reason, sizeof(c->reason),
-				 "%d GPUs do not divide by tp %d x pp %d", gpus, tp, pp);
+				 "%d GPUs do not divide by tp %d x pp %d%s", gpus, tp, pp,
+				 mem_cp(&c->in.lay) > 1 ? " x cp" : "");
 		} else if (s->global_batch % per) {
 			c->status = CS_INVALID;
 			snprintf(c->reason, sizeof(c->reason),

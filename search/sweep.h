@@ -9,7 +9,8 @@
  * each knob a list: tp, pp, mbs, schedule, vp, recompute, zero, sp, layers,
  * hidden, dtype (the linear layers' GEMMs), fp8_attention, flash,
  * partition, shard, prefetch, bucket_mb, overlap_grad, overlap_param,
- * tp_overlap, pp_overlap; optionally a kernel database
+ * tp_overlap, pp_overlap, ep, etp (mixture-of-experts models), cp (context
+ * parallelism: dp = gpus / (tp x pp x cp)); optionally a kernel database
  * (kernel_db, from prism calibrate --db) for kernel times, and the tokens to train and the price of a
  * GPU-hour (tokens, price_per_gpu_hour) for the report's days and cost.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
  * count from the global batch (global / (dp x mbs)).
@@ -65,6 +66,8 @@ struct sweep {
 	double tokens;		   /* 'tokens': to train, for days and cost; 0: not given */
 	double price_per_gpu_hour; /* 'price_per_gpu_hour', any currency; 0: not given */
 	double margin;		   /* screen candidates beyond best x (1 + margin) */
+	double imbalance;	   /* 'moe_imbalance': the busiest expert's tokens over
+				    * the mean, every candidate (1: balanced) */
 	int gpus_line;		   /* of 'gpus' or 'gpu_budget' */
 	struct sweep_list gpus, tp, pp, mbs, schedule, vp, recompute, zero, sp, layers, hidden;
 	struct sweep_list dtype, fp8_attention, flash;
@@ -74,6 +77,11 @@ struct sweep {
 	 * (MB; 0: Megatron's), and the overlaps, each 0 or 1. */
 	struct sweep_list partition, shard, prefetch, bucket_mb, overlap_grad, overlap_param,
 	    tp_overlap, pp_overlap;
+	/* Mixture-of-experts (issue 18): expert parallel and expert tensor
+	 * parallel degrees (1: none; only for models with experts). */
+	struct sweep_list ep, etp;
+	/* Context parallelism: its degree (1: none), ranks taken from dp. */
+	struct sweep_list cp;
 	char *text;  /* the file's text, stored with the results */
 	char *canon; /* its settings as libconfig writes them back: no
 		      * comments, one layout (sweep_canon) */

@@ -18,7 +18,7 @@ void predict_derive(const struct synth_in *in, double iter_s, struct predict_out
 {
 	double peak = in->hw->peak_flops[in->dtype];
 	out->iter_s = iter_s;
-	out->gpus = in->lay.tp * in->lay.pp * in->lay.dp;
+	out->gpus = in->lay.tp * in->lay.pp * in->lay.dp * mem_cp(&in->lay);
 	out->global_batch = (double)in->lay.mbs * in->lay.microbatches * in->lay.dp;
 	out->tokens_per_s = iter_s > 0 ? out->global_batch * in->m.seq / iter_s : 0;
 	out->mfu = iter_s > 0 && peak > 0
@@ -389,6 +389,16 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 	const struct synth_in *a = &b->in;
 	struct synth_in c2 = *c;
 	why[0] = '\0';
+	if (a->m.experts > 0 || c->m.experts > 0 || mem_cp(&a->lay) > 1 || mem_cp(&c->lay) > 1) {
+		/* The edits assume alike layers and one token split: an MoE run
+		 * (dense and expert layers, expert groups) or a context-parallel
+		 * one (the ring's steps) is rebuilt from its description. */
+		snprintf(
+		    why, n,
+		    "mixture-of-experts and context parallelism: the graph is rebuilt from the "
+		    "run description, not edited");
+		return;
+	}
 	if (b->g && b->g->n_iters == 0 &&
 	    (c->m.layers != a->m.layers || c->lay.microbatches != a->lay.microbatches ||
 	     c->lay.pp != a->lay.pp)) {
@@ -746,7 +756,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		out->tasks = s.tasks;
 		out->method = PM_EDIT;
 	} else {
-		out->gpus = c->lay.dp * a->lay.tp * a->lay.pp;
+		out->gpus = c->lay.dp * a->lay.tp * a->lay.pp * mem_cp(&a->lay);
 		out->gpu_hours = out->gpus * out->iter_s / 3600.0;
 	}
 	/* What was done, for people. */

@@ -26,7 +26,7 @@ V7 = "".join(f"ALTER TABLE candidate DROP COLUMN {c};" for c in (
     "partition", "shard", "prefetch", "bucket_mb", "overlap_grad", "overlap_param",
     "tp_overlap", "pp_overlap", "mem_stage", "mem_weights_gb", "mem_grads_gb",
     "mem_optimizer_gb", "mem_buffers_gb", "mem_activations_gb", "mem_transient_gb",
-    "mem_fragmentation_gb"))  # what version 7 added
+    "mem_fragmentation_gb", "ep", "etp", "cp"))  # what versions 7 and 8 added
 
 def search(db, *extra, code=0):
     return prism(PRISM, "search", SWEEP, "--db", db, "--threads", "1", *extra, code=code)
@@ -83,10 +83,10 @@ with tempfile.TemporaryDirectory() as d:
     ver = con.execute("PRAGMA user_version").fetchone()[0]
     run = con.execute("SELECT mode, batch FROM sweep").fetchall()
     con.close()
-    check(ver == 7 and run == [("screen", 4)], f"version {ver}, recorded {run}")
+    check(ver == 8 and run == [("screen", 4)], f"version {ver}, recorded {run}")
     # Rows written before the upgrade lost version 7's columns with it
     # (NULL, as an older database's are): the rest must agree.
-    check([r[:-16] for r in rows(old)] == [r[:-16] for r in want],
+    check([r[:-19] for r in rows(old)] == [r[:-19] for r in want],
           "the upgraded sweep's rows differ")
 
     # The branch's version 3: version 2 (no tokens, price, dtype,
@@ -109,7 +109,7 @@ with tempfile.TemporaryDirectory() as d:
     ver = con.execute("PRAGMA user_version").fetchone()[0]
     run = con.execute("SELECT mode, batch FROM sweep").fetchall()
     con.close()
-    check(ver == 7 and run == [("screen", 4)], f"version {ver}, recorded {run}")
-    check([r[:-20] for r in rows(br)] == [r[:-20] for r in want],
+    check(ver == 8 and run == [("screen", 4)], f"version {ver}, recorded {run}")
+    check([r[:-23] for r in rows(br)] == [r[:-23] for r in want],
           "the branch database's rows differ")
 print("search: --batch and the mode are recorded; a resume that differs is refused")

@@ -33,7 +33,7 @@ def rows(db):
                       "ORDER BY key").fetchall()
     ver = con.execute("PRAGMA user_version").fetchone()[0]
     con.close()
-    if ver != 7:
+    if ver != 8:
         sys.exit(f"FAIL: user_version {ver}")
     return out
 

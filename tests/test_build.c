@@ -857,7 +857,8 @@ static void test_autograd_thread(void **state)
 static void test_retime_gemm(void **state)
 {
 	const char *paths[] = {TEST_DATA("retime_2024.json")};
-	struct llm m0 = {1, 1024, 16, 4096, 2048, 32000, "t", 0, 0, 0, 0}, m1 = m0;
+	struct llm m0 = {1, 1024, 16, 4096, 2048, 32000, "t", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		   m1 = m0;
 	struct hw_profile h100, b200;
 	struct edit_retime r;
 	struct edit_stats es;

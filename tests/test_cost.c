@@ -323,7 +323,8 @@ static void test_collective_fit(void **state)
 	cbench_release(&cb);
 }
 
-static const struct llm gpt3 = {96, 12288, 96, 4 * 12288, 2048, 51200, "", 0, 0, 0, 0};
+static const struct llm gpt3 = {96, 12288, 96, 4 * 12288, 2048, 51200, "", 0, 0,
+				0,  0,	   0,  0,	  0,	0,     0,  0, 0};
 
 static void test_model_flops(void **state)
 {
@@ -352,7 +353,7 @@ static void test_model_flops(void **state)
  */
 static void test_gqa_swiglu(void **state)
 {
-	struct llm m = {1, 1024, 16, 2816, 1024, 1000, "", 4, 1, 0, 0}, l3;
+	struct llm m = {1, 1024, 16, 2816, 1024, 1000, "", 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, l3;
 	struct prism_err err;
 	double gemm, attn;
 	(void)state;
@@ -442,7 +443,7 @@ static void test_bytes_per_param(void **state)
  */
 static void test_stage_memory(void **state)
 {
-	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0};
+	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	struct mem_layout l = {.tp = 1,
 			       .pp = 4,
 			       .dp = 2,
@@ -518,7 +519,7 @@ static void test_inflight(void **state)
 	/* p 4, m 8: GPipe holds 8 microbatches on stage 0, 1F1B 4, interleaved
 	 * with v 2: 4 (1 + 3/8) = 5.5 (Korthikanti section 4.2.3), found by
 	 * walking the schedule (11 chunk units of 1 layer). */
-	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0};
+	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	struct mem_layout l = {.tp = 1, .pp = 4, .dp = 1, .vp = 2, .mbs = 1, .microbatches = 8};
 	struct mem_stage st;
 	(void)state;
@@ -644,7 +645,7 @@ static void test_analytic_small(void **state)
 		hw.k.mem_eff[k] = 1;
 	analytic_in_default(&in);
 	in.hw = &hw;
-	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000, "", 0, 0, 0, 0};
+	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000, "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	in.global_batch = 8;
 	in.lay.tp = 2;
 	in.lay.pp = 2;

@@ -174,7 +174,7 @@ static int synth_settle(struct prism_err *err)
 	int rc;
 
 	synth_in_default(&in);
-	in.m = (struct llm){2, 256, 4, 1024, 128, 1000, "t", 0, 0, 0, 0};
+	in.m = (struct llm){2, 256, 4, 1024, 128, 1000, "t", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	in.hw = &hw;
 	in.lay.pp = 2;
 	in.lay.microbatches = 2;

@@ -35,7 +35,13 @@ static int setup(void **state)
 static void small(struct synth_in *in)
 {
 	synth_in_default(in);
-	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t", 0, 0, 0, 0};
+	in->m = (struct llm){.layers = 8,
+			     .hidden = 1024,
+			     .heads = 16,
+			     .ffn = 4096,
+			     .seq = 1024,
+			     .vocab = 32000,
+			     .name = "t"};
 	in->hw = &hw;
 	in->no_shapes = 1;
 }
@@ -282,7 +288,13 @@ static void test_gpt3_175b(void **state)
 	struct run u;
 	(void)state;
 	synth_in_default(&in);
-	in.m = (struct llm){96, 12288, 96, 49152, 2048, 51200, "gpt3-175b", 0, 0, 0, 0};
+	in.m = (struct llm){.layers = 96,
+			    .hidden = 12288,
+			    .heads = 96,
+			    .ffn = 49152,
+			    .seq = 2048,
+			    .vocab = 51200,
+			    .name = "gpt3-175b"};
 	in.hw = &hw;
 	in.lay.tp = 8;
 	in.lay.pp = 8;

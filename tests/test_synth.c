@@ -4,9 +4,13 @@
  * (p-1)/(m+p-1) and (p-1)/(vm+p-1), the graph invariants after every edit,
  * and the run description round trip.
  */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "comm.h"
 #include "edit.h"
 #include "graph.h"
 #include "hw.h"
@@ -28,7 +32,7 @@ static int setup(void **state)
 static void small(struct synth_in *in)
 {
 	synth_in_default(in);
-	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t", 0, 0, 0, 0};
+	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	in->hw = &hw;
 }
 
@@ -383,7 +387,8 @@ static void test_lower_bound(void **state)
 		struct prism_err err;
 		double lb;
 		small(&in);
-		in.m = (struct llm){24, 2048, 16, 8192, 2048, 51200, "gpt3-1.3b", 0, 0, 0, 0};
+		in.m = (struct llm){24, 2048, 16, 8192, 2048, 51200, "gpt3-1.3b", 0, 0,
+				    0,	0,    0,  0,	0,    0,     0,		  0, 0};
 		in.lay.tp = x[0];
 		in.lay.pp = x[1];
 		in.lay.dp = x[2];
@@ -830,6 +835,446 @@ static void test_zero3_layer(void **state)
 	assert_rel_close(st[0].iter_s - st[1].iter_s, 3 * (2 * t_ag + t_rs), 1e-4);
 }
 
+/*
+ * Mixture-of-experts (issue 18).  The model of these tests: 4 layers,
+ * hidden 1024, 16 heads, seq 1024, vocab 32000 (tied, learned positions),
+ * SwiGLU; the first layer dense (ffn 4096), the other 3 with 8 routed
+ * experts (top 2) and 1 shared, expert ffn 1024.
+ */
+static void moe_small(struct synth_in *in)
+{
+	small(in);
+	in->m.layers = 4;
+	in->m.gated = 1;
+	in->m.experts = 8;
+	in->m.top_k = 2;
+	in->m.shared_experts = 1;
+	in->m.expert_ffn = 1024;
+	in->m.first_dense = 1;
+}
+
+/*
+ * Parameters and FLOPs by hand.  Attention: h x qkv + h^2 = 1024 x 3072 +
+ * 1024^2 = 4,194,304; an expert: 3 h fe = 3,145,728; the dense layer:
+ * 4,194,304 + 3 x 1024 x 4096 + 9h + f = 16,790,528; an MoE layer: the
+ * attention, 8h of biases and norms, the router 8h, and 8 + 1 experts:
+ * 4,194,304 + 8192 + 8192 + 9 x 3,145,728 = 32,522,240 (active: 2 + 1
+ * experts, 13,647,872).  The embedding V h = 32,768,000, positions s h =
+ * 1,048,576, the final norm 2048: 148,175,872 in all, 91,552,768 active.
+ *
+ * FLOPs per token, forward (the papers' count: 2 per active matmul
+ * parameter, plus attention 4 s h per layer): the dense layer 2 x
+ * (4,194,304 + 12,582,912) + 4,194,304 = 37,748,736; an MoE layer 2 x
+ * (4,194,304 + 8192 + 3 x 3,145,728) + 4,194,304 = 31,473,664; the logits
+ * 2 V h = 65,536,000.  Training (x 3): 593,117,184 per token.  The
+ * synthesised kernels of a balanced EP layout add up to it: each rank's
+ * experts take as many tokens as it routes.
+ */
+static void test_moe_counts(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	double act = 0;
+	(void)state;
+	moe_small(&in);
+	assert_rel_close(llm_moe_layer_params(&in.m, &act), 32522240.0, 1e-15);
+	assert_rel_close(act, 13647872.0, 1e-15);
+	assert_rel_close(llm_params(&in.m), 148175872.0, 1e-15);
+	assert_rel_close(llm_active_params(&in.m), 91552768.0, 1e-15);
+	assert_rel_close(llm_flops_iter(&in.m, 1, 0), 1024 * 593117184.0, 1e-15);
+	/* Full recomputation: the layers' forward once more. */
+	assert_rel_close(llm_flops_iter(&in.m, 1, 1),
+			 1024 * (593117184.0 + 37748736.0 + 3 * 31473664.0), 1e-15);
+	in.lay.ep = 4;
+	in.lay.dp = 4;
+	in.lay.microbatches = 2;
+	g = build(&in, &so, &st);
+	assert_rel_close(so.flops, llm_flops_iter(&in.m, 2, 0), 1e-12);
+	synth_out_free(&so);
+	graph_free(g);
+}
+
+/*
+ * The all-to-all of an MoE layer: a rank's b s / tp = 2 x 1024 tokens, 2
+ * copies each, 1024 bf16 values: 2048 x 2 x 1024 x 2 = 8,388,608 bytes,
+ * four times per MoE layer and microbatch (dispatch and combine, forward
+ * and backward): 3 layers x 2 microbatches x 2 steps x 4 = 48, over the
+ * EP group of 4 (one node: a ring sends 3/4 of it).  With the busiest
+ * expert at 1.5 x the mean and 8 / 4 = 2 experts a rank, the busiest rank
+ * takes (2 - 1 + 1.5) / 2 = 1.25 x: 10,485,760 bytes; a capacity factor
+ * of 1.2 caps the expert at 1.2: 1.1 x, 9,227,468.8.
+ */
+static void test_moe_all_to_all(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	struct comm_est e;
+	int n = 0;
+	(void)state;
+	moe_small(&in);
+	in.lay.ep = 4;
+	in.lay.dp = 4;
+	in.lay.mbs = 2;
+	in.lay.microbatches = 2;
+	assert_rel_close(synth_moe_a2a_bytes(&in), 8388608.0, 1e-15);
+	assert_int_equal(
+	    comm_time(&hw, GC_ALL_TO_ALL, 8388608.0, (struct comm_group){4, 4}, 1, COMM_AUTO, &e),
+	    0);
+	assert_rel_close(e.wire_bytes, 0.75 * 8388608.0, 1e-15);
+	g = build(&in, &so, &st);
+	for (uint32_t i = 0; i < g->n_colls; i++)
+		if (g->colls[i].kind == GC_ALL_TO_ALL) {
+			n++;
+			assert_int_equal(g->colls[i].bytes, 8388608);
+			assert_int_equal(g->colls[i].group_size, 4);
+			/* Timed by the communication model (ns). */
+			assert_true(llabs(g->dur_ns[g->colls[i].node] -
+					  (int64_t)(e.time_s * 1e9 + 0.5)) <= 1);
+		}
+	assert_int_equal(n, 48);
+	synth_out_free(&so);
+	graph_free(g);
+	in.lay.imbalance = 1.5;
+	assert_rel_close(synth_moe_a2a_bytes(&in), 10485760.0, 1e-15);
+	in.m.capacity_factor = 1.2;
+	assert_rel_close(synth_moe_a2a_bytes(&in), 9227468.8, 1e-12);
+	/* No expert parallelism, no all-to-all. */
+	in.lay.ep = 1;
+	assert_rel_close(synth_moe_a2a_bytes(&in), 0, 0);
+}
+
+/*
+ * Memory of an EP layout: tp 1, dp 4, ep 4, ZeRO-1, bf16 (2 + 4 + 12
+ * bytes per parameter).  An MoE layer on a GPU: its non-expert part
+ * 32,522,240 - 8 x 3,145,728 = 7,356,416, its 2 experts 6,291,456.  The
+ * stage: the dense layer, 3 x 7,356,416, the embedding and positions
+ * 33,816,576, the final norm 2048: 72,678,400 sharded over dp = 4; the
+ * experts 3 x 6,291,456 = 18,874,368 over the expert data-parallel group
+ * tp dp / (ep etp) = 1.  Weights 2 x 91,552,768 = 183,105,536; gradients
+ * 4 x that = 366,211,072; optimizer 12 x 72,678,400 / 4 + 12 x 18,874,368
+ * = 444,527,616.  An MoE layer's activations (s b h = 2^20, flash, no
+ * recomputation, t = 1): the dense layer's 34 s b h, less its FFN's 19,
+ * plus the router's input and mask 3 n h = 3,145,728, its fp32 scores
+ * 4 n E = 32,768, the M = 2048 routed tokens' inputs, FC1 outputs and
+ * activations 2 M (h + 2 fe + fe) = 16,777,216, the shared expert's input
+ * 2 n h and FC1 output and activation 2 s b (2 fe + fe): 8,388,608; in
+ * all 44,072,960.
+ */
+static void test_moe_memory(void **state)
+{
+	struct synth_in in;
+	struct mem_est me;
+	struct mem_layout l;
+	(void)state;
+	moe_small(&in);
+	in.lay.ep = 4;
+	in.lay.dp = 4;
+	in.lay.zero = 1;
+	synth_mem(&in, &me);
+	assert_rel_close(me.params_per_gpu, 91552768.0, 1e-15);
+	assert_rel_close(me.weights, 183105536.0, 1e-15);
+	assert_rel_close(me.grads, 366211072.0, 1e-15);
+	assert_rel_close(me.optimizer, 444527616.0, 1e-15);
+	synth_mem_layout(&in, &l);
+	assert_rel_close(mem_act_moe_layer(&in.m, &l), 44072960.0, 1e-15);
+	assert_int_equal(mem_edp(&l), 1);
+	/* ep 2: twice the experts per GPU, their state sharded over 2. */
+	in.lay.ep = 2;
+	synth_mem(&in, &me);
+	assert_rel_close(me.weights, 2 * (72678400.0 + 2 * 18874368.0), 1e-15);
+	assert_rel_close(me.optimizer, 444527616.0, 1e-15);
+}
+
+/* The bound holds for MoE layouts too (all-to-alls left out of it), with
+ * context parallelism and fp8 as well, on a wider model than the others'
+ * (hidden 4096, seq 2048, expert ffn 4096). */
+static void test_moe_lower_bound(void **state)
+{
+	/* tp, pp, dp, ep, etp, recompute, imbalance x 10, cp, fp8 */
+	static const int layouts[][9] = {
+	    {1, 1, 4, 4, 1, MEM_RECOMPUTE_NONE, 10, 1, 0},
+	    {2, 1, 4, 8, 1, MEM_RECOMPUTE_FULL, 10, 1, 0},
+	    {2, 2, 2, 2, 2, MEM_RECOMPUTE_NONE, 20, 1, 0},
+	    {1, 2, 8, 8, 1, MEM_RECOMPUTE_SELECTIVE, 15, 1, 0},
+	    {4, 1, 2, 4, 2, MEM_RECOMPUTE_NONE, 10, 1, 0},
+	    {2, 2, 2, 4, 2, MEM_RECOMPUTE_FULL, 10, 2, 1},
+	    {1, 1, 2, 8, 1, MEM_RECOMPUTE_SELECTIVE, 12, 4, 0},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		const int *x = layouts[i];
+		struct synth_in in;
+		struct predict_out p;
+		struct prism_err err;
+		double lb;
+		moe_small(&in);
+		in.lay.tp = x[0];
+		in.lay.sp = x[0] > 1;
+		in.lay.pp = x[1];
+		in.lay.dp = x[2];
+		in.lay.ep = x[3];
+		in.lay.etp = x[4];
+		in.lay.recompute = x[5];
+		in.lay.imbalance = x[6] / 10.0;
+		in.lay.cp = x[7];
+		in.dtype = x[8] ? HW_FP8 : HW_BF16;
+		in.lay.microbatches = 4;
+		/* Wide enough that the kernels, not the host, set the pace. */
+		in.m.hidden = 4096;
+		in.m.heads = 32;
+		in.m.seq = 2048;
+		in.m.expert_ffn = 4096;
+		in.lay.mbs = 2;
+		prism_err_clear(&err);
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		lb = synth_lower_bound(&in);
+		print_message(
+		    "moe layout %zu: bound %.3f ms, simulated %.3f ms, analytic %.3f ms\n", i,
+		    lb * 1e3, p.iter_s * 1e3, predict_analytic(&in) * 1e3);
+		assert_true(lb > 0.3 * p.iter_s);
+		assert_true(lb <= p.iter_s);
+	}
+}
+
+/* The MoE rules, and a dense model's unchanged description. */
+static void test_moe_rules(void **state)
+{
+	static const struct {
+		int tp, dp, ep, etp, sp, zero;
+		const char *msg;
+	} bad[] = {
+	    {1, 3, 3, 1, 0, 0, "layout: experts 8 must be divisible by ep 3"},
+	    {1, 2, 4, 1, 0, 0,
+	     "layout: ep 4 x etp 1 must divide tp 1 x dp 2 (the experts' ranks are a stage's "
+	     "tensor- and data-parallel ranks, Megatron-LM's MoE parallel folding)"},
+	    {2, 2, 2, 1, 0, 0,
+	     "layout: mixture-of-experts with tp 2 needs sequence parallelism (as Megatron-LM "
+	     "requires)"},
+	    {1, 4, 4, 1, 0, 3,
+	     "layout: ZeRO-3 and hybrid sharding are not modelled with experts (ZeRO-1/2 are)"},
+	    {1, 4, 1, 3, 0, 0, "layout: expert_ffn 1024 must be divisible by etp 3"},
+	};
+	struct synth_in in, b;
+	struct prism_err err;
+	char s[1024];
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		moe_small(&in);
+		in.lay.tp = bad[i].tp;
+		in.lay.dp = bad[i].dp;
+		in.lay.ep = bad[i].ep;
+		in.lay.etp = bad[i].etp;
+		in.lay.sp = bad[i].sp;
+		in.lay.zero = bad[i].zero;
+		prism_err_clear(&err);
+		assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+		assert_string_equal(err.msg, bad[i].msg);
+	}
+	small(&in);
+	in.lay.ep = 2;
+	in.lay.dp = 2;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	assert_string_equal(err.msg,
+			    "layout: ep 2 / etp 1 need a mixture-of-experts model (experts)");
+	/* The description carries the experts and the expert layout. */
+	moe_small(&in);
+	in.m.router = LLM_ROUTER_SIGMOID;
+	in.m.capacity_factor = 1.25;
+	in.lay.ep = 4;
+	in.lay.etp = 2;
+	in.lay.tp = 2;
+	in.lay.sp = 1;
+	in.lay.dp = 4;
+	in.lay.imbalance = 1.5;
+	synth_meta(&in, s, sizeof(s));
+	assert_non_null(strstr(s, ";experts=8;top_k=2;shared_experts=1;expert_ffn=1024;"
+				  "first_dense=1;capacity_factor=1.25;router=sigmoid;ep=4;etp=2;"
+				  "imbalance=1.5"));
+	synth_in_default(&b);
+	prism_err_clear(&err);
+	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
+	assert_memory_equal(&in.m, &b.m, sizeof(in.m));
+	assert_memory_equal(&in.lay, &b.lay, sizeof(in.lay));
+}
+
+/* The model file's MoE settings, and its errors with file and line. */
+static void test_moe_load(void **state)
+{
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+	    {"top_k = 2;\n", ":7: 'top_k' needs 'experts' (1..4096)"},
+	    {"experts = 8;\n", ":7: 'experts' needs 'top_k' (1..experts)"},
+	    {"experts = 8;\ntop_k = 9;\n", ":8: 'top_k' must be a whole number in 1..8, not 9"},
+	    {"experts = 8;\ntop_k = 2;\ncapacity_factor = 0.5;\n",
+	     ":9: 'capacity_factor' must be 0 (dropless) or in 1..64, not 0.5"},
+	    {"experts = 8;\ntop_k = 2;\nrouter = \"argmax\";\n",
+	     ":9: 'router': expected \"softmax\" or \"sigmoid\", not 'argmax'"},
+	    {"experts = 8;\ntop_k = 2;\nfirst_dense = 4;\n",
+	     ":9: 'first_dense' must be a whole number in 0..3, not 4"},
+	};
+	static const char head[] = "name = \"m\";\nlayers = 4;\nhidden = 1024;\nheads = 16;\n"
+				   "seq = 1024;\nvocab = 32000;\n";
+	char path[] = "/tmp/prism_moe_XXXXXX";
+	struct llm m;
+	struct prism_err err;
+	int fd = mkstemp(path);
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[256];
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fprintf(f, "%s%s", head, bad[i].text);
+		fclose(f);
+		prism_err_clear(&err);
+		assert_int_equal(llm_load(path, &m, &err), PRISM_EFORMAT);
+		snprintf(want, sizeof(want), "%s%s", path, bad[i].msg);
+		assert_string_equal(err.msg, want);
+	}
+	prism_err_clear(&err);
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/deepseek-v3.cfg", &m, &err), 0);
+	assert_int_equal(m.experts, 256);
+	assert_int_equal(m.top_k, 8);
+	assert_int_equal(m.shared_experts, 1);
+	assert_int_equal(m.expert_ffn, 2048);
+	assert_int_equal(m.first_dense, 3);
+	assert_int_equal(m.router, LLM_ROUTER_SIGMOID);
+	assert_int_equal(llm_moe_layers(&m), 58);
+	unlink(path);
+}
+
+/*
+ * Context parallelism, cp = 2, on the small model (hidden 1024, 16 heads of
+ * 64, seq 1024, b 1, tp 1): a rank holds 512 tokens; its key-value block
+ * is 2 (K and V) x 512 x 16 x 64 x 2 bytes = 2,097,152; the ring passes it
+ * once forward (cp - 1 steps) and, with its gradient, 4,194,304 bytes
+ * once backward: 8 layers x 2 steps = 16 of each.  The step-1 kernel waits
+ * for the transfer, which starts with step 0's kernel (both after the QKV
+ * GEMM): with no host costs and no contention, the gap between the two
+ * steps' kernels is what the transfer takes beyond step 0,
+ * max(0, T - k0), T = comm_time's send/recv of 2,097,152 bytes in a node.
+ * Slowing the attention kernels 20x hides it; making them 100x faster
+ * exposes T - k0.
+ */
+static void test_cp_ring(void **state)
+{
+	static const double scale[] = {20, 1, 0.01};
+	struct comm_est e;
+	(void)state;
+	assert_int_equal(
+	    comm_time(&hw, GC_SEND_RECV, 2097152.0, (struct comm_group){2, 2}, 1, COMM_AUTO, &e),
+	    0);
+	for (size_t k = 0; k < sizeof(scale) / sizeof(scale[0]); k++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		struct hw_profile quiet = hw;
+		int nf = 0, nb = 0;
+		uint32_t k0 = UINT32_MAX, k1 = UINT32_MAX;
+		quiet.slow_compute = quiet.slow_comm = 0;
+		small(&in);
+		in.hw = &quiet;
+		in.lay.cp = 2;
+		in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+		in.scale[KC_ATTENTION] = scale[k];
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			if (g->colls[i].kind != GC_SEND_RECV)
+				continue;
+			if (g->colls[i].bytes == 2097152)
+				nf++;
+			else if (g->colls[i].bytes == 4194304)
+				nb++;
+			else
+				fail();
+		}
+		assert_int_equal(nf, 16);
+		assert_int_equal(nb, 16);
+		/* The first forward's two ring steps of layer 0, last step. */
+		for (uint32_t u = 0; u < g->n_nodes; u++)
+			if (g->layer[u] == 0 && g->phase[u] == PH_FORWARD && g->mb[u] == 0 &&
+			    strcmp(strtab_get(&g->st, g->name[u]), "flash_fwd_kernel") == 0 &&
+			    g->iter[u] == 1) {
+				if (k0 == UINT32_MAX || g->start_ns[u] < g->start_ns[k0]) {
+					k1 = k0;
+					k0 = u;
+				} else if (k1 == UINT32_MAX || g->start_ns[u] < g->start_ns[k1]) {
+					k1 = u;
+				}
+			}
+		assert_true(k0 != UINT32_MAX && k1 != UINT32_MAX);
+		{
+			double gap = (double)(g->start_ns[k1] - g->start_ns[k0] - g->dur_ns[k0]);
+			double want = e.time_s * 1e9 - (double)g->dur_ns[k0];
+			print_message("cp 2, attention x %g: step 0 %.1f us, transfer %.1f us, "
+				      "gap %.1f us\n",
+				      scale[k], g->dur_ns[k0] / 1e3, e.time_s * 1e6, gap / 1e3);
+			if (k == 0)
+				assert_true(want < 0);
+			if (k == 2)
+				assert_true(want > 0);
+			assert_true(fabs(gap - (want > 0 ? want : 0)) <= 2);
+		}
+		synth_out_free(&so);
+		graph_free(g);
+	}
+}
+
+/*
+ * cp splits every token-wise cost: the FLOPs of the replica's cp ranks add
+ * up to the model's (each rank 1/cp of the GEMMs and of the causal
+ * attention's model FLOPs), activations per layer halve, and the optimizer
+ * state is sharded over dp x cp under ZeRO-1.  The bound stays below the
+ * simulation; the description carries cp.
+ */
+static void test_cp_layout(void **state)
+{
+	struct synth_in in, b;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	struct mem_est m1, m2;
+	struct predict_out p;
+	struct prism_err err;
+	char s[1024];
+	(void)state;
+	small(&in);
+	in.lay.microbatches = 2;
+	in.lay.zero = 1;
+	in.lay.dp = 2;
+	synth_mem(&in, &m1);
+	in.lay.cp = 2;
+	synth_mem(&in, &m2);
+	assert_rel_close(m2.act_per_layer, m1.act_per_layer / 2, 1e-15);
+	assert_rel_close(m2.optimizer, m1.optimizer / 2, 1e-15);
+	g = build(&in, &so, &st);
+	assert_rel_close(so.flops * 2, llm_flops_iter(&in.m, 2, 0), 1e-12);
+	synth_out_free(&so);
+	graph_free(g);
+	prism_err_clear(&err);
+	assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+	assert_int_equal(p.gpus, 4);
+	assert_true(synth_lower_bound(&in) <= p.iter_s);
+	synth_meta(&in, s, sizeof(s));
+	assert_non_null(strstr(s, ";cp=2"));
+	synth_in_default(&b);
+	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
+	assert_int_equal(b.lay.cp, 2);
+	in.m.seq = 1022;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: seq 1022 must be divisible by 2 x cp 2 (the causal "
+				     "load balance's chunks)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -846,6 +1291,14 @@ int main(void)
 	    cmocka_unit_test(test_selective_recompute),
 	    cmocka_unit_test(test_zero3_layer),
 	    cmocka_unit_test(test_unfused_attention),
+	    cmocka_unit_test(test_moe_counts),
+	    cmocka_unit_test(test_moe_all_to_all),
+	    cmocka_unit_test(test_moe_memory),
+	    cmocka_unit_test(test_moe_lower_bound),
+	    cmocka_unit_test(test_moe_rules),
+	    cmocka_unit_test(test_moe_load),
+	    cmocka_unit_test(test_cp_ring),
+	    cmocka_unit_test(test_cp_layout),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

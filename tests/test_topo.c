@@ -341,7 +341,8 @@ static void test_analytic_tp16(void **state)
 	load("gb200-nvl72", &nvl);
 	load("b200-dgx", &hgx);
 	analytic_in_default(&in);
-	in.m = (struct llm){32, 4096, 32, 16384, 2048, 51200, "", 0, 0, 0, 0};
+	in.m = (struct llm){
+	    .layers = 32, .hidden = 4096, .heads = 32, .ffn = 16384, .seq = 2048, .vocab = 51200};
 	in.global_batch = 8;
 	in.lay.tp = 16;
 	in.lay.dp = 4;
