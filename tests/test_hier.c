@@ -273,6 +273,59 @@ static void test_agreement_placement(void **state)
 }
 
 /*
+ * Issue 18's layouts, with contention and without: mixture-of-experts
+ * layers (all-to-all dispatch and combine, grouped expert GEMMs, shared
+ * experts, first dense layers, an imbalance) under expert and expert
+ * tensor parallelism, and context parallelism's ring of key-value
+ * transfers.  Each folds exactly or declines.
+ */
+static void test_agreement_moe_cp(void **state)
+{
+	static const struct {
+		int experts, top_k, shared, first_dense, tp, sp, pp, dp, ep, etp, cp, m, zero;
+		double imbalance;
+	} cases[] = {
+	    {8, 2, 0, 0, 1, 0, 2, 4, 4, 1, 1, 4, 0, 1.0},
+	    {8, 2, 1, 1, 2, 1, 2, 2, 4, 1, 1, 6, 1, 1.5},
+	    {16, 4, 0, 2, 1, 0, 1, 8, 8, 1, 1, 3, 1, 1.0},
+	    {8, 2, 0, 0, 2, 1, 2, 4, 2, 2, 1, 4, 0, 1.0},
+	    {0, 0, 0, 0, 1, 0, 2, 2, 1, 1, 2, 4, 0, 1.0},
+	    {0, 0, 0, 0, 2, 1, 2, 1, 1, 1, 4, 6, 1, 1.0},
+	    {8, 2, 0, 0, 1, 0, 2, 2, 4, 1, 2, 4, 1, 1.0},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_in in;
+		struct prism_err err;
+		small(&in);
+		in.m.experts = cases[i].experts;
+		in.m.top_k = cases[i].top_k;
+		in.m.shared_experts = cases[i].shared;
+		in.m.first_dense = cases[i].first_dense;
+		in.m.expert_ffn = cases[i].experts ? 1024 : 0;
+		in.lay.tp = cases[i].tp;
+		in.lay.sp = cases[i].sp;
+		in.lay.pp = cases[i].pp;
+		in.lay.dp = cases[i].dp;
+		in.lay.ep = cases[i].ep;
+		in.lay.etp = cases[i].etp;
+		in.lay.cp = cases[i].cp;
+		in.lay.microbatches = cases[i].m;
+		in.lay.zero = cases[i].zero;
+		in.lay.imbalance = cases[i].imbalance;
+		prism_err_clear(&err);
+		if (synth_check(&in, &err)) {
+			print_error("moe/cp case %zu: %s\n", i, err.msg);
+			fail();
+		}
+		print_message("moe/cp case %zu\n", i);
+		agree(&in);
+		in.hw = &hw_quiet;
+		agree(&in);
+	}
+}
+
+/*
  * The acceptance layout, GPT-3 175B (configs/models/gpt3-175b.cfg) on 512
  * H100 as TP8 PP8 DP8, 64 microbatches of one sequence, 1F1B: the full
  * simulation's iteration (5285.106 ms, prism synth --full), bubble and
@@ -532,9 +585,10 @@ static void test_sweep_subset(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_agreement),	cmocka_unit_test(test_agreement_placement),
-	    cmocka_unit_test(test_gpt3_175b),	cmocka_unit_test(test_rebuilt_base),
-	    cmocka_unit_test(test_extrapolate), cmocka_unit_test(test_sweep_subset),
+	    cmocka_unit_test(test_agreement),	     cmocka_unit_test(test_agreement_placement),
+	    cmocka_unit_test(test_agreement_moe_cp), cmocka_unit_test(test_gpt3_175b),
+	    cmocka_unit_test(test_rebuilt_base),     cmocka_unit_test(test_extrapolate),
+	    cmocka_unit_test(test_sweep_subset),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
