@@ -221,6 +221,15 @@ static void test_hierarchical_allreduce_64(void **state)
 	assert_rel_close(e.time_s, 2 * 63.0 / 64 * S / 400e9, 1e-12);
 	assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, S, g, 1.0, COMM_AUTO, &e), 0);
 	assert_int_equal(e.algo, COMM_HIER);
+	/* An all-to-all over the same 64 GPUs reduces nothing: each sends
+	 * S/64 to each peer, 7/64 S over NVLink (1.7439 ms at 450 GB/s) and
+	 * 56/64 S through its own 50 GB/s NIC (18.7904 ms), side by side: the
+	 * network's share sets it, whatever the algorithm asked (latencies 0
+	 * here).  The hierarchical form would have sent S/8 across. */
+	assert_int_equal(comm_time(&hw, GC_ALL_TO_ALL, S, g, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 56.0 / 64 * S / 50e9, 1e-12);
+	assert_rel_close(e.time_s, 18.7904e-3, 1e-4);
+	assert_rel_close(e.wire_bytes, 63.0 / 64 * S, 1e-12);
 	/* The profile's bus efficiencies: the network's at 0.5 doubles the
 	 * hierarchical's across-nodes phase (now the ring's 10.57 ms is worse
 	 * still); a fixed cost of 20 us adds to each collective. */
