@@ -59,10 +59,12 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	if (m->heads % tp)
 		return prism_err_set(err, PRISM_EARG,
 				     "%d heads do not divide by tensor parallel %d", m->heads, tp);
-	if (llm_kv_heads(m) % tp)
-		return prism_err_set(err, PRISM_EARG,
-				     "%d key-value heads do not divide by tensor parallel %d",
-				     llm_kv_heads(m), tp);
+	if (llm_kv_heads(m) % tp && tp % llm_kv_heads(m))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "%d key-value heads and tensor parallel %d: one must divide the "
+		    "other",
+		    llm_kv_heads(m), tp);
 	mb = in->global_batch / ((double)l->mbs * dp);
 	if (mb < 1 || mb != floor(mb))
 		return prism_err_set(err, PRISM_EARG,
@@ -178,7 +180,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			struct mem_stage ms;
 			double n = mem_stage_layers(m, &lay, s), c, slot, dpt = 0, exposed = 0, opt;
 			double nm = 0, Pe = 0, edp = mem_edp(&lay);
-			double layer_w = wb * llm_layer_params(m) / tp;
+			double layer_w = wb * llm_layer_params_rank(m, tp);
 			struct comm_group gg = {shard, group_per_node(shard, pn)};
 			struct comm_group gr = {
 			    (int)R, group_per_node((int)R, pn / shard > 0 ? pn / shard : 1)};
@@ -288,12 +290,12 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 					double t_rsl = 0, t_arl = 0, lfw = lf / in->compute_eff;
 					double lbw = lb / in->compute_eff, per;
 					comm_time(hw, GC_REDUCE_SCATTER,
-						  gb * llm_layer_params(m) / tp, gg, in->comm_eff,
-						  COMM_AUTO, &ce);
+						  gb * llm_layer_params_rank(m, tp), gg,
+						  in->comm_eff, COMM_AUTO, &ce);
 					t_rsl = ce.time_s;
 					if (R > 1) {
 						comm_time(hw, GC_ALL_REDUCE,
-							  gb * llm_layer_params(m) / tp / G, gr,
+							  gb * llm_layer_params_rank(m, tp) / G, gr,
 							  in->comm_eff, COMM_AUTO, &ce);
 						t_arl = ce.time_s;
 					}

@@ -200,7 +200,10 @@ static void roles_init(struct roles *R, const struct edit_retime *r)
 		double t = which ? r->tp_to : r->tp_from, h = m->hidden;
 		if (t < 1)
 			t = 1;
-		linear_gemms(&lf[0], &ldx[0], &ldw[0], which, T, llm_qkv_width(m), h, 1, t);
+		/* the QKV width per rank times t: key-value heads replicated
+		 * when fewer than the ranks */
+		linear_gemms(&lf[0], &ldx[0], &ldw[0], which, T, llm_qkv_width_rank(m, (int)t) * t,
+			     h, 1, t);
 		linear_gemms(&lf[1], &ldx[1], &ldw[1], which, T, h, h, 0, t);
 		linear_gemms(&lf[2], &ldx[2], &ldw[2], which, T, llm_ffn_in(m), h, 1, t);
 		linear_gemms(&lf[3], &ldx[3], &ldw[3], which, T, h, m->ffn, 0, t);

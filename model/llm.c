@@ -20,6 +20,33 @@ double llm_qkv_width(const struct llm *m)
 	return m->hidden + 2.0 * llm_kv_heads(m) * ((double)m->hidden / m->heads);
 }
 
+double llm_kv_heads_rank(const struct llm *m, int t)
+{
+	int kv = llm_kv_heads(m);
+	return t < 1 || kv <= t ? 1.0 : (double)kv / t;
+}
+
+double llm_qkv_width_rank(const struct llm *m, int t)
+{
+	double d = (double)m->hidden / m->heads;
+	if (t < 1)
+		t = 1;
+	return ((double)m->heads / t + 2 * llm_kv_heads_rank(m, t)) * d;
+}
+
+double llm_layer_params_rank(const struct llm *m, int t)
+{
+	double d = (double)m->hidden / m->heads;
+	int kv = llm_kv_heads(m);
+	if (t < 1)
+		t = 1;
+	if (kv >= t)
+		return llm_layer_params(m) / t;
+	/* each rank holds one key-value head of K and V: 2 d h, where the
+	 * split would give 2 kv d h / t */
+	return llm_layer_params(m) / t + 2.0 * d * m->hidden * (1.0 - (double)kv / t);
+}
+
 double llm_ffn_in(const struct llm *m)
 {
 	return (m->gated ? 2.0 : 1.0) * m->ffn;

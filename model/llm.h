@@ -89,6 +89,21 @@ int llm_kv_heads(const struct llm *m);
 /* Width of the fused Q, K, V projection: h + 2 kv (h / a). */
 double llm_qkv_width(const struct llm *m);
 
+/* Its width on one of t tensor-parallel ranks: (a / t + 2 max(kv / t, 1))
+ * (h / a).  With fewer key-value heads than ranks each rank holds one,
+ * replicated over t / kv ranks (Megatron-LM's num_query_groups < tp:
+ * the key-value projection is copied, not split). */
+double llm_qkv_width_rank(const struct llm *m, int t);
+
+/* Key-value heads on one of t tensor-parallel ranks: kv / t, at least 1
+ * (replicated when fewer than the ranks). */
+double llm_kv_heads_rank(const struct llm *m, int t);
+
+/* A dense layer's parameters on one of t tensor-parallel ranks:
+ * llm_layer_params / t, and the key-value projection's copies where
+ * key-value heads are replicated (fewer than t). */
+double llm_layer_params_rank(const struct llm *m, int t);
+
 /* Width of the FFN's first GEMM: ffn, or 2 ffn when gated (gate and up
  * fused, as Megatron-LM does). */
 double llm_ffn_in(const struct llm *m);

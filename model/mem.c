@@ -200,7 +200,7 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 {
 	double t = l->tp, h = m->hidden, V = m->vocab, sq = m->seq, b = l->mbs;
 	double sl = sq / mem_cp(l); /* the tokens of a sequence on this rank */
-	double sp = l->sp ? t : 1, wb, gb, ob, layer = llm_layer_params(m) / t;
+	double sp = l->sp ? t : 1, wb, gb, ob, layer = llm_layer_params_rank(m, l->tp);
 	double n = mem_stage_layers(m, l, s), emb = 0, head = 0, P, shard = mem_shard_group(l);
 	double a_layer = mem_act_per_layer(m, l), a_moe = 0, held = 0, peak = 0, units = 0,
 	       peak_units = 0;
@@ -297,7 +297,8 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 	/* Context parallelism: the ring's key-value blocks in flight, two
 	 * (double buffered), and their gradients' two backward. */
 	if (mem_cp(l) > 1)
-		out->transient += 4 * 2 * b * sl * llm_kv_heads(m) * (h / m->heads) / t * 2;
+		out->transient +=
+		    4 * 2 * b * sl * llm_kv_heads_rank(m, (int)t) * (h / m->heads) * 2;
 	/* Mixture-of-experts: the dispatch's send buffer, the routed tokens
 	 * before the all-to-all (the receive side is the experts' input,
 	 * counted above). */

@@ -584,6 +584,7 @@ struct shape {
 	double b, s, h, f, V, t, a;
 	double kv;	  /* key-value heads */
 	double qkv, f_in; /* llm_qkv_width, llm_ffn_in */
+	double qkv_r;	  /* llm_qkv_width_rank: one rank's share */
 	double params;	  /* of one layer on one tensor-parallel rank */
 	int gated;
 	int L; /* layers per model chunk */
@@ -1015,7 +1016,7 @@ static void layer_fwd(struct ctx *c, int r, const struct shape *z)
 	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 	if (ov) /* the all-gather of the normed input beside the QKV GEMM */
 		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
-	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv / t, z->h);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv_r, z->h);
 	if (ov)
 		tp_side_end(c, r);
 	attn_fwd(c, r, z);
@@ -1109,7 +1110,7 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 	if (c->in->lay.recompute == MEM_RECOMPUTE_SELECTIVE)
 		attn_fwd(c, r, z);
 	attn_bwd(c, r, z);
-	gemm_bwd(c, r, "qkv", bs, z->qkv / t, z->h);
+	gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
 	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
 }
 
@@ -2362,8 +2363,9 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 	z->a = in->m.heads;
 	z->kv = llm_kv_heads(&in->m);
 	z->qkv = llm_qkv_width(&in->m);
+	z->qkv_r = llm_qkv_width_rank(&in->m, in->lay.tp);
 	z->f_in = llm_ffn_in(&in->m);
-	z->params = llm_layer_params(&in->m) / z->t;
+	z->params = llm_layer_params_rank(&in->m, in->lay.tp);
 	z->gated = in->m.gated;
 	z->p = in->lay.pp;
 	z->v = in->lay.vp;
@@ -2522,7 +2524,7 @@ static void moe_layer_bound(const struct synth_in *in, double *f, double *b, dou
 	ab = bd - 2 * (fd - *attn_f); /* the attention core's backward */
 	shape_of(in, &z);
 	T = z.b * z.s;
-	fl = (llm_gemm_flops(T, z.qkv, z.h) + llm_gemm_flops(T, z.h, z.h)) / z.t +
+	fl = llm_gemm_flops(T, z.qkv_r, z.h) + llm_gemm_flops(T, z.h, z.h) / z.t +
 	     llm_gemm_flops(z.n_tok, z.E, z.h) +
 	     z.shared * (llm_gemm_flops(T, z.fe_in, z.h) + llm_gemm_flops(T, z.h, z.fe)) / z.t +
 	     llm_gemm_flops(z.M, z.fe_in / z.etp, z.h) + llm_gemm_flops(z.M, z.h, z.fe / z.etp);
@@ -2789,10 +2791,12 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		    err, PRISM_EARG, "layout: tp %d is beyond %s of %d GPUs", l->tp,
 		    hw_domain(in->hw) > in->hw->gpus_per_node ? "an NVLink domain" : "a node",
 		    hw_domain(in->hw));
-	if (llm_kv_heads(m) % l->tp)
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: kv_heads %d must be divisible by tp %d",
-				     llm_kv_heads(m), l->tp);
+	if (llm_kv_heads(m) % l->tp && l->tp % llm_kv_heads(m))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: kv_heads %d and tp %d: one must divide the other (fewer "
+		    "key-value heads than ranks are replicated)",
+		    llm_kv_heads(m), l->tp);
 	if (m->heads % l->tp || m->ffn % l->tp)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: heads %d and ffn %d must be divisible by tp %d",

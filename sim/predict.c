@@ -287,7 +287,7 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 	if (kind == PB_ANNOTATED) {
 		/* Per rank: a stage's layers, a tensor-parallel share. */
 		double split = (double)b->in.lay.tp * b->in.lay.pp;
-		b->layer_params = llm_layer_params(&b->in.m) / b->in.lay.tp;
+		b->layer_params = llm_layer_params_rank(&b->in.m, b->in.lay.tp);
 		b->params = meta_params(g) > 0 ? meta_params(g) / split
 			    : tot > 0	       ? tot
 					       : llm_params(&b->in.m) / split;
@@ -616,8 +616,9 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		 * optimizer's shapes, all with the embedding). */
 		plan.dp_grad_bytes = synth_grad_bytes(c);
 		plan.dp_bucket_params = synth_bucket_params(c);
-		plan.dp_layer_params =
-		    b->kind == PB_ANNOTATED ? llm_layer_params(&c->m) / c->lay.tp : b->layer_params;
+		plan.dp_layer_params = b->kind == PB_ANNOTATED
+					   ? llm_layer_params_rank(&c->m, c->lay.tp)
+					   : b->layer_params;
 		for (int s = 0; s < c->lay.pp && s < SYNTH_MAX_STAGES; s++) {
 			if (b->kind == PB_ANNOTATED) {
 				synth_extra_params(c, s, &dp_first[s], &dp_last[s]);
@@ -707,8 +708,8 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		r.m_to = &c->m;
 		r.mbs = a->lay.mbs;
 		r.recompute = a->lay.recompute;
-		double l0 = llm_layer_params(&a->m) / a->lay.tp,
-		       l1 = llm_layer_params(&c->m) / c->lay.tp;
+		double l0 = llm_layer_params_rank(&a->m, a->lay.tp),
+		       l1 = llm_layer_params_rank(&c->m, c->lay.tp);
 		shape.hidden = a->m.hidden;
 		shape.ffn = a->m.ffn;
 		shape.heads = a->m.heads;

@@ -62,8 +62,24 @@ with tempfile.TemporaryDirectory() as d:
     path = os.path.join(d, "m.cfg")
     with open(path, "w") as f:
         f.write(good)
-    r = run("synth", path, "--hw", "h100-dgx", "--tp", "8", code=2)
-    check("kv_heads 4 must be divisible by tp 8" in r.stderr, r.stderr)
+    # Fewer key-value heads than TP ranks: each rank holds one, replicated
+    # (Megatron-LM).  tp 8 of 16 heads (head dim 64), 4 key-value heads:
+    # the QKV GEMM is (16/8 + 2 x 1) x 64 = 256 wide on a rank (a split
+    # would give (16 + 8) x 64 / 8 = 192); 128 tokens a microbatch.
+    t = os.path.join(d, "kv.json")
+    run("synth", path, "--hw", "h100-dgx", "--tp", "8", "--steps", "1", "-o", t)
+    with open(t) as f:
+        ev = json.load(f)["traceEvents"]
+    dims = {json.dumps(e["args"]["Input Dims"]) for e in ev
+            if e.get("cat") == "cpu_op" and e.get("name") == "aten::mm"}
+    check("[[128, 1024], [1024, 256]]" in dims and "[[128, 1024], [1024, 192]]" not in dims,
+          f"no 256-wide QKV GEMM (128 tokens) among {sorted(dims)}")
+    # Neither dividing the other: refused.  24 heads (kv 8) on tp 12.
+    with open(path, "w") as f:
+        f.write(good.replace("hidden = 1024;", "hidden = 1536;")
+                .replace("heads = 16;", "heads = 24;").replace("kv_heads = 4;", "kv_heads = 8;"))
+    r = run("synth", path, "--hw", "gb200-nvl72", "--tp", "12", code=2)
+    check("kv_heads 8 and tp 12: one must divide the other" in r.stderr, r.stderr)
 
 # whatif on a trace without a run description (tests/data/layers_2024.json:
 # three layers inferred): layers repeated or dropped, other edits refused
