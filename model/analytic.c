@@ -7,18 +7,6 @@
 #include "kperf.h"
 #include "synth.h"
 
-/* The largest divisor of n no greater than cap: the members of a group of
- * n that share an NVLink domain when cap of them fit in one. */
-static int group_per_node(int n, int cap)
-{
-	int k = cap < n ? cap : n;
-	if (k < 1)
-		return 1;
-	while (n % k)
-		k--;
-	return k;
-}
-
 void analytic_in_default(struct analytic_in *in)
 {
 	memset(in, 0, sizeof(*in));
@@ -133,7 +121,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			if (a2a > 0) {
 				int cap = node / (int)et > 0 ? node / (int)et : 1;
 				comm_time(hw, GC_ALL_TO_ALL, a2a,
-					  (struct comm_group){ep, group_per_node(ep, cap)},
+					  (struct comm_group){ep, comm_per_domain(ep, cap)},
 					  in->comm_eff, COMM_AUTO, &ce);
 				moe_comm += rep * ce.time_s;
 			}
@@ -141,7 +129,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 				double x = mem_moe_tokens(m, &lay) * m->hidden * 2;
 				comm_time(
 				    hw, GC_ALL_GATHER, x,
-				    (struct comm_group){(int)et, group_per_node((int)et, node)},
+				    (struct comm_group){(int)et, comm_per_domain((int)et, node)},
 				    in->comm_eff, COMM_AUTO, &ce);
 				moe_comm += rep * ce.time_s;
 			}
@@ -181,9 +169,9 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			double n = mem_stage_layers(m, &lay, s), c, slot, dpt = 0, exposed = 0, opt;
 			double nm = 0, Pe = 0, edp = mem_edp(&lay);
 			double layer_w = wb * llm_layer_params_rank(m, tp);
-			struct comm_group gg = {shard, group_per_node(shard, pn)};
+			struct comm_group gg = {shard, comm_per_domain(shard, pn)};
 			struct comm_group gr = {
-			    (int)R, group_per_node((int)R, pn / shard > 0 ? pn / shard : 1)};
+			    (int)R, comm_per_domain((int)R, pn / shard > 0 ? pn / shard : 1)};
 			for (int ch = 0; ch < v; ch++)
 				nm += mem_chunk_moe(m, &lay, s, ch);
 			if (nm > 0) {
@@ -214,7 +202,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 				       hide;
 				struct comm_group ge = {
 				    (int)edp,
-				    group_per_node(
+				    comm_per_domain(
 					(int)edp,
 					hw_domain(hw) / (mem_ep(&lay) * mem_etp(&lay)) > 0
 					    ? hw_domain(hw) / (mem_ep(&lay) * mem_etp(&lay))
@@ -234,9 +222,10 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 					}
 				}
 				if (l->zero == 0) {
-					comm_time(hw, GC_ALL_REDUCE, gb * P,
-						  (struct comm_group){dpc, group_per_node(dpc, pn)},
-						  in->comm_eff, COMM_AUTO, &ce);
+					comm_time(
+					    hw, GC_ALL_REDUCE, gb * P,
+					    (struct comm_group){dpc, comm_per_domain(dpc, pn)},
+					    in->comm_eff, COMM_AUTO, &ce);
 					t_ar += ce.time_s;
 				} else {
 					comm_time(hw, GC_REDUCE_SCATTER, gb * P, gg, in->comm_eff,

@@ -4,6 +4,16 @@
 
 #include <math.h>
 
+int comm_per_domain(int n, int cap)
+{
+	int k = cap < n ? cap : n;
+	if (k < 1)
+		return 1;
+	while (n % k)
+		k--;
+	return k;
+}
+
 const char *comm_algo_name(int algo)
 {
 	static const char *const n[COMM_NALGOS] = {"ring", "hierarchical", "tree", "nvls"};

@@ -63,4 +63,9 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 
 const char *comm_algo_name(int algo);
 
+/* The members of a group of n that share an NVLink domain when cap of
+ * them fit in one: the largest divisor of n no greater than cap (at least
+ * 1), for comm_group.per_node. */
+int comm_per_domain(int n, int cap);
+
 #endif

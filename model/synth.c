@@ -1230,33 +1230,20 @@ double synth_grad_bytes(const struct synth_in *in)
 	return g;
 }
 
-/* The largest divisor of n no greater than cap (at least 1): the members
- * of a group of n that share an NVLink domain (hw_domain) when cap of them
- * fit in one. */
-static int per_node(int n, int cap)
-{
-	int k = cap < n ? cap : n;
-	if (k < 1)
-		return 1;
-	while (n % k)
-		k--;
-	return k;
-}
-
 /* The data-parallel groups of a stage (ranks tp apart, consecutive in DP:
  * Megatron's order): the sharding group of ZeRO (mem_shard_group) and,
  * with hybrid sharding, the dp / shard replicas of each shard. */
 static struct comm_group shard_group(const struct ctx *c)
 {
 	int G = mem_shard_group(&c->lay), cap = hw_domain(c->in->hw) / c->in->lay.tp;
-	return (struct comm_group){G, per_node(G, cap)};
+	return (struct comm_group){G, comm_per_domain(G, cap)};
 }
 
 static struct comm_group replica_group(const struct ctx *c)
 {
 	int G = mem_shard_group(&c->lay), R = mem_dpc(&c->lay) / G;
 	int cap = hw_domain(c->in->hw) / (c->in->lay.tp * G);
-	return (struct comm_group){R, per_node(R, cap > 0 ? cap : 1)};
+	return (struct comm_group){R, comm_per_domain(R, cap > 0 ? cap : 1)};
 }
 
 static int sharded(const struct ctx *c)
@@ -1286,7 +1273,7 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	event_wait(c, r, S_COMPUTE, S_DP);
 	if (!sharded(c)) {
 		/* Over the dp x cp ranks (tp apart: Megatron-LM's order). */
-		struct comm_group g = {dpc, per_node(dpc, hw_domain(in->hw) / in->lay.tp)};
+		struct comm_group g = {dpc, comm_per_domain(dpc, hw_domain(in->hw) / in->lay.tp)};
 		snprintf(pg, sizeof(pg), "dp.%d", r);
 		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
 			   params * gb, g, pg);
@@ -2393,10 +2380,10 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 		z->edp = mem_edp(l);
 		/* Megatron-LM's expert rank order: etp fastest, then ep, then the
 		 * expert data-parallel replicas. */
-		z->etp_per_node = per_node((int)z->etp, node);
+		z->etp_per_node = comm_per_domain((int)z->etp, node);
 		z->ep_per_node =
-		    per_node((int)z->ep, node / (int)z->etp > 0 ? node / (int)z->etp : 1);
-		z->edp_per_node = per_node(
+		    comm_per_domain((int)z->ep, node / (int)z->etp > 0 ? node / (int)z->etp : 1);
+		z->edp_per_node = comm_per_domain(
 		    z->edp, node / (int)(z->ep * z->etp) > 0 ? node / (int)(z->ep * z->etp) : 1);
 	}
 }
