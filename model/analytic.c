@@ -108,6 +108,22 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			tb = ce.time_s;
 			cp_ring = (cp - 1) * (fr * (tf > la / cp ? tf - la / cp : 0) +
 					      (tb > 2 * la / cp ? tb - 2 * la / cp : 0));
+			if (l->cp_allgather) {
+				/* Llama 3's form: all-gather K and V before the
+				 * attention (again when recomputed), reduce-scatter
+				 * their gradients after it, neither hidden. */
+				struct comm_group ga = {
+				    cp, comm_per_domain(
+					    cp, hw_domain(hw) / tp > 0 ? hw_domain(hw) / tp : 1)};
+				double tg, tr;
+				comm_time(hw, GC_ALL_GATHER, bytes * cp, ga, in->comm_eff,
+					  COMM_AUTO, &ce);
+				tg = ce.time_s;
+				comm_time(hw, GC_REDUCE_SCATTER, bytes * cp, ga, in->comm_eff,
+					  COMM_AUTO, &ce);
+				tr = ce.time_s;
+				cp_ring = fr * tg + tr;
+			}
 		}
 		if (llm_moe_layers(m) > 0) {
 			/* Mixture-of-experts layers: their own compute, and per

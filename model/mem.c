@@ -296,9 +296,14 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 		out->transient += 2 * sl * b * V / t;
 	/* Context parallelism: the ring's key-value blocks in flight, two
 	 * (double buffered), and their gradients' two backward. */
-	if (mem_cp(l) > 1)
+	if (mem_cp(l) > 1 && !l->cp_allgather)
 		out->transient +=
 		    4 * 2 * b * sl * llm_kv_heads_rank(m, (int)t) * (h / m->heads) * 2;
+	/* The all-gather form: the whole sequence's K and V, gathered, and
+	 * their gradients before the reduce-scatter. */
+	if (mem_cp(l) > 1 && l->cp_allgather)
+		out->transient +=
+		    2 * 2 * b * sl * mem_cp(l) * llm_kv_heads_rank(m, (int)t) * (h / m->heads) * 2;
 	/* Mixture-of-experts: the dispatch's send buffer, the routed tokens
 	 * before the all-to-all (the receive side is the experts' input,
 	 * counted above). */

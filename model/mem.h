@@ -120,6 +120,10 @@ struct mem_layout {
 	 * gradients are reduced and ZeRO shards over the dp x cp ranks
 	 * (Megatron-LM's data-parallel group with context parallelism). */
 	int cp;
+	/* 1: Llama 3's all-gather form (K and V all-gathered over the cp
+	 * ranks before the attention, their gradients reduce-scattered after
+	 * it, exposed); 0: Transformer Engine's ring. */
+	int cp_allgather;
 };
 
 /* One stage's memory on one GPU, bytes. */

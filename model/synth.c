@@ -734,28 +734,69 @@ static void cp_transfer(struct ctx *c, int r, const struct shape *z, double byte
 		   (struct comm_group){2, z->cp_per_node}, pg);
 }
 
-static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
+/*
+ * Llama 3's all-gather context parallelism (Dubey et al. 2024, section
+ * 3.3.2): the rank's K and V are all-gathered over the cp ranks (cp x its
+ * key-value block, on the compute stream: the latency is exposed, as the
+ * paper says; GQA keeps it small), then one attention kernel of the
+ * rank's queries (its two load-balanced chunks, s tokens) against the
+ * keys before them: on average half the sequence, timed as s queries
+ * over s_full / 2 keys without a mask.  Backward: the attention's
+ * backward, then the gathered K and V gradients reduce-scattered.
+ */
+static void allgather_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 {
 	int dt = synth_attn_dtype(c->in), pass = bwd ? 1 : 0;
-	double heads = z->a / z->t, d = z->h / z->a;
-	/* The model FLOPs of the rank's share (4 b s^2 h / (t cp) forward,
+	double heads = z->a / z->t, d = z->h / z->a, t;
+	double f = (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->h / z->t / z->cp;
+	double gathered = cp_kv_bytes(z) * z->cp;
+	int cap = c->in->hw ? hw_domain(c->in->hw) / (int)z->t : 1;
+	struct comm_group g = {z->cp, comm_per_domain(z->cp, cap)};
+	char pg[32];
+	snprintf(pg, sizeof(pg), "cp.%d", r);
+	if (!bwd)
+		collective(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+			   gathered, g, pg);
+	t = ktime(c, KC_ATTENTION, dt, f, ew((bwd ? 4 : 3) * z->b * z->s * z->h / z->t, 1),
+		  kperf_attn_s(c->in->hw, dt, pass, z->b, heads, z->s, z->s_full / 2, d, 0));
+	launch(c, r, S_COMPUTE, GN_KERNEL,
+	       bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t, NULL);
+	if (bwd)
+		collective(c, r, S_COMPUTE, GC_REDUCE_SCATTER,
+			   "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", gathered, g, pg);
+}
+
+static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
+{
+	if (c->in->lay.cp_allgather) {
+		allgather_attn(c, r, z, bwd);
+		return;
+	}
+	{
+		int dt = synth_attn_dtype(c->in), pass = bwd ? 1 : 0;
+		double heads = z->a / z->t, d = z->h / z->a;
+		/* The model FLOPs of the rank's share (4 b s^2 h / (t cp) forward,
 	 * twice that backward), spread evenly over the steps. */
-	double f = (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->h / z->t / z->cp / z->cp;
-	double bytes = cp_kv_bytes(z) * (bwd ? 2 : 1), out = z->b * z->s * z->h / z->t;
-	for (int i = 0; i < z->cp; i++) {
-		double sq = i ? z->s / 2 : z->s, t;
-		if (i > 0) /* step i's key-value block has arrived */
-			event_wait(c, r, S_TP, S_COMPUTE);
-		if (i < z->cp - 1 && !c->dry)
-			cp_transfer(c, r, z, bytes);
-		t = ktime(c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->h / z->t, 1),
-			  kperf_attn_s(c->in->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
-		launch(c, r, S_COMPUTE, GN_KERNEL,
-		       bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
-		       NULL);
-		if (i > 0 && !bwd) /* merge by log-sum-exp: out, lse, step out in */
-			kernel(c, r, KC_ELEMENTWISE, "flash_attn_fwd_out_correction",
-			       ew(out, 2) + 8 * z->b * z->s * heads);
+		double f =
+		    (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->h / z->t / z->cp / z->cp;
+		double bytes = cp_kv_bytes(z) * (bwd ? 2 : 1), out = z->b * z->s * z->h / z->t;
+		for (int i = 0; i < z->cp; i++) {
+			double sq = i ? z->s / 2 : z->s, t;
+			if (i > 0) /* step i's key-value block has arrived */
+				event_wait(c, r, S_TP, S_COMPUTE);
+			if (i < z->cp - 1 && !c->dry)
+				cp_transfer(c, r, z, bytes);
+			t = ktime(
+			    c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->h / z->t, 1),
+			    kperf_attn_s(c->in->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
+			launch(c, r, S_COMPUTE, GN_KERNEL,
+			       bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"
+				   : "flash_fwd_kernel",
+			       t, NULL);
+			if (i > 0 && !bwd) /* merge by log-sum-exp: out, lse, step out in */
+				kernel(c, r, KC_ELEMENTWISE, "flash_attn_fwd_out_correction",
+				       ew(out, 2) + 8 * z->b * z->s * heads);
+		}
 	}
 }
 
@@ -2270,7 +2311,8 @@ int synth_same_placement(const struct synth_in *a, const struct synth_in *b)
 	       x.tp_overlap == y.tp_overlap && x.pp_overlap == y.pp_overlap &&
 	       a->m.untied == b->m.untied && a->m.rope == b->m.rope && mem_cp(&x) == mem_cp(&y) &&
 	       mem_ep(&x) == mem_ep(&y) && mem_etp(&x) == mem_etp(&y) &&
-	       x.imbalance == y.imbalance && a->m.experts == b->m.experts;
+	       x.imbalance == y.imbalance && a->m.experts == b->m.experts &&
+	       x.cp_allgather == y.cp_allgather;
 }
 
 int synth_part_parse(const char *s, struct synth_in *in, struct prism_err *err)
@@ -3011,6 +3053,9 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 	if (mem_cp(&in->lay) > 1) {
 		size_t k = strlen(buf);
 		snprintf(buf + k, k < n ? n - k : 0, ";cp=%d", mem_cp(&in->lay));
+		k = strlen(buf);
+		if (mem_cp(&in->lay) > 1 && in->lay.cp_allgather)
+			snprintf(buf + k, k < n ? n - k : 0, ";cp_allgather=1");
 	}
 	/* Mixture-of-experts, only for such models (dense descriptions stay
 	 * as they were). */
@@ -3101,6 +3146,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("first_dense", in->m.first_dense, 0, LLM_MAX_LAYERS);
 		INT("ep", in->lay.ep, 1, SYNTH_MAX_EP);
 		INT("cp", in->lay.cp, 1, SYNTH_MAX_CP);
+		INT("cp_allgather", in->lay.cp_allgather, 0, 1);
 		INT("etp", in->lay.etp, 1, SYNTH_MAX_TP);
 		else if (strcmp(key, "capacity_factor") == 0 || strcmp(key, "imbalance") == 0)
 		{

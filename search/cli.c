@@ -261,6 +261,7 @@ const char cli_layout_help[] =
     "                               ranks, ring attention (key-value blocks passed\n"
     "                               around, overlapped with the attention steps);\n"
     "                               GPUs = tp x pp x dp x cp\n"
+    "      --cp-allgather           --cp as Llama 3 ran it: K, V all-gathered\n"
     "mixture-of-experts models (experts in the model file):\n"
     "      --ep N                   expert parallel degree: the experts split over\n"
     "                               N ranks, tokens sent to them by all-to-all\n"
@@ -289,7 +290,7 @@ int cli_count(const char *arg, const char *opt, int min, int max, int *out, stru
 	return 0;
 }
 
-int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *given,
+int cli_layout_option(int c, const char *arg, struct synth_in *in, uint64_t *given,
 		      struct prism_err *err)
 {
 	int rc = 0;
@@ -374,6 +375,9 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	case CLI_OPT_CP:
 		rc = cli_count(arg, "cp", 1, SYNTH_MAX_CP, &in->lay.cp, err);
 		break;
+	case CLI_OPT_CP_ALLGATHER:
+		in->lay.cp_allgather = 1;
+		break;
 	case CLI_OPT_ETP:
 		rc = cli_count(arg, "etp", 1, SYNTH_MAX_TP, &in->lay.etp, err);
 		break;
@@ -422,7 +426,7 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *giv
 	return 1;
 }
 
-int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst,
+int cli_layout_apply(const struct synth_in *src, uint64_t given, struct synth_in *dst,
 		     struct prism_err *err)
 {
 #define A(opt, field)                                                                              \
@@ -459,6 +463,7 @@ int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in
 	A(CLI_OPT_ETP, lay.etp);
 	A(CLI_OPT_IMBALANCE, lay.imbalance);
 	A(CLI_OPT_CP, lay.cp);
+	A(CLI_OPT_CP_ALLGATHER, lay.cp_allgather);
 #undef A
 	if (given & CLI_SET(CLI_OPT_PARTITION))
 		memcpy(dst->lay.part, src->lay.part, sizeof(dst->lay.part));

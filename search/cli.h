@@ -8,6 +8,8 @@
 #ifndef PRISM_CLI_H
 #define PRISM_CLI_H
 
+#include <stdint.h>
+
 #include "graph.h"
 #include "prism.h"
 
@@ -124,9 +126,12 @@ enum {
 	CLI_OPT_ETP,
 	CLI_OPT_IMBALANCE,
 	CLI_OPT_CP,
+	CLI_OPT_CP_ALLGATHER,
 	CLI_OPT_NOPT
 };
-#define CLI_SET(opt) (1u << ((opt)-CLI_OPT_TP))
+/* A bit of a uint64_t for each option given. */
+_Static_assert(CLI_OPT_NOPT - CLI_OPT_TP <= 64, "layout options beyond the given mask");
+#define CLI_SET(opt) (UINT64_C(1) << ((opt)-CLI_OPT_TP))
 #define CLI_LAYOUT_LONGOPTS                                                                        \
 	{"tp", required_argument, NULL, CLI_OPT_TP}, {"pp", required_argument, NULL, CLI_OPT_PP},  \
 	    {"dp", required_argument, NULL, CLI_OPT_DP},                                           \
@@ -158,6 +163,7 @@ enum {
 	    {"ep", required_argument, NULL, CLI_OPT_EP},                                           \
 	    {"etp", required_argument, NULL, CLI_OPT_ETP},                                         \
 	    {"cp", required_argument, NULL, CLI_OPT_CP},                                           \
+	    {"cp-allgather", no_argument, NULL, CLI_OPT_CP_ALLGATHER},                             \
 	{                                                                                          \
 		"moe-imbalance", required_argument, NULL, CLI_OPT_IMBALANCE                        \
 	}
@@ -166,7 +172,7 @@ enum {
 extern const char cli_layout_help[];
 
 /* 1 if c was a layout option (applied), 0 if not, negative with err set. */
-int cli_layout_option(int c, const char *arg, struct synth_in *in, unsigned *given,
+int cli_layout_option(int c, const char *arg, struct synth_in *in, uint64_t *given,
 		      struct prism_err *err);
 
 /* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path);
@@ -186,7 +192,7 @@ int cli_write_trace(const struct graph *g, const struct synth_out *so, const cha
 int cli_not_input(const char *out, const char *opt, char *const *in, int n, struct prism_err *err);
 
 /* Apply to *dst every option set in `given` from *src. */
-int cli_layout_apply(const struct synth_in *src, unsigned given, struct synth_in *dst,
+int cli_layout_apply(const struct synth_in *src, uint64_t given, struct synth_in *dst,
 		     struct prism_err *err);
 
 #endif

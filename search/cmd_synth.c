@@ -153,7 +153,7 @@ int cmd_synth(int argc, char **argv)
 	struct synth_out so;
 	const char *hw_name = NULL, *out = NULL, *eff = NULL, *host = NULL, *db_path = NULL;
 	struct kdb *db = NULL;
-	unsigned given = 0;
+	uint64_t given = 0;
 	int json = 0, full = 0, c, rc;
 	char mpath[1024], hpath[1024];
 	char *inputs[3] = {mpath, hpath, NULL};

@@ -177,7 +177,7 @@ int cmd_whatif(int argc, char **argv)
 	struct synth_out so;
 	const char *timeline = NULL, *db_path = NULL;
 	struct kdb *db = NULL;
-	unsigned given = 0;
+	uint64_t given = 0;
 	int json = 0, c, rc = 0, prefer = PREDICT_EDIT_PREFERRED;
 
 	build_opts_default(&bo);

@@ -1229,6 +1229,50 @@ static void test_cp_ring(void **state)
 }
 
 /*
+ * Llama 3's all-gather form of cp = 2 on the same model: each layer's
+ * forward all-gathers the two ranks' key-value blocks, 2 x 2,097,152 =
+ * 4,194,304 bytes over the 2 cp ranks, and its backward reduce-scatters
+ * their gradients, as many bytes: 8 layers x 2 steps = 16 of each, and no
+ * ring transfer.  The gather is on the compute stream (exposed): the
+ * attention kernel starts when it ends.
+ */
+static void test_cp_allgather(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	int ng = 0, nr = 0;
+	(void)state;
+	small(&in);
+	in.lay.cp = 2;
+	in.lay.cp_allgather = 1;
+	g = build(&in, &so, &st);
+	for (uint32_t i = 0; i < g->n_colls; i++) {
+		assert_true(g->colls[i].kind != GC_SEND_RECV);
+		if (g->colls[i].kind == GC_ALL_GATHER || g->colls[i].kind == GC_REDUCE_SCATTER) {
+			assert_int_equal(g->colls[i].bytes, 4194304);
+			assert_int_equal(g->colls[i].group_size, 2);
+			ng += g->colls[i].kind == GC_ALL_GATHER;
+			nr += g->colls[i].kind == GC_REDUCE_SCATTER;
+		}
+	}
+	assert_int_equal(ng, 16);
+	assert_int_equal(nr, 16);
+	for (uint32_t u = 0; u + 1 < g->n_nodes; u++)
+		if (g->coll[u] != UINT32_MAX && g->colls[g->coll[u]].kind == GC_ALL_GATHER) {
+			uint32_t v = u + 1; /* the next task on the compute stream */
+			while (v < g->n_nodes && g->proc[v] != g->proc[u])
+				v++;
+			assert_true(v < g->n_nodes);
+			assert_string_equal(strtab_get(&g->st, g->name[v]), "flash_fwd_kernel");
+			assert_true(g->start_ns[v] >= g->start_ns[u] + g->dur_ns[u]);
+		}
+	synth_out_free(&so);
+	graph_free(g);
+}
+
+/*
  * cp splits every token-wise cost: the FLOPs of the replica's cp ranks add
  * up to the model's (each rank 1/cp of the GEMMs and of the causal
  * attention's model FLOPs), activations per layer halve, and the optimizer
@@ -1298,6 +1342,7 @@ int main(void)
 	    cmocka_unit_test(test_moe_rules),
 	    cmocka_unit_test(test_moe_load),
 	    cmocka_unit_test(test_cp_ring),
+	    cmocka_unit_test(test_cp_allgather),
 	    cmocka_unit_test(test_cp_layout),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
