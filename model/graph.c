@@ -655,6 +655,34 @@ static int cmp_coll_key(const void *pa, const void *pb)
 	return (a->i > b->i) - (a->i < b->i);
 }
 
+int graph_renumber_colls(struct graph *g, int by_start)
+{
+	int64_t *t = prism_malloc((g->n_colls ? g->n_colls : 1) * sizeof(*t));
+	uint32_t *rank = prism_malloc((g->n_colls ? g->n_colls : 1) * sizeof(*rank));
+	int rc = PRISM_ENOMEM;
+	if (t && rank) {
+		for (uint32_t c = 0; c < g->n_colls; c++) {
+			uint32_t u = g->colls[c].node;
+			t[c] = by_start ? g->start_ns[u] : (int64_t)u;
+			rank[c] = g->procs[g->proc[u]].rank;
+		}
+		rc = graph_number_colls(g->colls, g->n_colls, t, rank);
+	}
+	free(t);
+	free(rank);
+	return rc;
+}
+
+void graph_count(struct graph *g)
+{
+	memset(g->stats.nodes, 0, sizeof(g->stats.nodes));
+	memset(g->stats.edges, 0, sizeof(g->stats.edges));
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		g->stats.nodes[g->kind[u]]++;
+	for (uint32_t e = 0; e < g->n_edges; e++)
+		g->stats.edges[GE_KIND(g->out_kind[e])]++;
+}
+
 int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t, const uint32_t *rank)
 {
 	struct coll_key *k = prism_malloc((n ? n : 1) * sizeof(*k));

@@ -306,6 +306,15 @@ void graph_copy_nodes(struct graph *dst, uint32_t x, const struct graph *src, ui
  * 0, or PRISM_ENOMEM. */
 int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t, const uint32_t *rank);
 
+/* graph_number_colls over all of g's collectives, each rank on its own, in
+ * the order of their nodes' traced starts (by_start) or of their node ids
+ * (a stream's tasks are in launch order).  0, or PRISM_ENOMEM. */
+int graph_renumber_colls(struct graph *g, int by_start);
+
+/* g->stats' node and edge counts by kind, from the graph itself (after an
+ * edit made it). */
+void graph_count(struct graph *g);
+
 /*
  * Verify the invariants: CSR offsets monotone and in range, every id and
  * string id in range (nodes, edges, processors, ranks, iterations,

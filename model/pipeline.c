@@ -964,36 +964,14 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 			n->iters[j].start_ns = iter_a[j];
 			n->iters[j].dur_ns = iter_b[j] - iter_a[j];
 		}
-	{
-		int64_t *t = prism_malloc((n->n_colls ? n->n_colls : 1) * sizeof(*t));
-		uint32_t *rank = prism_malloc((n->n_colls ? n->n_colls : 1) * sizeof(*rank));
-		if (!t || !rank) {
-			free(t);
-			free(rank);
-			rc = oom(&s);
-			goto out;
-		}
-		/* Sequence numbers in each rank's launch order: processor order
-		 * would misplace them, so use the node's position on its
-		 * stream, which follows the stage's schedule. */
-		for (uint32_t c = 0; c < n->n_colls; c++) {
-			t[c] = (int64_t)n->colls[c].node;
-			rank[c] = n->procs[n->proc[n->colls[c].node]].rank;
-		}
-		rc = graph_number_colls(n->colls, n->n_colls, t, rank);
-		free(t);
-		free(rank);
-		if (rc) {
-			rc = oom(&s);
-			goto out;
-		}
+	/* Sequence numbers in each rank's launch order: processor order
+	 * would misplace them, so use the node's position on its stream,
+	 * which follows the stage's schedule. */
+	if (graph_renumber_colls(n, 0)) {
+		rc = oom(&s);
+		goto out;
 	}
-	memset(n->stats.nodes, 0, sizeof(n->stats.nodes));
-	memset(n->stats.edges, 0, sizeof(n->stats.edges));
-	for (uint32_t u = 0; u < n->n_nodes; u++)
-		n->stats.nodes[n->kind[u]]++;
-	for (uint32_t e = 0; e < n->n_edges; e++)
-		n->stats.edges[GE_KIND(n->out_kind[e])]++;
+	graph_count(n);
 	if ((rc = graph_acyclic(n, err))) {
 		if (rc == PRISM_EINTERNAL)
 			prism_err_prefix(err, "the stages wait on each other");

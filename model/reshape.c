@@ -123,6 +123,24 @@ static int group_ids(struct rs *r)
 	return rc ? oom(r) : 0;
 }
 
+/* Breadth first from seeds along the edges off/adj (CSR): every task
+ * stamped from that is reached through tasks stamped from is stamped to
+ * and queued (the seeds themselves are not).  How many were. */
+static uint32_t flood(const uint32_t *off, const uint32_t *adj, const uint32_t *seed,
+		      uint32_t n_seed, uint32_t *stamp, uint32_t from, uint32_t to, uint32_t *queue)
+{
+	uint32_t head = 0, tail = 0;
+	for (uint32_t i = 0; i < n_seed + tail; i++) {
+		uint32_t v = i < n_seed ? seed[i] : queue[head++];
+		for (uint32_t e = off[v]; e < off[v + 1]; e++)
+			if (stamp[adj[e]] == from) {
+				stamp[adj[e]] = to;
+				queue[tail++] = adj[e];
+			}
+	}
+	return tail;
+}
+
 /*
  * Tasks between the parts of a group: outside it, on a path from the group
  * back into it.  Edges never go back in traced start order, so such a task
@@ -190,7 +208,7 @@ static int bridges(struct rs *r, int mb, int relabel, uint32_t *late)
 	for (uint32_t k = 0; k < ng; k++) {
 		/* stamp: 3k+1 a candidate (outside, same step, in the window),
 		 * 3k+2 reaches the group, 3k+3 a bridge. */
-		uint32_t c1 = 3 * k + 1, c2 = 3 * k + 2, c3 = 3 * k + 3, head = 0, tail = 0;
+		uint32_t c1 = 3 * k + 1, c2 = 3 * k + 2, c3 = 3 * k + 3, tail = 0;
 		uint32_t ru = rep[k];
 		int found = 0;
 		for (uint32_t p = 0; p < g->n_procs; p++) {
@@ -215,51 +233,13 @@ static int bridges(struct rs *r, int mb, int relabel, uint32_t *late)
 		}
 		if (!found)
 			continue;
-		/* Backward from the group through candidates. */
-		for (uint32_t m = moff[k]; m < moff[k + 1]; m++) {
-			uint32_t v = members[m];
-			for (uint32_t e = r->in_off[v]; e < r->in_off[v + 1]; e++) {
-				uint32_t w = r->in_src[e];
-				if (stamp[w] == c1) {
-					stamp[w] = c2;
-					queue[tail++] = w;
-				}
-			}
-		}
-		while (head < tail) {
-			uint32_t v = queue[head++];
-			for (uint32_t e = r->in_off[v]; e < r->in_off[v + 1]; e++) {
-				uint32_t w = r->in_src[e];
-				if (stamp[w] == c1) {
-					stamp[w] = c2;
-					queue[tail++] = w;
-				}
-			}
-		}
-		if (!tail)
+		/* Backward from the group through candidates, then forward from
+		 * the group through those. */
+		if (!flood(r->in_off, r->in_src, members + moff[k], moff[k + 1] - moff[k], stamp,
+			   c1, c2, queue))
 			continue;
-		/* Forward from the group through those. */
-		head = tail = 0;
-		for (uint32_t m = moff[k]; m < moff[k + 1]; m++) {
-			uint32_t v = members[m];
-			for (uint32_t e = g->out_off[v]; e < g->out_off[v + 1]; e++) {
-				uint32_t w = g->out_dst[e];
-				if (stamp[w] == c2) {
-					stamp[w] = c3;
-					queue[tail++] = w;
-				}
-			}
-		}
-		while (head < tail) {
-			uint32_t v = queue[head++];
-			for (uint32_t e = g->out_off[v]; e < g->out_off[v + 1]; e++) {
-				uint32_t w = g->out_dst[e];
-				if (stamp[w] == c2) {
-					stamp[w] = c3;
-					queue[tail++] = w;
-				}
-			}
-		}
+		tail = flood(g->out_off, g->out_dst, members + moff[k], moff[k + 1] - moff[k],
+			     stamp, c2, c3, queue);
 		for (uint32_t i = 0; i < tail; i++) {
 			uint32_t w = queue[i];
 			int own = grp[w] == NONE32 && g->iter[w] == g->iter[ru] &&
@@ -1388,33 +1368,11 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 		if (n->iters[i].dur_ns < 0)
 			n->iters[i].dur_ns = 0;
 	}
-	{
-		int64_t *t = prism_malloc((n->n_colls ? n->n_colls : 1) * sizeof(*t));
-		uint32_t *rank = prism_malloc((n->n_colls ? n->n_colls : 1) * sizeof(*rank));
-		if (!t || !rank) {
-			free(t);
-			free(rank);
-			rc = oom(&r);
-			goto out;
-		}
-		for (uint32_t k = 0; k < n->n_colls; k++) {
-			t[k] = n->start_ns[n->colls[k].node];
-			rank[k] = n->procs[n->proc[n->colls[k].node]].rank;
-		}
-		rc = graph_number_colls(n->colls, n->n_colls, t, rank);
-		free(t);
-		free(rank);
-		if (rc) {
-			rc = oom(&r);
-			goto out;
-		}
+	if (graph_renumber_colls(n, 1)) {
+		rc = oom(&r);
+		goto out;
 	}
-	memset(n->stats.nodes, 0, sizeof(n->stats.nodes));
-	memset(n->stats.edges, 0, sizeof(n->stats.edges));
-	for (uint32_t u = 0; u < n->n_nodes; u++)
-		n->stats.nodes[n->kind[u]]++;
-	for (uint32_t e = 0; e < n->n_edges; e++)
-		n->stats.edges[GE_KIND(n->out_kind[e])]++;
+	graph_count(n);
 	if ((rc = graph_acyclic(n, err))) {
 		if (rc == PRISM_EINTERNAL)
 			prism_err_prefix(err, "the edited graph waits on itself");
