@@ -2217,18 +2217,25 @@ void synth_mem_layout(const struct synth_in *in, struct mem_layout *l)
 
 /* The kernel model's time of the embedding's forward and backward (*emb)
  * and of the head's and loss's (*head), one microbatch. */
+/* A context that only adds up the kernel model's times (dry_s) of one
+ * rank, rk, building nothing. */
+static void dry_ctx(struct ctx *c, struct rankst *rk, const struct synth_in *in)
+{
+	memset(c, 0, sizeof(*c));
+	memset(rk, 0, sizeof(*rk));
+	c->in = in;
+	c->dry = 1;
+	c->kdb_gpu = -1;
+	c->rk = rk;
+}
+
 void synth_extra_times(const struct synth_in *in, double *emb, double *head)
 {
 	struct ctx c;
 	struct rankst rk;
 	struct shape z;
 
-	memset(&c, 0, sizeof(c));
-	memset(&rk, 0, sizeof(rk));
-	c.in = in;
-	c.dry = 1;
-	c.kdb_gpu = -1;
-	c.rk = &rk;
+	dry_ctx(&c, &rk, in);
 	shape_of(in, &z);
 	embed_fwd(&c, 0, &z);
 	embed_bwd(&c, 0, &z);
@@ -2437,15 +2444,10 @@ static void layer_times(const struct synth_in *in, int moe, double *fwd_s, doubl
 	struct rankst rk;
 	struct shape z;
 
-	memset(&c, 0, sizeof(c));
-	memset(&rk, 0, sizeof(rk));
-	c.in = in;
-	c.dry = 1;
-	c.kdb_gpu = -1;
+	dry_ctx(&c, &rk, in);
 	rk.mb = 1; /* a steady microbatch: fp8 weights already cast */
 	rk.phase = PH_FORWARD;
 	rk.layer = moe ? in->m.layers - 1 : -1; /* a dense layer, or an MoE one */
-	c.rk = &rk;
 	shape_of(in, &z);
 	layer_fwd(&c, 0, &z);
 	*fwd_s = c.dry_s;
