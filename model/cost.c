@@ -12,6 +12,22 @@ int cost_compute_bound(int cls)
 	return cls == KC_GEMM || cls == KC_ATTENTION || cls == KC_CONV;
 }
 
+int cost_mem_kind(int cls)
+{
+	switch (cls) {
+	case KC_NORM:
+		return HW_MEM_NORM;
+	case KC_SOFTMAX:
+	case KC_REDUCTION:
+		return HW_MEM_REDUCTION;
+	case KC_ELEMENTWISE:
+	case KC_OPTIMIZER:
+		return HW_MEM_ELEMENTWISE;
+	default:
+		return -1;
+	}
+}
+
 const char *cost_class_name(int cls)
 {
 	static const char *const n[KC_NCLASSES] = {

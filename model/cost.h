@@ -53,6 +53,13 @@ const char *cost_class_name(int cls);
  * convolution), 0 for those that follow memory bandwidth. */
 int cost_compute_bound(int cls);
 
+/* The memory-bound kind (enum hw_mem_kind, kperf_mem_s) of a class as
+ * prism synth times it: norms, softmax and reductions, elementwise and
+ * optimizer passes; -1 for the classes the kernel model does not time by
+ * the bytes they move (GEMM, attention, convolution, copies, sets, other
+ * kernels). */
+int cost_mem_kind(int cls);
+
 /* Element size in bytes of a PyTorch type name ("float", "c10::BFloat16",
  * "long int", ...), or 0 if unknown. */
 int cost_elem_bytes(const char *type);

@@ -279,31 +279,11 @@ ambiguous:
 	return 0;
 }
 
-/* The memory-bound kind of a class (kperf_mem_s), as prism synth times it;
- * -1 for the classes the kernel model does not time by bytes (an
- * embedding's op counts its whole table, copies and sets are not kernels,
- * convolutions and other kernels say nothing of what they move). */
-static int mem_kind(int cls)
-{
-	switch (cls) {
-	case KC_NORM:
-		return HW_MEM_NORM;
-	case KC_SOFTMAX:
-	case KC_REDUCTION:
-		return HW_MEM_REDUCTION;
-	case KC_ELEMENTWISE:
-	case KC_OPTIMIZER:
-		return HW_MEM_ELEMENTWISE;
-	default:
-		return -1;
-	}
-}
-
 /* The kernel model's fixed overhead of a kernel of class cls in dtype dt
  * on hw (kperf.h). */
 static double model_overhead_s(const struct hw_profile *hw, int cls, int dt)
 {
-	int kind = mem_kind(cls);
+	int kind = cost_mem_kind(cls);
 	if (cls == KC_GEMM || cls == KC_CONV)
 		return hw->k.gemm[dt].overhead_s;
 	if (cls == KC_ATTENTION)
@@ -386,7 +366,7 @@ static int model_times(const struct graph *g, uint32_t u, int cls, int dt,
 		/* A trace does not record the mask: language models train causal. */
 		*k0 = kperf_attn_s(r->from, dt, pass, b, hd, sq, skv, d, 1);
 		*k1 = kperf_attn_s(r->to, dt, pass, b, hd2, sq, skv, d2, 1);
-	} else if ((kind = mem_kind(cls)) >= 0 && cost_work(g, u, &fl, &bytes) && bytes > 0) {
+	} else if ((kind = cost_mem_kind(cls)) >= 0 && cost_work(g, u, &fl, &bytes) && bytes > 0) {
 		*k0 = kperf_mem_s(r->from, kind, bytes);
 		*k1 = kperf_mem_s(r->to, kind, bytes * (shape ? shape_factor(g, u, cls, r) : 1));
 	}

@@ -437,18 +437,12 @@ static void event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to
 		c->oom = 1;
 }
 
-/* The memory-bound kind of a class (kperf_mem_s). */
+/* The memory-bound kind of a memory-bound kernel's class (cost_mem_kind;
+ * elementwise for any other class passed here). */
 static int mem_kind(int cls)
 {
-	switch (cls) {
-	case KC_NORM:
-		return HW_MEM_NORM;
-	case KC_SOFTMAX:
-	case KC_REDUCTION:
-		return HW_MEM_REDUCTION;
-	default:
-		return HW_MEM_ELEMENTWISE;
-	}
+	int k = cost_mem_kind(cls);
+	return k >= 0 ? k : HW_MEM_ELEMENTWISE;
 }
 
 /*

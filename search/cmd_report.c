@@ -604,6 +604,22 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	sqlite3_finalize(st);
 }
 
+/* Row r's days, GPU-hours and cost to train as CSV cells (empty where
+ * the sweep gives no tokens, or no price), each followed by a comma. */
+static void csv_train(FILE *csv, const struct report *R, const struct row *r)
+{
+	double days, gpuh, cost;
+	to_train(&R->tr, r, &days, &gpuh, &cost);
+	if (R->tr.tokens > 0)
+		fprintf(csv, "%.6g,%.6g,", days, gpuh);
+	else
+		fputs(",,", csv);
+	if (R->tr.tokens > 0 && R->tr.price > 0)
+		fprintf(csv, "%.6g,", cost);
+	else
+		fputs(",", csv);
+}
+
 static void write_best_csv(FILE *csv, const struct report *R)
 {
 	fprintf(csv,
@@ -613,19 +629,10 @@ static void write_best_csv(FILE *csv, const struct report *R)
 		knob_header);
 	for (size_t k = 0; k < R->nb; k++) {
 		const struct row *r = &R->rows[R->best[k]];
-		double days, gpuh, cost;
-		to_train(&R->tr, r, &days, &gpuh, &cost);
 		csv_knobs(csv, r);
 		fprintf(csv, "%.9f,%.3f,%.6f,%.6f,%.3f,%.9g,", r->iter_s, r->tps, r->mfu, r->bubble,
 			r->mem_gb, r->gpuh);
-		if (R->tr.tokens > 0)
-			fprintf(csv, "%.6g,%.6g,", days, gpuh);
-		else
-			fputs(",,", csv);
-		if (R->tr.tokens > 0 && R->tr.price > 0)
-			fprintf(csv, "%.6g,", cost);
-		else
-			fputs(",", csv);
+		csv_train(csv, R, r);
 		fprintf(csv, "%d,%d,%d,%d\n", near_ties(R, k), r->n_same, R->pareto_t[k],
 			R->pareto_h[k]);
 	}
@@ -682,16 +689,7 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 			  : NULL;
 		if (hit) {
 			const struct row *r = *hit;
-			double days, gpuh, cost;
-			to_train(&R->tr, r, &days, &gpuh, &cost);
-			if (R->tr.tokens > 0)
-				fprintf(csv, "%.6g,%.6g,", days, gpuh);
-			else
-				fputs(",,", csv);
-			if (R->tr.tokens > 0 && R->tr.price > 0)
-				fprintf(csv, "%.6g,", cost);
-			else
-				fputs(",", csv);
+			csv_train(csv, R, r);
 			fprintf(csv, "%d,", r->near_tie);
 			if (r->same_as >= 0)
 				csv_text(csv, R->rows[r->same_as].key);
