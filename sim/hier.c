@@ -16,8 +16,10 @@ struct point {
 	uint32_t kdb_exact, kdb_interpolated;
 };
 
-/* Simulate in at m microbatches, folded. */
-static int point_run(const struct synth_in *in, int m, struct point *pt, struct prism_err *err)
+/* Simulate in at m microbatches, folded (kernel by kernel where
+ * kernel_level is set). */
+static int point_run(const struct synth_in *in, int m, int kernel_level, struct point *pt,
+		     struct prism_err *err)
 {
 	struct synth_in x = *in;
 	struct graph *g = NULL;
@@ -26,7 +28,7 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 	int rc;
 
 	x.lay.microbatches = m;
-	x.units = 1;
+	x.units = !kernel_level;
 	x.no_shapes = 1;
 	if ((rc = settle_build(&x, &g, &so, &pt->st, err)))
 		return rc;
@@ -75,7 +77,10 @@ static int line_s(double a, double b, double c, int64_t q, double *at)
 }
 
 /* The line through three points from m0 by c, extended to in's count:
- * 1 with *out set, 0 when the points say no (as in hier.h), or an error. */
+ * 1 with *out set, 0 when the points say no (as in hier.h), or an error.
+ * Once a point's folded run declines (settle.h), contention reaches its
+ * unit tasks and the later points are built kernel by kernel at once
+ * (the same run, without the folded one first): out->declined. */
 static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *out,
 		    struct prism_err *err)
 {
@@ -85,12 +90,13 @@ static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *o
 
 	if (!pt)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	memset(out, 0, sizeof(*out));
-	for (int k = 0; k < 3; k++)
-		if ((rc = point_run(in, m0 + k * c, &pt[k], err))) {
+	for (int k = 0; k < 3; k++) {
+		if ((rc = point_run(in, m0 + k * c, out->declined, &pt[k], err))) {
 			free(pt);
 			return rc;
 		}
+		out->declined |= pt[k].st.declined;
+	}
 	q = (m - (m0 + 2 * c)) / c;
 	rc = 1;
 	/* A host slower per microbatch than the step grows would come to
@@ -145,6 +151,7 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	int p = l->pp, m = l->microbatches, m0, c, rc;
 	double spent = 0;
 
+	memset(out, 0, sizeof(*out));
 	if (!in->units || in->steps > 2 || p < 1)
 		return 0;
 	/* The layout's own rules, at its own count. */

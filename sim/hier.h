@@ -20,7 +20,8 @@
  * (a microbatch more adds none); otherwise, or when
  * the points disagree, or the run has more than two steps (each step's
  * own line), it declines and the caller simulates m directly.  The
- * breakdown is checked and extended the same way.  docs/MODEL.md, "Hierarchical simulation".
+ * breakdown is checked and extended the same way, within
+ * HIER_BREAKDOWN_TOL where its parts trade time between the points.  docs/MODEL.md, "Hierarchical simulation".
  */
 #ifndef PRISM_HIER_H
 #define PRISM_HIER_H
@@ -32,17 +33,28 @@
  * simulating m directly (their microbatches over m). */
 #define HIER_POINTS_SHARE 0.5
 
+/* The breakdown (exposed compute and communication, overlap, idle) may
+ * stray from its line by at most this fraction of the step over the
+ * extension: under contention a collective's exposed and idle time trade
+ * a few microseconds a microbatch while the step stays exact. */
+#define HIER_BREAKDOWN_TOL 1e-3
+
 struct hier_out {
 	struct settle_out st;
 	uint64_t tasks;			      /* of the kernel-level graph */
 	uint64_t kernels;		      /* GPU tasks of that graph */
 	uint32_t kdb_exact, kdb_interpolated; /* synth_out's */
 	int m0, c;			      /* the points: m0, m0 + c, m0 + 2c microbatches */
+	int declined; /* a point's folded run declined (settle.h): contention
+		       * reaches unit tasks; set also when hier_extrapolate
+		       * declines, so that the caller builds m kernel by
+		       * kernel at once */
 };
 
 /*
  * in: a layout with in->units set.  1 with *out filled when extrapolated,
- * 0 when declined (as above; out untouched), or the error of a run
+ * 0 when declined (as above; of out only `declined` is meaningful), or
+ * the error of a run
  * (synth_build, settle_synth).
  */
 int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct prism_err *err);
