@@ -86,7 +86,7 @@ struct fscr {
  * (lags) and collective time, and how many tasks. */
 struct fseg {
 	uint32_t first, last, n;
-	int64_t rest_ns, gate_ns, idle_ns, comm_ns;
+	int64_t rest_ns, idle_ns, comm_ns;
 };
 
 /* A unit task's idle and tensor-parallel time, node relative. */
@@ -1599,12 +1599,6 @@ static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
 	c->units_folded++;
 }
 
-/* Whether the run simulates contention (synth_out.slow_compute). */
-static int fold_contends(const struct ctx *c)
-{
-	return !c->in->bare && (c->in->hw->slow_compute > 0 || c->in->hw->slow_comm > 0);
-}
-
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -1664,17 +1658,6 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 
 	if (c->pend.n || n == 0 || VEC_RESERVE(c->fscr, n))
 		return 0;
-	/* Under contention a unit task is slowed as a whole by any
-	 * collective beside it, where the kernels it stands for would be
-	 * slowed only while the collective overlaps them: a unit that issues
-	 * a collective off its compute stream (gradient buckets, ZeRO
-	 * gathers and reduce-scatters, TP beside GEMMs) stays kernel by
-	 * kernel.  Collectives of other units that reach into a unit task
-	 * are found after the simulation (settle.h, inexact). */
-	if (fold_contends(c))
-		for (uint32_t i = 0; i < n; i++)
-			if (v[i].proc != host && v[i].proc != comp && v[i].kind == GN_COLL)
-				return 0;
 	x = c->fscr.v;
 	for (uint32_t i = 0; i < n; i++) {
 		x[i] = (struct fscr){-1, NONE32, NONE32, 0, 0, 0};
@@ -1718,13 +1701,11 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 			continue;
 		}
 		if (prev == NONE32 || x[i].evin || x[prev].evout) {
-			struct fseg z = {i, i, 1, 0, INT64_MIN, 0, 0};
+			struct fseg z = {i, i, 1, 0, 0, 0};
 			if (VEC_PUSH(c->fsegs, z) || VEC_PUSH(c->fgates, x[i].rel))
 				goto oom;
 		} else {
 			sg = &c->fsegs.v[c->fsegs.n - 1];
-			if (x[i].rel - sg->rest_ns > sg->gate_ns)
-				sg->gate_ns = x[i].rel - sg->rest_ns;
 			/* Held to PRISM_TIME_MAX: a run that long is the
 			 * simulator's to refuse. */
 			sg->rest_ns =
@@ -1737,9 +1718,6 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 		}
 		prev = i;
 	}
-	for (size_t k = 0; k < c->fsegs.n; k++)
-		if (c->fsegs.v[k].n > 1 && VEC_PUSH(c->fgates, c->fsegs.v[k].gate_ns))
-			goto oom;
 	qsort(c->fgates.v, c->fgates.n, sizeof(*c->fgates.v), cmp_i64);
 	{
 		size_t u = 0;
@@ -1802,7 +1780,10 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 				rest.dur = sg->rest_ns;
 				rest.lag = 0;
 				me = fold_push(c, t, rest);
-				fold_edge(c, fold_gate(c, sg->gate_ns), me, GE_LAUNCH);
+				/* Released by the unit's host start: the sim
+				 * times its kernels from their launches
+				 * (sim.h, folded tasks). */
+				fold_edge(c, 0, me, GE_LAUNCH);
 				mk.node = me;
 				mk.idle_ns = sg->idle_ns;
 				mk.comm_ns = sg->comm_ns;
@@ -1810,7 +1791,9 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 				for (uint32_t j = i + 1; j <= sg->last; j++) {
 					struct synth_fold_kern kk = {
 					    x[j].rel, v[j].lag, v[j].dur,
-					    (uint8_t)(v[j].kind == GN_COLL || v[j].kind == GN_P2P)};
+					    v[j].kind == GN_COLL  ? SYNTH_KERN_COLL
+					    : v[j].kind == GN_P2P ? SYNTH_KERN_P2P
+								  : SYNTH_KERN_COMPUTE};
 					if (v[j].proc == comp && VEC_PUSH(c->fkerns, kk))
 						goto oom;
 				}

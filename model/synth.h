@@ -194,9 +194,14 @@ struct synth_fold_mark {
 };
 
 /* A kernel inside a unit task: its launch's offset from the unit's host
- * start, its start lag and duration; comm: a collective (tensor
- * parallel).  Each starts at the later of the previous one's end and its
- * launch, plus its lag (the first after the task's predecessor). */
+ * start, its start lag and duration; comm: SYNTH_KERN_COLL a collective
+ * (tensor parallel), SYNTH_KERN_P2P a transfer, else 0.  Each starts at
+ * the later of the previous one's end and its launch, plus its lag (the
+ * first after the task's predecessor). */
+#define SYNTH_KERN_COMPUTE 0
+#define SYNTH_KERN_COLL	   1
+#define SYNTH_KERN_P2P	   2
+
 struct synth_fold_kern {
 	int64_t rel_ns, lag_ns, dur_ns;
 	uint8_t comm;

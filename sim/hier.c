@@ -16,10 +16,8 @@ struct point {
 	uint32_t kdb_exact, kdb_interpolated;
 };
 
-/* Simulate in at m microbatches, folded (kernel by kernel where
- * kernel_level is set). */
-static int point_run(const struct synth_in *in, int m, int kernel_level, struct point *pt,
-		     struct prism_err *err)
+/* Simulate in at m microbatches, folded. */
+static int point_run(const struct synth_in *in, int m, struct point *pt, struct prism_err *err)
 {
 	struct synth_in x = *in;
 	struct graph *g = NULL;
@@ -28,7 +26,7 @@ static int point_run(const struct synth_in *in, int m, int kernel_level, struct 
 	int rc;
 
 	x.lay.microbatches = m;
-	x.units = !kernel_level;
+	x.units = 1;
 	x.no_shapes = 1;
 	if ((rc = settle_build(&x, &g, &so, &pt->st, err)))
 		return rc;
@@ -77,10 +75,7 @@ static int line_s(double a, double b, double c, int64_t q, double *at)
 }
 
 /* The line through three points from m0 by c, extended to in's count:
- * 1 with *out set, 0 when the points say no (as in hier.h), or an error.
- * Once a point's folded run declines (settle.h), contention reaches its
- * unit tasks and the later points are built kernel by kernel at once
- * (the same run, without the folded one first): out->declined. */
+ * 1 with *out set, 0 when the points say no (as in hier.h), or an error. */
 static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *out,
 		    struct prism_err *err)
 {
@@ -90,13 +85,11 @@ static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *o
 
 	if (!pt)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	for (int k = 0; k < 3; k++) {
-		if ((rc = point_run(in, m0 + k * c, out->declined, &pt[k], err))) {
+	for (int k = 0; k < 3; k++)
+		if ((rc = point_run(in, m0 + k * c, &pt[k], err))) {
 			free(pt);
 			return rc;
 		}
-		out->declined |= pt[k].st.declined;
-	}
 	q = (m - (m0 + 2 * c)) / c;
 	rc = 1;
 	/* A host slower per microbatch than the step grows would come to

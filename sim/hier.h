@@ -45,16 +45,11 @@ struct hier_out {
 	uint64_t kernels;		      /* GPU tasks of that graph */
 	uint32_t kdb_exact, kdb_interpolated; /* synth_out's */
 	int m0, c;			      /* the points: m0, m0 + c, m0 + 2c microbatches */
-	int declined; /* a point's folded run declined (settle.h): contention
-		       * reaches unit tasks; set also when hier_extrapolate
-		       * declines, so that the caller builds m kernel by
-		       * kernel at once */
 };
 
 /*
  * in: a layout with in->units set.  1 with *out filled when extrapolated,
- * 0 when declined (as above; of out only `declined` is meaningful), or
- * the error of a run
+ * 0 when declined (as above), or the error of a run
  * (synth_build, settle_synth).
  */
 int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct prism_err *err);

@@ -79,9 +79,6 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 			out->kdb_interpolated = h.kdb_interpolated;
 			return 0;
 		}
-		/* Contention declined the points' folded runs: m's would too. */
-		if (h.declined)
-			built.units = 0;
 	}
 	if ((rc = settle_build(&built, &g, &so, &st, err)))
 		return rc;

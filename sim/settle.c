@@ -66,6 +66,8 @@ static int64_t covered(const struct ival *u, size_t n, size_t *p, int64_t x, int
  */
 static int fold_breakdown(const struct sim *sm, const struct synth_out *so, struct metrics_iter *it)
 {
+	const struct sim_piece_time *lg = sm->plog;
+	size_t nlg = sm->n_plog;
 	const struct graph *g = sm->g;
 	int64_t a = it->sim_start_ns, b = a + it->predicted_ns;
 	uint32_t comp = it->rank < (uint32_t)so->stages ? so->compute[it->rank] : UINT32_MAX;
@@ -115,7 +117,7 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 		int64_t x = sm->start_ns[v] > a ? sm->start_ns[v] : a;
 		int64_t y = sm->end_ns[v] < b ? sm->end_ns[v] : b;
 		int64_t e, h, x0, cin = 0, co = 0, tin = 0, to = 0, X;
-		size_t p;
+		size_t p, l, hi = nlg;
 		if (g->proc[v] != comp || x >= y || v == 0)
 			continue;
 		/* The kernels run from the end of the task before (its
@@ -124,11 +126,25 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 		h = sm->start_ns[mk->host];
 		x0 = e > a ? e : a;
 		p = first_after(u, n, x0);
+		/* The pieces the sim followed under contention (sim.h), by
+		 * task (mark i) and piece: their times as simulated. */
+		for (l = 0; l < hi;) {
+			size_t mid = l + (hi - l) / 2;
+			if (lg[mid].task < i)
+				l = mid + 1;
+			else
+				hi = mid;
+		}
 		for (uint32_t k = 0; k < mk->n_kern; k++) {
 			const struct synth_fold_kern *kk = &so->kerns[mk->kern0 + k];
-			int64_t at = prism_time_add(h, kk->rel_ns), kx, ky;
-			int64_t ks = prism_time_add(e > at ? e : at, kk->lag_ns);
-			e = prism_time_add(ks, kk->dur_ns);
+			int64_t at = prism_time_add(h, kk->rel_ns), kx, ky, ks;
+			if (l < nlg && lg[l].task == i && lg[l].piece == k) {
+				ks = lg[l].start_ns;
+				e = lg[l++].end_ns;
+			} else {
+				ks = prism_time_add(e > at ? e : at, kk->lag_ns);
+				e = prism_time_add(ks, kk->dur_ns);
+			}
 			kx = ks > x0 ? ks : x0;
 			ky = e < y ? e : y;
 			if (kx >= ky)
@@ -159,72 +175,52 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 	return 0;
 }
 
-/* Collectives by rank, then start; `end` the latest end so far in the
- * rank. */
-struct rival {
-	uint32_t rank;
-	int64_t a, b, end;
-};
-
-static int cmp_rival(const void *x, const void *y)
+/* The unit tasks of so as the sim's folded tasks (sim.h), task i being
+ * mark i; the pieces of a template are shared by its units. */
+static int fold_tasks(const struct synth_out *so, struct sim_fold *fo)
 {
-	const struct rival *p = x, *q = y;
-	if (p->rank != q->rank)
-		return p->rank < q->rank ? -1 : 1;
-	return p->a < q->a ? -1 : p->a > q->a;
+	struct sim_piece *pc = prism_malloc((so->n_kerns ? so->n_kerns : 1) * sizeof(*pc));
+	struct sim_folded *ft = prism_malloc(so->n_marks * sizeof(*ft));
+	uint8_t *done = prism_calloc(so->n_kerns ? so->n_kerns : 1, 1);
+
+	if (!pc || !ft || !done) {
+		free(pc);
+		free(ft);
+		free(done);
+		return PRISM_ENOMEM;
+	}
+	for (size_t k = 0; k < so->n_kerns; k++) {
+		const struct synth_fold_kern *kk = &so->kerns[k];
+		memset(&pc[k], 0, sizeof(pc[k]));
+		pc[k].rel_ns = kk->rel_ns;
+		pc[k].lag_ns = kk->lag_ns;
+		pc[k].dur_ns = kk->dur_ns;
+		/* As sim.c's contended() has them: kernels compute, the
+		 * (one-member) collectives communication, transfers neither. */
+		pc[k].kind = kk->comm == SYNTH_KERN_COLL  ? SIM_PIECE_COMM
+			     : kk->comm == SYNTH_KERN_P2P ? SIM_PIECE_IDLE
+							  : SIM_PIECE_COMPUTE;
+	}
+	for (size_t i = 0; i < so->n_marks; i++) {
+		const struct synth_fold_mark *mk = &so->marks[i];
+		ft[i] = (struct sim_folded){mk->node, mk->host, mk->kern0, mk->n_kern};
+		if (mk->n_kern && !done[mk->kern0]) {
+			sim_fold_pieces(pc, mk->kern0, mk->n_kern);
+			done[mk->kern0] = 1;
+		}
+	}
+	free(done);
+	fo->tasks = ft;
+	fo->n_tasks = (uint32_t)so->n_marks;
+	fo->pieces = pc;
+	return 0;
 }
 
-/*
- * Under contention, whether a folded unit task ran beside a collective of
- * its rank: the simulator slowed the task as a whole (and the collective
- * for as long as the task ran), where the kernels it stands for would
- * have been slowed only while the collective overlapped one of them, so
- * the run is not the kernel-level one (settle_out.inexact).  1 when one
- * did, 0 when none did, -1 out of memory.
- */
-static int fold_contended(const struct sim *sm, const struct synth_out *so)
+static void fold_tasks_free(struct sim_fold *fo)
 {
-	const struct graph *g = sm->g;
-	struct rival *v;
-	size_t n = 0, k = 0;
-	int hit = 0;
-
-	if (!so->n_marks || (so->slow_compute <= 0 && so->slow_comm <= 0))
-		return 0;
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		if (g->kind[u] == GN_COLL && g->procs[g->proc[u]].gpu)
-			n++;
-	if (!n)
-		return 0;
-	if (!(v = prism_malloc(n * sizeof(*v))))
-		return -1;
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		if (g->kind[u] == GN_COLL && g->procs[g->proc[u]].gpu) {
-			struct rival x = {g->procs[g->proc[u]].rank, sm->start_ns[u], sm->end_ns[u],
-					  0};
-			v[k++] = x;
-		}
-	qsort(v, n, sizeof(*v), cmp_rival);
-	for (size_t i = 0; i < n; i++)
-		v[i].end = i > 0 && v[i - 1].rank == v[i].rank && v[i - 1].end > v[i].b
-			       ? v[i - 1].end
-			       : v[i].b;
-	for (size_t i = 0; i < so->n_marks && !hit; i++) {
-		uint32_t u = so->marks[i].node, rank = g->procs[g->proc[u]].rank;
-		int64_t a = sm->start_ns[u], b = sm->end_ns[u];
-		size_t lo = 0, hi = n; /* the last of the rank starting before b */
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (v[mid].rank < rank || (v[mid].rank == rank && v[mid].a < b))
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo > 0 && v[lo - 1].rank == rank && v[lo - 1].end > a)
-			hit = 1;
-	}
-	free(v);
-	return hit;
+	free((void *)fo->tasks);
+	free((void *)fo->pieces);
+	memset(fo, 0, sizeof(*fo));
 }
 
 int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
@@ -237,33 +233,38 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 	int64_t lo = INT64_MAX, hi = INT64_MIN;
 	int64_t *inner = NULL; /* folded units: idle time inside a unit task */
 	size_t per_step;
+	struct sim_fold fo;
 
 	memset(out, 0, sizeof(*out));
+	memset(&fo, 0, sizeof(fo));
 	if (so->n_marks && sm) {
 		inner = prism_calloc(g->n_nodes, sizeof(*inner));
-		if (!inner) {
+		if (!inner || fold_tasks(so, &fo)) {
 			sim_free(sm);
 			sm = NULL;
 		}
 	}
-	if (!sm)
+	if (!sm) {
+		fold_tasks_free(&fo);
+		free(inner);
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-	for (size_t i = 0; inner && i < so->n_marks; i++)
-		inner[so->marks[i].node] = so->marks[i].idle_ns;
+	}
 	sim_opts_default(&o);
 	o.slow_compute = so->slow_compute;
 	o.slow_comm = so->slow_comm;
+	o.fold = so->n_marks ? &fo : NULL;
 	if ((rc = sim_run(sm, &o, err))) {
 		sim_free(sm);
+		fold_tasks_free(&fo);
 		free(inner);
 		return rc;
 	}
-	if ((rc = fold_contended(sm, so)) < 0) {
-		sim_free(sm);
-		free(inner);
-		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	/* A unit task's span less the time its pieces ran. */
+	for (size_t i = 0; inner && i < so->n_marks; i++) {
+		uint32_t u = so->marks[i].node;
+		inner[u] = sm->end_ns[u] - sm->start_ns[u] - sm->fold_busy[i];
 	}
-	out->inexact = rc;
+	fold_tasks_free(&fo);
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		g->start_ns[u] = sm->start_ns[u];
 		/* What contention made of a task is its traced time: the
@@ -351,17 +352,6 @@ int settle_build(const struct synth_in *in, struct graph **g, struct synth_out *
 	if ((rc = synth_build(&x, g, so, err)))
 		return rc;
 	rc = settle_synth(*g, so, st, err);
-	if (rc == 0 && st->inexact && x.units) {
-		/* Contention reached a unit task: kernel by kernel instead. */
-		graph_free(*g);
-		synth_out_free(so);
-		*g = NULL;
-		x.units = 0;
-		if ((rc = synth_build(&x, g, so, err)))
-			return rc;
-		rc = settle_synth(*g, so, st, err);
-		st->declined = 1;
-	}
 	if (rc) {
 		graph_free(*g);
 		synth_out_free(so);

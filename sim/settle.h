@@ -29,11 +29,6 @@ struct settle_out {
 	int64_t unit_span_ns, unit_busy_ns[SYNTH_MAX_STAGES];
 	/* GPU tasks whose start their launch decided (the host was behind). */
 	int64_t launch_bound;
-	/* Folded units under contention (synth.h): 1 when a unit task ran
-	 * beside a collective of its rank, so the run is not the kernel-level
-	 * one; settle_build then simulates kernel by kernel and says so in
-	 * declined. */
-	int inexact, declined;
 };
 
 /* The bubble of `stages` compute streams, stage r busy busy_ns[r] over a
@@ -44,9 +39,8 @@ double settle_bubble(int stages, int64_t span_ns, const int64_t *busy_ns);
 int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
 		 struct prism_err *err);
 
-/* Build in (synth_build) and settle it: where in->units folded units and
- * contention reached one of them (inexact), built again kernel by kernel
- * and settled (declined = 1).  On failure *g is NULL and so freed. */
+/* Build in (synth_build) and settle it.  On failure *g is NULL and so
+ * freed. */
 int settle_build(const struct synth_in *in, struct graph **g, struct synth_out *so,
 		 struct settle_out *st, struct prism_err *err);
 

@@ -10,6 +10,7 @@
 
 void sim_opts_default(struct sim_opts *o)
 {
+	o->fold = NULL;
 	o->skip = 0;
 	o->rendezvous = 1;
 	o->slow_compute = 0;
@@ -139,6 +140,11 @@ void sim_free(struct sim *s)
 	free(s->inst_last);
 	free(s->rem);
 	free(s->pred_end);
+	free(s->rkind);
+	free(s->fold_of);
+	free(s->fst);
+	free(s->fold_busy);
+	free(s->plog);
 	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
 		free(s->run[r].v);
 	free(s->run);
@@ -199,17 +205,35 @@ static int contention_alloc(struct sim *s)
 			ranks = g->procs[p].rank + 1;
 	s->rem = prism_malloc(n * sizeof(*s->rem));
 	s->pred_end = prism_malloc(n * sizeof(*s->pred_end));
+	s->rkind = prism_malloc(n * sizeof(*s->rkind));
 	s->run = prism_calloc(ranks ? ranks : 1, sizeof(*s->run));
 	s->n_gpu_ranks = ranks;
-	return s->rem && s->pred_end && s->run ? 0 : PRISM_ENOMEM;
+	return s->rem && s->pred_end && s->rkind && s->run ? 0 : PRISM_ENOMEM;
 }
 
 static double rate_of(const struct sim *s, const struct sim_opts *o, const struct sim_running *r,
 		      uint32_t u)
 {
-	if (s->g->kind[u] == GN_KERNEL)
+	if (s->rkind[u] == SIM_PIECE_COMPUTE)
 		return r->n_comm > 0 ? 1.0 / (1.0 + o->slow_compute) : 1.0;
-	return r->n > r->n_comm ? 1.0 / (1.0 + o->slow_comm) : 1.0;
+	if (s->rkind[u] == SIM_PIECE_COMM)
+		return r->n_comp > 0 ? 1.0 / (1.0 + o->slow_comm) : 1.0;
+	return 1.0;
+}
+
+/* Folded task states (sim_fstate.mode): run as one from piece k (the one
+ * before ended at at_ns; piece k starts at at_ns; piece k runs), or
+ * followed piece by piece. */
+#define SIM_F_COLLAPSED 0
+#define SIM_F_CWAIT	1
+#define SIM_F_CRUN	2
+#define SIM_F_WAITING	3
+#define SIM_F_RUNNING	4
+
+/* Whether u is a folded task whose pieces run as one (its end fixed). */
+static int collapsed(const struct sim *s, uint32_t u)
+{
+	return s->fold_of && s->fold_of[u] != NONE32 && s->fst[s->fold_of[u]].mode <= SIM_F_CRUN;
 }
 
 /* Account the rank's running tasks' progress up to t. */
@@ -217,6 +241,8 @@ static void advance(struct sim *s, const struct sim_opts *o, struct sim_running 
 {
 	for (uint32_t i = 0; i < r->n; i++) {
 		uint32_t v = r->v[i];
+		if (collapsed(s, v))
+			continue;
 		s->rem[v] -= (double)(t - r->since) * rate_of(s, o, r, v);
 		if (s->rem[v] < 0)
 			s->rem[v] = 0;
@@ -229,7 +255,10 @@ static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r
 {
 	for (uint32_t i = 0; i < r->n; i++) {
 		uint32_t v = r->v[i];
-		double left = s->rem[v] / rate_of(s, o, r, v);
+		double left;
+		if (collapsed(s, v))
+			continue;
+		left = s->rem[v] / rate_of(s, o, r, v);
 		/* Past PRISM_TIME_MAX: release() refuses it (too_late). */
 		int64_t end =
 		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + (int64_t)llround(left);
@@ -242,11 +271,24 @@ static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r
 	return 0;
 }
 
-/* u starts at t on its rank's GPU, beside what runs there. */
-static int begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t, int64_t dur,
-		 int kind)
+/* The rank u runs on. */
+static struct sim_running *rank_of(struct sim *s, uint32_t u)
 {
-	struct sim_running *r = &s->run[s->g->procs[s->g->proc[u]].rank];
+	return &s->run[s->g->procs[s->g->proc[u]].rank];
+}
+
+/* u (running on r) runs as kind from now (SIM_PIECE_*). */
+static void set_rkind(struct sim *s, struct sim_running *r, uint32_t u, uint8_t kind)
+{
+	r->n_comp -= s->rkind[u] == SIM_PIECE_COMPUTE;
+	r->n_comm -= s->rkind[u] == SIM_PIECE_COMM;
+	s->rkind[u] = kind;
+	r->n_comp += kind == SIM_PIECE_COMPUTE;
+	r->n_comm += kind == SIM_PIECE_COMM;
+}
+
+static int add_running(struct sim_running *r, uint32_t u)
+{
 	if (r->n == r->cap) {
 		uint32_t cap = r->cap ? 2 * r->cap : 8;
 		uint32_t *v = prism_realloc(r->v, cap * sizeof(*v));
@@ -255,9 +297,368 @@ static int begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t,
 		r->v = v;
 		r->cap = cap;
 	}
-	advance(s, o, r, t);
 	r->v[r->n++] = u;
-	r->n_comm += kind == 2;
+	return 0;
+}
+
+static void remove_running(struct sim *s, struct sim_running *r, uint32_t u)
+{
+	uint32_t i;
+	for (i = 0; i < r->n && r->v[i] != u; i++)
+		;
+	if (i == r->n)
+		return;
+	set_rkind(s, r, u, SIM_PIECE_IDLE);
+	r->v[i] = r->v[--r->n];
+}
+
+/* ---- folded tasks (sim.h) ----------------------------------------------- */
+
+void sim_fold_pieces(struct sim_piece *pieces, uint32_t first, uint32_t n)
+{
+	int64_t rest = 0, reach = INT64_MIN, busy = 0;
+	for (uint32_t i = n; i-- > 0;) {
+		struct sim_piece *q = &pieces[first + i];
+		rest = prism_time_add(rest, prism_time_add(q->lag_ns, q->dur_ns));
+		busy = prism_time_add(busy, q->dur_ns);
+		if (prism_time_add(q->rel_ns, rest) > reach)
+			reach = prism_time_add(q->rel_ns, rest);
+		q->rest_ns = rest;
+		q->reach_ns = reach;
+		q->busy_ns = busy;
+	}
+}
+
+static const struct sim_piece *fpiece(const struct sim_opts *o, uint32_t f, uint32_t k)
+{
+	return &o->fold->pieces[o->fold->tasks[f].first + k];
+}
+
+static uint32_t fcount(const struct sim_opts *o, uint32_t f)
+{
+	return o->fold->tasks[f].n;
+}
+
+/* Where f's launches are offset from: its unit's host start. */
+static int64_t fhost(const struct sim *s, const struct sim_opts *o, uint32_t f)
+{
+	return s->start_ns[o->fold->tasks[f].host];
+}
+
+/* The end of f's pieces from k on, the one before having ended at p, at
+ * full speed: each starts at the later of the previous end and its launch,
+ * plus its lag. */
+static int64_t fold_end_from(const struct sim *s, const struct sim_opts *o, uint32_t f, uint32_t k,
+			     int64_t p)
+{
+	const struct sim_piece *q;
+	int64_t a, b;
+	if (k >= fcount(o, f))
+		return p;
+	q = fpiece(o, f, k);
+	a = prism_time_add(p, q->rest_ns);
+	b = prism_time_add(fhost(s, o, f), q->reach_ns);
+	return a > b ? a : b;
+}
+
+/* The start of f's piece k after the one before ended at p. */
+static int64_t fold_start(const struct sim *s, const struct sim_opts *o, uint32_t f, uint32_t k,
+			  int64_t p)
+{
+	const struct sim_piece *q = fpiece(o, f, k);
+	int64_t at = prism_time_add(fhost(s, o, f), q->rel_ns);
+	return prism_time_add(p > at ? p : at, q->lag_ns);
+}
+
+static int fold_log(struct sim *s, uint32_t f, uint32_t k, int64_t a, int64_t b)
+{
+	if (s->n_plog == s->plog_cap) {
+		size_t cap = s->plog_cap ? 2 * s->plog_cap : 256;
+		struct sim_piece_time *v = prism_realloc(s->plog, cap * sizeof(*v));
+		if (!v)
+			return PRISM_ENOMEM;
+		s->plog = v;
+		s->plog_cap = cap;
+	}
+	s->plog[s->n_plog++] = (struct sim_piece_time){f, k, a, b};
+	return 0;
+}
+
+/* The end of collapsed f's piece k (CWAIT, CRUN: at full speed). */
+static int64_t fold_piece_end(const struct sim_opts *o, uint32_t f, const struct sim_fstate *st)
+{
+	if (st->mode == SIM_F_CRUN)
+		return st->t0_ns + llround(st->rem0);
+	return prism_time_add(st->at_ns, fpiece(o, f, st->k)->dur_ns);
+}
+
+/* Collapsed u's finish event: the end of its pieces at full speed. */
+static int fold_push_end(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u)
+{
+	uint32_t f = s->fold_of[u];
+	struct sim_fstate *st = &s->fst[f];
+	int64_t end = st->mode == SIM_F_COLLAPSED
+			  ? fold_end_from(s, o, f, st->k, st->at_ns)
+			  : fold_end_from(s, o, f, st->k + 1, fold_piece_end(o, f, st));
+	set_rkind(s, r, u, SIM_PIECE_IDLE);
+	if (end > PRISM_TIME_MAX)
+		end = PRISM_TIME_MAX + 1; /* release() refuses it */
+	s->pred_end[u] = end;
+	return evq_push(&s->q, end, u | SIM_FIN) ? PRISM_ENOMEM : 0;
+}
+
+/* f's pieces run as one from piece k, the one before having ended at p. */
+static int fold_collapse_at(struct sim *s, const struct sim_opts *o, struct sim_running *r,
+			    uint32_t u, uint32_t k, int64_t p)
+{
+	struct sim_fstate *st = &s->fst[s->fold_of[u]];
+	st->mode = SIM_F_COLLAPSED;
+	st->k = k;
+	st->at_ns = p;
+	return fold_push_end(s, o, r, u);
+}
+
+/* Follow f's piece k from t, the one before having ended at p <= t:
+ * waiting for its start or running it (rem and kind set; the caller
+ * retimes).  Pieces of no length are passed over.  1 when the task has
+ * no piece left (it ends at t). */
+static int fold_enter(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+		      uint32_t k, int64_t p, int64_t t)
+{
+	uint32_t f = s->fold_of[u];
+	struct sim_fstate *st = &s->fst[f];
+	for (; k < fcount(o, f); k++) {
+		const struct sim_piece *q = fpiece(o, f, k);
+		int64_t a = fold_start(s, o, f, k, p);
+		st->k = k;
+		st->at_ns = a;
+		if (a > t) {
+			st->mode = SIM_F_WAITING;
+			set_rkind(s, r, u, SIM_PIECE_IDLE);
+			s->rem[u] = (double)(a - t);
+			s->pred_end[u] = INT64_MIN;
+			return 0;
+		}
+		if (q->dur_ns > 0) {
+			st->mode = SIM_F_RUNNING;
+			set_rkind(s, r, u, q->kind);
+			s->rem[u] = (double)q->dur_ns;
+			s->pred_end[u] = INT64_MIN;
+			return 0;
+		}
+		if (fold_log(s, f, k, a, a))
+			return PRISM_ENOMEM;
+		p = a;
+	}
+	return 1;
+}
+
+/* The rank's collapsed folded tasks, followed piece by piece from t
+ * (something else starts running beside them): what ran before t ran at
+ * full speed.  0 or PRISM_ENOMEM. */
+static int fold_expand(struct sim *s, const struct sim_opts *o, struct sim_running *r, int64_t t)
+{
+	for (uint32_t i = 0; i < r->n; i++) {
+		uint32_t u = r->v[i], f, k;
+		struct sim_fstate *st;
+		int64_t p;
+		if (!collapsed(s, u))
+			continue;
+		f = s->fold_of[u];
+		st = &s->fst[f];
+		if (st->mode != SIM_F_COLLAPSED) {
+			/* Piece k under way at full speed. */
+			const struct sim_piece *q = fpiece(o, f, st->k);
+			int64_t e = fold_piece_end(o, f, st);
+			if (st->mode == SIM_F_CWAIT && st->at_ns > t) {
+				st->mode = SIM_F_WAITING;
+				s->rem[u] = (double)(st->at_ns - t);
+				s->pred_end[u] = INT64_MIN;
+				continue;
+			}
+			if (e > t) {
+				s->rem[u] = st->mode == SIM_F_CRUN
+						? st->rem0 - (double)(t - st->t0_ns)
+						: (double)(e - t);
+				st->mode = SIM_F_RUNNING;
+				set_rkind(s, r, u, q->kind);
+				s->pred_end[u] = INT64_MIN;
+				continue;
+			}
+			if (st->mode == SIM_F_CRUN && fold_log(s, f, st->k, st->at_ns, e))
+				return PRISM_ENOMEM;
+			s->fold_busy[f] += e - st->at_ns;
+			st->mode = SIM_F_COLLAPSED;
+			st->k++;
+			st->at_ns = e;
+		}
+		p = st->at_ns;
+		for (k = st->k; k < fcount(o, f); k++) {
+			const struct sim_piece *q = fpiece(o, f, k);
+			int64_t a = fold_start(s, o, f, k, p), e = prism_time_add(a, q->dur_ns);
+			if (e > t) {
+				st->k = k;
+				st->at_ns = a;
+				st->mode = a > t ? SIM_F_WAITING : SIM_F_RUNNING;
+				set_rkind(s, r, u, a > t ? SIM_PIECE_IDLE : q->kind);
+				s->rem[u] = (double)(a > t ? a - t : e - t);
+				s->pred_end[u] = INT64_MIN;
+				break;
+			}
+			s->fold_busy[f] += q->dur_ns;
+			p = e;
+		}
+		if (k == fcount(o, f)) { /* it ends at t: its finish event is due */
+			st->k = k;
+			st->at_ns = p;
+		}
+	}
+	return 0;
+}
+
+/* The rank's followed folded tasks run as one again from t (nothing else
+ * runs beside them), the piece under way at full speed. */
+static int fold_collapse(struct sim *s, const struct sim_opts *o, struct sim_running *r, int64_t t)
+{
+	for (uint32_t i = 0; i < r->n; i++) {
+		uint32_t u = r->v[i];
+		struct sim_fstate *st;
+		if (!s->fold_of || s->fold_of[u] == NONE32 || collapsed(s, u))
+			continue;
+		st = &s->fst[s->fold_of[u]];
+		if (st->mode == SIM_F_WAITING) {
+			st->mode = SIM_F_CWAIT;
+		} else {
+			st->mode = SIM_F_CRUN;
+			st->t0_ns = t;
+			st->rem0 = s->rem[u];
+		}
+		if (fold_push_end(s, o, r, u))
+			return PRISM_ENOMEM;
+	}
+	return 0;
+}
+
+/* Whether anything runs on r beside a folded task (two folded tasks are
+ * followed piece by piece too, though a synthesised rank has one compute
+ * stream). */
+static int others(const struct sim_running *r)
+{
+	return r->n > r->n_fold || r->n_fold > 1;
+}
+
+/* Folded task u ends at t: its busy time and whether a launch held it
+ * (as binding: the host, so that settle counts it launch-bound).  0 or
+ * PRISM_ENOMEM. */
+static int fold_final(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
+{
+	uint32_t f = s->fold_of[u];
+	const struct sim_piece *q0 = fpiece(o, f, 0);
+	struct sim_fstate *st = &s->fst[f];
+	uint32_t k = st->k;
+	if (st->mode == SIM_F_CWAIT || st->mode == SIM_F_CRUN) {
+		int64_t e = fold_piece_end(o, f, st);
+		if (st->mode == SIM_F_CRUN && fold_log(s, f, k, st->at_ns, e))
+			return PRISM_ENOMEM;
+		s->fold_busy[f] += e - st->at_ns;
+		k++;
+	}
+	if (k < fcount(o, f))
+		s->fold_busy[f] += fpiece(o, f, k)->busy_ns;
+	st->mode = SIM_F_COLLAPSED;
+	st->k = fcount(o, f);
+	s->end_ns[u] = t;
+	if (t - s->start_ns[u] - s->fold_busy[f] > q0->rest_ns - q0->busy_ns)
+		s->binding[u] = o->fold->tasks[f].host;
+	return 0;
+}
+
+/* Folded u starts at t under contention. */
+static int fold_begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
+{
+	struct sim_running *r = rank_of(s, u);
+	int rc;
+	advance(s, o, r, t);
+	if (add_running(r, u))
+		return PRISM_ENOMEM;
+	s->rkind[u] = SIM_PIECE_IDLE;
+	r->n_fold++;
+	if (!others(r))
+		return fold_collapse_at(s, o, r, u, 0, t);
+	if ((rc = fold_enter(s, o, r, u, 0, t, t)) < 0)
+		return rc;
+	if (rc == 1) { /* nothing to run: done at t */
+		s->fst[s->fold_of[u]].mode = SIM_F_COLLAPSED;
+		s->fst[s->fold_of[u]].k = fcount(o, s->fold_of[u]);
+		s->pred_end[u] = t;
+		if (evq_push(&s->q, t, u | SIM_FIN))
+			return PRISM_ENOMEM;
+	}
+	return retime(s, o, r, t);
+}
+
+/* A finish event of folded u at t: 1 when u has ended (taken off its
+ * rank), 0 when it moved to its next piece or the event is stale. */
+static int fold_step(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
+{
+	struct sim_running *r = rank_of(s, u);
+	uint32_t f = s->fold_of[u];
+	struct sim_fstate *st = &s->fst[f];
+	int rc;
+	if (s->end_ns[u] >= 0 || s->pred_end[u] != t)
+		return 0;
+	advance(s, o, r, t);
+	if (st->mode == SIM_F_WAITING) {
+		/* Its piece starts (pieces of no length were passed over). */
+		st->mode = SIM_F_RUNNING;
+		st->at_ns = t;
+		set_rkind(s, r, u, fpiece(o, f, st->k)->kind);
+		s->rem[u] = (double)fpiece(o, f, st->k)->dur_ns;
+		return retime(s, o, r, t) ? PRISM_ENOMEM : 0;
+	}
+	if (st->mode == SIM_F_RUNNING) {
+		uint32_t k = st->k;
+		if (fold_log(s, f, k, st->at_ns, t))
+			return PRISM_ENOMEM;
+		s->fold_busy[f] += t - st->at_ns;
+		set_rkind(s, r, u, SIM_PIECE_IDLE);
+		if (!others(r)) {
+			int64_t end = fold_end_from(s, o, f, k + 1, t);
+			if (end > t)
+				return fold_collapse_at(s, o, r, u, k + 1, t) ? PRISM_ENOMEM
+									      : retime(s, o, r, t);
+			st->mode = SIM_F_COLLAPSED;
+			st->k = k + 1;
+			st->at_ns = t;
+		} else if ((rc = fold_enter(s, o, r, u, k + 1, t, t)) <= 0) {
+			if (rc < 0)
+				return rc;
+			return retime(s, o, r, t) ? PRISM_ENOMEM : 0;
+		} else {
+			st->mode = SIM_F_COLLAPSED;
+			st->k = fcount(o, f);
+		}
+	}
+	/* Ends now. */
+	if (fold_final(s, o, u, t))
+		return PRISM_ENOMEM;
+	remove_running(s, r, u);
+	r->n_fold--;
+	return retime(s, o, r, t) ? PRISM_ENOMEM : 1;
+}
+
+/* u starts at t on its rank's GPU, beside what runs there. */
+static int begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t, int64_t dur,
+		 int kind)
+{
+	struct sim_running *r = rank_of(s, u);
+	advance(s, o, r, t);
+	if (r->n_fold && !others(r) && fold_expand(s, o, r, t))
+		return PRISM_ENOMEM;
+	if (add_running(r, u))
+		return PRISM_ENOMEM;
+	s->rkind[u] = SIM_PIECE_IDLE;
+	set_rkind(s, r, u, (uint8_t)kind);
 	s->rem[u] = (double)dur;
 	s->pred_end[u] = INT64_MIN;
 	return retime(s, o, r, t);
@@ -267,8 +668,11 @@ static int begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t,
  * rank), 0 when stale; PRISM_ENOMEM. */
 static int finish(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
 {
-	struct sim_running *r = &s->run[s->g->procs[s->g->proc[u]].rank];
+	struct sim_running *r;
 	uint32_t i;
+	if (s->fold_of && s->fold_of[u] != NONE32)
+		return fold_step(s, o, u, t);
+	r = rank_of(s, u);
 	if (s->end_ns[u] >= 0 || s->pred_end[u] != t)
 		return 0;
 	for (i = 0; i < r->n && r->v[i] != u; i++)
@@ -276,9 +680,10 @@ static int finish(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t
 	if (i == r->n)
 		return 0;
 	advance(s, o, r, t);
-	r->n_comm -= s->g->kind[u] != GN_KERNEL;
-	r->v[i] = r->v[--r->n];
+	remove_running(s, r, u);
 	s->end_ns[u] = t;
+	if (r->n_fold && !others(r) && fold_collapse(s, o, r, t))
+		return PRISM_ENOMEM;
 	return retime(s, o, r, t) ? PRISM_ENOMEM : 1;
 }
 
@@ -316,6 +721,42 @@ static int release(struct sim *s, const struct sim_opts *o, uint32_t u, struct p
 	return 0;
 }
 
+/* The folded tasks' state for a run of o->fold. */
+static int fold_alloc(struct sim *s, const struct sim_fold *fo)
+{
+	const struct graph *g = s->g;
+	if (!s->fold_of &&
+	    !(s->fold_of = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*s->fold_of))))
+		return PRISM_ENOMEM;
+	if (fo->n_tasks > s->n_fold_cap) {
+		struct sim_fstate *st = prism_realloc(s->fst, fo->n_tasks * sizeof(*st));
+		int64_t *b;
+		if (!st)
+			return PRISM_ENOMEM;
+		s->fst = st;
+		if (!(b = prism_realloc(s->fold_busy, fo->n_tasks * sizeof(*b))))
+			return PRISM_ENOMEM;
+		s->fold_busy = b;
+		s->n_fold_cap = fo->n_tasks;
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		s->fold_of[u] = NONE32;
+	for (uint32_t f = 0; f < fo->n_tasks; f++) {
+		s->fold_of[fo->tasks[f].node] = f;
+		s->fold_busy[f] = 0;
+	}
+	s->n_plog = 0;
+	return 0;
+}
+
+static int cmp_plog(const void *a, const void *b)
+{
+	const struct sim_piece_time *x = a, *y = b;
+	if (x->task != y->task)
+		return x->task < y->task ? -1 : 1;
+	return x->piece < y->piece ? -1 : x->piece > y->piece;
+}
+
 int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 {
 	const struct graph *g = s->g;
@@ -338,9 +779,16 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		if (contention_alloc(s))
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		for (uint32_t r = 0; r < s->n_gpu_ranks; r++) {
-			s->run[r].n = s->run[r].n_comm = 0;
+			s->run[r].n = s->run[r].n_comm = s->run[r].n_comp = s->run[r].n_fold = 0;
 			s->run[r].since = 0;
 		}
+	}
+	if (o->fold) {
+		if (fold_alloc(s, o->fold))
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	} else if (s->fold_of) {
+		free(s->fold_of);
+		s->fold_of = NULL;
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		s->ready_ns[u] = INT64_MIN;
@@ -395,6 +843,22 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		if (s->end_ns[u] >= 0)
 			continue; /* stale */
 		s->start_ns[u] = e.time_ns;
+		if (s->fold_of && s->fold_of[u] != NONE32) {
+			if (cont) {
+				if (fold_begin(s, o, u, e.time_ns))
+					return prism_err_set(err, PRISM_ENOMEM,
+							     "simulation: out of memory");
+				continue;
+			}
+			s->fst[s->fold_of[u]] =
+			    (struct sim_fstate){e.time_ns, 0, 0, 0, SIM_F_COLLAPSED};
+			if (fold_final(s, o, u, fold_end_from(s, o, s->fold_of[u], 0, e.time_ns)))
+				return prism_err_set(err, PRISM_ENOMEM,
+						     "simulation: out of memory");
+			if ((fin = release(s, o, u, err)))
+				return fin;
+			continue;
+		}
 		if (cont && (kind = contended(s, o, u, rv)) != 0) {
 			if (begin(s, o, u, e.time_ns, dur_of(s, u, rv), kind))
 				return prism_err_set(err, PRISM_ENOMEM,
@@ -405,6 +869,8 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		if ((fin = release(s, o, u, err)))
 			return fin;
 	}
+	if (s->n_plog > 1)
+		qsort(s->plog, s->n_plog, sizeof(*s->plog), cmp_plog);
 	if (s->n_done != g->n_nodes)
 		return prism_err_set(err, PRISM_EINTERNAL,
 				     "simulation: %" PRIu64 " of %" PRIu32

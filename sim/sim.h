@@ -49,17 +49,77 @@
  * graph replays as it ran.  Both 0: off (replays of traces, whose
  * durations already hold what contention they met).
  */
+/*
+ * Folded tasks (synth.h "units"; docs/MODEL.md, "Hierarchical
+ * simulation"): one task standing for a run of kernels on one stream.
+ * Its pieces run in order: piece k waits for the later of the previous
+ * piece's end (the task's ready time for the first) and its launch, `rel`
+ * after the start of the unit's host task `host`, then for its lag, then
+ * runs `dur` as a compute kernel, a collective or neither (a
+ * point-to-point transfer: never slowed), as the kernel-level run would.
+ * Without contention, or while nothing else runs on its GPU, a folded
+ * task is one event; while a collective or kernel runs beside it, the sim
+ * follows it piece by piece, and the pieces it followed are logged
+ * (sim.plog) with their simulated times.
+ */
+#define SIM_PIECE_IDLE	  0
+#define SIM_PIECE_COMPUTE 1
+#define SIM_PIECE_COMM	  2
+
+struct sim_piece {
+	int64_t rel_ns, lag_ns, dur_ns;
+	/* From this piece to the last: the sum of lags and durations, the
+	 * latest launch plus what follows it (max of rel_i + rest_i), the
+	 * sum of durations (sim_fold_pieces() fills them). */
+	int64_t rest_ns, reach_ns, busy_ns;
+	uint8_t kind; /* SIM_PIECE_* */
+};
+
+struct sim_folded {
+	uint32_t node, host; /* the task; the host task whose start launches are offset from */
+	uint32_t first, n;   /* pieces[first .. first + n) */
+};
+
+struct sim_fold {
+	const struct sim_folded *tasks;
+	uint32_t n_tasks;
+	const struct sim_piece *pieces;
+};
+
+/* Fill rest/reach/busy of pieces[first .. first + n). */
+void sim_fold_pieces(struct sim_piece *pieces, uint32_t first, uint32_t n);
+
+/* A piece the sim followed: its task (index in sim_fold.tasks), its
+ * index in the task, and its simulated start and end. */
+struct sim_piece_time {
+	uint32_t task, piece;
+	int64_t start_ns, end_ns;
+};
+
 struct sim_opts {
-	unsigned skip;	      /* SIM_SKIP_* */
-	int rendezvous;	      /* 1: collectives rendezvous across ranks */
-	double slow_compute;  /* contention: compute kernels' slowdown */
-	double slow_comm;     /* contention: collectives' slowdown */
-	int contention_added; /* 1: only collectives flagged NF_ADDED contend
+	const struct sim_fold *fold; /* folded tasks, or NULL */
+	unsigned skip;		     /* SIM_SKIP_* */
+	int rendezvous;		     /* 1: collectives rendezvous across ranks */
+	double slow_compute;	     /* contention: compute kernels' slowdown */
+	double slow_comm;	     /* contention: collectives' slowdown */
+	int contention_added;	     /* 1: only collectives flagged NF_ADDED contend
 			       * (a graph edit: the trace's kernels hold what
 			       * its own collectives did to them) */
 };
 
 void sim_opts_default(struct sim_opts *o);
+
+/* A folded task's progress (SIM_F_* in sim.c): its pieces from k on run
+ * at full speed as one (the previous one having ended at at_ns; or piece
+ * k starting at at_ns; or running since at_ns, rem0 of it left at t0), or
+ * the sim follows piece k (waiting for it to start at at_ns, or running
+ * it since at_ns). */
+struct sim_fstate {
+	int64_t at_ns, t0_ns;
+	double rem0;
+	uint32_t k;
+	uint8_t mode;
+};
 
 struct sim {
 	const struct graph *g;
@@ -90,13 +150,26 @@ struct sim {
 	int64_t *pred_end; /* per node: when it ends at the current rates */
 	uint32_t n_gpu_ranks;
 	struct sim_running *run; /* per rank: what runs on its GPU */
+	uint8_t *rkind;		 /* per node: what it runs as now (SIM_PIECE_*) */
+	/* Folded tasks (sim_opts.fold; allocated by the first run that has
+	 * them).  fold_busy: per task, the time its pieces ran (their
+	 * durations as slowed), valid after sim_run; plog: the pieces
+	 * followed one by one, by task and piece. */
+	uint32_t *fold_of; /* per node: its folded task, or UINT32_MAX */
+	struct sim_fstate *fst;
+	int64_t *fold_busy;
+	uint32_t n_fold_cap;
+	struct sim_piece_time *plog;
+	size_t n_plog, plog_cap;
 };
 
 /* The tasks running on one rank's GPU under contention. */
 struct sim_running {
 	uint32_t *v;
 	uint32_t n, cap;
-	uint32_t n_comm; /* of them, collectives */
+	uint32_t n_comm; /* of them, running as collectives */
+	uint32_t n_comp; /* running as compute kernels */
+	uint32_t n_fold; /* folded tasks */
 	int64_t since;	 /* progress accounted up to */
 };
 

@@ -72,11 +72,10 @@ static void run_free(struct run *r)
 }
 
 /* in folded against in kernel by kernel: every step of every stage to the
- * nanosecond, the bubble, the counts, the breakdown.  Units that cannot
- * fold exactly stay kernel by kernel (n_units_kept; under contention, those
- * issuing collectives off the compute stream), and a run whose unit tasks
- * met a collective under contention is built again kernel by kernel
- * (declined).  1: units were folded, 0: declined or none folded. */
+ * nanosecond, the bubble, the counts, the breakdown, with contention or
+ * without (the sim follows a unit task piece by piece while a collective
+ * runs beside it).  Units that cannot fold exactly stay kernel by kernel
+ * (n_units_kept).  1: units were folded, 0: none. */
 static int agree(const struct synth_in *in)
 {
 	struct run f, u;
@@ -84,19 +83,11 @@ static int agree(const struct synth_in *in)
 	int folded;
 
 	run_build(in, 0, &f);
-	assert_int_equal(f.st.declined, 0);
-	assert_int_equal(f.st.inexact, 0);
 	run_build(in, 1, &u);
-	folded = !u.st.declined && u.so.n_units_folded > 0;
-	print_message("  %zu units folded, %zu kept%s\n", u.so.n_units_folded, u.so.n_units_kept,
-		      u.st.declined ? ", declined (contention reached a unit task)" : "");
-	if (u.st.declined) {
-		assert_int_equal(u.so.n_units_folded, 0);
-		assert_int_equal(u.so.n_marks, 0);
-	} else {
-		assert_int_equal(u.so.n_units_kept + u.so.n_units_folded, f.so.n_units);
-		assert_true(u.so.n_unit_kinds <= f.so.n_units);
-	}
+	folded = u.so.n_units_folded > 0;
+	print_message("  %zu units folded, %zu kept\n", u.so.n_units_folded, u.so.n_units_kept);
+	assert_int_equal(u.so.n_units_kept + u.so.n_units_folded, f.so.n_units);
+	assert_true(u.so.n_unit_kinds <= f.so.n_units);
 
 	assert_int_equal(u.g->n_iters, f.g->n_iters);
 	for (uint32_t i = 0; i < f.g->n_iters; i++) {
@@ -177,8 +168,7 @@ static void test_agreement(void **state)
 		in.bare = cases[i].bare;
 		in.cpu_op_s = cases[i].host_us * 1e-6;
 		print_message("case %zu\n", i);
-		agree(&in);
-		/* Without contention every unit folds. */
+		assert_int_equal(agree(&in), 1);
 		in.hw = &hw_quiet;
 		assert_int_equal(agree(&in), 1);
 	}
@@ -189,8 +179,8 @@ static void test_agreement(void **state)
  * with prefetch 0/1/2, hybrid sharding, buckets, gradient reduction after
  * the backward, the parameter gather overlapped, TP beside its GEMMs,
  * compute waiting for sends, uneven partitions, tied and untied models.
- * Each case folds exactly or declines; without contention every case
- * folds some of its units.
+ * Each folds exactly, contention or not, and the same units fold either
+ * way; at least 15 cases fold some of their units.
  */
 static void test_agreement_placement(void **state)
 {
@@ -231,7 +221,7 @@ static void test_agreement_placement(void **state)
 	    /* untied, one stage: the head beside the embedding */
 	    {2, 1, 4, 1, 4, MEM_1F1B, 1, 1, 0, 0, 1, 0, 0, 1, 1, SYNTH_PART_GIVEN, 1, 2, NULL},
 	};
-	int quiet_folded = 0;
+	int quiet_folded = 0, folded;
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct synth_in in;
@@ -265,9 +255,11 @@ static void test_agreement_placement(void **state)
 		}
 		print_message("case %zu\n", i);
 		in.hw = &hw;
-		agree(&in);
+		folded = agree(&in);
 		in.hw = &hw_quiet;
-		quiet_folded += agree(&in);
+		/* Contention does not decide what folds. */
+		assert_int_equal(agree(&in), folded);
+		quiet_folded += folded;
 	}
 	assert_true(quiet_folded >= 15);
 }
@@ -277,7 +269,7 @@ static void test_agreement_placement(void **state)
  * layers (all-to-all dispatch and combine, grouped expert GEMMs, shared
  * experts, first dense layers, an imbalance) under expert and expert
  * tensor parallelism, and context parallelism's ring of key-value
- * transfers.  Each folds exactly or declines.
+ * transfers.  Each folds exactly, contention or not.
  */
 static void test_agreement_moe_cp(void **state)
 {
@@ -293,6 +285,7 @@ static void test_agreement_moe_cp(void **state)
 	    {0, 0, 0, 0, 2, 1, 2, 1, 1, 1, 4, 6, 1, 1.0},
 	    {8, 2, 0, 0, 1, 0, 2, 2, 4, 1, 2, 4, 1, 1.0},
 	};
+	int folded;
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct synth_in in;
@@ -319,9 +312,9 @@ static void test_agreement_moe_cp(void **state)
 			fail();
 		}
 		print_message("moe/cp case %zu\n", i);
-		agree(&in);
+		folded = agree(&in);
 		in.hw = &hw_quiet;
-		agree(&in);
+		assert_int_equal(agree(&in), folded);
 	}
 }
 
@@ -371,11 +364,10 @@ static void test_gpt3_175b(void **state)
 	run_build(&in, 1, &u);
 	/* Per stage and step: fwd/bwd x {first, middle, last microbatch},
 	 * the buckets; stage 0 and 7 differ from the middle ones. */
-	assert_int_equal(u.st.declined, 0);
-	assert_int_equal(u.so.n_units_folded, 8 * 128 * 2 - 16);
-	/* Under contention, each stage's last backward stays kernel by
-	 * kernel: its gradient buckets' all-reduces run beside it. */
-	assert_int_equal(u.so.n_units_kept, 16);
+	/* Every unit folds, the last backwards whose gradient buckets'
+	 * all-reduces run beside them under contention too. */
+	assert_int_equal(u.so.n_units_folded, 8 * 128 * 2);
+	assert_int_equal(u.so.n_units_kept, 0);
 	assert_true(u.so.n_unit_kinds <= 8 * 7);
 	/* Memory bounded by the units: under 12 tasks a unit, and the
 	 * optimizer's and the synchronisations' (kernel by kernel). */
