@@ -61,6 +61,7 @@ struct opmemo {
  * (rank, pg) entry in ctx.seqs) and marks in the ctx's f* arrays. */
 struct ufold {
 	uint32_t node0, n_nodes, edge0, n_edges, coll0, n_colls, mark0, n_marks;
+	uint32_t ext0, n_ext;	   /* its events from before the unit (ctx.fexts) */
 	uint32_t last[S_N];	   /* each stream's last task, or NONE32 */
 	uint32_t ufirst, ulast;	   /* first and last compute task, or NONE32 */
 	uint64_t tasks;		   /* kernel-level tasks it stands for */
@@ -70,6 +71,14 @@ struct ufold {
 	 * unit reduces a bucket once it is full, so the template holds only
 	 * where the bucket starts as it did, and leaves it as it did. */
 	double bucket0, bucket1;
+};
+
+/* An event a unit's task waits for from before the unit: the last task of
+ * stream `stream` when the unit starts (ZeRO-3's first gather waits for
+ * the compute before it). */
+struct fext {
+	uint32_t dst; /* template task */
+	uint8_t stream;
 };
 
 /* Per task of the unit being folded: its host offset (host tasks) or its
@@ -149,6 +158,7 @@ struct ctx {
 	VEC(struct sedge) fedges;
 	VEC(struct graph_coll) fcolls;
 	VEC(struct fmark) fmarks;
+	VEC(struct fext) fexts;
 	VEC(struct synth_fold_mark) marks;
 	VEC(struct synth_fold_kern) fkerns;
 	VEC(struct fscr) fscr;
@@ -1570,6 +1580,14 @@ static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
 		e.dst += k0;
 		c->edges.v[c->edges.n++] = e;
 	}
+	for (uint32_t i = 0; i < t->n_ext; i++) {
+		const struct fext *x = &c->fexts.v[t->ext0 + i];
+		struct sedge e = {c->rk[r].last[x->stream], k0 + x->dst, GE_EVENT};
+		if (VEC_PUSH(c->edges, e)) {
+			c->oom = 1;
+			return;
+		}
+	}
 	for (uint32_t i = 0; i < t->n_colls; i++) {
 		struct graph_coll x = c->fcolls.v[t->coll0 + i];
 		x.node += k0;
@@ -1597,6 +1615,15 @@ static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
 		c->kdb_hits[h] += t->hits[h];
 	c->tasks_folded += t->tasks - t->n_nodes;
 	c->units_folded++;
+}
+
+/* Whether t's events from before its unit have their tasks on rank r. */
+static int fold_ext_ok(const struct ctx *c, const struct ufold *t, int r)
+{
+	for (uint32_t i = 0; i < t->n_ext; i++)
+		if (c->rk[r].last[c->fexts.v[t->ext0 + i].stream] == NONE32)
+			return 0;
+	return 1;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -1644,7 +1671,8 @@ static void fold_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
  * (synth.h): 1 when made (the unit's tasks are then taken back), 0 when
  * the unit cannot be folded (it stays as built).
  */
-static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e0, size_t c0)
+static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e0, size_t c0,
+		      const uint32_t *last0)
 {
 	uint32_t n = (uint32_t)(c->nodes.n - k0), host = c->rk[r].host;
 	uint32_t comp = c->rk[r].stream[S_COMPUTE];
@@ -1654,7 +1682,7 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 	uint32_t prev = NONE32, si;
 
 	size_t f_nodes = c->fnodes.n, f_edges = c->fedges.n, f_colls = c->fcolls.n;
-	size_t f_marks = c->fmarks.n, f_kerns = c->fkerns.n;
+	size_t f_marks = c->fmarks.n, f_kerns = c->fkerns.n, f_exts = c->fexts.n;
 
 	if (c->pend.n || n == 0 || VEC_RESERVE(c->fscr, n))
 		return 0;
@@ -1671,8 +1699,19 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 	for (size_t k = e0; k < c->edges.n; k++) {
 		const struct sedge *e = &c->edges.v[k];
 		uint32_t a = e->src - (uint32_t)k0, b = e->dst - (uint32_t)k0;
-		if (e->src < k0 || e->dst < k0 || v[b].proc == host)
+		if (e->dst < k0 || v[b].proc == host)
 			return 0;
+		if (e->src < k0) {
+			/* From a stream's last task before the unit: the same
+			 * stream's last where the template is repeated. */
+			int st;
+			for (st = 0; st < S_N && last0[st] != e->src; st++)
+				;
+			if (st == S_N || e->kind != GE_EVENT)
+				return 0;
+			x[b].evin = 1;
+			continue;
+		}
 		if (e->kind == GE_LAUNCH && v[a].proc == host && !x[b].launched) {
 			x[b].rel = x[a].rel;
 			x[b].launched = 1;
@@ -1809,11 +1848,20 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 			si++;
 		}
 	}
+	t->ext0 = (uint32_t)c->fexts.n;
 	for (size_t k = e0; k < c->edges.n; k++) {
 		const struct sedge *e = &c->edges.v[k];
 		uint32_t a = e->src - (uint32_t)k0, b = e->dst - (uint32_t)k0;
 		if (e->kind != GE_EVENT)
 			continue;
+		if (e->src < k0) {
+			struct fext z = {x[b].start_of, 0};
+			while (last0[z.stream] != e->src)
+				z.stream++;
+			if (z.dst == NONE32 || VEC_PUSH(c->fexts, z))
+				goto oom;
+			continue;
+		}
 		if (x[a].end_of == NONE32 || x[b].start_of == NONE32)
 			goto fail; /* cannot happen: runs are cut at events */
 		fold_edge(c, x[a].end_of, x[b].start_of, GE_EVENT);
@@ -1828,6 +1876,7 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 	t->n_edges = (uint32_t)(c->fedges.n - t->edge0);
 	t->n_colls = (uint32_t)(c->fcolls.n - t->coll0);
 	t->n_marks = (uint32_t)(c->fmarks.n - t->mark0);
+	t->n_ext = (uint32_t)(c->fexts.n - t->ext0);
 	t->tasks = n;
 	/* Take the unit back: its collectives' sequence numbers too. */
 	for (size_t q = c0; q < c->colls.n; q++)
@@ -1849,6 +1898,7 @@ fail:
 	c->fcolls.n = f_colls;
 	c->fmarks.n = f_marks;
 	c->fkerns.n = f_kerns;
+	c->fexts.n = f_exts;
 	return 0;
 }
 
@@ -1871,15 +1921,18 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 	const struct synth_in *in = c->in;
 	size_t slot = c->fold ? fold_slot(c, z, s, ch, mb, fwd, dp_bucket) : SIZE_MAX;
 	size_t e0 = c->edges.n, c0 = c->colls.n, w0 = c->waits.n;
+	uint32_t last0[S_N]; /* each stream's last task before the unit */
 	struct ufold t;
 
 	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
 	if (slot != SIZE_MAX && c->findex.v[slot] < c->folds.n && !c->pend.n &&
-	    c->folds.v[c->findex.v[slot]].bucket0 == c->rk[r].bucket) {
+	    c->folds.v[c->findex.v[slot]].bucket0 == c->rk[r].bucket &&
+	    fold_ext_ok(c, &c->folds.v[c->findex.v[slot]], r)) {
 		fold_replay(c, &c->folds.v[c->findex.v[slot]], r, mb);
 		c->rk[r].layer = -1;
 		return;
 	}
+	memcpy(last0, c->rk[r].last, sizeof(last0));
 	if (depth >= 0 && !c->dry &&
 	    !(ids = prism_malloc((size_t)(nl > 0 ? nl : 1) * sizeof(*ids)))) {
 		c->oom = 1;
@@ -1963,7 +2016,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 		for (int h = 0; h < 3; h++)
 			t.hits[h] = c->kdb_hits[h] - t.hits[h];
 		t.bucket1 = c->rk[r].bucket;
-		if (fold_build(c, r, &t, k0, e0, c0)) {
+		if (fold_build(c, r, &t, k0, e0, c0, last0)) {
 			/* The replay adds the unit's counts again. */
 			c->flops -= t.flops;
 			c->kernels -= t.kernels;
@@ -1975,6 +2028,9 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 				return;
 			}
 			c->findex.v[slot] = (uint32_t)(c->folds.n - 1);
+			/* The streams as before the unit: its events from
+			 * before it are replayed from them. */
+			memcpy(c->rk[r].last, last0, sizeof(last0));
 			fold_replay(c, &c->folds.v[c->folds.n - 1], r, mb);
 			free(ids);
 			return;
@@ -3422,6 +3478,7 @@ done:
 	VEC_FREE(c.fedges);
 	VEC_FREE(c.fcolls);
 	VEC_FREE(c.fmarks);
+	VEC_FREE(c.fexts);
 	VEC_FREE(c.marks);
 	VEC_FREE(c.fkerns);
 	VEC_FREE(c.fscr);
