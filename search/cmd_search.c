@@ -1,5 +1,8 @@
 /* cmd_search.c - `prism search`: a sweep into the results database. */
 #include <getopt.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +125,36 @@ static double *best_of(struct best *b, int gpus)
 enum { MODE_SCREEN, MODE_OPTIMISE, MODE_EXHAUSTIVE };
 static const char *const mode_names[] = {"screen", "optimise", "exhaustive"};
 static const char *const mode_options[] = {"the default mode", "--optimise", "--exhaustive"};
+
+/* Candidates made at once while the sweep is enumerated, and what is kept
+ * of each. */
+#define ENUM_CHUNK 4096
+struct made {
+	int ok, status, gpus;
+	double analytic_s;
+	char reason[160]; /* the first candidate's only */
+};
+
+/* A simulated candidate's cost, roughly: its pipeline units up to the
+ * few microbatches its line is drawn through (sim/hier.h). */
+static double sim_cost(const struct cand *k)
+{
+	const struct mem_layout *l = &k->in.lay;
+	int m = l->microbatches, cap = 4 * l->pp * (l->vp > 0 ? l->vp : 1);
+	return (double)l->pp * (l->vp > 0 ? l->vp : 1) * (m < cap ? m : cap);
+}
+
+static const struct cand *work_batch; /* cmp_cost's batch */
+
+/* Costliest first, then in batch order. */
+static int cmp_cost(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	double cx = sim_cost(&work_batch[x]), cy = sim_cost(&work_batch[y]);
+	if (cx != cy)
+		return cx > cy ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
 
 /*
  * A resumed sweep continues as it ran: which candidates are screened
@@ -297,7 +330,7 @@ int cmd_search(int argc, char **argv)
 	struct cand *batch = NULL, *rej = NULL, one;
 	struct ref *order = NULL;
 	uint32_t *rejected = NULL;
-	char path[1024], dbpath[1024], **keys = NULL, first_reason[sizeof(one.reason)] = "none";
+	char path[1024], dbpath[1024], **keys = NULL, first_reason[sizeof(batch->reason)] = "none";
 	const char *db_arg = NULL;
 	size_t nkeys = 0, norder = 0, nrejected = 0;
 	sqlite3 *db = NULL;
@@ -311,7 +344,7 @@ int cmd_search(int argc, char **argv)
 	size_t done = 0, stats[CS_FAILED + 1] = {0};
 	struct best best;
 	struct shard sh;
-	int *owner = NULL, lead, quiet = 0;
+	int *owner = NULL, *work = NULL, nw, lead, quiet = 0;
 	char *stored = NULL;
 	double t0;
 	struct progress pg; /* the terminal's line (pg.f NULL: none) */
@@ -367,44 +400,71 @@ int cmd_search(int argc, char **argv)
 	if (shard_init(&sh, &argc, &argv))
 		return EXIT_USAGE;
 	lead = sh.rank == 0;
+	if (threads > 0)
+		omp_set_num_threads(threads);
+	threads = omp_get_max_threads();
 	if ((rc = sweep_load(path, &sw, &err)) == 0) {
-		/* Every candidate once, one at a time: the pending ones are kept
-		 * as refs to sort, the rejected ones as their index. */
+		/* Every candidate once, made by the threads a chunk at a time
+		 * (sweep_candidate only reads the sweep) and kept in order: the
+		 * pending ones as refs to sort, the rejected ones as their
+		 * index. */
 		uint64_t total = sweep_count(&sw);
 		size_t cap = 0, rcap = 0;
-		for (uint64_t i = 0; i < total && rc == 0; i++) {
-			if (sweep_candidate(&sw, i, &one))
-				continue;
-			if (n++ == 0)
-				snprintf(first_reason, sizeof(first_reason), "%s", one.reason);
-			if (one.status == CS_PENDING) {
-				if (norder == cap) {
-					struct ref *nr;
-					cap = cap ? cap * 2 : 1024;
-					if (!(nr = prism_realloc(order, cap * sizeof(*nr)))) {
-						rc = prism_err_set(&err, PRISM_ENOMEM,
-								   "out of memory");
-						break;
+		struct made *mk = prism_malloc(ENUM_CHUNK * sizeof(*mk));
+		if (!mk)
+			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+		for (uint64_t i0 = 0; i0 < total && rc == 0; i0 += ENUM_CHUNK) {
+			int nk = total - i0 < ENUM_CHUNK ? (int)(total - i0) : ENUM_CHUNK;
+#pragma omp parallel for schedule(dynamic, 64)
+			for (int j = 0; j < nk; j++) {
+				struct cand k;
+				mk[j].ok = sweep_candidate(&sw, i0 + (uint64_t)j, &k) == 0;
+				mk[j].status = k.status;
+				mk[j].gpus = k.gpus;
+				mk[j].analytic_s = k.analytic_s;
+				if (mk[j].ok && n == 0)
+					snprintf(mk[j].reason, sizeof(mk[j].reason), "%s",
+						 k.reason);
+			}
+			for (int j = 0; j < nk && rc == 0; j++) {
+				uint64_t i = i0 + (uint64_t)j;
+				if (!mk[j].ok)
+					continue;
+				if (n++ == 0)
+					snprintf(first_reason, sizeof(first_reason), "%s",
+						 mk[j].reason);
+				if (mk[j].status == CS_PENDING) {
+					if (norder == cap) {
+						struct ref *nr;
+						cap = cap ? cap * 2 : 1024;
+						if (!(nr = prism_realloc(order,
+									 cap * sizeof(*nr)))) {
+							rc = prism_err_set(&err, PRISM_ENOMEM,
+									   "out of memory");
+							break;
+						}
+						order = nr;
 					}
-					order = nr;
-				}
-				order[norder].index = (uint32_t)i;
-				order[norder].gpus = one.gpus;
-				order[norder++].analytic_s = one.analytic_s;
-			} else {
-				if (nrejected == rcap) {
-					uint32_t *nr;
-					rcap = rcap ? rcap * 2 : 1024;
-					if (!(nr = prism_realloc(rejected, rcap * sizeof(*nr)))) {
-						rc = prism_err_set(&err, PRISM_ENOMEM,
-								   "out of memory");
-						break;
+					order[norder].index = (uint32_t)i;
+					order[norder].gpus = mk[j].gpus;
+					order[norder++].analytic_s = mk[j].analytic_s;
+				} else {
+					if (nrejected == rcap) {
+						uint32_t *nr;
+						rcap = rcap ? rcap * 2 : 1024;
+						if (!(nr = prism_realloc(rejected,
+									 rcap * sizeof(*nr)))) {
+							rc = prism_err_set(&err, PRISM_ENOMEM,
+									   "out of memory");
+							break;
+						}
+						rejected = nr;
 					}
-					rejected = nr;
+					rejected[nrejected++] = (uint32_t)i;
 				}
-				rejected[nrejected++] = (uint32_t)i;
 			}
 		}
+		free(mk);
 	}
 	/* A budget no layout can use is the sweep file's error. */
 	if (rc == 0 && norder == 0)
@@ -414,9 +474,17 @@ int cmd_search(int argc, char **argv)
 				   path, sw.gpus_line, n, first_reason);
 	if ((rc = agree(&sh, rc, &quiet)))
 		goto out;
-	if (threads > 0)
-		omp_set_num_threads(threads);
-	threads = omp_get_max_threads();
+#ifdef __GLIBC__
+	/* Each simulated candidate allocates and frees its graphs (tens to
+	 * hundreds of MB): glibc would map each large array afresh and return
+	 * it on free, every page faulted in again by the next candidate (a
+	 * quarter of a large sweep's CPU, docs/PERFORMANCE.md).  Arrays up to
+	 * glibc's largest threshold stay in one heap shared by the threads,
+	 * and freed memory is kept for the next candidate. */
+	mallopt(M_ARENA_MAX, 1);
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, INT32_MAX);
+#endif
 	batch_given = bsize > 0;
 	if (bsize <= 0)
 		bsize = 32;
@@ -457,7 +525,8 @@ int cmd_search(int argc, char **argv)
 	shard_bcast(&sh, stored, norder + nrejected);
 	batch = prism_malloc((size_t)bsize * sizeof(*batch));
 	owner = prism_malloc((size_t)bsize * sizeof(*owner));
-	if (!batch || !owner)
+	work = prism_malloc((size_t)bsize * sizeof(*work));
+	if (!batch || !owner || !work)
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if ((rc = agree(&sh, rc, &quiet)))
 		goto out;
@@ -528,11 +597,19 @@ int cmd_search(int argc, char **argv)
 			nb++;
 		}
 		shard_deal(&sh, batch, nb, owner);
+		/* This process's candidates, the costliest first: a thread
+		 * left with one long candidate at the batch's end idles the
+		 * others (the rows do not depend on the order). */
+		nw = 0;
+		for (int i = 0; i < nb; i++)
+			if (owner[i] == sh.rank)
+				work[nw++] = i;
+		work_batch = batch;
+		qsort(work, (size_t)nw, sizeof(*work), cmp_cost);
 #pragma omp parallel for schedule(dynamic, 1)
-		for (int i = 0; i < nb; i++) {
+		for (int w = 0; w < nw; w++) {
 			struct prism_err e;
-			if (owner[i] != sh.rank)
-				continue;
+			int i = work[w];
 			prism_err_clear(&e);
 			if (predict_eval(&sw.bl.pb, &batch[i].in, &batch[i].p, NULL, NULL, &e) ==
 			    0) {
@@ -611,6 +688,7 @@ out:
 	free(rejected);
 	free(batch);
 	free(owner);
+	free(work);
 	free(stored);
 	if (db)
 		sqlite3_close(db);
