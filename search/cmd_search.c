@@ -584,17 +584,19 @@ int cmd_search(int argc, char **argv)
 		}
 	}
 	for (size_t at = 0; at < norder;) {
-		int nb = 0;
+		int nb = norder - at < (size_t)bsize ? (int)(norder - at) : bsize;
 		/* Fill a batch: screened ones are decided here, the rest simulated
-		 * (every process decides the same). */
-		while (at < norder && nb < bsize) {
-			double *b;
-			sweep_candidate(&sw, order[at++].index, &batch[nb]);
-			b = best_of(&best, batch[nb].gpus);
-			screen(&batch[nb], mode, b ? *b : 0, sw.margin);
-			if (pg.f && batch[nb].status == CS_SCREENED)
+		 * (every process decides the same).  The best times change only
+		 * between batches, so the threads make the candidates. */
+#pragma omp parallel for schedule(static)
+		for (int i = 0; i < nb; i++)
+			sweep_candidate(&sw, order[at + (size_t)i].index, &batch[i]);
+		at += (size_t)nb;
+		for (int i = 0; i < nb; i++) {
+			double *b = best_of(&best, batch[i].gpus);
+			screen(&batch[i], mode, b ? *b : 0, sw.margin);
+			if (pg.f && batch[i].status == CS_SCREENED)
 				progress_add(&pg, 0);
-			nb++;
 		}
 		shard_deal(&sh, batch, nb, owner);
 		/* This process's candidates, the costliest first: a thread
