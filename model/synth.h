@@ -281,15 +281,15 @@ double synth_moe_a2a_s(const struct synth_in *in);
  * collectives, which rendezvous and overlap as before) and replaces each
  * run of compute-stream kernels between cross-stream events by two
  * tasks: its first kernel as it is, then one task as long as the rest
- * (their durations and start lags), whose launch edge comes from a host
- * task starting at G = max over the kernels k of (launch of k - the time
- * of the kernels before k in the run): the run's end, max(its first
- * kernel's end + the rest, host start + G + the rest), is the same as
- * kernel by kernel (each kernel starts at the later of the previous end
- * and its launch, plus its lag).  The host's time is split at every
- * launch it gates.  A unit whose build leaves event waits pending, or
- * whose edges reach outside it, stays kernel by kernel (counted in
- * n_units_kept).  docs/MODEL.md, "Hierarchical simulation".
+ * (their durations and start lags), launched by the unit's first host
+ * task, whose kernels (marks, kerns) the simulator places as the kernel
+ * by kernel run does (each at the later of the previous end and its
+ * launch, plus its lag; sim.h, folded tasks), under contention too.  The
+ * host's time is split at every launch it gates.  A unit whose build
+ * leaves event waits pending, or whose edges reach outside it (but for
+ * events from a stream's last task before it, kept in the template),
+ * stays kernel by kernel (counted in n_units_kept).  docs/MODEL.md,
+ * "Hierarchical simulation".
  */
 #define SYNTH_MIN_TASKS_PER_UNIT 4
 
