@@ -362,6 +362,82 @@ static void test_contention(void **state)
 	graph_free(g);
 }
 
+/*
+ * A folded task (sim.h): a host task at 0 launches task F on the compute
+ * stream, which stands for three pieces -- compute 20 us, then after a
+ * 10 us lag compute 20 us, then a tensor-parallel collective of 10 us --
+ * beside a collective on another stream of the same GPU.  Contention
+ * factors 1: a slowed task runs at half speed.
+ * (1) The collective (20 us) from 5: F runs alone to 5 (one event), then
+ *     piece 0's last 15 us at half speed with the collective: 5..35; the
+ *     collective has 5 us left and ends alone at 40; piece 1 starts
+ *     after its lag at 45 and F runs at full speed again: 45..65, then
+ *     the collective piece 65..75.  F ends at 75, busy 35 + 20 + 10.
+ * (2) The collective from 50: pieces 0..20 and 30..50 ran alone; the
+ *     collective piece 50..60 and the other collective slow nothing
+ *     (neither is compute): F ends at 60, the collective at 70.
+ * (3) Without contention, piece 1 launched at 40: 0..20, 50..70, 70..80:
+ *     F ends at 80 = max(0 + 60, 40 + 40): the launch decided.
+ */
+static void test_folded(void **state)
+{
+	static const struct tp p[] = {{0, 0}, {0, 1}, {0, 1}};
+	struct tn n[] = {
+	    {0, GN_CPU, 0, 1000, -1}, {1, GN_KERNEL, 0, 60, -1}, {2, GN_COLL, 5, 20, 0}};
+	static const struct te e[] = {{0, 1, L}};
+	struct sim_piece pc[3] = {{0, 0, 20 * US, 0, 0, 0, SIM_PIECE_COMPUTE},
+				  {0, 10 * US, 20 * US, 0, 0, 0, SIM_PIECE_COMPUTE},
+				  {0, 0, 10 * US, 0, 0, 0, SIM_PIECE_COMM}};
+	struct sim_folded ft = {1, 0, 0, 3};
+	struct sim_fold fo = {&ft, 1, pc};
+	struct prism_err err;
+	struct sim_opts o;
+	struct graph *g;
+	struct sim *s;
+	(void)state;
+	sim_fold_pieces(pc, 0, 3);
+	assert_int_equal(pc[0].rest_ns, 60 * US);
+	assert_int_equal(pc[1].rest_ns, 40 * US);
+	assert_int_equal(pc[0].busy_ns, 50 * US);
+	sim_opts_default(&o);
+	o.fold = &fo;
+	o.slow_compute = o.slow_comm = 1;
+	g = mk(p, 3, n, 3, e, 1, 1);
+	s = sim_new(g);
+	assert_non_null(s);
+	prism_err_clear(&err);
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_int_equal(s->end_ns[2], 40 * US);
+	assert_int_equal(s->end_ns[1], 75 * US);
+	assert_int_equal(s->fold_busy[0], 65 * US);
+	/* The piece followed while the collective ran: 0..35. */
+	assert_int_equal(s->n_plog, 1);
+	assert_int_equal(s->plog[0].piece, 0);
+	assert_int_equal(s->plog[0].start_ns, 0);
+	assert_int_equal(s->plog[0].end_ns, 35 * US);
+	sim_free(s);
+	graph_free(g);
+
+	n[2].start_us = 50;
+	g = mk(p, 3, n, 3, e, 1, 1);
+	s = sim_new(g);
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_int_equal(s->end_ns[1], 60 * US);
+	assert_int_equal(s->end_ns[2], 70 * US);
+	assert_int_equal(s->fold_busy[0], 50 * US);
+
+	pc[1].rel_ns = 40 * US;
+	sim_fold_pieces(pc, 0, 3);
+	assert_int_equal(pc[0].reach_ns, 80 * US);
+	sim_opts_default(&o);
+	o.fold = &fo;
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_int_equal(s->end_ns[1], 80 * US);
+	assert_int_equal(s->fold_busy[0], 50 * US);
+	sim_free(s);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -373,6 +449,7 @@ int main(void)
 	    cmocka_unit_test(test_rendezvous_4_ranks),
 	    cmocka_unit_test(test_lag_and_ablation),
 	    cmocka_unit_test(test_contention),
+	    cmocka_unit_test(test_folded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
