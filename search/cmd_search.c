@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,7 +60,9 @@ static const char help[] =
     "      --db FILE       the database (default results/NAME.db)\n"
     "      --optimise      prune by the proven bound alone (also --optimize)\n"
     "      --exhaustive    screen nothing\n"
-    "      --threads N     OpenMP threads (default: all cores)\n"
+    "      --threads N     OpenMP threads (default: all cores); fewer from the next\n"
+    "                      batch on where the largest candidates so far would\n"
+    "                      not fit in memory at one a thread (said when it happens)\n"
     "      --batch N       candidates per batch and transaction (default 32; the\n"
     "                      results do not depend on the thread count; which are\n"
     "                      screened does depend on N, so a sweep resumes with its\n"
@@ -134,6 +137,41 @@ struct made {
 	double analytic_s;
 	char reason[160]; /* the first candidate's only */
 };
+
+/* Memory the system has for us (MemAvailable, bytes), 0 when unknown. */
+static double mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	double kb = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+/* The process's peak RSS, MB. */
+static double getrusage_mb(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : (double)ru.ru_maxrss / 1024;
+}
+
+/* Threads by memory: the most whose peaks, at the largest a thread may
+ * have reached so far (the process's peak over the max threads that ran),
+ * fit in 80 % of what was available at the start; never more than now,
+ * never fewer than 1. */
+static int threads_by_memory(int now, int max, double avail)
+{
+	double per = getrusage_mb() * 1048576 / max, fit;
+	if (avail <= 0)
+		return now;
+	fit = per > 0 ? 0.8 * avail / per : now;
+	return fit >= now ? now : fit < 1 ? 1 : (int)fit;
+}
 
 /* A simulated candidate's cost, roughly: its pipeline units up to the
  * few microbatches its line is drawn through (sim/hier.h). */
@@ -344,7 +382,8 @@ int cmd_search(int argc, char **argv)
 	size_t done = 0, stats[CS_FAILED + 1] = {0};
 	struct best best;
 	struct shard sh;
-	int *owner = NULL, *work = NULL, nw, lead, quiet = 0;
+	int *owner = NULL, *work = NULL, nw, lead, quiet = 0, tn;
+	double avail;
 	char *stored = NULL;
 	double t0;
 	struct progress pg; /* the terminal's line (pg.f NULL: none) */
@@ -583,6 +622,8 @@ int cmd_search(int argc, char **argv)
 				pg.f = NULL; /* no thread: the batches' lines only */
 		}
 	}
+	avail = mem_available();
+	tn = threads;
 	for (size_t at = 0; at < norder;) {
 		int nb = norder - at < (size_t)bsize ? (int)(norder - at) : bsize;
 		/* Fill a batch: screened ones are decided here, the rest simulated
@@ -608,7 +649,7 @@ int cmd_search(int argc, char **argv)
 				work[nw++] = i;
 		work_batch = batch;
 		qsort(work, (size_t)nw, sizeof(*work), cmp_cost);
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(tn)
 		for (int w = 0; w < nw; w++) {
 			struct prism_err e;
 			int i = work[w];
@@ -622,6 +663,20 @@ int cmd_search(int argc, char **argv)
 			}
 			if (pg.f)
 				progress_add(&pg, 1);
+		}
+		{
+			/* A candidate too large for every thread to hold one:
+			 * fewer threads from the next batch on (the rows do not
+			 * depend on how many). */
+			int t = threads_by_memory(tn, threads, avail);
+			if (t < tn && lead)
+				fprintf(stderr,
+					"prism search: %d thread%s from here on: the largest "
+					"candidates so far need up to %.0f MB a thread, %.0f MB "
+					"were available\n",
+					t, t > 1 ? "s" : "", getrusage_mb() / threads,
+					avail / 1048576);
+			tn = t;
 		}
 		if (shard_gather(&sh, batch, nb, owner, &sw.hw)) {
 			fprintf(stderr, "prism: process %d: out of memory\n", sh.rank);

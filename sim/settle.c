@@ -66,8 +66,8 @@ static int64_t covered(const struct ival *u, size_t n, size_t *p, int64_t x, int
  */
 static int fold_breakdown(const struct sim *sm, const struct synth_out *so, struct metrics_iter *it)
 {
-	const struct sim_piece_time *lg = sm->plog;
-	size_t nlg = sm->n_plog;
+	const struct sim_piece_time *lg = sm->plog.v;
+	size_t nlg = sm->plog.n;
 	const struct graph *g = sm->g;
 	int64_t a = it->sim_start_ns, b = a + it->predicted_ns;
 	uint32_t comp = it->rank < (uint32_t)so->stages ? so->compute[it->rank] : UINT32_MAX;

@@ -144,7 +144,7 @@ void sim_free(struct sim *s)
 	free(s->fold_of);
 	free(s->fst);
 	free(s->fold_busy);
-	free(s->plog);
+	VEC_FREE(s->plog);
 	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
 		free(s->run[r].v);
 	free(s->run);
@@ -372,16 +372,8 @@ static int64_t fold_start(const struct sim *s, const struct sim_opts *o, uint32_
 
 static int fold_log(struct sim *s, uint32_t f, uint32_t k, int64_t a, int64_t b)
 {
-	if (s->n_plog == s->plog_cap) {
-		size_t cap = s->plog_cap ? 2 * s->plog_cap : 256;
-		struct sim_piece_time *v = prism_realloc(s->plog, cap * sizeof(*v));
-		if (!v)
-			return PRISM_ENOMEM;
-		s->plog = v;
-		s->plog_cap = cap;
-	}
-	s->plog[s->n_plog++] = (struct sim_piece_time){f, k, a, b};
-	return 0;
+	struct sim_piece_time x = {f, k, a, b};
+	return VEC_PUSH(s->plog, x);
 }
 
 /* The end of collapsed f's piece k (CWAIT, CRUN: at full speed). */
@@ -745,7 +737,7 @@ static int fold_alloc(struct sim *s, const struct sim_fold *fo)
 		s->fold_of[fo->tasks[f].node] = f;
 		s->fold_busy[f] = 0;
 	}
-	s->n_plog = 0;
+	s->plog.n = 0;
 	return 0;
 }
 
@@ -869,8 +861,8 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		if ((fin = release(s, o, u, err)))
 			return fin;
 	}
-	if (s->n_plog > 1)
-		qsort(s->plog, s->n_plog, sizeof(*s->plog), cmp_plog);
+	if (s->plog.n > 1)
+		qsort(s->plog.v, s->plog.n, sizeof(*s->plog.v), cmp_plog);
 	if (s->n_done != g->n_nodes)
 		return prism_err_set(err, PRISM_EINTERNAL,
 				     "simulation: %" PRIu64 " of %" PRIu32

@@ -30,6 +30,7 @@
 #include "evq.h"
 #include "graph.h"
 #include "prism.h"
+#include "vec.h"
 
 /* Which edges a run ignores (ablations). */
 #define SIM_SKIP_EVENT	  0x01 /* cross-stream event edges */
@@ -159,8 +160,7 @@ struct sim {
 	struct sim_fstate *fst;
 	int64_t *fold_busy;
 	uint32_t n_fold_cap;
-	struct sim_piece_time *plog;
-	size_t n_plog, plog_cap;
+	VEC(struct sim_piece_time) plog;
 };
 
 /* The tasks running on one rank's GPU under contention. */

@@ -411,10 +411,10 @@ static void test_folded(void **state)
 	assert_int_equal(s->end_ns[1], 75 * US);
 	assert_int_equal(s->fold_busy[0], 65 * US);
 	/* The piece followed while the collective ran: 0..35. */
-	assert_int_equal(s->n_plog, 1);
-	assert_int_equal(s->plog[0].piece, 0);
-	assert_int_equal(s->plog[0].start_ns, 0);
-	assert_int_equal(s->plog[0].end_ns, 35 * US);
+	assert_int_equal(s->plog.n, 1);
+	assert_int_equal(s->plog.v[0].piece, 0);
+	assert_int_equal(s->plog.v[0].start_ns, 0);
+	assert_int_equal(s->plog.v[0].end_ns, 35 * US);
 	sim_free(s);
 	graph_free(g);
 
