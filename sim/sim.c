@@ -545,7 +545,6 @@ static int others(const struct sim_running *r)
 static int fold_final(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
 {
 	uint32_t f = s->fold_of[u];
-	const struct sim_piece *q0 = fpiece(o, f, 0);
 	struct sim_fstate *st = &s->fst[f];
 	uint32_t k = st->k;
 	if (st->mode == SIM_F_CWAIT || st->mode == SIM_F_CRUN) {
@@ -560,7 +559,8 @@ static int fold_final(struct sim *s, const struct sim_opts *o, uint32_t u, int64
 	st->mode = SIM_F_COLLAPSED;
 	st->k = fcount(o, f);
 	s->end_ns[u] = t;
-	if (t - s->start_ns[u] - s->fold_busy[f] > q0->rest_ns - q0->busy_ns)
+	if (fcount(o, f) > 0 && t - s->start_ns[u] - s->fold_busy[f] >
+				    fpiece(o, f, 0)->rest_ns - fpiece(o, f, 0)->busy_ns)
 		s->binding[u] = o->fold->tasks[f].host;
 	return 0;
 }

@@ -131,28 +131,83 @@ static size_t longest(const struct strtab *st)
 	return m;
 }
 
-/* s is a JSON array as Kineto writes shapes and types ("[[2, 3], []]",
- * "[\"float\", \"\"]"): brackets that close only at its end, no escapes,
- * nothing but digits, letters, spaces, commas, quotes and ":_.-" -- so
- * that text from a graph file is written into the trace as it was read,
- * and nothing else. */
+/* One JSON value of the shapes' kind at *p (an array of these, a string
+ * of plain characters, a number, true/false/null), *p moved past it. */
+static int json_value(const char **p, int depth)
+{
+	const char *s = *p;
+	if (depth > 32)
+		return 0;
+	if (*s == '[') {
+		s++;
+		while (*s == ' ')
+			s++;
+		if (*s != ']')
+			for (;;) {
+				if (!json_value(&s, depth + 1))
+					return 0;
+				while (*s == ' ')
+					s++;
+				if (*s == ']')
+					break;
+				if (*s++ != ',')
+					return 0;
+				while (*s == ' ')
+					s++;
+			}
+		*p = s + 1;
+		return 1;
+	}
+	if (*s == '"') {
+		for (s++; *s != '"'; s++)
+			if (*s == '\\' || *s < 0x20 || *s > 0x7e)
+				return 0; /* plain ASCII only: no escapes to get wrong */
+		*p = s + 1;
+		return 1;
+	}
+	if (!strncmp(s, "true", 4) || !strncmp(s, "null", 4)) {
+		*p = s + 4;
+		return 1;
+	}
+	if (!strncmp(s, "false", 5)) {
+		*p = s + 5;
+		return 1;
+	}
+	/* A number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (*s >= '0' && *s <= '9')
+			s++;
+	else
+		return 0;
+	if (*s == '.') {
+		if (!(*++s >= '0' && *s <= '9'))
+			return 0;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	if (*s == 'e' || *s == 'E') {
+		if (*++s == '+' || *s == '-')
+			s++;
+		if (!(*s >= '0' && *s <= '9'))
+			return 0;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	*p = s;
+	return 1;
+}
+
+/* Whether s is one JSON array of shapes as Kineto writes "Input Dims" and
+ * "Input type" ("[[2, 3], []]", "[\"float\", \"\"]"): text from a graph
+ * file is written into the trace as it was read, so it must be exactly
+ * that and nothing else (a fuzzed graph's "[:float\"]" was not). */
 static int json_array(const char *s)
 {
-	int depth = 0;
-	if (*s != '[')
-		return 0;
-	for (const char *p = s; *p; p++) {
-		if (*p == '[') {
-			depth++;
-		} else if (*p == ']') {
-			if (--depth == 0)
-				return p[1] == '\0';
-		} else if (!(*p >= '0' && *p <= '9') && !(*p >= 'a' && *p <= 'z') &&
-			   !(*p >= 'A' && *p <= 'Z') && !strchr(" ,\":_.-", *p)) {
-			return 0;
-		}
-	}
-	return 0;
+	return *s == '[' && json_value(&s, 0) && *s == '\0';
 }
 
 /* Launch call u has shapes of its op to write (json_array). */
