@@ -20,7 +20,9 @@
  *
  * Ownership: struct sim borrows the graph (read-only; many sims may share
  * one) and owns its working arrays, which are reused across runs: a run
- * allocates nothing.
+ * allocates nothing once they have grown (contention's and folded tasks'
+ * on the first run that has them; the log of followed pieces as it
+ * fills).
  */
 #ifndef PRISM_SIM_H
 #define PRISM_SIM_H
