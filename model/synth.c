@@ -91,17 +91,16 @@ struct fscr {
 };
 
 /* A run of compute-stream kernels between events: its first and last task
- * (unit relative), the rest's length (durations and lags), gate, idle
- * (lags) and collective time, and how many tasks. */
+ * (unit relative), the rest's length (durations and lags), and how many
+ * tasks. */
 struct fseg {
 	uint32_t first, last, n;
-	int64_t rest_ns, idle_ns, comm_ns;
+	int64_t rest_ns;
 };
 
-/* A unit task's idle and tensor-parallel time, node relative. */
+/* A unit task, node relative. */
 struct fmark {
 	uint32_t node;
-	int64_t idle_ns, comm_ns;
 	uint32_t kern0, n_kern; /* its kernels in ctx.fkerns */
 };
 
@@ -1597,8 +1596,7 @@ static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
 	}
 	for (uint32_t i = 0; i < t->n_marks; i++) {
 		const struct fmark *m = &c->fmarks.v[t->mark0 + i];
-		struct synth_fold_mark x = {m->node + k0, k0,	    m->idle_ns,
-					    m->comm_ns,	  m->kern0, m->n_kern};
+		struct synth_fold_mark x = {m->node + k0, k0, m->kern0, m->n_kern};
 		c->marks.v[c->marks.n++] = x;
 	}
 	for (int st = 0; st < S_N; st++)
@@ -1740,7 +1738,7 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 			continue;
 		}
 		if (prev == NONE32 || x[i].evin || x[prev].evout) {
-			struct fseg z = {i, i, 1, 0, 0, 0};
+			struct fseg z = {i, i, 1, 0};
 			if (VEC_PUSH(c->fsegs, z) || VEC_PUSH(c->fgates, x[i].rel))
 				goto oom;
 		} else {
@@ -1749,9 +1747,6 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 			 * simulator's to refuse. */
 			sg->rest_ns =
 			    prism_time_add(sg->rest_ns, prism_time_add(v[i].lag, v[i].dur));
-			sg->idle_ns = prism_time_add(sg->idle_ns, v[i].lag);
-			if (v[i].kind == GN_COLL || v[i].kind == GN_P2P)
-				sg->comm_ns = prism_time_add(sg->comm_ns, v[i].dur);
 			sg->last = i;
 			sg->n++;
 		}
@@ -1824,8 +1819,6 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 				 * (sim.h, folded tasks). */
 				fold_edge(c, 0, me, GE_LAUNCH);
 				mk.node = me;
-				mk.idle_ns = sg->idle_ns;
-				mk.comm_ns = sg->comm_ns;
 				mk.kern0 = (uint32_t)c->fkerns.n;
 				for (uint32_t j = i + 1; j <= sg->last; j++) {
 					struct synth_fold_kern kk = {

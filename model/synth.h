@@ -185,11 +185,10 @@ struct synth_out {
 };
 
 /* A unit task: node, the first host task of its unit (which starts at
- * the unit's host offset 0), the idle lags and the collective time inside
- * it, and its kernels kerns[kern0 .. kern0 + n_kern) in their order.  */
+ * the unit's host offset 0), and its kernels kerns[kern0 .. kern0 +
+ * n_kern) in their order.  */
 struct synth_fold_mark {
 	uint32_t node, host;
-	int64_t idle_ns, comm_ns;
 	uint32_t kern0, n_kern;
 };
 

@@ -21,7 +21,8 @@
  * the points disagree, or the run has more than two steps (each step's
  * own line), it declines and the caller simulates m directly.  The
  * breakdown is checked and extended the same way, within
- * HIER_BREAKDOWN_TOL where its parts trade time between the points.  docs/MODEL.md, "Hierarchical simulation".
+ * HIER_BREAKDOWN_TOL where its parts trade time between the points.
+ * docs/MODEL.md, "Hierarchical simulation".
  */
 #ifndef PRISM_HIER_H
 #define PRISM_HIER_H

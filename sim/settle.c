@@ -345,11 +345,10 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 int settle_build(const struct synth_in *in, struct graph **g, struct synth_out *so,
 		 struct settle_out *st, struct prism_err *err)
 {
-	struct synth_in x = *in;
 	int rc;
 
 	*g = NULL;
-	if ((rc = synth_build(&x, g, so, err)))
+	if ((rc = synth_build(in, g, so, err)))
 		return rc;
 	rc = settle_synth(*g, so, st, err);
 	if (rc) {

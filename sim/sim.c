@@ -579,13 +579,8 @@ static int fold_begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64
 		return fold_collapse_at(s, o, r, u, 0, t);
 	if ((rc = fold_enter(s, o, r, u, 0, t, t)) < 0)
 		return rc;
-	if (rc == 1) { /* nothing to run: done at t */
-		s->fst[s->fold_of[u]].mode = SIM_F_COLLAPSED;
-		s->fst[s->fold_of[u]].k = fcount(o, s->fold_of[u]);
-		s->pred_end[u] = t;
-		if (evq_push(&s->q, t, u | SIM_FIN))
-			return PRISM_ENOMEM;
-	}
+	if (rc == 1 && fold_collapse_at(s, o, r, u, fcount(o, s->fold_of[u]), t))
+		return PRISM_ENOMEM; /* nothing to run: its finish event at t */
 	return retime(s, o, r, t);
 }
 
@@ -615,21 +610,15 @@ static int fold_step(struct sim *s, const struct sim_opts *o, uint32_t u, int64_
 		s->fold_busy[f] += t - st->at_ns;
 		set_rkind(s, r, u, SIM_PIECE_IDLE);
 		if (!others(r)) {
-			int64_t end = fold_end_from(s, o, f, k + 1, t);
-			if (end > t)
+			if (fold_end_from(s, o, f, k + 1, t) > t)
 				return fold_collapse_at(s, o, r, u, k + 1, t) ? PRISM_ENOMEM
 									      : retime(s, o, r, t);
-			st->mode = SIM_F_COLLAPSED;
-			st->k = k + 1;
-			st->at_ns = t;
 		} else if ((rc = fold_enter(s, o, r, u, k + 1, t, t)) <= 0) {
-			if (rc < 0)
-				return rc;
-			return retime(s, o, r, t) ? PRISM_ENOMEM : 0;
-		} else {
-			st->mode = SIM_F_COLLAPSED;
-			st->k = fcount(o, f);
+			return rc < 0 ? rc : retime(s, o, r, t) ? PRISM_ENOMEM : 0;
 		}
+		/* Nothing left to run (what is left takes no time). */
+		st->mode = SIM_F_COLLAPSED;
+		st->k = fcount(o, f);
 	}
 	/* Ends now. */
 	if (fold_final(s, o, u, t))
