@@ -46,6 +46,22 @@ double predict_analytic(const struct synth_in *in)
 	return analytic_estimate(&ai, &ao, &err) == 0 ? ao.t_iter : 0;
 }
 
+/* out from a settled (or extended) run of in and its build's counts. */
+static void settled(const struct synth_in *in, const struct settle_out *st, uint64_t tasks,
+		    uint64_t kernels, uint32_t exact, uint32_t interp, struct predict_out *out)
+{
+	predict_derive(in, st->iter_s, out);
+	out->bubble = st->bubble;
+	out->exposed_compute_s = st->exposed_compute_s;
+	out->exposed_comm_s = st->exposed_comm_s;
+	out->overlap_s = st->overlap_s;
+	out->idle_s = st->idle_s;
+	out->tasks = tasks;
+	out->kernels = kernels;
+	out->kdb_exact = exact;
+	out->kdb_interpolated = interp;
+}
+
 int predict_synth(const struct synth_in *in, struct predict_out *out, struct graph **keep_g,
 		  struct synth_out *keep_so, struct prism_err *err)
 {
@@ -67,31 +83,14 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 		if ((rc = hier_extrapolate(&built, &h, err)) < 0)
 			return rc;
 		if (rc == 1) {
-			predict_derive(in, h.st.iter_s, out);
-			out->bubble = h.st.bubble;
-			out->exposed_compute_s = h.st.exposed_compute_s;
-			out->exposed_comm_s = h.st.exposed_comm_s;
-			out->overlap_s = h.st.overlap_s;
-			out->idle_s = h.st.idle_s;
-			out->tasks = h.tasks;
-			out->kernels = h.kernels;
-			out->kdb_exact = h.kdb_exact;
-			out->kdb_interpolated = h.kdb_interpolated;
+			settled(in, &h.st, h.tasks, h.kernels, h.kdb_exact, h.kdb_interpolated,
+				out);
 			return 0;
 		}
 	}
 	if ((rc = settle_build(&built, &g, &so, &st, err)))
 		return rc;
-	predict_derive(in, st.iter_s, out);
-	out->bubble = st.bubble;
-	out->exposed_compute_s = st.exposed_compute_s;
-	out->exposed_comm_s = st.exposed_comm_s;
-	out->overlap_s = st.overlap_s;
-	out->idle_s = st.idle_s;
-	out->tasks = so.tasks;
-	out->kernels = so.kernels;
-	out->kdb_exact = so.kdb_exact;
-	out->kdb_interpolated = so.kdb_interpolated;
+	settled(in, &st, so.tasks, so.kernels, so.kdb_exact, so.kdb_interpolated, out);
 	if (rc == 0 && keep_g) {
 		*keep_g = g;
 		g = NULL;
