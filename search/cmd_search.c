@@ -19,6 +19,7 @@
 #include "store.h"
 #include "shard.h"
 #include "sweep.h"
+#include "vec.h"
 
 static const char help[] =
     "usage: prism search SWEEP [options]\n"
@@ -182,16 +183,19 @@ static double sim_cost(const struct cand *k)
 	return (double)l->pp * (l->vp > 0 ? l->vp : 1) * (m < cap ? m : cap);
 }
 
-static const struct cand *work_batch; /* cmp_cost's batch */
+/* A candidate of a batch to simulate, and its cost. */
+struct job {
+	double cost;
+	int i;
+};
 
 /* Costliest first, then in batch order. */
 static int cmp_cost(const void *a, const void *b)
 {
-	int x = *(const int *)a, y = *(const int *)b;
-	double cx = sim_cost(&work_batch[x]), cy = sim_cost(&work_batch[y]);
-	if (cx != cy)
-		return cx > cy ? -1 : 1;
-	return x < y ? -1 : x > y;
+	const struct job *x = a, *y = b;
+	if (x->cost != y->cost)
+		return x->cost > y->cost ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
 }
 
 /*
@@ -367,6 +371,7 @@ int cmd_search(int argc, char **argv)
 	struct prism_err err;
 	struct cand *batch = NULL, *rej = NULL, one;
 	struct ref *order = NULL;
+	struct job *work = NULL;
 	uint32_t *rejected = NULL;
 	char path[1024], dbpath[1024], **keys = NULL, first_reason[sizeof(batch->reason)] = "none";
 	const char *db_arg = NULL;
@@ -382,7 +387,7 @@ int cmd_search(int argc, char **argv)
 	size_t done = 0, stats[CS_FAILED + 1] = {0};
 	struct best best;
 	struct shard sh;
-	int *owner = NULL, *work = NULL, nw, lead, quiet = 0, tn;
+	int *owner = NULL, nw, lead, quiet = 0, tn;
 	double avail;
 	char *stored = NULL;
 	double t0;
@@ -473,31 +478,21 @@ int cmd_search(int argc, char **argv)
 					snprintf(first_reason, sizeof(first_reason), "%s",
 						 mk[j].reason);
 				if (mk[j].status == CS_PENDING) {
-					if (norder == cap) {
-						struct ref *nr;
-						cap = cap ? cap * 2 : 1024;
-						if (!(nr = prism_realloc(order,
-									 cap * sizeof(*nr)))) {
-							rc = prism_err_set(&err, PRISM_ENOMEM,
-									   "out of memory");
-							break;
-						}
-						order = nr;
+					if (vec_reserve_((void **)&order, &cap, norder + 1,
+							 sizeof(*order))) {
+						rc = prism_err_set(&err, PRISM_ENOMEM,
+								   "out of memory");
+						break;
 					}
 					order[norder].index = (uint32_t)i;
 					order[norder].gpus = mk[j].gpus;
 					order[norder++].analytic_s = mk[j].analytic_s;
 				} else {
-					if (nrejected == rcap) {
-						uint32_t *nr;
-						rcap = rcap ? rcap * 2 : 1024;
-						if (!(nr = prism_realloc(rejected,
-									 rcap * sizeof(*nr)))) {
-							rc = prism_err_set(&err, PRISM_ENOMEM,
-									   "out of memory");
-							break;
-						}
-						rejected = nr;
+					if (vec_reserve_((void **)&rejected, &rcap, nrejected + 1,
+							 sizeof(*rejected))) {
+						rc = prism_err_set(&err, PRISM_ENOMEM,
+								   "out of memory");
+						break;
 					}
 					rejected[nrejected++] = (uint32_t)i;
 				}
@@ -646,13 +641,12 @@ int cmd_search(int argc, char **argv)
 		nw = 0;
 		for (int i = 0; i < nb; i++)
 			if (owner[i] == sh.rank)
-				work[nw++] = i;
-		work_batch = batch;
+				work[nw++] = (struct job){sim_cost(&batch[i]), i};
 		qsort(work, (size_t)nw, sizeof(*work), cmp_cost);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(tn)
 		for (int w = 0; w < nw; w++) {
 			struct prism_err e;
-			int i = work[w];
+			int i = work[w].i;
 			prism_err_clear(&e);
 			if (predict_eval(&sw.bl.pb, &batch[i].in, &batch[i].p, NULL, NULL, &e) ==
 			    0) {
