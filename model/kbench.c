@@ -846,9 +846,6 @@ out:
 
 #define KBENCH_MEM_MAX_OVERHEAD_S 10e-6
 
-/* Rows needed to fit every parameter of a class (else the peaks alone). */
-#define KBENCH_FULL_FIT 20
-
 size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, const size_t *idx,
 		  size_t n, int cls, int dtype)
 {

@@ -99,6 +99,10 @@ const char *kbench_family(const char *profile);
  * memory-bound 70 % of HBM + 3 us), for comparison. */
 double kbench_predict(const struct hw_profile *hw, const struct kbench_row *r, int flat);
 
+/* Rows a group needs to fit every parameter of its class (fewer: the
+ * achievable peak, or bandwidth, alone). */
+#define KBENCH_FULL_FIT 20
+
 /* Fit hw's parameters for the rows rows[idx[0..n)] (all of one family):
  * GEMM parameters of dtype `dtype` (cls KB_GEMM), attention parameters of
  * dtype (cls KB_ATTN_FWD: forward, backward and both rows), or the

@@ -26,7 +26,9 @@ static const char help[] =
     "options:\n"
     "      --fit        fit the parameters on the rows given (GSL: Nelder-Mead on\n"
     "                   the mean squared log error; memory-bound: a weighted line),\n"
-    "                   per GPU family, class and dtype; evaluate with them and\n"
+    "                   per GPU family, class and dtype (a GEMM dtype with fewer\n"
+    "                   than 20 rows: its peak alone, the shape parameters of the\n"
+    "                   family's dtype with the most rows); evaluate with them and\n"
     "                   print them as the profiles' `kernels` groups\n"
     "      --loso       leave one source out: each source's rows predicted with\n"
     "                   parameters fitted on the other sources only (from the\n"
@@ -108,16 +110,61 @@ static size_t select_rows(const struct kbench *kb, const struct kbench_row *r, c
 	return n;
 }
 
-/* Fit the group of row r into each profile's field `which` (0 fitted, 2
- * work), leaving out source not_src. */
-static void fit_group(const struct kbench *kb, const struct kbench_row *r, struct prof *p, int np,
-		      int which, const char *not_src, size_t *idx, struct hw_profile **hws)
+/* The dtype whose GEMM shape parameters a GEMM group of row r too small
+ * to fit its own takes: the family's dtype with the most rows, at least
+ * KBENCH_FULL_FIT, source not_src left out (fp16 fits none); -1 if r's
+ * group is big enough or none is. */
+static int shape_donor(const struct kbench *kb, const struct kbench_row *r, const char *not_src,
+		       size_t *idx)
 {
-	size_t n = select_rows(kb, r, not_src, NULL, idx);
-	int c = fit_cls(r);
+	size_t best = KBENCH_FULL_FIT - 1;
+	int donor = -1;
+	if (fit_cls(r) != KB_GEMM || select_rows(kb, r, not_src, NULL, idx) >= KBENCH_FULL_FIT)
+		return -1;
+	for (int d = 0; d < HW_NDTYPES; d++) {
+		struct kbench_row q = *r;
+		size_t n;
+		if (d == r->dtype || d == HW_FP16)
+			continue;
+		q.dtype = d;
+		if ((n = select_rows(kb, &q, not_src, NULL, idx)) > best) {
+			best = n;
+			donor = d;
+		}
+	}
+	return donor;
+}
+
+/* Fit the group of row r into each profile's field `which` (0 fitted, 2
+ * work), leaving out source not_src.  A GEMM group too small for its
+ * shape parameters (tile and kernel costs, smaller tiles' throughput,
+ * memory-bound efficiency) takes those of its family's best-measured
+ * dtype, fitted first on the same rows (the die's tiling, docs/MODEL.md),
+ * and fits its achievable peak alone. */
+static void fit_group(const struct kbench *kb, const struct kbench_row *r, struct prof *p, int np,
+		      int which, const char *not_src, int fit_donor, size_t *idx,
+		      struct hw_profile **hws)
+{
+	int c = fit_cls(r), donor = shape_donor(kb, r, not_src, idx);
+	size_t n;
+	if (donor >= 0 && fit_donor) {
+		struct kbench_row q = *r;
+		q.dtype = donor;
+		fit_group(kb, &q, p, np, which, not_src, 1, idx, hws);
+	}
+	n = select_rows(kb, r, not_src, NULL, idx);
 	for (size_t i = 0; i < n; i++) {
 		struct prof *q = find_prof(p, np, kb->rows[idx[i]].profile);
 		hws[i] = which == 0 ? &q->fitted : &q->work;
+		if (donor >= 0) {
+			struct hw_gemm *g = &hws[i]->k.gemm[r->dtype];
+			const struct hw_gemm *s = &hws[i]->k.gemm[donor];
+			*g = (struct hw_gemm){g->flops,
+					      s->tile_s,
+					      s->overhead_s,
+					      {s->tile_eff[0], s->tile_eff[1], s->tile_eff[2]},
+					      s->mem_eff};
+		}
 	}
 	if (n)
 		kbench_fit(hws, kb->rows, idx, n, c, fit_dtype(r));
@@ -254,18 +301,21 @@ int cmd_kernels(int argc, char **argv)
 		kbench_release(&kb);
 		return cli_fail(&err);
 	}
-	/* Fit: each group once, in row order (deterministic). */
+	/* Fit: each group once, in row order (deterministic); those taking
+	 * another's shape parameters after it. */
 	if (fit) {
 		char *done = prism_calloc(kb.n + 1, 1);
-		for (size_t i = 0; done && i < kb.n; i++) {
-			size_t n;
-			if (done[i] || fit_cls(&kb.rows[i]) < 0)
-				continue;
-			n = select_rows(&kb, &kb.rows[i], NULL, NULL, idx);
-			for (size_t j = 0; j < n; j++)
-				done[idx[j]] = 1;
-			fit_group(&kb, &kb.rows[i], p, np, 0, NULL, idx, hws);
-		}
+		for (int pass = 0; pass < 2; pass++)
+			for (size_t i = 0; done && i < kb.n; i++) {
+				size_t n;
+				if (done[i] || fit_cls(&kb.rows[i]) < 0 ||
+				    (shape_donor(&kb, &kb.rows[i], NULL, idx) >= 0) != pass)
+					continue;
+				n = select_rows(&kb, &kb.rows[i], NULL, NULL, idx);
+				for (size_t j = 0; j < n; j++)
+					done[idx[j]] = 1;
+				fit_group(&kb, &kb.rows[i], p, np, 0, NULL, 0, idx, hws);
+			}
 		free(done);
 	}
 	if (rows)
@@ -341,7 +391,7 @@ int cmd_kernels(int argc, char **argv)
 					p[q].work = p[q].shipped;
 					kperf_defaults(&p[q].work);
 				}
-				fit_group(&kb, s, p, np, 2, s->source, idx, hws);
+				fit_group(&kb, s, p, np, 2, s->source, 1, idx, hws);
 				for (size_t k = 0; k < ns; k++) {
 					const struct kbench_row *t = &kb.rows[grp[k]];
 					struct prof *q = find_prof(p, np, t->profile);

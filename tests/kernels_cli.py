@@ -68,6 +68,30 @@ with tempfile.TemporaryDirectory() as d:
         f.write(head + "H100 SXM,x,bf16\n")
     r = run("kernels", short, code=2)
     check(r.stderr.startswith(f"prism: {short}:2: 3 fields, the header has"), r.stderr)
+    # A group too small for its shape parameters takes its family's
+    # best-measured dtype's: 20 bf16 rows (one source) fit all of them, the
+    # 2 fp8 rows (another source) their peak alone, with bf16's tile and
+    # kernel costs, tile factors and memory efficiency exactly.
+    fam = os.path.join(d, "family.csv")
+    with open(fam, "w") as f:
+        f.write(head)
+        shapes = [(m, n, k) for m in (256, 1024, 4096, 8192) for n in (512, 2048, 8192)
+                  for k in (256, 4096)][:20]
+        for m, n, k in shapes:
+            t = 2 * m * n * k / 600e12 + 5e-6 + 3e-6 * (k <= 256)
+            f.write(f"H100 SXM,x,bf16,bf16,gemm,1,{m},{n},{k},x,,{t * 1e3:.6f},,,,src-a,s,n\n")
+        for m, n, k in ((4096, 8192, 8192), (1024, 4096, 4096)):
+            t = 2 * m * n * k / 1100e12 + 6e-6
+            f.write(f"H100 SXM,x,fp8,bf16,gemm,1,{m},{n},{k},x,,{t * 1e3:.6f},,,,src-b,s,n\n")
+    fit = run("kernels", "--fit", fam).stdout
+    grp = {dt: re.search(rf"^    {dt} = \{{ tflops = ([\d.]+); (.*)\}};$", fit, re.M)
+           for dt in ("bf16", "fp8")}
+    check(grp["bf16"] and grp["fp8"], f"no bf16/fp8 gemm lines in --fit:\n{fit}")
+    check(grp["fp8"].group(2) == grp["bf16"].group(2),
+          f"fp8 shape parameters are not bf16's:\n{fit}")
+    check(grp["fp8"].group(2) != "tile_us = 1.000; overhead_us = 3.000; "
+          "tile_eff = [0.850, 0.700, 0.500]; mem_eff = 0.850; ", f"defaults kept:\n{fit}")
+    check(float(grp["fp8"].group(1)) > float(grp["bf16"].group(1)), fit)
 r = run("kernels", "/nonexistent/k.csv", code=2)
 check("/nonexistent/k.csv: no such file" in r.stderr, r.stderr)
 
