@@ -202,6 +202,40 @@ static int place(struct kbench *kb, struct kbench_row *r, const char *gpu)
 	return 1;
 }
 
+/* The square sizes a device summary's best was taken over, as its
+ * implementation or notes state them: "n in {128,512,2048,8192}", "up to
+ * 6888", "2^8..2^12.75"; else 256..8192. */
+static void square_sizes(struct kbench_row *r, const char *impl, const char *notes)
+{
+	const char *txt[2] = {impl, notes}, *p;
+	r->sq_max = 8192;
+	for (int i = 0; i < 2; i++) {
+		if ((p = strstr(txt[i], "n in {"))) {
+			char *e;
+			for (p += 6; r->n_sq < 8; p = e + 1) {
+				double v = strtod(p, &e);
+				if (e == p || v <= 0)
+					break;
+				r->sq_set[r->n_sq++] = v;
+				if (*e != ',')
+					break;
+			}
+			return;
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		double v;
+		if ((p = strstr(txt[i], "up to ")) && (v = strtod(p + 6, NULL)) >= 256) {
+			r->sq_max = v;
+			return;
+		}
+		if ((p = strstr(txt[i], "..2^")) && (v = strtod(p + 4, NULL)) >= 8) {
+			r->sq_max = floor(pow(2, v) + 0.5);
+			return;
+		}
+	}
+}
+
 static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 {
 	struct kbench_row r;
@@ -228,6 +262,7 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 			return 0;
 		}
 		r.best_square = 1;
+		square_sizes(&r, col(h, f, nf, "implementation"), col(h, f, nf, "notes"));
 		r.m = r.n = r.k = 4096;
 		r.time_s = 2 * 4096.0 * 4096 * 4096 / (tf * 1e12);
 		return push(kb, &r);
@@ -663,13 +698,16 @@ static double flat(const struct hw_profile *hw, const struct kbench_row *r)
 static double gemm_time(const struct hw_profile *hw, const struct kbench_row *r)
 {
 	if (r->best_square) {
-		/* The best TFLOP/s over square sizes, as a time of 4096^3. */
-		double best = 0;
-		for (double x = 256; x <= 8192; x *= 1.189207115) { /* 2^(1/4) */
-			double s = floor(x / 8) * 8, t = kperf_gemm_s(hw, r->dtype, 1, s, s, s);
+		/* The best TFLOP/s over the source's square sizes, as a time
+		 * of 4096^3. */
+		double best = 0, x = 256;
+		for (int i = 0; r->n_sq ? i < r->n_sq : x <= r->sq_max * 1.001; i++) {
+			double s = r->n_sq ? r->sq_set[i] : floor(x / 8) * 8;
+			double t = kperf_gemm_s(hw, r->dtype, 1, s, s, s);
 			double tf = t > 0 ? 2 * s * s * s / t : 0;
 			if (tf > best)
 				best = tf;
+			x *= 1.189207115; /* 2^(1/4) */
 		}
 		return best > 0 ? 2 * 4096.0 * 4096 * 4096 / best : 0;
 	}

@@ -56,7 +56,10 @@ struct kbench_row {
 	double bytes;	 /* memory-bound */
 	double time_s;	 /* measured */
 	int best_square; /* a GEMM summary: the best TFLOP/s over square
-			    * sizes 256..8192 (time_s of the best one) */
+			    * sizes (time_s: 4096^3 at that rate) */
+	double sq_max;	 /* those sizes: 256, 2^(1/4) apart, up to sq_max, */
+	double sq_set[8];
+	int n_sq; /* or the n_sq sizes of sq_set where the source lists them */
 };
 
 /* Rows a reader left out, and the first reasons, for the report. */

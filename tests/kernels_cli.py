@@ -92,6 +92,21 @@ with tempfile.TemporaryDirectory() as d:
     check(grp["fp8"].group(2) != "tile_us = 1.000; overhead_us = 3.000; "
           "tile_eff = [0.850, 0.700, 0.500]; mem_eff = 0.850; ", f"defaults kept:\n{fit}")
     check(float(grp["fp8"].group(1)) > float(grp["bf16"].group(1)), fit)
+    # A device summary (no shape: the best TFLOP/s over square sizes) is
+    # predicted over the sizes its row names: over {4096} alone it is the
+    # 4096^3 GEMM, over {256} 4096^3 at 256^3's rate.
+    summ = os.path.join(d, "summary.csv")
+    with open(summ, "w") as f:
+        f.write(head)
+        for mnk, note in ((4096, "explicit"), (256, "explicit"), (0, "square n in {4096}"),
+                          (0, "square n in {256}")):
+            shape = f"{mnk},{mnk},{mnk}" if mnk else ",,"
+            f.write(f"A100 SXM,x,bf16,bf16,gemm,1,{shape},x,200,,,,,src,s,{note}\n")
+    rows = [x for x in run("kernels", "--rows", summ).stdout.splitlines()
+            if x.startswith("a100-80gb-dgx,gemm,")]
+    pred = [float(line.split(",")[-2]) for line in rows]
+    check(len(pred) == 4 and pred[2] == pred[0], f"{{4096}} is not the 4096^3 GEMM: {rows}")
+    check(abs(pred[3] / (pred[1] * 4096) - 1) < 1e-3, f"{{256}} is not 256^3's rate: {rows}")
 r = run("kernels", "/nonexistent/k.csv", code=2)
 check("/nonexistent/k.csv: no such file" in r.stderr, r.stderr)
 
