@@ -13,6 +13,8 @@ set".
   hidden-edit  every hidden-size pair as a graph edit (--method edit: the
              base's kernels re-timed from their shapes by the kernel model)
              rather than rebuilt, by target width;
+  base-step  every single-knob pair with and without --base-step-ms (the
+             base's CUDA-event step), against the target's CUDA-event step;
   grain      the three granularities as predictors of layer edits: whole
              layer and submodule spans (CUDA events from hooks) against
              prism's kernel-level what-if;
@@ -242,6 +244,41 @@ def compiled_table(prism, data, pts):
               f"{pct(p, c['step_ms_median']):+.1f}% |")
 
 
+def base_step_table(prism, data, pts):
+    """Every single-knob pair of eager points as in `whatif`, with and
+    without --base-step-ms (the base's CUDA-event step: its host tasks and
+    lags scaled to it), against the target's CUDA-event step; pairs whose
+    base cannot be matched (its GPU side alone is longer) are counted."""
+    eager = {k: v for k, v in pts.items() if not v["compiled"]}
+    res = {}
+    for base, b in sorted(eager.items()):
+        for tag, t in sorted(eager.items()):
+            ch = changed(b, t)
+            if len(ch) != 1:
+                continue
+            g = gpu_bound(prism, data, base) and gpu_bound(prism, data, tag)
+            plain = whatif(prism, data, base, t)
+            try:
+                scaled = whatif(prism, data, base, t, "--base-step-ms",
+                                f"{b['step_ms_median']:.6f}")
+            except subprocess.CalledProcessError:
+                scaled = None
+            truth = t["step_ms_median"]
+            for key in ((ch[0], "all"), (ch[0], "GPU-bound" if g else "host-bound")):
+                r = res.setdefault(key, ([], [], [0]))
+                if scaled is None:
+                    r[2][0] += 1
+                    continue
+                r[0].append(pct(plain, truth))
+                r[1].append(pct(scaled, truth))
+    print("| edit | pairs | bases not matched | as traced: mean (worst) | "
+          "--base-step-ms: mean (worst) |")
+    print("|---|---|---|---|---|")
+    for (k, which), (a, b, nm) in sorted(res.items()):
+        print(f"| {k} ({which}) | {len(a)} | {nm[0]} | {mean_abs(a):.1f}% ({worst(a):+.1f}%) | "
+              f"{mean_abs(b):.1f}% ({worst(b):+.1f}%) |")
+
+
 def kernel_table(prism, data, pts):
     """prism's kernel model (and the flat one before it) on the sweep."""
     out = subprocess.run([prism, "kernels", "--flat", "--markdown",
@@ -251,7 +288,7 @@ def kernel_table(prism, data, pts):
 
 
 SECTIONS = {"replay": replay_table, "whatif": whatif_table, "hidden-edit": hidden_edit_table,
-            "grain": grain_table,
+            "grain": grain_table, "base-step": base_step_table,
             "compiled": compiled_table, "kernels": kernel_table}
 
 

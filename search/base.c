@@ -24,54 +24,36 @@ void base_release(struct base *b)
 	b->g = NULL;
 }
 
-int base_load(struct base *b, char *const *paths, int n, const struct base_opts *o,
-	      struct prism_err *err)
+/* A trace's base from its loaded graph b->g (annotated or plain). */
+static int trace_base(struct base *b, char *const *paths, const struct base_opts *o,
+		      struct synth_in *in, struct prism_err *err)
 {
 	struct hw_profile hw;
-	struct synth_in in;
 	char found[1024];
 	int rc;
 
-	memset(b, 0, sizeof(*b));
-	synth_in_default(&in);
-	in.kdb = o->kdb;
-	in.units = 1; /* candidates simulated, not kept, fold their units */
-	if (n == 1 && base_is_model(paths[0])) {
-		const char *hw_name = o->base_hw ? o->base_hw : o->hw;
-		if (!hw_name)
-			return prism_err_set(err, PRISM_EARG, "a model base needs --hw");
-		if ((rc = cli_load_model(paths[0], &in.m, err)) ||
-		    (rc = cli_load_hw(hw_name, &hw, err)))
-			return rc;
-		if (cli_find_config("models", paths[0], b->model_path, sizeof(b->model_path)))
-			b->model_path[0] = '\0';
-		in.hw = &hw;
-		return predict_base_init(&b->pb, PB_MODEL, NULL, &in, &hw, 0, err);
-	}
-	if ((rc = cli_load_graph((char **)paths, n, o->ranks, o->bo, &b->g, err)))
-		return rc;
 	if (b->g->meta) {
 		/* An annotated run: its description gives the configuration;
 		 * a profile it names by a relative file is the trace's
 		 * folder's (prism synth --hw FILE). */
-		const char *hw_name = o->base_hw ? o->base_hw : in.hw_id;
+		const char *hw_name;
 		char beside[1200];
-		if ((rc = synth_meta_parse(strtab_get(&b->g->st, b->g->meta), &in, err)))
+		if ((rc = synth_meta_parse(strtab_get(&b->g->st, b->g->meta), in, err)))
 			return rc;
-		hw_name = o->base_hw ? o->base_hw : in.hw_id;
-		if (!o->base_hw && in.hw_id[0] != '/' && strstr(in.hw_id, ".cfg")) {
+		hw_name = o->base_hw ? o->base_hw : in->hw_id;
+		if (!o->base_hw && in->hw_id[0] != '/' && strstr(in->hw_id, ".cfg")) {
 			const char *slash = strrchr(paths[0], '/');
 			snprintf(beside, sizeof(beside), "%.*s%s%s",
 				 slash ? (int)(slash - paths[0]) : 1, slash ? paths[0] : ".", "/",
-				 in.hw_id);
+				 in->hw_id);
 			if (access(beside, R_OK) == 0)
 				hw_name = beside;
 		}
 		if ((rc = cli_load_hw(hw_name, &hw, err)))
 			return rc;
-		in.hw = &hw;
-		in.kdb = o->kdb;
-		return predict_base_init(&b->pb, PB_ANNOTATED, b->g, &in, &hw, 0, err);
+		in->hw = &hw;
+		in->kdb = o->kdb;
+		return predict_base_init(&b->pb, PB_ANNOTATED, b->g, in, &hw, 0, err);
 	}
 	/* A plain trace: the profile of its GPU, unless named; a trace that
 	 * names no GPU ran on the candidate's hardware. */
@@ -95,4 +77,46 @@ int base_load(struct base *b, char *const *paths, int n, const struct base_opts 
 	if (rc)
 		return rc;
 	return predict_base_init(&b->pb, PB_TRACE, b->g, NULL, &hw, o->base_dp, err);
+}
+
+int base_load(struct base *b, char *const *paths, int n, const struct base_opts *o,
+	      struct prism_err *err)
+{
+	struct hw_profile hw;
+	struct synth_in in;
+	double scale = 1, traced = 0;
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	synth_in_default(&in);
+	in.kdb = o->kdb;
+	in.units = 1; /* candidates simulated, not kept, fold their units */
+	if (n == 1 && base_is_model(paths[0])) {
+		const char *hw_name = o->base_hw ? o->base_hw : o->hw;
+		if (!hw_name)
+			return prism_err_set(err, PRISM_EARG, "a model base needs --hw");
+		if (o->base_step_s > 0)
+			return prism_err_set(err, PRISM_EARG,
+					     "--base-step-ms: the base is a model, whose host is "
+					     "synthesised; it applies to a trace");
+		if ((rc = cli_load_model(paths[0], &in.m, err)) ||
+		    (rc = cli_load_hw(hw_name, &hw, err)))
+			return rc;
+		if (cli_find_config("models", paths[0], b->model_path, sizeof(b->model_path)))
+			b->model_path[0] = '\0';
+		in.hw = &hw;
+		return predict_base_init(&b->pb, PB_MODEL, NULL, &in, &hw, 0, err);
+	}
+	if ((rc = cli_load_graph((char **)paths, n, o->ranks, o->bo, &b->g, err)))
+		return rc;
+	/* The host as it ran without the profiler, before anything is fitted
+	 * on it or replayed. */
+	if (o->base_step_s > 0 &&
+	    (rc = predict_match_step(b->g, o->base_step_s, &scale, &traced, err)))
+		return rc;
+	if ((rc = trace_base(b, paths, o, &in, err)))
+		return rc;
+	b->pb.host_scale = scale;
+	b->pb.host_traced_s = o->base_step_s > 0 ? traced : 0;
+	return 0;
 }

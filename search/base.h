@@ -33,6 +33,9 @@ struct base_opts {
 	const char *ranks;   /* --rank of the trace files, or NULL */
 	const struct build_opts *bo;
 	const struct kdb *kdb; /* kernel times for synthesised candidates */
+	double base_step_s;    /* a trace's step timed without the profiler:
+				* its host tasks scaled to it
+				* (predict_match_step), 0: as traced */
 };
 
 /* 1 when arg names a model rather than a trace or graph file. */

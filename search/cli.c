@@ -290,6 +290,21 @@ int cli_count(const char *arg, const char *opt, int min, int max, int *out, stru
 	return 0;
 }
 
+int cli_number(const char *arg, const char *opt, double min, double max, double *out,
+	       struct prism_err *err)
+{
+	char *end;
+	double v;
+	errno = 0;
+	v = strtod(arg, &end);
+	/* Written so that NaN fails too. */
+	if (end == arg || *end || errno || !(v >= min && v <= max))
+		return prism_err_set(err, PRISM_EARG, "--%s '%s': expected a number in %g..%g", opt,
+				     arg, min, max);
+	*out = v;
+	return 0;
+}
+
 int cli_layout_option(int c, const char *arg, struct synth_in *in, uint64_t *given,
 		      struct prism_err *err)
 {
@@ -381,17 +396,10 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, uint64_t *giv
 	case CLI_OPT_ETP:
 		rc = cli_count(arg, "etp", 1, SYNTH_MAX_TP, &in->lay.etp, err);
 		break;
-	case CLI_OPT_IMBALANCE: {
-		char *end;
-		double v = strtod(arg, &end);
-		if (end == arg || *end || !(v >= 1 && v <= SYNTH_MAX_IMBALANCE))
-			rc = prism_err_set(err, PRISM_EARG,
-					   "--moe-imbalance '%s': expected a number in 1..%g", arg,
-					   SYNTH_MAX_IMBALANCE);
-		else
-			in->lay.imbalance = v;
+	case CLI_OPT_IMBALANCE:
+		rc = cli_number(arg, "moe-imbalance", 1, SYNTH_MAX_IMBALANCE, &in->lay.imbalance,
+				err);
 		break;
-	}
 	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */
 		rc = cli_count(arg, "gbs", 1, 1 << 24, &in->lay.microbatches, err);
 		break;

@@ -35,6 +35,11 @@ int cli_fail(const struct prism_err *err);
  * naming the option and the range. */
 int cli_count(const char *arg, const char *opt, int min, int max, int *out, struct prism_err *err);
 
+/* A number in min..max for option --opt into *out; 0, or PRISM_EARG
+ * naming the option and the range. */
+int cli_number(const char *arg, const char *opt, double min, double max, double *out,
+	       struct prism_err *err);
+
 /* A non-negative number of microseconds (fractions allowed) into *ns;
  * 0, or PRISM_EARG naming the option. */
 int cli_parse_us(const char *s, const char *opt, int64_t *ns, struct prism_err *err);

@@ -50,6 +50,12 @@ static const char help[] =
     "      --base-hw HW        the base's hardware, when the trace does not say\n"
     "      --base-dp N         the base's data-parallel degree (default: the\n"
     "                          trace's world size)\n"
+    "      --base-step-ms MS   the base's step as timed without the profiler (a\n"
+    "                          training log's): the trace's host tasks and launch\n"
+    "                          latencies are scaled by one factor until its replay\n"
+    "                          takes MS, since the profiler slows both (a\n"
+    "                          host-bound base's edits then start from the host as\n"
+    "                          it ran)\n"
     "      --db FILE           kernel times from this kernel database (prism\n"
     "                          calibrate --db) where it holds the GPU and size\n"
     "      --timeline FILE     write the candidate's simulated run (Perfetto)\n"
@@ -106,6 +112,9 @@ static void print_json(const struct base *b, const struct synth_in *cand,
 	prism_fput_json_str(stdout, p->how);
 	printf(",\"base\":");
 	prism_fput_json_str(stdout, b->pb.found);
+	printf(",\"base_host_scale\":%.6f,\"base_traced_s\":%.9f",
+	       b->pb.host_traced_s > 0 ? b->pb.host_scale : 1,
+	       b->pb.host_traced_s > 0 ? b->pb.host_traced_s : s->iter_s);
 	printf(",\"base_iteration_s\":%.9f,\"base_host_s\":%.9f,\"base_gpu_s\":%.9f,"
 	       "\"base_host_bound\":%s,\"host_s\":%.9f,\"gpu_s\":%.9f,\"host_bound\":%s,"
 	       "\"speedup\":%.6f,",
@@ -137,6 +146,10 @@ static void print_text(const struct base *b, const struct synth_in *cand,
 		show_layout(stdout, &b->pb.in);
 	printf("\n           %.3f ms per iteration%s\n", s->iter_s * 1e3,
 	       b->pb.kind == PB_MODEL ? " (synthesised)" : " (replay)");
+	if (b->pb.host_traced_s > 0)
+		printf("           its host tasks x%.3f: %.3f ms per step as traced, the step "
+		       "given without the profiler\n",
+		       b->pb.host_scale, b->pb.host_traced_s * 1e3);
 	print_sides("", s);
 	printf("method     %s: %s\n\n", predict_method_name(p->method), p->how);
 	if (b->pb.kind == PB_TRACE) {
@@ -157,6 +170,7 @@ int cmd_whatif(int argc, char **argv)
 	    {"hw", required_argument, NULL, 'w'},
 	    {"base-hw", required_argument, NULL, 'W'},
 	    {"base-dp", required_argument, NULL, 'B'},
+	    {"base-step-ms", required_argument, NULL, 'P'},
 	    {"timeline", required_argument, NULL, 't'},
 	    {"db", required_argument, NULL, 'D'},
 	    {"json", no_argument, NULL, 'j'},
@@ -207,6 +221,13 @@ int cmd_whatif(int argc, char **argv)
 			if (cli_count(optarg, "base-dp", 1, 1 << 20, &o.base_dp, &err))
 				return cli_fail(&err);
 			break;
+		case 'P': {
+			double ms;
+			if (cli_number(optarg, "base-step-ms", 1e-3, 1e9, &ms, &err))
+				return cli_fail(&err);
+			o.base_step_s = ms / 1e3;
+			break;
+		}
 		case 't':
 			timeline = optarg;
 			break;

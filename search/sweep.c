@@ -276,6 +276,7 @@ static int load_base(struct sweep *s, struct prism_err *err)
 	memset(&o, 0, sizeof(o));
 	o.hw = s->hw_name;
 	o.base_dp = s->base_dp;
+	o.base_step_s = s->base_step_s;
 	o.bo = &bo;
 	o.kdb = s->kdb;
 	if (!s->n_base) {
@@ -302,6 +303,12 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		files[nf++] = s->kdb_path;
 	if (nf && fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint)))
 		return prism_err_set(err, PRISM_EIO, "%s: cannot read it", files[0]);
+	/* The base's host scaled to another step is another base. */
+	if (s->base_step_s > 0) {
+		size_t k = strlen(s->fingerprint);
+		snprintf(s->fingerprint + k, sizeof(s->fingerprint) - k, ",step_ms=%.9g",
+			 s->base_step_s * 1e3);
+	}
 	s->tmpl.hw = &s->hw;
 	s->tmpl.lay.imbalance = s->imbalance;
 	return 0;
@@ -310,9 +317,9 @@ static int load_base(struct sweep *s, struct prism_err *err)
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 {
 	static const char *const top[] = {
-	    "name",	    "model",	     "base",	  "hw",	   "gpus",   "gpu_budget",
-	    "global_batch", "screen_margin", "kernel_db", "space", "tokens", "price_per_gpu_hour",
-	    "base_dp",	    "moe_imbalance"};
+	    "name",	    "model",	     "base",	    "hw",    "gpus",   "gpu_budget",
+	    "global_batch", "screen_margin", "kernel_db",   "space", "tokens", "price_per_gpu_hour",
+	    "base_dp",	    "moe_imbalance", "base_step_ms"};
 	static const char *const knobs[] = {
 	    "tp",	  "pp",		  "mbs",	   "schedule",
 	    "vp",	  "recompute",	  "zero",	   "sp",
@@ -360,6 +367,11 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 			goto out;
 		s->base_dp = (int)v;
 	}
+	/* A trace base's step timed without the profiler (base.h). */
+	if (config_lookup(&cf, "base_step_ms") &&
+	    (rc = cfg_range(path, &cf, NULL, "base_step_ms", 1e-3, 1e9, 0, 1e-3, &s->base_step_s,
+			    err)))
+		goto out;
 	/* Mixture-of-experts: the busiest expert's tokens over the mean, for
 	 * every candidate (a property of the router and data, not a layout). */
 	s->imbalance = 1;

@@ -55,6 +55,8 @@ struct sweep {
 	int n_base;
 	int base_dp;	      /* 'base_dp': a plain trace's data-parallel
 				   * degree (0: its world size) */
+	double base_step_s;   /* 'base_step_ms': the trace base's step without
+			       * the profiler (0: as traced) */
 	struct base bl;	      /* the base (base.h); do not move a sweep */
 	struct synth_in tmpl; /* every candidate starts from it: the base's
 				   * configuration (a plain trace's as found) */

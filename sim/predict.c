@@ -2,6 +2,7 @@
 #include "predict.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,92 @@ static int replay_graph(const struct graph *g, const struct hw_profile *added,
 		out->tasks = g->n_nodes;
 	free(its);
 	sim_free(s);
+	return rc;
+}
+
+/* Host tasks of g at `scale` times their traced durations and lags
+ * (orig: n durations, then n lags). */
+static void scale_host(struct graph *g, const int64_t *orig, double scale)
+{
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		if (g->kind[u] == GN_CPU || g->kind[u] == GN_RUNTIME || g->kind[u] == GN_WAIT)
+			g->dur_ns[u] = (int64_t)llround((double)orig[u] * scale);
+		g->lag_ns[u] = (int64_t)llround((double)orig[g->n_nodes + u] * scale);
+	}
+}
+
+int predict_match_step(struct graph *g, double step_s, double *scale, double *traced_s,
+		       struct prism_err *err)
+{
+	int64_t *orig = prism_malloc((2 * (size_t)g->n_nodes + 1) * sizeof(*orig));
+	double lo = PREDICT_HOST_SCALE_MIN, hi = PREDICT_HOST_SCALE_MAX, s = 1;
+	struct predict_out o;
+	int rc;
+
+	*scale = 1;
+	if (!orig)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	memcpy(orig, g->dur_ns, (size_t)g->n_nodes * sizeof(*orig));
+	memcpy(orig + g->n_nodes, g->lag_ns, (size_t)g->n_nodes * sizeof(*orig));
+	if ((rc = replay_graph(g, NULL, &o, err)))
+		goto out;
+	*traced_s = o.iter_s;
+	if (!(o.iter_s > 0)) {
+		rc = prism_err_set(err, PRISM_EARG,
+				   "the base has no step to match (no ProfilerStep in its trace)");
+		goto out;
+	}
+	if (fabs(o.iter_s / step_s - 1) <= PREDICT_STEP_TOL)
+		goto out;
+	/* The step grows with the host's scale (never shrinks): bisect it
+	 * in log space between the limits, the ends checked first. */
+	for (int end = 0; end < 2; end++) {
+		double x = end ? hi : lo;
+		scale_host(g, orig, x);
+		if ((rc = replay_graph(g, NULL, &o, err)))
+			goto out;
+		if (end == 0 && o.iter_s > step_s * (1 + PREDICT_STEP_TOL)) {
+			rc = prism_err_set(err, PRISM_EARG,
+					   "--base-step-ms %.3f: the base's replay takes %.3f ms "
+					   "with its host %g x as fast (%.3f ms as traced): the "
+					   "step given is shorter than its GPU side",
+					   step_s * 1e3, o.iter_s * 1e3, 1 / lo, *traced_s * 1e3);
+			goto out;
+		}
+		if (end == 1 && o.iter_s < step_s * (1 - PREDICT_STEP_TOL)) {
+			rc = prism_err_set(err, PRISM_EARG,
+					   "--base-step-ms %.3f: the base's replay takes only %.3f "
+					   "ms with its host %g x as slow (%.3f ms as traced)",
+					   step_s * 1e3, o.iter_s * 1e3, hi, *traced_s * 1e3);
+			goto out;
+		}
+	}
+	{
+		/* The closest kept where the step jumps (a wait that ends
+		 * earlier once the host is faster). */
+		double best = s, best_e = HUGE_VAL;
+		for (int it = 0; it < 60 && best_e > PREDICT_STEP_TOL; it++) {
+			double e;
+			s = sqrt(lo * hi);
+			scale_host(g, orig, s);
+			if ((rc = replay_graph(g, NULL, &o, err)))
+				goto out;
+			if ((e = fabs(o.iter_s / step_s - 1)) < best_e) {
+				best = s;
+				best_e = e;
+			}
+			if (o.iter_s < step_s)
+				lo = s;
+			else
+				hi = s;
+		}
+		scale_host(g, orig, best);
+		*scale = best;
+	}
+out:
+	if (rc)
+		scale_host(g, orig, 1);
+	free(orig);
 	return rc;
 }
 

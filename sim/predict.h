@@ -119,6 +119,9 @@ struct predict_base {
 	int prefer;
 	/* The base's own prediction: its replay (traces) or synthesis. */
 	struct predict_out self;
+	/* Its host tasks' scale (predict_match_step; 1: as traced) and the
+	 * replay's step before it (0: not scaled); set by the caller. */
+	double host_scale, host_traced_s;
 	char found[200]; /* what was found, for people */
 };
 
@@ -151,6 +154,24 @@ int predict_method(const struct predict_base *b, const struct synth_in *cand,
  */
 int predict_eval(const struct predict_base *b, const struct synth_in *cand, struct predict_out *out,
 		 struct graph **keep_g, struct synth_out *keep_so, struct prism_err *err);
+
+/*
+ * Scale the host tasks of a trace's graph g (CPU work, runtime calls, a
+ * blocking call's own cost: dur_ns) and every task's traced lag (launch
+ * latency, wake-up: lag_ns) by one factor so that its replay's step time
+ * is step_s: a step timed without the profiler, whose per-call overhead
+ * slows the traced host and its launches (docs/MODEL.md, "The base's step
+ * without the profiler").  *scale receives the factor (1: as traced),
+ * *traced_s the replay's step before.  0; PRISM_EARG where no factor in PREDICT_HOST_SCALE_MIN..MAX
+ * reaches step_s within PREDICT_STEP_TOL (the GPU side alone is longer,
+ * or the host would have to be slower than that), g then as it was; or
+ * the simulation's error.
+ */
+#define PREDICT_HOST_SCALE_MIN 0.01
+#define PREDICT_HOST_SCALE_MAX 100.0
+#define PREDICT_STEP_TOL       1e-3
+int predict_match_step(struct graph *g, double step_s, double *scale, double *traced_s,
+		       struct prism_err *err);
 
 /* Kernel and host costs fitted on g against base's synthesised run
  * (edit_fit), written into *fitted (fitted may be base). */
