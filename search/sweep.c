@@ -337,7 +337,8 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = cfg_read(&cf, path, err)))
 		return rc;
 	space = config_lookup(&cf, "space");
-	if ((rc = known(path, config_root_setting(&cf), top, 14, "", err)) ||
+	if ((rc = known(path, config_root_setting(&cf), top, sizeof(top) / sizeof(top[0]), "",
+			err)) ||
 	    (rc = known(path, space, knobs, 24, "space.", err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_files(path, &cf, s, err)) ||

@@ -65,6 +65,16 @@ with tempfile.TemporaryDirectory() as d:
     check(abs(b[KEY] / measured - 1) < 0.005,
           f"own layout {b[KEY]:.6f} s against the replay's {measured:.6f} s")
     check(abs(b[KEY] / model[KEY] - 1) > 0.05, "the fitted costs made no difference")
+    # base_step_ms: the base's host and lags scaled until its replay takes
+    # the step given (30 % longer here), which the candidate at its own
+    # layout is.
+    s_cfg = os.path.join(d, "from-b-step.cfg")
+    with open(b_cfg) as f, open(s_cfg, "w") as g:
+        g.write(f.read() + f"base_step_ms = {measured * 1.3e3:.6f};\n")
+    run("search", s_cfg, "--db", os.path.join(d, "s.db"), "--exhaustive")
+    st = times(os.path.join(d, "s.db"))
+    check(abs(st[KEY] / (measured * 1.3) - 1) < 2e-3,
+          f"own layout {st[KEY]:.6f} s with base_step_ms {measured * 1.3:.6f} s")
     # The base changes under the stored sweep: an error, nothing resumed.
     run("synth", "gpt-small", "--hw", "h100-dgx", *LAYOUT, "--eff", "gemm=0.5", "-o", b_json)
     r = run("search", b_cfg, "--db", os.path.join(d, "b.db"), code=2)
