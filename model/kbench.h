@@ -48,18 +48,18 @@ struct kbench_row {
 	double b, m, n, k;	  /* GEMM */
 	double heads, sq, skv, d; /* attention */
 	int causal;
-	int fa2;	 /* attention by FlashAttention-2 (flash-attn 2, PyTorch
+	int fa2;	  /* attention by FlashAttention-2 (flash-attn 2, PyTorch
 			    * SDPA's flash backend): reported apart, fits
 			    * nothing; the model's attention is the kernels
 			    * frameworks pick on Hopper and Blackwell (cuDNN,
 			    * FlashAttention-3/4) */
-	double bytes;	 /* memory-bound */
-	double time_s;	 /* measured */
-	int best_square; /* a GEMM summary: the best TFLOP/s over square
-			    * sizes (time_s: 4096^3 at that rate) */
-	double sq_max;	 /* those sizes: 256, 2^(1/4) apart, up to sq_max, */
-	double sq_set[8];
-	int n_sq; /* or the n_sq sizes of sq_set where the source lists them */
+	double bytes;	  /* memory-bound */
+	double time_s;	  /* measured */
+	int best_square;  /* a GEMM summary: the best TFLOP/s over square
+			    * sizes (time_s: 4096^3 at that rate) ... */
+	double sq_set[8]; /* ... over the n_sq sizes the source lists, */
+	int n_sq;
+	double sq_max; /* or, n_sq 0, from 256 up to sq_max, 2^(1/4) apart */
 };
 
 /* Rows a reader left out, and the first reasons, for the report. */

@@ -117,6 +117,6 @@ int base_load(struct base *b, char *const *paths, int n, const struct base_opts 
 	if ((rc = trace_base(b, paths, o, &in, err)))
 		return rc;
 	b->pb.host_scale = scale;
-	b->pb.host_traced_s = o->base_step_s > 0 ? traced : 0;
+	b->pb.host_traced_s = traced; /* 0 unless scaled */
 	return 0;
 }

@@ -147,8 +147,8 @@ static void print_text(const struct base *b, const struct synth_in *cand,
 	printf("\n           %.3f ms per iteration%s\n", s->iter_s * 1e3,
 	       b->pb.kind == PB_MODEL ? " (synthesised)" : " (replay)");
 	if (b->pb.host_traced_s > 0)
-		printf("           its host tasks x%.3f: %.3f ms per step as traced, the step "
-		       "given without the profiler\n",
+		printf("           its host tasks and latencies x%.3f: %.3f ms per step as "
+		       "traced, the step given without the profiler\n",
 		       b->pb.host_scale, b->pb.host_traced_s * 1e3);
 	print_sides("", s);
 	printf("method     %s: %s\n\n", predict_method_name(p->method), p->how);

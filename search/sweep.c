@@ -303,12 +303,6 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		files[nf++] = s->kdb_path;
 	if (nf && fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint)))
 		return prism_err_set(err, PRISM_EIO, "%s: cannot read it", files[0]);
-	/* The base's host scaled to another step is another base. */
-	if (s->base_step_s > 0) {
-		size_t k = strlen(s->fingerprint);
-		snprintf(s->fingerprint + k, sizeof(s->fingerprint) - k, ",step_ms=%.9g",
-			 s->base_step_s * 1e3);
-	}
 	s->tmpl.hw = &s->hw;
 	s->tmpl.lay.imbalance = s->imbalance;
 	return 0;
@@ -339,7 +333,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	space = config_lookup(&cf, "space");
 	if ((rc = known(path, config_root_setting(&cf), top, sizeof(top) / sizeof(top[0]), "",
 			err)) ||
-	    (rc = known(path, space, knobs, 24, "space.", err)))
+	    (rc = known(path, space, knobs, sizeof(knobs) / sizeof(knobs[0]), "space.", err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_files(path, &cf, s, err)) ||
 	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
