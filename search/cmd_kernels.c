@@ -33,8 +33,8 @@ static const char help[] =
     "      --loso       leave one source out: each source's rows predicted with\n"
     "                   parameters fitted on the other sources only (from the\n"
     "                   datasheet defaults where none is left)\n"
-    "      --flat       also the flat model prism had before (GEMM 70 %% of peak\n"
-    "                   + 3 us, attention 50 %%, memory-bound 70 %% of HBM + 3 us)\n"
+    "      --flat       also the flat model prism had before (GEMM 70 % of peak\n"
+    "                   + 3 us, attention 50 %, memory-bound 70 % of HBM + 3 us)\n"
     "      --markdown   the table in Markdown\n"
     "      --rows       every row as CSV: measured and predicted times (us)\n"
     "  -h, --help       this help\n";
