@@ -79,6 +79,11 @@ static int trace_base(struct base *b, char *const *paths, const struct base_opts
 	return predict_base_init(&b->pb, PB_TRACE, b->g, NULL, &hw, o->base_dp, err);
 }
 
+static const char *step_name(const struct base_opts *o)
+{
+	return o->step_name ? o->step_name : "--base-step-ms";
+}
+
 int base_load(struct base *b, char *const *paths, int n, const struct base_opts *o,
 	      struct prism_err *err)
 {
@@ -97,8 +102,9 @@ int base_load(struct base *b, char *const *paths, int n, const struct base_opts 
 			return prism_err_set(err, PRISM_EARG, "a model base needs --hw");
 		if (o->base_step_s > 0)
 			return prism_err_set(err, PRISM_EARG,
-					     "--base-step-ms: the base is a model, whose host is "
-					     "synthesised; it applies to a trace");
+					     "%s: the base is a model, whose host is "
+					     "synthesised; it applies to a trace",
+					     step_name(o));
 		if ((rc = cli_load_model(paths[0], &in.m, err)) ||
 		    (rc = cli_load_hw(hw_name, &hw, err)))
 			return rc;
@@ -112,8 +118,10 @@ int base_load(struct base *b, char *const *paths, int n, const struct base_opts 
 	/* The host as it ran without the profiler, before anything is fitted
 	 * on it or replayed. */
 	if (o->base_step_s > 0 &&
-	    (rc = predict_match_step(b->g, o->base_step_s, &scale, &traced, err)))
+	    (rc = predict_match_step(b->g, o->base_step_s, &scale, &traced, err))) {
+		prism_err_prefix(err, "%s %.3f", step_name(o), o->base_step_s * 1e3);
 		return rc;
+	}
 	if ((rc = trace_base(b, paths, o, &in, err)))
 		return rc;
 	b->pb.host_scale = scale;

@@ -36,6 +36,8 @@ struct base_opts {
 	double base_step_s;    /* a trace's step timed without the profiler:
 				* its host tasks scaled to it
 				* (predict_match_step), 0: as traced */
+	const char *step_name; /* how the user gave it, for errors:
+				* "--base-step-ms" (NULL) or "base_step_ms" */
 };
 
 /* 1 when arg names a model rather than a trace or graph file. */

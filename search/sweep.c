@@ -277,6 +277,7 @@ static int load_base(struct sweep *s, struct prism_err *err)
 	o.hw = s->hw_name;
 	o.base_dp = s->base_dp;
 	o.base_step_s = s->base_step_s;
+	o.step_name = "base_step_ms";
 	o.bo = &bo;
 	o.kdb = s->kdb;
 	if (!s->n_base) {

@@ -192,17 +192,17 @@ int predict_match_step(struct graph *g, double step_s, double *scale, double *tr
 			goto out;
 		if (end == 0 && o.iter_s > step_s * (1 + PREDICT_STEP_TOL)) {
 			rc = prism_err_set(err, PRISM_EARG,
-					   "--base-step-ms %.3f: the base's replay takes %.3f ms "
-					   "with its host %g x as fast (%.3f ms as traced): the "
-					   "step given is shorter than its GPU side",
-					   step_s * 1e3, o.iter_s * 1e3, 1 / lo, *traced_s * 1e3);
+					   "the base's replay takes %.3f ms with its host %g x as "
+					   "fast (%.3f ms as traced): the step given is shorter "
+					   "than its GPU side",
+					   o.iter_s * 1e3, 1 / lo, *traced_s * 1e3);
 			goto out;
 		}
 		if (end == 1 && o.iter_s < step_s * (1 - PREDICT_STEP_TOL)) {
 			rc = prism_err_set(err, PRISM_EARG,
-					   "--base-step-ms %.3f: the base's replay takes only %.3f "
-					   "ms with its host %g x as slow (%.3f ms as traced)",
-					   step_s * 1e3, o.iter_s * 1e3, hi, *traced_s * 1e3);
+					   "the base's replay takes only %.3f ms with its host %g "
+					   "x as slow (%.3f ms as traced)",
+					   o.iter_s * 1e3, hi, *traced_s * 1e3);
 			goto out;
 		}
 	}

@@ -75,6 +75,14 @@ with tempfile.TemporaryDirectory() as d:
     st = times(os.path.join(d, "s.db"))
     check(abs(st[KEY] / (measured * 1.3) - 1) < 2e-3,
           f"own layout {st[KEY]:.6f} s with base_step_ms {measured * 1.3:.6f} s")
+    # A step shorter than the base's GPU side is refused, naming the key
+    # as the sweep file spells it.
+    with open(b_cfg) as f, open(s_cfg, "w") as g:
+        g.write(f.read() + "base_step_ms = 0.001;\n")
+    r = run("search", s_cfg, "--db", os.path.join(d, "s2.db"), code=2)
+    check(r.stderr.startswith("prism: " + s_cfg + ": base " + b_json + ": base_step_ms 0.001: the "
+                              "base's replay takes ") and
+          r.stderr.endswith("the step given is shorter than its GPU side\n"), r.stderr)
     # The base changes under the stored sweep: an error, nothing resumed.
     run("synth", "gpt-small", "--hw", "h100-dgx", *LAYOUT, "--eff", "gemm=0.5", "-o", b_json)
     r = run("search", b_cfg, "--db", os.path.join(d, "b.db"), code=2)
