@@ -149,21 +149,62 @@ static int replay_graph(const struct graph *g, const struct hw_profile *added,
 	return rc;
 }
 
-/* Host tasks of g at `scale` times their traced durations and lags
- * (orig: n durations, then n lags). */
+/* Traced instant t of host thread pr moved with its tasks scaled: kept
+ * at its share of the task it falls in (sim_map_time maps a traced offset
+ * into a task, and the last task's tail has no later start to map to). */
+static int64_t scaled_instant(const struct graph *g, const struct graph_proc *pr,
+			      const int64_t *orig, int64_t t, double scale)
+{
+	uint32_t lo = 0, hi = pr->n, u;
+	int64_t off;
+
+	while (lo < hi) { /* the first task starting after t */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (g->start_ns[pr->first + mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return t;
+	u = pr->first + lo - 1;
+	if (g->kind[u] != GN_CPU && g->kind[u] != GN_RUNTIME && g->kind[u] != GN_WAIT)
+		return t;
+	off = t - g->start_ns[u];
+	return g->start_ns[u] +
+	       (off <= orig[u] ? (int64_t)llround((double)off * scale)
+			       : g->dur_ns[u] + (int64_t)llround((double)(off - orig[u]) * scale));
+}
+
+/* Host tasks of g at `scale` times their traced durations and lags, and
+ * the steps' bounds moved with them.  orig: n durations, n lags, then the
+ * steps' starts and durations. */
 static void scale_host(struct graph *g, const int64_t *orig, double scale)
 {
+	const int64_t *lag = orig + g->n_nodes, *step = lag + g->n_nodes;
+
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		if (g->kind[u] == GN_CPU || g->kind[u] == GN_RUNTIME || g->kind[u] == GN_WAIT)
 			g->dur_ns[u] = (int64_t)llround((double)orig[u] * scale);
-		g->lag_ns[u] = (int64_t)llround((double)orig[g->n_nodes + u] * scale);
+		g->lag_ns[u] = (int64_t)llround((double)lag[u] * scale);
+	}
+	for (uint32_t i = 0; i < g->n_iters; i++) {
+		struct graph_iter *it = &g->iters[i];
+		int64_t a = step[2 * i], b = a + step[2 * i + 1];
+
+		if (it->proc != UINT32_MAX && g->procs[it->proc].n) {
+			a = scaled_instant(g, &g->procs[it->proc], orig, a, scale);
+			b = scaled_instant(g, &g->procs[it->proc], orig, b, scale);
+		}
+		it->start_ns = a;
+		it->dur_ns = b - a;
 	}
 }
 
 int predict_match_step(struct graph *g, double step_s, double *scale, double *traced_s,
 		       struct prism_err *err)
 {
-	int64_t *orig = prism_malloc((2 * (size_t)g->n_nodes + 1) * sizeof(*orig));
+	int64_t *orig = prism_malloc((2 * ((size_t)g->n_nodes + g->n_iters) + 1) * sizeof(*orig));
 	double lo = PREDICT_HOST_SCALE_MIN, hi = PREDICT_HOST_SCALE_MAX, s = 1;
 	struct predict_out o;
 	int rc;
@@ -173,6 +214,10 @@ int predict_match_step(struct graph *g, double step_s, double *scale, double *tr
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	memcpy(orig, g->dur_ns, (size_t)g->n_nodes * sizeof(*orig));
 	memcpy(orig + g->n_nodes, g->lag_ns, (size_t)g->n_nodes * sizeof(*orig));
+	for (uint32_t i = 0; i < g->n_iters; i++) {
+		orig[2 * ((size_t)g->n_nodes + i)] = g->iters[i].start_ns;
+		orig[2 * ((size_t)g->n_nodes + i) + 1] = g->iters[i].dur_ns;
+	}
 	if ((rc = replay_graph(g, NULL, &o, err)))
 		goto out;
 	*traced_s = o.iter_s;

@@ -125,18 +125,22 @@ with tempfile.TemporaryDirectory() as d:
           "layers: the trace has no steps (ProfilerStep#N ranges) whose tasks an edit could "
           "repeat or cut\n", r.stderr)
 # --base-step-ms: the host-bound hand-made trace (1 ms steps of host work
-# around a 10 us kernel) replays at the step given; a step shorter than its
-# GPU side, a model base and a bad number are refused.
+# and idle host around a 10 us kernel) replays at the step given, its host
+# scaled by step / 1 ms (by hand: every host task and gap of both steps,
+# the last step's idle tail too, scales; the kernel is 10 us); a step
+# shorter than its GPU side, a model base and a bad number are refused.
 hb = os.path.join(os.path.dirname(__file__), "data", "hostbound_2024.json")
-w = json.loads(run("whatif", hb, "--base-step-ms", "0.6", "--json").stdout)
-check(abs(w["base_iteration_s"] / 0.6e-3 - 1) <= 1e-3 and w["base_traced_s"] == 1e-3 and
-      0 < w["base_host_scale"] < 1 and abs(w["iteration_s"] / 0.6e-3 - 1) <= 1e-3, f"{w}")
+for ms in (0.6, 0.02):
+    w = json.loads(run("whatif", hb, "--base-step-ms", str(ms), "--json").stdout)
+    check(abs(w["base_iteration_s"] / (ms * 1e-3) - 1) <= 1e-3 and w["base_traced_s"] == 1e-3 and
+          abs(w["base_host_scale"] / ms - 1) <= 2e-3 and
+          abs(w["iteration_s"] / (ms * 1e-3) - 1) <= 1e-3, f"{ms}: {w}")
 w = json.loads(run("whatif", hb, "--json").stdout)
 check(w["base_host_scale"] == 1 and w["base_iteration_s"] == 1e-3, f"{w}")
-r = run("whatif", hb, "--base-step-ms", "0.4", code=2)
-check(r.stderr.startswith("prism: --base-step-ms 0.400: the base's replay takes ") and
-      r.stderr.endswith(" ms with its host 100 x as fast (1.000 ms as traced): the step given "
-                        "is shorter than its GPU side\n"), r.stderr)
+r = run("whatif", hb, "--base-step-ms", "0.005", code=2)
+check(r.stderr == "prism: --base-step-ms 0.005: the base's replay takes 0.010 ms with its "
+      "host 100 x as fast (1.000 ms as traced): the step given is shorter than its GPU side\n",
+      r.stderr)
 r = run("whatif", "gpt-small", "--hw", "h100-dgx", "--base-step-ms", "5", code=2)
 check(r.stderr == "prism: --base-step-ms: the base is a model, whose host is synthesised; it "
       "applies to a trace\n", r.stderr)
