@@ -36,7 +36,8 @@ static const char help[] =
     "      --flat       also the flat model prism had before (GEMM 70 % of peak\n"
     "                   + 3 us, attention 50 %, memory-bound 70 % of HBM + 3 us)\n"
     "      --markdown   the table in Markdown\n"
-    "      --rows       every row as CSV: measured and predicted times (us)\n"
+    "      --rows       every row as CSV: measured and predicted times (us); with\n"
+    "                   --loso, the prediction with the row's source left out too\n"
     "  -h, --help       this help\n";
 
 #define MAX_PROF 16
@@ -237,6 +238,7 @@ int cmd_kernels(int argc, char **argv)
 	struct prof *p = NULL;
 	struct group *gr = NULL;
 	size_t *idx = NULL, ng = 0;
+	double *lpred = NULL; /* per row, its leave-one-source-out prediction */
 	struct hw_profile **hws = NULL;
 	int np = 0, fit = 0, loso = 0, flat = 0, md = 0, rows = 0, c, rc = 0;
 
@@ -291,13 +293,15 @@ int cmd_kernels(int argc, char **argv)
 	}
 	if (!rc && (!(idx = prism_malloc((kb.n + 1) * sizeof(*idx))) ||
 		    !(hws = prism_malloc((kb.n + 1) * sizeof(*hws))) ||
-		    !(gr = prism_calloc(kb.n + 1, sizeof(*gr)))))
+		    !(gr = prism_calloc(kb.n + 1, sizeof(*gr))) ||
+		    (loso && !(lpred = prism_malloc((kb.n + 1) * sizeof(*lpred))))))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc) {
 		free(p);
 		free(idx);
 		free(hws);
 		free(gr);
+		free(lpred);
 		kbench_release(&kb);
 		return cli_fail(&err);
 	}
@@ -318,57 +322,14 @@ int cmd_kernels(int argc, char **argv)
 			}
 		free(done);
 	}
-	if (rows)
-		printf("profile,class,dtype,source,shape,measured_us,predicted_us,error\n");
-	for (size_t i = 0; i < kb.n; i++) {
-		const struct kbench_row *r = &kb.rows[i];
-		struct prof *q = find_prof(p, np, r->profile);
-		struct group *g = NULL;
-		double meas = r->time_s, pred = kbench_predict(&q->fitted, r, 0),
-		       e = rel(pred, meas);
-		for (size_t j = 0; j < ng && !g; j++)
-			if (!strcmp(gr[j].profile, r->profile) && gr[j].cls == r->cls &&
-			    gr[j].dtype == group_dtype(r) && gr[j].fa2 == r->fa2)
-				g = &gr[j];
-		if (!g) {
-			g = &gr[ng++];
-			snprintf(g->profile, sizeof(g->profile), "%s", r->profile);
-			g->cls = r->cls;
-			g->dtype = group_dtype(r);
-			g->fa2 = r->fa2;
-		}
-		g->n++;
-		g->sum += e;
-		if (e > g->worst)
-			g->worst = e;
-		if (flat) {
-			double f = rel(kbench_predict(&q->shipped, r, 1), meas);
-			g->fsum += f;
-			if (f > g->fworst)
-				g->fworst = f;
-		}
-		{
-			int known = 0;
-			for (int s = 0; s < g->n_src && !known; s++)
-				known =
-				    !strncmp(g->sources[s], r->source, sizeof(g->sources[s]) - 1);
-			if (!known && g->n_src < 8)
-				snprintf(g->sources[g->n_src++], sizeof(g->sources[0]), "%.63s",
-					 r->source);
-		}
-		if (rows) { /* times in us; the fp8 speed-ups as ratios */
-			double u = r->cls == KB_FP8_LINEAR ? 1 : 1e6;
-			printf("%s,%s,%s,\"%s\",%gx%gx%gx%g|%gx%gx%gx%g|%g,%.3f,%.3f,%+.1f%%\n",
-			       r->profile, kbench_class_name(r->cls), hw_dtype_name(r->dtype),
-			       r->source, r->b, r->m, r->n, r->k, r->heads, r->sq, r->skv, r->d,
-			       r->bytes, meas * u, pred * u, 100 * (pred / meas - 1));
-		}
-	}
 	/* Leave one source out: per fit group and source, parameters from the
-	 * datasheet defaults fitted on the group's other sources. */
+	 * datasheet defaults fitted on the group's other sources; each row's
+	 * prediction so made in lpred (NAN: a row no fit takes). */
 	if (loso) {
 		char *done = prism_calloc(kb.n + 1, 1);
 		size_t *grp = prism_malloc((kb.n + 1) * sizeof(*grp));
+		for (size_t i = 0; i < kb.n; i++)
+			lpred[i] = NAN;
 		for (size_t i = 0; done && grp && i < kb.n; i++) {
 			const struct kbench_row *r = &kb.rows[i];
 			size_t ns;
@@ -394,26 +355,76 @@ int cmd_kernels(int argc, char **argv)
 				fit_group(&kb, s, p, np, 2, s->source, 1, idx, hws);
 				for (size_t k = 0; k < ns; k++) {
 					const struct kbench_row *t = &kb.rows[grp[k]];
-					struct prof *q = find_prof(p, np, t->profile);
-					double e;
-					if (strcmp(t->source, s->source))
-						continue;
-					e = rel(kbench_predict(&q->work, t, 0), t->time_s);
-					for (size_t m = 0; m < ng; m++)
-						if (!strcmp(gr[m].profile, t->profile) &&
-						    gr[m].cls == t->cls && gr[m].fa2 == t->fa2 &&
-						    gr[m].dtype == group_dtype(t)) {
-							gr[m].lsum += e;
-							gr[m].ln++;
-							if (e > gr[m].lworst)
-								gr[m].lworst = e;
-						}
+					if (!strcmp(t->source, s->source))
+						lpred[grp[k]] = kbench_predict(
+						    &find_prof(p, np, t->profile)->work, t, 0);
 				}
 			}
 		}
 		free(done);
 		free(grp);
 	}
+	if (rows)
+		printf("profile,class,dtype,source,shape,measured_us,predicted_us,error%s\n",
+		       lpred ? ",loso_us,loso_error" : "");
+	for (size_t i = 0; i < kb.n; i++) {
+		const struct kbench_row *r = &kb.rows[i];
+		struct prof *q = find_prof(p, np, r->profile);
+		struct group *g = NULL;
+		double meas = r->time_s, pred = kbench_predict(&q->fitted, r, 0),
+		       e = rel(pred, meas);
+		for (size_t j = 0; j < ng && !g; j++)
+			if (!strcmp(gr[j].profile, r->profile) && gr[j].cls == r->cls &&
+			    gr[j].dtype == group_dtype(r) && gr[j].fa2 == r->fa2)
+				g = &gr[j];
+		if (!g) {
+			g = &gr[ng++];
+			snprintf(g->profile, sizeof(g->profile), "%s", r->profile);
+			g->cls = r->cls;
+			g->dtype = group_dtype(r);
+			g->fa2 = r->fa2;
+		}
+		g->n++;
+		g->sum += e;
+		if (e > g->worst)
+			g->worst = e;
+		if (lpred && !isnan(lpred[i])) {
+			double l = rel(lpred[i], meas);
+			g->lsum += l;
+			g->ln++;
+			if (l > g->lworst)
+				g->lworst = l;
+		}
+		if (flat) {
+			double f = rel(kbench_predict(&q->shipped, r, 1), meas);
+			g->fsum += f;
+			if (f > g->fworst)
+				g->fworst = f;
+		}
+		{
+			int known = 0;
+			for (int s = 0; s < g->n_src && !known; s++)
+				known =
+				    !strncmp(g->sources[s], r->source, sizeof(g->sources[s]) - 1);
+			if (!known && g->n_src < 8)
+				snprintf(g->sources[g->n_src++], sizeof(g->sources[0]), "%.63s",
+					 r->source);
+		}
+		if (rows) { /* times in us; the fp8 speed-ups as ratios */
+			double u = r->cls == KB_FP8_LINEAR ? 1 : 1e6;
+			printf("%s,%s,%s,\"%s\",%gx%gx%gx%g|%gx%gx%gx%g|%g,%.3f,%.3f,%+.1f%%",
+			       r->profile, kbench_class_name(r->cls), hw_dtype_name(r->dtype),
+			       r->source, r->b, r->m, r->n, r->k, r->heads, r->sq, r->skv, r->d,
+			       r->bytes, meas * u, pred * u, 100 * (pred / meas - 1));
+			if (lpred && !isnan(lpred[i]))
+				printf(",%.3f,%+.1f%%\n", lpred[i] * u,
+				       100 * (lpred[i] / meas - 1));
+			else
+				printf("%s\n", lpred ? ",," : "");
+		}
+	}
+	if (rows) /* the table after a blank line */
+		printf("\n");
 	if (md) {
 		printf(
 		    "| GPU (profile) | class | dtype | rows | sources | %s: mean / worst |%s%s\n",
@@ -471,6 +482,7 @@ int cmd_kernels(int argc, char **argv)
 	free(idx);
 	free(hws);
 	free(gr);
+	free(lpred);
 	kbench_release(&kb);
 	return 0;
 }

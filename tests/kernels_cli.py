@@ -12,6 +12,7 @@ fp8 GEMMs (a regression guard for the profiles' kernels groups).
 
 usage: kernels_cli.py PRISM SOURCE_DIR
 """
+import csv
 import os
 import re
 import subprocess
@@ -37,6 +38,26 @@ out = run("kernels", "--loso", "--flat", DATA).stdout
 for cls in ("gemm", "attention fwd", "attention bwd", "memory-bound", "fp8 linear speed-up"):
     check(re.search(rf"^\S+\s+{re.escape(cls)}\s", out, re.M), f"no {cls} row:\n{out}")
 check("1 left out: 1 unfused attention (math backend)" in out, out)
+# --rows with --loso: each row's held-out prediction; per group their
+# mean |error| is the table's leave-one-source-out mean (two computations
+# of one number), and a group no fit takes has an empty column.
+rows = list(csv.DictReader(
+    run("kernels", "--loso", "--rows", DATA).stdout.split("\n\n")[0].splitlines()))
+check(rows and "loso_us" in rows[0], f"no loso_us column: {rows[:1]}")
+groups = {}
+for r in rows:
+    if r["loso_us"]:
+        dt = "-" if r["class"].startswith("memory-bound") else r["dtype"]  # one group
+        g = groups.setdefault((r["profile"], r["class"], dt), [])
+        g.append(abs(float(r["loso_us"]) / float(r["measured_us"]) - 1))
+    else:
+        check(r["class"] in ("memory-bound (eager)", "fp8 linear speed-up"), f"no loso: {r}")
+check(len(groups) >= 6, f"{groups.keys()}")
+for (prof, cls, dt), errs in groups.items():
+    m = re.search(rf"^{re.escape(prof)}\s+{re.escape(cls)}\s+{re.escape(dt)}\s.*$", out, re.M)
+    cols = re.findall(r"(\d+\.\d)% /", m.group(0)) if m else []  # shipped, LOSO, flat
+    check(len(cols) == 3 and abs(float(cols[1]) - 100 * sum(errs) / len(errs)) <= 0.06,
+          f"{prof} {cls} {dt}: rows give {100 * sum(errs) / len(errs):.2f} %, table {cols}")
 md = run("kernels", "--markdown", DATA).stdout
 check(md.startswith("| GPU (profile) | class | dtype | rows |"), md[:200])
 
