@@ -673,6 +673,21 @@ int graph_renumber_colls(struct graph *g, int by_start)
 	return rc;
 }
 
+uint32_t graph_proc_upto(const struct graph *g, uint32_t p, int64_t t)
+{
+	const struct graph_proc *pr = &g->procs[p];
+	uint32_t lo = 0, hi = pr->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (g->start_ns[pr->first + mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 void graph_count(struct graph *g)
 {
 	memset(g->stats.nodes, 0, sizeof(g->stats.nodes));

@@ -315,6 +315,10 @@ int graph_renumber_colls(struct graph *g, int by_start);
  * edit made it). */
 void graph_count(struct graph *g);
 
+/* How many of thread or stream p's tasks start at or before t (its tasks
+ * are in start order): the task t falls in or follows is the one before. */
+uint32_t graph_proc_upto(const struct graph *g, uint32_t p, int64_t t);
+
 /*
  * Verify the invariants: CSR offsets monotone and in range, every id and
  * string id in range (nodes, edges, processors, ranks, iterations,

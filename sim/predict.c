@@ -152,22 +152,15 @@ static int replay_graph(const struct graph *g, const struct hw_profile *added,
 /* Traced instant t of host thread pr moved with its tasks scaled: kept
  * at its share of the task it falls in (sim_map_time maps a traced offset
  * into a task, and the last task's tail has no later start to map to). */
-static int64_t scaled_instant(const struct graph *g, const struct graph_proc *pr,
-			      const int64_t *orig, int64_t t, double scale)
+static int64_t scaled_instant(const struct graph *g, uint32_t p, const int64_t *orig, int64_t t,
+			      double scale)
 {
-	uint32_t lo = 0, hi = pr->n, u;
+	uint32_t lo = graph_proc_upto(g, p, t), u;
 	int64_t off;
 
-	while (lo < hi) { /* the first task starting after t */
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (g->start_ns[pr->first + mid] <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == 0)
 		return t;
-	u = pr->first + lo - 1;
+	u = g->procs[p].first + lo - 1;
 	if (g->kind[u] != GN_CPU && g->kind[u] != GN_RUNTIME && g->kind[u] != GN_WAIT)
 		return t;
 	off = t - g->start_ns[u];
@@ -193,8 +186,8 @@ static void scale_host(struct graph *g, const int64_t *orig, double scale)
 		int64_t a = step[2 * i], b = a + step[2 * i + 1];
 
 		if (it->proc != UINT32_MAX && g->procs[it->proc].n) {
-			a = scaled_instant(g, &g->procs[it->proc], orig, a, scale);
-			b = scaled_instant(g, &g->procs[it->proc], orig, b, scale);
+			a = scaled_instant(g, it->proc, orig, a, scale);
+			b = scaled_instant(g, it->proc, orig, b, scale);
 		}
 		it->start_ns = a;
 		it->dur_ns = b - a;

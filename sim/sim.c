@@ -866,18 +866,12 @@ int64_t sim_map_time(const struct sim *s, uint32_t p, int64_t t)
 {
 	const struct graph *g = s->g;
 	const struct graph_proc *pr = &g->procs[p];
-	uint32_t lo = 0, hi = pr->n, u;
+	uint32_t lo, u;
 	int64_t off, d;
 
 	if (pr->n == 0)
 		return t;
-	while (lo < hi) { /* first task starting after t */
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (g->start_ns[pr->first + mid] <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = graph_proc_upto(g, p, t);
 	if (lo == 0)
 		return s->start_ns[pr->first] - (g->start_ns[pr->first] - t);
 	u = pr->first + lo - 1;
