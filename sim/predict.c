@@ -149,7 +149,7 @@ static int replay_graph(const struct graph *g, const struct hw_profile *added,
 	return rc;
 }
 
-/* Traced instant t of host thread pr moved with its tasks scaled: kept
+/* Traced instant t of host thread p moved with its tasks scaled: kept
  * at its share of the task it falls in (sim_map_time maps a traced offset
  * into a task, and the last task's tail has no later start to map to). */
 static int64_t scaled_instant(const struct graph *g, uint32_t p, const int64_t *orig, int64_t t,

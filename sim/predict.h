@@ -158,8 +158,9 @@ int predict_eval(const struct predict_base *b, const struct synth_in *cand, stru
 /*
  * Scale the host tasks of a trace's graph g (CPU work, runtime calls, a
  * blocking call's own cost: dur_ns) and every task's traced lag (launch
- * latency, wake-up: lag_ns) by one factor so that its replay's step time
- * is step_s: a step timed without the profiler, whose per-call overhead
+ * latency, wake-up: lag_ns) by one factor, the steps' bounds moving with
+ * the host tasks they fall in, so that its replay's step time is step_s:
+ * a step timed without the profiler, whose per-call overhead
  * slows the traced host and its launches (docs/MODEL.md, "The base's step
  * without the profiler").  *scale receives the factor (1: as traced),
  * *traced_s the replay's step before.  0; PRISM_EARG where no factor in PREDICT_HOST_SCALE_MIN..MAX
