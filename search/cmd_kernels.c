@@ -37,7 +37,9 @@ static const char help[] =
     "                   + 3 us, attention 50 %, memory-bound 70 % of HBM + 3 us)\n"
     "      --markdown   the table in Markdown\n"
     "      --rows       every row as CSV: measured and predicted times (us); with\n"
-    "                   --loso, the prediction with the row's source left out too\n"
+    "                   --loso, the prediction with the row's source left out too;\n"
+    "                   shape is BxMxNxK|HEADSxSEQ_QxSEQ_KVxHEAD_DIM|BYTES (GEMM,\n"
+    "                   attention, memory-bound; 0 where it does not apply)\n"
     "  -h, --help       this help\n";
 
 #define MAX_PROF 16
