@@ -18,7 +18,8 @@ static const char help[] =
     "\n"
     "Fit, for each kernel class, the fraction of the GPU's peak its kernels\n"
     "reach and their fixed overhead, from the trace's own kernels whose work is\n"
-    "known from their op's shapes (FLOPs for GEMMs, bytes for the rest), and\n"
+    "known from their op's shapes (FLOPs for GEMMs, bytes for the rest: the\n"
+    "trace must record them, torch.profiler's record_shapes=True), and\n"
     "report how well the fit predicts each kernel when left out of it, and\n"
     "how well the kernel model (prism kernels) predicts its GEMMs.  The\n"
     "kernels also form a kernel database (median time per GPU, class, dtype and\n"
@@ -58,7 +59,7 @@ int cmd_calibrate(int argc, char **argv)
 	size_t added = 0, loo_n[KC_NCLASSES];
 	double loo_mean[KC_NCLASSES], loo_med[KC_NCLASSES];
 	char found[1024];
-	int json = 0, c, rc;
+	int json = 0, shown = 0, c, rc;
 
 	build_opts_default(&bo);
 	prism_err_clear(&err);
@@ -172,6 +173,7 @@ int cmd_calibrate(int argc, char **argv)
 		for (int k = 0; k < KC_NCLASSES; k++) {
 			if (cc[k].n < 3)
 				continue;
+			shown++;
 			printf("%-12s %8zu %9.1f%% %-8s %8.2f us %12.1f%% / %5.1f%%",
 			       cost_class_name(k), cc[k].n, 100 * cc[k].eff,
 			       cc[k].by_flops ? "FLOP/s" : "HBM", cc[k].overhead_s * 1e6,
@@ -181,6 +183,23 @@ int cmd_calibrate(int argc, char **argv)
 				       100 * loo_med[k]);
 			else
 				printf(" %25s\n", "-");
+		}
+		if (!shown) {
+			/* Nothing fitted: say why rather than print an empty table. */
+			size_t sized = 0, kernels = 0, dims = 0;
+			for (int k = 0; k < KC_NCLASSES; k++)
+				sized += cc[k].n;
+			for (uint32_t u = 0; u < g->n_nodes; u++) {
+				kernels += g->kind[u] >= GN_KERNEL;
+				dims += g->op_dims[u] != 0;
+			}
+			printf("(none): no class has 3 kernels with a size; %zu of the trace's %zu "
+			       "GPU tasks\nhave one (FLOPs or bytes, from the shapes their op "
+			       "records)%s\n",
+			       sized, kernels,
+			       dims ? ""
+				    : ": its ops record no\nshapes (profile with torch.profiler's "
+				      "record_shapes=True)");
 		}
 		printf("\nEach class: time = overhead + ideal time / efficiency, fitted by least\n"
 		       "squares (ideal time: FLOPs at peak, or bytes at HBM bandwidth).  The\n"

@@ -200,3 +200,24 @@ r = run("ingest", "--unexplained", "0", golden, code=2)
 check(r.stderr == "prism: --unexplained '0': expected a whole number in 1..100000\n", r.stderr)
 r = run("ingest", "--unexplained", "2", "--json", golden, code=2)
 check(r.stderr == "prism: --unexplained lists in text; give it without --json\n", r.stderr)
+
+# calibrate with nothing to fit says why, not an empty table: the
+# host-bound trace's two GEMMs are too few for a class; without its ops'
+# Input Dims no kernel has a size, and the line says how to record them.
+NONE = ("(none): no class has 3 kernels with a size; 0 of the trace's 2 GPU tasks\n"
+        "have one (FLOPs or bytes, from the shapes their op records)")
+out = run("calibrate", hb).stdout
+check(out.count("(none): ") == 1 and "(none): no class has 3 kernels with a size; " in out and
+      "record_shapes" not in out, out)
+with open(hb) as f:
+    t = json.load(f)
+for e in t["traceEvents"]:
+    e.get("args", {}).pop("Input Dims", None)
+with tempfile.TemporaryDirectory() as d:
+    ns = os.path.join(d, "noshapes.json")
+    with open(ns, "w") as f:
+        json.dump(t, f)
+    out = run("calibrate", ns).stdout
+    check(NONE + ": its ops record no\nshapes (profile with torch.profiler's "
+          "record_shapes=True)\n" in out, out)
+print("calibrate: nothing to fit is said, with the shapes' hint")
