@@ -142,6 +142,48 @@ static int add_cpu_work(struct builder *b, uint32_t proc, int64_t start, int64_t
 	return add_node(b, &n, NULL);
 }
 
+/*
+ * CPU work [t, s) on a host thread (add_cpu_work), with the gradient
+ * accumulations inside it that launched nothing -- autograd's
+ * AccumulateGrad taking a parameter's first gradient -- as tasks of their
+ * own, named for the op, with its shapes: a graph edit that repeats the
+ * microbatch adds the accumulation those copies run (reshape.h).  acc[*ai
+ * ..): such ops' events, by start.  An idle gap (flags) is split only
+ * where what comes before the op is too short to hide a wait
+ * (thread_gap_ns): the rest keeps the gap's flag for the call after it.
+ */
+static int add_gap(struct builder *b, struct rank_ctx *rc, uint32_t proc, int64_t t, int64_t s,
+		   uint32_t op_name, uint8_t flags, const size_t *acc, size_t nacc, size_t *ai)
+{
+	int rc_;
+
+	while (*ai < nacc && ev_at(rc, acc[*ai])->ts_ns < t)
+		(*ai)++;
+	for (; *ai < nacc; (*ai)++) {
+		const struct kt_event *o = ev_at(rc, acc[*ai]);
+		struct pnode n = {0};
+		if (o->ts_ns >= s || (flags && o->ts_ns - t >= b->o->thread_gap_ns))
+			break;
+		if (o->ts_ns + o->dur_ns > s || o->dur_ns <= 0)
+			continue; /* it launched something: the call's op is its */
+		if (o->ts_ns > t && (rc_ = add_cpu_work(b, proc, t, o->ts_ns - t, op_name, 0)))
+			return rc_;
+		n.start = o->ts_ns;
+		n.dur = o->dur_ns;
+		n.corr = -1;
+		n.name = n.op = o->name;
+		n.dims = o->dims;
+		n.types = o->types;
+		n.src = n.coll = n.hint = NONE32;
+		n.proc = proc;
+		n.kind = GN_CPU;
+		if ((rc_ = add_node(b, &n, NULL)))
+			return rc_;
+		t = o->ts_ns + o->dur_ns;
+	}
+	return s > t ? add_cpu_work(b, proc, t, s - t, op_name, flags) : 0;
+}
+
 /* Host thread: runtime calls, CPU work between them, enclosing ops. */
 static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, size_t hi,
 			     uint32_t proc)
@@ -149,8 +191,11 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 	VEC(uint32_t) stack = {0};
 	VEC(size_t) ops = {0};
 	VEC(size_t) rts = {0};
+	VEC(size_t) acc = {0};
 	int64_t t, span_end = INT64_MIN, last_rt_end = INT64_MIN;
-	uint32_t last_call = NONE32;
+	uint32_t last_call = NONE32,
+		 acc_name = strtab_find(b->st, GRAPH_ACC_OP, strlen(GRAPH_ACC_OP));
+	size_t ai = 0;
 	int rc_ = 0;
 
 	for (size_t k = lo; k < hi; k++) {
@@ -159,6 +204,9 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 			span_end = e->ts_ns + e->dur_ns;
 		if (e->kind == KT_CPU_OP || e->kind == KT_USER_ANN) {
 			if (VEC_PUSH(ops, k))
+				goto oom;
+			if (e->kind == KT_CPU_OP && e->name == acc_name && e->dims &&
+			    VEC_PUSH(acc, k))
 				goto oom;
 		} else if (e->kind == KT_RUNTIME) {
 			if (VEC_PUSH(rts, k))
@@ -238,8 +286,8 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 		}
 		covered = stack.n && ev_at(rc, stack.v[0])->ts_ns <= t;
 		/* An uncovered gap may be idle waiting: infer_threads decides. */
-		if (s > t &&
-		    (rc_ = add_cpu_work(b, proc, t, s - t, op_name, covered ? 0 : NF_IDLE_GAP)))
+		if (s > t && (rc_ = add_gap(b, rc, proc, t, s, op_name, covered ? 0 : NF_IDLE_GAP,
+					    acc.v, acc.n, &ai)))
 			goto out;
 		{
 			struct pnode call = {0};
@@ -287,7 +335,7 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 		}
 		t = last_rt_end = end;
 	}
-	if (span_end > t && (rc_ = add_cpu_work(b, proc, t, span_end - t, 0, 0)))
+	if (span_end > t && (rc_ = add_gap(b, rc, proc, t, span_end, 0, 0, acc.v, acc.n, &ai)))
 		goto out;
 	goto out;
 oom:
@@ -296,6 +344,7 @@ out:
 	VEC_FREE(stack);
 	VEC_FREE(ops);
 	VEC_FREE(rts);
+	VEC_FREE(acc);
 	return rc_;
 }
 

@@ -367,6 +367,21 @@ int cost_work(const struct graph *g, uint32_t u, double *flops, double *bytes)
 	return *bytes > 0;
 }
 
+int cost_op_input(const struct graph *g, uint32_t u, double *elems, int *elem_bytes)
+{
+	struct shapes sh;
+	char t[48];
+
+	*elems = 0;
+	*elem_bytes = 0;
+	if (!g->op_dims[u] || !parse_shapes(strtab_get(&g->st, g->op_dims[u]), &sh))
+		return 0;
+	first_type(strtab_get(&g->st, g->op_types[u]), t, sizeof(t));
+	*elems = numel(&sh, 0);
+	*elem_bytes = cost_elem_bytes(t);
+	return *elems > 0 && *elem_bytes > 0;
+}
+
 int cost_gemm_dims(const struct graph *g, uint32_t u, double dims[4])
 {
 	struct shapes sh;

@@ -74,6 +74,10 @@ int cost_elem_bytes(const char *type);
  */
 int cost_work(const struct graph *g, uint32_t u, double *flops, double *bytes);
 
+/* The elements of task u's op's first input and their size in bytes,
+ * from its recorded shapes and types; 1, or 0 when not recorded. */
+int cost_op_input(const struct graph *g, uint32_t u, double *elems, int *elem_bytes);
+
 /* The shape of GEMM-class kernel u from its op's input shapes: dims =
  * batch, M, N, K (C[M,N] = A[M,K] B[K,N]); 1, or 0 when not a GEMM or the
  * shapes are unknown. */

@@ -40,6 +40,11 @@
 #include "prism.h"
 #include "strtab.h"
 
+/* The op of autograd's gradient accumulation into a parameter's .grad; a
+ * host task of its own where it launched nothing (it took the gradient:
+ * the first microbatch after zero_grad(set_to_none=True)). */
+#define GRAPH_ACC_OP "torch::autograd::AccumulateGrad"
+
 enum graph_node_kind {
 	GN_CPU,	    /* CPU work between runtime calls on a thread */
 	GN_RUNTIME, /* a CUDA runtime/driver call (its non-waiting part) */

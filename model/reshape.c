@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "imap.h"
 #include "vec.h"
 
@@ -62,6 +63,7 @@ struct rs {
 	VEC(struct xe) e;
 	uint32_t n_newproc;
 	uint32_t newproc_rank[1024]; /* rank of each new stream */
+	int64_t corr;		     /* the next added launch's (-2, -3, ...) */
 	struct reshape_stats *st;
 };
 
@@ -542,7 +544,6 @@ static int add_dp(struct rs *r, struct graph *out_names)
 	uint32_t n_cpu, n_launch, n_rec, n_wait, n_kern, pgname, ranks, dtype, empty;
 	uint32_t *it_off = NULL, *it_x = NULL, *bw = NULL;
 	char buf[64];
-	int64_t corr = -2;
 	int rc = 0;
 
 	if (strtab_intern(&out_names->st, "c10d::allreduce_", 16, &n_cpu) ||
@@ -693,7 +694,7 @@ static int add_dp(struct rs *r, struct graph *out_names)
 					s.rtclass = RT_LAUNCH;
 					s.dur = p->launch_ns;
 					s.name = n_launch;
-					s.corr = corr;
+					s.corr = r->corr;
 					if ((rc = add_sn(r, &s, &call)))
 						break;
 					s.proc = dproc;
@@ -711,7 +712,7 @@ static int add_dp(struct rs *r, struct graph *out_names)
 					s.coll.pg = pgname;
 					s.coll.ranks = ranks;
 					s.coll.dtype = dtype;
-					corr--;
+					r->corr--;
 					if ((rc = add_sn(r, &s, &ref)))
 						break;
 					used = 1;
@@ -790,6 +791,114 @@ out:
 	free(it_off);
 	free(it_x);
 	free(bw);
+	return rc;
+}
+
+/* ---- added gradient accumulation ------------------------------------ */
+
+/*
+ * add_acc: after each copy but a microbatch's first of a GRAPH_ACC_OP host
+ * task (a gradient taken, nothing launched), the add a later microbatch
+ * runs: its CPU time and launch on the task's thread, and the kernel after
+ * the one that thread launched last (the gradient's producer, or a kernel
+ * after it), on that kernel's stream.
+ */
+#define ACC_KERNEL "vectorized_elementwise_kernel (gradient accumulation)"
+
+static int add_acc(struct rs *r, struct graph *out_names)
+{
+	const struct graph *g = r->g;
+	const struct reshape_plan *p = r->p;
+	uint32_t acc = strtab_find(&g->st, GRAPH_ACC_OP, strlen(GRAPH_ACC_OP)), *last = NULL;
+	uint32_t n_op, n_launch, n_kern;
+	int rc = 0;
+
+	if (acc == STRTAB_NONE)
+		return 0;
+	if (strtab_intern(&out_names->st, "aten::add_", 10, &n_op) ||
+	    strtab_intern(&out_names->st, "cudaLaunchKernel", 16, &n_launch) ||
+	    strtab_intern(&out_names->st, ACC_KERNEL, strlen(ACC_KERNEL), &n_kern))
+		return oom(r);
+	/* Per base task: the kernel its thread launched last, or NONE32.  A
+	 * taken gradient whose thread next launches an add of its shape was
+	 * added by a hook (Megatron-LM's main_grad.add_ after each
+	 * AccumulateGrad): its copies repeat that add, NONE32 too. */
+	if (!(last = prism_malloc(((size_t)g->n_nodes + 1) * sizeof(*last))))
+		return oom(r);
+	for (uint32_t q = 0; q < g->n_procs; q++) {
+		uint32_t k = NONE32, end = g->procs[q].first + g->procs[q].n;
+		for (uint32_t u = g->procs[q].first; u < end; u++) {
+			last[u] = k;
+			if (g->kind[u] == GN_RUNTIME && g->rtclass[u] == RT_LAUNCH)
+				for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
+					if (GE_KIND(g->out_kind[e]) == GE_LAUNCH)
+						k = g->out_dst[e];
+		}
+		for (uint32_t u = g->procs[q].first; u < end; u++) {
+			double n0, n1;
+			int e0, e1;
+			uint32_t v = u + 1;
+			if (g->kind[u] != GN_CPU || g->op[u] != acc ||
+			    !cost_op_input(g, u, &n0, &e0))
+				continue;
+			while (v < end &&
+			       !(g->kind[v] == GN_RUNTIME && g->rtclass[v] == RT_LAUNCH) &&
+			       !(g->kind[v] == GN_CPU && g->op[v] == acc))
+				v++;
+			if (v < end && g->kind[v] == GN_RUNTIME && g->op[v] &&
+			    !strcmp(strtab_get(&g->st, g->op[v]), "aten::add_") &&
+			    cost_op_input(g, v, &n1, &e1) && n1 == n0)
+				last[u] = NONE32;
+		}
+	}
+	for (size_t i = 0; i < r->x.n && !rc; i++) {
+		const struct xn *x = &r->x.v[i];
+		uint32_t u = x->u, k, kx, ref, call;
+		double elems;
+		int es;
+		struct sn s;
+		if (u == NONE32 || x->dropped || x->cm < 1 || g->kind[u] != GN_CPU ||
+		    g->op[u] != acc || (k = last[u]) == NONE32 || !cost_op_input(g, u, &elems, &es))
+			continue;
+		kx = xid(r, k, r->mg[k] != NONE32 && r->mg[k] == r->mg[u] ? x->cm : 0,
+			 r->lg[k] != NONE32 && r->lg[k] == r->lg[u] ? x->cl : 0);
+		if (r->x.v[kx].dropped)
+			continue;
+		memset(&s, 0, sizeof(s));
+		s.proc = x->proc;
+		s.after = (uint32_t)i;
+		s.before = NONE32;
+		s.iter = g->iter[u];
+		s.layer = x->layer;
+		s.mb = x->mb;
+		s.phase = r->ph[u];
+		s.corr = -1;
+		s.kind = GN_CPU;
+		s.dur = p->cpu_op_ns;
+		s.name = s.op = n_op;
+		if (p->cpu_op_ns > 0 && (rc = add_sn(r, &s, &ref)))
+			break;
+		s.kind = GN_RUNTIME;
+		s.rtclass = RT_LAUNCH;
+		s.dur = p->launch_ns;
+		s.name = n_launch;
+		s.corr = r->corr;
+		if ((rc = add_sn(r, &s, &call)))
+			break;
+		s.proc = r->x.v[kx].proc;
+		s.after = kx;
+		s.kind = GN_KERNEL;
+		s.rtclass = RT_OTHER;
+		s.dur = p->acc_ns(p->acc_ctx, 3 * elems * es);
+		s.lag = p->gpu_lag_ns;
+		s.name = n_kern;
+		r->corr--;
+		if ((rc = add_sn(r, &s, &ref)) ||
+		    (rc = add_edge(r, call | 0x80000000u, ref | 0x80000000u, GE_LAUNCH)))
+			break;
+		r->st->accs_added++;
+	}
+	free(last);
 	return rc;
 }
 
@@ -891,6 +1000,7 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	r.p = p;
 	r.err = err;
 	r.st = st;
+	r.corr = -2;
 	{
 		size_t nn = g->n_nodes ? g->n_nodes : 1;
 		r.lay = prism_malloc(nn * sizeof(*r.lay));
@@ -1006,7 +1116,7 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 		/* Copies' correlation ids are corr + corr_stride x (1 + cm x
 		 * 65536 + cl) (copy_corr), the added tasks' above them: they
 		 * must fit in 64 bits. */
-		int64_t most = p->add_dp ? 1 : 0;
+		int64_t most = p->add_dp || p->add_acc ? 1 : 0;
 		for (size_t i = 0; i < r.x.n; i++) {
 			int64_t k = 1 + (int64_t)r.x.v[i].cm * 65536 + r.x.v[i].cl;
 			if ((r.x.v[i].cm || r.x.v[i].cl) && k > most)
@@ -1040,6 +1150,8 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 		goto out;
 	}
 	if (p->add_dp && p->dp > 1 && (rc = add_dp(&r, names)))
+		goto out;
+	if (p->add_acc && p->acc_ns && p->mb_copies && (rc = add_acc(&r, names)))
 		goto out;
 	nx = (uint32_t)r.x.n;
 	nref = nx + (uint32_t)r.s.n;

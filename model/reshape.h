@@ -79,6 +79,17 @@ struct reshape_plan {
 	uint32_t n_dp_extra;
 	int64_t (*dp_coll_ns)(const void *dp_ctx, double bytes);
 	const void *dp_ctx;
+	/* Add the gradient accumulation a repeated microbatch runs where the
+	 * copied one took its gradients (GRAPH_ACC_OP host tasks: the first
+	 * microbatch after zero_grad(set_to_none=True) launches no add):
+	 * after each copy but the first of such a task, the add's CPU time
+	 * and launch (cpu_op_ns, launch_ns) and, after the kernel its thread
+	 * launched last, on that kernel's stream, an elementwise kernel of
+	 * acc_ns(acc_ctx, bytes): both gradients read, one written, at the
+	 * op's shape and element size. */
+	int add_acc;
+	int64_t (*acc_ns)(const void *acc_ctx, double bytes);
+	const void *acc_ctx;
 	/* Host costs of added tasks. */
 	int64_t cpu_op_ns, launch_ns, event_ns, gpu_lag_ns;
 };
@@ -87,6 +98,7 @@ struct reshape_stats {
 	uint64_t nodes_added;	/* copies and added tasks */
 	uint64_t nodes_dropped; /* base tasks (or copies) removed */
 	uint64_t colls_added;	/* collectives added (add_dp) */
+	uint64_t accs_added;	/* gradient accumulations added (add_acc) */
 	uint64_t bridges;	/* outside tasks that repeat with a group */
 	uint64_t groups;	/* run groups repeated or dropped */
 };

@@ -9,6 +9,7 @@
 
 #include "comm.h"
 #include "hier.h"
+#include "kperf.h"
 #include "edit.h"
 #include "metrics.h"
 #include "pipeline.h"
@@ -667,6 +668,13 @@ static int64_t dp_allreduce_ns(const void *ctx, double bytes)
 	return prism_ns_round(ce.time_s * 1e9);
 }
 
+/* A gradient accumulation's add of `bytes` on the base's GPU (re-timed
+ * with the rest of its kernels where the candidate's differs). */
+static int64_t acc_add_ns(const void *ctx, double bytes)
+{
+	return prism_ns_round(kperf_mem_s(ctx, HW_MEM_ELEMENTWISE, bytes) * 1e9);
+}
+
 /* The candidate as a graph edit of the base. */
 static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		     struct predict_out *out, struct graph **keep_g, struct prism_err *err)
@@ -713,6 +721,11 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 			mc[i] = 1;
 		if (M2 > M) {
 			mc[pat] += M2 - M;
+			/* Copies of a microbatch that took its gradients add
+			 * them instead. */
+			plan.add_acc = 1;
+			plan.acc_ns = acc_add_ns;
+			plan.acc_ctx = &b->hw;
 			if (pat == M - 1 && b->grad_group)
 				plan.strip_group = b->grad_group;
 		} else {
@@ -759,13 +772,14 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		    (uint32_t)(c->lay.pp < SYNTH_MAX_STAGES ? c->lay.pp : SYNTH_MAX_STAGES);
 		plan.dp_coll_ns = dp_allreduce_ns;
 		plan.dp_ctx = &dpc;
+		structural = add = 1;
+	}
+	if (structural) {
+		/* Added tasks' host costs: the base's medians. */
 		plan.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
 		plan.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
 		plan.event_ns = prism_ns_round(b->host_event_s * 1e9);
 		plan.gpu_lag_ns = prism_ns_round(a->gpu_lag_s * 1e9);
-		structural = add = 1;
-	}
-	if (structural) {
 		if ((rc = reshape_apply(b->g, &plan, &cg, &rs, err)) == PRISM_EINTERNAL)
 			prism_err_prefix(
 			    err,
@@ -905,6 +919,10 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	if (mc)
 		HOW("microbatches %d -> %d (%s); ", a->lay.microbatches, c->lay.microbatches,
 		    c->lay.microbatches > a->lay.microbatches ? "repeated" : "dropped");
+	if (rs.accs_added)
+		HOW("%" PRIu64 " gradient accumulations added (the copied microbatch took its "
+		    "gradients); ",
+		    rs.accs_added);
 	if (add)
 		HOW("dp %d -> %d: %" PRIu64 " gradient all-reduces added; ", a->lay.dp, c->lay.dp,
 		    rs.colls_added);

@@ -644,6 +644,126 @@ static void test_accumulation(void **state)
 	graph_free(g);
 }
 
+/* An add's time for add_acc: 1 ns a kilobyte (6291 ns for a 1024 x 1024
+ * bf16 gradient: 3 x 2 MiB moved). */
+static int64_t acc_kb_ns(const void *ctx, double bytes)
+{
+	(void)ctx;
+	return (int64_t)(bytes / 1000);
+}
+
+static int64_t acc_zero_ns(const void *ctx, double bytes)
+{
+	(void)ctx;
+	(void)bytes;
+	return 0;
+}
+
+/* Microbatches 1 -> 3 of g, adding accumulations with acc_ns (or not). */
+static int mb_x3(const struct graph *g, int64_t (*acc_ns)(const void *, double), struct graph **out,
+		 struct reshape_stats *st, struct prism_err *err)
+{
+	static const int32_t copies[1] = {3};
+	struct reshape_plan p;
+	reshape_plan_init(&p);
+	p.mb_copies = copies;
+	p.n_mbs = 1;
+	p.add_acc = acc_ns != NULL;
+	p.acc_ns = acc_ns;
+	return reshape_apply(g, &p, out, st, err);
+}
+
+/* tests/data/stealgrad_2024.json: one microbatch (a forward kernel, a
+ * backward kernel, an SGD step) whose backward thread's AccumulateGrad
+ * took the parameter's gradient, launching nothing (a 1024 x 1024 bf16
+ * weight, 6 us of host time).  Ingest keeps that op as a task of its own;
+ * repeated to three microbatches, the two copies add the gradient: after
+ * each, an add's launch on the backward thread and its kernel after that
+ * copy's k_bwd on the stream, of acc_ns(3 x 1024 x 1024 x 2 bytes).  With
+ * no time for the added tasks the replay is the edit's without them (they
+ * add no waiting).  addgrad_2024.json: the same accumulation launching an
+ * add itself (zero_grad(set_to_none=False)): no task of its own, nothing
+ * added (the copies repeat its add).  hookgrad_2024.json: the gradient
+ * taken, then added by a hook on the same thread (Megatron-LM's
+ * main_grad.add_ of that shape): the task is kept, nothing added. */
+static void test_accumulation_added(void **state)
+{
+	const char *paths[] = {TEST_DATA("stealgrad_2024.json")};
+	const char *paths2[] = {TEST_DATA("addgrad_2024.json")};
+	const char *paths3[] = {TEST_DATA("hookgrad_2024.json")};
+	struct build_opts o;
+	struct reshape_stats st;
+	struct prism_err err;
+	struct graph *g, *e, *e0;
+	uint32_t acc = UINT32_MAX, n_acc = 0, n_add = 0;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_CPU && !strcmp(strtab_get(&g->st, g->op[u]), GRAPH_ACC_OP)) {
+			acc = u;
+			n_acc++;
+		}
+	assert_int_equal(n_acc, 1);
+	assert_int_equal(g->start_ns[acc], 152000);
+	assert_int_equal(g->dur_ns[acc], 6000);
+	assert_string_equal(strtab_get(&g->st, g->op_dims[acc]), "[[1024, 1024]]");
+	prism_err_clear(&err);
+	assert_int_equal(mb_x3(g, acc_kb_ns, &e, &st, &err), 0);
+	assert_int_equal(graph_check(e, &err), 0);
+	assert_int_equal(st.accs_added, 2);
+	for (uint32_t u = 0; u < e->n_nodes; u++) {
+		uint32_t launch = UINT32_MAX;
+		if (strcmp(strtab_get(&e->st, e->name[u]),
+			   "vectorized_elementwise_kernel (gradient accumulation)"))
+			continue;
+		n_add++;
+		assert_int_equal(e->kind[u], GN_KERNEL);
+		assert_int_equal(e->dur_ns[u], 6291);
+		/* After a k_bwd on its stream, launched from the thread of the
+		 * accumulation. */
+		assert_true(u > e->procs[e->proc[u]].first);
+		assert_string_equal(strtab_get(&e->st, e->name[u - 1]), "k_bwd");
+		for (uint32_t v = 0; v < e->n_nodes; v++)
+			if (has_edge(e, v, u, GE_LAUNCH))
+				launch = v;
+		assert_true(launch != UINT32_MAX);
+		assert_int_equal(e->rtclass[launch], RT_LAUNCH);
+		assert_int_equal(e->procs[e->proc[launch]].tid, 2);
+	}
+	assert_int_equal(n_add, 2);
+	graph_free(e);
+	assert_int_equal(mb_x3(g, acc_zero_ns, &e, &st, &err), 0);
+	assert_int_equal(st.accs_added, 2);
+	assert_int_equal(mb_x3(g, NULL, &e0, &st, &err), 0);
+	assert_int_equal(st.accs_added, 0);
+	assert_int_equal(replay_ns(e), replay_ns(e0));
+	graph_free(e);
+	graph_free(e0);
+	graph_free(g);
+
+	g = load(paths2, 1, &o);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		assert_false(g->kind[u] == GN_CPU &&
+			     !strcmp(strtab_get(&g->st, g->op[u]), GRAPH_ACC_OP));
+	assert_int_equal(mb_x3(g, acc_kb_ns, &e, &st, &err), 0);
+	assert_int_equal(st.accs_added, 0);
+	graph_free(e);
+	graph_free(g);
+
+	g = load(paths3, 1, &o);
+	n_acc = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		n_acc +=
+		    g->kind[u] == GN_CPU && !strcmp(strtab_get(&g->st, g->op[u]), GRAPH_ACC_OP);
+	assert_int_equal(n_acc, 1);
+	assert_int_equal(mb_x3(g, acc_kb_ns, &e, &st, &err), 0);
+	assert_int_equal(st.accs_added, 0);
+	graph_free(e);
+	graph_free(g);
+}
+
 /* tests/data/modules_2024.json: layers_2024.json with layer 1's block on
  * other shapes (no run of identical blocks) and module-name ranges as
  * with_modules records them (issue 19: Hugging Face, Megatron core,
@@ -950,6 +1070,7 @@ int main(void)
 	    cmocka_unit_test(test_layer_edit),
 	    cmocka_unit_test(test_share_edges),
 	    cmocka_unit_test(test_accumulation),
+	    cmocka_unit_test(test_accumulation_added),
 	    cmocka_unit_test(test_layer_bridges),
 	    cmocka_unit_test(test_rocm),
 	    cmocka_unit_test(test_mismatched_collectives),
