@@ -860,8 +860,13 @@ static int add_acc(struct rs *r, struct graph *out_names)
 		if (u == NONE32 || x->dropped || x->cm < 1 || g->kind[u] != GN_CPU ||
 		    g->op[u] != acc || (k = last[u]) == NONE32 || !cost_op_input(g, u, &elems, &es))
 			continue;
-		kx = xid(r, k, r->mg[k] != NONE32 && r->mg[k] == r->mg[u] ? x->cm : 0,
-			 r->lg[k] != NONE32 && r->lg[k] == r->lg[u] ? x->cl : 0);
+		/* That kernel's copy in the same microbatch copy (and layer
+		 * copy): one of another microbatch's would order this add
+		 * before the work that launches it. */
+		if (r->mg[k] == NONE32 || r->mg[k] != r->mg[u] ||
+		    (x->cl && (r->lg[k] == NONE32 || r->lg[k] != r->lg[u])))
+			continue;
+		kx = xid(r, k, x->cm, r->lg[k] != NONE32 && r->lg[k] == r->lg[u] ? x->cl : 0);
 		if (r->x.v[kx].dropped)
 			continue;
 		memset(&s, 0, sizeof(s));
