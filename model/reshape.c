@@ -501,6 +501,27 @@ static int add_edge(struct rs *r, uint32_t src, uint32_t dst, uint8_t kind)
 	return VEC_PUSH(r->e, x) ? oom(r) : 0;
 }
 
+/* An op's CPU time (where the plan gives one) and its launch call (*call),
+ * added as *s places them; the launch takes the next added correlation. */
+static int add_op_launch(struct rs *r, struct sn *s, uint32_t op, uint32_t launch, uint32_t *call)
+{
+	uint32_t ref;
+	int rc;
+
+	s->kind = GN_CPU;
+	s->rtclass = RT_OTHER;
+	s->dur = r->p->cpu_op_ns;
+	s->name = s->op = op;
+	if (r->p->cpu_op_ns > 0 && (rc = add_sn(r, s, &ref)))
+		return rc;
+	s->kind = GN_RUNTIME;
+	s->rtclass = RT_LAUNCH;
+	s->dur = r->p->launch_ns;
+	s->name = launch;
+	s->corr = r->corr;
+	return add_sn(r, s, call);
+}
+
 /* The launch call of copy x (a GPU task), or NONE32. */
 static uint32_t launcher(const struct rs *r, uint32_t xi)
 {
@@ -684,18 +705,7 @@ static int add_dp(struct rs *r, struct graph *out_names)
 					s.name = n_wait;
 					if ((rc = add_sn(r, &s, &ref)))
 						break;
-					s.kind = GN_CPU;
-					s.rtclass = RT_OTHER;
-					s.dur = p->cpu_op_ns;
-					s.name = s.op = n_cpu;
-					if (p->cpu_op_ns > 0 && (rc = add_sn(r, &s, &ref)))
-						break;
-					s.kind = GN_RUNTIME;
-					s.rtclass = RT_LAUNCH;
-					s.dur = p->launch_ns;
-					s.name = n_launch;
-					s.corr = r->corr;
-					if ((rc = add_sn(r, &s, &call)))
+					if ((rc = add_op_launch(r, &s, n_cpu, n_launch, &call)))
 						break;
 					s.proc = dproc;
 					s.after = NONE32;
@@ -877,18 +887,7 @@ static int add_acc(struct rs *r, struct graph *out_names)
 		s.layer = x->layer;
 		s.mb = x->mb;
 		s.phase = r->ph[u];
-		s.corr = -1;
-		s.kind = GN_CPU;
-		s.dur = p->cpu_op_ns;
-		s.name = s.op = n_op;
-		if (p->cpu_op_ns > 0 && (rc = add_sn(r, &s, &ref)))
-			break;
-		s.kind = GN_RUNTIME;
-		s.rtclass = RT_LAUNCH;
-		s.dur = p->launch_ns;
-		s.name = n_launch;
-		s.corr = r->corr;
-		if ((rc = add_sn(r, &s, &call)))
+		if ((rc = add_op_launch(r, &s, n_op, n_launch, &call)))
 			break;
 		s.proc = r->x.v[kx].proc;
 		s.after = kx;
