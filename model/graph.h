@@ -44,6 +44,8 @@
  * host task of its own where it launched nothing (it took the gradient:
  * the first microbatch after zero_grad(set_to_none=True)). */
 #define GRAPH_ACC_OP "torch::autograd::AccumulateGrad"
+/* The kernel of an accumulation prism adds (graph edits, synth). */
+#define GRAPH_ACC_KERNEL "vectorized_elementwise_kernel (gradient accumulation)"
 
 enum graph_node_kind {
 	GN_CPU,	    /* CPU work between runtime calls on a thread */

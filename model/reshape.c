@@ -806,6 +806,48 @@ out:
 
 /* ---- added gradient accumulation ------------------------------------ */
 
+size_t reshape_taken_grads(const struct graph *g, uint32_t *last, double *elem_bytes)
+{
+	uint32_t acc = strtab_find(&g->st, GRAPH_ACC_OP, strlen(GRAPH_ACC_OP));
+	size_t n = 0;
+	double eb = 0;
+
+	for (uint32_t q = 0; q < g->n_procs; q++) {
+		uint32_t k = NONE32, end = g->procs[q].first + g->procs[q].n;
+		for (uint32_t u = g->procs[q].first; u < end; u++) {
+			double n0, n1;
+			int e0, e1;
+			uint32_t v = u + 1;
+			if (last)
+				last[u] = NONE32;
+			if (g->kind[u] == GN_RUNTIME && g->rtclass[u] == RT_LAUNCH)
+				for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
+					if (GE_KIND(g->out_kind[e]) == GE_LAUNCH)
+						k = g->out_dst[e];
+			if (acc == STRTAB_NONE || g->kind[u] != GN_CPU || g->op[u] != acc ||
+			    k == NONE32 || !cost_op_input(g, u, &n0, &e0))
+				continue;
+			/* Added by a hook of its own: Megatron-LM's main_grad.add_
+			 * right after each AccumulateGrad. */
+			while (v < end &&
+			       !(g->kind[v] == GN_RUNTIME && g->rtclass[v] == RT_LAUNCH) &&
+			       !(g->kind[v] == GN_CPU && g->op[v] == acc))
+				v++;
+			if (v < end && g->kind[v] == GN_RUNTIME && g->op[v] &&
+			    !strcmp(strtab_get(&g->st, g->op[v]), "aten::add_") &&
+			    cost_op_input(g, v, &n1, &e1) && n1 == n0)
+				continue;
+			if (last)
+				last[u] = k;
+			eb = e0 > eb ? e0 : eb;
+			n++;
+		}
+	}
+	if (elem_bytes)
+		*elem_bytes = eb;
+	return n;
+}
+
 /*
  * add_acc: after each copy but a microbatch's first of a GRAPH_ACC_OP host
  * task (a gradient taken, nothing launched), the add a later microbatch
@@ -813,8 +855,6 @@ out:
  * the one that thread launched last (the gradient's producer, or a kernel
  * after it), on that kernel's stream.
  */
-#define ACC_KERNEL "vectorized_elementwise_kernel (gradient accumulation)"
-
 static int add_acc(struct rs *r, struct graph *out_names)
 {
 	const struct graph *g = r->g;
@@ -827,40 +867,11 @@ static int add_acc(struct rs *r, struct graph *out_names)
 		return 0;
 	if (strtab_intern(&out_names->st, "aten::add_", 10, &n_op) ||
 	    strtab_intern(&out_names->st, "cudaLaunchKernel", 16, &n_launch) ||
-	    strtab_intern(&out_names->st, ACC_KERNEL, strlen(ACC_KERNEL), &n_kern))
+	    strtab_intern(&out_names->st, GRAPH_ACC_KERNEL, strlen(GRAPH_ACC_KERNEL), &n_kern))
 		return oom(r);
-	/* Per base task: the kernel its thread launched last, or NONE32.  A
-	 * taken gradient whose thread next launches an add of its shape was
-	 * added by a hook (Megatron-LM's main_grad.add_ after each
-	 * AccumulateGrad): its copies repeat that add, NONE32 too. */
 	if (!(last = prism_malloc(((size_t)g->n_nodes + 1) * sizeof(*last))))
 		return oom(r);
-	for (uint32_t q = 0; q < g->n_procs; q++) {
-		uint32_t k = NONE32, end = g->procs[q].first + g->procs[q].n;
-		for (uint32_t u = g->procs[q].first; u < end; u++) {
-			last[u] = k;
-			if (g->kind[u] == GN_RUNTIME && g->rtclass[u] == RT_LAUNCH)
-				for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
-					if (GE_KIND(g->out_kind[e]) == GE_LAUNCH)
-						k = g->out_dst[e];
-		}
-		for (uint32_t u = g->procs[q].first; u < end; u++) {
-			double n0, n1;
-			int e0, e1;
-			uint32_t v = u + 1;
-			if (g->kind[u] != GN_CPU || g->op[u] != acc ||
-			    !cost_op_input(g, u, &n0, &e0))
-				continue;
-			while (v < end &&
-			       !(g->kind[v] == GN_RUNTIME && g->rtclass[v] == RT_LAUNCH) &&
-			       !(g->kind[v] == GN_CPU && g->op[v] == acc))
-				v++;
-			if (v < end && g->kind[v] == GN_RUNTIME && g->op[v] &&
-			    !strcmp(strtab_get(&g->st, g->op[v]), "aten::add_") &&
-			    cost_op_input(g, v, &n1, &e1) && n1 == n0)
-				last[u] = NONE32;
-		}
-	}
+	reshape_taken_grads(g, last, NULL);
 	for (size_t i = 0; i < r->x.n && !rc; i++) {
 		const struct xn *x = &r->x.v[i];
 		uint32_t u = x->u, k, kx, ref, call;

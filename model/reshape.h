@@ -103,6 +103,15 @@ struct reshape_stats {
 	uint64_t groups;	/* run groups repeated or dropped */
 };
 
+/*
+ * The gradients g's microbatches take rather than add (GRAPH_ACC_OP host
+ * tasks with a shape, after a launch on their thread, not followed by a
+ * hook's add of that shape): how many, and where last is not NULL, per
+ * task the kernel its thread launched last for those (NONE32 for every
+ * other task); *elem_bytes, where not NULL, their largest element size.
+ */
+size_t reshape_taken_grads(const struct graph *g, uint32_t *last, double *elem_bytes);
+
 /* Initialise p to "no change". */
 void reshape_plan_init(struct reshape_plan *p);
 

@@ -888,6 +888,15 @@ static void linear_fwd(struct ctx *c, int r, const char *name, double m, double 
 
 static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k);
 
+/* A weight's gradient (elems values) added into the accumulated one, in
+ * every microbatch but the first where the framework accumulates so
+ * (synth_in.acc_elem_bytes): both read, one written. */
+static void acc_add(struct ctx *c, int r, double elems)
+{
+	if (c->in->acc_elem_bytes > 0 && c->rk[r].mb > 0)
+		kernel(c, r, KC_ELEMENTWISE, GRAPH_ACC_KERNEL, 3 * elems * c->in->acc_elem_bytes);
+}
+
 /*
  * Mixture-of-experts (Megatron-LM's MoELayer with the all-to-all token
  * dispatcher, megatron/core/transformer/moe/): on each rank the router
@@ -950,6 +959,7 @@ static void grouped_bwd(struct ctx *c, int r, const struct shape *z, const char 
 	grouped(c, r, z, name, m, k, n);
 	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dw", what);
 	grouped(c, r, z, name, k, n, m);
+	acc_add(c, r, z->eloc * k * n);
 }
 
 /* The router: its GEMM (in bf16 under fp8, as Transformer Engine leaves
@@ -1110,6 +1120,7 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
 	gemm(c, r, name, m, k, n);
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", what);
 	gemm(c, r, name, k, n, m);
+	acc_add(c, r, k * n);
 }
 
 /* Backward of one layer: full recomputation runs its forward first;
@@ -1169,6 +1180,7 @@ static void logits_bwd(struct ctx *c, int r, double m, double n, double k)
 	int dt = logit_dtype(c->in);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_logits_dx", dt, 1, m, k, n);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_logits_dw", dt, 1, k, n, m);
+	acc_add(c, r, k * n);
 }
 
 /* Parameters of one layer on one tensor-parallel rank. */
@@ -1195,6 +1207,9 @@ static void embed_fwd(struct ctx *c, int r, const struct shape *z)
 static void embed_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(z->b * z->s * z->h, 2));
+	/* Tied on one stage: one gradient, added with the head's. */
+	if (c->in->m.untied || c->in->lay.pp > 1)
+		acc_add(c, r, z->V / z->t * z->h);
 }
 
 /* The final norm, the logits and the loss (the last stage).  The output

@@ -78,6 +78,13 @@ struct synth_in {
 	double launch_s;		      /* cudaLaunchKernel */
 	double gpu_lag_s;		      /* launch (or previous kernel) to kernel start */
 	double event_s;			      /* cudaEventRecord, cudaStreamWaitEvent */
+	double acc_elem_bytes;		      /* > 0: every microbatch after the first
+				  * adds each weight's gradient into the
+				  * accumulated one (PyTorch's autograd
+				  * accumulating .grad), at this element size;
+				  * 0: the weight-gradient GEMM accumulates
+				  * (Megatron-LM's gradient-accumulation
+				  * fusion) */
 	char hw_id[64];			      /* synth_meta_parse: the profile named in the
 				  * description */
 	int bare;			      /* only the layers: no embedding, head, loss or

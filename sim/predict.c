@@ -338,6 +338,10 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 	if (kind == PB_ANNOTATED) {
 		b->in = *in;
 		b->in.hw = &b->hw;
+		/* A run that takes its first microbatch's gradients adds the
+		 * others' (PyTorch's autograd): rebuilt candidates too. */
+		if (!reshape_taken_grads(g, NULL, &b->in.acc_elem_bytes))
+			b->in.acc_elem_bytes = 0;
 		if ((rc = predict_fit(g, &b->in, &b->in, err)))
 			return rc;
 	} else {

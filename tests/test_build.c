@@ -715,8 +715,7 @@ static void test_accumulation_added(void **state)
 	assert_int_equal(st.accs_added, 2);
 	for (uint32_t u = 0; u < e->n_nodes; u++) {
 		uint32_t launch = UINT32_MAX;
-		if (strcmp(strtab_get(&e->st, e->name[u]),
-			   "vectorized_elementwise_kernel (gradient accumulation)"))
+		if (strcmp(strtab_get(&e->st, e->name[u]), GRAPH_ACC_KERNEL))
 			continue;
 		n_add++;
 		assert_int_equal(e->kind[u], GN_KERNEL);

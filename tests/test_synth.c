@@ -360,6 +360,53 @@ static void test_selective_recompute(void **state)
 	assert_int_equal(kern[1] - kern[0], fwd[0]);
 }
 
+/* acc_elem_bytes (a base whose framework adds each microbatch's weight
+ * gradients, PyTorch's autograd): per microbatch after the first, one add
+ * per weight -- the 8 layers' four linear weights and the (tied) output
+ * layer's: 33 -- in microbatch 1 and 2 of 3, nothing else changed: the
+ * kernels' time grows by exactly the adds'.  0 (Megatron-LM's fused
+ * accumulation): none.  And they read and write 3 x 2 bytes a value: the
+ * add of an FC1 weight (1024 x 4096) takes as long as an FC2's. */
+static void test_accumulation_adds(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g[2];
+	int64_t kern[2] = {0, 0}, adds = 0, fc[2] = {-1, -1};
+	int count[2];
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		small(&in);
+		in.lay.microbatches = 3;
+		in.steps = 1;
+		in.acc_elem_bytes = i ? 2 : 0;
+		g[i] = build(&in, &so, &st);
+		for (uint32_t u = 0; u < g[i]->n_nodes; u++)
+			if (g[i]->kind[u] == GN_KERNEL)
+				kern[i] += g[i]->dur_ns[u];
+		named_ns(g[i], GRAPH_ACC_KERNEL, &count[i]);
+		synth_out_free(&so);
+	}
+	assert_int_equal(count[0], 0);
+	assert_int_equal(count[1], 33 * 2);
+	for (uint32_t u = 0, k = 0; u < g[1]->n_nodes; u++) {
+		if (strcmp(strtab_get(&g[1]->st, g[1]->name[u]), GRAPH_ACC_KERNEL))
+			continue;
+		assert_true(g[1]->mb[u] == 1 || g[1]->mb[u] == 2);
+		adds += g[1]->dur_ns[u];
+		/* The output layer's, then each layer's: fc2, fc1, proj, qkv. */
+		if (k == 1 || k == 2)
+			fc[k - 1] = g[1]->dur_ns[u];
+		k++;
+	}
+	assert_int_equal(kern[1] - kern[0], adds);
+	assert_true(fc[0] > 0);
+	assert_int_equal(fc[0], fc[1]);
+	graph_free(g[0]);
+	graph_free(g[1]);
+}
+
 /* synth_lower_bound: below the simulated time of every layout, whatever
  * the schedule, tensor, pipeline and data parallelism, recomputation and
  * sequence parallelism; and equal to it (within 1%) where only GEMMs and
@@ -1333,6 +1380,7 @@ int main(void)
 	    cmocka_unit_test(test_lower_bound),
 	    cmocka_unit_test(test_fp8_layer),
 	    cmocka_unit_test(test_selective_recompute),
+	    cmocka_unit_test(test_accumulation_adds),
 	    cmocka_unit_test(test_zero3_layer),
 	    cmocka_unit_test(test_unfused_attention),
 	    cmocka_unit_test(test_moe_counts),
