@@ -171,6 +171,12 @@ static void test_agreement(void **state)
 		assert_int_equal(agree(&in), 1);
 		in.hw = &hw_quiet;
 		assert_int_equal(agree(&in), 1);
+		/* With gradient accumulation's adds in every microbatch but
+		 * the first (a PyTorch base's): those units differ. */
+		if (cases[i].m > 1 && !cases[i].bare) {
+			in.acc_elem_bytes = 2;
+			assert_int_equal(agree(&in), 1);
+		}
 	}
 }
 
