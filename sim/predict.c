@@ -984,10 +984,14 @@ int predict_eval(const struct predict_base *b, const struct synth_in *cand, stru
 		if ((rc = predict_synth(cand, out, keep_g, keep_so, err)))
 			return rc;
 		out->method = m;
-		snprintf(out->how, sizeof(out->how), "%s",
+		snprintf(out->how, sizeof(out->how), "%s%s",
 			 m == PM_SYNTH ? "synthesised from the model"
 				       : "rebuilt from the base's layers (kernel times calibrated "
-					 "on them)");
+					 "on them)",
+			 cand->acc_elem_bytes > 0 && cand->lay.microbatches > 1
+			     ? "; microbatches after the first add their weights' gradients, "
+			       "as the base's did"
+			     : "");
 		return 0;
 	}
 }
