@@ -164,8 +164,9 @@ static int add_gap(struct builder *b, struct rank_ctx *rc, uint32_t proc, int64_
 		struct pnode n = {0};
 		if (o->ts_ns >= s || (flags && o->ts_ns - t >= b->o->thread_gap_ns))
 			break;
-		if (o->ts_ns + o->dur_ns > s || o->dur_ns <= 0)
-			continue; /* it launched something: the call's op is its */
+		if (o->ts_ns < t || o->ts_ns + o->dur_ns > s || o->dur_ns <= 0)
+			continue; /* inside the last one, or it launched something
+				   * (the call's op is its) */
 		if (o->ts_ns > t && (rc_ = add_cpu_work(b, proc, t, o->ts_ns - t, op_name, 0)))
 			return rc_;
 		n.start = o->ts_ns;

@@ -685,12 +685,15 @@ static int mb_x3(const struct graph *g, int64_t (*acc_ns)(const void *, double),
  * add itself (zero_grad(set_to_none=False)): no task of its own, nothing
  * added (the copies repeat its add).  hookgrad_2024.json: the gradient
  * taken, then added by a hook on the same thread (Megatron-LM's
- * main_grad.add_ of that shape): the task is kept, nothing added. */
+ * main_grad.add_ of that shape): the task is kept, nothing added.
+ * nestgrad_2024.json: another such op inside the first (hostile input):
+ * one task, the outer one, the same two adds. */
 static void test_accumulation_added(void **state)
 {
 	const char *paths[] = {TEST_DATA("stealgrad_2024.json")};
 	const char *paths2[] = {TEST_DATA("addgrad_2024.json")};
 	const char *paths3[] = {TEST_DATA("hookgrad_2024.json")};
+	const char *paths4[] = {TEST_DATA("nestgrad_2024.json")};
 	struct build_opts o;
 	struct reshape_stats st;
 	struct prism_err err;
@@ -759,6 +762,19 @@ static void test_accumulation_added(void **state)
 	assert_int_equal(n_acc, 1);
 	assert_int_equal(mb_x3(g, acc_kb_ns, &e, &st, &err), 0);
 	assert_int_equal(st.accs_added, 0);
+	graph_free(e);
+	graph_free(g);
+
+	g = load(paths4, 1, &o);
+	n_acc = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_CPU && !strcmp(strtab_get(&g->st, g->op[u]), GRAPH_ACC_OP)) {
+			assert_int_equal(g->dur_ns[u], 6000);
+			n_acc++;
+		}
+	assert_int_equal(n_acc, 1);
+	assert_int_equal(mb_x3(g, acc_kb_ns, &e, &st, &err), 0);
+	assert_int_equal(st.accs_added, 2);
 	graph_free(e);
 	graph_free(g);
 }
