@@ -512,6 +512,7 @@ static int add_op_launch(struct rs *r, struct sn *s, uint32_t op, uint32_t launc
 	s->rtclass = RT_OTHER;
 	s->dur = r->p->cpu_op_ns;
 	s->name = s->op = op;
+	s->corr = -1;
 	if (r->p->cpu_op_ns > 0 && (rc = add_sn(r, s, &ref)))
 		return rc;
 	s->kind = GN_RUNTIME;
@@ -859,28 +860,33 @@ static int add_acc(struct rs *r, struct graph *out_names)
 {
 	const struct graph *g = r->g;
 	const struct reshape_plan *p = r->p;
-	uint32_t acc = strtab_find(&g->st, GRAPH_ACC_OP, strlen(GRAPH_ACC_OP)), *last = NULL;
+	uint32_t *last = prism_malloc(((size_t)g->n_nodes + 1) * sizeof(*last));
 	uint32_t n_op, n_launch, n_kern;
 	int rc = 0;
 
-	if (acc == STRTAB_NONE)
+	if (!last)
+		return oom(r);
+	if (!reshape_taken_grads(g, last, NULL)) {
+		free(last);
 		return 0;
+	}
 	if (strtab_intern(&out_names->st, "aten::add_", 10, &n_op) ||
 	    strtab_intern(&out_names->st, "cudaLaunchKernel", 16, &n_launch) ||
-	    strtab_intern(&out_names->st, GRAPH_ACC_KERNEL, strlen(GRAPH_ACC_KERNEL), &n_kern))
+	    strtab_intern(&out_names->st, GRAPH_ACC_KERNEL, strlen(GRAPH_ACC_KERNEL), &n_kern)) {
+		free(last);
 		return oom(r);
-	if (!(last = prism_malloc(((size_t)g->n_nodes + 1) * sizeof(*last))))
-		return oom(r);
-	reshape_taken_grads(g, last, NULL);
+	}
 	for (size_t i = 0; i < r->x.n && !rc; i++) {
 		const struct xn *x = &r->x.v[i];
 		uint32_t u = x->u, k, kx, ref, call;
 		double elems;
 		int es;
 		struct sn s;
-		if (u == NONE32 || x->dropped || x->cm < 1 || g->kind[u] != GN_CPU ||
-		    g->op[u] != acc || (k = last[u]) == NONE32 || !cost_op_input(g, u, &elems, &es))
+		/* A later microbatch's copy of a taken gradient (last[u]: the
+		 * kernel before it, NONE32 for every other task). */
+		if (u == NONE32 || x->dropped || x->cm < 1 || (k = last[u]) == NONE32)
 			continue;
+		cost_op_input(g, u, &elems, &es); /* known: it was taken */
 		/* That kernel's copy in the same microbatch copy (and layer
 		 * copy): one of another microbatch's would order this add
 		 * before the work that launches it. */

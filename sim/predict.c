@@ -162,7 +162,7 @@ static int64_t scaled_instant(const struct graph *g, uint32_t p, const int64_t *
 	if (lo == 0)
 		return t;
 	u = g->procs[p].first + lo - 1;
-	if (g->kind[u] != GN_CPU && g->kind[u] != GN_RUNTIME && g->kind[u] != GN_WAIT)
+	if (g->kind[u] >= GN_KERNEL) /* not a host task */
 		return t;
 	off = t - g->start_ns[u];
 	return g->start_ns[u] +
@@ -178,7 +178,7 @@ static void scale_host(struct graph *g, const int64_t *orig, double scale)
 	const int64_t *lag = orig + g->n_nodes, *step = lag + g->n_nodes;
 
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		if (g->kind[u] == GN_CPU || g->kind[u] == GN_RUNTIME || g->kind[u] == GN_WAIT)
+		if (g->kind[u] < GN_KERNEL) /* CPU work, runtime calls, waits */
 			g->dur_ns[u] = (int64_t)llround((double)orig[u] * scale);
 		g->lag_ns[u] = (int64_t)llround((double)lag[u] * scale);
 	}
@@ -340,8 +340,7 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		b->in.hw = &b->hw;
 		/* A run that takes its first microbatch's gradients adds the
 		 * others' (PyTorch's autograd): rebuilt candidates too. */
-		if (!reshape_taken_grads(g, NULL, &b->in.acc_elem_bytes))
-			b->in.acc_elem_bytes = 0;
+		reshape_taken_grads(g, NULL, &b->in.acc_elem_bytes);
 		if ((rc = predict_fit(g, &b->in, &b->in, err)))
 			return rc;
 	} else {

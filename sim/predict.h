@@ -163,10 +163,10 @@ int predict_eval(const struct predict_base *b, const struct synth_in *cand, stru
  * a step timed without the profiler, whose per-call overhead
  * slows the traced host and its launches (docs/MODEL.md, "The base's step
  * without the profiler").  *scale receives the factor (1: as traced),
- * *traced_s the replay's step before.  0; PRISM_EARG where no factor in PREDICT_HOST_SCALE_MIN..MAX
- * reaches step_s within PREDICT_STEP_TOL (the GPU side alone is longer,
- * or the host would have to be slower than that), g then as it was; or
- * the simulation's error.
+ * *traced_s the replay's step before.  0; PRISM_EARG where no factor in
+ * PREDICT_HOST_SCALE_MIN..MAX reaches step_s within PREDICT_STEP_TOL (the
+ * GPU side alone is longer, or the host would have to be slower than
+ * that), g then as it was; or the simulation's error.
  */
 #define PREDICT_HOST_SCALE_MIN 0.01
 #define PREDICT_HOST_SCALE_MAX 100.0
