@@ -118,6 +118,16 @@ static void test_flops_formula(void **state)
 }
 
 /* Total duration in ns of g's tasks named name, and their count. */
+/* The kernels' time in all. */
+static int64_t kernels_ns(const struct graph *g)
+{
+	int64_t t = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_KERNEL)
+			t += g->dur_ns[u];
+	return t;
+}
+
 static int64_t named_ns(const struct graph *g, const char *name, int *count)
 {
 	int64_t t = 0;
@@ -338,7 +348,7 @@ static void test_selective_recompute(void **state)
 	struct synth_out so;
 	struct settle_out st;
 	struct graph *g[2];
-	int64_t kern[2] = {0, 0}, fwd[2];
+	int64_t kern[2], fwd[2];
 	int count[2];
 	(void)state;
 	for (int i = 0; i < 2; i++) {
@@ -347,9 +357,7 @@ static void test_selective_recompute(void **state)
 		in.steps = 1;
 		in.lay.recompute = i ? MEM_RECOMPUTE_SELECTIVE : MEM_RECOMPUTE_NONE;
 		g[i] = build(&in, &so, &st);
-		for (uint32_t u = 0; u < g[i]->n_nodes; u++)
-			if (g[i]->kind[u] == GN_KERNEL)
-				kern[i] += g[i]->dur_ns[u];
+		kern[i] = kernels_ns(g[i]);
 		fwd[i] = named_ns(g[i], "flash_fwd_kernel", &count[i]);
 		synth_out_free(&so);
 		graph_free(g[i]);
@@ -373,7 +381,7 @@ static void test_accumulation_adds(void **state)
 	struct synth_out so;
 	struct settle_out st;
 	struct graph *g[2];
-	int64_t kern[2] = {0, 0}, adds = 0, fc[2] = {-1, -1};
+	int64_t kern[2], adds = 0, fc[2] = {-1, -1};
 	int count[2];
 	(void)state;
 	for (int i = 0; i < 2; i++) {
@@ -382,9 +390,7 @@ static void test_accumulation_adds(void **state)
 		in.steps = 1;
 		in.acc_elem_bytes = i ? 2 : 0;
 		g[i] = build(&in, &so, &st);
-		for (uint32_t u = 0; u < g[i]->n_nodes; u++)
-			if (g[i]->kind[u] == GN_KERNEL)
-				kern[i] += g[i]->dur_ns[u];
+		kern[i] = kernels_ns(g[i]);
 		named_ns(g[i], GRAPH_ACC_KERNEL, &count[i]);
 		synth_out_free(&so);
 	}
@@ -697,7 +703,7 @@ static void test_retime_clone(void **state)
 	struct edit_retime r;
 	struct edit_stats es;
 	struct prism_err err;
-	int64_t before = 0, after = 0, base_after = 0;
+	int64_t before, after, base_after;
 	(void)state;
 	small(&in);
 	in.lay.dp = 4;
@@ -721,16 +727,11 @@ static void test_retime_clone(void **state)
 	memset(&r, 0, sizeof(r));
 	r.from = &hw;
 	r.to = &fast;
+	before = kernels_ns(g);
 	assert_int_equal(edit_retime(c, &r, &es), 0);
 	assert_int_equal(graph_check(c, &err), 0);
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		if (g->kind[u] == GN_KERNEL) {
-			before += g->dur_ns[u];
-			after += c->dur_ns[u];
-		}
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		if (g->kind[u] == GN_KERNEL)
-			base_after += g->dur_ns[u];
+	after = kernels_ns(c);
+	base_after = kernels_ns(g);
 	assert_int_equal(before, base_after); /* the base is read-only */
 	assert_rel_close((double)after, before / 2.0, 1e-4);
 	assert_int_equal(es.kernels_scaled, g->stats.nodes[GN_KERNEL]);
