@@ -75,6 +75,19 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 			return rc;
 		hw->k.sms = (int)v;
 	}
+	if (config_setting_lookup(k, "gemm_tiles")) {
+		char t[16];
+		if ((rc = cfg_text(path, cf, k, "gemm_tiles", t, sizeof(t), err)))
+			return rc;
+		if (strcmp(t, "sm80") && strcmp(t, "sm90"))
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'kernels.gemm_tiles' must be \"sm80\" or "
+			    "\"sm90\", not \"%s\"",
+			    path,
+			    config_setting_source_line(config_setting_lookup(k, "gemm_tiles")), t);
+		hw->k.tiles = strcmp(t, "sm90") ? HW_TILES_SM80 : HW_TILES_SM90;
+	}
 	g = config_setting_lookup(k, "gemm");
 	a = config_setting_lookup(k, "attention");
 	m = config_setting_lookup(k, "memory");

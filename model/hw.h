@@ -42,8 +42,13 @@ struct hw_attn {
 	double d64, d256; /* throughput at head dim 64 and 256 relative to 128 */
 };
 
+/* The GEMM tiles a GPU's libraries run (kperf.h): CUTLASS/cuBLAS's for
+ * every GPU, or those plus the ones cuBLAS runs on Hopper. */
+enum hw_tiles { HW_TILES_SM80, HW_TILES_SM90 };
+
 struct hw_kernels {
-	int sms; /* streaming multiprocessors */
+	int sms;   /* streaming multiprocessors */
+	int tiles; /* enum hw_tiles: the profile's kernels.gemm_tiles */
 	struct hw_gemm gemm[HW_NDTYPES];
 	struct hw_attn attn[HW_NDTYPES];
 	double mem_eff[HW_MEM_NKINDS]; /* fraction of HBM bandwidth */

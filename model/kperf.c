@@ -101,41 +101,67 @@ static int sms(const struct hw_profile *hw)
 	return hw->k.sms > 0 ? hw->k.sms : KPERF_SMS;
 }
 
+/* Throughput of a tm x tn tile relative to the reference (128x256), by
+ * its operands' reuse r = tm tn / (tm + tn) (FLOPs per element loaded, over
+ * 2): the reference's and above 1, then the tile_eff classes from
+ * 128x128's (64), 64x128's (42.7) and 64x64's (32) down. */
+static double tile_factor(const struct hw_gemm *g, double tm, double tn)
+{
+	double r = tm * tn / (tm + tn);
+	if (r >= 256.0 / 3)
+		return 1;
+	if (r >= 64)
+		return g->tile_eff[0];
+	if (r >= 128.0 / 3)
+		return g->tile_eff[1];
+	return g->tile_eff[2];
+}
+
+/* The fastest way to run the GEMM in tm x tn tiles: split-K by 1, 2 or 4
+ * (HUGE_VAL where the tile has no throughput). */
+static double tiled_s(const struct hw_profile *hw, const struct hw_gemm *g, double b, double m,
+		      double n, double k, double tm, double tn)
+{
+	static const double splits[] = {1, 2, 4};
+	double S = sms(hw), f = tile_factor(g, tm, tn), nt = b * ceil(m / tm) * ceil(n / tn);
+	double best = HUGE_VAL;
+
+	if (!(f > 0))
+		return best;
+	for (size_t j = 0; j < sizeof(splits) / sizeof(splits[0]); j++) {
+		double s = splits[j], waves, t;
+		if (s > 1 && (nt * s > 2 * S || k / s < 256))
+			continue;
+		waves = ceil(nt * s / S);
+		t = waves * (2 * tm * tn * (k / s) / (g->flops / S * f) + g->tile_s);
+		if (s > 1)
+			t += s * b * m * n * 4 / hw->hbm_Bps;
+		if (t < best)
+			best = t;
+	}
+	return best;
+}
+
 double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k)
 {
-	/* tm, tn, index into tile_eff (-1: the reference, 1.0) */
-	static const struct {
-		double m, n;
-		int e;
-	} tiles[] = {{128, 256, -1}, {256, 128, -1}, {128, 128, 0}, {64, 128, 1},
-		     {128, 64, 1},   {64, 64, 2},    {32, 64, 2},   {64, 32, 2}};
-	static const double splits[] = {1, 2, 4};
+	/* tm x tn; the first 8 every GPU's, the rest Hopper's (kperf.h) */
+	static const double tiles[][2] = {
+	    {128, 256}, {256, 128}, {128, 128}, {64, 128},  {128, 64},	{64, 64},   {32, 64},
+	    {64, 32},	{320, 128}, {128, 320}, {192, 192}, {160, 128}, {128, 160}, {144, 128},
+	    {128, 144}, {64, 48},   {48, 64},	{64, 24},   {24, 64}};
+	size_t nt = hw->k.tiles == HW_TILES_SM90 ? sizeof(tiles) / sizeof(tiles[0]) : 8;
 	const struct hw_gemm *g;
-	double S, best = HUGE_VAL, es, out_b, mem;
+	double best = HUGE_VAL, es, out_b, mem;
 
 	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0)
 		return 0;
 	g = &hw->k.gemm[dtype];
 	if (!(g->flops > 0) || !(m > 0) || !(n > 0) || !(k > 0) || !(b > 0))
 		return 0;
-	S = sms(hw);
-	for (size_t i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++) {
-		double f = tiles[i].e < 0 ? 1 : g->tile_eff[tiles[i].e];
-		double nt = b * ceil(m / tiles[i].m) * ceil(n / tiles[i].n);
-		if (!(f > 0))
-			continue;
-		for (size_t j = 0; j < sizeof(splits) / sizeof(splits[0]); j++) {
-			double s = splits[j], waves, t;
-			if (s > 1 && (nt * s > 2 * S || k / s < 256))
-				continue;
-			waves = ceil(nt * s / S);
-			t = waves * (2 * tiles[i].m * tiles[i].n * (k / s) / (g->flops / S * f) +
-				     g->tile_s);
-			if (s > 1)
-				t += s * b * m * n * 4 / hw->hbm_Bps;
-			if (t < best)
-				best = t;
-		}
+	for (size_t i = 0; i < nt; i++) {
+		double t = tiled_s(hw, g, b, m, n, k, tiles[i][0], tiles[i][1]);
+		if (t < best)
+			best = t;
 	}
 	es = kperf_elem_bytes(dtype);
 	out_b = dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;

@@ -4,13 +4,17 @@
  * GEMMs.  cuBLAS and CUTLASS split C = A B (M x K times K x N, batch b)
  * into output tiles, one per thread block, and run the blocks in waves of
  * one per streaming multiprocessor.  The tiles assumed are those of the
- * Hopper and Ampere cuBLAS/CUTLASS kernels that training GEMMs run:
- * 128x256 and 256x128 (the warp-specialised cooperative kernels, two
- * consumer warp groups; the throughput reference), 128x128, 64x128 and
- * 128x64, 64x64, and 32x64 / 64x32 for the smallest problems (cuBLAS's
- * nvjet kernels go down to 64x24: kernels.pt.trace.json.gz), the last
- * three at the 64x64 factor; each with split-K by 1, 2 or 4 where the
- * tiles fill at most two waves.  For each choice
+ * cuBLAS/CUTLASS kernels that training GEMMs run: 128x256 and 256x128
+ * (the warp-specialised cooperative kernels, two consumer warp groups;
+ * the throughput reference), 128x128, 64x128 and 128x64, 64x64, and 32x64
+ * / 64x32 for the smallest problems; a profile with gemm_tiles "sm90"
+ * (Hopper) adds the tiles cuBLAS's nvjet kernels were seen to run on an
+ * H100 (tests/data/gpu/kernels.pt.trace.json.gz): 320x128, 192x192,
+ * 160x128, 144x128, 64x48 and 64x24, each both ways round.  A tile's
+ * throughput follows its operands' reuse r = tm tn / (tm + tn): 1 from
+ * 128x256's (85.3) up, else tile_eff[0] from 128x128's (64), [1] from
+ * 64x128's (42.7), [2] below.  Each tile with split-K by 1, 2 or 4 where
+ * the tiles fill at most two waves.  For each choice
  *     waves = ceil(b ceil(M/tm) ceil(N/tn) splits / SMs)
  *     time  = waves (2 tm tn K/splits / (P/SMs x tile_eff) + tile_s)
  *             + splits b M N x 4 bytes / HBM   (the split-K reduction)

@@ -189,7 +189,10 @@ static void fit_group(const struct kbench *kb, const struct kbench_row *r, struc
 
 static void print_kernels(const struct hw_profile *hw)
 {
-	printf("# %s\nkernels = {\n  sms = %d;\n  gemm = {\n", hw->id, hw->k.sms);
+	printf("# %s\nkernels = {\n  sms = %d;\n", hw->id, hw->k.sms);
+	if (hw->k.tiles == HW_TILES_SM90)
+		printf("  gemm_tiles = \"sm90\";\n");
+	printf("  gemm = {\n");
 	for (int d = 0; d < HW_NDTYPES; d++) {
 		const struct hw_gemm *g = &hw->k.gemm[d];
 		if (hw->peak_flops[d] <= 0 || d == HW_FP16 || d == HW_FP32)

@@ -64,6 +64,7 @@ check(md.startswith("| GPU (profile) | class | dtype | rows |"), md[:200])
 fit = run("kernels", "--fit", DATA).stdout
 block = re.search(r"# h100-dgx\n(kernels = \{.*?\n\};)\n", fit, re.S)
 check(block, f"no h100-dgx kernels group in --fit:\n{fit[-2000:]}")
+check('\n  gemm_tiles = "sm90";\n' in block.group(1), f"the refit lost Hopper's tiles:\n{block.group(1)}")
 with open(os.path.join(SRC, "configs", "hw", "h100-dgx.cfg")) as f:
     base = f.read().split("# Kernel efficiency by shape")[0]
 with tempfile.TemporaryDirectory() as d:
@@ -82,6 +83,12 @@ with tempfile.TemporaryDirectory() as d:
     r = run("synth", "gpt-small", "--hw", bad, code=2)
     check("'kernels.gemm.bf16.tflops' must be a number in 0.001..989.4, not 2000" in r.stderr,
           r.stderr)
+    with open(bad, "w") as f:
+        f.write(base + 'kernels = {\n  gemm_tiles = "sm70";\n};\n')
+    r = run("synth", "gpt-small", "--hw", bad, code=2)
+    line = base.count("\n") + 2
+    check(f"bad.cfg:{line}: 'kernels.gemm_tiles' must be \"sm80\" or \"sm90\", not \"sm70\""
+          in r.stderr and r.stderr.count("\n") == 1, r.stderr)
     short = os.path.join(d, "short.csv")
     with open(os.path.join(DATA, "gemm.csv")) as f:
         head = f.readline()

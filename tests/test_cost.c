@@ -563,7 +563,14 @@ static void test_inflight(void **state)
  *    572 tiles in 5 waves of (67,108,864 FLOPs at 0.7 x 6.0606 TFLOP/s
  *    = 15.8185 us + 1 us), + 4 us = 88.0926 us: 435.7 TFLOP/s;
  *  - square GEMMs reach 0.8 %, 30.0 %, 92.8 % and 97.9 % of the achievable
- *    peak at 256, 1024, 4096 and 16384: efficiency rises with size. */
+ *    peak at 256, 1024, 4096 and 16384: efficiency rises with size;
+ *  - with Hopper's tiles (gemm_tiles "sm90"), 1664 x 2816 x 4096 is 6 x 22
+ *    = 132 tiles of 320 x 128, one wave again: a tile's 335,544,320 FLOPs
+ *    at the reference rate (its operand reuse, 320 x 128 / 448 = 91.4, is
+ *    above 128 x 256's 85.3) take 55.3648 us, + 1 us + 4 us = 60.3648 us
+ *    (192 x 192 tiles are 9 x 15 = 135: two waves); 1536 x 2816 x 4096
+ *    keeps its one wave of 128 x 256 tiles (320 x 128: 5 x 22 = 110
+ *    tiles, one wave of more work a tile, 60.36 us). */
 static void test_gemm_waves(void **state)
 {
 	struct hw_profile hw;
@@ -595,6 +602,13 @@ static void test_gemm_waves(void **state)
 	assert_rel_close(e[2], 0.9278020, 1e-6);
 	assert_rel_close(e[3], 0.9792110, 1e-6);
 	/* Never faster than the achievable peak: the bound the search uses. */
+	assert_true(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096) >=
+		    kperf_gemm_min_s(&hw, HW_BF16, 2.0 * 1664 * 2816 * 4096));
+	hw.k.tiles = HW_TILES_SM90;
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096),
+			 4e-6 + 1e-6 + 2.0 * 320 * 128 * 4096 / (800e12 / 132), 1e-12);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096), 60.36478e-6, 1e-6);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1536, 2816, 4096), 49.29185e-6, 1e-6);
 	assert_true(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096) >=
 		    kperf_gemm_min_s(&hw, HW_BF16, 2.0 * 1664 * 2816 * 4096));
 }
