@@ -101,67 +101,68 @@ static int sms(const struct hw_profile *hw)
 	return hw->k.sms > 0 ? hw->k.sms : KPERF_SMS;
 }
 
-/* Throughput of a tm x tn tile relative to the reference (128x256), by
- * its operands' reuse r = tm tn / (tm + tn) (FLOPs per element loaded, over
- * 2): the reference's and above 1, then the tile_eff classes from
- * 128x128's (64), 64x128's (42.7) and 64x64's (32) down. */
-static double tile_factor(const struct hw_gemm *g, double tm, double tn)
-{
-	double r = tm * tn / (tm + tn);
-	if (r >= 256.0 / 3)
-		return 1;
-	if (r >= 64)
-		return g->tile_eff[0];
-	if (r >= 128.0 / 3)
-		return g->tile_eff[1];
-	return g->tile_eff[2];
-}
-
-/* The fastest way to run the GEMM in tm x tn tiles: split-K by 1, 2 or 4
- * (HUGE_VAL where the tile has no throughput). */
-static double tiled_s(const struct hw_profile *hw, const struct hw_gemm *g, double b, double m,
-		      double n, double k, double tm, double tn)
-{
-	static const double splits[] = {1, 2, 4};
-	double S = sms(hw), f = tile_factor(g, tm, tn), nt = b * ceil(m / tm) * ceil(n / tn);
-	double best = HUGE_VAL;
-
-	if (!(f > 0))
-		return best;
-	for (size_t j = 0; j < sizeof(splits) / sizeof(splits[0]); j++) {
-		double s = splits[j], waves, t;
-		if (s > 1 && (nt * s > 2 * S || k / s < 256))
-			continue;
-		waves = ceil(nt * s / S);
-		t = waves * (2 * tm * tn * (k / s) / (g->flops / S * f) + g->tile_s);
-		if (s > 1)
-			t += s * b * m * n * 4 / hw->hbm_Bps;
-		if (t < best)
-			best = t;
-	}
-	return best;
-}
+/*
+ * The tiles, tm x tn as indices into tile_dims, and the class of their
+ * throughput by the operands' reuse r = tm tn / (tm + tn) (FLOPs per
+ * element loaded, over 2): -1 the reference's (128x256, 85.3) and above,
+ * else the tile_eff class whose tile's reuse it reaches: 0 from 128x128's
+ * 64, 1 from 64x128's 42.7, 2 below.  The first 8 every GPU's (on 5 of
+ * the dims), the rest Hopper's (kperf.h).
+ */
+static const double tile_dims[] = {128, 256, 64, 32, 320, 192, 160, 144, 48, 24};
+#define KPERF_SM80_DIMS	 4
+#define KPERF_SM80_TILES 8
+static const struct {
+	unsigned char m, n; /* tile_dims indices */
+	signed char e;
+} tiles[] = {{0, 1, -1}, {1, 0, -1}, {0, 0, 0},	 {2, 0, 1},  {0, 2, 1}, {2, 2, 2}, {3, 2, 2},
+	     {2, 3, 2},	 {4, 0, -1}, {0, 4, -1}, {5, 5, -1}, {6, 0, 0}, {0, 6, 0}, {7, 0, 0},
+	     {0, 7, 0},	 {2, 8, 2},  {8, 2, 2},	 {2, 9, 2},  {9, 2, 2}};
+#define NDIMS (sizeof(tile_dims) / sizeof(tile_dims[0]))
 
 double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k)
 {
-	/* tm x tn; the first 8 every GPU's, the rest Hopper's (kperf.h) */
-	static const double tiles[][2] = {
-	    {128, 256}, {256, 128}, {128, 128}, {64, 128},  {128, 64},	{64, 64},   {32, 64},
-	    {64, 32},	{320, 128}, {128, 320}, {192, 192}, {160, 128}, {128, 160}, {144, 128},
-	    {128, 144}, {64, 48},   {48, 64},	{64, 24},   {24, 64}};
-	size_t nt = hw->k.tiles == HW_TILES_SM90 ? sizeof(tiles) / sizeof(tiles[0]) : 8;
+	static const double splits[] = {1, 2, 4};
+	int sm90 = hw->k.tiles == HW_TILES_SM90;
+	size_t nt = sm90 ? sizeof(tiles) / sizeof(tiles[0]) : KPERF_SM80_TILES,
+	       nd = sm90 ? NDIMS : KPERF_SM80_DIMS;
 	const struct hw_gemm *g;
-	double best = HUGE_VAL, es, out_b, mem;
+	double S, per_flop[4], floor_s[4], cm[NDIMS], cn[NDIMS], best = HUGE_VAL, es, out_b, mem;
 
 	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0)
 		return 0;
 	g = &hw->k.gemm[dtype];
 	if (!(g->flops > 0) || !(m > 0) || !(n > 0) || !(k > 0) || !(b > 0))
 		return 0;
+	S = sms(hw);
+	/* Seconds per FLOP of one SM by class (0: none, the tile skipped), and
+	 * what no tile of the class beats: every FLOP on full waves, one
+	 * tile's fixed cost. */
+	per_flop[0] = S / g->flops;
+	for (int e = 0; e < 3; e++)
+		per_flop[e + 1] = g->tile_eff[e] > 0 ? S / (g->flops * g->tile_eff[e]) : 0;
+	for (int e = 0; e < 4; e++)
+		floor_s[e] = 2 * b * m * n * k / S * per_flop[e] + g->tile_s;
+	for (size_t d = 0; d < nd; d++) {
+		cm[d] = ceil(m / tile_dims[d]);
+		cn[d] = ceil(n / tile_dims[d]);
+	}
 	for (size_t i = 0; i < nt; i++) {
-		double t = tiled_s(hw, g, b, m, n, k, tiles[i][0], tiles[i][1]);
-		if (t < best)
-			best = t;
+		int e = tiles[i].e + 1;
+		double tm = tile_dims[tiles[i].m], tn = tile_dims[tiles[i].n], pf = per_flop[e];
+		double count = b * cm[tiles[i].m] * cn[tiles[i].n];
+		if (!(pf > 0) || floor_s[e] >= best)
+			continue;
+		for (size_t j = 0; j < sizeof(splits) / sizeof(splits[0]); j++) {
+			double s = splits[j], t;
+			if (s > 1 && (count * s > 2 * S || k / s < 256))
+				break; /* larger splits fail the same test */
+			t = ceil(count * s / S) * (2 * tm * tn * (k / s) * pf + g->tile_s);
+			if (s > 1)
+				t += s * b * m * n * 4 / hw->hbm_Bps;
+			if (t < best)
+				best = t;
+		}
 	}
 	es = kperf_elem_bytes(dtype);
 	out_b = dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;
