@@ -242,7 +242,8 @@ int cmd_kernels(int argc, char **argv)
 	struct prism_err err;
 	struct prof *p = NULL;
 	struct group *gr = NULL;
-	size_t *idx = NULL, ng = 0;
+	size_t *idx = NULL, *grp = NULL, ng = 0;
+	char *done = NULL;    /* per row: its group fitted (scratch) */
 	double *lpred = NULL; /* per row, its leave-one-source-out prediction */
 	struct hw_profile **hws = NULL;
 	int np = 0, fit = 0, loso = 0, flat = 0, md = 0, rows = 0, c, rc = 0;
@@ -296,10 +297,12 @@ int cmd_kernels(int argc, char **argv)
 		p[np].fitted = p[np].shipped;
 		np++;
 	}
-	if (!rc && (!(idx = prism_malloc((kb.n + 1) * sizeof(*idx))) ||
-		    !(hws = prism_malloc((kb.n + 1) * sizeof(*hws))) ||
-		    !(gr = prism_calloc(kb.n + 1, sizeof(*gr))) ||
-		    (loso && !(lpred = prism_malloc((kb.n + 1) * sizeof(*lpred))))))
+	if (!rc &&
+	    (!(idx = prism_malloc((kb.n + 1) * sizeof(*idx))) ||
+	     !(hws = prism_malloc((kb.n + 1) * sizeof(*hws))) || !(done = prism_malloc(kb.n + 1)) ||
+	     (loso && !(grp = prism_malloc((kb.n + 1) * sizeof(*grp)))) ||
+	     !(gr = prism_calloc(kb.n + 1, sizeof(*gr))) ||
+	     (loso && !(lpred = prism_malloc((kb.n + 1) * sizeof(*lpred))))))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc) {
 		free(p);
@@ -307,15 +310,17 @@ int cmd_kernels(int argc, char **argv)
 		free(hws);
 		free(gr);
 		free(lpred);
+		free(done);
+		free(grp);
 		kbench_release(&kb);
 		return cli_fail(&err);
 	}
 	/* Fit: each group once, in row order (deterministic); those taking
 	 * another's shape parameters after it. */
 	if (fit) {
-		char *done = prism_calloc(kb.n + 1, 1);
+		memset(done, 0, kb.n + 1);
 		for (int pass = 0; pass < 2; pass++)
-			for (size_t i = 0; done && i < kb.n; i++) {
+			for (size_t i = 0; i < kb.n; i++) {
 				size_t n;
 				if (done[i] || fit_cls(&kb.rows[i]) < 0 ||
 				    (shape_donor(&kb, &kb.rows[i], NULL, idx) >= 0) != pass)
@@ -325,17 +330,15 @@ int cmd_kernels(int argc, char **argv)
 					done[idx[j]] = 1;
 				fit_group(&kb, &kb.rows[i], p, np, 0, NULL, 0, idx, hws);
 			}
-		free(done);
 	}
 	/* Leave one source out: per fit group and source, parameters from the
 	 * datasheet defaults fitted on the group's other sources; each row's
 	 * prediction so made in lpred (NAN: a row no fit takes). */
 	if (loso) {
-		char *done = prism_calloc(kb.n + 1, 1);
-		size_t *grp = prism_malloc((kb.n + 1) * sizeof(*grp));
+		memset(done, 0, kb.n + 1);
 		for (size_t i = 0; i < kb.n; i++)
 			lpred[i] = NAN;
-		for (size_t i = 0; done && grp && i < kb.n; i++) {
+		for (size_t i = 0; i < kb.n; i++) {
 			const struct kbench_row *r = &kb.rows[i];
 			size_t ns;
 			if (done[i])
@@ -366,8 +369,6 @@ int cmd_kernels(int argc, char **argv)
 				}
 			}
 		}
-		free(done);
-		free(grp);
 	}
 	if (rows)
 		printf("profile,class,dtype,source,shape,measured_us,predicted_us,error%s\n",
@@ -488,6 +489,8 @@ int cmd_kernels(int argc, char **argv)
 	free(hws);
 	free(gr);
 	free(lpred);
+	free(done);
+	free(grp);
 	kbench_release(&kb);
 	return 0;
 }
