@@ -847,6 +847,27 @@ static double loss(const gsl_vector *v, void *p)
 	return s / (double)c->n;
 }
 
+/* A head-dim factor no row of an attention fit measures (d64: no head
+ * dim below 128; d256: none above) does not move the loss, so the simplex
+ * leaves it wherever it drifted (H100's fp8 rows, all at 128, had taken
+ * both to 2.0, their bound): it takes its prior instead. */
+static void head_dim_priors(const struct fitctx *c)
+{
+	int lo = 0, hi = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		double d = c->rows[c->idx[i]].d;
+		lo |= d < 128;
+		hi |= d > 128;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		struct hw_attn *a = &c->hws[i]->k.attn[c->dtype];
+		if (!lo)
+			a->d64 = KPERF_ATTN_D64_PRIOR;
+		if (!hi)
+			a->d256 = KPERF_ATTN_D256_PRIOR;
+	}
+}
+
 static void minimise(struct fitctx *c, double *x, size_t np)
 {
 	const gsl_multimin_fminimizer_type *T = gsl_multimin_fminimizer_nmsimplex2;
@@ -967,5 +988,7 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 		x[6] = logit((a->d256 - 0.05) / 1.95);
 	}
 	minimise(&c, x, c.full ? 7 : (cls == KB_GEMM ? 1 : 2));
+	if (cls != KB_GEMM && c.full)
+		head_dim_priors(&c);
 	return n;
 }

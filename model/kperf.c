@@ -50,8 +50,8 @@ void kperf_defaults(struct hw_profile *hw)
 		a->flops[1] = KPERF_ATTN_BWD_FRAC * hw->peak_flops[d];
 		a->tile_s[0] = a->tile_s[1] = KPERF_ATTN_TILE_S;
 		a->overhead_s = KPERF_ATTN_OVERHEAD_S;
-		a->d64 = 0.75;
-		a->d256 = 0.9;
+		a->d64 = KPERF_ATTN_D64_PRIOR;
+		a->d256 = KPERF_ATTN_D256_PRIOR;
 	}
 	for (int m = 0; m < HW_MEM_NKINDS; m++) {
 		k->mem_eff[m] = mem_eff[m];

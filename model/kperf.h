@@ -48,6 +48,12 @@
 
 #include "hw.h"
 
+/* Attention's head-dim factors where nothing measured them (priors,
+ * fitted to nothing: docs/MODEL.md): head dim 64 at 0.75 and 256 at 0.9 of
+ * 128's throughput. */
+#define KPERF_ATTN_D64_PRIOR  0.75
+#define KPERF_ATTN_D256_PRIOR 0.9
+
 /* Fill hw->k from hw's datasheet figures alone (peaks, bandwidth); sms
  * is left as it is (0: 108).  hw_load calls it before reading the
  * profile's `kernels` group. */
