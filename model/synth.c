@@ -897,6 +897,13 @@ static void acc_add(struct ctx *c, int r, double elems)
 		kernel(c, r, KC_ELEMENTWISE, GRAPH_ACC_KERNEL, 3 * elems * c->in->acc_elem_bytes);
 }
 
+/* A layer norm's weight and bias, each h values (replicated over tp). */
+static void acc_norm(struct ctx *c, int r, const struct shape *z)
+{
+	acc_add(c, r, z->h);
+	acc_add(c, r, z->h);
+}
+
 /*
  * Mixture-of-experts (Megatron-LM's MoELayer with the all-to-all token
  * dispatcher, megatron/core/transformer/moe/): on each rank the router
@@ -1121,6 +1128,7 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", what);
 	gemm(c, r, name, k, n, m);
 	acc_add(c, r, k * n);
+	acc_add(c, r, n); /* its bias: llm_layer_params gives every linear one */
 }
 
 /* Backward of one layer: full recomputation runs its forward first;
@@ -1154,6 +1162,7 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 		gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
 	}
 	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	acc_norm(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	if (ov)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
@@ -1167,6 +1176,7 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 	attn_bwd(c, r, z);
 	gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
 	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	acc_norm(c, r, z);
 }
 
 /* The output layer's dtype: bf16 under fp8 and fp4. */
@@ -1210,6 +1220,8 @@ static void embed_bwd(struct ctx *c, int r, const struct shape *z)
 	/* Tied on one stage: one gradient, added with the head's. */
 	if (c->in->m.untied || c->in->lay.pp > 1)
 		acc_add(c, r, z->V / z->t * z->h);
+	if (!c->in->m.rope) /* learned positions */
+		acc_add(c, r, z->s * z->h);
 }
 
 /* The final norm, the logits and the loss (the last stage).  The output
@@ -1238,6 +1250,7 @@ static void head_bwd(struct ctx *c, int r, const struct shape *z)
 	kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd", 14 * bs * z->V / z->t);
 	logits_bwd(c, r, bs, z->V / z->t, z->h);
 	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
+	acc_norm(c, r, z);
 }
 
 /* Parameters of the embedding on stage r's GPU: the word embedding

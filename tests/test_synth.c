@@ -370,18 +370,23 @@ static void test_selective_recompute(void **state)
 
 /* acc_elem_bytes (a base whose framework adds each microbatch's weight
  * gradients, PyTorch's autograd): per microbatch after the first, one add
- * per weight -- the 8 layers' four linear weights and the (tied) output
- * layer's: 33 -- in microbatch 1 and 2 of 3, nothing else changed: the
- * kernels' time grows by exactly the adds'.  0 (Megatron-LM's fused
- * accumulation): none.  And they read and write 3 x 2 bytes a value: the
- * add of an FC1 weight (1024 x 4096) takes as long as an FC2's. */
+ * per parameter tensor -- each of the 8 layers' four linear weights, their
+ * four biases and its two norms' weights and biases (12), the (tied)
+ * output layer's weight, the final norm's two and the learned positions:
+ * 8 x 12 + 4 = 100, as PyTorch's AccumulateGrad runs one per tensor -- in
+ * microbatch 1 and 2 of 3, nothing else changed: the kernels' time grows
+ * by exactly the adds'.  0 (Megatron-LM's fused accumulation): none.  And
+ * they read and write 3 x 2 bytes a value: in backward order the output
+ * layer's, the final norm's two, then the last layer's FC2 weight (1024 x
+ * 4096; 4th) takes as long as its FC1 weight (6th), its FC2 bias (1024
+ * values, 5th) as long as a norm's weight (8th). */
 static void test_accumulation_adds(void **state)
 {
 	struct synth_in in;
 	struct synth_out so;
 	struct settle_out st;
 	struct graph *g[2];
-	int64_t kern[2], adds = 0, fc[2] = {-1, -1};
+	int64_t kern[2], adds = 0, at[9];
 	int count[2];
 	(void)state;
 	for (int i = 0; i < 2; i++) {
@@ -395,20 +400,21 @@ static void test_accumulation_adds(void **state)
 		synth_out_free(&so);
 	}
 	assert_int_equal(count[0], 0);
-	assert_int_equal(count[1], 33 * 2);
+	assert_int_equal(count[1], 100 * 2);
 	for (uint32_t u = 0, k = 0; u < g[1]->n_nodes; u++) {
 		if (strcmp(strtab_get(&g[1]->st, g[1]->name[u]), GRAPH_ACC_KERNEL))
 			continue;
 		assert_true(g[1]->mb[u] == 1 || g[1]->mb[u] == 2);
 		adds += g[1]->dur_ns[u];
-		/* The output layer's, then each layer's: fc2, fc1, proj, qkv. */
-		if (k == 1 || k == 2)
-			fc[k - 1] = g[1]->dur_ns[u];
+		if (k < 9)
+			at[k] = g[1]->dur_ns[u];
 		k++;
 	}
 	assert_int_equal(kern[1] - kern[0], adds);
-	assert_true(fc[0] > 0);
-	assert_int_equal(fc[0], fc[1]);
+	assert_true(at[3] > at[4]);
+	assert_int_equal(at[3], at[5]);
+	assert_int_equal(at[4], at[7]);
+	assert_int_equal(at[7], at[8]);
 	graph_free(g[0]);
 	graph_free(g[1]);
 }
