@@ -21,6 +21,24 @@ void analytic_in_default(struct analytic_in *in)
 	in->lay.pp_overlap = 1;
 }
 
+/* A layer's backward with the gradient adds of an unfused accumulation
+ * (acc_elem_bytes > 0): synth's steady microbatch has them, the first of
+ * the mb does not, so a microbatch on average carries (mb - 1) / mb of
+ * them.  *bwd is the backward without them (si's acc_elem_bytes 0). */
+static void acc_share(struct synth_in *si, double acc_elem_bytes, double mb, int moe, double *bwd)
+{
+	double f, b, a;
+	if (!(acc_elem_bytes > 0) || mb <= 1)
+		return;
+	si->acc_elem_bytes = acc_elem_bytes;
+	if (moe)
+		synth_moe_layer_times(si, &f, &b, &a);
+	else
+		synth_layer_times(si, &f, &b, &a);
+	si->acc_elem_bytes = 0;
+	*bwd += (b - *bwd) * (mb - 1) / mb;
+}
+
 int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, struct prism_err *err)
 {
 	const struct hw_profile *hw = in->hw;
@@ -91,6 +109,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		synth_mem(&si, &out->mem);
 		synth_mem_layout(&si, &lay);
 		synth_layer_times(&si, &lf, &lb, &la);
+		acc_share(&si, in->acc_elem_bytes, mb, 0, &lb);
 		if (cp > 1) {
 			/* Ring attention: cp - 1 key-value transfers forward (and
 			 * again when the forward is recomputed), cp - 1 of twice the
@@ -134,6 +153,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			double a2a = synth_moe_a2a_bytes(&si), et = mem_etp(&lay);
 			int node = hw_domain(hw), ep = mem_ep(&lay);
 			synth_moe_layer_times(&si, &mlf, &mlb, &mla);
+			acc_share(&si, in->acc_elem_bytes, mb, 1, &mlb);
 			if (a2a > 0) {
 				int cap = node / (int)et > 0 ? node / (int)et : 1;
 				comm_time(hw, GC_ALL_TO_ALL, a2a,

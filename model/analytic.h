@@ -33,6 +33,9 @@ struct analytic_in {
 	double compute_eff;    /* the kernel model's speed is divided by it (1: as
 			       * modelled; below 1 slower) */
 	double comm_eff;       /* scales the profile's bus efficiencies (comm.h) */
+	double acc_elem_bytes; /* > 0: each microbatch after the first adds its
+				* gradients, as synth_in.acc_elem_bytes; 0 (the
+				* default): fused into the weight-gradient GEMMs */
 };
 
 struct analytic_out {

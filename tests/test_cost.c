@@ -700,6 +700,24 @@ static void test_analytic_small(void **state)
 		assert_rel_close(out.t_compute - before, 2 * 1207959552.0 / 50e12, 1e-9);
 		in.lay.recompute = MEM_RECOMPUTE_NONE;
 	}
+	/* An unfused accumulation (acc_elem_bytes 2, PyTorch's autograd) adds,
+	 * in 3 of the 4 microbatches, one add per parameter tensor of a layer
+	 * on a rank: weights 1024 x 1536 + 512 x 1024 + 1024 x 2048 + 2048 x
+	 * 1024 = 6,291,456 values, biases 1536 + 1024 + 2048 + 1024 = 5,632 (the
+	 * row-parallel ones whole), the two norms' weights and biases 4 x 1024:
+	 * 6,301,184 values, each read twice and written once in bf16 at 1 TB/s,
+	 * 37.807104 us; the last stage's two layers, 3/4 of it a microbatch:
+	 * 56.710656 us more.  Synth's layers carry the same adds. */
+	{
+		double before;
+		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+		before = out.t_compute;
+		in.acc_elem_bytes = 2;
+		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+		assert_rel_close(out.t_compute - before, 2 * 0.75 * 6301184.0 * 6 / 1e12, 1e-9);
+		assert_rel_close(out.t_compute - before, 56.710656e-6, 1e-9);
+		in.acc_elem_bytes = 0;
+	}
 
 	/* Infeasible layouts are refused with the rule they break. */
 	in.global_batch = 7;
