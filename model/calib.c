@@ -197,6 +197,21 @@ void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 	free(e);
 }
 
+/* Task u as a GEMM the kernel model times: its batch, M, N, K in d, the
+ * dtype it runs in (fp32 on tensor cores, by its kernel's name, as tf32)
+ * and the model's time; 0 for any other task. */
+static int gemm_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, double d[4],
+		      int *dt, double *model_s)
+{
+	if (g->dur_ns[u] <= 0 || !cost_gemm_dims(g, u, d))
+		return 0;
+	*dt = cost_dtype(g, u);
+	if (*dt == HW_FP32 && hw->peak_flops[HW_TF32] > 0 &&
+	    strstr(strtab_get(&g->st, g->name[u]), "tensorop"))
+		*dt = HW_TF32;
+	return *dt >= 0 && (*model_s = kperf_gemm_s(hw, *dt, d[0], d[1], d[2], d[3])) > 0;
+}
+
 void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
 			struct calib_kmodel *out)
 {
@@ -208,13 +223,7 @@ void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
 	for (uint32_t u = 0; e && f && u < g->n_nodes; u++) {
 		double d[4], t, p, fl;
 		int dt;
-		if (g->dur_ns[u] <= 0 || !cost_gemm_dims(g, u, d))
-			continue;
-		dt = cost_dtype(g, u);
-		if (dt == HW_FP32 && hw->peak_flops[HW_TF32] > 0 &&
-		    strstr(strtab_get(&g->st, g->name[u]), "tensorop"))
-			dt = HW_TF32;
-		if (dt < 0 || !(p = kperf_gemm_s(hw, dt, d[0], d[1], d[2], d[3])))
+		if (!gemm_point(g, hw, u, d, &dt, &p))
 			continue;
 		t = g->dur_ns[u] / 1e9;
 		fl = 3e-6 + 2 * d[0] * d[1] * d[2] * d[3] / (0.7 * hw->peak_flops[dt]);
@@ -239,6 +248,77 @@ void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
 	}
 	free(e);
 	free(f);
+}
+
+/* A GEMM kernel of the trace: shape, dtype, measured seconds. */
+struct gpoint {
+	double d[4];
+	int dt;
+	double t;
+};
+
+static int cmp_gpoint(const void *a, const void *b)
+{
+	const struct gpoint *x = a, *y = b;
+	if (x->dt != y->dt)
+		return x->dt < y->dt ? -1 : 1;
+	for (int i = 0; i < 4; i++)
+		if (x->d[i] != y->d[i])
+			return x->d[i] < y->d[i] ? -1 : 1;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static int cmp_gshape_time(const void *a, const void *b)
+{
+	const struct calib_gshape *x = a, *y = b;
+	double tx = x->measured_s * (double)x->count, ty = y->measured_s * (double)y->count;
+	return tx > ty ? -1 : tx < ty;
+}
+
+int calib_gemm_shapes(const struct graph *g, const struct hw_profile *hw, struct calib_gshape **out,
+		      size_t *n, struct prism_err *err)
+{
+	struct gpoint *pt = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*pt));
+	struct calib_gshape *sh = NULL;
+	size_t np = 0, ns = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!pt)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		double p;
+		if (gemm_point(g, hw, u, pt[np].d, &pt[np].dt, &p))
+			pt[np++].t = g->dur_ns[u] / 1e9;
+	}
+	qsort(pt, np, sizeof(*pt), cmp_gpoint);
+	if (np && !(sh = prism_malloc(np * sizeof(*sh)))) {
+		free(pt);
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0, j; i < np; i = j) {
+		struct calib_gshape *s = &sh[ns++];
+		for (j = i + 1;
+		     j < np && pt[j].dt == pt[i].dt && !memcmp(pt[j].d, pt[i].d, sizeof(pt[i].d));
+		     j++)
+			;
+		s->b = pt[i].d[0];
+		s->m = pt[i].d[1];
+		s->n = pt[i].d[2];
+		s->k = pt[i].d[3];
+		s->dtype = pt[i].dt;
+		s->count = j - i;
+		/* the run is sorted by time: its median */
+		s->measured_s = (j - i) % 2
+				    ? pt[i + (j - i) / 2].t
+				    : (pt[i + (j - i) / 2 - 1].t + pt[i + (j - i) / 2].t) / 2;
+		s->model_s = kperf_gemm_s(hw, s->dtype, s->b, s->m, s->n, s->k);
+	}
+	free(pt);
+	qsort(sh, ns, sizeof(*sh), cmp_gshape_time);
+	*out = sh;
+	*n = ns;
+	return 0;
 }
 
 /* A kernel's duration and whether a collective ran beside it, keyed by its

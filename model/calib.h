@@ -63,6 +63,20 @@ struct calib_kmodel {
 void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
 			struct calib_kmodel *out);
 
+/* The same GEMMs shape by shape: one entry per batch, M, N, K and dtype,
+ * with its kernels' count, their median time and the kernel model's,
+ * the most measured time (count x median) first.  *out is allocated
+ * (free() it; NULL with *n 0 where the trace has none). */
+struct calib_gshape {
+	double b, m, n, k;
+	int dtype; /* enum hw_dtype the model times it in */
+	size_t count;
+	double measured_s; /* median */
+	double model_s;
+};
+int calib_gemm_shapes(const struct graph *g, const struct hw_profile *hw, struct calib_gshape **out,
+		      size_t *n, struct prism_err *err);
+
 /* Bus efficiency of a collective kind, from its kernels with a known size
  * and group: the e for which comm_time() gives the measured time. */
 struct calib_comm {

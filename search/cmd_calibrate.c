@@ -30,6 +30,9 @@ static const char help[] =
     "\n"
     "options:\n"
     "      --db FILE     add the trace's kernels to the kernel database FILE\n"
+    "      --gemms       also each GEMM shape against the kernel model: its\n"
+    "                    kernels, their median time, the model's, the error\n"
+    "                    (most measured time first; in JSON kernel_model.shapes)\n"
     "      --hw FILE     the hardware profile (default: chosen from the trace's\n"
     "                    GPU name among configs/hw/*.cfg)\n"
     "      --json        print the results as JSON\n"
@@ -42,6 +45,7 @@ int cmd_calibrate(int argc, char **argv)
 	    {"hw", required_argument, NULL, 'w'},
 	    {"db", required_argument, NULL, 'D'},
 	    {"json", no_argument, NULL, 'j'},
+	    {"gemms", no_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
 	    CLI_BUILD_LONGOPTS,
 	    {NULL, 0, NULL, 0},
@@ -59,7 +63,9 @@ int cmd_calibrate(int argc, char **argv)
 	size_t added = 0, loo_n[KC_NCLASSES];
 	double loo_mean[KC_NCLASSES], loo_med[KC_NCLASSES];
 	char found[1024];
-	int json = 0, shown = 0, c, rc;
+	struct calib_gshape *gs = NULL;
+	size_t ngs = 0;
+	int json = 0, gemms = 0, shown = 0, c, rc;
 
 	build_opts_default(&bo);
 	prism_err_clear(&err);
@@ -79,6 +85,9 @@ int cmd_calibrate(int argc, char **argv)
 			break;
 		case 'j':
 			json = 1;
+			break;
+		case 'g':
+			gemms = 1;
 			break;
 		case 'h':
 			fputs(help, stdout);
@@ -119,10 +128,11 @@ int cmd_calibrate(int argc, char **argv)
 	calib_fit(g, &hw, cc);
 	calib_kernel_model(g, &hw, &km);
 	calib_comm_fit(g, &hw, cm);
-	if (calib_contention(g, &ct)) {
+	if ((gemms && calib_gemm_shapes(g, &hw, &gs, &ngs, &err)) ||
+	    (calib_contention(g, &ct) && prism_err_set(&err, PRISM_ENOMEM, "out of memory"))) {
+		free(gs);
 		kdb_free(db);
 		graph_free(g);
-		prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 		return cli_fail(&err);
 	}
 	for (int k = 0; k < KC_NCLASSES; k++)
@@ -154,9 +164,21 @@ int cmd_calibrate(int argc, char **argv)
 		}
 		printf("},\"kernel_model\":{\"gemms\":%zu,\"mean\":%.6f,\"median\":%.6f,"
 		       "\"worst\":%.6f,\"signed_mean\":%.6f,\"flat_mean\":%.6f,"
-		       "\"flat_median\":%.6f}",
+		       "\"flat_median\":%.6f",
 		       km.n, km.mean, km.median, km.worst, km.signed_mean, km.flat_mean,
 		       km.flat_median);
+		if (gemms) {
+			printf(",\"shapes\":[");
+			for (size_t i = 0; i < ngs; i++)
+				printf("%s{\"dtype\":\"%s\",\"b\":%.0f,\"m\":%.0f,\"n\":%.0f,"
+				       "\"k\":%.0f,\"kernels\":%zu,\"measured_s\":%.9f,"
+				       "\"model_s\":%.9f}",
+				       i ? "," : "", hw_dtype_name(gs[i].dtype), gs[i].b, gs[i].m,
+				       gs[i].n, gs[i].k, gs[i].count, gs[i].measured_s,
+				       gs[i].model_s);
+			printf("]");
+		}
+		printf("}");
 		printf(",\"contention\":{\"groups\":%zu,\"pairs\":%zu,\"compute_slowdown\":%.6f,"
 		       "\"group_slowdowns\":[",
 		       ct.keys, ct.pairs, ct.compute);
@@ -216,6 +238,21 @@ int cmd_calibrate(int argc, char **argv)
 			       "peak + 3 us): mean %.1f%%, median %.1f%%\n",
 			       km.n, 100 * km.mean, 100 * km.median, 100 * km.worst,
 			       100 * km.signed_mean, 100 * km.flat_mean, 100 * km.flat_median);
+		if (gemms) {
+			printf("\n%-6s %-28s %8s %12s %12s %8s\n", "dtype", "b x M x N x K",
+			       "kernels", "measured us", "model us", "error");
+			for (size_t i = 0; i < ngs; i++) {
+				char shape[96];
+				snprintf(shape, sizeof(shape), "%.0f x %.0f x %.0f x %.0f", gs[i].b,
+					 gs[i].m, gs[i].n, gs[i].k);
+				printf("%-6s %-28s %8zu %12.3f %12.3f %+7.1f%%\n",
+				       hw_dtype_name(gs[i].dtype), shape, gs[i].count,
+				       gs[i].measured_s * 1e6, gs[i].model_s * 1e6,
+				       100 * (gs[i].model_s - gs[i].measured_s) / gs[i].measured_s);
+			}
+			if (!ngs)
+				printf("(no GEMM with shapes)\n");
+		}
 		for (int k = 0, first = 1; k < GC_NKINDS; k++) {
 			if (!cm[k].n)
 				continue;
@@ -233,6 +270,7 @@ int cmd_calibrate(int argc, char **argv)
 			    "profile's contention.compute)\n",
 			    100 * ct.compute, ct.keys, ct.pairs);
 	}
+	free(gs);
 	kdb_free(db);
 	graph_free(g);
 	return 0;

@@ -20,6 +20,71 @@ FIELDS = ("layers", "hidden", "heads", "seq", "mbs", "microbatches", "compiled",
           "driver", "torch", "cuda", "step_ms_median", "step_ms_p10", "step_ms_p90", "traces")
 
 
+def gemm_shapes(prism, trace):
+    """prism calibrate --gemms against the trace read here another way:
+    each aten::mm/addmm/bmm op's shapes and the one GEMM kernel its thread
+    launched inside it (by correlation id), grouped by shape -- the same
+    shapes, counts and median times (CUPTI microseconds, prism's whole
+    nanoseconds), most measured time first; and the model's time, the one
+    prism kernels gives the shape (its --rows, another path to kperf)."""
+    import bisect
+    import gzip
+    import statistics
+    import tempfile
+    ev = json.load(gzip.open(trace))["traceEvents"]
+    kern = {e["args"].get("correlation"): e for e in ev if e.get("cat") == "kernel"}
+    launches = {}
+    for e in ev:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "aunch" in e["name"]:
+            launches.setdefault(e["tid"], []).append(e)
+    for v in launches.values():
+        v.sort(key=lambda e: e["ts"])
+    want = {}
+    for o in ev:
+        if o.get("cat") != "cpu_op" or o["name"] not in ("aten::mm", "aten::addmm", "aten::bmm"):
+            continue
+        dims = o["args"].get("Input Dims")
+        ls = launches.get(o["tid"], [])
+        i = bisect.bisect_left([e["ts"] for e in ls], o["ts"])
+        ks = []
+        while i < len(ls) and ls[i]["ts"] <= o["ts"] + o["dur"]:
+            k = kern.get(ls[i]["args"].get("correlation"))
+            if k and ("gemm" in k["name"] or "nvjet" in k["name"]):
+                ks.append(k)
+            i += 1
+        if not dims or len(ks) != 1:
+            continue
+        a, w = (dims[1], dims[2]) if o["name"] == "aten::addmm" else (dims[0], dims[1])
+        shape = (1, a[0], w[1], a[1]) if len(a) == 2 else (a[0], a[1], w[2], a[2])
+        want.setdefault(shape, []).append(ks[0]["dur"])
+    assert len(want) == 12, want.keys()
+    out = json.loads(subprocess.run([prism, "calibrate", "--gemms", "--json", trace], check=True,
+                                    capture_output=True, text=True).stdout)
+    got = out["kernel_model"]["shapes"]
+    assert out["kernel_model"]["gemms"] == sum(len(v) for v in want.values())
+    assert {(g["b"], g["m"], g["n"], g["k"]): g["kernels"] for g in got} == \
+        {k: len(v) for k, v in want.items()}, got
+    for g in got:
+        med = statistics.median(want[(g["b"], g["m"], g["n"], g["k"])])
+        assert abs(g["measured_s"] * 1e6 - med) <= 0.002, (g, med)
+    tot = [g["kernels"] * g["measured_s"] for g in got]
+    assert tot == sorted(tot, reverse=True), tot
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "shapes.csv")
+        with open(path, "w") as f:
+            f.write("gpu,gpu_detail,dtype,out_dtype,op,batch,M,N,K,implementation,tflops,"
+                    "time_ms,metric2,value2,units2,source,section,notes\n")
+            for g in got:
+                f.write(f"H100 SXM,x,bf16,bf16,gemm,{g['b']},{g['m']},{g['n']},{g['k']},x,,"
+                        f"{g['measured_s'] * 1e3:.9f},,,,trace,s,n\n")
+        rows = subprocess.run([prism, "kernels", "--rows", path], check=True,
+                              capture_output=True, text=True).stdout.splitlines()
+        pred = [float(x.split(",")[-2]) for x in rows if x.startswith("h100-dgx,gemm,")]
+    assert len(pred) == len(got)
+    for g, p in zip(got, pred):
+        assert abs(g["model_s"] * 1e6 / p - 1) < 1e-4, (g, p)
+
+
 def main():
     prism, data = sys.argv[1], sys.argv[2]
     pts = [json.loads(l) for l in open(os.path.join(data, "manifest.jsonl"))]
@@ -100,6 +165,7 @@ def main():
                                   check=True, capture_output=True, text=True).stdout)
     assert r["how"].endswith("microbatches after the first add their weights' gradients, as "
                              "the base's did"), r["how"]
+    gemm_shapes(prism, os.path.join(data, tags[(2, 1024, 1)]["traces"][0]))
     print(f"{len(runs)} points, {len(errs)} steps replayed: mean |error| {mean:.2f}%; "
           f"{len(rows)} kernel rows; layer edits from host-bound bases {100 * mp:.0f}% off "
           f"as traced, {100 * ms:.0f}% with --base-step-ms")

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "build.h"
+#include "calib.h"
 #include "edit.h"
 #include "hw.h"
 #include "infer.h"
@@ -1028,6 +1029,20 @@ static void test_retime_gemm(void **state)
 	assert_int_equal(g->phase[gemm], PH_FORWARD);
 	assert_int_equal(g->dur_ns[gemm], 60000);
 	assert_int_equal(g->dur_ns[other], 20000);
+	/* prism calibrate --gemms: the one GEMM shape, its 60 us and the
+	 * model's 24.667 us (the Triton kernel's op has no shapes). */
+	{
+		struct calib_gshape *gs;
+		size_t ngs;
+		assert_int_equal(calib_gemm_shapes(g, &h100, &gs, &ngs, &err), 0);
+		assert_int_equal(ngs, 1);
+		assert_true(gs[0].b == 1 && gs[0].m == 2048 && gs[0].n == 3072 && gs[0].k == 1024);
+		assert_int_equal(gs[0].dtype, HW_BF16);
+		assert_int_equal(gs[0].count, 1);
+		assert_rel_close(gs[0].measured_s, 60e-6, 1e-12);
+		assert_rel_close(gs[0].model_s, k_old, 1e-12);
+		free(gs);
+	}
 
 	/* Hidden x2, FFN with it, on the same GPU. */
 	m1.hidden = 2048;
