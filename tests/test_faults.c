@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "build.h"
+#include "calib.h"
 #include "edit.h"
 #include "kbench.h"
 #include "mem.h"
@@ -281,11 +282,16 @@ static int store(struct prism_err *err)
 }
 
 /* A hardware profile with its kernels group, and prism kernels' reader
- * over tests/data/kernels, every row predicted. */
+ * over tests/data/kernels, every row predicted; prism calibrate --gemms's
+ * shapes of the golden graph. */
 static int kernels(struct prism_err *err)
 {
 	struct hw_profile h;
 	struct kbench kb;
+	struct graph *g = NULL;
+	struct calib_gshape *gs = NULL;
+	char path[128];
+	size_t ngs;
 	int rc;
 
 	memset(&kb, 0, sizeof(kb));
@@ -294,6 +300,13 @@ static int kernels(struct prism_err *err)
 		rc = kbench_read(&kb, TEST_DATA("kernels"), err);
 	for (size_t i = 0; rc == 0 && i < kb.n; i++)
 		(void)kbench_predict(&h, &kb.rows[i], 0);
+	path_in(path, sizeof(path), "golden.prism");
+	if (rc == 0)
+		rc = graph_load(path, &g, err);
+	if (rc == 0)
+		rc = calib_gemm_shapes(g, &h, &gs, &ngs, err);
+	free(gs);
+	graph_free(g);
 	kbench_release(&kb);
 	return rc;
 }
