@@ -74,17 +74,20 @@ int calib_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, 
 	return 1;
 }
 
-void calib_fit(const struct graph *g, const struct hw_profile *hw,
-	       struct calib_class out[KC_NCLASSES])
+int calib_fit(const struct graph *g, const struct hw_profile *hw,
+	      struct calib_class out[KC_NCLASSES])
 {
+	int rc = 0;
 	double *x = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*x));
 	double *y = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*y));
 	double *err = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*err));
 	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
 
 	memset(out, 0, KC_NCLASSES * sizeof(*out));
-	if (!x || !y || !err || !cls || cost_classify_all(g, cls))
+	if (!x || !y || !err || !cls || cost_classify_all(g, cls)) {
+		rc = PRISM_ENOMEM;
 		goto done;
+	}
 	for (int c = 0; c < KC_NCLASSES; c++) {
 		size_t n = 0;
 		double c0, c1, cov00, cov01, cov11, ss, mx = 0, sxx = 0, sum = 0;
@@ -154,16 +157,17 @@ done:
 	free(y);
 	free(err);
 	free(cls);
+	return rc;
 }
 
-void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
-		    struct calib_comm out[GC_NKINDS])
+int calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
+		   struct calib_comm out[GC_NKINDS])
 {
 	double *e = prism_malloc((g->n_colls ? g->n_colls : 1) * sizeof(*e));
 
 	memset(out, 0, GC_NKINDS * sizeof(*out));
 	if (!e)
-		return;
+		return PRISM_ENOMEM;
 	for (int k = 0; k < GC_NKINDS; k++) {
 		size_t n = 0;
 		for (uint32_t c = 0; c < g->n_colls; c++) {
@@ -195,6 +199,7 @@ void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 		out[k].best_eff = e[n - 1];
 	}
 	free(e);
+	return 0;
 }
 
 /* Task u as a GEMM the kernel model times: its batch, M, N, K in d, the
@@ -212,15 +217,19 @@ static int gemm_point(const struct graph *g, const struct hw_profile *hw, uint32
 	return *dt >= 0 && (*model_s = kperf_gemm_s(hw, *dt, d[0], d[1], d[2], d[3])) > 0;
 }
 
-void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
-			struct calib_kmodel *out)
+int calib_kernel_model(const struct graph *g, const struct hw_profile *hw, struct calib_kmodel *out)
 {
 	double *e = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*e));
 	double *f = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*f));
 	double sum = 0, fsum = 0, ssum = 0;
 
 	memset(out, 0, sizeof(*out));
-	for (uint32_t u = 0; e && f && u < g->n_nodes; u++) {
+	if (!e || !f) {
+		free(e);
+		free(f);
+		return PRISM_ENOMEM;
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		double d[4], t, p, fl;
 		int dt;
 		if (!gemm_point(g, hw, u, d, &dt, &p))
@@ -248,6 +257,7 @@ void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
 	}
 	free(e);
 	free(f);
+	return 0;
 }
 
 /* A GEMM kernel of the trace: shape, dtype, measured seconds. */

@@ -46,9 +46,10 @@ int calib_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, 
 		double *ideal, double *work, int *dtype);
 
 /* Fit every class of g's GPU tasks on hw.  Classes with fewer than 3
- * points are left with n < 3 and zeros. */
-void calib_fit(const struct graph *g, const struct hw_profile *hw,
-	       struct calib_class out[KC_NCLASSES]);
+ * points are left with n < 3 and zeros.  0, or PRISM_ENOMEM (out
+ * cleared). */
+int calib_fit(const struct graph *g, const struct hw_profile *hw,
+	      struct calib_class out[KC_NCLASSES]);
 
 /* The kernel model (kperf.h) on a trace's GEMMs whose shapes its ops
  * record: each predicted from (batch, M, N, K), its dtype and hw, against
@@ -60,8 +61,8 @@ struct calib_kmodel {
 	double signed_mean;	    /* (predicted - measured) / measured */
 	double flat_mean, flat_median;
 };
-void calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
-			struct calib_kmodel *out);
+int calib_kernel_model(const struct graph *g, const struct hw_profile *hw,
+		       struct calib_kmodel *out); /* 0, or PRISM_ENOMEM */
 
 /* The same GEMMs shape by shape: one entry per batch, M, N, K and dtype,
  * with its kernels' count, their median time and the kernel model's,
@@ -87,8 +88,8 @@ struct calib_comm {
 
 /* One entry per enum graph_coll_kind; groups within one node when they
  * fit in hw's node, else spread over full nodes. */
-void calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
-		    struct calib_comm out[GC_NKINDS]);
+int calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
+		   struct calib_comm out[GC_NKINDS]); /* 0, or PRISM_ENOMEM */
 
 /*
  * Contention (sim.h): how much slower a compute kernel runs while a

@@ -125,11 +125,10 @@ int cmd_calibrate(int argc, char **argv)
 		graph_free(g);
 		return cli_fail(&err);
 	}
-	calib_fit(g, &hw, cc);
-	calib_kernel_model(g, &hw, &km);
-	calib_comm_fit(g, &hw, cm);
 	if ((gemms && calib_gemm_shapes(g, &hw, &gs, &ngs, &err)) ||
-	    (calib_contention(g, &ct) && prism_err_set(&err, PRISM_ENOMEM, "out of memory"))) {
+	    ((calib_fit(g, &hw, cc) || calib_kernel_model(g, &hw, &km) ||
+	      calib_comm_fit(g, &hw, cm) || calib_contention(g, &ct)) &&
+	     prism_err_set(&err, PRISM_ENOMEM, "out of memory"))) {
 		free(gs);
 		kdb_free(db);
 		graph_free(g);

@@ -282,8 +282,8 @@ static int store(struct prism_err *err)
 }
 
 /* A hardware profile with its kernels group, and prism kernels' reader
- * over tests/data/kernels, every row predicted; prism calibrate --gemms's
- * shapes of the golden graph. */
+ * over tests/data/kernels, every row predicted; prism calibrate's fits and
+ * GEMM shapes of the golden graph. */
 static int kernels(struct prism_err *err)
 {
 	struct hw_profile h;
@@ -305,6 +305,14 @@ static int kernels(struct prism_err *err)
 		rc = graph_load(path, &g, err);
 	if (rc == 0)
 		rc = calib_gemm_shapes(g, &h, &gs, &ngs, err);
+	if (rc == 0) {
+		struct calib_class cc[KC_NCLASSES];
+		struct calib_kmodel km;
+		struct calib_comm cm[GC_NKINDS];
+		if (calib_fit(g, &h, cc) || calib_kernel_model(g, &h, &km) ||
+		    calib_comm_fit(g, &h, cm))
+			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory (calibrate)");
+	}
 	free(gs);
 	graph_free(g);
 	kbench_release(&kb);

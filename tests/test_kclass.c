@@ -199,7 +199,7 @@ static void test_calib_exact_line(void **state)
 	g = kernels(5, "sm80_xmma_gemm_bf16bf16", "aten::mm", dims,
 		    "[\"c10::BFloat16\", \"c10::BFloat16\"]", dur);
 	test_gpu(&hw);
-	calib_fit(g, &hw, cc);
+	assert_int_equal(calib_fit(g, &hw, cc), 0);
 	assert_int_equal(cc[KC_GEMM].n, 5);
 	assert_rel_close(cc[KC_GEMM].eff, 0.4, 1e-6);
 	assert_rel_close(cc[KC_GEMM].overhead_s, 5e-6, 1e-4);
@@ -254,7 +254,7 @@ static void test_calib_leave_one_out(void **state)
 	g = kernels(6, "sm80_xmma_gemm_bf16bf16", "aten::mm", dims,
 		    "[\"c10::BFloat16\", \"c10::BFloat16\"]", dur);
 	test_gpu(&hw);
-	calib_fit(g, &hw, cc);
+	assert_int_equal(calib_fit(g, &hw, cc), 0);
 	assert_rel_close(cc[KC_GEMM].loo_mean, loo, 1e-9);
 	assert_true(loo > 0.05); /* the noise shows: the test can fail */
 	{
@@ -301,7 +301,7 @@ static void test_bus_efficiency(void **state)
 		g->colls[u].bytes = (int64_t)bytes[u];
 		g->colls[u].group_size = 8;
 	}
-	calib_comm_fit(g, &hw, cm);
+	assert_int_equal(calib_comm_fit(g, &hw, cm), 0);
 	assert_int_equal(cm[GC_ALL_REDUCE].n, 4);
 	assert_rel_close(cm[GC_ALL_REDUCE].median_eff, 0.7, 1e-5);
 	assert_rel_close(cm[GC_ALL_REDUCE].best_eff, 0.7, 1e-5);
