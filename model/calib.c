@@ -325,7 +325,8 @@ int calib_gemm_shapes(const struct graph *g, const struct hw_profile *hw, struct
 		s->model_s = kperf_gemm_s(hw, s->dtype, s->b, s->m, s->n, s->k);
 	}
 	free(pt);
-	qsort(sh, ns, sizeof(*sh), cmp_gshape_time);
+	if (ns) /* sh is NULL without shapes */
+		qsort(sh, ns, sizeof(*sh), cmp_gshape_time);
 	*out = sh;
 	*n = ns;
 	return 0;
