@@ -322,7 +322,7 @@ int calib_gemm_shapes(const struct graph *g, const struct hw_profile *hw, struct
 		s->measured_s = (j - i) % 2
 				    ? pt[i + (j - i) / 2].t
 				    : (pt[i + (j - i) / 2 - 1].t + pt[i + (j - i) / 2].t) / 2;
-		s->model_s = kperf_gemm_s(hw, s->dtype, s->b, s->m, s->n, s->k);
+		s->model_s = kperf_gemm_plan(hw, s->dtype, s->b, s->m, s->n, s->k, &s->plan);
 	}
 	free(pt);
 	if (ns) /* sh is NULL without shapes */

@@ -20,6 +20,7 @@
 #include "cost.h"
 #include "graph.h"
 #include "hw.h"
+#include "kperf.h"
 
 struct calib_class {
 	size_t n;	   /* tasks with known work */
@@ -74,6 +75,7 @@ struct calib_gshape {
 	size_t count;
 	double measured_s; /* median */
 	double model_s;
+	struct kperf_gemm_plan plan; /* the model's tile, split-K and waves */
 };
 int calib_gemm_shapes(const struct graph *g, const struct hw_profile *hw, struct calib_gshape **out,
 		      size_t *n, struct prism_err *err);

@@ -120,7 +120,8 @@ static const struct {
 	     {0, 7, 0},	 {2, 8, 2},  {8, 2, 2},	 {2, 9, 2},  {9, 2, 2}};
 #define NDIMS (sizeof(tile_dims) / sizeof(tile_dims[0]))
 
-double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k)
+double kperf_gemm_plan(const struct hw_profile *hw, int dtype, double b, double m, double n,
+		       double k, struct kperf_gemm_plan *plan)
 {
 	static const double splits[] = {1, 2, 4};
 	int sm90 = hw->k.tiles == HW_TILES_SM90;
@@ -128,7 +129,10 @@ double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, 
 	       nd = sm90 ? NDIMS : KPERF_SM80_DIMS;
 	const struct hw_gemm *g;
 	double S, per_flop[4], floor_s[4], cm[NDIMS], cn[NDIMS], best = HUGE_VAL, es, out_b, mem;
+	struct kperf_gemm_plan pl = {0, 0, 0, 0, 0, 0};
 
+	if (plan)
+		*plan = pl;
 	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0)
 		return 0;
 	g = &hw->k.gemm[dtype];
@@ -160,15 +164,26 @@ double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, 
 			t = ceil(count * s / S) * (2 * tm * tn * (k / s) * pf + g->tile_s);
 			if (s > 1)
 				t += s * b * m * n * 4 / hw->hbm_Bps;
-			if (t < best)
+			if (t < best) {
 				best = t;
+				pl = (struct kperf_gemm_plan){
+				    tm, tn, s, count * s, ceil(count * s / S), 0};
+			}
 		}
 	}
 	es = kperf_elem_bytes(dtype);
 	out_b = dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;
 	mem = b * (es * (m * k + k * n) + out_b * m * n) /
 	      (hw->hbm_Bps * (g->mem_eff > 0 ? g->mem_eff : 1));
+	pl.mem_bound = mem > best;
+	if (plan)
+		*plan = pl;
 	return g->overhead_s + (mem > best ? mem : best);
+}
+
+double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k)
+{
+	return kperf_gemm_plan(hw, dtype, b, m, n, k, NULL);
 }
 
 double kperf_gemm_min_s(const struct hw_profile *hw, int dtype, double flops)

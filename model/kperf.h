@@ -70,6 +70,16 @@ void kperf_complete(struct hw_profile *hw, const int gemm_given[HW_NDTYPES],
  * in bf16 or fp32).  0 where hw has no peak for dtype. */
 double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k);
 
+/* kperf_gemm_s and what it chose: the tile (tm x tn), split-K, the tiles
+ * (times splits) and their waves over the SMs, and whether the operands'
+ * bytes took longer than the tiles (memory-bound); all 0 where it gives 0. */
+struct kperf_gemm_plan {
+	double tm, tn, splits, tiles, waves;
+	int mem_bound;
+};
+double kperf_gemm_plan(const struct hw_profile *hw, int dtype, double b, double m, double n,
+		       double k, struct kperf_gemm_plan *plan);
+
 /* What no GEMM doing `flops` in dtype can beat: flops at the achievable
  * peak (0 without one). */
 double kperf_gemm_min_s(const struct hw_profile *hw, int dtype, double flops);

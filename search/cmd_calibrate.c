@@ -31,8 +31,9 @@ static const char help[] =
     "options:\n"
     "      --db FILE     add the trace's kernels to the kernel database FILE\n"
     "      --gemms       also each GEMM shape against the kernel model: its\n"
-    "                    kernels, their median time, the model's, the error\n"
-    "                    (most measured time first; in JSON kernel_model.shapes)\n"
+    "                    kernels, their median time, the model's, the error,\n"
+    "                    and the tiles and waves the model chose (most measured\n"
+    "                    time first; in JSON kernel_model.shapes)\n"
     "      --hw FILE     the hardware profile (default: chosen from the trace's\n"
     "                    GPU name among configs/hw/*.cfg)\n"
     "      --json        print the results as JSON\n"
@@ -171,10 +172,13 @@ int cmd_calibrate(int argc, char **argv)
 			for (size_t i = 0; i < ngs; i++)
 				printf("%s{\"dtype\":\"%s\",\"b\":%.0f,\"m\":%.0f,\"n\":%.0f,"
 				       "\"k\":%.0f,\"kernels\":%zu,\"measured_s\":%.9f,"
-				       "\"model_s\":%.9f}",
+				       "\"model_s\":%.9f,\"tile_m\":%.0f,\"tile_n\":%.0f,"
+				       "\"splits\":%.0f,\"waves\":%.0f,\"memory_bound\":%s}",
 				       i ? "," : "", hw_dtype_name(gs[i].dtype), gs[i].b, gs[i].m,
 				       gs[i].n, gs[i].k, gs[i].count, gs[i].measured_s,
-				       gs[i].model_s);
+				       gs[i].model_s, gs[i].plan.tm, gs[i].plan.tn,
+				       gs[i].plan.splits, gs[i].plan.waves,
+				       gs[i].plan.mem_bound ? "true" : "false");
 			printf("]");
 		}
 		printf("}");
@@ -238,16 +242,27 @@ int cmd_calibrate(int argc, char **argv)
 			       km.n, 100 * km.mean, 100 * km.median, 100 * km.worst,
 			       100 * km.signed_mean, 100 * km.flat_mean, 100 * km.flat_median);
 		if (gemms) {
-			printf("\n%-6s %-28s %8s %12s %12s %8s\n", "dtype", "b x M x N x K",
-			       "kernels", "measured us", "model us", "error");
+			printf("\n%-6s %-28s %8s %12s %12s %8s  %s\n", "dtype", "b x M x N x K",
+			       "kernels", "measured us", "model us", "error",
+			       "the model's tiles, waves");
 			for (size_t i = 0; i < ngs; i++) {
-				char shape[96];
+				const struct kperf_gemm_plan *pl = &gs[i].plan;
+				char shape[96], how[96];
 				snprintf(shape, sizeof(shape), "%.0f x %.0f x %.0f x %.0f", gs[i].b,
 					 gs[i].m, gs[i].n, gs[i].k);
-				printf("%-6s %-28s %8zu %12.3f %12.3f %+7.1f%%\n",
+				snprintf(how, sizeof(how), "%.0f of %.0fx%.0f%s, %.0f wave%s%s",
+					 pl->splits > 0 ? pl->tiles / pl->splits : 0, pl->tm,
+					 pl->tn,
+					 pl->splits > 2	  ? " split-K 4"
+					 : pl->splits > 1 ? " split-K 2"
+							  : "",
+					 pl->waves, pl->waves == 1 ? "" : "s",
+					 pl->mem_bound ? "; memory-bound" : "");
+				printf("%-6s %-28s %8zu %12.3f %12.3f %+7.1f%%  %s\n",
 				       hw_dtype_name(gs[i].dtype), shape, gs[i].count,
 				       gs[i].measured_s * 1e6, gs[i].model_s * 1e6,
-				       100 * (gs[i].model_s - gs[i].measured_s) / gs[i].measured_s);
+				       100 * (gs[i].model_s - gs[i].measured_s) / gs[i].measured_s,
+				       how);
 			}
 			if (!ngs)
 				printf("(no GEMM with shapes)\n");

@@ -1041,6 +1041,10 @@ static void test_retime_gemm(void **state)
 		assert_int_equal(gs[0].count, 1);
 		assert_rel_close(gs[0].measured_s, 60e-6, 1e-12);
 		assert_rel_close(gs[0].model_s, k_old, 1e-12);
+		/* ... with the plan worked below: 384 tiles of 128x128, 3 waves */
+		assert_true(gs[0].plan.tm == 128 && gs[0].plan.tn == 128 && gs[0].plan.splits == 1);
+		assert_true(gs[0].plan.tiles == 384 && gs[0].plan.waves == 3 &&
+			    !gs[0].plan.mem_bound);
 		free(gs);
 	}
 

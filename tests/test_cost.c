@@ -587,6 +587,13 @@ static void test_gemm_waves(void **state)
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096),
 			 4e-6 + 5 * (1e-6 + 67108864.0 / (0.7 * 800e12 / 132)), 1e-12);
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096), 88.09259e-6, 1e-6);
+	{
+		struct kperf_gemm_plan pl;
+		assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1664, 2816, 4096, &pl),
+				 88.09259e-6, 1e-6);
+		assert_true(pl.tm == 64 && pl.tn == 128 && pl.splits == 1 && pl.tiles == 572 &&
+			    pl.waves == 5 && !pl.mem_bound);
+	}
 	for (int i = 0; i < 4; i++) {
 		double n = 256 << (2 * i);
 		e[i] = 2 * n * n * n / kperf_gemm_s(&hw, HW_BF16, 1, n, n, n) / 800e12;
@@ -608,6 +615,13 @@ static void test_gemm_waves(void **state)
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096),
 			 4e-6 + 1e-6 + 2.0 * 320 * 128 * 4096 / (800e12 / 132), 1e-12);
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096), 60.36478e-6, 1e-6);
+	{
+		struct kperf_gemm_plan pl;
+		(void)kperf_gemm_plan(&hw, HW_BF16, 1, 1664, 2816, 4096, &pl);
+		assert_true(pl.tm * pl.tn == 320 * 128 && pl.tiles == 132 && pl.waves == 1);
+		assert_int_equal(kperf_gemm_plan(&hw, HW_BF16, 1, 0, 2816, 4096, &pl), 0);
+		assert_true(pl.tiles == 0 && pl.waves == 0);
+	}
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1536, 2816, 4096), 49.29185e-6, 1e-6);
 	assert_true(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096) >=
 		    kperf_gemm_min_s(&hw, HW_BF16, 2.0 * 1664 * 2816 * 4096));
