@@ -888,7 +888,7 @@ static void linear_fwd(struct ctx *c, int r, const char *name, double m, double 
 
 static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k);
 
-/* A weight's gradient (elems values) added into the accumulated one, in
+/* A parameter's gradient (elems values) added into the accumulated one, in
  * every microbatch but the first where the framework accumulates so
  * (synth_in.acc_elem_bytes): both read, one written. */
 static void acc_add(struct ctx *c, int r, double elems)

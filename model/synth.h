@@ -79,9 +79,10 @@ struct synth_in {
 	double gpu_lag_s;		      /* launch (or previous kernel) to kernel start */
 	double event_s;			      /* cudaEventRecord, cudaStreamWaitEvent */
 	double acc_elem_bytes;		      /* > 0: every microbatch after the first
-				  * adds each weight's gradient into the
-				  * accumulated one (PyTorch's autograd
-				  * accumulating .grad), at this element size;
+				  * adds each parameter tensor's gradient
+				  * into the accumulated one (PyTorch's
+				  * autograd accumulating .grad: weights,
+				  * biases, norms), at this element size;
 				  * 0: the weight-gradient GEMM accumulates
 				  * (Megatron-LM's gradient-accumulation
 				  * fusion) */

@@ -989,7 +989,7 @@ int predict_eval(const struct predict_base *b, const struct synth_in *cand, stru
 				       : "rebuilt from the base's layers (kernel times calibrated "
 					 "on them)",
 			 cand->acc_elem_bytes > 0 && cand->lay.microbatches > 1
-			     ? "; microbatches after the first add their weights' gradients, "
+			     ? "; microbatches after the first add their parameters' gradients, "
 			       "as the base's did"
 			     : "");
 		return 0;

@@ -163,7 +163,7 @@ def main():
     r = json.loads(subprocess.run([prism, "whatif", *files, "--microbatches", "4", "--hidden",
                                    "2048", "--heads", "16", "--ffn", "8192", "--json"],
                                   check=True, capture_output=True, text=True).stdout)
-    assert r["how"].endswith("microbatches after the first add their weights' gradients, as "
+    assert r["how"].endswith("microbatches after the first add their parameters' gradients, as "
                              "the base's did"), r["how"]
     gemm_shapes(prism, os.path.join(data, tags[(2, 1024, 1)]["traces"][0]))
     print(f"{len(runs)} points, {len(errs)} steps replayed: mean |error| {mean:.2f}%; "
