@@ -8,24 +8,17 @@
 #include <string.h>
 
 #include "comm.h"
+#include "kbench.h"
 #include "kperf.h"
 
 const char *calib_profile_for(const char *name, double mem)
 {
-	if (strstr(name, "V100"))
-		return "v100-dgx1.cfg";
-	if (strstr(name, "A100"))
-		return mem > 50e9 || strstr(name, "80GB") ? "a100-80gb-dgx.cfg"
-							  : "a100-40gb-dgx.cfg";
-	if (strstr(name, "H800"))
-		return "h800-hgx.cfg";
-	if (strstr(name, "H200"))
-		return "h200-dgx.cfg";
-	if (strstr(name, "H100"))
-		return "h100-dgx.cfg";
-	if (strstr(name, "B200"))
-		return "b200-dgx.cfg";
-	return NULL;
+	/* An A100 whose name gives no memory size ("A100-PG509-200"): by the
+	 * memory the trace records. */
+	if (strstr(name, "A100") && !strstr(name, "40GB") && !strstr(name, "80GB") &&
+	    !strstr(name, "PCIe"))
+		return mem > 50e9 ? "a100-80gb-dgx" : "a100-40gb-dgx";
+	return kbench_profile(name);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -114,8 +114,9 @@ struct calib_contention {
 };
 int calib_contention(const struct graph *g, struct calib_contention *out);
 
-/* The profile in dir for a GPU named like "NVIDIA A100-SXM4-80GB" (memory
- * in bytes, 0 if unknown, tells the A100s apart), or NULL. */
+/* The configs/hw profile's name for a GPU named like "NVIDIA
+ * A100-SXM4-80GB" (kbench_profile's; memory in bytes, 0 if unknown, tells
+ * apart the A100s whose name does not), or NULL: none fits it. */
 const char *calib_profile_for(const char *gpu_name, double mem_bytes);
 
 #endif

@@ -175,7 +175,7 @@ static void skip(struct kbench *kb, const char *why)
 	kbench_skip(&kb->skips, why);
 }
 
-static int push(struct kbench *kb, const struct kbench_row *r)
+int kbench_add(struct kbench *kb, const struct kbench_row *r)
 {
 	if (kb->n == kb->cap) {
 		size_t c = kb->cap ? 2 * kb->cap : 256;
@@ -265,14 +265,14 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		square_sizes(&r, col(h, f, nf, "implementation"), col(h, f, nf, "notes"));
 		r.m = r.n = r.k = 4096;
 		r.time_s = 2 * 4096.0 * 4096 * 4096 / (tf * 1e12);
-		return push(kb, &r);
+		return kbench_add(kb, &r);
 	}
 	r.time_s = tm > 0 ? tm / 1e3 : tf > 0 ? 2 * r.b * r.m * r.n * r.k / (tf * 1e12) : 0;
 	if (r.time_s <= 0) {
 		skip(kb, "no time");
 		return 0;
 	}
-	return push(kb, &r);
+	return kbench_add(kb, &r);
 }
 
 static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
@@ -338,7 +338,7 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		skip(kb, "no time (TFLOP/s under an unstated convention)");
 		return 0;
 	}
-	return push(kb, &r);
+	return kbench_add(kb, &r);
 }
 
 /* The elements of a memory-bound row's shape: "rows M=4096 x N=1024",
@@ -422,7 +422,7 @@ static int mem_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	if (gb > 0 && tm > 0) {
 		r.bytes = gb * 1e9 * tm / 1e3;
 		r.time_s = tm / 1e3;
-		return push(kb, &r);
+		return kbench_add(kb, &r);
 	}
 	if (gb > 0) {
 		/* A bandwidth summary: the time of 1 GiB at it. */
@@ -432,7 +432,7 @@ static int mem_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		}
 		r.bytes = 1073741824.0;
 		r.time_s = r.bytes / (gb * 1e9);
-		return push(kb, &r);
+		return kbench_add(kb, &r);
 	}
 	if (tm <= 0 || (el = elements(col(h, f, nf, "shape"))) <= 0) {
 		skip(kb, "memory-bound row without bytes or time");
@@ -450,7 +450,7 @@ static int mem_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		mult = fwd ? 2 : both ? 5 : 3;
 	r.bytes = el * es * mult;
 	r.time_s = tm / 1e3;
-	return push(kb, &r);
+	return kbench_add(kb, &r);
 }
 
 /* other.csv: the FP8 linear speed-ups (torchao), "M,K,N = 1024, 2048, 1024". */
@@ -489,7 +489,7 @@ static int other_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	}
 	if (!place(kb, &r, col(h, f, nf, "gpu")))
 		return 0;
-	return push(kb, &r);
+	return kbench_add(kb, &r);
 }
 
 /* tests/data/gpu/kernels.csv (scripts/kernel_sweep.py). */
@@ -542,7 +542,7 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 		skip(kb, "unknown class");
 		return 0;
 	}
-	return push(kb, &r);
+	return kbench_add(kb, &r);
 }
 
 int kbench_slurp(const char *path, char **out, struct prism_err *err)

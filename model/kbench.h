@@ -90,6 +90,10 @@ struct kbench {
 int kbench_read(struct kbench *kb, const char *path, struct prism_err *err);
 void kbench_release(struct kbench *kb);
 
+/* Append one row (a measurement from elsewhere: a trace's GEMMs): 0, or
+ * PRISM_ENOMEM. */
+int kbench_add(struct kbench *kb, const struct kbench_row *r);
+
 /* The profile (configs/hw name) of a GPU as the files name it, or NULL. */
 const char *kbench_profile(const char *gpu);
 

@@ -6,17 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "build.h"
+#include "calib.h"
 #include "cli.h"
+#include "graph.h"
 #include "hw.h"
 #include "kbench.h"
 #include "kperf.h"
 
 static const char help[] =
-    "usage: prism kernels [options] FILE|DIR...\n"
+    "usage: prism kernels [options] FILE|DIR|TRACE...\n"
     "\n"
     "Predict every GEMM, attention and memory-bound row of kernel measurement\n"
     "files (../shared/kernels/*.csv, tests/data/gpu/kernels.csv; a directory\n"
-    "means its *.csv) with the kernel model (tile and wave quantisation over the\n"
+    "means its *.csv) and every GEMM shape of profiler traces (*.json,\n"
+    "*.json.gz, or a saved graph *.prism: each shape's median kernel time, as\n"
+    "prism calibrate --gemms lists them; the trace is the rows' source, its GPU\n"
+    "names the profile) with the kernel model (tile and wave quantisation over the\n"
     "SMs, achievable peak, attention by sequence and head dim, bandwidth curves)\n"
     "and the parameters of the hardware profiles, and print per GPU, class and\n"
     "dtype the rows, their sources and the mean and worst |predicted - measured|\n"
@@ -58,6 +64,78 @@ struct group {
 	char sources[8][64];
 	int n_src;
 };
+
+/* A trace (or saved graph) rather than a CSV file or directory. */
+static int is_trace(const char *path)
+{
+	static const char *const ext[] = {".json", ".json.gz", ".prism"};
+	size_t l = strlen(path);
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		size_t e = strlen(ext[i]);
+		if (l > e && !strcmp(path + l - e, ext[i]))
+			return 1;
+	}
+	return 0;
+}
+
+/* The GEMM shapes of a trace as rows of kb (calib_gemm_shapes: one per
+ * shape and dtype, its kernels' median time), the trace their source, the
+ * profile its GPU's.  A trace without any is an error: nothing to fit or
+ * check. */
+static int read_trace(struct kbench *kb, char *path, struct prism_err *err)
+{
+	struct build_opts bo;
+	struct graph *g = NULL;
+	struct hw_profile hw;
+	struct calib_gshape *gs = NULL;
+	const char *gpu = "", *prof = NULL;
+	size_t n = 0;
+	int rc;
+
+	build_opts_default(&bo);
+	rc = cli_load_graph(&path, 1, NULL, &bo, &g, err);
+	if (rc == 0) {
+		gpu = g->n_ranks ? strtab_get(&g->st, g->ranks[0].device) : "";
+		prof = calib_profile_for(gpu, (double)g->ranks[0].device_mem);
+		if (!gpu[0])
+			rc = prism_err_set(err, PRISM_EARG,
+					   "%s: the trace names no GPU (deviceProperties): no "
+					   "hardware profile to predict it with",
+					   path);
+		else if (!prof)
+			rc = prism_err_set(err, PRISM_EARG,
+					   "%s: no hardware profile for GPU '%s' (configs/hw)",
+					   path, gpu);
+	}
+	if (rc == 0)
+		rc = cli_load_hw(prof, &hw, err);
+	if (rc == 0)
+		rc = calib_gemm_shapes(g, &hw, &gs, &n, err);
+	if (rc == 0 && n == 0)
+		rc = prism_err_set(err, PRISM_EARG,
+				   "%s: no GEMM with shapes (profile with torch.profiler's "
+				   "record_shapes=True)",
+				   path);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct kbench_row r;
+		memset(&r, 0, sizeof(r));
+		r.cls = KB_GEMM;
+		r.dtype = gs[i].dtype;
+		snprintf(r.gpu, sizeof(r.gpu), "%s", gpu);
+		snprintf(r.profile, sizeof(r.profile), "%s", prof);
+		snprintf(r.source, sizeof(r.source), "%s", path);
+		r.b = gs[i].b;
+		r.m = gs[i].m;
+		r.n = gs[i].n;
+		r.k = gs[i].k;
+		r.time_s = gs[i].measured_s;
+		if (kbench_add(kb, &r))
+			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	}
+	free(gs);
+	graph_free(g);
+	return rc;
+}
 
 static struct prof *find_prof(struct prof *p, int n, const char *name)
 {
@@ -281,7 +359,8 @@ int cmd_kernels(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	for (int i = optind; i < argc && !rc; i++)
-		rc = kbench_read(&kb, argv[i], &err);
+		rc = is_trace(argv[i]) ? read_trace(&kb, argv[i], &err)
+				       : kbench_read(&kb, argv[i], &err);
 	if (!rc && !(p = prism_calloc(MAX_PROF, sizeof(*p))))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	for (size_t i = 0; !rc && i < kb.n; i++) {

@@ -25,12 +25,11 @@ def gemm_shapes(prism, trace):
     each aten::mm/addmm/bmm op's shapes and the one GEMM kernel its thread
     launched inside it (by correlation id), grouped by shape -- the same
     shapes, counts and median times (CUPTI microseconds, prism's whole
-    nanoseconds), most measured time first; and the model's time, the one
-    prism kernels gives the shape (its --rows, another path to kperf)."""
+    nanoseconds), most measured time first; and prism kernels given the
+    trace: the same shapes as rows, with calibrate's model times."""
     import bisect
     import gzip
     import statistics
-    import tempfile
     ev = json.load(gzip.open(trace))["traceEvents"]
     kern = {e["args"].get("correlation"): e for e in ev if e.get("cat") == "kernel"}
     launches = {}
@@ -69,20 +68,17 @@ def gemm_shapes(prism, trace):
         assert abs(g["measured_s"] * 1e6 - med) <= 0.002, (g, med)
     tot = [g["kernels"] * g["measured_s"] for g in got]
     assert tot == sorted(tot, reverse=True), tot
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "shapes.csv")
-        with open(path, "w") as f:
-            f.write("gpu,gpu_detail,dtype,out_dtype,op,batch,M,N,K,implementation,tflops,"
-                    "time_ms,metric2,value2,units2,source,section,notes\n")
-            for g in got:
-                f.write(f"H100 SXM,x,bf16,bf16,gemm,{g['b']},{g['m']},{g['n']},{g['k']},x,,"
-                        f"{g['measured_s'] * 1e3:.9f},,,,trace,s,n\n")
-        rows = subprocess.run([prism, "kernels", "--rows", path], check=True,
-                              capture_output=True, text=True).stdout.splitlines()
-        pred = [float(x.split(",")[-2]) for x in rows if x.startswith("h100-dgx,gemm,")]
-    assert len(pred) == len(got)
-    for g, p in zip(got, pred):
-        assert abs(g["model_s"] * 1e6 / p - 1) < 1e-4, (g, p)
+    # prism kernels on the trace: the same shapes as rows, each its
+    # kernels' median time, the model's time calibrate's.
+    rows = subprocess.run([prism, "kernels", "--rows", trace], check=True,
+                          capture_output=True, text=True).stdout.splitlines()
+    rows = [x.split(",") for x in rows if x.startswith("h100-dgx,gemm,bf16,")]
+    assert len(rows) == len(got), rows
+    for g, r in zip(got, rows):
+        assert r[3] == f'"{trace}"' and r[4] == f"{g['b']}x{g['m']}x{g['n']}x{g['k']}|0x0x0x0|0", r
+        med = statistics.median(want[(g["b"], g["m"], g["n"], g["k"])])
+        assert abs(float(r[5]) - med) <= 0.002 and abs(g["model_s"] * 1e6 - float(r[6])) <= 0.001, \
+            (g, r)
 
 
 def main():
