@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """prism kernels: the kernel model against kernel measurements.
 
-On tests/data/kernels (a few rows of each ../shared/kernels file): every
-class is reported, the unfused-attention row is left out with its reason,
+On tests/data/kernels (hand-made rows in the form of each ../shared/kernels
+file): every class is reported, the unfused-attention row is left out with
+its reason,
 --fit prints `kernels` groups that a hardware profile loads (prism synth
 runs on it), --markdown gives a table; bad input is one line naming the file
 (and line) with exit status 2, and so is a profile whose kernels group is
@@ -13,6 +14,7 @@ fp8 GEMMs (a regression guard for the profiles' kernels groups).
 usage: kernels_cli.py PRISM SOURCE_DIR
 """
 import csv
+import json
 import os
 import re
 import subprocess
@@ -157,6 +159,33 @@ with tempfile.TemporaryDirectory() as d:
     check(abs(pred[3] / (pred[1] * 4096) - 1) < 1e-3, f"{{256}} is not 256^3's rate: {rows}")
 r = run("kernels", "/nonexistent/k.csv", code=2)
 check("/nonexistent/k.csv: no such file" in r.stderr, r.stderr)
+
+# A trace's GEMM shapes are rows too, the trace their source and its GPU
+# their profile: retime_2024.json's one aten::mm of [2048, 1024] x [1024,
+# 3072] ran one 60 us kernel on an H100 (read here from the JSON).
+tr = os.path.join(SRC, "tests", "data", "retime_2024.json")
+ev = json.load(open(tr))["traceEvents"]
+mm = [e for e in ev if e.get("cat") == "cpu_op" and e["name"] == "aten::mm"]
+kern = [e for e in ev if e.get("cat") == "kernel" and "gemm" in e["name"]]
+check(len(mm) == 1 and len(kern) == 1, f"{mm} {kern}")
+(a, w) = mm[0]["args"]["Input Dims"]
+rows = [x for x in run("kernels", "--rows", tr, DATA).stdout.splitlines()
+        if f'"{tr}"' in x]
+check(len(rows) == 1 and rows[0].startswith(
+    f'h100-dgx,gemm,bf16,"{tr}",1x{a[0]}x{w[1]}x{a[1]}|0x0x0x0|0,{kern[0]["dur"]:.3f},'),
+    f"trace rows: {rows}")
+out = run("kernels", tr, DATA).stdout
+check(re.search(r"^h100-dgx\s+gemm\s+bf16\s+18\s+3\s", out, re.M), out)
+# Nothing to predict, or nothing to predict it with: one line, status 2.
+for name, msg in (("stealgrad_2024.json", "no GEMM with shapes (profile with torch.profiler's "
+                   "record_shapes=True)"),
+                  ("alltoall_2023.json", "the trace names no GPU (deviceProperties): no "
+                   "hardware profile to predict it with"),
+                  ("rocm_2024.json", "no hardware profile for GPU 'AMD Instinct MI300X' "
+                   "(configs/hw)")):
+    path = os.path.join(SRC, "tests", "data", name)
+    r = run("kernels", path, code=2)
+    check(r.stderr == f"prism: {path}: {msg}\n", r.stderr)
 
 shared = os.path.join(SRC, "..", "shared", "kernels")
 if os.path.isdir(shared):
