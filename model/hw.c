@@ -88,6 +88,20 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 			    config_setting_source_line(config_setting_lookup(k, "gemm_tiles")), t);
 		hw->k.tiles = strcmp(t, "sm90") ? HW_TILES_SM80 : HW_TILES_SM90;
 	}
+	if (config_setting_lookup(k, "gemm_schedule")) {
+		char t[16];
+		if ((rc = cfg_text(path, cf, k, "gemm_schedule", t, sizeof(t), err)))
+			return rc;
+		if (strcmp(t, "waves") && strcmp(t, "stream-k"))
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'kernels.gemm_schedule' must be \"waves\" or "
+			    "\"stream-k\", not \"%s\"",
+			    path,
+			    config_setting_source_line(config_setting_lookup(k, "gemm_schedule")),
+			    t);
+		hw->k.sched = strcmp(t, "stream-k") ? HW_SCHED_WAVES : HW_SCHED_STREAMK;
+	}
 	g = config_setting_lookup(k, "gemm");
 	a = config_setting_lookup(k, "attention");
 	m = config_setting_lookup(k, "memory");

@@ -46,9 +46,16 @@ struct hw_attn {
  * every GPU, or those plus the ones cuBLAS runs on Hopper. */
 enum hw_tiles { HW_TILES_SM80, HW_TILES_SM90 };
 
+/* How a GPU's GEMM library schedules the tiles (kperf.h): one thread
+ * block a tile, in waves over the SMs; or also stream-K, the tiles' work
+ * spread evenly over persistent blocks, one an SM, so that a last wave's
+ * idle SMs take a share (cuBLAS on Hopper). */
+enum hw_sched { HW_SCHED_WAVES, HW_SCHED_STREAMK };
+
 struct hw_kernels {
 	int sms;   /* streaming multiprocessors */
 	int tiles; /* enum hw_tiles: the profile's kernels.gemm_tiles */
+	int sched; /* enum hw_sched: kernels.gemm_schedule */
 	struct hw_gemm gemm[HW_NDTYPES];
 	struct hw_attn attn[HW_NDTYPES];
 	double mem_eff[HW_MEM_NKINDS]; /* fraction of HBM bandwidth */

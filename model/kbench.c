@@ -249,6 +249,8 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	}
 	if (!place(kb, &r, col(h, f, nf, "gpu")))
 		return 0;
+	r.waves = strstr(col(h, f, nf, "implementation"), "XLA") ||
+		  strstr(col(h, f, nf, "implementation"), "DeepGEMM");
 	r.b = num(col(h, f, nf, "batch"));
 	r.m = num(col(h, f, nf, "M"));
 	r.n = num(col(h, f, nf, "N"));
@@ -697,13 +699,14 @@ static double flat(const struct hw_profile *hw, const struct kbench_row *r)
 
 static double gemm_time(const struct hw_profile *hw, const struct kbench_row *r)
 {
+	int sched = r->waves ? HW_SCHED_WAVES : hw->k.sched;
 	if (r->best_square) {
 		/* The best TFLOP/s over the source's square sizes, as a time
 		 * of 4096^3. */
 		double best = 0, x = 256;
 		for (int i = 0; r->n_sq ? i < r->n_sq : x <= r->sq_max * 1.001; i++) {
 			double s = r->n_sq ? r->sq_set[i] : floor(x / 8) * 8;
-			double t = kperf_gemm_s(hw, r->dtype, 1, s, s, s);
+			double t = kperf_gemm_plan_sched(hw, r->dtype, 1, s, s, s, sched, NULL);
 			double tf = t > 0 ? 2 * s * s * s / t : 0;
 			if (tf > best)
 				best = tf;
@@ -711,7 +714,7 @@ static double gemm_time(const struct hw_profile *hw, const struct kbench_row *r)
 		}
 		return best > 0 ? 2 * 4096.0 * 4096 * 4096 / best : 0;
 	}
-	return kperf_gemm_s(hw, r->dtype, r->b, r->m, r->n, r->k);
+	return kperf_gemm_plan_sched(hw, r->dtype, r->b, r->m, r->n, r->k, sched, NULL);
 }
 
 /* A linear layer's speed-up in fp8: its forward (M x K times K x N) and

@@ -46,6 +46,9 @@ struct kbench_row {
 	char profile[32];	  /* configs/hw/ name, "" if none */
 	char source[200];	  /* repo@commit:path, URL, or the file */
 	double b, m, n, k;	  /* GEMM */
+	int waves;		  /* GEMM timed by a library that runs its tiles
+				   * in waves, whatever the profile's schedule
+				   * (XLA's choice of kernel, DeepGEMM) */
 	double heads, sq, skv, d; /* attention */
 	int causal;
 	int fa2;	  /* attention by FlashAttention-2 (flash-attn 2, PyTorch

@@ -120,16 +120,16 @@ static const struct {
 	     {0, 7, 0},	 {2, 8, 2},  {8, 2, 2},	 {2, 9, 2},  {9, 2, 2}};
 #define NDIMS (sizeof(tile_dims) / sizeof(tile_dims[0]))
 
-double kperf_gemm_plan(const struct hw_profile *hw, int dtype, double b, double m, double n,
-		       double k, struct kperf_gemm_plan *plan)
+double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, double m, double n,
+			     double k, int sched, struct kperf_gemm_plan *plan)
 {
 	static const double splits[] = {1, 2, 4};
-	int sm90 = hw->k.tiles == HW_TILES_SM90;
+	int sm90 = hw->k.tiles == HW_TILES_SM90, sk = sched == HW_SCHED_STREAMK;
 	size_t nt = sm90 ? sizeof(tiles) / sizeof(tiles[0]) : KPERF_SM80_TILES,
 	       nd = sm90 ? NDIMS : KPERF_SM80_DIMS;
 	const struct hw_gemm *g;
 	double S, per_flop[4], floor_s[4], cm[NDIMS], cn[NDIMS], best = HUGE_VAL, es, out_b, mem;
-	struct kperf_gemm_plan pl = {0, 0, 0, 0, 0, 0};
+	struct kperf_gemm_plan pl = {0, 0, 0, 0, 0, 0, 0};
 
 	if (plan)
 		*plan = pl;
@@ -167,7 +167,21 @@ double kperf_gemm_plan(const struct hw_profile *hw, int dtype, double b, double 
 			if (t < best) {
 				best = t;
 				pl = (struct kperf_gemm_plan){
-				    tm, tn, s, count * s, ceil(count * s / S), 0};
+				    tm, tn, s, count * s, ceil(count * s / S), 0, 0};
+			}
+			/* Stream-K: the tiles' work in equal shares of the
+			 * SMs, a share's tile fragments each costing a tile's
+			 * fixed cost (one more than whole tiles a share: the
+			 * fragment an SM shares with the next); no floor is
+			 * beaten (count tm tn >= b m n). */
+			if (s == 1 && sk) {
+				t = count * 2 * tm * tn * k * pf / S +
+				    (ceil(count / S) + 1) * g->tile_s;
+				if (t < best) {
+					best = t;
+					pl = (struct kperf_gemm_plan){tm,	 tn, 1, count,
+								      count / S, 1,  0};
+				}
 			}
 		}
 	}
@@ -181,9 +195,15 @@ double kperf_gemm_plan(const struct hw_profile *hw, int dtype, double b, double 
 	return g->overhead_s + (mem > best ? mem : best);
 }
 
+double kperf_gemm_plan(const struct hw_profile *hw, int dtype, double b, double m, double n,
+		       double k, struct kperf_gemm_plan *plan)
+{
+	return kperf_gemm_plan_sched(hw, dtype, b, m, n, k, hw->k.sched, plan);
+}
+
 double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k)
 {
-	return kperf_gemm_plan(hw, dtype, b, m, n, k, NULL);
+	return kperf_gemm_plan_sched(hw, dtype, b, m, n, k, hw->k.sched, NULL);
 }
 
 double kperf_gemm_min_s(const struct hw_profile *hw, int dtype, double flops)

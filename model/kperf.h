@@ -71,14 +71,23 @@ void kperf_complete(struct hw_profile *hw, const int gemm_given[HW_NDTYPES],
 double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k);
 
 /* kperf_gemm_s and what it chose: the tile (tm x tn), split-K, the tiles
- * (times splits) and their waves over the SMs, and whether the operands'
- * bytes took longer than the tiles (memory-bound); all 0 where it gives 0. */
+ * (times splits) and their waves over the SMs, whether the tiles' work was
+ * spread over the SMs by stream-K (waves then the tiles over the SMs, a
+ * fraction), and whether the operands' bytes took longer than the tiles
+ * (memory-bound); all 0 where it gives 0. */
 struct kperf_gemm_plan {
 	double tm, tn, splits, tiles, waves;
+	int stream_k;
 	int mem_bound;
 };
 double kperf_gemm_plan(const struct hw_profile *hw, int dtype, double b, double m, double n,
 		       double k, struct kperf_gemm_plan *plan);
+
+/* kperf_gemm_plan under a given schedule (enum hw_sched) rather than the
+ * profile's: a measurement made with another library (XLA's table,
+ * DeepGEMM) is timed as that library runs it. */
+double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, double m, double n,
+			     double k, int sched, struct kperf_gemm_plan *plan);
 
 /* What no GEMM doing `flops` in dtype can beat: flops at the achievable
  * peak (0 without one). */

@@ -173,11 +173,13 @@ int cmd_calibrate(int argc, char **argv)
 				printf("%s{\"dtype\":\"%s\",\"b\":%.0f,\"m\":%.0f,\"n\":%.0f,"
 				       "\"k\":%.0f,\"kernels\":%zu,\"measured_s\":%.9f,"
 				       "\"model_s\":%.9f,\"tile_m\":%.0f,\"tile_n\":%.0f,"
-				       "\"splits\":%.0f,\"waves\":%.0f,\"memory_bound\":%s}",
+				       "\"splits\":%.0f,\"waves\":%.4g,\"stream_k\":%s,"
+				       "\"memory_bound\":%s}",
 				       i ? "," : "", hw_dtype_name(gs[i].dtype), gs[i].b, gs[i].m,
 				       gs[i].n, gs[i].k, gs[i].count, gs[i].measured_s,
 				       gs[i].model_s, gs[i].plan.tm, gs[i].plan.tn,
 				       gs[i].plan.splits, gs[i].plan.waves,
+				       gs[i].plan.stream_k ? "true" : "false",
 				       gs[i].plan.mem_bound ? "true" : "false");
 			printf("]");
 		}
@@ -250,14 +252,21 @@ int cmd_calibrate(int argc, char **argv)
 				char shape[96], how[96];
 				snprintf(shape, sizeof(shape), "%.0f x %.0f x %.0f x %.0f", gs[i].b,
 					 gs[i].m, gs[i].n, gs[i].k);
-				snprintf(how, sizeof(how), "%.0f of %.0fx%.0f%s, %.0f wave%s%s",
-					 pl->splits > 0 ? pl->tiles / pl->splits : 0, pl->tm,
-					 pl->tn,
-					 pl->splits > 2	  ? " split-K 4"
-					 : pl->splits > 1 ? " split-K 2"
-							  : "",
-					 pl->waves, pl->waves == 1 ? "" : "s",
-					 pl->mem_bound ? "; memory-bound" : "");
+				if (pl->stream_k)
+					snprintf(how, sizeof(how),
+						 "%.0f of %.0fx%.0f, stream-K: %.2f waves%s",
+						 pl->tiles, pl->tm, pl->tn, pl->waves,
+						 pl->mem_bound ? "; memory-bound" : "");
+				else
+					snprintf(how, sizeof(how),
+						 "%.0f of %.0fx%.0f%s, %.0f wave%s%s",
+						 pl->splits > 0 ? pl->tiles / pl->splits : 0,
+						 pl->tm, pl->tn,
+						 pl->splits > 2	  ? " split-K 4"
+						 : pl->splits > 1 ? " split-K 2"
+								  : "",
+						 pl->waves, pl->waves == 1 ? "" : "s",
+						 pl->mem_bound ? "; memory-bound" : "");
 				printf("%-6s %-28s %8zu %12.3f %12.3f %+7.1f%%  %s\n",
 				       hw_dtype_name(gs[i].dtype), shape, gs[i].count,
 				       gs[i].measured_s * 1e6, gs[i].model_s * 1e6,

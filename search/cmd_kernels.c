@@ -270,6 +270,8 @@ static void print_kernels(const struct hw_profile *hw)
 	printf("# %s\nkernels = {\n  sms = %d;\n", hw->id, hw->k.sms);
 	if (hw->k.tiles == HW_TILES_SM90)
 		printf("  gemm_tiles = \"sm90\";\n");
+	if (hw->k.sched == HW_SCHED_STREAMK)
+		printf("  gemm_schedule = \"stream-k\";\n");
 	printf("  gemm = {\n");
 	for (int d = 0; d < HW_NDTYPES; d++) {
 		const struct hw_gemm *g = &hw->k.gemm[d];

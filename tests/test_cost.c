@@ -570,7 +570,14 @@ static void test_inflight(void **state)
  *    above 128 x 256's 85.3) take 55.3648 us, + 1 us + 4 us = 60.3648 us
  *    (192 x 192 tiles are 9 x 15 = 135: two waves); 1536 x 2816 x 4096
  *    keeps its one wave of 128 x 256 tiles (320 x 128: 5 x 22 = 110
- *    tiles, one wave of more work a tile, 60.36 us). */
+ *    tiles, one wave of more work a tile, 60.36 us);
+ *  - scheduled by stream-K as well (gemm_schedule "stream-k"), 1664 x 2816
+ *    x 4096's 143 tiles of 128 x 256 share out over the 132 SMs: 143 / 132
+ *    of a tile's 44.2919 us each, 47.9829 us, and 2 + 1 tiles' fixed cost,
+ *    + 4 us = 54.9828 us (128 x 320: 117 tiles, 55.0734 us; the waves'
+ *    best, 320 x 128, 60.3648 us); 1536 x 2816 x 4096, one full wave of
+ *    132 tiles, stays in waves (stream-K would cost a second tile's fixed
+ *    cost). */
 static void test_gemm_waves(void **state)
 {
 	struct hw_profile hw;
@@ -623,6 +630,26 @@ static void test_gemm_waves(void **state)
 		assert_true(pl.tiles == 0 && pl.waves == 0);
 	}
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1536, 2816, 4096), 49.29185e-6, 1e-6);
+	assert_true(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096) >=
+		    kperf_gemm_min_s(&hw, HW_BF16, 2.0 * 1664 * 2816 * 4096));
+	hw.k.sched = HW_SCHED_STREAMK;
+	{
+		struct kperf_gemm_plan pl;
+		assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1664, 2816, 4096, &pl),
+				 4e-6 + 3e-6 + 143 / 132.0 * 268435456.0 / (800e12 / 132), 1e-12);
+		assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096), 54.98284e-6,
+				 1e-6);
+		assert_true(pl.tm == 128 && pl.tn == 256 && pl.tiles == 143 &&
+			    pl.waves == 143 / 132.0 && pl.stream_k && pl.splits == 1);
+		/* The schedule given overrides the profile's: in waves again. */
+		assert_rel_close(
+		    kperf_gemm_plan_sched(&hw, HW_BF16, 1, 1664, 2816, 4096, HW_SCHED_WAVES, &pl),
+		    60.36478e-6, 1e-6);
+		assert_true(!pl.stream_k && pl.waves == 1);
+		assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1536, 2816, 4096, &pl),
+				 49.29185e-6, 1e-6);
+		assert_true(!pl.stream_k && pl.tiles == 132 && pl.waves == 1);
+	}
 	assert_true(kperf_gemm_s(&hw, HW_BF16, 1, 1664, 2816, 4096) >=
 		    kperf_gemm_min_s(&hw, HW_BF16, 2.0 * 1664 * 2816 * 4096));
 }
