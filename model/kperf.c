@@ -128,7 +128,8 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 	size_t nt = sm90 ? sizeof(tiles) / sizeof(tiles[0]) : KPERF_SM80_TILES,
 	       nd = sm90 ? NDIMS : KPERF_SM80_DIMS;
 	const struct hw_gemm *g;
-	double S, per_flop[4], floor_s[4], cm[NDIMS], cn[NDIMS], best = HUGE_VAL, es, out_b, mem;
+	double S, inv_s, per_flop[4], floor_s[4], cm[NDIMS], cn[NDIMS], best = HUGE_VAL, es, out_b,
+									mem;
 	struct kperf_gemm_plan pl = {0, 0, 0, 0, 0, 0, 0};
 
 	if (plan)
@@ -139,6 +140,7 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 	if (!(g->flops > 0) || !(m > 0) || !(n > 0) || !(k > 0) || !(b > 0))
 		return 0;
 	S = sms(hw);
+	inv_s = 1 / S;
 	/* Seconds per FLOP of one SM by class (0: none, the tile skipped), and
 	 * what no tile of the class beats: every FLOP on full waves, one
 	 * tile's fixed cost. */
@@ -158,16 +160,16 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 		if (!(pf > 0) || floor_s[e] >= best)
 			continue;
 		for (size_t j = 0; j < sizeof(splits) / sizeof(splits[0]); j++) {
-			double s = splits[j], t;
+			double s = splits[j], w = 2 * tm * tn * (k / s) * pf, waves, t;
 			if (s > 1 && (count * s > 2 * S || k / s < 256))
-				break; /* larger splits fail the same test */
-			t = ceil(count * s / S) * (2 * tm * tn * (k / s) * pf + g->tile_s);
+				break;		     /* larger splits fail the same test */
+			waves = ceil(count * s / S); /* exact at whole waves */
+			t = waves * (w + g->tile_s);
 			if (s > 1)
 				t += s * b * m * n * 4 / hw->hbm_Bps;
 			if (t < best) {
 				best = t;
-				pl = (struct kperf_gemm_plan){
-				    tm, tn, s, count * s, ceil(count * s / S), 0, 0};
+				pl = (struct kperf_gemm_plan){tm, tn, s, count * s, waves, 0, 0};
 			}
 			/* Stream-K: the tiles' work in equal shares of the
 			 * SMs, a share's tile fragments each costing a tile's
@@ -175,12 +177,11 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 			 * fragment an SM shares with the next); no floor is
 			 * beaten (count tm tn >= b m n). */
 			if (s == 1 && sk) {
-				t = count * 2 * tm * tn * k * pf / S +
-				    (ceil(count / S) + 1) * g->tile_s;
+				t = count * inv_s * w + (waves + 1) * g->tile_s;
 				if (t < best) {
 					best = t;
-					pl = (struct kperf_gemm_plan){tm,	 tn, 1, count,
-								      count / S, 1,  0};
+					pl = (struct kperf_gemm_plan){
+					    tm, tn, 1, count, count * inv_s, 1, 0};
 				}
 			}
 		}
