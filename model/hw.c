@@ -55,6 +55,29 @@ static int opt(const char *path, const config_t *cf, config_setting_t *k, const 
 	return cfg_range(path, cf, k, full, lo, hi, 0, scale, out, err);
 }
 
+/* An optional setting of the kernels group k that names one of two
+ * choices: *out 0 for the first, 1 for the second (the enums' order),
+ * untouched where absent. */
+static int kernels_choice(const char *path, const config_t *cf, config_setting_t *k,
+			  const char *name, const char *c0, const char *c1, int *out,
+			  struct prism_err *err)
+{
+	char t[16];
+	int rc;
+
+	if (!config_setting_lookup(k, name))
+		return 0;
+	if ((rc = cfg_text(path, cf, k, name, t, sizeof(t), err)))
+		return rc;
+	if (strcmp(t, c0) && strcmp(t, c1))
+		return prism_err_set(
+		    err, PRISM_EFORMAT, "%s:%d: 'kernels.%s' must be \"%s\" or \"%s\", not \"%s\"",
+		    path, config_setting_source_line(config_setting_lookup(k, name)), name, c0, c1,
+		    t);
+	*out = strcmp(t, c0) != 0;
+	return 0;
+}
+
 /* The optional `kernels` group (kperf.h): per-GPU kernel efficiency.
  * Ranges: peaks up to the datasheet's (a fitted achievable peak above it
  * is an error in the fit), fractions 0..1 (head-dim factors up to 2),
@@ -75,33 +98,10 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 			return rc;
 		hw->k.sms = (int)v;
 	}
-	if (config_setting_lookup(k, "gemm_tiles")) {
-		char t[16];
-		if ((rc = cfg_text(path, cf, k, "gemm_tiles", t, sizeof(t), err)))
-			return rc;
-		if (strcmp(t, "sm80") && strcmp(t, "sm90"))
-			return prism_err_set(
-			    err, PRISM_EFORMAT,
-			    "%s:%d: 'kernels.gemm_tiles' must be \"sm80\" or "
-			    "\"sm90\", not \"%s\"",
-			    path,
-			    config_setting_source_line(config_setting_lookup(k, "gemm_tiles")), t);
-		hw->k.tiles = strcmp(t, "sm90") ? HW_TILES_SM80 : HW_TILES_SM90;
-	}
-	if (config_setting_lookup(k, "gemm_schedule")) {
-		char t[16];
-		if ((rc = cfg_text(path, cf, k, "gemm_schedule", t, sizeof(t), err)))
-			return rc;
-		if (strcmp(t, "waves") && strcmp(t, "stream-k"))
-			return prism_err_set(
-			    err, PRISM_EFORMAT,
-			    "%s:%d: 'kernels.gemm_schedule' must be \"waves\" or "
-			    "\"stream-k\", not \"%s\"",
-			    path,
-			    config_setting_source_line(config_setting_lookup(k, "gemm_schedule")),
-			    t);
-		hw->k.sched = strcmp(t, "stream-k") ? HW_SCHED_WAVES : HW_SCHED_STREAMK;
-	}
+	if ((rc = kernels_choice(path, cf, k, "gemm_tiles", "sm80", "sm90", &hw->k.tiles, err)) ||
+	    (rc = kernels_choice(path, cf, k, "gemm_schedule", "waves", "stream-k", &hw->k.sched,
+				 err)))
+		return rc;
 	g = config_setting_lookup(k, "gemm");
 	a = config_setting_lookup(k, "attention");
 	m = config_setting_lookup(k, "memory");
