@@ -325,6 +325,100 @@ int calib_gemm_shapes(const struct graph *g, const struct hw_profile *hw, struct
 	return 0;
 }
 
+/* A kernel under an op with shapes, for calib_attn_shapes: the op and its
+ * dims (string ids) key the group, the name counts the op's runs. */
+struct arec {
+	uint32_t op, dims, name, u;
+	double t;
+	int main; /* the op's attention kernel (cost_attn_shape) */
+};
+
+static int cmp_arec(const void *a, const void *b)
+{
+	const struct arec *x = a, *y = b;
+	if (x->op != y->op)
+		return x->op < y->op ? -1 : 1;
+	if (x->dims != y->dims)
+		return x->dims < y->dims ? -1 : 1;
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	return (x->u > y->u) - (x->u < y->u);
+}
+
+int calib_attn_shapes(const struct graph *g, const struct hw_profile *hw, struct calib_ashape **out,
+		      size_t *n, struct prism_err *err)
+{
+	struct arec *r = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r));
+	struct calib_ashape *sh = NULL;
+	size_t nr = 0, ns = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!r)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		double b, h, sq, skv, d;
+		int pass;
+		if (g->kind[u] != GN_KERNEL || !g->op_dims[u] || g->dur_ns[u] <= 0)
+			continue;
+		r[nr] = (struct arec){
+		    g->op[u],		g->op_dims[u],
+		    g->name[u],		u,
+		    g->dur_ns[u] / 1e9, cost_attn_shape(g, u, &b, &h, &sq, &skv, &d, &pass)};
+		nr++;
+	}
+	qsort(r, nr, sizeof(*r), cmp_arec);
+	for (size_t i = 0, j; i < nr; i = j) {
+		size_t runs = 0, mainu = SIZE_MAX;
+		double total = 0;
+		const char *op;
+		for (j = i; j < nr && r[j].op == r[i].op && r[j].dims == r[i].dims; j++) {
+			total += r[j].t;
+			if (r[j].main && mainu == SIZE_MAX)
+				mainu = j;
+		}
+		if (mainu == SIZE_MAX)
+			continue;
+		op = strtab_get(&g->st, r[i].op);
+		if (strstr(op, "_efficient_attention"))
+			continue; /* not FlashAttention-style */
+		for (size_t k = i, l; k < j; k = l) {
+			for (l = k; l < j && r[l].name == r[k].name; l++)
+				;
+			if (l - k > runs)
+				runs = l - k;
+		}
+		{
+			struct calib_ashape *s;
+			uint32_t u = r[mainu].u;
+			if (!sh && !(sh = prism_malloc(nr * sizeof(*sh)))) {
+				free(r);
+				return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+			}
+			s = &sh[ns];
+			(void)cost_attn_shape(g, u, &s->b, &s->heads, &s->sq, &s->skv, &s->d,
+					      &s->pass);
+			s->dtype = cost_dtype(g, u);
+			if (s->dtype < 0)
+				continue;
+			s->fa2 = strstr(op, "_flash_attention") != NULL;
+			s->ops = runs;
+			s->measured_s = total / (double)runs;
+			s->model_s = kperf_attn_s(hw, s->dtype, s->pass, s->b, s->heads, s->sq,
+						  s->skv, s->d, 1);
+			ns++;
+		}
+	}
+	free(r);
+	if (!ns) {
+		free(sh);
+		sh = NULL;
+	}
+	*out = sh;
+	*n = ns;
+	return 0;
+}
+
 /* A kernel's duration and whether a collective ran beside it, keyed by its
  * name and work. */
 struct cont_rec {

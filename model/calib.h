@@ -80,6 +80,28 @@ struct calib_gshape {
 int calib_gemm_shapes(const struct graph *g, const struct hw_profile *hw, struct calib_gshape **out,
 		      size_t *n, struct prism_err *err);
 
+/* A trace's fused attention ops shape by shape: one entry per pass, op,
+ * batch, heads, query and key lengths, head dim and dtype, with how many
+ * times the op ran (the most kernels of one name under it: a backward's
+ * helper kernels run once an op, as its main one does) and its mean time
+ * -- every kernel the op launched, the main one (cost_attn_shape) and its
+ * helpers (cuDNN's dO.O and dQ conversion) alike, as a measured pass of
+ * SDPA counts them.  The mask is not recorded: causal, as language models
+ * train (edit.c does the same).  fa2: PyTorch's flash backend
+ * (FlashAttention-2); memory-efficient attention is left out.  *out is
+ * allocated (free() it; NULL with *n 0 where the trace has none). */
+struct calib_ashape {
+	double b, heads, sq, skv, d;
+	int pass;  /* 0 forward, 1 backward */
+	int dtype; /* enum hw_dtype */
+	int fa2;
+	size_t ops;
+	double measured_s; /* mean per op */
+	double model_s;	   /* kperf_attn_s, causal */
+};
+int calib_attn_shapes(const struct graph *g, const struct hw_profile *hw, struct calib_ashape **out,
+		      size_t *n, struct prism_err *err);
+
 /* Bus efficiency of a collective kind, from its kernels with a known size
  * and group: the e for which comm_time() gives the measured time. */
 struct calib_comm {

@@ -19,10 +19,11 @@ static const char help[] =
     "\n"
     "Predict every GEMM, attention and memory-bound row of kernel measurement\n"
     "files (../shared/kernels/*.csv, tests/data/gpu/kernels.csv; a directory\n"
-    "means its *.csv) and every GEMM shape of profiler traces (*.json,\n"
-    "*.json.gz, or a saved graph *.prism: each shape's median kernel time, as\n"
-    "prism calibrate --gemms lists them; the trace is the rows' source, its GPU\n"
-    "names the profile) with the kernel model (tile and wave quantisation over the\n"
+    "means its *.csv) and every GEMM and fused-attention shape of profiler\n"
+    "traces (*.json, *.json.gz, or a saved graph *.prism: a GEMM shape's median\n"
+    "kernel time, as prism calibrate --gemms lists them, an attention op's mean\n"
+    "time over all its kernels, taken as causal; the trace is the rows' source,\n"
+    "its GPU names the profile) with the kernel model (tile and wave quantisation over the\n"
     "SMs, achievable peak, attention by sequence and head dim, bandwidth curves)\n"
     "and the parameters of the hardware profiles, and print per GPU, class and\n"
     "dtype the rows, their sources and the mean and worst |predicted - measured|\n"
@@ -78,18 +79,20 @@ static int is_trace(const char *path)
 	return 0;
 }
 
-/* The GEMM shapes of a trace as rows of kb (calib_gemm_shapes: one per
- * shape and dtype, its kernels' median time), the trace their source, the
- * profile its GPU's.  A trace without any is an error: nothing to fit or
- * check. */
+/* The GEMM and attention shapes of a trace as rows of kb
+ * (calib_gemm_shapes: one per shape and dtype, its kernels' median time;
+ * calib_attn_shapes: one per pass and shape, an op's kernels' mean time,
+ * causal), the trace their source, the profile its GPU's.  A trace without
+ * any is an error: nothing to fit or check. */
 static int read_trace(struct kbench *kb, char *path, struct prism_err *err)
 {
 	struct build_opts bo;
 	struct graph *g = NULL;
 	struct hw_profile hw;
 	struct calib_gshape *gs = NULL;
+	struct calib_ashape *as = NULL;
 	const char *gpu = "", *prof = NULL;
-	size_t n = 0;
+	size_t n = 0, na = 0;
 	int rc;
 
 	build_opts_default(&bo);
@@ -111,10 +114,12 @@ static int read_trace(struct kbench *kb, char *path, struct prism_err *err)
 		rc = cli_load_hw(prof, &hw, err);
 	if (rc == 0)
 		rc = calib_gemm_shapes(g, &hw, &gs, &n, err);
-	if (rc == 0 && n == 0)
+	if (rc == 0)
+		rc = calib_attn_shapes(g, &hw, &as, &na, err);
+	if (rc == 0 && n + na == 0)
 		rc = prism_err_set(err, PRISM_EARG,
-				   "%s: no GEMM with shapes (profile with torch.profiler's "
-				   "record_shapes=True)",
+				   "%s: no GEMM or attention with shapes (profile with "
+				   "torch.profiler's record_shapes=True)",
 				   path);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		struct kbench_row r;
@@ -132,6 +137,26 @@ static int read_trace(struct kbench *kb, char *path, struct prism_err *err)
 		if (kbench_add(kb, &r))
 			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	}
+	for (size_t i = 0; rc == 0 && i < na; i++) {
+		struct kbench_row r;
+		memset(&r, 0, sizeof(r));
+		r.cls = as[i].pass ? KB_ATTN_BWD : KB_ATTN_FWD;
+		r.dtype = as[i].dtype;
+		snprintf(r.gpu, sizeof(r.gpu), "%s", gpu);
+		snprintf(r.profile, sizeof(r.profile), "%s", prof);
+		snprintf(r.source, sizeof(r.source), "%s", path);
+		r.b = as[i].b;
+		r.heads = as[i].heads;
+		r.sq = as[i].sq;
+		r.skv = as[i].skv;
+		r.d = as[i].d;
+		r.causal = 1;
+		r.fa2 = as[i].fa2;
+		r.time_s = as[i].measured_s;
+		if (kbench_add(kb, &r))
+			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	}
+	free(as);
 	free(gs);
 	graph_free(g);
 	return rc;

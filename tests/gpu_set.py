@@ -81,6 +81,47 @@ def gemm_shapes(prism, trace):
             (g, r)
 
 
+def attn_rows(prism, trace):
+    """prism kernels' attention rows of a trace against the trace read here:
+    each cuDNN attention op (aten::_cudnn_attention_forward/backward) and
+    every kernel its thread launched inside it (its flash kernel and, in
+    the backward, the dO.O and dQ-conversion helpers), summed per op and
+    averaged over the ops of one shape: forward and backward, b x heads x
+    seq x seq x head dim from the query's dims."""
+    import bisect
+    import gzip
+    ev = json.load(gzip.open(trace))["traceEvents"]
+    kern = {e["args"].get("correlation"): e for e in ev if e.get("cat") == "kernel"}
+    launches = {}
+    for e in ev:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "aunch" in e["name"]:
+            launches.setdefault(e["tid"], []).append(e)
+    for v in launches.values():
+        v.sort(key=lambda e: e["ts"])
+    want = {}
+    for o in ev:
+        if o.get("cat") != "cpu_op" or not o["name"].startswith("aten::_cudnn_attention_"):
+            continue
+        ls = launches.get(o["tid"], [])
+        i = bisect.bisect_left([e["ts"] for e in ls], o["ts"])
+        total = 0
+        while i < len(ls) and ls[i]["ts"] <= o["ts"] + o["dur"]:
+            k = kern.get(ls[i]["args"].get("correlation"))
+            total += k["dur"] if k else 0
+            i += 1
+        q = o["args"]["Input Dims"][0]
+        cls = "attention bwd" if o["name"].endswith("backward") else "attention fwd"
+        want.setdefault((cls, f"{q[0]}x0x0x0|{q[1]}x{q[2]}x{q[2]}x{q[3]}|0"), []).append(total)
+    assert len(want) == 2, want.keys()
+    rows = subprocess.run([prism, "kernels", "--rows", trace], check=True,
+                          capture_output=True, text=True).stdout.splitlines()
+    got = {(r[1], r[4]): float(r[5]) for r in (x.split(",") for x in rows)
+           if r[0] == "h100-dgx" and r[1].startswith("attention")}
+    assert got.keys() == want.keys(), (got, want.keys())
+    for k, v in want.items():
+        assert abs(got[k] - sum(v) / len(v)) <= 0.002 * len(v), (k, got[k], v)
+
+
 def main():
     prism, data = sys.argv[1], sys.argv[2]
     pts = [json.loads(l) for l in open(os.path.join(data, "manifest.jsonl"))]
@@ -162,6 +203,7 @@ def main():
     assert r["how"].endswith("microbatches after the first add their parameters' gradients, as "
                              "the base's did"), r["how"]
     gemm_shapes(prism, os.path.join(data, tags[(2, 1024, 1)]["traces"][0]))
+    attn_rows(prism, os.path.join(data, tags[(2, 1024, 1)]["traces"][0]))
     print(f"{len(runs)} points, {len(errs)} steps replayed: mean |error| {mean:.2f}%; "
           f"{len(rows)} kernel rows; layer edits from host-bound bases {100 * mp:.0f}% off "
           f"as traced, {100 * ms:.0f}% with --base-step-ms")

@@ -185,7 +185,7 @@ check(len(rows) == 1 and rows[0].startswith(
 out = run("kernels", tr, DATA).stdout
 check(re.search(r"^h100-dgx\s+gemm\s+bf16\s+18\s+3\s", out, re.M), out)
 # Nothing to predict, or nothing to predict it with: one line, status 2.
-for name, msg in (("stealgrad_2024.json", "no GEMM with shapes (profile with torch.profiler's "
+for name, msg in (("stealgrad_2024.json", "no GEMM or attention with shapes (profile with torch.profiler's "
                    "record_shapes=True)"),
                   ("alltoall_2023.json", "the trace names no GPU (deviceProperties): no "
                    "hardware profile to predict it with"),

@@ -283,15 +283,16 @@ static int store(struct prism_err *err)
 
 /* A hardware profile with its kernels group, and prism kernels' reader
  * over tests/data/kernels, every row predicted; prism calibrate's fits and
- * GEMM shapes of the golden graph. */
+ * GEMM and attention shapes of the golden graph. */
 static int kernels(struct prism_err *err)
 {
 	struct hw_profile h;
 	struct kbench kb;
 	struct graph *g = NULL;
 	struct calib_gshape *gs = NULL;
+	struct calib_ashape *as = NULL;
 	char path[128];
-	size_t ngs;
+	size_t ngs, nas;
 	int rc;
 
 	memset(&kb, 0, sizeof(kb));
@@ -305,6 +306,8 @@ static int kernels(struct prism_err *err)
 		rc = graph_load(path, &g, err);
 	if (rc == 0)
 		rc = calib_gemm_shapes(g, &h, &gs, &ngs, err);
+	if (rc == 0)
+		rc = calib_attn_shapes(g, &h, &as, &nas, err);
 	if (rc == 0) {
 		struct calib_class cc[KC_NCLASSES];
 		struct calib_kmodel km;
@@ -313,6 +316,7 @@ static int kernels(struct prism_err *err)
 		    calib_comm_fit(g, &h, cm))
 			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory (calibrate)");
 	}
+	free(as);
 	free(gs);
 	graph_free(g);
 	kbench_release(&kb);
