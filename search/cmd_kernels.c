@@ -121,38 +121,33 @@ static int read_trace(struct kbench *kb, char *path, struct prism_err *err)
 				   "%s: no GEMM or attention with shapes (profile with "
 				   "torch.profiler's record_shapes=True)",
 				   path);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
+	/* One row per shape: GEMMs first (i < n), then attention. */
+	for (size_t i = 0; rc == 0 && i < n + na; i++) {
 		struct kbench_row r;
-		memset(&r, 0, sizeof(r));
-		r.cls = KB_GEMM;
-		r.dtype = gs[i].dtype;
+		if (i < n) {
+			r = (struct kbench_row){.cls = KB_GEMM,
+						.dtype = gs[i].dtype,
+						.b = gs[i].b,
+						.m = gs[i].m,
+						.n = gs[i].n,
+						.k = gs[i].k,
+						.time_s = gs[i].measured_s};
+		} else {
+			const struct calib_ashape *a = &as[i - n];
+			r = (struct kbench_row){.cls = a->pass ? KB_ATTN_BWD : KB_ATTN_FWD,
+						.dtype = a->dtype,
+						.b = a->b,
+						.heads = a->heads,
+						.sq = a->sq,
+						.skv = a->skv,
+						.d = a->d,
+						.causal = 1,
+						.fa2 = a->fa2,
+						.time_s = a->measured_s};
+		}
 		snprintf(r.gpu, sizeof(r.gpu), "%s", gpu);
 		snprintf(r.profile, sizeof(r.profile), "%s", prof);
 		snprintf(r.source, sizeof(r.source), "%s", path);
-		r.b = gs[i].b;
-		r.m = gs[i].m;
-		r.n = gs[i].n;
-		r.k = gs[i].k;
-		r.time_s = gs[i].measured_s;
-		if (kbench_add(kb, &r))
-			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; rc == 0 && i < na; i++) {
-		struct kbench_row r;
-		memset(&r, 0, sizeof(r));
-		r.cls = as[i].pass ? KB_ATTN_BWD : KB_ATTN_FWD;
-		r.dtype = as[i].dtype;
-		snprintf(r.gpu, sizeof(r.gpu), "%s", gpu);
-		snprintf(r.profile, sizeof(r.profile), "%s", prof);
-		snprintf(r.source, sizeof(r.source), "%s", path);
-		r.b = as[i].b;
-		r.heads = as[i].heads;
-		r.sq = as[i].sq;
-		r.skv = as[i].skv;
-		r.d = as[i].d;
-		r.causal = 1;
-		r.fa2 = as[i].fa2;
-		r.time_s = as[i].measured_s;
 		if (kbench_add(kb, &r))
 			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	}

@@ -20,6 +20,35 @@ FIELDS = ("layers", "hidden", "heads", "seq", "mbs", "microbatches", "compiled",
           "driver", "torch", "cuda", "step_ms_median", "step_ms_p10", "step_ms_p90", "traces")
 
 
+def op_kernels(trace):
+    """The trace's events, and for a CPU op the GPU kernels its thread
+    launched inside it (by correlation id)."""
+    import bisect
+    import gzip
+    ev = json.load(gzip.open(trace))["traceEvents"]
+    kern = {e["args"].get("correlation"): e for e in ev if e.get("cat") == "kernel"}
+    launches = {}
+    for e in ev:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "aunch" in e["name"]:
+            launches.setdefault(e["tid"], []).append(e)
+    starts = {}
+    for t, v in launches.items():
+        v.sort(key=lambda e: e["ts"])
+        starts[t] = [e["ts"] for e in v]
+
+    def inside(o):
+        ls = launches.get(o["tid"], [])
+        i = bisect.bisect_left(starts.get(o["tid"], []), o["ts"])
+        out = []
+        while i < len(ls) and ls[i]["ts"] <= o["ts"] + o["dur"]:
+            k = kern.get(ls[i]["args"].get("correlation"))
+            if k:
+                out.append(k)
+            i += 1
+        return out
+    return ev, inside
+
+
 def gemm_shapes(prism, trace):
     """prism calibrate --gemms against the trace read here another way:
     each aten::mm/addmm/bmm op's shapes and the one GEMM kernel its thread
@@ -27,30 +56,14 @@ def gemm_shapes(prism, trace):
     shapes, counts and median times (CUPTI microseconds, prism's whole
     nanoseconds), most measured time first; and prism kernels given the
     trace: the same shapes as rows, with calibrate's model times."""
-    import bisect
-    import gzip
     import statistics
-    ev = json.load(gzip.open(trace))["traceEvents"]
-    kern = {e["args"].get("correlation"): e for e in ev if e.get("cat") == "kernel"}
-    launches = {}
-    for e in ev:
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "aunch" in e["name"]:
-            launches.setdefault(e["tid"], []).append(e)
-    for v in launches.values():
-        v.sort(key=lambda e: e["ts"])
+    ev, inside = op_kernels(trace)
     want = {}
     for o in ev:
         if o.get("cat") != "cpu_op" or o["name"] not in ("aten::mm", "aten::addmm", "aten::bmm"):
             continue
         dims = o["args"].get("Input Dims")
-        ls = launches.get(o["tid"], [])
-        i = bisect.bisect_left([e["ts"] for e in ls], o["ts"])
-        ks = []
-        while i < len(ls) and ls[i]["ts"] <= o["ts"] + o["dur"]:
-            k = kern.get(ls[i]["args"].get("correlation"))
-            if k and ("gemm" in k["name"] or "nvjet" in k["name"]):
-                ks.append(k)
-            i += 1
+        ks = [k for k in inside(o) if "gemm" in k["name"] or "nvjet" in k["name"]]
         if not dims or len(ks) != 1:
             continue
         a, w = (dims[1], dims[2]) if o["name"] == "aten::addmm" else (dims[0], dims[1])
@@ -88,27 +101,12 @@ def attn_rows(prism, trace):
     the backward, the dO.O and dQ-conversion helpers), summed per op and
     averaged over the ops of one shape: forward and backward, b x heads x
     seq x seq x head dim from the query's dims."""
-    import bisect
-    import gzip
-    ev = json.load(gzip.open(trace))["traceEvents"]
-    kern = {e["args"].get("correlation"): e for e in ev if e.get("cat") == "kernel"}
-    launches = {}
-    for e in ev:
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "aunch" in e["name"]:
-            launches.setdefault(e["tid"], []).append(e)
-    for v in launches.values():
-        v.sort(key=lambda e: e["ts"])
+    ev, inside = op_kernels(trace)
     want = {}
     for o in ev:
         if o.get("cat") != "cpu_op" or not o["name"].startswith("aten::_cudnn_attention_"):
             continue
-        ls = launches.get(o["tid"], [])
-        i = bisect.bisect_left([e["ts"] for e in ls], o["ts"])
-        total = 0
-        while i < len(ls) and ls[i]["ts"] <= o["ts"] + o["dur"]:
-            k = kern.get(ls[i]["args"].get("correlation"))
-            total += k["dur"] if k else 0
-            i += 1
+        total = sum(k["dur"] for k in inside(o))
         q = o["args"]["Input Dims"][0]
         cls = "attention bwd" if o["name"].endswith("backward") else "attention fwd"
         want.setdefault((cls, f"{q[0]}x0x0x0|{q[1]}x{q[2]}x{q[2]}x{q[3]}|0"), []).append(total)
