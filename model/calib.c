@@ -345,8 +345,8 @@ static int cmp_arec(const void *a, const void *b)
 	return (x->u > y->u) - (x->u < y->u);
 }
 
-int calib_attn_shapes(const struct graph *g, const struct hw_profile *hw, struct calib_ashape **out,
-		      size_t *n, struct prism_err *err)
+int calib_attn_shapes(const struct graph *g, struct calib_ashape **out, size_t *n,
+		      struct prism_err *err)
 {
 	struct arec *r = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*r));
 	struct calib_ashape *sh = NULL;
@@ -402,10 +402,7 @@ int calib_attn_shapes(const struct graph *g, const struct hw_profile *hw, struct
 			if (s->dtype < 0)
 				continue;
 			s->fa2 = strstr(op, "_flash_attention") != NULL;
-			s->ops = runs;
 			s->measured_s = total / (double)runs;
-			s->model_s = kperf_attn_s(hw, s->dtype, s->pass, s->b, s->heads, s->sq,
-						  s->skv, s->d, 1);
 			ns++;
 		}
 	}

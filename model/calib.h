@@ -95,12 +95,10 @@ struct calib_ashape {
 	int pass;  /* 0 forward, 1 backward */
 	int dtype; /* enum hw_dtype */
 	int fa2;
-	size_t ops;
 	double measured_s; /* mean per op */
-	double model_s;	   /* kperf_attn_s, causal */
 };
-int calib_attn_shapes(const struct graph *g, const struct hw_profile *hw, struct calib_ashape **out,
-		      size_t *n, struct prism_err *err);
+int calib_attn_shapes(const struct graph *g, struct calib_ashape **out, size_t *n,
+		      struct prism_err *err);
 
 /* Bus efficiency of a collective kind, from its kernels with a known size
  * and group: the e for which comm_time() gives the measured time. */

@@ -61,15 +61,9 @@ static int trace_base(struct base *b, char *const *paths, const struct base_opts
 	    !strtab_get(&b->g->st, b->g->ranks[0].device)[0]) {
 		rc = cli_load_hw(o->hw, &hw, err);
 	} else if (!o->base_hw) {
-		const char *gpu = b->g->n_ranks ? strtab_get(&b->g->st, b->g->ranks[0].device) : "";
-		const char *name =
-		    calib_profile_for(gpu, b->g->n_ranks ? (double)b->g->ranks[0].device_mem : 0);
-		if (!name || cli_find_config("hw", name, found, sizeof(found)))
-			return prism_err_set(
-			    err, PRISM_EARG,
-			    "no hardware profile for the trace's GPU '%s': give one "
-			    "with --base-hw",
-			    gpu);
+		if ((rc = cli_trace_hw_path(b->g, found, sizeof(found), NULL,
+					    ": give one with --base-hw", err)))
+			return rc;
 		rc = cli_load_hw(found, &hw, err);
 	} else {
 		rc = cli_load_hw(o->base_hw, &hw, err);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "build.h"
+#include "calib.h"
 #include "configs.h"
 #include "hw.h"
 #include "kdb.h"
@@ -187,6 +188,26 @@ static int load_named(const char *kind, const char *name, char *path, size_t n,
 	return prism_err_set(err, PRISM_EIO,
 			     "%s: no such file, nor configs/%s/%s.cfg (prism list %s)", name, kind,
 			     name, kind);
+}
+
+int cli_trace_hw_path(const struct graph *g, char *path, size_t n, const char *src,
+		      const char *hint, struct prism_err *err)
+{
+	const char *gpu = g->n_ranks ? strtab_get(&g->st, g->ranks[0].device) : "";
+	const char *name = calib_profile_for(gpu, g->n_ranks ? (double)g->ranks[0].device_mem : 0);
+
+	if (!gpu[0])
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "%s%sthe trace names no GPU (deviceProperties), so no hardware "
+		    "profile%s",
+		    src ? src : "", src ? ": " : "", hint ? hint : "");
+	if (!name || cli_find_config("hw", name, path, n))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "%s%sno hardware profile for the trace's GPU '%s' (configs/hw)%s",
+		    src ? src : "", src ? ": " : "", gpu, hint ? hint : "");
+	return 0;
 }
 
 int cli_load_hw(const char *name, struct hw_profile *hw, struct prism_err *err)

@@ -81,6 +81,14 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
  */
 int cli_find_config(const char *kind, const char *name, char *out, size_t n);
 
+/* The file of the hardware profile for the GPU a loaded trace names
+ * (calib_profile_for) in path.  An error where the trace names no GPU or
+ * no profile fits it, after "src: " where src is not NULL and ending with
+ * hint (": give one with --hw") where that is not NULL. */
+struct graph;
+int cli_trace_hw_path(const struct graph *g, char *path, size_t n, const char *src,
+		      const char *hint, struct prism_err *err);
+
 /* Load a hardware profile or a model named as above; errors name the file
  * or say where it was looked for. */
 struct hw_profile;

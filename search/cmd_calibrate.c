@@ -103,12 +103,7 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	rc = cli_load_graph(argv + optind, argc - optind, ranks, &bo, &g, &err);
 	if (rc == 0 && !hw_path) {
-		const char *gpu = g->n_ranks ? strtab_get(&g->st, g->ranks[0].device) : "";
-		const char *name = calib_profile_for(gpu, (double)g->ranks[0].device_mem);
-		if (!name || cli_find_config("hw", name, found, sizeof(found)))
-			rc = prism_err_set(&err, PRISM_EARG,
-					   "no hardware profile for GPU '%s': give one with --hw",
-					   gpu);
+		rc = cli_trace_hw_path(g, found, sizeof(found), NULL, ": give one with --hw", &err);
 		hw_path = found;
 	}
 	if (rc == 0)

@@ -92,31 +92,20 @@ static int read_trace(struct kbench *kb, char *path, struct prism_err *err)
 	struct hw_profile hw;
 	struct calib_gshape *gs = NULL;
 	struct calib_ashape *as = NULL;
-	const char *gpu = "", *prof = NULL;
+	char hw_path[1024];
 	size_t n = 0, na = 0;
 	int rc;
 
 	build_opts_default(&bo);
 	rc = cli_load_graph(&path, 1, NULL, &bo, &g, err);
-	if (rc == 0) {
-		gpu = g->n_ranks ? strtab_get(&g->st, g->ranks[0].device) : "";
-		prof = calib_profile_for(gpu, (double)g->ranks[0].device_mem);
-		if (!gpu[0])
-			rc = prism_err_set(err, PRISM_EARG,
-					   "%s: the trace names no GPU (deviceProperties): no "
-					   "hardware profile to predict it with",
-					   path);
-		else if (!prof)
-			rc = prism_err_set(err, PRISM_EARG,
-					   "%s: no hardware profile for GPU '%s' (configs/hw)",
-					   path, gpu);
-	}
 	if (rc == 0)
-		rc = cli_load_hw(prof, &hw, err);
+		rc = cli_trace_hw_path(g, hw_path, sizeof(hw_path), path, NULL, err);
+	if (rc == 0)
+		rc = hw_load(hw_path, &hw, err);
 	if (rc == 0)
 		rc = calib_gemm_shapes(g, &hw, &gs, &n, err);
 	if (rc == 0)
-		rc = calib_attn_shapes(g, &hw, &as, &na, err);
+		rc = calib_attn_shapes(g, &as, &na, err);
 	if (rc == 0 && n + na == 0)
 		rc = prism_err_set(err, PRISM_EARG,
 				   "%s: no GEMM or attention with shapes (profile with "
@@ -146,8 +135,8 @@ static int read_trace(struct kbench *kb, char *path, struct prism_err *err)
 						.fa2 = a->fa2,
 						.time_s = a->measured_s};
 		}
-		snprintf(r.gpu, sizeof(r.gpu), "%s", gpu);
-		snprintf(r.profile, sizeof(r.profile), "%s", prof);
+		snprintf(r.gpu, sizeof(r.gpu), "%s", strtab_get(&g->st, g->ranks[0].device));
+		snprintf(r.profile, sizeof(r.profile), "%.31s", hw.id);
 		snprintf(r.source, sizeof(r.source), "%s", path);
 		if (kbench_add(kb, &r))
 			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");

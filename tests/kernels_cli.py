@@ -187,10 +187,10 @@ check(re.search(r"^h100-dgx\s+gemm\s+bf16\s+18\s+3\s", out, re.M), out)
 # Nothing to predict, or nothing to predict it with: one line, status 2.
 for name, msg in (("stealgrad_2024.json", "no GEMM or attention with shapes (profile with torch.profiler's "
                    "record_shapes=True)"),
-                  ("alltoall_2023.json", "the trace names no GPU (deviceProperties): no "
-                   "hardware profile to predict it with"),
-                  ("rocm_2024.json", "no hardware profile for GPU 'AMD Instinct MI300X' "
-                   "(configs/hw)")):
+                  ("alltoall_2023.json", "the trace names no GPU (deviceProperties), so no "
+                   "hardware profile"),
+                  ("rocm_2024.json", "no hardware profile for the trace's GPU 'AMD Instinct "
+                   "MI300X' (configs/hw)")):
     path = os.path.join(SRC, "tests", "data", name)
     r = run("kernels", path, code=2)
     check(r.stderr == f"prism: {path}: {msg}\n", r.stderr)

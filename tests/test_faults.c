@@ -307,7 +307,7 @@ static int kernels(struct prism_err *err)
 	if (rc == 0)
 		rc = calib_gemm_shapes(g, &h, &gs, &ngs, err);
 	if (rc == 0)
-		rc = calib_attn_shapes(g, &h, &as, &nas, err);
+		rc = calib_attn_shapes(g, &as, &nas, err);
 	if (rc == 0) {
 		struct calib_class cc[KC_NCLASSES];
 		struct calib_kmodel km;
