@@ -6,11 +6,12 @@ file): every class is reported, the unfused-attention row is left out with
 its reason, --fit prints `kernels` groups that a hardware profile loads
 (prism synth runs on it), --markdown gives a table; bad input is one line
 naming the file (and line) with exit status 2, and so is a profile whose
-kernels group is out of range; a trace's GEMM and attention shapes are rows.  Where
-../shared/kernels exists: the shipped parameters meet the issue's goal,
-mean error <= 10 % on H100 and A100 bf16 and H100-class fp8 GEMMs, and on
-H100's bf16 and fp8 GEMMs with their source left out; and the profiles'
-kernels groups are what --fit prints (a regression guard for both).
+kernels group is out of range; a trace's GEMM and attention shapes are
+rows.  Where ../shared/kernels exists: the shipped parameters meet the
+issue's goal, mean error <= 10 % on H100 and A100 bf16 and H100-class fp8
+GEMMs, and on H100's bf16 and fp8 GEMMs with their source left out; and
+the profiles' kernels groups are what --fit prints (a regression guard for
+both).
 
 usage: kernels_cli.py PRISM SOURCE_DIR
 """
