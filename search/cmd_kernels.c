@@ -449,7 +449,7 @@ int cmd_kernels(int argc, char **argv)
 					continue;
 				for (int q = 0; q < np; q++) {
 					p[q].work = p[q].shipped;
-					kperf_defaults(&p[q].work);
+					hw_kernels_default(&p[q].work);
 				}
 				fit_group(&kb, s, p, np, 2, s->source, 1, idx, hws);
 				for (size_t k = 0; k < ns; k++) {

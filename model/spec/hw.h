@@ -21,7 +21,7 @@ enum hw_dtype { HW_FP32, HW_TF32, HW_BF16, HW_FP16, HW_FP8, HW_FP4, HW_NDTYPES }
 /*
  * Kernel efficiency by shape (kperf.h), per GPU; the profile's `kernels`
  * group sets them, each with its source, and what it leaves out comes from
- * kperf_defaults().  Times in seconds, rates in FLOP/s and fractions.
+ * hw_kernels_default().  Times in seconds, rates in FLOP/s and fractions.
  */
 enum hw_mem_kind { HW_MEM_ELEMENTWISE, HW_MEM_NORM, HW_MEM_REDUCTION, HW_MEM_NKINDS };
 
@@ -126,7 +126,7 @@ struct hw_profile {
  * docs/FORMATS.md): peaks 0 or 0.001..1e6 TFLOP/s, bandwidths up to 1e6
  * GB/s, 1..1024 GPUs and NICs a node, latencies 0..1e6 us, a memory
  * reserve below the capacity.  The optional `kernels` group (kperf.h)
- * overrides kperf_defaults() setting by setting. */
+ * overrides hw_kernels_default() setting by setting. */
 int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err);
 
 /* The dtype named s ("bf16", "fp8", ...), or -1. */
@@ -150,5 +150,22 @@ int hw_domain(const struct hw_profile *hw);
  * 4 groups a rack, 2 trays left over, as the jobs that keep spares do).
  * With a domain of one node this is "n divides the node". */
 int hw_group_fits_domain(const struct hw_profile *hw, int n);
+
+/* Attention's head-dim factors where nothing measured them (priors,
+ * fitted to nothing: docs/MODEL.md): head dim 64 at 0.75 and 256 at 0.9 of
+ * 128's throughput. */
+#define HW_ATTN_D64_PRIOR  0.75
+#define HW_ATTN_D256_PRIOR 0.9
+
+/* Fill hw->k from hw's datasheet figures alone (peaks, bandwidth); sms
+ * is left as it is (0: 108).  hw_load calls it before reading
+ * the profile's `kernels` group. */
+void hw_kernels_default(struct hw_profile *hw);
+
+/* After a profile's `kernels` group is read: dtypes it did not set take
+ * bf16's parameters with the achievable peak scaled by the datasheet
+ * ratio of peaks.  given[d] says which it set (gemm, attention). */
+void hw_kernels_complete(struct hw_profile *hw, const int gemm_given[HW_NDTYPES],
+			 const int attn_given[HW_NDTYPES]);
 
 #endif

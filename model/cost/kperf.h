@@ -40,30 +40,13 @@
  *
  * The parameters live in the hardware profile (hw.h's hw_kernels), fitted
  * by `prism kernels --fit` (kbench.h) on public measurements; a GPU or
- * dtype without measurements gets kperf_defaults(), whose derivation
+ * dtype without measurements gets hw_kernels_default(), whose derivation
  * docs/MODEL.md gives.
  */
 #ifndef PRISM_KPERF_H
 #define PRISM_KPERF_H
 
 #include "hw.h"
-
-/* Attention's head-dim factors where nothing measured them (priors,
- * fitted to nothing: docs/MODEL.md): head dim 64 at 0.75 and 256 at 0.9 of
- * 128's throughput. */
-#define KPERF_ATTN_D64_PRIOR  0.75
-#define KPERF_ATTN_D256_PRIOR 0.9
-
-/* Fill hw->k from hw's datasheet figures alone (peaks, bandwidth); sms
- * is left as it is (0: 108).  hw_load calls it before reading the
- * profile's `kernels` group. */
-void kperf_defaults(struct hw_profile *hw);
-
-/* After a profile's `kernels` group is read: dtypes it did not set take
- * bf16's parameters with the achievable peak scaled by the datasheet
- * ratio of peaks.  given[d] says which it set (gemm, attention). */
-void kperf_complete(struct hw_profile *hw, const int gemm_given[HW_NDTYPES],
-		    const int attn_given[HW_NDTYPES]);
 
 /* Seconds of a GEMM of batch b, M x K times K x N, in dtype (enum
  * hw_dtype; its operands' element size: 4, 2, 1 or 0.5 bytes, the output

@@ -4,83 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-/*
- * Defaults where a profile sets nothing, each derived, not fitted to the
- * GPU it is used for (docs/MODEL.md, "Kernel efficiency"):
- * - GEMM achievable peak 0.80 of the datasheet: the median of the MAMF
- *   rows of ../shared/kernels/gemm.csv for NVIDIA GPUs in BF16 (A100 SXM
- *   86.9 %, A100 PCIe 81.1 %, H100 SXM 80.3 %, GH200 83.8 %, B200 77.6 %,
- *   B300 78.6 %, GB200 72.9 %); priors, fitted to nothing: 1 us per tile
- *   (a prologue and an epilogue of a few hundred cycles at 1.4-2 GHz), 3 us
- *   per kernel (the flat model's), smaller tiles at 0.85, 0.70 and 0.50 of
- *   the 128x256 tile's throughput (a 128x128 tile reloads each operand
- *   twice as often per FLOP, 64x64 four times), 0.9 of HBM bandwidth;
- * - attention: forward at 0.60 and backward at 0.45 of the datasheet peak,
- *   the middle of the FlashAttention-2/3 and cuDNN rows of attention.csv;
- * - memory-bound: 0.85 of HBM bandwidth for elementwise kernels and
- *   copies, 0.70 for normalisations, 0.60 for reductions and softmax
- *   (the large-size ends of memory_bound.csv's curves), 2 us each.
- */
-#define KPERF_GEMM_PEAK_FRAC  0.80
-#define KPERF_GEMM_TILE_S     1e-6
-#define KPERF_GEMM_OVERHEAD_S 3e-6
-#define KPERF_GEMM_MEM_EFF    0.9
-#define KPERF_ATTN_FWD_FRAC   0.60
-#define KPERF_ATTN_BWD_FRAC   0.45
-#define KPERF_ATTN_TILE_S     2e-6
-#define KPERF_ATTN_OVERHEAD_S 5e-6
-#define KPERF_SMS	      108
-
-static const double tile_eff_default[3] = {0.85, 0.70, 0.50};
-
-void kperf_defaults(struct hw_profile *hw)
-{
-	struct hw_kernels *k = &hw->k;
-	static const double mem_eff[HW_MEM_NKINDS] = {0.85, 0.70, 0.60};
-
-	for (int d = 0; d < HW_NDTYPES; d++) {
-		struct hw_gemm *g = &k->gemm[d];
-		struct hw_attn *a = &k->attn[d];
-		g->flops = KPERF_GEMM_PEAK_FRAC * hw->peak_flops[d];
-		g->tile_s = KPERF_GEMM_TILE_S;
-		g->overhead_s = KPERF_GEMM_OVERHEAD_S;
-		memcpy(g->tile_eff, tile_eff_default, sizeof(g->tile_eff));
-		g->mem_eff = KPERF_GEMM_MEM_EFF;
-		a->flops[0] = KPERF_ATTN_FWD_FRAC * hw->peak_flops[d];
-		a->flops[1] = KPERF_ATTN_BWD_FRAC * hw->peak_flops[d];
-		a->tile_s[0] = a->tile_s[1] = KPERF_ATTN_TILE_S;
-		a->overhead_s = KPERF_ATTN_OVERHEAD_S;
-		a->d64 = KPERF_ATTN_D64_PRIOR;
-		a->d256 = KPERF_ATTN_D256_PRIOR;
-	}
-	for (int m = 0; m < HW_MEM_NKINDS; m++) {
-		k->mem_eff[m] = mem_eff[m];
-		k->mem_overhead_s[m] = 2e-6;
-	}
-}
-
-void kperf_complete(struct hw_profile *hw, const int gemm_given[HW_NDTYPES],
-		    const int attn_given[HW_NDTYPES])
-{
-	struct hw_kernels *k = &hw->k;
-	double bf = hw->peak_flops[HW_BF16];
-
-	for (int d = 0; d < HW_NDTYPES; d++) {
-		double r = bf > 0 ? hw->peak_flops[d] / bf : 0;
-		if (d == HW_BF16)
-			continue;
-		if (!gemm_given[d] && gemm_given[HW_BF16]) {
-			k->gemm[d] = k->gemm[HW_BF16];
-			k->gemm[d].flops = k->gemm[HW_BF16].flops * r;
-		}
-		if (!attn_given[d] && attn_given[HW_BF16]) {
-			k->attn[d] = k->attn[HW_BF16];
-			k->attn[d].flops[0] = k->attn[HW_BF16].flops[0] * r;
-			k->attn[d].flops[1] = k->attn[HW_BF16].flops[1] * r;
-		}
-	}
-}
-
 double kperf_elem_bytes(int dtype)
 {
 	switch (dtype) {
@@ -95,6 +18,9 @@ double kperf_elem_bytes(int dtype)
 		return 2;
 	}
 }
+
+/* SMs of a profile that does not say (an A100's). */
+#define KPERF_SMS 108
 
 static int sms(const struct hw_profile *hw)
 {

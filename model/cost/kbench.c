@@ -865,9 +865,9 @@ static void head_dim_priors(const struct fitctx *c)
 	for (size_t i = 0; i < c->n; i++) {
 		struct hw_attn *a = &c->hws[i]->k.attn[c->dtype];
 		if (!lo)
-			a->d64 = KPERF_ATTN_D64_PRIOR;
+			a->d64 = HW_ATTN_D64_PRIOR;
 		if (!hi)
-			a->d256 = KPERF_ATTN_D256_PRIOR;
+			a->d256 = HW_ATTN_D256_PRIOR;
 	}
 }
 
