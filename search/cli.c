@@ -334,22 +334,23 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, uint64_t *giv
 		return 0;
 	switch (c) {
 	case CLI_OPT_TP:
-		rc = cli_count(arg, "tp", 1, SYNTH_MAX_TP, &in->lay.tp, err);
+		rc = cli_count(arg, "tp", 1, LAYOUT_MAX_TP, &in->lay.tp, err);
 		break;
 	case CLI_OPT_PP:
-		rc = cli_count(arg, "pp", 1, SYNTH_MAX_STAGES, &in->lay.pp, err);
+		rc = cli_count(arg, "pp", 1, LAYOUT_MAX_STAGES, &in->lay.pp, err);
 		break;
 	case CLI_OPT_DP:
-		rc = cli_count(arg, "dp", 1, SYNTH_MAX_DP, &in->lay.dp, err);
+		rc = cli_count(arg, "dp", 1, LAYOUT_MAX_DP, &in->lay.dp, err);
 		break;
 	case CLI_OPT_VP:
-		rc = cli_count(arg, "vp", 1, SYNTH_MAX_VP, &in->lay.vp, err);
+		rc = cli_count(arg, "vp", 1, LAYOUT_MAX_VP, &in->lay.vp, err);
 		break;
 	case CLI_OPT_MBS:
-		rc = cli_count(arg, "mbs", 1, SYNTH_MAX_MBS, &in->lay.mbs, err);
+		rc = cli_count(arg, "mbs", 1, LAYOUT_MAX_MBS, &in->lay.mbs, err);
 		break;
 	case CLI_OPT_MICRO:
-		rc = cli_count(arg, "microbatches", 1, SYNTH_MAX_MICRO, &in->lay.microbatches, err);
+		rc =
+		    cli_count(arg, "microbatches", 1, LAYOUT_MAX_MICRO, &in->lay.microbatches, err);
 		break;
 	case CLI_OPT_ZERO:
 		rc = cli_count(arg, "zero", 0, 3, &in->lay.zero, err);
@@ -379,19 +380,19 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, uint64_t *giv
 		in->lay.flash = 0;
 		break;
 	case CLI_OPT_FP8ATTN:
-		in->fp8_attention = 1;
+		in->lay.fp8_attention = 1;
 		break;
 	case CLI_OPT_PARTITION:
-		rc = synth_part_parse(arg, in, err);
+		rc = layout_partition_parse(arg, &in->lay, err);
 		break;
 	case CLI_OPT_SHARD:
-		rc = cli_count(arg, "shard", 1, SYNTH_MAX_DP, &in->lay.shard, err);
+		rc = cli_count(arg, "shard", 1, LAYOUT_MAX_DP, &in->lay.shard, err);
 		break;
 	case CLI_OPT_PREFETCH:
-		rc = cli_count(arg, "prefetch", 0, SYNTH_MAX_PREFETCH, &in->lay.prefetch, err);
+		rc = cli_count(arg, "prefetch", 0, LAYOUT_MAX_PREFETCH, &in->lay.prefetch, err);
 		break;
 	case CLI_OPT_BUCKET:
-		rc = cli_count(arg, "bucket-mb", 1, SYNTH_MAX_BUCKET_MB, &in->lay.bucket_mb, err);
+		rc = cli_count(arg, "bucket-mb", 1, LAYOUT_MAX_BUCKET_MB, &in->lay.bucket_mb, err);
 		break;
 	case CLI_OPT_NO_OVERLAP_GRAD:
 		in->lay.overlap_grad = 0;
@@ -406,38 +407,38 @@ int cli_layout_option(int c, const char *arg, struct synth_in *in, uint64_t *giv
 		in->lay.pp_overlap = 0;
 		break;
 	case CLI_OPT_EP:
-		rc = cli_count(arg, "ep", 1, SYNTH_MAX_EP, &in->lay.ep, err);
+		rc = cli_count(arg, "ep", 1, LAYOUT_MAX_EP, &in->lay.ep, err);
 		break;
 	case CLI_OPT_CP:
-		rc = cli_count(arg, "cp", 1, SYNTH_MAX_CP, &in->lay.cp, err);
+		rc = cli_count(arg, "cp", 1, LAYOUT_MAX_CP, &in->lay.cp, err);
 		break;
 	case CLI_OPT_CP_ALLGATHER:
 		in->lay.cp_allgather = 1;
 		break;
 	case CLI_OPT_ETP:
-		rc = cli_count(arg, "etp", 1, SYNTH_MAX_TP, &in->lay.etp, err);
+		rc = cli_count(arg, "etp", 1, LAYOUT_MAX_TP, &in->lay.etp, err);
 		break;
 	case CLI_OPT_IMBALANCE:
-		rc = cli_number(arg, "moe-imbalance", 1, SYNTH_MAX_IMBALANCE, &in->lay.imbalance,
+		rc = cli_number(arg, "moe-imbalance", 1, LAYOUT_MAX_IMBALANCE, &in->lay.imbalance,
 				err);
 		break;
 	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */
 		rc = cli_count(arg, "gbs", 1, 1 << 24, &in->lay.microbatches, err);
 		break;
 	case CLI_OPT_SCHED:
-		if ((in->lay.schedule = synth_schedule_parse(arg)) < 0)
+		if ((in->lay.schedule = layout_schedule_parse(arg)) < 0)
 			rc = prism_err_set(err, PRISM_EARG,
 					   "--schedule '%s': expected gpipe, 1f1b or interleaved",
 					   arg);
 		break;
 	case CLI_OPT_RECOMP:
-		if ((in->lay.recompute = mem_recompute_parse(arg)) < 0)
+		if ((in->lay.recompute = layout_recompute_parse(arg)) < 0)
 			rc = prism_err_set(err, PRISM_EARG,
 					   "--recompute '%s': expected none, selective or full",
 					   arg);
 		break;
 	case CLI_OPT_DTYPE:
-		if ((in->dtype = hw_dtype_parse(arg)) < 0)
+		if ((in->lay.dtype = hw_dtype_parse(arg)) < 0)
 			rc = prism_err_set(
 			    err, PRISM_EARG,
 			    "--dtype '%s': expected fp32, tf32, bf16, fp16, fp8 or fp4", arg);
@@ -471,7 +472,7 @@ int cli_layout_apply(const struct synth_in *src, uint64_t given, struct synth_in
 	A(CLI_OPT_RECOMP, lay.recompute);
 	A(CLI_OPT_SP, lay.sp);
 	A(CLI_OPT_ZERO, lay.zero);
-	A(CLI_OPT_DTYPE, dtype);
+	A(CLI_OPT_DTYPE, lay.dtype);
 	A(CLI_OPT_LAYERS, m.layers);
 	A(CLI_OPT_HIDDEN, m.hidden);
 	A(CLI_OPT_HEADS, m.heads);
@@ -479,8 +480,8 @@ int cli_layout_apply(const struct synth_in *src, uint64_t given, struct synth_in
 	A(CLI_OPT_SEQ, m.seq);
 	A(CLI_OPT_STEPS, steps);
 	A(CLI_OPT_NOFLASH, lay.flash);
-	A(CLI_OPT_FP8ATTN, fp8_attention);
-	A(CLI_OPT_PARTITION, part);
+	A(CLI_OPT_FP8ATTN, lay.fp8_attention);
+	A(CLI_OPT_PARTITION, lay.partition);
 	A(CLI_OPT_SHARD, lay.shard);
 	A(CLI_OPT_PREFETCH, lay.prefetch);
 	A(CLI_OPT_BUCKET, lay.bucket_mb);

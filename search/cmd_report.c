@@ -75,8 +75,8 @@ static const char help[] =
 #define REPORT_KNOBS(I, S, T)                                                               \
 	I(gpus, "gpus", "") I(tp, "tp", "") I(pp, "pp", "") I(dp, "dp", "") I(vp, "vp", "")  \
 	I(mbs, "mbs", "") I(mb, "microbatches", "")                                          \
-	S(schedule, "schedule", "", synth_schedule_parse, synth_schedule_name)             \
-	S(recompute, "recompute", "", mem_recompute_parse, mem_recompute_name)             \
+	S(schedule, "schedule", "", layout_schedule_parse, layout_schedule_name)             \
+	S(recompute, "recompute", "", layout_recompute_parse, layout_recompute_name)             \
 	I(zero, "zero", "") I(sp, "sp", "") I(layers, "layers", "") I(hidden, "hidden", "")   \
 	S(dtype, "dtype", "'bf16'", hw_dtype_parse, hw_dtype_name)                         \
 	I(fp8_attention, "fp8_attention", "0") I(flash, "flash", "1")                         \

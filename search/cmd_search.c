@@ -178,7 +178,7 @@ static int threads_by_memory(int now, int max, double avail)
  * few microbatches its line is drawn through (sim/hier.h). */
 static double sim_cost(const struct cand *k)
 {
-	const struct mem_layout *l = &k->in.lay;
+	const struct layout *l = &k->in.lay;
 	int m = l->microbatches, cap = 4 * l->pp * (l->vp > 0 ? l->vp : 1);
 	return (double)l->pp * (l->vp > 0 ? l->vp : 1) * (m < cap ? m : cap);
 }

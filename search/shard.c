@@ -102,12 +102,12 @@ void shard_abort(const struct shard *s, int code)
 
 double shard_cost(const struct cand *k)
 {
-	const struct mem_layout *l = &k->in.lay;
+	const struct layout *l = &k->in.lay;
 	/* Kernels per layer and microbatch: 10 forward, 13 backward, 10 more
 	 * when recomputed, and the tensor-parallel collectives. */
-	double per = 23 + (l->recompute == MEM_RECOMPUTE_FULL ? 10 : 0);
+	double per = 23 + (l->recompute == LAYOUT_RECOMPUTE_FULL ? 10 : 0);
 	if (l->tp > 1)
-		per += (l->sp ? 8 : 4) * (l->recompute == MEM_RECOMPUTE_FULL ? 1.5 : 1);
+		per += (l->sp ? 8 : 4) * (l->recompute == LAYOUT_RECOMPUTE_FULL ? 1.5 : 1);
 	return (double)l->microbatches * k->in.m.layers * per + 100.0 * l->pp;
 }
 

@@ -5,26 +5,26 @@
 
 void show_layout(FILE *f, const struct synth_in *in)
 {
-	const struct mem_layout *l = &in->lay;
+	const struct layout *l = &in->lay;
 	fprintf(f, "tp %d pp %d dp %d", l->tp, l->pp, l->dp);
-	if (mem_cp(l) > 1)
-		fprintf(f, " cp %d", mem_cp(l));
-	if (l->schedule == MEM_INTERLEAVED)
+	if (layout_cp(l) > 1)
+		fprintf(f, " cp %d", layout_cp(l));
+	if (l->schedule == LAYOUT_INTERLEAVED)
 		fprintf(f, " vp %d", l->vp);
 	fprintf(f, ", mbs %d x %d microbatches, %s, recompute %s%s, zero %d, %s%s", l->mbs,
-		l->microbatches, synth_schedule_name(l->schedule), mem_recompute_name(l->recompute),
-		l->sp ? ", sp" : "", l->zero, hw_dtype_name(in->dtype),
-		in->fp8_attention ? " (fp8 attention)" : "");
+		l->microbatches, layout_schedule_name(l->schedule),
+		layout_recompute_name(l->recompute), l->sp ? ", sp" : "", l->zero,
+		hw_dtype_name(in->lay.dtype), in->lay.fp8_attention ? " (fp8 attention)" : "");
 	{
-		struct mem_layout r;
+		struct layout r;
 		char name[64];
 		synth_mem_layout(in, &r);
-		synth_part_name(in, name, sizeof(name));
+		layout_partition_name(&in->lay, name, sizeof(name));
 		if (r.part[0]) {
 			fprintf(f, ", layers per stage ");
 			for (int s = 0; s < l->pp; s++)
 				fprintf(f, "%s%d", s ? "," : "", r.part[s]);
-			if (in->part != SYNTH_PART_GIVEN)
+			if (in->lay.partition != LAYOUT_PART_GIVEN)
 				fprintf(f, " (%s)", name);
 		}
 	}
@@ -41,8 +41,8 @@ void show_layout(FILE *f, const struct synth_in *in)
 	if (!l->pp_overlap)
 		fprintf(f, ", pipeline sends waited for");
 	if (in->m.experts > 0)
-		fprintf(f, ", ep %d etp %d (expert dp %d)%s", mem_ep(l), mem_etp(l), mem_edp(l),
-			l->imbalance > 1 ? ", imbalanced" : "");
+		fprintf(f, ", ep %d etp %d (expert dp %d)%s", layout_ep(l), layout_etp(l),
+			layout_edp(l), l->imbalance > 1 ? ", imbalanced" : "");
 }
 
 void show_prediction(FILE *f, const struct synth_in *in, const struct predict_out *p)
@@ -55,7 +55,7 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 	fprintf(f, ", ffn %d%s, seq %d, vocab %d%s\n", in->m.ffn, in->m.gated ? " swiglu" : "",
 		in->m.seq, in->m.vocab, in->lay.flash ? "" : ", attention without flash");
 	if (in->m.experts > 0) {
-		const struct mem_layout *l = &in->lay;
+		const struct layout *l = &in->lay;
 		fprintf(f,
 			"experts    %d routed (top %d) + %d shared, expert ffn %d, %d dense layers "
 			"first, %s router, %s; %.1fB parameters, %.1fB active\n",
@@ -86,7 +86,7 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		p->bubble * 100);
 	fprintf(f, "throughput %12.0f tokens/s\n", p->tokens_per_s);
 	fprintf(f, "MFU        %12.1f %%   (model FLOPs / time / GPUs / %s peak)\n", p->mfu * 100,
-		hw_dtype_name(in->dtype));
+		hw_dtype_name(in->lay.dtype));
 	fprintf(f, "cost       %12.4g GPU-hours per iteration\n", p->gpu_hours);
 	fprintf(f, "memory     %12.1f GB per GPU on stage %d (the most) of %.1f GB usable: %s\n",
 		m->total / 1e9, m->stage, m->capacity / 1e9, m->fits ? "fits" : "OUT OF MEMORY");
@@ -111,7 +111,7 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 
 void show_prediction_json(FILE *f, const struct synth_in *in, const struct predict_out *p)
 {
-	const struct mem_layout *l = &in->lay;
+	const struct layout *l = &in->lay;
 	fputs("\"model\":", f);
 	prism_fput_json_str(f, in->m.name[0] ? in->m.name : "gpt");
 	fprintf(f, ",\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"ffn\":%d,\"seq\":%d,\"vocab\":%d",
@@ -119,15 +119,15 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 	fputs(",\"hw\":", f);
 	prism_fput_json_str(f, in->hw->name);
 	{
-		struct mem_layout r;
+		struct layout r;
 		synth_mem_layout(in, &r);
 		fputs(",\"partition\":[", f);
 		for (int s = 0; s < l->pp; s++)
-			fprintf(f, "%s%d", s ? "," : "", mem_stage_layers(&in->m, &r, s));
+			fprintf(f, "%s%d", s ? "," : "", layout_stage_layers(&in->m, &r, s));
 		fprintf(f,
 			"],\"shard\":%d,\"prefetch\":%d,\"bucket_mb\":%d,\"overlap_grad\":%d,"
 			"\"overlap_param\":%d,\"tp_overlap\":%d,\"pp_overlap\":%d",
-			mem_shard_group(l), l->prefetch, l->bucket_mb, l->overlap_grad,
+			layout_shard_group(l), l->prefetch, l->bucket_mb, l->overlap_grad,
 			l->overlap_param, l->tp_overlap, l->pp_overlap);
 	}
 	fprintf(f,
@@ -145,16 +145,17 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		"\"memory_transient_bytes\":%.0f,\"memory_fragmentation_bytes\":%.0f,"
 		"\"memory_first_stage_bytes\":%.0f,\"memory_last_stage_bytes\":%.0f",
 		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches,
-		synth_schedule_name(l->schedule), mem_recompute_name(l->recompute), l->sp, l->zero,
-		hw_dtype_name(in->dtype), p->gpus, p->global_batch, p->iter_s, p->bubble,
-		p->tokens_per_s, p->mfu, p->gpu_hours, p->mem.total, p->mem.capacity,
+		layout_schedule_name(l->schedule), layout_recompute_name(l->recompute), l->sp,
+		l->zero, hw_dtype_name(in->lay.dtype), p->gpus, p->global_batch, p->iter_s,
+		p->bubble, p->tokens_per_s, p->mfu, p->gpu_hours, p->mem.total, p->mem.capacity,
 		p->mem.fits ? "true" : "false", p->tasks, p->exposed_compute_s, p->exposed_comm_s,
 		p->overlap_s, p->idle_s, predict_analytic(in), synth_lower_bound(in), l->flash,
-		in->fp8_attention, p->kdb_exact, p->kdb_interpolated, p->mem.stage, p->mem.weights,
-		p->mem.grads, p->mem.optimizer, p->mem.buffers, p->mem.activations, p->mem.logits,
-		p->mem.transient, p->mem.fragmentation, p->mem.first_total, p->mem.last_total);
-	if (mem_cp(l) > 1)
-		fprintf(f, ",\"cp\":%d", mem_cp(l));
+		in->lay.fp8_attention, p->kdb_exact, p->kdb_interpolated, p->mem.stage,
+		p->mem.weights, p->mem.grads, p->mem.optimizer, p->mem.buffers, p->mem.activations,
+		p->mem.logits, p->mem.transient, p->mem.fragmentation, p->mem.first_total,
+		p->mem.last_total);
+	if (layout_cp(l) > 1)
+		fprintf(f, ",\"cp\":%d", layout_cp(l));
 	if (in->m.experts > 0)
 		fprintf(f,
 			",\"experts\":%d,\"top_k\":%d,\"shared_experts\":%d,\"expert_ffn\":%d,"
@@ -163,7 +164,7 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 			"\"moe_a2a_bytes\":%.0f,\"moe_a2a_s\":%.9f",
 			in->m.experts, in->m.top_k, in->m.shared_experts,
 			in->m.expert_ffn > 0 ? in->m.expert_ffn : in->m.ffn, in->m.first_dense,
-			mem_ep(l), mem_etp(l), mem_edp(l), mem_moe_peak(&in->m, l),
+			layout_ep(l), layout_etp(l), layout_edp(l), mem_moe_peak(&in->m, l),
 			llm_params(&in->m), llm_active_params(&in->m), synth_moe_a2a_bytes(in),
 			synth_moe_a2a_s(in));
 }

@@ -425,7 +425,7 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 	}
 	for (size_t i = 0; ok && i < n; i++) {
 		const struct cand *k = &c[i];
-		const struct mem_layout *l = &k->in.lay;
+		const struct layout *l = &k->in.lay;
 		int sim = k->status == CS_SIMULATED;
 		sqlite3_reset(st);
 		sqlite3_clear_bindings(st);
@@ -438,19 +438,19 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		sqlite3_bind_int(st, 7, l->vp);
 		sqlite3_bind_int(st, 8, l->mbs);
 		sqlite3_bind_int(st, 9, l->microbatches);
-		sqlite3_bind_text(st, 10, synth_schedule_name(l->schedule), -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 11, mem_recompute_name(l->recompute), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 10, layout_schedule_name(l->schedule), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 11, layout_recompute_name(l->recompute), -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 12, l->zero);
 		sqlite3_bind_int(st, 13, l->sp);
 		sqlite3_bind_int(st, 14, k->in.m.layers);
 		sqlite3_bind_int(st, 15, k->in.m.hidden);
 		sqlite3_bind_text(st, 16, cand_status_name(k->status), -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 31, hw_dtype_name(k->in.dtype), -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 32, k->in.fp8_attention);
+		sqlite3_bind_text(st, 31, hw_dtype_name(k->in.lay.dtype), -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 32, k->in.lay.fp8_attention);
 		sqlite3_bind_int(st, 33, l->flash);
 		{
 			char part[1600];
-			struct mem_layout r;
+			struct layout r;
 			synth_mem_layout(&k->in, &r);
 			if (r.part[0] && l->pp > 1) { /* the layers of each stage */
 				size_t m = 0;
@@ -462,16 +462,16 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 			}
 			sqlite3_bind_text(st, 35, part, -1, SQLITE_TRANSIENT);
 		}
-		sqlite3_bind_int(st, 36, mem_shard_group(l));
+		sqlite3_bind_int(st, 36, layout_shard_group(l));
 		sqlite3_bind_int(st, 37, l->prefetch);
 		sqlite3_bind_int(st, 38, l->bucket_mb);
 		sqlite3_bind_int(st, 39, l->overlap_grad);
 		sqlite3_bind_int(st, 40, l->overlap_param);
 		sqlite3_bind_int(st, 41, l->tp_overlap);
 		sqlite3_bind_int(st, 42, l->pp_overlap);
-		sqlite3_bind_int(st, 51, mem_ep(l));
-		sqlite3_bind_int(st, 52, mem_etp(l));
-		sqlite3_bind_int(st, 53, mem_cp(l));
+		sqlite3_bind_int(st, 51, layout_ep(l));
+		sqlite3_bind_int(st, 52, layout_etp(l));
+		sqlite3_bind_int(st, 53, layout_cp(l));
 		if (k->status != CS_INVALID && k->status != CS_PENDING) {
 			/* The memory of every candidate that has a layout: the
 			 * stage needing the most, and its breakdown. */

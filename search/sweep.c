@@ -85,11 +85,11 @@ static int element(const char *file, const config_setting_t *e, const char *knob
 static int part_parse(const char *s)
 {
 	if (strcmp(s, "even") == 0)
-		return SYNTH_PART_GIVEN;
+		return LAYOUT_PART_GIVEN;
 	if (strcmp(s, "balanced") == 0)
-		return SYNTH_PART_BALANCED;
+		return LAYOUT_PART_BALANCED;
 	if (strcmp(s, "embed-loss") == 0)
-		return SYNTH_PART_EMBED_LOSS;
+		return LAYOUT_PART_EMBED_LOSS;
 	return -1;
 }
 
@@ -359,7 +359,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 			    &s->price_per_gpu_hour, err)))
 		goto out;
 	if (config_lookup(&cf, "base_dp")) {
-		if ((rc = cfg_range(path, &cf, NULL, "base_dp", 1, SYNTH_MAX_DP, 1, 1, &v, err)))
+		if ((rc = cfg_range(path, &cf, NULL, "base_dp", 1, LAYOUT_MAX_DP, 1, 1, &v, err)))
 			goto out;
 		s->base_dp = (int)v;
 	}
@@ -372,7 +372,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	 * every candidate (a property of the router and data, not a layout). */
 	s->imbalance = 1;
 	if (config_lookup(&cf, "moe_imbalance") &&
-	    (rc = cfg_range(path, &cf, NULL, "moe_imbalance", 1, SYNTH_MAX_IMBALANCE, 0, 1,
+	    (rc = cfg_range(path, &cf, NULL, "moe_imbalance", 1, LAYOUT_MAX_IMBALANCE, 0, 1,
 			    &s->imbalance, err)))
 		goto out;
 	s->margin = 0.3;
@@ -389,24 +389,24 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		goto out;
 	}
 	if (strcmp(config_setting_name(gpus), "gpus") == 0) {
-		if ((rc = knob(path, config_root_setting(&cf), "gpus", 0, 1, SYNTH_MAX_GPUS, NULL,
+		if ((rc = knob(path, config_root_setting(&cf), "gpus", 0, 1, LAYOUT_MAX_GPUS, NULL,
 			       &s->gpus, err)))
 			goto out;
 	} else {
 		double budget;
-		if ((rc = cfg_range(path, &cf, NULL, "gpu_budget", 1, SYNTH_MAX_GPUS, 1, 1, &budget,
-				    err)))
+		if ((rc = cfg_range(path, &cf, NULL, "gpu_budget", 1, LAYOUT_MAX_GPUS, 1, 1,
+				    &budget, err)))
 			goto out;
 		for (long g = 1; g <= budget && s->gpus.n < SWEEP_MAX_LIST; g *= 2)
 			s->gpus.v[s->gpus.n++] = (int)g;
 	}
-	if ((rc = knob(path, space, "tp", 1, 1, SYNTH_MAX_TP, NULL, &s->tp, err)) ||
-	    (rc = knob(path, space, "pp", 1, 1, SYNTH_MAX_STAGES, NULL, &s->pp, err)) ||
-	    (rc = knob(path, space, "mbs", 1, 1, SYNTH_MAX_MBS, NULL, &s->mbs, err)) ||
-	    (rc = knob(path, space, "schedule", MEM_1F1B, 0, 0, synth_schedule_parse, &s->schedule,
-		       err)) ||
-	    (rc = knob(path, space, "vp", 2, 1, SYNTH_MAX_VP, NULL, &s->vp, err)) ||
-	    (rc = knob(path, space, "recompute", 0, 0, 0, mem_recompute_parse, &s->recompute,
+	if ((rc = knob(path, space, "tp", 1, 1, LAYOUT_MAX_TP, NULL, &s->tp, err)) ||
+	    (rc = knob(path, space, "pp", 1, 1, LAYOUT_MAX_STAGES, NULL, &s->pp, err)) ||
+	    (rc = knob(path, space, "mbs", 1, 1, LAYOUT_MAX_MBS, NULL, &s->mbs, err)) ||
+	    (rc = knob(path, space, "schedule", LAYOUT_1F1B, 0, 0, layout_schedule_parse,
+		       &s->schedule, err)) ||
+	    (rc = knob(path, space, "vp", 2, 1, LAYOUT_MAX_VP, NULL, &s->vp, err)) ||
+	    (rc = knob(path, space, "recompute", 0, 0, 0, layout_recompute_parse, &s->recompute,
 		       err)) ||
 	    (rc = knob(path, space, "zero", 0, 0, 3, NULL, &s->zero, err)) ||
 	    (rc = knob(path, space, "sp", 0, 0, 1, NULL, &s->sp, err)) ||
@@ -416,20 +416,20 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	    (rc = knob(path, space, "dtype", -1, 0, 0, hw_dtype_parse, &s->dtype, err)) ||
 	    (rc = knob(path, space, "fp8_attention", -1, 0, 1, NULL, &s->fp8_attention, err)) ||
 	    (rc = knob(path, space, "flash", -1, 0, 1, NULL, &s->flash, err)) ||
-	    (rc = knob(path, space, "partition", SYNTH_PART_GIVEN, 0, 0, part_parse, &s->partition,
+	    (rc = knob(path, space, "partition", LAYOUT_PART_GIVEN, 0, 0, part_parse, &s->partition,
 		       err)) ||
-	    (rc = knob(path, space, "shard", 0, 0, SYNTH_MAX_DP, NULL, &s->shard, err)) ||
-	    (rc = knob(path, space, "prefetch", 1, 0, SYNTH_MAX_PREFETCH, NULL, &s->prefetch,
+	    (rc = knob(path, space, "shard", 0, 0, LAYOUT_MAX_DP, NULL, &s->shard, err)) ||
+	    (rc = knob(path, space, "prefetch", 1, 0, LAYOUT_MAX_PREFETCH, NULL, &s->prefetch,
 		       err)) ||
-	    (rc = knob(path, space, "bucket_mb", 0, 0, SYNTH_MAX_BUCKET_MB, NULL, &s->bucket_mb,
+	    (rc = knob(path, space, "bucket_mb", 0, 0, LAYOUT_MAX_BUCKET_MB, NULL, &s->bucket_mb,
 		       err)) ||
 	    (rc = knob(path, space, "overlap_grad", 1, 0, 1, NULL, &s->overlap_grad, err)) ||
 	    (rc = knob(path, space, "overlap_param", 0, 0, 1, NULL, &s->overlap_param, err)) ||
 	    (rc = knob(path, space, "tp_overlap", 0, 0, 1, NULL, &s->tp_overlap, err)) ||
 	    (rc = knob(path, space, "pp_overlap", 1, 0, 1, NULL, &s->pp_overlap, err)) ||
-	    (rc = knob(path, space, "ep", 1, 1, SYNTH_MAX_EP, NULL, &s->ep, err)) ||
-	    (rc = knob(path, space, "etp", 1, 1, SYNTH_MAX_TP, NULL, &s->etp, err)) ||
-	    (rc = knob(path, space, "cp", 1, 1, SYNTH_MAX_CP, NULL, &s->cp, err)))
+	    (rc = knob(path, space, "ep", 1, 1, LAYOUT_MAX_EP, NULL, &s->ep, err)) ||
+	    (rc = knob(path, space, "etp", 1, 1, LAYOUT_MAX_TP, NULL, &s->etp, err)) ||
+	    (rc = knob(path, space, "cp", 1, 1, LAYOUT_MAX_CP, NULL, &s->cp, err)))
 		goto out;
 	if (sweep_count(s) > SWEEP_MAX_CANDIDATES) {
 		char n[32];
@@ -484,41 +484,43 @@ void sweep_free(struct sweep *s)
 
 static void make_key(struct cand *c)
 {
-	const struct mem_layout *l = &c->in.lay;
+	const struct layout *l = &c->in.lay;
 	snprintf(c->key, sizeof(c->key),
 		 "gpus=%d;tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;mb=%d;sched=%s;rc=%s;zero=%d;sp=%d;"
 		 "layers=%d;hidden=%d",
 		 c->gpus, l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches,
-		 synth_schedule_name(l->schedule), mem_recompute_name(l->recompute), l->zero, l->sp,
-		 c->in.m.layers, c->in.m.hidden);
+		 layout_schedule_name(l->schedule), layout_recompute_name(l->recompute), l->zero,
+		 l->sp, c->in.m.layers, c->in.m.hidden);
 	/* The precision and attention knobs only where they differ from what
 	 * every candidate ran before they were knobs (bf16, flash): keys of
 	 * stored sweeps stay valid. */
-	if (c->in.dtype != HW_BF16 || c->in.fp8_attention || !l->flash) {
+	if (c->in.lay.dtype != HW_BF16 || c->in.lay.fp8_attention || !l->flash) {
 		size_t n = strlen(c->key);
 		snprintf(c->key + n, sizeof(c->key) - n, ";dtype=%s;fp8attn=%d;flash=%d",
-			 hw_dtype_name(c->in.dtype), c->in.fp8_attention, l->flash);
+			 hw_dtype_name(c->in.lay.dtype), c->in.lay.fp8_attention, l->flash);
 	}
 	/* Placement, sharding and overlap, likewise where they differ from
 	 * what candidates ran before they were knobs. */
-	if (c->in.part != SYNTH_PART_GIVEN || l->shard || l->prefetch != 1 || l->bucket_mb ||
-	    !l->overlap_grad || l->overlap_param || l->tp_overlap || !l->pp_overlap) {
+	if (c->in.lay.partition != LAYOUT_PART_GIVEN || l->shard || l->prefetch != 1 ||
+	    l->bucket_mb || !l->overlap_grad || l->overlap_param || l->tp_overlap ||
+	    !l->pp_overlap) {
 		size_t n = strlen(c->key);
 		char part[32];
-		synth_part_name(&c->in, part, sizeof(part));
+		layout_partition_name(&c->in.lay, part, sizeof(part));
 		snprintf(c->key + n, sizeof(c->key) - n,
 			 ";part=%s;shard=%d;prefetch=%d;bucket=%d;ovg=%d;ovp=%d;tpo=%d;ppo=%d",
 			 part, l->shard, l->prefetch, l->bucket_mb, l->overlap_grad,
 			 l->overlap_param, l->tp_overlap, l->pp_overlap);
 	}
 	/* Expert parallelism, likewise. */
-	if (mem_ep(l) > 1 || mem_etp(l) > 1) {
+	if (layout_ep(l) > 1 || layout_etp(l) > 1) {
 		size_t n = strlen(c->key);
-		snprintf(c->key + n, sizeof(c->key) - n, ";ep=%d;etp=%d", mem_ep(l), mem_etp(l));
+		snprintf(c->key + n, sizeof(c->key) - n, ";ep=%d;etp=%d", layout_ep(l),
+			 layout_etp(l));
 	}
-	if (mem_cp(l) > 1) {
+	if (layout_cp(l) > 1) {
 		size_t n = strlen(c->key);
-		snprintf(c->key + n, sizeof(c->key) - n, ";cp=%d", mem_cp(l));
+		snprintf(c->key + n, sizeof(c->key) - n, ";cp=%d", layout_cp(l));
 	}
 }
 
@@ -597,12 +599,12 @@ static long extra_n(const struct sweep *s)
 static int extra_apply(const struct sweep *s, long ix, struct synth_in *in)
 {
 	int i[EXTRA_N];
-	struct mem_layout *l = &in->lay;
+	struct layout *l = &in->lay;
 	for (int k = 0; k < EXTRA_N; k++) {
 		i[k] = (int)(ix % extra_list(s, k)->n);
 		ix /= extra_list(s, k)->n;
 	}
-	in->part = s->partition.v[i[0]];
+	in->lay.partition = s->partition.v[i[0]];
 	memset(l->part, 0, sizeof(l->part));
 	l->shard = s->shard.v[i[1]];
 	l->prefetch = s->prefetch.v[i[2]];
@@ -627,7 +629,7 @@ static int sched_axis(const struct sweep *s)
 {
 	int n = 0;
 	for (int is = 0; is < s->schedule.n; is++)
-		n += s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.n : 1;
+		n += s->schedule.v[is] == LAYOUT_INTERLEAVED ? s->vp.n : 1;
 	return n;
 }
 
@@ -706,7 +708,7 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 		return 1; /* past the last */
 	ig = (int)x;
 	for (;; is++) {
-		int nv = s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.n : 1;
+		int nv = s->schedule.v[is] == LAYOUT_INTERLEAVED ? s->vp.n : 1;
 		if (isv < nv) {
 			iv = isv;
 			break;
@@ -741,22 +743,22 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 		c->in.lay.dp = dp > 0 ? dp : 1;
 		c->in.lay.mbs = mbs;
 		c->in.lay.schedule = s->schedule.v[is];
-		c->in.lay.vp = s->schedule.v[is] == MEM_INTERLEAVED ? s->vp.v[iv] : 1;
+		c->in.lay.vp = s->schedule.v[is] == LAYOUT_INTERLEAVED ? s->vp.v[iv] : 1;
 		c->in.lay.recompute = s->recompute.v[ir];
 		c->in.lay.zero = s->zero.v[iz];
 		c->in.lay.sp = s->sp.v[iq] && tp > 1;
 		if (s->dtype.v[idt] >= 0)
-			c->in.dtype = s->dtype.v[idt];
+			c->in.lay.dtype = s->dtype.v[idt];
 		if (s->fp8_attention.v[ifa] >= 0)
-			c->in.fp8_attention = s->fp8_attention.v[ifa];
+			c->in.lay.fp8_attention = s->fp8_attention.v[ifa];
 		if (s->flash.v[ifl] >= 0)
 			c->in.lay.flash = s->flash.v[ifl];
 		if (extra_apply(s, ix, &c->in))
 			return 1; /* a knob that does not apply: its first value only */
-		if (mem_cp(&c->in.lay) > 1) {
+		if (layout_cp(&c->in.lay) > 1) {
 			/* Context parallelism takes its ranks from the data-parallel
 			 * ones: dp = gpus / (tp x pp x cp). */
-			tpp *= mem_cp(&c->in.lay);
+			tpp *= layout_cp(&c->in.lay);
 			dp = (int)(gpus / tpp);
 			per = (int64_t)dp * mbs;
 			c->in.lay.dp = dp > 0 ? dp : 1;
@@ -768,7 +770,7 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 			c->status = CS_INVALID;
 			snprintf(c->reason, sizeof(c->reason),
 				 "%d GPUs do not divide by tp %d x pp %d%s", gpus, tp, pp,
-				 mem_cp(&c->in.lay) > 1 ? " x cp" : "");
+				 layout_cp(&c->in.lay) > 1 ? " x cp" : "");
 		} else if (s->global_batch % per) {
 			c->status = CS_INVALID;
 			snprintf(c->reason, sizeof(c->reason),

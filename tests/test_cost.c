@@ -388,7 +388,8 @@ static void test_gqa_swiglu(void **state)
 
 static void test_activation_bytes_gpt3(void **state)
 {
-	struct mem_layout l = {.tp = 8, .pp = 1, .dp = 1, .vp = 1, .mbs = 1, .microbatches = 1};
+	struct layout l = {
+	    .tp = 8, .pp = 1, .dp = 1, .vp = 1, .mbs = 1, .microbatches = 1, .dtype = HW_BF16};
 	double sbh = 2048.0 * 12288;
 	(void)state;
 	/* Korthikanti et al. Table 2, GPT-3 175B, s 2048, b 1, h 12288, a 96,
@@ -400,10 +401,10 @@ static void test_activation_bytes_gpt3(void **state)
 	l.sp = 1;
 	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 114 / 8, 1e-12);
 	/* + selective recomputation: 34 s b h / t. */
-	l.recompute = MEM_RECOMPUTE_SELECTIVE;
+	l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
 	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 34 / 8, 1e-12);
 	/* Full recomputation keeps each layer's input: 2 s b h / t. */
-	l.recompute = MEM_RECOMPUTE_FULL;
+	l.recompute = LAYOUT_RECOMPUTE_FULL;
 	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 2 / 8, 1e-12);
 }
 
@@ -453,16 +454,17 @@ static void test_bytes_per_param(void **state)
 static void test_stage_memory(void **state)
 {
 	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-	struct mem_layout l = {.tp = 1,
-			       .pp = 4,
-			       .dp = 2,
-			       .vp = 1,
-			       .mbs = 1,
-			       .microbatches = 8,
-			       .schedule = MEM_1F1B,
-			       .flash = 1,
-			       .zero = 1,
-			       .prefetch = 1};
+	struct layout l = {.tp = 1,
+			   .pp = 4,
+			   .dp = 2,
+			   .vp = 1,
+			   .mbs = 1,
+			   .microbatches = 8,
+			   .schedule = LAYOUT_1F1B,
+			   .flash = 1,
+			   .zero = 1,
+			   .dtype = HW_BF16,
+			   .prefetch = 1};
 	static const double alloc[4] = {352346112, 329048064, 320135168, 324827136};
 	static const double params[4] = {26347520, 25192448, 25192448, 26218496};
 	static const double acts[4] = {36175872, 26738688, 17825792, 9949184};
@@ -529,27 +531,28 @@ static void test_inflight(void **state)
 	 * with v 2: 4 (1 + 3/8) = 5.5 (Korthikanti section 4.2.3), found by
 	 * walking the schedule (11 chunk units of 1 layer). */
 	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-	struct mem_layout l = {.tp = 1, .pp = 4, .dp = 1, .vp = 2, .mbs = 1, .microbatches = 8};
+	struct layout l = {
+	    .tp = 1, .pp = 4, .dp = 1, .vp = 2, .mbs = 1, .microbatches = 8, .dtype = HW_BF16};
 	struct mem_stage st;
 	(void)state;
-	l.schedule = MEM_GPIPE;
+	l.schedule = LAYOUT_GPIPE;
 	l.vp = 1;
 	mem_stage(&m, &l, NULL, 0, &st);
 	assert_rel_close(st.inflight, 8, 1e-15);
-	l.schedule = MEM_1F1B;
+	l.schedule = LAYOUT_1F1B;
 	mem_stage(&m, &l, NULL, 0, &st);
 	assert_rel_close(st.inflight, 4, 1e-15);
-	l.schedule = MEM_INTERLEAVED;
+	l.schedule = LAYOUT_INTERLEAVED;
 	l.vp = 2;
 	mem_stage(&m, &l, NULL, 0, &st);
 	assert_rel_close(st.inflight, 5.5, 1e-15);
 	/* An uneven partition: 1, 3, 3, 1 layers; stage 1 holds 3 x 3 layers. */
-	l.schedule = MEM_1F1B;
+	l.schedule = LAYOUT_1F1B;
 	l.vp = 1;
 	l.part[0] = 1, l.part[1] = 3, l.part[2] = 3, l.part[3] = 1;
 	mem_stage(&m, &l, NULL, 1, &st);
 	assert_rel_close(st.activations, 9 * mem_act_per_layer(&m, &l), 1e-15);
-	assert_int_equal(mem_chunk_first(&m, &l, 2, 0), 4);
+	assert_int_equal(layout_chunk_first(&m, &l, 2, 0), 4);
 }
 
 /* The kernel model's GEMMs worked by hand (kperf.h) on a GPU of 132 SMs,
@@ -736,10 +739,10 @@ static void test_analytic_small(void **state)
 	 * per layer: 2 layers x 24.159191 us on the stage. */
 	{
 		double before = out.t_compute;
-		in.lay.recompute = MEM_RECOMPUTE_SELECTIVE;
+		in.lay.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
 		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
 		assert_rel_close(out.t_compute - before, 2 * 1207959552.0 / 50e12, 1e-9);
-		in.lay.recompute = MEM_RECOMPUTE_NONE;
+		in.lay.recompute = LAYOUT_RECOMPUTE_NONE;
 	}
 	/* An unfused accumulation (acc_elem_bytes 2, PyTorch's autograd) adds,
 	 * in 3 of the 4 microbatches, one add per parameter tensor of a layer

@@ -221,7 +221,7 @@ static int simulate(struct prism_err *err)
 	rc = reshape_apply(g, &rp, &e, &rs, err);
 	memset(&pl, 0, sizeof(pl));
 	pl.pp = 2;
-	pl.schedule = MEM_1F1B;
+	pl.schedule = LAYOUT_1F1B;
 	pl.act_bytes = 1 << 20;
 	pl.xfer_ns = 1000;
 	pl.cpu_op_ns = pl.launch_ns = pl.event_ns = pl.gpu_lag_ns = 1000;

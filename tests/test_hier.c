@@ -130,24 +130,25 @@ static void test_agreement(void **state)
 		int tp, pp, dp, vp, m, sched, rec, zero, sp, flash, dtype, steps, bare;
 		double host_us;
 	} cases[] = {
-	    {1, 1, 1, 1, 1, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {1, 1, 1, 1, 6, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {1, 2, 1, 1, 4, MEM_GPIPE, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {1, 4, 1, 1, 16, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {2, 4, 2, 2, 8, MEM_INTERLEAVED, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {1, 2, 1, 4, 4, MEM_INTERLEAVED, MEM_RECOMPUTE_SELECTIVE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {2, 2, 4, 1, 5, MEM_1F1B, MEM_RECOMPUTE_FULL, 1, 1, 1, HW_BF16, 2, 0, 10},
-	    {4, 2, 8, 1, 3, MEM_GPIPE, MEM_RECOMPUTE_SELECTIVE, 2, 1, 1, HW_BF16, 3, 0, 10},
-	    {8, 1, 16, 1, 4, MEM_1F1B, MEM_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10},
-	    {2, 8, 2, 1, 12, MEM_1F1B, MEM_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10},
-	    {1, 2, 2, 1, 4, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, 0, HW_FP16, 2, 0, 10},
-	    {2, 4, 1, 2, 4, MEM_INTERLEAVED, MEM_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10},
+	    {1, 1, 1, 1, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {1, 1, 1, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {1, 2, 1, 1, 4, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {1, 4, 1, 1, 16, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {2, 4, 2, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {1, 2, 1, 4, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_SELECTIVE, 0, 0, 1, HW_BF16, 2, 0,
+	     10},
+	    {2, 2, 4, 1, 5, LAYOUT_1F1B, LAYOUT_RECOMPUTE_FULL, 1, 1, 1, HW_BF16, 2, 0, 10},
+	    {4, 2, 8, 1, 3, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_SELECTIVE, 2, 1, 1, HW_BF16, 3, 0, 10},
+	    {8, 1, 16, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10},
+	    {2, 8, 2, 1, 12, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10},
+	    {1, 2, 2, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, HW_FP16, 2, 0, 10},
+	    {2, 4, 1, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10},
 	    /* Launch-bound: the host, not the GPU, decides when kernels
 	     * start inside the units (the fold's gates). */
-	    {1, 2, 2, 1, 8, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400},
-	    {1, 4, 1, 2, 8, MEM_INTERLEAVED, MEM_RECOMPUTE_FULL, 0, 0, 1, HW_BF16, 2, 0, 60},
+	    {1, 2, 2, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400},
+	    {1, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_FULL, 0, 0, 1, HW_BF16, 2, 0, 60},
 	    /* no CPU time per op: the host runs on launches alone */
-	    {2, 2, 2, 1, 6, MEM_1F1B, MEM_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 0},
+	    {2, 2, 2, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -163,7 +164,7 @@ static void test_agreement(void **state)
 		in.lay.zero = cases[i].zero;
 		in.lay.sp = cases[i].sp;
 		in.lay.flash = cases[i].flash;
-		in.dtype = cases[i].dtype;
+		in.lay.dtype = cases[i].dtype;
 		in.steps = cases[i].steps;
 		in.bare = cases[i].bare;
 		in.cpu_op_s = cases[i].host_us * 1e-6;
@@ -196,36 +197,40 @@ static void test_agreement_placement(void **state)
 		const char *given;
 	} cases[] = {
 	    /* ZeRO 1, 2, 3 and prefetch */
-	    {1, 2, 4, 1, 4, MEM_1F1B, 1, 1, 0, 0, 1, 0, 0, 0, 1, SYNTH_PART_GIVEN, 0, 2, NULL},
-	    {2, 2, 4, 1, 6, MEM_1F1B, 2, 1, 0, 0, 1, 0, 0, 1, 1, SYNTH_PART_GIVEN, 0, 2, NULL},
-	    {1, 2, 4, 1, 4, MEM_1F1B, 3, 0, 0, 0, 1, 0, 0, 0, 1, SYNTH_PART_GIVEN, 0, 2, NULL},
-	    {1, 2, 4, 1, 4, MEM_1F1B, 3, 1, 0, 0, 1, 0, 0, 0, 1, SYNTH_PART_GIVEN, 1, 2, NULL},
-	    {2, 2, 4, 2, 4, MEM_INTERLEAVED, 3, 2, 0, 0, 1, 0, 0, 1, 1, SYNTH_PART_GIVEN, 0, 2,
+	    {1, 2, 4, 1, 4, LAYOUT_1F1B, 1, 1, 0, 0, 1, 0, 0, 0, 1, LAYOUT_PART_GIVEN, 0, 2, NULL},
+	    {2, 2, 4, 1, 6, LAYOUT_1F1B, 2, 1, 0, 0, 1, 0, 0, 1, 1, LAYOUT_PART_GIVEN, 0, 2, NULL},
+	    {1, 2, 4, 1, 4, LAYOUT_1F1B, 3, 0, 0, 0, 1, 0, 0, 0, 1, LAYOUT_PART_GIVEN, 0, 2, NULL},
+	    {1, 2, 4, 1, 4, LAYOUT_1F1B, 3, 1, 0, 0, 1, 0, 0, 0, 1, LAYOUT_PART_GIVEN, 1, 2, NULL},
+	    {2, 2, 4, 2, 4, LAYOUT_INTERLEAVED, 3, 2, 0, 0, 1, 0, 0, 1, 1, LAYOUT_PART_GIVEN, 0, 2,
 	     NULL},
 	    /* hybrid sharding */
-	    {1, 2, 8, 1, 4, MEM_1F1B, 2, 1, 2, 0, 1, 0, 0, 0, 1, SYNTH_PART_GIVEN, 0, 2, NULL},
-	    {1, 1, 8, 1, 3, MEM_1F1B, 3, 1, 4, 0, 1, 0, 0, 0, 1, SYNTH_PART_GIVEN, 0, 2, NULL},
+	    {1, 2, 8, 1, 4, LAYOUT_1F1B, 2, 1, 2, 0, 1, 0, 0, 0, 1, LAYOUT_PART_GIVEN, 0, 2, NULL},
+	    {1, 1, 8, 1, 3, LAYOUT_1F1B, 3, 1, 4, 0, 1, 0, 0, 0, 1, LAYOUT_PART_GIVEN, 0, 2, NULL},
 	    /* buckets, reduction after the backward, overlapped gather */
-	    {1, 2, 4, 1, 6, MEM_1F1B, 0, 1, 0, 25, 1, 0, 0, 0, 1, SYNTH_PART_GIVEN, 0, 2, NULL},
-	    {1, 4, 2, 2, 8, MEM_INTERLEAVED, 0, 1, 0, 10, 0, 0, 0, 0, 1, SYNTH_PART_GIVEN, 0, 2,
+	    {1, 2, 4, 1, 6, LAYOUT_1F1B, 0, 1, 0, 25, 1, 0, 0, 0, 1, LAYOUT_PART_GIVEN, 0, 2, NULL},
+	    {1, 4, 2, 2, 8, LAYOUT_INTERLEAVED, 0, 1, 0, 10, 0, 0, 0, 0, 1, LAYOUT_PART_GIVEN, 0, 2,
 	     NULL},
-	    {1, 2, 4, 1, 4, MEM_1F1B, 2, 1, 0, 0, 0, 0, 0, 0, 1, SYNTH_PART_GIVEN, 0, 2, NULL},
-	    {1, 2, 4, 1, 4, MEM_1F1B, 1, 1, 0, 0, 1, 1, 0, 0, 1, SYNTH_PART_GIVEN, 0, 2, NULL},
+	    {1, 2, 4, 1, 4, LAYOUT_1F1B, 2, 1, 0, 0, 0, 0, 0, 0, 1, LAYOUT_PART_GIVEN, 0, 2, NULL},
+	    {1, 2, 4, 1, 4, LAYOUT_1F1B, 1, 1, 0, 0, 1, 1, 0, 0, 1, LAYOUT_PART_GIVEN, 0, 2, NULL},
 	    /* TP beside GEMMs (with SP), compute waiting for its sends */
-	    {4, 2, 2, 1, 6, MEM_1F1B, 0, 1, 0, 0, 1, 0, 1, 1, 1, SYNTH_PART_GIVEN, 0, 2, NULL},
-	    {2, 4, 1, 2, 8, MEM_INTERLEAVED, 0, 1, 0, 0, 1, 0, 1, 1, 1, SYNTH_PART_GIVEN, 1, 2,
+	    {4, 2, 2, 1, 6, LAYOUT_1F1B, 0, 1, 0, 0, 1, 0, 1, 1, 1, LAYOUT_PART_GIVEN, 0, 2, NULL},
+	    {2, 4, 1, 2, 8, LAYOUT_INTERLEAVED, 0, 1, 0, 0, 1, 0, 1, 1, 1, LAYOUT_PART_GIVEN, 1, 2,
 	     NULL},
-	    {1, 4, 1, 1, 8, MEM_1F1B, 0, 1, 0, 0, 1, 0, 0, 0, 0, SYNTH_PART_GIVEN, 0, 2, NULL},
-	    {1, 2, 2, 1, 4, MEM_GPIPE, 1, 1, 0, 0, 1, 0, 0, 0, 0, SYNTH_PART_GIVEN, 0, 2, NULL},
+	    {1, 4, 1, 1, 8, LAYOUT_1F1B, 0, 1, 0, 0, 1, 0, 0, 0, 0, LAYOUT_PART_GIVEN, 0, 2, NULL},
+	    {1, 2, 2, 1, 4, LAYOUT_GPIPE, 1, 1, 0, 0, 1, 0, 0, 0, 0, LAYOUT_PART_GIVEN, 0, 2, NULL},
 	    /* partitions, tied and untied */
-	    {1, 4, 2, 1, 8, MEM_1F1B, 0, 1, 0, 0, 1, 0, 0, 0, 1, SYNTH_PART_BALANCED, 0, 2, NULL},
-	    {1, 4, 1, 1, 8, MEM_1F1B, 1, 1, 0, 0, 1, 0, 0, 0, 1, SYNTH_PART_BALANCED, 1, 2, NULL},
-	    {2, 2, 2, 1, 8, MEM_1F1B, 0, 1, 0, 0, 1, 0, 0, 1, 1, SYNTH_PART_EMBED_LOSS, 0, 2, NULL},
-	    {1, 4, 1, 1, 8, MEM_1F1B, 0, 1, 0, 0, 1, 0, 0, 0, 1, SYNTH_PART_GIVEN, 1, 2, "1,3,3,1"},
-	    {1, 2, 2, 2, 4, MEM_INTERLEAVED, 2, 1, 0, 0, 1, 0, 0, 0, 1, SYNTH_PART_GIVEN, 0, 3,
+	    {1, 4, 2, 1, 8, LAYOUT_1F1B, 0, 1, 0, 0, 1, 0, 0, 0, 1, LAYOUT_PART_BALANCED, 0, 2,
+	     NULL},
+	    {1, 4, 1, 1, 8, LAYOUT_1F1B, 1, 1, 0, 0, 1, 0, 0, 0, 1, LAYOUT_PART_BALANCED, 1, 2,
+	     NULL},
+	    {2, 2, 2, 1, 8, LAYOUT_1F1B, 0, 1, 0, 0, 1, 0, 0, 1, 1, LAYOUT_PART_EMBED_LOSS, 0, 2,
+	     NULL},
+	    {1, 4, 1, 1, 8, LAYOUT_1F1B, 0, 1, 0, 0, 1, 0, 0, 0, 1, LAYOUT_PART_GIVEN, 1, 2,
+	     "1,3,3,1"},
+	    {1, 2, 2, 2, 4, LAYOUT_INTERLEAVED, 2, 1, 0, 0, 1, 0, 0, 0, 1, LAYOUT_PART_GIVEN, 0, 3,
 	     "2,6"},
 	    /* untied, one stage: the head beside the embedding */
-	    {2, 1, 4, 1, 4, MEM_1F1B, 1, 1, 0, 0, 1, 0, 0, 1, 1, SYNTH_PART_GIVEN, 1, 2, NULL},
+	    {2, 1, 4, 1, 4, LAYOUT_1F1B, 1, 1, 0, 0, 1, 0, 0, 1, 1, LAYOUT_PART_GIVEN, 1, 2, NULL},
 	};
 	int quiet_folded = 0, folded;
 	(void)state;
@@ -251,10 +256,10 @@ static void test_agreement_placement(void **state)
 		in.m.untied = cases[i].untied;
 		in.m.rope = cases[i].untied;
 		in.steps = cases[i].steps;
-		in.part = cases[i].part;
+		in.lay.partition = cases[i].part;
 		prism_err_clear(&err);
 		if (cases[i].given)
-			assert_int_equal(synth_part_parse(cases[i].given, &in, &err), 0);
+			assert_int_equal(layout_partition_parse(cases[i].given, &in.lay, &err), 0);
 		if (synth_check(&in, &err)) {
 			print_error("case %zu: %s\n", i, err.msg);
 			fail();
@@ -409,7 +414,7 @@ static void test_rebuilt_base(void **state)
 	cand.lay.pp = 4;
 	cand.lay.tp = 2;
 	cand.lay.microbatches = 8;
-	cand.lay.recompute = MEM_RECOMPUTE_SELECTIVE;
+	cand.lay.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
 	assert_int_equal(predict_method(&b, &cand, &err), PM_REBUILD);
 	assert_int_equal(predict_eval(&b, &cand, &o_hier, NULL, NULL, &err), 0);
 	cand.units = 0;
@@ -437,39 +442,39 @@ static void test_extrapolate(void **state)
 		int taken; /* without contention; -1 either */
 		int bucket_mb, no_ograd, tpo, untied, balanced;
 	} cases[] = {
-	    {1, 2, 1, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 10, 5, 1, 0, 0, 0, 0,
-	     0},
-	    {1, 4, 2, 2, 96, MEM_INTERLEAVED, MEM_RECOMPUTE_SELECTIVE, 1, 0, HW_BF16, 2, 10, 5, 1,
-	     0, 0, 0, 0, 0},
-	    {2, 2, 4, 1, 96, MEM_GPIPE, MEM_RECOMPUTE_FULL, 1, 1, HW_BF16, 2, 2, 1, 1, 0, 0, 0, 0,
-	     0},
-	    {2, 4, 2, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 3, 0, HW_FP8, 2, 10, 5, 1, 0, 0, 0, 0,
-	     0},
-	    {1, 1, 8, 1, 40, MEM_1F1B, MEM_RECOMPUTE_NONE, 2, 0, HW_BF16, 1, 10, 5, 1, 0, 0, 0, 0,
-	     0},
+	    {1, 2, 1, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 10, 5, 1, 0, 0,
+	     0, 0, 0},
+	    {1, 4, 2, 2, 96, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_SELECTIVE, 1, 0, HW_BF16, 2, 10,
+	     5, 1, 0, 0, 0, 0, 0},
+	    {2, 2, 4, 1, 96, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_FULL, 1, 1, HW_BF16, 2, 2, 1, 1, 0, 0,
+	     0, 0, 0},
+	    {2, 4, 2, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 3, 0, HW_FP8, 2, 10, 5, 1, 0, 0, 0,
+	     0, 0},
+	    {1, 1, 8, 1, 40, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 2, 0, HW_BF16, 1, 10, 5, 1, 0, 0,
+	     0, 0, 0},
 	    /* declined */
-	    {1, 4, 2, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 20, 10, 0, 0, 0, 0, 0,
-	     0},
-	    {1, 2, 1, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, HW_BF16, 3, 10, 5, 0, 0, 0, 0, 0,
-	     0},
+	    {1, 4, 2, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 20, 10, 0, 0, 0,
+	     0, 0, 0},
+	    {1, 2, 1, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 3, 10, 5, 0, 0, 0,
+	     0, 0, 0},
 	    /* the host's lead grows into sends its launches hold back at a
 	     * few microbatches: at 64 a send overlaps compute */
-	    {1, 2, 1, 1, 64, MEM_GPIPE, MEM_RECOMPUTE_FULL, 1, 0, HW_BF16, 2, 10, 5, 0, 0, 0, 0, 0,
-	     0},
-	    {1, 4, 1, 2, 64, MEM_INTERLEAVED, MEM_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 10, 5, 0, 0, 0,
+	    {1, 2, 1, 1, 64, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_FULL, 1, 0, HW_BF16, 2, 10, 5, 0, 0, 0,
 	     0, 0, 0},
+	    {1, 4, 1, 2, 64, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 10, 5, 0,
+	     0, 0, 0, 0, 0},
 	    /* issue 17: buckets, reduction after the backward, TP beside
 	     * GEMMs, untied, balanced stages, ZeRO-3 */
-	    {1, 4, 2, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, -1, 10, 0, 0, 0,
-	     0},
-	    {1, 2, 4, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 10, 5, -1, 0, 1, 0, 0,
-	     0},
-	    {4, 2, 2, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 0, 1, HW_BF16, 2, 10, 5, -1, 0, 0, 1, 0,
-	     0},
-	    {1, 4, 2, 1, 64, MEM_1F1B, MEM_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, -1, 0, 0, 0, 1,
-	     1},
-	    {1, 2, 4, 1, 48, MEM_1F1B, MEM_RECOMPUTE_NONE, 3, 0, HW_BF16, 2, 10, 5, -1, 0, 0, 0, 0,
-	     0},
+	    {1, 4, 2, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, -1, 10, 0,
+	     0, 0, 0},
+	    {1, 2, 4, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 10, 5, -1, 0, 1,
+	     0, 0, 0},
+	    {4, 2, 2, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 1, HW_BF16, 2, 10, 5, -1, 0, 0,
+	     1, 0, 0},
+	    {1, 4, 2, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, -1, 0, 0,
+	     0, 1, 1},
+	    {1, 2, 4, 1, 48, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 3, 0, HW_BF16, 2, 10, 5, -1, 0, 0,
+	     0, 0, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -487,7 +492,7 @@ static void test_extrapolate(void **state)
 		in.lay.recompute = cases[i].rec;
 		in.lay.zero = cases[i].zero;
 		in.lay.sp = cases[i].sp;
-		in.dtype = cases[i].dtype;
+		in.lay.dtype = cases[i].dtype;
 		in.steps = cases[i].steps;
 		in.cpu_op_s = cases[i].op_us * 1e-6;
 		in.launch_s = cases[i].launch_us * 1e-6;
@@ -496,7 +501,7 @@ static void test_extrapolate(void **state)
 		in.lay.tp_overlap = cases[i].tpo;
 		in.m.untied = in.m.rope = cases[i].untied;
 		if (cases[i].balanced)
-			in.part = SYNTH_PART_BALANCED;
+			in.lay.partition = LAYOUT_PART_BALANCED;
 		/* Without contention (whether the line is taken is
 		 * asserted), and with h100-dgx's (the line may decline where
 		 * units declined: only the agreement is asserted). */
@@ -541,8 +546,8 @@ static void test_sweep_subset(void **state)
 	(void)state;
 	for (size_t a = 0; a < 2; a++)
 		for (size_t b = 0; b < 3; b++)
-			for (int sch = MEM_GPIPE; sch <= MEM_INTERLEAVED; sch++)
-				for (int rec = 0; rec <= MEM_RECOMPUTE_FULL; rec++)
+			for (int sch = LAYOUT_GPIPE; sch <= LAYOUT_INTERLEAVED; sch++)
+				for (int rec = 0; rec <= LAYOUT_RECOMPUTE_FULL; rec++)
 					for (int zero = 0; zero <= 1; zero++)
 						for (size_t c = 0; c < 2; c++, k++) {
 							struct predict_out o[2];
@@ -551,7 +556,8 @@ static void test_sweep_subset(void **state)
 							in.lay.pp = pps[b];
 							in.lay.dp = 8 / (tps[a] * pps[b]);
 							in.lay.schedule = sch;
-							in.lay.vp = sch == MEM_INTERLEAVED ? 2 : 1;
+							in.lay.vp =
+							    sch == LAYOUT_INTERLEAVED ? 2 : 1;
 							in.lay.recompute = rec;
 							in.lay.zero = zero;
 							in.lay.mbs = mbss[c];

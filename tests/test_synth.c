@@ -108,7 +108,7 @@ static void test_flops_formula(void **state)
 		struct settle_out st;
 		struct graph *g;
 		small(&in);
-		in.lay.recompute = MEM_RECOMPUTE_FULL;
+		in.lay.recompute = LAYOUT_RECOMPUTE_FULL;
 		in.lay.microbatches = 2;
 		g = build(&in, &so, &st);
 		assert_rel_close(so.flops, llm_flops_iter_formula(&in.m, 2, 1), 1e-12);
@@ -244,7 +244,7 @@ static double bubble_part(int schedule, const uint16_t *part, int p, int m, doub
 		fmax = part[s] * f > fmax ? part[s] * f : fmax;
 		bmax = part[s] * b > bmax ? part[s] * b : bmax;
 	}
-	if (schedule == MEM_GPIPE) {
+	if (schedule == LAYOUT_GPIPE) {
 		T = sum + (m - 1) * (fmax + bmax);
 	} else {
 		for (int k = 0; k < p; k++) {
@@ -267,27 +267,27 @@ static void test_pipeline_bubble(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 		for (int m = 2; m <= 16; m *= 2) {
-			double want, got = bubble_part(MEM_1F1B, parts[i], 4, m, &want);
+			double want, got = bubble_part(LAYOUT_1F1B, parts[i], 4, m, &want);
 			print_message("partition %d,%d,%d,%d m %2d: 1f1b bubble %.4f (closed form "
 				      "%.4f)",
 				      parts[i][0], parts[i][1], parts[i][2], parts[i][3], m, got,
 				      want);
 			assert_rel_close(got, want, 0.01);
-			got = bubble_part(MEM_GPIPE, parts[i], 4, m, &want);
+			got = bubble_part(LAYOUT_GPIPE, parts[i], 4, m, &want);
 			print_message(", gpipe %.4f (%.4f)\n", got, want);
 			assert_rel_close(got, want, 0.01);
 		}
 	for (int p = 2; p <= 8; p *= 2)
 		for (int m = p; m <= 4 * p; m *= 2) {
 			double want = (double)(p - 1) / (m + p - 1);
-			assert_rel_close(bubble(MEM_1F1B, p, 1, m), want, 0.01);
-			assert_rel_close(bubble(MEM_GPIPE, p, 1, m), want, 0.01);
+			assert_rel_close(bubble(LAYOUT_1F1B, p, 1, m), want, 0.01);
+			assert_rel_close(bubble(LAYOUT_GPIPE, p, 1, m), want, 0.01);
 			if (16 % (2 * p) == 0)
-				assert_rel_close(bubble(MEM_INTERLEAVED, p, 2, m),
+				assert_rel_close(bubble(LAYOUT_INTERLEAVED, p, 2, m),
 						 (double)(p - 1) / (2.0 * m + p - 1), 0.01);
 		}
 	/* No pipeline, no bubble. */
-	assert_true(bubble(MEM_1F1B, 1, 1, 4) < 1e-9);
+	assert_true(bubble(LAYOUT_1F1B, 1, 1, 4) < 1e-9);
 }
 
 /*
@@ -328,7 +328,7 @@ static void test_fp8_layer(void **state)
 	small(&in);
 	in.hw = &g;
 	synth_layer_times(&in, &f16, &b16, &a16);
-	in.dtype = HW_FP8;
+	in.lay.dtype = HW_FP8;
 	synth_layer_times(&in, &f8, &b8, &a8);
 	assert_rel_close(f16, 76.29438976e-6, 1e-9);
 	assert_rel_close(b16, 141.373210624e-6, 1e-9);
@@ -355,7 +355,7 @@ static void test_selective_recompute(void **state)
 		small(&in);
 		in.lay.microbatches = 2;
 		in.steps = 1;
-		in.lay.recompute = i ? MEM_RECOMPUTE_SELECTIVE : MEM_RECOMPUTE_NONE;
+		in.lay.recompute = i ? LAYOUT_RECOMPUTE_SELECTIVE : LAYOUT_RECOMPUTE_NONE;
 		g[i] = build(&in, &so, &st);
 		kern[i] = kernels_ns(g[i]);
 		fwd[i] = named_ns(g[i], "flash_fwd_kernel", &count[i]);
@@ -428,15 +428,15 @@ static void test_lower_bound(void **state)
 {
 	/* tp, pp, dp, vp, schedule, microbatches, recompute, sp, mbs, flash */
 	static const int layouts[][10] = {
-	    {1, 1, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 1, 1},
-	    {2, 1, 4, 1, MEM_1F1B, 2, MEM_RECOMPUTE_FULL, 0, 2, 1},
-	    {8, 1, 1, 1, MEM_1F1B, 2, MEM_RECOMPUTE_NONE, 1, 1, 1},
-	    {1, 4, 2, 1, MEM_GPIPE, 8, MEM_RECOMPUTE_NONE, 0, 1, 1},
-	    {1, 4, 1, 1, MEM_1F1B, 4, MEM_RECOMPUTE_SELECTIVE, 0, 1, 1},
-	    {2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 1, 1, 1},
-	    {2, 2, 2, 2, MEM_INTERLEAVED, 4, MEM_RECOMPUTE_FULL, 0, 1, 0},
-	    {4, 8, 1, 1, MEM_1F1B, 16, MEM_RECOMPUTE_NONE, 0, 4, 1},
-	    {1, 1, 8, 1, MEM_1F1B, 4, MEM_RECOMPUTE_NONE, 0, 2, 0},
+	    {1, 1, 1, 1, LAYOUT_1F1B, 4, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
+	    {2, 1, 4, 1, LAYOUT_1F1B, 2, LAYOUT_RECOMPUTE_FULL, 0, 2, 1},
+	    {8, 1, 1, 1, LAYOUT_1F1B, 2, LAYOUT_RECOMPUTE_NONE, 1, 1, 1},
+	    {1, 4, 2, 1, LAYOUT_GPIPE, 8, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
+	    {1, 4, 1, 1, LAYOUT_1F1B, 4, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, 1},
+	    {2, 2, 2, 2, LAYOUT_INTERLEAVED, 4, LAYOUT_RECOMPUTE_FULL, 1, 1, 1},
+	    {2, 2, 2, 2, LAYOUT_INTERLEAVED, 4, LAYOUT_RECOMPUTE_FULL, 0, 1, 0},
+	    {4, 8, 1, 1, LAYOUT_1F1B, 16, LAYOUT_RECOMPUTE_NONE, 0, 4, 1},
+	    {1, 1, 8, 1, LAYOUT_1F1B, 4, LAYOUT_RECOMPUTE_NONE, 0, 2, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
@@ -500,7 +500,7 @@ static void test_lower_bound(void **state)
 			in.lay.pp = p;
 			in.lay.vp = v;
 			in.lay.microbatches = 2 * p;
-			in.lay.schedule = v > 1 ? MEM_INTERLEAVED : MEM_1F1B;
+			in.lay.schedule = v > 1 ? LAYOUT_INTERLEAVED : LAYOUT_1F1B;
 			g = build(&in, &so, &st);
 			assert_rel_close(synth_lower_bound(&in), st.iter_s, 0.01);
 			synth_out_free(&so);
@@ -515,17 +515,17 @@ static void test_layout_errors(void **state)
 		int tp, pp, vp, m, sched;
 		const char *msg;
 	} cases[] = {
-	    {16, 1, 1, 1, MEM_1F1B, "layout: tp 16 is beyond a node of 8 GPUs"},
-	    {1, 3, 1, 1, MEM_1F1B, "layout: layers 8 not divisible by pp 3 x virtual stages 1"},
-	    {1, 2, 2, 3, MEM_INTERLEAVED,
+	    {16, 1, 1, 1, LAYOUT_1F1B, "layout: tp 16 is beyond a node of 8 GPUs"},
+	    {1, 3, 1, 1, LAYOUT_1F1B, "layout: layers 8 not divisible by pp 3 x virtual stages 1"},
+	    {1, 2, 2, 3, LAYOUT_INTERLEAVED,
 	     "layout: interleaved 1F1B needs microbatches (3) divisible by pp (2)"},
-	    {1, 2, 2, 2, MEM_1F1B, "layout: virtual stages 2 need the interleaved schedule"},
+	    {1, 2, 2, 2, LAYOUT_1F1B, "layout: virtual stages 2 need the interleaved schedule"},
 	    /* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
 		 * by it (SIGFPE): the ranges come first. */
-	    {1, 65536, 65536, 1, MEM_INTERLEAVED, "layout: pp 65536 is not in 1..256"},
-	    {1, 2, 65536, 2, MEM_INTERLEAVED, "layout: vp 65536 is not in 1..64"},
-	    {65536, 1, 1, 1, MEM_1F1B, "layout: tp 65536 is not in 1..1024"},
-	    {1, 1, 1, 65537, MEM_1F1B, "layout: microbatches 65537 is not in 1..65536"},
+	    {1, 65536, 65536, 1, LAYOUT_INTERLEAVED, "layout: pp 65536 is not in 1..256"},
+	    {1, 2, 65536, 2, LAYOUT_INTERLEAVED, "layout: vp 65536 is not in 1..64"},
+	    {65536, 1, 1, 1, LAYOUT_1F1B, "layout: tp 65536 is not in 1..1024"},
+	    {1, 1, 1, 65537, LAYOUT_1F1B, "layout: microbatches 65537 is not in 1..65536"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -571,7 +571,7 @@ static void test_limits(void **state)
 	REFUSED(in.m.layers = 1000000000, "model: layers 1000000000 is not in 1..65536");
 	REFUSED(in.m.hidden = 1000, "model: hidden 1000 must be divisible by heads 16");
 	REFUSED(in.m.kv_heads = 5, "model: heads 16 must be divisible by kv_heads 5");
-	REFUSED(in.dtype = HW_NDTYPES, "layout: dtype 6 is not in 0..5");
+	REFUSED(in.lay.dtype = HW_NDTYPES, "layout: dtype 6 is not in 0..5");
 #undef REFUSED
 	small(&in);
 	prism_err_clear(&err);
@@ -586,10 +586,10 @@ static void test_task_bound(void **state)
 	static const struct {
 		int tp, pp, vp, m, sched, rec, bare;
 	} cases[] = {
-	    {1, 1, 1, 1, MEM_1F1B, MEM_RECOMPUTE_NONE, 0},
-	    {1, 1, 1, 1, MEM_1F1B, MEM_RECOMPUTE_NONE, 1},
-	    {2, 2, 1, 4, MEM_GPIPE, MEM_RECOMPUTE_FULL, 0},
-	    {1, 4, 2, 8, MEM_INTERLEAVED, MEM_RECOMPUTE_SELECTIVE, 1},
+	    {1, 1, 1, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0},
+	    {1, 1, 1, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1},
+	    {2, 2, 1, 4, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_FULL, 0},
+	    {1, 4, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_SELECTIVE, 1},
 	};
 	struct synth_in in;
 	struct prism_err err;
@@ -636,17 +636,17 @@ static void test_meta_round_trip(void **state)
 	a.lay.vp = 2;
 	a.lay.dp = 16;
 	a.lay.microbatches = 8;
-	a.lay.schedule = MEM_INTERLEAVED;
+	a.lay.schedule = LAYOUT_INTERLEAVED;
 	a.lay.zero = 1;
 	a.lay.sp = 1;
-	a.lay.recompute = MEM_RECOMPUTE_SELECTIVE;
+	a.lay.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
 	a.lay.flash = 0;
 	a.m.kv_heads = 4;
 	a.m.gated = 1;
 	a.m.untied = 1;
 	a.m.rope = 1;
-	a.dtype = HW_FP8;
-	a.fp8_attention = 1;
+	a.lay.dtype = HW_FP8;
+	a.lay.fp8_attention = 1;
 	synth_meta(&a, s, sizeof(s));
 	prism_err_clear(&err);
 	assert_string_equal(
@@ -660,8 +660,8 @@ static void test_meta_round_trip(void **state)
 	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
 	assert_memory_equal(&a.m, &b.m, sizeof(a.m));
 	assert_memory_equal(&a.lay, &b.lay, sizeof(a.lay));
-	assert_int_equal(b.dtype, HW_FP8);
-	assert_int_equal(b.fp8_attention, 1);
+	assert_int_equal(b.lay.dtype, HW_FP8);
+	assert_int_equal(b.lay.fp8_attention, 1);
 	assert_string_equal(b.hw_id, "h100-dgx");
 	assert_int_equal(synth_meta_parse("prism::model#layers=x", &b, &err), PRISM_EFORMAT);
 	assert_string_equal(err.msg, "model description: field 'layers' is not a count: 'x'");
@@ -688,7 +688,7 @@ static void test_meta_round_trip(void **state)
 	/* The collection hook may name the recomputation. */
 	prism_err_clear(&err);
 	assert_int_equal(synth_meta_parse("prism::model#recompute=full", &b, &err), 0);
-	assert_int_equal(b.lay.recompute, MEM_RECOMPUTE_FULL);
+	assert_int_equal(b.lay.recompute, LAYOUT_RECOMPUTE_FULL);
 	assert_int_equal(synth_meta_parse("prism::model#recompute=some", &b, &err), PRISM_EFORMAT);
 	assert_string_equal(err.msg, "model description: unknown recompute 'some'");
 }
@@ -1022,7 +1022,7 @@ static void test_moe_memory(void **state)
 {
 	struct synth_in in;
 	struct mem_est me;
-	struct mem_layout l;
+	struct layout l;
 	(void)state;
 	moe_small(&in);
 	in.lay.ep = 4;
@@ -1035,7 +1035,7 @@ static void test_moe_memory(void **state)
 	assert_rel_close(me.optimizer, 444527616.0, 1e-15);
 	synth_mem_layout(&in, &l);
 	assert_rel_close(mem_act_moe_layer(&in.m, &l), 44072960.0, 1e-15);
-	assert_int_equal(mem_edp(&l), 1);
+	assert_int_equal(layout_edp(&l), 1);
 	/* ep 2: twice the experts per GPU, their state sharded over 2. */
 	in.lay.ep = 2;
 	synth_mem(&in, &me);
@@ -1050,13 +1050,13 @@ static void test_moe_lower_bound(void **state)
 {
 	/* tp, pp, dp, ep, etp, recompute, imbalance x 10, cp, fp8 */
 	static const int layouts[][9] = {
-	    {1, 1, 4, 4, 1, MEM_RECOMPUTE_NONE, 10, 1, 0},
-	    {2, 1, 4, 8, 1, MEM_RECOMPUTE_FULL, 10, 1, 0},
-	    {2, 2, 2, 2, 2, MEM_RECOMPUTE_NONE, 20, 1, 0},
-	    {1, 2, 8, 8, 1, MEM_RECOMPUTE_SELECTIVE, 15, 1, 0},
-	    {4, 1, 2, 4, 2, MEM_RECOMPUTE_NONE, 10, 1, 0},
-	    {2, 2, 2, 4, 2, MEM_RECOMPUTE_FULL, 10, 2, 1},
-	    {1, 1, 2, 8, 1, MEM_RECOMPUTE_SELECTIVE, 12, 4, 0},
+	    {1, 1, 4, 4, 1, LAYOUT_RECOMPUTE_NONE, 10, 1, 0},
+	    {2, 1, 4, 8, 1, LAYOUT_RECOMPUTE_FULL, 10, 1, 0},
+	    {2, 2, 2, 2, 2, LAYOUT_RECOMPUTE_NONE, 20, 1, 0},
+	    {1, 2, 8, 8, 1, LAYOUT_RECOMPUTE_SELECTIVE, 15, 1, 0},
+	    {4, 1, 2, 4, 2, LAYOUT_RECOMPUTE_NONE, 10, 1, 0},
+	    {2, 2, 2, 4, 2, LAYOUT_RECOMPUTE_FULL, 10, 2, 1},
+	    {1, 1, 2, 8, 1, LAYOUT_RECOMPUTE_SELECTIVE, 12, 4, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
@@ -1075,7 +1075,7 @@ static void test_moe_lower_bound(void **state)
 		in.lay.recompute = x[5];
 		in.lay.imbalance = x[6] / 10.0;
 		in.lay.cp = x[7];
-		in.dtype = x[8] ? HW_FP8 : HW_BF16;
+		in.lay.dtype = x[8] ? HW_FP8 : HW_BF16;
 		in.lay.microbatches = 4;
 		/* Wide enough that the kernels, not the host, set the pace. */
 		in.m.hidden = 4096;

@@ -3,31 +3,17 @@
 
 #include <string.h>
 
-static const char *const recompute_names[] = {"none", "selective", "full"};
-
-const char *mem_recompute_name(int r)
-{
-	return r >= 0 && r <= MEM_RECOMPUTE_FULL ? recompute_names[r] : "?";
-}
-
-int mem_recompute_parse(const char *s)
-{
-	for (int i = 0; i <= MEM_RECOMPUTE_FULL; i++)
-		if (strcmp(s, recompute_names[i]) == 0)
-			return i;
-	return -1;
-}
-
-double mem_act_per_layer(const struct llm *m, const struct mem_layout *l)
+double mem_act_per_layer(const struct llm *m, const struct layout *l)
 {
 	/* A context-parallel rank holds s / cp of each sequence. */
-	double s = (double)m->seq / mem_cp(l), b = l->mbs, h = m->hidden, a = m->heads, t = l->tp;
+	double s = (double)m->seq / layout_cp(l), b = l->mbs, h = m->hidden, a = m->heads,
+	       t = l->tp;
 	double sbh = s * b * h, attn = (l->flash ? 0.0 : 5 * a * s / h);
 
 	switch (l->recompute) {
-	case MEM_RECOMPUTE_FULL:
+	case LAYOUT_RECOMPUTE_FULL:
 		return l->sp ? 2 * sbh / t : 2 * sbh;
-	case MEM_RECOMPUTE_SELECTIVE:
+	case LAYOUT_RECOMPUTE_SELECTIVE:
 		return l->sp ? 34 * sbh / t : sbh * (10 + 24 / t);
 	default:
 		if (l->sp)
@@ -36,33 +22,7 @@ double mem_act_per_layer(const struct llm *m, const struct mem_layout *l)
 	}
 }
 
-int mem_cp(const struct mem_layout *l)
-{
-	return l->cp > 1 ? l->cp : 1;
-}
-
-int mem_dpc(const struct mem_layout *l)
-{
-	return l->dp * mem_cp(l);
-}
-
-int mem_ep(const struct mem_layout *l)
-{
-	return l->ep > 1 ? l->ep : 1;
-}
-
-int mem_etp(const struct mem_layout *l)
-{
-	return l->etp > 1 ? l->etp : 1;
-}
-
-int mem_edp(const struct mem_layout *l)
-{
-	int n = l->tp * l->dp * mem_cp(l) / (mem_ep(l) * mem_etp(l));
-	return n > 1 ? n : 1;
-}
-
-double mem_moe_peak(const struct llm *m, const struct mem_layout *l)
+double mem_moe_peak(const struct llm *m, const struct layout *l)
 {
 	double q = l->imbalance > 1 ? l->imbalance : 1;
 	if (m->capacity_factor > 0 && q > m->capacity_factor)
@@ -70,31 +30,31 @@ double mem_moe_peak(const struct llm *m, const struct mem_layout *l)
 	return q;
 }
 
-double mem_moe_tokens(const struct llm *m, const struct mem_layout *l)
+double mem_moe_tokens(const struct llm *m, const struct layout *l)
 {
-	double local = (double)m->experts / mem_ep(l);
-	double n = (double)m->seq / mem_cp(l) * l->mbs / l->tp;
+	double local = (double)m->experts / layout_ep(l);
+	double n = (double)m->seq / layout_cp(l) * l->mbs / l->tp;
 	double rho = local > 0 ? (local - 1 + mem_moe_peak(m, l)) / local : 1;
-	return n * m->top_k * mem_etp(l) * rho;
+	return n * m->top_k * layout_etp(l) * rho;
 }
 
-void mem_moe_layer_params(const struct llm *m, const struct mem_layout *l, double *dense,
+void mem_moe_layer_params(const struct llm *m, const struct layout *l, double *dense,
 			  double *expert)
 {
 	double all = llm_moe_layer_params(m, NULL), routed = m->experts * llm_expert_params(m);
 	*dense = (all - routed) / l->tp;
-	*expert = routed / (mem_ep(l) * mem_etp(l));
+	*expert = routed / (layout_ep(l) * layout_etp(l));
 }
 
-double mem_act_moe_layer(const struct llm *m, const struct mem_layout *l)
+double mem_act_moe_layer(const struct llm *m, const struct layout *l)
 {
-	double s = (double)m->seq / mem_cp(l), b = l->mbs, h = m->hidden, t = l->tp,
+	double s = (double)m->seq / layout_cp(l), b = l->mbs, h = m->hidden, t = l->tp,
 	       sbh = s * b * h;
 	double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn, fin = (m->gated ? 2.0 : 1.0) * fe;
-	double mlp, moe, M = mem_moe_tokens(m, l), n = s * b / t, et = mem_etp(l);
+	double mlp, moe, M = mem_moe_tokens(m, l), n = s * b / t, et = layout_etp(l);
 	double sh = (double)m->shared_experts;
 
-	if (l->recompute == MEM_RECOMPUTE_FULL)
+	if (l->recompute == LAYOUT_RECOMPUTE_FULL)
 		return mem_act_per_layer(m, l);
 	/* The dense FFN's share of Korthikanti's count: its input (2 sbh),
 	 * FC1's output and the activation's (16 sbh for ffn 4h), the dropout
@@ -109,44 +69,11 @@ double mem_act_moe_layer(const struct llm *m, const struct mem_layout *l)
 	return mem_act_per_layer(m, l) - mlp + moe;
 }
 
-int mem_chunk_moe(const struct llm *m, const struct mem_layout *l, int s, int c)
+int mem_prec(int dtype)
 {
-	int first, n, k = 0;
-	if (llm_moe_layers(m) == 0)
-		return 0;
-	first = mem_chunk_first(m, l, s, c);
-	n = mem_chunk_layers(m, l, s, c);
-	for (int i = first; i < first + n; i++)
-		k += llm_is_moe_layer(m, i);
-	return k;
-}
-
-int mem_stage_layers(const struct llm *m, const struct mem_layout *l, int s)
-{
-	if (l->pp > 1 && l->part[0] > 0)
-		return l->part[s];
-	return m->layers / (l->pp > 0 ? l->pp : 1);
-}
-
-int mem_chunk_layers(const struct llm *m, const struct mem_layout *l, int s, int c)
-{
-	int v = l->vp > 0 ? l->vp : 1;
-	(void)c;
-	return mem_stage_layers(m, l, s) / v;
-}
-
-int mem_chunk_first(const struct llm *m, const struct mem_layout *l, int s, int c)
-{
-	int first = 0;
-	/* Chunks in model order: chunk c of stage s is model chunk c pp + s. */
-	for (int k = 0; k < c * l->pp + s; k++)
-		first += mem_chunk_layers(m, l, k % l->pp, k / l->pp);
-	return first;
-}
-
-int mem_shard_group(const struct mem_layout *l)
-{
-	return l->shard > 0 && l->shard < mem_dpc(l) ? l->shard : mem_dpc(l);
+	if (dtype == HW_FP32 || dtype == HW_TF32)
+		return MEM_PREC_FP32;
+	return dtype == HW_FP16 ? MEM_PREC_FP16 : MEM_PREC_BF16;
 }
 
 void mem_bytes_per_param(int prec, double *w, double *g, double *o)
@@ -165,10 +92,10 @@ void mem_bytes_per_param(int prec, double *w, double *g, double *o)
 
 /* Activations of chunk c of stage s, one microbatch: its dense layers'
  * and its mixture-of-experts layers'. */
-static double chunk_act(const struct llm *m, const struct mem_layout *l, int s, int c,
-			double a_layer, double a_moe)
+static double chunk_act(const struct llm *m, const struct layout *l, int s, int c, double a_layer,
+			double a_moe)
 {
-	int n = mem_chunk_layers(m, l, s, c), k = mem_chunk_moe(m, l, s, c);
+	int n = layout_chunk_layers(m, l, s, c), k = layout_chunk_moe(m, l, s, c);
 	if (k == 0)
 		return n * a_layer;
 	return (n - k) * a_layer + k * a_moe;
@@ -177,40 +104,44 @@ static double chunk_act(const struct llm *m, const struct mem_layout *l, int s, 
 /* The units of stage s in its schedule's order (as synth.c runs them):
  * warm-up forwards, then one forward and one backward each, then the
  * remaining backwards.  Unit k's chunk (model chunks of the stage). */
-static int unit_chunk(const struct mem_layout *l, int k, int fwd)
+static int unit_chunk(const struct layout *l, int k, int fwd)
 {
 	int p = l->pp, v = l->vp > 0 ? l->vp : 1, ch = (k % (p * v)) / p;
 	return fwd ? ch : v - 1 - ch;
 }
 
-static int warmup(const struct mem_layout *l, int s)
+static int warmup(const struct layout *l, int s)
 {
 	int p = l->pp, v = l->vp > 0 ? l->vp : 1, total = l->microbatches * v, w;
-	if (l->schedule == MEM_GPIPE)
+	if (l->schedule == LAYOUT_GPIPE)
 		w = total;
-	else if (l->schedule == MEM_INTERLEAVED)
+	else if (l->schedule == LAYOUT_INTERLEAVED)
 		w = l->microbatches == p ? total : (p - s - 1) * 2 + (v - 1) * p;
 	else
 		w = p - s - 1;
 	return w > total ? total : w;
 }
 
-void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_profile *hw, int s,
+void mem_stage(const struct llm *m, const struct layout *l, const struct hw_profile *hw, int s,
 	       struct mem_stage *out)
 {
 	double t = l->tp, h = m->hidden, V = m->vocab, sq = m->seq, b = l->mbs;
-	double sl = sq / mem_cp(l); /* the tokens of a sequence on this rank */
+	double sl = sq / layout_cp(l); /* the tokens of a sequence on this rank */
 	double sp = l->sp ? t : 1, wb, gb, ob, layer = llm_layer_params_rank(m, l->tp);
-	double n = mem_stage_layers(m, l, s), emb = 0, head = 0, P, shard = mem_shard_group(l);
+	double n = layout_stage_layers(m, l, s), emb = 0, head = 0, P,
+	       shard = layout_shard_group(l);
 	double a_layer = mem_act_per_layer(m, l), a_moe = 0, held = 0, peak = 0, units = 0,
 	       peak_units = 0;
 	int v = l->vp > 0 ? l->vp : 1, total = l->microbatches * v, warm = warmup(l, s);
 	int first = s == 0, last = s == l->pp - 1, kf = 0, kb = 0;
+	/* FP8 (or FP4) GEMMs keep an fp8 copy of each layer weight and its
+	 * transpose: 2 bytes a parameter, sharded like the weights. */
+	int fp8_weights = l->dtype == HW_FP8 || l->dtype == HW_FP4;
 
 	memset(out, 0, sizeof(*out));
 	if (llm_moe_layers(m) > 0)
 		a_moe = mem_act_moe_layer(m, l);
-	mem_bytes_per_param(l->prec, &wb, &gb, &ob);
+	mem_bytes_per_param(mem_prec(l->dtype), &wb, &gb, &ob);
 	if (first)
 		emb = V * h / t + (m->rope ? 0 : sq * h);
 	if (last)
@@ -220,15 +151,15 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 		 * expert data-parallel group (Megatron-LM's expert distributed
 		 * optimizer), the rest as a dense model's.  ZeRO-3 and hybrid
 		 * sharding are refused with experts (synth_check). */
-		double nm = 0, md, me, edp = mem_edp(l), Pd, Pe;
+		double nm = 0, md, me, edp = layout_edp(l), Pd, Pe;
 		for (int c = 0; c < v; c++)
-			nm += mem_chunk_moe(m, l, s, c);
+			nm += layout_chunk_moe(m, l, s, c);
 		mem_moe_layer_params(m, l, &md, &me);
 		Pd = (n - nm) * layer + nm * md + emb + head;
 		Pe = nm * me;
 		out->params = Pd + Pe;
 		out->weights =
-		    wb * (Pd + Pe) + (l->fp8_weights ? 2 * ((n - nm) * layer + nm * (md + me)) : 0);
+		    wb * (Pd + Pe) + (fp8_weights ? 2 * ((n - nm) * layer + nm * (md + me)) : 0);
 		out->grads =
 		    gb * Pd / (l->zero >= 2 ? shard : 1) + gb * Pe / (l->zero >= 2 ? edp : 1);
 		out->optimizer =
@@ -239,7 +170,7 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 		P = n * layer + emb + head;
 		out->params = P;
 		out->weights =
-		    (wb * P + (l->fp8_weights ? 2 * n * layer : 0)) / (l->zero >= 3 ? shard : 1);
+		    (wb * P + (fp8_weights ? 2 * n * layer : 0)) / (l->zero >= 3 ? shard : 1);
 		out->grads = gb * P / (l->zero >= 2 ? shard : 1);
 		out->optimizer = ob * P / (l->zero >= 1 ? shard : 1);
 		if (l->zero >= 3 && shard > 1)
@@ -283,32 +214,32 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 		out->inflight = peak_units / v;
 	}
 	/* Working memory on top of what is held. */
-	if (l->recompute == MEM_RECOMPUTE_FULL) {
-		struct mem_layout x = *l;
-		x.recompute = MEM_RECOMPUTE_NONE;
+	if (l->recompute == LAYOUT_RECOMPUTE_FULL) {
+		struct layout x = *l;
+		x.recompute = LAYOUT_RECOMPUTE_NONE;
 		out->transient = mem_act_per_layer(m, &x);
 		if (llm_moe_layers(m) > 0 && mem_act_moe_layer(m, &x) > out->transient)
 			out->transient = mem_act_moe_layer(m, &x);
-	} else if (l->recompute == MEM_RECOMPUTE_SELECTIVE && !l->flash) {
+	} else if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE && !l->flash) {
 		out->transient = 5 * m->heads * sl * sq * b / t;
 	}
 	if (last)
 		out->transient += 2 * sl * b * V / t;
 	/* Context parallelism: the ring's key-value blocks in flight, two
 	 * (double buffered), and their gradients' two backward. */
-	if (mem_cp(l) > 1 && !l->cp_allgather)
+	if (layout_cp(l) > 1 && !l->cp_allgather)
 		out->transient +=
 		    4 * 2 * b * sl * llm_kv_heads_rank(m, (int)t) * (h / m->heads) * 2;
 	/* The all-gather form: the whole sequence's K and V, gathered, and
 	 * their gradients before the reduce-scatter. */
-	if (mem_cp(l) > 1 && l->cp_allgather)
-		out->transient +=
-		    2 * 2 * b * sl * mem_cp(l) * llm_kv_heads_rank(m, (int)t) * (h / m->heads) * 2;
+	if (layout_cp(l) > 1 && l->cp_allgather)
+		out->transient += 2 * 2 * b * sl * layout_cp(l) * llm_kv_heads_rank(m, (int)t) *
+				  (h / m->heads) * 2;
 	/* Mixture-of-experts: the dispatch's send buffer, the routed tokens
 	 * before the all-to-all (the receive side is the experts' input,
 	 * counted above). */
-	if (llm_moe_layers(m) > 0 && mem_ep(l) > 1)
-		out->transient += 2 * mem_moe_tokens(m, l) / mem_etp(l) * h;
+	if (llm_moe_layers(m) > 0 && layout_ep(l) > 1)
+		out->transient += 2 * mem_moe_tokens(m, l) / layout_etp(l) * h;
 	out->allocated = out->weights + out->grads + out->optimizer + out->buffers +
 			 out->activations + out->transient;
 	if (hw && hw->mem_frag > 0 && hw->mem_frag < 1)
@@ -316,7 +247,7 @@ void mem_stage(const struct llm *m, const struct mem_layout *l, const struct hw_
 	out->total = out->allocated + out->fragmentation;
 }
 
-void mem_estimate(const struct llm *m, const struct mem_layout *l, const struct hw_profile *hw,
+void mem_estimate(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
 		  struct mem_est *out)
 {
 	struct mem_stage st, best;

@@ -212,7 +212,7 @@ static void roles_init(struct roles *R, const struct edit_retime *r)
 	R->n_bwd = 0;
 	for (int i = 0; i < 4; i++) {
 		R->fwd[i] = lf[i];
-		if (r->recompute == MEM_RECOMPUTE_FULL)
+		if (r->recompute == LAYOUT_RECOMPUTE_FULL)
 			R->bwd[R->n_bwd++] = lf[i];
 	}
 	for (int i = 3; i >= 0; i--) {

@@ -78,7 +78,7 @@ struct edit_retime {
 	/* With a shape edit (hr != 1 or tp_from != tp_to): the described
 	 * model before and after (NULL: none; hidden size and TP edits are
 	 * made with it), the microbatch size (a GEMM's tokens: mbs x seq)
-	 * and the base's recomputation (enum mem_recompute): each GEMM is
+	 * and the base's recomputation (enum layout_recompute): each GEMM is
 	 * matched to a linear layer of the description to find which of its
 	 * dimensions are hidden, sharded over TP or tokens (docs/MODEL.md). */
 	const struct llm *m_from, *m_to;

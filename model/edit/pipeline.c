@@ -331,7 +331,7 @@ static int unit_info(struct ps *s)
 static size_t schedule(const struct ps *s, int k, int m, int32_t *mb, uint8_t *fwd)
 {
 	size_t n = 0;
-	int warm = s->p->schedule == MEM_GPIPE ? m : s->pp - k - 1, kf = 0, kb = 0;
+	int warm = s->p->schedule == LAYOUT_GPIPE ? m : s->pp - k - 1, kf = 0, kb = 0;
 	if (warm > m)
 		warm = m;
 	for (int i = 0; i < warm; i++, kf++) {
@@ -389,7 +389,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	s.err = err;
 	s.st = st;
 	s.pp = p->pp;
-	if (p->pp < 2 || p->pp > 255 || (p->schedule != MEM_GPIPE && p->schedule != MEM_1F1B))
+	if (p->pp < 2 || p->pp > 255 || (p->schedule != LAYOUT_GPIPE && p->schedule != LAYOUT_1F1B))
 		return prism_err_set(err, PRISM_EARG,
 				     "pipeline stages %d with schedule %d: 2..255 stages, GPipe or "
 				     "1F1B",

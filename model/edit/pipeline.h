@@ -38,7 +38,7 @@
 
 struct pipeline_plan {
 	int pp;		  /* stages (>= 2; the layers divide by it) */
-	int schedule;	  /* MEM_GPIPE or MEM_1F1B */
+	int schedule;	  /* LAYOUT_GPIPE or LAYOUT_1F1B */
 	double act_bytes; /* activation bytes per microbatch and boundary */
 	int64_t xfer_ns;  /* a send's and a recv's duration */
 	int64_t cpu_op_ns, launch_ns, event_ns, gpu_lag_ns; /* added host tasks */

@@ -10,15 +10,9 @@
 void analytic_in_default(struct analytic_in *in)
 {
 	memset(in, 0, sizeof(*in));
-	in->dtype = HW_BF16;
+	layout_default(&in->lay);
 	in->compute_eff = 1;
 	in->comm_eff = 1.0;
-	in->lay.tp = in->lay.pp = in->lay.dp = in->lay.vp = in->lay.mbs = 1;
-	in->lay.schedule = MEM_1F1B;
-	in->lay.flash = 1;
-	in->lay.prefetch = 1;
-	in->lay.overlap_grad = 1;
-	in->lay.pp_overlap = 1;
 }
 
 /* A layer's backward with the gradient adds of an unfused accumulation
@@ -42,18 +36,18 @@ static void acc_share(struct synth_in *si, double acc_elem_bytes, double mb, int
 int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, struct prism_err *err)
 {
 	const struct hw_profile *hw = in->hw;
-	const struct mem_layout *l = &in->lay;
+	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	int tp = l->tp, pp = l->pp, dp = l->dp, v = l->vp > 0 ? l->vp : 1;
-	int cp = mem_cp(l), dpc = dp * cp; /* gradients over dp x cp */
-	double peak = hw->peak_flops[in->dtype], mb, act_bytes, n_ar;
+	int cp = layout_cp(l), dpc = dp * cp; /* gradients over dp x cp */
+	double peak = hw->peak_flops[in->lay.dtype], mb, act_bytes, n_ar;
 	struct comm_est ce;
-	struct mem_layout lay = *l;
+	struct layout lay = *l;
 
 	memset(out, 0, sizeof(*out));
 	if (peak <= 0)
 		return prism_err_set(err, PRISM_EARG, "%s has no %s tensor path", hw->gpu,
-				     hw_dtype_name(in->dtype));
+				     hw_dtype_name(in->lay.dtype));
 	if (!hw_group_fits_domain(hw, tp))
 		return prism_err_set(
 		    err, PRISM_EARG, "tensor parallel %d does not fit %s of %d GPUs", tp,
@@ -103,8 +97,6 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		synth_in_default(&si);
 		si.m = *m;
 		si.hw = hw;
-		si.dtype = in->dtype;
-		si.fp8_attention = in->fp8_attention;
 		si.lay = lay;
 		synth_mem(&si, &out->mem);
 		synth_mem_layout(&si, &lay);
@@ -118,7 +110,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			 * beyond its step is exposed. */
 			double kv = llm_kv_heads(m) < tp ? 1 : (double)llm_kv_heads(m) / tp;
 			double bytes = 2.0 * l->mbs * m->seq / cp * kv * m->hidden / m->heads * 2;
-			int fr = 1 + (l->recompute != MEM_RECOMPUTE_NONE ? 1 : 0);
+			int fr = 1 + (l->recompute != LAYOUT_RECOMPUTE_NONE ? 1 : 0);
 			struct comm_group g = {2, (long)cp * tp <= hw_domain(hw) ? 2 : 1};
 			double tf, tb;
 			comm_time(hw, GC_SEND_RECV, bytes, g, in->comm_eff, COMM_AUTO, &ce);
@@ -149,9 +141,9 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			 * layer the all-to-alls (dispatch and combine, forward and
 			 * backward, again when recomputed) and the expert
 			 * tensor-parallel gathers and reduce-scatters. */
-			int rep = 4 + (l->recompute == MEM_RECOMPUTE_FULL ? 2 : 0);
-			double a2a = synth_moe_a2a_bytes(&si), et = mem_etp(&lay);
-			int node = hw_domain(hw), ep = mem_ep(&lay);
+			int rep = 4 + (l->recompute == LAYOUT_RECOMPUTE_FULL ? 2 : 0);
+			double a2a = synth_moe_a2a_bytes(&si), et = layout_etp(&lay);
+			int node = hw_domain(hw), ep = layout_ep(&lay);
 			synth_moe_layer_times(&si, &mlf, &mlb, &mla);
 			acc_share(&si, in->acc_elem_bytes, mb, 1, &mlb);
 			if (a2a > 0) {
@@ -171,12 +163,12 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			}
 		}
 		synth_extra_times(&si, &emb, &head);
-		mem_bytes_per_param(lay.prec, &wb, &gb, &ob);
+		mem_bytes_per_param(mem_prec(lay.dtype), &wb, &gb, &ob);
 		/* Tensor parallel: 2 all-reduces per layer forward, 2 backward
 		 * (and 2 more when the forward is recomputed) of b s h
 		 * activations. */
-		act_bytes = (double)l->mbs * m->seq / mem_cp(l) * m->hidden * 2;
-		n_ar = 4 + (l->recompute == MEM_RECOMPUTE_FULL ? 2 : 0);
+		act_bytes = (double)l->mbs * m->seq / layout_cp(l) * m->hidden * 2;
+		n_ar = 4 + (l->recompute == LAYOUT_RECOMPUTE_FULL ? 2 : 0);
 		if (tp > 1) {
 			if (comm_time(hw, GC_ALL_REDUCE, act_bytes, (struct comm_group){tp, tp},
 				      in->comm_eff, COMM_AUTO, &ce))
@@ -189,7 +181,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		 * once a stage's tensor- and data-parallel ranks fill one
 		 * (Megatron's order). */
 		if (pp > 1) {
-			int across = (long)tp * dp * mem_cp(l) >= hw_domain(hw);
+			int across = (long)tp * dp * layout_cp(l) >= hw_domain(hw);
 			double bytes = act_bytes / (l->sp ? tp : 1);
 			comm_time(hw, GC_SEND_RECV, bytes, (struct comm_group){across ? 2 : 1, 1},
 				  in->comm_eff, COMM_AUTO, &ce);
@@ -197,19 +189,20 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		}
 		/* Data parallel, ranks strided by tp: the sharding group G of
 		 * consecutive ranks and its dp / G replicas. */
-		shard = mem_shard_group(&lay);
+		shard = layout_shard_group(&lay);
 		G = shard;
 		R = (double)dpc / shard;
 		for (int s = 0; s < pp; s++) {
 			struct mem_stage ms;
-			double n = mem_stage_layers(m, &lay, s), c, slot, dpt = 0, exposed = 0, opt;
-			double nm = 0, Pe = 0, edp = mem_edp(&lay);
+			double n = layout_stage_layers(m, &lay, s), c, slot, dpt = 0, exposed = 0,
+			       opt;
+			double nm = 0, Pe = 0, edp = layout_edp(&lay);
 			double layer_w = wb * llm_layer_params_rank(m, tp);
 			struct comm_group gg = {shard, comm_per_domain(shard, pn)};
 			struct comm_group gr = {
 			    (int)R, comm_per_domain((int)R, pn / shard > 0 ? pn / shard : 1)};
 			for (int ch = 0; ch < v; ch++)
-				nm += mem_chunk_moe(m, &lay, s, ch);
+				nm += layout_chunk_moe(m, &lay, s, ch);
 			if (nm > 0) {
 				/* Without shared experts an MoE layer keeps half the
 				 * tensor-parallel collectives (the attention's). */
@@ -240,8 +233,8 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 				    (int)edp,
 				    comm_per_domain(
 					(int)edp,
-					hw_domain(hw) / (mem_ep(&lay) * mem_etp(&lay)) > 0
-					    ? hw_domain(hw) / (mem_ep(&lay) * mem_etp(&lay))
+					hw_domain(hw) / (layout_ep(&lay) * layout_etp(&lay)) > 0
+					    ? hw_domain(hw) / (layout_ep(&lay) * layout_etp(&lay))
 					    : 1)};
 				if (Pe > 0 && edp > 1) {
 					comm_time(hw,

@@ -25,11 +25,9 @@
 struct analytic_in {
 	struct llm m;
 	const struct hw_profile *hw;
-	int dtype;	       /* enum hw_dtype of the linear layers' GEMMs */
-	int fp8_attention;     /* the attention core in fp8 (synth.h) */
 	double global_batch;   /* sequences per iteration */
-	struct mem_layout lay; /* tp, pp, dp, vp, mbs, schedule, recompute, sp, zero;
-				* microbatches is derived */
+	struct layout lay;     /* the layout (layout.h); its microbatches are
+				* derived from global_batch */
 	double compute_eff;    /* the kernel model's speed is divided by it (1: as
 			       * modelled; below 1 slower) */
 	double comm_eff;       /* scales the profile's bus efficiencies (comm.h) */

@@ -115,7 +115,7 @@ struct rankst {
 
 struct ctx {
 	const struct synth_in *in;
-	struct mem_layout lay; /* in->lay resolved (synth_mem_layout): the
+	struct layout lay; /* in->lay resolved (synth_mem_layout): the
 				     * layers of each stage, the precision */
 	struct strtab st;
 	VEC(struct snode) nodes;
@@ -170,35 +170,10 @@ struct ctx {
 	size_t units_folded, units_kept;
 };
 
-static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved"};
-
-const char *synth_schedule_name(int s)
-{
-	return s >= 0 && s <= MEM_INTERLEAVED ? sched_names[s] : "?";
-}
-
-int synth_schedule_parse(const char *s)
-{
-	for (int i = 0; i <= MEM_INTERLEAVED; i++)
-		if (strcmp(s, sched_names[i]) == 0)
-			return i;
-	return -1;
-}
-
 void synth_in_default(struct synth_in *in)
 {
 	memset(in, 0, sizeof(*in));
-	in->dtype = HW_BF16;
-	in->lay.tp = in->lay.pp = in->lay.dp = in->lay.vp = 1;
-	in->lay.mbs = 1;
-	in->lay.microbatches = 1;
-	in->lay.schedule = MEM_1F1B;
-	in->lay.flash = 1;
-	in->lay.prefetch = 1;
-	in->lay.overlap_grad = 1;
-	in->lay.pp_overlap = 1;
-	in->lay.ep = in->lay.etp = in->lay.cp = 1;
-	in->lay.imbalance = 1;
+	layout_default(&in->lay);
 	in->steps = 2;
 	/* The kernel model (kperf.h) times every kernel; each class's line
 	 * starts as the identity and calibration fits it. */
@@ -539,7 +514,7 @@ static int low_precision(int dtype)
 
 static void gemm(struct ctx *c, int r, const char *name, double m, double n, double k)
 {
-	bgemm(c, r, name, c->in->dtype, 1, m, n, k);
+	bgemm(c, r, name, c->in->lay.dtype, 1, m, n, k);
 }
 
 /* A collective of kind on bytes over group g, on stream st, in process
@@ -878,7 +853,7 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
  */
 static void linear_fwd(struct ctx *c, int r, const char *name, double m, double n, double k)
 {
-	if (low_precision(c->in->dtype)) {
+	if (low_precision(c->in->lay.dtype)) {
 		kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * m * k);
 		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
 			kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_weight", 4 * k * n);
@@ -953,14 +928,14 @@ static double moe_a2a_bytes(const struct shape *z)
 static void grouped(struct ctx *c, int r, const struct shape *z, const char *name, double m,
 		    double n, double k)
 {
-	bgemm(c, r, name, c->in->dtype, z->eloc, m, n, k);
+	bgemm(c, r, name, c->in->lay.dtype, z->eloc, m, n, k);
 }
 
 static void grouped_bwd(struct ctx *c, int r, const struct shape *z, const char *what, double m,
 			double n, double k)
 {
 	char name[96];
-	if (low_precision(c->in->dtype))
+	if (low_precision(c->in->lay.dtype))
 		kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_grad", 4 * m * n * z->eloc);
 	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dx", what);
 	grouped(c, r, z, name, m, k, n);
@@ -974,7 +949,7 @@ static void grouped_bwd(struct ctx *c, int r, const struct shape *z, const char 
  * indices and gate values written). */
 static void router_fwd(struct ctx *c, int r, const struct shape *z)
 {
-	int dt = low_precision(c->in->dtype) ? HW_BF16 : c->in->dtype;
+	int dt = low_precision(c->in->lay.dtype) ? HW_BF16 : c->in->lay.dtype;
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_router", dt, 1, z->n_tok, z->E, z->h);
 	kernel(c, r, KC_SOFTMAX,
 	       c->in->m.router == LLM_ROUTER_SIGMOID ? "moe_topk_sigmoid_kernel"
@@ -990,7 +965,7 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 	kernel(c, r, KC_ELEMENTWISE, "moe_permute_kernel", ph + ph * z->k);
 	moe_coll(c, r, z, GC_ALL_TO_ALL, moe_a2a_bytes(z));
 	moe_coll(c, r, z, GC_ALL_GATHER, x * z->etp * z->h * 2);
-	if (low_precision(c->in->dtype)) {
+	if (low_precision(c->in->lay.dtype)) {
 		kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * z->M * z->h);
 		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
 			kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_weight",
@@ -1026,7 +1001,7 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 static void moe_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double mloc = z->M / z->eloc, x = z->M / z->etp, ph = 2 * z->n_tok * z->h;
-	int dt = low_precision(c->in->dtype) ? HW_BF16 : c->in->dtype;
+	int dt = low_precision(c->in->lay.dtype) ? HW_BF16 : c->in->lay.dtype;
 	if (z->shared > 0) {
 		double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
 		if (t > 1)
@@ -1121,7 +1096,7 @@ static void layer_fwd(struct ctx *c, int r, const struct shape *z)
 static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k)
 {
 	char name[96];
-	if (low_precision(c->in->dtype))
+	if (low_precision(c->in->lay.dtype))
 		kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_grad", 4 * m * n);
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_%s_dx", what);
 	gemm(c, r, name, m, k, n);
@@ -1140,7 +1115,7 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	int ov = tp_overlapped(c, z);
-	if (c->in->lay.recompute == MEM_RECOMPUTE_FULL)
+	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_FULL)
 		layer_fwd(c, r, z);
 	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	if (moe_now(c, r, z)) {
@@ -1171,7 +1146,7 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 	gemm_bwd(c, r, "proj", bs, z->h, z->h / t);
 	if (ov)
 		tp_side_end(c, r);
-	if (c->in->lay.recompute == MEM_RECOMPUTE_SELECTIVE)
+	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE)
 		attn_fwd(c, r, z);
 	attn_bwd(c, r, z);
 	gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
@@ -1182,7 +1157,7 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 /* The output layer's dtype: bf16 under fp8 and fp4. */
 static int logit_dtype(const struct synth_in *in)
 {
-	return low_precision(in->dtype) ? HW_BF16 : in->dtype;
+	return low_precision(in->lay.dtype) ? HW_BF16 : in->lay.dtype;
 }
 
 static void logits_bwd(struct ctx *c, int r, double m, double n, double k)
@@ -1293,39 +1268,37 @@ static double grad_bytes(const struct ctx *c)
 	return synth_grad_bytes(c->in);
 }
 
-static int mem_prec_of(int dtype);
-
 double synth_grad_bytes(const struct synth_in *in)
 {
 	double w, g, o;
-	mem_bytes_per_param(mem_prec_of(in->dtype), &w, &g, &o);
+	mem_bytes_per_param(mem_prec(in->lay.dtype), &w, &g, &o);
 	return g;
 }
 
 /* The data-parallel groups of a stage (ranks tp apart, consecutive in DP:
- * Megatron's order): the sharding group of ZeRO (mem_shard_group) and,
+ * Megatron's order): the sharding group of ZeRO (layout_shard_group) and,
  * with hybrid sharding, the dp / shard replicas of each shard. */
 static struct comm_group shard_group(const struct ctx *c)
 {
-	int G = mem_shard_group(&c->lay), cap = hw_domain(c->in->hw) / c->in->lay.tp;
+	int G = layout_shard_group(&c->lay), cap = hw_domain(c->in->hw) / c->in->lay.tp;
 	return (struct comm_group){G, comm_per_domain(G, cap)};
 }
 
 static struct comm_group replica_group(const struct ctx *c)
 {
-	int G = mem_shard_group(&c->lay), R = mem_dpc(&c->lay) / G;
+	int G = layout_shard_group(&c->lay), R = layout_dpc(&c->lay) / G;
 	int cap = hw_domain(c->in->hw) / (c->in->lay.tp * G);
 	return (struct comm_group){R, comm_per_domain(R, cap > 0 ? cap : 1)};
 }
 
 static int sharded(const struct ctx *c)
 {
-	return c->in->lay.zero >= 1 && mem_shard_group(&c->lay) > 1;
+	return c->in->lay.zero >= 1 && layout_shard_group(&c->lay) > 1;
 }
 
 static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
 {
-	snprintf(pg, n, mem_shard_group(&c->lay) < mem_dpc(&c->lay) ? "dps.%d" : "dp.%d", r);
+	snprintf(pg, n, layout_shard_group(&c->lay) < layout_dpc(&c->lay) ? "dps.%d" : "dp.%d", r);
 }
 
 /* Reduce the gradients of `params` parameters (a bucket, or a ZeRO-3
@@ -1339,7 +1312,7 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	double gb = grad_bytes(c);
 	char pg[32];
 	(void)z;
-	int dpc = mem_dpc(&c->lay);
+	int dpc = layout_dpc(&c->lay);
 	if (dpc <= 1 || params <= 0)
 		return;
 	event_wait(c, r, S_COMPUTE, S_DP);
@@ -1357,7 +1330,7 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	if (replica_group(c).n > 1) {
 		snprintf(pg, sizeof(pg), "dpr.%d", r);
 		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-			   params * gb / mem_shard_group(&c->lay), replica_group(c), pg);
+			   params * gb / layout_shard_group(&c->lay), replica_group(c), pg);
 	}
 }
 
@@ -1371,7 +1344,7 @@ static double bucket_cap(const struct ctx *c)
 
 double synth_bucket_params(const struct synth_in *in)
 {
-	double dp = (double)in->lay.dp * mem_cp(&in->lay);
+	double dp = (double)in->lay.dp * layout_cp(&in->lay);
 	if (in->lay.bucket_mb > 0)
 		return in->lay.bucket_mb * 1e6 / synth_grad_bytes(in);
 	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
@@ -1385,7 +1358,7 @@ double synth_bucket_params(const struct synth_in *in)
 static void grad_ready(struct ctx *c, int r, const struct shape *z, double params)
 {
 	struct rankst *k = &c->rk[r];
-	if (mem_dpc(&c->lay) <= 1 || params <= 0)
+	if (layout_dpc(&c->lay) <= 1 || params <= 0)
 		return;
 	k->bucket += params;
 	if (!c->in->lay.overlap_grad)
@@ -1463,7 +1436,7 @@ static uint32_t gather(struct ctx *c, int r, double params, int wait_compute)
 	char pg[32];
 	if (c->dry)
 		return NONE32;
-	mem_bytes_per_param(c->lay.prec, &w, &g, &o);
+	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
 	if (wait_compute)
 		event_wait(c, r, S_COMPUTE, S_DP);
 	dp_pg(c, r, pg, sizeof(pg));
@@ -1482,7 +1455,7 @@ static uint32_t gather(struct ctx *c, int r, double params, int wait_compute)
  * for its gather.  -1: no gathers in this unit. */
 static int gather_depth(const struct ctx *c, int fwd, int mb)
 {
-	const struct mem_layout *l = &c->lay;
+	const struct layout *l = &c->lay;
 	if (!sharded(c) || c->in->bare)
 		return -1;
 	if (l->zero >= 3)
@@ -1930,8 +1903,8 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 {
 	int r = s, os, oc;
 	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
-	int l0 = mem_chunk_first(&c->in->m, &c->lay, s, ch);
-	int nl = mem_chunk_layers(&c->in->m, &c->lay, s, ch);
+	int l0 = layout_chunk_first(&c->in->m, &c->lay, s, ch);
+	int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
 	int depth = gather_depth(c, fwd, mb);
 	/* Gradients are reduced in the last microbatch's backward of each
 	 * chunk, under ZeRO-2/3 in every backward (the gradients are sharded:
@@ -2099,9 +2072,9 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 		unit_of(z, k, 0, &mb, &ch);
 		last_b[ch] = k;
 	}
-	if (in->lay.schedule == MEM_GPIPE)
+	if (in->lay.schedule == LAYOUT_GPIPE)
 		warm = total;
-	else if (in->lay.schedule == MEM_1F1B)
+	else if (in->lay.schedule == LAYOUT_1F1B)
 		warm = z->p - s - 1;
 	else
 		warm = z->m == z->p ? total : (z->p - s - 1) * 2 + (z->v - 1) * z->p;
@@ -2143,7 +2116,7 @@ static void adam(struct ctx *c, int r, double np_, int amax)
 	const struct synth_in *in = c->in;
 	/* FP16: unscale the gradients and check them for inf/NaN (dynamic
 	 * loss scaling; fp32 main gradients read and written). */
-	if (in->dtype == HW_FP16)
+	if (in->lay.dtype == HW_FP16)
 		kernel(c, r, KC_OPTIMIZER,
 		       "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>", 8 * np_);
 	/* Gradient clipping: the norm of the fp32 main gradients, then their
@@ -2153,7 +2126,7 @@ static void adam(struct ctx *c, int r, double np_, int amax)
 	kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * 30);
 	/* FP8: the amax history and scale update of the layer's tensors, one
 	 * small kernel (Transformer Engine's delayed scaling). */
-	if (amax && low_precision(in->dtype))
+	if (amax && low_precision(in->lay.dtype))
 		kernel(c, r, KC_ELEMENTWISE, "te_delayed_scaling_amax_and_scale_update",
 		       3 * 8 * 1024 * 4.0);
 }
@@ -2162,7 +2135,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
 	int zero = sharded(c);
-	double share = zero ? 1.0 / mem_shard_group(&c->lay) : 1.0;
+	double share = zero ? 1.0 / layout_shard_group(&c->lay) : 1.0;
 	/* The experts' optimizer state is sharded over their own group. */
 	double eshare = in->lay.zero >= 1 && z->edp > 1 ? 1.0 / z->edp : 1.0;
 	const struct llm *m = &in->m;
@@ -2179,15 +2152,15 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
 			   (double)m->vocab * m->hidden / z->t * grad_bytes(c), g, "emb");
 	}
-	if (mem_dpc(&c->lay) > 1 || tied || (z->moe && z->edp > 1))
+	if (layout_dpc(&c->lay) > 1 || tied || (z->moe && z->edp > 1))
 		event_wait(c, r, S_DP, S_COMPUTE);
 	/* Adam over fp32 master weights, moments and the gradient, one kernel
 	 * per layer (marked with it, so that layer edits on the written trace
 	 * repeat the layer's optimizer work too); the embedding and the head
 	 * on their stages. */
 	for (int ch = 0; ch < z->v; ch++) {
-		int l0 = mem_chunk_first(m, &c->lay, r, ch),
-		    nl = mem_chunk_layers(m, &c->lay, r, ch);
+		int l0 = layout_chunk_first(m, &c->lay, r, ch),
+		    nl = layout_chunk_layers(m, &c->lay, r, ch);
 		for (int i = 0; i < nl; i++) {
 			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
 			if (z->moe && llm_is_moe_layer(m, l0 + i))
@@ -2206,8 +2179,8 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	if (zero && in->lay.zero <= 2 && !in->lay.overlap_param) {
 		event_wait(c, r, S_COMPUTE, S_DP);
 		for (int ch = 0; ch < z->v; ch++) {
-			int l0 = mem_chunk_first(m, &c->lay, r, ch);
-			int nl = mem_chunk_layers(m, &c->lay, r, ch);
+			int l0 = layout_chunk_first(m, &c->lay, r, ch);
+			int nl = layout_chunk_layers(m, &c->lay, r, ch);
 			for (int i = 0; i < nl; i++) {
 				set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
 				gather(c, r, dense_params(c, z, l0 + i), 0);
@@ -2222,12 +2195,12 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	if (z->moe && z->edp > 1 && in->lay.zero >= 1 && in->lay.zero <= 2) {
 		char pg[32];
 		double w, g, o;
-		mem_bytes_per_param(c->lay.prec, &w, &g, &o);
+		mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
 		snprintf(pg, sizeof(pg), "edp.%d", r);
 		event_wait(c, r, S_COMPUTE, S_DP);
 		for (int ch = 0; ch < z->v; ch++) {
-			int l0 = mem_chunk_first(m, &c->lay, r, ch);
-			int nl = mem_chunk_layers(m, &c->lay, r, ch);
+			int l0 = layout_chunk_first(m, &c->lay, r, ch);
+			int nl = layout_chunk_layers(m, &c->lay, r, ch);
 			for (int i = 0; i < nl; i++) {
 				if (!llm_is_moe_layer(m, l0 + i))
 					continue;
@@ -2243,29 +2216,17 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 
 int synth_attn_dtype(const struct synth_in *in)
 {
-	if (in->fp8_attention)
+	if (in->lay.fp8_attention)
 		return HW_FP8;
-	return low_precision(in->dtype) ? HW_BF16 : in->dtype;
+	return low_precision(in->lay.dtype) ? HW_BF16 : in->lay.dtype;
 }
 
 static void shape_of(const struct synth_in *in, struct shape *z);
 
-/* The weights' and gradients' precision of a run in dtype: fp32 and tf32
- * train fp32 weights, fp16 keeps fp16 gradients, the rest bf16 weights
- * with fp32 main gradients (FP8 as Transformer Engine: bf16 weights). */
-static int mem_prec_of(int dtype)
-{
-	if (dtype == HW_FP32 || dtype == HW_TF32)
-		return MEM_PREC_FP32;
-	return dtype == HW_FP16 ? MEM_PREC_FP16 : MEM_PREC_BF16;
-}
-
-void synth_mem_layout(const struct synth_in *in, struct mem_layout *l)
+void synth_mem_layout(const struct synth_in *in, struct layout *l)
 {
 	*l = in->lay;
-	l->fp8_weights = low_precision(in->dtype);
-	l->prec = mem_prec_of(in->dtype);
-	if (in->part != SYNTH_PART_GIVEN && synth_partition(in, l->part, NULL))
+	if (in->lay.partition != LAYOUT_PART_GIVEN && synth_partition(in, l->part, NULL))
 		l->part[0] = 0;
 }
 
@@ -2304,7 +2265,7 @@ int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err 
 {
 	int p = in->lay.pp, v = in->lay.vp > 0 ? in->lay.vp : 1, L = in->m.layers;
 
-	if (in->part == SYNTH_PART_GIVEN || p < 2) {
+	if (in->lay.partition == LAYOUT_PART_GIVEN || p < 2) {
 		if (part != in->lay.part)
 			memcpy(part, in->lay.part, sizeof(in->lay.part));
 		if (p < 2)
@@ -2312,7 +2273,7 @@ int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err 
 		return 0;
 	}
 	memset(part, 0, sizeof(in->lay.part));
-	if (in->part == SYNTH_PART_EMBED_LOSS) {
+	if (in->lay.partition == LAYOUT_PART_EMBED_LOSS) {
 		int n = (L + 2) / p;
 		if ((L + 2) % p || n < 2 || (n - 1) % v || n % v)
 			return prism_err_set(
@@ -2329,7 +2290,7 @@ int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err 
 		 * in -- the later stage on ties (the earlier ones hold more
 		 * activations).  With identical increments this greedy choice
 		 * minimises the largest stage time. */
-		double f, b, a, emb, head, load[MEM_MAX_STAGES];
+		double f, b, a, emb, head, load[LAYOUT_MAX_STAGES];
 		if (L % v || L / v < p)
 			return prism_err_set(
 			    err, PRISM_EARG,
@@ -2363,77 +2324,22 @@ int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err 
 
 int synth_same_placement(const struct synth_in *a, const struct synth_in *b)
 {
-	struct mem_layout x, y;
+	struct layout x, y;
 	synth_mem_layout(a, &x);
 	synth_mem_layout(b, &y);
 	return memcmp(x.part, y.part, sizeof(x.part)) == 0 && x.shard == y.shard &&
 	       x.prefetch == y.prefetch && x.bucket_mb == y.bucket_mb &&
 	       x.overlap_grad == y.overlap_grad && x.overlap_param == y.overlap_param &&
 	       x.tp_overlap == y.tp_overlap && x.pp_overlap == y.pp_overlap &&
-	       a->m.untied == b->m.untied && a->m.rope == b->m.rope && mem_cp(&x) == mem_cp(&y) &&
-	       mem_ep(&x) == mem_ep(&y) && mem_etp(&x) == mem_etp(&y) &&
-	       x.imbalance == y.imbalance && a->m.experts == b->m.experts &&
-	       x.cp_allgather == y.cp_allgather;
-}
-
-int synth_part_parse(const char *s, struct synth_in *in, struct prism_err *err)
-{
-	const char *q = s;
-	int n = 0;
-
-	memset(in->lay.part, 0, sizeof(in->lay.part));
-	in->part = SYNTH_PART_GIVEN;
-	if (strcmp(s, "even") == 0)
-		return 0;
-	if (strcmp(s, "balanced") == 0) {
-		in->part = SYNTH_PART_BALANCED;
-		return 0;
-	}
-	if (strcmp(s, "embed-loss") == 0) {
-		in->part = SYNTH_PART_EMBED_LOSS;
-		return 0;
-	}
-	while (*q) {
-		char *end;
-		long v;
-		errno = 0;
-		v = strtol(q, &end, 10);
-		if (end == q || errno || v < 1 || v > 65535 || (*end && *end != ',') ||
-		    n >= MEM_MAX_STAGES)
-			return prism_err_set(
-			    err, PRISM_EARG,
-			    "partition '%s': expected even, balanced, embed-loss or "
-			    "layers per stage (N0,N1,...: each 1..65535, at most %d)",
-			    s, MEM_MAX_STAGES);
-		in->lay.part[n++] = (uint16_t)v;
-		q = *end ? end + 1 : end;
-	}
-	if (n < 2)
-		return prism_err_set(err, PRISM_EARG,
-				     "partition '%s': a list needs a number for each of 2 or more "
-				     "stages",
-				     s);
-	return 0;
-}
-
-void synth_part_name(const struct synth_in *in, char *buf, size_t n)
-{
-	size_t k = 0;
-	if (in->part == SYNTH_PART_BALANCED || in->part == SYNTH_PART_EMBED_LOSS) {
-		snprintf(buf, n, "%s", in->part == SYNTH_PART_BALANCED ? "balanced" : "embed-loss");
-		return;
-	}
-	snprintf(buf, n, "even");
-	if (in->lay.part[0] == 0)
-		return;
-	buf[0] = '\0';
-	for (int s = 0; s < MEM_MAX_STAGES && in->lay.part[s] && k + 8 < n; s++)
-		k += (size_t)snprintf(buf + k, n - k, "%s%d", s ? "," : "", in->lay.part[s]);
+	       a->m.untied == b->m.untied && a->m.rope == b->m.rope &&
+	       layout_cp(&x) == layout_cp(&y) && layout_ep(&x) == layout_ep(&y) &&
+	       layout_etp(&x) == layout_etp(&y) && x.imbalance == y.imbalance &&
+	       a->m.experts == b->m.experts && x.cp_allgather == y.cp_allgather;
 }
 
 void synth_mem(const struct synth_in *in, struct mem_est *out)
 {
-	struct mem_layout l;
+	struct layout l;
 	synth_mem_layout(in, &l);
 	mem_estimate(&in->m, &l, in->hw, out);
 }
@@ -2443,7 +2349,7 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 {
 	memset(z, 0, sizeof(*z));
 	z->b = in->lay.mbs;
-	z->cp = mem_cp(&in->lay);
+	z->cp = layout_cp(&in->lay);
 	z->s_full = in->m.seq;
 	z->s = (double)in->m.seq / z->cp;
 	z->h = in->m.hidden;
@@ -2466,7 +2372,7 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 	z->cp_per_node = in->hw && (int64_t)z->cp * in->lay.tp <= hw_domain(in->hw) ? 2 : 1;
 	if (llm_moe_layers(&in->m) > 0) {
 		const struct llm *m = &in->m;
-		const struct mem_layout *l = &in->lay;
+		const struct layout *l = &in->lay;
 		int node = in->hw ? hw_domain(in->hw) : 1; /* the NVLink domain */
 		z->moe = 1;
 		z->E = m->experts;
@@ -2474,13 +2380,13 @@ static void shape_of(const struct synth_in *in, struct shape *z)
 		z->fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn;
 		z->fe_in = (m->gated ? 2.0 : 1.0) * z->fe;
 		z->shared = m->shared_experts;
-		z->ep = mem_ep(l);
-		z->etp = mem_etp(l);
+		z->ep = layout_ep(l);
+		z->etp = layout_etp(l);
 		z->eloc = z->E / z->ep;
 		z->n_tok = z->b * z->s / z->t;
 		z->M = mem_moe_tokens(m, l);
 		mem_moe_layer_params(m, l, &z->md, &z->me);
-		z->edp = mem_edp(l);
+		z->edp = layout_edp(l);
 		/* Megatron-LM's expert rank order: etp fastest, then ep, then the
 		 * expert data-parallel replicas. */
 		z->etp_per_node = comm_per_domain((int)z->etp, node);
@@ -2565,10 +2471,10 @@ static void layer_bound(const struct synth_in *in, double *f, double *b, double 
 {
 	const struct llm *m = &in->m;
 	double bt = in->lay.mbs, t = in->lay.tp, gemm, attn, af, ab;
-	int dt = synth_attn_dtype(in), cp = mem_cp(&in->lay);
+	int dt = synth_attn_dtype(in), cp = layout_cp(&in->lay);
 
 	llm_layer_flops(m, bt, &gemm, &attn);
-	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->dtype, gemm / t / cp));
+	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->lay.dtype, gemm / t / cp));
 	if (cp > 1) {
 		/* The ring's steps (ring_attn): the rank's own causal block and
 		 * cp - 1 half blocks, each at least its work at the peak. */
@@ -2613,20 +2519,20 @@ static void moe_layer_bound(const struct synth_in *in, double *f, double *b, dou
 	     llm_gemm_flops(z.n_tok, z.E, z.h) +
 	     z.shared * (llm_gemm_flops(T, z.fe_in, z.h) + llm_gemm_flops(T, z.h, z.fe)) / z.t +
 	     llm_gemm_flops(z.M, z.fe_in / z.etp, z.h) + llm_gemm_flops(z.M, z.h, z.fe / z.etp);
-	g = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->dtype, fl));
+	g = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->lay.dtype, fl));
 	*f = g + *attn_f;
 	*b = 2 * g + ab;
 }
 
 double synth_lower_bound(const struct synth_in *in)
 {
-	const struct mem_layout *l = &in->lay;
+	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
-	double b = l->mbs, h = m->hidden, t = l->tp, bs = b * m->seq / mem_cp(l);
+	double b = l->mbs, h = m->hidden, t = l->tp, bs = b * m->seq / layout_cp(l);
 	double tp_s = 0, f, bw, af, lb, mfw = 0, mbw = 0;
 	struct comm_est e;
 
-	if (in->hw->peak_flops[in->dtype] <= 0 || l->pp < 1 || l->vp < 1 || in->kdb)
+	if (in->hw->peak_flops[in->lay.dtype] <= 0 || l->pp < 1 || l->vp < 1 || in->kdb)
 		return 0;
 	/* One layer's forward on one tensor-parallel rank: its GEMMs, its
 	 * attention, and the tensor-parallel collectives (on the compute
@@ -2654,8 +2560,8 @@ double synth_lower_bound(const struct synth_in *in)
 	/* Backward: its GEMMs and attention, the same collectives, and the
 	 * forward again under full recomputation or the attention core's
 	 * forward under selective recomputation. */
-	bw = lb + tp_s + (l->recompute == MEM_RECOMPUTE_FULL ? f + tp_s : 0) +
-	     (l->recompute == MEM_RECOMPUTE_SELECTIVE ? af : 0);
+	bw = lb + tp_s + (l->recompute == LAYOUT_RECOMPUTE_FULL ? f + tp_s : 0) +
+	     (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? af : 0);
 	/* Mixture-of-experts layers: their GEMMs (moe_layer_bound) and the
 	 * tensor-parallel collectives they keep: the attention's round, and
 	 * the shared experts' (the routed experts' all-to-alls and expert
@@ -2663,8 +2569,8 @@ double synth_lower_bound(const struct synth_in *in)
 	if (llm_moe_layers(m) > 0) {
 		double mf, mb, maf, mtp = m->shared_experts > 0 ? tp_s : tp_s / 2;
 		moe_layer_bound(in, &mf, &mb, &maf);
-		mbw = mb + mtp + (l->recompute == MEM_RECOMPUTE_FULL ? mf + mtp : 0) +
-		      (l->recompute == MEM_RECOMPUTE_SELECTIVE ? maf : 0);
+		mbw = mb + mtp + (l->recompute == LAYOUT_RECOMPUTE_FULL ? mf + mtp : 0) +
+		      (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? maf : 0);
 		mfw = mf + mtp;
 	}
 	f += tp_s;
@@ -2678,7 +2584,7 @@ double synth_lower_bound(const struct synth_in *in)
 	 * over k bounds the step (with even stages, the last stage's:
 	 * (p - 1) chunks + m v chunks + the logits). */
 	{
-		struct mem_layout r;
+		struct layout r;
 		double fill = 0, best = 0, logits = 0;
 		synth_mem_layout(in, &r);
 		if (!in->bare)
@@ -2689,8 +2595,8 @@ double synth_lower_bound(const struct synth_in *in)
 		for (int k = 0; k < l->pp; k++) {
 			double w = 0, wm = 0;
 			for (int c = 0; c < l->vp; c++) {
-				w += mem_chunk_layers(m, &r, k, c);
-				wm += mem_chunk_moe(m, &r, k, c);
+				w += layout_chunk_layers(m, &r, k, c);
+				wm += layout_chunk_moe(m, &r, k, c);
 			}
 			if (wm > 0)
 				w = (double)l->microbatches *
@@ -2701,13 +2607,13 @@ double synth_lower_bound(const struct synth_in *in)
 				w += logits;
 			if (fill + w > best)
 				best = fill + w;
-			if (mem_chunk_moe(m, &r, k, 0) > 0)
-				fill +=
-				    (mem_chunk_layers(m, &r, k, 0) - mem_chunk_moe(m, &r, k, 0)) *
-					(f + bw) +
-				    mem_chunk_moe(m, &r, k, 0) * (mfw + mbw);
+			if (layout_chunk_moe(m, &r, k, 0) > 0)
+				fill += (layout_chunk_layers(m, &r, k, 0) -
+					 layout_chunk_moe(m, &r, k, 0)) *
+					    (f + bw) +
+					layout_chunk_moe(m, &r, k, 0) * (mfw + mbw);
 			else
-				fill += mem_chunk_layers(m, &r, k, 0) * (f + bw);
+				fill += layout_chunk_layers(m, &r, k, 0) * (f + bw);
 		}
 		return best;
 	}
@@ -2717,16 +2623,16 @@ double synth_lower_bound(const struct synth_in *in)
  * ranges. */
 static int moe_check(const struct synth_in *in, struct prism_err *err)
 {
-	const struct mem_layout *l = &in->lay;
+	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	int ep = l->ep > 0 ? l->ep : 1, etp = l->etp > 0 ? l->etp : 1, fe;
 
-	if (l->ep < 0 || l->ep > SYNTH_MAX_EP || l->etp < 0 || l->etp > SYNTH_MAX_TP)
+	if (l->ep < 0 || l->ep > LAYOUT_MAX_EP || l->etp < 0 || l->etp > LAYOUT_MAX_TP)
 		return prism_err_set(err, PRISM_EARG, "layout: ep %d / etp %d not in 1..%d / 1..%d",
-				     l->ep, l->etp, SYNTH_MAX_EP, SYNTH_MAX_TP);
-	if (!(l->imbalance == 0 || (l->imbalance >= 1 && l->imbalance <= SYNTH_MAX_IMBALANCE)))
+				     l->ep, l->etp, LAYOUT_MAX_EP, LAYOUT_MAX_TP);
+	if (!(l->imbalance == 0 || (l->imbalance >= 1 && l->imbalance <= LAYOUT_MAX_IMBALANCE)))
 		return prism_err_set(err, PRISM_EARG, "layout: imbalance %g is not in 1..%g",
-				     l->imbalance, SYNTH_MAX_IMBALANCE);
+				     l->imbalance, LAYOUT_MAX_IMBALANCE);
 	if (m->experts == 0) {
 		if (ep > 1 || etp > 1)
 			return prism_err_set(err, PRISM_EARG,
@@ -2754,10 +2660,10 @@ static int moe_check(const struct synth_in *in, struct prism_err *err)
 	if (fe % etp)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: expert_ffn %d must be divisible by etp %d", fe, etp);
-	if (((int64_t)l->tp * mem_dpc(l)) % ((int64_t)ep * etp)) {
+	if (((int64_t)l->tp * layout_dpc(l)) % ((int64_t)ep * etp)) {
 		char cpx[24] = "";
-		if (mem_cp(l) > 1)
-			snprintf(cpx, sizeof(cpx), " x cp %d", mem_cp(l));
+		if (layout_cp(l) > 1)
+			snprintf(cpx, sizeof(cpx), " x cp %d", layout_cp(l));
 		return prism_err_set(
 		    err, PRISM_EARG,
 		    "layout: ep %d x etp %d must divide tp %d x dp %d%s (the experts' "
@@ -2790,7 +2696,7 @@ static int moe_check(const struct synth_in *in, struct prism_err *err)
 
 int synth_check(const struct synth_in *in, struct prism_err *err)
 {
-	const struct mem_layout *l = &in->lay;
+	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	int rc0;
 
@@ -2806,27 +2712,27 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 	    {"model", "ffn", m->ffn, 1, LLM_MAX_FFN},
 	    {"model", "seq", m->seq, 1, LLM_MAX_SEQ},
 	    {"model", "vocab", m->vocab, 1, LLM_MAX_VOCAB},
-	    {"layout", "tp", l->tp, 1, SYNTH_MAX_TP},
-	    {"layout", "pp", l->pp, 1, SYNTH_MAX_STAGES},
-	    {"layout", "dp", l->dp, 1, SYNTH_MAX_DP},
-	    {"layout", "vp", l->vp, 1, SYNTH_MAX_VP},
-	    {"layout", "mbs", l->mbs, 1, SYNTH_MAX_MBS},
-	    {"layout", "microbatches", l->microbatches, 1, SYNTH_MAX_MICRO},
+	    {"layout", "tp", l->tp, 1, LAYOUT_MAX_TP},
+	    {"layout", "pp", l->pp, 1, LAYOUT_MAX_STAGES},
+	    {"layout", "dp", l->dp, 1, LAYOUT_MAX_DP},
+	    {"layout", "vp", l->vp, 1, LAYOUT_MAX_VP},
+	    {"layout", "mbs", l->mbs, 1, LAYOUT_MAX_MBS},
+	    {"layout", "microbatches", l->microbatches, 1, LAYOUT_MAX_MICRO},
 	    {"layout", "zero", l->zero, 0, 3},
 	    {"layout", "sp", l->sp, 0, 1},
 	    {"layout", "flash", l->flash, 0, 1},
-	    {"layout", "fp8_attention", in->fp8_attention, 0, 1},
-	    {"layout", "recompute", l->recompute, 0, MEM_RECOMPUTE_FULL},
-	    {"layout", "schedule", l->schedule, MEM_GPIPE, MEM_INTERLEAVED},
-	    {"layout", "dtype", in->dtype, 0, HW_NDTYPES - 1},
-	    {"layout", "shard", l->shard, 0, SYNTH_MAX_DP},
-	    {"layout", "prefetch", l->prefetch, 0, SYNTH_MAX_PREFETCH},
-	    {"layout", "bucket_mb", l->bucket_mb, 0, SYNTH_MAX_BUCKET_MB},
+	    {"layout", "fp8_attention", in->lay.fp8_attention, 0, 1},
+	    {"layout", "recompute", l->recompute, 0, LAYOUT_RECOMPUTE_FULL},
+	    {"layout", "schedule", l->schedule, LAYOUT_GPIPE, LAYOUT_INTERLEAVED},
+	    {"layout", "dtype", in->lay.dtype, 0, HW_NDTYPES - 1},
+	    {"layout", "shard", l->shard, 0, LAYOUT_MAX_DP},
+	    {"layout", "prefetch", l->prefetch, 0, LAYOUT_MAX_PREFETCH},
+	    {"layout", "bucket_mb", l->bucket_mb, 0, LAYOUT_MAX_BUCKET_MB},
 	    {"layout", "overlap_grad", l->overlap_grad, 0, 1},
 	    {"layout", "overlap_param", l->overlap_param, 0, 1},
 	    {"layout", "tp_overlap", l->tp_overlap, 0, 1},
 	    {"layout", "pp_overlap", l->pp_overlap, 0, 1},
-	    {"layout", "part", in->part, SYNTH_PART_GIVEN, SYNTH_PART_EMBED_LOSS},
+	    {"layout", "part", in->lay.partition, LAYOUT_PART_GIVEN, LAYOUT_PART_EMBED_LOSS},
 	};
 
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
@@ -2834,28 +2740,28 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 			return prism_err_set(err, PRISM_EARG, "%s: %s %d is not in %d..%d",
 					     lim[i].what, lim[i].name, lim[i].v, lim[i].min,
 					     lim[i].max);
-	if (l->cp < 0 || l->cp > SYNTH_MAX_CP)
+	if (l->cp < 0 || l->cp > LAYOUT_MAX_CP)
 		return prism_err_set(err, PRISM_EARG, "layout: cp %d is not in 1..%d", l->cp,
-				     SYNTH_MAX_CP);
-	if ((int64_t)l->tp * l->pp * l->dp > SYNTH_MAX_GPUS)
+				     LAYOUT_MAX_CP);
+	if ((int64_t)l->tp * l->pp * l->dp > LAYOUT_MAX_GPUS)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: tp %d x pp %d x dp %d is beyond %d GPUs", l->tp,
-				     l->pp, l->dp, SYNTH_MAX_GPUS);
-	if ((int64_t)l->tp * l->pp * l->dp * mem_cp(l) > SYNTH_MAX_GPUS)
+				     l->pp, l->dp, LAYOUT_MAX_GPUS);
+	if ((int64_t)l->tp * l->pp * l->dp * layout_cp(l) > LAYOUT_MAX_GPUS)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: tp %d x pp %d x dp %d x cp %d is beyond %d GPUs",
-				     l->tp, l->pp, l->dp, mem_cp(l), SYNTH_MAX_GPUS);
-	if (l->shard > 0 && (l->shard > mem_dpc(l) || mem_dpc(l) % l->shard))
+				     l->tp, l->pp, l->dp, layout_cp(l), LAYOUT_MAX_GPUS);
+	if (l->shard > 0 && (l->shard > layout_dpc(l) || layout_dpc(l) % l->shard))
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: the sharding group (%d) must divide dp %d", l->shard,
-				     mem_dpc(l));
-	if (mem_cp(l) > 1 && m->seq % (2 * mem_cp(l)))
+				     layout_dpc(l));
+	if (layout_cp(l) > 1 && m->seq % (2 * layout_cp(l)))
 		return prism_err_set(
 		    err, PRISM_EARG,
 		    "layout: seq %d must be divisible by 2 x cp %d (the causal load "
 		    "balance's chunks)",
-		    m->seq, mem_cp(l));
-	if (mem_cp(l) > 1 && !l->flash)
+		    m->seq, layout_cp(l));
+	if (layout_cp(l) > 1 && !l->flash)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: context parallelism needs flash attention (ring "
 				     "attention's blocks)");
@@ -2888,8 +2794,8 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 				     m->heads, m->ffn, l->tp);
 	if ((rc0 = moe_check(in, err)))
 		return rc0;
-	if (in->part != SYNTH_PART_GIVEN) {
-		uint16_t part[MEM_MAX_STAGES];
+	if (in->lay.partition != LAYOUT_PART_GIVEN) {
+		uint16_t part[LAYOUT_MAX_STAGES];
 		int rc = synth_partition(in, part, err);
 		if (rc)
 			return rc;
@@ -2904,7 +2810,7 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 				    s, l->part[s], l->vp);
 			sum += l->part[s];
 		}
-		if (l->pp < MEM_MAX_STAGES && l->part[l->pp])
+		if (l->pp < LAYOUT_MAX_STAGES && l->part[l->pp])
 			return prism_err_set(err, PRISM_EARG,
 					     "layout: partition lists more stages than pp %d",
 					     l->pp);
@@ -2918,7 +2824,7 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 				     "layout: layers %d not divisible by pp %d x virtual stages %d",
 				     m->layers, l->pp, l->vp);
 	}
-	if (l->schedule == MEM_INTERLEAVED) {
+	if (l->schedule == LAYOUT_INTERLEAVED) {
 		if (l->vp < 2 || l->pp < 2)
 			return prism_err_set(err, PRISM_EARG,
 					     "layout: the interleaved schedule needs pp >= 2 and "
@@ -2933,9 +2839,9 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 				     "layout: virtual stages %d need the interleaved schedule",
 				     l->vp);
 	}
-	if (in->hw->peak_flops[in->dtype] <= 0)
+	if (in->hw->peak_flops[in->lay.dtype] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", in->hw->gpu,
-				     hw_dtype_name(in->dtype));
+				     hw_dtype_name(in->lay.dtype));
 	if (in->hw->peak_flops[synth_attn_dtype(in)] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak for attention",
 				     in->hw->gpu, hw_dtype_name(synth_attn_dtype(in)));
@@ -3101,16 +3007,16 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 		 in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
 		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq, in->m.vocab,
 		 in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp, in->lay.mbs, in->lay.microbatches,
-		 synth_schedule_name(in->lay.schedule), in->lay.recompute, in->lay.sp, in->lay.zero,
-		 in->lay.flash, hw_dtype_name(in->dtype), in->fp8_attention,
+		 layout_schedule_name(in->lay.schedule), in->lay.recompute, in->lay.sp,
+		 in->lay.zero, in->lay.flash, hw_dtype_name(in->lay.dtype), in->lay.fp8_attention,
 		 in->hw && in->hw->id[0] ? in->hw->id : "?", in->m.untied, in->m.rope,
 		 in->lay.shard, in->lay.prefetch, in->lay.bucket_mb, in->lay.overlap_grad,
 		 in->lay.overlap_param, in->lay.tp_overlap, in->lay.pp_overlap);
-	if (mem_cp(&in->lay) > 1) {
+	if (layout_cp(&in->lay) > 1) {
 		size_t k = strlen(buf);
-		snprintf(buf + k, k < n ? n - k : 0, ";cp=%d", mem_cp(&in->lay));
+		snprintf(buf + k, k < n ? n - k : 0, ";cp=%d", layout_cp(&in->lay));
 		k = strlen(buf);
-		if (mem_cp(&in->lay) > 1 && in->lay.cp_allgather)
+		if (layout_cp(&in->lay) > 1 && in->lay.cp_allgather)
 			snprintf(buf + k, k < n ? n - k : 0, ";cp_allgather=1");
 	}
 	/* Mixture-of-experts, only for such models (dense descriptions stay
@@ -3123,13 +3029,13 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n)
 			 in->m.experts, in->m.top_k, in->m.shared_experts, in->m.expert_ffn,
 			 in->m.first_dense, in->m.capacity_factor,
 			 in->m.router == LLM_ROUTER_SIGMOID ? "sigmoid" : "softmax",
-			 mem_ep(&in->lay), mem_etp(&in->lay),
+			 layout_ep(&in->lay), layout_etp(&in->lay),
 			 in->lay.imbalance > 1 ? in->lay.imbalance : 1);
 	}
 	/* The layers of each stage, where uneven: as resolved, so that a trace
 	 * says where its layers ran whatever the cost model becomes. */
 	{
-		struct mem_layout l;
+		struct layout l;
 		size_t k = strlen(buf);
 		synth_mem_layout(in, &l);
 		for (int s = 0; l.part[0] && s < in->lay.pp && k + 8 < n; s++)
@@ -3176,21 +3082,21 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("ffn", in->m.ffn, 1, LLM_MAX_FFN);
 		INT("seq", in->m.seq, 1, LLM_MAX_SEQ);
 		INT("vocab", in->m.vocab, 1, LLM_MAX_VOCAB);
-		INT("tp", in->lay.tp, 1, SYNTH_MAX_TP);
-		INT("pp", in->lay.pp, 1, SYNTH_MAX_STAGES);
-		INT("dp", in->lay.dp, 1, SYNTH_MAX_DP);
-		INT("vp", in->lay.vp, 1, SYNTH_MAX_VP);
-		INT("mbs", in->lay.mbs, 1, SYNTH_MAX_MBS);
-		INT("microbatches", in->lay.microbatches, 1, SYNTH_MAX_MICRO);
+		INT("tp", in->lay.tp, 1, LAYOUT_MAX_TP);
+		INT("pp", in->lay.pp, 1, LAYOUT_MAX_STAGES);
+		INT("dp", in->lay.dp, 1, LAYOUT_MAX_DP);
+		INT("vp", in->lay.vp, 1, LAYOUT_MAX_VP);
+		INT("mbs", in->lay.mbs, 1, LAYOUT_MAX_MBS);
+		INT("microbatches", in->lay.microbatches, 1, LAYOUT_MAX_MICRO);
 		INT("sp", in->lay.sp, 0, 1);
 		INT("zero", in->lay.zero, 0, 3);
 		INT("flash", in->lay.flash, 0, 1);
-		INT("fp8_attention", in->fp8_attention, 0, 1);
+		INT("fp8_attention", in->lay.fp8_attention, 0, 1);
 		INT("untied", in->m.untied, 0, 1);
 		INT("rope", in->m.rope, 0, 1);
-		INT("shard", in->lay.shard, 0, SYNTH_MAX_DP);
-		INT("prefetch", in->lay.prefetch, 0, SYNTH_MAX_PREFETCH);
-		INT("bucket_mb", in->lay.bucket_mb, 0, SYNTH_MAX_BUCKET_MB);
+		INT("shard", in->lay.shard, 0, LAYOUT_MAX_DP);
+		INT("prefetch", in->lay.prefetch, 0, LAYOUT_MAX_PREFETCH);
+		INT("bucket_mb", in->lay.bucket_mb, 0, LAYOUT_MAX_BUCKET_MB);
 		INT("overlap_grad", in->lay.overlap_grad, 0, 1);
 		INT("overlap_param", in->lay.overlap_param, 0, 1);
 		INT("tp_overlap", in->lay.tp_overlap, 0, 1);
@@ -3200,17 +3106,17 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		INT("shared_experts", in->m.shared_experts, 0, LLM_MAX_SHARED);
 		INT("expert_ffn", in->m.expert_ffn, 1, LLM_MAX_FFN);
 		INT("first_dense", in->m.first_dense, 0, LLM_MAX_LAYERS);
-		INT("ep", in->lay.ep, 1, SYNTH_MAX_EP);
-		INT("cp", in->lay.cp, 1, SYNTH_MAX_CP);
+		INT("ep", in->lay.ep, 1, LAYOUT_MAX_EP);
+		INT("cp", in->lay.cp, 1, LAYOUT_MAX_CP);
 		INT("cp_allgather", in->lay.cp_allgather, 0, 1);
-		INT("etp", in->lay.etp, 1, SYNTH_MAX_TP);
+		INT("etp", in->lay.etp, 1, LAYOUT_MAX_TP);
 		else if (strcmp(key, "capacity_factor") == 0 || strcmp(key, "imbalance") == 0)
 		{
 			char *e;
 			double v = strtod(val, &e);
 			int cap = key[0] == 'c';
 			if (e == val || *e ||
-			    !(v >= 0 && v <= (cap ? LLM_MAX_CAPACITY : SYNTH_MAX_IMBALANCE)))
+			    !(v >= 0 && v <= (cap ? LLM_MAX_CAPACITY : LAYOUT_MAX_IMBALANCE)))
 				return prism_err_set(err, PRISM_EFORMAT,
 						     "model description: field '%s' is not a "
 						     "number in range: '%s'",
@@ -3230,7 +3136,8 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		else if (strcmp(key, "part") == 0)
 		{
 			struct prism_err e2;
-			if (synth_part_parse(val, in, &e2) || in->part != SYNTH_PART_GIVEN)
+			if (layout_partition_parse(val, &in->lay, &e2) ||
+			    in->lay.partition != LAYOUT_PART_GIVEN)
 				return prism_err_set(
 				    err, PRISM_EFORMAT,
 				    "model description: 'part' must list each stage's "
@@ -3241,15 +3148,15 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		{
 			/* A number (what synth_meta writes) or a name. */
 			if (val[0] >= '0' && val[0] <= '9')
-				ip = &in->lay.recompute, min = 0, max = MEM_RECOMPUTE_FULL;
-			else if ((in->lay.recompute = mem_recompute_parse(val)) < 0)
+				ip = &in->lay.recompute, min = 0, max = LAYOUT_RECOMPUTE_FULL;
+			else if ((in->lay.recompute = layout_recompute_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
 						     "model description: unknown recompute '%s'",
 						     val);
 		}
 		else if (strcmp(key, "schedule") == 0)
 		{
-			if ((in->lay.schedule = synth_schedule_parse(val)) < 0)
+			if ((in->lay.schedule = layout_schedule_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
 						     "model description: unknown schedule '%s'",
 						     val);
@@ -3268,7 +3175,7 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 		}
 		else if (strcmp(key, "dtype") == 0)
 		{
-			if ((in->dtype = hw_dtype_parse(val)) < 0)
+			if ((in->lay.dtype = hw_dtype_parse(val)) < 0)
 				return prism_err_set(err, PRISM_EFORMAT,
 						     "model description: unknown dtype '%s'", val);
 		}
@@ -3318,9 +3225,9 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	P = in->lay.pp;
 	shape_of(in, &z);
 	z.tp_per_node = in->lay.tp;
-	z.pp_per_node = in->lay.tp * mem_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
+	z.pp_per_node = in->lay.tp * layout_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
 	z.emb_per_node =
-	    (int64_t)in->lay.tp * mem_dpc(&in->lay) * in->lay.pp <= hw_domain(in->hw) ? 2 : 1;
+	    (int64_t)in->lay.tp * layout_dpc(&in->lay) * in->lay.pp <= hw_domain(in->hw) ? 2 : 1;
 	c.n_cpu = intern(&c, "aten::op");
 	c.n_launch = intern(&c, "cudaLaunchKernel");
 	c.n_record = intern(&c, "cudaEventRecord");
@@ -3432,7 +3339,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		out->slow_compute = in->hw->slow_compute;
 		out->slow_comm = in->hw->slow_comm;
 	}
-	for (int r = 0; r < P && r < SYNTH_MAX_STAGES; r++)
+	for (int r = 0; r < P && r < LAYOUT_MAX_STAGES; r++)
 		out->compute[r] = c.rk[r].stream[S_COMPUTE];
 	out->flops = c.flops / (in->steps > 0 ? in->steps : 1);
 	out->kernels = c.kernels;

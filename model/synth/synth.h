@@ -61,14 +61,7 @@
 struct synth_in {
 	struct llm m;
 	const struct hw_profile *hw;
-	int dtype;			      /* enum hw_dtype of the linear layers' GEMMs.
-				  * fp8 (or fp4) as Transformer Engine runs it:
-				  * the attention core, softmax, norms, the
-				  * logits and the optimizer stay in bf16/fp32;
-				  * casts, transposes and amax updates are added */
-	int fp8_attention;		      /* 1: the attention core in fp8 too */
-	struct mem_layout lay;		      /* tp, pp, dp, vp, mbs, microbatches, schedule,
-				  * recompute, sp, flash, zero */
+	struct layout lay;		      /* the layout (layout.h) */
 	int steps;			      /* iterations to build (>= 1) */
 	struct calib_class cost[KC_NCLASSES]; /* by class: overhead_s, eff */
 	double scale[KC_NCLASSES];	      /* multiplies each class's time */
@@ -91,8 +84,6 @@ struct synth_in {
 	int bare;			      /* only the layers: no embedding, head, loss or
 				  * optimizer, and communication takes no time
 				  * (for checks against closed forms) */
-	int part;			      /* enum synth_part: how the layers are placed
-				  * on the pipeline stages */
 	int no_shapes;			      /* 1: kernels' ops record no shapes (op,
 				  * op_dims, op_types; a graph that is only
 				  * simulated, never written or edited) */
@@ -104,32 +95,8 @@ struct synth_in {
 				  * need) */
 };
 
-/* Pipeline stage partitions.  GIVEN: lay.part as it is (lay.part[0] == 0:
- * layers / pp on every stage).  BALANCED: the stages' times balanced, the
- * first stage's embedding and the last stage's head and loss counted in
- * (synth_partition).  EMBED_LOSS: Megatron-LM's
- * account_for_embedding_in_pipeline_split and
- * account_for_loss_in_pipeline_split: the embedding and the loss count as
- * one layer each, (layers + 2) / pp a stage, so the first and the last
- * stages hold one layer fewer. */
-enum synth_part { SYNTH_PART_GIVEN, SYNTH_PART_BALANCED, SYNTH_PART_EMBED_LOSS };
-
-/* The largest layout accepted anywhere (run descriptions, options, sweeps,
- * synth_check); the smallest degree is 1.  SYNTH_MAX_GPUS bounds tp x pp x
- * dp, so products of degrees fit an int with room to spare. */
-#define SYNTH_MAX_STAGES    MEM_MAX_STAGES
-#define SYNTH_MAX_TP	    1024
-#define SYNTH_MAX_DP	    (1 << 20)
-#define SYNTH_MAX_VP	    64
-#define SYNTH_MAX_MBS	    (1 << 16)
-#define SYNTH_MAX_MICRO	    (1 << 16)
-#define SYNTH_MAX_GPUS	    (1 << 24)
-#define SYNTH_MAX_STEPS	    100
-#define SYNTH_MAX_PREFETCH  64
-#define SYNTH_MAX_BUCKET_MB (1 << 20)
-#define SYNTH_MAX_EP	    LLM_MAX_EXPERTS
-#define SYNTH_MAX_CP	    1024
-#define SYNTH_MAX_IMBALANCE 1024.0
+/* Iterations a run may build (synth_in.steps). */
+#define SYNTH_MAX_STEPS 100
 
 /* The kernel model's time, one microbatch forward and backward, of stage
  * 0's embedding (*emb_s) and of the last stage's final norm, logits and
@@ -174,7 +141,7 @@ struct synth_out {
 	/* Per pipeline unit, all steps: its first and last compute task. */
 	uint32_t *unit_first, *unit_last;
 	size_t n_units;
-	uint32_t compute[SYNTH_MAX_STAGES]; /* each stage's compute stream */
+	uint32_t compute[LAYOUT_MAX_STAGES]; /* each stage's compute stream */
 	/* What the graph stands for: tasks of the kernel-level graph (equal to
 	 * the graph's own count unless units were folded). */
 	uint64_t tasks;
@@ -225,25 +192,16 @@ void synth_in_default(struct synth_in *in);
  * where the GEMMs are fp8 or fp4; else the GEMMs'. */
 int synth_attn_dtype(const struct synth_in *in);
 
-/* in's layout as mem.h takes it: the precision of weights and gradients
- * from the dtype, FP8 weight copies when its GEMMs are fp8 or fp4, the
- * layers of each stage from its partition (synth_partition; even where it
- * has none). */
-void synth_mem_layout(const struct synth_in *in, struct mem_layout *l);
+/* in's layout with its partition resolved: the layers of each stage in
+ * l->part (synth_partition; part[0] = 0 where every stage holds layers /
+ * pp), as mem.h and the graph's stages take it. */
+void synth_mem_layout(const struct synth_in *in, struct layout *l);
 
 /* The layers of each stage that in's partition gives, into part[0..pp)
  * (part[0] = 0 when every stage holds layers / pp): 0, or PRISM_EARG
  * naming the rule broken (layers + 2 not divisible by pp for EMBED_LOSS,
  * fewer layers than stages, a stage's layers not divisible by vp). */
 int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err *err);
-
-/* "even", "balanced", "embed-loss", or the list "N0,N1,..." into
- * in->part and in->lay.part: 0, or PRISM_EARG naming what is wrong. */
-int synth_part_parse(const char *s, struct synth_in *in, struct prism_err *err);
-
-/* The partition's name as synth_part_parse reads it: "even", "balanced",
- * "embed-loss" or the list given. */
-void synth_part_name(const struct synth_in *in, char *buf, size_t n);
 
 /* 1 when a and b place the layers alike (their partitions resolved) and
  * agree on the sharding and overlap knobs (shard, prefetch, bucket_mb,
@@ -334,12 +292,8 @@ void synth_meta(const struct synth_in *in, char *buf, size_t n);
 
 /* Parse what synth_meta wrote (other fields of *in are left alone): 0, or
  * PRISM_EFORMAT naming the field: a count that is not a whole number in
- * its range (LLM_MAX_*, SYNTH_MAX_*; zero 0..3, sp and flash 0..1), an
+ * its range (LLM_MAX_*, LAYOUT_MAX_*; zero 0..3, sp and flash 0..1), an
  * unknown name. */
 int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err);
-
-/* Schedule names: "gpipe", "1f1b", "interleaved". */
-const char *synth_schedule_name(int schedule);
-int synth_schedule_parse(const char *s);
 
 #endif

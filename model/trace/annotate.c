@@ -13,7 +13,7 @@
 #include "build_priv.h"
 #include "infer.h"
 #include "llm.h"
-#include "synth.h"
+#include "layout.h"
 
 static int64_t step_number(const char *s)
 {
@@ -511,7 +511,7 @@ int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 {
 	enum { A_LAYER, A_MB, A_N };
 	static const char *const prefix[A_N] = {"prism::layer#", "prism::microbatch#"};
-	static const long ann_max[A_N] = {LLM_MAX_LAYERS, SYNTH_MAX_MICRO};
+	static const long ann_max[A_N] = {LLM_MAX_LAYERS, LAYOUT_MAX_MICRO};
 	arange_vec r[A_N], ph[PH_NPHASES], pt[PH_NPHASES], mods = {0};
 	VEC(struct hop) ops = {0};
 	VEC(uint32_t) opname = {0};

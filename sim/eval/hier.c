@@ -8,8 +8,8 @@
 /* One point: what the line is drawn through. */
 struct point {
 	struct settle_out st;
-	int64_t iter_ns;		   /* the step */
-	int64_t host_ns[SYNTH_MAX_STAGES]; /* each stage's host time per step */
+	int64_t iter_ns;		    /* the step */
+	int64_t host_ns[LAYOUT_MAX_STAGES]; /* each stage's host time per step */
 	int stages;
 	uint64_t tasks;
 	uint64_t kernels;
@@ -33,13 +33,13 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 	memset(pt->host_ns, 0, sizeof(pt->host_ns));
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
-		if (pr->gpu || pr->rank >= SYNTH_MAX_STAGES)
+		if (pr->gpu || pr->rank >= LAYOUT_MAX_STAGES)
 			continue;
 		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
 			if (g->kind[u] != GN_WAIT) /* the host's own time */
 				host[pr->rank] += g->dur_ns[u];
 	}
-	pt->stages = so.stages < SYNTH_MAX_STAGES ? so.stages : SYNTH_MAX_STAGES;
+	pt->stages = so.stages < LAYOUT_MAX_STAGES ? so.stages : LAYOUT_MAX_STAGES;
 	for (int r = 0; r < pt->stages; r++)
 		host[r] /= so.steps > 0 ? so.steps : 1;
 	pt->iter_ns = llround(pt->st.iter_s * 1e9);
@@ -103,7 +103,7 @@ static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *o
 	if (pt[0].st.launch_bound != pt[1].st.launch_bound ||
 	    pt[1].st.launch_bound != pt[2].st.launch_bound)
 		rc = 0;
-	for (int r = 0; rc && r < p && r < SYNTH_MAX_STAGES; r++)
+	for (int r = 0; rc && r < p && r < LAYOUT_MAX_STAGES; r++)
 		rc = line_i64(pt[0].st.unit_busy_ns[r], pt[1].st.unit_busy_ns[r],
 			      pt[2].st.unit_busy_ns[r], q, &out->st.unit_busy_ns[r]);
 	if (!rc || !line_i64(pt[0].iter_ns, pt[1].iter_ns, pt[2].iter_ns, q, &iter_ns) ||
@@ -140,7 +140,7 @@ static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *o
 
 int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct prism_err *err)
 {
-	const struct mem_layout *l = &in->lay;
+	const struct layout *l = &in->lay;
 	int p = l->pp, m = l->microbatches, m0, c, rc;
 	double spent = 0;
 
@@ -150,7 +150,7 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	/* The layout's own rules, at its own count. */
 	if ((rc = synth_check(in, err)))
 		return rc;
-	if (l->schedule == MEM_INTERLEAVED) {
+	if (l->schedule == LAYOUT_INTERLEAVED) {
 		m0 = 2 * p;
 		c = p;
 	} else {

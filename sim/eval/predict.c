@@ -18,9 +18,9 @@
 
 void predict_derive(const struct synth_in *in, double iter_s, struct predict_out *out)
 {
-	double peak = in->hw->peak_flops[in->dtype];
+	double peak = in->hw->peak_flops[in->lay.dtype];
 	out->iter_s = iter_s;
-	out->gpus = in->lay.tp * in->lay.pp * in->lay.dp * mem_cp(&in->lay);
+	out->gpus = in->lay.tp * in->lay.pp * in->lay.dp * layout_cp(&in->lay);
 	out->global_batch = (double)in->lay.mbs * in->lay.microbatches * in->lay.dp;
 	out->tokens_per_s = iter_s > 0 ? out->global_batch * in->m.seq / iter_s : 0;
 	out->mfu = iter_s > 0 && peak > 0
@@ -40,8 +40,6 @@ double predict_analytic(const struct synth_in *in)
 	analytic_in_default(&ai);
 	ai.m = in->m;
 	ai.hw = in->hw;
-	ai.dtype = in->dtype;
-	ai.fp8_attention = in->fp8_attention;
 	ai.global_batch = (double)in->lay.mbs * in->lay.microbatches * in->lay.dp;
 	synth_mem_layout(in, &ai.lay);
 	ai.compute_eff = PREDICT_ANALYTIC_EFF;
@@ -476,9 +474,9 @@ static int same_shape(const struct synth_in *a, const struct synth_in *b)
 	       a->m.gated == b->m.gated && a->lay.tp == b->lay.tp && a->lay.pp == b->lay.pp &&
 	       a->lay.vp == b->lay.vp && a->lay.mbs == b->lay.mbs &&
 	       a->lay.recompute == b->lay.recompute && a->lay.sp == b->lay.sp &&
-	       a->lay.zero == b->lay.zero && a->lay.flash == b->lay.flash && a->dtype == b->dtype &&
-	       a->fp8_attention == b->fp8_attention && a->lay.schedule == b->lay.schedule &&
-	       synth_same_placement(a, b);
+	       a->lay.zero == b->lay.zero && a->lay.flash == b->lay.flash &&
+	       a->lay.dtype == b->lay.dtype && a->lay.fp8_attention == b->lay.fp8_attention &&
+	       a->lay.schedule == b->lay.schedule && synth_same_placement(a, b);
 }
 
 /* A change of the model's width or tensor parallelism that re-timing
@@ -503,7 +501,7 @@ static int reshapes(const struct predict_base *b, const struct synth_in *c)
 static int splits(const struct synth_in *a, const struct synth_in *c)
 {
 	return a->lay.pp == 1 && c->lay.pp > 1 && c->lay.vp == 1 &&
-	       (c->lay.schedule == MEM_GPIPE || c->lay.schedule == MEM_1F1B);
+	       (c->lay.schedule == LAYOUT_GPIPE || c->lay.schedule == LAYOUT_1F1B);
 }
 
 static int same_hw(const struct synth_in *a, const struct synth_in *b)
@@ -518,7 +516,8 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 	const struct synth_in *a = &b->in;
 	struct synth_in c2 = *c;
 	why[0] = '\0';
-	if (a->m.experts > 0 || c->m.experts > 0 || mem_cp(&a->lay) > 1 || mem_cp(&c->lay) > 1) {
+	if (a->m.experts > 0 || c->m.experts > 0 || layout_cp(&a->lay) > 1 ||
+	    layout_cp(&c->lay) > 1) {
 		/* The edits assume alike layers and one token split: an MoE run
 		 * (dense and expert layers, expert groups) or a context-parallel
 		 * one (the ring's steps) is rebuilt from its description. */
@@ -687,7 +686,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 	struct reshape_plan plan;
 	struct reshape_stats rs;
 	struct dp_comm dpc;
-	double dp_first[SYNTH_MAX_STAGES], dp_last[SYNTH_MAX_STAGES];
+	double dp_first[LAYOUT_MAX_STAGES], dp_last[LAYOUT_MAX_STAGES];
 	struct edit_retime r;
 	struct edit_stats es;
 	struct graph *cg = NULL;
@@ -760,7 +759,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		plan.dp_layer_params = b->kind == PB_ANNOTATED
 					   ? llm_layer_params_rank(&c->m, c->lay.tp)
 					   : b->layer_params;
-		for (int s = 0; s < c->lay.pp && s < SYNTH_MAX_STAGES; s++) {
+		for (int s = 0; s < c->lay.pp && s < LAYOUT_MAX_STAGES; s++) {
 			if (b->kind == PB_ANNOTATED) {
 				synth_extra_params(c, s, &dp_first[s], &dp_last[s]);
 			} else {
@@ -773,7 +772,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		plan.dp_first = dp_first;
 		plan.dp_last = dp_last;
 		plan.n_dp_extra =
-		    (uint32_t)(c->lay.pp < SYNTH_MAX_STAGES ? c->lay.pp : SYNTH_MAX_STAGES);
+		    (uint32_t)(c->lay.pp < LAYOUT_MAX_STAGES ? c->lay.pp : LAYOUT_MAX_STAGES);
 		plan.dp_coll_ns = dp_allreduce_ns;
 		plan.dp_ctx = &dpc;
 		structural = add = 1;
@@ -899,7 +898,7 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		out->tasks = s.tasks;
 		out->method = PM_EDIT;
 	} else {
-		out->gpus = c->lay.dp * a->lay.tp * a->lay.pp * mem_cp(&a->lay);
+		out->gpus = c->lay.dp * a->lay.tp * a->lay.pp * layout_cp(&a->lay);
 		out->gpu_hours = out->gpus * out->iter_s / 3600.0;
 	}
 	/* What was done, for people. */
@@ -919,7 +918,8 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		HOW("optimizer kept (no parameter count); ");
 	if (split)
 		HOW("pp 1 -> %d (%s: layers cut into stages, %d activation bytes sent); ",
-		    c->lay.pp, c->lay.schedule == MEM_GPIPE ? "gpipe" : "1f1b", (int)b->act_bytes);
+		    c->lay.pp, c->lay.schedule == LAYOUT_GPIPE ? "gpipe" : "1f1b",
+		    (int)b->act_bytes);
 	if (mc)
 		HOW("microbatches %d -> %d (%s); ", a->lay.microbatches, c->lay.microbatches,
 		    c->lay.microbatches > a->lay.microbatches ? "repeated" : "dropped");

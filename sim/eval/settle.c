@@ -10,7 +10,7 @@
 double settle_bubble(int stages, int64_t span_ns, const int64_t *busy_ns)
 {
 	double idle = 0;
-	for (int r = 0; r < stages && r < SYNTH_MAX_STAGES && span_ns > 0; r++)
+	for (int r = 0; r < stages && r < LAYOUT_MAX_STAGES && span_ns > 0; r++)
 		idle += 1.0 - (double)busy_ns[r] / (double)span_ns;
 	return stages > 0 ? idle / stages : 0;
 }
@@ -295,7 +295,7 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 		if (sm->end_ns[so->unit_last[i]] > hi)
 			hi = sm->end_ns[so->unit_last[i]];
 	}
-	for (int r = 0; r < P && r < SYNTH_MAX_STAGES && hi > lo; r++) {
+	for (int r = 0; r < P && r < LAYOUT_MAX_STAGES && hi > lo; r++) {
 		const struct graph_proc *pr = &g->procs[so->compute[r]];
 		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
 			if (sm->start_ns[u] >= lo && sm->end_ns[u] <= hi)

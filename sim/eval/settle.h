@@ -26,7 +26,7 @@ struct settle_out {
 	/* What the bubble is made of: the span of the first step's pipeline
 	 * units and each stage's compute stream's busy time in it
 	 * (settle_bubble). */
-	int64_t unit_span_ns, unit_busy_ns[SYNTH_MAX_STAGES];
+	int64_t unit_span_ns, unit_busy_ns[LAYOUT_MAX_STAGES];
 	/* GPU tasks whose start their launch decided (the host was behind). */
 	int64_t launch_bound;
 };
