@@ -772,7 +772,7 @@ static void test_analytic_small(void **state)
 	in.lay.tp = 16;
 	prism_err_clear(&err);
 	assert_int_equal(analytic_estimate(&in, &out, &err), PRISM_EARG);
-	assert_string_equal(err.msg, "tensor parallel 16 does not fit a node of 8 GPUs");
+	assert_string_equal(err.msg, "layout: tp 16 is beyond a node of 8 GPUs");
 }
 
 int main(void)

@@ -366,14 +366,14 @@ static void test_analytic_tp16(void **state)
 	in.hw = &hgx;
 	prism_err_clear(&err);
 	assert_int_equal(analytic_estimate(&in, &out, &err), PRISM_EARG);
-	assert_string_equal(err.msg, "tensor parallel 16 does not fit a node of 8 GPUs");
+	assert_string_equal(err.msg, "layout: tp 16 is beyond a node of 8 GPUs");
 	in.hw = &nvl;
 	in.lay.tp = 5;
 	in.m.heads = 40;
 	in.m.hidden = 40 * 128; /* refused for the domain before the shapes */
 	prism_err_clear(&err);
 	assert_int_equal(analytic_estimate(&in, &out, &err), PRISM_EARG);
-	assert_string_equal(err.msg, "tensor parallel 5 does not fit an NVLink domain of 72 GPUs");
+	assert_string_equal(err.msg, "layout: tp 5 groups do not tile an NVLink domain of 72 GPUs");
 }
 
 int main(void)

@@ -174,3 +174,440 @@ int layout_chunk_moe(const struct llm *m, const struct layout *l, int s, int c)
 		k += llm_is_moe_layer(m, i);
 	return k;
 }
+
+/* ---- the knobs ------------------------------------------------------------ */
+
+#define LK_OFF_L(f) offsetof(struct layout, f)
+#define LK_OFF_M(f) offsetof(struct llm, f)
+#define LAYOUT_KNOB_ROW(id_, home_, applies_, shown_, ...)                                         \
+	[LK_##id_] = {.id = #id_, .home = LK_##home_, .off = LK_OFF_##home_(id_), __VA_ARGS__},
+const struct layout_knob layout_knobs[LK_N] = {LAYOUT_KNOBS(LAYOUT_KNOB_ROW)};
+#undef LAYOUT_KNOB_ROW
+
+/* The home struct's bytes of knob k. */
+static const void *field(const struct llm *m, const struct layout *l, int k)
+{
+	const struct layout_knob *K = &layout_knobs[k];
+	return (const char *)(K->home == LK_L ? (const void *)l : (const void *)m) + K->off;
+}
+
+int layout_knob_find(const char *id)
+{
+	for (int k = 0; k < LK_N; k++)
+		if (strcmp(layout_knobs[k].id, id) == 0)
+			return k;
+	return -1;
+}
+
+int layout_knob_by_opt(const char *opt)
+{
+	for (int k = 0; k < LK_N; k++)
+		if (layout_knobs[k].opt && strcmp(layout_knobs[k].opt, opt) == 0)
+			return k;
+	return -1;
+}
+
+double layout_get(const struct llm *m, const struct layout *l, int k, int one)
+{
+	const void *p = field(m, l, k);
+	double v = layout_knobs[k].kind == LK_REAL ? *(const double *)p : *(const int *)p;
+	return one && (layout_knobs[k].flags & LK_ONE) && v < 1 ? 1 : v;
+}
+
+void layout_set(struct llm *m, struct layout *l, int k, double v)
+{
+	void *p = (void *)field(m, l, k);
+	if (layout_knobs[k].kind == LK_REAL)
+		*(double *)p = v;
+	else
+		*(int *)p = (int)v;
+}
+
+int layout_applies(const struct llm *m, const struct layout *l, int k)
+{
+	switch (k) {
+#define LAYOUT_KNOB_APPLIES(id_, home_, applies_, shown_, ...)                                     \
+	case LK_##id_:                                                                             \
+		return (applies_) != 0;
+		LAYOUT_KNOBS(LAYOUT_KNOB_APPLIES)
+#undef LAYOUT_KNOB_APPLIES
+	}
+	(void)m;
+	(void)l;
+	return 0;
+}
+
+double layout_shown(const struct llm *m, const struct layout *l, int k)
+{
+	double v = layout_get(m, l, k, 1);
+	switch (k) {
+#define LAYOUT_KNOB_SHOWN(id_, home_, applies_, shown_, ...)                                       \
+	case LK_##id_:                                                                             \
+		return (shown_);
+		LAYOUT_KNOBS(LAYOUT_KNOB_SHOWN)
+#undef LAYOUT_KNOB_SHOWN
+	}
+	return v;
+}
+
+void layout_format(const struct llm *m, const struct layout *l, int k, int numeric, char *buf,
+		   size_t n)
+{
+	const struct layout_knob *K = &layout_knobs[k];
+	double v = layout_get(m, l, k, 1);
+	if (K->kind == LK_PART && !numeric)
+		layout_partition_name(l, buf, n);
+	else if (K->kind == LK_NAME && !numeric)
+		snprintf(buf, n, "%s", K->name((int)v));
+	else if (K->kind == LK_REAL)
+		snprintf(buf, n, "%g", v);
+	else
+		snprintf(buf, n, "%d", (int)v);
+}
+
+int layout_parse(int k, const char *s, const char *what, double *v, struct layout *l,
+		 struct prism_err *err)
+{
+	const struct layout_knob *K = &layout_knobs[k];
+	char *end;
+	int x;
+
+	switch (K->kind) {
+	case LK_PART:
+		if (layout_partition_parse(s, l, err))
+			return prism_err_set(err, PRISM_EARG, "%s %s", what, err->msg);
+		*v = l->partition;
+		return 0;
+	case LK_NAME:
+		if ((x = K->parse(s)) >= 0) {
+			*v = x;
+			return 0;
+		}
+		{
+			/* "expected a, b or c": the names of the range. */
+			char names[160];
+			size_t o = 0;
+			for (int i = (int)K->lo; i <= (int)K->hi && o < sizeof(names); i++)
+				o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s",
+						      i == (int)K->lo	? ""
+						      : i == (int)K->hi ? " or "
+									: ", ",
+						      K->name(i));
+			return prism_err_set(err, PRISM_EARG, "%s '%s': expected %s", what, s,
+					     names);
+		}
+	case LK_REAL:
+		errno = 0;
+		*v = strtod(s, &end);
+		/* Written so that NaN fails too. */
+		if (end == s || *end || errno || !(*v >= K->lo && *v <= K->hi))
+			return prism_err_set(err, PRISM_EARG,
+					     "%s '%s': expected a number in %g..%g", what, s, K->lo,
+					     K->hi);
+		return 0;
+	default: {
+		long w;
+		errno = 0;
+		w = strtol(s, &end, 10);
+		if (end == s || *end || errno || w < K->lo || w > K->hi)
+			return prism_err_set(err, PRISM_EARG,
+					     "%s '%s': expected a whole number in %.0f..%.0f", what,
+					     s, K->lo, K->hi);
+		*v = (double)w;
+		return 0;
+	}
+	}
+}
+
+layout_mask layout_diff(const struct llm *ma, const struct layout *la, const struct llm *mb,
+			const struct layout *lb)
+{
+	layout_mask d = 0;
+	for (int k = 0; k < LK_N; k++)
+		if (layout_get(ma, la, k, 1) != layout_get(mb, lb, k, 1) ||
+		    (layout_knobs[k].kind == LK_PART &&
+		     memcmp(la->part, lb->part, sizeof(la->part))))
+			d |= LK_BIT(k);
+	return d;
+}
+
+layout_mask layout_editable(void)
+{
+	layout_mask e = 0;
+	for (int k = 0; k < LK_N; k++)
+		if (layout_knobs[k].flags & LK_EDIT)
+			e |= LK_BIT(k);
+	return e;
+}
+
+/* The knobs of one home out of range: 0, or PRISM_EARG naming the first. */
+static int ranges(const struct llm *m, const struct layout *l, int home, struct prism_err *err)
+{
+	for (int k = 0; k < LK_N; k++) {
+		const struct layout_knob *K = &layout_knobs[k];
+		double v = layout_get(m, l, k, 0);
+		if (K->home != home || (v >= K->lo && v <= K->hi) ||
+		    ((K->flags & LK_ONE) && v == 0))
+			continue;
+		if (K->kind == LK_REAL)
+			return prism_err_set(err, PRISM_EARG, "%s: %s %g is not in %g..%g",
+					     home == LK_L ? "layout" : "model", K->id, v, K->lo,
+					     K->hi);
+		return prism_err_set(err, PRISM_EARG, "%s: %s %d is not in %d..%d",
+				     home == LK_L ? "layout" : "model", K->id, (int)v, (int)K->lo,
+				     (int)K->hi);
+	}
+	return 0;
+}
+
+int layout_check_ranges(const struct llm *m, const struct layout *l, struct prism_err *err)
+{
+	int rc = ranges(m, l, LK_M, err);
+	if (rc)
+		return rc;
+	/* What only the model's file sets. */
+	if (m->kv_heads < 0 || m->kv_heads > LLM_MAX_HEADS)
+		return prism_err_set(err, PRISM_EARG, "model: kv_heads %d is not in 0..%d",
+				     m->kv_heads, LLM_MAX_HEADS);
+	if (m->vocab < 1 || m->vocab > LLM_MAX_VOCAB)
+		return prism_err_set(err, PRISM_EARG, "model: vocab %d is not in 1..%d", m->vocab,
+				     LLM_MAX_VOCAB);
+	return ranges(m, l, LK_L, err);
+}
+
+/* 1 when some knob of key group g is not its default. */
+static int group_changed(const struct llm *m, const struct layout *l, int g)
+{
+	for (int k = 0; k < LK_N; k++)
+		if (layout_knobs[k].key_group == g && layout_get(m, l, k, 1) != layout_knobs[k].def)
+			return 1;
+	return 0;
+}
+
+void layout_key(const struct llm *m, const struct layout *l, char *buf, size_t n)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (int k = 0; k < LK_N && o < n; k++) {
+		const struct layout_knob *K = &layout_knobs[k];
+		char v[96];
+		if (!(K->flags & LK_SWEEP) && K->key_group == LK_KEY_ALONE)
+			continue; /* not a sweep's: never in a key */
+		if (K->key_group == LK_KEY_ALONE    ? layout_get(m, l, k, 1) == K->def
+		    : K->key_group != LK_KEY_ALWAYS ? !group_changed(m, l, K->key_group)
+						    : 0)
+			continue;
+		layout_format(m, l, k, 0, v, sizeof(v));
+		o += (size_t)snprintf(buf + o, n - o, "%s%s=%s", o ? ";" : "",
+				      K->key ? K->key : K->id, v);
+	}
+}
+
+int layout_attn_dtype(const struct layout *l)
+{
+	if (l->fp8_attention)
+		return HW_FP8;
+	return l->dtype == HW_FP8 || l->dtype == HW_FP4 ? HW_BF16 : l->dtype;
+}
+
+/* "an NVLink domain" or "a node": what hw's tensor-parallel groups stay in. */
+static const char *domain_name(const struct hw_profile *hw)
+{
+	return hw_domain(hw) > hw->gpus_per_node ? "an NVLink domain" : "a node";
+}
+
+static int check_experts(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
+			 struct prism_err *err)
+{
+	int ep = layout_ep(l), etp = layout_etp(l), fe;
+
+	if (m->experts == 0) {
+		if (ep > 1 || etp > 1)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: ep %d / etp %d need a mixture-of-experts "
+					     "model (experts)",
+					     ep, etp);
+		return 0;
+	}
+	if (m->experts < 0 || m->experts > LLM_MAX_EXPERTS || m->top_k < 1 ||
+	    m->top_k > m->experts || m->shared_experts < 0 || m->shared_experts > LLM_MAX_SHARED ||
+	    m->expert_ffn < 0 || m->expert_ffn > LLM_MAX_FFN || m->first_dense < 0 ||
+	    m->first_dense >= m->layers ||
+	    !(m->capacity_factor == 0 ||
+	      (m->capacity_factor >= 1 && m->capacity_factor <= LLM_MAX_CAPACITY)))
+		return prism_err_set(err, PRISM_EARG,
+				     "model: experts %d, top_k %d, shared %d, expert_ffn %d, "
+				     "first_dense %d, capacity %g: out of range",
+				     m->experts, m->top_k, m->shared_experts, m->expert_ffn,
+				     m->first_dense, m->capacity_factor);
+	fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn;
+	if (m->experts % ep)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: experts %d must be divisible by ep %d", m->experts,
+				     ep);
+	if (fe % etp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: expert_ffn %d must be divisible by etp %d", fe, etp);
+	if (((int64_t)l->tp * layout_dpc(l)) % ((int64_t)ep * etp)) {
+		char cpx[24] = "";
+		if (layout_cp(l) > 1)
+			snprintf(cpx, sizeof(cpx), " x cp %d", layout_cp(l));
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: ep %d x etp %d must divide tp %d x dp %d%s (the experts' "
+		    "ranks are a stage's tensor- and data-parallel ranks, "
+		    "Megatron-LM's MoE parallel folding)",
+		    ep, etp, l->tp, l->dp, cpx);
+	}
+	if (etp > hw_domain(hw))
+		return prism_err_set(err, PRISM_EARG, "layout: etp %d is beyond %s of %d GPUs", etp,
+				     domain_name(hw), hw_domain(hw));
+	if (l->tp > 1 && !l->sp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: mixture-of-experts with tp %d needs sequence "
+				     "parallelism (as Megatron-LM requires)",
+				     l->tp);
+	if (m->shared_experts > 0 && ((int64_t)m->shared_experts * fe) % l->tp)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: shared experts' width %d x %d must be divisible by tp "
+		    "%d",
+		    m->shared_experts, fe, l->tp);
+	if (l->zero >= 3 || l->shard > 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: ZeRO-3 and hybrid sharding are not modelled with "
+				     "experts (ZeRO-1/2 are)");
+	return 0;
+}
+
+int layout_check_partition(const struct llm *m, const struct layout *l, struct prism_err *err)
+{
+	int p = l->pp, v = l->vp > 0 ? l->vp : 1, L = m->layers;
+
+	if (l->partition == LAYOUT_PART_EMBED_LOSS && p > 1) {
+		int n = (L + 2) / p;
+		if ((L + 2) % p || n < 2 || (n - 1) % v || n % v)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition embed-loss needs layers %d + 2 divisible "
+			    "by pp %d, and each stage's layers by vp %d",
+			    L, p, v);
+	} else if (l->partition == LAYOUT_PART_BALANCED && p > 1) {
+		if (L % v || L / v < p)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition balanced needs layers %d divisible by "
+			    "vp %d and at least one chunk a stage (pp %d)",
+			    L, v, p);
+	} else if (l->partition == LAYOUT_PART_GIVEN && l->part[0] > 0 && p > 1) {
+		long sum = 0;
+		for (int s = 0; s < p; s++) {
+			if (l->part[s] < 1 || l->part[s] % l->vp)
+				return prism_err_set(
+				    err, PRISM_EARG,
+				    "layout: partition: stage %d holds %d layers, "
+				    "not a positive multiple of the %d virtual stages",
+				    s, l->part[s], l->vp);
+			sum += l->part[s];
+		}
+		if (p < LAYOUT_MAX_STAGES && l->part[p])
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: partition lists more stages than pp %d", p);
+		if (sum != L)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition places %ld layers, the model has %d", sum, L);
+	} else if (l->partition == LAYOUT_PART_GIVEN && L % (p * l->vp)) {
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: layers %d not divisible by pp %d x virtual stages %d",
+				     L, p, l->vp);
+	}
+	return 0;
+}
+
+int layout_check(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
+		 struct prism_err *err)
+{
+	int rc;
+
+	/* Ranges first: the rules below divide by these and multiply them. */
+	if ((rc = layout_check_ranges(m, l, err)))
+		return rc;
+	if ((int64_t)l->tp * l->pp * l->dp > LAYOUT_MAX_GPUS)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: tp %d x pp %d x dp %d is beyond %d GPUs", l->tp,
+				     l->pp, l->dp, LAYOUT_MAX_GPUS);
+	if ((int64_t)l->tp * l->pp * l->dp * layout_cp(l) > LAYOUT_MAX_GPUS)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: tp %d x pp %d x dp %d x cp %d is beyond %d GPUs",
+				     l->tp, l->pp, l->dp, layout_cp(l), LAYOUT_MAX_GPUS);
+	if (l->shard > 0 && (l->shard > layout_dpc(l) || layout_dpc(l) % l->shard))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: the sharding group (%d) must divide dp %d", l->shard,
+				     layout_dpc(l));
+	if (layout_cp(l) > 1 && m->seq % (2 * layout_cp(l)))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: seq %d must be divisible by 2 x cp %d (the causal load "
+		    "balance's chunks)",
+		    m->seq, layout_cp(l));
+	if (layout_cp(l) > 1 && !l->flash)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: context parallelism needs flash attention (ring "
+				     "attention's blocks)");
+	if (l->tp_overlap && l->tp > 1 && !l->sp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: tensor-parallel overlap needs sequence parallelism "
+				     "(Megatron-LM's --tp-comm-overlap)");
+	if (m->hidden % m->heads)
+		return prism_err_set(err, PRISM_EARG,
+				     "model: hidden %d must be divisible by heads %d", m->hidden,
+				     m->heads);
+	if (m->heads % llm_kv_heads(m))
+		return prism_err_set(err, PRISM_EARG,
+				     "model: heads %d must be divisible by kv_heads %d", m->heads,
+				     llm_kv_heads(m));
+	/* A tensor-parallel group stays in one NVLink domain and its groups
+	 * tile it (hw_group_fits_domain). */
+	if (l->tp > hw_domain(hw))
+		return prism_err_set(err, PRISM_EARG, "layout: tp %d is beyond %s of %d GPUs",
+				     l->tp, domain_name(hw), hw_domain(hw));
+	if (!hw_group_fits_domain(hw, l->tp))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: tp %d groups do not tile %s of %d GPUs", l->tp,
+				     domain_name(hw), hw_domain(hw));
+	if (llm_kv_heads(m) % l->tp && l->tp % llm_kv_heads(m))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: kv_heads %d and tp %d: one must divide the other (fewer "
+		    "key-value heads than ranks are replicated)",
+		    llm_kv_heads(m), l->tp);
+	if (m->heads % l->tp || m->ffn % l->tp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: heads %d and ffn %d must be divisible by tp %d",
+				     m->heads, m->ffn, l->tp);
+	if ((rc = check_experts(m, l, hw, err)) || (rc = layout_check_partition(m, l, err)))
+		return rc;
+	if (l->schedule == LAYOUT_INTERLEAVED) {
+		if (l->vp < 2 || l->pp < 2)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: the interleaved schedule needs pp >= 2 and "
+					     "virtual stages >= 2");
+		if (l->microbatches % l->pp)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: interleaved 1F1B needs microbatches (%d) "
+					     "divisible by pp (%d)",
+					     l->microbatches, l->pp);
+	} else if (l->vp != 1) {
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: virtual stages %d need the interleaved schedule",
+				     l->vp);
+	}
+	if (hw->peak_flops[l->dtype] <= 0)
+		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", hw->gpu,
+				     hw_dtype_name(l->dtype));
+	if (hw->peak_flops[layout_attn_dtype(l)] <= 0)
+		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak for attention",
+				     hw->gpu, hw_dtype_name(layout_attn_dtype(l)));
+	return 0;
+}

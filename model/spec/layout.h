@@ -50,15 +50,15 @@ enum layout_partition { LAYOUT_PART_GIVEN, LAYOUT_PART_BALANCED, LAYOUT_PART_EMB
 
 struct layout {
 	int tp, pp, dp;
-	int vp;		  /* virtual stages per GPU (interleaved), 1 otherwise */
-	int mbs;	  /* microbatch size b */
-	int microbatches; /* m, per pipeline per iteration */
-	int schedule;	  /* enum layout_schedule */
-	int recompute;	  /* enum layout_recompute */
-	int sp;		  /* sequence parallel */
-	int flash;	  /* flash attention */
-	int zero;	  /* ZeRO stage 0..3 (3: FSDP FULL_SHARD) */
-	int dtype;	  /* enum hw_dtype of the linear layers' GEMMs.  fp8 (or
+	int vp;		   /* virtual stages per GPU (interleaved), 1 otherwise */
+	int mbs;	   /* microbatch size b */
+	int microbatches;  /* m, per pipeline per iteration */
+	int schedule;	   /* enum layout_schedule */
+	int recompute;	   /* enum layout_recompute */
+	int sp;		   /* sequence parallel */
+	int flash;	   /* flash attention */
+	int zero;	   /* ZeRO stage 0..3 (3: FSDP FULL_SHARD) */
+	int dtype;	   /* enum hw_dtype of the linear layers' GEMMs.  fp8 (or
 			   * fp4) as Transformer Engine runs it: the attention
 			   * core, softmax, norms, the logits and the optimizer
 			   * stay in bf16/fp32; casts, transposes and amax
@@ -149,5 +149,330 @@ int layout_chunk_first(const struct llm *m, const struct layout *l, int s, int c
 
 /* Mixture-of-experts layers of chunk c of stage s. */
 int layout_chunk_moe(const struct llm *m, const struct layout *l, int s, int c);
+
+/*
+ * The knobs: LAYOUT_KNOBS(X) lists every knob a candidate has, one row
+ * each, and everything else is made from it: the defaults, the checks of
+ * ranges (layout_check), the command line's options and their help
+ * (search/cli.c), a sweep's lists and candidates (search/sweep.c), the
+ * candidate's key, the results database's columns and the report's
+ * (search/store.c, cmd_report.c), --json (search/show.c), the run
+ * description (desc.h) and which knobs a graph edit can change
+ * (layout_diff, sim/eval/predict.c).  Adding a knob is adding its row and
+ * giving it a meaning in the model.
+ *
+ *   X(id, home, applies, shown, initialisers...)
+ *
+ * id       its field in struct layout (home L) or struct llm (home M), and
+ *          its name everywhere: space.ID in a sweep, the database column,
+ *          the description's key, the --json member
+ * applies  when it means something: an expression of l (struct layout *)
+ *          and m (struct llm *).  A sweep takes its first value only where
+ *          it does not apply; descriptions leave it out there
+ * shown    the value tables show (the database, the report, --json): an
+ *          expression of v (the knob's value, 0 read as 1 with LK_ONE), l
+ *          and m
+ * the rest designated initialisers of struct layout_knob (below): kind,
+ *          range, default, option and help, flags, and where the first
+ *          formats put it (key, desc, digit), which formats already in
+ *          users' files keep.
+ */
+enum layout_home { LK_L, LK_M };
+enum layout_kind {
+	LK_INT,	 /* a whole number in lo..hi */
+	LK_BOOL, /* 0 or 1; its option (a flag) sets the other value than the default */
+	LK_NAME, /* one of the names parse() knows (stored as its number) */
+	LK_REAL, /* a double in lo..hi */
+	LK_PART	 /* the partition: a name, or the layers of each stage in part[] */
+};
+
+/* struct layout_knob.flags */
+#define LK_SWEEP 0x001 /* a sweep lists its values (space.ID) */
+#define LK_BASE	 0x002 /* a sweep that lists none keeps the base's */
+#define LK_SDEF	 0x004 /* a sweep that lists none takes .sdef, not .def */
+#define LK_STORE 0x008 /* a column of the results database (and the report's) */
+#define LK_JSON                                                                                    \
+	0x010 /* a member of --json (layers, hidden, heads, ffn, seq: the
+			 * model's part of --json prints them) */
+#define LK_EDIT                                                                                    \
+	0x020	     /* a graph edit of a trace can change it; the others make a
+			 * different run (layout_diff) */
+#define LK_ONE 0x040 /* 0 reads as 1 (a degree nobody set) */
+#define LK_FORCE                                                                                   \
+	0x080		/* where it does not apply it reads as its default: a sweep's
+			 * other values there are the same candidate */
+#define LK_NUMBER 0x100 /* descriptions write its number, not its name */
+#define LK_MOE	  0x200 /* mixture-of-experts models only (in the help's own section) */
+
+/* When descriptions and --json show a knob. */
+enum layout_show {
+	LK_SHOW_CHANGED, /* where it applies and is not its default (a knob added later:
+			  * what was written before stays as it was) */
+	LK_SHOW_APPLIES, /* where it applies */
+	LK_SHOW_ALWAYS
+};
+
+/* Key groups: a key lists group 1 always, each other group when one of
+ * its knobs is not its default (the groups the first keys had, so that
+ * stored sweeps keep their keys), and a knob of group 0 alone when it is
+ * not its default. */
+#define LK_KEY_ALONE  0
+#define LK_KEY_ALWAYS 1
+
+/* clang-format off */
+#define LAYOUT_KNOBS(X)                                                                            \
+	X(tp, L, 1, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_TP, .def = 1,                    \
+	  .opt = "tp", .arg = "N", .help = "tensor parallel degree (within a node or NVLink domain)", \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key_group = LK_KEY_ALWAYS,                      \
+	  .show = LK_SHOW_ALWAYS, .desc = 101, .digit = 1)                                         \
+	X(pp, L, 1, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_STAGES, .def = 1,                \
+	  .opt = "pp", .arg = "N", .help = "pipeline stages",                                       \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key_group = LK_KEY_ALWAYS,                      \
+	  .show = LK_SHOW_ALWAYS, .desc = 102, .digit = 2)                                         \
+	X(dp, L, 1, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_DP, .def = 1,                    \
+	  .opt = "dp", .arg = "N", .help = "data parallel degree (a sweep's follows from its GPUs)", \
+	  .flags = LK_STORE | LK_JSON | LK_EDIT, .key_group = LK_KEY_ALWAYS,                       \
+	  .show = LK_SHOW_ALWAYS, .desc = 103)                                                     \
+	X(vp, L, l->schedule == LAYOUT_INTERLEAVED, v, .kind = LK_INT, .lo = 1,                   \
+	  .hi = LAYOUT_MAX_VP, .def = 1, .sdef = 2, .opt = "vp", .arg = "N",                        \
+	  .help = "virtual stages per GPU (interleaved schedule)",                                 \
+	  .flags = LK_SWEEP | LK_SDEF | LK_STORE | LK_JSON, .key_group = LK_KEY_ALWAYS,            \
+	  .show = LK_SHOW_ALWAYS, .desc = 104, .digit = 4)                                         \
+	X(mbs, L, 1, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_MBS, .def = 1,                  \
+	  .opt = "mbs", .arg = "N", .help = "microbatch size (sequences)",                          \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key_group = LK_KEY_ALWAYS,                      \
+	  .show = LK_SHOW_ALWAYS, .desc = 105, .digit = 3)                                         \
+	X(microbatches, L, 1, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_MICRO, .def = 1,       \
+	  .opt = "microbatches", .arg = "N",                                                       \
+	  .help = "microbatches per iteration and pipeline (a sweep's follow from its global "     \
+		  "batch)",                                                                        \
+	  .flags = LK_STORE | LK_JSON | LK_EDIT, .key = "mb", .key_group = LK_KEY_ALWAYS,          \
+	  .show = LK_SHOW_ALWAYS, .desc = 106)                                                     \
+	X(schedule, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_INTERLEAVED,                  \
+	  .def = LAYOUT_1F1B, .parse = layout_schedule_parse, .name = layout_schedule_name,        \
+	  .opt = "schedule", .arg = "S", .help = "pipeline schedule: gpipe, 1f1b or interleaved",   \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "sched", .key_group = LK_KEY_ALWAYS,      \
+	  .show = LK_SHOW_ALWAYS, .desc = 107, .digit = 4)                                         \
+	X(recompute, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_RECOMPUTE_FULL, .def = 0,    \
+	  .parse = layout_recompute_parse, .name = layout_recompute_name, .opt = "recompute",     \
+	  .arg = "R", .help = "activation recomputation: none, selective or full",                 \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_NUMBER, .key = "rc",                         \
+	  .key_group = LK_KEY_ALWAYS, .show = LK_SHOW_ALWAYS, .desc = 108, .digit = 5)             \
+	X(zero, L, 1, v, .kind = LK_INT, .lo = 0, .hi = 3, .def = 0, .opt = "zero", .arg = "N",    \
+	  .help = "ZeRO stage 0..3 over the data-parallel group (3: FSDP's FULL_SHARD)",           \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key_group = LK_KEY_ALWAYS,                      \
+	  .show = LK_SHOW_ALWAYS, .desc = 110, .digit = 6)                                         \
+	X(sp, L, l->tp > 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0, .opt = "sp",          \
+	  .help = "sequence parallelism (with --tp)",                                              \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key_group = LK_KEY_ALWAYS,           \
+	  .show = LK_SHOW_ALWAYS, .desc = 109, .digit = 7)                                         \
+	X(layers, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_LAYERS, .opt = "layers",        \
+	  .arg = "N", .help = "transformer layers", .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_EDIT, \
+	  .key_group = LK_KEY_ALWAYS, .desc = -1, .digit = 8)                                      \
+	X(hidden, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_HIDDEN, .opt = "hidden",        \
+	  .arg = "N", .help = "hidden size (a sweep's keeps the FFN's ratio to it)",               \
+	  .flags = LK_SWEEP | LK_BASE | LK_STORE, .key_group = LK_KEY_ALWAYS, .desc = -1,          \
+	  .digit = 9)                                                                              \
+	X(dtype, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = HW_NDTYPES - 1, .def = HW_BF16,         \
+	  .parse = hw_dtype_parse, .name = hw_dtype_name, .opt = "dtype", .arg = "T",             \
+	  .help = "precision of the linear layers' GEMMs: fp32, tf32, bf16, fp16, fp8, fp4.  "    \
+		  "fp8 (fp4) as Transformer Engine runs it: attention, softmax, norms, logits "    \
+		  "and optimizer stay bf16/fp32; cast-transpose kernels, amax/scale updates and "  \
+		  "fp8 weight copies are added.  fp16 adds the loss-scaling unscale pass",         \
+	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON, .key_group = 2,                        \
+	  .show = LK_SHOW_ALWAYS, .desc = 112, .digit = 10)                                        \
+	X(fp8_attention, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0,                    \
+	  .opt = "fp8-attention", .help = "the attention core in fp8 too (cuDNN/FA3 fp8)",         \
+	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON, .key = "fp8attn", .key_group = 2,      \
+	  .show = LK_SHOW_ALWAYS, .desc = 113, .digit = 11)                                        \
+	X(flash, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 1, .opt = "no-flash",         \
+	  .help = "attention without flash attention: scores materialised, softmax and dropout "  \
+		  "passes",                                                                        \
+	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON, .key_group = 2,                        \
+	  .show = LK_SHOW_ALWAYS, .desc = 111, .digit = 12)                                        \
+	X(partition, L, l->pp > 1, v, .kind = LK_PART, .lo = 0, .hi = LAYOUT_PART_EMBED_LOSS,     \
+	  .def = LAYOUT_PART_GIVEN, .opt = "partition", .arg = "P",                                \
+	  .help = "layers on the pipeline stages: even (layers / pp), balanced (stage times "      \
+		  "balanced, the embedding and the head counted), embed-loss (Megatron's "         \
+		  "account_for_embedding/loss: the first and last stages hold one layer fewer), "  \
+		  "or N0,N1,... layers per stage",                                                 \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "part", .key_group = 3,                   \
+	  .show = LK_SHOW_ALWAYS, .desc = 501, .digit = 23)                                        \
+	X(shard, L, l->zero > 0, layout_shard_group(l), .kind = LK_INT, .lo = 0,                  \
+	  .hi = LAYOUT_MAX_DP, .def = 0, .opt = "shard", .arg = "N",                               \
+	  .help = "ZeRO/FSDP sharding group of N data-parallel ranks (hybrid sharding, replicas "  \
+		  "all-reduce; 0, the default: the whole data-parallel group)",                    \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key_group = 3, .show = LK_SHOW_ALWAYS,          \
+	  .desc = 201, .digit = 22)                                                                \
+	X(prefetch, L, l->zero == 3, v, .kind = LK_INT, .lo = 0, .hi = LAYOUT_MAX_PREFETCH,       \
+	  .def = 1, .opt = "prefetch", .arg = "N", .help = "ZeRO-3: layers all-gathered ahead",    \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key_group = 3, .show = LK_SHOW_ALWAYS,          \
+	  .desc = 202, .digit = 21)                                                                \
+	X(bucket_mb, L, 1, v, .kind = LK_INT, .lo = 0, .hi = LAYOUT_MAX_BUCKET_MB, .def = 0,      \
+	  .opt = "bucket-mb", .arg = "N",                                                          \
+	  .help = "gradient buckets of N MB (0, the default: Megatron's max(40M, 1M x dp) "        \
+		  "parameters)",                                                                   \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "bucket", .key_group = 3,                 \
+	  .show = LK_SHOW_ALWAYS, .desc = 203, .digit = 20)                                        \
+	X(overlap_grad, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 1,                     \
+	  .opt = "no-overlap-grad", .help = "reduce gradients after the backward, not during it",  \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "ovg", .key_group = 3,                    \
+	  .show = LK_SHOW_ALWAYS, .desc = 204, .digit = 19)                                        \
+	X(overlap_param, L, l->zero >= 1 && l->zero <= 2, v, .kind = LK_BOOL, .lo = 0, .hi = 1,   \
+	  .def = 0, .opt = "overlap-param",                                                        \
+	  .help = "ZeRO-1/2: parameter all-gather overlapped with the next forward",               \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "ovp", .key_group = 3,                    \
+	  .show = LK_SHOW_ALWAYS, .desc = 205, .digit = 18)                                        \
+	X(tp_overlap, L, l->tp > 1 && l->sp, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0,      \
+	  .opt = "tp-overlap",                                                                     \
+	  .help = "tensor-parallel collectives overlapped with their GEMMs (needs --sp)",          \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "tpo", .key_group = 3,                    \
+	  .show = LK_SHOW_ALWAYS, .desc = 206, .digit = 17)                                        \
+	X(pp_overlap, L, l->pp > 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 1,               \
+	  .opt = "no-pp-overlap", .help = "the compute waits for each pipeline send",              \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "ppo", .key_group = 3,                    \
+	  .show = LK_SHOW_ALWAYS, .desc = 207, .digit = 16)                                        \
+	X(ep, L, m->experts > 0, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_EP, .def = 1,       \
+	  .opt = "ep", .arg = "N",                                                                 \
+	  .help = "expert parallel degree: the experts split over N ranks, tokens sent to them "   \
+		  "by all-to-all",                                                                 \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_ONE | LK_MOE, .key_group = 4,                \
+	  .show = LK_SHOW_APPLIES, .desc = 401, .digit = 15)                                       \
+	X(etp, L, m->experts > 0, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_TP, .def = 1,      \
+	  .opt = "etp", .arg = "N",                                                                \
+	  .help = "expert tensor parallel degree; ep x etp must divide tp x dp (Megatron-LM's "    \
+		  "MoE parallel folding)",                                                         \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_ONE | LK_MOE, .key_group = 4,                \
+	  .show = LK_SHOW_APPLIES, .desc = 402, .digit = 14)                                       \
+	X(cp, L, 1, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_CP, .def = 1, .opt = "cp",       \
+	  .arg = "N",                                                                              \
+	  .help = "context parallelism: each sequence split over N ranks, ring attention "         \
+		  "(key-value blocks passed around, overlapped with the attention steps); GPUs = " \
+		  "tp x pp x dp x cp",                                                             \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_ONE, .key_group = 5,                         \
+	  .show = LK_SHOW_CHANGED, .desc = 301, .digit = 13)                                       \
+	X(cp_allgather, L, layout_cp(l) > 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0,      \
+	  .opt = "cp-allgather", .help = "--cp as Llama 3 ran it: K, V all-gathered",              \
+	  .desc = 302)                                                                             \
+	X(imbalance, L, m->experts > 0, v, .kind = LK_REAL, .lo = 1, .hi = LAYOUT_MAX_IMBALANCE,  \
+	  .def = 1, .opt = "moe-imbalance", .arg = "X",                                            \
+	  .help = "tokens on the busiest expert over the mean (1: balanced; capped by the "        \
+		  "model's capacity factor)",                                                      \
+	  .flags = LK_ONE | LK_MOE, .show = LK_SHOW_APPLIES, .desc = 403)                          \
+	X(heads, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_HEADS, .opt = "heads",           \
+	  .arg = "N", .help = "attention heads", .desc = -1)                                       \
+	X(ffn, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_FFN, .opt = "ffn", .arg = "N",     \
+	  .help = "FFN width", .desc = -1)                                                         \
+	X(seq, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_SEQ, .opt = "seq", .arg = "N",     \
+	  .help = "sequence length (tokens)", .desc = -1)
+/* clang-format on */
+
+enum layout_knob_id {
+#define LAYOUT_KNOB_ID(id, ...) LK_##id,
+	LAYOUT_KNOBS(LAYOUT_KNOB_ID)
+#undef LAYOUT_KNOB_ID
+	    LK_N
+};
+
+/* A set of knobs: bit k for knob k. */
+typedef uint64_t layout_mask;
+#define LK_BIT(k) ((layout_mask)1 << (k))
+_Static_assert(LK_N <= 64, "more knobs than a layout_mask holds");
+
+struct layout_knob {
+	const char *id;		    /* the field, and the knob's name (space.ID, column, ...) */
+	int home;		    /* enum layout_home */
+	size_t off;		    /* of the field in its home struct */
+	int kind;		    /* enum layout_kind */
+	double lo, hi;		    /* its range (0 is accepted too with LK_ONE) */
+	double def;		    /* layout_default's (a model knob: the model's) */
+	double sdef;		    /* with LK_SDEF: a sweep's default */
+	int (*parse)(const char *); /* LK_NAME: a name's number, -1 if unknown */
+	const char *(*name)(int);   /* LK_NAME: a number's name */
+	const char *opt;	    /* the command-line option (--OPT), or NULL */
+	const char *arg;	    /* its argument's name in the help; NULL: a flag */
+	const char *help;
+	unsigned flags;	 /* LK_* */
+	const char *key; /* its name in a candidate's key (NULL: the id) */
+	int key_group;	 /* LK_KEY_ALONE, LK_KEY_ALWAYS or a legacy group */
+	int show;	 /* enum layout_show: in descriptions and --json */
+	int desc;	 /* where a description puts it: section x 100 + position for
+			   * the knobs of the first descriptions, -1 a model knob the
+			   * model's part writes, 0 after the others */
+	int digit;	 /* a sweep's candidates vary the knobs of higher digits
+			   * faster (the first sweeps' order); 0 after gpus */
+};
+
+extern const struct layout_knob layout_knobs[LK_N];
+
+/* The knob named id (or whose option is opt, without "--"): its number,
+ * or -1. */
+int layout_knob_find(const char *id);
+int layout_knob_by_opt(const char *opt);
+
+/* Knob k's value in l and m, as a double (whole numbers exactly), 0 read
+ * as 1 for LK_ONE knobs where that is asked (one != 0); and set it (k's
+ * field takes v, converted to its type). */
+double layout_get(const struct llm *m, const struct layout *l, int k, int one);
+void layout_set(struct llm *m, struct layout *l, int k, double v);
+
+/* 1 when knob k means something for l and m (its row's `applies`). */
+int layout_applies(const struct llm *m, const struct layout *l, int k);
+
+/* The value tables show for knob k (its row's `shown`). */
+double layout_shown(const struct llm *m, const struct layout *l, int k);
+
+/* Knob k's value as text: its name (LK_NAME: the name, LK_PART: the
+ * partition's name), or the number ("%d", "%g"); numeric: names as their
+ * numbers too.  buf holds n bytes. */
+void layout_format(const struct llm *m, const struct layout *l, int k, int numeric, char *buf,
+		   size_t n);
+
+/* Text s as knob k's value: a name parse() knows or a number in range
+ * (LK_PART: its name or the layers of each stage, into l as
+ * layout_partition_parse); into *v (not LK_PART).  0, or PRISM_EARG with
+ * err saying "WHAT 'S': expected ..." (what: the caller's name for the
+ * knob, e.g. "--tp"). */
+int layout_parse(int k, const char *s, const char *what, double *v, struct layout *l,
+		 struct prism_err *err);
+
+/* The knobs whose values differ between (ma, la) and (mb, lb); the
+ * partition is compared as placed (part[] too). */
+layout_mask layout_diff(const struct llm *ma, const struct layout *la, const struct llm *mb,
+			const struct layout *lb);
+
+/* The knobs a graph edit of a trace can change (LK_EDIT). */
+layout_mask layout_editable(void);
+
+/* Knobs whose values are out of range: 0, or PRISM_EARG naming the first
+ * ("layout: tp 0 is not in 1..1024", "model: layers ..."). */
+int layout_check_ranges(const struct llm *m, const struct layout *l, struct prism_err *err);
+
+/* The candidate's key for a sweep's results (after "gpus=N;"): each knob
+ * as its key names it, in the rows' order, groups as key_group says.
+ * Into buf of n bytes. */
+void layout_key(const struct llm *m, const struct layout *l, char *buf, size_t n);
+
+/* Every rule a layout must keep for model m on hardware hw: the ranges
+ * (LLM_MAX_*, LAYOUT_MAX_*) first, so that no rule divides by zero or
+ * overflows, then the degrees' product, the sharding group, context
+ * parallelism, tensor parallelism within the NVLink domain and dividing
+ * the heads and the FFN, mixture-of-experts, the partition (a list placing
+ * every layer; balanced and embed-loss as they can place them), the
+ * interleaved schedule, and hw's peaks for the GEMMs' and the attention's
+ * dtypes.  0, or PRISM_EARG naming the rule broken. */
+struct hw_profile;
+int layout_check(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
+		 struct prism_err *err);
+
+/* The partition's rules alone (part of layout_check): a list places every
+ * layer on pp stages, each a multiple of vp; embed-loss and balanced as
+ * they can place them (synth_partition places them); even, the layers
+ * divide by pp x vp.  0, or PRISM_EARG naming the rule. */
+int layout_check_partition(const struct llm *m, const struct layout *l, struct prism_err *err);
+
+/* The dtype of the attention core: fp8 only with fp8_attention; bf16
+ * where the GEMMs are fp8 or fp4; else the GEMMs'. */
+int layout_attn_dtype(const struct layout *l);
 
 #endif

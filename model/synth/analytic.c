@@ -45,38 +45,17 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	struct layout lay = *l;
 
 	memset(out, 0, sizeof(*out));
-	if (peak <= 0)
-		return prism_err_set(err, PRISM_EARG, "%s has no %s tensor path", hw->gpu,
-				     hw_dtype_name(in->lay.dtype));
-	if (!hw_group_fits_domain(hw, tp))
-		return prism_err_set(
-		    err, PRISM_EARG, "tensor parallel %d does not fit %s of %d GPUs", tp,
-		    hw_domain(hw) > hw->gpus_per_node ? "an NVLink domain" : "a node",
-		    hw_domain(hw));
-	if (!(pp > 1 && l->part[0] > 0) && m->layers % (pp * v))
-		return prism_err_set(err, PRISM_EARG, "%d layers do not divide into %d x %d stages",
-				     m->layers, pp, v);
-	if (m->heads % tp)
-		return prism_err_set(err, PRISM_EARG,
-				     "%d heads do not divide by tensor parallel %d", m->heads, tp);
-	if (llm_kv_heads(m) % tp && tp % llm_kv_heads(m))
-		return prism_err_set(
-		    err, PRISM_EARG,
-		    "%d key-value heads and tensor parallel %d: one must divide the "
-		    "other",
-		    llm_kv_heads(m), tp);
 	mb = in->global_batch / ((double)l->mbs * dp);
 	if (mb < 1 || mb != floor(mb))
 		return prism_err_set(err, PRISM_EARG,
 				     "global batch %.0f is not a multiple of microbatch %d x data "
 				     "parallel %d",
 				     in->global_batch, l->mbs, dp);
-	if (v > 1 && ((int)mb) % pp)
-		return prism_err_set(
-		    err, PRISM_EARG,
-		    "interleaving needs microbatches (%.0f) divisible by stages (%d)", mb, pp);
+	/* Beyond the range: refused by the check, naming it. */
+	lay.microbatches = mb > LAYOUT_MAX_MICRO ? LAYOUT_MAX_MICRO + 1 : (int)mb;
+	if (layout_check(m, &lay, hw, err))
+		return PRISM_EARG;
 	out->microbatches = (int)mb;
-	lay.microbatches = (int)mb;
 
 	/* Per stage, one microbatch: the kernel model's time of the stage's
 	 * layers, forward and backward with recomputation (full: the forward

@@ -57,8 +57,9 @@ struct analytic_out {
  * profile says (comm_eff 1), flash attention. */
 void analytic_in_default(struct analytic_in *in);
 
-/* 0, or PRISM_EARG with err saying which rule the layout breaks (batch
- * not divisible, TP beyond a node, ...): an infeasible layout. */
+/* 0, or PRISM_EARG with err saying which rule the layout breaks: the
+ * global batch not divisible by mbs x dp, or a rule of layout_check (with
+ * the microbatches the batch gives): an infeasible layout. */
 int analytic_estimate(const struct analytic_in *in, struct analytic_out *out,
 		      struct prism_err *err);
 

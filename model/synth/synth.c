@@ -724,7 +724,7 @@ static void cp_transfer(struct ctx *c, int r, const struct shape *z, double byte
  */
 static void allgather_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 {
-	int dt = synth_attn_dtype(c->in), pass = bwd ? 1 : 0;
+	int dt = layout_attn_dtype(&c->in->lay), pass = bwd ? 1 : 0;
 	double heads = z->a / z->t, d = z->h / z->a, t;
 	double f = (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->h / z->t / z->cp;
 	double gathered = cp_kv_bytes(z) * z->cp;
@@ -751,7 +751,7 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 		return;
 	}
 	{
-		int dt = synth_attn_dtype(c->in), pass = bwd ? 1 : 0;
+		int dt = layout_attn_dtype(&c->in->lay), pass = bwd ? 1 : 0;
 		double heads = z->a / z->t, d = z->h / z->a;
 		/* The model FLOPs of the rank's share (4 b s^2 h / (t cp) forward,
 	 * twice that backward), spread evenly over the steps. */
@@ -788,11 +788,11 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
  * scale-mask-softmax and a dropout forward, four GEMMs, the dropout and
  * the softmax gradients backward, each pass over the scores memory-bound;
  * llm_score_bytes() counts the same traffic.  The core runs in bf16 unless
- * fp8_attention (synth_attn_dtype).
+ * fp8_attention (layout_attn_dtype).
  */
 static void attn_fwd(struct ctx *c, int r, const struct shape *z)
 {
-	int dt = synth_attn_dtype(c->in);
+	int dt = layout_attn_dtype(&c->in->lay);
 	if (z->cp > 1) {
 		ring_attn(c, r, z, 0);
 		return;
@@ -816,7 +816,7 @@ static void attn_fwd(struct ctx *c, int r, const struct shape *z)
 
 static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 {
-	int dt = synth_attn_dtype(c->in);
+	int dt = layout_attn_dtype(&c->in->lay);
 	if (z->cp > 1) {
 		ring_attn(c, r, z, 1);
 		return;
@@ -2214,13 +2214,6 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	}
 }
 
-int synth_attn_dtype(const struct synth_in *in)
-{
-	if (in->lay.fp8_attention)
-		return HW_FP8;
-	return low_precision(in->lay.dtype) ? HW_BF16 : in->lay.dtype;
-}
-
 static void shape_of(const struct synth_in *in, struct shape *z);
 
 void synth_mem_layout(const struct synth_in *in, struct layout *l)
@@ -2263,7 +2256,7 @@ void synth_extra_times(const struct synth_in *in, double *emb, double *head)
 
 int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err *err)
 {
-	int p = in->lay.pp, v = in->lay.vp > 0 ? in->lay.vp : 1, L = in->m.layers;
+	int p = in->lay.pp, v = in->lay.vp > 0 ? in->lay.vp : 1, L = in->m.layers, rc;
 
 	if (in->lay.partition == LAYOUT_PART_GIVEN || p < 2) {
 		if (part != in->lay.part)
@@ -2273,14 +2266,10 @@ int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err 
 		return 0;
 	}
 	memset(part, 0, sizeof(in->lay.part));
+	if ((rc = layout_check_partition(&in->m, &in->lay, err)))
+		return rc;
 	if (in->lay.partition == LAYOUT_PART_EMBED_LOSS) {
 		int n = (L + 2) / p;
-		if ((L + 2) % p || n < 2 || (n - 1) % v || n % v)
-			return prism_err_set(
-			    err, PRISM_EARG,
-			    "layout: partition embed-loss needs layers %d + 2 divisible "
-			    "by pp %d, and each stage's layers by vp %d",
-			    L, p, v);
 		for (int s = 0; s < p; s++)
 			part[s] = (uint16_t)(s == 0 || s == p - 1 ? n - 1 : n);
 	} else {
@@ -2291,12 +2280,6 @@ int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err 
 		 * activations).  With identical increments this greedy choice
 		 * minimises the largest stage time. */
 		double f, b, a, emb, head, load[LAYOUT_MAX_STAGES];
-		if (L % v || L / v < p)
-			return prism_err_set(
-			    err, PRISM_EARG,
-			    "layout: partition balanced needs layers %d divisible by "
-			    "vp %d and at least one chunk a stage (pp %d)",
-			    L, v, p);
 		synth_layer_times(in, &f, &b, &a);
 		synth_extra_times(in, &emb, &head);
 		for (int s = 0; s < p; s++) {
@@ -2471,7 +2454,7 @@ static void layer_bound(const struct synth_in *in, double *f, double *b, double 
 {
 	const struct llm *m = &in->m;
 	double bt = in->lay.mbs, t = in->lay.tp, gemm, attn, af, ab;
-	int dt = synth_attn_dtype(in), cp = layout_cp(&in->lay);
+	int dt = layout_attn_dtype(&in->lay), cp = layout_cp(&in->lay);
 
 	llm_layer_flops(m, bt, &gemm, &attn);
 	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->lay.dtype, gemm / t / cp));
@@ -2621,230 +2604,14 @@ double synth_lower_bound(const struct synth_in *in)
 
 /* The mixture-of-experts rules (synth_check), after the dense ones'
  * ranges. */
-static int moe_check(const struct synth_in *in, struct prism_err *err)
-{
-	const struct layout *l = &in->lay;
-	const struct llm *m = &in->m;
-	int ep = l->ep > 0 ? l->ep : 1, etp = l->etp > 0 ? l->etp : 1, fe;
-
-	if (l->ep < 0 || l->ep > LAYOUT_MAX_EP || l->etp < 0 || l->etp > LAYOUT_MAX_TP)
-		return prism_err_set(err, PRISM_EARG, "layout: ep %d / etp %d not in 1..%d / 1..%d",
-				     l->ep, l->etp, LAYOUT_MAX_EP, LAYOUT_MAX_TP);
-	if (!(l->imbalance == 0 || (l->imbalance >= 1 && l->imbalance <= LAYOUT_MAX_IMBALANCE)))
-		return prism_err_set(err, PRISM_EARG, "layout: imbalance %g is not in 1..%g",
-				     l->imbalance, LAYOUT_MAX_IMBALANCE);
-	if (m->experts == 0) {
-		if (ep > 1 || etp > 1)
-			return prism_err_set(err, PRISM_EARG,
-					     "layout: ep %d / etp %d need a mixture-of-experts "
-					     "model (experts)",
-					     ep, etp);
-		return 0;
-	}
-	if (m->experts < 0 || m->experts > LLM_MAX_EXPERTS || m->top_k < 1 ||
-	    m->top_k > m->experts || m->shared_experts < 0 || m->shared_experts > LLM_MAX_SHARED ||
-	    m->expert_ffn < 0 || m->expert_ffn > LLM_MAX_FFN || m->first_dense < 0 ||
-	    m->first_dense >= m->layers ||
-	    !(m->capacity_factor == 0 ||
-	      (m->capacity_factor >= 1 && m->capacity_factor <= LLM_MAX_CAPACITY)))
-		return prism_err_set(err, PRISM_EARG,
-				     "model: experts %d, top_k %d, shared %d, expert_ffn %d, "
-				     "first_dense %d, capacity %g: out of range",
-				     m->experts, m->top_k, m->shared_experts, m->expert_ffn,
-				     m->first_dense, m->capacity_factor);
-	fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn;
-	if (m->experts % ep)
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: experts %d must be divisible by ep %d", m->experts,
-				     ep);
-	if (fe % etp)
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: expert_ffn %d must be divisible by etp %d", fe, etp);
-	if (((int64_t)l->tp * layout_dpc(l)) % ((int64_t)ep * etp)) {
-		char cpx[24] = "";
-		if (layout_cp(l) > 1)
-			snprintf(cpx, sizeof(cpx), " x cp %d", layout_cp(l));
-		return prism_err_set(
-		    err, PRISM_EARG,
-		    "layout: ep %d x etp %d must divide tp %d x dp %d%s (the experts' "
-		    "ranks are a stage's tensor- and data-parallel ranks, "
-		    "Megatron-LM's MoE parallel folding)",
-		    ep, etp, l->tp, l->dp, cpx);
-	}
-	if (etp > hw_domain(in->hw))
-		return prism_err_set(err, PRISM_EARG, "layout: etp %d is beyond %s of %d GPUs", etp,
-				     hw_domain(in->hw) > in->hw->gpus_per_node ? "an NVLink domain"
-									       : "a node",
-				     hw_domain(in->hw));
-	if (l->tp > 1 && !l->sp)
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: mixture-of-experts with tp %d needs sequence "
-				     "parallelism (as Megatron-LM requires)",
-				     l->tp);
-	if (m->shared_experts > 0 && ((int64_t)m->shared_experts * fe) % l->tp)
-		return prism_err_set(
-		    err, PRISM_EARG,
-		    "layout: shared experts' width %d x %d must be divisible by tp "
-		    "%d",
-		    m->shared_experts, fe, l->tp);
-	if (l->zero >= 3 || l->shard > 0)
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: ZeRO-3 and hybrid sharding are not modelled with "
-				     "experts (ZeRO-1/2 are)");
-	return 0;
-}
-
 int synth_check(const struct synth_in *in, struct prism_err *err)
 {
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
-	int rc0;
+	int rc;
 
-	/* Ranges first: the rules below divide by these and multiply them. */
-	const struct {
-		const char *what, *name;
-		int v, min, max;
-	} lim[] = {
-	    {"model", "layers", m->layers, 1, LLM_MAX_LAYERS},
-	    {"model", "hidden", m->hidden, 1, LLM_MAX_HIDDEN},
-	    {"model", "heads", m->heads, 1, LLM_MAX_HEADS},
-	    {"model", "kv_heads", m->kv_heads, 0, LLM_MAX_HEADS},
-	    {"model", "ffn", m->ffn, 1, LLM_MAX_FFN},
-	    {"model", "seq", m->seq, 1, LLM_MAX_SEQ},
-	    {"model", "vocab", m->vocab, 1, LLM_MAX_VOCAB},
-	    {"layout", "tp", l->tp, 1, LAYOUT_MAX_TP},
-	    {"layout", "pp", l->pp, 1, LAYOUT_MAX_STAGES},
-	    {"layout", "dp", l->dp, 1, LAYOUT_MAX_DP},
-	    {"layout", "vp", l->vp, 1, LAYOUT_MAX_VP},
-	    {"layout", "mbs", l->mbs, 1, LAYOUT_MAX_MBS},
-	    {"layout", "microbatches", l->microbatches, 1, LAYOUT_MAX_MICRO},
-	    {"layout", "zero", l->zero, 0, 3},
-	    {"layout", "sp", l->sp, 0, 1},
-	    {"layout", "flash", l->flash, 0, 1},
-	    {"layout", "fp8_attention", in->lay.fp8_attention, 0, 1},
-	    {"layout", "recompute", l->recompute, 0, LAYOUT_RECOMPUTE_FULL},
-	    {"layout", "schedule", l->schedule, LAYOUT_GPIPE, LAYOUT_INTERLEAVED},
-	    {"layout", "dtype", in->lay.dtype, 0, HW_NDTYPES - 1},
-	    {"layout", "shard", l->shard, 0, LAYOUT_MAX_DP},
-	    {"layout", "prefetch", l->prefetch, 0, LAYOUT_MAX_PREFETCH},
-	    {"layout", "bucket_mb", l->bucket_mb, 0, LAYOUT_MAX_BUCKET_MB},
-	    {"layout", "overlap_grad", l->overlap_grad, 0, 1},
-	    {"layout", "overlap_param", l->overlap_param, 0, 1},
-	    {"layout", "tp_overlap", l->tp_overlap, 0, 1},
-	    {"layout", "pp_overlap", l->pp_overlap, 0, 1},
-	    {"layout", "part", in->lay.partition, LAYOUT_PART_GIVEN, LAYOUT_PART_EMBED_LOSS},
-	};
-
-	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
-		if (lim[i].v < lim[i].min || lim[i].v > lim[i].max)
-			return prism_err_set(err, PRISM_EARG, "%s: %s %d is not in %d..%d",
-					     lim[i].what, lim[i].name, lim[i].v, lim[i].min,
-					     lim[i].max);
-	if (l->cp < 0 || l->cp > LAYOUT_MAX_CP)
-		return prism_err_set(err, PRISM_EARG, "layout: cp %d is not in 1..%d", l->cp,
-				     LAYOUT_MAX_CP);
-	if ((int64_t)l->tp * l->pp * l->dp > LAYOUT_MAX_GPUS)
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: tp %d x pp %d x dp %d is beyond %d GPUs", l->tp,
-				     l->pp, l->dp, LAYOUT_MAX_GPUS);
-	if ((int64_t)l->tp * l->pp * l->dp * layout_cp(l) > LAYOUT_MAX_GPUS)
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: tp %d x pp %d x dp %d x cp %d is beyond %d GPUs",
-				     l->tp, l->pp, l->dp, layout_cp(l), LAYOUT_MAX_GPUS);
-	if (l->shard > 0 && (l->shard > layout_dpc(l) || layout_dpc(l) % l->shard))
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: the sharding group (%d) must divide dp %d", l->shard,
-				     layout_dpc(l));
-	if (layout_cp(l) > 1 && m->seq % (2 * layout_cp(l)))
-		return prism_err_set(
-		    err, PRISM_EARG,
-		    "layout: seq %d must be divisible by 2 x cp %d (the causal load "
-		    "balance's chunks)",
-		    m->seq, layout_cp(l));
-	if (layout_cp(l) > 1 && !l->flash)
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: context parallelism needs flash attention (ring "
-				     "attention's blocks)");
-	if (l->tp_overlap && l->tp > 1 && !l->sp)
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: tensor-parallel overlap needs sequence parallelism "
-				     "(Megatron-LM's --tp-comm-overlap)");
-	if (m->hidden % m->heads)
-		return prism_err_set(err, PRISM_EARG,
-				     "model: hidden %d must be divisible by heads %d", m->hidden,
-				     m->heads);
-	if (m->heads % llm_kv_heads(m))
-		return prism_err_set(err, PRISM_EARG,
-				     "model: heads %d must be divisible by kv_heads %d", m->heads,
-				     llm_kv_heads(m));
-	if (l->tp > hw_domain(in->hw))
-		return prism_err_set(
-		    err, PRISM_EARG, "layout: tp %d is beyond %s of %d GPUs", l->tp,
-		    hw_domain(in->hw) > in->hw->gpus_per_node ? "an NVLink domain" : "a node",
-		    hw_domain(in->hw));
-	if (llm_kv_heads(m) % l->tp && l->tp % llm_kv_heads(m))
-		return prism_err_set(
-		    err, PRISM_EARG,
-		    "layout: kv_heads %d and tp %d: one must divide the other (fewer "
-		    "key-value heads than ranks are replicated)",
-		    llm_kv_heads(m), l->tp);
-	if (m->heads % l->tp || m->ffn % l->tp)
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: heads %d and ffn %d must be divisible by tp %d",
-				     m->heads, m->ffn, l->tp);
-	if ((rc0 = moe_check(in, err)))
-		return rc0;
-	if (in->lay.partition != LAYOUT_PART_GIVEN) {
-		uint16_t part[LAYOUT_MAX_STAGES];
-		int rc = synth_partition(in, part, err);
-		if (rc)
-			return rc;
-	} else if (l->part[0] > 0 && l->pp > 1) {
-		long sum = 0;
-		for (int s = 0; s < l->pp; s++) {
-			if (l->part[s] < 1 || l->part[s] % l->vp)
-				return prism_err_set(
-				    err, PRISM_EARG,
-				    "layout: partition: stage %d holds %d layers, "
-				    "not a positive multiple of the %d virtual stages",
-				    s, l->part[s], l->vp);
-			sum += l->part[s];
-		}
-		if (l->pp < LAYOUT_MAX_STAGES && l->part[l->pp])
-			return prism_err_set(err, PRISM_EARG,
-					     "layout: partition lists more stages than pp %d",
-					     l->pp);
-		if (sum != m->layers)
-			return prism_err_set(
-			    err, PRISM_EARG,
-			    "layout: partition places %ld layers, the model has %d", sum,
-			    m->layers);
-	} else if (m->layers % (l->pp * l->vp)) {
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: layers %d not divisible by pp %d x virtual stages %d",
-				     m->layers, l->pp, l->vp);
-	}
-	if (l->schedule == LAYOUT_INTERLEAVED) {
-		if (l->vp < 2 || l->pp < 2)
-			return prism_err_set(err, PRISM_EARG,
-					     "layout: the interleaved schedule needs pp >= 2 and "
-					     "virtual stages >= 2");
-		if (l->microbatches % l->pp)
-			return prism_err_set(err, PRISM_EARG,
-					     "layout: interleaved 1F1B needs microbatches (%d) "
-					     "divisible by pp (%d)",
-					     l->microbatches, l->pp);
-	} else if (l->vp != 1) {
-		return prism_err_set(err, PRISM_EARG,
-				     "layout: virtual stages %d need the interleaved schedule",
-				     l->vp);
-	}
-	if (in->hw->peak_flops[in->lay.dtype] <= 0)
-		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", in->hw->gpu,
-				     hw_dtype_name(in->lay.dtype));
-	if (in->hw->peak_flops[synth_attn_dtype(in)] <= 0)
-		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak for attention",
-				     in->hw->gpu, hw_dtype_name(synth_attn_dtype(in)));
+	if ((rc = layout_check(m, l, in->hw, err)))
+		return rc;
 	{
 		/* The graph's size, before anything is built (each at most 2^16,
 		 * steps 100: the product fits 64 bits). */

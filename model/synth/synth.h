@@ -188,10 +188,6 @@ struct synth_fold_kern {
  * op + 5 us per launch, 2 us per event call, 1 us launch-to-start. */
 void synth_in_default(struct synth_in *in);
 
-/* The dtype of the attention core: fp8 only with fp8_attention; bf16
- * where the GEMMs are fp8 or fp4; else the GEMMs'. */
-int synth_attn_dtype(const struct synth_in *in);
-
 /* in's layout with its partition resolved: the layers of each stage in
  * l->part (synth_partition; part[0] = 0 where every stage holds layers /
  * pp), as mem.h and the graph's stages take it. */
