@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "usage.h"
 #include "cost.h"
+#include "desc.h"
 #include "predict.h"
 #include "show.h"
 
@@ -88,16 +89,18 @@ static int parse_host(const char *arg, struct synth_in *in, struct prism_err *er
  * relative to the trace's folder where it fits the description's 63
  * bytes, else absolute; otherwise the stem stays and a line says to give
  * --base-hw.  The loader (search/base.c) tries it from the trace's folder.
+ * The description is written again whole with that reference (it used to
+ * be cut at hw=, losing every field after it).
  */
 static int hw_reference(struct graph *g, const char *hw_path, const char *out,
-			const struct hw_profile *hw, struct prism_err *err)
+			const struct synth_in *in, struct prism_err *err)
 {
-	char hw_abs[PATH_MAX], out_abs[PATH_MAX], ref[PATH_MAX], meta[1024];
-	const char *m = strtab_get(&g->st, g->meta), *at = strstr(m, ";hw=");
+	char hw_abs[PATH_MAX], out_abs[PATH_MAX], ref[PATH_MAX], meta[4096];
+	struct layout l;
 	char *slash;
 	size_t dl;
 
-	if (!at || !realpath(hw_path, hw_abs))
+	if (!realpath(hw_path, hw_abs))
 		return 0;
 	/* The trace's folder (the file need not exist yet). */
 	snprintf(out_abs, sizeof(out_abs), "%s", out);
@@ -120,12 +123,11 @@ static int hw_reference(struct graph *g, const char *hw_path, const char *out,
 		fprintf(stderr,
 			"prism synth: the run description records hw=%s; %s is too long for it: "
 			"give --base-hw %s to whatif and search\n",
-			hw->id, ref, hw_abs);
+			in->hw->id, ref, hw_abs);
 		return 0;
 	}
-	if ((size_t)(at - m) + 68 > sizeof(meta))
-		return 0;
-	snprintf(meta, sizeof(meta), "%.*s;hw=%.63s", (int)(at - m), m, ref);
+	synth_mem_layout(in, &l);
+	desc_write(&in->m, &l, ref, meta, sizeof(meta));
 	if (strtab_intern(&g->st, meta, strlen(meta), &g->meta))
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	return 0;
@@ -239,7 +241,7 @@ int cmd_synth(int argc, char **argv)
 		show_prediction(stdout, &in, &p);
 	}
 	if (out && (strchr(hw_name, '/') || strstr(hw_name, ".cfg")) &&
-	    (rc = hw_reference(g, hw_name, out, &hw, &err))) {
+	    (rc = hw_reference(g, hw_name, out, &in, &err))) {
 		graph_free(g);
 		synth_out_free(&so);
 		return cli_fail(&err);

@@ -9,6 +9,7 @@ lists the longest waits of a hand-made trace.
 usage: cli_options.py PRISM
 """
 import json
+import re
 import os
 import subprocess
 import sys
@@ -159,10 +160,17 @@ with tempfile.TemporaryDirectory() as d:
     os.mkdir(job)
     with open(hw_src) as f, open(os.path.join(job, "mine.cfg"), "w") as g:
         g.write(f.read())
-    run("synth", "gpt-small", "--hw", os.path.join(job, "mine.cfg"), "-o",
-        os.path.join(job, "run.json"))
+    run("synth", "llama3-8b", "--hw", os.path.join(job, "mine.cfg"), "--layers", "2",
+        "--seq", "1024", "--zero", "1", "--dp", "2", "-o", os.path.join(job, "run.json"))
     with open(os.path.join(job, "run.json")) as f:
-        check(";hw=mine.cfg" in f.read(), "synth --hw FILE: hw=mine.cfg not recorded")
+        text = f.read()
+    check(";hw=mine.cfg" in text, "synth --hw FILE: hw=mine.cfg not recorded")
+    # The whole description, not cut at hw= (the fields after it were lost:
+    # a Llama read back as tied, with learned positions).
+    desc = re.search(r'"(prism::model#[^"]*)"', text).group(1)
+    check(desc.endswith(";hw=mine.cfg;untied=1;rope=1;shard=0;prefetch=1;bucket_mb=0;"
+                        "overlap_grad=1;overlap_param=0;tp_overlap=0;pp_overlap=1"),
+          f"synth --hw FILE: the description after hw=: {desc}")
     moved = os.path.join(d, "elsewhere")
     os.rename(job, moved)
     w = json.loads(subprocess.run([PRISM, "whatif", os.path.join(moved, "run.json"), "--layers",

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "desc.h"
 #include "kperf.h"
 #include "vec.h"
 
@@ -2764,209 +2765,14 @@ void synth_out_free(struct synth_out *o)
 
 void synth_meta(const struct synth_in *in, char *buf, size_t n)
 {
-	snprintf(buf, n,
-		 "prism::model#name=%s;layers=%d;hidden=%d;heads=%d;kv_heads=%d;ffn=%d;"
-		 "activation=%s;seq=%d;vocab=%d;"
-		 "tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;microbatches=%d;schedule=%s;recompute=%d;"
-		 "sp=%d;zero=%d;flash=%d;dtype=%s;fp8_attention=%d;hw=%s;untied=%d;rope=%d;"
-		 "shard=%d;prefetch=%d;bucket_mb=%d;overlap_grad=%d;overlap_param=%d;"
-		 "tp_overlap=%d;pp_overlap=%d",
-		 in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads,
-		 in->m.kv_heads, in->m.ffn, in->m.gated ? "swiglu" : "gelu", in->m.seq, in->m.vocab,
-		 in->lay.tp, in->lay.pp, in->lay.dp, in->lay.vp, in->lay.mbs, in->lay.microbatches,
-		 layout_schedule_name(in->lay.schedule), in->lay.recompute, in->lay.sp,
-		 in->lay.zero, in->lay.flash, hw_dtype_name(in->lay.dtype), in->lay.fp8_attention,
-		 in->hw && in->hw->id[0] ? in->hw->id : "?", in->m.untied, in->m.rope,
-		 in->lay.shard, in->lay.prefetch, in->lay.bucket_mb, in->lay.overlap_grad,
-		 in->lay.overlap_param, in->lay.tp_overlap, in->lay.pp_overlap);
-	if (layout_cp(&in->lay) > 1) {
-		size_t k = strlen(buf);
-		snprintf(buf + k, k < n ? n - k : 0, ";cp=%d", layout_cp(&in->lay));
-		k = strlen(buf);
-		if (layout_cp(&in->lay) > 1 && in->lay.cp_allgather)
-			snprintf(buf + k, k < n ? n - k : 0, ";cp_allgather=1");
-	}
-	/* Mixture-of-experts, only for such models (dense descriptions stay
-	 * as they were). */
-	if (in->m.experts > 0) {
-		size_t k = strlen(buf);
-		snprintf(buf + k, k < n ? n - k : 0,
-			 ";experts=%d;top_k=%d;shared_experts=%d;expert_ffn=%d;first_dense=%d;"
-			 "capacity_factor=%g;router=%s;ep=%d;etp=%d;imbalance=%g",
-			 in->m.experts, in->m.top_k, in->m.shared_experts, in->m.expert_ffn,
-			 in->m.first_dense, in->m.capacity_factor,
-			 in->m.router == LLM_ROUTER_SIGMOID ? "sigmoid" : "softmax",
-			 layout_ep(&in->lay), layout_etp(&in->lay),
-			 in->lay.imbalance > 1 ? in->lay.imbalance : 1);
-	}
-	/* The layers of each stage, where uneven: as resolved, so that a trace
-	 * says where its layers ran whatever the cost model becomes. */
-	{
-		struct layout l;
-		size_t k = strlen(buf);
-		synth_mem_layout(in, &l);
-		for (int s = 0; l.part[0] && s < in->lay.pp && k + 8 < n; s++)
-			k +=
-			    (size_t)snprintf(buf + k, n - k, "%s%d", s ? "," : ";part=", l.part[s]);
-	}
+	struct layout l;
+	synth_mem_layout(in, &l);
+	desc_write(&in->m, &l, in->hw ? in->hw->id : NULL, buf, n);
 }
 
 int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 {
-	static const char pre[] = "prism::model#";
-	const char *p;
-
-	if (strncmp(s, pre, sizeof(pre) - 1) != 0)
-		return prism_err_set(err, PRISM_EFORMAT,
-				     "model description: does not start with %s", pre);
-	p = s + sizeof(pre) - 1;
-	while (*p) {
-		const char *eq = strchr(p, '='), *end = strchr(p, ';');
-		char key[32], val[2048];
-		size_t kl, vl;
-		int *ip = NULL, min = 0, max = 0;
-		if (!end)
-			end = p + strlen(p);
-		if (!eq || eq > end || (size_t)(eq - p) >= sizeof(key))
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "model description: bad field '%.*s'", (int)(end - p),
-					     p);
-		kl = (size_t)(eq - p);
-		vl = (size_t)(end - eq - 1);
-		if (vl >= sizeof(val))
-			vl = sizeof(val) - 1;
-		memcpy(key, p, kl);
-		key[kl] = '\0';
-		memcpy(val, eq + 1, vl);
-		val[vl] = '\0';
-#define INT(k, f, lo, hi) else if (strcmp(key, k) == 0) ip = &(f), min = (lo), max = (hi)
-		if (strcmp(key, "name") == 0)
-			snprintf(in->m.name, sizeof(in->m.name), "%.63s", val);
-		INT("layers", in->m.layers, 1, LLM_MAX_LAYERS);
-		INT("hidden", in->m.hidden, 1, LLM_MAX_HIDDEN);
-		INT("heads", in->m.heads, 1, LLM_MAX_HEADS);
-		INT("kv_heads", in->m.kv_heads, 0, LLM_MAX_HEADS);
-		INT("ffn", in->m.ffn, 1, LLM_MAX_FFN);
-		INT("seq", in->m.seq, 1, LLM_MAX_SEQ);
-		INT("vocab", in->m.vocab, 1, LLM_MAX_VOCAB);
-		INT("tp", in->lay.tp, 1, LAYOUT_MAX_TP);
-		INT("pp", in->lay.pp, 1, LAYOUT_MAX_STAGES);
-		INT("dp", in->lay.dp, 1, LAYOUT_MAX_DP);
-		INT("vp", in->lay.vp, 1, LAYOUT_MAX_VP);
-		INT("mbs", in->lay.mbs, 1, LAYOUT_MAX_MBS);
-		INT("microbatches", in->lay.microbatches, 1, LAYOUT_MAX_MICRO);
-		INT("sp", in->lay.sp, 0, 1);
-		INT("zero", in->lay.zero, 0, 3);
-		INT("flash", in->lay.flash, 0, 1);
-		INT("fp8_attention", in->lay.fp8_attention, 0, 1);
-		INT("untied", in->m.untied, 0, 1);
-		INT("rope", in->m.rope, 0, 1);
-		INT("shard", in->lay.shard, 0, LAYOUT_MAX_DP);
-		INT("prefetch", in->lay.prefetch, 0, LAYOUT_MAX_PREFETCH);
-		INT("bucket_mb", in->lay.bucket_mb, 0, LAYOUT_MAX_BUCKET_MB);
-		INT("overlap_grad", in->lay.overlap_grad, 0, 1);
-		INT("overlap_param", in->lay.overlap_param, 0, 1);
-		INT("tp_overlap", in->lay.tp_overlap, 0, 1);
-		INT("pp_overlap", in->lay.pp_overlap, 0, 1);
-		INT("experts", in->m.experts, 0, LLM_MAX_EXPERTS);
-		INT("top_k", in->m.top_k, 1, LLM_MAX_EXPERTS);
-		INT("shared_experts", in->m.shared_experts, 0, LLM_MAX_SHARED);
-		INT("expert_ffn", in->m.expert_ffn, 1, LLM_MAX_FFN);
-		INT("first_dense", in->m.first_dense, 0, LLM_MAX_LAYERS);
-		INT("ep", in->lay.ep, 1, LAYOUT_MAX_EP);
-		INT("cp", in->lay.cp, 1, LAYOUT_MAX_CP);
-		INT("cp_allgather", in->lay.cp_allgather, 0, 1);
-		INT("etp", in->lay.etp, 1, LAYOUT_MAX_TP);
-		else if (strcmp(key, "capacity_factor") == 0 || strcmp(key, "imbalance") == 0)
-		{
-			char *e;
-			double v = strtod(val, &e);
-			int cap = key[0] == 'c';
-			if (e == val || *e ||
-			    !(v >= 0 && v <= (cap ? LLM_MAX_CAPACITY : LAYOUT_MAX_IMBALANCE)))
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: field '%s' is not a "
-						     "number in range: '%s'",
-						     key, val);
-			if (cap)
-				in->m.capacity_factor = v;
-			else
-				in->lay.imbalance = v;
-		}
-		else if (strcmp(key, "router") == 0)
-		{
-			if (strcmp(val, "softmax") != 0 && strcmp(val, "sigmoid") != 0)
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: unknown router '%s'", val);
-			in->m.router = strcmp(val, "sigmoid") == 0;
-		}
-		else if (strcmp(key, "part") == 0)
-		{
-			struct prism_err e2;
-			if (layout_partition_parse(val, &in->lay, &e2) ||
-			    in->lay.partition != LAYOUT_PART_GIVEN)
-				return prism_err_set(
-				    err, PRISM_EFORMAT,
-				    "model description: 'part' must list each stage's "
-				    "layers, not '%s'",
-				    val);
-		}
-		else if (strcmp(key, "recompute") == 0)
-		{
-			/* A number (what synth_meta writes) or a name. */
-			if (val[0] >= '0' && val[0] <= '9')
-				ip = &in->lay.recompute, min = 0, max = LAYOUT_RECOMPUTE_FULL;
-			else if ((in->lay.recompute = layout_recompute_parse(val)) < 0)
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: unknown recompute '%s'",
-						     val);
-		}
-		else if (strcmp(key, "schedule") == 0)
-		{
-			if ((in->lay.schedule = layout_schedule_parse(val)) < 0)
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: unknown schedule '%s'",
-						     val);
-		}
-		else if (strcmp(key, "activation") == 0)
-		{
-			if (strcmp(val, "swiglu") != 0 && strcmp(val, "gelu") != 0)
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: unknown activation '%s'",
-						     val);
-			in->m.gated = strcmp(val, "swiglu") == 0;
-		}
-		else if (strcmp(key, "hw") == 0)
-		{
-			snprintf(in->hw_id, sizeof(in->hw_id), "%.63s", val);
-		}
-		else if (strcmp(key, "dtype") == 0)
-		{
-			if ((in->lay.dtype = hw_dtype_parse(val)) < 0)
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "model description: unknown dtype '%s'", val);
-		}
-#undef INT
-		if (ip) {
-			char *e;
-			long v;
-			errno = 0;
-			v = strtol(val, &e, 10);
-			if (e == val || *e || errno)
-				return prism_err_set(
-				    err, PRISM_EFORMAT,
-				    "model description: field '%s' is not a count: '%s'", key, val);
-			if (v < min || v > max)
-				return prism_err_set(
-				    err, PRISM_EFORMAT,
-				    "model description: field '%s' must be in %d..%d, "
-				    "not %ld",
-				    key, min, max, v);
-			*ip = (int)v;
-		}
-		p = *end ? end + 1 : end;
-	}
-	return 0;
+	return desc_parse(s, &in->m, &in->lay, in->hw_id, sizeof(in->hw_id), err);
 }
 
 int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_out *out,

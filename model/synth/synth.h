@@ -283,13 +283,13 @@ int synth_check(const struct synth_in *in, struct prism_err *err);
  */
 double synth_lower_bound(const struct synth_in *in);
 
-/* The meta string of a run: "prism::model#layers=..;hidden=..;...". */
+/* The run description of in (desc.h: desc_write with in's partition
+ * resolved and its profile's id) into buf of n bytes. */
 void synth_meta(const struct synth_in *in, char *buf, size_t n);
 
-/* Parse what synth_meta wrote (other fields of *in are left alone): 0, or
- * PRISM_EFORMAT naming the field: a count that is not a whole number in
- * its range (LLM_MAX_*, LAYOUT_MAX_*; zero 0..3, sp and flash 0..1), an
- * unknown name. */
+/* Read a run description into in (desc_parse; the profile named goes to
+ * in->hw_id; other fields of *in are left alone): 0, or PRISM_EFORMAT
+ * naming the field. */
 int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err);
 
 #endif
