@@ -68,8 +68,7 @@ static void put_knobs(struct out *w, const struct llm *m, const struct layout *l
 	}
 }
 
-void desc_write(const struct llm *m, const struct layout *l, const char *hw_id, char *buf,
-		size_t n)
+void desc_write(const struct llm *m, const struct layout *l, const char *hw_id, char *buf, size_t n)
 {
 	struct out w = {buf, n, 0};
 	char v[32];
@@ -119,11 +118,12 @@ static int count(const char *key, const char *val, long min, long max, int *out,
 	v = strtol(val, &e, 10);
 	if (e == val || *e || errno)
 		return prism_err_set(err, PRISM_EFORMAT,
-				     "model description: field '%s' is not a count: '%s'", key, val);
+				     "model description: field '%s' is not a count: '%s'", key,
+				     val);
 	if (v < min || v > max)
 		return prism_err_set(err, PRISM_EFORMAT,
-				     "model description: field '%s' must be in %ld..%ld, not %ld", key,
-				     min, max, v);
+				     "model description: field '%s' must be in %ld..%ld, not %ld",
+				     key, min, max, v);
 	*out = (int)v;
 	return 0;
 }
@@ -266,7 +266,8 @@ int desc_parse(const char *s, struct llm *m, struct layout *l, char *hw_id, size
 		if (model_field(key, val, m, hw_id, n, &rc, err)) {
 			if (rc)
 				return rc;
-		} else if ((k = strcmp(key, "part") == 0 ? LK_partition : layout_knob_find(key)) >= 0 &&
+		} else if ((k = strcmp(key, "part") == 0 ? LK_partition : layout_knob_find(key)) >=
+			       0 &&
 			   (k != LK_partition || strcmp(key, "part") == 0)) {
 			if ((rc = knob(k, key, val, m, l, err)))
 				return rc;

@@ -2306,21 +2306,6 @@ int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err 
 	return 0;
 }
 
-int synth_same_placement(const struct synth_in *a, const struct synth_in *b)
-{
-	struct layout x, y;
-	synth_mem_layout(a, &x);
-	synth_mem_layout(b, &y);
-	return memcmp(x.part, y.part, sizeof(x.part)) == 0 && x.shard == y.shard &&
-	       x.prefetch == y.prefetch && x.bucket_mb == y.bucket_mb &&
-	       x.overlap_grad == y.overlap_grad && x.overlap_param == y.overlap_param &&
-	       x.tp_overlap == y.tp_overlap && x.pp_overlap == y.pp_overlap &&
-	       a->m.untied == b->m.untied && a->m.rope == b->m.rope &&
-	       layout_cp(&x) == layout_cp(&y) && layout_ep(&x) == layout_ep(&y) &&
-	       layout_etp(&x) == layout_etp(&y) && x.imbalance == y.imbalance &&
-	       a->m.experts == b->m.experts && x.cp_allgather == y.cp_allgather;
-}
-
 void synth_mem(const struct synth_in *in, struct mem_est *out)
 {
 	struct layout l;

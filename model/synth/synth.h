@@ -199,12 +199,6 @@ void synth_mem_layout(const struct synth_in *in, struct layout *l);
  * fewer layers than stages, a stage's layers not divisible by vp). */
 int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err *err);
 
-/* 1 when a and b place the layers alike (their partitions resolved) and
- * agree on the sharding and overlap knobs (shard, prefetch, bucket_mb,
- * overlap_grad, overlap_param, tp_overlap, pp_overlap), the model's tied
- * head and positions; the rest of the layout is the caller's to compare. */
-int synth_same_placement(const struct synth_in *a, const struct synth_in *b);
-
 /* mem_estimate() of in's layout (synth_mem_layout). */
 void synth_mem(const struct synth_in *in, struct mem_est *out);
 

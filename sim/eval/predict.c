@@ -466,17 +466,27 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 	return 0;
 }
 
-/* The knobs of a configuration that a graph edit cannot change. */
-static int same_shape(const struct synth_in *a, const struct synth_in *b)
+/* What a graph edit cannot change between a and b: the knobs that
+ * differ but for those an edit changes (layout_editable), the stages
+ * compared as placed.  Its first knob, or -1 when none differs; -2 when
+ * only the model's own fields differ (vocabulary, key-value heads, FFN
+ * kind, tied head, positions, experts). */
+static int shape_change(const struct synth_in *a, const struct synth_in *b)
 {
-	return a->m.hidden == b->m.hidden && a->m.heads == b->m.heads && a->m.ffn == b->m.ffn &&
-	       a->m.seq == b->m.seq && a->m.vocab == b->m.vocab && a->m.kv_heads == b->m.kv_heads &&
-	       a->m.gated == b->m.gated && a->lay.tp == b->lay.tp && a->lay.pp == b->lay.pp &&
-	       a->lay.vp == b->lay.vp && a->lay.mbs == b->lay.mbs &&
-	       a->lay.recompute == b->lay.recompute && a->lay.sp == b->lay.sp &&
-	       a->lay.zero == b->lay.zero && a->lay.flash == b->lay.flash &&
-	       a->lay.dtype == b->lay.dtype && a->lay.fp8_attention == b->lay.fp8_attention &&
-	       a->lay.schedule == b->lay.schedule && synth_same_placement(a, b);
+	struct layout x, y;
+	layout_mask d;
+	synth_mem_layout(a, &x);
+	synth_mem_layout(b, &y);
+	x.partition = y.partition = LAYOUT_PART_GIVEN; /* placed: part[] says it */
+	d = layout_diff(&a->m, &x, &b->m, &y) & ~layout_editable();
+	for (int k = 0; k < LK_N; k++)
+		if (d & LK_BIT(k))
+			return k;
+	return a->m.vocab == b->m.vocab && a->m.kv_heads == b->m.kv_heads &&
+		       a->m.gated == b->m.gated && a->m.untied == b->m.untied &&
+		       a->m.rope == b->m.rope && a->m.experts == b->m.experts
+		   ? -1
+		   : -2;
 }
 
 /* A change of the model's width or tensor parallelism that re-timing
@@ -515,6 +525,7 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 {
 	const struct synth_in *a = &b->in;
 	struct synth_in c2 = *c;
+	int k;
 	why[0] = '\0';
 	if (a->m.experts > 0 || c->m.experts > 0 || layout_cp(&a->lay) > 1 ||
 	    layout_cp(&c->lay) > 1) {
@@ -573,17 +584,16 @@ static void edit_blocker(const struct predict_base *b, const struct synth_in *c,
 		c2.lay.tp = a->lay.tp;
 	}
 	c = &c2;
-	if (!same_shape(a, c)) {
+	if ((k = shape_change(a, c)) != -1) {
 		snprintf(why, n,
 			 "%s: a graph edit changes layers, microbatches, dp, pipeline stages (from "
 			 "one), the hardware, and with a run description the hidden size and TP "
 			 "(from TP > 1)",
-			 a->lay.tp != c->lay.tp	      ? "tensor parallelism"
-			 : a->lay.pp != c->lay.pp     ? "pipeline stages"
-			 : a->m.hidden != c->m.hidden ? "hidden size"
-			 : !synth_same_placement(a, c)
-			     ? "the stages' partition, sharding or overlap (the graph's own)"
-			     : "the model's shape or layout");
+			 k == LK_tp	  ? "tensor parallelism"
+			 : k == LK_pp	  ? "pipeline stages"
+			 : k == LK_hidden ? "hidden size"
+			 : k >= 0	  ? layout_knobs[k].id
+					  : "the model's shape or layout");
 		return;
 	}
 	if (c->m.layers != a->m.layers) {
@@ -622,7 +632,7 @@ int predict_method(const struct predict_base *b, const struct synth_in *c, struc
 	char why[320];
 	if (b->kind == PB_MODEL)
 		return PM_SYNTH;
-	if (same_shape(&b->in, c) && same_hw(&b->in, c) && c->m.layers == b->in.m.layers &&
+	if (shape_change(&b->in, c) == -1 && same_hw(&b->in, c) && c->m.layers == b->in.m.layers &&
 	    c->lay.microbatches == b->in.lay.microbatches && c->lay.dp == b->in.lay.dp &&
 	    c->lay.schedule == b->in.lay.schedule)
 		return PM_REPLAY;
