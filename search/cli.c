@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,66 +238,6 @@ int cli_load_model(const char *name, struct llm *m, struct prism_err *err)
 	return rc ? rc : llm_load(path, m, err);
 }
 
-const char cli_layout_help[] =
-    "layout (defaults: the base's, or 1 and 1f1b):\n"
-    "      --tp N, --pp N, --dp N   tensor, pipeline and data parallel degrees\n"
-    "      --vp N                   virtual stages per GPU (interleaved schedule)\n"
-    "      --mbs N                  microbatch size (sequences)\n"
-    "      --microbatches N         microbatches per iteration and pipeline\n"
-    "      --gbs N                  or the global batch in sequences: microbatches\n"
-    "                               = N / (mbs x dp)\n"
-    "      --schedule S             gpipe, 1f1b or interleaved\n"
-    "      --recompute R            none, selective or full\n"
-    "      --sp                     sequence parallelism (with --tp)\n"
-    "      --zero N                 ZeRO stage 0..3 over the data-parallel group\n"
-    "      --dtype T                precision of the linear layers' GEMMs: fp32,\n"
-    "                               tf32, bf16, fp16, fp8, fp4.  fp8 (fp4) as\n"
-    "                               Transformer Engine runs it: attention, softmax,\n"
-    "                               norms, logits and optimizer stay bf16/fp32;\n"
-    "                               cast-transpose kernels, amax/scale updates and\n"
-    "                               fp8 weight copies are added.  fp16 adds the\n"
-    "                               loss-scaling unscale pass\n"
-    "      --fp8-attention          the attention core in fp8 too (cuDNN/FA3 fp8)\n"
-    "      --no-flash               attention without flash attention: scores\n"
-    "                               materialised, softmax and dropout passes\n"
-    "      --partition P            layers on the pipeline stages: even (layers /\n"
-    "                               pp), balanced (stage times balanced, the\n"
-    "                               embedding and the head counted), embed-loss\n"
-    "                               (Megatron's account_for_embedding/loss: the\n"
-    "                               first and last stages hold one layer fewer),\n"
-    "                               or N0,N1,... layers per stage\n"
-    "      --shard N                ZeRO/FSDP sharding group of N data-parallel\n"
-    "                               ranks (hybrid sharding, replicas all-reduce;\n"
-    "                               default: the whole data-parallel group)\n"
-    "      --prefetch N             ZeRO-3: layers all-gathered ahead (default 1)\n"
-    "      --bucket-mb N            gradient buckets of N MB (default: Megatron's\n"
-    "                               max(40M, 1M x dp) parameters)\n"
-    "      --no-overlap-grad        reduce gradients after the backward, not\n"
-    "                               during it\n"
-    "      --overlap-param          ZeRO-1/2: parameter all-gather overlapped with\n"
-    "                               the next forward\n"
-    "      --tp-overlap             tensor-parallel collectives overlapped with\n"
-    "                               their GEMMs (needs --sp)\n"
-    "      --no-pp-overlap          the compute waits for each pipeline send\n"
-    "      --cp N                   context parallelism: each sequence split over N\n"
-    "                               ranks, ring attention (key-value blocks passed\n"
-    "                               around, overlapped with the attention steps);\n"
-    "                               GPUs = tp x pp x dp x cp\n"
-    "      --cp-allgather           --cp as Llama 3 ran it: K, V all-gathered\n"
-    "mixture-of-experts models (experts in the model file):\n"
-    "      --ep N                   expert parallel degree: the experts split over\n"
-    "                               N ranks, tokens sent to them by all-to-all\n"
-    "      --etp N                  expert tensor parallel degree (default 1); ep x\n"
-    "                               etp must divide tp x dp (Megatron-LM's MoE\n"
-    "                               parallel folding)\n"
-    "      --moe-imbalance X        tokens on the busiest expert over the mean\n"
-    "                               (default 1: balanced; capped by the model's\n"
-    "                               capacity factor)\n"
-    "model shape (defaults: the model's):\n"
-    "      --layers N, --hidden N, --heads N, --ffn N, --seq N\n"
-    "      --steps N                iterations to simulate (default 2; the first,\n"
-    "                               from idle streams, is left out)\n";
-
 int cli_count(const char *arg, const char *opt, int min, int max, int *out, struct prism_err *err)
 {
 	char *end;
@@ -326,186 +267,156 @@ int cli_number(const char *arg, const char *opt, double min, double max, double 
 	return 0;
 }
 
-int cli_layout_option(int c, const char *arg, struct synth_in *in, uint64_t *given,
-		      struct prism_err *err)
+void cli_longopts(const struct option *own, struct option *out, size_t cap)
 {
-	int rc = 0;
-	if (c < CLI_OPT_TP || c >= CLI_OPT_NOPT)
-		return 0;
-	switch (c) {
-	case CLI_OPT_TP:
-		rc = cli_count(arg, "tp", 1, LAYOUT_MAX_TP, &in->lay.tp, err);
-		break;
-	case CLI_OPT_PP:
-		rc = cli_count(arg, "pp", 1, LAYOUT_MAX_STAGES, &in->lay.pp, err);
-		break;
-	case CLI_OPT_DP:
-		rc = cli_count(arg, "dp", 1, LAYOUT_MAX_DP, &in->lay.dp, err);
-		break;
-	case CLI_OPT_VP:
-		rc = cli_count(arg, "vp", 1, LAYOUT_MAX_VP, &in->lay.vp, err);
-		break;
-	case CLI_OPT_MBS:
-		rc = cli_count(arg, "mbs", 1, LAYOUT_MAX_MBS, &in->lay.mbs, err);
-		break;
-	case CLI_OPT_MICRO:
-		rc =
-		    cli_count(arg, "microbatches", 1, LAYOUT_MAX_MICRO, &in->lay.microbatches, err);
-		break;
-	case CLI_OPT_ZERO:
-		rc = cli_count(arg, "zero", 0, 3, &in->lay.zero, err);
-		break;
-	case CLI_OPT_LAYERS:
-		rc = cli_count(arg, "layers", 1, LLM_MAX_LAYERS, &in->m.layers, err);
-		break;
-	case CLI_OPT_HIDDEN:
-		rc = cli_count(arg, "hidden", 1, LLM_MAX_HIDDEN, &in->m.hidden, err);
-		break;
-	case CLI_OPT_HEADS:
-		rc = cli_count(arg, "heads", 1, LLM_MAX_HEADS, &in->m.heads, err);
-		break;
-	case CLI_OPT_FFN:
-		rc = cli_count(arg, "ffn", 1, LLM_MAX_FFN, &in->m.ffn, err);
-		break;
-	case CLI_OPT_SEQ:
-		rc = cli_count(arg, "seq", 1, LLM_MAX_SEQ, &in->m.seq, err);
-		break;
-	case CLI_OPT_STEPS:
-		rc = cli_count(arg, "steps", 1, SYNTH_MAX_STEPS, &in->steps, err);
-		break;
-	case CLI_OPT_SP:
-		in->lay.sp = 1;
-		break;
-	case CLI_OPT_NOFLASH:
-		in->lay.flash = 0;
-		break;
-	case CLI_OPT_FP8ATTN:
-		in->lay.fp8_attention = 1;
-		break;
-	case CLI_OPT_PARTITION:
-		rc = layout_partition_parse(arg, &in->lay, err);
-		break;
-	case CLI_OPT_SHARD:
-		rc = cli_count(arg, "shard", 1, LAYOUT_MAX_DP, &in->lay.shard, err);
-		break;
-	case CLI_OPT_PREFETCH:
-		rc = cli_count(arg, "prefetch", 0, LAYOUT_MAX_PREFETCH, &in->lay.prefetch, err);
-		break;
-	case CLI_OPT_BUCKET:
-		rc = cli_count(arg, "bucket-mb", 1, LAYOUT_MAX_BUCKET_MB, &in->lay.bucket_mb, err);
-		break;
-	case CLI_OPT_NO_OVERLAP_GRAD:
-		in->lay.overlap_grad = 0;
-		break;
-	case CLI_OPT_OVERLAP_PARAM:
-		in->lay.overlap_param = 1;
-		break;
-	case CLI_OPT_TP_OVERLAP:
-		in->lay.tp_overlap = 1;
-		break;
-	case CLI_OPT_NO_PP_OVERLAP:
-		in->lay.pp_overlap = 0;
-		break;
-	case CLI_OPT_EP:
-		rc = cli_count(arg, "ep", 1, LAYOUT_MAX_EP, &in->lay.ep, err);
-		break;
-	case CLI_OPT_CP:
-		rc = cli_count(arg, "cp", 1, LAYOUT_MAX_CP, &in->lay.cp, err);
-		break;
-	case CLI_OPT_CP_ALLGATHER:
-		in->lay.cp_allgather = 1;
-		break;
-	case CLI_OPT_ETP:
-		rc = cli_count(arg, "etp", 1, LAYOUT_MAX_TP, &in->lay.etp, err);
-		break;
-	case CLI_OPT_IMBALANCE:
-		rc = cli_number(arg, "moe-imbalance", 1, LAYOUT_MAX_IMBALANCE, &in->lay.imbalance,
-				err);
-		break;
-	case CLI_OPT_GBS: /* kept in microbatches until cli_layout_apply */
-		rc = cli_count(arg, "gbs", 1, 1 << 24, &in->lay.microbatches, err);
-		break;
-	case CLI_OPT_SCHED:
-		if ((in->lay.schedule = layout_schedule_parse(arg)) < 0)
-			rc = prism_err_set(err, PRISM_EARG,
-					   "--schedule '%s': expected gpipe, 1f1b or interleaved",
-					   arg);
-		break;
-	case CLI_OPT_RECOMP:
-		if ((in->lay.recompute = layout_recompute_parse(arg)) < 0)
-			rc = prism_err_set(err, PRISM_EARG,
-					   "--recompute '%s': expected none, selective or full",
-					   arg);
-		break;
-	case CLI_OPT_DTYPE:
-		if ((in->lay.dtype = hw_dtype_parse(arg)) < 0)
-			rc = prism_err_set(
-			    err, PRISM_EARG,
-			    "--dtype '%s': expected fp32, tf32, bf16, fp16, fp8 or fp4", arg);
-		break;
-	default:
+	size_t n = 0;
+	while (own[n].name && n + 1 < cap) {
+		out[n] = own[n];
+		n++;
+	}
+	for (int k = 0; k < LK_N && n + 1 < cap; k++)
+		if (layout_knobs[k].opt)
+			out[n++] = (struct option){layout_knobs[k].opt,
+						   layout_knobs[k].kind == LK_BOOL ? no_argument
+										  : required_argument,
+						   NULL, CLI_OPT_KNOB + k};
+	if (n + 1 < cap)
+		out[n++] = (struct option){"gbs", required_argument, NULL, CLI_OPT_GBS};
+	if (n + 1 < cap)
+		out[n++] = (struct option){"steps", required_argument, NULL, CLI_OPT_STEPS};
+	out[n] = (struct option){NULL, 0, NULL, 0};
+}
+
+void cli_layout_init(struct cli_layout *o)
+{
+	memset(o, 0, sizeof(*o));
+	synth_in_default(&o->in);
+}
+
+int cli_layout_option(int c, const char *arg, struct cli_layout *o, struct prism_err *err)
+{
+	int k = c - CLI_OPT_KNOB;
+	char what[48];
+	double v;
+
+	if (c == CLI_OPT_GBS || c == CLI_OPT_STEPS) {
+		int *out = c == CLI_OPT_GBS ? &o->gbs : &o->steps;
+		if (cli_count(arg, c == CLI_OPT_GBS ? "gbs" : "steps", 1,
+			      c == CLI_OPT_GBS ? 1 << 24 : SYNTH_MAX_STEPS, out, err))
+			return -1;
+	} else if (k >= 0 && k < LK_N && layout_knobs[k].opt) {
+		const struct layout_knob *K = &layout_knobs[k];
+		snprintf(what, sizeof(what), "--%s", K->opt);
+		if (K->kind == LK_BOOL)
+			v = !K->def; /* a flag: the other value than the default */
+		else if (K->kind == LK_PART ? layout_partition_parse(arg, &o->in.lay, err)
+					    : layout_parse(k, arg, what, &v, &o->in.lay, err))
+			return -1;
+		if (K->kind != LK_PART)
+			layout_set(&o->in.m, &o->in.lay, k, v);
+		o->given |= LK_BIT(k);
+	} else {
 		return 0;
 	}
-	/* --gbs and --microbatches share a field: one or the other. */
-	if (!rc && (c == CLI_OPT_GBS || c == CLI_OPT_MICRO) &&
-	    (*given & CLI_SET(c == CLI_OPT_GBS ? CLI_OPT_MICRO : CLI_OPT_GBS)))
-		rc = prism_err_set(err, PRISM_EARG, "give --gbs or --microbatches, not both");
-	if (rc)
+	/* --gbs sets the microbatches: one or the other. */
+	if (o->gbs && (o->given & LK_BIT(LK_microbatches))) {
+		prism_err_set(err, PRISM_EARG, "give --gbs or --microbatches, not both");
 		return -1;
-	*given |= CLI_SET(c);
+	}
 	return 1;
 }
 
-int cli_layout_apply(const struct synth_in *src, uint64_t given, struct synth_in *dst,
-		     struct prism_err *err)
+int cli_layout_apply(const struct cli_layout *o, struct synth_in *dst, struct prism_err *err)
 {
-#define A(opt, field)                                                                              \
-	if (given & CLI_SET(opt))                                                                  \
-	dst->field = src->field
-	A(CLI_OPT_TP, lay.tp);
-	A(CLI_OPT_PP, lay.pp);
-	A(CLI_OPT_DP, lay.dp);
-	A(CLI_OPT_VP, lay.vp);
-	A(CLI_OPT_MBS, lay.mbs);
-	A(CLI_OPT_MICRO, lay.microbatches);
-	A(CLI_OPT_SCHED, lay.schedule);
-	A(CLI_OPT_RECOMP, lay.recompute);
-	A(CLI_OPT_SP, lay.sp);
-	A(CLI_OPT_ZERO, lay.zero);
-	A(CLI_OPT_DTYPE, lay.dtype);
-	A(CLI_OPT_LAYERS, m.layers);
-	A(CLI_OPT_HIDDEN, m.hidden);
-	A(CLI_OPT_HEADS, m.heads);
-	A(CLI_OPT_FFN, m.ffn);
-	A(CLI_OPT_SEQ, m.seq);
-	A(CLI_OPT_STEPS, steps);
-	A(CLI_OPT_NOFLASH, lay.flash);
-	A(CLI_OPT_FP8ATTN, lay.fp8_attention);
-	A(CLI_OPT_PARTITION, lay.partition);
-	A(CLI_OPT_SHARD, lay.shard);
-	A(CLI_OPT_PREFETCH, lay.prefetch);
-	A(CLI_OPT_BUCKET, lay.bucket_mb);
-	A(CLI_OPT_NO_OVERLAP_GRAD, lay.overlap_grad);
-	A(CLI_OPT_OVERLAP_PARAM, lay.overlap_param);
-	A(CLI_OPT_TP_OVERLAP, lay.tp_overlap);
-	A(CLI_OPT_NO_PP_OVERLAP, lay.pp_overlap);
-	A(CLI_OPT_EP, lay.ep);
-	A(CLI_OPT_ETP, lay.etp);
-	A(CLI_OPT_IMBALANCE, lay.imbalance);
-	A(CLI_OPT_CP, lay.cp);
-	A(CLI_OPT_CP_ALLGATHER, lay.cp_allgather);
-#undef A
-	if (given & CLI_SET(CLI_OPT_PARTITION))
-		memcpy(dst->lay.part, src->lay.part, sizeof(dst->lay.part));
-	if (given & CLI_SET(CLI_OPT_GBS)) {
-		long per = (long)dst->lay.mbs * dst->lay.dp, gbs = src->lay.microbatches;
-		if (gbs % per)
+	for (int k = 0; k < LK_N; k++)
+		if (o->given & LK_BIT(k))
+			layout_set(&dst->m, &dst->lay, k, layout_get(&o->in.m, &o->in.lay, k, 0));
+	if (o->given & LK_BIT(LK_partition))
+		memcpy(dst->lay.part, o->in.lay.part, sizeof(dst->lay.part));
+	if (o->steps)
+		dst->steps = o->steps;
+	if (o->gbs) {
+		long per = (long)dst->lay.mbs * dst->lay.dp;
+		if (o->gbs % per)
 			return prism_err_set(err, PRISM_EARG,
-					     "--gbs %ld is not a multiple of mbs %d x dp %d", gbs,
+					     "--gbs %d is not a multiple of mbs %d x dp %d", o->gbs,
 					     dst->lay.mbs, dst->lay.dp);
-		dst->lay.microbatches = (int)(gbs / per);
+		dst->lay.microbatches = (int)(o->gbs / per);
 	}
 	return 0;
+}
+
+/* text wrapped at 80 columns, its lines after the first indented to col. */
+static void wrap(FILE *f, const char *text, int at, int col)
+{
+	const char *p = text;
+	while (*p) {
+		const char *end = p, *brk = NULL;
+		while (*end && at + (end - p) < 80) {
+			if (*end == ' ')
+				brk = end;
+			end++;
+		}
+		if (*end && brk)
+			end = brk;
+		fprintf(f, "%.*s\n", (int)(end - p), p);
+		p = *end == ' ' ? end + 1 : end;
+		if (*p)
+			fprintf(f, "%*s", col, "");
+		at = col;
+	}
+}
+
+static void help_line(FILE *f, const char *opt, const char *arg, const char *text)
+{
+	char left[48];
+	snprintf(left, sizeof(left), "      --%s%s%s", opt, arg ? " " : "", arg ? arg : "");
+	if (strlen(left) > 30)
+		fprintf(f, "%s\n%31s", left, "");
+	else
+		fprintf(f, "%-31s", left);
+	wrap(f, text, 31, 31);
+}
+
+/* The help's sections: the layout, mixture-of-experts, the model's shape. */
+static int help_section(int k)
+{
+	if (layout_knobs[k].home == LK_M)
+		return 2;
+	return layout_knobs[k].flags & LK_MOE ? 1 : 0;
+}
+
+void cli_layout_help(FILE *f)
+{
+	static const char *const heads[] = {
+	    "layout (defaults: the base's, or as below):\n",
+	    "mixture-of-experts models (experts in the model file):\n",
+	    "model shape (defaults: the model's):\n"};
+	for (int sec = 0; sec < 3; sec++) {
+		fputs(heads[sec], f);
+		for (int k = 0; k < LK_N; k++) {
+			const struct layout_knob *K = &layout_knobs[k];
+			char text[1024], def[48] = "";
+			if (!K->opt || help_section(k) != sec)
+				continue;
+			if (K->home == LK_L && K->kind != LK_BOOL && K->kind != LK_PART) {
+				char v[32];
+				struct layout l;
+				layout_default(&l);
+				layout_format(NULL, &l, k, 0, v, sizeof(v));
+				snprintf(def, sizeof(def), " (default %s)", v);
+			}
+			snprintf(text, sizeof(text), "%s%s", K->help, def);
+			help_line(f, K->opt, K->arg, text);
+			if (k == LK_microbatches)
+				help_line(f, "gbs", "N",
+					  "or the global batch in sequences: microbatches = N / "
+					  "(mbs x dp)");
+		}
+	}
+	help_line(f, "steps", "N",
+		  "iterations to simulate (default 2; the first, from idle streams, is left "
+		  "out)");
 }
 
 /* TRACE.json -> TRACE.rankR.json when there are several ranks (and

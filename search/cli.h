@@ -12,6 +12,7 @@
 
 #include "graph.h"
 #include "prism.h"
+#include "synth.h"
 
 #define PRISM_VERSION "0.1.0"
 
@@ -101,92 +102,45 @@ struct kdb;
 int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err);
 
 /*
- * The layout and shape options of synth and whatif.  Each given option is
- * applied to *in and its bit set in *given (CLI_SET_*), so a command can
- * tell an override from a default.
+ * The layout and shape options of synth and whatif: one for each knob of
+ * layout.h that has an option (--tp, --zero, --no-flash, ...), with its
+ * range and help from the knob list, and --gbs (the global batch in
+ * sequences: microbatches = gbs / (mbs x dp)) and --steps.  Each given
+ * option is kept in a cli_layout, so a command can tell an override from a
+ * default, and applied to the run once its base is known.
  */
-struct synth_in;
-enum {
-	CLI_OPT_TP = 1000,
-	CLI_OPT_PP,
-	CLI_OPT_DP,
-	CLI_OPT_VP,
-	CLI_OPT_MBS,
-	CLI_OPT_MICRO,
-	CLI_OPT_SCHED,
-	CLI_OPT_RECOMP,
-	CLI_OPT_SP,
-	CLI_OPT_ZERO,
-	CLI_OPT_DTYPE,
-	CLI_OPT_LAYERS,
-	CLI_OPT_HIDDEN,
-	CLI_OPT_HEADS,
-	CLI_OPT_FFN,
-	CLI_OPT_SEQ,
-	CLI_OPT_STEPS,
-	CLI_OPT_NOFLASH,
-	CLI_OPT_GBS,
-	CLI_OPT_FP8ATTN,
-	CLI_OPT_PARTITION,
-	CLI_OPT_SHARD,
-	CLI_OPT_PREFETCH,
-	CLI_OPT_BUCKET,
-	CLI_OPT_NO_OVERLAP_GRAD,
-	CLI_OPT_OVERLAP_PARAM,
-	CLI_OPT_TP_OVERLAP,
-	CLI_OPT_NO_PP_OVERLAP,
-	CLI_OPT_EP,
-	CLI_OPT_ETP,
-	CLI_OPT_IMBALANCE,
-	CLI_OPT_CP,
-	CLI_OPT_CP_ALLGATHER,
-	CLI_OPT_NOPT
+struct cli_layout {
+	struct synth_in in; /* the values given (the others: synth_in_default's) */
+	layout_mask given;  /* the knobs given */
+	int gbs;	    /* --gbs, 0 when not given */
+	int steps;	    /* --steps, 0 when not given */
 };
-/* A bit of a uint64_t for each option given. */
-_Static_assert(CLI_OPT_NOPT - CLI_OPT_TP <= 64, "layout options beyond the given mask");
-#define CLI_SET(opt) (UINT64_C(1) << ((opt)-CLI_OPT_TP))
-#define CLI_LAYOUT_LONGOPTS                                                                        \
-	{"tp", required_argument, NULL, CLI_OPT_TP}, {"pp", required_argument, NULL, CLI_OPT_PP},  \
-	    {"dp", required_argument, NULL, CLI_OPT_DP},                                           \
-	    {"vp", required_argument, NULL, CLI_OPT_VP},                                           \
-	    {"mbs", required_argument, NULL, CLI_OPT_MBS},                                         \
-	    {"microbatches", required_argument, NULL, CLI_OPT_MICRO},                              \
-	    {"schedule", required_argument, NULL, CLI_OPT_SCHED},                                  \
-	    {"recompute", required_argument, NULL, CLI_OPT_RECOMP},                                \
-	    {"sp", no_argument, NULL, CLI_OPT_SP},                                                 \
-	    {"zero", required_argument, NULL, CLI_OPT_ZERO},                                       \
-	    {"dtype", required_argument, NULL, CLI_OPT_DTYPE},                                     \
-	    {"layers", required_argument, NULL, CLI_OPT_LAYERS},                                   \
-	    {"hidden", required_argument, NULL, CLI_OPT_HIDDEN},                                   \
-	    {"heads", required_argument, NULL, CLI_OPT_HEADS},                                     \
-	    {"ffn", required_argument, NULL, CLI_OPT_FFN},                                         \
-	    {"seq", required_argument, NULL, CLI_OPT_SEQ},                                         \
-	    {"steps", required_argument, NULL, CLI_OPT_STEPS},                                     \
-	    {"no-flash", no_argument, NULL, CLI_OPT_NOFLASH},                                      \
-	    {"gbs", required_argument, NULL, CLI_OPT_GBS},                                         \
-	    {"fp8-attention", no_argument, NULL, CLI_OPT_FP8ATTN},                                 \
-	    {"partition", required_argument, NULL, CLI_OPT_PARTITION},                             \
-	    {"shard", required_argument, NULL, CLI_OPT_SHARD},                                     \
-	    {"prefetch", required_argument, NULL, CLI_OPT_PREFETCH},                               \
-	    {"bucket-mb", required_argument, NULL, CLI_OPT_BUCKET},                                \
-	    {"no-overlap-grad", no_argument, NULL, CLI_OPT_NO_OVERLAP_GRAD},                       \
-	    {"overlap-param", no_argument, NULL, CLI_OPT_OVERLAP_PARAM},                           \
-	    {"tp-overlap", no_argument, NULL, CLI_OPT_TP_OVERLAP},                                 \
-	    {"no-pp-overlap", no_argument, NULL, CLI_OPT_NO_PP_OVERLAP},                           \
-	    {"ep", required_argument, NULL, CLI_OPT_EP},                                           \
-	    {"etp", required_argument, NULL, CLI_OPT_ETP},                                         \
-	    {"cp", required_argument, NULL, CLI_OPT_CP},                                           \
-	    {"cp-allgather", no_argument, NULL, CLI_OPT_CP_ALLGATHER},                             \
-	{                                                                                          \
-		"moe-imbalance", required_argument, NULL, CLI_OPT_IMBALANCE                        \
-	}
 
-/* The help text of those options. */
-extern const char cli_layout_help[];
+/* getopt_long's value of knob k's option, and of --gbs and --steps. */
+#define CLI_OPT_KNOB  1000
+#define CLI_OPT_GBS   (CLI_OPT_KNOB + LK_N)
+#define CLI_OPT_STEPS (CLI_OPT_GBS + 1)
+/* Options cli_longopts adds at most. */
+#define CLI_LAYOUT_NOPTS (LK_N + 2)
 
-/* 1 if c was a layout option (applied), 0 if not, negative with err set. */
-int cli_layout_option(int c, const char *arg, struct synth_in *in, uint64_t *given,
-		      struct prism_err *err);
+struct option;
+/* own (ended by a zeroed entry) then the layout options, ended by a zeroed
+ * entry, into out, which holds cap entries (cap >= own's + CLI_LAYOUT_NOPTS
+ * + 1). */
+void cli_longopts(const struct option *own, struct option *out, size_t cap);
+
+void cli_layout_init(struct cli_layout *o);
+
+/* 1 if c was a layout option (kept in o), 0 if not, negative with err
+ * set (the option, its value and what it expected). */
+int cli_layout_option(int c, const char *arg, struct cli_layout *o, struct prism_err *err);
+
+/* Apply to *dst every option o holds: 0, or PRISM_EARG (--gbs not a
+ * multiple of mbs x dp). */
+int cli_layout_apply(const struct cli_layout *o, struct synth_in *dst, struct prism_err *err);
+
+/* The help of those options, to f. */
+void cli_layout_help(FILE *f);
 
 /* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path);
  * TRACE.json.gz -> TRACE.rankR.json.gz. */
@@ -203,9 +157,5 @@ int cli_write_trace(const struct graph *g, const struct synth_out *so, const cha
  * PRISM_EARG naming both.  Call it before the work, so a refused run has
  * written nothing. */
 int cli_not_input(const char *out, const char *opt, char *const *in, int n, struct prism_err *err);
-
-/* Apply to *dst every option set in `given` from *src. */
-int cli_layout_apply(const struct synth_in *src, uint64_t given, struct synth_in *dst,
-		     struct prism_err *err);
 
 #endif

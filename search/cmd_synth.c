@@ -135,7 +135,7 @@ static int hw_reference(struct graph *g, const char *hw_path, const char *out,
 
 int cmd_synth(int argc, char **argv)
 {
-	static const struct option longopts[] = {
+	static const struct option own[] = {
 	    {"hw", required_argument, NULL, 'w'},
 	    {"output", required_argument, NULL, 'o'},
 	    {"json", no_argument, NULL, 'j'},
@@ -144,10 +144,11 @@ int cmd_synth(int argc, char **argv)
 	    {"host-us", required_argument, NULL, 'H'},
 	    {"db", required_argument, NULL, 'D'},
 	    {"help", no_argument, NULL, 'h'},
-	    CLI_LAYOUT_LONGOPTS,
 	    {NULL, 0, NULL, 0},
 	};
-	struct synth_in in, opt;
+	struct synth_in in;
+	struct cli_layout opt;
+	struct option longopts[32 + CLI_LAYOUT_NOPTS];
 	struct hw_profile hw;
 	struct predict_out p;
 	struct prism_err err;
@@ -155,16 +156,16 @@ int cmd_synth(int argc, char **argv)
 	struct synth_out so;
 	const char *hw_name = NULL, *out = NULL, *eff = NULL, *host = NULL, *db_path = NULL;
 	struct kdb *db = NULL;
-	uint64_t given = 0;
 	int json = 0, full = 0, c, rc;
 	char mpath[1024], hpath[1024];
 	char *inputs[3] = {mpath, hpath, NULL};
 
 	prism_err_clear(&err);
-	synth_in_default(&opt);
+	cli_layout_init(&opt);
+	cli_longopts(own, longopts, sizeof(longopts) / sizeof(longopts[0]));
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		int used = cli_layout_option(c, optarg, &opt, &given, &err);
+		int used = cli_layout_option(c, optarg, &opt, &err);
 		if (used < 0)
 			return cli_fail(&err);
 		if (used)
@@ -193,7 +194,7 @@ int cmd_synth(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(help, stdout);
-			fputs(cli_layout_help, stdout);
+			cli_layout_help(stdout);
 			return 0;
 		default:
 			return usage_bad_option("synth", "o:h", longopts, argv);
@@ -209,7 +210,7 @@ int cmd_synth(int argc, char **argv)
 	if ((rc = cli_load_model(argv[optind], &in.m, &err)) ||
 	    (rc = cli_load_hw(hw_name, &hw, &err)))
 		return cli_fail(&err);
-	if (cli_layout_apply(&opt, given, &in, &err))
+	if (cli_layout_apply(&opt, &in, &err))
 		return cli_fail(&err);
 	in.hw = &hw;
 	/* The files the trace will be written to (one per stage) are checked

@@ -166,7 +166,7 @@ static void print_text(const struct base *b, const struct synth_in *cand,
 
 int cmd_whatif(int argc, char **argv)
 {
-	static const struct option longopts[] = {
+	static const struct option own[] = {
 	    {"hw", required_argument, NULL, 'w'},
 	    {"base-hw", required_argument, NULL, 'W'},
 	    {"base-dp", required_argument, NULL, 'B'},
@@ -177,10 +177,11 @@ int cmd_whatif(int argc, char **argv)
 	    {"method", required_argument, NULL, 'M'},
 	    {"help", no_argument, NULL, 'h'},
 	    CLI_BUILD_LONGOPTS,
-	    CLI_LAYOUT_LONGOPTS,
 	    {NULL, 0, NULL, 0},
 	};
-	struct synth_in opt, cand;
+	struct synth_in cand;
+	struct cli_layout opt;
+	struct option longopts[48 + CLI_LAYOUT_NOPTS];
 	struct hw_profile hw_cand;
 	struct build_opts bo;
 	struct base_opts o;
@@ -191,19 +192,19 @@ int cmd_whatif(int argc, char **argv)
 	struct synth_out so;
 	const char *timeline = NULL, *db_path = NULL;
 	struct kdb *db = NULL;
-	uint64_t given = 0;
 	int json = 0, c, rc = 0, prefer = PREDICT_EDIT_PREFERRED;
 
 	build_opts_default(&bo);
 	prism_err_clear(&err);
-	synth_in_default(&opt);
+	cli_layout_init(&opt);
+	cli_longopts(own, longopts, sizeof(longopts) / sizeof(longopts[0]));
 	memset(&o, 0, sizeof(o));
 	memset(&b, 0, sizeof(b));
 	memset(&so, 0, sizeof(so));
 	o.bo = &bo;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "r:h", longopts, NULL)) != -1) {
-		int used = cli_layout_option(c, optarg, &opt, &given, &err);
+		int used = cli_layout_option(c, optarg, &opt, &err);
 		if (used == 0)
 			used = cli_build_option(c, optarg, &bo, &o.ranks, &err);
 		if (used < 0)
@@ -253,7 +254,7 @@ int cmd_whatif(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(help, stdout);
-			fputs(cli_layout_help, stdout);
+			cli_layout_help(stdout);
 			return 0;
 		default:
 			return usage_bad_option("whatif", "r:h", longopts, argv);
@@ -273,7 +274,7 @@ int cmd_whatif(int argc, char **argv)
 		goto fail;
 	b.pb.prefer = prefer;
 	cand = b.pb.in;
-	if ((rc = cli_layout_apply(&opt, given, &cand, &err)))
+	if ((rc = cli_layout_apply(&opt, &cand, &err)))
 		goto fail;
 	if (o.hw && strcmp(o.hw, b.pb.hw.id) != 0 && (b.pb.kind != PB_MODEL || o.base_hw)) {
 		if ((rc = cli_load_hw(o.hw, &hw_cand, &err)))

@@ -301,7 +301,7 @@ enum layout_show {
 	X(shard, L, l->zero > 0, layout_shard_group(l), .kind = LK_INT, .lo = 0,                  \
 	  .hi = LAYOUT_MAX_DP, .def = 0, .opt = "shard", .arg = "N",                               \
 	  .help = "ZeRO/FSDP sharding group of N data-parallel ranks (hybrid sharding, replicas "  \
-		  "all-reduce; 0, the default: the whole data-parallel group)",                    \
+		  "all-reduce; 0: the whole data-parallel group)",                                 \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key_group = 3, .show = LK_SHOW_ALWAYS,          \
 	  .desc = 201, .digit = 22)                                                                \
 	X(prefetch, L, l->zero == 3, v, .kind = LK_INT, .lo = 0, .hi = LAYOUT_MAX_PREFETCH,       \
@@ -310,8 +310,7 @@ enum layout_show {
 	  .desc = 202, .digit = 21)                                                                \
 	X(bucket_mb, L, 1, v, .kind = LK_INT, .lo = 0, .hi = LAYOUT_MAX_BUCKET_MB, .def = 0,      \
 	  .opt = "bucket-mb", .arg = "N",                                                          \
-	  .help = "gradient buckets of N MB (0, the default: Megatron's max(40M, 1M x dp) "        \
-		  "parameters)",                                                                   \
+	  .help = "gradient buckets of N MB (0: Megatron's max(40M, 1M x dp) parameters)",        \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "bucket", .key_group = 3,                 \
 	  .show = LK_SHOW_ALWAYS, .desc = 203, .digit = 20)                                        \
 	X(overlap_grad, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 1,                     \
@@ -356,8 +355,8 @@ enum layout_show {
 	  .desc = 302)                                                                             \
 	X(imbalance, L, m->experts > 0, v, .kind = LK_REAL, .lo = 1, .hi = LAYOUT_MAX_IMBALANCE,  \
 	  .def = 1, .opt = "moe-imbalance", .arg = "X",                                            \
-	  .help = "tokens on the busiest expert over the mean (1: balanced; capped by the "        \
-		  "model's capacity factor)",                                                      \
+	  .help = "tokens on the busiest expert over the mean (1: balanced), capped by the "       \
+		  "model's capacity factor",                                                       \
 	  .flags = LK_ONE | LK_MOE, .show = LK_SHOW_APPLIES, .desc = 403)                          \
 	X(heads, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_HEADS, .opt = "heads",           \
 	  .arg = "N", .help = "attention heads", .desc = -1)                                       \
