@@ -52,79 +52,83 @@ static int name_setting(const char *file, const config_t *cf, struct sweep *s,
 			     file, config_setting_source_line(e), SWEEP_NAME_MAX);
 }
 
-/* The value of a list element: a whole number in min..max, or a name
- * parse() knows. */
-static int element(const char *file, const config_setting_t *e, const char *knob, int min, int max,
-		   int (*parse)(const char *), int *out, struct prism_err *err)
+/* A partition's name in a sweep: even, balanced or embed-loss (lists of
+ * layers per stage belong to one pp: synth and whatif take them). */
+static int part_parse(const char *s)
 {
+	struct layout l;
+	if (layout_partition_parse(s, &l, NULL) || l.part[0])
+		return -1;
+	return l.partition;
+}
+
+/* The value of a list element of knob k (or of 'gpus', k < 0): a whole
+ * number in its range, or a name it knows. */
+static int element(const char *file, const config_setting_t *e, const char *what, int k,
+		   int *out, struct prism_err *err)
+{
+	const struct layout_knob *K = k >= 0 ? &layout_knobs[k] : NULL;
+	int min = K ? (int)K->lo : 1, max = K ? (int)K->hi : LAYOUT_MAX_GPUS;
+	int (*parse)(const char *) = !K ? NULL : K->kind == LK_PART ? part_parse : K->parse;
+
 	if (parse) {
 		const char *s = config_setting_get_string(e);
 		if (!s)
 			return prism_err_set(err, PRISM_EFORMAT,
 					     "%s:%d: '%s' must list names in quotes", file,
-					     config_setting_source_line(e), knob);
+					     config_setting_source_line(e), what);
 		if ((*out = parse(s)) >= 0)
 			return 0;
 		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s': unknown value '%s'", file,
-				     config_setting_source_line(e), knob, s);
+				     config_setting_source_line(e), what, s);
 	}
 	if (config_setting_type(e) != CONFIG_TYPE_INT)
 		return prism_err_set(err, PRISM_EFORMAT,
 				     "%s:%d: '%s' must list whole numbers in %d..%d", file,
-				     config_setting_source_line(e), knob, min, max);
+				     config_setting_source_line(e), what, min, max);
 	*out = config_setting_get_int(e);
 	if (*out < min || *out > max)
 		return prism_err_set(err, PRISM_EFORMAT,
 				     "%s:%d: '%s' must list whole numbers in %d..%d, not %d", file,
-				     config_setting_source_line(e), knob, min, max, *out);
+				     config_setting_source_line(e), what, min, max, *out);
 	return 0;
 }
 
-/* A partition's name in a sweep: even, balanced or embed-loss (lists of
- * layers per stage belong to one pp: synth and whatif take them). */
-static int part_parse(const char *s)
+/* space.ID (or 'gpus' at the root, k < 0): a list (or one value) of knob
+ * k's values; absent: its sweep default (SWEEP_BASE: the base's). */
+static int knob(const char *file, config_setting_t *space, const char *name, int k,
+		struct sweep_list *out, struct prism_err *err)
 {
-	if (strcmp(s, "even") == 0)
-		return LAYOUT_PART_GIVEN;
-	if (strcmp(s, "balanced") == 0)
-		return LAYOUT_PART_BALANCED;
-	if (strcmp(s, "embed-loss") == 0)
-		return LAYOUT_PART_EMBED_LOSS;
-	return -1;
-}
-
-/* space.KNOB: a list (or one value) of whole numbers in min..max or of
- * names parse() knows; absent: the default. */
-static int knob(const char *file, config_setting_t *space, const char *name, int def, int min,
-		int max, int (*parse)(const char *), struct sweep_list *out, struct prism_err *err)
-{
-	config_setting_t *k = space ? config_setting_lookup(space, name) : NULL;
+	config_setting_t *e = space ? config_setting_lookup(space, name) : NULL;
 	char full[64];
 	int rc;
 
 	snprintf(full, sizeof(full), "%s%s", space && config_setting_is_root(space) ? "" : "space.",
 		 name);
 	out->n = 0;
-	if (!k) {
-		out->v[out->n++] = def;
+	if (!e) {
+		const struct layout_knob *K = &layout_knobs[k];
+		out->v[out->n++] = K->flags & LK_BASE	? SWEEP_BASE
+				   : K->flags & LK_SDEF ? (int)K->sdef
+							: (int)K->def;
 		return 0;
 	}
-	if (config_setting_is_aggregate(k)) {
-		int n = config_setting_length(k);
+	if (config_setting_is_aggregate(e)) {
+		int n = config_setting_length(e);
 		if (n < 1)
 			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: '%s' is an empty list",
-					     file, config_setting_source_line(k), full);
+					     file, config_setting_source_line(e), full);
 		if (n > SWEEP_MAX_LIST)
 			return prism_err_set(
 			    err, PRISM_EFORMAT, "%s:%d: '%s' lists %d values, at most %d", file,
-			    config_setting_source_line(k), full, n, SWEEP_MAX_LIST);
+			    config_setting_source_line(e), full, n, SWEEP_MAX_LIST);
 		for (int i = 0; i < n; i++)
-			if ((rc = element(file, config_setting_get_elem(k, (unsigned)i), full, min,
-					  max, parse, &out->v[out->n++], err)))
+			if ((rc = element(file, config_setting_get_elem(e, (unsigned)i), full, k,
+					  &out->v[out->n++], err)))
 				return rc;
 		return 0;
 	}
-	return element(file, k, full, min, max, parse, &out->v[out->n++], err);
+	return element(file, e, full, k, &out->v[out->n++], err);
 }
 
 char *sweep_canon(const char *text)
@@ -183,6 +187,21 @@ static int known(const char *file, config_setting_t *g, const char *const *names
 			return prism_err_set(err, PRISM_EFORMAT, "%s:%d: unknown setting '%s%s'",
 					     file, config_setting_source_line(e), where,
 					     nm ? nm : "?");
+	}
+	return 0;
+}
+
+/* Every setting of space must be a sweep knob (layout.h, LK_SWEEP). */
+static int known_knobs(const char *file, config_setting_t *space, struct prism_err *err)
+{
+	for (int i = 0; space && i < config_setting_length(space); i++) {
+		config_setting_t *e = config_setting_get_elem(space, (unsigned)i);
+		const char *nm = config_setting_name(e);
+		int k = nm ? layout_knob_find(nm) : -1;
+		if (k < 0 || !(layout_knobs[k].flags & LK_SWEEP))
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: unknown setting 'space.%s'", file,
+					     config_setting_source_line(e), nm ? nm : "?");
 	}
 	return 0;
 }
@@ -309,19 +328,51 @@ static int load_base(struct sweep *s, struct prism_err *err)
 	return 0;
 }
 
+/* 'gpus': a list (or one value) of GPU counts. */
+static int gpus_list(const char *file, config_setting_t *root, struct sweep_list *out,
+		     struct prism_err *err)
+{
+	config_setting_t *e = config_setting_lookup(root, "gpus");
+	int n = config_setting_is_aggregate(e) ? config_setting_length(e) : 1, rc;
+	out->n = 0;
+	if (n < 1)
+		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: 'gpus' is an empty list", file,
+				     config_setting_source_line(e));
+	if (n > SWEEP_MAX_LIST)
+		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: 'gpus' lists %d values, at most %d",
+				     file, config_setting_source_line(e), n, SWEEP_MAX_LIST);
+	for (int i = 0; i < n; i++)
+		if ((rc = element(file,
+				  config_setting_is_aggregate(e)
+				      ? config_setting_get_elem(e, (unsigned)i)
+				      : e,
+				  "gpus", -1, &out->v[out->n++], err)))
+			return rc;
+	return 0;
+}
+
+/* The knobs a candidate's index varies, by their digits (slowest first;
+ * ties in the list's order); vp rides with the schedule. */
+static void digits(struct sweep *s)
+{
+	s->n_order = 0;
+	for (int k = 0; k < LK_N; k++) {
+		int i = s->n_order;
+		if (!(layout_knobs[k].flags & LK_SWEEP) || k == LK_vp)
+			continue;
+		for (; i > 0 && layout_knobs[s->order[i - 1]].digit > layout_knobs[k].digit; i--)
+			s->order[i] = s->order[i - 1];
+		s->order[i] = k;
+		s->n_order++;
+	}
+}
+
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 {
 	static const char *const top[] = {
 	    "name",	    "model",	     "base",	    "hw",    "gpus",   "gpu_budget",
 	    "global_batch", "screen_margin", "kernel_db",   "space", "tokens", "price_per_gpu_hour",
 	    "base_dp",	    "moe_imbalance", "base_step_ms"};
-	static const char *const knobs[] = {
-	    "tp",	  "pp",		  "mbs",	   "schedule",
-	    "vp",	  "recompute",	  "zero",	   "sp",
-	    "layers",	  "hidden",	  "dtype",	   "fp8_attention",
-	    "flash",	  "partition",	  "shard",	   "prefetch",
-	    "bucket_mb",  "overlap_grad", "overlap_param", "tp_overlap",
-	    "pp_overlap", "ep",		  "etp",	   "cp"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -334,7 +385,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	space = config_lookup(&cf, "space");
 	if ((rc = known(path, config_root_setting(&cf), top, sizeof(top) / sizeof(top[0]), "",
 			err)) ||
-	    (rc = known(path, space, knobs, sizeof(knobs) / sizeof(knobs[0]), "space.", err)))
+	    (rc = known_knobs(path, space, err)))
 		goto out;
 	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_files(path, &cf, s, err)) ||
 	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
@@ -389,8 +440,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		goto out;
 	}
 	if (strcmp(config_setting_name(gpus), "gpus") == 0) {
-		if ((rc = knob(path, config_root_setting(&cf), "gpus", 0, 1, LAYOUT_MAX_GPUS, NULL,
-			       &s->gpus, err)))
+		if ((rc = gpus_list(path, config_root_setting(&cf), &s->gpus, err)))
 			goto out;
 	} else {
 		double budget;
@@ -400,37 +450,11 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		for (long g = 1; g <= budget && s->gpus.n < SWEEP_MAX_LIST; g *= 2)
 			s->gpus.v[s->gpus.n++] = (int)g;
 	}
-	if ((rc = knob(path, space, "tp", 1, 1, LAYOUT_MAX_TP, NULL, &s->tp, err)) ||
-	    (rc = knob(path, space, "pp", 1, 1, LAYOUT_MAX_STAGES, NULL, &s->pp, err)) ||
-	    (rc = knob(path, space, "mbs", 1, 1, LAYOUT_MAX_MBS, NULL, &s->mbs, err)) ||
-	    (rc = knob(path, space, "schedule", LAYOUT_1F1B, 0, 0, layout_schedule_parse,
-		       &s->schedule, err)) ||
-	    (rc = knob(path, space, "vp", 2, 1, LAYOUT_MAX_VP, NULL, &s->vp, err)) ||
-	    (rc = knob(path, space, "recompute", 0, 0, 0, layout_recompute_parse, &s->recompute,
-		       err)) ||
-	    (rc = knob(path, space, "zero", 0, 0, 3, NULL, &s->zero, err)) ||
-	    (rc = knob(path, space, "sp", 0, 0, 1, NULL, &s->sp, err)) ||
-	    (rc = knob(path, space, "layers", 0, 1, LLM_MAX_LAYERS, NULL, &s->layers, err)) ||
-	    (rc = knob(path, space, "hidden", 0, 1, LLM_MAX_HIDDEN, NULL, &s->hidden, err)) ||
-	    /* absent: the base's (-1) */
-	    (rc = knob(path, space, "dtype", -1, 0, 0, hw_dtype_parse, &s->dtype, err)) ||
-	    (rc = knob(path, space, "fp8_attention", -1, 0, 1, NULL, &s->fp8_attention, err)) ||
-	    (rc = knob(path, space, "flash", -1, 0, 1, NULL, &s->flash, err)) ||
-	    (rc = knob(path, space, "partition", LAYOUT_PART_GIVEN, 0, 0, part_parse, &s->partition,
-		       err)) ||
-	    (rc = knob(path, space, "shard", 0, 0, LAYOUT_MAX_DP, NULL, &s->shard, err)) ||
-	    (rc = knob(path, space, "prefetch", 1, 0, LAYOUT_MAX_PREFETCH, NULL, &s->prefetch,
-		       err)) ||
-	    (rc = knob(path, space, "bucket_mb", 0, 0, LAYOUT_MAX_BUCKET_MB, NULL, &s->bucket_mb,
-		       err)) ||
-	    (rc = knob(path, space, "overlap_grad", 1, 0, 1, NULL, &s->overlap_grad, err)) ||
-	    (rc = knob(path, space, "overlap_param", 0, 0, 1, NULL, &s->overlap_param, err)) ||
-	    (rc = knob(path, space, "tp_overlap", 0, 0, 1, NULL, &s->tp_overlap, err)) ||
-	    (rc = knob(path, space, "pp_overlap", 1, 0, 1, NULL, &s->pp_overlap, err)) ||
-	    (rc = knob(path, space, "ep", 1, 1, LAYOUT_MAX_EP, NULL, &s->ep, err)) ||
-	    (rc = knob(path, space, "etp", 1, 1, LAYOUT_MAX_TP, NULL, &s->etp, err)) ||
-	    (rc = knob(path, space, "cp", 1, 1, LAYOUT_MAX_CP, NULL, &s->cp, err)))
-		goto out;
+	for (int k = 0; k < LK_N; k++)
+		if ((layout_knobs[k].flags & LK_SWEEP) &&
+		    (rc = knob(path, space, layout_knobs[k].id, k, &s->knob[k], err)))
+			goto out;
+	digits(s);
 	if (sweep_count(s) > SWEEP_MAX_CANDIDATES) {
 		char n[32];
 		if (sweep_count(s) == UINT64_MAX)
@@ -484,44 +508,8 @@ void sweep_free(struct sweep *s)
 
 static void make_key(struct cand *c)
 {
-	const struct layout *l = &c->in.lay;
-	snprintf(c->key, sizeof(c->key),
-		 "gpus=%d;tp=%d;pp=%d;dp=%d;vp=%d;mbs=%d;mb=%d;sched=%s;rc=%s;zero=%d;sp=%d;"
-		 "layers=%d;hidden=%d",
-		 c->gpus, l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches,
-		 layout_schedule_name(l->schedule), layout_recompute_name(l->recompute), l->zero,
-		 l->sp, c->in.m.layers, c->in.m.hidden);
-	/* The precision and attention knobs only where they differ from what
-	 * every candidate ran before they were knobs (bf16, flash): keys of
-	 * stored sweeps stay valid. */
-	if (c->in.lay.dtype != HW_BF16 || c->in.lay.fp8_attention || !l->flash) {
-		size_t n = strlen(c->key);
-		snprintf(c->key + n, sizeof(c->key) - n, ";dtype=%s;fp8attn=%d;flash=%d",
-			 hw_dtype_name(c->in.lay.dtype), c->in.lay.fp8_attention, l->flash);
-	}
-	/* Placement, sharding and overlap, likewise where they differ from
-	 * what candidates ran before they were knobs. */
-	if (c->in.lay.partition != LAYOUT_PART_GIVEN || l->shard || l->prefetch != 1 ||
-	    l->bucket_mb || !l->overlap_grad || l->overlap_param || l->tp_overlap ||
-	    !l->pp_overlap) {
-		size_t n = strlen(c->key);
-		char part[32];
-		layout_partition_name(&c->in.lay, part, sizeof(part));
-		snprintf(c->key + n, sizeof(c->key) - n,
-			 ";part=%s;shard=%d;prefetch=%d;bucket=%d;ovg=%d;ovp=%d;tpo=%d;ppo=%d",
-			 part, l->shard, l->prefetch, l->bucket_mb, l->overlap_grad,
-			 l->overlap_param, l->tp_overlap, l->pp_overlap);
-	}
-	/* Expert parallelism, likewise. */
-	if (layout_ep(l) > 1 || layout_etp(l) > 1) {
-		size_t n = strlen(c->key);
-		snprintf(c->key + n, sizeof(c->key) - n, ";ep=%d;etp=%d", layout_ep(l),
-			 layout_etp(l));
-	}
-	if (layout_cp(l) > 1) {
-		size_t n = strlen(c->key);
-		snprintf(c->key + n, sizeof(c->key) - n, ";cp=%d", layout_cp(l));
-	}
+	int n = snprintf(c->key, sizeof(c->key), "gpus=%d;", c->gpus);
+	layout_key(&c->in.m, &c->in.lay, c->key + n, sizeof(c->key) - (size_t)n);
 }
 
 /* Verdicts before simulation: the layout rules, then memory, then the
@@ -569,84 +557,32 @@ static void judge(const struct sweep *s, struct cand *c)
 			 : synth_lower_bound(&c->in);
 }
 
-/* The placement, sharding and overlap knobs, enumerated as one mixed-radix
- * index over their lists. */
-static const struct sweep_list *extra_list(const struct sweep *s, int k)
-{
-	const struct sweep_list *l[] = {
-	    &s->partition,    &s->shard,	 &s->prefetch,	 &s->bucket_mb,
-	    &s->overlap_grad, &s->overlap_param, &s->tp_overlap, &s->pp_overlap,
-	    &s->ep,	      &s->etp,		 &s->cp};
-	return l[k];
-}
-
-/* The knobs extra_list holds: the last ones vary slowest, so that a sweep
- * without ep and etp (one value each) numbers its candidates as before. */
-#define EXTRA_N 11
-
-static long extra_n(const struct sweep *s)
-{
-	long n = 1;
-	for (int k = 0; k < EXTRA_N; k++)
-		n *= extra_list(s, k)->n;
-	return n;
-}
-
-/* Candidate in takes index ix of the knobs; 1 when a knob that does not
- * apply to it (partition with pp 1, shard without ZeRO, prefetch below
- * ZeRO-3, the parameter gather's overlap outside ZeRO-1/2, TP overlap
- * without tp and sp) is past its first value: the same candidate again. */
-static int extra_apply(const struct sweep *s, long ix, struct synth_in *in)
-{
-	int i[EXTRA_N];
-	struct layout *l = &in->lay;
-	for (int k = 0; k < EXTRA_N; k++) {
-		i[k] = (int)(ix % extra_list(s, k)->n);
-		ix /= extra_list(s, k)->n;
-	}
-	in->lay.partition = s->partition.v[i[0]];
-	memset(l->part, 0, sizeof(l->part));
-	l->shard = s->shard.v[i[1]];
-	l->prefetch = s->prefetch.v[i[2]];
-	l->bucket_mb = s->bucket_mb.v[i[3]];
-	l->overlap_grad = s->overlap_grad.v[i[4]];
-	l->overlap_param = s->overlap_param.v[i[5]];
-	l->tp_overlap = s->tp_overlap.v[i[6]];
-	l->pp_overlap = s->pp_overlap.v[i[7]];
-	l->ep = s->ep.v[i[8]];
-	l->etp = s->etp.v[i[9]];
-	l->cp = s->cp.v[i[10]];
-	/* ep and etp apply to mixture-of-experts models only. */
-	return (i[0] && l->pp == 1) || (i[1] && l->zero == 0) || (i[2] && l->zero < 3) ||
-	       (i[5] && (l->zero < 1 || l->zero > 2)) || (i[6] && (l->tp == 1 || !l->sp)) ||
-	       (i[7] && l->pp == 1) || ((i[8] || i[9]) && in->m.experts == 0);
-}
-
 static int decode(const struct sweep *s, uint64_t index, struct cand *c);
 
 /* Schedule and virtual stages, one axis: vp varies only with interleaved. */
 static int sched_axis(const struct sweep *s)
 {
 	int n = 0;
-	for (int is = 0; is < s->schedule.n; is++)
-		n += s->schedule.v[is] == LAYOUT_INTERLEAVED ? s->vp.n : 1;
+	for (int is = 0; is < s->knob[LK_schedule].n; is++)
+		n += s->knob[LK_schedule].v[is] == LAYOUT_INTERLEAVED ? s->knob[LK_vp].n : 1;
 	return n;
+}
+
+/* How many values knob k's digit takes. */
+static int radix(const struct sweep *s, int k)
+{
+	return k == LK_schedule ? sched_axis(s) : s->knob[k].n;
 }
 
 uint64_t sweep_count(const struct sweep *s)
 {
-	/* Up to 32^12 x 32 x 32 would overflow: the product saturates. */
-	const uint64_t n[] = {
-	    (uint64_t)s->gpus.n,   (uint64_t)s->tp.n,	    (uint64_t)s->pp.n,
-	    (uint64_t)s->mbs.n,	   (uint64_t)sched_axis(s), (uint64_t)s->recompute.n,
-	    (uint64_t)s->zero.n,   (uint64_t)s->sp.n,	    (uint64_t)s->layers.n,
-	    (uint64_t)s->hidden.n, (uint64_t)s->dtype.n,    (uint64_t)s->fp8_attention.n,
-	    (uint64_t)s->flash.n,  (uint64_t)extra_n(s)};
-	uint64_t c = 1;
-	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
-		if (n[i] && c > UINT64_MAX / n[i])
+	/* Up to 32^25 would overflow: the product saturates. */
+	uint64_t c = (uint64_t)s->gpus.n;
+	for (int i = 0; i < s->n_order; i++) {
+		uint64_t n = (uint64_t)radix(s, s->order[i]);
+		if (n && c > UINT64_MAX / n)
 			return UINT64_MAX;
-		c *= n[i];
+		c *= n;
 	}
 	return c;
 }
@@ -668,121 +604,106 @@ int sweep_key(const struct sweep *s, uint64_t index, char *key, size_t n)
 	return 0;
 }
 
+/* The model's width in a sweep: hidden, the FFN keeping its ratio to it
+ * (a plain trace's, whose width is unknown, takes it as it is). */
+static void set_hidden(const struct sweep *s, struct cand *c, int hidden, int64_t *ffn)
+{
+	if (s->tmpl.m.hidden <= 0) {
+		c->in.m.hidden = hidden; /* judged: a plain trace's is unknown */
+		return;
+	}
+	*ffn = (int64_t)s->tmpl.m.ffn * hidden / s->tmpl.m.hidden;
+	c->in.m.ffn = *ffn > LLM_MAX_FFN ? LLM_MAX_FFN : (int)*ffn;
+	c->in.m.hidden = hidden;
+}
+
 /* Candidate index of s, keyed and checked against the sweep's own rules
- * (not judged): 0, or 1 when index is no candidate. */
+ * (not judged): 0, or 1 when index is no candidate: past the last, or a
+ * knob that does not apply to it past its first value (partition with pp
+ * 1, shard without ZeRO, ...: layout.h's `applies`), or sp without tp
+ * (LK_FORCE: the same candidate as no sp). */
 static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 {
-	/* Mixed radix, the last knob fastest: the order of nested loops
-	 * over gpus, tp, pp, mbs, schedule (and vp), recompute, zero, sp,
-	 * layers, hidden, dtype, fp8_attention, flash, and the placement,
-	 * sharding and overlap knobs (extra_apply's index). */
 	uint64_t x = index;
-	long ix = (long)(x % (uint64_t)extra_n(s));
-	int ifl, ifa, idt, ih, il, iq, iz, ir, isv, ib, ip, it, ig, is = 0, iv = 0;
-	x /= (uint64_t)extra_n(s);
-	ifl = (int)(x % (uint64_t)s->flash.n);
-	x /= (uint64_t)s->flash.n;
-	ifa = (int)(x % (uint64_t)s->fp8_attention.n);
-	x /= (uint64_t)s->fp8_attention.n;
-	idt = (int)(x % (uint64_t)s->dtype.n);
-	x /= (uint64_t)s->dtype.n;
-	ih = (int)(x % (uint64_t)s->hidden.n);
-	x /= (uint64_t)s->hidden.n;
-	il = (int)(x % (uint64_t)s->layers.n);
-	x /= (uint64_t)s->layers.n;
-	iq = (int)(x % (uint64_t)s->sp.n);
-	x /= (uint64_t)s->sp.n;
-	iz = (int)(x % (uint64_t)s->zero.n);
-	x /= (uint64_t)s->zero.n;
-	ir = (int)(x % (uint64_t)s->recompute.n);
-	x /= (uint64_t)s->recompute.n;
-	isv = (int)(x % (uint64_t)sched_axis(s));
-	x /= (uint64_t)sched_axis(s);
-	ib = (int)(x % (uint64_t)s->mbs.n);
-	x /= (uint64_t)s->mbs.n;
-	ip = (int)(x % (uint64_t)s->pp.n);
-	x /= (uint64_t)s->pp.n;
-	it = (int)(x % (uint64_t)s->tp.n);
-	x /= (uint64_t)s->tp.n;
+	int ix[LK_N] = {0};
+	int gpus, dp;
+	int64_t tpp, per, ffn = 0;
+	struct layout *l = &c->in.lay;
+
+	/* Mixed radix, the fastest digit last. */
+	for (int i = s->n_order - 1; i >= 0; i--) {
+		int k = s->order[i];
+		ix[k] = (int)(x % (uint64_t)radix(s, k));
+		x /= (uint64_t)radix(s, k);
+	}
 	if (x >= (uint64_t)s->gpus.n)
 		return 1; /* past the last */
-	ig = (int)x;
-	for (;; is++) {
-		int nv = s->schedule.v[is] == LAYOUT_INTERLEAVED ? s->vp.n : 1;
-		if (isv < nv) {
-			iv = isv;
+	/* The schedule axis: each schedule, interleaved once per vp. */
+	for (int is = 0;; is++) {
+		int il = s->knob[LK_schedule].v[is] == LAYOUT_INTERLEAVED;
+		int nv = il ? s->knob[LK_vp].n : 1;
+		if (ix[LK_schedule] < nv) {
+			ix[LK_vp] = il ? ix[LK_schedule] : -1;
+			ix[LK_schedule] = is;
 			break;
 		}
-		isv -= nv;
+		ix[LK_schedule] -= nv;
 	}
-	{
-		/* The ranges of sweep_load keep every product below in 64 bits,
-		 * and the quotients stored in ints below their limits. */
-		int gpus = s->gpus.v[ig], tp = s->tp.v[it], pp = s->pp.v[ip], mbs = s->mbs.v[ib];
-		int64_t tpp = (int64_t)tp * pp;
-		int dp = (int)(gpus / tpp);
-		int64_t per = (int64_t)dp * mbs, ffn = 0;
-		if (s->sp.v[iq] && tp == 1 && s->sp.n > 1)
-			return 1; /* sp without tp is the same candidate as no sp */
-		memset(c, 0, sizeof(*c));
-		c->in = s->tmpl;
-		c->in.hw = &s->hw;
-		if (s->layers.v[il] > 0)
-			c->in.m.layers = s->layers.v[il];
-		if (s->hidden.v[ih] > 0 && s->tmpl.m.hidden <= 0) {
-			c->in.m.hidden = s->hidden.v[ih]; /* judged: a plain trace's is unknown */
-		} else if (s->hidden.v[ih] > 0) {
-			/* The FFN keeps its ratio to the width. */
-			ffn = (int64_t)s->tmpl.m.ffn * s->hidden.v[ih] / s->tmpl.m.hidden;
-			c->in.m.ffn = ffn > LLM_MAX_FFN ? LLM_MAX_FFN : (int)ffn;
-			c->in.m.hidden = s->hidden.v[ih];
-		}
-		c->gpus = gpus;
-		c->in.lay.tp = tp;
-		c->in.lay.pp = pp;
-		c->in.lay.dp = dp > 0 ? dp : 1;
-		c->in.lay.mbs = mbs;
-		c->in.lay.schedule = s->schedule.v[is];
-		c->in.lay.vp = s->schedule.v[is] == LAYOUT_INTERLEAVED ? s->vp.v[iv] : 1;
-		c->in.lay.recompute = s->recompute.v[ir];
-		c->in.lay.zero = s->zero.v[iz];
-		c->in.lay.sp = s->sp.v[iq] && tp > 1;
-		if (s->dtype.v[idt] >= 0)
-			c->in.lay.dtype = s->dtype.v[idt];
-		if (s->fp8_attention.v[ifa] >= 0)
-			c->in.lay.fp8_attention = s->fp8_attention.v[ifa];
-		if (s->flash.v[ifl] >= 0)
-			c->in.lay.flash = s->flash.v[ifl];
-		if (extra_apply(s, ix, &c->in))
-			return 1; /* a knob that does not apply: its first value only */
-		if (layout_cp(&c->in.lay) > 1) {
-			/* Context parallelism takes its ranks from the data-parallel
-			 * ones: dp = gpus / (tp x pp x cp). */
-			tpp *= layout_cp(&c->in.lay);
-			dp = (int)(gpus / tpp);
-			per = (int64_t)dp * mbs;
-			c->in.lay.dp = dp > 0 ? dp : 1;
-		}
-		c->in.lay.microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
-		if (c->in.lay.microbatches < 1)
-			c->in.lay.microbatches = 1;
-		if (gpus % tpp) {
-			c->status = CS_INVALID;
-			snprintf(c->reason, sizeof(c->reason),
-				 "%d GPUs do not divide by tp %d x pp %d%s", gpus, tp, pp,
-				 layout_cp(&c->in.lay) > 1 ? " x cp" : "");
-		} else if (s->global_batch % per) {
-			c->status = CS_INVALID;
-			snprintf(c->reason, sizeof(c->reason),
-				 "global batch %d does not divide by dp %d x mbs %d",
-				 s->global_batch, dp, mbs);
-		} else if (ffn > LLM_MAX_FFN) {
-			c->status = CS_INVALID;
-			snprintf(c->reason, sizeof(c->reason),
-				 "ffn %" PRId64 " (scaled with hidden %d) is beyond %d", ffn,
-				 c->in.m.hidden, LLM_MAX_FFN);
-		}
-		make_key(c);
+	memset(c, 0, sizeof(*c));
+	c->in = s->tmpl;
+	c->in.hw = &s->hw;
+	c->gpus = gpus = s->gpus.v[x];
+	for (int i = 0; i < s->n_order; i++) {
+		int k = s->order[i], v = s->knob[k].v[ix[k]];
+		if (v == SWEEP_BASE)
+			continue;
+		if (k == LK_hidden)
+			set_hidden(s, c, v, &ffn);
+		else
+			layout_set(&c->in.m, l, k, v);
 	}
+	l->vp = ix[LK_vp] >= 0 ? s->knob[LK_vp].v[ix[LK_vp]] : 1;
+	memset(l->part, 0, sizeof(l->part));
+	/* A knob that does not apply: its first value only (the same
+	 * candidate again); LK_FORCE: its default. */
+	for (int i = 0; i < s->n_order; i++) {
+		int k = s->order[i];
+		const struct layout_knob *K = &layout_knobs[k];
+		if (layout_applies(&c->in.m, l, k))
+			continue;
+		if (K->flags & LK_FORCE) {
+			if (layout_get(&c->in.m, l, k, 0) != K->def && s->knob[k].n > 1)
+				return 1;
+			layout_set(&c->in.m, l, k, K->def);
+		} else if (ix[k] > 0) {
+			return 1;
+		}
+	}
+	/* The data-parallel ranks are what the other degrees leave: dp = gpus
+	 * / (tp x pp x cp); the microbatches what the global batch asks of
+	 * them. */
+	tpp = (int64_t)l->tp * l->pp * layout_cp(l);
+	dp = (int)(gpus / tpp);
+	l->dp = dp > 0 ? dp : 1;
+	per = (int64_t)dp * l->mbs;
+	l->microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
+	if (l->microbatches < 1)
+		l->microbatches = 1;
+	if (gpus % tpp) {
+		c->status = CS_INVALID;
+		snprintf(c->reason, sizeof(c->reason), "%d GPUs do not divide by tp %d x pp %d%s",
+			 gpus, l->tp, l->pp, layout_cp(l) > 1 ? " x cp" : "");
+	} else if (s->global_batch % per) {
+		c->status = CS_INVALID;
+		snprintf(c->reason, sizeof(c->reason),
+			 "global batch %d does not divide by dp %d x mbs %d", s->global_batch, dp,
+			 l->mbs);
+	} else if (ffn > LLM_MAX_FFN) {
+		c->status = CS_INVALID;
+		snprintf(c->reason, sizeof(c->reason),
+			 "ffn %" PRId64 " (scaled with hidden %d) is beyond %d", ffn, c->in.m.hidden,
+			 LLM_MAX_FFN);
+	}
+	make_key(c);
 	return 0;
 }

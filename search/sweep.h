@@ -4,16 +4,15 @@
  * A sweep file (in configs/sweeps/, each commented as its own manual)
  * names the base -- a model configuration, or a trace (or saved graph):
  * annotated (its kernels calibrate the costs) or plain (candidates are
- * graph edits of it, predict.h) -- and the hardware, the GPU counts (a list, or a budget:
- * every power of two up to it), the global batch in sequences, and for
- * each knob a list: tp, pp, mbs, schedule, vp, recompute, zero, sp, layers,
- * hidden, dtype (the linear layers' GEMMs), fp8_attention, flash,
- * partition, shard, prefetch, bucket_mb, overlap_grad, overlap_param,
- * tp_overlap, pp_overlap, ep, etp (mixture-of-experts models), cp (context
- * parallelism: dp = gpus / (tp x pp x cp)); optionally a kernel database
- * (kernel_db, from prism calibrate --db) for kernel times, and the tokens to train and the price of a
- * GPU-hour (tokens, price_per_gpu_hour) for the report's days and cost.  dp follows from the GPU count (gpus / (tp x pp)), the microbatch
- * count from the global batch (global / (dp x mbs)).
+ * graph edits of it, predict.h) -- and the hardware, the GPU counts (a
+ * list, or a budget: every power of two up to it), the global batch in
+ * sequences, and for each sweep knob of layout.h (LK_SWEEP: tp, pp, mbs,
+ * schedule, vp, ..., cp) a list under space.ID; optionally a kernel
+ * database (kernel_db, from prism calibrate --db) for kernel times, and
+ * the tokens to train and the price of a GPU-hour (tokens,
+ * price_per_gpu_hour) for the report's days and cost.  dp follows from the
+ * GPU count (gpus / (tp x pp x cp)), the microbatch count from the global
+ * batch (global / (dp x mbs)).
  *
  * Candidates are made one at a time from their index in the space
  * (sweep_candidate), each with its verdict: a candidate that breaks a rule
@@ -23,6 +22,7 @@
 #ifndef PRISM_SWEEP_H
 #define PRISM_SWEEP_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +33,9 @@
 #include "synth.h"
 
 #define SWEEP_MAX_LIST 32
+
+/* A sweep list's value for "the base's" (knobs with LK_BASE it lists none of). */
+#define SWEEP_BASE INT_MIN
 
 struct sweep_list {
 	int v[SWEEP_MAX_LIST];
@@ -71,19 +74,14 @@ struct sweep {
 	double imbalance;	   /* 'moe_imbalance': the busiest expert's tokens over
 				    * the mean, every candidate (1: balanced) */
 	int gpus_line;		   /* of 'gpus' or 'gpu_budget' */
-	struct sweep_list gpus, tp, pp, mbs, schedule, vp, recompute, zero, sp, layers, hidden;
-	struct sweep_list dtype, fp8_attention, flash;
-	/* Placement, sharding and overlap (issue 17): partition (enum
-	 * synth_part: even, balanced, embed-loss), the ZeRO sharding group
-	 * (0: the data-parallel group), ZeRO-3's prefetch, gradient buckets
-	 * (MB; 0: Megatron's), and the overlaps, each 0 or 1. */
-	struct sweep_list partition, shard, prefetch, bucket_mb, overlap_grad, overlap_param,
-	    tp_overlap, pp_overlap;
-	/* Mixture-of-experts (issue 18): expert parallel and expert tensor
-	 * parallel degrees (1: none; only for models with experts). */
-	struct sweep_list ep, etp;
-	/* Context parallelism: its degree (1: none), ranks taken from dp. */
-	struct sweep_list cp;
+	struct sweep_list gpus;
+	/* Each sweep knob's values (layout.h's LK_SWEEP knobs; space.ID), in
+	 * the order listed: SWEEP_BASE where the sweep keeps the base's. */
+	struct sweep_list knob[LK_N];
+	/* The knobs a candidate's index varies, slowest first (their digits;
+	 * vp rides with the schedule: one axis), and how many. */
+	int order[LK_N];
+	int n_order;
 	char *text;  /* the file's text, stored with the results */
 	char *canon; /* its settings as libconfig writes them back: no
 		      * comments, one layout (sweep_canon) */
@@ -123,8 +121,8 @@ uint64_t sweep_count(const struct sweep *s);
 
 /*
  * Candidate index (0 .. sweep_count(s) - 1) of s, in the order of nested
- * loops over gpus, tp, pp, mbs, schedule and vp, recompute, zero, sp,
- * layers, hidden, dtype, fp8_attention and flash: 0 with *c filled and judged (an invalid one marked
+ * loops over gpus and the knobs by their digits (layout.h; schedule and vp
+ * one loop): 0 with *c filled and judged (an invalid one marked
  * with status and reason, the analytic estimate and bound of a valid one),
  * or 1 when index is no candidate (sp = 1 without tp repeats sp = 0).
  */

@@ -7,6 +7,7 @@ pruned runs simulate fewer candidates.
 
 usage: search_modes.py PRISM SWEEP
 """
+import itertools
 import os
 import sqlite3
 import subprocess
@@ -38,6 +39,19 @@ def run(db, *mode):
 
 with tempfile.TemporaryDirectory() as d:
     ex, n_ex, total = run(os.path.join(d, "x.db"), "--exhaustive")
+    # Every candidate of the space, each once, against a naive enumeration
+    # of modes.cfg's lists (vp only with the interleaved schedule).
+    if os.path.basename(SWEEP) == "modes.cfg":
+        want = sorted((g, t, p, b, s, 2 if s == "interleaved" else 1, r)
+                      for g, t, p, b, s, r in itertools.product(
+                          [8, 16, 32], [1, 2, 4], [1, 2, 4], [1, 2],
+                          ["gpipe", "1f1b", "interleaved"], ["none", "full"]))
+        con = sqlite3.connect(os.path.join(d, "x.db"))
+        got = sorted(con.execute("SELECT gpus, tp, pp, mbs, schedule, vp, recompute "
+                                 "FROM candidate").fetchall())
+        con.close()
+        check(got == want, f"candidates: {len(got)} stored, the space has {len(want)}; "
+              f"first differences {[x for x in got if x not in want][:3]}")
     check(len(ex) == 3, f"exhaustive run found bests at {sorted(ex)}, expected 3 GPU counts")
     for mode in ([], ["--optimise"]):
         best, n, t = run(os.path.join(d, f"m{len(mode)}.db"), *mode)
