@@ -276,10 +276,10 @@ void cli_longopts(const struct option *own, struct option *out, size_t cap)
 	}
 	for (int k = 0; k < LK_N && n + 1 < cap; k++)
 		if (layout_knobs[k].opt)
-			out[n++] = (struct option){layout_knobs[k].opt,
-						   layout_knobs[k].kind == LK_BOOL ? no_argument
-										  : required_argument,
-						   NULL, CLI_OPT_KNOB + k};
+			out[n++] = (struct option){
+			    layout_knobs[k].opt,
+			    layout_knobs[k].kind == LK_BOOL ? no_argument : required_argument, NULL,
+			    CLI_OPT_KNOB + k};
 	if (n + 1 < cap)
 		out[n++] = (struct option){"gbs", required_argument, NULL, CLI_OPT_GBS};
 	if (n + 1 < cap)

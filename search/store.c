@@ -12,27 +12,31 @@
 #define STR_(x) #x
 #define STR(x)	STR_(x)
 
-static const char schema[] =
+/* The tables; the candidate table's knob columns (layout.h's LK_STORE
+ * knobs, after gpus) are added by knob_columns(), from the knob list. */
+static const char schema_head[] =
     "CREATE TABLE IF NOT EXISTS sweep("
     " id INTEGER PRIMARY KEY, name TEXT NOT NULL, config TEXT NOT NULL, model TEXT,"
     " hw TEXT, version TEXT, started REAL, finished REAL, base TEXT,"
     " tokens REAL, price_per_gpu_hour REAL, mode TEXT, batch INTEGER,"
     " UNIQUE(name, config));"
     "CREATE TABLE IF NOT EXISTS candidate("
-    " sweep INTEGER NOT NULL REFERENCES sweep(id), key TEXT NOT NULL,"
-    " gpus INTEGER, tp INTEGER, pp INTEGER, dp INTEGER, vp INTEGER, mbs INTEGER,"
-    " microbatches INTEGER, schedule TEXT, recompute TEXT, zero INTEGER, sp INTEGER,"
-    " layers INTEGER, hidden INTEGER, status TEXT NOT NULL, reason TEXT,"
+    " sweep INTEGER NOT NULL REFERENCES sweep(id), key TEXT NOT NULL, gpus INTEGER,";
+static const char schema_tail[] =
+    " status TEXT NOT NULL, reason TEXT,"
     " analytic_s REAL, iter_s REAL, bubble REAL, tokens_per_s REAL, mfu REAL,"
     " gpu_hours REAL, mem_gb REAL, fits INTEGER, exposed_compute_s REAL,"
-    " exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL,"
-    " dtype TEXT, fp8_attention INTEGER, flash INTEGER, method TEXT,"
-    " partition TEXT, shard INTEGER, prefetch INTEGER, bucket_mb INTEGER,"
-    " overlap_grad INTEGER, overlap_param INTEGER, tp_overlap INTEGER, pp_overlap INTEGER,"
+    " exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL, method TEXT,"
     " mem_stage INTEGER, mem_weights_gb REAL, mem_grads_gb REAL, mem_optimizer_gb REAL,"
     " mem_buffers_gb REAL, mem_activations_gb REAL, mem_transient_gb REAL,"
-    " mem_fragmentation_gb REAL, ep INTEGER, etp INTEGER, cp INTEGER,"
-    " PRIMARY KEY(sweep, key));";
+    " mem_fragmentation_gb REAL, PRIMARY KEY(sweep, key));";
+
+/* The SQL type of knob k's column. */
+static const char *knob_type(int k)
+{
+	int kind = layout_knobs[k].kind;
+	return kind == LK_NAME || kind == LK_PART ? "TEXT" : kind == LK_REAL ? "REAL" : "INTEGER";
+}
 
 /* Version 1 had no bound_s, and no base fingerprint; version 2 no tokens
  * to train and no price; version 3 no dtype, fp8_attention, flash;
@@ -42,33 +46,19 @@ static const char migrate_1[] = "ALTER TABLE candidate ADD COLUMN bound_s REAL;"
 				"ALTER TABLE sweep ADD COLUMN base TEXT;";
 static const char migrate_2[] = "ALTER TABLE sweep ADD COLUMN tokens REAL;"
 				"ALTER TABLE sweep ADD COLUMN price_per_gpu_hour REAL;";
-/* Version 3 had no precision and attention knobs (its candidates ran bf16
- * GEMMs with flash attention; their rows keep NULL). */
-static const char migrate_3[] = "ALTER TABLE candidate ADD COLUMN dtype TEXT;"
-				"ALTER TABLE candidate ADD COLUMN fp8_attention INTEGER;"
-				"ALTER TABLE candidate ADD COLUMN flash INTEGER;";
 /* Version 4 did not say how a candidate was made (all were synthesised). */
 static const char migrate_4[] = "ALTER TABLE candidate ADD COLUMN method TEXT;";
 /* Version 5 did not record the screening mode and batch (NULL: unknown). */
 static const char migrate_5[] = "ALTER TABLE sweep ADD COLUMN mode TEXT;"
 				"ALTER TABLE sweep ADD COLUMN batch INTEGER;";
 
-/* Version 6 had no placement, sharding or overlap knobs and no memory
- * breakdown (its candidates ran even stages, ZeRO over the whole
- * data-parallel group, overlapped gradients and sends; their rows keep
- * NULL). */
-static const char migrate_7[] = "ALTER TABLE candidate ADD COLUMN ep INTEGER;"
-				"ALTER TABLE candidate ADD COLUMN etp INTEGER;"
-				"ALTER TABLE candidate ADD COLUMN cp INTEGER;";
-static const char migrate_6[] = "ALTER TABLE candidate ADD COLUMN partition TEXT;"
-				"ALTER TABLE candidate ADD COLUMN shard INTEGER;"
-				"ALTER TABLE candidate ADD COLUMN prefetch INTEGER;"
-				"ALTER TABLE candidate ADD COLUMN bucket_mb INTEGER;"
-				"ALTER TABLE candidate ADD COLUMN overlap_grad INTEGER;"
-				"ALTER TABLE candidate ADD COLUMN overlap_param INTEGER;"
-				"ALTER TABLE candidate ADD COLUMN tp_overlap INTEGER;"
-				"ALTER TABLE candidate ADD COLUMN pp_overlap INTEGER;"
-				"ALTER TABLE candidate ADD COLUMN mem_stage INTEGER;"
+/* Version 6 had no memory breakdown.  Knobs added since version 1
+ * (dtype, fp8_attention and flash in 4; partition, shard, prefetch,
+ * bucket_mb, overlap_grad, overlap_param, tp_overlap and pp_overlap in 7;
+ * ep, etp and cp in 8; any knob after) get their columns from
+ * knob_columns(): the rows from before them keep NULL, which the report
+ * reads as the knob's default (what those candidates ran). */
+static const char migrate_6[] = "ALTER TABLE candidate ADD COLUMN mem_stage INTEGER;"
 				"ALTER TABLE candidate ADD COLUMN mem_weights_gb REAL;"
 				"ALTER TABLE candidate ADD COLUMN mem_grads_gb REAL;"
 				"ALTER TABLE candidate ADD COLUMN mem_optimizer_gb REAL;"
@@ -88,6 +78,38 @@ static int has_column(sqlite3 *db, const char *col)
 	ok = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK;
 	sqlite3_finalize(st);
 	return ok;
+}
+
+/* The tables, where missing: the candidate table with a column for each
+ * knob.  SQLITE_OK or the error. */
+static int create(sqlite3 *db)
+{
+	char cols[2048], sql[sizeof(schema_head) + sizeof(cols) + sizeof(schema_tail)];
+	size_t o = 0;
+	cols[0] = '\0';
+	for (int k = 0; k < LK_N; k++)
+		if (layout_knobs[k].flags & LK_STORE)
+			o += (size_t)snprintf(cols + o, sizeof(cols) - o, " %s %s,",
+					      layout_knobs[k].id, knob_type(k));
+	snprintf(sql, sizeof(sql), "%s%s%s", schema_head, cols, schema_tail);
+	return sqlite3_exec(db, sql, NULL, NULL, NULL);
+}
+
+/* A column for each knob the candidate table lacks (a database from
+ * before the knob). */
+static int knob_columns(sqlite3 *db)
+{
+	for (int k = 0; k < LK_N; k++) {
+		char sql[128];
+		int rc;
+		if (!(layout_knobs[k].flags & LK_STORE) || has_column(db, layout_knobs[k].id))
+			continue;
+		snprintf(sql, sizeof(sql), "ALTER TABLE candidate ADD COLUMN %s %s",
+			 layout_knobs[k].id, knob_type(k));
+		if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK)
+			return rc;
+	}
+	return SQLITE_OK;
 }
 
 static int fail(sqlite3 *db, const char *what, struct prism_err *err)
@@ -236,14 +258,11 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	}
 	if ((ver == 1 && sqlite3_exec(*db, migrate_1, NULL, NULL, NULL) != SQLITE_OK) ||
 	    (ver >= 1 && ver <= 2 && sqlite3_exec(*db, migrate_2, NULL, NULL, NULL) != SQLITE_OK) ||
-	    (ver >= 1 && ver <= 3 && sqlite3_exec(*db, migrate_3, NULL, NULL, NULL) != SQLITE_OK) ||
 	    (ver >= 1 && ver <= 4 && sqlite3_exec(*db, migrate_4, NULL, NULL, NULL) != SQLITE_OK) ||
 	    (ver >= 1 && ver <= 5 && !had_mode &&
 	     sqlite3_exec(*db, migrate_5, NULL, NULL, NULL) != SQLITE_OK) ||
 	    (ver >= 1 && ver <= 6 && sqlite3_exec(*db, migrate_6, NULL, NULL, NULL) != SQLITE_OK) ||
-	    (ver >= 1 && ver <= 7 && !has_column(*db, "ep") &&
-	     sqlite3_exec(*db, migrate_7, NULL, NULL, NULL) != SQLITE_OK) ||
-	    sqlite3_exec(*db, schema, NULL, NULL, NULL) != SQLITE_OK ||
+	    create(*db) != SQLITE_OK || knob_columns(*db) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
 		SQLITE_OK ||
 	    sqlite3_exec(*db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
@@ -396,114 +415,165 @@ void store_keys_free(char **keys, size_t n)
 	free(keys);
 }
 
+/* The candidate table's columns store_put writes, in order: these, then
+ * the knobs' (LK_STORE). */
+static const char *const result_cols[] = {"sweep",
+					  "key",
+					  "gpus",
+					  "status",
+					  "reason",
+					  "analytic_s",
+					  "iter_s",
+					  "bubble",
+					  "tokens_per_s",
+					  "mfu",
+					  "gpu_hours",
+					  "mem_gb",
+					  "fits",
+					  "exposed_compute_s",
+					  "exposed_comm_s",
+					  "overlap_s",
+					  "idle_s",
+					  "bound_s",
+					  "method",
+					  "mem_stage",
+					  "mem_weights_gb",
+					  "mem_grads_gb",
+					  "mem_optimizer_gb",
+					  "mem_buffers_gb",
+					  "mem_activations_gb",
+					  "mem_transient_gb",
+					  "mem_fragmentation_gb"};
+enum {
+	C_SWEEP = 1,
+	C_KEY,
+	C_GPUS,
+	C_STATUS,
+	C_REASON,
+	C_ANALYTIC,
+	C_ITER,
+	C_BUBBLE,
+	C_TPS,
+	C_MFU,
+	C_GPUH,
+	C_MEM_GB,
+	C_FITS,
+	C_EXP_COMPUTE,
+	C_EXP_COMM,
+	C_OVERLAP,
+	C_IDLE,
+	C_BOUND,
+	C_METHOD,
+	C_MEM_STAGE,
+	C_MEM_WEIGHTS,
+	C_MEM_GRADS,
+	C_MEM_OPT,
+	C_MEM_BUFFERS,
+	C_MEM_ACTS,
+	C_MEM_TRANSIENT,
+	C_MEM_FRAG,
+	C_KNOBS /* the first knob's */
+};
+_Static_assert(sizeof(result_cols) / sizeof(result_cols[0]) == C_KNOBS - 1,
+	       "a name for each result column");
+
+/* The INSERT of store_put into sql (n bytes). */
+static void insert_sql(char *sql, size_t n)
+{
+	size_t o = (size_t)snprintf(sql, n, "INSERT OR REPLACE INTO candidate(");
+	int cols = 0;
+	for (size_t i = 0; i < sizeof(result_cols) / sizeof(result_cols[0]); i++, cols++)
+		o += (size_t)snprintf(sql + o, n - o, "%s%s", cols ? ", " : "", result_cols[i]);
+	for (int k = 0; k < LK_N; k++)
+		if (layout_knobs[k].flags & LK_STORE)
+			o += (size_t)snprintf(sql + o, n - o, ", %s", layout_knobs[k].id), cols++;
+	o += (size_t)snprintf(sql + o, n - o, ") VALUES(");
+	for (int i = 1; i <= cols; i++)
+		o += (size_t)snprintf(sql + o, n - o, "%s?%d", i > 1 ? "," : "", i);
+	snprintf(sql + o, n - o, ")");
+}
+
+/* Knob k of candidate in (its partition resolved: r) as column i. */
+static void bind_knob(sqlite3_stmt *st, int i, const struct synth_in *in, const struct layout *r,
+		      int k)
+{
+	char v[1600];
+	switch (layout_knobs[k].kind) {
+	case LK_NAME:
+	case LK_PART:
+		layout_format_shown(&in->m, r, k, v, sizeof(v));
+		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+		break;
+	case LK_REAL:
+		sqlite3_bind_double(st, i, layout_shown(&in->m, r, k));
+		break;
+	default:
+		sqlite3_bind_int(st, i, (int)layout_shown(&in->m, r, k));
+	}
+}
+
 int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct prism_err *err)
 {
 	sqlite3_stmt *st;
+	char sql[4096];
 	int ok = 1;
 
 	if (n == 0)
 		return 0;
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return fail(db, "begin", err);
-	if (sqlite3_prepare_v2(
-		db,
-		"INSERT OR REPLACE INTO candidate(sweep, key, gpus, tp, pp, dp, vp, mbs,"
-		" microbatches, schedule, recompute, zero, sp, layers, hidden, status,"
-		" reason, analytic_s, iter_s, bubble, tokens_per_s, mfu, gpu_hours,"
-		" mem_gb, fits, exposed_compute_s, exposed_comm_s, overlap_s, idle_s,"
-		" bound_s, dtype, fp8_attention, flash, method, partition, shard, prefetch,"
-		" bucket_mb, overlap_grad, overlap_param, tp_overlap, pp_overlap,"
-		" mem_stage, mem_weights_gb, mem_grads_gb, mem_optimizer_gb,"
-		" mem_buffers_gb, mem_activations_gb, mem_transient_gb,"
-		" mem_fragmentation_gb, ep, etp, cp) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,"
-		"?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,"
-		"?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,"
-		"?43,?44,?45,?46,?47,?48,?49,?50,?51,?52,?53)",
-		-1, &st, NULL) != SQLITE_OK) {
+	insert_sql(sql, sizeof(sql));
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return fail(db, "insert", err);
 	}
 	for (size_t i = 0; ok && i < n; i++) {
 		const struct cand *k = &c[i];
-		const struct layout *l = &k->in.lay;
-		int sim = k->status == CS_SIMULATED;
+		int sim = k->status == CS_SIMULATED, col = C_KNOBS;
+		struct layout r;
 		sqlite3_reset(st);
 		sqlite3_clear_bindings(st);
-		sqlite3_bind_int64(st, 1, id);
-		sqlite3_bind_text(st, 2, k->key, -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 3, k->gpus);
-		sqlite3_bind_int(st, 4, l->tp);
-		sqlite3_bind_int(st, 5, l->pp);
-		sqlite3_bind_int(st, 6, l->dp);
-		sqlite3_bind_int(st, 7, l->vp);
-		sqlite3_bind_int(st, 8, l->mbs);
-		sqlite3_bind_int(st, 9, l->microbatches);
-		sqlite3_bind_text(st, 10, layout_schedule_name(l->schedule), -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 11, layout_recompute_name(l->recompute), -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 12, l->zero);
-		sqlite3_bind_int(st, 13, l->sp);
-		sqlite3_bind_int(st, 14, k->in.m.layers);
-		sqlite3_bind_int(st, 15, k->in.m.hidden);
-		sqlite3_bind_text(st, 16, cand_status_name(k->status), -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 31, hw_dtype_name(k->in.lay.dtype), -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 32, k->in.lay.fp8_attention);
-		sqlite3_bind_int(st, 33, l->flash);
-		{
-			char part[1600];
-			struct layout r;
-			synth_mem_layout(&k->in, &r);
-			if (r.part[0] && l->pp > 1) { /* the layers of each stage */
-				size_t m = 0;
-				for (int s = 0; s < l->pp && m + 8 < sizeof(part); s++)
-					m += (size_t)snprintf(part + m, sizeof(part) - m, "%s%d",
-							      s ? "," : "", r.part[s]);
-			} else {
-				snprintf(part, sizeof(part), "even");
-			}
-			sqlite3_bind_text(st, 35, part, -1, SQLITE_TRANSIENT);
-		}
-		sqlite3_bind_int(st, 36, layout_shard_group(l));
-		sqlite3_bind_int(st, 37, l->prefetch);
-		sqlite3_bind_int(st, 38, l->bucket_mb);
-		sqlite3_bind_int(st, 39, l->overlap_grad);
-		sqlite3_bind_int(st, 40, l->overlap_param);
-		sqlite3_bind_int(st, 41, l->tp_overlap);
-		sqlite3_bind_int(st, 42, l->pp_overlap);
-		sqlite3_bind_int(st, 51, layout_ep(l));
-		sqlite3_bind_int(st, 52, layout_etp(l));
-		sqlite3_bind_int(st, 53, layout_cp(l));
+		sqlite3_bind_int64(st, C_SWEEP, id);
+		sqlite3_bind_text(st, C_KEY, k->key, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, C_GPUS, k->gpus);
+		sqlite3_bind_text(st, C_STATUS, cand_status_name(k->status), -1, SQLITE_STATIC);
+		/* The knobs, the partition as placed. */
+		synth_mem_layout(&k->in, &r);
+		for (int j = 0; j < LK_N; j++)
+			if (layout_knobs[j].flags & LK_STORE)
+				bind_knob(st, col++, &k->in, &r, j);
 		if (k->status != CS_INVALID && k->status != CS_PENDING) {
 			/* The memory of every candidate that has a layout: the
 			 * stage needing the most, and its breakdown. */
 			const struct mem_est *me = &k->p.mem;
-			sqlite3_bind_int(st, 43, me->stage);
-			sqlite3_bind_double(st, 44, me->weights / 1e9);
-			sqlite3_bind_double(st, 45, me->grads / 1e9);
-			sqlite3_bind_double(st, 46, me->optimizer / 1e9);
-			sqlite3_bind_double(st, 47, me->buffers / 1e9);
-			sqlite3_bind_double(st, 48, me->activations / 1e9);
-			sqlite3_bind_double(st, 49, me->transient / 1e9);
-			sqlite3_bind_double(st, 50, me->fragmentation / 1e9);
+			sqlite3_bind_int(st, C_MEM_STAGE, me->stage);
+			sqlite3_bind_double(st, C_MEM_WEIGHTS, me->weights / 1e9);
+			sqlite3_bind_double(st, C_MEM_GRADS, me->grads / 1e9);
+			sqlite3_bind_double(st, C_MEM_OPT, me->optimizer / 1e9);
+			sqlite3_bind_double(st, C_MEM_BUFFERS, me->buffers / 1e9);
+			sqlite3_bind_double(st, C_MEM_ACTS, me->activations / 1e9);
+			sqlite3_bind_double(st, C_MEM_TRANSIENT, me->transient / 1e9);
+			sqlite3_bind_double(st, C_MEM_FRAG, me->fragmentation / 1e9);
 		}
 		if (k->reason[0])
-			sqlite3_bind_text(st, 17, k->reason, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, C_REASON, k->reason, -1, SQLITE_STATIC);
 		if (k->analytic_s > 0)
-			sqlite3_bind_double(st, 18, k->analytic_s);
+			sqlite3_bind_double(st, C_ANALYTIC, k->analytic_s);
 		if (k->bound_s > 0)
-			sqlite3_bind_double(st, 30, k->bound_s);
+			sqlite3_bind_double(st, C_BOUND, k->bound_s);
 		if (sim) {
-			sqlite3_bind_double(st, 19, k->p.iter_s);
-			sqlite3_bind_double(st, 20, k->p.bubble);
-			sqlite3_bind_double(st, 21, k->p.tokens_per_s);
-			sqlite3_bind_double(st, 22, k->p.mfu);
-			sqlite3_bind_double(st, 23, k->p.gpu_hours);
-			sqlite3_bind_double(st, 24, k->p.mem.total / 1e9);
-			sqlite3_bind_int(st, 25, k->p.mem.fits);
-			sqlite3_bind_double(st, 26, k->p.exposed_compute_s);
-			sqlite3_bind_double(st, 27, k->p.exposed_comm_s);
-			sqlite3_bind_double(st, 28, k->p.overlap_s);
-			sqlite3_bind_double(st, 29, k->p.idle_s);
-			sqlite3_bind_text(st, 34, predict_method_name(k->p.method), -1,
+			sqlite3_bind_double(st, C_ITER, k->p.iter_s);
+			sqlite3_bind_double(st, C_BUBBLE, k->p.bubble);
+			sqlite3_bind_double(st, C_TPS, k->p.tokens_per_s);
+			sqlite3_bind_double(st, C_MFU, k->p.mfu);
+			sqlite3_bind_double(st, C_GPUH, k->p.gpu_hours);
+			sqlite3_bind_double(st, C_MEM_GB, k->p.mem.total / 1e9);
+			sqlite3_bind_int(st, C_FITS, k->p.mem.fits);
+			sqlite3_bind_double(st, C_EXP_COMPUTE, k->p.exposed_compute_s);
+			sqlite3_bind_double(st, C_EXP_COMM, k->p.exposed_comm_s);
+			sqlite3_bind_double(st, C_OVERLAP, k->p.overlap_s);
+			sqlite3_bind_double(st, C_IDLE, k->p.idle_s);
+			sqlite3_bind_text(st, C_METHOD, predict_method_name(k->p.method), -1,
 					  SQLITE_STATIC);
 		}
 		ok = sqlite3_step(st) == SQLITE_DONE;

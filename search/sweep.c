@@ -64,8 +64,8 @@ static int part_parse(const char *s)
 
 /* The value of a list element of knob k (or of 'gpus', k < 0): a whole
  * number in its range, or a name it knows. */
-static int element(const char *file, const config_setting_t *e, const char *what, int k,
-		   int *out, struct prism_err *err)
+static int element(const char *file, const config_setting_t *e, const char *what, int k, int *out,
+		   struct prism_err *err)
 {
 	const struct layout_knob *K = k >= 0 ? &layout_knobs[k] : NULL;
 	int min = K ? (int)K->lo : 1, max = K ? (int)K->hi : LAYOUT_MAX_GPUS;
@@ -339,8 +339,9 @@ static int gpus_list(const char *file, config_setting_t *root, struct sweep_list
 		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: 'gpus' is an empty list", file,
 				     config_setting_source_line(e));
 	if (n > SWEEP_MAX_LIST)
-		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: 'gpus' lists %d values, at most %d",
-				     file, config_setting_source_line(e), n, SWEEP_MAX_LIST);
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'gpus' lists %d values, at most %d", file,
+				     config_setting_source_line(e), n, SWEEP_MAX_LIST);
 	for (int i = 0; i < n; i++)
 		if ((rc = element(file,
 				  config_setting_is_aggregate(e)
@@ -701,8 +702,8 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 	} else if (ffn > LLM_MAX_FFN) {
 		c->status = CS_INVALID;
 		snprintf(c->reason, sizeof(c->reason),
-			 "ffn %" PRId64 " (scaled with hidden %d) is beyond %d", ffn, c->in.m.hidden,
-			 LLM_MAX_FFN);
+			 "ffn %" PRId64 " (scaled with hidden %d) is beyond %d", ffn,
+			 c->in.m.hidden, LLM_MAX_FFN);
 	}
 	make_key(c);
 	return 0;

@@ -265,6 +265,24 @@ void layout_format(const struct llm *m, const struct layout *l, int k, int numer
 		snprintf(buf, n, "%d", (int)v);
 }
 
+void layout_format_shown(const struct llm *m, const struct layout *l, int k, char *buf, size_t n)
+{
+	const struct layout_knob *K = &layout_knobs[k];
+	double v = layout_shown(m, l, k);
+	if (K->kind == LK_PART) {
+		size_t o = 0;
+		snprintf(buf, n, "even");
+		for (int s = 0; l->part[0] && l->pp > 1 && s < l->pp && o + 8 < n; s++)
+			o += (size_t)snprintf(buf + o, n - o, "%s%d", s ? "," : "", l->part[s]);
+	} else if (K->kind == LK_NAME) {
+		snprintf(buf, n, "%s", K->name((int)v));
+	} else if (K->kind == LK_REAL) {
+		snprintf(buf, n, "%g", v);
+	} else {
+		snprintf(buf, n, "%d", (int)v);
+	}
+}
+
 int layout_parse(int k, const char *s, const char *what, double *v, struct layout *l,
 		 struct prism_err *err)
 {

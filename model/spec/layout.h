@@ -427,6 +427,11 @@ double layout_shown(const struct llm *m, const struct layout *l, int k);
 void layout_format(const struct llm *m, const struct layout *l, int k, int numeric, char *buf,
 		   size_t n);
 
+/* The value tables show for knob k (layout_shown) as text: a name's name,
+ * a number; the partition as placed (l's part[]: the layers of each stage,
+ * "N0,N1,..."), or "even". */
+void layout_format_shown(const struct llm *m, const struct layout *l, int k, char *buf, size_t n);
+
 /* Text s as knob k's value: a name parse() knows or a number in range
  * (LK_PART: its name or the layers of each stage, into l as
  * layout_partition_parse); into *v (not LK_PART).  0, or PRISM_EARG with
