@@ -65,46 +65,23 @@ static const char help[] =
 	"mean error of synth + simulate against Megatron-LM's measured runs, "                     \
 	"docs/VALIDATION.md"
 
-/* The knobs of a candidate, in the order of the CSV columns; each is a
- * column of the candidate table with the same name (dflt: the SQL value of
- * a row, or a database, from before the column; "": always there).  Text
- * knobs are shown as the canonical name of what they parse to, T knobs
- * (the partition: "even" or the layers of each stage) as stored.  Kept out
- * of clang-format, which lays the list out differently on every pass. */
-/* clang-format off */
-#define REPORT_KNOBS(I, S, T)                                                               \
-	I(gpus, "gpus", "") I(tp, "tp", "") I(pp, "pp", "") I(dp, "dp", "") I(vp, "vp", "")  \
-	I(mbs, "mbs", "") I(mb, "microbatches", "")                                          \
-	S(schedule, "schedule", "", layout_schedule_parse, layout_schedule_name)             \
-	S(recompute, "recompute", "", layout_recompute_parse, layout_recompute_name)             \
-	I(zero, "zero", "") I(sp, "sp", "") I(layers, "layers", "") I(hidden, "hidden", "")   \
-	S(dtype, "dtype", "'bf16'", hw_dtype_parse, hw_dtype_name)                         \
-	I(fp8_attention, "fp8_attention", "0") I(flash, "flash", "1")                         \
-	T(partition, "partition", "'even'") I(shard_group, "shard", "0")                      \
-	I(prefetch, "prefetch", "1") I(bucket_mb, "bucket_mb", "0")                           \
-	I(overlap_grad, "overlap_grad", "1") I(overlap_param, "overlap_param", "0")           \
-	I(tp_overlap, "tp_overlap", "0") I(pp_overlap, "pp_overlap", "1")                         \
-	I(ep, "ep", "1") I(etp, "etp", "1") I(cp, "cp", "1")
-/* clang-format on */
-
-/* How many knobs (the status column follows key and the knobs). */
-#define KNOB_COUNT_I(f, col, dflt)		+1
-#define KNOB_COUNT_S(f, col, dflt, parse, name) +1
-#define KNOB_COUNT_T(f, col, dflt)		+1
-enum { N_KNOBS = 0 REPORT_KNOBS(KNOB_COUNT_I, KNOB_COUNT_S, KNOB_COUNT_T) };
-#undef KNOB_COUNT_I
-#undef KNOB_COUNT_S
-#undef KNOB_COUNT_T
+/* The knobs a report shows: layout.h's LK_STORE knobs, each a column of
+ * the candidate table under its id, in the CSV's order after gpus; a
+ * database from before a knob's column reads it as the knob's default
+ * (what its candidates ran).  Names (LK_NAME) are read back to their
+ * numbers, so that only names prism knows reach a table, a label or the
+ * chart; the partition is kept as stored ("even", or the layers of each
+ * stage). */
+static int shown_knob(int k)
+{
+	return (layout_knobs[k].flags & LK_STORE) != 0;
+}
 
 struct row {
 	char key[320]; /* as cand.key (sweep.h) */
-#define KNOB_I(f, col, dflt)		  int f;
-#define KNOB_S(f, col, dflt, parse, name) char f[16];
-#define KNOB_T(f, col, dflt)		  char f[128];
-	REPORT_KNOBS(KNOB_I, KNOB_S, KNOB_T)
-#undef KNOB_I
-#undef KNOB_S
-#undef KNOB_T
+	int gpus;
+	double v[LK_N];	     /* each shown knob's value (a name's number; -1: unknown) */
+	char partition[128]; /* as stored */
 	double iter_s, bubble, tps, mfu, gpuh, mem_gb;
 	char part[128]; /* layers per stage where uneven ("" even, or schema < 7) */
 	int shard;	/* ZeRO's hybrid group where below dp, else 0 */
@@ -112,6 +89,10 @@ struct row {
 	int n_same;	/* rows collapsed into this one */
 	int near_tie;	/* a runner-up within the tie threshold of the best */
 };
+
+/* Knob id of row r, as a whole number; its name (LK_NAME knobs). */
+#define KV(r, id)    ((int)(r)->v[LK_##id])
+#define KNAME(r, id) layout_knobs[LK_##id].name(KV(r, id))
 
 /* What a training run needs, for days and cost (0: not known). */
 struct train {
@@ -138,24 +119,25 @@ struct report {
 static void layout(char *buf, size_t n, const struct row *r)
 {
 	char vp[16] = "", rc[32] = "";
-	if (strcmp(r->schedule, "interleaved") == 0)
-		snprintf(vp, sizeof(vp), " vp %d", r->vp);
-	if (strcmp(r->recompute, "none") != 0)
-		snprintf(rc, sizeof(rc), ", recompute %s", r->recompute);
-	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s", r->tp, r->pp, r->dp,
-		 vp, r->mbs, r->mb, r->schedule, rc, r->zero, r->sp ? ", sp" : "");
-	if (r->cp > 1) {
+	if (KV(r, schedule) == LAYOUT_INTERLEAVED)
+		snprintf(vp, sizeof(vp), " vp %d", KV(r, vp));
+	if (KV(r, recompute) != LAYOUT_RECOMPUTE_NONE)
+		snprintf(rc, sizeof(rc), ", recompute %s", KNAME(r, recompute));
+	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s", KV(r, tp), KV(r, pp),
+		 KV(r, dp), vp, KV(r, mbs), KV(r, microbatches), KNAME(r, schedule), rc,
+		 KV(r, zero), KV(r, sp) ? ", sp" : "");
+	if (KV(r, cp) > 1) {
 		size_t k = strlen(buf);
-		snprintf(buf + k, n - k, ", cp %d", r->cp);
+		snprintf(buf + k, n - k, ", cp %d", KV(r, cp));
 	}
 	if (r->part[0] || r->shard) {
 		size_t k = strlen(buf);
 		snprintf(buf + k, n - k, "%s%s%s", r->part[0] ? ", stages " : "", r->part,
 			 r->shard ? ", hybrid" : "");
 	}
-	if (r->ep > 1 || r->etp > 1) {
+	if (KV(r, ep) > 1 || KV(r, etp) > 1) {
 		size_t k = strlen(buf);
-		snprintf(buf + k, n - k, ", ep %d etp %d", r->ep, r->etp);
+		snprintf(buf + k, n - k, ", ep %d etp %d", KV(r, ep), KV(r, etp));
 	}
 }
 
@@ -164,18 +146,18 @@ static void layout(char *buf, size_t n, const struct row *r)
 static void label(char *buf, size_t n, const struct row *r)
 {
 	char vp[16] = "";
-	if (strcmp(r->schedule, "interleaved") == 0)
-		snprintf(vp, sizeof(vp), " vp%d", r->vp);
-	snprintf(buf, n, "tp%d pp%d dp%d%s mbs%d%s%s", r->tp, r->pp, r->dp, vp, r->mbs,
-		 strcmp(r->recompute, "none") ? " rc-" : "",
-		 strcmp(r->recompute, "none") ? r->recompute : "");
-	if (r->ep > 1 || r->etp > 1) {
+	if (KV(r, schedule) == LAYOUT_INTERLEAVED)
+		snprintf(vp, sizeof(vp), " vp%d", KV(r, vp));
+	snprintf(buf, n, "tp%d pp%d dp%d%s mbs%d%s%s", KV(r, tp), KV(r, pp), KV(r, dp), vp,
+		 KV(r, mbs), (KV(r, recompute) != LAYOUT_RECOMPUTE_NONE) ? " rc-" : "",
+		 (KV(r, recompute) != LAYOUT_RECOMPUTE_NONE) ? KNAME(r, recompute) : "");
+	if (KV(r, ep) > 1 || KV(r, etp) > 1) {
 		size_t k = strlen(buf);
-		snprintf(buf + k, n - k, " ep%d etp%d", r->ep, r->etp);
+		snprintf(buf + k, n - k, " ep%d etp%d", KV(r, ep), KV(r, etp));
 	}
-	if (r->cp > 1) {
+	if (KV(r, cp) > 1) {
 		size_t k = strlen(buf);
-		snprintf(buf + k, n - k, " cp%d", r->cp);
+		snprintf(buf + k, n - k, " cp%d", KV(r, cp));
 	}
 }
 
@@ -187,11 +169,12 @@ static void why(char *buf, size_t n, const struct row *b, const struct row *r)
 	else if (r->bubble > b->bubble + 0.03)
 		snprintf(buf, n, "pipeline bubble %.0f%% against %.0f%%", r->bubble * 100,
 			 b->bubble * 100);
-	else if (r->mfu < b->mfu * 0.97 && r->tp > b->tp)
-		snprintf(buf, n, "tensor-parallel communication (tp %d against %d)", r->tp, b->tp);
-	else if (strcmp(r->recompute, b->recompute) && strcmp(r->recompute, "full") == 0)
+	else if (r->mfu < b->mfu * 0.97 && KV(r, tp) > KV(b, tp))
+		snprintf(buf, n, "tensor-parallel communication (tp %d against %d)", KV(r, tp),
+			 KV(b, tp));
+	else if (KV(r, recompute) != KV(b, recompute) && KV(r, recompute) == LAYOUT_RECOMPUTE_FULL)
 		snprintf(buf, n, "recomputation (one more forward pass)");
-	else if (r->mbs < b->mbs)
+	else if (KV(r, mbs) < KV(b, mbs))
 		snprintf(buf, n, "smaller microbatches: less efficient kernels, more launches");
 	else
 		snprintf(buf, n, "exposed communication and overheads (MFU %.1f%% against %.1f%%)",
@@ -216,15 +199,6 @@ static void shown(char *buf, size_t n, const char *name)
 		buf[i] = ch < 0x80 && (isalnum(ch) || strchr(" +-.,:=_()", ch)) ? (char)ch : '?';
 	}
 	buf[i] = '\0';
-}
-
-/* A schedule or recompute setting from the database as its canonical name,
- * or "?": only names prism knows reach a table, a label or the chart. */
-static void canonical(char *buf, size_t n, const char *v, int (*parse)(const char *),
-		      const char *(*name)(int))
-{
-	int k = parse(v);
-	snprintf(buf, n, "%s", k >= 0 ? name(k) : "?");
 }
 
 /* 1,234,567 */
@@ -329,69 +303,99 @@ static int has_column(sqlite3 *db, const char *col)
 	return found;
 }
 
-/* "SELECT key, <the knobs>, rest" into sql: a knob the database lacks (it
- * predates the column) reads its default; 0, or -1 if sql is too small. */
+/* "SELECT key, gpus, <the knobs>, rest" into sql: a knob the database
+ * lacks (it predates the column), or a NULL in it, reads as the knob's
+ * default; 0, or -1 if sql is too small. */
 static int knob_select(sqlite3 *db, char *sql, size_t n, const char *rest)
 {
-	size_t len = (size_t)snprintf(sql, n, "SELECT key");
-#define KNOB_ADD(col, dflt)                                                                        \
-	if (len < n && !*(dflt))                                                                   \
-		len += (size_t)snprintf(sql + len, n - len, ", %s", col);                          \
-	else if (len < n && has_column(db, col))                                                   \
-		len += (size_t)snprintf(sql + len, n - len, ", COALESCE(%s, %s)", col, dflt);      \
-	else if (len < n)                                                                          \
-		len += (size_t)snprintf(sql + len, n - len, ", %s", dflt);
-#define KNOB_I(f, col, dflt)		  KNOB_ADD(col, dflt)
-#define KNOB_S(f, col, dflt, parse, name) KNOB_ADD(col, dflt)
-#define KNOB_T(f, col, dflt)		  KNOB_ADD(col, dflt)
-	REPORT_KNOBS(KNOB_I, KNOB_S, KNOB_T)
-#undef KNOB_I
-#undef KNOB_S
-#undef KNOB_T
-#undef KNOB_ADD
+	size_t len = (size_t)snprintf(sql, n, "SELECT key, gpus");
+	for (int k = 0; k < LK_N && len < n; k++) {
+		const struct layout_knob *K = &layout_knobs[k];
+		char dflt[64];
+		struct layout l;
+		if (!shown_knob(k))
+			continue;
+		layout_default(&l);
+		if (K->home == LK_M) /* the model's: no default of its own */
+			snprintf(dflt, sizeof(dflt), "NULL");
+		else if (K->kind == LK_NAME)
+			snprintf(dflt, sizeof(dflt), "'%s'", K->name((int)K->def));
+		else if (K->kind == LK_PART)
+			snprintf(dflt, sizeof(dflt), "'even'");
+		else
+			layout_format(NULL, &l, k, 1, dflt, sizeof(dflt));
+		if (has_column(db, K->id))
+			len +=
+			    (size_t)snprintf(sql + len, n - len, ", COALESCE(%s, %s)", K->id, dflt);
+		else
+			len += (size_t)snprintf(sql + len, n - len, ", %s", dflt);
+	}
 	if (len < n)
 		len += (size_t)snprintf(sql + len, n - len, ", %s", rest);
 	return len < n ? 0 : -1;
 }
 
-static const char knob_header[] =
-#define KNOB_I(f, col, dflt)		  col ","
-#define KNOB_S(f, col, dflt, parse, name) col ","
-#define KNOB_T(f, col, dflt)		  col ","
-    REPORT_KNOBS(KNOB_I, KNOB_S, KNOB_T)
-#undef KNOB_I
-#undef KNOB_S
-#undef KNOB_T
-    ;
+/* The knobs' columns of the CSV ("gpus,tp,...,"). */
+/* How many knobs a report shows. */
+static int knobs_shown(void)
+{
+	int n = 0;
+	for (int k = 0; k < LK_N; k++)
+		n += shown_knob(k);
+	return n;
+}
+
+static void csv_knob_header(FILE *f)
+{
+	fputs("gpus,", f);
+	for (int k = 0; k < LK_N; k++)
+		if (shown_knob(k))
+			fprintf(f, "%s,", layout_knobs[k].id);
+}
+
+/* Knob k of r as text: a name (canonical, or "?"), the partition as
+ * stored, or the number. */
+static void knob_text(const struct row *r, int k, char *buf, size_t n)
+{
+	const struct layout_knob *K = &layout_knobs[k];
+	if (K->kind == LK_PART)
+		snprintf(buf, n, "%s", r->partition);
+	else if (K->kind == LK_NAME)
+		snprintf(buf, n, "%s", K->name((int)r->v[k]));
+	else if (K->kind == LK_REAL)
+		snprintf(buf, n, "%g", r->v[k]);
+	else
+		snprintf(buf, n, "%d", (int)r->v[k]);
+}
 
 static void csv_knobs(FILE *f, const struct row *r)
 {
-#define KNOB_I(fl, col, dflt)		   fprintf(f, "%d,", r->fl);
-#define KNOB_S(fl, col, dflt, parse, name) fprintf(f, "%s,", r->fl);
-#define KNOB_T(fl, col, dflt)                                                                      \
-	csv_text(f, r->fl);                                                                        \
-	putc(',', f);
-	REPORT_KNOBS(KNOB_I, KNOB_S, KNOB_T)
-#undef KNOB_I
-#undef KNOB_S
-#undef KNOB_T
+	fprintf(f, "%d,", r->gpus);
+	for (int k = 0; k < LK_N; k++) {
+		char v[160];
+		if (!shown_knob(k))
+			continue;
+		knob_text(r, k, v, sizeof(v));
+		csv_text(f, v);
+		putc(',', f);
+	}
 }
 
 static void json_knobs(FILE *f, const struct row *r)
 {
-	const char *sep = "";
-#define KNOB_I(fl, col, dflt)                                                                      \
-	fprintf(f, "%s\"" col "\":%d", sep, r->fl);                                                \
-	sep = ",";
-#define KNOB_S(fl, col, dflt, parse, name)                                                         \
-	fprintf(f, "%s\"" col "\":", sep);                                                         \
-	prism_fput_json_str(f, r->fl);                                                             \
-	sep = ",";
-#define KNOB_T(fl, col, dflt) KNOB_S(fl, col, dflt, NULL, NULL)
-	REPORT_KNOBS(KNOB_I, KNOB_S, KNOB_T)
-#undef KNOB_I
-#undef KNOB_S
-#undef KNOB_T
+	fprintf(f, "\"gpus\":%d", r->gpus);
+	for (int k = 0; k < LK_N; k++) {
+		const struct layout_knob *K = &layout_knobs[k];
+		char v[160];
+		if (!shown_knob(k))
+			continue;
+		knob_text(r, k, v, sizeof(v));
+		fprintf(f, ",\"%s\":", K->id);
+		if (K->kind == LK_NAME || K->kind == LK_PART)
+			prism_fput_json_str(f, v);
+		else
+			fputs(v, f);
+	}
 }
 
 /*
@@ -406,15 +410,17 @@ static void json_knobs(FILE *f, const struct row *r)
 enum { SAME_ZERO = 1, SAME_RECOMPUTE = 2, SAME_SCHEDULE = 4 };
 static int same_run(const struct row *r, const struct row *e)
 {
-	int d = (r->zero != e->zero ? SAME_ZERO : 0) |
-		(strcmp(r->recompute, e->recompute) ? SAME_RECOMPUTE : 0) |
-		(strcmp(r->schedule, e->schedule) || r->vp != e->vp ? SAME_SCHEDULE : 0);
-	if (r->gpus != e->gpus || r->tp != e->tp || r->pp != e->pp || r->dp != e->dp ||
-	    r->mbs != e->mbs || r->mb != e->mb || r->sp != e->sp || r->layers != e->layers ||
-	    r->hidden != e->hidden || strcmp(r->dtype, e->dtype) ||
-	    r->fp8_attention != e->fp8_attention || r->flash != e->flash ||
-	    r->iter_s != e->iter_s || r->mem_gb != e->mem_gb || ((d & SAME_SCHEDULE) && r->pp != 1))
+	int d = (KV(r, zero) != KV(e, zero) ? SAME_ZERO : 0) |
+		(KV(r, recompute) != KV(e, recompute) ? SAME_RECOMPUTE : 0) |
+		(KV(r, schedule) != KV(e, schedule) || KV(r, vp) != KV(e, vp) ? SAME_SCHEDULE : 0);
+	if (r->gpus != e->gpus || r->iter_s != e->iter_s || r->mem_gb != e->mem_gb ||
+	    strcmp(r->partition, e->partition) || ((d & SAME_SCHEDULE) && KV(r, pp) != 1))
 		return 0;
+	/* Every other knob alike. */
+	for (int k = 0; k < LK_N; k++)
+		if (shown_knob(k) && k != LK_zero && k != LK_recompute && k != LK_schedule &&
+		    k != LK_vp && r->v[k] != e->v[k])
+			return 0;
 	return d;
 }
 
@@ -422,12 +428,13 @@ static int same_run(const struct row *r, const struct row *e)
  * some, lower ZeRO stage before higher, 1F1B before the others. */
 static int simpler(const struct row *a, const struct row *b)
 {
-	int ra = strcmp(a->recompute, "none") != 0, rb = strcmp(b->recompute, "none") != 0;
-	int sa = strcmp(a->schedule, "1f1b") != 0, sb = strcmp(b->schedule, "1f1b") != 0;
+	int ra = KV(a, recompute) != LAYOUT_RECOMPUTE_NONE;
+	int rb = KV(b, recompute) != LAYOUT_RECOMPUTE_NONE;
+	int sa = KV(a, schedule) != LAYOUT_1F1B, sb = KV(b, schedule) != LAYOUT_1F1B;
 	if (ra != rb)
 		return ra < rb;
-	if (a->zero != b->zero)
-		return a->zero < b->zero;
+	if (KV(a, zero) != KV(b, zero))
+		return KV(a, zero) < KV(b, zero);
 	return sa < sb;
 }
 
@@ -622,11 +629,11 @@ static void csv_train(FILE *csv, const struct report *R, const struct row *r)
 
 static void write_best_csv(FILE *csv, const struct report *R)
 {
-	fprintf(csv,
-		"%siter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,days_to_train,"
-		"gpu_hours_to_train,cost_to_train,near_ties,same_runs,pareto_time,"
-		"pareto_gpu_hours\n",
-		knob_header);
+	csv_knob_header(csv);
+	fputs("iter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,days_to_train,"
+	      "gpu_hours_to_train,cost_to_train,near_ties,same_runs,pareto_time,"
+	      "pareto_gpu_hours\n",
+	      csv);
 	for (size_t k = 0; k < R->nb; k++) {
 		const struct row *r = &R->rows[R->best[k]];
 		csv_knobs(csv, r);
@@ -662,7 +669,8 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 	for (size_t i = 0; i < R->n; i++)
 		by_key[i] = &R->rows[i];
 	qsort(by_key, R->n, sizeof(*by_key), cmp_key);
-	fprintf(csv, "key,%s", knob_header);
+	fputs("key,", csv);
+	csv_knob_header(csv);
 	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
 		fprintf(csv, "%s,", cols[i]);
 	fputs("days_to_train,gpu_hours_to_train,cost_to_train,near_tie,same_as\n", csv);
@@ -684,7 +692,7 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 			putc(',', csv);
 		}
 		snprintf(probe.key, sizeof(probe.key), "%s", text(st, 0));
-		hit = R->n && strcmp(text(st, 1 + N_KNOBS), "simulated") == 0
+		hit = R->n && strcmp(text(st, 2 + knobs_shown()), "simulated") == 0
 			  ? bsearch(&pp, by_key, R->n, sizeof(*by_key), cmp_key)
 			  : NULL;
 		if (hit) {
@@ -1149,7 +1157,6 @@ int cmd_report(int argc, char **argv)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		struct row *r;
 		int i = 1;
-		char raw[16];
 		if (VEC_RESERVE(rv, rv.n + 1)) {
 			rc = 1;
 			break;
@@ -1157,15 +1164,19 @@ int cmd_report(int argc, char **argv)
 		r = &rv.v[rv.n++];
 		memset(r, 0, sizeof(*r));
 		snprintf(r->key, sizeof(r->key), "%s", text(st, 0));
-#define KNOB_I(f, col, dflt) r->f = sqlite3_column_int(st, i++);
-#define KNOB_S(f, col, dflt, parse, name)                                                          \
-	snprintf(raw, sizeof(raw), "%s", text(st, i++));                                           \
-	canonical(r->f, sizeof(r->f), raw, parse, name);
-#define KNOB_T(f, col, dflt) snprintf(r->f, sizeof(r->f), "%s", text(st, i++));
-		REPORT_KNOBS(KNOB_I, KNOB_S, KNOB_T)
-#undef KNOB_I
-#undef KNOB_S
-#undef KNOB_T
+		r->gpus = sqlite3_column_int(st, i++);
+		for (int k = 0; k < LK_N; k++) {
+			const struct layout_knob *K = &layout_knobs[k];
+			if (!shown_knob(k))
+				continue;
+			if (K->kind == LK_NAME)
+				r->v[k] = K->parse(text(st, i));
+			else if (K->kind == LK_PART)
+				snprintf(r->partition, sizeof(r->partition), "%s", text(st, i));
+			else
+				r->v[k] = sqlite3_column_double(st, i);
+			i++;
+		}
 		r->iter_s = sqlite3_column_double(st, i++);
 		r->bubble = sqlite3_column_double(st, i++);
 		r->tps = sqlite3_column_double(st, i++);
@@ -1174,7 +1185,7 @@ int cmd_report(int argc, char **argv)
 		r->mem_gb = sqlite3_column_double(st, i++);
 		if (strcmp(r->partition, "even") != 0)
 			snprintf(r->part, sizeof(r->part), "%s", r->partition);
-		r->shard = r->shard_group > 0 && r->shard_group < r->dp ? r->shard_group : 0;
+		r->shard = KV(r, shard) > 0 && KV(r, shard) < KV(r, dp) ? KV(r, shard) : 0;
 	}
 	sqlite3_finalize(st);
 	R.rows = rv.v;
