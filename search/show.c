@@ -43,6 +43,17 @@ void show_layout(FILE *f, const struct synth_in *in)
 	if (in->m.experts > 0)
 		fprintf(f, ", ep %d etp %d (expert dp %d)%s", layout_ep(l), layout_etp(l),
 			layout_edp(l), l->imbalance > 1 ? ", imbalanced" : "");
+	/* Knobs added after this line was written (layout.h: desc 0), where
+	 * they are not their defaults: as the knob list names them. */
+	for (int k = 0; k < LK_N; k++) {
+		const struct layout_knob *K = &layout_knobs[k];
+		char v[64];
+		if (K->desc != 0 || !layout_applies(&in->m, l, k) ||
+		    layout_get(&in->m, l, k, 1) == K->def)
+			continue;
+		layout_format(&in->m, l, k, 0, v, sizeof(v));
+		fprintf(f, ", %s %s", K->id, v);
+	}
 }
 
 void show_prediction(FILE *f, const struct synth_in *in, const struct predict_out *p)
@@ -109,6 +120,38 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		predict_analytic(in) * 1e3, synth_lower_bound(in) * 1e3);
 }
 
+/* The knobs as members of a JSON object, each with a comma before it, as
+ * the knob list shows them (LK_JSON, where its show rule says): the
+ * partition as the layers of every stage (placed), names as strings. */
+static void json_knobs(FILE *f, const struct synth_in *in)
+{
+	struct layout r;
+	synth_mem_layout(in, &r);
+	for (int k = 0; k < LK_N; k++) {
+		const struct layout_knob *K = &layout_knobs[k];
+		char v[64];
+		if (!(K->flags & LK_JSON) ||
+		    !(K->show == LK_SHOW_ALWAYS ||
+		      (layout_applies(&in->m, &r, k) &&
+		       (K->show == LK_SHOW_APPLIES || layout_get(&in->m, &r, k, 1) != K->def))))
+			continue;
+		fprintf(f, ",\"%s\":", K->id);
+		if (K->kind == LK_PART) {
+			putc('[', f);
+			for (int s = 0; s < r.pp; s++)
+				fprintf(f, "%s%d", s ? "," : "",
+					layout_stage_layers(&in->m, &r, s));
+			putc(']', f);
+			continue;
+		}
+		layout_format_shown(&in->m, &r, k, v, sizeof(v));
+		if (K->kind == LK_NAME)
+			prism_fput_json_str(f, v);
+		else
+			fputs(v, f);
+	}
+}
+
 void show_prediction_json(FILE *f, const struct synth_in *in, const struct predict_out *p)
 {
 	const struct layout *l = &in->lay;
@@ -118,53 +161,34 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		in->m.layers, in->m.hidden, in->m.heads, in->m.ffn, in->m.seq, in->m.vocab);
 	fputs(",\"hw\":", f);
 	prism_fput_json_str(f, in->hw->name);
-	{
-		struct layout r;
-		synth_mem_layout(in, &r);
-		fputs(",\"partition\":[", f);
-		for (int s = 0; s < l->pp; s++)
-			fprintf(f, "%s%d", s ? "," : "", layout_stage_layers(&in->m, &r, s));
-		fprintf(f,
-			"],\"shard\":%d,\"prefetch\":%d,\"bucket_mb\":%d,\"overlap_grad\":%d,"
-			"\"overlap_param\":%d,\"tp_overlap\":%d,\"pp_overlap\":%d",
-			layout_shard_group(l), l->prefetch, l->bucket_mb, l->overlap_grad,
-			l->overlap_param, l->tp_overlap, l->pp_overlap);
-	}
+	json_knobs(f, in);
 	fprintf(f,
-		",\"tp\":%d,\"pp\":%d,\"dp\":%d,\"vp\":%d,\"mbs\":%d,\"microbatches\":%d,"
-		"\"schedule\":\"%s\",\"recompute\":\"%s\",\"sp\":%d,\"zero\":%d,\"dtype\":\"%s\","
-		"\"gpus\":%d,\"global_batch\":%.0f,\"iteration_s\":%.9f,\"bubble\":%.6f,"
+		",\"gpus\":%d,\"global_batch\":%.0f,\"iteration_s\":%.9f,\"bubble\":%.6f,"
 		"\"tokens_per_s\":%.3f,\"mfu\":%.6f,\"gpu_hours\":%.9f,\"memory_bytes\":%.0f,"
 		"\"memory_capacity_bytes\":%.0f,\"fits\":%s,\"tasks\":%" PRIu64 ","
 		"\"exposed_compute_s\":%.9f,\"exposed_comm_s\":%.9f,\"overlap_s\":%.9f,"
-		"\"idle_s\":%.9f,\"analytic_s\":%.9f,\"bound_s\":%.9f,\"flash\":%d,"
-		"\"fp8_attention\":%d,\"kdb_exact\":%u,\"kdb_interpolated\":%u,"
+		"\"idle_s\":%.9f,\"analytic_s\":%.9f,\"bound_s\":%.9f,"
+		"\"kdb_exact\":%u,\"kdb_interpolated\":%u,"
 		"\"memory_stage\":%d,\"memory_weights_bytes\":%.0f,\"memory_grads_bytes\":%.0f,"
 		"\"memory_optimizer_bytes\":%.0f,\"memory_buffers_bytes\":%.0f,"
 		"\"memory_activations_bytes\":%.0f,\"memory_logits_bytes\":%.0f,"
 		"\"memory_transient_bytes\":%.0f,\"memory_fragmentation_bytes\":%.0f,"
 		"\"memory_first_stage_bytes\":%.0f,\"memory_last_stage_bytes\":%.0f",
-		l->tp, l->pp, l->dp, l->vp, l->mbs, l->microbatches,
-		layout_schedule_name(l->schedule), layout_recompute_name(l->recompute), l->sp,
-		l->zero, hw_dtype_name(in->lay.dtype), p->gpus, p->global_batch, p->iter_s,
-		p->bubble, p->tokens_per_s, p->mfu, p->gpu_hours, p->mem.total, p->mem.capacity,
-		p->mem.fits ? "true" : "false", p->tasks, p->exposed_compute_s, p->exposed_comm_s,
-		p->overlap_s, p->idle_s, predict_analytic(in), synth_lower_bound(in), l->flash,
-		in->lay.fp8_attention, p->kdb_exact, p->kdb_interpolated, p->mem.stage,
-		p->mem.weights, p->mem.grads, p->mem.optimizer, p->mem.buffers, p->mem.activations,
-		p->mem.logits, p->mem.transient, p->mem.fragmentation, p->mem.first_total,
-		p->mem.last_total);
-	if (layout_cp(l) > 1)
-		fprintf(f, ",\"cp\":%d", layout_cp(l));
+		p->gpus, p->global_batch, p->iter_s, p->bubble, p->tokens_per_s, p->mfu,
+		p->gpu_hours, p->mem.total, p->mem.capacity, p->mem.fits ? "true" : "false",
+		p->tasks, p->exposed_compute_s, p->exposed_comm_s, p->overlap_s, p->idle_s,
+		predict_analytic(in), synth_lower_bound(in), p->kdb_exact, p->kdb_interpolated,
+		p->mem.stage, p->mem.weights, p->mem.grads, p->mem.optimizer, p->mem.buffers,
+		p->mem.activations, p->mem.logits, p->mem.transient, p->mem.fragmentation,
+		p->mem.first_total, p->mem.last_total);
 	if (in->m.experts > 0)
 		fprintf(f,
 			",\"experts\":%d,\"top_k\":%d,\"shared_experts\":%d,\"expert_ffn\":%d,"
-			"\"first_dense\":%d,\"ep\":%d,\"etp\":%d,\"expert_dp\":%d,"
+			"\"first_dense\":%d,\"expert_dp\":%d,"
 			"\"moe_imbalance\":%g,\"params\":%.0f,\"active_params\":%.0f,"
 			"\"moe_a2a_bytes\":%.0f,\"moe_a2a_s\":%.9f",
 			in->m.experts, in->m.top_k, in->m.shared_experts,
 			in->m.expert_ffn > 0 ? in->m.expert_ffn : in->m.ffn, in->m.first_dense,
-			layout_ep(l), layout_etp(l), layout_edp(l), mem_moe_peak(&in->m, l),
-			llm_params(&in->m), llm_active_params(&in->m), synth_moe_a2a_bytes(in),
-			synth_moe_a2a_s(in));
+			layout_edp(l), mem_moe_peak(&in->m, l), llm_params(&in->m),
+			llm_active_params(&in->m), synth_moe_a2a_bytes(in), synth_moe_a2a_s(in));
 }
