@@ -201,7 +201,8 @@ static int model_field(const char *key, const char *val, struct llm *m, char *hw
 	    {"experts", offsetof(struct llm, experts), 0, LLM_MAX_EXPERTS},
 	    {"top_k", offsetof(struct llm, top_k), 1, LLM_MAX_EXPERTS},
 	    {"shared_experts", offsetof(struct llm, shared_experts), 0, LLM_MAX_SHARED},
-	    {"expert_ffn", offsetof(struct llm, expert_ffn), 1, LLM_MAX_FFN},
+	    /* 0: the dense FFN's width (llm.h), as descriptions wrote it */
+	    {"expert_ffn", offsetof(struct llm, expert_ffn), 0, LLM_MAX_FFN},
 	    {"first_dense", offsetof(struct llm, first_dense), 0, LLM_MAX_LAYERS},
 	};
 	*rc = 0;

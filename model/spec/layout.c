@@ -11,17 +11,9 @@
 void layout_default(struct layout *l)
 {
 	memset(l, 0, sizeof(*l));
-	l->tp = l->pp = l->dp = l->vp = 1;
-	l->mbs = 1;
-	l->microbatches = 1;
-	l->schedule = LAYOUT_1F1B;
-	l->flash = 1;
-	l->dtype = HW_BF16;
-	l->prefetch = 1;
-	l->overlap_grad = 1;
-	l->pp_overlap = 1;
-	l->ep = l->etp = l->cp = 1;
-	l->imbalance = 1;
+	for (int k = 0; k < LK_N; k++)
+		if (layout_knobs[k].home == LK_L)
+			layout_set(NULL, l, k, layout_knobs[k].def);
 }
 
 static const char *const recompute_names[] = {"none", "selective", "full"};

@@ -107,9 +107,10 @@ struct layout {
 	int cp_allgather;
 };
 
-/* The defaults of a run nobody laid out: one GPU, one microbatch of one
- * sequence, 1F1B, bf16 GEMMs, flash attention, ZeRO-3's prefetch of one
- * layer, gradients and pipeline sends overlapped (Megatron-LM's). */
+/* The defaults of a run nobody laid out, each knob's row's (LAYOUT_KNOBS
+ * below): one GPU, one microbatch of one sequence, 1F1B, bf16 GEMMs,
+ * flash attention, ZeRO-3's prefetch of one layer, gradients and pipeline
+ * sends overlapped (Megatron-LM's); even stages. */
 void layout_default(struct layout *l);
 
 /* "none", "selective", "full"; "gpipe", "1f1b", "interleaved"; "even",

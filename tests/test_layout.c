@@ -1,0 +1,214 @@
+/* test_layout.c - the knob list (layout.h) and the run description (desc.h). */
+#include <string.h>
+
+#include "desc.h"
+#include "hw.h"
+#include "layout.h"
+#include "testutil.h"
+
+/* Every row is whole: an id that names its field, a range holding its
+ * default, an option with help, a sweep knob with a digit of its own (vp
+ * shares the schedule's) and a key; the first descriptions' places taken
+ * once each. */
+static void test_rows(void **state)
+{
+	int digit[64] = {0}, desc[1000] = {0};
+	(void)state;
+	for (int k = 0; k < LK_N; k++) {
+		const struct layout_knob *K = &layout_knobs[k];
+		assert_int_equal(layout_knob_find(K->id), k);
+		assert_true(K->lo <= K->hi);
+		if (K->home == LK_L) {
+			assert_true(K->def >= K->lo && K->def <= K->hi);
+			assert_true(K->off + sizeof(int) <= sizeof(struct layout));
+		} else {
+			assert_true(K->off + sizeof(int) <= sizeof(struct llm));
+		}
+		assert_non_null(K->help);
+		if (K->opt)
+			assert_int_equal(layout_knob_by_opt(K->opt), k);
+		assert_true(K->kind != LK_NAME || (K->parse && K->name));
+		if (K->flags & LK_SWEEP) {
+			assert_true(K->digit > 0 && K->digit < 64);
+			if (k != LK_vp)
+				assert_int_equal(digit[K->digit]++, 0);
+		}
+		if (K->desc > 0)
+			assert_int_equal(desc[K->desc]++, 0);
+	}
+	assert_int_equal(layout_knob_find("nonesuch"), -1);
+}
+
+/* layout_default is every row's default, and a valid layout's ranges. */
+static void test_default(void **state)
+{
+	struct layout l;
+	struct llm m = {8, 1024, 16, 4096, 1024, 32000, "t", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct prism_err err;
+	(void)state;
+	layout_default(&l);
+	assert_int_equal(l.tp, 1);
+	assert_int_equal(l.schedule, LAYOUT_1F1B);
+	assert_int_equal(l.dtype, HW_BF16);
+	assert_int_equal(l.flash, 1);
+	assert_int_equal(l.prefetch, 1);
+	assert_int_equal(l.overlap_grad, 1);
+	assert_int_equal(l.pp_overlap, 1);
+	assert_int_equal(l.zero, 0);
+	assert_true(l.imbalance == 1);
+	prism_err_clear(&err);
+	assert_int_equal(layout_check_ranges(&m, &l, &err), 0);
+	l.zero = 4;
+	assert_int_equal(layout_check_ranges(&m, &l, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: zero 4 is not in 0..3");
+	l.zero = 0;
+	prism_err_clear(&err);
+	l.ep = 0; /* reads as 1 */
+	assert_int_equal(layout_check_ranges(&m, &l, &err), 0);
+	assert_true(layout_get(&m, &l, LK_ep, 1) == 1);
+	assert_true(layout_get(&m, &l, LK_ep, 0) == 0);
+	m.layers = 0;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check_ranges(&m, &l, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "model: layers 0 is not in 1..65536");
+}
+
+/* The key of a candidate: the first sweeps' format, written out by hand
+ * (stored sweeps resume on these), groups only where changed. */
+static void test_key(void **state)
+{
+	struct layout l;
+	struct llm m = {24, 2048, 16, 8192, 2048, 51200, "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	char key[320];
+	(void)state;
+	layout_default(&l);
+	l.tp = 2, l.pp = 4, l.dp = 8, l.microbatches = 16, l.sp = 1;
+	l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+	layout_key(&m, &l, key, sizeof(key));
+	assert_string_equal(key, "tp=2;pp=4;dp=8;vp=1;mbs=1;mb=16;sched=1f1b;rc=selective;zero=0;"
+				 "sp=1;layers=24;hidden=2048");
+	l.flash = 0;
+	l.bucket_mb = 25;
+	l.cp = 2;
+	layout_key(&m, &l, key, sizeof(key));
+	assert_string_equal(key, "tp=2;pp=4;dp=8;vp=1;mbs=1;mb=16;sched=1f1b;rc=selective;zero=0;"
+				 "sp=1;layers=24;hidden=2048;dtype=bf16;fp8attn=0;flash=0;"
+				 "part=even;shard=0;prefetch=1;bucket=25;ovg=1;ovp=0;tpo=0;ppo=1;"
+				 "cp=2");
+	/* ep 0 reads as 1: no expert group. */
+	l.ep = 0;
+	l.partition = LAYOUT_PART_BALANCED;
+	layout_key(&m, &l, key, sizeof(key));
+	assert_non_null(strstr(key, ";part=balanced;"));
+	assert_null(strstr(key, "ep="));
+}
+
+/* layout_diff names the knobs that differ; a graph edit changes layers,
+ * dp and microbatches. */
+static void test_diff(void **state)
+{
+	struct layout a, b;
+	struct llm m = {8, 1024, 16, 4096, 1024, 32000, "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct llm n = m;
+	(void)state;
+	layout_default(&a);
+	b = a;
+	assert_true(layout_diff(&m, &a, &m, &b) == 0);
+	b.dp = 4;
+	b.zero = 1;
+	n.layers = 16;
+	assert_true(layout_diff(&m, &a, &n, &b) ==
+		    (LK_BIT(LK_dp) | LK_BIT(LK_zero) | LK_BIT(LK_layers)));
+	assert_true(layout_editable() ==
+		    (LK_BIT(LK_dp) | LK_BIT(LK_microbatches) | LK_BIT(LK_layers)));
+	/* The partition as placed: part[] too. */
+	b = a;
+	b.pp = a.pp = 2;
+	b.part[0] = 3, b.part[1] = 5;
+	assert_true(layout_diff(&m, &a, &m, &b) == LK_BIT(LK_partition));
+	/* ep 0 and 1 are one degree. */
+	b = a;
+	b.ep = 0;
+	assert_true(layout_diff(&m, &a, &m, &b) == 0);
+}
+
+/* Values from text: names, numbers in range, the errors naming what. */
+static void test_parse(void **state)
+{
+	struct layout l;
+	struct prism_err err;
+	double v;
+	(void)state;
+	layout_default(&l);
+	prism_err_clear(&err);
+	assert_int_equal(layout_parse(LK_schedule, "interleaved", "--schedule", &v, &l, &err), 0);
+	assert_true(v == LAYOUT_INTERLEAVED);
+	assert_int_equal(layout_parse(LK_schedule, "zb", "--schedule", &v, &l, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "--schedule 'zb': expected gpipe, 1f1b or interleaved");
+	prism_err_clear(&err);
+	assert_int_equal(layout_parse(LK_dtype, "int8", "--dtype", &v, &l, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "--dtype 'int8': expected fp32, tf32, bf16, fp16, fp8 or fp4");
+	prism_err_clear(&err);
+	assert_int_equal(layout_parse(LK_tp, "2048", "--tp", &v, &l, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "--tp '2048': expected a whole number in 1..1024");
+	prism_err_clear(&err);
+	assert_int_equal(layout_parse(LK_imbalance, "nan", "--moe-imbalance", &v, &l, &err),
+			 PRISM_EARG);
+	assert_string_equal(err.msg, "--moe-imbalance 'nan': expected a number in 1..1024");
+	assert_int_equal(layout_parse(LK_partition, "3,5", "--partition", &v, &l, &err), 0);
+	assert_int_equal(l.part[0], 3);
+	assert_int_equal(l.part[1], 5);
+	assert_int_equal(l.partition, LAYOUT_PART_GIVEN);
+}
+
+/* A description written and read back is the same run; the first
+ * descriptions' text is kept to the byte (test_synth has the dense one),
+ * and a knob at its default adds nothing. */
+static void test_desc(void **state)
+{
+	/* Static: its padding is zero, as memset leaves mb's. */
+	static const struct llm m = {4, 512, 8, 2048, 256, 1000, "moe", 0, 1, 1, 1, 8, 2, 1, 0, 1,
+				     1.25, 1};
+	struct layout l, back;
+	struct llm mb;
+	char s[2048], hw[64];
+	struct prism_err err;
+	(void)state;
+	layout_default(&l);
+	l.tp = 2, l.sp = 1, l.ep = 4, l.dp = 4, l.cp = 2, l.cp_allgather = 1, l.imbalance = 1.5;
+	desc_write(&m, &l, "h100-dgx", s, sizeof(s));
+	assert_string_equal(
+	    s, "prism::model#name=moe;layers=4;hidden=512;heads=8;kv_heads=0;ffn=2048;"
+	       "activation=swiglu;seq=256;vocab=1000;tp=2;pp=1;dp=4;vp=1;mbs=1;microbatches=1;"
+	       "schedule=1f1b;recompute=0;sp=1;zero=0;flash=1;dtype=bf16;fp8_attention=0;"
+	       "hw=h100-dgx;untied=1;rope=1;shard=0;prefetch=1;bucket_mb=0;overlap_grad=1;"
+	       "overlap_param=0;tp_overlap=0;pp_overlap=1;cp=2;cp_allgather=1;experts=8;top_k=2;"
+	       "shared_experts=1;expert_ffn=0;first_dense=1;capacity_factor=1.25;router=sigmoid;"
+	       "ep=4;etp=1;imbalance=1.5");
+	memset(&mb, 0, sizeof(mb));
+	layout_default(&back);
+	prism_err_clear(&err);
+	assert_int_equal(desc_parse(s, &mb, &back, hw, sizeof(hw), &err), 0);
+	assert_string_equal(hw, "h100-dgx");
+	assert_memory_equal(&mb, &m, sizeof(m));
+	assert_true(layout_diff(&m, &l, &mb, &back) == 0);
+	/* Unknown keys are a newer writer's: skipped. */
+	assert_int_equal(desc_parse("prism::model#tp=2;zb_schedule=1", &mb, &back, hw,
+				    sizeof(hw), &err),
+			 0);
+	assert_int_equal(back.tp, 2);
+	prism_err_clear(&err);
+	assert_int_equal(desc_parse("prism::model#schedule=zb", &mb, &back, hw, sizeof(hw), &err),
+			 PRISM_EFORMAT);
+	assert_string_equal(err.msg, "model description: unknown schedule 'zb'");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_rows),  cmocka_unit_test(test_default),
+	    cmocka_unit_test(test_key),	  cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_parse), cmocka_unit_test(test_desc),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
