@@ -346,8 +346,7 @@ int cli_layout_apply(const struct cli_layout *o, struct synth_in *dst, struct pr
 	return 0;
 }
 
-/* text wrapped at 80 columns, its lines after the first indented to col. */
-static void wrap(FILE *f, const char *text, int at, int col)
+void cli_wrap(FILE *f, const char *text, int at, int col)
 {
 	const char *p = text;
 	while (*p) {
@@ -375,7 +374,7 @@ static void help_line(FILE *f, const char *opt, const char *arg, const char *tex
 		fprintf(f, "%s\n%31s", left, "");
 	else
 		fprintf(f, "%-31s", left);
-	wrap(f, text, 31, 31);
+	cli_wrap(f, text, 31, 31);
 }
 
 /* The help's sections: the layout, mixture-of-experts, the model's shape. */

@@ -139,6 +139,10 @@ int cli_layout_option(int c, const char *arg, struct cli_layout *o, struct prism
  * multiple of mbs x dp). */
 int cli_layout_apply(const struct cli_layout *o, struct synth_in *dst, struct prism_err *err);
 
+/* text to f wrapped at 80 columns, the first line starting at column at
+ * (where the cursor is), the others indented to col; ends with a newline. */
+void cli_wrap(FILE *f, const char *text, int at, int col);
+
 /* The help of those options, to f. */
 void cli_layout_help(FILE *f);
 

@@ -6,44 +6,66 @@
 #include "cli.h"
 #include "usage.h"
 
-static const char usage[] =
-    "usage: prism <command> [options]\n"
-    "\n"
-    "prism predicts LLM training iteration time for parallel layouts nobody has\n"
-    "run yet, from a PyTorch profiler (Kineto) trace of a run that was.\n"
-    "\n"
-    "commands:\n"
-    "  ingest TRACE... [-o GRAPH]   read Kineto traces (one per rank) into an\n"
-    "                               execution graph; print a summary; save it\n"
-    "  replay TRACE...|GRAPH        simulate the traced run; predicted against\n"
-    "                               measured iteration times, breakdown,\n"
-    "                               critical path, --timeline for Perfetto\n"
-    "  calibrate TRACE...|GRAPH     fit each kernel class's efficiency on the\n"
-    "                               trace's own kernels; leave-one-out errors\n"
-    "  kernels CSV...|DIR           the kernel model against measured kernel\n"
-    "                               times; --fit its parameters on them\n"
-    "  collectives CSV...|DIR       the collective model against measured\n"
-    "                               collectives; --fit the profiles' bus\n"
-    "                               efficiencies and latencies on them\n"
-    "  synth MODEL --hw HW [-o T]   a run's graph from its shape and layout;\n"
-    "                               predict it; write it as Kineto traces\n"
-    "  whatif BASE [--dp N ...]     one candidate layout against a base run\n"
-    "                               (a trace, a graph or a model)\n"
-    "  search SWEEP                 a sweep of layouts into a SQLite database\n"
-    "                               (resumable; screened, OpenMP-parallel)\n"
-    "  report DB                    best layout per GPU count, Pareto fronts:\n"
-    "                               Markdown, CSV, SVG chart\n"
-    "  list [models|hw|sweeps]      the configurations that ship, one line each\n"
-    "\n"
-    "Run `prism <command> --help` for a command's options.\n"
-    "  -h, --help      this help\n"
-    "  -V, --version   print the version\n";
+/* The commands: name, arguments and what it does (the usage's lines), and
+ * its entry point. */
+static const struct command {
+	const char *name, *args, *help;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+    {"ingest", "TRACE... [-o GRAPH]",
+     "read Kineto traces (one per rank) into an execution graph; print a summary; save it",
+     cmd_ingest},
+    {"replay", "TRACE...|GRAPH",
+     "simulate the traced run; predicted against measured iteration times, breakdown, "
+     "critical path, --timeline for Perfetto",
+     cmd_replay},
+    {"calibrate", "TRACE...|GRAPH",
+     "fit each kernel class's efficiency on the trace's own kernels; leave-one-out errors",
+     cmd_calibrate},
+    {"kernels", "CSV...|DIR",
+     "the kernel model against measured kernel times; --fit its parameters on them", cmd_kernels},
+    {"collectives", "CSV...|DIR",
+     "the collective model against measured collectives; --fit the profiles' bus "
+     "efficiencies and latencies on them",
+     cmd_collectives},
+    {"synth", "MODEL --hw HW [-o T]",
+     "a run's graph from its shape and layout; predict it; write it as Kineto traces", cmd_synth},
+    {"whatif", "BASE [--dp N ...]",
+     "one candidate layout against a base run (a trace, a graph or a model)", cmd_whatif},
+    {"search", "SWEEP",
+     "a sweep of layouts into a SQLite database (resumable; screened, OpenMP-parallel)",
+     cmd_search},
+    {"report", "DB", "best layout per GPU count, Pareto fronts: Markdown, CSV, SVG chart",
+     cmd_report},
+    {"list", "[models|hw|sweeps]", "the configurations that ship, one line each", cmd_list},
+};
+#define N_COMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
+
+static void usage(FILE *f)
+{
+	fputs("usage: prism <command> [options]\n"
+	      "\n"
+	      "prism predicts LLM training iteration time for parallel layouts nobody has\n"
+	      "run yet, from a PyTorch profiler (Kineto) trace of a run that was.\n"
+	      "\n"
+	      "commands:\n",
+	      f);
+	for (int i = 0; i < N_COMMANDS; i++) {
+		char left[64];
+		snprintf(left, sizeof(left), "  %s %s", commands[i].name, commands[i].args);
+		fprintf(f, "%-31s", left);
+		cli_wrap(f, commands[i].help, 31, 31);
+	}
+	fputs("\n"
+	      "Run `prism <command> --help` for a command's options.\n"
+	      "  -h, --help      this help\n"
+	      "  -V, --version   print the version\n",
+	      f);
+}
 
 int main(int argc, char **argv)
 {
-	static const char *const commands[] = {"ingest", "replay",  "calibrate",  "synth",
-					       "whatif", "search",  "report",	  "list",
-					       "help",	 "kernels", "collectives"};
+	const char *names[N_COMMANDS + 1];
 	int k;
 
 	/* Lines in the order they were written when stdout and stderr share a
@@ -53,42 +75,28 @@ int main(int argc, char **argv)
 	/* Each command says what was wrong with an option (usage.h). */
 	opterr = 0;
 	if (argc < 2) {
-		fputs(usage, stderr);
+		usage(stderr);
 		return EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
-		fputs(usage, stdout);
+		usage(stdout);
 		return 0;
 	}
 	if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
 		printf("prism %s\n", PRISM_VERSION);
 		return 0;
 	}
-	if (strcmp(argv[1], "ingest") == 0)
-		return cmd_ingest(argc - 1, argv + 1);
-	if (strcmp(argv[1], "replay") == 0)
-		return cmd_replay(argc - 1, argv + 1);
-	if (strcmp(argv[1], "calibrate") == 0)
-		return cmd_calibrate(argc - 1, argv + 1);
-	if (strcmp(argv[1], "kernels") == 0)
-		return cmd_kernels(argc - 1, argv + 1);
-	if (strcmp(argv[1], "collectives") == 0)
-		return cmd_collectives(argc - 1, argv + 1);
-	if (strcmp(argv[1], "synth") == 0)
-		return cmd_synth(argc - 1, argv + 1);
-	if (strcmp(argv[1], "whatif") == 0)
-		return cmd_whatif(argc - 1, argv + 1);
-	if (strcmp(argv[1], "search") == 0)
-		return cmd_search(argc - 1, argv + 1);
-	if (strcmp(argv[1], "report") == 0)
-		return cmd_report(argc - 1, argv + 1);
-	if (strcmp(argv[1], "list") == 0)
-		return cmd_list(argc - 1, argv + 1);
-	k = usage_closest(argv[1], commands, (int)(sizeof(commands) / sizeof(commands[0])));
+	for (k = 0; k < N_COMMANDS; k++) {
+		if (strcmp(argv[1], commands[k].name) == 0)
+			return commands[k].run(argc - 1, argv + 1);
+		names[k] = commands[k].name;
+	}
+	names[N_COMMANDS] = "help";
+	k = usage_closest(argv[1], names, N_COMMANDS + 1);
 	if (k >= 0)
 		fprintf(stderr, "prism: unknown command '%s'; did you mean %s? (prism --help)\n",
-			argv[1], commands[k]);
+			argv[1], names[k]);
 	else
 		fprintf(stderr, "prism: unknown command '%s' (prism --help)\n", argv[1]);
 	return EXIT_USAGE;

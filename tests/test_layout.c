@@ -167,8 +167,8 @@ static void test_parse(void **state)
 static void test_desc(void **state)
 {
 	/* Static: its padding is zero, as memset leaves mb's. */
-	static const struct llm m = {4, 512, 8, 2048, 256, 1000, "moe", 0, 1, 1, 1, 8, 2, 1, 0, 1,
-				     1.25, 1};
+	static const struct llm m = {4, 512, 8, 2048, 256, 1000, "moe", 0,    1,
+				     1, 1,   8, 2,    1,   0,	 1,	1.25, 1};
 	struct layout l, back;
 	struct llm mb;
 	char s[2048], hw[64];
@@ -193,9 +193,8 @@ static void test_desc(void **state)
 	assert_memory_equal(&mb, &m, sizeof(m));
 	assert_true(layout_diff(&m, &l, &mb, &back) == 0);
 	/* Unknown keys are a newer writer's: skipped. */
-	assert_int_equal(desc_parse("prism::model#tp=2;zb_schedule=1", &mb, &back, hw,
-				    sizeof(hw), &err),
-			 0);
+	assert_int_equal(
+	    desc_parse("prism::model#tp=2;zb_schedule=1", &mb, &back, hw, sizeof(hw), &err), 0);
 	assert_int_equal(back.tp, 2);
 	prism_err_clear(&err);
 	assert_int_equal(desc_parse("prism::model#schedule=zb", &mb, &back, hw, sizeof(hw), &err),
