@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "cli.h"
 #include "configs.h"
 #include "progress.h"
@@ -73,26 +74,6 @@ static const char help[] =
     "                      the sweep gives tokens and price_per_gpu_hour)\n"
     "  -h, --help          this help\n";
 
-/* A candidate to evaluate, without its struct cand (sweep_candidate makes
- * that again when its batch comes): a sweep of millions of candidates
- * holds 16 bytes for each, not kilobytes. */
-struct ref {
-	uint32_t index; /* in the sweep's space (sweep_candidate) */
-	int gpus;
-	double analytic_s;
-};
-
-/* Best-first per GPU count; equal estimates in the sweep's order. */
-static int cmp_analytic(const void *a, const void *b)
-{
-	const struct ref *x = a, *y = b;
-	if (x->gpus != y->gpus)
-		return x->gpus < y->gpus ? -1 : 1;
-	if (x->analytic_s != y->analytic_s)
-		return x->analytic_s < y->analytic_s ? -1 : 1;
-	return (x->index > y->index) - (x->index < y->index);
-}
-
 /* Rejected candidates are stored in transactions of this many. */
 #define REJECT_CHUNK 4096
 
@@ -108,36 +89,7 @@ static double now(void)
 	return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-struct best {
-	int gpus[SWEEP_MAX_LIST * 4];
-	double t[SWEEP_MAX_LIST * 4];
-	int n;
-};
-
-static double *best_of(struct best *b, int gpus)
-{
-	for (int i = 0; i < b->n; i++)
-		if (b->gpus[i] == gpus)
-			return &b->t[i];
-	if (b->n == (int)(sizeof(b->gpus) / sizeof(b->gpus[0])))
-		return NULL;
-	b->gpus[b->n] = gpus;
-	b->t[b->n] = 0;
-	return &b->t[b->n++];
-}
-
-enum { MODE_SCREEN, MODE_OPTIMISE, MODE_EXHAUSTIVE };
-static const char *const mode_names[] = {"screen", "optimise", "exhaustive"};
 static const char *const mode_options[] = {"the default mode", "--optimise", "--exhaustive"};
-
-/* Candidates made at once while the sweep is enumerated, and what is kept
- * of each. */
-#define ENUM_CHUNK 4096
-struct made {
-	int ok, status, gpus;
-	double analytic_s;
-	char reason[160]; /* the first candidate's only */
-};
 
 /* Memory the system has for us (MemAvailable, bytes), 0 when unknown. */
 static double mem_available(void)
@@ -174,30 +126,6 @@ static int threads_by_memory(int now, int max, double avail)
 	return fit >= now ? now : fit < 1 ? 1 : (int)fit;
 }
 
-/* A simulated candidate's cost, roughly: its pipeline units up to the
- * few microbatches its line is drawn through (sim/hier.h). */
-static double sim_cost(const struct cand *k)
-{
-	const struct layout *l = &k->in.lay;
-	int m = l->microbatches, cap = 4 * l->pp * (l->vp > 0 ? l->vp : 1);
-	return (double)l->pp * (l->vp > 0 ? l->vp : 1) * (m < cap ? m : cap);
-}
-
-/* A candidate of a batch to simulate, and its cost. */
-struct job {
-	double cost;
-	int i;
-};
-
-/* Costliest first, then in batch order. */
-static int cmp_cost(const void *a, const void *b)
-{
-	const struct job *x = a, *y = b;
-	if (x->cost != y->cost)
-		return x->cost > y->cost ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
-
 /*
  * A resumed sweep continues as it ran: which candidates are screened
  * depends on the mode and, when it screens, on the batch (the best time
@@ -213,8 +141,8 @@ static int resume_run(sqlite3 *db, const struct sweep *sw, long long sid, int re
 
 	if (!resumed)
 		return 0;
-	for (int m = 0; m < 3; m++)
-		if (strcmp(run->was_mode, mode_names[m]) == 0)
+	for (int m = 0; m <= BATCH_EXHAUSTIVE; m++)
+		if (strcmp(run->was_mode, batch_mode_name(m)) == 0)
 			was = m;
 	if (!run->was_mode[0] || run->was_batch <= 0)
 		return store_sweep_run(db, sid, run, err);
@@ -237,27 +165,6 @@ static int resume_run(sqlite3 *db, const struct sweep *sw, long long sid, int re
 		run->was_batch);
 	*bsize = run->was_batch;
 	return 0;
-}
-
-/* Screen k against the best simulated time at its GPU count (0: none
- * yet).  The bound is proven (the simulated time cannot be below it), so
- * a candidate whose bound is no better than the best cannot win; the
- * analytic margin is a heuristic, used in the default mode only. */
-static void screen(struct cand *k, int mode, double best, double margin)
-{
-	if (mode == MODE_EXHAUSTIVE || best <= 0)
-		return;
-	if (k->bound_s >= best) {
-		k->status = CS_SCREENED;
-		snprintf(k->reason, sizeof(k->reason),
-			 "lower bound %.3f ms >= best simulated %.3f ms", k->bound_s * 1e3,
-			 best * 1e3);
-	} else if (mode == MODE_SCREEN && k->analytic_s > best * (1 + margin)) {
-		k->status = CS_SCREENED;
-		snprintf(k->reason, sizeof(k->reason),
-			 "analytic %.3f ms > best simulated %.3f ms + %.0f%%", k->analytic_s * 1e3,
-			 best * 1e3, margin * 100);
-	}
 }
 
 /* Every process's rc, agreed: when any failed, all stop; one that did not
@@ -354,6 +261,204 @@ static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, con
 	printf("]}\n");
 }
 
+/* What a search run holds between its steps. */
+struct run {
+	struct sweep sw;
+	struct batch_space sp;
+	struct shard sh;
+	sqlite3 *db; /* process 0's */
+	long long sid;
+	char dbpath[1024];
+	char *stored; /* per ref of sp.order, then per rejected: stored before */
+	size_t done;  /* stored before, or now */
+	size_t stats[CS_FAILED + 1];
+	struct batch_best best;
+	int mode, bsize, resumed, lead;
+};
+
+/* Process 0 opens the database (its path given, or results/NAME.db) and
+ * finds the sweep's row (resumed: as it ran), the best times so far and
+ * which candidates are stored; every process learns them. */
+static int open_results(struct run *R, const char *db_arg, int batch_given, struct prism_err *err)
+{
+	size_t n = R->sp.norder + R->sp.nrejected;
+	char **keys = NULL;
+	size_t nkeys = 0;
+	struct store_run run = {batch_mode_name(R->mode), R->bsize, "", 0};
+	int rc = 0;
+
+	if (db_arg) {
+		snprintf(R->dbpath, sizeof(R->dbpath), "%s", db_arg);
+	} else {
+		if (R->lead)
+			mkdir("results", 0777);
+		snprintf(R->dbpath, sizeof(R->dbpath), "results/%s.db", R->sw.name);
+	}
+	memset(&R->best, 0, sizeof(R->best));
+	if (!(R->stored = prism_calloc(n + 1, 1)))
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if (rc == 0 && R->lead &&
+	    ((rc = store_open(R->dbpath, &R->db, err)) == 0 &&
+	     (rc = store_sweep(R->db, &R->sw, &run, &R->sid, &R->resumed, err)) == 0 &&
+	     (rc = resume_run(R->db, &R->sw, R->sid, R->resumed, batch_given, &run, &R->bsize,
+			      err)) == 0 &&
+	     (rc = store_keys(R->db, R->sid, &keys, &nkeys, err)) == 0)) {
+		char key[sizeof(((struct cand *)0)->key)];
+		R->best.n = store_best(R->db, R->sid, R->best.gpus, R->best.t, SWEEP_MAX_LIST * 4);
+		for (size_t i = 0; nkeys && i < n; i++) {
+			uint32_t ix = i < R->sp.norder ? R->sp.order[i].index
+						       : R->sp.rejected[i - R->sp.norder];
+			sweep_key(&R->sw, ix, key, sizeof(key));
+			R->stored[i] = bsearch(key, keys, nkeys, sizeof(*keys), cmp_key) != NULL;
+		}
+	}
+	store_keys_free(keys, nkeys);
+	return rc;
+}
+
+/* Process 0 stores the rejected candidates not stored before, in
+ * transactions of REJECT_CHUNK (a kill between them loses nothing: the
+ * rerun stores the rest). */
+static int store_rejected(struct run *R, struct prism_err *err)
+{
+	struct cand *rej;
+	size_t nrej = 0;
+	int rc = 0;
+
+	if (!R->lead)
+		return 0;
+	if (!(rej = prism_malloc(REJECT_CHUNK * sizeof(*rej))))
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	for (size_t i = 0; rc == 0 && i <= R->sp.nrejected; i++) {
+		if (i < R->sp.nrejected && R->stored[R->sp.norder + i]) {
+			R->done++;
+		} else if (i < R->sp.nrejected) {
+			sweep_candidate(&R->sw, R->sp.rejected[i], &rej[nrej]);
+			R->stats[rej[nrej++].status]++;
+		}
+		if (nrej && (nrej == REJECT_CHUNK || i == R->sp.nrejected)) {
+			rc = store_put(R->db, R->sid, rej, nrej, err);
+			nrej = 0;
+		}
+	}
+	free(rej);
+	return rc;
+}
+
+/* The refs not stored before, in place. */
+static void drop_stored(struct run *R)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < R->sp.norder; i++) {
+		if (R->stored[i]) {
+			R->done++;
+			continue;
+		}
+		R->sp.order[k++] = R->sp.order[i];
+		R->stats[CS_PENDING]++;
+	}
+	R->sp.norder = k;
+}
+
+/* Process 0's line after a batch: on a terminal the progress line, else
+ * one line a batch. */
+static void batch_line(const struct run *R, struct progress *pg, size_t at, double t0)
+{
+	double el = now() - t0, rate = at / (el > 0 ? el : 1e-9), top = 0;
+	int topg = 0;
+	for (int i = 0; i < R->best.n; i++)
+		if (R->best.t[i] > 0 && (top == 0 || R->best.gpus[i] > topg)) {
+			top = R->best.t[i];
+			topg = R->best.gpus[i];
+		}
+	if (pg->f) {
+		char tail[96];
+		snprintf(tail, sizeof(tail), "best at %d GPUs %.3f ms", topg, top * 1e3);
+		progress_set(pg, at, R->stats[CS_SIMULATED], R->stats[CS_SCREENED], tail);
+		progress_print(pg);
+	} else {
+		fprintf(
+		    stderr,
+		    "  %zu/%zu evaluated, %zu simulated, %zu screened, %.1f/s, ETA %.0f s, best "
+		    "at %d GPUs %.3f ms\n",
+		    at, R->sp.norder, R->stats[CS_SIMULATED], R->stats[CS_SCREENED], rate,
+		    (double)(R->sp.norder - at) / (rate > 0 ? rate : 1), topg, top * 1e3);
+	}
+}
+
+/* The batches: each made and screened, dealt to the processes, simulated
+ * by their threads (fewer once the largest candidates so far would not fit
+ * one a thread), gathered and stored by process 0; the best times updated
+ * between batches. */
+static int run_batches(struct run *R, int threads, struct progress *pg, struct prism_err *err)
+{
+	struct cand *batch = prism_malloc((size_t)R->bsize * sizeof(*batch));
+	int *owner = prism_malloc((size_t)R->bsize * sizeof(*owner));
+	struct batch_job *work = prism_malloc((size_t)R->bsize * sizeof(*work));
+	double avail = mem_available(), t0 = now();
+	int tn = threads, rc = 0;
+
+	if (!batch || !owner || !work)
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if ((rc = shard_any(&R->sh, rc)))
+		goto out;
+	for (size_t at = 0; at < R->sp.norder;) {
+		int nb = R->sp.norder - at < (size_t)R->bsize ? (int)(R->sp.norder - at) : R->bsize;
+		int t;
+		batch_make(&R->sw, R->sp.order + at, nb, R->mode, &R->best, batch, pg);
+		at += (size_t)nb;
+		shard_deal(&R->sh, batch, nb, owner);
+		batch_simulate(&R->sw, batch, nb, owner, R->sh.rank, tn, work, pg);
+		/* A candidate too large for every thread to hold one: fewer
+		 * threads from the next batch on (the rows do not depend on how
+		 * many). */
+		if ((t = threads_by_memory(tn, threads, avail)) < tn && R->lead)
+			fprintf(stderr,
+				"prism search: %d thread%s from here on: the largest candidates so "
+				"far need up to %.0f MB a thread, %.0f MB were available\n",
+				t, t > 1 ? "s" : "", getrusage_mb() / threads, avail / 1048576);
+		tn = t;
+		if (shard_gather(&R->sh, batch, nb, owner, &R->sw.hw)) {
+			fprintf(stderr, "prism: process %d: out of memory\n", R->sh.rank);
+			shard_abort(&R->sh, 1);
+			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (R->lead && (rc = store_put(R->db, R->sid, batch, (size_t)nb, err))) {
+			if (R->sh.size > 1) {
+				cli_fail(err);
+				shard_abort(&R->sh, 1);
+			}
+			goto out;
+		}
+		for (int i = 0; i < nb; i++)
+			R->stats[batch[i].status]++;
+		batch_best_add(&R->best, batch, nb);
+		if (R->lead)
+			batch_line(R, pg, at, t0);
+	}
+out:
+	free(batch);
+	free(owner);
+	free(work);
+	return rc;
+}
+
+/* The sweep file SWEEP names (a file, or a name in configs/sweeps/) into
+ * path: 0, or the exit status after saying what is wrong. */
+static int sweep_path(const char *arg, char *path, size_t n)
+{
+	char near[128];
+	int k;
+	if (cli_find_config("sweeps", arg, path, n) == 0)
+		return 0;
+	k = strchr(arg, '/') ? -1 : configs_suggest("sweeps", arg, near, sizeof(near));
+	fprintf(stderr,
+		"prism: %s: no such file, nor configs/sweeps/%s.cfg%s%s%s (prism list sweeps)\n",
+		arg, arg, k == 0 ? "; did you mean " : "", k == 0 ? near : "", k == 0 ? "?" : "");
+	return EXIT_USAGE;
+}
+
 int cmd_search(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -367,33 +472,18 @@ int cmd_search(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct sweep sw;
+	struct run R;
 	struct prism_err err;
-	struct cand *batch = NULL, *rej = NULL, one;
-	struct ref *order = NULL;
-	struct job *work = NULL;
-	uint32_t *rejected = NULL;
-	char path[1024], dbpath[1024], **keys = NULL, first_reason[sizeof(batch->reason)] = "none";
+	char path[1024];
 	const char *db_arg = NULL;
-	size_t nkeys = 0, norder = 0, nrejected = 0;
-	sqlite3 *db = NULL;
-	long long sid = 0;
-	long n = 0;
-	int mode = MODE_SCREEN, threads = 0, bsize = 0, resumed = 0, c, rc = 0, tty = isatty(2);
-	int batch_given;
-	struct store_run run;
-	int json = 0;
-	size_t before = 0;
-	size_t done = 0, stats[CS_FAILED + 1] = {0};
-	struct best best;
-	struct shard sh;
-	int *owner = NULL, nw, lead, quiet = 0, tn;
-	double avail;
-	char *stored = NULL;
+	int threads = 0, c, rc = 0, json = 0, batch_given, quiet = 0;
+	size_t before;
 	double t0;
 	struct progress pg; /* the terminal's line (pg.f NULL: none) */
 
+	memset(&R, 0, sizeof(R));
 	memset(&pg, 0, sizeof(pg));
+	R.mode = BATCH_SCREEN;
 	prism_err_clear(&err);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -402,17 +492,17 @@ int cmd_search(int argc, char **argv)
 			db_arg = optarg;
 			break;
 		case 'x':
-			mode = MODE_EXHAUSTIVE;
+			R.mode = BATCH_EXHAUSTIVE;
 			break;
 		case 'o':
-			mode = MODE_OPTIMISE;
+			R.mode = BATCH_OPTIMISE;
 			break;
 		case 't':
 			if (cli_count(optarg, "threads", 1, 1024, &threads, &err))
 				return cli_fail(&err);
 			break;
 		case 'b':
-			if (cli_count(optarg, "batch", 1, 1 << 16, &bsize, &err))
+			if (cli_count(optarg, "batch", 1, 1 << 16, &R.bsize, &err))
 				return cli_fail(&err);
 			break;
 		case 'j':
@@ -429,84 +519,24 @@ int cmd_search(int argc, char **argv)
 		fprintf(stderr, "prism search: give one SWEEP file\n%s", help);
 		return EXIT_USAGE;
 	}
-	if (cli_find_config("sweeps", argv[optind], path, sizeof(path))) {
-		char near[128];
-		int k = strchr(argv[optind], '/')
-			    ? -1
-			    : configs_suggest("sweeps", argv[optind], near, sizeof(near));
-		fprintf(stderr,
-			"prism: %s: no such file, nor configs/sweeps/%s.cfg%s%s%s (prism list "
-			"sweeps)\n",
-			argv[optind], argv[optind], k == 0 ? "; did you mean " : "",
-			k == 0 ? near : "", k == 0 ? "?" : "");
+	if ((rc = sweep_path(argv[optind], path, sizeof(path))))
+		return rc;
+	if (shard_init(&R.sh, &argc, &argv))
 		return EXIT_USAGE;
-	}
-	if (shard_init(&sh, &argc, &argv))
-		return EXIT_USAGE;
-	lead = sh.rank == 0;
+	R.lead = R.sh.rank == 0;
 	if (threads > 0)
 		omp_set_num_threads(threads);
 	threads = omp_get_max_threads();
-	if ((rc = sweep_load(path, &sw, &err)) == 0) {
-		/* Every candidate once, made by the threads a chunk at a time
-		 * (sweep_candidate only reads the sweep) and kept in order: the
-		 * pending ones as refs to sort, the rejected ones as their
-		 * index. */
-		uint64_t total = sweep_count(&sw);
-		size_t cap = 0, rcap = 0;
-		struct made *mk = prism_malloc(ENUM_CHUNK * sizeof(*mk));
-		if (!mk)
-			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-		for (uint64_t i0 = 0; i0 < total && rc == 0; i0 += ENUM_CHUNK) {
-			int nk = total - i0 < ENUM_CHUNK ? (int)(total - i0) : ENUM_CHUNK;
-#pragma omp parallel for schedule(dynamic, 64)
-			for (int j = 0; j < nk; j++) {
-				struct cand k;
-				mk[j].ok = sweep_candidate(&sw, i0 + (uint64_t)j, &k) == 0;
-				mk[j].status = k.status;
-				mk[j].gpus = k.gpus;
-				mk[j].analytic_s = k.analytic_s;
-				if (mk[j].ok && n == 0)
-					snprintf(mk[j].reason, sizeof(mk[j].reason), "%s",
-						 k.reason);
-			}
-			for (int j = 0; j < nk && rc == 0; j++) {
-				uint64_t i = i0 + (uint64_t)j;
-				if (!mk[j].ok)
-					continue;
-				if (n++ == 0)
-					snprintf(first_reason, sizeof(first_reason), "%s",
-						 mk[j].reason);
-				if (mk[j].status == CS_PENDING) {
-					if (vec_reserve_((void **)&order, &cap, norder + 1,
-							 sizeof(*order))) {
-						rc = prism_err_set(&err, PRISM_ENOMEM,
-								   "out of memory");
-						break;
-					}
-					order[norder].index = (uint32_t)i;
-					order[norder].gpus = mk[j].gpus;
-					order[norder++].analytic_s = mk[j].analytic_s;
-				} else {
-					if (vec_reserve_((void **)&rejected, &rcap, nrejected + 1,
-							 sizeof(*rejected))) {
-						rc = prism_err_set(&err, PRISM_ENOMEM,
-								   "out of memory");
-						break;
-					}
-					rejected[nrejected++] = (uint32_t)i;
-				}
-			}
-		}
-		free(mk);
-	}
+	/* Every candidate once: the pending ones best-first, the rejected. */
+	if ((rc = sweep_load(path, &R.sw, &err)) == 0)
+		rc = batch_space(&R.sw, &R.sp, &err);
 	/* A budget no layout can use is the sweep file's error. */
-	if (rc == 0 && norder == 0)
+	if (rc == 0 && R.sp.norder == 0)
 		rc = prism_err_set(&err, PRISM_EFORMAT,
 				   "%s:%d: no layout is possible with these GPU counts "
 				   "(%ld candidates, all rejected; the first: %s)",
-				   path, sw.gpus_line, n, first_reason);
-	if ((rc = agree(&sh, rc, &quiet)))
+				   path, R.sw.gpus_line, R.sp.n, R.sp.first_reason);
+	if ((rc = agree(&R.sh, rc, &quiet)))
 		goto out;
 #ifdef __GLIBC__
 	/* Each simulated candidate allocates and frees its graphs (tens to
@@ -519,232 +549,60 @@ int cmd_search(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, INT32_MAX);
 #endif
-	batch_given = bsize > 0;
-	if (bsize <= 0)
-		bsize = 32;
-	if (db_arg) {
-		snprintf(dbpath, sizeof(dbpath), "%s", db_arg);
-	} else {
-		if (lead)
-			mkdir("results", 0777);
-		snprintf(dbpath, sizeof(dbpath), "results/%s.db", sw.name);
-	}
-	/* Process 0 alone opens the database; the others learn from it what is
-	 * stored and the best times so far.  stored[]: the refs in order[],
-	 * then the rejected. */
-	memset(&best, 0, sizeof(best));
-	stored = prism_calloc(norder + nrejected + 1, 1);
-	if (!stored)
-		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-	run.mode = mode_names[mode];
-	run.batch = bsize;
-	if (rc == 0 && lead &&
-	    ((rc = store_open(dbpath, &db, &err)) == 0 &&
-	     (rc = store_sweep(db, &sw, &run, &sid, &resumed, &err)) == 0 &&
-	     (rc = resume_run(db, &sw, sid, resumed, batch_given, &run, &bsize, &err)) == 0 &&
-	     (rc = store_keys(db, sid, &keys, &nkeys, &err)) == 0)) {
-		char key[sizeof(one.key)];
-		best.n = store_best(db, sid, best.gpus, best.t, SWEEP_MAX_LIST * 4);
-		for (size_t i = 0; nkeys && i < norder + nrejected; i++) {
-			uint32_t ix = i < norder ? order[i].index : rejected[i - norder];
-			sweep_key(&sw, ix, key, sizeof(key));
-			stored[i] = bsearch(key, keys, nkeys, sizeof(*keys), cmp_key) != NULL;
-		}
-	}
-	if ((rc = agree(&sh, rc, &quiet)))
+	batch_given = R.bsize > 0;
+	if (R.bsize <= 0)
+		R.bsize = 32;
+	rc = open_results(&R, db_arg, batch_given, &err);
+	if ((rc = agree(&R.sh, rc, &quiet)))
 		goto out;
-	shard_bcast(&sh, &best, sizeof(best));
-	shard_bcast(&sh, &resumed, sizeof(resumed));
-	shard_bcast(&sh, &bsize, sizeof(bsize)); /* a resumed sweep's own */
-	shard_bcast(&sh, stored, norder + nrejected);
-	batch = prism_malloc((size_t)bsize * sizeof(*batch));
-	owner = prism_malloc((size_t)bsize * sizeof(*owner));
-	work = prism_malloc((size_t)bsize * sizeof(*work));
-	if (!batch || !owner || !work)
-		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-	if ((rc = agree(&sh, rc, &quiet)))
+	shard_bcast(&R.sh, &R.best, sizeof(R.best));
+	shard_bcast(&R.sh, &R.resumed, sizeof(R.resumed));
+	shard_bcast(&R.sh, &R.bsize, sizeof(R.bsize)); /* a resumed sweep's own */
+	shard_bcast(&R.sh, R.stored, R.sp.norder + R.sp.nrejected);
+	rc = store_rejected(&R, &err);
+	if ((rc = agree(&R.sh, rc, &quiet)))
 		goto out;
-	/* Stored already: skipped.  Rejected: stored now by process 0, in
-	 * transactions of REJECT_CHUNK (a kill between them loses nothing:
-	 * the rerun stores the rest). */
-	if (lead && !(rej = prism_malloc(REJECT_CHUNK * sizeof(*rej))))
-		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-	for (size_t i = 0, nrej = 0; lead && rc == 0 && i <= nrejected; i++) {
-		if (i < nrejected && stored[norder + i]) {
-			done++;
-		} else if (i < nrejected) {
-			sweep_candidate(&sw, rejected[i], &one);
-			stats[one.status]++;
-			rej[nrej++] = one;
-		}
-		if (nrej && (nrej == REJECT_CHUNK || i == nrejected)) {
-			rc = store_put(db, sid, rej, nrej, &err);
-			nrej = 0;
-		}
-	}
-	free(rej);
-	rej = NULL;
-	if ((rc = agree(&sh, rc, &quiet)))
-		goto out;
-	{
-		/* The refs not stored, in place. */
-		size_t k = 0;
-		for (size_t i = 0; i < norder; i++) {
-			if (stored[i]) {
-				done++;
-				continue;
-			}
-			order[k++] = order[i];
-			stats[CS_PENDING]++;
-		}
-		norder = k;
-	}
-	if (lead)
+	drop_stored(&R);
+	if (R.lead)
 		fprintf(stderr,
 			"prism search: %s: %ld candidates (%zu invalid, %zu out of memory, %zu "
 			"stored before%s), %zu to evaluate, %d threads%s -> %s\n",
-			sw.name, n, stats[CS_INVALID], stats[CS_OOM], done,
-			resumed ? ": resuming" : "", norder, threads, procs(&sh), dbpath);
-	if (norder)
-		qsort(order, norder, sizeof(*order), cmp_analytic);
-	before = done;
+			R.sw.name, R.sp.n, R.stats[CS_INVALID], R.stats[CS_OOM], R.done,
+			R.resumed ? ": resuming" : "", R.sp.norder, threads, procs(&R.sh),
+			R.dbpath);
+	before = R.done;
 	t0 = now();
-	if (lead) {
+	if (R.lead) {
 		progress_on_interrupt();
-		if (tty && norder) {
+		if (isatty(2) && R.sp.norder) {
 			fprintf(stderr, "  (Ctrl-C stops it; the same command resumes)\n");
-			if (progress_start(&pg, stderr, norder))
+			if (progress_start(&pg, stderr, R.sp.norder))
 				pg.f = NULL; /* no thread: the batches' lines only */
 		}
 	}
-	avail = mem_available();
-	tn = threads;
-	for (size_t at = 0; at < norder;) {
-		int nb = norder - at < (size_t)bsize ? (int)(norder - at) : bsize;
-		/* Fill a batch: screened ones are decided here, the rest simulated
-		 * (every process decides the same).  The best times change only
-		 * between batches, so the threads make the candidates. */
-#pragma omp parallel for schedule(static)
-		for (int i = 0; i < nb; i++)
-			sweep_candidate(&sw, order[at + (size_t)i].index, &batch[i]);
-		at += (size_t)nb;
-		for (int i = 0; i < nb; i++) {
-			double *b = best_of(&best, batch[i].gpus);
-			screen(&batch[i], mode, b ? *b : 0, sw.margin);
-			if (pg.f && batch[i].status == CS_SCREENED)
-				progress_add(&pg, 0);
-		}
-		shard_deal(&sh, batch, nb, owner);
-		/* This process's candidates, the costliest first: a thread
-		 * left with one long candidate at the batch's end idles the
-		 * others (the rows do not depend on the order). */
-		nw = 0;
-		for (int i = 0; i < nb; i++)
-			if (owner[i] == sh.rank)
-				work[nw++] = (struct job){sim_cost(&batch[i]), i};
-		qsort(work, (size_t)nw, sizeof(*work), cmp_cost);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(tn)
-		for (int w = 0; w < nw; w++) {
-			struct prism_err e;
-			int i = work[w].i;
-			prism_err_clear(&e);
-			if (predict_eval(&sw.bl.pb, &batch[i].in, &batch[i].p, NULL, NULL, &e) ==
-			    0) {
-				batch[i].status = CS_SIMULATED;
-			} else {
-				batch[i].status = CS_FAILED;
-				snprintf(batch[i].reason, sizeof(batch[i].reason), "%.159s", e.msg);
-			}
-			if (pg.f)
-				progress_add(&pg, 1);
-		}
-		{
-			/* A candidate too large for every thread to hold one:
-			 * fewer threads from the next batch on (the rows do not
-			 * depend on how many). */
-			int t = threads_by_memory(tn, threads, avail);
-			if (t < tn && lead)
-				fprintf(stderr,
-					"prism search: %d thread%s from here on: the largest "
-					"candidates so far need up to %.0f MB a thread, %.0f MB "
-					"were available\n",
-					t, t > 1 ? "s" : "", getrusage_mb() / threads,
-					avail / 1048576);
-			tn = t;
-		}
-		if (shard_gather(&sh, batch, nb, owner, &sw.hw)) {
-			fprintf(stderr, "prism: process %d: out of memory\n", sh.rank);
-			shard_abort(&sh, 1);
-			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-			goto out;
-		}
-		if (lead && (rc = store_put(db, sid, batch, (size_t)nb, &err))) {
-			if (sh.size > 1) {
-				cli_fail(&err);
-				shard_abort(&sh, 1);
-			}
-			goto out;
-		}
-		for (int i = 0; i < nb; i++) {
-			double *b = best_of(&best, batch[i].gpus);
-			stats[batch[i].status]++;
-			if (batch[i].status == CS_SIMULATED && b &&
-			    (*b == 0 || batch[i].p.iter_s < *b))
-				*b = batch[i].p.iter_s;
-		}
-		if (lead) {
-			double el = now() - t0, rate = at / (el > 0 ? el : 1e-9);
-			double top = 0;
-			int topg = 0;
-			for (int i = 0; i < best.n; i++)
-				if (best.t[i] > 0 && (top == 0 || best.gpus[i] > topg)) {
-					top = best.t[i];
-					topg = best.gpus[i];
-				}
-			if (pg.f) {
-				char tail[96];
-				snprintf(tail, sizeof(tail), "best at %d GPUs %.3f ms", topg,
-					 top * 1e3);
-				progress_set(&pg, at, stats[CS_SIMULATED], stats[CS_SCREENED],
-					     tail);
-				progress_print(&pg);
-			} else {
-				fprintf(
-				    stderr,
-				    "  %zu/%zu evaluated, %zu simulated, %zu screened, %.1f/s, ETA "
-				    "%.0f s, best at %d GPUs %.3f ms\n",
-				    at, norder, stats[CS_SIMULATED], stats[CS_SCREENED], rate,
-				    (double)(norder - at) / (rate > 0 ? rate : 1), topg, top * 1e3);
-			}
-		}
-	}
-	if (!lead)
+	if ((rc = run_batches(&R, threads, &pg, &err)) || !R.lead)
 		goto out;
 	progress_stop(&pg);
-	if ((rc = store_finish(db, sid, &err)))
+	if ((rc = store_finish(R.db, R.sid, &err)))
 		goto out;
 	if (json) {
-		summary_json(db, sid, &sw, dbpath, stats, before, mode_names[mode], now() - t0);
+		summary_json(R.db, R.sid, &R.sw, R.dbpath, R.stats, before, batch_mode_name(R.mode),
+			     now() - t0);
 		goto out;
 	}
 	printf("sweep %s (id %lld) in %s: %zu simulated, %zu screened, %zu invalid, %zu out of "
 	       "memory, %zu failed\n",
-	       sw.name, sid, dbpath, stats[CS_SIMULATED], stats[CS_SCREENED], stats[CS_INVALID],
-	       stats[CS_OOM], stats[CS_FAILED]);
-	printf("report: prism report %s\n", dbpath);
+	       R.sw.name, R.sid, R.dbpath, R.stats[CS_SIMULATED], R.stats[CS_SCREENED],
+	       R.stats[CS_INVALID], R.stats[CS_OOM], R.stats[CS_FAILED]);
+	printf("report: prism report %s\n", R.dbpath);
 out:
 	progress_stop(&pg);
-	store_keys_free(keys, nkeys);
-	free(order);
-	free(rejected);
-	free(batch);
-	free(owner);
-	free(work);
-	free(stored);
-	if (db)
-		sqlite3_close(db);
-	sweep_free(&sw);
-	shard_finalize(&sh);
+	batch_space_release(&R.sp);
+	free(R.stored);
+	if (R.db)
+		sqlite3_close(R.db);
+	sweep_free(&R.sw);
+	shard_finalize(&R.sh);
 	/* Only the process that failed says why. */
 	if (!rc)
 		return 0;

@@ -1,6 +1,8 @@
 /* shard.c - a sweep across the processes of an MPI job. */
 #include "shard.h"
 
+#include "batch.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,17 +102,6 @@ void shard_abort(const struct shard *s, int code)
 #endif
 }
 
-double shard_cost(const struct cand *k)
-{
-	const struct layout *l = &k->in.lay;
-	/* Kernels per layer and microbatch: 10 forward, 13 backward, 10 more
-	 * when recomputed, and the tensor-parallel collectives. */
-	double per = 23 + (l->recompute == LAYOUT_RECOMPUTE_FULL ? 10 : 0);
-	if (l->tp > 1)
-		per += (l->sp ? 8 : 4) * (l->recompute == LAYOUT_RECOMPUTE_FULL ? 1.5 : 1);
-	return (double)l->microbatches * k->in.m.layers * per + 100.0 * l->pp;
-}
-
 void shard_deal(const struct shard *s, const struct cand *batch, int n, int *owner)
 {
 	double *load = prism_calloc((size_t)s->size, sizeof(*load));
@@ -125,7 +116,7 @@ void shard_deal(const struct shard *s, const struct cand *batch, int n, int *own
 		int pick = -1, to = 0;
 		for (int i = 0; i < n; i++)
 			if (owner[i] == -2 &&
-			    (pick < 0 || shard_cost(&batch[i]) > shard_cost(&batch[pick])))
+			    (pick < 0 || batch_cost(&batch[i]) > batch_cost(&batch[pick])))
 				pick = i;
 		if (pick < 0)
 			break;
@@ -133,7 +124,7 @@ void shard_deal(const struct shard *s, const struct cand *batch, int n, int *own
 			for (int r = 1; r < s->size; r++)
 				if (load[r] < load[to])
 					to = r;
-			load[to] += shard_cost(&batch[pick]);
+			load[to] += batch_cost(&batch[pick]);
 		} else {
 			to = rr++ % s->size;
 		}

@@ -49,11 +49,9 @@ void shard_bcast(const struct shard *s, void *buf, size_t n);
 /* Stop every process (after process 0 failed to write, say). */
 void shard_abort(const struct shard *s, int code);
 
-/* The relative cost of simulating k (its graph's size). */
-double shard_cost(const struct cand *k);
-
 /* owner[i]: the process that simulates batch[i], -1 for candidates already
- * decided (status not pending). */
+ * decided (status not pending); the costliest (batch_cost) first, each to
+ * the least loaded process. */
 void shard_deal(const struct shard *s, const struct cand *batch, int n, int *owner);
 
 /* After each process has simulated its own: every process gets every

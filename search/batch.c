@@ -1,0 +1,205 @@
+/* batch.c - a sweep's search, batch by batch (batch.h). */
+#include "batch.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vec.h"
+
+static const char *const mode_names[] = {"screen", "optimise", "exhaustive"};
+
+const char *batch_mode_name(int mode)
+{
+	return mode >= 0 && mode <= BATCH_EXHAUSTIVE ? mode_names[mode] : "?";
+}
+
+/* Best-first per GPU count; equal estimates in the sweep's order. */
+static int cmp_analytic(const void *a, const void *b)
+{
+	const struct batch_ref *x = a, *y = b;
+	if (x->gpus != y->gpus)
+		return x->gpus < y->gpus ? -1 : 1;
+	if (x->analytic_s != y->analytic_s)
+		return x->analytic_s < y->analytic_s ? -1 : 1;
+	return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Candidates made at once while the sweep is enumerated, and what is kept
+ * of each. */
+#define ENUM_CHUNK 4096
+struct made {
+	int ok, status, gpus;
+	double analytic_s;
+	char reason[160]; /* the first candidate's only */
+};
+
+/* The chunk's candidates into sp, in order: a pending one as a ref, a
+ * rejected one as its index. */
+static int keep(struct batch_space *sp, const struct made *mk, int nk, uint64_t i0, size_t *cap,
+		size_t *rcap)
+{
+	for (int j = 0; j < nk; j++) {
+		if (!mk[j].ok)
+			continue;
+		if (sp->n++ == 0)
+			snprintf(sp->first_reason, sizeof(sp->first_reason), "%s",
+				 mk[j].reason[0] ? mk[j].reason : "none");
+		if (mk[j].status == CS_PENDING) {
+			if (vec_reserve_((void **)&sp->order, cap, sp->norder + 1,
+					 sizeof(*sp->order)))
+				return PRISM_ENOMEM;
+			sp->order[sp->norder++] =
+			    (struct batch_ref){(uint32_t)(i0 + (uint64_t)j), mk[j].gpus,
+					       mk[j].analytic_s};
+		} else {
+			if (vec_reserve_((void **)&sp->rejected, rcap, sp->nrejected + 1,
+					 sizeof(*sp->rejected)))
+				return PRISM_ENOMEM;
+			sp->rejected[sp->nrejected++] = (uint32_t)(i0 + (uint64_t)j);
+		}
+	}
+	return 0;
+}
+
+int batch_space(const struct sweep *sw, struct batch_space *sp, struct prism_err *err)
+{
+	uint64_t total = sweep_count(sw);
+	size_t cap = 0, rcap = 0;
+	struct made *mk = prism_malloc(ENUM_CHUNK * sizeof(*mk));
+
+	memset(sp, 0, sizeof(*sp));
+	snprintf(sp->first_reason, sizeof(sp->first_reason), "none");
+	if (!mk)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	/* Made by the threads a chunk at a time (sweep_candidate only reads
+	 * the sweep), kept in order. */
+	for (uint64_t i0 = 0; i0 < total; i0 += ENUM_CHUNK) {
+		int nk = total - i0 < ENUM_CHUNK ? (int)(total - i0) : ENUM_CHUNK;
+		long first = sp->n;
+#pragma omp parallel for schedule(dynamic, 64)
+		for (int j = 0; j < nk; j++) {
+			struct cand k;
+			mk[j].ok = sweep_candidate(sw, i0 + (uint64_t)j, &k) == 0;
+			mk[j].status = k.status;
+			mk[j].gpus = k.gpus;
+			mk[j].analytic_s = k.analytic_s;
+			mk[j].reason[0] = '\0';
+			if (mk[j].ok && first == 0)
+				snprintf(mk[j].reason, sizeof(mk[j].reason), "%s", k.reason);
+		}
+		if (keep(sp, mk, nk, i0, &cap, &rcap)) {
+			free(mk);
+			batch_space_release(sp);
+			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		}
+	}
+	free(mk);
+	if (sp->norder)
+		qsort(sp->order, sp->norder, sizeof(*sp->order), cmp_analytic);
+	return 0;
+}
+
+void batch_space_release(struct batch_space *sp)
+{
+	free(sp->order);
+	free(sp->rejected);
+	sp->order = NULL;
+	sp->rejected = NULL;
+	sp->norder = sp->nrejected = 0;
+}
+
+double *batch_best_of(struct batch_best *b, int gpus)
+{
+	for (int i = 0; i < b->n; i++)
+		if (b->gpus[i] == gpus)
+			return &b->t[i];
+	if (b->n == (int)(sizeof(b->gpus) / sizeof(b->gpus[0])))
+		return NULL;
+	b->gpus[b->n] = gpus;
+	b->t[b->n] = 0;
+	return &b->t[b->n++];
+}
+
+void batch_best_add(struct batch_best *b, const struct cand *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		double *t = batch_best_of(b, c[i].gpus);
+		if (c[i].status == CS_SIMULATED && t && (*t == 0 || c[i].p.iter_s < *t))
+			*t = c[i].p.iter_s;
+	}
+}
+
+void batch_screen(struct cand *k, int mode, double best, double margin)
+{
+	if (mode == BATCH_EXHAUSTIVE || best <= 0)
+		return;
+	if (k->bound_s >= best) {
+		k->status = CS_SCREENED;
+		snprintf(k->reason, sizeof(k->reason),
+			 "lower bound %.3f ms >= best simulated %.3f ms", k->bound_s * 1e3,
+			 best * 1e3);
+	} else if (mode == BATCH_SCREEN && k->analytic_s > best * (1 + margin)) {
+		k->status = CS_SCREENED;
+		snprintf(k->reason, sizeof(k->reason),
+			 "analytic %.3f ms > best simulated %.3f ms + %.0f%%", k->analytic_s * 1e3,
+			 best * 1e3, margin * 100);
+	}
+}
+
+void batch_make(const struct sweep *sw, const struct batch_ref *refs, int n, int mode,
+		struct batch_best *best, struct cand *batch, struct progress *pg)
+{
+	/* The best times change only between batches, so the threads make the
+	 * candidates. */
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < n; i++)
+		sweep_candidate(sw, refs[i].index, &batch[i]);
+	for (int i = 0; i < n; i++) {
+		double *b = batch_best_of(best, batch[i].gpus);
+		batch_screen(&batch[i], mode, b ? *b : 0, sw->margin);
+		if (pg && pg->f && batch[i].status == CS_SCREENED)
+			progress_add(pg, 0);
+	}
+}
+
+double batch_cost(const struct cand *k)
+{
+	const struct layout *l = &k->in.lay;
+	int m = l->microbatches, v = l->vp > 0 ? l->vp : 1, cap = 4 * l->pp * v;
+	return (double)l->pp * v * (m < cap ? m : cap);
+}
+
+/* Costliest first, then in batch order. */
+static int cmp_cost(const void *a, const void *b)
+{
+	const struct batch_job *x = a, *y = b;
+	if (x->cost != y->cost)
+		return x->cost > y->cost ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+void batch_simulate(const struct sweep *sw, struct cand *batch, int n, const int *owner, int rank,
+		    int threads, struct batch_job *work, struct progress *pg)
+{
+	int nw = 0;
+	for (int i = 0; i < n; i++)
+		if (owner[i] == rank)
+			work[nw++] = (struct batch_job){batch_cost(&batch[i]), i};
+	qsort(work, (size_t)nw, sizeof(*work), cmp_cost);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+	for (int w = 0; w < nw; w++) {
+		struct prism_err e;
+		int i = work[w].i;
+		prism_err_clear(&e);
+		if (predict_eval(&sw->bl.pb, &batch[i].in, &batch[i].p, NULL, NULL, &e) == 0) {
+			batch[i].status = CS_SIMULATED;
+		} else {
+			batch[i].status = CS_FAILED;
+			snprintf(batch[i].reason, sizeof(batch[i].reason), "%.159s", e.msg);
+		}
+		if (pg && pg->f)
+			progress_add(pg, 1);
+	}
+}

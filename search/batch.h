@@ -1,0 +1,106 @@
+/*
+ * batch.h - a sweep's search, batch by batch: what prism search does
+ * between loading a sweep and storing its rows, without the command line,
+ * the database or MPI (the caller's, search/cmd_search.c), so that each
+ * step can be tested alone.
+ *
+ *   batch_space    every candidate of the sweep once, judged (sweep.h):
+ *                  the rejected ones' indices, and the pending ones as
+ *                  small refs, sorted best-first by their analytic
+ *                  estimate per GPU count (ties in the sweep's order)
+ *   batch_make     a batch of refs made into candidates, each screened
+ *                  against the best simulated time at its GPU count so far
+ *   batch_simulate the batch's candidates this process owns simulated by
+ *                  the threads, the costliest first
+ *   batch_best_add the batch's simulated times into the best per GPU count
+ *
+ * Which candidates are screened depends on the mode and on the batch size
+ * (the best times change between batches only), never on the threads or
+ * processes.  batch_space's arrays are the caller's to release
+ * (batch_space_release).
+ */
+#ifndef PRISM_BATCH_H
+#define PRISM_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "progress.h"
+#include "sweep.h"
+
+enum batch_mode {
+	BATCH_SCREEN,	 /* by the bound, and by the analytic estimate's margin */
+	BATCH_OPTIMISE,	 /* by the proven bound alone: the exhaustive run's best */
+	BATCH_EXHAUSTIVE /* nothing screened */
+};
+
+/* "screen", "optimise", "exhaustive" (what the database records). */
+const char *batch_mode_name(int mode);
+
+/* A candidate to evaluate, without its struct cand (sweep_candidate makes
+ * that again when its batch comes): a sweep of millions of candidates
+ * holds 16 bytes for each, not kilobytes. */
+struct batch_ref {
+	uint32_t index; /* in the sweep's space (sweep_candidate) */
+	int gpus;
+	double analytic_s;
+};
+
+struct batch_space {
+	struct batch_ref *order; /* pending candidates, best-first */
+	size_t norder;
+	uint32_t *rejected; /* invalid or out of memory: their indices */
+	size_t nrejected;
+	long n;		      /* candidates in all */
+	char first_reason[160]; /* the first candidate's verdict ("none": pending) */
+};
+
+/* Every candidate of sw, made by the threads a chunk at a time: 0, or
+ * PRISM_ENOMEM.  Release with batch_space_release. */
+int batch_space(const struct sweep *sw, struct batch_space *sp, struct prism_err *err);
+void batch_space_release(struct batch_space *sp);
+
+/* The best simulated time per GPU count (0: none yet). */
+struct batch_best {
+	int gpus[SWEEP_MAX_LIST * 4];
+	double t[SWEEP_MAX_LIST * 4];
+	int n;
+};
+
+/* The entry of gpus (added at 0 where new), or NULL when full. */
+double *batch_best_of(struct batch_best *b, int gpus);
+
+/* Each simulated candidate of c[0..n) into b. */
+void batch_best_add(struct batch_best *b, const struct cand *c, int n);
+
+/* Screen k against best, the best simulated time at its GPU count (0:
+ * none): the bound is proven (a simulated time cannot be below it), so a
+ * candidate whose bound is no better cannot win; the analytic margin is a
+ * heuristic, used in BATCH_SCREEN only. */
+void batch_screen(struct cand *k, int mode, double best, double margin);
+
+/* refs[0..n) made into batch[0..n) by the threads and screened (mode,
+ * best, sw's margin); each screened one counted on pg where not NULL. */
+void batch_make(const struct sweep *sw, const struct batch_ref *refs, int n, int mode,
+		struct batch_best *best, struct cand *batch, struct progress *pg);
+
+/* The relative cost of simulating k: its pipeline units up to the few
+ * microbatches its steady state is drawn through (sim/eval/hier.h). */
+double batch_cost(const struct cand *k);
+
+/* A candidate of a batch to simulate, and its cost. */
+struct batch_job {
+	double cost;
+	int i;
+};
+
+/* The candidates of batch[0..n) whose owner is rank simulated by up to
+ * threads threads, the costliest first (a thread left with one long
+ * candidate at the batch's end idles the others; the rows do not depend
+ * on the order); each counted on pg where not NULL.  work: n entries of
+ * scratch.  A failure is a candidate with status CS_FAILED and its
+ * reason. */
+void batch_simulate(const struct sweep *sw, struct cand *batch, int n, const int *owner, int rank,
+		    int threads, struct batch_job *work, struct progress *pg);
+
+#endif
