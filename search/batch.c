@@ -50,9 +50,8 @@ static int keep(struct batch_space *sp, const struct made *mk, int nk, uint64_t 
 			if (vec_reserve_((void **)&sp->order, cap, sp->norder + 1,
 					 sizeof(*sp->order)))
 				return PRISM_ENOMEM;
-			sp->order[sp->norder++] =
-			    (struct batch_ref){(uint32_t)(i0 + (uint64_t)j), mk[j].gpus,
-					       mk[j].analytic_s};
+			sp->order[sp->norder++] = (struct batch_ref){(uint32_t)(i0 + (uint64_t)j),
+								     mk[j].gpus, mk[j].analytic_s};
 		} else {
 			if (vec_reserve_((void **)&sp->rejected, rcap, sp->nrejected + 1,
 					 sizeof(*sp->rejected)))

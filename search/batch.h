@@ -51,7 +51,7 @@ struct batch_space {
 	size_t norder;
 	uint32_t *rejected; /* invalid or out of memory: their indices */
 	size_t nrejected;
-	long n;		      /* candidates in all */
+	long n;			/* candidates in all */
 	char first_reason[160]; /* the first candidate's verdict ("none": pending) */
 };
 

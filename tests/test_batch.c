@@ -1,0 +1,157 @@
+/* test_batch.c - a sweep's search, batch by batch (search/batch.h). */
+#include <string.h>
+
+#include "batch.h"
+#include "testutil.h"
+
+#define SMALL PRISM_SOURCE_DIR "/tests/data/sweeps/small.cfg"
+
+static void load(struct sweep *sw)
+{
+	struct prism_err err;
+	prism_err_clear(&err);
+	if (sweep_load(SMALL, sw, &err)) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+}
+
+/* small.cfg's 2 x 2 x 2 x 2 x 2 = 32 candidates, each once: the pending
+ * ones best-first within each GPU count (equal estimates in the sweep's
+ * order), the rejected ones apart. */
+static void test_space(void **state)
+{
+	struct sweep sw;
+	struct batch_space sp;
+	struct prism_err err;
+	(void)state;
+	load(&sw);
+	prism_err_clear(&err);
+	assert_int_equal(batch_space(&sw, &sp, &err), 0);
+	assert_int_equal(sp.n, 32);
+	assert_int_equal(sp.norder + sp.nrejected, 32);
+	assert_true(sp.norder > 0);
+	for (size_t i = 1; i < sp.norder; i++) {
+		const struct batch_ref *a = &sp.order[i - 1], *b = &sp.order[i];
+		assert_true(a->gpus < b->gpus ||
+			    (a->gpus == b->gpus && (a->analytic_s < b->analytic_s ||
+						    (a->analytic_s == b->analytic_s &&
+						     a->index < b->index))));
+	}
+	batch_space_release(&sp);
+	sweep_free(&sw);
+}
+
+/* The bound screens in every mode but exhaustive, the analytic margin in
+ * the default mode only; nothing is screened before a best exists. */
+static void test_screen(void **state)
+{
+	struct cand k;
+	(void)state;
+	memset(&k, 0, sizeof(k));
+	k.bound_s = 1.0;
+	k.analytic_s = 1.2;
+	batch_screen(&k, BATCH_SCREEN, 0, 0.3);
+	assert_int_equal(k.status, CS_PENDING);
+	batch_screen(&k, BATCH_EXHAUSTIVE, 0.5, 0.3);
+	assert_int_equal(k.status, CS_PENDING);
+	batch_screen(&k, BATCH_OPTIMISE, 1.0, 0.3);
+	assert_int_equal(k.status, CS_SCREENED);
+	assert_string_equal(k.reason, "lower bound 1000.000 ms >= best simulated 1000.000 ms");
+	memset(&k, 0, sizeof(k));
+	k.bound_s = 0.5;
+	k.analytic_s = 1.31;
+	batch_screen(&k, BATCH_OPTIMISE, 1.0, 0.3);
+	assert_int_equal(k.status, CS_PENDING);
+	batch_screen(&k, BATCH_SCREEN, 1.0, 0.3);
+	assert_int_equal(k.status, CS_SCREENED);
+	assert_string_equal(k.reason, "analytic 1310.000 ms > best simulated 1000.000 ms + 30%");
+}
+
+/* The best per GPU count: the least simulated time; screened, failed and
+ * invalid candidates count for nothing. */
+static void test_best(void **state)
+{
+	struct batch_best b;
+	struct cand c[4];
+	(void)state;
+	memset(&b, 0, sizeof(b));
+	memset(c, 0, sizeof(c));
+	c[0] = (struct cand){.gpus = 8, .status = CS_SIMULATED};
+	c[0].p.iter_s = 2.0;
+	c[1] = (struct cand){.gpus = 8, .status = CS_SIMULATED};
+	c[1].p.iter_s = 1.5;
+	c[2] = (struct cand){.gpus = 8, .status = CS_SCREENED};
+	c[2].p.iter_s = 0.1;
+	c[3] = (struct cand){.gpus = 16, .status = CS_FAILED};
+	batch_best_add(&b, c, 4);
+	assert_true(*batch_best_of(&b, 8) == 1.5);
+	assert_true(*batch_best_of(&b, 16) == 0);
+	assert_true(*batch_best_of(&b, 32) == 0);
+	assert_int_equal(b.n, 3);
+}
+
+/* The whole loop on small.cfg, one process: every pending candidate is
+ * decided, and screening (default or by the bound alone) finds the
+ * exhaustive run's best time at every GPU count. */
+static void run(const struct sweep *sw, const struct batch_space *sp, int mode, int bsize,
+		struct batch_best *best, size_t *simulated)
+{
+	struct cand batch[8];
+	int owner[8];
+	struct batch_job work[8];
+	memset(best, 0, sizeof(*best));
+	*simulated = 0;
+	for (size_t at = 0; at < sp->norder; at += (size_t)bsize) {
+		int nb = sp->norder - at < (size_t)bsize ? (int)(sp->norder - at) : bsize;
+		batch_make(sw, sp->order + at, nb, mode, best, batch, NULL);
+		for (int i = 0; i < nb; i++)
+			owner[i] = batch[i].status == CS_PENDING ? 0 : -1;
+		batch_simulate(sw, batch, nb, owner, 0, 1, work, NULL);
+		for (int i = 0; i < nb; i++) {
+			assert_true(batch[i].status == CS_SIMULATED ||
+				    batch[i].status == CS_SCREENED);
+			*simulated += batch[i].status == CS_SIMULATED;
+			if (batch[i].status == CS_SIMULATED)
+				assert_true(batch[i].p.iter_s >= batch[i].bound_s);
+		}
+		batch_best_add(best, batch, nb);
+	}
+}
+
+static void test_loop(void **state)
+{
+	struct sweep sw;
+	struct batch_space sp;
+	struct batch_best ex, b;
+	struct prism_err err;
+	size_t n_ex, n;
+	(void)state;
+	load(&sw);
+	prism_err_clear(&err);
+	assert_int_equal(batch_space(&sw, &sp, &err), 0);
+	run(&sw, &sp, BATCH_EXHAUSTIVE, 4, &ex, &n_ex);
+	assert_int_equal(n_ex, sp.norder);
+	for (int mode = BATCH_SCREEN; mode <= BATCH_OPTIMISE; mode++) {
+		run(&sw, &sp, mode, 4, &b, &n);
+		/* The margin screens 12 of small.cfg's 32; its bounds are too
+		 * loose to screen any. */
+		assert_true(mode == BATCH_SCREEN ? n == 20 : n == n_ex);
+		assert_int_equal(b.n, ex.n);
+		for (int i = 0; i < ex.n; i++)
+			assert_true(*batch_best_of(&b, ex.gpus[i]) == ex.t[i]);
+	}
+	batch_space_release(&sp);
+	sweep_free(&sw);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_space),
+	    cmocka_unit_test(test_screen),
+	    cmocka_unit_test(test_best),
+	    cmocka_unit_test(test_loop),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
