@@ -131,6 +131,35 @@ with tempfile.TemporaryDirectory() as d:
     check(grp["fp8"].group(2) != "tile_us = 1.000; overhead_us = 3.000; "
           "tile_eff = [0.850, 0.700, 0.500]; mem_eff = 0.850; ", f"defaults kept:\n{fit}")
     check(float(grp["fp8"].group(1)) > float(grp["bf16"].group(1)), fit)
+    # GEMMs accumulating into their output (C += A B) are reported apart and
+    # fit nothing: 20 fp8 rows of a DeepGEMM weight-gradient kernel (20: a
+    # full fit of fp8's own, were they fitted) and 3 bf16 rows at
+    # accumulate=True, all twice the time of the same shapes above, leave
+    # every kernels group --fit prints as it was, and each is predicted as
+    # the plain GEMM of its shape.
+    acc = os.path.join(d, "accumulate.csv")
+    with open(fam) as f, open(acc, "w") as g:
+        g.write(f.read())
+        for i, (m, n, k) in enumerate(shapes):
+            t = 2 * (2 * m * n * k / 1100e12 + 6e-6)
+            g.write(f"H100 SXM,x,fp8,fp32,gemm,1,{m},{n},{k},DeepGEMM wgrad,,{t * 1e3:.6f},,,,"
+                    f"src-c,s,n\n")
+            if i < 3:
+                t = 2 * (2 * m * n * k / 600e12 + 5e-6 + 3e-6 * (k <= 256))
+                g.write(f"H100 SXM,x,bf16,bf16,gemm,1,{m},{n},{k},\"TE general_gemm, "
+                        f"accumulate=True\",,{t * 1e3:.6f},,,,src-d,s,n\n")
+    out = run("kernels", "--fit", acc).stdout
+    check(out[out.index("\n# "):] == fit[fit.index("\n# "):],
+          f"accumulating rows moved the fit:\n{out}")
+    for dt, nr in (("fp8", 20), ("bf16", 3)):
+        check(re.search(rf"^h100-dgx\s+gemm \(accumulate\)\s+{dt}\s+{nr}\s+1\s", out, re.M),
+              f"no {dt} accumulate row:\n{out}")
+    pred = {}
+    for line in run("kernels", "--rows", acc).stdout.split("\n\n")[0].splitlines()[1:]:
+        x = line.split(",")
+        pred.setdefault((x[2], x[4]), set()).add(x[6])
+    check(all(len(pred[("bf16", f"1x{m}x{n}x{k}|0x0x0x0|0")]) == 1 for m, n, k in shapes[:3]),
+          f"an accumulating row is not timed as its plain GEMM: {pred}")
     # An attention fit whose rows are all at head dim 128 measures neither
     # head-dim factor: both take their priors (0.75, 0.9), not where the
     # simplex left them (the profile's 0.776 and 0.764 here).

@@ -251,6 +251,16 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		return 0;
 	r.waves = strstr(col(h, f, nf, "implementation"), "XLA") ||
 		  strstr(col(h, f, nf, "implementation"), "DeepGEMM");
+	/* C += A B, as the row states it (SimuMax's TransformerEngine keys
+	 * accumulate=True into the main gradient), or a DeepGEMM
+	 * weight-gradient kernel: "Results will be accumulated into the
+	 * output tensor" (deepseek-ai/DeepGEMM@c4a7116:deep_gemm/jit_kernels/
+	 * wgrad_gemm.py; its k-grouped form launches one such GEMM a group,
+	 * in turn). */
+	r.accum = strstr(col(h, f, nf, "implementation"), "accumulate=True") ||
+		  strstr(col(h, f, nf, "out_dtype"), "accumulate=True") ||
+		  (strstr(col(h, f, nf, "implementation"), "DeepGEMM") &&
+		   strstr(col(h, f, nf, "implementation"), "wgrad"));
 	r.b = num(col(h, f, nf, "batch"));
 	r.m = num(col(h, f, nf, "M"));
 	r.n = num(col(h, f, nf, "N"));
