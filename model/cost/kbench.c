@@ -803,9 +803,17 @@ static double sigm(double x)
 	return 1 / (1 + exp(-x));
 }
 
+/* logit of part / whole, 0 / 0 being 0: a tile factor at the 0.05 floor
+ * (a fit that pushed the 64x128 class there) makes the next one's ratio
+ * 0 / 0, which would start the simplex from NaN. */
+static double ratio(double part, double whole)
+{
+	return whole > 0 ? part / whole : 0;
+}
+
 static double logit(double p)
 {
-	if (p < 1e-6)
+	if (!(p >= 1e-6)) /* NaN too */
 		p = 1e-6;
 	if (p > 1 - 1e-6)
 		p = 1 - 1e-6;
@@ -982,9 +990,9 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 		x[0] = logit(g->flops / pk);
 		x[1] = log(g->tile_s > 0 ? g->tile_s : 1e-6);
 		x[2] = log(g->overhead_s > 0 ? g->overhead_s : 1e-6);
-		x[3] = logit((g->tile_eff[0] - 0.05) / 0.95);
-		x[4] = logit((g->tile_eff[1] - 0.05) / (g->tile_eff[0] - 0.05));
-		x[5] = logit((g->tile_eff[2] - 0.05) / (g->tile_eff[1] - 0.05));
+		x[3] = logit(ratio(g->tile_eff[0] - 0.05, 0.95));
+		x[4] = logit(ratio(g->tile_eff[1] - 0.05, g->tile_eff[0] - 0.05));
+		x[5] = logit(ratio(g->tile_eff[2] - 0.05, g->tile_eff[1] - 0.05));
 		x[6] = logit(g->mem_eff);
 	} else {
 		const struct hw_attn *a = &hws[0]->k.attn[dtype];
