@@ -29,7 +29,10 @@ static const char help[] =
     "hardware profiles, and print per GPU, class and\n"
     "dtype the rows, their sources and the mean and worst |predicted - measured|\n"
     "/ measured.  other.csv's FP8 linear speed-ups (torchao) are checked as\n"
-    "ratios: the layer's three GEMMs in bf16 against fp8 with its casts.\n"
+    "ratios: the layer's three GEMMs in bf16 against fp8 with its casts.  GEMMs\n"
+    "that accumulate into their output (C += A B: accumulate=True, DeepGEMM's\n"
+    "weight-gradient kernels) and FlashAttention-2 rows are reported apart and\n"
+    "fit nothing.\n"
     "\n"
     "options:\n"
     "      --fit        fit the parameters on the rows given (GSL: Nelder-Mead on\n"
@@ -59,7 +62,7 @@ struct prof {
 
 struct group {
 	char profile[32];
-	int cls, dtype, fa2;
+	int cls, dtype, fa2, accum;
 	size_t n;
 	double sum, worst, fsum, fworst, lsum, lworst;
 	size_t ln;
@@ -173,7 +176,7 @@ static int group_dtype(const struct kbench_row *r)
 
 static int fit_cls(const struct kbench_row *r)
 {
-	if (r->cls == KB_MEM_EAGER || r->cls == KB_FP8_LINEAR || r->fa2)
+	if (r->cls == KB_MEM_EAGER || r->cls == KB_FP8_LINEAR || r->fa2 || r->accum)
 		return -1; /* checked, never fitted */
 	return r->cls == KB_GEMM ? KB_GEMM : r->cls == KB_MEM ? KB_MEM : KB_ATTN_FWD;
 }
@@ -472,7 +475,8 @@ int cmd_kernels(int argc, char **argv)
 		       e = rel(pred, meas);
 		for (size_t j = 0; j < ng && !g; j++)
 			if (!strcmp(gr[j].profile, r->profile) && gr[j].cls == r->cls &&
-			    gr[j].dtype == group_dtype(r) && gr[j].fa2 == r->fa2)
+			    gr[j].dtype == group_dtype(r) && gr[j].fa2 == r->fa2 &&
+			    gr[j].accum == r->accum)
 				g = &gr[j];
 		if (!g) {
 			g = &gr[ng++];
@@ -480,6 +484,7 @@ int cmd_kernels(int argc, char **argv)
 			g->cls = r->cls;
 			g->dtype = group_dtype(r);
 			g->fa2 = r->fa2;
+			g->accum = r->accum;
 		}
 		g->n++;
 		g->sum += e;
@@ -540,7 +545,9 @@ int cmd_kernels(int argc, char **argv)
 		const char *dn =
 		    g->cls == KB_MEM || g->cls == KB_MEM_EAGER ? "-" : hw_dtype_name(g->dtype);
 		snprintf(cname, sizeof(cname), "%s%s", kbench_class_name(g->cls),
-			 g->fa2 ? " (FA2)" : "");
+			 g->fa2	    ? " (FA2)"
+			 : g->accum ? " (accumulate)"
+				    : "");
 		if (md) {
 			printf("| %s | %s | %s | %zu | %d | %.1f %% / %.1f %% |", g->profile, cname,
 			       dn, g->n, g->n_src, 100 * g->sum / g->n, 100 * g->worst);

@@ -251,6 +251,16 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		return 0;
 	r.waves = strstr(col(h, f, nf, "implementation"), "XLA") ||
 		  strstr(col(h, f, nf, "implementation"), "DeepGEMM");
+	/* C += A B, as the row states it (SimuMax's TransformerEngine keys
+	 * accumulate=True into the main gradient), or a DeepGEMM
+	 * weight-gradient kernel: "Results will be accumulated into the
+	 * output tensor" (deepseek-ai/DeepGEMM@c4a7116:deep_gemm/jit_kernels/
+	 * wgrad_gemm.py; its k-grouped form launches one such GEMM a group,
+	 * in turn). */
+	r.accum = strstr(col(h, f, nf, "implementation"), "accumulate=True") ||
+		  strstr(col(h, f, nf, "out_dtype"), "accumulate=True") ||
+		  (strstr(col(h, f, nf, "implementation"), "DeepGEMM") &&
+		   strstr(col(h, f, nf, "implementation"), "wgrad"));
 	r.b = num(col(h, f, nf, "batch"));
 	r.m = num(col(h, f, nf, "M"));
 	r.n = num(col(h, f, nf, "N"));
@@ -793,9 +803,17 @@ static double sigm(double x)
 	return 1 / (1 + exp(-x));
 }
 
+/* logit of part / whole, 0 / 0 being 0: a tile factor at the 0.05 floor
+ * (a fit that pushed the 64x128 class there) makes the next one's ratio
+ * 0 / 0, which would start the simplex from NaN. */
+static double ratio(double part, double whole)
+{
+	return whole > 0 ? part / whole : 0;
+}
+
 static double logit(double p)
 {
-	if (p < 1e-6)
+	if (!(p >= 1e-6)) /* NaN too */
 		p = 1e-6;
 	if (p > 1 - 1e-6)
 		p = 1 - 1e-6;
@@ -972,9 +990,9 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 		x[0] = logit(g->flops / pk);
 		x[1] = log(g->tile_s > 0 ? g->tile_s : 1e-6);
 		x[2] = log(g->overhead_s > 0 ? g->overhead_s : 1e-6);
-		x[3] = logit((g->tile_eff[0] - 0.05) / 0.95);
-		x[4] = logit((g->tile_eff[1] - 0.05) / (g->tile_eff[0] - 0.05));
-		x[5] = logit((g->tile_eff[2] - 0.05) / (g->tile_eff[1] - 0.05));
+		x[3] = logit(ratio(g->tile_eff[0] - 0.05, 0.95));
+		x[4] = logit(ratio(g->tile_eff[1] - 0.05, g->tile_eff[0] - 0.05));
+		x[5] = logit(ratio(g->tile_eff[2] - 0.05, g->tile_eff[1] - 0.05));
 		x[6] = logit(g->mem_eff);
 	} else {
 		const struct hw_attn *a = &hws[0]->k.attn[dtype];

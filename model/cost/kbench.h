@@ -49,6 +49,12 @@ struct kbench_row {
 	int waves;		  /* GEMM timed by a library that runs its tiles
 				   * in waves, whatever the profile's schedule
 				   * (XLA's choice of kernel, DeepGEMM) */
+	int accum;		  /* GEMM accumulating into its output, C += A B
+				   * (TransformerEngine's accumulate=True, DeepGEMM's
+				   * weight-gradient kernels): it reads the output
+				   * and writes it back, which the model's GEMM
+				   * (one write) does not time; reported apart,
+				   * fits nothing */
 	double heads, sq, skv, d; /* attention */
 	int causal;
 	int fa2;	  /* attention by FlashAttention-2 (flash-attn 2, PyTorch
