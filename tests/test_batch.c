@@ -34,9 +34,9 @@ static void test_space(void **state)
 	for (size_t i = 1; i < sp.norder; i++) {
 		const struct batch_ref *a = &sp.order[i - 1], *b = &sp.order[i];
 		assert_true(a->gpus < b->gpus ||
-			    (a->gpus == b->gpus && (a->analytic_s < b->analytic_s ||
-						    (a->analytic_s == b->analytic_s &&
-						     a->index < b->index))));
+			    (a->gpus == b->gpus &&
+			     (a->analytic_s < b->analytic_s ||
+			      (a->analytic_s == b->analytic_s && a->index < b->index))));
 	}
 	batch_space_release(&sp);
 	sweep_free(&sw);

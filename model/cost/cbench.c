@@ -170,36 +170,14 @@ static int read_file(struct cbench *cb, const char *path, struct prism_err *err)
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+static int read_one(void *cb, const char *file, struct prism_err *err)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return read_file(cb, file, err);
 }
 
 int cbench_read(struct cbench *cb, const char *path, struct prism_err *err)
 {
-	DIR *d = opendir(path);
-	char *names[64];
-	int nn = 0, rc = 0;
-	struct dirent *e;
-
-	if (!d)
-		return read_file(cb, path, err);
-	while ((e = readdir(d)) && nn < 64) {
-		size_t l = strlen(e->d_name);
-		if (!strncmp(e->d_name, "collectives", 11) && l > 4 &&
-		    !strcmp(e->d_name + l - 4, ".csv") && !(names[nn++] = strdup(e->d_name)))
-			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	}
-	closedir(d);
-	qsort(names, (size_t)nn, sizeof(*names), cmp_str);
-	for (int i = 0; i < nn; i++) {
-		char full[1024];
-		snprintf(full, sizeof(full), "%s/%s", path, names[i]);
-		if (!rc)
-			rc = read_file(cb, full, err);
-		free(names[i]);
-	}
-	return rc;
+	return kbench_files(path, "collectives", read_one, cb, err);
 }
 
 void cbench_release(struct cbench *cb)

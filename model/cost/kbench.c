@@ -643,23 +643,26 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int kbench_read(struct kbench *kb, const char *path, struct prism_err *err)
+int kbench_files(const char *path, const char *prefix,
+		 int (*read)(void *ctx, const char *file, struct prism_err *err), void *ctx,
+		 struct prism_err *err)
 {
 	struct stat st;
 	DIR *d;
 	struct dirent *e;
-	char *names[256];
+	char *names[KBENCH_MAX_FILES];
 	int n = 0, rc = 0;
 
 	if (stat(path, &st))
 		return prism_err_set(err, PRISM_EIO, "%s: no such file or directory", path);
 	if (!S_ISDIR(st.st_mode))
-		return read_file(kb, path, err);
+		return read(ctx, path, err);
 	if (!(d = opendir(path)))
 		return prism_err_set(err, PRISM_EIO, "%s: cannot open the directory", path);
-	while ((e = readdir(d)) && n < 256 && !rc) {
+	while ((e = readdir(d)) && n < KBENCH_MAX_FILES && !rc) {
 		size_t l = strlen(e->d_name);
 		if (l > 4 && !strcmp(e->d_name + l - 4, ".csv") &&
+		    !strncmp(e->d_name, prefix, strlen(prefix)) &&
 		    !(names[n++] = prism_strdup(e->d_name))) {
 			n--;
 			rc = prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
@@ -674,10 +677,20 @@ int kbench_read(struct kbench *kb, const char *path, struct prism_err *err)
 		char full[1024];
 		snprintf(full, sizeof(full), "%s/%s", path, names[i]);
 		if (!rc)
-			rc = read_file(kb, full, err);
+			rc = read(ctx, full, err);
 		free(names[i]);
 	}
 	return rc;
+}
+
+static int read_one(void *kb, const char *file, struct prism_err *err)
+{
+	return read_file(kb, file, err);
+}
+
+int kbench_read(struct kbench *kb, const char *path, struct prism_err *err)
+{
+	return kbench_files(path, "", read_one, kb, err);
 }
 
 void kbench_release(struct kbench *kb)

@@ -84,6 +84,16 @@ struct kbench_skips {
  * PRISM_EFORMAT (a NUL byte in it). */
 int kbench_slurp(const char *path, char **out, struct prism_err *err);
 
+/* The measurement files path names: itself, or where it is a directory
+ * its *.csv files whose names start with prefix ("": all), at most
+ * KBENCH_MAX_FILES, in name order (so that rows and reports are the same
+ * whatever order the directory lists them in); read(ctx, file, err) on
+ * each until one fails.  0, or its error, or PRISM_EIO naming path. */
+#define KBENCH_MAX_FILES 256
+int kbench_files(const char *path, const char *prefix,
+		 int (*read)(void *ctx, const char *file, struct prism_err *err), void *ctx,
+		 struct prism_err *err);
+
 /* One more row left out for reason why. */
 void kbench_skip(struct kbench_skips *s, const char *why);
 
