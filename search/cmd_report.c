@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "mem.h"
+#include "pareto.h"
 #include "store.h"
 #include "sweep.h"
 #include "synth.h"
@@ -65,35 +66,6 @@ static const char help[] =
 	"mean error of synth + simulate against Megatron-LM's measured runs, "                     \
 	"docs/VALIDATION.md"
 
-/* The knobs a report shows: layout.h's LK_STORE knobs, each a column of
- * the candidate table under its id, in the CSV's order after gpus; a
- * database from before a knob's column reads it as the knob's default
- * (what its candidates ran).  Names (LK_NAME) are read back to their
- * numbers, so that only names prism knows reach a table, a label or the
- * chart; the partition is kept as stored ("even", or the layers of each
- * stage). */
-static int shown_knob(int k)
-{
-	return (layout_knobs[k].flags & LK_STORE) != 0;
-}
-
-struct row {
-	char key[320]; /* as cand.key (sweep.h) */
-	int gpus;
-	double v[LK_N];	     /* each shown knob's value (a name's number; -1: unknown) */
-	char partition[128]; /* as stored */
-	double iter_s, bubble, tps, mfu, gpuh, mem_gb;
-	char part[128]; /* layers per stage where uneven ("" even, or schema < 7) */
-	int shard;	/* ZeRO's hybrid group where below dp, else 0 */
-	long same_as;	/* the row it is the same run as, or -1 */
-	int n_same;	/* rows collapsed into this one */
-	int near_tie;	/* a runner-up within the tie threshold of the best */
-};
-
-/* Knob id of row r, as a whole number; its name (LK_NAME knobs). */
-#define KV(r, id)    ((int)(r)->v[LK_##id])
-#define KNAME(r, id) layout_knobs[LK_##id].name(KV(r, id))
-
 /* What a training run needs, for days and cost (0: not known). */
 struct train {
 	double tokens, price;
@@ -104,77 +76,74 @@ struct report {
 	long long sid;
 	char name[128]; /* shown() */
 	const char *db;
-	struct row *rows; /* simulated, by gpus, iter_s, key */
-	size_t n;
-	size_t *best; /* index of each GPU count's best row */
-	size_t nb;
-	int *pareto_t, *pareto_h;
+	struct pareto P; /* the rows, ranked */
 	struct train tr;
-	double tie;	  /* near-tie fraction */
-	int tie_given;	  /* by --tie, not REPORT_TIE_FRAC */
-	int collapsed[4]; /* same run differing in: ZeRO stage, recompute,
-			      * schedule (pp 1), several of these */
+	int tie_given; /* by --tie, not REPORT_TIE_FRAC */
 };
 
-static void layout(char *buf, size_t n, const struct row *r)
+static void layout(char *buf, size_t n, const struct pareto_row *r)
 {
 	char vp[16] = "", rc[32] = "";
-	if (KV(r, schedule) == LAYOUT_INTERLEAVED)
-		snprintf(vp, sizeof(vp), " vp %d", KV(r, vp));
-	if (KV(r, recompute) != LAYOUT_RECOMPUTE_NONE)
-		snprintf(rc, sizeof(rc), ", recompute %s", KNAME(r, recompute));
-	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s", KV(r, tp), KV(r, pp),
-		 KV(r, dp), vp, KV(r, mbs), KV(r, microbatches), KNAME(r, schedule), rc,
-		 KV(r, zero), KV(r, sp) ? ", sp" : "");
-	if (KV(r, cp) > 1) {
+	if (PARETO_KV(r, schedule) == LAYOUT_INTERLEAVED)
+		snprintf(vp, sizeof(vp), " vp %d", PARETO_KV(r, vp));
+	if (PARETO_KV(r, recompute) != LAYOUT_RECOMPUTE_NONE)
+		snprintf(rc, sizeof(rc), ", recompute %s", PARETO_KNAME(r, recompute));
+	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s", PARETO_KV(r, tp),
+		 PARETO_KV(r, pp), PARETO_KV(r, dp), vp, PARETO_KV(r, mbs),
+		 PARETO_KV(r, microbatches), PARETO_KNAME(r, schedule), rc, PARETO_KV(r, zero),
+		 PARETO_KV(r, sp) ? ", sp" : "");
+	if (PARETO_KV(r, cp) > 1) {
 		size_t k = strlen(buf);
-		snprintf(buf + k, n - k, ", cp %d", KV(r, cp));
+		snprintf(buf + k, n - k, ", cp %d", PARETO_KV(r, cp));
 	}
 	if (r->part[0] || r->shard) {
 		size_t k = strlen(buf);
 		snprintf(buf + k, n - k, "%s%s%s", r->part[0] ? ", stages " : "", r->part,
 			 r->shard ? ", hybrid" : "");
 	}
-	if (KV(r, ep) > 1 || KV(r, etp) > 1) {
+	if (PARETO_KV(r, ep) > 1 || PARETO_KV(r, etp) > 1) {
 		size_t k = strlen(buf);
-		snprintf(buf + k, n - k, ", ep %d etp %d", KV(r, ep), KV(r, etp));
+		snprintf(buf + k, n - k, ", ep %d etp %d", PARETO_KV(r, ep), PARETO_KV(r, etp));
 	}
 }
 
 /* The chart's label of a layout: short, ASCII, made of numbers and the
  * canonical names alone. */
-static void label(char *buf, size_t n, const struct row *r)
+static void label(char *buf, size_t n, const struct pareto_row *r)
 {
 	char vp[16] = "";
-	if (KV(r, schedule) == LAYOUT_INTERLEAVED)
-		snprintf(vp, sizeof(vp), " vp%d", KV(r, vp));
-	snprintf(buf, n, "tp%d pp%d dp%d%s mbs%d%s%s", KV(r, tp), KV(r, pp), KV(r, dp), vp,
-		 KV(r, mbs), (KV(r, recompute) != LAYOUT_RECOMPUTE_NONE) ? " rc-" : "",
-		 (KV(r, recompute) != LAYOUT_RECOMPUTE_NONE) ? KNAME(r, recompute) : "");
-	if (KV(r, ep) > 1 || KV(r, etp) > 1) {
+	if (PARETO_KV(r, schedule) == LAYOUT_INTERLEAVED)
+		snprintf(vp, sizeof(vp), " vp%d", PARETO_KV(r, vp));
+	snprintf(buf, n, "tp%d pp%d dp%d%s mbs%d%s%s", PARETO_KV(r, tp), PARETO_KV(r, pp),
+		 PARETO_KV(r, dp), vp, PARETO_KV(r, mbs),
+		 (PARETO_KV(r, recompute) != LAYOUT_RECOMPUTE_NONE) ? " rc-" : "",
+		 (PARETO_KV(r, recompute) != LAYOUT_RECOMPUTE_NONE) ? PARETO_KNAME(r, recompute)
+								    : "");
+	if (PARETO_KV(r, ep) > 1 || PARETO_KV(r, etp) > 1) {
 		size_t k = strlen(buf);
-		snprintf(buf + k, n - k, " ep%d etp%d", KV(r, ep), KV(r, etp));
+		snprintf(buf + k, n - k, " ep%d etp%d", PARETO_KV(r, ep), PARETO_KV(r, etp));
 	}
-	if (KV(r, cp) > 1) {
+	if (PARETO_KV(r, cp) > 1) {
 		size_t k = strlen(buf);
-		snprintf(buf + k, n - k, " cp%d", KV(r, cp));
+		snprintf(buf + k, n - k, " cp%d", PARETO_KV(r, cp));
 	}
 }
 
 /* Why runner-up r loses to b (same GPU count). */
-static void why(char *buf, size_t n, const struct row *b, const struct row *r)
+static void why(char *buf, size_t n, const struct pareto_row *b, const struct pareto_row *r)
 {
 	if (r->iter_s <= b->iter_s * (1 + 5e-4))
 		snprintf(buf, n, "as fast (memory %.1f GB against %.1f GB)", r->mem_gb, b->mem_gb);
 	else if (r->bubble > b->bubble + 0.03)
 		snprintf(buf, n, "pipeline bubble %.0f%% against %.0f%%", r->bubble * 100,
 			 b->bubble * 100);
-	else if (r->mfu < b->mfu * 0.97 && KV(r, tp) > KV(b, tp))
-		snprintf(buf, n, "tensor-parallel communication (tp %d against %d)", KV(r, tp),
-			 KV(b, tp));
-	else if (KV(r, recompute) != KV(b, recompute) && KV(r, recompute) == LAYOUT_RECOMPUTE_FULL)
+	else if (r->mfu < b->mfu * 0.97 && PARETO_KV(r, tp) > PARETO_KV(b, tp))
+		snprintf(buf, n, "tensor-parallel communication (tp %d against %d)",
+			 PARETO_KV(r, tp), PARETO_KV(b, tp));
+	else if (PARETO_KV(r, recompute) != PARETO_KV(b, recompute) &&
+		 PARETO_KV(r, recompute) == LAYOUT_RECOMPUTE_FULL)
 		snprintf(buf, n, "recomputation (one more forward pass)");
-	else if (KV(r, mbs) < KV(b, mbs))
+	else if (PARETO_KV(r, mbs) < PARETO_KV(b, mbs))
 		snprintf(buf, n, "smaller microbatches: less efficient kernels, more launches");
 	else
 		snprintf(buf, n, "exposed communication and overheads (MFU %.1f%% against %.1f%%)",
@@ -223,7 +192,7 @@ static void grouped(char *buf, size_t n, double v)
 }
 
 /* Days, GPU-hours and cost to train on row r: 0 where not known. */
-static void to_train(const struct train *t, const struct row *r, double *days, double *gpuh,
+static void to_train(const struct train *t, const struct pareto_row *r, double *days, double *gpuh,
 		     double *cost)
 {
 	double s = t->tokens > 0 && r->tps > 0 ? t->tokens / r->tps : 0;
@@ -289,219 +258,43 @@ static void csv_text(FILE *f, const char *s)
 	putc('"', f);
 }
 
-/* 1 if db's candidate table has column col. */
-static int has_column(sqlite3 *db, const char *col)
-{
-	sqlite3_stmt *st;
-	int found = 0;
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('candidate') WHERE name=?1", -1,
-			       &st, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(st, 1, col, -1, SQLITE_STATIC);
-	found = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return found;
-}
-
-/* "SELECT key, gpus, <the knobs>, rest" into sql: a knob the database
- * lacks (it predates the column), or a NULL in it, reads as the knob's
- * default; 0, or -1 if sql is too small. */
-static int knob_select(sqlite3 *db, char *sql, size_t n, const char *rest)
-{
-	size_t len = (size_t)snprintf(sql, n, "SELECT key, gpus");
-	for (int k = 0; k < LK_N && len < n; k++) {
-		const struct layout_knob *K = &layout_knobs[k];
-		char dflt[64];
-		struct layout l;
-		if (!shown_knob(k))
-			continue;
-		layout_default(&l);
-		if (K->home == LK_M) /* the model's: no default of its own */
-			snprintf(dflt, sizeof(dflt), "NULL");
-		else if (K->kind == LK_NAME)
-			snprintf(dflt, sizeof(dflt), "'%s'", K->name((int)K->def));
-		else if (K->kind == LK_PART)
-			snprintf(dflt, sizeof(dflt), "'even'");
-		else
-			layout_format(NULL, &l, k, 1, dflt, sizeof(dflt));
-		if (has_column(db, K->id))
-			len +=
-			    (size_t)snprintf(sql + len, n - len, ", COALESCE(%s, %s)", K->id, dflt);
-		else
-			len += (size_t)snprintf(sql + len, n - len, ", %s", dflt);
-	}
-	if (len < n)
-		len += (size_t)snprintf(sql + len, n - len, ", %s", rest);
-	return len < n ? 0 : -1;
-}
-
 /* The knobs' columns of the CSV ("gpus,tp,...,"). */
-/* How many knobs a report shows. */
-static int knobs_shown(void)
-{
-	int n = 0;
-	for (int k = 0; k < LK_N; k++)
-		n += shown_knob(k);
-	return n;
-}
 
 static void csv_knob_header(FILE *f)
 {
 	fputs("gpus,", f);
 	for (int k = 0; k < LK_N; k++)
-		if (shown_knob(k))
+		if (pareto_knob(k))
 			fprintf(f, "%s,", layout_knobs[k].id);
 }
 
-/* Knob k of r as text: a name (canonical, or "?"), the partition as
- * stored, or the number. */
-static void knob_text(const struct row *r, int k, char *buf, size_t n)
-{
-	const struct layout_knob *K = &layout_knobs[k];
-	if (K->kind == LK_PART)
-		snprintf(buf, n, "%s", r->partition);
-	else if (K->kind == LK_NAME)
-		snprintf(buf, n, "%s", K->name((int)r->v[k]));
-	else if (K->kind == LK_REAL)
-		snprintf(buf, n, "%g", r->v[k]);
-	else
-		snprintf(buf, n, "%d", (int)r->v[k]);
-}
-
-static void csv_knobs(FILE *f, const struct row *r)
+static void csv_knobs(FILE *f, const struct pareto_row *r)
 {
 	fprintf(f, "%d,", r->gpus);
 	for (int k = 0; k < LK_N; k++) {
 		char v[160];
-		if (!shown_knob(k))
+		if (!pareto_knob(k))
 			continue;
-		knob_text(r, k, v, sizeof(v));
+		pareto_knob_text(r, k, v, sizeof(v));
 		csv_text(f, v);
 		putc(',', f);
 	}
 }
 
-static void json_knobs(FILE *f, const struct row *r)
+static void json_knobs(FILE *f, const struct pareto_row *r)
 {
 	fprintf(f, "\"gpus\":%d", r->gpus);
 	for (int k = 0; k < LK_N; k++) {
 		const struct layout_knob *K = &layout_knobs[k];
 		char v[160];
-		if (!shown_knob(k))
+		if (!pareto_knob(k))
 			continue;
-		knob_text(r, k, v, sizeof(v));
+		pareto_knob_text(r, k, v, sizeof(v));
 		fprintf(f, ",\"%s\":", K->id);
 		if (K->kind == LK_NAME || K->kind == LK_PART)
 			prism_fput_json_str(f, v);
 		else
 			fputs(v, f);
-	}
-}
-
-/*
- * What makes r and e the same run under two names, as a set of SAME_*
- * bits, or 0 when they are not: they differ only in ZeRO stage, recompute
- * setting or (without a pipeline) schedule, and predict the same time and
- * memory, to the bit (the model gives a run whose knob changes nothing
- * the same graph).  ZeRO with dp = 1 shards over one GPU; selective
- * recompute with flash attention recomputes nothing prism models; with
- * pp = 1 and one microbatch, GPipe and 1F1B are one order of work.
- */
-enum { SAME_ZERO = 1, SAME_RECOMPUTE = 2, SAME_SCHEDULE = 4 };
-static int same_run(const struct row *r, const struct row *e)
-{
-	int d = (KV(r, zero) != KV(e, zero) ? SAME_ZERO : 0) |
-		(KV(r, recompute) != KV(e, recompute) ? SAME_RECOMPUTE : 0) |
-		(KV(r, schedule) != KV(e, schedule) || KV(r, vp) != KV(e, vp) ? SAME_SCHEDULE : 0);
-	if (r->gpus != e->gpus || r->iter_s != e->iter_s || r->mem_gb != e->mem_gb ||
-	    strcmp(r->partition, e->partition) || ((d & SAME_SCHEDULE) && KV(r, pp) != 1))
-		return 0;
-	/* Every other knob alike. */
-	for (int k = 0; k < LK_N; k++)
-		if (shown_knob(k) && k != LK_zero && k != LK_recompute && k != LK_schedule &&
-		    k != LK_vp && r->v[k] != e->v[k])
-			return 0;
-	return d;
-}
-
-/* 1 when a is the simpler of two names of one run: no recompute before
- * some, lower ZeRO stage before higher, 1F1B before the others. */
-static int simpler(const struct row *a, const struct row *b)
-{
-	int ra = KV(a, recompute) != LAYOUT_RECOMPUTE_NONE;
-	int rb = KV(b, recompute) != LAYOUT_RECOMPUTE_NONE;
-	int sa = KV(a, schedule) != LAYOUT_1F1B, sb = KV(b, schedule) != LAYOUT_1F1B;
-	if (ra != rb)
-		return ra < rb;
-	if (KV(a, zero) != KV(b, zero))
-		return KV(a, zero) < KV(b, zero);
-	return sa < sb;
-}
-
-/* Collapse rows that are the same run into the simplest name, and mark
- * near-ties.  rows are sorted by gpus, iter_s, key, so one run's names sit
- * among the rows of equal time. */
-static void judge(struct report *R)
-{
-	struct row *rows = R->rows;
-	for (size_t i = 0; i < R->n; i++) {
-		rows[i].same_as = -1;
-		rows[i].n_same = 0;
-		rows[i].near_tie = 0;
-	}
-	for (size_t i = 1; i < R->n; i++) {
-		for (size_t j = i;
-		     j-- > 0 && rows[j].gpus == rows[i].gpus && rows[j].iter_s == rows[i].iter_s;) {
-			int d;
-			if (rows[j].same_as >= 0 || !(d = same_run(&rows[i], &rows[j])))
-				continue;
-			/* The simpler name heads the run, in j's place (same
-			 * time: the order stands). */
-			if (simpler(&rows[i], &rows[j])) {
-				struct row t = rows[i];
-				rows[i] = rows[j];
-				rows[j] = t;
-			}
-			rows[i].same_as = (long)j;
-			rows[j].n_same++;
-			R->collapsed[d == SAME_ZERO	   ? 0
-				     : d == SAME_RECOMPUTE ? 1
-				     : d == SAME_SCHEDULE  ? 2
-							   : 3]++;
-			break;
-		}
-	}
-	for (size_t k = 0; k < R->nb; k++) {
-		const struct row *b = &rows[R->best[k]];
-		for (size_t i = R->best[k] + 1; i < R->n && rows[i].gpus == b->gpus; i++)
-			if (rows[i].same_as < 0 && rows[i].iter_s <= b->iter_s * (1 + R->tie))
-				rows[i].near_tie = 1;
-	}
-}
-
-/* Near-ties of best row k (collapsed rows not counted). */
-static int near_ties(const struct report *R, size_t k)
-{
-	int n = 0;
-	for (size_t i = R->best[k] + 1; i < R->n && R->rows[i].gpus == R->rows[R->best[k]].gpus;
-	     i++)
-		n += R->rows[i].near_tie;
-	return n;
-}
-
-/* The Pareto fronts: a count is on the time front when its best is faster
- * than every smaller count's, on the GPU-hours front when cheaper. */
-static void fronts(struct report *R)
-{
-	double front_t = 0, front_h = 0;
-	for (size_t k = 0; k < R->nb; k++) {
-		const struct row *r = &R->rows[R->best[k]];
-		R->pareto_t[k] = front_t == 0 || r->iter_s < front_t;
-		R->pareto_h[k] = front_h == 0 || r->gpuh < front_h;
-		if (R->pareto_t[k])
-			front_t = r->iter_s;
-		if (R->pareto_h[k])
-			front_h = r->gpuh;
 	}
 }
 
@@ -540,8 +333,8 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	fprintf(md, " near-ties | Pareto (time) | Pareto (GPU-hours) |\n");
 	fprintf(md, "|---:|---|---:|---:|---:|---:|---:|---:|%s%s---:|---|---|\n",
 		t->tokens > 0 ? "---:|---:|" : "", t->tokens > 0 && t->price > 0 ? "---:|" : "");
-	for (size_t k = 0; k < R->nb; k++) {
-		const struct row *r = &R->rows[R->best[k]];
+	for (size_t k = 0; k < R->P.nb; k++) {
+		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
 		layout(lay, sizeof(lay), r);
 		fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f | %.4g |", r->gpus,
 			lay, r->iter_s * 1e3, r->tps, r->mfu * 100, r->bubble * 100, r->mem_gb,
@@ -556,13 +349,13 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 				fprintf(md, " %s |", c);
 			}
 		}
-		fprintf(md, " %d | %s | %s |\n", near_ties(R, k), R->pareto_t[k] ? "yes" : "no",
-			R->pareto_h[k] ? "yes" : "no");
+		fprintf(md, " %d | %s | %s |\n", pareto_near_ties(&R->P, k),
+			R->P.on_time[k] ? "yes" : "no", R->P.on_hours[k] ? "yes" : "no");
 	}
 	fprintf(md,
 		"\nNear-ties: other layouts within %.1f %% of the best at their GPU count (%s%s); "
 		"prism does not order them.",
-		R->tie * 100, R->tie_given ? "set by --tie" : "the model's stated uncertainty: ",
+		R->P.tie * 100, R->tie_given ? "set by --tie" : "the model's stated uncertainty: ",
 		R->tie_given ? "" : REPORT_TIE_SOURCE);
 	if (t->tokens > 0)
 		fprintf(md, " Days to train: tokens / (tokens/s); GPU-hours: days x 24 x GPUs%s.",
@@ -570,11 +363,12 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	fprintf(md, "\n\n## Runners-up, and why they lose\n\n");
 	fprintf(md, "| GPUs | layout | iteration ms | vs best | near-tie | why |\n"
 		    "|---:|---|---:|---:|---|---|\n");
-	for (size_t k = 0; k < R->nb; k++) {
-		const struct row *bst = &R->rows[R->best[k]];
+	for (size_t k = 0; k < R->P.nb; k++) {
+		const struct pareto_row *bst = &R->P.rows[R->P.best[k]];
 		int listed = 0, ties = 0;
-		for (size_t i = R->best[k] + 1; i < R->n && R->rows[i].gpus == bst->gpus; i++) {
-			const struct row *r = &R->rows[i];
+		for (size_t i = R->P.best[k] + 1; i < R->P.n && R->P.rows[i].gpus == bst->gpus;
+		     i++) {
+			const struct pareto_row *r = &R->P.rows[i];
 			char w[160];
 			if (r->same_as >= 0)
 				continue;
@@ -592,13 +386,13 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 		if (ties)
 			fprintf(md, "| %d | (%d more near-ties) | | | yes | |\n", bst->gpus, ties);
 	}
-	if (R->collapsed[0] + R->collapsed[1] + R->collapsed[2] + R->collapsed[3])
+	if (R->P.collapsed[0] + R->P.collapsed[1] + R->P.collapsed[2] + R->P.collapsed[3])
 		fprintf(md,
 			"\nThe same run under another name (the same time and memory), not "
 			"listed: %d differing only in ZeRO stage (dp = 1), %d only in recompute "
 			"setting, %d only in schedule (no pipeline), %d in several of these "
 			"(`--csv-all`: their `same_as`).\n",
-			R->collapsed[0], R->collapsed[1], R->collapsed[2], R->collapsed[3]);
+			R->P.collapsed[0], R->P.collapsed[1], R->P.collapsed[2], R->P.collapsed[3]);
 	fprintf(md, "\n## Rejected before simulation (first of each reason)\n\n");
 	sqlite3_prepare_v2(db,
 			   "SELECT status, reason, COUNT(*) FROM candidate WHERE sweep=?1 AND "
@@ -613,7 +407,7 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 
 /* Row r's days, GPU-hours and cost to train as CSV cells (empty where
  * the sweep gives no tokens, or no price), each followed by a comma. */
-static void csv_train(FILE *csv, const struct report *R, const struct row *r)
+static void csv_train(FILE *csv, const struct report *R, const struct pareto_row *r)
 {
 	double days, gpuh, cost;
 	to_train(&R->tr, r, &days, &gpuh, &cost);
@@ -634,20 +428,20 @@ static void write_best_csv(FILE *csv, const struct report *R)
 	      "gpu_hours_to_train,cost_to_train,near_ties,same_runs,pareto_time,"
 	      "pareto_gpu_hours\n",
 	      csv);
-	for (size_t k = 0; k < R->nb; k++) {
-		const struct row *r = &R->rows[R->best[k]];
+	for (size_t k = 0; k < R->P.nb; k++) {
+		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
 		csv_knobs(csv, r);
 		fprintf(csv, "%.9f,%.3f,%.6f,%.6f,%.3f,%.9g,", r->iter_s, r->tps, r->mfu, r->bubble,
 			r->mem_gb, r->gpuh);
 		csv_train(csv, R, r);
-		fprintf(csv, "%d,%d,%d,%d\n", near_ties(R, k), r->n_same, R->pareto_t[k],
-			R->pareto_h[k]);
+		fprintf(csv, "%d,%d,%d,%d\n", pareto_near_ties(&R->P, k), r->n_same,
+			R->P.on_time[k], R->P.on_hours[k]);
 	}
 }
 
 static int cmp_key(const void *a, const void *b)
 {
-	const struct row *const *x = a, *const *y = b;
+	const struct pareto_row *const *x = a, *const *y = b;
 	return strcmp((*x)->key, (*y)->key);
 }
 
@@ -659,25 +453,25 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 	    "status",	      "reason",	   "analytic_s", "bound_s", "iter_s", "bubble",
 	    "tokens_per_s",   "mfu",	   "gpu_hours",	 "mem_gb",  "fits",   "exposed_compute_s",
 	    "exposed_comm_s", "overlap_s", "idle_s"};
-	const struct row **by_key = prism_malloc((R->n + 1) * sizeof(*by_key));
+	const struct pareto_row **by_key = prism_malloc((R->P.n + 1) * sizeof(*by_key));
 	sqlite3_stmt *st = NULL;
 	char sql[2048];
 	int rc = 0;
 
 	if (!by_key)
 		return -1;
-	for (size_t i = 0; i < R->n; i++)
-		by_key[i] = &R->rows[i];
-	qsort(by_key, R->n, sizeof(*by_key), cmp_key);
+	for (size_t i = 0; i < R->P.n; i++)
+		by_key[i] = &R->P.rows[i];
+	qsort(by_key, R->P.n, sizeof(*by_key), cmp_key);
 	fputs("key,", csv);
 	csv_knob_header(csv);
 	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
 		fprintf(csv, "%s,", cols[i]);
 	fputs("days_to_train,gpu_hours_to_train,cost_to_train,near_tie,same_as\n", csv);
-	if (knob_select(db, sql, sizeof(sql),
-			"status, reason, analytic_s, bound_s, iter_s, bubble, tokens_per_s,"
-			" mfu, gpu_hours, mem_gb, fits, exposed_compute_s, exposed_comm_s,"
-			" overlap_s, idle_s FROM candidate WHERE sweep=?1 ORDER BY gpus, key") ||
+	if (pareto_select(db, sql, sizeof(sql),
+			  "status, reason, analytic_s, bound_s, iter_s, bubble, tokens_per_s,"
+			  " mfu, gpu_hours, mem_gb, fits, exposed_compute_s, exposed_comm_s,"
+			  " overlap_s, idle_s FROM candidate WHERE sweep=?1 ORDER BY gpus, key") ||
 	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
 		free(by_key);
 		return -1;
@@ -685,22 +479,22 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 	sqlite3_bind_int64(st, 1, R->sid);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int nc = sqlite3_column_count(st);
-		struct row probe, *pp = &probe;
-		const struct row *const *hit;
+		struct pareto_row probe, *pp = &probe;
+		const struct pareto_row *const *hit;
 		for (int i = 0; i < nc; i++) {
 			csv_text(csv, text(st, i));
 			putc(',', csv);
 		}
 		snprintf(probe.key, sizeof(probe.key), "%s", text(st, 0));
-		hit = R->n && strcmp(text(st, 2 + knobs_shown()), "simulated") == 0
-			  ? bsearch(&pp, by_key, R->n, sizeof(*by_key), cmp_key)
+		hit = R->P.n && strcmp(text(st, 2 + pareto_knobs()), "simulated") == 0
+			  ? bsearch(&pp, by_key, R->P.n, sizeof(*by_key), cmp_key)
 			  : NULL;
 		if (hit) {
-			const struct row *r = *hit;
+			const struct pareto_row *r = *hit;
 			csv_train(csv, R, r);
 			fprintf(csv, "%d,", r->near_tie);
 			if (r->same_as >= 0)
-				csv_text(csv, R->rows[r->same_as].key);
+				csv_text(csv, R->P.rows[r->same_as].key);
 			putc('\n', csv);
 		} else {
 			fputs(",,,,\n", csv);
@@ -711,7 +505,7 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static void json_row(FILE *f, const struct report *R, const struct row *r)
+static void json_row(FILE *f, const struct report *R, const struct pareto_row *r)
 {
 	double days, gpuh, cost;
 	to_train(&R->tr, r, &days, &gpuh, &cost);
@@ -765,7 +559,7 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 	else
 		fputs("null", f);
 	fputs(",\"near_tie\":{\"fraction\":", f);
-	json_num(f, R->tie);
+	json_num(f, R->P.tie);
 	fputs(",\"source\":", f);
 	prism_fput_json_str(f, !R->tie_given ? REPORT_TIE_SOURCE : "--tie");
 	fputs("},\"candidates\":{", f);
@@ -782,21 +576,21 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 	}
 	sqlite3_finalize(st);
 	fprintf(f, "},\"same_run\":{\"zero\":%d,\"recompute\":%d,\"schedule\":%d,\"several\":%d}",
-		R->collapsed[0], R->collapsed[1], R->collapsed[2], R->collapsed[3]);
+		R->P.collapsed[0], R->P.collapsed[1], R->P.collapsed[2], R->P.collapsed[3]);
 	fputs(",\"best\":[", f);
-	for (size_t k = 0; k < R->nb; k++) {
-		const struct row *r = &R->rows[R->best[k]];
+	for (size_t k = 0; k < R->P.nb; k++) {
+		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
 		fprintf(f, "%s\n{\"gpus\":%d,", k ? "," : "", r->gpus);
 		fputs("\"best\":", f);
 		json_row(f, R, r);
 		fprintf(f, "},\"near_ties\":%d,\"pareto_time\":%s,\"pareto_gpu_hours\":%s",
-			near_ties(R, k), R->pareto_t[k] ? "true" : "false",
-			R->pareto_h[k] ? "true" : "false");
+			pareto_near_ties(&R->P, k), R->P.on_time[k] ? "true" : "false",
+			R->P.on_hours[k] ? "true" : "false");
 		fputs(",\"runners_up\":[", f);
 		sep = "";
-		for (size_t i = R->best[k] + 1, listed = 0;
-		     i < R->n && R->rows[i].gpus == r->gpus && listed < 3; i++) {
-			const struct row *u = &R->rows[i];
+		for (size_t i = R->P.best[k] + 1, listed = 0;
+		     i < R->P.n && R->P.rows[i].gpus == r->gpus && listed < 3; i++) {
+			const struct pareto_row *u = &R->P.rows[i];
 			char w[160];
 			if (u->same_as >= 0)
 				continue;
@@ -915,34 +709,34 @@ static int chart(const char *dir, const struct report *R)
 			    "set ytics nomirror\nset key below horizontal\nset grid\n"
 			    "$best << EOD\n",
 			    R->name, y2) > 0;
-		for (size_t k = 0; wrote && k < R->nb; k++) {
-			const struct row *r = &R->rows[R->best[k]];
+		for (size_t k = 0; wrote && k < R->P.nb; k++) {
+			const struct pareto_row *r = &R->P.rows[R->P.best[k]];
 			double days, gpuh, cost, y2v;
 			to_train(&R->tr, r, &days, &gpuh, &cost);
 			y2v = R->tr.tokens > 0 ? (R->tr.price > 0 ? cost : gpuh) : r->gpuh * 1000;
 			wrote = fprintf(gp, "%d %.6g %.6g %d\n", r->gpus, r->iter_s * 1e3,
-					isfinite(y2v) ? y2v : 0, R->pareto_t[k]) > 0;
+					isfinite(y2v) ? y2v : 0, R->P.on_time[k]) > 0;
 		}
 		wrote = wrote && fputs("EOD\n", gp) >= 0;
 		/* Room for the labels: to the right of the last count, above
 		 * the slowest point. */
-		if (wrote && R->nb) {
-			double lo = R->rows[R->best[0]].iter_s, hi = lo;
-			for (size_t k = 1; k < R->nb; k++) {
-				double t = R->rows[R->best[k]].iter_s;
+		if (wrote && R->P.nb) {
+			double lo = R->P.rows[R->P.best[0]].iter_s, hi = lo;
+			for (size_t k = 1; k < R->P.nb; k++) {
+				double t = R->P.rows[R->P.best[k]].iter_s;
 				lo = t < lo ? t : lo;
 				hi = t > hi ? t : hi;
 			}
 			if (lo > 0 && isfinite(hi))
 				wrote =
 				    fprintf(gp, "set xrange [%.6g:%.6g]\nset yrange [%.6g:%.6g]\n",
-					    R->rows[R->best[0]].gpus / 1.5,
-					    R->rows[R->best[R->nb - 1]].gpus * 2.5, lo * 1e3 / 2,
-					    hi * 1e3 * 4) > 0;
+					    R->P.rows[R->P.best[0]].gpus / 1.5,
+					    R->P.rows[R->P.best[R->P.nb - 1]].gpus * 2.5,
+					    lo * 1e3 / 2, hi * 1e3 * 4) > 0;
 			/* Ticks at the GPU counts swept, and at 1, 2, 5 x 10^k ms. */
-			for (size_t k = 0; wrote && k < R->nb; k++)
+			for (size_t k = 0; wrote && k < R->P.nb; k++)
 				wrote = fprintf(gp, "%s%d", k ? ", " : "set xtics (",
-						R->rows[R->best[k]].gpus) > 0;
+						R->P.rows[R->P.best[k]].gpus) > 0;
 			wrote = wrote && fputs(")\n", gp) >= 0;
 			if (wrote && lo > 0 && isfinite(hi)) {
 				const char *sep = "set ytics (";
@@ -959,8 +753,8 @@ static int chart(const char *dir, const struct report *R)
 				wrote = wrote && fputs(")\n", gp) >= 0;
 			}
 		}
-		for (size_t k = 0; wrote && k < R->nb; k++) {
-			const struct row *r = &R->rows[R->best[k]];
+		for (size_t k = 0; wrote && k < R->P.nb; k++) {
+			const struct pareto_row *r = &R->P.rows[R->P.best[k]];
 			char lab[96], safe[96];
 			label(lab, sizeof(lab), r);
 			shown(safe, sizeof(safe), lab);
@@ -1028,8 +822,7 @@ int cmd_report(int argc, char **argv)
 	sqlite3_stmt *st = NULL;
 	long long sid = -1;
 	const char *outdir = NULL, *all_arg = NULL;
-	char name[128] = "", dir[1024], path[1100], all_path[1100] = "", sql[2048];
-	VEC(struct row) rv = {0};
+	char name[128] = "", dir[1024], path[1100], all_path[1100] = "";
 	struct report R;
 	/* report.md, best.csv and all.csv: each whole or not at all. */
 	struct prism_wfile wf[3] = {{0}};
@@ -1142,70 +935,13 @@ int cmd_report(int argc, char **argv)
 		R.tr.price = 0;
 	sqlite3_finalize(st);
 	R.sid = sid;
-	R.tie = tie;
 	R.tie_given = tie_given;
 	shown(R.name, sizeof(R.name), name);
-	/* Databases before version 7 (read as they are) have no placement
-	 * columns: their knobs read as the defaults (even stages, no hybrid
-	 * sharding). */
-	if (knob_select(db, sql, sizeof(sql),
-			"iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb"
-			" FROM candidate WHERE sweep=?1 AND status='simulated'"
-			" ORDER BY gpus, iter_s, key") == 0)
-		sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	sqlite3_bind_int64(st, 1, sid);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		struct row *r;
-		int i = 1;
-		if (VEC_RESERVE(rv, rv.n + 1)) {
-			rc = 1;
-			break;
-		}
-		r = &rv.v[rv.n++];
-		memset(r, 0, sizeof(*r));
-		snprintf(r->key, sizeof(r->key), "%s", text(st, 0));
-		r->gpus = sqlite3_column_int(st, i++);
-		for (int k = 0; k < LK_N; k++) {
-			const struct layout_knob *K = &layout_knobs[k];
-			if (!shown_knob(k))
-				continue;
-			if (K->kind == LK_NAME)
-				r->v[k] = K->parse(text(st, i));
-			else if (K->kind == LK_PART)
-				snprintf(r->partition, sizeof(r->partition), "%s", text(st, i));
-			else
-				r->v[k] = sqlite3_column_double(st, i);
-			i++;
-		}
-		r->iter_s = sqlite3_column_double(st, i++);
-		r->bubble = sqlite3_column_double(st, i++);
-		r->tps = sqlite3_column_double(st, i++);
-		r->mfu = sqlite3_column_double(st, i++);
-		r->gpuh = sqlite3_column_double(st, i++);
-		r->mem_gb = sqlite3_column_double(st, i++);
-		if (strcmp(r->partition, "even") != 0)
-			snprintf(r->part, sizeof(r->part), "%s", r->partition);
-		r->shard = KV(r, shard) > 0 && KV(r, shard) < KV(r, dp) ? KV(r, shard) : 0;
-	}
-	sqlite3_finalize(st);
-	R.rows = rv.v;
-	R.n = rv.n;
-	if (rc)
-		goto out;
-	R.best = prism_malloc((R.n + 1) * sizeof(*R.best));
-	R.pareto_t = prism_malloc((R.n + 1) * sizeof(*R.pareto_t));
-	R.pareto_h = prism_malloc((R.n + 1) * sizeof(*R.pareto_h));
-	if (!R.best || !R.pareto_t || !R.pareto_h) {
+	if (pareto_read(db, sid, &R.P) || pareto_rank(&R.P, tie)) {
 		fprintf(stderr, "prism: out of memory\n");
 		rc = 1;
 		goto out;
 	}
-	/* Best per GPU count: the first row of each count (sorted). */
-	for (size_t i = 0; i < R.n; i++)
-		if (i == 0 || R.rows[i].gpus != R.rows[i - 1].gpus)
-			R.best[R.nb++] = i;
-	judge(&R);
-	fronts(&R);
 	if (outdir) {
 		snprintf(dir, sizeof(dir), "%s", outdir);
 	} else if (sweep_name_ok(name)) {
@@ -1301,10 +1037,7 @@ out:
 	if (mem)
 		fclose(mem);
 	free(mdbuf);
-	free(R.best);
-	free(R.pareto_t);
-	free(R.pareto_h);
-	VEC_FREE(rv);
+	pareto_release(&R.P);
 	sqlite3_close(db);
 	return rc;
 }
