@@ -159,7 +159,10 @@ static int same_run(const struct pareto_row *r, const struct pareto_row *e)
 {
 	int d = (PARETO_KV(r, zero) != PARETO_KV(e, zero) ? SAME_ZERO : 0) |
 		(PARETO_KV(r, recompute) != PARETO_KV(e, recompute) ? SAME_RECOMPUTE : 0) |
-		(PARETO_KV(r, schedule) != PARETO_KV(e, schedule) || PARETO_KV(r, vp) != PARETO_KV(e, vp) ? SAME_SCHEDULE : 0);
+		(PARETO_KV(r, schedule) != PARETO_KV(e, schedule) ||
+			 PARETO_KV(r, vp) != PARETO_KV(e, vp)
+		     ? SAME_SCHEDULE
+		     : 0);
 	if (r->gpus != e->gpus || r->iter_s != e->iter_s || r->mem_gb != e->mem_gb ||
 	    strcmp(r->partition, e->partition) || ((d & SAME_SCHEDULE) && PARETO_KV(r, pp) != 1))
 		return 0;

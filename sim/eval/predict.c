@@ -689,214 +689,343 @@ static int64_t acc_add_ns(const void *ctx, double bytes)
 }
 
 /* The candidate as a graph edit of the base. */
-static int edit_eval(const struct predict_base *b, const struct synth_in *c,
-		     struct predict_out *out, struct graph **keep_g, struct prism_err *err)
-{
-	const struct synth_in *a = &b->in;
+/* A candidate made as a graph edit of the base: what the edit changes and
+ * what it has counted, between its steps. */
+struct edit_job {
+	const struct predict_base *b;
+	const struct synth_in *a, *c; /* the base's configuration, the candidate's */
 	struct reshape_plan plan;
 	struct reshape_stats rs;
+	struct edit_stats es;
 	struct dp_comm dpc;
 	double dp_first[LAYOUT_MAX_STAGES], dp_last[LAYOUT_MAX_STAGES];
-	struct edit_retime r;
-	struct edit_stats es;
-	struct graph *cg = NULL;
-	int32_t *lc = NULL, *mc = NULL;
-	int structural = 0, rc = 0, add = 0, split = 0, shaped = 0;
-	double opt = 1;
-	size_t at = 0;
+	int32_t *lc, *mc; /* copies of each layer, of each microbatch */
+	double opt;	  /* the optimizer's time, scaled */
+	int structural, add, split, shaped;
+};
 
-	reshape_plan_init(&plan);
-	memset(&rs, 0, sizeof(rs));
-	if (c->m.layers != a->m.layers) {
-		int L = b->layers;
-		if (!(lc = prism_malloc((size_t)L * sizeof(*lc))))
-			goto oom;
-		/* Labels count every stage's layers: each repeats alike. */
-		spread(L, (int)((int64_t)c->m.layers * L / a->m.layers), lc);
-		plan.layer_copies = lc;
-		plan.n_layers = L;
-		structural = 1;
-		if (b->params > 0 && b->layer_params > 0 && !b->opt_per_layer)
-			opt = (b->params +
-			       (double)(c->m.layers - a->m.layers) / a->lay.pp * b->layer_params) /
-			      b->params;
-	}
-	if (c->lay.microbatches != a->lay.microbatches) {
-		int M = a->lay.microbatches, M2 = c->lay.microbatches, pat;
-		if (!(mc = prism_malloc((size_t)M * sizeof(*mc))))
-			goto oom;
-		/* New microbatches copy one that accumulates gradients (not the
-		 * first) and does not synchronise them (not the last); the
-		 * last keeps its collectives.  Fewer: the first and the last
-		 * stay (the last alone where it synchronises). */
-		pat = M >= 3 ? 1 : M == 2 && !b->grad_group ? 1 : 0;
+/* Layers repeated or dropped: every stage's layers alike, the optimizer
+ * scaled by the parameters (where it is not per layer already). */
+static int plan_layers(struct edit_job *j)
+{
+	const struct predict_base *b = j->b;
+	const struct synth_in *a = j->a, *c = j->c;
+	int L = b->layers;
+	if (c->m.layers == a->m.layers)
+		return 0;
+	if (!(j->lc = prism_malloc((size_t)L * sizeof(*j->lc))))
+		return PRISM_ENOMEM;
+	/* Labels count every stage's layers: each repeats alike. */
+	spread(L, (int)((int64_t)c->m.layers * L / a->m.layers), j->lc);
+	j->plan.layer_copies = j->lc;
+	j->plan.n_layers = L;
+	j->structural = 1;
+	if (b->params > 0 && b->layer_params > 0 && !b->opt_per_layer)
+		j->opt = (b->params +
+			  (double)(c->m.layers - a->m.layers) / a->lay.pp * b->layer_params) /
+			 b->params;
+	return 0;
+}
+
+/* Microbatches repeated or dropped. */
+static int plan_microbatches(struct edit_job *j)
+{
+	const struct predict_base *b = j->b;
+	int M = j->a->lay.microbatches, M2 = j->c->lay.microbatches, pat;
+	int32_t *mc;
+	if (M2 == M)
+		return 0;
+	if (!(mc = j->mc = prism_malloc((size_t)M * sizeof(*mc))))
+		return PRISM_ENOMEM;
+	/* New microbatches copy one that accumulates gradients (not the
+	 * first) and does not synchronise them (not the last); the last keeps
+	 * its collectives.  Fewer: the first and the last stay (the last
+	 * alone where it synchronises). */
+	pat = M >= 3 ? 1 : M == 2 && !b->grad_group ? 1 : 0;
+	for (int i = 0; i < M; i++)
+		mc[i] = 1;
+	if (M2 > M) {
+		mc[pat] += M2 - M;
+		/* Copies of a microbatch that took its gradients add them
+		 * instead. */
+		j->plan.add_acc = 1;
+		j->plan.acc_ns = acc_add_ns;
+		j->plan.acc_ctx = &b->hw;
+		if (pat == M - 1 && b->grad_group)
+			j->plan.strip_group = b->grad_group;
+	} else {
 		for (int i = 0; i < M; i++)
+			mc[i] = 0;
+		for (int i = 0; i < M2 - 1; i++)
 			mc[i] = 1;
-		if (M2 > M) {
-			mc[pat] += M2 - M;
-			/* Copies of a microbatch that took its gradients add
-			 * them instead. */
-			plan.add_acc = 1;
-			plan.acc_ns = acc_add_ns;
-			plan.acc_ctx = &b->hw;
-			if (pat == M - 1 && b->grad_group)
-				plan.strip_group = b->grad_group;
+		mc[M2 > 1 || b->grad_group ? M - 1 : 0] = 1;
+	}
+	j->plan.mb_copies = mc;
+	j->plan.n_mbs = M;
+	j->structural = 1;
+	return 0;
+}
+
+/* Data parallelism added to a run that had none: a gradient all-reduce
+ * per bucket, as synth reduces them. */
+static void plan_dp(struct edit_job *j)
+{
+	const struct predict_base *b = j->b;
+	const struct synth_in *a = j->a, *c = j->c;
+	struct reshape_plan *plan = &j->plan;
+	int per = hw_domain(c->hw) / (a->lay.tp > 0 ? a->lay.tp : 1);
+	if (c->lay.dp == a->lay.dp || b->grad_group || c->lay.dp <= 1)
+		return;
+	j->dpc.hw = c->hw;
+	j->dpc.eff = a->comm_eff;
+	j->dpc.grp.n = c->lay.dp;
+	j->dpc.grp.per_node = per < 1 ? 1 : per > c->lay.dp ? c->lay.dp : per;
+	plan->add_dp = 1;
+	plan->dp = c->lay.dp;
+	/* As synth reduces them: fp32 main gradients in Megatron-LM's
+	 * buckets, the output side's first and the embedding's last (a plain
+	 * trace's parameters outside its layers, from its optimizer's shapes,
+	 * all with the embedding). */
+	plan->dp_grad_bytes = synth_grad_bytes(c);
+	plan->dp_bucket_params = synth_bucket_params(c);
+	plan->dp_layer_params =
+	    b->kind == PB_ANNOTATED ? llm_layer_params_rank(&c->m, c->lay.tp) : b->layer_params;
+	for (int s = 0; s < c->lay.pp && s < LAYOUT_MAX_STAGES; s++) {
+		if (b->kind == PB_ANNOTATED) {
+			synth_extra_params(c, s, &j->dp_first[s], &j->dp_last[s]);
 		} else {
-			for (int i = 0; i < M; i++)
-				mc[i] = 0;
-			for (int i = 0; i < M2 - 1; i++)
-				mc[i] = 1;
-			mc[M2 > 1 || b->grad_group ? M - 1 : 0] = 1;
+			j->dp_first[s] = 0;
+			j->dp_last[s] = s == 0 && b->params > b->layers * b->layer_params
+					    ? b->params - b->layers * b->layer_params
+					    : 0;
 		}
-		plan.mb_copies = mc;
-		plan.n_mbs = M;
-		structural = 1;
 	}
-	if (c->lay.dp != a->lay.dp && !b->grad_group && c->lay.dp > 1) {
-		int per = hw_domain(c->hw) / (a->lay.tp > 0 ? a->lay.tp : 1);
-		dpc.hw = c->hw;
-		dpc.eff = a->comm_eff;
-		dpc.grp.n = c->lay.dp;
-		dpc.grp.per_node = per < 1 ? 1 : per > c->lay.dp ? c->lay.dp : per;
-		plan.add_dp = 1;
-		plan.dp = c->lay.dp;
-		/* As synth reduces them: fp32 main gradients in Megatron-LM's
-		 * buckets, the output side's first and the embedding's last (a
-		 * plain trace's parameters outside its layers, from its
-		 * optimizer's shapes, all with the embedding). */
-		plan.dp_grad_bytes = synth_grad_bytes(c);
-		plan.dp_bucket_params = synth_bucket_params(c);
-		plan.dp_layer_params = b->kind == PB_ANNOTATED
-					   ? llm_layer_params_rank(&c->m, c->lay.tp)
-					   : b->layer_params;
-		for (int s = 0; s < c->lay.pp && s < LAYOUT_MAX_STAGES; s++) {
-			if (b->kind == PB_ANNOTATED) {
-				synth_extra_params(c, s, &dp_first[s], &dp_last[s]);
-			} else {
-				dp_first[s] = 0;
-				dp_last[s] = s == 0 && b->params > b->layers * b->layer_params
-						 ? b->params - b->layers * b->layer_params
-						 : 0;
-			}
-		}
-		plan.dp_first = dp_first;
-		plan.dp_last = dp_last;
-		plan.n_dp_extra =
-		    (uint32_t)(c->lay.pp < LAYOUT_MAX_STAGES ? c->lay.pp : LAYOUT_MAX_STAGES);
-		plan.dp_coll_ns = dp_allreduce_ns;
-		plan.dp_ctx = &dpc;
-		structural = add = 1;
-	}
-	if (structural) {
-		/* Added tasks' host costs: the base's medians. */
-		plan.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
-		plan.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
-		plan.event_ns = prism_ns_round(b->host_event_s * 1e9);
-		plan.gpu_lag_ns = prism_ns_round(a->gpu_lag_s * 1e9);
-		if ((rc = reshape_apply(b->g, &plan, &cg, &rs, err)) == PRISM_EINTERNAL)
-			prism_err_prefix(
-			    err,
-			    "%s cannot be a graph edit of this trace (its steps overlap "
-			    "where the copies would wait on each other)",
-			    mc ? "the microbatch count" : "this candidate");
-	} else if (!(cg = graph_clone(b->g))) {
-		goto oom;
-	}
+	plan->dp_first = j->dp_first;
+	plan->dp_last = j->dp_last;
+	plan->n_dp_extra =
+	    (uint32_t)(c->lay.pp < LAYOUT_MAX_STAGES ? c->lay.pp : LAYOUT_MAX_STAGES);
+	plan->dp_coll_ns = dp_allreduce_ns;
+	plan->dp_ctx = &j->dpc;
+	j->structural = j->add = 1;
+}
+
+/* The base's graph with the planned layers, microbatches and data
+ * parallelism (reshape.h), or a clone of it: 0 with *cg set, or an error. */
+static int reshaped(struct edit_job *j, struct graph **cg, struct prism_err *err)
+{
+	const struct predict_base *b = j->b;
+	int rc;
+	if (!j->structural)
+		return (*cg = graph_clone(b->g))
+			   ? 0
+			   : prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	/* Added tasks' host costs: the base's medians. */
+	j->plan.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
+	j->plan.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
+	j->plan.event_ns = prism_ns_round(b->host_event_s * 1e9);
+	j->plan.gpu_lag_ns = prism_ns_round(j->a->gpu_lag_s * 1e9);
+	if ((rc = reshape_apply(b->g, &j->plan, cg, &j->rs, err)) == PRISM_EINTERNAL)
+		prism_err_prefix(err,
+				 "%s cannot be a graph edit of this trace (its steps overlap where "
+				 "the copies would wait on each other)",
+				 j->mc ? "the microbatch count" : "this candidate");
+	return rc;
+}
+
+/* A one-stage base cut into the candidate's stages (pipeline.h): *cg
+ * replaced; the optimizer outside the layers scaled to a stage's share. */
+static int split_stages(struct edit_job *j, struct graph **cg, struct prism_err *err)
+{
+	const struct predict_base *b = j->b;
+	const struct synth_in *a = j->a, *c = j->c;
+	struct pipeline_plan pl;
+	struct pipeline_stats ps;
+	struct graph *sg = NULL;
+	struct comm_group grp;
+	struct comm_est ce;
+	int rc;
+
+	if (!splits(a, c))
+		return 0;
+	memset(&pl, 0, sizeof(pl));
+	pl.pp = c->lay.pp;
+	pl.schedule = c->lay.schedule;
+	pl.act_bytes = b->act_bytes;
+	grp.n = 2;
+	grp.per_node = a->lay.tp * c->lay.dp * 2 <= hw_domain(c->hw) ? 2 : 1;
+	if (comm_time(c->hw, GC_SEND, pl.act_bytes, grp, a->comm_eff, COMM_AUTO, &ce) == 0)
+		pl.xfer_ns = prism_ns_round(ce.time_s * 1e9);
+	pl.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
+	pl.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
+	pl.event_ns = prism_ns_round(b->host_event_s * 1e9);
+	pl.gpu_lag_ns = prism_ns_round(a->gpu_lag_s * 1e9);
+	rc = pipeline_split(*cg, &pl, &sg, &ps, err);
+	graph_free(*cg);
+	*cg = sg;
 	if (rc)
-		goto out;
-	if (splits(a, c)) {
-		struct pipeline_plan pl;
-		struct pipeline_stats ps;
-		struct graph *sg = NULL;
-		struct comm_group grp;
-		struct comm_est ce;
-		memset(&pl, 0, sizeof(pl));
-		pl.pp = c->lay.pp;
-		pl.schedule = c->lay.schedule;
-		pl.act_bytes = b->act_bytes;
-		grp.n = 2;
-		grp.per_node = a->lay.tp * c->lay.dp * 2 <= hw_domain(c->hw) ? 2 : 1;
-		if (comm_time(c->hw, GC_SEND, pl.act_bytes, grp, a->comm_eff, COMM_AUTO, &ce) == 0)
-			pl.xfer_ns = prism_ns_round(ce.time_s * 1e9);
-		pl.cpu_op_ns = prism_ns_round(b->host_op_s * 1e9);
-		pl.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
-		pl.event_ns = prism_ns_round(b->host_event_s * 1e9);
-		pl.gpu_lag_ns = prism_ns_round(a->gpu_lag_s * 1e9);
-		rc = pipeline_split(cg, &pl, &sg, &ps, err);
-		graph_free(cg);
-		cg = sg;
-		if (rc)
-			goto out;
-		split = 1;
-		if (b->opt_per_layer && b->kind == PB_ANNOTATED) {
-			/* The optimizer outside the layers, run on every stage,
-			 * is the embedding's and the head's: the stage holding
-			 * the most of them (a tied head's copy on the last stage
-			 * is the word embedding again), over the one stage's. */
-			double f, l, most = 0, one = 0;
-			struct synth_in one_stage = *c;
-			one_stage.lay.pp = 1;
-			for (int s = 0; s < c->lay.pp; s++) {
-				synth_extra_params(c, s, &f, &l);
-				most = f + l > most ? f + l : most;
-			}
-			synth_extra_params(&one_stage, 0, &f, &l);
-			one = f + l;
-			opt *= one > 0 ? most / one : 1.0 / c->lay.pp;
-		} else {
-			opt /= c->lay.pp; /* each stage's optimizer over its share */
+		return rc;
+	j->split = 1;
+	if (b->opt_per_layer && b->kind == PB_ANNOTATED) {
+		/* The optimizer outside the layers, run on every stage, is the
+		 * embedding's and the head's: the stage holding the most of them
+		 * (a tied head's copy on the last stage is the word embedding
+		 * again), over the one stage's. */
+		double f, l, most = 0, one = 0;
+		struct synth_in one_stage = *c;
+		one_stage.lay.pp = 1;
+		for (int s = 0; s < c->lay.pp; s++) {
+			synth_extra_params(c, s, &f, &l);
+			most = f + l > most ? f + l : most;
 		}
+		synth_extra_params(&one_stage, 0, &f, &l);
+		one = f + l;
+		j->opt *= one > 0 ? most / one : 1.0 / c->lay.pp;
+	} else {
+		j->opt /= c->lay.pp; /* each stage's optimizer over its share */
 	}
-	memset(&r, 0, sizeof(r));
-	r.from = a->hw;
-	r.to = c->hw;
-	r.dp_from = b->grad_group ? (int)b->grad_group : 0;
-	r.dp_to = b->grad_group ? c->lay.dp : 0;
-	r.comm_eff = a->comm_eff;
+	return 0;
+}
+
+/* What re-timing the kernels takes (edit.h): the hardware, the data
+ * parallelism's collectives, and the width and TP a described base is
+ * reshaped to. */
+static void retime_plan(struct edit_job *j, struct edit_retime *r)
+{
+	const struct predict_base *b = j->b;
+	const struct synth_in *a = j->a, *c = j->c;
+	memset(r, 0, sizeof(*r));
+	r->from = a->hw;
+	r->to = c->hw;
+	r->dp_from = b->grad_group ? (int)b->grad_group : 0;
+	r->dp_to = b->grad_group ? c->lay.dp : 0;
+	r->comm_eff = a->comm_eff;
 	if (reshapes(b, c)) {
 		struct llm shape = c->m;
-		r.m_from = &a->m;
-		r.m_to = &c->m;
-		r.mbs = a->lay.mbs;
-		r.recompute = a->lay.recompute;
 		double l0 = llm_layer_params_rank(&a->m, a->lay.tp),
 		       l1 = llm_layer_params_rank(&c->m, c->lay.tp);
+		r->m_from = &a->m;
+		r->m_to = &c->m;
+		r->mbs = a->lay.mbs;
+		r->recompute = a->lay.recompute;
 		shape.hidden = a->m.hidden;
 		shape.ffn = a->m.ffn;
 		shape.heads = a->m.heads;
 		shape.kv_heads = a->m.kv_heads;
-		r.hr = (double)c->m.hidden / a->m.hidden;
-		r.tp_from = a->lay.tp;
-		r.tp_to = c->lay.tp;
-		r.sp = a->lay.sp;
-		r.layer_param_ratio = l0 > 0 ? l1 / l0 : 1;
+		r->hr = (double)c->m.hidden / a->m.hidden;
+		r->tp_from = a->lay.tp;
+		r->tp_to = c->lay.tp;
+		r->sp = a->lay.sp;
+		r->layer_param_ratio = l0 > 0 ? l1 / l0 : 1;
 		/* The optimizer outside the layers follows all parameters, or
 		 * where the layers' own carry their layer (re-timed by
 		 * layer_param_ratio) those outside them. */
 		if (b->opt_per_layer) {
 			double e0 = llm_params(&shape) - shape.layers * llm_layer_params(&shape),
 			       e1 = llm_params(&c->m) - c->m.layers * llm_layer_params(&c->m);
-			opt *= e0 > 0 ? e1 / c->lay.tp / (e0 / a->lay.tp) : 1;
+			j->opt *= e0 > 0 ? e1 / c->lay.tp / (e0 / a->lay.tp) : 1;
 		} else {
-			opt *= llm_params(&c->m) / c->lay.tp / (llm_params(&shape) / a->lay.tp);
+			j->opt *= llm_params(&c->m) / c->lay.tp / (llm_params(&shape) / a->lay.tp);
 		}
-		shaped = 1;
+		j->shaped = 1;
 	}
-	r.opt_scale = opt;
-	r.tp = a->lay.tp;
+	r->opt_scale = j->opt;
+	r->tp = a->lay.tp;
 	for (int k = 0; k < KC_NCLASSES; k++) {
-		r.overhead_s[k] =
+		r->overhead_s[k] =
 		    a->cost[k].overhead_s > 0 ? a->cost[k].overhead_s * a->scale[k] : 0;
-		r.model_scale[k] = a->cost[k].eff > 0 ? a->scale[k] / a->cost[k].eff : a->scale[k];
+		r->model_scale[k] = a->cost[k].eff > 0 ? a->scale[k] / a->cost[k].eff : a->scale[k];
 	}
-	if (edit_retime(cg, &r, &es))
-		goto oom;
+}
+
+/* What the edit did, for people, into out->how. */
+static void describe(const struct edit_job *j, struct predict_out *out)
+{
+	const struct synth_in *a = j->a, *c = j->c;
+	size_t at = 0;
+#define HOW(...)                                                                                   \
+	do {                                                                                       \
+		if (at < sizeof(out->how))                                                         \
+			at += (size_t)snprintf(out->how + at, sizeof(out->how) - at, __VA_ARGS__); \
+	} while (0)
+	if (j->lc)
+		HOW("layers %d -> %d (%s); ", a->m.layers, c->m.layers,
+		    c->m.layers > a->m.layers ? "layer tasks repeated" : "layer tasks dropped");
+	if (j->opt != 1 && (j->lc || !j->split))
+		HOW("optimizer x%.2f by parameters%s; ", j->opt, j->split ? " and stages" : "");
+	else if (j->split)
+		HOW("optimizer outside the layers x1/%d (a stage's share); ", c->lay.pp);
+	else if (j->lc)
+		HOW("optimizer kept (no parameter count); ");
+	if (j->split)
+		HOW("pp 1 -> %d (%s: layers cut into stages, %d activation bytes sent); ",
+		    c->lay.pp, c->lay.schedule == LAYOUT_GPIPE ? "gpipe" : "1f1b",
+		    (int)j->b->act_bytes);
+	if (j->mc)
+		HOW("microbatches %d -> %d (%s); ", a->lay.microbatches, c->lay.microbatches,
+		    c->lay.microbatches > a->lay.microbatches ? "repeated" : "dropped");
+	if (j->rs.accs_added)
+		HOW("%" PRIu64 " gradient accumulations added (the copied microbatch took its "
+		    "gradients); ",
+		    j->rs.accs_added);
+	if (j->add)
+		HOW("dp %d -> %d: %" PRIu64 " gradient all-reduces added; ", a->lay.dp, c->lay.dp,
+		    j->rs.colls_added);
+	else if (c->lay.dp != a->lay.dp)
+		HOW("dp %d -> %d: %" PRIu64 " collectives re-timed (%" PRIu64
+		    " without a size kept); ",
+		    a->lay.dp, c->lay.dp, j->es.colls_scaled, j->es.colls_unsized);
+	if (j->shaped && c->m.hidden != a->m.hidden)
+		HOW("hidden %d -> %d; ", a->m.hidden, c->m.hidden);
+	if (j->shaped && c->lay.tp != a->lay.tp)
+		HOW("tp %d -> %d; ", a->lay.tp, c->lay.tp);
+	if (j->shaped)
+		HOW("TP collectives by their bytes; ");
+	if (!same_hw(a, c))
+		HOW("%s -> %s; ", a->hw->id, c->hw->id);
+	if (j->shaped || !same_hw(a, c))
+		HOW("kernels: %" PRIu64 " re-timed by the kernel model from their shapes, %" PRIu64
+		    " by work and peak ratios (not placed); ",
+		    j->es.kernels_model, j->es.kernels_ratio);
+	HOW("%" PRIu64 " tasks added, %" PRIu64 " dropped", j->rs.nodes_added, j->rs.nodes_dropped);
+#undef HOW
+}
+
+/* Candidate c as a graph edit of base b: layers, microbatches and data
+ * parallelism reshaped, one stage split, kernels re-timed, then replayed. */
+static int by_edit(const struct predict_base *b, const struct synth_in *c, struct predict_out *out,
+		   struct graph **keep_g, struct prism_err *err)
+{
+	struct edit_job j;
+	struct edit_retime r;
+	struct graph *cg = NULL;
+	int rc;
+
+	memset(&j, 0, sizeof(j));
+	j.b = b;
+	j.a = &b->in;
+	j.c = c;
+	j.opt = 1;
+	reshape_plan_init(&j.plan);
+	if (plan_layers(&j) || plan_microbatches(&j)) {
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		goto out;
+	}
+	plan_dp(&j);
+	if ((rc = reshaped(&j, &cg, err)) || (rc = split_stages(&j, &cg, err)))
+		goto out;
+	retime_plan(&j, &r);
+	if (edit_retime(cg, &r, &j.es)) {
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		goto out;
+	}
 	{
 		double wb = edit_gpu_work(b->g), wc = edit_gpu_work(cg);
-		if (wb > 0 && wc < wb && edit_unblock(cg, wc / wb, &es))
-			goto oom;
+		if (wb > 0 && wc < wb && edit_unblock(cg, wc / wb, &j.es)) {
+			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+			goto out;
+		}
 	}
-	if ((rc = replay_graph(cg, add ? c->hw : NULL, out, err)))
+	if ((rc = replay_graph(cg, j.add ? c->hw : NULL, out, err)))
 		goto out;
 	out->method = PM_EDIT;
 	if (b->kind == PB_ANNOTATED) {
@@ -908,67 +1037,18 @@ static int edit_eval(const struct predict_base *b, const struct synth_in *c,
 		out->tasks = s.tasks;
 		out->method = PM_EDIT;
 	} else {
-		out->gpus = c->lay.dp * a->lay.tp * a->lay.pp * layout_cp(&a->lay);
+		out->gpus = c->lay.dp * j.a->lay.tp * j.a->lay.pp * layout_cp(&j.a->lay);
 		out->gpu_hours = out->gpus * out->iter_s / 3600.0;
 	}
-	/* What was done, for people. */
-#define HOW(...)                                                                                   \
-	do {                                                                                       \
-		if (at < sizeof(out->how))                                                         \
-			at += (size_t)snprintf(out->how + at, sizeof(out->how) - at, __VA_ARGS__); \
-	} while (0)
-	if (lc)
-		HOW("layers %d -> %d (%s); ", a->m.layers, c->m.layers,
-		    c->m.layers > a->m.layers ? "layer tasks repeated" : "layer tasks dropped");
-	if (opt != 1 && (lc || !split))
-		HOW("optimizer x%.2f by parameters%s; ", opt, split ? " and stages" : "");
-	else if (split)
-		HOW("optimizer outside the layers x1/%d (a stage's share); ", c->lay.pp);
-	else if (lc)
-		HOW("optimizer kept (no parameter count); ");
-	if (split)
-		HOW("pp 1 -> %d (%s: layers cut into stages, %d activation bytes sent); ",
-		    c->lay.pp, c->lay.schedule == LAYOUT_GPIPE ? "gpipe" : "1f1b",
-		    (int)b->act_bytes);
-	if (mc)
-		HOW("microbatches %d -> %d (%s); ", a->lay.microbatches, c->lay.microbatches,
-		    c->lay.microbatches > a->lay.microbatches ? "repeated" : "dropped");
-	if (rs.accs_added)
-		HOW("%" PRIu64 " gradient accumulations added (the copied microbatch took its "
-		    "gradients); ",
-		    rs.accs_added);
-	if (add)
-		HOW("dp %d -> %d: %" PRIu64 " gradient all-reduces added; ", a->lay.dp, c->lay.dp,
-		    rs.colls_added);
-	else if (c->lay.dp != a->lay.dp)
-		HOW("dp %d -> %d: %" PRIu64 " collectives re-timed (%" PRIu64
-		    " without a size kept); ",
-		    a->lay.dp, c->lay.dp, es.colls_scaled, es.colls_unsized);
-	if (shaped && c->m.hidden != a->m.hidden)
-		HOW("hidden %d -> %d; ", a->m.hidden, c->m.hidden);
-	if (shaped && c->lay.tp != a->lay.tp)
-		HOW("tp %d -> %d; ", a->lay.tp, c->lay.tp);
-	if (shaped)
-		HOW("TP collectives by their bytes; ");
-	if (!same_hw(a, c))
-		HOW("%s -> %s; ", a->hw->id, c->hw->id);
-	if (shaped || !same_hw(a, c))
-		HOW("kernels: %" PRIu64 " re-timed by the kernel model from their shapes, %" PRIu64
-		    " by work and peak ratios (not placed); ",
-		    es.kernels_model, es.kernels_ratio);
-	HOW("%" PRIu64 " tasks added, %" PRIu64 " dropped", rs.nodes_added, rs.nodes_dropped);
-#undef HOW
+	describe(&j, out);
 	if (keep_g) {
 		*keep_g = cg;
 		cg = NULL;
 	}
-	goto out;
-oom:
-	rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
 out:
 	graph_free(cg);
-	free(lc);
-	free(mc);
+	free(j.lc);
+	free(j.mc);
 	return rc;
 }
 
@@ -989,7 +1069,7 @@ int predict_eval(const struct predict_base *b, const struct synth_in *cand, stru
 			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 		return 0;
 	case PM_EDIT:
-		return edit_eval(b, cand, out, keep_g, err);
+		return by_edit(b, cand, out, keep_g, err);
 	default:
 		if ((rc = predict_synth(cand, out, keep_g, keep_so, err)))
 			return rc;
