@@ -424,7 +424,7 @@ static void event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to
 
 /* The memory-bound kind of a memory-bound kernel's class (cost_mem_kind;
  * elementwise for any other class passed here). */
-static int mem_kind(int cls)
+static int membound_kind(int cls)
 {
 	int k = cost_mem_kind(cls);
 	return k >= 0 ? k : HW_MEM_ELEMENTWISE;
@@ -471,7 +471,7 @@ static void mem_op_fmt(const double *key, const char **op, char *dims, size_t nd
  * writing one, that tensor). */
 static void kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 {
-	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->in->hw, mem_kind(cls), bytes));
+	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->in->hw, membound_kind(cls), bytes));
 	double key[OPKEY] = {1, bytes};
 
 	record_op(c, key, mem_op_fmt);
