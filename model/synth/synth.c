@@ -1,5 +1,6 @@
 /* synth.c - a GPT training run's execution graph from its shape and layout. */
 #include "synth.h"
+#include "synth_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,163 +14,7 @@
 #include "kperf.h"
 #include "vec.h"
 
-#define NONE32	      UINT32_MAX
-#define SYNTH_TOO_BIG 2 /* ctx.oom: GRAPH_MAX_TASKS reached */
-
-enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_TP, S_N };
 static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25};
-
-/* A node as built, before nodes are grouped by processor. */
-struct snode {
-	int64_t dur, lag, corr;
-	uint32_t proc, name, coll;
-	uint32_t op; /* its op's record in ctx.ops (0: none) */
-	int32_t layer, mb, iter;
-	uint8_t kind, rtclass, flags, phase;
-};
-
-struct sedge {
-	uint32_t src, dst;
-	uint8_t kind;
-};
-
-struct pending {
-	uint32_t proc; /* the waiting stream */
-	uint32_t src;  /* the recorded task */
-	uint32_t wait; /* the cudaStreamWaitEvent call (for the timeline) */
-	uint32_t record;
-	uint32_t on_proc;
-};
-
-struct pgseq {
-	uint32_t rank, pg, n;
-};
-
-struct oprec {
-	uint32_t op, dims, types;
-};
-
-/* What an op's record is made from: its kind and numbers (record_op). */
-#define OPMEMO 256
-#define OPKEY  8
-struct opmemo {
-	double key[OPKEY];
-	uint32_t rec; /* 0: empty */
-};
-
-/* A folded unit (found by its key in ctx.findex): its tasks, edges (ids
- * relative to its first task), collectives (node relative; seq: their
- * (rank, pg) entry in ctx.seqs) and marks in the ctx's f* arrays. */
-struct ufold {
-	uint32_t node0, n_nodes, edge0, n_edges, coll0, n_colls, mark0, n_marks;
-	uint32_t ext0, n_ext;	   /* its events from before the unit (ctx.fexts) */
-	uint32_t last[S_N];	   /* each stream's last task, or NONE32 */
-	uint32_t ufirst, ulast;	   /* first and last compute task, or NONE32 */
-	uint64_t tasks;		   /* kernel-level tasks it stands for */
-	double flops;		   /* ctx.flops it added */
-	uint32_t kernels, hits[3]; /* ctx.kernels and kdb_hits it added */
-	/* The rank's gradient bucket (rankst.bucket) before and after: a
-	 * unit reduces a bucket once it is full, so the template holds only
-	 * where the bucket starts as it did, and leaves it as it did. */
-	double bucket0, bucket1;
-};
-
-/* An event a unit's task waits for from before the unit: the last task of
- * stream `stream` when the unit starts (ZeRO-3's first gather waits for
- * the compute before it). */
-struct fext {
-	uint32_t dst; /* template task */
-	uint8_t stream;
-};
-
-/* Per task of the unit being folded: its host offset (host tasks) or its
- * launch's (GPU tasks), the template tasks it starts and ends, its
- * events. */
-struct fscr {
-	int64_t rel;
-	uint32_t start_of, end_of;
-	uint8_t evin, evout, launched;
-};
-
-/* A run of compute-stream kernels between events: its first and last task
- * (unit relative), the rest's length (durations and lags), and how many
- * tasks. */
-struct fseg {
-	uint32_t first, last, n;
-	int64_t rest_ns;
-};
-
-/* A unit task, node relative. */
-struct fmark {
-	uint32_t node;
-	uint32_t kern0, n_kern; /* its kernels in ctx.fkerns */
-};
-
-struct rankst {
-	uint32_t host, stream[S_N]; /* processors */
-	uint32_t last[S_N];	    /* last task launched on each stream, or NONE32 */
-	int32_t layer, mb;
-	uint8_t phase;
-	double bucket;	/* gradients ready and not yet reduced, parameters */
-	double ebucket; /* the same for the routed experts' (their own group) */
-};
-
-struct ctx {
-	const struct synth_in *in;
-	struct layout lay; /* in->lay resolved (synth_mem_layout): the
-				     * layers of each stage, the precision */
-	struct strtab st;
-	VEC(struct snode) nodes;
-	VEC(struct sedge) edges;
-	VEC(struct graph_proc) procs;
-	VEC(struct graph_coll) colls;
-	VEC(struct pending) pend;  /* event waits not yet applied */
-	VEC(struct pending) waits; /* every event wait, for the timeline */
-	VEC(struct pgseq) seqs;
-	struct rankst *rk;
-	int64_t next_corr;
-	int32_t step;
-	double flops;
-	uint32_t kernels;
-	int kdb_gpu;	      /* the GPU's id in in->kdb (kdb_gpu), or -1 */
-	uint32_t kdb_hits[3]; /* kernels timed: roofline, interpolated, exact */
-	int oom;
-	int dry; /* time kernels into dry_s, build nothing */
-	double dry_s;
-	/* Per step and rank: the first host node and the sync's wait node. */
-	VEC(uint32_t) step_first;
-	VEC(uint32_t) step_last;
-	/* Compute-stream tasks of the pipeline units, for the bubble. */
-	VEC(uint32_t) unit_first;
-	VEC(uint32_t) unit_last;
-	/* Names, interned once. */
-	uint32_t n_cpu, n_launch, n_record, n_wait, n_sync;
-	/* Ops as a trace records them (record_op): name, "Input Dims" and
-	 * "Input type" string ids, each distinct one once (ops.v[0]: none),
-	 * found again by their numbers through memo; op: the next kernel's. */
-	VEC(struct oprec) ops;
-	struct opmemo memo[OPMEMO];
-	uint32_t op;
-	/* Folded units (in->units): templates and their parts, the marks of
-	 * the unit tasks built so far, scratch for one fold. */
-	int fold;
-	VEC(struct ufold) folds;
-	VEC(struct snode) fnodes;
-	VEC(struct sedge) fedges;
-	VEC(struct graph_coll) fcolls;
-	VEC(struct fmark) fmarks;
-	VEC(struct fext) fexts;
-	VEC(struct synth_fold_mark) marks;
-	VEC(struct synth_fold_kern) fkerns;
-	VEC(struct fscr) fscr;
-	VEC(struct fseg) fsegs;
-	VEC(int64_t) fgates;
-	VEC(uint32_t) findex;  /* per (stage, chunk, flags): its template, or NONE32 */
-	uint32_t n_fold;       /* the name of a unit task */
-	uint64_t tasks_folded; /* kernel-level tasks the folded units stand for,
-				* less their unit tasks */
-	size_t units_folded, units_kept;
-};
 
 void synth_in_default(struct synth_in *in)
 {
@@ -201,7 +46,7 @@ static int64_t ns(double s)
 static uint32_t intern(struct ctx *c, const char *s)
 {
 	uint32_t id = 0;
-	if (strtab_intern(&c->st, s, strlen(s), &id))
+	if (strtab_intern(&c->em.st, s, strlen(s), &id))
 		c->oom = 1;
 	return id;
 }
@@ -219,20 +64,20 @@ static uint32_t add_node(struct ctx *c, int r, uint32_t proc, uint8_t kind, uint
 	n.layer = c->rk[r].layer;
 	n.mb = c->rk[r].mb;
 	n.phase = c->rk[r].phase;
-	n.iter = c->step;
+	n.iter = c->sc.step;
 	n.kind = kind;
 	/* synth_check's estimate is a lower bound: this holds the rest. */
-	if (c->nodes.n >= GRAPH_MAX_TASKS)
+	if (c->em.nodes.n >= GRAPH_MAX_TASKS)
 		c->oom = SYNTH_TOO_BIG;
-	else if (VEC_PUSH(c->nodes, n))
+	else if (VEC_PUSH(c->em.nodes, n))
 		c->oom = 1;
-	return c->nodes.n ? (uint32_t)(c->nodes.n - 1) : 0;
+	return c->em.nodes.n ? (uint32_t)(c->em.nodes.n - 1) : 0;
 }
 
 static void add_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
 {
 	struct sedge e = {src, dst, kind};
-	if (VEC_PUSH(c->edges, e))
+	if (VEC_PUSH(c->em.edges, e))
 		c->oom = 1;
 }
 
@@ -241,15 +86,15 @@ static uint32_t host_call(struct ctx *c, int r, uint32_t name, int rtclass, doub
 	uint32_t u = add_node(c, r, c->rk[r].host, GN_RUNTIME, name, seconds);
 	if (c->oom)
 		return u;
-	c->nodes.v[u].rtclass = (uint8_t)rtclass;
-	c->nodes.v[u].corr = c->next_corr++;
+	c->em.nodes.v[u].rtclass = (uint8_t)rtclass;
+	c->em.nodes.v[u].corr = c->em.next_corr++;
 	return u;
 }
 
 /* Node u was launched by the op record_op() set. */
 static void set_op(struct ctx *c, uint32_t u)
 {
-	c->nodes.v[u].op = c->op;
+	c->em.nodes.v[u].op = c->em.op;
 }
 
 /*
@@ -286,31 +131,31 @@ static void record_op(struct ctx *c, const double key[OPKEY], op_fmt fmt)
 	h *= 0xff51afd7ed558ccdu;
 	slot = (uint32_t)(h >> 56) % OPMEMO;
 	for (int probe = 0; probe < OPMEMO; probe++, slot = (slot + 1) % OPMEMO) {
-		struct opmemo *m = &c->memo[slot];
+		struct opmemo *m = &c->em.memo[slot];
 		if (m->rec && memcmp(m->key, key, sizeof(m->key)) == 0) {
-			c->op = m->rec;
+			c->em.op = m->rec;
 			return;
 		}
 		if (!m->rec)
 			break;
 	}
 	fmt(key, &op, dims, sizeof(dims), types, sizeof(types));
-	if (!c->ops.n) {
+	if (!c->em.ops.n) {
 		struct oprec none = {0, 0, 0};
-		if (VEC_PUSH(c->ops, none))
+		if (VEC_PUSH(c->em.ops, none))
 			c->oom = 1;
 	}
 	rec.op = intern(c, op);
 	rec.dims = intern(c, dims);
 	rec.types = intern(c, types);
-	if (c->oom || VEC_PUSH(c->ops, rec)) {
+	if (c->oom || VEC_PUSH(c->em.ops, rec)) {
 		c->oom = 1;
 		return;
 	}
-	c->op = (uint32_t)(c->ops.n - 1);
-	if (!c->memo[slot].rec) { /* a full memo formats again: still right */
-		memcpy(c->memo[slot].key, key, sizeof(c->memo[slot].key));
-		c->memo[slot].rec = c->op;
+	c->em.op = (uint32_t)(c->em.ops.n - 1);
+	if (!c->em.memo[slot].rec) { /* a full memo formats again: still right */
+		memcpy(c->em.memo[slot].key, key, sizeof(c->em.memo[slot].key));
+		c->em.memo[slot].rec = c->em.op;
 	}
 }
 
@@ -346,24 +191,24 @@ static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *n
 		return 0;
 	}
 	if (in->cpu_op_s > 0)
-		add_node(c, r, k->host, GN_CPU, c->n_cpu, in->cpu_op_s);
-	call = host_call(c, r, c->n_launch, RT_LAUNCH, in->launch_s);
+		add_node(c, r, k->host, GN_CPU, c->em.n_cpu, in->cpu_op_s);
+	call = host_call(c, r, c->em.n_launch, RT_LAUNCH, in->launch_s);
 	u = add_node(c, r, proc, kind, intern(c, name), seconds);
 	if (c->oom)
 		return u;
-	if (c->op) {
+	if (c->em.op) {
 		set_op(c, call);
 		set_op(c, u);
-		c->op = 0;
+		c->em.op = 0;
 	}
-	c->nodes.v[u].corr = c->nodes.v[call].corr;
-	c->nodes.v[u].lag = ns(in->gpu_lag_s);
+	c->em.nodes.v[u].corr = c->em.nodes.v[call].corr;
+	c->em.nodes.v[u].lag = ns(in->gpu_lag_s);
 	add_edge(c, call, u, GE_LAUNCH);
 	/* Event waits issued on this stream since its last task. */
-	for (size_t i = 0; i < c->pend.n;) {
-		if (c->pend.v[i].proc == proc) {
-			add_edge(c, c->pend.v[i].src, u, GE_EVENT);
-			c->pend.v[i] = c->pend.v[--c->pend.n];
+	for (size_t i = 0; i < c->em.pend.n;) {
+		if (c->em.pend.v[i].proc == proc) {
+			add_edge(c, c->em.pend.v[i].src, u, GE_EVENT);
+			c->em.pend.v[i] = c->em.pend.v[--c->em.pend.n];
 		} else {
 			i++;
 		}
@@ -371,12 +216,12 @@ static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *n
 	if (coll) {
 		struct graph_coll x = *coll;
 		x.node = u;
-		c->nodes.v[u].coll = (uint32_t)c->colls.n;
-		if (VEC_PUSH(c->colls, x))
+		c->em.nodes.v[u].coll = (uint32_t)c->em.colls.n;
+		if (VEC_PUSH(c->em.colls, x))
 			c->oom = 1;
 	}
 	k->last[st] = u;
-	c->kernels++;
+	c->tally.kernels++;
 	return u;
 }
 
@@ -389,8 +234,8 @@ static void event_wait(struct ctx *c, int r, int from, int to)
 
 	if (c->dry)
 		return;
-	rec = host_call(c, r, c->n_record, RT_EVENT_RECORD, c->in->event_s);
-	w = host_call(c, r, c->n_wait, RT_STREAM_WAIT, c->in->event_s);
+	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, c->in->event_s);
+	w = host_call(c, r, c->em.n_wait, RT_STREAM_WAIT, c->in->event_s);
 	if (k->last[from] == NONE32)
 		return;
 	p.proc = k->stream[to];
@@ -398,7 +243,7 @@ static void event_wait(struct ctx *c, int r, int from, int to)
 	p.wait = w;
 	p.record = rec;
 	p.on_proc = k->stream[from];
-	if (VEC_PUSH(c->pend, p) || VEC_PUSH(c->waits, p))
+	if (VEC_PUSH(c->em.pend, p) || VEC_PUSH(c->em.waits, p))
 		c->oom = 1;
 }
 
@@ -411,14 +256,14 @@ static void event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to
 
 	if (c->dry || src == NONE32)
 		return;
-	rec = host_call(c, r, c->n_record, RT_EVENT_RECORD, c->in->event_s);
-	w = host_call(c, r, c->n_wait, RT_STREAM_WAIT, c->in->event_s);
+	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, c->in->event_s);
+	w = host_call(c, r, c->em.n_wait, RT_STREAM_WAIT, c->in->event_s);
 	p.proc = k->stream[to];
 	p.src = src;
 	p.wait = w;
 	p.record = rec;
 	p.on_proc = k->stream[from];
-	if (VEC_PUSH(c->pend, p) || VEC_PUSH(c->waits, p))
+	if (VEC_PUSH(c->em.pend, p) || VEC_PUSH(c->em.waits, p))
 		c->oom = 1;
 }
 
@@ -445,10 +290,10 @@ static double ktime(struct ctx *c, int cls, int dtype, double flops, double byte
 	if (c->dry)
 		return (k->overhead_s + model_s / e) * in->scale[cls];
 	if (cls == KC_GEMM || cls == KC_ATTENTION)
-		c->flops += flops;
+		c->tally.flops += flops;
 	if (c->kdb_gpu >= 0)
 		how = kdb_time(in->kdb, c->kdb_gpu, cls, dtype, k->by_flops ? flops : bytes, &t);
-	c->kdb_hits[how]++;
+	c->tally.kdb_hits[how]++;
 	if (how != KDB_NONE)
 		return t * in->scale[cls];
 	return (k->overhead_s + model_s / e) * in->scale[cls];
@@ -544,46 +389,19 @@ static void collective(struct ctx *c, int r, int st, int kind, const char *kname
 	snprintf(buf, sizeof(buf), "[%d]", g.n);
 	x.ranks = intern(c, buf);
 	x.seq = 0;
-	for (size_t i = 0; i < c->seqs.n; i++)
-		if (c->seqs.v[i].rank == (uint32_t)r && c->seqs.v[i].pg == pgid) {
-			x.seq = c->seqs.v[i].n++;
+	for (size_t i = 0; i < c->em.seqs.n; i++)
+		if (c->em.seqs.v[i].rank == (uint32_t)r && c->em.seqs.v[i].pg == pgid) {
+			x.seq = c->em.seqs.v[i].n++;
 			goto found;
 		}
 	{
 		struct pgseq q = {(uint32_t)r, pgid, 1};
-		if (VEC_PUSH(c->seqs, q))
+		if (VEC_PUSH(c->em.seqs, q))
 			c->oom = 1;
 	}
 found:
 	launch(c, r, st, kind == GC_SEND || kind == GC_RECV ? GN_P2P : GN_COLL, kname, t, &x);
 }
-
-/* The layout as the code below needs it. */
-struct shape {
-	double b, s, h, f, V, t, a;
-	double kv;	  /* key-value heads */
-	double qkv, f_in; /* llm_qkv_width, llm_ffn_in */
-	double qkv_r;	  /* llm_qkv_width_rank: one rank's share */
-	double params;	  /* of one layer on one tensor-parallel rank */
-	int gated;
-	int L; /* layers per model chunk */
-	int p, v, m;
-	int tp_per_node, pp_per_node;
-	int emb_per_node; /* of the first and last stages (2: one node) */
-	/* Mixture-of-experts (moe = 0: a dense model, the rest unused). */
-	int cp;	       /* context-parallel ranks; s is then a rank's share */
-	double s_full; /* the sequence */
-	int cp_per_node;
-	int moe;
-	double E, k, fe, fe_in; /* experts, top_k, expert FFN width, FC1's */
-	double shared;		/* shared experts */
-	double ep, etp, eloc;	/* degrees; routed experts on a rank */
-	double n_tok;		/* tokens entering the block on a rank: b s / t */
-	double M;		/* routed tokens the rank's experts take (busiest) */
-	double md, me;		/* an MoE layer's parameters on a GPU: split by
-				 * tp, and the routed experts' share */
-	int ep_per_node, etp_per_node, edp, edp_per_node;
-};
 
 /* One tensor-parallel collective of the b s h activations on stream st:
  * kind GC_ALL_REDUCE, or with sequence parallelism GC_REDUCE_SCATTER or
@@ -1539,14 +1357,14 @@ static size_t fold_slot(struct ctx *c, const struct shape *z, int s, int ch, int
 	size_t n = (size_t)z->p * (size_t)z->v * FOLD_KINDS;
 	int f = (fwd ? FOLD_FWD : 0) | (bucket ? FOLD_BUCKET : 0) | (mb == 0 ? FOLD_FIRST : 0) |
 		(mb == z->m - 1 ? FOLD_LAST : 0);
-	if (c->findex.n != n) {
-		if (VEC_RESERVE(c->findex, n)) {
+	if (c->fo.findex.n != n) {
+		if (VEC_RESERVE(c->fo.findex, n)) {
 			c->oom = 1;
 			return SIZE_MAX;
 		}
 		for (size_t i = 0; i < n; i++)
-			c->findex.v[i] = NONE32;
-		c->findex.n = n;
+			c->fo.findex.v[i] = NONE32;
+		c->fo.findex.n = n;
 	}
 	return ((size_t)s * (size_t)z->v + (size_t)ch) * FOLD_KINDS + (size_t)f;
 }
@@ -1554,74 +1372,74 @@ static size_t fold_slot(struct ctx *c, const struct shape *z, int s, int ch, int
 /* Repeat template t as the next unit of rank r, microbatch mb. */
 static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
 {
-	uint32_t k0 = (uint32_t)c->nodes.n;
+	uint32_t k0 = (uint32_t)c->em.nodes.n;
 
-	if (c->nodes.n + t->n_nodes >= GRAPH_MAX_TASKS) {
+	if (c->em.nodes.n + t->n_nodes >= GRAPH_MAX_TASKS) {
 		c->oom = SYNTH_TOO_BIG;
 		return;
 	}
-	if (VEC_RESERVE(c->nodes, c->nodes.n + t->n_nodes) ||
-	    VEC_RESERVE(c->edges, c->edges.n + t->n_edges) ||
-	    VEC_RESERVE(c->colls, c->colls.n + t->n_colls) ||
-	    VEC_RESERVE(c->marks, c->marks.n + t->n_marks) ||
-	    VEC_RESERVE(c->unit_first, c->unit_first.n + 1) ||
-	    VEC_RESERVE(c->unit_last, c->unit_last.n + 1)) {
+	if (VEC_RESERVE(c->em.nodes, c->em.nodes.n + t->n_nodes) ||
+	    VEC_RESERVE(c->em.edges, c->em.edges.n + t->n_edges) ||
+	    VEC_RESERVE(c->em.colls, c->em.colls.n + t->n_colls) ||
+	    VEC_RESERVE(c->fo.marks, c->fo.marks.n + t->n_marks) ||
+	    VEC_RESERVE(c->sc.unit_first, c->sc.unit_first.n + 1) ||
+	    VEC_RESERVE(c->sc.unit_last, c->sc.unit_last.n + 1)) {
 		c->oom = 1;
 		return;
 	}
 	for (uint32_t i = 0; i < t->n_nodes; i++) {
-		struct snode n = c->fnodes.v[t->node0 + i];
+		struct snode n = c->fo.fnodes.v[t->node0 + i];
 		n.mb = mb;
-		n.iter = c->step;
-		c->nodes.v[c->nodes.n++] = n;
+		n.iter = c->sc.step;
+		c->em.nodes.v[c->em.nodes.n++] = n;
 	}
 	for (uint32_t i = 0; i < t->n_edges; i++) {
-		struct sedge e = c->fedges.v[t->edge0 + i];
+		struct sedge e = c->fo.fedges.v[t->edge0 + i];
 		e.src += k0;
 		e.dst += k0;
-		c->edges.v[c->edges.n++] = e;
+		c->em.edges.v[c->em.edges.n++] = e;
 	}
 	for (uint32_t i = 0; i < t->n_ext; i++) {
-		const struct fext *x = &c->fexts.v[t->ext0 + i];
+		const struct fext *x = &c->fo.fexts.v[t->ext0 + i];
 		struct sedge e = {c->rk[r].last[x->stream], k0 + x->dst, GE_EVENT};
-		if (VEC_PUSH(c->edges, e)) {
+		if (VEC_PUSH(c->em.edges, e)) {
 			c->oom = 1;
 			return;
 		}
 	}
 	for (uint32_t i = 0; i < t->n_colls; i++) {
-		struct graph_coll x = c->fcolls.v[t->coll0 + i];
+		struct graph_coll x = c->fo.fcolls.v[t->coll0 + i];
 		x.node += k0;
-		x.seq = c->seqs.v[x.seq].n++; /* the template keeps its (rank, pg) slot */
-		c->nodes.v[x.node].coll = (uint32_t)c->colls.n;
-		c->colls.v[c->colls.n++] = x;
+		x.seq = c->em.seqs.v[x.seq].n++; /* the template keeps its (rank, pg) slot */
+		c->em.nodes.v[x.node].coll = (uint32_t)c->em.colls.n;
+		c->em.colls.v[c->em.colls.n++] = x;
 	}
 	for (uint32_t i = 0; i < t->n_marks; i++) {
-		const struct fmark *m = &c->fmarks.v[t->mark0 + i];
+		const struct fmark *m = &c->fo.fmarks.v[t->mark0 + i];
 		struct synth_fold_mark x = {m->node + k0, k0, m->kern0, m->n_kern};
-		c->marks.v[c->marks.n++] = x;
+		c->fo.marks.v[c->fo.marks.n++] = x;
 	}
 	for (int st = 0; st < S_N; st++)
 		if (t->last[st] != NONE32)
 			c->rk[r].last[st] = k0 + t->last[st];
 	if (t->ufirst != NONE32) {
-		c->unit_first.v[c->unit_first.n++] = k0 + t->ufirst;
-		c->unit_last.v[c->unit_last.n++] = k0 + t->ulast;
+		c->sc.unit_first.v[c->sc.unit_first.n++] = k0 + t->ufirst;
+		c->sc.unit_last.v[c->sc.unit_last.n++] = k0 + t->ulast;
 	}
 	c->rk[r].bucket = t->bucket1;
-	c->kernels += t->kernels;
-	c->flops += t->flops;
+	c->tally.kernels += t->kernels;
+	c->tally.flops += t->flops;
 	for (int h = 0; h < 3; h++)
-		c->kdb_hits[h] += t->hits[h];
-	c->tasks_folded += t->tasks - t->n_nodes;
-	c->units_folded++;
+		c->tally.kdb_hits[h] += t->hits[h];
+	c->fo.tasks_folded += t->tasks - t->n_nodes;
+	c->fo.units_folded++;
 }
 
 /* Whether t's events from before its unit have their tasks on rank r. */
 static int fold_ext_ok(const struct ctx *c, const struct ufold *t, int r)
 {
 	for (uint32_t i = 0; i < t->n_ext; i++)
-		if (c->rk[r].last[c->fexts.v[t->ext0 + i].stream] == NONE32)
+		if (c->rk[r].last[c->fo.fexts.v[t->ext0 + i].stream] == NONE32)
 			return 0;
 	return 1;
 }
@@ -1636,10 +1454,10 @@ static int cmp_i64(const void *a, const void *b)
  * gate): its index, host tasks coming first, one per gate in order. */
 static uint32_t fold_gate(const struct ctx *c, int64_t rel)
 {
-	size_t lo = 0, hi = c->fgates.n;
+	size_t lo = 0, hi = c->fo.fgates.n;
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (c->fgates.v[mid] <= rel)
+		if (c->fo.fgates.v[mid] <= rel)
 			lo = mid;
 		else
 			hi = mid;
@@ -1653,15 +1471,15 @@ static uint32_t fold_push(struct ctx *c, const struct ufold *t, struct snode n)
 	n.corr = -1;
 	n.op = 0;
 	n.coll = NONE32;
-	if (VEC_PUSH(c->fnodes, n))
+	if (VEC_PUSH(c->fo.fnodes, n))
 		c->oom = 1;
-	return (uint32_t)(c->fnodes.n - 1 - t->node0);
+	return (uint32_t)(c->fo.fnodes.n - 1 - t->node0);
 }
 
 static void fold_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
 {
 	struct sedge e = {src, dst, kind};
-	if (VEC_PUSH(c->fedges, e))
+	if (VEC_PUSH(c->fo.fedges, e))
 		c->oom = 1;
 }
 
@@ -1674,19 +1492,19 @@ static void fold_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
 static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e0, size_t c0,
 		      const uint32_t *last0)
 {
-	uint32_t n = (uint32_t)(c->nodes.n - k0), host = c->rk[r].host;
+	uint32_t n = (uint32_t)(c->em.nodes.n - k0), host = c->rk[r].host;
 	uint32_t comp = c->rk[r].stream[S_COMPUTE];
-	const struct snode *v = c->nodes.v + k0;
+	const struct snode *v = c->em.nodes.v + k0;
 	struct fscr *x;
 	int64_t h = 0;
 	uint32_t prev = NONE32, si;
 
-	size_t f_nodes = c->fnodes.n, f_edges = c->fedges.n, f_colls = c->fcolls.n;
-	size_t f_marks = c->fmarks.n, f_kerns = c->fkerns.n, f_exts = c->fexts.n;
+	size_t f_nodes = c->fo.fnodes.n, f_edges = c->fo.fedges.n, f_colls = c->fo.fcolls.n;
+	size_t f_marks = c->fo.fmarks.n, f_kerns = c->fo.fkerns.n, f_exts = c->fo.fexts.n;
 
-	if (c->pend.n || n == 0 || VEC_RESERVE(c->fscr, n))
+	if (c->em.pend.n || n == 0 || VEC_RESERVE(c->fo.fscr, n))
 		return 0;
-	x = c->fscr.v;
+	x = c->fo.fscr.v;
 	for (uint32_t i = 0; i < n; i++) {
 		x[i] = (struct fscr){-1, NONE32, NONE32, 0, 0, 0};
 		if (v[i].proc == host) {
@@ -1696,8 +1514,8 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 			h = prism_time_add(h, v[i].dur);
 		}
 	}
-	for (size_t k = e0; k < c->edges.n; k++) {
-		const struct sedge *e = &c->edges.v[k];
+	for (size_t k = e0; k < c->em.edges.n; k++) {
+		const struct sedge *e = &c->em.edges.v[k];
 		uint32_t a = e->src - (uint32_t)k0, b = e->dst - (uint32_t)k0;
 		if (e->dst < k0 || v[b].proc == host)
 			return 0;
@@ -1724,9 +1542,9 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 	}
 	/* Runs of compute kernels, cut after an event source and before an
 	 * event target. */
-	c->fsegs.n = 0;
-	c->fgates.n = 0;
-	if (VEC_PUSH(c->fgates, 0))
+	c->fo.fsegs.n = 0;
+	c->fo.fgates.n = 0;
+	if (VEC_PUSH(c->fo.fgates, 0))
 		goto oom;
 	for (uint32_t i = 0; i < n; i++) {
 		struct fseg *sg;
@@ -1735,16 +1553,16 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 		if (!x[i].launched)
 			return 0;
 		if (v[i].proc != comp) {
-			if (VEC_PUSH(c->fgates, x[i].rel))
+			if (VEC_PUSH(c->fo.fgates, x[i].rel))
 				goto oom;
 			continue;
 		}
 		if (prev == NONE32 || x[i].evin || x[prev].evout) {
 			struct fseg z = {i, i, 1, 0};
-			if (VEC_PUSH(c->fsegs, z) || VEC_PUSH(c->fgates, x[i].rel))
+			if (VEC_PUSH(c->fo.fsegs, z) || VEC_PUSH(c->fo.fgates, x[i].rel))
 				goto oom;
 		} else {
-			sg = &c->fsegs.v[c->fsegs.n - 1];
+			sg = &c->fo.fsegs.v[c->fo.fsegs.n - 1];
 			/* Held to PRISM_TIME_MAX: a run that long is the
 			 * simulator's to refuse. */
 			sg->rest_ns =
@@ -1754,28 +1572,28 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 		}
 		prev = i;
 	}
-	qsort(c->fgates.v, c->fgates.n, sizeof(*c->fgates.v), cmp_i64);
+	qsort(c->fo.fgates.v, c->fo.fgates.n, sizeof(*c->fo.fgates.v), cmp_i64);
 	{
 		size_t u = 0;
-		for (size_t k = 0; k < c->fgates.n; k++)
-			if (k == 0 || c->fgates.v[k] != c->fgates.v[u - 1])
-				c->fgates.v[u++] = c->fgates.v[k];
-		c->fgates.n = u;
+		for (size_t k = 0; k < c->fo.fgates.n; k++)
+			if (k == 0 || c->fo.fgates.v[k] != c->fo.fgates.v[u - 1])
+				c->fo.fgates.v[u++] = c->fo.fgates.v[k];
+		c->fo.fgates.n = u;
 	}
-	if (c->fgates.v[c->fgates.n - 1] > h)
+	if (c->fo.fgates.v[c->fo.fgates.n - 1] > h)
 		return 0;
 	/* The template: the host's time split at the gates, then the GPU
 	 * tasks in their order. */
-	t->node0 = (uint32_t)c->fnodes.n;
-	t->edge0 = (uint32_t)c->fedges.n;
-	t->coll0 = (uint32_t)c->fcolls.n;
-	t->mark0 = (uint32_t)c->fmarks.n;
-	for (size_t j = 0; j < c->fgates.n; j++) {
+	t->node0 = (uint32_t)c->fo.fnodes.n;
+	t->edge0 = (uint32_t)c->fo.fedges.n;
+	t->coll0 = (uint32_t)c->fo.fcolls.n;
+	t->mark0 = (uint32_t)c->fo.fmarks.n;
+	for (size_t j = 0; j < c->fo.fgates.n; j++) {
 		struct snode hn;
 		memset(&hn, 0, sizeof(hn));
-		hn.dur = (j + 1 < c->fgates.n ? c->fgates.v[j + 1] : h) - c->fgates.v[j];
+		hn.dur = (j + 1 < c->fo.fgates.n ? c->fo.fgates.v[j + 1] : h) - c->fo.fgates.v[j];
 		hn.proc = host;
-		hn.name = c->n_cpu;
+		hn.name = c->em.n_cpu;
 		hn.layer = -1;
 		hn.mb = v[0].mb;
 		hn.iter = v[0].iter;
@@ -1792,27 +1610,27 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 			x[i].start_of = x[i].end_of = me;
 			fold_edge(c, fold_gate(c, x[i].rel), me, GE_LAUNCH);
 			if (v[i].coll != NONE32) {
-				struct graph_coll cx = c->colls.v[v[i].coll];
+				struct graph_coll cx = c->em.colls.v[v[i].coll];
 				cx.node = me;
 				cx.seq = NONE32;
-				for (size_t q = 0; q < c->seqs.n; q++)
-					if (c->seqs.v[q].rank == (uint32_t)r &&
-					    c->seqs.v[q].pg == cx.pg)
+				for (size_t q = 0; q < c->em.seqs.n; q++)
+					if (c->em.seqs.v[q].rank == (uint32_t)r &&
+					    c->em.seqs.v[q].pg == cx.pg)
 						cx.seq = (uint32_t)q;
-				if (cx.seq == NONE32 || VEC_PUSH(c->fcolls, cx))
+				if (cx.seq == NONE32 || VEC_PUSH(c->fo.fcolls, cx))
 					goto oom;
 			}
 			continue;
 		}
-		if (si < c->fsegs.n && i == c->fsegs.v[si].first) {
-			const struct fseg *sg = &c->fsegs.v[si];
+		if (si < c->fo.fsegs.n && i == c->fo.fsegs.v[si].first) {
+			const struct fseg *sg = &c->fo.fsegs.v[si];
 			uint32_t m0 = fold_push(c, t, v[i]), me = m0;
 			fold_edge(c, fold_gate(c, x[i].rel), m0, GE_LAUNCH);
 			if (sg->n > 1) {
 				struct snode rest = v[i];
 				struct fmark mk;
 				rest.kind = GN_KERNEL;
-				rest.name = c->n_fold;
+				rest.name = c->fo.n_fold;
 				rest.dur = sg->rest_ns;
 				rest.lag = 0;
 				me = fold_push(c, t, rest);
@@ -1821,18 +1639,18 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 				 * (sim.h, folded tasks). */
 				fold_edge(c, 0, me, GE_LAUNCH);
 				mk.node = me;
-				mk.kern0 = (uint32_t)c->fkerns.n;
+				mk.kern0 = (uint32_t)c->fo.fkerns.n;
 				for (uint32_t j = i + 1; j <= sg->last; j++) {
 					struct synth_fold_kern kk = {
 					    x[j].rel, v[j].lag, v[j].dur,
 					    v[j].kind == GN_COLL  ? SYNTH_KERN_COLL
 					    : v[j].kind == GN_P2P ? SYNTH_KERN_P2P
 								  : SYNTH_KERN_COMPUTE};
-					if (v[j].proc == comp && VEC_PUSH(c->fkerns, kk))
+					if (v[j].proc == comp && VEC_PUSH(c->fo.fkerns, kk))
 						goto oom;
 				}
-				mk.n_kern = (uint32_t)(c->fkerns.n - mk.kern0);
-				if (VEC_PUSH(c->fmarks, mk))
+				mk.n_kern = (uint32_t)(c->fo.fkerns.n - mk.kern0);
+				if (VEC_PUSH(c->fo.fmarks, mk))
 					goto oom;
 			}
 			x[i].start_of = m0;
@@ -1843,9 +1661,9 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 			si++;
 		}
 	}
-	t->ext0 = (uint32_t)c->fexts.n;
-	for (size_t k = e0; k < c->edges.n; k++) {
-		const struct sedge *e = &c->edges.v[k];
+	t->ext0 = (uint32_t)c->fo.fexts.n;
+	for (size_t k = e0; k < c->em.edges.n; k++) {
+		const struct sedge *e = &c->em.edges.v[k];
 		uint32_t a = e->src - (uint32_t)k0, b = e->dst - (uint32_t)k0;
 		if (e->kind != GE_EVENT)
 			continue;
@@ -1853,7 +1671,7 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 			struct fext z = {x[b].start_of, 0};
 			while (last0[z.stream] != e->src)
 				z.stream++;
-			if (z.dst == NONE32 || VEC_PUSH(c->fexts, z))
+			if (z.dst == NONE32 || VEC_PUSH(c->fo.fexts, z))
 				goto oom;
 			continue;
 		}
@@ -1867,33 +1685,33 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 	}
 	if (c->oom)
 		goto fail;
-	t->n_nodes = (uint32_t)(c->fnodes.n - t->node0);
-	t->n_edges = (uint32_t)(c->fedges.n - t->edge0);
-	t->n_colls = (uint32_t)(c->fcolls.n - t->coll0);
-	t->n_marks = (uint32_t)(c->fmarks.n - t->mark0);
-	t->n_ext = (uint32_t)(c->fexts.n - t->ext0);
+	t->n_nodes = (uint32_t)(c->fo.fnodes.n - t->node0);
+	t->n_edges = (uint32_t)(c->fo.fedges.n - t->edge0);
+	t->n_colls = (uint32_t)(c->fo.fcolls.n - t->coll0);
+	t->n_marks = (uint32_t)(c->fo.fmarks.n - t->mark0);
+	t->n_ext = (uint32_t)(c->fo.fexts.n - t->ext0);
 	t->tasks = n;
 	/* Take the unit back: its collectives' sequence numbers too. */
-	for (size_t q = c0; q < c->colls.n; q++)
-		for (size_t k = 0; k < c->seqs.n; k++)
-			if (c->seqs.v[k].rank == (uint32_t)r &&
-			    c->seqs.v[k].pg == c->colls.v[q].pg) {
-				c->seqs.v[k].n--;
+	for (size_t q = c0; q < c->em.colls.n; q++)
+		for (size_t k = 0; k < c->em.seqs.n; k++)
+			if (c->em.seqs.v[k].rank == (uint32_t)r &&
+			    c->em.seqs.v[k].pg == c->em.colls.v[q].pg) {
+				c->em.seqs.v[k].n--;
 				break;
 			}
-	c->nodes.n = k0;
-	c->edges.n = e0;
-	c->colls.n = c0;
+	c->em.nodes.n = k0;
+	c->em.edges.n = e0;
+	c->em.colls.n = c0;
 	return 1;
 oom:
 	c->oom = 1;
 fail:
-	c->fnodes.n = f_nodes;
-	c->fedges.n = f_edges;
-	c->fcolls.n = f_colls;
-	c->fmarks.n = f_marks;
-	c->fkerns.n = f_kerns;
-	c->fexts.n = f_exts;
+	c->fo.fnodes.n = f_nodes;
+	c->fo.fedges.n = f_edges;
+	c->fo.fcolls.n = f_colls;
+	c->fo.fmarks.n = f_marks;
+	c->fo.fkerns.n = f_kerns;
+	c->fo.fexts.n = f_exts;
 	return 0;
 }
 
@@ -1912,18 +1730,18 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 	 * DeepSpeed's stage 2 and FSDP reduce each micro-step). */
 	int reduce = !fwd && (dp_bucket || c->lay.zero >= 2);
 	uint32_t first_task = NONE32, last_task = NONE32, *ids = NULL;
-	size_t k0 = c->nodes.n;
+	size_t k0 = c->em.nodes.n;
 	const struct synth_in *in = c->in;
-	size_t slot = c->fold ? fold_slot(c, z, s, ch, mb, fwd, dp_bucket) : SIZE_MAX;
-	size_t e0 = c->edges.n, c0 = c->colls.n, w0 = c->waits.n;
+	size_t slot = c->fo.fold ? fold_slot(c, z, s, ch, mb, fwd, dp_bucket) : SIZE_MAX;
+	size_t e0 = c->em.edges.n, c0 = c->em.colls.n, w0 = c->em.waits.n;
 	uint32_t last0[S_N]; /* each stream's last task before the unit */
 	struct ufold t;
 
 	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
-	if (slot != SIZE_MAX && c->findex.v[slot] < c->folds.n && !c->pend.n &&
-	    c->folds.v[c->findex.v[slot]].bucket0 == c->rk[r].bucket &&
-	    fold_ext_ok(c, &c->folds.v[c->findex.v[slot]], r)) {
-		fold_replay(c, &c->folds.v[c->findex.v[slot]], r, mb);
+	if (slot != SIZE_MAX && c->fo.findex.v[slot] < c->fo.folds.n && !c->em.pend.n &&
+	    c->fo.folds.v[c->fo.findex.v[slot]].bucket0 == c->rk[r].bucket &&
+	    fold_ext_ok(c, &c->fo.folds.v[c->fo.findex.v[slot]], r)) {
+		fold_replay(c, &c->fo.folds.v[c->fo.findex.v[slot]], r, mb);
 		c->rk[r].layer = -1;
 		return;
 	}
@@ -1936,9 +1754,9 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 	memset(&t, 0, sizeof(t));
 	t.ufirst = t.ulast = NONE32;
 	t.bucket0 = c->rk[r].bucket;
-	t.flops = c->flops;
-	t.kernels = c->kernels;
-	memcpy(t.hits, c->kdb_hits, sizeof(t.hits));
+	t.flops = c->tally.flops;
+	t.kernels = c->tally.kernels;
+	memcpy(t.hits, c->tally.kdb_hits, sizeof(t.hits));
 	if (fwd) {
 		if (fwd_prev(z, s, ch, &os, &oc)) {
 			pp_transfer(c, r, S_RECVF, GC_RECV, os, oc, z, 1);
@@ -2005,45 +1823,45 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 				event_wait(c, r, S_SENDB, S_COMPUTE);
 		}
 	}
-	if (slot != SIZE_MAX && !c->oom && c->findex.v[slot] == NONE32) {
-		t.flops = c->flops - t.flops;
-		t.kernels = c->kernels - t.kernels;
+	if (slot != SIZE_MAX && !c->oom && c->fo.findex.v[slot] == NONE32) {
+		t.flops = c->tally.flops - t.flops;
+		t.kernels = c->tally.kernels - t.kernels;
 		for (int h = 0; h < 3; h++)
-			t.hits[h] = c->kdb_hits[h] - t.hits[h];
+			t.hits[h] = c->tally.kdb_hits[h] - t.hits[h];
 		t.bucket1 = c->rk[r].bucket;
 		if (fold_build(c, r, &t, k0, e0, c0, last0)) {
 			/* The replay adds the unit's counts again. */
-			c->flops -= t.flops;
-			c->kernels -= t.kernels;
+			c->tally.flops -= t.flops;
+			c->tally.kernels -= t.kernels;
 			for (int h = 0; h < 3; h++)
-				c->kdb_hits[h] -= t.hits[h];
-			c->waits.n = w0;
-			if (VEC_PUSH(c->folds, t)) {
+				c->tally.kdb_hits[h] -= t.hits[h];
+			c->em.waits.n = w0;
+			if (VEC_PUSH(c->fo.folds, t)) {
 				c->oom = 1;
 				return;
 			}
-			c->findex.v[slot] = (uint32_t)(c->folds.n - 1);
+			c->fo.findex.v[slot] = (uint32_t)(c->fo.folds.n - 1);
 			/* The streams as before the unit: its events from
 			 * before it are replayed from them. */
 			memcpy(c->rk[r].last, last0, sizeof(last0));
-			fold_replay(c, &c->folds.v[c->folds.n - 1], r, mb);
+			fold_replay(c, &c->fo.folds.v[c->fo.folds.n - 1], r, mb);
 			free(ids);
 			return;
 		}
-		c->findex.v[slot] = FOLD_NEVER;
+		c->fo.findex.v[slot] = FOLD_NEVER;
 	}
-	if (c->fold)
-		c->units_kept++;
+	if (c->fo.fold)
+		c->fo.units_kept++;
 	free(ids);
 	/* The unit's compute tasks, for the bubble. */
-	for (size_t u = k0; u < c->nodes.n; u++)
-		if (c->nodes.v[u].proc == c->rk[r].stream[S_COMPUTE]) {
+	for (size_t u = k0; u < c->em.nodes.n; u++)
+		if (c->em.nodes.v[u].proc == c->rk[r].stream[S_COMPUTE]) {
 			if (first_task == NONE32)
 				first_task = (uint32_t)u;
 			last_task = (uint32_t)u;
 		}
 	if (first_task != NONE32 &&
-	    (VEC_PUSH(c->unit_first, first_task) || VEC_PUSH(c->unit_last, last_task)))
+	    (VEC_PUSH(c->sc.unit_first, first_task) || VEC_PUSH(c->sc.unit_last, last_task)))
 		c->oom = 1;
 }
 
@@ -2630,7 +2448,7 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 /* Nodes grouped by processor (stable), CSR with order edges added. */
 static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 {
-	uint32_t nn = (uint32_t)c->nodes.n, np = (uint32_t)c->procs.n;
+	uint32_t nn = (uint32_t)c->em.nodes.n, np = (uint32_t)c->em.procs.n;
 	uint32_t *newid = prism_malloc((nn ? nn : 1) * sizeof(*newid));
 	uint32_t *cnt = prism_calloc((size_t)np + 1, sizeof(*cnt));
 	uint32_t ne, *fill = NULL;
@@ -2641,38 +2459,38 @@ static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 	if (!newid || !cnt)
 		goto out;
 	for (uint32_t u = 0; u < nn; u++)
-		cnt[c->nodes.v[u].proc + 1]++;
+		cnt[c->em.nodes.v[u].proc + 1]++;
 	for (uint32_t p = 0; p < np; p++) {
-		c->procs.v[p].first = cnt[p];
-		c->procs.v[p].n = cnt[p + 1];
+		c->em.procs.v[p].first = cnt[p];
+		c->em.procs.v[p].n = cnt[p + 1];
 		cnt[p + 1] += cnt[p];
 	}
 	for (uint32_t u = 0; u < nn; u++)
-		newid[u] = cnt[c->nodes.v[u].proc]++;
+		newid[u] = cnt[c->em.nodes.v[u].proc]++;
 	/* Edges: the built ones plus order edges along each processor. */
-	e = prism_malloc((c->edges.n + nn + 1) * sizeof(*e));
+	e = prism_malloc((c->em.edges.n + nn + 1) * sizeof(*e));
 	if (!e)
 		goto out;
-	for (size_t k = 0; k < c->edges.n; k++) {
-		e[n_e] = c->edges.v[k];
+	for (size_t k = 0; k < c->em.edges.n; k++) {
+		e[n_e] = c->em.edges.v[k];
 		e[n_e].src = newid[e[n_e].src];
 		e[n_e].dst = newid[e[n_e].dst];
 		n_e++;
 	}
 	for (uint32_t p = 0; p < np; p++)
-		for (uint32_t i = 1; i < c->procs.v[p].n; i++) {
-			uint32_t u = c->procs.v[p].first + i;
+		for (uint32_t i = 1; i < c->em.procs.v[p].n; i++) {
+			uint32_t u = c->em.procs.v[p].first + i;
 			e[n_e].src = u - 1;
 			e[n_e].dst = u;
 			e[n_e].kind = GE_ORDER;
 			n_e++;
 		}
 	ne = (uint32_t)n_e;
-	g = graph_alloc(nn, ne, np, (uint32_t)c->in->lay.pp, 0, (uint32_t)c->colls.n);
+	g = graph_alloc(nn, ne, np, (uint32_t)c->in->lay.pp, 0, (uint32_t)c->em.colls.n);
 	if (!g)
 		goto out;
 	for (uint32_t u = 0; u < nn; u++) {
-		const struct snode *s = &c->nodes.v[u];
+		const struct snode *s = &c->em.nodes.v[u];
 		uint32_t v = newid[u];
 		g->dur_ns[v] = s->dur;
 		g->lag_ns[v] = s->lag;
@@ -2680,9 +2498,9 @@ static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 		g->proc[v] = s->proc;
 		g->name[v] = s->name;
 		if (s->op) {
-			g->op[v] = c->ops.v[s->op].op;
-			g->op_dims[v] = c->ops.v[s->op].dims;
-			g->op_types[v] = c->ops.v[s->op].types;
+			g->op[v] = c->em.ops.v[s->op].op;
+			g->op_dims[v] = c->em.ops.v[s->op].dims;
+			g->op_types[v] = c->em.ops.v[s->op].types;
 		}
 		g->src[v] = NONE32;
 		g->coll[v] = s->coll;
@@ -2711,9 +2529,9 @@ static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 		g->out_kind[at] = e[k].kind;
 		g->stats.edges[GE_KIND(e[k].kind)]++;
 	}
-	memcpy(g->procs, c->procs.v, np * sizeof(*g->procs));
-	for (uint32_t i = 0; i < c->colls.n; i++) {
-		g->colls[i] = c->colls.v[i];
+	memcpy(g->procs, c->em.procs.v, np * sizeof(*g->procs));
+	for (uint32_t i = 0; i < c->em.colls.n; i++) {
+		g->colls[i] = c->em.colls.v[i];
 		g->colls[i].node = newid[g->colls[i].node];
 		g->stats.colls[g->colls[i].kind]++;
 	}
@@ -2722,8 +2540,8 @@ static struct graph *finish(struct ctx *c, uint32_t **newid_out)
 		g->ranks[r].world_size = c->in->lay.pp;
 	}
 	strtab_release(&g->st);
-	g->st = c->st;
-	memset(&c->st, 0, sizeof(c->st));
+	g->st = c->em.st;
+	memset(&c->em.st, 0, sizeof(c->em.st));
 out:
 	free(cnt);
 	free(fill);
@@ -2778,7 +2596,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	c.in = in;
 	synth_mem_layout(in, &c.lay);
 	c.kdb_gpu = in->kdb ? kdb_gpu(in->kdb, in->hw->gpu) : -1;
-	if (strtab_init(&c.st))
+	if (strtab_init(&c.em.st))
 		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
 	P = in->lay.pp;
 	shape_of(in, &z);
@@ -2786,14 +2604,14 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	z.pp_per_node = in->lay.tp * layout_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
 	z.emb_per_node =
 	    (int64_t)in->lay.tp * layout_dpc(&in->lay) * in->lay.pp <= hw_domain(in->hw) ? 2 : 1;
-	c.n_cpu = intern(&c, "aten::op");
-	c.n_launch = intern(&c, "cudaLaunchKernel");
-	c.n_record = intern(&c, "cudaEventRecord");
-	c.n_wait = intern(&c, "cudaStreamWaitEvent");
-	c.n_sync = intern(&c, "cudaDeviceSynchronize");
-	c.n_fold = intern(&c, "prism::unit");
-	c.fold = in->units;
-	c.next_corr = 1;
+	c.em.n_cpu = intern(&c, "aten::op");
+	c.em.n_launch = intern(&c, "cudaLaunchKernel");
+	c.em.n_record = intern(&c, "cudaEventRecord");
+	c.em.n_wait = intern(&c, "cudaStreamWaitEvent");
+	c.em.n_sync = intern(&c, "cudaDeviceSynchronize");
+	c.fo.n_fold = intern(&c, "prism::unit");
+	c.fo.fold = in->units;
+	c.em.next_corr = 1;
 	c.rk = prism_calloc((size_t)P, sizeof(*c.rk));
 	if (!c.rk)
 		goto oom;
@@ -2804,38 +2622,39 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		p.rank = (uint32_t)r;
 		p.pid = 1000 + r;
 		p.tid = 1000 + r;
-		c.rk[r].host = (uint32_t)c.procs.n;
-		if (VEC_PUSH(c.procs, p))
+		c.rk[r].host = (uint32_t)c.em.procs.n;
+		if (VEC_PUSH(c.em.procs, p))
 			goto oom;
 		for (int st = 0; st < S_N; st++) {
 			p.gpu = 1;
 			p.pid = r;
 			p.tid = stream_id[st];
-			c.rk[r].stream[st] = (uint32_t)c.procs.n;
+			c.rk[r].stream[st] = (uint32_t)c.em.procs.n;
 			c.rk[r].last[st] = NONE32;
-			if (VEC_PUSH(c.procs, p))
+			if (VEC_PUSH(c.em.procs, p))
 				goto oom;
 		}
 	}
-	for (c.step = 0; c.step < (in->steps > 0 ? in->steps : 1); c.step++) {
+	for (c.sc.step = 0; c.sc.step < (in->steps > 0 ? in->steps : 1); c.sc.step++) {
 		for (int r = 0; r < P; r++) {
-			uint32_t first = (uint32_t)c.nodes.n;
+			uint32_t first = (uint32_t)c.em.nodes.n;
 			set_ann(&c, r, -1, PH_NONE, -1);
 			stage_step(&c, r, &z);
 			if (!in->bare)
 				optimizer(&c, r, &z);
 			set_ann(&c, r, -1, PH_NONE, -1);
 			{
-				uint32_t call = host_call(&c, r, c.n_sync, RT_DEVICE_SYNC, 0);
-				uint32_t w = add_node(&c, r, c.rk[r].host, GN_WAIT, c.n_sync, 2e-6);
+				uint32_t call = host_call(&c, r, c.em.n_sync, RT_DEVICE_SYNC, 0);
+				uint32_t w =
+				    add_node(&c, r, c.rk[r].host, GN_WAIT, c.em.n_sync, 2e-6);
 				if (c.oom)
 					goto oom;
-				c.nodes.v[call].flags = NF_BLOCKING;
-				c.nodes.v[w].rtclass = RT_DEVICE_SYNC;
+				c.em.nodes.v[call].flags = NF_BLOCKING;
+				c.em.nodes.v[w].rtclass = RT_DEVICE_SYNC;
 				for (int st = 0; st < S_N; st++)
 					if (c.rk[r].last[st] != NONE32)
 						add_edge(&c, c.rk[r].last[st], w, GE_SYNC);
-				if (VEC_PUSH(c.step_first, first) || VEC_PUSH(c.step_last, w))
+				if (VEC_PUSH(c.sc.step_first, first) || VEC_PUSH(c.sc.step_last, w))
 					goto oom;
 			}
 		}
@@ -2851,29 +2670,30 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		if (strtab_intern(&g->st, meta, strlen(meta), &g->meta))
 			goto oom;
 	}
-	if (VEC_RESERVE(c.step_first, 1) || VEC_RESERVE(c.unit_first, 1))
+	if (VEC_RESERVE(c.sc.step_first, 1) || VEC_RESERVE(c.sc.unit_first, 1))
 		goto oom;
-	for (size_t i = 0; i < c.step_first.n; i++) {
-		c.step_first.v[i] = newid[c.step_first.v[i]];
-		c.step_last.v[i] = newid[c.step_last.v[i]];
+	for (size_t i = 0; i < c.sc.step_first.n; i++) {
+		c.sc.step_first.v[i] = newid[c.sc.step_first.v[i]];
+		c.sc.step_last.v[i] = newid[c.sc.step_last.v[i]];
 	}
-	for (size_t i = 0; i < c.unit_first.n; i++) {
-		c.unit_first.v[i] = newid[c.unit_first.v[i]];
-		c.unit_last.v[i] = newid[c.unit_last.v[i]];
+	for (size_t i = 0; i < c.sc.unit_first.n; i++) {
+		c.sc.unit_first.v[i] = newid[c.sc.unit_first.v[i]];
+		c.sc.unit_last.v[i] = newid[c.sc.unit_last.v[i]];
 	}
 	/* Iteration ids are step-major, then rank (a rank's processors are
 	 * 1 + S_N consecutive ones). */
-	for (uint32_t u = 0; u < c.nodes.n; u++)
-		g->iter[newid[u]] = c.nodes.v[u].iter * P + (int32_t)c.nodes.v[u].proc / (1 + S_N);
+	for (uint32_t u = 0; u < c.em.nodes.n; u++)
+		g->iter[newid[u]] =
+		    c.em.nodes.v[u].iter * P + (int32_t)c.em.nodes.v[u].proc / (1 + S_N);
 	{
 		/* One iteration per step and stage; settle.h gives their times. */
-		struct graph_iter *it =
-		    prism_realloc(g->iters, (c.step_first.n ? c.step_first.n : 1) * sizeof(*it));
+		struct graph_iter *it = prism_realloc(
+		    g->iters, (c.sc.step_first.n ? c.sc.step_first.n : 1) * sizeof(*it));
 		if (!it)
 			goto oom;
 		g->iters = it;
-		g->n_iters = (uint32_t)c.step_first.n;
-		for (size_t i = 0; i < c.step_first.n; i++) {
+		g->n_iters = (uint32_t)c.sc.step_first.n;
+		for (size_t i = 0; i < c.sc.step_first.n; i++) {
 			it[i].rank = (uint32_t)(i % (size_t)P);
 			it[i].proc = c.rk[i % (size_t)P].host;
 			it[i].step = (int64_t)(i / (size_t)P);
@@ -2881,16 +2701,16 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 			it[i].dur_ns = 0;
 		}
 	}
-	out->n_steps = c.step_first.n;
-	out->step_first = c.step_first.v;
-	out->step_last = c.step_last.v;
-	out->n_units = c.unit_first.n;
-	out->unit_first = c.unit_first.v;
-	out->unit_last = c.unit_last.v;
-	memset(&c.step_first, 0, sizeof(c.step_first));
-	memset(&c.step_last, 0, sizeof(c.step_last));
-	memset(&c.unit_first, 0, sizeof(c.unit_first));
-	memset(&c.unit_last, 0, sizeof(c.unit_last));
+	out->n_steps = c.sc.step_first.n;
+	out->step_first = c.sc.step_first.v;
+	out->step_last = c.sc.step_last.v;
+	out->n_units = c.sc.unit_first.n;
+	out->unit_first = c.sc.unit_first.v;
+	out->unit_last = c.sc.unit_last.v;
+	memset(&c.sc.step_first, 0, sizeof(c.sc.step_first));
+	memset(&c.sc.step_last, 0, sizeof(c.sc.step_last));
+	memset(&c.sc.unit_first, 0, sizeof(c.sc.unit_first));
+	memset(&c.sc.unit_last, 0, sizeof(c.sc.unit_last));
 	out->steps = in->steps > 0 ? in->steps : 1;
 	out->stages = P;
 	if (!in->bare) {
@@ -2899,37 +2719,37 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	}
 	for (int r = 0; r < P && r < LAYOUT_MAX_STAGES; r++)
 		out->compute[r] = c.rk[r].stream[S_COMPUTE];
-	out->flops = c.flops / (in->steps > 0 ? in->steps : 1);
-	out->kernels = c.kernels;
-	out->kdb_exact = c.kdb_hits[KDB_EXACT];
-	out->kdb_interpolated = c.kdb_hits[KDB_INTERPOLATED];
-	out->tasks = (uint64_t)c.nodes.n + c.tasks_folded;
-	out->n_units_folded = c.units_folded;
-	out->n_units_kept = c.units_kept;
-	out->n_unit_kinds = c.folds.n;
-	if (c.marks.n) {
-		out->marks = prism_malloc(c.marks.n * sizeof(*out->marks));
+	out->flops = c.tally.flops / (in->steps > 0 ? in->steps : 1);
+	out->kernels = c.tally.kernels;
+	out->kdb_exact = c.tally.kdb_hits[KDB_EXACT];
+	out->kdb_interpolated = c.tally.kdb_hits[KDB_INTERPOLATED];
+	out->tasks = (uint64_t)c.em.nodes.n + c.fo.tasks_folded;
+	out->n_units_folded = c.fo.units_folded;
+	out->n_units_kept = c.fo.units_kept;
+	out->n_unit_kinds = c.fo.folds.n;
+	if (c.fo.marks.n) {
+		out->marks = prism_malloc(c.fo.marks.n * sizeof(*out->marks));
 		if (!out->marks)
 			goto oom;
-		for (size_t i = 0; i < c.marks.n; i++) {
-			out->marks[i] = c.marks.v[i];
-			out->marks[i].node = newid[c.marks.v[i].node];
-			out->marks[i].host = newid[c.marks.v[i].host];
+		for (size_t i = 0; i < c.fo.marks.n; i++) {
+			out->marks[i] = c.fo.marks.v[i];
+			out->marks[i].node = newid[c.fo.marks.v[i].node];
+			out->marks[i].host = newid[c.fo.marks.v[i].host];
 		}
-		out->n_marks = c.marks.n;
-		out->kerns = c.fkerns.v;
-		out->n_kerns = c.fkerns.n;
-		memset(&c.fkerns, 0, sizeof(c.fkerns));
+		out->n_marks = c.fo.marks.n;
+		out->kerns = c.fo.fkerns.v;
+		out->n_kerns = c.fo.fkerns.n;
+		memset(&c.fo.fkerns, 0, sizeof(c.fo.fkerns));
 	}
-	out->n_waits = (uint32_t)c.waits.n;
-	out->waits = prism_malloc((c.waits.n ? c.waits.n : 1) * sizeof(*out->waits));
+	out->n_waits = (uint32_t)c.em.waits.n;
+	out->waits = prism_malloc((c.em.waits.n ? c.em.waits.n : 1) * sizeof(*out->waits));
 	if (!out->waits)
 		goto oom;
-	for (size_t i = 0; i < c.waits.n; i++) {
-		out->waits[i].call = newid[c.waits.v[i].wait];
-		out->waits[i].record = newid[c.waits.v[i].record];
-		out->waits[i].stream = c.waits.v[i].proc;
-		out->waits[i].on_stream = c.waits.v[i].on_proc;
+	for (size_t i = 0; i < c.em.waits.n; i++) {
+		out->waits[i].call = newid[c.em.waits.v[i].wait];
+		out->waits[i].record = newid[c.em.waits.v[i].record];
+		out->waits[i].stream = c.em.waits.v[i].proc;
+		out->waits[i].on_stream = c.em.waits.v[i].on_proc;
 	}
 	*out_g = g;
 	g = NULL;
@@ -2945,31 +2765,31 @@ oom:
 done:
 	graph_free(g);
 	free(newid);
-	strtab_release(&c.st);
+	strtab_release(&c.em.st);
 	free(c.rk);
-	VEC_FREE(c.nodes);
-	VEC_FREE(c.edges);
-	VEC_FREE(c.procs);
-	VEC_FREE(c.colls);
-	VEC_FREE(c.pend);
-	VEC_FREE(c.waits);
-	VEC_FREE(c.seqs);
-	VEC_FREE(c.ops);
-	VEC_FREE(c.step_first);
-	VEC_FREE(c.step_last);
-	VEC_FREE(c.unit_first);
-	VEC_FREE(c.unit_last);
-	VEC_FREE(c.folds);
-	VEC_FREE(c.fnodes);
-	VEC_FREE(c.fedges);
-	VEC_FREE(c.fcolls);
-	VEC_FREE(c.fmarks);
-	VEC_FREE(c.fexts);
-	VEC_FREE(c.marks);
-	VEC_FREE(c.fkerns);
-	VEC_FREE(c.fscr);
-	VEC_FREE(c.fsegs);
-	VEC_FREE(c.fgates);
-	VEC_FREE(c.findex);
+	VEC_FREE(c.em.nodes);
+	VEC_FREE(c.em.edges);
+	VEC_FREE(c.em.procs);
+	VEC_FREE(c.em.colls);
+	VEC_FREE(c.em.pend);
+	VEC_FREE(c.em.waits);
+	VEC_FREE(c.em.seqs);
+	VEC_FREE(c.em.ops);
+	VEC_FREE(c.sc.step_first);
+	VEC_FREE(c.sc.step_last);
+	VEC_FREE(c.sc.unit_first);
+	VEC_FREE(c.sc.unit_last);
+	VEC_FREE(c.fo.folds);
+	VEC_FREE(c.fo.fnodes);
+	VEC_FREE(c.fo.fedges);
+	VEC_FREE(c.fo.fcolls);
+	VEC_FREE(c.fo.fmarks);
+	VEC_FREE(c.fo.fexts);
+	VEC_FREE(c.fo.marks);
+	VEC_FREE(c.fo.fkerns);
+	VEC_FREE(c.fo.fscr);
+	VEC_FREE(c.fo.fsegs);
+	VEC_FREE(c.fo.fgates);
+	VEC_FREE(c.fo.findex);
 	return rc;
 }
