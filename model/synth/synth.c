@@ -43,7 +43,7 @@ static int64_t ns(double s)
 	return prism_ns_round(s * 1e9);
 }
 
-static uint32_t intern(struct ctx *c, const char *s)
+uint32_t se_intern(struct ctx *c, const char *s)
 {
 	uint32_t id = 0;
 	if (strtab_intern(&c->em.st, s, strlen(s), &id))
@@ -91,7 +91,7 @@ static uint32_t host_call(struct ctx *c, int r, uint32_t name, int rtclass, doub
 	return u;
 }
 
-/* Node u was launched by the op record_op() set. */
+/* Node u was launched by the op se_record_op() set. */
 static void set_op(struct ctx *c, uint32_t u)
 {
 	c->em.nodes.v[u].op = c->em.op;
@@ -103,15 +103,12 @@ static void set_op(struct ctx *c, uint32_t u)
  * of the written trace can re-time the kernel from its shape (edit.h):
  * key (its kind and numbers) names it, fmt() writes its name, dims and
  * types (JSON arrays as Kineto writes them) the first time it is seen.
- * launch() gives it to the kernel and its launch call (whose CPU work the
+ * se_launch() gives it to the kernel and its launch call (whose CPU work the
  * trace writer names after it, timeline.h).
  * A build has a few dozen distinct ops and a million kernels: each is
  * formatted and interned once.
  */
-typedef void (*op_fmt)(const double *key, const char **op, char *dims, size_t nd, char *types,
-		       size_t nt);
-
-static void record_op(struct ctx *c, const double key[OPKEY], op_fmt fmt)
+void se_record_op(struct ctx *c, const double key[OPKEY], se_op_fmt fmt)
 {
 	uint64_t h = 1469598103934665603u;
 	uint32_t slot;
@@ -145,9 +142,9 @@ static void record_op(struct ctx *c, const double key[OPKEY], op_fmt fmt)
 		if (VEC_PUSH(c->em.ops, none))
 			c->oom = 1;
 	}
-	rec.op = intern(c, op);
-	rec.dims = intern(c, dims);
-	rec.types = intern(c, types);
+	rec.op = se_intern(c, op);
+	rec.dims = se_intern(c, dims);
+	rec.types = se_intern(c, types);
 	if (c->oom || VEC_PUSH(c->em.ops, rec)) {
 		c->oom = 1;
 		return;
@@ -178,8 +175,8 @@ static const char *torch_type(int dtype)
 
 /* Launch GPU task `name` of `seconds` on stream st; coll: a collective
  * entry to attach, or NULL. */
-static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *name, double seconds,
-		       const struct graph_coll *coll)
+uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name, double seconds,
+		   const struct graph_coll *coll)
 {
 	const struct synth_in *in = c->in;
 	struct rankst *k = &c->rk[r];
@@ -193,7 +190,7 @@ static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *n
 	if (in->cpu_op_s > 0)
 		add_node(c, r, k->host, GN_CPU, c->em.n_cpu, in->cpu_op_s);
 	call = host_call(c, r, c->em.n_launch, RT_LAUNCH, in->launch_s);
-	u = add_node(c, r, proc, kind, intern(c, name), seconds);
+	u = add_node(c, r, proc, kind, se_intern(c, name), seconds);
 	if (c->oom)
 		return u;
 	if (c->em.op) {
@@ -226,7 +223,7 @@ static uint32_t launch(struct ctx *c, int r, int st, uint8_t kind, const char *n
 }
 
 /* Stream `to` waits for what stream `from` has done so far. */
-static void event_wait(struct ctx *c, int r, int from, int to)
+void se_event_wait(struct ctx *c, int r, int from, int to)
 {
 	struct rankst *k = &c->rk[r];
 	struct pending p;
@@ -248,7 +245,7 @@ static void event_wait(struct ctx *c, int r, int from, int to)
 }
 
 /* Stream `to` waits for task `src` of stream `from` (launched earlier). */
-static void event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to)
+void se_event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to)
 {
 	struct rankst *k = &c->rk[r];
 	struct pending p;
@@ -314,13 +311,13 @@ static void mem_op_fmt(const double *key, const char **op, char *dims, size_t nd
  * counts an op's traffic (its inputs and an output the size of the
  * first), that is the kernel's bytes (for a kernel reading one tensor and
  * writing one, that tensor). */
-static void kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
+void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 {
 	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->in->hw, membound_kind(cls), bytes));
 	double key[OPKEY] = {1, bytes};
 
-	record_op(c, key, mem_op_fmt);
-	launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
+	se_record_op(c, key, mem_op_fmt);
+	se_launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
 }
 
 /* A GEMM's op, C = A B as aten::mm [M, K] x [K, N], or aten::bmm with the
@@ -348,14 +345,8 @@ static void bgemm(struct ctx *c, int r, const char *name, int dtype, double b, d
 			 kperf_gemm_s(c->in->hw, dtype, b, m, n, k));
 	double key[OPKEY] = {2, dtype, b, m, n, k};
 
-	record_op(c, key, gemm_op_fmt);
-	launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
-}
-
-/* FP8 (and FP4) GEMMs as Transformer Engine runs them. */
-static int low_precision(int dtype)
-{
-	return dtype == HW_FP8 || dtype == HW_FP4;
+	se_record_op(c, key, gemm_op_fmt);
+	se_launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
 }
 
 static void gemm(struct ctx *c, int r, const char *name, double m, double n, double k)
@@ -365,8 +356,8 @@ static void gemm(struct ctx *c, int r, const char *name, double m, double n, dou
 
 /* A collective of kind on bytes over group g, on stream st, in process
  * group pg (its sequence numbered per rank and group). */
-static void collective(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
-		       struct comm_group g, const char *pg)
+void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
+		   struct comm_group g, const char *pg)
 {
 	struct graph_coll x;
 	struct comm_est e;
@@ -380,14 +371,14 @@ static void collective(struct ctx *c, int r, int st, int kind, const char *kname
 	if (!c->in->bare &&
 	    comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
 		t = e.time_s;
-	pgid = intern(c, pg);
+	pgid = se_intern(c, pg);
 	x.kind = (uint8_t)kind;
 	x.bytes = bytes < 9e18 ? (int64_t)bytes : INT64_MAX;
 	x.group_size = g.n;
 	x.pg = pgid;
-	x.dtype = intern(c, "BFloat16");
+	x.dtype = se_intern(c, "BFloat16");
 	snprintf(buf, sizeof(buf), "[%d]", g.n);
-	x.ranks = intern(c, buf);
+	x.ranks = se_intern(c, buf);
 	x.seq = 0;
 	for (size_t i = 0; i < c->em.seqs.n; i++)
 		if (c->em.seqs.v[i].rank == (uint32_t)r && c->em.seqs.v[i].pg == pgid) {
@@ -400,7 +391,7 @@ static void collective(struct ctx *c, int r, int st, int kind, const char *kname
 			c->oom = 1;
 	}
 found:
-	launch(c, r, st, kind == GC_SEND || kind == GC_RECV ? GN_P2P : GN_COLL, kname, t, &x);
+	se_launch(c, r, st, kind == GC_SEND || kind == GC_RECV ? GN_P2P : GN_COLL, kname, t, &x);
 }
 
 /* One tensor-parallel collective of the b s h activations on stream st:
@@ -412,14 +403,14 @@ static void tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kin
 	char pg[32];
 	snprintf(pg, sizeof(pg), "tp.%d", r);
 	if (kind == GC_REDUCE_SCATTER)
-		collective(c, r, st, kind, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
-			   z->b * z->s * z->h * 2, g, pg);
+		se_collective(c, r, st, kind, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+			      z->b * z->s * z->h * 2, g, pg);
 	else if (kind == GC_ALL_GATHER)
-		collective(c, r, st, kind, "ncclDevKernel_AllGather_RING_LL",
-			   z->b * z->s * z->h * 2, g, pg);
+		se_collective(c, r, st, kind, "ncclDevKernel_AllGather_RING_LL",
+			      z->b * z->s * z->h * 2, g, pg);
 	else
-		collective(c, r, st, kind, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-			   z->b * z->s * z->h * 2, g, pg);
+		se_collective(c, r, st, kind, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+			      z->b * z->s * z->h * 2, g, pg);
 }
 
 static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
@@ -448,7 +439,7 @@ static int tp_overlapped(const struct ctx *c, const struct shape *z)
 
 static void tp_side_begin(struct ctx *c, int r, const struct shape *z, int k1, int k2)
 {
-	event_wait(c, r, S_COMPUTE, S_TP);
+	se_event_wait(c, r, S_COMPUTE, S_TP);
 	tp_coll(c, r, z, S_TP, k1);
 	if (k2 >= 0)
 		tp_coll(c, r, z, S_TP, k2);
@@ -456,7 +447,7 @@ static void tp_side_begin(struct ctx *c, int r, const struct shape *z, int k1, i
 
 static void tp_side_end(struct ctx *c, int r)
 {
-	event_wait(c, r, S_TP, S_COMPUTE);
+	se_event_wait(c, r, S_TP, S_COMPUTE);
 }
 
 /* Bytes of an elementwise pass over n bf16 values reading `in` tensors. */
@@ -494,7 +485,7 @@ static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
 	double kv = z->kv < z->t ? 1 : z->kv / z->t;
 	double key[OPKEY] = {3, dtype, bwd, z->b, z->s, z->a / z->t, kv, z->h / z->a};
 
-	record_op(c, key, attn_op_fmt);
+	se_record_op(c, key, attn_op_fmt);
 }
 
 /*
@@ -526,9 +517,9 @@ static void cp_transfer(struct ctx *c, int r, const struct shape *z, double byte
 {
 	char pg[32];
 	snprintf(pg, sizeof(pg), "cp.%d", r);
-	event_wait(c, r, S_COMPUTE, S_TP);
-	collective(c, r, S_TP, GC_SEND_RECV, "ncclDevKernel_SendRecv", bytes,
-		   (struct comm_group){2, z->cp_per_node}, pg);
+	se_event_wait(c, r, S_COMPUTE, S_TP);
+	se_collective(c, r, S_TP, GC_SEND_RECV, "ncclDevKernel_SendRecv", bytes,
+		      (struct comm_group){2, z->cp_per_node}, pg);
 }
 
 /*
@@ -552,15 +543,16 @@ static void allgather_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 	char pg[32];
 	snprintf(pg, sizeof(pg), "cp.%d", r);
 	if (!bwd)
-		collective(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
-			   gathered, g, pg);
+		se_collective(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+			      gathered, g, pg);
 	t = ktime(c, KC_ATTENTION, dt, f, ew((bwd ? 4 : 3) * z->b * z->s * z->h / z->t, 1),
 		  kperf_attn_s(c->in->hw, dt, pass, z->b, heads, z->s, z->s_full / 2, d, 0));
-	launch(c, r, S_COMPUTE, GN_KERNEL,
-	       bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t, NULL);
+	se_launch(c, r, S_COMPUTE, GN_KERNEL,
+		  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
+		  NULL);
 	if (bwd)
-		collective(c, r, S_COMPUTE, GC_REDUCE_SCATTER,
-			   "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", gathered, g, pg);
+		se_collective(c, r, S_COMPUTE, GC_REDUCE_SCATTER,
+			      "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", gathered, g, pg);
 }
 
 static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
@@ -580,19 +572,19 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 		for (int i = 0; i < z->cp; i++) {
 			double sq = i ? z->s / 2 : z->s, t;
 			if (i > 0) /* step i's key-value block has arrived */
-				event_wait(c, r, S_TP, S_COMPUTE);
+				se_event_wait(c, r, S_TP, S_COMPUTE);
 			if (i < z->cp - 1 && !c->dry)
 				cp_transfer(c, r, z, bytes);
 			t = ktime(
 			    c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->h / z->t, 1),
 			    kperf_attn_s(c->in->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
-			launch(c, r, S_COMPUTE, GN_KERNEL,
-			       bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"
-				   : "flash_fwd_kernel",
-			       t, NULL);
+			se_launch(c, r, S_COMPUTE, GN_KERNEL,
+				  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"
+				      : "flash_fwd_kernel",
+				  t, NULL);
 			if (i > 0 && !bwd) /* merge by log-sum-exp: out, lse, step out in */
-				kernel(c, r, KC_ELEMENTWISE, "flash_attn_fwd_out_correction",
-				       ew(out, 2) + 8 * z->b * z->s * heads);
+				sl_kernel(c, r, KC_ELEMENTWISE, "flash_attn_fwd_out_correction",
+					  ew(out, 2) + 8 * z->b * z->s * heads);
 		}
 	}
 }
@@ -609,7 +601,7 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
  * llm_score_bytes() counts the same traffic.  The core runs in bf16 unless
  * fp8_attention (layout_attn_dtype).
  */
-static void attn_fwd(struct ctx *c, int r, const struct shape *z)
+void sl_attn_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	int dt = layout_attn_dtype(&c->in->lay);
 	if (z->cp > 1) {
@@ -622,13 +614,13 @@ static void attn_fwd(struct ctx *c, int r, const struct shape *z)
 		double t = ktime(c, KC_ATTENTION, dt, 2 * f, ew(3 * z->b * z->s * z->h / z->t, 1),
 				 kperf_attn_s(c->in->hw, dt, 0, z->b, heads, z->s, z->s, d, 1));
 		attn_op(c, z, dt, 0);
-		launch(c, r, S_COMPUTE, GN_KERNEL, "flash_fwd_kernel", t, NULL);
+		se_launch(c, r, S_COMPUTE, GN_KERNEL, "flash_fwd_kernel", t, NULL);
 		return;
 	}
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_scores", dt, z->b * heads, z->s,
 	      z->s, d);
-	kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_forward", LLM_SCORE_SOFTMAX * n);
-	kernel(c, r, KC_ELEMENTWISE, "fused_dropout_kernel", LLM_SCORE_DROPOUT * n);
+	sl_kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_forward", LLM_SCORE_SOFTMAX * n);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_dropout_kernel", LLM_SCORE_DROPOUT * n);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_context", dt, z->b * heads, z->s,
 	      d, z->s);
 }
@@ -646,16 +638,18 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 		double t = ktime(c, KC_ATTENTION, dt, 4 * f, ew(4 * z->b * z->s * z->h / z->t, 1),
 				 kperf_attn_s(c->in->hw, dt, 1, z->b, heads, z->s, z->s, d, 1));
 		attn_op(c, z, dt, 1);
-		launch(c, r, S_COMPUTE, GN_KERNEL, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel",
-		       t, NULL);
+		se_launch(c, r, S_COMPUTE, GN_KERNEL,
+			  "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", t, NULL);
 		return;
 	}
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_bmm_dprobs", dt, z->b * heads, z->s,
 	      z->s, d);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dv", dt, z->b * heads, z->s, d,
 	      z->s);
-	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", LLM_SCORE_DROPOUT * n);
-	kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_backward", LLM_SCORE_SOFTMAX_BWD * n);
+	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward",
+		  LLM_SCORE_DROPOUT * n);
+	sl_kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_backward",
+		  LLM_SCORE_SOFTMAX_BWD * n);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_dq", dt, z->b * heads, z->s, d,
 	      z->s);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dk", dt, z->b * heads, z->s, d,
@@ -672,10 +666,10 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
  */
 static void linear_fwd(struct ctx *c, int r, const char *name, double m, double n, double k)
 {
-	if (low_precision(c->in->lay.dtype)) {
-		kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * m * k);
+	if (sl_low_precision(c->in->lay.dtype)) {
+		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * m * k);
 		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
-			kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_weight", 4 * k * n);
+			sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_weight", 4 * k * n);
 	}
 	gemm(c, r, name, m, n, k);
 }
@@ -688,7 +682,8 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
 static void acc_add(struct ctx *c, int r, double elems)
 {
 	if (c->in->acc_elem_bytes > 0 && c->rk[r].mb > 0)
-		kernel(c, r, KC_ELEMENTWISE, GRAPH_ACC_KERNEL, 3 * elems * c->in->acc_elem_bytes);
+		sl_kernel(c, r, KC_ELEMENTWISE, GRAPH_ACC_KERNEL,
+			  3 * elems * c->in->acc_elem_bytes);
 }
 
 /* A layer norm's weight and bias, each h values (replicated over tp). */
@@ -722,21 +717,22 @@ static void moe_coll(struct ctx *c, int r, const struct shape *z, int kind, doub
 		if (z->ep <= 1)
 			return;
 		snprintf(pg, sizeof(pg), "ep.%d", r);
-		collective(c, r, S_COMPUTE, kind, "ncclDevKernel_SendRecv_alltoall", bytes, g, pg);
+		se_collective(c, r, S_COMPUTE, kind, "ncclDevKernel_SendRecv_alltoall", bytes, g,
+			      pg);
 		return;
 	}
 	if (z->etp <= 1)
 		return;
 	snprintf(pg, sizeof(pg), "etp.%d", r);
-	collective(c, r, S_COMPUTE, kind,
-		   kind == GC_ALL_GATHER ? "ncclDevKernel_AllGather_RING_LL"
-					 : "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
-		   bytes, (struct comm_group){(int)z->etp, z->etp_per_node}, pg);
+	se_collective(c, r, S_COMPUTE, kind,
+		      kind == GC_ALL_GATHER ? "ncclDevKernel_AllGather_RING_LL"
+					    : "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+		      bytes, (struct comm_group){(int)z->etp, z->etp_per_node}, pg);
 }
 
 /* The bytes one all-to-all of one MoE layer sends from the busiest rank:
  * its routed tokens, M / etp rows of h bf16 values. */
-static double moe_a2a_bytes(const struct shape *z)
+double sl_moe_a2a_bytes(const struct shape *z)
 {
 	return z->M / z->etp * z->h * 2;
 }
@@ -754,8 +750,8 @@ static void grouped_bwd(struct ctx *c, int r, const struct shape *z, const char 
 			double n, double k)
 {
 	char name[96];
-	if (low_precision(c->in->lay.dtype))
-		kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_grad", 4 * m * n * z->eloc);
+	if (sl_low_precision(c->in->lay.dtype))
+		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_grad", 4 * m * n * z->eloc);
 	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dx", what);
 	grouped(c, r, z, name, m, k, n);
 	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dw", what);
@@ -768,12 +764,12 @@ static void grouped_bwd(struct ctx *c, int r, const struct shape *z, const char 
  * indices and gate values written). */
 static void router_fwd(struct ctx *c, int r, const struct shape *z)
 {
-	int dt = low_precision(c->in->lay.dtype) ? HW_BF16 : c->in->lay.dtype;
+	int dt = sl_low_precision(c->in->lay.dtype) ? HW_BF16 : c->in->lay.dtype;
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_router", dt, 1, z->n_tok, z->E, z->h);
-	kernel(c, r, KC_SOFTMAX,
-	       c->in->m.router == LLM_ROUTER_SIGMOID ? "moe_topk_sigmoid_kernel"
-						     : "moe_topk_softmax_kernel",
-	       8 * z->n_tok * z->E + 8 * z->n_tok * z->k);
+	sl_kernel(c, r, KC_SOFTMAX,
+		  c->in->m.router == LLM_ROUTER_SIGMOID ? "moe_topk_sigmoid_kernel"
+							: "moe_topk_softmax_kernel",
+		  8 * z->n_tok * z->E + 8 * z->n_tok * z->k);
 }
 
 static void moe_fwd(struct ctx *c, int r, const struct shape *z)
@@ -781,72 +777,73 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 	double mloc = z->M / z->eloc, x = z->M / z->etp, ph = 2 * z->n_tok * z->h;
 	router_fwd(c, r, z);
 	/* Permute: read the tokens, write top_k copies in expert order. */
-	kernel(c, r, KC_ELEMENTWISE, "moe_permute_kernel", ph + ph * z->k);
-	moe_coll(c, r, z, GC_ALL_TO_ALL, moe_a2a_bytes(z));
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_permute_kernel", ph + ph * z->k);
+	moe_coll(c, r, z, GC_ALL_TO_ALL, sl_moe_a2a_bytes(z));
 	moe_coll(c, r, z, GC_ALL_GATHER, x * z->etp * z->h * 2);
-	if (low_precision(c->in->lay.dtype)) {
-		kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * z->M * z->h);
+	if (sl_low_precision(c->in->lay.dtype)) {
+		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * z->M * z->h);
 		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
-			kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_weight",
-			       4 * z->eloc * z->h * (z->fe_in + z->fe) / z->etp);
+			sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_weight",
+				  4 * z->eloc * z->h * (z->fe_in + z->fe) / z->etp);
 	}
 	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc1", mloc, z->fe_in / z->etp, z->h);
 	if (z->gated)
-		kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(z->M * z->fe / z->etp, 2));
+		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(z->M * z->fe / z->etp, 2));
 	else
-		kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
-		       ew(z->M * z->fe / z->etp, 1));
+		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
+			  ew(z->M * z->fe / z->etp, 1));
 	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc2", mloc, z->h, z->fe / z->etp);
 	moe_coll(c, r, z, GC_REDUCE_SCATTER, x * z->etp * z->h * 2);
-	moe_coll(c, r, z, GC_ALL_TO_ALL, moe_a2a_bytes(z));
+	moe_coll(c, r, z, GC_ALL_TO_ALL, sl_moe_a2a_bytes(z));
 	/* Unpermute: read the top_k copies and gates, write the sum. */
-	kernel(c, r, KC_ELEMENTWISE, "moe_unpermute_kernel", ph * z->k + ph);
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_unpermute_kernel", ph * z->k + ph);
 	if (z->shared > 0) {
 		double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
 		if (t > 1)
 			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
 		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc1", bs,
 			   z->shared * z->fe_in / t, z->h);
-		kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_fwd_kernel" : "gelu_fwd_kernel",
-		       ew(bs * sf / t, z->gated ? 2 : 1));
+		sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_fwd_kernel" : "gelu_fwd_kernel",
+			  ew(bs * sf / t, z->gated ? 2 : 1));
 		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc2", bs, z->h,
 			   sf / t);
 		if (t > 1)
 			tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
-		kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add>", ew(ph / 2, 2));
+		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add>",
+			  ew(ph / 2, 2));
 	}
 }
 
 static void moe_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double mloc = z->M / z->eloc, x = z->M / z->etp, ph = 2 * z->n_tok * z->h;
-	int dt = low_precision(c->in->lay.dtype) ? HW_BF16 : c->in->lay.dtype;
+	int dt = sl_low_precision(c->in->lay.dtype) ? HW_BF16 : c->in->lay.dtype;
 	if (z->shared > 0) {
 		double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
 		if (t > 1)
 			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
 		gemm_bwd(c, r, "shared_fc2", bs, z->h, sf / t);
-		kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_bwd_kernel" : "gelu_bwd_kernel",
-		       z->gated ? bs * sf / t * 2 * 5 : ew(bs * sf / t, 2));
+		sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_bwd_kernel" : "gelu_bwd_kernel",
+			  z->gated ? bs * sf / t * 2 * 5 : ew(bs * sf / t, 2));
 		gemm_bwd(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h);
 		if (t > 1)
 			tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
 	}
-	kernel(c, r, KC_ELEMENTWISE, "moe_unpermute_bwd_kernel", ph + ph * z->k);
-	moe_coll(c, r, z, GC_ALL_TO_ALL, moe_a2a_bytes(z));
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_unpermute_bwd_kernel", ph + ph * z->k);
+	moe_coll(c, r, z, GC_ALL_TO_ALL, sl_moe_a2a_bytes(z));
 	moe_coll(c, r, z, GC_ALL_GATHER, x * z->etp * z->h * 2);
 	grouped_bwd(c, r, z, "fc2", mloc, z->h, z->fe / z->etp);
 	if (z->gated)
-		kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", z->M * z->fe / z->etp * 2 * 5);
+		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", z->M * z->fe / z->etp * 2 * 5);
 	else
-		kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
-		       ew(z->M * z->fe / z->etp, 2));
+		sl_kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
+			  ew(z->M * z->fe / z->etp, 2));
 	grouped_bwd(c, r, z, "fc1", mloc, z->fe_in / z->etp, z->h);
 	moe_coll(c, r, z, GC_REDUCE_SCATTER, x * z->etp * z->h * 2);
-	moe_coll(c, r, z, GC_ALL_TO_ALL, moe_a2a_bytes(z));
-	kernel(c, r, KC_ELEMENTWISE, "moe_permute_bwd_kernel", ph * z->k + ph);
-	kernel(c, r, KC_SOFTMAX, "moe_topk_softmax_bwd_kernel",
-	       8 * z->n_tok * z->E + 8 * z->n_tok * z->k);
+	moe_coll(c, r, z, GC_ALL_TO_ALL, sl_moe_a2a_bytes(z));
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_permute_bwd_kernel", ph * z->k + ph);
+	sl_kernel(c, r, KC_SOFTMAX, "moe_topk_softmax_bwd_kernel",
+		  8 * z->n_tok * z->E + 8 * z->n_tok * z->k);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_router_dx", dt, 1, z->n_tok, z->h,
 	      z->E);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_router_dw", dt, 1, z->h, z->E,
@@ -864,17 +861,17 @@ static int moe_now(const struct ctx *c, int r, const struct shape *z)
  * the residual, writes the sum and a one-byte dropout mask), layer norm,
  * FC1, GeLU (bias fused) or SwiGLU, FC2, [TP all-reduce], bias + dropout +
  * residual add. */
-static void layer_fwd(struct ctx *c, int r, const struct shape *z)
+void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	int ov = tp_overlapped(c, z);
-	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 	if (ov) /* the all-gather of the normed input beside the QKV GEMM */
 		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv_r, z->h);
 	if (ov)
 		tp_side_end(c, r);
-	attn_fwd(c, r, z);
+	sl_attn_fwd(c, r, z);
 	if (ov) /* the projection's reduce-scatter beside its GEMM */
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->h / t);
@@ -882,11 +879,11 @@ static void layer_fwd(struct ctx *c, int r, const struct shape *z)
 		tp_side_end(c, r);
 	else
 		tp_allreduce(c, r, z);
-	kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
-	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 	if (moe_now(c, r, z)) {
 		moe_fwd(c, r, z);
-		kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+		sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 		return;
 	}
 	if (ov)
@@ -895,10 +892,10 @@ static void layer_fwd(struct ctx *c, int r, const struct shape *z)
 	if (ov)
 		tp_side_end(c, r);
 	if (z->gated) /* silu(gate) x up: two inputs, one output */
-		kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(bs * z->f / t, 2));
+		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(bs * z->f / t, 2));
 	else
-		kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
-		       ew(bs * z->f / t, 1));
+		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
+			  ew(bs * z->f / t, 1));
 	if (ov)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc2", bs, z->h, z->f / t);
@@ -906,7 +903,7 @@ static void layer_fwd(struct ctx *c, int r, const struct shape *z)
 		tp_side_end(c, r);
 	else
 		tp_allreduce(c, r, z);
-	kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 }
 
 /* Input and weight gradients of C[m,n] = A[m,k] B[k,n]; in fp8 the output
@@ -915,8 +912,8 @@ static void layer_fwd(struct ctx *c, int r, const struct shape *z)
 static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k)
 {
 	char name[96];
-	if (low_precision(c->in->lay.dtype))
-		kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_grad", 4 * m * n);
+	if (sl_low_precision(c->in->lay.dtype))
+		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_grad", 4 * m * n);
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_%s_dx", what);
 	gemm(c, r, name, m, k, n);
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", what);
@@ -930,13 +927,13 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
  * core's forward just before its backward.  Each bias-dropout-add's
  * dropout has a backward pass over its branch's gradient (reads it and the
  * mask, writes the gradient). */
-static void layer_bwd(struct ctx *c, int r, const struct shape *z)
+void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	int ov = tp_overlapped(c, z);
 	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_FULL)
-		layer_fwd(c, r, z);
-	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
+		sl_layer_fwd(c, r, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	if (moe_now(c, r, z)) {
 		moe_bwd(c, r, z);
 	} else {
@@ -948,16 +945,16 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 		if (ov)
 			tp_side_end(c, r);
 		if (z->gated) /* the gradient and both inputs in, both gradients out */
-			kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", bs * z->f / t * 2 * 5);
+			sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", bs * z->f / t * 2 * 5);
 		else
-			kernel(c, r, KC_ELEMENTWISE,
-			       "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
-			       ew(bs * z->f / t, 2));
+			sl_kernel(c, r, KC_ELEMENTWISE,
+				  "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
+				  ew(bs * z->f / t, 2));
 		gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
 	}
-	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
 	acc_norm(c, r, z);
-	kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
+	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	if (ov)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
 	else
@@ -966,22 +963,22 @@ static void layer_bwd(struct ctx *c, int r, const struct shape *z)
 	if (ov)
 		tp_side_end(c, r);
 	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE)
-		attn_fwd(c, r, z);
+		sl_attn_fwd(c, r, z);
 	attn_bwd(c, r, z);
 	gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
-	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
 	acc_norm(c, r, z);
 }
 
 /* The output layer's dtype: bf16 under fp8 and fp4. */
-static int logit_dtype(const struct synth_in *in)
+int sl_logit_dtype(const struct synth_in *in)
 {
-	return low_precision(in->lay.dtype) ? HW_BF16 : in->lay.dtype;
+	return sl_low_precision(in->lay.dtype) ? HW_BF16 : in->lay.dtype;
 }
 
 static void logits_bwd(struct ctx *c, int r, double m, double n, double k)
 {
-	int dt = logit_dtype(c->in);
+	int dt = sl_logit_dtype(c->in);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_logits_dx", dt, 1, m, k, n);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_logits_dw", dt, 1, k, n, m);
 	acc_add(c, r, k * n);
@@ -999,18 +996,20 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 	struct comm_group g = {2, z->pp_per_node};
 	char pg[48];
 	snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
-	collective(c, r, st, kind, "ncclDevKernel_SendRecv", z->b * z->s * z->h * 2 / z->t, g, pg);
+	se_collective(c, r, st, kind, "ncclDevKernel_SendRecv", z->b * z->s * z->h * 2 / z->t, g,
+		      pg);
 }
 
 /* The embedding's lookup forward and its gradient (stage 0). */
-static void embed_fwd(struct ctx *c, int r, const struct shape *z)
+void sl_embed_fwd(struct ctx *c, int r, const struct shape *z)
 {
-	kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(z->b * z->s * z->h, 1));
+	sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(z->b * z->s * z->h, 1));
 }
 
-static void embed_bwd(struct ctx *c, int r, const struct shape *z)
+void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
 {
-	kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(z->b * z->s * z->h, 2));
+	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel",
+		  ew(z->b * z->s * z->h, 2));
 	/* Tied on one stage: one gradient, added with the head's. */
 	if (c->in->m.untied || c->in->lay.pp > 1)
 		acc_add(c, r, z->V / z->t * z->h);
@@ -1025,25 +1024,25 @@ static void embed_bwd(struct ctx *c, int r, const struct shape *z)
  * over the logits: the max and the sum of exponentials read them (4 + 4
  * bytes a value); the cast to fp32 (2 + 4), the subtraction, the
  * exponential and the division in place (8 each) read and write them. */
-static void head_fwd(struct ctx *c, int r, const struct shape *z)
+void sl_head_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s;
-	kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h, 1));
-	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", logit_dtype(c->in), 1, bs,
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h, 1));
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", sl_logit_dtype(c->in), 1, bs,
 	      z->V / z->t, z->h);
-	kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd", 30 * bs * z->V / z->t);
-	kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 8 * bs * z->V / z->t);
+	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd", 30 * bs * z->V / z->t);
+	sl_kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 8 * bs * z->V / z->t);
 }
 
 /* (softmax - one-hot) x the loss gradient from the saved fp32 softmax
  * (read 4, write 4), cast to bf16 (read 4, write 2); the logits' two
  * gradients; the final norm's. */
-static void head_bwd(struct ctx *c, int r, const struct shape *z)
+void sl_head_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s;
-	kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd", 14 * bs * z->V / z->t);
+	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd", 14 * bs * z->V / z->t);
 	logits_bwd(c, r, bs, z->V / z->t, z->h);
-	kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
 	acc_norm(c, r, z);
 }
 
@@ -1134,22 +1133,22 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	int dpc = layout_dpc(&c->lay);
 	if (dpc <= 1 || params <= 0)
 		return;
-	event_wait(c, r, S_COMPUTE, S_DP);
+	se_event_wait(c, r, S_COMPUTE, S_DP);
 	if (!sharded(c)) {
 		/* Over the dp x cp ranks (tp apart: Megatron-LM's order). */
 		struct comm_group g = {dpc, comm_per_domain(dpc, hw_domain(in->hw) / in->lay.tp)};
 		snprintf(pg, sizeof(pg), "dp.%d", r);
-		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-			   params * gb, g, pg);
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			      params * gb, g, pg);
 		return;
 	}
 	dp_pg(c, r, pg, sizeof(pg));
-	collective(c, r, S_DP, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
-		   params * gb, shard_group(c), pg);
+	se_collective(c, r, S_DP, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
+		      params * gb, shard_group(c), pg);
 	if (replica_group(c).n > 1) {
 		snprintf(pg, sizeof(pg), "dpr.%d", r);
-		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-			   params * gb / layout_shard_group(&c->lay), replica_group(c), pg);
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			      params * gb / layout_shard_group(&c->lay), replica_group(c), pg);
 	}
 }
 
@@ -1197,16 +1196,16 @@ static void expert_reduce(struct ctx *c, int r, const struct shape *z, double pa
 	char pg[32];
 	if (z->edp <= 1 || params <= 0)
 		return;
-	event_wait(c, r, S_COMPUTE, S_DP);
+	se_event_wait(c, r, S_COMPUTE, S_DP);
 	snprintf(pg, sizeof(pg), "edp.%d", r);
 	if (c->in->lay.zero >= 1)
-		collective(c, r, S_DP, GC_REDUCE_SCATTER,
-			   "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", params * grad_bytes(c),
-			   (struct comm_group){z->edp, z->edp_per_node}, pg);
+		se_collective(c, r, S_DP, GC_REDUCE_SCATTER,
+			      "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", params * grad_bytes(c),
+			      (struct comm_group){z->edp, z->edp_per_node}, pg);
 	else
-		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-			   params * grad_bytes(c), (struct comm_group){z->edp, z->edp_per_node},
-			   pg);
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			      params * grad_bytes(c), (struct comm_group){z->edp, z->edp_per_node},
+			      pg);
 }
 
 /* Layer `layer`'s gradients are complete on stage r: a dense layer's into
@@ -1257,10 +1256,10 @@ static uint32_t gather(struct ctx *c, int r, double params, int wait_compute)
 		return NONE32;
 	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
 	if (wait_compute)
-		event_wait(c, r, S_COMPUTE, S_DP);
+		se_event_wait(c, r, S_COMPUTE, S_DP);
 	dp_pg(c, r, pg, sizeof(pg));
-	collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL", params * w,
-		   shard_group(c), pg);
+	se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL", params * w,
+		      shard_group(c), pg);
 	return c->rk[r].last[S_DP];
 }
 
@@ -1298,7 +1297,7 @@ static void gather_before(struct ctx *c, int r, const struct shape *z, int depth
 			ids[j] = gather(c, r, dense_params(c, z, l0 + j), j == 0);
 	else if (i + depth < n)
 		ids[i + depth] = gather(c, r, dense_params(c, z, l0 + i + depth), 1);
-	event_wait_task(c, r, ids[i], S_DP, S_COMPUTE);
+	se_event_wait_task(c, r, ids[i], S_DP, S_COMPUTE);
 }
 
 /* The stage and chunk a forward unit of (s, ch) gets its input from (0
@@ -1351,8 +1350,7 @@ static void set_ann(struct ctx *c, int r, int32_t layer, int phase, int32_t mb)
 #define FOLD_NEVER  (NONE32 - 1) /* ctx.findex: tried, cannot be folded */
 
 /* The index of the template of a unit (ctx.findex), made on first use. */
-static size_t fold_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd,
-			int bucket)
+size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket)
 {
 	size_t n = (size_t)z->p * (size_t)z->v * FOLD_KINDS;
 	int f = (fwd ? FOLD_FWD : 0) | (bucket ? FOLD_BUCKET : 0) | (mb == 0 ? FOLD_FIRST : 0) |
@@ -1732,7 +1730,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 	uint32_t first_task = NONE32, last_task = NONE32, *ids = NULL;
 	size_t k0 = c->em.nodes.n;
 	const struct synth_in *in = c->in;
-	size_t slot = c->fo.fold ? fold_slot(c, z, s, ch, mb, fwd, dp_bucket) : SIZE_MAX;
+	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket) : SIZE_MAX;
 	size_t e0 = c->em.edges.n, c0 = c->em.colls.n, w0 = c->em.waits.n;
 	uint32_t last0[S_N]; /* each stream's last task before the unit */
 	struct ufold t;
@@ -1760,54 +1758,54 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 	if (fwd) {
 		if (fwd_prev(z, s, ch, &os, &oc)) {
 			pp_transfer(c, r, S_RECVF, GC_RECV, os, oc, z, 1);
-			event_wait(c, r, S_RECVF, S_COMPUTE);
+			se_event_wait(c, r, S_RECVF, S_COMPUTE);
 		}
 		if (first_chunk && !in->bare) {
 			if (depth >= 0) /* the embedding's weights, sharded too */
-				event_wait_task(c, r, gather(c, r, embed_params(c, r), 1), S_DP,
-						S_COMPUTE);
-			embed_fwd(c, r, z);
+				se_event_wait_task(c, r, gather(c, r, embed_params(c, r), 1), S_DP,
+						   S_COMPUTE);
+			sl_embed_fwd(c, r, z);
 		}
 		for (int l = 0; l < nl; l++) {
 			c->rk[r].layer = l0 + l;
 			gather_before(c, r, z, depth, l, nl, ids, l0);
-			layer_fwd(c, r, z);
+			sl_layer_fwd(c, r, z);
 		}
 		c->rk[r].layer = -1;
 		if (last_chunk && !in->bare) {
 			/* The head's weights stay gathered for its backward (as
 			 * torchtitan leaves the output layer unsharded). */
 			if (depth >= 0)
-				event_wait_task(c, r, gather(c, r, head_params(c, r), 1), S_DP,
-						S_COMPUTE);
-			head_fwd(c, r, z);
+				se_event_wait_task(c, r, gather(c, r, head_params(c, r), 1), S_DP,
+						   S_COMPUTE);
+			sl_head_fwd(c, r, z);
 		}
 		if (fwd_next(z, s, ch, &os, &oc)) {
-			event_wait(c, r, S_COMPUTE, S_SENDF);
+			se_event_wait(c, r, S_COMPUTE, S_SENDF);
 			pp_transfer(c, r, S_SENDF, GC_SEND, s, ch, z, 1);
 			if (!in->lay.pp_overlap)
-				event_wait(c, r, S_SENDF, S_COMPUTE);
+				se_event_wait(c, r, S_SENDF, S_COMPUTE);
 		}
 	} else {
 		if (fwd_next(z, s, ch, &os, &oc)) {
 			pp_transfer(c, r, S_RECVB, GC_RECV, os, oc, z, 0);
-			event_wait(c, r, S_RECVB, S_COMPUTE);
+			se_event_wait(c, r, S_RECVB, S_COMPUTE);
 		}
 		if (last_chunk && !in->bare) {
-			head_bwd(c, r, z);
+			sl_head_bwd(c, r, z);
 			if (reduce)
 				grad_ready(c, r, z, head_params(c, r));
 		}
 		for (int l = nl - 1; l >= 0; l--) {
 			c->rk[r].layer = l0 + l;
 			gather_before(c, r, z, depth, nl - 1 - l, nl, ids, l0);
-			layer_bwd(c, r, z);
+			sl_layer_bwd(c, r, z);
 			if (reduce)
 				layer_grads(c, r, z, l0 + l);
 		}
 		c->rk[r].layer = -1;
 		if (first_chunk && !in->bare) {
-			embed_bwd(c, r, z);
+			sl_embed_bwd(c, r, z);
 			if (reduce)
 				grad_ready(c, r, z, embed_params(c, r));
 		}
@@ -1817,10 +1815,10 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 		if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
 			grad_flush(c, r, z);
 		if (fwd_prev(z, s, ch, &os, &oc)) {
-			event_wait(c, r, S_COMPUTE, S_SENDB);
+			se_event_wait(c, r, S_COMPUTE, S_SENDB);
 			pp_transfer(c, r, S_SENDB, GC_SEND, s, ch, z, 0);
 			if (!in->lay.pp_overlap)
-				event_wait(c, r, S_SENDB, S_COMPUTE);
+				se_event_wait(c, r, S_SENDB, S_COMPUTE);
 		}
 	}
 	if (slot != SIZE_MAX && !c->oom && c->fo.findex.v[slot] == NONE32) {
@@ -1936,18 +1934,18 @@ static void adam(struct ctx *c, int r, double np_, int amax)
 	/* FP16: unscale the gradients and check them for inf/NaN (dynamic
 	 * loss scaling; fp32 main gradients read and written). */
 	if (in->lay.dtype == HW_FP16)
-		kernel(c, r, KC_OPTIMIZER,
-		       "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>", 8 * np_);
+		sl_kernel(c, r, KC_OPTIMIZER,
+			  "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>", 8 * np_);
 	/* Gradient clipping: the norm of the fp32 main gradients, then their
 	 * scaling by the clip coefficient. */
-	kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
-	kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>", 8 * np_);
-	kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * 30);
+	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
+	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>", 8 * np_);
+	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * 30);
 	/* FP8: the amax history and scale update of the layer's tensors, one
 	 * small kernel (Transformer Engine's delayed scaling). */
-	if (amax && low_precision(in->lay.dtype))
-		kernel(c, r, KC_ELEMENTWISE, "te_delayed_scaling_amax_and_scale_update",
-		       3 * 8 * 1024 * 4.0);
+	if (amax && sl_low_precision(in->lay.dtype))
+		sl_kernel(c, r, KC_ELEMENTWISE, "te_delayed_scaling_amax_and_scale_update",
+			  3 * 8 * 1024 * 4.0);
 }
 
 static void optimizer(struct ctx *c, int r, const struct shape *z)
@@ -1967,12 +1965,12 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	 * _allreduce_word_embedding_grads, in finalize_model_grads). */
 	if (tied) {
 		struct comm_group g = {2, z->emb_per_node};
-		event_wait(c, r, S_COMPUTE, S_DP);
-		collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-			   (double)m->vocab * m->hidden / z->t * grad_bytes(c), g, "emb");
+		se_event_wait(c, r, S_COMPUTE, S_DP);
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			      (double)m->vocab * m->hidden / z->t * grad_bytes(c), g, "emb");
 	}
 	if (layout_dpc(&c->lay) > 1 || tied || (z->moe && z->edp > 1))
-		event_wait(c, r, S_DP, S_COMPUTE);
+		se_event_wait(c, r, S_DP, S_COMPUTE);
 	/* Adam over fp32 master weights, moments and the gradient, one kernel
 	 * per layer (marked with it, so that layer edits on the written trace
 	 * repeat the layer's optimizer work too); the embedding and the head
@@ -1996,7 +1994,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	/* ZeRO-1/2: the updated weights all-gathered, here or (overlap_param)
 	 * before the next step's first forward; ZeRO-3 keeps them sharded. */
 	if (zero && in->lay.zero <= 2 && !in->lay.overlap_param) {
-		event_wait(c, r, S_COMPUTE, S_DP);
+		se_event_wait(c, r, S_COMPUTE, S_DP);
 		for (int ch = 0; ch < z->v; ch++) {
 			int l0 = layout_chunk_first(m, &c->lay, r, ch);
 			int nl = layout_chunk_layers(m, &c->lay, r, ch);
@@ -2016,7 +2014,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		double w, g, o;
 		mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
 		snprintf(pg, sizeof(pg), "edp.%d", r);
-		event_wait(c, r, S_COMPUTE, S_DP);
+		se_event_wait(c, r, S_COMPUTE, S_DP);
 		for (int ch = 0; ch < z->v; ch++) {
 			int l0 = layout_chunk_first(m, &c->lay, r, ch);
 			int nl = layout_chunk_layers(m, &c->lay, r, ch);
@@ -2024,16 +2022,14 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 				if (!llm_is_moe_layer(m, l0 + i))
 					continue;
 				set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
-				collective(c, r, S_DP, GC_ALL_GATHER,
-					   "ncclDevKernel_AllGather_RING_LL", z->me * w,
-					   (struct comm_group){z->edp, z->edp_per_node}, pg);
+				se_collective(c, r, S_DP, GC_ALL_GATHER,
+					      "ncclDevKernel_AllGather_RING_LL", z->me * w,
+					      (struct comm_group){z->edp, z->edp_per_node}, pg);
 			}
 		}
 		set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	}
 }
-
-static void shape_of(const struct synth_in *in, struct shape *z);
 
 void synth_mem_layout(const struct synth_in *in, struct layout *l)
 {
@@ -2063,13 +2059,13 @@ void synth_extra_times(const struct synth_in *in, double *emb, double *head)
 	struct shape z;
 
 	dry_ctx(&c, &rk, in);
-	shape_of(in, &z);
-	embed_fwd(&c, 0, &z);
-	embed_bwd(&c, 0, &z);
+	sl_shape(in, &z);
+	sl_embed_fwd(&c, 0, &z);
+	sl_embed_bwd(&c, 0, &z);
 	*emb = c.dry_s;
 	c.dry_s = 0;
-	head_fwd(&c, 0, &z);
-	head_bwd(&c, 0, &z);
+	sl_head_fwd(&c, 0, &z);
+	sl_head_bwd(&c, 0, &z);
 	*head = c.dry_s;
 }
 
@@ -2132,7 +2128,7 @@ void synth_mem(const struct synth_in *in, struct mem_est *out)
 }
 
 /* The layout as the kernels of one layer need it (synth_build's). */
-static void shape_of(const struct synth_in *in, struct shape *z)
+void sl_shape(const struct synth_in *in, struct shape *z)
 {
 	memset(z, 0, sizeof(*z));
 	z->b = in->lay.mbs;
@@ -2195,15 +2191,15 @@ static void layer_times(const struct synth_in *in, int moe, double *fwd_s, doubl
 	rk.mb = 1; /* a steady microbatch: fp8 weights already cast */
 	rk.phase = PH_FORWARD;
 	rk.layer = moe ? in->m.layers - 1 : -1; /* a dense layer, or an MoE one */
-	shape_of(in, &z);
-	layer_fwd(&c, 0, &z);
+	sl_shape(in, &z);
+	sl_layer_fwd(&c, 0, &z);
 	*fwd_s = c.dry_s;
 	c.dry_s = 0;
 	rk.phase = PH_BACKWARD;
-	layer_bwd(&c, 0, &z);
+	sl_layer_bwd(&c, 0, &z);
 	*bwd_s = c.dry_s;
 	c.dry_s = 0;
-	attn_fwd(&c, 0, &z);
+	sl_attn_fwd(&c, 0, &z);
 	*attn_fwd_s = c.dry_s;
 }
 
@@ -2222,9 +2218,9 @@ double synth_moe_a2a_s(const struct synth_in *in)
 {
 	struct shape z;
 	struct comm_est e;
-	shape_of(in, &z);
+	sl_shape(in, &z);
 	if (!z.moe || z.ep <= 1 ||
-	    comm_time(in->hw, GC_ALL_TO_ALL, moe_a2a_bytes(&z),
+	    comm_time(in->hw, GC_ALL_TO_ALL, sl_moe_a2a_bytes(&z),
 		      (struct comm_group){(int)z.ep, z.ep_per_node}, in->comm_eff, COMM_AUTO, &e))
 		return 0;
 	return e.time_s;
@@ -2233,8 +2229,8 @@ double synth_moe_a2a_s(const struct synth_in *in)
 double synth_moe_a2a_bytes(const struct synth_in *in)
 {
 	struct shape z;
-	shape_of(in, &z);
-	return z.moe && z.ep > 1 ? moe_a2a_bytes(&z) : 0;
+	sl_shape(in, &z);
+	return z.moe && z.ep > 1 ? sl_moe_a2a_bytes(&z) : 0;
 }
 
 /* What a kernel of class cls whose kernel-model time is at least min_s
@@ -2300,7 +2296,7 @@ static void moe_layer_bound(const struct synth_in *in, double *f, double *b, dou
 	double T, fl, g, fd, bd, ab;
 	layer_bound(in, &fd, &bd, attn_f);
 	ab = bd - 2 * (fd - *attn_f); /* the attention core's backward */
-	shape_of(in, &z);
+	sl_shape(in, &z);
 	T = z.b * z.s;
 	fl = llm_gemm_flops(T, z.qkv_r, z.h) + llm_gemm_flops(T, z.h, z.h) / z.t +
 	     llm_gemm_flops(z.n_tok, z.E, z.h) +
@@ -2377,7 +2373,7 @@ double synth_lower_bound(const struct synth_in *in)
 		if (!in->bare)
 			logits = (double)l->microbatches * 3 *
 				 line_bound(in, KC_GEMM,
-					    kperf_gemm_min_s(in->hw, logit_dtype(in),
+					    kperf_gemm_min_s(in->hw, sl_logit_dtype(in),
 							     llm_gemm_flops(bs, m->vocab, h) / t));
 		for (int k = 0; k < l->pp; k++) {
 			double w = 0, wm = 0;
@@ -2446,7 +2442,7 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 }
 
 /* Nodes grouped by processor (stable), CSR with order edges added. */
-static struct graph *finish(struct ctx *c, uint32_t **newid_out)
+struct graph *se_finish(struct ctx *c, uint32_t **newid_out)
 {
 	uint32_t nn = (uint32_t)c->em.nodes.n, np = (uint32_t)c->em.procs.n;
 	uint32_t *newid = prism_malloc((nn ? nn : 1) * sizeof(*newid));
@@ -2599,17 +2595,17 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	if (strtab_init(&c.em.st))
 		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
 	P = in->lay.pp;
-	shape_of(in, &z);
+	sl_shape(in, &z);
 	z.tp_per_node = in->lay.tp;
 	z.pp_per_node = in->lay.tp * layout_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
 	z.emb_per_node =
 	    (int64_t)in->lay.tp * layout_dpc(&in->lay) * in->lay.pp <= hw_domain(in->hw) ? 2 : 1;
-	c.em.n_cpu = intern(&c, "aten::op");
-	c.em.n_launch = intern(&c, "cudaLaunchKernel");
-	c.em.n_record = intern(&c, "cudaEventRecord");
-	c.em.n_wait = intern(&c, "cudaStreamWaitEvent");
-	c.em.n_sync = intern(&c, "cudaDeviceSynchronize");
-	c.fo.n_fold = intern(&c, "prism::unit");
+	c.em.n_cpu = se_intern(&c, "aten::op");
+	c.em.n_launch = se_intern(&c, "cudaLaunchKernel");
+	c.em.n_record = se_intern(&c, "cudaEventRecord");
+	c.em.n_wait = se_intern(&c, "cudaStreamWaitEvent");
+	c.em.n_sync = se_intern(&c, "cudaDeviceSynchronize");
+	c.fo.n_fold = se_intern(&c, "prism::unit");
 	c.fo.fold = in->units;
 	c.em.next_corr = 1;
 	c.rk = prism_calloc((size_t)P, sizeof(*c.rk));
@@ -2661,7 +2657,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	}
 	if (c.oom)
 		goto oom;
-	g = finish(&c, &newid);
+	g = se_finish(&c, &newid);
 	if (!g)
 		goto oom;
 	{

@@ -13,7 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "comm.h"
 #include "graph.h"
+#include "hw.h"
 #include "layout.h"
 #include "strtab.h"
 #include "synth.h"
@@ -236,5 +238,84 @@ struct shape {
 				 * tp, and the routed experts' share */
 	int ep_per_node, etp_per_node, edp, edp_per_node;
 };
+
+/* ---- emit.c: how a task becomes nodes ------------------------------- */
+
+/* The string id of s in the graph's table (c->oom set on failure). */
+uint32_t se_intern(struct ctx *c, const char *s);
+
+/* What an op's record is made from: fmt writes its name, dims and types
+ * from key (its kind and numbers) the first time key is seen. */
+typedef void (*se_op_fmt)(const double *key, const char **op, char *dims, size_t nd, char *types,
+			  size_t nt);
+
+/* The op whose shapes the next se_launch()ed task records (none in dry
+ * runs or with in->no_shapes). */
+void se_record_op(struct ctx *c, const double key[OPKEY], se_op_fmt fmt);
+
+/* Launch GPU task `name` of kind (GN_*) taking `seconds` on rank r's
+ * stream st, after the rank's host has spent in->cpu_op_s and
+ * in->launch_s; coll: its collective entry, or NULL.  The task's node id
+ * (0 in a dry run, which only adds a kernel's seconds to c->dry_s). */
+uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name, double seconds,
+		   const struct graph_coll *coll);
+
+/* Rank r's stream `to` waits for what stream `from` has done so far
+ * (event record and stream wait on the host). */
+void se_event_wait(struct ctx *c, int r, int from, int to);
+
+/* The same for task src of stream `from` (nothing for NONE32). */
+void se_event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to);
+
+/* A collective of kind (GC_*) on bytes over group g, timed by comm.h
+ * (0 for bare runs), on rank r's stream st, in process group pg. */
+void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
+		   struct comm_group g, const char *pg);
+
+/* The graph: nodes grouped by processor (stable), CSR with order edges
+ * added, the string table moved into it; *newid_out maps built ids to
+ * the graph's (free it).  NULL when out of memory. */
+struct graph *se_finish(struct ctx *c, uint32_t **newid_out);
+
+/* ---- layer.c: what a layer runs ------------------------------------- */
+
+/* FP8 (and FP4) GEMMs as Transformer Engine runs them. */
+static inline int sl_low_precision(int dtype)
+{
+	return dtype == HW_FP8 || dtype == HW_FP4;
+}
+
+/* The output layer's dtype: bf16 under fp8 and fp4. */
+int sl_logit_dtype(const struct synth_in *in);
+
+/* in's shape as the kernels of one layer need it (tp_per_node,
+ * pp_per_node and emb_per_node left 0: synth_build places them). */
+void sl_shape(const struct synth_in *in, struct shape *z);
+
+/* A memory-bound kernel of class cls (KC_*) moving bytes, on rank r's
+ * compute stream. */
+void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes);
+
+/* One layer's forward and backward on rank r (its current layer,
+ * microbatch and phase: rankst), recomputation included in the backward;
+ * the attention core's forward alone. */
+void sl_layer_fwd(struct ctx *c, int r, const struct shape *z);
+void sl_layer_bwd(struct ctx *c, int r, const struct shape *z);
+void sl_attn_fwd(struct ctx *c, int r, const struct shape *z);
+
+/* Stage 0's embedding and the last stage's final norm, logits and loss. */
+void sl_embed_fwd(struct ctx *c, int r, const struct shape *z);
+void sl_embed_bwd(struct ctx *c, int r, const struct shape *z);
+void sl_head_fwd(struct ctx *c, int r, const struct shape *z);
+void sl_head_bwd(struct ctx *c, int r, const struct shape *z);
+
+/* The bytes one all-to-all of one MoE layer sends from the busiest rank. */
+double sl_moe_a2a_bytes(const struct shape *z);
+
+/* ---- fold.c: folded units ------------------------------------------- */
+
+/* The index of a unit's template in c->fo.findex (made on first use), or
+ * SIZE_MAX when out of memory. */
+size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket);
 
 #endif
