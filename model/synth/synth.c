@@ -394,6 +394,71 @@ found:
 	se_launch(c, r, st, kind == GC_SEND || kind == GC_RECV ? GN_P2P : GN_COLL, kname, t, &x);
 }
 
+int se_init(struct ctx *c)
+{
+	if (strtab_init(&c->em.st))
+		return PRISM_ENOMEM;
+	c->em.n_cpu = se_intern(c, "aten::op");
+	c->em.n_launch = se_intern(c, "cudaLaunchKernel");
+	c->em.n_record = se_intern(c, "cudaEventRecord");
+	c->em.n_wait = se_intern(c, "cudaStreamWaitEvent");
+	c->em.n_sync = se_intern(c, "cudaDeviceSynchronize");
+	c->em.next_corr = 1;
+	return 0;
+}
+
+int se_procs(struct ctx *c)
+{
+	/* Processors: per rank its host thread, then its streams. */
+	for (int r = 0; r < c->in->lay.pp; r++) {
+		struct graph_proc p;
+		memset(&p, 0, sizeof(p));
+		p.rank = (uint32_t)r;
+		p.pid = 1000 + r;
+		p.tid = 1000 + r;
+		c->rk[r].host = (uint32_t)c->em.procs.n;
+		if (VEC_PUSH(c->em.procs, p))
+			return PRISM_ENOMEM;
+		for (int st = 0; st < S_N; st++) {
+			p.gpu = 1;
+			p.pid = r;
+			p.tid = stream_id[st];
+			c->rk[r].stream[st] = (uint32_t)c->em.procs.n;
+			c->rk[r].last[st] = NONE32;
+			if (VEC_PUSH(c->em.procs, p))
+				return PRISM_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+uint32_t se_sync(struct ctx *c, int r)
+{
+	uint32_t call = host_call(c, r, c->em.n_sync, RT_DEVICE_SYNC, 0);
+	uint32_t w = add_node(c, r, c->rk[r].host, GN_WAIT, c->em.n_sync, 2e-6);
+	if (c->oom)
+		return w;
+	c->em.nodes.v[call].flags = NF_BLOCKING;
+	c->em.nodes.v[w].rtclass = RT_DEVICE_SYNC;
+	for (int st = 0; st < S_N; st++)
+		if (c->rk[r].last[st] != NONE32)
+			add_edge(c, c->rk[r].last[st], w, GE_SYNC);
+	return w;
+}
+
+void se_release(struct ctx *c)
+{
+	strtab_release(&c->em.st);
+	VEC_FREE(c->em.nodes);
+	VEC_FREE(c->em.edges);
+	VEC_FREE(c->em.procs);
+	VEC_FREE(c->em.colls);
+	VEC_FREE(c->em.pend);
+	VEC_FREE(c->em.waits);
+	VEC_FREE(c->em.seqs);
+	VEC_FREE(c->em.ops);
+}
+
 /* One tensor-parallel collective of the b s h activations on stream st:
  * kind GC_ALL_REDUCE, or with sequence parallelism GC_REDUCE_SCATTER or
  * GC_ALL_GATHER. */
@@ -1713,145 +1778,185 @@ fail:
 	return 0;
 }
 
-/* One forward (fwd = 1) or backward unit of microbatch mb on chunk ch of
- * stage s; dp_bucket: issue the chunk's gradient collectives. */
-static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
-		 const struct shape *z)
+int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb)
 {
-	int r = s, os, oc;
-	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
-	int l0 = layout_chunk_first(&c->in->m, &c->lay, s, ch);
-	int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
-	int depth = gather_depth(c, fwd, mb);
-	/* Gradients are reduced in the last microbatch's backward of each
-	 * chunk, under ZeRO-2/3 in every backward (the gradients are sharded:
-	 * DeepSpeed's stage 2 and FSDP reduce each micro-step). */
-	int reduce = !fwd && (dp_bucket || c->lay.zero >= 2);
-	uint32_t first_task = NONE32, last_task = NONE32, *ids = NULL;
-	size_t k0 = c->em.nodes.n;
-	const struct synth_in *in = c->in;
-	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket) : SIZE_MAX;
-	size_t e0 = c->em.edges.n, c0 = c->em.colls.n, w0 = c->em.waits.n;
-	uint32_t last0[S_N]; /* each stream's last task before the unit */
-	struct ufold t;
+	const struct ufold *t;
+	if (c->fo.findex.v[slot] >= c->fo.folds.n || c->em.pend.n)
+		return 0;
+	t = &c->fo.folds.v[c->fo.findex.v[slot]];
+	if (t->bucket0 != c->rk[r].bucket || !fold_ext_ok(c, t, r))
+		return 0;
+	fold_replay(c, t, r, mb);
+	return 1;
+}
 
-	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
-	if (slot != SIZE_MAX && c->fo.findex.v[slot] < c->fo.folds.n && !c->em.pend.n &&
-	    c->fo.folds.v[c->fo.findex.v[slot]].bucket0 == c->rk[r].bucket &&
-	    fold_ext_ok(c, &c->fo.folds.v[c->fo.findex.v[slot]], r)) {
-		fold_replay(c, &c->fo.folds.v[c->fo.findex.v[slot]], r, mb);
-		c->rk[r].layer = -1;
-		return;
-	}
-	memcpy(last0, c->rk[r].last, sizeof(last0));
-	if (depth >= 0 && !c->dry &&
-	    !(ids = prism_malloc((size_t)(nl > 0 ? nl : 1) * sizeof(*ids)))) {
-		c->oom = 1;
-		return;
-	}
-	memset(&t, 0, sizeof(t));
-	t.ufirst = t.ulast = NONE32;
-	t.bucket0 = c->rk[r].bucket;
-	t.flops = c->tally.flops;
-	t.kernels = c->tally.kernels;
-	memcpy(t.hits, c->tally.kdb_hits, sizeof(t.hits));
-	if (fwd) {
-		if (fwd_prev(z, s, ch, &os, &oc)) {
-			pp_transfer(c, r, S_RECVF, GC_RECV, os, oc, z, 1);
-			se_event_wait(c, r, S_RECVF, S_COMPUTE);
-		}
-		if (first_chunk && !in->bare) {
-			if (depth >= 0) /* the embedding's weights, sharded too */
-				se_event_wait_task(c, r, gather(c, r, embed_params(c, r), 1), S_DP,
-						   S_COMPUTE);
-			sl_embed_fwd(c, r, z);
-		}
-		for (int l = 0; l < nl; l++) {
-			c->rk[r].layer = l0 + l;
-			gather_before(c, r, z, depth, l, nl, ids, l0);
-			sl_layer_fwd(c, r, z);
-		}
-		c->rk[r].layer = -1;
-		if (last_chunk && !in->bare) {
-			/* The head's weights stay gathered for its backward (as
-			 * torchtitan leaves the output layer unsharded). */
-			if (depth >= 0)
-				se_event_wait_task(c, r, gather(c, r, head_params(c, r), 1), S_DP,
-						   S_COMPUTE);
-			sl_head_fwd(c, r, z);
-		}
-		if (fwd_next(z, s, ch, &os, &oc)) {
-			se_event_wait(c, r, S_COMPUTE, S_SENDF);
-			pp_transfer(c, r, S_SENDF, GC_SEND, s, ch, z, 1);
-			if (!in->lay.pp_overlap)
-				se_event_wait(c, r, S_SENDF, S_COMPUTE);
-		}
-	} else {
-		if (fwd_next(z, s, ch, &os, &oc)) {
-			pp_transfer(c, r, S_RECVB, GC_RECV, os, oc, z, 0);
-			se_event_wait(c, r, S_RECVB, S_COMPUTE);
-		}
-		if (last_chunk && !in->bare) {
-			sl_head_bwd(c, r, z);
-			if (reduce)
-				grad_ready(c, r, z, head_params(c, r));
-		}
-		for (int l = nl - 1; l >= 0; l--) {
-			c->rk[r].layer = l0 + l;
-			gather_before(c, r, z, depth, nl - 1 - l, nl, ids, l0);
-			sl_layer_bwd(c, r, z);
-			if (reduce)
-				layer_grads(c, r, z, l0 + l);
-		}
-		c->rk[r].layer = -1;
-		if (first_chunk && !in->bare) {
-			sl_embed_bwd(c, r, z);
-			if (reduce)
-				grad_ready(c, r, z, embed_params(c, r));
-		}
-		/* The chunk's last bucket (its first layers) once its backward
-		 * is done; without overlap, ZeRO-2/3 still reduce each
-		 * microbatch's, the others wait for the stage's last backward. */
-		if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
-			grad_flush(c, r, z);
-		if (fwd_prev(z, s, ch, &os, &oc)) {
-			se_event_wait(c, r, S_COMPUTE, S_SENDB);
-			pp_transfer(c, r, S_SENDB, GC_SEND, s, ch, z, 0);
-			if (!in->lay.pp_overlap)
-				se_event_wait(c, r, S_SENDB, S_COMPUTE);
-		}
-	}
+void sf_begin(const struct ctx *c, int r, struct sf_start *u)
+{
+	u->k0 = c->em.nodes.n;
+	u->e0 = c->em.edges.n;
+	u->c0 = c->em.colls.n;
+	u->w0 = c->em.waits.n;
+	memcpy(u->last0, c->rk[r].last, sizeof(u->last0));
+	memset(&u->t, 0, sizeof(u->t));
+	u->t.ufirst = u->t.ulast = NONE32;
+	u->t.bucket0 = c->rk[r].bucket;
+	u->t.flops = c->tally.flops;
+	u->t.kernels = c->tally.kernels;
+	memcpy(u->t.hits, c->tally.kdb_hits, sizeof(u->t.hits));
+}
+
+int sf_end(struct ctx *c, int r, int32_t mb, size_t slot, const struct sf_start *u)
+{
 	if (slot != SIZE_MAX && !c->oom && c->fo.findex.v[slot] == NONE32) {
+		struct ufold t = u->t;
 		t.flops = c->tally.flops - t.flops;
 		t.kernels = c->tally.kernels - t.kernels;
 		for (int h = 0; h < 3; h++)
 			t.hits[h] = c->tally.kdb_hits[h] - t.hits[h];
 		t.bucket1 = c->rk[r].bucket;
-		if (fold_build(c, r, &t, k0, e0, c0, last0)) {
+		if (fold_build(c, r, &t, u->k0, u->e0, u->c0, u->last0)) {
 			/* The replay adds the unit's counts again. */
 			c->tally.flops -= t.flops;
 			c->tally.kernels -= t.kernels;
 			for (int h = 0; h < 3; h++)
 				c->tally.kdb_hits[h] -= t.hits[h];
-			c->em.waits.n = w0;
+			c->em.waits.n = u->w0;
 			if (VEC_PUSH(c->fo.folds, t)) {
 				c->oom = 1;
-				return;
+				return 1;
 			}
 			c->fo.findex.v[slot] = (uint32_t)(c->fo.folds.n - 1);
 			/* The streams as before the unit: its events from
 			 * before it are replayed from them. */
-			memcpy(c->rk[r].last, last0, sizeof(last0));
+			memcpy(c->rk[r].last, u->last0, sizeof(u->last0));
 			fold_replay(c, &c->fo.folds.v[c->fo.folds.n - 1], r, mb);
-			free(ids);
-			return;
+			return 1;
 		}
 		c->fo.findex.v[slot] = FOLD_NEVER;
 	}
 	if (c->fo.fold)
 		c->fo.units_kept++;
-	free(ids);
-	/* The unit's compute tasks, for the bubble. */
+	return 0;
+}
+
+void sf_release(struct ctx *c)
+{
+	VEC_FREE(c->fo.folds);
+	VEC_FREE(c->fo.fnodes);
+	VEC_FREE(c->fo.fedges);
+	VEC_FREE(c->fo.fcolls);
+	VEC_FREE(c->fo.fmarks);
+	VEC_FREE(c->fo.fexts);
+	VEC_FREE(c->fo.marks);
+	VEC_FREE(c->fo.fkerns);
+	VEC_FREE(c->fo.fscr);
+	VEC_FREE(c->fo.fsegs);
+	VEC_FREE(c->fo.fgates);
+	VEC_FREE(c->fo.findex);
+}
+
+/* A forward unit of chunk ch of stage s: the activations received from
+ * the stage before, the embedding (first chunk), the chunk's layers, each
+ * after its gathers (gather_before: depth, ids), the head (last chunk),
+ * the activations sent on. */
+static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int depth, uint32_t *ids)
+{
+	const struct synth_in *in = c->in;
+	int r = s, os, oc;
+	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
+	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
+	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
+
+	if (fwd_prev(z, s, ch, &os, &oc)) {
+		pp_transfer(c, r, S_RECVF, GC_RECV, os, oc, z, 1);
+		se_event_wait(c, r, S_RECVF, S_COMPUTE);
+	}
+	if (first_chunk && !in->bare) {
+		if (depth >= 0) /* the embedding's weights, sharded too */
+			se_event_wait_task(c, r, gather(c, r, embed_params(c, r), 1), S_DP,
+					   S_COMPUTE);
+		sl_embed_fwd(c, r, z);
+	}
+	for (int l = 0; l < nl; l++) {
+		c->rk[r].layer = l0 + l;
+		gather_before(c, r, z, depth, l, nl, ids, l0);
+		sl_layer_fwd(c, r, z);
+	}
+	c->rk[r].layer = -1;
+	if (last_chunk && !in->bare) {
+		/* The head's weights stay gathered for its backward (as
+		 * torchtitan leaves the output layer unsharded). */
+		if (depth >= 0)
+			se_event_wait_task(c, r, gather(c, r, head_params(c, r), 1), S_DP,
+					   S_COMPUTE);
+		sl_head_fwd(c, r, z);
+	}
+	if (fwd_next(z, s, ch, &os, &oc)) {
+		se_event_wait(c, r, S_COMPUTE, S_SENDF);
+		pp_transfer(c, r, S_SENDF, GC_SEND, s, ch, z, 1);
+		if (!in->lay.pp_overlap)
+			se_event_wait(c, r, S_SENDF, S_COMPUTE);
+	}
+}
+
+/* A backward unit: the gradient received from the stage after, the head
+ * (last chunk), the chunk's layers in reverse, the embedding (first
+ * chunk), the gradient sent back.  dp_bucket: the chunk's last
+ * microbatch, whose gradients are reduced (under ZeRO-2/3 every
+ * microbatch's are). */
+static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int depth, uint32_t *ids,
+		     int dp_bucket)
+{
+	const struct synth_in *in = c->in;
+	int r = s, os, oc;
+	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
+	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
+	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
+	/* Gradients are reduced in the last microbatch's backward of each
+	 * chunk, under ZeRO-2/3 in every backward (the gradients are sharded:
+	 * DeepSpeed's stage 2 and FSDP reduce each micro-step). */
+	int reduce = dp_bucket || c->lay.zero >= 2;
+
+	if (fwd_next(z, s, ch, &os, &oc)) {
+		pp_transfer(c, r, S_RECVB, GC_RECV, os, oc, z, 0);
+		se_event_wait(c, r, S_RECVB, S_COMPUTE);
+	}
+	if (last_chunk && !in->bare) {
+		sl_head_bwd(c, r, z);
+		if (reduce)
+			grad_ready(c, r, z, head_params(c, r));
+	}
+	for (int l = nl - 1; l >= 0; l--) {
+		c->rk[r].layer = l0 + l;
+		gather_before(c, r, z, depth, nl - 1 - l, nl, ids, l0);
+		sl_layer_bwd(c, r, z);
+		if (reduce)
+			layer_grads(c, r, z, l0 + l);
+	}
+	c->rk[r].layer = -1;
+	if (first_chunk && !in->bare) {
+		sl_embed_bwd(c, r, z);
+		if (reduce)
+			grad_ready(c, r, z, embed_params(c, r));
+	}
+	/* The chunk's last bucket (its first layers) once its backward
+	 * is done; without overlap, ZeRO-2/3 still reduce each
+	 * microbatch's, the others wait for the stage's last backward. */
+	if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
+		grad_flush(c, r, z);
+	if (fwd_prev(z, s, ch, &os, &oc)) {
+		se_event_wait(c, r, S_COMPUTE, S_SENDB);
+		pp_transfer(c, r, S_SENDB, GC_SEND, s, ch, z, 0);
+		if (!in->lay.pp_overlap)
+			se_event_wait(c, r, S_SENDB, S_COMPUTE);
+	}
+}
+
+/* The first and last compute task of rank r's unit that began at task
+ * k0, for the bubble. */
+static void unit_marks(struct ctx *c, int r, size_t k0)
+{
+	uint32_t first_task = NONE32, last_task = NONE32;
 	for (size_t u = k0; u < c->em.nodes.n; u++)
 		if (c->em.nodes.v[u].proc == c->rk[r].stream[S_COMPUTE]) {
 			if (first_task == NONE32)
@@ -1861,6 +1966,43 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 	if (first_task != NONE32 &&
 	    (VEC_PUSH(c->sc.unit_first, first_task) || VEC_PUSH(c->sc.unit_last, last_task)))
 		c->oom = 1;
+}
+
+/* One forward (fwd = 1) or backward unit of microbatch mb on chunk ch of
+ * stage s; dp_bucket: issue the chunk's gradient collectives.  Folding
+ * (in->units): a unit whose template is made repeats it, the first of its
+ * kind is built and folded into one (fold.c). */
+static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
+		 const struct shape *z)
+{
+	int r = s;
+	int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
+	int depth = gather_depth(c, fwd, mb);
+	uint32_t *ids = NULL;
+	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket) : SIZE_MAX;
+	struct sf_start u;
+
+	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
+	if (slot != SIZE_MAX && sf_reuse(c, slot, r, mb)) {
+		c->rk[r].layer = -1;
+		return;
+	}
+	if (depth >= 0 && !c->dry &&
+	    !(ids = prism_malloc((size_t)(nl > 0 ? nl : 1) * sizeof(*ids)))) {
+		c->oom = 1;
+		return;
+	}
+	sf_begin(c, r, &u);
+	if (fwd)
+		unit_fwd(c, s, ch, z, depth, ids);
+	else
+		unit_bwd(c, s, ch, z, depth, ids, dp_bucket);
+	if (sf_end(c, r, mb, slot, &u)) {
+		free(ids);
+		return;
+	}
+	free(ids);
+	unit_marks(c, r, u.k0);
 }
 
 /* Unit k of stage s's schedule order: forward or backward number k. */
@@ -2028,6 +2170,28 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 			}
 		}
 		set_ann(c, r, -1, PH_OPTIMIZER, -1);
+	}
+}
+
+void ss_steps(struct ctx *c, const struct shape *z)
+{
+	const struct synth_in *in = c->in;
+	for (c->sc.step = 0; c->sc.step < (in->steps > 0 ? in->steps : 1); c->sc.step++) {
+		for (int r = 0; r < in->lay.pp; r++) {
+			uint32_t first = (uint32_t)c->em.nodes.n, w;
+			set_ann(c, r, -1, PH_NONE, -1);
+			stage_step(c, r, z);
+			if (!in->bare)
+				optimizer(c, r, z);
+			set_ann(c, r, -1, PH_NONE, -1);
+			w = se_sync(c, r);
+			if (c->oom)
+				return;
+			if (VEC_PUSH(c->sc.step_first, first) || VEC_PUSH(c->sc.step_last, w)) {
+				c->oom = 1;
+				return;
+			}
+		}
 	}
 }
 
@@ -2574,6 +2738,109 @@ int synth_meta_parse(const char *s, struct synth_in *in, struct prism_err *err)
 	return desc_parse(s, &in->m, &in->lay, in->hw_id, sizeof(in->hw_id), err);
 }
 
+/* The schedule's marks in the graph's ids. */
+static int remap_marks(struct ctx *c, const uint32_t *newid)
+{
+	if (VEC_RESERVE(c->sc.step_first, 1) || VEC_RESERVE(c->sc.unit_first, 1))
+		return PRISM_ENOMEM;
+	for (size_t i = 0; i < c->sc.step_first.n; i++) {
+		c->sc.step_first.v[i] = newid[c->sc.step_first.v[i]];
+		c->sc.step_last.v[i] = newid[c->sc.step_last.v[i]];
+	}
+	for (size_t i = 0; i < c->sc.unit_first.n; i++) {
+		c->sc.unit_first.v[i] = newid[c->sc.unit_first.v[i]];
+		c->sc.unit_last.v[i] = newid[c->sc.unit_last.v[i]];
+	}
+	return 0;
+}
+
+/* Every node's iteration, and one iteration per step and stage. */
+static int set_iters(struct ctx *c, struct graph *g, const uint32_t *newid)
+{
+	int P = c->in->lay.pp;
+	struct graph_iter *it;
+	/* Iteration ids are step-major, then rank (a rank's processors are
+	 * 1 + S_N consecutive ones). */
+	for (uint32_t u = 0; u < c->em.nodes.n; u++)
+		g->iter[newid[u]] =
+		    c->em.nodes.v[u].iter * P + (int32_t)c->em.nodes.v[u].proc / (1 + S_N);
+	/* One iteration per step and stage; settle.h gives their times. */
+	it = prism_realloc(g->iters, (c->sc.step_first.n ? c->sc.step_first.n : 1) * sizeof(*it));
+	if (!it)
+		return PRISM_ENOMEM;
+	g->iters = it;
+	g->n_iters = (uint32_t)c->sc.step_first.n;
+	for (size_t i = 0; i < c->sc.step_first.n; i++) {
+		it[i].rank = (uint32_t)(i % (size_t)P);
+		it[i].proc = c->rk[i % (size_t)P].host;
+		it[i].step = (int64_t)(i / (size_t)P);
+		it[i].start_ns = 0;
+		it[i].dur_ns = 0;
+	}
+	return 0;
+}
+
+/* What was built, into out: the schedule's marks (taken from c), the
+ * counts, the folded units' marks and every event wait, in the graph's
+ * ids. */
+static int take_out(struct ctx *c, const uint32_t *newid, struct synth_out *out)
+{
+	const struct synth_in *in = c->in;
+	int P = in->lay.pp;
+
+	out->n_steps = c->sc.step_first.n;
+	out->step_first = c->sc.step_first.v;
+	out->step_last = c->sc.step_last.v;
+	out->n_units = c->sc.unit_first.n;
+	out->unit_first = c->sc.unit_first.v;
+	out->unit_last = c->sc.unit_last.v;
+	memset(&c->sc.step_first, 0, sizeof(c->sc.step_first));
+	memset(&c->sc.step_last, 0, sizeof(c->sc.step_last));
+	memset(&c->sc.unit_first, 0, sizeof(c->sc.unit_first));
+	memset(&c->sc.unit_last, 0, sizeof(c->sc.unit_last));
+	out->steps = in->steps > 0 ? in->steps : 1;
+	out->stages = P;
+	if (!in->bare) {
+		out->slow_compute = in->hw->slow_compute;
+		out->slow_comm = in->hw->slow_comm;
+	}
+	for (int r = 0; r < P && r < LAYOUT_MAX_STAGES; r++)
+		out->compute[r] = c->rk[r].stream[S_COMPUTE];
+	out->flops = c->tally.flops / (in->steps > 0 ? in->steps : 1);
+	out->kernels = c->tally.kernels;
+	out->kdb_exact = c->tally.kdb_hits[KDB_EXACT];
+	out->kdb_interpolated = c->tally.kdb_hits[KDB_INTERPOLATED];
+	out->tasks = (uint64_t)c->em.nodes.n + c->fo.tasks_folded;
+	out->n_units_folded = c->fo.units_folded;
+	out->n_units_kept = c->fo.units_kept;
+	out->n_unit_kinds = c->fo.folds.n;
+	if (c->fo.marks.n) {
+		out->marks = prism_malloc(c->fo.marks.n * sizeof(*out->marks));
+		if (!out->marks)
+			return PRISM_ENOMEM;
+		for (size_t i = 0; i < c->fo.marks.n; i++) {
+			out->marks[i] = c->fo.marks.v[i];
+			out->marks[i].node = newid[c->fo.marks.v[i].node];
+			out->marks[i].host = newid[c->fo.marks.v[i].host];
+		}
+		out->n_marks = c->fo.marks.n;
+		out->kerns = c->fo.fkerns.v;
+		out->n_kerns = c->fo.fkerns.n;
+		memset(&c->fo.fkerns, 0, sizeof(c->fo.fkerns));
+	}
+	out->n_waits = (uint32_t)c->em.waits.n;
+	out->waits = prism_malloc((c->em.waits.n ? c->em.waits.n : 1) * sizeof(*out->waits));
+	if (!out->waits)
+		return PRISM_ENOMEM;
+	for (size_t i = 0; i < c->em.waits.n; i++) {
+		out->waits[i].call = newid[c->em.waits.v[i].wait];
+		out->waits[i].record = newid[c->em.waits.v[i].record];
+		out->waits[i].stream = c->em.waits.v[i].proc;
+		out->waits[i].on_stream = c->em.waits.v[i].on_proc;
+	}
+	return 0;
+}
+
 int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_out *out,
 		struct prism_err *err)
 {
@@ -2581,8 +2848,8 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	struct shape z;
 	struct graph *g = NULL;
 	uint32_t *newid = NULL;
+	char meta[4096];
 	int rc;
-	int P;
 
 	*out_g = NULL;
 	memset(out, 0, sizeof(*out));
@@ -2592,161 +2859,29 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	c.in = in;
 	synth_mem_layout(in, &c.lay);
 	c.kdb_gpu = in->kdb ? kdb_gpu(in->kdb, in->hw->gpu) : -1;
-	if (strtab_init(&c.em.st))
+	if (se_init(&c))
 		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
-	P = in->lay.pp;
 	sl_shape(in, &z);
 	z.tp_per_node = in->lay.tp;
 	z.pp_per_node = in->lay.tp * layout_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
 	z.emb_per_node =
 	    (int64_t)in->lay.tp * layout_dpc(&in->lay) * in->lay.pp <= hw_domain(in->hw) ? 2 : 1;
-	c.em.n_cpu = se_intern(&c, "aten::op");
-	c.em.n_launch = se_intern(&c, "cudaLaunchKernel");
-	c.em.n_record = se_intern(&c, "cudaEventRecord");
-	c.em.n_wait = se_intern(&c, "cudaStreamWaitEvent");
-	c.em.n_sync = se_intern(&c, "cudaDeviceSynchronize");
 	c.fo.n_fold = se_intern(&c, "prism::unit");
 	c.fo.fold = in->units;
-	c.em.next_corr = 1;
-	c.rk = prism_calloc((size_t)P, sizeof(*c.rk));
-	if (!c.rk)
+	c.rk = prism_calloc((size_t)in->lay.pp, sizeof(*c.rk));
+	if (!c.rk || se_procs(&c))
 		goto oom;
-	/* Processors: per rank its host thread, then its streams. */
-	for (int r = 0; r < P; r++) {
-		struct graph_proc p;
-		memset(&p, 0, sizeof(p));
-		p.rank = (uint32_t)r;
-		p.pid = 1000 + r;
-		p.tid = 1000 + r;
-		c.rk[r].host = (uint32_t)c.em.procs.n;
-		if (VEC_PUSH(c.em.procs, p))
-			goto oom;
-		for (int st = 0; st < S_N; st++) {
-			p.gpu = 1;
-			p.pid = r;
-			p.tid = stream_id[st];
-			c.rk[r].stream[st] = (uint32_t)c.em.procs.n;
-			c.rk[r].last[st] = NONE32;
-			if (VEC_PUSH(c.em.procs, p))
-				goto oom;
-		}
-	}
-	for (c.sc.step = 0; c.sc.step < (in->steps > 0 ? in->steps : 1); c.sc.step++) {
-		for (int r = 0; r < P; r++) {
-			uint32_t first = (uint32_t)c.em.nodes.n;
-			set_ann(&c, r, -1, PH_NONE, -1);
-			stage_step(&c, r, &z);
-			if (!in->bare)
-				optimizer(&c, r, &z);
-			set_ann(&c, r, -1, PH_NONE, -1);
-			{
-				uint32_t call = host_call(&c, r, c.em.n_sync, RT_DEVICE_SYNC, 0);
-				uint32_t w =
-				    add_node(&c, r, c.rk[r].host, GN_WAIT, c.em.n_sync, 2e-6);
-				if (c.oom)
-					goto oom;
-				c.em.nodes.v[call].flags = NF_BLOCKING;
-				c.em.nodes.v[w].rtclass = RT_DEVICE_SYNC;
-				for (int st = 0; st < S_N; st++)
-					if (c.rk[r].last[st] != NONE32)
-						add_edge(&c, c.rk[r].last[st], w, GE_SYNC);
-				if (VEC_PUSH(c.sc.step_first, first) || VEC_PUSH(c.sc.step_last, w))
-					goto oom;
-			}
-		}
-	}
+	ss_steps(&c, &z);
 	if (c.oom)
 		goto oom;
 	g = se_finish(&c, &newid);
 	if (!g)
 		goto oom;
-	{
-		char meta[4096];
-		synth_meta(in, meta, sizeof(meta));
-		if (strtab_intern(&g->st, meta, strlen(meta), &g->meta))
-			goto oom;
-	}
-	if (VEC_RESERVE(c.sc.step_first, 1) || VEC_RESERVE(c.sc.unit_first, 1))
+	synth_meta(in, meta, sizeof(meta));
+	if (strtab_intern(&g->st, meta, strlen(meta), &g->meta))
 		goto oom;
-	for (size_t i = 0; i < c.sc.step_first.n; i++) {
-		c.sc.step_first.v[i] = newid[c.sc.step_first.v[i]];
-		c.sc.step_last.v[i] = newid[c.sc.step_last.v[i]];
-	}
-	for (size_t i = 0; i < c.sc.unit_first.n; i++) {
-		c.sc.unit_first.v[i] = newid[c.sc.unit_first.v[i]];
-		c.sc.unit_last.v[i] = newid[c.sc.unit_last.v[i]];
-	}
-	/* Iteration ids are step-major, then rank (a rank's processors are
-	 * 1 + S_N consecutive ones). */
-	for (uint32_t u = 0; u < c.em.nodes.n; u++)
-		g->iter[newid[u]] =
-		    c.em.nodes.v[u].iter * P + (int32_t)c.em.nodes.v[u].proc / (1 + S_N);
-	{
-		/* One iteration per step and stage; settle.h gives their times. */
-		struct graph_iter *it = prism_realloc(
-		    g->iters, (c.sc.step_first.n ? c.sc.step_first.n : 1) * sizeof(*it));
-		if (!it)
-			goto oom;
-		g->iters = it;
-		g->n_iters = (uint32_t)c.sc.step_first.n;
-		for (size_t i = 0; i < c.sc.step_first.n; i++) {
-			it[i].rank = (uint32_t)(i % (size_t)P);
-			it[i].proc = c.rk[i % (size_t)P].host;
-			it[i].step = (int64_t)(i / (size_t)P);
-			it[i].start_ns = 0;
-			it[i].dur_ns = 0;
-		}
-	}
-	out->n_steps = c.sc.step_first.n;
-	out->step_first = c.sc.step_first.v;
-	out->step_last = c.sc.step_last.v;
-	out->n_units = c.sc.unit_first.n;
-	out->unit_first = c.sc.unit_first.v;
-	out->unit_last = c.sc.unit_last.v;
-	memset(&c.sc.step_first, 0, sizeof(c.sc.step_first));
-	memset(&c.sc.step_last, 0, sizeof(c.sc.step_last));
-	memset(&c.sc.unit_first, 0, sizeof(c.sc.unit_first));
-	memset(&c.sc.unit_last, 0, sizeof(c.sc.unit_last));
-	out->steps = in->steps > 0 ? in->steps : 1;
-	out->stages = P;
-	if (!in->bare) {
-		out->slow_compute = in->hw->slow_compute;
-		out->slow_comm = in->hw->slow_comm;
-	}
-	for (int r = 0; r < P && r < LAYOUT_MAX_STAGES; r++)
-		out->compute[r] = c.rk[r].stream[S_COMPUTE];
-	out->flops = c.tally.flops / (in->steps > 0 ? in->steps : 1);
-	out->kernels = c.tally.kernels;
-	out->kdb_exact = c.tally.kdb_hits[KDB_EXACT];
-	out->kdb_interpolated = c.tally.kdb_hits[KDB_INTERPOLATED];
-	out->tasks = (uint64_t)c.em.nodes.n + c.fo.tasks_folded;
-	out->n_units_folded = c.fo.units_folded;
-	out->n_units_kept = c.fo.units_kept;
-	out->n_unit_kinds = c.fo.folds.n;
-	if (c.fo.marks.n) {
-		out->marks = prism_malloc(c.fo.marks.n * sizeof(*out->marks));
-		if (!out->marks)
-			goto oom;
-		for (size_t i = 0; i < c.fo.marks.n; i++) {
-			out->marks[i] = c.fo.marks.v[i];
-			out->marks[i].node = newid[c.fo.marks.v[i].node];
-			out->marks[i].host = newid[c.fo.marks.v[i].host];
-		}
-		out->n_marks = c.fo.marks.n;
-		out->kerns = c.fo.fkerns.v;
-		out->n_kerns = c.fo.fkerns.n;
-		memset(&c.fo.fkerns, 0, sizeof(c.fo.fkerns));
-	}
-	out->n_waits = (uint32_t)c.em.waits.n;
-	out->waits = prism_malloc((c.em.waits.n ? c.em.waits.n : 1) * sizeof(*out->waits));
-	if (!out->waits)
+	if (remap_marks(&c, newid) || set_iters(&c, g, newid) || take_out(&c, newid, out))
 		goto oom;
-	for (size_t i = 0; i < c.em.waits.n; i++) {
-		out->waits[i].call = newid[c.em.waits.v[i].wait];
-		out->waits[i].record = newid[c.em.waits.v[i].record];
-		out->waits[i].stream = c.em.waits.v[i].proc;
-		out->waits[i].on_stream = c.em.waits.v[i].on_proc;
-	}
 	*out_g = g;
 	g = NULL;
 	rc = 0;
@@ -2761,31 +2896,12 @@ oom:
 done:
 	graph_free(g);
 	free(newid);
-	strtab_release(&c.em.st);
+	se_release(&c);
+	sf_release(&c);
 	free(c.rk);
-	VEC_FREE(c.em.nodes);
-	VEC_FREE(c.em.edges);
-	VEC_FREE(c.em.procs);
-	VEC_FREE(c.em.colls);
-	VEC_FREE(c.em.pend);
-	VEC_FREE(c.em.waits);
-	VEC_FREE(c.em.seqs);
-	VEC_FREE(c.em.ops);
 	VEC_FREE(c.sc.step_first);
 	VEC_FREE(c.sc.step_last);
 	VEC_FREE(c.sc.unit_first);
 	VEC_FREE(c.sc.unit_last);
-	VEC_FREE(c.fo.folds);
-	VEC_FREE(c.fo.fnodes);
-	VEC_FREE(c.fo.fedges);
-	VEC_FREE(c.fo.fcolls);
-	VEC_FREE(c.fo.fmarks);
-	VEC_FREE(c.fo.fexts);
-	VEC_FREE(c.fo.marks);
-	VEC_FREE(c.fo.fkerns);
-	VEC_FREE(c.fo.fscr);
-	VEC_FREE(c.fo.fsegs);
-	VEC_FREE(c.fo.fgates);
-	VEC_FREE(c.fo.findex);
 	return rc;
 }

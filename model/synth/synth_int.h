@@ -241,6 +241,21 @@ struct shape {
 
 /* ---- emit.c: how a task becomes nodes ------------------------------- */
 
+/* The graph's string table and the names every build uses, correlation
+ * ids from 1: 0, or PRISM_ENOMEM (nothing to release). */
+int se_init(struct ctx *c);
+
+/* Per rank (c->rk, allocated): its host thread and its S_N streams as
+ * processors, no task launched on them yet: 0, or PRISM_ENOMEM. */
+int se_procs(struct ctx *c);
+
+/* Rank r's step ends: cudaDeviceSynchronize, whose wait (its node id, the
+ * return) ends after each stream's last task. */
+uint32_t se_sync(struct ctx *c, int r);
+
+/* Free what se_init and the build allocated in c->em. */
+void se_release(struct ctx *c);
+
 /* The string id of s in the graph's table (c->oom set on failure). */
 uint32_t se_intern(struct ctx *c, const char *s);
 
@@ -317,5 +332,33 @@ double sl_moe_a2a_bytes(const struct shape *z);
 /* The index of a unit's template in c->fo.findex (made on first use), or
  * SIZE_MAX when out of memory. */
 size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket);
+
+/* Where a unit starts (sf_begin), for sf_end. */
+struct sf_start {
+	size_t k0, e0, c0, w0; /* tasks, edges, collectives, event waits before it */
+	uint32_t last0[S_N];   /* each stream's last task before it */
+	struct ufold t;	       /* its template as far as it is known */
+};
+
+/* Repeat slot's template as rank r's next unit (microbatch mb) where one
+ * is made and holds here: 1, or 0 when the unit is to be built. */
+int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb);
+
+/* Before rank r's unit is built. */
+void sf_begin(const struct ctx *c, int r, struct sf_start *u);
+
+/* After it is built: where slot (SIZE_MAX: none) has no template yet,
+ * fold the unit into one, take the unit back and repeat the template (1);
+ * 0 when the unit stays as built. */
+int sf_end(struct ctx *c, int r, int32_t mb, size_t slot, const struct sf_start *u);
+
+/* Free c->fo. */
+void sf_release(struct ctx *c);
+
+/* ---- step.c: the step and its schedule ------------------------------ */
+
+/* Every step of every rank: its units in schedule order, the optimizer,
+ * the closing sync (c->oom set on failure, the build stopped there). */
+void ss_steps(struct ctx *c, const struct shape *z);
 
 #endif
