@@ -2,10 +2,42 @@
  * synth_int.h - what the parts of the run builder share.  Private to
  * model/synth/: the public interface is synth.h.
  *
+ * The parts, one file each, and who calls whom (calls go down, never up):
+ *
+ *   synth.c      public entry points; synth_build sets up a build and
+ *      |         hands out its graph
+ *      v
+ *   step.c       the step and its schedule: units, pipeline transfers,
+ *      |  \      gradient buckets and reduction, ZeRO gathers, optimizer
+ *      |   `-->  fold.c     folded units: a unit's template, made once
+ *      v                    and repeated (works on em's arrays itself)
+ *   layer.c      what a layer runs: its kernels, their times and ops'
+ *      |         shapes, its tensor-parallel collectives
+ *      v
+ *   emit.c       how a task becomes nodes: host calls, launches, event
+ *                waits, collectives, ops' records; the graph at the end
+ *
+ *   bound.c      closed-form times (a dry ctx through layer.c) and the
+ *                lower bound; partition.c places layers with its times
+ *
+ * step.c calls emit.c too (its transfers, reductions and gathers).
+ * layer.c knows nothing of the schedule but the rank's position
+ * (rankst: layer, microbatch, phase, set by step.c); emit.c nothing of
+ * layers: a task reaches it as a stream, a kind, a name and a time, an
+ * op's numbers and a collective's group, and is stamped with the
+ * position.
+ *
+ * Names: synth_ is synth.h's.  A function defined in one part and called
+ * from another wears that part's prefix, s and the file's initial: se_
+ * (emit.c), sl_ (layer.c), ss_ (step.c), sf_ (fold.c); bound.c,
+ * partition.c and synth.c export only synth.h's functions.  Everything
+ * else is static.  Errors: functions that add tasks set c->oom and go
+ * on; the build checks it at each step's end.
+ *
  * One build is one struct ctx.  Its state is grouped by the part that
  * owns it: the graph as it is built (em), what the build counted
- * (tally), the schedule's marks (sc), the folded units (fo); the run
- * and the ranks' state (rk) are shared by all.
+ * (tally), the schedule's marks (sc), the folded units (fo); the run and
+ * the ranks' state (rk) are shared by all.
  */
 #ifndef PRISM_SYNTH_INT_H
 #define PRISM_SYNTH_INT_H
@@ -348,8 +380,9 @@ int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb);
 void sf_begin(const struct ctx *c, int r, struct sf_start *u);
 
 /* After it is built: where slot (SIZE_MAX: none) has no template yet,
- * fold the unit into one, take the unit back and repeat the template (1);
- * 0 when the unit stays as built. */
+ * fold the unit into one, take the unit back and repeat the template: 1
+ * (also when out of memory, c->oom set), or 0 when the unit stays as
+ * built. */
 int sf_end(struct ctx *c, int r, int32_t mb, size_t slot, const struct sf_start *u);
 
 /* Free c->fo. */
