@@ -153,84 +153,98 @@ static void fold_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
 		c->oom = 1;
 }
 
-/*
- * Fold the unit just built on rank r (tasks from k0, edges from e0,
- * collectives from c0; *t holds its counts so far) into a template
- * (synth.h): 1 when made (the unit's tasks are then taken back), 0 when
- * the unit cannot be folded (it stays as built).
- */
-static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e0, size_t c0,
-		      const uint32_t *last0)
-{
-	uint32_t n = (uint32_t)(c->em.nodes.n - k0), host = c->rk[r].host;
-	uint32_t comp = c->rk[r].stream[S_COMPUTE];
-	const struct snode *v = c->em.nodes.v + k0;
+/* The unit being folded: its tasks v[0 .. n) from task k0 and its edges
+ * from e0, on rank r (host thread host, compute stream comp); each
+ * stream's last task before it; the host's time h (fold_scan); per task
+ * x (c->fo.fscr). */
+struct built {
+	const struct snode *v;
 	struct fscr *x;
-	int64_t h = 0;
-	uint32_t prev = NONE32, si;
+	size_t k0, e0;
+	const uint32_t *last0;
+	int64_t h;
+	uint32_t n, host, comp;
+	int r;
+};
 
-	size_t f_nodes = c->fo.fnodes.n, f_edges = c->fo.fedges.n, f_colls = c->fo.fcolls.n;
-	size_t f_marks = c->fo.fmarks.n, f_kerns = c->fo.fkerns.n, f_exts = c->fo.fexts.n;
+/* Each host task's offset (and the host's time), each GPU task's launch
+ * offset and events: 0 where the unit cannot be folded (a host task with
+ * a lag; an edge into the host, from outside the unit but an event from a
+ * stream's last task, or other than a launch or an event). */
+static int fold_scan(const struct ctx *c, struct built *u)
+{
+	const struct snode *v = u->v;
+	struct fscr *x = u->x;
 
-	if (c->em.pend.n || n == 0 || VEC_RESERVE(c->fo.fscr, n))
-		return 0;
-	x = c->fo.fscr.v;
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < u->n; i++) {
 		x[i] = (struct fscr){-1, NONE32, NONE32, 0, 0, 0};
-		if (v[i].proc == host) {
+		if (v[i].proc == u->host) {
 			if (v[i].lag)
 				return 0;
-			x[i].rel = h;
-			h = prism_time_add(h, v[i].dur);
+			x[i].rel = u->h;
+			u->h = prism_time_add(u->h, v[i].dur);
 		}
 	}
-	for (size_t k = e0; k < c->em.edges.n; k++) {
+	for (size_t k = u->e0; k < c->em.edges.n; k++) {
 		const struct sedge *e = &c->em.edges.v[k];
-		uint32_t a = e->src - (uint32_t)k0, b = e->dst - (uint32_t)k0;
-		if (e->dst < k0 || v[b].proc == host)
+		uint32_t a = e->src - (uint32_t)u->k0, b = e->dst - (uint32_t)u->k0;
+		if (e->dst < u->k0 || v[b].proc == u->host)
 			return 0;
-		if (e->src < k0) {
+		if (e->src < u->k0) {
 			/* From a stream's last task before the unit: the same
 			 * stream's last where the template is repeated. */
 			int st;
-			for (st = 0; st < S_N && last0[st] != e->src; st++)
+			for (st = 0; st < S_N && u->last0[st] != e->src; st++)
 				;
 			if (st == S_N || e->kind != GE_EVENT)
 				return 0;
 			x[b].evin = 1;
 			continue;
 		}
-		if (e->kind == GE_LAUNCH && v[a].proc == host && !x[b].launched) {
+		if (e->kind == GE_LAUNCH && v[a].proc == u->host && !x[b].launched) {
 			x[b].rel = x[a].rel;
 			x[b].launched = 1;
-		} else if (e->kind == GE_EVENT && v[a].proc != host) {
+		} else if (e->kind == GE_EVENT && v[a].proc != u->host) {
 			x[a].evout = 1;
 			x[b].evin = 1;
 		} else {
 			return 0;
 		}
 	}
-	/* Runs of compute kernels, cut after an event source and before an
-	 * event target. */
+	return 1;
+}
+
+/* Runs of compute kernels (c->fo.fsegs), cut after an event source and
+ * before an event target, and the host offsets that gate a launch
+ * (c->fo.fgates, sorted, each once): 1; 0 where the unit cannot be
+ * folded (a GPU task the host did not launch, a gate after the host's
+ * time); -1 when out of memory. */
+static int fold_runs(struct ctx *c, const struct built *u)
+{
+	const struct snode *v = u->v;
+	const struct fscr *x = u->x;
+	uint32_t prev = NONE32;
+	size_t n = 0;
+
 	c->fo.fsegs.n = 0;
 	c->fo.fgates.n = 0;
 	if (VEC_PUSH(c->fo.fgates, 0))
-		goto oom;
-	for (uint32_t i = 0; i < n; i++) {
+		return -1;
+	for (uint32_t i = 0; i < u->n; i++) {
 		struct fseg *sg;
-		if (v[i].proc == host)
+		if (v[i].proc == u->host)
 			continue;
 		if (!x[i].launched)
 			return 0;
-		if (v[i].proc != comp) {
+		if (v[i].proc != u->comp) {
 			if (VEC_PUSH(c->fo.fgates, x[i].rel))
-				goto oom;
+				return -1;
 			continue;
 		}
 		if (prev == NONE32 || x[i].evin || x[prev].evout) {
 			struct fseg z = {i, i, 1, 0};
 			if (VEC_PUSH(c->fo.fsegs, z) || VEC_PUSH(c->fo.fgates, x[i].rel))
-				goto oom;
+				return -1;
 		} else {
 			sg = &c->fo.fsegs.v[c->fo.fsegs.n - 1];
 			/* Held to PRISM_TIME_MAX: a run that long is the
@@ -243,17 +257,86 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 		prev = i;
 	}
 	qsort(c->fo.fgates.v, c->fo.fgates.n, sizeof(*c->fo.fgates.v), cmp_i64);
-	{
-		size_t u = 0;
-		for (size_t k = 0; k < c->fo.fgates.n; k++)
-			if (k == 0 || c->fo.fgates.v[k] != c->fo.fgates.v[u - 1])
-				c->fo.fgates.v[u++] = c->fo.fgates.v[k];
-		c->fo.fgates.n = u;
+	for (size_t k = 0; k < c->fo.fgates.n; k++)
+		if (k == 0 || c->fo.fgates.v[k] != c->fo.fgates.v[n - 1])
+			c->fo.fgates.v[n++] = c->fo.fgates.v[k];
+	c->fo.fgates.n = n;
+	return c->fo.fgates.v[c->fo.fgates.n - 1] > u->h ? 0 : 1;
+}
+
+/* Task i, off the compute stream, into the template as it is (a
+ * collective's entry keeps its (rank, pg) slot in c->em.seqs): 1, or -1
+ * when out of memory. */
+static int fold_other(struct ctx *c, const struct built *u, struct ufold *t, uint32_t i)
+{
+	const struct snode *v = u->v;
+	uint32_t me = fold_push(c, t, v[i]);
+
+	u->x[i].start_of = u->x[i].end_of = me;
+	fold_edge(c, fold_gate(c, u->x[i].rel), me, GE_LAUNCH);
+	if (v[i].coll != NONE32) {
+		struct graph_coll cx = c->em.colls.v[v[i].coll];
+		cx.node = me;
+		cx.seq = NONE32;
+		for (size_t q = 0; q < c->em.seqs.n; q++)
+			if (c->em.seqs.v[q].rank == (uint32_t)u->r && c->em.seqs.v[q].pg == cx.pg)
+				cx.seq = (uint32_t)q;
+		if (cx.seq == NONE32 || VEC_PUSH(c->fo.fcolls, cx))
+			return -1;
 	}
-	if (c->fo.fgates.v[c->fo.fgates.n - 1] > h)
-		return 0;
-	/* The template: the host's time split at the gates, then the GPU
-	 * tasks in their order. */
+	return 1;
+}
+
+/* Run sg of compute kernels into the template: its first kernel as it
+ * is, then (if there are more) one unit task as long as the rest, whose
+ * kernels its mark lists: 1, or -1 when out of memory. */
+static int fold_run(struct ctx *c, const struct built *u, struct ufold *t, const struct fseg *sg)
+{
+	const struct snode *v = u->v;
+	struct fscr *x = u->x;
+	uint32_t i = sg->first, m0 = fold_push(c, t, v[i]), me = m0;
+
+	fold_edge(c, fold_gate(c, x[i].rel), m0, GE_LAUNCH);
+	if (sg->n > 1) {
+		struct snode rest = v[i];
+		struct fmark mk;
+		rest.kind = GN_KERNEL;
+		rest.name = c->fo.n_fold;
+		rest.dur = sg->rest_ns;
+		rest.lag = 0;
+		me = fold_push(c, t, rest);
+		/* Released by the unit's host start: the sim times its
+		 * kernels from their launches (sim.h, folded tasks). */
+		fold_edge(c, 0, me, GE_LAUNCH);
+		mk.node = me;
+		mk.kern0 = (uint32_t)c->fo.fkerns.n;
+		for (uint32_t j = i + 1; j <= sg->last; j++) {
+			struct synth_fold_kern kk = {x[j].rel, v[j].lag, v[j].dur,
+						     v[j].kind == GN_COLL  ? SYNTH_KERN_COLL
+						     : v[j].kind == GN_P2P ? SYNTH_KERN_P2P
+									   : SYNTH_KERN_COMPUTE};
+			if (v[j].proc == u->comp && VEC_PUSH(c->fo.fkerns, kk))
+				return -1;
+		}
+		mk.n_kern = (uint32_t)(c->fo.fkerns.n - mk.kern0);
+		if (VEC_PUSH(c->fo.fmarks, mk))
+			return -1;
+	}
+	x[i].start_of = m0;
+	x[sg->last].end_of = me;
+	if (t->ufirst == NONE32)
+		t->ufirst = m0;
+	t->ulast = me;
+	return 1;
+}
+
+/* The template's tasks: the host's time split at the gates, then the GPU
+ * tasks in their order: 1, or -1 when out of memory. */
+static int fold_tasks(struct ctx *c, const struct built *u, struct ufold *t)
+{
+	const struct snode *v = u->v;
+	uint32_t si = 0;
+
 	t->node0 = (uint32_t)c->fo.fnodes.n;
 	t->edge0 = (uint32_t)c->fo.fedges.n;
 	t->coll0 = (uint32_t)c->fo.fcolls.n;
@@ -261,8 +344,9 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 	for (size_t j = 0; j < c->fo.fgates.n; j++) {
 		struct snode hn;
 		memset(&hn, 0, sizeof(hn));
-		hn.dur = (j + 1 < c->fo.fgates.n ? c->fo.fgates.v[j + 1] : h) - c->fo.fgates.v[j];
-		hn.proc = host;
+		hn.dur =
+		    (j + 1 < c->fo.fgates.n ? c->fo.fgates.v[j + 1] : u->h) - c->fo.fgates.v[j];
+		hn.proc = u->host;
 		hn.name = c->em.n_cpu;
 		hn.layer = -1;
 		hn.mb = v[0].mb;
@@ -271,111 +355,116 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 		hn.kind = GN_CPU;
 		fold_push(c, t, hn);
 	}
-	si = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (v[i].proc == host)
+	for (uint32_t i = 0; i < u->n; i++) {
+		if (v[i].proc == u->host)
 			continue;
-		if (v[i].proc != comp) {
-			uint32_t me = fold_push(c, t, v[i]);
-			x[i].start_of = x[i].end_of = me;
-			fold_edge(c, fold_gate(c, x[i].rel), me, GE_LAUNCH);
-			if (v[i].coll != NONE32) {
-				struct graph_coll cx = c->em.colls.v[v[i].coll];
-				cx.node = me;
-				cx.seq = NONE32;
-				for (size_t q = 0; q < c->em.seqs.n; q++)
-					if (c->em.seqs.v[q].rank == (uint32_t)r &&
-					    c->em.seqs.v[q].pg == cx.pg)
-						cx.seq = (uint32_t)q;
-				if (cx.seq == NONE32 || VEC_PUSH(c->fo.fcolls, cx))
-					goto oom;
-			}
+		if (v[i].proc != u->comp) {
+			if (fold_other(c, u, t, i) < 0)
+				return -1;
 			continue;
 		}
 		if (si < c->fo.fsegs.n && i == c->fo.fsegs.v[si].first) {
-			const struct fseg *sg = &c->fo.fsegs.v[si];
-			uint32_t m0 = fold_push(c, t, v[i]), me = m0;
-			fold_edge(c, fold_gate(c, x[i].rel), m0, GE_LAUNCH);
-			if (sg->n > 1) {
-				struct snode rest = v[i];
-				struct fmark mk;
-				rest.kind = GN_KERNEL;
-				rest.name = c->fo.n_fold;
-				rest.dur = sg->rest_ns;
-				rest.lag = 0;
-				me = fold_push(c, t, rest);
-				/* Released by the unit's host start: the sim
-				 * times its kernels from their launches
-				 * (sim.h, folded tasks). */
-				fold_edge(c, 0, me, GE_LAUNCH);
-				mk.node = me;
-				mk.kern0 = (uint32_t)c->fo.fkerns.n;
-				for (uint32_t j = i + 1; j <= sg->last; j++) {
-					struct synth_fold_kern kk = {
-					    x[j].rel, v[j].lag, v[j].dur,
-					    v[j].kind == GN_COLL  ? SYNTH_KERN_COLL
-					    : v[j].kind == GN_P2P ? SYNTH_KERN_P2P
-								  : SYNTH_KERN_COMPUTE};
-					if (v[j].proc == comp && VEC_PUSH(c->fo.fkerns, kk))
-						goto oom;
-				}
-				mk.n_kern = (uint32_t)(c->fo.fkerns.n - mk.kern0);
-				if (VEC_PUSH(c->fo.fmarks, mk))
-					goto oom;
-			}
-			x[i].start_of = m0;
-			x[sg->last].end_of = me;
-			if (t->ufirst == NONE32)
-				t->ufirst = m0;
-			t->ulast = me;
+			if (fold_run(c, u, t, &c->fo.fsegs.v[si]) < 0)
+				return -1;
 			si++;
 		}
 	}
+	return 1;
+}
+
+/* The template's events: those from a stream's last task before the unit
+ * (c->fo.fexts) and those between its tasks; then each stream's last
+ * task: 1, 0 where an event's end is not a template task (cannot happen:
+ * runs are cut at events), -1 when out of memory. */
+static int fold_events(struct ctx *c, const struct built *u, struct ufold *t)
+{
+	const struct fscr *x = u->x;
+
 	t->ext0 = (uint32_t)c->fo.fexts.n;
-	for (size_t k = e0; k < c->em.edges.n; k++) {
+	for (size_t k = u->e0; k < c->em.edges.n; k++) {
 		const struct sedge *e = &c->em.edges.v[k];
-		uint32_t a = e->src - (uint32_t)k0, b = e->dst - (uint32_t)k0;
+		uint32_t a = e->src - (uint32_t)u->k0, b = e->dst - (uint32_t)u->k0;
 		if (e->kind != GE_EVENT)
 			continue;
-		if (e->src < k0) {
+		if (e->src < u->k0) {
 			struct fext z = {x[b].start_of, 0};
-			while (last0[z.stream] != e->src)
+			while (u->last0[z.stream] != e->src)
 				z.stream++;
 			if (z.dst == NONE32 || VEC_PUSH(c->fo.fexts, z))
-				goto oom;
+				return -1;
 			continue;
 		}
 		if (x[a].end_of == NONE32 || x[b].start_of == NONE32)
-			goto fail; /* cannot happen: runs are cut at events */
+			return 0;
 		fold_edge(c, x[a].end_of, x[b].start_of, GE_EVENT);
 	}
 	for (int st = 0; st < S_N; st++) {
-		uint32_t l = c->rk[r].last[st];
-		t->last[st] = l != NONE32 && l >= k0 ? x[l - k0].end_of : NONE32;
+		uint32_t l = c->rk[u->r].last[st];
+		t->last[st] = l != NONE32 && l >= u->k0 ? x[l - u->k0].end_of : NONE32;
 	}
-	if (c->oom)
-		goto fail;
-	t->n_nodes = (uint32_t)(c->fo.fnodes.n - t->node0);
-	t->n_edges = (uint32_t)(c->fo.fedges.n - t->edge0);
-	t->n_colls = (uint32_t)(c->fo.fcolls.n - t->coll0);
-	t->n_marks = (uint32_t)(c->fo.fmarks.n - t->mark0);
-	t->n_ext = (uint32_t)(c->fo.fexts.n - t->ext0);
-	t->tasks = n;
-	/* Take the unit back: its collectives' sequence numbers too. */
+	return 1;
+}
+
+/* Take the unit back: its tasks, edges and collectives, and its
+ * collectives' sequence numbers (collectives from c0). */
+static void fold_take_back(struct ctx *c, const struct built *u, size_t c0)
+{
 	for (size_t q = c0; q < c->em.colls.n; q++)
 		for (size_t k = 0; k < c->em.seqs.n; k++)
-			if (c->em.seqs.v[k].rank == (uint32_t)r &&
+			if (c->em.seqs.v[k].rank == (uint32_t)u->r &&
 			    c->em.seqs.v[k].pg == c->em.colls.v[q].pg) {
 				c->em.seqs.v[k].n--;
 				break;
 			}
-	c->em.nodes.n = k0;
-	c->em.edges.n = e0;
+	c->em.nodes.n = u->k0;
+	c->em.edges.n = u->e0;
 	c->em.colls.n = c0;
-	return 1;
-oom:
-	c->oom = 1;
-fail:
+}
+
+/*
+ * Fold the unit just built on rank r (tasks from k0, edges from e0,
+ * collectives from c0; *t holds its counts so far) into a template
+ * (synth.h): 1 when made (the unit's tasks are then taken back), 0 when
+ * the unit cannot be folded (it stays as built; c->oom set when out of
+ * memory).
+ */
+static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e0, size_t c0,
+		      const uint32_t *last0)
+{
+	struct built u = {.v = c->em.nodes.v + k0,
+			  .k0 = k0,
+			  .e0 = e0,
+			  .last0 = last0,
+			  .n = (uint32_t)(c->em.nodes.n - k0),
+			  .host = c->rk[r].host,
+			  .comp = c->rk[r].stream[S_COMPUTE],
+			  .r = r};
+	size_t f_nodes = c->fo.fnodes.n, f_edges = c->fo.fedges.n, f_colls = c->fo.fcolls.n;
+	size_t f_marks = c->fo.fmarks.n, f_kerns = c->fo.fkerns.n, f_exts = c->fo.fexts.n;
+	int rc;
+
+	if (c->em.pend.n || u.n == 0 || VEC_RESERVE(c->fo.fscr, u.n))
+		return 0;
+	u.x = c->fo.fscr.v;
+	if (!fold_scan(c, &u))
+		return 0;
+	rc = fold_runs(c, &u);
+	if (rc > 0)
+		rc = fold_tasks(c, &u, t);
+	if (rc > 0)
+		rc = fold_events(c, &u, t);
+	if (rc > 0 && !c->oom) {
+		t->n_nodes = (uint32_t)(c->fo.fnodes.n - t->node0);
+		t->n_edges = (uint32_t)(c->fo.fedges.n - t->edge0);
+		t->n_colls = (uint32_t)(c->fo.fcolls.n - t->coll0);
+		t->n_marks = (uint32_t)(c->fo.fmarks.n - t->mark0);
+		t->n_ext = (uint32_t)(c->fo.fexts.n - t->ext0);
+		t->tasks = u.n;
+		fold_take_back(c, &u, c0);
+		return 1;
+	}
+	if (rc < 0)
+		c->oom = 1;
 	c->fo.fnodes.n = f_nodes;
 	c->fo.fedges.n = f_edges;
 	c->fo.fcolls.n = f_colls;
