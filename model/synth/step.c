@@ -32,6 +32,26 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 		      pg);
 }
 
+/* A unit's input from stage os, chunk oc (fwd: the activations, else
+ * their gradients), which its compute waits for. */
+static void pp_recv(struct ctx *c, int r, int os, int oc, const struct shape *z, int fwd)
+{
+	int st = fwd ? S_RECVF : S_RECVB;
+	pp_transfer(c, r, st, GC_RECV, os, oc, z, fwd);
+	se_event_wait(c, r, st, S_COMPUTE);
+}
+
+/* A unit's output (of stage s, chunk ch) sent on once its compute is
+ * done; without pp_overlap the compute waits for the send. */
+static void pp_send(struct ctx *c, int r, int s, int ch, const struct shape *z, int fwd)
+{
+	int st = fwd ? S_SENDF : S_SENDB;
+	se_event_wait(c, r, S_COMPUTE, st);
+	pp_transfer(c, r, st, GC_SEND, s, ch, z, fwd);
+	if (!c->in->lay.pp_overlap)
+		se_event_wait(c, r, st, S_COMPUTE);
+}
+
 /* Parameters of the embedding on stage r's GPU: the word embedding
  * (vocabulary-parallel) and learned positions on stage 0. */
 static double embed_params(const struct ctx *c, int r)
@@ -337,10 +357,8 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
 	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
 
-	if (fwd_prev(z, s, ch, &os, &oc)) {
-		pp_transfer(c, r, S_RECVF, GC_RECV, os, oc, z, 1);
-		se_event_wait(c, r, S_RECVF, S_COMPUTE);
-	}
+	if (fwd_prev(z, s, ch, &os, &oc))
+		pp_recv(c, r, os, oc, z, 1);
 	if (first_chunk && !in->bare) {
 		if (depth >= 0) /* the embedding's weights, sharded too */
 			se_event_wait_task(c, r, gather(c, r, embed_params(c, r), 1), S_DP,
@@ -361,12 +379,8 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 					   S_COMPUTE);
 		sl_head_fwd(c, r, z);
 	}
-	if (fwd_next(z, s, ch, &os, &oc)) {
-		se_event_wait(c, r, S_COMPUTE, S_SENDF);
-		pp_transfer(c, r, S_SENDF, GC_SEND, s, ch, z, 1);
-		if (!in->lay.pp_overlap)
-			se_event_wait(c, r, S_SENDF, S_COMPUTE);
-	}
+	if (fwd_next(z, s, ch, &os, &oc))
+		pp_send(c, r, s, ch, z, 1);
 }
 
 /* A backward unit: the gradient received from the stage after, the head
@@ -387,10 +401,8 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	 * DeepSpeed's stage 2 and FSDP reduce each micro-step). */
 	int reduce = dp_bucket || c->lay.zero >= 2;
 
-	if (fwd_next(z, s, ch, &os, &oc)) {
-		pp_transfer(c, r, S_RECVB, GC_RECV, os, oc, z, 0);
-		se_event_wait(c, r, S_RECVB, S_COMPUTE);
-	}
+	if (fwd_next(z, s, ch, &os, &oc))
+		pp_recv(c, r, os, oc, z, 0);
 	if (last_chunk && !in->bare) {
 		sl_head_bwd(c, r, z);
 		if (reduce)
@@ -414,12 +426,8 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	 * microbatch's, the others wait for the stage's last backward. */
 	if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
 		grad_flush(c, r, z);
-	if (fwd_prev(z, s, ch, &os, &oc)) {
-		se_event_wait(c, r, S_COMPUTE, S_SENDB);
-		pp_transfer(c, r, S_SENDB, GC_SEND, s, ch, z, 0);
-		if (!in->lay.pp_overlap)
-			se_event_wait(c, r, S_SENDB, S_COMPUTE);
-	}
+	if (fwd_prev(z, s, ch, &os, &oc))
+		pp_send(c, r, s, ch, z, 0);
 }
 
 /* The first and last compute task of rank r's unit that began at task
@@ -560,6 +568,50 @@ static void adam(struct ctx *c, int r, double np_, int amax)
 			  3 * 8 * 1024 * 4.0);
 }
 
+/* ZeRO-1/2 after the optimizer: each layer's updated weights (a
+ * mixture-of-experts layer's non-expert part), then the embedding's and
+ * the head's, all-gathered over the sharding group. */
+static void gather_updated(struct ctx *c, int r, const struct shape *z)
+{
+	const struct llm *m = &c->in->m;
+	se_event_wait(c, r, S_COMPUTE, S_DP);
+	for (int ch = 0; ch < z->v; ch++) {
+		int l0 = layout_chunk_first(m, &c->lay, r, ch);
+		int nl = layout_chunk_layers(m, &c->lay, r, ch);
+		for (int i = 0; i < nl; i++) {
+			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
+			gather(c, r, dense_params(c, z, l0 + i), 0);
+		}
+	}
+	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+	if (embed_params(c, r) + head_params(c, r) > 0)
+		gather(c, r, embed_params(c, r) + head_params(c, r), 0);
+}
+
+/* The experts' updated weights under ZeRO-1/2, all-gathered over their
+ * group after the step (not overlapped with the next forward). */
+static void gather_experts(struct ctx *c, int r, const struct shape *z)
+{
+	const struct llm *m = &c->in->m;
+	char pg[32];
+	double w, g, o;
+	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
+	snprintf(pg, sizeof(pg), "edp.%d", r);
+	se_event_wait(c, r, S_COMPUTE, S_DP);
+	for (int ch = 0; ch < z->v; ch++) {
+		int l0 = layout_chunk_first(m, &c->lay, r, ch);
+		int nl = layout_chunk_layers(m, &c->lay, r, ch);
+		for (int i = 0; i < nl; i++) {
+			if (!llm_is_moe_layer(m, l0 + i))
+				continue;
+			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
+			se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+				      z->me * w, (struct comm_group){z->edp, z->edp_per_node}, pg);
+		}
+	}
+	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+}
+
 static void optimizer(struct ctx *c, int r, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
@@ -605,42 +657,10 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		adam(c, r, head_params(c, r) * share, 0);
 	/* ZeRO-1/2: the updated weights all-gathered, here or (overlap_param)
 	 * before the next step's first forward; ZeRO-3 keeps them sharded. */
-	if (zero && in->lay.zero <= 2 && !in->lay.overlap_param) {
-		se_event_wait(c, r, S_COMPUTE, S_DP);
-		for (int ch = 0; ch < z->v; ch++) {
-			int l0 = layout_chunk_first(m, &c->lay, r, ch);
-			int nl = layout_chunk_layers(m, &c->lay, r, ch);
-			for (int i = 0; i < nl; i++) {
-				set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
-				gather(c, r, dense_params(c, z, l0 + i), 0);
-			}
-		}
-		set_ann(c, r, -1, PH_OPTIMIZER, -1);
-		if (embed_params(c, r) + head_params(c, r) > 0)
-			gather(c, r, embed_params(c, r) + head_params(c, r), 0);
-	}
-	/* The experts' updated weights, all-gathered over their group after
-	 * the step (not overlapped with the next forward). */
-	if (z->moe && z->edp > 1 && in->lay.zero >= 1 && in->lay.zero <= 2) {
-		char pg[32];
-		double w, g, o;
-		mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
-		snprintf(pg, sizeof(pg), "edp.%d", r);
-		se_event_wait(c, r, S_COMPUTE, S_DP);
-		for (int ch = 0; ch < z->v; ch++) {
-			int l0 = layout_chunk_first(m, &c->lay, r, ch);
-			int nl = layout_chunk_layers(m, &c->lay, r, ch);
-			for (int i = 0; i < nl; i++) {
-				if (!llm_is_moe_layer(m, l0 + i))
-					continue;
-				set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
-				se_collective(c, r, S_DP, GC_ALL_GATHER,
-					      "ncclDevKernel_AllGather_RING_LL", z->me * w,
-					      (struct comm_group){z->edp, z->edp_per_node}, pg);
-			}
-		}
-		set_ann(c, r, -1, PH_OPTIMIZER, -1);
-	}
+	if (zero && in->lay.zero <= 2 && !in->lay.overlap_param)
+		gather_updated(c, r, z);
+	if (z->moe && z->edp > 1 && in->lay.zero >= 1 && in->lay.zero <= 2)
+		gather_experts(c, r, z);
 }
 
 void ss_steps(struct ctx *c, const struct shape *z)
