@@ -171,13 +171,87 @@ static void moe_layer_bound(const struct synth_in *in, double *f, double *b, dou
 	*b = 2 * g + ab;
 }
 
+/* The tensor-parallel collectives of one round over the activations of
+ * bs tokens: an all-reduce, or with sequence parallelism a reduce-scatter
+ * and an all-gather. */
+static double tp_round_s(const struct synth_in *in, double bs)
+{
+	const struct layout *l = &in->lay;
+	struct comm_group g = {l->tp, l->tp};
+	double h = in->m.hidden, round = 0;
+	struct comm_est e;
+
+	if (l->sp) {
+		if (comm_time(in->hw, GC_REDUCE_SCATTER, bs * h * 2, g, in->comm_eff, COMM_AUTO,
+			      &e) == 0)
+			round += e.time_s;
+		if (comm_time(in->hw, GC_ALL_GATHER, bs * h * 2, g, in->comm_eff, COMM_AUTO, &e) ==
+		    0)
+			round += e.time_s;
+	} else if (comm_time(in->hw, GC_ALL_REDUCE, bs * h * 2, g, in->comm_eff, COMM_AUTO, &e) ==
+		   0) {
+		round = e.time_s;
+	}
+	return round;
+}
+
+/*
+ * The step's least time from the least forward and backward time of a
+ * dense layer (dense) and of a mixture-of-experts layer (moe), bs tokens
+ * a microbatch.  Stage k's compute stream runs all of its units one after
+ * another, the last stage's with the logits (forward and both gradients)
+ * in each of its last-chunk units; none can start before the first
+ * microbatch's forward has crossed the first chunks of the k stages
+ * before it, and after its last unit (its first chunk's backward) the
+ * gradient crosses them back: the step holds those chunks' forwards and
+ * backwards and stage k's work, one after another.  The largest over k
+ * bounds the step (with even stages, the last stage's: (p - 1) chunks +
+ * m v chunks + the logits).
+ */
+static double pipeline_bound(const struct synth_in *in, double bs, double dense, double moe)
+{
+	const struct layout *l = &in->lay;
+	const struct llm *m = &in->m;
+	double h = m->hidden, t = l->tp;
+	struct layout r;
+	double fill = 0, best = 0, logits = 0;
+
+	synth_mem_layout(in, &r);
+	if (!in->bare)
+		logits = (double)l->microbatches * 3 *
+			 line_bound(in, KC_GEMM,
+				    kperf_gemm_min_s(in->hw, sl_logit_dtype(in),
+						     llm_gemm_flops(bs, m->vocab, h) / t));
+	for (int k = 0; k < l->pp; k++) {
+		double w = 0, wm = 0;
+		for (int c = 0; c < l->vp; c++) {
+			w += layout_chunk_layers(m, &r, k, c);
+			wm += layout_chunk_moe(m, &r, k, c);
+		}
+		if (wm > 0)
+			w = (double)l->microbatches * ((w - wm) * dense + wm * moe);
+		else
+			w *= (double)l->microbatches * dense;
+		if (k == l->pp - 1)
+			w += logits;
+		if (fill + w > best)
+			best = fill + w;
+		if (layout_chunk_moe(m, &r, k, 0) > 0)
+			fill += (layout_chunk_layers(m, &r, k, 0) - layout_chunk_moe(m, &r, k, 0)) *
+				    dense +
+				layout_chunk_moe(m, &r, k, 0) * moe;
+		else
+			fill += layout_chunk_layers(m, &r, k, 0) * dense;
+	}
+	return best;
+}
+
 double synth_lower_bound(const struct synth_in *in)
 {
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
-	double b = l->mbs, h = m->hidden, t = l->tp, bs = b * m->seq / layout_cp(l);
+	double b = l->mbs, t = l->tp, bs = b * m->seq / layout_cp(l);
 	double tp_s = 0, f, bw, af, lb, mfw = 0, mbw = 0;
-	struct comm_est e;
 
 	if (in->hw->peak_flops[in->lay.dtype] <= 0 || l->pp < 1 || l->vp < 1 || in->kdb)
 		return 0;
@@ -188,22 +262,8 @@ double synth_lower_bound(const struct synth_in *in)
 	layer_bound(in, &f, &lb, &af);
 	/* Overlapped with the GEMMs (tp_overlap), the collectives leave the
 	 * compute stream: the bound keeps the GEMMs alone. */
-	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp)) {
-		struct comm_group g = {l->tp, l->tp};
-		double round = 0;
-		if (l->sp) {
-			if (comm_time(in->hw, GC_REDUCE_SCATTER, bs * h * 2, g, in->comm_eff,
-				      COMM_AUTO, &e) == 0)
-				round += e.time_s;
-			if (comm_time(in->hw, GC_ALL_GATHER, bs * h * 2, g, in->comm_eff, COMM_AUTO,
-				      &e) == 0)
-				round += e.time_s;
-		} else if (comm_time(in->hw, GC_ALL_REDUCE, bs * h * 2, g, in->comm_eff, COMM_AUTO,
-				     &e) == 0) {
-			round = e.time_s;
-		}
-		tp_s = 2 * round;
-	}
+	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp))
+		tp_s = 2 * tp_round_s(in, bs);
 	/* Backward: its GEMMs and attention, the same collectives, and the
 	 * forward again under full recomputation or the attention core's
 	 * forward under selective recomputation. */
@@ -221,47 +281,5 @@ double synth_lower_bound(const struct synth_in *in)
 		mfw = mf + mtp;
 	}
 	f += tp_s;
-	/* Stage k's compute stream runs all of its units one after another,
-	 * the last stage's with the logits (forward and both gradients) in
-	 * each of its last-chunk units; none can start before the first
-	 * microbatch's forward has crossed the first chunks of the k stages
-	 * before it, and after its last unit (its first chunk's backward) the
-	 * gradient crosses them back: the step holds those chunks' forwards
-	 * and backwards and stage k's work, one after another.  The largest
-	 * over k bounds the step (with even stages, the last stage's:
-	 * (p - 1) chunks + m v chunks + the logits). */
-	{
-		struct layout r;
-		double fill = 0, best = 0, logits = 0;
-		synth_mem_layout(in, &r);
-		if (!in->bare)
-			logits = (double)l->microbatches * 3 *
-				 line_bound(in, KC_GEMM,
-					    kperf_gemm_min_s(in->hw, sl_logit_dtype(in),
-							     llm_gemm_flops(bs, m->vocab, h) / t));
-		for (int k = 0; k < l->pp; k++) {
-			double w = 0, wm = 0;
-			for (int c = 0; c < l->vp; c++) {
-				w += layout_chunk_layers(m, &r, k, c);
-				wm += layout_chunk_moe(m, &r, k, c);
-			}
-			if (wm > 0)
-				w = (double)l->microbatches *
-				    ((w - wm) * (f + bw) + wm * (mfw + mbw));
-			else
-				w *= (double)l->microbatches * (f + bw);
-			if (k == l->pp - 1)
-				w += logits;
-			if (fill + w > best)
-				best = fill + w;
-			if (layout_chunk_moe(m, &r, k, 0) > 0)
-				fill += (layout_chunk_layers(m, &r, k, 0) -
-					 layout_chunk_moe(m, &r, k, 0)) *
-					    (f + bw) +
-					layout_chunk_moe(m, &r, k, 0) * (mfw + mbw);
-			else
-				fill += layout_chunk_layers(m, &r, k, 0) * (f + bw);
-		}
-		return best;
-	}
+	return pipeline_bound(in, bs, f + bw, mfw + mbw);
 }
