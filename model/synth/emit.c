@@ -337,6 +337,51 @@ void se_release(struct ctx *c)
 	VEC_FREE(c->em.ops);
 }
 
+/* Each node's columns in g, at its graph id newid[u]. */
+static void set_columns(const struct ctx *c, struct graph *g, const uint32_t *newid)
+{
+	for (uint32_t u = 0; u < c->em.nodes.n; u++) {
+		const struct snode *s = &c->em.nodes.v[u];
+		uint32_t v = newid[u];
+		g->dur_ns[v] = s->dur;
+		g->lag_ns[v] = s->lag;
+		g->corr[v] = s->corr;
+		g->proc[v] = s->proc;
+		g->name[v] = s->name;
+		if (s->op) {
+			g->op[v] = c->em.ops.v[s->op].op;
+			g->op_dims[v] = c->em.ops.v[s->op].dims;
+			g->op_types[v] = c->em.ops.v[s->op].types;
+		}
+		g->src[v] = NONE32;
+		g->coll[v] = s->coll;
+		g->iter[v] = -1;
+		g->layer[v] = s->layer;
+		g->mb[v] = s->mb;
+		g->phase[v] = s->phase;
+		g->kind[v] = s->kind;
+		g->flags[v] = s->flags;
+		g->rtclass[v] = s->rtclass;
+		g->stats.nodes[s->kind]++;
+	}
+}
+
+/* g's CSR out-edges from the ne edges e (graph ids), each source's in
+ * their order; fill: g->n_nodes + 1 zeroed counters. */
+static void set_csr(struct graph *g, const struct sedge *e, uint32_t ne, uint32_t *fill)
+{
+	for (uint32_t k = 0; k < ne; k++)
+		g->out_off[e[k].src + 1]++;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		g->out_off[u + 1] += g->out_off[u];
+	for (uint32_t k = 0; k < ne; k++) {
+		uint32_t at = g->out_off[e[k].src] + fill[e[k].src]++;
+		g->out_dst[at] = e[k].dst;
+		g->out_kind[at] = e[k].kind;
+		g->stats.edges[GE_KIND(e[k].kind)]++;
+	}
+}
+
 /* Nodes grouped by processor (stable), CSR with order edges added. */
 struct graph *se_finish(struct ctx *c, uint32_t **newid_out)
 {
@@ -381,46 +426,14 @@ struct graph *se_finish(struct ctx *c, uint32_t **newid_out)
 	g = graph_alloc(nn, ne, np, (uint32_t)c->in->lay.pp, 0, (uint32_t)c->em.colls.n);
 	if (!g)
 		goto out;
-	for (uint32_t u = 0; u < nn; u++) {
-		const struct snode *s = &c->em.nodes.v[u];
-		uint32_t v = newid[u];
-		g->dur_ns[v] = s->dur;
-		g->lag_ns[v] = s->lag;
-		g->corr[v] = s->corr;
-		g->proc[v] = s->proc;
-		g->name[v] = s->name;
-		if (s->op) {
-			g->op[v] = c->em.ops.v[s->op].op;
-			g->op_dims[v] = c->em.ops.v[s->op].dims;
-			g->op_types[v] = c->em.ops.v[s->op].types;
-		}
-		g->src[v] = NONE32;
-		g->coll[v] = s->coll;
-		g->iter[v] = -1;
-		g->layer[v] = s->layer;
-		g->mb[v] = s->mb;
-		g->phase[v] = s->phase;
-		g->kind[v] = s->kind;
-		g->flags[v] = s->flags;
-		g->rtclass[v] = s->rtclass;
-		g->stats.nodes[s->kind]++;
-	}
+	set_columns(c, g, newid);
 	fill = prism_calloc((size_t)nn + 1, sizeof(*fill));
 	if (!fill) {
 		graph_free(g);
 		g = NULL;
 		goto out;
 	}
-	for (uint32_t k = 0; k < ne; k++)
-		g->out_off[e[k].src + 1]++;
-	for (uint32_t u = 0; u < nn; u++)
-		g->out_off[u + 1] += g->out_off[u];
-	for (uint32_t k = 0; k < ne; k++) {
-		uint32_t at = g->out_off[e[k].src] + fill[e[k].src]++;
-		g->out_dst[at] = e[k].dst;
-		g->out_kind[at] = e[k].kind;
-		g->stats.edges[GE_KIND(e[k].kind)]++;
-	}
+	set_csr(g, e, ne, fill);
 	memcpy(g->procs, c->em.procs.v, np * sizeof(*g->procs));
 	for (uint32_t i = 0; i < c->em.colls.n; i++) {
 		g->colls[i] = c->em.colls.v[i];
