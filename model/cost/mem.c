@@ -101,7 +101,7 @@ static double chunk_act(const struct llm *m, const struct layout *l, int s, int 
 	return (n - k) * a_layer + k * a_moe;
 }
 
-/* The units of stage s in its schedule's order (as synth.c runs them):
+/* The units of stage s in its schedule's order (as synth/step.c runs them):
  * warm-up forwards, then one forward and one backward each, then the
  * remaining backwards.  Unit k's chunk (model chunks of the stage). */
 static int unit_chunk(const struct layout *l, int k, int fwd)

@@ -1,0 +1,285 @@
+/*
+ * bound.c - closed forms (synth.h): the kernel model's times of a layer,
+ * of the embedding and of the head, from a dry run of layer.c's kernels
+ * (a ctx that adds up their times and builds nothing); an MoE layer's
+ * all-to-all, its bytes and time; and a lower bound of the step's time
+ * from the least times of the GEMMs, the attention and the
+ * tensor-parallel collectives.
+ */
+#include "synth_int.h"
+
+#include <string.h>
+
+#include "comm.h"
+#include "kperf.h"
+
+/* A context that only adds up the kernel model's times (dry_s) of one
+ * rank, rk, building nothing. */
+static void dry_ctx(struct ctx *c, struct rankst *rk, const struct synth_in *in)
+{
+	memset(c, 0, sizeof(*c));
+	memset(rk, 0, sizeof(*rk));
+	c->in = in;
+	c->dry = 1;
+	c->kdb_gpu = -1;
+	c->rk = rk;
+}
+
+/* The kernel model's time of the embedding's forward and backward (*emb)
+ * and of the head's and loss's (*head), one microbatch. */
+void synth_extra_times(const struct synth_in *in, double *emb, double *head)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	dry_ctx(&c, &rk, in);
+	sl_shape(in, &z);
+	sl_embed_fwd(&c, 0, &z);
+	sl_embed_bwd(&c, 0, &z);
+	*emb = c.dry_s;
+	c.dry_s = 0;
+	sl_head_fwd(&c, 0, &z);
+	sl_head_bwd(&c, 0, &z);
+	*head = c.dry_s;
+}
+
+static void layer_times(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s,
+			double *attn_fwd_s)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	dry_ctx(&c, &rk, in);
+	rk.mb = 1; /* a steady microbatch: fp8 weights already cast */
+	rk.phase = PH_FORWARD;
+	rk.layer = moe ? in->m.layers - 1 : -1; /* a dense layer, or an MoE one */
+	sl_shape(in, &z);
+	sl_layer_fwd(&c, 0, &z);
+	*fwd_s = c.dry_s;
+	c.dry_s = 0;
+	rk.phase = PH_BACKWARD;
+	sl_layer_bwd(&c, 0, &z);
+	*bwd_s = c.dry_s;
+	c.dry_s = 0;
+	sl_attn_fwd(&c, 0, &z);
+	*attn_fwd_s = c.dry_s;
+}
+
+void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s)
+{
+	layer_times(in, 0, fwd_s, bwd_s, attn_fwd_s);
+}
+
+void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
+			   double *attn_fwd_s)
+{
+	layer_times(in, llm_moe_layers(&in->m) > 0, fwd_s, bwd_s, attn_fwd_s);
+}
+
+double synth_moe_a2a_s(const struct synth_in *in)
+{
+	struct shape z;
+	struct comm_est e;
+	sl_shape(in, &z);
+	if (!z.moe || z.ep <= 1 ||
+	    comm_time(in->hw, GC_ALL_TO_ALL, sl_moe_a2a_bytes(&z),
+		      (struct comm_group){(int)z.ep, z.ep_per_node}, in->comm_eff, COMM_AUTO, &e))
+		return 0;
+	return e.time_s;
+}
+
+double synth_moe_a2a_bytes(const struct synth_in *in)
+{
+	struct shape z;
+	sl_shape(in, &z);
+	return z.moe && z.ep > 1 ? sl_moe_a2a_bytes(&z) : 0;
+}
+
+/* What a kernel of class cls whose kernel-model time is at least min_s
+ * takes at least, through the class's line and scale; 0 where the line
+ * makes no bound (a negative fitted overhead: a fitted line may). */
+static double line_bound(const struct synth_in *in, int cls, double min_s)
+{
+	const struct calib_class *k = &in->cost[cls];
+	double e = k->eff > 0 ? k->eff : 1;
+	if (k->overhead_s < 0 || in->scale[cls] <= 0)
+		return 0;
+	return min_s / e * in->scale[cls];
+}
+
+/* The least time of one layer's GEMMs and attention core on one
+ * tensor-parallel rank, forward (*f) and backward (*b, without
+ * recomputation): every GEMM at least its FLOPs at the achievable peak of
+ * its dtype (kperf_gemm_min_s), the attention kernels at least their block
+ * work at the pass's achievable peak (kperf_attn_min_s). */
+static void layer_bound(const struct synth_in *in, double *f, double *b, double *attn_f)
+{
+	const struct llm *m = &in->m;
+	double bt = in->lay.mbs, t = in->lay.tp, gemm, attn, af, ab;
+	int dt = layout_attn_dtype(&in->lay), cp = layout_cp(&in->lay);
+
+	llm_layer_flops(m, bt, &gemm, &attn);
+	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->lay.dtype, gemm / t / cp));
+	if (cp > 1) {
+		/* The ring's steps (ring_attn): the rank's own causal block and
+		 * cp - 1 half blocks, each at least its work at the peak. */
+		double heads = m->heads / t, d = (double)m->hidden / m->heads, sl = m->seq / cp;
+		af = line_bound(in, KC_ATTENTION,
+				kperf_attn_min_s(in->hw, dt, 0, bt, heads, sl, sl, d, 1)) +
+		     (cp - 1) *
+			 line_bound(in, KC_ATTENTION,
+				    kperf_attn_min_s(in->hw, dt, 0, bt, heads, sl / 2, sl, d, 0));
+		ab = line_bound(in, KC_ATTENTION,
+				kperf_attn_min_s(in->hw, dt, 1, bt, heads, sl, sl, d, 1)) +
+		     (cp - 1) *
+			 line_bound(in, KC_ATTENTION,
+				    kperf_attn_min_s(in->hw, dt, 1, bt, heads, sl / 2, sl, d, 0));
+	} else if (in->lay.flash) {
+		double heads = m->heads / t, d = (double)m->hidden / m->heads;
+		af = line_bound(in, KC_ATTENTION,
+				kperf_attn_min_s(in->hw, dt, 0, bt, heads, m->seq, m->seq, d, 1));
+		ab = line_bound(in, KC_ATTENTION,
+				kperf_attn_min_s(in->hw, dt, 1, bt, heads, m->seq, m->seq, d, 1));
+	} else {
+		af = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, dt, attn / t));
+		ab = 2 * af;
+	}
+	*f = gemm + af;
+	*b = 2 * gemm + ab;
+	*attn_f = af;
+}
+
+/* The same for a mixture-of-experts layer on the busiest rank: its
+ * attention, projection, router, shared and routed experts' FLOPs
+ * (llm_moe_layer_flops' terms on the rank's tokens) at the peak. */
+static void moe_layer_bound(const struct synth_in *in, double *f, double *b, double *attn_f)
+{
+	struct shape z;
+	double T, fl, g, fd, bd, ab;
+	layer_bound(in, &fd, &bd, attn_f);
+	ab = bd - 2 * (fd - *attn_f); /* the attention core's backward */
+	sl_shape(in, &z);
+	T = z.b * z.s;
+	fl = llm_gemm_flops(T, z.qkv_r, z.h) + llm_gemm_flops(T, z.h, z.h) / z.t +
+	     llm_gemm_flops(z.n_tok, z.E, z.h) +
+	     z.shared * (llm_gemm_flops(T, z.fe_in, z.h) + llm_gemm_flops(T, z.h, z.fe)) / z.t +
+	     llm_gemm_flops(z.M, z.fe_in / z.etp, z.h) + llm_gemm_flops(z.M, z.h, z.fe / z.etp);
+	g = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->lay.dtype, fl));
+	*f = g + *attn_f;
+	*b = 2 * g + ab;
+}
+
+/* The tensor-parallel collectives of one round over the activations of
+ * bs tokens: an all-reduce, or with sequence parallelism a reduce-scatter
+ * and an all-gather. */
+static double tp_round_s(const struct synth_in *in, double bs)
+{
+	const struct layout *l = &in->lay;
+	struct comm_group g = {l->tp, l->tp};
+	double h = in->m.hidden, round = 0;
+	struct comm_est e;
+
+	if (l->sp) {
+		if (comm_time(in->hw, GC_REDUCE_SCATTER, bs * h * 2, g, in->comm_eff, COMM_AUTO,
+			      &e) == 0)
+			round += e.time_s;
+		if (comm_time(in->hw, GC_ALL_GATHER, bs * h * 2, g, in->comm_eff, COMM_AUTO, &e) ==
+		    0)
+			round += e.time_s;
+	} else if (comm_time(in->hw, GC_ALL_REDUCE, bs * h * 2, g, in->comm_eff, COMM_AUTO, &e) ==
+		   0) {
+		round = e.time_s;
+	}
+	return round;
+}
+
+/*
+ * The step's least time from the least forward and backward time of a
+ * dense layer (dense) and of a mixture-of-experts layer (moe), bs tokens
+ * a microbatch.  Stage k's compute stream runs all of its units one after
+ * another, the last stage's with the logits (forward and both gradients)
+ * in each of its last-chunk units; none can start before the first
+ * microbatch's forward has crossed the first chunks of the k stages
+ * before it, and after its last unit (its first chunk's backward) the
+ * gradient crosses them back: the step holds those chunks' forwards and
+ * backwards and stage k's work, one after another.  The largest over k
+ * bounds the step (with even stages, the last stage's: (p - 1) chunks +
+ * m v chunks + the logits).
+ */
+static double pipeline_bound(const struct synth_in *in, double bs, double dense, double moe)
+{
+	const struct layout *l = &in->lay;
+	const struct llm *m = &in->m;
+	double h = m->hidden, t = l->tp;
+	struct layout r;
+	double fill = 0, best = 0, logits = 0;
+
+	synth_mem_layout(in, &r);
+	if (!in->bare)
+		logits = (double)l->microbatches * 3 *
+			 line_bound(in, KC_GEMM,
+				    kperf_gemm_min_s(in->hw, sl_logit_dtype(in),
+						     llm_gemm_flops(bs, m->vocab, h) / t));
+	for (int k = 0; k < l->pp; k++) {
+		double w = 0, wm = 0;
+		for (int c = 0; c < l->vp; c++) {
+			w += layout_chunk_layers(m, &r, k, c);
+			wm += layout_chunk_moe(m, &r, k, c);
+		}
+		if (wm > 0)
+			w = (double)l->microbatches * ((w - wm) * dense + wm * moe);
+		else
+			w *= (double)l->microbatches * dense;
+		if (k == l->pp - 1)
+			w += logits;
+		if (fill + w > best)
+			best = fill + w;
+		if (layout_chunk_moe(m, &r, k, 0) > 0)
+			fill += (layout_chunk_layers(m, &r, k, 0) - layout_chunk_moe(m, &r, k, 0)) *
+				    dense +
+				layout_chunk_moe(m, &r, k, 0) * moe;
+		else
+			fill += layout_chunk_layers(m, &r, k, 0) * dense;
+	}
+	return best;
+}
+
+double synth_lower_bound(const struct synth_in *in)
+{
+	const struct layout *l = &in->lay;
+	const struct llm *m = &in->m;
+	double b = l->mbs, t = l->tp, bs = b * m->seq / layout_cp(l);
+	double tp_s = 0, f, bw, af, lb, mfw = 0, mbw = 0;
+
+	if (in->hw->peak_flops[in->lay.dtype] <= 0 || l->pp < 1 || l->vp < 1 || in->kdb)
+		return 0;
+	/* One layer's forward on one tensor-parallel rank: its GEMMs, its
+	 * attention, and the tensor-parallel collectives (on the compute
+	 * stream: two rounds, each an all-reduce or reduce-scatter +
+	 * all-gather). */
+	layer_bound(in, &f, &lb, &af);
+	/* Overlapped with the GEMMs (tp_overlap), the collectives leave the
+	 * compute stream: the bound keeps the GEMMs alone. */
+	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp))
+		tp_s = 2 * tp_round_s(in, bs);
+	/* Backward: its GEMMs and attention, the same collectives, and the
+	 * forward again under full recomputation or the attention core's
+	 * forward under selective recomputation. */
+	bw = lb + tp_s + (l->recompute == LAYOUT_RECOMPUTE_FULL ? f + tp_s : 0) +
+	     (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? af : 0);
+	/* Mixture-of-experts layers: their GEMMs (moe_layer_bound) and the
+	 * tensor-parallel collectives they keep: the attention's round, and
+	 * the shared experts' (the routed experts' all-to-alls and expert
+	 * tensor-parallel collectives are left out: a weaker bound). */
+	if (llm_moe_layers(m) > 0) {
+		double mf, mb, maf, mtp = m->shared_experts > 0 ? tp_s : tp_s / 2;
+		moe_layer_bound(in, &mf, &mb, &maf);
+		mbw = mb + mtp + (l->recompute == LAYOUT_RECOMPUTE_FULL ? mf + mtp : 0) +
+		      (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? maf : 0);
+		mfw = mf + mtp;
+	}
+	f += tp_s;
+	return pipeline_bound(in, bs, f + bw, mfw + mbw);
+}

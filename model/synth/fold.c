@@ -1,0 +1,552 @@
+/*
+ * fold.c - folded units (hierarchical simulation, synth.h).  The first
+ * unit of each kind is built kernel by kernel (step.c) and folded into a
+ * template: the host's time split at the launches it gates, every task off
+ * the compute stream kept, each run of compute kernels between events
+ * made its first kernel and one unit task for the rest (whose kernels the
+ * marks list).  The unit's tasks are then taken back, and it and every
+ * later unit of its kind are copies of the template.  Works on emit.c's
+ * arrays (c->em) directly.
+ */
+#include "synth_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Units differ by these flags besides their stage and chunk. */
+#define FOLD_FWD    1
+#define FOLD_BUCKET 2
+#define FOLD_FIRST  4
+#define FOLD_LAST   8
+#define FOLD_KINDS  16
+#define FOLD_NEVER  (NONE32 - 1) /* ctx.fo.findex: tried, cannot be folded */
+
+/* The index of the template of a unit (ctx.fo.findex), made on first use. */
+size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket)
+{
+	size_t n = (size_t)z->p * (size_t)z->v * FOLD_KINDS;
+	int f = (fwd ? FOLD_FWD : 0) | (bucket ? FOLD_BUCKET : 0) | (mb == 0 ? FOLD_FIRST : 0) |
+		(mb == z->m - 1 ? FOLD_LAST : 0);
+	if (c->fo.findex.n != n) {
+		if (VEC_RESERVE(c->fo.findex, n)) {
+			c->oom = 1;
+			return SIZE_MAX;
+		}
+		for (size_t i = 0; i < n; i++)
+			c->fo.findex.v[i] = NONE32;
+		c->fo.findex.n = n;
+	}
+	return ((size_t)s * (size_t)z->v + (size_t)ch) * FOLD_KINDS + (size_t)f;
+}
+
+/* Repeat template t as the next unit of rank r, microbatch mb. */
+static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
+{
+	uint32_t k0 = (uint32_t)c->em.nodes.n;
+
+	if (c->em.nodes.n + t->n_nodes >= GRAPH_MAX_TASKS) {
+		c->oom = SYNTH_TOO_BIG;
+		return;
+	}
+	if (VEC_RESERVE(c->em.nodes, c->em.nodes.n + t->n_nodes) ||
+	    VEC_RESERVE(c->em.edges, c->em.edges.n + t->n_edges) ||
+	    VEC_RESERVE(c->em.colls, c->em.colls.n + t->n_colls) ||
+	    VEC_RESERVE(c->fo.marks, c->fo.marks.n + t->n_marks) ||
+	    VEC_RESERVE(c->sc.unit_first, c->sc.unit_first.n + 1) ||
+	    VEC_RESERVE(c->sc.unit_last, c->sc.unit_last.n + 1)) {
+		c->oom = 1;
+		return;
+	}
+	for (uint32_t i = 0; i < t->n_nodes; i++) {
+		struct snode n = c->fo.fnodes.v[t->node0 + i];
+		n.mb = mb;
+		n.iter = c->sc.step;
+		c->em.nodes.v[c->em.nodes.n++] = n;
+	}
+	for (uint32_t i = 0; i < t->n_edges; i++) {
+		struct sedge e = c->fo.fedges.v[t->edge0 + i];
+		e.src += k0;
+		e.dst += k0;
+		c->em.edges.v[c->em.edges.n++] = e;
+	}
+	for (uint32_t i = 0; i < t->n_ext; i++) {
+		const struct fext *x = &c->fo.fexts.v[t->ext0 + i];
+		struct sedge e = {c->rk[r].last[x->stream], k0 + x->dst, GE_EVENT};
+		if (VEC_PUSH(c->em.edges, e)) {
+			c->oom = 1;
+			return;
+		}
+	}
+	for (uint32_t i = 0; i < t->n_colls; i++) {
+		struct graph_coll x = c->fo.fcolls.v[t->coll0 + i];
+		x.node += k0;
+		x.seq = c->em.seqs.v[x.seq].n++; /* the template keeps its (rank, pg) slot */
+		c->em.nodes.v[x.node].coll = (uint32_t)c->em.colls.n;
+		c->em.colls.v[c->em.colls.n++] = x;
+	}
+	for (uint32_t i = 0; i < t->n_marks; i++) {
+		const struct fmark *m = &c->fo.fmarks.v[t->mark0 + i];
+		struct synth_fold_mark x = {m->node + k0, k0, m->kern0, m->n_kern};
+		c->fo.marks.v[c->fo.marks.n++] = x;
+	}
+	for (int st = 0; st < S_N; st++)
+		if (t->last[st] != NONE32)
+			c->rk[r].last[st] = k0 + t->last[st];
+	if (t->ufirst != NONE32) {
+		c->sc.unit_first.v[c->sc.unit_first.n++] = k0 + t->ufirst;
+		c->sc.unit_last.v[c->sc.unit_last.n++] = k0 + t->ulast;
+	}
+	c->rk[r].bucket = t->bucket1;
+	c->tally.kernels += t->kernels;
+	c->tally.flops += t->flops;
+	for (int h = 0; h < 3; h++)
+		c->tally.kdb_hits[h] += t->hits[h];
+	c->fo.tasks_folded += t->tasks - t->n_nodes;
+	c->fo.units_folded++;
+}
+
+/* Whether t's events from before its unit have their tasks on rank r. */
+static int fold_ext_ok(const struct ctx *c, const struct ufold *t, int r)
+{
+	for (uint32_t i = 0; i < t->n_ext; i++)
+		if (c->rk[r].last[c->fo.fexts.v[t->ext0 + i].stream] == NONE32)
+			return 0;
+	return 1;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The host task of the template being made that starts at offset rel (a
+ * gate): its index, host tasks coming first, one per gate in order. */
+static uint32_t fold_gate(const struct ctx *c, int64_t rel)
+{
+	size_t lo = 0, hi = c->fo.fgates.n;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->fo.fgates.v[mid] <= rel)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (uint32_t)lo;
+}
+
+/* Append task n to the template being made; its index in the template. */
+static uint32_t fold_push(struct ctx *c, const struct ufold *t, struct snode n)
+{
+	n.corr = -1;
+	n.op = 0;
+	n.coll = NONE32;
+	if (VEC_PUSH(c->fo.fnodes, n))
+		c->oom = 1;
+	return (uint32_t)(c->fo.fnodes.n - 1 - t->node0);
+}
+
+static void fold_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
+{
+	struct sedge e = {src, dst, kind};
+	if (VEC_PUSH(c->fo.fedges, e))
+		c->oom = 1;
+}
+
+/* The unit being folded: its tasks v[0 .. n) from task k0 and its edges
+ * from e0, on rank r (host thread host, compute stream comp); each
+ * stream's last task before it; the host's time h (fold_scan); per task
+ * x (c->fo.fscr). */
+struct built {
+	const struct snode *v;
+	struct fscr *x;
+	size_t k0, e0;
+	const uint32_t *last0;
+	int64_t h;
+	uint32_t n, host, comp;
+	int r;
+};
+
+/* Each host task's offset (and the host's time), each GPU task's launch
+ * offset and events: 0 where the unit cannot be folded (a host task with
+ * a lag; an edge into the host, from outside the unit but an event from a
+ * stream's last task, or other than a launch or an event). */
+static int fold_scan(const struct ctx *c, struct built *u)
+{
+	const struct snode *v = u->v;
+	struct fscr *x = u->x;
+
+	for (uint32_t i = 0; i < u->n; i++) {
+		x[i] = (struct fscr){-1, NONE32, NONE32, 0, 0, 0};
+		if (v[i].proc == u->host) {
+			if (v[i].lag)
+				return 0;
+			x[i].rel = u->h;
+			u->h = prism_time_add(u->h, v[i].dur);
+		}
+	}
+	for (size_t k = u->e0; k < c->em.edges.n; k++) {
+		const struct sedge *e = &c->em.edges.v[k];
+		uint32_t a = e->src - (uint32_t)u->k0, b = e->dst - (uint32_t)u->k0;
+		if (e->dst < u->k0 || v[b].proc == u->host)
+			return 0;
+		if (e->src < u->k0) {
+			/* From a stream's last task before the unit: the same
+			 * stream's last where the template is repeated. */
+			int st;
+			for (st = 0; st < S_N && u->last0[st] != e->src; st++)
+				;
+			if (st == S_N || e->kind != GE_EVENT)
+				return 0;
+			x[b].evin = 1;
+			continue;
+		}
+		if (e->kind == GE_LAUNCH && v[a].proc == u->host && !x[b].launched) {
+			x[b].rel = x[a].rel;
+			x[b].launched = 1;
+		} else if (e->kind == GE_EVENT && v[a].proc != u->host) {
+			x[a].evout = 1;
+			x[b].evin = 1;
+		} else {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Runs of compute kernels (c->fo.fsegs), cut after an event source and
+ * before an event target, and the host offsets that gate a launch
+ * (c->fo.fgates, sorted, each once): 1; 0 where the unit cannot be
+ * folded (a GPU task the host did not launch, a gate after the host's
+ * time); -1 when out of memory. */
+static int fold_runs(struct ctx *c, const struct built *u)
+{
+	const struct snode *v = u->v;
+	const struct fscr *x = u->x;
+	uint32_t prev = NONE32;
+	size_t n = 0;
+
+	c->fo.fsegs.n = 0;
+	c->fo.fgates.n = 0;
+	if (VEC_PUSH(c->fo.fgates, 0))
+		return -1;
+	for (uint32_t i = 0; i < u->n; i++) {
+		struct fseg *sg;
+		if (v[i].proc == u->host)
+			continue;
+		if (!x[i].launched)
+			return 0;
+		if (v[i].proc != u->comp) {
+			if (VEC_PUSH(c->fo.fgates, x[i].rel))
+				return -1;
+			continue;
+		}
+		if (prev == NONE32 || x[i].evin || x[prev].evout) {
+			struct fseg z = {i, i, 1, 0};
+			if (VEC_PUSH(c->fo.fsegs, z) || VEC_PUSH(c->fo.fgates, x[i].rel))
+				return -1;
+		} else {
+			sg = &c->fo.fsegs.v[c->fo.fsegs.n - 1];
+			/* Held to PRISM_TIME_MAX: a run that long is the
+			 * simulator's to refuse. */
+			sg->rest_ns =
+			    prism_time_add(sg->rest_ns, prism_time_add(v[i].lag, v[i].dur));
+			sg->last = i;
+			sg->n++;
+		}
+		prev = i;
+	}
+	qsort(c->fo.fgates.v, c->fo.fgates.n, sizeof(*c->fo.fgates.v), cmp_i64);
+	for (size_t k = 0; k < c->fo.fgates.n; k++)
+		if (k == 0 || c->fo.fgates.v[k] != c->fo.fgates.v[n - 1])
+			c->fo.fgates.v[n++] = c->fo.fgates.v[k];
+	c->fo.fgates.n = n;
+	return c->fo.fgates.v[c->fo.fgates.n - 1] > u->h ? 0 : 1;
+}
+
+/* Task i, off the compute stream, into the template as it is (a
+ * collective's entry keeps its (rank, pg) slot in c->em.seqs): 1, or -1
+ * when out of memory. */
+static int fold_other(struct ctx *c, const struct built *u, struct ufold *t, uint32_t i)
+{
+	const struct snode *v = u->v;
+	uint32_t me = fold_push(c, t, v[i]);
+
+	u->x[i].start_of = u->x[i].end_of = me;
+	fold_edge(c, fold_gate(c, u->x[i].rel), me, GE_LAUNCH);
+	if (v[i].coll != NONE32) {
+		struct graph_coll cx = c->em.colls.v[v[i].coll];
+		cx.node = me;
+		cx.seq = NONE32;
+		for (size_t q = 0; q < c->em.seqs.n; q++)
+			if (c->em.seqs.v[q].rank == (uint32_t)u->r && c->em.seqs.v[q].pg == cx.pg)
+				cx.seq = (uint32_t)q;
+		if (cx.seq == NONE32 || VEC_PUSH(c->fo.fcolls, cx))
+			return -1;
+	}
+	return 1;
+}
+
+/* Run sg of compute kernels into the template: its first kernel as it
+ * is, then (if there are more) one unit task as long as the rest, whose
+ * kernels its mark lists: 1, or -1 when out of memory. */
+static int fold_run(struct ctx *c, const struct built *u, struct ufold *t, const struct fseg *sg)
+{
+	const struct snode *v = u->v;
+	struct fscr *x = u->x;
+	uint32_t i = sg->first, m0 = fold_push(c, t, v[i]), me = m0;
+
+	fold_edge(c, fold_gate(c, x[i].rel), m0, GE_LAUNCH);
+	if (sg->n > 1) {
+		struct snode rest = v[i];
+		struct fmark mk;
+		rest.kind = GN_KERNEL;
+		rest.name = c->fo.n_fold;
+		rest.dur = sg->rest_ns;
+		rest.lag = 0;
+		me = fold_push(c, t, rest);
+		/* Released by the unit's host start: the sim times its
+		 * kernels from their launches (sim.h, folded tasks). */
+		fold_edge(c, 0, me, GE_LAUNCH);
+		mk.node = me;
+		mk.kern0 = (uint32_t)c->fo.fkerns.n;
+		for (uint32_t j = i + 1; j <= sg->last; j++) {
+			struct synth_fold_kern kk = {x[j].rel, v[j].lag, v[j].dur,
+						     v[j].kind == GN_COLL  ? SYNTH_KERN_COLL
+						     : v[j].kind == GN_P2P ? SYNTH_KERN_P2P
+									   : SYNTH_KERN_COMPUTE};
+			if (v[j].proc == u->comp && VEC_PUSH(c->fo.fkerns, kk))
+				return -1;
+		}
+		mk.n_kern = (uint32_t)(c->fo.fkerns.n - mk.kern0);
+		if (VEC_PUSH(c->fo.fmarks, mk))
+			return -1;
+	}
+	x[i].start_of = m0;
+	x[sg->last].end_of = me;
+	if (t->ufirst == NONE32)
+		t->ufirst = m0;
+	t->ulast = me;
+	return 1;
+}
+
+/* The template's tasks: the host's time split at the gates, then the GPU
+ * tasks in their order: 1, or -1 when out of memory. */
+static int fold_tasks(struct ctx *c, const struct built *u, struct ufold *t)
+{
+	const struct snode *v = u->v;
+	uint32_t si = 0;
+
+	t->node0 = (uint32_t)c->fo.fnodes.n;
+	t->edge0 = (uint32_t)c->fo.fedges.n;
+	t->coll0 = (uint32_t)c->fo.fcolls.n;
+	t->mark0 = (uint32_t)c->fo.fmarks.n;
+	for (size_t j = 0; j < c->fo.fgates.n; j++) {
+		struct snode hn;
+		memset(&hn, 0, sizeof(hn));
+		hn.dur =
+		    (j + 1 < c->fo.fgates.n ? c->fo.fgates.v[j + 1] : u->h) - c->fo.fgates.v[j];
+		hn.proc = u->host;
+		hn.name = c->em.n_cpu;
+		hn.layer = -1;
+		hn.mb = v[0].mb;
+		hn.iter = v[0].iter;
+		hn.phase = v[0].phase;
+		hn.kind = GN_CPU;
+		fold_push(c, t, hn);
+	}
+	for (uint32_t i = 0; i < u->n; i++) {
+		if (v[i].proc == u->host)
+			continue;
+		if (v[i].proc != u->comp) {
+			if (fold_other(c, u, t, i) < 0)
+				return -1;
+			continue;
+		}
+		if (si < c->fo.fsegs.n && i == c->fo.fsegs.v[si].first) {
+			if (fold_run(c, u, t, &c->fo.fsegs.v[si]) < 0)
+				return -1;
+			si++;
+		}
+	}
+	return 1;
+}
+
+/* The template's events: those from a stream's last task before the unit
+ * (c->fo.fexts) and those between its tasks; then each stream's last
+ * task: 1, 0 where an event's end is not a template task (cannot happen:
+ * runs are cut at events), -1 when out of memory. */
+static int fold_events(struct ctx *c, const struct built *u, struct ufold *t)
+{
+	const struct fscr *x = u->x;
+
+	t->ext0 = (uint32_t)c->fo.fexts.n;
+	for (size_t k = u->e0; k < c->em.edges.n; k++) {
+		const struct sedge *e = &c->em.edges.v[k];
+		uint32_t a = e->src - (uint32_t)u->k0, b = e->dst - (uint32_t)u->k0;
+		if (e->kind != GE_EVENT)
+			continue;
+		if (e->src < u->k0) {
+			struct fext z = {x[b].start_of, 0};
+			while (u->last0[z.stream] != e->src)
+				z.stream++;
+			if (z.dst == NONE32 || VEC_PUSH(c->fo.fexts, z))
+				return -1;
+			continue;
+		}
+		if (x[a].end_of == NONE32 || x[b].start_of == NONE32)
+			return 0;
+		fold_edge(c, x[a].end_of, x[b].start_of, GE_EVENT);
+	}
+	for (int st = 0; st < S_N; st++) {
+		uint32_t l = c->rk[u->r].last[st];
+		t->last[st] = l != NONE32 && l >= u->k0 ? x[l - u->k0].end_of : NONE32;
+	}
+	return 1;
+}
+
+/* Take the unit back: its tasks, edges and collectives, and its
+ * collectives' sequence numbers (collectives from c0). */
+static void fold_take_back(struct ctx *c, const struct built *u, size_t c0)
+{
+	for (size_t q = c0; q < c->em.colls.n; q++)
+		for (size_t k = 0; k < c->em.seqs.n; k++)
+			if (c->em.seqs.v[k].rank == (uint32_t)u->r &&
+			    c->em.seqs.v[k].pg == c->em.colls.v[q].pg) {
+				c->em.seqs.v[k].n--;
+				break;
+			}
+	c->em.nodes.n = u->k0;
+	c->em.edges.n = u->e0;
+	c->em.colls.n = c0;
+}
+
+/*
+ * Fold the unit just built on rank r (tasks from k0, edges from e0,
+ * collectives from c0; *t holds its counts so far) into a template
+ * (synth.h): 1 when made (the unit's tasks are then taken back), 0 when
+ * the unit cannot be folded (it stays as built; c->oom set when out of
+ * memory).
+ */
+static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e0, size_t c0,
+		      const uint32_t *last0)
+{
+	struct built u = {.v = c->em.nodes.v + k0,
+			  .k0 = k0,
+			  .e0 = e0,
+			  .last0 = last0,
+			  .n = (uint32_t)(c->em.nodes.n - k0),
+			  .host = c->rk[r].host,
+			  .comp = c->rk[r].stream[S_COMPUTE],
+			  .r = r};
+	size_t f_nodes = c->fo.fnodes.n, f_edges = c->fo.fedges.n, f_colls = c->fo.fcolls.n;
+	size_t f_marks = c->fo.fmarks.n, f_kerns = c->fo.fkerns.n, f_exts = c->fo.fexts.n;
+	int rc;
+
+	if (c->em.pend.n || u.n == 0 || VEC_RESERVE(c->fo.fscr, u.n))
+		return 0;
+	u.x = c->fo.fscr.v;
+	if (!fold_scan(c, &u))
+		return 0;
+	rc = fold_runs(c, &u);
+	if (rc > 0)
+		rc = fold_tasks(c, &u, t);
+	if (rc > 0)
+		rc = fold_events(c, &u, t);
+	if (rc > 0 && !c->oom) {
+		t->n_nodes = (uint32_t)(c->fo.fnodes.n - t->node0);
+		t->n_edges = (uint32_t)(c->fo.fedges.n - t->edge0);
+		t->n_colls = (uint32_t)(c->fo.fcolls.n - t->coll0);
+		t->n_marks = (uint32_t)(c->fo.fmarks.n - t->mark0);
+		t->n_ext = (uint32_t)(c->fo.fexts.n - t->ext0);
+		t->tasks = u.n;
+		fold_take_back(c, &u, c0);
+		return 1;
+	}
+	if (rc < 0)
+		c->oom = 1;
+	c->fo.fnodes.n = f_nodes;
+	c->fo.fedges.n = f_edges;
+	c->fo.fcolls.n = f_colls;
+	c->fo.fmarks.n = f_marks;
+	c->fo.fkerns.n = f_kerns;
+	c->fo.fexts.n = f_exts;
+	return 0;
+}
+
+int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb)
+{
+	const struct ufold *t;
+	if (c->fo.findex.v[slot] >= c->fo.folds.n || c->em.pend.n)
+		return 0;
+	t = &c->fo.folds.v[c->fo.findex.v[slot]];
+	if (t->bucket0 != c->rk[r].bucket || !fold_ext_ok(c, t, r))
+		return 0;
+	fold_replay(c, t, r, mb);
+	return 1;
+}
+
+void sf_begin(const struct ctx *c, int r, struct sf_start *u)
+{
+	u->k0 = c->em.nodes.n;
+	u->e0 = c->em.edges.n;
+	u->c0 = c->em.colls.n;
+	u->w0 = c->em.waits.n;
+	memcpy(u->last0, c->rk[r].last, sizeof(u->last0));
+	memset(&u->t, 0, sizeof(u->t));
+	u->t.ufirst = u->t.ulast = NONE32;
+	u->t.bucket0 = c->rk[r].bucket;
+	u->t.flops = c->tally.flops;
+	u->t.kernels = c->tally.kernels;
+	memcpy(u->t.hits, c->tally.kdb_hits, sizeof(u->t.hits));
+}
+
+int sf_end(struct ctx *c, int r, int32_t mb, size_t slot, const struct sf_start *u)
+{
+	if (slot != SIZE_MAX && !c->oom && c->fo.findex.v[slot] == NONE32) {
+		struct ufold t = u->t;
+		t.flops = c->tally.flops - t.flops;
+		t.kernels = c->tally.kernels - t.kernels;
+		for (int h = 0; h < 3; h++)
+			t.hits[h] = c->tally.kdb_hits[h] - t.hits[h];
+		t.bucket1 = c->rk[r].bucket;
+		if (fold_build(c, r, &t, u->k0, u->e0, u->c0, u->last0)) {
+			/* The replay adds the unit's counts again. */
+			c->tally.flops -= t.flops;
+			c->tally.kernels -= t.kernels;
+			for (int h = 0; h < 3; h++)
+				c->tally.kdb_hits[h] -= t.hits[h];
+			c->em.waits.n = u->w0;
+			if (VEC_PUSH(c->fo.folds, t)) {
+				c->oom = 1;
+				return 1;
+			}
+			c->fo.findex.v[slot] = (uint32_t)(c->fo.folds.n - 1);
+			/* The streams as before the unit: its events from
+			 * before it are replayed from them. */
+			memcpy(c->rk[r].last, u->last0, sizeof(u->last0));
+			fold_replay(c, &c->fo.folds.v[c->fo.folds.n - 1], r, mb);
+			return 1;
+		}
+		c->fo.findex.v[slot] = FOLD_NEVER;
+	}
+	if (c->fo.fold)
+		c->fo.units_kept++;
+	return 0;
+}
+
+void sf_release(struct ctx *c)
+{
+	VEC_FREE(c->fo.folds);
+	VEC_FREE(c->fo.fnodes);
+	VEC_FREE(c->fo.fedges);
+	VEC_FREE(c->fo.fcolls);
+	VEC_FREE(c->fo.fmarks);
+	VEC_FREE(c->fo.fexts);
+	VEC_FREE(c->fo.marks);
+	VEC_FREE(c->fo.fkerns);
+	VEC_FREE(c->fo.fscr);
+	VEC_FREE(c->fo.fsegs);
+	VEC_FREE(c->fo.fgates);
+	VEC_FREE(c->fo.findex);
+}

@@ -1,0 +1,814 @@
+/*
+ * layer.c - what a layer runs (synth_int.h): a transformer layer's
+ * kernels forward and backward (GEMMs and their FP8 casts, attention --
+ * flash or not, context parallel as a ring or an all-gather --, the
+ * mixture-of-experts router, all-to-alls and grouped GEMMs, recomputation,
+ * gradient accumulation) and its tensor-parallel collectives; the
+ * embedding, the head and the loss.  Each kernel is timed here (the kernel
+ * database, else the kernel model through its class's line) and its op's
+ * shapes described; it becomes a task through emit.c.  Where the rank is
+ * (layer, microbatch, phase) is the schedule's (step.c).
+ */
+#include "synth_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "comm.h"
+#include "kperf.h"
+
+/* A profiler's name for an element of dtype (cost_dtype reads it back). */
+static const char *torch_type(int dtype)
+{
+	switch (dtype) {
+	case HW_FP32:
+	case HW_TF32:
+		return "float";
+	case HW_FP16:
+		return "c10::Half";
+	case HW_FP8:
+	case HW_FP4:
+		return "c10::Float8_e4m3fn";
+	default:
+		return "c10::BFloat16";
+	}
+}
+
+/* The memory-bound kind of a memory-bound kernel's class (cost_mem_kind;
+ * elementwise for any other class passed here). */
+static int membound_kind(int cls)
+{
+	int k = cost_mem_kind(cls);
+	return k >= 0 ? k : HW_MEM_ELEMENTWISE;
+}
+
+/*
+ * Time of a kernel of class cls doing `flops` and moving `bytes`, whose
+ * kernel-model time is `model_s` (kperf.h): the kernel database's where it
+ * has the kernel, else the class's line over the model's time; times the
+ * class's scale.  dtype: the kernel's (for the database).
+ */
+static double ktime(struct ctx *c, int cls, int dtype, double flops, double bytes, double model_s)
+{
+	const struct synth_in *in = c->in;
+	const struct calib_class *k = &in->cost[cls];
+	double e = k->eff > 0 ? k->eff : 1, t;
+	int how = KDB_NONE;
+	if (c->dry)
+		return (k->overhead_s + model_s / e) * in->scale[cls];
+	if (cls == KC_GEMM || cls == KC_ATTENTION)
+		c->tally.flops += flops;
+	if (c->kdb_gpu >= 0)
+		how = kdb_time(in->kdb, c->kdb_gpu, cls, dtype, k->by_flops ? flops : bytes, &t);
+	c->tally.kdb_hits[how]++;
+	if (how != KDB_NONE)
+		return t * in->scale[cls];
+	return (k->overhead_s + model_s / e) * in->scale[cls];
+}
+
+/* A memory-bound kernel's op: one bf16 tensor of bytes / 4 values (key:
+ * 1, bytes). */
+static void mem_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
+		       size_t nt)
+{
+	*op = "aten::op";
+	snprintf(dims, nd, "[[%.0f]]", key[1] / 4);
+	snprintf(types, nt, "[\"c10::BFloat16\"]");
+}
+
+/* A memory-bound kernel of class cls moving `bytes`.  Its op records one
+ * bf16 tensor of bytes / 4 values: read and written, as cost_work()
+ * counts an op's traffic (its inputs and an output the size of the
+ * first), that is the kernel's bytes (for a kernel reading one tensor and
+ * writing one, that tensor). */
+void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
+{
+	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->in->hw, membound_kind(cls), bytes));
+	double key[OPKEY] = {1, bytes};
+
+	se_record_op(c, key, mem_op_fmt);
+	se_launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
+}
+
+/* A GEMM's op, C = A B as aten::mm [M, K] x [K, N], or aten::bmm with the
+ * batch (key: 2, dtype, b, m, n, k). */
+static void gemm_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
+			size_t nt)
+{
+	const char *ty = torch_type((int)key[1]);
+	double b = key[2], m = key[3], n = key[4], k = key[5];
+	*op = b == 1 ? "aten::mm" : "aten::bmm";
+	if (b == 1)
+		snprintf(dims, nd, "[[%.0f, %.0f], [%.0f, %.0f]]", m, k, k, n);
+	else
+		snprintf(dims, nd, "[[%.0f, %.0f, %.0f], [%.0f, %.0f, %.0f]]", b, m, k, b, k, n);
+	snprintf(types, nt, "[\"%s\", \"%s\"]", ty, ty);
+}
+
+/* A GEMM of batch b, m x k times k x n, in dtype. */
+static void bgemm(struct ctx *c, int r, const char *name, int dtype, double b, double m, double n,
+		  double k)
+{
+	double es = kperf_elem_bytes(dtype);
+	double t = ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
+			 b * (es * (m * k + k * n) + 2 * m * n),
+			 kperf_gemm_s(c->in->hw, dtype, b, m, n, k));
+	double key[OPKEY] = {2, dtype, b, m, n, k};
+
+	se_record_op(c, key, gemm_op_fmt);
+	se_launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
+}
+
+static void gemm(struct ctx *c, int r, const char *name, double m, double n, double k)
+{
+	bgemm(c, r, name, c->in->lay.dtype, 1, m, n, k);
+}
+
+/* One tensor-parallel collective of the b s h activations on stream st:
+ * kind GC_ALL_REDUCE, or with sequence parallelism GC_REDUCE_SCATTER or
+ * GC_ALL_GATHER. */
+static void tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind)
+{
+	struct comm_group g = {(int)z->t, z->tp_per_node};
+	char pg[32];
+	snprintf(pg, sizeof(pg), "tp.%d", r);
+	if (kind == GC_REDUCE_SCATTER)
+		se_collective(c, r, st, kind, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+			      z->b * z->s * z->h * 2, g, pg);
+	else if (kind == GC_ALL_GATHER)
+		se_collective(c, r, st, kind, "ncclDevKernel_AllGather_RING_LL",
+			      z->b * z->s * z->h * 2, g, pg);
+	else
+		se_collective(c, r, st, kind, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+			      z->b * z->s * z->h * 2, g, pg);
+}
+
+static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
+{
+	if (z->t <= 1)
+		return;
+	if (c->in->lay.sp) {
+		tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+	} else {
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_REDUCE);
+	}
+}
+
+/* Tensor-parallel communication overlapped with GEMMs (Megatron-LM's
+ * --tp-comm-overlap, Transformer Engine's userbuffers; sequence parallel):
+ * the collective runs on its own stream beside the GEMMs launched between
+ * tp_side_begin and tp_side_end, both after what preceded them, and what
+ * follows waits for both.  The pipelining of the collective and the GEMM
+ * in chunks is taken as perfect (the fill of one chunk is left out);
+ * contention slows both where they overlap (sim.h). */
+static int tp_overlapped(const struct ctx *c, const struct shape *z)
+{
+	return z->t > 1 && c->in->lay.sp && c->in->lay.tp_overlap;
+}
+
+static void tp_side_begin(struct ctx *c, int r, const struct shape *z, int k1, int k2)
+{
+	se_event_wait(c, r, S_COMPUTE, S_TP);
+	tp_coll(c, r, z, S_TP, k1);
+	if (k2 >= 0)
+		tp_coll(c, r, z, S_TP, k2);
+}
+
+static void tp_side_end(struct ctx *c, int r)
+{
+	se_event_wait(c, r, S_TP, S_COMPUTE);
+}
+
+/* Bytes of an elementwise pass over n bf16 values reading `in` tensors. */
+static double ew(double n, double in)
+{
+	return n * 2 * (in + 1);
+}
+
+/* The flash-attention op as PyTorch records it, [b, s, heads, d] per
+ * tensor: forward the query, key and value, backward the output's
+ * gradient first (cost_attn_shape reads them back).  key: 3, dtype,
+ * backward, b, s, query heads, key-value heads, d. */
+static void attn_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
+			size_t nt)
+{
+	const char *ty = torch_type((int)key[1]);
+	char q[64], kv[64];
+
+	snprintf(q, sizeof(q), "[%.0f, %.0f, %.0f, %.0f]", key[3], key[4], key[5], key[7]);
+	snprintf(kv, sizeof(kv), "[%.0f, %.0f, %.0f, %.0f]", key[3], key[4], key[6], key[7]);
+	if (key[2] != 0) {
+		*op = "aten::_flash_attention_backward";
+		snprintf(dims, nd, "[%s, %s, %s, %s]", q, q, kv, kv);
+		snprintf(types, nt, "[\"%s\", \"%s\", \"%s\", \"%s\"]", ty, ty, ty, ty);
+	} else {
+		*op = "aten::_flash_attention_forward";
+		snprintf(dims, nd, "[%s, %s, %s]", q, kv, kv);
+		snprintf(types, nt, "[\"%s\", \"%s\", \"%s\"]", ty, ty, ty);
+	}
+}
+
+static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
+{
+	/* Megatron-LM replicates key-value heads when fewer than the ranks. */
+	double kv = z->kv < z->t ? 1 : z->kv / z->t;
+	double key[OPKEY] = {3, dtype, bwd, z->b, z->s, z->a / z->t, kv, z->h / z->a};
+
+	se_record_op(c, key, attn_op_fmt);
+}
+
+/*
+ * Context parallelism: ring attention as Transformer Engine runs it
+ * (AttnFuncWithCPAndKVP2P, Megatron-LM's --context-parallel-size with the
+ * p2p communication type).  Each rank holds s / cp tokens of every
+ * sequence, as two chunks of the 2 cp into which the sequence is cut (rank
+ * i the i-th and the (2 cp - 1 - i)-th: the causal load balance), so that
+ * every rank's share of the causal attention is the same.  cp steps: step
+ * 0 the rank's own block (causal, s/cp x s/cp), each later step a block of
+ * half the work (half the queries against the whole received key-value
+ * block, or the whole queries against half of it: s/(2cp) x s/cp, no
+ * mask).  The key-value block for step i + 1 is sent to the next rank and
+ * received from the previous one while step i computes (double buffered:
+ * the transfer waits for step i - 1's kernel, step i + 1 for the transfer).
+ * Each later step's output is merged into the running one by its
+ * log-sum-exp (a memory-bound correction).  Backward: the same ring, each
+ * transfer carrying the key-value block and its accumulated gradient
+ * (twice the bytes).  The transfers ride the side stream that TP overlap
+ * uses (S_TP; they never run at once within a layer).
+ */
+static double cp_kv_bytes(const struct shape *z)
+{
+	double kv = z->kv < z->t ? 1 : z->kv / z->t;
+	return 2 * z->b * z->s * kv * (z->h / z->a) * 2;
+}
+
+static void cp_transfer(struct ctx *c, int r, const struct shape *z, double bytes)
+{
+	char pg[32];
+	snprintf(pg, sizeof(pg), "cp.%d", r);
+	se_event_wait(c, r, S_COMPUTE, S_TP);
+	se_collective(c, r, S_TP, GC_SEND_RECV, "ncclDevKernel_SendRecv", bytes,
+		      (struct comm_group){2, z->cp_per_node}, pg);
+}
+
+/*
+ * Llama 3's all-gather context parallelism (Dubey et al. 2024, section
+ * 3.3.2): the rank's K and V are all-gathered over the cp ranks (cp x its
+ * key-value block, on the compute stream: the latency is exposed, as the
+ * paper says; GQA keeps it small), then one attention kernel of the
+ * rank's queries (its two load-balanced chunks, s tokens) against the
+ * keys before them: on average half the sequence, timed as s queries
+ * over s_full / 2 keys without a mask.  Backward: the attention's
+ * backward, then the gathered K and V gradients reduce-scattered.
+ */
+static void allgather_attn(struct ctx *c, int r, const struct shape *z, int bwd)
+{
+	int dt = layout_attn_dtype(&c->in->lay), pass = bwd ? 1 : 0;
+	double heads = z->a / z->t, d = z->h / z->a, t;
+	double f = (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->h / z->t / z->cp;
+	double gathered = cp_kv_bytes(z) * z->cp;
+	int cap = c->in->hw ? hw_domain(c->in->hw) / (int)z->t : 1;
+	struct comm_group g = {z->cp, comm_per_domain(z->cp, cap)};
+	char pg[32];
+	snprintf(pg, sizeof(pg), "cp.%d", r);
+	if (!bwd)
+		se_collective(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+			      gathered, g, pg);
+	t = ktime(c, KC_ATTENTION, dt, f, ew((bwd ? 4 : 3) * z->b * z->s * z->h / z->t, 1),
+		  kperf_attn_s(c->in->hw, dt, pass, z->b, heads, z->s, z->s_full / 2, d, 0));
+	se_launch(c, r, S_COMPUTE, GN_KERNEL,
+		  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
+		  NULL);
+	if (bwd)
+		se_collective(c, r, S_COMPUTE, GC_REDUCE_SCATTER,
+			      "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", gathered, g, pg);
+}
+
+static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
+{
+	if (c->in->lay.cp_allgather) {
+		allgather_attn(c, r, z, bwd);
+		return;
+	}
+	{
+		int dt = layout_attn_dtype(&c->in->lay), pass = bwd ? 1 : 0;
+		double heads = z->a / z->t, d = z->h / z->a;
+		/* The model FLOPs of the rank's share (4 b s^2 h / (t cp) forward,
+	 * twice that backward), spread evenly over the steps. */
+		double f =
+		    (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->h / z->t / z->cp / z->cp;
+		double bytes = cp_kv_bytes(z) * (bwd ? 2 : 1), out = z->b * z->s * z->h / z->t;
+		for (int i = 0; i < z->cp; i++) {
+			double sq = i ? z->s / 2 : z->s, t;
+			if (i > 0) /* step i's key-value block has arrived */
+				se_event_wait(c, r, S_TP, S_COMPUTE);
+			if (i < z->cp - 1 && !c->dry)
+				cp_transfer(c, r, z, bytes);
+			t = ktime(
+			    c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->h / z->t, 1),
+			    kperf_attn_s(c->in->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
+			se_launch(c, r, S_COMPUTE, GN_KERNEL,
+				  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"
+				      : "flash_fwd_kernel",
+				  t, NULL);
+			if (i > 0 && !bwd) /* merge by log-sum-exp: out, lse, step out in */
+				sl_kernel(c, r, KC_ELEMENTWISE, "flash_attn_fwd_out_correction",
+					  ew(out, 2) + 8 * z->b * z->s * heads);
+		}
+	}
+}
+
+/*
+ * Attention core of one layer on one tensor-parallel rank (causal, as GPT
+ * trains).  Flash attention is one kernel each way, timed by the kernel
+ * model by sequence, heads and head dim (kperf_attn_s); its FLOPs are
+ * counted as 4 b s^2 h / t forward and twice that backward (the model
+ * FLOPs, llm.h).  Without it (Megatron before FlashAttention) the
+ * b a s^2 / t scores are materialised: two batched GEMMs around a fused
+ * scale-mask-softmax and a dropout forward, four GEMMs, the dropout and
+ * the softmax gradients backward, each pass over the scores memory-bound;
+ * llm_score_bytes() counts the same traffic.  The core runs in bf16 unless
+ * fp8_attention (layout_attn_dtype).
+ */
+void sl_attn_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	int dt = layout_attn_dtype(&c->in->lay);
+	if (z->cp > 1) {
+		ring_attn(c, r, z, 0);
+		return;
+	}
+	double heads = z->a / z->t, d = z->h / z->a, n = z->b * z->a * z->s * z->s / z->t;
+	double f = 2 * z->b * z->s * z->s * z->h / z->t;
+	if (c->in->lay.flash) {
+		double t = ktime(c, KC_ATTENTION, dt, 2 * f, ew(3 * z->b * z->s * z->h / z->t, 1),
+				 kperf_attn_s(c->in->hw, dt, 0, z->b, heads, z->s, z->s, d, 1));
+		attn_op(c, z, dt, 0);
+		se_launch(c, r, S_COMPUTE, GN_KERNEL, "flash_fwd_kernel", t, NULL);
+		return;
+	}
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_scores", dt, z->b * heads, z->s,
+	      z->s, d);
+	sl_kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_forward", LLM_SCORE_SOFTMAX * n);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_dropout_kernel", LLM_SCORE_DROPOUT * n);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_context", dt, z->b * heads, z->s,
+	      d, z->s);
+}
+
+static void attn_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	int dt = layout_attn_dtype(&c->in->lay);
+	if (z->cp > 1) {
+		ring_attn(c, r, z, 1);
+		return;
+	}
+	double heads = z->a / z->t, d = z->h / z->a, n = z->b * z->a * z->s * z->s / z->t;
+	double f = 2 * z->b * z->s * z->s * z->h / z->t;
+	if (c->in->lay.flash) {
+		double t = ktime(c, KC_ATTENTION, dt, 4 * f, ew(4 * z->b * z->s * z->h / z->t, 1),
+				 kperf_attn_s(c->in->hw, dt, 1, z->b, heads, z->s, z->s, d, 1));
+		attn_op(c, z, dt, 1);
+		se_launch(c, r, S_COMPUTE, GN_KERNEL,
+			  "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", t, NULL);
+		return;
+	}
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_bmm_dprobs", dt, z->b * heads, z->s,
+	      z->s, d);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dv", dt, z->b * heads, z->s, d,
+	      z->s);
+	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward",
+		  LLM_SCORE_DROPOUT * n);
+	sl_kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_backward",
+		  LLM_SCORE_SOFTMAX_BWD * n);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_dq", dt, z->b * heads, z->s, d,
+	      z->s);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dk", dt, z->b * heads, z->s, d,
+	      z->s);
+}
+
+/*
+ * A linear layer's forward GEMM, C[m,n] = A[m,k] W[k,n].  In fp8 (or fp4)
+ * Transformer Engine first quantises its input with one fused kernel that
+ * also writes the transpose the weight gradient needs (reads 2 m k bytes,
+ * writes twice m k at one byte: cast_transpose), and the weight once per
+ * step, on the step's first microbatch (its fp8 copy and transpose are
+ * kept for the others and for the backward).
+ */
+static void linear_fwd(struct ctx *c, int r, const char *name, double m, double n, double k)
+{
+	if (sl_low_precision(c->in->lay.dtype)) {
+		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * m * k);
+		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
+			sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_weight", 4 * k * n);
+	}
+	gemm(c, r, name, m, n, k);
+}
+
+static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k);
+
+/* A parameter's gradient (elems values) added into the accumulated one, in
+ * every microbatch but the first where the framework accumulates so
+ * (synth_in.acc_elem_bytes): both read, one written. */
+static void acc_add(struct ctx *c, int r, double elems)
+{
+	if (c->in->acc_elem_bytes > 0 && c->rk[r].mb > 0)
+		sl_kernel(c, r, KC_ELEMENTWISE, GRAPH_ACC_KERNEL,
+			  3 * elems * c->in->acc_elem_bytes);
+}
+
+/* A layer norm's weight and bias, each h values (replicated over tp). */
+static void acc_norm(struct ctx *c, int r, const struct shape *z)
+{
+	acc_add(c, r, z->h);
+	acc_add(c, r, z->h);
+}
+
+/*
+ * Mixture-of-experts (Megatron-LM's MoELayer with the all-to-all token
+ * dispatcher, megatron/core/transformer/moe/): on each rank the router
+ * scores its n = b s / t tokens (sequence parallel) against the experts
+ * (a GEMM, then the top-k of a softmax or a sigmoid, memory-bound), the
+ * tokens are permuted into expert order (top_k copies of each), sent to
+ * the ranks holding their experts by an all-to-all over the expert-
+ * parallel group, all-gathered over the expert tensor-parallel group
+ * (etp > 1), run through the rank's experts as grouped GEMMs (one batched
+ * GEMM per FFN matrix over the local experts, M / eloc tokens each),
+ * reduce-scattered over etp, sent back by a second all-to-all and
+ * unpermuted (weighted by their gate values).  The shared experts run as
+ * a dense FFN split by tp.  M (mem_moe_tokens) is the busiest rank's
+ * load, imbalance and capacity factor included: the collectives and the
+ * GEMMs wait for it.  Backward mirrors it with two GEMMs per forward GEMM.
+ */
+static void moe_coll(struct ctx *c, int r, const struct shape *z, int kind, double bytes)
+{
+	char pg[32];
+	if (kind == GC_ALL_TO_ALL) {
+		struct comm_group g = {(int)z->ep, z->ep_per_node};
+		if (z->ep <= 1)
+			return;
+		snprintf(pg, sizeof(pg), "ep.%d", r);
+		se_collective(c, r, S_COMPUTE, kind, "ncclDevKernel_SendRecv_alltoall", bytes, g,
+			      pg);
+		return;
+	}
+	if (z->etp <= 1)
+		return;
+	snprintf(pg, sizeof(pg), "etp.%d", r);
+	se_collective(c, r, S_COMPUTE, kind,
+		      kind == GC_ALL_GATHER ? "ncclDevKernel_AllGather_RING_LL"
+					    : "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+		      bytes, (struct comm_group){(int)z->etp, z->etp_per_node}, pg);
+}
+
+/* The bytes one all-to-all of one MoE layer sends from the busiest rank:
+ * its routed tokens, M / etp rows of h bf16 values. */
+double sl_moe_a2a_bytes(const struct shape *z)
+{
+	return z->M / z->etp * z->h * 2;
+}
+
+/* A grouped GEMM over the rank's experts: eloc GEMMs of m x k by k x n
+ * (CUTLASS grouped GEMM, Transformer Engine's GroupedLinear), timed as one
+ * batched GEMM. */
+static void grouped(struct ctx *c, int r, const struct shape *z, const char *name, double m,
+		    double n, double k)
+{
+	bgemm(c, r, name, c->in->lay.dtype, z->eloc, m, n, k);
+}
+
+static void grouped_bwd(struct ctx *c, int r, const struct shape *z, const char *what, double m,
+			double n, double k)
+{
+	char name[96];
+	if (sl_low_precision(c->in->lay.dtype))
+		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_grad", 4 * m * n * z->eloc);
+	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dx", what);
+	grouped(c, r, z, name, m, k, n);
+	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dw", what);
+	grouped(c, r, z, name, k, n, m);
+	acc_add(c, r, z->eloc * k * n);
+}
+
+/* The router: its GEMM (in bf16 under fp8, as Transformer Engine leaves
+ * it), then the scores' top-k (fp32 scores read and written, the top_k
+ * indices and gate values written). */
+static void router_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	int dt = sl_low_precision(c->in->lay.dtype) ? HW_BF16 : c->in->lay.dtype;
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_router", dt, 1, z->n_tok, z->E, z->h);
+	sl_kernel(c, r, KC_SOFTMAX,
+		  c->in->m.router == LLM_ROUTER_SIGMOID ? "moe_topk_sigmoid_kernel"
+							: "moe_topk_softmax_kernel",
+		  8 * z->n_tok * z->E + 8 * z->n_tok * z->k);
+}
+
+static void moe_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double mloc = z->M / z->eloc, x = z->M / z->etp, ph = 2 * z->n_tok * z->h;
+	router_fwd(c, r, z);
+	/* Permute: read the tokens, write top_k copies in expert order. */
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_permute_kernel", ph + ph * z->k);
+	moe_coll(c, r, z, GC_ALL_TO_ALL, sl_moe_a2a_bytes(z));
+	moe_coll(c, r, z, GC_ALL_GATHER, x * z->etp * z->h * 2);
+	if (sl_low_precision(c->in->lay.dtype)) {
+		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * z->M * z->h);
+		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
+			sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_weight",
+				  4 * z->eloc * z->h * (z->fe_in + z->fe) / z->etp);
+	}
+	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc1", mloc, z->fe_in / z->etp, z->h);
+	if (z->gated)
+		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(z->M * z->fe / z->etp, 2));
+	else
+		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
+			  ew(z->M * z->fe / z->etp, 1));
+	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc2", mloc, z->h, z->fe / z->etp);
+	moe_coll(c, r, z, GC_REDUCE_SCATTER, x * z->etp * z->h * 2);
+	moe_coll(c, r, z, GC_ALL_TO_ALL, sl_moe_a2a_bytes(z));
+	/* Unpermute: read the top_k copies and gates, write the sum. */
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_unpermute_kernel", ph * z->k + ph);
+	if (z->shared > 0) {
+		double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
+		if (t > 1)
+			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc1", bs,
+			   z->shared * z->fe_in / t, z->h);
+		sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_fwd_kernel" : "gelu_fwd_kernel",
+			  ew(bs * sf / t, z->gated ? 2 : 1));
+		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc2", bs, z->h,
+			   sf / t);
+		if (t > 1)
+			tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
+		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add>",
+			  ew(ph / 2, 2));
+	}
+}
+
+static void moe_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double mloc = z->M / z->eloc, x = z->M / z->etp, ph = 2 * z->n_tok * z->h;
+	int dt = sl_low_precision(c->in->lay.dtype) ? HW_BF16 : c->in->lay.dtype;
+	if (z->shared > 0) {
+		double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
+		if (t > 1)
+			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+		gemm_bwd(c, r, "shared_fc2", bs, z->h, sf / t);
+		sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_bwd_kernel" : "gelu_bwd_kernel",
+			  z->gated ? bs * sf / t * 2 * 5 : ew(bs * sf / t, 2));
+		gemm_bwd(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h);
+		if (t > 1)
+			tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
+	}
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_unpermute_bwd_kernel", ph + ph * z->k);
+	moe_coll(c, r, z, GC_ALL_TO_ALL, sl_moe_a2a_bytes(z));
+	moe_coll(c, r, z, GC_ALL_GATHER, x * z->etp * z->h * 2);
+	grouped_bwd(c, r, z, "fc2", mloc, z->h, z->fe / z->etp);
+	if (z->gated)
+		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", z->M * z->fe / z->etp * 2 * 5);
+	else
+		sl_kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
+			  ew(z->M * z->fe / z->etp, 2));
+	grouped_bwd(c, r, z, "fc1", mloc, z->fe_in / z->etp, z->h);
+	moe_coll(c, r, z, GC_REDUCE_SCATTER, x * z->etp * z->h * 2);
+	moe_coll(c, r, z, GC_ALL_TO_ALL, sl_moe_a2a_bytes(z));
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_permute_bwd_kernel", ph * z->k + ph);
+	sl_kernel(c, r, KC_SOFTMAX, "moe_topk_softmax_bwd_kernel",
+		  8 * z->n_tok * z->E + 8 * z->n_tok * z->k);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_router_dx", dt, 1, z->n_tok, z->h,
+	      z->E);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_router_dw", dt, 1, z->h, z->E,
+	      z->n_tok);
+}
+
+/* 1 when rank r's current layer is a mixture-of-experts layer. */
+static int moe_now(const struct ctx *c, int r, const struct shape *z)
+{
+	return z->moe && llm_is_moe_layer(&c->in->m, c->rk[r].layer);
+}
+
+/* Layer norm, QKV, attention, projection, [TP all-reduce], fused bias +
+ * dropout + residual add (Megatron's bias_dropout_add: reads the branch and
+ * the residual, writes the sum and a one-byte dropout mask), layer norm,
+ * FC1, GeLU (bias fused) or SwiGLU, FC2, [TP all-reduce], bias + dropout +
+ * residual add. */
+void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	int ov = tp_overlapped(c, z);
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	if (ov) /* the all-gather of the normed input beside the QKV GEMM */
+		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv_r, z->h);
+	if (ov)
+		tp_side_end(c, r);
+	sl_attn_fwd(c, r, z);
+	if (ov) /* the projection's reduce-scatter beside its GEMM */
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->h / t);
+	if (ov)
+		tp_side_end(c, r);
+	else
+		tp_allreduce(c, r, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	if (moe_now(c, r, z)) {
+		moe_fwd(c, r, z);
+		sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+		return;
+	}
+	if (ov)
+		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h);
+	if (ov)
+		tp_side_end(c, r);
+	if (z->gated) /* silu(gate) x up: two inputs, one output */
+		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(bs * z->f / t, 2));
+	else
+		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
+			  ew(bs * z->f / t, 1));
+	if (ov)
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc2", bs, z->h, z->f / t);
+	if (ov)
+		tp_side_end(c, r);
+	else
+		tp_allreduce(c, r, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+}
+
+/* Input and weight gradients of C[m,n] = A[m,k] B[k,n]; in fp8 the output
+ * gradient is first cast and transposed (reads 2 m n bytes, writes 2 m n
+ * at one byte). */
+static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k)
+{
+	char name[96];
+	if (sl_low_precision(c->in->lay.dtype))
+		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_grad", 4 * m * n);
+	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_%s_dx", what);
+	gemm(c, r, name, m, k, n);
+	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", what);
+	gemm(c, r, name, k, n, m);
+	acc_add(c, r, k * n);
+	acc_add(c, r, n); /* its bias: llm_layer_params gives every linear one */
+}
+
+/* Backward of one layer: full recomputation runs its forward first;
+ * selective recomputation (Korthikanti et al. 2022) re-runs the attention
+ * core's forward just before its backward.  Each bias-dropout-add's
+ * dropout has a backward pass over its branch's gradient (reads it and the
+ * mask, writes the gradient). */
+void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	int ov = tp_overlapped(c, z);
+	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_FULL)
+		sl_layer_fwd(c, r, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
+	if (moe_now(c, r, z)) {
+		moe_bwd(c, r, z);
+	} else {
+		if (ov) /* the gradient's gather beside FC2's gradient GEMMs */
+			tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
+		else
+			tp_allreduce(c, r, z);
+		gemm_bwd(c, r, "fc2", bs, z->h, z->f / t);
+		if (ov)
+			tp_side_end(c, r);
+		if (z->gated) /* the gradient and both inputs in, both gradients out */
+			sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", bs * z->f / t * 2 * 5);
+		else
+			sl_kernel(c, r, KC_ELEMENTWISE,
+				  "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
+				  ew(bs * z->f / t, 2));
+		gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
+	}
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	acc_norm(c, r, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
+	if (ov)
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
+	else
+		tp_allreduce(c, r, z);
+	gemm_bwd(c, r, "proj", bs, z->h, z->h / t);
+	if (ov)
+		tp_side_end(c, r);
+	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE)
+		sl_attn_fwd(c, r, z);
+	attn_bwd(c, r, z);
+	gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	acc_norm(c, r, z);
+}
+
+/* The output layer's dtype: bf16 under fp8 and fp4. */
+int sl_logit_dtype(const struct synth_in *in)
+{
+	return sl_low_precision(in->lay.dtype) ? HW_BF16 : in->lay.dtype;
+}
+
+static void logits_bwd(struct ctx *c, int r, double m, double n, double k)
+{
+	int dt = sl_logit_dtype(c->in);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_logits_dx", dt, 1, m, k, n);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_logits_dw", dt, 1, k, n, m);
+	acc_add(c, r, k * n);
+}
+
+/* The embedding's lookup forward and its gradient (stage 0). */
+void sl_embed_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(z->b * z->s * z->h, 1));
+}
+
+void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel",
+		  ew(z->b * z->s * z->h, 2));
+	/* Tied on one stage: one gradient, added with the head's. */
+	if (c->in->m.untied || c->in->lay.pp > 1)
+		acc_add(c, r, z->V / z->t * z->h);
+	if (!c->in->m.rope) /* learned positions */
+		acc_add(c, r, z->s * z->h);
+}
+
+/* The final norm, the logits and the loss (the last stage).  The output
+ * layer stays in bf16 under fp8 (Transformer Engine quantises the
+ * transformer layers' GEMMs).  The vocabulary-parallel cross-entropy as
+ * Megatron-LM runs it (tensor_parallel/cross_entropy.py), in fp32 passes
+ * over the logits: the max and the sum of exponentials read them (4 + 4
+ * bytes a value); the cast to fp32 (2 + 4), the subtraction, the
+ * exponential and the division in place (8 each) read and write them. */
+void sl_head_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s;
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h, 1));
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", sl_logit_dtype(c->in), 1, bs,
+	      z->V / z->t, z->h);
+	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd", 30 * bs * z->V / z->t);
+	sl_kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 8 * bs * z->V / z->t);
+}
+
+/* (softmax - one-hot) x the loss gradient from the saved fp32 softmax
+ * (read 4, write 4), cast to bf16 (read 4, write 2); the logits' two
+ * gradients; the final norm's. */
+void sl_head_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s;
+	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd", 14 * bs * z->V / z->t);
+	logits_bwd(c, r, bs, z->V / z->t, z->h);
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
+	acc_norm(c, r, z);
+}
+
+/* The layout as the kernels of one layer need it (synth_build's). */
+void sl_shape(const struct synth_in *in, struct shape *z)
+{
+	memset(z, 0, sizeof(*z));
+	z->b = in->lay.mbs;
+	z->cp = layout_cp(&in->lay);
+	z->s_full = in->m.seq;
+	z->s = (double)in->m.seq / z->cp;
+	z->h = in->m.hidden;
+	z->f = in->m.ffn;
+	z->V = in->m.vocab;
+	z->t = in->lay.tp;
+	z->a = in->m.heads;
+	z->kv = llm_kv_heads(&in->m);
+	z->qkv = llm_qkv_width(&in->m);
+	z->qkv_r = llm_qkv_width_rank(&in->m, in->lay.tp);
+	z->f_in = llm_ffn_in(&in->m);
+	z->params = llm_layer_params_rank(&in->m, in->lay.tp);
+	z->gated = in->m.gated;
+	z->p = in->lay.pp;
+	z->v = in->lay.vp;
+	z->m = in->lay.microbatches;
+	z->L = in->m.layers / (in->lay.pp * in->lay.vp);
+	/* A ring's neighbours share an NVLink domain when the cp x tp ranks
+	 * fit one (Megatron-LM's order: tp, then cp). */
+	z->cp_per_node = in->hw && (int64_t)z->cp * in->lay.tp <= hw_domain(in->hw) ? 2 : 1;
+	if (llm_moe_layers(&in->m) > 0) {
+		const struct llm *m = &in->m;
+		const struct layout *l = &in->lay;
+		int node = in->hw ? hw_domain(in->hw) : 1; /* the NVLink domain */
+		z->moe = 1;
+		z->E = m->experts;
+		z->k = m->top_k;
+		z->fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn;
+		z->fe_in = (m->gated ? 2.0 : 1.0) * z->fe;
+		z->shared = m->shared_experts;
+		z->ep = layout_ep(l);
+		z->etp = layout_etp(l);
+		z->eloc = z->E / z->ep;
+		z->n_tok = z->b * z->s / z->t;
+		z->M = mem_moe_tokens(m, l);
+		mem_moe_layer_params(m, l, &z->md, &z->me);
+		z->edp = layout_edp(l);
+		/* Megatron-LM's expert rank order: etp fastest, then ep, then the
+		 * expert data-parallel replicas. */
+		z->etp_per_node = comm_per_domain((int)z->etp, node);
+		z->ep_per_node =
+		    comm_per_domain((int)z->ep, node / (int)z->etp > 0 ? node / (int)z->etp : 1);
+		z->edp_per_node = comm_per_domain(
+		    z->edp, node / (int)(z->ep * z->etp) > 0 ? node / (int)(z->ep * z->etp) : 1);
+	}
+}

@@ -1,0 +1,60 @@
+/*
+ * partition.c - the layers of each pipeline stage (synth_partition): as
+ * given, by Megatron-LM's rule for the embedding and the loss, or
+ * balanced by the kernel model's times of a layer, the embedding and the
+ * head (bound.c).
+ */
+#include "synth.h"
+
+#include <string.h>
+
+int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err *err)
+{
+	int p = in->lay.pp, v = in->lay.vp > 0 ? in->lay.vp : 1, L = in->m.layers, rc;
+
+	if (in->lay.partition == LAYOUT_PART_GIVEN || p < 2) {
+		if (part != in->lay.part)
+			memcpy(part, in->lay.part, sizeof(in->lay.part));
+		if (p < 2)
+			part[0] = 0;
+		return 0;
+	}
+	memset(part, 0, sizeof(in->lay.part));
+	if ((rc = layout_check_partition(&in->m, &in->lay, err)))
+		return rc;
+	if (in->lay.partition == LAYOUT_PART_EMBED_LOSS) {
+		int n = (L + 2) / p;
+		for (int s = 0; s < p; s++)
+			part[s] = (uint16_t)(s == 0 || s == p - 1 ? n - 1 : n);
+	} else {
+		/* Balanced: each stage gets v layers (one a chunk), then each
+		 * further v layers go where the stage's time after them is the
+		 * least -- the first stage's embedding and the last's head count
+		 * in -- the later stage on ties (the earlier ones hold more
+		 * activations).  With identical increments this greedy choice
+		 * minimises the largest stage time. */
+		double f, b, a, emb, head, load[LAYOUT_MAX_STAGES];
+		synth_layer_times(in, &f, &b, &a);
+		synth_extra_times(in, &emb, &head);
+		for (int s = 0; s < p; s++) {
+			part[s] = (uint16_t)v;
+			load[s] = v * (f + b) + (s == 0 ? emb : 0) + (s == p - 1 ? head : 0);
+		}
+		for (int left = L - p * v; left > 0; left -= v) {
+			int best = p - 1;
+			for (int s = p - 2; s >= 0; s--)
+				if (load[s] + v * (f + b) < load[best] + v * (f + b) - 1e-15)
+					best = s;
+			part[best] = (uint16_t)(part[best] + v);
+			load[best] += v * (f + b);
+		}
+		{
+			int even = L % p == 0;
+			for (int s = 0; even && s < p; s++)
+				even = part[s] == L / p;
+			if (even)
+				part[0] = 0;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,686 @@
+/*
+ * step.c - the step and its schedule (synth_int.h): each stage's units
+ * (the forward or backward of one microbatch on one model chunk) in the
+ * order GPipe, 1F1B or interleaved 1F1B runs them; the activations and
+ * their gradients between stages; the gradients' buckets and their
+ * reduction over the data-parallel groups (all-reduce, ZeRO's
+ * reduce-scatter, hybrid sharding, the experts' own group); ZeRO's weight
+ * gathers; the optimizer; the closing sync.  Layers come from layer.c,
+ * tasks from emit.c; a unit of a kind already built is repeated from its
+ * template (fold.c).
+ */
+#include "synth_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "comm.h"
+
+/* Parameters of one layer on one tensor-parallel rank. */
+static double layer_params(const struct shape *z)
+{
+	return z->params;
+}
+
+static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int from_c,
+			const struct shape *z, int fwd)
+{
+	struct comm_group g = {2, z->pp_per_node};
+	char pg[48];
+	snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
+	se_collective(c, r, st, kind, "ncclDevKernel_SendRecv", z->b * z->s * z->h * 2 / z->t, g,
+		      pg);
+}
+
+/* A unit's input from stage os, chunk oc (fwd: the activations, else
+ * their gradients), which its compute waits for. */
+static void pp_recv(struct ctx *c, int r, int os, int oc, const struct shape *z, int fwd)
+{
+	int st = fwd ? S_RECVF : S_RECVB;
+	pp_transfer(c, r, st, GC_RECV, os, oc, z, fwd);
+	se_event_wait(c, r, st, S_COMPUTE);
+}
+
+/* A unit's output (of stage s, chunk ch) sent on once its compute is
+ * done; without pp_overlap the compute waits for the send. */
+static void pp_send(struct ctx *c, int r, int s, int ch, const struct shape *z, int fwd)
+{
+	int st = fwd ? S_SENDF : S_SENDB;
+	se_event_wait(c, r, S_COMPUTE, st);
+	pp_transfer(c, r, st, GC_SEND, s, ch, z, fwd);
+	if (!c->in->lay.pp_overlap)
+		se_event_wait(c, r, st, S_COMPUTE);
+}
+
+/* Parameters of the embedding on stage r's GPU: the word embedding
+ * (vocabulary-parallel) and learned positions on stage 0. */
+static double embed_params(const struct ctx *c, int r)
+{
+	double first, last;
+	synth_extra_params(c->in, r, &first, &last);
+	return last;
+}
+
+/* Parameters of the output side on stage r's GPU: the final norm, and the
+ * head -- its own matrix when untied, a copy of the word embedding (tied)
+ * on a last stage that is not the first. */
+static double head_params(const struct ctx *c, int r)
+{
+	double first, last;
+	synth_extra_params(c->in, r, &first, &last);
+	return first;
+}
+
+void synth_extra_params(const struct synth_in *in, int stage, double *first, double *last)
+{
+	const struct llm *m = &in->m;
+	*first =
+	    stage != in->lay.pp - 1
+		? 0
+		: 2.0 * m->hidden +
+		      (m->untied || in->lay.pp > 1 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
+	*last = stage != 0 ? 0
+			   : (double)m->vocab * m->hidden / in->lay.tp +
+				 (m->rope ? 0 : (double)m->seq * m->hidden);
+}
+
+/* Bytes of a gradient as it is reduced: the main gradients' (fp32 for
+ * bf16 weights: Megatron-LM's accumulate_allreduce_grads_in_fp32 default
+ * for bf16, FSDP2's reduce_dtype in torchtitan; fp16 for fp16). */
+static double grad_bytes(const struct ctx *c)
+{
+	return synth_grad_bytes(c->in);
+}
+
+double synth_grad_bytes(const struct synth_in *in)
+{
+	double w, g, o;
+	mem_bytes_per_param(mem_prec(in->lay.dtype), &w, &g, &o);
+	return g;
+}
+
+/* The data-parallel groups of a stage (ranks tp apart, consecutive in DP:
+ * Megatron's order): the sharding group of ZeRO (layout_shard_group) and,
+ * with hybrid sharding, the dp / shard replicas of each shard. */
+static struct comm_group shard_group(const struct ctx *c)
+{
+	int G = layout_shard_group(&c->lay), cap = hw_domain(c->in->hw) / c->in->lay.tp;
+	return (struct comm_group){G, comm_per_domain(G, cap)};
+}
+
+static struct comm_group replica_group(const struct ctx *c)
+{
+	int G = layout_shard_group(&c->lay), R = layout_dpc(&c->lay) / G;
+	int cap = hw_domain(c->in->hw) / (c->in->lay.tp * G);
+	return (struct comm_group){R, comm_per_domain(R, cap > 0 ? cap : 1)};
+}
+
+static int sharded(const struct ctx *c)
+{
+	return c->in->lay.zero >= 1 && layout_shard_group(&c->lay) > 1;
+}
+
+static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
+{
+	snprintf(pg, n, layout_shard_group(&c->lay) < layout_dpc(&c->lay) ? "dps.%d" : "dp.%d", r);
+}
+
+/* Reduce the gradients of `params` parameters (a bucket, or a ZeRO-3
+ * unit) of stage r on the DP stream: all-reduced over the data-parallel
+ * group, or under ZeRO >= 1 reduce-scattered over the sharding group and,
+ * with hybrid sharding, the shard all-reduced over the replicas (FSDP
+ * HYBRID_SHARD).  In the main gradients' precision (grad_bytes). */
+static void grad_reduce(struct ctx *c, int r, const struct shape *z, double params)
+{
+	const struct synth_in *in = c->in;
+	double gb = grad_bytes(c);
+	char pg[32];
+	(void)z;
+	int dpc = layout_dpc(&c->lay);
+	if (dpc <= 1 || params <= 0)
+		return;
+	se_event_wait(c, r, S_COMPUTE, S_DP);
+	if (!sharded(c)) {
+		/* Over the dp x cp ranks (tp apart: Megatron-LM's order). */
+		struct comm_group g = {dpc, comm_per_domain(dpc, hw_domain(in->hw) / in->lay.tp)};
+		snprintf(pg, sizeof(pg), "dp.%d", r);
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			      params * gb, g, pg);
+		return;
+	}
+	dp_pg(c, r, pg, sizeof(pg));
+	se_collective(c, r, S_DP, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
+		      params * gb, shard_group(c), pg);
+	if (replica_group(c).n > 1) {
+		snprintf(pg, sizeof(pg), "dpr.%d", r);
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			      params * gb / layout_shard_group(&c->lay), replica_group(c), pg);
+	}
+}
+
+/* A bucket's size in parameters: bucket_mb of main gradients, or
+ * Megatron-LM's default, max(40M, 1M x dp) parameters
+ * (distributed_data_parallel.py). */
+static double bucket_cap(const struct ctx *c)
+{
+	return synth_bucket_params(c->in);
+}
+
+double synth_bucket_params(const struct synth_in *in)
+{
+	double dp = (double)in->lay.dp * layout_cp(&in->lay);
+	if (in->lay.bucket_mb > 0)
+		return in->lay.bucket_mb * 1e6 / synth_grad_bytes(in);
+	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
+}
+
+/* The gradients of `params` parameters are complete on stage r.  Buckets
+ * (DDP, Megatron-LM's grad buffer, DeepSpeed's reduce buckets) fill in the
+ * order the backward produces gradients and are reduced when full, during
+ * the backward (overlap_grad); ZeRO-3 reduces each unit (a layer: FSDP's
+ * wrapping) as it completes. */
+static void grad_ready(struct ctx *c, int r, const struct shape *z, double params)
+{
+	struct rankst *k = &c->rk[r];
+	if (layout_dpc(&c->lay) <= 1 || params <= 0)
+		return;
+	k->bucket += params;
+	if (!c->in->lay.overlap_grad)
+		return;
+	if (c->in->lay.zero >= 3 || k->bucket >= bucket_cap(c)) {
+		grad_reduce(c, r, z, k->bucket);
+		k->bucket = 0;
+	}
+}
+
+/* The routed experts' gradients of `params` parameters, reduced over the
+ * expert data-parallel group (ranks ep x etp apart: Megatron-LM's
+ * expert_data_parallel group, its own gradient buffer): all-reduced, or
+ * reduce-scattered under ZeRO-1/2 (the expert distributed optimizer). */
+static void expert_reduce(struct ctx *c, int r, const struct shape *z, double params)
+{
+	char pg[32];
+	if (z->edp <= 1 || params <= 0)
+		return;
+	se_event_wait(c, r, S_COMPUTE, S_DP);
+	snprintf(pg, sizeof(pg), "edp.%d", r);
+	if (c->in->lay.zero >= 1)
+		se_collective(c, r, S_DP, GC_REDUCE_SCATTER,
+			      "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", params * grad_bytes(c),
+			      (struct comm_group){z->edp, z->edp_per_node}, pg);
+	else
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			      params * grad_bytes(c), (struct comm_group){z->edp, z->edp_per_node},
+			      pg);
+}
+
+/* Layer `layer`'s gradients are complete on stage r: a dense layer's into
+ * the bucket; a mixture-of-experts layer's non-expert part likewise, its
+ * routed experts' into their own bucket. */
+static void layer_grads(struct ctx *c, int r, const struct shape *z, int layer)
+{
+	struct rankst *k = &c->rk[r];
+	if (!z->moe || !llm_is_moe_layer(&c->in->m, layer)) {
+		grad_ready(c, r, z, layer_params(z));
+		return;
+	}
+	grad_ready(c, r, z, z->md);
+	if (z->edp <= 1)
+		return;
+	k->ebucket += z->me;
+	if (c->in->lay.overlap_grad && k->ebucket >= bucket_cap(c)) {
+		expert_reduce(c, r, z, k->ebucket);
+		k->ebucket = 0;
+	}
+}
+
+static void grad_flush(struct ctx *c, int r, const struct shape *z)
+{
+	if (c->rk[r].bucket > 0)
+		grad_reduce(c, r, z, c->rk[r].bucket);
+	c->rk[r].bucket = 0;
+	if (c->rk[r].ebucket > 0)
+		expert_reduce(c, r, z, c->rk[r].ebucket);
+	c->rk[r].ebucket = 0;
+}
+
+/* Parameters of layer `layer` on one GPU that the data-parallel sharding
+ * group holds (all of a dense layer's; an MoE layer's non-expert part). */
+static double dense_params(const struct ctx *c, const struct shape *z, int layer)
+{
+	return z->moe && llm_is_moe_layer(&c->in->m, layer) ? z->md : layer_params(z);
+}
+
+/* All-gather `params` parameters' bf16 weights over the sharding group on
+ * the DP stream, after the compute stream's last task when wait_compute;
+ * the gather's task. */
+static uint32_t gather(struct ctx *c, int r, double params, int wait_compute)
+{
+	double w, g, o;
+	char pg[32];
+	if (c->dry)
+		return NONE32;
+	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
+	if (wait_compute)
+		se_event_wait(c, r, S_COMPUTE, S_DP);
+	dp_pg(c, r, pg, sizeof(pg));
+	se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL", params * w,
+		      shard_group(c), pg);
+	return c->rk[r].last[S_DP];
+}
+
+/* Layers gathered ahead in a unit: ZeRO-3 (FSDP FULL_SHARD) gathers every
+ * layer's weights before its forward and again before its backward;
+ * ZeRO-1/2 with overlap_param gather the step's updated weights before the
+ * first microbatch's forward (Megatron-LM's --overlap-param-gather).
+ * Position i of the unit's n layers (in the order it runs them) is
+ * gathered once the compute of position i - depth - 1 is done -- so that
+ * depth + 1 layers at most are gathered at once -- and its compute waits
+ * for its gather.  -1: no gathers in this unit. */
+static int gather_depth(const struct ctx *c, int fwd, int mb)
+{
+	const struct layout *l = &c->lay;
+	if (!sharded(c) || c->in->bare)
+		return -1;
+	if (l->zero >= 3)
+		return l->prefetch;
+	if (fwd && mb == 0 && l->overlap_param)
+		return 1;
+	return -1;
+}
+
+/* Before position i of a unit of n layers: issue the gathers due and wait
+ * for position i's.  ids[] holds the gathers' tasks. */
+static void gather_before(struct ctx *c, int r, const struct shape *z, int depth, int i, int n,
+			  uint32_t *ids, int l0)
+{
+	/* Position j's layer is l0 + j forward (ZeRO-3, which gathers
+	 * backward too, has no MoE layers: synth_check). */
+	if (depth < 0)
+		return;
+	if (i == 0)
+		for (int j = 0; j <= depth && j < n; j++)
+			ids[j] = gather(c, r, dense_params(c, z, l0 + j), j == 0);
+	else if (i + depth < n)
+		ids[i + depth] = gather(c, r, dense_params(c, z, l0 + i + depth), 1);
+	se_event_wait_task(c, r, ids[i], S_DP, S_COMPUTE);
+}
+
+/* The stage and chunk a forward unit of (s, ch) gets its input from (0
+ * if any, with *ps and *pc set), and sends its output to. */
+static int fwd_prev(const struct shape *z, int s, int ch, int *ps, int *pc)
+{
+	if (s > 0) {
+		*ps = s - 1;
+		*pc = ch;
+		return 1;
+	}
+	if (ch > 0) {
+		*ps = z->p - 1;
+		*pc = ch - 1;
+		return 1;
+	}
+	return 0;
+}
+
+static int fwd_next(const struct shape *z, int s, int ch, int *ns_, int *nc)
+{
+	if (s < z->p - 1) {
+		*ns_ = s + 1;
+		*nc = ch;
+		return 1;
+	}
+	if (ch < z->v - 1) {
+		*ns_ = 0;
+		*nc = ch + 1;
+		return 1;
+	}
+	return 0;
+}
+
+static void set_ann(struct ctx *c, int r, int32_t layer, int phase, int32_t mb)
+{
+	c->rk[r].layer = layer;
+	c->rk[r].phase = (uint8_t)phase;
+	c->rk[r].mb = mb;
+}
+
+/* A forward unit of chunk ch of stage s: the activations received from
+ * the stage before, the embedding (first chunk), the chunk's layers, each
+ * after its gathers (gather_before: depth, ids), the head (last chunk),
+ * the activations sent on. */
+static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int depth, uint32_t *ids)
+{
+	const struct synth_in *in = c->in;
+	int r = s, os, oc;
+	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
+	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
+	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
+
+	if (fwd_prev(z, s, ch, &os, &oc))
+		pp_recv(c, r, os, oc, z, 1);
+	if (first_chunk && !in->bare) {
+		if (depth >= 0) /* the embedding's weights, sharded too */
+			se_event_wait_task(c, r, gather(c, r, embed_params(c, r), 1), S_DP,
+					   S_COMPUTE);
+		sl_embed_fwd(c, r, z);
+	}
+	for (int l = 0; l < nl; l++) {
+		c->rk[r].layer = l0 + l;
+		gather_before(c, r, z, depth, l, nl, ids, l0);
+		sl_layer_fwd(c, r, z);
+	}
+	c->rk[r].layer = -1;
+	if (last_chunk && !in->bare) {
+		/* The head's weights stay gathered for its backward (as
+		 * torchtitan leaves the output layer unsharded). */
+		if (depth >= 0)
+			se_event_wait_task(c, r, gather(c, r, head_params(c, r), 1), S_DP,
+					   S_COMPUTE);
+		sl_head_fwd(c, r, z);
+	}
+	if (fwd_next(z, s, ch, &os, &oc))
+		pp_send(c, r, s, ch, z, 1);
+}
+
+/* A backward unit: the gradient received from the stage after, the head
+ * (last chunk), the chunk's layers in reverse, the embedding (first
+ * chunk), the gradient sent back.  dp_bucket: the chunk's last
+ * microbatch, whose gradients are reduced (under ZeRO-2/3 every
+ * microbatch's are). */
+static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int depth, uint32_t *ids,
+		     int dp_bucket)
+{
+	const struct synth_in *in = c->in;
+	int r = s, os, oc;
+	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
+	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
+	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
+	/* Gradients are reduced in the last microbatch's backward of each
+	 * chunk, under ZeRO-2/3 in every backward (the gradients are sharded:
+	 * DeepSpeed's stage 2 and FSDP reduce each micro-step). */
+	int reduce = dp_bucket || c->lay.zero >= 2;
+
+	if (fwd_next(z, s, ch, &os, &oc))
+		pp_recv(c, r, os, oc, z, 0);
+	if (last_chunk && !in->bare) {
+		sl_head_bwd(c, r, z);
+		if (reduce)
+			grad_ready(c, r, z, head_params(c, r));
+	}
+	for (int l = nl - 1; l >= 0; l--) {
+		c->rk[r].layer = l0 + l;
+		gather_before(c, r, z, depth, nl - 1 - l, nl, ids, l0);
+		sl_layer_bwd(c, r, z);
+		if (reduce)
+			layer_grads(c, r, z, l0 + l);
+	}
+	c->rk[r].layer = -1;
+	if (first_chunk && !in->bare) {
+		sl_embed_bwd(c, r, z);
+		if (reduce)
+			grad_ready(c, r, z, embed_params(c, r));
+	}
+	/* The chunk's last bucket (its first layers) once its backward
+	 * is done; without overlap, ZeRO-2/3 still reduce each
+	 * microbatch's, the others wait for the stage's last backward. */
+	if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
+		grad_flush(c, r, z);
+	if (fwd_prev(z, s, ch, &os, &oc))
+		pp_send(c, r, s, ch, z, 0);
+}
+
+/* The first and last compute task of rank r's unit that began at task
+ * k0, for the bubble. */
+static void unit_marks(struct ctx *c, int r, size_t k0)
+{
+	uint32_t first_task = NONE32, last_task = NONE32;
+	for (size_t u = k0; u < c->em.nodes.n; u++)
+		if (c->em.nodes.v[u].proc == c->rk[r].stream[S_COMPUTE]) {
+			if (first_task == NONE32)
+				first_task = (uint32_t)u;
+			last_task = (uint32_t)u;
+		}
+	if (first_task != NONE32 &&
+	    (VEC_PUSH(c->sc.unit_first, first_task) || VEC_PUSH(c->sc.unit_last, last_task)))
+		c->oom = 1;
+}
+
+/* One forward (fwd = 1) or backward unit of microbatch mb on chunk ch of
+ * stage s; dp_bucket: issue the chunk's gradient collectives.  Folding
+ * (in->units): a unit whose template is made repeats it, the first of its
+ * kind is built and folded into one (fold.c). */
+static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
+		 const struct shape *z)
+{
+	int r = s;
+	int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
+	int depth = gather_depth(c, fwd, mb);
+	uint32_t *ids = NULL;
+	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket) : SIZE_MAX;
+	struct sf_start u;
+
+	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
+	if (slot != SIZE_MAX && sf_reuse(c, slot, r, mb)) {
+		c->rk[r].layer = -1;
+		return;
+	}
+	if (depth >= 0 && !c->dry &&
+	    !(ids = prism_malloc((size_t)(nl > 0 ? nl : 1) * sizeof(*ids)))) {
+		c->oom = 1;
+		return;
+	}
+	sf_begin(c, r, &u);
+	if (fwd)
+		unit_fwd(c, s, ch, z, depth, ids);
+	else
+		unit_bwd(c, s, ch, z, depth, ids, dp_bucket);
+	if (sf_end(c, r, mb, slot, &u)) {
+		free(ids);
+		return;
+	}
+	free(ids);
+	unit_marks(c, r, u.k0);
+}
+
+/* Unit k of stage s's schedule order: forward or backward number k. */
+static void unit_of(const struct shape *z, int k, int fwd, int *mb, int *ch)
+{
+	int pv = z->p * z->v;
+	*mb = (k / pv) * z->p + k % z->p;
+	*ch = (k % pv) / z->p;
+	if (!fwd)
+		*ch = z->v - 1 - *ch;
+}
+
+static void stage_step(struct ctx *c, int s, const struct shape *z)
+{
+	const struct synth_in *in = c->in;
+	int total = z->m * z->v, warm;
+	int *last_b = prism_calloc((size_t)z->v, sizeof(int)); /* last backward unit per chunk */
+	int kb = 0, kf = 0;
+
+	if (!last_b) {
+		c->oom = 1;
+		return;
+	}
+	for (int k = 0; k < total; k++) {
+		int mb, ch;
+		unit_of(z, k, 0, &mb, &ch);
+		last_b[ch] = k;
+	}
+	if (in->lay.schedule == LAYOUT_GPIPE)
+		warm = total;
+	else if (in->lay.schedule == LAYOUT_1F1B)
+		warm = z->p - s - 1;
+	else
+		warm = z->m == z->p ? total : (z->p - s - 1) * 2 + (z->v - 1) * z->p;
+	if (warm > total)
+		warm = total;
+#define F_UNIT()                                                                                   \
+	do {                                                                                       \
+		int mb_, ch_;                                                                      \
+		unit_of(z, kf, 1, &mb_, &ch_);                                                     \
+		unit(c, s, ch_, mb_, 1, 0, z);                                                     \
+		kf++;                                                                              \
+	} while (0)
+#define B_UNIT()                                                                                   \
+	do {                                                                                       \
+		int mb_, ch_;                                                                      \
+		unit_of(z, kb, 0, &mb_, &ch_);                                                     \
+		unit(c, s, ch_, mb_, 0, last_b[ch_] == kb, z);                                     \
+		kb++;                                                                              \
+	} while (0)
+	for (int i = 0; i < warm; i++)
+		F_UNIT();
+	for (int i = 0; i < total - warm; i++) {
+		F_UNIT();
+		B_UNIT();
+	}
+	while (kb < total)
+		B_UNIT();
+#undef F_UNIT
+#undef B_UNIT
+	/* Without overlap the gradients wait for the stage's last backward. */
+	grad_flush(c, s, z);
+	free(last_b);
+}
+
+/* The optimizer's kernels for np_ local parameters (of one layer, or of
+ * the embedding or head). */
+static void adam(struct ctx *c, int r, double np_, int amax)
+{
+	const struct synth_in *in = c->in;
+	/* FP16: unscale the gradients and check them for inf/NaN (dynamic
+	 * loss scaling; fp32 main gradients read and written). */
+	if (in->lay.dtype == HW_FP16)
+		sl_kernel(c, r, KC_OPTIMIZER,
+			  "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>", 8 * np_);
+	/* Gradient clipping: the norm of the fp32 main gradients, then their
+	 * scaling by the clip coefficient. */
+	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
+	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>", 8 * np_);
+	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * 30);
+	/* FP8: the amax history and scale update of the layer's tensors, one
+	 * small kernel (Transformer Engine's delayed scaling). */
+	if (amax && sl_low_precision(in->lay.dtype))
+		sl_kernel(c, r, KC_ELEMENTWISE, "te_delayed_scaling_amax_and_scale_update",
+			  3 * 8 * 1024 * 4.0);
+}
+
+/* ZeRO-1/2 after the optimizer: each layer's updated weights (a
+ * mixture-of-experts layer's non-expert part), then the embedding's and
+ * the head's, all-gathered over the sharding group. */
+static void gather_updated(struct ctx *c, int r, const struct shape *z)
+{
+	const struct llm *m = &c->in->m;
+	se_event_wait(c, r, S_COMPUTE, S_DP);
+	for (int ch = 0; ch < z->v; ch++) {
+		int l0 = layout_chunk_first(m, &c->lay, r, ch);
+		int nl = layout_chunk_layers(m, &c->lay, r, ch);
+		for (int i = 0; i < nl; i++) {
+			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
+			gather(c, r, dense_params(c, z, l0 + i), 0);
+		}
+	}
+	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+	if (embed_params(c, r) + head_params(c, r) > 0)
+		gather(c, r, embed_params(c, r) + head_params(c, r), 0);
+}
+
+/* The experts' updated weights under ZeRO-1/2, all-gathered over their
+ * group after the step (not overlapped with the next forward). */
+static void gather_experts(struct ctx *c, int r, const struct shape *z)
+{
+	const struct llm *m = &c->in->m;
+	char pg[32];
+	double w, g, o;
+	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
+	snprintf(pg, sizeof(pg), "edp.%d", r);
+	se_event_wait(c, r, S_COMPUTE, S_DP);
+	for (int ch = 0; ch < z->v; ch++) {
+		int l0 = layout_chunk_first(m, &c->lay, r, ch);
+		int nl = layout_chunk_layers(m, &c->lay, r, ch);
+		for (int i = 0; i < nl; i++) {
+			if (!llm_is_moe_layer(m, l0 + i))
+				continue;
+			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
+			se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+				      z->me * w, (struct comm_group){z->edp, z->edp_per_node}, pg);
+		}
+	}
+	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+}
+
+static void optimizer(struct ctx *c, int r, const struct shape *z)
+{
+	const struct synth_in *in = c->in;
+	int zero = sharded(c);
+	double share = zero ? 1.0 / layout_shard_group(&c->lay) : 1.0;
+	/* The experts' optimizer state is sharded over their own group. */
+	double eshare = in->lay.zero >= 1 && z->edp > 1 ? 1.0 / z->edp : 1.0;
+	const struct llm *m = &in->m;
+	int tied = !m->untied && z->p > 1 && (r == 0 || r == z->p - 1);
+
+	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+	/* Tied embeddings on two stages: the word embedding's gradient is
+	 * all-reduced between the first and the last stage once the
+	 * data-parallel reduction is done (Megatron-LM's
+	 * _allreduce_word_embedding_grads, in finalize_model_grads). */
+	if (tied) {
+		struct comm_group g = {2, z->emb_per_node};
+		se_event_wait(c, r, S_COMPUTE, S_DP);
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+			      (double)m->vocab * m->hidden / z->t * grad_bytes(c), g, "emb");
+	}
+	if (layout_dpc(&c->lay) > 1 || tied || (z->moe && z->edp > 1))
+		se_event_wait(c, r, S_DP, S_COMPUTE);
+	/* Adam over fp32 master weights, moments and the gradient, one kernel
+	 * per layer (marked with it, so that layer edits on the written trace
+	 * repeat the layer's optimizer work too); the embedding and the head
+	 * on their stages. */
+	for (int ch = 0; ch < z->v; ch++) {
+		int l0 = layout_chunk_first(m, &c->lay, r, ch),
+		    nl = layout_chunk_layers(m, &c->lay, r, ch);
+		for (int i = 0; i < nl; i++) {
+			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
+			if (z->moe && llm_is_moe_layer(m, l0 + i))
+				adam(c, r, z->md * share + z->me * eshare, 1);
+			else
+				adam(c, r, layer_params(z) * share, 1);
+		}
+	}
+	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+	if (embed_params(c, r) > 0)
+		adam(c, r, embed_params(c, r) * share, 0);
+	if (head_params(c, r) > 0)
+		adam(c, r, head_params(c, r) * share, 0);
+	/* ZeRO-1/2: the updated weights all-gathered, here or (overlap_param)
+	 * before the next step's first forward; ZeRO-3 keeps them sharded. */
+	if (zero && in->lay.zero <= 2 && !in->lay.overlap_param)
+		gather_updated(c, r, z);
+	if (z->moe && z->edp > 1 && in->lay.zero >= 1 && in->lay.zero <= 2)
+		gather_experts(c, r, z);
+}
+
+void ss_steps(struct ctx *c, const struct shape *z)
+{
+	const struct synth_in *in = c->in;
+	for (c->sc.step = 0; c->sc.step < (in->steps > 0 ? in->steps : 1); c->sc.step++) {
+		for (int r = 0; r < in->lay.pp; r++) {
+			uint32_t first = (uint32_t)c->em.nodes.n, w;
+			set_ann(c, r, -1, PH_NONE, -1);
+			stage_step(c, r, z);
+			if (!in->bare)
+				optimizer(c, r, z);
+			set_ann(c, r, -1, PH_NONE, -1);
+			w = se_sync(c, r);
+			if (c->oom)
+				return;
+			if (VEC_PUSH(c->sc.step_first, first) || VEC_PUSH(c->sc.step_last, w)) {
+				c->oom = 1;
+				return;
+			}
+		}
+	}
+}

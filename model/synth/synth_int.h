@@ -1,0 +1,397 @@
+/*
+ * synth_int.h - what the parts of the run builder share.  Private to
+ * model/synth/: the public interface is synth.h.
+ *
+ * The parts, one file each, and who calls whom (calls go down, never up):
+ *
+ *   synth.c      public entry points; synth_build sets up a build and
+ *      |         hands out its graph
+ *      v
+ *   step.c       the step and its schedule: units, pipeline transfers,
+ *      |  \      gradient buckets and reduction, ZeRO gathers, optimizer
+ *      |   `-->  fold.c     folded units: a unit's template, made once
+ *      v                    and repeated (works on em's arrays itself)
+ *   layer.c      what a layer runs: its kernels, their times and ops'
+ *      |         shapes, its tensor-parallel collectives
+ *      v
+ *   emit.c       how a task becomes nodes: host calls, launches, event
+ *                waits, collectives, ops' records; the graph at the end
+ *
+ *   bound.c      closed-form times (a dry ctx through layer.c) and the
+ *                lower bound; partition.c places layers with its times
+ *
+ * step.c calls emit.c too (its transfers, reductions and gathers).
+ * layer.c knows nothing of the schedule but the rank's position
+ * (rankst: layer, microbatch, phase, set by step.c); emit.c nothing of
+ * layers: a task reaches it as a stream, a kind, a name and a time, an
+ * op's numbers and a collective's group, and is stamped with the
+ * position.
+ *
+ * Names: synth_ is synth.h's.  A function defined in one part and called
+ * from another wears that part's prefix, s and the file's initial: se_
+ * (emit.c), sl_ (layer.c), ss_ (step.c), sf_ (fold.c); bound.c,
+ * partition.c and synth.c export only synth.h's functions.  Everything
+ * else is static.  Errors: functions that add tasks set c->oom and go
+ * on; the build checks it at each step's end.
+ *
+ * One build is one struct ctx.  Its state is grouped by the part that
+ * owns it: the graph as it is built (em), what the build counted
+ * (tally), the schedule's marks (sc), the folded units (fo); the run and
+ * the ranks' state (rk) are shared by all.
+ */
+#ifndef PRISM_SYNTH_INT_H
+#define PRISM_SYNTH_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm.h"
+#include "graph.h"
+#include "hw.h"
+#include "layout.h"
+#include "strtab.h"
+#include "synth.h"
+#include "vec.h"
+
+#define NONE32	      UINT32_MAX
+#define SYNTH_TOO_BIG 2 /* ctx.oom: GRAPH_MAX_TASKS reached */
+
+/* A rank's processors: its host thread, then these streams. */
+enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_TP, S_N };
+
+/* ---- the graph as built -------------------------------------------- */
+
+/* A node as built, before nodes are grouped by processor. */
+struct snode {
+	int64_t dur, lag, corr;
+	uint32_t proc, name, coll;
+	uint32_t op; /* its op's record in ctx.em.ops (0: none) */
+	int32_t layer, mb, iter;
+	uint8_t kind, rtclass, flags, phase;
+};
+
+struct sedge {
+	uint32_t src, dst;
+	uint8_t kind;
+};
+
+/* An event wait: stream `proc` waits for task `src` of stream `on_proc`. */
+struct pending {
+	uint32_t proc; /* the waiting stream */
+	uint32_t src;  /* the recorded task */
+	uint32_t wait; /* the cudaStreamWaitEvent call (for the timeline) */
+	uint32_t record;
+	uint32_t on_proc;
+};
+
+/* The next sequence number of rank's collectives in process group pg. */
+struct pgseq {
+	uint32_t rank, pg, n;
+};
+
+/* An op as a trace records it: name, "Input Dims", "Input type". */
+struct oprec {
+	uint32_t op, dims, types;
+};
+
+/* What an op's record is made from: its kind and numbers (record_op). */
+#define OPMEMO 256
+#define OPKEY  8
+struct opmemo {
+	double key[OPKEY];
+	uint32_t rec; /* 0: empty */
+};
+
+/* ---- folded units (hierarchical simulation, synth.h) ---------------- */
+
+/* A folded unit (found by its key in ctx.fo.findex): its tasks, edges (ids
+ * relative to its first task), collectives (node relative; seq: their
+ * (rank, pg) entry in ctx.em.seqs) and marks in ctx.fo's f* arrays. */
+struct ufold {
+	uint32_t node0, n_nodes, edge0, n_edges, coll0, n_colls, mark0, n_marks;
+	uint32_t ext0, n_ext;	   /* its events from before the unit (ctx.fo.fexts) */
+	uint32_t last[S_N];	   /* each stream's last task, or NONE32 */
+	uint32_t ufirst, ulast;	   /* first and last compute task, or NONE32 */
+	uint64_t tasks;		   /* kernel-level tasks it stands for */
+	double flops;		   /* ctx.tally.flops it added */
+	uint32_t kernels, hits[3]; /* ctx.tally.kernels and kdb_hits it added */
+	/* The rank's gradient bucket (rankst.bucket) before and after: a
+	 * unit reduces a bucket once it is full, so the template holds only
+	 * where the bucket starts as it did, and leaves it as it did. */
+	double bucket0, bucket1;
+};
+
+/* An event a unit's task waits for from before the unit: the last task of
+ * stream `stream` when the unit starts (ZeRO-3's first gather waits for
+ * the compute before it). */
+struct fext {
+	uint32_t dst; /* template task */
+	uint8_t stream;
+};
+
+/* Per task of the unit being folded: its host offset (host tasks) or its
+ * launch's (GPU tasks), the template tasks it starts and ends, its
+ * events. */
+struct fscr {
+	int64_t rel;
+	uint32_t start_of, end_of;
+	uint8_t evin, evout, launched;
+};
+
+/* A run of compute-stream kernels between events: its first and last task
+ * (unit relative), the rest's length (durations and lags), and how many
+ * tasks. */
+struct fseg {
+	uint32_t first, last, n;
+	int64_t rest_ns;
+};
+
+/* A unit task, node relative. */
+struct fmark {
+	uint32_t node;
+	uint32_t kern0, n_kern; /* its kernels in ctx.fo.fkerns */
+};
+
+/* ---- the build ------------------------------------------------------ */
+
+/* A rank (one pipeline stage): its processors and streams' last tasks
+ * (emission), where it is (set by the schedule, stamped on every node it
+ * adds), its gradient buckets (the schedule's). */
+struct rankst {
+	uint32_t host, stream[S_N]; /* processors */
+	uint32_t last[S_N];	    /* last task launched on each stream, or NONE32 */
+	int32_t layer, mb;	    /* where it is: its layer (-1: none), microbatch */
+	uint8_t phase;		    /* and phase (PH_*) */
+	double bucket;		    /* gradients ready and not yet reduced, parameters */
+	double ebucket;		    /* the same for the routed experts' (their own group) */
+};
+
+/* The graph as built: nodes in the order they are added, edges, the
+ * processors, collectives, event waits, ops' records, the names every
+ * build uses. */
+struct emit_state {
+	struct strtab st;	      /* the graph's strings */
+	VEC(struct snode) nodes;      /* every task, as added */
+	VEC(struct sedge) edges;      /* launch, event and sync edges (order edges: finish) */
+	VEC(struct graph_proc) procs; /* per rank: its host thread, then its S_N streams */
+	VEC(struct graph_coll) colls; /* the collectives' entries, node ids as built */
+	VEC(struct pending) pend;     /* event waits not yet applied */
+	VEC(struct pending) waits;    /* every event wait, for the timeline */
+	VEC(struct pgseq) seqs;	      /* collectives' sequence numbers per (rank, pg) */
+	int64_t next_corr;	      /* the next host call's correlation id */
+	/* Names, interned once. */
+	uint32_t n_cpu, n_launch, n_record, n_wait, n_sync;
+	/* Ops as a trace records them (record_op): name, "Input Dims" and
+	 * "Input type" string ids, each distinct one once (ops.v[0]: none),
+	 * found again by their numbers through memo; op: the next kernel's. */
+	VEC(struct oprec) ops;
+	struct opmemo memo[OPMEMO];
+	uint32_t op;
+};
+
+/* What the build counted (synth_out). */
+struct tally {
+	double flops;	      /* GEMM and attention FLOPs, all steps */
+	uint32_t kernels;     /* GPU tasks launched */
+	uint32_t kdb_hits[3]; /* kernels timed: roofline, interpolated, exact */
+};
+
+/* The schedule's marks, node ids as built. */
+struct sched_state {
+	int32_t step; /* the step being built (every node is stamped with it) */
+	/* Per step and rank: the first host node and the sync's wait node. */
+	VEC(uint32_t) step_first;
+	VEC(uint32_t) step_last;
+	/* Compute-stream tasks of the pipeline units, for the bubble. */
+	VEC(uint32_t) unit_first;
+	VEC(uint32_t) unit_last;
+};
+
+/* Folded units (in->units): templates and their parts, the marks of the
+ * unit tasks built so far, scratch for one fold. */
+struct fold_state {
+	int fold;			    /* in->units: fold units */
+	VEC(struct ufold) folds;	    /* the templates */
+	VEC(struct snode) fnodes;	    /* their tasks */
+	VEC(struct sedge) fedges;	    /* their edges, template relative */
+	VEC(struct graph_coll) fcolls;	    /* their collectives */
+	VEC(struct fmark) fmarks;	    /* their unit tasks */
+	VEC(struct fext) fexts;		    /* their events from before the unit */
+	VEC(struct synth_fold_mark) marks;  /* the unit tasks built, node ids as built */
+	VEC(struct synth_fold_kern) fkerns; /* the kernels inside the unit tasks */
+	VEC(struct fscr) fscr;		    /* scratch: per task of the unit being folded */
+	VEC(struct fseg) fsegs;		    /* scratch: its runs of compute kernels */
+	VEC(int64_t) fgates;		    /* scratch: its host offsets that gate launches */
+	VEC(uint32_t) findex;		    /* per (stage, chunk, flags): its template, or NONE32 */
+	uint32_t n_fold;		    /* the name of a unit task */
+	uint64_t tasks_folded;		    /* kernel-level tasks the folded units stand
+					     * for, less their unit tasks */
+	size_t units_folded, units_kept;    /* units repeated from a template; built as they are */
+};
+
+struct ctx {
+	const struct synth_in *in; /* the run */
+	struct layout lay;	   /* in->lay resolved (synth_mem_layout): the
+				    * layers of each stage, the precision */
+	int kdb_gpu;		   /* the GPU's id in in->kdb (kdb_gpu), or -1 */
+	struct rankst *rk;	   /* per rank (pipeline stage) */
+	int oom;		   /* 1: out of memory; SYNTH_TOO_BIG */
+	int dry;		   /* time kernels into dry_s, build nothing */
+	double dry_s;		   /* dry: the kernels' time so far */
+	struct emit_state em;	   /* the graph as built */
+	struct tally tally;	   /* what the build counted */
+	struct sched_state sc;	   /* the schedule's marks */
+	struct fold_state fo;	   /* folded units */
+};
+
+/* The layout as the kernels of one layer and the schedule need it. */
+struct shape {
+	double b, s, h, f, V, t, a;
+	double kv;	  /* key-value heads */
+	double qkv, f_in; /* llm_qkv_width, llm_ffn_in */
+	double qkv_r;	  /* llm_qkv_width_rank: one rank's share */
+	double params;	  /* of one layer on one tensor-parallel rank */
+	int gated;
+	int L; /* layers per model chunk */
+	int p, v, m;
+	int tp_per_node, pp_per_node;
+	int emb_per_node; /* of the first and last stages (2: one node) */
+	/* Mixture-of-experts (moe = 0: a dense model, the rest unused). */
+	int cp;	       /* context-parallel ranks; s is then a rank's share */
+	double s_full; /* the sequence */
+	int cp_per_node;
+	int moe;
+	double E, k, fe, fe_in; /* experts, top_k, expert FFN width, FC1's */
+	double shared;		/* shared experts */
+	double ep, etp, eloc;	/* degrees; routed experts on a rank */
+	double n_tok;		/* tokens entering the block on a rank: b s / t */
+	double M;		/* routed tokens the rank's experts take (busiest) */
+	double md, me;		/* an MoE layer's parameters on a GPU: split by
+				 * tp, and the routed experts' share */
+	int ep_per_node, etp_per_node, edp, edp_per_node;
+};
+
+/* ---- emit.c: how a task becomes nodes ------------------------------- */
+
+/* The graph's string table and the names every build uses, correlation
+ * ids from 1: 0, or PRISM_ENOMEM (nothing to release). */
+int se_init(struct ctx *c);
+
+/* Per rank (c->rk, allocated): its host thread and its S_N streams as
+ * processors, no task launched on them yet: 0, or PRISM_ENOMEM. */
+int se_procs(struct ctx *c);
+
+/* Rank r's step ends: cudaDeviceSynchronize, whose wait (its node id, the
+ * return) ends after each stream's last task. */
+uint32_t se_sync(struct ctx *c, int r);
+
+/* Free what se_init and the build allocated in c->em. */
+void se_release(struct ctx *c);
+
+/* The string id of s in the graph's table (c->oom set on failure). */
+uint32_t se_intern(struct ctx *c, const char *s);
+
+/* What an op's record is made from: fmt writes its name, dims and types
+ * from key (its kind and numbers) the first time key is seen. */
+typedef void (*se_op_fmt)(const double *key, const char **op, char *dims, size_t nd, char *types,
+			  size_t nt);
+
+/* The op whose shapes the next se_launch()ed task records (none in dry
+ * runs or with in->no_shapes). */
+void se_record_op(struct ctx *c, const double key[OPKEY], se_op_fmt fmt);
+
+/* Launch GPU task `name` of kind (GN_*) taking `seconds` on rank r's
+ * stream st, after the rank's host has spent in->cpu_op_s and
+ * in->launch_s; coll: its collective entry, or NULL.  The task's node id
+ * (0 in a dry run, which only adds a kernel's seconds to c->dry_s). */
+uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name, double seconds,
+		   const struct graph_coll *coll);
+
+/* Rank r's stream `to` waits for what stream `from` has done so far
+ * (event record and stream wait on the host). */
+void se_event_wait(struct ctx *c, int r, int from, int to);
+
+/* The same for task src of stream `from` (nothing for NONE32). */
+void se_event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to);
+
+/* A collective of kind (GC_*) on bytes over group g, timed by comm.h
+ * (0 for bare runs), on rank r's stream st, in process group pg. */
+void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
+		   struct comm_group g, const char *pg);
+
+/* The graph: nodes grouped by processor (stable), CSR with order edges
+ * added, the string table moved into it; *newid_out maps built ids to
+ * the graph's (free it).  NULL when out of memory. */
+struct graph *se_finish(struct ctx *c, uint32_t **newid_out);
+
+/* ---- layer.c: what a layer runs ------------------------------------- */
+
+/* FP8 (and FP4) GEMMs as Transformer Engine runs them. */
+static inline int sl_low_precision(int dtype)
+{
+	return dtype == HW_FP8 || dtype == HW_FP4;
+}
+
+/* The output layer's dtype: bf16 under fp8 and fp4. */
+int sl_logit_dtype(const struct synth_in *in);
+
+/* in's shape as the kernels of one layer need it (tp_per_node,
+ * pp_per_node and emb_per_node left 0: synth_build places them). */
+void sl_shape(const struct synth_in *in, struct shape *z);
+
+/* A memory-bound kernel of class cls (KC_*) moving bytes, on rank r's
+ * compute stream. */
+void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes);
+
+/* One layer's forward and backward on rank r (its current layer,
+ * microbatch and phase: rankst), recomputation included in the backward;
+ * the attention core's forward alone. */
+void sl_layer_fwd(struct ctx *c, int r, const struct shape *z);
+void sl_layer_bwd(struct ctx *c, int r, const struct shape *z);
+void sl_attn_fwd(struct ctx *c, int r, const struct shape *z);
+
+/* Stage 0's embedding and the last stage's final norm, logits and loss. */
+void sl_embed_fwd(struct ctx *c, int r, const struct shape *z);
+void sl_embed_bwd(struct ctx *c, int r, const struct shape *z);
+void sl_head_fwd(struct ctx *c, int r, const struct shape *z);
+void sl_head_bwd(struct ctx *c, int r, const struct shape *z);
+
+/* The bytes one all-to-all of one MoE layer sends from the busiest rank. */
+double sl_moe_a2a_bytes(const struct shape *z);
+
+/* ---- fold.c: folded units ------------------------------------------- */
+
+/* The index of a unit's template in c->fo.findex (made on first use), or
+ * SIZE_MAX when out of memory. */
+size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket);
+
+/* Where a unit starts (sf_begin), for sf_end. */
+struct sf_start {
+	size_t k0, e0, c0, w0; /* tasks, edges, collectives, event waits before it */
+	uint32_t last0[S_N];   /* each stream's last task before it */
+	struct ufold t;	       /* its template as far as it is known */
+};
+
+/* Repeat slot's template as rank r's next unit (microbatch mb) where one
+ * is made and holds here: 1, or 0 when the unit is to be built. */
+int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb);
+
+/* Before rank r's unit is built. */
+void sf_begin(const struct ctx *c, int r, struct sf_start *u);
+
+/* After it is built: where slot (SIZE_MAX: none) has no template yet,
+ * fold the unit into one, take the unit back and repeat the template: 1
+ * (also when out of memory, c->oom set), or 0 when the unit stays as
+ * built. */
+int sf_end(struct ctx *c, int r, int32_t mb, size_t slot, const struct sf_start *u);
+
+/* Free c->fo. */
+void sf_release(struct ctx *c);
+
+/* ---- step.c: the step and its schedule ------------------------------ */
+
+/* Every step of every rank: its units in schedule order, the optimizer,
+ * the closing sync (c->oom set on failure, the build stopped there). */
+void ss_steps(struct ctx *c, const struct shape *z);
+
+#endif
