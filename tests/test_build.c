@@ -995,7 +995,13 @@ static void test_autograd_thread(void **state)
 static void test_retime_gemm(void **state)
 {
 	const char *paths[] = {TEST_DATA("retime_2024.json")};
-	struct llm m0 = {1, 1024, 16, 4096, 2048, 32000, "t", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+	struct llm m0 = {.layers = 1,
+			 .hidden = 1024,
+			 .heads = 16,
+			 .ffn = 4096,
+			 .seq = 2048,
+			 .vocab = 32000,
+			 .name = "t"},
 		   m1 = m0;
 	struct hw_profile h100, b200;
 	struct edit_retime r;

@@ -333,8 +333,8 @@ static void test_collective_fit(void **state)
 	cbench_release(&cb);
 }
 
-static const struct llm gpt3 = {96, 12288, 96, 4 * 12288, 2048, 51200, "", 0, 0,
-				0,  0,	   0,  0,	  0,	0,     0,  0, 0};
+static const struct llm gpt3 = {
+    .layers = 96, .hidden = 12288, .heads = 96, .ffn = 4 * 12288, .seq = 2048, .vocab = 51200};
 
 static void test_model_flops(void **state)
 {
@@ -363,7 +363,15 @@ static void test_model_flops(void **state)
  */
 static void test_gqa_swiglu(void **state)
 {
-	struct llm m = {1, 1024, 16, 2816, 1024, 1000, "", 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, l3;
+	struct llm m = {.layers = 1,
+			.hidden = 1024,
+			.heads = 16,
+			.ffn = 2816,
+			.seq = 1024,
+			.vocab = 1000,
+			.kv_heads = 4,
+			.gated = 1},
+		   l3;
 	struct prism_err err;
 	double gemm, attn;
 	(void)state;
@@ -454,7 +462,13 @@ static void test_bytes_per_param(void **state)
  */
 static void test_stage_memory(void **state)
 {
-	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct llm m = {.layers = 8,
+			.hidden = 1024,
+			.heads = 16,
+			.ffn = 4096,
+			.seq = 128,
+			.vocab = 1000,
+			.name = ""};
 	struct layout l = {.tp = 1,
 			   .pp = 4,
 			   .dp = 2,
@@ -531,7 +545,13 @@ static void test_inflight(void **state)
 	/* p 4, m 8: GPipe holds 8 microbatches on stage 0, 1F1B 4, interleaved
 	 * with v 2: 4 (1 + 3/8) = 5.5 (Korthikanti section 4.2.3), found by
 	 * walking the schedule (11 chunk units of 1 layer). */
-	struct llm m = {8, 1024, 16, 4096, 128, 1000, "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct llm m = {.layers = 8,
+			.hidden = 1024,
+			.heads = 16,
+			.ffn = 4096,
+			.seq = 128,
+			.vocab = 1000,
+			.name = ""};
 	struct layout l = {
 	    .tp = 1, .pp = 4, .dp = 1, .vp = 2, .mbs = 1, .microbatches = 8, .dtype = HW_BF16};
 	struct mem_stage st;
@@ -763,7 +783,13 @@ static void test_analytic_small(void **state)
 		hw.k.mem_eff[k] = 1;
 	analytic_in_default(&in);
 	in.hw = &hw;
-	in.m = (struct llm){4, 1024, 16, 4096, 1024, 32000, "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	in.m = (struct llm){.layers = 4,
+			    .hidden = 1024,
+			    .heads = 16,
+			    .ffn = 4096,
+			    .seq = 1024,
+			    .vocab = 32000,
+			    .name = ""};
 	in.global_batch = 8;
 	in.lay.tp = 2;
 	in.lay.pp = 2;

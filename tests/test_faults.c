@@ -175,7 +175,13 @@ static int synth_settle(struct prism_err *err)
 	int rc;
 
 	synth_in_default(&in);
-	in.m = (struct llm){2, 256, 4, 1024, 128, 1000, "t", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	in.m = (struct llm){.layers = 2,
+			    .hidden = 256,
+			    .heads = 4,
+			    .ffn = 1024,
+			    .seq = 128,
+			    .vocab = 1000,
+			    .name = "t"};
 	in.hw = &hw;
 	in.lay.pp = 2;
 	in.lay.microbatches = 2;

@@ -43,7 +43,13 @@ static void test_rows(void **state)
 static void test_default(void **state)
 {
 	struct layout l;
-	struct llm m = {8, 1024, 16, 4096, 1024, 32000, "t", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct llm m = {.layers = 8,
+			.hidden = 1024,
+			.heads = 16,
+			.ffn = 4096,
+			.seq = 1024,
+			.vocab = 32000,
+			.name = "t"};
 	struct prism_err err;
 	(void)state;
 	layout_default(&l);
@@ -78,7 +84,13 @@ static void test_default(void **state)
 static void test_key(void **state)
 {
 	struct layout l;
-	struct llm m = {24, 2048, 16, 8192, 2048, 51200, "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct llm m = {.layers = 24,
+			.hidden = 2048,
+			.heads = 16,
+			.ffn = 8192,
+			.seq = 2048,
+			.vocab = 51200,
+			.name = ""};
 	char key[320];
 	(void)state;
 	layout_default(&l);
@@ -108,7 +120,13 @@ static void test_key(void **state)
 static void test_diff(void **state)
 {
 	struct layout a, b;
-	struct llm m = {8, 1024, 16, 4096, 1024, 32000, "", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct llm m = {.layers = 8,
+			.hidden = 1024,
+			.heads = 16,
+			.ffn = 4096,
+			.seq = 1024,
+			.vocab = 32000,
+			.name = ""};
 	struct llm n = m;
 	(void)state;
 	layout_default(&a);
@@ -167,8 +185,22 @@ static void test_parse(void **state)
 static void test_desc(void **state)
 {
 	/* Static: its padding is zero, as memset leaves mb's. */
-	static const struct llm m = {4, 512, 8, 2048, 256, 1000, "moe", 0,    1,
-				     1, 1,   8, 2,    1,   0,	 1,	1.25, 1};
+	static const struct llm m = {.layers = 4,
+				     .hidden = 512,
+				     .heads = 8,
+				     .ffn = 2048,
+				     .seq = 256,
+				     .vocab = 1000,
+				     .name = "moe",
+				     .gated = 1,
+				     .untied = 1,
+				     .rope = 1,
+				     .experts = 8,
+				     .top_k = 2,
+				     .shared_experts = 1,
+				     .first_dense = 1,
+				     .capacity_factor = 1.25,
+				     .router = LLM_ROUTER_SIGMOID};
 	struct layout l, back;
 	struct llm mb;
 	char s[2048], hw[64];

@@ -32,7 +32,13 @@ static int setup(void **state)
 static void small(struct synth_in *in)
 {
 	synth_in_default(in);
-	in->m = (struct llm){8, 1024, 16, 4096, 1024, 32000, "t", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	in->m = (struct llm){.layers = 8,
+			     .hidden = 1024,
+			     .heads = 16,
+			     .ffn = 4096,
+			     .seq = 1024,
+			     .vocab = 32000,
+			     .name = "t"};
 	in->hw = &hw;
 }
 
@@ -446,8 +452,13 @@ static void test_lower_bound(void **state)
 		struct prism_err err;
 		double lb;
 		small(&in);
-		in.m = (struct llm){24, 2048, 16, 8192, 2048, 51200, "gpt3-1.3b", 0, 0,
-				    0,	0,    0,  0,	0,    0,     0,		  0, 0};
+		in.m = (struct llm){.layers = 24,
+				    .hidden = 2048,
+				    .heads = 16,
+				    .ffn = 8192,
+				    .seq = 2048,
+				    .vocab = 51200,
+				    .name = "gpt3-1.3b"};
 		in.lay.tp = x[0];
 		in.lay.pp = x[1];
 		in.lay.dp = x[2];
