@@ -395,6 +395,49 @@ static void test_gqa_swiglu(void **state)
 		    4.0 * 12288 * 12288 + 2.0 * 12288 * 49152 + 9 * 12288 + 49152);
 }
 
+/*
+ * A head wider than hidden / heads (Qwen3-30B-A3B's attention: hidden
+ * 2048, 32 heads of 128, 4 key-value heads; a dense FFN of 6144 here):
+ *  - Q is 32 x 128 = 4096 wide, K and V 4 x 128 = 512 each: QKV 5120
+ *    columns, the projection 4096 x 2048;
+ *  - a layer: 2048 x 5120 + 4096 x 2048 + 3 x 2048 x 6144 (SwiGLU) + 9 x
+ *    2048 + 6144 = 10,485,760 + 8,388,608 + 37,748,736 + 24,576 = 56,647,680;
+ *  - per token: QKV 2 x 5120 x 2048, projection 2 x 2048 x 4096, FFN
+ *    2 x 12288 x 2048 + 2 x 2048 x 6144; attention 4 s w (w = 4096);
+ *  - activations (Korthikanti, t 1, flash): the MLP's 16 s b h, the
+ *    attention's 8 s b h at twice the width, 10 s b h beside: 42 s b h.
+ * Without head_dim the same model keeps 64-wide heads: QKV 2048 + 2 x 256.
+ */
+static void test_head_dim(void **state)
+{
+	struct llm m = {.layers = 1,
+			.hidden = 2048,
+			.heads = 32,
+			.ffn = 6144,
+			.seq = 4096,
+			.vocab = 1000,
+			.kv_heads = 4,
+			.gated = 1,
+			.head_dim = 128};
+	struct layout l;
+	double gemm, attn;
+	(void)state;
+	assert_true(llm_head_dim(&m) == 128);
+	assert_true(llm_attn_width(&m) == 4096);
+	assert_true(llm_qkv_width(&m) == 5120);
+	assert_true(llm_layer_params(&m) == 56647680);
+	llm_layer_flops(&m, 1, &gemm, &attn);
+	assert_true(gemm ==
+		    4096.0 * 2 * (5120.0 * 2048 + 2048.0 * 4096 + 12288.0 * 2048 + 2048.0 * 6144));
+	assert_true(attn == 4.0 * 4096 * 4096 * 4096);
+	layout_default(&l);
+	assert_rel_close(mem_act_per_layer(&m, &l), 42.0 * 4096 * 2048, 1e-15);
+	m.head_dim = 0;
+	assert_true(llm_head_dim(&m) == 64);
+	assert_true(llm_qkv_width(&m) == 2048 + 2 * 256);
+	assert_rel_close(mem_act_per_layer(&m, &l), 34.0 * 4096 * 2048, 1e-15);
+}
+
 static void test_activation_bytes_gpt3(void **state)
 {
 	struct layout l = {
@@ -864,6 +907,7 @@ int main(void)
 	    cmocka_unit_test(test_collective_fit),
 	    cmocka_unit_test(test_model_flops),
 	    cmocka_unit_test(test_gqa_swiglu),
+	    cmocka_unit_test(test_head_dim),
 	    cmocka_unit_test(test_activation_bytes_gpt3),
 	    cmocka_unit_test(test_bytes_per_param),
 	    cmocka_unit_test(test_stage_memory),

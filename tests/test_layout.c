@@ -7,9 +7,8 @@
 #include "testutil.h"
 
 /* Every row is whole: an id that names its field, a range holding its
- * default, an option with help, a sweep knob with a digit of its own (vp
- * shares the schedule's) and a key; the first descriptions' places taken
- * once each. */
+ * default, an option with help, the first sweeps' digits (vp shares the
+ * schedule's) and the first descriptions' places taken once each. */
 static void test_rows(void **state)
 {
 	int digit[64] = {0}, desc[1000] = {0};
@@ -28,10 +27,11 @@ static void test_rows(void **state)
 		if (K->opt)
 			assert_int_equal(layout_knob_by_opt(K->opt), k);
 		assert_true(K->kind != LK_NAME || (K->parse && K->name));
-		if (K->flags & LK_SWEEP) {
-			assert_true(K->digit > 0 && K->digit < 64);
-			if (k != LK_vp)
-				assert_int_equal(digit[K->digit]++, 0);
+		/* The first sweeps' digits once each (a knob added later
+		 * varies slowest, digit 0). */
+		if ((K->flags & LK_SWEEP) && K->digit && k != LK_vp) {
+			assert_true(K->digit < 64);
+			assert_int_equal(digit[K->digit]++, 0);
 		}
 		if (K->desc > 0)
 			assert_int_equal(desc[K->desc]++, 0);

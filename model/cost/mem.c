@@ -9,16 +9,20 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	double s = (double)m->seq / layout_cp(l), b = l->mbs, h = m->hidden, a = m->heads,
 	       t = l->tp;
 	double sbh = s * b * h, attn = (l->flash ? 0.0 : 5 * a * s / h);
+	/* Korthikanti's 24 s b h / t split by tensor parallelism: the MLP's
+	 * 16, and 8 of the attention's own width (Q and K, V, the
+	 * projection's input: h, or heads x head_dim where that differs). */
+	double par = 16 + 8 * (llm_attn_width(m) / h);
 
 	switch (l->recompute) {
 	case LAYOUT_RECOMPUTE_FULL:
 		return l->sp ? 2 * sbh / t : 2 * sbh;
 	case LAYOUT_RECOMPUTE_SELECTIVE:
-		return l->sp ? 34 * sbh / t : sbh * (10 + 24 / t);
+		return l->sp ? (10 + par) * sbh / t : sbh * (10 + par / t);
 	default:
 		if (l->sp)
-			return sbh * (34 + attn) / t;
-		return sbh * (10 + 24 / t + attn / t);
+			return sbh * (10 + par + attn) / t;
+		return sbh * (10 + par / t + attn / t);
 	}
 }
 
@@ -229,12 +233,12 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	 * (double buffered), and their gradients' two backward. */
 	if (layout_cp(l) > 1 && !l->cp_allgather)
 		out->transient +=
-		    4 * 2 * b * sl * llm_kv_heads_rank(m, (int)t) * (h / m->heads) * 2;
+		    4 * 2 * b * sl * llm_kv_heads_rank(m, (int)t) * llm_head_dim(m) * 2;
 	/* The all-gather form: the whole sequence's K and V, gathered, and
 	 * their gradients before the reduce-scatter. */
 	if (layout_cp(l) > 1 && l->cp_allgather)
 		out->transient += 2 * 2 * b * sl * layout_cp(l) * llm_kv_heads_rank(m, (int)t) *
-				  (h / m->heads) * 2;
+				  llm_head_dim(m) * 2;
 	/* Mixture-of-experts: the dispatch's send buffer, the routed tokens
 	 * before the all-to-all (the receive side is the experts' input,
 	 * counted above). */

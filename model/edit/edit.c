@@ -358,10 +358,9 @@ static int model_times(const struct graph *g, uint32_t u, int cls, int dt,
 			       t1 = r->tp_to > 0 ? r->tp_to : 1;
 			if (!R)
 				return 0;
-			/* heads a / t per rank, head dim h / a */
+			/* heads a / t per rank, head dim (llm.h) */
 			hd2 = hd * ((double)m1->heads / t1) / ((double)m0->heads / t0);
-			d2 =
-			    d * ((double)m1->hidden / m1->heads) / ((double)m0->hidden / m0->heads);
+			d2 = d * llm_head_dim(m1) / llm_head_dim(m0);
 		}
 		/* A trace does not record the mask: language models train causal. */
 		*k0 = kperf_attn_s(r->from, dt, pass, b, hd, sq, skv, d, 1);

@@ -569,7 +569,7 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: tensor-parallel overlap needs sequence parallelism "
 				     "(Megatron-LM's --tp-comm-overlap)");
-	if (m->hidden % m->heads)
+	if (!m->head_dim && m->hidden % m->heads)
 		return prism_err_set(err, PRISM_EARG,
 				     "model: hidden %d must be divisible by heads %d", m->hidden,
 				     m->heads);

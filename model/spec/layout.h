@@ -364,7 +364,11 @@ enum layout_show {
 	X(ffn, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_FFN, .opt = "ffn", .arg = "N",     \
 	  .help = "FFN width", .desc = -1)                                                         \
 	X(seq, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_SEQ, .opt = "seq", .arg = "N",     \
-	  .help = "sequence length (tokens)", .desc = -1)
+	  .help = "sequence length (tokens)", .desc = -1)                                          \
+	X(head_dim, M, 1, llm_head_dim(m), .kind = LK_INT, .lo = 0, .hi = LLM_MAX_HEAD_DIM,       \
+	  .opt = "head-dim", .arg = "N",                                                           \
+	  .help = "width of an attention head (0: hidden / heads; Qwen3 128, Gemma 2 256)",        \
+	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON)
 /* clang-format on */
 
 enum layout_knob_id {

@@ -15,9 +15,19 @@ int llm_kv_heads(const struct llm *m)
 	return m->kv_heads > 0 ? m->kv_heads : m->heads;
 }
 
+double llm_head_dim(const struct llm *m)
+{
+	return m->head_dim > 0 ? m->head_dim : (double)m->hidden / m->heads;
+}
+
+double llm_attn_width(const struct llm *m)
+{
+	return m->head_dim > 0 ? (double)m->heads * m->head_dim : m->hidden;
+}
+
 double llm_qkv_width(const struct llm *m)
 {
-	return m->hidden + 2.0 * llm_kv_heads(m) * ((double)m->hidden / m->heads);
+	return llm_attn_width(m) + 2.0 * llm_kv_heads(m) * llm_head_dim(m);
 }
 
 double llm_kv_heads_rank(const struct llm *m, int t)
@@ -28,7 +38,7 @@ double llm_kv_heads_rank(const struct llm *m, int t)
 
 double llm_qkv_width_rank(const struct llm *m, int t)
 {
-	double d = (double)m->hidden / m->heads;
+	double d = llm_head_dim(m);
 	if (t < 1)
 		t = 1;
 	return ((double)m->heads / t + 2 * llm_kv_heads_rank(m, t)) * d;
@@ -36,7 +46,7 @@ double llm_qkv_width_rank(const struct llm *m, int t)
 
 double llm_layer_params_rank(const struct llm *m, int t)
 {
-	double d = (double)m->hidden / m->heads;
+	double d = llm_head_dim(m);
 	int kv = llm_kv_heads(m);
 	if (t < 1)
 		t = 1;
@@ -56,7 +66,8 @@ double llm_layer_params(const struct llm *m)
 {
 	double h = m->hidden, f = m->ffn;
 	/* QKV + projection, FFN matrices, biases and 2 norms */
-	return h * llm_qkv_width(m) + h * h + (m->gated ? 3 : 2) * h * f + 9 * h + f;
+	return h * llm_qkv_width(m) + llm_attn_width(m) * h + (m->gated ? 3 : 2) * h * f + 9 * h +
+	       f;
 }
 
 int llm_is_moe_layer(const struct llm *m, int l)
@@ -80,8 +91,8 @@ double llm_moe_layer_params(const struct llm *m, double *active)
 	double h = m->hidden, e = llm_expert_params(m);
 	/* QKV and projection, their biases (3h + h), two norms (4h), the
 	 * router; the experts have no biases (Mixtral, DeepSeek-V3). */
-	double base = h * llm_qkv_width(m) + h * h + 8 * h + (double)m->experts * h +
-		      (double)m->shared_experts * e;
+	double base = h * llm_qkv_width(m) + llm_attn_width(m) * h + 8 * h +
+		      (double)m->experts * h + (double)m->shared_experts * e;
 	if (active)
 		*active = base + (double)m->top_k * e;
 	return base + (double)m->experts * e;
@@ -111,24 +122,24 @@ double llm_active_params(const struct llm *m)
 
 void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *attention)
 {
-	double t = batch * m->seq, h = m->hidden, s = m->seq;
+	double t = batch * m->seq, h = m->hidden, s = m->seq, w = llm_attn_width(m);
 	*gemm = llm_gemm_flops(t, llm_qkv_width(m), h) /* Q, K, V */
-		+ llm_gemm_flops(t, h, h)	       /* output projection */
+		+ llm_gemm_flops(t, h, w)	       /* output projection */
 		+ llm_gemm_flops(t, llm_ffn_in(m), h)  /* FFN up (and gate) */
 		+ llm_gemm_flops(t, h, m->ffn);	       /* FFN down */
-	*attention = 2 * batch * s * s * h	       /* scores Q K^T */
-		     + 2 * batch * s * s * h;	       /* attention x V */
+	*attention = 2 * batch * s * s * w	       /* scores Q K^T */
+		     + 2 * batch * s * s * w;	       /* attention x V */
 }
 
 void llm_moe_layer_flops(const struct llm *m, double batch, double *gemm, double *attention)
 {
-	double t = batch * m->seq, h = m->hidden, s = m->seq;
+	double t = batch * m->seq, h = m->hidden, s = m->seq, w = llm_attn_width(m);
 	double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn, fin = (m->gated ? 2.0 : 1.0) * fe;
 	double per_token = (double)m->top_k + m->shared_experts;
-	*gemm = llm_gemm_flops(t, llm_qkv_width(m), h) + llm_gemm_flops(t, h, h) +
+	*gemm = llm_gemm_flops(t, llm_qkv_width(m), h) + llm_gemm_flops(t, h, w) +
 		llm_gemm_flops(t, m->experts, h) /* router */
 		+ per_token * (llm_gemm_flops(t, fin, h) + llm_gemm_flops(t, h, fe));
-	*attention = 4 * batch * s * s * h;
+	*attention = 4 * batch * s * s * w;
 }
 
 double llm_flops_iter(const struct llm *m, double batch, int recompute)
@@ -247,6 +258,8 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 	if ((rc = cfg_int_opt(path, &cf, root, "ffn", 4 * m->hidden, 1, LLM_MAX_FFN, &m->ffn,
 			      err)) ||
 	    (rc = cfg_int_opt(path, &cf, root, "kv_heads", m->heads, 1, LLM_MAX_HEADS, &m->kv_heads,
+			      err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "head_dim", 0, 1, LLM_MAX_HEAD_DIM, &m->head_dim,
 			      err)))
 		goto out;
 	if (config_lookup(&cf, "activation")) {
@@ -299,11 +312,13 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 				   m->heads, m->kv_heads);
 		goto out;
 	}
-	if (m->hidden % m->heads) {
-		rc = prism_err_set(err, PRISM_EFORMAT,
-				   "%s:%d: 'hidden' (%d) must be divisible by 'heads' (%d)", path,
-				   config_setting_source_line(config_lookup(&cf, "hidden")),
-				   m->hidden, m->heads);
+	if (!m->head_dim && m->hidden % m->heads) {
+		rc =
+		    prism_err_set(err, PRISM_EFORMAT,
+				  "%s:%d: 'hidden' (%d) must be divisible by 'heads' (%d), or give "
+				  "'head_dim'",
+				  path, config_setting_source_line(config_lookup(&cf, "hidden")),
+				  m->hidden, m->heads);
 		goto out;
 	}
 out:

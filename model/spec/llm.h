@@ -22,12 +22,13 @@
  * options, sweeps); the smallest is 1.  Far beyond any model trained
  * (Llama 3 405B: 126 layers, hidden 16,384, 128 heads, ffn 53,248, vocab
  * 128,256), and small enough that no count computed from them overflows. */
-#define LLM_MAX_LAYERS (1 << 16)
-#define LLM_MAX_HIDDEN (1 << 20)
-#define LLM_MAX_HEADS  (1 << 12)
-#define LLM_MAX_FFN    (1 << 22)
-#define LLM_MAX_SEQ    (1 << 22)
-#define LLM_MAX_VOCAB  (1 << 24)
+#define LLM_MAX_LAYERS	 (1 << 16)
+#define LLM_MAX_HIDDEN	 (1 << 20)
+#define LLM_MAX_HEADS	 (1 << 12)
+#define LLM_MAX_FFN	 (1 << 22)
+#define LLM_MAX_SEQ	 (1 << 22)
+#define LLM_MAX_VOCAB	 (1 << 24)
+#define LLM_MAX_HEAD_DIM (1 << 12)
 /* Mixture-of-experts: routed experts per layer (DeepSeek-V3: 256; Kimi K2:
  * 384), shared experts, and the capacity factor's ceiling. */
 #define LLM_MAX_EXPERTS	 (1 << 12)
@@ -59,9 +60,20 @@ struct llm {
 	int experts, top_k, shared_experts, expert_ffn, first_dense;
 	double capacity_factor;
 	int router; /* enum llm_router: the gate's score function */
+	/* The width of an attention head (Q, K and V); 0: hidden / heads.
+	 * Models whose heads are wider or narrower than that (Qwen3: 128,
+	 * Gemma 2: 256) project to heads x head_dim and back. */
+	int head_dim;
 };
 
 enum llm_router { LLM_ROUTER_SOFTMAX, LLM_ROUTER_SIGMOID };
+
+/* The width of an attention head: head_dim, or hidden / heads. */
+double llm_head_dim(const struct llm *m);
+
+/* The attention's width: heads x the head width (hidden unless head_dim
+ * says otherwise): Q's, and the projection's input. */
+double llm_attn_width(const struct llm *m);
 
 /* 1 when layer l (0-based) is a mixture-of-experts layer. */
 int llm_is_moe_layer(const struct llm *m, int l);
@@ -169,7 +181,8 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute);
 /*
  * A model from a libconfig file (configs/models/): name, layers, hidden,
  * heads, seq, vocab, and ffn (4 x hidden if absent), kv_heads (heads if
- * absent), activation ("gelu", the default, or "swiglu"), tie_embeddings
+ * absent), head_dim (hidden / heads if absent, when hidden divides by
+ * heads), activation ("gelu", the default, or "swiglu"), tie_embeddings
  * (true, the default, or false) and positions ("learned", the default, or
  * "rope"); mixture-of-experts: experts (0..LLM_MAX_EXPERTS, 0 the default:
  * dense), and with experts top_k (1..experts, required), shared_experts

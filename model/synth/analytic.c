@@ -64,7 +64,7 @@ static double cp_terms(const struct analytic_in *in, const struct terms *T)
 	const struct llm *m = &in->m;
 	int tp = l->tp, cp = layout_cp(l), fr = 1 + (l->recompute != LAYOUT_RECOMPUTE_NONE);
 	double kv = llm_kv_heads(m) < tp ? 1 : (double)llm_kv_heads(m) / tp;
-	double bytes = 2.0 * l->mbs * m->seq / cp * kv * m->hidden / m->heads * 2, tf, tb;
+	double bytes = 2.0 * l->mbs * m->seq / cp * kv * llm_head_dim(m) * 2, tf, tb;
 	struct comm_group g = {2, (long)cp * tp <= hw_domain(hw) ? 2 : 1};
 	struct comm_est ce;
 

@@ -125,7 +125,7 @@ static void layer_bound(const struct synth_in *in, double *f, double *b, double 
 	if (cp > 1) {
 		/* The ring's steps (ring_attn): the rank's own causal block and
 		 * cp - 1 half blocks, each at least its work at the peak. */
-		double heads = m->heads / t, d = (double)m->hidden / m->heads, sl = m->seq / cp;
+		double heads = m->heads / t, d = llm_head_dim(m), sl = m->seq / cp;
 		af = line_bound(in, KC_ATTENTION,
 				kperf_attn_min_s(in->hw, dt, 0, bt, heads, sl, sl, d, 1)) +
 		     (cp - 1) *
@@ -137,7 +137,7 @@ static void layer_bound(const struct synth_in *in, double *f, double *b, double 
 			 line_bound(in, KC_ATTENTION,
 				    kperf_attn_min_s(in->hw, dt, 1, bt, heads, sl / 2, sl, d, 0));
 	} else if (in->lay.flash) {
-		double heads = m->heads / t, d = (double)m->hidden / m->heads;
+		double heads = m->heads / t, d = llm_head_dim(m);
 		af = line_bound(in, KC_ATTENTION,
 				kperf_attn_min_s(in->hw, dt, 0, bt, heads, m->seq, m->seq, d, 1));
 		ab = line_bound(in, KC_ATTENTION,
@@ -162,7 +162,7 @@ static void moe_layer_bound(const struct synth_in *in, double *f, double *b, dou
 	ab = bd - 2 * (fd - *attn_f); /* the attention core's backward */
 	sl_shape(in, &z);
 	T = z.b * z.s;
-	fl = llm_gemm_flops(T, z.qkv_r, z.h) + llm_gemm_flops(T, z.h, z.h) / z.t +
+	fl = llm_gemm_flops(T, z.qkv_r, z.h) + llm_gemm_flops(T, z.h, z.w) / z.t +
 	     llm_gemm_flops(z.n_tok, z.E, z.h) +
 	     z.shared * (llm_gemm_flops(T, z.fe_in, z.h) + llm_gemm_flops(T, z.h, z.fe)) / z.t +
 	     llm_gemm_flops(z.M, z.fe_in / z.etp, z.h) + llm_gemm_flops(z.M, z.h, z.fe / z.etp);

@@ -213,7 +213,7 @@ static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
 {
 	/* Megatron-LM replicates key-value heads when fewer than the ranks. */
 	double kv = z->kv < z->t ? 1 : z->kv / z->t;
-	double key[OPKEY] = {3, dtype, bwd, z->b, z->s, z->a / z->t, kv, z->h / z->a};
+	double key[OPKEY] = {3, dtype, bwd, z->b, z->s, z->a / z->t, kv, z->d};
 
 	se_record_op(c, key, attn_op_fmt);
 }
@@ -240,7 +240,7 @@ static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
 static double cp_kv_bytes(const struct shape *z)
 {
 	double kv = z->kv < z->t ? 1 : z->kv / z->t;
-	return 2 * z->b * z->s * kv * (z->h / z->a) * 2;
+	return 2 * z->b * z->s * kv * z->d * 2;
 }
 
 static void cp_transfer(struct ctx *c, int r, const struct shape *z, double bytes)
@@ -265,8 +265,8 @@ static void cp_transfer(struct ctx *c, int r, const struct shape *z, double byte
 static void allgather_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 {
 	int dt = layout_attn_dtype(&c->in->lay), pass = bwd ? 1 : 0;
-	double heads = z->a / z->t, d = z->h / z->a, t;
-	double f = (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->h / z->t / z->cp;
+	double heads = z->a / z->t, d = z->d, t;
+	double f = (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->w / z->t / z->cp;
 	double gathered = cp_kv_bytes(z) * z->cp;
 	int cap = c->in->hw ? hw_domain(c->in->hw) / (int)z->t : 1;
 	struct comm_group g = {z->cp, comm_per_domain(z->cp, cap)};
@@ -275,7 +275,7 @@ static void allgather_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 	if (!bwd)
 		se_collective(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
 			      gathered, g, pg);
-	t = ktime(c, KC_ATTENTION, dt, f, ew((bwd ? 4 : 3) * z->b * z->s * z->h / z->t, 1),
+	t = ktime(c, KC_ATTENTION, dt, f, ew((bwd ? 4 : 3) * z->b * z->s * z->w / z->t, 1),
 		  kperf_attn_s(c->in->hw, dt, pass, z->b, heads, z->s, z->s_full / 2, d, 0));
 	se_launch(c, r, S_COMPUTE, GN_KERNEL,
 		  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
@@ -293,12 +293,12 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 	}
 	{
 		int dt = layout_attn_dtype(&c->in->lay), pass = bwd ? 1 : 0;
-		double heads = z->a / z->t, d = z->h / z->a;
-		/* The model FLOPs of the rank's share (4 b s^2 h / (t cp) forward,
+		double heads = z->a / z->t, d = z->d;
+		/* The model FLOPs of the rank's share (4 b s^2 w / (t cp) forward,
 	 * twice that backward), spread evenly over the steps. */
 		double f =
-		    (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->h / z->t / z->cp / z->cp;
-		double bytes = cp_kv_bytes(z) * (bwd ? 2 : 1), out = z->b * z->s * z->h / z->t;
+		    (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->w / z->t / z->cp / z->cp;
+		double bytes = cp_kv_bytes(z) * (bwd ? 2 : 1), out = z->b * z->s * z->w / z->t;
 		for (int i = 0; i < z->cp; i++) {
 			double sq = i ? z->s / 2 : z->s, t;
 			if (i > 0) /* step i's key-value block has arrived */
@@ -306,7 +306,7 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 			if (i < z->cp - 1 && !c->dry)
 				cp_transfer(c, r, z, bytes);
 			t = ktime(
-			    c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->h / z->t, 1),
+			    c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->w / z->t, 1),
 			    kperf_attn_s(c->in->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
 			se_launch(c, r, S_COMPUTE, GN_KERNEL,
 				  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"
@@ -323,7 +323,7 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
  * Attention core of one layer on one tensor-parallel rank (causal, as GPT
  * trains).  Flash attention is one kernel each way, timed by the kernel
  * model by sequence, heads and head dim (kperf_attn_s); its FLOPs are
- * counted as 4 b s^2 h / t forward and twice that backward (the model
+ * counted as 4 b s^2 w / t forward and twice that backward (the model
  * FLOPs, llm.h).  Without it (Megatron before FlashAttention) the
  * b a s^2 / t scores are materialised: two batched GEMMs around a fused
  * scale-mask-softmax and a dropout forward, four GEMMs, the dropout and
@@ -338,10 +338,10 @@ void sl_attn_fwd(struct ctx *c, int r, const struct shape *z)
 		ring_attn(c, r, z, 0);
 		return;
 	}
-	double heads = z->a / z->t, d = z->h / z->a, n = z->b * z->a * z->s * z->s / z->t;
-	double f = 2 * z->b * z->s * z->s * z->h / z->t;
+	double heads = z->a / z->t, d = z->d, n = z->b * z->a * z->s * z->s / z->t;
+	double f = 2 * z->b * z->s * z->s * z->w / z->t;
 	if (c->in->lay.flash) {
-		double t = ktime(c, KC_ATTENTION, dt, 2 * f, ew(3 * z->b * z->s * z->h / z->t, 1),
+		double t = ktime(c, KC_ATTENTION, dt, 2 * f, ew(3 * z->b * z->s * z->w / z->t, 1),
 				 kperf_attn_s(c->in->hw, dt, 0, z->b, heads, z->s, z->s, d, 1));
 		attn_op(c, z, dt, 0);
 		se_launch(c, r, S_COMPUTE, GN_KERNEL, "flash_fwd_kernel", t, NULL);
@@ -362,10 +362,10 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 		ring_attn(c, r, z, 1);
 		return;
 	}
-	double heads = z->a / z->t, d = z->h / z->a, n = z->b * z->a * z->s * z->s / z->t;
-	double f = 2 * z->b * z->s * z->s * z->h / z->t;
+	double heads = z->a / z->t, d = z->d, n = z->b * z->a * z->s * z->s / z->t;
+	double f = 2 * z->b * z->s * z->s * z->w / z->t;
 	if (c->in->lay.flash) {
-		double t = ktime(c, KC_ATTENTION, dt, 4 * f, ew(4 * z->b * z->s * z->h / z->t, 1),
+		double t = ktime(c, KC_ATTENTION, dt, 4 * f, ew(4 * z->b * z->s * z->w / z->t, 1),
 				 kperf_attn_s(c->in->hw, dt, 1, z->b, heads, z->s, z->s, d, 1));
 		attn_op(c, z, dt, 1);
 		se_launch(c, r, S_COMPUTE, GN_KERNEL,
@@ -604,7 +604,7 @@ void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
 	sl_attn_fwd(c, r, z);
 	if (ov) /* the projection's reduce-scatter beside its GEMM */
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
-	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->h / t);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->w / t);
 	if (ov)
 		tp_side_end(c, r);
 	else
@@ -689,7 +689,7 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
 	else
 		tp_allreduce(c, r, z);
-	gemm_bwd(c, r, "proj", bs, z->h, z->h / t);
+	gemm_bwd(c, r, "proj", bs, z->h, z->w / t);
 	if (ov)
 		tp_side_end(c, r);
 	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE)
@@ -773,6 +773,8 @@ void sl_shape(const struct synth_in *in, struct shape *z)
 	z->V = in->m.vocab;
 	z->t = in->lay.tp;
 	z->a = in->m.heads;
+	z->d = llm_head_dim(&in->m);
+	z->w = llm_attn_width(&in->m);
 	z->kv = llm_kv_heads(&in->m);
 	z->qkv = llm_qkv_width(&in->m);
 	z->qkv_r = llm_qkv_width_rank(&in->m, in->lay.tp);

@@ -247,6 +247,7 @@ struct ctx {
 /* The layout as the kernels of one layer and the schedule need it. */
 struct shape {
 	double b, s, h, f, V, t, a;
+	double d, w;	  /* a head's width; the attention's, a x d (llm.h) */
 	double kv;	  /* key-value heads */
 	double qkv, f_in; /* llm_qkv_width, llm_ffn_in */
 	double qkv_r;	  /* llm_qkv_width_rank: one rank's share */
