@@ -601,7 +601,7 @@ out:
 	free(R.stored);
 	if (R.db)
 		sqlite3_close(R.db);
-	sweep_free(&R.sw);
+	sweep_release(&R.sw);
 	shard_finalize(&R.sh);
 	/* Only the process that failed says why. */
 	if (!rc)

@@ -244,13 +244,13 @@ int cmd_synth(int argc, char **argv)
 	if (out && (strchr(hw_name, '/') || strstr(hw_name, ".cfg")) &&
 	    (rc = hw_reference(g, hw_name, out, &in, &err))) {
 		graph_free(g);
-		synth_out_free(&so);
+		synth_out_release(&so);
 		return cli_fail(&err);
 	}
 	if (out) {
 		rc = cli_write_trace(g, &so, out, inputs, 3, &err);
 		graph_free(g);
-		synth_out_free(&so);
+		synth_out_release(&so);
 		if (rc)
 			return cli_fail(&err);
 	}

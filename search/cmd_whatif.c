@@ -295,7 +295,7 @@ int cmd_whatif(int argc, char **argv)
 						      argc - optind, &err);
 		graph_free(cg);
 		if (p.method == PM_SYNTH || p.method == PM_REBUILD)
-			synth_out_free(&so);
+			synth_out_release(&so);
 		if (rc)
 			goto fail;
 	}

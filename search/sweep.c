@@ -474,26 +474,26 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	/* The base and the hardware named in it. */
 	if ((rc = cli_load_hw(s->hw_name, &s->hw, err)) || (rc = load_base(s, err))) {
 		prism_err_prefix(err, "%s", path);
-		sweep_free(s);
+		sweep_release(s);
 		return rc;
 	}
 	if (!(s->text = slurp(path))) {
-		sweep_free(s);
+		sweep_release(s);
 		return prism_err_set(err, PRISM_EIO, "%s: cannot read the file", path);
 	}
 	if (!(s->canon = sweep_canon(s->text))) {
-		sweep_free(s);
+		sweep_release(s);
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
 	}
 	return 0;
 out:
 	/* libconfig and cfg_* errors name the file and line already. */
 	config_destroy(&cf);
-	sweep_free(s);
+	sweep_release(s);
 	return rc;
 }
 
-void sweep_free(struct sweep *s)
+void sweep_release(struct sweep *s)
 {
 	free(s->text);
 	s->text = NULL;

@@ -101,9 +101,9 @@ struct cand {
 };
 
 /* Load a sweep: 0, or PRISM_EIO / PRISM_EFORMAT naming the file, line and
- * setting.  Free with sweep_free. */
+ * setting.  Release with sweep_release. */
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err);
-void sweep_free(struct sweep *s);
+void sweep_release(struct sweep *s);
 
 /* The most candidates a sweep may have (its lists' product): sweep_load
  * refuses more.  Candidates are made one at a time (sweep_candidate), never

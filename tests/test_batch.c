@@ -39,7 +39,7 @@ static void test_space(void **state)
 			      (a->analytic_s == b->analytic_s && a->index < b->index))));
 	}
 	batch_space_release(&sp);
-	sweep_free(&sw);
+	sweep_release(&sw);
 }
 
 /* The bound screens in every mode but exhaustive, the analytic margin in
@@ -142,7 +142,7 @@ static void test_loop(void **state)
 			assert_true(*batch_best_of(&b, ex.gpus[i]) == ex.t[i]);
 	}
 	batch_space_release(&sp);
-	sweep_free(&sw);
+	sweep_release(&sw);
 }
 
 int main(void)

@@ -189,7 +189,7 @@ static int synth_settle(struct prism_err *err)
 	rc = synth_build(&in, &g, &so, err);
 	if (rc == 0) {
 		rc = settle_synth(g, &so, &st, err);
-		synth_out_free(&so);
+		synth_out_release(&so);
 	}
 	graph_free(g);
 	return rc;
@@ -464,7 +464,7 @@ static int teardown(void **state)
 	char cmd[128];
 	(void)state;
 	free(golden);
-	sweep_free(&sw);
+	sweep_release(&sw);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	return system(cmd) == 0 ? 0 : -1;
 }

@@ -68,7 +68,7 @@ static void run_build(const struct synth_in *in, int units, struct run *r)
 static void run_free(struct run *r)
 {
 	graph_free(r->g);
-	synth_out_free(&r->so);
+	synth_out_release(&r->so);
 }
 
 /* in folded against in kernel by kernel: every step of every stage to the
@@ -407,7 +407,7 @@ static void test_rebuilt_base(void **state)
 	in.no_shapes = 0;
 	prism_err_clear(&err);
 	assert_int_equal(predict_synth(&in, &o_full, &g, &so, &err), 0);
-	synth_out_free(&so);
+	synth_out_release(&so);
 	in.units = 1;
 	assert_int_equal(predict_base_init(&b, PB_ANNOTATED, g, &in, &hw, 0, &err), 0);
 	cand = b.in;

@@ -85,7 +85,7 @@ static void test_flops_formula(void **state)
 		assert_rel_close(so.flops * in.lay.tp,
 				 llm_flops_iter_formula(&in.m, in.lay.mbs * in.lay.microbatches, 0),
 				 1e-12);
-		synth_out_free(&so);
+		synth_out_release(&so);
 		graph_free(g);
 	}
 	{
@@ -104,7 +104,7 @@ static void test_flops_formula(void **state)
 		g = build(&in, &so, &st);
 		assert_rel_close(so.flops * 4, llm_flops_iter(&in.m, 2, 0), 1e-12);
 		assert_true(llm_flops_iter(&in.m, 2, 0) < llm_flops_iter_formula(&in.m, 2, 0));
-		synth_out_free(&so);
+		synth_out_release(&so);
 		graph_free(g);
 	}
 	{
@@ -118,7 +118,7 @@ static void test_flops_formula(void **state)
 		in.lay.microbatches = 2;
 		g = build(&in, &so, &st);
 		assert_rel_close(so.flops, llm_flops_iter_formula(&in.m, 2, 1), 1e-12);
-		synth_out_free(&so);
+		synth_out_release(&so);
 		graph_free(g);
 	}
 }
@@ -182,7 +182,7 @@ static void test_unfused_attention(void **state)
 	assert_int_equal(count, 8);
 	named_ns(g, "flash_fwd_kernel", &count);
 	assert_int_equal(count, 0);
-	synth_out_free(&so);
+	synth_out_release(&so);
 	graph_free(g);
 }
 
@@ -203,7 +203,7 @@ static double bubble(int schedule, int p, int v, int m)
 	in.lay.microbatches = m;
 	in.lay.schedule = schedule;
 	g = build(&in, &so, &st);
-	synth_out_free(&so);
+	synth_out_release(&so);
 	graph_free(g);
 	return st.bubble;
 }
@@ -242,7 +242,7 @@ static double bubble_part(int schedule, const uint16_t *part, int p, int m, doub
 	in.lay.schedule = schedule;
 	memcpy(in.lay.part, part, (size_t)p * sizeof(*part));
 	g = build(&in, &so, &st);
-	synth_out_free(&so);
+	synth_out_release(&so);
 	graph_free(g);
 	synth_layer_times(&in, &f, &b, &a);
 	for (int s = 0; s < p; s++) {
@@ -365,7 +365,7 @@ static void test_selective_recompute(void **state)
 		g[i] = build(&in, &so, &st);
 		kern[i] = kernels_ns(g[i]);
 		fwd[i] = named_ns(g[i], "flash_fwd_kernel", &count[i]);
-		synth_out_free(&so);
+		synth_out_release(&so);
 		graph_free(g[i]);
 	}
 	assert_int_equal(count[0], 8 * 2);
@@ -403,7 +403,7 @@ static void test_accumulation_adds(void **state)
 		g[i] = build(&in, &so, &st);
 		kern[i] = kernels_ns(g[i]);
 		named_ns(g[i], GRAPH_ACC_KERNEL, &count[i]);
-		synth_out_free(&so);
+		synth_out_release(&so);
 	}
 	assert_int_equal(count[0], 0);
 	assert_int_equal(count[1], 100 * 2);
@@ -514,7 +514,7 @@ static void test_lower_bound(void **state)
 			in.lay.schedule = v > 1 ? LAYOUT_INTERLEAVED : LAYOUT_1F1B;
 			g = build(&in, &so, &st);
 			assert_rel_close(synth_lower_bound(&in), st.iter_s, 0.01);
-			synth_out_free(&so);
+			synth_out_release(&so);
 			graph_free(g);
 		}
 }
@@ -622,7 +622,7 @@ static void test_task_bound(void **state)
 		assert_true(g->n_nodes >= (uint32_t)(in.m.layers * in.lay.microbatches *
 						     SYNTH_MIN_TASKS_PER_LAYER));
 		graph_free(g);
-		synth_out_free(&so);
+		synth_out_release(&so);
 	}
 	small(&in);
 	in.m.layers = 65536;
@@ -776,7 +776,7 @@ static void test_retime_clone(void **state)
 		else
 			assert_int_equal(c->dur_ns[u], g->dur_ns[u]);
 	graph_free(c);
-	synth_out_free(&so);
+	synth_out_release(&so);
 	graph_free(g);
 }
 
@@ -820,8 +820,8 @@ static void test_fit_scales(void **state)
 	assert_int_equal(f.fitted[KC_OPTIMIZER], 2);
 	assert_rel_close(f.cost[KC_OPTIMIZER].eff, 0.5, 1e-3);
 	assert_rel_close(f.cost[KC_NORM].eff, in.cost[KC_NORM].eff, 1e-3);
-	synth_out_free(&so);
-	synth_out_free(&so2);
+	synth_out_release(&so);
+	synth_out_release(&so2);
 	graph_free(a);
 	graph_free(b);
 }
@@ -892,7 +892,7 @@ static void test_zero3_layer(void **state)
 		assert_rel_close(ag, 8 * 2 * P + 2 * (32000 * 1024.0 + 1024 * 1024) + 2 * 2048.0,
 				 1e-12);
 		assert_rel_close(rs, 4 * (4 * P + 32000 * 1024.0 + 1024 * 1024 + 2048.0), 1e-12);
-		synth_out_free(&so);
+		synth_out_release(&so);
 		graph_free(gr);
 	}
 	print_message("zero-3 step: prefetch 0 %.3f ms, prefetch 1 %.3f ms\n", st[0].iter_s * 1e3,
@@ -957,7 +957,7 @@ static void test_moe_counts(void **state)
 	in.lay.microbatches = 2;
 	g = build(&in, &so, &st);
 	assert_rel_close(so.flops, llm_flops_iter(&in.m, 2, 0), 1e-12);
-	synth_out_free(&so);
+	synth_out_release(&so);
 	graph_free(g);
 }
 
@@ -1001,7 +1001,7 @@ static void test_moe_all_to_all(void **state)
 					  (int64_t)(e.time_s * 1e9 + 0.5)) <= 1);
 		}
 	assert_int_equal(n, 48);
-	synth_out_free(&so);
+	synth_out_release(&so);
 	graph_free(g);
 	in.lay.imbalance = 1.5;
 	assert_rel_close(synth_moe_a2a_bytes(&in), 10485760.0, 1e-15);
@@ -1288,7 +1288,7 @@ static void test_cp_ring(void **state)
 				assert_true(want > 0);
 			assert_true(fabs(gap - (want > 0 ? want : 0)) <= 2);
 		}
-		synth_out_free(&so);
+		synth_out_release(&so);
 		graph_free(g);
 	}
 }
@@ -1333,7 +1333,7 @@ static void test_cp_allgather(void **state)
 			assert_string_equal(strtab_get(&g->st, g->name[v]), "flash_fwd_kernel");
 			assert_true(g->start_ns[v] >= g->start_ns[u] + g->dur_ns[u]);
 		}
-	synth_out_free(&so);
+	synth_out_release(&so);
 	graph_free(g);
 }
 
@@ -1366,7 +1366,7 @@ static void test_cp_layout(void **state)
 	assert_rel_close(m2.optimizer, m1.optimizer / 2, 1e-15);
 	g = build(&in, &so, &st);
 	assert_rel_close(so.flops * 2, llm_flops_iter(&in.m, 2, 0), 1e-12);
-	synth_out_free(&so);
+	synth_out_release(&so);
 	graph_free(g);
 	prism_err_clear(&err);
 	assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);

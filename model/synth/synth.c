@@ -89,7 +89,7 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 	return 0;
 }
 
-void synth_out_free(struct synth_out *o)
+void synth_out_release(struct synth_out *o)
 {
 	free(o->waits);
 	free(o->step_first);
@@ -267,7 +267,7 @@ oom:
 				   GRAPH_MAX_TASKS);
 	else
 		rc = prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
-	synth_out_free(out);
+	synth_out_release(out);
 done:
 	graph_free(g);
 	free(newid);

@@ -250,13 +250,13 @@ double synth_moe_a2a_s(const struct synth_in *in);
 
 /*
  * Build the run.  0 with *out_g set (free with graph_free) and *out filled
- * (free with synth_out_free), or PRISM_EARG naming the rule the layout
+ * (release with synth_out_release), or PRISM_EARG naming the rule the layout
  * breaks, or PRISM_ENOMEM.  The graph's times are not set yet: settle.h
  * simulates it and makes the simulated times its traced ones.
  */
 int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_out *out,
 		struct prism_err *err);
-void synth_out_free(struct synth_out *o);
+void synth_out_release(struct synth_out *o);
 
 /* The layout rules alone, the limits above and LLM_MAX_* first (so that
  * no rule divides by zero or overflows), and the graph's size: 0, or

@@ -48,7 +48,7 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 	pt->kdb_exact = so.kdb_exact;
 	pt->kdb_interpolated = so.kdb_interpolated;
 	graph_free(g);
-	synth_out_free(&so);
+	synth_out_release(&so);
 	return rc;
 }
 

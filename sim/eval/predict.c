@@ -99,7 +99,7 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 	if (rc == 0 && keep_so)
 		*keep_so = so;
 	else
-		synth_out_free(&so);
+		synth_out_release(&so);
 	graph_free(g);
 	return rc;
 }

@@ -65,7 +65,7 @@ struct predict_out {
 /*
  * Predict the run `in` describes.  keep_g / keep_so, when not NULL, receive
  * the settled graph and its bookkeeping (for timelines and traces; free
- * with graph_free / synth_out_free).  0, or the error of synth_build or
+ * with graph_free / synth_out_release).  0, or the error of synth_build or
  * the simulation.
  */
 int predict_synth(const struct synth_in *in, struct predict_out *out, struct graph **keep_g,

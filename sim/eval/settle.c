@@ -353,7 +353,7 @@ int settle_build(const struct synth_in *in, struct graph **g, struct synth_out *
 	rc = settle_synth(*g, so, st, err);
 	if (rc) {
 		graph_free(*g);
-		synth_out_free(so);
+		synth_out_release(so);
 		*g = NULL;
 	}
 	return rc;

@@ -114,7 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			try_run(&c.in);
 			built = 1;
 		}
-		sweep_free(&sw);
+		sweep_release(&sw);
 	}
 	unlink(path);
 	return 0;

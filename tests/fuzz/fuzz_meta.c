@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (graph_check(g, &err) != 0)
 				abort();
 			(void)settle_synth(g, &so, &st, &err);
-			synth_out_free(&so);
+			synth_out_release(&so);
 			graph_free(g);
 		}
 	}
