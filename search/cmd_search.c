@@ -92,7 +92,7 @@ static double now(void)
 static const char *const mode_options[] = {"the default mode", "--optimise", "--exhaustive"};
 
 /* Memory the system has for us (MemAvailable, bytes), 0 when unknown. */
-static double mem_available(void)
+static double available_bytes(void)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
 	char line[128];
@@ -319,7 +319,7 @@ static int open_results(struct run *R, const char *db_arg, int batch_given, stru
 /* Process 0 stores the rejected candidates not stored before, in
  * transactions of REJECT_CHUNK (a kill between them loses nothing: the
  * rerun stores the rest). */
-static int store_rejected(struct run *R, struct prism_err *err)
+static int keep_rejected(struct run *R, struct prism_err *err)
 {
 	struct cand *rej;
 	size_t nrej = 0;
@@ -362,7 +362,7 @@ static void drop_stored(struct run *R)
 
 /* Process 0's line after a batch: on a terminal the progress line, else
  * one line a batch. */
-static void batch_line(const struct run *R, struct progress *pg, size_t at, double t0)
+static void progress_line(const struct run *R, struct progress *pg, size_t at, double t0)
 {
 	double el = now() - t0, rate = at / (el > 0 ? el : 1e-9), top = 0;
 	int topg = 0;
@@ -395,7 +395,7 @@ static int run_batches(struct run *R, int threads, struct progress *pg, struct p
 	struct cand *batch = prism_malloc((size_t)R->bsize * sizeof(*batch));
 	int *owner = prism_malloc((size_t)R->bsize * sizeof(*owner));
 	struct batch_job *work = prism_malloc((size_t)R->bsize * sizeof(*work));
-	double avail = mem_available(), t0 = now();
+	double avail = available_bytes(), t0 = now();
 	int tn = threads, rc = 0;
 
 	if (!batch || !owner || !work)
@@ -435,7 +435,7 @@ static int run_batches(struct run *R, int threads, struct progress *pg, struct p
 			R->stats[batch[i].status]++;
 		batch_best_add(&R->best, batch, nb);
 		if (R->lead)
-			batch_line(R, pg, at, t0);
+			progress_line(R, pg, at, t0);
 	}
 out:
 	free(batch);
@@ -446,7 +446,7 @@ out:
 
 /* The sweep file SWEEP names (a file, or a name in configs/sweeps/) into
  * path: 0, or the exit status after saying what is wrong. */
-static int sweep_path(const char *arg, char *path, size_t n)
+static int find_sweep(const char *arg, char *path, size_t n)
 {
 	char near[128];
 	int k;
@@ -519,7 +519,7 @@ int cmd_search(int argc, char **argv)
 		fprintf(stderr, "prism search: give one SWEEP file\n%s", help);
 		return EXIT_USAGE;
 	}
-	if ((rc = sweep_path(argv[optind], path, sizeof(path))))
+	if ((rc = find_sweep(argv[optind], path, sizeof(path))))
 		return rc;
 	if (shard_init(&R.sh, &argc, &argv))
 		return EXIT_USAGE;
@@ -559,7 +559,7 @@ int cmd_search(int argc, char **argv)
 	shard_bcast(&R.sh, &R.resumed, sizeof(R.resumed));
 	shard_bcast(&R.sh, &R.bsize, sizeof(R.bsize)); /* a resumed sweep's own */
 	shard_bcast(&R.sh, R.stored, R.sp.norder + R.sp.nrejected);
-	rc = store_rejected(&R, &err);
+	rc = keep_rejected(&R, &err);
 	if ((rc = agree(&R.sh, rc, &quiet)))
 		goto out;
 	drop_stored(&R);

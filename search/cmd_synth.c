@@ -92,8 +92,8 @@ static int parse_host(const char *arg, struct synth_in *in, struct prism_err *er
  * The description is written again whole with that reference (it used to
  * be cut at hw=, losing every field after it).
  */
-static int hw_reference(struct graph *g, const char *hw_path, const char *out,
-			const struct synth_in *in, struct prism_err *err)
+static int profile_reference(struct graph *g, const char *hw_path, const char *out,
+			     const struct synth_in *in, struct prism_err *err)
 {
 	char hw_abs[PATH_MAX], out_abs[PATH_MAX], ref[PATH_MAX], meta[4096];
 	struct layout l;
@@ -242,7 +242,7 @@ int cmd_synth(int argc, char **argv)
 		show_prediction(stdout, &in, &p);
 	}
 	if (out && (strchr(hw_name, '/') || strstr(hw_name, ".cfg")) &&
-	    (rc = hw_reference(g, hw_name, out, &in, &err))) {
+	    (rc = profile_reference(g, hw_name, out, &in, &err))) {
 		graph_free(g);
 		synth_out_release(&so);
 		return cli_fail(&err);

@@ -219,7 +219,7 @@ static void resolve(const char *file, const char *p, char *buf, size_t n)
 
 /* 'base': a trace file or saved graph, or a list of trace files (the
  * ranks of one job).  Not both 'base' and 'model'. */
-static int base_files(const char *file, config_t *cf, struct sweep *s, struct prism_err *err)
+static int base_setting(const char *file, config_t *cf, struct sweep *s, struct prism_err *err)
 {
 	config_setting_t *b = config_lookup(cf, "base");
 	int n;
@@ -388,7 +388,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 			err)) ||
 	    (rc = known_knobs(path, space, err)))
 		goto out;
-	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_files(path, &cf, s, err)) ||
+	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_setting(path, &cf, s, err)) ||
 	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
 					  sizeof(s->model_name), err))) ||
 	    (rc = cfg_text(path, &cf, NULL, "hw", s->hw_name, sizeof(s->hw_name), err)) ||

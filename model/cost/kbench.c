@@ -395,7 +395,7 @@ static double elements(const char *shape)
 	return found ? prod : 0;
 }
 
-static int mem_row(struct kbench *kb, const struct cols *h, char **f, int nf)
+static int membound_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 {
 	struct kbench_row r;
 	const char *kern = col(h, f, nf, "kernel"), *impl = col(h, f, nf, "implementation");
@@ -628,7 +628,7 @@ static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
 		}
 		rc = kind == 0	 ? gemm_row(kb, &h, f, nf)
 		     : kind == 1 ? attn_row(kb, &h, f, nf)
-		     : kind == 2 ? mem_row(kb, &h, f, nf)
+		     : kind == 2 ? membound_row(kb, &h, f, nf)
 		     : kind == 4 ? other_row(kb, &h, f, nf)
 				 : ours_row(kb, &h, f, nf, path);
 		if (rc)

@@ -208,7 +208,7 @@ static double tp_round_s(const struct synth_in *in, double bs)
  * bounds the step (with even stages, the last stage's: (p - 1) chunks +
  * m v chunks + the logits).
  */
-static double pipeline_bound(const struct synth_in *in, double bs, double dense, double moe)
+static double fill_drain_bound(const struct synth_in *in, double bs, double dense, double moe)
 {
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
@@ -281,5 +281,5 @@ double synth_lower_bound(const struct synth_in *in)
 		mfw = mf + mtp;
 	}
 	f += tp_s;
-	return pipeline_bound(in, bs, f + bw, mfw + mbw);
+	return fill_drain_bound(in, bs, f + bw, mfw + mbw);
 }

@@ -68,8 +68,8 @@ static double ktime(struct ctx *c, int cls, int dtype, double flops, double byte
 
 /* A memory-bound kernel's op: one bf16 tensor of bytes / 4 values (key:
  * 1, bytes). */
-static void mem_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
-		       size_t nt)
+static void membound_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
+			    size_t nt)
 {
 	*op = "aten::op";
 	snprintf(dims, nd, "[[%.0f]]", key[1] / 4);
@@ -86,7 +86,7 @@ void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->in->hw, membound_kind(cls), bytes));
 	double key[OPKEY] = {1, bytes};
 
-	se_record_op(c, key, mem_op_fmt);
+	se_record_op(c, key, membound_op_fmt);
 	se_launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
 }
 

@@ -102,7 +102,7 @@ double synth_grad_bytes(const struct synth_in *in)
 /* The data-parallel groups of a stage (ranks tp apart, consecutive in DP:
  * Megatron's order): the sharding group of ZeRO (layout_shard_group) and,
  * with hybrid sharding, the dp / shard replicas of each shard. */
-static struct comm_group shard_group(const struct ctx *c)
+static struct comm_group zero_group(const struct ctx *c)
 {
 	int G = layout_shard_group(&c->lay), cap = hw_domain(c->in->hw) / c->in->lay.tp;
 	return (struct comm_group){G, comm_per_domain(G, cap)};
@@ -150,7 +150,7 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	}
 	dp_pg(c, r, pg, sizeof(pg));
 	se_collective(c, r, S_DP, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
-		      params * gb, shard_group(c), pg);
+		      params * gb, zero_group(c), pg);
 	if (replica_group(c).n > 1) {
 		snprintf(pg, sizeof(pg), "dpr.%d", r);
 		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
@@ -265,7 +265,7 @@ static uint32_t gather(struct ctx *c, int r, double params, int wait_compute)
 		se_event_wait(c, r, S_COMPUTE, S_DP);
 	dp_pg(c, r, pg, sizeof(pg));
 	se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL", params * w,
-		      shard_group(c), pg);
+		      zero_group(c), pg);
 	return c->rk[r].last[S_DP];
 }
 

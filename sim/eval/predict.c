@@ -520,7 +520,7 @@ static int same_hw(const struct synth_in *a, const struct synth_in *b)
 }
 
 /* Why a graph edit cannot make cand from b, or "" when it can. */
-static void edit_blocker(const struct predict_base *b, const struct synth_in *c, char *why,
+static void why_not_edit(const struct predict_base *b, const struct synth_in *c, char *why,
 			 size_t n)
 {
 	const struct synth_in *a = &b->in;
@@ -636,7 +636,7 @@ int predict_method(const struct predict_base *b, const struct synth_in *c, struc
 	    c->lay.microbatches == b->in.lay.microbatches && c->lay.dp == b->in.lay.dp &&
 	    c->lay.schedule == b->in.lay.schedule)
 		return PM_REPLAY;
-	edit_blocker(b, c, why, sizeof(why));
+	why_not_edit(b, c, why, sizeof(why));
 	/* A described trace rebuilds, by default, what would stretch its own
 	 * kernels and host beyond their measured sizes: another width, TP or
 	 * stages (docs/MODEL.md, "Graph edits"). */
