@@ -19,30 +19,38 @@ void layout_default(struct layout *l)
 static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
 
+/* names[i] of n names, "?" beyond; and the index of s among them, -1. */
+static const char *name_of(const char *const *names, int n, int i)
+{
+	return i >= 0 && i < n ? names[i] : "?";
+}
+
+static int index_of(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return -1;
+}
+
 const char *layout_recompute_name(int r)
 {
-	return r >= 0 && r <= LAYOUT_RECOMPUTE_FULL ? recompute_names[r] : "?";
+	return name_of(recompute_names, LAYOUT_RECOMPUTE_FULL + 1, r);
 }
 
 int layout_recompute_parse(const char *s)
 {
-	for (int i = 0; i <= LAYOUT_RECOMPUTE_FULL; i++)
-		if (strcmp(s, recompute_names[i]) == 0)
-			return i;
-	return -1;
+	return index_of(recompute_names, LAYOUT_RECOMPUTE_FULL + 1, s);
 }
 
 const char *layout_schedule_name(int s)
 {
-	return s >= 0 && s <= LAYOUT_INTERLEAVED ? schedule_names[s] : "?";
+	return name_of(schedule_names, LAYOUT_INTERLEAVED + 1, s);
 }
 
 int layout_schedule_parse(const char *s)
 {
-	for (int i = 0; i <= LAYOUT_INTERLEAVED; i++)
-		if (strcmp(s, schedule_names[i]) == 0)
-			return i;
-	return -1;
+	return index_of(schedule_names, LAYOUT_INTERLEAVED + 1, s);
 }
 
 int layout_partition_parse(const char *s, struct layout *l, struct prism_err *err)
