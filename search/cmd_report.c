@@ -805,6 +805,127 @@ static int positive(const char *arg, const char *opt, double lo, double hi, doub
 	return 0;
 }
 
+/* Open the results database db_arg (R->db) read-only and find sweep sid
+ * (the latest where sid < 0): R's id, shown name and what training it
+ * takes (tokens, price: the options' where given, >= 0), its name as
+ * stored into name.  0, or the exit status after saying why. */
+static int open_sweep(struct report *R, sqlite3 **dbp, long long sid, double tokens, double price,
+		      char *name, size_t n)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	struct prism_err err;
+
+	*dbp = NULL;
+	if (sqlite3_open_v2(R->db, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		fprintf(stderr, "prism: %s: %s\n", R->db, sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return EXIT_USAGE;
+	}
+	prism_err_clear(&err);
+	if (store_check(db, R->db, &err)) {
+		sqlite3_close(db);
+		return cli_fail(&err);
+	}
+	/* The tokens and price columns came with version 3: an older database
+	 * (opened read-only, so not upgraded) has neither. */
+	if (sqlite3_prepare_v2(db,
+			       sid >= 0 ? "SELECT id, name, tokens, price_per_gpu_hour FROM sweep "
+					  "WHERE id=?1"
+					: "SELECT id, name, tokens, price_per_gpu_hour FROM sweep "
+					  "ORDER BY id DESC LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK &&
+	    sqlite3_prepare_v2(db,
+			       sid >= 0 ? "SELECT id, name, NULL, NULL FROM sweep WHERE id=?1"
+					: "SELECT id, name, NULL, NULL FROM sweep ORDER BY id DESC "
+					  "LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "prism: %s: not a prism results database (%s)\n", R->db,
+			sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return EXIT_USAGE;
+	}
+	if (sid >= 0)
+		sqlite3_bind_int64(st, 1, sid);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		fprintf(stderr, "prism: %s: no sweep%s\n", R->db, sid >= 0 ? " with that id" : "");
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+		return EXIT_USAGE;
+	}
+	R->sid = sqlite3_column_int64(st, 0);
+	snprintf(name, n, "%s", text(st, 1));
+	R->tr.tokens = tokens >= 0 ? tokens : sqlite3_column_double(st, 2);
+	R->tr.price = price >= 0 ? price : sqlite3_column_double(st, 3);
+	/* A database made by hand may hold anything: only sane values count. */
+	if (!(R->tr.tokens >= 1 && R->tr.tokens <= 1e16))
+		R->tr.tokens = 0;
+	if (!(R->tr.price > 0 && R->tr.price <= 1e6))
+		R->tr.price = 0;
+	sqlite3_finalize(st);
+	shown(R->name, sizeof(R->name), name);
+	*dbp = db;
+	return 0;
+}
+
+/* The output folder (outdir, or results/NAME) into dir, made, and the
+ * files report.md, best.csv and where all is not NULL the --csv-all file
+ * (all, or "" for DIR/all.csv: all holds 1100 bytes) opened whole-or-not
+ * (wf[0..3), whose paths are all and wpath[0..2): the caller's, to outlive
+ * them): none over the database.  0, or the exit status after saying
+ * why. */
+static int open_outputs(const struct report *R, const char *outdir, const char *name, char *dir,
+			size_t n, char *all, char wpath[2][1100], struct prism_wfile *wf)
+{
+	static const char *const outs[3] = {"report.md", "best.csv", "pareto.svg"};
+	char path[1100];
+
+	if (outdir) {
+		snprintf(dir, n, "%s", outdir);
+	} else if (sweep_name_ok(name)) {
+		snprintf(dir, n, "results/%s", name);
+		mkdir("results", 0777);
+	} else {
+		/* A name prism search refuses: the database was made by hand,
+		 * and "../../x" must not write outside results/. */
+		fprintf(stderr,
+			"prism: %s: sweep %lld is named '%s', which is not one file name: give "
+			"-o DIR\n",
+			R->db, R->sid, R->name);
+		return EXIT_USAGE;
+	}
+	if (all && !all[0])
+		snprintf(all, 1100, "%s/all.csv", dir);
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		fprintf(stderr, "prism: %s: %s\n", dir, strerror(errno));
+		return EXIT_USAGE;
+	}
+	for (int i = 0; i < 4; i++) {
+		/* Never over the database itself. */
+		if (i < 3)
+			snprintf(path, sizeof(path), "%s/%s", dir, outs[i]);
+		else
+			snprintf(path, sizeof(path), "%s", all ? all : "");
+		if (path[0] && prism_same_file(path, R->db)) {
+			fprintf(stderr, "prism: %s would overwrite the input %s: give another %s\n",
+				path, R->db, i < 3 ? "folder (-o)" : "file (--csv-all)");
+			return EXIT_USAGE;
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		const char *p = i < 2 ? wpath[i] : all;
+		if (i < 2)
+			snprintf(wpath[i], 1100, "%s/%s", dir, outs[i]);
+		else if (!all)
+			break;
+		if (prism_wfile_open(&wf[i], p)) {
+			fprintf(stderr, "prism: %s: %s\n", p, strerror(errno));
+			return EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -819,10 +940,9 @@ int cmd_report(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
 	long long sid = -1;
 	const char *outdir = NULL, *all_arg = NULL;
-	char name[128] = "", dir[1024], path[1100], all_path[1100] = "";
+	char name[128] = "", dir[1024], all_path[1100] = "";
 	struct report R;
 	/* report.md, best.csv and all.csv: each whole or not at all. */
 	struct prism_wfile wf[3] = {{0}};
@@ -884,114 +1004,19 @@ int cmd_report(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	R.db = argv[optind];
-	if (sqlite3_open_v2(argv[optind], &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		fprintf(stderr, "prism: %s: %s\n", argv[optind], sqlite3_errmsg(db));
-		sqlite3_close(db);
-		return EXIT_USAGE;
-	}
-	{
-		struct prism_err err;
-		prism_err_clear(&err);
-		if (store_check(db, argv[optind], &err)) {
-			sqlite3_close(db);
-			return cli_fail(&err);
-		}
-	}
-	/* The tokens and price columns came with version 3: an older database
-	 * (opened read-only, so not upgraded) has neither. */
-	if (sqlite3_prepare_v2(db,
-			       sid >= 0 ? "SELECT id, name, tokens, price_per_gpu_hour FROM sweep "
-					  "WHERE id=?1"
-					: "SELECT id, name, tokens, price_per_gpu_hour FROM sweep "
-					  "ORDER BY id DESC LIMIT 1",
-			       -1, &st, NULL) != SQLITE_OK &&
-	    sqlite3_prepare_v2(db,
-			       sid >= 0 ? "SELECT id, name, NULL, NULL FROM sweep WHERE id=?1"
-					: "SELECT id, name, NULL, NULL FROM sweep ORDER BY id DESC "
-					  "LIMIT 1",
-			       -1, &st, NULL) != SQLITE_OK) {
-		fprintf(stderr, "prism: %s: not a prism results database (%s)\n", argv[optind],
-			sqlite3_errmsg(db));
-		sqlite3_close(db);
-		return EXIT_USAGE;
-	}
-	if (sid >= 0)
-		sqlite3_bind_int64(st, 1, sid);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		fprintf(stderr, "prism: %s: no sweep%s\n", argv[optind],
-			sid >= 0 ? " with that id" : "");
-		sqlite3_finalize(st);
-		sqlite3_close(db);
-		return EXIT_USAGE;
-	}
-	sid = sqlite3_column_int64(st, 0);
-	snprintf(name, sizeof(name), "%s", text(st, 1));
-	R.tr.tokens = tokens >= 0 ? tokens : sqlite3_column_double(st, 2);
-	R.tr.price = price >= 0 ? price : sqlite3_column_double(st, 3);
-	/* A database made by hand may hold anything: only sane values count. */
-	if (!(R.tr.tokens >= 1 && R.tr.tokens <= 1e16))
-		R.tr.tokens = 0;
-	if (!(R.tr.price > 0 && R.tr.price <= 1e6))
-		R.tr.price = 0;
-	sqlite3_finalize(st);
-	R.sid = sid;
 	R.tie_given = tie_given;
-	shown(R.name, sizeof(R.name), name);
-	if (pareto_read(db, sid, &R.P) || pareto_rank(&R.P, tie)) {
+	if ((rc = open_sweep(&R, &db, sid, tokens, price, name, sizeof(name))))
+		return rc;
+	if (pareto_read(db, R.sid, &R.P) || pareto_rank(&R.P, tie)) {
 		fprintf(stderr, "prism: out of memory\n");
 		rc = 1;
 		goto out;
 	}
-	if (outdir) {
-		snprintf(dir, sizeof(dir), "%s", outdir);
-	} else if (sweep_name_ok(name)) {
-		snprintf(dir, sizeof(dir), "results/%s", name);
-		mkdir("results", 0777);
-	} else {
-		/* A name prism search refuses: the database was made by hand,
-		 * and "../../x" must not write outside results/. */
-		fprintf(stderr,
-			"prism: %s: sweep %lld is named '%s', which is not one file name: give "
-			"-o DIR\n",
-			argv[optind], sid, R.name);
-		rc = EXIT_USAGE;
-		goto out;
-	}
 	if (want_all)
 		snprintf(all_path, sizeof(all_path), "%s", all_arg ? all_arg : "");
-	if (want_all && !all_arg)
-		snprintf(all_path, sizeof(all_path), "%s/all.csv", dir);
-	if (mkdir(dir, 0777) && errno != EEXIST) {
-		fprintf(stderr, "prism: %s: %s\n", dir, strerror(errno));
-		rc = EXIT_USAGE;
+	if ((rc = open_outputs(&R, outdir, name, dir, sizeof(dir), want_all ? all_path : NULL,
+			       wpath, wf)))
 		goto out;
-	}
-	for (int i = 0; i < 4; i++) {
-		/* Never over the database itself. */
-		static const char *const outs[4] = {"report.md", "best.csv", "pareto.svg", ""};
-		if (i < 3)
-			snprintf(path, sizeof(path), "%s/%s", dir, outs[i]);
-		else
-			snprintf(path, sizeof(path), "%s", all_path);
-		if (path[0] && prism_same_file(path, argv[optind])) {
-			fprintf(stderr, "prism: %s would overwrite the input %s: give another %s\n",
-				path, argv[optind], i < 3 ? "folder (-o)" : "file (--csv-all)");
-			rc = EXIT_USAGE;
-			goto out;
-		}
-	}
-	snprintf(wpath[0], sizeof(wpath[0]), "%s/report.md", dir);
-	snprintf(wpath[1], sizeof(wpath[1]), "%s/best.csv", dir);
-	for (int i = 0; i < 3; i++) {
-		const char *p = i < 2 ? wpath[i] : all_path;
-		if (i == 2 && !want_all)
-			break;
-		if (prism_wfile_open(&wf[i], p)) {
-			fprintf(stderr, "prism: %s: %s\n", p, strerror(errno));
-			rc = EXIT_USAGE;
-			goto out;
-		}
-	}
 	/* report.md in memory first: written to its file and printed. */
 	if (!(mem = open_memstream(&mdbuf, &mdlen))) {
 		fprintf(stderr, "prism: out of memory\n");
