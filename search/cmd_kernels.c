@@ -62,7 +62,7 @@ struct prof {
 
 struct group {
 	char profile[32];
-	int cls, dtype, fa2, accum;
+	int cls, dtype, fa2, accum, win;
 	size_t n;
 	double sum, worst, fsum, fworst, lsum, lworst;
 	size_t ln;
@@ -176,8 +176,12 @@ static int group_dtype(const struct kbench_row *r)
 
 static int fit_cls(const struct kbench_row *r)
 {
-	if (r->cls == KB_MEM_EAGER || r->cls == KB_FP8_LINEAR || r->fa2 || r->accum)
-		return -1; /* checked, never fitted */
+	/* Checked, never fitted: eager memory-bound kernels, FP8 speed-ups,
+	 * FA2, accumulating GEMMs, and attention with a sliding window (its
+	 * band model checked on them; the parameters from full attention). */
+	if (r->cls == KB_MEM_EAGER || r->cls == KB_FP8_LINEAR || r->fa2 || r->accum ||
+	    r->window > 0)
+		return -1;
 	return r->cls == KB_GEMM ? KB_GEMM : r->cls == KB_MEM ? KB_MEM : KB_ATTN_FWD;
 }
 
@@ -476,7 +480,7 @@ int cmd_kernels(int argc, char **argv)
 		for (size_t j = 0; j < ng && !g; j++)
 			if (!strcmp(gr[j].profile, r->profile) && gr[j].cls == r->cls &&
 			    gr[j].dtype == group_dtype(r) && gr[j].fa2 == r->fa2 &&
-			    gr[j].accum == r->accum)
+			    gr[j].accum == r->accum && gr[j].win == (r->window > 0))
 				g = &gr[j];
 		if (!g) {
 			g = &gr[ng++];
@@ -485,6 +489,7 @@ int cmd_kernels(int argc, char **argv)
 			g->dtype = group_dtype(r);
 			g->fa2 = r->fa2;
 			g->accum = r->accum;
+			g->win = r->window > 0;
 		}
 		g->n++;
 		g->sum += e;
@@ -547,6 +552,7 @@ int cmd_kernels(int argc, char **argv)
 		snprintf(cname, sizeof(cname), "%s%s", kbench_class_name(g->cls),
 			 g->fa2	    ? " (FA2)"
 			 : g->accum ? " (accumulate)"
+			 : g->win   ? " (window)"
 				    : "");
 		if (md) {
 			printf("| %s | %s | %s | %zu | %d | %.1f %% / %.1f %% |", g->profile, cname,

@@ -438,6 +438,47 @@ static void test_head_dim(void **state)
 	assert_rel_close(mem_act_per_layer(&m, &l), 34.0 * 4096 * 2048, 1e-15);
 }
 
+/*
+ * Sliding-window attention (llm.h, kperf.h), by hand:
+ *  - a 4096-token sequence, window 128: queries 0..127 see i + 1 keys
+ *    (8,256 pairs), the other 3,968 see 128 (507,904): 516,160 of the
+ *    causal 4096 x 4097 / 2 = 8,390,656 pairs;
+ *  - every other layer windowed (global_every 2: layers 1, 3 global) of 4:
+ *    2 + 2 x 516,160 / 8,390,656 full-attention layers;
+ *  - kernel blocks of 128 queries over 1024 keys, window 128: each block's
+ *    band is at most 255 keys: 128, then 7 x 255 -- a mean of 239.125
+ *    keys against the causal 576 (128 x (1 + ... + 8) / 8); on a GPU whose
+ *    attention has no fixed costs the kernel takes that ratio of the time.
+ */
+static void test_window(void **state)
+{
+	struct llm m = {.layers = 4,
+			.hidden = 1024,
+			.heads = 16,
+			.ffn = 4096,
+			.seq = 4096,
+			.vocab = 1000,
+			.window = 128,
+			.global_every = 2};
+	struct hw_profile h = test_node(100, 0);
+	double full, win;
+	(void)state;
+	assert_int_equal(llm_window(&m, 0), 128);
+	assert_int_equal(llm_window(&m, 1), 0);
+	assert_int_equal(llm_window(&m, 2), 128);
+	assert_rel_close(llm_window_ratio(&m, 128), 516160.0 / 8390656.0, 1e-15);
+	assert_rel_close(llm_attn_layers(&m), 2 + 2 * 516160.0 / 8390656.0, 1e-15);
+	assert_true(llm_window_ratio(&m, 0) == 1 && llm_window_ratio(&m, 4096) == 1);
+	h.peak_flops[HW_BF16] = 100e12;
+	h.k.sms = 1;
+	h.k.attn[HW_BF16] = (struct hw_attn){{50e12, 50e12}, {0, 0}, 0, 1, 1};
+	full = kperf_attn_s(&h, HW_BF16, 0, 1, 1, 1024, 1024, 128, 1);
+	win = kperf_attn_win_s(&h, HW_BF16, 0, 1, 1, 1024, 1024, 128, 1, 128);
+	assert_rel_close(win / full, 239.125 / 576, 1e-12);
+	assert_rel_close(kperf_attn_win_min_s(&h, HW_BF16, 0, 1, 1, 1024, 1024, 128, 1, 128), win,
+			 1e-12);
+}
+
 static void test_activation_bytes_gpt3(void **state)
 {
 	struct layout l = {
@@ -908,6 +949,7 @@ int main(void)
 	    cmocka_unit_test(test_model_flops),
 	    cmocka_unit_test(test_gqa_swiglu),
 	    cmocka_unit_test(test_head_dim),
+	    cmocka_unit_test(test_window),
 	    cmocka_unit_test(test_activation_bytes_gpt3),
 	    cmocka_unit_test(test_bytes_per_param),
 	    cmocka_unit_test(test_stage_memory),

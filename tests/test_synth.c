@@ -476,6 +476,12 @@ static void test_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* Sliding windows on every other layer (gpt-oss's pattern): the
+		 * band is the least a layer runs, still a bound. */
+		in.m.window = 256;
+		in.m.global_every = 2;
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		assert_true(synth_lower_bound(&in) <= p.iter_s);
 	}
 	for (int p = 1; p <= 8; p *= 2)
 		for (int v = 1; v <= 2; v++) {

@@ -330,9 +330,19 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		skip(kb, "attention shape not stated");
 		return 0;
 	}
-	if (strstr(kern, "sliding") || strstr(col(h, f, nf, "notes"), "sliding window")) {
-		skip(kb, "sliding-window attention");
-		return 0;
+	{
+		/* "sliding window N" in the notes: the keys each query sees. */
+		const char *w = strstr(col(h, f, nf, "notes"), "sliding window");
+		if (w) {
+			r.window = num(w + strlen("sliding window"));
+			if (!(r.window >= 1 && r.window <= 1e7) || !r.causal) {
+				skip(kb, "sliding-window attention of no stated window");
+				return 0;
+			}
+		} else if (strstr(kern, "sliding")) {
+			skip(kb, "sliding-window attention of no stated window");
+			return 0;
+		}
 	}
 	r.fa2 =
 	    strstr(kern, "FA2") || strstr(kern, "FlashAttention-2") || strstr(kern, "flash-attn 2");
@@ -789,13 +799,13 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *row,
 		return gemm_time(hw, r);
 	case KB_ATTN_FWD:
 	case KB_ATTN_BWD:
-		return kperf_attn_s(hw, r->dtype, r->cls == KB_ATTN_BWD, r->b, r->heads, r->sq,
-				    r->skv, r->d, r->causal);
+		return kperf_attn_win_s(hw, r->dtype, r->cls == KB_ATTN_BWD, r->b, r->heads, r->sq,
+					r->skv, r->d, r->causal, r->window);
 	case KB_ATTN_BOTH:
-		return kperf_attn_s(hw, r->dtype, 0, r->b, r->heads, r->sq, r->skv, r->d,
-				    r->causal) +
-		       kperf_attn_s(hw, r->dtype, 1, r->b, r->heads, r->sq, r->skv, r->d,
-				    r->causal);
+		return kperf_attn_win_s(hw, r->dtype, 0, r->b, r->heads, r->sq, r->skv, r->d,
+					r->causal, r->window) +
+		       kperf_attn_win_s(hw, r->dtype, 1, r->b, r->heads, r->sq, r->skv, r->d,
+					r->causal, r->window);
 	default:
 		return kperf_mem_s(hw, r->mem_kind, r->bytes);
 	}

@@ -57,6 +57,7 @@ struct kbench_row {
 				   * fits nothing */
 	double heads, sq, skv, d; /* attention */
 	int causal;
+	double window;	  /* attention with a sliding window of so many keys, 0 none */
 	int fa2;	  /* attention by FlashAttention-2 (flash-attn 2, PyTorch
 			    * SDPA's flash backend): reported apart, fits
 			    * nothing; the model's attention is the kernels

@@ -162,8 +162,12 @@ static double head_factor(const struct hw_attn *a, double d)
 }
 
 /* Blocks of 128 queries and the mean keys a block attends to: all, or up
- * to its diagonal (the last block of queries aligned with the last key). */
-static void attn_blocks(double sq, double skv, int causal, double *blocks, double *keys)
+ * to its diagonal (the last block of queries aligned with the last key);
+ * with a sliding window of w keys (w > 0, causal), a block's band, at most
+ * w + 127 keys (its 128 queries' windows together), as FlashAttention's
+ * local attention skips the key blocks outside it. */
+static void attn_blocks(double sq, double skv, int causal, double window, double *blocks,
+			double *keys)
 {
 	*blocks = ceil(sq / 128);
 	*keys = skv;
@@ -173,14 +177,24 @@ static void attn_blocks(double sq, double skv, int causal, double *blocks, doubl
 		if (full > *blocks)
 			full = *blocks;
 		sum = full * off + 128 * full * (full + 1) / 2 + (*blocks - full) * skv;
+		if (window > 0 && window + 127 < skv) {
+			/* min(that, w + 127): the blocks whose diagonal reaches
+			 * past the band hold the band alone. */
+			double band = window + 127;
+			sum = 0;
+			for (double i = 0; i < *blocks; i++) {
+				double k = i < full ? off + 128 * (i + 1) : skv;
+				sum += k < band ? k : band;
+			}
+		}
 		*keys = sum / *blocks;
 		if (*keys < 1)
 			*keys = 1;
 	}
 }
 
-double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
-		    double sq, double skv, double d, int causal)
+double kperf_attn_win_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
+			double sq, double skv, double d, int causal, double window)
 {
 	const struct hw_attn *a;
 	double blocks, keys, S, rate, waves, per;
@@ -193,7 +207,7 @@ double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, 
 	    !(d > 0))
 		return 0;
 	S = sms(hw);
-	attn_blocks(sq, skv, causal, &blocks, &keys);
+	attn_blocks(sq, skv, causal, window, &blocks, &keys);
 	per = 4 * 128 * keys * d * (pass ? 2.5 : 1);
 	rate = a->flops[pass] / S * head_factor(a, d);
 	if (!(rate > 0))
@@ -202,8 +216,15 @@ double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, 
 	return a->overhead_s + waves * (per / rate + a->tile_s[pass]);
 }
 
-double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
-			double sq, double skv, double d, int causal)
+double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
+		    double sq, double skv, double d, int causal)
+{
+	return kperf_attn_win_s(hw, dtype, pass, b, heads, sq, skv, d, causal, 0);
+}
+
+double kperf_attn_win_min_s(const struct hw_profile *hw, int dtype, int pass, double b,
+			    double heads, double sq, double skv, double d, int causal,
+			    double window)
 {
 	const struct hw_attn *a;
 	double f = 1, blocks, keys;
@@ -219,8 +240,14 @@ double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double
 		f = a->d64;
 	if (a->d256 > f)
 		f = a->d256;
-	attn_blocks(sq, skv, causal, &blocks, &keys);
+	attn_blocks(sq, skv, causal, window, &blocks, &keys);
 	return b * heads * blocks * 4 * 128 * keys * d * (pass ? 2.5 : 1) / (a->flops[pass] * f);
+}
+
+double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
+			double sq, double skv, double d, int causal)
+{
+	return kperf_attn_win_min_s(hw, dtype, pass, b, heads, sq, skv, d, causal, 0);
 }
 
 double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes)

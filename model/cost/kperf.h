@@ -93,6 +93,16 @@ double kperf_attn_flops(int pass, double b, double heads, double sq, double skv,
 double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
 			double sq, double skv, double d, int causal);
 
+/* The same two with a sliding window: each query attends to the window
+ * keys up to its own (causal; window 0: no window).  A block of 128
+ * queries runs the key blocks of its band: at most window + 127 keys
+ * (FlashAttention's and cuDNN's local attention skip the rest). */
+double kperf_attn_win_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
+			double sq, double skv, double d, int causal, double window);
+double kperf_attn_win_min_s(const struct hw_profile *hw, int dtype, int pass, double b,
+			    double heads, double sq, double skv, double d, int causal,
+			    double window);
+
 /* Seconds of a memory-bound kernel of kind (enum hw_mem_kind) moving
  * `bytes`. */
 double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes);

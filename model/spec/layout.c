@@ -573,6 +573,11 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: context parallelism needs flash attention (ring "
 				     "attention's blocks)");
+	if (layout_cp(l) > 1 && m->window > 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: context parallelism with sliding-window attention is "
+				     "not modelled (the ring's steps would skip blocks outside the "
+				     "band)");
 	if (l->tp_overlap && l->tp > 1 && !l->sp)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: tensor-parallel overlap needs sequence parallelism "

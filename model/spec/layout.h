@@ -368,6 +368,16 @@ enum layout_show {
 	X(head_dim, M, 1, llm_head_dim(m), .kind = LK_INT, .lo = 0, .hi = LLM_MAX_HEAD_DIM,       \
 	  .opt = "head-dim", .arg = "N",                                                           \
 	  .help = "width of an attention head (0: hidden / heads; Qwen3 128, Gemma 2 256)",        \
+	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON)                                        \
+	X(window, M, 1, v, .kind = LK_INT, .lo = 0, .hi = LLM_MAX_WINDOW, .opt = "window",        \
+	  .arg = "N",                                                                              \
+	  .help = "sliding-window attention: each query attends to the N keys up to its own "      \
+		  "(0: the whole prefix)",                                                         \
+	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON)                                        \
+	X(global_every, M, m->window > 0, v, .kind = LK_INT, .lo = 0, .hi = LLM_MAX_LAYERS,       \
+	  .opt = "global-every", .arg = "K",                                                       \
+	  .help = "with --window: every K-th layer attends to the whole prefix (gpt-oss 2, "       \
+		  "Gemma 3 6; 0: none)",                                                           \
 	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON)
 /* clang-format on */
 

@@ -70,6 +70,32 @@ double llm_layer_params(const struct llm *m)
 	       f;
 }
 
+int llm_window(const struct llm *m, int l)
+{
+	if (m->window <= 0 || (m->global_every > 0 && l % m->global_every == m->global_every - 1))
+		return 0;
+	return m->window;
+}
+
+double llm_window_ratio(const struct llm *m, int w)
+{
+	double s = m->seq;
+	if (w <= 0 || w >= s)
+		return 1;
+	/* queries 0..w-1 see i + 1 keys, the rest w */
+	return ((double)w * (w + 1) / 2 + (s - w) * w) / (s * (s + 1) / 2);
+}
+
+double llm_attn_layers(const struct llm *m)
+{
+	double n = 0;
+	if (m->window <= 0)
+		return m->layers;
+	for (int l = 0; l < m->layers; l++)
+		n += llm_window_ratio(m, llm_window(m, l));
+	return n;
+}
+
 int llm_is_moe_layer(const struct llm *m, int l)
 {
 	return m->experts > 0 && l >= m->first_dense;
@@ -148,9 +174,15 @@ double llm_flops_iter(const struct llm *m, double batch, int recompute)
 	llm_layer_flops(m, batch, &gemm, &attention);
 	fwd_layer = gemm + attention;
 	fwd_logits = llm_gemm_flops(batch * m->seq, m->vocab, m->hidden);
+	/* Windowed layers' attention counts their band's share (dense and
+	 * mixture-of-experts layers' attention is the same). */
+	if (m->window > 0)
+		fwd_layer = gemm + attention * llm_attn_layers(m) / m->layers;
 	if (llm_moe_layers(m) > 0) {
 		double mg, ma, moe = llm_moe_layers(m);
 		llm_moe_layer_flops(m, batch, &mg, &ma);
+		if (m->window > 0)
+			ma = attention * llm_attn_layers(m) / m->layers;
 		return (3 + (recompute ? 1 : 0)) *
 			   ((m->layers - moe) * fwd_layer + moe * (mg + ma)) +
 		       3 * fwd_logits;
@@ -260,7 +292,10 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 	    (rc = cfg_int_opt(path, &cf, root, "kv_heads", m->heads, 1, LLM_MAX_HEADS, &m->kv_heads,
 			      err)) ||
 	    (rc = cfg_int_opt(path, &cf, root, "head_dim", 0, 1, LLM_MAX_HEAD_DIM, &m->head_dim,
-			      err)))
+			      err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "window", 0, 1, LLM_MAX_WINDOW, &m->window, err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "global_every", 0, 1, LLM_MAX_LAYERS,
+			      &m->global_every, err)))
 		goto out;
 	if (config_lookup(&cf, "activation")) {
 		char act[16];

@@ -29,6 +29,7 @@
 #define LLM_MAX_SEQ	 (1 << 22)
 #define LLM_MAX_VOCAB	 (1 << 24)
 #define LLM_MAX_HEAD_DIM (1 << 12)
+#define LLM_MAX_WINDOW	 LLM_MAX_SEQ
 /* Mixture-of-experts: routed experts per layer (DeepSeek-V3: 256; Kimi K2:
  * 384), shared experts, and the capacity factor's ceiling. */
 #define LLM_MAX_EXPERTS	 (1 << 12)
@@ -64,6 +65,13 @@ struct llm {
 	 * Models whose heads are wider or narrower than that (Qwen3: 128,
 	 * Gemma 2: 256) project to heads x head_dim and back. */
 	int head_dim;
+	/* Sliding-window attention: each query attends to the `window` keys
+	 * up to its own (0: the whole causal prefix) in every layer but every
+	 * global_every-th (layers i with i % global_every == global_every - 1
+	 * attend globally; 0: none does).  gpt-oss: 128 and 2 (HF layer_types
+	 * alternating sliding and full from layer 0); Gemma 3: 1024 and 6
+	 * (sliding_window_pattern); Mistral 7B: 4096 and 0. */
+	int window, global_every;
 };
 
 enum llm_router { LLM_ROUTER_SOFTMAX, LLM_ROUTER_SIGMOID };
@@ -74,6 +82,19 @@ double llm_head_dim(const struct llm *m);
 /* The attention's width: heads x the head width (hidden unless head_dim
  * says otherwise): Q's, and the projection's input. */
 double llm_attn_width(const struct llm *m);
+
+/* The sliding window of layer l (0-based): window, or 0 where it attends
+ * to the whole causal prefix. */
+int llm_window(const struct llm *m, int l);
+
+/* A causal attention's work with a window of w keys over the whole
+ * prefix's: the query-key pairs of the band over s(s+1)/2 (1 for w 0 or
+ * w >= s). */
+double llm_window_ratio(const struct llm *m, int w);
+
+/* The layers' attention work in full-attention layers: each windowed layer
+ * counts llm_window_ratio of one. */
+double llm_attn_layers(const struct llm *m);
 
 /* 1 when layer l (0-based) is a mixture-of-experts layer. */
 int llm_is_moe_layer(const struct llm *m, int l);
@@ -182,7 +203,8 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute);
  * A model from a libconfig file (configs/models/): name, layers, hidden,
  * heads, seq, vocab, and ffn (4 x hidden if absent), kv_heads (heads if
  * absent), head_dim (hidden / heads if absent, when hidden divides by
- * heads), activation ("gelu", the default, or "swiglu"), tie_embeddings
+ * heads), window and global_every (0, 0: no sliding window),
+ * activation ("gelu", the default, or "swiglu"), tie_embeddings
  * (true, the default, or false) and positions ("learned", the default, or
  * "rope"); mixture-of-experts: experts (0..LLM_MAX_EXPERTS, 0 the default:
  * dense), and with experts top_k (1..experts, required), shared_experts

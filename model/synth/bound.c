@@ -44,14 +44,16 @@ void synth_extra_times(const struct synth_in *in, double *emb, double *head)
 	*head = c.dry_s;
 }
 
-static void layer_times(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s,
-			double *attn_fwd_s)
+/* One layer's times, its attention windowed by win (0: global). */
+static void layer_times_win(const struct synth_in *in, int moe, int win, double *fwd_s,
+			    double *bwd_s, double *attn_fwd_s)
 {
 	struct ctx c;
 	struct rankst rk;
 	struct shape z;
 
 	dry_ctx(&c, &rk, in);
+	c.dry_window = win;
 	rk.mb = 1; /* a steady microbatch: fp8 weights already cast */
 	rk.phase = PH_FORWARD;
 	rk.layer = moe ? in->m.layers - 1 : -1; /* a dense layer, or an MoE one */
@@ -65,6 +67,24 @@ static void layer_times(const struct synth_in *in, int moe, double *fwd_s, doubl
 	c.dry_s = 0;
 	sl_attn_fwd(&c, 0, &z);
 	*attn_fwd_s = c.dry_s;
+}
+
+/* A layer's times: with sliding windows, the mean of a windowed and a
+ * global layer's, weighted by how many of each the model has. */
+static void layer_times(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s,
+			double *attn_fwd_s)
+{
+	const struct llm *m = &in->m;
+	double fw, bw, aw, nw = 0;
+	layer_times_win(in, moe, 0, fwd_s, bwd_s, attn_fwd_s);
+	if (m->window <= 0)
+		return;
+	for (int l = 0; l < m->layers; l++)
+		nw += llm_window(m, l) > 0;
+	layer_times_win(in, moe, m->window, &fw, &bw, &aw);
+	*fwd_s += (fw - *fwd_s) * nw / m->layers;
+	*bwd_s += (bw - *bwd_s) * nw / m->layers;
+	*attn_fwd_s += (aw - *attn_fwd_s) * nw / m->layers;
 }
 
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s)
@@ -137,11 +157,15 @@ static void layer_bound(const struct synth_in *in, double *f, double *b, double 
 			 line_bound(in, KC_ATTENTION,
 				    kperf_attn_min_s(in->hw, dt, 1, bt, heads, sl / 2, sl, d, 0));
 	} else if (in->lay.flash) {
-		double heads = m->heads / t, d = llm_head_dim(m);
-		af = line_bound(in, KC_ATTENTION,
-				kperf_attn_min_s(in->hw, dt, 0, bt, heads, m->seq, m->seq, d, 1));
-		ab = line_bound(in, KC_ATTENTION,
-				kperf_attn_min_s(in->hw, dt, 1, bt, heads, m->seq, m->seq, d, 1));
+		/* A windowed layer's band is the least any layer runs: a bound
+		 * for every layer. */
+		double heads = m->heads / t, d = llm_head_dim(m), win = m->window;
+		af = line_bound(
+		    in, KC_ATTENTION,
+		    kperf_attn_win_min_s(in->hw, dt, 0, bt, heads, m->seq, m->seq, d, 1, win));
+		ab = line_bound(
+		    in, KC_ATTENTION,
+		    kperf_attn_win_min_s(in->hw, dt, 1, bt, heads, m->seq, m->seq, d, 1, win));
 	} else {
 		af = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, dt, attn / t));
 		ab = 2 * af;

@@ -209,6 +209,13 @@ static void attn_op_fmt(const double *key, const char **op, char *dims, size_t n
 	}
 }
 
+/* The sliding window of the layer rank r is building (llm_window; a dry
+ * run's, c->dry_window), 0 for one attending to the whole prefix. */
+static int layer_window(const struct ctx *c, int r)
+{
+	return c->dry ? c->dry_window : llm_window(&c->in->m, c->rk[r].layer);
+}
+
 static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
 {
 	/* Megatron-LM replicates key-value heads when fewer than the ranks. */
@@ -341,8 +348,12 @@ void sl_attn_fwd(struct ctx *c, int r, const struct shape *z)
 	double heads = z->a / z->t, d = z->d, n = z->b * z->a * z->s * z->s / z->t;
 	double f = 2 * z->b * z->s * z->s * z->w / z->t;
 	if (c->in->lay.flash) {
-		double t = ktime(c, KC_ATTENTION, dt, 2 * f, ew(3 * z->b * z->s * z->w / z->t, 1),
-				 kperf_attn_s(c->in->hw, dt, 0, z->b, heads, z->s, z->s, d, 1));
+		/* A windowed layer's kernel runs its band (FLOPs too). */
+		int win = layer_window(c, r);
+		double t =
+		    ktime(c, KC_ATTENTION, dt, 2 * f * llm_window_ratio(&c->in->m, win),
+			  ew(3 * z->b * z->s * z->w / z->t, 1),
+			  kperf_attn_win_s(c->in->hw, dt, 0, z->b, heads, z->s, z->s, d, 1, win));
 		attn_op(c, z, dt, 0);
 		se_launch(c, r, S_COMPUTE, GN_KERNEL, "flash_fwd_kernel", t, NULL);
 		return;
@@ -365,8 +376,11 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 	double heads = z->a / z->t, d = z->d, n = z->b * z->a * z->s * z->s / z->t;
 	double f = 2 * z->b * z->s * z->s * z->w / z->t;
 	if (c->in->lay.flash) {
-		double t = ktime(c, KC_ATTENTION, dt, 4 * f, ew(4 * z->b * z->s * z->w / z->t, 1),
-				 kperf_attn_s(c->in->hw, dt, 1, z->b, heads, z->s, z->s, d, 1));
+		int win = layer_window(c, r);
+		double t =
+		    ktime(c, KC_ATTENTION, dt, 4 * f * llm_window_ratio(&c->in->m, win),
+			  ew(4 * z->b * z->s * z->w / z->t, 1),
+			  kperf_attn_win_s(c->in->hw, dt, 1, z->b, heads, z->s, z->s, d, 1, win));
 		attn_op(c, z, dt, 1);
 		se_launch(c, r, S_COMPUTE, GN_KERNEL,
 			  "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", t, NULL);

@@ -238,6 +238,8 @@ struct ctx {
 	int oom;		   /* 1: out of memory; SYNTH_TOO_BIG */
 	int dry;		   /* time kernels into dry_s, build nothing */
 	double dry_s;		   /* dry: the kernels' time so far */
+	int dry_window;		   /* dry: the sliding window of the layer timed
+				    * (0: a global one), whatever its index */
 	struct emit_state em;	   /* the graph as built */
 	struct tally tally;	   /* what the build counted */
 	struct sched_state sc;	   /* the schedule's marks */
