@@ -14,7 +14,7 @@ int base_is_model(const char *arg)
 	char path[1024];
 	if (n > 4 && strcmp(arg + n - 4, ".cfg") == 0)
 		return 1;
-	return !strchr(arg, '/') && cli_find_config("models", arg, path, sizeof(path)) == 0 &&
+	return !strchr(arg, '/') && cli_find_config("models", arg, path, sizeof(path), NULL) == 0 &&
 	       strcmp(path, arg) != 0;
 }
 
@@ -102,7 +102,7 @@ int base_load(struct base *b, char *const *paths, int n, const struct base_opts 
 		if ((rc = cli_load_model(paths[0], &in.m, err)) ||
 		    (rc = cli_load_hw(hw_name, &hw, err)))
 			return rc;
-		if (cli_find_config("models", paths[0], b->model_path, sizeof(b->model_path)))
+		if (cli_find_config("models", paths[0], b->model_path, sizeof(b->model_path), NULL))
 			b->model_path[0] = '\0';
 		in.hw = &hw;
 		return predict_base_init(&b->pb, PB_MODEL, NULL, &in, &hw, 0, err);

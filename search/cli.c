@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "build.h"
 #include "calib.h"
@@ -109,6 +110,10 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 	int rc = 0, nread = 0;
 
 	*out = NULL;
+	/* Nothing is opened that could block: a FIFO waits for a writer. */
+	for (int i = 0; i < n; i++)
+		if ((rc = cli_not_special(paths[i], err)))
+			return rc;
 	if (n == 1 && graph_file_is(paths[0]))
 		return graph_load(paths[0], out, err);
 	for (int i = 0; i < n; i++)
@@ -147,40 +152,65 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 	return rc;
 }
 
-int cli_find_config(const char *kind, const char *name, char *out, size_t n)
+int cli_not_special(const char *path, struct prism_err *err)
+{
+	const char *special = prism_special_file(path);
+	return special
+		   ? prism_err_set(err, PRISM_EARG, "%s: not a regular file (%s)", path, special)
+		   : 0;
+}
+
+int cli_path_long(const char *what, const char *path, size_t max, struct prism_err *err)
+{
+	return prism_err_set(err, PRISM_EARG,
+			     "%s %.32s...: too long a path (%zu bytes; at most %zu)", what, path,
+			     strlen(path), max);
+}
+
+/* Whether path, a name probed for a configuration, is the file: 0 when it
+ * is a regular file; 1 when it is absent or a folder; PRISM_EARG when it is
+ * a FIFO, device or socket (err set). */
+static int probe(const char *path, struct prism_err *err)
+{
+	struct stat sb;
+	int rc = cli_not_special(path, err);
+	return rc ? rc : stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? 0 : 1;
+}
+
+int cli_find_config(const char *kind, const char *name, char *out, size_t n, struct prism_err *err)
 {
 	struct configs_dirs d;
-	FILE *f;
+	int rc;
 
 	if (strchr(name, '/')) {
-		snprintf(out, n, "%s", name);
-		return 0; /* a path: its loader reports what is wrong with it */
+		/* A path: its loader reports what is wrong with it, unless
+		 * opening it could block. */
+		if ((size_t)snprintf(out, n, "%s", name) >= n)
+			return cli_path_long(kind, name, n - 1, err);
+		return (rc = probe(name, err)) < 0 ? rc : 0;
 	}
 	configs_dirs_init(&d);
 	for (int i = 0; i < d.n; i++) {
 		for (int ext = 0; ext < 2; ext++) {
-			snprintf(out, n, "%s/%s/%s%s", d.dir[i], kind, name, ext ? ".cfg" : "");
-			if ((f = fopen(out, "r"))) {
-				fclose(f);
-				return 0;
-			}
+			/* A path too long to name is no file prism can open. */
+			if ((size_t)snprintf(out, n, "%s/%s/%s%s", d.dir[i], kind, name,
+					     ext ? ".cfg" : "") < n &&
+			    (rc = probe(out, err)) <= 0)
+				return rc;
 		}
 	}
 	/* Not a known name: maybe a file in the working directory. */
-	if ((f = fopen(name, "r"))) {
-		fclose(f);
-		snprintf(out, n, "%s", name);
-		return 0;
-	}
-	return -1;
+	if ((size_t)snprintf(out, n, "%s", name) < n && (rc = probe(name, err)) <= 0)
+		return rc;
+	return 1;
 }
 
-static int load_named(const char *kind, const char *name, char *path, size_t n,
-		      struct prism_err *err)
+int cli_config_path(const char *kind, const char *name, char *path, size_t n, struct prism_err *err)
 {
 	char near[128];
-	if (cli_find_config(kind, name, path, n) == 0)
-		return 0;
+	int rc = cli_find_config(kind, name, path, n, err);
+	if (rc <= 0)
+		return rc;
 	if (!strchr(name, '/') && configs_suggest(kind, name, near, sizeof(near)) == 0)
 		return prism_err_set(err, PRISM_EIO,
 				     "%s: no such file, nor configs/%s/%s.cfg; did you mean %s? "
@@ -196,6 +226,7 @@ int cli_trace_hw_path(const struct graph *g, char *path, size_t n, const char *s
 {
 	const char *gpu = g->n_ranks ? strtab_get(&g->st, g->ranks[0].device) : "";
 	const char *name = calib_profile_for(gpu, g->n_ranks ? (double)g->ranks[0].device_mem : 0);
+	int rc = 0;
 
 	if (!gpu[0])
 		return prism_err_set(
@@ -203,7 +234,9 @@ int cli_trace_hw_path(const struct graph *g, char *path, size_t n, const char *s
 		    "%s%sthe trace names no GPU (deviceProperties), so no hardware "
 		    "profile%s",
 		    src ? src : "", src ? ": " : "", hint ? hint : "");
-	if (!name || cli_find_config("hw", name, path, n))
+	if (name && (rc = cli_find_config("hw", name, path, n, err)) < 0)
+		return rc;
+	if (!name || rc)
 		return prism_err_set(
 		    err, PRISM_EARG,
 		    "%s%sno hardware profile for the trace's GPU '%s' (configs/hw)%s",
@@ -214,7 +247,7 @@ int cli_trace_hw_path(const struct graph *g, char *path, size_t n, const char *s
 int cli_load_hw(const char *name, struct hw_profile *hw, struct prism_err *err)
 {
 	char path[1024];
-	int rc = load_named("hw", name, path, sizeof(path), err);
+	int rc = cli_config_path("hw", name, path, sizeof(path), err);
 	return rc ? rc : hw_load(path, hw, err);
 }
 
@@ -234,7 +267,7 @@ int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err)
 int cli_load_model(const char *name, struct llm *m, struct prism_err *err)
 {
 	char path[1024];
-	int rc = load_named("models", name, path, sizeof(path), err);
+	int rc = cli_config_path("models", name, path, sizeof(path), err);
 	return rc ? rc : llm_load(path, m, err);
 }
 

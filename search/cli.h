@@ -78,9 +78,30 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
  * A configuration file named on the command line: a path, or a bare name
  * looked up as DIR/KIND/NAME[.cfg] for DIR in $PRISM_CONFIG_DIR, ./configs,
  * the installed share/prism/ and the source tree's configs/ (configs.h;
- * kind "hw", "models", "sweeps").  0 with out set, or -1.
+ * kind "hw", "models", "sweeps"), then as NAME in the working directory.
+ * Names are probed with stat, never opened: the first regular file wins
+ * (folders and paths too long for out are passed over).  0 with out set
+ * (n bytes); 1 when nothing is found; or PRISM_EARG with err set (err may
+ * be NULL) when the file found is a FIFO, a device or a socket (opening it
+ * could block for ever), or a path given does not fit in out.
  */
-int cli_find_config(const char *kind, const char *name, char *out, size_t n);
+int cli_find_config(const char *kind, const char *name, char *out, size_t n, struct prism_err *err);
+
+/* cli_find_config, with what is not found an error: "NAME: no such file,
+ * nor configs/KIND/NAME.cfg; did you mean ...? (prism list KIND)"
+ * (PRISM_EIO).  0, or the error's code. */
+int cli_config_path(const char *kind, const char *name, char *path, size_t n,
+		    struct prism_err *err);
+
+/* 0 unless path names a FIFO, a device or a socket (prism_special_file),
+ * which opening by name could block on: then PRISM_EARG "PATH: not a
+ * regular file (a FIFO)". */
+int cli_not_special(const char *path, struct prism_err *err);
+
+/* PRISM_EARG for a path given for what (an option such as "-o", a kind of
+ * file) longer than max bytes, the most prism's buffers hold: "-o
+ * PATH...: too long a path (N bytes; at most MAX)".  Returns the code. */
+int cli_path_long(const char *what, const char *path, size_t max, struct prism_err *err);
 
 /* The file of the hardware profile for the GPU a loaded trace names
  * (calib_profile_for) in path.  An error where the trace names no GPU or

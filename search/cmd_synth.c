@@ -215,9 +215,9 @@ int cmd_synth(int argc, char **argv)
 	in.hw = &hw;
 	/* The files the trace will be written to (one per stage) are checked
 	 * before any work: none may be an input. */
-	if (cli_find_config("models", argv[optind], mpath, sizeof(mpath)))
+	if (cli_find_config("models", argv[optind], mpath, sizeof(mpath), NULL))
 		mpath[0] = '\0';
-	if (cli_find_config("hw", hw_name, hpath, sizeof(hpath)))
+	if (cli_find_config("hw", hw_name, hpath, sizeof(hpath), NULL))
 		hpath[0] = '\0';
 	for (int r = 0; out && r < in.lay.pp; r++) {
 		char rp[1024];

@@ -303,7 +303,7 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		char *model[1] = {s->model_name};
 		if ((rc = base_load(&s->bl, model, 1, &o, err)))
 			return rc;
-		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath)) == 0)
+		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath), NULL) == 0)
 			files[nf++] = mpath;
 	} else {
 		if ((rc = base_load(&s->bl, s->base, s->n_base, &o, err))) {
