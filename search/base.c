@@ -43,10 +43,12 @@ static int trace_base(struct base *b, char *const *paths, const struct base_opts
 		hw_name = o->base_hw ? o->base_hw : in->hw_id;
 		if (!o->base_hw && in->hw_id[0] != '/' && strstr(in->hw_id, ".cfg")) {
 			const char *slash = strrchr(paths[0], '/');
-			snprintf(beside, sizeof(beside), "%.*s%s%s",
-				 slash ? (int)(slash - paths[0]) : 1, slash ? paths[0] : ".", "/",
-				 in->hw_id);
-			if (access(beside, R_OK) == 0)
+			/* A path cut short would name another file. */
+			if ((size_t)snprintf(beside, sizeof(beside), "%.*s%s%s",
+					     slash ? (int)(slash - paths[0]) : 1,
+					     slash ? paths[0] : ".", "/",
+					     in->hw_id) < sizeof(beside) &&
+			    access(beside, R_OK) == 0)
 				hw_name = beside;
 		}
 		if ((rc = cli_load_hw(hw_name, &hw, err)))

@@ -167,15 +167,25 @@ void cli_wrap(FILE *f, const char *text, int at, int col);
 /* The help of those options, to f. */
 void cli_layout_help(FILE *f);
 
-/* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path);
- * TRACE.json.gz -> TRACE.rankR.json.gz. */
-void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n);
+/* The longest path prism builds from one given (a rank's file from -o). */
+#define CLI_PATH_MAX 1024
 
-/* Write a synthesised graph as Kineto traces, one per rank (cli_rank_path),
- * none of them over one of the n_in input files in (cli_not_input). */
+/* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path);
+ * TRACE.json.gz -> TRACE.rankR.json.gz, into out (n bytes).  0, or
+ * PRISM_EARG naming option opt when it does not fit (a path cut short
+ * would name another file). */
+int cli_rank_path(const char *path, const char *opt, int rank, int ranks, char *out, size_t n,
+		  struct prism_err *err);
+
+/* Write a synthesised graph as Kineto traces, one per rank (cli_rank_path
+ * of path, given with option opt), none of them over one of the n_in input
+ * files in (cli_not_input).  Several ranks' files are written as a set:
+ * each into a new hidden file beside it first, all renamed at the end, so
+ * that a run that fails or is killed midway leaves the previous set as it
+ * was (a kill may leave hidden ".NAME.partPID.K" files behind). */
 struct synth_out;
 int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
-		    char *const *in, int n_in, struct prism_err *err);
+		    const char *opt, char *const *in, int n_in, struct prism_err *err);
 
 /* 0 when writing the file out (given with option opt) would overwrite none
  * of the n input files in (the same file: device and inode); else

@@ -288,7 +288,10 @@ static int open_results(struct run *R, const char *db_arg, int batch_given, stru
 	int rc = 0;
 
 	if (db_arg) {
-		snprintf(R->dbpath, sizeof(R->dbpath), "%s", db_arg);
+		/* Cut short, it would name another file. */
+		if ((size_t)snprintf(R->dbpath, sizeof(R->dbpath), "%s", db_arg) >=
+		    sizeof(R->dbpath))
+			return cli_path_long("--db", db_arg, sizeof(R->dbpath) - 1, err);
 	} else {
 		if (R->lead)
 			mkdir("results", 0777);
