@@ -263,3 +263,15 @@ int dbfile_check(sqlite3 *db, const char *path, const struct dbfile_kind *k, int
 			     "%s: the database is damaged (%s: %s): restore it or use another",
 			     path, pragma, first);
 }
+
+int dbfile_accept(const char *path, const struct dbfile_kind *k, int mode, const char *hint,
+		  sqlite3 **db, struct prism_err *err)
+{
+	int rc;
+	if ((rc = dbfile_open(path, k, mode, db, err)) == 0 &&
+	    (rc = dbfile_check(*db, path, k, mode, hint, err))) {
+		sqlite3_close(*db);
+		*db = NULL;
+	}
+	return rc;
+}

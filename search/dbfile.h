@@ -58,6 +58,11 @@ int dbfile_open(const char *path, const struct dbfile_kind *k, int mode, sqlite3
 int dbfile_check(sqlite3 *db, const char *path, const struct dbfile_kind *k, int mode,
 		 const char *hint, struct prism_err *err);
 
+/* dbfile_open, then dbfile_check: the file at path opened in mode only
+ * where it is a database of kind k.  0, or the error (*db NULL). */
+int dbfile_accept(const char *path, const struct dbfile_kind *k, int mode, const char *hint,
+		  sqlite3 **db, struct prism_err *err);
+
 /* The error of a query on path (a database of kind k) that failed with
  * SQLite code rc: not such a database or damaged (PRISM_EFORMAT), out of
  * memory, or another failure to read it (PRISM_EIO).  Returns the code. */

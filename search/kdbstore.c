@@ -32,20 +32,6 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS kernel ("
 static const char *const kdb_tables[] = {"kernel", NULL};
 static const struct dbfile_kind kdb_kind = {"kernel database", kdb_tables};
 
-/* Open path (mode DBFILE_*) as a kernel database: dbfile_open and
- * dbfile_check. */
-static int open_kdb(const char *path, int mode, sqlite3 **h, struct prism_err *err)
-{
-	int rc;
-	if ((rc = dbfile_open(path, &kdb_kind, mode, h, err)))
-		return rc;
-	if ((rc = dbfile_check(*h, path, &kdb_kind, mode, NULL, err))) {
-		sqlite3_close(*h);
-		*h = NULL;
-	}
-	return rc;
-}
-
 int kdbstore_load(struct kdb *db, const char *path, struct prism_err *err)
 {
 	sqlite3 *h = NULL;
@@ -53,7 +39,7 @@ int kdbstore_load(struct kdb *db, const char *path, struct prism_err *err)
 	int rc = 0, step;
 	long line = 0;
 
-	if ((rc = open_kdb(path, DBFILE_READ, &h, err)))
+	if ((rc = dbfile_accept(path, &kdb_kind, DBFILE_READ, NULL, &h, err)))
 		return rc;
 	if ((step = sqlite3_prepare_v2(h,
 				       "SELECT gpu, class, dtype, work, time_s, samples, shape "
@@ -112,7 +98,7 @@ int kdbstore_save(const struct kdb *db, const char *path, struct prism_err *err)
 	sqlite3_stmt *st = NULL;
 	int ok;
 
-	if (open_kdb(path, DBFILE_WRITE, &h, err))
+	if (dbfile_accept(path, &kdb_kind, DBFILE_WRITE, NULL, &h, err))
 		return err->code;
 	ok = sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
 	     sqlite3_exec(h, schema, NULL, NULL, NULL) == SQLITE_OK &&

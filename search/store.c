@@ -147,14 +147,7 @@ static const struct dbfile_kind store_kind = {"results database", store_tables};
 
 int store_open_read(const char *path, sqlite3 **db, struct prism_err *err)
 {
-	int rc;
-	if ((rc = dbfile_open(path, &store_kind, DBFILE_READ, db, err)))
-		return rc;
-	if ((rc = dbfile_check(*db, path, &store_kind, DBFILE_READ, NULL, err))) {
-		sqlite3_close(*db);
-		*db = NULL;
-	}
-	return rc;
+	return dbfile_accept(path, &store_kind, DBFILE_READ, NULL, db, err);
 }
 
 int store_open(const char *path, sqlite3 **db, struct prism_err *err)
