@@ -12,7 +12,8 @@ prism accepts only what it writes (docs/RESULTS.md, "What prism accepts").
 3. Stored numbers prism could not have written (an iteration of 1e306 s,
    tp = 1e300, text for a time) are refused by report, naming the row.
 4. A kernel database whose kernel table is a view over an endless query
-   is refused by synth --db and whatif --db.
+   is refused by synth --db and whatif --db; so is one of more rows than
+   prism writes (2^20).
 5. A finished search leaves WAL mode, and a database still in WAL mode
    (with no log beside it) is reported on from a folder prism cannot
    write (as user nobody where this runs as root).
@@ -161,6 +162,22 @@ with tempfile.TemporaryDirectory() as d:
             "synth --db: kernel an endless view")
     refused(run("whatif", "gpt-small", "--hw", "h100-dgx", "--dp", "2", "--db", kdb), want,
             "whatif --db: kernel an endless view")
+
+    # A kernel database of more rows than prism writes (2^20): the bound
+    # on what is read.
+    big = os.path.join(d, "big.db")
+    con = sqlite3.connect(big)
+    con.execute("CREATE TABLE kernel (gpu TEXT NOT NULL, class TEXT NOT NULL, dtype TEXT NOT "
+                "NULL, work REAL NOT NULL, time_s REAL NOT NULL, samples INTEGER NOT NULL, "
+                "shape TEXT, PRIMARY KEY (gpu, class, dtype, work))")
+    con.execute("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r LIMIT 1048577) "
+                "INSERT INTO kernel SELECT 'G', 'gemm', 'bf16', x, 1e-5, 1, NULL FROM r")
+    con.commit()
+    con.close()
+    refused(run("synth", "gpt-small", "--hw", "h100-dgx", "--db", big),
+            f"prism: {big}: more than 1048576 rows: not what prism writes",
+            "synth --db: a kernel database of 2^20 + 1 rows")
+    os.remove(big)
 
     # 5. WAL mode, read from a folder prism cannot write.
     ro = os.path.join(d, "ro")
