@@ -14,7 +14,7 @@ int base_is_model(const char *arg)
 	char path[1024];
 	if (n > 4 && strcmp(arg + n - 4, ".cfg") == 0)
 		return 1;
-	return !strchr(arg, '/') && cli_find_config("models", arg, path, sizeof(path)) == 0 &&
+	return !strchr(arg, '/') && cli_find_config("models", arg, path, sizeof(path), NULL) == 0 &&
 	       strcmp(path, arg) != 0;
 }
 
@@ -43,10 +43,12 @@ static int trace_base(struct base *b, char *const *paths, const struct base_opts
 		hw_name = o->base_hw ? o->base_hw : in->hw_id;
 		if (!o->base_hw && in->hw_id[0] != '/' && strstr(in->hw_id, ".cfg")) {
 			const char *slash = strrchr(paths[0], '/');
-			snprintf(beside, sizeof(beside), "%.*s%s%s",
-				 slash ? (int)(slash - paths[0]) : 1, slash ? paths[0] : ".", "/",
-				 in->hw_id);
-			if (access(beside, R_OK) == 0)
+			/* A path cut short would name another file. */
+			if ((size_t)snprintf(beside, sizeof(beside), "%.*s%s%s",
+					     slash ? (int)(slash - paths[0]) : 1,
+					     slash ? paths[0] : ".", "/",
+					     in->hw_id) < sizeof(beside) &&
+			    access(beside, R_OK) == 0)
 				hw_name = beside;
 		}
 		if ((rc = cli_load_hw(hw_name, &hw, err)))
@@ -102,7 +104,7 @@ int base_load(struct base *b, char *const *paths, int n, const struct base_opts 
 		if ((rc = cli_load_model(paths[0], &in.m, err)) ||
 		    (rc = cli_load_hw(hw_name, &hw, err)))
 			return rc;
-		if (cli_find_config("models", paths[0], b->model_path, sizeof(b->model_path)))
+		if (cli_find_config("models", paths[0], b->model_path, sizeof(b->model_path), NULL))
 			b->model_path[0] = '\0';
 		in.hw = &hw;
 		return predict_base_init(&b->pb, PB_MODEL, NULL, &in, &hw, 0, err);

@@ -2,15 +2,19 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "build.h"
 #include "calib.h"
 #include "configs.h"
+#include "desc.h"
 #include "hw.h"
 #include "kdb.h"
 #include "kdbstore.h"
@@ -101,6 +105,42 @@ static int parse_ranks(const char *s, int n, struct kineto_trace *tr, struct pri
 	return 0;
 }
 
+/* The run description of trace tr (its first "prism::model#..." range's
+ * string id in st), or 0 when it has none. */
+static uint32_t run_desc(const struct kineto_trace *tr, const struct strtab *st)
+{
+	for (size_t i = 0; i < tr->events.n; i++) {
+		const struct kt_event *e = &tr->events.v[i];
+		if ((e->kind == KT_USER_ANN || e->kind == KT_CPU_OP) &&
+		    strncmp(strtab_get(st, e->name), DESC_PREFIX, strlen(DESC_PREFIX)) == 0)
+			return e->name;
+	}
+	return 0;
+}
+
+/* Files of one job describe one run: every trace the same description,
+ * or none.  A set mixing two runs (rank files of an earlier synth -o left
+ * beside a later one's) is refused: PRISM_EFORMAT naming two files. */
+static int one_run(char **paths, const struct kineto_trace *tr, int n, const struct strtab *st,
+		   struct prism_err *err)
+{
+	uint32_t first = n ? run_desc(&tr[0], st) : 0;
+	for (int i = 1; i < n; i++) {
+		uint32_t d = run_desc(&tr[i], st);
+		if (d == first)
+			continue;
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: %s %s's: the files are not one run (give the ranks of "
+				     "one)",
+				     paths[i],
+				     !d	      ? "has no run description (prism::model#), unlike"
+				     : !first ? "has a run description (prism::model#), unlike"
+					      : "describes another run (prism::model#) than",
+				     paths[0]);
+	}
+	return 0;
+}
+
 int cli_load_graph(char **paths, int n, const char *ranks, const struct build_opts *o,
 		   struct graph **out, struct prism_err *err)
 {
@@ -109,6 +149,10 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 	int rc = 0, nread = 0;
 
 	*out = NULL;
+	/* Nothing is opened that could block: a FIFO waits for a writer. */
+	for (int i = 0; i < n; i++)
+		if ((rc = cli_not_special(paths[i], err)))
+			return rc;
 	if (n == 1 && graph_file_is(paths[0]))
 		return graph_load(paths[0], out, err);
 	for (int i = 0; i < n; i++)
@@ -125,6 +169,8 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 		rc = kineto_read(paths[nread], &st, &tr[nread], err);
 	if (rc == 0 && ranks)
 		rc = parse_ranks(ranks, n, tr, err);
+	if (rc == 0)
+		rc = one_run(paths, tr, n, &st, err);
 	if (rc == 0 && n == 1 && !ranks) {
 		/* A prism timeline of several ranks: each rank its own again. */
 		struct kineto_trace *parts = NULL;
@@ -147,40 +193,65 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 	return rc;
 }
 
-int cli_find_config(const char *kind, const char *name, char *out, size_t n)
+int cli_not_special(const char *path, struct prism_err *err)
+{
+	const char *special = prism_special_file(path);
+	return special
+		   ? prism_err_set(err, PRISM_EARG, "%s: not a regular file (%s)", path, special)
+		   : 0;
+}
+
+int cli_path_long(const char *what, const char *path, size_t max, struct prism_err *err)
+{
+	return prism_err_set(err, PRISM_EARG,
+			     "%s %.32s...: too long a path (%zu bytes; at most %zu)", what, path,
+			     strlen(path), max);
+}
+
+/* Whether path, a name probed for a configuration, is the file: 0 when it
+ * is a regular file; 1 when it is absent or a folder; PRISM_EARG when it is
+ * a FIFO, device or socket (err set). */
+static int probe(const char *path, struct prism_err *err)
+{
+	struct stat sb;
+	int rc = cli_not_special(path, err);
+	return rc ? rc : stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? 0 : 1;
+}
+
+int cli_find_config(const char *kind, const char *name, char *out, size_t n, struct prism_err *err)
 {
 	struct configs_dirs d;
-	FILE *f;
+	int rc;
 
 	if (strchr(name, '/')) {
-		snprintf(out, n, "%s", name);
-		return 0; /* a path: its loader reports what is wrong with it */
+		/* A path: its loader reports what is wrong with it, unless
+		 * opening it could block. */
+		if ((size_t)snprintf(out, n, "%s", name) >= n)
+			return cli_path_long(kind, name, n - 1, err);
+		return (rc = probe(name, err)) < 0 ? rc : 0;
 	}
 	configs_dirs_init(&d);
 	for (int i = 0; i < d.n; i++) {
 		for (int ext = 0; ext < 2; ext++) {
-			snprintf(out, n, "%s/%s/%s%s", d.dir[i], kind, name, ext ? ".cfg" : "");
-			if ((f = fopen(out, "r"))) {
-				fclose(f);
-				return 0;
-			}
+			/* A path too long to name is no file prism can open. */
+			if ((size_t)snprintf(out, n, "%s/%s/%s%s", d.dir[i], kind, name,
+					     ext ? ".cfg" : "") < n &&
+			    (rc = probe(out, err)) <= 0)
+				return rc;
 		}
 	}
 	/* Not a known name: maybe a file in the working directory. */
-	if ((f = fopen(name, "r"))) {
-		fclose(f);
-		snprintf(out, n, "%s", name);
-		return 0;
-	}
-	return -1;
+	if ((size_t)snprintf(out, n, "%s", name) < n && (rc = probe(name, err)) <= 0)
+		return rc;
+	return 1;
 }
 
-static int load_named(const char *kind, const char *name, char *path, size_t n,
-		      struct prism_err *err)
+int cli_config_path(const char *kind, const char *name, char *path, size_t n, struct prism_err *err)
 {
 	char near[128];
-	if (cli_find_config(kind, name, path, n) == 0)
-		return 0;
+	int rc = cli_find_config(kind, name, path, n, err);
+	if (rc <= 0)
+		return rc;
 	if (!strchr(name, '/') && configs_suggest(kind, name, near, sizeof(near)) == 0)
 		return prism_err_set(err, PRISM_EIO,
 				     "%s: no such file, nor configs/%s/%s.cfg; did you mean %s? "
@@ -196,6 +267,7 @@ int cli_trace_hw_path(const struct graph *g, char *path, size_t n, const char *s
 {
 	const char *gpu = g->n_ranks ? strtab_get(&g->st, g->ranks[0].device) : "";
 	const char *name = calib_profile_for(gpu, g->n_ranks ? (double)g->ranks[0].device_mem : 0);
+	int rc = 0;
 
 	if (!gpu[0])
 		return prism_err_set(
@@ -203,7 +275,9 @@ int cli_trace_hw_path(const struct graph *g, char *path, size_t n, const char *s
 		    "%s%sthe trace names no GPU (deviceProperties), so no hardware "
 		    "profile%s",
 		    src ? src : "", src ? ": " : "", hint ? hint : "");
-	if (!name || cli_find_config("hw", name, path, n))
+	if (name && (rc = cli_find_config("hw", name, path, n, err)) < 0)
+		return rc;
+	if (!name || rc)
 		return prism_err_set(
 		    err, PRISM_EARG,
 		    "%s%sno hardware profile for the trace's GPU '%s' (configs/hw)%s",
@@ -214,7 +288,7 @@ int cli_trace_hw_path(const struct graph *g, char *path, size_t n, const char *s
 int cli_load_hw(const char *name, struct hw_profile *hw, struct prism_err *err)
 {
 	char path[1024];
-	int rc = load_named("hw", name, path, sizeof(path), err);
+	int rc = cli_config_path("hw", name, path, sizeof(path), err);
 	return rc ? rc : hw_load(path, hw, err);
 }
 
@@ -234,7 +308,7 @@ int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err)
 int cli_load_model(const char *name, struct llm *m, struct prism_err *err)
 {
 	char path[1024];
-	int rc = load_named("models", name, path, sizeof(path), err);
+	int rc = cli_config_path("models", name, path, sizeof(path), err);
 	return rc ? rc : llm_load(path, m, err);
 }
 
@@ -418,21 +492,23 @@ void cli_layout_help(FILE *f)
 		  "out)");
 }
 
-/* TRACE.json -> TRACE.rankR.json when there are several ranks (and
- * TRACE.json.gz -> TRACE.rankR.json.gz). */
-void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n)
+int cli_rank_path(const char *path, const char *opt, int rank, int ranks, char *out, size_t n,
+		  struct prism_err *err)
 {
-	size_t len = strlen(path);
+	size_t len = strlen(path), k;
 	int gz = len > 3 && strcmp(path + len - 3, ".gz") == 0;
 	if (ranks <= 1) {
-		snprintf(out, n, "%s", path);
-		return;
+		k = (size_t)snprintf(out, n, "%s", path);
+	} else {
+		if (gz)
+			len -= 3;
+		if (len > 5 && strncmp(path + len - 5, ".json", 5) == 0)
+			len -= 5;
+		k = (size_t)snprintf(out, n, "%.*s.rank%d.json%s", (int)len, path, rank,
+				     gz ? ".gz" : "");
 	}
-	if (gz)
-		len -= 3;
-	if (len > 5 && strncmp(path + len - 5, ".json", 5) == 0)
-		len -= 5;
-	snprintf(out, n, "%.*s.rank%d.json%s", (int)len, path, rank, gz ? ".gz" : "");
+	/* A path cut short names another file (rank files over each other). */
+	return k < n ? 0 : cli_path_long(opt, path, n - 1 - (k - strlen(path)), err);
 }
 
 int cli_not_input(const char *out, const char *opt, char *const *in, int n, struct prism_err *err)
@@ -446,32 +522,96 @@ int cli_not_input(const char *out, const char *opt, char *const *in, int n, stru
 	return 0;
 }
 
-int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
-		    char *const *in, int n_in, struct prism_err *err)
+/* A new empty file beside final to write it into first: hidden, keeping
+ * final's ".gz" (the writer compresses by the name), "DIR/.NAME.partPID.K
+ * [.gz]", created O_EXCL (a name another holds, a planted link, is passed
+ * over).  0, or -1 with errno set. */
+static int reserve(const char *final, char *tmp, size_t n)
 {
-	struct sim *s;
-	struct sim_opts o;
-	int rc;
-
-	/* Every rank's file is checked before the first is written. */
-	for (uint32_t r = 0; r < g->n_ranks; r++) {
-		char p[1024];
-		cli_rank_path(path, (int)r, (int)g->n_ranks, p, sizeof(p));
-		if ((rc = cli_not_input(p, "the output", in, n_in, err)))
-			return rc;
+	const char *slash = strrchr(final, '/');
+	int dl = slash ? (int)(slash - final + 1) : 0;
+	size_t len = strlen(final);
+	int gz = len > 3 && strcmp(final + len - 3, ".gz") == 0;
+	for (int k = 0; k < 100; k++) {
+		int fd;
+		if ((size_t)snprintf(tmp, n, "%.*s.%s.part%ld.%d%s", dl, final, final + dl,
+				     (long)getpid(), k, gz ? ".gz" : "") >= n) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) >= 0)
+			return close(fd);
+		if (errno != EEXIST)
+			return -1;
 	}
-	if (!(s = sim_new(g)))
-		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	sim_opts_default(&o);
-	rc = sim_run(s, &o, err);
+	return -1;
+}
+
+int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
+		    const char *opt, char *const *in, int n_in, struct prism_err *err)
+{
+	uint32_t n = g->n_ranks ? g->n_ranks : 1, made = 0;
+	char(*final)[CLI_PATH_MAX], (*tmp)[CLI_PATH_MAX + 64];
+	struct sim *s = NULL;
+	struct sim_opts o;
+	int rc = 0;
+
+	final = prism_malloc(n * sizeof(*final));
+	tmp = prism_malloc(n * sizeof(*tmp));
+	if (!final || !tmp) {
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Every rank's file is checked before the first is written. */
+	for (uint32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
+		struct stat sb;
+		if ((rc = cli_rank_path(path, opt, (int)r, (int)g->n_ranks, final[r],
+					sizeof(*final), err)) ||
+		    (rc = cli_not_input(final[r], "the output", in, n_in, err)))
+			break;
+		if (g->n_ranks > 1 && lstat(final[r], &sb) == 0 && S_ISDIR(sb.st_mode))
+			rc = prism_err_set(err, PRISM_EARG, "%s %s: %s is a folder", opt, path,
+					   final[r]);
+	}
+	if (rc == 0 && !(s = sim_new(g)))
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if (rc == 0) {
+		sim_opts_default(&o);
+		rc = sim_run(s, &o, err);
+	}
+	/* One file: written whole or not at all (timeline_write).  Several
+	 * (the ranks of one run): each into a new file first, renamed over
+	 * its name once all are written, so that a run killed or failing
+	 * midway leaves the previous set whole, never a mix of two runs. */
 	for (uint32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
 		struct timeline_opts to = {(int)r, so->waits, so->n_waits};
-		char p[1024];
-		cli_rank_path(path, (int)r, (int)g->n_ranks, p, sizeof(p));
-		rc = timeline_write(s, p, &to, err);
-		if (rc == 0)
-			fprintf(stderr, "prism synth: wrote %s\n", p);
+		if (g->n_ranks == 1) {
+			rc = timeline_write(s, final[r], &to, err);
+			continue;
+		}
+		if (reserve(final[r], tmp[r], sizeof(*tmp))) {
+			rc = prism_err_set(err, PRISM_EIO, "%s: %s", final[r], strerror(errno));
+			break;
+		}
+		made++;
+		/* Its errors name the file asked for. */
+		if ((rc = timeline_write(s, tmp[r], &to, err)) && err &&
+		    strncmp(err->msg, tmp[r], strlen(tmp[r])) == 0) {
+			char rest[PRISM_ERR_MSG_MAX];
+			snprintf(rest, sizeof(rest), "%s", err->msg + strlen(tmp[r]));
+			snprintf(err->msg, sizeof(err->msg), "%s%s", final[r], rest);
+		}
 	}
+	for (uint32_t r = 0; rc == 0 && r < made; r++)
+		if (rename(tmp[r], final[r]))
+			rc = prism_err_set(err, PRISM_EIO, "%s: %s", final[r], strerror(errno));
+	for (uint32_t r = 0; r < made; r++)
+		unlink(tmp[r]); /* those not renamed */
+	for (uint32_t r = 0; rc == 0 && r < g->n_ranks; r++)
+		fprintf(stderr, "prism synth: wrote %s\n", final[r]);
+out:
 	sim_free(s);
+	free(final);
+	free(tmp);
 	return rc;
 }

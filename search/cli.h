@@ -78,9 +78,30 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
  * A configuration file named on the command line: a path, or a bare name
  * looked up as DIR/KIND/NAME[.cfg] for DIR in $PRISM_CONFIG_DIR, ./configs,
  * the installed share/prism/ and the source tree's configs/ (configs.h;
- * kind "hw", "models", "sweeps").  0 with out set, or -1.
+ * kind "hw", "models", "sweeps"), then as NAME in the working directory.
+ * Names are probed with stat, never opened: the first regular file wins
+ * (folders and paths too long for out are passed over).  0 with out set
+ * (n bytes); 1 when nothing is found; or PRISM_EARG with err set (err may
+ * be NULL) when the file found is a FIFO, a device or a socket (opening it
+ * could block for ever), or a path given does not fit in out.
  */
-int cli_find_config(const char *kind, const char *name, char *out, size_t n);
+int cli_find_config(const char *kind, const char *name, char *out, size_t n, struct prism_err *err);
+
+/* cli_find_config, with what is not found an error: "NAME: no such file,
+ * nor configs/KIND/NAME.cfg; did you mean ...? (prism list KIND)"
+ * (PRISM_EIO).  0, or the error's code. */
+int cli_config_path(const char *kind, const char *name, char *path, size_t n,
+		    struct prism_err *err);
+
+/* 0 unless path names a FIFO, a device or a socket (prism_special_file),
+ * which opening by name could block on: then PRISM_EARG "PATH: not a
+ * regular file (a FIFO)". */
+int cli_not_special(const char *path, struct prism_err *err);
+
+/* PRISM_EARG for a path given for what (an option such as "-o", a kind of
+ * file) longer than max bytes, the most prism's buffers hold: "-o
+ * PATH...: too long a path (N bytes; at most MAX)".  Returns the code. */
+int cli_path_long(const char *what, const char *path, size_t max, struct prism_err *err);
 
 /* The file of the hardware profile for the GPU a loaded trace names
  * (calib_profile_for) in path.  An error where the trace names no GPU or
@@ -146,15 +167,25 @@ void cli_wrap(FILE *f, const char *text, int at, int col);
 /* The help of those options, to f. */
 void cli_layout_help(FILE *f);
 
-/* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path);
- * TRACE.json.gz -> TRACE.rankR.json.gz. */
-void cli_rank_path(const char *path, int rank, int ranks, char *out, size_t n);
+/* The longest path prism builds from one given (a rank's file from -o). */
+#define CLI_PATH_MAX 1024
 
-/* Write a synthesised graph as Kineto traces, one per rank (cli_rank_path),
- * none of them over one of the n_in input files in (cli_not_input). */
+/* TRACE.json -> TRACE.rankR.json when ranks > 1 (else the path);
+ * TRACE.json.gz -> TRACE.rankR.json.gz, into out (n bytes).  0, or
+ * PRISM_EARG naming option opt when it does not fit (a path cut short
+ * would name another file). */
+int cli_rank_path(const char *path, const char *opt, int rank, int ranks, char *out, size_t n,
+		  struct prism_err *err);
+
+/* Write a synthesised graph as Kineto traces, one per rank (cli_rank_path
+ * of path, given with option opt), none of them over one of the n_in input
+ * files in (cli_not_input).  Several ranks' files are written as a set:
+ * each into a new hidden file beside it first, all renamed at the end, so
+ * that a run that fails or is killed midway leaves the previous set as it
+ * was (a kill may leave hidden ".NAME.partPID.K" files behind). */
 struct synth_out;
 int cli_write_trace(const struct graph *g, const struct synth_out *so, const char *path,
-		    char *const *in, int n_in, struct prism_err *err);
+		    const char *opt, char *const *in, int n_in, struct prism_err *err);
 
 /* 0 when writing the file out (given with option opt) would overwrite none
  * of the n input files in (the same file: device and inode); else

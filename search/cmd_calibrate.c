@@ -107,7 +107,7 @@ int cmd_calibrate(int argc, char **argv)
 		hw_path = found;
 	}
 	if (rc == 0)
-		rc = hw_load(hw_path, &hw, &err);
+		rc = cli_load_hw(hw_path, &hw, &err);
 	if (rc == 0 && !(db = kdb_new()))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc == 0 && db_path && access(db_path, F_OK) == 0)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "dbfile.h"
 #include "mem.h"
 #include "pareto.h"
 #include "store.h"
@@ -241,15 +242,34 @@ static void json_text(FILE *f, const char *s)
 	free(c);
 }
 
+/* 1 when s is a plain decimal number ("-1.5e-3"): a spreadsheet reads it
+ * as one, never as a formula. */
+static int csv_number(const char *s)
+{
+	char *end;
+	if (!s[0] || strspn(s, "0123456789+-.eE") != strlen(s))
+		return 0;
+	(void)strtod(s, &end);
+	return *end == '\0';
+}
+
 /* A CSV field: quoted, quotes doubled, where it holds a comma, a quote or
- * a line break. */
+ * a line break.  Text from the database that a spreadsheet would run as a
+ * formula (starting with '=', '+', '-', '@', a tab or a carriage return:
+ * "=HYPERLINK(...)") is written after a single quote, which spreadsheets
+ * read as "this is text"; numbers stay numbers. */
 static void csv_text(FILE *f, const char *s)
 {
+	int formula = s[0] && strchr("=+-@\t\r", s[0]) && !csv_number(s);
 	if (!strpbrk(s, ",\"\r\n")) {
+		if (formula)
+			putc('\'', f);
 		fputs(s, f);
 		return;
 	}
 	putc('"', f);
+	if (formula)
+		putc('\'', f);
 	for (; *s; s++) {
 		if (*s == '"')
 			putc('"', f);
@@ -648,19 +668,22 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 }
 
 /*
- * pareto.svg in dir, drawn by gnuplot's SVG terminal from the best row of
- * each GPU count.  gnuplot runs in dir, so its program names no path; the
- * data goes inline (a datablock: no file to leave behind), and the only
- * text in the program from outside is the title and the points' labels,
- * each passed through shown() (the labels are made of numbers and
+ * The chart at svg (DIR/pareto.svg), drawn by gnuplot's SVG terminal from
+ * the best row of each GPU count.  gnuplot writes to its standard output,
+ * a new file prism created (prism_wfile_replace: O_EXCL, renamed over svg
+ * once gnuplot succeeded), so it opens no file by name: a link planted in
+ * a shared folder sends the chart nowhere else.  Its program names no
+ * path; the data goes inline (a datablock: no file to leave behind), and
+ * the only text in the program from outside is the title and the points'
+ * labels, each passed through shown() (the labels are made of numbers and
  * canonical names before that): gnuplot's `system`, `!` and backquotes run
  * shell commands, so nothing from the database is ever pasted in raw.
- * 0, or -1 when gnuplot is missing or fails.
+ * 0, or -1 when gnuplot is missing or fails (svg is then left as it was).
  */
-static int chart(const char *dir, const struct report *R)
+static int chart(const char *svg, const struct report *R)
 {
 	struct sigaction ign, old;
-	char svg[1100], tmp[1100];
+	struct prism_wfile out;
 	const char *y2;
 	int fd[2], st = 0, wrote;
 	pid_t pid;
@@ -672,11 +695,16 @@ static int chart(const char *dir, const struct report *R)
 		y2 = "GPU-hours to train";
 	else
 		y2 = "GPU-hours per 1000 iterations";
-	if (pipe(fd))
+	if (prism_wfile_replace(&out, svg))
 		return -1;
+	if (pipe(fd)) {
+		prism_wfile_abort(&out);
+		return -1;
+	}
 	if ((pid = fork()) < 0) {
 		close(fd[0]);
 		close(fd[1]);
+		prism_wfile_abort(&out);
 		return -1;
 	}
 	if (pid == 0) {
@@ -684,12 +712,10 @@ static int chart(const char *dir, const struct report *R)
 		dup2(fd[0], 0);
 		close(fd[0]);
 		close(fd[1]);
-		if (null >= 0) {
-			dup2(null, 1);
+		dup2(fileno(out.f), 1);
+		if (null >= 0)
 			dup2(null, 2);
-		}
-		if (chdir(dir) == 0)
-			execlp("gnuplot", "gnuplot", (char *)NULL);
+		execlp("gnuplot", "gnuplot", (char *)NULL);
 		_exit(127);
 	}
 	close(fd[0]);
@@ -701,7 +727,6 @@ static int chart(const char *dir, const struct report *R)
 		wrote =
 		    fprintf(gp,
 			    "set terminal svg size 800,500 dynamic background rgb 'white'\n"
-			    "set output 'pareto.svg.tmp'\n"
 			    "set title 'Sweep %s: best iteration time per GPU count' noenhanced\n"
 			    "set xlabel 'GPUs'\nset ylabel 'iteration time (ms, log scale)'\n"
 			    "set y2label '%s'\nset logscale x 2\nset logscale y 10\n"
@@ -780,14 +805,14 @@ static int chart(const char *dir, const struct report *R)
 	}
 	sigaction(SIGPIPE, &old, NULL);
 	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
+		if (errno != EINTR) {
+			prism_wfile_abort(&out);
 			return -1;
+		}
 	/* The chart, whole or not at all: a failed gnuplot keeps the old one. */
-	snprintf(svg, sizeof(svg), "%s/pareto.svg", dir);
-	snprintf(tmp, sizeof(tmp), "%s/pareto.svg.tmp", dir);
-	if (wrote && WIFEXITED(st) && WEXITSTATUS(st) == 0 && rename(tmp, svg) == 0)
+	if (wrote && WIFEXITED(st) && WEXITSTATUS(st) == 0 && prism_wfile_commit(&out) == 0)
 		return 0;
-	unlink(tmp);
+	prism_wfile_abort(&out);
 	return -1;
 }
 
@@ -817,16 +842,9 @@ static int open_sweep(struct report *R, sqlite3 **dbp, long long sid, double tok
 	struct prism_err err;
 
 	*dbp = NULL;
-	if (sqlite3_open_v2(R->db, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		fprintf(stderr, "prism: %s: %s\n", R->db, sqlite3_errmsg(db));
-		sqlite3_close(db);
-		return EXIT_USAGE;
-	}
 	prism_err_clear(&err);
-	if (store_check(db, R->db, &err)) {
-		sqlite3_close(db);
+	if (store_open_read(R->db, &db, &err))
 		return cli_fail(&err);
-	}
 	/* The tokens and price columns came with version 3: an older database
 	 * (opened read-only, so not upgraded) has neither. */
 	if (sqlite3_prepare_v2(db,
@@ -864,24 +882,44 @@ static int open_sweep(struct report *R, sqlite3 **dbp, long long sid, double tok
 		R->tr.price = 0;
 	sqlite3_finalize(st);
 	shown(R->name, sizeof(R->name), name);
+	/* Its rows: as many, and numbers such as, prism writes. */
+	if (store_rows_check(db, R->db, R->sid, &err)) {
+		sqlite3_close(db);
+		return cli_fail(&err);
+	}
 	*dbp = db;
 	return 0;
 }
 
-/* The output folder (outdir, or results/NAME) into dir, made, and the
- * files report.md, best.csv and where all is not NULL the --csv-all file
- * (all, or "" for DIR/all.csv: all holds 1100 bytes) opened whole-or-not
- * (wf[0..3), whose paths are all and wpath[0..2): the caller's, to outlive
- * them): none over the database.  0, or the exit status after saying
- * why. */
-static int open_outputs(const struct report *R, const char *outdir, const char *name, char *dir,
-			size_t n, char *all, char wpath[2][1100], struct prism_wfile *wf)
-{
-	static const char *const outs[3] = {"report.md", "best.csv", "pareto.svg"};
-	char path[1100];
+/* Where report writes: the folder, its files, the --csv-all file. */
+enum { OUT_MD, OUT_BEST, OUT_ALL, OUT_SVG, OUT_N };
+#define REPORT_DIR  1024	      /* a folder's path, its '\0' included */
+#define REPORT_PATH (REPORT_DIR + 64) /* a path in it, or --csv-all's */
 
+/*
+ * The output folder (outdir, or results/NAME) into dir (n bytes), made,
+ * and path[OUT_*] its files' paths (path[OUT_ALL] "" unless all, the
+ * --csv-all file, "" for DIR/all.csv); report.md, best.csv and where asked
+ * the --csv-all file opened whole-or-not (wf[OUT_MD..OUT_ALL]).  The
+ * folder's own files are always new files renamed over their names
+ * (prism_wfile_replace: a link planted there is replaced, not followed); a
+ * --csv-all FILE the user named may be a device (/dev/stdout).  None over
+ * the database; a path that does not fit is refused, never cut.  0, or
+ * the exit status after saying why.
+ */
+static int open_outputs(const struct report *R, const char *outdir, const char *name, char *dir,
+			size_t n, const char *all, char path[OUT_N][REPORT_PATH],
+			struct prism_wfile *wf)
+{
+	static const char *const outs[OUT_N] = {"report.md", "best.csv", "all.csv", "pareto.svg"};
+	struct prism_err err;
+
+	prism_err_clear(&err);
 	if (outdir) {
-		snprintf(dir, n, "%s", outdir);
+		if ((size_t)snprintf(dir, n, "%s", outdir) >= n) {
+			cli_path_long("-o", outdir, n - 1, &err);
+			return cli_fail(&err);
+		}
 	} else if (sweep_name_ok(name)) {
 		snprintf(dir, n, "results/%s", name);
 		mkdir("results", 0777);
@@ -894,32 +932,33 @@ static int open_outputs(const struct report *R, const char *outdir, const char *
 			R->db, R->sid, R->name);
 		return EXIT_USAGE;
 	}
-	if (all && !all[0])
-		snprintf(all, 1100, "%s/all.csv", dir);
+	if (all && (size_t)snprintf(path[OUT_ALL], REPORT_PATH, "%s", all) >= REPORT_PATH) {
+		cli_path_long("--csv-all", all, REPORT_PATH - 1, &err);
+		return cli_fail(&err);
+	}
+	for (int i = 0; i < OUT_N; i++) {
+		if (i == OUT_ALL && !all)
+			path[i][0] = '\0';
+		else if (i != OUT_ALL || !all[0])
+			snprintf(path[i], REPORT_PATH, "%s/%s", dir, outs[i]);
+		/* Never over the database itself. */
+		if (path[i][0] && prism_same_file(path[i], R->db)) {
+			fprintf(stderr, "prism: %s would overwrite the input %s: give another %s\n",
+				path[i], R->db,
+				i == OUT_ALL && all[0] ? "file (--csv-all)" : "folder (-o)");
+			return EXIT_USAGE;
+		}
+	}
 	if (mkdir(dir, 0777) && errno != EEXIST) {
 		fprintf(stderr, "prism: %s: %s\n", dir, strerror(errno));
 		return EXIT_USAGE;
 	}
-	for (int i = 0; i < 4; i++) {
-		/* Never over the database itself. */
-		if (i < 3)
-			snprintf(path, sizeof(path), "%s/%s", dir, outs[i]);
-		else
-			snprintf(path, sizeof(path), "%s", all ? all : "");
-		if (path[0] && prism_same_file(path, R->db)) {
-			fprintf(stderr, "prism: %s would overwrite the input %s: give another %s\n",
-				path, R->db, i < 3 ? "folder (-o)" : "file (--csv-all)");
-			return EXIT_USAGE;
-		}
-	}
-	for (int i = 0; i < 3; i++) {
-		const char *p = i < 2 ? wpath[i] : all;
-		if (i < 2)
-			snprintf(wpath[i], 1100, "%s/%s", dir, outs[i]);
-		else if (!all)
-			break;
-		if (prism_wfile_open(&wf[i], p)) {
-			fprintf(stderr, "prism: %s: %s\n", p, strerror(errno));
+	for (int i = OUT_MD; i <= OUT_ALL; i++) {
+		if (!path[i][0])
+			continue;
+		if (i == OUT_ALL && all[0] ? prism_wfile_open(&wf[i], path[i])
+					   : prism_wfile_replace(&wf[i], path[i])) {
+			fprintf(stderr, "prism: %s: %s\n", path[i], strerror(errno));
 			return EXIT_USAGE;
 		}
 	}
@@ -942,11 +981,10 @@ int cmd_report(int argc, char **argv)
 	sqlite3 *db = NULL;
 	long long sid = -1;
 	const char *outdir = NULL, *all_arg = NULL;
-	char name[128] = "", dir[1024], all_path[1100] = "";
+	char name[128] = "", dir[REPORT_DIR], path[OUT_N][REPORT_PATH];
 	struct report R;
 	/* report.md, best.csv and all.csv: each whole or not at all. */
-	struct prism_wfile wf[3] = {{0}};
-	char wpath[2][1100];
+	struct prism_wfile wf[OUT_ALL + 1] = {{0}};
 	char *mdbuf = NULL;
 	size_t mdlen = 0;
 	FILE *mem = NULL;
@@ -1007,15 +1045,20 @@ int cmd_report(int argc, char **argv)
 	R.tie_given = tie_given;
 	if ((rc = open_sweep(&R, &db, sid, tokens, price, name, sizeof(name))))
 		return rc;
-	if (pareto_read(db, R.sid, &R.P) || pareto_rank(&R.P, tie)) {
+	if ((rc = pareto_read(db, R.sid, &R.P)) > 0) {
+		struct prism_err e;
+		prism_err_clear(&e);
+		dbfile_fail(db, rc, R.db, NULL, &e);
+		rc = cli_fail(&e);
+		goto out;
+	}
+	if (rc || pareto_rank(&R.P, tie)) {
 		fprintf(stderr, "prism: out of memory\n");
 		rc = 1;
 		goto out;
 	}
-	if (want_all)
-		snprintf(all_path, sizeof(all_path), "%s", all_arg ? all_arg : "");
-	if ((rc = open_outputs(&R, outdir, name, dir, sizeof(dir), want_all ? all_path : NULL,
-			       wpath, wf)))
+	if ((rc = open_outputs(&R, outdir, name, dir, sizeof(dir),
+			       want_all ? (all_arg ? all_arg : "") : NULL, path, wf)))
 		goto out;
 	/* report.md in memory first: written to its file and printed. */
 	if (!(mem = open_memstream(&mdbuf, &mdlen))) {
@@ -1031,33 +1074,33 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	mem = NULL;
-	fwrite(mdbuf, 1, mdlen, wf[0].f);
-	write_best_csv(wf[1].f, &R);
-	if (want_all && write_all_csv(wf[2].f, &R, db)) {
+	fwrite(mdbuf, 1, mdlen, wf[OUT_MD].f);
+	write_best_csv(wf[OUT_BEST].f, &R);
+	if (want_all && write_all_csv(wf[OUT_ALL].f, &R, db)) {
 		fprintf(stderr, "prism: %s: cannot read the candidates (%s)\n", argv[optind],
 			sqlite3_errmsg(db));
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i <= OUT_ALL; i++)
 		if (wf[i].f && prism_wfile_commit(&wf[i])) {
 			fprintf(stderr, "prism: %s: write failed: %s\n", wf[i].path,
 				strerror(errno));
 			rc = EXIT_USAGE;
 			goto out;
 		}
-	drawn = chart(dir, &R) == 0;
+	drawn = chart(path[OUT_SVG], &R) == 0;
 	if (json)
-		write_json(stdout, &R, db, dir, want_all ? all_path : NULL, drawn);
+		write_json(stdout, &R, db, dir, want_all ? path[OUT_ALL] : NULL, drawn);
 	else
 		fwrite(mdbuf, 1, mdlen, stdout);
 	fflush(stdout);
 	if (!drawn)
 		fprintf(stderr, "prism report: gnuplot failed; no chart (install gnuplot-nox)\n");
 	fprintf(stderr, "prism report: wrote %s/report.md, best.csv%s%s%s\n", dir,
-		drawn ? ", pareto.svg" : "", want_all ? ", " : "", want_all ? all_path : "");
+		drawn ? ", pareto.svg" : "", want_all ? ", " : "", want_all ? path[OUT_ALL] : "");
 out:
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i <= OUT_ALL; i++)
 		prism_wfile_abort(&wf[i]);
 	if (mem)
 		fclose(mem);

@@ -288,7 +288,10 @@ static int open_results(struct run *R, const char *db_arg, int batch_given, stru
 	int rc = 0;
 
 	if (db_arg) {
-		snprintf(R->dbpath, sizeof(R->dbpath), "%s", db_arg);
+		/* Cut short, it would name another file. */
+		if ((size_t)snprintf(R->dbpath, sizeof(R->dbpath), "%s", db_arg) >=
+		    sizeof(R->dbpath))
+			return cli_path_long("--db", db_arg, sizeof(R->dbpath) - 1, err);
 	} else {
 		if (R->lead)
 			mkdir("results", 0777);
@@ -444,21 +447,6 @@ out:
 	return rc;
 }
 
-/* The sweep file SWEEP names (a file, or a name in configs/sweeps/) into
- * path: 0, or the exit status after saying what is wrong. */
-static int find_sweep(const char *arg, char *path, size_t n)
-{
-	char near[128];
-	int k;
-	if (cli_find_config("sweeps", arg, path, n) == 0)
-		return 0;
-	k = strchr(arg, '/') ? -1 : configs_suggest("sweeps", arg, near, sizeof(near));
-	fprintf(stderr,
-		"prism: %s: no such file, nor configs/sweeps/%s.cfg%s%s%s (prism list sweeps)\n",
-		arg, arg, k == 0 ? "; did you mean " : "", k == 0 ? near : "", k == 0 ? "?" : "");
-	return EXIT_USAGE;
-}
-
 int cmd_search(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -519,8 +507,8 @@ int cmd_search(int argc, char **argv)
 		fprintf(stderr, "prism search: give one SWEEP file\n%s", help);
 		return EXIT_USAGE;
 	}
-	if ((rc = find_sweep(argv[optind], path, sizeof(path))))
-		return rc;
+	if (cli_config_path("sweeps", argv[optind], path, sizeof(path), &err))
+		return cli_fail(&err);
 	if (shard_init(&R.sh, &argc, &argv))
 		return EXIT_USAGE;
 	R.lead = R.sh.rank == 0;

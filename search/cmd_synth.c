@@ -215,14 +215,14 @@ int cmd_synth(int argc, char **argv)
 	in.hw = &hw;
 	/* The files the trace will be written to (one per stage) are checked
 	 * before any work: none may be an input. */
-	if (cli_find_config("models", argv[optind], mpath, sizeof(mpath)))
+	if (cli_find_config("models", argv[optind], mpath, sizeof(mpath), NULL))
 		mpath[0] = '\0';
-	if (cli_find_config("hw", hw_name, hpath, sizeof(hpath)))
+	if (cli_find_config("hw", hw_name, hpath, sizeof(hpath), NULL))
 		hpath[0] = '\0';
 	for (int r = 0; out && r < in.lay.pp; r++) {
-		char rp[1024];
-		cli_rank_path(out, r, in.lay.pp, rp, sizeof(rp));
-		if (cli_not_input(rp, "-o", inputs, 3, &err))
+		char rp[CLI_PATH_MAX];
+		if (cli_rank_path(out, "-o", r, in.lay.pp, rp, sizeof(rp), &err) ||
+		    cli_not_input(rp, "-o", inputs, 3, &err))
 			return cli_fail(&err);
 	}
 	if ((eff && parse_eff(eff, &in, &err)) || (host && parse_host(host, &in, &err)) ||
@@ -248,7 +248,7 @@ int cmd_synth(int argc, char **argv)
 		return cli_fail(&err);
 	}
 	if (out) {
-		rc = cli_write_trace(g, &so, out, inputs, 3, &err);
+		rc = cli_write_trace(g, &so, out, "-o", inputs, 3, &err);
 		graph_free(g);
 		synth_out_release(&so);
 		if (rc)

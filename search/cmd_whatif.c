@@ -77,7 +77,7 @@ static int write_timeline(struct graph *g, const struct synth_out *so, int metho
 	int rc;
 
 	if (method == PM_SYNTH || method == PM_REBUILD)
-		return cli_write_trace(g, so, path, in, n_in, err);
+		return cli_write_trace(g, so, path, "--timeline", in, n_in, err);
 	if (!(s = sim_new(g)))
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	sim_opts_default(&o);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "usage.h"
@@ -71,6 +72,7 @@ long configs_list(const struct configs_dirs *d, const char *kind, struct configs
 		while ((e = readdir(dh))) {
 			size_t len = strlen(e->d_name);
 			struct configs_entry c;
+			struct stat sb;
 			int seen = 0;
 			if (e->d_name[0] == '.' || len <= 4 || len - 4 >= sizeof(c.name) ||
 			    strcmp(e->d_name + len - 4, ".cfg") != 0)
@@ -83,6 +85,8 @@ long configs_list(const struct configs_dirs *d, const char *kind, struct configs
 			if (snprintf(c.path, sizeof(c.path), "%s/%s", dir, e->d_name) >=
 			    (int)sizeof(c.path))
 				continue; /* a path too long to open by name */
+			if (stat(c.path, &sb) != 0 || !S_ISREG(sb.st_mode))
+				continue; /* a FIFO would block whoever reads it */
 			if (VEC_PUSH(v, c)) {
 				closedir(dh);
 				VEC_FREE(v);

@@ -37,9 +37,10 @@ struct configs_entry {
 	char path[4352];
 };
 
-/* Every NAME.cfg of kind in the folders of d, each name once (the first
- * folder's), sorted by name; *out malloc'd (free it).  Returns the count,
- * or -1 when out of memory. */
+/* Every NAME.cfg of kind in the folders of d that is a regular file (a
+ * FIFO would block whoever reads it), each name once (the first folder's),
+ * sorted by name; *out malloc'd (free it).  Returns the count, or -1 when
+ * out of memory. */
 long configs_list(const struct configs_dirs *d, const char *kind, struct configs_entry **out);
 
 /* The shipped name of kind closest to name (usage_closest) into buf, 0;

@@ -7,6 +7,7 @@
 
 #include "calib.h"
 #include "cost.h"
+#include "dbfile.h"
 #include "hw.h"
 
 static int class_parse(const char *s)
@@ -27,6 +28,10 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS kernel ("
 			     " shape TEXT," /* the op's Input Dims, for people */
 			     " PRIMARY KEY (gpu, class, dtype, work))";
 
+/* What a kernel database holds (dbfile.h). */
+static const char *const kdb_tables[] = {"kernel", NULL};
+static const struct dbfile_kind kdb_kind = {"kernel database", kdb_tables};
+
 int kdbstore_load(struct kdb *db, const char *path, struct prism_err *err)
 {
 	sqlite3 *h = NULL;
@@ -34,18 +39,13 @@ int kdbstore_load(struct kdb *db, const char *path, struct prism_err *err)
 	int rc = 0, step;
 	long line = 0;
 
-	if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		rc = prism_err_set(err, PRISM_EIO, "%s: cannot open: %s", path,
-				   h ? sqlite3_errmsg(h) : "out of memory");
-		sqlite3_close(h);
+	if ((rc = dbfile_accept(path, &kdb_kind, DBFILE_READ, NULL, &h, err)))
 		return rc;
-	}
-	if (sqlite3_prepare_v2(h,
-			       "SELECT gpu, class, dtype, work, time_s, samples, shape FROM kernel"
-			       " ORDER BY rowid",
-			       -1, &st, NULL) != SQLITE_OK) {
-		rc = prism_err_set(err, PRISM_EFORMAT, "%s: not a prism kernel database: %s", path,
-				   sqlite3_errmsg(h));
+	if ((step = sqlite3_prepare_v2(h,
+				       "SELECT gpu, class, dtype, work, time_s, samples, shape "
+				       "FROM kernel ORDER BY rowid",
+				       -1, &st, NULL)) != SQLITE_OK) {
+		rc = dbfile_fail(h, step, path, &kdb_kind, err);
 		sqlite3_close(h);
 		return rc;
 	}
@@ -57,17 +57,26 @@ int kdbstore_load(struct kdb *db, const char *path, struct prism_err *err)
 		double work = sqlite3_column_double(st, 3), t = sqlite3_column_double(st, 4);
 		long n = (long)sqlite3_column_int64(st, 5);
 		int cls = cname ? class_parse(cname) : -1, dt = -1;
-		line++;
-		if (cls < 0 || !calib_fitted_class(cls))
+		char cshown[64], dshown[64];
+		dbfile_shown(cname ? cname : "", cshown, sizeof(cshown));
+		dbfile_shown(dname ? dname : "", dshown, sizeof(dshown));
+		if (++line > KDBSTORE_MAX_ROWS)
+			rc = prism_err_set(err, PRISM_EFORMAT,
+					   "%s: more than %d rows: not what prism writes", path,
+					   KDBSTORE_MAX_ROWS);
+		else if (cls < 0 || !calib_fitted_class(cls))
 			rc = prism_err_set(err, PRISM_EFORMAT, "%s: row %ld: class: unknown '%s'",
-					   path, line, cname ? cname : "");
+					   path, line, cshown);
 		else if (cost_compute_bound(cls) && (!dname || (dt = hw_dtype_parse(dname)) < 0))
 			rc = prism_err_set(err, PRISM_EFORMAT, "%s: row %ld: dtype: unknown '%s'",
-					   path, line, dname ? dname : "");
-		else if (!(work > 0) || !(t > 0) || n < 1 || !isfinite(work) || !isfinite(t))
+					   path, line, dshown);
+		else if (!(work > 0 && work <= KDBSTORE_MAX_WORK) ||
+			 !(t > 0 && t <= (double)PRISM_TIME_MAX / 1e9) || n < 1)
 			rc = prism_err_set(err, PRISM_EFORMAT,
-					   "%s: row %ld: work, time_s and samples must be positive",
-					   path, line);
+					   "%s: row %ld: work, time_s and samples must be positive "
+					   "(work at most %g, time_s at most %g)",
+					   path, line, KDBSTORE_MAX_WORK,
+					   (double)PRISM_TIME_MAX / 1e9);
 		else if (!gpu || !*gpu)
 			rc = prism_err_set(err, PRISM_EFORMAT, "%s: row %ld: gpu: empty", path,
 					   line);
@@ -75,7 +84,7 @@ int kdbstore_load(struct kdb *db, const char *path, struct prism_err *err)
 			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	}
 	if (!rc && step != SQLITE_DONE)
-		rc = prism_err_set(err, PRISM_EIO, "%s: %s", path, sqlite3_errmsg(h));
+		rc = dbfile_fail(h, step, path, &kdb_kind, err);
 	sqlite3_finalize(st);
 	sqlite3_close(h);
 	if (!rc && kdb_finish(db))
@@ -89,9 +98,9 @@ int kdbstore_save(const struct kdb *db, const char *path, struct prism_err *err)
 	sqlite3_stmt *st = NULL;
 	int ok;
 
-	ok = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) ==
-		 SQLITE_OK &&
-	     sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
+	if (dbfile_accept(path, &kdb_kind, DBFILE_WRITE, NULL, &h, err))
+		return err->code;
+	ok = sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
 	     sqlite3_exec(h, schema, NULL, NULL, NULL) == SQLITE_OK &&
 	     sqlite3_exec(h, "DELETE FROM kernel", NULL, NULL, NULL) == SQLITE_OK &&
 	     sqlite3_prepare_v2(
@@ -116,8 +125,7 @@ int kdbstore_save(const struct kdb *db, const char *path, struct prism_err *err)
 	if (ok)
 		ok = sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
 	if (!ok) {
-		int rc = prism_err_set(err, PRISM_EIO, "%s: %s", path,
-				       h ? sqlite3_errmsg(h) : "out of memory");
+		int rc = prism_err_set(err, PRISM_EIO, "%s: %s", path, sqlite3_errmsg(h));
 		sqlite3_close(h);
 		return rc;
 	}

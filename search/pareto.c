@@ -129,10 +129,12 @@ int pareto_read(sqlite3 *db, long long sid, struct pareto *P)
 	if (pareto_select(db, sql, sizeof(sql),
 			  "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb"
 			  " FROM candidate WHERE sweep=?1 AND status='simulated'"
-			  " ORDER BY gpus, iter_s, key") == 0)
-		sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+			  " ORDER BY gpus, iter_s, key") != 0)
+		return SQLITE_INTERNAL;
+	if ((rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL)) != SQLITE_OK)
+		return rc;
 	sqlite3_bind_int64(st, 1, sid);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (VEC_RESERVE(rv, rv.n + 1)) {
 			rc = -1;
 			break;
@@ -140,6 +142,7 @@ int pareto_read(sqlite3 *db, long long sid, struct pareto *P)
 		read_row(st, &rv.v[rv.n++]);
 	}
 	sqlite3_finalize(st);
+	rc = rc == SQLITE_DONE ? 0 : rc;
 	P->rows = rv.v;
 	P->n = rv.n;
 	return rc;

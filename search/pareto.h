@@ -67,8 +67,9 @@ void pareto_knob_text(const struct pareto_row *r, int k, char *buf, size_t n);
  * knob's default.  0, or -1 if sql is too small. */
 int pareto_select(sqlite3 *db, char *sql, size_t n, const char *rest);
 
-/* Sweep sid's simulated rows of db into P->rows (by gpus, iter_s, key):
- * 0, or -1 when out of memory. */
+/* Sweep sid's simulated rows of db into P->rows (by gpus, iter_s, key),
+ * rows store_rows_check found within what prism writes: 0, -1 when out of
+ * memory, or the SQLite code (> 0) when they cannot be read. */
 int pareto_read(sqlite3 *db, long long sid, struct pareto *P);
 
 /* Rank P's rows (sorted by gpus, iter_s, key) with near-tie fraction tie:

@@ -1,7 +1,9 @@
 /* prism.c - main(): dispatch to subcommands. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "usage.h"
@@ -63,11 +65,57 @@ static void usage(FILE *f)
 	      f);
 }
 
+/*
+ * Standard output through a stream that keeps the first write error's
+ * errno: stdio's error flag says that a write failed (a full disk, a
+ * closed pipe), not why, and a report cut short must not exit 0.
+ */
+struct out {
+	int err; /* the first failed write's errno, or 0 */
+};
+
+static ssize_t out_write(void *cookie, const char *buf, size_t n)
+{
+	struct out *o = cookie;
+	size_t done = 0;
+	while (done < n) {
+		ssize_t w = write(STDOUT_FILENO, buf + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (!o->err)
+				o->err = w < 0 ? errno : EIO;
+			return done ? (ssize_t)done : -1;
+		}
+		done += (size_t)w;
+	}
+	return (ssize_t)n;
+}
+
+/* Standard output, the command's exit status rc: where anything written
+ * to it was lost, exit 1 (unless rc says an earlier failure) saying why. */
+static int out_close(struct out *o, int rc)
+{
+	int bad = fflush(stdout) != 0 || ferror(stdout);
+	if (fclose(stdout) != 0)
+		bad = 1;
+	if (!bad && !o->err)
+		return rc;
+	fprintf(stderr, "prism: standard output: write failed: %s\n",
+		strerror(o->err ? o->err : EIO));
+	return rc ? rc : 1;
+}
+
 int main(int argc, char **argv)
 {
+	static const cookie_io_functions_t out_io = {NULL, out_write, NULL, NULL};
 	const char *names[N_COMMANDS + 1];
+	struct out o = {0};
+	FILE *f;
 	int k;
 
+	if ((f = fopencookie(&o, "w", out_io)))
+		stdout = f;
 	/* Lines in the order they were written when stdout and stderr share a
 	 * file or pipe (2>&1 | less, a CI log): fully buffered, a table's
 	 * second half came out after the messages that followed it. */
@@ -76,20 +124,20 @@ int main(int argc, char **argv)
 	opterr = 0;
 	if (argc < 2) {
 		usage(stderr);
-		return EXIT_USAGE;
+		return out_close(&o, EXIT_USAGE);
 	}
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);
-		return 0;
+		return out_close(&o, 0);
 	}
 	if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
 		printf("prism %s\n", PRISM_VERSION);
-		return 0;
+		return out_close(&o, 0);
 	}
 	for (k = 0; k < N_COMMANDS; k++) {
 		if (strcmp(argv[1], commands[k].name) == 0)
-			return commands[k].run(argc - 1, argv + 1);
+			return out_close(&o, commands[k].run(argc - 1, argv + 1));
 		names[k] = commands[k].name;
 	}
 	names[N_COMMANDS] = "help";
@@ -99,5 +147,5 @@ int main(int argc, char **argv)
 			argv[1], names[k]);
 	else
 		fprintf(stderr, "prism: unknown command '%s' (prism --help)\n", argv[1]);
-	return EXIT_USAGE;
+	return out_close(&o, EXIT_USAGE);
 }

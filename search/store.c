@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "dbfile.h"
 #include "vec.h"
 
 #define STR_(x) #x
@@ -140,66 +141,17 @@ static int query_text(sqlite3 *db, const char *sql, char *buf, size_t n)
 	return rc;
 }
 
-/* A query that failed on path: not a database (or damaged past reading),
- * out of memory, or another failure to read it -- never the file's fault
- * unless SQLite says so. */
-static int unreadable(sqlite3 *db, int rc, const char *path, struct prism_err *err)
+/* What a results database holds (dbfile.h). */
+static const char *const store_tables[] = {"sweep", "candidate", NULL};
+static const struct dbfile_kind store_kind = {"results database", store_tables};
+
+int store_open_read(const char *path, sqlite3 **db, struct prism_err *err)
 {
-	if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT)
-		return prism_err_set(err, PRISM_EFORMAT, "%s: not a results database (%s)", path,
-				     sqlite3_errmsg(db));
-	if ((rc & 0xff) == SQLITE_NOMEM)
-		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
-	return prism_err_set(err, PRISM_EIO, "%s: cannot read the database (%s)", path,
-			     sqlite3_errmsg(db));
-}
-
-int store_check(sqlite3 *db, const char *path, struct prism_err *err)
-{
-	char buf[256];
-	int rc;
-
-	if ((rc = query_text(db, "PRAGMA quick_check(1)", buf, sizeof(buf))) != SQLITE_OK)
-		return unreadable(db, rc, path, err);
-	if (strcmp(buf, "ok") == 0)
-		return 0;
-	/* quick_check's first finding, on one line. */
-	for (char *c = buf; *c; c++)
-		if (*c == '\n')
-			*c = ' ';
-	return prism_err_set(err, PRISM_EFORMAT,
-			     "%s: the database is damaged (quick_check: %s): restore it or use "
-			     "another",
-			     path, buf);
-}
-
-/* Whether the file at db is one prism may write into, before anything is
- * written: undamaged (store_check), and empty or holding prism's tables
- * alone. */
-static int check_file(sqlite3 *db, const char *path, struct prism_err *err)
-{
-	char buf[256];
-	int rc;
-
-	if ((rc = store_check(db, path, err)))
-		return rc;
-	if ((rc = query_text(db,
-			     "SELECT type || ' ' || name FROM sqlite_master WHERE name NOT IN "
-			     "('sweep', 'candidate') AND name NOT LIKE 'sqlite_autoindex_%' "
-			     "ORDER BY name",
-			     buf, sizeof(buf))) != SQLITE_OK)
-		return unreadable(db, rc, path, err);
-	if (buf[0])
-		return prism_err_set(err, PRISM_EFORMAT,
-				     "%s: not a prism results database (it holds %s): give "
-				     "another --db",
-				     path, buf);
-	return 0;
+	return dbfile_accept(path, &store_kind, DBFILE_READ, NULL, db, err);
 }
 
 int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 {
-	char name[4096];
 	int ver = 0, had_mode = 0, rc;
 
 	*db = NULL;
@@ -208,16 +160,8 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 		return prism_err_set(
 		    err, PRISM_EARG,
 		    "'%s' is no file: the results would be lost (give a file name)", path);
-	/* A path, never a URI, whatever SQLite was built with. */
-	snprintf(name, sizeof(name), "%s%s", strncmp(path, "file:", 5) == 0 ? "./" : "", path);
-	if (sqlite3_open_v2(name, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-	    SQLITE_OK) {
-		rc = prism_err_set(err, PRISM_EIO, "%s: %s", path, sqlite3_errmsg(*db));
-		sqlite3_close(*db);
-		*db = NULL;
+	if ((rc = dbfile_open(path, &store_kind, DBFILE_WRITE, db, err)))
 		return rc;
-	}
-	sqlite3_busy_timeout(*db, 10000);
 	{
 		char v[32];
 		if (query_text(*db, "PRAGMA user_version", v, sizeof(v)) == SQLITE_OK)
@@ -228,7 +172,7 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 				   "%s: results database version %d (this prism writes %d)", path,
 				   ver, STORE_VERSION);
 	else
-		rc = check_file(*db, path, err);
+		rc = dbfile_check(*db, path, &store_kind, DBFILE_WRITE, "give another --db", err);
 	if (rc) {
 		sqlite3_close(*db);
 		*db = NULL;
@@ -315,18 +259,21 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 				     : 0;
 		/* The same sweep file over a changed base is not a resume. */
 		if (was && s->fingerprint[0] && strcmp(was, s->fingerprint) != 0) {
+			char shown[64];
+			dbfile_shown(was, shown, sizeof(shown));
 			rc = prism_err_set(err, PRISM_EARG,
 					   "%s: sweep %s (id %lld) was run on another base (%s, "
 					   "now %s): give another --db, or rename the sweep",
-					   sqlite3_db_filename(db, "main"), s->name, *id, was,
+					   sqlite3_db_filename(db, "main"), s->name, *id, shown,
 					   s->fingerprint);
 			sqlite3_finalize(st);
 			return rc;
 		}
 	}
 	sqlite3_finalize(st);
+	/* Resumed: its rows must be ones prism could have written. */
 	if (*resumed)
-		return 0;
+		return store_rows_check(db, sqlite3_db_filename(db, "main"), *id, err);
 	if (sqlite3_prepare_v2(
 		db,
 		"INSERT INTO sweep(name, config, model, hw, version, started, base,"
@@ -606,6 +553,140 @@ int store_best(sqlite3 *db, long long id, int *gpus, double *best, int max)
 	return n;
 }
 
+/*
+ * What store_put writes into each column, for the rows read back (a
+ * report, a resume): NULL, or a number in lo..hi.  The columns the report
+ * computes with are held to what prism could have written (a time of
+ * 1e306 s would make the chart's tick loop run for ever, a knob of 1e300
+ * is no int); the breakdowns it only copies, to finite bounds.
+ */
+#define STORE_MAX_S   ((double)PRISM_TIME_MAX / 1e9) /* the longest time prism holds, s */
+#define STORE_MAX_GB  1e12			     /* a petabyte per GPU */
+#define STORE_MAX_TPS ((double)SWEEP_MAX_BATCH * LLM_MAX_SEQ / 1e-9)
+static const struct store_range {
+	const char *col;
+	double lo, hi;
+} store_ranges[] = {
+    {"gpus", 1, LAYOUT_MAX_GPUS},
+    {"analytic_s", 0, STORE_MAX_S},
+    {"bound_s", 0, STORE_MAX_S},
+    {"iter_s", 1e-9, STORE_MAX_S}, /* whole nanoseconds */
+    {"bubble", 0, 1},
+    {"tokens_per_s", 0, STORE_MAX_TPS},
+    {"mfu", 0, 100},
+    {"gpu_hours", 0, LAYOUT_MAX_GPUS *STORE_MAX_S / 3600},
+    {"mem_gb", 0, STORE_MAX_GB},
+    {"fits", 0, 1},
+    {"exposed_compute_s", -STORE_MAX_S, STORE_MAX_S},
+    {"exposed_comm_s", -STORE_MAX_S, STORE_MAX_S},
+    {"overlap_s", -STORE_MAX_S, STORE_MAX_S},
+    {"idle_s", -STORE_MAX_S, STORE_MAX_S},
+    {"mem_stage", 0, LAYOUT_MAX_STAGES *LAYOUT_MAX_VP},
+    {"mem_weights_gb", -STORE_MAX_GB, STORE_MAX_GB},
+    {"mem_grads_gb", -STORE_MAX_GB, STORE_MAX_GB},
+    {"mem_optimizer_gb", -STORE_MAX_GB, STORE_MAX_GB},
+    {"mem_buffers_gb", -STORE_MAX_GB, STORE_MAX_GB},
+    {"mem_activations_gb", -STORE_MAX_GB, STORE_MAX_GB},
+    {"mem_transient_gb", -STORE_MAX_GB, STORE_MAX_GB},
+    {"mem_fragmentation_gb", -STORE_MAX_GB, STORE_MAX_GB},
+};
+#define N_RANGES (sizeof(store_ranges) / sizeof(store_ranges[0]))
+
+/* The columns to check (those db has): the ranges above and the numeric
+ * knobs' (lo..hi of layout.h) into c[], returning how many. */
+static size_t checked_columns(sqlite3 *db, struct store_range *c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < N_RANGES; i++)
+		if (has_column(db, store_ranges[i].col))
+			c[n++] = store_ranges[i];
+	for (int k = 0; k < LK_N; k++) {
+		const struct layout_knob *K = &layout_knobs[k];
+		if ((K->flags & LK_STORE) && K->kind != LK_NAME && K->kind != LK_PART &&
+		    has_column(db, K->id))
+			c[n++] = (struct store_range){K->id, K->lo, K->hi};
+	}
+	return n;
+}
+
+/* 1 when column i of st is NULL or a number in r's range. */
+static int in_range(sqlite3_stmt *st, int i, const struct store_range *r)
+{
+	int t = sqlite3_column_type(st, i);
+	double v = sqlite3_column_double(st, i);
+	return t == SQLITE_NULL ||
+	       ((t == SQLITE_INTEGER || t == SQLITE_FLOAT) && v >= r->lo && v <= r->hi);
+}
+
+int store_rows_check(sqlite3 *db, const char *path, long long id, struct prism_err *err)
+{
+	struct store_range c[N_RANGES + LK_N];
+	size_t nc = checked_columns(db, c), o;
+	sqlite3_stmt *st;
+	char sql[8192];
+	long long rows = 0;
+	int rc;
+
+	/* A sweep has at most SWEEP_MAX_CANDIDATES candidates. */
+	if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM candidate WHERE sweep=?1", -1, &st,
+			       NULL) != SQLITE_OK)
+		return dbfile_fail(db, sqlite3_errcode(db), path, &store_kind, err);
+	sqlite3_bind_int64(st, 1, id);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		rows = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return dbfile_fail(db, rc, path, &store_kind, err);
+	if (rows > SWEEP_MAX_CANDIDATES)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: sweep %lld holds %lld candidates, more than a sweep has "
+				     "(%u): not what prism writes",
+				     path, id, rows, SWEEP_MAX_CANDIDATES);
+	/* The first row with a column out of range, in one pass. */
+	o = (size_t)snprintf(sql, sizeof(sql), "SELECT key");
+	for (size_t i = 0; i < nc; i++)
+		o += (size_t)snprintf(sql + o, sizeof(sql) - o, ", %s", c[i].col);
+	o += (size_t)snprintf(sql + o, sizeof(sql) - o, " FROM candidate WHERE sweep=?1 AND (0");
+	for (size_t i = 0; i < nc && o < sizeof(sql); i++)
+		o += (size_t)snprintf(sql + o, sizeof(sql) - o,
+				      " OR NOT (%s IS NULL OR (typeof(%s) IN ('integer', 'real') "
+				      "AND %s BETWEEN %.17g AND %.17g))",
+				      c[i].col, c[i].col, c[i].col, c[i].lo, c[i].hi);
+	if (o + sizeof(") LIMIT 1") > sizeof(sql))
+		return prism_err_set(err, PRISM_EINTERNAL,
+				     "store_rows_check: the query is too long");
+	snprintf(sql + o, sizeof(sql) - o, ") LIMIT 1");
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return dbfile_fail(db, sqlite3_errcode(db), path, &store_kind, err);
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st, 0);
+		char k[96];
+		size_t i = 0;
+		while (i + 1 < nc && in_range(st, (int)i + 1, &c[i]))
+			i++;
+		dbfile_shown(key ? key : "", k, sizeof(k));
+		if (sqlite3_column_type(st, (int)i + 1) == SQLITE_INTEGER ||
+		    sqlite3_column_type(st, (int)i + 1) == SQLITE_FLOAT)
+			rc = prism_err_set(err, PRISM_EFORMAT,
+					   "%s: sweep %lld, candidate '%s': %s %g is outside "
+					   "%g..%g: not what prism writes",
+					   path, id, k, c[i].col,
+					   sqlite3_column_double(st, (int)i + 1), c[i].lo, c[i].hi);
+		else
+			rc =
+			    prism_err_set(err, PRISM_EFORMAT,
+					  "%s: sweep %lld, candidate '%s': %s is not a number: not "
+					  "what prism writes",
+					  path, id, k, c[i].col);
+	} else {
+		rc = rc == SQLITE_DONE ? 0 : dbfile_fail(db, rc, path, &store_kind, err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int store_finish(sqlite3 *db, long long id, struct prism_err *err)
 {
 	sqlite3_stmt *st;
@@ -617,5 +698,13 @@ int store_finish(sqlite3 *db, long long id, struct prism_err *err)
 	sqlite3_bind_double(st, 2, (double)time(NULL));
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : fail(db, "update", err);
+	if (rc != SQLITE_DONE)
+		return fail(db, "update", err);
+	/* Out of WAL mode once the sweep is done: a rollback-journal file is
+	 * read from a folder prism cannot write (WAL needs a -shm file beside
+	 * it).  Where another process has the file open this fails, and the
+	 * file stays in WAL mode: no matter. */
+	sqlite3_busy_timeout(db, 0);
+	sqlite3_exec(db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
+	return 0;
 }

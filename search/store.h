@@ -32,7 +32,8 @@
  * batch (version 2 with mode and batch).  docs/RESULTS.md: every column's
  * unit.
  * Every batch is one transaction: a killed run loses at most the batch in
- * flight, and WAL keeps the file consistent.
+ * flight, and WAL keeps the file consistent; store_finish leaves WAL mode,
+ * so that a finished database is read from a folder prism cannot write.
  */
 #ifndef PRISM_STORE_H
 #define PRISM_STORE_H
@@ -44,15 +45,28 @@
 #define STORE_VERSION 8
 
 /* Open (creating) the database at path, a file name (never a URI; "" and
- * ":memory:" are refused: the results would vanish).  Before anything is
- * written the file must pass PRAGMA quick_check and hold nothing but
- * prism's tables.  0, or PRISM_EARG / PRISM_EFORMAT / PRISM_EIO /
- * PRISM_EVERSION with err naming the file. */
+ * ":memory:" are refused: the results would vanish) to write into it.
+ * Before anything is written the file must be a regular file or absent,
+ * hold nothing but prism's tables and their automatic indexes, and pass
+ * PRAGMA integrity_check (dbfile.h).  0, or PRISM_EARG / PRISM_EFORMAT /
+ * PRISM_EIO / PRISM_EVERSION with err naming the file. */
 int store_open(const char *path, sqlite3 **db, struct prism_err *err);
 
-/* PRAGMA quick_check on db (opened from path): 0, or PRISM_EFORMAT naming
- * the file and the first damage found, or saying it is no database. */
-int store_check(sqlite3 *db, const char *path, struct prism_err *err);
+/* Open the database at path to read it (prism report): a regular file
+ * holding prism's tables and their automatic indexes alone, passing PRAGMA
+ * quick_check; of any version, read as it is (in WAL mode from a folder
+ * prism cannot write too, where no log lies beside it).  0, or
+ * PRISM_EFORMAT ("not a prism results database", "the database is
+ * damaged") / PRISM_EIO / PRISM_EARG with err naming the file. */
+int store_open_read(const char *path, sqlite3 **db, struct prism_err *err);
+
+/* Whether sweep id's rows in db (opened from path) are ones prism could
+ * have written: at most SWEEP_MAX_CANDIDATES of them, and every number
+ * store_put writes NULL or within its range (the knobs' as layout.h's
+ * lo..hi; times at most PRISM_TIME_MAX ns, a simulated time at least 1 ns;
+ * fractions 0..1; docs/RESULTS.md).  0, or PRISM_EFORMAT naming the
+ * candidate's key and the column. */
+int store_rows_check(sqlite3 *db, const char *path, long long id, struct prism_err *err);
 
 /* How a sweep's candidates are screened: what its stored rows depend on. */
 struct store_run {

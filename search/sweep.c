@@ -206,15 +206,27 @@ static int known_knobs(const char *file, config_setting_t *space, struct prism_e
 	return 0;
 }
 
-/* A file named in the sweep file: relative paths are tried from the
- * working directory, then from the sweep file's. */
-static void resolve(const char *file, const char *p, char *buf, size_t n)
+/* A file named by setting `what` of the sweep file: relative paths are
+ * tried from the working directory, then from the sweep file's.  0, or
+ * PRISM_EARG when the path does not fit in buf (n bytes): cut short, it
+ * would name another file. */
+static int resolve(const char *file, const char *what, const char *p, char *buf, size_t n,
+		   struct prism_err *err)
 {
 	const char *slash = strrchr(file, '/');
+	char opt[64];
+	size_t k;
+	int rc;
 	if (p[0] != '/' && slash && access(p, R_OK) != 0)
-		snprintf(buf, n, "%.*s/%s", (int)(slash - file), file, p);
+		k = (size_t)snprintf(buf, n, "%.*s/%s", (int)(slash - file), file, p);
 	else
-		snprintf(buf, n, "%s", p);
+		k = (size_t)snprintf(buf, n, "%s", p);
+	if (k < n)
+		return 0;
+	snprintf(opt, sizeof(opt), "'%s'", what);
+	rc = cli_path_long(opt, p, n - 1, err);
+	prism_err_prefix(err, "%s", file);
+	return rc;
 }
 
 /* 'base': a trace file or saved graph, or a list of trace files (the
@@ -222,7 +234,7 @@ static void resolve(const char *file, const char *p, char *buf, size_t n)
 static int base_setting(const char *file, config_t *cf, struct sweep *s, struct prism_err *err)
 {
 	config_setting_t *b = config_lookup(cf, "base");
-	int n;
+	int n, rc;
 
 	if (!b)
 		return 0;
@@ -244,7 +256,8 @@ static int base_setting(const char *file, config_t *cf, struct sweep *s, struct 
 			    err, PRISM_EFORMAT,
 			    "%s:%d: 'base' must be a file name in quotes (or a list)", file,
 			    config_setting_source_line(e));
-		resolve(file, p, buf, sizeof(buf));
+		if ((rc = resolve(file, "base", p, buf, sizeof(buf), err)))
+			return rc;
 		if (!(s->base[s->n_base] = prism_strdup(buf)))
 			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 		s->n_base++;
@@ -303,7 +316,7 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		char *model[1] = {s->model_name};
 		if ((rc = base_load(&s->bl, model, 1, &o, err)))
 			return rc;
-		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath)) == 0)
+		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath), NULL) == 0)
 			files[nf++] = mpath;
 	} else {
 		if ((rc = base_load(&s->bl, s->base, s->n_base, &o, err))) {
@@ -399,7 +412,8 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		char p[512];
 		if ((rc = cfg_text(path, &cf, NULL, "kernel_db", p, sizeof(p), err)))
 			goto out;
-		resolve(path, p, s->kdb_path, sizeof(s->kdb_path));
+		if ((rc = resolve(path, "kernel_db", p, s->kdb_path, sizeof(s->kdb_path), err)))
+			goto out;
 	}
 	/* What a training run needs, for the report's days and cost: both
 	 * optional.  1e16 tokens is 30x today's largest runs. */

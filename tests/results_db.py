@@ -50,7 +50,7 @@ with tempfile.TemporaryDirectory() as d:
     with open(text, "w") as f:
         f.write("not a database\n" * 100)
     r = run("search", SWEEP, "--db", text)
-    refused(r, f"prism: {text}: not a results database (file is not a database)\n",
+    refused(r, f"prism: {text}: not a prism results database (file is not a database)\n",
             "a text file as --db")
     check(digest(text) == hashlib.sha256(b"not a database\n" * 100).hexdigest(),
           "the text file was changed")
@@ -68,11 +68,12 @@ with tempfile.TemporaryDirectory() as d:
         f.seek((root - 1) * size + 3)
         f.write(b"\xff\xff")
     before = digest(db)
-    damaged = (f"prism: {db}: the database is damaged (quick_check: *** in database main *** "
+    damaged = (f"prism: {db}: the database is damaged (%s: *** in database main *** "
                f"Page {root}: btreeInitPage() returns error code 11): restore it or use "
                "another\n")
-    refused(run("search", SWEEP, "--db", db), damaged, "resuming into a damaged database")
+    refused(run("search", SWEEP, "--db", db), damaged % "integrity_check",
+            "resuming into a damaged database")
     check(digest(db) == before, "the damaged database was written to")
-    refused(run("report", db, "-o", os.path.join(d, "rep")), damaged,
+    refused(run("report", db, "-o", os.path.join(d, "rep")), damaged % "quick_check",
             "a report of a damaged database")
     check(not os.path.exists(os.path.join(d, "rep")), "report of a damaged database wrote")

@@ -137,7 +137,7 @@ with tempfile.TemporaryDirectory() as d:
     nul = os.path.join(d, "nul.cfg")
     with open(nul, "w") as f:
         f.write(TEXT.replace("global_batch", "global\0batch"))
-    for path, msg in ((fifo, f"prism: {fifo}: not a regular file\n"),
+    for path, msg in ((fifo, f"prism: {fifo}: not a regular file (a FIFO)\n"),
                       (big, f"prism: {big}: {len(TEXT) + (1 << 20) + 1} bytes, more than a "
                        "configuration file may have (1048576)\n"),
                       (nul, f"prism: {nul}: byte {TEXT.index('global_batch') + 6}: a NUL byte "

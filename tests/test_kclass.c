@@ -427,13 +427,14 @@ static void test_kdb(void **state)
 	{
 		char want[256];
 		snprintf(want, sizeof(want),
-			 "%s: not a prism kernel database: no such table: kernel", path);
+			 "%s: not a prism kernel database (it holds table other)", path);
 		assert_string_equal(err.msg, want);
 	}
 	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
 	assert_int_equal(
 	    sqlite3_exec(h,
-			 "CREATE TABLE kernel (gpu, class, dtype, work, time_s, samples,"
+			 "DROP TABLE other; CREATE TABLE kernel (gpu, class, dtype, work, time_s,"
+			 " samples,"
 			 " shape); INSERT INTO kernel VALUES ('G', 'gemm', 'bf16', 1e9,"
 			 " 1e-5, 1, ''), ('G', 'bogus', 'any', 1e6, 1e-5, 1, '')",
 			 NULL, NULL, NULL),

@@ -300,7 +300,8 @@ static int wrap(struct prism_wfile *w, int fd)
 	return 0;
 }
 
-int prism_wfile_open(struct prism_wfile *w, const char *path)
+/* prism_wfile_open, or with in_place 0 prism_wfile_replace. */
+static int wfile_open(struct prism_wfile *w, const char *path, int in_place)
 {
 	struct stat sb;
 	int fd = -1;
@@ -309,7 +310,7 @@ int prism_wfile_open(struct prism_wfile *w, const char *path)
 	w->path = path;
 	w->tmp[0] = '\0';
 	w->sync_fd = -1;
-	if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+	if (in_place && lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
 		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 		return fd < 0 ? -1 : wrap(w, fd);
 	}
@@ -335,6 +336,16 @@ int prism_wfile_open(struct prism_wfile *w, const char *path)
 		return -1;
 	}
 	return 0;
+}
+
+int prism_wfile_open(struct prism_wfile *w, const char *path)
+{
+	return wfile_open(w, path, 1);
+}
+
+int prism_wfile_replace(struct prism_wfile *w, const char *path)
+{
+	return wfile_open(w, path, 0);
 }
 
 int prism_wfile_commit(struct prism_wfile *w)
@@ -392,4 +403,16 @@ int prism_same_file(const char *a, const char *b)
 	struct stat sa, sb;
 	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
 	       sa.st_ino == sb.st_ino;
+}
+
+const char *prism_special_file(const char *path)
+{
+	struct stat sb;
+	if (stat(path, &sb) != 0 || S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode))
+		return NULL;
+	return S_ISFIFO(sb.st_mode)   ? "a FIFO"
+	       : S_ISCHR(sb.st_mode)  ? "a character device"
+	       : S_ISBLK(sb.st_mode)  ? "a block device"
+	       : S_ISSOCK(sb.st_mode) ? "a socket"
+				      : "not a file";
 }

@@ -92,11 +92,23 @@ struct prism_wfile {
 };
 
 int prism_wfile_open(struct prism_wfile *w, const char *path);
+
+/* As prism_wfile_open, except that path is always replaced by the new
+ * file, never written in place: a link, FIFO or device there is replaced,
+ * not followed (outputs of fixed names in a folder others may write, where
+ * a planted link would send them onto another file of the user's). */
+int prism_wfile_replace(struct prism_wfile *w, const char *path);
 int prism_wfile_commit(struct prism_wfile *w);
 void prism_wfile_abort(struct prism_wfile *w);
 
 /* 1 when paths a and b name the same existing file (device and inode). */
 int prism_same_file(const char *a, const char *b);
+
+/* What path names (links followed) when it is a file opened by name that
+ * could block its reader or holds no file's bytes: "a FIFO", "a character
+ * device", "a block device", "a socket"; NULL when it is a regular file, a
+ * folder or absent (whoever opens it then says what else is wrong). */
+const char *prism_special_file(const char *path);
 
 /*
  * Times and durations in nanoseconds stay within +-PRISM_TIME_MAX (2^62 - 1,
