@@ -65,6 +65,12 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		fprintf(f, " (%d key-value)", llm_kv_heads(&in->m));
 	fprintf(f, ", ffn %d%s, seq %d, vocab %d%s\n", in->m.ffn, in->m.gated ? " swiglu" : "",
 		in->m.seq, in->m.vocab, in->lay.flash ? "" : ", attention without flash");
+	if (llm_mla(&in->m))
+		fprintf(f,
+			"attention  multi-head latent: q rank %d, kv rank %d; heads %.0f wide in Q "
+			"and K (%d of RoPE), %.0f in V\n",
+			in->m.q_lora_rank, in->m.kv_lora_rank, llm_qk_head_dim(&in->m),
+			in->m.qk_rope_head_dim, llm_v_head_dim(&in->m));
 	if (in->m.experts > 0) {
 		const struct layout *l = &in->lay;
 		fprintf(f,
@@ -191,4 +197,10 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 			in->m.expert_ffn > 0 ? in->m.expert_ffn : in->m.ffn, in->m.first_dense,
 			layout_edp(l), mem_moe_peak(&in->m, l), llm_params(&in->m),
 			llm_active_params(&in->m), synth_moe_a2a_bytes(in), synth_moe_a2a_s(in));
+	if (llm_mla(&in->m))
+		fprintf(f,
+			",\"q_lora_rank\":%d,\"kv_lora_rank\":%d,\"qk_nope_head_dim\":%d,"
+			"\"qk_rope_head_dim\":%d,\"v_head_dim\":%d",
+			in->m.q_lora_rank, in->m.kv_lora_rank, in->m.qk_nope_head_dim,
+			in->m.qk_rope_head_dim, in->m.v_head_dim);
 }

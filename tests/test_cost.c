@@ -479,6 +479,71 @@ static void test_window(void **state)
 			 1e-12);
 }
 
+/*
+ * Multi-head latent attention, DeepSeek-V3's (configs/models/deepseek-v3.cfg,
+ * config.json's q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128,
+ * qk_rope_head_dim 64, v_head_dim 128; hidden 7168, 128 heads), by hand:
+ *  - the five matrices: q down 7168 x 1536 = 11,010,048; q up 1536 x
+ *    (128 x 192) = 37,748,736; kv down 7168 x (512 + 64) = 4,128,768; kv
+ *    up 512 x (128 x (128 + 128)) = 16,777,216; projection (128 x 128) x
+ *    7168 = 117,440,512: 187,105,280 a layer; the down projections
+ *    15,138,816 of them, whole on every tensor-parallel rank;
+ *  - a layer's biases and norms: the projection's bias 7168 and the norms
+ *    on the compressed q and kv 2 x (1536 + 512) = 4096, two layer norms
+ *    4 x 7168, the FFN's biases 18432 + 7168: a dense layer (ffn 18432,
+ *    SwiGLU: 3 x 7168 x 18432 = 396,361,728) is 583,532,544; an MoE layer
+ *    187,105,280 + 11,264 + 28,672 + the router 256 x 7168 = 1,835,008 +
+ *    257 experts of 3 x 7168 x 2048 = 44,040,192: 11,507,309,568, 9
+ *    experts active: 585,341,952;
+ *  - the model: 3 dense + 58 MoE layers, 2 x 129280 x 7168 = 1,853,358,080
+ *    untied embeddings, the final norm 14,336: 671,027,924,992 parameters,
+ *    37,553,803,264 active;
+ *  - forward FLOPs of one sequence of 4096 tokens: the projections 2 x 4096
+ *    x 187,105,280 = 1,532,766,453,760, the attention core 2 x 4096^2 x 128
+ *    x (192 + 128) = 1,374,389,534,720 (the whole square, as llm.h counts
+ *    it);
+ *  - activations (tp 1, flash): Korthikanti's 10 + 16 s b h, Q, K, V and the
+ *    core's output 2 x 128 x (192 + 192 + 128 + 128) = 163,840 bytes a
+ *    token, the compressed q's and kv's norms' inputs and outputs 4 x (1536
+ *    + 512) = 8,192: (26 x 7168 + 172,032) x 4096 = 50 s b h;
+ *  - on tp 8 a dense layer is 583,532,544 / 8 + 15,138,816 x 7/8 =
+ *    86,188,032 parameters a rank.
+ */
+static void test_mla(void **state)
+{
+	struct llm m;
+	struct prism_err err;
+	struct layout l;
+	double gemm, attn, act;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/deepseek-v3.cfg", &m, &err), 0);
+	assert_true(llm_mla(&m));
+	assert_int_equal(llm_kv_heads(&m), 128);
+	assert_true(llm_qk_head_dim(&m) == 192 && llm_v_head_dim(&m) == 128);
+	assert_true(llm_head_dim(&m) == 160 && llm_attn_width(&m) == 128 * 160);
+	assert_true(llm_proj_width(&m) == 16384);
+	assert_true(llm_attn_params(&m) == 11010048.0 + 37748736 + 4128768 + 16777216 + 117440512);
+	assert_true(llm_attn_params(&m) == 187105280);
+	assert_true(llm_mla_down_params(&m) == 15138816);
+	assert_true(llm_layer_params(&m) == 583532544);
+	assert_true(llm_moe_layer_params(&m, &act) == 11507309568.0);
+	assert_true(act == 585341952);
+	assert_true(llm_params(&m) == 671027924992.0);
+	assert_true(llm_active_params(&m) == 37553803264.0);
+	assert_true(llm_layer_params_rank(&m, 8) == 86188032);
+	llm_layer_flops(&m, 1, &gemm, &attn);
+	assert_true(gemm == 1532766453760.0 + 2 * 4096.0 * 3 * 7168 * 18432);
+	assert_true(attn == 1374389534720.0);
+	llm_moe_layer_flops(&m, 1, &gemm, &attn);
+	assert_true(attn == 1374389534720.0);
+	layout_default(&l);
+	assert_rel_close(mem_act_per_layer(&m, &l), 50.0 * 4096 * 7168, 1e-15);
+	/* Without MLA the same dims are plain 56-wide heads again. */
+	m.kv_lora_rank = 0;
+	assert_true(llm_head_dim(&m) == 56 && llm_mla_down_params(&m) == 0);
+}
+
 static void test_activation_bytes_gpt3(void **state)
 {
 	struct layout l = {
@@ -950,6 +1015,7 @@ int main(void)
 	    cmocka_unit_test(test_gqa_swiglu),
 	    cmocka_unit_test(test_head_dim),
 	    cmocka_unit_test(test_window),
+	    cmocka_unit_test(test_mla),
 	    cmocka_unit_test(test_activation_bytes_gpt3),
 	    cmocka_unit_test(test_bytes_per_param),
 	    cmocka_unit_test(test_stage_memory),

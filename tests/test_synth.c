@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "cost.h"
 #include "edit.h"
 #include "graph.h"
 #include "hw.h"
@@ -40,6 +41,16 @@ static void small(struct synth_in *in)
 			     .vocab = 32000,
 			     .name = "t"};
 	in->hw = &hw;
+}
+
+/* Multi-head latent attention's dims (llm.h, config.json's names). */
+static void mla_dims(struct llm *m, int q_lora, int kv_lora, int nope, int rope, int v)
+{
+	m->q_lora_rank = q_lora;
+	m->kv_lora_rank = kv_lora;
+	m->qk_nope_head_dim = nope;
+	m->qk_rope_head_dim = rope;
+	m->v_head_dim = v;
 }
 
 static struct graph *build(const struct synth_in *in, struct synth_out *so, struct settle_out *st)
@@ -482,6 +493,16 @@ static void test_lower_bound(void **state)
 		in.m.global_every = 2;
 		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 		assert_true(synth_lower_bound(&in) <= p.iter_s);
+		/* Multi-head latent attention: its own projections and
+		 * tensor-parallel collectives (bound.c's mla_tp_s). */
+		in.m.window = in.m.global_every = 0;
+		mla_dims(&in.m, 768, 256, 128, 64, 128);
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		lb = synth_lower_bound(&in);
+		print_message("  mla: bound %.3f ms, simulated %.3f ms\n", lb * 1e3,
+			      p.iter_s * 1e3);
+		assert_true(lb > 0.3 * p.iter_s);
+		assert_true(lb <= p.iter_s);
 	}
 	for (int p = 1; p <= 8; p *= 2)
 		for (int v = 1; v <= 2; v++) {
@@ -518,6 +539,12 @@ static void test_lower_bound(void **state)
 			in.lay.vp = v;
 			in.lay.microbatches = 2 * p;
 			in.lay.schedule = v > 1 ? LAYOUT_INTERLEAVED : LAYOUT_1F1B;
+			g = build(&in, &so, &st);
+			assert_rel_close(synth_lower_bound(&in), st.iter_s, 0.01);
+			synth_out_release(&so);
+			graph_free(g);
+			/* MLA's projections are GEMMs the bound counts whole. */
+			mla_dims(&in.m, 384, 256, 64, 32, 64);
 			g = build(&in, &so, &st);
 			assert_rel_close(synth_lower_bound(&in), st.iter_s, 0.01);
 			synth_out_release(&so);
@@ -1108,7 +1135,234 @@ static void test_moe_lower_bound(void **state)
 		    lb * 1e3, p.iter_s * 1e3, predict_analytic(&in) * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* With multi-head latent attention (without a compressed q on
+		 * odd layouts: Q straight from hidden, DeepSeek-V2-Lite's). */
+		mla_dims(&in.m, i % 2 ? 0 : 1024, 512, 128, 64, 128);
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		lb = synth_lower_bound(&in);
+		print_message("  mla: bound %.3f ms, simulated %.3f ms, analytic %.3f ms\n",
+			      lb * 1e3, p.iter_s * 1e3, predict_analytic(&in) * 1e3);
+		assert_true(lb > 0.3 * p.iter_s);
+		assert_true(lb <= p.iter_s);
 	}
+}
+
+/* A model file of head and a bad setting. */
+struct bad_model {
+	const char *text, *msg;
+};
+
+/* Each of bad[0..n) after head fails to load with the file's name and its
+ * message. */
+static void load_errors(const char *head, const struct bad_model *bad, size_t n)
+{
+	char path[] = "/tmp/prism_model_XXXXXX";
+	struct llm m;
+	struct prism_err err;
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	for (size_t i = 0; i < n; i++) {
+		char want[256];
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fprintf(f, "%s%s", head, bad[i].text);
+		fclose(f);
+		prism_err_clear(&err);
+		assert_int_equal(llm_load(path, &m, &err), PRISM_EFORMAT);
+		snprintf(want, sizeof(want), "%s%s", path, bad[i].msg);
+		assert_string_equal(err.msg, want);
+	}
+	unlink(path);
+}
+
+/* DeepSeek-V3 (its model file) cut to its first layer, a dense one
+ * (hidden 7168, 128 heads, SwiGLU ffn 18432, one sequence of 4096). */
+static void mla_layer(struct synth_in *in)
+{
+	struct prism_err err;
+	small(in);
+	prism_err_clear(&err);
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/deepseek-v3.cfg", &in->m, &err),
+			 0);
+	in->m.layers = 1;
+	in->m.experts = 0;
+}
+
+/* Rank 0's GEMMs (names with `only` in them, NULL: all) and collectives
+ * of layer 0, microbatch 0, in one phase of its first step, in launch
+ * order: "[[M, K], [K, N]];..." and "AG 524288;..." (AR, RS, AG). */
+static void layer_work(const struct graph *g, int phase, const char *only, char *gemms, size_t n,
+		       char *colls, size_t nc)
+{
+	size_t o = 0, oc = 0;
+	int32_t it = -1;
+	gemms[0] = colls[0] = '\0';
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		const char *name = strtab_get(&g->st, g->name[u]);
+		if (g->kind[u] < GN_KERNEL || g->procs[g->proc[u]].rank != 0 || g->layer[u] != 0 ||
+		    g->mb[u] != 0 || g->phase[u] != phase || (it >= 0 && g->iter[u] != it))
+			continue;
+		it = g->iter[u];
+		if (g->coll[u] != UINT32_MAX) {
+			const struct graph_coll *c = &g->colls[g->coll[u]];
+			oc += (size_t)snprintf(colls + oc, nc - oc, "%s%s %lld", oc ? ";" : "",
+					       c->kind == GC_ALL_GATHER	      ? "AG"
+					       : c->kind == GC_REDUCE_SCATTER ? "RS"
+									      : "AR",
+					       (long long)c->bytes);
+		} else if (strstr(name, "gemm") && (!only || strstr(name, only))) {
+			o += (size_t)snprintf(gemms + o, n - o, "%s%s", o ? ";" : "",
+					      strtab_get(&g->st, g->op_dims[u]));
+		}
+		assert_true(o < n && oc < nc);
+	}
+}
+
+/*
+ * One MLA layer as synth builds it (layer.c's mla_fwd, mla_bwd; Megatron-
+ * LM's MLASelfAttention), DeepSeek-V3's dims by hand.  tp 1: q down 4096
+ * tokens x 7168 -> 1536, kv down 7168 -> 512 + 64, q up 1536 -> 128 x 192
+ * = 24576, kv up 512 -> 128 x (128 + 128) = 32768, the projection 128 x
+ * 128 = 16384 -> 7168, then the FFN (7168 -> 2 x 18432, 18432 -> 7168).
+ * tp 8 with sequence parallelism: the down projections whole on the
+ * rank's 4096 / 8 = 512 tokens, the up projections to 24576 / 8 and 32768
+ * / 8, the projection from 2048; the FFN from 4608 and 2304.  Its
+ * collectives forward: RoPE's key all-gathered (4096 x 64 x 2 = 524,288
+ * bytes), the compressed q's (12,582,912) and kv's (4,194,304), the
+ * projection's reduce-scatter (4096 x 7168 x 2 = 58,720,256), the FFN's
+ * all-gather and reduce-scatter; backward the FFN's round, the
+ * projection's all-gather and the three reduce-scatters.  tp 2 without
+ * sequence parallelism: the projection's and the FFN's all-reduces
+ * forward; backward the FFN's, then the gradients of the compressed kv and
+ * q (the down projections, whole on every rank, run on all 4096 tokens).
+ * The kernels' FLOPs, summed over the ranks, are llm_flops_iter's with
+ * sequence parallelism and exceed it by the copies' without.
+ */
+static void test_mla_layer(void **state)
+{
+	static const char *const fwd1 =
+	    "[[4096, 7168], [7168, 1536]];[[4096, 7168], [7168, 576]];"
+	    "[[4096, 1536], [1536, 24576]];[[4096, 512], [512, 32768]];"
+	    "[[4096, 16384], [16384, 7168]];[[4096, 7168], [7168, 36864]];"
+	    "[[4096, 18432], [18432, 7168]]";
+	static const char *const fwd8 = "[[512, 7168], [7168, 1536]];[[512, 7168], [7168, 576]];"
+					"[[4096, 1536], [1536, 3072]];[[4096, 512], [512, 4096]];"
+					"[[4096, 2048], [2048, 7168]];[[4096, 7168], [7168, 4608]];"
+					"[[4096, 2304], [2304, 7168]]";
+	/* input gradient [[m, n], [n, k]] and weight gradient [[k, m], [m, n]]
+	 * of each: kv up, q up, kv down, q down */
+	static const char *const bwd8 = "[[4096, 4096], [4096, 512]];[[512, 4096], [4096, 4096]];"
+					"[[4096, 3072], [3072, 1536]];[[1536, 4096], [4096, 3072]];"
+					"[[512, 576], [576, 7168]];[[7168, 512], [512, 576]];"
+					"[[512, 1536], [1536, 7168]];[[7168, 512], [512, 1536]]";
+	static const struct {
+		int tp, sp;
+		const char *fwd, *colls_f, *colls_b;
+	} runs[] = {
+	    {1, 0, fwd1, "", ""},
+	    {8, 1, fwd8, "AG 524288;AG 12582912;AG 4194304;RS 58720256;AG 58720256;RS 58720256",
+	     "RS 58720256;AG 58720256;AG 58720256;RS 4194304;RS 12582912;RS 524288"},
+	    {2, 0, NULL, "AR 58720256;AR 58720256", "AR 58720256;AR 4194304;AR 12582912"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		char gemms[2048], colls[512];
+		mla_layer(&in);
+		in.lay.tp = runs[i].tp;
+		in.lay.sp = runs[i].sp;
+		g = build(&in, &so, &st);
+		layer_work(g, PH_FORWARD, NULL, gemms, sizeof(gemms), colls, sizeof(colls));
+		if (runs[i].fwd)
+			assert_string_equal(gemms, runs[i].fwd);
+		assert_string_equal(colls, runs[i].colls_f);
+		layer_work(g, PH_BACKWARD, "_up_", gemms, sizeof(gemms), colls, sizeof(colls));
+		assert_string_equal(colls, runs[i].colls_b);
+		if (runs[i].tp == 8) {
+			char down[1024];
+			int seen = 0;
+			/* The flash op records Q, K [.., 192] and V [.., 128]; a
+			 * reader times it at their mean (cost_attn_shape). */
+			for (uint32_t u = 0; u < g->n_nodes; u++) {
+				double b, heads, sq, skv, d;
+				int pass;
+				if (g->kind[u] != GN_KERNEL || g->layer[u] != 0 ||
+				    !cost_attn_shape(g, u, &b, &heads, &sq, &skv, &d, &pass))
+					continue;
+				assert_true(heads == 16 && sq == 4096 && skv == 4096 && d == 160);
+				seen |= 1 << pass;
+			}
+			assert_int_equal(seen, 3);
+			layer_work(g, PH_BACKWARD, "_down_", down, sizeof(down), colls,
+				   sizeof(colls));
+			assert_true(strlen(gemms) + strlen(down) + 2 < sizeof(gemms));
+			strcat(gemms, ";");
+			strcat(gemms, down);
+			assert_string_equal(gemms, bwd8);
+		}
+		if (runs[i].sp || runs[i].tp == 1)
+			assert_rel_close(so.flops * in.lay.tp, llm_flops_iter(&in.m, 1, 0), 1e-12);
+		else /* the down projections' copies: 2 x 3 x 4096 x 15,138,816 */
+			assert_rel_close(so.flops * in.lay.tp - llm_flops_iter(&in.m, 1, 0),
+					 (in.lay.tp - 1) * 6 * 4096 * 15138816.0, 1e-12);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+}
+
+/* MLA's settings in a model file, what the layout refuses with it, and its
+ * fields in the run description. */
+static void test_mla_load(void **state)
+{
+	static const struct bad_model bad[] = {
+	    {"q_lora_rank = 64;\n", ":7: 'q_lora_rank' needs 'kv_lora_rank' (1..1048576)"},
+	    {"kv_lora_rank = 64;\n", ":7: 'kv_lora_rank' needs 'v_head_dim' (1..4096)"},
+	    {"kv_lora_rank = 64;\nv_head_dim = 64;\n",
+	     ":7: 'kv_lora_rank' needs a query-key head: 'qk_nope_head_dim' + "
+	     "'qk_rope_head_dim' of at least 1"},
+	    {"kv_lora_rank = 64;\nv_head_dim = 64;\nqk_nope_head_dim = 64;\nhead_dim = 64;\n",
+	     ":10: 'head_dim' does not apply to multi-head latent attention (its heads are "
+	     "qk_nope_head_dim + qk_rope_head_dim and v_head_dim wide)"},
+	    {"kv_lora_rank = 64;\nv_head_dim = 64;\nqk_nope_head_dim = 64;\nkv_heads = 4;\n",
+	     ":10: 'kv_heads' 4: multi-head latent attention gives every head its own key and "
+	     "value (kv_heads is heads, 16)"},
+	};
+	static const char head[] = "name = \"m\";\nlayers = 4;\nhidden = 1000;\nheads = 16;\n"
+				   "seq = 1024;\nvocab = 32000;\n";
+	char s[1024];
+	struct synth_in a, b;
+	struct predict_out p;
+	struct prism_err err;
+	(void)state;
+	load_errors(head, bad, sizeof(bad) / sizeof(bad[0]));
+	/* The run description carries MLA's fields and reads them back. */
+	mla_layer(&a);
+	a.lay.tp = 8;
+	a.lay.sp = 1;
+	synth_meta(&a, s, sizeof(s));
+	assert_non_null(strstr(s, ";q_lora_rank=1536;kv_lora_rank=512;qk_nope_head_dim=128;"
+				  "qk_rope_head_dim=64;v_head_dim=128"));
+	synth_in_default(&b);
+	prism_err_clear(&err);
+	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
+	assert_true(b.m.q_lora_rank == 1536 && b.m.kv_lora_rank == 512 &&
+		    b.m.qk_nope_head_dim == 128 && b.m.qk_rope_head_dim == 64 &&
+		    b.m.v_head_dim == 128);
+	/* Megatron-LM turns TP overlap off with MLA; head_dim means nothing. */
+	a.lay.tp_overlap = 1;
+	assert_int_equal(predict_synth(&a, &p, NULL, NULL, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "tensor-parallel overlap with multi-head latent"));
+	a.lay.tp_overlap = 0;
+	a.m.head_dim = 64;
+	prism_err_clear(&err);
+	assert_int_equal(predict_synth(&a, &p, NULL, NULL, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "model: head_dim 64 does not apply to multi-head latent "
+				     "attention (its heads are qk_nope_head_dim + qk_rope_head_dim "
+				     "and v_head_dim wide)");
 }
 
 /* The MoE rules, and a dense model's unchanged description. */
@@ -1176,9 +1430,7 @@ static void test_moe_rules(void **state)
 /* The model file's MoE settings, and its errors with file and line. */
 static void test_moe_load(void **state)
 {
-	static const struct {
-		const char *text, *msg;
-	} bad[] = {
+	static const struct bad_model bad[] = {
 	    {"top_k = 2;\n", ":7: 'top_k' needs 'experts' (1..4096)"},
 	    {"experts = 8;\n", ":7: 'experts' needs 'top_k' (1..experts)"},
 	    {"experts = 8;\ntop_k = 9;\n", ":8: 'top_k' must be a whole number in 1..8, not 9"},
@@ -1191,24 +1443,10 @@ static void test_moe_load(void **state)
 	};
 	static const char head[] = "name = \"m\";\nlayers = 4;\nhidden = 1024;\nheads = 16;\n"
 				   "seq = 1024;\nvocab = 32000;\n";
-	char path[] = "/tmp/prism_moe_XXXXXX";
 	struct llm m;
 	struct prism_err err;
-	int fd = mkstemp(path);
 	(void)state;
-	assert_true(fd >= 0);
-	close(fd);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char want[256];
-		FILE *f = fopen(path, "w");
-		assert_non_null(f);
-		fprintf(f, "%s%s", head, bad[i].text);
-		fclose(f);
-		prism_err_clear(&err);
-		assert_int_equal(llm_load(path, &m, &err), PRISM_EFORMAT);
-		snprintf(want, sizeof(want), "%s%s", path, bad[i].msg);
-		assert_string_equal(err.msg, want);
-	}
+	load_errors(head, bad, sizeof(bad) / sizeof(bad[0]));
 	prism_err_clear(&err);
 	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/deepseek-v3.cfg", &m, &err), 0);
 	assert_int_equal(m.experts, 256);
@@ -1218,7 +1456,6 @@ static void test_moe_load(void **state)
 	assert_int_equal(m.first_dense, 3);
 	assert_int_equal(m.router, LLM_ROUTER_SIGMOID);
 	assert_int_equal(llm_moe_layers(&m), 58);
-	unlink(path);
 }
 
 /*
@@ -1413,6 +1650,8 @@ int main(void)
 	    cmocka_unit_test(test_moe_lower_bound),
 	    cmocka_unit_test(test_moe_rules),
 	    cmocka_unit_test(test_moe_load),
+	    cmocka_unit_test(test_mla_layer),
+	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),
 	    cmocka_unit_test(test_cp_allgather),
 	    cmocka_unit_test(test_cp_layout),

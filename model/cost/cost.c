@@ -420,5 +420,10 @@ int cost_attn_shape(const struct graph *g, uint32_t u, double *b, double *heads,
 	*sq = sh.dim[0][bhsd ? 2 : 1];
 	*skv = sh.dim[kt][bhsd ? 2 : 1];
 	*d = sh.dim[0][3];
+	/* The query's and the value's widths (forward q, k, v; backward the
+	 * output's gradient first): their mean where they differ (MLA's 192
+	 * and 128), as kbench.c counts such rows. */
+	if (sh.n > kt + 1 && sh.rank[kt + 1] == 4 && sh.rank[kt - 1] == 4)
+		*d = (sh.dim[kt - 1][3] + sh.dim[kt + 1][3]) / 2;
 	return *b > 0 && *heads > 0 && *sq > 0 && *skv > 0 && *d > 0;
 }

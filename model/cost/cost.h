@@ -91,7 +91,9 @@ int cost_gemm_dims(const struct graph *g, uint32_t u, double dims[4]);
  * (aten::_cudnn_attention_*, under SDPA's cuDNN backend) [b, heads, s, d];
  * the first tensor is the query (forward) or the output's gradient,
  * shaped as it (backward), the key the second (forward) or the third
- * (backward).  *pass: 1 for a backward op.  1, or 0 when u is not an
+ * (backward); *d the query's head width, or the mean of the query's and
+ * the value's where they differ (MLA: kbench.c's convention).  *pass: 1
+ * for a backward op.  1, or 0 when u is not an
  * attention kernel of such an op with rank-4 shapes.
  */
 int cost_attn_shape(const struct graph *g, uint32_t u, double *b, double *heads, double *sq,

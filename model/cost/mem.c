@@ -11,18 +11,25 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	double sbh = s * b * h, attn = (l->flash ? 0.0 : 5 * a * s / h);
 	/* Korthikanti's 24 s b h / t split by tensor parallelism: the MLP's
 	 * 16, and 8 of the attention's own width (Q and K, V, the
-	 * projection's input: h, or heads x head_dim where that differs). */
+	 * projection's input: h, or heads x head_dim where that differs; MLA's
+	 * Q, K, V and the core's output, 2 a (d_qk + d_qk + d_v + d_v) bytes a
+	 * token, are 8 of llm_attn_width too). */
 	double par = 16 + 8 * (llm_attn_width(m) / h);
+	/* Korthikanti's 10 s b h each rank keeps whole (without sequence
+	 * parallelism), and MLA's compressed q and kv: each up projection's
+	 * LayerNormLinear keeps its norm's input and output (Transformer
+	 * Engine), 4 (q_lora_rank + kv_lora_rank) bytes a token. */
+	double whole = 10 + (llm_mla(m) ? 4.0 * ((double)m->q_lora_rank + m->kv_lora_rank) / h : 0);
 
 	switch (l->recompute) {
 	case LAYOUT_RECOMPUTE_FULL:
 		return l->sp ? 2 * sbh / t : 2 * sbh;
 	case LAYOUT_RECOMPUTE_SELECTIVE:
-		return l->sp ? (10 + par) * sbh / t : sbh * (10 + par / t);
+		return l->sp ? (whole + par) * sbh / t : sbh * (whole + par / t);
 	default:
 		if (l->sp)
-			return sbh * (10 + par + attn) / t;
-		return sbh * (10 + par / t + attn / t);
+			return sbh * (whole + par + attn) / t;
+		return sbh * (whole + par / t + attn / t);
 	}
 }
 
@@ -46,7 +53,7 @@ void mem_moe_layer_params(const struct llm *m, const struct layout *l, double *d
 			  double *expert)
 {
 	double all = llm_moe_layer_params(m, NULL), routed = m->experts * llm_expert_params(m);
-	*dense = (all - routed) / l->tp;
+	*dense = (all - routed) / l->tp + llm_tp_copies(m, l->tp);
 	*expert = routed / (layout_ep(l) * layout_etp(l));
 }
 

@@ -118,8 +118,10 @@ double mem_moe_peak(const struct llm *m, const struct layout *l);
 double mem_moe_tokens(const struct llm *m, const struct layout *l);
 
 /* Parameters of one mixture-of-experts layer on one GPU: *dense the part
- * split by tp (attention, norms, router, shared experts), *expert the
- * routed experts' share, experts x expert params / (ep x etp). */
+ * split by tp (attention, norms, router, shared experts) and what each tp
+ * rank holds whole (llm_tp_copies: replicated key-value heads, MLA's down
+ * projections), *expert the routed experts' share, experts x expert
+ * params / (ep x etp). */
 void mem_moe_layer_params(const struct llm *m, const struct layout *l, double *dense,
 			  double *expert);
 

@@ -104,6 +104,14 @@ void desc_write(const struct llm *m, const struct layout *l, const char *hw_id, 
 		put(&w, "router", m->router == LLM_ROUTER_SIGMOID ? "sigmoid" : "softmax");
 		put_knobs(&w, m, l, 4);
 	}
+	/* Multi-head latent attention, only for such models. */
+	if (llm_mla(m)) {
+		put_int(&w, "q_lora_rank", m->q_lora_rank);
+		put_int(&w, "kv_lora_rank", m->kv_lora_rank);
+		put_int(&w, "qk_nope_head_dim", m->qk_nope_head_dim);
+		put_int(&w, "qk_rope_head_dim", m->qk_rope_head_dim);
+		put_int(&w, "v_head_dim", m->v_head_dim);
+	}
 	put_knobs(&w, m, l, 5);
 	put_knobs(&w, m, l, 0);
 }
@@ -204,6 +212,11 @@ static int model_field(const char *key, const char *val, struct llm *m, char *hw
 	    /* 0: the dense FFN's width (llm.h), as descriptions wrote it */
 	    {"expert_ffn", offsetof(struct llm, expert_ffn), 0, LLM_MAX_FFN},
 	    {"first_dense", offsetof(struct llm, first_dense), 0, LLM_MAX_LAYERS},
+	    {"q_lora_rank", offsetof(struct llm, q_lora_rank), 0, LLM_MAX_LORA_RANK},
+	    {"kv_lora_rank", offsetof(struct llm, kv_lora_rank), 0, LLM_MAX_LORA_RANK},
+	    {"qk_nope_head_dim", offsetof(struct llm, qk_nope_head_dim), 0, LLM_MAX_HEAD_DIM},
+	    {"qk_rope_head_dim", offsetof(struct llm, qk_rope_head_dim), 0, LLM_MAX_HEAD_DIM},
+	    {"v_head_dim", offsetof(struct llm, v_head_dim), 0, LLM_MAX_HEAD_DIM},
 	};
 	*rc = 0;
 	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)

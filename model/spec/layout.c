@@ -543,6 +543,34 @@ int layout_check_partition(const struct llm *m, const struct layout *l, struct p
 	return 0;
 }
 
+/* Multi-head latent attention's shape, and what Megatron-LM runs with it. */
+static int check_mla(const struct llm *m, const struct layout *l, struct prism_err *err)
+{
+	if (m->v_head_dim < 1 || m->qk_nope_head_dim + m->qk_rope_head_dim < 1)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "model: multi-head latent attention needs v_head_dim and "
+		    "qk_nope_head_dim + qk_rope_head_dim of at least 1, not %d and %d",
+		    m->v_head_dim, m->qk_nope_head_dim + m->qk_rope_head_dim);
+	if (m->head_dim)
+		return prism_err_set(err, PRISM_EARG,
+				     "model: head_dim %d does not apply to multi-head latent "
+				     "attention (its heads are qk_nope_head_dim + qk_rope_head_dim "
+				     "and v_head_dim wide)",
+				     m->head_dim);
+	/* Building MLA's linears (q_down_proj, kv_up_proj, ...: buffer names
+	 * outside Transformer Engine's userbuffers set) turns the shared
+	 * config's tp_comm_overlap off
+	 * (megatron/core/extensions/transformer_engine.py, TELinear). */
+	if (l->tp_overlap && l->tp > 1)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: tensor-parallel overlap with multi-head latent "
+				     "attention: Megatron-LM turns --tp-comm-overlap off when it "
+				     "builds MLA's linears (Transformer Engine's userbuffers know "
+				     "only qkv, proj, fc1 and fc2)");
+	return 0;
+}
+
 int layout_check(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
 		 struct prism_err *err)
 {
@@ -582,7 +610,9 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: tensor-parallel overlap needs sequence parallelism "
 				     "(Megatron-LM's --tp-comm-overlap)");
-	if (!m->head_dim && m->hidden % m->heads)
+	if (llm_mla(m) && (rc = check_mla(m, l, err)))
+		return rc;
+	if (!m->head_dim && !llm_mla(m) && m->hidden % m->heads)
 		return prism_err_set(err, PRISM_EARG,
 				     "model: hidden %d must be divisible by heads %d", m->hidden,
 				     m->heads);

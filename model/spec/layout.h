@@ -365,10 +365,11 @@ enum layout_show {
 	  .help = "FFN width", .desc = -1)                                                         \
 	X(seq, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_SEQ, .opt = "seq", .arg = "N",     \
 	  .help = "sequence length (tokens)", .desc = -1)                                          \
-	X(head_dim, M, 1, llm_head_dim(m), .kind = LK_INT, .lo = 0, .hi = LLM_MAX_HEAD_DIM,       \
-	  .opt = "head-dim", .arg = "N",                                                           \
-	  .help = "width of an attention head (0: hidden / heads; Qwen3 128, Gemma 2 256)",        \
-	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON)                                        \
+	X(head_dim, M, !llm_mla(m), llm_head_dim(m), .kind = LK_INT, .lo = 0,                     \
+	  .hi = LLM_MAX_HEAD_DIM, .opt = "head-dim", .arg = "N",                                   \
+	  .help = "width of an attention head (0: hidden / heads; Qwen3 128, Gemma 2 256; not "    \
+		  "with MLA, whose model file gives its heads)",                                   \
+	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON | LK_FORCE)                             \
 	X(window, M, 1, v, .kind = LK_INT, .lo = 0, .hi = LLM_MAX_WINDOW, .opt = "window",        \
 	  .arg = "N",                                                                              \
 	  .help = "sliding-window attention: each query attends to the N keys up to its own "      \

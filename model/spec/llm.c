@@ -12,17 +12,73 @@ double llm_gemm_flops(double m, double n, double k)
 
 int llm_kv_heads(const struct llm *m)
 {
-	return m->kv_heads > 0 ? m->kv_heads : m->heads;
+	return m->kv_heads > 0 && !llm_mla(m) ? m->kv_heads : m->heads;
+}
+
+int llm_mla(const struct llm *m)
+{
+	return m->kv_lora_rank > 0;
+}
+
+double llm_qk_head_dim(const struct llm *m)
+{
+	return llm_mla(m) ? (double)m->qk_nope_head_dim + m->qk_rope_head_dim : llm_head_dim(m);
+}
+
+double llm_v_head_dim(const struct llm *m)
+{
+	return llm_mla(m) ? m->v_head_dim : llm_head_dim(m);
 }
 
 double llm_head_dim(const struct llm *m)
 {
+	if (llm_mla(m))
+		return ((double)m->qk_nope_head_dim + m->qk_rope_head_dim + m->v_head_dim) / 2;
 	return m->head_dim > 0 ? m->head_dim : (double)m->hidden / m->heads;
 }
 
 double llm_attn_width(const struct llm *m)
 {
+	if (llm_mla(m))
+		return m->heads * llm_head_dim(m);
 	return m->head_dim > 0 ? (double)m->heads * m->head_dim : m->hidden;
+}
+
+double llm_proj_width(const struct llm *m)
+{
+	return llm_mla(m) ? (double)m->heads * m->v_head_dim : llm_attn_width(m);
+}
+
+double llm_mla_down_params(const struct llm *m)
+{
+	double h = m->hidden;
+	if (!llm_mla(m))
+		return 0;
+	return h * m->q_lora_rank + h * ((double)m->kv_lora_rank + m->qk_rope_head_dim);
+}
+
+double llm_attn_params(const struct llm *m)
+{
+	double h = m->hidden, a = m->heads, q;
+	if (!llm_mla(m))
+		return h * llm_qkv_width(m) + llm_proj_width(m) * h;
+	/* The up projections (Q's from hidden itself without q_lora_rank),
+	 * then the down projections and the output projection. */
+	q = m->q_lora_rank > 0 ? (double)m->q_lora_rank : h;
+	return q * a * llm_qk_head_dim(m) +
+	       m->kv_lora_rank * a * ((double)m->qk_nope_head_dim + m->v_head_dim) +
+	       llm_mla_down_params(m) + llm_proj_width(m) * h;
+}
+
+/* The attention's biases and its own norms: prism's QKV biases (3h) and
+ * the projection's (h); MLA's projection bias and the layer norms on its
+ * compressed q and kv (weight and bias, as prism counts every norm). */
+static double attn_extra(const struct llm *m)
+{
+	double h = m->hidden;
+	if (!llm_mla(m))
+		return 4 * h;
+	return h + 2.0 * ((double)m->q_lora_rank + m->kv_lora_rank);
 }
 
 double llm_qkv_width(const struct llm *m)
@@ -44,17 +100,26 @@ double llm_qkv_width_rank(const struct llm *m, int t)
 	return ((double)m->heads / t + 2 * llm_kv_heads_rank(m, t)) * d;
 }
 
-double llm_layer_params_rank(const struct llm *m, int t)
+double llm_tp_copies(const struct llm *m, int t)
 {
 	double d = llm_head_dim(m);
 	int kv = llm_kv_heads(m);
 	if (t < 1)
 		t = 1;
+	if (llm_mla(m))
+		return llm_mla_down_params(m) * (1.0 - 1.0 / t);
 	if (kv >= t)
-		return llm_layer_params(m) / t;
+		return 0;
 	/* each rank holds one key-value head of K and V: 2 d h, where the
 	 * split would give 2 kv d h / t */
-	return llm_layer_params(m) / t + 2.0 * d * m->hidden * (1.0 - (double)kv / t);
+	return 2.0 * d * m->hidden * (1.0 - (double)kv / t);
+}
+
+double llm_layer_params_rank(const struct llm *m, int t)
+{
+	if (t < 1)
+		t = 1;
+	return llm_layer_params(m) / t + llm_tp_copies(m, t);
 }
 
 double llm_ffn_in(const struct llm *m)
@@ -65,9 +130,9 @@ double llm_ffn_in(const struct llm *m)
 double llm_layer_params(const struct llm *m)
 {
 	double h = m->hidden, f = m->ffn;
-	/* QKV + projection, FFN matrices, biases and 2 norms */
-	return h * llm_qkv_width(m) + llm_attn_width(m) * h + (m->gated ? 3 : 2) * h * f + 9 * h +
-	       f;
+	/* attention, FFN matrices, the attention's biases and norms, 2 norms
+	 * (4h) and the FFN's biases (f + h) */
+	return llm_attn_params(m) + (m->gated ? 3 : 2) * h * f + attn_extra(m) + 5 * h + f;
 }
 
 int llm_window(const struct llm *m, int l)
@@ -115,10 +180,11 @@ double llm_expert_params(const struct llm *m)
 double llm_moe_layer_params(const struct llm *m, double *active)
 {
 	double h = m->hidden, e = llm_expert_params(m);
-	/* QKV and projection, their biases (3h + h), two norms (4h), the
-	 * router; the experts have no biases (Mixtral, DeepSeek-V3). */
-	double base = h * llm_qkv_width(m) + llm_attn_width(m) * h + 8 * h +
-		      (double)m->experts * h + (double)m->shared_experts * e;
+	/* The attention, its biases and norms (3h + h for QKV and the
+	 * projection), two norms (4h), the router; the experts have no biases
+	 * (Mixtral, DeepSeek-V3). */
+	double base = llm_attn_params(m) + attn_extra(m) + 4 * h + (double)m->experts * h +
+		      (double)m->shared_experts * e;
 	if (active)
 		*active = base + (double)m->top_k * e;
 	return base + (double)m->experts * e;
@@ -149,12 +215,16 @@ double llm_active_params(const struct llm *m)
 void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *attention)
 {
 	double t = batch * m->seq, h = m->hidden, s = m->seq, w = llm_attn_width(m);
-	*gemm = llm_gemm_flops(t, llm_qkv_width(m), h) /* Q, K, V */
-		+ llm_gemm_flops(t, h, w)	       /* output projection */
-		+ llm_gemm_flops(t, llm_ffn_in(m), h)  /* FFN up (and gate) */
-		+ llm_gemm_flops(t, h, m->ffn);	       /* FFN down */
-	*attention = 2 * batch * s * s * w	       /* scores Q K^T */
-		     + 2 * batch * s * s * w;	       /* attention x V */
+	if (llm_mla(m))
+		*gemm = 2 * t * llm_attn_params(m) /* MLA's five projections */
+			+ llm_gemm_flops(t, llm_ffn_in(m), h) + llm_gemm_flops(t, h, m->ffn);
+	else
+		*gemm = llm_gemm_flops(t, llm_qkv_width(m), h) /* Q, K, V */
+			+ llm_gemm_flops(t, h, w)	       /* output projection */
+			+ llm_gemm_flops(t, llm_ffn_in(m), h)  /* FFN up (and gate) */
+			+ llm_gemm_flops(t, h, m->ffn);	       /* FFN down */
+	*attention = 2 * batch * s * s * w		       /* scores Q K^T */
+		     + 2 * batch * s * s * w;		       /* attention x V */
 }
 
 void llm_moe_layer_flops(const struct llm *m, double batch, double *gemm, double *attention)
@@ -162,8 +232,9 @@ void llm_moe_layer_flops(const struct llm *m, double batch, double *gemm, double
 	double t = batch * m->seq, h = m->hidden, s = m->seq, w = llm_attn_width(m);
 	double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn, fin = (m->gated ? 2.0 : 1.0) * fe;
 	double per_token = (double)m->top_k + m->shared_experts;
-	*gemm = llm_gemm_flops(t, llm_qkv_width(m), h) + llm_gemm_flops(t, h, w) +
-		llm_gemm_flops(t, m->experts, h) /* router */
+	double attn = llm_mla(m) ? 2 * t * llm_attn_params(m)
+				 : llm_gemm_flops(t, llm_qkv_width(m), h) + llm_gemm_flops(t, h, w);
+	*gemm = attn + llm_gemm_flops(t, m->experts, h) /* router */
 		+ per_token * (llm_gemm_flops(t, fin, h) + llm_gemm_flops(t, h, fe));
 	*attention = 4 * batch * s * s * w;
 }
@@ -259,6 +330,63 @@ static int moe_load(const char *path, config_t *cf, config_setting_t *root, stru
 	return 0;
 }
 
+/* The multi-head latent attention settings (llm_load). */
+static int mla_load(const char *path, config_t *cf, config_setting_t *root, struct llm *m,
+		    struct prism_err *err)
+{
+	static const char *const keys[] = {"q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+					   "v_head_dim"};
+	config_setting_t *s;
+	int rc;
+
+	if ((rc = cfg_int_opt(path, cf, root, "kv_lora_rank", 0, 0, LLM_MAX_LORA_RANK,
+			      &m->kv_lora_rank, err)))
+		return rc;
+	if (m->kv_lora_rank == 0) {
+		/* A half-written MLA model is an error, not plain attention. */
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			if ((s = config_lookup(cf, keys[i])))
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "%s:%d: '%s' needs 'kv_lora_rank' (1..%d)",
+						     path, config_setting_source_line(s), keys[i],
+						     LLM_MAX_LORA_RANK);
+		return 0;
+	}
+	s = config_lookup(cf, "kv_lora_rank");
+	if (!config_lookup(cf, "v_head_dim"))
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'kv_lora_rank' needs 'v_head_dim' (1..%d)", path,
+				     config_setting_source_line(s), LLM_MAX_HEAD_DIM);
+	if ((rc = cfg_int_opt(path, cf, root, "q_lora_rank", 0, 0, LLM_MAX_LORA_RANK,
+			      &m->q_lora_rank, err)) ||
+	    (rc = cfg_int_opt(path, cf, root, "qk_nope_head_dim", 0, 0, LLM_MAX_HEAD_DIM,
+			      &m->qk_nope_head_dim, err)) ||
+	    (rc = cfg_int_opt(path, cf, root, "qk_rope_head_dim", 0, 0, LLM_MAX_HEAD_DIM,
+			      &m->qk_rope_head_dim, err)) ||
+	    (rc = cfg_int_opt(path, cf, root, "v_head_dim", 0, 1, LLM_MAX_HEAD_DIM, &m->v_head_dim,
+			      err)))
+		return rc;
+	if (m->qk_nope_head_dim + m->qk_rope_head_dim < 1)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'kv_lora_rank' needs a query-key head: "
+				     "'qk_nope_head_dim' + 'qk_rope_head_dim' of at least 1",
+				     path, config_setting_source_line(s));
+	if (m->head_dim)
+		return prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s:%d: 'head_dim' does not apply to multi-head latent attention (its heads "
+		    "are qk_nope_head_dim + qk_rope_head_dim and v_head_dim wide)",
+		    path, config_setting_source_line(config_lookup(cf, "head_dim")));
+	if (m->kv_heads != m->heads)
+		return prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s:%d: 'kv_heads' %d: multi-head latent attention gives every head its own "
+		    "key and value (kv_heads is heads, %d)",
+		    path, config_setting_source_line(config_lookup(cf, "kv_heads")), m->kv_heads,
+		    m->heads);
+	return 0;
+}
+
 int llm_load(const char *path, struct llm *m, struct prism_err *err)
 {
 	config_t cf;
@@ -338,7 +466,7 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 			goto out;
 		}
 	}
-	if ((rc = moe_load(path, &cf, root, m, err)))
+	if ((rc = moe_load(path, &cf, root, m, err)) || (rc = mla_load(path, &cf, root, m, err)))
 		goto out;
 	if (m->heads % m->kv_heads) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
@@ -347,7 +475,7 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 				   m->heads, m->kv_heads);
 		goto out;
 	}
-	if (!m->head_dim && m->hidden % m->heads) {
+	if (!m->head_dim && !llm_mla(m) && m->hidden % m->heads) {
 		rc =
 		    prism_err_set(err, PRISM_EFORMAT,
 				  "%s:%d: 'hidden' (%d) must be divisible by 'heads' (%d), or give "

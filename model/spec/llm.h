@@ -30,6 +30,9 @@
 #define LLM_MAX_VOCAB	 (1 << 24)
 #define LLM_MAX_HEAD_DIM (1 << 12)
 #define LLM_MAX_WINDOW	 LLM_MAX_SEQ
+/* Multi-head latent attention's compressed widths (DeepSeek-V3: 1536 and
+ * 512). */
+#define LLM_MAX_LORA_RANK LLM_MAX_HIDDEN
 /* Mixture-of-experts: routed experts per layer (DeepSeek-V3: 256; Kimi K2:
  * 384), shared experts, and the capacity factor's ceiling. */
 #define LLM_MAX_EXPERTS	 (1 << 12)
@@ -72,16 +75,58 @@ struct llm {
 	 * alternating sliding and full from layer 0); Gemma 3: 1024 and 6
 	 * (sliding_window_pattern); Mistral 7B: 4096 and 0. */
 	int window, global_every;
+	/* Multi-head latent attention (DeepSeek-V2/V3; kv_lora_rank 0: not
+	 * MLA, the rest unused), by Hugging Face's config.json names:
+	 * hidden -> q_lora_rank (normed) -> heads x (qk_nope_head_dim +
+	 * qk_rope_head_dim) for Q (q_lora_rank 0: Q straight from hidden,
+	 * DeepSeek-V2-Lite); hidden -> kv_lora_rank (normed) +
+	 * qk_rope_head_dim, the first up to heads x (qk_nope_head_dim +
+	 * v_head_dim) for K's first part and V, the second (RoPE's decoupled
+	 * key) shared by every head; heads x v_head_dim -> hidden.  Every head
+	 * has its own K and V (kv_heads is heads).  DeepSeek-V3: 1536, 512,
+	 * 128, 64, 128. */
+	int q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
 };
 
 enum llm_router { LLM_ROUTER_SOFTMAX, LLM_ROUTER_SIGMOID };
 
-/* The width of an attention head: head_dim, or hidden / heads. */
+/* 1 for multi-head latent attention (kv_lora_rank > 0). */
+int llm_mla(const struct llm *m);
+
+/* The width of an attention head: head_dim, or hidden / heads.  MLA's
+ * heads are qk_nope_head_dim + qk_rope_head_dim wide in Q and K and
+ * v_head_dim in V: their mean, the width K and V have on average and the
+ * one attention kernels are timed at (kbench.c's convention for such
+ * rows). */
 double llm_head_dim(const struct llm *m);
 
-/* The attention's width: heads x the head width (hidden unless head_dim
- * says otherwise): Q's, and the projection's input. */
+/* The widths of a head's Q and K, and of its V: both llm_head_dim but
+ * for MLA (qk_nope_head_dim + qk_rope_head_dim, v_head_dim). */
+double llm_qk_head_dim(const struct llm *m);
+double llm_v_head_dim(const struct llm *m);
+
+/* The attention's width: heads x llm_head_dim (hidden unless head_dim or
+ * MLA says otherwise).  The attention core's forward FLOPs are 4 b s^2
+ * times it (2 b s^2 heads x (Q's + V's head width)), and Q, K, V and the
+ * core's output hold 4 of it a token. */
 double llm_attn_width(const struct llm *m);
+
+/* The output projection's input width: heads x V's head width
+ * (llm_attn_width but for MLA). */
+double llm_proj_width(const struct llm *m);
+
+/* The attention's weight matrices: h x QKV width and the projection's
+ * proj width x h; for MLA its five (hidden x q_lora_rank, q_lora_rank x
+ * heads (nope + rope) -- or hidden x that without q_lora_rank --, hidden
+ * x (kv_lora_rank + rope), kv_lora_rank x heads (nope + v), heads v x
+ * hidden). */
+double llm_attn_params(const struct llm *m);
+
+/* MLA's down projections (hidden x q_lora_rank and hidden x (kv_lora_rank
+ * + qk_rope_head_dim)), which Megatron-LM keeps whole on every
+ * tensor-parallel rank (TELinear, parallel_mode "duplicated"); 0 for
+ * other attention. */
+double llm_mla_down_params(const struct llm *m);
 
 /* The sliding window of layer l (0-based): window, or 0 where it attends
  * to the whole causal prefix. */
@@ -105,8 +150,9 @@ int llm_moe_layers(const struct llm *m);
 /* Parameters of one expert: (3 if gated else 2) h expert_ffn. */
 double llm_expert_params(const struct llm *m);
 
-/* A mixture-of-experts layer's parameters: attention (h x qkv width + h^2),
- * its biases and norms (8h), the router (experts x h), and the routed and
+/* A mixture-of-experts layer's parameters: attention (llm_attn_params),
+ * its biases and norms (8h; MLA's as llm_layer_params says), the router
+ * (experts x h), and the routed and
  * shared experts; *active (if not NULL) counts top_k routed experts
  * instead of all of them (the parameters one token uses). */
 double llm_moe_layer_params(const struct llm *m, double *active);
@@ -119,7 +165,8 @@ double llm_active_params(const struct llm *m);
 /* Key-value heads: kv_heads, or a when 0. */
 int llm_kv_heads(const struct llm *m);
 
-/* Width of the fused Q, K, V projection: h + 2 kv (h / a). */
+/* Width of the fused Q, K, V projection: h + 2 kv (h / a) (MLA has none:
+ * llm_attn_params). */
 double llm_qkv_width(const struct llm *m);
 
 /* Its width on one of t tensor-parallel ranks: (a / t + 2 max(kv / t, 1))
@@ -132,17 +179,25 @@ double llm_qkv_width_rank(const struct llm *m, int t);
  * (replicated when fewer than the ranks). */
 double llm_kv_heads_rank(const struct llm *m, int t);
 
+/* The parameters of a layer each of t tensor-parallel ranks holds beyond
+ * its 1/t share: the key-value projection's copies where key-value heads
+ * are replicated (fewer than t), MLA's down projections (whole on every
+ * rank). */
+double llm_tp_copies(const struct llm *m, int t);
+
 /* A dense layer's parameters on one of t tensor-parallel ranks:
- * llm_layer_params / t, and the key-value projection's copies where
- * key-value heads are replicated (fewer than t). */
+ * llm_layer_params / t + llm_tp_copies. */
 double llm_layer_params_rank(const struct llm *m, int t);
 
 /* Width of the FFN's first GEMM: ffn, or 2 ffn when gated (gate and up
  * fused, as Megatron-LM does). */
 double llm_ffn_in(const struct llm *m);
 
-/* Parameters of one layer: h x qkv width + h^2 (projection) + (2 or 3)
- * h ffn, and biases and norms, 9h + ffn. */
+/* Parameters of one layer: the attention's matrices (llm_attn_params:
+ * h x qkv width + h^2 for GPT), (2 or 3) h ffn, and biases and norms, 9h
+ * + ffn.  MLA's down and up projections have no biases (Megatron-LM
+ * builds them with bias=False) and two norms of their own, on the
+ * compressed q and kv: 6h + ffn + 2 (q_lora_rank + kv_lora_rank). */
 double llm_layer_params(const struct llm *m);
 
 /* The forward FLOPs of one mixture-of-experts layer on `batch` sequences,
@@ -159,10 +214,12 @@ double llm_gemm_flops(double m, double n, double k);
  * learned positions s h; the final norm 2h. */
 double llm_params(const struct llm *m);
 
-/* The forward FLOPs of one layer on `batch` sequences: its GEMMs (QKV,
- * output projection, FFN up -- and gate -- and down) and its attention
- * (scores and the weighted sum, 2 b s^2 h each, whatever the key-value
- * heads). */
+/* The forward FLOPs of one layer on `batch` sequences: its GEMMs (QKV --
+ * MLA's four projections --, output projection, FFN up -- and gate --
+ * and down) and its attention (scores and the weighted sum, 2 b s^2 a
+ * d_qk and 2 b s^2 a d_v, 4 b s^2 llm_attn_width together, whatever the
+ * key-value heads; the whole square, causal or not, as Narayanan et al.
+ * count it). */
 void llm_layer_flops(const struct llm *m, double batch, double *gemm, double *attention);
 
 /*
@@ -210,7 +267,11 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute);
  * dense), and with experts top_k (1..experts, required), shared_experts
  * (0..LLM_MAX_SHARED, 0), expert_ffn (1..LLM_MAX_FFN, ffn), first_dense
  * (0..layers - 1, 0), capacity_factor (0: dropless, the default, or
- * 1..LLM_MAX_CAPACITY) and router ("softmax", the default, or "sigmoid").
+ * 1..LLM_MAX_CAPACITY) and router ("softmax", the default, or "sigmoid");
+ * multi-head latent attention: kv_lora_rank (0, the default: not MLA),
+ * and with it v_head_dim (required), qk_nope_head_dim, qk_rope_head_dim
+ * (0; together at least 1) and q_lora_rank (0: Q straight from hidden);
+ * neither head_dim nor kv_heads other than heads with it.
  * 0, or PRISM_EIO /
  * PRISM_EFORMAT naming the file, line and setting.
  */

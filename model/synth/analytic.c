@@ -123,7 +123,8 @@ static void moe_terms(const struct analytic_in *in, struct terms *T)
  * backward with recomputation: full, the forward again; selective, the
  * attention core's forward again, as synth builds them), the embedding's
  * and the head's, tensor parallelism's 2 all-reduces per layer forward and
- * 2 backward (2 more when the forward is recomputed) of b s h activations,
+ * 2 backward (2 more when the forward is recomputed) of b s h activations
+ * (MLA: one of them of its compressed q's and kv's width),
  * the pipeline's activation forward and its gradient back per microbatch
  * (adjacent stages in different NVLink domains once a stage's tensor- and
  * data-parallel ranks fill one: Megatron's order).  0, or PRISM_EARG. */
@@ -148,6 +149,19 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 			      in->comm_eff, COMM_AUTO, &ce))
 			return prism_err_set(err, PRISM_EARG, "tensor-parallel group of %d", tp);
 		T->ar = n_ar * ce.time_s;
+		if (llm_mla(m)) {
+			/* MLA gathers and reduces its compressed q and kv (and
+			 * RoPE's key), not b s h, on the attention's input side:
+			 * one of the all-reduces is of their width (layer.c's
+			 * mla_fwd and mla_bwd). */
+			double q = m->q_lora_rank > 0 ? m->q_lora_rank : m->hidden;
+			double lat = q + m->kv_lora_rank + (l->sp ? m->qk_rope_head_dim : 0);
+			struct comm_est cl;
+			if (comm_time(hw, GC_ALL_REDUCE, act_bytes * lat / m->hidden,
+				      (struct comm_group){tp, tp}, in->comm_eff, COMM_AUTO,
+				      &cl) == 0)
+				T->ar += cl.time_s - ce.time_s;
+		}
 	}
 	if (l->pp > 1) {
 		int across = (long)tp * l->dp * layout_cp(l) >= hw_domain(hw);

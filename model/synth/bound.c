@@ -175,6 +175,19 @@ static void layer_bound(const struct synth_in *in, double *f, double *b, double 
 	*attn_f = af;
 }
 
+/* The forward FLOPs of one layer's attention projections on one
+ * tensor-parallel rank (T tokens): QKV and the projection, or MLA's down
+ * projections whole on the rank's tokens (T / t with sequence
+ * parallelism) and the rest split (layer.c's mla_fwd). */
+static double attn_gemm_flops(const struct synth_in *in, const struct shape *z, double T)
+{
+	const struct llm *m = &in->m;
+	double down = llm_mla_down_params(m);
+	if (!z->mla)
+		return llm_gemm_flops(T, z->qkv_r, z->h) + llm_gemm_flops(T, z->h, z->wo) / z->t;
+	return 2 * T * (llm_attn_params(m) - down) / z->t + 2 * (in->lay.sp ? T / z->t : T) * down;
+}
+
 /* The same for a mixture-of-experts layer on the busiest rank: its
  * attention, projection, router, shared and routed experts' FLOPs
  * (llm_moe_layer_flops' terms on the rank's tokens) at the peak. */
@@ -186,13 +199,47 @@ static void moe_layer_bound(const struct synth_in *in, double *f, double *b, dou
 	ab = bd - 2 * (fd - *attn_f); /* the attention core's backward */
 	sl_shape(in, &z);
 	T = z.b * z.s;
-	fl = llm_gemm_flops(T, z.qkv_r, z.h) + llm_gemm_flops(T, z.h, z.w) / z.t +
-	     llm_gemm_flops(z.n_tok, z.E, z.h) +
+	fl = attn_gemm_flops(in, &z, T) + llm_gemm_flops(z.n_tok, z.E, z.h) +
 	     z.shared * (llm_gemm_flops(T, z.fe_in, z.h) + llm_gemm_flops(T, z.h, z.fe)) / z.t +
 	     llm_gemm_flops(z.M, z.fe_in / z.etp, z.h) + llm_gemm_flops(z.M, z.h, z.fe / z.etp);
 	g = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->lay.dtype, fl));
 	*f = g + *attn_f;
 	*b = 2 * g + ab;
+}
+
+/* One tensor-parallel collective of kind over bs tokens' activations of
+ * width w (bf16): its time, 0 where comm_time has none. */
+static double tp_coll_s(const struct synth_in *in, int kind, double bs, double w)
+{
+	struct comm_group g = {in->lay.tp, in->lay.tp};
+	struct comm_est e;
+	return comm_time(in->hw, kind, bs * w * 2, g, in->comm_eff, COMM_AUTO, &e) == 0 ? e.time_s
+											: 0;
+}
+
+/* MLA's attention's tensor-parallel collectives (layer.c's mla_fwd and
+ * mla_bwd), forward (*f) and backward (*b): with sequence parallelism the
+ * compressed q's (or hidden's), kv's and RoPE's key's all-gathers and the
+ * projection's reduce-scatter, backward the projection's all-gather and
+ * their reduce-scatters; without, the projection's all-reduce forward and
+ * the compressed q's and kv's gradients' backward. */
+static void mla_tp_s(const struct synth_in *in, double bs, double *f, double *b)
+{
+	const struct llm *m = &in->m;
+	double h = m->hidden, q = m->q_lora_rank > 0 ? m->q_lora_rank : h;
+	double kv = m->kv_lora_rank, rope = m->qk_rope_head_dim;
+	if (in->lay.sp) {
+		*f = tp_coll_s(in, GC_ALL_GATHER, bs, q) + tp_coll_s(in, GC_ALL_GATHER, bs, kv) +
+		     (rope > 0 ? tp_coll_s(in, GC_ALL_GATHER, bs, rope) : 0) +
+		     tp_coll_s(in, GC_REDUCE_SCATTER, bs, h);
+		*b = tp_coll_s(in, GC_REDUCE_SCATTER, bs, q) +
+		     tp_coll_s(in, GC_REDUCE_SCATTER, bs, kv) +
+		     (rope > 0 ? tp_coll_s(in, GC_REDUCE_SCATTER, bs, rope) : 0) +
+		     tp_coll_s(in, GC_ALL_GATHER, bs, h);
+	} else {
+		*f = tp_coll_s(in, GC_ALL_REDUCE, bs, h);
+		*b = tp_coll_s(in, GC_ALL_REDUCE, bs, q) + tp_coll_s(in, GC_ALL_REDUCE, bs, kv);
+	}
 }
 
 /* The tensor-parallel collectives of one round over the activations of
@@ -275,35 +322,42 @@ double synth_lower_bound(const struct synth_in *in)
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	double b = l->mbs, t = l->tp, bs = b * m->seq / layout_cp(l);
-	double tp_s = 0, f, bw, af, lb, mfw = 0, mbw = 0;
+	double att_f = 0, att_b = 0, mlp = 0, tp_f, tp_b, f, bw, af, lb, mfw = 0, mbw = 0;
 
 	if (in->hw->peak_flops[in->lay.dtype] <= 0 || l->pp < 1 || l->vp < 1 || in->kdb)
 		return 0;
 	/* One layer's forward on one tensor-parallel rank: its GEMMs, its
 	 * attention, and the tensor-parallel collectives (on the compute
-	 * stream: two rounds, each an all-reduce or reduce-scatter +
-	 * all-gather). */
+	 * stream: two rounds, the attention's and the MLP's, each an
+	 * all-reduce or reduce-scatter + all-gather; MLA's attention its own,
+	 * mla_tp_s). */
 	layer_bound(in, &f, &lb, &af);
 	/* Overlapped with the GEMMs (tp_overlap), the collectives leave the
 	 * compute stream: the bound keeps the GEMMs alone. */
-	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp))
-		tp_s = 2 * tp_round_s(in, bs);
+	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp)) {
+		att_f = att_b = mlp = tp_round_s(in, bs);
+		if (llm_mla(m))
+			mla_tp_s(in, bs, &att_f, &att_b);
+	}
+	tp_f = att_f + mlp;
+	tp_b = att_b + mlp;
 	/* Backward: its GEMMs and attention, the same collectives, and the
 	 * forward again under full recomputation or the attention core's
 	 * forward under selective recomputation. */
-	bw = lb + tp_s + (l->recompute == LAYOUT_RECOMPUTE_FULL ? f + tp_s : 0) +
+	bw = lb + tp_b + (l->recompute == LAYOUT_RECOMPUTE_FULL ? f + tp_f : 0) +
 	     (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? af : 0);
 	/* Mixture-of-experts layers: their GEMMs (moe_layer_bound) and the
-	 * tensor-parallel collectives they keep: the attention's round, and
-	 * the shared experts' (the routed experts' all-to-alls and expert
+	 * tensor-parallel collectives they keep: the attention's, and the
+	 * shared experts' round (the routed experts' all-to-alls and expert
 	 * tensor-parallel collectives are left out: a weaker bound). */
 	if (llm_moe_layers(m) > 0) {
-		double mf, mb, maf, mtp = m->shared_experts > 0 ? tp_s : tp_s / 2;
+		double mf, mb, maf, mtp_f = m->shared_experts > 0 ? tp_f : att_f,
+				    mtp_b = m->shared_experts > 0 ? tp_b : att_b;
 		moe_layer_bound(in, &mf, &mb, &maf);
-		mbw = mb + mtp + (l->recompute == LAYOUT_RECOMPUTE_FULL ? mf + mtp : 0) +
+		mbw = mb + mtp_b + (l->recompute == LAYOUT_RECOMPUTE_FULL ? mf + mtp_f : 0) +
 		      (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? maf : 0);
-		mfw = mf + mtp;
+		mfw = mf + mtp_f;
 	}
-	f += tp_s;
+	f += tp_f;
 	return fill_drain_bound(in, bs, f + bw, mfw + mbw);
 }

@@ -124,35 +124,53 @@ static void gemm(struct ctx *c, int r, const char *name, double m, double n, dou
 	bgemm(c, r, name, c->in->lay.dtype, 1, m, n, k);
 }
 
-/* One tensor-parallel collective of the b s h activations on stream st:
- * kind GC_ALL_REDUCE, or with sequence parallelism GC_REDUCE_SCATTER or
- * GC_ALL_GATHER. */
-static void tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind)
+/* One tensor-parallel collective of the b s tokens' activations of width
+ * `width` (bf16) on stream st: kind GC_ALL_REDUCE, or with sequence
+ * parallelism GC_REDUCE_SCATTER or GC_ALL_GATHER. */
+static void tp_coll_of(struct ctx *c, int r, const struct shape *z, int st, int kind, double width)
 {
 	struct comm_group g = {(int)z->t, z->tp_per_node};
 	char pg[32];
 	snprintf(pg, sizeof(pg), "tp.%d", r);
 	if (kind == GC_REDUCE_SCATTER)
 		se_collective(c, r, st, kind, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
-			      z->b * z->s * z->h * 2, g, pg);
+			      z->b * z->s * width * 2, g, pg);
 	else if (kind == GC_ALL_GATHER)
 		se_collective(c, r, st, kind, "ncclDevKernel_AllGather_RING_LL",
-			      z->b * z->s * z->h * 2, g, pg);
+			      z->b * z->s * width * 2, g, pg);
 	else
 		se_collective(c, r, st, kind, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-			      z->b * z->s * z->h * 2, g, pg);
+			      z->b * z->s * width * 2, g, pg);
 }
 
-static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
+/* The same of the b s h activations. */
+static void tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kind)
+{
+	tp_coll_of(c, r, z, st, kind, z->h);
+}
+
+/* A block's tensor-parallel round: an all-reduce, or with sequence
+ * parallelism a reduce-scatter and an all-gather.  Forward, after a
+ * row-parallel GEMM, the gather is the next column-parallel GEMM's input's
+ * placed early; gather 0 where no such gather of b s h follows (after an
+ * MLA layer's FFN, or its projection in an MoE layer: MLA gathers its
+ * compressed q and kv instead, mla_fwd). */
+static void tp_round(struct ctx *c, int r, const struct shape *z, int gather)
 {
 	if (z->t <= 1)
 		return;
 	if (c->in->lay.sp) {
 		tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
-		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+		if (gather)
+			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
 	} else {
 		tp_coll(c, r, z, S_COMPUTE, GC_ALL_REDUCE);
 	}
+}
+
+static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
+{
+	tp_round(c, r, z, 1);
 }
 
 /* Tensor-parallel communication overlapped with GEMMs (Megatron-LM's
@@ -189,22 +207,24 @@ static double ew(double n, double in)
 /* The flash-attention op as PyTorch records it, [b, s, heads, d] per
  * tensor: forward the query, key and value, backward the output's
  * gradient first (cost_attn_shape reads them back).  key: 3, dtype,
- * backward, b, s, query heads, key-value heads, d. */
+ * backward, b, s, query heads, key-value heads, Q's and K's d, V's d. */
 static void attn_op_fmt(const double *key, const char **op, char *dims, size_t nd, char *types,
 			size_t nt)
 {
 	const char *ty = torch_type((int)key[1]);
-	char q[64], kv[64];
+	char q[64], k[64], v[64], o[64];
 
 	snprintf(q, sizeof(q), "[%.0f, %.0f, %.0f, %.0f]", key[3], key[4], key[5], key[7]);
-	snprintf(kv, sizeof(kv), "[%.0f, %.0f, %.0f, %.0f]", key[3], key[4], key[6], key[7]);
+	snprintf(k, sizeof(k), "[%.0f, %.0f, %.0f, %.0f]", key[3], key[4], key[6], key[7]);
+	snprintf(v, sizeof(v), "[%.0f, %.0f, %.0f, %.0f]", key[3], key[4], key[6], key[8]);
+	snprintf(o, sizeof(o), "[%.0f, %.0f, %.0f, %.0f]", key[3], key[4], key[5], key[8]);
 	if (key[2] != 0) {
 		*op = "aten::_flash_attention_backward";
-		snprintf(dims, nd, "[%s, %s, %s, %s]", q, q, kv, kv);
+		snprintf(dims, nd, "[%s, %s, %s, %s]", o, q, k, v);
 		snprintf(types, nt, "[\"%s\", \"%s\", \"%s\", \"%s\"]", ty, ty, ty, ty);
 	} else {
 		*op = "aten::_flash_attention_forward";
-		snprintf(dims, nd, "[%s, %s, %s]", q, kv, kv);
+		snprintf(dims, nd, "[%s, %s, %s]", q, k, v);
 		snprintf(types, nt, "[\"%s\", \"%s\", \"%s\"]", ty, ty, ty);
 	}
 }
@@ -220,7 +240,7 @@ static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
 {
 	/* Megatron-LM replicates key-value heads when fewer than the ranks. */
 	double kv = z->kv < z->t ? 1 : z->kv / z->t;
-	double key[OPKEY] = {3, dtype, bwd, z->b, z->s, z->a / z->t, kv, z->d};
+	double key[OPKEY] = {3, dtype, bwd, z->b, z->s, z->a / z->t, kv, z->dqk, z->dv};
 
 	se_record_op(c, key, attn_op_fmt);
 }
@@ -359,11 +379,11 @@ void sl_attn_fwd(struct ctx *c, int r, const struct shape *z)
 		return;
 	}
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_scores", dt, z->b * heads, z->s,
-	      z->s, d);
+	      z->s, z->dqk);
 	sl_kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_forward", LLM_SCORE_SOFTMAX * n);
 	sl_kernel(c, r, KC_ELEMENTWISE, "fused_dropout_kernel", LLM_SCORE_DROPOUT * n);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_context", dt, z->b * heads, z->s,
-	      d, z->s);
+	      z->dv, z->s);
 }
 
 static void attn_bwd(struct ctx *c, int r, const struct shape *z)
@@ -387,17 +407,17 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 		return;
 	}
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_bmm_dprobs", dt, z->b * heads, z->s,
-	      z->s, d);
-	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dv", dt, z->b * heads, z->s, d,
-	      z->s);
+	      z->s, z->dv);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dv", dt, z->b * heads, z->s,
+	      z->dv, z->s);
 	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward",
 		  LLM_SCORE_DROPOUT * n);
 	sl_kernel(c, r, KC_SOFTMAX, "scaled_masked_softmax_warp_backward",
 		  LLM_SCORE_SOFTMAX_BWD * n);
-	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_dq", dt, z->b * heads, z->s, d,
-	      z->s);
-	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dk", dt, z->b * heads, z->s, d,
-	      z->s);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_bmm_dq", dt, z->b * heads, z->s,
+	      z->dqk, z->s);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_dk", dt, z->b * heads, z->s,
+	      z->dqk, z->s);
 }
 
 /*
@@ -419,6 +439,8 @@ static void linear_fwd(struct ctx *c, int r, const char *name, double m, double 
 }
 
 static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k);
+static void linear_bwd(struct ctx *c, int r, const char *what, double m, double n, double k,
+		       int bias);
 
 /* A parameter's gradient (elems values) added into the accumulated one, in
  * every microbatch but the first where the framework accumulates so
@@ -430,11 +452,17 @@ static void acc_add(struct ctx *c, int r, double elems)
 			  3 * elems * c->in->acc_elem_bytes);
 }
 
-/* A layer norm's weight and bias, each h values (replicated over tp). */
+/* A layer norm's weight and bias over `width` values (replicated over
+ * tp). */
+static void acc_norm_of(struct ctx *c, int r, double width)
+{
+	acc_add(c, r, width);
+	acc_add(c, r, width);
+}
+
 static void acc_norm(struct ctx *c, int r, const struct shape *z)
 {
-	acc_add(c, r, z->h);
-	acc_add(c, r, z->h);
+	acc_norm_of(c, r, z->h);
 }
 
 /*
@@ -594,6 +622,113 @@ static void moe_bwd(struct ctx *c, int r, const struct shape *z)
 	      z->n_tok);
 }
 
+/*
+ * Multi-head latent attention's projections (DeepSeek-V2/V3) as
+ * Megatron-LM's MLASelfAttention runs them with Transformer Engine
+ * (megatron/core/transformer/multi_latent_attention.py, the TE layer spec
+ * of megatron/core/models/gpt/gpt_layer_specs.py).  The down projections
+ * (linear_q_down_proj, linear_kv_down_proj: TELinear, parallel_mode
+ * "duplicated") are whole on every tensor-parallel rank and run on the
+ * rank's tokens: b s / t with sequence parallelism, all b s without.  The
+ * up projections (linear_q_up_proj, linear_kv_up_proj) are column-parallel
+ * LayerNormLinears: the norm of the compressed q (kv) on the rank's
+ * tokens, then, with sequence parallelism, its all-gather over the tp
+ * ranks (a reduce-scatter of its gradient backward; without, an
+ * all-reduce of the gradient), then the GEMM to the rank's a / t heads.
+ * RoPE's decoupled key (qk_rope_head_dim, from the kv down projection) is
+ * all-gathered on its own (gather_from_sequence_parallel_region).  The
+ * output projection is the row-parallel linear_proj as in plain attention
+ * (its reduce-scatter or all-reduce).  No bias on the down and up
+ * projections (bias=False).
+ */
+
+/* RoPE on the decoupled dims and q, k, v made from the up projections'
+ * outputs, Megatron-LM's fused kernels (--apply-rope-fusion, its default;
+ * megatron/core/fusions/fused_mla_yarn_rope_apply.py): the query's rope
+ * dims rotated in place (a / t x rope values read and written a token);
+ * the key and value split from the kv up projection's output and the
+ * rotated rope key written onto every head's key (read a / t (nope + v) +
+ * rope, write a / t (qk + v)).  Backward the same passes mirrored. */
+static void mla_rope(struct ctx *c, int r, const struct shape *z, int bwd)
+{
+	double n = z->b * z->s, hq = z->a / z->t;
+	double kv = hq * (z->dqk - z->rope + z->dv) + z->rope + hq * (z->dqk + z->dv);
+	if (z->rope > 0)
+		sl_kernel(c, r, KC_ELEMENTWISE, bwd ? "rotary_bwd_q_kernel" : "rotary_fwd_q_kernel",
+			  4 * n * hq * z->rope);
+	sl_kernel(c, r, KC_ELEMENTWISE, bwd ? "rotary_bwd_kv_kernel" : "rotary_fwd_kv_kernel",
+		  2 * n * kv);
+}
+
+static void mla_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, hq = z->a / z->t;
+	int sp = c->in->lay.sp && z->t > 1;
+	double nd = sp ? bs / z->t : bs; /* the down projections' tokens */
+
+	if (z->ql > 0)
+		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_q_down", nd, z->ql,
+			   z->h);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_kv_down", nd, z->kvl + z->rope,
+		   z->h);
+	if (sp && z->rope > 0)
+		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, z->rope);
+	if (z->ql > 0) {
+		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nd * z->ql, 1));
+		if (sp)
+			tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, z->ql);
+		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_q_up", bs, hq * z->dqk,
+			   z->ql);
+	} else {
+		if (sp)
+			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_q", bs, hq * z->dqk,
+			   z->h);
+	}
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nd * z->kvl, 1));
+	if (sp)
+		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, z->kvl);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_kv_up", bs,
+		   hq * (z->dqk - z->rope + z->dv), z->kvl);
+	mla_rope(c, r, z, 0);
+}
+
+/* The gradient of an up projection's input gathered forward: reduce-
+ * scattered with sequence parallelism, else all-reduced. */
+static void mla_reduce(struct ctx *c, int r, const struct shape *z, double width)
+{
+	if (z->t > 1)
+		tp_coll_of(c, r, z, S_COMPUTE, c->in->lay.sp ? GC_REDUCE_SCATTER : GC_ALL_REDUCE,
+			   width);
+}
+
+static void mla_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, hq = z->a / z->t;
+	int sp = c->in->lay.sp && z->t > 1;
+	double nd = sp ? bs / z->t : bs;
+
+	mla_rope(c, r, z, 1);
+	linear_bwd(c, r, "kv_up", bs, hq * (z->dqk - z->rope + z->dv), z->kvl, 0);
+	mla_reduce(c, r, z, z->kvl);
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nd * z->kvl, 3));
+	acc_norm_of(c, r, z->kvl);
+	if (z->ql > 0) {
+		linear_bwd(c, r, "q_up", bs, hq * z->dqk, z->ql, 0);
+		mla_reduce(c, r, z, z->ql);
+		sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nd * z->ql, 3));
+		acc_norm_of(c, r, z->ql);
+	} else {
+		linear_bwd(c, r, "q", bs, hq * z->dqk, z->h, 0);
+		mla_reduce(c, r, z, z->h);
+	}
+	if (sp && z->rope > 0)
+		tp_coll_of(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER, z->rope);
+	linear_bwd(c, r, "kv_down", nd, z->kvl + z->rope, z->h, 0);
+	if (z->ql > 0)
+		linear_bwd(c, r, "q_down", nd, z->ql, z->h, 0);
+}
+
 /* 1 when rank r's current layer is a mixture-of-experts layer. */
 static int moe_now(const struct ctx *c, int r, const struct shape *z)
 {
@@ -610,19 +745,24 @@ void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	int ov = tp_overlapped(c, z);
 	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
-	if (ov) /* the all-gather of the normed input beside the QKV GEMM */
-		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
-	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv_r, z->h);
-	if (ov)
-		tp_side_end(c, r);
+	if (z->mla) {
+		mla_fwd(c, r, z);
+	} else {
+		if (ov) /* the all-gather of the normed input beside the QKV GEMM */
+			tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
+		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv_r,
+			   z->h);
+		if (ov)
+			tp_side_end(c, r);
+	}
 	sl_attn_fwd(c, r, z);
 	if (ov) /* the projection's reduce-scatter beside its GEMM */
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
-	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->w / t);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_proj", bs, z->h, z->wo / t);
 	if (ov)
 		tp_side_end(c, r);
 	else
-		tp_allreduce(c, r, z);
+		tp_round(c, r, z, !z->mla || !moe_now(c, r, z));
 	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 	if (moe_now(c, r, z)) {
@@ -646,14 +786,15 @@ void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
 	if (ov)
 		tp_side_end(c, r);
 	else
-		tp_allreduce(c, r, z);
+		tp_round(c, r, z, !z->mla);
 	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 }
 
-/* Input and weight gradients of C[m,n] = A[m,k] B[k,n]; in fp8 the output
- * gradient is first cast and transposed (reads 2 m n bytes, writes 2 m n
- * at one byte). */
-static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k)
+/* Input and weight gradients of C[m,n] = A[m,k] B[k,n], and its bias's
+ * where it has one; in fp8 the output gradient is first cast and
+ * transposed (reads 2 m n bytes, writes 2 m n at one byte). */
+static void linear_bwd(struct ctx *c, int r, const char *what, double m, double n, double k,
+		       int bias)
 {
 	char name[96];
 	if (sl_low_precision(c->in->lay.dtype))
@@ -663,7 +804,15 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", what);
 	gemm(c, r, name, k, n, m);
 	acc_add(c, r, k * n);
-	acc_add(c, r, n); /* its bias: llm_layer_params gives every linear one */
+	if (bias)
+		acc_add(c, r, n);
+}
+
+/* A linear layer's gradients, bias included: llm_layer_params gives every
+ * linear one but MLA's down and up projections. */
+static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k)
+{
+	linear_bwd(c, r, what, m, n, k, 1);
 }
 
 /* Backward of one layer: full recomputation runs its forward first;
@@ -701,15 +850,20 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	if (ov)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
-	else
+	else if (!z->mla)
 		tp_allreduce(c, r, z);
-	gemm_bwd(c, r, "proj", bs, z->h, z->w / t);
+	else if (c->in->lay.sp && t > 1) /* MLA's input side reduces its own */
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+	gemm_bwd(c, r, "proj", bs, z->h, z->wo / t);
 	if (ov)
 		tp_side_end(c, r);
 	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE)
 		sl_attn_fwd(c, r, z);
 	attn_bwd(c, r, z);
-	gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
+	if (z->mla)
+		mla_bwd(c, r, z);
+	else
+		gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
 	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
 	acc_norm(c, r, z);
 }
@@ -789,6 +943,15 @@ void sl_shape(const struct synth_in *in, struct shape *z)
 	z->a = in->m.heads;
 	z->d = llm_head_dim(&in->m);
 	z->w = llm_attn_width(&in->m);
+	z->dqk = llm_qk_head_dim(&in->m);
+	z->dv = llm_v_head_dim(&in->m);
+	z->wo = llm_proj_width(&in->m);
+	if (llm_mla(&in->m)) {
+		z->mla = 1;
+		z->ql = in->m.q_lora_rank;
+		z->kvl = in->m.kv_lora_rank;
+		z->rope = in->m.qk_rope_head_dim;
+	}
 	z->kv = llm_kv_heads(&in->m);
 	z->qkv = llm_qkv_width(&in->m);
 	z->qkv_r = llm_qkv_width_rank(&in->m, in->lay.tp);

@@ -96,7 +96,7 @@ struct oprec {
 
 /* What an op's record is made from: its kind and numbers (record_op). */
 #define OPMEMO 256
-#define OPKEY  8
+#define OPKEY  9
 struct opmemo {
 	double key[OPKEY];
 	uint32_t rec; /* 0: empty */
@@ -249,7 +249,14 @@ struct ctx {
 /* The layout as the kernels of one layer and the schedule need it. */
 struct shape {
 	double b, s, h, f, V, t, a;
-	double d, w;	  /* a head's width; the attention's, a x d (llm.h) */
+	double d, w;	/* a head's width; the attention's, a x d (llm.h) */
+	double dqk, dv; /* a head's Q and K width, its V's (d but for MLA) */
+	double wo;	/* the projection's input: a x dv */
+	/* Multi-head latent attention (mla = 0: the rest unused): the
+	 * compressed q's width (0: Q from hidden), kv's, RoPE's decoupled
+	 * dims (llm.h). */
+	int mla;
+	double ql, kvl, rope;
 	double kv;	  /* key-value heads */
 	double qkv, f_in; /* llm_qkv_width, llm_ffn_in */
 	double qkv_r;	  /* llm_qkv_width_rank: one rank's share */

@@ -484,7 +484,12 @@ static int shape_change(const struct synth_in *a, const struct synth_in *b)
 			return k;
 	return a->m.vocab == b->m.vocab && a->m.kv_heads == b->m.kv_heads &&
 		       a->m.gated == b->m.gated && a->m.untied == b->m.untied &&
-		       a->m.rope == b->m.rope && a->m.experts == b->m.experts
+		       a->m.rope == b->m.rope && a->m.experts == b->m.experts &&
+		       a->m.q_lora_rank == b->m.q_lora_rank &&
+		       a->m.kv_lora_rank == b->m.kv_lora_rank &&
+		       a->m.qk_nope_head_dim == b->m.qk_nope_head_dim &&
+		       a->m.qk_rope_head_dim == b->m.qk_rope_head_dim &&
+		       a->m.v_head_dim == b->m.v_head_dim
 		   ? -1
 		   : -2;
 }
@@ -493,13 +498,14 @@ static int shape_change(const struct synth_in *a, const struct synth_in *b)
  * the base's kernels can make (edit.h): a described base, flash
  * attention, the FFN and the key-value heads keeping their ratios, TP
  * collectives already there (tp > 1) and sequence parallelism as it
- * was. */
+ * was; not multi-head latent attention (edit.c re-times plain
+ * attention's GEMMs). */
 static int reshapes(const struct predict_base *b, const struct synth_in *c)
 {
 	const struct synth_in *a = &b->in;
 	if (a->m.hidden == c->m.hidden && a->lay.tp == c->lay.tp)
 		return 0;
-	return b->kind == PB_ANNOTATED && a->lay.flash && c->lay.flash &&
+	return b->kind == PB_ANNOTATED && a->lay.flash && c->lay.flash && !llm_mla(&a->m) &&
 	       (int64_t)a->m.ffn * c->m.hidden == (int64_t)c->m.ffn * a->m.hidden &&
 	       (int64_t)llm_kv_heads(&a->m) * c->m.heads ==
 		   (int64_t)llm_kv_heads(&c->m) * a->m.heads &&
@@ -574,6 +580,13 @@ static void why_not_edit(const struct predict_base *b, const struct synth_in *c,
 		snprintf(why, n,
 			 "pipeline stages: only a one-stage run is split (GPipe or 1F1B, no "
 			 "virtual stages)");
+		return;
+	}
+	if (llm_mla(&a->m) && (a->m.hidden != c->m.hidden || a->lay.tp != c->lay.tp)) {
+		snprintf(why, n,
+			 "%s: multi-head latent attention's projections are not re-timed at "
+			 "another width or TP (an edit knows plain attention's GEMMs)",
+			 a->lay.tp != c->lay.tp ? "tensor parallelism" : "hidden size");
 		return;
 	}
 	if (reshapes(b, c)) {
