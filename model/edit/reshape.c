@@ -646,7 +646,7 @@ static int add_dp(struct rs *r, struct graph *out_names)
 			/* From the top layer down: the backward runs them so. */
 			bucket = p->dp_first && rk < p->n_dp_extra ? p->dp_first[rk] : 0;
 			for (size_t hi = nb, lo = nb; hi > 0 && !rc; hi = lo) {
-				uint32_t kx = NONE32, call, host_last = NONE32, ref;
+				uint32_t kx = NONE32, call, host, host_last = NONE32, ref;
 				int32_t l = r->x.v[bw[hi - 1]].layer;
 				struct sn s;
 				while (lo > 0 && r->x.v[bw[lo - 1]].layer == l)
@@ -674,6 +674,7 @@ static int add_dp(struct rs *r, struct graph *out_names)
 						host_last = bw[j];
 				if (host_last == NONE32)
 					host_last = call;
+				host = r->x.v[call].proc; /* the launching thread */
 				/* A bucket the bottom layer fills goes before the
 				 * embedding's gradients, which follow in their own. */
 				nsz = 0;
@@ -687,7 +688,7 @@ static int add_dp(struct rs *r, struct graph *out_names)
 				for (int q = 0; q < nsz && !rc; q++) {
 					bucket = sz[q];
 					memset(&s, 0, sizeof(s));
-					s.proc = r->x.v[call].proc;
+					s.proc = host;
 					s.after = host_last;
 					s.before = NONE32;
 					s.iter = (int32_t)it;
