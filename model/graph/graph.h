@@ -322,6 +322,11 @@ int graph_renumber_colls(struct graph *g, int by_start);
  * edit made it). */
 void graph_count(struct graph *g);
 
+/* g's edges by target, for edits that walk dependencies backwards: the
+ * sources of node v are (*src)[(*off)[v] .. (*off)[v + 1]), in source
+ * order.  Both arrays are the caller's (free).  0, or PRISM_ENOMEM. */
+int graph_in_edges(const struct graph *g, uint32_t **off, uint32_t **src);
+
 /* How many of thread or stream p's tasks start at or before t (its tasks
  * are in start order): the task t falls in or follows is the one before. */
 uint32_t graph_proc_upto(const struct graph *g, uint32_t p, int64_t t);
