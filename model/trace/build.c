@@ -1332,22 +1332,9 @@ static int finish(struct builder *b, struct graph **out)
 		graph_free(g);
 		return build_nomem(b);
 	}
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		ready[u] = INT64_MIN;
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
-			uint32_t v = g->out_dst[e];
-			int64_t t =
-			    graph_edge_release(g->out_kind[e], g->start_ns[u],
-					       g->start_ns[u] + g->dur_ns[u] + g->wait_ns[u]);
-			/* A woken task's lag runs from what woke it, not from the
-			 * idle gap before it (edits shorten that gap to nothing). */
-			if ((g->flags[v] & NF_WAKE) && GE_KIND(g->out_kind[e]) == GE_ORDER &&
-			    (g->flags[u] & NF_IDLE_GAP))
-				continue;
-			if (t > ready[v])
-				ready[v] = t;
-		}
+	/* A woken task's lag runs from what woke it, not from the idle gap
+	 * before it (edits shorten that gap to nothing). */
+	graph_ready(g, GRAPH_READY_WAKE, ready, NULL);
 	g->stats.lag_cap_ns = b->o->lag_cap_ns;
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		int64_t lag = ready[u] == INT64_MIN ? 0 : g->start_ns[u] - ready[u];
