@@ -29,7 +29,8 @@
  *
  * Ownership: struct graph owns every array and its string table;
  * graph_free() releases them.  After building, the topology is read-only
- * and may be shared by threads.
+ * and may be shared by threads.  Graphs are made with the writer
+ * (gwrite.h), which keeps these invariants.
  */
 #ifndef PRISM_GRAPH_H
 #define PRISM_GRAPH_H
