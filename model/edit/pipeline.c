@@ -197,7 +197,7 @@ static void assign(struct ps *s)
 static int placed(struct ps *s, uint32_t a, uint32_t b)
 {
 	for (uint32_t id = a; id < b; id++)
-		if (VEC_PUSH(s->seq[s->w.nodes.v[id].proc], id))
+		if (VEC_PUSH(s->seq[s->w.proc[id]], id))
 			return oom(s);
 	return 0;
 }
@@ -208,7 +208,7 @@ static int transfer(struct ps *s, uint32_t r, int k, int32_t it, int32_t mb, int
 {
 	const struct pipeline_plan *p = s->p;
 	struct gw *w = &s->w;
-	uint32_t first = (uint32_t)w->nodes.n, kern = GW_NONE, pgid;
+	uint32_t first = (uint32_t)w->n_nodes, kern = GW_NONE, pgid;
 	int from = recv ? (fwd ? k - 1 : k + 1) : k;
 	int which = fwd ? (recv ? ST_RECVF : ST_SENDF) : (recv ? ST_RECVB : ST_SENDB);
 	struct gw_node h, x, t;
@@ -262,7 +262,7 @@ static int transfer(struct ps *s, uint32_t r, int k, int32_t it, int32_t mb, int
 	if (w->rc)
 		return wfail(s);
 	s->st->transfers++;
-	return placed(s, first, (uint32_t)w->nodes.n);
+	return placed(s, first, (uint32_t)w->n_nodes);
 }
 
 static int64_t unit_key(int32_t it, int32_t mb, int fwd, int k)
@@ -497,11 +497,11 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	}
 	s.n_recv = s.n_send;
 	{
+		uint64_t total = 0;
 		assign(&s);
 		{
 			/* The tasks the stages will have, before making them:
 			 * those on every stage count pp times. */
-			uint64_t total = 0;
 			for (uint32_t u = 0; u < g->n_nodes; u++) {
 				if (s.a[u] < 0)
 					st->replicated++;
@@ -516,6 +516,10 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		}
 		if (!rc)
 			rc = unit_info(&s);
+		/* Room for them all at once: the copies, and at most two
+		 * transfers of five tasks per unit and stage. */
+		if (!rc && gw_reserve(&s.w, total + 10 * (uint64_t)s.uis.n))
+			rc = wfail(&s);
 		/* Every copy, staged by ref: its id is known before the
 		 * emission below puts it in order. */
 		if (!rc && !(s.id_of = prism_malloc(((size_t)g->n_nodes * (size_t)p->pp + 1) *
@@ -688,7 +692,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		goto out;
 	/* The writer's order: processors in order, each its sequence. */
 	ncopy = (uint32_t)s.ref_at.n;
-	if (!(order = prism_malloc((s.w.nodes.n + 1) * sizeof(*order))) ||
+	if (!(order = prism_malloc((s.w.n_nodes + 1) * sizeof(*order))) ||
 	    !(iter_a = prism_malloc(((size_t)g->n_iters * p->pp + 1) * sizeof(*iter_a))) ||
 	    !(iter_b = prism_malloc(((size_t)g->n_iters * p->pp + 1) * sizeof(*iter_b)))) {
 		rc = oom(&s);
@@ -699,7 +703,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		for (uint32_t q = 0; q < nprocs; q++)
 			for (size_t i = 0; i < s.seq[q].n; i++)
 				order[at++] = s.seq[q].v[i];
-		assert(at == s.w.nodes.n); /* every copy emitted once */
+		assert(at == s.w.n_nodes); /* every copy emitted once */
 	}
 	/* Order edges, and the closing synchronise of each stage: the last
 	 * task of each of its streams in the step or before. */
@@ -723,7 +727,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 					continue;
 				for (size_t x = 0; x < s.seq[sp].n; x++) {
 					/* the base's step (stage k's is step x stages + k) */
-					int32_t it = s.w.nodes.v[s.seq[sp].v[x]].iter;
+					int32_t it = s.w.iter[s.seq[sp].v[x]];
 					if ((it >= 0 ? it / p->pp : -1) > g->iter[u])
 						break;
 					last = s.seq[sp].v[x];
@@ -780,7 +784,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 				corr_stride = g->corr[u] < INT64_MAX ? g->corr[u] + 1 : INT64_MAX;
 		/* Stage k's copies are corr + k x corr_stride, the added tasks'
 		 * above pp x corr_stride: all must fit in 64 bits. */
-		if (corr_stride > (INT64_MAX - (int64_t)(s.w.nodes.n - ncopy) - 1) / (p->pp + 1)) {
+		if (corr_stride > (INT64_MAX - (int64_t)(s.w.n_nodes - ncopy) - 1) / (p->pp + 1)) {
 			rc = prism_err_set(err, PRISM_ELIMIT,
 					   "pipeline: correlation ids up to %" PRId64
 					   " leave no room to number the stages' copies",
@@ -791,29 +795,30 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 			int64_t clock = INT64_MIN;
 			for (size_t i = 0; i < s.seq[q].n; i++) {
 				uint32_t id = s.seq[q].v[i];
-				struct gw_node *x = &s.w.nodes.v[id];
 				if (id >= ncopy) {
-					x->corr =
-					    x->corr < -1 ? corr_stride * (p->pp + 1) - x->corr : -1;
+					s.w.corr[id] =
+					    s.w.corr[id] < -1
+						? corr_stride * (p->pp + 1) - s.w.corr[id]
+						: -1;
 					if (clock == INT64_MIN)
 						clock = 0;
 				} else {
 					uint32_t u = s.ref_at.v[id] / (uint32_t)p->pp,
 						 k = s.ref_at.v[id] % (uint32_t)p->pp;
 					if (g->corr[u] >= 0 && k)
-						x->corr = g->corr[u] + corr_stride * k;
+						s.w.corr[id] = g->corr[u] + corr_stride * k;
 					if (g->coll[u] != NONE32) {
 						const struct graph_coll *c = &g->colls[g->coll[u]];
 						char pg[160];
 						snprintf(pg, sizeof(pg), "%s.s%u",
 							 strtab_get(&s.w.st, c->pg), k);
-						s.w.colls.v[x->coll].pg = gw_intern(&s.w, pg);
+						s.w.colls.v[s.w.coll[id]].pg = gw_intern(&s.w, pg);
 					}
 					if (clock == INT64_MIN)
 						clock = g->start_ns[u];
 				}
-				x->start_ns = clock;
-				clock = prism_time_add(clock, x->dur_ns);
+				s.w.start_ns[id] = clock;
+				clock = prism_time_add(clock, s.w.dur_ns[id]);
 			}
 		}
 		if (s.w.rc) {
@@ -837,15 +842,14 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 				goto out;
 			}
 		}
-	for (size_t id = 0; id < s.w.nodes.n; id++) {
-		const struct gw_node *x = &s.w.nodes.v[id];
-		int32_t j = x->iter;
+	for (size_t id = 0; id < s.w.n_nodes; id++) {
+		int32_t j = s.w.iter[id];
 		int64_t e;
 		if (j < 0 || (size_t)j >= s.w.iters.n || s.w.iters.v[j].proc == NONE32 ||
-		    x->proc != s.w.iters.v[j].proc)
+		    s.w.proc[id] != s.w.iters.v[j].proc)
 			continue;
-		e = prism_time_add(x->start_ns, x->dur_ns);
-		iter_a[j] = x->start_ns < iter_a[j] ? x->start_ns : iter_a[j];
+		e = prism_time_add(s.w.start_ns[id], s.w.dur_ns[id]);
+		iter_a[j] = s.w.start_ns[id] < iter_a[j] ? s.w.start_ns[id] : iter_a[j];
 		iter_b[j] = e > iter_b[j] ? e : iter_b[j];
 	}
 	for (size_t j = 0; j < s.w.iters.n; j++)
@@ -853,6 +857,10 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 			s.w.iters.v[j].start_ns = iter_a[j];
 			s.w.iters.v[j].dur_ns = iter_b[j] - iter_a[j];
 		}
+	/* What the stages were made from goes before the writer's peak. */
+	free(s.id_of);
+	s.id_of = NULL;
+	VEC_FREE(s.ref_at);
 	if (gw_finish(&s.w, order, GW_COLLS_BY_NODE, &n)) {
 		rc = wfail(&s);
 		goto out;

@@ -497,11 +497,6 @@ static int strip(struct rs *r)
 
 /* ---- added gradient collectives ------------------------------------- */
 
-static const struct gw_node *row(const struct rs *r, uint32_t id)
-{
-	return &r->w.nodes.v[id];
-}
-
 /* The next count added tasks staged go where `at` puts them. */
 static int anchor(struct rs *r, uint32_t at, uint32_t count)
 {
@@ -521,7 +516,7 @@ static int add_event_wait(struct rs *r, const struct gw_node *h, uint32_t rec, u
 		return wfail(r);
 	if (anchor(r, at, 2))
 		return PRISM_ENOMEM;
-	assert(r->anchor.n + n_copies(r) == r->w.nodes.n); /* each added task placed */
+	assert(r->anchor.n + n_copies(r) == r->w.n_nodes); /* each added task placed */
 	return 0;
 }
 
@@ -554,7 +549,7 @@ static int op_launch(struct rs *r, const struct gw_node *h, uint32_t op, uint32_
 		return wfail(r);
 	if (anchor(r, at, 1) || anchor(r, t_at, 1))
 		return PRISM_ENOMEM;
-	assert(r->anchor.n + n_copies(r) == r->w.nodes.n); /* each added task placed */
+	assert(r->anchor.n + n_copies(r) == r->w.n_nodes); /* each added task placed */
 	return 0;
 }
 
@@ -580,8 +575,8 @@ static int cmp_layer(const void *a, const void *b, void *ctx)
 {
 	const struct rs *r = ctx;
 	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-	if (row(r, i)->layer != row(r, j)->layer)
-		return row(r, i)->layer < row(r, j)->layer ? -1 : 1;
+	if (r->w.layer[i] != r->w.layer[j])
+		return r->w.layer[i] < r->w.layer[j] ? -1 : 1;
 	return (i > j) - (i < j);
 }
 
@@ -676,18 +671,18 @@ static int add_dp(struct rs *r)
 				if (gw_is_dropped(w, xs[j]))
 					continue;
 				if (g->phase[u] == PH_BACKWARD || r->ph[u] == PH_BACKWARD) {
-					if (row(r, xs[j])->mb > last_mb)
-						last_mb = row(r, xs[j])->mb;
-					if (row(r, xs[j])->layer > top)
-						top = row(r, xs[j])->layer;
+					if (r->w.mb[xs[j]] > last_mb)
+						last_mb = r->w.mb[xs[j]];
+					if (r->w.layer[xs[j]] > top)
+						top = r->w.layer[xs[j]];
 				}
 			}
 			if (top < 0)
 				continue;
 			/* Its backward copies of the last microbatch, by layer. */
 			for (uint32_t j = 0; j < nxs; j++)
-				if (!gw_is_dropped(w, xs[j]) && row(r, xs[j])->layer >= 0 &&
-				    row(r, xs[j])->mb == last_mb &&
+				if (!gw_is_dropped(w, xs[j]) && r->w.layer[xs[j]] >= 0 &&
+				    r->w.mb[xs[j]] == last_mb &&
 				    r->ph[r->o.v[xs[j]].u] == PH_BACKWARD)
 					bw[nb++] = xs[j];
 			if (nb)
@@ -696,8 +691,8 @@ static int add_dp(struct rs *r)
 			bucket = p->dp_first && rk < p->n_dp_extra ? p->dp_first[rk] : 0;
 			for (size_t hi = nb, lo = nb; hi > 0 && !rc; hi = lo) {
 				uint32_t kx = NONE32, call, host_last = NONE32;
-				int32_t l = row(r, bw[hi - 1])->layer;
-				while (lo > 0 && row(r, bw[lo - 1])->layer == l)
+				int32_t l = r->w.layer[bw[hi - 1]];
+				while (lo > 0 && r->w.layer[bw[lo - 1]] == l)
 					lo--;
 				double sz[2], tail = lo == 0 && p->dp_last && rk < p->n_dp_extra
 							 ? p->dp_last[rk]
@@ -718,7 +713,7 @@ static int add_dp(struct rs *r)
 				if (kx == NONE32 || (call = launcher(r, kx)) == NONE32)
 					continue;
 				for (size_t j = lo; j < hi; j++)
-					if (row(r, bw[j])->proc == row(r, call)->proc)
+					if (r->w.proc[bw[j]] == r->w.proc[call])
 						host_last = bw[j];
 				if (host_last == NONE32)
 					host_last = call;
@@ -738,7 +733,7 @@ static int add_dp(struct rs *r)
 					uint32_t ar;
 					bucket = sz[q];
 					/* On the launching thread. */
-					host_labels(&h, row(r, call)->proc, (int32_t)it, l, last_mb,
+					host_labels(&h, r->w.proc[call], (int32_t)it, l, last_mb,
 						    PH_BACKWARD, empty);
 					if ((rc = add_event_wait(r, &h, n_rec, n_wait, host_last)))
 						break;
@@ -781,13 +776,13 @@ static int add_dp(struct rs *r)
 				     g->start_ns[u] < g->start_ns[r->o.v[opt_first].u]))
 					opt_first = xs[j];
 				if (g->kind[u] == GN_WAIT && g->rtclass[u] == RT_DEVICE_SYNC &&
-				    row(r, xs[j])->proc == (uint32_t)g->iters[it].proc)
+				    r->w.proc[xs[j]] == (uint32_t)g->iters[it].proc)
 					sync = xs[j];
 			}
 			if (opt_first != NONE32) {
 				uint32_t call = launcher(r, opt_first);
 				for (uint32_t j = 0; call != NONE32 && j < nxs; j++)
-					if (row(r, xs[j])->proc == row(r, call)->proc &&
+					if (r->w.proc[xs[j]] == r->w.proc[call] &&
 					    !gw_is_dropped(w, xs[j]) &&
 					    g->phase[r->o.v[xs[j]].u] == PH_OPTIMIZER) {
 						opt_host = xs[j];
@@ -795,7 +790,7 @@ static int add_dp(struct rs *r)
 					}
 				if (opt_host != NONE32) {
 					struct gw_node h;
-					host_labels(&h, row(r, opt_host)->proc, (int32_t)it, -1, -1,
+					host_labels(&h, r->w.proc[opt_host], (int32_t)it, -1, -1,
 						    PH_OPTIMIZER, empty);
 					if ((rc = add_event_wait(r, &h, n_rec, n_wait,
 								 opt_host | BEFORE)))
@@ -927,10 +922,9 @@ static int add_acc(struct rs *r)
 		kx = xid(r, k, x->cm, r->lg[k] != NONE32 && r->lg[k] == r->lg[u] ? x->cl : 0);
 		if (gw_is_dropped(&r->w, kx))
 			continue;
-		host_labels(&h, row(r, i)->proc, g->iter[u], row(r, i)->layer, row(r, i)->mb,
-			    r->ph[u], 0);
+		host_labels(&h, r->w.proc[i], g->iter[u], r->w.layer[i], r->w.mb[i], r->ph[u], 0);
 		t = h;
-		t.proc = row(r, kx)->proc;
+		t.proc = r->w.proc[kx];
 		t.kind = GN_KERNEL;
 		t.dur_ns = p->acc_ns(p->acc_ctx, 3 * elems * es);
 		t.lag_ns = p->gpu_lag_ns;
@@ -954,10 +948,9 @@ static void times(struct rs *r)
 	uint32_t p = NONE32, prev = NONE32;
 	int64_t delta = 0, maxend = INT64_MIN, drop_at = INT64_MIN;
 	for (uint32_t i = 0; i < n_copies(r); i++) {
-		struct gw_node *x = &r->w.nodes.v[i];
 		uint32_t u = r->o.v[i].u;
-		if (x->proc != p) {
-			p = x->proc;
+		if (r->w.proc[i] != p) {
+			p = r->w.proc[i];
 			prev = NONE32;
 			delta = 0;
 			maxend = INT64_MIN;
@@ -970,7 +963,7 @@ static void times(struct rs *r)
 		if (gw_is_dropped(&r->w, i)) {
 			if (drop_at == INT64_MIN)
 				drop_at = prism_time_shift(g->start_ns[u], delta);
-			x->start_ns = prism_time_shift(g->start_ns[u], delta);
+			r->w.start_ns[i] = prism_time_shift(g->start_ns[u], delta);
 			continue;
 		}
 		if (drop_at != INT64_MIN) {
@@ -978,9 +971,9 @@ static void times(struct rs *r)
 				delta = drop_at - g->start_ns[u];
 			drop_at = INT64_MIN;
 		}
-		x->start_ns = prism_time_shift(g->start_ns[u], delta);
-		if (prism_time_add(x->start_ns, g->dur_ns[u]) > maxend)
-			maxend = prism_time_add(x->start_ns, g->dur_ns[u]);
+		r->w.start_ns[i] = prism_time_shift(g->start_ns[u], delta);
+		if (prism_time_add(r->w.start_ns[i], g->dur_ns[u]) > maxend)
+			maxend = prism_time_add(r->w.start_ns[i], g->dur_ns[u]);
 	}
 }
 
@@ -1005,9 +998,8 @@ static int64_t move_time(const struct rs *r, uint32_t p, int64_t t)
 	km = km_of(r, u);
 	kl = kl_of(r, u);
 	/* t, starts: +-PRISM_TIME_MAX */
-	return prism_time_shift(
-	    row(r, xid(r, u, km > 0 ? km - 1 : 0, kl > 0 ? kl - 1 : 0))->start_ns,
-	    t - g->start_ns[u]);
+	return prism_time_shift(r->w.start_ns[xid(r, u, km > 0 ? km - 1 : 0, kl > 0 ? kl - 1 : 0)],
+				t - g->start_ns[u]);
 }
 
 /* Correlation id of a copy: distinct from every other task's. */
@@ -1043,7 +1035,7 @@ static int final_order(struct rs *r, uint32_t *seq)
 	/* Chains of added tasks, in the order they were added. */
 	for (uint32_t k = na; k-- > 0;) {
 		uint32_t at = r->anchor.v[k];
-		uint32_t *head = at == NONE32  ? &proc_first[row(r, nx + k)->proc]
+		uint32_t *head = at == NONE32  ? &proc_first[r->w.proc[nx + k]]
 				 : at & BEFORE ? &before_first[at & ~BEFORE]
 					       : &after_first[at];
 		next_s[k] = *head;
@@ -1053,7 +1045,7 @@ static int final_order(struct rs *r, uint32_t *seq)
 		if (q < r->g->n_procs) {
 			/* Copies of q are contiguous, in emission order (processor
 			 * by processor): one pass over them all. */
-			for (uint32_t i = i0; i < nx && row(r, i)->proc == q; i++, i0++) {
+			for (uint32_t i = i0; i < nx && r->w.proc[i] == q; i++, i0++) {
 				for (uint32_t k = before_first[i]; k != NONE32; k = next_s[k])
 					seq[n++] = nx + k;
 				seq[n++] = i;
@@ -1091,25 +1083,23 @@ static int finish_columns(struct rs *r, const uint32_t *seq, int64_t corr_stride
 		const struct origin *x = &r->o.v[i];
 		if (!gw_is_dropped(w, i) && g->corr[x->u] >= 0 && (x->cm || x->cl)) {
 			int64_t cc = copy_corr(g->corr[x->u], corr_stride, x);
-			w->nodes.v[i].corr = cc;
+			w->corr[i] = cc;
 			corr_max = cc > corr_max ? cc : corr_max;
 		}
 	}
-	for (size_t id = nx; id < w->nodes.n; id++)
-		if (w->nodes.v[id].corr < -1)
-			w->nodes.v[id].corr = corr_max - w->nodes.v[id].corr;
-	for (size_t i = 0, prev = NONE32; i < w->nodes.n; i++) {
-		struct gw_node *x = &w->nodes.v[seq[i]];
+	for (size_t id = nx; id < w->n_nodes; id++)
+		if (w->corr[id] < -1)
+			w->corr[id] = corr_max - w->corr[id];
+	for (size_t i = 0, prev = NONE32; i < w->n_nodes; i++) {
 		if (gw_is_dropped(w, seq[i]))
 			continue;
-		if (prev != NONE32 && w->nodes.v[prev].proc != x->proc)
+		if (prev != NONE32 && w->proc[prev] != w->proc[seq[i]])
 			prev = NONE32;
 		if (seq[i] >= nx)
-			x->start_ns = prev != NONE32 ? prism_time_add(w->nodes.v[prev].start_ns,
-								      w->nodes.v[prev].dur_ns)
-						     : 0;
-		if (prev != NONE32 && x->start_ns < w->nodes.v[prev].start_ns)
-			x->start_ns = w->nodes.v[prev].start_ns;
+			w->start_ns[seq[i]] =
+			    prev != NONE32 ? prism_time_add(w->start_ns[prev], w->dur_ns[prev]) : 0;
+		if (prev != NONE32 && w->start_ns[seq[i]] < w->start_ns[prev])
+			w->start_ns[seq[i]] = w->start_ns[prev];
 		prev = seq[i];
 	}
 	for (uint32_t i = 0; i < g->n_iters; i++) {
@@ -1282,12 +1272,13 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	/* Order edges along each processor in the final order, over dropped
 	 * tasks too (the writer contracts edges through them, each target
 	 * once). */
-	if (!(seq = prism_malloc((r.w.nodes.n + 1) * sizeof(*seq)))) {
+	if (!(seq = prism_malloc((r.w.n_nodes + 1) * sizeof(*seq)))) {
 		rc = oom(&r);
 		goto out;
 	}
 	if ((rc = final_order(&r, seq)) || (rc = finish_columns(&r, seq, corr_stride)))
 		goto out;
+	VEC_FREE(r.o); /* before the writer's peak */
 	if (gw_order(&r.w, seq) || gw_finish(&r.w, seq, GW_UNIQUE | GW_COLLS_BY_NODE, &n)) {
 		rc = wfail(&r);
 		goto out;

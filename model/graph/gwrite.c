@@ -33,9 +33,18 @@ void gw_init_move(struct gw *w, struct strtab *st)
 	memset(st, 0, sizeof(*st));
 }
 
+static void free_columns(struct gw *w)
+{
+#define GW_FREE(type, f) free(w->f), w->f = NULL;
+	GRAPH_NODE_COLUMNS(GW_FREE)
+#undef GW_FREE
+	w->n_nodes = 0;
+	w->cap_nodes = 0;
+}
+
 void gw_release(struct gw *w)
 {
-	VEC_FREE(w->nodes);
+	free_columns(w);
 	VEC_FREE(w->edges);
 	VEC_FREE(w->procs);
 	VEC_FREE(w->ranks);
@@ -71,19 +80,54 @@ static int fail(struct gw *w, int rc)
 	return w->rc;
 }
 
+/* Room for n_nodes tasks: each column on its own (one that moved stays
+ * valid if a later one fails).  0 or PRISM_ENOMEM, the writer unchanged
+ * but for the columns that grew. */
+static int grow(struct gw *w, size_t n_nodes)
+{
+	int ok = 1;
+	if (n_nodes <= w->cap_nodes)
+		return 0;
+#define GW_GROW(type, f)                                                                           \
+	if (ok) {                                                                                  \
+		type *p = prism_realloc(w->f, n_nodes * sizeof(type));                             \
+		if (p)                                                                             \
+			w->f = p;                                                                  \
+		else                                                                               \
+			ok = 0;                                                                    \
+	}
+	GRAPH_NODE_COLUMNS(GW_GROW)
+#undef GW_GROW
+	if (!ok)
+		return PRISM_ENOMEM;
+	w->cap_nodes = n_nodes;
+	return 0;
+}
+
+int gw_reserve(struct gw *w, size_t n_nodes)
+{
+	return w->rc ? w->rc : grow(w, n_nodes);
+}
+
 int gw_node(struct gw *w, const struct gw_node *n, uint32_t *id)
 {
+	uint32_t u = w->n_nodes;
+
 	if (id)
 		*id = GW_NONE;
 	if (w->rc)
 		return w->rc;
 	assert(n->coll == GW_NONE); /* collectives attach through gw_coll */
-	if (w->nodes.n >= w->max_nodes)
+	if (u >= w->max_nodes)
 		return fail(w, PRISM_ELIMIT);
-	if (VEC_PUSH(w->nodes, *n))
+	if (u == w->cap_nodes && grow(w, w->cap_nodes ? 2 * w->cap_nodes : 64))
 		return fail(w, PRISM_ENOMEM);
+#define GW_PUT(type, f) w->f[u] = n->f;
+	GRAPH_NODE_COLUMNS(GW_PUT)
+#undef GW_PUT
+	w->n_nodes = u + 1;
 	if (id)
-		*id = (uint32_t)(w->nodes.n - 1);
+		*id = u;
 	return 0;
 }
 
@@ -92,7 +136,7 @@ int gw_edge(struct gw *w, uint32_t src, uint32_t dst, uint8_t kind)
 	struct gw_edge e = {src, dst, kind};
 	if (w->rc)
 		return w->rc;
-	assert(src < w->nodes.n && dst < w->nodes.n);
+	assert(src < w->n_nodes && dst < w->n_nodes);
 	if (src == dst)
 		return 0;
 	return VEC_PUSH(w->edges, e) ? fail(w, PRISM_ENOMEM) : 0;
@@ -100,14 +144,14 @@ int gw_edge(struct gw *w, uint32_t src, uint32_t dst, uint8_t kind)
 
 int gw_order(struct gw *w, const uint32_t *order)
 {
-	size_t n = w->nodes.n;
+	size_t n = w->n_nodes;
 	uint32_t *last;
 
 	if (w->rc)
 		return w->rc;
 	if (order) {
 		for (size_t i = 1; i < n; i++)
-			if (w->nodes.v[order[i - 1]].proc == w->nodes.v[order[i]].proc &&
+			if (w->proc[order[i - 1]] == w->proc[order[i]] &&
 			    gw_edge(w, order[i - 1], order[i], GE_ORDER))
 				return w->rc;
 		return 0;
@@ -118,7 +162,7 @@ int gw_order(struct gw *w, const uint32_t *order)
 	for (size_t p = 0; p < w->procs.n; p++)
 		last[p] = GW_NONE;
 	for (uint32_t u = 0; u < n; u++) {
-		uint32_t p = w->nodes.v[u].proc;
+		uint32_t p = w->proc[u];
 		assert(p < w->procs.n);
 		if (last[p] != GW_NONE && gw_edge(w, last[p], u, GE_ORDER))
 			break;
@@ -170,18 +214,18 @@ int gw_coll(struct gw *w, uint32_t node, const struct graph_coll *c)
 
 	if (w->rc)
 		return w->rc;
-	assert(node < w->nodes.n);
+	assert(node < w->n_nodes);
 	x = *c;
 	x.node = node;
 	if (VEC_PUSH(w->colls, x))
 		return fail(w, PRISM_ENOMEM);
-	w->nodes.v[node].coll = (uint32_t)(w->colls.n - 1);
+	w->coll[node] = (uint32_t)(w->colls.n - 1);
 	return 0;
 }
 
 int gw_drop(struct gw *w, uint32_t id)
 {
-	size_t n = w->nodes.n;
+	size_t n = w->n_nodes;
 	if (w->rc)
 		return w->rc;
 	assert(id < n);
@@ -328,14 +372,37 @@ static int sort_rows(struct graph *g)
 	return 0;
 }
 
-/* The kind of an edge contracted through dropped tasks, from a (at
- * position i) to b: the first edge's inferred bit, and what its ends are. */
-static uint8_t contracted(const struct gw_node *a, const struct gw_node *b, uint8_t first)
+/* The kind of an edge contracted through dropped tasks, from a task on
+ * processor pa to one of kind kb on pb: the first edge's inferred bit,
+ * and what its ends are. */
+static uint8_t contracted(uint32_t pa, uint32_t pb, uint8_t kb, uint8_t first)
 {
 	uint8_t kind = GE_ORDER;
-	if (a->proc != b->proc)
-		kind = b->kind == GN_WAIT ? GE_SYNC : b->kind >= GN_KERNEL ? GE_EVENT : GE_THREAD;
+	if (pa != pb)
+		kind = kb == GN_WAIT ? GE_SYNC : kb >= GN_KERNEL ? GE_EVENT : GE_THREAD;
 	return (uint8_t)(kind | (first & GE_INFERRED));
+}
+
+/*
+ * The graph the staged tasks become: its tables, edges and offsets for
+ * n_nodes tasks, and no node columns yet (fill() gives them: allocating
+ * them here would hold a second set beside the staged one).
+ */
+static struct graph *shell(const struct gw *w, uint32_t n_nodes, uint32_t n_edges, uint32_t nc)
+{
+	struct graph *g = graph_alloc(0, n_edges, (uint32_t)w->procs.n, (uint32_t)w->ranks.n,
+				      (uint32_t)w->iters.n, nc);
+	uint32_t *off;
+	if (!g)
+		return NULL;
+	if (!(off = prism_calloc((size_t)n_nodes + 1, sizeof(*off)))) {
+		graph_free(g);
+		return NULL;
+	}
+	free(g->out_off);
+	g->out_off = off;
+	g->n_nodes = n_nodes;
+	return g;
 }
 
 /*
@@ -348,7 +415,7 @@ static int contract(struct gw *w, const uint32_t *seq, const uint32_t *kid, uint
 		    const uint32_t *off, const uint32_t *dst, const uint8_t *kind, struct graph **g,
 		    uint32_t nc)
 {
-	size_t n = w->nodes.n;
+	size_t n = w->n_nodes;
 	uint32_t *stamp = prism_calloc(n + 1, sizeof(*stamp));
 	uint32_t *stack = prism_malloc((n + 1) * sizeof(*stack));
 	uint32_t *roff = prism_calloc((size_t)nkeep + 1, sizeof(*roff));
@@ -392,8 +459,8 @@ static int contract(struct gw *w, const uint32_t *seq, const uint32_t *kid, uint
 						stack[top++] = x;
 					else
 						EMIT(kid[x],
-						     contracted(&w->nodes.v[seq[i]],
-								&w->nodes.v[seq[x]], kind[e]));
+						     contracted(w->proc[seq[i]], w->proc[seq[x]],
+								w->kind[seq[x]], kind[e]));
 				}
 			}
 		}
@@ -404,8 +471,7 @@ static int contract(struct gw *w, const uint32_t *seq, const uint32_t *kid, uint
 		}
 	}
 #undef EMIT
-	*g = graph_alloc(nkeep, (uint32_t)odst.n, (uint32_t)w->procs.n, (uint32_t)w->ranks.n,
-			 (uint32_t)w->iters.n, nc);
+	*g = shell(w, nkeep, (uint32_t)odst.n, nc);
 	if (!*g)
 		goto out;
 	memcpy((*g)->out_off, roff, ((size_t)nkeep + 1) * sizeof(*roff));
@@ -479,14 +545,51 @@ static void check_filled(const struct graph *g)
 #endif
 }
 
+/*
+ * The fill: each staged column becomes g's.  same: the final ids are the
+ * staged ones, and the column is handed over (trimmed to its length);
+ * else it is placed by newid into a new one and freed, one column at a
+ * time (so the memory of one serves the next).  0 or PRISM_ENOMEM (g then
+ * has the columns made so far, the writer the rest).
+ */
+static int fill(struct gw *w, struct graph *g, int same)
+{
+	size_t n = w->n_nodes, nk = g->n_nodes ? g->n_nodes : 1;
+	const uint32_t *newid = w->newid;
+
+#define GW_FILL(type, f)                                                                           \
+	if (same && w->f) {                                                                        \
+		type *trim = prism_realloc(w->f, (n ? n : 1) * sizeof(type));                      \
+		free(g->f);                                                                        \
+		g->f = trim ? trim : w->f;                                                         \
+		w->f = NULL;                                                                       \
+	} else {                                                                                   \
+		type *col = prism_malloc(nk * sizeof(type));                                       \
+		if (!col)                                                                          \
+			return PRISM_ENOMEM;                                                       \
+		for (size_t u = 0; u < n; u++)                                                     \
+			if (newid[u] != GW_NONE)                                                   \
+				col[newid[u]] = w->f[u];                                           \
+		free(w->f);                                                                        \
+		w->f = NULL;                                                                       \
+		free(g->f);                                                                        \
+		g->f = col;                                                                        \
+	}
+	GRAPH_NODE_COLUMNS(GW_FILL)
+#undef GW_FILL
+	w->n_nodes = 0;
+	w->cap_nodes = 0;
+	return 0;
+}
+
 int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph **out)
 {
-	size_t n = w->nodes.n, ne = w->edges.n;
+	size_t n = w->n_nodes, ne = w->edges.n;
 	uint32_t np = (uint32_t)w->procs.n, nkeep = 0, nc = 0, *seq = NULL, *pos = NULL;
 	uint32_t *cnt = NULL, *cmap = NULL, *coff = NULL, *cdst = NULL;
 	uint8_t *ckind = NULL;
 	struct graph *g = NULL;
-	int rc = PRISM_ENOMEM, drops = 0;
+	int rc = PRISM_ENOMEM, drops = 0, same = !(flags & GW_UNIQUE);
 
 	*out = NULL;
 	if (w->rc)
@@ -495,56 +598,73 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 		return fail(w, PRISM_ELIMIT);
 	free(w->newid);
 	w->newid = prism_malloc((n + 1) * sizeof(*w->newid));
-	pos = prism_malloc((n + 1) * sizeof(*pos));
 	cnt = prism_calloc((size_t)np + 1, sizeof(*cnt));
-	seq = order ? NULL : prism_malloc((n + 1) * sizeof(*seq));
-	if (!w->newid || !pos || !cnt || (!order && !seq))
+	if (!w->newid || !cnt)
 		goto out;
-	if (!order) {
-		/* Grouped by processor, stably (a counting sort). */
-		for (uint32_t u = 0; u < n; u++) {
-			assert(w->nodes.v[u].proc < np);
-			cnt[w->nodes.v[u].proc + 1]++;
-		}
-		for (uint32_t p = 0; p < np; p++)
-			cnt[p + 1] += cnt[p];
-		for (uint32_t u = 0; u < n; u++)
-			seq[cnt[w->nodes.v[u].proc]++] = u;
-		order = seq;
-	}
-	/* Positions in the final order, and the final ids of the kept. */
-	for (uint32_t i = 0; i < n; i++)
-		pos[i] = GW_NONE;
-	memset(cnt, 0, ((size_t)np + 1) * sizeof(*cnt));
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t u = order[i];
-		assert(u < n && pos[u] == GW_NONE); /* a permutation */
-		assert(w->nodes.v[u].proc < np);
-		assert(i == 0 || w->nodes.v[order[i - 1]].proc <= w->nodes.v[u].proc);
-		pos[u] = i;
-		if (gw_is_dropped(w, u)) {
-			w->newid[u] = GW_NONE;
+	/* The ids stay where the staged order is the final one: given so, or
+	 * tasks staged grouped by processor; none dropped. */
+	for (uint32_t u = 0; u < n; u++) {
+		assert(w->proc[u] < np);
+		if (gw_is_dropped(w, u))
 			drops = 1;
-		} else {
-			w->newid[u] = nkeep++;
-			cnt[w->nodes.v[u].proc]++;
-		}
+		if (order ? order[u] != u : u > 0 && w->proc[u] < w->proc[u - 1])
+			same = 0;
 	}
-	for (size_t k = 0; k < ne; k++) {
-		w->edges.v[k].src = pos[w->edges.v[k].src];
-		w->edges.v[k].dst = pos[w->edges.v[k].dst];
+	if (drops)
+		same = 0;
+	if (same) {
+		for (uint32_t u = 0; u < n; u++) {
+			assert(u == 0 || w->proc[u - 1] <= w->proc[u]); /* grouped */
+			w->newid[u] = u;
+			cnt[w->proc[u]]++;
+		}
+		nkeep = (uint32_t)n;
+	} else {
+		pos = prism_malloc((n + 1) * sizeof(*pos));
+		seq = order ? NULL : prism_malloc((n + 1) * sizeof(*seq));
+		if (!pos || (!order && !seq))
+			goto out;
+		if (!order) {
+			/* Grouped by processor, stably (a counting sort). */
+			for (uint32_t u = 0; u < n; u++)
+				cnt[w->proc[u] + 1]++;
+			for (uint32_t p = 0; p < np; p++)
+				cnt[p + 1] += cnt[p];
+			for (uint32_t u = 0; u < n; u++)
+				seq[cnt[w->proc[u]]++] = u;
+			order = seq;
+			memset(cnt, 0, ((size_t)np + 1) * sizeof(*cnt));
+		}
+		/* Positions in the final order, and the final ids of the kept. */
+		for (uint32_t i = 0; i < n; i++)
+			pos[i] = GW_NONE;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t u = order[i];
+			assert(u < n && pos[u] == GW_NONE); /* a permutation */
+			assert(i == 0 || w->proc[order[i - 1]] <= w->proc[u]);
+			pos[u] = i;
+			if (gw_is_dropped(w, u)) {
+				w->newid[u] = GW_NONE;
+			} else {
+				w->newid[u] = nkeep++;
+				cnt[w->proc[u]]++;
+			}
+		}
+		for (size_t k = 0; k < ne; k++) {
+			w->edges.v[k].src = pos[w->edges.v[k].src];
+			w->edges.v[k].dst = pos[w->edges.v[k].dst];
+		}
+		/* From here pos holds the final id of each position. */
+		for (uint32_t i = 0; i < n; i++)
+			pos[i] = w->newid[order[i]];
 	}
 	for (size_t c = 0; c < w->colls.n; c++) {
-		assert(w->colls.v[c].node < n && w->nodes.v[w->colls.v[c].node].coll == c);
+		assert(w->colls.v[c].node < n && w->coll[w->colls.v[c].node] == c);
 		nc += w->newid[w->colls.v[c].node] != GW_NONE;
 	}
-	/* From here pos holds the final id of each position. */
-	for (uint32_t i = 0; i < n; i++)
-		pos[i] = w->newid[order[i]];
 	if (!drops && !(flags & GW_UNIQUE)) {
 		/* Positions are final ids: straight into the graph. */
-		g = graph_alloc(nkeep, (uint32_t)ne, np, (uint32_t)w->ranks.n, (uint32_t)w->iters.n,
-				nc);
+		g = shell(w, nkeep, (uint32_t)ne, nc);
 		if (!g)
 			goto out;
 		csr(w->edges.v, ne, nkeep, g->out_off, g->out_dst, g->out_kind);
@@ -560,19 +680,11 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 		rc = PRISM_ENOMEM;
 	}
 	VEC_FREE(w->edges);
-	if ((flags & GW_SORT) && sort_rows(g))
+	if (((flags & GW_SORT) && sort_rows(g)) ||
+	    !(cmap = prism_malloc((w->colls.n + 1) * sizeof(*cmap))))
 		goto out;
-	/* The fill: every column of every kept row. */
-	for (uint32_t u = 0; u < n; u++) {
-		const struct gw_node *s = &w->nodes.v[u];
-		uint32_t v = w->newid[u];
-		if (v == GW_NONE)
-			continue;
-		assert(v < nkeep);
-#define GW_PUT(type, f) g->f[v] = s->f;
-		GRAPH_NODE_COLUMNS(GW_PUT)
-#undef GW_PUT
-	}
+	if (fill(w, g, same))
+		goto out;
 	if (flags & GW_COLLS_BY_NODE) {
 		for (uint32_t v = 0, j = 0; v < nkeep; v++)
 			if (g->coll[v] != GW_NONE) {
@@ -581,8 +693,6 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 				g->coll[v] = j++;
 			}
 	} else {
-		if (!(cmap = prism_malloc((w->colls.n + 1) * sizeof(*cmap))))
-			goto out;
 		for (size_t c = 0, j = 0; c < w->colls.n; c++) {
 			uint32_t v = w->newid[w->colls.v[c].node];
 			cmap[c] = v == GW_NONE ? GW_NONE : (uint32_t)j;
@@ -608,7 +718,6 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 	g->meta = w->meta;
 	g->stats = w->stats;
 	check_filled(g);
-	VEC_FREE(w->nodes);
 	VEC_FREE(w->dropped);
 	*out = g;
 	g = NULL;

@@ -1,7 +1,7 @@
 /*
  * gwrite.h - the graph writer: the one way a struct graph is made.
  *
- * A writer stages a graph as rows and an edge list, then makes the graph
+ * A writer stages a graph as tasks and an edge list, then makes the graph
  * in one step (gw_finish):
  *
  *   gw_node(row) -> staged id 0, 1, 2, ...    any processor, any order
@@ -12,12 +12,17 @@
  *                                              are contracted
  *   gw_finish(order, flags) -> struct graph, newid[staged id] = final id
  *
- * The staging row (struct gw_node) is generated from GRAPH_NODE_COLUMNS,
- * so a new node column needs no edit here.  At gw_finish the nodes are
- * grouped by processor as graph.h requires -- stably (a processor's tasks
- * keep the order they were staged in), or in an order the caller gives --
- * and the edge list becomes CSR in one pass: rows by source, each row's
- * edges in the order they were pushed (GW_SORT: by target).
+ * The staging row (struct gw_node, a task as one value) and the staged
+ * columns are generated from GRAPH_NODE_COLUMNS, so a new node column
+ * needs no edit here.  At gw_finish the nodes are grouped by processor as
+ * graph.h requires -- stably (a processor's tasks keep the order they
+ * were staged in), or in an order the caller gives -- and the edge list
+ * becomes CSR in one pass: rows by source, each row's edges in the order
+ * they were pushed (GW_SORT: by target).  Staged tasks are held in
+ * columns, as the graph holds them: where their ids do not move (a
+ * builder that makes each processor's tasks together) the columns become
+ * the graph's, with no copy; else each is placed in a new column in turn,
+ * so only one column is held twice at a time.
  *
  * A writer owns its string table (started empty, copied from a base graph
  * or moved in from the caller) and moves it into the graph; rows and
@@ -55,7 +60,13 @@ struct gw_edge {
 };
 
 struct gw {
-	VEC(struct gw_node) nodes; /* by staged id */
+	/* The staged tasks, a column each as in struct graph, by staged id:
+	 * w->start_ns[u] ... (n_nodes of cap_nodes allocated). */
+	uint32_t n_nodes;
+	size_t cap_nodes;
+#define GW_COLUMN(type, f) type *f;
+	GRAPH_NODE_COLUMNS(GW_COLUMN)
+#undef GW_COLUMN
 	VEC(struct gw_edge) edges;
 	VEC(struct graph_proc) procs; /* first and n are set by gw_finish */
 	VEC(struct graph_rank) ranks;
@@ -106,6 +117,13 @@ void gw_node_from(struct gw_node *n, const struct graph *g, uint32_t u);
  * NULL): its staged id, GW_NONE on failure.  0, PRISM_ENOMEM, or
  * PRISM_ELIMIT beyond max_nodes. */
 int gw_node(struct gw *w, const struct gw_node *n, uint32_t *id);
+
+/* Room for n_nodes tasks in all: a writer that knows how many it will
+ * stage (or at most: what is never written costs no memory) allocates
+ * them once, without growth by doubling, whose moves leave the columns'
+ * old copies behind in the heap.  0, or PRISM_ENOMEM without a sticky
+ * failure: the writer grows as it goes instead. */
+int gw_reserve(struct gw *w, size_t n_nodes);
 
 /* An edge between staged tasks (an edge from a task to itself is left
  * out).  0 or PRISM_ENOMEM. */
@@ -168,8 +186,8 @@ int gw_event_wait(struct gw *w, const struct gw_node *at, uint32_t record, uint3
  * sit); NULL: grouped by processor, stably.  flags: GW_*.  Processors'
  * first and n are set from the order; collectives' nodes and the coll
  * column are renumbered; the string table, t0_ns, meta and stats move
- * into the graph.  The staged rows and edges are released; w->newid maps
- * staged ids to final ones.  0, w->rc, PRISM_ENOMEM, or PRISM_ELIMIT
+ * into the graph.  The staged columns and edges are released; w->newid
+ * maps staged ids to final ones.  0, w->rc, PRISM_ENOMEM, or PRISM_ELIMIT
  * (2^32 edges or more).
  */
 int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph **out);

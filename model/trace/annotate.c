@@ -57,21 +57,21 @@ int build_iterations(struct builder *b, struct rank_ctx *rc)
 	/* Host nodes by start; GPU nodes by their launch (none for GPU work
 	 * launched before the window: it belongs to an earlier step, whatever
 	 * step's host range its start falls in). Steps are sorted. */
-	for (uint32_t u = rc->node_base; u < b->w.nodes.n; u++) {
-		struct gw_node *n = &b->w.nodes.v[u];
-		int64_t t = n->start_ns;
+	for (uint32_t u = rc->node_base; u < b->w.n_nodes; u++) {
+		int64_t t = b->w.start_ns[u];
 		size_t i;
-		if (n->kind >= GN_KERNEL) {
+		if (b->w.kind[u] >= GN_KERNEL) {
 			if (rc->lts[u - rc->node_base] == INT64_MIN) {
-				n->iter = -1;
+				b->w.iter[u] = -1;
 				continue;
 			}
 			t = rc->lts[u - rc->node_base];
 		}
 		i = step_at(b, first, t);
-		n->iter = i != SIZE_MAX && t < b->w.iters.v[i].start_ns + b->w.iters.v[i].dur_ns
-			      ? (int32_t)i
-			      : -1;
+		b->w.iter[u] =
+		    i != SIZE_MAX && t < b->w.iters.v[i].start_ns + b->w.iters.v[i].dur_ns
+			? (int32_t)i
+			: -1;
 	}
 	return 0;
 }
@@ -678,35 +678,36 @@ int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 	for (int a = 0; a < A_N && !rc_; a++)
 		if (r[a].n)
 			qsort(r[a].v, r[a].n, sizeof(*r[a].v), cmp_arange);
-	for (uint32_t u = rc->node_base; !rc_ && u < b->w.nodes.n; u++) {
-		struct gw_node *n = &b->w.nodes.v[u];
-		if (n->kind >= GN_KERNEL)
+	for (uint32_t u = rc->node_base; !rc_ && u < b->w.n_nodes; u++) {
+		if (b->w.kind[u] >= GN_KERNEL)
 			continue;
-		n->layer =
-		    r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, n->proc, n->start_ns) : -1;
-		n->mb = r[A_MB].n ? arange_at(r[A_MB].v, r[A_MB].n, n->proc, n->start_ns) : -1;
-		n->phase = (uint8_t)phase_at(ph, n->proc, n->start_ns);
+		b->w.layer[u] = r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, b->w.proc[u],
+							 b->w.start_ns[u])
+					     : -1;
+		b->w.mb[u] = r[A_MB].n
+				 ? arange_at(r[A_MB].v, r[A_MB].n, b->w.proc[u], b->w.start_ns[u])
+				 : -1;
+		b->w.phase[u] = (uint8_t)phase_at(ph, b->w.proc[u], b->w.start_ns[u]);
 		/* A thread without ranges of its own at that time (the autograd
 		 * thread, when the ranges are on the training loop's thread)
 		 * works for the step's thread: its phase and microbatch. */
-		if (n->iter >= 0 && b->w.iters.v[n->iter].proc != NONE32 &&
-		    b->w.iters.v[n->iter].proc != n->proc) {
-			uint32_t sp = b->w.iters.v[n->iter].proc;
-			if (n->phase == PH_NONE)
-				n->phase = (uint8_t)phase_at(ph, sp, n->start_ns);
-			if (n->mb < 0 && r[A_MB].n)
-				n->mb = arange_at(r[A_MB].v, r[A_MB].n, sp, n->start_ns);
+		if (b->w.iter[u] >= 0 && b->w.iters.v[b->w.iter[u]].proc != NONE32 &&
+		    b->w.iters.v[b->w.iter[u]].proc != b->w.proc[u]) {
+			uint32_t sp = b->w.iters.v[b->w.iter[u]].proc;
+			if (b->w.phase[u] == PH_NONE)
+				b->w.phase[u] = (uint8_t)phase_at(ph, sp, b->w.start_ns[u]);
+			if (b->w.mb[u] < 0 && r[A_MB].n)
+				b->w.mb[u] = arange_at(r[A_MB].v, r[A_MB].n, sp, b->w.start_ns[u]);
 		}
 	}
-	for (uint32_t u = rc->node_base; !rc_ && u < b->w.nodes.n; u++) {
-		struct gw_node *n = &b->w.nodes.v[u];
+	for (uint32_t u = rc->node_base; !rc_ && u < b->w.n_nodes; u++) {
 		uint32_t call;
-		if (n->kind < GN_KERNEL)
+		if (b->w.kind[u] < GN_KERNEL)
 			continue;
-		call = n->corr >= 0 ? imap_get(&rc->rt_by_corr, n->corr) : NONE32;
-		n->layer = call != NONE32 ? b->w.nodes.v[call].layer : -1;
-		n->phase = call != NONE32 ? b->w.nodes.v[call].phase : PH_NONE;
-		n->mb = call != NONE32 ? b->w.nodes.v[call].mb : -1;
+		call = b->w.corr[u] >= 0 ? imap_get(&rc->rt_by_corr, b->w.corr[u]) : NONE32;
+		b->w.layer[u] = call != NONE32 ? b->w.layer[call] : -1;
+		b->w.phase[u] = call != NONE32 ? b->w.phase[call] : PH_NONE;
+		b->w.mb[u] = call != NONE32 ? b->w.mb[call] : -1;
 	}
 	for (int a = 0; a < A_N; a++)
 		free(r[a].v);

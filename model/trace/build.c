@@ -456,9 +456,9 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 						: GN_KERNEL;
 		call = imap_get(&rc->rt_by_corr, e->corr);
 		if (call != IMAP_NONE) {
-			n.op = b->w.nodes.v[call].op;
-			n.op_dims = b->w.nodes.v[call].op_dims;
-			n.op_types = b->w.nodes.v[call].op_types;
+			n.op = b->w.op[call];
+			n.op_dims = b->w.op_dims[call];
+			n.op_types = b->w.op_types[call];
 			if (hint == NONE32)
 				hint = b->hint.v[call];
 		}
@@ -472,13 +472,13 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 			return build_nomem(b);
 		if (call != IMAP_NONE) {
 			b->launched.v[call] = 1;
-			if (b->w.nodes.v[call].rtclass == RT_GRAPH_LAUNCH)
-				b->w.nodes.v[id].flags |= NF_GRAPH;
+			if (b->w.rtclass[call] == RT_GRAPH_LAUNCH)
+				b->w.flags[id] |= NF_GRAPH;
 			if (add_edge(b, call, id, GE_LAUNCH))
 				return PRISM_ENOMEM;
 		} else if (e->corr < rc->min_rt_corr || b->o->allow_dangling) {
 			b->w.stats.gpu_no_launch++;
-			b->w.nodes.v[id].flags |= NF_ANCHORED;
+			b->w.flags[id] |= NF_ANCHORED;
 		} else {
 			return build_fail_ev(b, rc, e,
 					     "dangling correlation id %" PRId64
@@ -580,11 +580,11 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 			uint32_t src, dst;
 			if (!ws || !ss || rec == NONE32)
 				break;
-			src = last_launched_before(b, rc, ss, b->w.nodes.v[rec].start_ns);
-			dst = first_launched_after(rc, ws, b->w.nodes.v[call].start_ns);
+			src = last_launched_before(b, rc, ss, b->w.start_ns[rec]);
+			dst = first_launched_after(rc, ws, b->w.start_ns[call]);
 			if (src != NONE32 && dst != NONE32) {
 				/* The waiting task cannot start before the recorded one ends. */
-				if (node_end(b, src) > b->w.nodes.v[dst].start_ns + rc->event_tol)
+				if (node_end(b, src) > b->w.start_ns[dst] + rc->event_tol)
 					b->w.stats.dropped_edges++;
 				else if (add_edge(b, src, dst, GE_EVENT))
 					return PRISM_ENOMEM;
@@ -597,11 +597,10 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 		case KT_SYNC_STREAM: {
 			int64_t sid = e->sync == KT_SYNC_EVENT ? e->b : (e->b >= 0 ? e->b : e->a);
 			const struct graph_proc *ss = stream_proc(b, rc, sid);
-			int64_t t = e->sync == KT_SYNC_EVENT && rec != NONE32
-					? b->w.nodes.v[rec].start_ns
-					: b->w.nodes.v[call].start_ns;
+			int64_t t = e->sync == KT_SYNC_EVENT && rec != NONE32 ? b->w.start_ns[rec]
+									      : b->w.start_ns[call];
 			uint32_t src;
-			if (!(b->w.nodes.v[call].flags & NF_BLOCKING) || !ss)
+			if (!(b->w.flags[call] & NF_BLOCKING) || !ss)
 				break;
 			if (e->sync == KT_SYNC_EVENT && rec == NONE32)
 				break;
@@ -613,12 +612,11 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 			break;
 		}
 		case KT_SYNC_CONTEXT:
-			if (!(b->w.nodes.v[call].flags & NF_BLOCKING))
+			if (!(b->w.flags[call] & NF_BLOCKING))
 				break;
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
-				uint32_t src =
-				    last_launched_before(b, rc, &b->w.procs.v[rc->gpu_procs.v[i]],
-							 b->w.nodes.v[call].start_ns);
+				uint32_t src = last_launched_before(
+				    b, rc, &b->w.procs.v[rc->gpu_procs.v[i]], b->w.start_ns[call]);
 				if (src != NONE32 && sync_edge(b, src, call, 0))
 					return PRISM_ENOMEM;
 			}
@@ -640,35 +638,34 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 /* Blocking calls without a cuda_sync record. */
 static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *resolved)
 {
-	uint32_t end = (uint32_t)b->w.nodes.n;
+	uint32_t end = (uint32_t)b->w.n_nodes;
 
 	for (uint32_t u = rc->node_base; u < end; u++) {
-		struct gw_node *n = &b->w.nodes.v[u];
-		if (n->kind != GN_RUNTIME || !(n->flags & NF_BLOCKING) ||
+		if (b->w.kind[u] != GN_RUNTIME || !(b->w.flags[u] & NF_BLOCKING) ||
 		    resolved[u - rc->node_base])
 			continue;
-		if (n->rtclass == RT_DEVICE_SYNC) {
+		if (b->w.rtclass[u] == RT_DEVICE_SYNC) {
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t src = last_launched_before(
-				    b, rc, &b->w.procs.v[rc->gpu_procs.v[i]], n->start_ns);
+				    b, rc, &b->w.procs.v[rc->gpu_procs.v[i]], b->w.start_ns[u]);
 				if (src != NONE32 && sync_edge(b, src, u, 0))
 					return PRISM_ENOMEM;
 			}
-		} else if (n->rtclass == RT_STREAM_SYNC || n->rtclass == RT_EVENT_SYNC) {
+		} else if (b->w.rtclass[u] == RT_STREAM_SYNC || b->w.rtclass[u] == RT_EVENT_SYNC) {
 			/* Which stream?  The one whose last launched task finished
 			 * while the call was blocked, closest to its return. */
-			int64_t call_end = n[1].start_ns + n[1].dur_ns;
+			int64_t call_end = b->w.start_ns[u + 1] + b->w.dur_ns[u + 1];
 			uint32_t best = NONE32;
 			if (!b->o->infer_sync)
 				continue;
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t c = last_launched_before(
-				    b, rc, &b->w.procs.v[rc->gpu_procs.v[i]], n->start_ns);
+				    b, rc, &b->w.procs.v[rc->gpu_procs.v[i]], b->w.start_ns[u]);
 				int64_t ce;
 				if (c == NONE32)
 					continue;
 				ce = node_end(b, c);
-				if (ce > n->start_ns && ce <= call_end + b->o->sync_tol_ns &&
+				if (ce > b->w.start_ns[u] && ce <= call_end + b->o->sync_tol_ns &&
 				    (best == NONE32 || ce > node_end(b, best)))
 					best = c;
 			}
@@ -680,8 +677,9 @@ static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *re
 			}
 		} else {
 			/* A blocking copy waits for its own GPU copy. */
-			uint32_t g =
-			    n->corr >= 0 ? imap_get(&rc->gpunode_by_corr, n->corr) : NONE32;
+			uint32_t g = b->w.corr[u] >= 0
+					 ? imap_get(&rc->gpunode_by_corr, b->w.corr[u])
+					 : NONE32;
 			if (g != NONE32) {
 				if (sync_edge(b, g, u, 0))
 					return PRISM_ENOMEM;
@@ -722,7 +720,7 @@ static uint32_t cross_source(const struct builder *b, const struct rank_ctx *rc,
 			ce = node_end(b, c);
 			d = ce > xs ? ce - xs : xs - ce;
 			if (ce < xs + lo || ce > xs + hi || ce <= ready ||
-			    b->w.nodes.v[c].start_ns >= (held ? ready : xs))
+			    b->w.start_ns[c] >= (held ? ready : xs))
 				continue;
 			if (best == NONE32 || d < best_d)
 				best = c, best_d = d;
@@ -740,7 +738,7 @@ static int64_t stream_ready(const struct builder *b, const struct rank_ctx *rc,
 	int64_t ready;
 	if (rc->lts[u - rc->node_base] == INT64_MIN)
 		return INT64_MIN;
-	ready = node_end(b, imap_get(&rc->rt_by_corr, b->w.nodes.v[u].corr));
+	ready = node_end(b, imap_get(&rc->rt_by_corr, b->w.corr[u]));
 	if (u > p->first && node_end(b, u - 1) > ready)
 		ready = node_end(b, u - 1);
 	return ready;
@@ -765,7 +763,7 @@ static int cmp_i64(const void *a, const void *b)
 static int event_tol_measured(struct builder *b, struct rank_ctx *rc)
 {
 	int64_t base = b->o->event_tol_ns, *lag;
-	size_t n = 0, cap = b->w.nodes.n - rc->node_base;
+	size_t n = 0, cap = b->w.n_nodes - rc->node_base;
 
 	rc->event_tol = base;
 	if (!b->o->event_tol_auto || !cap)
@@ -775,7 +773,7 @@ static int event_tol_measured(struct builder *b, struct rank_ctx *rc)
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 		const struct graph_proc *p = &b->w.procs.v[rc->gpu_procs.v[i]];
 		for (uint32_t u = p->first; u < p->first + p->n; u++) {
-			int64_t launch = rc->lts[u - rc->node_base], xs = b->w.nodes.v[u].start_ns;
+			int64_t launch = rc->lts[u - rc->node_base], xs = b->w.start_ns[u];
 			if (launch == INT64_MIN || xs < launch ||
 			    (u > p->first && node_end(b, u - 1) > launch))
 				continue;
@@ -801,7 +799,7 @@ static int infer_events(struct builder *b, struct rank_ctx *rc)
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 		const struct graph_proc *p = &b->w.procs.v[rc->gpu_procs.v[i]];
 		for (uint32_t u = p->first; u < p->first + p->n; u++) {
-			int64_t ready = stream_ready(b, rc, p, u), xs = b->w.nodes.v[u].start_ns;
+			int64_t ready = stream_ready(b, rc, p, u), xs = b->w.start_ns[u];
 			uint32_t best;
 			if (ready == INT64_MIN || xs - ready <= tol)
 				continue;
@@ -824,7 +822,7 @@ static int infer_events(struct builder *b, struct rank_ctx *rc)
  * last blocks while the next kernel's first ones start. */
 static int infer_share(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 {
-	size_t n = b->w.nodes.n - rc->node_base;
+	size_t n = b->w.n_nodes - rc->node_base;
 	int64_t *ev_ready = prism_malloc((n ? n : 1) * sizeof(*ev_ready));
 
 	if (!ev_ready)
@@ -840,7 +838,7 @@ static int infer_share(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 		const struct graph_proc *p = &b->w.procs.v[rc->gpu_procs.v[i]];
 		for (uint32_t u = p->first; u < p->first + p->n; u++) {
-			int64_t ready = stream_ready(b, rc, p, u), xs = b->w.nodes.v[u].start_ns;
+			int64_t ready = stream_ready(b, rc, p, u), xs = b->w.start_ns[u];
 			uint32_t src;
 			if (ready == INT64_MIN)
 				continue;
@@ -890,17 +888,16 @@ static uint32_t thread_waker(const struct builder *b, const struct rank_ctx *rc,
 	for (size_t j = 0; j < rc->cpu_procs.n; j++) {
 		const struct graph_proc *q = &b->w.procs.v[rc->cpu_procs.v[j]];
 		uint32_t c;
-		const struct gw_node *run;
 		if (q == p)
 			continue;
 		c = last_ending_by(b, q, s);
 		if (c == NONE32 || c + 1 >= q->first + q->n)
 			continue;
-		run = &b->w.nodes.v[c + 1];
 		/* p idled from before c ended: c's thread woke it, not p's
 		 * own work. */
-		if (run->kind != GN_CPU || run->start_ns > s || node_end(b, c + 1) <= s ||
-		    run->start_ns < s - b->o->wake_tol_ns || node_end(b, c) < idle_from)
+		if (b->w.kind[c + 1] != GN_CPU || b->w.start_ns[c + 1] > s ||
+		    node_end(b, c + 1) <= s || b->w.start_ns[c + 1] < s - b->o->wake_tol_ns ||
+		    node_end(b, c) < idle_from)
 			continue;
 		if (best == NONE32 || node_end(b, c) > node_end(b, best))
 			best = c;
@@ -931,21 +928,21 @@ static int infer_threads(struct builder *b, struct rank_ctx *rc)
 
 	for (size_t i = 0; i < rc->cpu_procs.n; i++) {
 		const struct graph_proc *p = &b->w.procs.v[rc->cpu_procs.v[i]];
-		if (p->n && b->w.nodes.v[p->first].start_ns < rank_start)
-			rank_start = b->w.nodes.v[p->first].start_ns;
+		if (p->n && b->w.start_ns[p->first] < rank_start)
+			rank_start = b->w.start_ns[p->first];
 	}
 	for (size_t i = 0; i < rc->cpu_procs.n && !rc_; i++) {
 		const struct graph_proc *p = &b->w.procs.v[rc->cpu_procs.v[i]];
 		if (!p->n)
 			continue;
 		if (b->o->infer_threads &&
-		    b->w.nodes.v[p->first].start_ns - rank_start >= b->o->thread_gap_ns) {
-			uint32_t src = thread_source(b, rc, p, b->w.nodes.v[p->first].start_ns);
+		    b->w.start_ns[p->first] - rank_start >= b->o->thread_gap_ns) {
+			uint32_t src = thread_source(b, rc, p, b->w.start_ns[p->first]);
 			if (src == NONE32 &&
-			    (src = thread_waker(b, rc, p, INT64_MIN,
-						b->w.nodes.v[p->first].start_ns)) != NONE32) {
+			    (src = thread_waker(b, rc, p, INT64_MIN, b->w.start_ns[p->first])) !=
+				NONE32) {
 				struct wake w = {p->first, src, p};
-				b->w.nodes.v[p->first].flags |= NF_WAKE;
+				b->w.flags[p->first] |= NF_WAKE;
 				if (VEC_PUSH(wakes, w))
 					rc_ = PRISM_ENOMEM;
 			}
@@ -953,24 +950,22 @@ static int infer_threads(struct builder *b, struct rank_ctx *rc)
 				rc_ = PRISM_ENOMEM;
 		}
 		for (uint32_t u = p->first; u + 1 < p->first + p->n && !rc_; u++) {
-			struct gw_node *gap = &b->w.nodes.v[u];
 			uint32_t src;
-			if (!(gap->flags & NF_IDLE_GAP))
+			if (!(b->w.flags[u] & NF_IDLE_GAP))
 				continue;
-			gap->flags &= (uint8_t)~NF_IDLE_GAP;
-			if (gap->dur_ns < b->o->thread_gap_ns || !b->o->infer_threads)
+			b->w.flags[u] &= (uint8_t)~NF_IDLE_GAP;
+			if (b->w.dur_ns[u] < b->o->thread_gap_ns || !b->o->infer_threads)
 				continue;
-			src = thread_source(b, rc, p, b->w.nodes.v[u + 1].start_ns);
-			if (src == NONE32 &&
-			    (src = thread_waker(b, rc, p, gap->start_ns,
-						b->w.nodes.v[u + 1].start_ns)) != NONE32) {
+			src = thread_source(b, rc, p, b->w.start_ns[u + 1]);
+			if (src == NONE32 && (src = thread_waker(b, rc, p, b->w.start_ns[u],
+								 b->w.start_ns[u + 1])) != NONE32) {
 				struct wake w = {u + 1, src, p};
-				b->w.nodes.v[u + 1].flags |= NF_WAKE;
+				b->w.flags[u + 1] |= NF_WAKE;
 				if (VEC_PUSH(wakes, w))
 					rc_ = PRISM_ENOMEM;
 			}
 			if (src != NONE32) {
-				gap->flags |= NF_IDLE_GAP;
+				b->w.flags[u] |= NF_IDLE_GAP;
 				if (add_edge(b, src, u + 1, GE_THREAD | GE_INFERRED))
 					rc_ = PRISM_ENOMEM;
 			}
@@ -980,14 +975,14 @@ static int infer_threads(struct builder *b, struct rank_ctx *rc)
 	for (size_t k = 0; k < wakes.n && !rc_; k++) {
 		const struct wake *w = &wakes.v[k];
 		uint32_t x = w->c + 1, j;
-		const struct graph_proc *q = &b->w.procs.v[b->w.nodes.v[x].proc];
-		if (x + 1 >= q->first + q->n || (b->w.nodes.v[x].flags & NF_IDLE_GAP))
+		const struct graph_proc *q = &b->w.procs.v[b->w.proc[x]];
+		if (x + 1 >= q->first + q->n || (b->w.flags[x] & NF_IDLE_GAP))
 			continue;
 		j = last_ending_by(b, w->p, node_end(b, x));
 		if (j == NONE32 || j < w->v)
 			continue;
-		b->w.nodes.v[x].flags |= NF_IDLE_GAP;
-		b->w.nodes.v[x + 1].flags |= NF_WAKE;
+		b->w.flags[x] |= NF_IDLE_GAP;
+		b->w.flags[x + 1] |= NF_WAKE;
 		if (add_edge(b, j, x + 1, GE_THREAD | GE_INFERRED))
 			rc_ = PRISM_ENOMEM;
 	}
@@ -1000,23 +995,22 @@ static void split_waits(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 {
 	for (size_t k = edge_lo; k < b->w.edges.n; k++) {
 		const struct gw_edge *e = &b->w.edges.v[k];
-		struct gw_node *w;
+		uint32_t v = e->dst; /* the wait node */
 		int64_t f, wait, total;
 		if (GE_KIND(e->kind) != GE_SYNC)
 			continue;
-		w = &b->w.nodes.v[e->dst];
-		total = w->dur_ns + w->wait_ns;
+		total = b->w.dur_ns[v] + b->w.wait_ns[v];
 		f = node_end(b, e->src);
-		wait = f - w->start_ns + w->wait_ns; /* measured from the call's start */
+		wait = f - b->w.start_ns[v] + b->w.wait_ns[v]; /* measured from the call's start */
 		(void)rc;
 		if (wait < 0)
 			wait = 0;
 		if (wait > total)
 			wait = total;
-		if (wait > w->wait_ns) {
-			w->start_ns += wait - w->wait_ns;
-			w->wait_ns = wait;
-			w->dur_ns = total - wait;
+		if (wait > b->w.wait_ns[v]) {
+			b->w.start_ns[v] += wait - b->w.wait_ns[v];
+			b->w.wait_ns[v] = wait;
+			b->w.dur_ns[v] = total - wait;
 		}
 	}
 }
@@ -1026,17 +1020,16 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 	const struct kineto_trace *tr = rc->tr;
 	size_t first = b->w.colls.n;
 
-	for (uint32_t u = rc->node_base; u < b->w.nodes.n; u++) {
-		struct gw_node *n = &b->w.nodes.v[u];
+	for (uint32_t u = rc->node_base; u < b->w.n_nodes; u++) {
 		struct graph_coll c;
 		const struct kt_comm *m;
 		int kind;
-		if (n->kind != GN_COLL && n->kind != GN_P2P)
+		if (b->w.kind[u] != GN_COLL && b->w.kind[u] != GN_P2P)
 			continue;
 		memset(&c, 0, sizeof(c));
 		c.bytes = -1;
 		c.group_size = -1;
-		kind = comm_kind_of(strtab_get(&b->w.st, n->name));
+		kind = comm_kind_of(strtab_get(&b->w.st, b->w.name[u]));
 		b->w.stats.coll_kernels[kind]++;
 		m = b->hint.v[u] != NONE32 ? &tr->comms.v[b->hint.v[u]] : NULL;
 		if (m) {
@@ -1113,7 +1106,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	rc.tr = tr;
 	rc.rank_ix = rank_ix;
 	rc.min_rt_corr = INT64_MAX;
-	rc.node_base = (uint32_t)b->w.nodes.n;
+	rc.node_base = (uint32_t)b->w.n_nodes;
 	rc.nkeys = tr->events.n;
 	rc.keys = prism_malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*rc.keys));
 	order = prism_malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*order));
@@ -1165,7 +1158,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	for (size_t oi = 0; oi < tr->threads.n; oi++) {
 		uint32_t t = order[oi];
 		const struct kt_thread *th = &tr->threads.v[t];
-		struct graph_proc p = {rank_ix, th->gpu, th->pid, th->tid, (uint32_t)b->w.nodes.n,
+		struct graph_proc p = {rank_ix, th->gpu, th->pid, th->tid, (uint32_t)b->w.n_nodes,
 				       0};
 		size_t lo = lo_of[t], hi = hi_of[t];
 		int has_work = 0;
@@ -1189,7 +1182,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 		if ((rc_ = build_host_thread(b, &rc, lo, hi, (uint32_t)(b->w.procs.n - 1))))
 			goto out;
 		b->w.procs.v[b->w.procs.n - 1].n =
-		    (uint32_t)(b->w.nodes.n - b->w.procs.v[b->w.procs.n - 1].first);
+		    (uint32_t)(b->w.n_nodes - b->w.procs.v[b->w.procs.n - 1].first);
 		if (VEC_PUSH(rc.cpu_procs, (uint32_t)(b->w.procs.n - 1)))
 			goto oom;
 	}
@@ -1202,30 +1195,29 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 			if (tr->threads.v[i].gpu && tr->threads.v[i].pid == p->pid &&
 			    tr->threads.v[i].tid == p->tid)
 				t = i;
-		p->first = (uint32_t)b->w.nodes.n;
+		p->first = (uint32_t)b->w.n_nodes;
 		if ((rc_ = build_stream(b, &rc, lo_of[t], hi_of[t], (uint32_t)pi)))
 			goto out;
-		p->n = (uint32_t)(b->w.nodes.n - p->first);
+		p->n = (uint32_t)(b->w.n_nodes - p->first);
 		if (VEC_PUSH(rc.gpu_procs, (uint32_t)pi))
 			goto oom;
 	}
 	/* Launch start of every GPU node of this rank. */
-	rc.lts = prism_malloc(((b->w.nodes.n - rc.node_base) ? (b->w.nodes.n - rc.node_base) : 1) *
+	rc.lts = prism_malloc(((b->w.n_nodes - rc.node_base) ? (b->w.n_nodes - rc.node_base) : 1) *
 			      sizeof(*rc.lts));
-	resolved = prism_calloc((b->w.nodes.n - rc.node_base) + 1, 1);
+	resolved = prism_calloc((b->w.n_nodes - rc.node_base) + 1, 1);
 	if (!rc.lts || !resolved)
 		goto oom;
-	for (uint32_t u = rc.node_base; u < b->w.nodes.n; u++) {
-		const struct gw_node *n = &b->w.nodes.v[u];
-		uint32_t call = n->kind >= GN_KERNEL ? imap_get(&rc.rt_by_corr, n->corr) : NONE32;
-		rc.lts[u - rc.node_base] = call != NONE32 ? b->w.nodes.v[call].start_ns : INT64_MIN;
+	for (uint32_t u = rc.node_base; u < b->w.n_nodes; u++) {
+		uint32_t call =
+		    b->w.kind[u] >= GN_KERNEL ? imap_get(&rc.rt_by_corr, b->w.corr[u]) : NONE32;
+		rc.lts[u - rc.node_base] = call != NONE32 ? b->w.start_ns[call] : INT64_MIN;
 	}
-	for (uint32_t u = rc.node_base; u < b->w.nodes.n; u++) {
-		const struct gw_node *n = &b->w.nodes.v[u];
-		if (n->kind == GN_RUNTIME && !b->launched.v[u] &&
-		    (n->rtclass == RT_LAUNCH || n->rtclass == RT_GRAPH_LAUNCH ||
-		     n->rtclass == RT_MEMCPY || n->rtclass == RT_MEMCPY_SYNC ||
-		     n->rtclass == RT_MEMSET))
+	for (uint32_t u = rc.node_base; u < b->w.n_nodes; u++) {
+		if (b->w.kind[u] == GN_RUNTIME && !b->launched.v[u] &&
+		    (b->w.rtclass[u] == RT_LAUNCH || b->w.rtclass[u] == RT_GRAPH_LAUNCH ||
+		     b->w.rtclass[u] == RT_MEMCPY || b->w.rtclass[u] == RT_MEMCPY_SYNC ||
+		     b->w.rtclass[u] == RT_MEMSET))
 			b->w.stats.launch_no_gpu++;
 	}
 	if ((rc_ = event_tol_measured(b, &rc)))
@@ -1279,9 +1271,9 @@ static int finish(struct builder *b, struct graph **out)
 
 	if (gw_order(w, NULL))
 		return build_nomem(b);
-	for (size_t u = 0; u < w->nodes.n; u++)
-		if (w->nodes.v[u].start_ns < t0)
-			t0 = w->nodes.v[u].start_ns;
+	for (size_t u = 0; u < w->n_nodes; u++)
+		if (w->start_ns[u] < t0)
+			t0 = w->start_ns[u];
 	for (size_t i = 0; i < w->iters.n; i++)
 		if (w->iters.v[i].start_ns < t0)
 			t0 = w->iters.v[i].start_ns;
@@ -1289,17 +1281,16 @@ static int finish(struct builder *b, struct graph **out)
 		t0 = 0;
 	/* Every event lies within +-PRISM_TIME_MAX, so these differences fit;
 	 * the graph's times must also end within PRISM_TIME_MAX of t0. */
-	for (size_t u = 0; u < w->nodes.n; u++) {
-		const struct gw_node *n = &w->nodes.v[u];
-		int64_t rel = n->start_ns - t0;
-		if (n->dur_ns > PRISM_TIME_MAX - rel ||
-		    n->wait_ns > PRISM_TIME_MAX - rel - n->dur_ns)
+	for (size_t u = 0; u < w->n_nodes; u++) {
+		int64_t rel = w->start_ns[u] - t0;
+		if (w->dur_ns[u] > PRISM_TIME_MAX - rel ||
+		    w->wait_ns[u] > PRISM_TIME_MAX - rel - w->dur_ns[u])
 			return prism_err_set(
 			    b->err, PRISM_ELIMIT,
 			    "the trace spans more than %" PRId64
 			    " ns (146 years): it starts at %" PRId64
 			    " ns and '%.60s' starting at %" PRId64 " ns ends later",
-			    PRISM_TIME_MAX, t0, strtab_get(&w->st, n->name), n->start_ns);
+			    PRISM_TIME_MAX, t0, strtab_get(&w->st, w->name[u]), w->start_ns[u]);
 	}
 	for (size_t i = 0; i < w->iters.n; i++)
 		if (w->iters.v[i].dur_ns > PRISM_TIME_MAX - (w->iters.v[i].start_ns - t0))
@@ -1307,8 +1298,8 @@ static int finish(struct builder *b, struct graph **out)
 					     "the trace spans more than %" PRId64
 					     " ns (from %" PRId64 " ns to step %" PRId64 ")",
 					     PRISM_TIME_MAX, t0, w->iters.v[i].step);
-	for (size_t u = 0; u < w->nodes.n; u++)
-		w->nodes.v[u].start_ns -= t0;
+	for (size_t u = 0; u < w->n_nodes; u++)
+		w->start_ns[u] -= t0;
 	for (size_t i = 0; i < w->iters.n; i++)
 		w->iters.v[i].start_ns -= t0;
 	w->t0_ns = t0;
@@ -1404,6 +1395,24 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 	if (!order)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	gw_init_move(&b.w, st);
+	{
+		/* Room for every task at once, at most: per rank three per
+		 * runtime call (the CPU work before it, the call, its wait),
+		 * two per CPU op (an AccumulateGrad split out of the work
+		 * around it, and what came before), one per GPU task and per
+		 * thread (the work after its last call).  Columns grown by
+		 * doubling would leave their old copies in the heap; what is
+		 * never written costs no memory; without the room the writer
+		 * grows as it goes. */
+		uint64_t most = 0;
+		for (size_t i = 0; i < n; i++) {
+			const uint64_t *k = traces[i].kind_counts;
+			most += 3 * k[KT_RUNTIME] + 2 * k[KT_CPU_OP] + k[KT_KERNEL] + k[KT_MEMCPY] +
+				k[KT_MEMSET] + traces[i].threads.n;
+		}
+		if (most < b.w.max_nodes)
+			gw_reserve(&b.w, (size_t)most);
+	}
 	/* Files that name no rank take the lowest ranks no file claims, in
 	 * command-line order. */
 	for (size_t i = 0, next = 0; i < n; i++) {
@@ -1457,7 +1466,7 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 	/* CPU ops alone (a CPU-only run, or an accelerator whose work Kineto
 	 * records as something else) leave nothing to simulate: say so
 	 * rather than predict 0 ms. */
-	if (b.w.nodes.n == 0) {
+	if (b.w.n_nodes == 0) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s: no GPU kernels, copies or runtime calls (cuda_runtime, "
 				   "kernel, gpu_memcpy events): nothing to simulate -- a CPU-only "

@@ -26,7 +26,7 @@ struct key {
 	int64_t negdur;
 };
 
-/* The graph as built: rows in the writer (gwrite.h), nodes grouped by
+/* The graph as built: tasks in the writer (gwrite.h), nodes grouped by
  * processor as they are made, their times absolute (the job's clock)
  * until finish() moves time 0 to the earliest. */
 struct builder {
@@ -72,8 +72,7 @@ static inline const struct kt_event *ev_at(const struct rank_ctx *rc, size_t k)
 
 static inline int64_t node_end(const struct builder *b, uint32_t u)
 {
-	const struct gw_node *n = &b->w.nodes.v[u];
-	return n->start_ns + n->dur_ns + n->wait_ns;
+	return b->w.start_ns[u] + b->w.dur_ns[u] + b->w.wait_ns[u];
 }
 
 /* build.c */

@@ -32,10 +32,6 @@ static int64_t rnd(int64_t lo, int64_t hi)
 	return lo + (int64_t)(rng % (uint64_t)(hi - lo + 1));
 }
 
-/* Task u of the graph being written (ids are final: each processor's
- * tasks are staged together, processors in order). */
-#define T(u) (w.nodes.v[u])
-
 static uint32_t task(struct gw *w, uint32_t proc, uint8_t kind, int64_t start, int64_t dur)
 {
 	struct gw_node x;
@@ -86,11 +82,11 @@ static struct graph *synth(uint32_t target)
 			t += d;
 			if (i % 256 == 255) {
 				uint32_t call = task(&w, host, GN_RUNTIME, t, 0);
-				T(call).flags = NF_BLOCKING;
+				w.flags[call] = NF_BLOCKING;
 				task(&w, host, GN_WAIT, t, 2000);
 			}
 		}
-		u = (uint32_t)w.nodes.n;
+		u = (uint32_t)w.n_nodes;
 		n_host = u - base;
 		for (uint32_t k = base; k + 1 < u; k++)
 			gw_edge(&w, k, k + 1, GE_ORDER);
@@ -99,7 +95,7 @@ static struct graph *synth(uint32_t target)
 		for (uint32_t i = 0; i < launches; i++) {
 			if (i % 4 == 3)
 				continue;
-			u = task(&w, s0, GN_KERNEL, T(calls[i]).start_ns, rnd(1000, 40000));
+			u = task(&w, s0, GN_KERNEL, w.start_ns[calls[i]], rnd(1000, 40000));
 			gw_edge(&w, calls[i], u, GE_LAUNCH);
 			if (u > first_s0)
 				gw_edge(&w, u - 1, u, GE_ORDER);
@@ -108,7 +104,7 @@ static struct graph *synth(uint32_t target)
 		uint32_t first_s1 = u;
 		for (uint32_t i = 3; i < launches; i += 4) {
 			struct graph_coll c;
-			u = task(&w, s1, GN_COLL, T(calls[i]).start_ns, rnd(5000, 80000));
+			u = task(&w, s1, GN_COLL, w.start_ns[calls[i]], rnd(5000, 80000));
 			memset(&c, 0, sizeof(c));
 			c.kind = GC_ALL_REDUCE;
 			c.seq = ncoll_rank[r]++;
@@ -120,19 +116,19 @@ static struct graph *synth(uint32_t target)
 		}
 		/* Every 64th compute kernel waits for the latest collective. */
 		for (uint32_t k = first_s0 + 64, c = first_s1; k < first_s1; k += 64) {
-			while (c + 1 < u && T(c + 1).start_ns < T(k).start_ns)
+			while (c + 1 < u && w.start_ns[c + 1] < w.start_ns[k])
 				c++;
-			if (T(c).start_ns < T(k).start_ns)
+			if (w.start_ns[c] < w.start_ns[k])
 				gw_edge(&w, c, k, GE_EVENT);
 		}
 		/* Device syncs wait for the last kernel launched before them. */
 		for (uint32_t k = base; k < base + n_host; k++) {
-			if (T(k).kind != GN_WAIT)
+			if (w.kind[k] != GN_WAIT)
 				continue;
 			uint32_t lo = first_s0, hi = first_s1;
 			while (lo < hi) {
 				uint32_t mid = (lo + hi) / 2;
-				if (T(mid).start_ns < T(k).start_ns)
+				if (w.start_ns[mid] < w.start_ns[k])
 					lo = mid + 1;
 				else
 					hi = mid;
