@@ -447,14 +447,6 @@ static int64_t replay_ns(const struct graph *g)
 	return replay_skip_ns(g, 0);
 }
 
-static int has_edge(const struct graph *g, uint32_t src, uint32_t dst, uint8_t kind)
-{
-	for (uint32_t e = g->out_off[src]; e < g->out_off[src + 1]; e++)
-		if (g->out_dst[e] == dst && g->out_kind[e] == kind)
-			return 1;
-	return 0;
-}
-
 /* tests/data/share_2022.json: no cuda_sync records.  k_big (stream 7,
  * 125-625 us, running since before k_next was launched) holds the GPU;
  * k_next (stream 20, launched at 130 us) begins at 560 us as k_big drains:

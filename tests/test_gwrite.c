@@ -45,14 +45,6 @@ static struct graph *finish(struct gw *w, const uint32_t *order, unsigned flags)
 	return g;
 }
 
-static int has_edge(const struct graph *g, uint32_t u, uint32_t v, uint8_t kind)
-{
-	for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
-		if (g->out_dst[e] == v && g->out_kind[e] == kind)
-			return 1;
-	return 0;
-}
-
 /* Tasks staged across processors come out grouped, each processor's in
  * staged order; order edges join them; newid says where each went. */
 static void test_group(void **state)
