@@ -390,17 +390,7 @@ static int print_unexplained(const struct graph *g, int n)
 		fprintf(stderr, "prism ingest: out of memory\n");
 		return 1;
 	}
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		ready[u] = INT64_MIN, by[u] = UINT32_MAX;
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
-			uint32_t v = g->out_dst[e];
-			int64_t t =
-			    graph_edge_release(g->out_kind[e], g->start_ns[u],
-					       g->start_ns[u] + g->dur_ns[u] + g->wait_ns[u]);
-			if (t > ready[v])
-				ready[v] = t, by[v] = u;
-		}
+	graph_ready(g, 0, ready, by);
 #define LAG(u) (g->start_ns[u] - ready[u])
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		if (by[u] == UINT32_MAX || g->kind[u] == GN_WAIT ||

@@ -447,14 +447,6 @@ static int64_t replay_ns(const struct graph *g)
 	return replay_skip_ns(g, 0);
 }
 
-static int has_edge(const struct graph *g, uint32_t src, uint32_t dst, uint8_t kind)
-{
-	for (uint32_t e = g->out_off[src]; e < g->out_off[src + 1]; e++)
-		if (g->out_dst[e] == dst && g->out_kind[e] == kind)
-			return 1;
-	return 0;
-}
-
 /* tests/data/share_2022.json: no cuda_sync records.  k_big (stream 7,
  * 125-625 us, running since before k_next was launched) holds the GPU;
  * k_next (stream 20, launched at 130 us) begins at 560 us as k_big drains:
@@ -647,6 +639,67 @@ static void test_accumulation(void **state)
 
 /* An add's time for add_acc: 1 ns a kilobyte (6291 ns for a 1024 x 1024
  * bf16 gradient: 3 x 2 MiB moved). */
+static int64_t dp_ns(const void *ctx, double bytes)
+{
+	(void)ctx;
+	return 10000 + (int64_t)bytes;
+}
+
+/* Gradient all-reduces added to tests/data/accum_2024.json (the backward
+ * on the autograd thread), one bucket a layer and the embedding's
+ * gradients after the bottom layer's in a bucket of their own: both of
+ * the bottom layer's buckets launch from the autograd thread, after its
+ * last task of the layer (the second once took another thread's number
+ * while it sat in the autograd thread's order: a graph graph_check
+ * refuses). */
+static void test_dp_added(void **state)
+{
+	const char *paths[] = {TEST_DATA("accum_2024.json")};
+	static const double first[1] = {0}, last[1] = {1};
+	struct reshape_plan p;
+	struct reshape_stats st;
+	struct build_opts o;
+	struct prism_err err;
+	struct graph *g, *e;
+	uint32_t n_ar = 0, host = UINT32_MAX;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	reshape_plan_init(&p);
+	p.add_dp = 1;
+	p.dp = 2;
+	p.dp_layer_params = 1;
+	p.dp_bucket_params = 1;
+	p.dp_grad_bytes = 1;
+	p.dp_first = first;
+	p.dp_last = last;
+	p.n_dp_extra = 1;
+	p.dp_coll_ns = dp_ns;
+	p.event_ns = p.launch_ns = p.cpu_op_ns = 1000;
+	prism_err_clear(&err);
+	assert_int_equal(reshape_apply(g, &p, &e, &st, &err), 0);
+	assert_int_equal(graph_check(e, &err), 0);
+	assert_int_equal(st.colls_added, 4); /* three layers, and the embedding's */
+	for (uint32_t u = 0; u < e->n_nodes; u++) {
+		uint32_t launch = UINT32_MAX;
+		if (e->kind[u] != GN_COLL)
+			continue;
+		n_ar++;
+		for (uint32_t v = 0; v < e->n_nodes; v++)
+			if (has_edge(e, v, u, GE_LAUNCH))
+				launch = v;
+		assert_true(launch != UINT32_MAX);
+		if (host == UINT32_MAX)
+			host = e->proc[launch];
+		assert_int_equal(e->proc[launch], host);
+		assert_int_equal(e->phase[launch], PH_BACKWARD);
+	}
+	assert_int_equal(n_ar, 4);
+	graph_free(e);
+	graph_free(g);
+}
+
 static int64_t acc_kb_ns(const void *ctx, double bytes)
 {
 	(void)ctx;
@@ -1115,6 +1168,7 @@ int main(void)
 	    cmocka_unit_test(test_layer_edit),
 	    cmocka_unit_test(test_share_edges),
 	    cmocka_unit_test(test_accumulation),
+	    cmocka_unit_test(test_dp_added),
 	    cmocka_unit_test(test_accumulation_added),
 	    cmocka_unit_test(test_layer_bridges),
 	    cmocka_unit_test(test_rocm),

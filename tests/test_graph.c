@@ -5,25 +5,34 @@
 
 #include "build.h"
 #include "graph.h"
+#include "gwrite.h"
 #include "testutil.h"
 
 /* A 3-node chain on one processor: 0 -> 1 -> 2. */
 static struct graph *chain(void)
 {
-	struct graph *g = graph_alloc(3, 2, 1, 1, 0, 0);
-	assert_non_null(g);
+	struct gw w;
+	struct graph *g = NULL;
+	struct graph_proc q;
+	struct graph_rank r;
+
+	memset(&q, 0, sizeof(q));
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(gw_init(&w), 0);
+	assert_int_equal(gw_proc(&w, &q, NULL), 0);
+	assert_int_equal(gw_rank(&w, &r), 0);
 	for (uint32_t u = 0; u < 3; u++) {
-		g->coll[u] = UINT32_MAX;
-		g->iter[u] = -1;
-		g->dur_ns[u] = 10;
-		g->start_ns[u] = 10 * u;
+		struct gw_node x;
+		gw_node_init(&x);
+		x.dur_ns = 10;
+		x.start_ns = 10 * u;
+		assert_int_equal(gw_node(&w, &x, NULL), 0);
 	}
-	g->procs[0].n = 3;
-	g->out_off[1] = 1;
-	g->out_off[2] = 2;
-	g->out_off[3] = 2;
-	g->out_dst[0] = 1;
-	g->out_dst[1] = 2;
+	assert_int_equal(gw_order(&w, NULL), 0);
+	assert_int_equal(gw_finish(&w, NULL, 0, &g), 0);
+	gw_release(&w);
+	assert_int_equal(g->out_dst[0], 1);
+	assert_int_equal(g->out_dst[1], 2);
 	return g;
 }
 

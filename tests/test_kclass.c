@@ -12,6 +12,7 @@
 #include "cost.h"
 #include "kdb.h"
 #include "kdbstore.h"
+#include "gwrite.h"
 #include "testutil.h"
 
 static void test_real_names(void **state)
@@ -87,28 +88,54 @@ static void test_real_names(void **state)
 	}
 }
 
+/* A row on stream 0 as a hand-made graph had them: every column 0 but
+ * these. */
+static void zero_row(struct gw_node *x, uint8_t kind)
+{
+	memset(x, 0, sizeof(*x));
+	x->kind = kind;
+	x->coll = UINT32_MAX;
+	x->iter = -1;
+}
+
+/* A writer with one rank and its one stream. */
+static void one_stream(struct gw *w)
+{
+	struct graph_proc q;
+	struct graph_rank r;
+	memset(&q, 0, sizeof(q));
+	memset(&r, 0, sizeof(r));
+	q.gpu = 1;
+	assert_int_equal(gw_init(w), 0);
+	assert_int_equal(gw_proc(w, &q, NULL), 0);
+	assert_int_equal(gw_rank(w, &r), 0);
+}
+
+static struct graph *finish(struct gw *w)
+{
+	struct graph *g = NULL;
+	assert_int_equal(gw_finish(w, NULL, 0, &g), 0);
+	gw_release(w);
+	return g;
+}
+
 /* A graph of n GPU kernels (one stream) named name, op op, shapes dims[i]. */
 static struct graph *kernels(int n, const char *name, const char *op, const char *const *dims,
 			     const char *types, const int64_t *dur_ns)
 {
-	struct graph *g = graph_alloc((uint32_t)n, 0, 1, 1, 0, 0);
-	uint32_t id;
-	assert_non_null(g);
-	g->procs[0].gpu = 1;
-	g->procs[0].n = (uint32_t)n;
+	struct gw w;
+	one_stream(&w);
 	for (int i = 0; i < n; i++) {
-		g->kind[i] = GN_KERNEL;
-		g->coll[i] = UINT32_MAX;
-		g->iter[i] = -1;
-		g->dur_ns[i] = dur_ns[i];
-		assert_int_equal(strtab_intern(&g->st, name, strlen(name), &g->name[i]), 0);
-		assert_int_equal(strtab_intern(&g->st, op, strlen(op), &g->op[i]), 0);
-		assert_int_equal(strtab_intern(&g->st, dims[i], strlen(dims[i]), &g->op_dims[i]),
-				 0);
-		assert_int_equal(strtab_intern(&g->st, types, strlen(types), &id), 0);
-		g->op_types[i] = id;
+		struct gw_node x;
+		zero_row(&x, GN_KERNEL);
+		x.dur_ns = dur_ns[i];
+		x.name = gw_intern(&w, name);
+		x.op = gw_intern(&w, op);
+		x.op_dims = gw_intern(&w, dims[i]);
+		x.op_types = gw_intern(&w, types);
+		assert_int_equal(gw_node(&w, &x, NULL), 0);
 	}
-	return g;
+	return finish(&w);
 }
 
 static void test_gemm_work(void **state)
@@ -275,7 +302,8 @@ static void test_bus_efficiency(void **state)
 	static const double eff[] = {0.7, 0.7, 0.7, 0.35};
 	struct hw_profile hw;
 	struct calib_comm cm[GC_NKINDS];
-	struct graph *g = graph_alloc(4, 0, 1, 1, 0, 4);
+	struct graph *g;
+	struct gw w;
 	(void)state;
 	memset(&hw, 0, sizeof(hw));
 	hw.gpus_per_node = 8;
@@ -285,22 +313,25 @@ static void test_bus_efficiency(void **state)
 	hw.nvlink_lat_s = 1e-6;
 	hw.net_lat_s = 5e-6;
 	hw.nvl_eff = hw.net_eff = 1; /* efficiencies relative to the links */
-	g->procs[0].gpu = 1;
-	g->procs[0].n = 4;
+	one_stream(&w);
 	for (uint32_t u = 0; u < 4; u++) {
 		struct comm_est e;
+		struct gw_node x;
+		struct graph_coll c;
+		uint32_t id;
 		assert_int_equal(comm_time(&hw, GC_ALL_REDUCE, bytes[u], (struct comm_group){8, 8},
 					   eff[u], COMM_AUTO, &e),
 				 0);
-		g->kind[u] = GN_COLL;
-		g->iter[u] = -1;
-		g->dur_ns[u] = (int64_t)(e.time_s * 1e9 + 0.5);
-		g->coll[u] = u;
-		g->colls[u].node = u;
-		g->colls[u].kind = GC_ALL_REDUCE;
-		g->colls[u].bytes = (int64_t)bytes[u];
-		g->colls[u].group_size = 8;
+		zero_row(&x, GN_COLL);
+		x.dur_ns = (int64_t)(e.time_s * 1e9 + 0.5);
+		memset(&c, 0, sizeof(c));
+		c.kind = GC_ALL_REDUCE;
+		c.bytes = (int64_t)bytes[u];
+		c.group_size = 8;
+		assert_int_equal(gw_node(&w, &x, &id), 0);
+		assert_int_equal(gw_coll(&w, id, &c), 0);
 	}
+	g = finish(&w);
 	assert_int_equal(calib_comm_fit(g, &hw, cm), 0);
 	assert_int_equal(cm[GC_ALL_REDUCE].n, 4);
 	assert_rel_close(cm[GC_ALL_REDUCE].median_eff, 0.7, 1e-5);

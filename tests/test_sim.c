@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gwrite.h"
 #include "hw.h"
 #include "metrics.h"
 #include "sim.h"
@@ -30,62 +31,55 @@ struct tp {
 	int rank, gpu;
 };
 
-/* A graph from lists; nodes must be grouped by processor in order. */
+/* A graph from lists, through the writer; nodes grouped by processor in
+ * order (their indices are the graph's ids). */
 static struct graph *mk(const struct tp *p, int np, const struct tn *n, int nn, const struct te *e,
 			int ne, int nranks)
 {
-	struct graph *g =
-	    graph_alloc((uint32_t)nn, (uint32_t)ne, (uint32_t)np, (uint32_t)nranks, 0, 0);
-	int ncoll = 0;
+	struct gw w;
+	struct graph *g = NULL;
 	struct prism_err err;
 
-	assert_non_null(g);
-	for (int i = 0; i < nn; i++)
-		if (n[i].coll >= 0)
-			ncoll++;
-	if (ncoll) {
-		g->n_colls = (uint32_t)ncoll;
-		g->colls = realloc(g->colls, (size_t)ncoll * sizeof(*g->colls));
-		memset(g->colls, 0, (size_t)ncoll * sizeof(*g->colls));
+	assert_int_equal(gw_init(&w), 0);
+	for (int r = 0; r < nranks; r++) {
+		struct graph_rank x;
+		memset(&x, 0, sizeof(x));
+		x.rank = r;
+		assert_int_equal(gw_rank(&w, &x), 0);
 	}
-	for (int r = 0; r < nranks; r++)
-		g->ranks[r].rank = r;
 	for (int i = 0; i < np; i++) {
-		g->procs[i].rank = (uint32_t)p[i].rank;
-		g->procs[i].gpu = (uint8_t)p[i].gpu;
-		g->procs[i].tid = i;
+		struct graph_proc x;
+		memset(&x, 0, sizeof(x));
+		x.rank = (uint32_t)p[i].rank;
+		x.gpu = (uint8_t)p[i].gpu;
+		x.tid = i;
+		assert_int_equal(gw_proc(&w, &x, NULL), 0);
 	}
-	for (int i = 0, c = 0; i < nn; i++) {
-		g->proc[i] = (uint32_t)n[i].proc;
-		g->kind[i] = (uint8_t)n[i].kind;
-		g->start_ns[i] = n[i].start_us * US;
-		g->dur_ns[i] = n[i].dur_us * US;
-		g->iter[i] = -1;
-		g->coll[i] = UINT32_MAX;
-		g->procs[n[i].proc].n++;
+	for (int i = 0; i < nn; i++) {
+		struct gw_node x;
+		uint32_t id;
+		memset(&x, 0, sizeof(x)); /* the columns hand-made graphs had */
+		x.proc = (uint32_t)n[i].proc;
+		x.kind = (uint8_t)n[i].kind;
+		x.start_ns = n[i].start_us * US;
+		x.dur_ns = n[i].dur_us * US;
+		x.iter = -1;
+		x.coll = UINT32_MAX;
+		assert_int_equal(gw_node(&w, &x, &id), 0);
 		if (n[i].coll >= 0) {
-			g->coll[i] = (uint32_t)c;
-			g->colls[c].node = (uint32_t)i;
-			g->colls[c].kind = GC_ALL_REDUCE;
-			g->colls[c].seq = (uint32_t)n[i].coll;
-			c++;
+			struct graph_coll c;
+			memset(&c, 0, sizeof(c));
+			c.kind = GC_ALL_REDUCE;
+			c.seq = (uint32_t)n[i].coll;
+			assert_int_equal(gw_coll(&w, id, &c), 0);
 		}
 	}
-	for (int i = 1; i < np; i++)
-		g->procs[i].first = g->procs[i - 1].first + g->procs[i - 1].n;
 	for (int k = 0; k < ne; k++)
-		g->out_off[e[k].src + 1]++;
+		assert_int_equal(gw_edge(&w, e[k].src, e[k].dst, (uint8_t)e[k].kind), 0);
+	assert_int_equal(gw_finish(&w, NULL, 0, &g), 0);
 	for (int i = 0; i < nn; i++)
-		g->out_off[i + 1] += g->out_off[i];
-	{
-		uint32_t *fill = calloc((size_t)nn, sizeof(*fill));
-		for (int k = 0; k < ne; k++) {
-			uint32_t at = g->out_off[e[k].src] + fill[e[k].src]++;
-			g->out_dst[at] = e[k].dst;
-			g->out_kind[at] = (uint8_t)e[k].kind;
-		}
-		free(fill);
-	}
+		assert_int_equal(w.newid[i], i); /* grouped as given */
+	gw_release(&w);
 	prism_err_clear(&err);
 	assert_int_equal(graph_check(g, &err), 0);
 	return g;

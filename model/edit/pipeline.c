@@ -1,31 +1,21 @@
 /* pipeline.c - a one-stage run split into pipeline stages (pipeline.h). */
 #include "pipeline.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gwrite.h"
 #include "imap.h"
 #include "mem.h"
 #include "vec.h"
 
 #define NONE32 UINT32_MAX
-#define ADDED  0x80000000u /* a ref to an added task */
 
 enum { ST_SENDF, ST_RECVF, ST_SENDB, ST_RECVB, ST_N };
 static const int64_t new_stream_tid[ST_N] = {21, 22, 23, 24};
-
-/* An added task: a transfer's host calls or its kernel. */
-struct an {
-	uint32_t proc;
-	uint8_t kind, rtclass, phase;
-	int64_t dur, lag, corr;
-	uint32_t name, op;
-	int32_t iter, mb;
-	int has_coll;
-	struct graph_coll coll;
-};
 
 /* What a unit needs for its transfers on one stage. */
 struct uinfo {
@@ -33,11 +23,13 @@ struct uinfo {
 	uint32_t first, last; /* its first and last compute-stream kernels */
 };
 
-struct pe {
-	uint32_t src, dst; /* refs: (base node, stage) packed, or ADDED | index */
-	uint8_t kind;
-};
-
+/*
+ * The stages are staged in a graph writer (gwrite.h): first each base
+ * task's copy on each stage it runs on, by ref (base task x stages +
+ * stage), then the added tasks as the emission makes them.  seq[q] is new
+ * processor q's tasks in order (staged ids): the order given to the
+ * writer.
+ */
 struct ps {
 	const struct graph *g;
 	const struct pipeline_plan *p;
@@ -57,11 +49,10 @@ struct ps {
 	VEC(struct uinfo) uis;
 	uint32_t *rank_nprocs;
 	uint32_t *proc_index; /* base proc -> index among its rank's procs */
-	VEC(struct an) added;
-	VEC(struct pe) edges;
-	/* Per new processor: its refs in order. */
+	struct gw w;
+	uint32_t *id_of;      /* per ref: the copy's staged id, or NONE32 */
+	VEC(uint32_t) ref_at; /* per copy (staged ids below it): its ref */
 	VEC(uint32_t) * seq;
-	uint32_t *seq_stage_u; /* unused */
 	uint32_t n_cpu, n_launch, n_rec, n_wait, n_send, n_recv, n_dtype, n_empty, n_ranks2;
 	int64_t corr;
 	struct pipeline_stats *st;
@@ -87,10 +78,26 @@ static int oom(struct ps *s)
 	return prism_err_set(s->err, PRISM_ENOMEM, "pipeline: out of memory");
 }
 
+/* The writer's failure, as pipeline reports it. */
+static int wfail(struct ps *s)
+{
+	return s->w.rc == PRISM_ELIMIT
+		   ? prism_err_set(s->err, PRISM_ELIMIT, "pipeline: over 2^32 tasks or edges")
+		   : oom(s);
+}
+
 /* A copy of base node u on stage k, as a ref. */
 static uint32_t ref_of(const struct ps *s, uint32_t u, int k)
 {
 	return u * (uint32_t)s->pp + (uint32_t)k;
+}
+
+/* The staged copy of base node u on stage k (it runs there). */
+static uint32_t copy_of(const struct ps *s, uint32_t u, int k)
+{
+	uint32_t id = s->id_of[ref_of(s, u, k)];
+	assert(id != NONE32);
+	return id;
 }
 
 static int in_stage(const struct ps *s, uint32_t u, int k)
@@ -186,18 +193,13 @@ static void assign(struct ps *s)
 	}
 }
 
-static int push_edge(struct ps *s, uint32_t src, uint32_t dst, uint8_t kind)
+/* Staged tasks a .. b - 1 (added) go next on their processors. */
+static int placed(struct ps *s, uint32_t a, uint32_t b)
 {
-	struct pe e = {src, dst, kind};
-	return VEC_PUSH(s->edges, e) ? oom(s) : 0;
-}
-
-static int add_task(struct ps *s, const struct an *a, uint32_t *ref)
-{
-	if (VEC_PUSH(s->added, *a))
-		return oom(s);
-	*ref = ADDED | (uint32_t)(s->added.n - 1);
-	return VEC_PUSH(s->seq[a->proc], *ref) ? oom(s) : 0;
+	for (uint32_t id = a; id < b; id++)
+		if (VEC_PUSH(s->seq[s->w.proc[id]], id))
+			return oom(s);
+	return 0;
 }
 
 /* A unit: (step, microbatch, pass); its transfers on stage k. */
@@ -205,89 +207,62 @@ static int transfer(struct ps *s, uint32_t r, int k, int32_t it, int32_t mb, int
 		    const struct uinfo *ui, int recv)
 {
 	const struct pipeline_plan *p = s->p;
-	uint32_t host = new_proc(s, ui->host, k), call, kern, ref;
+	struct gw *w = &s->w;
+	uint32_t first = (uint32_t)w->n_nodes, kern = GW_NONE, pgid;
 	int from = recv ? (fwd ? k - 1 : k + 1) : k;
 	int which = fwd ? (recv ? ST_RECVF : ST_SENDF) : (recv ? ST_RECVB : ST_SENDB);
-	struct an a;
+	struct gw_node h, x, t;
+	struct graph_coll c;
 	char pg[64];
-	uint32_t pgid;
-	int rc;
 
 	snprintf(pg, sizeof(pg), "r%u.pp.%s.%d", r, fwd ? "f" : "b", from);
-	if (strtab_intern((struct strtab *)&s->g->st, pg, strlen(pg), &pgid))
-		return oom(s);
-	memset(&a, 0, sizeof(a));
-	a.proc = host;
-	a.iter = it;
-	a.mb = mb;
-	a.phase = (uint8_t)(fwd ? PH_FORWARD : PH_BACKWARD);
-	a.corr = -1;
-	a.op = s->n_empty;
-	if (!recv) {
-		/* The transfer stream waits for the unit's last kernel. */
-		a.kind = GN_RUNTIME;
-		a.rtclass = RT_EVENT_RECORD;
-		a.dur = p->event_ns;
-		a.name = s->n_rec;
-		if ((rc = add_task(s, &a, &ref)))
-			return rc;
-		a.rtclass = RT_STREAM_WAIT;
-		a.name = s->n_wait;
-		if ((rc = add_task(s, &a, &ref)))
-			return rc;
-	}
-	a.kind = GN_CPU;
-	a.rtclass = RT_OTHER;
-	a.dur = p->cpu_op_ns;
-	a.name = a.op = s->n_cpu;
-	if (p->cpu_op_ns > 0 && (rc = add_task(s, &a, &ref)))
-		return rc;
-	a.op = s->n_empty;
-	a.kind = GN_RUNTIME;
-	a.rtclass = RT_LAUNCH;
-	a.dur = p->launch_ns;
-	a.name = s->n_launch;
-	a.corr = --s->corr;
-	if ((rc = add_task(s, &a, &call)))
-		return rc;
-	memset(&a.coll, 0, sizeof(a.coll));
-	a.proc = new_stream(s, r, k, which);
-	a.kind = GN_P2P;
-	a.rtclass = RT_OTHER;
-	a.dur = p->xfer_ns;
-	a.lag = p->gpu_lag_ns;
-	a.name = recv ? s->n_recv : s->n_send;
-	a.has_coll = 1;
-	a.coll.kind = recv ? GC_RECV : GC_SEND;
-	a.coll.bytes = (int64_t)p->act_bytes;
-	a.coll.group_size = 2;
-	a.coll.pg = pgid;
-	a.coll.ranks = s->n_ranks2;
-	a.coll.dtype = s->n_dtype;
-	if ((rc = add_task(s, &a, &kern)))
-		return rc;
-	s->st->transfers++;
-	if ((rc = push_edge(s, call, kern, GE_LAUNCH)))
-		return rc;
+	pgid = gw_intern(w, pg);
+	/* The host's labels: added tasks of stage k carry its step index. */
+	gw_node_init(&h);
+	h.proc = new_proc(s, ui->host, k);
+	h.iter = it >= 0 ? it * s->pp + k : -1;
+	h.mb = mb;
+	h.phase = (uint8_t)(fwd ? PH_FORWARD : PH_BACKWARD);
+	h.op = s->n_empty;
+	/* A send: the transfer stream waits for the unit's last kernel. */
 	if (!recv)
-		return ui->last != NONE32 ? push_edge(s, ref_of(s, ui->last, k), kern, GE_EVENT)
-					  : 0;
-	/* The compute stream waits for the received activations. */
-	a.proc = host;
-	a.has_coll = 0;
-	a.lag = 0;
-	a.corr = -1;
-	a.kind = GN_RUNTIME;
-	a.rtclass = RT_EVENT_RECORD;
-	a.dur = p->event_ns;
-	a.name = s->n_rec;
-	if ((rc = add_task(s, &a, &ref)))
-		return rc;
-	a.rtclass = RT_STREAM_WAIT;
-	a.name = s->n_wait;
-	if ((rc = add_task(s, &a, &ref)))
-		return rc;
-	return ui->first != NONE32 ? push_edge(s, kern, ref_of(s, ui->first, k), GE_EVENT) : 0;
+		gw_event_wait(w, &h, s->n_rec, s->n_wait, p->event_ns, GW_NONE, GW_NONE, NULL,
+			      NULL);
+	x = h;
+	x.kind = GN_CPU;
+	x.dur_ns = p->cpu_op_ns;
+	x.name = x.op = s->n_cpu;
+	if (p->cpu_op_ns > 0)
+		gw_node(w, &x, NULL);
+	x = h;
+	x.kind = GN_RUNTIME;
+	x.rtclass = RT_LAUNCH;
+	x.dur_ns = p->launch_ns;
+	x.name = s->n_launch;
+	x.corr = --s->corr;
+	t = h;
+	t.proc = new_stream(s, r, k, which);
+	t.dur_ns = p->xfer_ns;
+	t.lag_ns = p->gpu_lag_ns;
+	t.name = recv ? s->n_recv : s->n_send;
+	memset(&c, 0, sizeof(c));
+	c.kind = recv ? GC_RECV : GC_SEND;
+	c.bytes = (int64_t)p->act_bytes;
+	c.group_size = 2;
+	c.pg = pgid;
+	c.ranks = s->n_ranks2;
+	c.dtype = s->n_dtype;
+	gw_collective(w, &x, &t, &c, NULL, &kern);
+	if (!recv && ui->last != NONE32)
+		gw_edge(w, copy_of(s, ui->last, k), kern, GE_EVENT);
+	/* A receive: the compute stream waits for the received activations. */
+	if (recv)
+		gw_event_wait(w, &h, s->n_rec, s->n_wait, p->event_ns, kern,
+			      ui->first != NONE32 ? copy_of(s, ui->first, k) : GW_NONE, NULL, NULL);
+	if (w->rc)
+		return wfail(s);
+	s->st->transfers++;
+	return placed(s, first, (uint32_t)w->n_nodes);
 }
 
 static int64_t unit_key(int32_t it, int32_t mb, int fwd, int k)
@@ -371,15 +346,12 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 {
 	struct ps s;
 	struct graph *n = NULL;
-	uint32_t nprocs = 0, *newid = NULL, *fill = NULL, ncoll = 0;
-	uint64_t nnodes = 0;
+	uint32_t nprocs = 0, ncopy, *order = NULL;
 	int rc = 0;
 	int32_t *mbs = NULL;
 	uint8_t *fwds = NULL;
 	struct byu *byu = NULL;
 	int64_t *iter_a = NULL, *iter_b = NULL;
-	struct strtab names;
-	int have_names = 0;
 
 	*out = NULL;
 	memset(st, 0, sizeof(*st));
@@ -404,7 +376,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 				     p->pp);
 	/* Refs pack (task, stage) in 31 bits; step and processor ids are
 	 * multiplied by the stages too. */
-	if ((uint64_t)g->n_nodes * (uint64_t)p->pp >= ADDED ||
+	if ((uint64_t)g->n_nodes * (uint64_t)p->pp >= 0x80000000u ||
 	    (uint64_t)g->n_iters * (uint64_t)p->pp > INT32_MAX ||
 	    ((uint64_t)g->n_procs + (uint64_t)ST_N * g->n_ranks) * (uint64_t)p->pp >
 		GRAPH_MAX_TASKS)
@@ -417,47 +389,27 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 			return prism_err_set(err, PRISM_ELIMIT,
 					     "pipeline: microbatch %d: at most %d microbatches",
 					     g->mb[u], 1 << 17);
-	/* The names of the added tasks live in the new graph's table: work
-	 * on a copy of the base's. */
-	if (strtab_copy(&names, &g->st))
-		return prism_err_set(err, PRISM_ENOMEM, "pipeline: out of memory");
-	have_names = 1;
+	/* The names of the added tasks go after the base's. */
+	if (gw_init_from(&s.w, g) || graph_in_edges(g, &s.in_off, &s.in_src)) {
+		rc = oom(&s);
+		goto out;
+	}
 	{
-	    /* s.g is the base, but added names go into `names`: a graph
-		 * shell that shares the base's arrays and owns the copy. */
-	} {
 		size_t nn = g->n_nodes ? g->n_nodes : 1;
 		s.a = prism_malloc(nn);
 		s.mbv = prism_malloc(nn * sizeof(*s.mbv));
 		s.ph = prism_malloc(nn);
-		s.in_off = prism_calloc(nn + 1, sizeof(*s.in_off));
-		s.in_src = prism_malloc((g->n_edges ? g->n_edges : 1) * sizeof(*s.in_src));
 		s.rank_first_proc = prism_calloc(g->n_ranks + 1, sizeof(*s.rank_first_proc));
 		s.rank_nprocs = prism_calloc(g->n_ranks + 1, sizeof(*s.rank_nprocs));
 		s.proc_index = prism_calloc(g->n_procs + 1, sizeof(*s.proc_index));
 		mbs = prism_malloc(2 * (size_t)(1 << 17) * sizeof(*mbs));
 		fwds = prism_malloc(2 * (size_t)(1 << 17));
 		byu = prism_malloc(nn * sizeof(*byu));
-		if (!s.a || !s.mbv || !s.ph || !s.in_off || !s.in_src || !s.rank_first_proc ||
-		    !s.rank_nprocs || !s.proc_index || !mbs || !fwds || !byu) {
+		if (!s.a || !s.mbv || !s.ph || !s.rank_first_proc || !s.rank_nprocs ||
+		    !s.proc_index || !mbs || !fwds || !byu) {
 			rc = oom(&s);
 			goto out;
 		}
-	}
-	for (uint32_t e = 0; e < g->n_edges; e++)
-		s.in_off[g->out_dst[e] + 1]++;
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		s.in_off[u + 1] += s.in_off[u];
-	{
-		uint32_t *f = prism_calloc(g->n_nodes + 1, sizeof(*f));
-		if (!f) {
-			rc = oom(&s);
-			goto out;
-		}
-		for (uint32_t u = 0; u < g->n_nodes; u++)
-			for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
-				s.in_src[s.in_off[g->out_dst[e]] + f[g->out_dst[e]]++] = u;
-		free(f);
 	}
 	{
 		int any = 0;
@@ -531,29 +483,25 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 			}
 		}
 	}
-	if (strtab_intern(&names, "aten::op", 8, &s.n_cpu) ||
-	    strtab_intern(&names, "cudaLaunchKernel", 16, &s.n_launch) ||
-	    strtab_intern(&names, "cudaEventRecord", 15, &s.n_rec) ||
-	    strtab_intern(&names, "cudaStreamWaitEvent", 19, &s.n_wait) ||
-	    strtab_intern(&names, "ncclDevKernel_SendRecv", 22, &s.n_send) ||
-	    strtab_intern(&names, "BFloat16", 8, &s.n_dtype) ||
-	    strtab_intern(&names, "[2]", 3, &s.n_ranks2) ||
-	    strtab_intern(&names, "", 0, &s.n_empty)) {
-		rc = oom(&s);
+	s.n_cpu = gw_intern(&s.w, "aten::op");
+	s.n_launch = gw_intern(&s.w, "cudaLaunchKernel");
+	s.n_rec = gw_intern(&s.w, "cudaEventRecord");
+	s.n_wait = gw_intern(&s.w, "cudaStreamWaitEvent");
+	s.n_send = gw_intern(&s.w, "ncclDevKernel_SendRecv");
+	s.n_dtype = gw_intern(&s.w, "BFloat16");
+	s.n_ranks2 = gw_intern(&s.w, "[2]");
+	s.n_empty = gw_intern(&s.w, "");
+	if (s.w.rc) {
+		rc = wfail(&s);
 		goto out;
 	}
 	s.n_recv = s.n_send;
-	/* transfer() interns process-group names into s.g->st: point it at
-	 * the copy for the duration. */
 	{
-		struct graph shell = *g;
-		shell.st = names;
-		s.g = &shell;
+		uint64_t total = 0;
 		assign(&s);
 		{
 			/* The tasks the stages will have, before making them:
 			 * those on every stage count pp times. */
-			uint64_t total = 0;
 			for (uint32_t u = 0; u < g->n_nodes; u++) {
 				if (s.a[u] < 0)
 					st->replicated++;
@@ -568,6 +516,36 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		}
 		if (!rc)
 			rc = unit_info(&s);
+		/* Room for them all at once: the copies, and at most two
+		 * transfers of five tasks per unit and stage. */
+		if (!rc && gw_reserve(&s.w, total + 10 * (uint64_t)s.uis.n))
+			rc = wfail(&s);
+		/* Every copy, staged by ref: its id is known before the
+		 * emission below puts it in order. */
+		if (!rc && !(s.id_of = prism_malloc(((size_t)g->n_nodes * (size_t)p->pp + 1) *
+						    sizeof(*s.id_of))))
+			rc = oom(&s);
+		for (uint32_t u = 0; u < g->n_nodes && !rc; u++)
+			for (int k = 0; k < p->pp && !rc; k++) {
+				struct gw_node x;
+				uint32_t ref = ref_of(&s, u, k), id;
+				s.id_of[ref] = NONE32;
+				if (!in_stage(&s, u, k))
+					continue;
+				gw_node_from(&x, g, u);
+				x.proc = new_proc(&s, g->proc[u], k);
+				x.iter = g->iter[u] >= 0 ? g->iter[u] * p->pp + k : -1;
+				if (g->flags[u] & NF_IDLE_GAP)
+					x.dur_ns = 0;
+				if (gw_node(&s.w, &x, &id) ||
+				    (g->coll[u] != NONE32 &&
+				     gw_coll(&s.w, id, &g->colls[g->coll[u]])))
+					rc = wfail(&s);
+				else if (VEC_PUSH(s.ref_at, ref))
+					rc = oom(&s);
+				else
+					s.id_of[ref] = id;
+			}
 		/* Emit every new processor, step by step: the step's tasks before
 		 * its units, its units in the stage's order with their transfers,
 		 * and the rest. */
@@ -595,14 +573,14 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 					if (first_unit == NONE32) {
 						for (uint32_t w = u; w < j && !rc; w++)
 							if (in_stage(&s, w, k) &&
-							    VEC_PUSH(s.seq[np], ref_of(&s, w, k)))
+							    VEC_PUSH(s.seq[np], copy_of(&s, w, k)))
 								rc = oom(&s);
 						u = j;
 						continue;
 					}
 					for (uint32_t w = u; w < first_unit && !rc; w++)
 						if (in_stage(&s, w, k) &&
-						    VEC_PUSH(s.seq[np], ref_of(&s, w, k)))
+						    VEC_PUSH(s.seq[np], copy_of(&s, w, k)))
 							rc = oom(&s);
 					{
 						size_t nu = schedule(&s, k, m, mbs, fwds), nw = 0;
@@ -660,9 +638,9 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 								     lo++)
 									if (VEC_PUSH(
 										s.seq[np],
-										ref_of(&s,
-										       byu[lo].w,
-										       k)))
+										copy_of(&s,
+											byu[lo].w,
+											k)))
 										rc = oom(&s);
 							}
 							if (!rc && ui.host == q &&
@@ -676,14 +654,12 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 					}
 					for (uint32_t w = last_unit + 1; w < j && !rc; w++)
 						if (in_stage(&s, w, k) &&
-						    VEC_PUSH(s.seq[np], ref_of(&s, w, k)))
+						    VEC_PUSH(s.seq[np], copy_of(&s, w, k)))
 							rc = oom(&s);
 					u = j;
 				}
 			}
 		}
-		names = shell.st;
-		s.g = g;
 	}
 	if (rc)
 		goto out;
@@ -708,137 +684,107 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 					    (w = project(&s, u, k)) == NONE32)
 						continue;
 				}
-				rc = push_edge(&s, ref_of(&s, w, k), ref_of(&s, v, k), kind);
+				if (gw_edge(&s.w, copy_of(&s, w, k), copy_of(&s, v, k), kind))
+					rc = wfail(&s);
 			}
 		}
 	if (rc)
 		goto out;
-	/* Final ids: processors in order, each its sequence. */
-	{
-		size_t nrefs = (size_t)g->n_nodes * (size_t)p->pp + s.added.n + 1;
-		newid = prism_malloc(nrefs * sizeof(*newid));
-		if (!newid) {
-			rc = oom(&s);
-			goto out;
-		}
-		for (size_t i = 0; i < nrefs; i++)
-			newid[i] = NONE32;
-		for (uint32_t q = 0; q < nprocs; q++)
-			for (size_t i = 0; i < s.seq[q].n; i++) {
-				uint32_t ref = s.seq[q].v[i];
-				size_t at =
-				    ref & ADDED ? (size_t)g->n_nodes * p->pp + (ref & ~ADDED) : ref;
-				newid[at] = (uint32_t)nnodes++;
-			}
+	/* The writer's order: processors in order, each its sequence. */
+	ncopy = (uint32_t)s.ref_at.n;
+	if (!(order = prism_malloc((s.w.n_nodes + 1) * sizeof(*order))) ||
+	    !(iter_a = prism_malloc(((size_t)g->n_iters * p->pp + 1) * sizeof(*iter_a))) ||
+	    !(iter_b = prism_malloc(((size_t)g->n_iters * p->pp + 1) * sizeof(*iter_b)))) {
+		rc = oom(&s);
+		goto out;
 	}
-#define NEWID(ref) (newid[(ref)&ADDED ? (size_t)g->n_nodes * p->pp + ((ref) & ~ADDED) : (ref)])
+	{
+		size_t at = 0;
+		for (uint32_t q = 0; q < nprocs; q++)
+			for (size_t i = 0; i < s.seq[q].n; i++)
+				order[at++] = s.seq[q].v[i];
+		assert(at == s.w.n_nodes); /* every copy emitted once */
+	}
 	/* Order edges, and the closing synchronise of each stage: the last
 	 * task of each of its streams in the step or before. */
-	for (uint32_t q = 0; q < nprocs && !rc; q++)
-		for (size_t i = 1; i < s.seq[q].n && !rc; i++)
-			rc = push_edge(&s, s.seq[q].v[i - 1], s.seq[q].v[i], GE_ORDER);
-	for (uint32_t q = 0; q < nprocs && !rc; q++)
-		for (size_t i = 0; i < s.seq[q].n && !rc; i++) {
-			uint32_t ref = s.seq[q].v[i], u, rk, per, k;
-			if (ref & ADDED)
+	gw_order(&s.w, order);
+	for (uint32_t q = 0; q < nprocs && !s.w.rc; q++)
+		for (size_t i = 0; i < s.seq[q].n && !s.w.rc; i++) {
+			uint32_t id = s.seq[q].v[i], u, rk, per, k;
+			if (id >= ncopy)
 				continue;
-			u = ref / (uint32_t)p->pp;
-			k = ref % (uint32_t)p->pp;
+			u = s.ref_at.v[id] / (uint32_t)p->pp;
+			k = s.ref_at.v[id] % (uint32_t)p->pp;
 			if (g->kind[u] != GN_WAIT || g->rtclass[u] != RT_DEVICE_SYNC)
 				continue;
 			rk = g->procs[g->proc[u]].rank;
 			per = s.rank_nprocs[rk] + ST_N;
-			for (uint32_t o = 0; o < per && !rc; o++) {
+			for (uint32_t o = 0; o < per; o++) {
 				uint32_t sp = stage_first(&s, rk, (int)k) + o, last = NONE32;
 				int gpu =
 				    s.base_proc[sp] == NONE32 || g->procs[s.base_proc[sp]].gpu;
 				if (!gpu)
 					continue;
 				for (size_t x = 0; x < s.seq[sp].n; x++) {
-					uint32_t rr = s.seq[sp].v[x];
-					int32_t it = rr & ADDED ? s.added.v[rr & ~ADDED].iter
-								: g->iter[rr / (uint32_t)p->pp];
-					if (it > g->iter[u])
+					/* the base's step (stage k's is step x stages + k) */
+					int32_t it = s.w.iter[s.seq[sp].v[x]];
+					if ((it >= 0 ? it / p->pp : -1) > g->iter[u])
 						break;
-					last = rr;
+					last = s.seq[sp].v[x];
 				}
 				if (last != NONE32)
-					rc = push_edge(&s, last, ref, GE_SYNC);
+					gw_edge(&s.w, last, id, GE_SYNC);
 			}
 		}
-	if (rc)
-		goto out;
-	for (size_t i = 0; i < s.added.n; i++)
-		ncoll += s.added.v[i].has_coll;
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		if (g->coll[u] != NONE32)
-			ncoll += s.a[u] < 0 ? (uint32_t)p->pp : 1;
-	if (nnodes >= UINT32_MAX || s.edges.n >= UINT32_MAX) {
-		rc = prism_err_set(err, PRISM_ELIMIT, "pipeline: %" PRIu64 " tasks: over 2^32",
-				   nnodes);
-		goto out;
-	}
-	n = graph_alloc((uint32_t)nnodes, (uint32_t)s.edges.n, nprocs, g->n_ranks * (uint32_t)p->pp,
-			g->n_iters * (uint32_t)p->pp, ncoll);
-	if (!n) {
-		rc = oom(&s);
-		goto out;
-	}
-	strtab_release(&n->st);
-	n->st = names;
-	have_names = 0;
-	n->t0_ns = g->t0_ns;
-	n->meta = g->meta;
-	n->stats = g->stats;
 	for (uint32_t r = 0; r < g->n_ranks; r++)
 		for (int k = 0; k < p->pp; k++) {
-			struct graph_rank *x = &n->ranks[r * (uint32_t)p->pp + (uint32_t)k];
-			*x = g->ranks[r];
-			x->rank = g->ranks[r].rank * p->pp + k;
-			x->world_size =
+			struct graph_rank x = g->ranks[r];
+			x.rank = g->ranks[r].rank * p->pp + k;
+			x.world_size =
 			    g->ranks[r].world_size > 0 ? g->ranks[r].world_size * p->pp : p->pp;
+			gw_rank(&s.w, &x);
 		}
-	{
-		uint32_t next = 0;
-		for (uint32_t r = 0; r < g->n_ranks; r++)
-			for (int k = 0; k < p->pp; k++) {
-				for (uint32_t q = 0; q < g->n_procs; q++) {
-					struct graph_proc *x;
-					if (g->procs[q].rank != r)
-						continue;
-					x = &n->procs[new_proc(&s, q, k)];
-					*x = g->procs[q];
-					x->rank = r * (uint32_t)p->pp + (uint32_t)k;
-				}
-				for (int w = 0; w < ST_N; w++) {
-					struct graph_proc *x = &n->procs[new_stream(&s, r, k, w)];
-					memset(x, 0, sizeof(*x));
-					x->rank = r * (uint32_t)p->pp + (uint32_t)k;
-					x->gpu = 1;
-					x->tid = new_stream_tid[w];
-					for (uint32_t q = 0; q < g->n_procs; q++)
-						if (g->procs[q].rank == r && g->procs[q].gpu) {
-							x->pid = g->procs[q].pid;
-							break;
-						}
-				}
+	/* Processors in index order (stage_first): per rank and stage, its
+	 * copies of the rank's processors, then the four transfer streams. */
+	for (uint32_t r = 0; r < g->n_ranks; r++)
+		for (int k = 0; k < p->pp; k++) {
+			for (uint32_t q = 0; q < g->n_procs; q++) {
+				struct graph_proc x = g->procs[q];
+				if (x.rank != r)
+					continue;
+				assert(s.w.rc || new_proc(&s, q, k) == s.w.procs.n);
+				x.rank = r * (uint32_t)p->pp + (uint32_t)k;
+				gw_proc(&s.w, &x, NULL);
 			}
-		for (uint32_t q = 0; q < nprocs; q++) {
-			n->procs[q].first = next;
-			n->procs[q].n = (uint32_t)s.seq[q].n;
-			next += (uint32_t)s.seq[q].n;
+			for (int w = 0; w < ST_N; w++) {
+				struct graph_proc x;
+				memset(&x, 0, sizeof(x));
+				x.rank = r * (uint32_t)p->pp + (uint32_t)k;
+				x.gpu = 1;
+				x.tid = new_stream_tid[w];
+				for (uint32_t q = 0; q < g->n_procs; q++)
+					if (g->procs[q].rank == r && g->procs[q].gpu) {
+						x.pid = g->procs[q].pid;
+						break;
+					}
+				assert(s.w.rc || new_stream(&s, r, k, w) == s.w.procs.n);
+				gw_proc(&s.w, &x, NULL);
+			}
 		}
+	if (s.w.rc) {
+		rc = wfail(&s);
+		goto out;
 	}
-	/* Columns, times packed per processor, collectives. */
+	/* Columns: correlation ids, times packed per processor, the stages'
+	 * process groups. */
 	{
 		int64_t corr_stride = 1;
-		uint32_t ci = 0;
 		for (uint32_t u = 0; u < g->n_nodes; u++)
 			if (g->corr[u] >= corr_stride)
 				corr_stride = g->corr[u] < INT64_MAX ? g->corr[u] + 1 : INT64_MAX;
 		/* Stage k's copies are corr + k x corr_stride, the added tasks'
 		 * above pp x corr_stride: all must fit in 64 bits. */
-		if (corr_stride > (INT64_MAX - (int64_t)s.added.n - 1) / (p->pp + 1)) {
+		if (corr_stride > (INT64_MAX - (int64_t)(s.w.n_nodes - ncopy) - 1) / (p->pp + 1)) {
 			rc = prism_err_set(err, PRISM_ELIMIT,
 					   "pipeline: correlation ids up to %" PRId64
 					   " leave no room to number the stages' copies",
@@ -848,122 +794,77 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 		for (uint32_t q = 0; q < nprocs; q++) {
 			int64_t clock = INT64_MIN;
 			for (size_t i = 0; i < s.seq[q].n; i++) {
-				uint32_t ref = s.seq[q].v[i], id = NEWID(ref);
-				if (ref & ADDED) {
-					const struct an *a = &s.added.v[ref & ~ADDED];
-					n->dur_ns[id] = a->dur;
-					n->lag_ns[id] = a->lag;
-					n->corr[id] =
-					    a->corr < -1 ? corr_stride * (p->pp + 1) - a->corr : -1;
-					n->name[id] = a->name;
-					n->op[id] = a->op;
-					n->src[id] = NONE32;
-					n->coll[id] = NONE32;
-					n->iter[id] = a->iter >= 0 ? a->iter * p->pp + 0 : -1;
-					n->layer[id] = -1;
-					n->mb[id] = a->mb;
-					n->phase[id] = a->phase;
-					n->kind[id] = a->kind;
-					n->rtclass[id] = a->rtclass;
-					if (a->has_coll) {
-						n->colls[ci] = a->coll;
-						n->colls[ci].node = id;
-						n->coll[id] = ci++;
-					}
+				uint32_t id = s.seq[q].v[i];
+				if (id >= ncopy) {
+					s.w.corr[id] =
+					    s.w.corr[id] < -1
+						? corr_stride * (p->pp + 1) - s.w.corr[id]
+						: -1;
 					if (clock == INT64_MIN)
 						clock = 0;
 				} else {
-					uint32_t u = ref / (uint32_t)p->pp,
-						 k = ref % (uint32_t)p->pp;
-					graph_copy_nodes(n, id, g, u, 1);
+					uint32_t u = s.ref_at.v[id] / (uint32_t)p->pp,
+						 k = s.ref_at.v[id] % (uint32_t)p->pp;
 					if (g->corr[u] >= 0 && k)
-						n->corr[id] = g->corr[u] + corr_stride * k;
-					n->iter[id] =
-					    g->iter[u] >= 0 ? g->iter[u] * p->pp + (int32_t)k : -1;
-					n->coll[id] = NONE32;
-					if (g->flags[u] & NF_IDLE_GAP)
-						n->dur_ns[id] = 0;
+						s.w.corr[id] = g->corr[u] + corr_stride * k;
 					if (g->coll[u] != NONE32) {
 						const struct graph_coll *c = &g->colls[g->coll[u]];
 						char pg[160];
-						uint32_t pgid;
-						n->colls[ci] = *c;
 						snprintf(pg, sizeof(pg), "%s.s%u",
-							 strtab_get(&n->st, c->pg), k);
-						if (strtab_intern(&n->st, pg, strlen(pg), &pgid)) {
-							rc = oom(&s);
-							goto out;
-						}
-						n->colls[ci].pg = pgid;
-						n->colls[ci].node = id;
-						n->coll[id] = ci++;
+							 strtab_get(&s.w.st, c->pg), k);
+						s.w.colls.v[s.w.coll[id]].pg = gw_intern(&s.w, pg);
 					}
 					if (clock == INT64_MIN)
 						clock = g->start_ns[u];
 				}
-				n->proc[id] = q;
-				n->start_ns[id] = clock;
-				clock = prism_time_add(clock, n->dur_ns[id]);
+				s.w.start_ns[id] = clock;
+				clock = prism_time_add(clock, s.w.dur_ns[id]);
 			}
 		}
-		/* Added tasks of stage k carry the step index of stage k. */
-		for (uint32_t q = 0; q < nprocs; q++) {
-			uint32_t k = n->procs[q].rank % (uint32_t)p->pp;
-			for (size_t i = 0; i < s.seq[q].n; i++) {
-				uint32_t ref = s.seq[q].v[i], id = NEWID(ref);
-				if ((ref & ADDED) && n->iter[id] >= 0)
-					n->iter[id] += (int32_t)k;
-			}
+		if (s.w.rc) {
+			rc = wfail(&s);
+			goto out;
 		}
-	}
-	/* Edges by source. */
-	for (size_t i = 0; i < s.edges.n; i++)
-		n->out_off[NEWID(s.edges.v[i].src) + 1]++;
-	for (uint32_t u = 0; u < n->n_nodes; u++)
-		n->out_off[u + 1] += n->out_off[u];
-	if (!(fill = prism_calloc((size_t)n->n_nodes + 1, sizeof(*fill)))) {
-		rc = oom(&s);
-		goto out;
-	}
-	for (size_t i = 0; i < s.edges.n; i++) {
-		uint32_t a = NEWID(s.edges.v[i].src);
-		uint32_t at = n->out_off[a] + fill[a]++;
-		n->out_dst[at] = NEWID(s.edges.v[i].dst);
-		n->out_kind[at] = s.edges.v[i].kind;
 	}
 	/* Steps: per stage, the base's on the step thread's copy, spanning
 	 * its tasks there (one pass over the tasks, not one per step). */
-	if (!(iter_a = prism_malloc(((size_t)n->n_iters + 1) * sizeof(*iter_a))) ||
-	    !(iter_b = prism_malloc(((size_t)n->n_iters + 1) * sizeof(*iter_b)))) {
-		rc = oom(&s);
-		goto out;
-	}
 	for (uint32_t i = 0; i < g->n_iters; i++)
 		for (int k = 0; k < p->pp; k++) {
 			uint32_t j = i * (uint32_t)p->pp + (uint32_t)k;
-			struct graph_iter *x = &n->iters[j];
-			*x = g->iters[i];
-			x->rank = g->iters[i].rank * (uint32_t)p->pp + (uint32_t)k;
+			struct graph_iter x = g->iters[i];
+			x.rank = g->iters[i].rank * (uint32_t)p->pp + (uint32_t)k;
 			iter_a[j] = INT64_MAX;
 			iter_b[j] = INT64_MIN;
 			if (g->iters[i].proc != NONE32)
-				x->proc = new_proc(&s, g->iters[i].proc, k);
+				x.proc = new_proc(&s, g->iters[i].proc, k);
+			if (gw_iter(&s.w, &x)) {
+				rc = wfail(&s);
+				goto out;
+			}
 		}
-	for (uint32_t id = 0; id < n->n_nodes; id++) {
-		int32_t j = n->iter[id];
+	for (size_t id = 0; id < s.w.n_nodes; id++) {
+		int32_t j = s.w.iter[id];
 		int64_t e;
-		if (j < 0 || (uint32_t)j >= n->n_iters || n->iters[j].proc == NONE32 ||
-		    n->proc[id] != n->iters[j].proc)
+		if (j < 0 || (size_t)j >= s.w.iters.n || s.w.iters.v[j].proc == NONE32 ||
+		    s.w.proc[id] != s.w.iters.v[j].proc)
 			continue;
-		e = prism_time_add(n->start_ns[id], n->dur_ns[id]);
-		iter_a[j] = n->start_ns[id] < iter_a[j] ? n->start_ns[id] : iter_a[j];
+		e = prism_time_add(s.w.start_ns[id], s.w.dur_ns[id]);
+		iter_a[j] = s.w.start_ns[id] < iter_a[j] ? s.w.start_ns[id] : iter_a[j];
 		iter_b[j] = e > iter_b[j] ? e : iter_b[j];
 	}
-	for (uint32_t j = 0; j < n->n_iters; j++)
-		if (n->iters[j].proc != NONE32 && iter_a[j] != INT64_MAX) {
-			n->iters[j].start_ns = iter_a[j];
-			n->iters[j].dur_ns = iter_b[j] - iter_a[j];
+	for (size_t j = 0; j < s.w.iters.n; j++)
+		if (s.w.iters.v[j].proc != NONE32 && iter_a[j] != INT64_MAX) {
+			s.w.iters.v[j].start_ns = iter_a[j];
+			s.w.iters.v[j].dur_ns = iter_b[j] - iter_a[j];
 		}
+	/* What the stages were made from goes before the writer's peak. */
+	free(s.id_of);
+	s.id_of = NULL;
+	VEC_FREE(s.ref_at);
+	if (gw_finish(&s.w, order, GW_COLLS_BY_NODE, &n)) {
+		rc = wfail(&s);
+		goto out;
+	}
 	/* Sequence numbers in each rank's launch order: processor order
 	 * would misplace them, so use the node's position on its stream,
 	 * which follows the stage's schedule. */
@@ -979,11 +880,12 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	}
 	*out = n;
 	n = NULL;
-#undef NEWID
 out:
-	if (have_names)
-		strtab_release(&names);
 	graph_free(n);
+	gw_release(&s.w);
+	free(s.id_of);
+	VEC_FREE(s.ref_at);
+	free(order);
 	free(s.a);
 	free(s.mbv);
 	free(s.ph);
@@ -999,10 +901,6 @@ out:
 		for (uint32_t q = 0; q < nprocs; q++)
 			VEC_FREE(s.seq[q]);
 	free(s.seq);
-	VEC_FREE(s.added);
-	VEC_FREE(s.edges);
-	free(newid);
-	free(fill);
 	free(mbs);
 	free(fwds);
 	free(byu);

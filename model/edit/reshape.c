@@ -1,12 +1,14 @@
 /* reshape.c - repeat, drop and add tasks of a traced graph (reshape.h). */
 #include "reshape.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cost.h"
+#include "gwrite.h"
 #include "imap.h"
 #include "vec.h"
 
@@ -17,38 +19,28 @@ void reshape_plan_init(struct reshape_plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* A task of the candidate: a copy of base task u, or an added one. */
-struct xn {
-	uint32_t u; /* base node, NONE32 for an added task */
-	uint32_t proc;
-	int32_t cm, cl; /* microbatch and layer copy */
-	int32_t layer, mb;
-	int64_t start;
-	uint8_t dropped;
+/* Where a copy of the candidate came from: base task u, in copy cm of its
+ * microbatch and cl of its layer (per staged id below nx). */
+struct origin {
+	uint32_t u;
+	int32_t cm, cl;
 };
 
-/* An added task (add_dp), placed after (or before) a copied one. */
-struct sn {
-	uint32_t proc;
-	uint32_t after, before; /* xn index it follows / precedes, or NONE32 */
-	uint8_t kind, rtclass, phase;
-	int64_t dur, lag, corr;
-	uint32_t name, op;
-	int32_t iter, layer, mb;
-	int has_coll;
-	struct graph_coll coll;
-};
+/* Where an added task goes in its processor's order (per staged id from
+ * nx): right after copy i (i), right before it (i | BEFORE), or on a new
+ * stream in the order added (NONE32). */
+#define BEFORE 0x80000000u
 
-/* An edge between refs: an xn index, or nx + an sn index. */
-struct xe {
-	uint32_t src, dst;
-	uint8_t kind;
-};
-
+/*
+ * The candidate is staged in a graph writer (gwrite.h): first every copy,
+ * processor by processor in emission order (staged id = copy index, so
+ * xid() below names copies), then the added tasks.
+ */
 struct rs {
 	const struct graph *g;
 	const struct reshape_plan *p;
 	struct prism_err *err;
+	struct gw w;
 	/* Effective labels (bridges take their group's). */
 	int32_t *lay, *mbv;
 	uint8_t *ph;
@@ -58,18 +50,29 @@ struct rs {
 	uint32_t *x0, *sm, *sl;
 	int32_t *lfirst, *mfirst;  /* new index of copy 0 of each base layer/mb */
 	uint32_t *in_off, *in_src; /* edges by target */
-	VEC(struct xn) x;
-	VEC(struct sn) s;
-	VEC(struct xe) e;
-	uint32_t n_newproc;
-	uint32_t newproc_rank[1024]; /* rank of each new stream */
-	int64_t corr;		     /* the next added launch's (-2, -3, ...) */
+	VEC(struct origin) o;	   /* per copy */
+	VEC(uint32_t) anchor;	   /* per added task */
+	int64_t corr;		   /* the next added launch's (-2, -3, ...) */
 	struct reshape_stats *st;
 };
 
 static int oom(struct rs *r)
 {
 	return prism_err_set(r->err, PRISM_ENOMEM, "reshape: out of memory");
+}
+
+/* The writer's failure, as reshape reports it. */
+static int wfail(struct rs *r)
+{
+	return r->w.rc == PRISM_ELIMIT
+		   ? prism_err_set(r->err, PRISM_ELIMIT, "reshape: over 2^32 tasks or edges")
+		   : oom(r);
+}
+
+/* The copies staged so far (and their staged ids: 0 .. nx - 1). */
+static uint32_t n_copies(const struct rs *r)
+{
+	return (uint32_t)r->o.n;
 }
 
 static int copies_of(const int32_t *v, int32_t n, int32_t i)
@@ -290,42 +293,50 @@ static int32_t new_index(const int32_t *first, int32_t n, int32_t i, int32_t c)
 
 static int emit(struct rs *r, uint32_t u, int32_t cm, int32_t cl)
 {
-	struct xn x;
-	int km = km_of(r, u), kl = kl_of(r, u);
-	if (cm == 0 && cl == 0)
-		r->x0[u] = (uint32_t)r->x.n;
-	memset(&x, 0, sizeof(x));
-	x.u = u;
-	x.proc = r->g->proc[u];
-	x.cm = cm;
-	x.cl = cl;
-	x.dropped = km == 0 || kl == 0;
-	x.layer = r->lg[u] != NONE32 && !x.dropped
+	const struct graph *g = r->g;
+	struct gw_node n;
+	struct origin o = {u, cm, cl};
+	int km = km_of(r, u), kl = kl_of(r, u), dropped = km == 0 || kl == 0;
+	uint32_t id;
+
+	gw_node_from(&n, g, u);
+	n.layer = r->lg[u] != NONE32 && !dropped
 		      ? new_index(r->lfirst, r->p->n_layers, r->lay[u], cl)
-		      : r->g->layer[u];
-	x.mb = r->mg[u] != NONE32 && !x.dropped ? new_index(r->mfirst, r->p->n_mbs, r->mbv[u], cm)
-						: r->g->mb[u];
-	if (x.dropped)
+		      : g->layer[u];
+	n.mb = r->mg[u] != NONE32 && !dropped ? new_index(r->mfirst, r->p->n_mbs, r->mbv[u], cm)
+					      : g->mb[u];
+	/* An idle gap before a thread's wake-up is waiting the edge into the
+	 * next task now does. */
+	if (g->flags[u] & NF_IDLE_GAP)
+		n.dur_ns = 0;
+	if (gw_node(&r->w, &n, &id) || (dropped && gw_drop(&r->w, id)) ||
+	    (g->coll[u] != NONE32 && gw_coll(&r->w, id, &g->colls[g->coll[u]])))
+		return wfail(r);
+	if (VEC_PUSH(r->o, o))
+		return oom(r);
+	if (cm == 0 && cl == 0)
+		r->x0[u] = id;
+	if (dropped)
 		r->st->nodes_dropped++;
 	else if (cm || cl)
 		r->st->nodes_added++;
-	return VEC_PUSH(r->x, x) ? oom(r) : 0;
+	return 0;
 }
 
 /* The layer run [a, b) of one processor, in copy cm of its microbatch. */
 static int emit_lrun(struct rs *r, uint32_t a, uint32_t b, int32_t cm)
 {
 	int k = kl_of(r, a);
-	size_t x_start = r->x.n, span = 0;
+	uint32_t x_start = n_copies(r), span = 0;
 	int rc = 0;
 	for (int c = 0; c < (k > 0 ? k : 1) && !rc; c++) {
 		for (uint32_t u = a; u < b && !rc; u++)
 			rc = emit(r, u, cm, c);
 		if (c == 0)
-			span = r->x.n - x_start;
+			span = n_copies(r) - x_start;
 	}
 	for (uint32_t u = a; u < b; u++)
-		r->sl[u] = (uint32_t)span;
+		r->sl[u] = span;
 	return rc;
 }
 
@@ -367,16 +378,16 @@ static int emit_proc(struct rs *r, uint32_t p)
 			rc = emit_inner(r, u, j, 0);
 		} else {
 			int k = km_of(r, u);
-			size_t x_start = r->x.n, span = 0;
+			uint32_t x_start = n_copies(r), span = 0;
 			while (j < end && r->mg[j] == r->mg[u])
 				j++;
 			for (int c = 0; c < (k > 0 ? k : 1) && !rc; c++) {
 				rc = emit_inner(r, u, j, c);
 				if (c == 0)
-					span = r->x.n - x_start;
+					span = n_copies(r) - x_start;
 			}
 			for (uint32_t w = u; w < j; w++)
-				r->sm[w] = (uint32_t)span;
+				r->sm[w] = span;
 		}
 		u = j;
 	}
@@ -406,7 +417,6 @@ static int map_edges(struct rs *r)
 				if (!same_m && cm != km - 1)
 					continue;
 				for (int cl = 0; cl < kl; cl++) {
-					struct xe x;
 					if (!same_l && cl != kl - 1)
 						continue;
 					int km2 = km_of(r, v), kl2 = kl_of(r, v);
@@ -419,11 +429,9 @@ static int map_edges(struct rs *r)
 						  : r->late_l[u] == r->lg[v] && r->lg[v] != NONE32
 						      ? (kl2 > 0 ? kl2 - 1 : 0)
 						      : 0;
-					x.src = xid(r, u, cm, cl);
-					x.dst = xid(r, v, cm2, cl2);
-					x.kind = g->out_kind[e];
-					if (VEC_PUSH(r->e, x))
-						return oom(r);
+					if (gw_edge(&r->w, xid(r, u, cm, cl), xid(r, v, cm2, cl2),
+						    g->out_kind[e]))
+						return wfail(r);
 				}
 			}
 		}
@@ -473,10 +481,13 @@ static int strip(struct rs *r)
 				drop[--w] = 1;
 		}
 	}
-	for (size_t i = 0; i < r->x.n; i++) {
-		struct xn *x = &r->x.v[i];
-		if (x->u != NONE32 && drop[x->u] && !x->dropped && x->cm < km_of(r, x->u) - 1) {
-			x->dropped = 1;
+	for (uint32_t i = 0; i < n_copies(r); i++) {
+		const struct origin *x = &r->o.v[i];
+		if (drop[x->u] && !gw_is_dropped(&r->w, i) && x->cm < km_of(r, x->u) - 1) {
+			if (gw_drop(&r->w, i)) {
+				free(drop);
+				return wfail(r);
+			}
 			r->st->nodes_dropped++;
 		}
 	}
@@ -486,48 +497,67 @@ static int strip(struct rs *r)
 
 /* ---- added gradient collectives ------------------------------------- */
 
-static int add_sn(struct rs *r, const struct sn *s, uint32_t *ref)
+/* The next count added tasks staged go where `at` puts them. */
+static int anchor(struct rs *r, uint32_t at, uint32_t count)
 {
-	if (VEC_PUSH(r->s, *s))
-		return oom(r);
-	*ref = (uint32_t)(r->s.n - 1); /* an sn index; made a ref later */
-	r->st->nodes_added++;
+	for (uint32_t i = 0; i < count; i++)
+		if (VEC_PUSH(r->anchor, at))
+			return oom(r);
+	r->st->nodes_added += count;
 	return 0;
 }
 
-static int add_edge(struct rs *r, uint32_t src, uint32_t dst, uint8_t kind)
+/* A cross-stream wait issued from host labels h (its processor, step,
+ * layer, microbatch and phase) where `at` puts it. */
+static int add_event_wait(struct rs *r, const struct gw_node *h, uint32_t rec, uint32_t wait,
+			  uint32_t at)
 {
-	struct xe x = {src, dst, kind};
-	return VEC_PUSH(r->e, x) ? oom(r) : 0;
+	if (gw_event_wait(&r->w, h, rec, wait, r->p->event_ns, GW_NONE, GW_NONE, NULL, NULL))
+		return wfail(r);
+	if (anchor(r, at, 2))
+		return PRISM_ENOMEM;
+	assert(r->anchor.n + n_copies(r) == r->w.n_nodes); /* each added task placed */
+	return 0;
 }
 
-/* An op's CPU time (where the plan gives one) and its launch call (*call),
- * added as *s places them; the launch takes the next added correlation. */
-static int add_op_launch(struct rs *r, struct sn *s, uint32_t op, uint32_t launch, uint32_t *call)
+/* Host labels h's op (named op) launching task t (placed at t_at): its
+ * CPU time where the plan gives one and its launch call, where `at` puts
+ * them; the call and t take the next added correlation id; t runs
+ * collective c where c is not NULL.  *id: t's staged id. */
+static int op_launch(struct rs *r, const struct gw_node *h, uint32_t op, uint32_t launch,
+		     uint32_t at, const struct gw_node *t, uint32_t t_at,
+		     const struct graph_coll *c, uint32_t *call, uint32_t *id)
 {
-	uint32_t ref;
+	struct gw_node x = *h, k = *t;
 	int rc;
 
-	s->kind = GN_CPU;
-	s->rtclass = RT_OTHER;
-	s->dur = r->p->cpu_op_ns;
-	s->name = s->op = op;
-	s->corr = -1;
-	if (r->p->cpu_op_ns > 0 && (rc = add_sn(r, s, &ref)))
-		return rc;
-	s->kind = GN_RUNTIME;
-	s->rtclass = RT_LAUNCH;
-	s->dur = r->p->launch_ns;
-	s->name = launch;
-	s->corr = r->corr;
-	return add_sn(r, s, call);
+	x.kind = GN_CPU;
+	x.rtclass = RT_OTHER;
+	x.dur_ns = r->p->cpu_op_ns;
+	x.name = x.op = op;
+	x.corr = -1;
+	if (r->p->cpu_op_ns > 0 && (gw_node(&r->w, &x, NULL) || anchor(r, at, 1)))
+		return r->w.rc ? wfail(r) : PRISM_ENOMEM;
+	x.kind = GN_RUNTIME;
+	x.rtclass = RT_LAUNCH;
+	x.dur_ns = r->p->launch_ns;
+	x.name = launch;
+	x.corr = r->corr--;
+	k.op = op;
+	rc = c ? gw_collective(&r->w, &x, &k, c, call, id) : gw_launch(&r->w, &x, &k, call, id);
+	if (rc)
+		return wfail(r);
+	if (anchor(r, at, 1) || anchor(r, t_at, 1))
+		return PRISM_ENOMEM;
+	assert(r->anchor.n + n_copies(r) == r->w.n_nodes); /* each added task placed */
+	return 0;
 }
 
 /* The launch call of copy x (a GPU task), or NONE32. */
 static uint32_t launcher(const struct rs *r, uint32_t xi)
 {
 	const struct graph *g = r->g;
-	const struct xn *x = &r->x.v[xi];
+	const struct origin *x = &r->o.v[xi];
 	uint32_t v = x->u;
 	for (uint32_t e = r->in_off[v]; e < r->in_off[v + 1]; e++) {
 		uint32_t w = r->in_src[e];
@@ -545,9 +575,22 @@ static int cmp_layer(const void *a, const void *b, void *ctx)
 {
 	const struct rs *r = ctx;
 	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-	if (r->x.v[i].layer != r->x.v[j].layer)
-		return r->x.v[i].layer < r->x.v[j].layer ? -1 : 1;
+	if (r->w.layer[i] != r->w.layer[j])
+		return r->w.layer[i] < r->w.layer[j] ? -1 : 1;
 	return (i > j) - (i < j);
+}
+
+/* Labels of added host work on processor proc. */
+static void host_labels(struct gw_node *h, uint32_t proc, int32_t it, int32_t layer, int32_t mb,
+			uint8_t phase, uint32_t op)
+{
+	gw_node_init(h);
+	h->proc = proc;
+	h->iter = it;
+	h->layer = layer;
+	h->mb = mb;
+	h->phase = phase;
+	h->op = op;
 }
 
 /*
@@ -559,55 +602,57 @@ static int cmp_layer(const void *a, const void *b, void *ctx)
  * its thread, a record and a wait; its first kernel, and the step's
  * closing device synchronise, wait for the last all-reduce.
  */
-static int add_dp(struct rs *r, struct graph *out_names)
+static int add_dp(struct rs *r)
 {
 	const struct graph *g = r->g;
 	const struct reshape_plan *p = r->p;
-	uint32_t n_cpu, n_launch, n_rec, n_wait, n_kern, pgname, ranks, dtype, empty;
+	struct gw *w = &r->w;
+	uint32_t nx = n_copies(r), n_cpu, n_launch, n_rec, n_wait, n_kern, pgname, ranks, dtype,
+		 empty;
 	uint32_t *it_off = NULL, *it_x = NULL, *bw = NULL;
 	char buf[64];
 	int rc = 0;
 
-	if (strtab_intern(&out_names->st, "c10d::allreduce_", 16, &n_cpu) ||
-	    strtab_intern(&out_names->st, "cudaLaunchKernel", 16, &n_launch) ||
-	    strtab_intern(&out_names->st, "cudaEventRecord", 15, &n_rec) ||
-	    strtab_intern(&out_names->st, "cudaStreamWaitEvent", 19, &n_wait) ||
-	    strtab_intern(&out_names->st, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 40,
-			  &n_kern) ||
-	    strtab_intern(&out_names->st, "BFloat16", 8, &dtype) ||
-	    strtab_intern(&out_names->st, "", 0, &empty))
-		return oom(r);
+	n_cpu = gw_intern(w, "c10d::allreduce_");
+	n_launch = gw_intern(w, "cudaLaunchKernel");
+	n_rec = gw_intern(w, "cudaEventRecord");
+	n_wait = gw_intern(w, "cudaStreamWaitEvent");
+	n_kern = gw_intern(w, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
+	dtype = gw_intern(w, "BFloat16");
+	empty = gw_intern(w, "");
 	snprintf(buf, sizeof(buf), "[%d]", p->dp);
-	if (strtab_intern(&out_names->st, buf, strlen(buf), &ranks))
-		return oom(r);
+	ranks = gw_intern(w, buf);
+	if (w->rc)
+		return wfail(r);
 	/* The copies of each step, in emission order (it_x[it_off[it] ..
 	 * it_off[it + 1])): each step and layer below looks at its own, not
 	 * at every copy (a trace may have 10^5 steps and 10^6 tasks). */
 	it_off = prism_calloc((size_t)g->n_iters + 2, sizeof(*it_off));
-	it_x = prism_malloc((r->x.n + 1) * sizeof(*it_x));
-	bw = prism_malloc((r->x.n + 1) * sizeof(*bw));
+	it_x = prism_malloc(((size_t)nx + 1) * sizeof(*it_x));
+	bw = prism_malloc(((size_t)nx + 1) * sizeof(*bw));
 	if (!it_off || !it_x || !bw) {
 		rc = oom(r);
 		goto out;
 	}
-	for (size_t i = 0; i < r->x.n; i++) {
-		uint32_t u = r->x.v[i].u;
-		if (u != NONE32 && g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters)
+	for (uint32_t i = 0; i < nx; i++) {
+		uint32_t u = r->o.v[i].u;
+		if (g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters)
 			it_off[g->iter[u] + 2]++;
 	}
 	for (uint32_t it = 1; it <= g->n_iters; it++)
 		it_off[it + 1] += it_off[it];
-	for (size_t i = 0; i < r->x.n; i++) {
-		uint32_t u = r->x.v[i].u;
-		if (u != NONE32 && g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters)
-			it_x[it_off[g->iter[u] + 1]++] = (uint32_t)i;
+	for (uint32_t i = 0; i < nx; i++) {
+		uint32_t u = r->o.v[i].u;
+		if (g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters)
+			it_x[it_off[g->iter[u] + 1]++] = i;
 	}
 	for (uint32_t rk = 0; rk < g->n_ranks && !rc; rk++) {
-		uint32_t dproc = g->n_procs + r->n_newproc;
+		uint32_t dproc = (uint32_t)w->procs.n; /* the rank's new stream */
 		int used = 0;
 		snprintf(buf, sizeof(buf), "dp.%u", rk);
-		if (strtab_intern(&out_names->st, buf, strlen(buf), &pgname)) {
-			rc = oom(r);
+		pgname = gw_intern(w, buf);
+		if (w->rc) {
+			rc = wfail(r);
 			break;
 		}
 		for (uint32_t it = 0; it < g->n_iters && !rc; it++) {
@@ -622,34 +667,32 @@ static int add_dp(struct rs *r, struct graph *out_names)
 				continue;
 			/* The step's last microbatch and its layers. */
 			for (uint32_t j = 0; j < nxs; j++) {
-				const struct xn *x = &r->x.v[xs[j]];
-				if (x->dropped)
+				uint32_t u = r->o.v[xs[j]].u;
+				if (gw_is_dropped(w, xs[j]))
 					continue;
-				if (g->phase[x->u] == PH_BACKWARD || r->ph[x->u] == PH_BACKWARD) {
-					if (x->mb > last_mb)
-						last_mb = x->mb;
-					if (x->layer > top)
-						top = x->layer;
+				if (g->phase[u] == PH_BACKWARD || r->ph[u] == PH_BACKWARD) {
+					if (r->w.mb[xs[j]] > last_mb)
+						last_mb = r->w.mb[xs[j]];
+					if (r->w.layer[xs[j]] > top)
+						top = r->w.layer[xs[j]];
 				}
 			}
 			if (top < 0)
 				continue;
 			/* Its backward copies of the last microbatch, by layer. */
-			for (uint32_t j = 0; j < nxs; j++) {
-				const struct xn *x = &r->x.v[xs[j]];
-				if (!x->dropped && x->layer >= 0 && x->mb == last_mb &&
-				    r->ph[x->u] == PH_BACKWARD)
+			for (uint32_t j = 0; j < nxs; j++)
+				if (!gw_is_dropped(w, xs[j]) && r->w.layer[xs[j]] >= 0 &&
+				    r->w.mb[xs[j]] == last_mb &&
+				    r->ph[r->o.v[xs[j]].u] == PH_BACKWARD)
 					bw[nb++] = xs[j];
-			}
 			if (nb)
 				qsort_r(bw, nb, sizeof(*bw), cmp_layer, r);
 			/* From the top layer down: the backward runs them so. */
 			bucket = p->dp_first && rk < p->n_dp_extra ? p->dp_first[rk] : 0;
 			for (size_t hi = nb, lo = nb; hi > 0 && !rc; hi = lo) {
-				uint32_t kx = NONE32, call, host_last = NONE32, ref;
-				int32_t l = r->x.v[bw[hi - 1]].layer;
-				struct sn s;
-				while (lo > 0 && r->x.v[bw[lo - 1]].layer == l)
+				uint32_t kx = NONE32, call, host_last = NONE32;
+				int32_t l = r->w.layer[bw[hi - 1]];
+				while (lo > 0 && r->w.layer[bw[lo - 1]] == l)
 					lo--;
 				double sz[2], tail = lo == 0 && p->dp_last && rk < p->n_dp_extra
 							 ? p->dp_last[rk]
@@ -660,17 +703,17 @@ static int add_dp(struct rs *r, struct graph *out_names)
 					continue; /* the bucket is not full */
 				/* bw[lo .. hi): layer l's, in emission order */
 				for (size_t j = lo; j < hi; j++) {
-					const struct xn *x = &r->x.v[bw[j]];
-					if (g->kind[x->u] < GN_KERNEL || g->kind[x->u] == GN_COLL)
+					uint32_t u = r->o.v[bw[j]].u;
+					if (g->kind[u] < GN_KERNEL || g->kind[u] == GN_COLL)
 						continue;
 					if (kx == NONE32 ||
-					    g->start_ns[x->u] >= g->start_ns[r->x.v[kx].u])
+					    g->start_ns[u] >= g->start_ns[r->o.v[kx].u])
 						kx = bw[j];
 				}
 				if (kx == NONE32 || (call = launcher(r, kx)) == NONE32)
 					continue;
 				for (size_t j = lo; j < hi; j++)
-					if (r->x.v[bw[j]].proc == r->x.v[call].proc)
+					if (r->w.proc[bw[j]] == r->w.proc[call])
 						host_last = bw[j];
 				if (host_last == NONE32)
 					host_last = call;
@@ -685,54 +728,39 @@ static int add_dp(struct rs *r, struct graph *out_names)
 				if (bucket > 0)
 					sz[nsz++] = bucket;
 				for (int q = 0; q < nsz && !rc; q++) {
+					struct gw_node h, t;
+					struct graph_coll c;
+					uint32_t ar;
 					bucket = sz[q];
-					memset(&s, 0, sizeof(s));
-					s.proc = r->x.v[call].proc;
-					s.after = host_last;
-					s.before = NONE32;
-					s.iter = (int32_t)it;
-					s.layer = l;
-					s.mb = last_mb;
-					s.phase = PH_BACKWARD;
-					s.corr = -1;
-					s.op = empty;
-					s.kind = GN_RUNTIME;
-					s.rtclass = RT_EVENT_RECORD;
-					s.dur = p->event_ns;
-					s.name = n_rec;
-					if ((rc = add_sn(r, &s, &ref)))
+					/* On the launching thread. */
+					host_labels(&h, r->w.proc[call], (int32_t)it, l, last_mb,
+						    PH_BACKWARD, empty);
+					if ((rc = add_event_wait(r, &h, n_rec, n_wait, host_last)))
 						break;
-					s.rtclass = RT_STREAM_WAIT;
-					s.name = n_wait;
-					if ((rc = add_sn(r, &s, &ref)))
-						break;
-					if ((rc = add_op_launch(r, &s, n_cpu, n_launch, &call)))
-						break;
-					s.proc = dproc;
-					s.after = NONE32;
-					s.kind = GN_COLL;
-					s.rtclass = RT_OTHER;
-					s.dur = p->dp_coll_ns(p->dp_ctx, bucket * p->dp_grad_bytes);
-					s.lag = p->gpu_lag_ns;
-					s.name = n_kern;
-					s.has_coll = 1;
-					memset(&s.coll, 0, sizeof(s.coll));
-					s.coll.kind = GC_ALL_REDUCE;
-					s.coll.bytes = (int64_t)(bucket * p->dp_grad_bytes);
-					s.coll.group_size = p->dp;
-					s.coll.pg = pgname;
-					s.coll.ranks = ranks;
-					s.coll.dtype = dtype;
-					r->corr--;
-					if ((rc = add_sn(r, &s, &ref)))
+					t = h;
+					t.proc = dproc;
+					t.dur_ns =
+					    p->dp_coll_ns(p->dp_ctx, bucket * p->dp_grad_bytes);
+					t.lag_ns = p->gpu_lag_ns;
+					t.name = n_kern;
+					t.flags = NF_ADDED;
+					memset(&c, 0, sizeof(c));
+					c.kind = GC_ALL_REDUCE;
+					c.bytes = (int64_t)(bucket * p->dp_grad_bytes);
+					c.group_size = p->dp;
+					c.pg = pgname;
+					c.ranks = ranks;
+					c.dtype = dtype;
+					if ((rc = op_launch(r, &h, n_cpu, n_launch, host_last, &t,
+							    NONE32, &c, NULL, &ar)))
 						break;
 					used = 1;
 					r->st->colls_added++;
-					if ((rc = add_edge(r, call | 0x80000000u, ref | 0x80000000u,
-							   GE_LAUNCH)) ||
-					    (rc = add_edge(r, kx, ref | 0x80000000u, GE_EVENT)))
+					if (gw_edge(w, kx, ar, GE_EVENT)) {
+						rc = wfail(r);
 						break;
-					last_ar = ref;
+					}
+					last_ar = ar;
 					bucket = 0;
 				}
 			}
@@ -740,63 +768,60 @@ static int add_dp(struct rs *r, struct graph *out_names)
 				continue;
 			/* The optimizer's first kernel and its host, the closing sync. */
 			for (uint32_t j = 0; j < nxs; j++) {
-				const struct xn *x = &r->x.v[xs[j]];
-				if (x->dropped)
+				uint32_t u = r->o.v[xs[j]].u;
+				if (gw_is_dropped(w, xs[j]))
 					continue;
-				if (g->phase[x->u] == PH_OPTIMIZER && g->kind[x->u] >= GN_KERNEL &&
+				if (g->phase[u] == PH_OPTIMIZER && g->kind[u] >= GN_KERNEL &&
 				    (opt_first == NONE32 ||
-				     g->start_ns[x->u] < g->start_ns[r->x.v[opt_first].u]))
+				     g->start_ns[u] < g->start_ns[r->o.v[opt_first].u]))
 					opt_first = xs[j];
-				if (g->kind[x->u] == GN_WAIT &&
-				    g->rtclass[x->u] == RT_DEVICE_SYNC &&
-				    x->proc == (uint32_t)g->iters[it].proc)
+				if (g->kind[u] == GN_WAIT && g->rtclass[u] == RT_DEVICE_SYNC &&
+				    r->w.proc[xs[j]] == (uint32_t)g->iters[it].proc)
 					sync = xs[j];
 			}
 			if (opt_first != NONE32) {
-				uint32_t call = launcher(r, opt_first), ref;
-				struct sn s;
-				for (uint32_t j = 0; call != NONE32 && j < nxs; j++) {
-					const struct xn *x = &r->x.v[xs[j]];
-					if (x->proc == r->x.v[call].proc && !x->dropped &&
-					    g->phase[x->u] == PH_OPTIMIZER) {
+				uint32_t call = launcher(r, opt_first);
+				for (uint32_t j = 0; call != NONE32 && j < nxs; j++)
+					if (r->w.proc[xs[j]] == r->w.proc[call] &&
+					    !gw_is_dropped(w, xs[j]) &&
+					    g->phase[r->o.v[xs[j]].u] == PH_OPTIMIZER) {
 						opt_host = xs[j];
 						break;
 					}
-				}
-				memset(&s, 0, sizeof(s));
 				if (opt_host != NONE32) {
-					s.proc = r->x.v[opt_host].proc;
-					s.after = NONE32;
-					s.before = opt_host;
-					s.iter = (int32_t)it;
-					s.layer = -1;
-					s.mb = -1;
-					s.phase = PH_OPTIMIZER;
-					s.corr = -1;
-					s.op = empty;
-					s.kind = GN_RUNTIME;
-					s.rtclass = RT_EVENT_RECORD;
-					s.dur = p->event_ns;
-					s.name = n_rec;
-					if ((rc = add_sn(r, &s, &ref)))
-						break;
-					s.rtclass = RT_STREAM_WAIT;
-					s.name = n_wait;
-					if ((rc = add_sn(r, &s, &ref)))
+					struct gw_node h;
+					host_labels(&h, r->w.proc[opt_host], (int32_t)it, -1, -1,
+						    PH_OPTIMIZER, empty);
+					if ((rc = add_event_wait(r, &h, n_rec, n_wait,
+								 opt_host | BEFORE)))
 						break;
 				}
-				if ((rc = add_edge(r, last_ar | 0x80000000u, opt_first, GE_EVENT)))
+				if (gw_edge(w, last_ar, opt_first, GE_EVENT)) {
+					rc = wfail(r);
 					break;
+				}
 			}
-			if (sync != NONE32 &&
-			    (rc = add_edge(r, last_ar | 0x80000000u, sync, GE_SYNC)))
+			if (sync != NONE32 && gw_edge(w, last_ar, sync, GE_SYNC)) {
+				rc = wfail(r);
 				break;
+			}
 		}
-		if (used && r->n_newproc < 1024)
-			r->newproc_rank[r->n_newproc++] = rk;
-		else if (used)
-			rc =
-			    prism_err_set(r->err, PRISM_ELIMIT, "reshape: over 1024 added streams");
+		if (used && !rc) {
+			/* The new stream: the rank's, on its device (the pid of its
+			 * other streams). */
+			struct graph_proc q;
+			memset(&q, 0, sizeof(q));
+			q.rank = rk;
+			q.gpu = 1;
+			q.tid = 9000 + (int64_t)dproc;
+			for (uint32_t o = 0; o < g->n_procs; o++)
+				if (g->procs[o].gpu && g->procs[o].rank == rk) {
+					q.pid = g->procs[o].pid;
+					break;
+				}
+			if (gw_proc(w, &q, NULL))
+				rc = wfail(r);
+		}
 	}
 out:
 	free(it_off);
@@ -856,11 +881,11 @@ size_t reshape_taken_grads(const struct graph *g, uint32_t *last, double *elem_b
  * the one that thread launched last (the gradient's producer, or a kernel
  * after it), on that kernel's stream.
  */
-static int add_acc(struct rs *r, struct graph *out_names)
+static int add_acc(struct rs *r)
 {
 	const struct graph *g = r->g;
 	const struct reshape_plan *p = r->p;
-	uint32_t *last = prism_malloc(((size_t)g->n_nodes + 1) * sizeof(*last));
+	uint32_t nx = n_copies(r), *last = prism_malloc(((size_t)g->n_nodes + 1) * sizeof(*last));
 	uint32_t n_op, n_launch, n_kern;
 	int rc = 0;
 
@@ -870,21 +895,22 @@ static int add_acc(struct rs *r, struct graph *out_names)
 		free(last);
 		return 0;
 	}
-	if (strtab_intern(&out_names->st, "aten::add_", 10, &n_op) ||
-	    strtab_intern(&out_names->st, "cudaLaunchKernel", 16, &n_launch) ||
-	    strtab_intern(&out_names->st, GRAPH_ACC_KERNEL, strlen(GRAPH_ACC_KERNEL), &n_kern)) {
+	n_op = gw_intern(&r->w, "aten::add_");
+	n_launch = gw_intern(&r->w, "cudaLaunchKernel");
+	n_kern = gw_intern(&r->w, GRAPH_ACC_KERNEL);
+	if (r->w.rc) {
 		free(last);
-		return oom(r);
+		return wfail(r);
 	}
-	for (size_t i = 0; i < r->x.n && !rc; i++) {
-		const struct xn *x = &r->x.v[i];
-		uint32_t u = x->u, k, kx, ref, call;
+	for (uint32_t i = 0; i < nx && !rc; i++) {
+		const struct origin *x = &r->o.v[i];
+		uint32_t u = x->u, k, kx;
 		double elems;
 		int es;
-		struct sn s;
+		struct gw_node h, t;
 		/* A later microbatch's copy of a taken gradient (last[u]: the
 		 * kernel before it, NONE32 for every other task). */
-		if (u == NONE32 || x->dropped || x->cm < 1 || (k = last[u]) == NONE32)
+		if (gw_is_dropped(&r->w, i) || x->cm < 1 || (k = last[u]) == NONE32)
 			continue;
 		cost_op_input(g, u, &elems, &es); /* known: it was taken */
 		/* That kernel's copy in the same microbatch copy (and layer
@@ -894,28 +920,16 @@ static int add_acc(struct rs *r, struct graph *out_names)
 		    (x->cl && (r->lg[k] == NONE32 || r->lg[k] != r->lg[u])))
 			continue;
 		kx = xid(r, k, x->cm, r->lg[k] != NONE32 && r->lg[k] == r->lg[u] ? x->cl : 0);
-		if (r->x.v[kx].dropped)
+		if (gw_is_dropped(&r->w, kx))
 			continue;
-		memset(&s, 0, sizeof(s));
-		s.proc = x->proc;
-		s.after = (uint32_t)i;
-		s.before = NONE32;
-		s.iter = g->iter[u];
-		s.layer = x->layer;
-		s.mb = x->mb;
-		s.phase = r->ph[u];
-		if ((rc = add_op_launch(r, &s, n_op, n_launch, &call)))
-			break;
-		s.proc = r->x.v[kx].proc;
-		s.after = kx;
-		s.kind = GN_KERNEL;
-		s.rtclass = RT_OTHER;
-		s.dur = p->acc_ns(p->acc_ctx, 3 * elems * es);
-		s.lag = p->gpu_lag_ns;
-		s.name = n_kern;
-		r->corr--;
-		if ((rc = add_sn(r, &s, &ref)) ||
-		    (rc = add_edge(r, call | 0x80000000u, ref | 0x80000000u, GE_LAUNCH)))
+		host_labels(&h, r->w.proc[i], g->iter[u], r->w.layer[i], r->w.mb[i], r->ph[u], 0);
+		t = h;
+		t.proc = r->w.proc[kx];
+		t.kind = GN_KERNEL;
+		t.dur_ns = p->acc_ns(p->acc_ctx, 3 * elems * es);
+		t.lag_ns = p->gpu_lag_ns;
+		t.name = n_kern;
+		if ((rc = op_launch(r, &h, n_op, n_launch, i, &t, kx, NULL, NULL, NULL)))
 			break;
 		r->st->accs_added++;
 	}
@@ -933,11 +947,10 @@ static void times(struct rs *r)
 	const struct graph *g = r->g;
 	uint32_t p = NONE32, prev = NONE32;
 	int64_t delta = 0, maxend = INT64_MIN, drop_at = INT64_MIN;
-	for (size_t i = 0; i < r->x.n; i++) {
-		struct xn *x = &r->x.v[i];
-		uint32_t u = x->u;
-		if (x->proc != p) {
-			p = x->proc;
+	for (uint32_t i = 0; i < n_copies(r); i++) {
+		uint32_t u = r->o.v[i].u;
+		if (r->w.proc[i] != p) {
+			p = r->w.proc[i];
 			prev = NONE32;
 			delta = 0;
 			maxend = INT64_MIN;
@@ -947,10 +960,10 @@ static void times(struct rs *r)
 		if (prev != NONE32 && u <= prev && maxend > INT64_MIN)
 			delta = maxend - g->start_ns[u];
 		prev = u;
-		if (x->dropped) {
+		if (gw_is_dropped(&r->w, i)) {
 			if (drop_at == INT64_MIN)
 				drop_at = prism_time_shift(g->start_ns[u], delta);
-			x->start = prism_time_shift(g->start_ns[u], delta);
+			r->w.start_ns[i] = prism_time_shift(g->start_ns[u], delta);
 			continue;
 		}
 		if (drop_at != INT64_MIN) {
@@ -958,9 +971,9 @@ static void times(struct rs *r)
 				delta = drop_at - g->start_ns[u];
 			drop_at = INT64_MIN;
 		}
-		x->start = prism_time_shift(g->start_ns[u], delta);
-		if (prism_time_add(x->start, g->dur_ns[u]) > maxend)
-			maxend = prism_time_add(x->start, g->dur_ns[u]);
+		r->w.start_ns[i] = prism_time_shift(g->start_ns[u], delta);
+		if (prism_time_add(r->w.start_ns[i], g->dur_ns[u]) > maxend)
+			maxend = prism_time_add(r->w.start_ns[i], g->dur_ns[u]);
 	}
 }
 
@@ -971,7 +984,6 @@ static int64_t move_time(const struct rs *r, uint32_t p, int64_t t)
 	const struct graph *g = r->g;
 	const struct graph_proc *pr = &g->procs[p];
 	uint32_t lo = pr->first, hi = pr->first + pr->n, u;
-	const struct xn *x;
 	int km, kl;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
@@ -985,33 +997,133 @@ static int64_t move_time(const struct rs *r, uint32_t p, int64_t t)
 	u = lo - 1;
 	km = km_of(r, u);
 	kl = kl_of(r, u);
-	x = &r->x.v[xid(r, u, km > 0 ? km - 1 : 0, kl > 0 ? kl - 1 : 0)];
-	return prism_time_shift(x->start, t - g->start_ns[u]); /* t, starts: +-PRISM_TIME_MAX */
+	/* t, starts: +-PRISM_TIME_MAX */
+	return prism_time_shift(r->w.start_ns[xid(r, u, km > 0 ? km - 1 : 0, kl > 0 ? kl - 1 : 0)],
+				t - g->start_ns[u]);
 }
 
 /* Correlation id of a copy: distinct from every other task's. */
-static int64_t copy_corr(int64_t corr, int64_t stride, const struct xn *x)
+static int64_t copy_corr(int64_t corr, int64_t stride, const struct origin *x)
 {
 	return corr + stride * (1 + (int64_t)x->cm * 65536 + x->cl);
 }
 
-struct csr {
-	uint32_t *off, *dst;
-	uint8_t *kind;
-};
+/*
+ * The candidate's order (every staged id, processor by processor): per
+ * base processor its copies, each added task right before or after the
+ * copy its anchor names (in the order added); then the new streams.
+ * seq: room for every staged id.  0, or PRISM_ENOMEM.
+ */
+static int final_order(struct rs *r, uint32_t *seq)
+{
+	uint32_t nx = n_copies(r), n_procs = (uint32_t)r->w.procs.n, na = (uint32_t)r->anchor.n;
+	uint32_t *after_first = prism_malloc(((size_t)nx + 1) * sizeof(*after_first));
+	uint32_t *before_first = prism_malloc(((size_t)nx + 1) * sizeof(*before_first));
+	uint32_t *next_s = prism_malloc(((size_t)na + 1) * sizeof(*next_s));
+	uint32_t *proc_first = prism_malloc(((size_t)n_procs + 1) * sizeof(*proc_first));
+	uint32_t n = 0;
+	int rc = 0;
+
+	if (!after_first || !before_first || !next_s || !proc_first) {
+		rc = oom(r);
+		goto out;
+	}
+	for (uint32_t i = 0; i < nx; i++)
+		after_first[i] = before_first[i] = NONE32;
+	for (uint32_t q = 0; q < n_procs; q++)
+		proc_first[q] = NONE32;
+	/* Chains of added tasks, in the order they were added. */
+	for (uint32_t k = na; k-- > 0;) {
+		uint32_t at = r->anchor.v[k];
+		uint32_t *head = at == NONE32  ? &proc_first[r->w.proc[nx + k]]
+				 : at & BEFORE ? &before_first[at & ~BEFORE]
+					       : &after_first[at];
+		next_s[k] = *head;
+		*head = k;
+	}
+	for (uint32_t q = 0, i0 = 0; q < n_procs; q++) {
+		if (q < r->g->n_procs) {
+			/* Copies of q are contiguous, in emission order (processor
+			 * by processor): one pass over them all. */
+			for (uint32_t i = i0; i < nx && r->w.proc[i] == q; i++, i0++) {
+				for (uint32_t k = before_first[i]; k != NONE32; k = next_s[k])
+					seq[n++] = nx + k;
+				seq[n++] = i;
+				for (uint32_t k = after_first[i]; k != NONE32; k = next_s[k])
+					seq[n++] = nx + k;
+			}
+		} else {
+			for (uint32_t k = proc_first[q]; k != NONE32; k = next_s[k])
+				seq[n++] = nx + k;
+		}
+	}
+	assert(n == nx + na); /* every task placed once */
+out:
+	free(after_first);
+	free(before_first);
+	free(next_s);
+	free(proc_first);
+	return rc;
+}
+
+/*
+ * What the writer cannot know: copies' and added tasks' correlation ids
+ * (distinct from every other task's), added tasks' traced starts (after
+ * what precedes them on their processor; no task before the one before
+ * it), the steps' spans moved with their threads.
+ */
+static int finish_columns(struct rs *r, const uint32_t *seq, int64_t corr_stride)
+{
+	const struct graph *g = r->g;
+	struct gw *w = &r->w;
+	uint32_t nx = n_copies(r);
+	int64_t corr_max = corr_stride;
+
+	for (uint32_t i = 0; i < nx; i++) {
+		const struct origin *x = &r->o.v[i];
+		if (!gw_is_dropped(w, i) && g->corr[x->u] >= 0 && (x->cm || x->cl)) {
+			int64_t cc = copy_corr(g->corr[x->u], corr_stride, x);
+			w->corr[i] = cc;
+			corr_max = cc > corr_max ? cc : corr_max;
+		}
+	}
+	for (size_t id = nx; id < w->n_nodes; id++)
+		if (w->corr[id] < -1)
+			w->corr[id] = corr_max - w->corr[id];
+	for (size_t i = 0, prev = NONE32; i < w->n_nodes; i++) {
+		if (gw_is_dropped(w, seq[i]))
+			continue;
+		if (prev != NONE32 && w->proc[prev] != w->proc[seq[i]])
+			prev = NONE32;
+		if (seq[i] >= nx)
+			w->start_ns[seq[i]] =
+			    prev != NONE32 ? prism_time_add(w->start_ns[prev], w->dur_ns[prev]) : 0;
+		if (prev != NONE32 && w->start_ns[seq[i]] < w->start_ns[prev])
+			w->start_ns[seq[i]] = w->start_ns[prev];
+		prev = seq[i];
+	}
+	for (uint32_t i = 0; i < g->n_iters; i++) {
+		struct graph_iter it = g->iters[i];
+		int64_t a = it.start_ns, b = prism_time_add(a, it.dur_ns);
+		if (it.proc != NONE32) {
+			it.start_ns = move_time(r, it.proc, a);
+			it.dur_ns = move_time(r, it.proc, b) - it.start_ns;
+			if (it.dur_ns < 0)
+				it.dur_ns = 0;
+		}
+		if (gw_iter(w, &it))
+			return wfail(r);
+	}
+	return 0;
+}
 
 int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct graph **out,
 		  struct reshape_stats *st, struct prism_err *err)
 {
 	struct rs r;
-	struct graph *n = NULL, *names = NULL;
-	uint32_t nx, nref, *order = NULL, *newid = NULL, *stamp = NULL, *stack = NULL;
-	uint32_t *po_off = NULL, n_procs;
-	struct csr c = {NULL, NULL, NULL};
-	VEC(struct xe) fe = {0};
-	VEC(uint32_t) seq = {0}; /* refs in final order */
+	struct graph *n = NULL;
+	uint32_t *seq = NULL;
 	int64_t corr_stride = 1;
-	uint64_t nkeep = 0, ncolls = 0;
 	int rc = 0;
 
 	*out = NULL;
@@ -1022,6 +1134,19 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	r.err = err;
 	r.st = st;
 	r.corr = -2;
+	/* The candidate's strings start as the base's (added names go after). */
+	if (gw_init_from(&r.w, g)) {
+		rc = wfail(&r);
+		goto out;
+	}
+	for (uint32_t q = 0; q < g->n_procs; q++)
+		gw_proc(&r.w, &g->procs[q], NULL);
+	for (uint32_t k = 0; k < g->n_ranks; k++)
+		gw_rank(&r.w, &g->ranks[k]);
+	if (r.w.rc || graph_in_edges(g, &r.in_off, &r.in_src)) {
+		rc = wfail(&r);
+		goto out;
+	}
 	{
 		size_t nn = g->n_nodes ? g->n_nodes : 1;
 		r.lay = prism_malloc(nn * sizeof(*r.lay));
@@ -1034,35 +1159,15 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 		r.x0 = prism_malloc(nn * sizeof(*r.x0));
 		r.sm = prism_calloc(nn, sizeof(*r.sm));
 		r.sl = prism_calloc(nn, sizeof(*r.sl));
-		r.in_off = prism_calloc(nn + 1, sizeof(*r.in_off));
-		r.in_src = prism_malloc((g->n_edges ? g->n_edges : 1) * sizeof(*r.in_src));
 		r.lfirst = prism_malloc(((size_t)(p->n_layers > 0 ? p->n_layers : 0) + 1) *
 					sizeof(*r.lfirst));
 		r.mfirst =
 		    prism_malloc(((size_t)(p->n_mbs > 0 ? p->n_mbs : 0) + 1) * sizeof(*r.mfirst));
 		if (!r.lay || !r.mbv || !r.ph || !r.mg || !r.lg || !r.late_m || !r.late_l ||
-		    !r.x0 || !r.sm || !r.sl || !r.in_off || !r.in_src || !r.lfirst || !r.mfirst) {
+		    !r.x0 || !r.sm || !r.sl || !r.lfirst || !r.mfirst) {
 			rc = oom(&r);
 			goto out;
 		}
-	}
-	/* Edges by target. */
-	for (uint32_t e = 0; e < g->n_edges; e++)
-		r.in_off[g->out_dst[e] + 1]++;
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		r.in_off[u + 1] += r.in_off[u];
-	{
-		uint32_t *fill = prism_calloc(g->n_nodes ? g->n_nodes : 1, sizeof(*fill));
-		if (!fill) {
-			rc = oom(&r);
-			goto out;
-		}
-		for (uint32_t u = 0; u < g->n_nodes; u++)
-			for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
-				uint32_t v = g->out_dst[e];
-				r.in_src[r.in_off[v] + fill[v]++] = u;
-			}
-		free(fill);
 	}
 	/* New indices of each base layer's and microbatch's first copy. */
 	{
@@ -1138,9 +1243,9 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 		 * 65536 + cl) (copy_corr), the added tasks' above them: they
 		 * must fit in 64 bits. */
 		int64_t most = p->add_dp || p->add_acc ? 1 : 0;
-		for (size_t i = 0; i < r.x.n; i++) {
-			int64_t k = 1 + (int64_t)r.x.v[i].cm * 65536 + r.x.v[i].cl;
-			if ((r.x.v[i].cm || r.x.v[i].cl) && k > most)
+		for (uint32_t i = 0; i < n_copies(&r); i++) {
+			int64_t k = 1 + (int64_t)r.o.v[i].cm * 65536 + r.o.v[i].cl;
+			if ((r.o.v[i].cm || r.o.v[i].cl) && k > most)
 				most = k;
 		}
 		if (most && corr_stride > (INT64_MAX - (int64_t)GRAPH_MAX_TASKS) / (most + 1)) {
@@ -1151,8 +1256,8 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 			goto out;
 		}
 	}
-	if (r.x.n >= UINT32_MAX / 2) {
-		rc = prism_err_set(err, PRISM_ELIMIT, "reshape: %zu tasks: over 2^31", r.x.n);
+	if (n_copies(&r) >= UINT32_MAX / 2) {
+		rc = prism_err_set(err, PRISM_ELIMIT, "reshape: %u tasks: over 2^31", n_copies(&r));
 		goto out;
 	}
 	if (p->strip_group > 0 && p->mb_copies && (rc = strip(&r)))
@@ -1160,346 +1265,23 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	times(&r);
 	if ((rc = map_edges(&r)))
 		goto out;
-	/* Names of added tasks go into the new graph's string table. */
-	if (!(names = graph_alloc(0, 0, 0, 0, 0, 0))) {
+	if (p->add_dp && p->dp > 1 && (rc = add_dp(&r)))
+		goto out;
+	if (p->add_acc && p->acc_ns && p->mb_copies && (rc = add_acc(&r)))
+		goto out;
+	/* Order edges along each processor in the final order, over dropped
+	 * tasks too (the writer contracts edges through them, each target
+	 * once). */
+	if (!(seq = prism_malloc((r.w.n_nodes + 1) * sizeof(*seq)))) {
 		rc = oom(&r);
 		goto out;
 	}
-	strtab_release(&names->st);
-	if (strtab_copy(&names->st, &g->st)) {
-		rc = oom(&r);
+	if ((rc = final_order(&r, seq)) || (rc = finish_columns(&r, seq, corr_stride)))
 		goto out;
-	}
-	if (p->add_dp && p->dp > 1 && (rc = add_dp(&r, names)))
+	VEC_FREE(r.o); /* before the writer's peak */
+	if (gw_order(&r.w, seq) || gw_finish(&r.w, seq, GW_UNIQUE | GW_COLLS_BY_NODE, &n)) {
+		rc = wfail(&r);
 		goto out;
-	if (p->add_acc && p->acc_ns && p->mb_copies && (rc = add_acc(&r, names)))
-		goto out;
-	nx = (uint32_t)r.x.n;
-	nref = nx + (uint32_t)r.s.n;
-	/* Refs of added tasks in edges were marked with the top bit. */
-	for (size_t i = 0; i < r.e.n; i++) {
-		if (r.e.v[i].src & 0x80000000u)
-			r.e.v[i].src = nx + (r.e.v[i].src & 0x7fffffffu);
-		if (r.e.v[i].dst & 0x80000000u)
-			r.e.v[i].dst = nx + (r.e.v[i].dst & 0x7fffffffu);
-	}
-	/* The final order: per processor its copies, added tasks after (or
-	 * before) the copy they follow; then the new streams. */
-	n_procs = g->n_procs + r.n_newproc;
-	po_off = prism_calloc((size_t)n_procs + 1, sizeof(*po_off));
-	if (!po_off || VEC_RESERVE(seq, nref + 1)) {
-		rc = oom(&r);
-		goto out;
-	}
-	{
-		uint32_t *after_first = prism_malloc(((size_t)nx + 1) * sizeof(*after_first));
-		uint32_t *before_first = prism_malloc(((size_t)nx + 1) * sizeof(*before_first));
-		uint32_t *next_s = prism_malloc((r.s.n + 1) * sizeof(*next_s));
-		uint32_t *proc_first = prism_malloc(((size_t)n_procs + 1) * sizeof(*proc_first));
-		uint32_t *proc_last = prism_malloc(((size_t)n_procs + 1) * sizeof(*proc_last));
-		if (!after_first || !before_first || !next_s || !proc_first || !proc_last) {
-			free(after_first);
-			free(before_first);
-			free(next_s);
-			free(proc_first);
-			free(proc_last);
-			rc = oom(&r);
-			goto out;
-		}
-		for (uint32_t i = 0; i < nx; i++)
-			after_first[i] = before_first[i] = NONE32;
-		for (uint32_t q = 0; q < n_procs; q++)
-			proc_first[q] = proc_last[q] = NONE32;
-		/* Chains of added tasks, in the order they were added. */
-		for (size_t k = r.s.n; k-- > 0;) {
-			const struct sn *s = &r.s.v[k];
-			uint32_t *head = s->after != NONE32    ? &after_first[s->after]
-					 : s->before != NONE32 ? &before_first[s->before]
-							       : &proc_first[s->proc];
-			next_s[k] = *head;
-			*head = (uint32_t)k;
-		}
-		for (uint32_t q = 0, i0 = 0; q < n_procs; q++) {
-			po_off[q] = (uint32_t)seq.n;
-			if (q < g->n_procs) {
-				/* xnodes of q are contiguous, in emission order
-				 * (processor by processor): one pass over them all */
-				for (uint32_t i = i0; i < nx && r.x.v[i].proc == q; i++, i0++) {
-					for (uint32_t k = before_first[i]; k != NONE32;
-					     k = next_s[k])
-						seq.v[seq.n++] = nx + k;
-					seq.v[seq.n++] = i;
-					for (uint32_t k = after_first[i]; k != NONE32;
-					     k = next_s[k])
-						seq.v[seq.n++] = nx + k;
-				}
-			} else {
-				for (uint32_t k = proc_first[q]; k != NONE32; k = next_s[k])
-					seq.v[seq.n++] = nx + k;
-			}
-		}
-		po_off[n_procs] = (uint32_t)seq.n;
-		free(after_first);
-		free(before_first);
-		free(next_s);
-		free(proc_first);
-		free(proc_last);
-	}
-	/* Order edges along each processor, over dropped tasks too. */
-	for (uint32_t q = 0; q < n_procs; q++)
-		for (uint32_t i = po_off[q] + 1; i < po_off[q + 1]; i++)
-			if ((rc = add_edge(&r, seq.v[i - 1], seq.v[i], GE_ORDER)))
-				goto out;
-	/* CSR over refs. */
-	c.off = prism_calloc((size_t)nref + 1, sizeof(*c.off));
-	c.dst = prism_malloc((r.e.n ? r.e.n : 1) * sizeof(*c.dst));
-	c.kind = prism_malloc(r.e.n ? r.e.n : 1);
-	if (!c.off || !c.dst || !c.kind) {
-		rc = oom(&r);
-		goto out;
-	}
-	for (size_t i = 0; i < r.e.n; i++)
-		c.off[r.e.v[i].src + 1]++;
-	for (uint32_t i = 0; i < nref; i++)
-		c.off[i + 1] += c.off[i];
-	{
-		uint32_t *fill = prism_calloc((size_t)nref + 1, sizeof(*fill));
-		if (!fill) {
-			rc = oom(&r);
-			goto out;
-		}
-		for (size_t i = 0; i < r.e.n; i++) {
-			uint32_t at = c.off[r.e.v[i].src] + fill[r.e.v[i].src]++;
-			c.dst[at] = r.e.v[i].dst;
-			c.kind[at] = r.e.v[i].kind;
-		}
-		free(fill);
-	}
-	VEC_FREE(r.e);
-	/* Final ids of the kept refs. */
-	newid = prism_malloc(((size_t)nref + 1) * sizeof(*newid));
-	order = prism_malloc(((size_t)nref + 1) * sizeof(*order));
-	stamp = prism_calloc((size_t)nref + 1, sizeof(*stamp));
-	stack = prism_malloc(((size_t)nref + 1) * sizeof(*stack));
-	if (!newid || !order || !stamp || !stack) {
-		rc = oom(&r);
-		goto out;
-	}
-	for (uint32_t i = 0; i < seq.n; i++) {
-		uint32_t ref = seq.v[i];
-		int dropped = ref < nx && r.x.v[ref].dropped;
-		newid[ref] = dropped ? NONE32 : (uint32_t)nkeep;
-		if (!dropped)
-			order[nkeep++] = ref;
-	}
-	/* Kept edges, and edges through dropped tasks contracted. */
-	for (uint64_t k = 0; k < nkeep; k++) {
-		uint32_t a = order[k];
-		uint32_t mark = (uint32_t)k + 1;
-		for (uint32_t e = c.off[a]; e < c.off[a + 1]; e++) {
-			uint32_t b = c.dst[e], top = 0;
-			if (newid[b] != NONE32) {
-				struct xe x = {(uint32_t)k, newid[b], c.kind[e]};
-				if (stamp[b] != mark && b != a) {
-					stamp[b] = mark;
-					if (VEC_PUSH(fe, x)) {
-						rc = oom(&r);
-						goto out;
-					}
-				}
-				continue;
-			}
-			if (stamp[b] == mark)
-				continue;
-			stamp[b] = mark;
-			stack[top++] = b;
-			while (top) {
-				uint32_t d = stack[--top];
-				for (uint32_t f = c.off[d]; f < c.off[d + 1]; f++) {
-					uint32_t w = c.dst[f];
-					if (stamp[w] == mark || w == a)
-						continue;
-					stamp[w] = mark;
-					if (newid[w] == NONE32) {
-						stack[top++] = w;
-					} else {
-						uint32_t pa =
-						    a < nx ? r.x.v[a].proc : r.s.v[a - nx].proc;
-						uint32_t pw =
-						    w < nx ? r.x.v[w].proc : r.s.v[w - nx].proc;
-						uint8_t kind = GE_ORDER;
-						uint8_t wk = w < nx ? g->kind[r.x.v[w].u]
-								    : r.s.v[w - nx].kind;
-						if (pa != pw)
-							kind = wk == GN_WAIT	 ? GE_SYNC
-							       : wk >= GN_KERNEL ? GE_EVENT
-										 : GE_THREAD;
-						{
-							struct xe x = {
-							    (uint32_t)k, newid[w],
-							    (uint8_t)(kind |
-								      (c.kind[e] & GE_INFERRED))};
-							if (VEC_PUSH(fe, x)) {
-								rc = oom(&r);
-								goto out;
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	if (nkeep >= UINT32_MAX || fe.n >= UINT32_MAX) {
-		rc = prism_err_set(err, PRISM_ELIMIT,
-				   "reshape: %" PRIu64 " tasks, %zu edges: over 2^32", nkeep, fe.n);
-		goto out;
-	}
-	for (uint64_t k = 0; k < nkeep; k++) {
-		uint32_t a = order[k];
-		if (a < nx ? g->coll[r.x.v[a].u] != NONE32 : r.s.v[a - nx].has_coll)
-			ncolls++;
-	}
-	n = graph_alloc((uint32_t)nkeep, (uint32_t)fe.n, n_procs, g->n_ranks, g->n_iters,
-			(uint32_t)ncolls);
-	if (!n) {
-		rc = oom(&r);
-		goto out;
-	}
-	strtab_release(&n->st);
-	n->st = names->st;
-	memset(&names->st, 0, sizeof(names->st));
-	n->t0_ns = g->t0_ns;
-	n->meta = g->meta;
-	n->stats = g->stats;
-	memcpy(n->ranks, g->ranks, g->n_ranks * sizeof(*g->ranks));
-	{
-		uint32_t q = 0, next = 0;
-		for (q = 0; q < n_procs; q++) {
-			uint32_t cnt = 0;
-			for (uint32_t i = po_off[q]; i < po_off[q + 1]; i++)
-				cnt += newid[seq.v[i]] != NONE32;
-			if (q < g->n_procs) {
-				n->procs[q] = g->procs[q];
-			} else {
-				/* A new stream: the rank of the added tasks on it. */
-				memset(&n->procs[q], 0, sizeof(n->procs[q]));
-				n->procs[q].gpu = 1;
-				n->procs[q].tid = 9000 + q;
-			}
-			n->procs[q].first = next;
-			n->procs[q].n = cnt;
-			next += cnt;
-		}
-	}
-	{
-		uint32_t ci = 0;
-		int64_t corr_max = corr_stride;
-		for (uint64_t k = 0; k < nkeep; k++) {
-			uint32_t a = order[k];
-			if (a < nx && g->corr[r.x.v[a].u] >= 0 && (r.x.v[a].cm || r.x.v[a].cl)) {
-				int64_t cc = copy_corr(g->corr[r.x.v[a].u], corr_stride, &r.x.v[a]);
-				corr_max = cc > corr_max ? cc : corr_max;
-			}
-		}
-		for (uint64_t k = 0; k < nkeep; k++) {
-			uint32_t a = order[k], id = (uint32_t)k;
-			if (a < nx) {
-				const struct xn *x = &r.x.v[a];
-				uint32_t u = x->u;
-				graph_copy_nodes(n, id, g, u, 1);
-				n->start_ns[id] = x->start;
-				/* An idle gap before a thread's wake-up is waiting
-				 * the edge into the next task now does. */
-				if (g->flags[u] & NF_IDLE_GAP)
-					n->dur_ns[id] = 0;
-				n->layer[id] = x->layer;
-				n->mb[id] = x->mb;
-				if (g->corr[u] >= 0 && (x->cm || x->cl))
-					n->corr[id] = copy_corr(g->corr[u], corr_stride, x);
-				n->coll[id] = NONE32;
-				if (g->coll[u] != NONE32) {
-					n->colls[ci] = g->colls[g->coll[u]];
-					n->colls[ci].node = id;
-					n->coll[id] = ci++;
-				}
-			} else {
-				const struct sn *s = &r.s.v[a - nx];
-				n->dur_ns[id] = s->dur;
-				n->lag_ns[id] = s->lag;
-				n->corr[id] = s->corr < -1 ? corr_max - s->corr : -1;
-				n->proc[id] = s->proc;
-				n->name[id] = s->name;
-				n->op[id] = s->op;
-				n->src[id] = NONE32;
-				n->coll[id] = NONE32;
-				n->iter[id] = s->iter;
-				n->layer[id] = s->layer;
-				n->mb[id] = s->mb;
-				n->phase[id] = s->phase;
-				n->kind[id] = s->kind;
-				n->rtclass[id] = s->rtclass;
-				if (s->has_coll) {
-					n->flags[id] |= NF_ADDED;
-					n->colls[ci] = s->coll;
-					n->colls[ci].node = id;
-					n->coll[id] = ci++;
-				}
-			}
-		}
-	}
-	/* Added tasks start after what precedes them on their processor; the
-	 * new streams' rank is their first task's launcher's. */
-	for (uint32_t q = 0; q < n_procs; q++) {
-		for (uint32_t id = n->procs[q].first; id < n->procs[q].first + n->procs[q].n;
-		     id++) {
-			uint32_t a = order[id];
-			if (a >= nx)
-				n->start_ns[id] =
-				    id > n->procs[q].first
-					? prism_time_add(n->start_ns[id - 1], n->dur_ns[id - 1])
-					: 0;
-			if (id > n->procs[q].first && n->start_ns[id] < n->start_ns[id - 1])
-				n->start_ns[id] = n->start_ns[id - 1];
-		}
-	}
-	/* Edges, by source (order already grouped them). */
-	for (size_t i = 0; i < fe.n; i++)
-		n->out_off[fe.v[i].src + 1]++;
-	for (uint32_t i = 0; i < n->n_nodes; i++)
-		n->out_off[i + 1] += n->out_off[i];
-	{
-		uint32_t *fill = prism_calloc((size_t)n->n_nodes + 1, sizeof(*fill));
-		if (!fill) {
-			rc = oom(&r);
-			goto out;
-		}
-		for (size_t i = 0; i < fe.n; i++) {
-			uint32_t at = n->out_off[fe.v[i].src] + fill[fe.v[i].src]++;
-			n->out_dst[at] = fe.v[i].dst;
-			n->out_kind[at] = fe.v[i].kind;
-		}
-		free(fill);
-	}
-	/* New streams belong to the rank whose tasks launch onto them, on its
-	 * device (the pid of its other streams). */
-	for (uint32_t q = g->n_procs; q < n_procs; q++) {
-		n->procs[q].rank = r.newproc_rank[q - g->n_procs];
-		for (uint32_t o = 0; o < g->n_procs; o++)
-			if (g->procs[o].gpu && g->procs[o].rank == n->procs[q].rank) {
-				n->procs[q].pid = g->procs[o].pid;
-				break;
-			}
-	}
-	for (uint32_t i = 0; i < g->n_iters; i++) {
-		int64_t a = g->iters[i].start_ns, b = prism_time_add(a, g->iters[i].dur_ns);
-		uint32_t pq = g->iters[i].proc;
-		n->iters[i] = g->iters[i];
-		if (pq == NONE32)
-			continue;
-		n->iters[i].start_ns = move_time(&r, pq, a);
-		n->iters[i].dur_ns = move_time(&r, pq, b) - n->iters[i].start_ns;
-		if (n->iters[i].dur_ns < 0)
-			n->iters[i].dur_ns = 0;
 	}
 	if (graph_renumber_colls(n, 1)) {
 		rc = oom(&r);
@@ -1515,7 +1297,8 @@ int reshape_apply(const struct graph *g, const struct reshape_plan *p, struct gr
 	n = NULL;
 out:
 	graph_free(n);
-	graph_free(names);
+	gw_release(&r.w);
+	free(seq);
 	free(r.lay);
 	free(r.mbv);
 	free(r.ph);
@@ -1530,18 +1313,7 @@ out:
 	free(r.in_src);
 	free(r.lfirst);
 	free(r.mfirst);
-	VEC_FREE(r.x);
-	VEC_FREE(r.s);
-	VEC_FREE(r.e);
-	VEC_FREE(fe);
-	VEC_FREE(seq);
-	free(po_off);
-	free(c.off);
-	free(c.dst);
-	free(c.kind);
-	free(newid);
-	free(order);
-	free(stamp);
-	free(stack);
+	VEC_FREE(r.o);
+	VEC_FREE(r.anchor);
 	return rc;
 }

@@ -688,6 +688,56 @@ uint32_t graph_proc_upto(const struct graph *g, uint32_t p, int64_t t)
 	return lo;
 }
 
+int graph_in_edges(const struct graph *g, uint32_t **off, uint32_t **src)
+{
+	uint32_t *o = prism_calloc((size_t)g->n_nodes + 1, sizeof(*o));
+	uint32_t *s = prism_malloc(((size_t)g->n_edges + 1) * sizeof(*s));
+
+	*off = o;
+	*src = s;
+	if (!o || !s) {
+		free(o);
+		free(s);
+		*off = *src = NULL;
+		return PRISM_ENOMEM;
+	}
+	for (uint32_t e = 0; e < g->n_edges; e++)
+		o[g->out_dst[e] + 1]++;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		o[u + 1] += o[u];
+	/* Placing moves o[v] to the end of v's sources, the start of v + 1's. */
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
+			s[o[g->out_dst[e]]++] = u;
+	memmove(o + 1, o, (size_t)g->n_nodes * sizeof(*o));
+	o[0] = 0;
+	return 0;
+}
+
+void graph_ready(const struct graph *g, unsigned flags, int64_t *ready, uint32_t *by)
+{
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		ready[u] = INT64_MIN;
+		if (by)
+			by[u] = UINT32_MAX;
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
+			uint32_t v = g->out_dst[e];
+			int64_t t =
+			    graph_edge_release(g->out_kind[e], g->start_ns[u],
+					       g->start_ns[u] + g->dur_ns[u] + g->wait_ns[u]);
+			if ((flags & GRAPH_READY_WAKE) && (g->flags[v] & NF_WAKE) &&
+			    GE_KIND(g->out_kind[e]) == GE_ORDER && (g->flags[u] & NF_IDLE_GAP))
+				continue;
+			if (t > ready[v]) {
+				ready[v] = t;
+				if (by)
+					by[v] = u;
+			}
+		}
+}
+
 void graph_count(struct graph *g)
 {
 	memset(g->stats.nodes, 0, sizeof(g->stats.nodes));

@@ -29,7 +29,8 @@
  *
  * Ownership: struct graph owns every array and its string table;
  * graph_free() releases them.  After building, the topology is read-only
- * and may be shared by threads.
+ * and may be shared by threads.  Graphs are made with the writer
+ * (gwrite.h), which keeps these invariants.
  */
 #ifndef PRISM_GRAPH_H
 #define PRISM_GRAPH_H
@@ -321,6 +322,19 @@ int graph_renumber_colls(struct graph *g, int by_start);
 /* g->stats' node and edge counts by kind, from the graph itself (after an
  * edit made it). */
 void graph_count(struct graph *g);
+
+/* g's edges by target, for edits that walk dependencies backwards: the
+ * sources of node v are (*src)[(*off)[v] .. (*off)[v + 1]), in source
+ * order.  Both arrays are the caller's (free).  0, or PRISM_ENOMEM. */
+int graph_in_edges(const struct graph *g, uint32_t **off, uint32_t **src);
+
+/* When each task's dependencies released it, as traced: ready[v] the
+ * latest graph_edge_release() over v's edges in (INT64_MIN: none), by[v]
+ * (by may be NULL) the task whose edge gave it (UINT32_MAX: none).  With
+ * GRAPH_READY_WAKE a woken task's order edge from the idle gap before it
+ * does not count (its lag runs from what woke it: NF_WAKE). */
+#define GRAPH_READY_WAKE 1
+void graph_ready(const struct graph *g, unsigned flags, int64_t *ready, uint32_t *by);
 
 /* How many of thread or stream p's tasks start at or before t (its tasks
  * are in start order): the task t falls in or follows is the one before. */

@@ -25,10 +25,10 @@ static int64_t step_number(const char *s)
  * or SIZE_MAX; whether t is inside it is the caller's to check. */
 static size_t step_at(const struct builder *b, size_t it_lo, int64_t t)
 {
-	size_t lo = it_lo, hi = b->iters.n;
+	size_t lo = it_lo, hi = b->w.iters.n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (b->iters.v[mid].start_ns <= t)
+		if (b->w.iters.v[mid].start_ns <= t)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -38,40 +38,40 @@ static size_t step_at(const struct builder *b, size_t it_lo, int64_t t)
 
 int build_iterations(struct builder *b, struct rank_ctx *rc)
 {
-	size_t first = b->iters.n;
+	size_t first = b->w.iters.n;
 
 	for (size_t k = 0; k < rc->nkeys; k++) {
 		const struct kt_event *e = ev_at(rc, k);
 		struct graph_iter it;
 		if ((e->kind != KT_USER_ANN && e->kind != KT_CPU_OP) ||
-		    strncmp(strtab_get(b->st, e->name), "ProfilerStep#", 13) != 0)
+		    strncmp(strtab_get(&b->w.st, e->name), "ProfilerStep#", 13) != 0)
 			continue;
 		it.rank = rc->rank_ix;
 		it.proc = rc->proc_of[e->thread];
-		it.step = step_number(strtab_get(b->st, e->name));
+		it.step = step_number(strtab_get(&b->w.st, e->name));
 		it.start_ns = e->ts_ns;
 		it.dur_ns = e->dur_ns;
-		if (VEC_PUSH(b->iters, it))
+		if (VEC_PUSH(b->w.iters, it))
 			return build_nomem(b);
 	}
 	/* Host nodes by start; GPU nodes by their launch (none for GPU work
 	 * launched before the window: it belongs to an earlier step, whatever
 	 * step's host range its start falls in). Steps are sorted. */
-	for (uint32_t u = rc->node_base; u < b->nodes.n; u++) {
-		struct pnode *n = &b->nodes.v[u];
-		int64_t t = n->start;
+	for (uint32_t u = rc->node_base; u < b->w.n_nodes; u++) {
+		int64_t t = b->w.start_ns[u];
 		size_t i;
-		if (n->kind >= GN_KERNEL) {
+		if (b->w.kind[u] >= GN_KERNEL) {
 			if (rc->lts[u - rc->node_base] == INT64_MIN) {
-				n->iter = -1;
+				b->w.iter[u] = -1;
 				continue;
 			}
 			t = rc->lts[u - rc->node_base];
 		}
 		i = step_at(b, first, t);
-		n->iter = i != SIZE_MAX && t < b->iters.v[i].start_ns + b->iters.v[i].dur_ns
-			      ? (int32_t)i
-			      : -1;
+		b->w.iter[u] =
+		    i != SIZE_MAX && t < b->w.iters.v[i].start_ns + b->w.iters.v[i].dur_ns
+			? (int32_t)i
+			: -1;
 	}
 	return 0;
 }
@@ -144,7 +144,7 @@ static int pytorch_phase(const char *name)
 static int is_backward_op(const struct builder *b, const struct hop *o, uint32_t name)
 {
 	return o->fwd > 0 ||
-	       strncmp(strtab_get(b->st, name), "autograd::engine::evaluate_function:", 36) == 0;
+	       strncmp(strtab_get(&b->w.st, name), "autograd::engine::evaluate_function:", 36) == 0;
 }
 
 typedef VEC(struct arange) arange_vec;
@@ -207,7 +207,7 @@ static int infer_passes(struct builder *b, size_t it_lo, const struct hop *ops, 
 	for (size_t k = 0; k < nops && !rc_; k++) {
 		size_t i = step_at(b, it_lo, ops[k].start);
 		if (ops[k].top && ops[k].launches && i != SIZE_MAX &&
-		    ops[k].proc == b->iters.v[i].proc && !is_backward_op(b, &ops[k], opname[k]) &&
+		    ops[k].proc == b->w.iters.v[i].proc && !is_backward_op(b, &ops[k], opname[k]) &&
 		    VEC_PUSH(fs, ops[k].start))
 			rc_ = build_nomem(b);
 	}
@@ -251,7 +251,7 @@ static int infer_passes(struct builder *b, size_t it_lo, const struct hop *ops, 
 		int many;
 		if (p->step == SIZE_MAX)
 			continue;
-		it = &b->iters.v[p->step];
+		it = &b->w.iters.v[p->step];
 		from = p->k == 0 ? it->start_ns : ps.v[q - 1].end;
 		many = p->k > 0 || (q + 1 < ps.n && ps.v[q + 1].step == p->step);
 		if (!fwd_marked &&
@@ -369,8 +369,8 @@ static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, 
 		runs[nruns].lo = k;
 		runs[nruns++].hi = k + 1;
 	}
-	for (size_t i = it_lo; !rc_ && i < b->iters.n; i++) {
-		const struct graph_iter *it = &b->iters.v[i];
+	for (size_t i = it_lo; !rc_ && i < b->w.iters.n; i++) {
+		const struct graph_iter *it = &b->w.iters.v[i];
 		size_t k = 0, hi = 0;
 		int32_t cur_mb = -1;
 		seq.n = names.n = at.n = 0;
@@ -545,7 +545,7 @@ int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			/* "nn.Module: Class_N", Class ending in Layer or Block. */
 			const char *c, *u;
 			size_t cl;
-			name = strtab_get(b->st, e->name);
+			name = strtab_get(&b->w.st, e->name);
 			if (strncmp(name, MODULE_PREFIX, sizeof(MODULE_PREFIX) - 1) != 0)
 				continue;
 			c = name + sizeof(MODULE_PREFIX) - 1;
@@ -570,10 +570,10 @@ int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 		}
 		if (e->kind != KT_USER_ANN && e->kind != KT_CPU_OP)
 			continue;
-		name = strtab_get(b->st, e->name);
+		name = strtab_get(&b->w.st, e->name);
 		if (strncmp(name, "prism::", 7) == 0) {
-			if (strncmp(name, "prism::model#", 13) == 0 && !b->meta)
-				b->meta = e->name;
+			if (strncmp(name, "prism::model#", 13) == 0 && !b->w.meta)
+				b->w.meta = e->name;
 			if (strncmp(name, "prism::phase#", 13) == 0) {
 				int p = graph_phase_parse(name + 13);
 				have_ph = 1;
@@ -647,66 +647,67 @@ int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 		    infer_passes(b, it_lo, ops.v, ops.n, opname.v, ph, r[A_MB].n ? NULL : &r[A_MB]);
 		for (int p = 0; p < PH_NPHASES; p++)
 			if (ph[p].n)
-				b->stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_INFERRED;
+				b->w.stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_INFERRED;
 		if (!rc_ && !have_mb && r[A_MB].n)
-			b->stats.ann_found[GRAPH_ANN_MB] |= GRAPH_ANN_INFERRED;
+			b->w.stats.ann_found[GRAPH_ANN_MB] |= GRAPH_ANN_INFERRED;
 	} else if (have_ph) {
-		b->stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_RANGES;
+		b->w.stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_RANGES;
 	}
 	for (int p = 0; p < PH_NPHASES && !rc_; p++)
 		if (ph[p].n)
 			qsort(ph[p].v, ph[p].n, sizeof(*ph[p].v), cmp_arange);
 	if (!rc_ && r[A_LAYER].n)
-		b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_RANGES;
+		b->w.stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_RANGES;
 	else if (!rc_ && b->o->infer_layers && mods.n &&
 		 !(rc_ = module_layers(b, ops.v, ops.n, opname.v, mods.v, mod_cls.v, mods.n,
 				       &r[A_LAYER])) &&
 		 r[A_LAYER].n)
-		b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_INFERRED | GRAPH_ANN_MODULES;
+		b->w.stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_INFERRED | GRAPH_ANN_MODULES;
 	else if (!rc_ && b->o->infer_layers) {
 		if (r[A_MB].n)
 			qsort(r[A_MB].v, r[A_MB].n, sizeof(*r[A_MB].v), cmp_arange);
 		rc_ = infer_layers(b, it_lo, ops.v, ops.n, opname.v, ph, &r[A_MB], &r[A_LAYER],
 				   &period);
 		if (!rc_ && r[A_LAYER].n) {
-			b->stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_INFERRED;
-			b->stats.layer_ops = (uint64_t)period;
+			b->w.stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_INFERRED;
+			b->w.stats.layer_ops = (uint64_t)period;
 		}
 	}
 	if (!rc_ && have_mb)
-		b->stats.ann_found[GRAPH_ANN_MB] |= GRAPH_ANN_RANGES;
+		b->w.stats.ann_found[GRAPH_ANN_MB] |= GRAPH_ANN_RANGES;
 	for (int a = 0; a < A_N && !rc_; a++)
 		if (r[a].n)
 			qsort(r[a].v, r[a].n, sizeof(*r[a].v), cmp_arange);
-	for (uint32_t u = rc->node_base; !rc_ && u < b->nodes.n; u++) {
-		struct pnode *n = &b->nodes.v[u];
-		if (n->kind >= GN_KERNEL)
+	for (uint32_t u = rc->node_base; !rc_ && u < b->w.n_nodes; u++) {
+		if (b->w.kind[u] >= GN_KERNEL)
 			continue;
-		n->layer =
-		    r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, n->proc, n->start) : -1;
-		n->mb = r[A_MB].n ? arange_at(r[A_MB].v, r[A_MB].n, n->proc, n->start) : -1;
-		n->phase = (uint8_t)phase_at(ph, n->proc, n->start);
+		b->w.layer[u] = r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, b->w.proc[u],
+							 b->w.start_ns[u])
+					     : -1;
+		b->w.mb[u] = r[A_MB].n
+				 ? arange_at(r[A_MB].v, r[A_MB].n, b->w.proc[u], b->w.start_ns[u])
+				 : -1;
+		b->w.phase[u] = (uint8_t)phase_at(ph, b->w.proc[u], b->w.start_ns[u]);
 		/* A thread without ranges of its own at that time (the autograd
 		 * thread, when the ranges are on the training loop's thread)
 		 * works for the step's thread: its phase and microbatch. */
-		if (n->iter >= 0 && b->iters.v[n->iter].proc != NONE32 &&
-		    b->iters.v[n->iter].proc != n->proc) {
-			uint32_t sp = b->iters.v[n->iter].proc;
-			if (n->phase == PH_NONE)
-				n->phase = (uint8_t)phase_at(ph, sp, n->start);
-			if (n->mb < 0 && r[A_MB].n)
-				n->mb = arange_at(r[A_MB].v, r[A_MB].n, sp, n->start);
+		if (b->w.iter[u] >= 0 && b->w.iters.v[b->w.iter[u]].proc != NONE32 &&
+		    b->w.iters.v[b->w.iter[u]].proc != b->w.proc[u]) {
+			uint32_t sp = b->w.iters.v[b->w.iter[u]].proc;
+			if (b->w.phase[u] == PH_NONE)
+				b->w.phase[u] = (uint8_t)phase_at(ph, sp, b->w.start_ns[u]);
+			if (b->w.mb[u] < 0 && r[A_MB].n)
+				b->w.mb[u] = arange_at(r[A_MB].v, r[A_MB].n, sp, b->w.start_ns[u]);
 		}
 	}
-	for (uint32_t u = rc->node_base; !rc_ && u < b->nodes.n; u++) {
-		struct pnode *n = &b->nodes.v[u];
+	for (uint32_t u = rc->node_base; !rc_ && u < b->w.n_nodes; u++) {
 		uint32_t call;
-		if (n->kind < GN_KERNEL)
+		if (b->w.kind[u] < GN_KERNEL)
 			continue;
-		call = n->corr >= 0 ? imap_get(&rc->rt_by_corr, n->corr) : NONE32;
-		n->layer = call != NONE32 ? b->nodes.v[call].layer : -1;
-		n->phase = call != NONE32 ? b->nodes.v[call].phase : PH_NONE;
-		n->mb = call != NONE32 ? b->nodes.v[call].mb : -1;
+		call = b->w.corr[u] >= 0 ? imap_get(&rc->rt_by_corr, b->w.corr[u]) : NONE32;
+		b->w.layer[u] = call != NONE32 ? b->w.layer[call] : -1;
+		b->w.phase[u] = call != NONE32 ? b->w.phase[call] : PH_NONE;
+		b->w.mb[u] = call != NONE32 ? b->w.mb[call] : -1;
 	}
 	for (int a = 0; a < A_N; a++)
 		free(r[a].v);

@@ -12,7 +12,8 @@
  *   5. cross-thread edges from idle gaps;
  *   6. iterations (ProfilerStep#N), phases, passes and layers
  *      (annotate.c, through build_priv.h), and collectives.
- * Finally the edge list becomes CSR, rows sorted and de-duplicated.
+ * The nodes, edges and tables are staged in the graph writer (gwrite.h),
+ * which makes the graph: CSR rows sorted and de-duplicated.
  */
 #include "build.h"
 #include "build_priv.h"
@@ -61,22 +62,27 @@ int build_nomem(struct builder *b)
 	return prism_err_set(b->err, PRISM_ENOMEM, "out of memory while building the graph");
 }
 
-static int add_edge(struct builder *b, uint32_t src, uint32_t dst, int kind)
+/* The writer's failure as the builder reports it. */
+static int wfail(struct builder *b, int rc)
 {
-	struct pedge e = {src, dst, (uint8_t)kind};
-	if (src == dst)
-		return 0;
-	return VEC_PUSH(b->edges, e) ? build_nomem(b) : 0;
+	return rc == PRISM_ELIMIT
+		   ? prism_err_set(b->err, PRISM_ELIMIT, "more than 2^32 graph nodes")
+		   : build_nomem(b);
 }
 
-static int add_node(struct builder *b, const struct pnode *n, uint32_t *id)
+static int add_edge(struct builder *b, uint32_t src, uint32_t dst, int kind)
 {
-	if (b->nodes.n >= UINT32_MAX - 1)
-		return prism_err_set(b->err, PRISM_ELIMIT, "more than 2^32 graph nodes");
-	if (VEC_PUSH(b->nodes, *n))
+	return gw_edge(&b->w, src, dst, (uint8_t)kind) ? build_nomem(b) : 0;
+}
+
+/* Node n, with its enclosing op's comm index (side data of the builder). */
+static int add_node(struct builder *b, const struct gw_node *n, uint32_t hint, uint32_t *id)
+{
+	int rc = gw_node(&b->w, n, id);
+	if (rc)
+		return wfail(b, rc);
+	if (VEC_PUSH(b->hint, hint) || VEC_PUSH(b->launched, 0))
 		return build_nomem(b);
-	if (id)
-		*id = (uint32_t)(b->nodes.n - 1);
 	return 0;
 }
 
@@ -84,13 +90,13 @@ int build_rt_class(struct builder *b, uint32_t name)
 {
 	if (name >= b->rtclass_of.n) {
 		size_t old = b->rtclass_of.n;
-		if (VEC_RESERVE(b->rtclass_of, b->st->n))
+		if (VEC_RESERVE(b->rtclass_of, b->w.st.n))
 			return -1;
-		memset(b->rtclass_of.v + old, 0xff, b->st->n - old);
-		b->rtclass_of.n = b->st->n;
+		memset(b->rtclass_of.v + old, 0xff, b->w.st.n - old);
+		b->rtclass_of.n = b->w.st.n;
 	}
 	if (b->rtclass_of.v[name] == 0xff)
-		b->rtclass_of.v[name] = (uint8_t)graph_rt_classify(strtab_get(b->st, name));
+		b->rtclass_of.v[name] = (uint8_t)graph_rt_classify(strtab_get(&b->w.st, name));
 	return b->rtclass_of.v[name];
 }
 
@@ -107,7 +113,7 @@ static int is_blocking_class(int c)
  * is done, whatever the API's name says. */
 static int memcpy_blocks(const struct builder *b, const struct kt_event *g)
 {
-	return g->kind == KT_MEMCPY && strstr(strtab_get(b->st, g->name), "Pageable");
+	return g->kind == KT_MEMCPY && strstr(strtab_get(&b->w.st, g->name), "Pageable");
 }
 
 int build_fail_ev(struct builder *b, const struct rank_ctx *rc, const struct kt_event *e,
@@ -120,26 +126,23 @@ int build_fail_ev(struct builder *b, const struct rank_ctx *rc, const struct kt_
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	return prism_err_set(b->err, PRISM_EFORMAT, "%s: event %" PRIu32 " '%.60s': %s",
-			     rc->tr->path, e->index, strtab_get(b->st, e->name), what);
+			     rc->tr->path, e->index, strtab_get(&b->w.st, e->name), what);
 }
 
 /* CPU work on a host thread between runtime calls. */
 static int add_cpu_work(struct builder *b, uint32_t proc, int64_t start, int64_t dur,
 			uint32_t op_name, uint8_t flags)
 {
-	struct pnode n = {0};
-	n.start = start;
-	n.dur = dur;
-	n.corr = -1;
+	struct gw_node n;
+	gw_node_init(&n);
+	n.start_ns = start;
+	n.dur_ns = dur;
 	n.name = op_name;
 	n.op = op_name;
-	n.src = NONE32;
-	n.coll = NONE32;
-	n.hint = NONE32;
 	n.proc = proc;
 	n.kind = GN_CPU;
 	n.flags = flags;
-	return add_node(b, &n, NULL);
+	return add_node(b, &n, NONE32, NULL);
 }
 
 /*
@@ -161,7 +164,7 @@ static int add_gap(struct builder *b, struct rank_ctx *rc, uint32_t proc, int64_
 		(*ai)++;
 	for (; *ai < nacc; (*ai)++) {
 		const struct kt_event *o = ev_at(rc, acc[*ai]);
-		struct pnode n = {0};
+		struct gw_node n;
 		if (o->ts_ns >= s || (flags && o->ts_ns - t >= b->o->thread_gap_ns))
 			break;
 		if (o->ts_ns < t || o->ts_ns + o->dur_ns > s || o->dur_ns <= 0)
@@ -169,16 +172,15 @@ static int add_gap(struct builder *b, struct rank_ctx *rc, uint32_t proc, int64_
 				   * (the call's op is its) */
 		if (o->ts_ns > t && (rc_ = add_cpu_work(b, proc, t, o->ts_ns - t, op_name, 0)))
 			return rc_;
-		n.start = o->ts_ns;
-		n.dur = o->dur_ns;
-		n.corr = -1;
+		gw_node_init(&n);
+		n.start_ns = o->ts_ns;
+		n.dur_ns = o->dur_ns;
 		n.name = n.op = o->name;
-		n.dims = o->dims;
-		n.types = o->types;
-		n.src = n.coll = n.hint = NONE32;
+		n.op_dims = o->dims;
+		n.op_types = o->types;
 		n.proc = proc;
 		n.kind = GN_CPU;
-		if ((rc_ = add_node(b, &n, NULL)))
+		if ((rc_ = add_node(b, &n, NONE32, NULL)))
 			return rc_;
 		t = o->ts_ns + o->dur_ns;
 	}
@@ -195,7 +197,7 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 	VEC(size_t) acc = {0};
 	int64_t t, span_end = INT64_MIN, last_rt_end = INT64_MIN;
 	uint32_t last_call = NONE32,
-		 acc_name = strtab_find(b->st, GRAPH_ACC_OP, strlen(GRAPH_ACC_OP));
+		 acc_name = strtab_find(&b->w.st, GRAPH_ACC_OP, strlen(GRAPH_ACC_OP));
 	size_t ai = 0;
 	int rc_ = 0;
 
@@ -258,17 +260,17 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 				}
 			}
 		} else {
-			b->stats.rt_no_op++;
+			b->w.stats.rt_no_op++;
 		}
 
 		cls = build_rt_class(b, e->name);
 		if (cls < 0)
 			goto oom;
-		b->stats.rt_class[cls]++;
+		b->w.stats.rt_class[cls]++;
 		if (s < last_rt_end) {
 			if (end <= last_rt_end) {
 				/* Nested in the previous call: that call owns its GPU work. */
-				b->stats.nested_runtime++;
+				b->w.stats.nested_runtime++;
 				if (e->corr != KT_NO_ID) {
 					uint32_t old;
 					if (imap_put(&rc->rt_by_corr, e->corr, last_call, &old))
@@ -282,7 +284,7 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 				}
 				continue;
 			}
-			b->stats.clipped_runtime++;
+			b->w.stats.clipped_runtime++;
 			s = last_rt_end;
 		}
 		covered = stack.n && ev_at(rc, stack.v[0])->ts_ns <= t;
@@ -291,26 +293,25 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 					    acc.v, acc.n, &ai)))
 			goto out;
 		{
-			struct pnode call = {0};
+			struct gw_node call;
 			uint32_t g =
 			    e->corr != KT_NO_ID ? imap_get(&rc->gpu_by_corr, e->corr) : NONE32;
 			int blocking = is_blocking_class(cls) ||
 				       (g != NONE32 && memcpy_blocks(b, &rc->tr->events.v[g]));
-			call.start = s;
-			call.dur = blocking ? 0 : end - s;
+			gw_node_init(&call);
+			call.start_ns = s;
+			call.dur_ns = blocking ? 0 : end - s;
 			call.corr = e->corr != KT_NO_ID ? e->corr : -1;
 			call.name = e->name;
 			call.op = op_name;
-			call.dims = op_dims;
-			call.types = op_types;
+			call.op_dims = op_dims;
+			call.op_types = op_types;
 			call.src = e->index;
-			call.coll = NONE32;
-			call.hint = hint;
 			call.proc = proc;
 			call.kind = GN_RUNTIME;
 			call.rtclass = (uint8_t)cls;
 			call.flags = blocking ? NF_BLOCKING : 0;
-			if ((rc_ = add_node(b, &call, &id)))
+			if ((rc_ = add_node(b, &call, hint, &id)))
 				goto out;
 			if (e->corr != KT_NO_ID) {
 				uint32_t old;
@@ -325,11 +326,11 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 					rc->min_rt_corr = e->corr;
 			}
 			if (blocking) {
-				struct pnode w = call;
+				struct gw_node w = call;
 				w.kind = GN_WAIT;
-				w.dur = end - s; /* own cost and waiting split later */
+				w.dur_ns = end - s; /* own cost and waiting split later */
 				w.flags = 0;
-				if ((rc_ = add_node(b, &w, NULL)))
+				if ((rc_ = add_node(b, &w, hint, NULL)))
 					goto out;
 			}
 			last_call = id;
@@ -437,31 +438,29 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 {
 	for (size_t k = lo; k < hi; k++) {
 		const struct kt_event *e = ev_at(rc, k);
-		struct pnode n = {0};
-		uint32_t id, call;
-		const char *name = strtab_get(b->st, e->name);
+		struct gw_node n;
+		uint32_t id, call, hint = e->comm;
+		const char *name = strtab_get(&b->w.st, e->name);
 
 		if (e->kind != KT_KERNEL && e->kind != KT_MEMCPY && e->kind != KT_MEMSET)
 			continue;
-		n.start = e->ts_ns;
-		n.dur = e->dur_ns;
+		gw_node_init(&n);
+		n.start_ns = e->ts_ns;
+		n.dur_ns = e->dur_ns;
 		n.corr = e->corr;
 		n.name = e->name;
 		n.src = e->index;
-		n.coll = NONE32;
-		n.hint = e->comm;
 		n.proc = proc;
-		n.iter = -1;
 		n.kind = e->kind == KT_MEMCPY	? GN_MEMCPY
 			 : e->kind == KT_MEMSET ? GN_MEMSET
 						: GN_KERNEL;
 		call = imap_get(&rc->rt_by_corr, e->corr);
 		if (call != IMAP_NONE) {
-			n.op = b->nodes.v[call].op;
-			n.dims = b->nodes.v[call].dims;
-			n.types = b->nodes.v[call].types;
-			if (n.hint == NONE32)
-				n.hint = b->nodes.v[call].hint;
+			n.op = b->w.op[call];
+			n.op_dims = b->w.op_dims[call];
+			n.op_types = b->w.op_types[call];
+			if (hint == NONE32)
+				hint = b->hint.v[call];
 		}
 		if (n.kind == GN_KERNEL && (is_nccl_kernel(name) || custom_comm_kind(name) >= 0)) {
 			int kind = comm_kind_of(name);
@@ -469,17 +468,17 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 				     ? GN_P2P
 				     : GN_COLL;
 		}
-		if (add_node(b, &n, &id) || imap_put(&rc->gpunode_by_corr, e->corr, id, NULL))
+		if (add_node(b, &n, hint, &id) || imap_put(&rc->gpunode_by_corr, e->corr, id, NULL))
 			return build_nomem(b);
 		if (call != IMAP_NONE) {
-			b->nodes.v[call].launched = 1;
-			if (b->nodes.v[call].rtclass == RT_GRAPH_LAUNCH)
-				b->nodes.v[id].flags |= NF_GRAPH;
+			b->launched.v[call] = 1;
+			if (b->w.rtclass[call] == RT_GRAPH_LAUNCH)
+				b->w.flags[id] |= NF_GRAPH;
 			if (add_edge(b, call, id, GE_LAUNCH))
 				return PRISM_ENOMEM;
 		} else if (e->corr < rc->min_rt_corr || b->o->allow_dangling) {
-			b->stats.gpu_no_launch++;
-			b->nodes.v[id].flags |= NF_ANCHORED;
+			b->w.stats.gpu_no_launch++;
+			b->w.flags[id] |= NF_ANCHORED;
 		} else {
 			return build_fail_ev(b, rc, e,
 					     "dangling correlation id %" PRId64
@@ -525,7 +524,7 @@ static const struct graph_proc *stream_proc(const struct builder *b, const struc
 					    int64_t stream)
 {
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
-		const struct graph_proc *p = &b->procs.v[rc->gpu_procs.v[i]];
+		const struct graph_proc *p = &b->w.procs.v[rc->gpu_procs.v[i]];
 		if (p->tid == stream)
 			return p;
 	}
@@ -552,7 +551,7 @@ static uint32_t last_ending_by(const struct builder *b, const struct graph_proc 
 static int sync_edge(struct builder *b, uint32_t src, uint32_t call, int inferred)
 {
 	if (node_end(b, src) > node_end(b, call + 1) + b->o->sync_tol_ns) {
-		b->stats.dropped_edges++;
+		b->w.stats.dropped_edges++;
 		return 0;
 	}
 	return add_edge(b, src, call + 1, GE_SYNC | (inferred ? GE_INFERRED : 0));
@@ -581,12 +580,12 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 			uint32_t src, dst;
 			if (!ws || !ss || rec == NONE32)
 				break;
-			src = last_launched_before(b, rc, ss, b->nodes.v[rec].start);
-			dst = first_launched_after(rc, ws, b->nodes.v[call].start);
+			src = last_launched_before(b, rc, ss, b->w.start_ns[rec]);
+			dst = first_launched_after(rc, ws, b->w.start_ns[call]);
 			if (src != NONE32 && dst != NONE32) {
 				/* The waiting task cannot start before the recorded one ends. */
-				if (node_end(b, src) > b->nodes.v[dst].start + rc->event_tol)
-					b->stats.dropped_edges++;
+				if (node_end(b, src) > b->w.start_ns[dst] + rc->event_tol)
+					b->w.stats.dropped_edges++;
 				else if (add_edge(b, src, dst, GE_EVENT))
 					return PRISM_ENOMEM;
 				used = 1;
@@ -598,11 +597,10 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 		case KT_SYNC_STREAM: {
 			int64_t sid = e->sync == KT_SYNC_EVENT ? e->b : (e->b >= 0 ? e->b : e->a);
 			const struct graph_proc *ss = stream_proc(b, rc, sid);
-			int64_t t = e->sync == KT_SYNC_EVENT && rec != NONE32
-					? b->nodes.v[rec].start
-					: b->nodes.v[call].start;
+			int64_t t = e->sync == KT_SYNC_EVENT && rec != NONE32 ? b->w.start_ns[rec]
+									      : b->w.start_ns[call];
 			uint32_t src;
-			if (!(b->nodes.v[call].flags & NF_BLOCKING) || !ss)
+			if (!(b->w.flags[call] & NF_BLOCKING) || !ss)
 				break;
 			if (e->sync == KT_SYNC_EVENT && rec == NONE32)
 				break;
@@ -614,11 +612,11 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 			break;
 		}
 		case KT_SYNC_CONTEXT:
-			if (!(b->nodes.v[call].flags & NF_BLOCKING))
+			if (!(b->w.flags[call] & NF_BLOCKING))
 				break;
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t src = last_launched_before(
-				    b, rc, &b->procs.v[rc->gpu_procs.v[i]], b->nodes.v[call].start);
+				    b, rc, &b->w.procs.v[rc->gpu_procs.v[i]], b->w.start_ns[call]);
 				if (src != NONE32 && sync_edge(b, src, call, 0))
 					return PRISM_ENOMEM;
 			}
@@ -630,9 +628,9 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 		}
 	next:
 		if (used)
-			b->stats.cuda_sync_used++;
+			b->w.stats.cuda_sync_used++;
 		else
-			b->stats.cuda_sync_unused++;
+			b->w.stats.cuda_sync_unused++;
 	}
 	return 0;
 }
@@ -640,35 +638,34 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 /* Blocking calls without a cuda_sync record. */
 static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *resolved)
 {
-	uint32_t end = (uint32_t)b->nodes.n;
+	uint32_t end = (uint32_t)b->w.n_nodes;
 
 	for (uint32_t u = rc->node_base; u < end; u++) {
-		struct pnode *n = &b->nodes.v[u];
-		if (n->kind != GN_RUNTIME || !(n->flags & NF_BLOCKING) ||
+		if (b->w.kind[u] != GN_RUNTIME || !(b->w.flags[u] & NF_BLOCKING) ||
 		    resolved[u - rc->node_base])
 			continue;
-		if (n->rtclass == RT_DEVICE_SYNC) {
+		if (b->w.rtclass[u] == RT_DEVICE_SYNC) {
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t src = last_launched_before(
-				    b, rc, &b->procs.v[rc->gpu_procs.v[i]], n->start);
+				    b, rc, &b->w.procs.v[rc->gpu_procs.v[i]], b->w.start_ns[u]);
 				if (src != NONE32 && sync_edge(b, src, u, 0))
 					return PRISM_ENOMEM;
 			}
-		} else if (n->rtclass == RT_STREAM_SYNC || n->rtclass == RT_EVENT_SYNC) {
+		} else if (b->w.rtclass[u] == RT_STREAM_SYNC || b->w.rtclass[u] == RT_EVENT_SYNC) {
 			/* Which stream?  The one whose last launched task finished
 			 * while the call was blocked, closest to its return. */
-			int64_t call_end = n[1].start + n[1].dur;
+			int64_t call_end = b->w.start_ns[u + 1] + b->w.dur_ns[u + 1];
 			uint32_t best = NONE32;
 			if (!b->o->infer_sync)
 				continue;
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t c = last_launched_before(
-				    b, rc, &b->procs.v[rc->gpu_procs.v[i]], n->start);
+				    b, rc, &b->w.procs.v[rc->gpu_procs.v[i]], b->w.start_ns[u]);
 				int64_t ce;
 				if (c == NONE32)
 					continue;
 				ce = node_end(b, c);
-				if (ce > n->start && ce <= call_end + b->o->sync_tol_ns &&
+				if (ce > b->w.start_ns[u] && ce <= call_end + b->o->sync_tol_ns &&
 				    (best == NONE32 || ce > node_end(b, best)))
 					best = c;
 			}
@@ -676,17 +673,18 @@ static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *re
 				if (sync_edge(b, best, u, 1))
 					return PRISM_ENOMEM;
 			} else {
-				b->stats.sync_no_wait++;
+				b->w.stats.sync_no_wait++;
 			}
 		} else {
 			/* A blocking copy waits for its own GPU copy. */
-			uint32_t g =
-			    n->corr >= 0 ? imap_get(&rc->gpunode_by_corr, n->corr) : NONE32;
+			uint32_t g = b->w.corr[u] >= 0
+					 ? imap_get(&rc->gpunode_by_corr, b->w.corr[u])
+					 : NONE32;
 			if (g != NONE32) {
 				if (sync_edge(b, g, u, 0))
 					return PRISM_ENOMEM;
 			} else {
-				b->stats.sync_no_wait++;
+				b->w.stats.sync_no_wait++;
 			}
 		}
 	}
@@ -705,7 +703,7 @@ static uint32_t cross_source(const struct builder *b, const struct rank_ctx *rc,
 	uint32_t best = NONE32;
 	int64_t best_d = 0;
 	for (size_t j = 0; j < rc->gpu_procs.n; j++) {
-		const struct graph_proc *q = &b->procs.v[rc->gpu_procs.v[j]];
+		const struct graph_proc *q = &b->w.procs.v[rc->gpu_procs.v[j]];
 		uint32_t c0, cand[2];
 		if (q == p || !q->n)
 			continue;
@@ -722,7 +720,7 @@ static uint32_t cross_source(const struct builder *b, const struct rank_ctx *rc,
 			ce = node_end(b, c);
 			d = ce > xs ? ce - xs : xs - ce;
 			if (ce < xs + lo || ce > xs + hi || ce <= ready ||
-			    b->nodes.v[c].start >= (held ? ready : xs))
+			    b->w.start_ns[c] >= (held ? ready : xs))
 				continue;
 			if (best == NONE32 || d < best_d)
 				best = c, best_d = d;
@@ -740,7 +738,7 @@ static int64_t stream_ready(const struct builder *b, const struct rank_ctx *rc,
 	int64_t ready;
 	if (rc->lts[u - rc->node_base] == INT64_MIN)
 		return INT64_MIN;
-	ready = node_end(b, imap_get(&rc->rt_by_corr, b->nodes.v[u].corr));
+	ready = node_end(b, imap_get(&rc->rt_by_corr, b->w.corr[u]));
 	if (u > p->first && node_end(b, u - 1) > ready)
 		ready = node_end(b, u - 1);
 	return ready;
@@ -765,7 +763,7 @@ static int cmp_i64(const void *a, const void *b)
 static int event_tol_measured(struct builder *b, struct rank_ctx *rc)
 {
 	int64_t base = b->o->event_tol_ns, *lag;
-	size_t n = 0, cap = b->nodes.n - rc->node_base;
+	size_t n = 0, cap = b->w.n_nodes - rc->node_base;
 
 	rc->event_tol = base;
 	if (!b->o->event_tol_auto || !cap)
@@ -773,9 +771,9 @@ static int event_tol_measured(struct builder *b, struct rank_ctx *rc)
 	if (!(lag = prism_malloc(cap * sizeof(*lag))))
 		return build_nomem(b);
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
-		const struct graph_proc *p = &b->procs.v[rc->gpu_procs.v[i]];
+		const struct graph_proc *p = &b->w.procs.v[rc->gpu_procs.v[i]];
 		for (uint32_t u = p->first; u < p->first + p->n; u++) {
-			int64_t launch = rc->lts[u - rc->node_base], xs = b->nodes.v[u].start;
+			int64_t launch = rc->lts[u - rc->node_base], xs = b->w.start_ns[u];
 			if (launch == INT64_MIN || xs < launch ||
 			    (u > p->first && node_end(b, u - 1) > launch))
 				continue;
@@ -799,9 +797,9 @@ static int infer_events(struct builder *b, struct rank_ctx *rc)
 	int64_t tol = rc->event_tol;
 
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
-		const struct graph_proc *p = &b->procs.v[rc->gpu_procs.v[i]];
+		const struct graph_proc *p = &b->w.procs.v[rc->gpu_procs.v[i]];
 		for (uint32_t u = p->first; u < p->first + p->n; u++) {
-			int64_t ready = stream_ready(b, rc, p, u), xs = b->nodes.v[u].start;
+			int64_t ready = stream_ready(b, rc, p, u), xs = b->w.start_ns[u];
 			uint32_t best;
 			if (ready == INT64_MIN || xs - ready <= tol)
 				continue;
@@ -824,23 +822,23 @@ static int infer_events(struct builder *b, struct rank_ctx *rc)
  * last blocks while the next kernel's first ones start. */
 static int infer_share(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 {
-	size_t n = b->nodes.n - rc->node_base;
+	size_t n = b->w.n_nodes - rc->node_base;
 	int64_t *ev_ready = prism_malloc((n ? n : 1) * sizeof(*ev_ready));
 
 	if (!ev_ready)
 		return build_nomem(b);
 	for (size_t i = 0; i < n; i++)
 		ev_ready[i] = INT64_MIN;
-	for (size_t k = edge_lo; k < b->edges.n; k++) {
-		const struct pedge *e = &b->edges.v[k];
+	for (size_t k = edge_lo; k < b->w.edges.n; k++) {
+		const struct gw_edge *e = &b->w.edges.v[k];
 		if (GE_KIND(e->kind) == GE_EVENT &&
 		    node_end(b, e->src) > ev_ready[e->dst - rc->node_base])
 			ev_ready[e->dst - rc->node_base] = node_end(b, e->src);
 	}
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
-		const struct graph_proc *p = &b->procs.v[rc->gpu_procs.v[i]];
+		const struct graph_proc *p = &b->w.procs.v[rc->gpu_procs.v[i]];
 		for (uint32_t u = p->first; u < p->first + p->n; u++) {
-			int64_t ready = stream_ready(b, rc, p, u), xs = b->nodes.v[u].start;
+			int64_t ready = stream_ready(b, rc, p, u), xs = b->w.start_ns[u];
 			uint32_t src;
 			if (ready == INT64_MIN)
 				continue;
@@ -866,7 +864,7 @@ static uint32_t thread_source(const struct builder *b, const struct rank_ctx *rc
 {
 	uint32_t best = NONE32;
 	for (size_t j = 0; j < rc->cpu_procs.n; j++) {
-		const struct graph_proc *q = &b->procs.v[rc->cpu_procs.v[j]];
+		const struct graph_proc *q = &b->w.procs.v[rc->cpu_procs.v[j]];
 		uint32_t c;
 		if (q == p)
 			continue;
@@ -888,19 +886,18 @@ static uint32_t thread_waker(const struct builder *b, const struct rank_ctx *rc,
 {
 	uint32_t best = NONE32;
 	for (size_t j = 0; j < rc->cpu_procs.n; j++) {
-		const struct graph_proc *q = &b->procs.v[rc->cpu_procs.v[j]];
+		const struct graph_proc *q = &b->w.procs.v[rc->cpu_procs.v[j]];
 		uint32_t c;
-		const struct pnode *run;
 		if (q == p)
 			continue;
 		c = last_ending_by(b, q, s);
 		if (c == NONE32 || c + 1 >= q->first + q->n)
 			continue;
-		run = &b->nodes.v[c + 1];
 		/* p idled from before c ended: c's thread woke it, not p's
 		 * own work. */
-		if (run->kind != GN_CPU || run->start > s || node_end(b, c + 1) <= s ||
-		    run->start < s - b->o->wake_tol_ns || node_end(b, c) < idle_from)
+		if (b->w.kind[c + 1] != GN_CPU || b->w.start_ns[c + 1] > s ||
+		    node_end(b, c + 1) <= s || b->w.start_ns[c + 1] < s - b->o->wake_tol_ns ||
+		    node_end(b, c) < idle_from)
 			continue;
 		if (best == NONE32 || node_end(b, c) > node_end(b, best))
 			best = c;
@@ -930,22 +927,22 @@ static int infer_threads(struct builder *b, struct rank_ctx *rc)
 	int rc_ = 0;
 
 	for (size_t i = 0; i < rc->cpu_procs.n; i++) {
-		const struct graph_proc *p = &b->procs.v[rc->cpu_procs.v[i]];
-		if (p->n && b->nodes.v[p->first].start < rank_start)
-			rank_start = b->nodes.v[p->first].start;
+		const struct graph_proc *p = &b->w.procs.v[rc->cpu_procs.v[i]];
+		if (p->n && b->w.start_ns[p->first] < rank_start)
+			rank_start = b->w.start_ns[p->first];
 	}
 	for (size_t i = 0; i < rc->cpu_procs.n && !rc_; i++) {
-		const struct graph_proc *p = &b->procs.v[rc->cpu_procs.v[i]];
+		const struct graph_proc *p = &b->w.procs.v[rc->cpu_procs.v[i]];
 		if (!p->n)
 			continue;
 		if (b->o->infer_threads &&
-		    b->nodes.v[p->first].start - rank_start >= b->o->thread_gap_ns) {
-			uint32_t src = thread_source(b, rc, p, b->nodes.v[p->first].start);
+		    b->w.start_ns[p->first] - rank_start >= b->o->thread_gap_ns) {
+			uint32_t src = thread_source(b, rc, p, b->w.start_ns[p->first]);
 			if (src == NONE32 &&
-			    (src = thread_waker(b, rc, p, INT64_MIN, b->nodes.v[p->first].start)) !=
+			    (src = thread_waker(b, rc, p, INT64_MIN, b->w.start_ns[p->first])) !=
 				NONE32) {
 				struct wake w = {p->first, src, p};
-				b->nodes.v[p->first].flags |= NF_WAKE;
+				b->w.flags[p->first] |= NF_WAKE;
 				if (VEC_PUSH(wakes, w))
 					rc_ = PRISM_ENOMEM;
 			}
@@ -953,24 +950,22 @@ static int infer_threads(struct builder *b, struct rank_ctx *rc)
 				rc_ = PRISM_ENOMEM;
 		}
 		for (uint32_t u = p->first; u + 1 < p->first + p->n && !rc_; u++) {
-			struct pnode *gap = &b->nodes.v[u];
 			uint32_t src;
-			if (!(gap->flags & NF_IDLE_GAP))
+			if (!(b->w.flags[u] & NF_IDLE_GAP))
 				continue;
-			gap->flags &= (uint8_t)~NF_IDLE_GAP;
-			if (gap->dur < b->o->thread_gap_ns || !b->o->infer_threads)
+			b->w.flags[u] &= (uint8_t)~NF_IDLE_GAP;
+			if (b->w.dur_ns[u] < b->o->thread_gap_ns || !b->o->infer_threads)
 				continue;
-			src = thread_source(b, rc, p, b->nodes.v[u + 1].start);
-			if (src == NONE32 &&
-			    (src = thread_waker(b, rc, p, gap->start, b->nodes.v[u + 1].start)) !=
-				NONE32) {
+			src = thread_source(b, rc, p, b->w.start_ns[u + 1]);
+			if (src == NONE32 && (src = thread_waker(b, rc, p, b->w.start_ns[u],
+								 b->w.start_ns[u + 1])) != NONE32) {
 				struct wake w = {u + 1, src, p};
-				b->nodes.v[u + 1].flags |= NF_WAKE;
+				b->w.flags[u + 1] |= NF_WAKE;
 				if (VEC_PUSH(wakes, w))
 					rc_ = PRISM_ENOMEM;
 			}
 			if (src != NONE32) {
-				gap->flags |= NF_IDLE_GAP;
+				b->w.flags[u] |= NF_IDLE_GAP;
 				if (add_edge(b, src, u + 1, GE_THREAD | GE_INFERRED))
 					rc_ = PRISM_ENOMEM;
 			}
@@ -980,14 +975,14 @@ static int infer_threads(struct builder *b, struct rank_ctx *rc)
 	for (size_t k = 0; k < wakes.n && !rc_; k++) {
 		const struct wake *w = &wakes.v[k];
 		uint32_t x = w->c + 1, j;
-		const struct graph_proc *q = &b->procs.v[b->nodes.v[x].proc];
-		if (x + 1 >= q->first + q->n || (b->nodes.v[x].flags & NF_IDLE_GAP))
+		const struct graph_proc *q = &b->w.procs.v[b->w.proc[x]];
+		if (x + 1 >= q->first + q->n || (b->w.flags[x] & NF_IDLE_GAP))
 			continue;
 		j = last_ending_by(b, w->p, node_end(b, x));
 		if (j == NONE32 || j < w->v)
 			continue;
-		b->nodes.v[x].flags |= NF_IDLE_GAP;
-		b->nodes.v[x + 1].flags |= NF_WAKE;
+		b->w.flags[x] |= NF_IDLE_GAP;
+		b->w.flags[x + 1] |= NF_WAKE;
 		if (add_edge(b, j, x + 1, GE_THREAD | GE_INFERRED))
 			rc_ = PRISM_ENOMEM;
 	}
@@ -998,25 +993,24 @@ static int infer_threads(struct builder *b, struct rank_ctx *rc)
 /* Split each blocking call's traced time into waiting and own cost. */
 static void split_waits(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 {
-	for (size_t k = edge_lo; k < b->edges.n; k++) {
-		const struct pedge *e = &b->edges.v[k];
-		struct pnode *w;
+	for (size_t k = edge_lo; k < b->w.edges.n; k++) {
+		const struct gw_edge *e = &b->w.edges.v[k];
+		uint32_t v = e->dst; /* the wait node */
 		int64_t f, wait, total;
 		if (GE_KIND(e->kind) != GE_SYNC)
 			continue;
-		w = &b->nodes.v[e->dst];
-		total = w->dur + w->wait;
+		total = b->w.dur_ns[v] + b->w.wait_ns[v];
 		f = node_end(b, e->src);
-		wait = f - w->start + w->wait; /* measured from the call's start */
+		wait = f - b->w.start_ns[v] + b->w.wait_ns[v]; /* measured from the call's start */
 		(void)rc;
 		if (wait < 0)
 			wait = 0;
 		if (wait > total)
 			wait = total;
-		if (wait > w->wait) {
-			w->start += wait - w->wait;
-			w->wait = wait;
-			w->dur = total - wait;
+		if (wait > b->w.wait_ns[v]) {
+			b->w.start_ns[v] += wait - b->w.wait_ns[v];
+			b->w.wait_ns[v] = wait;
+			b->w.dur_ns[v] = total - wait;
 		}
 	}
 }
@@ -1024,25 +1018,23 @@ static void split_waits(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 static int collectives(struct builder *b, struct rank_ctx *rc)
 {
 	const struct kineto_trace *tr = rc->tr;
-	size_t first = b->colls.n;
+	size_t first = b->w.colls.n;
 
-	for (uint32_t u = rc->node_base; u < b->nodes.n; u++) {
-		struct pnode *n = &b->nodes.v[u];
+	for (uint32_t u = rc->node_base; u < b->w.n_nodes; u++) {
 		struct graph_coll c;
 		const struct kt_comm *m;
 		int kind;
-		if (n->kind != GN_COLL && n->kind != GN_P2P)
+		if (b->w.kind[u] != GN_COLL && b->w.kind[u] != GN_P2P)
 			continue;
 		memset(&c, 0, sizeof(c));
-		c.node = u;
 		c.bytes = -1;
 		c.group_size = -1;
-		kind = comm_kind_of(strtab_get(b->st, n->name));
-		b->stats.coll_kernels[kind]++;
-		m = n->hint != NONE32 ? &tr->comms.v[n->hint] : NULL;
+		kind = comm_kind_of(strtab_get(&b->w.st, b->w.name[u]));
+		b->w.stats.coll_kernels[kind]++;
+		m = b->hint.v[u] != NONE32 ? &tr->comms.v[b->hint.v[u]] : NULL;
 		if (m) {
-			int mk = m->coll ? coll_kind_of(strtab_get(b->st, m->coll)) : GC_UNKNOWN;
-			int64_t es = m->dtype ? dtype_size(strtab_get(b->st, m->dtype)) : -1;
+			int mk = m->coll ? coll_kind_of(strtab_get(&b->w.st, m->coll)) : GC_UNKNOWN;
+			int64_t es = m->dtype ? dtype_size(strtab_get(&b->w.st, m->dtype)) : -1;
 			int64_t ne = m->in_nelems >= 0 ? m->in_nelems : m->dims_nelems;
 			if (mk != GC_UNKNOWN)
 				kind = mk;
@@ -1061,14 +1053,13 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 		if (c.group_size < 0 && tr->has_world)
 			c.group_size = tr->world_size;
 		c.kind = (uint8_t)kind;
-		n->coll = (uint32_t)b->colls.n;
-		b->stats.colls[kind]++;
-		if (VEC_PUSH(b->colls, c))
+		b->w.stats.colls[kind]++;
+		if (gw_coll(&b->w, u, &c))
 			return build_nomem(b);
 	}
 	/* Sequence numbers per process group, in launch order. */
 	{
-		size_t nc = b->colls.n - first;
+		size_t nc = b->w.colls.n - first;
 		int64_t *t;
 		int rc_;
 		/* No collectives: colls.v may still be NULL (NULL + 0 is undefined). */
@@ -1078,8 +1069,8 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 		if (!t)
 			return build_nomem(b);
 		for (size_t i = 0; i < nc; i++)
-			t[i] = rc->lts[b->colls.v[first + i].node - rc->node_base];
-		rc_ = graph_number_colls(b->colls.v + first, nc, t, NULL);
+			t[i] = rc->lts[b->w.colls.v[first + i].node - rc->node_base];
+		rc_ = graph_number_colls(b->w.colls.v + first, nc, t, NULL);
 		free(t);
 		if (rc_)
 			return build_nomem(b);
@@ -1104,7 +1095,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 {
 	struct rank_ctx rc;
 	uint32_t *order = NULL;
-	size_t proc_base = b->procs.n;
+	size_t proc_base = b->w.procs.n;
 	size_t *lo_of = NULL, *hi_of = NULL;
 	uint32_t *proc_of = NULL; /* thread -> processor, or UINT32_MAX */
 	uint8_t *resolved = NULL;
@@ -1115,7 +1106,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	rc.tr = tr;
 	rc.rank_ix = rank_ix;
 	rc.min_rt_corr = INT64_MAX;
-	rc.node_base = (uint32_t)b->nodes.n;
+	rc.node_base = (uint32_t)b->w.n_nodes;
 	rc.nkeys = tr->events.n;
 	rc.keys = prism_malloc((rc.nkeys ? rc.nkeys : 1) * sizeof(*rc.keys));
 	order = prism_malloc((tr->threads.n ? tr->threads.n : 1) * sizeof(*order));
@@ -1167,7 +1158,8 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	for (size_t oi = 0; oi < tr->threads.n; oi++) {
 		uint32_t t = order[oi];
 		const struct kt_thread *th = &tr->threads.v[t];
-		struct graph_proc p = {rank_ix, th->gpu, th->pid, th->tid, (uint32_t)b->nodes.n, 0};
+		struct graph_proc p = {rank_ix, th->gpu, th->pid, th->tid, (uint32_t)b->w.n_nodes,
+				       0};
 		size_t lo = lo_of[t], hi = hi_of[t];
 		int has_work = 0;
 		for (size_t k = lo; k < hi && !has_work; k++) {
@@ -1177,25 +1169,25 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 		}
 		if (!has_work) {
 			if (!th->gpu)
-				b->stats.idle_threads++;
+				b->w.stats.idle_threads++;
 			continue;
 		}
-		if (VEC_PUSH(b->procs, p))
+		if (VEC_PUSH(b->w.procs, p))
 			goto oom;
-		proc_of[t] = (uint32_t)(b->procs.n - 1);
+		proc_of[t] = (uint32_t)(b->w.procs.n - 1);
 		if (th->gpu) {
 			/* Streams after all host threads: launches must be known. */
 			continue;
 		}
-		if ((rc_ = build_host_thread(b, &rc, lo, hi, (uint32_t)(b->procs.n - 1))))
+		if ((rc_ = build_host_thread(b, &rc, lo, hi, (uint32_t)(b->w.procs.n - 1))))
 			goto out;
-		b->procs.v[b->procs.n - 1].n =
-		    (uint32_t)(b->nodes.n - b->procs.v[b->procs.n - 1].first);
-		if (VEC_PUSH(rc.cpu_procs, (uint32_t)(b->procs.n - 1)))
+		b->w.procs.v[b->w.procs.n - 1].n =
+		    (uint32_t)(b->w.n_nodes - b->w.procs.v[b->w.procs.n - 1].first);
+		if (VEC_PUSH(rc.cpu_procs, (uint32_t)(b->w.procs.n - 1)))
 			goto oom;
 	}
-	for (size_t pi = proc_base; pi < b->procs.n; pi++) {
-		struct graph_proc *p = &b->procs.v[pi];
+	for (size_t pi = proc_base; pi < b->w.procs.n; pi++) {
+		struct graph_proc *p = &b->w.procs.v[pi];
 		uint32_t t = NONE32;
 		if (!p->gpu)
 			continue;
@@ -1203,35 +1195,34 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 			if (tr->threads.v[i].gpu && tr->threads.v[i].pid == p->pid &&
 			    tr->threads.v[i].tid == p->tid)
 				t = i;
-		p->first = (uint32_t)b->nodes.n;
+		p->first = (uint32_t)b->w.n_nodes;
 		if ((rc_ = build_stream(b, &rc, lo_of[t], hi_of[t], (uint32_t)pi)))
 			goto out;
-		p->n = (uint32_t)(b->nodes.n - p->first);
+		p->n = (uint32_t)(b->w.n_nodes - p->first);
 		if (VEC_PUSH(rc.gpu_procs, (uint32_t)pi))
 			goto oom;
 	}
 	/* Launch start of every GPU node of this rank. */
-	rc.lts = prism_malloc(((b->nodes.n - rc.node_base) ? (b->nodes.n - rc.node_base) : 1) *
+	rc.lts = prism_malloc(((b->w.n_nodes - rc.node_base) ? (b->w.n_nodes - rc.node_base) : 1) *
 			      sizeof(*rc.lts));
-	resolved = prism_calloc((b->nodes.n - rc.node_base) + 1, 1);
+	resolved = prism_calloc((b->w.n_nodes - rc.node_base) + 1, 1);
 	if (!rc.lts || !resolved)
 		goto oom;
-	for (uint32_t u = rc.node_base; u < b->nodes.n; u++) {
-		const struct pnode *n = &b->nodes.v[u];
-		uint32_t call = n->kind >= GN_KERNEL ? imap_get(&rc.rt_by_corr, n->corr) : NONE32;
-		rc.lts[u - rc.node_base] = call != NONE32 ? b->nodes.v[call].start : INT64_MIN;
+	for (uint32_t u = rc.node_base; u < b->w.n_nodes; u++) {
+		uint32_t call =
+		    b->w.kind[u] >= GN_KERNEL ? imap_get(&rc.rt_by_corr, b->w.corr[u]) : NONE32;
+		rc.lts[u - rc.node_base] = call != NONE32 ? b->w.start_ns[call] : INT64_MIN;
 	}
-	for (uint32_t u = rc.node_base; u < b->nodes.n; u++) {
-		const struct pnode *n = &b->nodes.v[u];
-		if (n->kind == GN_RUNTIME && !n->launched &&
-		    (n->rtclass == RT_LAUNCH || n->rtclass == RT_GRAPH_LAUNCH ||
-		     n->rtclass == RT_MEMCPY || n->rtclass == RT_MEMCPY_SYNC ||
-		     n->rtclass == RT_MEMSET))
-			b->stats.launch_no_gpu++;
+	for (uint32_t u = rc.node_base; u < b->w.n_nodes; u++) {
+		if (b->w.kind[u] == GN_RUNTIME && !b->launched.v[u] &&
+		    (b->w.rtclass[u] == RT_LAUNCH || b->w.rtclass[u] == RT_GRAPH_LAUNCH ||
+		     b->w.rtclass[u] == RT_MEMCPY || b->w.rtclass[u] == RT_MEMCPY_SYNC ||
+		     b->w.rtclass[u] == RT_MEMSET))
+			b->w.stats.launch_no_gpu++;
 	}
 	if ((rc_ = event_tol_measured(b, &rc)))
 		goto out;
-	edge_lo = b->edges.n;
+	edge_lo = b->w.edges.n;
 	rc.nsync = tr->kind_counts[KT_CUDA_SYNC];
 	if ((rc_ = exact_syncs(b, &rc, resolved)) || (rc_ = other_syncs(b, &rc, resolved)))
 		goto out;
@@ -1240,13 +1231,13 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 		goto out;
 	if (b->o->infer_share && (rc_ = infer_share(b, &rc, edge_lo)))
 		goto out;
-	it_lo = b->iters.n;
+	it_lo = b->w.iters.n;
 	if ((rc_ = infer_threads(b, &rc)) || (rc_ = build_iterations(b, &rc)) ||
 	    (rc_ = build_annotations(b, &rc, it_lo)) || (rc_ = collectives(b, &rc)))
 		goto out;
-	b->stats.annotations += tr->kind_counts[KT_CPU_OP] + tr->kind_counts[KT_USER_ANN] +
-				tr->kind_counts[KT_PY_FUNC] + tr->kind_counts[KT_GPU_ANN];
-	b->stats.other_events += tr->counts[KT_N_EVENTS] - tr->counts[KT_N_KEPT];
+	b->w.stats.annotations += tr->kind_counts[KT_CPU_OP] + tr->kind_counts[KT_USER_ANN] +
+				  tr->kind_counts[KT_PY_FUNC] + tr->kind_counts[KT_GPU_ANN];
+	b->w.stats.other_events += tr->counts[KT_N_EVENTS] - tr->counts[KT_N_KEPT];
 	goto out;
 oom:
 	rc_ = build_nomem(b);
@@ -1266,213 +1257,105 @@ out:
 	return rc_;
 }
 
-static int cmp_edge_row(const void *a, const void *b)
-{
-	const struct pedge *x = a, *y = b;
-	if (x->src != y->src)
-		return x->src < y->src ? -1 : 1;
-	if (x->dst != y->dst)
-		return x->dst < y->dst ? -1 : 1;
-	return x->kind < y->kind ? -1 : x->kind > y->kind;
-}
-
+/*
+ * The graph: order edges along each processor, time 0 at the job's
+ * earliest event, rows sorted and de-duplicated (the writer); then from
+ * the finished edges the counts and each task's start lag.
+ */
 static int finish(struct builder *b, struct graph **out)
 {
+	struct gw *w = &b->w;
 	struct graph *g;
-	int64_t t0 = INT64_MAX;
-	size_t ne = 0;
+	int64_t t0 = INT64_MAX, *ready;
+	int rc;
 
-	/* Order edges: consecutive nodes of a processor. */
-	for (size_t p = 0; p < b->procs.n; p++)
-		for (uint32_t u = b->procs.v[p].first;
-		     u + 1 < b->procs.v[p].first + b->procs.v[p].n; u++)
-			if (add_edge(b, u, u + 1, GE_ORDER))
-				return PRISM_ENOMEM;
-	/* Group by source with a counting sort (O(E)), then sort each row, which
-	 * is a handful of edges, by target; keep the first (exact) of equals. */
-	{
-		size_t nn = b->nodes.n;
-		uint32_t *off = prism_calloc(nn + 1, sizeof(*off));
-		struct pedge *tmp = prism_malloc((b->edges.n ? b->edges.n : 1) * sizeof(*tmp));
-		if (!off || !tmp) {
-			free(off);
-			free(tmp);
-			return build_nomem(b);
-		}
-		for (size_t k = 0; k < b->edges.n; k++)
-			off[b->edges.v[k].src + 1]++;
-		for (size_t u = 0; u < nn; u++)
-			off[u + 1] += off[u];
-		for (size_t k = 0; k < b->edges.n; k++)
-			tmp[off[b->edges.v[k].src]++] = b->edges.v[k];
-		free(off);
-		for (size_t lo = 0, hi; lo < b->edges.n; lo = hi) {
-			for (hi = lo + 1; hi < b->edges.n && tmp[hi].src == tmp[lo].src; hi++)
-				;
-			/* Rows are short; a long one (a task awaited by thousands)
-			 * must not cost its length squared. */
-			if (hi - lo > 16)
-				qsort(tmp + lo, hi - lo, sizeof(*tmp), cmp_edge_row);
-			else
-				for (size_t i = lo + 1; i < hi; i++)
-					for (size_t j = i;
-					     j > lo && cmp_edge_row(&tmp[j - 1], &tmp[j]) > 0;
-					     j--) {
-						struct pedge x = tmp[j];
-						tmp[j] = tmp[j - 1];
-						tmp[j - 1] = x;
-					}
-			for (size_t i = lo; i < hi; i++)
-				if (ne == 0 || b->edges.v[ne - 1].src != tmp[i].src ||
-				    b->edges.v[ne - 1].dst != tmp[i].dst)
-					b->edges.v[ne++] = tmp[i];
-		}
-		free(tmp);
-	}
-	b->edges.n = ne;
-	if (b->edges.n > UINT32_MAX)
-		return prism_err_set(b->err, PRISM_ELIMIT, "more than 2^32 graph edges");
-	g = graph_alloc((uint32_t)b->nodes.n, (uint32_t)b->edges.n, (uint32_t)b->procs.n,
-			(uint32_t)b->ranks.n, (uint32_t)b->iters.n, (uint32_t)b->colls.n);
-	if (!g)
+	if (gw_order(w, NULL))
 		return build_nomem(b);
-	for (size_t u = 0; u < b->nodes.n; u++)
-		if (b->nodes.v[u].start < t0)
-			t0 = b->nodes.v[u].start;
-	for (size_t i = 0; i < b->iters.n; i++)
-		if (b->iters.v[i].start_ns < t0)
-			t0 = b->iters.v[i].start_ns;
+	for (size_t u = 0; u < w->n_nodes; u++)
+		if (w->start_ns[u] < t0)
+			t0 = w->start_ns[u];
+	for (size_t i = 0; i < w->iters.n; i++)
+		if (w->iters.v[i].start_ns < t0)
+			t0 = w->iters.v[i].start_ns;
 	if (t0 == INT64_MAX)
 		t0 = 0;
-	g->t0_ns = t0;
 	/* Every event lies within +-PRISM_TIME_MAX, so these differences fit;
 	 * the graph's times must also end within PRISM_TIME_MAX of t0. */
-	for (size_t u = 0; u < b->nodes.n; u++) {
-		const struct pnode *n = &b->nodes.v[u];
-		int64_t rel = n->start - t0;
-		if (n->dur > PRISM_TIME_MAX - rel || n->wait > PRISM_TIME_MAX - rel - n->dur) {
-			graph_free(g);
+	for (size_t u = 0; u < w->n_nodes; u++) {
+		int64_t rel = w->start_ns[u] - t0;
+		if (w->dur_ns[u] > PRISM_TIME_MAX - rel ||
+		    w->wait_ns[u] > PRISM_TIME_MAX - rel - w->dur_ns[u])
 			return prism_err_set(
 			    b->err, PRISM_ELIMIT,
 			    "the trace spans more than %" PRId64
 			    " ns (146 years): it starts at %" PRId64
 			    " ns and '%.60s' starting at %" PRId64 " ns ends later",
-			    PRISM_TIME_MAX, t0, strtab_get(b->st, n->name), n->start);
-		}
+			    PRISM_TIME_MAX, t0, strtab_get(&w->st, w->name[u]), w->start_ns[u]);
 	}
-	for (size_t i = 0; i < b->iters.n; i++)
-		if (b->iters.v[i].dur_ns > PRISM_TIME_MAX - (b->iters.v[i].start_ns - t0)) {
-			graph_free(g);
+	for (size_t i = 0; i < w->iters.n; i++)
+		if (w->iters.v[i].dur_ns > PRISM_TIME_MAX - (w->iters.v[i].start_ns - t0))
 			return prism_err_set(b->err, PRISM_ELIMIT,
 					     "the trace spans more than %" PRId64
 					     " ns (from %" PRId64 " ns to step %" PRId64 ")",
-					     PRISM_TIME_MAX, t0, b->iters.v[i].step);
-		}
-	for (size_t u = 0; u < b->nodes.n; u++) {
-		const struct pnode *n = &b->nodes.v[u];
-		g->start_ns[u] = n->start - t0;
-		g->dur_ns[u] = n->dur;
-		g->wait_ns[u] = n->wait;
-		g->corr[u] = n->corr;
-		g->proc[u] = n->proc;
-		g->name[u] = n->name;
-		g->op[u] = n->op;
-		g->op_dims[u] = n->dims;
-		g->op_types[u] = n->types;
-		g->src[u] = n->src;
-		g->coll[u] = n->coll;
-		g->iter[u] = n->iter;
-		g->layer[u] = n->layer;
-		g->mb[u] = n->mb;
-		g->phase[u] = n->phase;
-		g->kind[u] = n->kind;
-		g->flags[u] = n->flags;
-		g->rtclass[u] = n->rtclass;
-		b->stats.nodes[n->kind]++;
-	}
-	for (size_t k = 0; k < b->edges.n; k++) {
-		const struct pedge *e = &b->edges.v[k];
-		g->out_off[e->src + 1]++;
-		g->out_dst[k] = e->dst;
-		g->out_kind[k] = e->kind;
-		if (e->kind & GE_INFERRED)
-			b->stats.inferred[GE_KIND(e->kind)]++;
+					     PRISM_TIME_MAX, t0, w->iters.v[i].step);
+	for (size_t u = 0; u < w->n_nodes; u++)
+		w->start_ns[u] -= t0;
+	for (size_t i = 0; i < w->iters.n; i++)
+		w->iters.v[i].start_ns -= t0;
+	w->t0_ns = t0;
+	/* Rows sorted by target; of equal edges the first (exact) kept. */
+	if ((rc = gw_finish(w, NULL, GW_SORT, &g)))
+		return rc == PRISM_ELIMIT
+			   ? prism_err_set(b->err, PRISM_ELIMIT, "more than 2^32 graph edges")
+			   : build_nomem(b);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		g->stats.nodes[g->kind[u]]++;
+	for (uint32_t e = 0; e < g->n_edges; e++)
+		if (g->out_kind[e] & GE_INFERRED)
+			g->stats.inferred[GE_KIND(g->out_kind[e])]++;
 		else
-			b->stats.edges[GE_KIND(e->kind)]++;
-	}
-	for (size_t u = 0; u < b->nodes.n; u++)
-		g->out_off[u + 1] += g->out_off[u];
+			g->stats.edges[GE_KIND(g->out_kind[e])]++;
 	/* Start lag: how long after its last dependency finished a task began
 	 * in the trace.  Up to the cap it is latency the simulator keeps
 	 * (launch, wake-up); beyond, waiting on something the trace does not
 	 * show, which is left to show up as replay error. */
-	{
-		int64_t *ready = prism_malloc((b->nodes.n ? b->nodes.n : 1) * sizeof(*ready));
-		if (!ready) {
-			graph_free(g);
-			return build_nomem(b);
-		}
-		for (size_t u = 0; u < b->nodes.n; u++)
-			ready[u] = INT64_MIN;
-		for (size_t k = 0; k < b->edges.n; k++) {
-			const struct pedge *e = &b->edges.v[k];
-			int64_t t = graph_edge_release(e->kind, b->nodes.v[e->src].start,
-						       node_end(b, e->src));
-			/* A woken task's lag runs from what woke it, not from the
-			 * idle gap before it (edits shorten that gap to nothing). */
-			if ((b->nodes.v[e->dst].flags & NF_WAKE) && GE_KIND(e->kind) == GE_ORDER &&
-			    (b->nodes.v[e->src].flags & NF_IDLE_GAP))
-				continue;
-			if (t > ready[e->dst])
-				ready[e->dst] = t;
-		}
-		b->stats.lag_cap_ns = b->o->lag_cap_ns;
-		for (size_t u = 0; u < b->nodes.n; u++) {
-			int64_t lag = ready[u] == INT64_MIN ? 0 : b->nodes.v[u].start - ready[u];
-			if (b->nodes.v[u].kind == GN_WAIT || (b->nodes.v[u].flags & NF_ANCHORED) ||
-			    lag < 0)
-				lag = 0; /* a wait node starts where its waiting ended; an
-					  * anchored task at its traced start */
-			if (lag > b->o->lag_cap_ns && (b->nodes.v[u].flags & NF_WAKE)) {
-				/* Woken by another thread: the wake-up (the
-				 * autograd engine starting) is kept whole. */
-			} else if (lag > b->o->lag_cap_ns && (b->nodes.v[u].flags & NF_GRAPH)) {
-				/* A CUDA graph's task: what ran before it inside
-				 * the graph (host, event-wait or unreported kernel
-				 * nodes) is the graph's own work, kept whole. */
-				b->stats.graph_gaps++;
-				b->stats.graph_gap_ns = prism_add_sat(b->stats.graph_gap_ns, lag);
-			} else if (lag > b->o->lag_cap_ns) {
-				b->stats.lag_capped++;
-				b->stats.lag_capped_ns =
-				    prism_add_sat(b->stats.lag_capped_ns, lag - b->o->lag_cap_ns);
-				lag = b->o->lag_cap_ns;
-			}
-			g->lag_ns[u] = lag;
-		}
-		/* The idle gap before a woken task is its wait, which the task's
-		 * lag from its waker now carries: the gap takes no time. */
-		for (size_t u = 1; u < b->nodes.n; u++)
-			if ((b->nodes.v[u].flags & NF_WAKE) && g->proc[u - 1] == g->proc[u] &&
-			    (b->nodes.v[u - 1].flags & NF_IDLE_GAP))
-				g->dur_ns[u - 1] = 0;
-		free(ready);
+	if (!(ready = prism_malloc(((size_t)g->n_nodes + 1) * sizeof(*ready)))) {
+		graph_free(g);
+		return build_nomem(b);
 	}
-	g->stats = b->stats;
-	g->meta = b->meta;
-	if (b->procs.n)
-		memcpy(g->procs, b->procs.v, b->procs.n * sizeof(*g->procs));
-	if (b->ranks.n)
-		memcpy(g->ranks, b->ranks.v, b->ranks.n * sizeof(*g->ranks));
-	for (size_t i = 0; i < b->iters.n; i++) {
-		g->iters[i] = b->iters.v[i];
-		g->iters[i].start_ns -= t0;
+	/* A woken task's lag runs from what woke it, not from the idle gap
+	 * before it (edits shorten that gap to nothing). */
+	graph_ready(g, GRAPH_READY_WAKE, ready, NULL);
+	g->stats.lag_cap_ns = b->o->lag_cap_ns;
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		int64_t lag = ready[u] == INT64_MIN ? 0 : g->start_ns[u] - ready[u];
+		if (g->kind[u] == GN_WAIT || (g->flags[u] & NF_ANCHORED) || lag < 0)
+			lag = 0; /* a wait node starts where its waiting ended; an
+				  * anchored task at its traced start */
+		if (lag > b->o->lag_cap_ns && (g->flags[u] & NF_WAKE)) {
+			/* Woken by another thread: the wake-up (the autograd
+			 * engine starting) is kept whole. */
+		} else if (lag > b->o->lag_cap_ns && (g->flags[u] & NF_GRAPH)) {
+			/* A CUDA graph's task: what ran before it inside the
+			 * graph (host, event-wait or unreported kernel nodes) is
+			 * the graph's own work, kept whole. */
+			g->stats.graph_gaps++;
+			g->stats.graph_gap_ns = prism_add_sat(g->stats.graph_gap_ns, lag);
+		} else if (lag > b->o->lag_cap_ns) {
+			g->stats.lag_capped++;
+			g->stats.lag_capped_ns =
+			    prism_add_sat(g->stats.lag_capped_ns, lag - b->o->lag_cap_ns);
+			lag = b->o->lag_cap_ns;
+		}
+		g->lag_ns[u] = lag;
 	}
-	if (b->colls.n)
-		memcpy(g->colls, b->colls.v, b->colls.n * sizeof(*g->colls));
-	strtab_release(&g->st);
-	g->st = *b->st;
-	memset(b->st, 0, sizeof(*b->st));
+	/* The idle gap before a woken task is its wait, which the task's lag
+	 * from its waker now carries: the gap takes no time. */
+	for (uint32_t u = 1; u < g->n_nodes; u++)
+		if ((g->flags[u] & NF_WAKE) && g->proc[u - 1] == g->proc[u] &&
+		    (g->flags[u - 1] & NF_IDLE_GAP))
+			g->dur_ns[u - 1] = 0;
+	free(ready);
 	{
 		/* Recorded dependencies that contradict each other (GPU work that
 		 * ran before its launch, a stream out of launch order) can close a
@@ -1507,11 +1390,29 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 	*out = NULL;
 	memset(&b, 0, sizeof(b));
 	b.o = o;
-	b.st = st;
 	b.err = err;
 	order = prism_malloc((n ? n : 1) * sizeof(*order));
 	if (!order)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	gw_init_move(&b.w, st);
+	{
+		/* Room for every task at once, at most: per rank three per
+		 * runtime call (the CPU work before it, the call, its wait),
+		 * two per CPU op (an AccumulateGrad split out of the work
+		 * around it, and what came before), one per GPU task and per
+		 * thread (the work after its last call).  Columns grown by
+		 * doubling would leave their old copies in the heap; what is
+		 * never written costs no memory; without the room the writer
+		 * grows as it goes. */
+		uint64_t most = 0;
+		for (size_t i = 0; i < n; i++) {
+			const uint64_t *k = traces[i].kind_counts;
+			most += 3 * k[KT_RUNTIME] + 2 * k[KT_CPU_OP] + k[KT_KERNEL] + k[KT_MEMCPY] +
+				k[KT_MEMSET] + traces[i].threads.n;
+		}
+		if (most < b.w.max_nodes)
+			gw_reserve(&b.w, (size_t)most);
+	}
 	/* Files that name no rank take the lowest ranks no file claims, in
 	 * command-line order. */
 	for (size_t i = 0, next = 0; i < n; i++) {
@@ -1554,8 +1455,8 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 					   tr->path, order[i][0], traces[order[i - 1][1]].path);
 			goto out;
 		}
-		if (strtab_intern(st, tr->path, strlen(tr->path), &r.path) ||
-		    VEC_PUSH(b.ranks, r)) {
+		if (strtab_intern(&b.w.st, tr->path, strlen(tr->path), &r.path) ||
+		    gw_rank(&b.w, &r)) {
 			rc = build_nomem(&b);
 			goto out;
 		}
@@ -1565,7 +1466,7 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 	/* CPU ops alone (a CPU-only run, or an accelerator whose work Kineto
 	 * records as something else) leave nothing to simulate: say so
 	 * rather than predict 0 ms. */
-	if (b.nodes.n == 0) {
+	if (b.w.n_nodes == 0) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s: no GPU kernels, copies or runtime calls (cuda_runtime, "
 				   "kernel, gpu_memcpy events): nothing to simulate -- a CPU-only "
@@ -1576,12 +1477,9 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 	rc = finish(&b, out);
 out:
 	free(order);
-	VEC_FREE(b.nodes);
-	VEC_FREE(b.edges);
-	VEC_FREE(b.procs);
-	VEC_FREE(b.ranks);
-	VEC_FREE(b.iters);
-	VEC_FREE(b.colls);
+	gw_release(&b.w);
+	VEC_FREE(b.hint);
+	VEC_FREE(b.launched);
 	VEC_FREE(b.rtclass_of);
 	return rc;
 }

@@ -12,24 +12,12 @@
 
 #include "build.h"
 #include "graph.h"
+#include "gwrite.h"
 #include "imap.h"
 #include "kineto.h"
 #include "vec.h"
 
 #define NONE32 UINT32_MAX
-
-struct pnode {
-	int64_t start, dur, wait, corr;
-	uint32_t name, op, src, coll, proc, hint; /* hint: comm index of the enclosing op */
-	uint32_t dims, types;			  /* the enclosing op's shapes */
-	int32_t iter, layer, mb;
-	uint8_t kind, flags, rtclass, launched, phase;
-};
-
-struct pedge {
-	uint32_t src, dst;
-	uint8_t kind;
-};
 
 struct key {
 	uint32_t thread;
@@ -38,19 +26,19 @@ struct key {
 	int64_t negdur;
 };
 
+/* The graph as built: tasks in the writer (gwrite.h), nodes grouped by
+ * processor as they are made, their times absolute (the job's clock)
+ * until finish() moves time 0 to the earliest. */
 struct builder {
 	const struct build_opts *o;
-	struct strtab *st;
 	struct prism_err *err;
-	VEC(struct pnode) nodes;
-	VEC(struct pedge) edges;
-	VEC(struct graph_proc) procs;
-	VEC(struct graph_rank) ranks;
-	VEC(struct graph_iter) iters;
-	VEC(struct graph_coll) colls;
+	struct gw w;
+	/* Per node (side arrays of w.nodes): the comm index of its enclosing
+	 * op (NONE32: none), and for a runtime call whether it launched GPU
+	 * work the trace holds. */
+	VEC(uint32_t) hint;
+	VEC(uint8_t) launched;
 	VEC(uint8_t) rtclass_of; /* by string id; 0xff = not yet classified */
-	struct graph_stats stats;
-	uint32_t meta; /* the first "prism::model#..." range's name */
 };
 
 /* ---- per-rank state ----------------------------------------------------- */
@@ -84,7 +72,7 @@ static inline const struct kt_event *ev_at(const struct rank_ctx *rc, size_t k)
 
 static inline int64_t node_end(const struct builder *b, uint32_t u)
 {
-	return b->nodes.v[u].start + b->nodes.v[u].dur + b->nodes.v[u].wait;
+	return b->w.start_ns[u] + b->w.dur_ns[u] + b->w.wait_ns[u];
 }
 
 /* build.c */

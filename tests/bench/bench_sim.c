@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gwrite.h"
 #include "sim.h"
 
 static uint64_t rng = 88172645463325252ull;
@@ -31,132 +32,115 @@ static int64_t rnd(int64_t lo, int64_t hi)
 	return lo + (int64_t)(rng % (uint64_t)(hi - lo + 1));
 }
 
-struct e3 {
-	uint32_t s, d;
-	uint8_t k;
-};
+static uint32_t task(struct gw *w, uint32_t proc, uint8_t kind, int64_t start, int64_t dur)
+{
+	struct gw_node x;
+	uint32_t id;
+	memset(&x, 0, sizeof(x));
+	x.proc = proc;
+	x.kind = kind;
+	x.start_ns = start;
+	x.dur_ns = dur;
+	x.iter = -1;
+	x.coll = UINT32_MAX;
+	if (gw_node(w, &x, &id))
+		exit(1);
+	return id;
+}
 
 static struct graph *synth(uint32_t target)
 {
 	const uint32_t ranks = 8;
 	uint32_t per_rank = target / ranks, launches = per_rank / 3; /* call, cpu, gpu */
-	uint32_t nn, ne = 0, nc = 0, cap_e;
+	uint32_t *ncoll_rank = calloc(ranks, sizeof(*ncoll_rank));
 	struct graph *g;
-	struct e3 *e;
-	uint32_t *ncoll_rank;
+	struct gw w;
 
-	nn = ranks * (launches * 2 + launches + launches / 256 * 2);
-	cap_e = nn * 3;
-	e = malloc((size_t)cap_e * sizeof(*e));
-	ncoll_rank = calloc(ranks, sizeof(*ncoll_rank));
-	g = graph_alloc(nn, 0, ranks * 3, ranks, 0, ranks * (launches / 4 + 1));
-	if (!g || !e || !ncoll_rank)
+	if (!ncoll_rank || gw_init(&w))
 		exit(1);
 	uint32_t u = 0;
 	for (uint32_t r = 0; r < ranks; r++) {
 		uint32_t host = r * 3, s0 = host + 1, s1 = host + 2;
-		uint32_t base = u, n_host, n_s0 = 0, n_s1 = 0;
+		uint32_t base = u, n_host;
 		int64_t t = 0;
 		uint32_t *calls = malloc(launches * sizeof(*calls));
+		struct graph_proc procs[3] = {
+		    {r, 0, 1, 1, 0, 0}, {r, 1, 0, 7, 0, 0}, {r, 1, 0, 20, 0, 0}};
+		struct graph_rank rk;
+		memset(&rk, 0, sizeof(rk));
+		rk.rank = r;
+		for (int i = 0; i < 3; i++)
+			gw_proc(&w, &procs[i], NULL);
+		gw_rank(&w, &rk);
 		/* Host thread: [cpu, launch] x launches, device syncs. */
 		for (uint32_t i = 0; i < launches; i++) {
-			g->proc[u] = host, g->kind[u] = GN_CPU, g->start_ns[u] = t;
-			g->dur_ns[u] = rnd(2000, 9000), t += g->dur_ns[u], u++;
-			g->proc[u] = host, g->kind[u] = GN_RUNTIME, g->start_ns[u] = t;
-			g->dur_ns[u] = rnd(3000, 6000), t += g->dur_ns[u], calls[i] = u++;
+			int64_t d = rnd(2000, 9000);
+			task(&w, host, GN_CPU, t, d);
+			t += d;
+			d = rnd(3000, 6000);
+			calls[i] = task(&w, host, GN_RUNTIME, t, d);
+			t += d;
 			if (i % 256 == 255) {
-				g->proc[u] = host, g->kind[u] = GN_RUNTIME,
-				g->flags[u] = NF_BLOCKING;
-				g->start_ns[u] = t, u++;
-				g->proc[u] = host, g->kind[u] = GN_WAIT, g->start_ns[u] = t;
-				g->dur_ns[u] = 2000, u++;
+				uint32_t call = task(&w, host, GN_RUNTIME, t, 0);
+				w.flags[call] = NF_BLOCKING;
+				task(&w, host, GN_WAIT, t, 2000);
 			}
 		}
+		u = (uint32_t)w.n_nodes;
 		n_host = u - base;
 		for (uint32_t k = base; k + 1 < u; k++)
-			e[ne++] = (struct e3){k, k + 1, GE_ORDER};
+			gw_edge(&w, k, k + 1, GE_ORDER);
 		/* Streams: compute kernels, then collectives. */
 		uint32_t first_s0 = u;
 		for (uint32_t i = 0; i < launches; i++) {
 			if (i % 4 == 3)
 				continue;
-			g->proc[u] = s0, g->kind[u] = GN_KERNEL,
-			g->start_ns[u] = g->start_ns[calls[i]];
-			g->dur_ns[u] = rnd(1000, 40000);
-			e[ne++] = (struct e3){calls[i], u, GE_LAUNCH};
+			u = task(&w, s0, GN_KERNEL, w.start_ns[calls[i]], rnd(1000, 40000));
+			gw_edge(&w, calls[i], u, GE_LAUNCH);
 			if (u > first_s0)
-				e[ne++] = (struct e3){u - 1, u, GE_ORDER};
-			u++, n_s0++;
+				gw_edge(&w, u - 1, u, GE_ORDER);
+			u++;
 		}
 		uint32_t first_s1 = u;
 		for (uint32_t i = 3; i < launches; i += 4) {
-			g->proc[u] = s1, g->kind[u] = GN_COLL,
-			g->start_ns[u] = g->start_ns[calls[i]];
-			g->dur_ns[u] = rnd(5000, 80000);
-			g->coll[u] = nc;
-			g->colls[nc].node = u;
-			g->colls[nc].kind = GC_ALL_REDUCE;
-			g->colls[nc].seq = ncoll_rank[r]++;
-			nc++;
-			e[ne++] = (struct e3){calls[i], u, GE_LAUNCH};
+			struct graph_coll c;
+			u = task(&w, s1, GN_COLL, w.start_ns[calls[i]], rnd(5000, 80000));
+			memset(&c, 0, sizeof(c));
+			c.kind = GC_ALL_REDUCE;
+			c.seq = ncoll_rank[r]++;
+			gw_coll(&w, u, &c);
+			gw_edge(&w, calls[i], u, GE_LAUNCH);
 			if (u > first_s1)
-				e[ne++] = (struct e3){u - 1, u, GE_ORDER};
-			u++, n_s1++;
+				gw_edge(&w, u - 1, u, GE_ORDER);
+			u++;
 		}
 		/* Every 64th compute kernel waits for the latest collective. */
 		for (uint32_t k = first_s0 + 64, c = first_s1; k < first_s1; k += 64) {
-			while (c + 1 < u && g->start_ns[c + 1] < g->start_ns[k])
+			while (c + 1 < u && w.start_ns[c + 1] < w.start_ns[k])
 				c++;
-			if (g->start_ns[c] < g->start_ns[k])
-				e[ne++] = (struct e3){c, k, GE_EVENT};
+			if (w.start_ns[c] < w.start_ns[k])
+				gw_edge(&w, c, k, GE_EVENT);
 		}
 		/* Device syncs wait for the last kernel launched before them. */
 		for (uint32_t k = base; k < base + n_host; k++) {
-			if (g->kind[k] != GN_WAIT)
+			if (w.kind[k] != GN_WAIT)
 				continue;
 			uint32_t lo = first_s0, hi = first_s1;
 			while (lo < hi) {
 				uint32_t mid = (lo + hi) / 2;
-				if (g->start_ns[mid] < g->start_ns[k])
+				if (w.start_ns[mid] < w.start_ns[k])
 					lo = mid + 1;
 				else
 					hi = mid;
 			}
 			if (lo > first_s0)
-				e[ne++] = (struct e3){lo - 1, k, GE_SYNC};
+				gw_edge(&w, lo - 1, k, GE_SYNC);
 		}
-		g->procs[host] = (struct graph_proc){r, 0, 1, 1, base, n_host};
-		g->procs[s0] = (struct graph_proc){r, 1, 0, 7, first_s0, n_s0};
-		g->procs[s1] = (struct graph_proc){r, 1, 0, 20, first_s1, n_s1};
-		g->ranks[r].rank = r;
 		free(calls);
 	}
-	g->n_nodes = u;
-	g->n_colls = nc;
-	for (uint32_t k = 0; k < u; k++) {
-		g->iter[k] = -1;
-		if (g->kind[k] != GN_COLL)
-			g->coll[k] = UINT32_MAX;
-	}
-	/* CSR. */
-	free(g->out_dst);
-	free(g->out_kind);
-	g->n_edges = ne;
-	g->out_dst = malloc((size_t)ne * sizeof(*g->out_dst));
-	g->out_kind = malloc((size_t)ne);
-	memset(g->out_off, 0, ((size_t)nn + 1) * sizeof(*g->out_off));
-	for (uint32_t k = 0; k < ne; k++)
-		g->out_off[e[k].s + 1]++;
-	for (uint32_t k = 0; k < u; k++)
-		g->out_off[k + 1] += g->out_off[k];
-	uint32_t *fill = calloc(nn, sizeof(*fill));
-	for (uint32_t k = 0; k < ne; k++) {
-		uint32_t at = g->out_off[e[k].s] + fill[e[k].s]++;
-		g->out_dst[at] = e[k].d;
-		g->out_kind[at] = e[k].k;
-	}
-	free(fill);
-	free(e);
+	if (gw_finish(&w, NULL, 0, &g))
+		exit(1);
+	gw_release(&w);
 	free(ncoll_rank);
 	return g;
 }

@@ -1,0 +1,735 @@
+/* gwrite.c - the graph writer (gwrite.h). */
+#include "gwrite.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void init(struct gw *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->max_nodes = UINT32_MAX - 1;
+}
+
+int gw_init(struct gw *w)
+{
+	init(w);
+	return w->rc = strtab_init(&w->st);
+}
+
+int gw_init_from(struct gw *w, const struct graph *base)
+{
+	init(w);
+	w->t0_ns = base->t0_ns;
+	w->meta = base->meta;
+	w->stats = base->stats;
+	return w->rc = strtab_copy(&w->st, &base->st);
+}
+
+void gw_init_move(struct gw *w, struct strtab *st)
+{
+	init(w);
+	w->st = *st;
+	memset(st, 0, sizeof(*st));
+}
+
+static void free_columns(struct gw *w)
+{
+#define GW_FREE(type, f) free(w->f), w->f = NULL;
+	GRAPH_NODE_COLUMNS(GW_FREE)
+#undef GW_FREE
+	w->n_nodes = 0;
+	w->cap_nodes = 0;
+}
+
+void gw_release(struct gw *w)
+{
+	free_columns(w);
+	VEC_FREE(w->edges);
+	VEC_FREE(w->procs);
+	VEC_FREE(w->ranks);
+	VEC_FREE(w->iters);
+	VEC_FREE(w->colls);
+	VEC_FREE(w->dropped);
+	strtab_release(&w->st);
+	free(w->newid);
+	w->newid = NULL;
+}
+
+void gw_node_init(struct gw_node *n)
+{
+	memset(n, 0, sizeof(*n));
+	n->corr = -1;
+	n->src = GW_NONE;
+	n->coll = GW_NONE;
+	n->iter = n->layer = n->mb = -1;
+}
+
+void gw_node_from(struct gw_node *n, const struct graph *g, uint32_t u)
+{
+#define GW_GET(type, f) n->f = g->f[u];
+	GRAPH_NODE_COLUMNS(GW_GET)
+#undef GW_GET
+	n->coll = GW_NONE; /* g's index: gw_coll attaches one */
+}
+
+static int fail(struct gw *w, int rc)
+{
+	if (!w->rc)
+		w->rc = rc;
+	return w->rc;
+}
+
+/* Room for n_nodes tasks: each column on its own (one that moved stays
+ * valid if a later one fails).  0 or PRISM_ENOMEM, the writer unchanged
+ * but for the columns that grew. */
+static int grow(struct gw *w, size_t n_nodes)
+{
+	int ok = 1;
+	if (n_nodes <= w->cap_nodes)
+		return 0;
+#define GW_GROW(type, f)                                                                           \
+	if (ok) {                                                                                  \
+		type *p = prism_realloc(w->f, n_nodes * sizeof(type));                             \
+		if (p)                                                                             \
+			w->f = p;                                                                  \
+		else                                                                               \
+			ok = 0;                                                                    \
+	}
+	GRAPH_NODE_COLUMNS(GW_GROW)
+#undef GW_GROW
+	if (!ok)
+		return PRISM_ENOMEM;
+	w->cap_nodes = n_nodes;
+	return 0;
+}
+
+int gw_reserve(struct gw *w, size_t n_nodes)
+{
+	return w->rc ? w->rc : grow(w, n_nodes);
+}
+
+int gw_node(struct gw *w, const struct gw_node *n, uint32_t *id)
+{
+	uint32_t u = w->n_nodes;
+
+	if (id)
+		*id = GW_NONE;
+	if (w->rc)
+		return w->rc;
+	assert(n->coll == GW_NONE); /* collectives attach through gw_coll */
+	if (u >= w->max_nodes)
+		return fail(w, PRISM_ELIMIT);
+	if (u == w->cap_nodes && grow(w, w->cap_nodes ? 2 * w->cap_nodes : 64))
+		return fail(w, PRISM_ENOMEM);
+#define GW_PUT(type, f) w->f[u] = n->f;
+	GRAPH_NODE_COLUMNS(GW_PUT)
+#undef GW_PUT
+	w->n_nodes = u + 1;
+	if (id)
+		*id = u;
+	return 0;
+}
+
+int gw_edge(struct gw *w, uint32_t src, uint32_t dst, uint8_t kind)
+{
+	struct gw_edge e = {src, dst, kind};
+	if (w->rc)
+		return w->rc;
+	assert(src < w->n_nodes && dst < w->n_nodes);
+	if (src == dst)
+		return 0;
+	return VEC_PUSH(w->edges, e) ? fail(w, PRISM_ENOMEM) : 0;
+}
+
+int gw_order(struct gw *w, const uint32_t *order)
+{
+	size_t n = w->n_nodes;
+	uint32_t *last;
+
+	if (w->rc)
+		return w->rc;
+	if (order) {
+		for (size_t i = 1; i < n; i++)
+			if (w->proc[order[i - 1]] == w->proc[order[i]] &&
+			    gw_edge(w, order[i - 1], order[i], GE_ORDER))
+				return w->rc;
+		return 0;
+	}
+	last = prism_malloc((w->procs.n + 1) * sizeof(*last));
+	if (!last)
+		return fail(w, PRISM_ENOMEM);
+	for (size_t p = 0; p < w->procs.n; p++)
+		last[p] = GW_NONE;
+	for (uint32_t u = 0; u < n; u++) {
+		uint32_t p = w->proc[u];
+		assert(p < w->procs.n);
+		if (last[p] != GW_NONE && gw_edge(w, last[p], u, GE_ORDER))
+			break;
+		last[p] = u;
+	}
+	free(last);
+	return w->rc;
+}
+
+uint32_t gw_intern(struct gw *w, const char *s)
+{
+	uint32_t id = 0;
+	int rc;
+	if (w->rc)
+		return 0;
+	if ((rc = strtab_intern(&w->st, s, strlen(s), &id)))
+		fail(w, rc);
+	return w->rc ? 0 : id;
+}
+
+int gw_proc(struct gw *w, const struct graph_proc *p, uint32_t *id)
+{
+	if (w->rc)
+		return w->rc;
+	if (VEC_PUSH(w->procs, *p))
+		return fail(w, PRISM_ENOMEM);
+	if (id)
+		*id = (uint32_t)(w->procs.n - 1);
+	return 0;
+}
+
+int gw_rank(struct gw *w, const struct graph_rank *r)
+{
+	if (w->rc)
+		return w->rc;
+	return VEC_PUSH(w->ranks, *r) ? fail(w, PRISM_ENOMEM) : 0;
+}
+
+int gw_iter(struct gw *w, const struct graph_iter *it)
+{
+	if (w->rc)
+		return w->rc;
+	return VEC_PUSH(w->iters, *it) ? fail(w, PRISM_ENOMEM) : 0;
+}
+
+int gw_coll(struct gw *w, uint32_t node, const struct graph_coll *c)
+{
+	struct graph_coll x;
+
+	if (w->rc)
+		return w->rc;
+	assert(node < w->n_nodes);
+	x = *c;
+	x.node = node;
+	if (VEC_PUSH(w->colls, x))
+		return fail(w, PRISM_ENOMEM);
+	w->coll[node] = (uint32_t)(w->colls.n - 1);
+	return 0;
+}
+
+int gw_drop(struct gw *w, uint32_t id)
+{
+	size_t n = w->n_nodes;
+	if (w->rc)
+		return w->rc;
+	assert(id < n);
+	if (w->dropped.n < n) {
+		if (VEC_RESERVE(w->dropped, n))
+			return fail(w, PRISM_ENOMEM);
+		memset(w->dropped.v + w->dropped.n, 0, n - w->dropped.n);
+		w->dropped.n = n;
+	}
+	w->dropped.v[id] = 1;
+	return 0;
+}
+
+int gw_is_dropped(const struct gw *w, uint32_t id)
+{
+	return id < w->dropped.n && w->dropped.v[id];
+}
+
+int gw_launch(struct gw *w, const struct gw_node *call, const struct gw_node *task,
+	      uint32_t *call_id, uint32_t *task_id)
+{
+	struct gw_node t = *task;
+	uint32_t c, u;
+
+	if (call_id)
+		*call_id = GW_NONE;
+	if (task_id)
+		*task_id = GW_NONE;
+	t.corr = call->corr;
+	if (gw_node(w, call, &c) || gw_node(w, &t, &u) || gw_edge(w, c, u, GE_LAUNCH))
+		return w->rc;
+	if (call_id)
+		*call_id = c;
+	if (task_id)
+		*task_id = u;
+	return 0;
+}
+
+int gw_collective(struct gw *w, const struct gw_node *call, const struct gw_node *task,
+		  const struct graph_coll *c, uint32_t *call_id, uint32_t *task_id)
+{
+	struct gw_node t = *task;
+	uint32_t u;
+
+	if (task_id)
+		*task_id = GW_NONE;
+	t.kind =
+	    c->kind == GC_SEND || c->kind == GC_RECV || c->kind == GC_SEND_RECV ? GN_P2P : GN_COLL;
+	if (gw_launch(w, call, &t, call_id, &u) || gw_coll(w, u, c))
+		return w->rc;
+	if (task_id)
+		*task_id = u;
+	return 0;
+}
+
+int gw_event_wait(struct gw *w, const struct gw_node *at, uint32_t record, uint32_t wait,
+		  int64_t dur_ns, uint32_t src, uint32_t dst, uint32_t *record_id,
+		  uint32_t *wait_id)
+{
+	struct gw_node r = *at;
+
+	if (wait_id)
+		*wait_id = GW_NONE;
+	r.kind = GN_RUNTIME;
+	r.rtclass = RT_EVENT_RECORD;
+	r.name = record;
+	r.dur_ns = dur_ns;
+	if (gw_node(w, &r, record_id))
+		return w->rc;
+	r.rtclass = RT_STREAM_WAIT;
+	r.name = wait;
+	if (gw_node(w, &r, wait_id))
+		return w->rc;
+	return src != GW_NONE && dst != GW_NONE ? gw_edge(w, src, dst, GE_EVENT) : 0;
+}
+
+/* ---- gw_finish ------------------------------------------------------- */
+
+/*
+ * The one edge list -> CSR conversion: e[0..ne) (sources < nrows) by
+ * source, stably (a counting sort): off[0..nrows], and each row's targets
+ * and kinds in push order.
+ */
+static void csr(const struct gw_edge *e, size_t ne, uint32_t nrows, uint32_t *off, uint32_t *dst,
+		uint8_t *kind)
+{
+	memset(off, 0, ((size_t)nrows + 1) * sizeof(*off));
+	for (size_t k = 0; k < ne; k++)
+		off[e[k].src + 1]++;
+	for (uint32_t u = 0; u < nrows; u++)
+		off[u + 1] += off[u];
+	/* Placing moves off[u] to the end of row u, the start of row u + 1. */
+	for (size_t k = 0; k < ne; k++) {
+		uint32_t at = off[e[k].src]++;
+		dst[at] = e[k].dst;
+		kind[at] = e[k].kind;
+	}
+	memmove(off + 1, off, (size_t)nrows * sizeof(*off));
+	off[0] = 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* GW_SORT on g's rows: by (target, kind), the first of each target kept. */
+static int sort_rows(struct graph *g)
+{
+	uint32_t most = 0, kept = 0;
+	uint64_t *row;
+
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->out_off[u + 1] - g->out_off[u] > most)
+			most = g->out_off[u + 1] - g->out_off[u];
+	if (!(row = prism_malloc(((size_t)most + 1) * sizeof(*row))))
+		return PRISM_ENOMEM;
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		uint32_t lo = g->out_off[u], n = g->out_off[u + 1] - lo;
+		g->out_off[u] = kept;
+		for (uint32_t i = 0; i < n; i++)
+			row[i] = (uint64_t)g->out_dst[lo + i] << 8 | g->out_kind[lo + i];
+		/* Rows are short; a long one (a task awaited by thousands) must
+		 * not cost its length squared. */
+		if (n > 16)
+			qsort(row, n, sizeof(*row), cmp_u64);
+		else
+			for (uint32_t i = 1; i < n; i++)
+				for (uint32_t j = i; j > 0 && row[j - 1] > row[j]; j--) {
+					uint64_t x = row[j];
+					row[j] = row[j - 1];
+					row[j - 1] = x;
+				}
+		for (uint32_t i = 0; i < n; i++)
+			if (i == 0 || row[i] >> 8 != row[i - 1] >> 8) {
+				g->out_dst[kept] = (uint32_t)(row[i] >> 8);
+				g->out_kind[kept++] = (uint8_t)row[i];
+			}
+	}
+	g->out_off[g->n_nodes] = kept;
+	g->n_edges = kept;
+	free(row);
+	return 0;
+}
+
+/* The kind of an edge contracted through dropped tasks, from a task on
+ * processor pa to one of kind kb on pb: the first edge's inferred bit,
+ * and what its ends are. */
+static uint8_t contracted(uint32_t pa, uint32_t pb, uint8_t kb, uint8_t first)
+{
+	uint8_t kind = GE_ORDER;
+	if (pa != pb)
+		kind = kb == GN_WAIT ? GE_SYNC : kb >= GN_KERNEL ? GE_EVENT : GE_THREAD;
+	return (uint8_t)(kind | (first & GE_INFERRED));
+}
+
+/*
+ * The graph the staged tasks become: its tables, edges and offsets for
+ * n_nodes tasks, and no node columns yet (fill() gives them: allocating
+ * them here would hold a second set beside the staged one).
+ */
+static struct graph *shell(const struct gw *w, uint32_t n_nodes, uint32_t n_edges, uint32_t nc)
+{
+	struct graph *g = graph_alloc(0, n_edges, (uint32_t)w->procs.n, (uint32_t)w->ranks.n,
+				      (uint32_t)w->iters.n, nc);
+	uint32_t *off;
+	if (!g)
+		return NULL;
+	if (!(off = prism_calloc((size_t)n_nodes + 1, sizeof(*off)))) {
+		graph_free(g);
+		return NULL;
+	}
+	free(g->out_off);
+	g->out_off = off;
+	g->n_nodes = n_nodes;
+	return g;
+}
+
+/*
+ * GW_UNIQUE and dropped tasks: the edges by position (off, dst, kind, over
+ * all n staged tasks in the final order), each kept task's row with edges
+ * into dropped tasks followed through them, once per target, into *g
+ * (allocated here with the edges' count).  kid: final id by position.
+ */
+static int contract(struct gw *w, const uint32_t *seq, const uint32_t *kid, uint32_t nkeep,
+		    const uint32_t *off, const uint32_t *dst, const uint8_t *kind, struct graph **g,
+		    uint32_t nc)
+{
+	size_t n = w->n_nodes;
+	uint32_t *stamp = prism_calloc(n + 1, sizeof(*stamp));
+	uint32_t *stack = prism_malloc((n + 1) * sizeof(*stack));
+	uint32_t *roff = prism_calloc((size_t)nkeep + 1, sizeof(*roff));
+	VEC(uint32_t) odst = {0};
+	VEC(uint8_t) okind = {0};
+	int rc = PRISM_ENOMEM;
+
+	if (!stamp || !stack || !roff)
+		goto out;
+#define EMIT(d, k)                                                                                 \
+	do {                                                                                       \
+		if (VEC_PUSH(odst, (d)) || VEC_PUSH(okind, (k)))                                   \
+			goto out;                                                                  \
+	} while (0)
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k = kid[i], mark;
+		if (k == GW_NONE)
+			continue;
+		mark = k + 1;
+		for (uint32_t e = off[i]; e < off[i + 1]; e++) {
+			uint32_t b = dst[e], top = 0;
+			if (kid[b] != GW_NONE) {
+				if (stamp[b] != mark && b != i) {
+					stamp[b] = mark;
+					EMIT(kid[b], kind[e]);
+				}
+				continue;
+			}
+			if (stamp[b] == mark)
+				continue;
+			stamp[b] = mark;
+			stack[top++] = b;
+			while (top) {
+				uint32_t d = stack[--top];
+				for (uint32_t f = off[d]; f < off[d + 1]; f++) {
+					uint32_t x = dst[f];
+					if (stamp[x] == mark || x == i)
+						continue;
+					stamp[x] = mark;
+					if (kid[x] == GW_NONE)
+						stack[top++] = x;
+					else
+						EMIT(kid[x],
+						     contracted(w->proc[seq[i]], w->proc[seq[x]],
+								w->kind[seq[x]], kind[e]));
+				}
+			}
+		}
+		roff[k + 1] = (uint32_t)odst.n;
+		if (odst.n >= UINT32_MAX) {
+			rc = PRISM_ELIMIT;
+			goto out;
+		}
+	}
+#undef EMIT
+	*g = shell(w, nkeep, (uint32_t)odst.n, nc);
+	if (!*g)
+		goto out;
+	memcpy((*g)->out_off, roff, ((size_t)nkeep + 1) * sizeof(*roff));
+	if (odst.n) {
+		memcpy((*g)->out_dst, odst.v, odst.n * sizeof(*odst.v));
+		memcpy((*g)->out_kind, okind.v, okind.n);
+	}
+	rc = 0;
+out:
+	free(stamp);
+	free(stack);
+	free(roff);
+	VEC_FREE(odst);
+	VEC_FREE(okind);
+	return rc;
+}
+
+/*
+ * Table rows with padding go into the graph field by field: graph files
+ * hold the rows whole, and the zeroed padding graph_alloc gives them keeps
+ * a file the same from run to run (a row's padding on the stack is not).
+ */
+_Static_assert(sizeof(struct graph_proc) == 32, "graph_proc changed: teach put_proc");
+_Static_assert(sizeof(struct graph_coll) == 40, "graph_coll changed: teach put_coll");
+
+static void put_proc(struct graph_proc *d, const struct graph_proc *s, uint32_t first, uint32_t n)
+{
+	d->rank = s->rank;
+	d->gpu = s->gpu;
+	d->pid = s->pid;
+	d->tid = s->tid;
+	d->first = first;
+	d->n = n;
+}
+
+static void put_coll(struct graph_coll *d, const struct graph_coll *s, uint32_t node)
+{
+	d->node = node;
+	d->kind = s->kind;
+	d->bytes = s->bytes;
+	d->group_size = s->group_size;
+	d->pg = s->pg;
+	d->ranks = s->ranks;
+	d->dtype = s->dtype;
+	d->seq = s->seq;
+}
+
+/* The invariants the fill step promises (debug builds). */
+static void check_filled(const struct graph *g)
+{
+#ifndef NDEBUG
+	uint32_t next = 0;
+	assert(g->out_off[0] == 0 && g->out_off[g->n_nodes] == g->n_edges);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		assert(g->out_off[u] <= g->out_off[u + 1]);
+		assert(g->proc[u] < g->n_procs);
+		assert(g->coll[u] == GW_NONE ||
+		       (g->coll[u] < g->n_colls && g->colls[g->coll[u]].node == u));
+	}
+	for (uint32_t e = 0; e < g->n_edges; e++)
+		assert(g->out_dst[e] < g->n_nodes);
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		assert(g->procs[p].first == next);
+		for (uint32_t u = next; u < next + g->procs[p].n; u++)
+			assert(g->proc[u] == p);
+		next += g->procs[p].n;
+	}
+	assert(next == g->n_nodes);
+#else
+	(void)g;
+#endif
+}
+
+/*
+ * The fill: each staged column becomes g's.  same: the final ids are the
+ * staged ones, and the column is handed over (trimmed to its length);
+ * else it is placed by newid into a new one and freed, one column at a
+ * time (so the memory of one serves the next).  0 or PRISM_ENOMEM (g then
+ * has the columns made so far, the writer the rest).
+ */
+static int fill(struct gw *w, struct graph *g, int same)
+{
+	size_t n = w->n_nodes, nk = g->n_nodes ? g->n_nodes : 1;
+	const uint32_t *newid = w->newid;
+
+#define GW_FILL(type, f)                                                                           \
+	if (same && w->f) {                                                                        \
+		type *trim = prism_realloc(w->f, (n ? n : 1) * sizeof(type));                      \
+		free(g->f);                                                                        \
+		g->f = trim ? trim : w->f;                                                         \
+		w->f = NULL;                                                                       \
+	} else {                                                                                   \
+		type *col = prism_malloc(nk * sizeof(type));                                       \
+		if (!col)                                                                          \
+			return PRISM_ENOMEM;                                                       \
+		for (size_t u = 0; u < n; u++)                                                     \
+			if (newid[u] != GW_NONE)                                                   \
+				col[newid[u]] = w->f[u];                                           \
+		free(w->f);                                                                        \
+		w->f = NULL;                                                                       \
+		free(g->f);                                                                        \
+		g->f = col;                                                                        \
+	}
+	GRAPH_NODE_COLUMNS(GW_FILL)
+#undef GW_FILL
+	w->n_nodes = 0;
+	w->cap_nodes = 0;
+	return 0;
+}
+
+int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph **out)
+{
+	size_t n = w->n_nodes, ne = w->edges.n;
+	uint32_t np = (uint32_t)w->procs.n, nkeep = 0, nc = 0, *seq = NULL, *pos = NULL;
+	uint32_t *cnt = NULL, *cmap = NULL, *coff = NULL, *cdst = NULL;
+	uint8_t *ckind = NULL;
+	struct graph *g = NULL;
+	int rc = PRISM_ENOMEM, drops = 0, same = !(flags & GW_UNIQUE);
+
+	*out = NULL;
+	if (w->rc)
+		return w->rc;
+	if (n >= UINT32_MAX || ne >= UINT32_MAX)
+		return fail(w, PRISM_ELIMIT);
+	free(w->newid);
+	w->newid = prism_malloc((n + 1) * sizeof(*w->newid));
+	cnt = prism_calloc((size_t)np + 1, sizeof(*cnt));
+	if (!w->newid || !cnt)
+		goto out;
+	/* The ids stay where the staged order is the final one: given so, or
+	 * tasks staged grouped by processor; none dropped. */
+	for (uint32_t u = 0; u < n; u++) {
+		assert(w->proc[u] < np);
+		if (gw_is_dropped(w, u))
+			drops = 1;
+		if (order ? order[u] != u : u > 0 && w->proc[u] < w->proc[u - 1])
+			same = 0;
+	}
+	if (drops)
+		same = 0;
+	if (same) {
+		for (uint32_t u = 0; u < n; u++) {
+			assert(u == 0 || w->proc[u - 1] <= w->proc[u]); /* grouped */
+			w->newid[u] = u;
+			cnt[w->proc[u]]++;
+		}
+		nkeep = (uint32_t)n;
+	} else {
+		pos = prism_malloc((n + 1) * sizeof(*pos));
+		seq = order ? NULL : prism_malloc((n + 1) * sizeof(*seq));
+		if (!pos || (!order && !seq))
+			goto out;
+		if (!order) {
+			/* Grouped by processor, stably (a counting sort). */
+			for (uint32_t u = 0; u < n; u++)
+				cnt[w->proc[u] + 1]++;
+			for (uint32_t p = 0; p < np; p++)
+				cnt[p + 1] += cnt[p];
+			for (uint32_t u = 0; u < n; u++)
+				seq[cnt[w->proc[u]]++] = u;
+			order = seq;
+			memset(cnt, 0, ((size_t)np + 1) * sizeof(*cnt));
+		}
+		/* Positions in the final order, and the final ids of the kept. */
+		for (uint32_t i = 0; i < n; i++)
+			pos[i] = GW_NONE;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t u = order[i];
+			assert(u < n && pos[u] == GW_NONE); /* a permutation */
+			assert(i == 0 || w->proc[order[i - 1]] <= w->proc[u]);
+			pos[u] = i;
+			if (gw_is_dropped(w, u)) {
+				w->newid[u] = GW_NONE;
+			} else {
+				w->newid[u] = nkeep++;
+				cnt[w->proc[u]]++;
+			}
+		}
+		for (size_t k = 0; k < ne; k++) {
+			w->edges.v[k].src = pos[w->edges.v[k].src];
+			w->edges.v[k].dst = pos[w->edges.v[k].dst];
+		}
+		/* From here pos holds the final id of each position. */
+		for (uint32_t i = 0; i < n; i++)
+			pos[i] = w->newid[order[i]];
+	}
+	for (size_t c = 0; c < w->colls.n; c++) {
+		assert(w->colls.v[c].node < n && w->coll[w->colls.v[c].node] == c);
+		nc += w->newid[w->colls.v[c].node] != GW_NONE;
+	}
+	if (!drops && !(flags & GW_UNIQUE)) {
+		/* Positions are final ids: straight into the graph. */
+		g = shell(w, nkeep, (uint32_t)ne, nc);
+		if (!g)
+			goto out;
+		csr(w->edges.v, ne, nkeep, g->out_off, g->out_dst, g->out_kind);
+	} else {
+		coff = prism_malloc((n + 1) * sizeof(*coff));
+		cdst = prism_malloc((ne + 1) * sizeof(*cdst));
+		ckind = prism_malloc(ne + 1);
+		if (!coff || !cdst || !ckind)
+			goto out;
+		csr(w->edges.v, ne, (uint32_t)n, coff, cdst, ckind);
+		if ((rc = contract(w, order, pos, nkeep, coff, cdst, ckind, &g, nc)))
+			goto out;
+		rc = PRISM_ENOMEM;
+	}
+	VEC_FREE(w->edges);
+	if (((flags & GW_SORT) && sort_rows(g)) ||
+	    !(cmap = prism_malloc((w->colls.n + 1) * sizeof(*cmap))))
+		goto out;
+	if (fill(w, g, same))
+		goto out;
+	if (flags & GW_COLLS_BY_NODE) {
+		for (uint32_t v = 0, j = 0; v < nkeep; v++)
+			if (g->coll[v] != GW_NONE) {
+				assert(j < nc);
+				put_coll(&g->colls[j], &w->colls.v[g->coll[v]], v);
+				g->coll[v] = j++;
+			}
+	} else {
+		for (size_t c = 0, j = 0; c < w->colls.n; c++) {
+			uint32_t v = w->newid[w->colls.v[c].node];
+			cmap[c] = v == GW_NONE ? GW_NONE : (uint32_t)j;
+			if (v != GW_NONE)
+				put_coll(&g->colls[j++], &w->colls.v[c], v);
+		}
+		for (uint32_t v = 0; v < nkeep; v++)
+			if (g->coll[v] != GW_NONE)
+				g->coll[v] = cmap[g->coll[v]];
+	}
+	for (uint32_t p = 0, first = 0; p < np; p++) {
+		put_proc(&g->procs[p], &w->procs.v[p], first, cnt[p]);
+		first += cnt[p];
+	}
+	if (w->ranks.n)
+		memcpy(g->ranks, w->ranks.v, w->ranks.n * sizeof(*g->ranks));
+	if (w->iters.n)
+		memcpy(g->iters, w->iters.v, w->iters.n * sizeof(*g->iters));
+	strtab_release(&g->st);
+	g->st = w->st;
+	memset(&w->st, 0, sizeof(w->st));
+	g->t0_ns = w->t0_ns;
+	g->meta = w->meta;
+	g->stats = w->stats;
+	check_filled(g);
+	VEC_FREE(w->dropped);
+	*out = g;
+	g = NULL;
+	rc = 0;
+out:
+	graph_free(g);
+	free(seq);
+	free(pos);
+	free(cnt);
+	free(cmap);
+	free(coff);
+	free(cdst);
+	free(ckind);
+	return rc ? fail(w, rc) : 0;
+}

@@ -1,0 +1,312 @@
+/* test_gwrite.c - the graph writer against naive references. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gwrite.h"
+#include "testutil.h"
+
+/* A writer with np processors (even: host threads, odd: streams). */
+static void start(struct gw *w, uint32_t np)
+{
+	assert_int_equal(gw_init(w), 0);
+	for (uint32_t p = 0; p < np; p++) {
+		struct graph_proc q = {0, (uint8_t)(p & 1), 1, (int64_t)p, 0, 0};
+		assert_int_equal(gw_proc(w, &q, NULL), 0);
+	}
+	{
+		struct graph_rank r;
+		memset(&r, 0, sizeof(r));
+		assert_int_equal(gw_rank(w, &r), 0);
+	}
+}
+
+/* Task on p whose duration names it (tests find tasks by it). */
+static uint32_t task(struct gw *w, uint32_t p, int64_t dur_ns, uint8_t kind)
+{
+	struct gw_node n;
+	uint32_t id;
+	gw_node_init(&n);
+	n.proc = p;
+	n.dur_ns = dur_ns;
+	n.kind = kind;
+	assert_int_equal(gw_node(w, &n, &id), 0);
+	return id;
+}
+
+static struct graph *finish(struct gw *w, const uint32_t *order, unsigned flags)
+{
+	struct graph *g = NULL;
+	struct prism_err err;
+	assert_int_equal(gw_finish(w, order, flags, &g), 0);
+	assert_non_null(g);
+	prism_err_clear(&err);
+	if (graph_check(g, &err))
+		fail_msg("%s", err.msg);
+	return g;
+}
+
+/* Tasks staged across processors come out grouped, each processor's in
+ * staged order; order edges join them; newid says where each went. */
+static void test_group(void **state)
+{
+	static const uint32_t proc[] = {1, 0, 1, 2, 0, 1, 2, 0};
+	struct gw w;
+	struct graph *g;
+	(void)state;
+
+	start(&w, 3);
+	for (uint32_t i = 0; i < 8; i++)
+		task(&w, proc[i], 100 + i, proc[i] & 1 ? GN_KERNEL : GN_CPU);
+	assert_int_equal(gw_order(&w, NULL), 0);
+	g = finish(&w, NULL, 0);
+	assert_int_equal(g->n_nodes, 8);
+	assert_int_equal(g->n_edges, 5);
+	{
+		static const int64_t want[] = {101, 104, 107, 100, 102, 105, 103, 106};
+		for (uint32_t v = 0; v < 8; v++)
+			assert_int_equal(g->dur_ns[v], want[v]);
+	}
+	for (uint32_t i = 0; i < 8; i++)
+		assert_int_equal(g->dur_ns[w.newid[i]], 100 + i);
+	assert_int_equal(g->procs[1].first, 3);
+	assert_int_equal(g->procs[1].n, 3);
+	assert_true(has_edge(g, 0, 1, GE_ORDER) && has_edge(g, 1, 2, GE_ORDER));
+	assert_false(has_edge(g, 2, 3, GE_ORDER));
+	assert_true(has_edge(g, 6, 7, GE_ORDER));
+	graph_free(g);
+	gw_release(&w);
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+/* Row u of the reference: the edges from u in push order, then (sort)
+ * by (target, kind), then (unique) the first of each target. */
+static size_t ref_row(const struct gw_edge *e, size_t ne, uint32_t u, unsigned flags, uint64_t *row)
+{
+	size_t n = 0, k = 0;
+	for (size_t i = 0; i < ne; i++)
+		if (e[i].src == u)
+			row[n++] = (uint64_t)e[i].dst << 8 | e[i].kind;
+	if (flags & GW_SORT)
+		for (size_t i = 1; i < n; i++)
+			for (size_t j = i; j > 0 && row[j - 1] > row[j]; j--) {
+				uint64_t x = row[j];
+				row[j] = row[j - 1];
+				row[j - 1] = x;
+			}
+	if (!(flags & (GW_SORT | GW_UNIQUE)))
+		return n;
+	for (size_t i = 0; i < n; i++) {
+		int seen = 0;
+		for (size_t j = 0; j < k; j++)
+			seen |= row[j] >> 8 == row[i] >> 8;
+		if (!seen)
+			row[k++] = row[i];
+	}
+	return k;
+}
+
+/* The CSR of random edge lists (rows long enough for the sort's other
+ * path too) equals the edge list, row by row, under each option. */
+static void test_csr(void **state)
+{
+	static const unsigned opts[] = {0, GW_SORT, GW_UNIQUE};
+	(void)state;
+	for (size_t o = 0; o < sizeof(opts) / sizeof(opts[0]); o++)
+		for (int round = 0; round < 20; round++) {
+			uint32_t nn = 1 + rnd(60), ne = rnd(400);
+			struct gw_edge *e = calloc(ne + 1, sizeof(*e));
+			uint64_t *row = calloc(ne + 1, sizeof(*row));
+			struct gw w;
+			struct graph *g;
+			start(&w, 1);
+			for (uint32_t u = 0; u < nn; u++)
+				task(&w, 0, u, GN_KERNEL);
+			for (uint32_t k = 0; k < ne; k++) {
+				uint32_t a = rnd(nn), b = rnd(nn);
+				if (a > b) { /* forward only: the graph stays acyclic */
+					uint32_t x = a;
+					a = b;
+					b = x;
+				}
+				e[k] =
+				    (struct gw_edge){a, b, (uint8_t)(rnd(2) ? GE_EVENT : GE_SYNC)};
+				if (rnd(4) == 0)
+					e[k].kind |= GE_INFERRED;
+				assert_int_equal(gw_edge(&w, a, b, e[k].kind), 0);
+				if (a == b)
+					e[k].src = UINT32_MAX; /* left out */
+			}
+			g = finish(&w, NULL, opts[o]);
+			for (uint32_t u = 0; u < nn; u++) {
+				size_t n = ref_row(e, ne, u, opts[o], row);
+				assert_int_equal(g->out_off[u + 1] - g->out_off[u], n);
+				for (size_t i = 0; i < n; i++) {
+					assert_int_equal(g->out_dst[g->out_off[u] + i],
+							 row[i] >> 8);
+					assert_int_equal(g->out_kind[g->out_off[u] + i],
+							 row[i] & 0xff);
+				}
+			}
+			graph_free(g);
+			gw_release(&w);
+			free(e);
+			free(row);
+		}
+}
+
+/* A dropped task's edges are contracted: what waited on it waits on what
+ * it waited on, with the kind its ends imply. */
+static void test_drop(void **state)
+{
+	struct gw w;
+	struct graph *g;
+	uint32_t a, b, c, d, x, order[5];
+	(void)state;
+
+	start(&w, 2);
+	a = task(&w, 0, 1, GN_RUNTIME);
+	b = task(&w, 0, 2, GN_CPU); /* dropped */
+	c = task(&w, 0, 3, GN_CPU);
+	x = task(&w, 1, 4, GN_KERNEL); /* dropped */
+	d = task(&w, 1, 5, GN_KERNEL);
+	assert_int_equal(gw_edge(&w, a, x, GE_LAUNCH | GE_INFERRED), 0);
+	assert_int_equal(gw_edge(&w, x, c, GE_SYNC), 0);
+	assert_int_equal(gw_order(&w, NULL), 0); /* a b c, x d */
+	assert_int_equal(gw_drop(&w, b), 0);
+	assert_int_equal(gw_drop(&w, x), 0);
+	assert_true(gw_is_dropped(&w, x) && !gw_is_dropped(&w, d));
+	/* The given order: the stream first would not be grouped; as staged. */
+	order[0] = a, order[1] = b, order[2] = c, order[3] = x, order[4] = d;
+	g = finish(&w, order, 0);
+	assert_int_equal(g->n_nodes, 3);
+	assert_int_equal(w.newid[b], GW_NONE);
+	a = w.newid[a], c = w.newid[c], d = w.newid[d];
+	/* a -> x -> c first (its inferred bit), a -> b -> c the same target */
+	assert_int_equal(g->out_dst[g->out_off[a]], c);
+	assert_true(has_edge(g, a, c, GE_ORDER | GE_INFERRED));
+	assert_true(has_edge(g, a, d, GE_EVENT | GE_INFERRED));
+	assert_int_equal(g->out_off[a + 1] - g->out_off[a], 2);
+	assert_int_equal(g->n_edges, 2);
+	graph_free(g);
+	gw_release(&w);
+}
+
+/* Collectives as pushed, or by node; a dropped task's goes with it. */
+static void test_colls(void **state)
+{
+	for (int by_node = 0; by_node < 2; by_node++) {
+		struct gw w;
+		struct graph *g;
+		struct graph_coll c;
+		uint32_t t[4];
+		(void)state;
+		start(&w, 2);
+		for (int i = 0; i < 4; i++)
+			t[i] = task(&w, (uint32_t)(1 - i % 2), i, GN_COLL);
+		memset(&c, 0, sizeof(c));
+		for (int i = 3; i >= 0; i--) {
+			c.seq = (uint32_t)i;
+			assert_int_equal(gw_coll(&w, t[i], &c), 0);
+		}
+		assert_int_equal(gw_drop(&w, t[2]), 0);
+		g = finish(&w, NULL, by_node ? GW_COLLS_BY_NODE : 0);
+		assert_int_equal(g->n_colls, 3);
+		{
+			/* nodes: t1 t3 (proc 0), t0 (proc 1); pushed: t3 t1 t0 */
+			static const uint32_t seq_pushed[] = {3, 1, 0}, seq_node[] = {1, 3, 0};
+			for (uint32_t j = 0; j < 3; j++) {
+				assert_int_equal(g->colls[j].seq,
+						 by_node ? seq_node[j] : seq_pushed[j]);
+				assert_int_equal(g->coll[g->colls[j].node], j);
+			}
+		}
+		graph_free(g);
+		gw_release(&w);
+	}
+}
+
+/* The idioms: a launch, a collective, an event wait. */
+static void test_idioms(void **state)
+{
+	struct gw w;
+	struct graph *g;
+	struct gw_node host, gpu;
+	struct graph_coll c;
+	uint32_t call, k, rec, wait, call2, ar;
+	(void)state;
+
+	start(&w, 3);
+	gw_node_init(&host);
+	host.proc = 0;
+	host.kind = GN_RUNTIME;
+	host.rtclass = RT_LAUNCH;
+	host.corr = 7;
+	gw_node_init(&gpu);
+	gpu.proc = 1;
+	gpu.kind = GN_KERNEL;
+	assert_int_equal(gw_launch(&w, &host, &gpu, &call, &k), 0);
+	memset(&c, 0, sizeof(c));
+	c.kind = GC_SEND;
+	gpu.proc = 2;
+	host.corr = 8;
+	assert_int_equal(gw_event_wait(&w, &host, 0, 0, 2, GW_NONE, GW_NONE, &rec, &wait), 0);
+	assert_int_equal(gw_collective(&w, &host, &gpu, &c, &call2, &ar), 0);
+	assert_int_equal(gw_edge(&w, k, ar, GE_EVENT), 0);
+	assert_int_equal(gw_order(&w, NULL), 0);
+	g = finish(&w, NULL, 0);
+	assert_int_equal(g->n_nodes, 6);
+	assert_int_equal(g->corr[w.newid[k]], 7);
+	assert_int_equal(g->kind[w.newid[ar]], GN_P2P);
+	assert_int_equal(g->corr[w.newid[ar]], 8);
+	assert_int_equal(g->rtclass[w.newid[rec]], RT_EVENT_RECORD);
+	assert_int_equal(g->rtclass[w.newid[wait]], RT_STREAM_WAIT);
+	assert_int_equal(g->dur_ns[w.newid[wait]], 2);
+	assert_int_equal(g->colls[g->coll[w.newid[ar]]].node, w.newid[ar]);
+	assert_true(has_edge(g, w.newid[call], w.newid[k], GE_LAUNCH));
+	assert_true(has_edge(g, w.newid[call2], w.newid[ar], GE_LAUNCH));
+	assert_true(has_edge(g, w.newid[k], w.newid[ar], GE_EVENT));
+	graph_free(g);
+	gw_release(&w);
+}
+
+/* The first failure sticks: later calls do nothing, gw_finish fails. */
+static void test_sticky(void **state)
+{
+	struct gw w;
+	struct graph *g = NULL;
+	struct gw_node n;
+	uint32_t id;
+	(void)state;
+
+	start(&w, 1);
+	w.max_nodes = 2;
+	task(&w, 0, 1, GN_CPU);
+	task(&w, 0, 2, GN_CPU);
+	gw_node_init(&n);
+	assert_int_equal(gw_node(&w, &n, &id), PRISM_ELIMIT);
+	assert_int_equal(id, GW_NONE);
+	assert_int_equal(gw_edge(&w, 0, 1, GE_ORDER), PRISM_ELIMIT);
+	assert_int_equal(w.edges.n, 0);
+	assert_int_equal(gw_intern(&w, "x"), 0);
+	assert_int_equal(gw_finish(&w, NULL, 0, &g), PRISM_ELIMIT);
+	assert_null(g);
+	gw_release(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_group),  cmocka_unit_test(test_csr),
+	    cmocka_unit_test(test_drop),   cmocka_unit_test(test_colls),
+	    cmocka_unit_test(test_idioms), cmocka_unit_test(test_sticky),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
