@@ -301,12 +301,61 @@ static void test_sticky(void **state)
 	gw_release(&w);
 }
 
+/* Work taken back leaves no trace: the graph is the one staged without
+ * it; a row read back is the row staged. */
+static void test_truncate(void **state)
+{
+	struct gw w;
+	struct graph *g;
+	struct gw_node n;
+	struct graph_coll x;
+	uint32_t a, b, c, d;
+	(void)state;
+
+	memset(&x, 0, sizeof(x));
+	start(&w, 2);
+	a = task(&w, 0, 10, GN_CPU);
+	b = task(&w, 1, 20, GN_KERNEL);
+	assert_int_equal(gw_edge(&w, a, b, GE_LAUNCH), 0);
+	/* Staged, then taken back: two tasks, their edges and collective. */
+	c = task(&w, 1, 30, GN_COLL);
+	d = task(&w, 0, 40, GN_CPU);
+	assert_int_equal(gw_coll(&w, c, &x), 0);
+	assert_int_equal(gw_edge(&w, d, c, GE_LAUNCH), 0);
+	assert_int_equal(gw_edge(&w, b, c, GE_ORDER), 0);
+	gw_row(&w, c, &n);
+	assert_int_equal(n.dur_ns, 30);
+	assert_int_equal(n.proc, 1);
+	assert_int_equal(n.kind, GN_COLL);
+	assert_int_equal(n.coll, 0);
+	gw_truncate(&w, c, 1, 0);
+	assert_int_equal(w.n_nodes, 2);
+	/* Staged again in their place. */
+	c = task(&w, 1, 50, GN_KERNEL);
+	assert_int_equal(c, 2);
+	gw_row(&w, c, &n);
+	assert_int_equal(n.coll, GW_NONE);
+	assert_int_equal(gw_order(&w, NULL), 0);
+	g = finish(&w, NULL, 0);
+	assert_int_equal(g->n_nodes, 3);
+	assert_int_equal(g->n_colls, 0);
+	assert_int_equal(g->n_edges, 2); /* the launch, the stream's order */
+	assert_int_equal(g->dur_ns[w.newid[a]], 10);
+	assert_int_equal(g->dur_ns[w.newid[b]], 20);
+	assert_int_equal(g->dur_ns[w.newid[c]], 50);
+	assert_true(has_edge(g, w.newid[a], w.newid[b], GE_LAUNCH));
+	assert_true(has_edge(g, w.newid[b], w.newid[c], GE_ORDER));
+	graph_free(g);
+	gw_release(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_group),  cmocka_unit_test(test_csr),
-	    cmocka_unit_test(test_drop),   cmocka_unit_test(test_colls),
-	    cmocka_unit_test(test_idioms), cmocka_unit_test(test_sticky),
+	    cmocka_unit_test(test_group),    cmocka_unit_test(test_csr),
+	    cmocka_unit_test(test_drop),     cmocka_unit_test(test_colls),
+	    cmocka_unit_test(test_idioms),   cmocka_unit_test(test_sticky),
+	    cmocka_unit_test(test_truncate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

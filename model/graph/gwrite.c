@@ -56,15 +56,6 @@ void gw_release(struct gw *w)
 	w->newid = NULL;
 }
 
-void gw_node_init(struct gw_node *n)
-{
-	memset(n, 0, sizeof(*n));
-	n->corr = -1;
-	n->src = GW_NONE;
-	n->coll = GW_NONE;
-	n->iter = n->layer = n->mb = -1;
-}
-
 void gw_node_from(struct gw_node *n, const struct graph *g, uint32_t u)
 {
 #define GW_GET(type, f) n->f = g->f[u];
@@ -109,7 +100,7 @@ int gw_reserve(struct gw *w, size_t n_nodes)
 	return w->rc ? w->rc : grow(w, n_nodes);
 }
 
-int gw_node(struct gw *w, const struct gw_node *n, uint32_t *id)
+int gw_node_grow_(struct gw *w, const struct gw_node *n, uint32_t *id)
 {
 	uint32_t u = w->n_nodes;
 
@@ -129,6 +120,26 @@ int gw_node(struct gw *w, const struct gw_node *n, uint32_t *id)
 	if (id)
 		*id = u;
 	return 0;
+}
+
+void gw_row(const struct gw *w, uint32_t id, struct gw_node *n)
+{
+	assert(id < w->n_nodes);
+#define GW_ROW(type, f) n->f = w->f[id];
+	GRAPH_NODE_COLUMNS(GW_ROW)
+#undef GW_ROW
+}
+
+void gw_truncate(struct gw *w, uint32_t n_nodes, size_t n_edges, size_t n_colls)
+{
+	assert(n_nodes <= w->n_nodes && n_edges <= w->edges.n && n_colls <= w->colls.n);
+	for (size_t c = n_colls; c < w->colls.n; c++)
+		assert(w->colls.v[c].node >= n_nodes); /* a kept task's stays */
+	w->n_nodes = n_nodes;
+	w->edges.n = n_edges;
+	w->colls.n = n_colls;
+	if (w->dropped.n > n_nodes)
+		w->dropped.n = n_nodes;
 }
 
 int gw_edge(struct gw *w, uint32_t src, uint32_t dst, uint8_t kind)
@@ -156,20 +167,23 @@ int gw_order(struct gw *w, const uint32_t *order)
 				return w->rc;
 		return 0;
 	}
+	/* At most one edge a task: room for them once, then placed. */
 	last = prism_malloc((w->procs.n + 1) * sizeof(*last));
-	if (!last)
+	if (!last || VEC_RESERVE(w->edges, w->edges.n + n)) {
+		free(last);
 		return fail(w, PRISM_ENOMEM);
+	}
 	for (size_t p = 0; p < w->procs.n; p++)
 		last[p] = GW_NONE;
 	for (uint32_t u = 0; u < n; u++) {
 		uint32_t p = w->proc[u];
 		assert(p < w->procs.n);
-		if (last[p] != GW_NONE && gw_edge(w, last[p], u, GE_ORDER))
-			break;
+		if (last[p] != GW_NONE)
+			w->edges.v[w->edges.n++] = (struct gw_edge){last[p], u, GE_ORDER};
 		last[p] = u;
 	}
 	free(last);
-	return w->rc;
+	return 0;
 }
 
 uint32_t gw_intern(struct gw *w, const char *s)
@@ -552,11 +566,14 @@ static void check_filled(const struct graph *g)
  * time (so the memory of one serves the next).  0 or PRISM_ENOMEM (g then
  * has the columns made so far, the writer the rest).
  */
-static int fill(struct gw *w, struct graph *g, int same)
+static int fill(struct gw *w, struct graph *g, int same, int drops)
 {
 	size_t n = w->n_nodes, nk = g->n_nodes ? g->n_nodes : 1;
-	const uint32_t *newid = w->newid;
+	const uint32_t *restrict newid = w->newid;
 
+	/* Each column placed through local restrict pointers: a store into
+	 * a uint8_t column may alias anything, and would make the compiler
+	 * reload w's pointers at every task. */
 #define GW_FILL(type, f)                                                                           \
 	if (same && w->f) {                                                                        \
 		type *trim = prism_realloc(w->f, (n ? n : 1) * sizeof(type));                      \
@@ -565,11 +582,18 @@ static int fill(struct gw *w, struct graph *g, int same)
 		w->f = NULL;                                                                       \
 	} else {                                                                                   \
 		type *col = prism_malloc(nk * sizeof(type));                                       \
+		type *restrict to = col;                                                           \
+		const type *restrict from = w->f;                                                  \
 		if (!col)                                                                          \
 			return PRISM_ENOMEM;                                                       \
-		for (size_t u = 0; u < n; u++)                                                     \
-			if (newid[u] != GW_NONE)                                                   \
-				col[newid[u]] = w->f[u];                                           \
+		if (drops) {                                                                       \
+			for (size_t u = 0; u < n; u++)                                             \
+				if (newid[u] != GW_NONE)                                           \
+					to[newid[u]] = from[u];                                    \
+		} else {                                                                           \
+			for (size_t u = 0; u < n; u++)                                             \
+				to[newid[u]] = from[u];                                            \
+		}                                                                                  \
 		free(w->f);                                                                        \
 		w->f = NULL;                                                                       \
 		free(g->f);                                                                        \
@@ -617,6 +641,24 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 			assert(u == 0 || w->proc[u - 1] <= w->proc[u]); /* grouped */
 			w->newid[u] = u;
 			cnt[w->proc[u]]++;
+		}
+		nkeep = (uint32_t)n;
+	} else if (!order && !drops && !(flags & GW_UNIQUE)) {
+		/* Grouped by processor, stably, and nothing dropped or
+		 * contracted: each task's final id by a counting sort, the
+		 * edges renumbered by it (synth's builds: one pass each). */
+		for (uint32_t u = 0; u < n; u++)
+			cnt[w->proc[u] + 1]++;
+		for (uint32_t p = 0; p < np; p++)
+			cnt[p + 1] += cnt[p];
+		for (uint32_t u = 0; u < n; u++)
+			w->newid[u] = cnt[w->proc[u]]++;
+		/* cnt[p] is now where p's tasks end: back to their counts. */
+		for (uint32_t p = np; p > 1; p--)
+			cnt[p - 1] -= cnt[p - 2];
+		for (size_t k = 0; k < ne; k++) {
+			w->edges.v[k].src = w->newid[w->edges.v[k].src];
+			w->edges.v[k].dst = w->newid[w->edges.v[k].dst];
 		}
 		nkeep = (uint32_t)n;
 	} else {
@@ -683,7 +725,7 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 	if (((flags & GW_SORT) && sort_rows(g)) ||
 	    !(cmap = prism_malloc((w->colls.n + 1) * sizeof(*cmap))))
 		goto out;
-	if (fill(w, g, same))
+	if (fill(w, g, same, drops))
 		goto out;
 	if (flags & GW_COLLS_BY_NODE) {
 		for (uint32_t v = 0, j = 0; v < nkeep; v++)

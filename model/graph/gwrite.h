@@ -39,6 +39,7 @@
 #ifndef PRISM_GWRITE_H
 #define PRISM_GWRITE_H
 
+#include <assert.h>
 #include <stdint.h>
 
 #include "graph.h"
@@ -108,15 +109,48 @@ void gw_release(struct gw *w);
 
 /* A row with no task in it: every column 0, except corr -1, src and coll
  * GW_NONE, iter, layer and mb -1. */
-void gw_node_init(struct gw_node *n);
+static inline void gw_node_init(struct gw_node *n)
+{
+	/* Inline, one store per field: writers make a row per task. */
+	*n = (struct gw_node){
+	    .corr = -1, .src = GW_NONE, .coll = GW_NONE, .iter = -1, .layer = -1, .mb = -1};
+}
 /* Node u of g, as a row (string ids: g's; coll GW_NONE: gw_coll attaches
  * one). */
 void gw_node_from(struct gw_node *n, const struct graph *g, uint32_t u);
 
 /* Stage a task (its coll GW_NONE: gw_coll attaches one); *id (may be
  * NULL): its staged id, GW_NONE on failure.  0, PRISM_ENOMEM, or
- * PRISM_ELIMIT beyond max_nodes. */
-int gw_node(struct gw *w, const struct gw_node *n, uint32_t *id);
+ * PRISM_ELIMIT beyond max_nodes.  Inline where there is room (a writer
+ * stages a row per task: a call and the row's trip through memory cost
+ * as much as the stores), gw_node_grow_ otherwise. */
+int gw_node_grow_(struct gw *w, const struct gw_node *n, uint32_t *id);
+static inline int gw_node(struct gw *w, const struct gw_node *n, uint32_t *id)
+{
+	uint32_t u = w->n_nodes;
+
+	if (w->rc || u >= w->cap_nodes || u >= w->max_nodes)
+		return gw_node_grow_(w, n, id);
+	assert(n->coll == GW_NONE); /* collectives attach through gw_coll */
+#define GW_PUT(type, f) w->f[u] = n->f;
+	GRAPH_NODE_COLUMNS(GW_PUT)
+#undef GW_PUT
+	w->n_nodes = u + 1;
+	if (id)
+		*id = u;
+	return 0;
+}
+
+/* Staged task id as a row (its coll: the index gw_coll gave, or
+ * GW_NONE). */
+void gw_row(const struct gw *w, uint32_t id, struct gw_node *n);
+
+/* Take back what was staged since a mark: the tasks from n_nodes on, the
+ * edges from n_edges and the collectives from n_colls (each no more than
+ * staged; their drops go with them).  The tables and the strings stay.  A
+ * writer that stages work to look at it and then stages it otherwise
+ * (synth's folded units) takes the first back. */
+void gw_truncate(struct gw *w, uint32_t n_nodes, size_t n_edges, size_t n_colls);
 
 /* Room for n_nodes tasks in all: a writer that knows how many it will
  * stage (or at most: what is never written costs no memory) allocates

@@ -6,9 +6,10 @@
  * carries its entry and a sequence number per rank and process group; an
  * op's shapes are recorded once (found again by their numbers).  Every
  * node is stamped with its rank's layer, microbatch and phase and the
- * step.  se_finish makes the graph: nodes grouped by processor, CSR
- * edges, order edges along each processor.  In a dry run (bound.c)
- * nothing is built.
+ * step's iteration.  Tasks, edges and collectives are staged in the
+ * graph writer (gwrite.h: gw_launch for a launch), which se_finish has
+ * make the graph: tasks grouped by processor, order edges along each.
+ * In a dry run (bound.c) nothing is built.
  */
 #include "synth_int.h"
 
@@ -28,58 +29,69 @@ static int64_t ns(double s)
 	return prism_ns_round(s * 1e9);
 }
 
+int se_failed(struct ctx *c)
+{
+	if (c->em.w.rc && !c->oom)
+		c->oom = c->em.w.rc == PRISM_ELIMIT ? SYNTH_TOO_BIG : 1;
+	return c->oom;
+}
+
 uint32_t se_intern(struct ctx *c, const char *s)
 {
-	uint32_t id = 0;
-	if (strtab_intern(&c->em.st, s, strlen(s), &id))
-		c->oom = 1;
+	uint32_t id = gw_intern(&c->em.w, s);
+	se_failed(c);
 	return id;
 }
 
-static uint32_t add_node(struct ctx *c, int r, uint32_t proc, uint8_t kind, uint32_t name,
-			 double seconds)
+/* A task of rank r on processor proc, stamped with where the rank is: its
+ * layer, microbatch and phase, and the iteration of its step. */
+static struct gw_node row(const struct ctx *c, int r, uint32_t proc, uint8_t kind, uint32_t name,
+			  double seconds)
 {
-	struct snode n;
-	memset(&n, 0, sizeof(n));
-	n.dur = ns(seconds);
-	n.corr = -1;
+	struct gw_node n;
+	gw_node_init(&n);
+	n.dur_ns = ns(seconds);
 	n.proc = proc;
 	n.name = name;
-	n.coll = NONE32;
 	n.layer = c->rk[r].layer;
 	n.mb = c->rk[r].mb;
 	n.phase = c->rk[r].phase;
-	n.iter = c->sc.step;
+	n.iter = se_iter(c, r);
 	n.kind = kind;
-	/* synth_check's estimate is a lower bound: this holds the rest. */
-	if (c->em.nodes.n >= GRAPH_MAX_TASKS)
-		c->oom = SYNTH_TOO_BIG;
-	else if (VEC_PUSH(c->em.nodes, n))
-		c->oom = 1;
-	return c->em.nodes.n ? (uint32_t)(c->em.nodes.n - 1) : 0;
+	return n;
 }
 
-static void add_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
+/* A runtime call on rank r's host thread, with the next correlation id. */
+static struct gw_node call_row(struct ctx *c, int r, uint32_t name, int rtclass, double seconds)
 {
-	struct sedge e = {src, dst, kind};
-	if (VEC_PUSH(c->em.edges, e))
-		c->oom = 1;
+	struct gw_node n = row(c, r, c->rk[r].host, GN_RUNTIME, name, seconds);
+	n.rtclass = (uint8_t)rtclass;
+	n.corr = c->em.next_corr++;
+	return n;
+}
+
+/* Stage n: its id, GW_NONE (c->oom set) on failure. */
+static uint32_t push(struct ctx *c, const struct gw_node *n)
+{
+	uint32_t id;
+	gw_node(&c->em.w, n, &id);
+	se_failed(c);
+	return id;
 }
 
 static uint32_t host_call(struct ctx *c, int r, uint32_t name, int rtclass, double seconds)
 {
-	uint32_t u = add_node(c, r, c->rk[r].host, GN_RUNTIME, name, seconds);
-	if (c->oom)
-		return u;
-	c->em.nodes.v[u].rtclass = (uint8_t)rtclass;
-	c->em.nodes.v[u].corr = c->em.next_corr++;
-	return u;
+	struct gw_node n = call_row(c, r, name, rtclass, seconds);
+	return push(c, &n);
 }
 
-/* Node u was launched by the op se_record_op() set. */
-static void set_op(struct ctx *c, uint32_t u)
+/* Task n was launched by the op se_record_op() set. */
+static void set_op(const struct ctx *c, struct gw_node *n)
 {
-	c->em.nodes.v[u].op = c->em.op;
+	const struct oprec *o = &c->em.ops.v[c->em.op];
+	n->op = o->op;
+	n->op_dims = o->dims;
+	n->op_types = o->types;
 }
 
 /*
@@ -148,43 +160,42 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 {
 	const struct synth_in *in = c->in;
 	struct rankst *k = &c->rk[r];
-	uint32_t call, u, proc = k->stream[st];
+	struct gw_node call, task;
+	uint32_t u, proc = k->stream[st];
 
 	if (c->dry) {
 		if (kind == GN_KERNEL)
 			c->dry_s += seconds;
 		return 0;
 	}
-	if (in->cpu_op_s > 0)
-		add_node(c, r, k->host, GN_CPU, c->em.n_cpu, in->cpu_op_s);
-	call = host_call(c, r, c->em.n_launch, RT_LAUNCH, in->launch_s);
-	u = add_node(c, r, proc, kind, se_intern(c, name), seconds);
-	if (c->oom)
-		return u;
+	if (in->cpu_op_s > 0) {
+		struct gw_node op = row(c, r, k->host, GN_CPU, c->em.n_cpu, in->cpu_op_s);
+		push(c, &op);
+	}
+	call = call_row(c, r, c->em.n_launch, RT_LAUNCH, in->launch_s);
+	task = row(c, r, proc, kind, se_intern(c, name), seconds);
 	if (c->em.op) {
-		set_op(c, call);
-		set_op(c, u);
+		set_op(c, &call);
+		set_op(c, &task);
 		c->em.op = 0;
 	}
-	c->em.nodes.v[u].corr = c->em.nodes.v[call].corr;
-	c->em.nodes.v[u].lag = ns(in->gpu_lag_s);
-	add_edge(c, call, u, GE_LAUNCH);
+	task.lag_ns = ns(in->gpu_lag_s);
+	gw_launch(&c->em.w, &call, &task, NULL, &u);
+	if (se_failed(c))
+		return u;
 	/* Event waits issued on this stream since its last task. */
 	for (size_t i = 0; i < c->em.pend.n;) {
 		if (c->em.pend.v[i].proc == proc) {
-			add_edge(c, c->em.pend.v[i].src, u, GE_EVENT);
+			gw_edge(&c->em.w, c->em.pend.v[i].src, u, GE_EVENT);
 			c->em.pend.v[i] = c->em.pend.v[--c->em.pend.n];
 		} else {
 			i++;
 		}
 	}
-	if (coll) {
-		struct graph_coll x = *coll;
-		x.node = u;
-		c->em.nodes.v[u].coll = (uint32_t)c->em.colls.n;
-		if (VEC_PUSH(c->em.colls, x))
-			c->oom = 1;
-	}
+	if (coll)
+		gw_coll(&c->em.w, u, coll);
+	if (se_failed(c))
+		return u;
 	k->last[st] = u;
 	c->tally.kernels++;
 	return u;
@@ -274,15 +285,22 @@ found:
 
 int se_init(struct ctx *c)
 {
-	if (strtab_init(&c->em.st))
+	if (gw_init(&c->em.w))
 		return PRISM_ENOMEM;
+	/* synth_check's estimate is a lower bound: this holds the rest. */
+	c->em.w.max_nodes = GRAPH_MAX_TASKS;
+	/* Room for a folded build's tasks (a few thousand to tens of
+	 * thousands) at once: growing 19 columns by doubling copies each of
+	 * them, where a search makes a graph per candidate.  A kernel-level
+	 * build grows on from there; failing, the writer grows as it goes. */
+	gw_reserve(&c->em.w, 16384);
 	c->em.n_cpu = se_intern(c, "aten::op");
 	c->em.n_launch = se_intern(c, "cudaLaunchKernel");
 	c->em.n_record = se_intern(c, "cudaEventRecord");
 	c->em.n_wait = se_intern(c, "cudaStreamWaitEvent");
 	c->em.n_sync = se_intern(c, "cudaDeviceSynchronize");
 	c->em.next_corr = 1;
-	return 0;
+	return c->oom ? PRISM_ENOMEM : 0;
 }
 
 int se_procs(struct ctx *c)
@@ -294,16 +312,14 @@ int se_procs(struct ctx *c)
 		p.rank = (uint32_t)r;
 		p.pid = 1000 + r;
 		p.tid = 1000 + r;
-		c->rk[r].host = (uint32_t)c->em.procs.n;
-		if (VEC_PUSH(c->em.procs, p))
+		if (gw_proc(&c->em.w, &p, &c->rk[r].host))
 			return PRISM_ENOMEM;
 		for (int st = 0; st < S_N; st++) {
 			p.gpu = 1;
 			p.pid = r;
 			p.tid = stream_id[st];
-			c->rk[r].stream[st] = (uint32_t)c->em.procs.n;
 			c->rk[r].last[st] = NONE32;
-			if (VEC_PUSH(c->em.procs, p))
+			if (gw_proc(&c->em.w, &p, &c->rk[r].stream[st]))
 				return PRISM_ENOMEM;
 		}
 	}
@@ -312,149 +328,52 @@ int se_procs(struct ctx *c)
 
 uint32_t se_sync(struct ctx *c, int r)
 {
-	uint32_t call = host_call(c, r, c->em.n_sync, RT_DEVICE_SYNC, 0);
-	uint32_t w = add_node(c, r, c->rk[r].host, GN_WAIT, c->em.n_sync, 2e-6);
+	struct gw_node call = call_row(c, r, c->em.n_sync, RT_DEVICE_SYNC, 0);
+	struct gw_node wait = row(c, r, c->rk[r].host, GN_WAIT, c->em.n_sync, 2e-6);
+	uint32_t w;
+
+	call.flags = NF_BLOCKING;
+	wait.rtclass = RT_DEVICE_SYNC;
+	push(c, &call);
+	w = push(c, &wait);
 	if (c->oom)
 		return w;
-	c->em.nodes.v[call].flags = NF_BLOCKING;
-	c->em.nodes.v[w].rtclass = RT_DEVICE_SYNC;
 	for (int st = 0; st < S_N; st++)
 		if (c->rk[r].last[st] != NONE32)
-			add_edge(c, c->rk[r].last[st], w, GE_SYNC);
+			gw_edge(&c->em.w, c->rk[r].last[st], w, GE_SYNC);
+	se_failed(c);
 	return w;
 }
 
 void se_release(struct ctx *c)
 {
-	strtab_release(&c->em.st);
-	VEC_FREE(c->em.nodes);
-	VEC_FREE(c->em.edges);
-	VEC_FREE(c->em.procs);
-	VEC_FREE(c->em.colls);
+	gw_release(&c->em.w);
 	VEC_FREE(c->em.pend);
 	VEC_FREE(c->em.waits);
 	VEC_FREE(c->em.seqs);
 	VEC_FREE(c->em.ops);
 }
 
-/* Each node's columns in g, at its graph id newid[u]. */
-static void set_columns(const struct ctx *c, struct graph *g, const uint32_t *newid)
+struct graph *se_finish(struct ctx *c, const char *meta)
 {
-	for (uint32_t u = 0; u < c->em.nodes.n; u++) {
-		const struct snode *s = &c->em.nodes.v[u];
-		uint32_t v = newid[u];
-		g->dur_ns[v] = s->dur;
-		g->lag_ns[v] = s->lag;
-		g->corr[v] = s->corr;
-		g->proc[v] = s->proc;
-		g->name[v] = s->name;
-		if (s->op) {
-			g->op[v] = c->em.ops.v[s->op].op;
-			g->op_dims[v] = c->em.ops.v[s->op].dims;
-			g->op_types[v] = c->em.ops.v[s->op].types;
-		}
-		g->src[v] = NONE32;
-		g->coll[v] = s->coll;
-		g->iter[v] = -1;
-		g->layer[v] = s->layer;
-		g->mb[v] = s->mb;
-		g->phase[v] = s->phase;
-		g->kind[v] = s->kind;
-		g->flags[v] = s->flags;
-		g->rtclass[v] = s->rtclass;
-		g->stats.nodes[s->kind]++;
-	}
-}
-
-/* g's CSR out-edges from the ne edges e (graph ids), each source's in
- * their order; fill: g->n_nodes + 1 zeroed counters. */
-static void set_csr(struct graph *g, const struct sedge *e, uint32_t ne, uint32_t *fill)
-{
-	for (uint32_t k = 0; k < ne; k++)
-		g->out_off[e[k].src + 1]++;
-	for (uint32_t u = 0; u < g->n_nodes; u++)
-		g->out_off[u + 1] += g->out_off[u];
-	for (uint32_t k = 0; k < ne; k++) {
-		uint32_t at = g->out_off[e[k].src] + fill[e[k].src]++;
-		g->out_dst[at] = e[k].dst;
-		g->out_kind[at] = e[k].kind;
-		g->stats.edges[GE_KIND(e[k].kind)]++;
-	}
-}
-
-/* Nodes grouped by processor (stable), CSR with order edges added. */
-struct graph *se_finish(struct ctx *c, uint32_t **newid_out)
-{
-	uint32_t nn = (uint32_t)c->em.nodes.n, np = (uint32_t)c->em.procs.n;
-	uint32_t *newid = prism_malloc((nn ? nn : 1) * sizeof(*newid));
-	uint32_t *cnt = prism_calloc((size_t)np + 1, sizeof(*cnt));
-	uint32_t ne, *fill = NULL;
+	struct gw *w = &c->em.w;
 	struct graph *g = NULL;
-	struct sedge *e = NULL;
-	size_t n_e = 0;
 
-	if (!newid || !cnt)
-		goto out;
-	for (uint32_t u = 0; u < nn; u++)
-		cnt[c->em.nodes.v[u].proc + 1]++;
-	for (uint32_t p = 0; p < np; p++) {
-		c->em.procs.v[p].first = cnt[p];
-		c->em.procs.v[p].n = cnt[p + 1];
-		cnt[p + 1] += cnt[p];
-	}
-	for (uint32_t u = 0; u < nn; u++)
-		newid[u] = cnt[c->em.nodes.v[u].proc]++;
-	/* Edges: the built ones plus order edges along each processor. */
-	e = prism_malloc((c->em.edges.n + nn + 1) * sizeof(*e));
-	if (!e)
-		goto out;
-	for (size_t k = 0; k < c->em.edges.n; k++) {
-		e[n_e] = c->em.edges.v[k];
-		e[n_e].src = newid[e[n_e].src];
-		e[n_e].dst = newid[e[n_e].dst];
-		n_e++;
-	}
-	for (uint32_t p = 0; p < np; p++)
-		for (uint32_t i = 1; i < c->em.procs.v[p].n; i++) {
-			uint32_t u = c->em.procs.v[p].first + i;
-			e[n_e].src = u - 1;
-			e[n_e].dst = u;
-			e[n_e].kind = GE_ORDER;
-			n_e++;
-		}
-	ne = (uint32_t)n_e;
-	g = graph_alloc(nn, ne, np, (uint32_t)c->in->lay.pp, 0, (uint32_t)c->em.colls.n);
-	if (!g)
-		goto out;
-	set_columns(c, g, newid);
-	fill = prism_calloc((size_t)nn + 1, sizeof(*fill));
-	if (!fill) {
-		graph_free(g);
-		g = NULL;
-		goto out;
-	}
-	set_csr(g, e, ne, fill);
-	memcpy(g->procs, c->em.procs.v, np * sizeof(*g->procs));
-	for (uint32_t i = 0; i < c->em.colls.n; i++) {
-		g->colls[i] = c->em.colls.v[i];
-		g->colls[i].node = newid[g->colls[i].node];
-		g->stats.colls[g->colls[i].kind]++;
-	}
 	for (int r = 0; r < c->in->lay.pp; r++) {
-		g->ranks[r].rank = r;
-		g->ranks[r].world_size = c->in->lay.pp;
+		struct graph_rank k;
+		memset(&k, 0, sizeof(k));
+		k.rank = r;
+		k.world_size = c->in->lay.pp;
+		gw_rank(w, &k);
 	}
-	strtab_release(&g->st);
-	g->st = c->em.st;
-	memset(&c->em.st, 0, sizeof(c->em.st));
-out:
-	free(cnt);
-	free(fill);
-	free(e);
-	if (!g) {
-		free(newid);
-		newid = NULL;
+	w->meta = gw_intern(w, meta);
+	gw_order(w, NULL);
+	if (gw_finish(w, NULL, 0, &g)) {
+		se_failed(c);
+		return NULL;
 	}
-	*newid_out = newid;
+	graph_count(g);
+	for (uint32_t i = 0; i < g->n_colls; i++)
+		g->stats.colls[g->colls[i].kind]++;
 	return g;
 }

@@ -5,8 +5,8 @@
  * the compute stream kept, each run of compute kernels between events
  * made its first kernel and one unit task for the rest (whose kernels the
  * marks list).  The unit's tasks are then taken back, and it and every
- * later unit of its kind are copies of the template.  Works on emit.c's
- * arrays (c->em) directly.
+ * later unit of its kind are copies of the template.  Reads the unit
+ * from the graph writer (c->em.w), takes it back and stages the copies.
  */
 #include "synth_int.h"
 
@@ -42,48 +42,40 @@ size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int 
 /* Repeat template t as the next unit of rank r, microbatch mb. */
 static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
 {
-	uint32_t k0 = (uint32_t)c->em.nodes.n;
+	struct gw *w = &c->em.w;
+	uint32_t k0 = w->n_nodes;
 
-	if (c->em.nodes.n + t->n_nodes >= GRAPH_MAX_TASKS) {
+	if (k0 + t->n_nodes >= GRAPH_MAX_TASKS) {
 		c->oom = SYNTH_TOO_BIG;
 		return;
 	}
-	if (VEC_RESERVE(c->em.nodes, c->em.nodes.n + t->n_nodes) ||
-	    VEC_RESERVE(c->em.edges, c->em.edges.n + t->n_edges) ||
-	    VEC_RESERVE(c->em.colls, c->em.colls.n + t->n_colls) ||
-	    VEC_RESERVE(c->fo.marks, c->fo.marks.n + t->n_marks) ||
+	if (VEC_RESERVE(c->fo.marks, c->fo.marks.n + t->n_marks) ||
 	    VEC_RESERVE(c->sc.unit_first, c->sc.unit_first.n + 1) ||
 	    VEC_RESERVE(c->sc.unit_last, c->sc.unit_last.n + 1)) {
 		c->oom = 1;
 		return;
 	}
 	for (uint32_t i = 0; i < t->n_nodes; i++) {
-		struct snode n = c->fo.fnodes.v[t->node0 + i];
+		struct gw_node n = c->fo.fnodes.v[t->node0 + i];
 		n.mb = mb;
-		n.iter = c->sc.step;
-		c->em.nodes.v[c->em.nodes.n++] = n;
+		n.iter = se_iter(c, r);
+		gw_node(w, &n, NULL);
 	}
 	for (uint32_t i = 0; i < t->n_edges; i++) {
-		struct sedge e = c->fo.fedges.v[t->edge0 + i];
-		e.src += k0;
-		e.dst += k0;
-		c->em.edges.v[c->em.edges.n++] = e;
+		const struct gw_edge *e = &c->fo.fedges.v[t->edge0 + i];
+		gw_edge(w, k0 + e->src, k0 + e->dst, e->kind);
 	}
 	for (uint32_t i = 0; i < t->n_ext; i++) {
 		const struct fext *x = &c->fo.fexts.v[t->ext0 + i];
-		struct sedge e = {c->rk[r].last[x->stream], k0 + x->dst, GE_EVENT};
-		if (VEC_PUSH(c->em.edges, e)) {
-			c->oom = 1;
-			return;
-		}
+		gw_edge(w, c->rk[r].last[x->stream], k0 + x->dst, GE_EVENT);
 	}
-	for (uint32_t i = 0; i < t->n_colls; i++) {
+	for (uint32_t i = 0; i < t->n_colls && !w->rc; i++) {
 		struct graph_coll x = c->fo.fcolls.v[t->coll0 + i];
-		x.node += k0;
 		x.seq = c->em.seqs.v[x.seq].n++; /* the template keeps its (rank, pg) slot */
-		c->em.nodes.v[x.node].coll = (uint32_t)c->em.colls.n;
-		c->em.colls.v[c->em.colls.n++] = x;
+		gw_coll(w, k0 + x.node, &x);
 	}
+	if (se_failed(c))
+		return;
 	for (uint32_t i = 0; i < t->n_marks; i++) {
 		const struct fmark *m = &c->fo.fmarks.v[t->mark0 + i];
 		struct synth_fold_mark x = {m->node + k0, k0, m->kern0, m->n_kern};
@@ -136,11 +128,11 @@ static uint32_t fold_gate(const struct ctx *c, int64_t rel)
 }
 
 /* Append task n to the template being made; its index in the template. */
-static uint32_t fold_push(struct ctx *c, const struct ufold *t, struct snode n)
+static uint32_t fold_push(struct ctx *c, const struct ufold *t, struct gw_node n)
 {
 	n.corr = -1;
-	n.op = 0;
-	n.coll = NONE32;
+	n.op = n.op_dims = n.op_types = 0;
+	n.coll = GW_NONE;
 	if (VEC_PUSH(c->fo.fnodes, n))
 		c->oom = 1;
 	return (uint32_t)(c->fo.fnodes.n - 1 - t->node0);
@@ -148,17 +140,20 @@ static uint32_t fold_push(struct ctx *c, const struct ufold *t, struct snode n)
 
 static void fold_edge(struct ctx *c, uint32_t src, uint32_t dst, uint8_t kind)
 {
-	struct sedge e = {src, dst, kind};
+	struct gw_edge e = {src, dst, kind};
 	if (VEC_PUSH(c->fo.fedges, e))
 		c->oom = 1;
 }
 
-/* The unit being folded: its tasks v[0 .. n) from task k0 and its edges
- * from e0, on rank r (host thread host, compute stream comp); each
- * stream's last task before it; the host's time h (fold_scan); per task
- * x (c->fo.fscr). */
+/* The unit being folded: its tasks 0 .. n from task k0 (their columns in
+ * the writer, from k0: proc, dur, lag, kind, coll) and its edges from
+ * e0, on rank r (host thread host, compute stream comp); each stream's
+ * last task before it; the host's time h (fold_scan); per task x
+ * (c->fo.fscr). */
 struct built {
-	const struct snode *v;
+	const uint32_t *proc, *coll;
+	const int64_t *dur, *lag;
+	const uint8_t *kind;
 	struct fscr *x;
 	size_t k0, e0;
 	const uint32_t *last0;
@@ -167,28 +162,35 @@ struct built {
 	int r;
 };
 
+/* Task i of the unit being folded, as a row. */
+static struct gw_node task_row(const struct ctx *c, const struct built *u, uint32_t i)
+{
+	struct gw_node n;
+	gw_row(&c->em.w, (uint32_t)u->k0 + i, &n);
+	return n;
+}
+
 /* Each host task's offset (and the host's time), each GPU task's launch
  * offset and events: 0 where the unit cannot be folded (a host task with
  * a lag; an edge into the host, from outside the unit but an event from a
  * stream's last task, or other than a launch or an event). */
 static int fold_scan(const struct ctx *c, struct built *u)
 {
-	const struct snode *v = u->v;
 	struct fscr *x = u->x;
 
 	for (uint32_t i = 0; i < u->n; i++) {
 		x[i] = (struct fscr){-1, NONE32, NONE32, 0, 0, 0};
-		if (v[i].proc == u->host) {
-			if (v[i].lag)
+		if (u->proc[i] == u->host) {
+			if (u->lag[i])
 				return 0;
 			x[i].rel = u->h;
-			u->h = prism_time_add(u->h, v[i].dur);
+			u->h = prism_time_add(u->h, u->dur[i]);
 		}
 	}
-	for (size_t k = u->e0; k < c->em.edges.n; k++) {
-		const struct sedge *e = &c->em.edges.v[k];
+	for (size_t k = u->e0; k < c->em.w.edges.n; k++) {
+		const struct gw_edge *e = &c->em.w.edges.v[k];
 		uint32_t a = e->src - (uint32_t)u->k0, b = e->dst - (uint32_t)u->k0;
-		if (e->dst < u->k0 || v[b].proc == u->host)
+		if (e->dst < u->k0 || u->proc[b] == u->host)
 			return 0;
 		if (e->src < u->k0) {
 			/* From a stream's last task before the unit: the same
@@ -201,10 +203,10 @@ static int fold_scan(const struct ctx *c, struct built *u)
 			x[b].evin = 1;
 			continue;
 		}
-		if (e->kind == GE_LAUNCH && v[a].proc == u->host && !x[b].launched) {
+		if (e->kind == GE_LAUNCH && u->proc[a] == u->host && !x[b].launched) {
 			x[b].rel = x[a].rel;
 			x[b].launched = 1;
-		} else if (e->kind == GE_EVENT && v[a].proc != u->host) {
+		} else if (e->kind == GE_EVENT && u->proc[a] != u->host) {
 			x[a].evout = 1;
 			x[b].evin = 1;
 		} else {
@@ -221,7 +223,6 @@ static int fold_scan(const struct ctx *c, struct built *u)
  * time); -1 when out of memory. */
 static int fold_runs(struct ctx *c, const struct built *u)
 {
-	const struct snode *v = u->v;
 	const struct fscr *x = u->x;
 	uint32_t prev = NONE32;
 	size_t n = 0;
@@ -232,11 +233,11 @@ static int fold_runs(struct ctx *c, const struct built *u)
 		return -1;
 	for (uint32_t i = 0; i < u->n; i++) {
 		struct fseg *sg;
-		if (v[i].proc == u->host)
+		if (u->proc[i] == u->host)
 			continue;
 		if (!x[i].launched)
 			return 0;
-		if (v[i].proc != u->comp) {
+		if (u->proc[i] != u->comp) {
 			if (VEC_PUSH(c->fo.fgates, x[i].rel))
 				return -1;
 			continue;
@@ -250,7 +251,7 @@ static int fold_runs(struct ctx *c, const struct built *u)
 			/* Held to PRISM_TIME_MAX: a run that long is the
 			 * simulator's to refuse. */
 			sg->rest_ns =
-			    prism_time_add(sg->rest_ns, prism_time_add(v[i].lag, v[i].dur));
+			    prism_time_add(sg->rest_ns, prism_time_add(u->lag[i], u->dur[i]));
 			sg->last = i;
 			sg->n++;
 		}
@@ -269,13 +270,12 @@ static int fold_runs(struct ctx *c, const struct built *u)
  * when out of memory. */
 static int fold_other(struct ctx *c, const struct built *u, struct ufold *t, uint32_t i)
 {
-	const struct snode *v = u->v;
-	uint32_t me = fold_push(c, t, v[i]);
+	uint32_t me = fold_push(c, t, task_row(c, u, i));
 
 	u->x[i].start_of = u->x[i].end_of = me;
 	fold_edge(c, fold_gate(c, u->x[i].rel), me, GE_LAUNCH);
-	if (v[i].coll != NONE32) {
-		struct graph_coll cx = c->em.colls.v[v[i].coll];
+	if (u->coll[i] != NONE32) {
+		struct graph_coll cx = c->em.w.colls.v[u->coll[i]];
 		cx.node = me;
 		cx.seq = NONE32;
 		for (size_t q = 0; q < c->em.seqs.n; q++)
@@ -292,18 +292,21 @@ static int fold_other(struct ctx *c, const struct built *u, struct ufold *t, uin
  * kernels its mark lists: 1, or -1 when out of memory. */
 static int fold_run(struct ctx *c, const struct built *u, struct ufold *t, const struct fseg *sg)
 {
-	const struct snode *v = u->v;
 	struct fscr *x = u->x;
-	uint32_t i = sg->first, m0 = fold_push(c, t, v[i]), me = m0;
+	uint32_t i = sg->first, me;
+	struct gw_node first = task_row(c, u, i);
+	uint32_t m0 = fold_push(c, t, first);
+
+	me = m0;
 
 	fold_edge(c, fold_gate(c, x[i].rel), m0, GE_LAUNCH);
 	if (sg->n > 1) {
-		struct snode rest = v[i];
+		struct gw_node rest = first;
 		struct fmark mk;
 		rest.kind = GN_KERNEL;
 		rest.name = c->fo.n_fold;
-		rest.dur = sg->rest_ns;
-		rest.lag = 0;
+		rest.dur_ns = sg->rest_ns;
+		rest.lag_ns = 0;
 		me = fold_push(c, t, rest);
 		/* Released by the unit's host start: the sim times its
 		 * kernels from their launches (sim.h, folded tasks). */
@@ -311,11 +314,11 @@ static int fold_run(struct ctx *c, const struct built *u, struct ufold *t, const
 		mk.node = me;
 		mk.kern0 = (uint32_t)c->fo.fkerns.n;
 		for (uint32_t j = i + 1; j <= sg->last; j++) {
-			struct synth_fold_kern kk = {x[j].rel, v[j].lag, v[j].dur,
-						     v[j].kind == GN_COLL  ? SYNTH_KERN_COLL
-						     : v[j].kind == GN_P2P ? SYNTH_KERN_P2P
-									   : SYNTH_KERN_COMPUTE};
-			if (v[j].proc == u->comp && VEC_PUSH(c->fo.fkerns, kk))
+			struct synth_fold_kern kk = {x[j].rel, u->lag[j], u->dur[j],
+						     u->kind[j] == GN_COLL  ? SYNTH_KERN_COLL
+						     : u->kind[j] == GN_P2P ? SYNTH_KERN_P2P
+									    : SYNTH_KERN_COMPUTE};
+			if (u->proc[j] == u->comp && VEC_PUSH(c->fo.fkerns, kk))
 				return -1;
 		}
 		mk.n_kern = (uint32_t)(c->fo.fkerns.n - mk.kern0);
@@ -334,7 +337,6 @@ static int fold_run(struct ctx *c, const struct built *u, struct ufold *t, const
  * tasks in their order: 1, or -1 when out of memory. */
 static int fold_tasks(struct ctx *c, const struct built *u, struct ufold *t)
 {
-	const struct snode *v = u->v;
 	uint32_t si = 0;
 
 	t->node0 = (uint32_t)c->fo.fnodes.n;
@@ -342,23 +344,23 @@ static int fold_tasks(struct ctx *c, const struct built *u, struct ufold *t)
 	t->coll0 = (uint32_t)c->fo.fcolls.n;
 	t->mark0 = (uint32_t)c->fo.fmarks.n;
 	for (size_t j = 0; j < c->fo.fgates.n; j++) {
-		struct snode hn;
-		memset(&hn, 0, sizeof(hn));
-		hn.dur =
+		struct gw_node hn;
+		gw_node_init(&hn);
+		hn.dur_ns =
 		    (j + 1 < c->fo.fgates.n ? c->fo.fgates.v[j + 1] : u->h) - c->fo.fgates.v[j];
 		hn.proc = u->host;
 		hn.name = c->em.n_cpu;
 		hn.layer = -1;
-		hn.mb = v[0].mb;
-		hn.iter = v[0].iter;
-		hn.phase = v[0].phase;
+		hn.mb = c->em.w.mb[u->k0];
+		hn.iter = c->em.w.iter[u->k0];
+		hn.phase = c->em.w.phase[u->k0];
 		hn.kind = GN_CPU;
 		fold_push(c, t, hn);
 	}
 	for (uint32_t i = 0; i < u->n; i++) {
-		if (v[i].proc == u->host)
+		if (u->proc[i] == u->host)
 			continue;
-		if (v[i].proc != u->comp) {
+		if (u->proc[i] != u->comp) {
 			if (fold_other(c, u, t, i) < 0)
 				return -1;
 			continue;
@@ -381,8 +383,8 @@ static int fold_events(struct ctx *c, const struct built *u, struct ufold *t)
 	const struct fscr *x = u->x;
 
 	t->ext0 = (uint32_t)c->fo.fexts.n;
-	for (size_t k = u->e0; k < c->em.edges.n; k++) {
-		const struct sedge *e = &c->em.edges.v[k];
+	for (size_t k = u->e0; k < c->em.w.edges.n; k++) {
+		const struct gw_edge *e = &c->em.w.edges.v[k];
 		uint32_t a = e->src - (uint32_t)u->k0, b = e->dst - (uint32_t)u->k0;
 		if (e->kind != GE_EVENT)
 			continue;
@@ -409,16 +411,14 @@ static int fold_events(struct ctx *c, const struct built *u, struct ufold *t)
  * collectives' sequence numbers (collectives from c0). */
 static void fold_take_back(struct ctx *c, const struct built *u, size_t c0)
 {
-	for (size_t q = c0; q < c->em.colls.n; q++)
+	for (size_t q = c0; q < c->em.w.colls.n; q++)
 		for (size_t k = 0; k < c->em.seqs.n; k++)
 			if (c->em.seqs.v[k].rank == (uint32_t)u->r &&
-			    c->em.seqs.v[k].pg == c->em.colls.v[q].pg) {
+			    c->em.seqs.v[k].pg == c->em.w.colls.v[q].pg) {
 				c->em.seqs.v[k].n--;
 				break;
 			}
-	c->em.nodes.n = u->k0;
-	c->em.edges.n = u->e0;
-	c->em.colls.n = c0;
+	gw_truncate(&c->em.w, (uint32_t)u->k0, u->e0, c0);
 }
 
 /*
@@ -431,11 +431,16 @@ static void fold_take_back(struct ctx *c, const struct built *u, size_t c0)
 static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e0, size_t c0,
 		      const uint32_t *last0)
 {
-	struct built u = {.v = c->em.nodes.v + k0,
+	const struct gw *w = &c->em.w;
+	struct built u = {.proc = w->proc + k0,
+			  .coll = w->coll + k0,
+			  .dur = w->dur_ns + k0,
+			  .lag = w->lag_ns + k0,
+			  .kind = w->kind + k0,
 			  .k0 = k0,
 			  .e0 = e0,
 			  .last0 = last0,
-			  .n = (uint32_t)(c->em.nodes.n - k0),
+			  .n = (uint32_t)(c->em.w.n_nodes - k0),
 			  .host = c->rk[r].host,
 			  .comp = c->rk[r].stream[S_COMPUTE],
 			  .r = r};
@@ -488,9 +493,9 @@ int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb)
 
 void sf_begin(const struct ctx *c, int r, struct sf_start *u)
 {
-	u->k0 = c->em.nodes.n;
-	u->e0 = c->em.edges.n;
-	u->c0 = c->em.colls.n;
+	u->k0 = c->em.w.n_nodes;
+	u->e0 = c->em.w.edges.n;
+	u->c0 = c->em.w.colls.n;
 	u->w0 = c->em.waits.n;
 	memcpy(u->last0, c->rk[r].last, sizeof(u->last0));
 	memset(&u->t, 0, sizeof(u->t));

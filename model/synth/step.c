@@ -435,8 +435,8 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 static void unit_marks(struct ctx *c, int r, size_t k0)
 {
 	uint32_t first_task = NONE32, last_task = NONE32;
-	for (size_t u = k0; u < c->em.nodes.n; u++)
-		if (c->em.nodes.v[u].proc == c->rk[r].stream[S_COMPUTE]) {
+	for (size_t u = k0; u < c->em.w.n_nodes; u++)
+		if (c->em.w.proc[u] == c->rk[r].stream[S_COMPUTE]) {
 			if (first_task == NONE32)
 				first_task = (uint32_t)u;
 			last_task = (uint32_t)u;
@@ -668,7 +668,7 @@ void ss_steps(struct ctx *c, const struct shape *z)
 	const struct synth_in *in = c->in;
 	for (c->sc.step = 0; c->sc.step < (in->steps > 0 ? in->steps : 1); c->sc.step++) {
 		for (int r = 0; r < in->lay.pp; r++) {
-			uint32_t first = (uint32_t)c->em.nodes.n, w;
+			uint32_t first = c->em.w.n_nodes, w;
 			set_ann(c, r, -1, PH_NONE, -1);
 			stage_step(c, r, z);
 			if (!in->bare)

@@ -129,37 +129,24 @@ static int remap_marks(struct ctx *c, const uint32_t *newid)
 	return 0;
 }
 
-/* Every node's iteration, and one iteration per step and stage. */
-static int set_iters(struct ctx *c, struct graph *g, const uint32_t *newid)
+/* One iteration per step and stage (each task's was stamped as built:
+ * se_iter); settle.h gives their times. */
+static void push_iters(struct ctx *c)
 {
 	int P = c->in->lay.pp;
-	struct graph_iter *it;
-	/* Iteration ids are step-major, then rank (a rank's processors are
-	 * 1 + S_N consecutive ones). */
-	for (uint32_t u = 0; u < c->em.nodes.n; u++)
-		g->iter[newid[u]] =
-		    c->em.nodes.v[u].iter * P + (int32_t)c->em.nodes.v[u].proc / (1 + S_N);
-	/* One iteration per step and stage; settle.h gives their times. */
-	it = prism_realloc(g->iters, (c->sc.step_first.n ? c->sc.step_first.n : 1) * sizeof(*it));
-	if (!it)
-		return PRISM_ENOMEM;
-	g->iters = it;
-	g->n_iters = (uint32_t)c->sc.step_first.n;
 	for (size_t i = 0; i < c->sc.step_first.n; i++) {
-		it[i].rank = (uint32_t)(i % (size_t)P);
-		it[i].proc = c->rk[i % (size_t)P].host;
-		it[i].step = (int64_t)(i / (size_t)P);
-		it[i].start_ns = 0;
-		it[i].dur_ns = 0;
+		struct graph_iter it = {(uint32_t)(i % (size_t)P), c->rk[i % (size_t)P].host,
+					(int64_t)(i / (size_t)P), 0, 0};
+		gw_iter(&c->em.w, &it);
 	}
-	return 0;
 }
 
 /* What was built, into out: the schedule's marks (taken from c), the
  * counts, the folded units' marks and every event wait, in the graph's
  * ids. */
-static int take_out(struct ctx *c, const uint32_t *newid, struct synth_out *out)
+static int take_out(struct ctx *c, uint32_t n_tasks, struct synth_out *out)
 {
+	const uint32_t *newid = c->em.w.newid;
 	const struct synth_in *in = c->in;
 	int P = in->lay.pp;
 
@@ -185,7 +172,7 @@ static int take_out(struct ctx *c, const uint32_t *newid, struct synth_out *out)
 	out->kernels = c->tally.kernels;
 	out->kdb_exact = c->tally.kdb_hits[KDB_EXACT];
 	out->kdb_interpolated = c->tally.kdb_hits[KDB_INTERPOLATED];
-	out->tasks = (uint64_t)c->em.nodes.n + c->fo.tasks_folded;
+	out->tasks = (uint64_t)n_tasks + c->fo.tasks_folded;
 	out->n_units_folded = c->fo.units_folded;
 	out->n_units_kept = c->fo.units_kept;
 	out->n_unit_kinds = c->fo.folds.n;
@@ -222,7 +209,6 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	struct ctx c;
 	struct shape z;
 	struct graph *g = NULL;
-	uint32_t *newid = NULL;
 	char meta[4096];
 	int rc;
 
@@ -249,13 +235,12 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	ss_steps(&c, &z);
 	if (c.oom)
 		goto oom;
-	g = se_finish(&c, &newid);
+	push_iters(&c);
+	synth_meta(in, meta, sizeof(meta));
+	g = se_finish(&c, meta);
 	if (!g)
 		goto oom;
-	synth_meta(in, meta, sizeof(meta));
-	if (strtab_intern(&g->st, meta, strlen(meta), &g->meta))
-		goto oom;
-	if (remap_marks(&c, newid) || set_iters(&c, g, newid) || take_out(&c, newid, out))
+	if (remap_marks(&c, c.em.w.newid) || take_out(&c, g->n_nodes, out))
 		goto oom;
 	*out_g = g;
 	g = NULL;
@@ -270,7 +255,6 @@ oom:
 	synth_out_release(out);
 done:
 	graph_free(g);
-	free(newid);
 	se_release(&c);
 	sf_release(&c);
 	free(c.rk);

@@ -10,7 +10,8 @@
  *   step.c       the step and its schedule: units, pipeline transfers,
  *      |  \      gradient buckets and reduction, ZeRO gathers, optimizer
  *      |   `-->  fold.c     folded units: a unit's template, made once
- *      v                    and repeated (works on em's arrays itself)
+ *      v                    and repeated (reads the unit from em's
+ *                           writer, takes it back, stages the copies)
  *   layer.c      what a layer runs: its kernels, their times and ops'
  *      |         shapes, its tensor-parallel collectives
  *      v
@@ -47,6 +48,7 @@
 
 #include "comm.h"
 #include "graph.h"
+#include "gwrite.h"
 #include "hw.h"
 #include "layout.h"
 #include "strtab.h"
@@ -60,20 +62,6 @@
 enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_TP, S_N };
 
 /* ---- the graph as built -------------------------------------------- */
-
-/* A node as built, before nodes are grouped by processor. */
-struct snode {
-	int64_t dur, lag, corr;
-	uint32_t proc, name, coll;
-	uint32_t op; /* its op's record in ctx.em.ops (0: none) */
-	int32_t layer, mb, iter;
-	uint8_t kind, rtclass, flags, phase;
-};
-
-struct sedge {
-	uint32_t src, dst;
-	uint8_t kind;
-};
 
 /* An event wait: stream `proc` waits for task `src` of stream `on_proc`. */
 struct pending {
@@ -166,19 +154,18 @@ struct rankst {
 	double ebucket;		    /* the same for the routed experts' (their own group) */
 };
 
-/* The graph as built: nodes in the order they are added, edges, the
- * processors, collectives, event waits, ops' records, the names every
- * build uses. */
+/* The graph as built: the writer (gwrite.h) holds the tasks as added
+ * (their ids the writer's staged ids until se_finish), the launch, event
+ * and sync edges (order edges: se_finish), the processors (per rank: its
+ * host thread, then its S_N streams), the collectives and the strings;
+ * beside it the event waits, sequence numbers, ops' records and the names
+ * every build uses. */
 struct emit_state {
-	struct strtab st;	      /* the graph's strings */
-	VEC(struct snode) nodes;      /* every task, as added */
-	VEC(struct sedge) edges;      /* launch, event and sync edges (order edges: finish) */
-	VEC(struct graph_proc) procs; /* per rank: its host thread, then its S_N streams */
-	VEC(struct graph_coll) colls; /* the collectives' entries, node ids as built */
-	VEC(struct pending) pend;     /* event waits not yet applied */
-	VEC(struct pending) waits;    /* every event wait, for the timeline */
-	VEC(struct pgseq) seqs;	      /* collectives' sequence numbers per (rank, pg) */
-	int64_t next_corr;	      /* the next host call's correlation id */
+	struct gw w;
+	VEC(struct pending) pend;  /* event waits not yet applied */
+	VEC(struct pending) waits; /* every event wait, for the timeline */
+	VEC(struct pgseq) seqs;	   /* collectives' sequence numbers per (rank, pg) */
+	int64_t next_corr;	   /* the next host call's correlation id */
 	/* Names, interned once. */
 	uint32_t n_cpu, n_launch, n_record, n_wait, n_sync;
 	/* Ops as a trace records them (record_op): name, "Input Dims" and
@@ -212,8 +199,8 @@ struct sched_state {
 struct fold_state {
 	int fold;			    /* in->units: fold units */
 	VEC(struct ufold) folds;	    /* the templates */
-	VEC(struct snode) fnodes;	    /* their tasks */
-	VEC(struct sedge) fedges;	    /* their edges, template relative */
+	VEC(struct gw_node) fnodes;	    /* their tasks */
+	VEC(struct gw_edge) fedges;	    /* their edges, template relative */
 	VEC(struct graph_coll) fcolls;	    /* their collectives */
 	VEC(struct fmark) fmarks;	    /* their unit tasks */
 	VEC(struct fext) fexts;		    /* their events from before the unit */
@@ -301,6 +288,17 @@ void se_release(struct ctx *c);
 /* The string id of s in the graph's table (c->oom set on failure). */
 uint32_t se_intern(struct ctx *c, const char *s);
 
+/* The writer's first failure made the build's (c->oom: SYNTH_TOO_BIG for
+ * PRISM_ELIMIT, else 1); c->oom. */
+int se_failed(struct ctx *c);
+
+/* The graph iteration of rank r's tasks in the step being built:
+ * step-major, then rank. */
+static inline int32_t se_iter(const struct ctx *c, int r)
+{
+	return c->sc.step * c->in->lay.pp + r;
+}
+
 /* What an op's record is made from: fmt writes its name, dims and types
  * from key (its kind and numbers) the first time key is seen. */
 typedef void (*se_op_fmt)(const double *key, const char **op, char *dims, size_t nd, char *types,
@@ -329,10 +327,12 @@ void se_event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to);
 void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, double bytes,
 		   struct comm_group g, const char *pg);
 
-/* The graph: nodes grouped by processor (stable), CSR with order edges
- * added, the string table moved into it; *newid_out maps built ids to
- * the graph's (free it).  NULL when out of memory. */
-struct graph *se_finish(struct ctx *c, uint32_t **newid_out);
+/* The graph (gw_finish): tasks grouped by processor (stable), order edges
+ * along each, a rank per pipeline stage, the run's description meta, the
+ * counts by kind; c->em.w.newid maps the ids as built to the graph's.
+ * The iterations are the caller's to push first.  NULL on failure
+ * (c->oom set). */
+struct graph *se_finish(struct ctx *c, const char *meta);
 
 /* ---- layer.c: what a layer runs ------------------------------------- */
 
