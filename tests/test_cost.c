@@ -910,6 +910,15 @@ static void test_sustained_clock(void **state)
 {
 	struct hw_profile hw, buf;
 	const struct hw_profile *c;
+	struct llm m = {.layers = 1,
+			.hidden = 1024,
+			.heads = 16,
+			.ffn = 4096,
+			.seq = 1024,
+			.vocab = 1000,
+			.name = ""};
+	struct layout l;
+	struct prism_err err;
 	double fl = 2.0 * 1536 * 2816 * 4096;
 	(void)state;
 	memset(&hw, 0, sizeof(hw));
@@ -953,6 +962,30 @@ static void test_sustained_clock(void **state)
 	/* A burst profile capped scales from its own clock. */
 	hw.clock = 1;
 	assert_rel_close(hw_capped_clock(&hw, 350), 0.5, 1e-15);
+	hw.clock = hw.sustained;
+	/* The layout's cap: a quarter of the rating up to the rating. */
+	layout_default(&l);
+	prism_err_clear(&err);
+	l.power_w = 350;
+	assert_int_equal(layout_check(&m, &l, &hw, &err), 0);
+	l.power_w = 175;
+	assert_int_equal(layout_check(&m, &l, &hw, &err), 0);
+	l.power_w = 800;
+	assert_int_equal(layout_check(&m, &l, &hw, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: power_w 800 W is above g's rated 700 W (a cap "
+				     "lowers the board's limit; 0: the rating)");
+	l.power_w = 150;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&m, &l, &hw, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: power_w 150 W is below a quarter of g's rated "
+				     "700 W (the clock is not modelled that far down)");
+	hw.rated_w = 0;
+	snprintf(hw.id, sizeof(hw.id), "x");
+	l.power_w = 350;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&m, &l, &hw, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: power_w 350 W: the x profile states no rated "
+				     "power (gpu.rated_w) to cap");
 }
 
 /*
