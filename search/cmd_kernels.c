@@ -32,7 +32,11 @@ static const char help[] =
     "ratios: the layer's three GEMMs in bf16 against fp8 with its casts.  GEMMs\n"
     "that accumulate into their output (C += A B: accumulate=True, DeepGEMM's\n"
     "weight-gradient kernels) and FlashAttention-2 rows are reported apart and\n"
-    "fit nothing.\n"
+    "fit nothing.  The profiles' parameters are burst rates: a row measured\n"
+    "after 5 ms or more of back-to-back work (our sweep's calls x time, \"N\n"
+    "back-to-back calls\" in its notes) or in a trace (a training step) is\n"
+    "timed at the profile's sustained clock (gpu.sustained), the rest at the\n"
+    "burst clock.\n"
     "\n"
     "options:\n"
     "      --fit        fit the parameters on the rows given (GSL: Nelder-Mead on\n"
@@ -138,6 +142,7 @@ static int read_trace(struct kbench *kb, char *path, struct prism_err *err)
 						.fa2 = a->fa2,
 						.time_s = a->measured_s};
 		}
+		r.sustained = 1; /* a training step's kernels: the sustained clock */
 		snprintf(r.gpu, sizeof(r.gpu), "%s", strtab_get(&g->st, g->ranks[0].device));
 		snprintf(r.profile, sizeof(r.profile), "%.31s", hw.id);
 		snprintf(r.source, sizeof(r.source), "%s", path);
@@ -392,6 +397,10 @@ int cmd_kernels(int argc, char **argv)
 		snprintf(p[np].name, sizeof(p[np].name), "%s", kb.rows[i].profile);
 		if ((rc = cli_load_hw(p[np].name, &p[np].shipped, &err)))
 			break;
+		/* Most rows are bursts (kbench.h): the profile at the burst clock
+		 * times them without a copy; sustained rows take its sustained
+		 * clock (kbench_predict). */
+		p[np].shipped.clock = 1;
 		p[np].fitted = p[np].shipped;
 		np++;
 	}

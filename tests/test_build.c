@@ -1071,16 +1071,20 @@ static void test_retime_gemm(void **state)
 	k_old = kperf_gemm_s(&h100, HW_BF16, 1, 2048, 3072, 1024);
 	k_wide = kperf_gemm_s(&h100, HW_BF16, 1, 2048, 6144, 2048);
 	k_b200 = kperf_gemm_s(&b200, HW_BF16, 1, 2048, 3072, 1024);
-	/* FLOP/s of one SM at the achievable peak, B200's 128x128 tiles at 1.0 */
-	p_h = 833.9e12 / 132;
+	/* FLOP/s of one SM at the achievable peak, B200's 128x128 tiles at
+	 * 1.0; H100's tiles (their work and fixed cost) at its sustained
+	 * clock, 0.91 of the burst one, B200's at 1 (hw.h) */
+	p_h = 833.9e12 / 132 * 0.91;
 	p_b = 1229.4e12 / 148;
 	assert_rel_close(
-	    k_old, 192 / 132.0 * 2 * 128 * 256 * 1024.0 / p_h + 3 * 1.418e-6 + 4.481e-6, 1e-9);
+	    k_old, 192 / 132.0 * 2 * 128 * 256 * 1024.0 / p_h + 3 * 1.418e-6 / 0.91 + 4.481e-6,
+	    1e-9);
 	assert_rel_close(
-	    k_wide, 384 / 132.0 * 2 * 128 * 256 * 2048.0 / p_h + 4 * 1.418e-6 + 4.481e-6, 1e-9);
+	    k_wide, 384 / 132.0 * 2 * 128 * 256 * 2048.0 / p_h + 4 * 1.418e-6 / 0.91 + 4.481e-6,
+	    1e-9);
 	assert_rel_close(k_b200, 3 * (2 * 128 * 128 * 1024.0 / p_b + 0.501e-6) + 4.104e-6, 1e-9);
-	assert_rel_close(k_old, 24.186e-6, 1e-4);
-	assert_rel_close(k_wide, 71.959e-6, 1e-4);
+	assert_rel_close(k_old, 26.135e-6, 1e-4);
+	assert_rel_close(k_wide, 78.632e-6, 1e-4);
 	assert_rel_close(k_b200, 17.725e-6, 1e-4);
 
 	build_opts_default(&o);
@@ -1093,7 +1097,7 @@ static void test_retime_gemm(void **state)
 	assert_int_equal(g->dur_ns[gemm], 60000);
 	assert_int_equal(g->dur_ns[other], 20000);
 	/* prism calibrate --gemms: the one GEMM shape, its 60 us and the
-	 * model's 24.186 us (the Triton kernel's op has no shapes). */
+	 * model's 26.135 us (the Triton kernel's op has no shapes). */
 	{
 		struct calib_gshape *gs;
 		size_t ngs;
@@ -1129,7 +1133,7 @@ static void test_retime_gemm(void **state)
 	assert_int_equal(es.kernels_model, 1);
 	assert_int_equal(es.kernels_ratio, 1);
 	assert_int_equal(c->dur_ns[gemm], (int64_t)(5000 + 55000 * k_wide / k_old + 0.5));
-	assert_rel_close((double)c->dur_ns[gemm], 168634, 1e-4);
+	assert_rel_close((double)c->dur_ns[gemm], 170476, 1e-4);
 	o_h = h100.k.mem_overhead_s[HW_MEM_ELEMENTWISE] * 1e9;
 	assert_int_equal(c->dur_ns[other], (int64_t)(o_h + (20000 - o_h) * 2 + 0.5));
 	graph_free(c);
@@ -1146,11 +1150,38 @@ static void test_retime_gemm(void **state)
 	assert_int_equal(es.kernels_ratio, 1);
 	assert_int_equal(es.kernels_scaled, 2);
 	assert_int_equal(c->dur_ns[gemm], (int64_t)(5000 + 55000 * k_b200 / k_old + 0.5));
-	assert_rel_close((double)c->dur_ns[gemm], 45307, 1e-4);
+	assert_rel_close((double)c->dur_ns[gemm], 42302, 1e-4);
 	o_b = b200.k.mem_overhead_s[HW_MEM_ELEMENTWISE] * 1e9;
 	assert_int_equal(c->dur_ns[other],
 			 (int64_t)(o_b + (20000 - o_h) * (3350.0 / 8000.0) + 0.5));
 	graph_free(c);
+
+	/* The same H100 capped at 350 of its 700 W (--power-w 350): the GEMM
+	 * by the kernel model at half the sustained clock, 0.455 (its tiles'
+	 * work and fixed cost twice as long, the 4.481 us overhead not),
+	 * 47.790 us against 26.135: 5 + 55 x 1.8286 = 105.570 us; the
+	 * unplaced kernel moves bytes, its bandwidth kept: 20 us as traced. */
+	{
+		struct hw_profile capped;
+		memset(&r, 0, sizeof(r));
+		r.from = &h100;
+		r.to = hw_at_power(&h100, 350, &capped);
+		r.overhead_s[KC_GEMM] = 5e-6;
+		assert_true(r.to == &capped);
+		c = graph_clone(g);
+		assert_non_null(c);
+		assert_int_equal(edit_retime(c, &r, &es), 0);
+		assert_int_equal(es.kernels_model, 1);
+		assert_int_equal(es.kernels_ratio, 1);
+		assert_int_equal(
+		    c->dur_ns[gemm],
+		    (int64_t)(5000 +
+			      55000 * kperf_gemm_s(&capped, HW_BF16, 1, 2048, 3072, 1024) / k_old +
+			      0.5));
+		assert_rel_close((double)c->dur_ns[gemm], 105570, 1e-4);
+		assert_int_equal(c->dur_ns[other], 20000);
+		graph_free(c);
+	}
 	graph_free(g);
 }
 

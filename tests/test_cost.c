@@ -45,6 +45,10 @@ static void test_profiles_load(void **state)
 	assert_rel_close(hw.nic_Bps, 50e9, 1e-12);		/* 400 Gb/s */
 	assert_rel_close(hw_net_Bps_per_gpu(&hw), 50e9, 1e-12); /* one NIC per GPU */
 	assert_rel_close(hw.net_lat_s, 5e-6, 1e-12);
+	/* Rated 700 W, settling at 0.91 of the burst clock, read at it. */
+	assert_rel_close(hw.rated_w, 700, 1e-15);
+	assert_rel_close(hw.sustained, 0.91, 1e-15);
+	assert_rel_close(hw_clock(&hw), 0.91, 1e-15);
 }
 
 static void expect_load_error(const char *text, const char *want_suffix)
@@ -124,6 +128,10 @@ static void test_profile_limits(void **state)
 	     ":14: 'node.nvlink_latency_us' must be a number in 0..1e+06, not 1e+308"},
 	    {"network_latency_us = 5.0", "network_latency_us = -1.0",
 	     ":15: 'node.network_latency_us' must be a number in 0..1e+06, not -1"},
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; rated_w = 0.0;",
+	     ":8: 'gpu.rated_w' must be a number in 1..100000, not 0"},
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; sustained = 1.5;",
+	     ":8: 'gpu.sustained' must be a number in 0.25..1, not 1.5"},
 	};
 	char text[2048];
 	(void)state;
@@ -146,6 +154,8 @@ static void test_profile_limits(void **state)
 		assert_int_equal(hw_load(path, &hw, &err), 0);
 		assert_rel_close(hw.peak_flops[HW_BF16], 989.4e12, 1e-12);
 		assert_true(hw.peak_flops[HW_FP8] == 0);
+		/* No rating, and the burst rates sustained. */
+		assert_true(hw.rated_w == 0 && hw.sustained == 1 && hw_clock(&hw) == 1);
 		unlink(path);
 	}
 }
@@ -877,6 +887,167 @@ static void test_gemm_fit_floor(void **state)
 		assert_rel_close(kbench_predict(&hw, &rows[i], 0), rows[i].time_s, 0.1);
 }
 
+/*
+ * The sustained clock and a power cap on one GEMM, worked by hand
+ * (docs/MODEL.md, "Sustained rates"), on test_gemm_waves' GPU (132 SMs,
+ * an achievable 800 TFLOP/s, 1 us a tile, 4 us a kernel, 3.35 TB/s), rated
+ * 700 W and settling at 0.91 of its burst clock.  1536 x 2816 x 4096 is one
+ * full wave of 132 tiles of 128 x 256, 268,435,456 FLOPs each:
+ *  - burst (clock 1): 44.2919 + 1 + 4 = 49.2919 us, 718.9 TFLOP/s;
+ *  - sustained (clock 0.91): the tile's work and its fixed cost at 0.91 of
+ *    the clock, 48.6724 + 1.0989 us, the kernel's 4 us as they were:
+ *    53.7713 us, 659.0 TFLOP/s (8.3 % below the burst's 718.9: the
+ *    kernel's fixed 4 us does not slow);
+ *  - capped at 350 W (clock 0.91 x 350 / 700 = 0.455): 97.3448 + 2.1978 +
+ *    4 = 103.5426 us;
+ *  - its operands and output, 2 x (1536 x 4096 + 4096 x 2816 + 1536 x
+ *    2816) = 44,302,336 bytes, take 13.2246 us at 3.35 TB/s: no clock
+ *    makes it memory-bound here, and a memory-bound kernel keeps its
+ *    bandwidth at any clock (1 GB of elementwise work, 2 us + 1e9 /
+ *    (0.85 x 3.35e12) = 353.1853 us whatever the cap).
+ */
+static void test_sustained_clock(void **state)
+{
+	struct hw_profile hw, buf;
+	const struct hw_profile *c;
+	struct llm m = {.layers = 1,
+			.hidden = 1024,
+			.heads = 16,
+			.ffn = 4096,
+			.seq = 1024,
+			.vocab = 1000,
+			.name = ""};
+	struct layout l;
+	struct prism_err err;
+	double fl = 2.0 * 1536 * 2816 * 4096;
+	(void)state;
+	memset(&hw, 0, sizeof(hw));
+	snprintf(hw.gpu, sizeof(hw.gpu), "g");
+	hw.peak_flops[HW_BF16] = 989e12;
+	hw.hbm_Bps = 3.35e12;
+	hw.gpus_per_node = 8;
+	hw.k.sms = 132;
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1};
+	hw.k.mem_eff[HW_MEM_ELEMENTWISE] = 0.85;
+	hw.k.mem_overhead_s[HW_MEM_ELEMENTWISE] = 2e-6;
+	hw.rated_w = 700;
+	hw.sustained = 0.91;
+	/* Burst. */
+	hw.clock = 1;
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1536, 2816, 4096), 49.29185e-6, 1e-6);
+	assert_rel_close(kperf_mem_s(&hw, HW_MEM_ELEMENTWISE, 1e9), 353.1853e-6, 1e-6);
+	/* Sustained, as hw_load reads a profile. */
+	hw.clock = hw.sustained;
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1536, 2816, 4096),
+			 4e-6 + (1e-6 + 268435456.0 / (800e12 / 132)) / 0.91, 1e-12);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1536, 2816, 4096), 53.77126e-6, 1e-6);
+	assert_rel_close(fl / kperf_gemm_s(&hw, HW_BF16, 1, 1536, 2816, 4096) / 1e12, 658.967,
+			 1e-5);
+	assert_rel_close(kperf_gemm_min_s(&hw, HW_BF16, fl), fl / (800e12 * 0.91), 1e-12);
+	assert_true(kperf_gemm_s(&hw, HW_BF16, 1, 1536, 2816, 4096) >=
+		    kperf_gemm_min_s(&hw, HW_BF16, fl));
+	assert_rel_close(kperf_mem_s(&hw, HW_MEM_ELEMENTWISE, 1e9), 353.1853e-6, 1e-6);
+	/* The rating, or no cap: the profile itself, no copy. */
+	assert_true(hw_at_power(&hw, 0, &buf) == &hw);
+	assert_true(hw_at_power(&hw, 700, &buf) == &hw);
+	/* Capped at 350 W: a copy at half the sustained clock. */
+	c = hw_at_power(&hw, 350, &buf);
+	assert_true(c == &buf);
+	assert_rel_close(hw_clock(c), 0.455, 1e-15);
+	assert_rel_close(hw_clock(&hw), 0.91, 1e-15); /* the profile untouched */
+	assert_rel_close(kperf_gemm_s(c, HW_BF16, 1, 1536, 2816, 4096),
+			 4e-6 + (1e-6 + 268435456.0 / (800e12 / 132)) / 0.455, 1e-12);
+	assert_rel_close(kperf_gemm_s(c, HW_BF16, 1, 1536, 2816, 4096), 103.54252e-6, 1e-6);
+	assert_rel_close(kperf_mem_s(c, HW_MEM_ELEMENTWISE, 1e9), 353.1853e-6, 1e-6);
+	/* A burst profile capped scales from its own clock. */
+	hw.clock = 1;
+	assert_rel_close(hw_capped_clock(&hw, 350), 0.5, 1e-15);
+	hw.clock = hw.sustained;
+	/* The layout's cap: a quarter of the rating up to the rating. */
+	layout_default(&l);
+	prism_err_clear(&err);
+	l.power_w = 350;
+	assert_int_equal(layout_check(&m, &l, &hw, &err), 0);
+	l.power_w = 175;
+	assert_int_equal(layout_check(&m, &l, &hw, &err), 0);
+	l.power_w = 800;
+	assert_int_equal(layout_check(&m, &l, &hw, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: power_w 800 W is above g's rated 700 W (a cap "
+				     "lowers the board's limit; 0: the rating)");
+	l.power_w = 150;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&m, &l, &hw, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: power_w 150 W is below a quarter of g's rated "
+				     "700 W (the clock is not modelled that far down)");
+	hw.rated_w = 0;
+	snprintf(hw.id, sizeof(hw.id), "x");
+	l.power_w = 350;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&m, &l, &hw, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: power_w 350 W: the x profile states no rated "
+				     "power (gpu.rated_w) to cap");
+}
+
+/*
+ * prism kernels times a row at the clock it ran at (kbench.h): our sweep's
+ * rows by their window, calls x time_us against 5 ms.  Two rows of
+ * 1536 x 2816 x 4096 (test_sustained_clock's GEMM on its GPU): one timed
+ * over 80 calls of 50 us (4 ms: a burst), one over 120 (6 ms: sustained);
+ * a gemm.csv row over "75 back-to-back calls" of 0.1 ms (7.5 ms) is
+ * sustained, of 0.05 ms (3.75 ms) not.  The sustained rows are timed at
+ * 53.7713 us, the burst one at 49.2919 us, whether the profile is held at
+ * its burst clock or at its sustained one.
+ */
+static void test_kbench_sustained(void **state)
+{
+	static const char ours[] =
+	    "class,op,dtype,backend,pass,M,N,K,batch,heads,seq,head_dim,causal,bytes,flop,"
+	    "time_us,tflops,GBps,calls,timing\n"
+	    "gemm,mm,bf16,,,1536,2816,4096,,,,,,,,50,,,80,graph\n"
+	    "gemm,mm,bf16,,,1536,2816,4096,,,,,,,,50,,,120,graph\n";
+	static const char pub[] =
+	    "gpu,gpu_detail,dtype,out_dtype,op,batch,M,N,K,implementation,tflops,time_ms,metric2,"
+	    "value2,units2,source,section,notes\n"
+	    "H100 SXM,,bf16,bf16,gemm,1,1536,2816,4096,cuBLASLt,,0.1,,,,s,,"
+	    "\"host wall clock around 75 back-to-back calls after 25 warmup\"\n"
+	    "H100 SXM,,bf16,bf16,gemm,1,1536,2816,4096,cuBLASLt,,0.05,,,,s,,"
+	    "\"host wall clock around 75 back-to-back calls after 25 warmup\"\n";
+	const char *texts[2] = {ours, pub};
+	struct kbench kb;
+	struct prism_err err;
+	struct hw_profile hw;
+	(void)state;
+	memset(&kb, 0, sizeof(kb));
+	for (int i = 0; i < 2; i++) {
+		char path[] = "/tmp/prism-kb-XXXXXX";
+		int fd = mkstemp(path);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, texts[i], strlen(texts[i])), (ssize_t)strlen(texts[i]));
+		close(fd);
+		prism_err_clear(&err);
+		assert_int_equal(kbench_read(&kb, path, &err), 0);
+		unlink(path);
+	}
+	assert_int_equal(kb.n, 4);
+	assert_true(!kb.rows[0].sustained && kb.rows[1].sustained);
+	assert_true(kb.rows[2].sustained && !kb.rows[3].sustained);
+	memset(&hw, 0, sizeof(hw));
+	hw.peak_flops[HW_BF16] = 989e12;
+	hw.hbm_Bps = 3.35e12;
+	hw.k.sms = 132;
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1};
+	hw.rated_w = 700;
+	hw.sustained = 0.91;
+	for (int held = 0; held < 2; held++) {
+		hw.clock = held ? hw.sustained : 1;
+		for (int i = 0; i < 4; i++)
+			assert_rel_close(kbench_predict(&hw, &kb.rows[i], 0),
+					 kb.rows[i].sustained ? 53.77126e-6 : 49.29185e-6, 1e-6);
+		assert_rel_close(hw_clock(&hw), held ? 0.91 : 1, 1e-15); /* untouched */
+	}
+	kbench_release(&kb);
+}
+
 static void test_analytic_small(void **state)
 {
 	/* 4 layers, h 1024, 16 heads, ffn 4096, s 1024, V 32000; TP 2, PP 2,
@@ -1023,6 +1194,8 @@ int main(void)
 	    cmocka_unit_test(test_analytic_small),
 	    cmocka_unit_test(test_gemm_waves),
 	    cmocka_unit_test(test_gemm_fit_floor),
+	    cmocka_unit_test(test_sustained_clock),
+	    cmocka_unit_test(test_kbench_sustained),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

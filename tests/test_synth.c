@@ -333,6 +333,7 @@ static void test_fp8_layer(void **state)
 	struct synth_in in;
 	double f16, b16, a16, f8, b8, a8;
 	(void)state;
+	g.clock = 1; /* the rates above as they are (hw.h) */
 	g.k.sms = 1;
 	g.hbm_Bps = 2e12;
 	g.k.gemm[HW_BF16] = (struct hw_gemm){500e12, 0, 0, {1, 1, 1}, 1};
@@ -354,6 +355,15 @@ static void test_fp8_layer(void **state)
 	assert_rel_close((f16 + b16) / (f8 + b8), 1.2515917, 1e-6);
 	assert_rel_close(a8, a16, 1e-12); /* the attention core stays bf16 */
 	assert_rel_close(a16, 2415919104.0 / 500e12, 1e-9);
+	/* Every kernel of the step at the run's clock: capped at 350 of the
+	 * profile's 700 W the bf16 layer's GEMMs and attention take twice as
+	 * long and its memory-bound kernels as long as before, forward 2 x
+	 * (51.5396 + 4.8318) + 19.9229 = 132.6657 us. */
+	in.lay.dtype = HW_BF16;
+	in.lay.power_w = 350;
+	synth_layer_times(&in, &f16, &b16, &a16);
+	assert_rel_close(f16, 2 * (76.29438976e-6 - 19.9229e-6) + 19.9229e-6, 1e-5);
+	assert_rel_close(a16, 2 * 2415919104.0 / 500e12, 1e-9);
 }
 
 /* Selective recomputation adds exactly the attention core's forward to
@@ -503,6 +513,12 @@ static void test_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* Under a power cap both slow, and the bound holds (its GEMMs
+		 * and attention at the capped clock, as the step's). */
+		in.lay.power_w = 400;
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		assert_true(synth_lower_bound(&in) <= p.iter_s);
+		assert_true(synth_lower_bound(&in) > lb);
 	}
 	for (int p = 1; p <= 8; p *= 2)
 		for (int v = 1; v <= 2; v++) {

@@ -58,6 +58,10 @@ PAIRS = [
     ("zero 1, dp 8", ["--dp", "8"], ["--zero", "1"]),
     ("H100 -> A100 80GB", [], ["--hw", "a100-80gb-dgx"]),
     ("H100 -> B200", [], ["--hw", "b200-dgx"]),
+    # A power cap re-times the kernels as another GPU does, each side at
+    # its own run's clock (docs/MODEL.md, "Sustained rates").
+    ("power 700 -> 350 W", [], ["--power-w", "350"]),
+    ("H100 at 500 W -> B200 at 1000", ["--power-w", "500"], ["--hw", "b200-dgx", "--power-w", "0"]),
     ("bf16 -> fp8", [], ["--dtype", "fp8"]),
     ("layers x2 + pp 2", ["--microbatches", "4"], ["--layers", "32", "--pp", "2"]),
     ("dp 8 -> 64 + microbatches 4 -> 16", ["--dp", "8", "--microbatches", "4"],

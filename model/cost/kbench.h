@@ -11,6 +11,17 @@
  * model cannot place (a shape or pass not stated, a GPU without a
  * profile, unfused attention) are counted with the reason and left out.
  *
+ * Sustained or burst: the profiles' kernel parameters are burst rates (a
+ * microbenchmark's short run); a row whose measurement kept the GPU busy
+ * HW_SUSTAINED_AFTER_S (5 ms) or more without a gap ran at the GPU's
+ * power-limited clock and is timed at the profile's sustained clock
+ * (hw.h): our sweep's rows by their own window (calls x time_us of one
+ * CUDA-graph replay or event-timed run), rows whose notes state "N
+ * back-to-back calls" by N x their time (SimuMax's 75), a trace's kernels
+ * (a training step) always.  The public maxima (MAMF: iterations
+ * separated by L2 flushes, XLA's table, DeepGEMM, cuDNN, FlashAttention)
+ * state no such window and are bursts.
+ *
  * GPUs of one silicon share compute parameters when fitted: H100 SXM,
  * H800 and H200 (the same GH100 die, 132 SMs and clocks; they differ in
  * memory and NVLink); A100 40 and 80 GB.  fp16 rows fit bf16's
@@ -65,6 +76,12 @@ struct kbench_row {
 			    * FlashAttention-3/4) */
 	double bytes;	  /* memory-bound */
 	double time_s;	  /* measured */
+	int sustained;	  /* measured after HW_SUSTAINED_AFTER_S or more of
+			   * back-to-back work (our sweep's calls x time; "N
+			   * back-to-back calls" in a row's notes), or in a
+			   * training step (a trace's kernels): timed at the
+			   * profile's sustained clock, the rest at the burst
+			   * clock (kbench_predict) */
 	int best_square;  /* a GEMM summary: the best TFLOP/s over square
 			    * sizes (time_s: 4096^3 at that rate) ... */
 	double sq_set[8]; /* ... over the n_sq sizes the source lists, */
@@ -121,9 +138,13 @@ const char *kbench_profile(const char *gpu);
  * "ga100", or the profile's own name). */
 const char *kbench_family(const char *profile);
 
-/* The model's time of row r on hw (kperf.h).  flat = 1: the model before
- * shapes mattered (GEMM 70 % of the datasheet peak + 3 us, attention 50 %,
- * memory-bound 70 % of HBM + 3 us), for comparison. */
+/* The model's time of row r on hw (kperf.h), at the clock r ran at: a
+ * sustained row at hw's sustained clock (hw_sustained(hw)), any other
+ * at the burst clock (1), whatever clock hw holds (a copy of hw is timed
+ * where it holds another: a profile set to burst, hw->clock = 1, times
+ * burst rows without one).  flat = 1: the model before shapes mattered
+ * (GEMM 70 % of the datasheet peak + 3 us, attention 50 %, memory-bound
+ * 70 % of HBM + 3 us, no clock), for comparison. */
 double kbench_predict(const struct hw_profile *hw, const struct kbench_row *r, int flat);
 
 /* Rows a group needs to fit every parameter of its class (fewer: the

@@ -55,7 +55,7 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 	       nd = sm90 ? NDIMS : KPERF_SM80_DIMS;
 	const struct hw_gemm *g;
 	double S, inv_s, per_flop[4], floor_s[4], cm[NDIMS], cn[NDIMS], best = HUGE_VAL, es, out_b,
-									mem;
+									mem, rate, tile_s, clock;
 	struct kperf_gemm_plan pl = {0, 0, 0, 0, 0, 0, 0};
 
 	if (plan)
@@ -67,14 +67,20 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 		return 0;
 	S = sms(hw);
 	inv_s = 1 / S;
+	/* The SMs run a tile, its MMAs and its fixed cost, at the profile's
+	 * clock (hw_clock: burst 1, or the sustained clock under the power
+	 * limit); the HBM terms keep the memory's own clock. */
+	clock = hw_clock(hw);
+	rate = g->flops * clock;
+	tile_s = g->tile_s / clock;
 	/* Seconds per FLOP of one SM by class (0: none, the tile skipped), and
 	 * what no tile of the class beats: every FLOP on full waves, one
 	 * tile's fixed cost. */
-	per_flop[0] = S / g->flops;
+	per_flop[0] = S / rate;
 	for (int e = 0; e < 3; e++)
-		per_flop[e + 1] = g->tile_eff[e] > 0 ? S / (g->flops * g->tile_eff[e]) : 0;
+		per_flop[e + 1] = g->tile_eff[e] > 0 ? S / (rate * g->tile_eff[e]) : 0;
 	for (int e = 0; e < 4; e++)
-		floor_s[e] = 2 * b * m * n * k / S * per_flop[e] + g->tile_s;
+		floor_s[e] = 2 * b * m * n * k / S * per_flop[e] + tile_s;
 	for (size_t d = 0; d < nd; d++) {
 		cm[d] = ceil(m / tile_dims[d]);
 		cn[d] = ceil(n / tile_dims[d]);
@@ -90,7 +96,7 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 			if (s > 1 && (count * s > 2 * S || k / s < 256))
 				break;		     /* larger splits fail the same test */
 			waves = ceil(count * s / S); /* exact at whole waves */
-			t = waves * (w + g->tile_s);
+			t = waves * (w + tile_s);
 			if (s > 1)
 				t += s * b * m * n * 4 / hw->hbm_Bps;
 			if (t < best) {
@@ -103,7 +109,7 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 			 * fragment an SM shares with the next); no floor is
 			 * beaten (count tm tn >= b m n). */
 			if (s == 1 && sk) {
-				t = count * inv_s * w + (waves + 1) * g->tile_s;
+				t = count * inv_s * w + (waves + 1) * tile_s;
 				if (t < best) {
 					best = t;
 					pl = (struct kperf_gemm_plan){
@@ -138,7 +144,7 @@ double kperf_gemm_min_s(const struct hw_profile *hw, int dtype, double flops)
 	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0 ||
 	    !(hw->k.gemm[dtype].flops > 0))
 		return 0;
-	return flops / hw->k.gemm[dtype].flops;
+	return flops / (hw->k.gemm[dtype].flops * hw_clock(hw));
 }
 
 double kperf_attn_flops(int pass, double b, double heads, double sq, double skv, double d,
@@ -197,7 +203,7 @@ double kperf_attn_win_s(const struct hw_profile *hw, int dtype, int pass, double
 			double sq, double skv, double d, int causal, double window)
 {
 	const struct hw_attn *a;
-	double blocks, keys, S, rate, waves, per;
+	double blocks, keys, S, rate, waves, per, clock;
 
 	pass = pass ? 1 : 0;
 	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0)
@@ -209,11 +215,13 @@ double kperf_attn_win_s(const struct hw_profile *hw, int dtype, int pass, double
 	S = sms(hw);
 	attn_blocks(sq, skv, causal, window, &blocks, &keys);
 	per = 4 * 128 * keys * d * (pass ? 2.5 : 1);
-	rate = a->flops[pass] / S * head_factor(a, d);
+	/* A block's work and its fixed cost at the SMs' clock (hw_clock). */
+	clock = hw_clock(hw);
+	rate = a->flops[pass] * clock / S * head_factor(a, d);
 	if (!(rate > 0))
 		return 0;
 	waves = ceil(b * heads * blocks / S);
-	return a->overhead_s + waves * (per / rate + a->tile_s[pass]);
+	return a->overhead_s + waves * (per / rate + a->tile_s[pass] / clock);
 }
 
 double kperf_attn_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
@@ -241,7 +249,8 @@ double kperf_attn_win_min_s(const struct hw_profile *hw, int dtype, int pass, do
 	if (a->d256 > f)
 		f = a->d256;
 	attn_blocks(sq, skv, causal, window, &blocks, &keys);
-	return b * heads * blocks * 4 * 128 * keys * d * (pass ? 2.5 : 1) / (a->flops[pass] * f);
+	return b * heads * blocks * 4 * 128 * keys * d * (pass ? 2.5 : 1) /
+	       (a->flops[pass] * hw_clock(hw) * f);
 }
 
 double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,

@@ -42,6 +42,17 @@
  * by `prism kernels --fit` (kbench.h) on public measurements; a GPU or
  * dtype without measurements gets hw_kernels_default(), whose derivation
  * docs/MODEL.md gives.
+ *
+ * Clocks.  Those parameters are burst rates: what a microbenchmark's short
+ * run reaches.  A GPU kept busy settles at its power-limited clock, and
+ * every time here is for the clock the profile holds (hw_clock(hw): its
+ * sustained clock as loaded, a power cap's below it, 1 for a burst): the
+ * GEMM tiles' and attention blocks' work and fixed costs run at P x clock;
+ * the HBM terms (a GEMM's operand floor and split-K reduction,
+ * memory-bound kernels) and the per-kernel overheads do not scale
+ * (docs/MODEL.md, "Sustained rates").  So every caller, a synthesised
+ * step, its bound, an edit's ratios, calibration, times a step's kernels
+ * at the clock a step runs at without applying a rule of its own.
  */
 #ifndef PRISM_KPERF_H
 #define PRISM_KPERF_H
@@ -73,7 +84,7 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 			     double k, int sched, struct kperf_gemm_plan *plan);
 
 /* What no GEMM doing `flops` in dtype can beat: flops at the achievable
- * peak (0 without one). */
+ * peak times the profile's clock (0 without one). */
 double kperf_gemm_min_s(const struct hw_profile *hw, int dtype, double flops);
 
 /* Seconds of fused attention: pass 0 forward, 1 backward; batch b, heads
@@ -89,7 +100,8 @@ double kperf_attn_flops(int pass, double b, double heads, double sq, double skv,
 
 /* What no such attention pass can beat: its blocks' work (the diagonal
  * blocks of a causal mask counted whole, as they run) at the pass's
- * achievable peak times the best head-dim factor (0 without a peak). */
+ * achievable peak times the profile's clock and the best head-dim factor
+ * (0 without a peak). */
 double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double b, double heads,
 			double sq, double skv, double d, int causal);
 

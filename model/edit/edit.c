@@ -475,8 +475,11 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 			st->kernels_ratio++;
 		}
 		if (r->to != r->from && g->kind[u] != GN_MEMCPY) {
+			/* Compute-bound work at each GPU's peak and clock (hw.h:
+			 * a power cap's, the sustained one). */
 			if (cost_compute_bound(cls[u]) && r->to->peak_flops[dt] > 0)
-				f *= r->from->peak_flops[dt] / r->to->peak_flops[dt];
+				f *= r->from->peak_flops[dt] * hw_clock(r->from) /
+				     (r->to->peak_flops[dt] * hw_clock(r->to));
 			else
 				f *= r->from->hbm_Bps / r->to->hbm_Bps;
 			st->kernels_scaled++;

@@ -12,8 +12,8 @@
  * Where the model cannot place a kernel (no shapes, a class it does not
  * model, a GEMM matching no linear layer of the description) its work
  * scales by the edit's work ratio and, on another GPU, the ratio of peak
- * FLOP/s (GEMMs, attention, convolutions) or HBM bandwidth (the rest:
- * SimAI's rule), the kernel model's own overhead kept; collectives by the
+ * FLOP/s times clock (GEMMs, attention, convolutions) or HBM bandwidth
+ * (the rest: SimAI's rule), the kernel model's own overhead kept; collectives by the
  * ratio of the communication model's times (comm.h) on the old and new
  * hardware and group.  Another data-parallel degree regroups the
  * collectives whose group is the base's DP group: their time is scaled by
@@ -42,7 +42,8 @@
 struct llm;
 
 struct edit_retime {
-	const struct hw_profile *from, *to; /* the base's and the candidate's GPU */
+	const struct hw_profile *from, *to; /* the base's and the candidate's GPU,
+					     * each at its run's clock (hw.h) */
 	int dp_from, dp_to;		    /* data-parallel degree, 0: unchanged */
 	double comm_eff;		    /* scales the profile's bus efficiencies (comm.h) */
 	double opt_scale;		    /* > 0: optimizer-phase GPU work outside the layers

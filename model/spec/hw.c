@@ -39,6 +39,35 @@ int hw_group_fits_domain(const struct hw_profile *hw, int n)
 		(d > hw->gpus_per_node && hw->gpus_per_node > 0 && n % hw->gpus_per_node == 0));
 }
 
+double hw_clock(const struct hw_profile *hw)
+{
+	return hw->clock > 0 ? hw->clock : 1;
+}
+
+double hw_sustained(const struct hw_profile *hw)
+{
+	return hw->sustained > 0 ? hw->sustained : 1;
+}
+
+double hw_capped_clock(const struct hw_profile *hw, double power_w)
+{
+	double c = hw_clock(hw);
+	if (power_w > 0 && hw->rated_w > 0 && power_w < hw->rated_w)
+		c *= power_w / hw->rated_w;
+	return c;
+}
+
+const struct hw_profile *hw_at_power(const struct hw_profile *hw, double power_w,
+				     struct hw_profile *buf)
+{
+	double c = hw_capped_clock(hw, power_w);
+	if (hw_clock(hw) == c)
+		return hw;
+	*buf = *hw;
+	buf->clock = c;
+	return buf;
+}
+
 static const char *const mem_names[HW_MEM_NKINDS] = {"elementwise", "norm", "reduction"};
 
 /* An optional number at sub.name under group k (absent: *out unchanged);
@@ -382,6 +411,16 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	    (rc = cfg_range(path, &cf, gpu, "allocator_fragmentation", 0, 0.9, 0, 1, &hw->mem_frag,
 			    err)))
 		goto out;
+	/* Optional: the power limit and the sustained clock under it
+	 * (docs/MODEL.md, "Sustained rates"); absent: no rating, and the
+	 * burst rates sustained. */
+	hw->sustained = 1;
+	if ((config_setting_lookup(gpu, "rated_w") &&
+	     (rc = cfg_range(path, &cf, gpu, "rated_w", 1, 1e5, 0, 1, &hw->rated_w, err))) ||
+	    (config_setting_lookup(gpu, "sustained") &&
+	     (rc = cfg_range(path, &cf, gpu, "sustained", 0.25, 1, 0, 1, &hw->sustained, err))))
+		goto out;
+	hw->clock = hw->sustained;
 	/* Optional: collectives as measured (comm.h). */
 	hw->nvl_eff = hw->net_eff = HW_BUS_EFF_DEFAULT;
 	if ((config_setting_lookup(node, "nvlink_bus_eff") &&

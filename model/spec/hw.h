@@ -99,8 +99,55 @@ struct hw_profile {
 				   * a collective runs 1 / (1 + slow_compute) */
 	double slow_comm;	  /* and a collective beside compute 1 / (1 +
 				   * slow_comm) */
-	struct hw_kernels k;	  /* kernel efficiency by shape (kperf.h) */
+	/* Clocks and power (docs/MODEL.md, "Sustained rates"): the kernel
+	 * parameters (k) are burst rates, what a microbenchmark's short run
+	 * reaches; a GPU kept busy for longer settles at its power-limited
+	 * clock. */
+	double rated_w;	     /* the board's power limit (TDP), watts; 0: not
+			   * stated (no cap can be modelled) */
+	double sustained;    /* the fraction of the burst compute rate a fully
+			   * busy GPU settles at under rated_w (GEMMs,
+			   * attention; memory-bound kernels keep their
+			   * bandwidth); 0 reads as 1 */
+	double clock;	     /* the clock the kernel model times this profile
+			   * at, as a fraction of the burst one: kperf.h
+			   * scales every compute rate by it.  hw_load sets
+			   * sustained (a training step at rated power);
+			   * 1: burst (a microbenchmark); hw_at_power caps
+			   * it; 0 reads as 1.  Read through hw_clock() */
+	struct hw_kernels k; /* kernel efficiency by shape (kperf.h) */
 };
+
+/* A measurement that kept the GPU busy this long without a gap is timed
+ * at the sustained clock, a shorter one at the burst clock (kbench.h):
+ * flashinfer PR #2899 found B200's clock falling after about 5 ms of
+ * back-to-back kernels (its GPU_POWER_THROTTLE_THRESHOLD_MS). */
+#define HW_SUSTAINED_AFTER_S 5e-3
+
+/* A power cap below this fraction of the rating is refused (layout_check):
+ * the linear rule (hw_capped_clock) has one point of evidence, GB300's
+ * 500 of 1,400 W (36 %); a quarter leaves room below it, and beyond that
+ * the rule would be extrapolated into clocks nothing has measured. */
+#define HW_MIN_POWER_FRAC 0.25
+
+/* The clock hw's kernels are timed at (hw->clock, 0 read as 1), and the
+ * one a fully busy GPU settles at under its rating (hw->sustained, 0 read
+ * as 1). */
+double hw_clock(const struct hw_profile *hw);
+double hw_sustained(const struct hw_profile *hw);
+
+/* hw's clock under a power cap of power_w watts: hw_clock(hw) x min(1,
+ * power_w / rated_w) -- as loaded, the sustained clock at the rating and
+ * below it the clock in proportion to the power, as GB300's GEMMs at 500
+ * of 1,400 W (facebookexperimental/triton PR #2023).  power_w 0, or a
+ * profile without a rating: hw_clock(hw). */
+double hw_capped_clock(const struct hw_profile *hw, double power_w);
+
+/* hw as a run capped at power_w watts (0: the rating) drives it: hw itself
+ * where the cap leaves its clock as it is, else *buf, a copy of hw at
+ * hw_capped_clock (buf's lifetime is the caller's).  No allocation. */
+const struct hw_profile *hw_at_power(const struct hw_profile *hw, double power_w,
+				     struct hw_profile *buf);
 
 /* The caching allocator's fragmentation where a profile states none: GMLake
  * (Guo et al., ASPLOS 2024) measured PyTorch's caching allocator on eight
@@ -125,8 +172,10 @@ struct hw_profile {
  * the line and the setting at fault.  Every number has a range (hw.c, and
  * docs/FORMATS.md): peaks 0 or 0.001..1e6 TFLOP/s, bandwidths up to 1e6
  * GB/s, 1..1024 GPUs and NICs a node, latencies 0..1e6 us, a memory
- * reserve below the capacity.  The optional `kernels` group (kperf.h)
- * overrides hw_kernels_default() setting by setting. */
+ * reserve below the capacity, gpu.rated_w (optional) 1..1e5 W,
+ * gpu.sustained (optional, default 1) 0.25..1.  The optional `kernels`
+ * group (kperf.h) overrides hw_kernels_default() setting by setting.  The
+ * profile is read at its sustained clock (hw->clock = sustained). */
 int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err);
 
 /* The dtype named s ("bf16", "fp8", ...), or -1. */

@@ -662,5 +662,23 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 	if (hw->peak_flops[layout_attn_dtype(l)] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak for attention",
 				     hw->gpu, hw_dtype_name(layout_attn_dtype(l)));
+	/* A power cap: a board's limit lowered, never raised (the rating is
+	 * the most its firmware allows), and not below what the linear rule
+	 * can say (HW_MIN_POWER_FRAC). */
+	if (l->power_w > 0 && !(hw->rated_w > 0))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: power_w %g W: the %s profile states no rated power "
+				     "(gpu.rated_w) to cap",
+				     l->power_w, hw->id);
+	if (l->power_w > hw->rated_w)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: power_w %g W is above %s's rated %g W (a cap lowers "
+				     "the board's limit; 0: the rating)",
+				     l->power_w, hw->gpu, hw->rated_w);
+	if (l->power_w > 0 && l->power_w < HW_MIN_POWER_FRAC * hw->rated_w)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: power_w %g W is below a quarter of %s's rated %g W "
+				     "(the clock is not modelled that far down)",
+				     l->power_w, hw->gpu, hw->rated_w);
 	return 0;
 }

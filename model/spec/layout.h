@@ -47,6 +47,7 @@ enum layout_partition { LAYOUT_PART_GIVEN, LAYOUT_PART_BALANCED, LAYOUT_PART_EMB
 #define LAYOUT_MAX_EP	     LLM_MAX_EXPERTS
 #define LAYOUT_MAX_CP	     1024
 #define LAYOUT_MAX_IMBALANCE 1024.0
+#define LAYOUT_MAX_POWER_W   1e5 /* watts; a profile's rating bounds it further */
 
 struct layout {
 	int tp, pp, dp;
@@ -105,6 +106,11 @@ struct layout {
 	 * ranks before the attention, their gradients reduce-scattered after
 	 * it, exposed); 0: Transformer Engine's ring. */
 	int cp_allgather;
+	/* The GPUs' board power cap, watts (0: the profile's rating): compute
+	 * kernels run at hw_capped_clock (hw.h), memory-bound ones keep their
+	 * bandwidth.  layout_check holds it to a quarter of the rating..the
+	 * rating. */
+	double power_w;
 };
 
 /* The defaults of a run nobody laid out, each knob's row's (LAYOUT_KNOBS
@@ -379,7 +385,13 @@ enum layout_show {
 	  .opt = "global-every", .arg = "K",                                                       \
 	  .help = "with --window: every K-th layer attends to the whole prefix (gpt-oss 2, "       \
 		  "Gemma 3 6; 0: none)",                                                           \
-	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON)
+	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON)                                        \
+	X(power_w, L, 1, v, .kind = LK_REAL, .lo = 0, .hi = LAYOUT_MAX_POWER_W, .def = 0,         \
+	  .opt = "power-w", .arg = "W",                                                            \
+	  .help = "the GPUs' power cap in watts (0: the profile's rated power): GEMMs and "       \
+		  "attention run at the sustained clock times W / rated, memory-bound kernels "    \
+		  "keep their bandwidth",                                                          \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT)
 /* clang-format on */
 
 enum layout_knob_id {

@@ -20,6 +20,7 @@ static void dry_ctx(struct ctx *c, struct rankst *rk, const struct synth_in *in)
 	memset(c, 0, sizeof(*c));
 	memset(rk, 0, sizeof(*rk));
 	c->in = in;
+	c->hw = sl_run_hw(in, &c->hw_run);
 	c->dry = 1;
 	c->kdb_gpu = -1;
 	c->rk = rk;
@@ -134,40 +135,41 @@ static double line_bound(const struct synth_in *in, int cls, double min_s)
  * recomputation): every GEMM at least its FLOPs at the achievable peak of
  * its dtype (kperf_gemm_min_s), the attention kernels at least their block
  * work at the pass's achievable peak (kperf_attn_min_s). */
-static void layer_bound(const struct synth_in *in, double *f, double *b, double *attn_f)
+static void layer_bound(const struct synth_in *in, const struct hw_profile *hw, double *f,
+			double *b, double *attn_f)
 {
 	const struct llm *m = &in->m;
 	double bt = in->lay.mbs, t = in->lay.tp, gemm, attn, af, ab;
 	int dt = layout_attn_dtype(&in->lay), cp = layout_cp(&in->lay);
 
 	llm_layer_flops(m, bt, &gemm, &attn);
-	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->lay.dtype, gemm / t / cp));
+	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, in->lay.dtype, gemm / t / cp));
 	if (cp > 1) {
 		/* The ring's steps (ring_attn): the rank's own causal block and
 		 * cp - 1 half blocks, each at least its work at the peak. */
 		double heads = m->heads / t, d = llm_head_dim(m), sl = m->seq / cp;
-		af = line_bound(in, KC_ATTENTION,
-				kperf_attn_min_s(in->hw, dt, 0, bt, heads, sl, sl, d, 1)) +
-		     (cp - 1) *
-			 line_bound(in, KC_ATTENTION,
-				    kperf_attn_min_s(in->hw, dt, 0, bt, heads, sl / 2, sl, d, 0));
-		ab = line_bound(in, KC_ATTENTION,
-				kperf_attn_min_s(in->hw, dt, 1, bt, heads, sl, sl, d, 1)) +
-		     (cp - 1) *
-			 line_bound(in, KC_ATTENTION,
-				    kperf_attn_min_s(in->hw, dt, 1, bt, heads, sl / 2, sl, d, 0));
+		af =
+		    line_bound(in, KC_ATTENTION,
+			       kperf_attn_min_s(hw, dt, 0, bt, heads, sl, sl, d, 1)) +
+		    (cp - 1) * line_bound(in, KC_ATTENTION,
+					  kperf_attn_min_s(hw, dt, 0, bt, heads, sl / 2, sl, d, 0));
+		ab =
+		    line_bound(in, KC_ATTENTION,
+			       kperf_attn_min_s(hw, dt, 1, bt, heads, sl, sl, d, 1)) +
+		    (cp - 1) * line_bound(in, KC_ATTENTION,
+					  kperf_attn_min_s(hw, dt, 1, bt, heads, sl / 2, sl, d, 0));
 	} else if (in->lay.flash) {
 		/* A windowed layer's band is the least any layer runs: a bound
 		 * for every layer. */
 		double heads = m->heads / t, d = llm_head_dim(m), win = m->window;
 		af = line_bound(
 		    in, KC_ATTENTION,
-		    kperf_attn_win_min_s(in->hw, dt, 0, bt, heads, m->seq, m->seq, d, 1, win));
+		    kperf_attn_win_min_s(hw, dt, 0, bt, heads, m->seq, m->seq, d, 1, win));
 		ab = line_bound(
 		    in, KC_ATTENTION,
-		    kperf_attn_win_min_s(in->hw, dt, 1, bt, heads, m->seq, m->seq, d, 1, win));
+		    kperf_attn_win_min_s(hw, dt, 1, bt, heads, m->seq, m->seq, d, 1, win));
 	} else {
-		af = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, dt, attn / t));
+		af = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, dt, attn / t));
 		ab = 2 * af;
 	}
 	*f = gemm + af;
@@ -191,18 +193,19 @@ static double attn_gemm_flops(const struct synth_in *in, const struct shape *z, 
 /* The same for a mixture-of-experts layer on the busiest rank: its
  * attention, projection, router, shared and routed experts' FLOPs
  * (llm_moe_layer_flops' terms on the rank's tokens) at the peak. */
-static void moe_layer_bound(const struct synth_in *in, double *f, double *b, double *attn_f)
+static void moe_layer_bound(const struct synth_in *in, const struct hw_profile *hw, double *f,
+			    double *b, double *attn_f)
 {
 	struct shape z;
 	double T, fl, g, fd, bd, ab;
-	layer_bound(in, &fd, &bd, attn_f);
+	layer_bound(in, hw, &fd, &bd, attn_f);
 	ab = bd - 2 * (fd - *attn_f); /* the attention core's backward */
 	sl_shape(in, &z);
 	T = z.b * z.s;
 	fl = attn_gemm_flops(in, &z, T) + llm_gemm_flops(z.n_tok, z.E, z.h) +
 	     z.shared * (llm_gemm_flops(T, z.fe_in, z.h) + llm_gemm_flops(T, z.h, z.fe)) / z.t +
 	     llm_gemm_flops(z.M, z.fe_in / z.etp, z.h) + llm_gemm_flops(z.M, z.h, z.fe / z.etp);
-	g = line_bound(in, KC_GEMM, kperf_gemm_min_s(in->hw, in->lay.dtype, fl));
+	g = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, in->lay.dtype, fl));
 	*f = g + *attn_f;
 	*b = 2 * g + ab;
 }
@@ -279,7 +282,8 @@ static double tp_round_s(const struct synth_in *in, double bs)
  * bounds the step (with even stages, the last stage's: (p - 1) chunks +
  * m v chunks + the logits).
  */
-static double fill_drain_bound(const struct synth_in *in, double bs, double dense, double moe)
+static double fill_drain_bound(const struct synth_in *in, const struct hw_profile *hw, double bs,
+			       double dense, double moe)
 {
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
@@ -291,7 +295,7 @@ static double fill_drain_bound(const struct synth_in *in, double bs, double dens
 	if (!in->bare)
 		logits = (double)l->microbatches * 3 *
 			 line_bound(in, KC_GEMM,
-				    kperf_gemm_min_s(in->hw, sl_logit_dtype(in),
+				    kperf_gemm_min_s(hw, sl_logit_dtype(in),
 						     llm_gemm_flops(bs, m->vocab, h) / t));
 	for (int k = 0; k < l->pp; k++) {
 		double w = 0, wm = 0;
@@ -323,6 +327,8 @@ double synth_lower_bound(const struct synth_in *in)
 	const struct llm *m = &in->m;
 	double b = l->mbs, t = l->tp, bs = b * m->seq / layout_cp(l);
 	double att_f = 0, att_b = 0, mlp = 0, tp_f, tp_b, f, bw, af, lb, mfw = 0, mbw = 0;
+	struct hw_profile buf;
+	const struct hw_profile *hw = sl_run_hw(in, &buf); /* at the layout's power */
 
 	if (in->hw->peak_flops[in->lay.dtype] <= 0 || l->pp < 1 || l->vp < 1 || in->kdb)
 		return 0;
@@ -331,7 +337,7 @@ double synth_lower_bound(const struct synth_in *in)
 	 * stream: two rounds, the attention's and the MLP's, each an
 	 * all-reduce or reduce-scatter + all-gather; MLA's attention its own,
 	 * mla_tp_s). */
-	layer_bound(in, &f, &lb, &af);
+	layer_bound(in, hw, &f, &lb, &af);
 	/* Overlapped with the GEMMs (tp_overlap), the collectives leave the
 	 * compute stream: the bound keeps the GEMMs alone. */
 	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp)) {
@@ -353,11 +359,11 @@ double synth_lower_bound(const struct synth_in *in)
 	if (llm_moe_layers(m) > 0) {
 		double mf, mb, maf, mtp_f = m->shared_experts > 0 ? tp_f : att_f,
 				    mtp_b = m->shared_experts > 0 ? tp_b : att_b;
-		moe_layer_bound(in, &mf, &mb, &maf);
+		moe_layer_bound(in, hw, &mf, &mb, &maf);
 		mbw = mb + mtp_b + (l->recompute == LAYOUT_RECOMPUTE_FULL ? mf + mtp_f : 0) +
 		      (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? maf : 0);
 		mfw = mf + mtp_f;
 	}
 	f += tp_f;
-	return fill_drain_bound(in, bs, f + bw, mfw + mbw);
+	return fill_drain_bound(in, hw, bs, f + bw, mfw + mbw);
 }

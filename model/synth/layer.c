@@ -83,7 +83,7 @@ static void membound_op_fmt(const double *key, const char **op, char *dims, size
  * writing one, that tensor). */
 void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 {
-	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->in->hw, membound_kind(cls), bytes));
+	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->hw, membound_kind(cls), bytes));
 	double key[OPKEY] = {1, bytes};
 
 	se_record_op(c, key, membound_op_fmt);
@@ -110,9 +110,9 @@ static void bgemm(struct ctx *c, int r, const char *name, int dtype, double b, d
 		  double k)
 {
 	double es = kperf_elem_bytes(dtype);
-	double t = ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
-			 b * (es * (m * k + k * n) + 2 * m * n),
-			 kperf_gemm_s(c->in->hw, dtype, b, m, n, k));
+	double t =
+	    ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
+		  b * (es * (m * k + k * n) + 2 * m * n), kperf_gemm_s(c->hw, dtype, b, m, n, k));
 	double key[OPKEY] = {2, dtype, b, m, n, k};
 
 	se_record_op(c, key, gemm_op_fmt);
@@ -303,7 +303,7 @@ static void allgather_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 		se_collective(c, r, S_COMPUTE, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
 			      gathered, g, pg);
 	t = ktime(c, KC_ATTENTION, dt, f, ew((bwd ? 4 : 3) * z->b * z->s * z->w / z->t, 1),
-		  kperf_attn_s(c->in->hw, dt, pass, z->b, heads, z->s, z->s_full / 2, d, 0));
+		  kperf_attn_s(c->hw, dt, pass, z->b, heads, z->s, z->s_full / 2, d, 0));
 	se_launch(c, r, S_COMPUTE, GN_KERNEL,
 		  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
 		  NULL);
@@ -332,9 +332,8 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 				se_event_wait(c, r, S_TP, S_COMPUTE);
 			if (i < z->cp - 1 && !c->dry)
 				cp_transfer(c, r, z, bytes);
-			t = ktime(
-			    c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->w / z->t, 1),
-			    kperf_attn_s(c->in->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
+			t = ktime(c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->w / z->t, 1),
+				  kperf_attn_s(c->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
 			se_launch(c, r, S_COMPUTE, GN_KERNEL,
 				  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"
 				      : "flash_fwd_kernel",
@@ -373,7 +372,7 @@ void sl_attn_fwd(struct ctx *c, int r, const struct shape *z)
 		double t =
 		    ktime(c, KC_ATTENTION, dt, 2 * f * llm_window_ratio(&c->in->m, win),
 			  ew(3 * z->b * z->s * z->w / z->t, 1),
-			  kperf_attn_win_s(c->in->hw, dt, 0, z->b, heads, z->s, z->s, d, 1, win));
+			  kperf_attn_win_s(c->hw, dt, 0, z->b, heads, z->s, z->s, d, 1, win));
 		attn_op(c, z, dt, 0);
 		se_launch(c, r, S_COMPUTE, GN_KERNEL, "flash_fwd_kernel", t, NULL);
 		return;
@@ -400,7 +399,7 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 		double t =
 		    ktime(c, KC_ATTENTION, dt, 4 * f * llm_window_ratio(&c->in->m, win),
 			  ew(4 * z->b * z->s * z->w / z->t, 1),
-			  kperf_attn_win_s(c->in->hw, dt, 1, z->b, heads, z->s, z->s, d, 1, win));
+			  kperf_attn_win_s(c->hw, dt, 1, z->b, heads, z->s, z->s, d, 1, win));
 		attn_op(c, z, dt, 1);
 		se_launch(c, r, S_COMPUTE, GN_KERNEL,
 			  "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", t, NULL);
@@ -872,6 +871,11 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 int sl_logit_dtype(const struct synth_in *in)
 {
 	return sl_low_precision(in->lay.dtype) ? HW_BF16 : in->lay.dtype;
+}
+
+const struct hw_profile *sl_run_hw(const struct synth_in *in, struct hw_profile *buf)
+{
+	return in->hw ? hw_at_power(in->hw, in->lay.power_w, buf) : NULL;
 }
 
 static void logits_bwd(struct ctx *c, int r, double m, double n, double k)

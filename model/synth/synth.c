@@ -218,6 +218,7 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 		return rc;
 	memset(&c, 0, sizeof(c));
 	c.in = in;
+	c.hw = sl_run_hw(in, &c.hw_run);
 	synth_mem_layout(in, &c.lay);
 	c.kdb_gpu = in->kdb ? kdb_gpu(in->kdb, in->hw->gpu) : -1;
 	if (se_init(&c))

@@ -217,20 +217,25 @@ struct fold_state {
 };
 
 struct ctx {
-	const struct synth_in *in; /* the run */
-	struct layout lay;	   /* in->lay resolved (synth_mem_layout): the
+	const struct synth_in *in;   /* the run */
+	const struct hw_profile *hw; /* in->hw as the run drives it: at the
+				      * layout's power cap (sl_run_hw); the
+				      * kernel model times every kernel on it */
+	struct hw_profile hw_run;    /* where hw points when the cap changes
+				      * in->hw's clock */
+	struct layout lay;	     /* in->lay resolved (synth_mem_layout): the
 				    * layers of each stage, the precision */
-	int kdb_gpu;		   /* the GPU's id in in->kdb (kdb_gpu), or -1 */
-	struct rankst *rk;	   /* per rank (pipeline stage) */
-	int oom;		   /* 1: out of memory; SYNTH_TOO_BIG */
-	int dry;		   /* time kernels into dry_s, build nothing */
-	double dry_s;		   /* dry: the kernels' time so far */
-	int dry_window;		   /* dry: the sliding window of the layer timed
+	int kdb_gpu;		     /* the GPU's id in in->kdb (kdb_gpu), or -1 */
+	struct rankst *rk;	     /* per rank (pipeline stage) */
+	int oom;		     /* 1: out of memory; SYNTH_TOO_BIG */
+	int dry;		     /* time kernels into dry_s, build nothing */
+	double dry_s;		     /* dry: the kernels' time so far */
+	int dry_window;		     /* dry: the sliding window of the layer timed
 				    * (0: a global one), whatever its index */
-	struct emit_state em;	   /* the graph as built */
-	struct tally tally;	   /* what the build counted */
-	struct sched_state sc;	   /* the schedule's marks */
-	struct fold_state fo;	   /* folded units */
+	struct emit_state em;	     /* the graph as built */
+	struct tally tally;	     /* what the build counted */
+	struct sched_state sc;	     /* the schedule's marks */
+	struct fold_state fo;	     /* folded units */
 };
 
 /* The layout as the kernels of one layer and the schedule need it. */
@@ -344,6 +349,12 @@ static inline int sl_low_precision(int dtype)
 
 /* The output layer's dtype: bf16 under fp8 and fp4. */
 int sl_logit_dtype(const struct synth_in *in);
+
+/* in->hw as the run drives it, the profile every kernel of a step is timed
+ * on: at the layout's power cap (hw_at_power: in->hw itself, or *buf at
+ * the capped clock); NULL without a profile.  Every ctx takes it (c->hw),
+ * and so does the bound. */
+const struct hw_profile *sl_run_hw(const struct synth_in *in, struct hw_profile *buf);
 
 /* in's shape as the kernels of one layer need it (tp_per_node,
  * pp_per_node and emb_per_node left 0: synth_build places them). */

@@ -520,9 +520,11 @@ static int splits(const struct synth_in *a, const struct synth_in *c)
 	       (c->lay.schedule == LAYOUT_GPIPE || c->lay.schedule == LAYOUT_1F1B);
 }
 
+/* The same GPU at the same clock (its power cap). */
 static int same_hw(const struct synth_in *a, const struct synth_in *b)
 {
-	return a->hw == b->hw || strcmp(a->hw->id, b->hw->id) == 0;
+	return (a->hw == b->hw || strcmp(a->hw->id, b->hw->id) == 0) &&
+	       hw_capped_clock(a->hw, a->lay.power_w) == hw_capped_clock(b->hw, b->lay.power_w);
 }
 
 /* Why a graph edit cannot make cand from b, or "" when it can. */
@@ -715,6 +717,9 @@ struct edit_job {
 	int32_t *lc, *mc; /* copies of each layer, of each microbatch */
 	double opt;	  /* the optimizer's time, scaled */
 	int structural, add, split, shaped;
+	/* The base's and the candidate's GPUs at their power caps, where a
+	 * cap changes a profile's clock (retime_plan: hw_at_power). */
+	struct hw_profile hw_from, hw_to;
 };
 
 /* Layers repeated or dropped: every stage's layers alike, the optimizer
@@ -907,8 +912,10 @@ static void retime_plan(struct edit_job *j, struct edit_retime *r)
 	const struct predict_base *b = j->b;
 	const struct synth_in *a = j->a, *c = j->c;
 	memset(r, 0, sizeof(*r));
-	r->from = a->hw;
-	r->to = c->hw;
+	/* Each GPU at its run's power (a ratio of two kernel-model times takes
+	 * both clocks): the base's description's cap, the candidate's. */
+	r->from = hw_at_power(a->hw, a->lay.power_w, &j->hw_from);
+	r->to = hw_at_power(c->hw, c->lay.power_w, &j->hw_to);
 	r->dp_from = b->grad_group ? (int)b->grad_group : 0;
 	r->dp_to = b->grad_group ? c->lay.dp : 0;
 	r->comm_eff = a->comm_eff;
@@ -993,8 +1000,15 @@ static void describe(const struct edit_job *j, struct predict_out *out)
 		HOW("tp %d -> %d; ", a->lay.tp, c->lay.tp);
 	if (j->shaped)
 		HOW("TP collectives by their bytes; ");
-	if (!same_hw(a, c))
-		HOW("%s -> %s; ", a->hw->id, c->hw->id);
+	if (!same_hw(a, c)) {
+		HOW("%s", a->hw->id);
+		if (a->lay.power_w > 0)
+			HOW(" at %g W", a->lay.power_w);
+		HOW(" -> %s", c->hw->id);
+		if (c->lay.power_w > 0)
+			HOW(" at %g W", c->lay.power_w);
+		HOW("; ");
+	}
 	if (j->shaped || !same_hw(a, c))
 		HOW("kernels: %" PRIu64 " re-timed by the kernel model from their shapes, %" PRIu64
 		    " by work and peak ratios (not placed); ",
