@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs, uint32_t n_ranks,
-			  uint32_t n_iters, uint32_t n_colls)
+struct graph *graph_new(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs, uint32_t n_ranks,
+			uint32_t n_iters, uint32_t n_colls)
 {
 	struct graph *g = prism_calloc(1, sizeof(*g));
 	size_t n = n_nodes ? n_nodes : 1;
@@ -404,7 +404,7 @@ void graph_copy_nodes(struct graph *dst, uint32_t x, const struct graph *src, ui
 struct graph *graph_clone(const struct graph *g)
 {
 	struct graph *c =
-	    graph_alloc(g->n_nodes, g->n_edges, g->n_procs, g->n_ranks, g->n_iters, g->n_colls);
+	    graph_new(g->n_nodes, g->n_edges, g->n_procs, g->n_ranks, g->n_iters, g->n_colls);
 	struct column from[32], to[32];
 	size_t n;
 
@@ -533,7 +533,7 @@ int graph_read(FILE *f, const char *path, struct graph **out, struct prism_err *
 					     "describes %" PRIu64 " (truncated or corrupt)",
 					     path, fsize, fsize, expect);
 	}
-	g = graph_alloc(h.n_nodes, h.n_edges, h.n_procs, h.n_ranks, h.n_iters, h.n_colls);
+	g = graph_new(h.n_nodes, h.n_edges, h.n_procs, h.n_ranks, h.n_iters, h.n_colls);
 	if (!g)
 		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
 	g->t0_ns = h.t0_ns;

@@ -294,8 +294,8 @@ struct graph {
 
 /* Allocate a graph with room for the given counts (columns zeroed, the
  * string table empty).  NULL when out of memory. */
-struct graph *graph_alloc(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs, uint32_t n_ranks,
-			  uint32_t n_iters, uint32_t n_colls);
+struct graph *graph_new(uint32_t n_nodes, uint32_t n_edges, uint32_t n_procs, uint32_t n_ranks,
+			uint32_t n_iters, uint32_t n_colls);
 void graph_free(struct graph *g);
 
 /* A deep copy that the caller may edit while g stays shared and

@@ -404,8 +404,8 @@ static uint8_t contracted(uint32_t pa, uint32_t pb, uint8_t kb, uint8_t first)
  */
 static struct graph *shell(const struct gw *w, uint32_t n_nodes, uint32_t n_edges, uint32_t nc)
 {
-	struct graph *g = graph_alloc(0, n_edges, (uint32_t)w->procs.n, (uint32_t)w->ranks.n,
-				      (uint32_t)w->iters.n, nc);
+	struct graph *g = graph_new(0, n_edges, (uint32_t)w->procs.n, (uint32_t)w->ranks.n,
+				    (uint32_t)w->iters.n, nc);
 	uint32_t *off;
 	if (!g)
 		return NULL;
@@ -505,7 +505,7 @@ out:
 
 /*
  * Table rows with padding go into the graph field by field: graph files
- * hold the rows whole, and the zeroed padding graph_alloc gives them keeps
+ * hold the rows whole, and the zeroed padding graph_new gives them keeps
  * a file the same from run to run (a row's padding on the stack is not).
  */
 _Static_assert(sizeof(struct graph_proc) == 32, "graph_proc changed: teach put_proc");

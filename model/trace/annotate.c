@@ -188,8 +188,8 @@ static int cmp_arange_start(const void *pa, const void *pb)
  * or more passes accumulates gradients: pass k and its forward are
  * microbatch k, into mb if it is not NULL.
  */
-static int infer_passes(struct builder *b, size_t it_lo, const struct hop *ops, size_t nops,
-			const uint32_t *opname, arange_vec *ph, arange_vec *mb)
+static int find_passes(struct builder *b, size_t it_lo, const struct hop *ops, size_t nops,
+		       const uint32_t *opname, arange_vec *ph, arange_vec *mb)
 {
 	struct pass {
 		size_t step, lo, hi; /* hi - lo: its ranges in nb */
@@ -342,9 +342,9 @@ static int backward_layers(struct builder *b, const struct hop *ops, size_t nops
  * autograd sequence number; consecutive backward ops of one layer on one
  * thread form one range.  ops[] is grouped by processor, in start order.
  */
-static int infer_layers(struct builder *b, size_t it_lo, const struct hop *ops, size_t nops,
-			const uint32_t *opname, arange_vec *ph, const arange_vec *mbs,
-			arange_vec *layers, int64_t *period)
+static int find_layers(struct builder *b, size_t it_lo, const struct hop *ops, size_t nops,
+		       const uint32_t *opname, arange_vec *ph, const arange_vec *mbs,
+		       arange_vec *layers, int64_t *period)
 {
 	struct run {
 		uint32_t proc;
@@ -504,7 +504,7 @@ static int module_layers(struct builder *b, const struct hop *ops, size_t nops,
 /*
  * Layer, phase and microbatch of every node: from the trace's prism:: ranges
  * (graph.h) where it has them, else phases from PyTorch's own ranges and
- * backward ops, and layers by inference (infer_layers).  Host tasks take
+ * backward ops, and layers by inference (find_layers).  Host tasks take
  * the value at their start, GPU work its launch call's.
  */
 int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
@@ -637,14 +637,14 @@ int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 	if (!rc_ && !have_ph) {
 		/* No prism:: phases: PyTorch's, backward passes and the forward
 		 * (if unmarked) and microbatches (if unmarked) from backward ops
-		 * (infer_passes). */
+		 * (find_passes). */
 		for (int p = 0; p < PH_NPHASES; p++) {
 			arange_vec t = ph[p];
 			ph[p] = pt[p];
 			pt[p] = t;
 		}
 		rc_ =
-		    infer_passes(b, it_lo, ops.v, ops.n, opname.v, ph, r[A_MB].n ? NULL : &r[A_MB]);
+		    find_passes(b, it_lo, ops.v, ops.n, opname.v, ph, r[A_MB].n ? NULL : &r[A_MB]);
 		for (int p = 0; p < PH_NPHASES; p++)
 			if (ph[p].n)
 				b->w.stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_INFERRED;
@@ -666,8 +666,8 @@ int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 	else if (!rc_ && b->o->infer_layers) {
 		if (r[A_MB].n)
 			qsort(r[A_MB].v, r[A_MB].n, sizeof(*r[A_MB].v), cmp_arange);
-		rc_ = infer_layers(b, it_lo, ops.v, ops.n, opname.v, ph, &r[A_MB], &r[A_LAYER],
-				   &period);
+		rc_ = find_layers(b, it_lo, ops.v, ops.n, opname.v, ph, &r[A_MB], &r[A_LAYER],
+				  &period);
 		if (!rc_ && r[A_LAYER].n) {
 			b->w.stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_INFERRED;
 			b->w.stats.layer_ops = (uint64_t)period;

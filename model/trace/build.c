@@ -288,7 +288,7 @@ static int build_host_thread(struct builder *b, struct rank_ctx *rc, size_t lo, 
 			s = last_rt_end;
 		}
 		covered = stack.n && ev_at(rc, stack.v[0])->ts_ns <= t;
-		/* An uncovered gap may be idle waiting: infer_threads decides. */
+		/* An uncovered gap may be idle waiting: edges_from_threads decides. */
 		if (s > t && (rc_ = add_gap(b, rc, proc, t, s, op_name, covered ? 0 : NF_IDLE_GAP,
 					    acc.v, acc.n, &ai)))
 			goto out;
@@ -405,7 +405,7 @@ static int custom_comm_kind(const char *s)
 }
 
 /* The collective a communication kernel does, from its name. */
-static int comm_kind_of(const char *s)
+static int kernel_coll_kind(const char *s)
 {
 	int k = custom_comm_kind(s);
 	return k >= 0 ? k : coll_kind_of(strncmp(s, "nccl", 4) == 0 ? s + 4 : s);
@@ -463,7 +463,7 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 				hint = b->hint.v[call];
 		}
 		if (n.kind == GN_KERNEL && (is_nccl_kernel(name) || custom_comm_kind(name) >= 0)) {
-			int kind = comm_kind_of(name);
+			int kind = kernel_coll_kind(name);
 			n.kind = (kind == GC_SEND_RECV || kind == GC_SEND || kind == GC_RECV)
 				     ? GN_P2P
 				     : GN_COLL;
@@ -792,7 +792,7 @@ static int event_tol_measured(struct builder *b, struct rank_ctx *rc)
 }
 
 /* Cross-stream edges inferred from unexplained GPU start delays. */
-static int infer_events(struct builder *b, struct rank_ctx *rc)
+static int edges_from_events(struct builder *b, struct rank_ctx *rc)
 {
 	int64_t tol = rc->event_tol;
 
@@ -820,7 +820,7 @@ static int infer_events(struct builder *b, struct rank_ctx *rc)
  * task on another stream, running since before it was ready, ended at
  * most share_tail after it began: a kernel that fills the GPU drains its
  * last blocks while the next kernel's first ones start. */
-static int infer_share(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
+static int edges_from_shares(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 {
 	size_t n = b->w.n_nodes - rc->node_base;
 	int64_t *ev_ready = prism_malloc((n ? n : 1) * sizeof(*ev_ready));
@@ -920,7 +920,7 @@ struct wake {
  * returns when the autograd thread is done): it becomes an idle gap, and
  * the waker's next task depends on the woken thread's last task that
  * ended before it (a join, also NF_WAKE). */
-static int infer_threads(struct builder *b, struct rank_ctx *rc)
+static int edges_from_threads(struct builder *b, struct rank_ctx *rc)
 {
 	int64_t rank_start = INT64_MAX;
 	VEC(struct wake) wakes = {0};
@@ -1029,7 +1029,7 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 		memset(&c, 0, sizeof(c));
 		c.bytes = -1;
 		c.group_size = -1;
-		kind = comm_kind_of(strtab_get(&b->w.st, b->w.name[u]));
+		kind = kernel_coll_kind(strtab_get(&b->w.st, b->w.name[u]));
 		b->w.stats.coll_kernels[kind]++;
 		m = b->hint.v[u] != NONE32 ? &tr->comms.v[b->hint.v[u]] : NULL;
 		if (m) {
@@ -1227,12 +1227,12 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	if ((rc_ = exact_syncs(b, &rc, resolved)) || (rc_ = other_syncs(b, &rc, resolved)))
 		goto out;
 	split_waits(b, &rc, edge_lo);
-	if (rc.nsync == 0 && b->o->infer_events && (rc_ = infer_events(b, &rc)))
+	if (rc.nsync == 0 && b->o->infer_events && (rc_ = edges_from_events(b, &rc)))
 		goto out;
-	if (b->o->infer_share && (rc_ = infer_share(b, &rc, edge_lo)))
+	if (b->o->infer_share && (rc_ = edges_from_shares(b, &rc, edge_lo)))
 		goto out;
 	it_lo = b->w.iters.n;
-	if ((rc_ = infer_threads(b, &rc)) || (rc_ = build_iterations(b, &rc)) ||
+	if ((rc_ = edges_from_threads(b, &rc)) || (rc_ = build_iterations(b, &rc)) ||
 	    (rc_ = build_annotations(b, &rc, it_lo)) || (rc_ = collectives(b, &rc)))
 		goto out;
 	b->w.stats.annotations += tr->kind_counts[KT_CPU_OP] + tr->kind_counts[KT_USER_ANN] +
