@@ -136,8 +136,10 @@ static int row(struct cbench *cb, const struct cols *h, char **f, int nf, const 
 	return push(cb, &r);
 }
 
-static int read_file(struct cbench *cb, const char *path, struct prism_err *err)
+/* One measurement file into cb (a struct cbench: kbench_files' reader). */
+static int read_file(void *ctx, const char *path, struct prism_err *err)
 {
+	struct cbench *cb = ctx;
 	char *buf = NULL, *p, *f[MAX_FIELDS];
 	struct cols h;
 	int nf, rc = 0, line = 1;
@@ -170,14 +172,9 @@ static int read_file(struct cbench *cb, const char *path, struct prism_err *err)
 	return 0;
 }
 
-static int read_one(void *cb, const char *file, struct prism_err *err)
-{
-	return read_file(cb, file, err);
-}
-
 int cbench_read(struct cbench *cb, const char *path, struct prism_err *err)
 {
-	return kbench_files(path, "collectives", read_one, cb, err);
+	return kbench_files(path, "collectives", read_file, cb, err);
 }
 
 void cbench_release(struct cbench *cb)

@@ -620,8 +620,10 @@ int kbench_slurp(const char *path, char **out, struct prism_err *err)
 	return 0;
 }
 
-static int read_file(struct kbench *kb, const char *path, struct prism_err *err)
+/* One measurement file into kb (a struct kbench: kbench_files' reader). */
+static int read_file(void *ctx, const char *path, struct prism_err *err)
 {
+	struct kbench *kb = ctx;
 	char *buf = NULL, *p, *f[MAX_FIELDS];
 	struct cols h;
 	int rc = 0, nf, kind, line = 1;
@@ -713,14 +715,9 @@ int kbench_files(const char *path, const char *prefix,
 	return rc;
 }
 
-static int read_one(void *kb, const char *file, struct prism_err *err)
-{
-	return read_file(kb, file, err);
-}
-
 int kbench_read(struct kbench *kb, const char *path, struct prism_err *err)
 {
-	return kbench_files(path, "", read_one, kb, err);
+	return kbench_files(path, "", read_file, kb, err);
 }
 
 void kbench_release(struct kbench *kb)

@@ -108,18 +108,11 @@ int gw_node_grow_(struct gw *w, const struct gw_node *n, uint32_t *id)
 		*id = GW_NONE;
 	if (w->rc)
 		return w->rc;
-	assert(n->coll == GW_NONE); /* collectives attach through gw_coll */
 	if (u >= w->max_nodes)
 		return fail(w, PRISM_ELIMIT);
 	if (u == w->cap_nodes && grow(w, w->cap_nodes ? 2 * w->cap_nodes : 64))
 		return fail(w, PRISM_ENOMEM);
-#define GW_PUT(type, f) w->f[u] = n->f;
-	GRAPH_NODE_COLUMNS(GW_PUT)
-#undef GW_PUT
-	w->n_nodes = u + 1;
-	if (id)
-		*id = u;
-	return 0;
+	return gw_node(w, n, id); /* room now */
 }
 
 void gw_row(const struct gw *w, uint32_t id, struct gw_node *n)

@@ -345,6 +345,22 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 	}
 }
 
+/* A flash-attention kernel of the layer (bwd: its backward, twice the
+ * forward's FLOPs); a windowed layer's runs its band (FLOPs too). */
+static void flash(struct ctx *c, int r, const struct shape *z, int dt, int bwd)
+{
+	int win = layer_window(c, r);
+	double f = 2 * z->b * z->s * z->s * z->w / z->t;
+	double t =
+	    ktime(c, KC_ATTENTION, dt, (bwd ? 4 : 2) * f * llm_window_ratio(&c->in->m, win),
+		  ew((bwd ? 4 : 3) * z->b * z->s * z->w / z->t, 1),
+		  kperf_attn_win_s(c->hw, dt, bwd, z->b, z->a / z->t, z->s, z->s, z->d, 1, win));
+	attn_op(c, z, dt, bwd);
+	se_launch(c, r, S_COMPUTE, GN_KERNEL,
+		  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
+		  NULL);
+}
+
 /*
  * Attention core of one layer on one tensor-parallel rank (causal, as GPT
  * trains).  Flash attention is one kernel each way, timed by the kernel
@@ -364,17 +380,9 @@ void sl_attn_fwd(struct ctx *c, int r, const struct shape *z)
 		ring_attn(c, r, z, 0);
 		return;
 	}
-	double heads = z->a / z->t, d = z->d, n = z->b * z->a * z->s * z->s / z->t;
-	double f = 2 * z->b * z->s * z->s * z->w / z->t;
+	double heads = z->a / z->t, n = z->b * z->a * z->s * z->s / z->t;
 	if (c->in->lay.flash) {
-		/* A windowed layer's kernel runs its band (FLOPs too). */
-		int win = layer_window(c, r);
-		double t =
-		    ktime(c, KC_ATTENTION, dt, 2 * f * llm_window_ratio(&c->in->m, win),
-			  ew(3 * z->b * z->s * z->w / z->t, 1),
-			  kperf_attn_win_s(c->hw, dt, 0, z->b, heads, z->s, z->s, d, 1, win));
-		attn_op(c, z, dt, 0);
-		se_launch(c, r, S_COMPUTE, GN_KERNEL, "flash_fwd_kernel", t, NULL);
+		flash(c, r, z, dt, 0);
 		return;
 	}
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_bmm_scores", dt, z->b * heads, z->s,
@@ -392,17 +400,9 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 		ring_attn(c, r, z, 1);
 		return;
 	}
-	double heads = z->a / z->t, d = z->d, n = z->b * z->a * z->s * z->s / z->t;
-	double f = 2 * z->b * z->s * z->s * z->w / z->t;
+	double heads = z->a / z->t, n = z->b * z->a * z->s * z->s / z->t;
 	if (c->in->lay.flash) {
-		int win = layer_window(c, r);
-		double t =
-		    ktime(c, KC_ATTENTION, dt, 4 * f * llm_window_ratio(&c->in->m, win),
-			  ew(4 * z->b * z->s * z->w / z->t, 1),
-			  kperf_attn_win_s(c->hw, dt, 1, z->b, heads, z->s, z->s, d, 1, win));
-		attn_op(c, z, dt, 1);
-		se_launch(c, r, S_COMPUTE, GN_KERNEL,
-			  "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", t, NULL);
+		flash(c, r, z, dt, 1);
 		return;
 	}
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_bmm_dprobs", dt, z->b * heads, z->s,
