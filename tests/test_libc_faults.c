@@ -17,7 +17,7 @@
  * a setting libconfig dropped, its default read instead, is a failure here.
  * The sanitizer build (scripts/test) checks that no path crashes, reads
  * freed memory or leaks (LeakSanitizer at exit).  Every N is run: about
- * 20,000 runs in all, a few seconds.
+ * 2,200 runs in all, under a second (3 s under ASan).
  */
 #include <errno.h>
 #include <inttypes.h>
