@@ -101,7 +101,7 @@ static int model(struct got *out, struct prism_err *err)
 	return llm_load(PRISM_SOURCE_DIR "/configs/models/deepseek-v3.cfg", &out->m, err);
 }
 
-static char dir[64];		 /* the test's files */
+static char dir[64]; /* the test's files */
 static char sweep_path[128], gz_path[128];
 
 /* A sweep (and the model and hardware it names), its first candidate.  It
@@ -118,9 +118,9 @@ static int sweep(struct got *out, struct prism_err *err)
 	out->hw = s.hw;
 	out->m = s.m;
 	rc = sweep_candidate(&s, 0, &c);
-	snprintf(out->text, sizeof(out->text), "%.60s %.60s %.60s %d %g %g %d %d %zu %zu %d %d", s.name,
-		 s.model_name, s.hw_name, s.global_batch, s.tokens, s.margin, s.gpus.n, s.n_order,
-		 strlen(s.text), s.canon ? strlen(s.canon) : 0, rc, c.status);
+	snprintf(out->text, sizeof(out->text), "%.60s %.60s %.60s %d %g %g %d %d %zu %zu %d %d",
+		 s.name, s.model_name, s.hw_name, s.global_batch, s.tokens, s.margin, s.gpus.n,
+		 s.n_order, strlen(s.text), s.canon ? strlen(s.canon) : 0, rc, c.status);
 	sweep_release(&s);
 	return 0;
 }
@@ -138,8 +138,8 @@ static int trace(const char *path, struct got *out, struct prism_err *err)
 		snprintf(out->text, sizeof(out->text),
 			 "%zu events %zu threads %zu comms %" PRId64 "/%" PRId64 " %" PRId64
 			 " %" PRIu64 " %" PRIu64 " %u strings",
-			 tr.events.n, tr.threads.n, tr.comms.n, tr.rank, tr.world_size, tr.device_mem,
-			 tr.counts[KT_N_EVENTS], tr.counts[KT_N_KEPT], st.n);
+			 tr.events.n, tr.threads.n, tr.comms.n, tr.rank, tr.world_size,
+			 tr.device_mem, tr.counts[KT_N_EVENTS], tr.counts[KT_N_KEPT], st.n);
 	kineto_release(&tr);
 	strtab_release(&st);
 	return rc;
@@ -183,15 +183,17 @@ static void inject(const char *name, int (*r)(struct got *, struct prism_err *))
 				assert_int_equal(rc, 0);
 				break;
 			}
-			if (rc != 0 && (err.code != PRISM_ENOMEM || !strstr(err.msg, "out of memory"))) {
-				print_error("%s: allocation %ld failing%s: code %d: '%s'\n", name, n,
-					    persist ? " (and after)" : "", err.code, err.msg);
+			if (rc != 0 &&
+			    (err.code != PRISM_ENOMEM || !strstr(err.msg, "out of memory"))) {
+				print_error("%s: allocation %ld failing%s: code %d: '%s'\n", name,
+					    n, persist ? " (and after)" : "", err.code, err.msg);
 				fail();
 			}
 			if (rc == 0 && memcmp(&got, &want, sizeof(got)) != 0) {
-				print_error("%s: allocation %ld failing%s: read something else: '%s' "
-					    "for '%s'\n",
-					    name, n, persist ? " (and after)" : "", got.text, want.text);
+				print_error(
+				    "%s: allocation %ld failing%s: read something else: '%s' "
+				    "for '%s'\n",
+				    name, n, persist ? " (and after)" : "", got.text, want.text);
 				fail();
 			}
 		}
@@ -199,34 +201,16 @@ static void inject(const char *name, int (*r)(struct got *, struct prism_err *))
 	print_message("%s: %ld runs with an allocation failing\n", name, runs);
 }
 
-static void test_hw(void **state)
-{
-	(void)state;
-	inject("hardware profile (libconfig)", hw);
-}
+/* Each reader is a test, named after what it reads. */
+struct reader {
+	const char *name;
+	int (*read)(struct got *out, struct prism_err *err);
+};
 
-static void test_model(void **state)
+static void test_reader(void **state)
 {
-	(void)state;
-	inject("model (libconfig)", model);
-}
-
-static void test_sweep(void **state)
-{
-	(void)state;
-	inject("sweep, its model and hardware (libconfig)", sweep);
-}
-
-static void test_trace(void **state)
-{
-	(void)state;
-	inject("trace (simdjson)", trace_plain);
-}
-
-static void test_trace_gzip(void **state)
-{
-	(void)state;
-	inject("gzip trace (simdjson, zlib)", trace_gzip);
+	const struct reader *r = *state;
+	inject(r->name, r->read);
 }
 
 /* The gzip trace, and configs/sweeps/mixtral-8x7b-ep.cfg naming its model
@@ -261,10 +245,17 @@ static int teardown(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_hw),	  cmocka_unit_test(test_model),
-	    cmocka_unit_test(test_sweep), cmocka_unit_test(test_trace),
-	    cmocka_unit_test(test_trace_gzip),
+	static struct reader readers[] = {
+	    {"hardware profile (libconfig)", hw},
+	    {"model (libconfig)", model},
+	    {"sweep, its model and hardware (libconfig)", sweep},
+	    {"trace (simdjson)", trace_plain},
+	    {"gzip trace (simdjson, zlib)", trace_gzip},
 	};
+	struct CMUnitTest tests[sizeof(readers) / sizeof(readers[0])];
+
+	for (size_t i = 0; i < sizeof(readers) / sizeof(readers[0]); i++)
+		tests[i] =
+		    (struct CMUnitTest){readers[i].name, test_reader, NULL, NULL, &readers[i]};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

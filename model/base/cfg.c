@@ -109,9 +109,7 @@ char *cfg_lib_strdup(const char *s)
 {
 	size_t n = strlen(s) + 1;
 	char *d = cfg_lib_malloc(n);
-	if (d)
-		memcpy(d, s, n);
-	return d;
+	return d ? memcpy(d, s, n) : NULL;
 }
 
 char *cfg_lib_strdup_glibc(const char *s)
