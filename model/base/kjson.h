@@ -145,9 +145,9 @@ struct kjson_top {
 
 /*
  * Parse the value of top-level key `key` (one of "distributedInfo",
- * "deviceProperties", "baseTimeNanoseconds"; others are only checked to
- * be JSON, as kjson_parse_events checks) from buf[0..len) (padded as
- * above) into *top.  Strings point into the parser and are valid until its
+ * "deviceProperties", "baseTimeNanoseconds"; the values of others are
+ * only checked, by kjson_check, and nothing allocated) from buf[0..len)
+ * (padded as above) into *top.  Strings point into the parser and are valid until its
  * next use.  0, or -1 with *fail set (its field "key" or "key.member").
  */
 int kjson_parse_top(struct kjson_parser *p, const char *key, const char *buf, size_t len,
