@@ -1,6 +1,7 @@
 /* sweep.c - search spaces from libconfig files, and their candidates. */
 #include "sweep.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,8 +139,9 @@ char *sweep_canon(const char *text)
 	size_t len = 0;
 	FILE *f;
 
-	config_init(&cf);
-	if (config_read_string(&cf, text) != CONFIG_TRUE || !(f = open_memstream(&buf, &len))) {
+	if (cfg_parse(&cf, text, "sweep", NULL))
+		return NULL;
+	if (!(f = open_memstream(&buf, &len))) {
 		config_destroy(&cf);
 		return NULL;
 	}
@@ -152,24 +154,39 @@ char *sweep_canon(const char *text)
 	return buf;
 }
 
-static char *slurp(const char *path)
+/* The error of a file that could not be read: out of memory where the C
+ * library had none for it (fopen's FILE), else why. */
+static int unreadable(const char *path, int e, struct prism_err *err)
+{
+	if (e == ENOMEM)
+		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+	return prism_err_set(err, PRISM_EIO, "%s: cannot read the file (%s)", path,
+			     strerror(e ? e : EIO));
+}
+
+/* The whole of the file at path into *out (to free): 0, or the error. */
+static int slurp(const char *path, char **out, struct prism_err *err)
 {
 	FILE *f = fopen(path, "rb");
 	char *buf = NULL;
-	long n;
+	long n = -1;
+	int e;
+
+	*out = NULL;
 	if (!f)
-		return NULL;
+		return unreadable(path, errno, err);
+	errno = 0;
 	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = prism_malloc((size_t)n + 1))) {
-		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		} else {
-			buf[n] = '\0';
-		}
+	    (buf = prism_malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+		fclose(f);
+		buf[n] = '\0';
+		*out = buf;
+		return 0;
 	}
+	e = buf || n < 0 ? errno : ENOMEM;
 	fclose(f);
-	return buf;
+	free(buf);
+	return unreadable(path, e, err);
 }
 
 /* Every setting of group g must be one of names (a typo is an error, not
@@ -266,19 +283,24 @@ static int base_setting(const char *file, config_t *cf, struct sweep *s, struct 
 }
 
 /* FNV-1a (64 bits) over the bytes of the files. */
-static int fingerprint(char *const *paths, int n, char *out, size_t size)
+static int fingerprint(char *const *paths, int n, char *out, size_t size, struct prism_err *err)
 {
 	uint64_t h = 0xcbf29ce484222325u;
 	unsigned char buf[65536];
 	for (int i = 0; i < n; i++) {
 		FILE *f = fopen(paths[i], "rb");
 		size_t k;
+		int bad;
 		if (!f)
-			return -1;
+			return unreadable(paths[i], errno, err);
 		while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
 			for (size_t j = 0; j < k; j++)
 				h = (h ^ buf[j]) * 0x100000001b3u;
+		/* A read error is no fingerprint: resuming on it would mix runs. */
+		bad = ferror(f);
 		fclose(f);
+		if (bad)
+			return unreadable(paths[i], EIO, err);
 	}
 	snprintf(out, size, "fnv1a64:%016" PRIx64, h);
 	return 0;
@@ -334,8 +356,8 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		snprintf(s->m.name, sizeof(s->m.name), "%.63s", s->model_name);
 	if (s->kdb_path[0])
 		files[nf++] = s->kdb_path;
-	if (nf && fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint)))
-		return prism_err_set(err, PRISM_EIO, "%s: cannot read it", files[0]);
+	if (nf && (rc = fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint), err)))
+		return rc;
 	s->tmpl.hw = &s->hw;
 	s->tmpl.lay.imbalance = s->imbalance;
 	return 0;
@@ -491,9 +513,9 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		sweep_release(s);
 		return rc;
 	}
-	if (!(s->text = slurp(path))) {
+	if ((rc = slurp(path, &s->text, err))) {
 		sweep_release(s);
-		return prism_err_set(err, PRISM_EIO, "%s: cannot read the file", path);
+		return rc;
 	}
 	if (!(s->canon = sweep_canon(s->text))) {
 		sweep_release(s);

@@ -251,7 +251,7 @@ static void coll_args(FILE *f, const struct graph *g, uint32_t u)
 	prism_fput_json_str(f, graph_coll_kind_name(c->kind));
 	if (n >= 0)
 		fprintf(f, ",\"In msg nelems\":%" PRId64 ",\"Out msg nelems\":%" PRId64, n, n);
-	if (c->group_size > 0)
+	if (c->group_size > 0 && c->group_size <= KINETO_MAX_RANKS)
 		fprintf(f, ",\"Group size\":%" PRId64, c->group_size);
 	fputs(",\"dtype\":", f);
 	prism_fput_json_str(f, dtype);
@@ -537,18 +537,27 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 	}
 	f = out.f;
 	fputs("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",", f);
+	/* Ranks and world sizes only where the trace reader takes them back
+	 * (KINETO_MAX_RANKS): a graph file may hold any. */
 	if (!multi(g, rank)) {
 		const struct graph_rank *rk = &g->ranks[rank >= 0 ? rank : 0];
-		fprintf(f, "\"distributedInfo\":{\"rank\":%" PRId64 ",\"world_size\":%" PRId64 "},",
-			rk->rank, rk->world_size ? rk->world_size : 1);
+		if (rk->rank >= 0 && rk->rank < KINETO_MAX_RANKS)
+			fprintf(f,
+				"\"distributedInfo\":{\"rank\":%" PRId64 ",\"world_size\":%" PRId64
+				"},",
+				rk->rank,
+				rk->world_size > 0 && rk->world_size <= KINETO_MAX_RANKS
+				    ? rk->world_size
+				    : 1);
 	} else {
 		/* Several ranks: a world and no rank of its own, so that
 		 * prism ingest splits the file by its pids (kineto_split). */
-		int64_t w = g->n_ranks;
+		int64_t w = g->n_ranks < KINETO_MAX_RANKS ? g->n_ranks : KINETO_MAX_RANKS;
 		for (uint32_t r = 0; r < g->n_ranks; r++) {
-			if (g->ranks[r].world_size > w)
+			if (g->ranks[r].world_size > w &&
+			    g->ranks[r].world_size <= KINETO_MAX_RANKS)
 				w = g->ranks[r].world_size;
-			if (g->ranks[r].rank + 1 > w)
+			if (g->ranks[r].rank >= w && g->ranks[r].rank < KINETO_MAX_RANKS)
 				w = g->ranks[r].rank + 1;
 		}
 		fprintf(f, "\"distributedInfo\":{\"world_size\":%" PRId64 "},", w);

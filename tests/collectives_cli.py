@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 PRISM, SRC = sys.argv[1], sys.argv[2]
 
@@ -40,6 +41,42 @@ with tempfile.TemporaryDirectory() as d:
     r = run(ok)
     check(r.returncode == 0 and "1 rows placed, 1 left out (1 no profile for the GPU)" in r.stdout,
           f"placing rows: {r.stdout!r} {r.stderr!r}")
+    # Counts out of range are rows left out with the reason, never undefined
+    # behaviour where they become ints: 2^32 nodes, 1e300 ranks, 2^40 GPUs
+    # a node, an XLA group of 10^11 devices, 2^60 bytes.
+    hostile = os.path.join(d, "hostile.csv")
+    with open(ok) as f:
+        head = f.readline()
+    with open(hostile, "w") as f:
+        f.write(head)
+        f.write("H100,all_reduce,x,4294967296,8,8,,NVLink,,bf16,1048576,50,,a\n"
+                "H100,all_reduce,x,1,8,1e300,,NVLink,,bf16,1048576,50,,a\n"
+                "H100,all_reduce,x,1,1099511627776,8,,NVLink,,bf16,1048576,50,,a\n"
+                "H100,all_reduce,x,,,,1 replica group(s) x 99999999999 devices each,NVL72,,"
+                "bf16,1048576,50,,a\n"
+                f"H100,all_reduce,x,1,8,8,,NVLink,,bf16,{2**60},50,,a\n"
+                "H100,all_reduce,x,1,8,8,,NVLink,,bf16,1048576,50,,b\n")
+    r = subprocess.run([PRISM, "collectives", hostile], capture_output=True, text=True,
+                       timeout=30)
+    check(r.returncode == 0 and "1 rows placed, 5 left out (5 a count out of range (nodes, GPUs "
+          "a node, ranks or bytes))" in r.stdout, f"hostile counts: {r.stdout!r} {r.stderr!r}")
+    # Each source weighs alike, its rows counted in time linear in rows:
+    # --fit on 60,000 rows of three sources with long names takes well
+    # under 10 s (comparing every pair of rows took 30 s; --loo, which fits
+    # once a row, took 220 s on 3,000).
+    many = os.path.join(d, "many.csv")
+    with open(many, "w") as f:
+        f.write(head)
+        for i in range(60000):
+            size = 2 ** (10 + i % 20)
+            f.write(f"H100,all_reduce,x,1,8,8,,NVLink,,bf16,{size},{8 + size / 2e5:.2f},,"
+                    f"{'s' * 150}{i % 3}\n")
+    t0 = time.monotonic()
+    r = subprocess.run([PRISM, "collectives", "--fit", many], capture_output=True, text=True,
+                       timeout=30)
+    took = time.monotonic() - t0
+    check(r.returncode == 0 and "60000 rows placed" in r.stdout and took < 10,
+          f"--fit on 60,000 rows: exit {r.returncode} in {took:.1f} s: {r.stderr!r}")
 
 shared = os.path.join(SRC, "..", "shared", "kernels")
 if not os.path.isdir(shared):

@@ -21,6 +21,8 @@ with open(os.path.join(DATA, "golden_2023.json")) as f:
     BASE = json.load(f)
 with open(os.path.join(DATA, "layers_2024.json")) as f:
     LAYERS = json.load(f)
+with open(os.path.join(DATA, "mismatch_2024.rank0.json")) as f:
+    MISMATCH = json.load(f)
 
 TMAX_US = (2**62 - 1) // 1000  # PRISM_TIME_MAX in microseconds, rounded down
 
@@ -53,15 +55,24 @@ def step_wide(d):
     evs(d)[0]["ts"] = -TMAX_US + 5
 
 
-def comm(d):
+def comm(d, ranks=2**24):
+    """Sizes at the int64 limit; groups of the most ranks a trace may state."""
     evs(d).append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1,
                    "ts": 111, "dur": 1, "args": {
                        "External id": 2, "Collective name": "allreduce",
-                       "In msg nelems": 2**63 - 1, "Group size": 2**63 - 1, "dtype": "Float",
+                       "In msg nelems": 2**63 - 1, "Group size": ranks, "dtype": "Float",
                        "Process Group Name": "0", "Process Group Ranks": "[0]",
                        "Input Dims": [[99999999999, 99999999999], [99999999999999999999]]}})
-    d["distributedInfo"]["pg_config"] = [{"pg_name": "0", "pg_size": 2**63 - 1, "ranks": [0]}]
-    d["distributedInfo"]["world_size"] = 2**63 - 1
+    d["distributedInfo"]["pg_config"] = [{"pg_name": "0", "pg_size": ranks, "ranks": [0]}]
+    d["distributedInfo"]["world_size"] = ranks
+
+
+def nccl_group(d, size):
+    """mismatch_2024's collective in a group of `size` ranks (2^40 reached
+    calibrate's cost model as an int: a division by zero)."""
+    for e in evs(d):
+        if "Group size" in e.get("args", {}):
+            e["args"]["Group size"] = size
 
 
 def ids(d):
@@ -140,6 +151,21 @@ CASES = [
     # hardware edit re-times its collectives.)
     ("comm_sizes_whatif", BASE, comm,
      ["whatif", "--hw", "a100-80gb-dgx", "--base-hw", "h100-dgx"], 0, ""),
+    # Ranks beyond what a job may have (2^24, a layout's most GPUs): refused
+    # where they are read, before a count of them becomes an int.
+    ("group_beyond", MISMATCH, lambda d: nccl_group(d, 2**40), ["calibrate"], 2,
+     "event 1 (byte 309) 'record_param_comms': field \"Group size\": 1099511627776 is out "
+     "of range 0..16777216"),
+    ("group_negative", MISMATCH, lambda d: nccl_group(d, -2), ["ingest"], 2,
+     'field "Group size": -2 is out of range 0..16777216'),
+    ("world_beyond", BASE, lambda d: comm(d, 2**63 - 1), ["ingest"], 2,
+     'field "distributedInfo.world_size": 9223372036854775807 is out of range 0..16777216'),
+    ("pg_size_beyond", BASE,
+     lambda d: (comm(d), d["distributedInfo"]["pg_config"][0].update(pg_size=2**40)),
+     ["ingest"], 2,
+     'field "distributedInfo.pg_config[].pg_size": 1099511627776 is out of range 0..16777216'),
+    ("rank_beyond", BASE, lambda d: d["distributedInfo"].update(rank=2**32), ["ingest"], 2,
+     'field "distributedInfo.rank": 4294967296 is out of range 0..16777215'),
     ("ids", BASE, ids, ["replay"], 0, ""),
     ("layer_beyond", BASE, lambda d: annotate(d, "prism::layer#2147483648"), ["ingest"], 2,
      "'prism::layer#2147483648': layer 2147483648 out of range 0..65535"),

@@ -196,6 +196,22 @@ with tempfile.TemporaryDirectory() as d:
     pred = [float(line.split(",")[-2]) for line in rows]
     check(len(pred) == 4 and pred[2] == pred[0], f"{{4096}} is not the 4096^3 GEMM: {rows}")
     check(abs(pred[3] / (pred[1] * 4096) - 1) < 1e-3, f"{{256}} is not 256^3's rate: {rows}")
+    # Counts out of range are rows left out with the reason, never a hang
+    # or undefined behaviour: device summaries over square sizes "up to
+    # inf" and "2^8..2^1e300" (the loop over their sizes ran for ever), a
+    # GEMM of 1e300 rows and a batch of 2^40; the one plain row is kept.
+    hostile = os.path.join(d, "hostile.csv")
+    with open(hostile, "w") as f:
+        f.write(head)
+        f.write("A100 SXM,x,bf16,bf16,gemm,1,,,,x,200,,,,,src,s,square up to inf\n")
+        f.write("A100 SXM,x,bf16,bf16,gemm,1,,,,x,200,,,,,src,s,square 2^8..2^1e300\n")
+        f.write("A100 SXM,x,bf16,bf16,gemm,1,1e300,4096,4096,x,,1.0,,,,src,s,n\n")
+        f.write(f"A100 SXM,x,bf16,bf16,gemm,{2**40},4096,4096,4096,x,,1.0,,,,src,s,n\n")
+        f.write("A100 SXM,x,bf16,bf16,gemm,1,4096,4096,4096,x,,1.0,,,,src,s,n\n")
+    r = subprocess.run([PRISM, "kernels", hostile], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0 and "1 rows placed, 4 left out: 4 a dimension over 2^32, or bytes "
+          "over 2^50" in r.stdout and "no shape" not in r.stdout,
+          f"hostile counts: {r.returncode} {r.stdout[-300:]!r} {r.stderr!r}")
 r = run("kernels", "/nonexistent/k.csv", code=2)
 check("/nonexistent/k.csv: no such file" in r.stderr, r.stderr)
 

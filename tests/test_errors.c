@@ -87,8 +87,33 @@ static void test_json_errors(void **state)
 	expect("bad-array.json", "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1} 7]}",
 	       ": byte 85: expected ',' or ']' after event 0");
 	expect("bad-value.json", "{\"traceEvents\": [" K "\"ts\":1,\"dur\":tru}]}",
-	       ": event 0 (byte 82): field \"dur\": invalid JSON (The JSON element does not have "
-	       "the requested type.)");
+	       ": event 0 (byte 82): field \"dur\": not a JSON value: tru");
+	/* Numbers by RFC 8259, in a field prism reads or not, an event's or
+	 * the top level's: no '+', no leading zeros, digits on both sides of
+	 * '.', an exponent with digits. */
+	static const struct {
+		const char *name, *text, *msg;
+	} numbers[] = {
+	    {"plus.json", "{\"traceEvents\": [" K "\"ts\":1,\"dur\":+5}]}",
+	     ": event 0 (byte 82): field \"dur\": not a JSON number (RFC 8259): +5"},
+	    {"dot.json", "{\"traceEvents\": [" K "\"ts\":.5,\"dur\":1}]}",
+	     ": event 0 (byte 74): field \"ts\": not a JSON number (RFC 8259): .5"},
+	    {"point.json",
+	     "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1}," K
+	     "\"ts\":2,\"dur\":1,\"args\":{\"x\":[1.]}}]}",
+	     ": event 1 (byte 165): field \"x\": not a JSON number (RFC 8259): 1."},
+	    {"zero.json", "{\"traceEvents\": [" K "\"ts\":1,\"dur\":1,\"y\":01}]}",
+	     ": event 0 (byte 88): field \"y\": not a JSON number (RFC 8259): 01"},
+	    {"exp.json", "{\"traceEvents\": [" K "\"ts\":1e,\"dur\":1}]}",
+	     ": event 0 (byte 74): field \"ts\": not a JSON number (RFC 8259): 1e"},
+	    {"top-plus.json", "{\"schemaVersion\": +1, \"traceEvents\": [" K "\"ts\":1}]}",
+	     ": byte 18: field \"schemaVersion\": not a JSON number (RFC 8259): +1"},
+	    {"top-inner.json",
+	     "{\"distributedInfo\": {\"rank\": 0, \"x\": [.5]}, \"traceEvents\": []}",
+	     ": byte 38: field \"distributedInfo.x\": not a JSON number (RFC 8259): .5"},
+	};
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++)
+		expect(numbers[i].name, numbers[i].text, numbers[i].msg);
 	/* Text that is not UTF-8, or a raw control character in a string, is
 	 * reported at the byte itself and its event (simdjson's first stage
 	 * names only the start of the chunk). */

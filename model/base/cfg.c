@@ -1,13 +1,205 @@
-/* cfg.c - libconfig helpers with precise errors. */
+/* cfg.c - libconfig helpers with precise errors, and libconfig's allocator. */
 #include "cfg.h"
 
 #include <errno.h>
+#include <locale.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include <math.h>
 #include <stdio.h>
+
+/* ---- libconfig's allocations ------------------------------------------------ */
+
+/*
+ * libconfig has no allocator hook, and it uses what malloc returns
+ * unchecked: a setting whose calloc failed is written through (SIGSEGV); a
+ * setting whose name's strdup failed is kept nameless, found by no lookup,
+ * so that its default is read instead (a search that exits 0 with a
+ * profile's value replaced).  So prism links libconfig's static archive
+ * with its malloc, calloc, realloc, strdup and free renamed to the cfg_lib_
+ * functions below (CMakeLists.txt, objcopy --redefine-sym).  They allocate
+ * through prism_malloc (failure injection reaches them), a block's header
+ * keeping it on its parse's list; libconfig never sees NULL: an allocation
+ * that fails inside a parse (cfg_parse) jumps back out of libconfig, every
+ * block it took during the parse is freed, and the parse ends in "out of
+ * memory".  The parse's state is the thread's: libconfig passes no
+ * context, and threads parse apart.  Where the archive is not found (the
+ * shared library is linked, libconfig's allocations are its own)
+ * cfg_parse still refuses a parse that dropped a name or a string.
+ */
+union cfg_block { /* before each block libconfig takes */
+	struct {
+		union cfg_block *prev, *next; /* on the parse's list; NULL after it */
+	} link;
+	max_align_t align;
+};
+
+struct cfg_parse_state {
+	jmp_buf jump;		/* back into cfg_parse */
+	union cfg_block blocks; /* the list's head: what libconfig holds */
+	int active;		/* inside cfg_parse */
+};
+
+static _Thread_local struct cfg_parse_state parse_state;
+
+void *cfg_lib_malloc(size_t n);
+void *cfg_lib_calloc(size_t n, size_t size);
+void *cfg_lib_realloc(void *p, size_t n);
+char *cfg_lib_strdup(const char *s);
+char *cfg_lib_strdup_glibc(const char *s);
+void cfg_lib_free(void *p);
+
+/* The block b (prism_malloc's, or NULL) handed to libconfig. */
+static void *lib_block(union cfg_block *b)
+{
+	struct cfg_parse_state *s = &parse_state;
+
+	if (!b) {
+		if (s->active)
+			longjmp(s->jump, 1);
+		return NULL;
+	}
+	if (s->active) {
+		b->link.prev = &s->blocks;
+		b->link.next = s->blocks.link.next;
+		b->link.next->link.prev = b;
+		s->blocks.link.next = b;
+	} else {
+		b->link.prev = b->link.next = NULL;
+	}
+	return b + 1;
+}
+
+void *cfg_lib_malloc(size_t n)
+{
+	return lib_block(n > SIZE_MAX - sizeof(union cfg_block)
+			     ? NULL
+			     : prism_malloc(sizeof(union cfg_block) + n));
+}
+
+void *cfg_lib_calloc(size_t n, size_t size)
+{
+	return lib_block(size && n > (SIZE_MAX - sizeof(union cfg_block)) / size
+			     ? NULL
+			     : prism_calloc(1, sizeof(union cfg_block) + n * size));
+}
+
+void *cfg_lib_realloc(void *p, size_t n)
+{
+	union cfg_block *b = p ? (union cfg_block *)p - 1 : NULL, *nb;
+
+	if (!p)
+		return cfg_lib_malloc(n);
+	nb = n > SIZE_MAX - sizeof(*b) ? NULL : prism_realloc(b, sizeof(*b) + n);
+	if (!nb) /* b stays, on its list */
+		return lib_block(NULL);
+	if (nb->link.next) { /* moved: its neighbours point to it again */
+		nb->link.prev->link.next = nb;
+		nb->link.next->link.prev = nb;
+	}
+	return nb + 1;
+}
+
+char *cfg_lib_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = cfg_lib_malloc(n);
+	return d ? memcpy(d, s, n) : NULL;
+}
+
+char *cfg_lib_strdup_glibc(const char *s)
+{
+	return cfg_lib_strdup(s);
+}
+
+void cfg_lib_free(void *p)
+{
+	union cfg_block *b = p ? (union cfg_block *)p - 1 : NULL;
+
+	if (!b)
+		return;
+	if (b->link.next) {
+		b->link.prev->link.next = b->link.next;
+		b->link.next->link.prev = b->link.prev;
+	}
+	free(b);
+}
+
+/* Ends the parse's list: its blocks freed (free_them), or kept by their
+ * config, off any list. */
+static void parse_end(struct cfg_parse_state *s, int free_them)
+{
+	union cfg_block *b = s->blocks.link.next, *next;
+
+	for (; b != &s->blocks; b = next) {
+		next = b->link.next;
+		if (free_them) {
+			free(b);
+		} else {
+			b->link.prev = b->link.next = NULL;
+		}
+	}
+	s->blocks.link.prev = s->blocks.link.next = &s->blocks;
+	s->active = 0;
+}
+
+/* 1 when every setting under s has its name (in a group) and every string
+ * its text: what libconfig drops when one of its own allocations fails. */
+static int whole(const config_setting_t *s)
+{
+	int n = config_setting_is_aggregate(s) ? config_setting_length(s) : 0;
+
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		if (!e || (config_setting_is_group(s) && !config_setting_name(e)) ||
+		    (config_setting_type(e) == CONFIG_TYPE_STRING &&
+		     !config_setting_get_string(e)) ||
+		    !whole(e))
+			return 0;
+	}
+	return 1;
+}
+
+int cfg_parse(config_t *cf, const char *text, const char *path, struct prism_err *err)
+{
+	struct cfg_parse_state *s = &parse_state;
+	locale_t loc = uselocale((locale_t)0);
+	int rc;
+
+	s->blocks.link.prev = s->blocks.link.next = &s->blocks;
+	s->active = 1;
+	if (setjmp(s->jump)) {
+		/* An allocation failed inside libconfig: what it took is freed,
+		 * the locale it set for the parse put back (its "C", which
+		 * libconfig frees on the way out). */
+		locale_t now = uselocale(loc);
+		if (now != loc && now != LC_GLOBAL_LOCALE && now != (locale_t)0)
+			freelocale(now);
+		parse_end(s, 1);
+		memset(cf, 0, sizeof(*cf));
+		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+	}
+	config_init(cf);
+	if (config_read_string(cf, text) != CONFIG_TRUE) {
+		rc = prism_err_set(err, PRISM_EFORMAT, "%s:%d: %s", path, config_error_line(cf),
+				   config_error_text(cf));
+		config_destroy(cf);
+		parse_end(s, 1); /* what libconfig 1.5 leaves of a failed parse */
+		return rc;
+	}
+	parse_end(s, 0);
+	if (!whole(config_root_setting(cf))) {
+		config_destroy(cf);
+		return prism_err_set(err, PRISM_ENOMEM,
+				     "%s: out of memory (libconfig dropped a setting)", path);
+	}
+	return 0;
+}
 
 /* The file's text, NUL-terminated, read by us rather than libconfig: a
  * regular file of at most CFG_MAX_BYTES.  NULL with err set otherwise. */
@@ -29,8 +221,11 @@ static char *cfg_text_of(const char *path, struct prism_err *err)
 		return NULL;
 	}
 	if (!(f = fopen(path, "rb"))) {
-		prism_err_set(err, PRISM_EIO, "%s: cannot read the file (%s)", path,
-			      strerror(errno));
+		if (errno == ENOMEM) /* the C library's FILE */
+			prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+		else
+			prism_err_set(err, PRISM_EIO, "%s: cannot read the file (%s)", path,
+				      strerror(errno));
 		return NULL;
 	}
 	if ((uint64_t)sb.st_size > CFG_MAX_BYTES || !(buf = prism_malloc((size_t)sb.st_size + 1)) ||
@@ -84,14 +279,8 @@ int cfg_read(config_t *cf, const char *path, struct prism_err *err)
 
 	if (!text)
 		return err ? err->code : PRISM_EIO;
-	config_init(cf);
-	rc = config_read_string(cf, text);
+	rc = cfg_parse(cf, text, path, err);
 	free(text);
-	if (rc)
-		return 0;
-	rc = prism_err_set(err, PRISM_EFORMAT, "%s:%d: %s", path, config_error_line(cf),
-			   config_error_text(cf));
-	config_destroy(cf);
 	return rc;
 }
 

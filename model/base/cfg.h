@@ -17,8 +17,16 @@
 /* config_init and the file's text parsed: 0, or PRISM_EIO (unreadable,
  * not a regular file) / PRISM_EFORMAT (syntax, with its line; more than
  * CFG_MAX_BYTES; a NUL byte; an @include line, which would read any file
- * it names); on error cf is destroyed. */
+ * it names) / PRISM_ENOMEM (cfg_parse); on error cf is destroyed. */
 int cfg_read(config_t *cf, const char *path, struct prism_err *err);
+
+/* config_init and text parsed into cf (path names it in messages): 0 (cf
+ * to config_destroy), or PRISM_EFORMAT (syntax, with its line) or
+ * PRISM_ENOMEM (an allocation inside libconfig failed: never a crash, nor
+ * a setting dropped), cf then destroyed.  Every parse of prism's goes
+ * through here: libconfig's allocations are prism's only inside it
+ * (cfg.c). */
+int cfg_parse(config_t *cf, const char *text, const char *path, struct prism_err *err);
 
 /* The full name of setting `path` in group g (or the root) for messages. */
 void cfg_full_name(config_setting_t *g, const char *path, char *buf, size_t n);

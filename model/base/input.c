@@ -120,6 +120,8 @@ int input_open(const char *path, struct input **out, struct prism_err *err)
 	if (!in->f) {
 		int e = errno;
 		free(in);
+		if (e == ENOMEM) /* the C library's FILE */
+			return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
 		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(e));
 	}
 	in->npeek = raw_read(in, in->peek, 2);

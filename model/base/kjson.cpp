@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string_view>
 
 using namespace simdjson;
@@ -24,9 +25,82 @@ struct kjson_parser {
 
 extern "C" void *prism_malloc(size_t n); /* prism.h */
 
-/* The parser's own block comes from prism_malloc (failure injection reaches
- * it); simdjson's buffers, allocated on first use, report their own
- * failures (MEMALLOC), which become errors like any other. */
+/*
+ * Every C++ allocation goes through prism_malloc: the global operator new
+ * and delete are replaced (the C++ standard provides for it), so that
+ * simdjson's buffers, allocated on first use, meet allocation failure
+ * injection (tests/test_faults.c) like prism's own.  And a failure is
+ * counted for its thread: simdjson does not check every allocation
+ * (ondemand::parser::allocate leaves its string buffer null, reports
+ * success, and the parse then writes through it), so a parse during which
+ * one failed is never used: the parser is reset and the parse ends in "out
+ * of memory".  A thread's count, as simdjson has no hook to pass a context
+ * through; it only grows.
+ */
+static thread_local unsigned long alloc_failures;
+
+static void *cxx_alloc(std::size_t n) noexcept
+{
+	void *p = prism_malloc(n ? n : 1);
+	if (!p)
+		alloc_failures++;
+	return p;
+}
+
+void *operator new(std::size_t n)
+{
+	void *p = cxx_alloc(n);
+	if (!p)
+		throw std::bad_alloc();
+	return p;
+}
+
+void *operator new[](std::size_t n)
+{
+	return operator new(n);
+}
+
+void *operator new(std::size_t n, const std::nothrow_t &) noexcept
+{
+	return cxx_alloc(n);
+}
+
+void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
+{
+	return cxx_alloc(n);
+}
+
+void operator delete(void *p) noexcept
+{
+	std::free(p);
+}
+
+void operator delete[](void *p) noexcept
+{
+	std::free(p);
+}
+
+void operator delete(void *p, std::size_t) noexcept
+{
+	std::free(p);
+}
+
+void operator delete[](void *p, std::size_t) noexcept
+{
+	std::free(p);
+}
+
+void operator delete(void *p, const std::nothrow_t &) noexcept
+{
+	std::free(p);
+}
+
+void operator delete[](void *p, const std::nothrow_t &) noexcept
+{
+	std::free(p);
+}
+
+/* The parser's own block comes from prism_malloc too. */
 extern "C" struct kjson_parser *kjson_new(void)
 {
 	void *m = prism_malloc(sizeof(kjson_parser));
@@ -41,9 +115,59 @@ extern "C" void kjson_free(struct kjson_parser *p)
 	}
 }
 
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static bool is_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* 1 when c may follow a JSON value: whitespace, ',', ']' or '}'. */
+static bool ends_scalar(char c)
+{
+	return is_ws(c) || c == ',' || c == ']' || c == '}';
+}
+
+/* The length of the number at s[0..n) by RFC 8259's grammar,
+ *   -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+ * when what follows it ends a scalar; 0 when s holds none ("+1", ".5",
+ * "1.", "01", "1e", "1x"). */
+static size_t json_number_len(const char *s, size_t n)
+{
+	const char *p = s, *end = s + n;
+	size_t k;
+
+	if (p < end && *p == '-')
+		p++;
+	if (p >= end || !is_digit(*p))
+		return 0;
+	if (*p++ != '0')
+		while (p < end && is_digit(*p))
+			p++;
+	if (p < end && *p == '.') {
+		if (++p >= end || !is_digit(*p))
+			return 0;
+		while (p < end && is_digit(*p))
+			p++;
+	}
+	k = (size_t)(p - s);
+	if (k < n && (s[k] == 'e' || s[k] == 'E')) {
+		if (++k < n && (s[k] == '+' || s[k] == '-'))
+			k++;
+		if (k >= n || !is_digit(s[k]))
+			return 0;
+		while (k < n && is_digit(s[k]))
+			k++;
+	}
+	return k == n || ends_scalar(s[k]) ? k : 0;
+}
+
 extern "C" int kjson_number(const char *s, size_t n, struct kjson_val *v)
 {
-	size_t k = 0;
+	size_t k = 0, d0;
 	bool neg = false, frac = false, over = false;
 	int64_t ip = 0, f3 = 0;
 	int nf = 0, round = 0;
@@ -52,20 +176,22 @@ extern "C" int kjson_number(const char *s, size_t n, struct kjson_val *v)
 		neg = true;
 		k++;
 	}
-	if (k >= n || s[k] < '0' || s[k] > '9')
+	if (k >= n || !is_digit(s[k]))
 		return -1;
-	for (; k < n && s[k] >= '0' && s[k] <= '9'; k++) {
+	for (d0 = k; k < n && is_digit(s[k]); k++) {
 		if (ip > (INT64_MAX - 9) / 10)
 			over = true;
 		else
 			ip = ip * 10 + (s[k] - '0');
 	}
+	if (s[d0] == '0' && k - d0 > 1)
+		return -1; /* RFC 8259: no leading zeros */
 	if (k < n && s[k] == '.') {
 		frac = true;
 		k++;
-		if (k >= n || s[k] < '0' || s[k] > '9')
+		if (k >= n || !is_digit(s[k]))
 			return -1;
-		for (; k < n && s[k] >= '0' && s[k] <= '9'; k++, nf++) {
+		for (; k < n && is_digit(s[k]); k++, nf++) {
 			if (nf < 3)
 				f3 = f3 * 10 + (s[k] - '0');
 			else if (nf == 3)
@@ -77,7 +203,10 @@ extern "C" int kjson_number(const char *s, size_t n, struct kjson_val *v)
 	if (k < n && (s[k] == 'e' || s[k] == 'E')) {
 		/* Rare in traces: take the slow, approximate path. */
 		char tmp[64];
-		size_t m = n < sizeof(tmp) - 1 ? n : sizeof(tmp) - 1;
+		size_t m = json_number_len(s, n);
+		if (m == 0)
+			return -1;
+		m = m < sizeof(tmp) - 1 ? m : sizeof(tmp) - 1;
 		std::memcpy(tmp, s, m);
 		tmp[m] = '\0';
 		double d = std::strtod(tmp, nullptr);
@@ -87,6 +216,8 @@ extern "C" int kjson_number(const char *s, size_t n, struct kjson_val *v)
 						 : (d < 0 ? INT64_MIN : INT64_MAX);
 		return 0;
 	}
+	if (k < n && !ends_scalar(s[k]))
+		return -1;
 	v->type = frac ? KJSON_FRAC : KJSON_INT;
 	v->i = over ? INT64_MAX : ip;
 	if (over || ip > (INT64_MAX - 1000) / 1000)
@@ -161,6 +292,113 @@ static const char *stage1_where(error_code e, const char *buf, size_t len, size_
 	*at = bad;
 	*event = ev;
 	return what;
+}
+
+/* Bytes outside strings, as kjson_check takes them. */
+enum { B_VALUE, B_SKIP, B_QUOTE, B_OPEN, B_CLOSE };
+struct byte_classes {
+	unsigned char c[256];
+	constexpr byte_classes() : c()
+	{
+		c[(unsigned char)' '] = c[(unsigned char)'\t'] = c[(unsigned char)'\n'] = B_SKIP;
+		c[(unsigned char)'\r'] = c[(unsigned char)','] = c[(unsigned char)':'] = B_SKIP;
+		c[(unsigned char)'"'] = B_QUOTE;
+		c[(unsigned char)'{'] = c[(unsigned char)'['] = B_OPEN;
+		c[(unsigned char)'}'] = c[(unsigned char)']'] = B_CLOSE;
+	}
+};
+static constexpr byte_classes byte_class;
+
+extern "C" size_t kjson_scalar_len(const char *s, size_t n)
+{
+	std::string_view l = s[0] == 't'   ? "true"
+			     : s[0] == 'f' ? "false"
+			     : s[0] == 'n' ? "null"
+					   : "";
+	if (l.empty())
+		return json_number_len(s, n);
+	if (n >= l.size() && std::string_view(s, l.size()) == l)
+		return n == l.size() || ends_scalar(s[l.size()]) ? l.size() : 0;
+	return 0;
+}
+
+extern "C" int kjson_check(const char *buf, size_t len, uint64_t base, struct kjson_fail *fail)
+{
+	enum { KEY_DEPTH = 32 };
+	std::string_view key[KEY_DEPTH]; /* the member read at each depth */
+	size_t i = 0;
+	int depth = 0;
+
+	std::memset(fail, 0, sizeof(*fail));
+	for (;;) {
+		while (i < len && byte_class.c[(unsigned char)buf[i]] == B_SKIP)
+			i++;
+		if (i >= len)
+			return 0;
+		switch (byte_class.c[(unsigned char)buf[i]]) {
+		case B_QUOTE: {
+			size_t j = i + 1, k;
+			const char *q;
+			for (;;) { /* past the closing quote, escapes aside */
+				if (!(q = (const char *)std::memchr(buf + j, '"', len - j)))
+					return 0; /* unclosed: stage 1 says so */
+				for (k = (size_t)(q - buf); buf[k - 1] == '\\'; k--)
+					;
+				j = (size_t)(q - buf) + 1;
+				if (((size_t)(q - buf) - k) % 2 == 0)
+					break;
+			}
+			for (k = j; k < len && is_ws(buf[k]); k++)
+				;
+			if (k < len && buf[k] == ':' && depth > 0 && depth < KEY_DEPTH)
+				key[depth] = std::string_view(buf + i + 1, j - i - 2);
+			i = j;
+			continue;
+		}
+		case B_OPEN:
+			if (++depth > 0 && depth < KEY_DEPTH)
+				key[depth] = std::string_view();
+			i++;
+			continue;
+		case B_CLOSE:
+			depth--;
+			i++;
+			continue;
+		}
+		size_t n = kjson_scalar_len(buf + i, len - i);
+		if (n == 0) {
+			char c = buf[i];
+			std::string_view field;
+			while (i + n < len && byte_class.c[(unsigned char)buf[i + n]] == B_VALUE)
+				n++;
+			for (int d = depth < KEY_DEPTH ? depth : KEY_DEPTH - 1;
+			     d > 0 && field.empty(); d--)
+				field = key[d];
+			fail->offset = base + i;
+			std::snprintf(fail->field, sizeof(fail->field), "%.*s",
+				      (int)(field.size() < sizeof(fail->field) - 1
+						? field.size()
+						: sizeof(fail->field) - 1),
+				      field.data());
+			std::snprintf(fail->what, sizeof(fail->what), "%s: %.*s",
+				      c == '-' || c == '+' || c == '.' || is_digit(c)
+					  ? "not a JSON number (RFC 8259)"
+					  : "not a JSON value",
+				      (int)(n < 32 ? n : 32), buf + i);
+			return -1;
+		}
+		i += n;
+	}
+}
+
+/* Out of memory in a parse: the parser, perhaps half allocated, is
+ * replaced by a new one (which allocates on first use). */
+static int nomem(struct kjson_parser *p, uint64_t base, struct kjson_fail *fail)
+{
+	p->parser = ondemand::parser();
+	fail_set(fail, base, 0, "", "out of memory");
+	fail->nomem = 1;
+	return -1;
 }
 
 /* Offset of the iterator in the stream, or the chunk start if unknown. */
@@ -297,10 +535,10 @@ static error_code read_args(ondemand::object args, struct kjson_event *ev, std::
 	return SUCCESS;
 }
 
-extern "C" int kjson_parse_events(struct kjson_parser *p, const char *buf, size_t len,
-				  uint64_t base, kjson_event_fn fn, void *ctx,
-				  struct kjson_fail *fail)
+static int parse_events(struct kjson_parser *p, const char *buf, size_t len, uint64_t base,
+			kjson_event_fn fn, void *ctx, struct kjson_fail *fail)
 {
+	unsigned long failures = alloc_failures;
 	ondemand::document doc;
 	ondemand::array arr;
 	size_t index = 0;
@@ -308,6 +546,8 @@ extern "C" int kjson_parse_events(struct kjson_parser *p, const char *buf, size_
 	struct kjson_event ev;
 
 	e = p->parser.iterate(padded_string_view(buf, len, len + KJSON_PADDING)).get(doc);
+	if (alloc_failures != failures)
+		return nomem(p, base, fail);
 	if (e) {
 		size_t at = 0, event = 0;
 		const char *what = stage1_where(e, buf, len, &at, &event);
@@ -377,7 +617,19 @@ extern "C" int kjson_parse_events(struct kjson_parser *p, const char *buf, size_
 		return -1;
 	}
 	}
-	return 0;
+	return alloc_failures != failures ? nomem(p, base, fail) : 0;
+}
+
+extern "C" int kjson_parse_events(struct kjson_parser *p, const char *buf, size_t len,
+				  uint64_t base, kjson_event_fn fn, void *ctx,
+				  struct kjson_fail *fail)
+{
+	std::memset(fail, 0, sizeof(*fail));
+	try {
+		return parse_events(p, buf, len, base, fn, ctx, fail);
+	} catch (const std::bad_alloc &) {
+		return nomem(p, base, fail);
+	}
 }
 
 static error_code read_dist(ondemand::object o, struct kjson_top *top)
@@ -464,14 +716,39 @@ static error_code read_devices(ondemand::array a, struct kjson_top *top)
 	return SUCCESS;
 }
 
-extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const char *buf, size_t len,
-			       uint64_t base, struct kjson_top *top, struct kjson_fail *fail)
+/* kjson_check of the value of top-level key `key`, its field named from
+ * the key ("distributedInfo.x"). */
+static int check_top(const char *key, const char *buf, size_t len, uint64_t base,
+		     struct kjson_fail *fail)
 {
-	ondemand::document doc;
-	error_code e =
-	    p->parser.iterate(padded_string_view(buf, len, len + KJSON_PADDING)).get(doc);
-	bool started = !e; /* a document that never started has no location */
+	char full[2 * sizeof(fail->field) + 64];
 
+	if (kjson_check(buf, len, base, fail) == 0)
+		return 0;
+	std::snprintf(full, sizeof(full), "%s%s%s", key, fail->field[0] ? "." : "", fail->field);
+	std::snprintf(fail->field, sizeof(fail->field), "%.*s", (int)sizeof(fail->field) - 1, full);
+	return -1;
+}
+
+static int parse_top(struct kjson_parser *p, const char *key, const char *buf, size_t len,
+		     uint64_t base, struct kjson_top *top, struct kjson_fail *fail)
+{
+	unsigned long failures = alloc_failures;
+	ondemand::document doc;
+	error_code e;
+	bool started;
+
+	/* A value prism does not read is checked, not parsed: memory for a
+	 * parse of its up to KINETO_MAX_TOP bytes would buy nothing. */
+	if (std::strcmp(key, "distributedInfo") != 0 && std::strcmp(key, "deviceProperties") != 0 &&
+	    std::strcmp(key, "baseTimeNanoseconds") != 0)
+		return check_top(key, buf, len, base, fail);
+	e = p->parser.iterate(padded_string_view(buf, len, len + KJSON_PADDING)).get(doc);
+	started = !e; /* a document that never started has no location */
+	if (alloc_failures != failures)
+		return nomem(p, base, fail);
+	if (!e && check_top(key, buf, len, base, fail))
+		return -1;
 	if (!e) {
 		if (std::strcmp(key, "distributedInfo") == 0) {
 			ondemand::object o;
@@ -506,5 +783,16 @@ extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const ch
 			 0, key, what ? what : error_message(e));
 		return -1;
 	}
-	return 0;
+	return alloc_failures != failures ? nomem(p, base, fail) : 0;
+}
+
+extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const char *buf, size_t len,
+			       uint64_t base, struct kjson_top *top, struct kjson_fail *fail)
+{
+	std::memset(fail, 0, sizeof(*fail));
+	try {
+		return parse_top(p, key, buf, len, base, top, fail);
+	} catch (const std::bad_alloc &) {
+		return nomem(p, base, fail);
+	}
 }

@@ -86,14 +86,18 @@ struct kjson_event {
 };
 
 /* Why a chunk failed: the byte offset (of the bad byte itself, also for
- * text that is not UTF-8 or holds an unescaped control character), the
- * event (0-based within the chunk), the field ("" if none) and what was
- * wrong. */
+ * text that is not UTF-8 or holds an unescaped control character, or a
+ * value that is not JSON), the event (0-based within the chunk), the field
+ * ("" if none; the innermost member's key for a value that is not JSON)
+ * and what was wrong; nomem 1 when it was an allocation that failed (what
+ * is then "out of memory", the input is not at fault, and the parser was
+ * reset: nothing half allocated is used). */
 struct kjson_fail {
 	uint64_t offset;
 	size_t event;
 	char field[48];
 	char what[160];
+	int nomem;
 };
 
 typedef int (*kjson_event_fn)(void *ctx, const struct kjson_event *ev);
@@ -110,8 +114,13 @@ void kjson_free(struct kjson_parser *p);
 /*
  * Parse buf[0..len), a JSON array of event objects, calling fn for each.
  * buf must stay readable up to buf[len + KJSON_PADDING).  base is the
- * stream offset of buf[0], for error positions.  Returns 0; a non-zero
- * value returned by fn (stops and is passed back); or -1 with *fail set.
+ * stream offset of buf[0], for error positions.  The values read must be
+ * JSON (RFC 8259: numbers, true, false, null); those skipped unread are
+ * not looked at (the caller checks them: kjson_scalar_len, kjson_check,
+ * as the trace reader's splitter does).  Returns 0;
+ * a non-zero value returned by fn (stops and is passed back, fail->what
+ * then empty); or -1 with *fail set (fail->what not empty), also when out
+ * of memory (fail->nomem).
  */
 int kjson_parse_events(struct kjson_parser *p, const char *buf, size_t len, uint64_t base,
 		       kjson_event_fn fn, void *ctx, struct kjson_fail *fail);
@@ -136,14 +145,33 @@ struct kjson_top {
 
 /*
  * Parse the value of top-level key `key` (one of "distributedInfo",
- * "deviceProperties", "baseTimeNanoseconds"; others are ignored) from
- * buf[0..len) (padded as above) into *top.  Strings point into the parser
- * and are valid until its next use.  0, or -1 with *fail set.
+ * "deviceProperties", "baseTimeNanoseconds"; the values of others are
+ * only checked, by kjson_check, and nothing allocated) from buf[0..len)
+ * (padded as above) into *top.  Strings point into the parser and are valid until its
+ * next use.  0, or -1 with *fail set (its field "key" or "key.member").
  */
 int kjson_parse_top(struct kjson_parser *p, const char *key, const char *buf, size_t len,
 		    uint64_t base, struct kjson_top *top, struct kjson_fail *fail);
 
-/* Parse decimal number text (JSON grammar) into *v; 0 or -1. */
+/* The length of the JSON literal (true, false, null) or RFC 8259 number
+ * at s[0..n) when what follows it may follow a value (nothing,
+ * whitespace, ',', ']' or '}'); 0 when s holds none ("+1", ".5", "1.",
+ * "01", "1e", "tru", "1x"). */
+size_t kjson_scalar_len(const char *s, size_t n);
+
+/*
+ * Check that every value outside strings in buf[0..len) is a JSON literal
+ * or an RFC 8259 number (simdjson's On-Demand front end checks only the
+ * values prism asks for: one skipped unread would pass).  Strings must be
+ * closed.  0, or -1 with *fail set: the first bad value's offset (base +
+ * its index), the key of the innermost member holding it (field, "" at the
+ * top) and what is wrong; fail->event 0.
+ */
+int kjson_check(const char *buf, size_t len, uint64_t base, struct kjson_fail *fail);
+
+/* Parse the number at s[0..n) into *v: 0, or -1 unless s holds an RFC
+ * 8259 number followed by nothing, whitespace, ',', ']' or '}' ("+1",
+ * ".5", "1.", "01", "1e", "1x" are not). */
 int kjson_number(const char *s, size_t n, struct kjson_val *v);
 
 #ifdef __cplusplus

@@ -10,6 +10,7 @@
 #include "comm.h"
 #include "kbench.h"
 #include "kperf.h"
+#include "layout.h"
 
 const char *calib_profile_for(const char *name, double mem)
 {
@@ -168,7 +169,10 @@ int calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 			struct comm_group grp;
 			struct comm_est full;
 			double t = g->dur_ns[gc->node] / 1e9, lat;
-			if (gc->kind != k || gc->bytes <= 0 || gc->group_size < 2 || t <= 0)
+			/* A group beyond any layout's GPUs (a graph file's: the
+			 * trace reader refuses one) is no int to divide by. */
+			if (gc->kind != k || gc->bytes <= 0 || gc->group_size < 2 ||
+			    gc->group_size > LAYOUT_MAX_GPUS || t <= 0)
 				continue;
 			grp.n = (int)gc->group_size;
 			grp.per_node = grp.n <= hw_domain(hw) ? grp.n : hw_domain(hw);

@@ -1,6 +1,7 @@
 /* cbench.c - measured collectives against the communication model. */
 #include "cbench.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <gsl/gsl_multimin.h>
 #include <math.h>
@@ -11,6 +12,8 @@
 #include "comm.h"
 #include "graph.h"
 #include "kbench.h"
+#include "layout.h"
+#include "strtab.h"
 
 #define MAX_FIELDS 32
 
@@ -31,14 +34,6 @@ static int push(struct cbench *cb, const struct cbench_row *r)
 	}
 	cb->rows[cb->n++] = *r;
 	return 0;
-}
-
-/* A positive number, or 0 (empty, not stated). */
-static double num(const char *s)
-{
-	char *e;
-	double v = strtod(s, &e);
-	return e != s && v > 0 ? v : 0;
 }
 
 static int kind_of(const char *s)
@@ -79,30 +74,48 @@ static const char *col(const struct cols *h, char **f, int nf, const char *name)
 	return "";
 }
 
+/* XLA's tables: "k replica group(s) x m devices each": m into *each (as
+ * a count: 1 when read, 0 when desc is not of that form, -1 when m is out
+ * of range). */
+static int group_each(const char *desc, double *each)
+{
+	const char *p = strstr(desc, " replica group(s) x ");
+	const char *q = p ? p + strlen(" replica group(s) x ") : NULL;
+	double v;
+	int rc;
+
+	if (!p || p == desc || !isdigit((unsigned char)desc[0]) || !strstr(q, " devices"))
+		return 0;
+	if ((rc = kbench_count(q, LAYOUT_MAX_GPUS, &v)) > 0)
+		*each = v;
+	return rc;
+}
+
 static int row(struct cbench *cb, const struct cols *h, char **f, int nf, const char *path)
 {
 	struct cbench_row r;
 	const char *prof = kbench_profile(col(h, f, nf, "gpu"));
 	const char *algo = col(h, f, nf, "algo"), *desc = col(h, f, nf, "group_desc");
-	double t = num(col(h, f, nf, "time_us")) * 1e-6;
-	int nodes = (int)num(col(h, f, nf, "nodes")),
-	    gpn = (int)num(col(h, f, nf, "gpus_per_node"));
+	double t = kbench_num(col(h, f, nf, "time_us")) * 1e-6, v[3];
+	int nodes, gpn;
 
 	memset(&r, 0, sizeof(r));
 	if (!prof)
 		return skip(cb, "no profile for the GPU"), 0;
 	if ((r.kind = kind_of(col(h, f, nf, "collective"))) < 0)
 		return skip(cb, "not a collective the model has (MoE, copies, RDMA, permute)"), 0;
-	if (!(r.bytes = num(col(h, f, nf, "size_bytes"))))
+	/* Counts in range before they become ints (2^32 nodes, 1e300 ranks). */
+	if (kbench_count(col(h, f, nf, "nodes"), LAYOUT_MAX_GPUS, &v[0]) < 0 ||
+	    kbench_count(col(h, f, nf, "gpus_per_node"), HW_MAX_NODE_GPUS, &v[1]) < 0 ||
+	    kbench_count(col(h, f, nf, "ranks"), LAYOUT_MAX_GPUS, &v[2]) < 0 ||
+	    group_each(desc, &v[2]) < 0 ||
+	    kbench_count(col(h, f, nf, "size_bytes"), KBENCH_MAX_BYTES, &r.bytes) < 0)
+		return skip(cb, "a count out of range (nodes, GPUs a node, ranks or bytes)"), 0;
+	nodes = (int)v[0];
+	gpn = (int)v[1];
+	r.n = (int)v[2];
+	if (!r.bytes)
 		return skip(cb, "size not stated"), 0;
-	r.n = (int)num(col(h, f, nf, "ranks"));
-	{
-		int groups = 0, each = 0;
-		/* XLA's tables: "k replica group(s) x m devices each". */
-		if (sscanf(desc, "%d replica group(s) x %d devices", &groups, &each) == 2 &&
-		    each > 0)
-			r.n = each;
-	}
 	/* XLA's NVL72 rows state no node: their groups lie in one NVLink
 	 * domain of 72 ("NVLink domain", "NVL72"). */
 	if (nodes < 1 && gpn < 1 && r.n >= 2 &&
@@ -115,9 +128,10 @@ static int row(struct cbench *cb, const struct cols *h, char **f, int nf, const 
 	if (r.n % r.per_node)
 		return skip(cb, "group not stated"), 0;
 	if (!t)
-		t = num(col(h, f, nf, "derived_time_us")) * 1e-6;
-	if (!t && num(col(h, f, nf, "busbw_GBps")))
-		t = busbw_factor(r.kind, r.n) * r.bytes / (num(col(h, f, nf, "busbw_GBps")) * 1e9);
+		t = kbench_num(col(h, f, nf, "derived_time_us")) * 1e-6;
+	if (!t && kbench_num(col(h, f, nf, "busbw_GBps")))
+		t = busbw_factor(r.kind, r.n) * r.bytes /
+		    (kbench_num(col(h, f, nf, "busbw_GBps")) * 1e9);
 	if (!t)
 		return skip(cb, "time not stated"), 0;
 	r.time_s = t;
@@ -253,6 +267,35 @@ static double loss(const gsl_vector *v, void *p)
 	return ws > 0 ? s / ws : 0;
 }
 
+/* Each source weighs alike: w[i] = 1 / the rows of rows[idx[i]]'s source.
+ * The sources are counted through a string table, in time linear in n
+ * (comparing every pair made --loo's n fits cubic: 3,000 rows took
+ * minutes).  0 or PRISM_ENOMEM. */
+static int source_weights(const struct cbench_row *rows, const size_t *idx, size_t n, double *w)
+{
+	struct strtab st;
+	uint32_t *id = prism_malloc(n * sizeof(*id));
+	size_t *count = NULL;
+	int rc = id ? strtab_init(&st) : PRISM_ENOMEM;
+
+	if (rc) {
+		free(id);
+		return rc;
+	}
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = strtab_intern(&st, rows[idx[i]].source, strlen(rows[idx[i]].source), &id[i]);
+	if (!rc && !(count = prism_calloc(st.n, sizeof(*count))))
+		rc = PRISM_ENOMEM;
+	for (size_t i = 0; i < n && !rc; i++)
+		count[id[i]]++;
+	for (size_t i = 0; i < n && !rc; i++)
+		w[i] = 1.0 / (double)count[id[i]];
+	free(count);
+	free(id);
+	strtab_release(&st);
+	return rc;
+}
+
 size_t cbench_fit(struct hw_profile *hw, const struct cbench_row *rows, const size_t *idx, size_t n,
 		  int nvls)
 {
@@ -262,6 +305,10 @@ size_t cbench_fit(struct hw_profile *hw, const struct cbench_row *rows, const si
 
 	if (n == 0 || !(c.w = prism_malloc(n * sizeof(*c.w))))
 		return 0;
+	if (source_weights(rows, idx, n, c.w)) {
+		free(c.w);
+		return 0;
+	}
 	/* From the same start whatever the profile holds: the fit depends on
 	 * the rows alone. */
 	hw->nvl_eff = hw->net_eff = HW_BUS_EFF_DEFAULT;
@@ -269,12 +316,7 @@ size_t cbench_fit(struct hw_profile *hw, const struct cbench_row *rows, const si
 	hw->net_lat_s = 5e-6;
 	hw->coll_base_s = 1e-6;
 	hw->nvls_eff = nvls ? 0.6 : 0;
-	/* Each source weighs alike: a row weighs 1 / its source's rows. */
 	for (size_t i = 0; i < n; i++) {
-		size_t same = 0;
-		for (size_t j = 0; j < n; j++)
-			same += !strcmp(rows[idx[i]].source, rows[idx[j]].source);
-		c.w[i] = 1.0 / (double)same;
 		if (rows[idx[i]].n > rows[idx[i]].per_node && rows[idx[i]].net_known)
 			c.net = 1;
 		/* A row over a network the file does not state fits nothing. */

@@ -18,7 +18,9 @@
  * the model cannot place (no profile for the GPU: MI300X, gfx950, SM90/
  * SM100 without a SKU; MoE dispatch
  * and combine, copy-engine and RDMA tests, collective-permute; no size or
- * time) are counted with the reason.
+ * time; a count out of range: nodes or ranks over LAYOUT_MAX_GPUS, GPUs a
+ * node over HW_MAX_NODE_GPUS, bytes over KBENCH_MAX_BYTES, or not whole)
+ * are counted with the reason.
  */
 #ifndef PRISM_CBENCH_H
 #define PRISM_CBENCH_H
@@ -70,7 +72,8 @@ double cbench_predict(const struct hw_profile *hw, const struct cbench_row *r);
  * (bus efficiencies 0.8, 1 us a step in the node, 5 across, 1 us a
  * collective, NVLS 0.6).  Minimises the mean squared log error,
  * each source weighed alike (a bulk table counts as much as one sweep);
- * GSL's Nelder-Mead simplex, restarted once.  Returns the rows used.
+ * GSL's Nelder-Mead simplex, restarted once.  Returns the rows used (0,
+ * hw untouched, when out of memory).
  */
 size_t cbench_fit(struct hw_profile *hw, const struct cbench_row *rows, const size_t *idx, size_t n,
 		  int nvls);

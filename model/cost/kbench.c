@@ -130,8 +130,7 @@ static int has_col(const struct cols *h, const char *name)
 	return 0;
 }
 
-/* A positive number, or 0 (empty, "not stated", ...). */
-static double num(const char *s)
+double kbench_num(const char *s)
 {
 	char *e;
 	double v;
@@ -153,6 +152,19 @@ static int back_to_back(const char *txt, double time_s)
 	while (q > txt && isdigit((unsigned char)q[-1]))
 		q--;
 	return q < p && num(q) * time_s >= HW_SUSTAINED_AFTER_S;
+}
+
+int kbench_count(const char *s, double max, double *out)
+{
+	double v = kbench_num(s);
+
+	*out = 0;
+	if (v == 0)
+		return 0;
+	if (v > max || v != floor(v))
+		return -1;
+	*out = v;
+	return 1;
 }
 
 static int dtype_of(const char *s)
@@ -189,8 +201,26 @@ static void skip(struct kbench *kb, const char *why)
 	kbench_skip(&kb->skips, why);
 }
 
+/* 1 when every count of r is in range (kbench.h): 0 (not stated) up to
+ * KBENCH_MAX_DIM, bytes up to KBENCH_MAX_BYTES; NaN is not. */
+static int in_range(const struct kbench_row *r)
+{
+	const double dim[] = {r->b, r->m, r->n, r->k, r->heads, r->sq, r->skv, r->d, r->sq_max};
+	for (size_t i = 0; i < sizeof(dim) / sizeof(dim[0]); i++)
+		if (!(dim[i] >= 0 && dim[i] <= KBENCH_MAX_DIM))
+			return 0;
+	for (int i = 0; i < r->n_sq; i++)
+		if (!(r->sq_set[i] >= 0 && r->sq_set[i] <= KBENCH_MAX_DIM))
+			return 0;
+	return r->bytes >= 0 && r->bytes <= KBENCH_MAX_BYTES && isfinite(r->time_s);
+}
+
 int kbench_add(struct kbench *kb, const struct kbench_row *r)
 {
+	if (!in_range(r)) {
+		skip(kb, "a dimension over 2^32, or bytes over 2^50");
+		return 0;
+	}
 	if (kb->n == kb->cap) {
 		size_t c = kb->cap ? 2 * kb->cap : 256;
 		struct kbench_row *v = prism_realloc(kb->rows, c * sizeof(*v));
@@ -253,7 +283,7 @@ static void square_sizes(struct kbench_row *r, const char *impl, const char *not
 static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 {
 	struct kbench_row r;
-	double tf = num(col(h, f, nf, "tflops")), tm = num(col(h, f, nf, "time_ms"));
+	double tf = kbench_num(col(h, f, nf, "tflops")), tm = kbench_num(col(h, f, nf, "time_ms"));
 	memset(&r, 0, sizeof(r));
 	r.cls = KB_GEMM;
 	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
@@ -275,10 +305,10 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		  strstr(col(h, f, nf, "out_dtype"), "accumulate=True") ||
 		  (strstr(col(h, f, nf, "implementation"), "DeepGEMM") &&
 		   strstr(col(h, f, nf, "implementation"), "wgrad"));
-	r.b = num(col(h, f, nf, "batch"));
-	r.m = num(col(h, f, nf, "M"));
-	r.n = num(col(h, f, nf, "N"));
-	r.k = num(col(h, f, nf, "K"));
+	r.b = kbench_num(col(h, f, nf, "batch"));
+	r.m = kbench_num(col(h, f, nf, "M"));
+	r.n = kbench_num(col(h, f, nf, "N"));
+	r.k = kbench_num(col(h, f, nf, "K"));
 	if (r.b <= 0)
 		r.b = 1;
 	if (r.m <= 0 || r.n <= 0 || r.k <= 0) {
@@ -308,7 +338,8 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	struct kbench_row r;
 	const char *pass = col(h, f, nf, "pass"), *kern = col(h, f, nf, "kernel");
 	const char *cz = col(h, f, nf, "causal"), *conv = col(h, f, nf, "flop_convention");
-	double tf = num(col(h, f, nf, "tflops")), tm = num(col(h, f, nf, "time_ms")), dv;
+	double tf = kbench_num(col(h, f, nf, "tflops")), tm = kbench_num(col(h, f, nf, "time_ms")),
+	       dv;
 
 	memset(&r, 0, sizeof(r));
 	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
@@ -330,12 +361,12 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		skip(kb, "dtype not stated");
 		return 0;
 	}
-	r.b = num(col(h, f, nf, "batch"));
-	r.sq = num(col(h, f, nf, "seqlen_q"));
-	r.skv = num(col(h, f, nf, "seqlen_kv"));
-	r.heads = num(col(h, f, nf, "num_q_heads"));
-	r.d = num(col(h, f, nf, "head_dim_qk"));
-	dv = num(col(h, f, nf, "head_dim_v"));
+	r.b = kbench_num(col(h, f, nf, "batch"));
+	r.sq = kbench_num(col(h, f, nf, "seqlen_q"));
+	r.skv = kbench_num(col(h, f, nf, "seqlen_kv"));
+	r.heads = kbench_num(col(h, f, nf, "num_q_heads"));
+	r.d = kbench_num(col(h, f, nf, "head_dim_qk"));
+	dv = kbench_num(col(h, f, nf, "head_dim_v"));
 	if (!strcmp(cz, "True"))
 		r.causal = 1;
 	else if (strcmp(cz, "False")) {
@@ -400,7 +431,7 @@ static double elements(const char *shape)
 			const char *eq = memchr(p, '=', (size_t)(tok_end - p));
 			const char *star = memchr(p, '*', (size_t)(tok_end - p));
 			if (eq) {
-				prod *= num(eq + 1);
+				prod *= kbench_num(eq + 1);
 				found = 1;
 			} else if (star && isdigit((unsigned char)*p)) {
 				char name[32], key[40];
@@ -411,7 +442,7 @@ static double elements(const char *shape)
 					name[ln] = '\0';
 					snprintf(key, sizeof(key), "%s=", name);
 					if ((v = strstr(end, key))) {
-						prod *= num(p) * num(v + strlen(key));
+						prod *= kbench_num(p) * kbench_num(v + strlen(key));
 						found = 1;
 					}
 				}
@@ -428,7 +459,7 @@ static int membound_row(struct kbench *kb, const struct cols *h, char **f, int n
 	const char *kern = col(h, f, nf, "kernel"), *impl = col(h, f, nf, "implementation");
 	const char *pass = col(h, f, nf, "pass"), *dt = col(h, f, nf, "dtype");
 	const char *om = col(h, f, nf, "other_metric"), *ou = col(h, f, nf, "other_units");
-	double tm = num(col(h, f, nf, "time_ms")), gb = num(col(h, f, nf, "GBps"));
+	double tm = kbench_num(col(h, f, nf, "time_ms")), gb = kbench_num(col(h, f, nf, "GBps"));
 	double es = strstr(dt, "fp32") ? 4 : 2, mult, el;
 	int eager, fwd = !strcmp(pass, "fwd"), both = !strcmp(pass, "fwd+bwd");
 
@@ -456,8 +487,9 @@ static int membound_row(struct kbench *kb, const struct cols *h, char **f, int n
 		r.cls = KB_MEM_EAGER;
 	if (!place(kb, &r, col(h, f, nf, "gpu")))
 		return 0;
-	if (!gb && strstr(om, "bandwidth") && num(col(h, f, nf, "other_value")) > 0)
-		gb = num(col(h, f, nf, "other_value")) * (strstr(ou, "GiB") ? 1.073741824 : 1);
+	if (!gb && strstr(om, "bandwidth") && kbench_num(col(h, f, nf, "other_value")) > 0)
+		gb = kbench_num(col(h, f, nf, "other_value")) *
+		     (strstr(ou, "GiB") ? 1.073741824 : 1);
 	if (gb > 0 && tm > 0) {
 		r.bytes = gb * 1e9 * tm / 1e3;
 		r.time_s = tm / 1e3;
@@ -521,7 +553,7 @@ static int other_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	r.m = v[0];
 	r.k = v[1];
 	r.n = v[2];
-	r.time_s = num(col(h, f, nf, "value"));
+	r.time_s = kbench_num(col(h, f, nf, "value"));
 	if (r.m <= 0 || r.k <= 0 || r.n <= 0 || r.time_s <= 0) {
 		skip(kb, "fp8 speed-up without a shape");
 		return 0;
@@ -537,7 +569,7 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 	struct kbench_row r;
 	const char *cls = col(h, f, nf, "class"), *op = col(h, f, nf, "op");
 	const char *be = col(h, f, nf, "backend"), *pass = col(h, f, nf, "pass");
-	double t = num(col(h, f, nf, "time_us")) / 1e6;
+	double t = kbench_num(col(h, f, nf, "time_us")) / 1e6;
 
 	memset(&r, 0, sizeof(r));
 	snprintf(r.source, sizeof(r.source), "%s", path);
@@ -554,19 +586,19 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 	if (!strcmp(cls, "gemm")) {
 		r.cls = KB_GEMM;
 		r.b = 1;
-		r.m = num(col(h, f, nf, "M"));
-		r.n = num(col(h, f, nf, "N"));
-		r.k = num(col(h, f, nf, "K"));
+		r.m = kbench_num(col(h, f, nf, "M"));
+		r.n = kbench_num(col(h, f, nf, "N"));
+		r.k = kbench_num(col(h, f, nf, "K"));
 	} else if (!strcmp(cls, "attention")) {
 		if (!strcmp(be, "efficient") || !strcmp(be, "math")) {
 			skip(kb, "not FlashAttention-style (memory-efficient or math backend)");
 			return 0;
 		}
 		r.cls = !strcmp(pass, "bwd") ? KB_ATTN_BWD : KB_ATTN_FWD;
-		r.b = num(col(h, f, nf, "batch"));
-		r.heads = num(col(h, f, nf, "heads"));
-		r.sq = r.skv = num(col(h, f, nf, "seq"));
-		r.d = num(col(h, f, nf, "head_dim"));
+		r.b = kbench_num(col(h, f, nf, "batch"));
+		r.heads = kbench_num(col(h, f, nf, "heads"));
+		r.sq = r.skv = kbench_num(col(h, f, nf, "seq"));
+		r.d = kbench_num(col(h, f, nf, "head_dim"));
 		r.causal = !strcmp(col(h, f, nf, "causal"), "1");
 		r.fa2 = !strcmp(be, "flash"); /* PyTorch's flash backend is FA2 */
 		snprintf(r.source + strlen(r.source), sizeof(r.source) - strlen(r.source), " (%s)",
@@ -574,7 +606,7 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 	} else if (!strcmp(cls, "memory")) {
 		r.cls = KB_MEM;
 		r.dtype = HW_BF16;
-		r.bytes = num(col(h, f, nf, "bytes"));
+		r.bytes = kbench_num(col(h, f, nf, "bytes"));
 		r.mem_kind = !strcmp(op, "layernorm_fwd")    ? HW_MEM_NORM
 			     : !strcmp(op, "fp8_amax_eager") ? HW_MEM_REDUCTION
 							     : HW_MEM_ELEMENTWISE;

@@ -128,7 +128,8 @@ int kbench_read(struct kbench *kb, const char *path, struct prism_err *err);
 void kbench_release(struct kbench *kb);
 
 /* Append one row (a measurement from elsewhere: a trace's GEMMs): 0, or
- * PRISM_ENOMEM. */
+ * PRISM_ENOMEM.  A row with a count out of range (KBENCH_MAX_DIM,
+ * KBENCH_MAX_BYTES) is left out, counted in kb->skips with the reason. */
 int kbench_add(struct kbench *kb, const struct kbench_row *r);
 
 /* The profile (configs/hw name) of a GPU as the files name it, or NULL. */
@@ -164,6 +165,22 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 		  size_t n, int cls, int dtype);
 
 const char *kbench_class_name(int cls);
+
+/* The largest count a measurement row may state: a GEMM's or an
+ * attention's dimension, batch or heads, a square size (no kernel has a
+ * dimension of 2^32), and bytes (a PiB).  Beyond them a row is left out
+ * with the reason, before a product or a loop over sizes meets them. */
+#define KBENCH_MAX_DIM	 4294967296.0
+#define KBENCH_MAX_BYTES 1125899906842624.0
+
+/* A positive finite number at the start of s ("32768 (topk, sparse)" is
+ * 32768), or 0 (empty, "not stated", not positive, NaN, infinite). */
+double kbench_num(const char *s);
+
+/* The count at the start of s: 0 when none is stated (kbench_num 0); 1
+ * with *out a whole number in 1..max; -1 when the number stated is not
+ * one (a fraction, or more than max: the row is left out). */
+int kbench_count(const char *s, double max, double *out);
 
 /* The next record of a CSV text at *p split into at most max fields, in
  * place (quotes removed, doubled quotes kept once); *p moves past it.  The

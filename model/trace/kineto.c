@@ -24,6 +24,7 @@
 #define READ_BLOCK   (4u << 20)
 #define CHUNK_TARGET (1u << 20)
 #define SCAN_MORE    ((size_t)-1)
+#define SCAN_BAD     ((size_t)-2)
 
 enum top_state { ST_OPEN, ST_KEY, ST_COLON, ST_VALUE, ST_NEXT, ST_EVENTS, ST_DONE };
 
@@ -57,8 +58,13 @@ const char *kineto_kind_name(int kind)
 
 /* ---- the splitter ------------------------------------------------------ */
 
+/* Bytes the splitter stops at (strings and nesting), and those between
+ * values (whitespace, ',', ':'); the rest are values (numbers, literals). */
 static const unsigned char special[256] = {
     ['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1,
+};
+static const unsigned char between[256] = {
+    [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1, [','] = 1, [':'] = 1,
 };
 
 static size_t skip_ws(const char *b, size_t i, size_t len)
@@ -87,16 +93,48 @@ static size_t scan_string(const char *b, size_t i, size_t len)
 }
 
 /* b[i] is '{' or '[': index past the matching close, or SCAN_MORE.
- * Mismatched brackets are left for the JSON parser to report. */
-static size_t scan_compound(const char *b, size_t i, size_t len)
+ * Mismatched brackets are left for the JSON parser to report.  With check,
+ * each value outside strings is checked on the way to be JSON (the JSON
+ * parser looks only at those prism reads): SCAN_BAD when one is not. */
+static size_t scan_compound(const char *b, size_t i, size_t len, int check)
 {
 	int depth = 0;
 
 	while (i < len) {
-		while (i < len && !special[(unsigned char)b[i]])
-			i++;
+		if (check)
+			while (i < len && between[(unsigned char)b[i]])
+				i++;
+		else
+			while (i < len && !special[(unsigned char)b[i]])
+				i++;
 		if (i >= len)
 			break;
+		if (!special[(unsigned char)b[i]]) {
+			size_t n, e = i;
+			/* The common value, a whole number, here (digits, the
+			 * first not 0, then what may follow a value); the rest
+			 * by kjson's grammar. */
+			if (b[i] >= '1' && b[i] <= '9') {
+				for (e = i + 1; e < len && b[e] >= '0' && b[e] <= '9'; e++)
+					;
+				if (e < len && b[e] != ':' &&
+				    (between[(unsigned char)b[e]] || b[e] == '}' || b[e] == ']')) {
+					i = e;
+					continue;
+				}
+			}
+			n = kjson_scalar_len(b + i, len - i);
+			e = i;
+			if (n == 0) {
+				/* One cut by the end of what is read may end well. */
+				while (e < len && !special[(unsigned char)b[e]] &&
+				       !between[(unsigned char)b[e]])
+					e++;
+				return e == len ? SCAN_MORE : SCAN_BAD;
+			}
+			i += n;
+			continue;
+		}
 		switch (b[i]) {
 		case '"':
 			i = scan_string(b, i, len);
@@ -120,7 +158,7 @@ static size_t scan_compound(const char *b, size_t i, size_t len)
 static size_t scan_any(const char *b, size_t i, size_t len)
 {
 	if (b[i] == '{' || b[i] == '[')
-		return scan_compound(b, i, len);
+		return scan_compound(b, i, len, 0);
 	if (b[i] == '"')
 		return scan_string(b, i, len);
 	while (i < len && !strchr(",}] \t\r\n", b[i]))
@@ -192,7 +230,9 @@ static int flush(struct reader *r, size_t from, size_t to)
 				&fail);
 	r->buf[from] = c0;
 	r->buf[to] = c1;
-	if (rc == -1) {
+	if (fail.nomem)
+		return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
+	if (fail.what[0]) { /* the JSON's fault, not on_event's */
 		if (fail.field[0])
 			return prism_err_set(
 			    r->err, PRISM_EFORMAT,
@@ -203,6 +243,21 @@ static int flush(struct reader *r, size_t from, size_t to)
 				     first + fail.event, fail.offset, fail.what);
 	}
 	return rc;
+}
+
+/* The error of the value scan_compound found not JSON in the event at
+ * buf[j], the event-th: kjson_check names it and the member holding it. */
+static int bad_value(struct reader *r, size_t j, uint64_t event)
+{
+	struct kjson_fail fail;
+
+	if (kjson_check(r->buf + j, r->len - j, r->base + j, &fail) == 0 || !fail.field[0])
+		return prism_err_set(r->err, PRISM_EFORMAT,
+				     "%s: event %" PRIu64 " (byte %" PRIu64 "): not JSON", r->path,
+				     event, fail.offset ? fail.offset : r->base + j);
+	return prism_err_set(r->err, PRISM_EFORMAT,
+			     "%s: event %" PRIu64 " (byte %" PRIu64 "): field \"%s\": %s", r->path,
+			     event, fail.offset, fail.field, fail.what);
 }
 
 /* More input, or the error of a traceEvents array cut short. */
@@ -272,7 +327,9 @@ static int read_events(struct reader *r)
 				return fail_at(r, r->base + j,
 					       "event %" PRIu64 ": expected a JSON object",
 					       r->ev_index + nev);
-			e = scan_compound(r->buf, j, r->len);
+			e = scan_compound(r->buf, j, r->len, 1);
+			if (e == SCAN_BAD)
+				return bad_value(r, j, r->ev_index + nev);
 			/* Checked whole or not, so that the limit does not
 			 * depend on how the input was read. */
 			if ((e == SCAN_MORE ? r->len : e) - j > KINETO_MAX_EVENT)
@@ -326,6 +383,16 @@ static int read_events(struct reader *r)
 	}
 }
 
+/* A count of the top-level value at buf[i] (its member `name`) in 0..max:
+ * 0, or the error naming it. */
+static int top_count(struct reader *r, size_t i, const char *name, int64_t v, int64_t max)
+{
+	if (v >= 0 && v <= max)
+		return 0;
+	return fail_at(r, r->base + i, "field \"%s.%s\": %" PRId64 " is out of range 0..%" PRId64,
+		       r->key, name, v, max);
+}
+
 static int read_top_value(struct reader *r, size_t i, size_t end)
 {
 	struct kjson_top top;
@@ -334,17 +401,27 @@ static int read_top_value(struct reader *r, size_t i, size_t end)
 	char c = r->buf[end];
 	int rc;
 
-	if (strcmp(r->key, "distributedInfo") != 0 && strcmp(r->key, "deviceProperties") != 0 &&
-	    strcmp(r->key, "baseTimeNanoseconds") != 0)
-		return 0;
+	/* Every value is parsed, those prism does not read only checked to be
+	 * JSON. */
 	memset(&top, 0, sizeof(top));
 	r->buf[end] = ' ';
 	rc = kjson_parse_top(r->kp, r->key, r->buf + i, end - i, r->base + i, &top, &fail);
 	r->buf[end] = c;
+	if (rc && fail.nomem)
+		return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
 	if (rc)
 		return prism_err_set(r->err, PRISM_EFORMAT,
 				     "%s: byte %" PRIu64 ": field \"%s\": %s", r->path, fail.offset,
 				     fail.field, fail.what);
+	/* Counts within what a job may have, before a graph or a cost
+	 * model takes them. */
+	if ((top.has_world &&
+	     (rc = top_count(r, i, "world_size", top.world_size, KINETO_MAX_RANKS))) ||
+	    (top.has_rank && (rc = top_count(r, i, "rank", top.rank, KINETO_MAX_RANKS - 1))))
+		return rc;
+	for (size_t k = 0; k < top.npg; k++)
+		if ((rc = top_count(r, i, "pg_config[].pg_size", top.pg[k].size, KINETO_MAX_RANKS)))
+			return rc;
 	if (top.has_rank) {
 		tr->has_rank = 1;
 		tr->rank = top.rank;
@@ -874,6 +951,12 @@ static int on_complete(struct reader *r, const struct kjson_event *ev)
 	if (e.ext == KT_NO_ID &&
 	    (rc = get_int_arg(r, ev, KJSON_ARG_EXTERNAL_ID_OLD, "external id", &e.ext)))
 		return rc;
+	/* A group of 2^40 ranks became an int of the cost model's. */
+	if (ev->args[KJSON_ARG_GROUP_SIZE].type == KJSON_INT &&
+	    (ev->args[KJSON_ARG_GROUP_SIZE].i < 0 ||
+	     ev->args[KJSON_ARG_GROUP_SIZE].i > KINETO_MAX_RANKS))
+		return ev_fail(r, ev, "Group size", "%" PRId64 " is out of range 0..%d",
+			       ev->args[KJSON_ARG_GROUP_SIZE].i, KINETO_MAX_RANKS);
 	if (id_of(r, &ev->pid, &pid) || id_of(r, &ev->tid, &tid))
 		return prism_err_set(r->err, PRISM_ENOMEM, "%s: out of memory", r->path);
 	gpu = kind == KT_KERNEL || kind == KT_MEMCPY || kind == KT_MEMSET || kind == KT_CUDA_SYNC ||

@@ -136,6 +136,10 @@ struct kineto_trace {
 #define KINETO_MAX_EVENT (16u << 20)
 #define KINETO_MAX_TOP	 (64u << 20)
 #define KINETO_MAX_NAME	 (1u << 16)
+/* The most ranks a trace may state (a group's size, world_size, pg_size;
+ * a rank is below it): as many GPUs as a layout may have
+ * (LAYOUT_MAX_GPUS). */
+#define KINETO_MAX_RANKS (1 << 24)
 
 /*
  * Read the trace at path.  st interns names (shared by all ranks).  On

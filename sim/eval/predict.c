@@ -369,7 +369,7 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 			uint32_t u = gc->node;
 			int k;
 			if ((gc->kind != GC_ALL_REDUCE && gc->kind != GC_REDUCE_SCATTER) ||
-			    gc->group_size < 2 ||
+			    gc->group_size < 2 || gc->group_size > LAYOUT_MAX_GPUS ||
 			    (g->phase[u] != PH_BACKWARD && g->phase[u] != PH_OPTIMIZER))
 				continue;
 			for (k = 0; k < ng; k++)
@@ -403,8 +403,10 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		if (best >= 0 && !b->grad_pg[0])
 			snprintf(b->grad_pg, sizeof(b->grad_pg), "unnamed, %d ranks",
 				 (int)grp[best].size);
-		b->world = g->n_ranks && g->ranks[0].world_size > 0 ? (int)g->ranks[0].world_size
-								    : (int)g->n_ranks;
+		b->world = g->n_ranks && g->ranks[0].world_size > 0 &&
+				   g->ranks[0].world_size <= LAYOUT_MAX_GPUS
+			       ? (int)g->ranks[0].world_size
+			       : (int)g->n_ranks;
 	}
 	for (uint32_t u = 0; u < g->n_nodes && !b->opt_per_layer; u++)
 		b->opt_per_layer =
