@@ -151,7 +151,7 @@ static int back_to_back(const char *txt, double time_s)
 		return 0;
 	while (q > txt && isdigit((unsigned char)q[-1]))
 		q--;
-	return q < p && num(q) * time_s >= HW_SUSTAINED_AFTER_S;
+	return q < p && kbench_num(q) * time_s >= HW_SUSTAINED_AFTER_S;
 }
 
 int kbench_count(const char *s, double max, double *out)
@@ -381,7 +381,7 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		/* "sliding window N" in the notes: the keys each query sees. */
 		const char *w = strstr(col(h, f, nf, "notes"), "sliding window");
 		if (w) {
-			r.window = num(w + strlen("sliding window"));
+			r.window = kbench_num(w + strlen("sliding window"));
 			if (!(r.window >= 1 && r.window <= 1e7) || !r.causal) {
 				skip(kb, "sliding-window attention of no stated window");
 				return 0;
@@ -582,7 +582,7 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 	}
 	/* One timed run (a CUDA graph's replay, or back-to-back calls between
 	 * two events) of `calls` calls: its window. */
-	r.sustained = num(col(h, f, nf, "calls")) * t >= HW_SUSTAINED_AFTER_S;
+	r.sustained = kbench_num(col(h, f, nf, "calls")) * t >= HW_SUSTAINED_AFTER_S;
 	if (!strcmp(cls, "gemm")) {
 		r.cls = KB_GEMM;
 		r.b = 1;
