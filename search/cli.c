@@ -27,9 +27,12 @@
 int cli_fail(const struct prism_err *err)
 {
 	fprintf(stderr, "prism: %s\n", err->msg[0] ? err->msg : prism_status_msg(err->code));
+	/* Out of memory is the input's doing as a limit is (a run too
+	 * large for this machine): exit 2 as well; 1 is left to what went
+	 * wrong on the way out (a write error) and to internal failures. */
 	return err->code == PRISM_EFORMAT || err->code == PRISM_EVERSION ||
 		       err->code == PRISM_EARG || err->code == PRISM_EIO ||
-		       err->code == PRISM_ELIMIT
+		       err->code == PRISM_ELIMIT || err->code == PRISM_ENOMEM
 		   ? EXIT_USAGE
 		   : 1;
 }

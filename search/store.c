@@ -236,14 +236,20 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *text = (const char *)sqlite3_column_text(st, 4);
-		char *canon;
+		char *canon = NULL;
 		int same;
 		if (!text)
 			continue;
 		if (strcmp(text, s->text) == 0)
 			break;
-		canon = s->canon ? sweep_canon(text) : NULL;
-		same = canon && strcmp(canon, s->canon) == 0;
+		/* A stored text that does not parse is another sweep; out of
+		 * memory is not an answer (it would start the sweep anew). */
+		if (s->canon && sweep_canon(text, &canon) == PRISM_ENOMEM) {
+			sqlite3_finalize(st);
+			return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory",
+					     sqlite3_db_filename(db, "main"));
+		}
+		same = s->canon && canon && strcmp(canon, s->canon) == 0;
 		free(canon);
 		if (same)
 			break;

@@ -132,26 +132,32 @@ static int knob(const char *file, config_setting_t *space, const char *name, int
 	return element(file, e, full, k, &out->v[out->n++], err);
 }
 
-char *sweep_canon(const char *text)
+int sweep_canon(const char *text, char **out)
 {
 	config_t cf;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
+	int rc;
 
-	if (cfg_parse(&cf, text, "sweep", NULL))
-		return NULL;
+	*out = NULL;
+	if ((rc = cfg_parse(&cf, text, "sweep", NULL)))
+		return rc == PRISM_ENOMEM ? rc : PRISM_EFORMAT;
 	if (!(f = open_memstream(&buf, &len))) {
 		config_destroy(&cf);
-		return NULL;
+		return PRISM_ENOMEM;
 	}
 	config_write(&cf, f);
 	config_destroy(&cf);
-	if (fclose(f) != 0) {
+	/* The stream's own growth is what fails here: an error on it, or no
+	 * buffer at all. */
+	rc = ferror(f);
+	if ((fclose(f) != 0) || rc || !buf) {
 		free(buf);
-		return NULL;
+		return PRISM_ENOMEM;
 	}
-	return buf;
+	*out = buf;
+	return 0;
 }
 
 /* The error of a file that could not be read: out of memory where the C
@@ -517,9 +523,10 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		sweep_release(s);
 		return rc;
 	}
-	if (!(s->canon = sweep_canon(s->text))) {
+	if ((rc = sweep_canon(s->text, &s->canon))) {
 		sweep_release(s);
-		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+		return rc == PRISM_ENOMEM ? prism_err_set(err, rc, "%s: out of memory", path)
+					  : prism_err_set(err, rc, "%s: does not parse", path);
 	}
 	return 0;
 out:

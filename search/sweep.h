@@ -110,13 +110,14 @@ void sweep_release(struct sweep *s);
  * all at once; what stays per candidate is a few bytes. */
 #define SWEEP_MAX_CANDIDATES (1u << 22)
 
+/* The settings of sweep file text as libconfig writes them back (comments
+ * and layout gone): two texts that differ only there are one sweep.  0
+ * (*out: a string to free), PRISM_EFORMAT (text does not parse: *out
+ * NULL) or PRISM_ENOMEM. */
+int sweep_canon(const char *text, char **out);
+
 /* The size of s's candidate space: the product of its lists (vp counted
  * with the interleaved schedule only), UINT64_MAX when beyond 64 bits. */
-/* The settings of sweep file text as libconfig writes them back (comments
- * and layout gone): two texts that differ only there are one sweep.  A
- * string to free, or NULL when text does not parse or memory runs out. */
-char *sweep_canon(const char *text);
-
 uint64_t sweep_count(const struct sweep *s);
 
 /*

@@ -131,9 +131,17 @@ int graph_check(const struct graph *g, struct prism_err *err)
 		return bad(err,
 			   "graph: meta string %" PRIu32 " out of range or not a run description",
 			   g->meta);
-	for (uint32_t r = 0; r < g->n_ranks; r++)
-		if (g->ranks[r].path >= g->st.n || g->ranks[r].device >= g->st.n)
+	for (uint32_t r = 0; r < g->n_ranks; r++) {
+		const struct graph_rank *k = &g->ranks[r];
+		if (k->path >= g->st.n || k->device >= g->st.n)
 			return bad(err, "graph: rank %" PRIu32 " names a string out of range", r);
+		if (k->rank < 0 || k->rank >= GRAPH_MAX_RANKS || k->world_size < 0 ||
+		    k->world_size > GRAPH_MAX_RANKS)
+			return bad(err,
+				   "graph: rank %" PRIu32 " says rank %" PRId64 " of %" PRId64
+				   ", beyond the %d ranks a trace may state",
+				   r, k->rank, k->world_size, GRAPH_MAX_RANKS);
+	}
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
 		if (pr->first != next)
@@ -173,6 +181,11 @@ int graph_check(const struct graph *g, struct prism_err *err)
 			return bad(
 			    err, "graph: collective %" PRIu32 " has a kind or string out of range",
 			    c);
+		if (x->group_size < -1 || x->group_size > GRAPH_MAX_RANKS)
+			return bad(err,
+				   "graph: collective %" PRIu32 " has a group of %" PRId64
+				   " ranks, beyond the %d a trace may state",
+				   c, x->group_size, GRAPH_MAX_RANKS);
 	}
 	for (uint32_t i = 0; i < g->n_iters; i++) {
 		const struct graph_iter *it = &g->iters[i];

@@ -291,6 +291,10 @@ struct graph {
  * --layers): about 3 GB of graph.  Graphs read from traces and graph files
  * are bounded by the input's size instead. */
 #define GRAPH_MAX_TASKS (1u << 25)
+/* The most ranks a graph may state (a collective's group, a rank's world
+ * size; a rank is below it): the trace reader's bound (KINETO_MAX_RANKS),
+ * so that a graph file says no more than a trace could. */
+#define GRAPH_MAX_RANKS (1 << 24)
 
 /* Allocate a graph with room for the given counts (columns zeroed, the
  * string table empty).  NULL when out of memory. */
