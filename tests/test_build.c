@@ -1045,6 +1045,56 @@ static void test_autograd_thread(void **state)
  * the B200, by the HBM bandwidths 3350 / 8000 GB/s) beyond the kernel
  * model's overhead of an elementwise kernel on each GPU.
  */
+/* A prism timeline of three ranks split into one trace per rank: each rank
+ * keeps only the communications of its own events (not a copy of all,
+ * which is ranks x events), and each event's comm names its own copy. */
+static void test_split_comms(void **state)
+{
+	struct kineto_trace tr = {0}, *out = NULL;
+	size_t n = 0;
+	(void)state;
+	tr.has_world = 1;
+	tr.world_size = 3;
+	for (int r = 0; r < 3; r++) {
+		struct kt_thread t = {
+		    .pid = (int64_t)(r + 1) * TIMELINE_RANK_PID + 7, .tid = 1, .gpu = 1};
+		assert_int_equal(VEC_PUSH(tr.threads, t), 0);
+	}
+	/* Events: rank 0 two collectives, rank 1 one kernel without, rank 2
+	 * one collective; comm k says group size 10 + k. */
+	{
+		static const uint32_t thread[] = {0, 1, 2, 0};
+		static const uint32_t comm[] = {0, UINT32_MAX, 1, 2};
+		for (int k = 0; k < 3; k++) {
+			struct kt_comm c = {.group_size = 10 + k, .in_nelems = -1};
+			assert_int_equal(VEC_PUSH(tr.comms, c), 0);
+		}
+		for (int i = 0; i < 4; i++) {
+			struct kt_event e = {
+			    .thread = thread[i], .comm = comm[i], .index = (uint32_t)i};
+			assert_int_equal(VEC_PUSH(tr.events, e), 0);
+		}
+	}
+	assert_int_equal(kineto_split(&tr, &out, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(out[0].rank, 0);
+	assert_int_equal(out[0].events.n, 2);
+	assert_int_equal(out[0].comms.n, 2);
+	assert_int_equal(out[0].threads.v[0].pid, 7);
+	assert_int_equal(out[0].comms.v[out[0].events.v[0].comm].group_size, 10);
+	assert_int_equal(out[0].comms.v[out[0].events.v[1].comm].group_size, 12);
+	assert_int_equal(out[1].events.n, 1);
+	assert_int_equal(out[1].comms.n, 0);
+	assert_int_equal(out[1].events.v[0].comm, UINT32_MAX);
+	assert_int_equal(out[2].rank, 2);
+	assert_int_equal(out[2].comms.n, 1);
+	assert_int_equal(out[2].comms.v[out[2].events.v[0].comm].group_size, 11);
+	assert_int_equal(tr.events.n, 0);
+	for (size_t k = 0; k < n; k++)
+		kineto_release(&out[k]);
+	free(out);
+}
+
 static void test_retime_gemm(void **state)
 {
 	const char *paths[] = {TEST_DATA("retime_2024.json")};
@@ -1206,6 +1256,7 @@ int main(void)
 	    cmocka_unit_test(test_mismatched_collectives),
 	    cmocka_unit_test(test_module_layers),
 	    cmocka_unit_test(test_retime_gemm),
+	    cmocka_unit_test(test_split_comms),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1203,13 +1203,10 @@ int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n)
 			goto oom;
 	}
 	for (size_t k = 0; k < nr; k++) {
-		/* Comms and groups are indexed by events: every rank keeps all. */
-		if (VEC_RESERVE(v[k].comms, tr->comms.n + 1) ||
-		    VEC_RESERVE(v[k].pgs, tr->pgs.n + 1))
+		/* The job's process groups (at most KJSON_MAX_PG): every rank
+		 * keeps them all. */
+		if (VEC_RESERVE(v[k].pgs, tr->pgs.n + 1))
 			goto oom;
-		if (tr->comms.n)
-			memcpy(v[k].comms.v, tr->comms.v, tr->comms.n * sizeof(*tr->comms.v));
-		v[k].comms.n = tr->comms.n;
 		if (tr->pgs.n)
 			memcpy(v[k].pgs.v, tr->pgs.v, tr->pgs.n * sizeof(*tr->pgs.v));
 		v[k].pgs.n = tr->pgs.n;
@@ -1221,6 +1218,15 @@ int kineto_split(struct kineto_trace *tr, struct kineto_trace **out, size_t *n)
 			continue;
 		d = &v[tr->threads.v[e.thread].pid / TIMELINE_RANK_PID - 1 - lo];
 		e.thread = tmap[e.thread];
+		/* An event's communication goes with it to its rank (each rank
+		 * a copy of all of them would be ranks x events). */
+		if (e.comm != UINT32_MAX && e.comm < tr->comms.n) {
+			if (VEC_PUSH(d->comms, tr->comms.v[e.comm]))
+				goto oom;
+			e.comm = (uint32_t)(d->comms.n - 1);
+		} else {
+			e.comm = UINT32_MAX;
+		}
 		if (VEC_PUSH(d->events, e))
 			goto oom;
 	}
