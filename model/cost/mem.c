@@ -237,15 +237,27 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	if (last)
 		out->transient += 2 * sl * b * V / t;
 	/* Context parallelism: the ring's key-value blocks in flight, two
-	 * (double buffered), and their gradients' two backward. */
-	if (layout_cp(l) > 1 && !l->cp_allgather)
+	 * (double buffered), and their gradients' two backward (p2p, and the
+	 * ring of a2a+p2p: the same bytes, a-th of the heads over a times the
+	 * tokens). */
+	if (layout_cp(l) > 1 && (l->cp_comm == LAYOUT_CP_P2P ||
+				 (l->cp_comm == LAYOUT_CP_A2A_P2P &&
+				  layout_cp_a2a(l, hw ? hw_domain(hw) : 1) < layout_cp(l))))
 		out->transient +=
 		    4 * 2 * b * sl * llm_kv_heads_rank(m, (int)t) * llm_head_dim(m) * 2;
 	/* The all-gather form: the whole sequence's K and V, gathered, and
 	 * their gradients before the reduce-scatter. */
-	if (layout_cp(l) > 1 && l->cp_allgather)
+	if (layout_cp(l) > 1 && l->cp_comm == LAYOUT_CP_ALLGATHER)
 		out->transient += 2 * 2 * b * sl * layout_cp(l) * llm_kv_heads_rank(m, (int)t) *
 				  llm_head_dim(m) * 2;
+	/* Ulysses' all-to-alls: Q, K and V received beside the sent ones
+	 * (backward their gradients), as many bytes as the rank's own. */
+	if (layout_cp(l) > 1 && layout_cp_a2a(l, hw ? hw_domain(hw) : 1) > 1)
+		out->transient +=
+		    b * sl *
+		    (m->heads / t * llm_qk_head_dim(m) +
+		     llm_kv_heads_rank(m, (int)t) * (llm_qk_head_dim(m) + llm_v_head_dim(m))) *
+		    2;
 	/* Mixture-of-experts: the dispatch's send buffer, the routed tokens
 	 * before the all-to-all (the receive side is the experts' input,
 	 * counted above). */
