@@ -12,9 +12,9 @@
 #include "prism.h"
 
 struct pool {
-	int n;	       /* threads in all, the caller's included */
-	pthread_t *t;  /* the n - 1 workers */
-	int started;   /* workers running */
+	int n;	      /* threads in all, the caller's included */
+	pthread_t *t; /* the n - 1 workers */
+	int started;  /* workers running */
 	pthread_mutex_t mu;
 	pthread_cond_t go, done;
 	uint64_t gen; /* jobs handed out; a worker runs each once */
@@ -129,8 +129,7 @@ int pool_threads(const struct pool *p)
 	return p->n;
 }
 
-void pool_for(struct pool *p, int n, int grain, int width, void (*fn)(void *ctx, int i),
-	      void *ctx)
+void pool_for(struct pool *p, int n, int grain, int width, void (*fn)(void *ctx, int i), void *ctx)
 {
 	if (n <= 0)
 		return;

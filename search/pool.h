@@ -29,8 +29,7 @@ struct pool *pool_new(int threads);
 void pool_free(struct pool *p);
 int pool_threads(const struct pool *p);
 
-void pool_for(struct pool *p, int n, int grain, int width, void (*fn)(void *ctx, int i),
-	      void *ctx);
+void pool_for(struct pool *p, int n, int grain, int width, void (*fn)(void *ctx, int i), void *ctx);
 
 int pool_cpus(void);
 
