@@ -142,10 +142,8 @@ int mem_verdict(double total, double capacity, double *band)
 
 const char *mem_verdict_name(int v, int brief)
 {
-	static const char *const full[] = {"fits", "at risk", "out of memory"}, *const shrt[] = {
-										    "fits",
-										    "at-risk",
-										    "oom"};
+	static const char *const full[] = {"fits", "at risk", "out of memory"};
+	static const char *const shrt[] = {"fits", "at-risk", "oom"};
 	if (v < MEM_FITS || v > MEM_OOM)
 		return "?";
 	return brief ? shrt[v] : full[v];
