@@ -40,7 +40,9 @@ static const char help[] =
     "docs/VALIDATION.md) are marked; the model does not rank them.  Layouts\n"
     "that are the same run (ZeRO with dp = 1, a recompute setting that\n"
     "changes neither time nor memory, GPipe or 1F1B without a pipeline) are\n"
-    "collapsed into the simplest.\n"
+    "collapsed into the simplest.  Layouts whose memory is within the memory\n"
+    "model's uncertainty (" MEM_UNCERTAINTY_TEXT
+    " %) of the usable memory are marked \"(at risk)\".\n"
     "\n"
     "options:\n"
     "      --sweep ID      the sweep (default: the latest in the database)\n"

@@ -157,7 +157,12 @@ enum mem_verdict { MEM_FITS, MEM_AT_RISK, MEM_OOM };
 /* The memory model's measured uncertainty, a fraction of the predicted
  * total (docs/VALIDATION.md, "The memory model against measured and
  * published peaks": scripts/memory_check.py). */
-#define MEM_UNCERTAINTY 0.07
+#define MEM_UNCERTAINTY_PCT 7
+#define MEM_UNCERTAINTY	    (MEM_UNCERTAINTY_PCT / 100.0)
+/* The percentage as text, for help texts ("7"). */
+#define MEM_STR_(x)	     #x
+#define MEM_XSTR_(x)	     MEM_STR_(x)
+#define MEM_UNCERTAINTY_TEXT MEM_XSTR_(MEM_UNCERTAINTY_PCT)
 
 int mem_verdict(double total, double capacity, double *band);
 
