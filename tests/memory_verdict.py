@@ -106,6 +106,24 @@ with tempfile.TemporaryDirectory() as d:
     j = json.loads(run("report", db, "-o", out, "--json").stdout)
     check(j["best"][0]["best"]["mem_at_risk"] is True, f"report --json best: {j['best'][0]}")
 
+    # A database from before the verdict (its columns dropped): the report
+    # reads it (nothing marked), and the search adds the columns back.
+    con = sqlite3.connect(db)
+    con.execute("ALTER TABLE candidate DROP COLUMN mem_verdict")
+    con.execute("ALTER TABLE candidate DROP COLUMN mem_margin_gb")
+    con.commit()
+    con.close()
+    r = run("report", db, "-o", out)
+    md = open(os.path.join(out, "report.md")).read()
+    check(r.returncode == 0 and "| 3.6 |" in md and "At risk" not in md,
+          f"report of an older database: {r.stderr}\n{md}")
+    r = run("search", sweep, "--db", db)
+    con = sqlite3.connect(db)
+    cols = [c[1] for c in con.execute("PRAGMA table_info(candidate)")]
+    con.close()
+    check(r.returncode == 0 and "mem_verdict" in cols and "mem_margin_gb" in cols,
+          f"reopened: {r.stderr} {cols}")
+
     # 4. The flat allocator share is gone: a profile stating it is refused.
     old = os.path.join(d, "old.cfg")
     with open(old, "w") as f:
