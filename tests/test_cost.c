@@ -672,20 +672,21 @@ static void test_verdict(void **state)
  *    329,048,064; stage 2: 302,309,376 + 17,825,792 = 320,135,168; stage
  *    3: 314,621,952 + 9,949,184 + 256,000 = 324,827,136.
  *  - the allocator's reserve on stage 0 (mem_alloc_reserved): per layer
- *    bf16 weights 26,347,520 (x 2), fp32 gradients 52,695,040 (x 2),
- *    optimizer 6 tensors of 26,347,520 (3 fp32 states x 2 layers, halved
- *    by ZeRO-1): each above 10 MiB, rounded to 2 MiB: 27,262,976 and
- *    54,525,952: 54,525,952 + 109,051,904 + 163,577,856.  Activations:
+ *    bf16 weights 26,347,520 (x 2), optimizer 6 tensors of 26,347,520 (3
+ *    fp32 states x 2 layers, halved by ZeRO-1), each rounded to 2 MiB,
+ *    27,262,976; the fp32 gradients 105,390,080 in one bucket (Megatron's
+ *    max(40M, 1M x 2) parameters, 160 MB, hold them all), 51 x 2 MiB =
+ *    106,954,752: 54,525,952 + 106,954,752 + 163,577,856.  Activations:
  *    a layer's 4,456,448 as 12 tensors of 371,370.67, rounded to 512:
  *    371,712; 36,175,872 of them is 97 whole (5 to a 2 MiB small segment:
  *    20 segments, 41,943,040) and 152,917.33 (153,088: one segment,
- *    2,097,152); the workspace 33,554,432.  Reserved 404,750,336 of
+ *    2,097,152); the workspace 33,554,432.  Reserved 402,653,184 of
  *    385,900,544 allocated.  With expandable segments: small 97 x 371,712
  *    + 153,088 = 36,209,152 -> 18 pages of 2 MiB, 37,748,736; large
  *    52,695,040 + 105,390,080 + 158,085,120 + 33,554,432 = 349,724,672 ->
  *    17 pages of 20 MiB, 356,515,840: 394,264,576.
- *  - verdict (7 %): 0.5e9 usable: 404,750,336 x 1.07 = 433,082,859.5
- *    fits; 0.4e9: 404,750,336 x 0.93 = 376,417,812.5 is below it: at
+ *  - verdict (7 %): 0.5e9 usable: 402,653,184 x 1.07 = 430,838,906.9
+ *    fits; 0.4e9: 402,653,184 x 0.93 = 374,467,461.1 is below it: at
  *    risk; 0.35e9: out of memory.
  */
 static void test_stage_memory(void **state)
@@ -732,21 +733,21 @@ static void test_stage_memory(void **state)
 		assert_rel_close(st.allocated, alloc[s] + MEM_CUBLAS_WORKSPACE, 1e-15);
 	}
 	mem_stage(&m, &l, &hw, 0, &st);
-	assert_rel_close(st.total, 404750336.0, 1e-12);
-	assert_rel_close(st.fragmentation, 404750336.0 - 385900544.0, 1e-9);
+	assert_rel_close(st.total, 402653184.0, 1e-12);
+	assert_rel_close(st.fragmentation, 402653184.0 - 385900544.0, 1e-9);
 	l.expandable_segments = 1;
 	mem_stage(&m, &l, &hw, 0, &st);
 	assert_rel_close(st.total, 394264576.0, 1e-12);
 	l.expandable_segments = 0;
 	mem_estimate(&m, &l, &hw, &e);
 	assert_int_equal(e.stage, 0);
-	assert_rel_close(e.total, 404750336.0, 1e-12);
-	assert_rel_close(e.first_total, 404750336.0, 1e-12);
+	assert_rel_close(e.total, 402653184.0, 1e-12);
+	assert_rel_close(e.first_total, 402653184.0, 1e-12);
 	assert_rel_close(e.capacity, 0.5e9, 1e-15);
 	assert_int_equal(e.verdict, MEM_FITS);
 	assert_true(e.fits);
-	assert_rel_close(e.margin, 0.5e9 - 404750336.0, 1e-12);
-	assert_rel_close(e.band, 0.07 * 404750336.0, 1e-12);
+	assert_rel_close(e.margin, 0.5e9 - 402653184.0, 1e-12);
+	assert_rel_close(e.band, 0.07 * 402653184.0, 1e-12);
 	hw.mem_reserve_bytes = 0.6e9;
 	mem_estimate(&m, &l, &hw, &e);
 	assert_int_equal(e.verdict, MEM_AT_RISK);

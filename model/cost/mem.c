@@ -182,11 +182,11 @@ static int warmup(const struct layout *l, int s)
 }
 
 /* What the caching allocator reserves for stage st's tensors at its peak
- * (mem_alloc_reserved), n the stage's layers, ob the optimizer's bytes a
- * parameter, a_layer a dense layer's activations.  The tensors, as the
- * frameworks allocate them: weights, gradients and each 4-byte optimizer
- * state (fp32 master, moments) one per layer (the embedding and the head
- * spread over them); ZeRO-3's gathered layers (prefetch + 1), its gathered
+ * (mem_alloc_reserved), n the stage's layers, gb and ob the gradients' and
+ * the optimizer's bytes a parameter, a_layer a dense layer's activations.  The tensors, as the
+ * frameworks allocate them: weights and each 4-byte optimizer state (fp32
+ * master, moments) one per layer (the embedding and the head spread over
+ * them), the gradients in buckets (layout_bucket_params); ZeRO-3's gathered layers (prefetch + 1), its gathered
  * embedding or head and one layer's gradient, ZeRO-2's one gradient; each
  * layer's saved activations as Korthikanti's 12 tensors a layer (the
  * inputs of the two norms, of QKV, Q, K, V, the projection, FC1 and FC2,
@@ -194,9 +194,10 @@ static int warmup(const struct layout *l, int s)
  * recomputation), the fp32 logits of each microbatch held, and the working
  * memory (cuBLAS's workspace apart). */
 static double stage_reserve(const struct llm *m, const struct layout *l, const struct mem_stage *st,
-			    double n, double ob, double a_layer)
+			    double n, double gb, double ob, double a_layer)
 {
-	struct mem_tensors t[9];
+	struct mem_tensors t[10];
+	double bk = layout_bucket_params(l, gb) * gb, nbk = floor(st->grads / bk);
 	double per = n > 0 ? n : 1, lg1 = 4.0 * m->seq / layout_cp(l) * l->mbs * m->vocab / l->tp;
 	double T = l->recompute == LAYOUT_RECOMPUTE_FULL ? 1 : 12, a1 = a_layer / T;
 	double acts = st->activations - st->logits, nb = 1, lgn = lg1 > 0 ? st->logits / lg1 : 0;
@@ -205,7 +206,8 @@ static double stage_reserve(const struct llm *m, const struct layout *l, const s
 	if (l->zero >= 3)
 		nb = l->prefetch + 3;
 	t[k++] = (struct mem_tensors){st->weights / per, per};
-	t[k++] = (struct mem_tensors){st->grads / per, per};
+	t[k++] = (struct mem_tensors){bk, nbk};
+	t[k++] = (struct mem_tensors){st->grads - nbk * bk, 1};
 	t[k++] = (struct mem_tensors){st->optimizer / (per * ob / 4), per * ob / 4};
 	t[k++] = (struct mem_tensors){st->buffers / nb, nb};
 	t[k++] = (struct mem_tensors){a1, a1 > 0 ? floor(acts / a1) : 0};
@@ -338,7 +340,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	out->transient += MEM_CUBLAS_WORKSPACE;
 	out->allocated = out->weights + out->grads + out->optimizer + out->buffers +
 			 out->activations + out->transient;
-	out->fragmentation = stage_reserve(m, l, out, n, ob, a_layer) - out->allocated;
+	out->fragmentation = stage_reserve(m, l, out, n, gb, ob, a_layer) - out->allocated;
 	out->total = out->allocated + out->fragmentation;
 	(void)hw;
 }

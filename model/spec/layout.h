@@ -152,6 +152,11 @@ int layout_edp(const struct layout *l);
 /* The sharding group of ZeRO: l->shard, or dp x cp. */
 int layout_shard_group(const struct layout *l);
 
+/* A gradient bucket's parameters: bucket_mb of gradients of grad_bytes
+ * each, or Megatron-LM's default max(40M, 1M x dp x cp) parameters
+ * (distributed_data_parallel.py). */
+double layout_bucket_params(const struct layout *l, double grad_bytes);
+
 /* Layers on stage s, and on chunk c of it (l->part, or even). */
 int layout_stage_layers(const struct llm *m, const struct layout *l, int s);
 int layout_chunk_layers(const struct llm *m, const struct layout *l, int s, int c);
