@@ -137,9 +137,11 @@ static void test_diff(void **state)
 	n.layers = 16;
 	assert_true(layout_diff(&m, &a, &n, &b) ==
 		    (LK_BIT(LK_dp) | LK_BIT(LK_zero) | LK_BIT(LK_layers)));
-	/* ... and the power cap: a kernel re-timing, as another GPU is. */
-	assert_true(layout_editable() == (LK_BIT(LK_dp) | LK_BIT(LK_microbatches) |
-					  LK_BIT(LK_layers) | LK_BIT(LK_power_w)));
+	/* ... and the power cap: a kernel re-timing, as another GPU is; and
+	 * the allocator's expandable segments: memory alone. */
+	assert_true(layout_editable() ==
+		    (LK_BIT(LK_dp) | LK_BIT(LK_microbatches) | LK_BIT(LK_layers) |
+		     LK_BIT(LK_power_w) | LK_BIT(LK_expandable_segments)));
 	/* The partition as placed: part[] too. */
 	b = a;
 	b.pp = a.pp = 2;

@@ -165,6 +165,14 @@ int layout_edp(const struct layout *l)
 	return n > 1 ? n : 1;
 }
 
+double layout_bucket_params(const struct layout *l, double grad_bytes)
+{
+	double dp = (double)l->dp * layout_cp(l);
+	if (l->bucket_mb > 0)
+		return l->bucket_mb * 1e6 / grad_bytes;
+	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
+}
+
 int layout_shard_group(const struct layout *l)
 {
 	return l->shard > 0 && l->shard < layout_dpc(l) ? l->shard : layout_dpc(l);

@@ -113,6 +113,11 @@ struct layout {
 	 * bandwidth.  layout_check holds it to a quarter of the rating..the
 	 * rating. */
 	double power_w;
+	/* 1: PyTorch's caching allocator with expandable_segments (
+	 * PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): pages mapped as
+	 * the blocks need them, no segment rounding (mem_alloc_reserved);
+	 * 0: PyTorch's default (CUDAAllocatorConfig: off). */
+	int expandable_segments;
 };
 
 /* The defaults of a run nobody laid out, each knob's row's (LAYOUT_KNOBS
@@ -160,6 +165,11 @@ int layout_edp(const struct layout *l);
 
 /* The sharding group of ZeRO: l->shard, or dp x cp. */
 int layout_shard_group(const struct layout *l);
+
+/* A gradient bucket's parameters: bucket_mb of gradients of grad_bytes
+ * each, or Megatron-LM's default max(40M, 1M x dp x cp) parameters
+ * (distributed_data_parallel.py). */
+double layout_bucket_params(const struct layout *l, double grad_bytes);
 
 /* Layers on stage s, and on chunk c of it (l->part, or even). */
 int layout_stage_layers(const struct llm *m, const struct layout *l, int s);
@@ -409,7 +419,12 @@ enum layout_show {
 	  .help = "the GPUs' power cap in watts (0: the profile's rated power): GEMMs and "       \
 		  "attention run at the sustained clock times W / rated, memory-bound kernels "    \
 		  "keep their bandwidth",                                                          \
-	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT)
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT)                                        \
+	X(expandable_segments, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0,               \
+	  .opt = "expandable-segments",                                                            \
+	  .help = "PyTorch's caching allocator with expandable_segments:True (pages mapped as "    \
+		  "blocks need them: no segment rounding; default off, as PyTorch's)",             \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT, .key = "expseg")
 /* clang-format on */
 
 enum layout_knob_id {
