@@ -39,10 +39,8 @@ static const struct hf_case hf_cases[] = {
     /* hidden 2048 over 32 heads is 64; head_dim 128 */
     {"qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936, 40960, 128, 128, 8, 768, 0, 0, 0, 0, 1, 0},
     /* MLA: heads (128 + 64 + 128) / 2 = 160 wide on average */
-    {"deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 4096, 160, 256, 8, 2048, 1, 3, 0, 0, 1,
-     1},
-    {"deepseek-v2-lite", 27, 2048, 16, 16, 10944, 102400, 4096, 160, 64, 6, 1408, 2, 1, 0, 0, 1,
-     1},
+    {"deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 4096, 160, 256, 8, 2048, 1, 3, 0, 0, 1, 1},
+    {"deepseek-v2-lite", 27, 2048, 16, 16, 10944, 102400, 4096, 160, 64, 6, 1408, 2, 1, 0, 0, 1, 1},
     /* hidden 2880 over 64 heads is 45; head_dim 64; layer_types alternate
      * sliding (layer 0) and full */
     {"gpt-oss-120b", 36, 2880, 64, 8, 2880, 201088, 4096, 64, 128, 4, 2880, 0, 0, 128, 2, 1, 0},
@@ -176,6 +174,17 @@ static void test_hf_bad(void **state)
 	     "\"num_attention_heads\":32,\"num_key_value_heads\":5,\"vocab_size\":32000,"
 	     "\"intermediate_size\":11008,\"max_position_embeddings\":4096}",
 	     "divisible by \"num_key_value_heads\" (5)"},
+	    /* every field read, the last one out of range */
+	    {"{\"model_type\":\"llama\",\"num_hidden_layers\":32,\"hidden_size\":4096,"
+	     "\"num_attention_heads\":32,\"intermediate_size\":11008,"
+	     "\"max_position_embeddings\":4096,\"vocab_size\":32000,\"sliding_window\":-1}",
+	     "\"sliding_window\": expected a whole number in 1.."},
+	    {"{\"model_type\":\"mixtral\",\"num_hidden_layers\":32,\"hidden_size\":4096,"
+	     "\"num_attention_heads\":32,\"intermediate_size\":11008,"
+	     "\"max_position_embeddings\":4096,\"vocab_size\":32000,\"num_local_experts\":8,"
+	     "\"num_experts_per_tok\":9}",
+	     "\"num_experts_per_tok\": expected a whole number in 1..8"},
+	    {"[1, 2]", "not a JSON object"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -210,7 +219,8 @@ static void test_megatron_import(void **state)
 	prism_err_clear(&err);
 	assert_int_equal(frame_sniff(path), FRAME_FILE_MEGATRON);
 	assert_int_equal(frame_read(path, &buf, &n, &err), 0);
-	assert_int_equal(frame_import(FRAME_MEGATRON, path, buf, n, NULL, &m, &l, &given, &x, &err), 0);
+	assert_int_equal(frame_import(FRAME_MEGATRON, path, buf, n, NULL, &m, &l, &given, &x, &err),
+			 0);
 	free(buf);
 	assert_int_equal(x.gpus, 64);
 	assert_int_equal(x.gbs, 512);
@@ -246,9 +256,9 @@ static void test_megatron_import(void **state)
 	assert_int_equal(m.untied, 1);
 	assert_int_equal(m.rope, 1);
 	/* a shell variable is not a number: refused, naming the option and line */
-	assert_int_equal(frame_load_model(PRISM_SOURCE_DIR "/tests/data/megatron/dsv3-bad.sh", &m,
-					  &x, &err),
-			 PRISM_EFORMAT);
+	assert_int_equal(
+	    frame_load_model(PRISM_SOURCE_DIR "/tests/data/megatron/dsv3-bad.sh", &m, &x, &err),
+	    PRISM_EFORMAT);
 	assert_non_null(strstr(err.msg, "dsv3-bad.sh:2: --tensor-model-parallel-size '$TP'"));
 }
 
@@ -271,7 +281,8 @@ static void round_trip(int fw, const struct llm *m, const struct layout *l)
 	frame_export(f, fw, m, l);
 	fclose(f);
 	prism_err_clear(&err);
-	if (frame_import(fw, "export", text, n, fw == FRAME_TORCHTITAN ? m : NULL, &m2, &l2, &given, &x, &err) ||
+	if (frame_import(fw, "export", text, n, fw == FRAME_TORCHTITAN ? m : NULL, &m2, &l2, &given,
+			 &x, &err) ||
 	    frame_resolve(&m2, &l2, &given, l->tp * l->pp * l->dp * layout_cp(l), x.gbs, &err))
 		fail_msg("%s: %s\n%s", frame_name(fw), err.msg, text);
 	for (int k = 0; k < LK_N; k++) {
@@ -282,8 +293,8 @@ static void round_trip(int fw, const struct llm *m, const struct layout *l)
 		/* the model's knobs come back with the model's own options */
 		if (layout_shown(m, l, k) != layout_shown(&m2, &l2, k))
 			fail_msg("%s: knob %s exported %g, read back %g\n%s", frame_name(fw),
-				 layout_knobs[k].id, layout_shown(m, l, k), layout_shown(&m2, &l2, k),
-				 text);
+				 layout_knobs[k].id, layout_shown(m, l, k),
+				 layout_shown(&m2, &l2, k), text);
 		if (layout_knobs[k].kind == LK_PART) {
 			char a[64], b[64];
 			layout_partition_name(l, a, sizeof(a));

@@ -76,8 +76,9 @@ int frame_sniff(const char *path)
 		/* Megatron-LM arguments: an option first, or a launcher line (or a
 		 * comment) and then " --" options.  A libconfig file has none. */
 		kind = FRAME_FILE_MEGATRON;
-	} else if ((strstr(b, "torchrun") || strstr(b, "pretrain_") || strstr(b, "\\\n")) &&
-		   strstr(b, " --")) {
+	} else if ((strstr(b + i, "torchrun") || strstr(b + i, "pretrain_") ||
+		    strstr(b + i, "\\\n")) &&
+		   strstr(b + i, " --")) {
 		kind = FRAME_FILE_MEGATRON;
 	}
 	fclose(f);
@@ -148,8 +149,7 @@ static int hf_collect(void *ctx, struct kjson_str key, const struct kjson_val *v
 	snprintf(e->key, sizeof(e->key), "%.*s", (int)(key.n < 63 ? key.n : 63), key.p);
 	e->v = *v;
 	if (v->type == KJSON_STR) {
-		snprintf(e->str, sizeof(e->str), "%.*s", (int)(v->s.n < 63 ? v->s.n : 63),
-			 v->s.p);
+		snprintf(e->str, sizeof(e->str), "%.*s", (int)(v->s.n < 63 ? v->s.n : 63), v->s.p);
 		e->v.s.p = e->str;
 		e->v.s.n = strlen(e->str);
 	}
@@ -182,7 +182,7 @@ static struct hf_member *hf_find(struct hf_doc *d, const char *key)
 }
 
 /* Integer field key in lo..hi into *out: 0 when absent or null (out
- * untouched, *given 0), 1 when read, or PRISM_EFORMAT. */
+ * untouched), 1 when read, or PRISM_EFORMAT (negative) with err set. */
 static int hf_int(struct hf_doc *d, const char *path, const char *key, long lo, long hi, int *out,
 		  struct prism_err *err)
 {
@@ -190,19 +190,19 @@ static int hf_int(struct hf_doc *d, const char *path, const char *key, long lo, 
 	if (!e || e->v.type == KJSON_NULL)
 		return 0;
 	if (e->v.type != KJSON_INT || e->v.i < lo || e->v.i > hi)
-		return -prism_err_set(err, PRISM_EFORMAT,
-				      "%s: \"%s\": expected a whole number in %ld..%ld", path, key,
-				      lo, hi);
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: \"%s\": expected a whole number in %ld..%ld", path, key,
+				     lo, hi);
 	*out = (int)e->v.i;
 	return 1;
 }
 
-static int hf_need(struct hf_doc *d, const char *path, const char *key, long lo, long hi,
-		   int *out, int def, struct prism_err *err)
+static int hf_need(struct hf_doc *d, const char *path, const char *key, long lo, long hi, int *out,
+		   int def, struct prism_err *err)
 {
 	int rc = hf_int(d, path, key, lo, hi, out, err);
 	if (rc < 0)
-		return -rc;
+		return rc;
 	if (rc == 0) {
 		if (def > 0) {
 			*out = def;
@@ -236,12 +236,18 @@ static const struct hf_family {
 	int fam;
 	int tied; /* tie_word_embeddings' default */
 } hf_families[] = {
-    {"llama", HF_LLAMA, 0},	      {"mistral", HF_MISTRAL, 0},
-    {"mixtral", HF_MIXTRAL, 0},	      {"qwen2", HF_QWEN2, 0},
-    {"qwen3", HF_QWEN3, 0},	      {"qwen3_moe", HF_QWEN3_MOE, 0},
-    {"deepseek_v2", HF_DEEPSEEK_V2, 0}, {"deepseek_v3", HF_DEEPSEEK_V3, 0},
-    {"gpt_oss", HF_GPT_OSS, 0},	      {"gemma2", HF_GEMMA2, 1},
-    {"gemma3_text", HF_GEMMA3, 1},     {"phi3", HF_PHI3, 0},
+    {"llama", HF_LLAMA, 0},
+    {"mistral", HF_MISTRAL, 0},
+    {"mixtral", HF_MIXTRAL, 0},
+    {"qwen2", HF_QWEN2, 0},
+    {"qwen3", HF_QWEN3, 0},
+    {"qwen3_moe", HF_QWEN3_MOE, 0},
+    {"deepseek_v2", HF_DEEPSEEK_V2, 0},
+    {"deepseek_v3", HF_DEEPSEEK_V3, 0},
+    {"gpt_oss", HF_GPT_OSS, 0},
+    {"gemma2", HF_GEMMA2, 1},
+    {"gemma3_text", HF_GEMMA3, 1},
+    {"phi3", HF_PHI3, 0},
 };
 
 /* Fields that change neither the time nor the memory of a training step
@@ -249,23 +255,78 @@ static const struct hf_family {
  * auxiliary-loss coefficients, inference settings) or that prism reads
  * elsewhere. */
 static const char *const hf_inert[] = {
-    "architectures", "model_type", "transformers_version", "torch_dtype", "dtype",
-    "bos_token_id", "eos_token_id", "pad_token_id", "initializer_range", "rms_norm_eps",
-    "layer_norm_eps", "rope_theta", "rope_scaling", "rope_parameters", "use_cache",
-    "attention_dropout", "hidden_dropout", "embd_pdrop", "resid_pdrop", "pretraining_tp",
-    "router_aux_loss_coef", "output_router_logits", "router_jitter_noise", "norm_topk_prob",
-    "routed_scaling_factor", "aux_loss_alpha", "seq_aux", "ep_size", "auto_map",
-    "_name_or_path", "hidden_act", "hidden_activation", "mlp_bias", "attention_bias",
-    "query_pre_attn_scalar", "final_logit_softcapping", "cache_implementation",
-    "rope_local_base_freq", "original_max_position_embeddings", "partial_rotary_factor",
-    "swiglu_limit", "max_window_layers", "tie_word_embeddings", "bos_token",
-    "eos_token", "use_qk_norm", "qk_layernorm", "sliding_window_pattern", "layer_types",
-    "use_sliding_window", "sliding_window", "head_dim", "max_position_embeddings",
-    "num_nextn_predict_layers", "moe_layer_freq", "topk_method", "scoring_func",
-    "num_experts_per_tok", "experts_per_token", "attn_implementation", "image_token_index",
-    "boi_token_index", "eoi_token_index", "mm_tokens_per_image", "initializer_factor",
-    "lm_head_bias", "decoder_sparse_step", "mlp_only_layers", "chat_template",
-    "initial_context_length", "use_mrope", "sliding_window_size",
+    "architectures",
+    "model_type",
+    "transformers_version",
+    "torch_dtype",
+    "dtype",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "initializer_range",
+    "rms_norm_eps",
+    "layer_norm_eps",
+    "rope_theta",
+    "rope_scaling",
+    "rope_parameters",
+    "use_cache",
+    "attention_dropout",
+    "hidden_dropout",
+    "embd_pdrop",
+    "resid_pdrop",
+    "pretraining_tp",
+    "router_aux_loss_coef",
+    "output_router_logits",
+    "router_jitter_noise",
+    "norm_topk_prob",
+    "routed_scaling_factor",
+    "aux_loss_alpha",
+    "seq_aux",
+    "ep_size",
+    "auto_map",
+    "_name_or_path",
+    "hidden_act",
+    "hidden_activation",
+    "mlp_bias",
+    "attention_bias",
+    "query_pre_attn_scalar",
+    "final_logit_softcapping",
+    "cache_implementation",
+    "rope_local_base_freq",
+    "original_max_position_embeddings",
+    "partial_rotary_factor",
+    "swiglu_limit",
+    "max_window_layers",
+    "tie_word_embeddings",
+    "bos_token",
+    "eos_token",
+    "use_qk_norm",
+    "qk_layernorm",
+    "sliding_window_pattern",
+    "layer_types",
+    "use_sliding_window",
+    "sliding_window",
+    "head_dim",
+    "max_position_embeddings",
+    "num_nextn_predict_layers",
+    "moe_layer_freq",
+    "topk_method",
+    "scoring_func",
+    "num_experts_per_tok",
+    "experts_per_token",
+    "attn_implementation",
+    "image_token_index",
+    "boi_token_index",
+    "eoi_token_index",
+    "mm_tokens_per_image",
+    "initializer_factor",
+    "lm_head_bias",
+    "decoder_sparse_step",
+    "mlp_only_layers",
+    "chat_template",
+    "initial_context_length",
+    "use_mrope",
+    "sliding_window_size",
 };
 
 static int hf_is_inert(const char *key)
@@ -283,8 +344,7 @@ static void hf_unread(const struct hf_doc *d, char *buf, size_t n)
 	buf[0] = '\0';
 	for (int i = 0; i < d->n && k + 2 < n; i++)
 		if (!d->mem[i].used && !hf_is_inert(d->mem[i].key))
-			k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "",
-					      d->mem[i].key);
+			k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", d->mem[i].key);
 }
 
 /* layer_types ["sliding_attention", "full_attention", ...]: every K-th
@@ -361,7 +421,7 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 			int outer_vocab = 0;
 			rc = hf_int(d, path, "vocab_size", 1, LLM_MAX_VOCAB, &outer_vocab, err);
 			if (rc < 0) {
-				rc = -rc;
+				rc = err->code;
 				goto out;
 			}
 			rc = hf_model(kp, path, t, tn, "gemma3_text", m, x, err);
@@ -396,21 +456,21 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 	/* Gemma3TextConfig's defaults (the 1B's text_config leaves most out). */
 	if ((rc = hf_need(d, path, "num_hidden_layers", 1, LLM_MAX_LAYERS, &m->layers,
 			  gemma3 ? 26 : 0, err)) ||
-	    (rc = hf_need(d, path, "hidden_size", 1, LLM_MAX_HIDDEN, &m->hidden,
-			  gemma3 ? 2304 : 0, err)) ||
+	    (rc = hf_need(d, path, "hidden_size", 1, LLM_MAX_HIDDEN, &m->hidden, gemma3 ? 2304 : 0,
+			  err)) ||
 	    (rc = hf_need(d, path, "num_attention_heads", 1, LLM_MAX_HEADS, &m->heads,
 			  gemma3 ? 8 : 0, err)) ||
 	    (rc = hf_need(d, path, "vocab_size", 1, LLM_MAX_VOCAB, &m->vocab, gemma3 ? 262208 : 0,
 			  err)) ||
-	    (rc = hf_need(d, path, "intermediate_size", 1, LLM_MAX_FFN, &m->ffn,
-			  gemma3 ? 9216 : 0, err)))
+	    (rc = hf_need(d, path, "intermediate_size", 1, LLM_MAX_FFN, &m->ffn, gemma3 ? 9216 : 0,
+			  err)))
 		goto out;
 	if ((rc = hf_need(d, path, "num_key_value_heads", 1, LLM_MAX_HEADS, &m->kv_heads,
 			  gemma3 ? 4 : m->heads, err)))
 		goto out;
 	v = 0;
 	if ((rc = hf_int(d, path, "head_dim", 1, LLM_MAX_HEAD_DIM, &v, err)) < 0) {
-		rc = -rc;
+		rc = err->code;
 		goto out;
 	}
 	if (rc == 0 && (gemma3 || fam == HF_GEMMA2))
@@ -436,7 +496,7 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 				    err);
 		free(r);
 		if (rc < 0) {
-			rc = -rc;
+			rc = err->code;
 			goto out;
 		}
 		if (rc > 0 && v > 0)
@@ -449,7 +509,7 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 	/* Sliding windows. */
 	v = 0;
 	if ((rc = hf_int(d, path, "sliding_window", 1, LLM_MAX_WINDOW, &v, err)) < 0) {
-		rc = -rc;
+		rc = err->code;
 		goto out;
 	}
 	if (rc == 0 && (gemma3 || fam == HF_GEMMA2))
@@ -462,8 +522,7 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 		e = hf_find(d, "use_sliding_window");
 		if (!e || e->v.type != KJSON_BOOL || !e->v.i) {
 			v = 0;
-		} else if (hf_int(d, path, "max_window_layers", 0, LLM_MAX_LAYERS, &mwl, err) >
-				   0 &&
+		} else if (hf_int(d, path, "max_window_layers", 0, LLM_MAX_LAYERS, &mwl, err) > 0 &&
 			   mwl > 0) {
 			warn_add(x,
 				 "use_sliding_window with max_window_layers %d: a window in the "
@@ -511,15 +570,15 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 			goto out;
 		if ((rc = hf_int(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, err)) <
 			0 ||
-		    (rc == 0 && (rc = hf_int(d, path, "experts_per_token", 1, m->experts,
-					     &m->top_k, err)) < 0)) {
-			rc = -rc;
+		    (rc == 0 && (rc = hf_int(d, path, "experts_per_token", 1, m->experts, &m->top_k,
+					     err)) < 0)) {
+			rc = err->code;
 			goto out;
 		}
 		rc = 0;
 		if (!m->top_k) {
-			rc = prism_err_set(err, PRISM_EFORMAT, "%s: missing \"num_experts_per_tok\"",
-					   path);
+			rc = prism_err_set(err, PRISM_EFORMAT,
+					   "%s: missing \"num_experts_per_tok\"", path);
 			goto out;
 		}
 		m->expert_ffn = m->ffn;
@@ -703,29 +762,35 @@ struct frame_row {
  */
 #define R(mh, mn, bh, bn, th, tn)                                                                  \
 	{                                                                                          \
-		{{mh, mn}, {bh, bn}, { th, tn }}                                                   \
+		{                                                                                  \
+			{mh, mn}, {bh, bn},                                                        \
+			{                                                                          \
+				th, tn                                                             \
+			}                                                                          \
+		}                                                                                  \
 	}
 static const struct frame_row frame_rows[LK_N] = {
     [LK_tp] = R(FX_INT, "--tensor-model-parallel-size", FX_INT, "model.tensor_model_parallel_size",
 		FX_INT, "parallelism.tensor_parallel_degree"),
-    [LK_pp] = R(FX_INT, "--pipeline-model-parallel-size", FX_INT,
-		"model.pipeline_model_parallel_size", FX_INT, "parallelism.pipeline_parallel_degree"),
+    [LK_pp] =
+	R(FX_INT, "--pipeline-model-parallel-size", FX_INT, "model.pipeline_model_parallel_size",
+	  FX_INT, "parallelism.pipeline_parallel_degree"),
     [LK_dp] = R(FX_INT, NULL, FX_INT, NULL, FX_SPECIAL, "parallelism.data_parallel_shard_degree"),
     [LK_vp] = R(FX_SPECIAL, "--num-layers-per-virtual-pipeline-stage", FX_SPECIAL,
 		"model.virtual_pipeline_model_parallel_size", FX_SPECIAL,
 		"parallelism.pipeline_parallel_layers_per_stage"),
     [LK_mbs] = R(FX_INT, "--micro-batch-size", FX_INT, "train.micro_batch_size", FX_SPECIAL,
 		 "training.local_batch_size"),
-    [LK_microbatches] = R(FX_SPECIAL, "--global-batch-size", FX_SPECIAL,
-			  "train.global_batch_size", FX_SPECIAL, "training.global_batch_size"),
+    [LK_microbatches] = R(FX_SPECIAL, "--global-batch-size", FX_SPECIAL, "train.global_batch_size",
+			  FX_SPECIAL, "training.global_batch_size"),
     [LK_schedule] = R(FX_SPECIAL, "--num-layers-per-virtual-pipeline-stage", FX_SPECIAL,
 		      "model.virtual_pipeline_model_parallel_size", FX_SPECIAL,
 		      "parallelism.pipeline_parallel_schedule"),
     [LK_recompute] = R(FX_SPECIAL, "--recompute-granularity", FX_SPECIAL,
 		       "model.recompute_granularity", FX_SPECIAL, "activation_checkpoint.mode"),
-    [LK_zero] = R(FX_SPECIAL, "--use-distributed-optimizer", FX_SPECIAL,
-		  "ddp.use_distributed_optimizer", FX_SPECIAL,
-		  "parallelism.data_parallel_shard_degree"),
+    [LK_zero] =
+	R(FX_SPECIAL, "--use-distributed-optimizer", FX_SPECIAL, "ddp.use_distributed_optimizer",
+	  FX_SPECIAL, "parallelism.data_parallel_shard_degree"),
     [LK_sp] = R(FX_BOOL, "--sequence-parallel", FX_BOOL, "model.sequence_parallel", FX_SPECIAL,
 		"parallelism.tensor_parallel_degree"),
     [LK_layers] = R(FX_INT, "--num-layers", FX_INT, "model.num_layers", FX_INT, NULL),
@@ -743,14 +808,14 @@ static const struct frame_row frame_rows[LK_N] = {
 		   "parallelism.data_parallel_replicate_degree"),
     [LK_prefetch] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
     [LK_bucket_mb] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
-    [LK_overlap_grad] = R(FX_BOOL, "--overlap-grad-reduce", FX_BOOL, "ddp.overlap_grad_reduce",
-			  FX_INT, NULL),
-    [LK_overlap_param] = R(FX_BOOL, "--overlap-param-gather", FX_BOOL,
-			   "ddp.overlap_param_gather", FX_INT, NULL),
+    [LK_overlap_grad] =
+	R(FX_BOOL, "--overlap-grad-reduce", FX_BOOL, "ddp.overlap_grad_reduce", FX_INT, NULL),
+    [LK_overlap_param] =
+	R(FX_BOOL, "--overlap-param-gather", FX_BOOL, "ddp.overlap_param_gather", FX_INT, NULL),
     [LK_tp_overlap] = R(FX_BOOL, "--tp-comm-overlap", FX_BOOL, "comm_overlap.tp_comm_overlap",
 			FX_BOOL, "parallelism.enable_async_tensor_parallel"),
-    [LK_pp_overlap] = R(FX_NEG, "--no-overlap-p2p-communication", FX_BOOL,
-			"model.overlap_p2p_comm", FX_INT, NULL),
+    [LK_pp_overlap] = R(FX_NEG, "--no-overlap-p2p-communication", FX_BOOL, "model.overlap_p2p_comm",
+			FX_INT, NULL),
     [LK_ep] = R(FX_INT, "--expert-model-parallel-size", FX_INT, "model.expert_model_parallel_size",
 		FX_INT, "parallelism.expert_parallel_degree"),
     [LK_etp] = R(FX_INT, "--expert-tensor-parallel-size", FX_INT,
@@ -760,7 +825,8 @@ static const struct frame_row frame_rows[LK_N] = {
     [LK_cp_allgather] = R(FX_SPECIAL, "--cp-comm-type", FX_SPECIAL, "model.cp_comm_type",
 			  FX_SPECIAL, "parallelism.context_parallel_rotate_method"),
     [LK_imbalance] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
-    [LK_heads] = R(FX_INT, "--num-attention-heads", FX_INT, "model.num_attention_heads", FX_INT, NULL),
+    [LK_heads] =
+	R(FX_INT, "--num-attention-heads", FX_INT, "model.num_attention_heads", FX_INT, NULL),
     [LK_ffn] = R(FX_INT, "--ffn-hidden-size", FX_INT, "model.ffn_hidden_size", FX_INT, NULL),
     [LK_seq] = R(FX_INT, "--seq-length", FX_INT, "model.seq_length", FX_INT, "training.seq_len"),
     [LK_head_dim] = R(FX_SPECIAL, "--kv-channels", FX_SPECIAL, "model.kv_channels", FX_INT, NULL),
@@ -798,7 +864,7 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 		return fw != FRAME_TORCHTITAN || l->cp_allgather;
 	case LK_head_dim:
 		return !llm_mla(m);
-	case LK_sp: /* torchtitan's tensor parallel plan is sequence parallel */
+	case LK_sp:    /* torchtitan's tensor parallel plan is sequence parallel */
 	case LK_flash: /* torchtitan's attention is SDPA's flash kernel */
 		return fw != FRAME_TORCHTITAN || layout_get(m, l, k, 0) == 1;
 	}
@@ -832,7 +898,8 @@ static void put(struct emit *E, const char *name, const char *val)
 	else if (E->fw == FRAME_BRIDGE)
 		snprintf(E->lines[E->n++], sizeof(E->lines[0]), "%s=%s", name, val ? val : "true");
 	else
-		snprintf(E->lines[E->n++], sizeof(E->lines[0]), "%s = %s", name, val ? val : "true");
+		snprintf(E->lines[E->n++], sizeof(E->lines[0]), "%s = %s", name,
+			 val ? val : "true");
 }
 
 static void put_int(struct emit *E, const char *name, long v)
@@ -873,9 +940,9 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 	case LK_schedule:
 		if (fw == FRAME_TORCHTITAN && l->pp > 1)
 			put(E, "parallelism.pipeline_parallel_schedule",
-			    l->schedule == LAYOUT_GPIPE	      ? "\"GPipe\""
-			    : l->schedule == LAYOUT_1F1B      ? "\"1F1B\""
-							      : "\"Interleaved1F1B\"");
+			    l->schedule == LAYOUT_GPIPE	 ? "\"GPipe\""
+			    : l->schedule == LAYOUT_1F1B ? "\"1F1B\""
+							 : "\"Interleaved1F1B\"");
 		return; /* Megatron-LM: 1F1B, interleaved with vp */
 	case LK_microbatches:
 		put_int(E,
@@ -905,7 +972,7 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 	case LK_recompute:
 		if (fw == FRAME_TORCHTITAN) {
 			put(E, "activation_checkpoint.mode",
-			    l->recompute == LAYOUT_RECOMPUTE_FULL	  ? "\"full\""
+			    l->recompute == LAYOUT_RECOMPUTE_FULL	 ? "\"full\""
 			    : l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? "\"selective\""
 									 : "\"none\"");
 			if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE)
@@ -941,11 +1008,14 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 		} else if (l->zero >= 2) {
 			const char *s = l->zero == 2 ? "optim_grads" : "optim_grads_params";
 			if (fw == FRAME_MEGATRON) {
+				/* Megatron-FSDP's required flags (its README) */
 				put(E, "--use-megatron-fsdp", NULL);
 				put(E, "--data-parallel-sharding-strategy", s);
+				put(E, "--use-distributed-optimizer", NULL);
 			} else {
 				put(E, "ddp.use_megatron_fsdp", "true");
 				put(E, "ddp.data_parallel_sharding_strategy", s);
+				put(E, "ddp.use_distributed_optimizer", "true");
 			}
 		}
 		return;
@@ -975,7 +1045,7 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 		} else {
 			put(E, "mixed_precision",
 			    l->dtype == HW_FP16	  ? "fp16_mixed"
-			    : l->dtype == HW_FP8  ? "bf16_with_fp8_hybrid"
+			    : l->dtype == HW_FP8  ? "bf16_with_fp8_delayed_scaling_mixed"
 			    : l->dtype == HW_FP32 ? "null"
 						  : "bf16_mixed");
 		}
@@ -986,7 +1056,9 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 		if (fw == FRAME_TORCHTITAN)
 			return; /* implied */
 		if (!l->flash)
-			put(E, fw == FRAME_MEGATRON ? "--attention-backend" : "model.attention_backend",
+			put(E,
+			    fw == FRAME_MEGATRON ? "--attention-backend"
+						 : "model.attention_backend",
 			    "unfused");
 		return;
 	case LK_partition:
@@ -1009,8 +1081,9 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 			put(E, fw == FRAME_MEGATRON ? "--cp-comm-type" : "model.cp_comm_type",
 			    l->cp_allgather ? "all_gather" : "p2p");
 		return;
-	case LK_head_dim:
-		if (m->head_dim > 0 && !llm_mla(m))
+	case LK_head_dim: /* only a width other than hidden / heads */
+		if (m->head_dim > 0 && !llm_mla(m) &&
+		    (m->hidden % m->heads || m->head_dim != m->hidden / m->heads))
 			put_int(E, fw == FRAME_MEGATRON ? "--kv-channels" : "model.kv_channels",
 				m->head_dim);
 		return;
@@ -1040,7 +1113,8 @@ static void put_model(struct emit *E, const struct llm *m)
 		if (m->experts > 0) {
 			put_int(E, "--num-experts", m->experts);
 			put_int(E, "--moe-router-topk", m->top_k);
-			put_int(E, "--moe-ffn-hidden-size", m->expert_ffn > 0 ? m->expert_ffn : m->ffn);
+			put_int(E, "--moe-ffn-hidden-size",
+				m->expert_ffn > 0 ? m->expert_ffn : m->ffn);
 			if (m->shared_experts)
 				put_int(E, "--moe-shared-expert-intermediate-size",
 					(long)m->shared_experts *
@@ -1249,8 +1323,8 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 	else if (strcmp(name, "--moe-shared-expert-intermediate-size") == 0)
 		INTO(m->shared_experts, 1, LLM_MAX_FFN); /* a width: over expert_ffn below */
 	else if (strcmp(name, "--moe-router-score-function") == 0)
-		m->router = val && strcmp(val, "sigmoid") == 0 ? LLM_ROUTER_SIGMOID
-							       : LLM_ROUTER_SOFTMAX;
+		m->router =
+		    val && strcmp(val, "sigmoid") == 0 ? LLM_ROUTER_SIGMOID : LLM_ROUTER_SOFTMAX;
 	else if (strcmp(name, "--moe-layer-freq") == 0) {
 		/* "1", or "([0]*K+[1]*N)": K dense layers first */
 		char b[64];
@@ -1261,8 +1335,9 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 		else if (s && sscanf(s, "([0]*%d+[1]*%d)", &k, &n) == 2 && k >= 0)
 			m->first_dense = k;
 		else
-			warn_add(x, "%s:%d: --moe-layer-freq '%s' is not modelled (every layer a "
-				    "mixture of experts)",
+			warn_add(x,
+				 "%s:%d: --moe-layer-freq '%s' is not modelled (every layer a "
+				 "mixture of experts)",
 				 path, line, s ? s : "");
 	} else if (strcmp(name, "--multi-latent-attention") == 0)
 		;
@@ -1289,8 +1364,8 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 }
 
 /* A special knob's option (import). */
-static int special_in(const char *path, int line, const char *name, const char *val,
-		      struct llm *m, layout_mask *given, struct imp *I, struct frame_extra *x,
+static int special_in(const char *path, int line, const char *name, const char *val, struct llm *m,
+		      layout_mask *given, struct imp *I, struct frame_extra *x,
 		      struct prism_err *err)
 {
 	long v = 0;
@@ -1315,11 +1390,10 @@ static int special_in(const char *path, int line, const char *name, const char *
 		NUM(1, LAYOUT_MAX_VP);
 		I->vp = (int)v;
 	} else if (IS("parallelism.pipeline_parallel_schedule")) {
-		I->schedule = s && strcmp(s, "GPipe") == 0   ? LAYOUT_GPIPE
-			      : s && strcmp(s, "1F1B") == 0 ? LAYOUT_1F1B
-			      : s && strcmp(s, "Interleaved1F1B") == 0
-				  ? LAYOUT_INTERLEAVED
-				  : -2;
+		I->schedule = s && strcmp(s, "GPipe") == 0	       ? LAYOUT_GPIPE
+			      : s && strcmp(s, "1F1B") == 0	       ? LAYOUT_1F1B
+			      : s && strcmp(s, "Interleaved1F1B") == 0 ? LAYOUT_INTERLEAVED
+								       : -2;
 		if (I->schedule == -2)
 			return prism_err_set(err, PRISM_EFORMAT,
 					     "%s:%d: %s '%s': prism models GPipe, 1F1B and "
@@ -1366,12 +1440,12 @@ static int special_in(const char *path, int line, const char *name, const char *
 		I->mfsdp = b;
 	} else if (IS("--data-parallel-sharding-strategy") ||
 		   IS("ddp.data_parallel_sharding_strategy")) {
-		I->strategy = !s			       ? -1
-			      : strcmp(s, "no_shard") == 0	       ? 0
-			      : strcmp(s, "optim") == 0	       ? 1
-			      : strcmp(s, "optim_grads") == 0	       ? 2
+		I->strategy = !s				     ? -1
+			      : strcmp(s, "no_shard") == 0	     ? 0
+			      : strcmp(s, "optim") == 0		     ? 1
+			      : strcmp(s, "optim_grads") == 0	     ? 2
 			      : strcmp(s, "optim_grads_params") == 0 ? 3
-								       : -1;
+								     : -1;
 		if (I->strategy < 0)
 			return prism_err_set(err, PRISM_EFORMAT,
 					     "%s:%d: %s '%s': expected no_shard, optim, "
@@ -1397,11 +1471,12 @@ static int special_in(const char *path, int line, const char *name, const char *
 		I->fp4 = 1;
 	} else if (IS("mixed_precision")) {
 		I->given_dtype = 1;
+		/* the GEMMs' precision first: "fp16_with_fp8_..." runs fp8 */
 		I->dtype = !s || strcmp(s, "null") == 0 ? HW_FP32
-			   : strncmp(s, "fp16", 4) == 0  ? HW_FP16
-			   : strstr(s, "fp8")		 ? HW_FP8
-			   : strstr(s, "fp4")		 ? HW_FP4
-						 : HW_BF16;
+			   : strstr(s, "fp8")		? HW_FP8
+			   : strstr(s, "fp4")		? HW_FP4
+			   : strncmp(s, "fp16", 4) == 0 ? HW_FP16
+							: HW_BF16;
 	} else if (IS("training.mixed_precision_param")) {
 		I->given_dtype = 1;
 		I->dtype = s && strcmp(s, "float32") == 0 ? HW_FP32 : HW_BF16;
@@ -1592,7 +1667,11 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	*given |= LK_BIT(LK_zero);
 	/* precision */
 	if (fw == FRAME_MEGATRON) {
-		l->dtype = I->fp4 ? HW_FP4 : I->fp8 ? HW_FP8 : I->fp16 ? HW_FP16 : I->bf16 ? HW_BF16 : HW_FP32;
+		l->dtype = I->fp4    ? HW_FP4
+			   : I->fp8  ? HW_FP8
+			   : I->fp16 ? HW_FP16
+			   : I->bf16 ? HW_BF16
+				     : HW_FP32;
 	} else if (fw == FRAME_TORCHTITAN) {
 		l->dtype = I->fp8 ? HW_FP8 : I->given_dtype ? I->dtype : HW_BF16;
 	} else {
@@ -1725,8 +1804,8 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 					return prism_err_set(err, PRISM_EFORMAT,
 							     "%s:%d: a section without ']'", path,
 							     line);
-				snprintf(section, sizeof(section), "%.*s",
-					 (int)(close - w - a - 1), w + a + 1);
+				snprintf(section, sizeof(section), "%.*s", (int)(close - w - a - 1),
+					 w + a + 1);
 			} else if ((eq = strchr(w + a, '='))) {
 				char key[192];
 				char *kend = eq;
@@ -1735,8 +1814,8 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 					kend--;
 				while (*val == ' ' || *val == '\t')
 					val++;
-				snprintf(key, sizeof(key), "%s.%.*s", section,
-					 (int)(kend - w - a), w + a);
+				snprintf(key, sizeof(key), "%s.%.*s", section, (int)(kend - w - a),
+					 w + a);
 				if ((rc = option_in(fw, path, line, key, val, m, l, given, &I, x,
 						    err)))
 					return rc;
@@ -1838,11 +1917,12 @@ static int megatron_model_done(const char *path, struct llm *m, struct prism_err
 	if (m->kv_heads <= 0)
 		m->kv_heads = m->heads;
 	if (m->experts > 0 && m->top_k <= 0)
-		return prism_err_set(err, PRISM_EFORMAT, "%s: --num-experts needs --moe-router-topk",
-				     path);
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: --num-experts needs --moe-router-topk", path);
 	if (m->experts > 0 && m->first_dense >= m->layers)
 		return prism_err_set(err, PRISM_EFORMAT,
-				     "%s: --moe-layer-freq leaves no mixture-of-experts layer", path);
+				     "%s: --moe-layer-freq leaves no mixture-of-experts layer",
+				     path);
 	if (m->heads % m->kv_heads)
 		return prism_err_set(err, PRISM_EFORMAT,
 				     "%s: --num-attention-heads %d is not a multiple of "
@@ -1859,8 +1939,7 @@ static int megatron_model_done(const char *path, struct llm *m, struct prism_err
 	return 0;
 }
 
-int frame_load_model(const char *path, struct llm *m, struct frame_extra *x,
-		     struct prism_err *err)
+int frame_load_model(const char *path, struct llm *m, struct frame_extra *x, struct prism_err *err)
 {
 	int kind = frame_sniff(path), rc;
 	char *buf;

@@ -47,11 +47,11 @@ int frame_read(const char *path, char **buf, size_t *len, struct prism_err *err)
 
 /* What an import found beyond struct llm and struct layout. */
 struct frame_extra {
-	int mtp_layers; /* multi-token prediction layers (DeepSeek-V3's
+	int mtp_layers;	 /* multi-token prediction layers (DeepSeek-V3's
 			 * num_nextn_predict_layers, Megatron-LM's
 			 * --mtp-num-layers): read, not modelled here */
-	int gbs;	/* the global batch (sequences), 0 if not given */
-	int gpus;	/* the world size a launcher line gives (torchrun
+	int gbs;	 /* the global batch (sequences), 0 if not given */
+	int gpus;	 /* the world size a launcher line gives (torchrun
 			 * --nnodes x --nproc-per-node), 0 if not given */
 	char warn[1024]; /* "; "-separated warnings, "" if none */
 };
@@ -89,8 +89,7 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
  * (frame_import's model: --num-layers, --hidden-size,
  * --num-attention-heads, --seq-length and --vocab-size required, the FFN
  * as arguments.py defaults it).  Warnings in x->warn.  0, or the error. */
-int frame_load_model(const char *path, struct llm *m, struct frame_extra *x,
-		     struct prism_err *err);
+int frame_load_model(const char *path, struct llm *m, struct frame_extra *x, struct prism_err *err);
 
 /* dp from gpus (gpus / (tp pp cp), when gpus > 0) and microbatches from
  * the global batch (gbs / (mbs dp), when gbs > 0), with their bits added
