@@ -1030,7 +1030,10 @@ static int write_export(FILE *f, const struct report *R, sqlite3 *db, int fw, in
 		fprintf(f,
 			"%s# prism report: the best layout of %s at %d GPUs, %.4g s an iteration\n",
 			n ? "\n" : "", R->name, r->gpus, r->iter_s);
-		frame_export(f, fw, &m, &l);
+		if (frame_export(f, fw, &m, &l)) {
+			fprintf(stderr, "prism: out of memory\n");
+			return 1;
+		}
 		n++;
 	}
 	if (!n) {

@@ -326,7 +326,10 @@ int cmd_whatif(int argc, char **argv)
 		print_text(&b, &cand, &p);
 	if (fw >= 0) {
 		putchar('\n');
-		frame_export(stdout, fw, &cand.m, &cand.lay);
+		if (frame_export(stdout, fw, &cand.m, &cand.lay)) {
+			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+			goto fail;
+		}
 	}
 	base_release(&b);
 	kdb_free(db);

@@ -9,6 +9,8 @@
   --gpus 16`: the best layout as Megatron-LM arguments, which `prism whatif
   --megatron-args` reads back to the same prediction the sweep stored for
   that layout (export -> import -> the same run, to the nanosecond).
+- A Megatron-LM launch script is a model and, with --megatron-args, a
+  layout (dp from torchrun's world size); a shell variable is refused.
 - `--export torchtitan` and `bridge` print their own forms; --gpus without
   --export and --export with --json are refused.
 
@@ -56,6 +58,21 @@ def main():
     # a config.json's unmodelled fields are warned about, on stderr
     r = prism(PRISM, "synth", os.path.join(HF, "gemma2-9b.json"), "--hw", "h100-dgx")
     check("warning" in r.stderr and "attn_logit_softcapping" in r.stderr, r.stderr)
+
+    # a Megatron-LM launch script is a model and a layout: 64 GPUs from
+    # torchrun's --nnodes 8 x --nproc-per-node 8, dp 64 / (tp 8 x pp 4)
+    script = os.path.join(SRC, "tests", "data", "megatron", "llama3-70b.sh")
+    r = prism(PRISM, "synth", script, "--hw", "h100-dgx", "--megatron-args", script, "--json")
+    got = json.loads(r.stdout)
+    want = {"model": "llama3-70b", "layers": 80, "hidden": 8192, "tp": 8, "pp": 4, "dp": 2,
+            "vp": 4, "microbatches": 256, "schedule": "interleaved", "recompute": "full",
+            "zero": 1, "sp": 1, "overlap_grad": 1, "overlap_param": 1}
+    for k, v in want.items():
+        check(got[k] == v, f"{k}: {got[k]}, not {v}")
+    check("--lr" in r.stderr, r.stderr)
+    bad = os.path.join(SRC, "tests", "data", "megatron", "dsv3-bad.sh")
+    r = prism(PRISM, "synth", "llama3-8b", "--hw", "h100-dgx", "--megatron-args", bad, code=2)
+    check("--tensor-model-parallel-size '$TP'" in r.stderr, r.stderr)
 
     with tempfile.TemporaryDirectory() as tmp:
         sweep = os.path.join(tmp, "s.cfg")

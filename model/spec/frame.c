@@ -62,16 +62,26 @@ int frame_sniff(const char *path)
 		break;
 	}
 	if (i < n && b[i] == '{') {
-		/* A config.json, not a trace: small, with a "model_type". */
-		char *all = prism_malloc(FRAME_MAX_FILE + 1);
-		size_t m;
-		if (all) {
-			memcpy(all, b, n);
-			m = n + fread(all + n, 1, FRAME_MAX_FILE + 1 - n, f);
-			if (m <= FRAME_MAX_FILE && memmem(all, m, "\"model_type\"", 12))
-				kind = FRAME_FILE_HF;
-			free(all);
+		/* A config.json, not a trace: small, with a "model_type" and no
+		 * "traceEvents".  Scanned in blocks (nothing allocated), each
+		 * starting with the last bytes of the one before, so that no
+		 * key is missed across a border. */
+		char blk[4096 + 16];
+		size_t total = n, keep = n < 16 ? n : 16, got;
+		int type = memmem(b, n, "\"model_type\"", 12) != NULL;
+		int trace = memmem(b, n, "\"traceEvents\"", 13) != NULL;
+		memcpy(blk, b + n - keep, keep);
+		while (total <= FRAME_MAX_FILE &&
+		       (got = fread(blk + keep, 1, sizeof(blk) - keep, f)) > 0) {
+			total += got;
+			type |= memmem(blk, keep + got, "\"model_type\"", 12) != NULL;
+			trace |= memmem(blk, keep + got, "\"traceEvents\"", 13) != NULL;
+			got += keep;
+			keep = got < 16 ? got : 16;
+			memmove(blk, blk + got - keep, keep);
 		}
+		if (total <= FRAME_MAX_FILE && type && !trace)
+			kind = FRAME_FILE_HF;
 	} else if (i + 1 < n && b[i] == '-' && b[i + 1] == '-') {
 		/* Megatron-LM arguments: an option first, or a launcher line (or a
 		 * comment) and then " --" options.  A libconfig file has none. */
@@ -1151,14 +1161,14 @@ static void put_model(struct emit *E, const struct llm *m)
 	}
 }
 
-void frame_export(FILE *f, int fw, const struct llm *m, const struct layout *l)
+int frame_export(FILE *f, int fw, const struct llm *m, const struct layout *l)
 {
 	struct emit *E = prism_calloc(1, sizeof(*E));
 	char gone[768] = "";
 	size_t gk = 0;
 
 	if (!E)
-		return;
+		return PRISM_ENOMEM;
 	E->f = f;
 	E->fw = fw;
 	fprintf(f, "# prism: %s on %d GPUs = tp %d x pp %d x dp %d x cp %d (%s)\n",
@@ -1231,6 +1241,7 @@ void frame_export(FILE *f, int fw, const struct llm *m, const struct layout *l)
 	if (gone[0])
 		fprintf(f, "# not expressed in %s: %s\n", frame_name(fw), gone);
 	free(E);
+	return 0;
 }
 
 /* ---- import ------------------------------------------------------------ */
@@ -1336,11 +1347,12 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 			m->first_dense = k;
 		else
 			warn_add(x,
-				 "%s:%d: --moe-layer-freq '%s' is not modelled (every layer a "
+				 "line %d: --moe-layer-freq '%s' is not modelled (every layer a "
 				 "mixture of experts)",
-				 path, line, s ? s : "");
-	} else if (strcmp(name, "--multi-latent-attention") == 0)
-		;
+				 line, s ? s : "");
+	} else if (strcmp(name, "--multi-latent-attention") == 0 ||
+		   strcmp(name, "--max-position-embeddings") == 0)
+		; /* MLA: its ranks say; positions: --seq-length is the run's */
 	else if (strcmp(name, "--q-lora-rank") == 0)
 		INTO(m->q_lora_rank, 1, LLM_MAX_LORA_RANK);
 	else if (strcmp(name, "--kv-lora-rank") == 0)
@@ -1353,11 +1365,18 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 		INTO(m->v_head_dim, 1, LLM_MAX_HEAD_DIM);
 	else if (strcmp(name, "--mtp-num-layers") == 0)
 		INTO(x->mtp_layers, 0, LLM_MAX_LAYERS);
-	else if (strcmp(name, "--nnodes") == 0)
-		INTO(I->nodes, 1, LAYOUT_MAX_GPUS);
-	else if (strcmp(name, "--nproc-per-node") == 0 || strcmp(name, "--nproc_per_node") == 0)
-		INTO(I->per_node, 1, 1024);
-	else
+	else if (strcmp(name, "--nnodes") == 0 || strcmp(name, "--nproc-per-node") == 0 ||
+		 strcmp(name, "--nproc_per_node") == 0) {
+		/* torchrun's: a number gives the world size; "gpu", "1:4" or
+		 * "$NNODES" do not (then --dp gives dp) */
+		char *end;
+		long n = val ? strtol(val, &end, 10) : 0;
+		if (val && *val && !*end && n >= 1 && n <= LAYOUT_MAX_GPUS)
+			*(name[2] == 'n' && name[3] == 'n' ? &I->nodes : &I->per_node) = (int)n;
+		else
+			warn_add(x, "line %d: %s '%s': not a number, so no world size (give --dp)",
+				 line, name, val ? val : "");
+	} else
 		*used = 0;
 #undef INTO
 	return rc;
@@ -1598,7 +1617,7 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 {
 	int pp = l->pp > 0 ? l->pp : 1;
 	if (I->unread[0])
-		warn_add(x, "%s: not read (no effect on prism's model, or not modelled): %s", path,
+		warn_add(x, "not read (no effect on prism's model, or not modelled): %s",
 			 I->unread);
 	/* Megatron-LM's flags: absent is their default, off (on for FX_NEG) */
 	for (int k = 0; fw == FRAME_MEGATRON && k < LK_N; k++) {
@@ -1631,9 +1650,9 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	l->recompute = I->rc_gran;
 	if (I->rc_gran == LAYOUT_RECOMPUTE_FULL && I->rc_layers > 1)
 		warn_add(x,
-			 "%s: --recompute-num-layers %d: prism's full recompute is of every "
+			 "--recompute-num-layers %d: prism's full recompute is of every "
 			 "layer (1)",
-			 path, I->rc_layers);
+			 I->rc_layers);
 	*given |= LK_BIT(LK_recompute);
 	/* ZeRO and its sharding group */
 	if (fw == FRAME_TORCHTITAN) {
@@ -1687,10 +1706,8 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 		if (I->embed && I->loss)
 			l->partition = LAYOUT_PART_EMBED_LOSS;
 		else if (I->embed || I->loss)
-			warn_add(x,
-				 "%s: the embedding or the loss alone in the pipeline split is not "
-				 "modelled (even stages taken)",
-				 path);
+			warn_add(x, "the embedding or the loss alone in the pipeline split is not "
+				    "modelled (even stages taken)");
 		*given |= LK_BIT(LK_partition);
 	}
 	l->cp_allgather = I->cp_comm;
@@ -1840,6 +1857,11 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 				continue;
 			}
 			(void)wline;
+			if (w[0] == '"' || w[0] == '\'') {
+				/* "--opt=value" quoted whole */
+				char q[256];
+				snprintf(w, sizeof(w), "%s", unquote(strcpy(q, w), v, sizeof(v)));
+			}
 			if (w[0] != '-' || w[1] != '-')
 				continue; /* the launcher, the script, a stray value */
 			if ((eq = strchr(w, '='))) {
@@ -1910,7 +1932,11 @@ static int megatron_model_done(const char *path, struct llm *m, struct prism_err
 		if (*val[i] <= 0)
 			return prism_err_set(err, PRISM_EFORMAT, "%s: missing %s%s", path, need[i],
 					     i == 4 ? " (the tokenizer's vocabulary)" : "");
-	snprintf(m->name, sizeof(m->name), "%.63s", base ? base + 1 : path);
+	{
+		const char *stem = base ? base + 1 : path, *dot = strrchr(stem, '.');
+		int k = dot && dot != stem ? (int)(dot - stem) : (int)strlen(stem);
+		snprintf(m->name, sizeof(m->name), "%.*s", k < 63 ? k : 63, stem);
+	}
 	/* arguments.py: 4h, or with --swiglu int(4h x 2/3 / 64) x 64 */
 	if (m->ffn <= 0)
 		m->ffn = m->gated ? (int)((4.0 * m->hidden * 2 / 3) / 64) * 64 : 4 * m->hidden;

@@ -100,8 +100,8 @@ int frame_resolve(const struct llm *m, struct layout *l, layout_mask *given, int
 /* Write layout l of model m as framework fw's text: the knobs it
  * expresses, each with its option, and one comment line naming those it
  * cannot (with their values).  The first line is a comment naming the
- * GPUs: tp x pp x dp x cp. */
-void frame_export(FILE *f, int fw, const struct llm *m, const struct layout *l);
+ * GPUs: tp x pp x dp x cp.  0, or PRISM_ENOMEM (nothing written). */
+int frame_export(FILE *f, int fw, const struct llm *m, const struct layout *l);
 
 /* 1 when framework fw expresses knob k at its value in l and m
  * (frame_export writes it, where it applies, and frame_import reads it
