@@ -396,7 +396,7 @@ static int megatron_args(const char *path, struct cli_layout *o, struct prism_er
 		return rc;
 	rc = frame_import(FRAME_MEGATRON, path, buf, len, NULL, &m, &l, &given, &x, err);
 	free(buf);
-	if (rc || (rc = frame_resolve(&m, &l, &given, x.gpus, 0, err))) {
+	if (rc || (rc = frame_resolve(&l, &given, x.gpus, 0, x.instances, err))) {
 		if (rc == PRISM_EARG)
 			prism_err_prefix(err, "--megatron-args %s", path);
 		return rc;

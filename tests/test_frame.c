@@ -224,7 +224,7 @@ static void test_megatron_import(void **state)
 	free(buf);
 	assert_int_equal(x.gpus, 64);
 	assert_int_equal(x.gbs, 512);
-	assert_int_equal(frame_resolve(&m, &l, &given, x.gpus, x.gbs, &err), 0);
+	assert_int_equal(frame_resolve(&l, &given, x.gpus, x.gbs, x.instances, &err), 0);
 	assert_int_equal(l.tp, 8);
 	assert_int_equal(l.pp, 4);
 	assert_int_equal(l.dp, 2); /* 64 / (8 x 4) */
@@ -283,7 +283,8 @@ static void round_trip(int fw, const struct llm *m, const struct layout *l)
 	prism_err_clear(&err);
 	if (frame_import(fw, "export", text, n, fw == FRAME_TORCHTITAN ? m : NULL, &m2, &l2, &given,
 			 &x, &err) ||
-	    frame_resolve(&m2, &l2, &given, l->tp * l->pp * l->dp * layout_cp(l), x.gbs, &err))
+	    frame_resolve(&l2, &given, l->tp * l->pp * l->dp * layout_cp(l), x.gbs, x.instances,
+			  &err))
 		fail_msg("%s: %s\n%s", frame_name(fw), err.msg, text);
 	for (int k = 0; k < LK_N; k++) {
 		if (!layout_applies(m, l, k) || !frame_expresses(fw, k, m, l))

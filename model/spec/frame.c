@@ -1679,8 +1679,7 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	} else {
 		l->zero = I->mfsdp ? (I->strategy > 0 ? I->strategy : 3) : I->distopt ? 1 : 0;
 		l->shard = 0;
-		if (I->instances > 1)
-			l->shard = -I->instances; /* over dp x cp: frame_resolve */
+		x->instances = I->instances > 1 ? I->instances : 0; /* frame_resolve */
 		*given |= LK_BIT(LK_shard);
 	}
 	*given |= LK_BIT(LK_zero);
@@ -1844,8 +1843,7 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 			line++;
 		}
 	} else {
-		int wline;
-		while ((wline = line, next_word(text, n, &i, &line, w, sizeof(w)))) {
+		while (next_word(text, n, &i, &line, w, sizeof(w))) {
 			char *eq;
 			if (fw == FRAME_BRIDGE) {
 				if (!(eq = strchr(w, '=')))
@@ -1856,7 +1854,6 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 					return rc;
 				continue;
 			}
-			(void)wline;
 			if (w[0] == '"' || w[0] == '\'') {
 				/* "--opt=value" quoted whole */
 				char q[256];
@@ -1887,10 +1884,9 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 	return settle(fw, path, m, l, given, &I, x, err);
 }
 
-int frame_resolve(const struct llm *m, struct layout *l, layout_mask *given, int gpus, int gbs,
+int frame_resolve(struct layout *l, layout_mask *given, int gpus, int gbs, int instances,
 		  struct prism_err *err)
 {
-	(void)m;
 	if (gpus > 0) {
 		int per = l->tp * l->pp * layout_cp(l);
 		if (per < 1 || gpus % per)
@@ -1900,14 +1896,16 @@ int frame_resolve(const struct llm *m, struct layout *l, layout_mask *given, int
 		l->dp = gpus / per;
 		*given |= LK_BIT(LK_dp);
 	}
-	if (l->shard < 0) {
-		int inst = -l->shard, dpc = layout_dpc(l);
-		if (dpc % inst)
+	if (instances > 1) {
+		/* each instance shards over its dp x cp / instances ranks */
+		int dpc = layout_dpc(l);
+		if (dpc % instances)
 			return prism_err_set(err, PRISM_EARG,
 					     "%d distributed-optimizer instances do not divide dp "
 					     "%d x cp %d",
-					     inst, l->dp, layout_cp(l));
-		l->shard = dpc / inst;
+					     instances, l->dp, layout_cp(l));
+		l->shard = dpc / instances;
+		*given |= LK_BIT(LK_shard);
 	}
 	if (gbs > 0) {
 		long per = (long)l->mbs * l->dp;

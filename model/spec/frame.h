@@ -53,6 +53,8 @@ struct frame_extra {
 	int gbs;	 /* the global batch (sequences), 0 if not given */
 	int gpus;	 /* the world size a launcher line gives (torchrun
 			 * --nnodes x --nproc-per-node), 0 if not given */
+	int instances;	 /* Megatron-LM's --num-distributed-optimizer-instances
+			 * (0: one): the sharding group is dp x cp / it */
 	char warn[1024]; /* "; "-separated warnings, "" if none */
 };
 
@@ -75,8 +77,9 @@ int frame_hf_parse(const char *path, const char *buf, size_t len, struct llm *m,
  * text names no shape, and its layers per virtual stage need base's
  * layers), the knobs it sets
  * (their bits in *given; l starts as layout_default), the global batch
- * and the world size in *x.  dp and microbatches are not set: they follow
- * from the world size and the global batch (frame_resolve).  Options the
+ * and the world size in *x.  dp, microbatches and Megatron-LM's sharding
+ * group are not set: they follow from the world size, the global batch and
+ * the optimizer's instances (frame_resolve).  Options the
  * importer does not know are named in x->warn.  0, or PRISM_EFORMAT
  * naming path, the line and the option.
  */
@@ -91,10 +94,12 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
  * as arguments.py defaults it).  Warnings in x->warn.  0, or the error. */
 int frame_load_model(const char *path, struct llm *m, struct frame_extra *x, struct prism_err *err);
 
-/* dp from gpus (gpus / (tp pp cp), when gpus > 0) and microbatches from
- * the global batch (gbs / (mbs dp), when gbs > 0), with their bits added
- * to *given.  0, or PRISM_EARG where they do not divide. */
-int frame_resolve(const struct llm *m, struct layout *l, layout_mask *given, int gpus, int gbs,
+/* dp from gpus (gpus / (tp pp cp), when gpus > 0), the sharding group from
+ * the distributed optimizer's instances (dp cp / instances, when > 1) and
+ * microbatches from the global batch (gbs / (mbs dp), when gbs > 0), with
+ * their bits added to *given: what frame_import leaves in x, resolved.
+ * 0, or PRISM_EARG where they do not divide. */
+int frame_resolve(struct layout *l, layout_mask *given, int gpus, int gbs, int instances,
 		  struct prism_err *err);
 
 /* Write layout l of model m as framework fw's text: the knobs it
