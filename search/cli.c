@@ -406,6 +406,8 @@ static int megatron_args(const char *path, struct cli_layout *o, struct prism_er
 	for (int k = 0; k < LK_N; k++)
 		if (given & LK_BIT(k))
 			layout_set(&o->in.m, &o->in.lay, k, layout_get(&m, &l, k, 0));
+	if (given & LK_BIT(LK_partition)) /* the list, where it is one */
+		memcpy(o->in.lay.part, l.part, sizeof(l.part));
 	o->given |= given;
 	if (x.gbs)
 		o->gbs = x.gbs;

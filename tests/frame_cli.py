@@ -9,6 +9,8 @@
   --gpus 16`: the best layout as Megatron-LM arguments, which `prism whatif
   --megatron-args` reads back to the same prediction the sweep stored for
   that layout (export -> import -> the same run, to the nanosecond).
+- DeepSeek-V3's config.json and layout through whatif --export megatron,
+  read back as model and layout: the same prediction.
 - A Megatron-LM launch script is a model and, with --megatron-args, a
   layout (dp from torchrun's world size); a shell variable is refused.
 - `--export torchtitan` and `bridge` print their own forms; --gpus without
@@ -73,6 +75,25 @@ def main():
     bad = os.path.join(SRC, "tests", "data", "megatron", "dsv3-bad.sh")
     r = prism(PRISM, "synth", "llama3-8b", "--hw", "h100-dgx", "--megatron-args", bad, code=2)
     check("--tensor-model-parallel-size '$TP'" in r.stderr, r.stderr)
+
+    # DeepSeek-V3 (MLA, 256 experts, 3 dense layers first, an uneven
+    # pipeline) through whatif --export megatron, read back as model and
+    # layout: the same prediction
+    ds = os.path.join(HF, "deepseek-v3.json")
+    lay = ["--hw", "h100-dgx", "--tp", "2", "--pp", "8", "--dp", "32", "--ep", "64", "--gbs",
+           "2048", "--zero", "1", "--sp", "--partition", "7,8,8,8,8,8,8,6"]
+    want = iteration("whatif", ds, *lay)
+    r = prism(PRISM, "whatif", ds, *lay, "--export", "megatron")
+    text = r.stdout[r.stdout.index("# prism:"):]
+    check("--decoder-first-pipeline-num-layers 7" in text and
+          "--moe-layer-freq '([0]*3+[1]*58)'" in text, text)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = os.path.join(tmp, "ds.sh")
+        with open(args, "w") as f:
+            f.write(text)
+        again = iteration("synth", args, "--hw", "h100-dgx", "--megatron-args", args,
+                          "--dp", "32")
+        check(again == want, f"DeepSeek-V3: {want} s, its Megatron-LM export {again} s")
 
     with tempfile.TemporaryDirectory() as tmp:
         sweep = os.path.join(tmp, "s.cfg")

@@ -382,6 +382,14 @@ static void test_round_trip(void **state)
 			d.layers = 30;
 			round_trip(fw, &d, &l);
 		}
+		/* an uneven list: first and last stages their own, the middle
+		 * ones even (Megatron-LM's --decoder-first/last-pipeline-num-layers) */
+		layout_default(&l);
+		l.pp = 4;
+		l.dp = 2;
+		l.microbatches = 8;
+		assert_int_equal(layout_partition_parse("7,9,9,7", &l, &err), 0);
+		round_trip(fw, &dense, &l);
 		/* mixture of experts: ep, etp */
 		layout_default(&l);
 		l.tp = 2;
@@ -418,6 +426,7 @@ static void test_unexpressed(void **state)
 	l.schedule = LAYOUT_GPIPE;
 	l.zero = 1;
 	l.imbalance = 1.5;
+	assert_int_equal(layout_partition_parse("7,9,8,8", &l, &err), 0);
 	l.power_w = 500;
 	l.prefetch = 1;
 	for (int fw = 0; fw < FRAME_N; fw++) {
@@ -427,6 +436,7 @@ static void test_unexpressed(void **state)
 		assert_non_null(strstr(text, "# not expressed in"));
 		assert_non_null(strstr(text, "imbalance 1.5"));
 		assert_non_null(strstr(text, "power_w 500"));
+		assert_non_null(strstr(text, "partition 7,9,8,8"));
 		if (fw != FRAME_TORCHTITAN)
 			assert_non_null(strstr(text, "schedule gpipe"));
 		else

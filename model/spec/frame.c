@@ -868,8 +868,20 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 			return l->dtype == HW_BF16 || l->dtype == HW_FP32 || l->dtype == HW_FP8;
 		return fw == FRAME_MEGATRON || l->dtype != HW_FP4;
 	case LK_partition:
-		return l->partition == LAYOUT_PART_EMBED_LOSS ||
-		       (l->partition == LAYOUT_PART_GIVEN && l->part[0] == 0);
+		if (l->partition == LAYOUT_PART_EMBED_LOSS)
+			return fw != FRAME_TORCHTITAN;
+		if (l->partition != LAYOUT_PART_GIVEN)
+			return 0; /* balanced: prism's own placement */
+		if (l->part[0] == 0)
+			return 1;
+		/* a list: Megatron-LM's first and last stages' layers, the
+		 * middle ones even (not with virtual stages) */
+		if (fw == FRAME_TORCHTITAN || l->vp > 1)
+			return 0;
+		for (int s = 2; s + 1 < l->pp; s++)
+			if (l->part[s] != l->part[1])
+				return 0;
+		return 1;
 	case LK_cp_allgather:
 		return fw != FRAME_TORCHTITAN || l->cp_allgather;
 	case LK_head_dim:
@@ -1072,7 +1084,20 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 			    "unfused");
 		return;
 	case LK_partition:
-		if (l->partition != LAYOUT_PART_EMBED_LOSS || l->pp < 2)
+		if (l->pp < 2)
+			return;
+		if (l->partition == LAYOUT_PART_GIVEN && l->part[0]) {
+			put_int(E,
+				fw == FRAME_MEGATRON ? "--decoder-first-pipeline-num-layers"
+						     : "model.num_layers_in_first_pipeline_stage",
+				l->part[0]);
+			put_int(E,
+				fw == FRAME_MEGATRON ? "--decoder-last-pipeline-num-layers"
+						     : "model.num_layers_in_last_pipeline_stage",
+				l->part[l->pp - 1]);
+			return;
+		}
+		if (l->partition != LAYOUT_PART_EMBED_LOSS)
 			return;
 		if (fw == FRAME_MEGATRON) {
 			put(E, "--account-for-embedding-in-pipeline-split", NULL);
@@ -1131,7 +1156,7 @@ static void put_model(struct emit *E, const struct llm *m)
 					    (m->expert_ffn > 0 ? m->expert_ffn : m->ffn));
 			if (m->first_dense) {
 				char b[64];
-				snprintf(b, sizeof(b), "([0]*%d+[1]*%d)", m->first_dense,
+				snprintf(b, sizeof(b), "'([0]*%d+[1]*%d)'", m->first_dense,
 					 m->layers - m->first_dense);
 				put(E, "--moe-layer-freq", b);
 			}
@@ -1187,7 +1212,8 @@ int frame_export(FILE *f, int fw, const struct llm *m, const struct layout *l)
 			if (k == LK_dp && fw != FRAME_TORCHTITAN)
 				continue; /* the first line says */
 			/* at its default it is the framework's default too */
-			if ((K->home == LK_L && x == K->def && k != LK_dp && k != LK_zero) ||
+			if ((K->home == LK_L && x == K->def && k != LK_dp && k != LK_zero &&
+			     !(k == LK_partition && l->part[0])) ||
 			    (K->home == LK_M && x == 0))
 				continue;
 			layout_format(m, l, k, 0, v, sizeof(v));
@@ -1253,6 +1279,7 @@ struct imp {
 	int distopt, mfsdp, strategy, instances, rep, shard_deg;
 	int dtype, fp8, fp4, bf16, fp16, given_dtype;
 	int flash, embed, loss, cp_comm;
+	int first_layers, last_layers; /* the first and last stages' (0: even) */
 	int local_batch, pp_mbs;
 	int nodes, per_node;
 	int kv_groups, gqa;
@@ -1505,6 +1532,14 @@ static int special_in(const char *path, int line, const char *name, const char *
 		I->flash = s && (strcmp(s, "unfused") == 0 || strcmp(s, "local") == 0) ? 0 : 1;
 	} else if (IS("--use-flash-attn")) {
 		I->flash = 1;
+	} else if (IS("--decoder-first-pipeline-num-layers") ||
+		   IS("model.num_layers_in_first_pipeline_stage")) {
+		NUM(1, LLM_MAX_LAYERS);
+		I->first_layers = (int)v;
+	} else if (IS("--decoder-last-pipeline-num-layers") ||
+		   IS("model.num_layers_in_last_pipeline_stage")) {
+		NUM(1, LLM_MAX_LAYERS);
+		I->last_layers = (int)v;
 	} else if (IS("--account-for-embedding-in-pipeline-split")) {
 		I->embed = 1;
 	} else if (IS("--account-for-loss-in-pipeline-split")) {
@@ -1702,7 +1737,27 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	} else {
 		l->flash = I->flash;
 		*given |= LK_BIT(LK_flash);
-		if (I->embed && I->loss)
+		if (I->first_layers || I->last_layers) {
+			/* the other stages share the rest evenly (Megatron-LM's
+			 * uneven pipeline split) */
+			int mid = pp - (I->first_layers > 0) - (I->last_layers > 0);
+			int rest = m->layers - I->first_layers - I->last_layers, each;
+			if (pp < 2 || pp > LAYOUT_MAX_STAGES || rest < 0 ||
+			    (mid > 0 && rest % mid) || (mid == 0 && rest) ||
+			    (mid > 0 && rest / mid < 1))
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "%s: %d layers do not split into %d stages of "
+						     "%d first, %d last and the rest even",
+						     path, m->layers, pp, I->first_layers,
+						     I->last_layers);
+			each = mid > 0 ? rest / mid : 0;
+			l->partition = LAYOUT_PART_GIVEN;
+			for (int s = 0; s < pp; s++)
+				l->part[s] =
+				    (uint16_t)(s == 0 && I->first_layers       ? I->first_layers
+					       : s == pp - 1 && I->last_layers ? I->last_layers
+									       : each);
+		} else if (I->embed && I->loss)
 			l->partition = LAYOUT_PART_EMBED_LOSS;
 		else if (I->embed || I->loss)
 			warn_add(x, "the embedding or the loss alone in the pipeline split is not "
