@@ -185,6 +185,10 @@ static void test_hf_bad(void **state)
 	     "\"num_experts_per_tok\":9}",
 	     "\"num_experts_per_tok\": expected a whole number in 1..8"},
 	    {"[1, 2]", "not a JSON object"},
+	    /* a Gemma 3 config inside its own text_config: read once, not recursed */
+	    {"{\"model_type\":\"gemma3\",\"text_config\":{\"model_type\":\"gemma3\","
+	     "\"text_config\":{\"model_type\":\"gemma3\"}}}",
+	     "model_type \"gemma3\" is not one prism imports"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

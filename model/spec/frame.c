@@ -415,7 +415,9 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 		snprintf(type, sizeof(type), "%s", e->str);
 	else if (type_outer)
 		snprintf(type, sizeof(type), "%s", type_outer);
-	if (strcmp(type, "gemma3") == 0 && (e = hf_find(d, "text_config")) &&
+	/* (one level: a text_config is read as gemma3_text, never again as
+	 * gemma3, so a config nested in itself cannot recurse) */
+	if (!type_outer && strcmp(type, "gemma3") == 0 && (e = hf_find(d, "text_config")) &&
 	    e->v.type == KJSON_OBJECT) {
 		/* Gemma 3 4B..27B: a vision tower and a language model; prism
 		 * models the language model. */
