@@ -236,6 +236,11 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 	} else {
 		comm_time(hw, GC_REDUCE_SCATTER, rb * P, gg, in->comm_eff, COMM_AUTO, &ce);
 		t_rs += ce.time_s;
+		/* The implementation's copies around the stage's reduction. */
+		if (shard > 1 && dt.rs_in > 0)
+			t_rs += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, dt.rs_in * P);
+		if (shard > 1 && dt.rs_out > 0)
+			t_rs += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, dt.rs_out * P / G);
 		if (R > 1) {
 			comm_time(hw, GC_ALL_REDUCE, rb * P / G, gr, in->comm_eff, COMM_AUTO, &ce);
 			t_ar += ce.time_s;
