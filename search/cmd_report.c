@@ -93,15 +93,18 @@ struct report {
 
 static void layout(char *buf, size_t n, const struct pareto_row *r)
 {
-	char vp[16] = "", rc[32] = "";
+	char vp[16] = "", rc[32] = "", impl[32] = "";
 	if (PARETO_KV(r, schedule) == LAYOUT_INTERLEAVED)
 		snprintf(vp, sizeof(vp), " vp %d", PARETO_KV(r, vp));
 	if (PARETO_KV(r, recompute) != LAYOUT_RECOMPUTE_NONE)
 		snprintf(rc, sizeof(rc), ", recompute %s", PARETO_KNAME(r, recompute));
-	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s", PARETO_KV(r, tp),
+	/* Whose sharding, where not Megatron-LM's (dp_impl). */
+	if (PARETO_KV(r, zero) > 0 && PARETO_KV(r, dp_impl) != LAYOUT_DP_MEGATRON)
+		snprintf(impl, sizeof(impl), " (%s)", PARETO_KNAME(r, dp_impl));
+	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s%s", PARETO_KV(r, tp),
 		 PARETO_KV(r, pp), PARETO_KV(r, dp), vp, PARETO_KV(r, mbs),
 		 PARETO_KV(r, microbatches), PARETO_KNAME(r, schedule), rc, PARETO_KV(r, zero),
-		 PARETO_KV(r, sp) ? ", sp" : "");
+		 impl, PARETO_KV(r, sp) ? ", sp" : "");
 	if (PARETO_KV(r, cp) > 1) {
 		size_t k = strlen(buf);
 		snprintf(buf + k, n - k, ", cp %d", PARETO_KV(r, cp));
