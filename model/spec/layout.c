@@ -18,6 +18,7 @@ void layout_default(struct layout *l)
 
 static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
+static const char *const dispatcher_names[] = {"alltoall", "allgather", "flex", "hybridep"};
 
 /* names[i] of n names, "?" beyond; and the index of s among them, -1. */
 static const char *name_of(const char *const *names, int n, int i)
@@ -51,6 +52,16 @@ const char *layout_schedule_name(int s)
 int layout_schedule_parse(const char *s)
 {
 	return index_of(schedule_names, LAYOUT_INTERLEAVED + 1, s);
+}
+
+const char *layout_dispatcher_name(int d)
+{
+	return name_of(dispatcher_names, LAYOUT_DISP_HYBRIDEP + 1, d);
+}
+
+int layout_dispatcher_parse(const char *s)
+{
+	return index_of(dispatcher_names, LAYOUT_DISP_HYBRIDEP + 1, s);
 }
 
 int layout_partition_parse(const char *s, struct layout *l, struct prism_err *err)

@@ -111,6 +111,28 @@ double synth_moe_a2a_s(const struct synth_in *in)
 	return e.time_s;
 }
 
+double synth_moe_dispatch_s(const struct synth_in *in)
+{
+	struct shape z;
+	struct sl_moe_coll cl[SL_MOE_COLLS];
+	struct comm_est e;
+	double t = 0;
+	int n;
+	sl_shape(in, &z);
+	n = sl_moe_colls(&z, cl);
+	for (int i = 0; i < n; i++) {
+		if (comm_time(in->hw, cl[i].kind, cl[i].bytes, cl[i].g, in->comm_eff, COMM_AUTO,
+			      &e) == 0)
+			t += e.time_s;
+		if (cl[i].routing)
+			continue;
+		if (comm_time(in->hw, cl[i].kind == GC_ALL_GATHER ? GC_REDUCE_SCATTER : cl[i].kind,
+			      cl[i].bytes, cl[i].g, in->comm_eff, COMM_AUTO, &e) == 0)
+			t += e.time_s;
+	}
+	return t;
+}
+
 double synth_moe_a2a_bytes(const struct synth_in *in)
 {
 	struct shape z;

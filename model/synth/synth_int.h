@@ -271,6 +271,8 @@ struct shape {
 	double md, me;		/* an MoE layer's parameters on a GPU: split by
 				 * tp, and the routed experts' share */
 	int ep_per_node, etp_per_node, edp, edp_per_node;
+	int tpep_per_node; /* of the ep x etp group (the allgather dispatcher's) */
+	int disp;	   /* enum layout_dispatcher */
 };
 
 /* ---- emit.c: how a task becomes nodes ------------------------------- */
@@ -377,7 +379,29 @@ void sl_embed_bwd(struct ctx *c, int r, const struct shape *z);
 void sl_head_fwd(struct ctx *c, int r, const struct shape *z);
 void sl_head_bwd(struct ctx *c, int r, const struct shape *z);
 
-/* The bytes one all-to-all of one MoE layer sends from the busiest rank. */
+/* One collective of an MoE layer's token dispatch (forward): its kind,
+ * the bytes comm_time takes (an all-to-all's a rank's whole send, its own
+ * share included; an all-gather's its output), its group, whether it
+ * carries the routing map and probabilities (the allgather dispatcher's;
+ * the combine has none), and its process group's name. */
+struct sl_moe_coll {
+	int kind;
+	double bytes;
+	struct comm_group g;
+	int routing;
+	const char *pg;
+};
+#define SL_MOE_COLLS 4
+
+/* The dispatch's collectives of the layout's dispatcher, in order, into
+ * out[SL_MOE_COLLS]: their count (0 for a dense model).  The combine runs
+ * the tokens' ones in reverse, all-gathers as reduce-scatters
+ * (docs/MODEL.md "Dispatchers"). */
+int sl_moe_colls(const struct shape *z, struct sl_moe_coll *out);
+
+/* The bytes of the dispatch's all-to-all over the expert-parallel group
+ * (HybridEP's: its inter-domain one) from the busiest rank; 0 where the
+ * dispatcher has none. */
 double sl_moe_a2a_bytes(const struct shape *z);
 
 /* ---- fold.c: folded units ------------------------------------------- */
