@@ -1584,6 +1584,32 @@ static void test_moe_dispatchers(void **state)
 	assert_rel_close(synth_moe_a2a_bytes(&in), 8388608.0 * (1 - 8.0 / 16 * 7 / 15), 1e-15);
 	in.lay.moe_dispatcher = LAYOUT_DISP_ALLTOALL;
 	assert_rel_close(synth_moe_a2a_bytes(&in), 8388608.0, 1e-15);
+	/* Their memory: DeepEP's buffers at ep 16, 10 channels x 8 peers x
+	 * 288 tokens x (2 h + 2048) = 94,371,840 over NVLink, 2 x 10 x 2 x
+	 * 128 x 4096 = 20,971,520 across the two nodes. */
+	{
+		double w, hd;
+		in.lay.moe_dispatcher = LAYOUT_DISP_FLEX;
+		mem_moe_dispatch_bytes(&in.m, &in.lay, &w, &hd);
+		assert_rel_close(hd, 94371840.0 + 20971520.0, 1e-15);
+		assert_rel_close(w, 8388608.0, 1e-15);
+		/* ep 4, 8 experts: 10 x 4 x 256 x 4096 held; the send buffer
+		 * 2 M h = 8,388,608 (alltoall, flex); allgather's gathered
+		 * n ep (2 h + 5 E) = 2048 x 4 x 2088. */
+		in.m.experts = 8;
+		in.lay.ep = 4;
+		in.lay.dp = 4;
+		mem_moe_dispatch_bytes(&in.m, &in.lay, &w, &hd);
+		assert_rel_close(hd, 41943040.0, 1e-15);
+		in.lay.moe_dispatcher = LAYOUT_DISP_ALLTOALL;
+		mem_moe_dispatch_bytes(&in.m, &in.lay, &w, &hd);
+		assert_rel_close(w, 8388608.0, 1e-15);
+		assert_true(hd == 0);
+		in.lay.moe_dispatcher = LAYOUT_DISP_ALLGATHER;
+		mem_moe_dispatch_bytes(&in.m, &in.lay, &w, &hd);
+		assert_rel_close(w, 2048.0 * 4 * 2088, 1e-15);
+		assert_true(hd == 0);
+	}
 }
 
 /* The model file's MoE settings, and its errors with file and line. */
