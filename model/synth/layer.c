@@ -529,10 +529,11 @@ int sl_moe_colls(const struct shape *z, struct sl_moe_coll *out)
 		if (z->ep > 1) {
 			double dr = moe_distinct(z->E, z->eloc, z->k, z->ep) / z->k;
 			int nodes = (int)z->ep / z->ep_per_node;
-			if (z->disp == LAYOUT_DISP_HYBRIDEP && nodes > 1) {
-				/* HybridEP: across NVLink domains once a token
-				 * and domain, then within the domain to its
-				 * ranks. */
+			if (nodes > 1) {
+				/* Across NVLink domains (DeepEP's internode
+				 * kernels, HybridEP): RDMA once a token and
+				 * domain, to its rail's GPU there, then NVLink
+				 * forwarding within the domain to its ranks. */
 				double dn =
 				    moe_distinct(z->E, z->eloc * z->ep_per_node, z->k, nodes) /
 				    z->k;

@@ -400,7 +400,8 @@ struct sl_moe_coll {
 int sl_moe_colls(const struct shape *z, struct sl_moe_coll *out);
 
 /* The bytes of the dispatch's all-to-all over the expert-parallel group
- * (HybridEP's: its inter-domain one) from the busiest rank; 0 where the
+ * (flex's and hybridep's across NVLink domains: the inter-domain one)
+ * from the busiest rank; 0 where the
  * dispatcher has none. */
 double sl_moe_a2a_bytes(const struct shape *z);
 
