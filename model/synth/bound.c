@@ -102,13 +102,18 @@ void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd
 double synth_moe_a2a_s(const struct synth_in *in)
 {
 	struct shape z;
+	struct sl_moe_coll cl[SL_MOE_COLLS];
 	struct comm_est e;
+	double t = 0;
+	int n;
 	sl_shape(in, &z);
-	if (!z.moe || z.ep <= 1 ||
-	    comm_time(in->hw, GC_ALL_TO_ALL, sl_moe_a2a_bytes(&z),
-		      (struct comm_group){(int)z.ep, z.ep_per_node}, in->comm_eff, COMM_AUTO, &e))
-		return 0;
-	return e.time_s;
+	n = sl_moe_colls(&z, cl);
+	for (int i = 0; i < n; i++)
+		if (cl[i].kind == GC_ALL_TO_ALL &&
+		    comm_time(in->hw, GC_ALL_TO_ALL, cl[i].bytes, cl[i].g, in->comm_eff, COMM_AUTO,
+			      &e) == 0)
+			t += e.time_s;
+	return t;
 }
 
 double synth_moe_dispatch_s(const struct synth_in *in)

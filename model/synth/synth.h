@@ -223,8 +223,9 @@ void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd
  * and backward. */
 double synth_moe_a2a_bytes(const struct synth_in *in);
 
-/* comm_time of one such all-to-all over the EP group as synth places it
- * (0 where there is none). */
+/* comm_time of one dispatch's all-to-alls as synth places them: the one
+ * over the EP group, or flex's and hybridep's two stages across NVLink
+ * domains (0 where there is none). */
 double synth_moe_a2a_s(const struct synth_in *in);
 
 /* comm_time of one MoE layer's dispatch and combine, forward, as synth
