@@ -108,7 +108,8 @@ struct layout {
 	 * busiest expert over the mean (0 reads as 1). */
 	int ep, etp;
 	double imbalance;
-	int moe_dispatcher; /* enum layout_dispatcher */
+	int moe_dispatcher;	/* enum layout_dispatcher */
+	int moe_shared_overlap; /* shared experts beside the dispatcher (not allgather) */
 	/* Context parallelism (0 reads as 1): each sequence split over cp
 	 * ranks (tp apart), 2 cp chunks for the causal load balance; the
 	 * gradients are reduced and ZeRO shards over the dp x cp ranks
@@ -356,7 +357,7 @@ enum layout_show {
 	X(ep, L, m->experts > 0, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_EP, .def = 1,       \
 	  .opt = "ep", .arg = "N",                                                                 \
 	  .help = "expert parallel degree: the experts split over N ranks, tokens sent to them "   \
-		  "by all-to-all",                                                                 \
+		  "by the token dispatcher (--moe-dispatcher)",                                    \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_ONE | LK_MOE, .key_group = 4,                \
 	  .show = LK_SHOW_APPLIES, .desc = 401, .digit = 15)                                       \
 	X(etp, L, m->experts > 0, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_TP, .def = 1,      \
@@ -387,6 +388,12 @@ enum layout_show {
 	  .help = "MoE token dispatcher (Megatron's --moe-token-dispatcher-type): alltoall, "     \
 		  "allgather, flex (DeepEP) or hybridep",                                          \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_MOE, .key = "disp",                          \
+	  .show = LK_SHOW_CHANGED)                                                                 \
+	X(moe_shared_overlap, L, m->experts > 0 && m->shared_experts > 0, v, .kind = LK_BOOL,     \
+	  .lo = 0, .hi = 1, .def = 0, .opt = "moe-shared-overlap",                                 \
+	  .help = "shared experts on their own stream beside the token dispatch and the routed "   \
+		  "experts (Megatron's --moe-shared-expert-overlap; not with allgather)",           \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_MOE, .key = "sho",                           \
 	  .show = LK_SHOW_CHANGED)                                                                 \
 	X(heads, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_HEADS, .opt = "heads",           \
 	  .arg = "N", .help = "attention heads", .desc = -1)                                       \

@@ -229,8 +229,11 @@ static void moe_layer_bound(const struct synth_in *in, const struct hw_profile *
 	ab = bd - 2 * (fd - *attn_f); /* the attention core's backward */
 	sl_shape(in, &z);
 	T = z.b * z.s;
+	/* Shared experts overlapped with the dispatcher run on a side stream:
+	 * left out (the compute stream's work alone bounds the step). */
 	fl = attn_gemm_flops(in, &z, T) + llm_gemm_flops(z.n_tok, z.E, z.h) +
-	     z.shared * (llm_gemm_flops(T, z.fe_in, z.h) + llm_gemm_flops(T, z.h, z.fe)) / z.t +
+	     (in->lay.moe_shared_overlap ? 0 : z.shared) *
+		 (llm_gemm_flops(T, z.fe_in, z.h) + llm_gemm_flops(T, z.h, z.fe)) / z.t +
 	     llm_gemm_flops(z.M, z.fe_in / z.etp, z.h) + llm_gemm_flops(z.M, z.h, z.fe / z.etp);
 	g = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, in->lay.dtype, fl));
 	*f = g + *attn_f;
@@ -384,8 +387,8 @@ double synth_lower_bound(const struct synth_in *in)
 	 * shared experts' round (the routed experts' all-to-alls and expert
 	 * tensor-parallel collectives are left out: a weaker bound). */
 	if (llm_moe_layers(m) > 0) {
-		double mf, mb, maf, mtp_f = m->shared_experts > 0 ? tp_f : att_f,
-				    mtp_b = m->shared_experts > 0 ? tp_b : att_b;
+		int sh = m->shared_experts > 0 && !l->moe_shared_overlap;
+		double mf, mb, maf, mtp_f = sh ? tp_f : att_f, mtp_b = sh ? tp_b : att_b;
 		moe_layer_bound(in, hw, &mf, &mb, &maf);
 		mbw = mb + mtp_b + (l->recompute == LAYOUT_RECOMPUTE_FULL ? mf + mtp_f : 0) +
 		      (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? maf : 0);

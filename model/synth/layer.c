@@ -88,7 +88,7 @@ void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 	double key[OPKEY] = {1, bytes};
 
 	se_record_op(c, key, membound_op_fmt);
-	se_launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
+	se_launch(c, r, c->kstream, GN_KERNEL, name, t, NULL);
 }
 
 /* A GEMM's op, C = A B as aten::mm [M, K] x [K, N], or aten::bmm with the
@@ -119,7 +119,7 @@ static void gemm_of(struct ctx *c, int r, const char *name, int dtype, double b,
 	double key[OPKEY] = {2, dtype, b, m, n, k};
 
 	se_record_op(c, key, gemm_op_fmt);
-	se_launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
+	se_launch(c, r, c->kstream, GN_KERNEL, name, t, NULL);
 }
 
 static void bgemm(struct ctx *c, int r, const char *name, int dtype, double b, double m, double n,
@@ -791,10 +791,79 @@ static void moe_pad(struct ctx *c, int r, const struct shape *z, const char *nam
 		sl_kernel(c, r, KC_ELEMENTWISE, name, 4 * z->M * z->h);
 }
 
+/* The shared experts: a dense FFN split by tp, with sequence parallelism
+ * its input all-gathered and its output reduce-scattered, added to the
+ * routed experts' output. */
+static void shared_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
+	if (z->shared <= 0)
+		return;
+	if (t > 1)
+		tp_coll(c, r, z, c->kstream, GC_ALL_GATHER);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc1", bs,
+		   z->shared * z->fe_in / t, z->h);
+	sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_fwd_kernel" : "gelu_fwd_kernel",
+		  ew(bs * sf / t, z->gated ? 2 : 1));
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc2", bs, z->h, sf / t);
+	if (t > 1)
+		tp_coll(c, r, z, c->kstream, GC_REDUCE_SCATTER);
+	sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add>",
+		  ew(z->n_tok * z->h, 2));
+}
+
+static void shared_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
+	if (z->shared <= 0)
+		return;
+	if (t > 1)
+		tp_coll(c, r, z, c->kstream, GC_ALL_GATHER);
+	gemm_bwd(c, r, "shared_fc2", bs, z->h, sf / t);
+	sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_bwd_kernel" : "gelu_bwd_kernel",
+		  z->gated ? bs * sf / t * 2 * 5 : ew(bs * sf / t, 2));
+	gemm_bwd(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h);
+	if (t > 1)
+		tp_coll(c, r, z, c->kstream, GC_REDUCE_SCATTER);
+}
+
+/*
+ * Shared experts overlapped with the dispatcher (moe_shared_overlap;
+ * Megatron-LM's --moe-shared-expert-overlap, SharedExpertMLP on its own
+ * CUDA stream, alltoall and flex dispatchers): forward, the shared
+ * experts' work runs on a side stream (S_TP, free within an MoE layer)
+ * from after the router, beside the dispatch, the routed experts and the
+ * combine, and the layer waits for it after the combine; backward the
+ * same from the combine's gradient to the dispatch's.  Where they overlap
+ * the simulator's contention slows both (sim.h).  Megatron overlaps the
+ * shared experts' FC1 with the dispatch and FC2 with the combine; here
+ * they may also overlap the routed experts' GEMMs.
+ */
+static int moe_shared_side(const struct ctx *c, const struct shape *z)
+{
+	return z->shared > 0 && c->in->lay.moe_shared_overlap && !c->dry;
+}
+
+static void moe_side_begin(struct ctx *c, int r, const struct shape *z,
+			   void (*work)(struct ctx *, int, const struct shape *))
+{
+	se_event_wait(c, r, S_COMPUTE, S_TP);
+	c->kstream = S_TP;
+	work(c, r, z);
+	c->kstream = S_COMPUTE;
+}
+
+static void moe_side_end(struct ctx *c, int r)
+{
+	se_event_wait(c, r, S_TP, S_COMPUTE);
+}
+
 static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 {
-	double mloc = moe_mloc(c, z), ph = 2 * z->n_tok * z->h;
+	double mloc = moe_mloc(c, z);
 	router_fwd(c, r, z);
+	if (moe_shared_side(c, z))
+		moe_side_begin(c, r, z, shared_fwd);
 	moe_dispatch(c, r, z, 0);
 	moe_pad(c, r, z, "moe_fp8_padding");
 	if (sl_low_precision(c->in->lay.dtype)) {
@@ -812,37 +881,19 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc2", mloc, z->h, z->fe / z->etp);
 	moe_pad(c, r, z, "moe_fp8_unpadding");
 	moe_combine(c, r, z, 0);
-	if (z->shared > 0) {
-		double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
-		if (t > 1)
-			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
-		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc1", bs,
-			   z->shared * z->fe_in / t, z->h);
-		sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_fwd_kernel" : "gelu_fwd_kernel",
-			  ew(bs * sf / t, z->gated ? 2 : 1));
-		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc2", bs, z->h,
-			   sf / t);
-		if (t > 1)
-			tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
-		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add>",
-			  ew(ph / 2, 2));
-	}
+	if (!moe_shared_side(c, z))
+		shared_fwd(c, r, z);
+	else
+		moe_side_end(c, r);
 }
 
 static void moe_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double mloc = moe_mloc(c, z);
-	if (z->shared > 0) {
-		double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
-		if (t > 1)
-			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
-		gemm_bwd(c, r, "shared_fc2", bs, z->h, sf / t);
-		sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_bwd_kernel" : "gelu_bwd_kernel",
-			  z->gated ? bs * sf / t * 2 * 5 : ew(bs * sf / t, 2));
-		gemm_bwd(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h);
-		if (t > 1)
-			tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
-	}
+	if (moe_shared_side(c, z))
+		moe_side_begin(c, r, z, shared_bwd);
+	else
+		shared_bwd(c, r, z);
 	moe_combine(c, r, z, 1);
 	moe_pad(c, r, z, "moe_fp8_unpadding_bwd");
 	grouped_bwd(c, r, z, "fc2", mloc, z->h, z->fe / z->etp);
@@ -854,6 +905,8 @@ static void moe_bwd(struct ctx *c, int r, const struct shape *z)
 	grouped_bwd(c, r, z, "fc1", mloc, z->fe_in / z->etp, z->h);
 	moe_pad(c, r, z, "moe_fp8_padding_bwd");
 	moe_dispatch(c, r, z, 1);
+	if (moe_shared_side(c, z))
+		moe_side_end(c, r);
 	router_bwd(c, r, z);
 }
 

@@ -229,6 +229,8 @@ struct ctx {
 	struct rankst *rk;	     /* per rank (pipeline stage) */
 	int oom;		     /* 1: out of memory; SYNTH_TOO_BIG */
 	int dry;		     /* time kernels into dry_s, build nothing */
+	int kstream;		     /* the stream kernels launch on: S_COMPUTE, or
+				      * S_TP for overlapped shared experts */
 	double dry_s;		     /* dry: the kernels' time so far */
 	int dry_window;		     /* dry: the sliding window of the layer timed
 				    * (0: a global one), whatever its index */
