@@ -496,7 +496,8 @@ static int check_experts(const struct llm *m, const struct layout *l, const stru
 				     "layout: mixture-of-experts with tp %d needs sequence "
 				     "parallelism (as Megatron-LM requires)",
 				     l->tp);
-	if (l->moe_shared_overlap && l->moe_dispatcher == LAYOUT_DISP_ALLGATHER)
+	if (m->shared_experts > 0 && l->moe_shared_overlap &&
+	    l->moe_dispatcher == LAYOUT_DISP_ALLGATHER)
 		return prism_err_set(
 		    err, PRISM_EARG,
 		    "layout: moe_shared_overlap needs the alltoall, flex or hybridep "
