@@ -1631,6 +1631,23 @@ static void test_moe_dispatchers(void **state)
 		if (strcmp(got, exp))
 			print_error("dispatcher %d:\n got %s\nwant %s\n", d, got, exp);
 		assert_string_equal(got, exp);
+		/* Backward: the combine's collectives mirrored (an all-gather
+		 * for allgather's reduce-scatter), then the dispatch's (its
+		 * tokens' reduce-scattered; the routing map gathered no
+		 * more). */
+		moe_work(g, 1, PH_BACKWARD, got, sizeof(got));
+		{
+			const char *colls[4] = {"A2A 8388608/4", "AG 16777216/4", "A2A 7789421/4",
+						"A2A 7789421/4"};
+			const char *second[4] = {"A2A 8388608/4", "RS 16777216/4", "A2A 7789421/4",
+						 "A2A 7789421/4"};
+			const char *a = strstr(got, colls[d]), *b;
+			assert_non_null(a);
+			b = strstr(a + strlen(colls[d]), second[d]);
+			assert_non_null(b);
+			assert_null(strstr(b + strlen(second[d]), "/4"));
+			assert_null(strstr(got, "327680"));
+		}
 		synth_out_release(&so);
 		graph_free(g);
 	}
