@@ -1328,7 +1328,68 @@ static void test_moe_lower_bound(void **state)
 			      lb * 1e3, p.iter_s * 1e3, predict_analytic(&in) * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* Each dispatcher, the shared expert beside it where it can be
+		 * (the bound leaves the side stream's work out). */
+		in.lay.moe_dispatcher = (int)(i % 4);
+		in.lay.moe_shared_overlap = in.lay.moe_dispatcher != LAYOUT_DISP_ALLGATHER;
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		lb = synth_lower_bound(&in);
+		print_message("  %s%s: bound %.3f ms, simulated %.3f ms\n",
+			      layout_dispatcher_name(in.lay.moe_dispatcher),
+			      in.lay.moe_shared_overlap ? ", shared overlapped" : "", lb * 1e3,
+			      p.iter_s * 1e3);
+		assert_true(lb > 0.3 * p.iter_s);
+		assert_true(lb <= p.iter_s);
 	}
+}
+
+/* Shared experts beside the dispatcher (--moe-shared-overlap): their
+ * kernels leave the stream of the router's, the step gets shorter, and
+ * with the allgather dispatcher the layout is refused (Megatron-LM
+ * overlaps them with alltoall and flex only). */
+static void test_moe_shared_overlap(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct predict_out p0, p1;
+	struct prism_err err;
+	struct graph *g;
+	uint32_t router = UINT32_MAX, shared = UINT32_MAX;
+	(void)state;
+	moe_small(&in);
+	in.m.hidden = 4096;
+	in.m.heads = 32;
+	in.m.expert_ffn = 4096;
+	in.lay.tp = 2;
+	in.lay.sp = 1;
+	in.lay.dp = 4;
+	in.lay.ep = 8;
+	in.lay.microbatches = 2;
+	prism_err_clear(&err);
+	assert_int_equal(predict_synth(&in, &p0, NULL, NULL, &err), 0);
+	in.lay.moe_shared_overlap = 1;
+	assert_int_equal(predict_synth(&in, &p1, NULL, NULL, &err), 0);
+	print_message("shared experts overlapped: %.3f ms, serial %.3f ms\n", p1.iter_s * 1e3,
+		      p0.iter_s * 1e3);
+	assert_true(p1.iter_s < p0.iter_s);
+	assert_true(synth_lower_bound(&in) <= p1.iter_s);
+	g = build(&in, &so, &st);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		const char *name = strtab_get(&g->st, g->name[u]);
+		if (g->kind[u] != GN_KERNEL || g->procs[g->proc[u]].rank != 0)
+			continue;
+		if (router == UINT32_MAX && strstr(name, "_router"))
+			router = g->proc[u];
+		if (shared == UINT32_MAX && strstr(name, "shared_fc1"))
+			shared = g->proc[u];
+	}
+	assert_true(router != UINT32_MAX && shared != UINT32_MAX && router != shared);
+	synth_out_release(&so);
+	graph_free(g);
+	in.lay.moe_dispatcher = LAYOUT_DISP_ALLGATHER;
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "moe_shared_overlap"));
 }
 
 /* A model file of head and a bad setting. */
@@ -1609,6 +1670,193 @@ static void test_moe_rules(void **state)
 	assert_int_equal(synth_meta_parse(s, &b, &err), 0);
 	assert_memory_equal(&in.m, &b.m, sizeof(in.m));
 	assert_memory_equal(&in.lay, &b.lay, sizeof(in.lay));
+}
+
+/* Rank 0's kernels and collectives of layer `layer`, microbatch 0, in
+ * one phase of its first step, from the router's GEMM (names with "moe",
+ * "router" or "grouped" in them): "name dims" (a memory-bound kernel's
+ * dims are its bytes / 4; a GEMM's its operands) and "AG|RS|A2A bytes/n"
+ * in launch order, ';' between. */
+static void moe_work(const struct graph *g, int layer, int phase, char *out, size_t n)
+{
+	size_t o = 0;
+	int32_t it = -1;
+	out[0] = '\0';
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		const char *name = strtab_get(&g->st, g->name[u]);
+		if (g->kind[u] < GN_KERNEL || g->procs[g->proc[u]].rank != 0 ||
+		    g->layer[u] != layer || g->mb[u] != 0 || g->phase[u] != phase ||
+		    (it >= 0 && g->iter[u] != it))
+			continue;
+		it = g->iter[u];
+		if (g->coll[u] != UINT32_MAX) {
+			const struct graph_coll *c = &g->colls[g->coll[u]];
+			if (c->kind != GC_ALL_TO_ALL && c->group_size == 1)
+				continue;
+			o += (size_t)snprintf(out + o, n - o, "%s%s %lld/%d", o ? ";" : "",
+					      c->kind == GC_ALL_GATHER	     ? "AG"
+					      : c->kind == GC_REDUCE_SCATTER ? "RS"
+					      : c->kind == GC_ALL_TO_ALL     ? "A2A"
+									     : "AR",
+					      (long long)c->bytes, (int)c->group_size);
+		} else if (strstr(name, "moe") || strstr(name, "router") ||
+			   strstr(name, "grouped")) {
+			o += (size_t)snprintf(out + o, n - o, "%s%s %s", o ? ";" : "", name,
+					      strtab_get(&g->st, g->op_dims[u]));
+		}
+		assert_true(o < n);
+	}
+}
+
+/*
+ * Each dispatcher's kernels and bytes, the small MoE model by hand (h
+ * 1024, 8 experts, top 2, expert ffn 1024, SwiGLU, 1 shared expert), b 2,
+ * s 1024, tp 1, ep 4, dp 4: n = 2048 tokens a rank, 2 local experts, M =
+ * n k = 4096 routed copies (balanced), nE = 16384 router entries, nk =
+ * 4096.  The router (all dispatchers): its GEMM 2048 x 1024 x 8; the
+ * softmax 8 nE = 131,072 bytes (dims 32768: bytes / 4); the top-k 4 nE +
+ * 12 nk = 114,688; the dense probabilities and map 5 nE + 12 nk =
+ * 131,072; the load-balancing loss's scores 8 nE and sums 5 nE = 81,920.
+ * The experts: fc1 grouped [2 x 2048 x 1024] x [1024 x 2048], fc2 to
+ * 1024.
+ *  - alltoall: the source's permute of n tokens (map transposed 2 nE =
+ *    32,768; indices 9 nE + 8 nk = 180,224; probabilities 13 nE + 4 nk =
+ *    229,376; the copies 2 nk 2h + 8 nk = 16,809,984); the all-to-all of
+ *    M h 2 = 8,388,608 bytes over 4; the chunks sorted by expert (2
+ *    local, ep 4): 4 M h = 16,777,216; combine: sorted back, the
+ *    all-to-all, unpermute (weighted copies 2 nk 2h + 4 nk = 16,793,600;
+ *    the n rows zeroed 4,194,304; scatter-add nk 2h + 8 nk + 2 n 2h =
+ *    16,809,984).
+ *  - allgather: the routing map and probabilities all-gathered, 5 n E x
+ *    4 = 327,680 bytes, the tokens 2 n h x 4 = 16,777,216; the 8192
+ *    gathered rows permuted for the 2 local experts (a map of 16,384, 4096
+ *    copies: the same bytes as alltoall's permute); combine: unpermute
+ *    into 8192 rows (zeroed 16,777,216; scatter-add 8,388,608 + 32,768 +
+ *    33,554,432 = 41,975,808), reduce-scatter 16,777,216.
+ *  - flex (DeepEP): a token goes once to each rank holding one of its
+ *    experts, 4 (1 - C(6,2)/C(8,2)) = 13/7 ranks of its 2 copies: the
+ *    all-to-all sends 8,388,608 x 13/14 = 7,789,421.7 bytes (the graph
+ *    keeps whole bytes); the R = 3803.43 received rows permuted into the
+ *    4096 copies (a map of 2 R: 15,213.7, 101,229.7 and 115,273.1 bytes
+ *    of index passes), unpermuted into R rows (zeroed 7,789,421.7;
+ *    scatter-add 8,388,608 + 32,768 + 15,578,843.4).
+ *  - hybridep: flex's all-to-all, the permutes fused into it.
+ * And across NVLink domains (16 experts, ep 16 over two 8-GPU nodes, 1
+ * expert a rank): a token's 2 copies go to 16 (1 - 15/16 x 14/15) = 2
+ * ranks (no saving with one expert a rank), but flex's and hybridep's
+ * cross the domains once a token and domain, 2 (1 - 8/16 x 7/15) = 1.5333
+ * of 2: 6,431,266.1 bytes; alltoall sends all 8,388,608.
+ */
+static void test_moe_dispatchers(void **state)
+{
+	static const char *router =
+	    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_router [[2048, 1024], [1024, 8]];"
+	    "moe_router_softmax [[32768]];moe_router_topk [[28672]];"
+	    "moe_router_scatter_probs_map [[32768]];moe_aux_loss_scores [[32768]];"
+	    "moe_aux_loss_sums [[20480]];";
+	static const char *permute =
+	    "moe_permute_map_transpose [[8192]];moe_permute_masked_select_indices [[45056]];"
+	    "moe_permute_probs_select [[57344]];moe_permute_index_select [[4202496]];";
+	static const char *experts =
+	    "cutlass_grouped_gemm_bf16_fc1 [[2, 2048, 1024], [2, 1024, 2048]];"
+	    "cutlass_grouped_gemm_bf16_fc2 [[2, 2048, 1024], [2, 1024, 1024]];";
+	const char *want[4][3] = {
+	    {"A2A 8388608/4;moe_sort_chunks_by_idxs [[4194304]];",
+	     "moe_sort_chunks_by_idxs [[4194304]];A2A 8388608/4;"
+	     "moe_unpermute_probs_mul [[4198400]];moe_unpermute_zeros [[1048576]];"
+	     "moe_unpermute_scatter_add [[4202496]]",
+	     permute},
+	    {"AG 327680/4;AG 16777216/4;moe_permute_map_transpose [[8192]];"
+	     "moe_permute_masked_select_indices [[45056]];moe_permute_probs_select [[57344]];"
+	     "moe_permute_index_select [[4202496]];",
+	     "moe_unpermute_probs_mul [[4198400]];moe_unpermute_zeros [[4194304]];"
+	     "moe_unpermute_scatter_add [[10493952]];RS 16777216/4",
+	     ""},
+	    {"A2A 7789421/4;moe_permute_map_transpose [[3803]];"
+	     "moe_permute_masked_select_indices [[25307]];moe_permute_probs_select [[28818]];"
+	     "moe_permute_index_select [[4202496]];",
+	     "moe_unpermute_probs_mul [[4198400]];moe_unpermute_zeros [[1947355]];"
+	     "moe_unpermute_scatter_add [[6000055]];A2A 7789421/4",
+	     ""},
+	    {"A2A 7789421/4;", "A2A 7789421/4", ""}};
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	char got[4096], exp[4096];
+	(void)state;
+	for (int d = 0; d < 4; d++) {
+		moe_small(&in);
+		in.m.shared_experts = 0;
+		in.lay.ep = 4;
+		in.lay.dp = 4;
+		in.lay.mbs = 2;
+		in.lay.moe_dispatcher = d;
+		g = build(&in, &so, &st);
+		moe_work(g, 1, PH_FORWARD, got, sizeof(got));
+		snprintf(exp, sizeof(exp), "%s%s%s%s%s", router, want[d][2], want[d][0], experts,
+			 want[d][1]);
+		if (strcmp(got, exp))
+			print_error("dispatcher %d:\n got %s\nwant %s\n", d, got, exp);
+		assert_string_equal(got, exp);
+		/* Backward: the combine's collectives mirrored (an all-gather
+		 * for allgather's reduce-scatter), then the dispatch's (its
+		 * tokens' reduce-scattered; the routing map gathered no
+		 * more). */
+		moe_work(g, 1, PH_BACKWARD, got, sizeof(got));
+		{
+			const char *colls[4] = {"A2A 8388608/4", "AG 16777216/4", "A2A 7789421/4",
+						"A2A 7789421/4"};
+			const char *second[4] = {"A2A 8388608/4", "RS 16777216/4", "A2A 7789421/4",
+						 "A2A 7789421/4"};
+			const char *a = strstr(got, colls[d]), *b;
+			assert_non_null(a);
+			b = strstr(a + strlen(colls[d]), second[d]);
+			assert_non_null(b);
+			assert_null(strstr(b + strlen(second[d]), "/4"));
+			assert_null(strstr(got, "327680"));
+		}
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	assert_rel_close(synth_moe_a2a_bytes(&in), 8388608.0 * 13 / 14, 1e-15);
+	in.lay.moe_dispatcher = LAYOUT_DISP_ALLGATHER;
+	assert_rel_close(synth_moe_a2a_bytes(&in), 0, 0);
+	in.m.experts = 16;
+	in.lay.ep = 16;
+	in.lay.dp = 16;
+	in.lay.moe_dispatcher = LAYOUT_DISP_FLEX;
+	assert_rel_close(synth_moe_a2a_bytes(&in), 8388608.0 * (1 - 8.0 / 16 * 7 / 15), 1e-15);
+	in.lay.moe_dispatcher = LAYOUT_DISP_HYBRIDEP;
+	assert_rel_close(synth_moe_a2a_bytes(&in), 8388608.0 * (1 - 8.0 / 16 * 7 / 15), 1e-15);
+	in.lay.moe_dispatcher = LAYOUT_DISP_ALLTOALL;
+	assert_rel_close(synth_moe_a2a_bytes(&in), 8388608.0, 1e-15);
+	/* Their memory: DeepEP's buffers at ep 16, 10 channels x 8 peers x
+	 * 288 tokens x (2 h + 2048) = 94,371,840 over NVLink, 2 x 10 x 2 x
+	 * 128 x 4096 = 20,971,520 across the two nodes. */
+	{
+		double w, hd;
+		in.lay.moe_dispatcher = LAYOUT_DISP_FLEX;
+		mem_moe_dispatch_bytes(&in.m, &in.lay, &w, &hd);
+		assert_rel_close(hd, 94371840.0 + 20971520.0, 1e-15);
+		assert_rel_close(w, 8388608.0, 1e-15);
+		/* ep 4, 8 experts: 10 x 4 x 256 x 4096 held; the send buffer
+		 * 2 M h = 8,388,608 (alltoall, flex); allgather's gathered
+		 * n ep (2 h + 5 E) = 2048 x 4 x 2088. */
+		in.m.experts = 8;
+		in.lay.ep = 4;
+		in.lay.dp = 4;
+		mem_moe_dispatch_bytes(&in.m, &in.lay, &w, &hd);
+		assert_rel_close(hd, 41943040.0, 1e-15);
+		in.lay.moe_dispatcher = LAYOUT_DISP_ALLTOALL;
+		mem_moe_dispatch_bytes(&in.m, &in.lay, &w, &hd);
+		assert_rel_close(w, 8388608.0, 1e-15);
+		assert_true(hd == 0);
+		in.lay.moe_dispatcher = LAYOUT_DISP_ALLGATHER;
+		mem_moe_dispatch_bytes(&in.m, &in.lay, &w, &hd);
+		assert_rel_close(w, 2048.0 * 4 * 2088, 1e-15);
+		assert_true(hd == 0);
+	}
 }
 
 /* The model file's MoE settings, and its errors with file and line. */
@@ -1929,6 +2177,8 @@ int main(void)
 	    cmocka_unit_test(test_moe_lower_bound),
 	    cmocka_unit_test(test_moe_rules),
 	    cmocka_unit_test(test_moe_load),
+	    cmocka_unit_test(test_moe_dispatchers),
+	    cmocka_unit_test(test_moe_shared_overlap),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),

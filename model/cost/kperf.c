@@ -139,6 +139,21 @@ double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, 
 	return kperf_gemm_plan_sched(hw, dtype, b, m, n, k, hw->k.sched, NULL);
 }
 
+double kperf_grouped_s(const struct hw_profile *hw, int dtype, double groups, double m, double n,
+		       double k)
+{
+	double s = KPERF_GROUPED_STREAMS, full, rest, t = 0;
+	if (!(groups >= 1))
+		return 0;
+	full = floor(groups / s);
+	rest = groups - full * s;
+	if (full > 0)
+		t = full * kperf_gemm_s(hw, dtype, s, m, n, k);
+	if (rest > 0)
+		t += kperf_gemm_s(hw, dtype, rest, m, n, k);
+	return t;
+}
+
 double kperf_gemm_min_s(const struct hw_profile *hw, int dtype, double flops)
 {
 	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0 ||

@@ -83,6 +83,21 @@ double kperf_gemm_plan(const struct hw_profile *hw, int dtype, double b, double 
 double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, double m, double n,
 			     double k, int sched, struct kperf_gemm_plan *plan);
 
+/* Seconds of a grouped GEMM, `groups` GEMMs of m x k times k x n (a
+ * mixture-of-experts layer's experts, m tokens each), as Transformer
+ * Engine's GroupedLinear runs it (general_grouped_gemm ->
+ * nvte_multi_stream_cublas_gemm, transformer_engine/common/gemm/
+ * cublaslt_gemm.cu): GEMM i a cuBLAS GEMM on compute stream i mod
+ * KPERF_GROUPED_STREAMS (multi_stream.h's num_streams, 4).  The streams'
+ * concurrent GEMMs share the SMs as one batch does: ceil(groups / 4) rounds,
+ * each kperf_gemm_s of batch 4 (the last the remainder).  Few tokens an
+ * expert leave each round's tiles short of the SMs: the grouped GEMM runs
+ * far below one dense GEMM of the same FLOPs.  Never faster than its FLOPs
+ * at the achievable peak (each round is kperf_gemm_s). */
+#define KPERF_GROUPED_STREAMS 4
+double kperf_grouped_s(const struct hw_profile *hw, int dtype, double groups, double m, double n,
+		       double k);
+
 /* What no GEMM doing `flops` in dtype can beat: flops at the achievable
  * peak times the profile's clock (0 without one). */
 double kperf_gemm_min_s(const struct hw_profile *hw, int dtype, double flops);

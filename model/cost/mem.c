@@ -50,6 +50,32 @@ double mem_moe_tokens(const struct llm *m, const struct layout *l)
 	return n * m->top_k * layout_etp(l) * rho;
 }
 
+void mem_moe_dispatch_bytes(const struct llm *m, const struct layout *l, double *work, double *held)
+{
+	double ep = layout_ep(l), et = layout_etp(l), h = m->hidden, M = mem_moe_tokens(m, l);
+	double n = (double)m->seq / layout_cp(l) * l->mbs / l->tp, tok = 2 * h + 2048;
+	*work = *held = 0;
+	if (llm_moe_layers(m) == 0 || ep * et <= 1)
+		return;
+	switch (l->moe_dispatcher) {
+	case LAYOUT_DISP_ALLGATHER:
+		*work = n * ep * et * (2 * h + 5 * m->experts);
+		return;
+	case LAYOUT_DISP_FLEX:
+	case LAYOUT_DISP_HYBRIDEP:
+		if (ep <= 1)
+			return;
+		*work = 2 * M / et * h;
+		*held = 10 * (ep < 8 ? ep : 8) * (ep <= 8 ? 256 : 288) * tok;
+		if (ep > 8)
+			*held += 2 * 10 * (ep / 8) * 128 * tok;
+		return;
+	default:
+		if (ep > 1)
+			*work = 2 * M / et * h;
+	}
+}
+
 void mem_moe_layer_params(const struct llm *m, const struct layout *l, double *dense,
 			  double *expert)
 {
@@ -350,11 +376,14 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		    (m->heads / t * llm_qk_head_dim(m) +
 		     llm_kv_heads_rank(m, (int)t) * (llm_qk_head_dim(m) + llm_v_head_dim(m))) *
 		    2;
-	/* Mixture-of-experts: the dispatch's send buffer, the routed tokens
-	 * before the all-to-all (the receive side is the experts' input,
-	 * counted above). */
-	if (llm_moe_layers(m) > 0 && layout_ep(l) > 1)
-		out->transient += 2 * mem_moe_tokens(m, l) / layout_etp(l) * h;
+	/* Mixture-of-experts: the dispatcher's buffers (its receive side is
+	 * the experts' input, counted above). */
+	if (llm_moe_layers(m) > 0) {
+		double dwork, dheld;
+		mem_moe_dispatch_bytes(m, l, &dwork, &dheld);
+		out->transient += dwork;
+		out->buffers += dheld;
+	}
 	/* cuBLAS's workspace (MEM_CUBLAS_WORKSPACE), one compute stream. */
 	out->transient += MEM_CUBLAS_WORKSPACE;
 	out->allocated = out->weights + out->grads + out->optimizer + out->buffers +

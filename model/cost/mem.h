@@ -192,6 +192,19 @@ double mem_moe_peak(const struct llm *m, const struct layout *l);
  * the rank's others at the mean). */
 double mem_moe_tokens(const struct llm *m, const struct layout *l);
 
+/* The token dispatcher's memory (layout's moe_dispatcher) on one GPU:
+ * *work its working memory while an MoE layer dispatches (alltoall: the
+ * routed copies' send buffer, 2 M h / etp; allgather: the tp x ep group's
+ * gathered tokens, routing map and probabilities; flex and hybridep: the
+ * received tokens), *held what it keeps for the whole run (DeepEP's
+ * communication buffers, Megatron's fused_a2a.get_buffer with DeepEP's
+ * size hints: 10 channels (Buffer.num_sms 20) x min(ep, 8) NVLink peers x
+ * 256 tokens (288 beyond a node) x (2 h + 2048) bytes, and across nodes
+ * 2 x 10 x ep/8 x 128 tokens x the same).  0 without experts or ep x etp
+ * = 1. */
+void mem_moe_dispatch_bytes(const struct llm *m, const struct layout *l, double *work,
+			    double *held);
+
 /* Parameters of one mixture-of-experts layer on one GPU: *dense the part
  * split by tp (attention, norms, router, shared experts) and what each tp
  * rank holds whole (llm_tp_copies: replicated key-value heads, MLA's down

@@ -20,6 +20,7 @@ static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
 static const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p"};
 static const char *const dp_impl_names[] = {"megatron", "deepspeed", "fsdp", "fsdp2"};
+static const char *const dispatcher_names[] = {"alltoall", "allgather", "flex", "hybridep"};
 
 /* names[i] of n names, "?" beyond; and the index of s among them, -1. */
 static const char *name_of(const char *const *names, int n, int i)
@@ -151,6 +152,16 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 		  * (distributed/param_and_grad_buffer.py): no copies. */
 		break;
 	}
+}
+
+const char *layout_dispatcher_name(int d)
+{
+	return name_of(dispatcher_names, LAYOUT_DISP_HYBRIDEP + 1, d);
+}
+
+int layout_dispatcher_parse(const char *s)
+{
+	return index_of(dispatcher_names, LAYOUT_DISP_HYBRIDEP + 1, s);
 }
 
 int layout_partition_parse(const char *s, struct layout *l, struct prism_err *err)
@@ -610,6 +621,12 @@ static int check_experts(const struct llm *m, const struct layout *l, const stru
 				     "layout: mixture-of-experts with tp %d needs sequence "
 				     "parallelism (as Megatron-LM requires)",
 				     l->tp);
+	if (m->shared_experts > 0 && l->moe_shared_overlap &&
+	    l->moe_dispatcher == LAYOUT_DISP_ALLGATHER)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: moe_shared_overlap needs the alltoall, flex or hybridep "
+		    "dispatcher (as Megatron-LM's --moe-shared-expert-overlap)");
 	if (m->shared_experts > 0 && ((int64_t)m->shared_experts * fe) % l->tp)
 		return prism_err_set(
 		    err, PRISM_EARG,

@@ -22,6 +22,17 @@
 enum layout_recompute { LAYOUT_RECOMPUTE_NONE, LAYOUT_RECOMPUTE_SELECTIVE, LAYOUT_RECOMPUTE_FULL };
 enum layout_schedule { LAYOUT_GPIPE, LAYOUT_1F1B, LAYOUT_INTERLEAVED };
 enum layout_cp_comm { LAYOUT_CP_P2P, LAYOUT_CP_ALLGATHER, LAYOUT_CP_A2A, LAYOUT_CP_A2A_P2P };
+/* Mixture-of-experts token dispatchers (Megatron-LM's
+ * --moe-token-dispatcher-type; docs/MODEL.md "Dispatchers"): all-to-all
+ * over the expert-parallel group, all-gather over the expert tensor x
+ * expert parallel group, DeepEP's fused dispatch and combine ("flex"),
+ * and HybridEP (NVLink-domain aware, permute fused). */
+enum layout_dispatcher {
+	LAYOUT_DISP_ALLTOALL,
+	LAYOUT_DISP_ALLGATHER,
+	LAYOUT_DISP_FLEX,
+	LAYOUT_DISP_HYBRIDEP
+};
 
 /* Pipeline stage partitions.  GIVEN: part[] as it is (part[0] == 0: layers
  * / pp on every stage).  BALANCED: the stages' times balanced, the first
@@ -109,6 +120,8 @@ struct layout {
 	 * busiest expert over the mean (0 reads as 1). */
 	int ep, etp;
 	double imbalance;
+	int moe_dispatcher;	/* enum layout_dispatcher */
+	int moe_shared_overlap; /* shared experts beside the dispatcher (not allgather) */
 	/* Context parallelism (0 reads as 1): each sequence split over cp
 	 * ranks (tp apart), 2 cp chunks for the causal load balance; the
 	 * gradients are reduced and ZeRO shards over the dp x cp ranks
@@ -174,6 +187,9 @@ struct layout_dp_traits {
 };
 void layout_dp_traits(const struct layout *l, double layer_params, double wb, double gb,
 		      struct layout_dp_traits *t);
+/* "alltoall", "allgather", "flex", "hybridep" ("?" beyond); -1 if unknown. */
+const char *layout_dispatcher_name(int d);
+int layout_dispatcher_parse(const char *s);
 
 /* "even", "balanced", "embed-loss", or the list "N0,N1,..." into
  * l->partition and l->part: 0, or PRISM_EARG naming what is wrong. */
@@ -411,7 +427,7 @@ enum layout_show {
 	X(ep, L, m->experts > 0, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_EP, .def = 1,       \
 	  .opt = "ep", .arg = "N",                                                                 \
 	  .help = "expert parallel degree: the experts split over N ranks, tokens sent to them "   \
-		  "by all-to-all",                                                                 \
+		  "by the token dispatcher (--moe-dispatcher)",                                    \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_ONE | LK_MOE, .key_group = 4,                \
 	  .show = LK_SHOW_APPLIES, .desc = 401, .digit = 15)                                       \
 	X(etp, L, m->experts > 0, v, .kind = LK_INT, .lo = 1, .hi = LAYOUT_MAX_TP, .def = 1,      \
@@ -439,6 +455,20 @@ enum layout_show {
 	  .help = "tokens on the busiest expert over the mean (1: balanced), capped by the "       \
 		  "model's capacity factor",                                                       \
 	  .flags = LK_ONE | LK_MOE, .show = LK_SHOW_APPLIES, .desc = 403)                          \
+	X(moe_dispatcher, L, m->experts > 0, v, .kind = LK_NAME, .lo = 0,                        \
+	  .hi = LAYOUT_DISP_HYBRIDEP, .def = LAYOUT_DISP_ALLTOALL,                                 \
+	  .parse = layout_dispatcher_parse, .name = layout_dispatcher_name,                        \
+	  .opt = "moe-dispatcher", .arg = "D",                                                     \
+	  .help = "MoE token dispatcher (Megatron's --moe-token-dispatcher-type): alltoall, "     \
+		  "allgather, flex (DeepEP) or hybridep",                                          \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_MOE, .key = "disp",                          \
+	  .show = LK_SHOW_CHANGED)                                                                 \
+	X(moe_shared_overlap, L, m->experts > 0 && m->shared_experts > 0, v, .kind = LK_BOOL,     \
+	  .lo = 0, .hi = 1, .def = 0, .opt = "moe-shared-overlap",                                 \
+	  .help = "shared experts on their own stream beside the token dispatch and the routed "   \
+		  "experts (Megatron's --moe-shared-expert-overlap; not with allgather)",           \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_MOE, .key = "sho",                           \
+	  .show = LK_SHOW_CHANGED)                                                                 \
 	X(heads, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_HEADS, .opt = "heads",           \
 	  .arg = "N", .help = "attention heads", .desc = -1)                                       \
 	X(ffn, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_FFN, .opt = "ffn", .arg = "N",     \

@@ -113,34 +113,18 @@ static double cp_terms(const struct analytic_in *in, const struct terms *T)
 }
 
 /* Mixture-of-experts layers: their own compute, and per layer the
- * all-to-alls (dispatch and combine, forward and backward, again when
- * recomputed) and the expert tensor-parallel gathers and reduce-scatters. */
+ * dispatcher's collectives (dispatch and combine, forward and backward,
+ * again when recomputed: synth_moe_dispatch_s). */
 static void moe_terms(const struct analytic_in *in, struct terms *T)
 {
-	const struct hw_profile *hw = in->hw;
 	const struct layout *l = &in->lay;
-	int rep = 4 + (l->recompute == LAYOUT_RECOMPUTE_FULL ? 2 : 0);
-	double a2a = synth_moe_a2a_bytes(&T->si), et = layout_etp(&T->lay);
-	int node = hw_domain(hw), ep = layout_ep(&T->lay);
-	struct comm_est ce;
+	int rep = 2 + (l->recompute == LAYOUT_RECOMPUTE_FULL ? 1 : 0);
 
 	if (llm_moe_layers(&in->m) == 0)
 		return;
 	synth_moe_layer_times(&T->si, &T->mlf, &T->mlb, &T->mla);
 	acc_share(&T->si, in->acc_elem_bytes, T->mb, 1, &T->mlb);
-	if (a2a > 0) {
-		int cap = node / (int)et > 0 ? node / (int)et : 1;
-		comm_time(hw, GC_ALL_TO_ALL, a2a, (struct comm_group){ep, comm_per_domain(ep, cap)},
-			  in->comm_eff, COMM_AUTO, &ce);
-		T->moe_comm += rep * ce.time_s;
-	}
-	if (et > 1) {
-		double x = mem_moe_tokens(&in->m, &T->lay) * in->m.hidden * 2;
-		comm_time(hw, GC_ALL_GATHER, x,
-			  (struct comm_group){(int)et, comm_per_domain((int)et, node)},
-			  in->comm_eff, COMM_AUTO, &ce);
-		T->moe_comm += rep * ce.time_s;
-	}
+	T->moe_comm += rep * synth_moe_dispatch_s(&T->si);
 }
 
 /* The shared terms: layers' compute (the kernel model's time, forward and

@@ -102,13 +102,40 @@ void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd
 double synth_moe_a2a_s(const struct synth_in *in)
 {
 	struct shape z;
+	struct sl_moe_coll cl[SL_MOE_COLLS];
 	struct comm_est e;
+	double t = 0;
+	int n;
 	sl_shape(in, &z);
-	if (!z.moe || z.ep <= 1 ||
-	    comm_time(in->hw, GC_ALL_TO_ALL, sl_moe_a2a_bytes(&z),
-		      (struct comm_group){(int)z.ep, z.ep_per_node}, in->comm_eff, COMM_AUTO, &e))
-		return 0;
-	return e.time_s;
+	n = sl_moe_colls(&z, cl);
+	for (int i = 0; i < n; i++)
+		if (cl[i].kind == GC_ALL_TO_ALL &&
+		    comm_time(in->hw, GC_ALL_TO_ALL, cl[i].bytes, cl[i].g, in->comm_eff, COMM_AUTO,
+			      &e) == 0)
+			t += e.time_s;
+	return t;
+}
+
+double synth_moe_dispatch_s(const struct synth_in *in)
+{
+	struct shape z;
+	struct sl_moe_coll cl[SL_MOE_COLLS];
+	struct comm_est e;
+	double t = 0;
+	int n;
+	sl_shape(in, &z);
+	n = sl_moe_colls(&z, cl);
+	for (int i = 0; i < n; i++) {
+		if (comm_time(in->hw, cl[i].kind, cl[i].bytes, cl[i].g, in->comm_eff, COMM_AUTO,
+			      &e) == 0)
+			t += e.time_s;
+		if (cl[i].routing)
+			continue;
+		if (comm_time(in->hw, cl[i].kind == GC_ALL_GATHER ? GC_REDUCE_SCATTER : cl[i].kind,
+			      cl[i].bytes, cl[i].g, in->comm_eff, COMM_AUTO, &e) == 0)
+			t += e.time_s;
+	}
+	return t;
 }
 
 double synth_moe_a2a_bytes(const struct synth_in *in)
@@ -204,8 +231,11 @@ static void moe_layer_bound(const struct synth_in *in, const struct hw_profile *
 	ab = bd - 2 * (fd - *attn_f); /* the attention core's backward */
 	sl_shape(in, &z);
 	T = z.b * z.s;
+	/* Shared experts overlapped with the dispatcher run on a side stream:
+	 * left out (the compute stream's work alone bounds the step). */
 	fl = attn_gemm_flops(in, &z, T) + llm_gemm_flops(z.n_tok, z.E, z.h) +
-	     z.shared * (llm_gemm_flops(T, z.fe_in, z.h) + llm_gemm_flops(T, z.h, z.fe)) / z.t +
+	     (in->lay.moe_shared_overlap ? 0 : z.shared) *
+		 (llm_gemm_flops(T, z.fe_in, z.h) + llm_gemm_flops(T, z.h, z.fe)) / z.t +
 	     llm_gemm_flops(z.M, z.fe_in / z.etp, z.h) + llm_gemm_flops(z.M, z.h, z.fe / z.etp);
 	g = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, in->lay.dtype, fl));
 	*f = g + *attn_f;
@@ -359,8 +389,8 @@ double synth_lower_bound(const struct synth_in *in)
 	 * shared experts' round (the routed experts' all-to-alls and expert
 	 * tensor-parallel collectives are left out: a weaker bound). */
 	if (llm_moe_layers(m) > 0) {
-		double mf, mb, maf, mtp_f = m->shared_experts > 0 ? tp_f : att_f,
-				    mtp_b = m->shared_experts > 0 ? tp_b : att_b;
+		int sh = m->shared_experts > 0 && !l->moe_shared_overlap;
+		double mf, mb, maf, mtp_f = sh ? tp_f : att_f, mtp_b = sh ? tp_b : att_b;
 		moe_layer_bound(in, hw, &mf, &mb, &maf);
 		mbw = mb + mtp_b + (l->recompute == LAYOUT_RECOMPUTE_FULL ? mf + mtp_f : 0) +
 		      (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? maf : 0);

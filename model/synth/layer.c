@@ -11,6 +11,7 @@
  */
 #include "synth_int.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,7 +84,7 @@ static void membound_op_fmt(const double *key, const char **op, char *dims, size
  * writing one, that tensor). */
 void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 {
-	sl_kernel_on(c, r, S_COMPUTE, cls, name, bytes);
+	sl_kernel_on(c, r, c->kstream, cls, name, bytes);
 }
 
 void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, double bytes)
@@ -110,18 +111,26 @@ static void gemm_op_fmt(const double *key, const char **op, char *dims, size_t n
 	snprintf(types, nt, "[\"%s\", \"%s\"]", ty, ty);
 }
 
-/* A GEMM of batch b, m x k times k x n, in dtype. */
-static void bgemm(struct ctx *c, int r, const char *name, int dtype, double b, double m, double n,
-		  double k)
+/* A GEMM of batch b, m x k times k x n, in dtype; with grouped, b GEMMs
+ * as Transformer Engine's grouped GEMM runs them (kperf_grouped_s). */
+static void gemm_of(struct ctx *c, int r, const char *name, int dtype, double b, double m, double n,
+		    double k, int grouped)
 {
 	double es = kperf_elem_bytes(dtype);
-	double t =
-	    ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
-		  b * (es * (m * k + k * n) + 2 * m * n), kperf_gemm_s(c->hw, dtype, b, m, n, k));
+	double t = ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
+			 b * (es * (m * k + k * n) + 2 * m * n),
+			 grouped ? kperf_grouped_s(c->hw, dtype, b, m, n, k)
+				 : kperf_gemm_s(c->hw, dtype, b, m, n, k));
 	double key[OPKEY] = {2, dtype, b, m, n, k};
 
 	se_record_op(c, key, gemm_op_fmt);
-	se_launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
+	se_launch(c, r, c->kstream, GN_KERNEL, name, t, NULL);
+}
+
+static void bgemm(struct ctx *c, int r, const char *name, int dtype, double b, double m, double n,
+		  double k)
+{
+	gemm_of(c, r, name, dtype, b, m, n, k, 0);
 }
 
 static void gemm(struct ctx *c, int r, const char *name, double m, double n, double k)
@@ -525,56 +534,154 @@ static void acc_norm(struct ctx *c, int r, const struct shape *z)
 }
 
 /*
- * Mixture-of-experts (Megatron-LM's MoELayer with the all-to-all token
- * dispatcher, megatron/core/transformer/moe/): on each rank the router
- * scores its n = b s / t tokens (sequence parallel) against the experts
- * (a GEMM, then the top-k of a softmax or a sigmoid, memory-bound), the
- * tokens are permuted into expert order (top_k copies of each), sent to
- * the ranks holding their experts by an all-to-all over the expert-
- * parallel group, all-gathered over the expert tensor-parallel group
- * (etp > 1), run through the rank's experts as grouped GEMMs (one batched
- * GEMM per FFN matrix over the local experts, M / eloc tokens each),
- * reduce-scattered over etp, sent back by a second all-to-all and
- * unpermuted (weighted by their gate values).  The shared experts run as
- * a dense FFN split by tp.  M (mem_moe_tokens) is the busiest rank's
- * load, imbalance and capacity factor included: the collectives and the
- * GEMMs wait for it.  Backward mirrors it with two GEMMs per forward GEMM.
+ * Mixture-of-experts as Megatron-LM's MoELayer runs it
+ * (megatron/core/transformer/moe/: moe_layer.py, router.py,
+ * token_dispatcher.py, moe_utils.py, experts.py TEGroupedMLP).  On each
+ * rank the router scores its n = b s / t tokens (sequence parallel); the
+ * dispatcher (layout's moe_dispatcher, sl_moe_colls) brings each expert
+ * its tokens; the rank's E / ep experts run as Transformer Engine grouped
+ * GEMMs (kperf_grouped_s), M / eloc tokens each; the combine brings the
+ * outputs back, weighted by their gates.  The shared experts run as a
+ * dense FFN split by tp.  M (mem_moe_tokens) is the busiest rank's load,
+ * imbalance and capacity factor included: the collectives and the GEMMs
+ * wait for it.  Backward mirrors it with two GEMMs per forward GEMM.
  */
-static void moe_coll(struct ctx *c, int r, const struct shape *z, int kind, double bytes)
+
+/* Expected distinct groups among a token's k experts, drawn without
+ * repeat from E experts placed `per` to a group over `groups` groups:
+ * groups (1 - C(E - per, k) / C(E, k)).  DeepEP and HybridEP send a token
+ * once to each rank (node) holding any of its experts. */
+static double moe_distinct(double E, double per, double k, double groups)
 {
-	char pg[32];
-	if (kind == GC_ALL_TO_ALL) {
-		struct comm_group g = {(int)z->ep, z->ep_per_node};
-		if (z->ep <= 1)
-			return;
-		snprintf(pg, sizeof(pg), "ep.%d", r);
-		se_collective(c, r, S_COMPUTE, kind, "ncclDevKernel_SendRecv_alltoall", bytes, g,
-			      pg);
-		return;
-	}
-	if (z->etp <= 1)
-		return;
-	snprintf(pg, sizeof(pg), "etp.%d", r);
-	se_collective(c, r, S_COMPUTE, kind,
-		      kind == GC_ALL_GATHER ? "ncclDevKernel_AllGather_RING_LL"
-					    : "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
-		      bytes, (struct comm_group){(int)z->etp, z->etp_per_node}, pg);
+	double none = 1;
+	for (double i = 0; i < k; i++)
+		none *= E - per - i > 0 ? (E - per - i) / (E - i) : 0;
+	return groups * (1 - none);
 }
 
-/* The bytes one all-to-all of one MoE layer sends from the busiest rank:
- * its routed tokens, M / etp rows of h bf16 values. */
+int sl_moe_colls(const struct shape *z, struct sl_moe_coll *out)
+{
+	double routed = z->M / z->etp * z->h * 2; /* the routed copies a rank sends */
+	int n = 0;
+	if (!z->moe)
+		return 0;
+	switch (z->disp) {
+	case LAYOUT_DISP_ALLGATHER:
+		/* MoEAllGatherTokenDispatcher: every token of the tp x ep
+		 * group to every rank of it (gather_from_sequence_parallel_
+		 * region over tp_ep_group), the routing map (bool) and the
+		 * probabilities (fp32) first. */
+		if (z->ep * z->etp <= 1)
+			return 0;
+		out[n++] = (struct sl_moe_coll){GC_ALL_GATHER,
+						5 * z->n_tok * z->E * z->ep * z->etp,
+						{(int)(z->ep * z->etp), z->tpep_per_node},
+						1,
+						"tpep"};
+		out[n++] = (struct sl_moe_coll){GC_ALL_GATHER,
+						2 * z->n_tok * z->h * z->ep * z->etp,
+						{(int)(z->ep * z->etp), z->tpep_per_node},
+						0,
+						"tpep"};
+		return n;
+	case LAYOUT_DISP_FLEX:
+	case LAYOUT_DISP_HYBRIDEP:
+		if (z->ep > 1) {
+			double dr = moe_distinct(z->E, z->eloc, z->k, z->ep) / z->k;
+			int nodes = (int)z->ep / z->ep_per_node;
+			if (nodes > 1) {
+				/* Across NVLink domains (DeepEP's internode
+				 * kernels, HybridEP): RDMA once a token and
+				 * domain, to its rail's GPU there, then NVLink
+				 * forwarding within the domain to its ranks. */
+				double dn =
+				    moe_distinct(z->E, z->eloc * z->ep_per_node, z->k, nodes) /
+				    z->k;
+				out[n++] = (struct sl_moe_coll){
+				    GC_ALL_TO_ALL, routed * dn, {nodes, 1}, 0, "epx"};
+				if (z->ep_per_node > 1)
+					out[n++] =
+					    (struct sl_moe_coll){GC_ALL_TO_ALL,
+								 routed * dr,
+								 {z->ep_per_node, z->ep_per_node},
+								 0,
+								 "epn"};
+			} else {
+				out[n++] = (struct sl_moe_coll){GC_ALL_TO_ALL,
+								routed * dr,
+								{(int)z->ep, z->ep_per_node},
+								0,
+								"ep"};
+			}
+		}
+		break;
+	default:
+		if (z->ep > 1)
+			out[n++] = (struct sl_moe_coll){
+			    GC_ALL_TO_ALL, routed, {(int)z->ep, z->ep_per_node}, 0, "ep"};
+	}
+	/* With expert tensor parallelism the received tokens are gathered
+	 * over the etp ranks (all-to-all based dispatchers). */
+	if (z->etp > 1)
+		out[n++] = (struct sl_moe_coll){
+		    GC_ALL_GATHER, z->M * z->h * 2, {(int)z->etp, z->etp_per_node}, 0, "etp"};
+	return n;
+}
+
 double sl_moe_a2a_bytes(const struct shape *z)
 {
-	return z->M / z->etp * z->h * 2;
+	struct sl_moe_coll cl[SL_MOE_COLLS];
+	double b = 0;
+	int n = sl_moe_colls(z, cl);
+	for (int i = 0; i < n; i++)
+		if (cl[i].kind == GC_ALL_TO_ALL && cl[i].g.n == (int)z->ep)
+			b += cl[i].bytes;
+	for (int i = 0; b == 0 && i < n; i++) /* HybridEP across domains */
+		if (cl[i].kind == GC_ALL_TO_ALL)
+			b += cl[i].bytes;
+	return b;
+}
+
+/* The dispatcher's collectives in order, or in reverse (rev) with the
+ * all-gathers as reduce-scatters; the routing map's and probabilities'
+ * where `routing` (the dispatch's forward alone: what follows a forward
+ * reversed is the combine, or the dispatch's backward, and the combine's
+ * backward runs the tokens' in order). */
+static void moe_colls(struct ctx *c, int r, const struct shape *z, int rev, int routing)
+{
+	struct sl_moe_coll cl[SL_MOE_COLLS];
+	int n = sl_moe_colls(z, cl);
+	char pg[32];
+	for (int j = 0; j < n; j++) {
+		const struct sl_moe_coll *x = &cl[rev ? n - 1 - j : j];
+		int kind = rev && x->kind == GC_ALL_GATHER ? GC_REDUCE_SCATTER : x->kind;
+		if (x->routing && !routing)
+			continue;
+		snprintf(pg, sizeof(pg), "%s.%d", x->pg, r);
+		se_collective(c, r, S_COMPUTE, kind,
+			      kind == GC_ALL_TO_ALL ? "ncclDevKernel_SendRecv_alltoall"
+			      : kind == GC_ALL_GATHER
+				  ? "ncclDevKernel_AllGather_RING_LL"
+				  : "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+			      x->bytes, x->g, pg);
+	}
+}
+
+/* Tokens a rank's grouped GEMMs take per expert: M / eloc, under fp8
+ * padded to a multiple of 16 (TEGroupedMLP's Fp8Padding: fp8 GEMMs need
+ * it). */
+static double moe_mloc(const struct ctx *c, const struct shape *z)
+{
+	double m = z->M / z->eloc;
+	return sl_low_precision(c->in->lay.dtype) ? ceil(m / 16) * 16 : m;
 }
 
 /* A grouped GEMM over the rank's experts: eloc GEMMs of m x k by k x n
- * (CUTLASS grouped GEMM, Transformer Engine's GroupedLinear), timed as one
- * batched GEMM. */
+ * (Transformer Engine's GroupedLinear), timed by kperf_grouped_s. */
 static void grouped(struct ctx *c, int r, const struct shape *z, const char *name, double m,
 		    double n, double k)
 {
-	bgemm(c, r, name, c->in->lay.dtype, z->eloc, m, n, k);
+	gemm_of(c, r, name, c->in->lay.dtype, z->eloc, m, n, k, 1);
 }
 
 static void grouped_bwd(struct ctx *c, int r, const struct shape *z, const char *what, double m,
@@ -590,27 +697,235 @@ static void grouped_bwd(struct ctx *c, int r, const struct shape *z, const char 
 	acc_add(c, r, z->eloc * k * n);
 }
 
-/* The router: its GEMM (in bf16 under fp8, as Transformer Engine leaves
- * it), then the scores' top-k (fp32 scores read and written, the top_k
- * indices and gate values written). */
+/* The router (router.py TopKRouter, unfused: --moe-router-fusion off, its
+ * default): the gating GEMM (in bf16 under fp8, as Transformer Engine
+ * leaves it), the scores' softmax or sigmoid (fp32 n x E read and
+ * written), their top-k (the scores read, k indices and values written),
+ * the dense probabilities and routing map scattered from them (4 + 1
+ * bytes an entry written), and the load-balancing loss
+ * (switch_load_balancing_loss_func: the scores again for it, and the sums
+ * of the probabilities and of the routing map over the tokens).
+ * Backward: the loss's and the scatter's gradients, the top-k's and the
+ * score function's, the GEMM's two. */
 static void router_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	int dt = sl_low_precision(c->in->lay.dtype) ? HW_BF16 : c->in->lay.dtype;
+	double nE = z->n_tok * z->E, nk = z->n_tok * z->k;
+	int sig = c->in->m.router == LLM_ROUTER_SIGMOID;
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_router", dt, 1, z->n_tok, z->E, z->h);
-	sl_kernel(c, r, KC_SOFTMAX,
-		  c->in->m.router == LLM_ROUTER_SIGMOID ? "moe_topk_sigmoid_kernel"
-							: "moe_topk_softmax_kernel",
-		  8 * z->n_tok * z->E + 8 * z->n_tok * z->k);
+	sl_kernel(c, r, KC_SOFTMAX, sig ? "moe_router_sigmoid" : "moe_router_softmax", 8 * nE);
+	sl_kernel(c, r, KC_SOFTMAX, "moe_router_topk", 4 * nE + 12 * nk);
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_router_scatter_probs_map", 5 * nE + 12 * nk);
+	sl_kernel(c, r, KC_SOFTMAX, "moe_aux_loss_scores", 8 * nE);
+	sl_kernel(c, r, KC_REDUCTION, "moe_aux_loss_sums", 5 * nE);
+}
+
+static void router_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	int dt = sl_low_precision(c->in->lay.dtype) ? HW_BF16 : c->in->lay.dtype;
+	double nE = z->n_tok * z->E, nk = z->n_tok * z->k;
+	sl_kernel(c, r, KC_SOFTMAX, "moe_aux_loss_scores_bwd", 12 * nE);
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_router_scatter_probs_bwd", 4 * nE + 8 * nk);
+	sl_kernel(c, r, KC_SOFTMAX, "moe_router_topk_bwd", 8 * nE + 8 * nk);
+	sl_kernel(c, r, KC_SOFTMAX, "moe_router_score_bwd", 12 * nE);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_router_dx", dt, 1, z->n_tok, z->h,
+	      z->E);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_router_dw", dt, 1, z->h, z->E,
+	      z->n_tok);
+}
+
+/*
+ * Permutation (moe_utils.py permute / unpermute, unfused: Megatron's
+ * --moe-permute-fusion is off by default) of `rows` tokens whose routing
+ * map has `map` entries into `out` copies in expert order: the map
+ * transposed (bool, read and written), the token indices selected by it
+ * (masked_select: the map and the expanded int64 indices read, out
+ * indices written), the probabilities likewise (fp32 transposed, then
+ * selected), then the tokens gathered (index_select: out rows of h bf16
+ * read and written, their indices read).  Unpermute: the copies weighted
+ * by their probabilities (read, written), the output zeroed and the
+ * copies scatter-added into it.  Backward the mirror passes: the
+ * permutation's gradient is an unpermute, the unpermutation's a permute
+ * (the probabilities' gradient a gather).
+ */
+static void permute(struct ctx *c, int r, const struct shape *z, double map, double out, int bwd)
+{
+	double h2 = 2 * z->h;
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_permute_map_transpose", 2 * map);
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_permute_masked_select_indices", 9 * map + 8 * out);
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_permute_probs_select", 13 * map + 4 * out);
+	sl_kernel(c, r, KC_ELEMENTWISE,
+		  bwd ? "moe_unpermute_bwd_index_select" : "moe_permute_index_select",
+		  2 * out * h2 + 8 * out);
+}
+
+static void unpermute(struct ctx *c, int r, const struct shape *z, double rows, double out, int bwd)
+{
+	double h2 = 2 * z->h;
+	sl_kernel(c, r, KC_ELEMENTWISE,
+		  bwd ? "moe_permute_bwd_probs_mul" : "moe_unpermute_probs_mul",
+		  2 * out * h2 + 4 * out);
+	sl_kernel(c, r, KC_ELEMENTWISE, "moe_unpermute_zeros", rows * h2);
+	sl_kernel(c, r, KC_ELEMENTWISE,
+		  bwd ? "moe_permute_bwd_scatter_add" : "moe_unpermute_scatter_add",
+		  out * h2 + 8 * out + 2 * rows * h2);
+}
+
+/* Tokens a rank receives before its local permute: the routed copies
+ * (alltoall: the source permuted them), each distinct token once (flex:
+ * DeepEP dedups), the whole tp x ep group's (allgather). */
+static double moe_received(const struct shape *z)
+{
+	switch (z->disp) {
+	case LAYOUT_DISP_ALLGATHER:
+		return z->n_tok * z->ep * z->etp;
+	case LAYOUT_DISP_FLEX:
+	case LAYOUT_DISP_HYBRIDEP:
+		return z->ep > 1 ? z->M * moe_distinct(z->E, z->eloc, z->k, z->ep) / z->k : z->M;
+	default:
+		return z->M;
+	}
+}
+
+/* What runs before the experts (forward; bwd: its gradient, after them),
+ * and after them (forward; bwd: before them).  alltoall: the source
+ * permutes its tokens into expert order (n tokens, n E map, n k copies),
+ * the collectives, then, with more than one local expert and ep > 1, the
+ * received chunks sorted by local expert (sort_chunks_by_idxs: M rows
+ * read and written).  allgather: the collectives, then the gathered
+ * tokens permuted for the local experts (their n ep etp x eloc map, M
+ * copies).  flex: DeepEP's dispatch, then the received tokens permuted
+ * into the M copies.  hybridep: the permute fused into its dispatch. */
+static void moe_dispatch(struct ctx *c, int r, const struct shape *z, int bwd)
+{
+	double rows = moe_received(z);
+	int sort = z->disp == LAYOUT_DISP_ALLTOALL && z->eloc > 1 && z->ep > 1;
+	if (!bwd) {
+		if (z->disp == LAYOUT_DISP_ALLTOALL)
+			permute(c, r, z, z->n_tok * z->E, z->n_tok * z->k, 0);
+		moe_colls(c, r, z, 0, 1);
+		if (sort)
+			sl_kernel(c, r, KC_ELEMENTWISE, "moe_sort_chunks_by_idxs", 4 * z->M * z->h);
+		if (z->disp == LAYOUT_DISP_ALLGATHER || z->disp == LAYOUT_DISP_FLEX)
+			permute(c, r, z, rows * z->eloc, z->M, 0);
+		return;
+	}
+	if (z->disp == LAYOUT_DISP_ALLGATHER || z->disp == LAYOUT_DISP_FLEX)
+		unpermute(c, r, z, rows, z->M, 1);
+	if (sort)
+		sl_kernel(c, r, KC_ELEMENTWISE, "moe_sort_chunks_by_idxs_bwd", 4 * z->M * z->h);
+	moe_colls(c, r, z, 1, 0);
+	if (z->disp == LAYOUT_DISP_ALLTOALL)
+		unpermute(c, r, z, z->n_tok, z->n_tok * z->k, 1);
+}
+
+static void moe_combine(struct ctx *c, int r, const struct shape *z, int bwd)
+{
+	double rows = moe_received(z);
+	int sort = z->disp == LAYOUT_DISP_ALLTOALL && z->eloc > 1 && z->ep > 1;
+	if (!bwd) {
+		if (z->disp == LAYOUT_DISP_ALLGATHER || z->disp == LAYOUT_DISP_FLEX)
+			unpermute(c, r, z, rows, z->M, 0);
+		if (sort)
+			sl_kernel(c, r, KC_ELEMENTWISE, "moe_sort_chunks_by_idxs", 4 * z->M * z->h);
+		moe_colls(c, r, z, 1, 0);
+		if (z->disp == LAYOUT_DISP_ALLTOALL)
+			unpermute(c, r, z, z->n_tok, z->n_tok * z->k, 0);
+		return;
+	}
+	if (z->disp == LAYOUT_DISP_ALLTOALL)
+		permute(c, r, z, z->n_tok * z->E, z->n_tok * z->k, 1);
+	moe_colls(c, r, z, 0, 0);
+	if (sort)
+		sl_kernel(c, r, KC_ELEMENTWISE, "moe_sort_chunks_by_idxs_bwd", 4 * z->M * z->h);
+	if (z->disp == LAYOUT_DISP_ALLGATHER || z->disp == LAYOUT_DISP_FLEX)
+		permute(c, r, z, rows * z->eloc, z->M, 1);
+}
+
+/* Under fp8, each expert's tokens padded to a multiple of 16 and the
+ * output unpadded (TEGroupedMLP's Fp8Padding / Fp8Unpadding: a copy of
+ * the M rows each). */
+static void moe_pad(struct ctx *c, int r, const struct shape *z, const char *name)
+{
+	if (sl_low_precision(c->in->lay.dtype))
+		sl_kernel(c, r, KC_ELEMENTWISE, name, 4 * z->M * z->h);
+}
+
+/* The shared experts: a dense FFN split by tp, with sequence parallelism
+ * its input all-gathered and its output reduce-scattered, added to the
+ * routed experts' output. */
+static void shared_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
+	if (z->shared <= 0)
+		return;
+	if (t > 1)
+		tp_coll(c, r, z, c->kstream, GC_ALL_GATHER);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc1", bs,
+		   z->shared * z->fe_in / t, z->h);
+	sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_fwd_kernel" : "gelu_fwd_kernel",
+		  ew(bs * sf / t, z->gated ? 2 : 1));
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc2", bs, z->h, sf / t);
+	if (t > 1)
+		tp_coll(c, r, z, c->kstream, GC_REDUCE_SCATTER);
+	sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add>",
+		  ew(z->n_tok * z->h, 2));
+}
+
+static void shared_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
+	if (z->shared <= 0)
+		return;
+	if (t > 1)
+		tp_coll(c, r, z, c->kstream, GC_ALL_GATHER);
+	gemm_bwd(c, r, "shared_fc2", bs, z->h, sf / t);
+	sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_bwd_kernel" : "gelu_bwd_kernel",
+		  z->gated ? bs * sf / t * 2 * 5 : ew(bs * sf / t, 2));
+	gemm_bwd(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h);
+	if (t > 1)
+		tp_coll(c, r, z, c->kstream, GC_REDUCE_SCATTER);
+}
+
+/*
+ * Shared experts overlapped with the dispatcher (moe_shared_overlap;
+ * Megatron-LM's --moe-shared-expert-overlap, SharedExpertMLP on its own
+ * CUDA stream, alltoall and flex dispatchers): forward, the shared
+ * experts' work runs on a side stream (S_TP, free within an MoE layer)
+ * from after the router, beside the dispatch, the routed experts and the
+ * combine, and the layer waits for it after the combine; backward the
+ * same from the combine's gradient to the dispatch's.  Where they overlap
+ * the simulator's contention slows both (sim.h).  Megatron overlaps the
+ * shared experts' FC1 with the dispatch and FC2 with the combine; here
+ * they may also overlap the routed experts' GEMMs.
+ */
+static int moe_shared_side(const struct ctx *c, const struct shape *z)
+{
+	return z->shared > 0 && c->in->lay.moe_shared_overlap && !c->dry;
+}
+
+static void moe_side_begin(struct ctx *c, int r, const struct shape *z,
+			   void (*work)(struct ctx *, int, const struct shape *))
+{
+	se_event_wait(c, r, S_COMPUTE, S_TP);
+	c->kstream = S_TP;
+	work(c, r, z);
+	c->kstream = S_COMPUTE;
+}
+
+static void moe_side_end(struct ctx *c, int r)
+{
+	se_event_wait(c, r, S_TP, S_COMPUTE);
 }
 
 static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 {
-	double mloc = z->M / z->eloc, x = z->M / z->etp, ph = 2 * z->n_tok * z->h;
+	double mloc = moe_mloc(c, z);
 	router_fwd(c, r, z);
-	/* Permute: read the tokens, write top_k copies in expert order. */
-	sl_kernel(c, r, KC_ELEMENTWISE, "moe_permute_kernel", ph + ph * z->k);
-	moe_coll(c, r, z, GC_ALL_TO_ALL, sl_moe_a2a_bytes(z));
-	moe_coll(c, r, z, GC_ALL_GATHER, x * z->etp * z->h * 2);
+	if (moe_shared_side(c, z))
+		moe_side_begin(c, r, z, shared_fwd);
+	moe_dispatch(c, r, z, 0);
+	moe_pad(c, r, z, "moe_fp8_padding");
 	if (sl_low_precision(c->in->lay.dtype)) {
 		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * z->M * z->h);
 		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
@@ -624,45 +939,23 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
 			  ew(z->M * z->fe / z->etp, 1));
 	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc2", mloc, z->h, z->fe / z->etp);
-	moe_coll(c, r, z, GC_REDUCE_SCATTER, x * z->etp * z->h * 2);
-	moe_coll(c, r, z, GC_ALL_TO_ALL, sl_moe_a2a_bytes(z));
-	/* Unpermute: read the top_k copies and gates, write the sum. */
-	sl_kernel(c, r, KC_ELEMENTWISE, "moe_unpermute_kernel", ph * z->k + ph);
-	if (z->shared > 0) {
-		double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
-		if (t > 1)
-			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
-		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc1", bs,
-			   z->shared * z->fe_in / t, z->h);
-		sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_fwd_kernel" : "gelu_fwd_kernel",
-			  ew(bs * sf / t, z->gated ? 2 : 1));
-		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc2", bs, z->h,
-			   sf / t);
-		if (t > 1)
-			tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
-		sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add>",
-			  ew(ph / 2, 2));
-	}
+	moe_pad(c, r, z, "moe_fp8_unpadding");
+	moe_combine(c, r, z, 0);
+	if (!moe_shared_side(c, z))
+		shared_fwd(c, r, z);
+	else
+		moe_side_end(c, r);
 }
 
 static void moe_bwd(struct ctx *c, int r, const struct shape *z)
 {
-	double mloc = z->M / z->eloc, x = z->M / z->etp, ph = 2 * z->n_tok * z->h;
-	int dt = sl_low_precision(c->in->lay.dtype) ? HW_BF16 : c->in->lay.dtype;
-	if (z->shared > 0) {
-		double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
-		if (t > 1)
-			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
-		gemm_bwd(c, r, "shared_fc2", bs, z->h, sf / t);
-		sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_bwd_kernel" : "gelu_bwd_kernel",
-			  z->gated ? bs * sf / t * 2 * 5 : ew(bs * sf / t, 2));
-		gemm_bwd(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h);
-		if (t > 1)
-			tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
-	}
-	sl_kernel(c, r, KC_ELEMENTWISE, "moe_unpermute_bwd_kernel", ph + ph * z->k);
-	moe_coll(c, r, z, GC_ALL_TO_ALL, sl_moe_a2a_bytes(z));
-	moe_coll(c, r, z, GC_ALL_GATHER, x * z->etp * z->h * 2);
+	double mloc = moe_mloc(c, z);
+	if (moe_shared_side(c, z))
+		moe_side_begin(c, r, z, shared_bwd);
+	else
+		shared_bwd(c, r, z);
+	moe_combine(c, r, z, 1);
+	moe_pad(c, r, z, "moe_fp8_unpadding_bwd");
 	grouped_bwd(c, r, z, "fc2", mloc, z->h, z->fe / z->etp);
 	if (z->gated)
 		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", z->M * z->fe / z->etp * 2 * 5);
@@ -670,15 +963,11 @@ static void moe_bwd(struct ctx *c, int r, const struct shape *z)
 		sl_kernel(c, r, KC_ELEMENTWISE, "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
 			  ew(z->M * z->fe / z->etp, 2));
 	grouped_bwd(c, r, z, "fc1", mloc, z->fe_in / z->etp, z->h);
-	moe_coll(c, r, z, GC_REDUCE_SCATTER, x * z->etp * z->h * 2);
-	moe_coll(c, r, z, GC_ALL_TO_ALL, sl_moe_a2a_bytes(z));
-	sl_kernel(c, r, KC_ELEMENTWISE, "moe_permute_bwd_kernel", ph * z->k + ph);
-	sl_kernel(c, r, KC_SOFTMAX, "moe_topk_softmax_bwd_kernel",
-		  8 * z->n_tok * z->E + 8 * z->n_tok * z->k);
-	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_router_dx", dt, 1, z->n_tok, z->h,
-	      z->E);
-	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_router_dw", dt, 1, z->h, z->E,
-	      z->n_tok);
+	moe_pad(c, r, z, "moe_fp8_padding_bwd");
+	moe_dispatch(c, r, z, 1);
+	if (moe_shared_side(c, z))
+		moe_side_end(c, r);
+	router_bwd(c, r, z);
 }
 
 /*
@@ -1051,6 +1340,8 @@ void sl_shape(const struct synth_in *in, struct shape *z)
 		z->etp_per_node = comm_per_domain((int)z->etp, node);
 		z->ep_per_node =
 		    comm_per_domain((int)z->ep, node / (int)z->etp > 0 ? node / (int)z->etp : 1);
+		z->tpep_per_node = comm_per_domain((int)(z->ep * z->etp), node);
+		z->disp = l->moe_dispatcher;
 		z->edp_per_node = comm_per_domain(
 		    z->edp, node / (int)(z->ep * z->etp) > 0 ? node / (int)(z->ep * z->etp) : 1);
 	}

@@ -216,14 +216,23 @@ void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd
 
 /* Bytes one expert-parallel all-to-all of one MoE layer sends from the
  * busiest rank, one microbatch: b s / tp tokens x top_k copies x rho (the
- * busiest rank's load over the mean, mem_moe_tokens) x hidden x 2 bytes;
- * 0 for a dense model or ep 1.  Four per layer: dispatch and combine,
- * forward and backward. */
+ * busiest rank's load over the mean, mem_moe_tokens) x hidden x 2 bytes
+ * (the flex and hybridep dispatchers: x the distinct ranks, or NVLink
+ * domains, a token goes to over top_k); 0 for a dense model, ep 1 or the
+ * allgather dispatcher.  Four per layer: dispatch and combine, forward
+ * and backward. */
 double synth_moe_a2a_bytes(const struct synth_in *in);
 
-/* comm_time of one such all-to-all over the EP group as synth places it
- * (0 where there is none). */
+/* comm_time of one dispatch's all-to-alls as synth places them: the one
+ * over the EP group, or flex's and hybridep's two stages across NVLink
+ * domains (0 where there is none). */
 double synth_moe_a2a_s(const struct synth_in *in);
+
+/* comm_time of one MoE layer's dispatch and combine, forward, as synth
+ * places them: every collective of the layout's dispatcher (all-to-alls,
+ * all-gathers, the expert tensor-parallel ones; the combine's reduce-
+ * scatters); the backward runs the same again. */
+double synth_moe_dispatch_s(const struct synth_in *in);
 
 /*
  * Hierarchical simulation (in->units): a step repeats the same units (the

@@ -229,6 +229,8 @@ struct ctx {
 	struct rankst *rk;	     /* per rank (pipeline stage) */
 	int oom;		     /* 1: out of memory; SYNTH_TOO_BIG */
 	int dry;		     /* time kernels into dry_s, build nothing */
+	int kstream;		     /* the stream kernels launch on: S_COMPUTE, or
+				      * S_TP for overlapped shared experts */
 	double dry_s;		     /* dry: the kernels' time so far */
 	int dry_window;		     /* dry: the sliding window of the layer timed
 				    * (0: a global one), whatever its index */
@@ -271,6 +273,8 @@ struct shape {
 	double md, me;		/* an MoE layer's parameters on a GPU: split by
 				 * tp, and the routed experts' share */
 	int ep_per_node, etp_per_node, edp, edp_per_node;
+	int tpep_per_node; /* of the ep x etp group (the allgather dispatcher's) */
+	int disp;	   /* enum layout_dispatcher */
 };
 
 /* ---- emit.c: how a task becomes nodes ------------------------------- */
@@ -379,7 +383,30 @@ void sl_embed_bwd(struct ctx *c, int r, const struct shape *z);
 void sl_head_fwd(struct ctx *c, int r, const struct shape *z);
 void sl_head_bwd(struct ctx *c, int r, const struct shape *z);
 
-/* The bytes one all-to-all of one MoE layer sends from the busiest rank. */
+/* One collective of an MoE layer's token dispatch (forward): its kind,
+ * the bytes comm_time takes (an all-to-all's a rank's whole send, its own
+ * share included; an all-gather's its output), its group, whether it
+ * carries the routing map and probabilities (the allgather dispatcher's;
+ * the combine has none), and its process group's name. */
+struct sl_moe_coll {
+	int kind;
+	double bytes;
+	struct comm_group g;
+	int routing;
+	const char *pg;
+};
+#define SL_MOE_COLLS 4
+
+/* The dispatch's collectives of the layout's dispatcher, in order, into
+ * out[SL_MOE_COLLS]: their count (0 for a dense model).  The combine runs
+ * the tokens' ones in reverse, all-gathers as reduce-scatters
+ * (docs/MODEL.md "Dispatchers"). */
+int sl_moe_colls(const struct shape *z, struct sl_moe_coll *out);
+
+/* The bytes of the dispatch's all-to-all over the expert-parallel group
+ * (flex's and hybridep's across NVLink domains: the inter-domain one)
+ * from the busiest rank; 0 where the
+ * dispatcher has none. */
 double sl_moe_a2a_bytes(const struct shape *z);
 
 /* Ulysses context parallelism (layer.c cp_attn): the bytes of one
