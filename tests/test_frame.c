@@ -406,6 +406,14 @@ static void test_round_trip(void **state)
 		l.zero = fw == FRAME_TORCHTITAN ? 0 : 1;
 		l.dtype = HW_BF16;
 		round_trip(fw, &moe, &l);
+		/* each dispatcher (flex's two backends), the shared experts
+		 * overlapped (DeepSeek-V3 has one) */
+		for (int d = LAYOUT_DISP_ALLTOALL;
+		     fw != FRAME_TORCHTITAN && d <= LAYOUT_DISP_HYBRIDEP; d++) {
+			l.moe_dispatcher = d;
+			l.moe_shared_overlap = d != LAYOUT_DISP_ALLGATHER;
+			round_trip(fw, &moe, &l);
+		}
 	}
 }
 

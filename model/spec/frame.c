@@ -834,6 +834,10 @@ static const struct frame_row frame_rows[LK_N] = {
 		 "model.expert_tensor_parallel_size", FX_INT, NULL),
     [LK_cp] = R(FX_INT, "--context-parallel-size", FX_INT, "model.context_parallel_size", FX_INT,
 		"parallelism.context_parallel_degree"),
+    [LK_moe_dispatcher] = R(FX_SPECIAL, "--moe-token-dispatcher-type", FX_SPECIAL,
+			    "model.moe_token_dispatcher_type", FX_INT, NULL),
+    [LK_moe_shared_overlap] = R(FX_BOOL, "--moe-shared-expert-overlap", FX_BOOL,
+				"model.moe_shared_expert_overlap", FX_INT, NULL),
     [LK_cp_comm] = R(FX_SPECIAL, "--cp-comm-type", FX_SPECIAL, "model.cp_comm_type", FX_SPECIAL,
 		     "parallelism.context_parallel_rotate_method"),
     [LK_imbalance] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
@@ -1118,6 +1122,19 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 			put(E, fw == FRAME_MEGATRON ? "--cp-comm-type" : "model.cp_comm_type",
 			    layout_cp_comm_name(l->cp_comm));
 		return;
+	case LK_moe_dispatcher: /* DeepEP and HybridEP are flex's two backends */
+		put(E,
+		    fw == FRAME_MEGATRON ? "--moe-token-dispatcher-type"
+					 : "model.moe_token_dispatcher_type",
+		    l->moe_dispatcher >= LAYOUT_DISP_FLEX
+			? "flex"
+			: layout_dispatcher_name(l->moe_dispatcher));
+		if (l->moe_dispatcher >= LAYOUT_DISP_FLEX)
+			put(E,
+			    fw == FRAME_MEGATRON ? "--moe-flex-dispatcher-backend"
+						 : "model.moe_flex_dispatcher_backend",
+			    l->moe_dispatcher == LAYOUT_DISP_FLEX ? "deepep" : "hybridep");
+		return;
 	case LK_head_dim: /* only a width other than hidden / heads */
 		if (m->head_dim > 0 && !llm_mla(m) &&
 		    (m->hidden % m->heads || m->head_dim != m->hidden / m->heads))
@@ -1281,6 +1298,7 @@ struct imp {
 	int distopt, mfsdp, strategy, instances, rep, shard_deg;
 	int dtype, fp8, fp4, bf16, fp16, given_dtype;
 	int flash, embed, loss, cp_comm;
+	int disp, hybridep;	       /* disp -1: not given; flex's backend */
 	int first_layers, last_layers; /* the first and last stages' (0: even) */
 	int local_batch, pp_mbs;
 	int nodes, per_node;
@@ -1567,6 +1585,21 @@ static int special_in(const char *path, int line, const char *name, const char *
 					     "a2a+p2p",
 					     path, line, name, s ? s : "");
 		I->cp_comm = c;
+	} else if (IS("--moe-token-dispatcher-type") || IS("model.moe_token_dispatcher_type")) {
+		int d = !s ? -1 : layout_dispatcher_parse(s);
+		if (d < 0 || d == LAYOUT_DISP_HYBRIDEP)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': expected alltoall, allgather or flex",
+					     path, line, name, s ? s : "");
+		I->disp = d;
+	} else if (IS("--moe-flex-dispatcher-backend") || IS("model.moe_flex_dispatcher_backend")) {
+		if (!s || (strcmp(s, "deepep") != 0 && strcmp(s, "hybridep") != 0))
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': expected deepep or hybridep", path,
+					     line, name, s ? s : "");
+		I->hybridep = strcmp(s, "hybridep") == 0;
+	} else if (IS("--moe-enable-deepep")) { /* before the flex backends */
+		I->disp = LAYOUT_DISP_FLEX;
 	} else if (IS("--kv-channels") || IS("model.kv_channels")) {
 		NUM(1, LLM_MAX_HEAD_DIM);
 		m->head_dim = (int)v;
@@ -1780,6 +1813,11 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	}
 	l->cp_comm = I->cp_comm;
 	*given |= LK_BIT(LK_cp_comm);
+	if (I->disp >= 0) {
+		l->moe_dispatcher =
+		    I->disp == LAYOUT_DISP_FLEX && I->hybridep ? LAYOUT_DISP_HYBRIDEP : I->disp;
+		*given |= LK_BIT(LK_moe_dispatcher);
+	}
 	/* the model */
 	if (fw == FRAME_MEGATRON) {
 		if (I->gqa && I->kv_groups)
@@ -1862,6 +1900,7 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 	layout_default(l);
 	*given = 0;
 	I.schedule = -1;
+	I.disp = -1;
 	I.flash = 1;
 	if (fw == FRAME_TORCHTITAN) {
 		/* TOML: [section] headers and key = value lines */
