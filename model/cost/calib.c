@@ -19,6 +19,16 @@ const char *calib_profile_for(const char *name, double mem)
 	if (strstr(name, "A100") && !strstr(name, "40GB") && !strstr(name, "80GB") &&
 	    !strstr(name, "PCIe"))
 		return mem > 50e9 ? "a100-80gb-dgx" : "a100-40gb-dgx";
+	/* ROCm names the GPU "AMD Instinct MI300X" (a virtual function under
+	 * SR-IOV, as in cloud VMs: "AMD Instinct MI300X VF"); the measurement
+	 * rows' profile mapping (kbench_profile) leaves AMD out, as no AMD
+	 * row is fitted. */
+	if (strstr(name, "MI300X"))
+		return "mi300x";
+	if (strstr(name, "MI325X"))
+		return "mi325x";
+	if (strstr(name, "MI355X"))
+		return "mi355x";
 	return kbench_profile(name);
 }
 

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""A user's own trace as a base (issue 36), on hand-made traces of
+tests/data (gen_issue36.py writes them):
+
+- AMD: an MI300X virtual function's device name finds the shipped mi300x
+  profile; the Tensile kernel (Cijk_...) of an aten::mm is a GEMM with the
+  mm's shape; RCCL's one kernel for every collective (ncclDevKernel_Generic_4)
+  is an all-reduce of the size its record_param_comms gives; a GPU without a
+  profile takes base_hw from a sweep file or --base-hw on search.
+- A trace without GPU events is refused, exit 2, saying what is missing.
+
+usage: user_trace.py PRISM SRC
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+PRISM, SRC = sys.argv[1], sys.argv[2]
+DATA = os.path.join(SRC, "tests", "data")
+
+
+def check(cond, msg):
+    if not cond:
+        sys.exit("FAIL: " + msg)
+
+
+def run(*args, code=0):
+    r = subprocess.run([PRISM, *args], capture_output=True, text=True)
+    check(r.returncode == code,
+          f"prism {' '.join(args)}: exit {r.returncode}, want {code}\n{r.stdout}{r.stderr}")
+    return r
+
+
+mi300 = os.path.join(DATA, "mi300x_2025.json")
+mi250 = os.path.join(DATA, "mi250x_2025.json")
+
+# The trace as read: the GEMM and the all-reduce (2,097,152 bf16 elements).
+ing = json.loads(run("ingest", "--json", mi300).stdout)
+check(ing["ranks"][0]["device"] == "AMD Instinct MI300X VF", str(ing["ranks"]))
+kc = ing["kernel_classes"]
+check(kc["gemm"]["tasks"] == 1 and kc["gemm"]["ns"] == 200000, f"gemm: {kc['gemm']}")
+check(kc["collective"]["tasks"] == 1 and kc["other"]["tasks"] == 0, str(kc))
+check(ing["collectives"]["all_reduce"] == 1, str(ing["collectives"]))
+out = run("ingest", mi300).stdout
+check("all_reduce            1  (1 with sizes, 4.194 MB in all)" in out, out)
+
+# The GEMM's row: the mi300x profile, bf16, batch 1 x M 1024 x N 2048 x K
+# 4096 from the mm's Input Dims, as for cuBLAS kernels.
+rows = [x for x in run("kernels", "--rows", mi300).stdout.splitlines() if x.startswith("mi300x,")]
+check(len(rows) == 1 and rows[0].startswith(
+    f'mi300x,gemm,bf16,"{mi300}",1x1024x2048x4096|0x0x0x0|0,200.000,'), f"rows: {rows}")
+
+# whatif finds the profile without --base-hw; a GPU with none is refused
+# (exit 2) until --base-hw names one.
+out = run("whatif", mi300, "--hw", "h100-dgx").stdout
+check("the trace as recorded on MI300X platform" in out and "on DGX H100" in out, out)
+r = run("whatif", mi250, "--hw", "h100-dgx", code=2)
+check("no hardware profile for the trace's GPU 'AMD Instinct MI250X' (configs/hw): give one "
+      "with --base-hw" in r.stderr, r.stderr)
+run("whatif", mi250, "--hw", "h100-dgx", "--base-hw", "mi300x")
+
+# search: base_hw in the sweep file, or --base-hw; the two must agree.
+with tempfile.TemporaryDirectory() as d:
+    def sweep(name, extra=""):
+        p = os.path.join(d, name + ".cfg")
+        with open(p, "w") as f:
+            f.write(f'name = "{name}";\nbase = "{mi250}";\nhw = "h100-dgx";\ngpus = [1];\n'
+                    f'global_batch = 1;\n{extra}')
+        return p
+    db = os.path.join(d, "r.db")
+    r = run("search", sweep("nohw"), "--db", db, code=2)
+    check("no hardware profile for the trace's GPU 'AMD Instinct MI250X'" in r.stderr, r.stderr)
+    run("search", sweep("filehw", 'base_hw = "mi300x";\n'), "--db", db)
+    run("search", sweep("opthw"), "--base-hw", "mi300x", "--db", db)
+    # The same sweep over another base hardware is another base.
+    r = run("search", sweep("opthw"), "--base-hw", "mi325x", "--db", db, code=2)
+    check("was run on another base" in r.stderr, r.stderr)
+    r = run("search", sweep("both", 'base_hw = "mi300x";\n'), "--base-hw", "mi325x", "--db", db,
+            code=2)
+    check(r.stderr.endswith("both.cfg:6: --base-hw mi325x, but the sweep's base_hw is 'mi300x'\n"),
+          r.stderr)
+
+# No GPU events: nothing to replay, said with what is missing.
+nogpu = os.path.join(DATA, "nogpu_2025.json")
+for cmd in (["replay"], ["whatif", "--dp", "2"], ["ingest"]):
+    r = run(cmd[0], nogpu, *cmd[1:], code=2)
+    check(r.stderr.startswith(f"prism: {nogpu}: no GPU events (kernels, copies, collectives): "
+                              "the trace was recorded without CUDA activities"), r.stderr)
+print("ok")
