@@ -264,6 +264,57 @@ static void test_calib_exact_line(void **state)
 	graph_free(g);
 }
 
+/* Fits that are no cost model are flagged, naming the class and why:
+ * GEMMs on 5 us + FLOPs / (100 TFLOP/s x 150%), then on -2 us + FLOPs /
+ * (100 TFLOP/s x 40%); 40% and 5 us are a cost model. */
+static void test_calib_flag(void **state)
+{
+	static const char *const dims[] = {
+	    "[[1024, 1024], [1024, 1024]]", "[[2048, 1024], [1024, 1024]]",
+	    "[[4096, 1024], [1024, 1024]]", "[[4096, 2048], [2048, 1024]]",
+	    "[[8192, 4096], [4096, 1024]]"};
+	static const struct {
+		double eff, over_us;
+		const char *want;
+	} t[] = {
+	    {1.5, 5,
+	     "gemm: 150% of the bf16 peak: faster than the profile's peak allows, so not a "
+	     "cost model (the shapes count more work than the kernels do, or the GPU is "
+	     "faster than its profile)"},
+	    {0.4, -2,
+	     "gemm: a negative overhead (-2.00 us): small kernels run faster than the "
+	     "large ones' rate allows (more than one kind of kernel in the class, or a "
+	     "rate that grows with size), so not a cost model"},
+	    {0.4, 5, NULL},
+	};
+	(void)state;
+	for (size_t c = 0; c < sizeof(t) / sizeof(t[0]); c++) {
+		int64_t dur[5];
+		struct hw_profile hw;
+		struct calib_class cc[KC_NCLASSES];
+		struct graph *g;
+		char why[320];
+		const char *got;
+		for (int i = 0; i < 5; i++) {
+			double m = i == 0 ? 1024 : i == 1 ? 2048 : i < 4 ? 4096 : 8192;
+			double k = i < 3 ? 1024 : i == 3 ? 2048 : 4096;
+			dur[i] = (int64_t)(t[c].over_us * 1e3 +
+					   2 * m * 1024 * k / (100e12 * t[c].eff) * 1e9 + 0.5);
+		}
+		g = kernels(5, "sm80_xmma_gemm_bf16bf16", "aten::mm", dims,
+			    "[\"c10::BFloat16\", \"c10::BFloat16\"]", dur);
+		test_gpu(&hw);
+		assert_int_equal(calib_fit(g, &hw, cc), 0);
+		assert_rel_close(cc[KC_GEMM].eff, t[c].eff, 1e-4);
+		got = calib_flag(g, &hw, KC_GEMM, &cc[KC_GEMM], why, sizeof(why));
+		if (t[c].want)
+			assert_string_equal(got, t[c].want);
+		else
+			assert_null(got);
+		graph_free(g);
+	}
+}
+
 /* Weighted (w = 1/y^2) least squares of y = a + b x, by the normal
  * equations: the test's own, independent of GSL and of the hat values. */
 static void wfit(const double *x, const double *y, int n, int skip, double *a, double *b)
@@ -519,13 +570,10 @@ static void test_kdb(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_real_names),
-	    cmocka_unit_test(test_profile_names),
-	    cmocka_unit_test(test_gemm_work),
-	    cmocka_unit_test(test_calib_exact_line),
-	    cmocka_unit_test(test_calib_leave_one_out),
-	    cmocka_unit_test(test_bus_efficiency),
-	    cmocka_unit_test(test_kdb),
+	    cmocka_unit_test(test_real_names),		cmocka_unit_test(test_profile_names),
+	    cmocka_unit_test(test_gemm_work),		cmocka_unit_test(test_calib_exact_line),
+	    cmocka_unit_test(test_calib_leave_one_out), cmocka_unit_test(test_calib_flag),
+	    cmocka_unit_test(test_bus_efficiency),	cmocka_unit_test(test_kdb),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -82,6 +82,53 @@ with tempfile.TemporaryDirectory() as d:
     check(r.stderr.endswith("both.cfg:6: --base-hw mi325x, but the sweep's base_hw is 'mi300x'\n"),
           r.stderr)
 
+# Parameters from autograd's accumulations (a per-parameter optimizer's
+# trace, no fused or for-each shapes): 3 x (64 + 8 + 8) + 80 = 320, which
+# a DP edit adds gradient all-reduces for.
+acc = os.path.join(DATA, "accgrad_2025.json")
+w = json.loads(run("whatif", acc, "--dp", "8", "--json").stdout)
+check(w["base"].endswith(", 320 parameters") and w["method"] == "graph edit" and
+      "dp 1 -> 8: 1 gradient all-reduces added" in w["how"], str(w))
+# A base_dp against the gradient collectives found: refused, naming them.
+ddp = os.path.join(DATA, "ddpgrad_2025.json")
+r = run("whatif", ddp, "--dp", "8", "--base-dp", "1", code=2)
+check(r.stderr == f"prism: {ddp}: the trace has no run description (prism::model#): dp: the "
+      "trace's gradient collectives are of a 2-rank group ('0'), not of the 1 ranks given as "
+      "the base's data-parallel degree: leave --base-dp (base_dp) out, or give 2\n", r.stderr)
+w = json.loads(run("whatif", ddp, "--dp", "8", "--json").stdout)
+check(w["dp_from"] == 2 and "dp 2 -> 8: 1 collectives re-timed" in w["how"], str(w))
+
+# A no-op is 0.0 % on every kind of base: the base is evaluated by the
+# candidate's method (a described trace's no-op ZeRO-1 on dp 1 is rebuilt,
+# and so is the base it is compared with).
+with tempfile.TemporaryDirectory() as d:
+    syn = os.path.join(d, "b.json")
+    run("synth", "gpt-small", "--hw", "h100-dgx", "--dp", "1", "--eff", "gemm=0.45,attention=0.3",
+        "--host-us", "20,8", "-o", syn)
+    for base, args in ((ddp, ["--dp", "2"]), (acc, ["--layers", "3"]), (mi300, ["--hw", "mi300x"]),
+                       (syn, ["--zero", "1"]), (syn, ["--tp", "1", "--zero", "1"]),
+                       (syn, ["--dp", "1"]),
+                       ("gpt-small", ["--hw", "h100-dgx", "--zero", "1"])):
+        w = json.loads(run("whatif", base, *args, "--json").stdout)
+        check(w["speedup"] == 1 and w["base_method"] == w["method"], f"{base} {args}: {w}")
+        out = run("whatif", base, *args).stdout
+        check(f"change     +0.0 % iteration time against the base ({w['method']})" in out, out)
+
+# What a plain trace does not say is refused (exit 2), not taken as the
+# default: its precision (the GEMMs' op types: fp32 here; unknown without
+# types), a global batch in samples.
+r = run("whatif", acc, "--dtype", "bf16", code=2)
+check("dtype: the trace's precision is unknown (no GEMM, attention or convolution with its op's "
+      "input types: profile with record_shapes=True)" in r.stderr, r.stderr)
+r = run("whatif", mi300, "--dtype", "fp32", code=2)
+check("dtype: the trace's GEMMs, attention and convolutions ran in bf16; another precision is "
+      "rebuilt from a run description" in r.stderr, r.stderr)
+w = json.loads(run("whatif", mi300, "--dtype", "bf16", "--json").stdout)
+check(w["method"] == "replay", str(w))
+r = run("whatif", acc, "--gbs", "64", code=2)
+check("--gbs counts samples, and the trace does not say how many a microbatch holds: give "
+      "--microbatches (it found 1)" in r.stderr, r.stderr)
+
 # No GPU events: nothing to replay, said with what is missing.
 nogpu = os.path.join(DATA, "nogpu_2025.json")
 for cmd in (["replay"], ["whatif", "--dp", "2"], ["ingest"]):

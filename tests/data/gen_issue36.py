@@ -52,3 +52,37 @@ ev = [X("user_annotation", "ProfilerStep#1", 1, 1, 0, 500),
       X("cuda_runtime", "cudaLaunchKernel", 1, 1, 20, 5, correlation=1),
       X("cpu_op", "aten::relu", 1, 1, 50, 20)]
 dump("nogpu_2025.json", ev)
+
+# accgrad_2025.json: layers_2024.json (three layers of linear, gelu and
+# dropout, an embedding before them, a for-each SGD step without shapes)
+# with autograd's gradient accumulations as a per-parameter optimizer's
+# run leaves them: after each layer's AddmmBackward0 the accumulations
+# that take its weight [8, 8], bias [8] and a scale [1, 8]'s first
+# gradients (no kernel: zero_grad(set_to_none=True)), after the
+# embedding's backward its table's [10, 8].  The parameters: 3 x (64 + 8
+# + 8) + 80 = 320, a layer's 80.
+with open("layers_2024.json") as f:
+    base = json.load(f)
+ev = list(base["traceEvents"])
+def ACC(ts, dims):
+    return X("cpu_op", "torch::autograd::AccumulateGrad", 1, 2, ts, 0.5,
+             **{"Input Dims": [dims], "Input type": ["float"]})
+for t in (170, 200, 230):  # each layer's AddmmBackward0, its launch ends at t + 6
+    ev += [ACC(t + 7, [8, 8]), ACC(t + 8, [8]), ACC(t + 9, [1, 8])]
+ev.append(ACC(247, [10, 8]))
+ev.sort(key=lambda e: (e["ts"], -e["dur"]))
+dump("accgrad_2025.json", ev)
+
+# ddpgrad_2025.json: accgrad_2025.json as rank 0 of 2 under DDP: after the
+# embedding's gradient, inside its backward (DDP's hook), one all-reduce of
+# the 320 fp32 gradients on a 2-rank group (record_param_comms), an NCCL
+# kernel on stream 20.
+ev = [e for e in ev]
+ev.append(X("cpu_op", "record_param_comms", 1, 2, 247.6, 2.2,
+            **{"Collective name": "allreduce", "In msg nelems": 320, "Out msg nelems": 320,
+               "Group size": 2, "dtype": "Float", "Process Group Name": "0"}))
+ev.append(X("cuda_runtime", "cudaLaunchKernel", 1, 2, 248, 1, correlation=40))
+ev.append(X("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            0, 20, 2030, 30, device=0, stream=20, correlation=40))
+ev.sort(key=lambda e: (e["ts"], -e["dur"]))
+dump("ddpgrad_2025.json", ev, world=2)
