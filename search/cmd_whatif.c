@@ -119,12 +119,13 @@ static void print_json(const struct base *b, const struct synth_in *cand,
 	 * speedup), and its own replay or synthesis. */
 	printf(",\"base_method\":\"%s\",\"base_self_s\":%.9f", predict_method_name(s->method),
 	       b->pb.self.iter_s);
+	/* The sides are the base's replay's (a rebuilt base has none). */
 	printf(",\"base_iteration_s\":%.9f,\"base_host_s\":%.9f,\"base_gpu_s\":%.9f,"
 	       "\"base_host_bound\":%s,\"host_s\":%.9f,\"gpu_s\":%.9f,\"host_bound\":%s,"
 	       "\"speedup\":%.6f,",
-	       s->iter_s, s->host_s, s->gpu_s, s->host_bound ? "true" : "false", p->host_s,
-	       p->gpu_s, p->host_bound ? "true" : "false",
-	       p->iter_s > 0 ? s->iter_s / p->iter_s : 0);
+	       s->iter_s, b->pb.self.host_s, b->pb.self.gpu_s,
+	       b->pb.self.host_bound ? "true" : "false", p->host_s, p->gpu_s,
+	       p->host_bound ? "true" : "false", p->iter_s > 0 ? s->iter_s / p->iter_s : 0);
 	if (b->pb.kind == PB_TRACE)
 		printf(
 		    "\"iteration_s\":%.9f,\"layers_from\":%d,\"layers_to\":%d,"

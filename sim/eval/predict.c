@@ -433,8 +433,8 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 			b->in.lay.dp = best >= 0 ? (int)grp[best].size : 1;
 		if (best >= 0 && grp[best].size == b->in.lay.dp)
 			b->grad_group = b->in.lay.dp;
-		else if (best >= 0)
-			b->other_group = (int)grp[best].size;
+		else if (best >= 0 && kind == PB_TRACE && base_dp > 0)
+			b->other_group = (int)grp[best].size; /* against base_dp */
 		if (best >= 0)
 			snprintf(b->grad_pg, sizeof(b->grad_pg), "%s",
 				 grp[best].pg ? strtab_get(&g->st, grp[best].pg) : "");
