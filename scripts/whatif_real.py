@@ -62,7 +62,7 @@ def cell(w, err, base):
 
 def knobs():
     """Every knob on every trace: works, or refused with the reason."""
-    heads = ["tp 2", "sp", "hidden x2", "heads x2", "ffn x2", "seq x2", "mbs 2", "zero 1",
+    heads = ["tp 2", "sp", "hidden 8192", "heads 64", "ffn 32768", "seq 8192", "mbs 2", "zero 1",
              "dtype fp8", "recompute full", "vp 2", "cp 2", "ep 2", "gbs 64", "dp x2",
              "layers x2", "pp 2", "microbatches x2", "hw b200-dgx"]
     print("| job | " + " | ".join(heads) + " |")
@@ -86,8 +86,15 @@ def knobs():
         for a in args:
             w, e = whatif(files, *a)
             if e:
-                e = e.split(": ", 1)[-1] if e.startswith(a[0][2:]) else e
-                cells.append("refused: " + (e[:70] + "..." if len(e) > 70 else e))
+                if "a graph edit changes layers, microbatches" in e:
+                    e = "a run description (not a graph edit)"
+                elif "rebuilt from the run description" in e:
+                    e = "a run description (rebuilt)"
+                else:
+                    if DIR in e:  # "PATH: why"
+                        e = e.split(f"{DIR}/", 1)[-1].split(": ", 1)[-1]
+                    e = e.split(": ", 1)[-1] if e.startswith(a[0][2:] + ":") else e
+                cells.append("refused: " + (e[:60] + "..." if len(e) > 60 else e))
             else:
                 cells.append(f"works ({(w['iteration_s'] / w['base_iteration_s'] - 1) * 100:+.1f}%"
                              f", {w['method']})")
