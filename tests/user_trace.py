@@ -95,6 +95,8 @@ r = run("whatif", ddp, "--dp", "8", "--base-dp", "1", code=2)
 check(r.stderr == f"prism: {ddp}: the trace has no run description (prism::model#): dp: the "
       "trace's gradient collectives are of a 2-rank group ('0'), not of the 1 ranks given as "
       "the base's data-parallel degree: leave --base-dp (base_dp) out, or give 2\n", r.stderr)
+# DP 2 -> 8 re-times the gradient all-reduce, not the embedding's
+# all-to-all on the same two ranks (another role: 2 were re-timed before).
 w = json.loads(run("whatif", ddp, "--dp", "8", "--json").stdout)
 check(w["dp_from"] == 2 and "dp 2 -> 8: 1 collectives re-timed" in w["how"], str(w))
 

@@ -84,5 +84,14 @@ ev.append(X("cpu_op", "record_param_comms", 1, 2, 247.6, 2.2,
 ev.append(X("cuda_runtime", "cudaLaunchKernel", 1, 2, 248, 1, correlation=40))
 ev.append(X("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
             0, 20, 2030, 30, device=0, stream=20, correlation=40))
+# The embedding's exchange in the forward: an all-to-all of 64 fp32
+# elements on the same 2 ranks (NCCL runs it as grouped sends and
+# receives), another role than gradient reduction.
+ev.append(X("cpu_op", "record_param_comms", 1, 1, 21, 4,
+            **{"Collective name": "all_to_all", "In msg nelems": 64, "Out msg nelems": 64,
+               "Group size": 2, "dtype": "Float", "Process Group Name": "0"}))
+ev.append(X("cuda_runtime", "cudaLaunchKernel", 1, 1, 22, 1, correlation=41))
+ev.append(X("kernel", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+            0, 20, 60, 10, device=0, stream=20, correlation=41))
 ev.sort(key=lambda e: (e["ts"], -e["dur"]))
 dump("ddpgrad_2025.json", ev, world=2)
