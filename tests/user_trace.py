@@ -56,6 +56,10 @@ check(len(rows) == 1 and rows[0].startswith(
 # (exit 2) until --base-hw names one.
 out = run("whatif", mi300, "--hw", "h100-dgx").stdout
 check("the trace as recorded on MI300X platform" in out and "on DGX H100" in out, out)
+# Carried to an H100, the Tensile GEMM is re-timed by the kernel model from
+# its shape (as "other" it was scaled by the HBM bandwidths).
+check("mi300x -> h100-dgx; kernels: 1 re-timed by the kernel model from their shapes, 0 by "
+      "work and peak ratios" in out, out)
 r = run("whatif", mi250, "--hw", "h100-dgx", code=2)
 check("no hardware profile for the trace's GPU 'AMD Instinct MI250X' (configs/hw): give one "
       "with --base-hw" in r.stderr, r.stderr)
