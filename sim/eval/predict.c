@@ -963,6 +963,11 @@ static int split_stages(struct edit_job *j, struct graph **cg, struct prism_err 
 	rc = pipeline_split(*cg, &pl, &sg, &ps, err);
 	graph_free(*cg);
 	*cg = sg;
+	if (rc == PRISM_EINTERNAL) {
+		/* This trace's refusal (exit 2), as the reshape's. */
+		prism_err_prefix(err, "pipeline stages cannot be cut from this trace");
+		err->code = rc = PRISM_EARG;
+	}
 	if (rc)
 		return rc;
 	j->split = 1;
