@@ -135,6 +135,16 @@ r = run("whatif", acc, "--gbs", "64", code=2)
 check("--gbs counts samples, and the trace does not say how many a microbatch holds: give "
       "--microbatches (it found 1)" in r.stderr, r.stderr)
 
+# A graph edit that would wait on itself is this trace's refusal (exit 2,
+# was 1): torchrec's loader runs the GPU a step behind the host, so its
+# microbatch copies would wait on each other (../shared, where present).
+tr = os.path.join(SRC, "..", "shared", "traces", "hta-torchrec-a100-rank0of16", "rank0.json.gz")
+if os.path.exists(tr):
+    r = run("whatif", tr, "--microbatches", "2", code=2)
+    check("the microbatch count cannot be a graph edit of this trace" in r.stderr, r.stderr)
+else:
+    print(f"skip: {tr} is absent")
+
 # No GPU events: nothing to replay, said with what is missing.
 nogpu = os.path.join(DATA, "nogpu_2025.json")
 for cmd in (["replay"], ["whatif", "--dp", "2"], ["ingest"]):
