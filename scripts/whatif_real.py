@@ -7,7 +7,11 @@ parameters) and, per edit, the prediction and its change against the
 base's replay, or why the edit does not apply (what the trace lacks).
 Prints Markdown tables for docs/VALIDATION.md.
 
-usage: scripts/whatif_real.py [PRISM] [TRACES_DIR] [--how]
+With --knobs, instead: every knob of `prism whatif` on every trace, as
+the issue 36 table of docs/VALIDATION.md has it: works (the change against
+the base by the same method) or refused (the reason, cut short).
+
+usage: scripts/whatif_real.py [PRISM] [TRACES_DIR] [--how] [--knobs]
 """
 import glob
 import json
@@ -18,6 +22,7 @@ import sys
 PRISM = sys.argv[1] if len(sys.argv) > 1 else "build/prism"
 DIR = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else "../shared/traces"
 HOW = "--how" in sys.argv
+KNOBS = "--knobs" in sys.argv
 
 JOBS = [
     ("param-dlrm-8rank-v100", "param-dlrm-8rank-v100/*.json.gz"),
@@ -55,7 +60,50 @@ def cell(w, err, base):
     return s
 
 
+def knobs():
+    """Every knob on every trace: works, or refused with the reason."""
+    heads = ["tp 2", "sp", "hidden 8192", "heads 64", "ffn 32768", "seq 8192", "mbs 2", "zero 1",
+             "dtype fp8", "recompute full", "vp 2", "cp 2", "ep 2", "gbs 64", "dp x2",
+             "layers x2", "pp 2", "microbatches x2", "hw b200-dgx"]
+    print("| job | " + " | ".join(heads) + " |")
+    print("|---|" + "---|" * len(heads))
+    for name, pat in JOBS:
+        files = sorted(glob.glob(os.path.join(DIR, pat)))
+        if not files:
+            continue
+        b, err = whatif(files)
+        if err:
+            print(f"| {name} | {err} |" + " |" * (len(heads) - 1))
+            continue
+        L, M, dp = b["layers_from"], b["microbatches_from"], b["dp_from"]
+        args = [["--tp", "2"], ["--sp"], ["--hidden", "8192"], ["--heads", "64"],
+                ["--ffn", "32768"], ["--seq", "8192"], ["--mbs", "2"], ["--zero", "1"],
+                ["--dtype", "fp8"], ["--recompute", "full"], ["--vp", "2"], ["--cp", "2"],
+                ["--ep", "2"], ["--gbs", "64"], ["--dp", str(dp * 2)],
+                ["--layers", str(max(L, 1) * 2)], ["--pp", "2"],
+                ["--microbatches", str(M * 2)], ["--hw", "b200-dgx"]]
+        cells = []
+        for a in args:
+            w, e = whatif(files, *a)
+            if e:
+                if "a graph edit changes layers, microbatches" in e:
+                    e = "a run description (not a graph edit)"
+                elif "rebuilt from the run description" in e:
+                    e = "a run description (rebuilt)"
+                else:
+                    if DIR in e:  # "PATH: why"
+                        e = e.split(f"{DIR}/", 1)[-1].split(": ", 1)[-1]
+                    e = e.split(": ", 1)[-1] if e.startswith(a[0][2:] + ":") else e
+                cells.append("refused: " + (e[:60] + "..." if len(e) > 60 else e))
+            else:
+                cells.append(f"works ({(w['iteration_s'] / w['base_iteration_s'] - 1) * 100:+.1f}%"
+                             f", {w['method']})")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
 def main():
+    if KNOBS:
+        return knobs()
     if not os.path.isdir(DIR):
         print(f"skip: {DIR} is absent")
         return

@@ -145,6 +145,29 @@ static int one_run(char **paths, const struct kineto_trace *tr, int n, const str
 	return 0;
 }
 
+/* Every rank of a trace did GPU work: a file without (recorded with CPU
+ * activities only, or by a range profiler, which keeps no per-kernel
+ * events) has nothing prism can replay or edit. */
+static int gpu_work(const struct graph *g, struct prism_err *err)
+{
+	for (uint32_t r = 0; r < g->n_ranks; r++) {
+		uint64_t n = 0;
+		for (uint32_t p = 0; p < g->n_procs; p++)
+			if (g->procs[p].rank == r && g->procs[p].gpu)
+				n += g->procs[p].n;
+		if (!n)
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s: no GPU events (kernels, copies, collectives): the trace was "
+			    "recorded without CUDA activities (torch.profiler's "
+			    "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]; a CUPTI "
+			    "range "
+			    "profiler keeps none), so there is no GPU work to replay",
+			    strtab_get(&g->st, g->ranks[r].path));
+	}
+	return 0;
+}
+
 int cli_load_graph(char **paths, int n, const char *ranks, const struct build_opts *o,
 		   struct graph **out, struct prism_err *err)
 {
@@ -190,6 +213,10 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 	}
 	if (rc == 0)
 		rc = build_graph(tr, (size_t)n, &st, o, out, err);
+	if (rc == 0 && (rc = gpu_work(*out, err))) {
+		graph_free(*out);
+		*out = NULL;
+	}
 	for (int i = 0; i < nread; i++)
 		kineto_release(&tr[i]);
 	free(tr);

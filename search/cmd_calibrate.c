@@ -139,12 +139,21 @@ int cmd_calibrate(int argc, char **argv)
 		for (int k = 0, first = 1; k < KC_NCLASSES; k++) {
 			if (cc[k].n < 3)
 				continue;
+			char why[320];
+			const char *flag = calib_flag(g, &hw, k, &cc[k], why, sizeof(why));
 			printf("%s\"%s\":{\"samples\":%zu,\"by\":\"%s\",\"efficiency\":%.6f,"
 			       "\"overhead_s\":%.9f,\"loo_mean\":%.6f,\"loo_median\":%.6f,"
-			       "\"db_loo_rows\":%zu,\"db_loo_mean\":%.6f,\"db_loo_median\":%.6f}",
+			       "\"db_loo_rows\":%zu,\"db_loo_mean\":%.6f,\"db_loo_median\":%.6f",
 			       first ? "" : ",", cost_class_name(k), cc[k].n,
 			       cc[k].by_flops ? "flops" : "bytes", cc[k].eff, cc[k].overhead_s,
 			       cc[k].loo_mean, cc[k].loo_median, loo_n[k], loo_mean[k], loo_med[k]);
+			/* A fit that is no cost model says so (calib_flag). */
+			printf(",\"valid\":%s,\"flag\":", flag ? "false" : "true");
+			if (flag)
+				prism_fput_json_str(stdout, flag);
+			else
+				printf("null");
+			printf("}");
 			first = 0;
 		}
 		printf("},\"collectives\":{");
@@ -205,6 +214,15 @@ int cmd_calibrate(int argc, char **argv)
 				       100 * loo_med[k]);
 			else
 				printf(" %25s\n", "-");
+		}
+		for (int k = 0, first = 1; k < KC_NCLASSES; k++) {
+			char why[320];
+			if (!calib_flag(g, &hw, k, &cc[k], why, sizeof(why)))
+				continue;
+			if (first)
+				printf("\nfits that are not a cost model:\n");
+			first = 0;
+			printf("  %s\n", why);
 		}
 		if (!shown) {
 			/* Nothing fitted: say why rather than print an empty table. */

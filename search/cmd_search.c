@@ -60,6 +60,9 @@ static const char help[] =
     "\n"
     "options:\n"
     "      --db FILE       the database (default results/NAME.db)\n"
+    "      --base-hw HW    the base's hardware, when its trace names no GPU with a\n"
+    "                      profile (the sweep's base_hw; part of the base's\n"
+    "                      fingerprint: a resumed sweep keeps its own)\n"
     "      --optimise      prune by the proven bound alone (also --optimize)\n"
     "      --exhaustive    screen nothing\n"
     "      --threads N     threads (default: OMP_NUM_THREADS, else the CPUs it may use;\n"
@@ -468,20 +471,16 @@ out:
 int cmd_search(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"db", required_argument, NULL, 'd'},
-	    {"exhaustive", no_argument, NULL, 'x'},
-	    {"optimise", no_argument, NULL, 'o'},
-	    {"optimize", no_argument, NULL, 'o'},
-	    {"threads", required_argument, NULL, 't'},
-	    {"batch", required_argument, NULL, 'b'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"db", required_argument, NULL, 'd'},    {"base-hw", required_argument, NULL, 'W'},
+	    {"exhaustive", no_argument, NULL, 'x'},  {"optimise", no_argument, NULL, 'o'},
+	    {"optimize", no_argument, NULL, 'o'},    {"threads", required_argument, NULL, 't'},
+	    {"batch", required_argument, NULL, 'b'}, {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},	     {NULL, 0, NULL, 0},
 	};
 	struct run R;
 	struct prism_err err;
 	char path[1024];
-	const char *db_arg = NULL;
+	const char *db_arg = NULL, *base_hw = NULL;
 	int threads = 0, c, rc = 0, json = 0, batch_given, quiet = 0;
 	size_t before;
 	double t0;
@@ -496,6 +495,9 @@ int cmd_search(int argc, char **argv)
 		switch (c) {
 		case 'd':
 			db_arg = optarg;
+			break;
+		case 'W':
+			base_hw = optarg;
 			break;
 		case 'x':
 			R.mode = BATCH_EXHAUSTIVE;
@@ -539,7 +541,7 @@ int cmd_search(int argc, char **argv)
 		return cli_fail(&err);
 	}
 	/* Every candidate once: the pending ones best-first, the rejected. */
-	if ((rc = sweep_load(path, &R.sw, &err)) == 0)
+	if ((rc = sweep_load_hw(path, base_hw, &R.sw, &err)) == 0)
 		rc = batch_space(&R.sw, R.pool, &R.sp, &err);
 	/* A budget no layout can use is the sweep file's error. */
 	if (rc == 0 && R.sp.norder == 0)

@@ -42,12 +42,18 @@ static const char help[] =
     "                 kernel times calibrated, class by class, on its own kernels;\n"
     "  - synthesised  a model base (needs --hw).\n"
     "\n"
+    "The change is against the base made by the candidate's method: a rebuilt\n"
+    "candidate against the base's own configuration rebuilt (printed beside\n"
+    "its replay), so a change that changes nothing is 0.0 %.\n"
+    "\n"
     "A trace without a run description takes the graph edits only; layers come\n"
     "from prism::layer ranges, module names (nn.Module: ...Layer_N, profiled\n"
     "with with_modules) or repeated op blocks, microbatches from backward\n"
     "passes (`prism ingest` shows what was found), and the message says what is\n"
-    "missing for anything else.  The step time is the longer of the host span and\n"
-    "the GPU side (both are printed); a host-bound step shows GPU edits little.\n"
+    "missing for anything else (its precision is its GEMMs' op types: --dtype\n"
+    "to another is refused; --gbs counts samples, which it does not give).  The\n"
+    "step time is the longer of the host span and the GPU side (both are\n"
+    "printed); a host-bound step shows GPU edits little.\n"
     "\n"
     "options:\n"
     "      --hw HW             the candidate's hardware (default: the base's)\n"
@@ -116,20 +122,25 @@ static void print_sides(const char *what, const struct predict_out *p)
 static void print_json(const struct base *b, const struct synth_in *cand,
 		       const struct predict_out *p)
 {
-	const struct predict_out *s = &b->pb.self;
+	const struct predict_out *s = predict_base_same(&b->pb, p->method);
 	printf("{\"method\":\"%s\",\"how\":", predict_method_name(p->method));
 	prism_fput_json_str(stdout, p->how);
 	printf(",\"base\":");
 	prism_fput_json_str(stdout, b->pb.found);
 	printf(",\"base_host_scale\":%.6f,\"base_traced_s\":%.9f",
 	       b->pb.host_traced_s > 0 ? b->pb.host_scale : 1,
-	       b->pb.host_traced_s > 0 ? b->pb.host_traced_s : s->iter_s);
+	       b->pb.host_traced_s > 0 ? b->pb.host_traced_s : b->pb.self.iter_s);
+	/* The base by the candidate's method (base_iteration_s below, and the
+	 * speedup), and its own replay or synthesis. */
+	printf(",\"base_method\":\"%s\",\"base_self_s\":%.9f", predict_method_name(s->method),
+	       b->pb.self.iter_s);
+	/* The sides are the base's replay's (a rebuilt base has none). */
 	printf(",\"base_iteration_s\":%.9f,\"base_host_s\":%.9f,\"base_gpu_s\":%.9f,"
 	       "\"base_host_bound\":%s,\"host_s\":%.9f,\"gpu_s\":%.9f,\"host_bound\":%s,"
 	       "\"speedup\":%.6f,",
-	       s->iter_s, s->host_s, s->gpu_s, s->host_bound ? "true" : "false", p->host_s,
-	       p->gpu_s, p->host_bound ? "true" : "false",
-	       p->iter_s > 0 ? s->iter_s / p->iter_s : 0);
+	       s->iter_s, b->pb.self.host_s, b->pb.self.gpu_s,
+	       b->pb.self.host_bound ? "true" : "false", p->host_s, p->gpu_s,
+	       p->host_bound ? "true" : "false", p->iter_s > 0 ? s->iter_s / p->iter_s : 0);
 	if (b->pb.kind == PB_TRACE)
 		printf(
 		    "\"iteration_s\":%.9f,\"layers_from\":%d,\"layers_to\":%d,"
@@ -147,7 +158,7 @@ static void print_json(const struct base *b, const struct synth_in *cand,
 static void print_text(const struct base *b, const struct synth_in *cand,
 		       const struct predict_out *p)
 {
-	const struct predict_out *s = &b->pb.self;
+	const struct predict_out *s = &b->pb.self, *same = predict_base_same(&b->pb, p->method);
 	printf("base       ");
 	if (b->pb.kind == PB_TRACE)
 		printf("the trace as recorded on %s: %s", b->pb.in.hw->name, b->pb.found);
@@ -160,6 +171,10 @@ static void print_text(const struct base *b, const struct synth_in *cand,
 		       "traced, the step given without the profiler\n",
 		       b->pb.host_scale, b->pb.host_traced_s * 1e3);
 	print_sides("", s);
+	if (same != s)
+		printf("           %.3f ms per iteration %s: the candidate's method, which the "
+		       "change is against\n",
+		       same->iter_s * 1e3, predict_method_name(same->method));
 	printf("method     %s: %s\n\n", predict_method_name(p->method), p->how);
 	if (b->pb.kind == PB_TRACE) {
 		printf("candidate  %d layers, %d microbatches, dp %d on %s\n", cand->m.layers,
@@ -169,8 +184,9 @@ static void print_text(const struct base *b, const struct synth_in *cand,
 		show_prediction(stdout, cand, p);
 	}
 	print_sides("sides", p);
-	printf("\nchange     %+.1f %% iteration time against the base\n",
-	       s->iter_s > 0 ? (p->iter_s / s->iter_s - 1) * 100 : 0);
+	printf("\nchange     %+.1f %% iteration time against the base (%s)\n",
+	       same->iter_s > 0 ? (p->iter_s / same->iter_s - 1) * 100 : 0,
+	       predict_method_name(same->method));
 }
 
 int cmd_whatif(int argc, char **argv)
@@ -297,6 +313,26 @@ int cmd_whatif(int argc, char **argv)
 		goto fail;
 	b.pb.prefer = prefer;
 	cand = b.pb.in;
+	/* What a plain trace does not say cannot be changed from: a
+	 * precision its kernels do not name, a global batch in samples when
+	 * a microbatch's samples are unknown (not the recorded steps). */
+	if (b.pb.kind == PB_TRACE && (opt.given & LK_BIT(LK_dtype)) && !b.pb.dtype_known) {
+		rc = prism_err_set(&err, PRISM_EARG,
+				   "%s: the trace has no run description (prism::model#): dtype: "
+				   "the trace's precision is unknown (no GEMM, attention or "
+				   "convolution with its op's input types: profile with "
+				   "record_shapes=True)",
+				   argv[optind]);
+		goto fail;
+	}
+	if (b.pb.kind == PB_TRACE && opt.gbs) {
+		rc = prism_err_set(&err, PRISM_EARG,
+				   "%s: the trace has no run description (prism::model#): --gbs "
+				   "counts samples, and the trace does not say how many a "
+				   "microbatch holds: give --microbatches (it found %d)",
+				   argv[optind], b.pb.in.lay.microbatches);
+		goto fail;
+	}
 	if ((rc = cli_layout_apply(&opt, &cand, &err)))
 		goto fail;
 	if (o.hw && strcmp(o.hw, b.pb.hw.id) != 0 && (b.pb.kind != PB_MODEL || o.base_hw)) {

@@ -320,7 +320,7 @@ static int fingerprint(char *const *paths, int n, char *out, size_t size, struct
 static int load_base(struct sweep *s, struct prism_err *err)
 {
 	char mpath[1024];
-	char *files[SWEEP_MAX_BASE + 2];
+	char *files[SWEEP_MAX_BASE + 3], hwpath[1024];
 	struct base_opts o;
 	struct build_opts bo;
 	int nf = 0, rc;
@@ -335,6 +335,7 @@ static int load_base(struct sweep *s, struct prism_err *err)
 	build_opts_default(&bo);
 	memset(&o, 0, sizeof(o));
 	o.hw = s->hw_name;
+	o.base_hw = s->base_hw[0] ? s->base_hw : NULL;
 	o.base_dp = s->base_dp;
 	o.base_step_s = s->base_step_s;
 	o.step_name = "base_step_ms";
@@ -362,6 +363,10 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		snprintf(s->m.name, sizeof(s->m.name), "%.63s", s->model_name);
 	if (s->kdb_path[0])
 		files[nf++] = s->kdb_path;
+	/* The base's hardware named, by its profile's bytes: another is
+	 * another base (none named: the fingerprint as before). */
+	if (s->base_hw[0] && cli_config_path("hw", s->base_hw, hwpath, sizeof(hwpath), err) == 0)
+		files[nf++] = hwpath;
 	if (nf && (rc = fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint), err)))
 		return rc;
 	s->tmpl.hw = &s->hw;
@@ -411,10 +416,16 @@ static void digits(struct sweep *s)
 
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 {
+	return sweep_load_hw(path, NULL, s, err);
+}
+
+int sweep_load_hw(const char *path, const char *base_hw, struct sweep *s, struct prism_err *err)
+{
 	static const char *const top[] = {
-	    "name",	    "model",	     "base",	    "hw",    "gpus",   "gpu_budget",
-	    "global_batch", "screen_margin", "kernel_db",   "space", "tokens", "price_per_gpu_hour",
-	    "base_dp",	    "moe_imbalance", "base_step_ms"};
+	    "name",	 "model",	  "base",	  "hw",
+	    "gpus",	 "gpu_budget",	  "global_batch", "screen_margin",
+	    "kernel_db", "space",	  "tokens",	  "price_per_gpu_hour",
+	    "base_dp",	 "moe_imbalance", "base_step_ms", "base_hw"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -456,6 +467,23 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		if ((rc = cfg_range(path, &cf, NULL, "base_dp", 1, LAYOUT_MAX_DP, 1, 1, &v, err)))
 			goto out;
 		s->base_dp = (int)v;
+	}
+	/* The base's hardware where its trace names no GPU prism has a
+	 * profile for (base.h); the command line's, if given, must agree. */
+	if (config_lookup(&cf, "base_hw") &&
+	    (rc = cfg_text(path, &cf, NULL, "base_hw", s->base_hw, sizeof(s->base_hw), err)))
+		goto out;
+	if (base_hw && s->base_hw[0] && strcmp(base_hw, s->base_hw) != 0) {
+		rc = prism_err_set(
+		    err, PRISM_EARG, "%s:%d: --base-hw %s, but the sweep's base_hw is '%s'", path,
+		    config_setting_source_line(config_lookup(&cf, "base_hw")), base_hw, s->base_hw);
+		goto out;
+	}
+	if (base_hw &&
+	    (size_t)snprintf(s->base_hw, sizeof(s->base_hw), "%s", base_hw) >= sizeof(s->base_hw)) {
+		rc = prism_err_set(err, PRISM_EARG, "--base-hw: over %zu bytes",
+				   sizeof(s->base_hw) - 1);
+		goto out;
 	}
 	/* A trace base's step timed without the profiler (base.h). */
 	if (config_lookup(&cf, "base_step_ms") &&

@@ -50,6 +50,9 @@ struct sweep {
 	char path[512];
 	char name[SWEEP_NAME_MAX + 1]; /* sweep_name_ok */
 	char model_name[128], hw_name[128];
+	char base_hw[128]; /* 'base_hw' or search --base-hw: the base's
+			    * hardware where the trace does not say ("": its
+			    * GPU's profile, or hw for a model) */
 	struct llm m;
 	struct hw_profile hw; /* the target hardware */
 	/* A trace base: its files (the ranks of one job, or a saved graph).
@@ -103,6 +106,10 @@ struct cand {
 /* Load a sweep: 0, or PRISM_EIO / PRISM_EFORMAT naming the file, line and
  * setting.  Release with sweep_release. */
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err);
+/* sweep_load with the base's hardware named (search --base-hw; NULL: the
+ * file's base_hw, if any), which the file's base_hw then must not
+ * contradict. */
+int sweep_load_hw(const char *path, const char *base_hw, struct sweep *s, struct prism_err *err);
 void sweep_release(struct sweep *s);
 
 /* The most candidates a sweep may have (its lists' product): sweep_load

@@ -236,8 +236,8 @@ for name, msg in (("stealgrad_2024.json", "no GEMM or attention with shapes (pro
                    "record_shapes=True)"),
                   ("alltoall_2023.json", "the trace names no GPU (deviceProperties), so no "
                    "hardware profile"),
-                  ("rocm_2024.json", "no hardware profile for the trace's GPU 'AMD Instinct "
-                   "MI300X' (configs/hw)")):
+                  ("mi250x_2025.json", "no hardware profile for the trace's GPU 'AMD Instinct "
+                   "MI250X' (configs/hw)")):
     path = os.path.join(SRC, "tests", "data", name)
     r = run("kernels", path, code=2)
     check(r.stderr == f"prism: {path}: {msg}\n", r.stderr)

@@ -10,6 +10,7 @@
 #include "calib.h"
 #include "comm.h"
 #include "cost.h"
+#include "kbench.h"
 #include "kdb.h"
 #include "kdbstore.h"
 #include "gwrite.h"
@@ -76,6 +77,20 @@ static void test_real_names(void **state)
 	    {"void scaled_masked_softmax_warp_forward<__half, __half, float, 11>(__half*)",
 	     KC_SOFTMAX},
 	    {"triton__0d1d2d3d", KC_OTHER}, /* old Triton names say nothing */
+	    /* ROCm: Tensile (rocBLAS, hipBLASLt) GEMMs, whose tile options spell
+	     * "fill"-like words of other rules; Composable Kernel; RCCL. */
+	    {"Cijk_Alik_Bljk_BBS_BH_MT256x256x64_MI16x16x16x1_SN_1LDSB1_AFC1_ISA942_IU1_K1_"
+	     "LBSPPA2048_LPA16_LRVW16_MIAV1_MO40_NTA0_PGR2_PLR1_SIA3_SS1_SVW1_TLDS1_VSn1_"
+	     "WG32_8_1_WGM4",
+	     KC_GEMM},
+	    {"Cijk_Ailk_Bljk_SB_MT64x64x8_SN_APM1_AF0EM1_AF1EM1_AMAS3_ASE_ASGT_ASLT_ASAE01_"
+	     "ASCE01_ASEM1_AAC0_BL1_BS1_DTL0_DTVA0_DTVB0_DVO0_ETSP_EPS1_FL0_GRPM1_GRVW4_GSU1_"
+	     "ELFLR0",
+	     KC_GEMM},
+	    {"void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_xdl_cshuffle_v3<ck::"
+	     "tensor_layout::gemm::RowMajor>, true, 2>(ck::GridwiseGemm_xdl_cshuffle_v3::Argument)",
+	     KC_GEMM},
+	    {"ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)", KC_COLLECTIVE},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -86,6 +101,21 @@ static void test_real_names(void **state)
 			fail();
 		}
 	}
+}
+
+/* The profile of a trace's GPU by its deviceProperties name: ROCm's
+ * names too (a virtual function's under SR-IOV ends " VF"). */
+static void test_profile_names(void **state)
+{
+	(void)state;
+	assert_string_equal(calib_profile_for("AMD Instinct MI300X", 0), "mi300x");
+	assert_string_equal(calib_profile_for("AMD Instinct MI300X VF", 205822885888.0), "mi300x");
+	assert_string_equal(calib_profile_for("AMD Instinct MI325X", 0), "mi325x");
+	assert_string_equal(calib_profile_for("AMD Instinct MI355X", 0), "mi355x");
+	assert_null(calib_profile_for("AMD Instinct MI250X", 0)); /* no profile */
+	assert_string_equal(calib_profile_for("NVIDIA H100 80GB HBM3", 0), "h100-dgx");
+	/* The measurement rows' mapping keeps AMD out (no AMD row is fitted). */
+	assert_null(kbench_profile("MI300X"));
 }
 
 /* A row on stream 0 as a hand-made graph had them: every column 0 but
@@ -232,6 +262,57 @@ static void test_calib_exact_line(void **state)
 	assert_rel_close(cc[KC_GEMM].overhead_s, 5e-6, 1e-4);
 	assert_true(cc[KC_GEMM].loo_mean < 1e-4); /* only ns rounding is left */
 	graph_free(g);
+}
+
+/* Fits that are no cost model are flagged, naming the class and why:
+ * GEMMs on 5 us + FLOPs / (100 TFLOP/s x 150%), then on -2 us + FLOPs /
+ * (100 TFLOP/s x 40%); 40% and 5 us are a cost model. */
+static void test_calib_flag(void **state)
+{
+	static const char *const dims[] = {
+	    "[[1024, 1024], [1024, 1024]]", "[[2048, 1024], [1024, 1024]]",
+	    "[[4096, 1024], [1024, 1024]]", "[[4096, 2048], [2048, 1024]]",
+	    "[[8192, 4096], [4096, 1024]]"};
+	static const struct {
+		double eff, over_us;
+		const char *want;
+	} t[] = {
+	    {1.5, 5,
+	     "gemm: 150% of the bf16 peak: faster than the profile's peak allows, so not a "
+	     "cost model (the shapes count more work than the kernels do, or the GPU is "
+	     "faster than its profile)"},
+	    {0.4, -2,
+	     "gemm: a negative overhead (-2.00 us): small kernels run faster than the "
+	     "large ones' rate allows (more than one kind of kernel in the class, or a "
+	     "rate that grows with size), so not a cost model"},
+	    {0.4, 5, NULL},
+	};
+	(void)state;
+	for (size_t c = 0; c < sizeof(t) / sizeof(t[0]); c++) {
+		int64_t dur[5];
+		struct hw_profile hw;
+		struct calib_class cc[KC_NCLASSES];
+		struct graph *g;
+		char why[320];
+		const char *got;
+		for (int i = 0; i < 5; i++) {
+			double m = i == 0 ? 1024 : i == 1 ? 2048 : i < 4 ? 4096 : 8192;
+			double k = i < 3 ? 1024 : i == 3 ? 2048 : 4096;
+			dur[i] = (int64_t)(t[c].over_us * 1e3 +
+					   2 * m * 1024 * k / (100e12 * t[c].eff) * 1e9 + 0.5);
+		}
+		g = kernels(5, "sm80_xmma_gemm_bf16bf16", "aten::mm", dims,
+			    "[\"c10::BFloat16\", \"c10::BFloat16\"]", dur);
+		test_gpu(&hw);
+		assert_int_equal(calib_fit(g, &hw, cc), 0);
+		assert_rel_close(cc[KC_GEMM].eff, t[c].eff, 1e-4);
+		got = calib_flag(g, &hw, KC_GEMM, &cc[KC_GEMM], why, sizeof(why));
+		if (t[c].want)
+			assert_string_equal(got, t[c].want);
+		else
+			assert_null(got);
+		graph_free(g);
+	}
 }
 
 /* Weighted (w = 1/y^2) least squares of y = a + b x, by the normal
@@ -489,9 +570,10 @@ static void test_kdb(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_real_names),	     cmocka_unit_test(test_gemm_work),
-	    cmocka_unit_test(test_calib_exact_line), cmocka_unit_test(test_calib_leave_one_out),
-	    cmocka_unit_test(test_bus_efficiency),   cmocka_unit_test(test_kdb),
+	    cmocka_unit_test(test_real_names),		cmocka_unit_test(test_profile_names),
+	    cmocka_unit_test(test_gemm_work),		cmocka_unit_test(test_calib_exact_line),
+	    cmocka_unit_test(test_calib_leave_one_out), cmocka_unit_test(test_calib_flag),
+	    cmocka_unit_test(test_bus_efficiency),	cmocka_unit_test(test_kdb),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -825,6 +825,30 @@ static void test_retime_clone(void **state)
 		else
 			assert_int_equal(c->dur_ns[u], g->dur_ns[u]);
 	graph_free(c);
+	/* What a collective's recorded time holds beyond the transfer (its
+	 * wait for the group's other ranks) is kept, not scaled with it:
+	 * all-reduces that waited 1 ms and 2 ms longer come out of the same
+	 * edit 1 ms apart (scaled with the transfer, the wait grew with the
+	 * group). */
+	{
+		struct graph *w1 = graph_clone(g), *w2 = graph_clone(g);
+		assert_non_null(w1);
+		assert_non_null(w2);
+		for (uint32_t u = 0; u < g->n_nodes; u++)
+			if (g->coll[u] != UINT32_MAX) {
+				w1->dur_ns[u] += 1000000;
+				w2->dur_ns[u] += 2000000;
+			}
+		assert_int_equal(edit_retime(w1, &r, &es), 0);
+		assert_int_equal(edit_retime(w2, &r, &es), 0);
+		for (uint32_t u = 0; u < g->n_nodes; u++)
+			if (g->coll[u] != UINT32_MAX) {
+				assert_int_equal(w2->dur_ns[u] - w1->dur_ns[u], 1000000);
+				assert_true(w1->dur_ns[u] > g->dur_ns[u] + 1000000);
+			}
+		graph_free(w1);
+		graph_free(w2);
+	}
 	synth_out_release(&so);
 	graph_free(g);
 }

@@ -19,6 +19,16 @@ const char *calib_profile_for(const char *name, double mem)
 	if (strstr(name, "A100") && !strstr(name, "40GB") && !strstr(name, "80GB") &&
 	    !strstr(name, "PCIe"))
 		return mem > 50e9 ? "a100-80gb-dgx" : "a100-40gb-dgx";
+	/* ROCm names the GPU "AMD Instinct MI300X" (a virtual function under
+	 * SR-IOV, as in cloud VMs: "AMD Instinct MI300X VF"); the measurement
+	 * rows' profile mapping (kbench_profile) leaves AMD out, as no AMD
+	 * row is fitted. */
+	if (strstr(name, "MI300X"))
+		return "mi300x";
+	if (strstr(name, "MI325X"))
+		return "mi325x";
+	if (strstr(name, "MI355X"))
+		return "mi355x";
 	return kbench_profile(name);
 }
 
@@ -66,6 +76,55 @@ int calib_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, 
 	}
 	*dtype = dt;
 	return 1;
+}
+
+const char *calib_flag(const struct graph *g, const struct hw_profile *hw, int cls,
+		       const struct calib_class *c, char *buf, size_t n)
+{
+	double t[HW_NDTYPES] = {0};
+	int dt = -1;
+	const char *peak;
+
+	if (c->n < 3)
+		return NULL;
+	/* The dtype most of the class's time ran in (FLOP-bound classes). */
+	for (uint32_t u = 0; c->by_flops && u < g->n_nodes; u++) {
+		double ideal, work;
+		int d;
+		if (g->kind[u] >= GN_KERNEL && cost_classify_node(g, u) == cls &&
+		    calib_point(g, hw, u, cls, &ideal, &work, &d) && d >= 0 && d < HW_NDTYPES)
+			t[d] += (double)g->dur_ns[u];
+	}
+	for (int d = 0; d < HW_NDTYPES; d++)
+		if (t[d] > 0 && (dt < 0 || t[d] > t[dt]))
+			dt = d;
+	peak = !c->by_flops ? "HBM bandwidth" : dt >= 0 ? hw_dtype_name(dt) : "the";
+	if (c->eff > 1)
+		snprintf(buf, n,
+			 "%s: %.0f%% of the %s%s: faster than the profile's peak allows, so "
+			 "not a cost model (%s)",
+			 cost_class_name(cls), 100 * c->eff, peak, c->by_flops ? " peak" : "",
+			 !c->by_flops ? "the shapes count more bytes than the kernels move: "
+					"operands broadcast, in place or served from cache"
+			 : dt == HW_FP32
+			     ? "fp32 ops on tensor cores run at the TF32 rate (allow_tf32), "
+			       "which their names do not say, timed against the fp32 peak"
+			     : "the shapes count more work than the kernels do, or the GPU is "
+			       "faster than its profile");
+	else if (c->eff <= 0)
+		snprintf(buf, n,
+			 "%s: no efficiency (the time does not grow with the work): not a cost "
+			 "model",
+			 cost_class_name(cls));
+	else if (c->overhead_s < 0)
+		snprintf(buf, n,
+			 "%s: a negative overhead (%.2f us): small kernels run faster than the "
+			 "large ones' rate allows (more than one kind of kernel in the class, "
+			 "or a rate that grows with size), so not a cost model",
+			 cost_class_name(cls), c->overhead_s * 1e6);
+	else
+		return NULL;
+	return buf;
 }
 
 int calib_fit(const struct graph *g, const struct hw_profile *hw,

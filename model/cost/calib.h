@@ -46,6 +46,19 @@ int calib_fitted_class(int cls);
 int calib_point(const struct graph *g, const struct hw_profile *hw, uint32_t u, int cls,
 		double *ideal, double *work, int *dtype);
 
+/*
+ * Whether class cls's fit c (of calib_fit on g and hw, c->n >= 3) is a
+ * cost model: NULL, or why not into buf (size n): an efficiency above the
+ * peak (the kernels ran faster than their work at the profile's peak --
+ * fp32 ops on tensor cores timed against the fp32 peak, work the shapes
+ * overcount, a GPU faster than its profile), none at all (time does not
+ * grow with the work), or a negative overhead (the line's intercept below
+ * zero: small kernels faster than the large ones' rate allows).  The
+ * reason names the class and the dtype that most of its time ran in.
+ */
+const char *calib_flag(const struct graph *g, const struct hw_profile *hw, int cls,
+		       const struct calib_class *c, char *buf, size_t n);
+
 /* Fit every class of g's GPU tasks on hw.  Classes with fewer than 3
  * points are left with n < 3 and zeros.  0, or PRISM_ENOMEM (out
  * cleared). */

@@ -68,6 +68,10 @@ int cost_classify(const char *name)
 		int cls;
 	} rules[] = {
 	    {"nccl", KC_COLLECTIVE},
+	    /* Tensile's GEMMs (rocBLAS, hipBLASLt): "Cijk_Ailk_Bljk_BBS_BH_MT..."
+	     * (C[i,j,k] from A and B; the rest tiles them): first, as their
+	     * tile options spell other rules' words. */
+	    {"cijk_", KC_GEMM},
 	    {"all_reduce", KC_COLLECTIVE},
 	    {"ep::internode", KC_COLLECTIVE},
 	    {"ep::intranode", KC_COLLECTIVE},

@@ -108,7 +108,14 @@ static int coll_role(const struct graph *g, uint32_t u, const struct edit_retime
 	if (r->tp_from > 1 && c->group_size == r->tp_from && !strstr(pg, "dp") &&
 	    (strstr(pg, "tp") || g->layer[u] >= 0))
 		return CK_TP;
-	if (r->dp_from > 0 && c->group_size == r->dp_from)
+	/* The data-parallel group's own traffic reduces gradients
+	 * (all-reduce, reduce-scatter) or gathers sharded parameters
+	 * (all-gather); an all-to-all or broadcast on a group of that size is
+	 * the embedding's or the experts' exchange, or a parameter broadcast
+	 * at start, which data parallelism does not re-size. */
+	if (r->dp_from > 0 && c->group_size == r->dp_from &&
+	    (c->kind == GC_ALL_REDUCE || c->kind == GC_REDUCE_SCATTER || c->kind == GC_ALL_GATHER ||
+	     c->kind == GC_REDUCE))
 		return CK_DP;
 	return CK_OTHER;
 }
@@ -434,12 +441,20 @@ int edit_retime(struct graph *g, const struct edit_retime *r, struct edit_stats 
 				continue;
 			t0 = coll_time(r->from, c->kind, bytes, n, role == CK_TP ? 1 : tpa, eff);
 			t1 = coll_time(r->to, c->kind, bytes2, n2, role == CK_TP ? 1 : tpb, eff);
-			if (t0 > 0)
-				f = t1 / t0;
 			g->colls[g->coll[u]].bytes = (int64_t)(bytes2 + 0.5);
 			g->colls[g->coll[u]].group_size = n2;
 			st->colls_scaled++;
-			g->dur_ns[u] = prism_ns_round((double)g->dur_ns[u] * f);
+			/* The transfer is the model's from the bytes; what the trace
+			 * holds beyond it (waiting for the group's other ranks to
+			 * arrive) is kept as it was, not scaled with the transfer.
+			 * A collective faster than the model: scaled by it. */
+			d = (double)g->dur_ns[u];
+			if (n2 < 2) /* one rank: nothing to send, nobody to wait for */
+				g->dur_ns[u] = 0;
+			else if (t0 > 0 && d >= t0 * 1e9)
+				g->dur_ns[u] = prism_ns_round(d + (t1 - t0) * 1e9);
+			else if (t0 > 0)
+				g->dur_ns[u] = prism_ns_round(d * t1 / t0);
 			continue;
 		}
 		dt = cost_dtype(g, u);
@@ -778,6 +793,65 @@ double edit_activation_bytes(const struct graph *g)
 	return 0;
 }
 
+/* *total and *per_layer from the shapes el[0..n) (keys key[]): all of
+ * them, and one block of the run of identical blocks that repeats
+ * `layers` times (infer.h). */
+static void sum_params(const double *el, const uint32_t *key, long n, int layers, double *total,
+		       double *per_layer)
+{
+	struct infer_repeat rep;
+	for (long i = 0; i < n; i++)
+		*total += el[i];
+	if (n > 0 && layers > 0 && infer_repeat(key, NULL, (size_t)n, &rep) == 0 &&
+	    rep.count == (size_t)layers)
+		for (size_t i = rep.first; i < rep.first + rep.period; i++)
+			*per_layer += el[i];
+}
+
+/* The parameters from autograd's gradient accumulations that took their
+ * gradient (GRAPH_ACC_OP host tasks, one a parameter, its shape the
+ * gradient's): those of one backward pass, the first rank's first step
+ * and microbatch that has them, in the order they ran. */
+static int acc_params(const struct graph *g, int layers, double *total, double *per_layer)
+{
+	uint32_t acc = strtab_find(&g->st, GRAPH_ACC_OP, strlen(GRAPH_ACC_OP)), first = UINT32_MAX;
+	double *el;
+	uint32_t *key;
+	long n = 0;
+
+	if (acc == STRTAB_NONE)
+		return 0;
+	for (uint32_t u = 0; u < g->n_nodes && first == UINT32_MAX; u++)
+		if (g->op[u] == acc && g->kind[u] == GN_CPU && g->op_dims[u])
+			first = u;
+	if (first == UINT32_MAX)
+		return 0;
+	el = prism_malloc((size_t)g->n_nodes * sizeof(*el));
+	key = prism_malloc((size_t)g->n_nodes * sizeof(*key));
+	if (!el || !key) {
+		free(el);
+		free(key);
+		return PRISM_ENOMEM;
+	}
+	/* Node order is each processor's time order: the pass's thread. */
+	for (uint32_t u = first; u < g->n_nodes; u++) {
+		const char *d;
+		if (g->op[u] != acc || g->kind[u] != GN_CPU || !g->op_dims[u] ||
+		    g->procs[g->proc[u]].rank != g->procs[g->proc[first]].rank ||
+		    g->iter[u] != g->iter[first] || g->mb[u] != g->mb[first])
+			continue;
+		d = strtab_get(&g->st, g->op_dims[u]);
+		while (*d == ' ')
+			d++;
+		if (*d++ == '[' && shape_at(&d, &el[n], &key[n]) == 0)
+			n++;
+	}
+	sum_params(el, key, n, layers, total, per_layer);
+	free(el);
+	free(key);
+	return 0;
+}
+
 int edit_params(const struct graph *g, int layers, double *total, double *per_layer)
 {
 	uint32_t best = STRTAB_NONE;
@@ -801,24 +875,18 @@ int edit_params(const struct graph *g, int layers, double *total, double *per_la
 		}
 	}
 	if (best == STRTAB_NONE)
-		return 0;
+		return acc_params(g, layers, total, per_layer);
 	{
 		long cap = (long)best_len / 3 + 1, n;
 		double *el = prism_malloc((size_t)cap * sizeof(*el));
 		uint32_t *key = prism_malloc((size_t)cap * sizeof(*key));
-		struct infer_repeat rep;
 		if (!el || !key) {
 			free(el);
 			free(key);
 			return PRISM_ENOMEM;
 		}
 		n = first_list(strtab_get(&g->st, best), el, key, cap);
-		for (long i = 0; i < n; i++)
-			*total += el[i];
-		if (n > 0 && layers > 0 && infer_repeat(key, NULL, (size_t)n, &rep) == 0 &&
-		    rep.count == (size_t)layers)
-			for (size_t i = rep.first; i < rep.first + rep.period; i++)
-				*per_layer += el[i];
+		sum_params(el, key, n, layers, total, per_layer);
 		free(el);
 		free(key);
 	}

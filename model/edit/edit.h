@@ -118,7 +118,11 @@ double edit_gpu_work(const struct graph *g);
  * launched in the optimizer phase.  *total: their elements; *per_layer:
  * those of one block of the longest run of identical blocks of shapes
  * (infer.h) that repeats `layers` times (the layers' parameters), else 0.
- * 0 with *total 0 when the trace has no such op.
+ * A trace without such an op (a per-parameter optimizer): the shapes of
+ * autograd's accumulations that took their gradients (GRAPH_ACC_OP host
+ * tasks of one backward pass; zero_grad(set_to_none=True), PyTorch's
+ * default, makes every first one so), one a parameter: summed, the exact
+ * count.  0 with *total 0 when the trace has neither.
  */
 int edit_params(const struct graph *g, int layers, double *total, double *per_layer);
 

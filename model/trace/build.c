@@ -380,6 +380,9 @@ static int coll_kind_of(const char *s)
 	return GC_UNKNOWN;
 }
 
+/* NCCL's kernels, and RCCL's: ROCm's NCCL keeps NCCL's names, its one
+ * kernel for every collective "ncclDevKernel_Generic_4" (rccl
+ * src/device/common.h), whose kind the op's record_param_comms gives. */
 static int is_nccl_kernel(const char *s)
 {
 	return strncmp(s, "ncclKernel_", 11) == 0 || strncmp(s, "ncclDevKernel_", 14) == 0 ||

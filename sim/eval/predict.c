@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "cost.h"
 #include "hier.h"
 #include "kperf.h"
 #include "edit.h"
@@ -306,6 +307,33 @@ static double meta_params(const struct graph *g)
 	return p ? strtod(p + 8, NULL) : 0;
 }
 
+/* The precision a trace's compute-bound kernels (GEMMs, attention,
+ * convolutions) spent the most time in, by their ops' input types
+ * (cost_dtype): an enum hw_dtype, -1 where none says, or PRISM_ENOMEM as
+ * -2. */
+static int trace_dtype(const struct graph *g)
+{
+	double t[HW_NDTYPES] = {0};
+	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
+	int best = -1;
+	if (!cls || cost_classify_all(g, cls)) {
+		free(cls);
+		return -2;
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		int dt;
+		if (g->kind[u] != GN_KERNEL || !cost_compute_bound(cls[u]) ||
+		    (dt = cost_dtype(g, u)) < 0 || dt >= HW_NDTYPES)
+			continue;
+		t[dt] += (double)g->dur_ns[u];
+	}
+	free(cls);
+	for (int d = 0; d < HW_NDTYPES; d++)
+		if (t[d] > 0 && (best < 0 || t[d] > t[best]))
+			best = d;
+	return best;
+}
+
 int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		      const struct synth_in *in, const struct hw_profile *hw, int base_dp,
 		      struct prism_err *err)
@@ -352,6 +380,14 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 				   ? (int)g->ranks[0].world_size
 				   : 1;
 		b->in.steps = 0;
+		/* Its precision, where its kernels' ops say: another is not a
+		 * graph edit (predict_method refuses it). */
+		if ((rc = trace_dtype(g)) == -2)
+			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		if (rc >= 0) {
+			b->in.lay.dtype = rc;
+			b->dtype_known = 1;
+		}
 	}
 	/* The gradient collectives: all-reduces and reduce-scatters of the
 	 * backward pass and the optimizer, the process group moving the most
@@ -397,6 +433,8 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 			b->in.lay.dp = best >= 0 ? (int)grp[best].size : 1;
 		if (best >= 0 && grp[best].size == b->in.lay.dp)
 			b->grad_group = b->in.lay.dp;
+		else if (best >= 0 && kind == PB_TRACE && base_dp > 0)
+			b->other_group = (int)grp[best].size; /* against base_dp */
 		if (best >= 0)
 			snprintf(b->grad_pg, sizeof(b->grad_pg), "%s",
 				 grp[best].pg ? strtab_get(&g->st, grp[best].pg) : "");
@@ -450,6 +488,13 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		b->self.gpu_hours = b->self.gpus * b->self.iter_s / 3600.0;
 	}
 	snprintf(b->self.how, sizeof(b->self.how), "the base's own replay");
+	if (kind == PB_ANNOTATED) {
+		if ((rc = predict_synth(&b->in, &b->rebuilt, NULL, NULL, err)))
+			return rc;
+		b->rebuilt.method = PM_REBUILD;
+		snprintf(b->rebuilt.how, sizeof(b->rebuilt.how),
+			 "the base's own configuration rebuilt (kernel times calibrated on it)");
+	}
 	{
 		char par[32] = "parameters unknown";
 		if (b->params > 0)
@@ -601,6 +646,18 @@ static void why_not_edit(const struct predict_base *b, const struct synth_in *c,
 		c2.lay.tp = a->lay.tp;
 	}
 	c = &c2;
+	if (b->kind == PB_TRACE && c->lay.dtype != a->lay.dtype) {
+		snprintf(why, n,
+			 b->dtype_known
+			     ? "dtype: the trace's GEMMs, attention and convolutions ran in %s; "
+			       "another precision is rebuilt from a run description, not "
+			       "re-timed from its kernels"
+			     : "dtype: the trace's precision is unknown (no GEMM, attention or "
+			       "convolution with its op's input types: profile with "
+			       "record_shapes=True)%s",
+			 b->dtype_known ? hw_dtype_name(a->lay.dtype) : "");
+		return;
+	}
 	if ((k = shape_change(a, c)) != -1) {
 		snprintf(why, n,
 			 "%s: a graph edit changes layers, microbatches, dp, pipeline stages (from "
@@ -634,14 +691,34 @@ static void why_not_edit(const struct predict_base *b, const struct synth_in *c,
 			    a->lay.dp);
 		else if (c->lay.zero)
 			snprintf(why, n, "dp: ZeRO's collectives are not added to a graph");
-		else if (b->layer_params <= 0)
+		else if (b->other_group > 0)
+			snprintf(why, n,
+				 "dp: the trace's gradient collectives are of a %d-rank group "
+				 "('%.40s'), not of the %d ranks given as the base's "
+				 "data-parallel degree: leave --base-dp (base_dp) out, or give %d",
+				 b->other_group, b->grad_pg, a->lay.dp, b->other_group);
+		else if (b->params <= 0)
 			snprintf(why, n,
 				 "dp: the trace has no gradient collectives to re-time and no "
-				 "parameter sizes to add them (a run description, or a fused or "
-				 "for-each optimizer's shapes)");
+				 "parameter sizes to add them (a run description, a fused or "
+				 "for-each optimizer's shapes, or autograd's AccumulateGrad ops' "
+				 "shapes: profile with record_shapes=True)");
 		else if (b->layers <= 0)
-			snprintf(why, n, "dp: no layers found to add gradient collectives after");
+			snprintf(why, n,
+				 "dp: %.0f parameters found, but no layers to add gradient "
+				 "collectives after",
+				 b->params);
+		else if (b->layer_params <= 0)
+			snprintf(why, n,
+				 "dp: %.0f parameters found, but not each layer's (their shapes "
+				 "do not repeat once a layer)",
+				 b->params);
 	}
+}
+
+const struct predict_out *predict_base_same(const struct predict_base *b, int method)
+{
+	return method == PM_REBUILD && b->rebuilt.iter_s > 0 ? &b->rebuilt : &b->self;
 }
 
 int predict_method(const struct predict_base *b, const struct synth_in *c, struct prism_err *err)
@@ -844,11 +921,15 @@ static int reshaped(struct edit_job *j, struct graph **cg, struct prism_err *err
 	j->plan.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
 	j->plan.event_ns = prism_ns_round(b->host_event_s * 1e9);
 	j->plan.gpu_lag_ns = prism_ns_round(j->a->gpu_lag_s * 1e9);
-	if ((rc = reshape_apply(b->g, &j->plan, cg, &j->rs, err)) == PRISM_EINTERNAL)
+	if ((rc = reshape_apply(b->g, &j->plan, cg, &j->rs, err)) == PRISM_EINTERNAL) {
+		/* A refusal of this base's edit, as the others (exit 2), not a
+		 * failure of prism's. */
 		prism_err_prefix(err,
 				 "%s cannot be a graph edit of this trace (its steps overlap where "
 				 "the copies would wait on each other)",
 				 j->mc ? "the microbatch count" : "this candidate");
+		err->code = rc = PRISM_EARG;
+	}
 	return rc;
 }
 
@@ -882,6 +963,11 @@ static int split_stages(struct edit_job *j, struct graph **cg, struct prism_err 
 	rc = pipeline_split(*cg, &pl, &sg, &ps, err);
 	graph_free(*cg);
 	*cg = sg;
+	if (rc == PRISM_EINTERNAL) {
+		/* This trace's refusal (exit 2), as the reshape's. */
+		prism_err_prefix(err, "pipeline stages cannot be cut from this trace");
+		err->code = rc = PRISM_EARG;
+	}
 	if (rc)
 		return rc;
 	j->split = 1;

@@ -104,10 +104,17 @@ struct predict_base {
 	int64_t grad_group;  /* group size of the gradient collectives
 				  * (all-reduce, reduce-scatter of the DP group), 0:
 				  * none */
+	int other_group;     /* the gradient collectives' group size where it
+			      * is not in.lay.dp (a base_dp given against
+			      * them), 0: none */
 	double params;	     /* parameters of the model, 0: unknown */
 	double act_bytes;    /* activations a stage boundary carries per
 				  * microbatch, 0: unknown */
 	double layer_params; /* of one layer, 0: unknown */
+	int dtype_known;     /* a plain trace: 1 when in.lay.dtype is the
+			      * precision its GEMMs, attention and convolutions
+			      * ran in (their ops' input types, the most time),
+			      * 0: unknown (synth_in_default's) */
 	int opt_per_layer;   /* 1: optimizer kernels carry their layer (a layer
 			    * edit copies them; the rest is the embedding's
 			    * and head's and keeps its size) */
@@ -119,6 +126,10 @@ struct predict_base {
 	int prefer;
 	/* The base's own prediction: its replay (traces) or synthesis. */
 	struct predict_out self;
+	/* An annotated base's own configuration rebuilt with the costs fitted
+	 * on it, as its rebuilt candidates are: what they are compared with
+	 * (predict_base_same); iter_s 0 for other bases. */
+	struct predict_out rebuilt;
 	/* Its host tasks' scale (predict_match_step; 1: as traced) and the
 	 * replay's step before it (0: not scaled); set by the caller. */
 	double host_scale, host_traced_s;
@@ -136,6 +147,15 @@ struct predict_base {
 int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		      const struct synth_in *in, const struct hw_profile *hw, int base_dp,
 		      struct prism_err *err);
+
+/*
+ * The base as predicted by `method`, the one its candidate was made by,
+ * so that a change is never a difference of methods (a no-op is 0.0 %):
+ * an annotated base rebuilt for a rebuilt candidate, else its own replay
+ * or synthesis (a graph edit that changes nothing replays the base:
+ * edits keep what they do not change as traced).
+ */
+const struct predict_out *predict_base_same(const struct predict_base *b, int method);
 
 /*
  * Whether b can predict the configuration cand (a copy of b->in with
