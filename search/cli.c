@@ -20,6 +20,7 @@
 #include "kdbstore.h"
 #include "kineto.h"
 #include "llm.h"
+#include "prism_git.h" /* PRISM_GIT: the build's commit (scripts/git_version.cmake) */
 #include "sim.h"
 #include "synth.h"
 #include "timeline.h"
@@ -286,6 +287,12 @@ int cli_trace_hw_path(const struct graph *g, char *path, size_t n, const char *s
 		    "%s%sno hardware profile for the trace's GPU '%s' (configs/hw)%s",
 		    src ? src : "", src ? ": " : "", gpu, hint ? hint : "");
 	return 0;
+}
+
+const char *cli_version(void)
+{
+	return PRISM_GIT[0] ? PRISM_VERSION " (git " PRISM_GIT ")"
+			    : PRISM_VERSION " (no git: built outside a git checkout)";
 }
 
 int cli_load_hw(const char *name, struct hw_profile *hw, struct prism_err *err)

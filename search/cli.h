@@ -16,6 +16,12 @@
 
 #define PRISM_VERSION "0.1.0"
 
+/* The version with the commit it was built from: "0.1.0 (git
+ * 6e15fdaa8c1b)", "-dirty" after the hash where the checkout held
+ * uncommitted changes, or "0.1.0 (no git: built outside a git checkout)".
+ * What `prism --version` prints and a sweep records (sweep.h). */
+const char *cli_version(void);
+
 #define EXIT_USAGE 2
 
 int cmd_ingest(int argc, char **argv);

@@ -33,7 +33,8 @@ static const char help[] =
     "count; the runners-up at each GPU count and why they lose, near-ties\n"
     "marked; what was rejected), best.csv (the best layout per GPU count,\n"
     "every knob) and pareto.svg (drawn by gnuplot's SVG terminal).\n"
-    "report.md is also printed.\n"
+    "report.md is also printed, after what the sweep was computed from (its\n"
+    "inputs' content hashes and the prism build: docs/RESULTS.md).\n"
     "\n"
     "Near-ties: layouts within the model's stated uncertainty of the best\n"
     "(8.7 %: synth + simulate against Megatron-LM's measured runs,\n"
@@ -80,7 +81,50 @@ struct report {
 	struct pareto P; /* the rows, ranked */
 	struct train tr;
 	int tie_given; /* by --tie, not REPORT_TIE_FRAC */
+	/* What the sweep was computed from (sweep.h's inputs, "" where not
+	 * recorded) and by which prism. */
+	char inputs[1024], version[128];
 };
+
+/* R's sweep's version and inputs from db (either "" where the database
+ * has no such column: written before it). */
+static void read_inputs(struct report *R, sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	R->inputs[0] = R->version[0] = '\0';
+	if (sqlite3_prepare_v2(db, "SELECT version, inputs FROM sweep WHERE id=?1", -1, &st,
+			       NULL) != SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT version, NULL FROM sweep WHERE id=?1", -1, &st, NULL) !=
+		SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, R->sid);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *v = (const char *)sqlite3_column_text(st, 0);
+		const char *in = (const char *)sqlite3_column_text(st, 1);
+		snprintf(R->version, sizeof(R->version), "%s", v ? v : "");
+		snprintf(R->inputs, sizeof(R->inputs), "%s", in ? in : "");
+	}
+	sqlite3_finalize(st);
+}
+
+/* Each line "WHAT\tVALUE" of R->inputs to fn. */
+static void each_input(const struct report *R, void (*fn)(FILE *, const char *, const char *, int),
+		       FILE *f)
+{
+	const char *p = R->inputs;
+	for (int i = 0; *p; i++) {
+		const char *eol = strchr(p, '\n'), *tab = strchr(p, '\t');
+		char what[160], val[512];
+		if (!eol)
+			eol = p + strlen(p);
+		if (tab && tab < eol) {
+			snprintf(what, sizeof(what), "%.*s", (int)(tab - p), p);
+			snprintf(val, sizeof(val), "%.*s", (int)(eol - tab - 1), tab + 1);
+			fn(f, what, val, i);
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+}
 
 static void layout(char *buf, size_t n, const struct pareto_row *r)
 {
@@ -318,6 +362,23 @@ static void json_knobs(FILE *f, const struct pareto_row *r)
 	}
 }
 
+static void md_input(FILE *f, const char *what, const char *val, int i)
+{
+	char a[160], b[512];
+	(void)i;
+	shown(a, sizeof(a), what);
+	shown(b, sizeof(b), val);
+	fprintf(f, "- %s: %s\n", a, b);
+}
+
+static void json_input(FILE *f, const char *what, const char *val, int i)
+{
+	fputs(i ? "," : "", f);
+	json_text(f, what);
+	putc(':', f);
+	json_text(f, val);
+}
+
 static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 {
 	const struct train *t = &R->tr;
@@ -337,6 +398,16 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	}
 	sqlite3_finalize(st);
 	fprintf(md, "\n\n");
+	if (R->inputs[0]) {
+		/* docs/RESULTS.md: a resume on other inputs is refused. */
+		fprintf(md, "Computed from (content hashes; a resume on other inputs is "
+			    "refused):\n\n");
+		each_input(R, md_input, md);
+		fprintf(md, "\n");
+	} else {
+		shown(a, sizeof(a), R->version[0] ? R->version : "?");
+		fprintf(md, "Computed by prism %s, which did not record its inputs.\n\n", a);
+	}
 	if (t->tokens > 0) {
 		grouped(a, sizeof(a), t->tokens);
 		fprintf(md, "Training: %s tokens", a);
@@ -568,6 +639,16 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 	json_text(f, R->name);
 	fputs(",\"database\":", f);
 	json_text(f, R->db);
+	fputs(",\"version\":", f);
+	json_text(f, R->version);
+	fputs(",\"inputs\":", f);
+	if (R->inputs[0]) {
+		putc('{', f);
+		each_input(R, json_input, f);
+		putc('}', f);
+	} else {
+		fputs("null", f);
+	}
 	fputs("},\"tokens\":", f);
 	if (R->tr.tokens > 0)
 		json_num(f, R->tr.tokens);
@@ -882,6 +963,7 @@ static int open_sweep(struct report *R, sqlite3 **dbp, long long sid, double tok
 		R->tr.price = 0;
 	sqlite3_finalize(st);
 	shown(R->name, sizeof(R->name), name);
+	read_inputs(R, db);
 	/* Its rows: as many, and numbers such as, prism writes. */
 	if (store_rows_check(db, R->db, R->sid, &err)) {
 		sqlite3_close(db);

@@ -70,15 +70,20 @@ static const char migrate_6[] = "ALTER TABLE candidate ADD COLUMN mem_stage INTE
 
 /* 1 when the candidate table has column `col` (a file whose version number
  * was lowered by hand keeps newer columns). */
-static int has_column(sqlite3 *db, const char *col)
+static int has_column_in(sqlite3 *db, const char *table, const char *col)
 {
 	char sql[96];
 	sqlite3_stmt *st = NULL;
 	int ok;
-	snprintf(sql, sizeof(sql), "SELECT %s FROM candidate LIMIT 0", col);
+	snprintf(sql, sizeof(sql), "SELECT %s FROM %s LIMIT 0", col, table);
 	ok = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK;
 	sqlite3_finalize(st);
 	return ok;
+}
+
+static int has_column(sqlite3 *db, const char *col)
+{
+	return has_column_in(db, "candidate", col);
 }
 
 /* The tables, where missing: the candidate table with a column for each
@@ -100,6 +105,12 @@ static int create(sqlite3 *db)
  * before the knob). */
 static int knob_columns(sqlite3 *db)
 {
+	/* The sweep's inputs (sweep.h) came after version 8: added where
+	 * missing, whatever the version (NULL: not recorded). */
+	if (!has_column_in(db, "sweep", "inputs") &&
+	    sqlite3_exec(db, "ALTER TABLE sweep ADD COLUMN inputs TEXT", NULL, NULL, NULL) !=
+		SQLITE_OK)
+		return sqlite3_errcode(db);
 	for (int k = 0; k < LK_N; k++) {
 		char sql[128];
 		int rc;
@@ -219,6 +230,34 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	return 0;
 }
 
+/* 0 when sweep id, found again as s, ran on s's inputs (recorded: was,
+ * NULL where the prism that ran it, version, did not record them); else
+ * PRISM_EARG naming what changed and how to start a new sweep. */
+static int resume_inputs(sqlite3 *db, const struct sweep *s, long long id, const char *was,
+			 const char *version, struct prism_err *err)
+{
+	char what[768], shown[64];
+
+	if (was && !sweep_inputs_diff(was, s->inputs, what, sizeof(what)))
+		return 0;
+	if (!was) {
+		dbfile_shown(version ? version : "?", shown, sizeof(shown));
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "%s: sweep %s (id %lld) was run by prism %s, which did not record its inputs: "
+		    "resuming could mix its rows with rows computed from others: start a new "
+		    "sweep (another 'name' in %s, or another --db)",
+		    sqlite3_db_filename(db, "main"), s->name, id, shown, s->path);
+	}
+	return prism_err_set(err, PRISM_EARG,
+			     "%s: sweep %s (id %lld) ran on other inputs (changed since: %s): "
+			     "resuming would mix its rows with rows computed from these: start a "
+			     "new sweep (another 'name' in %s, or another --db), or put back the "
+			     "inputs it ran with (prism report %s --sweep %lld lists them)",
+			     sqlite3_db_filename(db, "main"), s->name, id, what, s->path,
+			     sqlite3_db_filename(db, "main"), id);
+}
+
 int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long long *id,
 		int *resumed, struct prism_err *err)
 {
@@ -230,7 +269,9 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	run->was_batch = 0;
 	/* The sweep of that name whose file says the same: the same text, or
 	 * the same settings (sweep_canon: comments and layout aside). */
-	if (sqlite3_prepare_v2(db, "SELECT id, base, mode, batch, config FROM sweep WHERE name=?1",
+	if (sqlite3_prepare_v2(db,
+			       "SELECT id, base, mode, batch, config, inputs, version FROM sweep"
+			       " WHERE name=?1",
 			       -1, &st, NULL) != SQLITE_OK)
 		return fail(db, "query", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
@@ -255,7 +296,6 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 			break;
 	}
 	if (rc == SQLITE_ROW) {
-		const char *was = (const char *)sqlite3_column_text(st, 1);
 		const char *mode = (const char *)sqlite3_column_text(st, 2);
 		*id = sqlite3_column_int64(st, 0);
 		*resumed = 1;
@@ -263,15 +303,10 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 		run->was_batch = sqlite3_column_type(st, 3) == SQLITE_INTEGER
 				     ? (int)sqlite3_column_int64(st, 3)
 				     : 0;
-		/* The same sweep file over a changed base is not a resume. */
-		if (was && s->fingerprint[0] && strcmp(was, s->fingerprint) != 0) {
-			char shown[64];
-			dbfile_shown(was, shown, sizeof(shown));
-			rc = prism_err_set(err, PRISM_EARG,
-					   "%s: sweep %s (id %lld) was run on another base (%s, "
-					   "now %s): give another --db, or rename the sweep",
-					   sqlite3_db_filename(db, "main"), s->name, *id, shown,
-					   s->fingerprint);
+		/* The same sweep file over changed inputs is not a resume: its
+		 * rows would mix with rows of other inputs. */
+		if ((rc = resume_inputs(db, s, *id, (const char *)sqlite3_column_text(st, 5),
+					(const char *)sqlite3_column_text(st, 6), err))) {
 			sqlite3_finalize(st);
 			return rc;
 		}
@@ -283,15 +318,15 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	if (sqlite3_prepare_v2(
 		db,
 		"INSERT INTO sweep(name, config, model, hw, version, started, base,"
-		" tokens, price_per_gpu_hour, mode, batch) VALUES(?1, ?2, ?3, ?4, ?5,"
-		" ?6, ?7, ?8, ?9, ?10, ?11)",
+		" tokens, price_per_gpu_hour, mode, batch, inputs) VALUES(?1, ?2, ?3, ?4,"
+		" ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 		-1, &st, NULL) != SQLITE_OK)
 		return fail(db, "insert", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, s->m.name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, s->hw.id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, PRISM_VERSION, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, cli_version(), -1, SQLITE_STATIC);
 	sqlite3_bind_double(st, 6, (double)time(NULL));
 	if (s->fingerprint[0])
 		sqlite3_bind_text(st, 7, s->fingerprint, -1, SQLITE_STATIC);
@@ -301,6 +336,7 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 		sqlite3_bind_double(st, 9, s->price_per_gpu_hour);
 	sqlite3_bind_text(st, 10, run->mode, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 11, run->batch);
+	sqlite3_bind_text(st, 12, s->inputs, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)

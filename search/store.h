@@ -3,10 +3,11 @@
  *
  * Schema version STORE_VERSION in PRAGMA user_version.  Tables:
  *   sweep(id, name, config, hw, model, version, started, finished, base,
- *     tokens, price_per_gpu_hour, mode, batch)
+ *     tokens, price_per_gpu_hour, mode, batch, inputs)
  *     one row per distinct sweep file text; rerunning the same file
- *     resumes it, unless the base's fingerprint (FNV-1a of the model file
- *     or the traces) has changed: that is an error; mode and batch: how
+ *     resumes it, unless its inputs (sweep.h's inputs, in column inputs,
+ *     added where missing whatever the version) have changed or were not
+ *     recorded: that is an error naming them; mode and batch: how
  *     candidates were screened (prism search's mode and --batch, on which
  *     the screened rows depend; NULL in databases before version 6);
  *   candidate(sweep, key, gpus, tp, pp, dp, vp, mbs, microbatches,

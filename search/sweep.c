@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,11 +289,22 @@ static int base_setting(const char *file, config_t *cf, struct sweep *s, struct 
 	return 0;
 }
 
-/* FNV-1a (64 bits) over the bytes of the files. */
-static int fingerprint(char *const *paths, int n, char *out, size_t size, struct prism_err *err)
+#define FNV_SEED 0xcbf29ce484222325u
+
+/* FNV-1a (64 bits) continued from h over p[0..n). */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325u;
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3u;
+	return h;
+}
+
+/* FNV-1a (64 bits) over the bytes of the files into *h. */
+static int bytes_hash(char *const *paths, int n, uint64_t *h, struct prism_err *err)
+{
 	unsigned char buf[65536];
+	*h = FNV_SEED;
 	for (int i = 0; i < n; i++) {
 		FILE *f = fopen(paths[i], "rb");
 		size_t k;
@@ -300,16 +312,214 @@ static int fingerprint(char *const *paths, int n, char *out, size_t size, struct
 		if (!f)
 			return unreadable(paths[i], errno, err);
 		while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
-			for (size_t j = 0; j < k; j++)
-				h = (h ^ buf[j]) * 0x100000001b3u;
+			*h = fnv1a(*h, buf, k);
 		/* A read error is no fingerprint: resuming on it would mix runs. */
 		bad = ferror(f);
 		fclose(f);
 		if (bad)
 			return unreadable(paths[i], EIO, err);
 	}
-	snprintf(out, size, "fnv1a64:%016" PRIx64, h);
 	return 0;
+}
+
+/* FNV-1a (64 bits) over the bytes of the files. */
+static int fingerprint(char *const *paths, int n, char *out, size_t size, struct prism_err *err)
+{
+	uint64_t h;
+	int rc = bytes_hash(paths, n, &h, err);
+	if (rc == 0)
+		snprintf(out, size, "fnv1a64:%016" PRIx64, h);
+	return rc;
+}
+
+/* The settings of the libconfig file at path, as libconfig writes them
+ * back (comments and layout aside), hashed into *h: all but the top-level
+ * group `skip`, or that group alone (only).  A file that is no libconfig
+ * file (a JSON model) is hashed byte for byte. */
+static int settings_hash(const char *path, const char *group, int only, uint64_t *h,
+			 struct prism_err *err)
+{
+	struct prism_err e;
+	config_t cf;
+	config_setting_t *root;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	prism_err_clear(&e);
+	if ((rc = cfg_read(&cf, path, &e)) == PRISM_EFORMAT) {
+		char *p[1] = {(char *)path};
+		return bytes_hash(p, 1, h, err);
+	}
+	if (rc)
+		return prism_err_set(err, rc, "%s", e.msg);
+	root = config_root_setting(&cf);
+	for (int i = config_setting_length(root) - 1; i >= 0; i--) {
+		const char *nm = config_setting_name(config_setting_get_elem(root, (unsigned)i));
+		if (!nm || (strcmp(nm, group) == 0) != only)
+			config_setting_remove_elem(root, (unsigned)i);
+	}
+	if (!(f = open_memstream(&buf, &len))) {
+		config_destroy(&cf);
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	}
+	config_write(&cf, f);
+	config_destroy(&cf);
+	rc = ferror(f);
+	if (fclose(f) != 0 || rc || !buf) {
+		free(buf);
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	}
+	*h = fnv1a(FNV_SEED, buf, len);
+	free(buf);
+	return 0;
+}
+
+/* The rows of a kernel database (what its lookups read, whatever file they
+ * came from) hashed. */
+static uint64_t kdb_hash(const struct kdb *db)
+{
+	uint64_t h = FNV_SEED;
+	struct kdb_row r;
+	for (size_t i = 0; db && kdb_row(db, i, &r); i++) {
+		char nums[160];
+		int k = snprintf(nums, sizeof(nums), "\t%d\t%d\t%.17g\t%.17g\t%.17g\n", r.cls,
+				 r.dtype, r.work, r.time_s, r.samples);
+		h = fnv1a(h, r.gpu, strlen(r.gpu) + 1);
+		h = fnv1a(h, r.shape, strlen(r.shape) + 1);
+		h = fnv1a(h, nums, (size_t)k);
+	}
+	return h;
+}
+
+/* One line "WHAT\tVALUE\n" of sweep.inputs (control characters of what
+ * shown as '?'). */
+static void input_line(struct sweep *s, const char *what, const char *fmt, ...) PRISM_PRINTF(3, 4);
+static void input_line(struct sweep *s, const char *what, const char *fmt, ...)
+{
+	size_t o = strlen(s->inputs);
+	va_list ap;
+	for (; *what && o + 2 < sizeof(s->inputs); what++)
+		s->inputs[o++] = (unsigned char)*what < 0x20 ? '?' : *what;
+	s->inputs[o++] = '\t';
+	s->inputs[o] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(s->inputs + o, sizeof(s->inputs) - o, fmt, ap);
+	va_end(ap);
+	o = strlen(s->inputs);
+	if (o + 1 < sizeof(s->inputs))
+		snprintf(s->inputs + o, sizeof(s->inputs) - o, "\n");
+}
+
+/* sweep.inputs: prism's version, the model's settings (model_path) or the
+ * traces' bytes, the hardware profile's settings and its kernel model
+ * apart, the kernel database's rows. */
+static int record_inputs(struct sweep *s, const char *model_path, struct prism_err *err)
+{
+	char hw_path[1024], what[160];
+	uint64_t h;
+	int rc;
+
+	s->inputs[0] = '\0';
+	input_line(s, "prism", "%s", cli_version());
+	if (s->n_base)
+		rc = bytes_hash(s->base, s->n_base, &h, err);
+	else
+		rc = model_path ? settings_hash(model_path, "", 0, &h, err) : 0;
+	if (rc)
+		return rc;
+	if (s->n_base || model_path)
+		input_line(s, s->n_base ? "base" : "model", "fnv1a64:%016" PRIx64, h);
+	if ((rc = cli_config_path("hw", s->hw_name, hw_path, sizeof(hw_path), err)) ||
+	    (rc = settings_hash(hw_path, "kernels", 0, &h, err)))
+		return rc;
+	snprintf(what, sizeof(what), "hw:%s", s->hw.id);
+	input_line(s, what, "fnv1a64:%016" PRIx64, h);
+	if ((rc = settings_hash(hw_path, "kernels", 1, &h, err)))
+		return rc;
+	snprintf(what, sizeof(what), "kernels:%s", s->hw.id);
+	input_line(s, what, "fnv1a64:%016" PRIx64, h);
+	if (s->kdb)
+		input_line(s, "kernel_db", "fnv1a64:%016" PRIx64, kdb_hash(s->kdb));
+	return 0;
+}
+
+/* The value of line `what` (wn bytes) in inputs text t, *vn bytes; NULL
+ * when t has no such line. */
+static const char *input_find(const char *t, const char *what, size_t wn, size_t *vn)
+{
+	while (t && *t) {
+		const char *eol = strchr(t, '\n'), *tab = strchr(t, '\t');
+		if (!eol)
+			eol = t + strlen(t);
+		if (tab && tab < eol && (size_t)(tab - t) == wn && memcmp(t, what, wn) == 0) {
+			*vn = (size_t)(eol - tab - 1);
+			return tab + 1;
+		}
+		t = *eol ? eol + 1 : eol;
+	}
+	return NULL;
+}
+
+/* What an input of sweep.inputs is, for people. */
+static void input_name(char *buf, size_t n, const char *what, size_t wn)
+{
+	if (wn > 3 && memcmp(what, "hw:", 3) == 0)
+		snprintf(buf, n, "the hardware profile %.*s", (int)wn - 3, what + 3);
+	else if (wn > 8 && memcmp(what, "kernels:", 8) == 0)
+		snprintf(buf, n, "the kernel model ('kernels') of the hardware profile %.*s",
+			 (int)wn - 8, what + 8);
+	else if (wn == 5 && memcmp(what, "model", 5) == 0)
+		snprintf(buf, n, "the model");
+	else if (wn == 4 && memcmp(what, "base", 4) == 0)
+		snprintf(buf, n, "the base's traces");
+	else if (wn == 9 && memcmp(what, "kernel_db", 9) == 0)
+		snprintf(buf, n, "the kernel database");
+	else
+		snprintf(buf, n, "%.*s", (int)wn, what);
+}
+
+int sweep_inputs_diff(const char *was, const char *now, char *buf, size_t n)
+{
+	size_t o = 0;
+	int k = 0;
+
+	buf[0] = '\0';
+	/* Each of now's lines against was's; then was's that now lacks. */
+	for (int pass = 0; pass < 2; pass++) {
+		const char *a = pass ? was : now, *b = pass ? now : was;
+		while (a && *a) {
+			const char *eol = strchr(a, '\n'), *tab = strchr(a, '\t'), *v;
+			size_t vn = 0;
+			if (!eol)
+				eol = a + strlen(a);
+			if (tab && tab < eol) {
+				size_t wn = (size_t)(tab - a);
+				v = input_find(b, a, wn, &vn);
+				if (!v || (!pass && (vn != (size_t)(eol - tab - 1) ||
+						     memcmp(v, tab + 1, vn) != 0))) {
+					char name[160];
+					input_name(name, sizeof(name), a, wn);
+					if (o < n && wn == 5 && memcmp(a, "prism", 5) == 0 && v)
+						o += (size_t)snprintf(
+						    buf + o, n - o,
+						    "%sprism's version (%.*s then, %.*s now)",
+						    k ? "; " : "", (int)vn, v, (int)(eol - tab - 1),
+						    tab + 1);
+					else if (o < n)
+						o += (size_t)snprintf(
+						    buf + o, n - o, "%s%s%s", k ? "; " : "", name,
+						    !v ? (pass ? " (not an input now)"
+							       : " (not recorded then)")
+						       : "");
+					k++;
+				}
+			}
+			a = *eol ? eol + 1 : eol;
+		}
+	}
+	return k;
 }
 
 /* The base (base.h): the model with default costs, or the trace --
@@ -323,6 +533,7 @@ static int load_base(struct sweep *s, struct prism_err *err)
 	char *files[SWEEP_MAX_BASE + 2];
 	struct base_opts o;
 	struct build_opts bo;
+	const char *model_path = NULL;
 	int nf = 0, rc;
 
 	if (s->kdb_path[0]) {
@@ -344,8 +555,10 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		char *model[1] = {s->model_name};
 		if ((rc = base_load(&s->bl, model, 1, &o, err)))
 			return rc;
-		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath), NULL) == 0)
+		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath), NULL) == 0) {
 			files[nf++] = mpath;
+			model_path = mpath;
+		}
 	} else {
 		if ((rc = base_load(&s->bl, s->base, s->n_base, &o, err))) {
 			prism_err_prefix(err, "base %s", s->base[0]);
@@ -363,6 +576,8 @@ static int load_base(struct sweep *s, struct prism_err *err)
 	if (s->kdb_path[0])
 		files[nf++] = s->kdb_path;
 	if (nf && (rc = fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint), err)))
+		return rc;
+	if ((rc = record_inputs(s, model_path, err)))
 		return rc;
 	s->tmpl.hw = &s->hw;
 	s->tmpl.lay.imbalance = s->imbalance;

@@ -67,6 +67,15 @@ struct sweep {
 	struct kdb *kdb;      /* loaded from it, or NULL */
 	char fingerprint[64]; /* of the base's bytes (model file or traces)
 				   * and the kernel database's */
+	/* What its rows depend on beyond its own text, one line each, "WHAT
+	 * HASH" (the same sweep resumed with another is refused: store.h):
+	 * "prism VERSION" (cli_version), "model H" (the model file's settings
+	 * as libconfig writes them back: comments and layout aside) or "base
+	 * H" (the traces' bytes), "hw:ID H" (the hardware profile's settings
+	 * but its kernel model), "kernels:ID H" (the profile's 'kernels'
+	 * group: the kernel model), "kernel_db H" (the kernel database's rows).
+	 * H: FNV-1a, 64 bits, "fnv1a64:" and 16 hex digits. */
+	char inputs[1024];
 	int global_batch;
 	double tokens;		   /* 'tokens': to train, for days and cost; 0: not given */
 	double price_per_gpu_hour; /* 'price_per_gpu_hour', any currency; 0: not given */
@@ -119,6 +128,12 @@ int sweep_canon(const char *text, char **out);
 /* The size of s's candidate space: the product of its lists (vp counted
  * with the interleaved schedule only), UINT64_MAX when beyond 64 bits. */
 uint64_t sweep_count(const struct sweep *s);
+
+/* The inputs of sweep.inputs's form that differ between was (recorded)
+ * and now, for a message into buf (n bytes): "the hardware profile
+ * h100-dgx (hw:h100-dgx)", several joined by "; ".  Returns how many (0:
+ * the same inputs). */
+int sweep_inputs_diff(const char *was, const char *now, char *buf, size_t n);
 
 /*
  * Candidate index (0 .. sweep_count(s) - 1) of s, in the order of nested
