@@ -1,4 +1,5 @@
 /* cmd_search.c - `prism search`: a sweep into the results database. */
+#include <errno.h>
 #include <getopt.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -24,6 +25,7 @@
 
 static const char help[] =
     "usage: prism search SWEEP [options]\n"
+    "       prism search --model M --hw H --gpus N,N,... --gbs N [options]\n"
     "\n"
     "Enumerate the layouts a sweep file describes (a file, or a name in\n"
     "configs/sweeps/) over its base -- a model configuration, or a trace:\n"
@@ -62,7 +64,24 @@ static const char help[] =
     "the database, the others simulate their share of each batch; the rows\n"
     "are those of one process (docs/SCALING.md).\n"
     "\n"
+    "The second form writes the sweep file it runs (results/NAME.cfg, or\n"
+    "--sweep-file) and runs it: model M on hardware H at those GPU counts with\n"
+    "a global batch of N sequences, over tp 1-8, pp 1-8, mbs 1-4, 1F1B and\n"
+    "interleaved (vp 2), every recompute, ZeRO 0 and 1, with and without\n"
+    "sequence parallelism; NAME is M-H.  Edit the file and run `prism search\n"
+    "FILE` for more; the same command again resumes it.\n"
+    "\n";
+/* The options (apart: one string would be beyond C's 4095 bytes). */
+static const char help_options[] =
     "options:\n"
+    "      --model M       the model (a file, or a name in configs/models/)\n"
+    "      --hw H          the hardware profile (a file, or a name in configs/hw/)\n"
+    "      --gpus LIST     GPU counts, comma-separated (64,128,256,512)\n"
+    "      --gbs N         global batch, sequences\n"
+    "      --name NAME     the sweep's name (default M-H)\n"
+    "      --tokens N      tokens to train, for days and cost\n"
+    "      --price P       price of one GPU-hour, for cost\n"
+    "      --sweep-file F  where the sweep file goes (default results/NAME.cfg)\n"
     "      --db FILE       the database (default results/NAME.db)\n"
     "      --optimise      prune by the proven bound alone (also --optimize)\n"
     "      --exhaustive    screen nothing\n"
@@ -77,6 +96,136 @@ static const char help[] =
     "                      layout per GPU count, days and cost to train where\n"
     "                      the sweep gives tokens and price_per_gpu_hour)\n"
     "  -h, --help          this help\n";
+
+/* The one-line search's settings (--model, --hw, --gpus, --gbs, ...). */
+struct oneline {
+	const char *model, *hw, *gpus, *name, *file;
+	int gbs;
+	double tokens, price;
+};
+
+/* The space the one-line search sweeps (its help says it). */
+static const char oneline_space[] = "space = {\n"
+				    "  tp = [1, 2, 4, 8];\n"
+				    "  pp = [1, 2, 4, 8];\n"
+				    "  mbs = [1, 2, 4];\n"
+				    "  schedule = [\"1f1b\", \"interleaved\"];\n"
+				    "  vp = [2];\n"
+				    "  recompute = [\"none\", \"selective\", \"full\"];\n"
+				    "  zero = [0, 1];\n"
+				    "  sp = [0, 1];\n"
+				    "};\n";
+
+/* A file's name without its folder and extension, in name-safe letters
+ * (others '_'), into out (n bytes). */
+static void stem(const char *path, char *out, size_t n)
+{
+	const char *b = strrchr(path, '/');
+	size_t k = 0;
+	b = b ? b + 1 : path;
+	for (; *b && *b != '.' && k + 1 < n; b++) {
+		unsigned char c = (unsigned char)*b;
+		out[k++] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+				   (c >= 'A' && c <= 'Z') || c == '-' || c == '_'
+			       ? (char)c
+			       : '_';
+	}
+	out[k] = '\0';
+}
+
+/* A model or profile argument as the sweep file names it: an existing
+ * file by its absolute path (so the file runs from any folder), else the
+ * name; one a libconfig string cannot hold as it is refused. */
+static int oneline_arg(const char *opt, const char *arg, char *out, size_t n, struct prism_err *err)
+{
+	char *abs = strchr(arg, '/') ? realpath(arg, NULL) : NULL;
+	const char *v = abs ? abs : arg;
+	int rc = 0;
+	if (strpbrk(v, "\"\\") || !v[0])
+		rc = prism_err_set(err, PRISM_EARG,
+				   "--%s '%s': a name or path without quotes or "
+				   "backslashes",
+				   opt, arg);
+	else if ((size_t)snprintf(out, n, "%s", v) >= n)
+		rc = cli_path_long(opt, v, n - 1, err);
+	for (size_t i = 0; !rc && out[i]; i++)
+		if ((unsigned char)out[i] < 0x20)
+			rc = prism_err_set(err, PRISM_EARG, "--%s: control characters in '%s'", opt,
+					   arg);
+	free(abs);
+	return rc;
+}
+
+/* The one-line search's sweep file, written to q->file or results/NAME.cfg
+ * (path: where, n bytes).  0, or the error. */
+static int oneline_write(const struct oneline *q, char *path, size_t n, struct prism_err *err)
+{
+	char model[1024], hw[1024], name[SWEEP_NAME_MAX + 1], a[64], b[64],
+	    list[SWEEP_MAX_LIST * 9];
+	size_t o = 0;
+	struct prism_wfile w;
+	const char *p = q->gpus;
+	int rc, ng = 0;
+
+	if (!q->hw || !q->gpus || q->gbs <= 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "--model needs --hw, --gpus and --gbs "
+				     "(prism search --help)");
+	if ((rc = oneline_arg("model", q->model, model, sizeof(model), err)) ||
+	    (rc = oneline_arg("hw", q->hw, hw, sizeof(hw), err)))
+		return rc;
+	stem(q->model, a, sizeof(a));
+	stem(q->hw, b, sizeof(b));
+	snprintf(name, sizeof(name), "%s", q->name ? q->name : "");
+	if (!q->name)
+		snprintf(name, sizeof(name), "%.31s-%.31s", a, b);
+	if (!sweep_name_ok(name))
+		return prism_err_set(err, PRISM_EARG,
+				     "--name '%s': one file name (1 to %d bytes, "
+				     "no '/', no leading '.')",
+				     name, SWEEP_NAME_MAX);
+	/* --gpus: whole numbers, comma-separated. */
+	do {
+		char one[32];
+		size_t k = strcspn(p, ",");
+		int g;
+		snprintf(one, sizeof(one), "%.*s", (int)(k < 31 ? k : 31), p);
+		if (k >= 31 || (rc = cli_count(one, "gpus", 1, LAYOUT_MAX_GPUS, &g, err)))
+			return rc ? rc : prism_err_set(err, PRISM_EARG, "--gpus '%s'", q->gpus);
+		if (++ng > SWEEP_MAX_LIST)
+			return prism_err_set(err, PRISM_EARG, "--gpus lists more than %d counts",
+					     SWEEP_MAX_LIST);
+		o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%d", o ? ", " : "", g);
+		p += k + (p[k] == ',');
+		if (p[-1] == ',' && !*p)
+			return prism_err_set(err, PRISM_EARG,
+					     "--gpus '%s': a count after each comma", q->gpus);
+	} while (*p);
+	if (q->file) {
+		if ((size_t)snprintf(path, n, "%s", q->file) >= n)
+			return cli_path_long("--sweep-file", q->file, n - 1, err);
+	} else {
+		mkdir("results", 0777);
+		snprintf(path, n, "results/%s.cfg", name);
+	}
+	if (prism_wfile_replace(&w, path))
+		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
+	fprintf(w.f,
+		"# Written by: prism search --model %s --hw %s --gpus %s --gbs %d; run it with\n"
+		"# prism search %s (docs/FORMATS.md: the sweep manual).\n"
+		"name = \"%s\";\nmodel = \"%s\";\nhw = \"%s\";\ngpus = [%s];\n"
+		"global_batch = %d;\n",
+		model, hw, q->gpus, q->gbs, path, name, model, hw, list, q->gbs);
+	if (q->tokens > 0)
+		fprintf(w.f, "tokens = %.17g;\n", q->tokens);
+	if (q->price > 0)
+		fprintf(w.f, "price_per_gpu_hour = %.17g;\n", q->price);
+	fputs(oneline_space, w.f);
+	if (prism_wfile_commit(&w))
+		return prism_err_set(err, PRISM_EIO, "%s: write failed: %s", path, strerror(errno));
+	fprintf(stderr, "prism search: wrote the sweep %s\n", path);
+	return 0;
+}
 
 /* Rejected candidates are stored in transactions of this many. */
 #define REJECT_CHUNK 4096
@@ -461,9 +610,18 @@ int cmd_search(int argc, char **argv)
 	    {"threads", required_argument, NULL, 't'},
 	    {"batch", required_argument, NULL, 'b'},
 	    {"json", no_argument, NULL, 'j'},
+	    {"model", required_argument, NULL, 'M'},
+	    {"hw", required_argument, NULL, 'H'},
+	    {"gpus", required_argument, NULL, 'G'},
+	    {"gbs", required_argument, NULL, 'B'},
+	    {"name", required_argument, NULL, 'N'},
+	    {"tokens", required_argument, NULL, 'T'},
+	    {"price", required_argument, NULL, 'P'},
+	    {"sweep-file", required_argument, NULL, 'F'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
+	struct oneline q = {0};
 	struct run R;
 	struct prism_err err;
 	char path[1024];
@@ -500,19 +658,56 @@ int cmd_search(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
+		case 'M':
+			q.model = optarg;
+			break;
+		case 'H':
+			q.hw = optarg;
+			break;
+		case 'G':
+			q.gpus = optarg;
+			break;
+		case 'B':
+			if (cli_count(optarg, "gbs", 1, SWEEP_MAX_BATCH, &q.gbs, &err))
+				return cli_fail(&err);
+			break;
+		case 'N':
+			q.name = optarg;
+			break;
+		case 'T':
+			if (cli_number(optarg, "tokens", 1, 1e16, &q.tokens, &err))
+				return cli_fail(&err);
+			break;
+		case 'P':
+			if (cli_number(optarg, "price", 0, 1e6, &q.price, &err))
+				return cli_fail(&err);
+			break;
+		case 'F':
+			q.file = optarg;
+			break;
 		case 'h':
 			fputs(help, stdout);
+			fputs(help_options, stdout);
 			return 0;
 		default:
 			return usage_bad_option("search", "h", longopts, argv);
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "prism search: give one SWEEP file\n%s", help);
+	if (q.model || q.hw || q.gpus || q.gbs || q.name || q.tokens > 0 || q.price > 0 || q.file) {
+		/* The one-line search: its sweep file written, then run. */
+		if (optind != argc || !q.model) {
+			fprintf(stderr, "prism search: give a SWEEP file, or --model with --hw, "
+					"--gpus and --gbs (not both)\n");
+			return EXIT_USAGE;
+		}
+		if (oneline_write(&q, path, sizeof(path), &err))
+			return cli_fail(&err);
+	} else if (optind != argc - 1) {
+		fprintf(stderr, "prism search: give one SWEEP file\n%s%s", help, help_options);
 		return EXIT_USAGE;
-	}
-	if (cli_config_path("sweeps", argv[optind], path, sizeof(path), &err))
+	} else if (cli_config_path("sweeps", argv[optind], path, sizeof(path), &err)) {
 		return cli_fail(&err);
+	}
 	if (shard_init(&R.sh, &argc, &argv))
 		return EXIT_USAGE;
 	R.lead = R.sh.rank == 0;
