@@ -46,8 +46,9 @@ static const char help[] =
     "most the batch in flight; Ctrl-C says\n"
     "so and exits 130.  On a terminal the progress is one line, rewritten\n"
     "every second (candidates evaluated, simulated and screened, the rate,\n"
-    "the time left at that rate, the best so far); elsewhere a line per\n"
-    "batch.  `prism report DB` reads the results.\n"
+    "the time left at that rate, the best so far); elsewhere (a log, a pipe)\n"
+    "a line after the first batch, then at most one every 10 s, and one at\n"
+    "the end; --quiet: none.  `prism report DB` reads the results.\n"
     "\n"
     "Candidates are visited best-first by their analytic estimates, per GPU\n"
     "count.  Each also has a proven lower bound of its simulated time (its\n"
@@ -92,6 +93,8 @@ static const char help_options[] =
     "                      results do not depend on the thread count; which are\n"
     "                      screened does depend on N, so a sweep resumes with its\n"
     "                      own N and mode, and another is refused)\n"
+    "  -q, --quiet         no progress and no counts on stderr (errors and\n"
+    "                      warnings only)\n"
     "      --json          the summary on stdout as JSON (counts, the best\n"
     "                      layout per GPU count, days and cost to train where\n"
     "                      the sweep gives tokens and price_per_gpu_hour)\n"
@@ -223,7 +226,6 @@ static int oneline_write(const struct oneline *q, char *path, size_t n, struct p
 	fputs(oneline_space, w.f);
 	if (prism_wfile_commit(&w))
 		return prism_err_set(err, PRISM_EIO, "%s: write failed: %s", path, strerror(errno));
-	fprintf(stderr, "prism search: wrote the sweep %s\n", path);
 	return 0;
 }
 
@@ -427,7 +429,12 @@ struct run {
 	size_t stats[CS_FAILED + 1];
 	struct batch_best best;
 	int mode, bsize, resumed, lead;
+	int quiet;	  /* --quiet: no progress, no counts */
+	double last_line; /* when the last progress line went to a log */
 };
+
+/* A log's progress: at most a line every this many seconds. */
+#define PROGRESS_LOG_S 10.0
 
 /* Process 0 opens the database (its path given, or results/NAME.db) and
  * finds the sweep's row (resumed: as it ran), the best times so far and
@@ -518,7 +525,7 @@ static void drop_stored(struct run *R)
 
 /* Process 0's line after a batch: on a terminal the progress line, else
  * one line a batch. */
-static void progress_line(const struct run *R, struct progress *pg, size_t at, double t0)
+static void progress_line(struct run *R, struct progress *pg, size_t at, double t0)
 {
 	double el = now() - t0, rate = at / (el > 0 ? el : 1e-9), top = 0;
 	int topg = 0;
@@ -532,7 +539,11 @@ static void progress_line(const struct run *R, struct progress *pg, size_t at, d
 		snprintf(tail, sizeof(tail), "best at %d GPUs %.3f ms", topg, top * 1e3);
 		progress_set(pg, at, R->stats[CS_SIMULATED], R->stats[CS_SCREENED], tail);
 		progress_print(pg);
-	} else {
+	} else if (!R->quiet && (R->last_line == 0 || at == R->sp.norder ||
+				 now() - R->last_line >= PROGRESS_LOG_S)) {
+		/* Not a terminal: the first batch's line, then one every
+		 * PROGRESS_LOG_S at most, and the last. */
+		R->last_line = now();
 		fprintf(
 		    stderr,
 		    "  %zu/%zu evaluated, %zu simulated, %zu screened, %.1f/s, ETA %.0f s, best "
@@ -574,7 +585,7 @@ static int run_batches(struct run *R, int threads, struct progress *pg, struct p
 				"far need up to %.0f MB a thread, %.0f MB were available\n",
 				t, t > 1 ? "s" : "", getrusage_mb() / threads, avail / 1048576);
 		tn = t;
-		if (shard_gather(&R->sh, batch, nb, owner, &R->sw.hw)) {
+		if (shard_gather(&R->sh, batch, nb, owner, R->sw.hw)) {
 			fprintf(stderr, "prism: process %d: out of memory\n", R->sh.rank);
 			shard_abort(&R->sh, 1);
 			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
@@ -603,23 +614,15 @@ out:
 int cmd_search(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"db", required_argument, NULL, 'd'},
-	    {"exhaustive", no_argument, NULL, 'x'},
-	    {"optimise", no_argument, NULL, 'o'},
-	    {"optimize", no_argument, NULL, 'o'},
-	    {"threads", required_argument, NULL, 't'},
-	    {"batch", required_argument, NULL, 'b'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"model", required_argument, NULL, 'M'},
-	    {"hw", required_argument, NULL, 'H'},
-	    {"gpus", required_argument, NULL, 'G'},
-	    {"gbs", required_argument, NULL, 'B'},
-	    {"name", required_argument, NULL, 'N'},
-	    {"tokens", required_argument, NULL, 'T'},
-	    {"price", required_argument, NULL, 'P'},
-	    {"sweep-file", required_argument, NULL, 'F'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"db", required_argument, NULL, 'd'},      {"exhaustive", no_argument, NULL, 'x'},
+	    {"optimise", no_argument, NULL, 'o'},      {"optimize", no_argument, NULL, 'o'},
+	    {"threads", required_argument, NULL, 't'}, {"batch", required_argument, NULL, 'b'},
+	    {"json", no_argument, NULL, 'j'},	       {"quiet", no_argument, NULL, 'q'},
+	    {"model", required_argument, NULL, 'M'},   {"hw", required_argument, NULL, 'H'},
+	    {"gpus", required_argument, NULL, 'G'},    {"gbs", required_argument, NULL, 'B'},
+	    {"name", required_argument, NULL, 'N'},    {"tokens", required_argument, NULL, 'T'},
+	    {"price", required_argument, NULL, 'P'},   {"sweep-file", required_argument, NULL, 'F'},
+	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
 	};
 	struct oneline q = {0};
 	struct run R;
@@ -636,7 +639,7 @@ int cmd_search(int argc, char **argv)
 	R.mode = BATCH_SCREEN;
 	prism_err_clear(&err);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			db_arg = optarg;
@@ -657,6 +660,9 @@ int cmd_search(int argc, char **argv)
 			break;
 		case 'j':
 			json = 1;
+			break;
+		case 'q':
+			R.quiet = 1;
 			break;
 		case 'M':
 			q.model = optarg;
@@ -690,7 +696,7 @@ int cmd_search(int argc, char **argv)
 			fputs(help_options, stdout);
 			return 0;
 		default:
-			return usage_bad_option("search", "h", longopts, argv);
+			return usage_bad_option("search", "hq", longopts, argv);
 		}
 	}
 	if (q.model || q.hw || q.gpus || q.gbs || q.name || q.tokens > 0 || q.price > 0 || q.file) {
@@ -702,6 +708,8 @@ int cmd_search(int argc, char **argv)
 		}
 		if (oneline_write(&q, path, sizeof(path), &err))
 			return cli_fail(&err);
+		if (!R.quiet)
+			fprintf(stderr, "prism search: wrote the sweep %s\n", path);
 	} else if (optind != argc - 1) {
 		fprintf(stderr, "prism search: give one SWEEP file\n%s%s", help, help_options);
 		return EXIT_USAGE;
@@ -750,7 +758,7 @@ int cmd_search(int argc, char **argv)
 	if ((rc = agree(&R.sh, rc, &quiet)))
 		goto out;
 	drop_stored(&R);
-	if (R.lead)
+	if (R.lead && !R.quiet)
 		fprintf(stderr,
 			"prism search: %s: %ld candidates (%zu invalid, %zu out of memory, %zu "
 			"stored before%s), %zu to evaluate, %d threads%s -> %s\n",
@@ -761,7 +769,7 @@ int cmd_search(int argc, char **argv)
 	t0 = now();
 	if (R.lead) {
 		progress_on_interrupt();
-		if (isatty(2) && R.sp.norder) {
+		if (isatty(2) && R.sp.norder && !R.quiet) {
 			fprintf(stderr, "  (Ctrl-C stops it; the same command resumes)\n");
 			if (progress_start(&pg, stderr, R.sp.norder))
 				pg.f = NULL; /* no thread: the batches' lines only */

@@ -109,11 +109,57 @@ static void read_row(sqlite3_stmt *st, struct pareto_row *r)
 	r->mfu = sqlite3_column_double(st, i++);
 	r->gpuh = sqlite3_column_double(st, i++);
 	r->mem_gb = sqlite3_column_double(st, i++);
+	snprintf(r->hw, sizeof(r->hw), "%s", text(st, i++));
+	r->price = sqlite3_column_double(st, i++);
 	if (strcmp(r->partition, "even") != 0)
 		snprintf(r->part, sizeof(r->part), "%s", r->partition);
 	r->shard = PARETO_KV(r, shard) > 0 && PARETO_KV(r, shard) < PARETO_KV(r, dp)
 		       ? PARETO_KV(r, shard)
 		       : 0;
+}
+
+/* Rows by setting (profile, seq), gpus, iter_s, key. */
+static int cmp_row(const void *pa, const void *pb)
+{
+	const struct pareto_row *a = pa, *b = pb;
+	int c = strcmp(a->hw, b->hw);
+	if (c)
+		return c;
+	if (a->v[LK_seq] != b->v[LK_seq])
+		return a->v[LK_seq] < b->v[LK_seq] ? -1 : 1;
+	if (a->gpus != b->gpus)
+		return a->gpus < b->gpus ? -1 : 1;
+	if (a->iter_s != b->iter_s)
+		return a->iter_s < b->iter_s ? -1 : 1;
+	return strcmp(a->key, b->key);
+}
+
+/* Number P's settings and name what varies among them. */
+static void settings(struct pareto *P)
+{
+	int hws = 1, seqs = 1;
+	P->settings = 0;
+	for (size_t i = 0; i < P->n; i++) {
+		struct pareto_row *r = &P->rows[i], *q = i ? &P->rows[i - 1] : NULL;
+		if (q && strcmp(q->hw, r->hw) != 0)
+			hws++;
+		if (q && q->v[LK_seq] != r->v[LK_seq])
+			seqs++;
+		if (!q || strcmp(q->hw, r->hw) != 0 || q->v[LK_seq] != r->v[LK_seq])
+			P->settings++;
+		r->setting = P->settings - 1;
+	}
+	for (size_t i = 0; P->settings > 1 && i < P->n; i++) {
+		struct pareto_row *r = &P->rows[i];
+		if (hws > 1 && seqs > 1)
+			snprintf(r->setting_name, sizeof(r->setting_name), "%s, seq %d", r->hw,
+				 PARETO_KV(r, seq));
+		else if (hws > 1)
+			snprintf(r->setting_name, sizeof(r->setting_name), "%s", r->hw);
+		else
+			snprintf(r->setting_name, sizeof(r->setting_name), "seq %d",
+				 PARETO_KV(r, seq));
+	}
 }
 
 int pareto_read(sqlite3 *db, long long sid, struct pareto *P)
@@ -127,9 +173,13 @@ int pareto_read(sqlite3 *db, long long sid, struct pareto *P)
 	 * columns: their knobs read as the defaults (even stages, no hybrid
 	 * sharding). */
 	if (pareto_select(db, sql, sizeof(sql),
-			  "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb"
-			  " FROM candidate WHERE sweep=?1 AND status='simulated'"
-			  " ORDER BY gpus, iter_s, key") != 0)
+			  has_column(db, "hw")
+			      ? "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, hw,"
+				" price_per_gpu_hour FROM candidate WHERE sweep=?1 AND"
+				" status='simulated' ORDER BY gpus, iter_s, key"
+			      : "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, NULL, NULL"
+				" FROM candidate WHERE sweep=?1 AND status='simulated'"
+				" ORDER BY gpus, iter_s, key") != 0)
 		return SQLITE_INTERNAL;
 	if ((rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL)) != SQLITE_OK)
 		return rc;
@@ -145,6 +195,9 @@ int pareto_read(sqlite3 *db, long long sid, struct pareto *P)
 	rc = rc == SQLITE_DONE ? 0 : rc;
 	P->rows = rv.v;
 	P->n = rv.n;
+	if (P->n)
+		qsort(P->rows, P->n, sizeof(*P->rows), cmp_row);
+	settings(P);
 	return rc;
 }
 
@@ -166,7 +219,7 @@ static int same_run(const struct pareto_row *r, const struct pareto_row *e)
 			 PARETO_KV(r, vp) != PARETO_KV(e, vp)
 		     ? SAME_SCHEDULE
 		     : 0);
-	if (r->gpus != e->gpus || r->iter_s != e->iter_s || r->mem_gb != e->mem_gb ||
+	if (!PARETO_SAME_COUNT(r, e) || r->iter_s != e->iter_s || r->mem_gb != e->mem_gb ||
 	    strcmp(r->partition, e->partition) || ((d & SAME_SCHEDULE) && PARETO_KV(r, pp) != 1))
 		return 0;
 	/* Every other knob alike. */
@@ -203,8 +256,8 @@ static void judge(struct pareto *R)
 		rows[i].near_tie = 0;
 	}
 	for (size_t i = 1; i < R->n; i++) {
-		for (size_t j = i;
-		     j-- > 0 && rows[j].gpus == rows[i].gpus && rows[j].iter_s == rows[i].iter_s;) {
+		for (size_t j = i; j-- > 0 && PARETO_SAME_COUNT(&rows[j], &rows[i]) &&
+				   rows[j].iter_s == rows[i].iter_s;) {
 			int d;
 			if (rows[j].same_as >= 0 || !(d = same_run(&rows[i], &rows[j])))
 				continue;
@@ -226,7 +279,7 @@ static void judge(struct pareto *R)
 	}
 	for (size_t k = 0; k < R->nb; k++) {
 		const struct pareto_row *b = &rows[R->best[k]];
-		for (size_t i = R->best[k] + 1; i < R->n && rows[i].gpus == b->gpus; i++)
+		for (size_t i = R->best[k] + 1; i < R->n && PARETO_SAME_COUNT(&rows[i], b); i++)
 			if (rows[i].same_as < 0 && rows[i].iter_s <= b->iter_s * (1 + R->tie))
 				rows[i].near_tie = 1;
 	}
@@ -235,19 +288,22 @@ static void judge(struct pareto *R)
 int pareto_near_ties(const struct pareto *R, size_t k)
 {
 	int n = 0;
-	for (size_t i = R->best[k] + 1; i < R->n && R->rows[i].gpus == R->rows[R->best[k]].gpus;
-	     i++)
+	for (size_t i = R->best[k] + 1;
+	     i < R->n && PARETO_SAME_COUNT(&R->rows[i], &R->rows[R->best[k]]); i++)
 		n += R->rows[i].near_tie;
 	return n;
 }
 
 /* The Pareto fronts: a count is on the time front when its best is faster
- * than every smaller count's, on the GPU-hours front when cheaper. */
+ * than every smaller count's of its setting, on the GPU-hours front when
+ * cheaper. */
 static void fronts(struct pareto *R)
 {
 	double front_t = 0, front_h = 0;
 	for (size_t k = 0; k < R->nb; k++) {
 		const struct pareto_row *r = &R->rows[R->best[k]];
+		if (k && r->setting != R->rows[R->best[k - 1]].setting)
+			front_t = front_h = 0;
 		R->on_time[k] = front_t == 0 || r->iter_s < front_t;
 		R->on_hours[k] = front_h == 0 || r->gpuh < front_h;
 		if (R->on_time[k])
@@ -272,7 +328,7 @@ int pareto_rank(struct pareto *P, double tie)
 		return -1;
 	/* Best per GPU count: the first row of each count (sorted). */
 	for (size_t i = 0; i < P->n; i++)
-		if (i == 0 || P->rows[i].gpus != P->rows[i - 1].gpus)
+		if (i == 0 || !PARETO_SAME_COUNT(&P->rows[i], &P->rows[i - 1]))
 			P->best[P->nb++] = i;
 	judge(P);
 	fronts(P);

@@ -30,7 +30,8 @@ static const char schema_tail[] =
     " exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL, method TEXT,"
     " mem_stage INTEGER, mem_weights_gb REAL, mem_grads_gb REAL, mem_optimizer_gb REAL,"
     " mem_buffers_gb REAL, mem_activations_gb REAL, mem_transient_gb REAL,"
-    " mem_fragmentation_gb REAL, PRIMARY KEY(sweep, key));";
+    " mem_fragmentation_gb REAL, hw TEXT, price_per_gpu_hour REAL,"
+    " PRIMARY KEY(sweep, key));";
 
 /* The SQL type of knob k's column. */
 static const char *knob_type(int k)
@@ -105,12 +106,21 @@ static int create(sqlite3 *db)
  * before the knob). */
 static int knob_columns(sqlite3 *db)
 {
-	/* The sweep's inputs (sweep.h) came after version 8: added where
-	 * missing, whatever the version (NULL: not recorded). */
-	if (!has_column_in(db, "sweep", "inputs") &&
-	    sqlite3_exec(db, "ALTER TABLE sweep ADD COLUMN inputs TEXT", NULL, NULL, NULL) !=
-		SQLITE_OK)
-		return sqlite3_errcode(db);
+	/* The sweep's inputs (sweep.h), a candidate's profile and its price
+	 * came after version 8: added where missing, whatever the version
+	 * (NULL: not recorded; the sweep's 'hw' and price). */
+	static const char *const later[][3] = {{"sweep", "inputs", "TEXT"},
+					       {"candidate", "hw", "TEXT"},
+					       {"candidate", "price_per_gpu_hour", "REAL"}};
+	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
+		char sql[128];
+		if (has_column_in(db, later[i][0], later[i][1]))
+			continue;
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s", later[i][0],
+			 later[i][1], later[i][2]);
+		if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			return sqlite3_errcode(db);
+	}
 	for (int k = 0; k < LK_N; k++) {
 		char sql[128];
 		int rc;
@@ -325,7 +335,14 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, s->m.name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, s->hw.id, -1, SQLITE_STATIC);
+	{
+		/* Its profiles, comma-separated. */
+		char ids[SWEEP_MAX_HW * 65] = "";
+		for (int i = 0, o = 0; i < s->n_hw; i++)
+			o += snprintf(ids + o, sizeof(ids) - (size_t)o, "%s%s", i ? "," : "",
+				      s->hw[i].id);
+		sqlite3_bind_text(st, 4, ids, -1, SQLITE_TRANSIENT);
+	}
 	sqlite3_bind_text(st, 5, cli_version(), -1, SQLITE_STATIC);
 	sqlite3_bind_double(st, 6, (double)time(NULL));
 	if (s->fingerprint[0])
@@ -432,7 +449,9 @@ static const char *const result_cols[] = {"sweep",
 					  "mem_buffers_gb",
 					  "mem_activations_gb",
 					  "mem_transient_gb",
-					  "mem_fragmentation_gb"};
+					  "mem_fragmentation_gb",
+					  "hw",
+					  "price_per_gpu_hour"};
 enum {
 	C_SWEEP = 1,
 	C_KEY,
@@ -461,6 +480,8 @@ enum {
 	C_MEM_ACTS,
 	C_MEM_TRANSIENT,
 	C_MEM_FRAG,
+	C_HW,
+	C_PRICE,
 	C_KNOBS /* the first knob's */
 };
 _Static_assert(sizeof(result_cols) / sizeof(result_cols[0]) == C_KNOBS - 1,
@@ -526,6 +547,9 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		sqlite3_bind_text(st, C_KEY, k->key, -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, C_GPUS, k->gpus);
 		sqlite3_bind_text(st, C_STATUS, cand_status_name(k->status), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, C_HW, k->in.hw->id, -1, SQLITE_STATIC);
+		if (k->price > 0)
+			sqlite3_bind_double(st, C_PRICE, k->price);
 		/* The knobs, the partition as placed. */
 		synth_mem_layout(&k->in, &r);
 		for (int j = 0; j < LK_N; j++)
@@ -631,6 +655,7 @@ static const struct store_range {
     {"mem_activations_gb", -STORE_MAX_GB, STORE_MAX_GB},
     {"mem_transient_gb", -STORE_MAX_GB, STORE_MAX_GB},
     {"mem_fragmentation_gb", -STORE_MAX_GB, STORE_MAX_GB},
+    {"price_per_gpu_hour", 0, 1e6},
 };
 #define N_RANGES (sizeof(store_ranges) / sizeof(store_ranges[0]))
 

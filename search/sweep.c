@@ -431,15 +431,17 @@ static int record_inputs(struct sweep *s, const char *model_path, struct prism_e
 		return rc;
 	if (s->n_base || model_path)
 		input_line(s, s->n_base ? "base" : "model", "fnv1a64:%016" PRIx64, h);
-	if ((rc = cli_config_path("hw", s->hw_name, hw_path, sizeof(hw_path), err)) ||
-	    (rc = settings_hash(hw_path, "kernels", 0, &h, err)))
-		return rc;
-	snprintf(what, sizeof(what), "hw:%s", s->hw.id);
-	input_line(s, what, "fnv1a64:%016" PRIx64, h);
-	if ((rc = settings_hash(hw_path, "kernels", 1, &h, err)))
-		return rc;
-	snprintf(what, sizeof(what), "kernels:%s", s->hw.id);
-	input_line(s, what, "fnv1a64:%016" PRIx64, h);
+	for (int i = 0; i < s->n_hw; i++) {
+		if ((rc = cli_config_path("hw", s->hw_name[i], hw_path, sizeof(hw_path), err)) ||
+		    (rc = settings_hash(hw_path, "kernels", 0, &h, err)))
+			return rc;
+		snprintf(what, sizeof(what), "hw:%s", s->hw[i].id);
+		input_line(s, what, "fnv1a64:%016" PRIx64, h);
+		if ((rc = settings_hash(hw_path, "kernels", 1, &h, err)))
+			return rc;
+		snprintf(what, sizeof(what), "kernels:%s", s->hw[i].id);
+		input_line(s, what, "fnv1a64:%016" PRIx64, h);
+	}
 	if (s->kdb)
 		input_line(s, "kernel_db", "fnv1a64:%016" PRIx64, kdb_hash(s->kdb));
 	return 0;
@@ -545,7 +547,7 @@ static int load_base(struct sweep *s, struct prism_err *err)
 	}
 	build_opts_default(&bo);
 	memset(&o, 0, sizeof(o));
-	o.hw = s->hw_name;
+	o.hw = s->hw_name[0]; /* the base's; candidates take their own */
 	o.base_dp = s->base_dp;
 	o.base_step_s = s->base_step_s;
 	o.step_name = "base_step_ms";
@@ -579,7 +581,7 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		return rc;
 	if ((rc = record_inputs(s, model_path, err)))
 		return rc;
-	s->tmpl.hw = &s->hw;
+	s->tmpl.hw = &s->hw[0];
 	s->tmpl.lay.imbalance = s->imbalance;
 	return 0;
 }
@@ -624,6 +626,76 @@ static void digits(struct sweep *s)
 	}
 }
 
+/* 'hw': a profile (a file, or a name in configs/hw/), or a list of 1 to
+ * SWEEP_MAX_HW of them (hw_list: each is an axis of the sweep). */
+static int hw_setting(const char *file, const config_t *cf, struct sweep *s, struct prism_err *err)
+{
+	config_setting_t *e = config_lookup(cf, "hw");
+	int n;
+
+	if (!e || !config_setting_is_aggregate(e)) {
+		s->n_hw = 1;
+		return cfg_text(file, cf, NULL, "hw", s->hw_name[0], sizeof(s->hw_name[0]), err);
+	}
+	n = config_setting_length(e);
+	if (n < 1 || n > SWEEP_MAX_HW)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'hw' must name 1 to %d hardware profiles", file,
+				     config_setting_source_line(e), SWEEP_MAX_HW);
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *x = config_setting_get_elem(e, (unsigned)i);
+		const char *v = config_setting_get_string(x);
+		if (!v || !v[0] || strlen(v) >= sizeof(s->hw_name[0]))
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: 'hw' must list profiles' names in quotes",
+					     file, config_setting_source_line(x));
+		snprintf(s->hw_name[i], sizeof(s->hw_name[i]), "%s", v);
+	}
+	s->n_hw = n;
+	s->hw_list = 1;
+	return 0;
+}
+
+/* 'price_per_gpu_hour': one price for every profile, or (with a list of
+ * profiles) a list of one per profile; absent: each profile's own. */
+static int price_setting(const char *file, const config_t *cf, struct sweep *s,
+			 struct prism_err *err)
+{
+	config_setting_t *e = config_lookup(cf, "price_per_gpu_hour");
+	int rc;
+
+	if (!e)
+		return 0;
+	if (!config_setting_is_aggregate(e)) {
+		if ((rc = cfg_range(file, cf, NULL, "price_per_gpu_hour", 0, 1e6, 0, 1,
+				    &s->price_per_gpu_hour, err)))
+			return rc;
+		for (int i = 0; i < s->n_hw; i++)
+			s->hw_price[i] = s->price_per_gpu_hour;
+		return 0;
+	}
+	if (config_setting_length(e) != s->n_hw)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'price_per_gpu_hour' lists %d prices for %d profiles "
+				     "in 'hw' (one for each, or one number for all)",
+				     file, config_setting_source_line(e), config_setting_length(e),
+				     s->n_hw);
+	for (int i = 0; i < s->n_hw; i++) {
+		const config_setting_t *x = config_setting_get_elem(e, (unsigned)i);
+		int t = config_setting_type(x);
+		double v = t == CONFIG_TYPE_INT	    ? config_setting_get_int(x)
+			   : t == CONFIG_TYPE_FLOAT ? config_setting_get_float(x)
+						    : -1;
+		if (!(v >= 0 && v <= 1e6))
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: 'price_per_gpu_hour' must list numbers in "
+					     "0..1e+06",
+					     file, config_setting_source_line(x));
+		s->hw_price[i] = v;
+	}
+	return 0;
+}
+
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 {
 	static const char *const top[] = {
@@ -647,7 +719,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_setting(path, &cf, s, err)) ||
 	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
 					  sizeof(s->model_name), err))) ||
-	    (rc = cfg_text(path, &cf, NULL, "hw", s->hw_name, sizeof(s->hw_name), err)) ||
+	    (rc = hw_setting(path, &cf, s, err)) ||
 	    (rc = cfg_range(path, &cf, NULL, "global_batch", 1, SWEEP_MAX_BATCH, 1, 1, &v, err)))
 		goto out;
 	s->global_batch = (int)v;
@@ -663,9 +735,7 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 	if (config_lookup(&cf, "tokens") &&
 	    (rc = cfg_range(path, &cf, NULL, "tokens", 1, 1e16, 0, 1, &s->tokens, err)))
 		goto out;
-	if (config_lookup(&cf, "price_per_gpu_hour") &&
-	    (rc = cfg_range(path, &cf, NULL, "price_per_gpu_hour", 0, 1e6, 0, 1,
-			    &s->price_per_gpu_hour, err)))
+	if ((rc = price_setting(path, &cf, s, err)))
 		goto out;
 	if (config_lookup(&cf, "base_dp")) {
 		if ((rc = cfg_range(path, &cf, NULL, "base_dp", 1, LAYOUT_MAX_DP, 1, 1, &v, err)))
@@ -728,8 +798,19 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 		goto out;
 	}
 	config_destroy(&cf);
-	/* The base and the hardware named in it. */
-	if ((rc = cli_load_hw(s->hw_name, &s->hw, err)) || (rc = load_base(s, err))) {
+	/* The base and the hardware named in it (each profile once). */
+	for (int i = 0; i < s->n_hw && !rc; i++) {
+		rc = cli_load_hw(s->hw_name[i], &s->hw[i], err);
+		if (s->hw_price[i] == 0)
+			s->hw_price[i] = s->hw[i].price_per_gpu_hour;
+		for (int j = 0; j < i && !rc; j++)
+			if (strcmp(s->hw[i].id, s->hw[j].id) == 0)
+				rc = prism_err_set(err, PRISM_EFORMAT,
+						   "'hw' lists the profile %s twice", s->hw[i].id);
+	}
+	if (!s->hw_list && s->price_per_gpu_hour == 0)
+		s->price_per_gpu_hour = s->hw_price[0]; /* the profile's */
+	if (rc || (rc = load_base(s, err))) {
 		prism_err_prefix(err, "%s", path);
 		sweep_release(s);
 		return rc;
@@ -765,10 +846,25 @@ void sweep_release(struct sweep *s)
 	base_release(&s->bl);
 }
 
-static void make_key(struct cand *c)
+/* The key: "hw=ID;" first where the sweep lists profiles, then the GPU
+ * count and layout_key's; then each knob keyed only where swept
+ * (LK_KEY_SWEPT: seq) that the sweep lists. */
+static void make_key(const struct sweep *s, struct cand *c)
 {
-	int n = snprintf(c->key, sizeof(c->key), "gpus=%d;", c->gpus);
-	layout_key(&c->in.m, &c->in.lay, c->key + n, sizeof(c->key) - (size_t)n);
+	size_t n = 0;
+	if (s->hw_list)
+		n = (size_t)snprintf(c->key, sizeof(c->key), "hw=%s;", s->hw[c->hw].id);
+	n += (size_t)snprintf(c->key + n, sizeof(c->key) - n, "gpus=%d;", c->gpus);
+	layout_key(&c->in.m, &c->in.lay, c->key + n, sizeof(c->key) - n);
+	for (int k = 0; k < LK_N; k++) {
+		char v[32];
+		if (layout_knobs[k].key_group != LK_KEY_SWEPT ||
+		    !(layout_knobs[k].flags & LK_SWEEP) || s->knob[k].v[0] == SWEEP_BASE)
+			continue;
+		n = strlen(c->key);
+		layout_format(&c->in.m, &c->in.lay, k, 0, v, sizeof(v));
+		snprintf(c->key + n, sizeof(c->key) - n, ";%s=%s", layout_knobs[k].id, v);
+	}
 }
 
 /* Verdicts before simulation: the layout rules, then memory, then the
@@ -797,7 +893,7 @@ static void judge(const struct sweep *s, struct cand *c)
 	}
 	{
 		struct synth_in x = c->in;
-		x.hw = &s->hw;
+		x.hw = c->in.hw;
 		synth_mem(&x, &me);
 		c->p.mem = me; /* stored whatever the verdict */
 	}
@@ -836,7 +932,7 @@ static int radix(const struct sweep *s, int k)
 uint64_t sweep_count(const struct sweep *s)
 {
 	/* Up to 32^25 would overflow: the product saturates. */
-	uint64_t c = (uint64_t)s->gpus.n;
+	uint64_t c = (uint64_t)s->gpus.n * (uint64_t)s->n_hw;
 	for (int i = 0; i < s->n_order; i++) {
 		uint64_t n = (uint64_t)radix(s, s->order[i]);
 		if (n && c > UINT64_MAX / n)
@@ -895,7 +991,7 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 		ix[k] = (int)(x % (uint64_t)radix(s, k));
 		x /= (uint64_t)radix(s, k);
 	}
-	if (x >= (uint64_t)s->gpus.n)
+	if (x >= (uint64_t)s->gpus.n * (uint64_t)s->n_hw)
 		return 1; /* past the last */
 	/* The schedule axis: each schedule, interleaved once per vp. */
 	for (int is = 0;; is++) {
@@ -910,8 +1006,10 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 	}
 	memset(c, 0, sizeof(*c));
 	c->in = s->tmpl;
-	c->in.hw = &s->hw;
-	c->gpus = gpus = s->gpus.v[x];
+	c->hw = (int)(x / (uint64_t)s->gpus.n);
+	c->in.hw = &s->hw[c->hw];
+	c->price = s->hw_price[c->hw];
+	c->gpus = gpus = s->gpus.v[x % (uint64_t)s->gpus.n];
 	for (int i = 0; i < s->n_order; i++) {
 		int k = s->order[i], v = s->knob[k].v[ix[k]];
 		if (v == SWEEP_BASE)
@@ -963,6 +1061,6 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 			 "ffn %" PRId64 " (scaled with hidden %d) is beyond %d", ffn,
 			 c->in.m.hidden, LLM_MAX_FFN);
 	}
-	make_key(c);
+	make_key(s, c);
 	return 0;
 }

@@ -43,15 +43,24 @@ struct sweep_list {
 };
 
 #define SWEEP_MAX_BASE	64
+#define SWEEP_MAX_HW	8	  /* hardware profiles in one sweep */
 #define SWEEP_NAME_MAX	63	  /* bytes of a sweep's name */
 #define SWEEP_MAX_BATCH (1 << 24) /* global_batch, sequences */
 
 struct sweep {
 	char path[512];
 	char name[SWEEP_NAME_MAX + 1]; /* sweep_name_ok */
-	char model_name[128], hw_name[128];
+	char model_name[128];
+	/* The target hardware: 'hw', one profile or a list (hw_list: a
+	 * candidate's key then names its profile, and each profile is an axis
+	 * slower than the GPU count), each with the price of its GPU-hour
+	 * (the sweep's price_per_gpu_hour, one or one per profile, else the
+	 * profile's; 0: not known). */
+	char hw_name[SWEEP_MAX_HW][128];
+	struct hw_profile hw[SWEEP_MAX_HW];
+	double hw_price[SWEEP_MAX_HW];
+	int n_hw, hw_list;
 	struct llm m;
-	struct hw_profile hw; /* the target hardware */
 	/* A trace base: its files (the ranks of one job, or a saved graph).
 	 * n_base == 0: the base is the model, with synth_in_default's costs. */
 	char *base[SWEEP_MAX_BASE];
@@ -78,7 +87,8 @@ struct sweep {
 	char inputs[1024];
 	int global_batch;
 	double tokens;		   /* 'tokens': to train, for days and cost; 0: not given */
-	double price_per_gpu_hour; /* 'price_per_gpu_hour', any currency; 0: not given */
+	double price_per_gpu_hour; /* 'price_per_gpu_hour' (one for every profile), any
+				    * currency; 0: not given (or one per profile) */
 	double margin;		   /* screen candidates beyond best x (1 + margin) */
 	double imbalance;	   /* 'moe_imbalance': the busiest expert's tokens over
 				    * the mean, every candidate (1: balanced) */
@@ -101,6 +111,8 @@ enum cand_status { CS_PENDING, CS_INVALID, CS_OOM, CS_SCREENED, CS_SIMULATED, CS
 struct cand {
 	struct synth_in in;
 	int gpus;
+	int hw;	      /* index of its profile in sweep.hw (in.hw points there) */
+	double price; /* of its GPU-hour (sweep.hw_price); 0: not known */
 	char key[320];
 	int status;
 	char reason[160];
@@ -137,8 +149,8 @@ int sweep_inputs_diff(const char *was, const char *now, char *buf, size_t n);
 
 /*
  * Candidate index (0 .. sweep_count(s) - 1) of s, in the order of nested
- * loops over gpus and the knobs by their digits (layout.h; schedule and vp
- * one loop): 0 with *c filled and judged (an invalid one marked
+ * loops over the profiles, gpus and the knobs by their digits (layout.h;
+ * schedule and vp one loop): 0 with *c filled and judged (an invalid one marked
  * with status and reason, the analytic estimate and bound of a valid one),
  * or 1 when index is no candidate (sp = 1 without tp repeats sp = 0).
  */
