@@ -173,6 +173,13 @@ void cli_wrap(FILE *f, const char *text, int at, int col);
 /* The help of those options, to f. */
 void cli_layout_help(FILE *f);
 
+/* 1 when an output path is "-": standard output (prism_wfile_open). */
+int cli_is_stdout(const char *path);
+
+/* Standard output has taken a file (-o -): what the command prints from
+ * here on goes to stderr, so the file's bytes stay apart. */
+void cli_stdout_taken(void);
+
 /* The longest path prism builds from one given (a rank's file from -o). */
 #define CLI_PATH_MAX 1024
 

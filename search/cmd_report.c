@@ -51,7 +51,8 @@ static const char help[] =
     "  -o, --output DIR    where to write (default results/NAME/)\n"
     "      --json          print the report as JSON instead of Markdown\n"
     "      --csv-all[=FILE] every candidate, simulated or not, as CSV into\n"
-    "                      FILE (default DIR/all.csv; FILE.gz is gzipped)\n"
+    "                      FILE (default DIR/all.csv; FILE.gz is gzipped; -:\n"
+    "                      standard output, report.md then not printed)\n"
     "      --tokens N      tokens to train (default: the sweep's 'tokens')\n"
     "      --price P       price of one GPU-hour, every row (default: each\n"
     "                      row's profile's, as the sweep priced it)\n"
@@ -1261,6 +1262,15 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "prism report: give one DB (prism report --help)\n");
 		return EXIT_USAGE;
 	}
+	/* "-": standard output, for a file, not the folder. */
+	if (cli_is_stdout(outdir) || (cli_is_stdout(all_arg) && json)) {
+		fprintf(stderr, "prism report: %s\n",
+			cli_is_stdout(outdir)
+			    ? "-o - : the report is a folder (report.md, best.csv, pareto.svg); "
+			      "--json prints it on standard output"
+			    : "--csv-all=- and --json would share standard output");
+		return EXIT_USAGE;
+	}
 	R.db = argv[optind];
 	R.tie_given = tie_given;
 	if ((rc = open_sweep(&R, &db, sid, tokens, price, name, sizeof(name))))
@@ -1315,7 +1325,7 @@ int cmd_report(int argc, char **argv)
 	drawn = chart(path[OUT_SVG], &R) == 0;
 	if (json)
 		write_json(stdout, &R, db, dir, want_all ? path[OUT_ALL] : NULL, drawn);
-	else
+	else if (!cli_is_stdout(all_arg)) /* standard output holds the CSV */
 		fwrite(mdbuf, 1, mdlen, stdout);
 	fflush(stdout);
 	if (!drawn)

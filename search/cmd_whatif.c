@@ -58,7 +58,8 @@ static const char help[] =
     "                          it ran)\n"
     "      --db FILE           kernel times from this kernel database (prism\n"
     "                          calibrate --db) where it holds the GPU and size\n"
-    "      --timeline FILE     write the candidate's simulated run (Perfetto)\n"
+    "      --timeline FILE     write the candidate's simulated run (Perfetto; -:\n"
+    "                          standard output, the prediction then on stderr)\n"
     "      --json              print the prediction as JSON\n"
     "      --method M          a trace with a run description: auto (graph edits for\n"
     "                          layers, microbatches, dp and the hardware, rebuilt\n"
@@ -264,6 +265,11 @@ int cmd_whatif(int argc, char **argv)
 		fprintf(stderr, "prism whatif: no BASE given\n%s", help);
 		return EXIT_USAGE;
 	}
+	if (cli_is_stdout(timeline) && json) {
+		fprintf(stderr, "prism: --timeline - and --json would share standard output: give "
+				"--timeline FILE\n");
+		return EXIT_USAGE;
+	}
 	/* The timeline (or its first rank's file) is no input; the others are
 	 * checked where they are named (cli_write_trace). */
 	if (cli_not_input(timeline, "--timeline", argv + optind, argc - optind, &err) ||
@@ -298,6 +304,8 @@ int cmd_whatif(int argc, char **argv)
 			synth_out_release(&so);
 		if (rc)
 			goto fail;
+		if (cli_is_stdout(timeline))
+			cli_stdout_taken(); /* the prediction after it, on stderr */
 	}
 	if (json)
 		print_json(&b, &cand, &p);
