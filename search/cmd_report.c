@@ -275,6 +275,21 @@ static void json_num(FILE *f, double v)
 		fputs("null", f);
 }
 
+/* A figure that is positive where known (tokens/s, MFU, memory of a run a
+ * plain trace cannot tell): null where it is not. */
+static void json_pos(FILE *f, double v)
+{
+	json_num(f, v > 0 ? v : NAN);
+}
+
+/* The same in CSV: an empty cell where not known. */
+static void csv_pos(FILE *f, double v, int prec, int g)
+{
+	if (v > 0 && isfinite(v))
+		fprintf(f, g ? "%.*g" : "%.*f", prec, v);
+	putc(',', f);
+}
+
 /* A JSON string of text from the database: valid UTF-8 kept, every other
  * byte '?', so the output parses whatever the database holds. */
 static void json_text(FILE *f, const char *s)
@@ -622,8 +637,12 @@ static void write_best_csv(FILE *csv, const struct report *R)
 	for (size_t k = 0; k < R->P.nb; k++) {
 		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
 		csv_knobs(csv, r);
-		fprintf(csv, "%.9f,%.3f,%.6f,%.6f,%.3f,%.9g,", r->iter_s, r->tps, r->mfu, r->bubble,
-			r->mem_gb, r->gpuh);
+		fprintf(csv, "%.9f,", r->iter_s);
+		csv_pos(csv, r->tps, 3, 0);
+		csv_pos(csv, r->mfu, 6, 0);
+		fprintf(csv, "%.6f,", r->bubble);
+		csv_pos(csv, r->mem_gb, 3, 0);
+		csv_pos(csv, r->gpuh, 9, 1);
 		csv_train(csv, R, r);
 		fprintf(csv, "%d,%d,%d,%d,", pareto_near_ties(&R->P, k), r->n_same, R->P.on_time[k],
 			R->P.on_hours[k]);
@@ -712,15 +731,15 @@ static void json_row(FILE *f, const struct report *R, const struct pareto_row *r
 	fputs(",\"iter_s\":", f);
 	json_num(f, r->iter_s);
 	fputs(",\"tokens_per_s\":", f);
-	json_num(f, r->tps);
+	json_pos(f, r->tps);
 	fputs(",\"mfu\":", f);
-	json_num(f, r->mfu);
+	json_pos(f, r->mfu);
 	fputs(",\"bubble\":", f);
 	json_num(f, r->bubble);
 	fputs(",\"mem_gb\":", f);
-	json_num(f, r->mem_gb);
+	json_pos(f, r->mem_gb);
 	fputs(",\"gpu_hours_per_iter\":", f);
-	json_num(f, r->gpuh);
+	json_pos(f, r->gpuh);
 	if (R->tr.tokens > 0) {
 		fputs(",\"days_to_train\":", f);
 		json_num(f, days);

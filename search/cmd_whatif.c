@@ -118,10 +118,14 @@ static void print_json(const struct base *b, const struct synth_in *cand,
 	       b->pb.host_traced_s > 0 ? b->pb.host_traced_s : s->iter_s);
 	printf(",\"base_iteration_s\":%.9f,\"base_host_s\":%.9f,\"base_gpu_s\":%.9f,"
 	       "\"base_host_bound\":%s,\"host_s\":%.9f,\"gpu_s\":%.9f,\"host_bound\":%s,"
-	       "\"speedup\":%.6f,",
+	       "\"speedup\":",
 	       s->iter_s, s->host_s, s->gpu_s, s->host_bound ? "true" : "false", p->host_s,
-	       p->gpu_s, p->host_bound ? "true" : "false",
-	       p->iter_s > 0 ? s->iter_s / p->iter_s : 0);
+	       p->gpu_s, p->host_bound ? "true" : "false");
+	/* null where not known (no candidate time) */
+	if (p->iter_s > 0)
+		printf("%.6f,", s->iter_s / p->iter_s);
+	else
+		printf("null,");
 	if (b->pb.kind == PB_TRACE)
 		printf(
 		    "\"iteration_s\":%.9f,\"layers_from\":%d,\"layers_to\":%d,"
