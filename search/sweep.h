@@ -4,10 +4,11 @@
  * A sweep file (in configs/sweeps/, each commented as its own manual)
  * names the base -- a model configuration, or a trace (or saved graph):
  * annotated (its kernels calibrate the costs) or plain (candidates are
- * graph edits of it, predict.h) -- and the hardware, the GPU counts (a
+ * graph edits of it, predict.h) -- and the hardware (a profile, or a list
+ * of them: each an axis of the sweep, with its price), the GPU counts (a
  * list, or a budget: every power of two up to it), the global batch in
  * sequences, and for each sweep knob of layout.h (LK_SWEEP: tp, pp, mbs,
- * schedule, vp, ..., cp) a list under space.ID; optionally a kernel
+ * schedule, vp, ..., cp, seq) a list under space.ID; optionally a kernel
  * database (kernel_db, from prism calibrate --db) for kernel times, and
  * the tokens to train and the price of a GPU-hour (tokens,
  * price_per_gpu_hour) for the report's days and cost.  dp follows from the
