@@ -383,33 +383,43 @@ static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, con
 	if (sw->price_per_gpu_hour > 0)
 		printf(",\"price_per_gpu_hour\":%.9g", sw->price_per_gpu_hour);
 	printf(",\"best\":[");
-	/* Every simulated row ordered by time within its count: the first of
-	 * each count is its best, as prism report finds it. */
+	/* Every simulated row ordered by time within its count of its setting
+	 * (profile, seq): the first of each is its best, as prism report
+	 * finds it; each priced at its profile's price. */
 	if (sqlite3_prepare_v2(
 		db,
-		"SELECT gpus, key, iter_s, tokens_per_s FROM candidate WHERE sweep=?1"
-		" AND status='simulated' ORDER BY gpus, iter_s, key",
+		"SELECT gpus, key, iter_s, tokens_per_s, hw, seq, price_per_gpu_hour FROM"
+		" candidate WHERE sweep=?1 AND status='simulated'"
+		" ORDER BY hw, seq, gpus, iter_s, key",
 		-1, &st, NULL) == SQLITE_OK) {
+		char last_hw[64] = "";
+		int last_seq = -1;
 		sqlite3_bind_int64(st, 1, sid);
 		while (sqlite3_step(st) == SQLITE_ROW) {
-			int gpus = sqlite3_column_int(st, 0);
+			int gpus = sqlite3_column_int(st, 0), seq = sqlite3_column_int(st, 5);
 			const char *key = (const char *)sqlite3_column_text(st, 1);
+			const char *hw = (const char *)sqlite3_column_text(st, 4);
 			double t = sqlite3_column_double(st, 2), tps = sqlite3_column_double(st, 3);
-			if (gpus == last)
+			double price = sqlite3_column_double(st, 6);
+			if (gpus == last && seq == last_seq && strcmp(hw ? hw : "", last_hw) == 0)
 				continue;
-			printf("%s{\"gpus\":%d,\"key\":", last < 0 ? "" : ",", gpus);
+			printf("%s{\"gpus\":%d,\"hw\":", last < 0 ? "" : ",", gpus);
+			prism_fput_json_str(stdout, hw ? hw : "");
+			printf(",\"seq\":%d,\"key\":", seq);
 			prism_fput_json_str(stdout, key ? key : "");
 			printf(",\"iter_s\":%.9g,\"tokens_per_s\":%.9g", t, tps);
 			if (sw->tokens > 0 && tps > 0) {
 				double sec = sw->tokens / tps;
 				printf(",\"days_to_train\":%.6g,\"gpu_hours_to_train\":%.6g",
 				       sec / 86400, gpus * sec / 3600);
-				if (sw->price_per_gpu_hour > 0)
+				if (price > 0)
 					printf(",\"cost_to_train\":%.6g",
-					       gpus * sec / 3600 * sw->price_per_gpu_hour);
+					       gpus * sec / 3600 * price);
 			}
 			printf("}");
 			last = gpus;
+			last_seq = seq;
+			snprintf(last_hw, sizeof(last_hw), "%s", hw ? hw : "");
 		}
 		sqlite3_finalize(st);
 	}
@@ -467,7 +477,8 @@ static int open_results(struct run *R, const char *db_arg, int batch_given, stru
 			      err)) == 0 &&
 	     (rc = store_keys(R->db, R->sid, &keys, &nkeys, err)) == 0)) {
 		char key[sizeof(((struct cand *)0)->key)];
-		R->best.n = store_best(R->db, R->sid, R->best.gpus, R->best.t, SWEEP_MAX_LIST * 4);
+		R->best.n = store_best(R->db, R->sid, &R->sw, R->best.gpus, R->best.hw, R->best.seq,
+				       R->best.t, BATCH_MAX_BEST);
 		for (size_t i = 0; nkeys && i < n; i++) {
 			uint32_t ix = i < R->sp.norder ? R->sp.order[i].index
 						       : R->sp.rejected[i - R->sp.norder];

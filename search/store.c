@@ -600,19 +600,27 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 	return 0;
 }
 
-int store_best(sqlite3 *db, long long id, int *gpus, double *best, int max)
+int store_best(sqlite3 *db, long long id, const struct sweep *s, int *gpus, int *hw, int *seq,
+	       double *best, int max)
 {
 	sqlite3_stmt *st;
 	int n = 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT gpus, MIN(iter_s) FROM candidate WHERE sweep=?1 AND "
-			       "status='simulated' GROUP BY gpus",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT gpus, hw, seq, MIN(iter_s) FROM candidate WHERE sweep=?1 AND "
+		"status='simulated' GROUP BY gpus, hw, seq",
+		-1, &st, NULL) != SQLITE_OK)
 		return 0;
 	sqlite3_bind_int64(st, 1, id);
 	while (n < max && sqlite3_step(st) == SQLITE_ROW) {
+		const char *h = (const char *)sqlite3_column_text(st, 1);
 		gpus[n] = sqlite3_column_int(st, 0);
-		best[n] = sqlite3_column_double(st, 1);
+		hw[n] = 0;
+		for (int i = 0; h && i < s->n_hw; i++)
+			if (strcmp(h, s->hw[i].id) == 0)
+				hw[n] = i;
+		seq[n] = sqlite3_column_int(st, 2);
+		best[n] = sqlite3_column_double(st, 3);
 		n++;
 	}
 	sqlite3_finalize(st);

@@ -95,8 +95,11 @@ void store_keys_free(char **keys, size_t n);
 /* Write candidates c[0..n) (status not pending) in one transaction. */
 int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct prism_err *err);
 
-/* Best simulated time per GPU count so far: gpus[i], best[i]; returns n. */
-int store_best(sqlite3 *db, long long id, int *gpus, double *best, int max);
+/* Best simulated time per GPU count and setting so far: gpus[i] on profile
+ * hw[i] (its index in s->hw, by id) at sequence length seq[i], best[i];
+ * returns n. */
+int store_best(sqlite3 *db, long long id, const struct sweep *s, int *gpus, int *hw, int *seq,
+	       double *best, int max);
 
 int store_finish(sqlite3 *db, long long id, struct prism_err *err);
 

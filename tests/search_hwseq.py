@@ -40,6 +40,30 @@ with tempfile.TemporaryDirectory() as d:
         # tokens/s: the global batch's tokens over the step.
         check(abs(tps - GBS * seq / it) <= 1e-6 * tps, f"{key}: {tps} tokens/s, step {it}")
     check(len(seen) == 16, "a setting or layout missing")
+    # Screening compares a candidate with its own setting's best only: the
+    # default mode and --optimise find every setting's exhaustive best at
+    # every count (a B200's time screened no H100 candidate).
+    def best(path):
+        con = sqlite3.connect(path)
+        out = dict(((hw, seq, g), t) for hw, seq, g, t in con.execute(
+            "SELECT hw, seq, gpus, MIN(iter_s) FROM candidate WHERE status='simulated'"
+            " GROUP BY hw, seq, gpus"))
+        con.close()
+        return out
+    want = best(db)
+    check(len(want) == 8, str(want))
+    for mode in ([], ["--optimise"]):
+        sdb = os.path.join(d, f"screen{len(mode)}.db")
+        prism(PRISM, "search", SWEEP, "--db", sdb, *mode)
+        check(best(sdb) == want, f"{mode or 'default'}: {best(sdb)} against {want}")
+    # search --json: the best of each setting at each count.
+    js = json.loads(prism(PRISM, "search", SWEEP, "--db", db, "--exhaustive", "--json").stdout)
+    got = {(b["hw"], b["seq"], b["gpus"]): b["iter_s"] for b in js["best"]}
+    check(got.keys() == want.keys() and
+          all(abs(got[k] / want[k] - 1) < 1e-8 for k in want), str(js["best"]))
+    for b in js["best"]:
+        cost = TOKENS / b["tokens_per_s"] * b["gpus"] / 3600 * PRICE[b["hw"]]
+        check(abs(b["cost_to_train"] / cost - 1) < 1e-5, f"{b}: by hand {cost}")
     # Each row is the step synth gives that profile and seq, to the ns.
     for hw, seq in (("b200-dgx", 2048), ("h100-dgx", 1024)):
         key, *_, gpus, tp, dp, mb, it, _, _ = next(
