@@ -44,7 +44,9 @@ static const char help[] =
     "docs/VALIDATION.md) are marked; the model does not rank them.  Layouts\n"
     "that are the same run (ZeRO with dp = 1, a recompute setting that\n"
     "changes neither time nor memory, GPipe or 1F1B without a pipeline) are\n"
-    "collapsed into the simplest.\n"
+    "collapsed into the simplest.  Layouts whose memory is within the memory\n"
+    "model's uncertainty (" MEM_UNCERTAINTY_TEXT
+    " %) of the usable memory are marked \"(at risk)\".\n"
     "\n"
     "options:\n"
     "      --sweep ID      the sweep (default: the latest in the database)\n"
@@ -495,6 +497,7 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	const struct train *t = &R->tr;
 	sqlite3_stmt *st = NULL;
 	char lay[200], a[48], b[48], c[48];
+	int at_risk = 0;
 
 	fprintf(md, "# Sweep %s (id %lld)\n\n", R->name, R->sid);
 	sqlite3_prepare_v2(db,
@@ -540,9 +543,10 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	for (size_t k = 0; k < R->P.nb; k++) {
 		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
 		layout(lay, sizeof(lay), r);
-		fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f | %.4g |", r->gpus,
+		fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f%s | %.4g |", r->gpus,
 			lay, r->iter_s * 1e3, r->tps, r->mfu * 100, r->bubble * 100, r->mem_gb,
-			r->gpuh);
+			r->at_risk ? " (at risk)" : "", r->gpuh);
+		at_risk += r->at_risk;
 		if (t->tokens > 0) {
 			double days, gpuh, cost;
 			to_train(t, r, &days, &gpuh, &cost);
@@ -556,6 +560,12 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 		fprintf(md, " %d | %s | %s |\n", pareto_near_ties(&R->P, k),
 			R->P.on_time[k] ? "yes" : "no", R->P.on_hours[k] ? "yes" : "no");
 	}
+	if (at_risk)
+		fprintf(md,
+			"\nAt risk: a layout whose memory is within the memory model's "
+			"uncertainty (+/-%.0f %%, docs/VALIDATION.md) of the GPU's usable memory; "
+			"it may run out of memory.\n",
+			MEM_UNCERTAINTY * 100);
 	fprintf(md,
 		"\nNear-ties: other layouts within %.1f %% of the best at their GPU count (%s%s); "
 		"prism does not order them.",
@@ -738,6 +748,7 @@ static void json_row(FILE *f, const struct report *R, const struct pareto_row *r
 	json_num(f, r->bubble);
 	fputs(",\"mem_gb\":", f);
 	json_pos(f, r->mem_gb);
+	fprintf(f, ",\"mem_at_risk\":%s", r->at_risk ? "true" : "false");
 	fputs(",\"gpu_hours_per_iter\":", f);
 	json_pos(f, r->gpuh);
 	if (R->tr.tokens > 0) {

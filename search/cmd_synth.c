@@ -22,6 +22,11 @@ static const char help[] =
     "`whatif` read: one file, or with --pp > 1 one per stage (TRACE.rankR.json).\n"
     "MODEL is a file or a name in configs/models/ (gpt-small, gpt3-1.3b, ...);\n"
     "HW a file or a name in configs/hw/ (h100-dgx, a100-80gb-dgx, ...).\n"
+    "The memory line gives the stage needing the most and the verdict: fits,\n"
+    "at risk (within the memory model's " MEM_UNCERTAINTY_TEXT
+    " % uncertainty of the usable memory)\n"
+    "or OUT OF MEMORY, with the margin (docs/MODEL.md, \"Memory\";\n"
+    "--expandable-segments for PyTorch's allocator option).\n"
     "\n"
     "options:\n"
     "      --hw HW             the hardware profile (required)\n"

@@ -84,7 +84,7 @@ static const char *text(sqlite3_stmt *st, int i)
 }
 
 /* Row r from the columns of st (pareto_select's, then iter_s, bubble,
- * tokens_per_s, mfu, gpu_hours, mem_gb). */
+ * tokens_per_s, mfu, gpu_hours, mem_gb, mem_verdict). */
 static void read_row(sqlite3_stmt *st, struct pareto_row *r)
 {
 	int i = 1;
@@ -109,6 +109,7 @@ static void read_row(sqlite3_stmt *st, struct pareto_row *r)
 	r->mfu = sqlite3_column_double(st, i++);
 	r->gpuh = sqlite3_column_double(st, i++);
 	r->mem_gb = sqlite3_column_double(st, i++);
+	r->at_risk = strcmp(text(st, i++), "at-risk") == 0;
 	snprintf(r->hw, sizeof(r->hw), "%s", text(st, i++));
 	r->price = sqlite3_column_double(st, i++);
 	if (strcmp(r->partition, "even") != 0)
@@ -166,20 +167,24 @@ int pareto_read(sqlite3 *db, long long sid, struct pareto *P)
 {
 	VEC(struct pareto_row) rv = {0};
 	sqlite3_stmt *st = NULL;
-	char sql[2048];
+	char sql[2048], rest[320];
 	int rc = 0;
 
 	/* Databases before version 7 (read as they are) have no placement
 	 * columns: their knobs read as the defaults (even stages, no hybrid
 	 * sharding). */
-	if (pareto_select(db, sql, sizeof(sql),
-			  has_column(db, "hw")
-			      ? "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, hw,"
-				" price_per_gpu_hour FROM candidate WHERE sweep=?1 AND"
-				" status='simulated' ORDER BY gpus, iter_s, key"
-			      : "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, NULL, NULL"
-				" FROM candidate WHERE sweep=?1 AND status='simulated'"
-				" ORDER BY gpus, iter_s, key") != 0)
+	/* A database from before the memory verdict has no mem_verdict. */
+	if ((rc = sqlite3_prepare_v2(db, "SELECT mem_verdict FROM candidate LIMIT 0", -1, &st,
+				     NULL)) == SQLITE_OK)
+		sqlite3_finalize(st);
+	st = NULL;
+	/* Nor one from before a candidate's profile and price their columns. */
+	snprintf(rest, sizeof(rest),
+		 "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, %s, %s FROM candidate"
+		 " WHERE sweep=?1 AND status='simulated' ORDER BY gpus, iter_s, key",
+		 rc == SQLITE_OK ? "mem_verdict" : "NULL",
+		 has_column(db, "hw") ? "hw, price_per_gpu_hour" : "NULL, NULL");
+	if (pareto_select(db, sql, sizeof(sql), rest) != 0)
 		return SQLITE_INTERNAL;
 	if ((rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL)) != SQLITE_OK)
 		return rc;

@@ -1570,7 +1570,7 @@ static void test_cp_allgather(void **state)
 	(void)state;
 	small(&in);
 	in.lay.cp = 2;
-	in.lay.cp_allgather = 1;
+	in.lay.cp_comm = LAYOUT_CP_ALLGATHER;
 	g = build(&in, &so, &st);
 	for (uint32_t i = 0; i < g->n_colls; i++) {
 		assert_true(g->colls[i].kind != GC_SEND_RECV);
@@ -1594,6 +1594,100 @@ static void test_cp_allgather(void **state)
 		}
 	synth_out_release(&so);
 	graph_free(g);
+}
+
+/*
+ * Ulysses (cp_comm a2a) of cp = 2 on the same model (16 heads of 64, as
+ * many key-value heads, 512 tokens a rank): each layer's forward
+ * all-to-alls the rank's Q, K and V, 512 x (16 x 64 + 16 x 128) x 2 =
+ * 3,145,728 bytes, before the attention and its output, 512 x 16 x 64 x 2
+ * = 1,048,576 bytes, after; backward the output's gradient before and Q's,
+ * K's and V's after: 8 layers x 2 of each size, over the 2 ranks, no ring
+ * transfer.  The attention between runs 8 heads over the whole 1,024
+ * tokens, after the all-to-all ends.  a2a+p2p at
+ * tp 4, cp 4 in an 8-GPU domain: all-to-alls over the 2 cp ranks of a
+ * domain (256 x (4 x 64 + 4 x 128) x 2 = 393,216 and 256 x 4 x 64 x 2 =
+ * 131,072 bytes) and the ring over the other 2 with the p2p form's block,
+ * 2 x 512 x 2 x 64 x 2 = 262,144 bytes (forward; twice backward).
+ */
+static void test_cp_a2a(void **state)
+{
+	static const struct {
+		int tp, cp, form;
+		double qkv, out, ring;
+		int group;
+	} want[] = {{1, 2, LAYOUT_CP_A2A, 3145728, 1048576, 0, 2},
+		    {4, 4, LAYOUT_CP_A2A_P2P, 393216, 131072, 262144, 2}};
+	(void)state;
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		int nq = 0, no = 0, nf = 0, nb = 0;
+		small(&in);
+		in.lay.tp = want[k].tp;
+		in.lay.cp = want[k].cp;
+		in.lay.cp_comm = want[k].form;
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			const struct graph_coll *x = &g->colls[i];
+			if (x->kind == GC_ALL_TO_ALL) {
+				assert_int_equal(x->group_size, want[k].group);
+				if (x->bytes == want[k].qkv)
+					nq++;
+				else if (x->bytes == want[k].out)
+					no++;
+				else
+					fail();
+			} else if (x->kind == GC_SEND_RECV) {
+				if (x->bytes == want[k].ring)
+					nf++;
+				else if (x->bytes == 2 * want[k].ring)
+					nb++;
+				else
+					fail();
+			}
+		}
+		/* Per rank the graph holds: 8 layers x 2 of each all-to-all, one
+		 * ring transfer each way a layer. */
+		assert_int_equal(nq % 16, 0);
+		assert_true(nq > 0);
+		assert_int_equal(no, nq);
+		assert_int_equal(nf, want[k].ring > 0 ? nq / 2 : 0);
+		assert_int_equal(nb, nf);
+		for (uint32_t u = 0; u + 1 < g->n_nodes; u++)
+			if (g->coll[u] != UINT32_MAX &&
+			    g->colls[g->coll[u]].kind == GC_ALL_TO_ALL &&
+			    g->colls[g->coll[u]].bytes == want[k].qkv &&
+			    g->phase[u] == PH_FORWARD && want[k].ring == 0) {
+				uint32_t v = u + 1; /* the next task on the compute stream */
+				while (v < g->n_nodes && g->proc[v] != g->proc[u])
+					v++;
+				assert_true(v < g->n_nodes);
+				assert_string_equal(strtab_get(&g->st, g->name[v]),
+						    "flash_fwd_kernel");
+				assert_true(g->start_ns[v] >= g->start_ns[u] + g->dur_ns[u]);
+			}
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	{
+		struct synth_in in;
+		struct graph *g = NULL;
+		struct synth_out so;
+		struct prism_err err;
+		small(&in);
+		in.lay.tp = 8;
+		in.lay.cp = 4;
+		in.lay.cp_comm = LAYOUT_CP_A2A;
+		prism_err_clear(&err);
+		assert_int_equal(synth_build(&in, &g, &so, &err), PRISM_EARG);
+		assert_string_equal(err.msg,
+				    "layout: cp_comm a2a scatters the heads over 4 cp ranks: "
+				    "the heads (2) and key-value heads (2) of a TP rank must "
+				    "be divisible by 4");
+	}
 }
 
 /*
@@ -1670,6 +1764,7 @@ int main(void)
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),
 	    cmocka_unit_test(test_cp_allgather),
+	    cmocka_unit_test(test_cp_a2a),
 	    cmocka_unit_test(test_cp_layout),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -18,6 +18,7 @@ void layout_default(struct layout *l)
 
 static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
+static const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p"};
 
 /* names[i] of n names, "?" beyond; and the index of s among them, -1. */
 static const char *name_of(const char *const *names, int n, int i)
@@ -51,6 +52,18 @@ const char *layout_schedule_name(int s)
 int layout_schedule_parse(const char *s)
 {
 	return index_of(schedule_names, LAYOUT_INTERLEAVED + 1, s);
+}
+
+const char *layout_cp_comm_name(int c)
+{
+	return name_of(cp_comm_names, LAYOUT_CP_A2A_P2P + 1, c);
+}
+
+int layout_cp_comm_parse(const char *s)
+{
+	if (strcmp(s, "allgather") == 0)
+		return LAYOUT_CP_ALLGATHER;
+	return index_of(cp_comm_names, LAYOUT_CP_A2A_P2P + 1, s);
 }
 
 int layout_partition_parse(const char *s, struct layout *l, struct prism_err *err)
@@ -114,6 +127,23 @@ int layout_cp(const struct layout *l)
 	return l->cp > 1 ? l->cp : 1;
 }
 
+int layout_cp_a2a(const struct layout *l, int domain)
+{
+	int cp = layout_cp(l), a, b;
+	if (l->cp_comm == LAYOUT_CP_A2A)
+		return cp;
+	if (l->cp_comm != LAYOUT_CP_A2A_P2P)
+		return 1;
+	a = cp;
+	b = l->tp > 0 && domain / l->tp > 1 ? domain / l->tp : 1;
+	while (b) { /* gcd */
+		int t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 int layout_dpc(const struct layout *l)
 {
 	return l->dp * layout_cp(l);
@@ -133,6 +163,14 @@ int layout_edp(const struct layout *l)
 {
 	int n = l->tp * l->dp * layout_cp(l) / (layout_ep(l) * layout_etp(l));
 	return n > 1 ? n : 1;
+}
+
+double layout_bucket_params(const struct layout *l, double grad_bytes)
+{
+	double dp = (double)l->dp * layout_cp(l);
+	if (l->bucket_mb > 0)
+		return l->bucket_mb * 1e6 / grad_bytes;
+	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
 }
 
 int layout_shard_group(const struct layout *l)
@@ -640,6 +678,18 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: heads %d and ffn %d must be divisible by tp %d",
 				     m->heads, m->ffn, l->tp);
+	if (layout_cp(l) > 1 && layout_cp_a2a(l, hw_domain(hw)) > 1) {
+		/* Transformer Engine's AttnFuncWithCPAndQKVOA2A asserts both. */
+		int a = layout_cp_a2a(l, hw_domain(hw)), kv = llm_kv_heads(m);
+		int qr = m->heads / l->tp, kvr = kv < l->tp ? 1 : kv / l->tp;
+		if (qr % a || kvr % a)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: cp_comm %s scatters the heads over %d cp ranks: "
+			    "the heads (%d) and key-value heads (%d) of a TP rank must "
+			    "be divisible by %d",
+			    layout_cp_comm_name(l->cp_comm), a, qr, kvr, a);
+	}
 	if ((rc = check_experts(m, l, hw, err)) || (rc = layout_check_partition(m, l, err)))
 		return rc;
 	if (l->schedule == LAYOUT_INTERLEAVED) {

@@ -21,6 +21,7 @@
 
 enum layout_recompute { LAYOUT_RECOMPUTE_NONE, LAYOUT_RECOMPUTE_SELECTIVE, LAYOUT_RECOMPUTE_FULL };
 enum layout_schedule { LAYOUT_GPIPE, LAYOUT_1F1B, LAYOUT_INTERLEAVED };
+enum layout_cp_comm { LAYOUT_CP_P2P, LAYOUT_CP_ALLGATHER, LAYOUT_CP_A2A, LAYOUT_CP_A2A_P2P };
 
 /* Pipeline stage partitions.  GIVEN: part[] as it is (part[0] == 0: layers
  * / pp on every stage).  BALANCED: the stages' times balanced, the first
@@ -102,15 +103,21 @@ struct layout {
 	 * gradients are reduced and ZeRO shards over the dp x cp ranks
 	 * (Megatron-LM's data-parallel group with context parallelism). */
 	int cp;
-	/* 1: Llama 3's all-gather form (K and V all-gathered over the cp
-	 * ranks before the attention, their gradients reduce-scattered after
-	 * it, exposed); 0: Transformer Engine's ring. */
-	int cp_allgather;
+	/* How the cp ranks share the attention (enum layout_cp_comm,
+	 * Transformer Engine's cp_comm_type): the ring of key-value blocks,
+	 * Llama 3's all-gather, Ulysses' all-to-alls, or all-to-alls within
+	 * an NVLink domain and the ring across (layout_cp_a2a). */
+	int cp_comm;
 	/* The GPUs' board power cap, watts (0: the profile's rating): compute
 	 * kernels run at hw_capped_clock (hw.h), memory-bound ones keep their
 	 * bandwidth.  layout_check holds it to a quarter of the rating..the
 	 * rating. */
 	double power_w;
+	/* 1: PyTorch's caching allocator with expandable_segments (
+	 * PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): pages mapped as
+	 * the blocks need them, no segment rounding (mem_alloc_reserved);
+	 * 0: PyTorch's default (CUDAAllocatorConfig: off). */
+	int expandable_segments;
 };
 
 /* The defaults of a run nobody laid out, each knob's row's (LAYOUT_KNOBS
@@ -125,6 +132,10 @@ const char *layout_recompute_name(int recompute);
 int layout_recompute_parse(const char *s);
 const char *layout_schedule_name(int schedule);
 int layout_schedule_parse(const char *s);
+/* "p2p", "all_gather", "a2a", "a2a+p2p" (Transformer Engine's names;
+ * "allgather" is read too). */
+const char *layout_cp_comm_name(int cp_comm);
+int layout_cp_comm_parse(const char *s);
 
 /* "even", "balanced", "embed-loss", or the list "N0,N1,..." into
  * l->partition and l->part: 0, or PRISM_EARG naming what is wrong. */
@@ -138,6 +149,14 @@ void layout_partition_name(const struct layout *l, char *buf, size_t n);
 int layout_cp(const struct layout *l);
 int layout_dpc(const struct layout *l);
 
+/* The cp ranks one all-to-all spans (heads scattered over them; the
+ * ring runs over the cp / that groups): 1 for p2p and all_gather, cp
+ * for a2a, and for a2a+p2p the cp ranks of one NVLink domain of
+ * `domain` GPUs (the cp ranks are tp apart: gcd(cp, domain / tp)),
+ * Megatron-LM's hierarchical_context_parallel_sizes with the all-to-all
+ * inside. */
+int layout_cp_a2a(const struct layout *l, int domain);
+
 /* ep, etp (at least 1) and the expert data-parallel degree
  * tp x dp x cp / (ep x etp) (at least 1). */
 int layout_ep(const struct layout *l);
@@ -146,6 +165,11 @@ int layout_edp(const struct layout *l);
 
 /* The sharding group of ZeRO: l->shard, or dp x cp. */
 int layout_shard_group(const struct layout *l);
+
+/* A gradient bucket's parameters: bucket_mb of gradients of grad_bytes
+ * each, or Megatron-LM's default max(40M, 1M x dp x cp) parameters
+ * (distributed_data_parallel.py). */
+double layout_bucket_params(const struct layout *l, double grad_bytes);
 
 /* Layers on stage s, and on chunk c of it (l->part, or even). */
 int layout_stage_layers(const struct llm *m, const struct layout *l, int s);
@@ -360,9 +384,13 @@ enum layout_show {
 		  "tp x pp x dp x cp",                                                             \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_ONE, .key_group = 5,                         \
 	  .show = LK_SHOW_CHANGED, .desc = 301, .digit = 13)                                       \
-	X(cp_allgather, L, layout_cp(l) > 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0,      \
-	  .opt = "cp-allgather", .help = "--cp as Llama 3 ran it: K, V all-gathered",              \
-	  .desc = 302)                                                                             \
+	X(cp_comm, L, layout_cp(l) > 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_CP_A2A_P2P,      \
+	  .def = LAYOUT_CP_P2P, .parse = layout_cp_comm_parse, .name = layout_cp_comm_name,        \
+	  .opt = "cp-comm", .arg = "C",                                                            \
+	  .help = "how --cp shares the attention: p2p (a ring of key-value blocks), all_gather "   \
+		  "(K and V gathered, Llama 3), a2a (Ulysses: heads scattered by all-to-all) or "  \
+		  "a2a+p2p (all-to-all within an NVLink domain, the ring across)",                 \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .desc = 302)                                     \
 	X(imbalance, L, m->experts > 0, v, .kind = LK_REAL, .lo = 1, .hi = LAYOUT_MAX_IMBALANCE,  \
 	  .def = 1, .opt = "moe-imbalance", .arg = "X",                                            \
 	  .help = "tokens on the busiest expert over the mean (1: balanced), capped by the "       \
@@ -395,7 +423,12 @@ enum layout_show {
 	  .help = "the GPUs' power cap in watts (0: the profile's rated power): GEMMs and "       \
 		  "attention run at the sustained clock times W / rated, memory-bound kernels "    \
 		  "keep their bandwidth",                                                          \
-	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT)
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT)                                        \
+	X(expandable_segments, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0,               \
+	  .opt = "expandable-segments",                                                            \
+	  .help = "PyTorch's caching allocator with expandable_segments:True (pages mapped as "    \
+		  "blocks need them: no segment rounding; default off, as PyTorch's)",             \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT, .key = "expseg")
 /* clang-format on */
 
 enum layout_knob_id {

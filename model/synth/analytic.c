@@ -56,21 +56,24 @@ struct terms {
  * / cp forward, twice that backward): what a transfer takes beyond its
  * step is exposed.  Llama 3's form: all-gather K and V before the
  * attention (again when recomputed), reduce-scatter their gradients after
- * it, neither hidden. */
+ * it, neither hidden.  Ulysses (a2a, and a2a+p2p within a domain): four
+ * all-to-alls a layer forward and backward, exposed, and a2a+p2p's ring
+ * over the cp / a groups as above. */
 static double cp_terms(const struct analytic_in *in, const struct terms *T)
 {
 	const struct hw_profile *hw = in->hw;
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	int tp = l->tp, cp = layout_cp(l), fr = 1 + (l->recompute != LAYOUT_RECOMPUTE_NONE);
+	int a = layout_cp_a2a(l, hw_domain(hw)), q = cp / (a > 0 ? a : 1);
 	double kv = llm_kv_heads(m) < tp ? 1 : (double)llm_kv_heads(m) / tp;
-	double bytes = 2.0 * l->mbs * m->seq / cp * kv * llm_head_dim(m) * 2, tf, tb;
+	double bytes = 2.0 * l->mbs * m->seq / cp * kv * llm_head_dim(m) * 2, tf, tb, t = 0;
 	struct comm_group g = {2, (long)cp * tp <= hw_domain(hw) ? 2 : 1};
 	struct comm_est ce;
 
 	if (cp <= 1)
 		return 0;
-	if (l->cp_allgather) {
+	if (l->cp_comm == LAYOUT_CP_ALLGATHER) {
 		struct comm_group ga = {
 		    cp, comm_per_domain(cp, hw_domain(hw) / tp > 0 ? hw_domain(hw) / tp : 1)};
 		double tg, tr;
@@ -80,12 +83,33 @@ static double cp_terms(const struct analytic_in *in, const struct terms *T)
 		tr = ce.time_s;
 		return fr * tg + tr;
 	}
+	if (a > 1) {
+		/* Ulysses: Q, K, V and the output all-to-all'd forward (again
+		 * when recomputed), their gradients backward, none hidden. */
+		struct comm_group ga = {
+		    a, comm_per_domain(a, hw_domain(hw) / tp > 0 ? hw_domain(hw) / tp : 1)};
+		double tok = (double)l->mbs * m->seq / cp, hq = (double)m->heads / tp, tq, to;
+		comm_time(
+		    hw, GC_ALL_TO_ALL,
+		    tok *
+			(hq * llm_qk_head_dim(m) + kv * (llm_qk_head_dim(m) + llm_v_head_dim(m))) *
+			2,
+		    ga, in->comm_eff, COMM_AUTO, &ce);
+		tq = ce.time_s;
+		comm_time(hw, GC_ALL_TO_ALL, tok * hq * llm_v_head_dim(m) * 2, ga, in->comm_eff,
+			  COMM_AUTO, &ce);
+		to = ce.time_s;
+		t = (fr + 1) * (tq + to);
+	}
+	if (q <= 1)
+		return t;
+	/* The ring over the q groups: each transfer beside one of its steps. */
 	comm_time(hw, GC_SEND_RECV, bytes, g, in->comm_eff, COMM_AUTO, &ce);
 	tf = ce.time_s;
 	comm_time(hw, GC_SEND_RECV, 2 * bytes, g, in->comm_eff, COMM_AUTO, &ce);
 	tb = ce.time_s;
-	return (cp - 1) * (fr * (tf > T->la / cp ? tf - T->la / cp : 0) +
-			   (tb > 2 * T->la / cp ? tb - 2 * T->la / cp : 0));
+	return t + (q - 1) * (fr * (tf > T->la / q ? tf - T->la / q : 0) +
+			      (tb > 2 * T->la / q ? tb - 2 * T->la / q : 0));
 }
 
 /* Mixture-of-experts layers: their own compute, and per layer the

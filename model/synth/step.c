@@ -168,10 +168,7 @@ static double bucket_cap(const struct ctx *c)
 
 double synth_bucket_params(const struct synth_in *in)
 {
-	double dp = (double)in->lay.dp * layout_cp(&in->lay);
-	if (in->lay.bucket_mb > 0)
-		return in->lay.bucket_mb * 1e6 / synth_grad_bytes(in);
-	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
+	return layout_bucket_params(&in->lay, synth_grad_bytes(in));
 }
 
 /* The gradients of `params` parameters are complete on stage r.  Buckets

@@ -380,6 +380,12 @@ void sl_head_bwd(struct ctx *c, int r, const struct shape *z);
 /* The bytes one all-to-all of one MoE layer sends from the busiest rank. */
 double sl_moe_a2a_bytes(const struct shape *z);
 
+/* Ulysses context parallelism (layer.c cp_attn): the bytes of one
+ * all-to-all of a rank's Q, K and V (qkv) or of its attention output;
+ * the shape the attention runs at after the all-to-all over a cp ranks. */
+double sl_cp_a2a_bytes(const struct shape *z, int qkv);
+void sl_cp_inner(const struct shape *z, int a, struct shape *o);
+
 /* ---- fold.c: folded units ------------------------------------------- */
 
 /* The index of a unit's template in c->fo.findex (made on first use), or
