@@ -17,6 +17,7 @@
 #include "dbfile.h"
 #include "mem.h"
 #include "pareto.h"
+#include "frame.h"
 #include "store.h"
 #include "sweep.h"
 #include "synth.h"
@@ -59,6 +60,12 @@ static const char help[] =
     "      --price P       price of one GPU-hour, every row (default: each\n"
     "                      row's profile's, as the sweep priced it)\n"
     "      --tie PCT       near-tie threshold in percent (default 8.7)\n"
+    "      --export FW     print the best layout of each GPU count as FW's launch\n"
+    "                      options instead of report.md: megatron (Megatron-LM\n"
+    "                      arguments), bridge (Megatron-Bridge / NeMo 2 recipe\n"
+    "                      overrides) or torchtitan (TOML); knobs FW cannot express\n"
+    "                      are named in a comment (docs/FORMATS.md)\n"
+    "      --gpus N        with --export: the best at N GPUs only\n"
     "  -h, --help          this help\n";
 
 /*
@@ -138,7 +145,7 @@ static void shown(char *buf, size_t n, const char *name);
 
 static void layout(char *buf, size_t n, const struct pareto_row *r)
 {
-	char vp[16] = "", rc[32] = "", set[112] = "";
+	char vp[16] = "", rc[32] = "", impl[32] = "", set[112] = "";
 	size_t k0;
 	if (PARETO_KV(r, schedule) == LAYOUT_INTERLEAVED)
 		snprintf(vp, sizeof(vp), " vp %d", PARETO_KV(r, vp));
@@ -154,10 +161,13 @@ static void layout(char *buf, size_t n, const struct pareto_row *r)
 		return;
 	buf += k0;
 	n -= k0;
-	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s", PARETO_KV(r, tp),
+	/* Whose sharding, where not Megatron-LM's (dp_impl). */
+	if (PARETO_KV(r, zero) > 0 && PARETO_KV(r, dp_impl) != LAYOUT_DP_MEGATRON)
+		snprintf(impl, sizeof(impl), " (%s)", PARETO_KNAME(r, dp_impl));
+	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s%s", PARETO_KV(r, tp),
 		 PARETO_KV(r, pp), PARETO_KV(r, dp), vp, PARETO_KV(r, mbs),
 		 PARETO_KV(r, microbatches), PARETO_KNAME(r, schedule), rc, PARETO_KV(r, zero),
-		 PARETO_KV(r, sp) ? ", sp" : "");
+		 impl, PARETO_KV(r, sp) ? ", sp" : "");
 	if (PARETO_KV(r, cp) > 1) {
 		size_t k = strlen(buf);
 		snprintf(buf + k, n - k, ", cp %d", PARETO_KV(r, cp));
@@ -1216,6 +1226,77 @@ static int open_outputs(const struct report *R, const char *outdir, const char *
 	return 0;
 }
 
+/* The sweep's model (its 'model' column, loaded as the sweep did) into
+ * *m, for the export's model options; the model zeroed, its name kept,
+ * where it cannot be loaded (a trace's base): the knobs alone. */
+static void sweep_model(sqlite3 *db, long long sid, struct llm *m)
+{
+	sqlite3_stmt *st = NULL;
+	memset(m, 0, sizeof(*m));
+	if (sqlite3_prepare_v2(db, "SELECT model FROM sweep WHERE id=?1", -1, &st, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, sid);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			char path[1024];
+			struct frame_extra x;
+			struct prism_err e;
+			const char *name = text(st, 0);
+			prism_err_clear(&e);
+			if (!name[0] || cli_find_config("models", name, path, sizeof(path), NULL) ||
+			    frame_load_model(path, m, &x, &e)) {
+				memset(m, 0, sizeof(*m));
+				snprintf(m->name, sizeof(m->name), "%.63s", name);
+			}
+		}
+	}
+	sqlite3_finalize(st);
+}
+
+/* The best layout of each GPU count (or of gpus alone) as framework fw's
+ * launch options, to f.  0, or EXIT_USAGE when no GPU count matches. */
+static int write_export(FILE *f, const struct report *R, sqlite3 *db, int fw, int gpus)
+{
+	struct llm base;
+	int n = 0;
+	sweep_model(db, R->sid, &base);
+	for (size_t i = 0; i < R->P.nb; i++) {
+		const struct pareto_row *r = &R->P.rows[R->P.best[i]];
+		struct llm m = base;
+		struct layout l;
+		struct prism_err e;
+		if (gpus && r->gpus != gpus)
+			continue;
+		layout_default(&l);
+		prism_err_clear(&e);
+		for (int k = 0; k < LK_N; k++) {
+			if (!pareto_knob(k) || r->v[k] < 0)
+				continue;
+			if (layout_knobs[k].kind == LK_PART) {
+				if (layout_partition_parse(r->partition, &l, &e)) {
+					/* not one prism writes: even stages */
+					l.partition = LAYOUT_PART_GIVEN;
+					memset(l.part, 0, sizeof(l.part));
+				}
+				continue;
+			}
+			layout_set(&m, &l, k, r->v[k]);
+		}
+		fprintf(f,
+			"%s# prism report: the best layout of %s at %d GPUs, %.4g s an iteration\n",
+			n ? "\n" : "", R->name, r->gpus, r->iter_s);
+		if (frame_export(f, fw, &m, &l)) {
+			fprintf(stderr, "prism: out of memory\n");
+			return 1;
+		}
+		n++;
+	}
+	if (!n) {
+		fprintf(stderr, "prism report: %s: no simulated layout at %d GPUs\n", R->db, gpus);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1226,6 +1307,8 @@ int cmd_report(int argc, char **argv)
 	    {"tokens", required_argument, NULL, 'T'},
 	    {"price", required_argument, NULL, 'P'},
 	    {"tie", required_argument, NULL, 't'},
+	    {"export", required_argument, NULL, 'x'},
+	    {"gpus", required_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -1240,7 +1323,7 @@ int cmd_report(int argc, char **argv)
 	size_t mdlen = 0;
 	FILE *mem = NULL;
 	double tokens = -1, price = -1, tie = REPORT_TIE_FRAC;
-	int c, rc = 0, drawn, json = 0, want_all = 0, tie_given = 0;
+	int c, rc = 0, drawn, json = 0, want_all = 0, tie_given = 0, fw = -1, gpus = 0;
 
 	memset(&R, 0, sizeof(R));
 	optind = 1;
@@ -1281,6 +1364,22 @@ int cmd_report(int argc, char **argv)
 			tie /= 100;
 			tie_given = 1;
 			break;
+		case 'x':
+			if ((fw = frame_parse(optarg)) < 0) {
+				fprintf(stderr,
+					"prism report: --export '%s': expected megatron, bridge or "
+					"torchtitan\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'g': {
+			struct prism_err e;
+			prism_err_clear(&e);
+			if (cli_count(optarg, "gpus", 1, LAYOUT_MAX_GPUS, &gpus, &e))
+				return cli_fail(&e);
+			break;
+		}
 		case 'h':
 			fputs(help, stdout);
 			return 0;
@@ -1293,12 +1392,16 @@ int cmd_report(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	/* "-": standard output, for a file, not the folder. */
-	if (cli_is_stdout(outdir) || (cli_is_stdout(all_arg) && json)) {
+	if ((json && fw >= 0) || (gpus && fw < 0) || cli_is_stdout(outdir) ||
+	    (cli_is_stdout(all_arg) && (json || fw >= 0))) {
 		fprintf(stderr, "prism report: %s\n",
 			cli_is_stdout(outdir)
 			    ? "-o - : the report is a folder (report.md, best.csv, pareto.svg); "
 			      "--json prints it on standard output"
-			    : "--csv-all=- and --json would share standard output");
+			: gpus && fw < 0  ? "--gpus goes with --export"
+			: json && fw >= 0 ? "--export writes text: not with --json"
+			: json		  ? "--csv-all=- and --json would share standard output"
+					  : "--csv-all=- and --export would share standard output");
 		return EXIT_USAGE;
 	}
 	R.db = argv[optind];
@@ -1353,7 +1456,10 @@ int cmd_report(int argc, char **argv)
 			goto out;
 		}
 	drawn = chart(path[OUT_SVG], &R) == 0;
-	if (json)
+	if (fw >= 0) {
+		if ((rc = write_export(stdout, &R, db, fw, gpus)))
+			goto out;
+	} else if (json)
 		write_json(stdout, &R, db, dir, want_all ? path[OUT_ALL] : NULL, drawn);
 	else if (!cli_is_stdout(all_arg)) /* standard output holds the CSV */
 		fwrite(mdbuf, 1, mdlen, stdout);

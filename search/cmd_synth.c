@@ -20,7 +20,8 @@ static const char help[] =
     "communication model), simulate it, and print the prediction.  With -o,\n"
     "write the simulated run as Kineto traces that `prism ingest`, `replay` and\n"
     "`whatif` read: one file, or with --pp > 1 one per stage (TRACE.rankR.json).\n"
-    "MODEL is a file or a name in configs/models/ (gpt-small, gpt3-1.3b, ...);\n"
+    "MODEL is a file or a name in configs/models/ (gpt-small, gpt3-1.3b, ...),\n"
+    "a Hugging Face config.json or a Megatron-LM argument list (docs/FORMATS.md);\n"
     "HW a file or a name in configs/hw/ (h100-dgx, a100-80gb-dgx, ...).\n"
     "The memory line gives the stage needing the most and the verdict: fits,\n"
     "at risk (within the memory model's " MEM_UNCERTAINTY_TEXT

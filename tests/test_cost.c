@@ -765,6 +765,31 @@ static void test_stage_memory(void **state)
 	mem_stage(&m, &l, &hw, 1, &st);
 	assert_rel_close(st.weights + st.grads + st.optimizer, 9 * 25192448.0, 1e-15);
 	assert_rel_close(st.buffers, 100769792, 1e-15);
+	/* Each implementation's buffers at prefetch 4, in layers L of
+	 * 12,596,224 parameters (stage 1 holds 2, P = 2L): Megatron 5 gathered
+	 * (2 bytes) and one fp32 gradient, 14L; DeepSpeed 4 gathered (its
+	 * prefetch bucket of 5e7 parameters holds 3 layers ahead) and its
+	 * reduce bucket of min(5e8, P) bf16 gradients, 8L + 4L = 12L; FSDP1 2
+	 * gathered (limit_all_gathers) and one bf16 gradient, 6L; FSDP2 5
+	 * gathered and the all-gather output, and a layer's bf16 gradients with
+	 * their fp32 reduce-scatter input, 12L + 6L = 18L. */
+	{
+		static const struct {
+			int impl;
+			double layers;
+		} B[] = {{LAYOUT_DP_MEGATRON, 14},
+			 {LAYOUT_DP_DEEPSPEED, 12},
+			 {LAYOUT_DP_FSDP, 6},
+			 {LAYOUT_DP_FSDP2, 18}};
+		l.prefetch = 4;
+		for (size_t i = 0; i < sizeof(B) / sizeof(B[0]); i++) {
+			l.dp_impl = B[i].impl;
+			mem_stage(&m, &l, &hw, 1, &st);
+			assert_rel_close(st.buffers, B[i].layers * 12596224, 1e-15);
+		}
+		l.prefetch = 1;
+		l.dp_impl = LAYOUT_DP_MEGATRON;
+	}
 	/* Hybrid sharding within groups of 1 is no sharding: 18 bytes. */
 	l.shard = 1;
 	mem_stage(&m, &l, &hw, 1, &st);

@@ -180,6 +180,55 @@ static void test_parse(void **state)
 	assert_int_equal(l.part[0], 3);
 	assert_int_equal(l.part[1], 5);
 	assert_int_equal(l.partition, LAYOUT_PART_GIVEN);
+	assert_int_equal(layout_parse(LK_dp_impl, "fsdp2", "--dp-impl", &v, &l, &err), 0);
+	assert_true(v == LAYOUT_DP_FSDP2);
+	prism_err_clear(&err);
+	assert_int_equal(layout_parse(LK_dp_impl, "zero", "--dp-impl", &v, &l, &err), PRISM_EARG);
+	assert_string_equal(err.msg,
+			    "--dp-impl 'zero': expected megatron, deepspeed, fsdp or fsdp2");
+}
+
+/* What each sharding implementation runs: FSDP has no ZeRO-1, DeepSpeed no
+ * ZeRO-2/3 with pipeline parallelism; the others pass. */
+static void test_dp_impl(void **state)
+{
+	struct llm m = {.layers = 8,
+			.hidden = 1024,
+			.heads = 16,
+			.ffn = 4096,
+			.seq = 1024,
+			.vocab = 32000,
+			.name = "t"};
+	struct hw_profile hw;
+	struct layout l;
+	struct prism_err err;
+	(void)state;
+	memset(&hw, 0, sizeof(hw));
+	hw.gpus_per_node = 8;
+	for (int d = 0; d < HW_NDTYPES; d++)
+		hw.peak_flops[d] = 1e15;
+	layout_default(&l);
+	l.dp = 4;
+	l.pp = 2;
+	l.zero = 1;
+	for (int i = LAYOUT_DP_MEGATRON; i <= LAYOUT_DP_FSDP2; i++) {
+		l.dp_impl = i;
+		prism_err_clear(&err);
+		assert_int_equal(layout_check(&m, &l, &hw, &err),
+				 i == LAYOUT_DP_FSDP || i == LAYOUT_DP_FSDP2 ? PRISM_EARG : 0);
+	}
+	assert_string_equal(err.msg, "layout: dp_impl fsdp2 has no ZeRO-1 (FSDP shards the "
+				     "gradients with the optimizer state: zero 2 or 3)");
+	l.zero = 3;
+	for (int i = LAYOUT_DP_MEGATRON; i <= LAYOUT_DP_FSDP2; i++) {
+		l.dp_impl = i;
+		prism_err_clear(&err);
+		assert_int_equal(layout_check(&m, &l, &hw, &err),
+				 i == LAYOUT_DP_DEEPSPEED ? PRISM_EARG : 0);
+	}
+	l.dp_impl = LAYOUT_DP_DEEPSPEED;
+	l.pp = 1;
+	assert_int_equal(layout_check(&m, &l, &hw, &err), 0);
 }
 
 /* A description written and read back is the same run; the first
@@ -252,9 +301,10 @@ static void test_desc(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rows),  cmocka_unit_test(test_default),
-	    cmocka_unit_test(test_key),	  cmocka_unit_test(test_diff),
-	    cmocka_unit_test(test_parse), cmocka_unit_test(test_desc),
+	    cmocka_unit_test(test_rows),    cmocka_unit_test(test_default),
+	    cmocka_unit_test(test_key),	    cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_parse),   cmocka_unit_test(test_desc),
+	    cmocka_unit_test(test_dp_impl),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -269,11 +269,18 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		    (wb * P + (fp8_weights ? 2 * n * layer : 0)) / (l->zero >= 3 ? shard : 1);
 		out->grads = gb * P / (l->zero >= 2 ? shard : 1);
 		out->optimizer = ob * P / (l->zero >= 1 ? shard : 1);
+		/* The implementation's buffers (layout_dp_traits): the layers
+		 * gathered at once (prefetched ones, FSDP2's all-gather output
+		 * kept for the next copy-in), one layer's gradients unsharded for
+		 * the reduce-scatter, DeepSpeed's reduce bucket. */
+		struct layout_dp_traits dt;
+		layout_dp_traits(l, layer, wb, gb, &dt);
+		if (l->zero >= 2 && shard > 1)
+			out->buffers = layer * dt.rs_buf +
+				       (dt.bucket_params < P ? dt.bucket_params : P) * dt.rs_bytes;
 		if (l->zero >= 3 && shard > 1)
-			out->buffers =
-			    (l->prefetch + 1) * layer * wb + (emb + head) * wb + layer * gb;
-		else if (l->zero == 2 && shard > 1)
-			out->buffers = layer * gb;
+			out->buffers +=
+			    (dt.prefetch + 1 + dt.ag_extra) * layer * wb + (emb + head) * wb;
 	}
 
 	/* The schedule, walked: what the stage holds after each forward (the

@@ -23,9 +23,11 @@
  *               (FSDP FULL_SHARD) the weights too.  FP8 training adds an
  *               fp8 copy of each layer weight and its transpose (2 bytes).
  *   buffers     ZeRO-3: the unsharded bf16 weights of the layers gathered
- *               at once (prefetch + 1), the stage's embedding or head
- *               unsharded, and one layer's unsharded gradient before its
- *               reduce-scatter; ZeRO-2: one layer's unsharded gradient.
+ *               at once (prefetch + 1, within the implementation's limits,
+ *               FSDP2's all-gather output one more), the stage's embedding
+ *               or head unsharded, and one layer's unsharded gradient
+ *               before its reduce-scatter; ZeRO-2: that gradient; and
+ *               DeepSpeed's reduce bucket (layout_dp_traits).
  *   activations per layer per microbatch (Korthikanti et al. 2022, Table 2,
  *               mem_act_per_layer), times the layers of each chunk held, as
  *               the schedule holds them: the stage's own order of forward

@@ -33,6 +33,16 @@ enum layout_cp_comm { LAYOUT_CP_P2P, LAYOUT_CP_ALLGATHER, LAYOUT_CP_A2A, LAYOUT_
  * stages hold one layer fewer. */
 enum layout_partition { LAYOUT_PART_GIVEN, LAYOUT_PART_BALANCED, LAYOUT_PART_EMBED_LOSS };
 
+/* Which framework shards the data-parallel state (dp_impl), each as its
+ * source runs it (docs/MODEL.md, "Sharded data parallelism per
+ * implementation").  MEGATRON: Megatron-LM's DDP and distributed optimizer
+ * (ZeRO-1), ZeRO-2/3 as Megatron-FSDP's optim_grads / optim_grads_params;
+ * DEEPSPEED: DeepSpeed's ZeRO stages 1-3; FSDP: PyTorch FSDP1's flat
+ * parameters (ZeRO-2 SHARD_GRAD_OP, ZeRO-3 FULL_SHARD, --shard
+ * HYBRID_SHARD); FSDP2: fully_shard's per-parameter sharding (ZeRO-3
+ * reshard_after_forward, ZeRO-2 not), with its copy-in / copy-out kernels. */
+enum layout_dp_impl { LAYOUT_DP_MEGATRON, LAYOUT_DP_DEEPSPEED, LAYOUT_DP_FSDP, LAYOUT_DP_FSDP2 };
+
 /* The largest layout accepted anywhere (run descriptions, options, sweeps,
  * checks); the smallest degree is 1.  LAYOUT_MAX_GPUS bounds tp x pp x dp
  * (x cp), so products of degrees fit an int with room to spare. */
@@ -75,6 +85,7 @@ struct layout {
 			    * gradients */
 	int prefetch;	   /* ZeRO-3: layers all-gathered ahead of the one
 			    * computing (0: each gathered when needed) */
+	int dp_impl;	   /* enum layout_dp_impl: whose sharding (ZeRO >= 1) */
 	int bucket_mb;	   /* gradient buckets, MB (10^6 bytes); 0: Megatron-LM's
 			    * max(40M, 1M x dp) parameters */
 	int overlap_grad;  /* gradient reduction overlapped with the backward
@@ -136,6 +147,33 @@ int layout_schedule_parse(const char *s);
  * "allgather" is read too). */
 const char *layout_cp_comm_name(int cp_comm);
 int layout_cp_comm_parse(const char *s);
+
+/* "megatron", "deepspeed", "fsdp", "fsdp2" ("?" beyond); back: -1. */
+const char *layout_dp_impl_name(int impl);
+int layout_dp_impl_parse(const char *s);
+
+/*
+ * What an implementation (l->dp_impl) runs around its ZeRO collectives,
+ * each from its framework's source (docs/MODEL.md, "Sharded data
+ * parallelism per implementation").  Bytes per parameter are given for a
+ * layer of `layer_params` parameters on one GPU, wb / gb the weights' and
+ * main gradients' bytes (mem_bytes_per_param).
+ */
+struct layout_dp_traits {
+	int prefetch;	      /* ZeRO-3: layers gathered ahead, l->prefetch within the
+			       * implementation's limits */
+	double rs_bytes;      /* a gradient's bytes as reduced */
+	double ag_in;	      /* copy before an all-gather (DP stream), a sharded parameter */
+	double ag_out;	      /* copy after it (compute stream), a gathered parameter */
+	double rs_in;	      /* copy before a reduce-scatter (DP stream), a parameter */
+	double rs_out;	      /* copy after it (DP stream), a sharded parameter */
+	double ag_extra;      /* gathered layers held beside the prefetched ones */
+	double rs_buf;	      /* a layer's gradients held unsharded for its reduction, a
+			       * parameter */
+	double bucket_params; /* a reduce bucket held whole (parameters), 0: none */
+};
+void layout_dp_traits(const struct layout *l, double layer_params, double wb, double gb,
+		      struct layout_dp_traits *t);
 
 /* "even", "balanced", "embed-loss", or the list "N0,N1,..." into
  * l->partition and l->part: 0, or PRISM_EARG naming what is wrong. */
@@ -342,6 +380,14 @@ enum layout_show {
 	  .def = 1, .opt = "prefetch", .arg = "N", .help = "ZeRO-3: layers all-gathered ahead",    \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key_group = 3, .show = LK_SHOW_ALWAYS,          \
 	  .desc = 202, .digit = 21)                                                                \
+	X(dp_impl, L, l->zero > 0, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_DP_FSDP2,            \
+	  .def = LAYOUT_DP_MEGATRON, .parse = layout_dp_impl_parse, .name = layout_dp_impl_name,   \
+	  .opt = "dp-impl", .arg = "I",                                                            \
+	  .help = "whose ZeRO/FSDP: megatron (Megatron-LM's distributed optimizer; ZeRO-2/3 as "  \
+		  "Megatron-FSDP), deepspeed (ZeRO 1-3, no ZeRO-2/3 with pp), fsdp (FSDP1: "      \
+		  "ZeRO-2 SHARD_GRAD_OP, 3 FULL_SHARD) or fsdp2 (fully_shard, ZeRO-3, copy-in/out " \
+		  "kernels)",                                                                      \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "dpi")                         \
 	X(bucket_mb, L, 1, v, .kind = LK_INT, .lo = 0, .hi = LAYOUT_MAX_BUCKET_MB, .def = 0,      \
 	  .opt = "bucket-mb", .arg = "N",                                                          \
 	  .help = "gradient buckets of N MB (0: Megatron's max(40M, 1M x dp) parameters)",        \

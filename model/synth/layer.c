@@ -83,11 +83,16 @@ static void membound_op_fmt(const double *key, const char **op, char *dims, size
  * writing one, that tensor). */
 void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 {
+	sl_kernel_on(c, r, S_COMPUTE, cls, name, bytes);
+}
+
+void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, double bytes)
+{
 	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->hw, membound_kind(cls), bytes));
 	double key[OPKEY] = {1, bytes};
 
 	se_record_op(c, key, membound_op_fmt);
-	se_launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
+	se_launch(c, r, st, GN_KERNEL, name, t, NULL);
 }
 
 /* A GEMM's op, C = A B as aten::mm [M, K] x [K, N], or aten::bmm with the

@@ -363,6 +363,8 @@ void sl_shape(const struct synth_in *in, struct shape *z);
 /* A memory-bound kernel of class cls (KC_*) moving bytes, on rank r's
  * compute stream. */
 void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes);
+/* The same on stream st (ZeRO's copies beside its collectives). */
+void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, double bytes);
 
 /* One layer's forward and backward on rank r (its current layer,
  * microbatch and phase: rankst), recomputation included in the backward;
