@@ -1281,9 +1281,20 @@ static int write_export(FILE *f, const struct report *R, sqlite3 *db, int fw, in
 			}
 			layout_set(&m, &l, k, r->v[k]);
 		}
-		fprintf(f,
-			"%s# prism report: the best layout of %s at %d GPUs, %.4g s an iteration\n",
-			n ? "\n" : "", R->name, r->gpus, r->iter_s);
+		{
+			/* The setting, where the sweep compares several. */
+			char set[112] = "";
+			if (r->setting_name[0]) {
+				set[0] = ' ';
+				set[1] = '(';
+				shown(set + 2, sizeof(set) - 3, r->setting_name);
+				strcat(set, ")");
+			}
+			fprintf(f,
+				"%s# prism report: the best layout of %s%s at %d GPUs, %.4g s an "
+				"iteration\n",
+				n ? "\n" : "", R->name, set, r->gpus, r->iter_s);
+		}
 		if (frame_export(f, fw, &m, &l)) {
 			fprintf(stderr, "prism: out of memory\n");
 			return 1;

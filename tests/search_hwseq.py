@@ -100,6 +100,15 @@ with tempfile.TemporaryDirectory() as d:
         head, first = f.readline().strip().split(","), f.readline().strip().split(",")
     check(head[-2:] == ["hw", "price_per_gpu_hour"] and "seq" in head, str(head))
 
+    # --export: each setting's best, named, with its sequence length.
+    ex = prism(PRISM, "report", db, "-o", out, "--export", "megatron", "--gpus", "8").stdout
+    for hw in PRICE:
+        for seq in (1024, 2048):
+            head = f"# prism report: the best layout of hwseq ({hw}, seq {seq}) at 8 GPUs"
+            check(head in ex, head + "\n" + ex[:800])
+            block = ex.split(head)[1].split("# prism report:")[0]
+            check(f"--seq-length {seq} " in block, block)
+
     # A one-profile sweep keeps its keys: no profile, no seq in them.
     small = os.path.join(os.path.dirname(SWEEP), "small.cfg")
     sdb = os.path.join(d, "s.db")
