@@ -120,14 +120,16 @@ void batch_space_release(struct batch_space *sp)
 	sp->norder = sp->nrejected = 0;
 }
 
-double *batch_best_of(struct batch_best *b, int gpus)
+double *batch_best_of(struct batch_best *b, int gpus, int hw, int seq)
 {
 	for (int i = 0; i < b->n; i++)
-		if (b->gpus[i] == gpus)
+		if (b->gpus[i] == gpus && b->hw[i] == hw && b->seq[i] == seq)
 			return &b->t[i];
-	if (b->n == (int)(sizeof(b->gpus) / sizeof(b->gpus[0])))
+	if (b->n == BATCH_MAX_BEST)
 		return NULL;
 	b->gpus[b->n] = gpus;
+	b->hw[b->n] = hw;
+	b->seq[b->n] = seq;
 	b->t[b->n] = 0;
 	return &b->t[b->n++];
 }
@@ -135,7 +137,7 @@ double *batch_best_of(struct batch_best *b, int gpus)
 void batch_best_add(struct batch_best *b, const struct cand *c, int n)
 {
 	for (int i = 0; i < n; i++) {
-		double *t = batch_best_of(b, c[i].gpus);
+		double *t = batch_best_of(b, c[i].gpus, c[i].hw, c[i].in.m.seq);
 		if (c[i].status == CS_SIMULATED && t && (*t == 0 || c[i].p.iter_s < *t))
 			*t = c[i].p.iter_s;
 	}
@@ -178,7 +180,7 @@ void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_re
 	 * candidates. */
 	pool_for(pool, n, 1, 0, make_cand, &J);
 	for (int i = 0; i < n; i++) {
-		double *b = batch_best_of(best, batch[i].gpus);
+		double *b = batch_best_of(best, batch[i].gpus, batch[i].hw, batch[i].in.m.seq);
 		batch_screen(&batch[i], mode, b ? *b : 0, sw->margin);
 		if (pg && pg->f && batch[i].status == CS_SCREENED)
 			progress_add(pg, 0);

@@ -62,20 +62,25 @@ int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *s
 		struct prism_err *err);
 void batch_space_release(struct batch_space *sp);
 
-/* The best simulated time per GPU count (0: none yet). */
+/* The best simulated time per GPU count of each setting -- profile (its
+ * index in sweep.hw) and sequence length: a faster GPU's or a shorter
+ * sequence's time screens none of another's (0: none yet). */
+#define BATCH_MAX_BEST (SWEEP_MAX_LIST * 32)
 struct batch_best {
-	int gpus[SWEEP_MAX_LIST * 4];
-	double t[SWEEP_MAX_LIST * 4];
+	int gpus[BATCH_MAX_BEST], hw[BATCH_MAX_BEST], seq[BATCH_MAX_BEST];
+	double t[BATCH_MAX_BEST];
 	int n;
 };
 
-/* The entry of gpus (added at 0 where new), or NULL when full. */
-double *batch_best_of(struct batch_best *b, int gpus);
+/* The entry of gpus on profile hw at sequence length seq (added at 0
+ * where new), or NULL when full (nothing is screened by it then). */
+double *batch_best_of(struct batch_best *b, int gpus, int hw, int seq);
 
 /* Each simulated candidate of c[0..n) into b. */
 void batch_best_add(struct batch_best *b, const struct cand *c, int n);
 
-/* Screen k against best, the best simulated time at its GPU count (0:
+/* Screen k against best, the best simulated time at its GPU count and
+ * setting (0:
  * none): the bound is proven (a simulated time cannot be below it), so a
  * candidate whose bound is no better cannot win; the analytic margin is a
  * heuristic, used in BATCH_SCREEN only. */

@@ -21,6 +21,7 @@
 #include "kdbstore.h"
 #include "kineto.h"
 #include "llm.h"
+#include "prism_git.h" /* PRISM_GIT: the build's commit (scripts/git_version.cmake) */
 #include "sim.h"
 #include "synth.h"
 #include "timeline.h"
@@ -314,6 +315,23 @@ int cli_trace_hw_path(const struct graph *g, char *path, size_t n, const char *s
 		    "%s%sno hardware profile for the trace's GPU '%s' (configs/hw)%s",
 		    src ? src : "", src ? ": " : "", gpu, hint ? hint : "");
 	return 0;
+}
+
+int cli_is_stdout(const char *path)
+{
+	return path && strcmp(path, "-") == 0;
+}
+
+void cli_stdout_taken(void)
+{
+	fflush(stdout);
+	dup2(STDERR_FILENO, STDOUT_FILENO);
+}
+
+const char *cli_version(void)
+{
+	return PRISM_GIT[0] ? PRISM_VERSION " (git " PRISM_GIT ")"
+			    : PRISM_VERSION " (no git: built outside a git checkout)";
 }
 
 int cli_load_hw(const char *name, struct hw_profile *hw, struct prism_err *err)
@@ -644,6 +662,14 @@ int cli_write_trace(const struct graph *g, const struct synth_out *so, const cha
 	tmp = prism_malloc(n * sizeof(*tmp));
 	if (!final || !tmp) {
 		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Standard output holds one trace. */
+	if (cli_is_stdout(path) && g->n_ranks > 1) {
+		rc = prism_err_set(err, PRISM_EARG,
+				   "%s -: one trace goes to standard output, and this run has %u "
+				   "ranks (one file each): give a file name",
+				   opt, g->n_ranks);
 		goto out;
 	}
 	/* Every rank's file is checked before the first is written. */

@@ -16,6 +16,12 @@
 
 #define PRISM_VERSION "0.1.0"
 
+/* The version with the commit it was built from: "0.1.0 (git
+ * 6e15fdaa8c1b)", "-dirty" after the hash where the checkout held
+ * uncommitted changes, or "0.1.0 (no git: built outside a git checkout)".
+ * What `prism --version` prints and a sweep records (sweep.h). */
+const char *cli_version(void);
+
 #define EXIT_USAGE 2
 
 int cmd_ingest(int argc, char **argv);
@@ -169,6 +175,13 @@ void cli_wrap(FILE *f, const char *text, int at, int col);
 
 /* The help of those options, to f. */
 void cli_layout_help(FILE *f);
+
+/* 1 when an output path is "-": standard output (prism_wfile_open). */
+int cli_is_stdout(const char *path);
+
+/* Standard output has taken a file (-o -): what the command prints from
+ * here on goes to stderr, so the file's bytes stay apart. */
+void cli_stdout_taken(void);
 
 /* The longest path prism builds from one given (a rank's file from -o). */
 #define CLI_PATH_MAX 1024

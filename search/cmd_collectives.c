@@ -36,6 +36,10 @@ static const char help[] =
     "      --loo        leave one row out: each row predicted with parameters\n"
     "                   fitted on the profile's other rows (from the full fit)\n"
     "      --rows       every row as CSV: measured and predicted times (us)\n"
+    "      --json       the table as one JSON object on stdout (groups: profile,\n"
+    "                   source, collective, rows, mean, median, worst; loso_* and\n"
+    "                   loo_* with those options, null where no source was left;\n"
+    "                   with --fit the fitted settings per profile)\n"
     "  -h, --help       this help\n";
 
 #define MAX_PROF 16
@@ -101,14 +105,19 @@ static void short_source(const char *src, char *out, size_t n)
 int cmd_collectives(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"fit", no_argument, NULL, 'f'},  {"loso", no_argument, NULL, 'l'},
-	    {"loo", no_argument, NULL, 'o'},  {"rows", no_argument, NULL, 'r'},
-	    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+	    {"fit", no_argument, NULL, 'f'},
+	    {"loso", no_argument, NULL, 'l'},
+	    {"loo", no_argument, NULL, 'o'},
+	    {"rows", no_argument, NULL, 'r'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct cbench cb;
 	struct prism_err err;
 	struct prof pr[MAX_PROF];
-	int np = 0, fit = 0, loso = 0, loo = 0, rows = 0, c, rc = 0;
+	int np = 0, fit = 0, loso = 0, loo = 0, rows = 0, json = 0, c, rc = 0;
+	const char *gsep = "";
 	size_t *idx = NULL, *sub = NULL;
 
 	prism_err_clear(&err);
@@ -128,6 +137,9 @@ int cmd_collectives(int argc, char **argv)
 		case 'r':
 			rows = 1;
 			break;
+		case 'j':
+			json = 1;
+			break;
 		case 'h':
 			fputs(help, stdout);
 			return 0;
@@ -137,6 +149,11 @@ int cmd_collectives(int argc, char **argv)
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "prism collectives: give measurement files\n%s", help);
+		return EXIT_USAGE;
+	}
+	if (json && rows) {
+		fprintf(stderr, "prism collectives: --json prints the table alone: not with "
+				"--rows\n");
 		return EXIT_USAGE;
 	}
 	for (int i = optind; i < argc && !rc; i++)
@@ -176,10 +193,21 @@ int cmd_collectives(int argc, char **argv)
 		cbench_release(&cb);
 		return cli_fail(&err);
 	}
-	printf("collectives: %zu rows placed, %zu left out", cb.n, cb.skips.skipped);
-	for (int i = 0; i < cb.skips.n_why; i++)
-		printf("%s%zu %s", i ? ", " : " (", cb.skips.n[i], cb.skips.why[i]);
-	printf("%s\n", cb.skips.n_why ? ")" : "");
+	if (json) {
+		printf("{\"rows_placed\":%zu,\"left_out\":%zu,\"left_out_why\":{", cb.n,
+		       cb.skips.skipped);
+		for (int i = 0; i < cb.skips.n_why; i++) {
+			printf("%s", i ? "," : "");
+			prism_fput_json_str(stdout, cb.skips.why[i]);
+			printf(":%zu", cb.skips.n[i]);
+		}
+		printf("},\"groups\":[");
+	} else {
+		printf("collectives: %zu rows placed, %zu left out", cb.n, cb.skips.skipped);
+		for (int i = 0; i < cb.skips.n_why; i++)
+			printf("%s%zu %s", i ? ", " : " (", cb.skips.n[i], cb.skips.why[i]);
+		printf("%s\n", cb.skips.n_why ? ")" : "");
+	}
 	for (int p = 0; p < np; p++) {
 		size_t n = 0;
 		for (size_t i = 0; i < cb.n; i++)
@@ -191,13 +219,15 @@ int cmd_collectives(int argc, char **argv)
 			cbench_fit(&pr[p].fitted, cb.rows, idx, n, pr[p].nvls);
 		}
 	}
-	printf("\n%-14s %-58s %-15s %5s %9s %8s %8s", "profile", "source", "collective", "rows",
-	       "mean", "median", "worst");
-	if (loso)
-		printf(" %9s %8s", "loso mean", "median");
-	if (loo)
-		printf(" %9s %8s", "loo mean", "median");
-	printf("\n");
+	if (!json) {
+		printf("\n%-14s %-58s %-15s %5s %9s %8s %8s", "profile", "source", "collective",
+		       "rows", "mean", "median", "worst");
+		if (loso)
+			printf(" %9s %8s", "loso mean", "median");
+		if (loo)
+			printf(" %9s %8s", "loo mean", "median");
+		printf("\n");
+	}
 	{
 		size_t all_n = 0;
 		double all_sum = 0;
@@ -226,9 +256,20 @@ int cmd_collectives(int argc, char **argv)
 				all_n += n;
 				all_sum += mean * (double)n;
 				short_source(r->source, src, sizeof(src));
-				printf("%-14s %-58.58s %-15s %5zu %8.1f%% %7.1f%% %7.1f%%",
-				       r->profile, src, kind_name(r->kind), n, 100 * mean,
-				       100 * med, 100 * worst);
+				if (json) {
+					printf("%s\n{\"profile\":", gsep);
+					prism_fput_json_str(stdout, r->profile);
+					printf(",\"source\":");
+					prism_fput_json_str(stdout, src);
+					printf(",\"collective\":\"%s\",\"rows\":%zu,\"mean\":%.6g,"
+					       "\"median\":%.6g,\"worst\":%.6g",
+					       kind_name(r->kind), n, mean, med, worst);
+					gsep = ",";
+				} else {
+					printf("%-14s %-58.58s %-15s %5zu %8.1f%% %7.1f%% %7.1f%%",
+					       r->profile, src, kind_name(r->kind), n, 100 * mean,
+					       100 * med, 100 * worst);
+				}
 				if (loso) {
 					/* Fit on the profile's other sources. */
 					struct hw_profile w = pr[p].shipped;
@@ -242,7 +283,12 @@ int cmd_collectives(int argc, char **argv)
 					if (m)
 						cbench_fit(&w, cb.rows, idx, m, pr[p].nvls);
 					errors(&w, &cb, sub, n, &mean, &med, &worst);
-					if (m)
+					if (json && m)
+						printf(",\"loso_mean\":%.6g,\"loso_median\":%.6g",
+						       mean, med);
+					else if (json)
+						printf(",\"loso_mean\":null,\"loso_median\":null");
+					else if (m)
 						printf(" %8.1f%% %7.1f%%", 100 * mean, 100 * med);
 					else
 						printf(" %9s %8s", "-", "-");
@@ -266,20 +312,51 @@ int cmd_collectives(int argc, char **argv)
 						sum += e[q];
 					}
 					if (e) {
+						double md;
 						qsort(e, n, sizeof(*e), cmp_d);
-						printf(" %8.1f%% %7.1f%%", 100 * sum / (double)n,
-						       100 * (n % 2
-								  ? e[n / 2]
-								  : (e[n / 2 - 1] + e[n / 2]) / 2));
+						md = n % 2 ? e[n / 2]
+							   : (e[n / 2 - 1] + e[n / 2]) / 2;
+						if (json)
+							printf(",\"loo_mean\":%.6g,\"loo_median\":"
+							       "%.6g",
+							       sum / (double)n, md);
+						else
+							printf(" %8.1f%% %7.1f%%",
+							       100 * sum / (double)n, 100 * md);
 					}
 					free(e);
 				}
-				printf("\n");
+				printf(json ? "}" : "\n");
 			}
 		}
-		if (all_n)
+		if (json && all_n)
+			printf("],\"mean\":%.6g", all_sum / (double)all_n);
+		else if (json)
+			printf("],\"mean\":null");
+		else if (all_n)
 			printf("\nall %zu rows: mean |error| %.1f%%\n", all_n,
 			       100 * all_sum / (double)all_n);
+	}
+	if (json) {
+		/* The fitted settings, as the profiles' node group names them. */
+		printf(",\"fitted\":");
+		for (int p = 0; fit && p < np; p++) {
+			const struct hw_profile *f = &pr[p].fitted;
+			printf("%s", p ? "," : "{");
+			prism_fput_json_str(stdout, pr[p].name);
+			printf(":{\"nvlink_bus_eff\":%.6g,\"nvlink_latency_us\":%.6g,"
+			       "\"nvls_bus_eff\":",
+			       f->nvl_eff, f->nvlink_lat_s * 1e6);
+			if (pr[p].nvls)
+				printf("%.6g", f->nvls_eff);
+			else
+				printf("null");
+			printf(",\"network_bus_eff\":%.6g,\"network_latency_us\":%.6g,"
+			       "\"collective_base_us\":%.6g}",
+			       f->net_eff, f->net_lat_s * 1e6, f->coll_base_s * 1e6);
+		}
+		printf("%s}\n", fit && np ? "}" : "null");
+		fit = 0; /* said */
 	}
 	if (fit)
 		for (int p = 0; p < np; p++) {

@@ -22,7 +22,8 @@ static const char help[] =
     "\n"
     "options:\n"
     "  -o, --output FILE     save the graph to FILE (a versioned binary file that\n"
-    "                        every prism command accepts instead of the traces)\n"
+    "                        every prism command accepts instead of the traces;\n"
+    "                        -: standard output, the summary then on stderr)\n"
     "  -r, --rank LIST       comma-separated rank of each trace file, in order\n"
     "      --json            print the summary as JSON\n"
     "      --unexplained N   list the N tasks that waited longest beyond the lag\n"
@@ -486,6 +487,8 @@ int cmd_ingest(int argc, char **argv)
 		graph_free(g);
 		return cli_fail(&err);
 	}
+	if (cli_is_stdout(out))
+		cli_stdout_taken(); /* the summary after it, on stderr */
 	if (json)
 		print_json(g);
 	else {

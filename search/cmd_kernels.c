@@ -51,6 +51,10 @@ static const char help[] =
     "      --flat       also the flat model prism had before (GEMM 70 % of peak\n"
     "                   + 3 us, attention 50 %, memory-bound 70 % of HBM + 3 us)\n"
     "      --markdown   the table in Markdown\n"
+    "      --json       the table as one JSON object on stdout (groups: profile,\n"
+    "                   class, dtype -- null for memory-bound -- rows, sources,\n"
+    "                   mean and worst; loso_* and flat_* with those options,\n"
+    "                   null where no source was left; rows_placed, left_out)\n"
     "      --rows       every row as CSV: measured and predicted times (us); with\n"
     "                   --loso, the prediction with the row's source left out too;\n"
     "                   shape is BxMxNxK|HEADSxSEQ_QxSEQ_KVxHEAD_DIM|BYTES (GEMM,\n"
@@ -332,13 +336,10 @@ static double rel(double p, double m)
 int cmd_kernels(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"fit", no_argument, NULL, 'f'},
-	    {"loso", no_argument, NULL, 'l'},
-	    {"flat", no_argument, NULL, 'F'},
-	    {"markdown", no_argument, NULL, 'm'},
-	    {"rows", no_argument, NULL, 'R'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"fit", no_argument, NULL, 'f'},  {"loso", no_argument, NULL, 'l'},
+	    {"flat", no_argument, NULL, 'F'}, {"markdown", no_argument, NULL, 'm'},
+	    {"rows", no_argument, NULL, 'R'}, {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 	};
 	struct kbench kb;
 	struct prism_err err;
@@ -348,7 +349,7 @@ int cmd_kernels(int argc, char **argv)
 	char *done = NULL;    /* per row: its group fitted (scratch) */
 	double *lpred = NULL; /* per row, its leave-one-source-out prediction */
 	struct hw_profile **hws = NULL;
-	int np = 0, fit = 0, loso = 0, flat = 0, md = 0, rows = 0, c, rc = 0;
+	int np = 0, fit = 0, loso = 0, flat = 0, md = 0, rows = 0, json = 0, c, rc = 0;
 
 	memset(&kb, 0, sizeof(kb));
 	prism_err_clear(&err);
@@ -370,6 +371,9 @@ int cmd_kernels(int argc, char **argv)
 		case 'R':
 			rows = 1;
 			break;
+		case 'j':
+			json = 1;
+			break;
 		case 'h':
 			fputs(help, stdout);
 			return 0;
@@ -380,6 +384,15 @@ int cmd_kernels(int argc, char **argv)
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "prism kernels: no measurement file given\n%s", help);
+		return EXIT_USAGE;
+	}
+	/* --json is the table alone: not beside the rows' CSV, Markdown or
+	 * the fitted profiles' text. */
+	if (json && (rows || md || fit)) {
+		fprintf(stderr, "prism kernels: --json prints the table alone: not with %s\n",
+			rows ? "--rows"
+			: md ? "--markdown"
+			     : "--fit");
 		return EXIT_USAGE;
 	}
 	for (int i = optind; i < argc && !rc; i++)
@@ -541,7 +554,9 @@ int cmd_kernels(int argc, char **argv)
 	}
 	if (rows) /* the table after a blank line */
 		printf("\n");
-	if (md) {
+	if (json) {
+		printf("{\"groups\":[");
+	} else if (md) {
 		printf(
 		    "| GPU (profile) | class | dtype | rows | sources | %s: mean / worst |%s%s\n",
 		    fit ? "fitted here" : "shipped", loso ? " leave one source out |" : "",
@@ -563,7 +578,28 @@ int cmd_kernels(int argc, char **argv)
 			 : g->accum ? " (accumulate)"
 			 : g->win   ? " (window)"
 				    : "");
-		if (md) {
+		if (json) {
+			printf("%s\n{\"profile\":", j ? "," : "");
+			prism_fput_json_str(stdout, g->profile);
+			printf(",\"class\":");
+			prism_fput_json_str(stdout, cname);
+			printf(",\"dtype\":");
+			if (strcmp(dn, "-") == 0)
+				printf("null");
+			else
+				prism_fput_json_str(stdout, dn);
+			printf(",\"rows\":%zu,\"sources\":%d,\"mean\":%.6g,\"worst\":%.6g", g->n,
+			       g->n_src, g->sum / g->n, g->worst);
+			if (loso && g->ln)
+				printf(",\"loso_mean\":%.6g,\"loso_worst\":%.6g", g->lsum / g->ln,
+				       g->lworst);
+			else if (loso)
+				printf(",\"loso_mean\":null,\"loso_worst\":null");
+			if (flat)
+				printf(",\"flat_mean\":%.6g,\"flat_worst\":%.6g", g->fsum / g->n,
+				       g->fworst);
+			printf("}");
+		} else if (md) {
 			printf("| %s | %s | %s | %zu | %d | %.1f %% / %.1f %% |", g->profile, cname,
 			       dn, g->n, g->n_src, 100 * g->sum / g->n, 100 * g->worst);
 			if (loso && g->ln)
@@ -588,10 +624,21 @@ int cmd_kernels(int argc, char **argv)
 			printf("\n");
 		}
 	}
-	printf("\n%zu rows placed, %zu left out", kb.n, kb.skips.skipped);
-	for (int i = 0; i < kb.skips.n_why; i++)
-		printf("%s %zu %s", i ? "," : ":", kb.skips.n[i], kb.skips.why[i]);
-	printf("\n");
+	if (json) {
+		printf("],\"rows_placed\":%zu,\"left_out\":%zu,\"left_out_why\":{", kb.n,
+		       kb.skips.skipped);
+		for (int i = 0; i < kb.skips.n_why; i++) {
+			printf("%s", i ? "," : "");
+			prism_fput_json_str(stdout, kb.skips.why[i]);
+			printf(":%zu", kb.skips.n[i]);
+		}
+		printf("}}\n");
+	} else {
+		printf("\n%zu rows placed, %zu left out", kb.n, kb.skips.skipped);
+		for (int i = 0; i < kb.skips.n_why; i++)
+			printf("%s %zu %s", i ? "," : ":", kb.skips.n[i], kb.skips.why[i]);
+		printf("\n");
+	}
 	if (fit) {
 		printf("\n");
 		for (int i = 0; i < np; i++)

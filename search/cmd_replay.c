@@ -30,7 +30,8 @@ static const char help[] =
     "options:\n"
     "      --json              print the results as JSON\n"
     "      --timeline FILE     write the simulated run as Chrome-trace JSON\n"
-    "                          (opens in Perfetto; `prism ingest` reads it back)\n"
+    "                          (opens in Perfetto; `prism ingest` reads it back;\n"
+    "                          -: standard output, the figures then on stderr)\n"
     "      --no-event-edges    ablation: ignore cross-stream event edges\n"
     "      --no-share-edges    ablation: ignore shared-GPU edges (a task that\n"
     "                          waited while another stream's kernel held the GPU)\n"
@@ -225,6 +226,11 @@ int cmd_replay(int argc, char **argv)
 		fprintf(stderr, "prism replay: no trace given\n%s", help);
 		return EXIT_USAGE;
 	}
+	if (cli_is_stdout(timeline) && json) {
+		fprintf(stderr, "prism: --timeline - and --json would share standard output: give "
+				"--timeline FILE\n");
+		return EXIT_USAGE;
+	}
 	if (cli_not_input(timeline, "--timeline", argv + optind, argc - optind, &err))
 		return cli_fail(&err);
 	rc = cli_load_graph(argv + optind, argc - optind, ranks, &bo, &g, &err);
@@ -243,6 +249,8 @@ int cmd_replay(int argc, char **argv)
 			 : 0;
 	if (rc == 0 && timeline)
 		rc = timeline_write(s, timeline, NULL, &err);
+	if (rc == 0 && cli_is_stdout(timeline))
+		cli_stdout_taken(); /* the replay's figures after it, on stderr */
 	if (rc == 0) {
 		double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 		if (json)

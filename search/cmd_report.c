@@ -34,7 +34,11 @@ static const char help[] =
     "count; the runners-up at each GPU count and why they lose, near-ties\n"
     "marked; what was rejected), best.csv (the best layout per GPU count,\n"
     "every knob) and pareto.svg (drawn by gnuplot's SVG terminal).\n"
-    "report.md is also printed.\n"
+    "A sweep over several hardware profiles or sequence lengths is ranked per\n"
+    "setting (profile and length), and report.md compares the settings by\n"
+    "tokens/s and by cost per token, each profile at its own price.\n"
+    "report.md is also printed, after what the sweep was computed from (its\n"
+    "inputs' content hashes and the prism build: docs/RESULTS.md).\n"
     "\n"
     "Near-ties: layouts within the model's stated uncertainty of the best\n"
     "(8.7 %: synth + simulate against Megatron-LM's measured runs,\n"
@@ -50,10 +54,11 @@ static const char help[] =
     "  -o, --output DIR    where to write (default results/NAME/)\n"
     "      --json          print the report as JSON instead of Markdown\n"
     "      --csv-all[=FILE] every candidate, simulated or not, as CSV into\n"
-    "                      FILE (default DIR/all.csv; FILE.gz is gzipped)\n"
+    "                      FILE (default DIR/all.csv; FILE.gz is gzipped; -:\n"
+    "                      standard output, report.md then not printed)\n"
     "      --tokens N      tokens to train (default: the sweep's 'tokens')\n"
-    "      --price P       price of one GPU-hour (default: the sweep's\n"
-    "                      'price_per_gpu_hour')\n"
+    "      --price P       price of one GPU-hour, every row (default: each\n"
+    "                      row's profile's, as the sweep priced it)\n"
     "      --tie PCT       near-tie threshold in percent (default 8.7)\n"
     "      --export FW     print the best layout of each GPU count as FW's launch\n"
     "                      options instead of report.md: megatron (Megatron-LM\n"
@@ -79,6 +84,8 @@ static const char help[] =
 /* What a training run needs, for days and cost (0: not known). */
 struct train {
 	double tokens, price;
+	int price_given; /* --price: every row at it, not at its profile's */
+	int priced;	 /* some row has a price (its own or price) */
 };
 
 /* Everything the writers share. */
@@ -89,15 +96,71 @@ struct report {
 	struct pareto P; /* the rows, ranked */
 	struct train tr;
 	int tie_given; /* by --tie, not REPORT_TIE_FRAC */
+	/* What the sweep was computed from (sweep.h's inputs, "" where not
+	 * recorded) and by which prism. */
+	char inputs[1024], version[128];
 };
+
+/* R's sweep's version and inputs from db (either "" where the database
+ * has no such column: written before it). */
+static void read_inputs(struct report *R, sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	R->inputs[0] = R->version[0] = '\0';
+	if (sqlite3_prepare_v2(db, "SELECT version, inputs FROM sweep WHERE id=?1", -1, &st,
+			       NULL) != SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT version, NULL FROM sweep WHERE id=?1", -1, &st, NULL) !=
+		SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, R->sid);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *v = (const char *)sqlite3_column_text(st, 0);
+		const char *in = (const char *)sqlite3_column_text(st, 1);
+		snprintf(R->version, sizeof(R->version), "%s", v ? v : "");
+		snprintf(R->inputs, sizeof(R->inputs), "%s", in ? in : "");
+	}
+	sqlite3_finalize(st);
+}
+
+/* Each line "WHAT\tVALUE" of R->inputs to fn. */
+static void each_input(const struct report *R, void (*fn)(FILE *, const char *, const char *, int),
+		       FILE *f)
+{
+	const char *p = R->inputs;
+	for (int i = 0; *p; i++) {
+		const char *eol = strchr(p, '\n'), *tab = strchr(p, '\t');
+		char what[160], val[512];
+		if (!eol)
+			eol = p + strlen(p);
+		if (tab && tab < eol) {
+			snprintf(what, sizeof(what), "%.*s", (int)(tab - p), p);
+			snprintf(val, sizeof(val), "%.*s", (int)(eol - tab - 1), tab + 1);
+			fn(f, what, val, i);
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+}
+
+static void shown(char *buf, size_t n, const char *name);
 
 static void layout(char *buf, size_t n, const struct pareto_row *r)
 {
-	char vp[16] = "", rc[32] = "", impl[32] = "";
+	char vp[16] = "", rc[32] = "", impl[32] = "", set[112] = "";
+	size_t k0;
 	if (PARETO_KV(r, schedule) == LAYOUT_INTERLEAVED)
 		snprintf(vp, sizeof(vp), " vp %d", PARETO_KV(r, vp));
 	if (PARETO_KV(r, recompute) != LAYOUT_RECOMPUTE_NONE)
 		snprintf(rc, sizeof(rc), ", recompute %s", PARETO_KNAME(r, recompute));
+	/* Which setting, where the sweep compares several. */
+	if (r->setting_name[0]) {
+		shown(set, sizeof(set) - 2, r->setting_name);
+		strcat(set, ": ");
+	}
+	k0 = (size_t)snprintf(buf, n, "%s", set);
+	if (k0 >= n)
+		return;
+	buf += k0;
+	n -= k0;
 	/* Whose sharding, where not Megatron-LM's (dp_impl). */
 	if (PARETO_KV(r, zero) > 0 && PARETO_KV(r, dp_impl) != LAYOUT_DP_MEGATRON)
 		snprintf(impl, sizeof(impl), " (%s)", PARETO_KNAME(r, dp_impl));
@@ -211,7 +274,9 @@ static void to_train(const struct train *t, const struct pareto_row *r, double *
 	double s = t->tokens > 0 && r->tps > 0 ? t->tokens / r->tps : 0;
 	*days = s / 86400;
 	*gpuh = r->gpus * s / 3600;
-	*cost = t->price > 0 ? *gpuh * t->price : 0;
+	/* Each row at its profile's price (stored with it), unless --price. */
+	double p = t->price_given ? t->price : r->price > 0 ? r->price : t->price;
+	*cost = p > 0 ? *gpuh * p : 0;
 }
 
 static void json_num(FILE *f, double v)
@@ -220,6 +285,21 @@ static void json_num(FILE *f, double v)
 		fprintf(f, "%.9g", v);
 	else
 		fputs("null", f);
+}
+
+/* A figure that is positive where known (tokens/s, MFU, memory of a run a
+ * plain trace cannot tell): null where it is not. */
+static void json_pos(FILE *f, double v)
+{
+	json_num(f, v > 0 ? v : NAN);
+}
+
+/* The same in CSV: an empty cell where not known. */
+static void csv_pos(FILE *f, double v, int prec, int g)
+{
+	if (v > 0 && isfinite(v))
+		fprintf(f, g ? "%.*g" : "%.*f", prec, v);
+	putc(',', f);
 }
 
 /* A JSON string of text from the database: valid UTF-8 kept, every other
@@ -330,6 +410,98 @@ static void json_knobs(FILE *f, const struct pareto_row *r)
 	}
 }
 
+static void md_input(FILE *f, const char *what, const char *val, int i)
+{
+	char a[160], b[512];
+	(void)i;
+	shown(a, sizeof(a), what);
+	shown(b, sizeof(b), val);
+	fprintf(f, "- %s: %s\n", a, b);
+}
+
+static void json_input(FILE *f, const char *what, const char *val, int i)
+{
+	fputs(i ? "," : "", f);
+	json_text(f, what);
+	putc(':', f);
+	json_text(f, val);
+}
+
+/* Best rows k of P ordered by GPU count, then tokens/s (fastest first). */
+static const struct pareto *cmp_P;
+static int cmp_best(const void *a, const void *b)
+{
+	const struct pareto_row *x = &cmp_P->rows[*(const size_t *)a];
+	const struct pareto_row *y = &cmp_P->rows[*(const size_t *)b];
+	if (x->gpus != y->gpus)
+		return x->gpus < y->gpus ? -1 : 1;
+	if (x->tps != y->tps)
+		return x->tps > y->tps ? -1 : 1;
+	return x->setting - y->setting;
+}
+
+/* Where the sweep compares settings (hardware profiles, sequence
+ * lengths): at each GPU count, each setting's best by throughput and by
+ * cost per token, against the count's fastest and cheapest. */
+static void compare(FILE *md, const struct report *R)
+{
+	const struct train *t = &R->tr;
+	size_t *ix;
+	if (R->P.settings < 2 || !(ix = prism_malloc((R->P.nb + 1) * sizeof(*ix))))
+		return;
+	for (size_t k = 0; k < R->P.nb; k++)
+		ix[k] = R->P.best[k];
+	cmp_P = &R->P;
+	qsort(ix, R->P.nb, sizeof(*ix), cmp_best);
+	fprintf(md,
+		"## Settings compared (hardware, sequence length)\n\n"
+		"| GPUs | setting | layout | tokens/s | vs fastest | GPU-hours per 1M tokens |%s"
+		"%s\n|---:|---|---|---:|---:|---:|%s%s\n",
+		t->priced ? " cost per 1M tokens | vs cheapest |" : "",
+		t->tokens > 0 ? " days to train |" : "", t->priced ? "---:|---:|" : "",
+		t->tokens > 0 ? "---:|" : "");
+	for (size_t a = 0; a < R->P.nb;) {
+		size_t b = a;
+		double fast = 0, cheap = 0;
+		/* The count's fastest and cheapest per token. */
+		for (; b < R->P.nb && R->P.rows[ix[b]].gpus == R->P.rows[ix[a]].gpus; b++) {
+			const struct pareto_row *r = &R->P.rows[ix[b]];
+			struct train one = *t;
+			double d, h, c;
+			one.tokens = 1e6;
+			to_train(&one, r, &d, &h, &c);
+			fast = r->tps > fast ? r->tps : fast;
+			if (c > 0 && (cheap == 0 || c < cheap))
+				cheap = c;
+		}
+		for (size_t i = a; i < b; i++) {
+			const struct pareto_row *r = &R->P.rows[ix[i]];
+			struct train one = *t;
+			char lay[200], set[96], *colon;
+			double d, h, c;
+			one.tokens = 1e6;
+			to_train(&one, r, &d, &h, &c);
+			shown(set, sizeof(set), r->setting_name);
+			layout(lay, sizeof(lay), r);
+			colon = strstr(lay, ": ");
+			fprintf(md, "| %d | %s | %s | %.0f | %+.1f%% | %.4g |", r->gpus, set,
+				colon ? colon + 2 : lay, r->tps, (r->tps / fast - 1) * 100, h);
+			if (t->priced && c > 0)
+				fprintf(md, " %.4g | %+.1f%% |", c, (c / cheap - 1) * 100);
+			else if (t->priced)
+				fprintf(md, " | |");
+			if (t->tokens > 0)
+				fprintf(md, " %.2f |", t->tokens / r->tps / 86400);
+			fprintf(md, "\n");
+		}
+		a = b;
+	}
+	fprintf(md, "\nEach setting's best layout at each GPU count (ranked apart: a longer "
+		    "sequence is more work per step, so throughput and cost per token "
+		    "compare them, not iteration time).\n");
+	free(ix);
+}
+
 static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 {
 	const struct train *t = &R->tr;
@@ -350,11 +522,23 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	}
 	sqlite3_finalize(st);
 	fprintf(md, "\n\n");
+	if (R->inputs[0]) {
+		/* docs/RESULTS.md: a resume on other inputs is refused. */
+		fprintf(md, "Computed from (content hashes; a resume on other inputs is "
+			    "refused):\n\n");
+		each_input(R, md_input, md);
+		fprintf(md, "\n");
+	} else {
+		shown(a, sizeof(a), R->version[0] ? R->version : "?");
+		fprintf(md, "Computed by prism %s, which did not record its inputs.\n\n", a);
+	}
 	if (t->tokens > 0) {
 		grouped(a, sizeof(a), t->tokens);
 		fprintf(md, "Training: %s tokens", a);
 		if (t->price > 0)
 			fprintf(md, " at %.4g per GPU-hour", t->price);
+		else if (t->priced)
+			fprintf(md, " at each profile's price per GPU-hour");
 		fprintf(md, ".\n\n");
 	}
 	fprintf(md, "## Best layout per GPU count\n\n");
@@ -362,10 +546,10 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 		    " GPU-hours/iter |");
 	if (t->tokens > 0)
 		fprintf(md, " days to train | GPU-hours to train |%s",
-			t->price > 0 ? " cost to train |" : "");
+			t->priced ? " cost to train |" : "");
 	fprintf(md, " near-ties | Pareto (time) | Pareto (GPU-hours) |\n");
 	fprintf(md, "|---:|---|---:|---:|---:|---:|---:|---:|%s%s---:|---|---|\n",
-		t->tokens > 0 ? "---:|---:|" : "", t->tokens > 0 && t->price > 0 ? "---:|" : "");
+		t->tokens > 0 ? "---:|---:|" : "", t->tokens > 0 && t->priced ? "---:|" : "");
 	for (size_t k = 0; k < R->P.nb; k++) {
 		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
 		layout(lay, sizeof(lay), r);
@@ -378,7 +562,7 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 			to_train(t, r, &days, &gpuh, &cost);
 			grouped(b, sizeof(b), gpuh);
 			fprintf(md, " %.*f | %s |", days < 10 ? 2 : 1, days, b);
-			if (t->price > 0) {
+			if (t->priced) {
 				grouped(c, sizeof(c), cost);
 				fprintf(md, " %s |", c);
 			}
@@ -399,15 +583,17 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 		R->tie_given ? "" : REPORT_TIE_SOURCE);
 	if (t->tokens > 0)
 		fprintf(md, " Days to train: tokens / (tokens/s); GPU-hours: days x 24 x GPUs%s.",
-			t->price > 0 ? "; cost: GPU-hours x price" : "");
-	fprintf(md, "\n\n## Runners-up, and why they lose\n\n");
+			t->priced ? "; cost: GPU-hours x price" : "");
+	fprintf(md, "\n");
+	compare(md, R);
+	fprintf(md, "\n## Runners-up, and why they lose\n\n");
 	fprintf(md, "| GPUs | layout | iteration ms | vs best | near-tie | why |\n"
 		    "|---:|---|---:|---:|---|---|\n");
 	for (size_t k = 0; k < R->P.nb; k++) {
 		const struct pareto_row *bst = &R->P.rows[R->P.best[k]];
 		int listed = 0, ties = 0;
-		for (size_t i = R->P.best[k] + 1; i < R->P.n && R->P.rows[i].gpus == bst->gpus;
-		     i++) {
+		for (size_t i = R->P.best[k] + 1;
+		     i < R->P.n && PARETO_SAME_COUNT(&R->P.rows[i], bst); i++) {
 			const struct pareto_row *r = &R->P.rows[i];
 			char w[160];
 			if (r->same_as >= 0)
@@ -455,7 +641,7 @@ static void csv_train(FILE *csv, const struct report *R, const struct pareto_row
 		fprintf(csv, "%.6g,%.6g,", days, gpuh);
 	else
 		fputs(",,", csv);
-	if (R->tr.tokens > 0 && R->tr.price > 0)
+	if (R->tr.tokens > 0 && R->tr.priced)
 		fprintf(csv, "%.6g,", cost);
 	else
 		fputs(",", csv);
@@ -466,16 +652,25 @@ static void write_best_csv(FILE *csv, const struct report *R)
 	csv_knob_header(csv);
 	fputs("iter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,days_to_train,"
 	      "gpu_hours_to_train,cost_to_train,near_ties,same_runs,pareto_time,"
-	      "pareto_gpu_hours\n",
+	      "pareto_gpu_hours,hw,price_per_gpu_hour\n",
 	      csv);
 	for (size_t k = 0; k < R->P.nb; k++) {
 		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
 		csv_knobs(csv, r);
-		fprintf(csv, "%.9f,%.3f,%.6f,%.6f,%.3f,%.9g,", r->iter_s, r->tps, r->mfu, r->bubble,
-			r->mem_gb, r->gpuh);
+		fprintf(csv, "%.9f,", r->iter_s);
+		csv_pos(csv, r->tps, 3, 0);
+		csv_pos(csv, r->mfu, 6, 0);
+		fprintf(csv, "%.6f,", r->bubble);
+		csv_pos(csv, r->mem_gb, 3, 0);
+		csv_pos(csv, r->gpuh, 9, 1);
 		csv_train(csv, R, r);
-		fprintf(csv, "%d,%d,%d,%d\n", pareto_near_ties(&R->P, k), r->n_same,
-			R->P.on_time[k], R->P.on_hours[k]);
+		fprintf(csv, "%d,%d,%d,%d,", pareto_near_ties(&R->P, k), r->n_same, R->P.on_time[k],
+			R->P.on_hours[k]);
+		csv_text(csv, r->hw);
+		if (r->price > 0)
+			fprintf(csv, ",%.9g\n", r->price);
+		else
+			fputs(",\n", csv);
 	}
 }
 
@@ -556,27 +751,38 @@ static void json_row(FILE *f, const struct report *R, const struct pareto_row *r
 	fputs(",\"iter_s\":", f);
 	json_num(f, r->iter_s);
 	fputs(",\"tokens_per_s\":", f);
-	json_num(f, r->tps);
+	json_pos(f, r->tps);
 	fputs(",\"mfu\":", f);
-	json_num(f, r->mfu);
+	json_pos(f, r->mfu);
 	fputs(",\"bubble\":", f);
 	json_num(f, r->bubble);
 	fputs(",\"mem_gb\":", f);
-	json_num(f, r->mem_gb);
+	json_pos(f, r->mem_gb);
 	fprintf(f, ",\"mem_at_risk\":%s", r->at_risk ? "true" : "false");
 	fputs(",\"gpu_hours_per_iter\":", f);
-	json_num(f, r->gpuh);
+	json_pos(f, r->gpuh);
 	if (R->tr.tokens > 0) {
 		fputs(",\"days_to_train\":", f);
 		json_num(f, days);
 		fputs(",\"gpu_hours_to_train\":", f);
 		json_num(f, gpuh);
-		if (R->tr.price > 0) {
+		if (R->tr.priced) {
 			fputs(",\"cost_to_train\":", f);
 			json_num(f, cost);
 		}
 	}
 	fprintf(f, ",\"same_runs\":%d", r->n_same);
+	/* Its profile and price (null where the database does not say). */
+	fputs(",\"hw\":", f);
+	if (r->hw[0])
+		json_text(f, r->hw);
+	else
+		fputs("null", f);
+	fputs(",\"price_per_gpu_hour\":", f);
+	if (r->price > 0)
+		json_num(f, r->price);
+	else
+		fputs("null", f);
 }
 
 static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char *dir,
@@ -589,6 +795,16 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 	json_text(f, R->name);
 	fputs(",\"database\":", f);
 	json_text(f, R->db);
+	fputs(",\"version\":", f);
+	json_text(f, R->version);
+	fputs(",\"inputs\":", f);
+	if (R->inputs[0]) {
+		putc('{', f);
+		each_input(R, json_input, f);
+		putc('}', f);
+	} else {
+		fputs("null", f);
+	}
 	fputs("},\"tokens\":", f);
 	if (R->tr.tokens > 0)
 		json_num(f, R->tr.tokens);
@@ -630,7 +846,7 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 		fputs(",\"runners_up\":[", f);
 		sep = "";
 		for (size_t i = R->P.best[k] + 1, listed = 0;
-		     i < R->P.n && R->P.rows[i].gpus == r->gpus && listed < 3; i++) {
+		     i < R->P.n && PARETO_SAME_COUNT(&R->P.rows[i], r) && listed < 3; i++) {
 			const struct pareto_row *u = &R->P.rows[i];
 			char w[160];
 			if (u->same_as >= 0)
@@ -710,7 +926,7 @@ static int chart(const char *svg, const struct report *R)
 	pid_t pid;
 	FILE *gp;
 
-	if (R->tr.tokens > 0 && R->tr.price > 0)
+	if (R->tr.tokens > 0 && R->tr.priced)
 		y2 = "cost to train (GPU-hours x price)";
 	else if (R->tr.tokens > 0)
 		y2 = "GPU-hours to train";
@@ -759,26 +975,31 @@ static int chart(const char *svg, const struct report *R)
 			const struct pareto_row *r = &R->P.rows[R->P.best[k]];
 			double days, gpuh, cost, y2v;
 			to_train(&R->tr, r, &days, &gpuh, &cost);
-			y2v = R->tr.tokens > 0 ? (R->tr.price > 0 ? cost : gpuh) : r->gpuh * 1000;
-			wrote = fprintf(gp, "%d %.6g %.6g %d\n", r->gpus, r->iter_s * 1e3,
-					isfinite(y2v) ? y2v : 0, R->P.on_time[k]) > 0;
+			y2v = R->tr.tokens > 0 ? (R->tr.priced ? cost : gpuh) : r->gpuh * 1000;
+			/* Each setting its own data set (gnuplot's index). */
+			if (k && r->setting != R->P.rows[R->P.best[k - 1]].setting)
+				wrote = fputs("\n\n", gp) >= 0;
+			wrote = wrote && fprintf(gp, "%d %.6g %.6g %d\n", r->gpus, r->iter_s * 1e3,
+						 isfinite(y2v) ? y2v : 0, R->P.on_time[k]) > 0;
 		}
 		wrote = wrote && fputs("EOD\n", gp) >= 0;
 		/* Room for the labels: to the right of the last count, above
 		 * the slowest point. */
 		if (wrote && R->P.nb) {
 			double lo = R->P.rows[R->P.best[0]].iter_s, hi = lo;
+			int g0 = R->P.rows[R->P.best[0]].gpus, g1 = g0;
 			for (size_t k = 1; k < R->P.nb; k++) {
 				double t = R->P.rows[R->P.best[k]].iter_s;
+				int g = R->P.rows[R->P.best[k]].gpus;
 				lo = t < lo ? t : lo;
 				hi = t > hi ? t : hi;
+				g0 = g < g0 ? g : g0;
+				g1 = g > g1 ? g : g1;
 			}
 			if (lo > 0 && isfinite(hi))
 				wrote =
 				    fprintf(gp, "set xrange [%.6g:%.6g]\nset yrange [%.6g:%.6g]\n",
-					    R->P.rows[R->P.best[0]].gpus / 1.5,
-					    R->P.rows[R->P.best[R->P.nb - 1]].gpus * 2.5,
-					    lo * 1e3 / 2, hi * 1e3 * 4) > 0;
+					    g0 / 1.5, g1 * 2.5, lo * 1e3 / 2, hi * 1e3 * 4) > 0;
 			/* Ticks at the GPU counts swept, and at 1, 2, 5 x 10^k ms. */
 			for (size_t k = 0; wrote && k < R->P.nb; k++)
 				wrote = fprintf(gp, "%s%d", k ? ", " : "set xtics (",
@@ -799,7 +1020,8 @@ static int chart(const char *svg, const struct report *R)
 				wrote = wrote && fputs(")\n", gp) >= 0;
 			}
 		}
-		for (size_t k = 0; wrote && k < R->P.nb; k++) {
+		/* The layouts' labels: with one setting (several would crowd). */
+		for (size_t k = 0; wrote && R->P.settings < 2 && k < R->P.nb; k++) {
 			const struct pareto_row *r = &R->P.rows[R->P.best[k]];
 			char lab[96], safe[96];
 			label(lab, sizeof(lab), r);
@@ -810,15 +1032,31 @@ static int chart(const char *svg, const struct report *R)
 				    "font ',9' noenhanced\n",
 				    k + 1, safe, r->gpus, r->iter_s * 1e3) > 0;
 		}
+		/* Several settings: each its time and its y2 series. */
+		for (int i = 0, k = 0; wrote && R->P.settings > 1 && i < R->P.settings; i++) {
+			char set[96];
+			while (R->P.rows[R->P.best[k]].setting != i)
+				k++;
+			shown(set, sizeof(set), R->P.rows[R->P.best[k]].setting_name);
+			wrote =
+			    fprintf(gp,
+				    "%s$best index %d using 1:2 with linespoints lw 2 pt 7 lc %d "
+				    "title '%s', $best index %d using 1:3 axes x1y2 with "
+				    "linespoints dt 2 pt 5 lc %d title '%s: %s'",
+				    i ? ", " : "plot ", i, i + 1, set, i, i + 1, set, y2) > 0;
+			wrote = wrote && (i + 1 < R->P.settings || fputs("\n", gp) >= 0);
+		}
 		wrote =
 		    wrote &&
-		    fputs("plot $best using 1:2 with linespoints lw 2 pt 7 "
+		    (R->P.settings > 1 ||
+		     (fputs(
+			  "plot $best using 1:2 with linespoints lw 2 pt 7 "
 			  "title 'iteration time (best layout)', "
 			  "$best using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lc rgb 'black' "
 			  "title 'Pareto front (time)', "
 			  "$best using 1:3 axes x1y2 with linespoints dt 2 pt 5 title '",
 			  gp) >= 0 &&
-		    fprintf(gp, "%s'\n", y2) > 0;
+		      fprintf(gp, "%s'\n", y2) > 0));
 		wrote = fclose(gp) == 0 && wrote;
 	} else {
 		close(fd[1]);
@@ -896,6 +1134,7 @@ static int open_sweep(struct report *R, sqlite3 **dbp, long long sid, double tok
 	snprintf(name, n, "%s", text(st, 1));
 	R->tr.tokens = tokens >= 0 ? tokens : sqlite3_column_double(st, 2);
 	R->tr.price = price >= 0 ? price : sqlite3_column_double(st, 3);
+	R->tr.price_given = price >= 0;
 	/* A database made by hand may hold anything: only sane values count. */
 	if (!(R->tr.tokens >= 1 && R->tr.tokens <= 1e16))
 		R->tr.tokens = 0;
@@ -903,6 +1142,7 @@ static int open_sweep(struct report *R, sqlite3 **dbp, long long sid, double tok
 		R->tr.price = 0;
 	sqlite3_finalize(st);
 	shown(R->name, sizeof(R->name), name);
+	read_inputs(R, db);
 	/* Its rows: as many, and numbers such as, prism writes. */
 	if (store_rows_check(db, R->db, R->sid, &err)) {
 		sqlite3_close(db);
@@ -1041,9 +1281,20 @@ static int write_export(FILE *f, const struct report *R, sqlite3 *db, int fw, in
 			}
 			layout_set(&m, &l, k, r->v[k]);
 		}
-		fprintf(f,
-			"%s# prism report: the best layout of %s at %d GPUs, %.4g s an iteration\n",
-			n ? "\n" : "", R->name, r->gpus, r->iter_s);
+		{
+			/* The setting, where the sweep compares several. */
+			char set[112] = "";
+			if (r->setting_name[0]) {
+				set[0] = ' ';
+				set[1] = '(';
+				shown(set + 2, sizeof(set) - 3, r->setting_name);
+				strcat(set, ")");
+			}
+			fprintf(f,
+				"%s# prism report: the best layout of %s%s at %d GPUs, %.4g s an "
+				"iteration\n",
+				n ? "\n" : "", R->name, set, r->gpus, r->iter_s);
+		}
 		if (frame_export(f, fw, &m, &l)) {
 			fprintf(stderr, "prism: out of memory\n");
 			return 1;
@@ -1151,10 +1402,17 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "prism report: give one DB (prism report --help)\n");
 		return EXIT_USAGE;
 	}
-	if ((json && fw >= 0) || (gpus && fw < 0)) {
+	/* "-": standard output, for a file, not the folder. */
+	if ((json && fw >= 0) || (gpus && fw < 0) || cli_is_stdout(outdir) ||
+	    (cli_is_stdout(all_arg) && (json || fw >= 0))) {
 		fprintf(stderr, "prism report: %s\n",
-			gpus ? "--gpus goes with --export"
-			     : "--export writes text: not with --json");
+			cli_is_stdout(outdir)
+			    ? "-o - : the report is a folder (report.md, best.csv, pareto.svg); "
+			      "--json prints it on standard output"
+			: gpus && fw < 0  ? "--gpus goes with --export"
+			: json && fw >= 0 ? "--export writes text: not with --json"
+			: json		  ? "--csv-all=- and --json would share standard output"
+					  : "--csv-all=- and --export would share standard output");
 		return EXIT_USAGE;
 	}
 	R.db = argv[optind];
@@ -1168,6 +1426,9 @@ int cmd_report(int argc, char **argv)
 		rc = cli_fail(&e);
 		goto out;
 	}
+	R.tr.priced = R.tr.price > 0;
+	for (size_t i = 0; !R.tr.price_given && i < R.P.n; i++)
+		R.tr.priced |= R.P.rows[i].price > 0;
 	if (rc || pareto_rank(&R.P, tie)) {
 		fprintf(stderr, "prism: out of memory\n");
 		rc = 1;
@@ -1211,7 +1472,7 @@ int cmd_report(int argc, char **argv)
 			goto out;
 	} else if (json)
 		write_json(stdout, &R, db, dir, want_all ? path[OUT_ALL] : NULL, drawn);
-	else
+	else if (!cli_is_stdout(all_arg)) /* standard output holds the CSV */
 		fwrite(mdbuf, 1, mdlen, stdout);
 	fflush(stdout);
 	if (!drawn)

@@ -24,6 +24,7 @@
 
 static const char help[] =
     "usage: prism search SWEEP [options]\n"
+    "       prism search --model M --hw H --gpus N,N,... --gbs N [options]\n"
     "\n"
     "Enumerate the layouts a sweep file describes (a file, or a name in\n"
     "configs/sweeps/) over its base -- a model configuration, or a trace:\n"
@@ -37,11 +38,16 @@ static const char help[] =
     "parallel batches, and store every candidate in a SQLite database.\n"
     "Rerunning the same sweep resumes it: stored candidates are skipped (the\n"
     "same settings are the same sweep whatever the file's comments and\n"
-    "layout).  A killed run loses at most the batch in flight; Ctrl-C says\n"
+    "layout).  A sweep is also the content of its inputs (the model, the\n"
+    "hardware profile and its kernel model, the kernel database) and the\n"
+    "prism build (prism --version): a rerun after any of them changed is\n"
+    "refused, naming what changed (docs/RESULTS.md).  A killed run loses at\n"
+    "most the batch in flight; Ctrl-C says\n"
     "so and exits 130.  On a terminal the progress is one line, rewritten\n"
     "every second (candidates evaluated, simulated and screened, the rate,\n"
-    "the time left at that rate, the best so far); elsewhere a line per\n"
-    "batch.  `prism report DB` reads the results.\n"
+    "the time left at that rate, the best so far); elsewhere (a log, a pipe)\n"
+    "a line after the first batch, then at most one every 10 s, and one at\n"
+    "the end; --quiet: none.  `prism report DB` reads the results.\n"
     "\n"
     "Candidates are visited best-first by their analytic estimates, per GPU\n"
     "count.  Each also has a proven lower bound of its simulated time (its\n"
@@ -58,7 +64,24 @@ static const char help[] =
     "the database, the others simulate their share of each batch; the rows\n"
     "are those of one process (docs/SCALING.md).\n"
     "\n"
+    "The second form writes the sweep file it runs (results/NAME.cfg, or\n"
+    "--sweep-file) and runs it: model M on hardware H at those GPU counts with\n"
+    "a global batch of N sequences, over tp 1-8, pp 1-8, mbs 1-4, 1F1B and\n"
+    "interleaved (vp 2), every recompute, ZeRO 0 and 1, with and without\n"
+    "sequence parallelism; NAME is M-H.  Edit the file and run `prism search\n"
+    "FILE` for more; the same command again resumes it.\n"
+    "\n";
+/* The options (apart: one string would be beyond C's 4095 bytes). */
+static const char help_options[] =
     "options:\n"
+    "      --model M       the model (a file, or a name in configs/models/)\n"
+    "      --hw H          the hardware profile (a file, or a name in configs/hw/)\n"
+    "      --gpus LIST     GPU counts, comma-separated (64,128,256,512)\n"
+    "      --gbs N         global batch, sequences\n"
+    "      --name NAME     the sweep's name (default M-H)\n"
+    "      --tokens N      tokens to train, for days and cost\n"
+    "      --price P       price of one GPU-hour, for cost\n"
+    "      --sweep-file F  where the sweep file goes (default results/NAME.cfg)\n"
     "      --db FILE       the database (default results/NAME.db)\n"
     "      --base-hw HW    the base's hardware, when its trace names no GPU with a\n"
     "                      profile (the sweep's base_hw; part of the base's\n"
@@ -73,10 +96,141 @@ static const char help[] =
     "                      results do not depend on the thread count; which are\n"
     "                      screened does depend on N, so a sweep resumes with its\n"
     "                      own N and mode, and another is refused)\n"
+    "  -q, --quiet         no progress and no counts on stderr (errors and\n"
+    "                      warnings only)\n"
     "      --json          the summary on stdout as JSON (counts, the best\n"
     "                      layout per GPU count, days and cost to train where\n"
     "                      the sweep gives tokens and price_per_gpu_hour)\n"
     "  -h, --help          this help\n";
+
+/* The one-line search's settings (--model, --hw, --gpus, --gbs, ...). */
+struct oneline {
+	const char *model, *hw, *gpus, *name, *file;
+	int gbs;
+	double tokens, price;
+};
+
+/* The space the one-line search sweeps (its help says it). */
+static const char oneline_space[] = "space = {\n"
+				    "  tp = [1, 2, 4, 8];\n"
+				    "  pp = [1, 2, 4, 8];\n"
+				    "  mbs = [1, 2, 4];\n"
+				    "  schedule = [\"1f1b\", \"interleaved\"];\n"
+				    "  vp = [2];\n"
+				    "  recompute = [\"none\", \"selective\", \"full\"];\n"
+				    "  zero = [0, 1];\n"
+				    "  sp = [0, 1];\n"
+				    "};\n";
+
+/* A file's name without its folder and extension, in name-safe letters
+ * (others '_'), into out (n bytes). */
+static void stem(const char *path, char *out, size_t n)
+{
+	const char *b = strrchr(path, '/');
+	size_t k = 0;
+	b = b ? b + 1 : path;
+	for (; *b && *b != '.' && k + 1 < n; b++) {
+		unsigned char c = (unsigned char)*b;
+		out[k++] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+				   (c >= 'A' && c <= 'Z') || c == '-' || c == '_'
+			       ? (char)c
+			       : '_';
+	}
+	out[k] = '\0';
+}
+
+/* A model or profile argument as the sweep file names it: an existing
+ * file by its absolute path (so the file runs from any folder), else the
+ * name; one a libconfig string cannot hold as it is refused. */
+static int oneline_arg(const char *opt, const char *arg, char *out, size_t n, struct prism_err *err)
+{
+	char *abs = strchr(arg, '/') ? realpath(arg, NULL) : NULL;
+	const char *v = abs ? abs : arg;
+	int rc = 0;
+	if (strpbrk(v, "\"\\") || !v[0])
+		rc = prism_err_set(err, PRISM_EARG,
+				   "--%s '%s': a name or path without quotes or "
+				   "backslashes",
+				   opt, arg);
+	else if ((size_t)snprintf(out, n, "%s", v) >= n)
+		rc = cli_path_long(opt, v, n - 1, err);
+	for (size_t i = 0; !rc && out[i]; i++)
+		if ((unsigned char)out[i] < 0x20)
+			rc = prism_err_set(err, PRISM_EARG, "--%s: control characters in '%s'", opt,
+					   arg);
+	free(abs);
+	return rc;
+}
+
+/* The one-line search's sweep file, written to q->file or results/NAME.cfg
+ * (path: where, n bytes).  0, or the error. */
+static int oneline_write(const struct oneline *q, char *path, size_t n, struct prism_err *err)
+{
+	char model[1024], hw[1024], name[SWEEP_NAME_MAX + 1], a[64], b[64],
+	    list[SWEEP_MAX_LIST * 9];
+	size_t o = 0;
+	struct prism_wfile w;
+	const char *p = q->gpus;
+	int rc, ng = 0;
+
+	if (!q->hw || !q->gpus || q->gbs <= 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "--model needs --hw, --gpus and --gbs "
+				     "(prism search --help)");
+	if ((rc = oneline_arg("model", q->model, model, sizeof(model), err)) ||
+	    (rc = oneline_arg("hw", q->hw, hw, sizeof(hw), err)))
+		return rc;
+	stem(q->model, a, sizeof(a));
+	stem(q->hw, b, sizeof(b));
+	snprintf(name, sizeof(name), "%s", q->name ? q->name : "");
+	if (!q->name)
+		snprintf(name, sizeof(name), "%.31s-%.31s", a, b);
+	if (!sweep_name_ok(name))
+		return prism_err_set(err, PRISM_EARG,
+				     "--name '%s': one file name (1 to %d bytes, "
+				     "no '/', no leading '.')",
+				     name, SWEEP_NAME_MAX);
+	/* --gpus: whole numbers, comma-separated. */
+	do {
+		char one[32];
+		size_t k = strcspn(p, ",");
+		int g;
+		snprintf(one, sizeof(one), "%.*s", (int)(k < 31 ? k : 31), p);
+		if (k >= 31 || (rc = cli_count(one, "gpus", 1, LAYOUT_MAX_GPUS, &g, err)))
+			return rc ? rc : prism_err_set(err, PRISM_EARG, "--gpus '%s'", q->gpus);
+		if (++ng > SWEEP_MAX_LIST)
+			return prism_err_set(err, PRISM_EARG, "--gpus lists more than %d counts",
+					     SWEEP_MAX_LIST);
+		o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%d", o ? ", " : "", g);
+		p += k + (p[k] == ',');
+		if (p[-1] == ',' && !*p)
+			return prism_err_set(err, PRISM_EARG,
+					     "--gpus '%s': a count after each comma", q->gpus);
+	} while (*p);
+	if (q->file) {
+		if ((size_t)snprintf(path, n, "%s", q->file) >= n)
+			return cli_path_long("--sweep-file", q->file, n - 1, err);
+	} else {
+		mkdir("results", 0777);
+		snprintf(path, n, "results/%s.cfg", name);
+	}
+	if (prism_wfile_replace(&w, path))
+		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
+	fprintf(w.f,
+		"# Written by: prism search --model %s --hw %s --gpus %s --gbs %d; run it with\n"
+		"# prism search %s (docs/FORMATS.md: the sweep manual).\n"
+		"name = \"%s\";\nmodel = \"%s\";\nhw = \"%s\";\ngpus = [%s];\n"
+		"global_batch = %d;\n",
+		model, hw, q->gpus, q->gbs, path, name, model, hw, list, q->gbs);
+	if (q->tokens > 0)
+		fprintf(w.f, "tokens = %.17g;\n", q->tokens);
+	if (q->price > 0)
+		fprintf(w.f, "price_per_gpu_hour = %.17g;\n", q->price);
+	fputs(oneline_space, w.f);
+	if (prism_wfile_commit(&w))
+		return prism_err_set(err, PRISM_EIO, "%s: write failed: %s", path, strerror(errno));
+	return 0;
+}
 
 /* Rejected candidates are stored in transactions of this many. */
 #define REJECT_CHUNK 4096
@@ -232,33 +386,43 @@ static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, con
 	if (sw->price_per_gpu_hour > 0)
 		printf(",\"price_per_gpu_hour\":%.9g", sw->price_per_gpu_hour);
 	printf(",\"best\":[");
-	/* Every simulated row ordered by time within its count: the first of
-	 * each count is its best, as prism report finds it. */
+	/* Every simulated row ordered by time within its count of its setting
+	 * (profile, seq): the first of each is its best, as prism report
+	 * finds it; each priced at its profile's price. */
 	if (sqlite3_prepare_v2(
 		db,
-		"SELECT gpus, key, iter_s, tokens_per_s FROM candidate WHERE sweep=?1"
-		" AND status='simulated' ORDER BY gpus, iter_s, key",
+		"SELECT gpus, key, iter_s, tokens_per_s, hw, seq, price_per_gpu_hour FROM"
+		" candidate WHERE sweep=?1 AND status='simulated'"
+		" ORDER BY hw, seq, gpus, iter_s, key",
 		-1, &st, NULL) == SQLITE_OK) {
+		char last_hw[64] = "";
+		int last_seq = -1;
 		sqlite3_bind_int64(st, 1, sid);
 		while (sqlite3_step(st) == SQLITE_ROW) {
-			int gpus = sqlite3_column_int(st, 0);
+			int gpus = sqlite3_column_int(st, 0), seq = sqlite3_column_int(st, 5);
 			const char *key = (const char *)sqlite3_column_text(st, 1);
+			const char *hw = (const char *)sqlite3_column_text(st, 4);
 			double t = sqlite3_column_double(st, 2), tps = sqlite3_column_double(st, 3);
-			if (gpus == last)
+			double price = sqlite3_column_double(st, 6);
+			if (gpus == last && seq == last_seq && strcmp(hw ? hw : "", last_hw) == 0)
 				continue;
-			printf("%s{\"gpus\":%d,\"key\":", last < 0 ? "" : ",", gpus);
+			printf("%s{\"gpus\":%d,\"hw\":", last < 0 ? "" : ",", gpus);
+			prism_fput_json_str(stdout, hw ? hw : "");
+			printf(",\"seq\":%d,\"key\":", seq);
 			prism_fput_json_str(stdout, key ? key : "");
 			printf(",\"iter_s\":%.9g,\"tokens_per_s\":%.9g", t, tps);
 			if (sw->tokens > 0 && tps > 0) {
 				double sec = sw->tokens / tps;
 				printf(",\"days_to_train\":%.6g,\"gpu_hours_to_train\":%.6g",
 				       sec / 86400, gpus * sec / 3600);
-				if (sw->price_per_gpu_hour > 0)
+				if (price > 0)
 					printf(",\"cost_to_train\":%.6g",
-					       gpus * sec / 3600 * sw->price_per_gpu_hour);
+					       gpus * sec / 3600 * price);
 			}
 			printf("}");
 			last = gpus;
+			last_seq = seq;
+			snprintf(last_hw, sizeof(last_hw), "%s", hw ? hw : "");
 		}
 		sqlite3_finalize(st);
 	}
@@ -295,7 +459,12 @@ struct run {
 	struct batch_best best;
 	struct pool *pool; /* this process's threads */
 	int mode, bsize, resumed, lead;
+	int quiet;	  /* --quiet: no progress, no counts */
+	double last_line; /* when the last progress line went to a log */
 };
+
+/* A log's progress: at most a line every this many seconds. */
+#define PROGRESS_LOG_S 10.0
 
 /* Process 0 opens the database (its path given, or results/NAME.db) and
  * finds the sweep's row (resumed: as it ran), the best times so far and
@@ -328,7 +497,8 @@ static int open_results(struct run *R, const char *db_arg, int batch_given, stru
 			      err)) == 0 &&
 	     (rc = store_keys(R->db, R->sid, &keys, &nkeys, err)) == 0)) {
 		char key[sizeof(((struct cand *)0)->key)];
-		R->best.n = store_best(R->db, R->sid, R->best.gpus, R->best.t, SWEEP_MAX_LIST * 4);
+		R->best.n = store_best(R->db, R->sid, &R->sw, R->best.gpus, R->best.hw, R->best.seq,
+				       R->best.t, BATCH_MAX_BEST);
 		for (size_t i = 0; nkeys && i < n; i++) {
 			uint32_t ix = i < R->sp.norder ? R->sp.order[i].index
 						       : R->sp.rejected[i - R->sp.norder];
@@ -386,7 +556,7 @@ static void drop_stored(struct run *R)
 
 /* Process 0's line after a batch: on a terminal the progress line, else
  * one line a batch. */
-static void progress_line(const struct run *R, struct progress *pg, size_t at, double t0)
+static void progress_line(struct run *R, struct progress *pg, size_t at, double t0)
 {
 	double el = now() - t0, rate = at / (el > 0 ? el : 1e-9), top = 0;
 	int topg = 0;
@@ -400,7 +570,11 @@ static void progress_line(const struct run *R, struct progress *pg, size_t at, d
 		snprintf(tail, sizeof(tail), "best at %d GPUs %.3f ms", topg, top * 1e3);
 		progress_set(pg, at, R->stats[CS_SIMULATED], R->stats[CS_SCREENED], tail);
 		progress_print(pg);
-	} else {
+	} else if (!R->quiet && (R->last_line == 0 || at == R->sp.norder ||
+				 now() - R->last_line >= PROGRESS_LOG_S)) {
+		/* Not a terminal: the first batch's line, then one every
+		 * PROGRESS_LOG_S at most, and the last. */
+		R->last_line = now();
 		fprintf(
 		    stderr,
 		    "  %zu/%zu evaluated, %zu simulated, %zu screened, %.1f/s, ETA %.0f s, best "
@@ -442,7 +616,7 @@ static int run_batches(struct run *R, int threads, struct progress *pg, struct p
 				"far need up to %.0f MB a thread, %.0f MB were available\n",
 				t, t > 1 ? "s" : "", getrusage_mb() / threads, avail / 1048576);
 		tn = t;
-		if (shard_gather(&R->sh, batch, nb, owner, &R->sw.hw)) {
+		if (shard_gather(&R->sh, batch, nb, owner, R->sw.hw)) {
 			fprintf(stderr, "prism: process %d: out of memory\n", R->sh.rank);
 			shard_abort(&R->sh, 1);
 			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
@@ -471,12 +645,27 @@ out:
 int cmd_search(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"db", required_argument, NULL, 'd'},    {"base-hw", required_argument, NULL, 'W'},
-	    {"exhaustive", no_argument, NULL, 'x'},  {"optimise", no_argument, NULL, 'o'},
-	    {"optimize", no_argument, NULL, 'o'},    {"threads", required_argument, NULL, 't'},
-	    {"batch", required_argument, NULL, 'b'}, {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},	     {NULL, 0, NULL, 0},
+	    {"db", required_argument, NULL, 'd'},
+	    {"exhaustive", no_argument, NULL, 'x'},
+	    {"optimise", no_argument, NULL, 'o'},
+	    {"optimize", no_argument, NULL, 'o'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"model", required_argument, NULL, 'M'},
+	    {"hw", required_argument, NULL, 'H'},
+	    {"gpus", required_argument, NULL, 'G'},
+	    {"gbs", required_argument, NULL, 'B'},
+	    {"name", required_argument, NULL, 'N'},
+	    {"tokens", required_argument, NULL, 'T'},
+	    {"price", required_argument, NULL, 'P'},
+	    {"sweep-file", required_argument, NULL, 'F'},
+	    {"base-hw", required_argument, NULL, 'W'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
+	struct oneline q = {0};
 	struct run R;
 	struct prism_err err;
 	char path[1024];
@@ -491,7 +680,7 @@ int cmd_search(int argc, char **argv)
 	R.mode = BATCH_SCREEN;
 	prism_err_clear(&err);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			db_arg = optarg;
@@ -516,19 +705,61 @@ int cmd_search(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
+		case 'q':
+			R.quiet = 1;
+			break;
+		case 'M':
+			q.model = optarg;
+			break;
+		case 'H':
+			q.hw = optarg;
+			break;
+		case 'G':
+			q.gpus = optarg;
+			break;
+		case 'B':
+			if (cli_count(optarg, "gbs", 1, SWEEP_MAX_BATCH, &q.gbs, &err))
+				return cli_fail(&err);
+			break;
+		case 'N':
+			q.name = optarg;
+			break;
+		case 'T':
+			if (cli_number(optarg, "tokens", 1, 1e16, &q.tokens, &err))
+				return cli_fail(&err);
+			break;
+		case 'P':
+			if (cli_number(optarg, "price", 0, 1e6, &q.price, &err))
+				return cli_fail(&err);
+			break;
+		case 'F':
+			q.file = optarg;
+			break;
 		case 'h':
 			fputs(help, stdout);
+			fputs(help_options, stdout);
 			return 0;
 		default:
-			return usage_bad_option("search", "h", longopts, argv);
+			return usage_bad_option("search", "hq", longopts, argv);
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "prism search: give one SWEEP file\n%s", help);
+	if (q.model || q.hw || q.gpus || q.gbs || q.name || q.tokens > 0 || q.price > 0 || q.file) {
+		/* The one-line search: its sweep file written, then run. */
+		if (optind != argc || !q.model) {
+			fprintf(stderr, "prism search: give a SWEEP file, or --model with --hw, "
+					"--gpus and --gbs (not both)\n");
+			return EXIT_USAGE;
+		}
+		if (oneline_write(&q, path, sizeof(path), &err))
+			return cli_fail(&err);
+		if (!R.quiet)
+			fprintf(stderr, "prism search: wrote the sweep %s\n", path);
+	} else if (optind != argc - 1) {
+		fprintf(stderr, "prism search: give one SWEEP file\n%s%s", help, help_options);
 		return EXIT_USAGE;
-	}
-	if (cli_config_path("sweeps", argv[optind], path, sizeof(path), &err))
+	} else if (cli_config_path("sweeps", argv[optind], path, sizeof(path), &err)) {
 		return cli_fail(&err);
+	}
 	if (shard_init(&R.sh, &argc, &argv))
 		return EXIT_USAGE;
 	R.lead = R.sh.rank == 0;
@@ -576,7 +807,7 @@ int cmd_search(int argc, char **argv)
 	if ((rc = agree(&R.sh, rc, &quiet)))
 		goto out;
 	drop_stored(&R);
-	if (R.lead)
+	if (R.lead && !R.quiet)
 		fprintf(stderr,
 			"prism search: %s: %ld candidates (%zu invalid, %zu out of memory, %zu "
 			"stored before%s), %zu to evaluate, %d threads%s -> %s\n",
@@ -587,7 +818,7 @@ int cmd_search(int argc, char **argv)
 	t0 = now();
 	if (R.lead) {
 		progress_on_interrupt();
-		if (isatty(2) && R.sp.norder) {
+		if (isatty(2) && R.sp.norder && !R.quiet) {
 			fprintf(stderr, "  (Ctrl-C stops it; the same command resumes)\n");
 			if (progress_start(&pg, stderr, R.sp.norder))
 				pg.f = NULL; /* no thread: the batches' lines only */

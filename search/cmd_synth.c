@@ -31,7 +31,8 @@ static const char help[] =
     "\n"
     "options:\n"
     "      --hw HW             the hardware profile (required)\n"
-    "  -o, --output FILE       write the trace(s)\n"
+    "  -o, --output FILE       write the trace(s) (-: one trace to standard output,\n"
+    "                          the prediction then on stderr)\n"
     "      --eff CLASS=E,...   a kernel class runs at E times the kernel model's\n"
     "                          speed (gemm, attention, norm, softmax, elementwise,\n"
     "                          embedding, optimizer; default 1: as modelled by\n"
@@ -162,7 +163,7 @@ int cmd_synth(int argc, char **argv)
 	struct synth_out so;
 	const char *hw_name = NULL, *out = NULL, *eff = NULL, *host = NULL, *db_path = NULL;
 	struct kdb *db = NULL;
-	int json = 0, full = 0, c, rc;
+	int json = 0, full = 0, to_stdout = 0, c, rc;
 	char mpath[1024], hpath[1024];
 	char *inputs[3] = {mpath, hpath, NULL};
 
@@ -182,6 +183,7 @@ int cmd_synth(int argc, char **argv)
 			break;
 		case 'o':
 			out = optarg;
+			to_stdout = strcmp(out, "-") == 0;
 			break;
 		case 'j':
 			json = 1;
@@ -225,6 +227,13 @@ int cmd_synth(int argc, char **argv)
 		mpath[0] = '\0';
 	if (cli_find_config("hw", hw_name, hpath, sizeof(hpath), NULL))
 		hpath[0] = '\0';
+	/* -o -: the trace on standard output, the prediction on stderr. */
+	if (to_stdout && (in.lay.pp > 1 || json)) {
+		fprintf(stderr, "prism synth: -o - writes one trace to standard output: %s\n",
+			json ? "--json would share it (give -o FILE)"
+			     : "--pp > 1 writes one per stage (give -o FILE)");
+		return EXIT_USAGE;
+	}
 	for (int r = 0; out && r < in.lay.pp; r++) {
 		char rp[CLI_PATH_MAX];
 		if (cli_rank_path(out, "-o", r, in.lay.pp, rp, sizeof(rp), &err) ||
@@ -245,9 +254,9 @@ int cmd_synth(int argc, char **argv)
 		show_prediction_json(stdout, &in, &p);
 		fputs("}\n", stdout);
 	} else {
-		show_prediction(stdout, &in, &p);
+		show_prediction(to_stdout ? stderr : stdout, &in, &p);
 	}
-	if (out && (strchr(hw_name, '/') || strstr(hw_name, ".cfg")) &&
+	if (out && !to_stdout && (strchr(hw_name, '/') || strstr(hw_name, ".cfg")) &&
 	    (rc = profile_reference(g, hw_name, out, &in, &err))) {
 		graph_free(g);
 		synth_out_release(&so);

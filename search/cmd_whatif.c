@@ -68,7 +68,8 @@ static const char help[] =
     "                          it ran)\n"
     "      --db FILE           kernel times from this kernel database (prism\n"
     "                          calibrate --db) where it holds the GPU and size\n"
-    "      --timeline FILE     write the candidate's simulated run (Perfetto)\n"
+    "      --timeline FILE     write the candidate's simulated run (Perfetto; -:\n"
+    "                          standard output, the prediction then on stderr)\n"
     "      --json              print the prediction as JSON\n"
     "      --export FW         then the candidate's layout as FW's launch options:\n"
     "                          megatron (Megatron-LM arguments), bridge\n"
@@ -137,10 +138,15 @@ static void print_json(const struct base *b, const struct synth_in *cand,
 	/* The sides are the base's replay's (a rebuilt base has none). */
 	printf(",\"base_iteration_s\":%.9f,\"base_host_s\":%.9f,\"base_gpu_s\":%.9f,"
 	       "\"base_host_bound\":%s,\"host_s\":%.9f,\"gpu_s\":%.9f,\"host_bound\":%s,"
-	       "\"speedup\":%.6f,",
+	       "\"speedup\":",
 	       s->iter_s, b->pb.self.host_s, b->pb.self.gpu_s,
 	       b->pb.self.host_bound ? "true" : "false", p->host_s, p->gpu_s,
-	       p->host_bound ? "true" : "false", p->iter_s > 0 ? s->iter_s / p->iter_s : 0);
+	       p->host_bound ? "true" : "false");
+	/* null where not known (no candidate time) */
+	if (p->iter_s > 0)
+		printf("%.6f,", s->iter_s / p->iter_s);
+	else
+		printf("null,");
 	if (b->pb.kind == PB_TRACE)
 		printf(
 		    "\"iteration_s\":%.9f,\"layers_from\":%d,\"layers_to\":%d,"
@@ -299,6 +305,13 @@ int cmd_whatif(int argc, char **argv)
 		fprintf(stderr, "prism whatif: no BASE given\n%s", help);
 		return EXIT_USAGE;
 	}
+	if (cli_is_stdout(timeline) && (json || fw >= 0)) {
+		fprintf(stderr,
+			"prism: --timeline - and %s would share standard output: give "
+			"--timeline FILE\n",
+			json ? "--json" : "--export");
+		return EXIT_USAGE;
+	}
 	if (json && fw >= 0) {
 		prism_err_set(&err, PRISM_EARG, "--export writes text: give it without --json");
 		return cli_fail(&err);
@@ -357,6 +370,8 @@ int cmd_whatif(int argc, char **argv)
 			synth_out_release(&so);
 		if (rc)
 			goto fail;
+		if (cli_is_stdout(timeline))
+			cli_stdout_taken(); /* the prediction after it, on stderr */
 	}
 	if (json)
 		print_json(&b, &cand, &p);

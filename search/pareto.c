@@ -110,6 +110,8 @@ static void read_row(sqlite3_stmt *st, struct pareto_row *r)
 	r->gpuh = sqlite3_column_double(st, i++);
 	r->mem_gb = sqlite3_column_double(st, i++);
 	r->at_risk = strcmp(text(st, i++), "at-risk") == 0;
+	snprintf(r->hw, sizeof(r->hw), "%s", text(st, i++));
+	r->price = sqlite3_column_double(st, i++);
 	if (strcmp(r->partition, "even") != 0)
 		snprintf(r->part, sizeof(r->part), "%s", r->partition);
 	r->shard = PARETO_KV(r, shard) > 0 && PARETO_KV(r, shard) < PARETO_KV(r, dp)
@@ -117,11 +119,55 @@ static void read_row(sqlite3_stmt *st, struct pareto_row *r)
 		       : 0;
 }
 
+/* Rows by setting (profile, seq), gpus, iter_s, key. */
+static int cmp_row(const void *pa, const void *pb)
+{
+	const struct pareto_row *a = pa, *b = pb;
+	int c = strcmp(a->hw, b->hw);
+	if (c)
+		return c;
+	if (a->v[LK_seq] != b->v[LK_seq])
+		return a->v[LK_seq] < b->v[LK_seq] ? -1 : 1;
+	if (a->gpus != b->gpus)
+		return a->gpus < b->gpus ? -1 : 1;
+	if (a->iter_s != b->iter_s)
+		return a->iter_s < b->iter_s ? -1 : 1;
+	return strcmp(a->key, b->key);
+}
+
+/* Number P's settings and name what varies among them. */
+static void settings(struct pareto *P)
+{
+	int hws = 1, seqs = 1;
+	P->settings = 0;
+	for (size_t i = 0; i < P->n; i++) {
+		struct pareto_row *r = &P->rows[i], *q = i ? &P->rows[i - 1] : NULL;
+		if (q && strcmp(q->hw, r->hw) != 0)
+			hws++;
+		if (q && q->v[LK_seq] != r->v[LK_seq])
+			seqs++;
+		if (!q || strcmp(q->hw, r->hw) != 0 || q->v[LK_seq] != r->v[LK_seq])
+			P->settings++;
+		r->setting = P->settings - 1;
+	}
+	for (size_t i = 0; P->settings > 1 && i < P->n; i++) {
+		struct pareto_row *r = &P->rows[i];
+		if (hws > 1 && seqs > 1)
+			snprintf(r->setting_name, sizeof(r->setting_name), "%s, seq %d", r->hw,
+				 PARETO_KV(r, seq));
+		else if (hws > 1)
+			snprintf(r->setting_name, sizeof(r->setting_name), "%s", r->hw);
+		else
+			snprintf(r->setting_name, sizeof(r->setting_name), "seq %d",
+				 PARETO_KV(r, seq));
+	}
+}
+
 int pareto_read(sqlite3 *db, long long sid, struct pareto *P)
 {
 	VEC(struct pareto_row) rv = {0};
 	sqlite3_stmt *st = NULL;
-	char sql[2048];
+	char sql[2048], rest[320];
 	int rc = 0;
 
 	/* Databases before version 7 (read as they are) have no placement
@@ -132,13 +178,13 @@ int pareto_read(sqlite3 *db, long long sid, struct pareto *P)
 				     NULL)) == SQLITE_OK)
 		sqlite3_finalize(st);
 	st = NULL;
-	if (pareto_select(db, sql, sizeof(sql),
-			  rc == SQLITE_OK ? "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,"
-					    " mem_verdict FROM candidate WHERE sweep=?1 AND"
-					    " status='simulated' ORDER BY gpus, iter_s, key"
-					  : "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,"
-					    " NULL FROM candidate WHERE sweep=?1 AND"
-					    " status='simulated' ORDER BY gpus, iter_s, key") != 0)
+	/* Nor one from before a candidate's profile and price their columns. */
+	snprintf(rest, sizeof(rest),
+		 "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, %s, %s FROM candidate"
+		 " WHERE sweep=?1 AND status='simulated' ORDER BY gpus, iter_s, key",
+		 rc == SQLITE_OK ? "mem_verdict" : "NULL",
+		 has_column(db, "hw") ? "hw, price_per_gpu_hour" : "NULL, NULL");
+	if (pareto_select(db, sql, sizeof(sql), rest) != 0)
 		return SQLITE_INTERNAL;
 	if ((rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL)) != SQLITE_OK)
 		return rc;
@@ -154,6 +200,9 @@ int pareto_read(sqlite3 *db, long long sid, struct pareto *P)
 	rc = rc == SQLITE_DONE ? 0 : rc;
 	P->rows = rv.v;
 	P->n = rv.n;
+	if (P->n)
+		qsort(P->rows, P->n, sizeof(*P->rows), cmp_row);
+	settings(P);
 	return rc;
 }
 
@@ -175,7 +224,7 @@ static int same_run(const struct pareto_row *r, const struct pareto_row *e)
 			 PARETO_KV(r, vp) != PARETO_KV(e, vp)
 		     ? SAME_SCHEDULE
 		     : 0);
-	if (r->gpus != e->gpus || r->iter_s != e->iter_s || r->mem_gb != e->mem_gb ||
+	if (!PARETO_SAME_COUNT(r, e) || r->iter_s != e->iter_s || r->mem_gb != e->mem_gb ||
 	    strcmp(r->partition, e->partition) || ((d & SAME_SCHEDULE) && PARETO_KV(r, pp) != 1))
 		return 0;
 	/* Every other knob alike. */
@@ -212,8 +261,8 @@ static void judge(struct pareto *R)
 		rows[i].near_tie = 0;
 	}
 	for (size_t i = 1; i < R->n; i++) {
-		for (size_t j = i;
-		     j-- > 0 && rows[j].gpus == rows[i].gpus && rows[j].iter_s == rows[i].iter_s;) {
+		for (size_t j = i; j-- > 0 && PARETO_SAME_COUNT(&rows[j], &rows[i]) &&
+				   rows[j].iter_s == rows[i].iter_s;) {
 			int d;
 			if (rows[j].same_as >= 0 || !(d = same_run(&rows[i], &rows[j])))
 				continue;
@@ -235,7 +284,7 @@ static void judge(struct pareto *R)
 	}
 	for (size_t k = 0; k < R->nb; k++) {
 		const struct pareto_row *b = &rows[R->best[k]];
-		for (size_t i = R->best[k] + 1; i < R->n && rows[i].gpus == b->gpus; i++)
+		for (size_t i = R->best[k] + 1; i < R->n && PARETO_SAME_COUNT(&rows[i], b); i++)
 			if (rows[i].same_as < 0 && rows[i].iter_s <= b->iter_s * (1 + R->tie))
 				rows[i].near_tie = 1;
 	}
@@ -244,19 +293,22 @@ static void judge(struct pareto *R)
 int pareto_near_ties(const struct pareto *R, size_t k)
 {
 	int n = 0;
-	for (size_t i = R->best[k] + 1; i < R->n && R->rows[i].gpus == R->rows[R->best[k]].gpus;
-	     i++)
+	for (size_t i = R->best[k] + 1;
+	     i < R->n && PARETO_SAME_COUNT(&R->rows[i], &R->rows[R->best[k]]); i++)
 		n += R->rows[i].near_tie;
 	return n;
 }
 
 /* The Pareto fronts: a count is on the time front when its best is faster
- * than every smaller count's, on the GPU-hours front when cheaper. */
+ * than every smaller count's of its setting, on the GPU-hours front when
+ * cheaper. */
 static void fronts(struct pareto *R)
 {
 	double front_t = 0, front_h = 0;
 	for (size_t k = 0; k < R->nb; k++) {
 		const struct pareto_row *r = &R->rows[R->best[k]];
+		if (k && r->setting != R->rows[R->best[k - 1]].setting)
+			front_t = front_h = 0;
 		R->on_time[k] = front_t == 0 || r->iter_s < front_t;
 		R->on_hours[k] = front_h == 0 || r->gpuh < front_h;
 		if (R->on_time[k])
@@ -281,7 +333,7 @@ int pareto_rank(struct pareto *P, double tie)
 		return -1;
 	/* Best per GPU count: the first row of each count (sorted). */
 	for (size_t i = 0; i < P->n; i++)
-		if (i == 0 || P->rows[i].gpus != P->rows[i - 1].gpus)
+		if (i == 0 || !PARETO_SAME_COUNT(&P->rows[i], &P->rows[i - 1]))
 			P->best[P->nb++] = i;
 	judge(P);
 	fronts(P);

@@ -33,7 +33,19 @@ struct pareto_row {
 	long same_as;	/* the row it is the same run as, or -1 */
 	int n_same;	/* rows collapsed into this one */
 	int near_tie;	/* a runner-up within the tie threshold of the best */
+	/* Its setting: the hardware profile (as stored; "" before the
+	 * column) and the sequence length (v[LK_seq]) -- what a sweep over
+	 * profiles and seq compares, each ranked apart -- its index in the
+	 * order of P's settings, and "b200-dgx, seq 2048" naming what varies
+	 * among them ("" where a sweep has one setting). */
+	char hw[64];
+	double price; /* of its GPU-hour as stored (0: not known) */
+	int setting;
+	char setting_name[96];
 };
+
+/* 1 when a and b are of one GPU count of one setting (ranked together). */
+#define PARETO_SAME_COUNT(a, b) ((a)->setting == (b)->setting && (a)->gpus == (b)->gpus)
 
 /* Knob id of row r, as a whole number; its name (LK_NAME knobs). */
 #define PARETO_KV(r, id)    ((int)(r)->v[LK_##id])
@@ -44,7 +56,8 @@ struct pareto_row {
 enum { PARETO_SAME_ZERO, PARETO_SAME_RECOMPUTE, PARETO_SAME_SCHEDULE, PARETO_SAME_SEVERAL };
 
 struct pareto {
-	struct pareto_row *rows; /* simulated, by gpus, iter_s, key */
+	struct pareto_row *rows; /* simulated, by setting, gpus, iter_s, key */
+	int settings;		 /* how many (1: one profile, one seq) */
 	size_t n;
 	size_t *best; /* index of each GPU count's best row */
 	size_t nb;
@@ -68,13 +81,14 @@ void pareto_knob_text(const struct pareto_row *r, int k, char *buf, size_t n);
  * knob's default.  0, or -1 if sql is too small. */
 int pareto_select(sqlite3 *db, char *sql, size_t n, const char *rest);
 
-/* Sweep sid's simulated rows of db into P->rows (by gpus, iter_s, key),
+/* Sweep sid's simulated rows of db into P->rows (by setting -- profile,
+ * then seq -- gpus, iter_s, key),
  * rows store_rows_check found within what prism writes: 0, -1 when out of
  * memory, or the SQLite code (> 0) when they cannot be read. */
 int pareto_read(sqlite3 *db, long long sid, struct pareto *P);
 
-/* Rank P's rows (sorted by gpus, iter_s, key) with near-tie fraction tie:
- * the best of each GPU count, the rows that are one run under several
+/* Rank P's rows (sorted by setting, gpus, iter_s, key) with near-tie
+ * fraction tie: the best of each GPU count of each setting, the rows that are one run under several
  * names collapsed into the simplest (same time and memory to the bit,
  * differing only in ZeRO stage, recompute, or without a pipeline the
  * schedule), the near-ties, the fronts.  0, or -1 when out of memory. */

@@ -131,7 +131,7 @@ int main(int argc, char **argv)
 		return out_close(&o, 0);
 	}
 	if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
-		printf("prism %s\n", PRISM_VERSION);
+		printf("prism %s\n", cli_version());
 		return out_close(&o, 0);
 	}
 	for (k = 0; k < N_COMMANDS; k++) {

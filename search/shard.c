@@ -172,7 +172,9 @@ int shard_gather(const struct shard *s, struct cand *batch, int n, const int *ow
 		for (int i = 0, k = 0; i < n; i++)
 			if (owner[i] == r) {
 				batch[i] = from[k++];
-				batch[i].in.hw = hw; /* a pointer into the sender's memory */
+				/* a pointer into the sender's memory: the
+				 * candidate's profile of the sweep's, hw[] */
+				batch[i].in.hw = &hw[batch[i].hw];
 			}
 	}
 	free(counts);

@@ -55,7 +55,8 @@ void shard_abort(const struct shard *s, int code);
 void shard_deal(const struct shard *s, const struct cand *batch, int n, int *owner);
 
 /* After each process has simulated its own: every process gets every
- * entry of batch (each from its owner).  0, or -1 when out of memory. */
+ * entry of batch (each from its owner), its profile hw[cand.hw] (the
+ * sweep's).  0, or -1 when out of memory. */
 int shard_gather(const struct shard *s, struct cand *batch, int n, const int *owner,
 		 const struct hw_profile *hw);
 

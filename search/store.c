@@ -30,7 +30,8 @@ static const char schema_tail[] =
     " exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL, method TEXT,"
     " mem_stage INTEGER, mem_weights_gb REAL, mem_grads_gb REAL, mem_optimizer_gb REAL,"
     " mem_buffers_gb REAL, mem_activations_gb REAL, mem_transient_gb REAL,"
-    " mem_fragmentation_gb REAL, mem_verdict TEXT, mem_margin_gb REAL,"
+    " mem_fragmentation_gb REAL, mem_verdict TEXT, mem_margin_gb REAL, hw TEXT,"
+    " price_per_gpu_hour REAL,"
     " PRIMARY KEY(sweep, key));";
 
 /* The SQL type of knob k's column. */
@@ -76,15 +77,20 @@ static const char *const verdict_cols[][2] = {{"mem_verdict", "TEXT"}, {"mem_mar
 
 /* 1 when the candidate table has column `col` (a file whose version number
  * was lowered by hand keeps newer columns). */
-static int has_column(sqlite3 *db, const char *col)
+static int has_column_in(sqlite3 *db, const char *table, const char *col)
 {
 	char sql[96];
 	sqlite3_stmt *st = NULL;
 	int ok;
-	snprintf(sql, sizeof(sql), "SELECT %s FROM candidate LIMIT 0", col);
+	snprintf(sql, sizeof(sql), "SELECT %s FROM %s LIMIT 0", col, table);
 	ok = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK;
 	sqlite3_finalize(st);
 	return ok;
+}
+
+static int has_column(sqlite3 *db, const char *col)
+{
+	return has_column_in(db, "candidate", col);
 }
 
 /* The tables, where missing: the candidate table with a column for each
@@ -106,6 +112,21 @@ static int create(sqlite3 *db)
  * before the knob). */
 static int knob_columns(sqlite3 *db)
 {
+	/* The sweep's inputs (sweep.h), a candidate's profile and its price
+	 * came after version 8: added where missing, whatever the version
+	 * (NULL: not recorded; the sweep's 'hw' and price). */
+	static const char *const later[][3] = {{"sweep", "inputs", "TEXT"},
+					       {"candidate", "hw", "TEXT"},
+					       {"candidate", "price_per_gpu_hour", "REAL"}};
+	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
+		char sql[128];
+		if (has_column_in(db, later[i][0], later[i][1]))
+			continue;
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s", later[i][0],
+			 later[i][1], later[i][2]);
+		if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			return sqlite3_errcode(db);
+	}
 	for (int k = 0; k < LK_N; k++) {
 		char sql[128];
 		int rc;
@@ -242,6 +263,34 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	return 0;
 }
 
+/* 0 when sweep id, found again as s, ran on s's inputs (recorded: was,
+ * NULL where the prism that ran it, version, did not record them); else
+ * PRISM_EARG naming what changed and how to start a new sweep. */
+static int resume_inputs(sqlite3 *db, const struct sweep *s, long long id, const char *was,
+			 const char *version, struct prism_err *err)
+{
+	char what[768], shown[64];
+
+	if (was && !sweep_inputs_diff(was, s->inputs, what, sizeof(what)))
+		return 0;
+	if (!was) {
+		dbfile_shown(version ? version : "?", shown, sizeof(shown));
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "%s: sweep %s (id %lld) was run by prism %s, which did not record its inputs: "
+		    "resuming could mix its rows with rows computed from others: start a new "
+		    "sweep (another 'name' in %s, or another --db)",
+		    sqlite3_db_filename(db, "main"), s->name, id, shown, s->path);
+	}
+	return prism_err_set(err, PRISM_EARG,
+			     "%s: sweep %s (id %lld) ran on other inputs (changed since: %s): "
+			     "resuming would mix its rows with rows computed from these: start a "
+			     "new sweep (another 'name' in %s, or another --db), or put back the "
+			     "inputs it ran with (prism report %s --sweep %lld lists them)",
+			     sqlite3_db_filename(db, "main"), s->name, id, what, s->path,
+			     sqlite3_db_filename(db, "main"), id);
+}
+
 int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long long *id,
 		int *resumed, struct prism_err *err)
 {
@@ -253,7 +302,9 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	run->was_batch = 0;
 	/* The sweep of that name whose file says the same: the same text, or
 	 * the same settings (sweep_canon: comments and layout aside). */
-	if (sqlite3_prepare_v2(db, "SELECT id, base, mode, batch, config FROM sweep WHERE name=?1",
+	if (sqlite3_prepare_v2(db,
+			       "SELECT id, base, mode, batch, config, inputs, version FROM sweep"
+			       " WHERE name=?1",
 			       -1, &st, NULL) != SQLITE_OK)
 		return fail(db, "query", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
@@ -278,7 +329,6 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 			break;
 	}
 	if (rc == SQLITE_ROW) {
-		const char *was = (const char *)sqlite3_column_text(st, 1);
 		const char *mode = (const char *)sqlite3_column_text(st, 2);
 		*id = sqlite3_column_int64(st, 0);
 		*resumed = 1;
@@ -286,15 +336,10 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 		run->was_batch = sqlite3_column_type(st, 3) == SQLITE_INTEGER
 				     ? (int)sqlite3_column_int64(st, 3)
 				     : 0;
-		/* The same sweep file over a changed base is not a resume. */
-		if (was && s->fingerprint[0] && strcmp(was, s->fingerprint) != 0) {
-			char shown[64];
-			dbfile_shown(was, shown, sizeof(shown));
-			rc = prism_err_set(err, PRISM_EARG,
-					   "%s: sweep %s (id %lld) was run on another base (%s, "
-					   "now %s): give another --db, or rename the sweep",
-					   sqlite3_db_filename(db, "main"), s->name, *id, shown,
-					   s->fingerprint);
+		/* The same sweep file over changed inputs is not a resume: its
+		 * rows would mix with rows of other inputs. */
+		if ((rc = resume_inputs(db, s, *id, (const char *)sqlite3_column_text(st, 5),
+					(const char *)sqlite3_column_text(st, 6), err))) {
 			sqlite3_finalize(st);
 			return rc;
 		}
@@ -306,15 +351,22 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 	if (sqlite3_prepare_v2(
 		db,
 		"INSERT INTO sweep(name, config, model, hw, version, started, base,"
-		" tokens, price_per_gpu_hour, mode, batch) VALUES(?1, ?2, ?3, ?4, ?5,"
-		" ?6, ?7, ?8, ?9, ?10, ?11)",
+		" tokens, price_per_gpu_hour, mode, batch, inputs) VALUES(?1, ?2, ?3, ?4,"
+		" ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 		-1, &st, NULL) != SQLITE_OK)
 		return fail(db, "insert", err);
 	sqlite3_bind_text(st, 1, s->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, s->text, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, s->m.name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, s->hw.id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, PRISM_VERSION, -1, SQLITE_STATIC);
+	{
+		/* Its profiles, comma-separated. */
+		char ids[SWEEP_MAX_HW * 65] = "";
+		for (int i = 0, o = 0; i < s->n_hw; i++)
+			o += snprintf(ids + o, sizeof(ids) - (size_t)o, "%s%s", i ? "," : "",
+				      s->hw[i].id);
+		sqlite3_bind_text(st, 4, ids, -1, SQLITE_TRANSIENT);
+	}
+	sqlite3_bind_text(st, 5, cli_version(), -1, SQLITE_STATIC);
 	sqlite3_bind_double(st, 6, (double)time(NULL));
 	if (s->fingerprint[0])
 		sqlite3_bind_text(st, 7, s->fingerprint, -1, SQLITE_STATIC);
@@ -324,6 +376,7 @@ int store_sweep(sqlite3 *db, const struct sweep *s, struct store_run *run, long 
 		sqlite3_bind_double(st, 9, s->price_per_gpu_hour);
 	sqlite3_bind_text(st, 10, run->mode, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 11, run->batch);
+	sqlite3_bind_text(st, 12, s->inputs, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -421,7 +474,9 @@ static const char *const result_cols[] = {"sweep",
 					  "mem_transient_gb",
 					  "mem_fragmentation_gb",
 					  "mem_verdict",
-					  "mem_margin_gb"};
+					  "mem_margin_gb",
+					  "hw",
+					  "price_per_gpu_hour"};
 enum {
 	C_SWEEP = 1,
 	C_KEY,
@@ -452,6 +507,8 @@ enum {
 	C_MEM_FRAG,
 	C_MEM_VERDICT,
 	C_MEM_MARGIN,
+	C_HW,
+	C_PRICE,
 	C_KNOBS /* the first knob's */
 };
 _Static_assert(sizeof(result_cols) / sizeof(result_cols[0]) == C_KNOBS - 1,
@@ -517,6 +574,9 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		sqlite3_bind_text(st, C_KEY, k->key, -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, C_GPUS, k->gpus);
 		sqlite3_bind_text(st, C_STATUS, cand_status_name(k->status), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, C_HW, k->in.hw->id, -1, SQLITE_STATIC);
+		if (k->price > 0)
+			sqlite3_bind_double(st, C_PRICE, k->price);
 		/* The knobs, the partition as placed. */
 		synth_mem_layout(&k->in, &r);
 		for (int j = 0; j < LK_N; j++)
@@ -570,19 +630,27 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 	return 0;
 }
 
-int store_best(sqlite3 *db, long long id, int *gpus, double *best, int max)
+int store_best(sqlite3 *db, long long id, const struct sweep *s, int *gpus, int *hw, int *seq,
+	       double *best, int max)
 {
 	sqlite3_stmt *st;
 	int n = 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT gpus, MIN(iter_s) FROM candidate WHERE sweep=?1 AND "
-			       "status='simulated' GROUP BY gpus",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT gpus, hw, seq, MIN(iter_s) FROM candidate WHERE sweep=?1 AND "
+		"status='simulated' GROUP BY gpus, hw, seq",
+		-1, &st, NULL) != SQLITE_OK)
 		return 0;
 	sqlite3_bind_int64(st, 1, id);
 	while (n < max && sqlite3_step(st) == SQLITE_ROW) {
+		const char *h = (const char *)sqlite3_column_text(st, 1);
 		gpus[n] = sqlite3_column_int(st, 0);
-		best[n] = sqlite3_column_double(st, 1);
+		hw[n] = 0;
+		for (int i = 0; h && i < s->n_hw; i++)
+			if (strcmp(h, s->hw[i].id) == 0)
+				hw[n] = i;
+		seq[n] = sqlite3_column_int(st, 2);
+		best[n] = sqlite3_column_double(st, 3);
 		n++;
 	}
 	sqlite3_finalize(st);
@@ -626,6 +694,7 @@ static const struct store_range {
     {"mem_transient_gb", -STORE_MAX_GB, STORE_MAX_GB},
     {"mem_fragmentation_gb", -STORE_MAX_GB, STORE_MAX_GB},
     {"mem_margin_gb", -STORE_MAX_GB, STORE_MAX_GB},
+    {"price_per_gpu_hour", 0, 1e6},
 };
 #define N_RANGES (sizeof(store_ranges) / sizeof(store_ranges[0]))
 

@@ -3,10 +3,11 @@
  *
  * Schema version STORE_VERSION in PRAGMA user_version.  Tables:
  *   sweep(id, name, config, hw, model, version, started, finished, base,
- *     tokens, price_per_gpu_hour, mode, batch)
+ *     tokens, price_per_gpu_hour, mode, batch, inputs)
  *     one row per distinct sweep file text; rerunning the same file
- *     resumes it, unless the base's fingerprint (FNV-1a of the model file
- *     or the traces) has changed: that is an error; mode and batch: how
+ *     resumes it, unless its inputs (sweep.h's inputs, in column inputs,
+ *     added where missing whatever the version) have changed or were not
+ *     recorded: that is an error naming them; mode and batch: how
  *     candidates were screened (prism search's mode and --batch, on which
  *     the screened rows depend; NULL in databases before version 6);
  *   candidate(sweep, key, gpus, tp, pp, dp, vp, mbs, microbatches,
@@ -97,8 +98,11 @@ void store_keys_free(char **keys, size_t n);
 /* Write candidates c[0..n) (status not pending) in one transaction. */
 int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct prism_err *err);
 
-/* Best simulated time per GPU count so far: gpus[i], best[i]; returns n. */
-int store_best(sqlite3 *db, long long id, int *gpus, double *best, int max);
+/* Best simulated time per GPU count and setting so far: gpus[i] on profile
+ * hw[i] (its index in s->hw, by id) at sequence length seq[i], best[i];
+ * returns n. */
+int store_best(sqlite3 *db, long long id, const struct sweep *s, int *gpus, int *hw, int *seq,
+	       double *best, int max);
 
 int store_finish(sqlite3 *db, long long id, struct prism_err *err);
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,11 +289,22 @@ static int base_setting(const char *file, config_t *cf, struct sweep *s, struct 
 	return 0;
 }
 
-/* FNV-1a (64 bits) over the bytes of the files. */
-static int fingerprint(char *const *paths, int n, char *out, size_t size, struct prism_err *err)
+#define FNV_SEED 0xcbf29ce484222325u
+
+/* FNV-1a (64 bits) continued from h over p[0..n). */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325u;
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3u;
+	return h;
+}
+
+/* FNV-1a (64 bits) over the bytes of the files into *h. */
+static int bytes_hash(char *const *paths, int n, uint64_t *h, struct prism_err *err)
+{
 	unsigned char buf[65536];
+	*h = FNV_SEED;
 	for (int i = 0; i < n; i++) {
 		FILE *f = fopen(paths[i], "rb");
 		size_t k;
@@ -300,16 +312,225 @@ static int fingerprint(char *const *paths, int n, char *out, size_t size, struct
 		if (!f)
 			return unreadable(paths[i], errno, err);
 		while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
-			for (size_t j = 0; j < k; j++)
-				h = (h ^ buf[j]) * 0x100000001b3u;
+			*h = fnv1a(*h, buf, k);
 		/* A read error is no fingerprint: resuming on it would mix runs. */
 		bad = ferror(f);
 		fclose(f);
 		if (bad)
 			return unreadable(paths[i], EIO, err);
 	}
-	snprintf(out, size, "fnv1a64:%016" PRIx64, h);
 	return 0;
+}
+
+/* FNV-1a (64 bits) over the bytes of the files. */
+static int fingerprint(char *const *paths, int n, char *out, size_t size, struct prism_err *err)
+{
+	uint64_t h;
+	int rc = bytes_hash(paths, n, &h, err);
+	if (rc == 0)
+		snprintf(out, size, "fnv1a64:%016" PRIx64, h);
+	return rc;
+}
+
+/* The settings of the libconfig file at path, as libconfig writes them
+ * back (comments and layout aside), hashed into *h: all but the top-level
+ * group `skip`, or that group alone (only).  A file that is no libconfig
+ * file (a JSON model) is hashed byte for byte. */
+static int settings_hash(const char *path, const char *group, int only, uint64_t *h,
+			 struct prism_err *err)
+{
+	struct prism_err e;
+	config_t cf;
+	config_setting_t *root;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	prism_err_clear(&e);
+	if ((rc = cfg_read(&cf, path, &e)) == PRISM_EFORMAT) {
+		char *p[1] = {(char *)path};
+		return bytes_hash(p, 1, h, err);
+	}
+	if (rc)
+		return prism_err_set(err, rc, "%s", e.msg);
+	root = config_root_setting(&cf);
+	for (int i = config_setting_length(root) - 1; i >= 0; i--) {
+		const char *nm = config_setting_name(config_setting_get_elem(root, (unsigned)i));
+		if (!nm || (strcmp(nm, group) == 0) != only)
+			config_setting_remove_elem(root, (unsigned)i);
+	}
+	if (!(f = open_memstream(&buf, &len))) {
+		config_destroy(&cf);
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	}
+	config_write(&cf, f);
+	config_destroy(&cf);
+	rc = ferror(f);
+	if (fclose(f) != 0 || rc || !buf) {
+		free(buf);
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	}
+	*h = fnv1a(FNV_SEED, buf, len);
+	free(buf);
+	return 0;
+}
+
+/* The rows of a kernel database (what its lookups read, whatever file they
+ * came from) hashed. */
+static uint64_t kdb_hash(const struct kdb *db)
+{
+	uint64_t h = FNV_SEED;
+	struct kdb_row r;
+	for (size_t i = 0; db && kdb_row(db, i, &r); i++) {
+		char nums[160];
+		int k = snprintf(nums, sizeof(nums), "\t%d\t%d\t%.17g\t%.17g\t%.17g\n", r.cls,
+				 r.dtype, r.work, r.time_s, r.samples);
+		h = fnv1a(h, r.gpu, strlen(r.gpu) + 1);
+		h = fnv1a(h, r.shape, strlen(r.shape) + 1);
+		h = fnv1a(h, nums, (size_t)k);
+	}
+	return h;
+}
+
+/* One line "WHAT\tVALUE\n" of sweep.inputs (control characters of what
+ * shown as '?'). */
+static void input_line(struct sweep *s, const char *what, const char *fmt, ...) PRISM_PRINTF(3, 4);
+static void input_line(struct sweep *s, const char *what, const char *fmt, ...)
+{
+	size_t o = strlen(s->inputs);
+	va_list ap;
+	for (; *what && o + 2 < sizeof(s->inputs); what++)
+		s->inputs[o++] = (unsigned char)*what < 0x20 ? '?' : *what;
+	s->inputs[o++] = '\t';
+	s->inputs[o] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(s->inputs + o, sizeof(s->inputs) - o, fmt, ap);
+	va_end(ap);
+	o = strlen(s->inputs);
+	if (o + 1 < sizeof(s->inputs))
+		snprintf(s->inputs + o, sizeof(s->inputs) - o, "\n");
+}
+
+/* sweep.inputs: prism's version, the model's settings (model_path) or the
+ * traces' bytes, the hardware profile's settings and its kernel model
+ * apart, the kernel database's rows. */
+static int record_inputs(struct sweep *s, const char *model_path, struct prism_err *err)
+{
+	char hw_path[1024], what[160];
+	uint64_t h;
+	int rc;
+
+	s->inputs[0] = '\0';
+	input_line(s, "prism", "%s", cli_version());
+	if (s->n_base)
+		rc = bytes_hash(s->base, s->n_base, &h, err);
+	else
+		rc = model_path ? settings_hash(model_path, "", 0, &h, err) : 0;
+	if (rc)
+		return rc;
+	if (s->n_base || model_path)
+		input_line(s, s->n_base ? "base" : "model", "fnv1a64:%016" PRIx64, h);
+	for (int i = 0; i < s->n_hw; i++) {
+		if ((rc = cli_config_path("hw", s->hw_name[i], hw_path, sizeof(hw_path), err)) ||
+		    (rc = settings_hash(hw_path, "kernels", 0, &h, err)))
+			return rc;
+		snprintf(what, sizeof(what), "hw:%s", s->hw[i].id);
+		input_line(s, what, "fnv1a64:%016" PRIx64, h);
+		if ((rc = settings_hash(hw_path, "kernels", 1, &h, err)))
+			return rc;
+		snprintf(what, sizeof(what), "kernels:%s", s->hw[i].id);
+		input_line(s, what, "fnv1a64:%016" PRIx64, h);
+	}
+	/* A trace base's hardware, named (base_hw): its whole profile. */
+	if (s->n_base && s->base_hw[0]) {
+		if ((rc = cli_config_path("hw", s->base_hw, hw_path, sizeof(hw_path), err)) ||
+		    (rc = settings_hash(hw_path, "", 0, &h, err)))
+			return rc;
+		input_line(s, "base_hw", "fnv1a64:%016" PRIx64, h);
+	}
+	if (s->kdb)
+		input_line(s, "kernel_db", "fnv1a64:%016" PRIx64, kdb_hash(s->kdb));
+	return 0;
+}
+
+/* The value of line `what` (wn bytes) in inputs text t, *vn bytes; NULL
+ * when t has no such line. */
+static const char *input_find(const char *t, const char *what, size_t wn, size_t *vn)
+{
+	while (t && *t) {
+		const char *eol = strchr(t, '\n'), *tab = strchr(t, '\t');
+		if (!eol)
+			eol = t + strlen(t);
+		if (tab && tab < eol && (size_t)(tab - t) == wn && memcmp(t, what, wn) == 0) {
+			*vn = (size_t)(eol - tab - 1);
+			return tab + 1;
+		}
+		t = *eol ? eol + 1 : eol;
+	}
+	return NULL;
+}
+
+/* What an input of sweep.inputs is, for people. */
+static void input_name(char *buf, size_t n, const char *what, size_t wn)
+{
+	if (wn > 3 && memcmp(what, "hw:", 3) == 0)
+		snprintf(buf, n, "the hardware profile %.*s", (int)wn - 3, what + 3);
+	else if (wn > 8 && memcmp(what, "kernels:", 8) == 0)
+		snprintf(buf, n, "the kernel model ('kernels') of the hardware profile %.*s",
+			 (int)wn - 8, what + 8);
+	else if (wn == 5 && memcmp(what, "model", 5) == 0)
+		snprintf(buf, n, "the model");
+	else if (wn == 4 && memcmp(what, "base", 4) == 0)
+		snprintf(buf, n, "the base's traces");
+	else if (wn == 9 && memcmp(what, "kernel_db", 9) == 0)
+		snprintf(buf, n, "the kernel database");
+	else if (wn == 7 && memcmp(what, "base_hw", 7) == 0)
+		snprintf(buf, n, "the base's hardware profile (base_hw)");
+	else
+		snprintf(buf, n, "%.*s", (int)wn, what);
+}
+
+int sweep_inputs_diff(const char *was, const char *now, char *buf, size_t n)
+{
+	size_t o = 0;
+	int k = 0;
+
+	buf[0] = '\0';
+	/* Each of now's lines against was's; then was's that now lacks. */
+	for (int pass = 0; pass < 2; pass++) {
+		const char *a = pass ? was : now, *b = pass ? now : was;
+		while (a && *a) {
+			const char *eol = strchr(a, '\n'), *tab = strchr(a, '\t'), *v;
+			size_t vn = 0;
+			if (!eol)
+				eol = a + strlen(a);
+			if (tab && tab < eol) {
+				size_t wn = (size_t)(tab - a);
+				v = input_find(b, a, wn, &vn);
+				if (!v || (!pass && (vn != (size_t)(eol - tab - 1) ||
+						     memcmp(v, tab + 1, vn) != 0))) {
+					char name[160];
+					input_name(name, sizeof(name), a, wn);
+					if (o < n && wn == 5 && memcmp(a, "prism", 5) == 0 && v)
+						o += (size_t)snprintf(
+						    buf + o, n - o,
+						    "%sprism's version (%.*s then, %.*s now)",
+						    k ? "; " : "", (int)vn, v, (int)(eol - tab - 1),
+						    tab + 1);
+					else if (o < n)
+						o += (size_t)snprintf(
+						    buf + o, n - o, "%s%s%s", k ? "; " : "", name,
+						    !v ? (pass ? " (not an input now)"
+							       : " (not recorded then)")
+						       : "");
+					k++;
+				}
+			}
+			a = *eol ? eol + 1 : eol;
+		}
+	}
+	return k;
 }
 
 /* The base (base.h): the model with default costs, or the trace --
@@ -323,6 +544,7 @@ static int load_base(struct sweep *s, struct prism_err *err)
 	char *files[SWEEP_MAX_BASE + 3], hwpath[1024];
 	struct base_opts o;
 	struct build_opts bo;
+	const char *model_path = NULL;
 	int nf = 0, rc;
 
 	if (s->kdb_path[0]) {
@@ -334,7 +556,7 @@ static int load_base(struct sweep *s, struct prism_err *err)
 	}
 	build_opts_default(&bo);
 	memset(&o, 0, sizeof(o));
-	o.hw = s->hw_name;
+	o.hw = s->hw_name[0]; /* the base's; candidates take their own */
 	o.base_hw = s->base_hw[0] ? s->base_hw : NULL;
 	o.base_dp = s->base_dp;
 	o.base_step_s = s->base_step_s;
@@ -345,8 +567,10 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		char *model[1] = {s->model_name};
 		if ((rc = base_load(&s->bl, model, 1, &o, err)))
 			return rc;
-		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath), NULL) == 0)
+		if (cli_find_config("models", s->model_name, mpath, sizeof(mpath), NULL) == 0) {
 			files[nf++] = mpath;
+			model_path = mpath;
+		}
 	} else {
 		if ((rc = base_load(&s->bl, s->base, s->n_base, &o, err))) {
 			prism_err_prefix(err, "base %s", s->base[0]);
@@ -369,7 +593,9 @@ static int load_base(struct sweep *s, struct prism_err *err)
 		files[nf++] = hwpath;
 	if (nf && (rc = fingerprint(files, nf, s->fingerprint, sizeof(s->fingerprint), err)))
 		return rc;
-	s->tmpl.hw = &s->hw;
+	if ((rc = record_inputs(s, model_path, err)))
+		return rc;
+	s->tmpl.hw = &s->hw[0];
 	s->tmpl.lay.imbalance = s->imbalance;
 	return 0;
 }
@@ -414,6 +640,76 @@ static void digits(struct sweep *s)
 	}
 }
 
+/* 'hw': a profile (a file, or a name in configs/hw/), or a list of 1 to
+ * SWEEP_MAX_HW of them (hw_list: each is an axis of the sweep). */
+static int hw_setting(const char *file, const config_t *cf, struct sweep *s, struct prism_err *err)
+{
+	config_setting_t *e = config_lookup(cf, "hw");
+	int n;
+
+	if (!e || !config_setting_is_aggregate(e)) {
+		s->n_hw = 1;
+		return cfg_text(file, cf, NULL, "hw", s->hw_name[0], sizeof(s->hw_name[0]), err);
+	}
+	n = config_setting_length(e);
+	if (n < 1 || n > SWEEP_MAX_HW)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'hw' must name 1 to %d hardware profiles", file,
+				     config_setting_source_line(e), SWEEP_MAX_HW);
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *x = config_setting_get_elem(e, (unsigned)i);
+		const char *v = config_setting_get_string(x);
+		if (!v || !v[0] || strlen(v) >= sizeof(s->hw_name[0]))
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: 'hw' must list profiles' names in quotes",
+					     file, config_setting_source_line(x));
+		snprintf(s->hw_name[i], sizeof(s->hw_name[i]), "%s", v);
+	}
+	s->n_hw = n;
+	s->hw_list = 1;
+	return 0;
+}
+
+/* 'price_per_gpu_hour': one price for every profile, or (with a list of
+ * profiles) a list of one per profile; absent: each profile's own. */
+static int price_setting(const char *file, const config_t *cf, struct sweep *s,
+			 struct prism_err *err)
+{
+	config_setting_t *e = config_lookup(cf, "price_per_gpu_hour");
+	int rc;
+
+	if (!e)
+		return 0;
+	if (!config_setting_is_aggregate(e)) {
+		if ((rc = cfg_range(file, cf, NULL, "price_per_gpu_hour", 0, 1e6, 0, 1,
+				    &s->price_per_gpu_hour, err)))
+			return rc;
+		for (int i = 0; i < s->n_hw; i++)
+			s->hw_price[i] = s->price_per_gpu_hour;
+		return 0;
+	}
+	if (config_setting_length(e) != s->n_hw)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'price_per_gpu_hour' lists %d prices for %d profiles "
+				     "in 'hw' (one for each, or one number for all)",
+				     file, config_setting_source_line(e), config_setting_length(e),
+				     s->n_hw);
+	for (int i = 0; i < s->n_hw; i++) {
+		const config_setting_t *x = config_setting_get_elem(e, (unsigned)i);
+		int t = config_setting_type(x);
+		double v = t == CONFIG_TYPE_INT	    ? config_setting_get_int(x)
+			   : t == CONFIG_TYPE_FLOAT ? config_setting_get_float(x)
+						    : -1;
+		if (!(v >= 0 && v <= 1e6))
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: 'price_per_gpu_hour' must list numbers in "
+					     "0..1e+06",
+					     file, config_setting_source_line(x));
+		s->hw_price[i] = v;
+	}
+	return 0;
+}
+
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 {
 	return sweep_load_hw(path, NULL, s, err);
@@ -443,7 +739,7 @@ int sweep_load_hw(const char *path, const char *base_hw, struct sweep *s, struct
 	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_setting(path, &cf, s, err)) ||
 	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
 					  sizeof(s->model_name), err))) ||
-	    (rc = cfg_text(path, &cf, NULL, "hw", s->hw_name, sizeof(s->hw_name), err)) ||
+	    (rc = hw_setting(path, &cf, s, err)) ||
 	    (rc = cfg_range(path, &cf, NULL, "global_batch", 1, SWEEP_MAX_BATCH, 1, 1, &v, err)))
 		goto out;
 	s->global_batch = (int)v;
@@ -459,9 +755,7 @@ int sweep_load_hw(const char *path, const char *base_hw, struct sweep *s, struct
 	if (config_lookup(&cf, "tokens") &&
 	    (rc = cfg_range(path, &cf, NULL, "tokens", 1, 1e16, 0, 1, &s->tokens, err)))
 		goto out;
-	if (config_lookup(&cf, "price_per_gpu_hour") &&
-	    (rc = cfg_range(path, &cf, NULL, "price_per_gpu_hour", 0, 1e6, 0, 1,
-			    &s->price_per_gpu_hour, err)))
+	if ((rc = price_setting(path, &cf, s, err)))
 		goto out;
 	if (config_lookup(&cf, "base_dp")) {
 		if ((rc = cfg_range(path, &cf, NULL, "base_dp", 1, LAYOUT_MAX_DP, 1, 1, &v, err)))
@@ -541,8 +835,19 @@ int sweep_load_hw(const char *path, const char *base_hw, struct sweep *s, struct
 		goto out;
 	}
 	config_destroy(&cf);
-	/* The base and the hardware named in it. */
-	if ((rc = cli_load_hw(s->hw_name, &s->hw, err)) || (rc = load_base(s, err))) {
+	/* The base and the hardware named in it (each profile once). */
+	for (int i = 0; i < s->n_hw && !rc; i++) {
+		rc = cli_load_hw(s->hw_name[i], &s->hw[i], err);
+		if (s->hw_price[i] == 0)
+			s->hw_price[i] = s->hw[i].price_per_gpu_hour;
+		for (int j = 0; j < i && !rc; j++)
+			if (strcmp(s->hw[i].id, s->hw[j].id) == 0)
+				rc = prism_err_set(err, PRISM_EFORMAT,
+						   "'hw' lists the profile %s twice", s->hw[i].id);
+	}
+	if (!s->hw_list && s->price_per_gpu_hour == 0)
+		s->price_per_gpu_hour = s->hw_price[0]; /* the profile's */
+	if (rc || (rc = load_base(s, err))) {
 		prism_err_prefix(err, "%s", path);
 		sweep_release(s);
 		return rc;
@@ -578,10 +883,25 @@ void sweep_release(struct sweep *s)
 	base_release(&s->bl);
 }
 
-static void make_key(struct cand *c)
+/* The key: "hw=ID;" first where the sweep lists profiles, then the GPU
+ * count and layout_key's; then each knob keyed only where swept
+ * (LK_KEY_SWEPT: seq) that the sweep lists. */
+static void make_key(const struct sweep *s, struct cand *c)
 {
-	int n = snprintf(c->key, sizeof(c->key), "gpus=%d;", c->gpus);
-	layout_key(&c->in.m, &c->in.lay, c->key + n, sizeof(c->key) - (size_t)n);
+	size_t n = 0;
+	if (s->hw_list)
+		n = (size_t)snprintf(c->key, sizeof(c->key), "hw=%s;", s->hw[c->hw].id);
+	n += (size_t)snprintf(c->key + n, sizeof(c->key) - n, "gpus=%d;", c->gpus);
+	layout_key(&c->in.m, &c->in.lay, c->key + n, sizeof(c->key) - n);
+	for (int k = 0; k < LK_N; k++) {
+		char v[32];
+		if (layout_knobs[k].key_group != LK_KEY_SWEPT ||
+		    !(layout_knobs[k].flags & LK_SWEEP) || s->knob[k].v[0] == SWEEP_BASE)
+			continue;
+		n = strlen(c->key);
+		layout_format(&c->in.m, &c->in.lay, k, 0, v, sizeof(v));
+		snprintf(c->key + n, sizeof(c->key) - n, ";%s=%s", layout_knobs[k].id, v);
+	}
 }
 
 /* Verdicts before simulation: the layout rules, then memory, then the
@@ -610,7 +930,7 @@ static void judge(const struct sweep *s, struct cand *c)
 	}
 	{
 		struct synth_in x = c->in;
-		x.hw = &s->hw;
+		x.hw = c->in.hw;
 		synth_mem(&x, &me);
 		c->p.mem = me; /* stored whatever the verdict */
 	}
@@ -651,7 +971,7 @@ static int radix(const struct sweep *s, int k)
 uint64_t sweep_count(const struct sweep *s)
 {
 	/* Up to 32^25 would overflow: the product saturates. */
-	uint64_t c = (uint64_t)s->gpus.n;
+	uint64_t c = (uint64_t)s->gpus.n * (uint64_t)s->n_hw;
 	for (int i = 0; i < s->n_order; i++) {
 		uint64_t n = (uint64_t)radix(s, s->order[i]);
 		if (n && c > UINT64_MAX / n)
@@ -710,7 +1030,7 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 		ix[k] = (int)(x % (uint64_t)radix(s, k));
 		x /= (uint64_t)radix(s, k);
 	}
-	if (x >= (uint64_t)s->gpus.n)
+	if (x >= (uint64_t)s->gpus.n * (uint64_t)s->n_hw)
 		return 1; /* past the last */
 	/* The schedule axis: each schedule, interleaved once per vp. */
 	for (int is = 0;; is++) {
@@ -725,8 +1045,10 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 	}
 	memset(c, 0, sizeof(*c));
 	c->in = s->tmpl;
-	c->in.hw = &s->hw;
-	c->gpus = gpus = s->gpus.v[x];
+	c->hw = (int)(x / (uint64_t)s->gpus.n);
+	c->in.hw = &s->hw[c->hw];
+	c->price = s->hw_price[c->hw];
+	c->gpus = gpus = s->gpus.v[x % (uint64_t)s->gpus.n];
 	for (int i = 0; i < s->n_order; i++) {
 		int k = s->order[i], v = s->knob[k].v[ix[k]];
 		if (v == SWEEP_BASE)
@@ -778,6 +1100,6 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 			 "ffn %" PRId64 " (scaled with hidden %d) is beyond %d", ffn,
 			 c->in.m.hidden, LLM_MAX_FFN);
 	}
-	make_key(c);
+	make_key(s, c);
 	return 0;
 }

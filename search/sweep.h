@@ -4,10 +4,11 @@
  * A sweep file (in configs/sweeps/, each commented as its own manual)
  * names the base -- a model configuration, or a trace (or saved graph):
  * annotated (its kernels calibrate the costs) or plain (candidates are
- * graph edits of it, predict.h) -- and the hardware, the GPU counts (a
+ * graph edits of it, predict.h) -- and the hardware (a profile, or a list
+ * of them: each an axis of the sweep, with its price), the GPU counts (a
  * list, or a budget: every power of two up to it), the global batch in
  * sequences, and for each sweep knob of layout.h (LK_SWEEP: tp, pp, mbs,
- * schedule, vp, ..., cp) a list under space.ID; optionally a kernel
+ * schedule, vp, ..., cp, seq) a list under space.ID; optionally a kernel
  * database (kernel_db, from prism calibrate --db) for kernel times, and
  * the tokens to train and the price of a GPU-hour (tokens,
  * price_per_gpu_hour) for the report's days and cost.  dp follows from the
@@ -43,18 +44,27 @@ struct sweep_list {
 };
 
 #define SWEEP_MAX_BASE	64
+#define SWEEP_MAX_HW	8	  /* hardware profiles in one sweep */
 #define SWEEP_NAME_MAX	63	  /* bytes of a sweep's name */
 #define SWEEP_MAX_BATCH (1 << 24) /* global_batch, sequences */
 
 struct sweep {
 	char path[512];
 	char name[SWEEP_NAME_MAX + 1]; /* sweep_name_ok */
-	char model_name[128], hw_name[128];
+	char model_name[128];
+	/* The target hardware: 'hw', one profile or a list (hw_list: a
+	 * candidate's key then names its profile, and each profile is an axis
+	 * slower than the GPU count), each with the price of its GPU-hour
+	 * (the sweep's price_per_gpu_hour, one or one per profile, else the
+	 * profile's; 0: not known). */
+	char hw_name[SWEEP_MAX_HW][128];
+	struct hw_profile hw[SWEEP_MAX_HW];
+	double hw_price[SWEEP_MAX_HW];
+	int n_hw, hw_list;
 	char base_hw[128]; /* 'base_hw' or search --base-hw: the base's
 			    * hardware where the trace does not say ("": its
-			    * GPU's profile, or hw for a model) */
+			    * GPU's profile, or the first hw for a model) */
 	struct llm m;
-	struct hw_profile hw; /* the target hardware */
 	/* A trace base: its files (the ranks of one job, or a saved graph).
 	 * n_base == 0: the base is the model, with synth_in_default's costs. */
 	char *base[SWEEP_MAX_BASE];
@@ -70,9 +80,19 @@ struct sweep {
 	struct kdb *kdb;      /* loaded from it, or NULL */
 	char fingerprint[64]; /* of the base's bytes (model file or traces)
 				   * and the kernel database's */
+	/* What its rows depend on beyond its own text, one line each, "WHAT
+	 * HASH" (the same sweep resumed with another is refused: store.h):
+	 * "prism VERSION" (cli_version), "model H" (the model file's settings
+	 * as libconfig writes them back: comments and layout aside) or "base
+	 * H" (the traces' bytes), "hw:ID H" (the hardware profile's settings
+	 * but its kernel model), "kernels:ID H" (the profile's 'kernels'
+	 * group: the kernel model), "kernel_db H" (the kernel database's rows).
+	 * H: FNV-1a, 64 bits, "fnv1a64:" and 16 hex digits. */
+	char inputs[1024];
 	int global_batch;
 	double tokens;		   /* 'tokens': to train, for days and cost; 0: not given */
-	double price_per_gpu_hour; /* 'price_per_gpu_hour', any currency; 0: not given */
+	double price_per_gpu_hour; /* 'price_per_gpu_hour' (one for every profile), any
+				    * currency; 0: not given (or one per profile) */
 	double margin;		   /* screen candidates beyond best x (1 + margin) */
 	double imbalance;	   /* 'moe_imbalance': the busiest expert's tokens over
 				    * the mean, every candidate (1: balanced) */
@@ -95,6 +115,8 @@ enum cand_status { CS_PENDING, CS_INVALID, CS_OOM, CS_SCREENED, CS_SIMULATED, CS
 struct cand {
 	struct synth_in in;
 	int gpus;
+	int hw;	      /* index of its profile in sweep.hw (in.hw points there) */
+	double price; /* of its GPU-hour (sweep.hw_price); 0: not known */
 	char key[320];
 	int status;
 	char reason[160];
@@ -127,10 +149,16 @@ int sweep_canon(const char *text, char **out);
  * with the interleaved schedule only), UINT64_MAX when beyond 64 bits. */
 uint64_t sweep_count(const struct sweep *s);
 
+/* The inputs of sweep.inputs's form that differ between was (recorded)
+ * and now, for a message into buf (n bytes): "the hardware profile
+ * h100-dgx (hw:h100-dgx)", several joined by "; ".  Returns how many (0:
+ * the same inputs). */
+int sweep_inputs_diff(const char *was, const char *now, char *buf, size_t n);
+
 /*
  * Candidate index (0 .. sweep_count(s) - 1) of s, in the order of nested
- * loops over gpus and the knobs by their digits (layout.h; schedule and vp
- * one loop): 0 with *c filled and judged (an invalid one marked
+ * loops over the profiles, gpus and the knobs by their digits (layout.h;
+ * schedule and vp one loop): 0 with *c filled and judged (an invalid one marked
  * with status and reason, the analytic estimate and bound of a valid one),
  * or 1 when index is no candidate (sp = 1 without tp repeats sp = 0).
  */

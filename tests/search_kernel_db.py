@@ -69,7 +69,7 @@ with tempfile.TemporaryDirectory() as d:
     # Another database under the stored sweep: refused.
     make_db(kdb, 0.5)
     r = run("search", cfg, "--db", os.path.join(d, "k.db"), code=2)
-    check("was run on another base" in r.stderr and r.stderr.count("\n") == 1, r.stderr)
+    check("ran on other inputs (changed since: the kernel database)" in r.stderr and r.stderr.count("\n") == 1, r.stderr)
     # A database that is not one.
     with open(kdb, "w") as f:
         f.write("not sqlite")

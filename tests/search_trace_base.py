@@ -86,7 +86,7 @@ with tempfile.TemporaryDirectory() as d:
     # The base changes under the stored sweep: an error, nothing resumed.
     run("synth", "gpt-small", "--hw", "h100-dgx", *LAYOUT, "--eff", "gemm=0.5", "-o", b_json)
     r = run("search", b_cfg, "--db", os.path.join(d, "b.db"), code=2)
-    check("was run on another base" in r.stderr and r.stderr.count("\n") == 1, r.stderr)
+    check("ran on other inputs (changed since: the base's traces)" in r.stderr and r.stderr.count("\n") == 1, r.stderr)
     # A trace without its run description is a plain base: the candidates
     # a graph edit can make (dp, microbatches, and pipeline stages cut from
     # one: the first layer's input shape gives the activations sent) are

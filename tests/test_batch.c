@@ -102,10 +102,20 @@ static void test_best(void **state)
 	c[2].p.iter_s = 0.1;
 	c[3] = (struct cand){.gpus = 16, .status = CS_FAILED};
 	batch_best_add(&b, c, 4);
-	assert_true(*batch_best_of(&b, 8) == 1.5);
-	assert_true(*batch_best_of(&b, 16) == 0);
-	assert_true(*batch_best_of(&b, 32) == 0);
+	assert_true(*batch_best_of(&b, 8, 0, 0) == 1.5);
+	assert_true(*batch_best_of(&b, 16, 0, 0) == 0);
+	assert_true(*batch_best_of(&b, 32, 0, 0) == 0);
 	assert_int_equal(b.n, 3);
+	/* Another profile or sequence length at 8 GPUs: its own entry, which
+	 * 8 GPUs' 1.5 s on profile 0 does not screen. */
+	c[0].hw = 1;
+	c[0].p.iter_s = 3.0;
+	c[1].in.m.seq = 4096;
+	batch_best_add(&b, c, 2);
+	assert_true(*batch_best_of(&b, 8, 1, 0) == 3.0);
+	assert_true(*batch_best_of(&b, 8, 0, 4096) == 1.5);
+	assert_true(*batch_best_of(&b, 8, 0, 0) == 1.5);
+	assert_int_equal(b.n, 5);
 }
 
 /* The whole loop on small.cfg, one process: every pending candidate is
@@ -156,7 +166,7 @@ static void test_loop(void **state)
 		assert_true(mode == BATCH_SCREEN ? n == 20 : n == n_ex);
 		assert_int_equal(b.n, ex.n);
 		for (int i = 0; i < ex.n; i++)
-			assert_true(*batch_best_of(&b, ex.gpus[i]) == ex.t[i]);
+			assert_true(*batch_best_of(&b, ex.gpus[i], ex.hw[i], ex.seq[i]) == ex.t[i]);
 	}
 	batch_space_release(&sp);
 	sweep_release(&sw);

@@ -255,7 +255,7 @@ static int store(struct prism_err *err)
 	char path[128], **keys = NULL;
 	size_t nkeys = 0;
 	long long id = 0;
-	int resumed = 0, gpus[8], rc;
+	int resumed = 0, gpus[8], hws[8], seq[8], rc;
 	double best[8];
 
 	path_in(path, sizeof(path), "results.db");
@@ -271,7 +271,7 @@ static int store(struct prism_err *err)
 	if (rc == 0)
 		rc = store_keys(db, id, &keys, &nkeys, err);
 	if (rc == 0)
-		store_best(db, id, gpus, best, 8);
+		store_best(db, id, &sw, gpus, hws, seq, best, 8);
 	if (rc == 0)
 		rc = store_finish(db, id, err);
 	store_keys_free(keys, nkeys);

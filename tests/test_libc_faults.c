@@ -115,11 +115,11 @@ static int sweep(struct got *out, struct prism_err *err)
 
 	if (rc)
 		return rc;
-	out->hw = s.hw;
+	out->hw = s.hw[0];
 	out->m = s.m;
 	rc = sweep_candidate(&s, 0, &c);
 	snprintf(out->text, sizeof(out->text), "%.60s %.60s %.60s %d %g %g %d %d %zu %zu %d %d",
-		 s.name, s.model_name, s.hw_name, s.global_batch, s.tokens, s.margin, s.gpus.n,
+		 s.name, s.model_name, s.hw_name[0], s.global_batch, s.tokens, s.margin, s.gpus.n,
 		 s.n_order, strlen(s.text), s.canon ? strlen(s.canon) : 0, rc, c.status);
 	sweep_release(&s);
 	return 0;

@@ -78,9 +78,10 @@ with tempfile.TemporaryDirectory() as d:
     check("no hardware profile for the trace's GPU 'AMD Instinct MI250X'" in r.stderr, r.stderr)
     run("search", sweep("filehw", 'base_hw = "mi300x";\n'), "--db", db)
     run("search", sweep("opthw"), "--base-hw", "mi300x", "--db", db)
-    # The same sweep over another base hardware is another base.
+    # The same sweep over another base hardware ran on other inputs.
     r = run("search", sweep("opthw"), "--base-hw", "mi325x", "--db", db, code=2)
-    check("was run on another base" in r.stderr, r.stderr)
+    check("ran on other inputs (changed since: the base's hardware profile (base_hw))" in
+          r.stderr, r.stderr)
     r = run("search", sweep("both", 'base_hw = "mi300x";\n'), "--base-hw", "mi325x", "--db", db,
             code=2)
     check(r.stderr.endswith("both.cfg:6: --base-hw mi325x, but the sweep's base_hw is 'mi300x'\n"),

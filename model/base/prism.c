@@ -310,6 +310,12 @@ static int wfile_open(struct prism_wfile *w, const char *path, int in_place)
 	w->path = path;
 	w->tmp[0] = '\0';
 	w->sync_fd = -1;
+	/* "-": standard output (after what was printed there before). */
+	if (in_place && strcmp(path, "-") == 0) {
+		fflush(stdout);
+		fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0);
+		return fd < 0 ? -1 : wrap(w, fd);
+	}
 	if (in_place && lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
 		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 		return fd < 0 ? -1 : wrap(w, fd);

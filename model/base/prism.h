@@ -79,7 +79,8 @@ void prism_fput_json_str(FILE *f, const char *s);
  * intact until the new one is complete: a full disk, a failed write or a
  * kill leaves it as it was.  Where path exists and is not a regular file
  * (a device such as /dev/stdout, a pipe, a symlink) it is written in place,
- * as before.  A path that ends in ".gz" is written gzip-compressed (f
+ * as before; prism_wfile_open's "-" is standard output (stdout flushed
+ * first).  A path that ends in ".gz" is written gzip-compressed (f
  * compresses what is written to it).  prism_wfile_abort removes the new
  * file.  Each returns 0, or -1 with errno set (the file is then removed,
  * path untouched).

@@ -314,6 +314,12 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	if ((rc = cfg_text(path, &cf, NULL, "name", hw->name, sizeof(hw->name), err)) ||
 	    (rc = cfg_text(path, &cf, gpu, "model", hw->gpu, sizeof(hw->gpu), err)))
 		goto out;
+	/* What one GPU-hour costs, for a sweep's cost to train (optional; a
+	 * sweep's own price_per_gpu_hour wins). */
+	if (config_lookup(&cf, "price_per_gpu_hour") &&
+	    (rc = cfg_range(path, &cf, NULL, "price_per_gpu_hour", 0, 1e6, 0, 1,
+			    &hw->price_per_gpu_hour, err)))
+		goto out;
 	/* Ranges in the file's units: wide enough for any GPU built or
 	 * announced (B200: 4,500 TFLOP/s fp8, 8,000 GB/s), narrow enough that
 	 * no time computed from them is absurd (a peak of 1e-300 FLOP/s, a

@@ -101,19 +101,22 @@ struct hw_profile {
 	 * parameters (k) are burst rates, what a microbenchmark's short run
 	 * reaches; a GPU kept busy for longer settles at its power-limited
 	 * clock. */
-	double rated_w;	     /* the board's power limit (TDP), watts; 0: not
+	double rated_w;		   /* the board's power limit (TDP), watts; 0: not
 			   * stated (no cap can be modelled) */
-	double sustained;    /* the fraction of the burst compute rate a fully
+	double sustained;	   /* the fraction of the burst compute rate a fully
 			   * busy GPU settles at under rated_w (GEMMs,
 			   * attention; memory-bound kernels keep their
 			   * bandwidth); 0 reads as 1 */
-	double clock;	     /* the clock the kernel model times this profile
+	double clock;		   /* the clock the kernel model times this profile
 			   * at, as a fraction of the burst one: kperf.h
 			   * scales every compute rate by it.  hw_load sets
 			   * sustained (a training step at rated power);
 			   * 1: burst (a microbenchmark); hw_at_power caps
 			   * it; 0 reads as 1.  Read through hw_clock() */
-	struct hw_kernels k; /* kernel efficiency by shape (kperf.h) */
+	struct hw_kernels k;	   /* kernel efficiency by shape (kperf.h) */
+	double price_per_gpu_hour; /* 'price_per_gpu_hour': one GPU-hour, any
+				    * currency, for a sweep's cost (0: not
+				    * stated) */
 };
 
 /* A measurement that kept the GPU busy this long without a gap is timed

@@ -545,8 +545,9 @@ void layout_key(const struct llm *m, const struct layout *l, char *buf, size_t n
 	for (int k = 0; k < LK_N && o < n; k++) {
 		const struct layout_knob *K = &layout_knobs[k];
 		char v[96];
-		if (!(K->flags & LK_SWEEP) && K->key_group == LK_KEY_ALONE)
-			continue; /* not a sweep's: never in a key */
+		if ((!(K->flags & LK_SWEEP) && K->key_group == LK_KEY_ALONE) ||
+		    K->key_group == LK_KEY_SWEPT)
+			continue; /* not a sweep's, or keyed by the sweep: never here */
 		if (K->key_group == LK_KEY_ALONE    ? layout_get(m, l, k, 1) == K->def
 		    : K->key_group != LK_KEY_ALWAYS ? !group_changed(m, l, K->key_group)
 						    : 0)

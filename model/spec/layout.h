@@ -303,6 +303,9 @@ enum layout_show {
  * not its default. */
 #define LK_KEY_ALONE  0
 #define LK_KEY_ALWAYS 1
+/* Never in layout_key's key; a sweep's keys end with it where the sweep
+ * lists it (search/sweep.c): a model knob every key would otherwise carry. */
+#define LK_KEY_SWEPT (-1)
 
 /* clang-format off */
 #define LAYOUT_KNOBS(X)                                                                            \
@@ -474,7 +477,8 @@ enum layout_show {
 	X(ffn, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_FFN, .opt = "ffn", .arg = "N",     \
 	  .help = "FFN width", .desc = -1)                                                         \
 	X(seq, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_SEQ, .opt = "seq", .arg = "N",     \
-	  .help = "sequence length (tokens)", .desc = -1)                                          \
+	  .help = "sequence length (tokens)", .flags = LK_SWEEP | LK_BASE | LK_STORE,              \
+	  .key_group = LK_KEY_SWEPT, .desc = -1)                                                   \
 	X(head_dim, M, !llm_mla(m), llm_head_dim(m), .kind = LK_INT, .lo = 0,                     \
 	  .hi = LLM_MAX_HEAD_DIM, .opt = "head-dim", .arg = "N",                                   \
 	  .help = "width of an attention head (0: hidden / heads; Qwen3 128, Gemma 2 256; not "    \
