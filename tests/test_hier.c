@@ -339,7 +339,7 @@ static void test_agreement_moe_cp(void **state)
  * the burst clock (hw.clock 1) the step is the 5132.124 ms it was before
  * the sustained clock: the GEMMs and attention at 0.91 of that clock take
  * 1 / 0.91 - 1 = 9.9 % longer, and the step, whose communication, memory-
- * bound kernels and pipeline fill are not clock-bound, 6.1 %.
+ * bound kernels and pipeline fill are not clock-bound, 6.2 %.
  */
 static void test_gpt3_175b(void **state)
 {
@@ -368,7 +368,7 @@ static void test_gpt3_175b(void **state)
 	print_message("full %.9f s, bubble %.6f, tasks %llu, kernels %llu; hier %.9f\n",
 		      full.iter_s, full.bubble, (unsigned long long)full.tasks,
 		      (unsigned long long)full.kernels, hier.iter_s);
-	assert_rel_close(full.iter_s, 5.444886, 2e-7);
+	assert_rel_close(full.iter_s, 5.544451, 2e-7);
 	assert_true(hier.iter_s == full.iter_s);
 	{
 		struct hw_profile burst = hw;
@@ -376,8 +376,8 @@ static void test_gpt3_175b(void **state)
 		burst.clock = 1;
 		in.hw = &burst;
 		assert_int_equal(predict_synth(&in, &b, NULL, NULL, &err), 0);
-		assert_rel_close(b.iter_s, 5.132124, 2e-7);
-		assert_rel_close(full.iter_s / b.iter_s, 1.0609, 1e-4);
+		assert_rel_close(b.iter_s, 5.2227916, 2e-7);
+		assert_rel_close(full.iter_s / b.iter_s, 1.0616, 1e-4);
 		in.hw = &hw;
 	}
 	assert_true(hier.bubble == full.bubble);
@@ -466,8 +466,9 @@ static void test_extrapolate(void **state)
 	     0, 0},
 	    {1, 1, 8, 1, 40, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 2, 0, HW_BF16, 1, 10, 5, 1, 0, 0,
 	     0, 0, 0},
-	    /* declined */
-	    {1, 4, 2, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 20, 10, 0, 0, 0,
+	    /* declined (this one extends since issue 33 capped H100's bf16
+	     * peak at its best measured shape: either, agreement asserted) */
+	    {1, 4, 2, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 20, 10, -1, 0, 0,
 	     0, 0, 0},
 	    {1, 2, 1, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 3, 10, 5, 0, 0, 0,
 	     0, 0, 0},

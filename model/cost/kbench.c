@@ -52,6 +52,31 @@ const char *kbench_profile(const char *g)
 	return NULL;
 }
 
+const char *kbench_sibling(const char *p, double *clock)
+{
+	/* Own clock over the sibling's: the datasheets' dense bf16 peak per
+	 * SM (same architecture, so the same FLOPs a clock an SM), or for AMD
+	 * the peak engine clocks (MI300X and MI325X 2,100 MHz, MI355X 2,400:
+	 * AMD's data sheets). */
+	static const struct {
+		const char *p, *sib;
+		double clock;
+	} t[] = {
+	    {"gb200-nvl72", "b200-dgx", (2500.0 / 148) / (2250.0 / 148)},
+	    {"b300-hgx", "b200-dgx", (2250.0 / 160) / (2250.0 / 148)},
+	    {"gb300-nvl72", "b300-hgx", (2500.0 / 160) / (2250.0 / 160)},
+	    {"mi300x", "mi355x", 2100.0 / 2400},
+	    {"mi325x", "mi355x", 2100.0 / 2400},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strcmp(p, t[i].p)) {
+			if (clock)
+				*clock = t[i].clock;
+			return t[i].sib;
+		}
+	return NULL;
+}
+
 const char *kbench_family(const char *p)
 {
 	if (!strcmp(p, "h100-dgx") || !strcmp(p, "h800-hgx") || !strcmp(p, "h200-dgx"))
@@ -169,6 +194,9 @@ int kbench_count(const char *s, double max, double *out)
 
 static int dtype_of(const char *s)
 {
+	/* NVFP4 / MXFP4 (e2m1 elements, block scales): the fp4 peak. */
+	if (strstr(s, "fp4") || strstr(s, "e2m1"))
+		return HW_FP4;
 	if (strstr(s, "fp8") || strstr(s, "e4m3") || strstr(s, "e5m2"))
 		return HW_FP8;
 	if (strstr(s, "TF32"))
@@ -233,10 +261,27 @@ int kbench_add(struct kbench *kb, const struct kbench_row *r)
 	return 0;
 }
 
+/* The profile of a kernel row's GPU: kbench_profile's, and AMD's
+ * Instinct parts, whose kernel rows (ml-engineering's MAMF, XLA's gfx950
+ * table) place them; XLA's "MI350-series (gfx950)" is MI355X's die (CDNA 4,
+ * 256 CUs; the table does not say which of MI350X and MI355X, whose
+ * clocks are 2.2 and 2.4 GHz).  Collectives and traces keep
+ * kbench_profile's (no AMD profile is fitted on their rows). */
+static const char *row_profile(const char *g)
+{
+	if (strstr(g, "MI300X"))
+		return "mi300x";
+	if (strstr(g, "MI325X"))
+		return "mi325x";
+	if (strstr(g, "MI355X") || strstr(g, "gfx950"))
+		return "mi355x";
+	return kbench_profile(g);
+}
+
 /* The GPU and its profile; 0 when it has none (the row is skipped). */
 static int place(struct kbench *kb, struct kbench_row *r, const char *gpu)
 {
-	const char *p = kbench_profile(gpu);
+	const char *p = row_profile(gpu);
 	snprintf(r->gpu, sizeof(r->gpu), "%s", gpu);
 	if (!p) {
 		skip(kb, "GPU without a hardware profile");
@@ -760,6 +805,15 @@ void kbench_release(struct kbench *kb)
 
 /* ---- the model on a row --------------------------------------------------- */
 
+double kbench_rate(const struct kbench_row *r)
+{
+	double f;
+	if (r->cls != KB_GEMM || !(r->time_s > 0))
+		return 0;
+	f = r->best_square ? 2 * 4096.0 * 4096 * 4096 : 2 * r->b * r->m * r->n * r->k;
+	return f / r->time_s;
+}
+
 static double flat(const struct hw_profile *hw, const struct kbench_row *r)
 {
 	int dt = r->dtype == HW_FP16 ? HW_BF16 : r->dtype;
@@ -875,6 +929,7 @@ struct fitctx {
 	const size_t *idx;
 	size_t n;
 	int cls, dtype, full;
+	double cap; /* GEMM: the best rate the rows measured (FLOP/s) */
 };
 
 static double sigm(double x)
@@ -907,7 +962,7 @@ static void apply(const struct fitctx *c, const double *x)
 		double pk = hw->peak_flops[c->dtype];
 		if (c->cls == KB_GEMM) {
 			struct hw_gemm *g = &hw->k.gemm[c->dtype];
-			g->flops = pk * sigm(x[0]);
+			g->flops = (c->cap < pk ? c->cap : pk) * sigm(x[0]);
 			if (c->full) {
 				g->tile_s = exp(x[1]);
 				g->overhead_s = exp(x[2]);
@@ -1008,7 +1063,7 @@ out:
 size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, const size_t *idx,
 		  size_t n, int cls, int dtype)
 {
-	struct fitctx c = {hws, rows, idx, n, cls, dtype, n >= KBENCH_FULL_FIT};
+	struct fitctx c = {hws, rows, idx, n, cls, dtype, n >= KBENCH_FULL_FIT, 0};
 	double x[7];
 
 	if (!n)
@@ -1066,7 +1121,24 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 		double pk = hws[0]->peak_flops[dtype];
 		if (!(pk > 0))
 			return 0;
-		x[0] = logit(g->flops / pk);
+		/* The achievable peak is at most the best rate measured
+		 * (docs/MODEL.md, "Never above the measured maxima"): the model's
+		 * best shape reaches it (kperf.h), so no shape is modelled
+		 * faster than one of the GPU's was measured. */
+		c.cap = 0;
+		for (size_t i = 0; i < n; i++) {
+			double r = kbench_rate(&rows[idx[i]]);
+			if (r > c.cap)
+				c.cap = r;
+		}
+		if (!(c.cap > 0))
+			c.cap = pk;
+		/* From at most 0.98 of it: a start at the cap (a profile fitted
+		 * before it) would sit where the logistic is flat. */
+		{
+			double f = g->flops / (c.cap < pk ? c.cap : pk);
+			x[0] = logit(f < 0.98 ? f : 0.98);
+		}
 		x[1] = log(g->tile_s > 0 ? g->tile_s : 1e-6);
 		x[2] = log(g->overhead_s > 0 ? g->overhead_s : 1e-6);
 		x[3] = logit(ratio(g->tile_eff[0] - 0.05, 0.95));
