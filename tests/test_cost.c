@@ -42,7 +42,8 @@ static double best_measured(const struct kbench *kb, const char *profile, int d)
  * (the achievable peak: kperf.h's bound, and the rate of some large
  * shapes) is at most the best shape measured on that GPU; a dtype or
  * profile with no row of its own is held to its sibling's (kbench_sibling,
- * followed as far as it goes) times the ratio of the datasheets' peaks. */
+ * followed as far as it goes) times the ratio of the datasheets' peaks.
+ * Attention likewise where its family has fused rows of the pass. */
 static void test_measured_maxima(void **state)
 {
 	static const double shapes[][3] = {
@@ -115,12 +116,51 @@ static void test_measured_maxima(void **state)
 			}
 			checked++;
 		}
+		/* Attention: each pass's peak times its best head-dim factor
+		 * against the best rate its family's fused rows (not
+		 * FlashAttention-2's, not windowed) measured, FlashAttention's
+		 * count; the rate of a long non-causal pass at head dim 128. */
+		for (int d = 0; d < HW_NDTYPES; d++)
+			for (int q = 0; q < 2; q++) {
+				const struct hw_attn *a = &hw.k.attn[d];
+				double best = 0, f = 1, t;
+				for (size_t i = 0; i < kb.n; i++) {
+					const struct kbench_row *r = &kb.rows[i];
+					double rt;
+					if (r->cls != (q ? KB_ATTN_BWD : KB_ATTN_FWD) ||
+					    r->dtype != d || r->fa2 || r->window > 0 ||
+					    strcmp(kbench_family(r->profile), kbench_family(name)))
+						continue;
+					rt = kperf_attn_flops(q, r->b, r->heads, r->sq, r->skv,
+							      r->d, r->causal) /
+					     r->time_s;
+					best = rt > best ? rt : best;
+				}
+				if (!(best > 0) || !(a->flops[q] > 0))
+					continue;
+				f = a->d64 > f ? a->d64 : f;
+				f = a->d256 > f ? a->d256 : f;
+				if (a->flops[q] * f > best * (1 + 1e-3)) {
+					print_error(
+					    "%s %s attention %s: %.1f TFLOP/s above the best "
+					    "measured %.1f\n",
+					    name, hw_dtype_name(d), q ? "bwd" : "fwd",
+					    a->flops[q] * f / 1e12, best / 1e12);
+					fail();
+				}
+				t = kperf_attn_s(&hw, d, q, 8, 32, 16384, 16384, 128, 0);
+				assert_true(t > 0 &&
+					    kperf_attn_flops(q, 8, 32, 16384, 16384, 128, 0) / t <=
+						best * (1 + 1e-3));
+				checked++;
+			}
 	}
 	closedir(dh);
 	kbench_release(&kb);
-	/* 13 profiles; every dtype of the NVIDIA and AMD parts with rows */
+	/* 13 profiles; every dtype of the NVIDIA and AMD parts with rows, and
+	 * the attention passes measured on H100/H800/H200, B200 and GB200 */
 	assert_true(profiles >= 13);
-	assert_true(checked >= 40);
+	assert_true(checked >= 60);
 }
 
 static void test_profiles_load(void **state)

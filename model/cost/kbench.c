@@ -929,7 +929,9 @@ struct fitctx {
 	const size_t *idx;
 	size_t n;
 	int cls, dtype, full;
-	double cap; /* GEMM: the best rate the rows measured (FLOP/s) */
+	double cap;	/* GEMM: the best rate the rows measured (FLOP/s) */
+	double acap[2]; /* attention: forward's and backward's, FlashAttention's
+			 * count (0: no row of the pass) */
 };
 
 static double sigm(double x)
@@ -974,14 +976,23 @@ static void apply(const struct fitctx *c, const double *x)
 			}
 		} else {
 			struct hw_attn *a = &hw->k.attn[c->dtype];
-			a->flops[0] = pk * sigm(x[0]);
-			a->flops[1] = pk * sigm(x[1]);
+			double f = 1;
 			if (c->full) {
 				a->tile_s[0] = exp(x[2]);
 				a->tile_s[1] = exp(x[3]);
 				a->overhead_s = exp(x[4]);
 				a->d64 = 0.05 + 1.95 * sigm(x[5]);
 				a->d256 = 0.05 + 1.95 * sigm(x[6]);
+			}
+			/* A pass's best rate over any shape is its peak times the
+			 * best head-dim factor (kperf_attn_min_s): at most the best
+			 * the pass's rows measured. */
+			f = a->d64 > f ? a->d64 : f;
+			f = a->d256 > f ? a->d256 : f;
+			for (int q = 0; q < 2; q++) {
+				double lim =
+				    c->acap[q] > 0 && c->acap[q] / f < pk ? c->acap[q] / f : pk;
+				a->flops[q] = lim * sigm(x[q]);
 			}
 		}
 	}
@@ -1063,7 +1074,7 @@ out:
 size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, const size_t *idx,
 		  size_t n, int cls, int dtype)
 {
-	struct fitctx c = {hws, rows, idx, n, cls, dtype, n >= KBENCH_FULL_FIT, 0};
+	struct fitctx c = {hws, rows, idx, n, cls, dtype, n >= KBENCH_FULL_FIT, 0, {0, 0}};
 	double x[7];
 
 	if (!n)
@@ -1151,8 +1162,25 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 		if (!(pk > 0))
 			return 0;
 		c.cls = KB_ATTN_FWD;
-		x[0] = logit(a->flops[0] / pk);
-		x[1] = logit(a->flops[1] / pk);
+		for (size_t i = 0; i < n; i++) {
+			const struct kbench_row *r = &rows[idx[i]];
+			int q = r->cls == KB_ATTN_FWD ? 0 : r->cls == KB_ATTN_BWD ? 1 : -1;
+			double rt = q >= 0 && r->time_s > 0
+					? kperf_attn_flops(q, r->b, r->heads, r->sq, r->skv, r->d,
+							   r->causal) /
+					      r->time_s
+					: 0;
+			if (q >= 0 && rt > c.acap[q])
+				c.acap[q] = rt;
+		}
+		for (int q = 0; q < 2; q++) {
+			/* From at most 0.98 of the cap (as the GEMM's). */
+			double f = 1, lim;
+			f = a->d64 > f ? a->d64 : f;
+			f = a->d256 > f ? a->d256 : f;
+			lim = c.acap[q] > 0 && c.acap[q] / f < pk ? c.acap[q] / f : pk;
+			x[q] = logit(a->flops[q] / lim < 0.98 ? a->flops[q] / lim : 0.98);
+		}
 		x[2] = log(a->tile_s[0] > 0 ? a->tile_s[0] : 1e-6);
 		x[3] = log(a->tile_s[1] > 0 ? a->tile_s[1] : 1e-6);
 		x[4] = log(a->overhead_s > 0 ? a->overhead_s : 1e-6);
