@@ -43,8 +43,11 @@ static const char help[] =
     "                   the mean squared log error; memory-bound: a weighted line),\n"
     "                   per GPU family, class and dtype (a GEMM dtype with fewer\n"
     "                   than 20 rows: its peak alone, the shape parameters of the\n"
-    "                   family's dtype with the most rows); evaluate with them and\n"
-    "                   print them as the profiles' `kernels` groups\n"
+    "                   family's dtype with the most rows, or where none has 20,\n"
+    "                   of the GPU's nearest measured sibling: GB200 and B300\n"
+    "                   B200's, MI300X and MI325X MI355X's); a GEMM's achievable\n"
+    "                   peak at most the best rate its rows measured; evaluate\n"
+    "                   with them and print them as the profiles' `kernels` groups\n"
     "      --loso       leave one source out: each source's rows predicted with\n"
     "                   parameters fitted on the other sources only (from the\n"
     "                   datasheet defaults where none is left)\n"
@@ -248,11 +251,27 @@ static int shape_donor(const struct kbench *kb, const struct kbench_row *r, cons
  * memory-bound efficiency) takes those of its family's best-measured
  * dtype, fitted first on the same rows (the die's tiling, docs/MODEL.md),
  * and fits its achievable peak alone. */
+/* The profile whose GEMM shape parameters a GEMM group of row r too small
+ * to fit its own, and without a donor dtype in its family, takes: its
+ * sibling (kbench_sibling) where that has rows here; NULL if none. */
+static struct prof *shape_sibling(const struct kbench *kb, const struct kbench_row *r,
+				  struct prof *p, int np, const char *not_src, size_t *idx,
+				  double *clock)
+{
+	const char *sib;
+	if (fit_cls(r) != KB_GEMM || select_rows(kb, r, not_src, NULL, idx) >= KBENCH_FULL_FIT ||
+	    shape_donor(kb, r, not_src, idx) >= 0 || !(sib = kbench_sibling(r->profile, clock)))
+		return NULL;
+	return find_prof(p, np, sib);
+}
+
 static void fit_group(const struct kbench *kb, const struct kbench_row *r, struct prof *p, int np,
 		      int which, const char *not_src, int fit_donor, size_t *idx,
 		      struct hw_profile **hws)
 {
 	int c = fit_cls(r), donor = shape_donor(kb, r, not_src, idx);
+	double clock = 1;
+	struct prof *sib = shape_sibling(kb, r, p, np, not_src, idx, &clock);
 	size_t n;
 	if (donor >= 0 && fit_donor) {
 		struct kbench_row q = *r;
@@ -263,11 +282,14 @@ static void fit_group(const struct kbench *kb, const struct kbench_row *r, struc
 	for (size_t i = 0; i < n; i++) {
 		struct prof *q = find_prof(p, np, kb->rows[idx[i]].profile);
 		hws[i] = which == 0 ? &q->fitted : &q->work;
-		if (donor >= 0) {
+		if (donor >= 0 || sib) {
+			/* The sibling's as fitted (its rows come first), a
+			 * tile's fixed cost at this GPU's clock. */
 			struct hw_gemm *g = &hws[i]->k.gemm[r->dtype];
-			const struct hw_gemm *s = &hws[i]->k.gemm[donor];
+			const struct hw_gemm *s =
+			    donor >= 0 ? &hws[i]->k.gemm[donor] : &sib->fitted.k.gemm[r->dtype];
 			*g = (struct hw_gemm){g->flops,
-					      s->tile_s,
+					      s->tile_s / clock,
 					      s->overhead_s,
 					      {s->tile_eff[0], s->tile_eff[1], s->tile_eff[2]},
 					      s->mem_eff};
@@ -436,14 +458,20 @@ int cmd_kernels(int argc, char **argv)
 		return cli_fail(&err);
 	}
 	/* Fit: each group once, in row order (deterministic); those taking
-	 * another's shape parameters after it. */
+	 * another dtype's shape parameters after it, those taking a sibling
+	 * GPU's last. */
 	if (fit) {
 		memset(done, 0, kb.n + 1);
-		for (int pass = 0; pass < 2; pass++)
+		for (int pass = 0; pass < 3; pass++)
 			for (size_t i = 0; i < kb.n; i++) {
 				size_t n;
-				if (done[i] || fit_cls(&kb.rows[i]) < 0 ||
-				    (shape_donor(&kb, &kb.rows[i], NULL, idx) >= 0) != pass)
+				int pi;
+				if (done[i] || fit_cls(&kb.rows[i]) < 0)
+					continue;
+				pi = shape_donor(&kb, &kb.rows[i], NULL, idx) >= 0	       ? 1
+				     : shape_sibling(&kb, &kb.rows[i], p, np, NULL, idx, NULL) ? 2
+											       : 0;
+				if (pi != pass)
 					continue;
 				n = select_rows(&kb, &kb.rows[i], NULL, NULL, idx);
 				for (size_t j = 0; j < n; j++)

@@ -7,7 +7,9 @@ its reason, --fit prints `kernels` groups that a hardware profile loads
 (prism synth runs on it), --markdown gives a table; bad input is one line
 naming the file (and line) with exit status 2, and so is a profile whose
 kernels group is out of range; GEMMs that accumulate into their output fit
-nothing; a trace's GEMM and attention shapes are rows.  Where
+nothing; a trace's GEMM and attention shapes are rows; a fitted peak is
+never above the best rate its rows measured, and a GPU with one row takes
+its sibling's shape parameters, a tile's cost at its clock.  Where
 ../shared/kernels exists: the shipped parameters meet the issue's goal,
 mean error <= 10 % on H100 and A100 bf16 and H100-class fp8 GEMMs, and on
 H100's bf16 GEMMs and its fp8 sources but DeepGEMM #136's with their
@@ -132,6 +134,45 @@ with tempfile.TemporaryDirectory() as d:
     check(grp["fp8"].group(2) != "tile_us = 1.000; overhead_us = 3.000; "
           "tile_eff = [0.850, 0.700, 0.500]; mem_eff = 0.850; ", f"defaults kept:\n{fit}")
     check(float(grp["fp8"].group(1)) > float(grp["bf16"].group(1)), fit)
+    # Never above the measured maxima, and a sibling's shape parameters
+    # (docs/MODEL.md): 20 B200 bf16 rows (src-a, made at an achievable
+    # 1,500 TFLOP/s, 2 us a wave of 128x256 tiles and 4 us a kernel) fit
+    # B200's group; one GB200 row
+    # (src-b) of 8192^3 in 0.5 ms, 2,199.0 TFLOP/s, fits GB200's peak alone,
+    # at most that rate (the datasheet's 2,500 would allow more, and with
+    # B200's tile costs the shape needs more), with B200's kernel costs,
+    # tile factors and memory efficiency exactly and its tile cost divided by
+    # the clock ratio 2,500 / 2,250.
+    sib = os.path.join(d, "sibling.csv")
+    with open(sib, "w") as f:
+        f.write(head)
+        for m, n, k in shapes:
+            waves = -(-(-(-m // 128)) * (-(-n // 256)) // 148)
+            t = 2 * m * n * k / 1500e12 + 4e-6 + 2e-6 * waves
+            f.write(f"B200 SXM,x,bf16,bf16,gemm,1,{m},{n},{k},x,,{t * 1e3:.6f},,,,src-a,s,n\n")
+        f.write("GB200 SXM,x,bf16,bf16,gemm,1,8192,8192,8192,x,,0.5,,,,src-b,s,n\n")
+    sfit = run("kernels", "--fit", sib).stdout
+    pat = r"^    bf16 = \{ tflops = ([\d.]+); tile_us = ([\d.]+); ([^\n]*)\};$"
+    b2 = re.search(r"# b200-dgx\n[^#]*?" + pat, sfit, re.M)
+    gb = re.search(r"# gb200-nvl72\n[^#]*?" + pat, sfit, re.M)
+    check(b2 and gb, f"no b200/gb200 bf16 groups in --fit:\n{sfit}")
+    rate = 2 * 8192.0 ** 3 / 0.5e-3 / 1e12
+    check(float(gb.group(1)) <= rate + 0.05, f"GB200 peak above its measured {rate:.1f}:\n{sfit}")
+    check(float(gb.group(1)) >= 0.99 * rate, f"GB200 peak not at the cap:\n{sfit}")
+    check(gb.group(3) == b2.group(3), f"GB200 shape parameters not B200's:\n{sfit}")
+    check(abs(float(gb.group(2)) - float(b2.group(2)) * 2250 / 2500) <= 0.0015,
+          f"GB200 tile cost not B200's at its clock:\n{sfit}")
+    # (the fit above puts B200's tile cost near 0: the shipped profiles
+    # carry the clock ratio on a real one, 0.501 us on B200)
+    tiles = {}
+    for prof in ("b200-dgx", "gb200-nvl72", "b300-hgx"):
+        with open(os.path.join(SRC, "configs", "hw", prof + ".cfg")) as f:
+            tiles[prof] = float(re.search(r"^    bf16 = \{ tflops = [\d.]+; tile_us = ([\d.]+);",
+                                          f.read(), re.M).group(1))
+    check(tiles["b200-dgx"] >= 0.1 and
+          abs(tiles["gb200-nvl72"] - tiles["b200-dgx"] * 2250 / 2500) <= 0.0015 and
+          abs(tiles["b300-hgx"] - tiles["b200-dgx"] * (2250 / 148) / (2250 / 160)) <= 0.0015,
+          f"shipped tile costs not B200's at their clocks: {tiles}")
     # GEMMs accumulating into their output (C += A B) are reported apart and
     # fit nothing: 20 fp8 rows of a DeepGEMM weight-gradient kernel (20: a
     # full fit of fp8's own, were they fitted) and 3 bf16 rows at

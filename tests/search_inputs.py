@@ -80,7 +80,9 @@ with tempfile.TemporaryDirectory() as d:
     head = f"prism: {db}: sweep small (id 1) ran on other inputs (changed since: "
     edit(hw, HW.replace("nic_bandwidth_Gbps = 400.0;", "nic_bandwidth_Gbps = 200.0;"))
     refused(search(code=2), head + "the hardware profile myhw)" + tail, "profile edited")
-    edit(hw, HW.replace("tile_us = 1.418;", "tile_us = 1.5;"))
+    # (the first tile_us, whatever the shipped profile's fit)
+    edit(hw, re.sub(r"tile_us = [0-9.]+;", "tile_us = 9.5;", HW, count=1))
+    check(re.search(r"tile_us = [0-9.]+;", HW), "the profile has no tile_us")
     refused(search(code=2), head + "the kernel model ('kernels') of the hardware profile myhw)"
             + tail, "kernel model edited")
     edit(hw, HW)

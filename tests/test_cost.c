@@ -2,6 +2,7 @@
  * test_cost.c - hardware profiles, collectives, FLOPs and memory, against
  * numbers worked by hand (each derivation is in the comment above it).
  */
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,150 @@
 #include "testutil.h"
 
 #define GiB 1073741824.0
+
+/* The best rate measured on a profile's GPU family for dtype d
+ * (../shared/kernels' GEMM rows; bf16 and fp16 together: the same tensor
+ * rate), or 0 where none. */
+static double best_measured(const struct kbench *kb, const char *profile, int d)
+{
+	double best = 0;
+	for (size_t i = 0; i < kb->n; i++) {
+		const struct kbench_row *r = &kb->rows[i];
+		int same = r->dtype == d || ((d == HW_BF16 || d == HW_FP16) &&
+					     (r->dtype == HW_BF16 || r->dtype == HW_FP16));
+		if (r->cls == KB_GEMM && same &&
+		    !strcmp(kbench_family(r->profile), kbench_family(profile)) &&
+		    kbench_rate(r) > best)
+			best = kbench_rate(r);
+	}
+	return best;
+}
+
+/* Issue 33, "never above measured maxima": for every profile of
+ * configs/hw and every dtype, the GEMM model's best rate over any shape
+ * (the achievable peak: kperf.h's bound, and the rate of some large
+ * shapes) is at most the best shape measured on that GPU; a dtype or
+ * profile with no row of its own is held to its sibling's (kbench_sibling,
+ * followed as far as it goes) times the ratio of the datasheets' peaks.
+ * Attention likewise where its family has fused rows of the pass. */
+static void test_measured_maxima(void **state)
+{
+	static const double shapes[][3] = {
+	    {16384, 16384, 16384}, {8192, 8192, 65536}, {4096, 9728, 2048}, {33792, 8192, 8192}};
+	const char *dir = PRISM_SOURCE_DIR "/../shared/kernels";
+	struct kbench kb;
+	struct prism_err err;
+	DIR *dh;
+	struct dirent *de;
+	int checked = 0, profiles = 0;
+	(void)state;
+	if (access(dir, R_OK) != 0) {
+		print_message("../shared/kernels absent: the measured maxima are not checked\n");
+		skip();
+	}
+	memset(&kb, 0, sizeof(kb));
+	prism_err_clear(&err);
+	assert_int_equal(kbench_read(&kb, dir, &err), 0);
+	dh = opendir(PRISM_SOURCE_DIR "/configs/hw");
+	assert_non_null(dh);
+	while ((de = readdir(dh))) {
+		char path[512], name[64];
+		size_t len = strlen(de->d_name);
+		struct hw_profile hw;
+		if (len < 5 || len >= sizeof(name) || strcmp(de->d_name + len - 4, ".cfg"))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 4), de->d_name);
+		snprintf(path, sizeof(path), PRISM_SOURCE_DIR "/configs/hw/%s", de->d_name);
+		assert_int_equal(hw_load(path, &hw, &err), 0);
+		hw.clock = 1; /* burst: what the measurements ran at */
+		profiles++;
+		for (int d = 0; d < HW_NDTYPES; d++) {
+			double bound = 0, scale = 1, peak = hw.k.gemm[d].flops;
+			const char *at = name;
+			if (!(hw.peak_flops[d] > 0) || !(peak > 0))
+				continue;
+			while (at && !(bound = best_measured(&kb, at, d))) {
+				struct hw_profile sib;
+				const char *next = kbench_sibling(at, NULL);
+				char sp[512];
+				if (!next)
+					break;
+				snprintf(sp, sizeof(sp), PRISM_SOURCE_DIR "/configs/hw/%s.cfg",
+					 next);
+				assert_int_equal(hw_load(sp, &sib, &err), 0);
+				if (!(sib.peak_flops[d] > 0))
+					break;
+				scale = hw.peak_flops[d] / sib.peak_flops[d];
+				at = next;
+			}
+			if (!(bound > 0)) {
+				print_message("%s %s: no measured GEMM row of its GPU or sibling: "
+					      "not checked\n",
+					      name, hw_dtype_name(d));
+				continue;
+			}
+			bound *= scale;
+			/* The profiles print peaks to 0.1 TFLOP/s. */
+			if (peak > bound * (1 + 1e-4)) {
+				print_error("%s %s: achievable peak %.1f TFLOP/s above the best "
+					    "measured shape's %.1f (of %s)\n",
+					    name, hw_dtype_name(d), peak / 1e12, bound / 1e12, at);
+				fail();
+			}
+			for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+				double m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+				double t = kperf_gemm_s(&hw, d, 1, m, n, k);
+				assert_true(t > 0);
+				assert_true(2 * m * n * k / t <= bound * (1 + 1e-4));
+			}
+			checked++;
+		}
+		/* Attention: each pass's peak times its best head-dim factor
+		 * against the best rate its family's fused rows (not
+		 * FlashAttention-2's, not windowed) measured, FlashAttention's
+		 * count; the rate of a long non-causal pass at head dim 128. */
+		for (int d = 0; d < HW_NDTYPES; d++)
+			for (int q = 0; q < 2; q++) {
+				const struct hw_attn *a = &hw.k.attn[d];
+				double best = 0, f = 1, t;
+				for (size_t i = 0; i < kb.n; i++) {
+					const struct kbench_row *r = &kb.rows[i];
+					double rt;
+					if (r->cls != (q ? KB_ATTN_BWD : KB_ATTN_FWD) ||
+					    r->dtype != d || r->fa2 || r->window > 0 ||
+					    strcmp(kbench_family(r->profile), kbench_family(name)))
+						continue;
+					rt = kperf_attn_flops(q, r->b, r->heads, r->sq, r->skv,
+							      r->d, r->causal) /
+					     r->time_s;
+					best = rt > best ? rt : best;
+				}
+				if (!(best > 0) || !(a->flops[q] > 0))
+					continue;
+				f = a->d64 > f ? a->d64 : f;
+				f = a->d256 > f ? a->d256 : f;
+				if (a->flops[q] * f > best * (1 + 1e-3)) {
+					print_error(
+					    "%s %s attention %s: %.1f TFLOP/s above the best "
+					    "measured %.1f\n",
+					    name, hw_dtype_name(d), q ? "bwd" : "fwd",
+					    a->flops[q] * f / 1e12, best / 1e12);
+					fail();
+				}
+				t = kperf_attn_s(&hw, d, q, 8, 32, 16384, 16384, 128, 0);
+				assert_true(t > 0 &&
+					    kperf_attn_flops(q, 8, 32, 16384, 16384, 128, 0) / t <=
+						best * (1 + 1e-3));
+				checked++;
+			}
+	}
+	closedir(dh);
+	kbench_release(&kb);
+	/* 13 profiles; every dtype of the NVIDIA and AMD parts with rows, and
+	 * the attention passes measured on H100/H800/H200, B200 and GB200 */
+	assert_true(profiles >= 13);
+	assert_true(checked >= 60);
+}
 
 static void test_profiles_load(void **state)
 {
@@ -1031,7 +1176,8 @@ static void test_gemm_waves(void **state)
  * by the model itself from known parameters (700 TFLOP/s, 2 us a tile, 5
  * us a kernel, tiles at 0.9/0.6/0.4) are fitted back: every parameter
  * finite, the tile factors ordered, each row within 10 % (the simplex
- * stops at 6 %: other parameter sets fit these 24 rows nearly as well). */
+ * stops at 6 %: other parameter sets fit these rows nearly as well), and
+ * the fitted peak at most the best rate a row measured (kbench.h). */
 static void test_gemm_fit_floor(void **state)
 {
 	struct hw_profile hw, truth;
@@ -1063,6 +1209,13 @@ static void test_gemm_fit_floor(void **state)
 				n++;
 			}
 	assert_int_equal(kbench_fit(hws, rows, idx, n, KB_GEMM, HW_BF16), n);
+	{
+		/* never above the best rate measured (kbench.h) */
+		double best = 0;
+		for (size_t i = 0; i < n; i++)
+			best = kbench_rate(&rows[i]) > best ? kbench_rate(&rows[i]) : best;
+		assert_true(best > 0 && hw.k.gemm[HW_BF16].flops <= best * (1 + 1e-12));
+	}
 	{
 		const struct hw_gemm *g = &hw.k.gemm[HW_BF16];
 		assert_true(isfinite(g->flops) && isfinite(g->tile_s) && isfinite(g->overhead_s) &&
@@ -1386,6 +1539,7 @@ int main(void)
 	    cmocka_unit_test(test_sustained_clock),
 	    cmocka_unit_test(test_kbench_sustained),
 	    cmocka_unit_test(test_grouped_gemm),
+	    cmocka_unit_test(test_measured_maxima),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -332,16 +332,17 @@ static void test_agreement_moe_cp(void **state)
 /*
  * The acceptance layout, GPT-3 175B (configs/models/gpt3-175b.cfg) on 512
  * H100 as TP8 PP8 DP8, 64 microbatches of one sequence, 1F1B: the full
- * simulation's iteration (5874.381 ms, prism synth --full; 5444.886 ms
+ * simulation's iteration (5973.718 ms, prism synth --full; 5444.886 ms
  * before each tensor-parallel rank's data-parallel all-reduce across the 8
- * nodes rode its own NIC rather than all eight, comm.c), bubble and
+ * nodes rode its own NIC rather than all eight, comm.c, and before issue
+ * 33's caps on GH100's bf16 GEMM and attention peaks), bubble and
  * task counts, and the folded run's graph: 8 stages x 128 units x 2 steps,
  * each a few tasks, beside the optimizer and each stage's last backward
  * (its buckets' all-reduces contend with it) kept kernel by kernel.  At
- * the burst clock (hw.clock 1) the step is 5561.607 ms: the GEMMs and
- * attention at 0.91 of that clock take 1 / 0.91 - 1 = 9.9 % longer, and the
- * step, whose communication, memory-bound kernels and pipeline fill are not
- * clock-bound, 5.6 %.
+ * the burst clock (hw.clock 1) the step is 5652.066 ms: the GEMMs and
+ * attention at 0.91 of that clock take 1 / 0.91 - 1 = 9.9 % longer, and
+ * the step, whose communication, memory-bound kernels and pipeline fill are
+ * not clock-bound, 5.7 %.
  */
 static void test_gpt3_175b(void **state)
 {
@@ -370,7 +371,7 @@ static void test_gpt3_175b(void **state)
 	print_message("full %.9f s, bubble %.6f, tasks %llu, kernels %llu; hier %.9f\n",
 		      full.iter_s, full.bubble, (unsigned long long)full.tasks,
 		      (unsigned long long)full.kernels, hier.iter_s);
-	assert_rel_close(full.iter_s, 5.874381, 2e-7);
+	assert_rel_close(full.iter_s, 5.973717853, 2e-7);
 	assert_true(hier.iter_s == full.iter_s);
 	{
 		struct hw_profile burst = hw;
@@ -378,8 +379,9 @@ static void test_gpt3_175b(void **state)
 		burst.clock = 1;
 		in.hw = &burst;
 		assert_int_equal(predict_synth(&in, &b, NULL, NULL, &err), 0);
-		assert_rel_close(b.iter_s, 5.561607, 2e-7);
-		assert_rel_close(full.iter_s / b.iter_s, 1.0562, 1e-4);
+		print_message("burst clock: %.9f s\n", b.iter_s);
+		assert_rel_close(b.iter_s, 5.65206561, 2e-7);
+		assert_rel_close(full.iter_s / b.iter_s, 1.0569, 1e-4);
 		in.hw = &hw;
 	}
 	assert_true(hier.bubble == full.bubble);
@@ -468,8 +470,9 @@ static void test_extrapolate(void **state)
 	     0, 0},
 	    {1, 1, 8, 1, 40, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 2, 0, HW_BF16, 1, 10, 5, 1, 0, 0,
 	     0, 0, 0},
-	    /* declined */
-	    {1, 4, 2, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 20, 10, 0, 0, 0,
+	    /* declined (this one extends since issue 33 capped H100's bf16
+	     * peak at its best measured shape: either, agreement asserted) */
+	    {1, 4, 2, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 20, 10, -1, 0, 0,
 	     0, 0, 0},
 	    {1, 2, 1, 1, 64, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 3, 10, 5, 0, 0, 0,
 	     0, 0, 0},

@@ -52,6 +52,31 @@ const char *kbench_profile(const char *g)
 	return NULL;
 }
 
+const char *kbench_sibling(const char *p, double *clock)
+{
+	/* Own clock over the sibling's: the datasheets' dense bf16 peak per
+	 * SM (same architecture, so the same FLOPs a clock an SM), or for AMD
+	 * the peak engine clocks (MI300X and MI325X 2,100 MHz, MI355X 2,400:
+	 * AMD's data sheets). */
+	static const struct {
+		const char *p, *sib;
+		double clock;
+	} t[] = {
+	    {"gb200-nvl72", "b200-dgx", (2500.0 / 148) / (2250.0 / 148)},
+	    {"b300-hgx", "b200-dgx", (2250.0 / 160) / (2250.0 / 148)},
+	    {"gb300-nvl72", "b300-hgx", (2500.0 / 160) / (2250.0 / 160)},
+	    {"mi300x", "mi355x", 2100.0 / 2400},
+	    {"mi325x", "mi355x", 2100.0 / 2400},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strcmp(p, t[i].p)) {
+			if (clock)
+				*clock = t[i].clock;
+			return t[i].sib;
+		}
+	return NULL;
+}
+
 const char *kbench_family(const char *p)
 {
 	if (!strcmp(p, "h100-dgx") || !strcmp(p, "h800-hgx") || !strcmp(p, "h200-dgx"))
@@ -169,6 +194,9 @@ int kbench_count(const char *s, double max, double *out)
 
 static int dtype_of(const char *s)
 {
+	/* NVFP4 / MXFP4 (e2m1 elements, block scales): the fp4 peak. */
+	if (strstr(s, "fp4") || strstr(s, "e2m1"))
+		return HW_FP4;
 	if (strstr(s, "fp8") || strstr(s, "e4m3") || strstr(s, "e5m2"))
 		return HW_FP8;
 	if (strstr(s, "TF32"))
@@ -233,10 +261,27 @@ int kbench_add(struct kbench *kb, const struct kbench_row *r)
 	return 0;
 }
 
+/* The profile of a kernel row's GPU: kbench_profile's, and AMD's
+ * Instinct parts, whose kernel rows (ml-engineering's MAMF, XLA's gfx950
+ * table) place them; XLA's "MI350-series (gfx950)" is MI355X's die (CDNA 4,
+ * 256 CUs; the table does not say which of MI350X and MI355X, whose
+ * clocks are 2.2 and 2.4 GHz).  Collectives and traces keep
+ * kbench_profile's (no AMD profile is fitted on their rows). */
+static const char *row_profile(const char *g)
+{
+	if (strstr(g, "MI300X"))
+		return "mi300x";
+	if (strstr(g, "MI325X"))
+		return "mi325x";
+	if (strstr(g, "MI355X") || strstr(g, "gfx950"))
+		return "mi355x";
+	return kbench_profile(g);
+}
+
 /* The GPU and its profile; 0 when it has none (the row is skipped). */
 static int place(struct kbench *kb, struct kbench_row *r, const char *gpu)
 {
-	const char *p = kbench_profile(gpu);
+	const char *p = row_profile(gpu);
 	snprintf(r->gpu, sizeof(r->gpu), "%s", gpu);
 	if (!p) {
 		skip(kb, "GPU without a hardware profile");
@@ -760,6 +805,15 @@ void kbench_release(struct kbench *kb)
 
 /* ---- the model on a row --------------------------------------------------- */
 
+double kbench_rate(const struct kbench_row *r)
+{
+	double f;
+	if (r->cls != KB_GEMM || !(r->time_s > 0))
+		return 0;
+	f = r->best_square ? 2 * 4096.0 * 4096 * 4096 : 2 * r->b * r->m * r->n * r->k;
+	return f / r->time_s;
+}
+
 static double flat(const struct hw_profile *hw, const struct kbench_row *r)
 {
 	int dt = r->dtype == HW_FP16 ? HW_BF16 : r->dtype;
@@ -875,6 +929,9 @@ struct fitctx {
 	const size_t *idx;
 	size_t n;
 	int cls, dtype, full;
+	double cap;	/* GEMM: the best rate the rows measured (FLOP/s) */
+	double acap[2]; /* attention: forward's and backward's, FlashAttention's
+			 * count (0: no row of the pass) */
 };
 
 static double sigm(double x)
@@ -907,7 +964,7 @@ static void apply(const struct fitctx *c, const double *x)
 		double pk = hw->peak_flops[c->dtype];
 		if (c->cls == KB_GEMM) {
 			struct hw_gemm *g = &hw->k.gemm[c->dtype];
-			g->flops = pk * sigm(x[0]);
+			g->flops = (c->cap < pk ? c->cap : pk) * sigm(x[0]);
 			if (c->full) {
 				g->tile_s = exp(x[1]);
 				g->overhead_s = exp(x[2]);
@@ -919,14 +976,23 @@ static void apply(const struct fitctx *c, const double *x)
 			}
 		} else {
 			struct hw_attn *a = &hw->k.attn[c->dtype];
-			a->flops[0] = pk * sigm(x[0]);
-			a->flops[1] = pk * sigm(x[1]);
+			double f = 1;
 			if (c->full) {
 				a->tile_s[0] = exp(x[2]);
 				a->tile_s[1] = exp(x[3]);
 				a->overhead_s = exp(x[4]);
 				a->d64 = 0.05 + 1.95 * sigm(x[5]);
 				a->d256 = 0.05 + 1.95 * sigm(x[6]);
+			}
+			/* A pass's best rate over any shape is its peak times the
+			 * best head-dim factor (kperf_attn_min_s): at most the best
+			 * the pass's rows measured. */
+			f = a->d64 > f ? a->d64 : f;
+			f = a->d256 > f ? a->d256 : f;
+			for (int q = 0; q < 2; q++) {
+				double lim =
+				    c->acap[q] > 0 && c->acap[q] / f < pk ? c->acap[q] / f : pk;
+				a->flops[q] = lim * sigm(x[q]);
 			}
 		}
 	}
@@ -1008,7 +1074,7 @@ out:
 size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, const size_t *idx,
 		  size_t n, int cls, int dtype)
 {
-	struct fitctx c = {hws, rows, idx, n, cls, dtype, n >= KBENCH_FULL_FIT};
+	struct fitctx c = {hws, rows, idx, n, cls, dtype, n >= KBENCH_FULL_FIT, 0, {0, 0}};
 	double x[7];
 
 	if (!n)
@@ -1066,7 +1132,24 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 		double pk = hws[0]->peak_flops[dtype];
 		if (!(pk > 0))
 			return 0;
-		x[0] = logit(g->flops / pk);
+		/* The achievable peak is at most the best rate measured
+		 * (docs/MODEL.md, "Never above the measured maxima"): the model's
+		 * best shape reaches it (kperf.h), so no shape is modelled
+		 * faster than one of the GPU's was measured. */
+		c.cap = 0;
+		for (size_t i = 0; i < n; i++) {
+			double r = kbench_rate(&rows[idx[i]]);
+			if (r > c.cap)
+				c.cap = r;
+		}
+		if (!(c.cap > 0))
+			c.cap = pk;
+		/* From at most 0.98 of it: a start at the cap (a profile fitted
+		 * before it) would sit where the logistic is flat. */
+		{
+			double f = g->flops / (c.cap < pk ? c.cap : pk);
+			x[0] = logit(f < 0.98 ? f : 0.98);
+		}
 		x[1] = log(g->tile_s > 0 ? g->tile_s : 1e-6);
 		x[2] = log(g->overhead_s > 0 ? g->overhead_s : 1e-6);
 		x[3] = logit(ratio(g->tile_eff[0] - 0.05, 0.95));
@@ -1079,8 +1162,25 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 		if (!(pk > 0))
 			return 0;
 		c.cls = KB_ATTN_FWD;
-		x[0] = logit(a->flops[0] / pk);
-		x[1] = logit(a->flops[1] / pk);
+		for (size_t i = 0; i < n; i++) {
+			const struct kbench_row *r = &rows[idx[i]];
+			int q = r->cls == KB_ATTN_FWD ? 0 : r->cls == KB_ATTN_BWD ? 1 : -1;
+			double rt = q >= 0 && r->time_s > 0
+					? kperf_attn_flops(q, r->b, r->heads, r->sq, r->skv, r->d,
+							   r->causal) /
+					      r->time_s
+					: 0;
+			if (q >= 0 && rt > c.acap[q])
+				c.acap[q] = rt;
+		}
+		for (int q = 0; q < 2; q++) {
+			/* From at most 0.98 of the cap (as the GEMM's). */
+			double f = 1, lim;
+			f = a->d64 > f ? a->d64 : f;
+			f = a->d256 > f ? a->d256 : f;
+			lim = c.acap[q] > 0 && c.acap[q] / f < pk ? c.acap[q] / f : pk;
+			x[q] = logit(a->flops[q] / lim < 0.98 ? a->flops[q] / lim : 0.98);
+		}
 		x[2] = log(a->tile_s[0] > 0 ? a->tile_s[0] : 1e-6);
 		x[3] = log(a->tile_s[1] > 0 ? a->tile_s[1] : 1e-6);
 		x[4] = log(a->overhead_s > 0 ? a->overhead_s : 1e-6);

@@ -139,6 +139,16 @@ const char *kbench_profile(const char *gpu);
  * "ga100", or the profile's own name). */
 const char *kbench_family(const char *profile);
 
+/* The nearest measured sibling of a profile whose own kernel rows are
+ * too few to fit its GEMM shape parameters (tile and kernel costs,
+ * smaller tiles' throughput, memory efficiency): GB200 and B300 take
+ * B200's (the Blackwell die, 148 or 160 SMs), GB300 B300's, MI300X and
+ * MI325X MI355X's (the only AMD part with a GEMM table); *clock (if not
+ * NULL) is the profile's clock over the sibling's, by which a tile's
+ * fixed cost is divided.  NULL: none (docs/MODEL.md, "Never above the
+ * measured maxima"). */
+const char *kbench_sibling(const char *profile, double *clock);
+
 /* The model's time of row r on hw (kperf.h), at the clock r ran at: a
  * sustained row at hw's sustained clock (hw_sustained(hw)), any other
  * at the burst clock (1), whatever clock hw holds (a copy of hw is timed
@@ -147,6 +157,10 @@ const char *kbench_family(const char *profile);
  * (GEMM 70 % of the datasheet peak + 3 us, attention 50 %, memory-bound
  * 70 % of HBM + 3 us, no clock), for comparison. */
 double kbench_predict(const struct hw_profile *hw, const struct kbench_row *r, int flat);
+
+/* A GEMM row's measured rate, FLOP/s (2 b m n k / time; a best-square
+ * summary's best), at whatever clock it ran; 0 for other classes. */
+double kbench_rate(const struct kbench_row *r);
 
 /* Rows a group needs to fit every parameter of its class (fewer: the
  * achievable peak, or bandwidth, alone). */
@@ -158,7 +172,8 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *r, i
  * memory-bound kind `dtype` (cls KB_MEM).  Minimises the mean squared log
  * error (GSL Nelder-Mead; memory-bound: a weighted least-squares line).
  * With few rows only the achievable peak (or bandwidth) is fitted, the
- * rest kept.  hws[i] is the profile of rows[idx[i]] (HBM bandwidths
+ * rest kept.  A GEMM's achievable peak is at most the best rate its rows
+ * measured (kbench_rate) and the datasheet's.  hws[i] is the profile of rows[idx[i]] (HBM bandwidths
  * differ within a family); the fitted parameters are written into every
  * hws[i].  Returns the rows used. */
 size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, const size_t *idx,
