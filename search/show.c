@@ -84,9 +84,14 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		fprintf(
 		    f,
 		    "           per MoE layer and microbatch: %.0f routed tokens on the busiest "
-		    "rank (imbalance %.2f), all-to-all %.2f MB x 4 (%.3f ms each)\n",
+		    "rank (imbalance %.2f); the %s dispatcher's collectives %.3f ms forward "
+		    "(as many backward)",
 		    mem_moe_tokens(&in->m, l), mem_moe_peak(&in->m, l),
-		    synth_moe_a2a_bytes(in) / 1e6, synth_moe_a2a_s(in) * 1e3);
+		    layout_dispatcher_name(l->moe_dispatcher), synth_moe_dispatch_s(in) * 1e3);
+		if (synth_moe_a2a_bytes(in) > 0)
+			fprintf(f, ", all-to-all %.2f MB a rank (%.3f ms each)",
+				synth_moe_a2a_bytes(in) / 1e6, synth_moe_a2a_s(in) * 1e3);
+		fputc('\n', f);
 	}
 	fprintf(f, "hardware   %s (%s)\n", in->hw->name, in->hw->gpu);
 	fputs("layout     ", f);
