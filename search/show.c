@@ -20,10 +20,16 @@ void show_layout(FILE *f, const struct synth_in *in)
 		char name[64];
 		synth_mem_layout(in, &r);
 		layout_partition_name(&in->lay, name, sizeof(name));
-		if (r.part[0]) {
+		if (layout_part_placed(&r)) {
 			fprintf(f, ", layers per stage ");
 			for (int s = 0; s < l->pp; s++)
-				fprintf(f, "%s%d", s ? "," : "", r.part[s]);
+				fprintf(f, "%s%d", s ? "," : "",
+					layout_stage_layers(&in->m, &r, s));
+			if (r.part_chunks) {
+				char chunks[512];
+				layout_part_text(&r, chunks, sizeof(chunks));
+				fprintf(f, " (chunks %s)", chunks);
+			}
 			if (in->lay.partition != LAYOUT_PART_GIVEN)
 				fprintf(f, " (%s)", name);
 		}
@@ -148,6 +154,12 @@ static void json_knobs(FILE *f, const struct synth_in *in)
 				fprintf(f, "%s%d", s ? "," : "",
 					layout_stage_layers(&in->m, &r, s));
 			putc(']', f);
+			if (r.part_chunks) { /* model chunks placed unevenly, in model order */
+				fprintf(f, ",\"partition_chunks\":[");
+				for (int c = 0; c < r.part_chunks; c++)
+					fprintf(f, "%s%d", c ? "," : "", r.part[c]);
+				putc(']', f);
+			}
 			continue;
 		}
 		layout_format_shown(&in->m, &r, k, v, sizeof(v));

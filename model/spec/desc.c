@@ -55,12 +55,10 @@ static void put_knobs(struct out *w, const struct llm *m, const struct layout *l
 			/* The layers of each stage, where uneven: as placed, so that
 			 * a trace says where its layers ran whatever the cost model
 			 * becomes. */
-			size_t o = 0;
-			for (int s = 0; l->part[0] && s < l->pp && o + 8 < sizeof(v); s++)
-				o += (size_t)snprintf(v + o, sizeof(v) - o, "%s%d", s ? "," : "",
-						      l->part[s]);
-			if (o)
+			if (l->pp > 1 && layout_part_placed(l)) {
+				layout_part_text(l, v, sizeof(v));
 				put(w, "part", v);
+			}
 			continue;
 		}
 		layout_format(m, l, k, (K->flags & LK_NUMBER) != 0, v, sizeof(v));
