@@ -79,11 +79,16 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 			in->m.qk_rope_head_dim, llm_v_head_dim(&in->m));
 	if (in->m.experts > 0) {
 		const struct layout *l = &in->lay;
+		/* moe_layer_freq's period as the model file writes it. */
+		char pattern[LLM_MAX_MOE_PERIOD + 1] = "";
+		for (int i = 0; i < in->m.moe_period && i < LLM_MAX_MOE_PERIOD; i++)
+			pattern[i] = (char)('0' + ((in->m.moe_mask >> i) & 1));
 		fprintf(f,
 			"experts    %d routed (top %d) + %d shared, expert ffn %d, %d dense layers "
-			"first, %s router, %s; %.1fB parameters, %.1fB active\n",
+			"first%s%s, %s router, %s; %.1fB parameters, %.1fB active\n",
 			in->m.experts, in->m.top_k, in->m.shared_experts,
 			in->m.expert_ffn > 0 ? in->m.expert_ffn : in->m.ffn, in->m.first_dense,
+			in->m.moe_period > 0 ? ", MoE layers by pattern " : "", pattern,
 			in->m.router == LLM_ROUTER_SIGMOID ? "sigmoid" : "softmax",
 			in->m.capacity_factor > 0 ? "capacity factor" : "dropless",
 			llm_params(&in->m) / 1e9, llm_active_params(&in->m) / 1e9);

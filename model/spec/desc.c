@@ -97,6 +97,10 @@ void desc_write(const struct llm *m, const struct layout *l, const char *hw_id, 
 		put_int(&w, "shared_experts", m->shared_experts);
 		put_int(&w, "expert_ffn", m->expert_ffn);
 		put_int(&w, "first_dense", m->first_dense);
+		if (m->moe_period > 0) { /* interleaved dense and MoE layers */
+			put_int(&w, "moe_period", m->moe_period);
+			put_int(&w, "moe_mask", m->moe_mask);
+		}
 		snprintf(v, sizeof(v), "%g", m->capacity_factor);
 		put(&w, "capacity_factor", v);
 		put(&w, "router", m->router == LLM_ROUTER_SIGMOID ? "sigmoid" : "softmax");
@@ -210,6 +214,8 @@ static int model_field(const char *key, const char *val, struct llm *m, char *hw
 	    /* 0: the dense FFN's width (llm.h), as descriptions wrote it */
 	    {"expert_ffn", offsetof(struct llm, expert_ffn), 0, LLM_MAX_FFN},
 	    {"first_dense", offsetof(struct llm, first_dense), 0, LLM_MAX_LAYERS},
+	    {"moe_period", offsetof(struct llm, moe_period), 0, LLM_MAX_MOE_PERIOD},
+	    {"moe_mask", offsetof(struct llm, moe_mask), 0, (1 << LLM_MAX_MOE_PERIOD) - 1},
 	    {"q_lora_rank", offsetof(struct llm, q_lora_rank), 0, LLM_MAX_LORA_RANK},
 	    {"kv_lora_rank", offsetof(struct llm, kv_lora_rank), 0, LLM_MAX_LORA_RANK},
 	    {"qk_nope_head_dim", offsetof(struct llm, qk_nope_head_dim), 0, LLM_MAX_HEAD_DIM},

@@ -688,7 +688,9 @@ static int check_experts(const struct llm *m, const struct layout *l, const stru
 	if (m->experts < 0 || m->experts > LLM_MAX_EXPERTS || m->top_k < 1 ||
 	    m->top_k > m->experts || m->shared_experts < 0 || m->shared_experts > LLM_MAX_SHARED ||
 	    m->expert_ffn < 0 || m->expert_ffn > LLM_MAX_FFN || m->first_dense < 0 ||
-	    m->first_dense >= m->layers ||
+	    m->first_dense >= m->layers || m->moe_period < 0 ||
+	    m->moe_period > LLM_MAX_MOE_PERIOD || m->moe_mask < 0 ||
+	    (m->moe_period > 0 && (m->moe_mask >> m->moe_period || llm_moe_layers(m) == 0)) ||
 	    !(m->capacity_factor == 0 ||
 	      (m->capacity_factor >= 1 && m->capacity_factor <= LLM_MAX_CAPACITY)))
 		return prism_err_set(err, PRISM_EARG,

@@ -163,12 +163,23 @@ double llm_attn_layers(const struct llm *m)
 
 int llm_is_moe_layer(const struct llm *m, int l)
 {
-	return m->experts > 0 && l >= m->first_dense;
+	return m->experts > 0 && l >= m->first_dense &&
+	       (m->moe_period < 1 || ((unsigned)m->moe_mask >> (l % m->moe_period)) & 1u);
 }
 
 int llm_moe_layers(const struct llm *m)
 {
-	return m->experts > 0 && m->layers > m->first_dense ? m->layers - m->first_dense : 0;
+	int P = m->moe_period, a = m->first_dense, b = m->layers, n = 0;
+	if (m->experts <= 0 || b <= a)
+		return 0;
+	if (P < 1)
+		return b - a;
+	/* Layers i in [a, b) with i % P == r: those in [0, b) less those in
+	 * [0, a), (x - r + P - 1) / P in [0, x). */
+	for (int r = 0; r < P && r < 32; r++)
+		if (((unsigned)m->moe_mask >> r) & 1u)
+			n += (b - r + P - 1) / P - (a - r + P - 1) / P;
+	return n;
 }
 
 double llm_expert_params(const struct llm *m)
@@ -271,12 +282,59 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute)
 	return 72 * batch * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
 }
 
+/* moe_layer_freq (llm_load): an int N (Megatron-LM's: layer i is MoE where
+ * i % N == 0) or one period of the layer pattern as 0s and 1s ("01": every
+ * second layer from layer 1, Megatron's [0,1]*24); at least one MoE layer
+ * from first_dense on. */
+static int moe_freq_load(const char *path, config_t *cf, struct llm *m, struct prism_err *err)
+{
+	config_setting_t *e = config_lookup(cf, "moe_layer_freq");
+	int line = e ? config_setting_source_line(e) : 0;
+	const char *s;
+
+	if (!e)
+		return 0;
+	if (config_setting_type(e) == CONFIG_TYPE_INT) {
+		int n = config_setting_get_int(e);
+		if (n < 1 || n > LLM_MAX_MOE_PERIOD)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: 'moe_layer_freq' must be 1..%d, not %d", path,
+					     line, LLM_MAX_MOE_PERIOD, n);
+		m->moe_period = n, m->moe_mask = 1;
+	} else if ((s = config_setting_get_string(e)) != NULL) {
+		size_t n = strlen(s);
+		if (n < 1 || n > LLM_MAX_MOE_PERIOD || strspn(s, "01") != n || !strchr(s, '1'))
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'moe_layer_freq' pattern '%s': expected 1 to %d "
+			    "characters 0 (dense) or 1 (MoE), at least one 1",
+			    path, line, s, LLM_MAX_MOE_PERIOD);
+		m->moe_period = (int)n, m->moe_mask = 0;
+		for (size_t i = 0; i < n; i++)
+			m->moe_mask |= (s[i] == '1') << i;
+	} else {
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'moe_layer_freq' must be a whole number or a pattern "
+				     "string of 0s and 1s",
+				     path, line);
+	}
+	if (m->moe_period == 1)
+		m->moe_period = m->moe_mask = 0; /* every layer */
+	if (llm_moe_layers(m) == 0)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'moe_layer_freq' leaves no MoE layer from first_dense "
+				     "%d to layers %d",
+				     path, line, m->first_dense, m->layers);
+	return 0;
+}
+
 /* The mixture-of-experts settings (llm_load). */
 static int moe_load(const char *path, config_t *cf, config_setting_t *root, struct llm *m,
 		    struct prism_err *err)
 {
-	static const char *const keys[] = {"top_k",	  "shared_experts",  "expert_ffn",
-					   "first_dense", "capacity_factor", "router"};
+	static const char *const keys[] = {"top_k",	    "shared_experts",  "expert_ffn",
+					   "first_dense",   "capacity_factor", "router",
+					   "moe_layer_freq"};
 	int rc;
 
 	if ((rc = cfg_int_opt(path, cf, root, "experts", 0, 0, LLM_MAX_EXPERTS, &m->experts, err)))
@@ -302,6 +360,8 @@ static int moe_load(const char *path, config_t *cf, config_setting_t *root, stru
 			      err)) ||
 	    (rc = cfg_int_opt(path, cf, root, "first_dense", 0, 0, m->layers - 1, &m->first_dense,
 			      err)))
+		return rc;
+	if ((rc = moe_freq_load(path, cf, m, err)))
 		return rc;
 	if (config_lookup(cf, "capacity_factor")) {
 		if ((rc = cfg_range(path, cf, NULL, "capacity_factor", 0, LLM_MAX_CAPACITY, 0, 1,
