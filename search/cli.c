@@ -413,6 +413,7 @@ int cli_layout_apply(const struct cli_layout *o, struct synth_in *dst, struct pr
 		dst->lay.part_chunks = o->in.lay.part_chunks;
 		dst->lay.part_first = o->in.lay.part_first;
 		dst->lay.part_last = o->in.lay.part_last;
+		dst->lay.part_mtp = o->in.lay.part_mtp;
 	}
 	if (o->steps)
 		dst->steps = o->steps;

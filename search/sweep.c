@@ -710,7 +710,7 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 	}
 	l->vp = ix[LK_vp] >= 0 ? s->knob[LK_vp].v[ix[LK_vp]] : 1;
 	memset(l->part, 0, sizeof(l->part));
-	l->part_chunks = l->part_first = l->part_last = 0;
+	l->part_chunks = l->part_first = l->part_last = l->part_mtp = 0;
 	/* A knob that does not apply: its first value only (the same
 	 * candidate again); LK_FORCE: its default. */
 	for (int i = 0; i < s->n_order; i++) {

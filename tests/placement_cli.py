@@ -63,17 +63,20 @@ j = json.loads(r.stdout)
 check(j["partition"] == [15] + [16] * 6 + [15], f"405B stages: {j['partition']}")
 check(j["partition_chunks"] == [3] + [4] * 30 + [3], f"405B chunks: {j['partition_chunks']}")
 check(0 < j["bound_s"] <= j["iteration_s"], f"405B bound {j['bound_s']} > {j['iteration_s']}")
-# DeepSeek-V3's 61 layers on pp 16 vp 2: Megatron's own layout string less
-# its MTP layer: 3 layers with the embedding, 29 chunks of 2, an empty chunk
-# and the loss's.
+# DeepSeek-V3's 61 layers on pp 16 vp 2: Megatron's own layout string with
+# its MTP layer on the last stage: 3 layers with the embedding, 29 chunks of
+# 2, an empty chunk and the MTP layer's and the loss's.
 r = run("whatif", "deepseek-v3", "--hw", "h100-dgx", "--tp", "2", "--sp", "--pp", "16", "--vp",
         "2", "--ep", "16", "--dp", "8", "--zero", "1", "--recompute", "full", "--schedule",
-        "interleaved", "--partition", "Et*3|(tt|)*29,|L", "--microbatches", "32", "--json")
+        "interleaved", "--partition", "Et*3|(tt|)*29,|mL", "--microbatches", "32", "--json")
 check(r.returncode == 0, f"DeepSeek-V3 layout: {r.stderr}")
 j = json.loads(r.stdout)
 check(j["partition_chunks"] == [3] + [2] * 29 + [0, 0], f"V3 chunks: {j['partition_chunks']}")
 check(j["partition"] == [5] + [4] * 13 + [2, 2], f"V3 stages: {j['partition']}")
 check(0 < j["bound_s"] <= j["iteration_s"], f"V3 bound {j['bound_s']} > {j['iteration_s']}")
+r = run("whatif", "deepseek-v3", "--hw", "h100-dgx", "--tp", "2", "--sp", "--pp", "16", "--vp",
+        "2", "--schedule", "interleaved", "--partition", "Et*3|(tt|)*29,m|L")
+check(r.returncode == 2 and "mtp_standalone" in r.stderr, f"V3 standalone MTP: {r.stderr!r}")
 r = run("whatif", "deepseek-v3", "--hw", "h100-dgx", "--tp", "2", "--sp", "--pp", "8", "--vp",
         "2", "--schedule", "interleaved", "--partition", "embed-loss")
 check(r.returncode == 2 and "embed-loss needs layers 61 + 2 divisible by pp 8" in r.stderr,

@@ -372,9 +372,28 @@ static void test_megatron_partition(void **state)
 	assert_int_equal(place(4, 2, 1, "Ett|tt", &r, &err), PRISM_EARG);
 	assert_int_equal(place(4, 2, 1, "((t|)*2)*2EL", &r, &err), PRISM_EARG);
 	assert_int_equal(place(4, 2, 1, "Ett|tx", &r, &err), PRISM_EARG);
+	/* MTP layers: after the decoder's, in the last chunk (Megatron's
+	 * default placement; its standalone one, DeepSeek-V3's own
+	 * "Et*3|(tt|)*29,m|L", is refused), as many as the model has. */
 	assert_int_equal(place(4, 2, 1, "Et|tmL", &r, &err), PRISM_EARG);
-	assert_string_equal(err.msg, "partition 'Et|tmL': multi-token-prediction layers (m) are "
-				     "not modelled");
+	assert_string_equal(err.msg, "layout: partition: the layout places 1 MTP layers (m), the "
+				     "model has 0 (mtp_layers)");
+	assert_int_equal(place(4, 2, 1, "Et|mtL", &r, &err), PRISM_EARG);
+	assert_int_equal(place(61, 16, 2, "Et*3|(tt|)*29,m|L", &r, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "partition 'Et*3|(tt|)*29,m|L': MTP layers (m) on a stage "
+				     "before the last (Megatron's mtp_standalone) are not "
+				     "modelled: put them in the last chunk, before L");
+	{
+		struct llm mm = {.layers = 61, .mtp_layers = 1};
+		struct layout l;
+		layout_default(&l);
+		l.pp = 16, l.vp = 2, l.schedule = LAYOUT_INTERLEAVED;
+		assert_int_equal(layout_partition_parse("Et*3|(tt|)*29,|mL", &l, &err), 0);
+		assert_int_equal(l.part_mtp, 1);
+		assert_int_equal(layout_partition_place(&mm, &l, &r, &err), 0);
+		layout_partition_name(&r, name, sizeof(name));
+		assert_string_equal(name, "Et*3|(t*2|)*29|mL");
+	}
 	assert_int_equal(place(4, 2, 1, "E(t*2|)*1t*2L", &r, &err), 0);
 	assert_int_equal(r.part[0], 2), assert_int_equal(r.part[1], 2);
 }

@@ -1203,6 +1203,7 @@ static void mla_layer(struct synth_in *in)
 			 0);
 	in->m.layers = 1;
 	in->m.experts = 0;
+	in->m.mtp_layers = 0;
 }
 
 /* Rank 0's GEMMs (names with `only` in them, NULL: all) and collectives
@@ -1721,6 +1722,85 @@ static void test_cp_layout(void **state)
 				     "load balance's chunks)");
 }
 
+/* Kernels of rank 0 whose name holds `what`. */
+static int count_kernels(const struct graph *g, const char *what)
+{
+	int n = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		n += g->kind[u] >= GN_KERNEL && g->procs[g->proc[u]].rank == 0 &&
+		     strstr(strtab_get(&g->st, g->name[u]), what) != NULL;
+	return n;
+}
+
+/*
+ * A multi-token-prediction depth's extra work (Megatron-LM's
+ * multi_token_prediction.py; its FLOPs as num_floating_point_operations
+ * counts them), the small GPT model by hand (h 1024, ffn 4096, s 1024, V
+ * 32000, tied): parameters, a layer 4h^2 + 2hf + 9h + f = 12,596,224,
+ * eh_proj 2h^2 = 2,097,152, enorm, hnorm and the final norm 6h = 6,144:
+ * 14,699,520.  FLOPs a token forward: the layer's GEMMs 2 (4h^2 + 2hf) =
+ * 25,165,824 and attention 4 s h = 4,194,304, eh_proj 2 x 2h x h =
+ * 4,194,304, the logits 2 V h = 65,536,000: 99,090,432, training x 3
+ * 297,271,296.  Synth runs one more logits GEMM and one eh_proj a
+ * microbatch forward; the last stage holds the depth's parameters more,
+ * and with an untied head on two stages a copy of the word embedding (V h
+ * = 32,768,000).
+ */
+static void test_mtp(void **state)
+{
+	struct synth_in in;
+	struct synth_out so, so0;
+	struct settle_out st;
+	struct graph *g, *g0;
+	struct mem_stage m0, m1;
+	double p0, f0;
+	(void)state;
+	small(&in);
+	in.lay.microbatches = 2;
+	p0 = llm_params(&in.m);
+	f0 = llm_flops_iter(&in.m, 1, 0);
+	g0 = build(&in, &so0, &st);
+	in.m.mtp_layers = 1;
+	assert_rel_close(llm_params(&in.m) - p0, 14699520.0, 1e-15);
+	assert_rel_close(llm_flops_iter(&in.m, 1, 0) - f0, 1024 * 297271296.0, 1e-15);
+	g = build(&in, &so, &st);
+	assert_rel_close(so.flops, llm_flops_iter(&in.m, 2, 0), 1e-12);
+	assert_int_equal(count_kernels(g, "tn_n_logits"), 2 * count_kernels(g0, "tn_n_logits"));
+	assert_int_equal(count_kernels(g, "eh_proj"), 3 * count_kernels(g0, "tn_n_logits"));
+	synth_out_release(&so);
+	synth_out_release(&so0);
+	graph_free(g);
+	graph_free(g0);
+	/* It takes time; the bound stays below on one stage and on two. */
+	for (int pp = 1; pp <= 2; pp++) {
+		struct predict_out p, q;
+		struct prism_err err;
+		in.lay.pp = pp;
+		in.m.mtp_layers = 0;
+		assert_int_equal(predict_synth(&in, &q, NULL, NULL, &err), 0);
+		in.m.mtp_layers = 1;
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		assert_true(p.iter_s > q.iter_s);
+		assert_true(synth_lower_bound(&in) <= p.iter_s);
+	}
+	/* The last of two stages holds the depth; untied, the embedding too. */
+	in.lay.pp = 2;
+	in.m.mtp_layers = 0;
+	mem_stage(&in.m, &in.lay, in.hw, 1, &m0);
+	in.m.mtp_layers = 1;
+	mem_stage(&in.m, &in.lay, in.hw, 1, &m1);
+	assert_rel_close(m1.params - m0.params, 14699520.0, 1e-12);
+	in.m.untied = 1;
+	in.m.mtp_layers = 0;
+	mem_stage(&in.m, &in.lay, in.hw, 1, &m0);
+	in.m.mtp_layers = 1;
+	mem_stage(&in.m, &in.lay, in.hw, 1, &m1);
+	assert_rel_close(m1.params - m0.params, 14699520.0 + 32768000.0, 1e-12);
+	mem_stage(&in.m, &in.lay, in.hw, 0, &m1);
+	mem_stage(&in.m, &in.lay, in.hw, 0, &m0);
+	assert_rel_close(m1.params, m0.params, 1e-15);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1745,6 +1825,7 @@ int main(void)
 	    cmocka_unit_test(test_moe_rules),
 	    cmocka_unit_test(test_moe_load),
 	    cmocka_unit_test(test_moe_interleaved),
+	    cmocka_unit_test(test_mtp),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),

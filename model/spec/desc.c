@@ -87,6 +87,8 @@ void desc_write(const struct llm *m, const struct layout *l, const char *hw_id, 
 	put(&w, "hw", hw_id && hw_id[0] ? hw_id : "?");
 	put_int(&w, "untied", m->untied);
 	put_int(&w, "rope", m->rope);
+	if (m->mtp_layers > 0) /* multi-token prediction (descriptions without: none) */
+		put_int(&w, "mtp_layers", m->mtp_layers);
 	put_knobs(&w, m, l, 2);
 	put_knobs(&w, m, l, 3);
 	/* Mixture-of-experts, only for such models (dense descriptions stay
@@ -215,6 +217,7 @@ static int model_field(const char *key, const char *val, struct llm *m, char *hw
 	    {"expert_ffn", offsetof(struct llm, expert_ffn), 0, LLM_MAX_FFN},
 	    {"first_dense", offsetof(struct llm, first_dense), 0, LLM_MAX_LAYERS},
 	    {"moe_period", offsetof(struct llm, moe_period), 0, LLM_MAX_MOE_PERIOD},
+	    {"mtp_layers", offsetof(struct llm, mtp_layers), 0, LLM_MAX_MTP},
 	    {"moe_mask", offsetof(struct llm, moe_mask), 0, (1 << LLM_MAX_MOE_PERIOD) - 1},
 	    {"q_lora_rank", offsetof(struct llm, q_lora_rank), 0, LLM_MAX_LORA_RANK},
 	    {"kv_lora_rank", offsetof(struct llm, kv_lora_rank), 0, LLM_MAX_LORA_RANK},

@@ -101,12 +101,14 @@ static int unroll(const char *in, char *out, int group)
 /* A layout string (Megatron-LM's pipeline_model_parallel_layout): each
  * chunk's layers into l->part, their number into l->part_chunks.  The
  * embedding first and the loss last, once each (validate_layer_layout);
- * multi-token-prediction layers ('m') are not modelled. */
+ * multi-token-prediction layers ('m', into part_mtp) after every decoder
+ * layer, in the last chunk (prism runs them on the last stage: Megatron's
+ * default placement; its mtp_standalone on another stage is refused). */
 static int parse_layout_str(const char *s, struct layout *l, struct prism_err *err)
 {
 	char *a = malloc(LAYOUT_STR_MAX), *b = malloc(LAYOUT_STR_MAX);
 	size_t k = 0, len;
-	int rc = 0, chunks = 1, nE = 0, nL = 0;
+	int rc = 0, chunks = 1, nE = 0, nL = 0, nm = 0, m_chunk = -1;
 	long in_chunk = 0;
 
 	if (!a || !b) {
@@ -138,7 +140,13 @@ static int parse_layout_str(const char *s, struct layout *l, struct prism_err *e
 			in_chunk = 0;
 			chunks += c == '|';
 		} else if (c == 't') {
-			if (++in_chunk > 65535)
+			if (nm)
+				rc =
+				    prism_err_set(err, PRISM_EARG,
+						  "partition '%.64s': decoder layers (t) must come "
+						  "before the MTP layers (m)",
+						  s);
+			else if (++in_chunk > 65535)
 				rc = prism_err_set(
 				    err, PRISM_EARG,
 				    "partition '%.64s': a chunk of more than 65535 layers", s);
@@ -150,11 +158,15 @@ static int parse_layout_str(const char *s, struct layout *l, struct prism_err *e
 				    "once, first, and the loss L once, last",
 				    s);
 		} else if (c == 'm') {
-			rc = prism_err_set(
-			    err, PRISM_EARG,
-			    "partition '%.64s': multi-token-prediction layers (m) are "
-			    "not modelled",
-			    s);
+			if (nm++ && m_chunk != chunks)
+				rc = prism_err_set(
+				    err, PRISM_EARG,
+				    "partition '%.64s': all MTP layers (m) in one chunk", s);
+			else if (nm > LLM_MAX_MTP)
+				rc = prism_err_set(err, PRISM_EARG,
+						   "partition '%.64s': more than %d MTP layers", s,
+						   LLM_MAX_MTP);
+			m_chunk = chunks;
 		} else {
 			rc = prism_err_set(
 			    err, PRISM_EARG,
@@ -169,8 +181,15 @@ static int parse_layout_str(const char *s, struct layout *l, struct prism_err *e
 		    "partition '%.64s': the layout needs the embedding E once, first, "
 		    "and the loss L once, last",
 		    s);
+	if (!rc && nm && m_chunk != chunks)
+		rc = prism_err_set(
+		    err, PRISM_EARG,
+		    "partition '%.64s': MTP layers (m) on a stage before the last "
+		    "(Megatron's mtp_standalone) are not modelled: put them in the last "
+		    "chunk, before L",
+		    s);
 	if (!rc)
-		l->part_chunks = (uint16_t)chunks;
+		l->part_chunks = (uint16_t)chunks, l->part_mtp = (uint16_t)nm;
 out:
 	free(a), free(b);
 	return rc;
@@ -211,7 +230,7 @@ int layout_partition_parse(const char *s, struct layout *l, struct prism_err *er
 	int n = 0, fl;
 
 	memset(l->part, 0, sizeof(l->part));
-	l->part_chunks = l->part_first = l->part_last = 0;
+	l->part_chunks = l->part_first = l->part_last = l->part_mtp = 0;
 	l->partition = LAYOUT_PART_GIVEN;
 	if (strcmp(s, "even") == 0)
 		return 0;
@@ -261,12 +280,16 @@ int layout_partition_parse(const char *s, struct layout *l, struct prism_err *er
  * last. */
 static size_t chunk_text(const struct layout *l, int k, char *buf, size_t n)
 {
-	int t = l->part[k];
-	return (size_t)snprintf(buf, n, "%s%s%.0d%s", k == 0 ? "E" : "",
+	int t = l->part[k], last = k == l->part_chunks - 1, mtp = last ? l->part_mtp : 0;
+	return (size_t)snprintf(buf, n, "%s%s%.0d%s%.0d%s", k == 0 ? "E" : "",
 				t == 0	 ? ""
 				: t == 1 ? "t"
 					 : "t*",
-				t > 1 ? t : 0, k == l->part_chunks - 1 ? "L" : "");
+				t > 1 ? t : 0,
+				mtp == 0   ? ""
+				: mtp == 1 ? "m"
+					   : "m*",
+				mtp > 1 ? mtp : 0, last ? "L" : "");
 }
 
 static void layout_str(const struct layout *l, char *buf, size_t n)
@@ -582,7 +605,7 @@ layout_mask layout_diff(const struct llm *ma, const struct layout *la, const str
 		    (layout_knobs[k].kind == LK_PART &&
 		     (memcmp(la->part, lb->part, sizeof(la->part)) ||
 		      la->part_chunks != lb->part_chunks || la->part_first != lb->part_first ||
-		      la->part_last != lb->part_last)))
+		      la->part_last != lb->part_last || la->part_mtp != lb->part_mtp)))
 			d |= LK_BIT(k);
 	return d;
 }
@@ -628,6 +651,9 @@ int layout_check_ranges(const struct llm *m, const struct layout *l, struct pris
 	if (m->vocab < 1 || m->vocab > LLM_MAX_VOCAB)
 		return prism_err_set(err, PRISM_EARG, "model: vocab %d is not in 1..%d", m->vocab,
 				     LLM_MAX_VOCAB);
+	if (m->mtp_layers < 0 || m->mtp_layers > LLM_MAX_MTP)
+		return prism_err_set(err, PRISM_EARG, "model: mtp_layers %d is not in 0..%d",
+				     m->mtp_layers, LLM_MAX_MTP);
 	return ranges(m, l, LK_L, err);
 }
 
@@ -850,6 +876,12 @@ int layout_check_partition(const struct llm *m, const struct layout *l, struct p
 			    l->part_chunks, l->part_chunks / p, v, l->part_chunks / p);
 		for (int k = 0; k < l->part_chunks; k++)
 			sum += l->part[k];
+		if (l->part_mtp != m->mtp_layers)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition: the layout places %d MTP layers (m), "
+			    "the model has %d (mtp_layers)",
+			    l->part_mtp, m->mtp_layers);
 		if (sum != L)
 			return prism_err_set(err, PRISM_EARG,
 					     "layout: partition: the layout places %ld transformer "

@@ -106,6 +106,7 @@ struct layout {
 	uint16_t part[LAYOUT_MAX_STAGES];
 	uint16_t part_chunks;
 	uint16_t part_first, part_last; /* FIRST_LAST's stage layers (0: not given) */
+	uint16_t part_mtp;		/* a layout string's MTP layers (m), in its last chunk */
 	/* Mixture-of-experts (models with experts; 0 reads as 1): expert
 	 * parallel and expert tensor parallel degrees, their ep x etp ranks
 	 * carved from the tp x dp ranks of a stage (Megatron-LM's MoE
@@ -148,8 +149,10 @@ int layout_schedule_parse(const char *s);
  * layers, or a layout string in Megatron-LM's
  * pipeline_model_parallel_layout syntax (model chunks split by '|', E the
  * embedding, t a transformer layer, L the loss, "(X)*n" and "x*n" repeat,
- * ',' ignored; E first, L last) into l->partition, l->part, part_chunks,
- * part_first and part_last: 0, or PRISM_EARG naming what is wrong. */
+ * ',' ignored; E first, L last; m a multi-token-prediction layer, in the
+ * last chunk after its layers) into l->partition, l->part, part_chunks,
+ * part_mtp, part_first and part_last: 0, or PRISM_EARG naming what is
+ * wrong. */
 int layout_partition_parse(const char *s, struct layout *l, struct prism_err *err);
 
 /* The partition's name as layout_partition_parse reads it: "even",

@@ -201,11 +201,30 @@ double llm_moe_layer_params(const struct llm *m, double *active)
 	return base + (double)m->experts * e;
 }
 
+double llm_mtp_extra_params(const struct llm *m)
+{
+	return 2.0 * m->hidden * m->hidden + 6.0 * m->hidden;
+}
+
+double llm_mtp_layer_params(const struct llm *m, double *active)
+{
+	if (llm_is_moe_layer(m, m->layers - 1))
+		return llm_moe_layer_params(m, active);
+	if (active)
+		*active = llm_layer_params(m);
+	return llm_layer_params(m);
+}
+
 static double params_with(const struct llm *m, double moe_layer)
 {
 	double h = m->hidden, moe = llm_moe_layers(m);
 	double layers = moe > 0 ? (m->layers - moe) * llm_layer_params(m) + moe * moe_layer
 				: m->layers * llm_layer_params(m);
+	/* The MTP depths' layers (of the last layer's kind) and projections. */
+	if (m->mtp_layers > 0)
+		layers += m->mtp_layers *
+			  ((llm_is_moe_layer(m, m->layers - 1) ? moe_layer : llm_layer_params(m)) +
+			   llm_mtp_extra_params(m));
 	return layers + (m->untied ? 2.0 : 1.0) * m->vocab * h +
 	       (m->rope ? 0.0 : (double)m->seq * h) + 2 * h;
 }
@@ -250,9 +269,29 @@ void llm_moe_layer_flops(const struct llm *m, double batch, double *gemm, double
 	*attention = 4 * batch * s * s * w;
 }
 
+/* The multi-token-prediction depths' FLOPs, training: each depth's layer
+ * (the last decoder layer's kind and window), eh_proj and logits, forward
+ * and twice that backward, the layer's forward again under full
+ * recomputation (Megatron-LM's num_floating_point_operations counts the
+ * same layer, projection and logits). */
+static double mtp_flops(const struct llm *m, double batch, int recompute)
+{
+	double g, a, t = batch * m->seq, h = m->hidden, layer;
+	if (m->mtp_layers <= 0)
+		return 0;
+	if (llm_is_moe_layer(m, m->layers - 1))
+		llm_moe_layer_flops(m, batch, &g, &a);
+	else
+		llm_layer_flops(m, batch, &g, &a);
+	layer = g + a * llm_window_ratio(m, llm_window(m, m->layers - 1));
+	return m->mtp_layers * ((3 + (recompute ? 1 : 0)) * layer +
+				3 * (llm_gemm_flops(t, h, 2 * h) + llm_gemm_flops(t, m->vocab, h)));
+}
+
 double llm_flops_iter(const struct llm *m, double batch, int recompute)
 {
 	double gemm, attention, fwd_layer, fwd_logits;
+	double mtp = mtp_flops(m, batch, recompute);
 	llm_layer_flops(m, batch, &gemm, &attention);
 	fwd_layer = gemm + attention;
 	fwd_logits = llm_gemm_flops(batch * m->seq, m->vocab, m->hidden);
@@ -267,11 +306,11 @@ double llm_flops_iter(const struct llm *m, double batch, int recompute)
 			ma = attention * llm_attn_layers(m) / m->layers;
 		return (3 + (recompute ? 1 : 0)) *
 			   ((m->layers - moe) * fwd_layer + moe * (mg + ma)) +
-		       3 * fwd_logits;
+		       3 * fwd_logits + mtp;
 	}
 	/* Backward is twice the forward (gradients of inputs and of weights);
 	 * recomputation adds a forward of the layers (not of the logits). */
-	return (3 + (recompute ? 1 : 0)) * m->layers * fwd_layer + 3 * fwd_logits;
+	return (3 + (recompute ? 1 : 0)) * m->layers * fwd_layer + 3 * fwd_logits + mtp;
 }
 
 double llm_flops_iter_formula(const struct llm *m, double batch, int recompute)
@@ -483,7 +522,9 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 			      err)) ||
 	    (rc = cfg_int_opt(path, &cf, root, "window", 0, 1, LLM_MAX_WINDOW, &m->window, err)) ||
 	    (rc = cfg_int_opt(path, &cf, root, "global_every", 0, 1, LLM_MAX_LAYERS,
-			      &m->global_every, err)))
+			      &m->global_every, err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "mtp_layers", 0, 0, LLM_MAX_MTP, &m->mtp_layers,
+			      err)))
 		goto out;
 	if (config_lookup(&cf, "activation")) {
 		char act[16];

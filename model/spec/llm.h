@@ -39,6 +39,7 @@
 #define LLM_MAX_SHARED	   64
 #define LLM_MAX_CAPACITY   64.0
 #define LLM_MAX_MOE_PERIOD 30 /* moe_layer_freq's period (its mask fits an int) */
+#define LLM_MAX_MTP	   16 /* multi-token-prediction depths */
 
 struct llm {
 	int layers; /* l */
@@ -70,6 +71,13 @@ struct llm {
 	 * 1 (i % N == 0); its list [0,1]*24 (Llama 4 Maverick) period 2, mask
 	 * 2. */
 	int moe_period, moe_mask;
+	/* Multi-token prediction (Megatron-LM's mtp_num_layers, DeepSeek-V3's
+	 * depth D = 1; multi_token_prediction.py): after the decoder, on the
+	 * last stage, each depth runs the embedding of the tokens shifted once
+	 * more, two norms, eh_proj (2h -> h), one transformer layer of the last
+	 * decoder layer's kind, a final norm and the shared output layer and
+	 * its loss. */
+	int mtp_layers;
 	double capacity_factor;
 	int router; /* enum llm_router: the gate's score function */
 	/* The width of an attention head (Q, K and V); 0: hidden / heads.
@@ -154,6 +162,12 @@ int llm_is_moe_layer(const struct llm *m, int l);
 
 /* Mixture-of-experts layers of the model (0 for a dense one). */
 int llm_moe_layers(const struct llm *m);
+
+/* Parameters of one multi-token-prediction depth beside its transformer
+ * layer: eh_proj 2h^2 (no bias) and three norms (enorm, hnorm, the final
+ * one) 6h; and its layer's: the last decoder layer's kind. */
+double llm_mtp_extra_params(const struct llm *m);
+double llm_mtp_layer_params(const struct llm *m, double *active);
 
 /* Parameters of one expert: (3 if gated else 2) h expert_ffn. */
 double llm_expert_params(const struct llm *m);

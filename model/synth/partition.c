@@ -1,7 +1,8 @@
 /*
  * partition.c - the layers of each pipeline stage (synth_partition): as
- * given, by Megatron-LM's rules (layout_partition_place), or balanced by the kernel model's times of a layer, the embedding and the
- * head (bound.c).
+ * given, by Megatron-LM's rules (layout_partition_place), or balanced by
+ * the kernel model's times of a layer, the embedding and the head and the
+ * multi-token-prediction depths (bound.c).
  */
 #include "synth.h"
 
@@ -34,6 +35,14 @@ int synth_partition(const struct synth_in *in, struct layout *out, struct prism_
 		double f, b, a, emb, head, load[LAYOUT_MAX_STAGES];
 		synth_layer_times(in, &f, &b, &a);
 		synth_extra_times(in, &emb, &head);
+		if (in->m.mtp_layers > 0 && !in->bare) {
+			/* The last stage's MTP depths: a layer of the last one's
+			 * kind and a head each. */
+			double mf = f, mb = b;
+			if (llm_is_moe_layer(&in->m, L - 1))
+				synth_moe_layer_times(in, &mf, &mb, &a);
+			head += in->m.mtp_layers * (head + mf + mb);
+		}
 		for (int s = 0; s < p; s++) {
 			part[s] = (uint16_t)v;
 			load[s] = v * (f + b) + (s == 0 ? emb : 0) + (s == p - 1 ? head : 0);
