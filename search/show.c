@@ -69,8 +69,12 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads);
 	if (llm_kv_heads(&in->m) != in->m.heads)
 		fprintf(f, " (%d key-value)", llm_kv_heads(&in->m));
-	fprintf(f, ", ffn %d%s, seq %d, vocab %d%s\n", in->m.ffn, in->m.gated ? " swiglu" : "",
+	fprintf(f, ", ffn %d%s, seq %d, vocab %d%s", in->m.ffn, in->m.gated ? " swiglu" : "",
 		in->m.seq, in->m.vocab, in->lay.flash ? "" : ", attention without flash");
+	if (in->m.mtp_layers > 0)
+		fprintf(f, ", %d multi-token-prediction layer%s", in->m.mtp_layers,
+			in->m.mtp_layers > 1 ? "s" : "");
+	putc('\n', f);
 	if (llm_mla(&in->m))
 		fprintf(f,
 			"attention  multi-head latent: q rank %d, kv rank %d; heads %.0f wide in Q "
@@ -204,6 +208,8 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		p->mem.stage, p->mem.weights, p->mem.grads, p->mem.optimizer, p->mem.buffers,
 		p->mem.activations, p->mem.logits, p->mem.transient, p->mem.fragmentation,
 		p->mem.first_total, p->mem.last_total);
+	if (in->m.mtp_layers > 0)
+		fprintf(f, ",\"mtp_layers\":%d", in->m.mtp_layers);
 	if (in->m.experts > 0)
 		fprintf(f,
 			",\"experts\":%d,\"top_k\":%d,\"shared_experts\":%d,\"expert_ffn\":%d,"
