@@ -1783,6 +1783,24 @@ static void test_mtp(void **state)
 		assert_true(p.iter_s > q.iter_s);
 		assert_true(synth_lower_bound(&in) <= p.iter_s);
 	}
+	/* Untied on two stages, the depth's embedding gradient is all-reduced
+	 * between the first and the last stage (finalize_model_grads.py),
+	 * V h fp32 values: 32000 x 1024 x 4 = 131,072,000 bytes, once a step
+	 * on each of the two ranks. */
+	for (int mtp = 0; mtp <= 1; mtp++) {
+		int n = 0;
+		in.lay.pp = 2;
+		in.m.untied = 1;
+		in.m.mtp_layers = mtp;
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++)
+			n += g->colls[i].kind == GC_ALL_REDUCE && g->colls[i].bytes == 131072000 &&
+			     g->colls[i].group_size == 2;
+		assert_int_equal(n, mtp ? 2 * (in.steps > 0 ? in.steps : 1) : 0);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	in.m.untied = 0;
 	/* The last of two stages holds the depth; untied, the embedding too. */
 	in.lay.pp = 2;
 	in.m.mtp_layers = 0;

@@ -652,6 +652,12 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+	/* The MTP depths' experts (their layers of the last one's kind). */
+	for (int k = 0; r == z->p - 1 && !c->in->bare && llm_is_moe_layer(m, m->layers - 1) &&
+			k < m->mtp_layers;
+	     k++)
+		se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+			      z->me * w, (struct comm_group){z->edp, z->edp_per_node}, pg);
 }
 
 static void optimizer(struct ctx *c, int r, const struct shape *z)
@@ -662,10 +668,13 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	/* The experts' optimizer state is sharded over their own group. */
 	double eshare = in->lay.zero >= 1 && z->edp > 1 ? 1.0 / z->edp : 1.0;
 	const struct llm *m = &in->m;
-	int tied = !m->untied && z->p > 1 && (r == 0 || r == z->p - 1);
+	/* The word embedding on two stages: tied to the head, or looked up by
+	 * the MTP depths (finalize_model_grads.py
+	 * _get_shared_word_embedding_weight: mtp_num_layers). */
+	int tied = (!m->untied || m->mtp_layers > 0) && z->p > 1 && (r == 0 || r == z->p - 1);
 
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
-	/* Tied embeddings on two stages: the word embedding's gradient is
+	/* Tied (or MTP's) embeddings on two stages: the word embedding's gradient is
 	 * all-reduced between the first and the last stage once the
 	 * data-parallel reduction is done (Megatron-LM's
 	 * _allreduce_word_embedding_grads, in finalize_model_grads). */
