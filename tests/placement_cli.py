@@ -84,4 +84,12 @@ check(r.returncode == 2 and "embed-loss needs layers 61 + 2 divisible by pp 8" i
 # decoder_first/last_pipeline_num_layers: 8 layers, pp 3, first 2, last 2.
 r = run(*base[:4], "--pp", "3", "--microbatches", "6", "--partition", "first=2,last=2", "--json")
 check(r.returncode == 0 and json.loads(r.stdout)["partition"] == [2, 4, 2], f"first/last: {r.stderr}")
+# Dense and MoE layers interleaved: Llama 4 Maverick's [0,1]*24 on 4 stages,
+# 12 layers each (test_moe_interleaved counts MoE layers per stage); its
+# parameters as prism counts them (Meta: 400B).
+r = run("synth", "llama4-maverick", "--hw", "h100-dgx", "--tp", "8", "--sp", "--pp", "4", "--ep",
+        "8", "--dp", "8", "--zero", "1", "--recompute", "full", "--microbatches", "8", "--json")
+check(r.returncode == 0, f"maverick: {r.stderr}")
+j = json.loads(r.stdout)
+check(j["partition"] == [12] * 4 and round(j["params"] / 1e9, 1) == 400.7, f"maverick: {j['params']}")
 print("placement_cli: ok")
