@@ -6,6 +6,7 @@
 
 #include "calib.h"
 #include "cli.h"
+#include "frame.h"
 #include "synth.h"
 
 int base_is_model(const char *arg)
@@ -13,6 +14,9 @@ int base_is_model(const char *arg)
 	size_t n = strlen(arg);
 	char path[1024];
 	if (n > 4 && strcmp(arg + n - 4, ".cfg") == 0)
+		return 1;
+	/* a Hugging Face config.json or a Megatron-LM argument list */
+	if (frame_sniff(arg) != FRAME_FILE_CFG)
 		return 1;
 	return !strchr(arg, '/') && cli_find_config("models", arg, path, sizeof(path), NULL) == 0 &&
 	       strcmp(path, arg) != 0;

@@ -1,7 +1,6 @@
 /* batch.c - a sweep's search, batch by batch (batch.h). */
 #include "batch.h"
 
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +61,29 @@ static int keep(struct batch_space *sp, const struct made *mk, int nk, uint64_t 
 	return 0;
 }
 
-int batch_space(const struct sweep *sw, struct batch_space *sp, struct prism_err *err)
+struct space_job {
+	const struct sweep *sw;
+	struct made *mk;
+	uint64_t i0;
+	long first;
+};
+
+static void make_one(void *ctx, int j)
+{
+	struct space_job *J = ctx;
+	struct made *mk = J->mk;
+	struct cand k;
+	mk[j].ok = sweep_candidate(J->sw, J->i0 + (uint64_t)j, &k) == 0;
+	mk[j].status = k.status;
+	mk[j].gpus = k.gpus;
+	mk[j].analytic_s = k.analytic_s;
+	mk[j].reason[0] = '\0';
+	if (mk[j].ok && J->first == 0)
+		snprintf(mk[j].reason, sizeof(mk[j].reason), "%s", k.reason);
+}
+
+int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *sp,
+		struct prism_err *err)
 {
 	uint64_t total = sweep_count(sw);
 	size_t cap = 0, rcap = 0;
@@ -76,18 +97,8 @@ int batch_space(const struct sweep *sw, struct batch_space *sp, struct prism_err
 	 * the sweep), kept in order. */
 	for (uint64_t i0 = 0; i0 < total; i0 += ENUM_CHUNK) {
 		int nk = total - i0 < ENUM_CHUNK ? (int)(total - i0) : ENUM_CHUNK;
-		long first = sp->n;
-#pragma omp parallel for schedule(dynamic, 64)
-		for (int j = 0; j < nk; j++) {
-			struct cand k;
-			mk[j].ok = sweep_candidate(sw, i0 + (uint64_t)j, &k) == 0;
-			mk[j].status = k.status;
-			mk[j].gpus = k.gpus;
-			mk[j].analytic_s = k.analytic_s;
-			mk[j].reason[0] = '\0';
-			if (mk[j].ok && first == 0)
-				snprintf(mk[j].reason, sizeof(mk[j].reason), "%s", k.reason);
-		}
+		struct space_job J = {sw, mk, i0, sp->n};
+		pool_for(pool, nk, 64, 0, make_one, &J);
 		if (keep(sp, mk, nk, i0, &cap, &rcap)) {
 			free(mk);
 			batch_space_release(sp);
@@ -147,14 +158,25 @@ void batch_screen(struct cand *k, int mode, double best, double margin)
 	}
 }
 
-void batch_make(const struct sweep *sw, const struct batch_ref *refs, int n, int mode,
-		struct batch_best *best, struct cand *batch, struct progress *pg)
+struct make_job {
+	const struct sweep *sw;
+	const struct batch_ref *refs;
+	struct cand *batch;
+};
+
+static void make_cand(void *ctx, int i)
 {
+	struct make_job *J = ctx;
+	sweep_candidate(J->sw, J->refs[i].index, &J->batch[i]);
+}
+
+void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
+		int mode, struct batch_best *best, struct cand *batch, struct progress *pg)
+{
+	struct make_job J = {sw, refs, batch};
 	/* The best times change only between batches, so the threads make the
 	 * candidates. */
-#pragma omp parallel for schedule(static)
-	for (int i = 0; i < n; i++)
-		sweep_candidate(sw, refs[i].index, &batch[i]);
+	pool_for(pool, n, 1, 0, make_cand, &J);
 	for (int i = 0; i < n; i++) {
 		double *b = batch_best_of(best, batch[i].gpus);
 		batch_screen(&batch[i], mode, b ? *b : 0, sw->margin);
@@ -179,26 +201,38 @@ static int cmp_cost(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-void batch_simulate(const struct sweep *sw, struct cand *batch, int n, const int *owner, int rank,
-		    int threads, struct batch_job *work, struct progress *pg)
+struct sim_job {
+	const struct sweep *sw;
+	struct cand *batch;
+	const struct batch_job *work;
+	struct progress *pg;
+};
+
+static void simulate_one(void *ctx, int w)
 {
+	struct sim_job *J = ctx;
+	struct cand *k = &J->batch[J->work[w].i];
+	struct prism_err e;
+	prism_err_clear(&e);
+	if (predict_eval(&J->sw->bl.pb, &k->in, &k->p, NULL, NULL, &e) == 0) {
+		k->status = CS_SIMULATED;
+	} else {
+		k->status = CS_FAILED;
+		snprintf(k->reason, sizeof(k->reason), "%.159s", e.msg);
+	}
+	if (J->pg && J->pg->f)
+		progress_add(J->pg, 1);
+}
+
+void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
+		    const int *owner, int rank, int threads, struct batch_job *work,
+		    struct progress *pg)
+{
+	struct sim_job J = {sw, batch, work, pg};
 	int nw = 0;
 	for (int i = 0; i < n; i++)
 		if (owner[i] == rank)
 			work[nw++] = (struct batch_job){batch_cost(&batch[i]), i};
 	qsort(work, (size_t)nw, sizeof(*work), cmp_cost);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-	for (int w = 0; w < nw; w++) {
-		struct prism_err e;
-		int i = work[w].i;
-		prism_err_clear(&e);
-		if (predict_eval(&sw->bl.pb, &batch[i].in, &batch[i].p, NULL, NULL, &e) == 0) {
-			batch[i].status = CS_SIMULATED;
-		} else {
-			batch[i].status = CS_FAILED;
-			snprintf(batch[i].reason, sizeof(batch[i].reason), "%.159s", e.msg);
-		}
-		if (pg && pg->f)
-			progress_add(pg, 1);
-	}
+	pool_for(pool, nw, 1, threads, simulate_one, &J);
 }

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pool.h"
 #include "progress.h"
 #include "sweep.h"
 
@@ -55,9 +56,10 @@ struct batch_space {
 	char first_reason[160]; /* the first candidate's verdict ("none": pending) */
 };
 
-/* Every candidate of sw, made by the threads a chunk at a time: 0, or
- * PRISM_ENOMEM.  Release with batch_space_release. */
-int batch_space(const struct sweep *sw, struct batch_space *sp, struct prism_err *err);
+/* Every candidate of sw, made by the pool's threads a chunk at a time: 0,
+ * or PRISM_ENOMEM.  Release with batch_space_release. */
+int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *sp,
+		struct prism_err *err);
 void batch_space_release(struct batch_space *sp);
 
 /* The best simulated time per GPU count (0: none yet). */
@@ -79,10 +81,11 @@ void batch_best_add(struct batch_best *b, const struct cand *c, int n);
  * heuristic, used in BATCH_SCREEN only. */
 void batch_screen(struct cand *k, int mode, double best, double margin);
 
-/* refs[0..n) made into batch[0..n) by the threads and screened (mode,
- * best, sw's margin); each screened one counted on pg where not NULL. */
-void batch_make(const struct sweep *sw, const struct batch_ref *refs, int n, int mode,
-		struct batch_best *best, struct cand *batch, struct progress *pg);
+/* refs[0..n) made into batch[0..n) by the pool's threads and screened
+ * (mode, best, sw's margin); each screened one counted on pg where not
+ * NULL. */
+void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
+		int mode, struct batch_best *best, struct cand *batch, struct progress *pg);
 
 /* The relative cost of simulating k: its pipeline units up to the few
  * microbatches its steady state is drawn through (sim/eval/hier.h). */
@@ -95,12 +98,13 @@ struct batch_job {
 };
 
 /* The candidates of batch[0..n) whose owner is rank simulated by up to
- * threads threads, the costliest first (a thread left with one long
+ * threads of the pool's threads, the costliest first (a thread left with one long
  * candidate at the batch's end idles the others; the rows do not depend
  * on the order); each counted on pg where not NULL.  work: n entries of
  * scratch.  A failure is a candidate with status CS_FAILED and its
  * reason. */
-void batch_simulate(const struct sweep *sw, struct cand *batch, int n, const int *owner, int rank,
-		    int threads, struct batch_job *work, struct progress *pg);
+void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
+		    const int *owner, int rank, int threads, struct batch_job *work,
+		    struct progress *pg);
 
 #endif

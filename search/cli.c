@@ -15,6 +15,7 @@
 #include "calib.h"
 #include "configs.h"
 #include "desc.h"
+#include "frame.h"
 #include "hw.h"
 #include "kdb.h"
 #include "kdbstore.h"
@@ -311,8 +312,14 @@ int cli_load_kdb(const char *path, struct kdb **out, struct prism_err *err)
 int cli_load_model(const char *name, struct llm *m, struct prism_err *err)
 {
 	char path[1024];
+	struct frame_extra x;
 	int rc = cli_config_path("models", name, path, sizeof(path), err);
-	return rc ? rc : llm_load(path, m, err);
+	if (rc || (rc = frame_load_model(path, m, &x, err)))
+		return rc;
+	/* a config.json's fields that would change the model, not modelled */
+	if (x.warn[0])
+		fprintf(stderr, "prism: %s: warning: %s\n", path, x.warn);
+	return 0;
 }
 
 int cli_count(const char *arg, const char *opt, int min, int max, int *out, struct prism_err *err)
@@ -361,6 +368,9 @@ void cli_longopts(const struct option *own, struct option *out, size_t cap)
 		out[n++] = (struct option){"gbs", required_argument, NULL, CLI_OPT_GBS};
 	if (n + 1 < cap)
 		out[n++] = (struct option){"steps", required_argument, NULL, CLI_OPT_STEPS};
+	if (n + 1 < cap)
+		out[n++] =
+		    (struct option){"megatron-args", required_argument, NULL, CLI_OPT_MEGATRON};
 	out[n] = (struct option){NULL, 0, NULL, 0};
 }
 
@@ -370,13 +380,50 @@ void cli_layout_init(struct cli_layout *o)
 	synth_in_default(&o->in);
 }
 
+/* --megatron-args FILE: its knobs into o as if given one by one; its
+ * global batch as --gbs; dp from a launcher line's world size. */
+static int megatron_args(const char *path, struct cli_layout *o, struct prism_err *err)
+{
+	struct frame_extra x;
+	struct llm m;
+	struct layout l;
+	layout_mask given;
+	char *buf;
+	size_t len;
+	int rc;
+
+	if ((rc = cli_not_special(path, err)) || (rc = frame_read(path, &buf, &len, err)))
+		return rc;
+	rc = frame_import(FRAME_MEGATRON, path, buf, len, NULL, &m, &l, &given, &x, err);
+	free(buf);
+	if (rc || (rc = frame_resolve(&l, &given, x.gpus, 0, x.instances, err))) {
+		if (rc == PRISM_EARG)
+			prism_err_prefix(err, "--megatron-args %s", path);
+		return rc;
+	}
+	if (x.warn[0])
+		fprintf(stderr, "prism: %s: warning: %s\n", path, x.warn);
+	for (int k = 0; k < LK_N; k++)
+		if (given & LK_BIT(k))
+			layout_set(&o->in.m, &o->in.lay, k, layout_get(&m, &l, k, 0));
+	if (given & LK_BIT(LK_partition)) /* the list, where it is one */
+		memcpy(o->in.lay.part, l.part, sizeof(l.part));
+	o->given |= given;
+	if (x.gbs)
+		o->gbs = x.gbs;
+	return 0;
+}
+
 int cli_layout_option(int c, const char *arg, struct cli_layout *o, struct prism_err *err)
 {
 	int k = c - CLI_OPT_KNOB;
 	char what[48];
 	double v;
 
-	if (c == CLI_OPT_GBS || c == CLI_OPT_STEPS) {
+	if (c == CLI_OPT_MEGATRON) {
+		if (megatron_args(arg, o, err))
+			return -1;
+	} else if (c == CLI_OPT_GBS || c == CLI_OPT_STEPS) {
 		int *out = c == CLI_OPT_GBS ? &o->gbs : &o->steps;
 		if (cli_count(arg, c == CLI_OPT_GBS ? "gbs" : "steps", 1,
 			      c == CLI_OPT_GBS ? 1 << 24 : SYNTH_MAX_STEPS, out, err))
@@ -498,6 +545,13 @@ void cli_layout_help(FILE *f)
 	help_line(f, "steps", "N",
 		  "iterations to simulate (default 2; the first, from idle streams, is left "
 		  "out)");
+	help_line(f, "megatron-args", "FILE",
+		  "the layout of a Megatron-LM argument list (--tensor-model-parallel-size, "
+		  "--pipeline-model-parallel-size, --num-layers-per-virtual-pipeline-stage, "
+		  "--context-parallel-size, --micro-batch-size, --global-batch-size, "
+		  "--sequence-parallel, --use-distributed-optimizer, --recompute-granularity, "
+		  "...; docs/FORMATS.md), as if each were given; dp from a torchrun line's "
+		  "--nnodes x --nproc-per-node, else --dp");
 }
 
 int cli_rank_path(const char *path, const char *opt, int rank, int ranks, char *out, size_t n,

@@ -141,8 +141,11 @@ struct cli_layout {
 #define CLI_OPT_KNOB  1000
 #define CLI_OPT_GBS   (CLI_OPT_KNOB + LK_N)
 #define CLI_OPT_STEPS (CLI_OPT_GBS + 1)
+/* --megatron-args FILE: the layout (and the model's shape) of a Megatron-LM
+ * argument list (frame.h), as if each were given as its option. */
+#define CLI_OPT_MEGATRON (CLI_OPT_STEPS + 1)
 /* Options cli_longopts adds at most. */
-#define CLI_LAYOUT_NOPTS (LK_N + 2)
+#define CLI_LAYOUT_NOPTS (LK_N + 3)
 
 struct option;
 /* own (ended by a zeroed entry) then the layout options, ended by a zeroed

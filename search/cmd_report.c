@@ -17,6 +17,7 @@
 #include "dbfile.h"
 #include "mem.h"
 #include "pareto.h"
+#include "frame.h"
 #include "store.h"
 #include "sweep.h"
 #include "synth.h"
@@ -40,7 +41,9 @@ static const char help[] =
     "docs/VALIDATION.md) are marked; the model does not rank them.  Layouts\n"
     "that are the same run (ZeRO with dp = 1, a recompute setting that\n"
     "changes neither time nor memory, GPipe or 1F1B without a pipeline) are\n"
-    "collapsed into the simplest.\n"
+    "collapsed into the simplest.  Layouts whose memory is within the memory\n"
+    "model's uncertainty (" MEM_UNCERTAINTY_TEXT
+    " %) of the usable memory are marked \"(at risk)\".\n"
     "\n"
     "options:\n"
     "      --sweep ID      the sweep (default: the latest in the database)\n"
@@ -52,6 +55,12 @@ static const char help[] =
     "      --price P       price of one GPU-hour (default: the sweep's\n"
     "                      'price_per_gpu_hour')\n"
     "      --tie PCT       near-tie threshold in percent (default 8.7)\n"
+    "      --export FW     print the best layout of each GPU count as FW's launch\n"
+    "                      options instead of report.md: megatron (Megatron-LM\n"
+    "                      arguments), bridge (Megatron-Bridge / NeMo 2 recipe\n"
+    "                      overrides) or torchtitan (TOML); knobs FW cannot express\n"
+    "                      are named in a comment (docs/FORMATS.md)\n"
+    "      --gpus N        with --export: the best at N GPUs only\n"
     "  -h, --help          this help\n";
 
 /*
@@ -84,15 +93,18 @@ struct report {
 
 static void layout(char *buf, size_t n, const struct pareto_row *r)
 {
-	char vp[16] = "", rc[32] = "";
+	char vp[16] = "", rc[32] = "", impl[32] = "";
 	if (PARETO_KV(r, schedule) == LAYOUT_INTERLEAVED)
 		snprintf(vp, sizeof(vp), " vp %d", PARETO_KV(r, vp));
 	if (PARETO_KV(r, recompute) != LAYOUT_RECOMPUTE_NONE)
 		snprintf(rc, sizeof(rc), ", recompute %s", PARETO_KNAME(r, recompute));
-	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s", PARETO_KV(r, tp),
+	/* Whose sharding, where not Megatron-LM's (dp_impl). */
+	if (PARETO_KV(r, zero) > 0 && PARETO_KV(r, dp_impl) != LAYOUT_DP_MEGATRON)
+		snprintf(impl, sizeof(impl), " (%s)", PARETO_KNAME(r, dp_impl));
+	snprintf(buf, n, "tp %d pp %d dp %d%s, mbs %d x %d, %s%s, zero %d%s%s", PARETO_KV(r, tp),
 		 PARETO_KV(r, pp), PARETO_KV(r, dp), vp, PARETO_KV(r, mbs),
 		 PARETO_KV(r, microbatches), PARETO_KNAME(r, schedule), rc, PARETO_KV(r, zero),
-		 PARETO_KV(r, sp) ? ", sp" : "");
+		 impl, PARETO_KV(r, sp) ? ", sp" : "");
 	if (PARETO_KV(r, cp) > 1) {
 		size_t k = strlen(buf);
 		snprintf(buf + k, n - k, ", cp %d", PARETO_KV(r, cp));
@@ -323,6 +335,7 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	const struct train *t = &R->tr;
 	sqlite3_stmt *st = NULL;
 	char lay[200], a[48], b[48], c[48];
+	int at_risk = 0;
 
 	fprintf(md, "# Sweep %s (id %lld)\n\n", R->name, R->sid);
 	sqlite3_prepare_v2(db,
@@ -356,9 +369,10 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	for (size_t k = 0; k < R->P.nb; k++) {
 		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
 		layout(lay, sizeof(lay), r);
-		fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f | %.4g |", r->gpus,
+		fprintf(md, "| %d | %s | %.3f | %.0f | %.1f%% | %.1f%% | %.1f%s | %.4g |", r->gpus,
 			lay, r->iter_s * 1e3, r->tps, r->mfu * 100, r->bubble * 100, r->mem_gb,
-			r->gpuh);
+			r->at_risk ? " (at risk)" : "", r->gpuh);
+		at_risk += r->at_risk;
 		if (t->tokens > 0) {
 			double days, gpuh, cost;
 			to_train(t, r, &days, &gpuh, &cost);
@@ -372,6 +386,12 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 		fprintf(md, " %d | %s | %s |\n", pareto_near_ties(&R->P, k),
 			R->P.on_time[k] ? "yes" : "no", R->P.on_hours[k] ? "yes" : "no");
 	}
+	if (at_risk)
+		fprintf(md,
+			"\nAt risk: a layout whose memory is within the memory model's "
+			"uncertainty (+/-%.0f %%, docs/VALIDATION.md) of the GPU's usable memory; "
+			"it may run out of memory.\n",
+			MEM_UNCERTAINTY * 100);
 	fprintf(md,
 		"\nNear-ties: other layouts within %.1f %% of the best at their GPU count (%s%s); "
 		"prism does not order them.",
@@ -543,6 +563,7 @@ static void json_row(FILE *f, const struct report *R, const struct pareto_row *r
 	json_num(f, r->bubble);
 	fputs(",\"mem_gb\":", f);
 	json_num(f, r->mem_gb);
+	fprintf(f, ",\"mem_at_risk\":%s", r->at_risk ? "true" : "false");
 	fputs(",\"gpu_hours_per_iter\":", f);
 	json_num(f, r->gpuh);
 	if (R->tr.tokens > 0) {
@@ -965,6 +986,77 @@ static int open_outputs(const struct report *R, const char *outdir, const char *
 	return 0;
 }
 
+/* The sweep's model (its 'model' column, loaded as the sweep did) into
+ * *m, for the export's model options; the model zeroed, its name kept,
+ * where it cannot be loaded (a trace's base): the knobs alone. */
+static void sweep_model(sqlite3 *db, long long sid, struct llm *m)
+{
+	sqlite3_stmt *st = NULL;
+	memset(m, 0, sizeof(*m));
+	if (sqlite3_prepare_v2(db, "SELECT model FROM sweep WHERE id=?1", -1, &st, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, sid);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			char path[1024];
+			struct frame_extra x;
+			struct prism_err e;
+			const char *name = text(st, 0);
+			prism_err_clear(&e);
+			if (!name[0] || cli_find_config("models", name, path, sizeof(path), NULL) ||
+			    frame_load_model(path, m, &x, &e)) {
+				memset(m, 0, sizeof(*m));
+				snprintf(m->name, sizeof(m->name), "%.63s", name);
+			}
+		}
+	}
+	sqlite3_finalize(st);
+}
+
+/* The best layout of each GPU count (or of gpus alone) as framework fw's
+ * launch options, to f.  0, or EXIT_USAGE when no GPU count matches. */
+static int write_export(FILE *f, const struct report *R, sqlite3 *db, int fw, int gpus)
+{
+	struct llm base;
+	int n = 0;
+	sweep_model(db, R->sid, &base);
+	for (size_t i = 0; i < R->P.nb; i++) {
+		const struct pareto_row *r = &R->P.rows[R->P.best[i]];
+		struct llm m = base;
+		struct layout l;
+		struct prism_err e;
+		if (gpus && r->gpus != gpus)
+			continue;
+		layout_default(&l);
+		prism_err_clear(&e);
+		for (int k = 0; k < LK_N; k++) {
+			if (!pareto_knob(k) || r->v[k] < 0)
+				continue;
+			if (layout_knobs[k].kind == LK_PART) {
+				if (layout_partition_parse(r->partition, &l, &e)) {
+					/* not one prism writes: even stages */
+					l.partition = LAYOUT_PART_GIVEN;
+					memset(l.part, 0, sizeof(l.part));
+				}
+				continue;
+			}
+			layout_set(&m, &l, k, r->v[k]);
+		}
+		fprintf(f,
+			"%s# prism report: the best layout of %s at %d GPUs, %.4g s an iteration\n",
+			n ? "\n" : "", R->name, r->gpus, r->iter_s);
+		if (frame_export(f, fw, &m, &l)) {
+			fprintf(stderr, "prism: out of memory\n");
+			return 1;
+		}
+		n++;
+	}
+	if (!n) {
+		fprintf(stderr, "prism report: %s: no simulated layout at %d GPUs\n", R->db, gpus);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -975,6 +1067,8 @@ int cmd_report(int argc, char **argv)
 	    {"tokens", required_argument, NULL, 'T'},
 	    {"price", required_argument, NULL, 'P'},
 	    {"tie", required_argument, NULL, 't'},
+	    {"export", required_argument, NULL, 'x'},
+	    {"gpus", required_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -989,7 +1083,7 @@ int cmd_report(int argc, char **argv)
 	size_t mdlen = 0;
 	FILE *mem = NULL;
 	double tokens = -1, price = -1, tie = REPORT_TIE_FRAC;
-	int c, rc = 0, drawn, json = 0, want_all = 0, tie_given = 0;
+	int c, rc = 0, drawn, json = 0, want_all = 0, tie_given = 0, fw = -1, gpus = 0;
 
 	memset(&R, 0, sizeof(R));
 	optind = 1;
@@ -1030,6 +1124,22 @@ int cmd_report(int argc, char **argv)
 			tie /= 100;
 			tie_given = 1;
 			break;
+		case 'x':
+			if ((fw = frame_parse(optarg)) < 0) {
+				fprintf(stderr,
+					"prism report: --export '%s': expected megatron, bridge or "
+					"torchtitan\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'g': {
+			struct prism_err e;
+			prism_err_clear(&e);
+			if (cli_count(optarg, "gpus", 1, LAYOUT_MAX_GPUS, &gpus, &e))
+				return cli_fail(&e);
+			break;
+		}
 		case 'h':
 			fputs(help, stdout);
 			return 0;
@@ -1039,6 +1149,12 @@ int cmd_report(int argc, char **argv)
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "prism report: give one DB (prism report --help)\n");
+		return EXIT_USAGE;
+	}
+	if ((json && fw >= 0) || (gpus && fw < 0)) {
+		fprintf(stderr, "prism report: %s\n",
+			gpus ? "--gpus goes with --export"
+			     : "--export writes text: not with --json");
 		return EXIT_USAGE;
 	}
 	R.db = argv[optind];
@@ -1090,7 +1206,10 @@ int cmd_report(int argc, char **argv)
 			goto out;
 		}
 	drawn = chart(path[OUT_SVG], &R) == 0;
-	if (json)
+	if (fw >= 0) {
+		if ((rc = write_export(stdout, &R, db, fw, gpus)))
+			goto out;
+	} else if (json)
 		write_json(stdout, &R, db, dir, want_all ? path[OUT_ALL] : NULL, drawn);
 	else
 		fwrite(mdbuf, 1, mdlen, stdout);

@@ -1,9 +1,9 @@
 /* cmd_search.c - `prism search`: a sweep into the results database. */
+#include <errno.h>
 #include <getopt.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +62,8 @@ static const char help[] =
     "      --db FILE       the database (default results/NAME.db)\n"
     "      --optimise      prune by the proven bound alone (also --optimize)\n"
     "      --exhaustive    screen nothing\n"
-    "      --threads N     OpenMP threads (default: all cores); fewer from the next\n"
+    "      --threads N     threads (default: OMP_NUM_THREADS, else the CPUs it may use;\n"
+    "                      idle ones sleep); fewer from the next\n"
     "                      batch on where the largest candidates so far would\n"
     "                      not fit in memory at one a thread (said when it happens)\n"
     "      --batch N       candidates per batch and transaction (default 32; the\n"
@@ -261,6 +262,22 @@ static void summary_json(sqlite3 *db, long long sid, const struct sweep *sw, con
 	printf("]}\n");
 }
 
+/* --threads' default: OMP_NUM_THREADS where set (the batch scripts of
+ * docs/SCALING.md set it), else the CPUs this process may run on. */
+static int default_threads(void)
+{
+	const char *e = getenv("OMP_NUM_THREADS");
+	char *end;
+	long n;
+	if (e && *e) {
+		errno = 0;
+		n = strtol(e, &end, 10);
+		if (!errno && *end == '\0' && n >= 1 && n <= 1024)
+			return (int)n;
+	}
+	return pool_cpus();
+}
+
 /* What a search run holds between its steps. */
 struct run {
 	struct sweep sw;
@@ -273,6 +290,7 @@ struct run {
 	size_t done;  /* stored before, or now */
 	size_t stats[CS_FAILED + 1];
 	struct batch_best best;
+	struct pool *pool; /* this process's threads */
 	int mode, bsize, resumed, lead;
 };
 
@@ -408,10 +426,10 @@ static int run_batches(struct run *R, int threads, struct progress *pg, struct p
 	for (size_t at = 0; at < R->sp.norder;) {
 		int nb = R->sp.norder - at < (size_t)R->bsize ? (int)(R->sp.norder - at) : R->bsize;
 		int t;
-		batch_make(&R->sw, R->sp.order + at, nb, R->mode, &R->best, batch, pg);
+		batch_make(&R->sw, R->pool, R->sp.order + at, nb, R->mode, &R->best, batch, pg);
 		at += (size_t)nb;
 		shard_deal(&R->sh, batch, nb, owner);
-		batch_simulate(&R->sw, batch, nb, owner, R->sh.rank, tn, work, pg);
+		batch_simulate(&R->sw, R->pool, batch, nb, owner, R->sh.rank, tn, work, pg);
 		/* A candidate too large for every thread to hold one: fewer
 		 * threads from the next batch on (the rows do not depend on how
 		 * many). */
@@ -512,12 +530,17 @@ int cmd_search(int argc, char **argv)
 	if (shard_init(&R.sh, &argc, &argv))
 		return EXIT_USAGE;
 	R.lead = R.sh.rank == 0;
-	if (threads > 0)
-		omp_set_num_threads(threads);
-	threads = omp_get_max_threads();
+	if (threads <= 0)
+		threads = default_threads();
+	if (!(R.pool = pool_new(threads))) {
+		rc = prism_err_set(&err, errno == ENOMEM ? PRISM_ENOMEM : PRISM_EIO,
+				   "cannot start %d threads: %s", threads, strerror(errno));
+		shard_finalize(&R.sh);
+		return cli_fail(&err);
+	}
 	/* Every candidate once: the pending ones best-first, the rejected. */
 	if ((rc = sweep_load(path, &R.sw, &err)) == 0)
-		rc = batch_space(&R.sw, &R.sp, &err);
+		rc = batch_space(&R.sw, R.pool, &R.sp, &err);
 	/* A budget no layout can use is the sweep file's error. */
 	if (rc == 0 && R.sp.norder == 0)
 		rc = prism_err_set(&err, PRISM_EFORMAT,
@@ -590,6 +613,7 @@ out:
 	if (R.db)
 		sqlite3_close(R.db);
 	sweep_release(&R.sw);
+	pool_free(R.pool);
 	shard_finalize(&R.sh);
 	/* Only the process that failed says why. */
 	if (!rc)

@@ -8,6 +8,7 @@
 #include "base.h"
 #include "build.h"
 #include "cli.h"
+#include "frame.h"
 #include "metrics.h"
 #include "predict.h"
 #include "show.h"
@@ -18,10 +19,13 @@
 static const char help[] =
     "usage: prism whatif BASE [options]\n"
     "\n"
-    "Predict one candidate layout from a base run.  BASE is a model (a file or a\n"
-    "name in configs/models/), a trace (or the traces of a job's ranks), or a\n"
-    "saved graph.  The options below give what differs from the base; the rest\n"
-    "stays as it was.  How the candidate is made (the `method` line says):\n"
+    "Predict one candidate layout from a base run, and its memory verdict as\n"
+    "synth prints it (fits, at risk or OUT OF MEMORY, with the margin).  BASE\n"
+    "is a model (a file or a name in configs/models/, a Hugging Face\n"
+    "config.json, Megatron-LM arguments), a trace (or the traces of a job's\n"
+    "ranks), or a saved graph.  The options below give what differs from the\n"
+    "base; the rest stays as it was.  How the candidate is made (the `method`\n"
+    "line says):\n"
     "\n"
     "  - replay       no change: the base's own replay;\n"
     "  - graph edit   a clone of the traced graph, edited: layers repeated or\n"
@@ -60,6 +64,11 @@ static const char help[] =
     "                          calibrate --db) where it holds the GPU and size\n"
     "      --timeline FILE     write the candidate's simulated run (Perfetto)\n"
     "      --json              print the prediction as JSON\n"
+    "      --export FW         then the candidate's layout as FW's launch options:\n"
+    "                          megatron (Megatron-LM arguments), bridge\n"
+    "                          (Megatron-Bridge / NeMo 2 recipe overrides) or\n"
+    "                          torchtitan (a TOML fragment); knobs FW cannot\n"
+    "                          express are named in a comment (docs/FORMATS.md)\n"
     "      --method M          a trace with a run description: auto (graph edits for\n"
     "                          layers, microbatches, dp and the hardware, rebuilt\n"
     "                          otherwise), edit (graph edits for hidden size, TP and\n"
@@ -175,6 +184,7 @@ int cmd_whatif(int argc, char **argv)
 	    {"db", required_argument, NULL, 'D'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"method", required_argument, NULL, 'M'},
+	    {"export", required_argument, NULL, 'x'},
 	    {"help", no_argument, NULL, 'h'},
 	    CLI_BUILD_LONGOPTS,
 	    {NULL, 0, NULL, 0},
@@ -192,7 +202,7 @@ int cmd_whatif(int argc, char **argv)
 	struct synth_out so;
 	const char *timeline = NULL, *db_path = NULL;
 	struct kdb *db = NULL;
-	int json = 0, c, rc = 0, prefer = PREDICT_EDIT_PREFERRED;
+	int json = 0, c, rc = 0, prefer = PREDICT_EDIT_PREFERRED, fw = -1;
 
 	build_opts_default(&bo);
 	prism_err_clear(&err);
@@ -238,6 +248,15 @@ int cmd_whatif(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
+		case 'x':
+			if ((fw = frame_parse(optarg)) < 0) {
+				prism_err_set(
+				    &err, PRISM_EARG,
+				    "--export '%s': expected megatron, bridge or torchtitan",
+				    optarg);
+				return cli_fail(&err);
+			}
+			break;
 		case 'M':
 			if (strcmp(optarg, "edit") == 0)
 				prefer = PREDICT_EDIT_ALL;
@@ -263,6 +282,10 @@ int cmd_whatif(int argc, char **argv)
 	if (optind >= argc) {
 		fprintf(stderr, "prism whatif: no BASE given\n%s", help);
 		return EXIT_USAGE;
+	}
+	if (json && fw >= 0) {
+		prism_err_set(&err, PRISM_EARG, "--export writes text: give it without --json");
+		return cli_fail(&err);
 	}
 	/* The timeline (or its first rank's file) is no input; the others are
 	 * checked where they are named (cli_write_trace). */
@@ -303,6 +326,13 @@ int cmd_whatif(int argc, char **argv)
 		print_json(&b, &cand, &p);
 	else
 		print_text(&b, &cand, &p);
+	if (fw >= 0) {
+		putchar('\n');
+		if (frame_export(stdout, fw, &cand.m, &cand.lay)) {
+			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+			goto fail;
+		}
+	}
 	base_release(&b);
 	kdb_free(db);
 	return 0;

@@ -84,7 +84,7 @@ static const char *text(sqlite3_stmt *st, int i)
 }
 
 /* Row r from the columns of st (pareto_select's, then iter_s, bubble,
- * tokens_per_s, mfu, gpu_hours, mem_gb). */
+ * tokens_per_s, mfu, gpu_hours, mem_gb, mem_verdict). */
 static void read_row(sqlite3_stmt *st, struct pareto_row *r)
 {
 	int i = 1;
@@ -109,6 +109,7 @@ static void read_row(sqlite3_stmt *st, struct pareto_row *r)
 	r->mfu = sqlite3_column_double(st, i++);
 	r->gpuh = sqlite3_column_double(st, i++);
 	r->mem_gb = sqlite3_column_double(st, i++);
+	r->at_risk = strcmp(text(st, i++), "at-risk") == 0;
 	if (strcmp(r->partition, "even") != 0)
 		snprintf(r->part, sizeof(r->part), "%s", r->partition);
 	r->shard = PARETO_KV(r, shard) > 0 && PARETO_KV(r, shard) < PARETO_KV(r, dp)
@@ -126,10 +127,18 @@ int pareto_read(sqlite3 *db, long long sid, struct pareto *P)
 	/* Databases before version 7 (read as they are) have no placement
 	 * columns: their knobs read as the defaults (even stages, no hybrid
 	 * sharding). */
+	/* A database from before the memory verdict has no mem_verdict. */
+	if ((rc = sqlite3_prepare_v2(db, "SELECT mem_verdict FROM candidate LIMIT 0", -1, &st,
+				     NULL)) == SQLITE_OK)
+		sqlite3_finalize(st);
+	st = NULL;
 	if (pareto_select(db, sql, sizeof(sql),
-			  "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb"
-			  " FROM candidate WHERE sweep=?1 AND status='simulated'"
-			  " ORDER BY gpus, iter_s, key") != 0)
+			  rc == SQLITE_OK ? "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,"
+					    " mem_verdict FROM candidate WHERE sweep=?1 AND"
+					    " status='simulated' ORDER BY gpus, iter_s, key"
+					  : "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb,"
+					    " NULL FROM candidate WHERE sweep=?1 AND"
+					    " status='simulated' ORDER BY gpus, iter_s, key") != 0)
 		return SQLITE_INTERNAL;
 	if ((rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL)) != SQLITE_OK)
 		return rc;

@@ -27,6 +27,7 @@ struct pareto_row {
 	double v[LK_N];	     /* each stored knob's value (a name's number; -1: unknown) */
 	char partition[128]; /* as stored */
 	double iter_s, bubble, tps, mfu, gpuh, mem_gb;
+	int at_risk;	/* the memory verdict "at-risk" (mem.h; NULL before it: 0) */
 	char part[128]; /* layers per stage where uneven ("" even, or schema < 7) */
 	int shard;	/* ZeRO's hybrid group where below dp, else 0 */
 	long same_as;	/* the row it is the same run as, or -1 */

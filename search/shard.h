@@ -9,7 +9,7 @@
  * only on the best times, which every process updates from the same
  * results), the candidates to simulate are dealt to the processes by
  * estimated cost (longest first, to the least loaded: deterministic), each
- * process simulates its share with its OpenMP threads, the results are
+ * process simulates its share with its threads (pool.h), the results are
  * gathered to every process, and process 0 writes the batch in one
  * transaction.  So the database is row for row the single-process one, a
  * rerun resumes as in a single process, and a killed process loses at

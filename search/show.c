@@ -120,14 +120,18 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 	fprintf(f, "MFU        %12.1f %%   (model FLOPs / time / GPUs / %s peak)\n", p->mfu * 100,
 		hw_dtype_name(in->lay.dtype));
 	fprintf(f, "cost       %12.4g GPU-hours per iteration\n", p->gpu_hours);
-	fprintf(f, "memory     %12.1f GB per GPU on stage %d (the most) of %.1f GB usable: %s\n",
-		m->total / 1e9, m->stage, m->capacity / 1e9, m->fits ? "fits" : "OUT OF MEMORY");
+	fprintf(f,
+		"memory     %12.1f GB per GPU on stage %d (the most) of %.1f GB usable: %s\n"
+		"           margin %+.1f GB, the model's uncertainty +/-%.1f GB (%.0f %%)\n",
+		m->total / 1e9, m->stage, m->capacity / 1e9,
+		m->verdict == MEM_OOM ? "OUT OF MEMORY" : mem_verdict_name(m->verdict, 0),
+		m->margin / 1e9, m->band / 1e9, MEM_UNCERTAINTY * 100);
 	fprintf(f,
 		"           weights %.1f, gradients %.1f, optimizer %.1f, ZeRO buffers %.1f GB\n",
 		m->weights / 1e9, m->grads / 1e9, m->optimizer / 1e9, m->buffers / 1e9);
 	fprintf(f,
 		"           activations %.1f GB (%.1f microbatches in flight, fp32 logits %.1f),"
-		" working %.1f, fragmentation %.1f GB\n",
+		" working %.1f, allocator reserve %.1f GB\n",
 		m->activations / 1e9, m->inflight, m->logits / 1e9, m->transient / 1e9,
 		m->fragmentation / 1e9);
 	if (in->lay.pp > 1)
@@ -200,14 +204,17 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		"\"memory_optimizer_bytes\":%.0f,\"memory_buffers_bytes\":%.0f,"
 		"\"memory_activations_bytes\":%.0f,\"memory_logits_bytes\":%.0f,"
 		"\"memory_transient_bytes\":%.0f,\"memory_fragmentation_bytes\":%.0f,"
-		"\"memory_first_stage_bytes\":%.0f,\"memory_last_stage_bytes\":%.0f",
+		"\"memory_first_stage_bytes\":%.0f,\"memory_last_stage_bytes\":%.0f,"
+		"\"memory_verdict\":\"%s\",\"memory_margin_bytes\":%.0f,"
+		"\"memory_uncertainty_bytes\":%.0f",
 		p->gpus, p->global_batch, p->iter_s, p->bubble, p->tokens_per_s, p->mfu,
 		p->gpu_hours, p->mem.total, p->mem.capacity, p->mem.fits ? "true" : "false",
 		p->tasks, p->exposed_compute_s, p->exposed_comm_s, p->overlap_s, p->idle_s,
 		predict_analytic(in), synth_lower_bound(in), p->kdb_exact, p->kdb_interpolated,
 		p->mem.stage, p->mem.weights, p->mem.grads, p->mem.optimizer, p->mem.buffers,
 		p->mem.activations, p->mem.logits, p->mem.transient, p->mem.fragmentation,
-		p->mem.first_total, p->mem.last_total);
+		p->mem.first_total, p->mem.last_total, mem_verdict_name(p->mem.verdict, 1),
+		p->mem.margin, p->mem.band);
 	if (in->m.mtp_layers > 0)
 		fprintf(f, ",\"mtp_layers\":%d", in->m.mtp_layers);
 	if (in->m.experts > 0)

@@ -30,7 +30,8 @@ static const char schema_tail[] =
     " exposed_comm_s REAL, overlap_s REAL, idle_s REAL, bound_s REAL, method TEXT,"
     " mem_stage INTEGER, mem_weights_gb REAL, mem_grads_gb REAL, mem_optimizer_gb REAL,"
     " mem_buffers_gb REAL, mem_activations_gb REAL, mem_transient_gb REAL,"
-    " mem_fragmentation_gb REAL, PRIMARY KEY(sweep, key));";
+    " mem_fragmentation_gb REAL, mem_verdict TEXT, mem_margin_gb REAL,"
+    " PRIMARY KEY(sweep, key));";
 
 /* The SQL type of knob k's column. */
 static const char *knob_type(int k)
@@ -67,6 +68,11 @@ static const char migrate_6[] = "ALTER TABLE candidate ADD COLUMN mem_stage INTE
 				"ALTER TABLE candidate ADD COLUMN mem_activations_gb REAL;"
 				"ALTER TABLE candidate ADD COLUMN mem_transient_gb REAL;"
 				"ALTER TABLE candidate ADD COLUMN mem_fragmentation_gb REAL;";
+
+/* The memory verdict (fits, at-risk, oom) and its margin, GB: added where a
+ * database lacks them, without a version of their own (the rows before
+ * keep NULL: the report reads their `fits`). */
+static const char *const verdict_cols[][2] = {{"mem_verdict", "TEXT"}, {"mem_margin_gb", "REAL"}};
 
 /* 1 when the candidate table has column `col` (a file whose version number
  * was lowered by hand keeps newer columns). */
@@ -107,6 +113,22 @@ static int knob_columns(sqlite3 *db)
 			continue;
 		snprintf(sql, sizeof(sql), "ALTER TABLE candidate ADD COLUMN %s %s",
 			 layout_knobs[k].id, knob_type(k));
+		if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK)
+			return rc;
+	}
+	return SQLITE_OK;
+}
+
+/* verdict_cols the candidate table lacks. */
+static int verdict_columns(sqlite3 *db)
+{
+	for (size_t i = 0; i < sizeof(verdict_cols) / sizeof(verdict_cols[0]); i++) {
+		char sql[128];
+		int rc;
+		if (has_column(db, verdict_cols[i][0]))
+			continue;
+		snprintf(sql, sizeof(sql), "ALTER TABLE candidate ADD COLUMN %s %s",
+			 verdict_cols[i][0], verdict_cols[i][1]);
 		if ((rc = sqlite3_exec(db, sql, NULL, NULL, NULL)) != SQLITE_OK)
 			return rc;
 	}
@@ -207,6 +229,7 @@ int store_open(const char *path, sqlite3 **db, struct prism_err *err)
 	     sqlite3_exec(*db, migrate_5, NULL, NULL, NULL) != SQLITE_OK) ||
 	    (ver >= 1 && ver <= 6 && sqlite3_exec(*db, migrate_6, NULL, NULL, NULL) != SQLITE_OK) ||
 	    create(*db) != SQLITE_OK || knob_columns(*db) != SQLITE_OK ||
+	    verdict_columns(*db) != SQLITE_OK ||
 	    sqlite3_exec(*db, "PRAGMA user_version=" STR(STORE_VERSION), NULL, NULL, NULL) !=
 		SQLITE_OK ||
 	    sqlite3_exec(*db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
@@ -396,7 +419,9 @@ static const char *const result_cols[] = {"sweep",
 					  "mem_buffers_gb",
 					  "mem_activations_gb",
 					  "mem_transient_gb",
-					  "mem_fragmentation_gb"};
+					  "mem_fragmentation_gb",
+					  "mem_verdict",
+					  "mem_margin_gb"};
 enum {
 	C_SWEEP = 1,
 	C_KEY,
@@ -425,6 +450,8 @@ enum {
 	C_MEM_ACTS,
 	C_MEM_TRANSIENT,
 	C_MEM_FRAG,
+	C_MEM_VERDICT,
+	C_MEM_MARGIN,
 	C_KNOBS /* the first knob's */
 };
 _Static_assert(sizeof(result_cols) / sizeof(result_cols[0]) == C_KNOBS - 1,
@@ -507,6 +534,9 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 			sqlite3_bind_double(st, C_MEM_ACTS, me->activations / 1e9);
 			sqlite3_bind_double(st, C_MEM_TRANSIENT, me->transient / 1e9);
 			sqlite3_bind_double(st, C_MEM_FRAG, me->fragmentation / 1e9);
+			sqlite3_bind_text(st, C_MEM_VERDICT, mem_verdict_name(me->verdict, 1), -1,
+					  SQLITE_STATIC);
+			sqlite3_bind_double(st, C_MEM_MARGIN, me->margin / 1e9);
 		}
 		if (k->reason[0])
 			sqlite3_bind_text(st, C_REASON, k->reason, -1, SQLITE_STATIC);
@@ -595,6 +625,7 @@ static const struct store_range {
     {"mem_activations_gb", -STORE_MAX_GB, STORE_MAX_GB},
     {"mem_transient_gb", -STORE_MAX_GB, STORE_MAX_GB},
     {"mem_fragmentation_gb", -STORE_MAX_GB, STORE_MAX_GB},
+    {"mem_margin_gb", -STORE_MAX_GB, STORE_MAX_GB},
 };
 #define N_RANGES (sizeof(store_ranges) / sizeof(store_ranges[0]))
 

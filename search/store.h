@@ -17,12 +17,15 @@
  *     bucket_mb, overlap_grad, overlap_param, tp_overlap, pp_overlap,
  *     mem_stage, mem_weights_gb, mem_grads_gb, mem_optimizer_gb,
  *     mem_buffers_gb, mem_activations_gb, mem_transient_gb,
- *     mem_fragmentation_gb, ep, etp, cp), primary key (sweep, key).
+ *     mem_fragmentation_gb, mem_verdict, mem_margin_gb, ep, etp, cp, and
+ *     each knob added since), primary key (sweep, key).
  *     bound_s: synth_lower_bound, a proven lower bound of iter_s of a
  *     synthesised candidate; method: how a simulated candidate was made
  *     (predict_method_name: synthesised, graph edit, rebuilt, replay).
  *     The mem_* breakdown is of the stage needing the most, for every
- *     candidate with a valid layout (oom ones too).
+ *     candidate with a valid layout (oom ones too), with its verdict
+ *     (mem_verdict_name: fits, at-risk, oom) and margin: columns added to
+ *     a database that lacks them, as a knob's are (NULL before).
  * Versions 1 (no bound_s, no base), 2 (no tokens, no price), 3 (no dtype,
  * fp8_attention, flash), 4 (no method), 5 (no mode, batch), 6 (no
  * placement, sharding, overlap or memory breakdown) and 7 (no ep, etp,

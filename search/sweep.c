@@ -590,8 +590,10 @@ static void judge(const struct sweep *s, struct cand *c)
 	}
 	if (!me.fits) {
 		c->status = CS_OOM;
-		snprintf(c->reason, sizeof(c->reason), "needs %.1f GB of %.1f GB usable",
-			 me.total / 1e9, me.capacity / 1e9);
+		snprintf(c->reason, sizeof(c->reason),
+			 "needs %.1f GB of %.1f GB usable (more than the model's "
+			 "uncertainty, +/-%.1f GB)",
+			 me.total / 1e9, me.capacity / 1e9, me.band / 1e9);
 		return;
 	}
 	c->analytic_s = predict_analytic(&c->in);

@@ -119,12 +119,15 @@ with tempfile.TemporaryDirectory() as d:
     # embedding, its Adam step and the all-reduce of its gradient between
     # the first and last stages: Megatron-LM's
     # _allreduce_word_embedding_grads), which a plain trace cannot say it
-    # has: those edits are faster than the model, by under 6 % here.
+    # has: those edits are faster than the model, by under 6 % in one
+    # node (dp 8) and under 25 % across two (dp 16: the gradient's
+    # all-reduce between the stages' nodes rides one NIC a GPU, comm.c).
     rel = {k: edited[k] / model[k.replace("hidden=0", "hidden=1024")] - 1 for k in edited}
     worst_p = max(abs(v) for k, v in rel.items() if "pp=1" in k)
     check(worst_p < 1e-4, f"plain-trace edits and the model differ by {worst_p:.2e}")
     cut = [v for k, v in rel.items() if "pp=2" in k]
-    check(len(cut) == 4 and all(-0.06 < v < 0 for v in cut),
+    check(len(cut) == 4 and all(-0.25 < v < 0 for v in cut) and
+          sum(1 for v in cut if v > -0.06) == 2,
           f"stages cut from a plain trace against the model: {cut}")
     check(all("no run description" in r for k, st, r, t, m in got if st == "invalid"),
           "an invalid plain candidate without its reason")

@@ -1,10 +1,27 @@
 /* test_batch.c - a sweep's search, batch by batch (search/batch.h). */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "batch.h"
 #include "testutil.h"
 
 #define SMALL PRISM_SOURCE_DIR "/tests/data/sweeps/small.cfg"
+
+/* Two threads: the batches' work shared as prism search shares it. */
+static struct pool *pool;
+
+static int setup(void **state)
+{
+	(void)state;
+	return (pool = pool_new(2)) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	pool_free(pool);
+	return 0;
+}
 
 static void load(struct sweep *sw)
 {
@@ -27,7 +44,7 @@ static void test_space(void **state)
 	(void)state;
 	load(&sw);
 	prism_err_clear(&err);
-	assert_int_equal(batch_space(&sw, &sp, &err), 0);
+	assert_int_equal(batch_space(&sw, pool, &sp, &err), 0);
 	assert_int_equal(sp.n, 32);
 	assert_int_equal(sp.norder + sp.nrejected, 32);
 	assert_true(sp.norder > 0);
@@ -104,10 +121,10 @@ static void run(const struct sweep *sw, const struct batch_space *sp, int mode, 
 	*simulated = 0;
 	for (size_t at = 0; at < sp->norder; at += (size_t)bsize) {
 		int nb = sp->norder - at < (size_t)bsize ? (int)(sp->norder - at) : bsize;
-		batch_make(sw, sp->order + at, nb, mode, best, batch, NULL);
+		batch_make(sw, pool, sp->order + at, nb, mode, best, batch, NULL);
 		for (int i = 0; i < nb; i++)
 			owner[i] = batch[i].status == CS_PENDING ? 0 : -1;
-		batch_simulate(sw, batch, nb, owner, 0, 1, work, NULL);
+		batch_simulate(sw, pool, batch, nb, owner, 0, 2, work, NULL);
 		for (int i = 0; i < nb; i++) {
 			assert_true(batch[i].status == CS_SIMULATED ||
 				    batch[i].status == CS_SCREENED);
@@ -129,7 +146,7 @@ static void test_loop(void **state)
 	(void)state;
 	load(&sw);
 	prism_err_clear(&err);
-	assert_int_equal(batch_space(&sw, &sp, &err), 0);
+	assert_int_equal(batch_space(&sw, pool, &sp, &err), 0);
 	run(&sw, &sp, BATCH_EXHAUSTIVE, 4, &ex, &n_ex);
 	assert_int_equal(n_ex, sp.norder);
 	for (int mode = BATCH_SCREEN; mode <= BATCH_OPTIMISE; mode++) {
@@ -145,13 +162,50 @@ static void test_loop(void **state)
 	sweep_release(&sw);
 }
 
+/* pool_for visits every index exactly once, whatever the grain and the
+ * width, job after job on the same threads; the caller's thread works
+ * too (a pool of one runs the job on it alone). */
+struct visits {
+	_Atomic int seen[1000];
+};
+
+static void visit(void *ctx, int i)
+{
+	struct visits *v = ctx;
+	atomic_fetch_add(&v->seen[i], 1);
+}
+
+static void test_pool(void **state)
+{
+	static const int grain[] = {1, 7, 64, 5000}, width[] = {0, 1, 2, 3, 9};
+	struct pool *p3 = pool_new(3), *p1 = pool_new(1);
+	static struct visits v;
+	(void)state;
+	assert_non_null(p3);
+	assert_non_null(p1);
+	assert_int_equal(pool_threads(p3), 3);
+	assert_true(pool_cpus() >= 1);
+	for (size_t g = 0; g < sizeof(grain) / sizeof(grain[0]); g++)
+		for (size_t w = 0; w < sizeof(width) / sizeof(width[0]); w++)
+			for (int k = 0; k < 2; k++) {
+				int n = k ? 1000 : 999;
+				memset(&v, 0, sizeof(v));
+				pool_for(k ? p3 : p1, n, grain[g], width[w], visit, &v);
+				for (int i = 0; i < 1000; i++)
+					assert_int_equal(atomic_load(&v.seen[i]), i < n);
+			}
+	pool_for(p3, 0, 1, 0, visit, &v); /* nothing to do */
+	pool_free(p3);
+	pool_free(p1);
+	pool_free(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_space),
-	    cmocka_unit_test(test_screen),
-	    cmocka_unit_test(test_best),
-	    cmocka_unit_test(test_loop),
+	    cmocka_unit_test(test_space), cmocka_unit_test(test_screen),
+	    cmocka_unit_test(test_best),  cmocka_unit_test(test_loop),
+	    cmocka_unit_test(test_pool),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }

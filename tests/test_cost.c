@@ -603,12 +603,65 @@ static void test_bytes_per_param(void **state)
 }
 
 /*
+ * PyTorch's caching allocator on sets of tensors, by hand (mem.h):
+ *  - 100 bytes: 512, a small segment of 2 MiB (2,097,152) either way.
+ *  - 7 MiB x 6: two to a 20 MiB segment (the 6 MiB left fits no third):
+ *    3 segments, 62,914,560; expandable: 42 MiB end to end -> 3 pages of
+ *    20 MiB, the same.
+ *  - 11 MiB + 1 byte x 4: rounded to 512, then to 2 MiB: 12 MiB each,
+ *    50,331,648; expandable: 4 x 11,534,848 = 46,139,392 -> 3 pages,
+ *    62,914,560 (20 MiB pages cost more here).
+ *  - 6 MiB, 12 MiB and 300 KiB x 10: a 20 MiB segment, 12 MiB, and 6
+ *    blocks of 307,200 to a 2 MiB segment (2 segments): 36 MiB,
+ *    37,748,736; expandable: small 3,072,000 -> 2 pages (4 MiB), large 18
+ *    MiB -> 1 page (20 MiB): 25,165,824.
+ *  - 1 MiB + 1 byte x 3: 1,049,088 each, in the large pool; 19 to a 20 MiB
+ *    segment: one, 20,971,520.
+ */
+static void test_alloc_reserved(void **state)
+{
+	const double MiB = 1048576;
+	struct mem_tensors a[] = {{100, 1}}, b[] = {{7 * MiB, 6}}, c[] = {{11 * MiB + 1, 4}},
+			   d[] = {{6 * MiB, 1}, {12 * MiB, 1}, {300 * 1024, 10}},
+			   e[] = {{MiB + 1, 3}};
+	(void)state;
+	assert_rel_close(mem_alloc_reserved(a, 1, 0), 2097152, 1e-15);
+	assert_rel_close(mem_alloc_reserved(a, 1, 1), 2097152, 1e-15);
+	assert_rel_close(mem_alloc_reserved(b, 1, 0), 62914560, 1e-15);
+	assert_rel_close(mem_alloc_reserved(b, 1, 1), 62914560, 1e-15);
+	assert_rel_close(mem_alloc_reserved(c, 1, 0), 50331648, 1e-15);
+	assert_rel_close(mem_alloc_reserved(c, 1, 1), 62914560, 1e-15);
+	assert_rel_close(mem_alloc_reserved(d, 3, 0), 37748736, 1e-15);
+	assert_rel_close(mem_alloc_reserved(d, 3, 1), 25165824, 1e-15);
+	assert_rel_close(mem_alloc_reserved(e, 1, 0), 20971520, 1e-15);
+	/* Nothing held reserves nothing. */
+	assert_rel_close(mem_alloc_reserved(d, 0, 0), 0, 1e-15);
+}
+
+/* The verdict at its boundaries: 100 GB predicted with u = 7 % fits up to
+ * 107 GB usable (the band, 7 GB, inside capacity), is at risk from 93 GB
+ * to 107 GB, out of memory below 93 GB. */
+static void test_verdict(void **state)
+{
+	double band;
+	(void)state;
+	assert_int_equal(mem_verdict(100e9, 107.001e9, &band), MEM_FITS);
+	assert_rel_close(band, 7e9, 1e-12);
+	assert_int_equal(mem_verdict(100e9, 106.999e9, &band), MEM_AT_RISK);
+	assert_int_equal(mem_verdict(100e9, 100e9, &band), MEM_AT_RISK);
+	assert_int_equal(mem_verdict(100e9, 93.001e9, &band), MEM_AT_RISK);
+	assert_int_equal(mem_verdict(100e9, 92.999e9, &band), MEM_OOM);
+	assert_string_equal(mem_verdict_name(MEM_AT_RISK, 1), "at-risk");
+	assert_string_equal(mem_verdict_name(MEM_OOM, 0), "out of memory");
+	assert_string_equal(mem_verdict_name(3, 0), "?");
+}
+
+/*
  * Every buffer of every stage of a small GPT with tied embeddings on 4
  * stages, by hand.  l 8, h 1024, 16 heads, ffn 4096, s 128, V 1000,
  * learned positions; tp 1, pp 4, dp 2, ZeRO-1, mbs 1 x 8 microbatches,
  * 1F1B, flash attention, bf16 (2 + 4 bytes, 12 of optimizer state over 2:
- * 12 bytes a parameter); the allocator's fragmentation 0.2 (reserved =
- * allocated / 0.8).
+ * 12 bytes a parameter); cuBLAS's 32 MiB workspace in the working memory.
  *  - a layer: 4h^2 + 2 h ffn + 9h + ffn = 12,596,224 parameters; each
  *    stage 2 layers = 25,192,448.  Stage 0 adds the word embedding V h =
  *    1,024,000 and the positions s h = 131,072: 26,347,520.  The last
@@ -621,10 +674,27 @@ static void test_bytes_per_param(void **state)
  *    stage the final norm's and head's inputs 4 s b h = 524,288 and the
  *    fp32 logits 4 s b V = 512,000: 9,949,184; its bf16 logits 2 s b V =
  *    256,000 are working memory.
- *  - stage 0: 12 x 26,347,520 + 36,175,872 = 352,346,112 allocated;
- *    / 0.8 = 440,432,640.  Stage 1: 302,309,376 + 26,738,688 =
+ *  - allocated (without the workspace): stage 0: 12 x 26,347,520 +
+ *    36,175,872 = 352,346,112.  Stage 1: 302,309,376 + 26,738,688 =
  *    329,048,064; stage 2: 302,309,376 + 17,825,792 = 320,135,168; stage
  *    3: 314,621,952 + 9,949,184 + 256,000 = 324,827,136.
+ *  - the allocator's reserve on stage 0 (mem_alloc_reserved): per layer
+ *    bf16 weights 26,347,520 (x 2), optimizer 6 tensors of 26,347,520 (3
+ *    fp32 states x 2 layers, halved by ZeRO-1), each rounded to 2 MiB,
+ *    27,262,976; the fp32 gradients 105,390,080 in one bucket (Megatron's
+ *    max(40M, 1M x 2) parameters, 160 MB, hold them all), 51 x 2 MiB =
+ *    106,954,752: 54,525,952 + 106,954,752 + 163,577,856.  Activations:
+ *    a layer's 4,456,448 as 12 tensors of 371,370.67, rounded to 512:
+ *    371,712; 36,175,872 of them is 97 whole (5 to a 2 MiB small segment:
+ *    20 segments, 41,943,040) and 152,917.33 (153,088: one segment,
+ *    2,097,152); the workspace 33,554,432.  Reserved 402,653,184 of
+ *    385,900,544 allocated.  With expandable segments: small 97 x 371,712
+ *    + 153,088 = 36,209,152 -> 18 pages of 2 MiB, 37,748,736; large
+ *    52,695,040 + 105,390,080 + 158,085,120 + 33,554,432 = 349,724,672 ->
+ *    17 pages of 20 MiB, 356,515,840: 394,264,576.
+ *  - verdict (7 %): 0.5e9 usable: 402,653,184 x 1.07 = 430,838,906.9
+ *    fits; 0.4e9: 402,653,184 x 0.93 = 374,467,461.1 is below it: at
+ *    risk; 0.35e9: out of memory.
  */
 static void test_stage_memory(void **state)
 {
@@ -656,7 +726,6 @@ static void test_stage_memory(void **state)
 	memset(&hw, 0, sizeof(hw));
 	hw.hbm_bytes = 1e9;
 	hw.mem_reserve_bytes = 0.5e9;
-	hw.mem_frag = 0.2;
 	for (int s = 0; s < 4; s++) {
 		mem_stage(&m, &l, &hw, s, &st);
 		assert_rel_close(st.params, params[s], 1e-15);
@@ -667,20 +736,34 @@ static void test_stage_memory(void **state)
 		assert_rel_close(st.activations, acts[s], 1e-15);
 		assert_rel_close(st.inflight, 4 - s, 1e-15);
 		assert_rel_close(st.logits, s == 3 ? 512000 : 0, 1e-15);
-		assert_rel_close(st.transient, s == 3 ? 256000 : 0, 1e-15);
-		assert_rel_close(st.allocated, alloc[s], 1e-15);
-		assert_rel_close(st.total, alloc[s] / 0.8, 1e-12);
+		assert_rel_close(st.transient, (s == 3 ? 256000 : 0) + MEM_CUBLAS_WORKSPACE, 1e-15);
+		assert_rel_close(st.allocated, alloc[s] + MEM_CUBLAS_WORKSPACE, 1e-15);
 	}
+	mem_stage(&m, &l, &hw, 0, &st);
+	assert_rel_close(st.total, 402653184.0, 1e-12);
+	assert_rel_close(st.fragmentation, 402653184.0 - 385900544.0, 1e-9);
+	l.expandable_segments = 1;
+	mem_stage(&m, &l, &hw, 0, &st);
+	assert_rel_close(st.total, 394264576.0, 1e-12);
+	l.expandable_segments = 0;
 	mem_estimate(&m, &l, &hw, &e);
 	assert_int_equal(e.stage, 0);
-	assert_rel_close(e.total, 440432640.0, 1e-12);
-	assert_rel_close(e.first_total, 440432640.0, 1e-12);
-	assert_rel_close(e.last_total, 324827136.0 / 0.8, 1e-12);
+	assert_rel_close(e.total, 402653184.0, 1e-12);
+	assert_rel_close(e.first_total, 402653184.0, 1e-12);
 	assert_rel_close(e.capacity, 0.5e9, 1e-15);
+	assert_int_equal(e.verdict, MEM_FITS);
 	assert_true(e.fits);
+	assert_rel_close(e.margin, 0.5e9 - 402653184.0, 1e-12);
+	assert_rel_close(e.band, 0.07 * 402653184.0, 1e-12);
 	hw.mem_reserve_bytes = 0.6e9;
 	mem_estimate(&m, &l, &hw, &e);
+	assert_int_equal(e.verdict, MEM_AT_RISK);
+	assert_true(e.fits); /* kept by the search, flagged */
+	hw.mem_reserve_bytes = 0.65e9;
+	mem_estimate(&m, &l, &hw, &e);
+	assert_int_equal(e.verdict, MEM_OOM);
 	assert_false(e.fits);
+	hw.mem_reserve_bytes = 0.5e9;
 	/* ZeRO-3 over the 2 ranks: 1 + 2 + 6 bytes a parameter, and the
 	 * buffers of stage 1: two layers' bf16 weights gathered (prefetch 1)
 	 * and one layer's fp32 gradient, 12,596,224 x (2 x 2 + 4) =
@@ -689,6 +772,31 @@ static void test_stage_memory(void **state)
 	mem_stage(&m, &l, &hw, 1, &st);
 	assert_rel_close(st.weights + st.grads + st.optimizer, 9 * 25192448.0, 1e-15);
 	assert_rel_close(st.buffers, 100769792, 1e-15);
+	/* Each implementation's buffers at prefetch 4, in layers L of
+	 * 12,596,224 parameters (stage 1 holds 2, P = 2L): Megatron 5 gathered
+	 * (2 bytes) and one fp32 gradient, 14L; DeepSpeed 4 gathered (its
+	 * prefetch bucket of 5e7 parameters holds 3 layers ahead) and its
+	 * reduce bucket of min(5e8, P) bf16 gradients, 8L + 4L = 12L; FSDP1 2
+	 * gathered (limit_all_gathers) and one bf16 gradient, 6L; FSDP2 5
+	 * gathered and the all-gather output, and a layer's bf16 gradients with
+	 * their fp32 reduce-scatter input, 12L + 6L = 18L. */
+	{
+		static const struct {
+			int impl;
+			double layers;
+		} B[] = {{LAYOUT_DP_MEGATRON, 14},
+			 {LAYOUT_DP_DEEPSPEED, 12},
+			 {LAYOUT_DP_FSDP, 6},
+			 {LAYOUT_DP_FSDP2, 18}};
+		l.prefetch = 4;
+		for (size_t i = 0; i < sizeof(B) / sizeof(B[0]); i++) {
+			l.dp_impl = B[i].impl;
+			mem_stage(&m, &l, &hw, 1, &st);
+			assert_rel_close(st.buffers, B[i].layers * 12596224, 1e-15);
+		}
+		l.prefetch = 1;
+		l.dp_impl = LAYOUT_DP_MEGATRON;
+	}
 	/* Hybrid sharding within groups of 1 is no sharding: 18 bytes. */
 	l.shard = 1;
 	mem_stage(&m, &l, &hw, 1, &st);
@@ -1196,6 +1304,8 @@ int main(void)
 	    cmocka_unit_test(test_mla),
 	    cmocka_unit_test(test_activation_bytes_gpt3),
 	    cmocka_unit_test(test_bytes_per_param),
+	    cmocka_unit_test(test_alloc_reserved),
+	    cmocka_unit_test(test_verdict),
 	    cmocka_unit_test(test_stage_memory),
 	    cmocka_unit_test(test_inflight),
 	    cmocka_unit_test(test_analytic_small),

@@ -23,6 +23,7 @@
 #include "build.h"
 #include "calib.h"
 #include "edit.h"
+#include "frame.h"
 #include "kbench.h"
 #include "mem.h"
 #include "pipeline.h"
@@ -329,6 +330,47 @@ static int kernels(struct prism_err *err)
 	return rc;
 }
 
+/* The frameworks' files (frame.h): a Gemma 3 config.json (its nested
+ * text_config) and DeepSeek-V3's, a Megatron-LM launch script, and a
+ * layout exported as Megatron-LM arguments and read back. */
+static int frameworks(struct prism_err *err)
+{
+	static const char *const files[] = {"hf/gemma3-4b.json", "hf/deepseek-v3.json",
+					    "megatron/llama3-70b.sh"};
+	struct frame_extra x;
+	struct llm m, m2;
+	struct layout l, l2;
+	layout_mask given;
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f;
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < sizeof(files) / sizeof(files[0]); i++) {
+		char path[256];
+		snprintf(path, sizeof(path), "%s%s", TEST_DATA(""), files[i]);
+		rc = frame_load_model(path, &m, &x, err);
+	}
+	if (rc)
+		return rc;
+	layout_default(&l);
+	l.tp = 8;
+	l.pp = 4;
+	l.dp = 2;
+	l.zero = 1;
+	if (!(f = open_memstream(&text, &n)))
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory (memstream)");
+	rc = frame_export(f, FRAME_MEGATRON, &m, &l);
+	fclose(f);
+	if (rc)
+		rc = prism_err_set(err, rc, "out of memory (export)");
+	else
+		rc = frame_import(FRAME_MEGATRON, "export", text, n, NULL, &m2, &l2, &given, &x,
+				  err);
+	free(text);
+	return rc;
+}
+
 /* Run w with the n-th allocation failing, for n = 0, 1, ... until a run
  * meets none; each run succeeds or says "out of memory" (sqlite: a
  * failure SQLite reports in its words, but never that the database is
@@ -411,6 +453,12 @@ static void test_kernels(void **state)
 	inject("hardware profile and kernel measurements", kernels, 0);
 }
 
+static void test_frameworks(void **state)
+{
+	(void)state;
+	inject("config.json, Megatron-LM arguments, export and import", frameworks, 0);
+}
+
 /* Inputs made once, without failures. */
 static int setup(void **state)
 {
@@ -477,7 +525,7 @@ int main(void)
 	    cmocka_unit_test(test_trace_mem),  cmocka_unit_test(test_trace_gzip),
 	    cmocka_unit_test(test_graph_file), cmocka_unit_test(test_synth),
 	    cmocka_unit_test(test_simulate),   cmocka_unit_test(test_store),
-	    cmocka_unit_test(test_kernels),
+	    cmocka_unit_test(test_kernels),    cmocka_unit_test(test_frameworks),
 	};
 	if (sqlite3_config(SQLITE_CONFIG_MALLOC, &mem) != SQLITE_OK ||
 	    sqlite3_initialize() != SQLITE_OK)

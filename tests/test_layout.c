@@ -137,9 +137,11 @@ static void test_diff(void **state)
 	n.layers = 16;
 	assert_true(layout_diff(&m, &a, &n, &b) ==
 		    (LK_BIT(LK_dp) | LK_BIT(LK_zero) | LK_BIT(LK_layers)));
-	/* ... and the power cap: a kernel re-timing, as another GPU is. */
-	assert_true(layout_editable() == (LK_BIT(LK_dp) | LK_BIT(LK_microbatches) |
-					  LK_BIT(LK_layers) | LK_BIT(LK_power_w)));
+	/* ... and the power cap: a kernel re-timing, as another GPU is; and
+	 * the allocator's expandable segments: memory alone. */
+	assert_true(layout_editable() ==
+		    (LK_BIT(LK_dp) | LK_BIT(LK_microbatches) | LK_BIT(LK_layers) |
+		     LK_BIT(LK_power_w) | LK_BIT(LK_expandable_segments)));
 	/* The partition as placed: part[] too. */
 	b = a;
 	b.pp = a.pp = 2;
@@ -178,6 +180,55 @@ static void test_parse(void **state)
 	assert_int_equal(l.part[0], 3);
 	assert_int_equal(l.part[1], 5);
 	assert_int_equal(l.partition, LAYOUT_PART_GIVEN);
+	assert_int_equal(layout_parse(LK_dp_impl, "fsdp2", "--dp-impl", &v, &l, &err), 0);
+	assert_true(v == LAYOUT_DP_FSDP2);
+	prism_err_clear(&err);
+	assert_int_equal(layout_parse(LK_dp_impl, "zero", "--dp-impl", &v, &l, &err), PRISM_EARG);
+	assert_string_equal(err.msg,
+			    "--dp-impl 'zero': expected megatron, deepspeed, fsdp or fsdp2");
+}
+
+/* What each sharding implementation runs: FSDP has no ZeRO-1, DeepSpeed no
+ * ZeRO-2/3 with pipeline parallelism; the others pass. */
+static void test_dp_impl(void **state)
+{
+	struct llm m = {.layers = 8,
+			.hidden = 1024,
+			.heads = 16,
+			.ffn = 4096,
+			.seq = 1024,
+			.vocab = 32000,
+			.name = "t"};
+	struct hw_profile hw;
+	struct layout l;
+	struct prism_err err;
+	(void)state;
+	memset(&hw, 0, sizeof(hw));
+	hw.gpus_per_node = 8;
+	for (int d = 0; d < HW_NDTYPES; d++)
+		hw.peak_flops[d] = 1e15;
+	layout_default(&l);
+	l.dp = 4;
+	l.pp = 2;
+	l.zero = 1;
+	for (int i = LAYOUT_DP_MEGATRON; i <= LAYOUT_DP_FSDP2; i++) {
+		l.dp_impl = i;
+		prism_err_clear(&err);
+		assert_int_equal(layout_check(&m, &l, &hw, &err),
+				 i == LAYOUT_DP_FSDP || i == LAYOUT_DP_FSDP2 ? PRISM_EARG : 0);
+	}
+	assert_string_equal(err.msg, "layout: dp_impl fsdp2 has no ZeRO-1 (FSDP shards the "
+				     "gradients with the optimizer state: zero 2 or 3)");
+	l.zero = 3;
+	for (int i = LAYOUT_DP_MEGATRON; i <= LAYOUT_DP_FSDP2; i++) {
+		l.dp_impl = i;
+		prism_err_clear(&err);
+		assert_int_equal(layout_check(&m, &l, &hw, &err),
+				 i == LAYOUT_DP_DEEPSPEED ? PRISM_EARG : 0);
+	}
+	l.dp_impl = LAYOUT_DP_DEEPSPEED;
+	l.pp = 1;
+	assert_int_equal(layout_check(&m, &l, &hw, &err), 0);
 }
 
 /* A description written and read back is the same run; the first
@@ -208,16 +259,18 @@ static void test_desc(void **state)
 	struct prism_err err;
 	(void)state;
 	layout_default(&l);
-	l.tp = 2, l.sp = 1, l.ep = 4, l.dp = 4, l.cp = 2, l.cp_allgather = 1, l.imbalance = 1.5;
+	l.tp = 2, l.sp = 1, l.ep = 4, l.dp = 4, l.cp = 2, l.cp_comm = LAYOUT_CP_ALLGATHER,
+	l.imbalance = 1.5;
 	desc_write(&m, &l, "h100-dgx", s, sizeof(s));
 	assert_string_equal(
-	    s, "prism::model#name=moe;layers=4;hidden=512;heads=8;kv_heads=0;ffn=2048;"
-	       "activation=swiglu;seq=256;vocab=1000;tp=2;pp=1;dp=4;vp=1;mbs=1;microbatches=1;"
-	       "schedule=1f1b;recompute=0;sp=1;zero=0;flash=1;dtype=bf16;fp8_attention=0;"
-	       "hw=h100-dgx;untied=1;rope=1;shard=0;prefetch=1;bucket_mb=0;overlap_grad=1;"
-	       "overlap_param=0;tp_overlap=0;pp_overlap=1;cp=2;cp_allgather=1;experts=8;top_k=2;"
-	       "shared_experts=1;expert_ffn=0;first_dense=1;capacity_factor=1.25;router=sigmoid;"
-	       "ep=4;etp=1;imbalance=1.5");
+	    s,
+	    "prism::model#name=moe;layers=4;hidden=512;heads=8;kv_heads=0;ffn=2048;"
+	    "activation=swiglu;seq=256;vocab=1000;tp=2;pp=1;dp=4;vp=1;mbs=1;microbatches=1;"
+	    "schedule=1f1b;recompute=0;sp=1;zero=0;flash=1;dtype=bf16;fp8_attention=0;"
+	    "hw=h100-dgx;untied=1;rope=1;shard=0;prefetch=1;bucket_mb=0;overlap_grad=1;"
+	    "overlap_param=0;tp_overlap=0;pp_overlap=1;cp=2;cp_comm=all_gather;experts=8;top_k=2;"
+	    "shared_experts=1;expert_ffn=0;first_dense=1;capacity_factor=1.25;router=sigmoid;"
+	    "ep=4;etp=1;imbalance=1.5");
 	memset(&mb, 0, sizeof(mb));
 	layout_default(&back);
 	prism_err_clear(&err);
@@ -225,6 +278,16 @@ static void test_desc(void **state)
 	assert_string_equal(hw, "h100-dgx");
 	assert_memory_equal(&mb, &m, sizeof(m));
 	assert_true(layout_diff(&m, &l, &mb, &back) == 0);
+	/* The flag cp_comm replaced, in descriptions written before it. */
+	layout_default(&back);
+	assert_int_equal(
+	    desc_parse("prism::model#tp=2;cp=2;cp_allgather=1", &mb, &back, hw, sizeof(hw), &err),
+	    0);
+	assert_int_equal(back.cp_comm, LAYOUT_CP_ALLGATHER);
+	assert_int_equal(
+	    desc_parse("prism::model#tp=2;cp=2;cp_comm=a2a+p2p", &mb, &back, hw, sizeof(hw), &err),
+	    0);
+	assert_int_equal(back.cp_comm, LAYOUT_CP_A2A_P2P);
 	/* Unknown keys are a newer writer's: skipped. */
 	assert_int_equal(
 	    desc_parse("prism::model#tp=2;zb_schedule=1", &mb, &back, hw, sizeof(hw), &err), 0);
@@ -401,13 +464,10 @@ static void test_megatron_partition(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rows),
-	    cmocka_unit_test(test_default),
-	    cmocka_unit_test(test_key),
-	    cmocka_unit_test(test_diff),
-	    cmocka_unit_test(test_parse),
-	    cmocka_unit_test(test_desc),
-	    cmocka_unit_test(test_megatron_partition),
+	    cmocka_unit_test(test_rows),    cmocka_unit_test(test_default),
+	    cmocka_unit_test(test_key),	    cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_parse),   cmocka_unit_test(test_desc),
+	    cmocka_unit_test(test_dp_impl), cmocka_unit_test(test_megatron_partition),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

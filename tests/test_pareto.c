@@ -87,7 +87,7 @@ static void test_text(void **state)
 	assert_string_equal(v, "even");
 	pareto_knob_text(&r, LK_dp, v, sizeof(v));
 	assert_string_equal(v, "8");
-	assert_true(pareto_knob(LK_tp) && !pareto_knob(LK_cp_allgather));
+	assert_true(pareto_knob(LK_tp) && !pareto_knob(LK_imbalance));
 }
 
 int main(void)

@@ -950,6 +950,174 @@ static void test_zero3_layer(void **state)
 }
 
 /*
+ * ZeRO-3 as each implementation runs it (layout_dp_traits), on
+ * test_zero3_layer's model and machine (4 layers of P = 12,596,224
+ * parameters, dp 2 on NVLink without latency, bf16 weights: wb 2, gb 4).
+ * The implementations' bytes, by hand from their sources:
+ *  - megatron: gathers 2 P, reduces 4 P, no copies;
+ *  - deepspeed: reduces in bf16 (2 P); copies the gradients into its
+ *    bucket (2 x 2 P read and written) and its bf16 partition into the
+ *    fp32 one ((2 + 4) P / 2);
+ *  - fsdp: casts its fp32 shard to bf16 before the gather ((4 + 2) P / 2),
+ *    reduces in bf16 (2 P), casts the reduced shard to fp32 ((2 + 4) P / 2);
+ *  - fsdp2: copies in the cast shard ((4 + 2) P / 2), copies out the
+ *    gathered layer on the compute stream (2 x 2 P), copies the bf16
+ *    gradients into the fp32 reduce-scatter input ((2 + 4) P).
+ * A ring over 2 moves half a buffer: t_ag = 2P / 2 / 450 GB/s, t_rs =
+ * rb P / 2 / 450 GB/s; each copy its bytes at the kernel model's
+ * elementwise rate (kperf_mem_s).  A layer's gather on the DP stream is g
+ * = copy-in + t_ag; its reduction r = copy-in + t_rs + copy-out.
+ *  - Hidden (NVLink 450 GB/s: g < a layer's forward, g + r < its
+ *    backward): without prefetch each layer but the first waits for g
+ *    forward and g + r backward, so prefetch 0 takes (l - 1)(2 g + r)
+ *    longer than prefetch 1.
+ *  - Exposed (NVLink at 1/200: g is longer than a layer's compute): the
+ *    DP stream runs back to back with prefetch, the compute beside it;
+ *    without, each layer's compute (forward c_f, backward c_b, FSDP2's
+ *    copy-out in both) waits in line, so prefetch 0 takes (l - 1)(c_f + c_b)
+ *    longer.  c_f, c_b: the layers' compute-stream time in the step.
+ */
+/* Kernels `name` of the second step: how many, and how many of them take
+ * the kernel model's time for `bytes` (to the nanosecond). */
+static int kind_count(const struct graph *g, const char *name, double bytes, int *n)
+{
+	int64_t want = prism_ns_round(kperf_mem_s(&hw, HW_MEM_ELEMENTWISE, bytes) * 1e9);
+	int match = 0;
+	*n = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->iter[u] == 1 && g->kind[u] == GN_KERNEL &&
+		    strcmp(strtab_get(&g->st, g->name[u]), name) == 0) {
+			(*n)++;
+			match += llabs(g->dur_ns[u] - want) <= 1;
+		}
+	return match;
+}
+
+static void test_zero3_impls(void **state)
+{
+	const double P = 12596224;
+	/* copy bytes a layer: ag_in (a shard), ag_out, rs_in, rs_out (a
+	 * shard); the reduce dtype's bytes */
+	static const struct {
+		int impl;
+		double ag_in, ag_out, rs_in, rs_out, rb;
+	} T[] = {
+	    {LAYOUT_DP_MEGATRON, 0, 0, 0, 0, 4},
+	    {LAYOUT_DP_DEEPSPEED, 0, 0, 4, 6, 2},
+	    {LAYOUT_DP_FSDP, 6, 0, 0, 6, 2},
+	    {LAYOUT_DP_FSDP2, 6, 4, 6, 0, 4},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(T) / sizeof(T[0]); i++)
+		for (int slow = 0; slow <= 1; slow++) {
+			struct hw_profile g = hw;
+			struct synth_in in;
+			struct synth_out so;
+			struct settle_out st[2];
+			struct graph *gr;
+			double cin = T[i].ag_in * P / 2, cout = T[i].ag_out * P,
+			       rin = T[i].rs_in * P, rout = T[i].rs_out * P / 2;
+			double bw = slow ? 450e9 / 200 : 450e9, gt, rt, comp = 0, dp_s = 0;
+			int n;
+			g.nvlink_lat_s = g.net_lat_s = g.coll_base_s = 0;
+			g.nvl_eff = g.net_eff = 1;
+			g.nvls_eff = 0;
+			g.slow_compute = g.slow_comm = 0;
+			g.nvlink_Bps = bw;
+			small(&in);
+			in.hw = &g;
+			in.m.layers = 4;
+			in.lay.dp = 2;
+			in.lay.zero = 3;
+			in.lay.dp_impl = T[i].impl;
+			in.comm_eff = 1;
+			in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+			gt = 2 * P / 2 / bw +
+			     (cin > 0 ? kperf_mem_s(&g, HW_MEM_ELEMENTWISE, cin) : 0);
+			rt = T[i].rb * P / 2 / bw +
+			     (rin > 0 ? kperf_mem_s(&g, HW_MEM_ELEMENTWISE, rin) : 0) +
+			     (rout > 0 ? kperf_mem_s(&g, HW_MEM_ELEMENTWISE, rout) : 0);
+			for (int pf = 0; pf <= 1; pf++) {
+				in.lay.prefetch = pf;
+				gr = build(&in, &so, &st[pf]);
+				/* Each copy as many times as its collective, of its
+				 * bytes (the layers' 8 gathers and 4 reductions; the
+				 * embedding's and the head's at their own sizes). */
+				if (cin > 0) {
+					assert_int_equal(
+					    kind_count(gr, "zero::all_gather_copy_in", cin, &n), 8);
+					assert_int_equal(n, 10);
+				}
+				if (cout > 0) {
+					assert_int_equal(
+					    kind_count(gr, "zero::all_gather_copy_out", cout, &n),
+					    8);
+					assert_int_equal(n, 10);
+				}
+				if (rin > 0) {
+					assert_int_equal(
+					    kind_count(gr, "zero::reduce_scatter_copy_in", rin, &n),
+					    4);
+					assert_int_equal(n, 6);
+				}
+				if (rout > 0) {
+					assert_int_equal(kind_count(gr,
+								    "zero::reduce_scatter_copy_out",
+								    rout, &n),
+							 4);
+					assert_int_equal(n, 6);
+				}
+				if (pf == 1) {
+					/* The DP stream's work in the step: the collectives and
+					 * the copies beside them. */
+					for (uint32_t u = 0; u < gr->n_nodes; u++)
+						if (gr->iter[u] == 1 && gr->kind[u] >= GN_KERNEL &&
+						    (gr->coll[u] != UINT32_MAX ||
+						     strstr(strtab_get(&gr->st, gr->name[u]),
+							    "zero::reduce_scatter") ||
+						     strstr(strtab_get(&gr->st, gr->name[u]),
+							    "copy_in")))
+							dp_s += (double)gr->dur_ns[u] * 1e-9;
+				}
+				if (pf == 0) {
+					/* The step's compute: every kernel but the collectives
+					 * and the DP stream's copies. */
+					for (uint32_t u = 0; u < gr->n_nodes; u++)
+						if (gr->iter[u] == 1 && gr->kind[u] == GN_KERNEL &&
+						    gr->coll[u] == UINT32_MAX &&
+						    strcmp(strtab_get(&gr->st, gr->name[u]),
+							   "zero::reduce_scatter_copy_in") &&
+						    strcmp(strtab_get(&gr->st, gr->name[u]),
+							   "zero::reduce_scatter_copy_out") &&
+						    strcmp(strtab_get(&gr->st, gr->name[u]),
+							   "zero::all_gather_copy_in"))
+							comp += (double)gr->dur_ns[u] * 1e-9;
+				}
+				synth_out_release(&so);
+				graph_free(gr);
+			}
+			print_message("%s %s: prefetch 0 %.3f ms, 1 %.3f ms (g %.1f us, r %.1f us, "
+				      "DP stream %.1f us, compute %.1f us)\n",
+				      layout_dp_impl_name(T[i].impl), slow ? "exposed" : "hidden",
+				      st[0].iter_s * 1e3, st[1].iter_s * 1e3, gt * 1e6, rt * 1e6,
+				      dp_s * 1e6, comp * 1e6);
+			if (!slow)
+				assert_rel_close(st[0].iter_s - st[1].iter_s, 3 * (2 * gt + rt),
+						 1e-4);
+			else {
+				/* The DP stream sets the pace with prefetch: the step is
+				 * its work (dp_s) and less than the step's compute more;
+				 * without, at least 3 layers' forward and backward more. */
+				double lf, lb, la;
+				synth_layer_times(&in, &lf, &lb, &la);
+				assert_true(st[1].iter_s > dp_s);
+				assert_true(st[1].iter_s < dp_s + comp);
+				assert_true(st[0].iter_s - st[1].iter_s > 3 * (lf + lb));
+			}
+		}
+}
+
+/*
  * Mixture-of-experts (issue 18).  The model of these tests: 4 layers,
  * hidden 1024, 16 heads, seq 1024, vocab 32000 (tied, learned positions),
  * SwiGLU; the first layer dense (ffn 4096), the other 3 with 8 routed
@@ -1649,7 +1817,7 @@ static void test_cp_allgather(void **state)
 	(void)state;
 	small(&in);
 	in.lay.cp = 2;
-	in.lay.cp_allgather = 1;
+	in.lay.cp_comm = LAYOUT_CP_ALLGATHER;
 	g = build(&in, &so, &st);
 	for (uint32_t i = 0; i < g->n_colls; i++) {
 		assert_true(g->colls[i].kind != GC_SEND_RECV);
@@ -1673,6 +1841,100 @@ static void test_cp_allgather(void **state)
 		}
 	synth_out_release(&so);
 	graph_free(g);
+}
+
+/*
+ * Ulysses (cp_comm a2a) of cp = 2 on the same model (16 heads of 64, as
+ * many key-value heads, 512 tokens a rank): each layer's forward
+ * all-to-alls the rank's Q, K and V, 512 x (16 x 64 + 16 x 128) x 2 =
+ * 3,145,728 bytes, before the attention and its output, 512 x 16 x 64 x 2
+ * = 1,048,576 bytes, after; backward the output's gradient before and Q's,
+ * K's and V's after: 8 layers x 2 of each size, over the 2 ranks, no ring
+ * transfer.  The attention between runs 8 heads over the whole 1,024
+ * tokens, after the all-to-all ends.  a2a+p2p at
+ * tp 4, cp 4 in an 8-GPU domain: all-to-alls over the 2 cp ranks of a
+ * domain (256 x (4 x 64 + 4 x 128) x 2 = 393,216 and 256 x 4 x 64 x 2 =
+ * 131,072 bytes) and the ring over the other 2 with the p2p form's block,
+ * 2 x 512 x 2 x 64 x 2 = 262,144 bytes (forward; twice backward).
+ */
+static void test_cp_a2a(void **state)
+{
+	static const struct {
+		int tp, cp, form;
+		double qkv, out, ring;
+		int group;
+	} want[] = {{1, 2, LAYOUT_CP_A2A, 3145728, 1048576, 0, 2},
+		    {4, 4, LAYOUT_CP_A2A_P2P, 393216, 131072, 262144, 2}};
+	(void)state;
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		int nq = 0, no = 0, nf = 0, nb = 0;
+		small(&in);
+		in.lay.tp = want[k].tp;
+		in.lay.cp = want[k].cp;
+		in.lay.cp_comm = want[k].form;
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			const struct graph_coll *x = &g->colls[i];
+			if (x->kind == GC_ALL_TO_ALL) {
+				assert_int_equal(x->group_size, want[k].group);
+				if (x->bytes == want[k].qkv)
+					nq++;
+				else if (x->bytes == want[k].out)
+					no++;
+				else
+					fail();
+			} else if (x->kind == GC_SEND_RECV) {
+				if (x->bytes == want[k].ring)
+					nf++;
+				else if (x->bytes == 2 * want[k].ring)
+					nb++;
+				else
+					fail();
+			}
+		}
+		/* Per rank the graph holds: 8 layers x 2 of each all-to-all, one
+		 * ring transfer each way a layer. */
+		assert_int_equal(nq % 16, 0);
+		assert_true(nq > 0);
+		assert_int_equal(no, nq);
+		assert_int_equal(nf, want[k].ring > 0 ? nq / 2 : 0);
+		assert_int_equal(nb, nf);
+		for (uint32_t u = 0; u + 1 < g->n_nodes; u++)
+			if (g->coll[u] != UINT32_MAX &&
+			    g->colls[g->coll[u]].kind == GC_ALL_TO_ALL &&
+			    g->colls[g->coll[u]].bytes == want[k].qkv &&
+			    g->phase[u] == PH_FORWARD && want[k].ring == 0) {
+				uint32_t v = u + 1; /* the next task on the compute stream */
+				while (v < g->n_nodes && g->proc[v] != g->proc[u])
+					v++;
+				assert_true(v < g->n_nodes);
+				assert_string_equal(strtab_get(&g->st, g->name[v]),
+						    "flash_fwd_kernel");
+				assert_true(g->start_ns[v] >= g->start_ns[u] + g->dur_ns[u]);
+			}
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	{
+		struct synth_in in;
+		struct graph *g = NULL;
+		struct synth_out so;
+		struct prism_err err;
+		small(&in);
+		in.lay.tp = 8;
+		in.lay.cp = 4;
+		in.lay.cp_comm = LAYOUT_CP_A2A;
+		prism_err_clear(&err);
+		assert_int_equal(synth_build(&in, &g, &so, &err), PRISM_EARG);
+		assert_string_equal(err.msg,
+				    "layout: cp_comm a2a scatters the heads over 4 cp ranks: "
+				    "the heads (2) and key-value heads (2) of a TP rank must "
+				    "be divisible by 4");
+	}
 }
 
 /*
@@ -1835,6 +2097,7 @@ int main(void)
 	    cmocka_unit_test(test_selective_recompute),
 	    cmocka_unit_test(test_accumulation_adds),
 	    cmocka_unit_test(test_zero3_layer),
+	    cmocka_unit_test(test_zero3_impls),
 	    cmocka_unit_test(test_unfused_attention),
 	    cmocka_unit_test(test_moe_counts),
 	    cmocka_unit_test(test_moe_all_to_all),
@@ -1848,6 +2111,7 @@ int main(void)
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),
 	    cmocka_unit_test(test_cp_allgather),
+	    cmocka_unit_test(test_cp_a2a),
 	    cmocka_unit_test(test_cp_layout),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);

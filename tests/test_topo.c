@@ -238,6 +238,41 @@ static void test_tp16_round(void **state)
 }
 
 /*
+ * A group with one member a node rides that member's NIC, not the node's
+ * eight (the other seven GPUs run their own groups' collectives at the
+ * same time).  HGX nodes of 8 GPUs and 8 NICs of 50 GB/s, NVLink 900 GB/s,
+ * full efficiency, no latency; an all-gather of S = 1 GiB gathered:
+ *  - {4, 1} (4 nodes, the members tp 8 apart): a ring on one NIC,
+ *    (3/4) S / 50 GB/s = 16.106 ms (hierarchical is that ring);
+ *  - {4, 2} (2 nodes): the ring on the members' 2 NICs, (3/4) S / 100 GB/s;
+ *  - {32, 8}: the node's 8 NICs, ring (31/32) S / 400 GB/s = 2.601 ms;
+ *    hierarchical (3/4)(S/8) / 50 GB/s = 2.013 ms, the faster (as before).
+ */
+static void test_nic_share(void **state)
+{
+	const double S = 1024 * MiB;
+	struct hw_profile hgx = test_rack(8, 8);
+	struct comm_est e;
+	(void)state;
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_GATHER, S, (struct comm_group){4, 1}, 1.0, COMM_RING, &e), 0);
+	assert_rel_close(e.time_s, 0.75 * S / 50e9, 1e-12);
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_GATHER, S, (struct comm_group){4, 1}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 0.75 * S / 50e9, 1e-12);
+	assert_rel_close(e.time_s, 16.106e-3, 1e-4);
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_GATHER, S, (struct comm_group){4, 2}, 1.0, COMM_RING, &e), 0);
+	assert_rel_close(e.time_s, 0.75 * S / 100e9, 1e-12);
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_GATHER, S, (struct comm_group){32, 8}, 1.0, COMM_RING, &e), 0);
+	assert_rel_close(e.time_s, 31.0 / 32 * S / 400e9, 1e-12);
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_GATHER, S, (struct comm_group){32, 8}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 0.75 * (S / 8) / 50e9, 1e-12);
+}
+
+/*
  * The same with the shipped profiles' numbers (configs/hw; change with a
  * refit, and this test with them).
  *
@@ -379,10 +414,10 @@ static void test_analytic_tp16(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_new_profiles),  cmocka_unit_test(test_domain_key),
-	    cmocka_unit_test(test_group_fits),	  cmocka_unit_test(test_tp16_round),
-	    cmocka_unit_test(test_tp16_profiles), cmocka_unit_test(test_mesh),
-	    cmocka_unit_test(test_analytic_tp16),
+	    cmocka_unit_test(test_new_profiles), cmocka_unit_test(test_domain_key),
+	    cmocka_unit_test(test_group_fits),	 cmocka_unit_test(test_tp16_round),
+	    cmocka_unit_test(test_nic_share),	 cmocka_unit_test(test_tp16_profiles),
+	    cmocka_unit_test(test_mesh),	 cmocka_unit_test(test_analytic_tp16),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

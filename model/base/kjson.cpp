@@ -796,3 +796,79 @@ extern "C" int kjson_parse_top(struct kjson_parser *p, const char *key, const ch
 		return nomem(p, base, fail);
 	}
 }
+
+static int parse_object(struct kjson_parser *p, const char *buf, size_t len, kjson_member_fn fn,
+			void *ctx, struct kjson_fail *fail)
+{
+	unsigned long failures = alloc_failures;
+	ondemand::document doc;
+	ondemand::object obj;
+	error_code e;
+
+	if (kjson_check(buf, len, 0, fail))
+		return -1;
+	e = p->parser.iterate(padded_string_view(buf, len, len + KJSON_PADDING)).get(doc);
+	if (alloc_failures != failures)
+		return nomem(p, 0, fail);
+	if (e) {
+		size_t at = 0, event = 0;
+		const char *what = stage1_where(e, buf, len, &at, &event);
+		fail_set(fail, at, 0, "", what ? what : error_message(e));
+		return -1;
+	}
+	if ((e = doc.get_object().get(obj))) {
+		fail_set(fail, 0, 0, "", "not a JSON object");
+		return -1;
+	}
+	for (auto fr : obj) {
+		ondemand::field f;
+		std::string_view k;
+		struct kjson_val v;
+		struct kjson_str key;
+		int rc;
+
+		std::memset(&v, 0, sizeof(v));
+		if ((e = std::move(fr).get(f)) || (e = f.unescaped_key().get(k))) {
+			fail_set(fail, where(doc, buf, 0), 0, "", error_message(e));
+			return -1;
+		}
+		key.p = k.data();
+		key.n = k.size();
+		if (f.value().type() == ondemand::json_type::object) {
+			ondemand::object o;
+			std::string_view raw;
+			if (!(e = f.value().get_object().get(o)) && !(e = o.raw_json().get(raw))) {
+				v.type = KJSON_OBJECT;
+				v.s.p = raw.data();
+				v.s.n = raw.size();
+			}
+		} else {
+			e = get_val(f.value(), &v);
+		}
+		if (e) {
+			char field[48];
+			std::snprintf(
+			    field, sizeof(field), "%.*s",
+			    (int)(k.size() < sizeof(field) - 1 ? k.size() : sizeof(field) - 1),
+			    k.data());
+			fail_set(fail, where(doc, buf, 0), 0, field, error_message(e));
+			return -1;
+		}
+		if ((rc = fn(ctx, key, &v)) != 0)
+			return rc;
+	}
+	if (alloc_failures != failures)
+		return nomem(p, 0, fail);
+	return 0;
+}
+
+extern "C" int kjson_parse_object(struct kjson_parser *p, const char *buf, size_t len,
+				  kjson_member_fn fn, void *ctx, struct kjson_fail *fail)
+{
+	std::memset(fail, 0, sizeof(*fail));
+	try {
+		return parse_object(p, buf, len, fn, ctx, fail);
+	} catch (const std::bad_alloc &) {
+		return nomem(p, 0, fail);
+	}
+}

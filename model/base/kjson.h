@@ -174,6 +174,22 @@ int kjson_check(const char *buf, size_t len, uint64_t base, struct kjson_fail *f
  * ".5", "1.", "01", "1e", "1x" are not). */
 int kjson_number(const char *s, size_t n, struct kjson_val *v);
 
+/*
+ * The members of the JSON object buf[0..len) (padded as above; a small
+ * document such as a model's config.json, read whole): fn is called with
+ * each member's key and value in order, an object's or an array's value
+ * as its raw JSON text in v->s (KJSON_OBJECT, KJSON_ARRAY), which the
+ * caller may read with kjson_parse_object again (it lies inside buf, so
+ * it is padded too).  Keys and strings point into the parser or buf and
+ * are valid during the callback only (raw texts: while buf is).  Every
+ * value is checked to be JSON (kjson_check) first.  0; fn's non-zero
+ * value (stops, passed back, fail->what empty); or -1 with *fail set
+ * (its field the member's key), also when out of memory (fail->nomem).
+ */
+typedef int (*kjson_member_fn)(void *ctx, struct kjson_str key, const struct kjson_val *v);
+int kjson_parse_object(struct kjson_parser *p, const char *buf, size_t len, kjson_member_fn fn,
+		       void *ctx, struct kjson_fail *fail);
+
 #ifdef __cplusplus
 }
 #endif

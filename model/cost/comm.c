@@ -76,13 +76,20 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 		b_nvl *= (double)links / (hw_domain(hw) - 1);
 	}
 	/* Across domains a ring leaves each domain through one NIC; rings run
-	 * side by side on every NIC (rails) of the nodes the group's members
-	 * of the domain sit on -- one node's NICs when they fit in one node
-	 * (PXN reaching the node's other NICs over NVLink), the NICs of
-	 * ceil(per / gpus_per_node) nodes when the domain is larger -- shared
-	 * by nothing else.  With a domain of one node the factor is exactly 1. */
+	 * side by side on the NICs (rails) of the group's members in the
+	 * domain: each member's share of its node's NICs (hw_net_Bps_per_gpu),
+	 * per of them -- a whole node's NICs when the group fills the node,
+	 * the NICs of ceil(per / gpus_per_node) nodes when the domain is
+	 * larger, one GPU's share when the group has one member a node.  The
+	 * node's other GPUs run their own groups' collectives at the same time
+	 * (the other tensor-parallel ranks' data-parallel groups), so PXN
+	 * borrows no idle NIC; nccl-tests across 2 nodes x 1 H100 given 4 NICs
+	 * reach 41 GB/s of bus bandwidth, one NIC's worth
+	 * (NVIDIA/nccl-tests#232, ../shared/kernels/collectives.csv). */
 	trays = (per + hw->gpus_per_node - 1) / hw->gpus_per_node;
 	b_net = hw->nics_per_node * hw->nic_Bps * (double)trays * hw->net_eff * eff;
+	if (per < trays * hw->gpus_per_node)
+		b_net *= (double)per / (trays * hw->gpus_per_node);
 	if (kind == GC_SEND || kind == GC_RECV || kind == GC_SEND_RECV || n == 1) {
 		/* One message to a peer: over NVLink inside a domain, else one
 		 * NIC. */

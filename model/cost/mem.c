@@ -1,6 +1,7 @@
 /* mem.c - weights, optimizer state, buffers and activations per stage. */
 #include "mem.h"
 
+#include <math.h>
 #include <string.h>
 
 double mem_act_per_layer(const struct llm *m, const struct layout *l)
@@ -101,6 +102,53 @@ void mem_bytes_per_param(int prec, double *w, double *g, double *o)
 	}
 }
 
+static double round_up(double x, double q)
+{
+	return ceil(x / q) * q;
+}
+
+double mem_alloc_reserved(const struct mem_tensors *t, int k, int expandable)
+{
+	double small = 0, large = 0;
+	for (int i = 0; i < k; i++) {
+		double r, per, seg;
+		if (!(t[i].n > 0) || !(t[i].bytes > 0))
+			continue;
+		r = round_up(t[i].bytes, MEM_ALLOC_BLOCK);
+		if (expandable) {
+			*(r <= MEM_ALLOC_SMALL ? &small : &large) += t[i].n * r;
+			continue;
+		}
+		if (r >= MEM_ALLOC_MID) {
+			large += t[i].n * round_up(r, MEM_ALLOC_ROUND);
+			continue;
+		}
+		seg = r <= MEM_ALLOC_SMALL ? MEM_ALLOC_SMALL_SEG : MEM_ALLOC_LARGE_SEG;
+		per = floor(seg / r);
+		*(r <= MEM_ALLOC_SMALL ? &small : &large) += ceil(t[i].n / per) * seg;
+	}
+	if (expandable)
+		return round_up(small, MEM_ALLOC_SMALL_SEG) + round_up(large, MEM_ALLOC_LARGE_SEG);
+	return small + large;
+}
+
+int mem_verdict(double total, double capacity, double *band)
+{
+	*band = MEM_UNCERTAINTY * total;
+	if (total + *band <= capacity)
+		return MEM_FITS;
+	return total - *band > capacity ? MEM_OOM : MEM_AT_RISK;
+}
+
+const char *mem_verdict_name(int v, int brief)
+{
+	static const char *const full[] = {"fits", "at risk", "out of memory"};
+	static const char *const shrt[] = {"fits", "at-risk", "oom"};
+	if (v < MEM_FITS || v > MEM_OOM)
+		return "?";
+	return brief ? shrt[v] : full[v];
+}
+
 /* Activations of chunk c of stage s, one microbatch: its dense layers'
  * and its mixture-of-experts layers'. */
 static double chunk_act(const struct llm *m, const struct layout *l, int s, int c, double a_layer,
@@ -131,6 +179,43 @@ static int warmup(const struct layout *l, int s)
 	else
 		w = p - s - 1;
 	return w > total ? total : w;
+}
+
+/* What the caching allocator reserves for stage st's tensors at its peak
+ * (mem_alloc_reserved), n the stage's layers, gb and ob the gradients' and
+ * the optimizer's bytes a parameter, a_layer a dense layer's activations.  The tensors, as the
+ * frameworks allocate them: weights and each 4-byte optimizer state (fp32
+ * master, moments) one per layer (the embedding and the head spread over
+ * them), the gradients in buckets (layout_bucket_params); ZeRO-3's gathered layers (prefetch + 1), its gathered
+ * embedding or head and one layer's gradient, ZeRO-2's one gradient; each
+ * layer's saved activations as Korthikanti's 12 tensors a layer (the
+ * inputs of the two norms, of QKV, Q, K, V, the projection, FC1 and FC2,
+ * FC1's output and two dropout masks; one, its input, with full
+ * recomputation), the fp32 logits of each microbatch held, and the working
+ * memory (cuBLAS's workspace apart). */
+static double stage_reserve(const struct llm *m, const struct layout *l, const struct mem_stage *st,
+			    double n, double gb, double ob, double a_layer)
+{
+	struct mem_tensors t[10];
+	double bk = layout_bucket_params(l, gb) * gb, nbk = floor(st->grads / bk);
+	double per = n > 0 ? n : 1, lg1 = 4.0 * m->seq / layout_cp(l) * l->mbs * m->vocab / l->tp;
+	double T = l->recompute == LAYOUT_RECOMPUTE_FULL ? 1 : 12, a1 = a_layer / T;
+	double acts = st->activations - st->logits, nb = 1, lgn = lg1 > 0 ? st->logits / lg1 : 0;
+	int k = 0;
+
+	if (l->zero >= 3)
+		nb = l->prefetch + 3;
+	t[k++] = (struct mem_tensors){st->weights / per, per};
+	t[k++] = (struct mem_tensors){bk, nbk};
+	t[k++] = (struct mem_tensors){st->grads - nbk * bk, 1};
+	t[k++] = (struct mem_tensors){st->optimizer / (per * ob / 4), per * ob / 4};
+	t[k++] = (struct mem_tensors){st->buffers / nb, nb};
+	t[k++] = (struct mem_tensors){a1, a1 > 0 ? floor(acts / a1) : 0};
+	t[k++] = (struct mem_tensors){a1 > 0 ? acts - floor(acts / a1) * a1 : acts, 1};
+	t[k++] = (struct mem_tensors){lg1, lgn};
+	t[k++] = (struct mem_tensors){st->transient - MEM_CUBLAS_WORKSPACE, 1};
+	t[k++] = (struct mem_tensors){MEM_CUBLAS_WORKSPACE, 1};
+	return mem_alloc_reserved(t, k, l->expandable_segments);
 }
 
 void mem_stage(const struct llm *m, const struct layout *l, const struct hw_profile *hw, int s,
@@ -195,11 +280,18 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		    (wb * P + (fp8_weights ? 2 * n * layer : 0)) / (l->zero >= 3 ? shard : 1);
 		out->grads = gb * P / (l->zero >= 2 ? shard : 1);
 		out->optimizer = ob * P / (l->zero >= 1 ? shard : 1);
+		/* The implementation's buffers (layout_dp_traits): the layers
+		 * gathered at once (prefetched ones, FSDP2's all-gather output
+		 * kept for the next copy-in), one layer's gradients unsharded for
+		 * the reduce-scatter, DeepSpeed's reduce bucket. */
+		struct layout_dp_traits dt;
+		layout_dp_traits(l, layer, wb, gb, &dt);
+		if (l->zero >= 2 && shard > 1)
+			out->buffers = layer * dt.rs_buf +
+				       (dt.bucket_params < P ? dt.bucket_params : P) * dt.rs_bytes;
 		if (l->zero >= 3 && shard > 1)
-			out->buffers =
-			    (l->prefetch + 1) * layer * wb + (emb + head) * wb + layer * gb;
-		else if (l->zero == 2 && shard > 1)
-			out->buffers = layer * gb;
+			out->buffers +=
+			    (dt.prefetch + 1 + dt.ag_extra) * layer * wb + (emb + head) * wb;
 	}
 
 	/* The schedule, walked: what the stage holds after each forward (the
@@ -257,25 +349,39 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	if (last)
 		out->transient += 2 * sl * b * V / t;
 	/* Context parallelism: the ring's key-value blocks in flight, two
-	 * (double buffered), and their gradients' two backward. */
-	if (layout_cp(l) > 1 && !l->cp_allgather)
+	 * (double buffered), and their gradients' two backward (p2p, and the
+	 * ring of a2a+p2p: the same bytes, a-th of the heads over a times the
+	 * tokens). */
+	if (layout_cp(l) > 1 && (l->cp_comm == LAYOUT_CP_P2P ||
+				 (l->cp_comm == LAYOUT_CP_A2A_P2P &&
+				  layout_cp_a2a(l, hw ? hw_domain(hw) : 1) < layout_cp(l))))
 		out->transient +=
 		    4 * 2 * b * sl * llm_kv_heads_rank(m, (int)t) * llm_head_dim(m) * 2;
 	/* The all-gather form: the whole sequence's K and V, gathered, and
 	 * their gradients before the reduce-scatter. */
-	if (layout_cp(l) > 1 && l->cp_allgather)
+	if (layout_cp(l) > 1 && l->cp_comm == LAYOUT_CP_ALLGATHER)
 		out->transient += 2 * 2 * b * sl * layout_cp(l) * llm_kv_heads_rank(m, (int)t) *
 				  llm_head_dim(m) * 2;
+	/* Ulysses' all-to-alls: Q, K and V received beside the sent ones
+	 * (backward their gradients), as many bytes as the rank's own. */
+	if (layout_cp(l) > 1 && layout_cp_a2a(l, hw ? hw_domain(hw) : 1) > 1)
+		out->transient +=
+		    b * sl *
+		    (m->heads / t * llm_qk_head_dim(m) +
+		     llm_kv_heads_rank(m, (int)t) * (llm_qk_head_dim(m) + llm_v_head_dim(m))) *
+		    2;
 	/* Mixture-of-experts: the dispatch's send buffer, the routed tokens
 	 * before the all-to-all (the receive side is the experts' input,
 	 * counted above). */
 	if (llm_moe_layers(m) > 0 && layout_ep(l) > 1)
 		out->transient += 2 * mem_moe_tokens(m, l) / layout_etp(l) * h;
+	/* cuBLAS's workspace (MEM_CUBLAS_WORKSPACE), one compute stream. */
+	out->transient += MEM_CUBLAS_WORKSPACE;
 	out->allocated = out->weights + out->grads + out->optimizer + out->buffers +
 			 out->activations + out->transient;
-	if (hw && hw->mem_frag > 0 && hw->mem_frag < 1)
-		out->fragmentation = out->allocated * hw->mem_frag / (1 - hw->mem_frag);
+	out->fragmentation = stage_reserve(m, l, out, n, gb, ob, a_layer) - out->allocated;
 	out->total = out->allocated + out->fragmentation;
+	(void)hw;
 }
 
 void mem_estimate(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
@@ -310,8 +416,9 @@ void mem_estimate(const struct llm *m, const struct layout *l, const struct hw_p
 	out->allocated = best.allocated;
 	out->fragmentation = best.fragmentation;
 	out->total = best.total;
-	if (hw) {
+	if (hw)
 		out->capacity = hw->hbm_bytes - hw->mem_reserve_bytes;
-		out->fits = out->total <= out->capacity;
-	}
+	out->verdict = mem_verdict(out->total, out->capacity, &out->band);
+	out->fits = out->verdict != MEM_OOM;
+	out->margin = out->capacity - out->total;
 }

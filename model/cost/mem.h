@@ -23,9 +23,11 @@
  *               (FSDP FULL_SHARD) the weights too.  FP8 training adds an
  *               fp8 copy of each layer weight and its transpose (2 bytes).
  *   buffers     ZeRO-3: the unsharded bf16 weights of the layers gathered
- *               at once (prefetch + 1), the stage's embedding or head
- *               unsharded, and one layer's unsharded gradient before its
- *               reduce-scatter; ZeRO-2: one layer's unsharded gradient.
+ *               at once (prefetch + 1, within the implementation's limits,
+ *               FSDP2's all-gather output one more), the stage's embedding
+ *               or head unsharded, and one layer's unsharded gradient
+ *               before its reduce-scatter; ZeRO-2: that gradient; and
+ *               DeepSpeed's reduce bucket (layout_dp_traits).
  *   activations per layer per microbatch (Korthikanti et al. 2022, Table 2,
  *               mem_act_per_layer), times the layers of each chunk held, as
  *               the schedule holds them: the stage's own order of forward
@@ -40,9 +42,14 @@
  *               while recomputed (full recomputation), or its s^2 scores
  *               (selective, without flash attention); the bf16 logits of
  *               the microbatch in the loss (last stage).
- *   fragmentation  the caching allocator reserves more than it allocates:
- *               reserved = allocated / (1 - f), f from the hardware
- *               profile (allocator_fragmentation).
+ *   workspace   cuBLAS's, one per stream, through the caching allocator
+ *               (PyTorch's CublasHandlePool.cpp: 4096 KiB x 8 on sm90 and
+ *               later): counted in the working memory.
+ *   fragmentation  what PyTorch's caching allocator reserves beyond what is
+ *               allocated, from how it places the stage's tensors at the
+ *               peak (mem_alloc_reserved): per-layer weights, gradients and
+ *               optimizer state, ZeRO's gathered layers, each layer's
+ *               saved activations, the logits, the working memory.
  *
  * Mixture-of-experts layers hold their routed experts' share, experts /
  * (ep x etp), whose optimizer state ZeRO shards over the expert
@@ -50,9 +57,10 @@
  * (mem_act_moe_layer); context parallelism divides every activation by
  * cp and adds the ring's key-value buffers to the working memory.
  *
- * A stage fits when allocated + fragmentation is at most the HBM capacity
- * less the profile's reserve (CUDA context, library workspaces, NCCL
- * buffers).
+ * The verdict (mem_verdict) sets the total against the HBM capacity less the
+ * profile's reserve (CUDA context, NCCL's buffers: outside the caching
+ * allocator) with the model's measured uncertainty: fits, at risk, or out
+ * of memory.
  */
 #ifndef PRISM_MEM_H
 #define PRISM_MEM_H
@@ -94,8 +102,75 @@ struct mem_est {
 	double total;			/* allocated + fragmentation */
 	double first_total, last_total; /* stage 0's and the last stage's */
 	double capacity;		/* usable: HBM minus the reserve */
-	int fits;
+	int verdict;			/* enum mem_verdict */
+	int fits;			/* verdict != MEM_OOM: the search keeps it */
+	double margin;			/* capacity - total (negative: short) */
+	double band;			/* the model's uncertainty at total: u x total */
 };
+
+/*
+ * PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp; the
+ * sizes in c10/core/AllocatorConfig.h): a request is rounded up to 512
+ * bytes (kMinBlockSize).  Up to 1 MiB (kSmallSize) it is carved from the
+ * small pool's 2 MiB segments (kSmallBuffer), split while 512 bytes are
+ * left; above, from the large pool: requests under 10 MiB (kMinLargeAlloc)
+ * share 20 MiB segments (kLargeBuffer), split while more than 1 MiB is
+ * left, larger ones get a segment of their own rounded up to 2 MiB
+ * (kRoundLarge).  max_split_size is unlimited by default (no block is kept
+ * whole for its size).  With expandable_segments each pool is one segment
+ * of virtual addresses whose pages are mapped as blocks need them, 2 MiB
+ * pages in the small pool and 20 MiB in the large (the segment_size of
+ * get_expandable_segment): blocks lie end to end.
+ */
+#define MEM_ALLOC_BLOCK	    512.0
+#define MEM_ALLOC_SMALL	    1048576.0
+#define MEM_ALLOC_SMALL_SEG 2097152.0
+#define MEM_ALLOC_MID	    10485760.0
+#define MEM_ALLOC_LARGE_SEG 20971520.0
+#define MEM_ALLOC_ROUND	    2097152.0
+
+/* cuBLAS's workspace, allocated through the caching allocator once per
+ * handle and stream (aten/src/ATen/cuda/CublasHandlePool.cpp,
+ * getChosenWorkspaceSize: ":4096:8" on sm90 and later, 32 MiB; older GPUs
+ * 8.125 MiB, counted as Hopper's). */
+#define MEM_CUBLAS_WORKSPACE 33554432.0
+
+/* n tensors of bytes each, held at once (n may be fractional: a part of a
+ * tensor class at the peak counts as that part of one). */
+struct mem_tensors {
+	double bytes, n;
+};
+
+/* What the caching allocator reserves to hold the k classes of tensors t at
+ * once, bytes: in its default mode each class packed in its pool's segments
+ * as above (small: ceil(n / floor(2 MiB / r)) segments of 2 MiB, r the
+ * rounded size; under 10 MiB: ceil(n / floor(20 MiB / r)) of 20 MiB;
+ * larger: n segments of r rounded to 2 MiB); with expandable segments the
+ * rounded sizes end to end, each pool rounded up to its page.  What it
+ * reserves beyond the live set for blocks freed and split for other sizes
+ * is not modelled: the verdict's uncertainty holds it. */
+double mem_alloc_reserved(const struct mem_tensors *t, int k, int expandable);
+
+/* The verdict: fits where the total and its uncertainty band (u x total, u
+ * MEM_UNCERTAINTY) are within capacity; out of memory where even the total
+ * less the band exceeds it; at risk between.  *band gets the band. */
+enum mem_verdict { MEM_FITS, MEM_AT_RISK, MEM_OOM };
+
+/* The memory model's measured uncertainty, a fraction of the predicted
+ * total (docs/VALIDATION.md, "The memory model against measured and
+ * published peaks": scripts/memory_check.py). */
+#define MEM_UNCERTAINTY_PCT 7
+#define MEM_UNCERTAINTY	    (MEM_UNCERTAINTY_PCT / 100.0)
+/* The percentage as text, for help texts ("7"). */
+#define MEM_STR_(x)	     #x
+#define MEM_XSTR_(x)	     MEM_STR_(x)
+#define MEM_UNCERTAINTY_TEXT MEM_XSTR_(MEM_UNCERTAINTY_PCT)
+
+int mem_verdict(double total, double capacity, double *band);
+
+/* "fits", "at risk", "out of memory" ("?" beyond); the database's and
+ * --json's "fits", "at-risk", "oom" with brief. */
+const char *mem_verdict_name(int verdict, int brief);
 
 /* Activation bytes of one layer for one microbatch. */
 double mem_act_per_layer(const struct llm *m, const struct layout *l);
@@ -134,12 +209,12 @@ int mem_prec(int dtype);
 /* Bytes per parameter of weights, gradients and optimizer state. */
 void mem_bytes_per_param(int prec, double *weights, double *grads, double *optimizer);
 
-/* Stage s of l (0 <= s < pp); hw may be NULL (no fragmentation). */
+/* Stage s of l (0 <= s < pp); hw is not read (may be NULL). */
 void mem_stage(const struct llm *m, const struct layout *l, const struct hw_profile *hw, int s,
 	       struct mem_stage *out);
 
-/* Every stage; the one needing the most is reported.  hw may be NULL (then
- * capacity = 0, fits = 0). */
+/* Every stage; the one needing the most is reported, with its verdict.  hw
+ * may be NULL (then capacity = 0, out of memory). */
 void mem_estimate(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
 		  struct mem_est *out);
 

@@ -292,6 +292,9 @@ int desc_parse(const char *s, struct llm *m, struct layout *l, char *hw_id, size
 			   (k != LK_partition || strcmp(key, "part") == 0)) {
 			if ((rc = knob(k, key, val, m, l, err)))
 				return rc;
+		} else if (strcmp(key, "cp_allgather") == 0 && strcmp(val, "1") == 0) {
+			/* The flag cp_comm replaced (descriptions written before). */
+			l->cp_comm = LAYOUT_CP_ALLGATHER;
 		}
 		/* Other keys: a newer writer's, skipped. */
 		p = *end ? end + 1 : end;

@@ -404,13 +404,19 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 		}
 		hw->mesh = !strcmp(fab, "mesh");
 	}
-	/* Optional: the allocator's fragmentation, a fraction of what it
-	 * reserves (mem.h); absent: HW_MEM_FRAG_DEFAULT. */
-	hw->mem_frag = HW_MEM_FRAG_DEFAULT;
-	if (config_setting_lookup(gpu, "allocator_fragmentation") &&
-	    (rc = cfg_range(path, &cf, gpu, "allocator_fragmentation", 0, 0.9, 0, 1, &hw->mem_frag,
-			    err)))
+	/* The allocator's reserve is modelled (mem_alloc_reserved): a flat
+	 * share of it in the profile is refused, naming what replaced it. */
+	if (config_setting_lookup(gpu, "allocator_fragmentation")) {
+		rc = prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s:%d: 'gpu.allocator_fragmentation' is no longer read: the caching "
+		    "allocator's reserve is modelled from the tensors a step holds "
+		    "(docs/MODEL.md, \"Memory\"; --expandable-segments); remove it",
+		    path,
+		    config_setting_source_line(
+			config_setting_lookup(gpu, "allocator_fragmentation")));
 		goto out;
+	}
 	/* Optional: the power limit and the sustained clock under it
 	 * (docs/MODEL.md, "Sustained rates"); absent: no rating, and the
 	 * burst rates sustained. */

@@ -93,8 +93,6 @@ struct hw_profile {
 	double coll_base_s;
 	double mem_reserve_bytes; /* kept free: CUDA context, library workspaces,
 				   * NCCL buffers */
-	double mem_frag;	  /* the caching allocator's fragmentation: the
-				   * fraction of reserved memory not allocated */
 	double slow_compute;	  /* contention (sim.h): a compute kernel beside
 				   * a collective runs 1 / (1 + slow_compute) */
 	double slow_comm;	  /* and a collective beside compute 1 / (1 +
@@ -148,12 +146,6 @@ double hw_capped_clock(const struct hw_profile *hw, double power_w);
  * hw_capped_clock (buf's lifetime is the caller's).  No allocation. */
 const struct hw_profile *hw_at_power(const struct hw_profile *hw, double power_w,
 				     struct hw_profile *buf);
-
-/* The caching allocator's fragmentation where a profile states none: GMLake
- * (Guo et al., ASPLOS 2024) measured PyTorch's caching allocator on eight
- * LLM training runs on A100 80 GB at 15 % of reserved memory on average (up
- * to 33 %), the share its stitching recovered. */
-#define HW_MEM_FRAG_DEFAULT 0.15
 
 /* Bus efficiency of collectives where a profile states none: prism's
  * comm_eff default before the profiles carried a fit. */

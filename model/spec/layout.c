@@ -18,6 +18,8 @@ void layout_default(struct layout *l)
 
 static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
+static const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p"};
+static const char *const dp_impl_names[] = {"megatron", "deepspeed", "fsdp", "fsdp2"};
 
 /* names[i] of n names, "?" beyond; and the index of s among them, -1. */
 static const char *name_of(const char *const *names, int n, int i)
@@ -51,6 +53,104 @@ const char *layout_schedule_name(int s)
 int layout_schedule_parse(const char *s)
 {
 	return index_of(schedule_names, LAYOUT_INTERLEAVED + 1, s);
+}
+
+const char *layout_cp_comm_name(int c)
+{
+	return name_of(cp_comm_names, LAYOUT_CP_A2A_P2P + 1, c);
+}
+
+int layout_cp_comm_parse(const char *s)
+{
+	if (strcmp(s, "allgather") == 0)
+		return LAYOUT_CP_ALLGATHER;
+	return index_of(cp_comm_names, LAYOUT_CP_A2A_P2P + 1, s);
+}
+
+const char *layout_dp_impl_name(int i)
+{
+	return name_of(dp_impl_names, LAYOUT_DP_FSDP2 + 1, i);
+}
+
+int layout_dp_impl_parse(const char *s)
+{
+	return index_of(dp_impl_names, LAYOUT_DP_FSDP2 + 1, s);
+}
+
+/* DeepSpeed's zero_optimization defaults (deepspeed/runtime/zero/config.py):
+ * stage3_prefetch_bucket_size 5e7 and reduce_bucket_size 5e8 elements. */
+#define DS_PREFETCH_BUCKET 5e7
+#define DS_REDUCE_BUCKET   5e8
+
+void layout_dp_traits(const struct layout *l, double layer_params, double wb, double gb,
+		      struct layout_dp_traits *t)
+{
+	/* A sharded fp32 master cast to the weights' dtype on its way in. */
+	double cast = wb < 4 ? 4 + wb : 0;
+	memset(t, 0, sizeof(*t));
+	t->prefetch = l->prefetch;
+	t->rs_bytes = gb;
+	t->rs_buf = gb;
+	switch (l->dp_impl) {
+	case LAYOUT_DP_DEEPSPEED: {
+		/* PartitionedParameterCoordinator.fetch_sub_module prefetches the
+		 * next modules of its trace while fewer than
+		 * stage3_prefetch_bucket_size parameters are in flight (at least
+		 * the next one); gradients are copied into the ipg bucket
+		 * (__add_grad_to_ipg_bucket), reduce-scattered in the
+		 * communication dtype (the weights', engine.communication_data_type)
+		 * and the rank's partition copied into its fp32 gradient
+		 * (partition_grads). */
+		int cap = layer_params > 0 ? (int)(DS_PREFETCH_BUCKET / layer_params) : t->prefetch;
+		if (cap < 1)
+			cap = 1;
+		if (t->prefetch > cap)
+			t->prefetch = cap;
+		t->rs_bytes = wb;
+		t->rs_in = 2 * wb;
+		t->rs_out = wb + 4;
+		t->rs_buf = 0;
+		t->bucket_params = DS_REDUCE_BUCKET;
+		break;
+	}
+	case LAYOUT_DP_FSDP:
+		/* FSDP1 (torch/distributed/fsdp/_runtime_utils.py): the flat
+		 * parameter's shard cast to the low precision before its
+		 * all-gather (_use_low_precision_shard), gathered into the flat
+		 * buffer the parameters view; limit_all_gathers lets two
+		 * all-gathers be in flight (_free_event_queue), and
+		 * BACKWARD_PRE prefetches one unit: one layer ahead at most.  The
+		 * flat gradient is reduce-scattered in the reduce dtype
+		 * (MixedPrecision's default: the parameters') and the shard cast
+		 * to the fp32 sharded gradient. */
+		if (t->prefetch > 1)
+			t->prefetch = 1;
+		t->rs_bytes = wb;
+		t->ag_in = cast;
+		t->rs_out = wb + 4;
+		t->rs_buf = wb;
+		break;
+	case LAYOUT_DP_FSDP2:
+		/* fully_shard (torch/distributed/fsdp/_fully_shard/
+		 * _fsdp_collectives.py): foreach_all_gather copies (and casts)
+		 * the group's shards into the all-gather input on the copy-in
+		 * stream, foreach_all_gather_copy_out splits the output into the
+		 * parameters on the compute stream, and the output is kept until
+		 * the next group's copy-in (_fsdp_param_group.py, "Overlapping
+		 * all-gather copy-in and all-gather"); foreach_reduce copies the
+		 * unsharded gradients into the reduce-scatter input in the
+		 * reduce dtype (torchtitan: fp32) on the reduce-scatter stream. */
+		t->ag_in = cast;
+		t->ag_out = 2 * wb;
+		t->rs_in = wb + gb;
+		t->ag_extra = 1;
+		t->rs_buf = wb + gb;
+		break;
+	default: /* Megatron-LM: gradients accumulate into the contiguous
+		  * grad buffer, parameters are views of the param buffer
+		  * (distributed/param_and_grad_buffer.py): no copies. */
+		break;
+	}
 }
 
 /* The longest layout string unrolled (its layers, its chunks' bars and
@@ -369,6 +469,23 @@ int layout_cp(const struct layout *l)
 	return l->cp > 1 ? l->cp : 1;
 }
 
+int layout_cp_a2a(const struct layout *l, int domain)
+{
+	int cp = layout_cp(l), a, b;
+	if (l->cp_comm == LAYOUT_CP_A2A)
+		return cp;
+	if (l->cp_comm != LAYOUT_CP_A2A_P2P)
+		return 1;
+	a = cp;
+	b = l->tp > 0 && domain / l->tp > 1 ? domain / l->tp : 1;
+	while (b) { /* gcd */
+		int t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 int layout_dpc(const struct layout *l)
 {
 	return l->dp * layout_cp(l);
@@ -388,6 +505,14 @@ int layout_edp(const struct layout *l)
 {
 	int n = l->tp * l->dp * layout_cp(l) / (layout_ep(l) * layout_etp(l));
 	return n > 1 ? n : 1;
+}
+
+double layout_bucket_params(const struct layout *l, double grad_bytes)
+{
+	double dp = (double)l->dp * layout_cp(l);
+	if (l->bucket_mb > 0)
+		return l->bucket_mb * 1e6 / grad_bytes;
+	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
 }
 
 int layout_shard_group(const struct layout *l)
@@ -994,6 +1119,22 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: the sharding group (%d) must divide dp %d", l->shard,
 				     layout_dpc(l));
+	/* What each implementation runs: FSDP has NO_SHARD, SHARD_GRAD_OP and
+	 * FULL_SHARD (no ZeRO-1), fully_shard reshard_after_forward True or
+	 * False (ZeRO-3, ZeRO-2); DeepSpeed's PipelineEngine asserts ZeRO < 2
+	 * ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism",
+	 * deepspeed/runtime/pipe/engine.py). */
+	if (l->zero == 1 && (l->dp_impl == LAYOUT_DP_FSDP || l->dp_impl == LAYOUT_DP_FSDP2))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: dp_impl %s has no ZeRO-1 (FSDP shards the gradients "
+				     "with the optimizer state: zero 2 or 3)",
+				     layout_dp_impl_name(l->dp_impl));
+	if (l->zero >= 2 && l->pp > 1 && l->dp_impl == LAYOUT_DP_DEEPSPEED)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: dp_impl deepspeed runs ZeRO-%d without pipeline "
+		    "parallelism only (pp %d; its PipelineEngine asserts ZeRO < 2)",
+		    l->zero, l->pp);
 	if (layout_cp(l) > 1 && m->seq % (2 * layout_cp(l)))
 		return prism_err_set(
 		    err, PRISM_EARG,
@@ -1042,6 +1183,18 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: heads %d and ffn %d must be divisible by tp %d",
 				     m->heads, m->ffn, l->tp);
+	if (layout_cp(l) > 1 && layout_cp_a2a(l, hw_domain(hw)) > 1) {
+		/* Transformer Engine's AttnFuncWithCPAndQKVOA2A asserts both. */
+		int a = layout_cp_a2a(l, hw_domain(hw)), kv = llm_kv_heads(m);
+		int qr = m->heads / l->tp, kvr = kv < l->tp ? 1 : kv / l->tp;
+		if (qr % a || kvr % a)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: cp_comm %s scatters the heads over %d cp ranks: "
+			    "the heads (%d) and key-value heads (%d) of a TP rank must "
+			    "be divisible by %d",
+			    layout_cp_comm_name(l->cp_comm), a, qr, kvr, a);
+	}
 	if ((rc = check_experts(m, l, hw, err)) || (rc = layout_check_partition(m, l, err)))
 		return rc;
 	if (l->schedule == LAYOUT_INTERLEAVED) {

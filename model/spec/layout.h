@@ -21,6 +21,7 @@
 
 enum layout_recompute { LAYOUT_RECOMPUTE_NONE, LAYOUT_RECOMPUTE_SELECTIVE, LAYOUT_RECOMPUTE_FULL };
 enum layout_schedule { LAYOUT_GPIPE, LAYOUT_1F1B, LAYOUT_INTERLEAVED };
+enum layout_cp_comm { LAYOUT_CP_P2P, LAYOUT_CP_ALLGATHER, LAYOUT_CP_A2A, LAYOUT_CP_A2A_P2P };
 
 /* Pipeline stage partitions, as Megatron-Core places layers
  * (transformer_block.py get_num_layers_to_build, transformer_config.py's
@@ -43,6 +44,16 @@ enum layout_partition {
 	LAYOUT_PART_EMBED,
 	LAYOUT_PART_LOSS
 };
+
+/* Which framework shards the data-parallel state (dp_impl), each as its
+ * source runs it (docs/MODEL.md, "Sharded data parallelism per
+ * implementation").  MEGATRON: Megatron-LM's DDP and distributed optimizer
+ * (ZeRO-1), ZeRO-2/3 as Megatron-FSDP's optim_grads / optim_grads_params;
+ * DEEPSPEED: DeepSpeed's ZeRO stages 1-3; FSDP: PyTorch FSDP1's flat
+ * parameters (ZeRO-2 SHARD_GRAD_OP, ZeRO-3 FULL_SHARD, --shard
+ * HYBRID_SHARD); FSDP2: fully_shard's per-parameter sharding (ZeRO-3
+ * reshard_after_forward, ZeRO-2 not), with its copy-in / copy-out kernels. */
+enum layout_dp_impl { LAYOUT_DP_MEGATRON, LAYOUT_DP_DEEPSPEED, LAYOUT_DP_FSDP, LAYOUT_DP_FSDP2 };
 
 /* The largest layout accepted anywhere (run descriptions, options, sweeps,
  * checks); the smallest degree is 1.  LAYOUT_MAX_GPUS bounds tp x pp x dp
@@ -86,6 +97,7 @@ struct layout {
 			    * gradients */
 	int prefetch;	   /* ZeRO-3: layers all-gathered ahead of the one
 			    * computing (0: each gathered when needed) */
+	int dp_impl;	   /* enum layout_dp_impl: whose sharding (ZeRO >= 1) */
 	int bucket_mb;	   /* gradient buckets, MB (10^6 bytes); 0: Megatron-LM's
 			    * max(40M, 1M x dp) parameters */
 	int overlap_grad;  /* gradient reduction overlapped with the backward
@@ -120,15 +132,21 @@ struct layout {
 	 * gradients are reduced and ZeRO shards over the dp x cp ranks
 	 * (Megatron-LM's data-parallel group with context parallelism). */
 	int cp;
-	/* 1: Llama 3's all-gather form (K and V all-gathered over the cp
-	 * ranks before the attention, their gradients reduce-scattered after
-	 * it, exposed); 0: Transformer Engine's ring. */
-	int cp_allgather;
+	/* How the cp ranks share the attention (enum layout_cp_comm,
+	 * Transformer Engine's cp_comm_type): the ring of key-value blocks,
+	 * Llama 3's all-gather, Ulysses' all-to-alls, or all-to-alls within
+	 * an NVLink domain and the ring across (layout_cp_a2a). */
+	int cp_comm;
 	/* The GPUs' board power cap, watts (0: the profile's rating): compute
 	 * kernels run at hw_capped_clock (hw.h), memory-bound ones keep their
 	 * bandwidth.  layout_check holds it to a quarter of the rating..the
 	 * rating. */
 	double power_w;
+	/* 1: PyTorch's caching allocator with expandable_segments (
+	 * PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): pages mapped as
+	 * the blocks need them, no segment rounding (mem_alloc_reserved);
+	 * 0: PyTorch's default (CUDAAllocatorConfig: off). */
+	int expandable_segments;
 };
 
 /* The defaults of a run nobody laid out, each knob's row's (LAYOUT_KNOBS
@@ -143,6 +161,37 @@ const char *layout_recompute_name(int recompute);
 int layout_recompute_parse(const char *s);
 const char *layout_schedule_name(int schedule);
 int layout_schedule_parse(const char *s);
+/* "p2p", "all_gather", "a2a", "a2a+p2p" (Transformer Engine's names;
+ * "allgather" is read too). */
+const char *layout_cp_comm_name(int cp_comm);
+int layout_cp_comm_parse(const char *s);
+
+/* "megatron", "deepspeed", "fsdp", "fsdp2" ("?" beyond); back: -1. */
+const char *layout_dp_impl_name(int impl);
+int layout_dp_impl_parse(const char *s);
+
+/*
+ * What an implementation (l->dp_impl) runs around its ZeRO collectives,
+ * each from its framework's source (docs/MODEL.md, "Sharded data
+ * parallelism per implementation").  Bytes per parameter are given for a
+ * layer of `layer_params` parameters on one GPU, wb / gb the weights' and
+ * main gradients' bytes (mem_bytes_per_param).
+ */
+struct layout_dp_traits {
+	int prefetch;	      /* ZeRO-3: layers gathered ahead, l->prefetch within the
+			       * implementation's limits */
+	double rs_bytes;      /* a gradient's bytes as reduced */
+	double ag_in;	      /* copy before an all-gather (DP stream), a sharded parameter */
+	double ag_out;	      /* copy after it (compute stream), a gathered parameter */
+	double rs_in;	      /* copy before a reduce-scatter (DP stream), a parameter */
+	double rs_out;	      /* copy after it (DP stream), a sharded parameter */
+	double ag_extra;      /* gathered layers held beside the prefetched ones */
+	double rs_buf;	      /* a layer's gradients held unsharded for its reduction, a
+			       * parameter */
+	double bucket_params; /* a reduce bucket held whole (parameters), 0: none */
+};
+void layout_dp_traits(const struct layout *l, double layer_params, double wb, double gb,
+		      struct layout_dp_traits *t);
 
 /* "even", "balanced", "embed-loss", "embed", "loss", "first=F",
  * "last=K", "first=F,last=K", the list "N0,N1,..." of each stage's
@@ -173,6 +222,14 @@ void layout_part_text(const struct layout *l, char *buf, size_t n);
 int layout_cp(const struct layout *l);
 int layout_dpc(const struct layout *l);
 
+/* The cp ranks one all-to-all spans (heads scattered over them; the
+ * ring runs over the cp / that groups): 1 for p2p and all_gather, cp
+ * for a2a, and for a2a+p2p the cp ranks of one NVLink domain of
+ * `domain` GPUs (the cp ranks are tp apart: gcd(cp, domain / tp)),
+ * Megatron-LM's hierarchical_context_parallel_sizes with the all-to-all
+ * inside. */
+int layout_cp_a2a(const struct layout *l, int domain);
+
 /* ep, etp (at least 1) and the expert data-parallel degree
  * tp x dp x cp / (ep x etp) (at least 1). */
 int layout_ep(const struct layout *l);
@@ -181,6 +238,11 @@ int layout_edp(const struct layout *l);
 
 /* The sharding group of ZeRO: l->shard, or dp x cp. */
 int layout_shard_group(const struct layout *l);
+
+/* A gradient bucket's parameters: bucket_mb of gradients of grad_bytes
+ * each, or Megatron-LM's default max(40M, 1M x dp x cp) parameters
+ * (distributed_data_parallel.py). */
+double layout_bucket_params(const struct layout *l, double grad_bytes);
 
 /* Layers on stage s, and on chunk c of it (l->part, or even). */
 int layout_stage_layers(const struct llm *m, const struct layout *l, int s);
@@ -354,6 +416,14 @@ enum layout_show {
 	  .def = 1, .opt = "prefetch", .arg = "N", .help = "ZeRO-3: layers all-gathered ahead",    \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key_group = 3, .show = LK_SHOW_ALWAYS,          \
 	  .desc = 202, .digit = 21)                                                                \
+	X(dp_impl, L, l->zero > 0, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_DP_FSDP2,            \
+	  .def = LAYOUT_DP_MEGATRON, .parse = layout_dp_impl_parse, .name = layout_dp_impl_name,   \
+	  .opt = "dp-impl", .arg = "I",                                                            \
+	  .help = "whose ZeRO/FSDP: megatron (Megatron-LM's distributed optimizer; ZeRO-2/3 as "  \
+		  "Megatron-FSDP), deepspeed (ZeRO 1-3, no ZeRO-2/3 with pp), fsdp (FSDP1: "      \
+		  "ZeRO-2 SHARD_GRAD_OP, 3 FULL_SHARD) or fsdp2 (fully_shard, ZeRO-3, copy-in/out " \
+		  "kernels)",                                                                      \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "dpi")                         \
 	X(bucket_mb, L, 1, v, .kind = LK_INT, .lo = 0, .hi = LAYOUT_MAX_BUCKET_MB, .def = 0,      \
 	  .opt = "bucket-mb", .arg = "N",                                                          \
 	  .help = "gradient buckets of N MB (0: Megatron's max(40M, 1M x dp) parameters)",        \
@@ -396,9 +466,13 @@ enum layout_show {
 		  "tp x pp x dp x cp",                                                             \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_ONE, .key_group = 5,                         \
 	  .show = LK_SHOW_CHANGED, .desc = 301, .digit = 13)                                       \
-	X(cp_allgather, L, layout_cp(l) > 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0,      \
-	  .opt = "cp-allgather", .help = "--cp as Llama 3 ran it: K, V all-gathered",              \
-	  .desc = 302)                                                                             \
+	X(cp_comm, L, layout_cp(l) > 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_CP_A2A_P2P,      \
+	  .def = LAYOUT_CP_P2P, .parse = layout_cp_comm_parse, .name = layout_cp_comm_name,        \
+	  .opt = "cp-comm", .arg = "C",                                                            \
+	  .help = "how --cp shares the attention: p2p (a ring of key-value blocks), all_gather "   \
+		  "(K and V gathered, Llama 3), a2a (Ulysses: heads scattered by all-to-all) or "  \
+		  "a2a+p2p (all-to-all within an NVLink domain, the ring across)",                 \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .desc = 302)                                     \
 	X(imbalance, L, m->experts > 0, v, .kind = LK_REAL, .lo = 1, .hi = LAYOUT_MAX_IMBALANCE,  \
 	  .def = 1, .opt = "moe-imbalance", .arg = "X",                                            \
 	  .help = "tokens on the busiest expert over the mean (1: balanced), capped by the "       \
@@ -430,7 +504,12 @@ enum layout_show {
 	  .help = "the GPUs' power cap in watts (0: the profile's rated power): GEMMs and "       \
 		  "attention run at the sustained clock times W / rated, memory-bound kernels "    \
 		  "keep their bandwidth",                                                          \
-	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT)
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT)                                        \
+	X(expandable_segments, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0,               \
+	  .opt = "expandable-segments",                                                            \
+	  .help = "PyTorch's caching allocator with expandable_segments:True (pages mapped as "    \
+		  "blocks need them: no segment rounding; default off, as PyTorch's)",             \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT, .key = "expseg")
 /* clang-format on */
 
 enum layout_knob_id {

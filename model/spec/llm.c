@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cfg.h"
+#include "frame.h"
 
 double llm_gemm_flops(double m, double n, double k)
 {
@@ -493,6 +494,11 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 	int rc;
 
 	memset(m, 0, sizeof(*m));
+	if (frame_sniff(path) != FRAME_FILE_CFG) {
+		/* a config.json or Megatron-LM arguments (frame.h) */
+		struct frame_extra x;
+		return frame_load_model(path, m, &x, err);
+	}
 	if ((rc = cfg_read(&cf, path, err)))
 		return rc;
 	root = config_root_setting(&cf);

@@ -298,7 +298,9 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute);
  * (0; together at least 1) and q_lora_rank (0: Q straight from hidden);
  * neither head_dim nor kv_heads other than heads with it.
  * 0, or PRISM_EIO /
- * PRISM_EFORMAT naming the file, line and setting.
+ * PRISM_EFORMAT naming the file, line and setting.  A Hugging Face
+ * config.json or a Megatron-LM argument list is imported instead
+ * (frame_load_model, frame.h; its warnings dropped).
  */
 int llm_load(const char *path, struct llm *m, struct prism_err *err);
 

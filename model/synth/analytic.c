@@ -56,21 +56,24 @@ struct terms {
  * / cp forward, twice that backward): what a transfer takes beyond its
  * step is exposed.  Llama 3's form: all-gather K and V before the
  * attention (again when recomputed), reduce-scatter their gradients after
- * it, neither hidden. */
+ * it, neither hidden.  Ulysses (a2a, and a2a+p2p within a domain): four
+ * all-to-alls a layer forward and backward, exposed, and a2a+p2p's ring
+ * over the cp / a groups as above. */
 static double cp_terms(const struct analytic_in *in, const struct terms *T)
 {
 	const struct hw_profile *hw = in->hw;
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	int tp = l->tp, cp = layout_cp(l), fr = 1 + (l->recompute != LAYOUT_RECOMPUTE_NONE);
+	int a = layout_cp_a2a(l, hw_domain(hw)), q = cp / (a > 0 ? a : 1);
 	double kv = llm_kv_heads(m) < tp ? 1 : (double)llm_kv_heads(m) / tp;
-	double bytes = 2.0 * l->mbs * m->seq / cp * kv * llm_head_dim(m) * 2, tf, tb;
+	double bytes = 2.0 * l->mbs * m->seq / cp * kv * llm_head_dim(m) * 2, tf, tb, t = 0;
 	struct comm_group g = {2, (long)cp * tp <= hw_domain(hw) ? 2 : 1};
 	struct comm_est ce;
 
 	if (cp <= 1)
 		return 0;
-	if (l->cp_allgather) {
+	if (l->cp_comm == LAYOUT_CP_ALLGATHER) {
 		struct comm_group ga = {
 		    cp, comm_per_domain(cp, hw_domain(hw) / tp > 0 ? hw_domain(hw) / tp : 1)};
 		double tg, tr;
@@ -80,12 +83,33 @@ static double cp_terms(const struct analytic_in *in, const struct terms *T)
 		tr = ce.time_s;
 		return fr * tg + tr;
 	}
+	if (a > 1) {
+		/* Ulysses: Q, K, V and the output all-to-all'd forward (again
+		 * when recomputed), their gradients backward, none hidden. */
+		struct comm_group ga = {
+		    a, comm_per_domain(a, hw_domain(hw) / tp > 0 ? hw_domain(hw) / tp : 1)};
+		double tok = (double)l->mbs * m->seq / cp, hq = (double)m->heads / tp, tq, to;
+		comm_time(
+		    hw, GC_ALL_TO_ALL,
+		    tok *
+			(hq * llm_qk_head_dim(m) + kv * (llm_qk_head_dim(m) + llm_v_head_dim(m))) *
+			2,
+		    ga, in->comm_eff, COMM_AUTO, &ce);
+		tq = ce.time_s;
+		comm_time(hw, GC_ALL_TO_ALL, tok * hq * llm_v_head_dim(m) * 2, ga, in->comm_eff,
+			  COMM_AUTO, &ce);
+		to = ce.time_s;
+		t = (fr + 1) * (tq + to);
+	}
+	if (q <= 1)
+		return t;
+	/* The ring over the q groups: each transfer beside one of its steps. */
 	comm_time(hw, GC_SEND_RECV, bytes, g, in->comm_eff, COMM_AUTO, &ce);
 	tf = ce.time_s;
 	comm_time(hw, GC_SEND_RECV, 2 * bytes, g, in->comm_eff, COMM_AUTO, &ce);
 	tb = ce.time_s;
-	return (cp - 1) * (fr * (tf > T->la / cp ? tf - T->la / cp : 0) +
-			   (tb > 2 * T->la / cp ? tb - 2 * T->la / cp : 0));
+	return t + (q - 1) * (fr * (tf > T->la / q ? tf - T->la / q : 0) +
+			      (tb > 2 * T->la / q ? tb - 2 * T->la / q : 0));
 }
 
 /* Mixture-of-experts layers: their own compute, and per layer the
@@ -186,7 +210,12 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 	const struct llm *m = &in->m;
 	int tp = l->tp, dpc = l->dp * layout_cp(l), shard = layout_shard_group(&T->lay);
 	double G = shard, R = (double)dpc / shard, edp = layout_edp(&T->lay), mb = T->mb;
-	double t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0, hide, layer_w;
+	double t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0, hide, layer_w, rb, t_in = 0, t_rc = 0,
+	       t_out = 0;
+	double lp = llm_layer_params_rank(m, tp);
+	int fsdp2nd =
+	    l->zero == 2 && (l->dp_impl == LAYOUT_DP_FSDP || l->dp_impl == LAYOUT_DP_FSDP2);
+	struct layout_dp_traits dt;
 	int epx = layout_ep(&T->lay) * layout_etp(&T->lay);
 	struct comm_group gg = {shard, comm_per_domain(shard, T->pn)};
 	struct comm_group gr = {(int)R,
@@ -198,7 +227,19 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 	*dpt = *exposed = 0;
 	if (!(dpc > 1 || (Pe > 0 && edp > 1)))
 		return;
-	layer_w = T->wb * llm_layer_params_rank(m, tp);
+	layer_w = T->wb * lp;
+	/* The implementation (layout_dp_traits): its reduce dtype, its copies
+	 * -- before a layer's gather (t_in) and around its reduce-scatter (t_rc)
+	 * on the DP stream, after the gather on the compute stream (t_out) --
+	 * and its prefetch. */
+	layout_dp_traits(l, lp, T->wb, T->gb, &dt);
+	rb = l->zero >= 1 ? dt.rs_bytes : T->gb;
+	if (l->zero >= 1 && shard > 1) {
+		double cin = dt.ag_in * lp / G, crs = dt.rs_in * lp + dt.rs_out * lp / G;
+		t_in = cin > 0 ? kperf_mem_s(hw, HW_MEM_ELEMENTWISE, cin) : 0;
+		t_rc = crs > 0 ? kperf_mem_s(hw, HW_MEM_ELEMENTWISE, crs) : 0;
+		t_out = dt.ag_out > 0 ? kperf_mem_s(hw, HW_MEM_ELEMENTWISE, dt.ag_out * lp) : 0;
+	}
 	if (Pe > 0 && edp > 1) {
 		comm_time(hw, l->zero == 0 ? GC_ALL_REDUCE : GC_REDUCE_SCATTER, T->gb * Pe, ge,
 			  in->comm_eff, COMM_AUTO, &ce);
@@ -217,11 +258,15 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 			  COMM_AUTO, &ce);
 		t_ar += ce.time_s;
 	} else {
-		comm_time(hw, GC_REDUCE_SCATTER, T->gb * P, gg, in->comm_eff, COMM_AUTO, &ce);
+		comm_time(hw, GC_REDUCE_SCATTER, rb * P, gg, in->comm_eff, COMM_AUTO, &ce);
 		t_rs += ce.time_s;
+		/* The implementation's copies around the stage's reduction. */
+		if (shard > 1 && dt.rs_in > 0)
+			t_rs += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, dt.rs_in * P);
+		if (shard > 1 && dt.rs_out > 0)
+			t_rs += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, dt.rs_out * P / G);
 		if (R > 1) {
-			comm_time(hw, GC_ALL_REDUCE, T->gb * P / G, gr, in->comm_eff, COMM_AUTO,
-				  &ce);
+			comm_time(hw, GC_ALL_REDUCE, rb * P / G, gr, in->comm_eff, COMM_AUTO, &ce);
 			t_ar += ce.time_s;
 		}
 		comm_time(hw, GC_ALL_GATHER, T->wb * P, gg, in->comm_eff, COMM_AUTO, &ce);
@@ -241,10 +286,20 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 		*exposed += l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0) : t_ag;
 		break;
 	case 2:
-		/* Reduce-scattered after every microbatch's backward. */
-		*dpt = mb * t_rs + t_ar + t_ag;
-		*exposed = mb * (t_rs - hide > 0 ? t_rs - hide : 0) + t_ar +
-			   (l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0) : t_ag);
+		/* Reduce-scattered after every microbatch's backward.  FSDP's
+		 * SHARD_GRAD_OP gathers the weights for every microbatch's
+		 * forward instead of after the step: the excess over each
+		 * layer's forward and the first gather. */
+		*dpt = mb * t_rs + t_ar + (fsdp2nd ? mb : 1) * t_ag;
+		*exposed = mb * (t_rs - hide > 0 ? t_rs - hide : 0) + t_ar;
+		if (fsdp2nd) {
+			double g1 = t_agl + t_in, lfw = T->lf / in->compute_eff;
+			*exposed +=
+			    mb * (dt.prefetch > 0 ? n * (g1 > lfw ? g1 - lfw : 0) + g1 : n * g1) +
+			    mb * n * t_out;
+		} else {
+			*exposed += l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0) : t_ag;
+		}
 		break;
 	default: {
 		/* ZeRO-3: every microbatch gathers each layer's weights forward
@@ -253,24 +308,26 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 		 * layer's compute (backward, with its reduce-scatter); what
 		 * exceeds it is exposed, and each direction's first gather. */
 		double t_rsl = 0, t_arl = 0, lfw = T->lf / in->compute_eff;
-		double lbw = T->lb / in->compute_eff, per;
-		comm_time(hw, GC_REDUCE_SCATTER, T->gb * llm_layer_params_rank(m, tp), gg,
-			  in->comm_eff, COMM_AUTO, &ce);
+		double lbw = T->lb / in->compute_eff, per, g1;
+		comm_time(hw, GC_REDUCE_SCATTER, rb * lp, gg, in->comm_eff, COMM_AUTO, &ce);
 		t_rsl = ce.time_s;
 		if (R > 1) {
-			comm_time(hw, GC_ALL_REDUCE, T->gb * llm_layer_params_rank(m, tp) / G, gr,
-				  in->comm_eff, COMM_AUTO, &ce);
+			comm_time(hw, GC_ALL_REDUCE, rb * lp / G, gr, in->comm_eff, COMM_AUTO, &ce);
 			t_arl = ce.time_s;
 		}
+		/* A layer's DP-stream work: its gather after its copy-in, and
+		 * backward its reduce-scatter with its copies. */
+		g1 = t_agl + t_in;
+		t_rsl += t_rc;
 		*dpt = mb * (2 * t_ag + t_rs) + t_ar;
-		if (l->prefetch > 0)
-			per =
-			    n * ((t_agl > lfw ? t_agl - lfw : 0) +
-				 (t_agl + t_rsl + t_arl > lbw ? t_agl + t_rsl + t_arl - lbw : 0)) +
-			    2 * t_agl;
+		if (dt.prefetch > 0)
+			per = n * ((g1 > lfw ? g1 - lfw : 0) +
+				   (g1 + t_rsl + t_arl > lbw ? g1 + t_rsl + t_arl - lbw : 0)) +
+			      2 * g1;
 		else
-			per = n * (2 * t_agl + t_rsl + t_arl);
-		*exposed = mb * per;
+			per = n * (2 * g1 + t_rsl + t_arl);
+		/* FSDP2's copy-out runs on the compute stream after each gather. */
+		*exposed = mb * (per + 2 * n * t_out);
 	}
 	}
 }

@@ -145,18 +145,20 @@ static void layer_bound(const struct synth_in *in, const struct hw_profile *hw, 
 	llm_layer_flops(m, bt, &gemm, &attn);
 	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, in->lay.dtype, gemm / t / cp));
 	if (cp > 1) {
-		/* The ring's steps (ring_attn): the rank's own causal block and
-		 * cp - 1 half blocks, each at least its work at the peak. */
-		double heads = m->heads / t, d = llm_head_dim(m), sl = m->seq / cp;
-		af =
-		    line_bound(in, KC_ATTENTION,
-			       kperf_attn_min_s(hw, dt, 0, bt, heads, sl, sl, d, 1)) +
-		    (cp - 1) * line_bound(in, KC_ATTENTION,
+		/* The ring's steps (ring_attn) over the q = cp / a groups, at
+		 * a-th of the heads after Ulysses' all-to-all (cp_attn): the
+		 * rank's own causal block and q - 1 half blocks, each at least
+		 * its work at the peak.  The all-gather form does the same
+		 * work. */
+		int a = layout_cp_a2a(&in->lay, hw_domain(hw)), q = cp / a;
+		double heads = m->heads / t / a, d = llm_head_dim(m), sl = (double)m->seq / q;
+		af = line_bound(in, KC_ATTENTION,
+				kperf_attn_min_s(hw, dt, 0, bt, heads, sl, sl, d, 1)) +
+		     (q - 1) * line_bound(in, KC_ATTENTION,
 					  kperf_attn_min_s(hw, dt, 0, bt, heads, sl / 2, sl, d, 0));
-		ab =
-		    line_bound(in, KC_ATTENTION,
-			       kperf_attn_min_s(hw, dt, 1, bt, heads, sl, sl, d, 1)) +
-		    (cp - 1) * line_bound(in, KC_ATTENTION,
+		ab = line_bound(in, KC_ATTENTION,
+				kperf_attn_min_s(hw, dt, 1, bt, heads, sl, sl, d, 1)) +
+		     (q - 1) * line_bound(in, KC_ATTENTION,
 					  kperf_attn_min_s(hw, dt, 1, bt, heads, sl / 2, sl, d, 0));
 	} else if (in->lay.flash) {
 		/* A windowed layer's band is the least any layer runs: a bound

@@ -83,11 +83,16 @@ static void membound_op_fmt(const double *key, const char **op, char *dims, size
  * writing one, that tensor). */
 void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 {
+	sl_kernel_on(c, r, S_COMPUTE, cls, name, bytes);
+}
+
+void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, double bytes)
+{
 	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->hw, membound_kind(cls), bytes));
 	double key[OPKEY] = {1, bytes};
 
 	se_record_op(c, key, membound_op_fmt);
-	se_launch(c, r, S_COMPUTE, GN_KERNEL, name, t, NULL);
+	se_launch(c, r, st, GN_KERNEL, name, t, NULL);
 }
 
 /* A GEMM's op, C = A B as aten::mm [M, K] x [K, N], or aten::bmm with the
@@ -322,35 +327,90 @@ static void allgather_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 
 static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 {
-	if (c->in->lay.cp_allgather) {
+	int dt = layout_attn_dtype(&c->in->lay), pass = bwd ? 1 : 0;
+	double heads = z->a / z->t, d = z->d;
+	/* The model FLOPs of the rank's share (4 b s^2 w / (t cp) forward,
+	 * twice that backward), spread evenly over the steps. */
+	double f = (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->w / z->t / z->cp / z->cp;
+	double bytes = cp_kv_bytes(z) * (bwd ? 2 : 1), out = z->b * z->s * z->w / z->t;
+	for (int i = 0; i < z->cp; i++) {
+		double sq = i ? z->s / 2 : z->s, t;
+		if (i > 0) /* step i's key-value block has arrived */
+			se_event_wait(c, r, S_TP, S_COMPUTE);
+		if (i < z->cp - 1 && !c->dry)
+			cp_transfer(c, r, z, bytes);
+		t = ktime(c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->w / z->t, 1),
+			  kperf_attn_s(c->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
+		se_launch(c, r, S_COMPUTE, GN_KERNEL,
+			  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel",
+			  t, NULL);
+		if (i > 0 && !bwd) /* merge by log-sum-exp: out, lse, step out in */
+			sl_kernel(c, r, KC_ELEMENTWISE, "flash_attn_fwd_out_correction",
+				  ew(out, 2) + 8 * z->b * z->s * heads);
+	}
+}
+
+static void flash(struct ctx *c, int r, const struct shape *z, int dt, int bwd);
+
+/* One rank's Q, K and V (qkv) or its attention output (else) on one TP
+ * rank: the all-to-alls' buffers (Ulysses). */
+double sl_cp_a2a_bytes(const struct shape *z, int qkv)
+{
+	double kv = z->kv < z->t ? 1 : z->kv / z->t, q = z->a / z->t;
+	return z->b * z->s * (qkv ? q * z->dqk + kv * (z->dqk + z->dv) : q * z->dv) * 2;
+}
+
+/* The shape the attention runs at after Ulysses' all-to-all over a of
+ * the cp ranks: a-th of the heads (and key-value heads) over a times the
+ * tokens, the ring over the other cp / a (one step: plain flash). */
+void sl_cp_inner(const struct shape *z, int a, struct shape *o)
+{
+	*o = *z;
+	o->a = z->a / a;
+	o->kv = z->kv / a;
+	o->w = z->w / a;
+	o->cp = z->cp / a;
+	o->s = z->s * a;
+}
+
+/*
+ * Context parallelism's attention by its form (layout_cp_comm).  Ulysses
+ * (Transformer Engine's AttnFuncWithCPAndQKVOA2A, cp_comm_type "a2a"):
+ * Q, K and V all-to-all'd over the a ranks before the attention (each
+ * rank then holds the whole sequence of a-th of the heads), the output
+ * back after it; backward the output's gradient before, Q's, K's and
+ * V's gradients after.  The all-to-alls run before and after the kernel
+ * that needs them (exposed, on the compute stream).  "a2a+p2p": the same
+ * within the a ranks of an NVLink domain, and the ring over the cp / a
+ * groups (AttnFuncWithCPAndKVP2P with cp_group_a2a).
+ */
+static void cp_attn(struct ctx *c, int r, const struct shape *z, int bwd)
+{
+	int a = layout_cp_a2a(&c->in->lay, c->in->hw ? hw_domain(c->in->hw) : 1);
+	struct shape in;
+	char pg[32];
+	struct comm_group g;
+
+	if (c->in->lay.cp_comm == LAYOUT_CP_ALLGATHER) {
 		allgather_attn(c, r, z, bwd);
 		return;
 	}
-	{
-		int dt = layout_attn_dtype(&c->in->lay), pass = bwd ? 1 : 0;
-		double heads = z->a / z->t, d = z->d;
-		/* The model FLOPs of the rank's share (4 b s^2 w / (t cp) forward,
-	 * twice that backward), spread evenly over the steps. */
-		double f =
-		    (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->w / z->t / z->cp / z->cp;
-		double bytes = cp_kv_bytes(z) * (bwd ? 2 : 1), out = z->b * z->s * z->w / z->t;
-		for (int i = 0; i < z->cp; i++) {
-			double sq = i ? z->s / 2 : z->s, t;
-			if (i > 0) /* step i's key-value block has arrived */
-				se_event_wait(c, r, S_TP, S_COMPUTE);
-			if (i < z->cp - 1 && !c->dry)
-				cp_transfer(c, r, z, bytes);
-			t = ktime(c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->w / z->t, 1),
-				  kperf_attn_s(c->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
-			se_launch(c, r, S_COMPUTE, GN_KERNEL,
-				  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"
-				      : "flash_fwd_kernel",
-				  t, NULL);
-			if (i > 0 && !bwd) /* merge by log-sum-exp: out, lse, step out in */
-				sl_kernel(c, r, KC_ELEMENTWISE, "flash_attn_fwd_out_correction",
-					  ew(out, 2) + 8 * z->b * z->s * heads);
-		}
+	if (a <= 1) {
+		ring_attn(c, r, z, bwd);
+		return;
 	}
+	g = (struct comm_group){
+	    a, comm_per_domain(a, c->in->hw ? hw_domain(c->in->hw) / (int)z->t : 1)};
+	snprintf(pg, sizeof(pg), "cpa.%d", r);
+	se_collective(c, r, S_COMPUTE, GC_ALL_TO_ALL, "ncclDevKernel_SendRecv_alltoall",
+		      sl_cp_a2a_bytes(z, !bwd), g, pg);
+	sl_cp_inner(z, a, &in);
+	if (in.cp > 1)
+		ring_attn(c, r, &in, bwd);
+	else
+		flash(c, r, &in, layout_attn_dtype(&c->in->lay), bwd);
+	se_collective(c, r, S_COMPUTE, GC_ALL_TO_ALL, "ncclDevKernel_SendRecv_alltoall",
+		      sl_cp_a2a_bytes(z, bwd), g, pg);
 }
 
 /* A flash-attention kernel of the layer (bwd: its backward, twice the
@@ -385,7 +445,7 @@ void sl_attn_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	int dt = layout_attn_dtype(&c->in->lay);
 	if (z->cp > 1) {
-		ring_attn(c, r, z, 0);
+		cp_attn(c, r, z, 0);
 		return;
 	}
 	double heads = z->a / z->t, n = z->b * z->a * z->s * z->s / z->t;
@@ -405,7 +465,7 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	int dt = layout_attn_dtype(&c->in->lay);
 	if (z->cp > 1) {
-		ring_attn(c, r, z, 1);
+		cp_attn(c, r, z, 1);
 		return;
 	}
 	double heads = z->a / z->t, n = z->b * z->a * z->s * z->s / z->t;

@@ -128,6 +128,22 @@ static int sharded(const struct ctx *c)
 	return c->in->lay.zero >= 1 && layout_shard_group(&c->lay) > 1;
 }
 
+/* FSDP1 or FSDP2: ZeRO-2 is SHARD_GRAD_OP, the weights gathered for each
+ * forward rather than after the optimizer. */
+static int fsdp_like(const struct layout *l)
+{
+	return l->dp_impl == LAYOUT_DP_FSDP || l->dp_impl == LAYOUT_DP_FSDP2;
+}
+
+/* The sharding implementation's traits for a layer of this stage
+ * (layout_dp_traits). */
+static void dp_traits(const struct ctx *c, const struct shape *z, struct layout_dp_traits *t)
+{
+	double w, g, o;
+	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
+	layout_dp_traits(&c->lay, layer_params(z), w, g, t);
+}
+
 static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
 {
 	snprintf(pg, n, layout_shard_group(&c->lay) < layout_dpc(&c->lay) ? "dps.%d" : "dp.%d", r);
@@ -142,9 +158,9 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 {
 	const struct synth_in *in = c->in;
 	double gb = grad_bytes(c);
+	struct layout_dp_traits t;
 	char pg[32];
-	(void)z;
-	int dpc = layout_dpc(&c->lay);
+	int dpc = layout_dpc(&c->lay), G = layout_shard_group(&c->lay);
 	if (dpc <= 1 || params <= 0)
 		return;
 	se_event_wait(c, r, S_COMPUTE, S_DP);
@@ -156,14 +172,24 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 			      params * gb, g, pg);
 		return;
 	}
+	/* The implementation's reduce dtype and copies around the
+	 * reduce-scatter (layout_dp_traits). */
+	dp_traits(c, z, &t);
+	gb = t.rs_bytes;
 	dp_pg(c, r, pg, sizeof(pg));
+	if (t.rs_in > 0 && !c->dry)
+		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::reduce_scatter_copy_in",
+			     params * t.rs_in);
 	se_collective(c, r, S_DP, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
 		      params * gb, zero_group(c), pg);
 	if (replica_group(c).n > 1) {
 		snprintf(pg, sizeof(pg), "dpr.%d", r);
 		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-			      params * gb / layout_shard_group(&c->lay), replica_group(c), pg);
+			      params * gb / G, replica_group(c), pg);
 	}
+	if (t.rs_out > 0 && !c->dry)
+		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::reduce_scatter_copy_out",
+			     params / G * t.rs_out);
 }
 
 /* A bucket's size in parameters: bucket_mb of main gradients, or
@@ -176,10 +202,7 @@ static double bucket_cap(const struct ctx *c)
 
 double synth_bucket_params(const struct synth_in *in)
 {
-	double dp = (double)in->lay.dp * layout_cp(&in->lay);
-	if (in->lay.bucket_mb > 0)
-		return in->lay.bucket_mb * 1e6 / synth_grad_bytes(in);
-	return 40e6 > 1e6 * dp ? 40e6 : 1e6 * dp;
+	return layout_bucket_params(&in->lay, synth_grad_bytes(in));
 }
 
 /* The gradients of `params` parameters are complete on stage r.  Buckets
@@ -262,19 +285,38 @@ static double dense_params(const struct ctx *c, const struct shape *z, int layer
 /* All-gather `params` parameters' bf16 weights over the sharding group on
  * the DP stream, after the compute stream's last task when wait_compute;
  * the gather's task. */
-static uint32_t gather(struct ctx *c, int r, double params, int wait_compute)
+static uint32_t gather(struct ctx *c, int r, const struct shape *z, double params, int wait_compute)
 {
 	double w, g, o;
+	struct layout_dp_traits t;
 	char pg[32];
 	if (c->dry)
 		return NONE32;
 	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
+	dp_traits(c, z, &t);
 	if (wait_compute)
 		se_event_wait(c, r, S_COMPUTE, S_DP);
 	dp_pg(c, r, pg, sizeof(pg));
+	/* The shard copied (and cast) into the all-gather input: FSDP1's
+	 * low-precision shard, FSDP2's foreach copy-in. */
+	if (t.ag_in > 0)
+		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::all_gather_copy_in",
+			     params / layout_shard_group(&c->lay) * t.ag_in);
 	se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL", params * w,
 		      zero_group(c), pg);
 	return c->rk[r].last[S_DP];
+}
+
+/* The compute stream waits for gather `id` of `params` parameters, then
+ * (FSDP2's foreach_all_gather_copy_out) splits its output into the
+ * parameters. */
+static void gather_wait(struct ctx *c, int r, const struct shape *z, uint32_t id, double params)
+{
+	struct layout_dp_traits t;
+	se_event_wait_task(c, r, id, S_DP, S_COMPUTE);
+	dp_traits(c, z, &t);
+	if (t.ag_out > 0 && !c->dry)
+		sl_kernel(c, r, KC_ELEMENTWISE, "zero::all_gather_copy_out", params * t.ag_out);
 }
 
 /* Layers gathered ahead in a unit: ZeRO-3 (FSDP FULL_SHARD) gathers every
@@ -285,13 +327,19 @@ static uint32_t gather(struct ctx *c, int r, double params, int wait_compute)
  * gathered once the compute of position i - depth - 1 is done -- so that
  * depth + 1 layers at most are gathered at once -- and its compute waits
  * for its gather.  -1: no gathers in this unit. */
-static int gather_depth(const struct ctx *c, int fwd, int mb)
+static int gather_depth(const struct ctx *c, const struct shape *z, int fwd, int mb)
 {
 	const struct layout *l = &c->lay;
 	if (!sharded(c) || c->in->bare)
 		return -1;
-	if (l->zero >= 3)
-		return l->prefetch;
+	/* FSDP's SHARD_GRAD_OP (fully_shard without reshard_after_forward)
+	 * keeps the weights sharded between steps and microbatches and
+	 * gathers them for each forward, kept for the backward. */
+	if (l->zero >= 3 || (l->zero == 2 && fsdp_like(l) && fwd)) {
+		struct layout_dp_traits t;
+		dp_traits(c, z, &t);
+		return t.prefetch;
+	}
 	if (fwd && mb == 0 && l->overlap_param)
 		return 1;
 	return -1;
@@ -308,10 +356,10 @@ static void gather_before(struct ctx *c, int r, const struct shape *z, int depth
 		return;
 	if (i == 0)
 		for (int j = 0; j <= depth && j < n; j++)
-			ids[j] = gather(c, r, dense_params(c, z, l0 + j), j == 0);
+			ids[j] = gather(c, r, z, dense_params(c, z, l0 + j), j == 0);
 	else if (i + depth < n)
-		ids[i + depth] = gather(c, r, dense_params(c, z, l0 + i + depth), 1);
-	se_event_wait_task(c, r, ids[i], S_DP, S_COMPUTE);
+		ids[i + depth] = gather(c, r, z, dense_params(c, z, l0 + i + depth), 1);
+	gather_wait(c, r, z, ids[i], dense_params(c, z, l0 + i));
 }
 
 /* The stage and chunk a forward unit of (s, ch) gets its input from (0
@@ -365,9 +413,10 @@ static void mtp_depths(struct ctx *c, int r, const struct shape *z, int fwd, int
 	for (int k = 0; k < m->mtp_layers; k++) {
 		c->rk[r].layer = -1;
 		c->rk[r].mtp = 1;
-		if (depth >= 0)
-			se_event_wait_task(c, r, gather(c, r, dense_params(c, z, m->layers - 1), 1),
-					   S_DP, S_COMPUTE);
+		if (depth >= 0) {
+			double w = dense_params(c, z, m->layers - 1);
+			gather_wait(c, r, z, gather(c, r, z, w, 1), w);
+		}
 		if (fwd) {
 			sl_mtp_fwd(c, r, z);
 			sl_layer_fwd(c, r, z);
@@ -399,8 +448,8 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		pp_recv(c, r, os, oc, z, 1);
 	if (first_chunk && !in->bare) {
 		if (depth >= 0) /* the embedding's weights, sharded too */
-			se_event_wait_task(c, r, gather(c, r, embed_params(c, r), 1), S_DP,
-					   S_COMPUTE);
+			gather_wait(c, r, z, gather(c, r, z, embed_params(c, r), 1),
+				    embed_params(c, r));
 		sl_embed_fwd(c, r, z);
 	}
 	for (int l = 0; l < nl; l++) {
@@ -413,8 +462,8 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		/* The head's weights stay gathered for its backward (as
 		 * torchtitan leaves the output layer unsharded). */
 		if (depth >= 0)
-			se_event_wait_task(c, r, gather(c, r, head_params(c, r), 1), S_DP,
-					   S_COMPUTE);
+			gather_wait(c, r, z, gather(c, r, z, head_params(c, r), 1),
+				    head_params(c, r));
 		mtp_depths(c, r, z, 1, depth, 0);
 		sl_head_fwd(c, r, z);
 	}
@@ -495,7 +544,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 {
 	int r = s;
 	int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
-	int depth = gather_depth(c, fwd, mb);
+	int depth = gather_depth(c, z, fwd, mb);
 	uint32_t *ids = NULL;
 	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket) : SIZE_MAX;
 	struct sf_start u;
@@ -620,14 +669,14 @@ static void gather_updated(struct ctx *c, int r, const struct shape *z)
 		int nl = layout_chunk_layers(m, &c->lay, r, ch);
 		for (int i = 0; i < nl; i++) {
 			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
-			gather(c, r, dense_params(c, z, l0 + i), 0);
+			gather(c, r, z, dense_params(c, z, l0 + i), 0);
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	for (int k = 0; r == z->p - 1 && !c->in->bare && k < m->mtp_layers; k++)
-		gather(c, r, dense_params(c, z, m->layers - 1), 0);
+		gather(c, r, z, dense_params(c, z, m->layers - 1), 0);
 	if (embed_params(c, r) + head_params(c, r) > 0)
-		gather(c, r, embed_params(c, r) + head_params(c, r), 0);
+		gather(c, r, z, embed_params(c, r) + head_params(c, r), 0);
 }
 
 /* The experts' updated weights under ZeRO-1/2, all-gathered over their
@@ -712,8 +761,10 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	if (head_params(c, r) > 0)
 		adam(c, r, head_params(c, r) * share, 0);
 	/* ZeRO-1/2: the updated weights all-gathered, here or (overlap_param)
-	 * before the next step's first forward; ZeRO-3 keeps them sharded. */
-	if (zero && in->lay.zero <= 2 && !in->lay.overlap_param)
+	 * before the next step's first forward; ZeRO-3 and FSDP's
+	 * SHARD_GRAD_OP keep them sharded. */
+	if (zero && in->lay.zero <= 2 && !in->lay.overlap_param &&
+	    !(in->lay.zero == 2 && fsdp_like(&in->lay)))
 		gather_updated(c, r, z);
 	if (z->moe && z->edp > 1 && in->lay.zero >= 1 && in->lay.zero <= 2)
 		gather_experts(c, r, z);

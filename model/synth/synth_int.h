@@ -365,6 +365,8 @@ void sl_shape(const struct synth_in *in, struct shape *z);
 /* A memory-bound kernel of class cls (KC_*) moving bytes, on rank r's
  * compute stream. */
 void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes);
+/* The same on stream st (ZeRO's copies beside its collectives). */
+void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, double bytes);
 
 /* One layer's forward and backward on rank r (its current layer,
  * microbatch and phase: rankst), recomputation included in the backward;
@@ -386,6 +388,12 @@ void sl_mtp_bwd(struct ctx *c, int r, const struct shape *z);
 
 /* The bytes one all-to-all of one MoE layer sends from the busiest rank. */
 double sl_moe_a2a_bytes(const struct shape *z);
+
+/* Ulysses context parallelism (layer.c cp_attn): the bytes of one
+ * all-to-all of a rank's Q, K and V (qkv) or of its attention output;
+ * the shape the attention runs at after the all-to-all over a cp ranks. */
+double sl_cp_a2a_bytes(const struct shape *z, int qkv);
+void sl_cp_inner(const struct shape *z, int a, struct shape *o);
 
 /* ---- fold.c: folded units ------------------------------------------- */
 

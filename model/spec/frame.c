@@ -1,0 +1,2057 @@
+/* frame.c - Hugging Face and Megatron-LM files in, framework launch options out. */
+#include "frame.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw.h"
+#include "kjson.h"
+
+static const char *const frame_names[FRAME_N] = {"megatron", "bridge", "torchtitan"};
+
+const char *frame_name(int fw)
+{
+	return fw >= 0 && fw < FRAME_N ? frame_names[fw] : "?";
+}
+
+int frame_parse(const char *s)
+{
+	for (int i = 0; i < FRAME_N; i++)
+		if (strcmp(s, frame_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+static void warn_add(struct frame_extra *x, const char *fmt, ...) PRISM_PRINTF(2, 3);
+static void warn_add(struct frame_extra *x, const char *fmt, ...)
+{
+	size_t k = strlen(x->warn);
+	va_list ap;
+	if (k + 3 >= sizeof(x->warn))
+		return;
+	if (k) {
+		memcpy(x->warn + k, "; ", 3);
+		k += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(x->warn + k, sizeof(x->warn) - k, fmt, ap);
+	va_end(ap);
+}
+
+int frame_sniff(const char *path)
+{
+	char b[512];
+	size_t n, i = 0;
+	FILE *f = fopen(path, "rb");
+	int kind = FRAME_FILE_CFG;
+	if (!f)
+		return FRAME_FILE_CFG;
+	n = fread(b, 1, sizeof(b) - 1, f);
+	b[n] = '\0';
+	/* past white space and '#' comment lines (a script's first lines) */
+	for (;;) {
+		while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r'))
+			i++;
+		if (i < n && b[i] == '#' && !(i + 1 < n && b[i + 1] == '!' && i > 0)) {
+			while (i < n && b[i] != '\n')
+				i++;
+			continue;
+		}
+		break;
+	}
+	if (i < n && b[i] == '{') {
+		/* A config.json, not a trace: small, with a "model_type" and no
+		 * "traceEvents".  Scanned in blocks (nothing allocated), each
+		 * starting with the last bytes of the one before, so that no
+		 * key is missed across a border. */
+		char blk[4096 + 16];
+		size_t total = n, keep = n < 16 ? n : 16, got;
+		int type = memmem(b, n, "\"model_type\"", 12) != NULL;
+		int trace = memmem(b, n, "\"traceEvents\"", 13) != NULL;
+		memcpy(blk, b + n - keep, keep);
+		while (total <= FRAME_MAX_FILE &&
+		       (got = fread(blk + keep, 1, sizeof(blk) - keep, f)) > 0) {
+			total += got;
+			type |= memmem(blk, keep + got, "\"model_type\"", 12) != NULL;
+			trace |= memmem(blk, keep + got, "\"traceEvents\"", 13) != NULL;
+			got += keep;
+			keep = got < 16 ? got : 16;
+			memmove(blk, blk + got - keep, keep);
+		}
+		if (total <= FRAME_MAX_FILE && type && !trace)
+			kind = FRAME_FILE_HF;
+	} else if (i + 1 < n && b[i] == '-' && b[i + 1] == '-') {
+		/* Megatron-LM arguments: an option first, or a launcher line (or a
+		 * comment) and then " --" options.  A libconfig file has none. */
+		kind = FRAME_FILE_MEGATRON;
+	} else if ((strstr(b + i, "torchrun") || strstr(b + i, "pretrain_") ||
+		    strstr(b + i, "\\\n")) &&
+		   strstr(b + i, " --")) {
+		kind = FRAME_FILE_MEGATRON;
+	}
+	fclose(f);
+	return kind;
+}
+
+int frame_read(const char *path, char **buf, size_t *len, struct prism_err *err)
+{
+	FILE *f = fopen(path, "rb");
+	char *b;
+	size_t n;
+
+	*buf = NULL;
+	*len = 0;
+	if (!f)
+		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(errno));
+	b = prism_malloc(FRAME_MAX_FILE + 1 + KJSON_PADDING);
+	if (!b) {
+		fclose(f);
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	}
+	n = fread(b, 1, FRAME_MAX_FILE + 1, f);
+	if (ferror(f)) {
+		fclose(f);
+		free(b);
+		return prism_err_set(err, PRISM_EIO, "%s: read failed", path);
+	}
+	fclose(f);
+	if (n > FRAME_MAX_FILE) {
+		free(b);
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: larger than %d bytes: not a model's configuration", path,
+				     FRAME_MAX_FILE);
+	}
+	memset(b + n, 0, KJSON_PADDING + 1);
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+/* ---- Hugging Face config.json ---------------------------------------- */
+
+#define HF_MAX_MEMBERS 256
+
+struct hf_member {
+	char key[64];
+	struct kjson_val v;
+	char str[64]; /* a string value, copied (v.s points here) */
+	int used;
+};
+
+struct hf_doc {
+	struct hf_member mem[HF_MAX_MEMBERS];
+	int n;
+	int truncated;
+};
+
+static int hf_collect(void *ctx, struct kjson_str key, const struct kjson_val *v)
+{
+	struct hf_doc *d = ctx;
+	struct hf_member *e;
+	if (d->n >= HF_MAX_MEMBERS) {
+		d->truncated = 1;
+		return 0;
+	}
+	e = &d->mem[d->n++];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->key, sizeof(e->key), "%.*s", (int)(key.n < 63 ? key.n : 63), key.p);
+	e->v = *v;
+	if (v->type == KJSON_STR) {
+		snprintf(e->str, sizeof(e->str), "%.*s", (int)(v->s.n < 63 ? v->s.n : 63), v->s.p);
+		e->v.s.p = e->str;
+		e->v.s.n = strlen(e->str);
+	}
+	return 0;
+}
+
+static int hf_parse_doc(struct kjson_parser *p, const char *path, const char *where,
+			const char *buf, size_t len, struct hf_doc *d, struct prism_err *err)
+{
+	struct kjson_fail fail;
+	memset(d, 0, sizeof(*d));
+	if (kjson_parse_object(p, buf, len, hf_collect, d, &fail)) {
+		if (fail.nomem)
+			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+		return prism_err_set(err, PRISM_EFORMAT, "%s:%s byte %llu%s%s: %s", path, where,
+				     (unsigned long long)fail.offset, fail.field[0] ? ": " : "",
+				     fail.field, fail.what);
+	}
+	return 0;
+}
+
+static struct hf_member *hf_find(struct hf_doc *d, const char *key)
+{
+	for (int i = 0; i < d->n; i++)
+		if (strcmp(d->mem[i].key, key) == 0) {
+			d->mem[i].used = 1;
+			return &d->mem[i];
+		}
+	return NULL;
+}
+
+/* Integer field key in lo..hi into *out: 0 when absent or null (out
+ * untouched), 1 when read, or PRISM_EFORMAT (negative) with err set. */
+static int hf_int(struct hf_doc *d, const char *path, const char *key, long lo, long hi, int *out,
+		  struct prism_err *err)
+{
+	struct hf_member *e = hf_find(d, key);
+	if (!e || e->v.type == KJSON_NULL)
+		return 0;
+	if (e->v.type != KJSON_INT || e->v.i < lo || e->v.i > hi)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: \"%s\": expected a whole number in %ld..%ld", path, key,
+				     lo, hi);
+	*out = (int)e->v.i;
+	return 1;
+}
+
+static int hf_need(struct hf_doc *d, const char *path, const char *key, long lo, long hi, int *out,
+		   int def, struct prism_err *err)
+{
+	int rc = hf_int(d, path, key, lo, hi, out, err);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		if (def > 0) {
+			*out = def;
+			return 0;
+		}
+		return prism_err_set(err, PRISM_EFORMAT, "%s: missing \"%s\"", path, key);
+	}
+	return 0;
+}
+
+/* The families prism imports, each with what its transformers
+ * configuration class defaults to where a published config.json leaves a
+ * field out (configuration_*.py, __init__). */
+enum hf_fam {
+	HF_LLAMA,
+	HF_MISTRAL,
+	HF_MIXTRAL,
+	HF_QWEN2,
+	HF_QWEN3,
+	HF_QWEN3_MOE,
+	HF_DEEPSEEK_V2,
+	HF_DEEPSEEK_V3,
+	HF_GPT_OSS,
+	HF_GEMMA2,
+	HF_GEMMA3,
+	HF_PHI3
+};
+
+static const struct hf_family {
+	const char *type;
+	int fam;
+	int tied; /* tie_word_embeddings' default */
+} hf_families[] = {
+    {"llama", HF_LLAMA, 0},
+    {"mistral", HF_MISTRAL, 0},
+    {"mixtral", HF_MIXTRAL, 0},
+    {"qwen2", HF_QWEN2, 0},
+    {"qwen3", HF_QWEN3, 0},
+    {"qwen3_moe", HF_QWEN3_MOE, 0},
+    {"deepseek_v2", HF_DEEPSEEK_V2, 0},
+    {"deepseek_v3", HF_DEEPSEEK_V3, 0},
+    {"gpt_oss", HF_GPT_OSS, 0},
+    {"gemma2", HF_GEMMA2, 1},
+    {"gemma3_text", HF_GEMMA3, 1},
+    {"phi3", HF_PHI3, 0},
+};
+
+/* Fields that change neither the time nor the memory of a training step
+ * (token ids, initialisation, norms' epsilon, RoPE's base, dropout and
+ * auxiliary-loss coefficients, inference settings) or that prism reads
+ * elsewhere. */
+static const char *const hf_inert[] = {
+    "architectures",
+    "model_type",
+    "transformers_version",
+    "torch_dtype",
+    "dtype",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "initializer_range",
+    "rms_norm_eps",
+    "layer_norm_eps",
+    "rope_theta",
+    "rope_scaling",
+    "rope_parameters",
+    "use_cache",
+    "attention_dropout",
+    "hidden_dropout",
+    "embd_pdrop",
+    "resid_pdrop",
+    "pretraining_tp",
+    "router_aux_loss_coef",
+    "output_router_logits",
+    "router_jitter_noise",
+    "norm_topk_prob",
+    "routed_scaling_factor",
+    "aux_loss_alpha",
+    "seq_aux",
+    "ep_size",
+    "auto_map",
+    "_name_or_path",
+    "hidden_act",
+    "hidden_activation",
+    "mlp_bias",
+    "attention_bias",
+    "query_pre_attn_scalar",
+    "final_logit_softcapping",
+    "cache_implementation",
+    "rope_local_base_freq",
+    "original_max_position_embeddings",
+    "partial_rotary_factor",
+    "swiglu_limit",
+    "max_window_layers",
+    "tie_word_embeddings",
+    "bos_token",
+    "eos_token",
+    "use_qk_norm",
+    "qk_layernorm",
+    "sliding_window_pattern",
+    "layer_types",
+    "use_sliding_window",
+    "sliding_window",
+    "head_dim",
+    "max_position_embeddings",
+    "num_nextn_predict_layers",
+    "moe_layer_freq",
+    "topk_method",
+    "scoring_func",
+    "num_experts_per_tok",
+    "experts_per_token",
+    "attn_implementation",
+    "image_token_index",
+    "boi_token_index",
+    "eoi_token_index",
+    "mm_tokens_per_image",
+    "initializer_factor",
+    "lm_head_bias",
+    "decoder_sparse_step",
+    "mlp_only_layers",
+    "chat_template",
+    "initial_context_length",
+    "use_mrope",
+    "sliding_window_size",
+};
+
+static int hf_is_inert(const char *key)
+{
+	for (size_t i = 0; i < sizeof(hf_inert) / sizeof(hf_inert[0]); i++)
+		if (strcmp(hf_inert[i], key) == 0)
+			return 1;
+	return 0;
+}
+
+/* The fields of d nobody read that may change the model, "a, b, c". */
+static void hf_unread(const struct hf_doc *d, char *buf, size_t n)
+{
+	size_t k = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < d->n && k + 2 < n; i++)
+		if (!d->mem[i].used && !hf_is_inert(d->mem[i].key))
+			k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", d->mem[i].key);
+}
+
+/* layer_types ["sliding_attention", "full_attention", ...]: every K-th
+ * layer full (global_every K), none (0), or -1 when the pattern is not
+ * one prism's window/global_every expresses. */
+static int hf_layer_types(const struct kjson_str *raw, int layers, int *any_sliding)
+{
+	const char *p = raw->p, *end = raw->p + raw->n;
+	int i = 0, first_full = -1, bad = 0;
+	*any_sliding = 0;
+	while (p < end && i < layers) {
+		const char *q = memchr(p, '"', (size_t)(end - p)), *r;
+		if (!q)
+			break;
+		r = memchr(q + 1, '"', (size_t)(end - q - 1));
+		if (!r)
+			break;
+		if ((size_t)(r - q - 1) == strlen("full_attention") &&
+		    memcmp(q + 1, "full_attention", 14) == 0) {
+			if (first_full < 0)
+				first_full = i;
+			if ((i + 1) % (first_full + 1) != 0)
+				bad = 1;
+		} else if ((size_t)(r - q - 1) == strlen("sliding_attention") &&
+			   memcmp(q + 1, "sliding_attention", 17) == 0) {
+			*any_sliding = 1;
+			if (first_full >= 0 && (i + 1) % (first_full + 1) == 0)
+				bad = 1;
+		} else {
+			bad = 1;
+		}
+		i++;
+		p = r + 1;
+	}
+	if (bad || i != layers)
+		return -1;
+	return first_full < 0 ? 0 : first_full + 1;
+}
+
+/* The model of one config object (a Gemma 3 multimodal config's
+ * text_config is another). */
+static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, size_t len,
+		    const char *type_outer, struct llm *m, struct frame_extra *x,
+		    struct prism_err *err)
+{
+	struct hf_doc *d = prism_calloc(1, sizeof(*d));
+	struct hf_member *e;
+	const struct hf_family *F = NULL;
+	char type[64] = "", unread[512];
+	int rc, fam, v, sliding = 0, gemma3 = 0;
+
+	if (!d)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if ((rc = hf_parse_doc(kp, path, "", buf, len, d, err)))
+		goto out;
+	e = hf_find(d, "model_type");
+	if (e && e->v.type == KJSON_STR)
+		snprintf(type, sizeof(type), "%s", e->str);
+	else if (type_outer)
+		snprintf(type, sizeof(type), "%s", type_outer);
+	/* (one level: a text_config is read as gemma3_text, never again as
+	 * gemma3, so a config nested in itself cannot recurse) */
+	if (!type_outer && strcmp(type, "gemma3") == 0 && (e = hf_find(d, "text_config")) &&
+	    e->v.type == KJSON_OBJECT) {
+		/* Gemma 3 4B..27B: a vision tower and a language model; prism
+		 * models the language model. */
+		const char *t = e->v.s.p;
+		size_t tn = e->v.s.n;
+		struct hf_member *vc = hf_find(d, "vision_config");
+		if (vc)
+			warn_add(x, "vision_config: the vision tower is not modelled (the text "
+				    "model only)");
+		{
+			/* the outer document's vocabulary, if any, is the text
+			 * model's */
+			int outer_vocab = 0;
+			rc = hf_int(d, path, "vocab_size", 1, LLM_MAX_VOCAB, &outer_vocab, err);
+			if (rc < 0) {
+				rc = err->code;
+				goto out;
+			}
+			rc = hf_model(kp, path, t, tn, "gemma3_text", m, x, err);
+			if (!rc && outer_vocab > 0)
+				m->vocab = outer_vocab;
+		}
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(hf_families) / sizeof(hf_families[0]); i++)
+		if (strcmp(hf_families[i].type, type) == 0)
+			F = &hf_families[i];
+	if (!F) {
+		hf_unread(d, unread, sizeof(unread));
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s: model_type \"%s\" is not one prism imports (llama, "
+				   "mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, "
+				   "deepseek_v3, gpt_oss, gemma2, gemma3, gemma3_text, phi3); "
+				   "fields it could not map: %s",
+				   path, type[0] ? type : "(none)", unread[0] ? unread : "(none)");
+		goto out;
+	}
+	fam = F->fam;
+	gemma3 = fam == HF_GEMMA3;
+	memset(m, 0, sizeof(*m));
+	if ((e = hf_find(d, "_name_or_path")) && e->v.type == KJSON_STR && e->str[0]) {
+		const char *slash = strrchr(e->str, '/');
+		snprintf(m->name, sizeof(m->name), "%s", slash ? slash + 1 : e->str);
+	}
+	m->gated = 1; /* every family's MLP is gated (SwiGLU, GeGLU) */
+	m->rope = 1;
+	m->untied = !F->tied;
+	/* Gemma3TextConfig's defaults (the 1B's text_config leaves most out). */
+	if ((rc = hf_need(d, path, "num_hidden_layers", 1, LLM_MAX_LAYERS, &m->layers,
+			  gemma3 ? 26 : 0, err)) ||
+	    (rc = hf_need(d, path, "hidden_size", 1, LLM_MAX_HIDDEN, &m->hidden, gemma3 ? 2304 : 0,
+			  err)) ||
+	    (rc = hf_need(d, path, "num_attention_heads", 1, LLM_MAX_HEADS, &m->heads,
+			  gemma3 ? 8 : 0, err)) ||
+	    (rc = hf_need(d, path, "vocab_size", 1, LLM_MAX_VOCAB, &m->vocab, gemma3 ? 262208 : 0,
+			  err)) ||
+	    (rc = hf_need(d, path, "intermediate_size", 1, LLM_MAX_FFN, &m->ffn, gemma3 ? 9216 : 0,
+			  err)))
+		goto out;
+	if ((rc = hf_need(d, path, "num_key_value_heads", 1, LLM_MAX_HEADS, &m->kv_heads,
+			  gemma3 ? 4 : m->heads, err)))
+		goto out;
+	v = 0;
+	if ((rc = hf_int(d, path, "head_dim", 1, LLM_MAX_HEAD_DIM, &v, err)) < 0) {
+		rc = err->code;
+		goto out;
+	}
+	if (rc == 0 && (gemma3 || fam == HF_GEMMA2))
+		v = 256;
+	rc = 0;
+	if (v > 0 && (m->hidden % m->heads || v != m->hidden / m->heads))
+		m->head_dim = v;
+	if ((e = hf_find(d, "tie_word_embeddings")) && e->v.type == KJSON_BOOL)
+		m->untied = !e->v.i;
+	/* The sequence: the context the model was pre-trained at, before
+	 * RoPE scaling extended it (rope_scaling's
+	 * original_max_position_embeddings: Llama 3.1's 8192, DeepSeek-V3's
+	 * 4096), else max_position_embeddings. */
+	v = 0;
+	if ((e = hf_find(d, "rope_scaling")) && e->v.type == KJSON_OBJECT) {
+		struct hf_doc *r = prism_calloc(1, sizeof(*r));
+		if (!r) {
+			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (!(rc = hf_parse_doc(kp, path, " rope_scaling", e->v.s.p, e->v.s.n, r, err)))
+			rc = hf_int(r, path, "original_max_position_embeddings", 1, LLM_MAX_SEQ, &v,
+				    err);
+		free(r);
+		if (rc < 0) {
+			rc = err->code;
+			goto out;
+		}
+		if (rc > 0 && v > 0)
+			m->seq = v;
+		rc = 0;
+	}
+	if (!m->seq && (rc = hf_need(d, path, "max_position_embeddings", 1, LLM_MAX_SEQ, &m->seq,
+				     gemma3 ? 131072 : 0, err)))
+		goto out;
+	/* Sliding windows. */
+	v = 0;
+	if ((rc = hf_int(d, path, "sliding_window", 1, LLM_MAX_WINDOW, &v, err)) < 0) {
+		rc = err->code;
+		goto out;
+	}
+	if (rc == 0 && (gemma3 || fam == HF_GEMMA2))
+		v = 4096;
+	rc = 0;
+	if (fam == HF_QWEN2 || fam == HF_QWEN3 || fam == HF_QWEN3_MOE) {
+		/* Qwen: the window only with use_sliding_window, in the layers
+		 * from max_window_layers on. */
+		int mwl = 0;
+		e = hf_find(d, "use_sliding_window");
+		if (!e || e->v.type != KJSON_BOOL || !e->v.i) {
+			v = 0;
+		} else if (hf_int(d, path, "max_window_layers", 0, LLM_MAX_LAYERS, &mwl, err) > 0 &&
+			   mwl > 0) {
+			warn_add(x,
+				 "use_sliding_window with max_window_layers %d: a window in the "
+				 "layers from %d on only is not modelled (no window taken)",
+				 mwl, mwl);
+			v = 0;
+		}
+	}
+	if (v > 0) {
+		int K = 0;
+		m->window = v;
+		if ((e = hf_find(d, "layer_types")) && e->v.type == KJSON_ARRAY) {
+			K = hf_layer_types(&e->v.s, m->layers, &sliding);
+			if (K < 0) {
+				rc = prism_err_set(err, PRISM_EFORMAT,
+						   "%s: \"layer_types\": not %d layers of "
+						   "\"sliding_attention\" with every K-th "
+						   "\"full_attention\" (what prism's window and "
+						   "global_every express)",
+						   path, m->layers);
+				goto out;
+			}
+			if (!sliding)
+				m->window = 0;
+		} else if (gemma3) {
+			K = 6; /* Gemma3TextConfig's sliding_window_pattern */
+			if (hf_int(d, path, "sliding_window_pattern", 1, LLM_MAX_LAYERS, &K, err) <
+			    0) {
+				rc = err->code;
+				goto out;
+			}
+		} else if (fam == HF_GEMMA2) {
+			K = 2; /* modeling_gemma2: even layers slide, odd ones attend whole */
+		}
+		m->global_every = m->window ? K : 0;
+		if (m->window >= m->seq && m->global_every == 0)
+			m->window = 0; /* a window as long as the sequence is none */
+	}
+	/* Mixture of experts. */
+	switch (fam) {
+	case HF_MIXTRAL:
+	case HF_GPT_OSS:
+		if ((rc = hf_need(d, path, "num_local_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
+				  err)))
+			goto out;
+		if ((rc = hf_int(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, err)) <
+			0 ||
+		    (rc == 0 && (rc = hf_int(d, path, "experts_per_token", 1, m->experts, &m->top_k,
+					     err)) < 0)) {
+			rc = err->code;
+			goto out;
+		}
+		rc = 0;
+		if (!m->top_k) {
+			rc = prism_err_set(err, PRISM_EFORMAT,
+					   "%s: missing \"num_experts_per_tok\"", path);
+			goto out;
+		}
+		m->expert_ffn = m->ffn;
+		break;
+	case HF_QWEN3_MOE: {
+		int step = 1;
+		if ((rc = hf_need(d, path, "num_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
+				  err)) ||
+		    (rc = hf_need(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, 0,
+				  err)) ||
+		    (rc = hf_need(d, path, "moe_intermediate_size", 1, LLM_MAX_FFN, &m->expert_ffn,
+				  0, err)))
+			goto out;
+		if (hf_int(d, path, "decoder_sparse_step", 1, LLM_MAX_LAYERS, &step, err) < 0) {
+			rc = err->code;
+			goto out;
+		}
+		if (step != 1)
+			warn_add(x,
+				 "decoder_sparse_step %d: a mixture-of-experts layer every %d-th "
+				 "is not modelled (every layer taken as one)",
+				 step, step);
+		if ((e = hf_find(d, "mlp_only_layers")) && e->v.type == KJSON_ARRAY &&
+		    memchr(e->v.s.p, ',', e->v.s.n) == NULL) {
+			/* "[]" or one layer: a list of one is still not modelled */
+			const char *c = e->v.s.p;
+			size_t k = 1;
+			while (k < e->v.s.n && (c[k] == ' ' || c[k] == '\n'))
+				k++;
+			if (k < e->v.s.n && c[k] != ']')
+				warn_add(x, "mlp_only_layers: dense layers among the "
+					    "mixture-of-experts ones are not modelled");
+		} else if (e && e->v.type == KJSON_ARRAY) {
+			warn_add(x, "mlp_only_layers: dense layers among the mixture-of-experts "
+				    "ones are not modelled");
+		}
+		break;
+	}
+	case HF_DEEPSEEK_V2:
+	case HF_DEEPSEEK_V3: {
+		int freq = 1, groups = 0;
+		if ((rc = hf_need(d, path, "n_routed_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
+				  err)) ||
+		    (rc = hf_need(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, 0,
+				  err)) ||
+		    (rc = hf_need(d, path, "moe_intermediate_size", 1, LLM_MAX_FFN, &m->expert_ffn,
+				  0, err)))
+			goto out;
+		if (hf_int(d, path, "n_shared_experts", 0, LLM_MAX_SHARED, &m->shared_experts,
+			   err) < 0 ||
+		    hf_int(d, path, "first_k_dense_replace", 0, m->layers - 1, &m->first_dense,
+			   err) < 0 ||
+		    hf_int(d, path, "moe_layer_freq", 1, LLM_MAX_LAYERS, &freq, err) < 0 ||
+		    hf_int(d, path, "num_nextn_predict_layers", 0, LLM_MAX_LAYERS, &x->mtp_layers,
+			   err) < 0 ||
+		    hf_int(d, path, "n_group", 0, LLM_MAX_EXPERTS, &groups, err) < 0) {
+			rc = err->code;
+			goto out;
+		}
+		if (freq != 1)
+			warn_add(x,
+				 "moe_layer_freq %d: a mixture-of-experts layer every %d-th is "
+				 "not modelled (every layer from first_k_dense_replace on taken "
+				 "as one)",
+				 freq, freq);
+		if (groups > 1)
+			warn_add(x,
+				 "n_group %d, topk_group: group-limited routing (each token's "
+				 "experts on few devices) is not modelled: routing is uniform",
+				 groups);
+		hf_find(d, "topk_group");
+		if (x->mtp_layers > 0)
+			warn_add(x,
+				 "num_nextn_predict_layers %d: multi-token prediction layers are "
+				 "read but not modelled",
+				 x->mtp_layers);
+		if ((e = hf_find(d, "scoring_func")) && e->v.type == KJSON_STR &&
+		    strcmp(e->str, "sigmoid") == 0)
+			m->router = LLM_ROUTER_SIGMOID;
+		/* Multi-head latent attention. */
+		if ((rc = hf_need(d, path, "kv_lora_rank", 1, LLM_MAX_LORA_RANK, &m->kv_lora_rank,
+				  0, err)) ||
+		    (rc = hf_need(d, path, "qk_nope_head_dim", 0, LLM_MAX_HEAD_DIM,
+				  &m->qk_nope_head_dim, 0, err)) ||
+		    (rc = hf_need(d, path, "qk_rope_head_dim", 0, LLM_MAX_HEAD_DIM,
+				  &m->qk_rope_head_dim, 0, err)) ||
+		    (rc = hf_need(d, path, "v_head_dim", 1, LLM_MAX_HEAD_DIM, &m->v_head_dim, 0,
+				  err)))
+			goto out;
+		if (hf_int(d, path, "q_lora_rank", 1, LLM_MAX_LORA_RANK, &m->q_lora_rank, err) <
+		    0) {
+			rc = err->code;
+			goto out;
+		}
+		m->kv_heads = m->heads; /* MLA: every head its own K and V */
+		m->head_dim = 0;
+		break;
+	}
+	default:
+		break;
+	}
+	if (m->kv_heads < 1 || m->heads % m->kv_heads) {
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s: \"num_attention_heads\" (%d) must be divisible by "
+				   "\"num_key_value_heads\" (%d)",
+				   path, m->heads, m->kv_heads);
+		goto out;
+	}
+	if (!m->head_dim && !llm_mla(m) && m->hidden % m->heads) {
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s: \"hidden_size\" (%d) is not divisible by "
+				   "\"num_attention_heads\" (%d): give \"head_dim\"",
+				   path, m->hidden, m->heads);
+		goto out;
+	}
+	if ((e = hf_find(d, "attn_logit_softcapping")) && e->v.type != KJSON_NULL)
+		warn_add(x, "attn_logit_softcapping: the attention's soft cap is not modelled "
+			    "(flash attention timed without it)");
+	if ((e = hf_find(d, "quantization_config")))
+		warn_add(x, "quantization_config: the weights' quantisation is for inference; "
+			    "training is modelled at the layout's dtype");
+	hf_unread(d, unread, sizeof(unread));
+	if (unread[0])
+		warn_add(x, "not modelled (ignored): %s", unread);
+	if (d->truncated)
+		warn_add(x, "more than %d fields: those after are not read", HF_MAX_MEMBERS);
+out:
+	free(d);
+	return rc;
+}
+
+int frame_hf_parse(const char *path, const char *buf, size_t len, struct llm *m,
+		   struct frame_extra *x, struct prism_err *err)
+{
+	struct kjson_parser *kp = kjson_new();
+	int rc;
+	if (!kp)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	memset(x, 0, sizeof(*x));
+	rc = hf_model(kp, path, buf, len, NULL, m, x, err);
+	kjson_free(kp);
+	if (!rc && !m->name[0]) {
+		/* the file's name; DIR/config.json: the folder's (a checkpoint's) */
+		const char *b = strrchr(path, '/'), *stem = b ? b + 1 : path;
+		size_t n = strlen(stem);
+		if (strcmp(stem, "config.json") == 0 && b) {
+			const char *a = b;
+			while (a > path && a[-1] != '/')
+				a--;
+			stem = a;
+			n = (size_t)(b - a);
+		} else if (n > 5 && strcmp(stem + n - 5, ".json") == 0) {
+			n -= 5;
+		}
+		snprintf(m->name, sizeof(m->name), "%.*s", (int)(n < 63 ? n : 63), stem);
+	}
+	return rc;
+}
+
+/* ---- the frameworks' option names, keyed by knob ---------------------- */
+
+/* How an option carries its knob: a number; a boolean (Megatron-LM: a
+ * flag written when 1, or with FX_NEG when 0); or written and read by
+ * the knob's own code (FX_SPECIAL). */
+enum { FX_INT, FX_BOOL, FX_NEG, FX_SPECIAL };
+
+struct frame_opt {
+	int how;
+	const char *name; /* NULL: the framework cannot express the knob */
+};
+
+struct frame_row {
+	struct frame_opt o[FRAME_N];
+};
+
+/*
+ * Megatron-LM: megatron/training/arguments.py.  Megatron-Bridge:
+ * ConfigContainer's model (TransformerConfig), train, ddp, comm_overlap
+ * and mixed_precision fields (docs/megatron-lm-to-megatron-bridge.md).
+ * torchtitan: torchtitan/config/job_config.py, "section.field".
+ */
+#define R(mh, mn, bh, bn, th, tn)                                                                  \
+	{                                                                                          \
+		{                                                                                  \
+			{mh, mn}, {bh, bn},                                                        \
+			{                                                                          \
+				th, tn                                                             \
+			}                                                                          \
+		}                                                                                  \
+	}
+static const struct frame_row frame_rows[LK_N] = {
+    [LK_tp] = R(FX_INT, "--tensor-model-parallel-size", FX_INT, "model.tensor_model_parallel_size",
+		FX_INT, "parallelism.tensor_parallel_degree"),
+    [LK_pp] =
+	R(FX_INT, "--pipeline-model-parallel-size", FX_INT, "model.pipeline_model_parallel_size",
+	  FX_INT, "parallelism.pipeline_parallel_degree"),
+    [LK_dp] = R(FX_INT, NULL, FX_INT, NULL, FX_SPECIAL, "parallelism.data_parallel_shard_degree"),
+    [LK_vp] = R(FX_SPECIAL, "--num-layers-per-virtual-pipeline-stage", FX_SPECIAL,
+		"model.virtual_pipeline_model_parallel_size", FX_SPECIAL,
+		"parallelism.pipeline_parallel_layers_per_stage"),
+    [LK_mbs] = R(FX_INT, "--micro-batch-size", FX_INT, "train.micro_batch_size", FX_SPECIAL,
+		 "training.local_batch_size"),
+    [LK_microbatches] = R(FX_SPECIAL, "--global-batch-size", FX_SPECIAL, "train.global_batch_size",
+			  FX_SPECIAL, "training.global_batch_size"),
+    [LK_schedule] = R(FX_SPECIAL, "--num-layers-per-virtual-pipeline-stage", FX_SPECIAL,
+		      "model.virtual_pipeline_model_parallel_size", FX_SPECIAL,
+		      "parallelism.pipeline_parallel_schedule"),
+    [LK_recompute] = R(FX_SPECIAL, "--recompute-granularity", FX_SPECIAL,
+		       "model.recompute_granularity", FX_SPECIAL, "activation_checkpoint.mode"),
+    [LK_zero] =
+	R(FX_SPECIAL, "--use-distributed-optimizer", FX_SPECIAL, "ddp.use_distributed_optimizer",
+	  FX_SPECIAL, "parallelism.data_parallel_shard_degree"),
+    [LK_sp] = R(FX_BOOL, "--sequence-parallel", FX_BOOL, "model.sequence_parallel", FX_SPECIAL,
+		"parallelism.tensor_parallel_degree"),
+    [LK_layers] = R(FX_INT, "--num-layers", FX_INT, "model.num_layers", FX_INT, NULL),
+    [LK_hidden] = R(FX_INT, "--hidden-size", FX_INT, "model.hidden_size", FX_INT, NULL),
+    [LK_dtype] = R(FX_SPECIAL, "--bf16", FX_SPECIAL, "mixed_precision", FX_SPECIAL,
+		   "training.mixed_precision_param"),
+    [LK_fp8_attention] = R(FX_BOOL, "--fp8-dot-product-attention", FX_BOOL,
+			   "model.fp8_dot_product_attention", FX_INT, NULL),
+    [LK_flash] = R(FX_SPECIAL, "--attention-backend", FX_SPECIAL, "model.attention_backend",
+		   FX_SPECIAL, "model.flavor"),
+    [LK_partition] = R(FX_SPECIAL, "--account-for-embedding-in-pipeline-split", FX_SPECIAL,
+		       "model.account_for_embedding_in_pipeline_split", FX_INT, NULL),
+    [LK_shard] = R(FX_SPECIAL, "--num-distributed-optimizer-instances", FX_SPECIAL,
+		   "ddp.num_distributed_optimizer_instances", FX_SPECIAL,
+		   "parallelism.data_parallel_replicate_degree"),
+    [LK_prefetch] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
+    [LK_bucket_mb] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
+    [LK_overlap_grad] =
+	R(FX_BOOL, "--overlap-grad-reduce", FX_BOOL, "ddp.overlap_grad_reduce", FX_INT, NULL),
+    [LK_overlap_param] =
+	R(FX_BOOL, "--overlap-param-gather", FX_BOOL, "ddp.overlap_param_gather", FX_INT, NULL),
+    [LK_tp_overlap] = R(FX_BOOL, "--tp-comm-overlap", FX_BOOL, "comm_overlap.tp_comm_overlap",
+			FX_BOOL, "parallelism.enable_async_tensor_parallel"),
+    [LK_pp_overlap] = R(FX_NEG, "--no-overlap-p2p-communication", FX_BOOL, "model.overlap_p2p_comm",
+			FX_INT, NULL),
+    [LK_ep] = R(FX_INT, "--expert-model-parallel-size", FX_INT, "model.expert_model_parallel_size",
+		FX_INT, "parallelism.expert_parallel_degree"),
+    [LK_etp] = R(FX_INT, "--expert-tensor-parallel-size", FX_INT,
+		 "model.expert_tensor_parallel_size", FX_INT, NULL),
+    [LK_cp] = R(FX_INT, "--context-parallel-size", FX_INT, "model.context_parallel_size", FX_INT,
+		"parallelism.context_parallel_degree"),
+    [LK_cp_comm] = R(FX_SPECIAL, "--cp-comm-type", FX_SPECIAL, "model.cp_comm_type", FX_SPECIAL,
+		     "parallelism.context_parallel_rotate_method"),
+    [LK_imbalance] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
+    [LK_heads] =
+	R(FX_INT, "--num-attention-heads", FX_INT, "model.num_attention_heads", FX_INT, NULL),
+    [LK_ffn] = R(FX_INT, "--ffn-hidden-size", FX_INT, "model.ffn_hidden_size", FX_INT, NULL),
+    [LK_seq] = R(FX_INT, "--seq-length", FX_INT, "model.seq_length", FX_INT, "training.seq_len"),
+    [LK_head_dim] = R(FX_SPECIAL, "--kv-channels", FX_SPECIAL, "model.kv_channels", FX_INT, NULL),
+    [LK_window] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
+    [LK_global_every] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
+    [LK_power_w] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
+};
+#undef R
+
+/* Knobs of a row the framework expresses only in some values: the
+ * schedule (Megatron-LM and Bridge have no GPipe), ZeRO (torchtitan has
+ * DDP or FSDP: no ZeRO-1/2), dtype (no tf32 switch; torchtitan: float8
+ * only), the partition (even or embed-loss), cp's ring (torchtitan's
+ * rotation is all-gather or all-to-all) and no-flash (torchtitan). */
+static int expresses_value(int fw, int k, const struct llm *m, const struct layout *l)
+{
+	switch (k) {
+	case LK_schedule:
+		return fw == FRAME_TORCHTITAN || l->schedule != LAYOUT_GPIPE || l->pp == 1;
+	case LK_zero:
+	case LK_dp:
+		return fw != FRAME_TORCHTITAN || l->zero == 0 || l->zero == 3;
+	case LK_shard:
+		return fw != FRAME_TORCHTITAN || l->zero == 3 || l->shard == 0;
+	case LK_dtype:
+		if (l->dtype == HW_TF32)
+			return 0;
+		if (fw == FRAME_TORCHTITAN)
+			return l->dtype == HW_BF16 || l->dtype == HW_FP32 || l->dtype == HW_FP8;
+		return fw == FRAME_MEGATRON || l->dtype != HW_FP4;
+	case LK_partition:
+		if (l->partition == LAYOUT_PART_EMBED_LOSS)
+			return fw != FRAME_TORCHTITAN;
+		if (l->partition != LAYOUT_PART_GIVEN)
+			return 0; /* balanced: prism's own placement */
+		if (l->part[0] == 0)
+			return 1;
+		/* a list: Megatron-LM's first and last stages' layers, the
+		 * middle ones even (not with virtual stages) */
+		if (fw == FRAME_TORCHTITAN || l->vp > 1)
+			return 0;
+		for (int s = 2; s + 1 < l->pp; s++)
+			if (l->part[s] != l->part[1])
+				return 0;
+		return 1;
+	case LK_cp_comm: /* torchtitan rotates by all-gather or its ring only */
+		return fw != FRAME_TORCHTITAN || l->cp_comm == LAYOUT_CP_ALLGATHER;
+	case LK_head_dim:
+		return !llm_mla(m);
+	case LK_sp:    /* torchtitan's tensor parallel plan is sequence parallel */
+	case LK_flash: /* torchtitan's attention is SDPA's flash kernel */
+		return fw != FRAME_TORCHTITAN || layout_get(m, l, k, 0) == 1;
+	}
+	return 1;
+}
+
+int frame_expresses(int fw, int k, const struct llm *m, const struct layout *l)
+{
+	return fw >= 0 && fw < FRAME_N && k >= 0 && k < LK_N && frame_rows[k].o[fw].name &&
+	       expresses_value(fw, k, m, l);
+}
+
+/* ---- export ------------------------------------------------------------ */
+
+/* One written option: name and value (NULL: a flag). */
+struct emit {
+	FILE *f;
+	int fw;
+	/* the lines, written at the end (torchtitan's by section) */
+	char lines[96][160];
+	int n;
+};
+
+static void put(struct emit *E, const char *name, const char *val)
+{
+	if (E->n >= (int)(sizeof(E->lines) / sizeof(E->lines[0])))
+		return;
+	if (E->fw == FRAME_MEGATRON)
+		snprintf(E->lines[E->n++], sizeof(E->lines[0]), "%s%s%s", name, val ? " " : "",
+			 val ? val : "");
+	else if (E->fw == FRAME_BRIDGE)
+		snprintf(E->lines[E->n++], sizeof(E->lines[0]), "%s=%s", name, val ? val : "true");
+	else
+		snprintf(E->lines[E->n++], sizeof(E->lines[0]), "%s = %s", name,
+			 val ? val : "true");
+}
+
+static void put_int(struct emit *E, const char *name, long v)
+{
+	char b[32];
+	snprintf(b, sizeof(b), "%ld", v);
+	put(E, name, b);
+}
+
+static void put_bool(struct emit *E, const char *name, int v)
+{
+	put(E, name, v ? "true" : "false");
+}
+
+static int gpus_of(const struct layout *l)
+{
+	return l->tp * l->pp * l->dp * layout_cp(l);
+}
+
+/* Knob k's special options (FX_SPECIAL). */
+static void put_special(struct emit *E, int k, const struct llm *m, const struct layout *l)
+{
+	int fw = E->fw, dpc = layout_dpc(l);
+	long gbs = (long)l->mbs * l->microbatches * l->dp;
+	switch (k) {
+	case LK_vp:
+		if (l->schedule != LAYOUT_INTERLEAVED || l->pp < 2)
+			return;
+		if (fw == FRAME_MEGATRON)
+			put_int(E, "--num-layers-per-virtual-pipeline-stage",
+				m->layers / (l->pp * l->vp));
+		else if (fw == FRAME_BRIDGE)
+			put_int(E, "model.virtual_pipeline_model_parallel_size", l->vp);
+		else
+			put_int(E, "parallelism.pipeline_parallel_layers_per_stage",
+				m->layers / (l->pp * l->vp));
+		return;
+	case LK_schedule:
+		if (fw == FRAME_TORCHTITAN && l->pp > 1)
+			put(E, "parallelism.pipeline_parallel_schedule",
+			    l->schedule == LAYOUT_GPIPE	 ? "\"GPipe\""
+			    : l->schedule == LAYOUT_1F1B ? "\"1F1B\""
+							 : "\"Interleaved1F1B\"");
+		return; /* Megatron-LM: 1F1B, interleaved with vp */
+	case LK_microbatches:
+		put_int(E,
+			fw == FRAME_MEGATRON ? "--global-batch-size"
+			: fw == FRAME_BRIDGE ? "train.global_batch_size"
+					     : "training.global_batch_size",
+			gbs);
+		return;
+	case LK_mbs: /* torchtitan */
+		if (l->pp > 1) {
+			put_int(E, "training.local_batch_size", (long)l->mbs * l->microbatches);
+			put_int(E, "parallelism.pipeline_parallel_microbatch_size", l->mbs);
+		} else {
+			put_int(E, "training.local_batch_size", l->mbs);
+		}
+		return;
+	case LK_dp: /* torchtitan: dp x cp = replicate x shard */
+		if (l->zero == 3) {
+			int shard = l->shard ? l->shard : dpc;
+			put_int(E, "parallelism.data_parallel_shard_degree", shard / layout_cp(l));
+			put_int(E, "parallelism.data_parallel_replicate_degree", dpc / shard);
+		} else if (l->zero == 0) {
+			put_int(E, "parallelism.data_parallel_shard_degree", 1);
+			put_int(E, "parallelism.data_parallel_replicate_degree", l->dp);
+		}
+		return;
+	case LK_recompute:
+		if (fw == FRAME_TORCHTITAN) {
+			put(E, "activation_checkpoint.mode",
+			    l->recompute == LAYOUT_RECOMPUTE_FULL	 ? "\"full\""
+			    : l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? "\"selective\""
+									 : "\"none\"");
+			if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE)
+				put(E, "activation_checkpoint.selective_ac_option", "\"op\"");
+			return;
+		}
+		if (l->recompute == LAYOUT_RECOMPUTE_NONE)
+			return;
+		if (fw == FRAME_MEGATRON) {
+			put(E, "--recompute-granularity",
+			    l->recompute == LAYOUT_RECOMPUTE_FULL ? "full" : "selective");
+			if (l->recompute == LAYOUT_RECOMPUTE_FULL) {
+				put(E, "--recompute-method", "uniform");
+				put(E, "--recompute-num-layers", "1");
+			}
+		} else {
+			put(E, "model.recompute_granularity",
+			    l->recompute == LAYOUT_RECOMPUTE_FULL ? "full" : "selective");
+			if (l->recompute == LAYOUT_RECOMPUTE_FULL) {
+				put(E, "model.recompute_method", "uniform");
+				put(E, "model.recompute_num_layers", "1");
+			}
+		}
+		return;
+	case LK_zero:
+		if (fw == FRAME_TORCHTITAN)
+			return; /* with dp */
+		if (l->zero == 1) {
+			put(E,
+			    fw == FRAME_MEGATRON ? "--use-distributed-optimizer"
+						 : "ddp.use_distributed_optimizer",
+			    fw == FRAME_MEGATRON ? NULL : "true");
+		} else if (l->zero >= 2) {
+			const char *s = l->zero == 2 ? "optim_grads" : "optim_grads_params";
+			if (fw == FRAME_MEGATRON) {
+				/* Megatron-FSDP's required flags (its README) */
+				put(E, "--use-megatron-fsdp", NULL);
+				put(E, "--data-parallel-sharding-strategy", s);
+				put(E, "--use-distributed-optimizer", NULL);
+			} else {
+				put(E, "ddp.use_megatron_fsdp", "true");
+				put(E, "ddp.data_parallel_sharding_strategy", s);
+				put(E, "ddp.use_distributed_optimizer", "true");
+			}
+		}
+		return;
+	case LK_shard:
+		if (fw == FRAME_TORCHTITAN || !l->zero || !l->shard || l->shard >= dpc)
+			return; /* torchtitan: with dp */
+		put_int(E,
+			fw == FRAME_MEGATRON ? "--num-distributed-optimizer-instances"
+					     : "ddp.num_distributed_optimizer_instances",
+			dpc / l->shard);
+		return;
+	case LK_dtype:
+		if (fw == FRAME_TORCHTITAN) {
+			put(E, "training.mixed_precision_param",
+			    l->dtype == HW_FP32 ? "\"float32\"" : "\"bfloat16\"");
+			if (l->dtype == HW_FP8)
+				put(E, "model.converters", "[\"float8\"]");
+		} else if (fw == FRAME_MEGATRON) {
+			if (l->dtype == HW_FP16)
+				put(E, "--fp16", NULL);
+			else if (l->dtype != HW_FP32 && l->dtype != HW_TF32)
+				put(E, "--bf16", NULL);
+			if (l->dtype == HW_FP8)
+				put(E, "--fp8-format", "hybrid");
+			if (l->dtype == HW_FP4)
+				put(E, "--fp4-format", "e2m1");
+		} else {
+			put(E, "mixed_precision",
+			    l->dtype == HW_FP16	  ? "fp16_mixed"
+			    : l->dtype == HW_FP8  ? "bf16_with_fp8_delayed_scaling_mixed"
+			    : l->dtype == HW_FP32 ? "null"
+						  : "bf16_mixed");
+		}
+		return;
+	case LK_sp:
+		return; /* torchtitan: implied by tensor parallelism */
+	case LK_flash:
+		if (fw == FRAME_TORCHTITAN)
+			return; /* implied */
+		if (!l->flash)
+			put(E,
+			    fw == FRAME_MEGATRON ? "--attention-backend"
+						 : "model.attention_backend",
+			    "unfused");
+		return;
+	case LK_partition:
+		if (l->pp < 2)
+			return;
+		if (l->partition == LAYOUT_PART_GIVEN && l->part[0]) {
+			put_int(E,
+				fw == FRAME_MEGATRON ? "--decoder-first-pipeline-num-layers"
+						     : "model.num_layers_in_first_pipeline_stage",
+				l->part[0]);
+			put_int(E,
+				fw == FRAME_MEGATRON ? "--decoder-last-pipeline-num-layers"
+						     : "model.num_layers_in_last_pipeline_stage",
+				l->part[l->pp - 1]);
+			return;
+		}
+		if (l->partition != LAYOUT_PART_EMBED_LOSS)
+			return;
+		if (fw == FRAME_MEGATRON) {
+			put(E, "--account-for-embedding-in-pipeline-split", NULL);
+			put(E, "--account-for-loss-in-pipeline-split", NULL);
+		} else {
+			put(E, "model.account_for_embedding_in_pipeline_split", "true");
+			put(E, "model.account_for_loss_in_pipeline_split", "true");
+		}
+		return;
+	case LK_cp_comm:
+		if (layout_cp(l) < 2)
+			return;
+		if (fw == FRAME_TORCHTITAN)
+			put(E, "parallelism.context_parallel_rotate_method", "\"allgather\"");
+		else
+			put(E, fw == FRAME_MEGATRON ? "--cp-comm-type" : "model.cp_comm_type",
+			    layout_cp_comm_name(l->cp_comm));
+		return;
+	case LK_head_dim: /* only a width other than hidden / heads */
+		if (m->head_dim > 0 && !llm_mla(m) &&
+		    (m->hidden % m->heads || m->head_dim != m->hidden / m->heads))
+			put_int(E, fw == FRAME_MEGATRON ? "--kv-channels" : "model.kv_channels",
+				m->head_dim);
+		return;
+	}
+}
+
+/* Megatron-LM's model options beyond the knobs (kv heads, vocabulary,
+ * SwiGLU, untied head, RoPE, experts, MLA), so that the list launches the
+ * model prism priced. */
+static void put_model(struct emit *E, const struct llm *m)
+{
+	int fw = E->fw;
+	if (fw == FRAME_TORCHTITAN)
+		return;
+	if (fw == FRAME_MEGATRON) {
+		if (!llm_mla(m) && llm_kv_heads(m) != m->heads) {
+			put(E, "--group-query-attention", NULL);
+			put_int(E, "--num-query-groups", llm_kv_heads(m));
+		}
+		put_int(E, "--vocab-size", m->vocab);
+		if (m->gated)
+			put(E, "--swiglu", NULL);
+		if (m->untied)
+			put(E, "--untie-embeddings-and-output-weights", NULL);
+		if (m->rope)
+			put(E, "--position-embedding-type", "rope");
+		if (m->experts > 0) {
+			put_int(E, "--num-experts", m->experts);
+			put_int(E, "--moe-router-topk", m->top_k);
+			put_int(E, "--moe-ffn-hidden-size",
+				m->expert_ffn > 0 ? m->expert_ffn : m->ffn);
+			if (m->shared_experts)
+				put_int(E, "--moe-shared-expert-intermediate-size",
+					(long)m->shared_experts *
+					    (m->expert_ffn > 0 ? m->expert_ffn : m->ffn));
+			if (m->first_dense) {
+				char b[64];
+				snprintf(b, sizeof(b), "'([0]*%d+[1]*%d)'", m->first_dense,
+					 m->layers - m->first_dense);
+				put(E, "--moe-layer-freq", b);
+			}
+			if (m->router == LLM_ROUTER_SIGMOID)
+				put(E, "--moe-router-score-function", "sigmoid");
+		}
+		if (llm_mla(m)) {
+			put(E, "--multi-latent-attention", NULL);
+			if (m->q_lora_rank)
+				put_int(E, "--q-lora-rank", m->q_lora_rank);
+			put_int(E, "--kv-lora-rank", m->kv_lora_rank);
+			put_int(E, "--qk-head-dim", m->qk_nope_head_dim);
+			put_int(E, "--qk-pos-emb-head-dim", m->qk_rope_head_dim);
+			put_int(E, "--v-head-dim", m->v_head_dim);
+		}
+	} else {
+		if (!llm_mla(m) && llm_kv_heads(m) != m->heads)
+			put_int(E, "model.num_query_groups", llm_kv_heads(m));
+		put_bool(E, "model.gated_linear_unit", m->gated);
+		put_bool(E, "model.share_embeddings_and_output_weights", !m->untied);
+		if (m->experts > 0) {
+			put_int(E, "model.num_moe_experts", m->experts);
+			put_int(E, "model.moe_router_topk", m->top_k);
+			put_int(E, "model.moe_ffn_hidden_size",
+				m->expert_ffn > 0 ? m->expert_ffn : m->ffn);
+		}
+	}
+}
+
+int frame_export(FILE *f, int fw, const struct llm *m, const struct layout *l)
+{
+	struct emit *E = prism_calloc(1, sizeof(*E));
+	char gone[768] = "";
+	size_t gk = 0;
+
+	if (!E)
+		return PRISM_ENOMEM;
+	E->f = f;
+	E->fw = fw;
+	fprintf(f, "# prism: %s on %d GPUs = tp %d x pp %d x dp %d x cp %d (%s)\n",
+		m->name[0] ? m->name : "model", gpus_of(l), l->tp, l->pp, l->dp, layout_cp(l),
+		fw == FRAME_MEGATRON ? "data parallel = world size / (tp x pp x cp)"
+		: fw == FRAME_BRIDGE ? "Megatron-Bridge / NeMo 2 recipe overrides"
+				     : "torchtitan job config");
+	for (int k = 0; k < LK_N; k++) {
+		const struct frame_opt *o = &frame_rows[k].o[fw];
+		char v[64];
+		if (!layout_applies(m, l, k) && k != LK_microbatches)
+			continue;
+		if (!o->name || !expresses_value(fw, k, m, l)) {
+			const struct layout_knob *K = &layout_knobs[k];
+			double x = layout_get(m, l, k, 1);
+			if (k == LK_dp && fw != FRAME_TORCHTITAN)
+				continue; /* the first line says */
+			/* at its default it is the framework's default too */
+			if ((K->home == LK_L && x == K->def && k != LK_dp && k != LK_zero &&
+			     !(k == LK_partition && l->part[0])) ||
+			    (K->home == LK_M && x == 0))
+				continue;
+			layout_format(m, l, k, 0, v, sizeof(v));
+			if (gk + 2 < sizeof(gone))
+				gk += (size_t)snprintf(gone + gk, sizeof(gone) - gk, "%s%s %s",
+						       gk ? ", " : "", layout_knobs[k].id, v);
+			continue;
+		}
+		switch (o->how) {
+		case FX_INT:
+			put_int(E, o->name, (long)layout_get(m, l, k, 1));
+			break;
+		case FX_BOOL:
+			if (fw == FRAME_MEGATRON) {
+				if (layout_get(m, l, k, 0))
+					put(E, o->name, NULL);
+			} else {
+				put_bool(E, o->name, layout_get(m, l, k, 0) != 0);
+			}
+			break;
+		case FX_NEG:
+			if (!layout_get(m, l, k, 0))
+				put(E, o->name, NULL);
+			break;
+		default:
+			put_special(E, k, m, l);
+		}
+	}
+	put_model(E, m);
+	if (fw != FRAME_TORCHTITAN) {
+		/* Megatron-LM's as one shell command's continued lines */
+		for (int i = 0; i < E->n; i++)
+			fprintf(f, "%s%s\n", E->lines[i],
+				fw == FRAME_MEGATRON && i + 1 < E->n ? " \\" : "");
+	} else {
+		/* grouped by section, in the order they came */
+		char done[96] = {0};
+		for (int i = 0; i < E->n; i++) {
+			const char *dot = strchr(E->lines[i], '.');
+			size_t sn = dot ? (size_t)(dot - E->lines[i]) : 0;
+			if (done[i])
+				continue;
+			fprintf(f, "[%.*s]\n", (int)sn, E->lines[i]);
+			for (int j = i; j < E->n; j++)
+				if (!done[j] && strncmp(E->lines[j], E->lines[i], sn + 1) == 0) {
+					fprintf(f, "%s\n", E->lines[j] + sn + 1);
+					done[j] = 1;
+				}
+		}
+	}
+	if (gone[0])
+		fprintf(f, "# not expressed in %s: %s\n", frame_name(fw), gone);
+	free(E);
+	return 0;
+}
+
+/* ---- import ------------------------------------------------------------ */
+
+/* The specials' values as read, resolved once every option is in. */
+struct imp {
+	int vp_layers, vp, schedule; /* schedule -1: not given */
+	int rc_gran, rc_method_uniform, rc_layers;
+	int distopt, mfsdp, strategy, instances, rep, shard_deg;
+	int dtype, fp8, fp4, bf16, fp16, given_dtype;
+	int flash, embed, loss, cp_comm;
+	int first_layers, last_layers; /* the first and last stages' (0: even) */
+	int local_batch, pp_mbs;
+	int nodes, per_node;
+	int kv_groups, gqa;
+	char unread[600]; /* the options not read, "a, b" */
+};
+
+static int num(const char *path, int line, const char *name, const char *s, long lo, long hi,
+	       long *out, struct prism_err *err)
+{
+	char *end;
+	long v;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: %s '%s': expected a whole number in %ld..%ld", path,
+				     line, name, s, lo, hi);
+	*out = v;
+	return 0;
+}
+
+static int truth(const char *path, int line, const char *name, const char *s, int *out,
+		 struct prism_err *err)
+{
+	if (!s || strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "1") == 0)
+		*out = 1;
+	else if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "0") == 0)
+		*out = 0;
+	else
+		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: %s '%s': expected true or false",
+				     path, line, name, s);
+	return 0;
+}
+
+/* s without surrounding quotes, into b. */
+static const char *unquote(const char *s, char *b, size_t n)
+{
+	size_t k = s ? strlen(s) : 0;
+	if (k >= 2 && (s[0] == '"' || s[0] == '\'') && s[k - 1] == s[0]) {
+		snprintf(b, n, "%.*s", (int)(k - 2), s + 1);
+		return b;
+	}
+	return s;
+}
+
+/* Megatron-LM's model options that are not knobs. */
+static int megatron_model(const char *path, int line, const char *name, const char *val,
+			  struct llm *m, struct imp *I, struct frame_extra *x, int *used,
+			  struct prism_err *err)
+{
+	long v = 0;
+	int rc = 0;
+	*used = 1;
+#define INTO(field, lo, hi)                                                                        \
+	do {                                                                                       \
+		if (!(rc = num(path, line, name, val ? val : "", lo, hi, &v, err)))                \
+			field = (int)v;                                                            \
+	} while (0)
+	if (strcmp(name, "--num-query-groups") == 0)
+		INTO(I->kv_groups, 1, LLM_MAX_HEADS);
+	else if (strcmp(name, "--group-query-attention") == 0)
+		I->gqa = 1;
+	else if (strcmp(name, "--vocab-size") == 0)
+		INTO(m->vocab, 1, LLM_MAX_VOCAB);
+	else if (strcmp(name, "--swiglu") == 0)
+		m->gated = 1;
+	else if (strcmp(name, "--untie-embeddings-and-output-weights") == 0)
+		m->untied = 1;
+	else if (strcmp(name, "--position-embedding-type") == 0)
+		m->rope = val && strcmp(val, "rope") == 0;
+	else if (strcmp(name, "--use-rotary-position-embeddings") == 0)
+		m->rope = 1;
+	else if (strcmp(name, "--num-experts") == 0)
+		INTO(m->experts, 1, LLM_MAX_EXPERTS);
+	else if (strcmp(name, "--moe-router-topk") == 0)
+		INTO(m->top_k, 1, LLM_MAX_EXPERTS);
+	else if (strcmp(name, "--moe-ffn-hidden-size") == 0)
+		INTO(m->expert_ffn, 1, LLM_MAX_FFN);
+	else if (strcmp(name, "--moe-shared-expert-intermediate-size") == 0)
+		INTO(m->shared_experts, 1, LLM_MAX_FFN); /* a width: over expert_ffn below */
+	else if (strcmp(name, "--moe-router-score-function") == 0)
+		m->router =
+		    val && strcmp(val, "sigmoid") == 0 ? LLM_ROUTER_SIGMOID : LLM_ROUTER_SOFTMAX;
+	else if (strcmp(name, "--moe-layer-freq") == 0) {
+		/* "1", or "([0]*K+[1]*N)": K dense layers first */
+		char b[64];
+		const char *s = unquote(val, b, sizeof(b));
+		int k = 0, n = 0;
+		if (s && strcmp(s, "1") == 0)
+			m->first_dense = 0;
+		else if (s && sscanf(s, "([0]*%d+[1]*%d)", &k, &n) == 2 && k >= 0)
+			m->first_dense = k;
+		else
+			warn_add(x,
+				 "line %d: --moe-layer-freq '%s' is not modelled (every layer a "
+				 "mixture of experts)",
+				 line, s ? s : "");
+	} else if (strcmp(name, "--multi-latent-attention") == 0 ||
+		   strcmp(name, "--max-position-embeddings") == 0)
+		; /* MLA: its ranks say; positions: --seq-length is the run's */
+	else if (strcmp(name, "--q-lora-rank") == 0)
+		INTO(m->q_lora_rank, 1, LLM_MAX_LORA_RANK);
+	else if (strcmp(name, "--kv-lora-rank") == 0)
+		INTO(m->kv_lora_rank, 1, LLM_MAX_LORA_RANK);
+	else if (strcmp(name, "--qk-head-dim") == 0)
+		INTO(m->qk_nope_head_dim, 0, LLM_MAX_HEAD_DIM);
+	else if (strcmp(name, "--qk-pos-emb-head-dim") == 0)
+		INTO(m->qk_rope_head_dim, 0, LLM_MAX_HEAD_DIM);
+	else if (strcmp(name, "--v-head-dim") == 0)
+		INTO(m->v_head_dim, 1, LLM_MAX_HEAD_DIM);
+	else if (strcmp(name, "--mtp-num-layers") == 0)
+		INTO(x->mtp_layers, 0, LLM_MAX_LAYERS);
+	else if (strcmp(name, "--nnodes") == 0 || strcmp(name, "--nproc-per-node") == 0 ||
+		 strcmp(name, "--nproc_per_node") == 0) {
+		/* torchrun's: a number gives the world size; "gpu", "1:4" or
+		 * "$NNODES" do not (then --dp gives dp) */
+		char *end;
+		long n = val ? strtol(val, &end, 10) : 0;
+		if (val && *val && !*end && n >= 1 && n <= LAYOUT_MAX_GPUS)
+			*(name[2] == 'n' && name[3] == 'n' ? &I->nodes : &I->per_node) = (int)n;
+		else
+			warn_add(x, "line %d: %s '%s': not a number, so no world size (give --dp)",
+				 line, name, val ? val : "");
+	} else
+		*used = 0;
+#undef INTO
+	return rc;
+}
+
+/* A special knob's option (import). */
+static int special_in(const char *path, int line, const char *name, const char *val, struct llm *m,
+		      layout_mask *given, struct imp *I, struct frame_extra *x,
+		      struct prism_err *err)
+{
+	long v = 0;
+	int b = 0;
+	char q[64];
+	const char *s = unquote(val, q, sizeof(q));
+#define IS(n) (strcmp(name, n) == 0)
+#define NUM(lo, hi)                                                                                \
+	if (num(path, line, name, s ? s : "", lo, hi, &v, err))                                    \
+	return err->code
+#define BOOL()                                                                                     \
+	if (truth(path, line, name, s, &b, err))                                                   \
+	return err->code
+	if (IS("--num-layers-per-virtual-pipeline-stage") ||
+	    IS("parallelism.pipeline_parallel_layers_per_stage")) {
+		NUM(1, LLM_MAX_LAYERS);
+		I->vp_layers = (int)v;
+	} else if (IS("--num-virtual-stages-per-pipeline-rank") ||
+		   IS("model.virtual_pipeline_model_parallel_size")) {
+		if (s && strcmp(s, "null") == 0)
+			return 0;
+		NUM(1, LAYOUT_MAX_VP);
+		I->vp = (int)v;
+	} else if (IS("parallelism.pipeline_parallel_schedule")) {
+		I->schedule = s && strcmp(s, "GPipe") == 0	       ? LAYOUT_GPIPE
+			      : s && strcmp(s, "1F1B") == 0	       ? LAYOUT_1F1B
+			      : s && strcmp(s, "Interleaved1F1B") == 0 ? LAYOUT_INTERLEAVED
+								       : -2;
+		if (I->schedule == -2)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': prism models GPipe, 1F1B and "
+					     "Interleaved1F1B",
+					     path, line, name, s ? s : "");
+	} else if (IS("--global-batch-size") || IS("train.global_batch_size") ||
+		   IS("training.global_batch_size")) {
+		NUM(1, 1L << 30);
+		x->gbs = (int)v;
+	} else if (IS("training.local_batch_size")) {
+		NUM(1, LAYOUT_MAX_MBS * (long)LAYOUT_MAX_MICRO);
+		I->local_batch = (int)v;
+	} else if (IS("parallelism.pipeline_parallel_microbatch_size")) {
+		NUM(1, LAYOUT_MAX_MBS);
+		I->pp_mbs = (int)v;
+	} else if (IS("--recompute-granularity") || IS("model.recompute_granularity") ||
+		   IS("activation_checkpoint.mode")) {
+		I->rc_gran = s && strcmp(s, "full") == 0	? LAYOUT_RECOMPUTE_FULL
+			     : s && strcmp(s, "selective") == 0 ? LAYOUT_RECOMPUTE_SELECTIVE
+								: LAYOUT_RECOMPUTE_NONE;
+		if (s && I->rc_gran == LAYOUT_RECOMPUTE_NONE && strcmp(s, "none") &&
+		    strcmp(s, "null"))
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': expected full or selective", path,
+					     line, name, s);
+	} else if (IS("--recompute-activations")) {
+		I->rc_gran = LAYOUT_RECOMPUTE_SELECTIVE;
+	} else if (IS("--recompute-method") || IS("model.recompute_method")) {
+		I->rc_method_uniform = s && strcmp(s, "uniform") == 0;
+	} else if (IS("--recompute-num-layers") || IS("model.recompute_num_layers")) {
+		NUM(1, LLM_MAX_LAYERS);
+		I->rc_layers = (int)v;
+	} else if (IS("activation_checkpoint.selective_ac_option")) {
+		;
+	} else if (IS("--use-distributed-optimizer")) {
+		I->distopt = 1;
+	} else if (IS("ddp.use_distributed_optimizer")) {
+		BOOL();
+		I->distopt = b;
+	} else if (IS("--use-megatron-fsdp") || IS("--use-custom-fsdp")) {
+		I->mfsdp = 1;
+	} else if (IS("ddp.use_megatron_fsdp")) {
+		BOOL();
+		I->mfsdp = b;
+	} else if (IS("--data-parallel-sharding-strategy") ||
+		   IS("ddp.data_parallel_sharding_strategy")) {
+		I->strategy = !s				     ? -1
+			      : strcmp(s, "no_shard") == 0	     ? 0
+			      : strcmp(s, "optim") == 0		     ? 1
+			      : strcmp(s, "optim_grads") == 0	     ? 2
+			      : strcmp(s, "optim_grads_params") == 0 ? 3
+								     : -1;
+		if (I->strategy < 0)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': expected no_shard, optim, "
+					     "optim_grads or optim_grads_params",
+					     path, line, name, s ? s : "");
+	} else if (IS("--num-distributed-optimizer-instances") ||
+		   IS("ddp.num_distributed_optimizer_instances")) {
+		NUM(1, LAYOUT_MAX_DP);
+		I->instances = (int)v;
+	} else if (IS("parallelism.data_parallel_shard_degree")) {
+		NUM(-1, LAYOUT_MAX_DP);
+		I->shard_deg = (int)v;
+	} else if (IS("parallelism.data_parallel_replicate_degree")) {
+		NUM(1, LAYOUT_MAX_DP);
+		I->rep = (int)v;
+	} else if (IS("--bf16")) {
+		I->bf16 = 1;
+	} else if (IS("--fp16")) {
+		I->fp16 = 1;
+	} else if (IS("--fp8-format")) {
+		I->fp8 = 1;
+	} else if (IS("--fp4-format")) {
+		I->fp4 = 1;
+	} else if (IS("mixed_precision")) {
+		I->given_dtype = 1;
+		/* the GEMMs' precision first: "fp16_with_fp8_..." runs fp8 */
+		I->dtype = !s || strcmp(s, "null") == 0 ? HW_FP32
+			   : strstr(s, "fp8")		? HW_FP8
+			   : strstr(s, "fp4")		? HW_FP4
+			   : strncmp(s, "fp16", 4) == 0 ? HW_FP16
+							: HW_BF16;
+	} else if (IS("training.mixed_precision_param")) {
+		I->given_dtype = 1;
+		I->dtype = s && strcmp(s, "float32") == 0 ? HW_FP32 : HW_BF16;
+	} else if (IS("model.converters")) {
+		I->fp8 = s && strstr(s, "float8") != NULL;
+	} else if (IS("--attention-backend") || IS("model.attention_backend")) {
+		I->flash = s && (strcmp(s, "unfused") == 0 || strcmp(s, "local") == 0) ? 0 : 1;
+	} else if (IS("--use-flash-attn")) {
+		I->flash = 1;
+	} else if (IS("--decoder-first-pipeline-num-layers") ||
+		   IS("model.num_layers_in_first_pipeline_stage")) {
+		NUM(1, LLM_MAX_LAYERS);
+		I->first_layers = (int)v;
+	} else if (IS("--decoder-last-pipeline-num-layers") ||
+		   IS("model.num_layers_in_last_pipeline_stage")) {
+		NUM(1, LLM_MAX_LAYERS);
+		I->last_layers = (int)v;
+	} else if (IS("--account-for-embedding-in-pipeline-split")) {
+		I->embed = 1;
+	} else if (IS("--account-for-loss-in-pipeline-split")) {
+		I->loss = 1;
+	} else if (IS("model.account_for_embedding_in_pipeline_split")) {
+		BOOL();
+		I->embed = b;
+	} else if (IS("model.account_for_loss_in_pipeline_split")) {
+		BOOL();
+		I->loss = b;
+	} else if (IS("--cp-comm-type") || IS("model.cp_comm_type") ||
+		   IS("parallelism.context_parallel_rotate_method")) {
+		/* Megatron's names are prism's (layout_cp_comm_parse); torchtitan's
+		 * "alltoall" rotation is its ring. */
+		int c =
+		    !s ? -1
+		    : strcmp(s, "alltoall") == 0 && IS("parallelism.context_parallel_rotate_method")
+			? LAYOUT_CP_P2P
+			: layout_cp_comm_parse(s);
+		if (c < 0)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': expected p2p, all_gather, a2a or "
+					     "a2a+p2p",
+					     path, line, name, s ? s : "");
+		I->cp_comm = c;
+	} else if (IS("--kv-channels") || IS("model.kv_channels")) {
+		NUM(1, LLM_MAX_HEAD_DIM);
+		m->head_dim = (int)v;
+		*given |= LK_BIT(LK_head_dim);
+	} else {
+		return 1; /* not one */
+	}
+#undef IS
+#undef NUM
+#undef BOOL
+	return 0;
+}
+
+/* One option name = value of framework fw. */
+static int option_in(int fw, const char *path, int line, const char *name, const char *val,
+		     struct llm *m, struct layout *l, layout_mask *given, struct imp *I,
+		     struct frame_extra *x, struct prism_err *err)
+{
+	int rc, used = 0;
+	char q[64];
+	const char *s = unquote(val, q, sizeof(q));
+
+	for (int k = 0; k < LK_N; k++) {
+		const struct frame_opt *o = &frame_rows[k].o[fw];
+		long v = 0;
+		int b = 0;
+		if (!o->name || o->how == FX_SPECIAL || strcmp(o->name, name) != 0)
+			continue;
+		if (o->how == FX_INT) {
+			const struct layout_knob *K = &layout_knobs[k];
+			if (num(path, line, name, s ? s : "", (long)K->lo, (long)K->hi, &v, err))
+				return err->code;
+			layout_set(m, l, k, (double)v);
+		} else if (fw == FRAME_MEGATRON) {
+			layout_set(m, l, k, o->how == FX_NEG ? 0 : 1);
+		} else {
+			if (truth(path, line, name, s, &b, err))
+				return err->code;
+			layout_set(m, l, k, b);
+		}
+		*given |= LK_BIT(k);
+		return 0;
+	}
+	rc = special_in(path, line, name, s, m, given, I, x, err);
+	if (rc != 1)
+		return rc;
+	if (fw == FRAME_MEGATRON) {
+		if ((rc = megatron_model(path, line, name, val, m, I, x, &used, err)))
+			return rc;
+		if (used)
+			return 0;
+	} else if (fw == FRAME_BRIDGE) {
+		long v;
+		int b;
+		if (strcmp(name, "model.num_query_groups") == 0) {
+			if (num(path, line, name, s ? s : "", 1, LLM_MAX_HEADS, &v, err))
+				return err->code;
+			I->kv_groups = (int)v;
+			I->gqa = 1;
+			return 0;
+		}
+		if (strcmp(name, "model.gated_linear_unit") == 0 ||
+		    strcmp(name, "model.share_embeddings_and_output_weights") == 0) {
+			if (truth(path, line, name, s, &b, err))
+				return err->code;
+			if (name[6] == 'g')
+				m->gated = b;
+			else
+				m->untied = !b;
+			return 0;
+		}
+		if (strcmp(name, "model.num_moe_experts") == 0 ||
+		    strcmp(name, "model.moe_router_topk") == 0 ||
+		    strcmp(name, "model.moe_ffn_hidden_size") == 0) {
+			if (num(path, line, name, s ? s : "", 1, LLM_MAX_FFN, &v, err))
+				return err->code;
+			if (name[10] == 'e')
+				m->experts = (int)v;
+			else if (name[10] == 'r')
+				m->top_k = (int)v;
+			else
+				m->expert_ffn = (int)v;
+			return 0;
+		}
+	}
+	{
+		size_t k = strlen(I->unread);
+		if (k + strlen(name) + 3 < sizeof(I->unread))
+			snprintf(I->unread + k, sizeof(I->unread) - k, "%s%s", k ? ", " : "", name);
+	}
+	return 0;
+}
+
+/* Settle the specials into l once every option is read. */
+static int settle(int fw, const char *path, struct llm *m, struct layout *l, layout_mask *given,
+		  struct imp *I, struct frame_extra *x, struct prism_err *err)
+{
+	int pp = l->pp > 0 ? l->pp : 1;
+	if (I->unread[0])
+		warn_add(x, "not read (no effect on prism's model, or not modelled): %s",
+			 I->unread);
+	/* Megatron-LM's flags: absent is their default, off (on for FX_NEG) */
+	for (int k = 0; fw == FRAME_MEGATRON && k < LK_N; k++) {
+		const struct frame_opt *o = &frame_rows[k].o[fw];
+		if (o->name && (o->how == FX_BOOL || o->how == FX_NEG) && !(*given & LK_BIT(k))) {
+			layout_set(m, l, k, o->how == FX_NEG);
+			*given |= LK_BIT(k);
+		}
+	}
+	/* virtual stages */
+	if (I->vp_layers > 0) {
+		if (!m->layers || m->layers % (pp * I->vp_layers))
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s: %d layers per virtual stage do not divide %d "
+					     "layers over pp %d",
+					     path, I->vp_layers, m->layers, pp);
+		I->vp = m->layers / (pp * I->vp_layers);
+	}
+	if (I->vp > 1 || I->schedule == LAYOUT_INTERLEAVED) {
+		l->schedule = LAYOUT_INTERLEAVED;
+		l->vp = I->vp > 1 ? I->vp : 2;
+		*given |= LK_BIT(LK_vp);
+	} else if (I->schedule >= 0) {
+		l->schedule = I->schedule;
+	} else {
+		l->schedule = LAYOUT_1F1B;
+	}
+	*given |= LK_BIT(LK_schedule);
+	/* recompute */
+	l->recompute = I->rc_gran;
+	if (I->rc_gran == LAYOUT_RECOMPUTE_FULL && I->rc_layers > 1)
+		warn_add(x,
+			 "--recompute-num-layers %d: prism's full recompute is of every "
+			 "layer (1)",
+			 I->rc_layers);
+	*given |= LK_BIT(LK_recompute);
+	/* ZeRO and its sharding group */
+	if (fw == FRAME_TORCHTITAN) {
+		if (I->shard_deg > 1 || I->shard_deg == -1) {
+			l->zero = 3;
+			if (I->rep > 1 && I->shard_deg > 0)
+				l->shard = I->shard_deg * layout_cp(l);
+		} else {
+			l->zero = 0;
+		}
+		if (I->shard_deg > 0 && I->rep > 0) {
+			/* the world is tp pp cp x replicate x shard */
+			l->dp = I->rep * I->shard_deg;
+			*given |= LK_BIT(LK_dp);
+		}
+		*given |= LK_BIT(LK_shard);
+		if (I->pp_mbs > 0 && pp > 1) {
+			l->mbs = I->pp_mbs;
+		} else if (I->local_batch > 0) {
+			l->mbs = I->local_batch;
+		}
+		if (I->local_batch > 0 || I->pp_mbs > 0)
+			*given |= LK_BIT(LK_mbs);
+	} else {
+		l->zero = I->mfsdp ? (I->strategy > 0 ? I->strategy : 3) : I->distopt ? 1 : 0;
+		l->shard = 0;
+		x->instances = I->instances > 1 ? I->instances : 0; /* frame_resolve */
+		*given |= LK_BIT(LK_shard);
+	}
+	*given |= LK_BIT(LK_zero);
+	/* precision */
+	if (fw == FRAME_MEGATRON) {
+		l->dtype = I->fp4    ? HW_FP4
+			   : I->fp8  ? HW_FP8
+			   : I->fp16 ? HW_FP16
+			   : I->bf16 ? HW_BF16
+				     : HW_FP32;
+	} else if (fw == FRAME_TORCHTITAN) {
+		l->dtype = I->fp8 ? HW_FP8 : I->given_dtype ? I->dtype : HW_BF16;
+	} else {
+		l->dtype = I->given_dtype ? I->dtype : HW_BF16;
+	}
+	*given |= LK_BIT(LK_dtype);
+	if (fw == FRAME_TORCHTITAN) {
+		l->sp = l->tp > 1;
+		*given |= LK_BIT(LK_sp) | LK_BIT(LK_flash);
+	} else {
+		l->flash = I->flash;
+		*given |= LK_BIT(LK_flash);
+		if (I->first_layers || I->last_layers) {
+			/* the other stages share the rest evenly (Megatron-LM's
+			 * uneven pipeline split) */
+			int mid = pp - (I->first_layers > 0) - (I->last_layers > 0);
+			int rest = m->layers - I->first_layers - I->last_layers, each;
+			if (pp < 2 || pp > LAYOUT_MAX_STAGES || rest < 0 ||
+			    (mid > 0 && rest % mid) || (mid == 0 && rest) ||
+			    (mid > 0 && rest / mid < 1))
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "%s: %d layers do not split into %d stages of "
+						     "%d first, %d last and the rest even",
+						     path, m->layers, pp, I->first_layers,
+						     I->last_layers);
+			each = mid > 0 ? rest / mid : 0;
+			l->partition = LAYOUT_PART_GIVEN;
+			for (int s = 0; s < pp; s++)
+				l->part[s] =
+				    (uint16_t)(s == 0 && I->first_layers       ? I->first_layers
+					       : s == pp - 1 && I->last_layers ? I->last_layers
+									       : each);
+		} else if (I->embed && I->loss)
+			l->partition = LAYOUT_PART_EMBED_LOSS;
+		else if (I->embed || I->loss)
+			warn_add(x, "the embedding or the loss alone in the pipeline split is not "
+				    "modelled (even stages taken)");
+		*given |= LK_BIT(LK_partition);
+	}
+	l->cp_comm = I->cp_comm;
+	*given |= LK_BIT(LK_cp_comm);
+	/* the model */
+	if (fw == FRAME_MEGATRON) {
+		if (I->gqa && I->kv_groups)
+			m->kv_heads = I->kv_groups;
+		if (m->experts && m->shared_experts) {
+			int fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn;
+			if (fe <= 0 || m->shared_experts % fe)
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "%s: --moe-shared-expert-intermediate-size %d "
+						     "is not a multiple of the experts' width %d",
+						     path, m->shared_experts, fe);
+			m->shared_experts /= fe;
+		}
+		if (m->kv_lora_rank > 0)
+			m->kv_heads = m->heads;
+		if (I->nodes > 0 && I->per_node > 0)
+			x->gpus = I->nodes * I->per_node;
+	} else if (fw == FRAME_BRIDGE && I->gqa) {
+		m->kv_heads = I->kv_groups;
+	}
+	return 0;
+}
+
+/* The next option of a Megatron-LM argument list or of Bridge overrides:
+ * whitespace-separated words, '\' line continuations, '#' comments, quotes
+ * kept whole. */
+static int next_word(const char *t, size_t n, size_t *i, int *line, char *w, size_t wn)
+{
+	size_t k = 0;
+	char quote = 0;
+	for (;;) {
+		while (*i < n && (t[*i] == ' ' || t[*i] == '\t' || t[*i] == '\r' || t[*i] == '\n' ||
+				  (t[*i] == '\\' && *i + 1 < n && t[*i + 1] == '\n'))) {
+			if (t[*i] == '\n')
+				(*line)++;
+			(*i)++;
+		}
+		if (*i < n && t[*i] == '#') {
+			while (*i < n && t[*i] != '\n')
+				(*i)++;
+			continue;
+		}
+		break;
+	}
+	if (*i >= n)
+		return 0;
+	while (*i < n) {
+		char c = t[*i];
+		if (!quote && (c == ' ' || c == '\t' || c == '\r' || c == '\n'))
+			break;
+		if (!quote && c == '\\' && *i + 1 < n && t[*i + 1] == '\n')
+			break;
+		if (quote && c == quote)
+			quote = 0;
+		else if (!quote && (c == '"' || c == '\''))
+			quote = c;
+		if (k + 1 < wn)
+			w[k++] = c;
+		(*i)++;
+	}
+	w[k] = '\0';
+	return 1;
+}
+
+int frame_import(int fw, const char *path, const char *text, size_t n, const struct llm *base,
+		 struct llm *m, struct layout *l, layout_mask *given, struct frame_extra *x,
+		 struct prism_err *err)
+{
+	struct imp I;
+	size_t i = 0;
+	int line = 1, rc;
+	char w[256], v[256], section[64] = "";
+
+	if (base)
+		*m = *base;
+	else
+		memset(m, 0, sizeof(*m));
+	memset(x, 0, sizeof(*x));
+	memset(&I, 0, sizeof(I));
+	layout_default(l);
+	*given = 0;
+	I.schedule = -1;
+	I.flash = 1;
+	if (fw == FRAME_TORCHTITAN) {
+		/* TOML: [section] headers and key = value lines */
+		while (i < n) {
+			size_t e = i, a, b;
+			char *eq;
+			while (e < n && text[e] != '\n')
+				e++;
+			snprintf(w, sizeof(w), "%.*s", (int)(e - i < 255 ? e - i : 255), text + i);
+			i = e + 1;
+			if ((eq = strchr(w, '#')) && !strchr(w, '"'))
+				*eq = '\0';
+			for (a = 0; w[a] == ' ' || w[a] == '\t'; a++)
+				;
+			b = strlen(w);
+			while (b > a && (w[b - 1] == ' ' || w[b - 1] == '\t' || w[b - 1] == '\r'))
+				w[--b] = '\0';
+			if (w[a] == '\0') {
+				line++;
+				continue;
+			}
+			if (w[a] == '[') {
+				char *close = strchr(w + a, ']');
+				if (!close)
+					return prism_err_set(err, PRISM_EFORMAT,
+							     "%s:%d: a section without ']'", path,
+							     line);
+				snprintf(section, sizeof(section), "%.*s", (int)(close - w - a - 1),
+					 w + a + 1);
+			} else if ((eq = strchr(w + a, '='))) {
+				char key[192];
+				char *kend = eq;
+				const char *val = eq + 1;
+				while (kend > w + a && (kend[-1] == ' ' || kend[-1] == '\t'))
+					kend--;
+				while (*val == ' ' || *val == '\t')
+					val++;
+				snprintf(key, sizeof(key), "%s.%.*s", section, (int)(kend - w - a),
+					 w + a);
+				if ((rc = option_in(fw, path, line, key, val, m, l, given, &I, x,
+						    err)))
+					return rc;
+			} else {
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "%s:%d: expected [section] or key = value",
+						     path, line);
+			}
+			line++;
+		}
+	} else {
+		while (next_word(text, n, &i, &line, w, sizeof(w))) {
+			char *eq;
+			if (fw == FRAME_BRIDGE) {
+				if (!(eq = strchr(w, '=')))
+					continue; /* "python", the script */
+				*eq = '\0';
+				if ((rc = option_in(fw, path, line, w, eq + 1, m, l, given, &I, x,
+						    err)))
+					return rc;
+				continue;
+			}
+			if (w[0] == '"' || w[0] == '\'') {
+				/* "--opt=value" quoted whole */
+				char q[256];
+				snprintf(w, sizeof(w), "%s", unquote(strcpy(q, w), v, sizeof(v)));
+			}
+			if (w[0] != '-' || w[1] != '-')
+				continue; /* the launcher, the script, a stray value */
+			if ((eq = strchr(w, '='))) {
+				*eq = '\0';
+				snprintf(v, sizeof(v), "%s", eq + 1);
+			} else {
+				/* a value follows unless the next word is an option */
+				size_t j = i;
+				int l2 = line;
+				if (next_word(text, n, &j, &l2, v, sizeof(v)) &&
+				    !(v[0] == '-' && v[1] == '-')) {
+					i = j;
+					line = l2;
+				} else {
+					v[0] = '\0';
+				}
+			}
+			if ((rc = option_in(fw, path, line, w, v[0] ? v : NULL, m, l, given, &I, x,
+					    err)))
+				return rc;
+		}
+	}
+	return settle(fw, path, m, l, given, &I, x, err);
+}
+
+int frame_resolve(struct layout *l, layout_mask *given, int gpus, int gbs, int instances,
+		  struct prism_err *err)
+{
+	if (gpus > 0) {
+		int per = l->tp * l->pp * layout_cp(l);
+		if (per < 1 || gpus % per)
+			return prism_err_set(err, PRISM_EARG,
+					     "%d GPUs do not divide by tp %d x pp %d x cp %d", gpus,
+					     l->tp, l->pp, layout_cp(l));
+		l->dp = gpus / per;
+		*given |= LK_BIT(LK_dp);
+	}
+	if (instances > 1) {
+		/* each instance shards over its dp x cp / instances ranks */
+		int dpc = layout_dpc(l);
+		if (dpc % instances)
+			return prism_err_set(err, PRISM_EARG,
+					     "%d distributed-optimizer instances do not divide dp "
+					     "%d x cp %d",
+					     instances, l->dp, layout_cp(l));
+		l->shard = dpc / instances;
+		*given |= LK_BIT(LK_shard);
+	}
+	if (gbs > 0) {
+		long per = (long)l->mbs * l->dp;
+		if (per < 1 || gbs % per)
+			return prism_err_set(err, PRISM_EARG,
+					     "global batch %d is not a multiple of mbs %d x dp %d",
+					     gbs, l->mbs, l->dp);
+		l->microbatches = (int)(gbs / per);
+		*given |= LK_BIT(LK_microbatches);
+	}
+	return 0;
+}
+
+/* Megatron-LM's model: what arguments.py requires and defaults. */
+static int megatron_model_done(const char *path, struct llm *m, struct prism_err *err)
+{
+	static const char *const need[] = {"--num-layers", "--hidden-size", "--num-attention-heads",
+					   "--seq-length", "--vocab-size"};
+	const int *val[] = {&m->layers, &m->hidden, &m->heads, &m->seq, &m->vocab};
+	const char *base = strrchr(path, '/');
+	for (int i = 0; i < 5; i++)
+		if (*val[i] <= 0)
+			return prism_err_set(err, PRISM_EFORMAT, "%s: missing %s%s", path, need[i],
+					     i == 4 ? " (the tokenizer's vocabulary)" : "");
+	{
+		const char *stem = base ? base + 1 : path, *dot = strrchr(stem, '.');
+		int k = dot && dot != stem ? (int)(dot - stem) : (int)strlen(stem);
+		snprintf(m->name, sizeof(m->name), "%.*s", k < 63 ? k : 63, stem);
+	}
+	/* arguments.py: 4h, or with --swiglu int(4h x 2/3 / 64) x 64 */
+	if (m->ffn <= 0)
+		m->ffn = m->gated ? (int)((4.0 * m->hidden * 2 / 3) / 64) * 64 : 4 * m->hidden;
+	if (m->kv_heads <= 0)
+		m->kv_heads = m->heads;
+	if (m->experts > 0 && m->top_k <= 0)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: --num-experts needs --moe-router-topk", path);
+	if (m->experts > 0 && m->first_dense >= m->layers)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: --moe-layer-freq leaves no mixture-of-experts layer",
+				     path);
+	if (m->heads % m->kv_heads)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: --num-attention-heads %d is not a multiple of "
+				     "--num-query-groups %d",
+				     path, m->heads, m->kv_heads);
+	if (!m->head_dim && !llm_mla(m) && m->hidden % m->heads)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: --hidden-size %d is not a multiple of "
+				     "--num-attention-heads %d: give --kv-channels",
+				     path, m->hidden, m->heads);
+	if (llm_mla(m) && m->v_head_dim <= 0)
+		return prism_err_set(err, PRISM_EFORMAT, "%s: --kv-lora-rank needs --v-head-dim",
+				     path);
+	return 0;
+}
+
+int frame_load_model(const char *path, struct llm *m, struct frame_extra *x, struct prism_err *err)
+{
+	int kind = frame_sniff(path), rc;
+	char *buf;
+	size_t len;
+
+	memset(x, 0, sizeof(*x));
+	if (kind == FRAME_FILE_CFG)
+		return llm_load(path, m, err);
+	if ((rc = frame_read(path, &buf, &len, err)))
+		return rc;
+	if (kind == FRAME_FILE_HF) {
+		rc = frame_hf_parse(path, buf, len, m, x, err);
+	} else {
+		struct layout l;
+		layout_mask given;
+		rc = frame_import(FRAME_MEGATRON, path, buf, len, NULL, m, &l, &given, x, err);
+		if (!rc)
+			rc = megatron_model_done(path, m, err);
+	}
+	free(buf);
+	return rc;
+}

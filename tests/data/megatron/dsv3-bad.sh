@@ -1,0 +1,2 @@
+--num-layers 61 --hidden-size 7168 --num-attention-heads 128 --seq-length 4096 --vocab-size 129280
+--tensor-model-parallel-size $TP

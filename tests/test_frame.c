@@ -1,0 +1,465 @@
+/* test_frame.c - the frameworks' files in and out (frame.h): Hugging Face
+ * config.json files of each family imported to their published shapes,
+ * a Megatron-LM argument list imported, and every exported knob read back
+ * to the same layout. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "hw.h"
+#include "layout.h"
+#include "testutil.h"
+
+#define HF PRISM_SOURCE_DIR "/tests/data/hf/"
+
+/* What each family's published config.json says (tests/data/hf/, the
+ * fields as the model cards' config.json files give them), and what prism
+ * makes of it: head_dim as llm_head_dim; seq the pre-training context
+ * (rope_scaling's original_max_position_embeddings where RoPE scaling
+ * extended it); the window and the global layers' period. */
+struct hf_case {
+	const char *file;
+	int layers, hidden, heads, kv, ffn, vocab, seq;
+	double head_dim;
+	int experts, top_k, expert_ffn, shared, first_dense;
+	int window, global_every, untied, mla;
+};
+
+static const struct hf_case hf_cases[] = {
+    {"llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096, 128, 0, 0, 0, 0, 0, 0, 0, 1, 0},
+    {"llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, 128, 0, 0, 0, 0, 0, 0, 0, 1, 0},
+    /* Llama 3.1: 131072 positions by RoPE scaling from 8192 */
+    {"llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 8192, 128, 0, 0, 0, 0, 0, 0, 0, 1, 0},
+    {"mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768, 128, 0, 0, 0, 0, 0, 4096, 0, 1, 0},
+    {"mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, 128, 8, 2, 14336, 0, 0, 0, 0, 1, 0},
+    /* use_sliding_window false: no window */
+    {"qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064, 131072, 128, 0, 0, 0, 0, 0, 0, 0, 1, 0},
+    {"qwen3-8b", 36, 4096, 32, 8, 12288, 151936, 40960, 128, 0, 0, 0, 0, 0, 0, 0, 1, 0},
+    /* hidden 2048 over 32 heads is 64; head_dim 128 */
+    {"qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936, 40960, 128, 128, 8, 768, 0, 0, 0, 0, 1, 0},
+    /* MLA: heads (128 + 64 + 128) / 2 = 160 wide on average */
+    {"deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 4096, 160, 256, 8, 2048, 1, 3, 0, 0, 1, 1},
+    {"deepseek-v2-lite", 27, 2048, 16, 16, 10944, 102400, 4096, 160, 64, 6, 1408, 2, 1, 0, 0, 1, 1},
+    /* hidden 2880 over 64 heads is 45; head_dim 64; layer_types alternate
+     * sliding (layer 0) and full */
+    {"gpt-oss-120b", 36, 2880, 64, 8, 2880, 201088, 4096, 64, 128, 4, 2880, 0, 0, 128, 2, 1, 0},
+    /* Gemma 2: head_dim 256, tied; even layers slide (modeling_gemma2) */
+    {"gemma2-9b", 42, 3584, 16, 8, 14336, 256000, 8192, 256, 0, 0, 0, 0, 0, 4096, 2, 0, 0},
+    /* Gemma 3 4B: text_config with Gemma3TextConfig's defaults for the
+     * rest (8 heads, 4 kv heads, head_dim 256, vocab 262208, 131072
+     * positions, sliding_window_pattern 6) */
+    {"gemma3-4b", 34, 2560, 8, 4, 10240, 262208, 131072, 256, 0, 0, 0, 0, 0, 1024, 6, 0, 0},
+    {"gemma3-1b", 26, 1152, 4, 1, 6912, 262144, 32768, 256, 0, 0, 0, 0, 0, 512, 6, 0, 0},
+    {"phi3-mini-4k", 32, 3072, 32, 32, 8192, 32064, 4096, 96, 0, 0, 0, 0, 0, 2047, 0, 1, 0},
+};
+
+static void test_hf_families(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(hf_cases) / sizeof(hf_cases[0]); i++) {
+		const struct hf_case *c = &hf_cases[i];
+		char path[512];
+		struct llm m, viaload;
+		struct frame_extra x;
+		struct prism_err err;
+		snprintf(path, sizeof(path), HF "%s.json", c->file);
+		prism_err_clear(&err);
+		assert_int_equal(frame_sniff(path), FRAME_FILE_HF);
+		if (frame_load_model(path, &m, &x, &err))
+			fail_msg("%s: %s", c->file, err.msg);
+		/* Phi-3's names itself (_name_or_path) */
+		assert_string_equal(m.name, strcmp(c->file, "phi3-mini-4k") == 0
+						? "Phi-3-mini-4k-instruct"
+						: c->file);
+		assert_int_equal(m.layers, c->layers);
+		assert_int_equal(m.hidden, c->hidden);
+		assert_int_equal(m.heads, c->heads);
+		assert_int_equal(llm_kv_heads(&m), c->kv);
+		assert_int_equal(m.ffn, c->ffn);
+		assert_int_equal(m.vocab, c->vocab);
+		assert_int_equal(m.seq, c->seq);
+		assert_true(llm_head_dim(&m) == c->head_dim);
+		assert_int_equal(m.experts, c->experts);
+		assert_int_equal(m.top_k, c->top_k);
+		assert_int_equal(m.experts ? m.expert_ffn : 0, c->expert_ffn);
+		assert_int_equal(m.shared_experts, c->shared);
+		assert_int_equal(m.first_dense, c->first_dense);
+		assert_int_equal(m.window, c->window);
+		assert_int_equal(m.global_every, c->global_every);
+		assert_int_equal(m.untied, c->untied);
+		assert_int_equal(llm_mla(&m), c->mla);
+		assert_int_equal(m.gated, 1);
+		assert_int_equal(m.rope, 1);
+		/* llm_load takes it too, to the same model */
+		assert_int_equal(llm_load(path, &viaload, &err), 0);
+		assert_memory_equal(&m, &viaload, sizeof(m));
+	}
+}
+
+/* DeepSeek-V3's details: its MLA widths, sigmoid router and the one MTP
+ * layer, read and named in a warning (not modelled) as its group-limited
+ * routing is. */
+static void test_hf_deepseek(void **state)
+{
+	struct llm m;
+	struct frame_extra x;
+	struct prism_err err;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(frame_load_model(HF "deepseek-v3.json", &m, &x, &err), 0);
+	assert_int_equal(m.q_lora_rank, 1536);
+	assert_int_equal(m.kv_lora_rank, 512);
+	assert_int_equal(m.qk_nope_head_dim, 128);
+	assert_int_equal(m.qk_rope_head_dim, 64);
+	assert_int_equal(m.v_head_dim, 128);
+	assert_int_equal(m.router, LLM_ROUTER_SIGMOID);
+	assert_int_equal(x.mtp_layers, 1);
+	assert_non_null(strstr(x.warn, "num_nextn_predict_layers"));
+	assert_non_null(strstr(x.warn, "n_group 8"));
+	/* V2-Lite: no q_lora_rank (null), softmax router, no MTP */
+	assert_int_equal(frame_load_model(HF "deepseek-v2-lite.json", &m, &x, &err), 0);
+	assert_int_equal(m.q_lora_rank, 0);
+	assert_int_equal(m.router, LLM_ROUTER_SOFTMAX);
+	assert_int_equal(x.mtp_layers, 0);
+}
+
+/* Fields that change the model but are not modelled are named; the
+ * inert ones (token ids, epsilon, RoPE base) are not. */
+static void test_hf_warnings(void **state)
+{
+	struct llm m;
+	struct frame_extra x;
+	struct prism_err err;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(frame_load_model(HF "gemma2-9b.json", &m, &x, &err), 0);
+	assert_non_null(strstr(x.warn, "attn_logit_softcapping"));
+	assert_null(strstr(x.warn, "rope_theta"));
+	assert_int_equal(frame_load_model(HF "gemma3-4b.json", &m, &x, &err), 0);
+	assert_non_null(strstr(x.warn, "vision_config"));
+	assert_int_equal(frame_load_model(HF "gpt-oss-120b.json", &m, &x, &err), 0);
+	assert_non_null(strstr(x.warn, "quantization_config"));
+	assert_int_equal(frame_load_model(HF "llama3-8b.json", &m, &x, &err), 0);
+	assert_string_equal(x.warn, "");
+}
+
+/* An unknown model_type is refused, naming the type and its fields. */
+static void test_hf_unknown(void **state)
+{
+	struct llm m;
+	struct frame_extra x;
+	struct prism_err err;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(frame_load_model(HF "unknown-falcon.json", &m, &x, &err), PRISM_EFORMAT);
+	assert_non_null(strstr(err.msg, "model_type \"falcon\""));
+	assert_non_null(strstr(err.msg, "n_head"));
+	assert_non_null(strstr(err.msg, "multi_query"));
+}
+
+/* Broken configs: a field of the wrong type, one missing, not JSON. */
+static void test_hf_bad(void **state)
+{
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+	    {"{\"model_type\":\"llama\",\"num_hidden_layers\":\"32\"}", "\"num_hidden_layers\""},
+	    {"{\"model_type\":\"llama\",\"num_hidden_layers\":32,\"hidden_size\":4096,"
+	     "\"num_attention_heads\":32,\"vocab_size\":32000,\"max_position_embeddings\":4096}",
+	     "missing \"intermediate_size\""},
+	    {"{\"model_type\":\"llama\",\"num_hidden_layers\":32,\"hidden_size\":01}",
+	     "not a JSON number"},
+	    {"{\"model_type\":\"llama\",\"num_hidden_layers\":32,\"hidden_size\":4096,"
+	     "\"num_attention_heads\":32,\"num_key_value_heads\":5,\"vocab_size\":32000,"
+	     "\"intermediate_size\":11008,\"max_position_embeddings\":4096}",
+	     "divisible by \"num_key_value_heads\" (5)"},
+	    /* every field read, the last one out of range */
+	    {"{\"model_type\":\"llama\",\"num_hidden_layers\":32,\"hidden_size\":4096,"
+	     "\"num_attention_heads\":32,\"intermediate_size\":11008,"
+	     "\"max_position_embeddings\":4096,\"vocab_size\":32000,\"sliding_window\":-1}",
+	     "\"sliding_window\": expected a whole number in 1.."},
+	    {"{\"model_type\":\"mixtral\",\"num_hidden_layers\":32,\"hidden_size\":4096,"
+	     "\"num_attention_heads\":32,\"intermediate_size\":11008,"
+	     "\"max_position_embeddings\":4096,\"vocab_size\":32000,\"num_local_experts\":8,"
+	     "\"num_experts_per_tok\":9}",
+	     "\"num_experts_per_tok\": expected a whole number in 1..8"},
+	    {"[1, 2]", "not a JSON object"},
+	    /* a Gemma 3 config inside its own text_config: read once, not recursed */
+	    {"{\"model_type\":\"gemma3\",\"text_config\":{\"model_type\":\"gemma3\","
+	     "\"text_config\":{\"model_type\":\"gemma3\"}}}",
+	     "model_type \"gemma3\" is not one prism imports"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char buf[512 + 64]; /* kjson.h's KJSON_PADDING */
+		struct llm m;
+		struct frame_extra x;
+		struct prism_err err;
+		size_t n = strlen(bad[i].text);
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, bad[i].text, n);
+		prism_err_clear(&err);
+		assert_int_equal(frame_hf_parse("c.json", buf, n, &m, &x, &err), PRISM_EFORMAT);
+		if (!strstr(err.msg, bad[i].want))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, bad[i].want);
+	}
+}
+
+/* A Megatron-LM launch script: the model, the layout, the world size from
+ * torchrun's --nnodes x --nproc-per-node, the options prism does not read
+ * named. */
+static void test_megatron_import(void **state)
+{
+	const char *path = PRISM_SOURCE_DIR "/tests/data/megatron/llama3-70b.sh";
+	struct llm m;
+	struct layout l;
+	struct frame_extra x;
+	struct prism_err err;
+	layout_mask given;
+	char *buf;
+	size_t n;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(frame_sniff(path), FRAME_FILE_MEGATRON);
+	assert_int_equal(frame_read(path, &buf, &n, &err), 0);
+	assert_int_equal(frame_import(FRAME_MEGATRON, path, buf, n, NULL, &m, &l, &given, &x, &err),
+			 0);
+	free(buf);
+	assert_int_equal(x.gpus, 64);
+	assert_int_equal(x.gbs, 512);
+	assert_int_equal(frame_resolve(&l, &given, x.gpus, x.gbs, x.instances, &err), 0);
+	assert_int_equal(l.tp, 8);
+	assert_int_equal(l.pp, 4);
+	assert_int_equal(l.dp, 2); /* 64 / (8 x 4) */
+	assert_int_equal(l.schedule, LAYOUT_INTERLEAVED);
+	assert_int_equal(l.vp, 4); /* 80 layers / (4 stages x 5) */
+	assert_int_equal(l.mbs, 1);
+	assert_int_equal(l.microbatches, 256); /* 512 / (1 x 2) */
+	assert_int_equal(l.sp, 1);
+	assert_int_equal(l.zero, 1);
+	assert_int_equal(l.recompute, LAYOUT_RECOMPUTE_FULL);
+	assert_int_equal(l.dtype, HW_BF16);
+	assert_int_equal(l.overlap_grad, 1);
+	assert_int_equal(l.overlap_param, 1);
+	assert_int_equal(l.tp_overlap, 0);
+	assert_int_equal(l.flash, 1);
+	assert_true((given & LK_BIT(LK_dp)) && (given & LK_BIT(LK_microbatches)));
+	assert_non_null(strstr(x.warn, "--lr"));
+	assert_non_null(strstr(x.warn, "--tokenizer-type"));
+	/* the model, as frame_load_model completes it */
+	assert_int_equal(frame_load_model(path, &m, &x, &err), 0);
+	assert_int_equal(m.layers, 80);
+	assert_int_equal(m.hidden, 8192);
+	assert_int_equal(m.heads, 64);
+	assert_int_equal(m.kv_heads, 8);
+	assert_int_equal(m.ffn, 28672);
+	assert_int_equal(m.seq, 8192);
+	assert_int_equal(m.vocab, 128256);
+	assert_int_equal(m.gated, 1);
+	assert_int_equal(m.untied, 1);
+	assert_int_equal(m.rope, 1);
+	/* a shell variable is not a number: refused, naming the option and line */
+	assert_int_equal(
+	    frame_load_model(PRISM_SOURCE_DIR "/tests/data/megatron/dsv3-bad.sh", &m, &x, &err),
+	    PRISM_EFORMAT);
+	assert_non_null(strstr(err.msg, "dsv3-bad.sh:2: --tensor-model-parallel-size '$TP'"));
+}
+
+/* Export then import: every knob the framework expresses where it applies
+ * reads back to the value exported (as tables show it), and the model's
+ * own options (Megatron-LM) to the same model. */
+static void round_trip(int fw, const struct llm *m, const struct layout *l)
+{
+	char *text = NULL, tmp[] = "/tmp/prism-frame-XXXXXX";
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+	struct llm m2;
+	struct layout l2;
+	struct frame_extra x;
+	struct prism_err err;
+	layout_mask given;
+	int checked = 0;
+
+	assert_non_null(f);
+	frame_export(f, fw, m, l);
+	fclose(f);
+	prism_err_clear(&err);
+	if (frame_import(fw, "export", text, n, fw == FRAME_TORCHTITAN ? m : NULL, &m2, &l2, &given,
+			 &x, &err) ||
+	    frame_resolve(&l2, &given, l->tp * l->pp * l->dp * layout_cp(l), x.gbs, x.instances,
+			  &err))
+		fail_msg("%s: %s\n%s", frame_name(fw), err.msg, text);
+	for (int k = 0; k < LK_N; k++) {
+		if (!layout_applies(m, l, k) || !frame_expresses(fw, k, m, l))
+			continue;
+		if (layout_knobs[k].home == LK_M && fw == FRAME_TORCHTITAN && k != LK_seq)
+			continue;
+		/* the model's knobs come back with the model's own options */
+		if (layout_shown(m, l, k) != layout_shown(&m2, &l2, k))
+			fail_msg("%s: knob %s exported %g, read back %g\n%s", frame_name(fw),
+				 layout_knobs[k].id, layout_shown(m, l, k),
+				 layout_shown(&m2, &l2, k), text);
+		if (layout_knobs[k].kind == LK_PART) {
+			char a[64], b[64];
+			layout_partition_name(l, a, sizeof(a));
+			layout_partition_name(&l2, b, sizeof(b));
+			assert_string_equal(a, b);
+		}
+		checked++;
+	}
+	assert_true(checked >= 8);
+	if (fw == FRAME_MEGATRON) {
+		/* the whole model too, through a file */
+		int fd = mkstemp(tmp);
+		struct llm m3 = *m;
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, text, n), (ssize_t)n);
+		close(fd);
+		if (frame_load_model(tmp, &m2, &x, &err))
+			fail_msg("%s\n%s", err.msg, text);
+		unlink(tmp);
+		memcpy(m2.name, m3.name, sizeof(m2.name));
+		if (m3.kv_heads == 0)
+			m3.kv_heads = m3.heads;
+		if (m3.experts && !m3.expert_ffn)
+			m3.expert_ffn = m3.ffn;
+		assert_memory_equal(&m2, &m3, sizeof(m2));
+	}
+	free(text);
+}
+
+static void test_round_trip(void **state)
+{
+	struct llm dense, moe;
+	struct frame_extra x;
+	struct prism_err err;
+	struct layout l;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(frame_load_model(HF "llama3-8b.json", &dense, &x, &err), 0);
+	assert_int_equal(frame_load_model(HF "deepseek-v3.json", &moe, &x, &err), 0);
+	for (int fw = 0; fw < FRAME_N; fw++) {
+		/* a plain data-parallel run */
+		layout_default(&l);
+		l.dp = 8;
+		l.mbs = 2;
+		l.microbatches = 4;
+		round_trip(fw, &dense, &l);
+		/* every knob away from its default that fw can say */
+		layout_default(&l);
+		l.tp = 4;
+		l.pp = 2;
+		l.dp = 4;
+		l.cp = 2;
+		l.schedule = LAYOUT_INTERLEAVED;
+		l.vp = 2;
+		l.mbs = 2;
+		l.microbatches = 16;
+		l.sp = 1;
+		l.zero = fw == FRAME_TORCHTITAN ? 3 : 1;
+		l.shard = 4;
+		l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+		l.dtype = HW_FP8;
+		l.overlap_param = 1;
+		l.tp_overlap = 1;
+		l.cp_comm = LAYOUT_CP_ALLGATHER;
+		round_trip(fw, &dense, &l);
+		/* full recompute, ZeRO-3, fp16 or fp32, no flash, embed-loss,
+		 * no pipeline overlap; a head_dim of its own */
+		layout_default(&l);
+		l.tp = 2;
+		l.pp = 4;
+		l.dp = 2;
+		l.microbatches = 8;
+		l.zero = 3;
+		l.recompute = LAYOUT_RECOMPUTE_FULL;
+		l.dtype = fw == FRAME_TORCHTITAN ? HW_FP32 : HW_FP16;
+		l.flash = 0;
+		l.partition = LAYOUT_PART_EMBED_LOSS;
+		l.pp_overlap = 0;
+		l.overlap_grad = 0;
+		l.schedule = fw == FRAME_TORCHTITAN ? LAYOUT_GPIPE : LAYOUT_1F1B;
+		{
+			struct llm d = dense;
+			d.head_dim = 96;
+			d.layers = 30;
+			round_trip(fw, &d, &l);
+		}
+		/* an uneven list: first and last stages their own, the middle
+		 * ones even (Megatron-LM's --decoder-first/last-pipeline-num-layers) */
+		layout_default(&l);
+		l.pp = 4;
+		l.dp = 2;
+		l.microbatches = 8;
+		assert_int_equal(layout_partition_parse("7,9,9,7", &l, &err), 0);
+		round_trip(fw, &dense, &l);
+		/* mixture of experts: ep, etp */
+		layout_default(&l);
+		l.tp = 2;
+		l.pp = 8;
+		l.dp = 16;
+		l.ep = 16;
+		l.etp = 1;
+		l.mbs = 1;
+		l.microbatches = 32;
+		l.zero = fw == FRAME_TORCHTITAN ? 0 : 1;
+		l.dtype = HW_BF16;
+		round_trip(fw, &moe, &l);
+	}
+}
+
+/* What a framework cannot say is named in a comment, not dropped:
+ * Megatron-LM has no GPipe, torchtitan no ZeRO-1; prism's load imbalance
+ * and power cap are no framework's. */
+static void test_unexpressed(void **state)
+{
+	struct llm m;
+	struct frame_extra x;
+	struct prism_err err;
+	struct layout l;
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(frame_load_model(HF "mixtral-8x7b.json", &m, &x, &err), 0);
+	layout_default(&l);
+	l.pp = 4;
+	l.dp = 2;
+	l.schedule = LAYOUT_GPIPE;
+	l.zero = 1;
+	l.imbalance = 1.5;
+	assert_int_equal(layout_partition_parse("7,9,8,8", &l, &err), 0);
+	l.power_w = 500;
+	l.prefetch = 1;
+	for (int fw = 0; fw < FRAME_N; fw++) {
+		f = open_memstream(&text, &n);
+		frame_export(f, fw, &m, &l);
+		fclose(f);
+		assert_non_null(strstr(text, "# not expressed in"));
+		assert_non_null(strstr(text, "imbalance 1.5"));
+		assert_non_null(strstr(text, "power_w 500"));
+		assert_non_null(strstr(text, "partition 7,9,8,8"));
+		if (fw != FRAME_TORCHTITAN)
+			assert_non_null(strstr(text, "schedule gpipe"));
+		else
+			assert_non_null(strstr(text, "zero 1"));
+		free(text);
+		text = NULL;
+	}
+	assert_int_equal(frame_parse("megatron"), FRAME_MEGATRON);
+	assert_int_equal(frame_parse("torchtitan"), FRAME_TORCHTITAN);
+	assert_int_equal(frame_parse("deepspeed"), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_hf_families), cmocka_unit_test(test_hf_deepseek),
+	    cmocka_unit_test(test_hf_warnings), cmocka_unit_test(test_hf_unknown),
+	    cmocka_unit_test(test_hf_bad),	cmocka_unit_test(test_megatron_import),
+	    cmocka_unit_test(test_round_trip),	cmocka_unit_test(test_unexpressed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
