@@ -98,8 +98,8 @@ static void test_hf_families(void **state)
 }
 
 /* DeepSeek-V3's details: its MLA widths, sigmoid router and the one MTP
- * layer, read and named in a warning (not modelled) as its group-limited
- * routing is. */
+ * layer (modelled: mtp_layers); its group-limited routing read and named
+ * in a warning (not modelled). */
 static void test_hf_deepseek(void **state)
 {
 	struct llm m;
@@ -115,7 +115,8 @@ static void test_hf_deepseek(void **state)
 	assert_int_equal(m.v_head_dim, 128);
 	assert_int_equal(m.router, LLM_ROUTER_SIGMOID);
 	assert_int_equal(x.mtp_layers, 1);
-	assert_non_null(strstr(x.warn, "num_nextn_predict_layers"));
+	assert_int_equal(m.mtp_layers, 1);
+	assert_null(strstr(x.warn, "num_nextn_predict_layers"));
 	assert_non_null(strstr(x.warn, "n_group 8"));
 	/* V2-Lite: no q_lora_rank (null), softmax router, no MTP */
 	assert_int_equal(frame_load_model(HF "deepseek-v2-lite.json", &m, &x, &err), 0);
@@ -406,6 +407,16 @@ static void test_round_trip(void **state)
 		l.zero = fw == FRAME_TORCHTITAN ? 0 : 1;
 		l.dtype = HW_BF16;
 		round_trip(fw, &moe, &l);
+		/* dense and MoE layers alternating (Llama 4's --moe-layer-freq
+		 * ([0,1]*30) here), and Megatron's int form (every third) */
+		{
+			struct llm mv = moe;
+			mv.layers = 60, mv.first_dense = 0, mv.moe_period = 2, mv.moe_mask = 2;
+			l.pp = 4;
+			round_trip(fw, &mv, &l);
+			mv.moe_period = 3, mv.moe_mask = 1;
+			round_trip(fw, &mv, &l);
+		}
 	}
 }
 

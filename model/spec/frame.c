@@ -650,23 +650,29 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 			rc = err->code;
 			goto out;
 		}
-		if (freq != 1)
+		/* modeling_deepseek.py: layer i (from first_k_dense_replace)
+		 * sparse where i % moe_layer_freq == 0, llm.h's period and mask. */
+		if (freq > 1 && freq <= LLM_MAX_MOE_PERIOD)
+			m->moe_period = freq, m->moe_mask = 1;
+		else if (freq > 1)
 			warn_add(x,
 				 "moe_layer_freq %d: a mixture-of-experts layer every %d-th is "
-				 "not modelled (every layer from first_k_dense_replace on taken "
-				 "as one)",
-				 freq, freq);
+				 "not modelled beyond %d (every layer from first_k_dense_replace "
+				 "on taken as one)",
+				 freq, freq, LLM_MAX_MOE_PERIOD);
 		if (groups > 1)
 			warn_add(x,
 				 "n_group %d, topk_group: group-limited routing (each token's "
 				 "experts on few devices) is not modelled: routing is uniform",
 				 groups);
 		hf_find(d, "topk_group");
-		if (x->mtp_layers > 0)
+		if (x->mtp_layers > LLM_MAX_MTP)
 			warn_add(x,
-				 "num_nextn_predict_layers %d: multi-token prediction layers are "
-				 "read but not modelled",
-				 x->mtp_layers);
+				 "num_nextn_predict_layers %d: more multi-token prediction layers "
+				 "than %d are not modelled (none taken)",
+				 x->mtp_layers, LLM_MAX_MTP);
+		else
+			m->mtp_layers = x->mtp_layers;
 		if ((e = hf_find(d, "scoring_func")) && e->v.type == KJSON_STR &&
 		    strcmp(e->str, "sigmoid") == 0)
 			m->router = LLM_ROUTER_SIGMOID;
@@ -1156,7 +1162,18 @@ static void put_model(struct emit *E, const struct llm *m)
 				put_int(E, "--moe-shared-expert-intermediate-size",
 					(long)m->shared_experts *
 					    (m->expert_ffn > 0 ? m->expert_ffn : m->ffn));
-			if (m->first_dense) {
+			if (m->moe_period > 0 && m->moe_mask == 1 && !m->first_dense) {
+				put_int(E, "--moe-layer-freq", m->moe_period);
+			} else if (m->moe_period > 0 && !m->first_dense &&
+				   m->layers % m->moe_period == 0) {
+				char b[128];
+				size_t o = (size_t)snprintf(b, sizeof(b), "'([");
+				for (int i = 0; i < m->moe_period; i++)
+					o += (size_t)snprintf(b + o, sizeof(b) - o, "%s%d",
+							      i ? "," : "", (m->moe_mask >> i) & 1);
+				snprintf(b + o, sizeof(b) - o, "]*%d)'", m->layers / m->moe_period);
+				put(E, "--moe-layer-freq", b);
+			} else if (m->first_dense) {
 				char b[64];
 				snprintf(b, sizeof(b), "'([0]*%d+[1]*%d)'", m->first_dense,
 					 m->layers - m->first_dense);
@@ -1165,6 +1182,8 @@ static void put_model(struct emit *E, const struct llm *m)
 			if (m->router == LLM_ROUTER_SIGMOID)
 				put(E, "--moe-router-score-function", "sigmoid");
 		}
+		if (m->mtp_layers > 0)
+			put_int(E, "--mtp-num-layers", m->mtp_layers);
 		if (llm_mla(m)) {
 			put(E, "--multi-latent-attention", NULL);
 			if (m->q_lora_rank)
@@ -1327,6 +1346,32 @@ static const char *unquote(const char *s, char *b, size_t n)
 	return s;
 }
 
+/* Megatron-LM's --moe-layer-freq beyond "1" and "([0]*K+[1]*N)": an int N
+ * (layer i sparse where i % N == 0) or one period of 0s and 1s repeated,
+ * "([0,1]*24)", into llm.h's moe_period and moe_mask.  0, or -1 if not
+ * that form. */
+static int moe_freq_arg(const char *s, struct llm *m)
+{
+	int n = 0, mask = 0, reps;
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (end != s && *end == '\0')
+		return v >= 2 && v <= LLM_MAX_MOE_PERIOD
+			   ? (m->moe_period = (int)v, m->moe_mask = 1, 0)
+			   : -1;
+	if (strncmp(s, "([", 2))
+		return -1;
+	for (s += 2; (*s == '0' || *s == '1') && n < LLM_MAX_MOE_PERIOD; n++) {
+		mask |= (*s++ == '1') << n;
+		if (*s == ',')
+			s++;
+	}
+	if (n < 1 || !mask || sscanf(s, "]*%d)", &reps) != 1 || reps < 1)
+		return -1;
+	m->moe_period = n, m->moe_mask = mask;
+	return 0;
+}
+
 /* Megatron-LM's model options that are not knobs. */
 static int megatron_model(const char *path, int line, const char *name, const char *val,
 			  struct llm *m, struct imp *I, struct frame_extra *x, int *used,
@@ -1374,6 +1419,8 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 			m->first_dense = 0;
 		else if (s && sscanf(s, "([0]*%d+[1]*%d)", &k, &n) == 2 && k >= 0)
 			m->first_dense = k;
+		else if (s && moe_freq_arg(s, m) == 0)
+			; /* an int N, or one period repeated: ([0,1]*24) */
 		else
 			warn_add(x,
 				 "line %d: --moe-layer-freq '%s' is not modelled (every layer a "
@@ -1392,10 +1439,12 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 		INTO(m->qk_rope_head_dim, 0, LLM_MAX_HEAD_DIM);
 	else if (strcmp(name, "--v-head-dim") == 0)
 		INTO(m->v_head_dim, 1, LLM_MAX_HEAD_DIM);
-	else if (strcmp(name, "--mtp-num-layers") == 0)
+	else if (strcmp(name, "--mtp-num-layers") == 0) {
 		INTO(x->mtp_layers, 0, LLM_MAX_LAYERS);
-	else if (strcmp(name, "--nnodes") == 0 || strcmp(name, "--nproc-per-node") == 0 ||
-		 strcmp(name, "--nproc_per_node") == 0) {
+		if (x->mtp_layers <= LLM_MAX_MTP)
+			m->mtp_layers = x->mtp_layers;
+	} else if (strcmp(name, "--nnodes") == 0 || strcmp(name, "--nproc-per-node") == 0 ||
+		   strcmp(name, "--nproc_per_node") == 0) {
 		/* torchrun's: a number gives the world size; "gpu", "1:4" or
 		 * "$NNODES" do not (then --dp gives dp) */
 		char *end;
