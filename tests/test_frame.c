@@ -407,6 +407,45 @@ static void test_round_trip(void **state)
 		l.zero = fw == FRAME_TORCHTITAN ? 0 : 1;
 		l.dtype = HW_BF16;
 		round_trip(fw, &moe, &l);
+		/* Megatron-Core's placements: a layout string (DeepSeek-V3 on pp
+		 * 16 vp 2 with its MTP layer on the last stage), the embedding's
+		 * or the loss's slot alone, the first and last stages' layers */
+		if (fw != FRAME_TORCHTITAN) {
+			struct layout p = l;
+			p.pp = 16, p.vp = 2, p.schedule = LAYOUT_INTERLEAVED, p.dp = 8;
+			assert_int_equal(layout_partition_parse("Et*3|(tt|)*29,|mL", &p, &err), 0);
+			round_trip(fw, &moe, &p);
+			layout_default(&p);
+			p.pp = 3, p.dp = 2, p.microbatches = 6;
+			assert_int_equal(layout_partition_parse("embed", &p, &err), 0);
+			round_trip(fw, &dense, &p);
+			assert_int_equal(layout_partition_parse("loss", &p, &err), 0);
+			round_trip(fw, &dense, &p);
+			/* first/last read back as the stages they place (the list
+			 * above's round trip) */
+			p.pp = 4, p.microbatches = 8;
+			assert_int_equal(layout_partition_parse("first=5,last=9", &p, &err), 0);
+			{
+				char *t = NULL;
+				size_t tn = 0;
+				FILE *f = open_memstream(&t, &tn);
+				struct llm m2;
+				struct layout l2;
+				layout_mask g;
+				assert_non_null(f);
+				frame_export(f, fw, &dense, &p);
+				fclose(f);
+				assert_int_equal(
+				    frame_import(fw, "export", t, tn, NULL, &m2, &l2, &g, &x, &err),
+				    0);
+				for (int st = 0; st < 4; st++)
+					assert_int_equal(layout_stage_layers(&m2, &l2, st),
+							 st == 0   ? 5
+							 : st == 3 ? 9
+								   : 9);
+				free(t);
+			}
+		}
 		/* dense and MoE layers alternating (Llama 4's --moe-layer-freq
 		 * ([0,1]*30) here), and Megatron's int form (every third) */
 		{

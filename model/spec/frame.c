@@ -876,7 +876,11 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 			return l->dtype == HW_BF16 || l->dtype == HW_FP32 || l->dtype == HW_FP8;
 		return fw == FRAME_MEGATRON || l->dtype != HW_FP4;
 	case LK_partition:
-		if (l->partition == LAYOUT_PART_EMBED_LOSS)
+		/* Megatron-Core's own placements (layout.h): the slots, the first
+		 * and last stages' layers, a layout string */
+		if (l->partition == LAYOUT_PART_EMBED_LOSS || l->partition == LAYOUT_PART_EMBED ||
+		    l->partition == LAYOUT_PART_LOSS || l->partition == LAYOUT_PART_FIRST_LAST ||
+		    (l->partition == LAYOUT_PART_GIVEN && l->part_chunks))
 			return fw != FRAME_TORCHTITAN;
 		if (l->partition != LAYOUT_PART_GIVEN)
 			return 0; /* balanced: prism's own placement */
@@ -958,7 +962,13 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 	case LK_vp:
 		if (l->schedule != LAYOUT_INTERLEAVED || l->pp < 2)
 			return;
-		if (fw == FRAME_MEGATRON)
+		/* Chunks placed unevenly (Megatron-Core's slots, first/last
+		 * counts, a layout): the virtual stages' number, which the
+		 * placement divides */
+		if (fw == FRAME_MEGATRON && (m->layers % (l->pp * l->vp) || l->part_chunks ||
+					     l->part[0] || l->partition != LAYOUT_PART_GIVEN))
+			put_int(E, "--num-virtual-stages-per-pipeline-rank", l->vp);
+		else if (fw == FRAME_MEGATRON)
 			put_int(E, "--num-layers-per-virtual-pipeline-stage",
 				m->layers / (l->pp * l->vp));
 		else if (fw == FRAME_BRIDGE)
@@ -1094,7 +1104,7 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 	case LK_partition:
 		if (l->pp < 2)
 			return;
-		if (l->partition == LAYOUT_PART_GIVEN && l->part[0]) {
+		if (l->partition == LAYOUT_PART_GIVEN && l->part[0] && !l->part_chunks) {
 			put_int(E,
 				fw == FRAME_MEGATRON ? "--decoder-first-pipeline-num-layers"
 						     : "model.num_layers_in_first_pipeline_stage",
@@ -1105,14 +1115,44 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 				l->part[l->pp - 1]);
 			return;
 		}
-		if (l->partition != LAYOUT_PART_EMBED_LOSS)
+		if (l->partition == LAYOUT_PART_GIVEN && l->part_chunks) {
+			char b[600], q[604];
+			layout_partition_name(l, b, sizeof(b));
+			snprintf(q, sizeof(q), "'%s'", b);
+			put(E,
+			    fw == FRAME_MEGATRON ? "--pipeline-model-parallel-layout"
+						 : "model.pipeline_model_parallel_layout",
+			    q);
+			return;
+		}
+		if (l->partition == LAYOUT_PART_FIRST_LAST) {
+			if (l->part_first)
+				put_int(E,
+					fw == FRAME_MEGATRON
+					    ? "--decoder-first-pipeline-num-layers"
+					    : "model.num_layers_in_first_pipeline_stage",
+					l->part_first);
+			if (l->part_last)
+				put_int(E,
+					fw == FRAME_MEGATRON
+					    ? "--decoder-last-pipeline-num-layers"
+					    : "model.num_layers_in_last_pipeline_stage",
+					l->part_last);
+			return;
+		}
+		if (l->partition != LAYOUT_PART_EMBED_LOSS && l->partition != LAYOUT_PART_EMBED &&
+		    l->partition != LAYOUT_PART_LOSS)
 			return;
 		if (fw == FRAME_MEGATRON) {
-			put(E, "--account-for-embedding-in-pipeline-split", NULL);
-			put(E, "--account-for-loss-in-pipeline-split", NULL);
+			if (l->partition != LAYOUT_PART_LOSS)
+				put(E, "--account-for-embedding-in-pipeline-split", NULL);
+			if (l->partition != LAYOUT_PART_EMBED)
+				put(E, "--account-for-loss-in-pipeline-split", NULL);
 		} else {
-			put(E, "model.account_for_embedding_in_pipeline_split", "true");
-			put(E, "model.account_for_loss_in_pipeline_split", "true");
+			if (l->partition != LAYOUT_PART_LOSS)
+				put(E, "model.account_for_embedding_in_pipeline_split", "true");
+			if (l->partition != LAYOUT_PART_EMBED)
+				put(E, "model.account_for_loss_in_pipeline_split", "true");
 		}
 		return;
 	case LK_cp_comm:
@@ -1301,6 +1341,7 @@ struct imp {
 	int dtype, fp8, fp4, bf16, fp16, given_dtype;
 	int flash, embed, loss, cp_comm;
 	int first_layers, last_layers; /* the first and last stages' (0: even) */
+	char layout[512];	       /* --pipeline-model-parallel-layout, "" if none */
 	int local_batch, pp_mbs;
 	int nodes, per_node;
 	int kv_groups, gqa;
@@ -1659,6 +1700,17 @@ static int option_in(int fw, const char *path, int line, const char *name, const
 		*given |= LK_BIT(k);
 		return 0;
 	}
+	if (strcmp(name, "--pipeline-model-parallel-layout") == 0 ||
+	    strcmp(name, "model.pipeline_model_parallel_layout") == 0) {
+		char b[sizeof(I->layout)];
+		const char *t = unquote(val, b, sizeof(b));
+		if (!t || strlen(t) + 1 >= sizeof(I->layout))
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s: expected a layout of 1 to %zu characters",
+					     path, line, name, sizeof(I->layout) - 2);
+		snprintf(I->layout, sizeof(I->layout), "%s", t);
+		return 0;
+	}
 	rc = special_in(path, line, name, s, m, given, I, x, err);
 	if (rc != 1)
 		return rc;
@@ -1820,11 +1872,20 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 				    (uint16_t)(s == 0 && I->first_layers       ? I->first_layers
 					       : s == pp - 1 && I->last_layers ? I->last_layers
 									       : each);
+		} else if (I->layout[0]) {
+			/* Megatron-Core's layout: its chunks give vp where none is */
+			if (layout_partition_parse(I->layout, l, err))
+				return prism_err_set(err, PRISM_EFORMAT, "%s: %s", path, err->msg);
+			if (pp > 0 && l->part_chunks % pp == 0 && l->part_chunks / pp > 1 &&
+			    l->vp <= 1) {
+				l->vp = l->part_chunks / pp;
+				l->schedule = LAYOUT_INTERLEAVED;
+				*given |= LK_BIT(LK_vp) | LK_BIT(LK_schedule);
+			}
 		} else if (I->embed && I->loss)
 			l->partition = LAYOUT_PART_EMBED_LOSS;
 		else if (I->embed || I->loss)
-			warn_add(x, "the embedding or the loss alone in the pipeline split is not "
-				    "modelled (even stages taken)");
+			l->partition = I->embed ? LAYOUT_PART_EMBED : LAYOUT_PART_LOSS;
 		*given |= LK_BIT(LK_partition);
 	}
 	l->cp_comm = I->cp_comm;
