@@ -500,8 +500,13 @@ int cli_layout_apply(const struct cli_layout *o, struct synth_in *dst, struct pr
 	for (int k = 0; k < LK_N; k++)
 		if (o->given & LK_BIT(k))
 			layout_set(&dst->m, &dst->lay, k, layout_get(&o->in.m, &o->in.lay, k, 0));
-	if (o->given & LK_BIT(LK_partition))
+	if (o->given & LK_BIT(LK_partition)) {
 		memcpy(dst->lay.part, o->in.lay.part, sizeof(dst->lay.part));
+		dst->lay.part_chunks = o->in.lay.part_chunks;
+		dst->lay.part_first = o->in.lay.part_first;
+		dst->lay.part_last = o->in.lay.part_last;
+		dst->lay.part_mtp = o->in.lay.part_mtp;
+	}
 	if (o->steps)
 		dst->steps = o->steps;
 	if (o->gbs) {

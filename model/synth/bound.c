@@ -341,6 +341,13 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 			w *= (double)l->microbatches * dense;
 		if (k == l->pp - 1)
 			w += logits;
+		/* Multi-token prediction: each depth's layer (the last decoder
+		 * layer's kind) and logits on the last stage (its eh_proj left
+		 * out: a weaker bound). */
+		if (k == l->pp - 1 && m->mtp_layers > 0 && !in->bare)
+			w += m->mtp_layers *
+			     (logits + (double)l->microbatches *
+					   (llm_is_moe_layer(m, m->layers - 1) ? moe : dense));
 		if (fill + w > best)
 			best = fill + w;
 		if (layout_chunk_moe(m, &r, k, 0) > 0)
