@@ -25,6 +25,7 @@
 #include "sim.h"
 #include "synth.h"
 #include "timeline.h"
+#include "kbench.h"
 
 int cli_fail(const struct prism_err *err)
 {
@@ -729,4 +730,15 @@ out:
 	free(final);
 	free(tmp);
 	return rc;
+}
+
+void cli_put_skips_json(FILE *f, size_t placed, const struct kbench_skips *s)
+{
+	fprintf(f, "\"rows_placed\":%zu,\"left_out\":%zu,\"left_out_why\":{", placed, s->skipped);
+	for (int i = 0; i < s->n_why; i++) {
+		fprintf(f, "%s", i ? "," : "");
+		prism_fput_json_str(f, s->why[i]);
+		fprintf(f, ":%zu", s->n[i]);
+	}
+	fputc('}', f);
 }
