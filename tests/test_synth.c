@@ -551,7 +551,10 @@ static void test_lower_bound(void **state)
 	    {4, 8, 1, 1, LAYOUT_1F1B, 16, LAYOUT_RECOMPUTE_NONE, 0, 4, 1},
 	    {1, 1, 8, 1, LAYOUT_1F1B, 4, LAYOUT_RECOMPUTE_NONE, 0, 2, 0},
 	};
+	static struct hw_profile b200;
+	struct prism_err herr;
 	(void)state;
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/b200-dgx.cfg", &b200, &herr), 0);
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
 		const int *x = layouts[i];
 		struct synth_in in;
@@ -583,6 +586,21 @@ static void test_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* Each fp8 recipe and fp4 (their cast kernels: kperf_lowp_casts) */
+		for (int r = LAYOUT_FP8_DELAYED; r <= LAYOUT_FP8_MXFP8 + 1; r++) {
+			struct synth_in q = in;
+			q.lay.dtype = r > LAYOUT_FP8_MXFP8 ? HW_FP4 : HW_FP8;
+			q.lay.fp8_recipe = r > LAYOUT_FP8_MXFP8 ? LAYOUT_FP8_DELAYED : r;
+			if (q.lay.dtype == HW_FP4 || r == LAYOUT_FP8_MXFP8)
+				q.hw = &b200; /* Blackwell's (layout_check) */
+			assert_int_equal(predict_synth(&q, &p, NULL, NULL, &err), 0);
+			lb = synth_lower_bound(&q);
+			print_message("  %s %s: bound %.3f ms, simulated %.3f ms\n",
+				      hw_dtype_name(q.lay.dtype),
+				      layout_fp8_recipe_name(q.lay.fp8_recipe), lb * 1e3,
+				      p.iter_s * 1e3);
+			assert_true(lb <= p.iter_s);
+		}
 		/* Sliding windows on every other layer (gpt-oss's pattern): the
 		 * band is the least a layer runs, still a bound. */
 		in.m.window = 256;
