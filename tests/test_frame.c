@@ -379,6 +379,13 @@ static void test_round_trip(void **state)
 				assert_true(frame_expresses(fw, LK_fp8_recipe, &dense, &l));
 			round_trip(fw, &dense, &l);
 		}
+		/* fp4 (NVFP4: Megatron-LM's --fp4-format, Bridge's
+		 * bf16_with_nvfp4_mixed; torchtitan has none) */
+		layout_default(&l);
+		l.dp = 8;
+		l.dtype = HW_FP4;
+		assert_int_equal(frame_expresses(fw, LK_dtype, &dense, &l), fw != FRAME_TORCHTITAN);
+		round_trip(fw, &dense, &l);
 		/* full recompute, ZeRO-3, fp16 or fp32, no flash, embed-loss,
 		 * no pipeline overlap; a head_dim of its own */
 		layout_default(&l);

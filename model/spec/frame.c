@@ -877,7 +877,7 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 			return 0;
 		if (fw == FRAME_TORCHTITAN)
 			return l->dtype == HW_BF16 || l->dtype == HW_FP32 || l->dtype == HW_FP8;
-		return fw == FRAME_MEGATRON || l->dtype != HW_FP4;
+		return 1; /* Bridge's fp4: bf16_with_nvfp4_mixed */
 	case LK_partition:
 		if (l->partition == LAYOUT_PART_EMBED_LOSS)
 			return fw != FRAME_TORCHTITAN;
@@ -1085,6 +1085,7 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 			put(E, "mixed_precision",
 			    l->dtype == HW_FP16	  ? "fp16_mixed"
 			    : l->dtype == HW_FP8  ? fp8[l->fp8_recipe]
+			    : l->dtype == HW_FP4  ? "bf16_with_nvfp4_mixed"
 			    : l->dtype == HW_FP32 ? "null"
 						  : "bf16_mixed");
 		}
