@@ -164,6 +164,69 @@ static void test_measured_maxima(void **state)
 	assert_true(checked >= 60);
 }
 
+/*
+ * torchao's Float8Linear speed-ups on H100 (../shared/kernels/other.csv:
+ * dynamic per-tensor scaling, Transformer Engine's current scaling) as
+ * the model sizes them: the three GEMMs of the linear (forward, input and
+ * weight gradients) in bf16 over the same in fp8 plus, for the input, the
+ * weight and the output gradient, an amax pass (2 bytes a value), a
+ * 12-byte scale kernel and a cast-transpose (4 bytes a value).  Worked
+ * here from kperf's parts and checked against kbench_predict; then
+ * against the measured speed-ups: the large linear (4096 x 8192 x 16384,
+ * GEMMs of milliseconds: 1.39x measured) within 15 %; the small one
+ * (1024 x 2048 x 1024, 0.80x) modelled slower than measured, its nine
+ * cast kernels timed at the profile's per-kernel floors (reduction 10
+ * us, elementwise 5.5 us: fitted on eager rows), 0.35x: a known gap
+ * (docs/VALIDATION.md).
+ */
+static void test_fp8_linear_rows(void **state)
+{
+	const char *csv = PRISM_SOURCE_DIR "/../shared/kernels/other.csv";
+	struct kbench kb;
+	struct prism_err err;
+	struct hw_profile h;
+	int checked = 0;
+	(void)state;
+	if (access(csv, R_OK) != 0) {
+		print_message(
+		    "../shared/kernels absent: the fp8 linear speed-ups are not checked\n");
+		skip();
+	}
+	memset(&kb, 0, sizeof(kb));
+	prism_err_clear(&err);
+	assert_int_equal(kbench_read(&kb, csv, &err), 0);
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &h, &err), 0);
+	h.clock = 1; /* burst: the rows are short runs */
+	for (size_t i = 0; i < kb.n; i++) {
+		const struct kbench_row *r = &kb.rows[i];
+		double m = r->m, n = r->n, k = r->k, b16 = 0, f8 = 0, got;
+		const double shp[3][3] = {{m, n, k}, {m, k, n}, {k, n, m}};
+		if (r->cls != KB_FP8_LINEAR)
+			continue;
+		for (int j = 0; j < 3; j++) {
+			b16 += kperf_gemm_s(&h, HW_BF16, 1, shp[j][0], shp[j][1], shp[j][2]);
+			f8 += kperf_gemm_s(&h, HW_FP8, 1, shp[j][0], shp[j][1], shp[j][2]);
+		}
+		for (int j = 0; j < 3; j++) {
+			double v = j == 0 ? m * k : j == 1 ? k * n : m * n;
+			f8 += kperf_mem_s(&h, HW_MEM_REDUCTION, 2 * v) +
+			      kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 12) +
+			      kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 4 * v);
+		}
+		got = kbench_predict(&h, r, 0);
+		print_message("Float8Linear %g x %g x %g: %.3fx modelled, %.2fx measured\n", m, k,
+			      n, got, r->time_s);
+		assert_rel_close(got, b16 / f8, 1e-12);
+		if (b16 > 1e-3)
+			assert_rel_close(got, r->time_s, 0.15);
+		else
+			assert_true(got < r->time_s);
+		checked++;
+	}
+	assert_true(checked >= 2);
+	kbench_release(&kb);
+}
+
 static void test_profiles_load(void **state)
 {
 	static const char *files[] = {"v100-dgx1.cfg", "a100-40gb-dgx.cfg", "a100-80gb-dgx.cfg",
@@ -1547,6 +1610,7 @@ int main(void)
 	    cmocka_unit_test(test_kbench_sustained),
 	    cmocka_unit_test(test_grouped_gemm),
 	    cmocka_unit_test(test_measured_maxima),
+	    cmocka_unit_test(test_fp8_linear_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

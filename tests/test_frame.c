@@ -366,6 +366,27 @@ static void test_round_trip(void **state)
 		l.tp_overlap = 1;
 		l.cp_comm = LAYOUT_CP_ALLGATHER;
 		round_trip(fw, &dense, &l);
+		/* each fp8 recipe (Megatron-LM's --fp8-recipe, Bridge's presets;
+		 * torchtitan's float8 is current scaling) */
+		for (int r = LAYOUT_FP8_DELAYED; r <= LAYOUT_FP8_MXFP8; r++) {
+			layout_default(&l);
+			l.dp = 8;
+			l.dtype = HW_FP8;
+			l.fp8_recipe = r;
+			if (fw == FRAME_TORCHTITAN)
+				assert_int_equal(frame_expresses(fw, LK_fp8_recipe, &dense, &l),
+						 r == LAYOUT_FP8_CURRENT);
+			else
+				assert_true(frame_expresses(fw, LK_fp8_recipe, &dense, &l));
+			round_trip(fw, &dense, &l);
+		}
+		/* fp4 (NVFP4: Megatron-LM's --fp4-format, Bridge's
+		 * bf16_with_nvfp4_mixed; torchtitan has none) */
+		layout_default(&l);
+		l.dp = 8;
+		l.dtype = HW_FP4;
+		assert_int_equal(frame_expresses(fw, LK_dtype, &dense, &l), fw != FRAME_TORCHTITAN);
+		round_trip(fw, &dense, &l);
 		/* full recompute, ZeRO-3, fp16 or fp32, no flash, embed-loss,
 		 * no pipeline overlap; a head_dim of its own */
 		layout_default(&l);
@@ -467,6 +488,33 @@ static void test_round_trip(void **state)
 	}
 }
 
+/* Megatron-LM's --fp8-recipe read back: tensorwise is current scaling; a
+ * recipe prism does not model (custom) is refused, naming the line. */
+static void test_fp8_recipe_import(void **state)
+{
+	static const char good[] = "--num-layers 2 --bf16 --fp8-format hybrid --fp8-recipe "
+				   "tensorwise\n",
+			  bad[] =
+			      "--num-layers 2 --bf16\n--fp8-format hybrid --fp8-recipe custom\n";
+	struct llm m;
+	struct layout l;
+	struct frame_extra x;
+	struct prism_err err;
+	layout_mask given;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(frame_import(FRAME_MEGATRON, "a.sh", good, strlen(good), NULL, &m, &l,
+				      &given, &x, &err),
+			 0);
+	assert_int_equal(l.dtype, HW_FP8);
+	assert_int_equal(l.fp8_recipe, LAYOUT_FP8_CURRENT);
+	assert_true(given & LK_BIT(LK_fp8_recipe));
+	assert_int_equal(
+	    frame_import(FRAME_MEGATRON, "b.sh", bad, strlen(bad), NULL, &m, &l, &given, &x, &err),
+	    PRISM_EFORMAT);
+	if (!strstr(err.msg, "b.sh:2: --fp8-recipe 'custom'"))
+		fail_msg("%s", err.msg);
+}
 /* What a framework cannot say is named in a comment, not dropped:
  * Megatron-LM has no GPipe, torchtitan no ZeRO-1; prism's load imbalance
  * and power cap are no framework's. */
@@ -517,7 +565,8 @@ int main(void)
 	    cmocka_unit_test(test_hf_families), cmocka_unit_test(test_hf_deepseek),
 	    cmocka_unit_test(test_hf_warnings), cmocka_unit_test(test_hf_unknown),
 	    cmocka_unit_test(test_hf_bad),	cmocka_unit_test(test_megatron_import),
-	    cmocka_unit_test(test_round_trip),	cmocka_unit_test(test_unexpressed),
+	    cmocka_unit_test(test_round_trip),	cmocka_unit_test(test_fp8_recipe_import),
+	    cmocka_unit_test(test_unexpressed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

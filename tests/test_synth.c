@@ -16,6 +16,7 @@
 #include "graph.h"
 #include "hw.h"
 #include "llm.h"
+#include "mem.h"
 #include "predict.h"
 #include "settle.h"
 #include "synth.h"
@@ -327,22 +328,33 @@ static void test_pipeline_bubble(void **state)
  * bf16: 76.2944 + 141.3732 us; fp8: 65.2046 + 108.7080 us: the layer runs
  * 1.2516 times faster, well under the GEMMs' 2x.
  */
+/* test_fp8_layer's GPU: one SM, GEMMs at 500 TFLOP/s in bf16, 1000 in
+ * fp8 and 2000 in fp4, attention at 500, memory-bound kernels at 2 TB/s,
+ * no per-tile or per-kernel cost. */
+static void fp8_gpu(struct hw_profile *g)
+{
+	*g = hw;
+	g->clock = 1; /* the rates above as they are (hw.h) */
+	g->k.sms = 1;
+	g->hbm_Bps = 2e12;
+	g->k.gemm[HW_BF16] = (struct hw_gemm){500e12, 0, 0, {1, 1, 1}, 1};
+	g->k.gemm[HW_FP8] = (struct hw_gemm){1000e12, 0, 0, {1, 1, 1}, 1};
+	g->k.gemm[HW_FP4] = (struct hw_gemm){2000e12, 0, 0, {1, 1, 1}, 1};
+	g->peak_flops[HW_FP4] = 2000e12;
+	g->k.attn[HW_BF16] = (struct hw_attn){{500e12, 500e12}, {0, 0}, 0, 1, 1};
+	for (int k = 0; k < HW_MEM_NKINDS; k++) {
+		g->k.mem_eff[k] = 1;
+		g->k.mem_overhead_s[k] = 0;
+	}
+}
+
 static void test_fp8_layer(void **state)
 {
-	struct hw_profile g = hw;
+	struct hw_profile g;
 	struct synth_in in;
 	double f16, b16, a16, f8, b8, a8;
 	(void)state;
-	g.clock = 1; /* the rates above as they are (hw.h) */
-	g.k.sms = 1;
-	g.hbm_Bps = 2e12;
-	g.k.gemm[HW_BF16] = (struct hw_gemm){500e12, 0, 0, {1, 1, 1}, 1};
-	g.k.gemm[HW_FP8] = (struct hw_gemm){1000e12, 0, 0, {1, 1, 1}, 1};
-	g.k.attn[HW_BF16] = (struct hw_attn){{500e12, 500e12}, {0, 0}, 0, 1, 1};
-	for (int k = 0; k < HW_MEM_NKINDS; k++) {
-		g.k.mem_eff[k] = 1;
-		g.k.mem_overhead_s[k] = 0;
-	}
+	fp8_gpu(&g);
 	small(&in);
 	in.hw = &g;
 	synth_layer_times(&in, &f16, &b16, &a16);
@@ -364,6 +376,80 @@ static void test_fp8_layer(void **state)
 	synth_layer_times(&in, &f16, &b16, &a16);
 	assert_rel_close(f16, 2 * (76.29438976e-6 - 19.9229e-6) + 19.9229e-6, 1e-5);
 	assert_rel_close(a16, 2 * 2415919104.0 / 500e12, 1e-9);
+}
+
+/*
+ * The recipes (--fp8-recipe; kperf_lowp_casts) on test_fp8_layer's GPU and
+ * layer, from their parts.  A steady microbatch casts no weight; the
+ * forward quantises the four linears' inputs, 7 x 2^20 values, the
+ * backward their output gradients, 9 x 2^20; GEMMs, attention and the
+ * rest as in test_fp8_layer (delayed: 65.2046 + 108.7080 us, casts at 4
+ * bytes a value).
+ *  - current adds an amax pass (2 bytes a value) and a 12-byte scale
+ *    kernel per tensor: forward 14,680,064 + 48 bytes (7.340056 us),
+ *    backward 18,874,368 + 48 (9.437208 us): 72.5447 + 118.1452 us, a
+ *    gain of 1.1415 over bf16's 217.6676 us;
+ *  - mxfp8 adds an E8M0 byte per 32 values to each of the two copies,
+ *    0.0625 bytes a value: 458,752 bytes forward (0.229376 us), 589,824
+ *    backward (0.294912 us): 65.4340 + 109.0029 us, 1.2478; blockwise's
+ *    1 x 128 fp32 scales of the activations and gradients cost the same;
+ *  - nvfp4 (fp4) at 2000 TFLOP/s: each GEMM the longer of its FLOPs and
+ *    its bytes (half-byte inputs, the bf16 output) at 2 TB/s, which binds
+ *    for QKV, FC1 (4.1943, 5.5050 us: the output) and one or both
+ *    gradients of each: forward 25.7698 -> 15.5672 us, backward 51.5396
+ *    -> 31.3713; and 5.125 bytes a value for 4 (an amax pass, then 2
+ *    read, 2 x 0.5 written and an E4M3 byte per 16 to each copy):
+ *    + 4.128768 and + 5.308416 us: 59.1308 + 93.8481 us, 1.4229.
+ * Only delayed scaling runs the amax-history update (one per layer and
+ * step, not in these times); and the weights' quantised copies are 2
+ * bytes a parameter, 2 + 1/16 under mxfp8, 1.125 under nvfp4.
+ */
+static void test_fp8_recipes(void **state)
+{
+	static const struct {
+		int dtype, recipe;
+		double f, b, gain;
+	} want[] = {
+	    {HW_FP8, LAYOUT_FP8_DELAYED, 65.204649984e-6, 108.707971072e-6, 1.2515917},
+	    {HW_FP8, LAYOUT_FP8_CURRENT, 72.544705984e-6, 118.145179072e-6, 1.1414743},
+	    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 65.434025984e-6, 109.002883072e-6, 1.2478300},
+	    {HW_FP8, LAYOUT_FP8_MXFP8, 65.434025984e-6, 109.002883072e-6, 1.2478300},
+	    {HW_FP4, LAYOUT_FP8_DELAYED, 59.130773504e-6, 93.848076288e-6, 1.4228607},
+	};
+	struct hw_profile g;
+	struct synth_in in;
+	struct layout l;
+	double f16, b16, a16, f, b, a;
+	(void)state;
+	fp8_gpu(&g);
+	small(&in);
+	in.hw = &g;
+	synth_layer_times(&in, &f16, &b16, &a16);
+	assert_rel_close(f16 + b16, 217.667600384e-6, 1e-9);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		in.lay.dtype = want[i].dtype;
+		in.lay.fp8_recipe = want[i].recipe;
+		synth_layer_times(&in, &f, &b, &a);
+		print_message("%s %s: %.4f + %.4f us, %.4fx\n", hw_dtype_name(want[i].dtype),
+			      layout_fp8_recipe_name(want[i].recipe), f * 1e6, b * 1e6,
+			      (f16 + b16) / (f + b));
+		assert_rel_close(f, want[i].f, 1e-9);
+		assert_rel_close(b, want[i].b, 1e-9);
+		assert_rel_close((f16 + b16) / (f + b), want[i].gain, 1e-6);
+		assert_rel_close(a, a16, 1e-12); /* the attention core stays bf16 */
+	}
+	layout_default(&l);
+	assert_true(mem_lowp_weight_bytes(&l) == 0);
+	l.dtype = HW_FP8;
+	assert_true(mem_lowp_weight_bytes(&l) == 2);
+	l.fp8_recipe = LAYOUT_FP8_CURRENT;
+	assert_true(mem_lowp_weight_bytes(&l) == 2);
+	l.fp8_recipe = LAYOUT_FP8_BLOCKWISE;
+	assert_true(mem_lowp_weight_bytes(&l) == 2 + 8.0 / 16384);
+	l.fp8_recipe = LAYOUT_FP8_MXFP8;
+	assert_true(mem_lowp_weight_bytes(&l) == 2.0625);
+	l.dtype = HW_FP4;
+	assert_true(mem_lowp_weight_bytes(&l) == 1.125);
 }
 
 /* Selective recomputation adds exactly the attention core's forward to
@@ -465,7 +551,10 @@ static void test_lower_bound(void **state)
 	    {4, 8, 1, 1, LAYOUT_1F1B, 16, LAYOUT_RECOMPUTE_NONE, 0, 4, 1},
 	    {1, 1, 8, 1, LAYOUT_1F1B, 4, LAYOUT_RECOMPUTE_NONE, 0, 2, 0},
 	};
+	static struct hw_profile b200;
+	struct prism_err herr;
 	(void)state;
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/b200-dgx.cfg", &b200, &herr), 0);
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
 		const int *x = layouts[i];
 		struct synth_in in;
@@ -497,6 +586,21 @@ static void test_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* Each fp8 recipe and fp4 (their cast kernels: kperf_lowp_casts) */
+		for (int r = LAYOUT_FP8_DELAYED; r <= LAYOUT_FP8_MXFP8 + 1; r++) {
+			struct synth_in q = in;
+			q.lay.dtype = r > LAYOUT_FP8_MXFP8 ? HW_FP4 : HW_FP8;
+			q.lay.fp8_recipe = r > LAYOUT_FP8_MXFP8 ? LAYOUT_FP8_DELAYED : r;
+			if (q.lay.dtype == HW_FP4 || r == LAYOUT_FP8_MXFP8)
+				q.hw = &b200; /* Blackwell's (layout_check) */
+			assert_int_equal(predict_synth(&q, &p, NULL, NULL, &err), 0);
+			lb = synth_lower_bound(&q);
+			print_message("  %s %s: bound %.3f ms, simulated %.3f ms\n",
+				      hw_dtype_name(q.lay.dtype),
+				      layout_fp8_recipe_name(q.lay.fp8_recipe), lb * 1e3,
+				      p.iter_s * 1e3);
+			assert_true(lb <= p.iter_s);
+		}
 		/* Sliding windows on every other layer (gpt-oss's pattern): the
 		 * band is the least a layer runs, still a bound. */
 		in.m.window = 256;
@@ -2366,6 +2470,7 @@ int main(void)
 	    cmocka_unit_test(test_fit_scales),
 	    cmocka_unit_test(test_lower_bound),
 	    cmocka_unit_test(test_fp8_layer),
+	    cmocka_unit_test(test_fp8_recipes),
 	    cmocka_unit_test(test_selective_recompute),
 	    cmocka_unit_test(test_accumulation_adds),
 	    cmocka_unit_test(test_zero3_layer),

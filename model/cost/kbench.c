@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "kperf.h"
+#include "layout.h"
 
 #define MAX_FIELDS 40
 
@@ -855,8 +856,9 @@ static double gemm_time(const struct hw_profile *hw, const struct kbench_row *r)
 
 /* A linear layer's speed-up in fp8: its forward (M x K times K x N) and
  * both gradients as bf16 GEMMs, against the same in fp8 plus the casts
- * synth adds (a cast-transpose of the input, the weight and the output
- * gradient: 4 bytes a value, elementwise).  The flat model: the GEMMs at
+ * synth adds under current scaling, the rows' recipe (torchao's dynamic
+ * per-tensor scaling: an amax pass, then a cast-transpose, of the input,
+ * the weight and the output gradient; kperf_lowp_casts).  The flat model: the GEMMs at
  * 70 % of each dtype's peak + 3 us, no casts. */
 static double fp8_speedup(const struct hw_profile *hw, const struct kbench_row *r, int flat_model)
 {
@@ -875,9 +877,9 @@ static double fp8_speedup(const struct hw_profile *hw, const struct kbench_row *
 		}
 	}
 	if (!flat_model)
-		f8 += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 4 * m * k) +
-		      kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 4 * k * n) +
-		      kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 4 * m * n);
+		f8 += kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, 0, m * k) +
+		      kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, 1, k * n) +
+		      kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, 0, m * n);
 	return f8 > 0 ? b16 / f8 : 0;
 }
 

@@ -1,6 +1,8 @@
 /* kperf.c - kernel times from shape, precision and GPU (see kperf.h). */
 #include "kperf.h"
 
+#include "layout.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -272,6 +274,50 @@ double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double
 			double sq, double skv, double d, int causal)
 {
 	return kperf_attn_win_min_s(hw, dtype, pass, b, heads, sq, skv, d, causal, 0);
+}
+
+int kperf_lowp_casts(int dtype, int recipe, int weight, double n,
+		     struct kperf_cast out[KPERF_CASTS_MAX])
+{
+	int k = 0;
+	if (dtype == HW_FP4) {
+		out[k++] = (struct kperf_cast){"te_compute_amax", 1, HW_MEM_REDUCTION, 2 * n};
+		out[k++] = (struct kperf_cast){"te_quantize_nvfp4", 1, HW_MEM_ELEMENTWISE,
+					       (3 + 2.0 / 16) * n};
+		return k;
+	}
+	if (dtype != HW_FP8)
+		return 0;
+	switch (recipe) {
+	case LAYOUT_FP8_CURRENT:
+		out[k++] = (struct kperf_cast){"te_compute_amax", 1, HW_MEM_REDUCTION, 2 * n};
+		out[k++] =
+		    (struct kperf_cast){"te_compute_scale_from_amax", 0, HW_MEM_ELEMENTWISE, 12};
+		out[k++] =
+		    (struct kperf_cast){"te_cast_transpose_fp8", 1, HW_MEM_ELEMENTWISE, 4 * n};
+		break;
+	case LAYOUT_FP8_BLOCKWISE:
+		out[k++] = (struct kperf_cast){"te_quantize_fp8_blockwise", 1, HW_MEM_ELEMENTWISE,
+					       (4 + 8.0 / (weight ? 128 * 128 : 128)) * n};
+		break;
+	case LAYOUT_FP8_MXFP8:
+		out[k++] = (struct kperf_cast){"te_quantize_mxfp8", 1, HW_MEM_ELEMENTWISE,
+					       (4 + 2.0 / 32) * n};
+		break;
+	default:
+		out[k++] =
+		    (struct kperf_cast){"te_cast_transpose_fp8", 1, HW_MEM_ELEMENTWISE, 4 * n};
+	}
+	return k;
+}
+
+double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int weight, double n)
+{
+	struct kperf_cast c[KPERF_CASTS_MAX];
+	double t = 0;
+	for (int i = 0, k = kperf_lowp_casts(dtype, recipe, weight, n, c); i < k; i++)
+		t += kperf_mem_s(hw, c[i].kind, c[i].bytes);
+	return t;
 }
 
 double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes)

@@ -137,4 +137,33 @@ double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes);
 /* Bytes of one element of dtype. */
 double kperf_elem_bytes(int dtype);
 
+/*
+ * The kernels that quantise one bf16 tensor of n values for GEMMs in
+ * dtype: fp8 under `recipe` (enum layout_fp8_recipe), fp4 under NVFP4's
+ * (Transformer Engine's quantizers, docs/MODEL.md "Mixed precision");
+ * weight: the tensor is a weight (blockwise scales it by 128 x 128
+ * blocks, the rest 1 x 128).  Each writes the row-wise copy one GEMM
+ * reads and the column-wise (transposed) one the other reads:
+ *   delayed    cast_transpose, amax into the history: 2 + 1 + 1 bytes a value
+ *   current    amax (2), the scale from it (12 bytes), cast_transpose (4)
+ *   blockwise  quantize with each block's amax: 4 + 2 x 4 / block (fp32 scales)
+ *   mxfp8      quantize: 4 + 2 / 32 (an E8M0 scale per 32 values, each copy)
+ *   nvfp4      amax (2: the per-tensor scale), quantize: 2 + 2 x 0.5 + 2 / 16
+ * Into out: each kernel's name stem, whether the tensor's name follows
+ * it ("te_compute_amax_input"), its kind (enum hw_mem_kind) and bytes;
+ * returns how many (0: dtype is neither fp8 nor fp4).
+ */
+#define KPERF_CASTS_MAX 3
+struct kperf_cast {
+	const char *stem;
+	int named;
+	int kind;
+	double bytes;
+};
+int kperf_lowp_casts(int dtype, int recipe, int weight, double n,
+		     struct kperf_cast out[KPERF_CASTS_MAX]);
+
+/* Their time on hw (kperf_mem_s of each). */
+double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int weight, double n);
+
 #endif

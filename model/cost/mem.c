@@ -114,6 +114,22 @@ int mem_prec(int dtype)
 	return dtype == HW_FP16 ? MEM_PREC_FP16 : MEM_PREC_BF16;
 }
 
+double mem_lowp_weight_bytes(const struct layout *l)
+{
+	if (l->dtype == HW_FP4)
+		return 2 * 0.5 + 2.0 / 16;
+	if (l->dtype != HW_FP8)
+		return 0;
+	switch (l->fp8_recipe) {
+	case LAYOUT_FP8_BLOCKWISE:
+		return 2 + 2 * 4.0 / (128 * 128);
+	case LAYOUT_FP8_MXFP8:
+		return 2 + 2.0 / 32;
+	default:
+		return 2;
+	}
+}
+
 void mem_bytes_per_param(int prec, double *w, double *g, double *o)
 {
 	switch (prec) {
@@ -256,9 +272,9 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	       peak_units = 0;
 	int v = l->vp > 0 ? l->vp : 1, total = l->microbatches * v, warm = warmup(l, s);
 	int first = s == 0, last = s == l->pp - 1, kf = 0, kb = 0;
-	/* FP8 (or FP4) GEMMs keep an fp8 copy of each layer weight and its
-	 * transpose: 2 bytes a parameter, sharded like the weights. */
-	int fp8_weights = l->dtype == HW_FP8 || l->dtype == HW_FP4;
+	/* FP8 (or FP4) GEMMs keep quantised copies of each layer weight
+	 * (mem_lowp_weight_bytes a parameter), sharded like the weights. */
+	double qw = mem_lowp_weight_bytes(l);
 
 	memset(out, 0, sizeof(*out));
 	if (llm_moe_layers(m) > 0)
@@ -291,8 +307,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		Pd = (n - nm) * layer + nm * md + emb + head;
 		Pe = nm * me;
 		out->params = Pd + Pe;
-		out->weights =
-		    wb * (Pd + Pe) + (fp8_weights ? 2 * ((n - nm) * layer + nm * (md + me)) : 0);
+		out->weights = wb * (Pd + Pe) + qw * ((n - nm) * layer + nm * (md + me));
 		out->grads =
 		    gb * Pd / (l->zero >= 2 ? shard : 1) + gb * Pe / (l->zero >= 2 ? edp : 1);
 		out->optimizer =
@@ -302,8 +317,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	} else {
 		P = n * layer + emb + head;
 		out->params = P;
-		out->weights =
-		    (wb * P + (fp8_weights ? 2 * n * layer : 0)) / (l->zero >= 3 ? shard : 1);
+		out->weights = (wb * P + qw * n * layer) / (l->zero >= 3 ? shard : 1);
 		out->grads = gb * P / (l->zero >= 2 ? shard : 1);
 		out->optimizer = ob * P / (l->zero >= 1 ? shard : 1);
 		/* The implementation's buffers (layout_dp_traits): the layers

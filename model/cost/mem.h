@@ -219,6 +219,14 @@ void mem_moe_layer_params(const struct llm *m, const struct layout *l, double *d
  * fp32 main gradients (FP8 as Transformer Engine: bf16 weights). */
 int mem_prec(int dtype);
 
+/* Bytes a layer-weight parameter adds under l's low-precision GEMMs: the
+ * quantised copies Transformer Engine keeps for the step (a row-wise one
+ * for the forward, a column-wise one for the backward) and their scales:
+ * fp8 delayed or current 2; blockwise 2 + 2 x 4 / (128 x 128) (an fp32
+ * scale per 128 x 128 block); mxfp8 2 + 2 / 32 (an E8M0 byte per 32);
+ * fp4 (NVFP4) 2 x 0.5 + 2 / 16 (an E4M3 byte per 16); 0 otherwise. */
+double mem_lowp_weight_bytes(const struct layout *l);
+
 /* Bytes per parameter of weights, gradients and optimizer state. */
 void mem_bytes_per_param(int prec, double *weights, double *grads, double *optimizer);
 

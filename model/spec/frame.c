@@ -817,6 +817,11 @@ static const struct frame_row frame_rows[LK_N] = {
 		   "training.mixed_precision_param"),
     [LK_fp8_attention] = R(FX_BOOL, "--fp8-dot-product-attention", FX_BOOL,
 			   "model.fp8_dot_product_attention", FX_INT, NULL),
+    /* Megatron-LM's --fp8-recipe (fp8_utils.py Fp8Recipe); Bridge's
+     * mixed_precision recipe names (mixed_precision.py); torchtitan's
+     * float8 converter: torchao's dynamic (current) per-tensor scaling */
+    [LK_fp8_recipe] = R(FX_SPECIAL, "--fp8-recipe", FX_SPECIAL, "mixed_precision", FX_SPECIAL,
+			"model.converters"),
     [LK_flash] = R(FX_SPECIAL, "--attention-backend", FX_SPECIAL, "model.attention_backend",
 		   FX_SPECIAL, "model.flavor"),
     [LK_partition] = R(FX_SPECIAL, "--account-for-embedding-in-pipeline-split", FX_SPECIAL,
@@ -878,7 +883,7 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 			return 0;
 		if (fw == FRAME_TORCHTITAN)
 			return l->dtype == HW_BF16 || l->dtype == HW_FP32 || l->dtype == HW_FP8;
-		return fw == FRAME_MEGATRON || l->dtype != HW_FP4;
+		return 1; /* Bridge's fp4: bf16_with_nvfp4_mixed */
 	case LK_partition:
 		/* Megatron-Core's own placements (layout.h): the slots, the first
 		 * and last stages' layers, a layout string */
@@ -900,6 +905,8 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 		return 1;
 	case LK_cp_comm: /* torchtitan rotates by all-gather or its ring only */
 		return fw != FRAME_TORCHTITAN || l->cp_comm == LAYOUT_CP_ALLGATHER;
+	case LK_fp8_recipe: /* torchtitan's float8: current scaling only */
+		return fw != FRAME_TORCHTITAN || l->fp8_recipe == LAYOUT_FP8_CURRENT;
 	case LK_head_dim:
 		return !llm_mla(m);
 	case LK_sp:    /* torchtitan's tensor parallel plan is sequence parallel */
@@ -1087,12 +1094,24 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 			if (l->dtype == HW_FP4)
 				put(E, "--fp4-format", "e2m1");
 		} else {
+			static const char *const fp8[] = {"bf16_with_fp8_delayed_scaling_mixed",
+							  "bf16_with_fp8_current_scaling_mixed",
+							  "bf16_with_fp8_subchannel_scaling_mixed",
+							  "bf16_with_mxfp8_mixed"};
 			put(E, "mixed_precision",
 			    l->dtype == HW_FP16	  ? "fp16_mixed"
-			    : l->dtype == HW_FP8  ? "bf16_with_fp8_delayed_scaling_mixed"
+			    : l->dtype == HW_FP8  ? fp8[l->fp8_recipe]
+			    : l->dtype == HW_FP4  ? "bf16_with_nvfp4_mixed"
 			    : l->dtype == HW_FP32 ? "null"
 						  : "bf16_mixed");
 		}
+		return;
+	case LK_fp8_recipe: /* Bridge and torchtitan: with the dtype */
+		if (fw == FRAME_MEGATRON && l->fp8_recipe != LAYOUT_FP8_DELAYED)
+			put(E, "--fp8-recipe",
+			    l->fp8_recipe == LAYOUT_FP8_CURRENT
+				? "tensorwise"
+				: layout_fp8_recipe_name(l->fp8_recipe));
 		return;
 	case LK_sp:
 		return; /* torchtitan: implied by tensor parallelism */
@@ -1356,6 +1375,7 @@ struct imp {
 	int rc_gran, rc_method_uniform, rc_layers;
 	int distopt, mfsdp, strategy, instances, rep, shard_deg;
 	int dtype, fp8, fp4, bf16, fp16, given_dtype;
+	int fp8_recipe; /* -1: not given */
 	int flash, embed, loss, cp_comm;
 	int disp, hybridep;	       /* disp -1: not given; flex's backend */
 	int first_layers, last_layers; /* the first and last stages' (0: even) */
@@ -1625,6 +1645,14 @@ static int special_in(const char *path, int line, const char *name, const char *
 		I->fp8 = 1;
 	} else if (IS("--fp4-format")) {
 		I->fp4 = 1;
+	} else if (IS("--fp8-recipe")) {
+		int r = !s ? -1 : layout_fp8_recipe_parse(s);
+		if (r < 0 || strcmp(s, "current") == 0)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': expected delayed, tensorwise, "
+					     "blockwise or mxfp8",
+					     path, line, name, s ? s : "");
+		I->fp8_recipe = r;
 	} else if (IS("mixed_precision")) {
 		I->given_dtype = 1;
 		/* the GEMMs' precision first: "fp16_with_fp8_..." runs fp8 */
@@ -1633,6 +1661,12 @@ static int special_in(const char *path, int line, const char *name, const char *
 			   : strstr(s, "fp4")		? HW_FP4
 			   : strncmp(s, "fp16", 4) == 0 ? HW_FP16
 							: HW_BF16;
+		/* the recipe in the name (mixed_precision.py's presets) */
+		I->fp8_recipe = !s				  ? -1
+				: strstr(s, "current_scaling")	  ? LAYOUT_FP8_CURRENT
+				: strstr(s, "subchannel_scaling") ? LAYOUT_FP8_BLOCKWISE
+				: strstr(s, "mxfp8")		  ? LAYOUT_FP8_MXFP8
+								  : -1;
 	} else if (IS("training.mixed_precision_param")) {
 		I->given_dtype = 1;
 		I->dtype = s && strcmp(s, "float32") == 0 ? HW_FP32 : HW_BF16;
@@ -1879,6 +1913,11 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 		l->dtype = I->given_dtype ? I->dtype : HW_BF16;
 	}
 	*given |= LK_BIT(LK_dtype);
+	if (fw == FRAME_TORCHTITAN && l->dtype == HW_FP8)
+		l->fp8_recipe = LAYOUT_FP8_CURRENT; /* torchao's dynamic scaling */
+	else if (I->fp8_recipe >= 0)
+		l->fp8_recipe = I->fp8_recipe;
+	*given |= LK_BIT(LK_fp8_recipe);
 	if (fw == FRAME_TORCHTITAN) {
 		l->sp = l->tp > 1;
 		*given |= LK_BIT(LK_sp) | LK_BIT(LK_flash);
@@ -2011,6 +2050,7 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 	*given = 0;
 	I.schedule = -1;
 	I.disp = -1;
+	I.fp8_recipe = -1;
 	I.flash = 1;
 	if (fw == FRAME_TORCHTITAN) {
 		/* TOML: [section] headers and key = value lines */

@@ -19,6 +19,7 @@ void layout_default(struct layout *l)
 static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
 static const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p"};
+static const char *const fp8_recipe_names[] = {"delayed", "current", "blockwise", "mxfp8"};
 static const char *const dp_impl_names[] = {"megatron", "deepspeed", "fsdp", "fsdp2"};
 static const char *const dispatcher_names[] = {"alltoall", "allgather", "flex", "hybridep"};
 
@@ -66,6 +67,18 @@ int layout_cp_comm_parse(const char *s)
 	if (strcmp(s, "allgather") == 0)
 		return LAYOUT_CP_ALLGATHER;
 	return index_of(cp_comm_names, LAYOUT_CP_A2A_P2P + 1, s);
+}
+
+const char *layout_fp8_recipe_name(int r)
+{
+	return name_of(fp8_recipe_names, LAYOUT_FP8_MXFP8 + 1, r);
+}
+
+int layout_fp8_recipe_parse(const char *s)
+{
+	if (strcmp(s, "tensorwise") == 0)
+		return LAYOUT_FP8_CURRENT;
+	return index_of(fp8_recipe_names, LAYOUT_FP8_MXFP8 + 1, s);
 }
 
 const char *layout_dp_impl_name(int i)
@@ -1236,6 +1249,13 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 	if (hw->peak_flops[layout_attn_dtype(l)] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak for attention",
 				     hw->gpu, hw_dtype_name(layout_attn_dtype(l)));
+	/* MXFP8 needs block-scaled tensor cores (Blackwell's, which run fp4
+	 * too); Transformer Engine refuses it on Hopper. */
+	if (l->dtype == HW_FP8 && l->fp8_recipe == LAYOUT_FP8_MXFP8 && hw->peak_flops[HW_FP4] <= 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "hardware: %s has no block-scaled tensor cores for "
+				     "--fp8-recipe mxfp8 (Blackwell; its profile has no fp4 peak)",
+				     hw->gpu);
 	/* A power cap: a board's limit lowered, never raised (the rating is
 	 * the most its firmware allows), and not below what the linear rule
 	 * can say (HW_MIN_POWER_FRAC). */

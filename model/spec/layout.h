@@ -22,6 +22,18 @@
 enum layout_recompute { LAYOUT_RECOMPUTE_NONE, LAYOUT_RECOMPUTE_SELECTIVE, LAYOUT_RECOMPUTE_FULL };
 enum layout_schedule { LAYOUT_GPIPE, LAYOUT_1F1B, LAYOUT_INTERLEAVED };
 enum layout_cp_comm { LAYOUT_CP_P2P, LAYOUT_CP_ALLGATHER, LAYOUT_CP_A2A, LAYOUT_CP_A2A_P2P };
+/* How fp8 GEMMs are scaled (Transformer Engine's recipes, Megatron-LM's
+ * --fp8-recipe; docs/MODEL.md "Mixed precision"): per tensor from an amax
+ * history (DelayedScaling), per tensor from the tensor's own amax
+ * (Float8CurrentScaling, "tensorwise"), per 1x128 / 128x128 block
+ * (Float8BlockScaling, DeepSeek-V3's), per 32 values (MXFP8BlockScaling,
+ * Blackwell).  fp4 GEMMs are always NVFP4BlockScaling's. */
+enum layout_fp8_recipe {
+	LAYOUT_FP8_DELAYED,
+	LAYOUT_FP8_CURRENT,
+	LAYOUT_FP8_BLOCKWISE,
+	LAYOUT_FP8_MXFP8
+};
 /* Mixture-of-experts token dispatchers (Megatron-LM's
  * --moe-token-dispatcher-type; docs/MODEL.md "Dispatchers"): all-to-all
  * over the expert-parallel group, all-gather over the expert tensor x
@@ -101,6 +113,7 @@ struct layout {
 			   * its transpose is held (2 bytes per parameter more,
 			   * sharded like the weights) */
 	int fp8_attention; /* 1: the attention core in fp8 too */
+	int fp8_recipe;	   /* enum layout_fp8_recipe (dtype fp8) */
 	int shard;	   /* ZeRO sharding group: 0 the whole data-parallel
 			    * group; else a divisor of dp (hybrid sharding:
 			    * FSDP HYBRID_SHARD, ZeRO++ hpZ / MiCS), the dp /
@@ -178,6 +191,10 @@ int layout_schedule_parse(const char *s);
  * "allgather" is read too). */
 const char *layout_cp_comm_name(int cp_comm);
 int layout_cp_comm_parse(const char *s);
+/* "delayed", "current", "blockwise", "mxfp8" ("tensorwise", Megatron-LM's
+ * name for current, is read too). */
+const char *layout_fp8_recipe_name(int recipe);
+int layout_fp8_recipe_parse(const char *s);
 
 /* "megatron", "deepspeed", "fsdp", "fsdp2" ("?" beyond); back: -1. */
 const char *layout_dp_impl_name(int impl);
@@ -408,6 +425,15 @@ enum layout_show {
 	  .opt = "fp8-attention", .help = "the attention core in fp8 too (cuDNN/FA3 fp8)",         \
 	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON, .key = "fp8attn", .key_group = 2,      \
 	  .show = LK_SHOW_ALWAYS, .desc = 113, .digit = 11)                                        \
+	X(fp8_recipe, L, l->dtype == HW_FP8, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_FP8_MXFP8, \
+	  .def = LAYOUT_FP8_DELAYED, .parse = layout_fp8_recipe_parse,                             \
+	  .name = layout_fp8_recipe_name, .opt = "fp8-recipe", .arg = "R",                        \
+	  .help = "with --dtype fp8, its scaling (Megatron's --fp8-recipe): delayed (amax "       \
+		  "history), current (each tensor's amax first: tensorwise), blockwise (1x128 "    \
+		  "and 128x128 fp32 scales, DeepSeek-V3) or mxfp8 (32-value E8M0 scales, "        \
+		  "Blackwell).  fp4 is NVFP4's recipe",                                            \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "fp8r",                        \
+	  .show = LK_SHOW_CHANGED)                                                                 \
 	X(flash, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 1, .opt = "no-flash",         \
 	  .help = "attention without flash attention: scores materialised, softmax and dropout "  \
 		  "passes",                                                                        \

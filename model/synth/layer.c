@@ -496,20 +496,37 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 	      z->dqk, z->s);
 }
 
+/* The kernels that quantise one bf16 tensor of n values for fp8 (fp4)
+ * GEMMs as the recipe runs them (kperf_lowp_casts); `what` names the
+ * tensor (input, weight, grad). */
+static void lowp_cast(struct ctx *c, int r, const char *what, double n, int weight)
+{
+	struct kperf_cast k[KPERF_CASTS_MAX];
+	char name[64];
+	int nk = kperf_lowp_casts(c->in->lay.dtype, c->in->lay.fp8_recipe, weight, n, k);
+	for (int i = 0; i < nk; i++) {
+		if (k[i].named)
+			snprintf(name, sizeof(name), "%s_%s", k[i].stem, what);
+		else
+			snprintf(name, sizeof(name), "%s", k[i].stem);
+		sl_kernel(c, r, k[i].kind == HW_MEM_REDUCTION ? KC_REDUCTION : KC_ELEMENTWISE, name,
+			  k[i].bytes);
+	}
+}
+
 /*
  * A linear layer's forward GEMM, C[m,n] = A[m,k] W[k,n].  In fp8 (or fp4)
- * Transformer Engine first quantises its input with one fused kernel that
- * also writes the transpose the weight gradient needs (reads 2 m k bytes,
- * writes twice m k at one byte: cast_transpose), and the weight once per
- * step, on the step's first microbatch (its fp8 copy and transpose are
- * kept for the others and for the backward).
+ * Transformer Engine first quantises its input (lowp_cast: its row-wise
+ * copy for this GEMM, the column-wise one the weight gradient needs), and
+ * the weight once per step, on the step's first microbatch (its copies
+ * are kept for the others and for the backward).
  */
 static void linear_fwd(struct ctx *c, int r, const char *name, double m, double n, double k)
 {
 	if (sl_low_precision(c->in->lay.dtype)) {
-		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * m * k);
+		lowp_cast(c, r, "input", m * k, 0);
 		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
-			sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_weight", 4 * k * n);
+			lowp_cast(c, r, "weight", k * n, 1);
 	}
 	gemm(c, r, name, m, n, k);
 }
@@ -676,12 +693,14 @@ static void moe_colls(struct ctx *c, int r, const struct shape *z, int rev, int 
 }
 
 /* Tokens a rank's grouped GEMMs take per expert: M / eloc, under fp8
- * padded to a multiple of 16 (TEGroupedMLP's Fp8Padding: fp8 GEMMs need
- * it). */
+ * padded to a multiple of 16, of 32 under mxfp8 and fp4 (TEGroupedMLP's
+ * Fp8Padding; Megatron-LM's get_fp8_align_size, get_fp4_align_size). */
 static double moe_mloc(const struct ctx *c, const struct shape *z)
 {
-	double m = z->M / z->eloc;
-	return sl_low_precision(c->in->lay.dtype) ? ceil(m / 16) * 16 : m;
+	const struct layout *l = &c->in->lay;
+	double m = z->M / z->eloc,
+	       a = l->dtype == HW_FP4 || l->fp8_recipe == LAYOUT_FP8_MXFP8 ? 32 : 16;
+	return sl_low_precision(l->dtype) ? ceil(m / a) * a : m;
 }
 
 /* A grouped GEMM over the rank's experts: eloc GEMMs of m x k by k x n
@@ -697,7 +716,7 @@ static void grouped_bwd(struct ctx *c, int r, const struct shape *z, const char 
 {
 	char name[96];
 	if (sl_low_precision(c->in->lay.dtype))
-		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_grad", 4 * m * n * z->eloc);
+		lowp_cast(c, r, "grad", m * n * z->eloc, 0);
 	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dx", what);
 	grouped(c, r, z, name, m, k, n);
 	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dw", what);
@@ -935,10 +954,9 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 	moe_dispatch(c, r, z, 0);
 	moe_pad(c, r, z, "moe_fp8_padding");
 	if (sl_low_precision(c->in->lay.dtype)) {
-		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_input", 4 * z->M * z->h);
+		lowp_cast(c, r, "input", z->M * z->h, 0);
 		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
-			sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_weight",
-				  4 * z->eloc * z->h * (z->fe_in + z->fe) / z->etp);
+			lowp_cast(c, r, "weight", z->eloc * z->h * (z->fe_in + z->fe) / z->etp, 1);
 	}
 	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc1", mloc, z->fe_in / z->etp, z->h);
 	if (z->gated)
@@ -1147,14 +1165,14 @@ void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
 }
 
 /* Input and weight gradients of C[m,n] = A[m,k] B[k,n], and its bias's
- * where it has one; in fp8 the output gradient is first cast and
- * transposed (reads 2 m n bytes, writes 2 m n at one byte). */
+ * where it has one; in fp8 the output gradient is first quantised, both
+ * copies (lowp_cast). */
 static void linear_bwd(struct ctx *c, int r, const char *what, double m, double n, double k,
 		       int bias)
 {
 	char name[96];
 	if (sl_low_precision(c->in->lay.dtype))
-		sl_kernel(c, r, KC_ELEMENTWISE, "te_cast_transpose_fp8_grad", 4 * m * n);
+		lowp_cast(c, r, "grad", m * n, 0);
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_%s_dx", what);
 	gemm(c, r, name, m, k, n);
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", what);

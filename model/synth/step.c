@@ -650,9 +650,10 @@ static void adam(struct ctx *c, int r, double np_, int amax)
 	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
 	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>", 8 * np_);
 	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * 30);
-	/* FP8: the amax history and scale update of the layer's tensors, one
-	 * small kernel (Transformer Engine's delayed scaling). */
-	if (amax && sl_low_precision(in->lay.dtype))
+	/* FP8 under delayed scaling: the amax history and scale update of
+	 * the layer's tensors, one small kernel (Transformer Engine's
+	 * DelayedScaling; the other recipes scale from the tensor itself). */
+	if (amax && in->lay.dtype == HW_FP8 && in->lay.fp8_recipe == LAYOUT_FP8_DELAYED)
 		sl_kernel(c, r, KC_ELEMENTWISE, "te_delayed_scaling_amax_and_scale_update",
 			  3 * 8 * 1024 * 4.0);
 }
