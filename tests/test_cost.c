@@ -765,6 +765,15 @@ static void test_mla(void **state)
 	assert_true(attn == 1374389534720.0);
 	layout_default(&l);
 	assert_rel_close(mem_act_per_layer(&m, &l), 50.0 * 4096 * 7168, 1e-15);
+	/* mla_up_proj drops the up projections' Q, K and V: 2 s b a (2 x 192
+	 * + 128) = 2 x 4096 x 128 x 512 = 536,870,912 bytes, 128/7 s b h;
+	 * layernorm the input norm's output (a TENorm apart: 2 s b h). */
+	l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+	l.recompute_modules = LAYOUT_RC_MLA_UP_PROJ;
+	assert_rel_close(mem_act_per_layer(&m, &l), 50.0 * 4096 * 7168 - 536870912.0, 1e-15);
+	l.recompute_modules = LAYOUT_RC_MLA_UP_PROJ | LAYOUT_RC_LAYERNORM;
+	assert_rel_close(mem_act_per_layer(&m, &l), (50.0 - 128.0 / 7 - 2) * 4096 * 7168, 1e-14);
+	l.recompute = LAYOUT_RECOMPUTE_NONE;
 	/* Without MLA the same dims are plain 56-wide heads again. */
 	m.kv_lora_rank = 0;
 	assert_true(llm_head_dim(&m) == 56 && llm_mla_down_params(&m) == 0);
@@ -790,6 +799,22 @@ static void test_activation_bytes_gpt3(void **state)
 	/* Full recomputation keeps each layer's input: 2 s b h / t. */
 	l.recompute = LAYOUT_RECOMPUTE_FULL;
 	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 2 / 8, 1e-12);
+	/* Recompute modules (Megatron's --recompute-modules): mlp drops the
+	 * MLP's FC1 input (2 s b h, whole without sequence parallelism), FC1's
+	 * output and the activation (16 s b h / t).  With sp, core_attn and
+	 * mlp: (34 - 18) s b h / t; mlp alone: (114 - 18) s b h / t.  Without
+	 * sp, mlp alone: 23 - 2 - 16 / 8 = 19 s b h.  layernorm and
+	 * mla_up_proj drop nothing here: the norms are fused into their
+	 * linears (IdentityOp), and there is no MLA. */
+	l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+	l.recompute_modules = LAYOUT_RC_CORE_ATTN | LAYOUT_RC_MLP;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 16 / 8, 1e-12);
+	l.recompute_modules = LAYOUT_RC_MLP;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 96 / 8, 1e-12);
+	l.sp = 0;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 19, 1e-12);
+	l.recompute_modules = LAYOUT_RC_LAYERNORM | LAYOUT_RC_MLA_UP_PROJ;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 23, 1e-12);
 }
 
 /* Bytes per parameter of weights, gradients and optimizer state: Megatron-LM's

@@ -361,6 +361,8 @@ static void test_round_trip(void **state)
 		l.zero = fw == FRAME_TORCHTITAN ? 3 : 1;
 		l.shard = 4;
 		l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+		/* Megatron-LM's --recompute-modules (Bridge's list) */
+		l.recompute_modules = LAYOUT_RC_CORE_ATTN | LAYOUT_RC_MLP | LAYOUT_RC_LAYERNORM;
 		l.dtype = HW_FP8;
 		l.overlap_param = 1;
 		l.tp_overlap = 1;
@@ -485,6 +487,11 @@ static void test_round_trip(void **state)
 			l.moe_shared_overlap = d != LAYOUT_DISP_ALLGATHER;
 			round_trip(fw, &moe, &l);
 		}
+		/* DeepSeek-V3's recipe's recompute modules */
+		l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+		l.recompute_modules = LAYOUT_RC_MLA_UP_PROJ | LAYOUT_RC_LAYERNORM |
+				      LAYOUT_RC_MOE_ACT | LAYOUT_RC_SHARED;
+		round_trip(fw, &moe, &l);
 	}
 }
 

@@ -186,6 +186,40 @@ static void test_parse(void **state)
 	assert_int_equal(layout_parse(LK_dp_impl, "zero", "--dp-impl", &v, &l, &err), PRISM_EARG);
 	assert_string_equal(err.msg,
 			    "--dp-impl 'zero': expected megatron, deepspeed, fsdp or fsdp2");
+	/* Recompute modules: Megatron's names, space-, comma- or
+	 * plus-separated, in any order, written comma-separated in the bits'
+	 * order; every set back to itself. */
+	assert_int_equal(layout_parse(LK_recompute_modules, "mlp core_attn", "--recompute-modules",
+				      &v, &l, &err),
+			 0);
+	assert_true(v == (LAYOUT_RC_CORE_ATTN | LAYOUT_RC_MLP));
+	assert_string_equal(layout_rc_modules_name((int)v), "core_attn,mlp");
+	assert_int_equal(layout_rc_modules_parse("moe_act,layernorm+shared_experts"),
+			 LAYOUT_RC_MOE_ACT | LAYOUT_RC_LAYERNORM | LAYOUT_RC_SHARED);
+	assert_string_equal(layout_rc_modules_name(LAYOUT_RC_ALL),
+			    "core_attn,mlp,layernorm,mla_up_proj,moe,moe_act,shared_experts");
+	assert_string_equal(layout_rc_modules_name(0), "core_attn");
+	assert_string_equal(layout_rc_modules_name(LAYOUT_RC_ALL + 1), "?");
+	for (int set = 1; set <= LAYOUT_RC_ALL; set++)
+		assert_int_equal(layout_rc_modules_parse(layout_rc_modules_name(set)), set);
+	assert_int_equal(layout_rc_modules_parse(""), -1);
+	assert_int_equal(layout_rc_modules_parse(" , "), -1);
+	assert_int_equal(layout_rc_modules_parse("core_attn,mlpx"), -1);
+	prism_err_clear(&err);
+	assert_int_equal(
+	    layout_parse(LK_recompute_modules, "attn", "--recompute-modules", &v, &l, &err),
+	    PRISM_EARG);
+	assert_string_equal(err.msg, "--recompute-modules 'attn': expected names among core_attn, "
+				     "mlp, layernorm, mla_up_proj, moe, moe_act or shared_experts");
+	/* 0 (a layout nobody set) reads as Megatron's default, core_attn;
+	 * the modules mean something under selective recomputation alone. */
+	l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+	l.recompute_modules = 0;
+	assert_true(layout_rc(&l, LAYOUT_RC_CORE_ATTN) && !layout_rc(&l, LAYOUT_RC_MLP));
+	l.recompute_modules = LAYOUT_RC_MLP;
+	assert_true(!layout_rc(&l, LAYOUT_RC_CORE_ATTN) && layout_rc(&l, LAYOUT_RC_MLP));
+	l.recompute = LAYOUT_RECOMPUTE_FULL;
+	assert_false(layout_rc(&l, LAYOUT_RC_MLP));
 }
 
 /* What each sharding implementation runs: FSDP has no ZeRO-1, DeepSpeed no

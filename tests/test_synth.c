@@ -481,6 +481,161 @@ static void test_selective_recompute(void **state)
 	assert_int_equal(kern[1] - kern[0], fwd[0]);
 }
 
+/* The kernels of graph g named names[0..n): their time (and *count). */
+static int64_t names_ns(const struct graph *g, const char *const *names, int n, int *count)
+{
+	int64_t t = 0;
+	*count = 0;
+	for (int i = 0; i < n; i++) {
+		int c;
+		t += named_ns(g, names[i], &c);
+		*count += c;
+	}
+	return t;
+}
+
+static void moe_small(struct synth_in *in);
+
+/* Builds in without recomputation and with recompute modules `set`
+ * (selective), 2 microbatches: the second's kernels take exactly the
+ * first's plus, once more, the forward kernels named in fwd[0..nf) (each
+ * count doubled) and `norms` more layer norms (same_norms: every norm of
+ * one size, each added one as long as the first's). */
+static void rc_check(struct synth_in *in, int set, const char *const *fwd, int nf, int norms,
+		     int same_norms)
+{
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g[2];
+	int64_t kern[2], f[2], nm[2];
+	int cf[2], cn[2];
+	for (int i = 0; i < 2; i++) {
+		in->lay.microbatches = 2;
+		in->steps = 1;
+		in->lay.recompute = i ? LAYOUT_RECOMPUTE_SELECTIVE : LAYOUT_RECOMPUTE_NONE;
+		in->lay.recompute_modules = set;
+		g[i] = build(in, &so, &st);
+		kern[i] = kernels_ns(g[i]);
+		f[i] = names_ns(g[i], fwd, nf, &cf[i]);
+		nm[i] = named_ns(g[i], "vectorized_layer_norm_kernel", &cn[i]);
+		synth_out_release(&so);
+		graph_free(g[i]);
+	}
+	assert_int_equal(cf[1], 2 * cf[0]);
+	assert_int_equal(f[1], 2 * f[0]);
+	assert_int_equal(cn[1], cn[0] + norms);
+	if (same_norms) {
+		assert_int_equal(nm[0] % cn[0], 0);
+		assert_int_equal(nm[1], nm[0] / cn[0] * cn[1]);
+	}
+	assert_int_equal(kern[1] - kern[0], f[0] + nm[1] - nm[0]);
+}
+
+/*
+ * Megatron's recompute modules, each re-running exactly its forward
+ * kernels before its backward (tp 1: no collectives), 8 layers x 2
+ * microbatches: mlp FC1, GeLU and FC2 and the norm fused with FC1 (16
+ * norms more, every norm the same b s h); mla_up_proj the q and kv up
+ * projections, their norms (2 x 16 more) and RoPE.  On the small MoE
+ * model (3 MoE layers, no shared expert for moe_act): moe_act the routed
+ * experts' SwiGLU (6 more, each as long as one: swiglu's count and time
+ * beyond the base are the added ones'); shared_experts the shared
+ * expert's FC1, SwiGLU, FC2 and its add; moe the router, both grouped
+ * GEMMs and the shared expert again.
+ */
+static void test_recompute_modules(void **state)
+{
+	static const char *const mlp[] = {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1",
+					  "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
+					  "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc2"};
+	static const char *const up[] = {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_q_up",
+					 "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_kv_up",
+					 "rotary_fwd_q_kernel", "rotary_fwd_kv_kernel"};
+	static const char *const shared[] = {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc1",
+					     "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_shared_fc2",
+					     "vectorized_elementwise_kernel<add>"};
+	static const char *const sw[] = {"swiglu_fwd_kernel"};
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	int64_t a[2];
+	int c[2];
+	(void)state;
+	small(&in);
+	rc_check(&in, LAYOUT_RC_MLP, mlp, 3, 16, 1);
+	small(&in);
+	mla_dims(&in.m, 384, 256, 64, 32, 64);
+	rc_check(&in, LAYOUT_RC_MLA_UP_PROJ, up, 4, 32, 0);
+	moe_small(&in);
+	in.m.shared_experts = 0;
+	/* The routed SwiGLU: of the base's 2 x (1 dense + 3 routed), 6 more
+	 * of the routed ones' time. */
+	{
+		int64_t k[2];
+		for (int i = 0; i < 2; i++) {
+			in.lay.microbatches = 2;
+			in.steps = 1;
+			in.lay.recompute = i ? LAYOUT_RECOMPUTE_SELECTIVE : LAYOUT_RECOMPUTE_NONE;
+			in.lay.recompute_modules = LAYOUT_RC_MOE_ACT;
+			g = build(&in, &so, &st);
+			k[i] = kernels_ns(g);
+			a[i] = named_ns(g, "swiglu_fwd_kernel", &c[i]);
+			synth_out_release(&so);
+			graph_free(g);
+		}
+		assert_int_equal(c[1], c[0] + 6);
+		assert_int_equal(k[1] - k[0], a[1] - a[0]);
+		assert_true(a[1] - a[0] > 0 && (a[1] - a[0]) % 6 == 0);
+	}
+	moe_small(&in);
+	/* SwiGLU once more per shared expert: counted with the others. */
+	in.lay.recompute_modules = LAYOUT_RC_SHARED;
+	{
+		int64_t k[2], s2[2];
+		int cs[2];
+		for (int i = 0; i < 2; i++) {
+			in.lay.microbatches = 2;
+			in.steps = 1;
+			in.lay.recompute = i ? LAYOUT_RECOMPUTE_SELECTIVE : LAYOUT_RECOMPUTE_NONE;
+			g = build(&in, &so, &st);
+			k[i] = kernels_ns(g);
+			a[i] = names_ns(g, shared, 3, &c[i]);
+			s2[i] = names_ns(g, sw, 1, &cs[i]);
+			synth_out_release(&so);
+			graph_free(g);
+		}
+		assert_int_equal(c[1], 2 * c[0]);
+		assert_int_equal(a[1], 2 * a[0]);
+		assert_int_equal(cs[1], cs[0] + 6);
+		assert_int_equal(k[1] - k[0], a[0] + s2[1] - s2[0]);
+	}
+	/* moe: the whole layer's forward again: its router and grouped GEMMs
+	 * twice (with moe, shared_experts and moe_act add nothing more). */
+	moe_small(&in);
+	{
+		static const char *const moe[] = {"cutlass_grouped_gemm_bf16_fc1",
+						  "cutlass_grouped_gemm_bf16_fc2"};
+		int64_t k[3];
+		for (int i = 0; i < 3; i++) {
+			in.lay.microbatches = 2;
+			in.steps = 1;
+			in.lay.recompute = i ? LAYOUT_RECOMPUTE_SELECTIVE : LAYOUT_RECOMPUTE_NONE;
+			in.lay.recompute_modules =
+			    LAYOUT_RC_MOE | (i == 2 ? LAYOUT_RC_MOE_ACT | LAYOUT_RC_SHARED : 0);
+			g = build(&in, &so, &st);
+			k[i] = kernels_ns(g);
+			a[i < 2 ? i : 1] = names_ns(g, moe, 2, &c[i < 2 ? i : 1]);
+			synth_out_release(&so);
+			graph_free(g);
+		}
+		assert_int_equal(c[1], 2 * c[0]);
+		assert_int_equal(a[1], 2 * a[0]);
+		assert_true(k[1] - k[0] > a[0]);
+		assert_int_equal(k[2], k[1]);
+	}
+}
+
 /* acc_elem_bytes (a base whose framework adds each microbatch's weight
  * gradients, PyTorch's autograd): per microbatch after the first, one add
  * per parameter tensor -- each of the 8 layers' four linear weights, their
@@ -586,6 +741,15 @@ static void test_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* Every recompute module (the MLP's GEMMs and round again):
+		 * more work, still a bound. */
+		if (in.lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
+			in.lay.recompute_modules = LAYOUT_RC_ALL;
+			assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+			assert_true(synth_lower_bound(&in) <= p.iter_s);
+			assert_true(synth_lower_bound(&in) > lb);
+			in.lay.recompute_modules = LAYOUT_RC_CORE_ATTN;
+		}
 		/* Each fp8 recipe and fp4 (their cast kernels: kperf_lowp_casts) */
 		for (int r = LAYOUT_FP8_DELAYED; r <= LAYOUT_FP8_MXFP8 + 1; r++) {
 			struct synth_in q = in;
@@ -665,6 +829,15 @@ static void test_lower_bound(void **state)
 			graph_free(g);
 			/* MLA's projections are GEMMs the bound counts whole. */
 			mla_dims(&in.m, 384, 256, 64, 32, 64);
+			g = build(&in, &so, &st);
+			assert_rel_close(synth_lower_bound(&in), st.iter_s, 0.01);
+			synth_out_release(&so);
+			graph_free(g);
+			/* And the GEMMs recompute modules re-run (rc_bound): the
+			 * attention core, the MLP and MLA's up projections. */
+			in.lay.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+			in.lay.recompute_modules =
+			    LAYOUT_RC_CORE_ATTN | LAYOUT_RC_MLP | LAYOUT_RC_MLA_UP_PROJ;
 			g = build(&in, &so, &st);
 			assert_rel_close(synth_lower_bound(&in), st.iter_s, 0.01);
 			synth_out_release(&so);
@@ -1391,6 +1564,22 @@ static void test_moe_memory(void **state)
 	assert_rel_close(me.optimizer, 444527616.0, 1e-15);
 	synth_mem_layout(&in, &l);
 	assert_rel_close(mem_act_moe_layer(&in.m, &l), 44072960.0, 1e-15);
+	/* Recompute modules on this MoE layer (n = 1024 tokens, h 1024, M =
+	 * 1024 x 2 routed rows, experts' f 1024, FC1 2048): moe_act drops the
+	 * routed activations, 2 M f = 4,194,304 bytes; shared_experts the
+	 * shared expert's FC1 output and activation, 2 n (2048 + 1024) =
+	 * 6,291,456; layernorm the pre-MLP norm's output, the router's and
+	 * the shared expert's input, 4 n h = 4,194,304; moe all but the input
+	 * and the mask (3 n h): 3 n h + 4 n E + 2 M (h + 2048 + 1024) + 2 n h
+	 * + 6,291,456 = 28,344,320, less 3,145,728 = 25,198,592.  mlp is a
+	 * dense layer's: nothing here. */
+	l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+	l.recompute_modules = LAYOUT_RC_MOE_ACT | LAYOUT_RC_MLP;
+	assert_rel_close(mem_act_moe_layer(&in.m, &l), 44072960.0 - 4194304, 1e-15);
+	l.recompute_modules = LAYOUT_RC_SHARED | LAYOUT_RC_LAYERNORM;
+	assert_rel_close(mem_act_moe_layer(&in.m, &l), 44072960.0 - 6291456 - 4194304, 1e-15);
+	l.recompute_modules = LAYOUT_RC_MOE | LAYOUT_RC_MOE_ACT | LAYOUT_RC_SHARED;
+	assert_rel_close(mem_act_moe_layer(&in.m, &l), 44072960.0 - 25198592, 1e-15);
 	assert_int_equal(layout_edp(&l), 1);
 	/* ep 2: twice the experts per GPU, their state sharded over 2. */
 	in.lay.ep = 2;
@@ -1468,6 +1657,14 @@ static void test_moe_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* Every recompute module (moe's whole layer again, MLA's up
+		 * projections, the dense layer's MLP): more, still a bound. */
+		if (in.lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
+			in.lay.recompute_modules = LAYOUT_RC_ALL;
+			assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+			assert_true(synth_lower_bound(&in) <= p.iter_s);
+			assert_true(synth_lower_bound(&in) > lb);
+		}
 	}
 }
 
@@ -2472,6 +2669,7 @@ int main(void)
 	    cmocka_unit_test(test_fp8_layer),
 	    cmocka_unit_test(test_fp8_recipes),
 	    cmocka_unit_test(test_selective_recompute),
+	    cmocka_unit_test(test_recompute_modules),
 	    cmocka_unit_test(test_accumulation_adds),
 	    cmocka_unit_test(test_zero3_layer),
 	    cmocka_unit_test(test_zero3_impls),

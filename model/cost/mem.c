@@ -22,16 +22,31 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	 * Engine), 4 (q_lora_rank + kv_lora_rank) bytes a token. */
 	double whole = 10 + (llm_mla(m) ? 4.0 * ((double)m->q_lora_rank + m->kv_lora_rank) / h : 0);
 
-	switch (l->recompute) {
-	case LAYOUT_RECOMPUTE_FULL:
+	/* What selective recomputation's modules do not keep (docs/MODEL.md,
+	 * "Recompute modules"), w a tensor each rank keeps whole without
+	 * sequence parallelism: core_attn the s^2 scores, softmax and mask
+	 * (Korthikanti's 5 a s / h, none with flash attention); mlp the dense
+	 * MLP's FC1 input (2, whole), FC1 output and activation (16), its
+	 * checkpoint keeping its input, the residual; layernorm the output of
+	 * MLA's input norm (2, whole: the down projections' input; Megatron
+	 * leaves the norms fused into a LayerNormLinear, IdentityOp, alone);
+	 * mla_up_proj the up projections' Q, K, V, 2 a (2 d_qk + d_v) bytes a
+	 * token / t. */
+	double w = l->sp ? sbh / t : sbh, saved = 0;
+	if (layout_rc(l, LAYOUT_RC_CORE_ATTN))
+		saved += sbh * attn / t;
+	if (layout_rc(l, LAYOUT_RC_MLP))
+		saved += 2 * w + 16 * sbh / t;
+	if (layout_rc(l, LAYOUT_RC_LAYERNORM) && llm_mla(m))
+		saved += 2 * w;
+	if (layout_rc(l, LAYOUT_RC_MLA_UP_PROJ) && llm_mla(m))
+		saved += 2 * s * b * a * (2 * llm_qk_head_dim(m) + llm_v_head_dim(m)) / t;
+
+	if (l->recompute == LAYOUT_RECOMPUTE_FULL)
 		return l->sp ? 2 * sbh / t : 2 * sbh;
-	case LAYOUT_RECOMPUTE_SELECTIVE:
-		return l->sp ? (whole + par) * sbh / t : sbh * (whole + par / t);
-	default:
-		if (l->sp)
-			return sbh * (whole + par + attn) / t;
-		return sbh * (whole + par / t + attn / t);
-	}
+	if (l->sp)
+		return sbh * (whole + par + attn) / t - saved;
+	return sbh * (whole + par / t + attn / t) - saved;
 }
 
 double mem_moe_peak(const struct llm *m, const struct layout *l)
@@ -90,10 +105,15 @@ double mem_act_moe_layer(const struct llm *m, const struct layout *l)
 	       sbh = s * b * h;
 	double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn, fin = (m->gated ? 2.0 : 1.0) * fe;
 	double mlp, moe, M = mem_moe_tokens(m, l), n = s * b / t, et = layout_etp(l);
-	double sh = (double)m->shared_experts;
+	double sh = (double)m->shared_experts, saved = 0;
+	struct layout x = *l; /* the attention's share: mlp is a dense layer's */
 
 	if (l->recompute == LAYOUT_RECOMPUTE_FULL)
 		return mem_act_per_layer(m, l);
+	x.recompute_modules &= ~LAYOUT_RC_MLP;
+	if (l->recompute_modules &&
+	    !x.recompute_modules) /* mlp alone: none (0 reads as core_attn) */
+		x.recompute = LAYOUT_RECOMPUTE_NONE;
 	/* The dense FFN's share of Korthikanti's count: its input (2 sbh),
 	 * FC1's output and the activation's (16 sbh for ffn 4h), the dropout
 	 * mask (sbh); without sequence parallelism the input and the mask are
@@ -104,7 +124,23 @@ double mem_act_moe_layer(const struct llm *m, const struct layout *l)
 	 * rank, the shared experts' input, FC1 output and activation. */
 	moe = 3 * n * h + 4 * n * m->experts + 2 * M * (h + fin / et + fe / et) +
 	      (sh > 0 ? 2 * n * h + 2 * s * b * sh * (fin + fe) / t : 0);
-	return mem_act_per_layer(m, l) - mlp + moe;
+	/* Recompute modules (docs/MODEL.md, "Recompute modules"): moe keeps
+	 * the layer's input and the mask alone (its checkpoint's input: the
+	 * norm's output); else moe_act the routed experts' activation outputs
+	 * (2 M f_e / etp), shared_experts their FC1 outputs and activations;
+	 * layernorm the pre-MLP norm's output (the router's input, and the
+	 * shared experts' where they keep it). */
+	if (layout_rc(l, LAYOUT_RC_MOE)) {
+		saved = moe - 3 * n * h;
+	} else {
+		if (layout_rc(l, LAYOUT_RC_MOE_ACT))
+			saved += 2 * M * fe / et;
+		if (layout_rc(l, LAYOUT_RC_SHARED) && sh > 0)
+			saved += 2 * s * b * sh * (fin + fe) / t;
+	}
+	if (layout_rc(l, LAYOUT_RC_LAYERNORM))
+		saved += 2 * n * h + (sh > 0 && !layout_rc(l, LAYOUT_RC_MOE) ? 2 * n * h : 0);
+	return mem_act_per_layer(m, &x) - mlp + moe - saved;
 }
 
 int mem_prec(int dtype)
@@ -383,8 +419,21 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		out->transient = mem_act_per_layer(m, &x);
 		if (llm_moe_layers(m) > 0 && mem_act_moe_layer(m, &x) > out->transient)
 			out->transient = mem_act_moe_layer(m, &x);
-	} else if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE && !l->flash) {
-		out->transient = 5 * m->heads * sl * sq * b / t;
+	} else if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
+		/* The scores while recomputed; the other modules' activations
+		 * while their layer's are recomputed (the larger layer's). */
+		struct layout x = *l, y = *l;
+		if (!l->flash && layout_rc(l, LAYOUT_RC_CORE_ATTN))
+			out->transient = 5 * m->heads * sl * sq * b / t;
+		x.recompute_modules = l->recompute_modules & ~LAYOUT_RC_CORE_ATTN;
+		y.recompute = LAYOUT_RECOMPUTE_NONE;
+		if (x.recompute_modules) {
+			double d = mem_act_per_layer(m, &y) - mem_act_per_layer(m, &x);
+			if (llm_moe_layers(m) > 0 &&
+			    mem_act_moe_layer(m, &y) - mem_act_moe_layer(m, &x) > d)
+				d = mem_act_moe_layer(m, &y) - mem_act_moe_layer(m, &x);
+			out->transient += d;
+		}
 	}
 	if (last)
 		out->transient += 2 * sl * b * V / t;

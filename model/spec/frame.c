@@ -806,6 +806,8 @@ static const struct frame_row frame_rows[LK_N] = {
 		      "parallelism.pipeline_parallel_schedule"),
     [LK_recompute] = R(FX_SPECIAL, "--recompute-granularity", FX_SPECIAL,
 		       "model.recompute_granularity", FX_SPECIAL, "activation_checkpoint.mode"),
+    [LK_recompute_modules] =
+	R(FX_SPECIAL, "--recompute-modules", FX_SPECIAL, "model.recompute_modules", FX_INT, NULL),
     [LK_zero] =
 	R(FX_SPECIAL, "--use-distributed-optimizer", FX_SPECIAL, "ddp.use_distributed_optimizer",
 	  FX_SPECIAL, "parallelism.data_parallel_shard_degree"),
@@ -1046,6 +1048,16 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 				put(E, "model.recompute_method", "uniform");
 				put(E, "model.recompute_num_layers", "1");
 			}
+		}
+		return;
+	case LK_recompute_modules: /* Megatron-LM's nargs list; Bridge's list */
+		if (l->recompute_modules && l->recompute_modules != LAYOUT_RC_CORE_ATTN) {
+			char b[96], *c;
+			snprintf(b, sizeof(b), fw == FRAME_BRIDGE ? "[%s]" : "%s",
+				 layout_rc_modules_name(l->recompute_modules));
+			for (c = b; fw == FRAME_MEGATRON && (c = strchr(c, ',')); c++)
+				*c = ' ';
+			put(E, frame_rows[k].o[fw].name, b);
 		}
 		return;
 	case LK_zero:
@@ -1371,8 +1383,8 @@ int frame_export(FILE *f, int fw, const struct llm *m, const struct layout *l)
 
 /* The specials' values as read, resolved once every option is in. */
 struct imp {
-	int vp_layers, vp, schedule; /* schedule -1: not given */
-	int rc_gran, rc_method_uniform, rc_layers;
+	int vp_layers, vp, schedule;			       /* schedule -1: not given */
+	int rc_gran, rc_method_uniform, rc_layers, rc_modules; /* rc_modules 0: not given */
 	int distopt, mfsdp, strategy, instances, rep, shard_deg;
 	int dtype, fp8, fp4, bf16, fp16, given_dtype;
 	int fp8_recipe; /* -1: not given */
@@ -1595,6 +1607,19 @@ static int special_in(const char *path, int line, const char *name, const char *
 			return prism_err_set(err, PRISM_EFORMAT,
 					     "%s:%d: %s '%s': expected full or selective", path,
 					     line, name, s);
+	} else if (IS("--recompute-modules") || IS("model.recompute_modules")) {
+		/* names apart by spaces (Megatron-LM's nargs), or a list */
+		char ns[160];
+		snprintf(ns, sizeof(ns), "%s", val ? val : "");
+		for (char *c = ns; *c; c++)
+			if (strchr("[]\"'", *c))
+				*c = ' ';
+		if ((I->rc_modules = layout_rc_modules_parse(ns)) < 0)
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: %s '%s': expected names among core_attn, mlp, "
+			    "layernorm, mla_up_proj, moe, moe_act and shared_experts",
+			    path, line, name, val ? val : "");
 	} else if (IS("--recompute-activations")) {
 		I->rc_gran = LAYOUT_RECOMPUTE_SELECTIVE;
 	} else if (IS("--recompute-method") || IS("model.recompute_method")) {
@@ -1871,6 +1896,10 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 			 "layer (1)",
 			 I->rc_layers);
 	*given |= LK_BIT(LK_recompute);
+	if (I->rc_modules > 0) {
+		l->recompute_modules = I->rc_modules;
+		*given |= LK_BIT(LK_recompute_modules);
+	}
 	/* ZeRO and its sharding group */
 	if (fw == FRAME_TORCHTITAN) {
 		if (I->shard_deg > 1 || I->shard_deg == -1) {
@@ -2123,15 +2152,20 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 				*eq = '\0';
 				snprintf(v, sizeof(v), "%s", eq + 1);
 			} else {
-				/* a value follows unless the next word is an option */
-				size_t j = i;
-				int l2 = line;
-				if (next_word(text, n, &j, &l2, v, sizeof(v)) &&
-				    !(v[0] == '-' && v[1] == '-')) {
+				/* a value follows unless the next word is an option;
+				 * --recompute-modules takes every one up to the next
+				 * option (argparse's nargs), joined by spaces */
+				size_t j = i, vn = 0;
+				int l2 = line, many = strcmp(w, "--recompute-modules") == 0;
+				char u[sizeof(v)];
+				v[0] = '\0';
+				while (next_word(text, n, &j, &l2, u, sizeof(u)) &&
+				       !(u[0] == '-' && u[1] == '-') && (!vn || many) &&
+				       vn + 1 < sizeof(v)) {
+					vn += (size_t)snprintf(v + vn, sizeof(v) - vn, "%s%s",
+							       vn ? " " : "", u);
 					i = j;
 					line = l2;
-				} else {
-					v[0] = '\0';
 				}
 			}
 			if ((rc = option_in(fw, path, line, w, v[0] ? v : NULL, m, l, given, &I, x,

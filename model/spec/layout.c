@@ -47,6 +47,53 @@ int layout_recompute_parse(const char *s)
 	return index_of(recompute_names, LAYOUT_RECOMPUTE_FULL + 1, s);
 }
 
+/* Every set's name, made by the preprocessor: RC_k(x) lists the 2^(k+1)
+ * sets of bits 0..k, each module's ",name" written before those of the
+ * higher bits (x), so entry v is ",core_attn,mlp..." in the bits' order;
+ * a name is its entry past the first comma. */
+#define RC_E(x) x,
+#define RC_0(x) RC_E(x) RC_E(",core_attn" x)
+#define RC_1(x) RC_0(x) RC_0(",mlp" x)
+#define RC_2(x) RC_1(x) RC_1(",layernorm" x)
+#define RC_3(x) RC_2(x) RC_2(",mla_up_proj" x)
+#define RC_4(x) RC_3(x) RC_3(",moe" x)
+#define RC_5(x) RC_4(x) RC_4(",moe_act" x)
+#define RC_6(x) RC_5(x) RC_5(",shared_experts" x)
+static const char *const rc_sets[LAYOUT_RC_ALL + 1] = {RC_6("")};
+static const char *const rc_names[] = {"core_attn", "mlp",     "layernorm",	"mla_up_proj",
+				       "moe",	    "moe_act", "shared_experts"};
+
+const char *layout_rc_modules_name(int set)
+{
+	if (set == 0) /* a layout nobody set: Megatron's default */
+		set = LAYOUT_RC_CORE_ATTN;
+	return set > 0 && set <= LAYOUT_RC_ALL ? rc_sets[set] + 1 : "?";
+}
+
+int layout_rc_modules_parse(const char *s)
+{
+	int set = 0;
+	while (*s) {
+		size_t n = strcspn(s, " ,+");
+		int i = -1;
+		for (int k = 0; n && k < (int)(sizeof(rc_names) / sizeof(*rc_names)); k++)
+			if (strlen(rc_names[k]) == n && strncmp(s, rc_names[k], n) == 0)
+				i = k;
+		if (n && i < 0)
+			return -1;
+		if (n)
+			set |= 1 << i;
+		s += n + (s[n] != 0);
+	}
+	return set ? set : -1;
+}
+
+int layout_rc(const struct layout *l, int bit)
+{
+	int set = l->recompute_modules ? l->recompute_modules : LAYOUT_RC_CORE_ATTN;
+	return l->recompute == LAYOUT_RECOMPUTE_SELECTIVE && (set & bit);
+}
+
 const char *layout_schedule_name(int s)
 {
 	return name_of(schedule_names, LAYOUT_INTERLEAVED + 1, s);
@@ -710,17 +757,21 @@ int layout_parse(int k, const char *s, const char *what, double *v, struct layou
 			return 0;
 		}
 		{
-			/* "expected a, b or c": the names of the range. */
+			/* "expected a, b or c": the names of the range; a set of
+			 * names (recompute_modules, the range its bits' sets)
+			 * lists its single names. */
 			char names[160];
 			size_t o = 0;
-			for (int i = (int)K->lo; i <= (int)K->hi && o < sizeof(names); i++)
+			int set = K->hi - K->lo > 16, hi = set ? ((int)K->hi + 1) / 2 : (int)K->hi;
+			int lo = set && K->lo < 1 ? 1 : (int)K->lo;
+			for (int i = lo; i <= hi && o < sizeof(names); i = set ? 2 * i : i + 1)
 				o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s",
-						      i == (int)K->lo	? ""
-						      : i == (int)K->hi ? " or "
-									: ", ",
+						      i == lo	? ""
+						      : i == hi ? " or "
+								: ", ",
 						      K->name(i));
-			return prism_err_set(err, PRISM_EARG, "%s '%s': expected %s", what, s,
-					     names);
+			return prism_err_set(err, PRISM_EARG, "%s '%s': expected %s%s", what, s,
+					     set ? "names among " : "", names);
 		}
 	case LK_REAL:
 		errno = 0;

@@ -20,6 +20,20 @@
 #include "prism.h"
 
 enum layout_recompute { LAYOUT_RECOMPUTE_NONE, LAYOUT_RECOMPUTE_SELECTIVE, LAYOUT_RECOMPUTE_FULL };
+/* What selective recomputation re-runs (recompute_modules, a set of
+ * these bits): Megatron-LM's --recompute-modules
+ * (megatron/core/transformer/transformer_config.py, recompute_modules;
+ * its default ["core_attn"]).  docs/MODEL.md, "Recompute modules". */
+enum layout_rc_module {
+	LAYOUT_RC_CORE_ATTN = 1 << 0,	/* the attention core */
+	LAYOUT_RC_MLP = 1 << 1,		/* a dense layer's MLP */
+	LAYOUT_RC_LAYERNORM = 1 << 2,	/* the norms Megatron keeps apart from a linear */
+	LAYOUT_RC_MLA_UP_PROJ = 1 << 3, /* MLA's up projections and RoPE */
+	LAYOUT_RC_MOE = 1 << 4,		/* an MoE layer's MLP whole */
+	LAYOUT_RC_MOE_ACT = 1 << 5,	/* the routed experts' activation */
+	LAYOUT_RC_SHARED = 1 << 6	/* the shared experts */
+};
+#define LAYOUT_RC_ALL 127
 enum layout_schedule { LAYOUT_GPIPE, LAYOUT_1F1B, LAYOUT_INTERLEAVED };
 enum layout_cp_comm { LAYOUT_CP_P2P, LAYOUT_CP_ALLGATHER, LAYOUT_CP_A2A, LAYOUT_CP_A2A_P2P };
 /* How fp8 GEMMs are scaled (Transformer Engine's recipes, Megatron-LM's
@@ -97,42 +111,44 @@ enum layout_dp_impl { LAYOUT_DP_MEGATRON, LAYOUT_DP_DEEPSPEED, LAYOUT_DP_FSDP, L
 
 struct layout {
 	int tp, pp, dp;
-	int vp;		   /* virtual stages per GPU (interleaved), 1 otherwise */
-	int mbs;	   /* microbatch size b */
-	int microbatches;  /* m, per pipeline per iteration */
-	int schedule;	   /* enum layout_schedule */
-	int recompute;	   /* enum layout_recompute */
-	int sp;		   /* sequence parallel */
-	int flash;	   /* flash attention */
-	int zero;	   /* ZeRO stage 0..3 (3: FSDP FULL_SHARD) */
-	int dtype;	   /* enum hw_dtype of the linear layers' GEMMs.  fp8 (or
+	int vp;		       /* virtual stages per GPU (interleaved), 1 otherwise */
+	int mbs;	       /* microbatch size b */
+	int microbatches;      /* m, per pipeline per iteration */
+	int schedule;	       /* enum layout_schedule */
+	int recompute;	       /* enum layout_recompute */
+	int recompute_modules; /* selective: enum layout_rc_module bits (0 reads
+				* as core_attn, Megatron's default) */
+	int sp;		       /* sequence parallel */
+	int flash;	       /* flash attention */
+	int zero;	       /* ZeRO stage 0..3 (3: FSDP FULL_SHARD) */
+	int dtype;	       /* enum hw_dtype of the linear layers' GEMMs.  fp8 (or
 			   * fp4) as Transformer Engine runs it: the attention
 			   * core, softmax, norms, the logits and the optimizer
 			   * stay in bf16/fp32; casts, transposes and amax
 			   * updates are added; an fp8 copy of each weight and
 			   * its transpose is held (2 bytes per parameter more,
 			   * sharded like the weights) */
-	int fp8_attention; /* 1: the attention core in fp8 too */
-	int fp8_recipe;	   /* enum layout_fp8_recipe (dtype fp8) */
-	int shard;	   /* ZeRO sharding group: 0 the whole data-parallel
+	int fp8_attention;     /* 1: the attention core in fp8 too */
+	int fp8_recipe;	       /* enum layout_fp8_recipe (dtype fp8) */
+	int shard;	       /* ZeRO sharding group: 0 the whole data-parallel
 			    * group; else a divisor of dp (hybrid sharding:
 			    * FSDP HYBRID_SHARD, ZeRO++ hpZ / MiCS), the dp /
 			    * shard replicas all-reducing the sharded
 			    * gradients */
-	int prefetch;	   /* ZeRO-3: layers all-gathered ahead of the one
+	int prefetch;	       /* ZeRO-3: layers all-gathered ahead of the one
 			    * computing (0: each gathered when needed) */
-	int dp_impl;	   /* enum layout_dp_impl: whose sharding (ZeRO >= 1) */
-	int bucket_mb;	   /* gradient buckets, MB (10^6 bytes); 0: Megatron-LM's
+	int dp_impl;	       /* enum layout_dp_impl: whose sharding (ZeRO >= 1) */
+	int bucket_mb;	       /* gradient buckets, MB (10^6 bytes); 0: Megatron-LM's
 			    * max(40M, 1M x dp) parameters */
-	int overlap_grad;  /* gradient reduction overlapped with the backward
+	int overlap_grad;      /* gradient reduction overlapped with the backward
 			    * (DDP, --overlap-grad-reduce); 0: after it */
-	int overlap_param; /* ZeRO-1/2: the parameter all-gather overlapped with
+	int overlap_param;     /* ZeRO-1/2: the parameter all-gather overlapped with
 			    * the next forward (--overlap-param-gather) */
-	int tp_overlap;	   /* TP collectives overlapped with their GEMMs
+	int tp_overlap;	       /* TP collectives overlapped with their GEMMs
 			    * (--tp-comm-overlap; needs sp) */
-	int pp_overlap;	   /* pipeline sends overlap the next unit's compute;
+	int pp_overlap;	       /* pipeline sends overlap the next unit's compute;
 			    * 0: the compute stream waits for them */
-	int partition;	   /* enum layout_partition: how the layers are placed
+	int partition;	       /* enum layout_partition: how the layers are placed
 			    * on the stages */
 	/* Layers per pipeline stage, part[0..pp); part[0] == 0: layers / pp
 	 * each; a stage's layers split evenly over its vp chunks.  Or, where
@@ -185,6 +201,16 @@ void layout_default(struct layout *l);
  * "balanced", "embed-loss" ("?" beyond).  And back: -1 if unknown. */
 const char *layout_recompute_name(int recompute);
 int layout_recompute_parse(const char *s);
+/* A set of recompute modules as Megatron names them, comma-separated in
+ * the bits' order ("core_attn,mlp"; 0 reads as "core_attn"; "?" beyond),
+ * and back from
+ * names separated by spaces, commas or '+': -1 if one is unknown or none
+ * is given. */
+const char *layout_rc_modules_name(int set);
+int layout_rc_modules_parse(const char *s);
+/* 1 when l recomputes module bit (selective with it in the set, 0 read
+ * as core_attn). */
+int layout_rc(const struct layout *l, int bit);
 const char *layout_schedule_name(int schedule);
 int layout_schedule_parse(const char *s);
 /* "p2p", "all_gather", "a2a", "a2a+p2p" (Transformer Engine's names;
@@ -398,6 +424,15 @@ enum layout_show {
 	  .arg = "R", .help = "activation recomputation: none, selective or full",                 \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_NUMBER, .key = "rc",                         \
 	  .key_group = LK_KEY_ALWAYS, .show = LK_SHOW_ALWAYS, .desc = 108, .digit = 5)             \
+	X(recompute_modules, L, l->recompute == LAYOUT_RECOMPUTE_SELECTIVE, v, .kind = LK_NAME,   \
+	  .lo = 0, .hi = LAYOUT_RC_ALL, .def = LAYOUT_RC_CORE_ATTN,                                \
+	  .parse = layout_rc_modules_parse, .name = layout_rc_modules_name,                        \
+	  .opt = "recompute-modules", .arg = "M",                                                  \
+	  .help = "what selective recomputation re-runs, Megatron's --recompute-modules names "    \
+		  "separated by commas: core_attn (the default), mlp, layernorm, mla_up_proj, "    \
+		  "moe, moe_act, shared_experts",                                                  \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "rcm",                         \
+	  .show = LK_SHOW_CHANGED)                                                                 \
 	X(zero, L, 1, v, .kind = LK_INT, .lo = 0, .hi = 3, .def = 0, .opt = "zero", .arg = "N",    \
 	  .help = "ZeRO stage 0..3 over the data-parallel group (3: FSDP's FULL_SHARD)",           \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key_group = LK_KEY_ALWAYS,                      \

@@ -64,7 +64,8 @@ static double cp_terms(const struct analytic_in *in, const struct terms *T)
 	const struct hw_profile *hw = in->hw;
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
-	int tp = l->tp, cp = layout_cp(l), fr = 1 + (l->recompute != LAYOUT_RECOMPUTE_NONE);
+	int tp = l->tp, cp = layout_cp(l),
+	    fr = 1 + (l->recompute == LAYOUT_RECOMPUTE_FULL || layout_rc(l, LAYOUT_RC_CORE_ATTN));
 	int a = layout_cp_a2a(l, hw_domain(hw)), q = cp / (a > 0 ? a : 1);
 	double kv = llm_kv_heads(m) < tp ? 1 : (double)llm_kv_heads(m) / tp;
 	double bytes = 2.0 * l->mbs * m->seq / cp * kv * llm_head_dim(m) * 2, tf, tb, t = 0;
@@ -114,11 +115,12 @@ static double cp_terms(const struct analytic_in *in, const struct terms *T)
 
 /* Mixture-of-experts layers: their own compute, and per layer the
  * dispatcher's collectives (dispatch and combine, forward and backward,
- * again when recomputed: synth_moe_dispatch_s). */
+ * again when recomputed, fully or the moe module: synth_moe_dispatch_s). */
 static void moe_terms(const struct analytic_in *in, struct terms *T)
 {
 	const struct layout *l = &in->lay;
-	int rep = 2 + (l->recompute == LAYOUT_RECOMPUTE_FULL ? 1 : 0);
+	int rep =
+	    2 + (l->recompute == LAYOUT_RECOMPUTE_FULL || layout_rc(l, LAYOUT_RC_MOE) ? 1 : 0);
 
 	if (llm_moe_layers(&in->m) == 0)
 		return;
@@ -129,9 +131,10 @@ static void moe_terms(const struct analytic_in *in, struct terms *T)
 
 /* The shared terms: layers' compute (the kernel model's time, forward and
  * backward with recomputation: full, the forward again; selective, the
- * attention core's forward again, as synth builds them), the embedding's
+ * modules' forwards again, as synth builds them), the embedding's
  * and the head's, tensor parallelism's 2 all-reduces per layer forward and
- * 2 backward (2 more when the forward is recomputed) of b s h activations
+ * 2 backward (2 more when the forward is recomputed, 1 for the mlp
+ * module's) of b s h activations
  * (MLA: one of them of its compressed q's and kv's width),
  * the pipeline's activation forward and its gradient back per microbatch
  * (adjacent stages in different NVLink domains once a stage's tensor- and
@@ -141,7 +144,8 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	const struct hw_profile *hw = in->hw;
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
-	int tp = l->tp, n_ar = 4 + (l->recompute == LAYOUT_RECOMPUTE_FULL ? 2 : 0);
+	int tp = l->tp, n_ar = 4 + (l->recompute == LAYOUT_RECOMPUTE_FULL ? 2 : 0) +
+			       layout_rc(l, LAYOUT_RC_MLP);
 	double act_bytes = (double)l->mbs * m->seq / layout_cp(l) * m->hidden * 2;
 	struct comm_est ce;
 

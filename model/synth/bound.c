@@ -240,6 +240,39 @@ static void moe_layer_bound(const struct synth_in *in, const struct hw_profile *
 	*b = 2 * g + ab;
 }
 
+/* The least time of the GEMMs selective recomputation's modules re-run
+ * in a dense layer (moe 0) or a mixture-of-experts layer (moe 1), beyond
+ * the attention core's (layer_bound's attn_f): mlp's FC1 and FC2,
+ * mla_up_proj's up projections, moe's router, shared and routed experts,
+ * shared_experts' (shared experts beside the dispatcher left out, as in
+ * moe_layer_bound).  The norms and moe_act's activation are left out: a
+ * weaker bound. */
+static double rc_bound(const struct synth_in *in, const struct hw_profile *hw, int moe)
+{
+	const struct layout *l = &in->lay;
+	struct shape z;
+	double T, hq, fl = 0, sh;
+	sl_shape(in, &z);
+	T = z.b * z.s;
+	hq = z.a / z.t;
+	sh =
+	    l->moe_shared_overlap
+		? 0
+		: z.shared * (llm_gemm_flops(T, z.fe_in, z.h) + llm_gemm_flops(T, z.h, z.fe)) / z.t;
+	if (!moe && layout_rc(l, LAYOUT_RC_MLP))
+		fl += (llm_gemm_flops(T, z.f_in, z.h) + llm_gemm_flops(T, z.h, z.f)) / z.t;
+	if (z.mla && layout_rc(l, LAYOUT_RC_MLA_UP_PROJ))
+		fl += llm_gemm_flops(T, hq * z.dqk, z.ql > 0 ? z.ql : z.h) +
+		      llm_gemm_flops(T, hq * (z.dqk - z.rope + z.dv), z.kvl);
+	if (moe && layout_rc(l, LAYOUT_RC_MOE))
+		fl += llm_gemm_flops(z.n_tok, z.E, z.h) + sh +
+		      llm_gemm_flops(z.M, z.fe_in / z.etp, z.h) +
+		      llm_gemm_flops(z.M, z.h, z.fe / z.etp);
+	else if (moe && layout_rc(l, LAYOUT_RC_SHARED))
+		fl += sh;
+	return fl > 0 ? line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, l->dtype, fl)) : 0;
+}
+
 /* One tensor-parallel collective of kind over bs tokens' activations of
  * width w (bf16): its time, 0 where comm_time has none. */
 static double tp_coll_s(const struct synth_in *in, int kind, double bs, double w)
@@ -385,10 +418,12 @@ double synth_lower_bound(const struct synth_in *in)
 	tp_f = att_f + mlp;
 	tp_b = att_b + mlp;
 	/* Backward: its GEMMs and attention, the same collectives, and the
-	 * forward again under full recomputation or the attention core's
-	 * forward under selective recomputation. */
+	 * forward again under full recomputation or, under selective
+	 * recomputation, its modules' (the attention core's; the MLP's GEMMs
+	 * and its collectives' round; ...: rc_bound). */
 	bw = lb + tp_b + (l->recompute == LAYOUT_RECOMPUTE_FULL ? f + tp_f : 0) +
-	     (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? af : 0);
+	     (layout_rc(l, LAYOUT_RC_CORE_ATTN) ? af : 0) + rc_bound(in, hw, 0) +
+	     (layout_rc(l, LAYOUT_RC_MLP) ? mlp : 0);
 	/* Mixture-of-experts layers: their GEMMs (moe_layer_bound) and the
 	 * tensor-parallel collectives they keep: the attention's, and the
 	 * shared experts' round (the routed experts' all-to-alls and expert
@@ -398,7 +433,7 @@ double synth_lower_bound(const struct synth_in *in)
 		double mf, mb, maf, mtp_f = sh ? tp_f : att_f, mtp_b = sh ? tp_b : att_b;
 		moe_layer_bound(in, hw, &mf, &mb, &maf);
 		mbw = mb + mtp_b + (l->recompute == LAYOUT_RECOMPUTE_FULL ? mf + mtp_f : 0) +
-		      (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? maf : 0);
+		      (layout_rc(l, LAYOUT_RC_CORE_ATTN) ? maf : 0) + rc_bound(in, hw, 1);
 		mfw = mf + mtp_f;
 	}
 	f += tp_f;

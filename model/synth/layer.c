@@ -973,16 +973,32 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 		moe_side_end(c, r);
 }
 
+/* The shared experts' backward, their forward first where recomputed
+ * (shared_experts, not under moe's whole-layer recomputation). */
+static void shared_rc_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	if (layout_rc(&c->in->lay, LAYOUT_RC_SHARED) && !layout_rc(&c->in->lay, LAYOUT_RC_MOE))
+		shared_fwd(c, r, z);
+	shared_bwd(c, r, z);
+}
+
 static void moe_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double mloc = moe_mloc(c, z);
 	if (moe_shared_side(c, z))
-		moe_side_begin(c, r, z, shared_bwd);
+		moe_side_begin(c, r, z, shared_rc_bwd);
 	else
-		shared_bwd(c, r, z);
+		shared_rc_bwd(c, r, z);
 	moe_combine(c, r, z, 1);
 	moe_pad(c, r, z, "moe_fp8_unpadding_bwd");
 	grouped_bwd(c, r, z, "fc2", mloc, z->h, z->fe / z->etp);
+	/* moe_act: the activation's output dropped after FC2 saved its input,
+	 * recomputed here (experts.py, CheckpointWithoutOutput). */
+	if (layout_rc(&c->in->lay, LAYOUT_RC_MOE_ACT) && !layout_rc(&c->in->lay, LAYOUT_RC_MOE))
+		sl_kernel(c, r, KC_ELEMENTWISE,
+			  z->gated ? "swiglu_fwd_kernel"
+				   : "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
+			  ew(z->M * z->fe / z->etp, z->gated ? 2 : 1));
 	if (z->gated)
 		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_bwd_kernel", z->M * z->fe / z->etp * 2 * 5);
 	else
@@ -1034,9 +1050,11 @@ static void mla_rope(struct ctx *c, int r, const struct shape *z, int bwd)
 		  2 * n * kv);
 }
 
+static void mla_up_fwd(struct ctx *c, int r, const struct shape *z);
+
 static void mla_fwd(struct ctx *c, int r, const struct shape *z)
 {
-	double bs = z->b * z->s, hq = z->a / z->t;
+	double bs = z->b * z->s;
 	int sp = c->in->lay.sp && z->t > 1;
 	double nd = sp ? bs / z->t : bs; /* the down projections' tokens */
 
@@ -1047,6 +1065,19 @@ static void mla_fwd(struct ctx *c, int r, const struct shape *z)
 		   z->h);
 	if (sp && z->rope > 0)
 		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, z->rope);
+	mla_up_fwd(c, r, z);
+}
+
+/* MLA's up projections from the compressed q and kv (their norms and
+ * gathers) and RoPE: what Megatron's mla_up_proj recomputes
+ * (multi_latent_attention.py, qkv_up_proj_and_rope_apply under
+ * CheckpointWithoutOutput). */
+static void mla_up_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, hq = z->a / z->t;
+	int sp = c->in->lay.sp && z->t > 1;
+	double nd = sp ? bs / z->t : bs;
+
 	if (z->ql > 0) {
 		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nd * z->ql, 1));
 		if (sp)
@@ -1109,6 +1140,8 @@ static int moe_now(const struct ctx *c, int r, const struct shape *z)
 	return z->moe && llm_is_moe_layer(&c->in->m, kind_layer(c, r));
 }
 
+static void mlp_fwd(struct ctx *c, int r, const struct shape *z);
+
 /* Layer norm, QKV, attention, projection, [TP all-reduce], fused bias +
  * dropout + residual add (Megatron's bias_dropout_add: reads the branch and
  * the residual, writes the sum and a one-byte dropout mask), layer norm,
@@ -1144,6 +1177,16 @@ void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
 		sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 		return;
 	}
+	mlp_fwd(c, r, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+}
+
+/* A dense layer's MLP after its norm: FC1, the activation, FC2 and their
+ * tensor-parallel collectives. */
+static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t;
+	int ov = tp_overlapped(c, z);
 	if (ov)
 		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h);
@@ -1161,7 +1204,6 @@ void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
 		tp_side_end(c, r);
 	else
 		tp_round(c, r, z, !z->mla);
-	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 }
 
 /* Input and weight gradients of C[m,n] = A[m,k] B[k,n], and its bias's
@@ -1190,8 +1232,9 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
 }
 
 /* Backward of one layer: full recomputation runs its forward first;
- * selective recomputation (Korthikanti et al. 2022) re-runs the attention
- * core's forward just before its backward.  Each bias-dropout-add's
+ * selective recomputation (Korthikanti et al. 2022) re-runs each of its
+ * modules' forward (recompute_modules, Megatron-LM's; core_attn by
+ * default) just before that module's backward.  Each bias-dropout-add's
  * dropout has a backward pass over its branch's gradient (reads it and the
  * mask, writes the gradient). */
 void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
@@ -1202,8 +1245,19 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 		sl_layer_fwd(c, r, z);
 	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	if (moe_now(c, r, z)) {
+		/* layernorm: the pre-MLP norm (TENorm apart in MoE layers);
+		 * moe: the layer's forward from it. */
+		if (layout_rc(&c->in->lay, LAYOUT_RC_LAYERNORM))
+			sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+		if (layout_rc(&c->in->lay, LAYOUT_RC_MOE))
+			moe_fwd(c, r, z);
 		moe_bwd(c, r, z);
 	} else {
+		/* mlp: its forward again, the norm fused into FC1 with it. */
+		if (layout_rc(&c->in->lay, LAYOUT_RC_MLP)) {
+			sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+			mlp_fwd(c, r, z);
+		}
 		if (ov) /* the gradient's gather beside FC2's gradient GEMMs */
 			tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
 		else
@@ -1231,9 +1285,17 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 	gemm_bwd(c, r, "proj", bs, z->h, z->wo / t);
 	if (ov)
 		tp_side_end(c, r);
-	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE)
+	/* mla_up_proj: the up projections and RoPE again when the core's
+	 * output gradient arrives (their Q, K, V are the core's inputs). */
+	if (z->mla && layout_rc(&c->in->lay, LAYOUT_RC_MLA_UP_PROJ))
+		mla_up_fwd(c, r, z);
+	if (layout_rc(&c->in->lay, LAYOUT_RC_CORE_ATTN))
 		sl_attn_fwd(c, r, z);
 	attn_bwd(c, r, z);
+	/* layernorm: MLA's input norm (a TENorm apart from its down
+	 * projections). */
+	if (z->mla && layout_rc(&c->in->lay, LAYOUT_RC_LAYERNORM))
+		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 	if (z->mla)
 		mla_bwd(c, r, z);
 	else
