@@ -24,6 +24,25 @@
 #include "usage.h"
 #include "vec.h"
 
+/*
+ * The near-tie threshold: the model's error between two layouts, the mean
+ * over every pair of Megatron-LM's measured runs (SC21 Table 1, ten runs
+ * of 1.7B to 1T parameters) of |predicted ratio / measured ratio - 1|,
+ * synth + simulate (docs/VALIDATION.md, "Near-tie threshold").  The error
+ * of a ratio, not of each time: a bias both layouts share cancels, and a
+ * ranking is a ratio.  A runner-up this close to the best is a near-tie:
+ * the model cannot order the two.  Printed by scripts/tie_error.py from the
+ * table docs/VALIDATION.md records; tests/tie_error.py fails when the two
+ * disagree.
+ */
+#define REPORT_TIE_PCT	   10.6
+#define REPORT_TIE_STR(x)  #x
+#define REPORT_TIE_XSTR(x) REPORT_TIE_STR(x)
+#define REPORT_TIE_TEXT	   REPORT_TIE_XSTR(REPORT_TIE_PCT)
+#define REPORT_TIE_SOURCE                                                                          \
+	"mean error of the predicted ratio of two of Megatron-LM's measured runs, "                \
+	"docs/VALIDATION.md"
+
 static const char help[] =
     "usage: prism report DB [options]\n"
     "\n"
@@ -40,9 +59,10 @@ static const char help[] =
     "report.md is also printed, after what the sweep was computed from (its\n"
     "inputs' content hashes and the prism build: docs/RESULTS.md).\n"
     "\n"
-    "Near-ties: layouts within the model's stated uncertainty of the best\n"
-    "(8.7 %: synth + simulate against Megatron-LM's measured runs,\n"
-    "docs/VALIDATION.md) are marked; the model does not rank them.  Layouts\n"
+    "Near-ties: layouts within the model's error between two layouts of the\n"
+    "best (" REPORT_TIE_TEXT " %: the mean error of the predicted ratio of two of\n"
+    "Megatron-LM's measured runs, scripts/tie_error.py, docs/VALIDATION.md)\n"
+    "are marked; the model does not rank them.  Layouts\n"
     "that are the same run (ZeRO with dp = 1, a recompute setting that\n"
     "changes neither time nor memory, GPipe or 1F1B without a pipeline) are\n"
     "collapsed into the simplest.  Layouts whose memory is within the memory\n"
@@ -59,7 +79,7 @@ static const char help[] =
     "      --tokens N      tokens to train (default: the sweep's 'tokens')\n"
     "      --price P       price of one GPU-hour, every row (default: each\n"
     "                      row's profile's, as the sweep priced it)\n"
-    "      --tie PCT       near-tie threshold in percent (default 8.7)\n"
+    "      --tie PCT       near-tie threshold in percent (default " REPORT_TIE_TEXT ")\n"
     "      --export FW     print the best layout of each GPU count as FW's launch\n"
     "                      options instead of report.md: megatron (Megatron-LM\n"
     "                      arguments), bridge (Megatron-Bridge / NeMo 2 recipe\n"
@@ -67,19 +87,6 @@ static const char help[] =
     "                      are named in a comment (docs/FORMATS.md)\n"
     "      --gpus N        with --export: the best at N GPUs only\n"
     "  -h, --help          this help\n";
-
-/*
- * The model's stated uncertainty for a layout predicted from its shape:
- * the mean absolute error of synth + simulate against Megatron-LM's
- * measured throughput for ten layouts of 1.7B to 1T parameters (SC21
- * Table 1; docs/VALIDATION.md, "Megatron-LM's weak-scaling table").  A
- * runner-up this close to the best is a near-tie: the model cannot order
- * the two.
- */
-#define REPORT_TIE_FRAC 0.087
-#define REPORT_TIE_SOURCE                                                                          \
-	"mean error of synth + simulate against Megatron-LM's measured runs, "                     \
-	"docs/VALIDATION.md"
 
 /* What a training run needs, for days and cost (0: not known). */
 struct train {
@@ -95,7 +102,7 @@ struct report {
 	const char *db;
 	struct pareto P; /* the rows, ranked */
 	struct train tr;
-	int tie_given; /* by --tie, not REPORT_TIE_FRAC */
+	int tie_given; /* by --tie, not REPORT_TIE_PCT */
 	/* What the sweep was computed from (sweep.h's inputs, "" where not
 	 * recorded) and by which prism. */
 	char inputs[1024], version[128];
@@ -579,7 +586,8 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	fprintf(md,
 		"\nNear-ties: other layouts within %.1f %% of the best at their GPU count (%s%s); "
 		"prism does not order them.",
-		R->P.tie * 100, R->tie_given ? "set by --tie" : "the model's stated uncertainty: ",
+		R->P.tie * 100,
+		R->tie_given ? "set by --tie" : "the model's error between two layouts: ",
 		R->tie_given ? "" : REPORT_TIE_SOURCE);
 	if (t->tokens > 0)
 		fprintf(md, " Days to train: tokens / (tokens/s); GPU-hours: days x 24 x GPUs%s.",
@@ -1333,7 +1341,7 @@ int cmd_report(int argc, char **argv)
 	char *mdbuf = NULL;
 	size_t mdlen = 0;
 	FILE *mem = NULL;
-	double tokens = -1, price = -1, tie = REPORT_TIE_FRAC;
+	double tokens = -1, price = -1, tie = REPORT_TIE_PCT / 100;
 	int c, rc = 0, drawn, json = 0, want_all = 0, tie_given = 0, fw = -1, gpus = 0;
 
 	memset(&R, 0, sizeof(R));
