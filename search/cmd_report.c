@@ -509,6 +509,109 @@ static void compare(FILE *md, const struct report *R)
 	free(ix);
 }
 
+static const char *const fam_name[PARETO_FAM_N] = {"pipeline", "zero", "tp"};
+static const char *const perturb_name[PARETO_PERTURB_N] = {"kernels_10pct_slower",
+							   "overlap_20pct_less"};
+static const char *const perturb_text[PARETO_PERTURB_N] = {"kernels +10 %", "overlap -20 %"};
+
+/* A family's value for people: "no pipeline", "ZeRO 1", "tp 4". */
+static void fam_value(char *buf, size_t n, const struct pareto_row *r, int f)
+{
+	int v = pareto_family(r, f);
+	if (f == PARETO_FAM_PIPELINE)
+		snprintf(buf, n, "%s", v ? "pipeline" : "no pipeline");
+	else
+		snprintf(buf, n, "%s %d", f == PARETO_FAM_ZERO ? "ZeRO" : "tp", v);
+}
+
+/* Best k's robustness in a word: "yes", "no (kernels +10 %)", "no
+ * (both)", or "n/a" (no breakdown stored). */
+static void robust_word(char *buf, size_t n, const struct pareto *P, size_t k)
+{
+	int flips = 0, which = 0;
+	for (int p = 0; p < PARETO_PERTURB_N; p++) {
+		long w = pareto_robust(P, k, p, NULL);
+		if (w < 0) {
+			snprintf(buf, n, "n/a");
+			return;
+		}
+		if ((size_t)w != P->best[k]) {
+			flips++;
+			which = p;
+		}
+	}
+	if (!flips)
+		snprintf(buf, n, "yes");
+	else
+		snprintf(buf, n, "no (%s)", flips > 1 ? "both" : perturb_text[which]);
+}
+
+/* Per GPU count the best of each family with two values or more there. */
+static void md_families(FILE *md, const struct report *R)
+{
+	size_t ix[64];
+	int any = 0;
+	for (size_t k = 0; k < R->P.nb; k++) {
+		const struct pareto_row *b = &R->P.rows[R->P.best[k]];
+		for (int f = 0; f < PARETO_FAM_N; f++) {
+			size_t n = pareto_family_best(&R->P, k, f, ix, 64);
+			if (n < 2)
+				continue;
+			if (!any++)
+				fprintf(md, "\n## Best of each family\n\n"
+					    "| GPUs | family | layout | iteration ms | vs best |\n"
+					    "|---:|---|---|---:|---:|\n");
+			for (size_t j = 0; j < n; j++) {
+				const struct pareto_row *r = &R->P.rows[ix[j]];
+				char v[32], lay[200];
+				fam_value(v, sizeof(v), r, f);
+				layout(lay, sizeof(lay), r);
+				fprintf(md, "| %d | %s | %s | %.3f | %+.1f%% |\n", b->gpus, v, lay,
+					r->iter_s * 1e3, (r->iter_s / b->iter_s - 1) * 100);
+			}
+		}
+	}
+	if (any)
+		fprintf(md, "\nThe fastest layout with and without a pipeline, of each ZeRO "
+			    "stage and of each tensor-parallel degree the sweep simulated at "
+			    "that GPU count (families of one value left out).\n");
+}
+
+/* Per GPU count: the best's fate if the model is wrong in the usual ways. */
+static void md_robust(FILE *md, const struct report *R)
+{
+	fprintf(md, "\n## Robustness\n\n"
+		    "| GPUs | best | kernels 10 %% slower | communication overlaps 20 %% less |\n"
+		    "|---:|---|---|---|\n");
+	for (size_t k = 0; k < R->P.nb; k++) {
+		const struct pareto_row *b = &R->P.rows[R->P.best[k]];
+		char lay[200];
+		layout(lay, sizeof(lay), b);
+		fprintf(md, "| %d | %s |", b->gpus, lay);
+		for (int p = 0; p < PARETO_PERTURB_N; p++) {
+			double m = 0;
+			long w = pareto_robust(&R->P, k, p, &m);
+			if (w < 0)
+				fprintf(md, " n/a (no breakdown stored) |");
+			else if ((size_t)w == R->P.best[k])
+				fprintf(md, " stays best (%+.1f%% ahead) |", m * 100);
+			else {
+				layout(lay, sizeof(lay), &R->P.rows[w]);
+				fprintf(md, " **%s** best, by %.1f%% |", lay, m * 100);
+			}
+		}
+		fprintf(md, "\n");
+	}
+	fprintf(md,
+		"\nEach perturbation re-times the %d fastest layouts of a GPU count from "
+		"the breakdown stored with them (first order, not a re-simulation): kernels "
+		"%.0f %% slower lengthens compute and the idle time waiting on it (the "
+		"bubble) by %.0f %%; overlap %.0f %% less exposes that share of the "
+		"communication that overlapped compute (docs/RESULTS.md, \"Robustness\").\n",
+		PARETO_ROBUST_TOP, PARETO_KERNELS_SLOWER * 100, PARETO_KERNELS_SLOWER * 100,
+		PARETO_OVERLAP_LESS * 100);
+}
+
 static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 {
 	const struct train *t = &R->tr;
@@ -554,8 +657,8 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	if (t->tokens > 0)
 		fprintf(md, " days to train | GPU-hours to train |%s",
 			t->priced ? " cost to train |" : "");
-	fprintf(md, " near-ties | Pareto (time) | Pareto (GPU-hours) |\n");
-	fprintf(md, "|---:|---|---:|---:|---:|---:|---:|---:|%s%s---:|---|---|\n",
+	fprintf(md, " near-ties | Pareto (time) | Pareto (GPU-hours) | robust |\n");
+	fprintf(md, "|---:|---|---:|---:|---:|---:|---:|---:|%s%s---:|---|---|---|\n",
 		t->tokens > 0 ? "---:|---:|" : "", t->tokens > 0 && t->priced ? "---:|" : "");
 	for (size_t k = 0; k < R->P.nb; k++) {
 		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
@@ -574,8 +677,9 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 				fprintf(md, " %s |", c);
 			}
 		}
-		fprintf(md, " %d | %s | %s |\n", pareto_near_ties(&R->P, k),
-			R->P.on_time[k] ? "yes" : "no", R->P.on_hours[k] ? "yes" : "no");
+		robust_word(c, sizeof(c), &R->P, k);
+		fprintf(md, " %d | %s | %s | %s |\n", pareto_near_ties(&R->P, k),
+			R->P.on_time[k] ? "yes" : "no", R->P.on_hours[k] ? "yes" : "no", c);
 	}
 	if (at_risk)
 		fprintf(md,
@@ -592,8 +696,13 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	if (t->tokens > 0)
 		fprintf(md, " Days to train: tokens / (tokens/s); GPU-hours: days x 24 x GPUs%s.",
 			t->priced ? "; cost: GPU-hours x price" : "");
-	fprintf(md, "\n");
+	fprintf(md,
+		" Robust: the best stays best if kernels run %.0f %% slower and if "
+		"communication overlaps %.0f %% less (below).\n",
+		PARETO_KERNELS_SLOWER * 100, PARETO_OVERLAP_LESS * 100);
 	compare(md, R);
+	md_families(md, R);
+	md_robust(md, R);
 	fprintf(md, "\n## Runners-up, and why they lose\n\n");
 	fprintf(md, "| GPUs | layout | iteration ms | vs best | near-tie | why |\n"
 		    "|---:|---|---:|---:|---|---|\n");
@@ -793,6 +902,49 @@ static void json_row(FILE *f, const struct report *R, const struct pareto_row *r
 		fputs("null", f);
 }
 
+/* Best k's families and robustness, as ',"families":[...],"robust":{...}'. */
+static void json_decide(FILE *f, const struct report *R, size_t k)
+{
+	const struct pareto_row *b = &R->P.rows[R->P.best[k]];
+	size_t ix[64];
+	const char *sep = "";
+	fputs(",\"families\":[", f);
+	for (int fam = 0; fam < PARETO_FAM_N; fam++) {
+		size_t n = pareto_family_best(&R->P, k, fam, ix, 64);
+		for (size_t j = 0; j < n; j++) {
+			const struct pareto_row *r = &R->P.rows[ix[j]];
+			fprintf(f, "%s{\"family\":\"%s\",\"value\":%d,\"key\":", sep, fam_name[fam],
+				pareto_family(r, fam));
+			json_text(f, r->key);
+			fputs(",\"iter_s\":", f);
+			json_num(f, r->iter_s);
+			fputs(",\"vs_best\":", f);
+			json_num(f, r->iter_s / b->iter_s - 1);
+			fputs("}", f);
+			sep = ",";
+		}
+	}
+	fputs("],\"robust\":{", f);
+	for (int p = 0; p < PARETO_PERTURB_N; p++) {
+		double m = 0;
+		long w = pareto_robust(&R->P, k, p, &m);
+		fprintf(f, "%s\"%s\":", p ? "," : "", perturb_name[p]);
+		if (w < 0) {
+			fputs("null", f);
+			continue;
+		}
+		fprintf(
+		    f, "{\"stays\":%s,\"best_key\":", (size_t)w == R->P.best[k] ? "true" : "false");
+		json_text(f, R->P.rows[w].key);
+		fputs(",\"best_iter_s\":", f);
+		json_num(f, pareto_perturbed(&R->P.rows[w], p));
+		fputs(",\"margin\":", f);
+		json_num(f, m);
+		fputs("}", f);
+	}
+	fputs("}", f);
+}
+
 static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char *dir,
 		       const char *all, int drawn)
 {
@@ -870,7 +1022,9 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 			sep = ",";
 			listed++;
 		}
-		fputs("]}", f);
+		fputs("]", f);
+		json_decide(f, R, k);
+		fputs("}", f);
 	}
 	fputs("],\"rejected\":[", f);
 	sqlite3_prepare_v2(db,
