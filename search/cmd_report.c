@@ -566,8 +566,13 @@ static void md_families(FILE *md, const struct report *R)
 				char v[32], lay[200];
 				fam_value(v, sizeof(v), r, f);
 				layout(lay, sizeof(lay), r);
-				fprintf(md, "| %d | %s | %s | %.3f | %+.1f%% |\n", b->gpus, v, lay,
-					r->iter_s * 1e3, (r->iter_s / b->iter_s - 1) * 100);
+				fprintf(md, "| %d | %s | %s | %.3f | ", b->gpus, v, lay,
+					r->iter_s * 1e3);
+				if (ix[j] == R->P.best[k])
+					fprintf(md, "the best |\n");
+				else
+					fprintf(md, "%+.1f%% |\n",
+						(r->iter_s / b->iter_s - 1) * 100);
 			}
 		}
 	}

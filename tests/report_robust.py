@@ -76,11 +76,11 @@ with tempfile.TemporaryDirectory() as d:
     r = subprocess.run([PRISM, "report", db, "-o", out], capture_output=True, text=True)
     check(r.returncode == 0, f"report: {r.stderr}")
     md = r.stdout
-    for row in ("| 8 | no pipeline | tp 1 pp 1 dp 8, mbs 1 x 8, 1f1b, zero 0 | 10.000 | +0.0% |",
+    for row in ("| 8 | no pipeline | tp 1 pp 1 dp 8, mbs 1 x 8, 1f1b, zero 0 | 10.000 | the best |",
                 "| 8 | pipeline | tp 1 pp 2 dp 4, mbs 1 x 8, 1f1b, zero 1 | 12.000 | +20.0% |",
                 "| 8 | ZeRO 1 | tp 1 pp 2 dp 4, mbs 1 x 8, 1f1b, zero 1 | 12.000 | +20.0% |",
                 "| 8 | tp 2 | tp 2 pp 1 dp 4, mbs 1 x 8, 1f1b, zero 0 | 10.500 | +5.0% |",
-                "| 16 | pipeline | tp 8 pp 2 dp 1, mbs 1 x 8, 1f1b, zero 0 | 4.000 | +0.0% |",
+                "| 16 | pipeline | tp 8 pp 2 dp 1, mbs 1 x 8, 1f1b, zero 0 | 4.000 | the best |",
                 "| 16 | no pipeline | tp 2 pp 1 dp 8, mbs 1 x 8, 1f1b, zero 1 | 4.200 | +5.0% |",
                 "| 8 | tp 1 pp 1 dp 8, mbs 1 x 8, 1f1b, zero 0 | stays best (+6.0% ahead) | "
                 "**tp 2 pp 1 dp 4, mbs 1 x 8, 1f1b, zero 0** best, by 0.5% |",
