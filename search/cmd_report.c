@@ -1071,6 +1071,25 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 	fputs("}}\n", f);
 }
 
+/* Days to train per millisecond of iteration, where the chart can put days
+ * beside its time axis: tokens given and every best row training the same
+ * tokens per iteration (one global batch and sequence length: then days are
+ * proportional to iteration time); 0 otherwise. */
+static double days_per_ms(const struct report *R)
+{
+	double per = 0;
+	for (size_t k = 0; k < R->P.nb; k++) {
+		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
+		double tok = r->tps * r->iter_s; /* tokens an iteration */
+		if (!(R->tr.tokens > 0 && tok > 0 && isfinite(tok)))
+			return 0;
+		if (k && fabs(tok / per - 1) > 1e-6)
+			return 0;
+		per = tok;
+	}
+	return per > 0 ? R->tr.tokens / per * 1e-3 / 86400 : 0;
+}
+
 /*
  * The chart at svg (DIR/pareto.svg), drawn by gnuplot's SVG terminal from
  * the best row of each GPU count.  gnuplot writes to its standard output,
@@ -1135,6 +1154,7 @@ static int chart(const char *svg, const struct report *R)
 			    "set xlabel 'GPUs'\nset ylabel 'iteration time (ms, log scale)'\n"
 			    "set y2label '%s'\nset logscale x 2\nset logscale y 10\n"
 			    "set format y '%%g'\nset format y2 '%%.1s%%c'\nset y2tics\n"
+			    "set y2range [0:*]\n"
 			    "set ytics nomirror\nset key below horizontal\nset grid\n"
 			    "$best << EOD\n",
 			    R->name, y2) > 0;
@@ -1174,13 +1194,24 @@ static int chart(const char *svg, const struct report *R)
 			wrote = wrote && fputs(")\n", gp) >= 0;
 			if (wrote && lo > 0 && isfinite(hi)) {
 				const char *sep = "set ytics (";
+				double dpm = days_per_ms(R);
+				if (dpm > 0)
+					wrote = fputs("set ylabel 'iteration time, ms (days to "
+						      "train), log scale'\n",
+						      gp) >= 0;
 				for (double d = pow(10, floor(log10(lo * 1e3 / 2)));
 				     d <= hi * 1e3 * 4; d *= 10)
 					for (int m = 1; m <= 5 && wrote; m += m == 1 ? 1 : 3) {
 						if (d * m >= lo * 1e3 / 2 &&
 						    d * m <= hi * 1e3 * 4) {
 							wrote =
-							    fprintf(gp, "%s%.6g", sep, d * m) > 0;
+							    dpm > 0
+								? fprintf(gp,
+									  "%s'%g (%.3g d)' %.6g",
+									  sep, d * m, d * m * dpm,
+									  d * m) > 0
+								: fprintf(gp, "%s%.6g", sep,
+									  d * m) > 0;
 							sep = ", ";
 						}
 					}

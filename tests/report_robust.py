@@ -113,3 +113,17 @@ with tempfile.TemporaryDirectory() as d:
                   ("tp", 8, "d"), ("tp", 2, "e")], f"json families 16: {fam}")
     close(j[8]["families"][1]["vs_best"], 0.2, "json vs_best")
     print("ok: families and robustness in --json")
+
+    # The chart: cost from zero, days to train beside the time axis
+    # (1e9 tokens at 65,536 an iteration: 1.7661e-4 days per ms).
+    svg = os.path.join(out, "pareto.svg")
+    if not shutil.which("gnuplot"):
+        print("skip: the chart (no gnuplot)")
+        sys.exit(0)
+    with open(svg) as f:
+        texts = re.findall(r'<tspan font-family="[^"]*" >([^<]*)', f.read())
+    check("10 (0.00177 d)" in texts and "1 (0.000177 d)" in texts,
+          f"days to train beside the time ticks: {texts}")
+    check("iteration time, ms (days to train), log scale" in texts, f"ylabel: {texts}")
+    check("0.0" in texts, f"the cost axis does not start at zero: {texts}")
+    print("ok: the chart's cost axis from zero, days to train beside its times")
