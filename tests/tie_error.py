@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The near-tie threshold has one source: scripts/tie_error.py's figure
 from the Megatron-LM table docs/VALIDATION.md records must be the one
-`prism report` uses (its --help) and the one docs/VALIDATION.md and
-docs/RESULTS.md state; the pair error itself checked on numbers worked by
+`prism report` uses (its --help) and the one README.md,
+docs/VALIDATION.md and docs/RESULTS.md state; the pair error itself checked on numbers worked by
 hand.
 
 usage: tie_error.py PRISM
@@ -48,4 +48,7 @@ check(f"(default {pct})" in h and f"({pct} %" in h,
 for doc in ("VALIDATION.md", "RESULTS.md"):
     with open(os.path.join(ROOT, "docs", doc)) as f:
         check(f"**{pct} %**" in f.read(), f"docs/{doc} does not state **{pct} %**")
-print(f"ok: prism report, docs/VALIDATION.md and docs/RESULTS.md use tie_error.py's {pct} %")
+with open(os.path.join(ROOT, "README.md")) as f:
+    check(f"two layouts ({pct} %," in f.read(), f"README.md does not state ({pct} %,")
+print(f"ok: prism report, README.md, docs/VALIDATION.md and docs/RESULTS.md use tie_error.py's "
+      f"{pct} %")
