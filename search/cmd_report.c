@@ -603,6 +603,8 @@ static void md_robust(FILE *md, const struct report *R)
 			long w = pareto_robust(&R->P, k, p, &m);
 			if (w < 0)
 				fprintf(md, " n/a (no breakdown stored) |");
+			else if ((size_t)w == R->P.best[k] && m < 5e-4)
+				fprintf(md, " stays best (tied with the next) |");
 			else if ((size_t)w == R->P.best[k])
 				fprintf(md, " stays best (%+.1f%% ahead) |", m * 100);
 			else {
