@@ -151,3 +151,10 @@ with tempfile.TemporaryDirectory() as d:
         close(k["best_iter_s"], resim, f"{b['gpus']} GPUs: first order against re-simulated",
               tol=0.01)
     print("ok: kernels 10 % slower, first order within 1 % of a re-simulation")
+    # At 8 GPUs GPipe and 1F1B without a pipeline run in the same time (more
+    # memory: not collapsed): the best stays best by the tie alone.
+    with open(os.path.join(d, "out", "report.md")) as f:
+        md = f.read()
+    check("| 8 | tp 1 pp 1 dp 8, mbs 2 x 2, 1f1b, zero 0 | stays best (tied with the next) |"
+          in md, "a tie kept by order alone is not said:\n" + md)
+    print("ok: a best kept by a tie says so")
