@@ -42,13 +42,13 @@ def pair_errors(measured, predicted):
 
 
 def table1(lines):
-    """(published, analytic, simulated) TFLOP/s per row of Table 1's
+    """(published, analytic, simulated TFLOP/s, params) per row of Table 1's
     Markdown table (megatron_table1.py --markdown's columns)."""
     rows = []
     for line in lines:
         c = [x.strip() for x in line.strip().strip("|").split("|")]
         if len(c) == 14 and c[0].endswith("B") and c[0][:-1].replace(".", "").isdigit():
-            rows.append((float(c[7]), float(c[8]), float(c[10])))
+            rows.append((float(c[7]), float(c[8]), float(c[10]), c[0]))
     return rows
 
 
@@ -109,9 +109,12 @@ def main():
         del args[i:i + 3]
     path = args[0] if args else os.path.join(ROOT, "docs", "VALIDATION.md")
     rows, es, ea = megatron(path)
+    pairs = list(itertools.combinations([r[3] for r in rows], 2))
+    w = pairs[es.index(max(es))]
     print(f"Megatron-LM SC21 Table 1, {len(rows)} runs, {len(es)} pairs: mean pair error "
-          f"simulated {100 * sum(es) / len(es):.1f}% (worst {100 * max(es):.1f}%), analytic "
-          f"{100 * sum(ea) / len(ea):.1f}% (worst {100 * max(ea):.1f}%)")
+          f"simulated {100 * sum(es) / len(es):.1f}% (worst {100 * max(es):.1f}%: {w[0]} "
+          f"against {w[1]}), analytic {100 * sum(ea) / len(ea):.1f}% "
+          f"(worst {100 * max(ea):.1f}%)")
     print(f"near-tie threshold: {100 * sum(es) / len(es):.1f}")
     if gpu:
         print()

@@ -2,8 +2,9 @@
 """The near-tie threshold has one source: scripts/tie_error.py's figure
 from the Megatron-LM table docs/VALIDATION.md records must be the one
 `prism report` uses (its --help) and the one README.md,
-docs/VALIDATION.md and docs/RESULTS.md state; the pair error itself checked on numbers worked by
-hand.
+docs/VALIDATION.md and docs/RESULTS.md state, and that table must be
+what this prism predicts (scripts/megatron_table1.py re-run); the pair
+error itself checked on numbers worked by hand.
 
 usage: tie_error.py PRISM
 """
@@ -32,7 +33,7 @@ rows = tie_error.table1([
     "| 3.6B | 2 | 1 | 32 | 64 | 512 | 16 | 200 | 200 | +0% | 180 | -10% | 3.88 | yes |",
     "| params | tp | pp | dp | GPUs | batch | microbatches | published | a | e | s | e | i | f |",
 ])
-check(rows == [(100, 100, 110), (200, 200, 180)], f"table rows {rows}")
+check(rows == [(100, 100, 110, "1.7B"), (200, 200, 180, "3.6B")], f"table rows {rows}")
 print("ok: the pair error as worked by hand")
 
 out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "tie_error.py")],
@@ -52,3 +53,18 @@ with open(os.path.join(ROOT, "README.md")) as f:
     check(f"two layouts ({pct} %," in f.read(), f"README.md does not state ({pct} %,")
 print(f"ok: prism report, README.md, docs/VALIDATION.md and docs/RESULTS.md use tie_error.py's "
       f"{pct} %")
+
+# The table docs/VALIDATION.md records is the one this prism predicts: each
+# row's analytic and simulated TFLOP/s within 0.2 of a fresh run (about 10 s).
+with open(os.path.join(ROOT, "docs", "VALIDATION.md")) as f:
+    recorded = tie_error.megatron(f.name)[0]
+fresh = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "megatron_table1.py"),
+                        PRISM, "--markdown"], check=True, capture_output=True, text=True).stdout
+fresh = tie_error.table1(fresh.splitlines())
+check(len(fresh) == len(recorded) == 10, f"rows: {len(fresh)} fresh, {len(recorded)} recorded")
+for a, b in zip(recorded, fresh):
+    check(a[3] == b[3] and abs(a[1] - b[1]) <= 0.2 and abs(a[2] - b[2]) <= 0.2,
+          f"docs/VALIDATION.md's Table 1 row {a} is not this prism's {b}: re-run "
+          "scripts/megatron_table1.py build/prism --markdown, then scripts/tie_error.py, and "
+          "update the table, REPORT_TIE_PCT and the docs")
+print("ok: docs/VALIDATION.md's Table 1 is this prism's")
