@@ -25,6 +25,7 @@
 #include "sim.h"
 #include "synth.h"
 #include "timeline.h"
+#include "kbench.h"
 
 int cli_fail(const struct prism_err *err)
 {
@@ -500,8 +501,13 @@ int cli_layout_apply(const struct cli_layout *o, struct synth_in *dst, struct pr
 	for (int k = 0; k < LK_N; k++)
 		if (o->given & LK_BIT(k))
 			layout_set(&dst->m, &dst->lay, k, layout_get(&o->in.m, &o->in.lay, k, 0));
-	if (o->given & LK_BIT(LK_partition))
+	if (o->given & LK_BIT(LK_partition)) {
 		memcpy(dst->lay.part, o->in.lay.part, sizeof(dst->lay.part));
+		dst->lay.part_chunks = o->in.lay.part_chunks;
+		dst->lay.part_first = o->in.lay.part_first;
+		dst->lay.part_last = o->in.lay.part_last;
+		dst->lay.part_mtp = o->in.lay.part_mtp;
+	}
 	if (o->steps)
 		dst->steps = o->steps;
 	if (o->gbs) {
@@ -724,4 +730,15 @@ out:
 	free(final);
 	free(tmp);
 	return rc;
+}
+
+void cli_put_skips_json(FILE *f, size_t placed, const struct kbench_skips *s)
+{
+	fprintf(f, "\"rows_placed\":%zu,\"left_out\":%zu,\"left_out_why\":{", placed, s->skipped);
+	for (int i = 0; i < s->n_why; i++) {
+		fprintf(f, "%s", i ? "," : "");
+		prism_fput_json_str(f, s->why[i]);
+		fprintf(f, ":%zu", s->n[i]);
+	}
+	fputc('}', f);
 }

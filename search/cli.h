@@ -38,6 +38,12 @@ int cmd_list(int argc, char **argv);
 /* Print "prism: MSG" for err and return the exit status for its code. */
 int cli_fail(const struct prism_err *err);
 
+/* The rows a measurement reader left out, as JSON members:
+ * "rows_placed":N,"left_out":N,"left_out_why":{"why":N,...} (kernels
+ * --json, collectives --json). */
+struct kbench_skips;
+void cli_put_skips_json(FILE *f, size_t placed, const struct kbench_skips *s);
+
 /* A whole number in min..max for option --opt into *out; 0, or PRISM_EARG
  * naming the option and the range. */
 int cli_count(const char *arg, const char *opt, int min, int max, int *out, struct prism_err *err);

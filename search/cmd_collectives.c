@@ -194,14 +194,9 @@ int cmd_collectives(int argc, char **argv)
 		return cli_fail(&err);
 	}
 	if (json) {
-		printf("{\"rows_placed\":%zu,\"left_out\":%zu,\"left_out_why\":{", cb.n,
-		       cb.skips.skipped);
-		for (int i = 0; i < cb.skips.n_why; i++) {
-			printf("%s", i ? "," : "");
-			prism_fput_json_str(stdout, cb.skips.why[i]);
-			printf(":%zu", cb.skips.n[i]);
-		}
-		printf("},\"groups\":[");
+		putchar('{');
+		cli_put_skips_json(stdout, cb.n, &cb.skips);
+		printf(",\"groups\":[");
 	} else {
 		printf("collectives: %zu rows placed, %zu left out", cb.n, cb.skips.skipped);
 		for (int i = 0; i < cb.skips.n_why; i++)

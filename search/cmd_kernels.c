@@ -653,14 +653,9 @@ int cmd_kernels(int argc, char **argv)
 		}
 	}
 	if (json) {
-		printf("],\"rows_placed\":%zu,\"left_out\":%zu,\"left_out_why\":{", kb.n,
-		       kb.skips.skipped);
-		for (int i = 0; i < kb.skips.n_why; i++) {
-			printf("%s", i ? "," : "");
-			prism_fput_json_str(stdout, kb.skips.why[i]);
-			printf(":%zu", kb.skips.n[i]);
-		}
-		printf("}}\n");
+		printf("],");
+		cli_put_skips_json(stdout, kb.n, &kb.skips);
+		printf("}\n");
 	} else {
 		printf("\n%zu rows placed, %zu left out", kb.n, kb.skips.skipped);
 		for (int i = 0; i < kb.skips.n_why; i++)

@@ -20,10 +20,16 @@ void show_layout(FILE *f, const struct synth_in *in)
 		char name[64];
 		synth_mem_layout(in, &r);
 		layout_partition_name(&in->lay, name, sizeof(name));
-		if (r.part[0]) {
+		if (layout_part_placed(&r)) {
 			fprintf(f, ", layers per stage ");
 			for (int s = 0; s < l->pp; s++)
-				fprintf(f, "%s%d", s ? "," : "", r.part[s]);
+				fprintf(f, "%s%d", s ? "," : "",
+					layout_stage_layers(&in->m, &r, s));
+			if (r.part_chunks) {
+				char chunks[512];
+				layout_part_text(&r, chunks, sizeof(chunks));
+				fprintf(f, " (chunks %s)", chunks);
+			}
 			if (in->lay.partition != LAYOUT_PART_GIVEN)
 				fprintf(f, " (%s)", name);
 		}
@@ -63,8 +69,12 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 		in->m.name[0] ? in->m.name : "gpt", in->m.layers, in->m.hidden, in->m.heads);
 	if (llm_kv_heads(&in->m) != in->m.heads)
 		fprintf(f, " (%d key-value)", llm_kv_heads(&in->m));
-	fprintf(f, ", ffn %d%s, seq %d, vocab %d%s\n", in->m.ffn, in->m.gated ? " swiglu" : "",
+	fprintf(f, ", ffn %d%s, seq %d, vocab %d%s", in->m.ffn, in->m.gated ? " swiglu" : "",
 		in->m.seq, in->m.vocab, in->lay.flash ? "" : ", attention without flash");
+	if (in->m.mtp_layers > 0)
+		fprintf(f, ", %d multi-token-prediction layer%s", in->m.mtp_layers,
+			in->m.mtp_layers > 1 ? "s" : "");
+	putc('\n', f);
 	if (llm_mla(&in->m))
 		fprintf(f,
 			"attention  multi-head latent: q rank %d, kv rank %d; heads %.0f wide in Q "
@@ -73,20 +83,30 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 			in->m.qk_rope_head_dim, llm_v_head_dim(&in->m));
 	if (in->m.experts > 0) {
 		const struct layout *l = &in->lay;
+		/* moe_layer_freq's period as the model file writes it. */
+		char pattern[LLM_MAX_MOE_PERIOD + 1] = "";
+		for (int i = 0; i < in->m.moe_period && i < LLM_MAX_MOE_PERIOD; i++)
+			pattern[i] = (char)('0' + ((in->m.moe_mask >> i) & 1));
 		fprintf(f,
 			"experts    %d routed (top %d) + %d shared, expert ffn %d, %d dense layers "
-			"first, %s router, %s; %.1fB parameters, %.1fB active\n",
+			"first%s%s, %s router, %s; %.1fB parameters, %.1fB active\n",
 			in->m.experts, in->m.top_k, in->m.shared_experts,
 			in->m.expert_ffn > 0 ? in->m.expert_ffn : in->m.ffn, in->m.first_dense,
+			in->m.moe_period > 0 ? ", MoE layers by pattern " : "", pattern,
 			in->m.router == LLM_ROUTER_SIGMOID ? "sigmoid" : "softmax",
 			in->m.capacity_factor > 0 ? "capacity factor" : "dropless",
 			llm_params(&in->m) / 1e9, llm_active_params(&in->m) / 1e9);
 		fprintf(
 		    f,
 		    "           per MoE layer and microbatch: %.0f routed tokens on the busiest "
-		    "rank (imbalance %.2f), all-to-all %.2f MB x 4 (%.3f ms each)\n",
+		    "rank (imbalance %.2f); the %s dispatcher's collectives %.3f ms forward "
+		    "(as many backward)",
 		    mem_moe_tokens(&in->m, l), mem_moe_peak(&in->m, l),
-		    synth_moe_a2a_bytes(in) / 1e6, synth_moe_a2a_s(in) * 1e3);
+		    layout_dispatcher_name(l->moe_dispatcher), synth_moe_dispatch_s(in) * 1e3);
+		if (synth_moe_a2a_bytes(in) > 0)
+			fprintf(f, ", all-to-all %.2f MB a rank (%.3f ms each)",
+				synth_moe_a2a_bytes(in) / 1e6, synth_moe_a2a_s(in) * 1e3);
+		fputc('\n', f);
 	}
 	fprintf(f, "hardware   %s (%s)\n", in->hw->name, in->hw->gpu);
 	fputs("layout     ", f);
@@ -152,6 +172,12 @@ static void json_knobs(FILE *f, const struct synth_in *in)
 				fprintf(f, "%s%d", s ? "," : "",
 					layout_stage_layers(&in->m, &r, s));
 			putc(']', f);
+			if (r.part_chunks) { /* model chunks placed unevenly, in model order */
+				fprintf(f, ",\"partition_chunks\":[");
+				for (int c = 0; c < r.part_chunks; c++)
+					fprintf(f, "%s%d", c ? "," : "", r.part[c]);
+				putc(']', f);
+			}
 			continue;
 		}
 		layout_format_shown(&in->m, &r, k, v, sizeof(v));
@@ -194,6 +220,8 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		p->mem.activations, p->mem.logits, p->mem.transient, p->mem.fragmentation,
 		p->mem.first_total, p->mem.last_total, mem_verdict_name(p->mem.verdict, 1),
 		p->mem.margin, p->mem.band);
+	if (in->m.mtp_layers > 0)
+		fprintf(f, ",\"mtp_layers\":%d", in->m.mtp_layers);
 	if (in->m.experts > 0)
 		fprintf(f,
 			",\"experts\":%d,\"top_k\":%d,\"shared_experts\":%d,\"expert_ffn\":%d,"

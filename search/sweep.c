@@ -54,12 +54,14 @@ static int name_setting(const char *file, const config_t *cf, struct sweep *s,
 			     file, config_setting_source_line(e), SWEEP_NAME_MAX);
 }
 
-/* A partition's name in a sweep: even, balanced or embed-loss (lists of
- * layers per stage belong to one pp: synth and whatif take them). */
+/* A partition's name in a sweep: even, balanced, embed-loss, embed or
+ * loss (lists of layers per stage or chunk and first/last counts belong to
+ * one pp: synth and whatif take them). */
 static int part_parse(const char *s)
 {
 	struct layout l;
-	if (layout_partition_parse(s, &l, NULL) || l.part[0])
+	if (layout_partition_parse(s, &l, NULL) || layout_part_placed(&l) ||
+	    l.partition == LAYOUT_PART_FIRST_LAST)
 		return -1;
 	return l.partition;
 }
@@ -1060,6 +1062,7 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 	}
 	l->vp = ix[LK_vp] >= 0 ? s->knob[LK_vp].v[ix[LK_vp]] : 1;
 	memset(l->part, 0, sizeof(l->part));
+	l->part_chunks = l->part_first = l->part_last = l->part_mtp = 0;
 	/* A knob that does not apply: its first value only (the same
 	 * candidate again); LK_FORCE: its default. */
 	for (int i = 0; i < s->n_order; i++) {

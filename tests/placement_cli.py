@@ -51,4 +51,45 @@ with tempfile.TemporaryDirectory() as d:
     lay = [l for l in r.stdout.splitlines() if l.startswith("layout")]
     check(r.returncode == 0 and "rebuilt" in r.stdout and lay and "layers per stage" not in lay[0],
           f"whatif --partition even: {r.stdout}{r.stderr}")
+
+# Megatron's partitions (issue 35): Llama 3.1 405B's 126 layers on pp 8 vp 4
+# with the embedding and the loss in the split: 128 slots, 4 a chunk, the
+# first and the last model chunk 3 (get_num_layers_to_build, by hand).
+r = run("whatif", "llama3.1-405b", "--hw", "h100-dgx", "--tp", "8", "--pp", "8", "--vp", "4",
+        "--schedule", "interleaved", "--partition", "embed-loss", "--dp", "2", "--zero", "1",
+        "--sp", "--recompute", "full", "--microbatches", "16", "--json")
+check(r.returncode == 0, f"405B embed-loss: {r.stderr}")
+j = json.loads(r.stdout)
+check(j["partition"] == [15] + [16] * 6 + [15], f"405B stages: {j['partition']}")
+check(j["partition_chunks"] == [3] + [4] * 30 + [3], f"405B chunks: {j['partition_chunks']}")
+check(0 < j["bound_s"] <= j["iteration_s"], f"405B bound {j['bound_s']} > {j['iteration_s']}")
+# DeepSeek-V3's 61 layers on pp 16 vp 2: Megatron's own layout string with
+# its MTP layer on the last stage: 3 layers with the embedding, 29 chunks of
+# 2, an empty chunk and the MTP layer's and the loss's.
+r = run("whatif", "deepseek-v3", "--hw", "h100-dgx", "--tp", "2", "--sp", "--pp", "16", "--vp",
+        "2", "--ep", "16", "--dp", "8", "--zero", "1", "--recompute", "full", "--schedule",
+        "interleaved", "--partition", "Et*3|(tt|)*29,|mL", "--microbatches", "32", "--json")
+check(r.returncode == 0, f"DeepSeek-V3 layout: {r.stderr}")
+j = json.loads(r.stdout)
+check(j["partition_chunks"] == [3] + [2] * 29 + [0, 0], f"V3 chunks: {j['partition_chunks']}")
+check(j["partition"] == [5] + [4] * 13 + [2, 2], f"V3 stages: {j['partition']}")
+check(0 < j["bound_s"] <= j["iteration_s"], f"V3 bound {j['bound_s']} > {j['iteration_s']}")
+r = run("whatif", "deepseek-v3", "--hw", "h100-dgx", "--tp", "2", "--sp", "--pp", "16", "--vp",
+        "2", "--schedule", "interleaved", "--partition", "Et*3|(tt|)*29,m|L")
+check(r.returncode == 2 and "mtp_standalone" in r.stderr, f"V3 standalone MTP: {r.stderr!r}")
+r = run("whatif", "deepseek-v3", "--hw", "h100-dgx", "--tp", "2", "--sp", "--pp", "8", "--vp",
+        "2", "--schedule", "interleaved", "--partition", "embed-loss")
+check(r.returncode == 2 and "embed-loss needs layers 61 + 2 divisible by pp 8" in r.stderr,
+      f"V3 embed-loss pp 8: {r.stderr!r}")
+# decoder_first/last_pipeline_num_layers: 8 layers, pp 3, first 2, last 2.
+r = run(*base[:4], "--pp", "3", "--microbatches", "6", "--partition", "first=2,last=2", "--json")
+check(r.returncode == 0 and json.loads(r.stdout)["partition"] == [2, 4, 2], f"first/last: {r.stderr}")
+# Dense and MoE layers interleaved: Llama 4 Maverick's [0,1]*24 on 4 stages,
+# 12 layers each (test_moe_interleaved counts MoE layers per stage); its
+# parameters as prism counts them (Meta: 400B).
+r = run("synth", "llama4-maverick", "--hw", "h100-dgx", "--tp", "8", "--sp", "--pp", "4", "--ep",
+        "8", "--dp", "8", "--zero", "1", "--recompute", "full", "--microbatches", "8", "--json")
+check(r.returncode == 0, f"maverick: {r.stderr}")
+j = json.loads(r.stdout)
+check(j["partition"] == [12] * 4 and round(j["params"] / 1e9, 1) == 400.7, f"maverick: {j['params']}")
 print("placement_cli: ok")

@@ -685,6 +685,13 @@ static void test_mla(void **state)
 	assert_true(llm_layer_params(&m) == 583532544);
 	assert_true(llm_moe_layer_params(&m, &act) == 11507309568.0);
 	assert_true(act == 585341952);
+	/* Its MTP depth (mtp_layers 1): an MoE layer, eh_proj 2 x 7168^2 =
+	 * 102,760,448 and three norms 43,008 more: 682,638,038,016 in all,
+	 * 38,241,948,672 active (585,341,952 of the layer). */
+	assert_int_equal(m.mtp_layers, 1);
+	assert_true(llm_params(&m) == 682638038016.0);
+	assert_true(llm_active_params(&m) == 38241948672.0);
+	m.mtp_layers = 0;
 	assert_true(llm_params(&m) == 671027924992.0);
 	assert_true(llm_active_params(&m) == 37553803264.0);
 	assert_true(llm_layer_params_rank(&m, 8) == 86188032);

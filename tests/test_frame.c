@@ -98,8 +98,8 @@ static void test_hf_families(void **state)
 }
 
 /* DeepSeek-V3's details: its MLA widths, sigmoid router and the one MTP
- * layer, read and named in a warning (not modelled) as its group-limited
- * routing is. */
+ * layer (modelled: mtp_layers); its group-limited routing read and named
+ * in a warning (not modelled). */
 static void test_hf_deepseek(void **state)
 {
 	struct llm m;
@@ -115,7 +115,8 @@ static void test_hf_deepseek(void **state)
 	assert_int_equal(m.v_head_dim, 128);
 	assert_int_equal(m.router, LLM_ROUTER_SIGMOID);
 	assert_int_equal(x.mtp_layers, 1);
-	assert_non_null(strstr(x.warn, "num_nextn_predict_layers"));
+	assert_int_equal(m.mtp_layers, 1);
+	assert_null(strstr(x.warn, "num_nextn_predict_layers"));
 	assert_non_null(strstr(x.warn, "n_group 8"));
 	/* V2-Lite: no q_lora_rank (null), softmax router, no MTP */
 	assert_int_equal(frame_load_model(HF "deepseek-v2-lite.json", &m, &x, &err), 0);
@@ -406,6 +407,55 @@ static void test_round_trip(void **state)
 		l.zero = fw == FRAME_TORCHTITAN ? 0 : 1;
 		l.dtype = HW_BF16;
 		round_trip(fw, &moe, &l);
+		/* Megatron-Core's placements: a layout string (DeepSeek-V3 on pp
+		 * 16 vp 2 with its MTP layer on the last stage), the embedding's
+		 * or the loss's slot alone, the first and last stages' layers */
+		if (fw != FRAME_TORCHTITAN) {
+			struct layout p = l;
+			p.pp = 16, p.vp = 2, p.schedule = LAYOUT_INTERLEAVED, p.dp = 8;
+			assert_int_equal(layout_partition_parse("Et*3|(tt|)*29,|mL", &p, &err), 0);
+			round_trip(fw, &moe, &p);
+			layout_default(&p);
+			p.pp = 3, p.dp = 2, p.microbatches = 6;
+			assert_int_equal(layout_partition_parse("embed", &p, &err), 0);
+			round_trip(fw, &dense, &p);
+			assert_int_equal(layout_partition_parse("loss", &p, &err), 0);
+			round_trip(fw, &dense, &p);
+			/* first/last read back as the stages they place (the list
+			 * above's round trip) */
+			p.pp = 4, p.microbatches = 8;
+			assert_int_equal(layout_partition_parse("first=5,last=9", &p, &err), 0);
+			{
+				char *t = NULL;
+				size_t tn = 0;
+				FILE *f = open_memstream(&t, &tn);
+				struct llm m2;
+				struct layout l2;
+				layout_mask g;
+				assert_non_null(f);
+				frame_export(f, fw, &dense, &p);
+				fclose(f);
+				assert_int_equal(
+				    frame_import(fw, "export", t, tn, NULL, &m2, &l2, &g, &x, &err),
+				    0);
+				for (int st = 0; st < 4; st++)
+					assert_int_equal(layout_stage_layers(&m2, &l2, st),
+							 st == 0   ? 5
+							 : st == 3 ? 9
+								   : 9);
+				free(t);
+			}
+		}
+		/* dense and MoE layers alternating (Llama 4's --moe-layer-freq
+		 * ([0,1]*30) here), and Megatron's int form (every third) */
+		{
+			struct llm mv = moe;
+			mv.layers = 60, mv.first_dense = 0, mv.moe_period = 2, mv.moe_mask = 2;
+			l.pp = 4;
+			round_trip(fw, &mv, &l);
+			mv.moe_period = 3, mv.moe_mask = 1;
+			round_trip(fw, &mv, &l);
+		}
 		/* each dispatcher (flex's two backends), the shared experts
 		 * overlapped (DeepSeek-V3 has one) */
 		for (int d = LAYOUT_DISP_ALLTOALL;

@@ -298,13 +298,176 @@ static void test_desc(void **state)
 	assert_string_equal(err.msg, "model description: unknown schedule 'zb'");
 }
 
+/* Megatron-Core's partitions worked by hand (transformer_block.py
+ * get_num_layers_to_build, transformer_config.py's checks,
+ * pipeline_parallel_layer_layout.py): place, then read chunk by chunk. */
+static int place(int layers, int pp, int vp, const char *part, struct layout *out,
+		 struct prism_err *err)
+{
+	struct llm m = {.layers = layers};
+	struct layout l;
+	int rc;
+	layout_default(&l);
+	l.pp = pp, l.vp = vp, l.schedule = vp > 1 ? LAYOUT_INTERLEAVED : LAYOUT_1F1B;
+	prism_err_clear(err);
+	if ((rc = layout_partition_parse(part, &l, err)))
+		return rc;
+	return layout_partition_place(&m, &l, out, err);
+}
+
+static void test_megatron_partition(void **state)
+{
+	struct llm m = {.layers = 126};
+	struct layout r;
+	struct prism_err err;
+	char name[128];
+	(void)state;
+
+	/* Llama 3.1 405B, 126 layers, pp 8 vp 4, embedding and loss in the
+	 * split: 128 slots, 16 a stage, 4 a chunk; the first model chunk
+	 * (stage 0, chunk 0) and the last (stage 7, chunk 3) hold 3. */
+	assert_int_equal(place(126, 8, 4, "embed-loss", &r, &err), 0);
+	assert_int_equal(r.part_chunks, 32);
+	for (int s = 0; s < 8; s++)
+		for (int c = 0; c < 4; c++)
+			assert_int_equal(layout_chunk_layers(&m, &r, s, c),
+					 (s == 0 && c == 0) || (s == 7 && c == 3) ? 3 : 4);
+	assert_int_equal(layout_stage_layers(&m, &r, 0), 15);
+	assert_int_equal(layout_stage_layers(&m, &r, 3), 16);
+	assert_int_equal(layout_stage_layers(&m, &r, 7), 15);
+	/* Model chunk 8 (stage 0's second): after chunk 0's 3 and 7 x 4. */
+	assert_int_equal(layout_chunk_first(&m, &r, 0, 1), 31);
+	assert_int_equal(layout_chunk_first(&m, &r, 7, 3), 123);
+	layout_partition_name(&r, name, sizeof(name));
+	assert_string_equal(name, "embed-loss");
+	layout_part_text(&r, name, sizeof(name));
+	assert_string_equal(name, "Et*3|(t*4|)*30t*3L");
+
+	/* Without interleaving, stages: 30 layers on pp 4: 32 / 4 = 8. */
+	assert_int_equal(place(30, 4, 1, "embed-loss", &r, &err), 0);
+	assert_int_equal(r.part_chunks, 0);
+	assert_int_equal(r.part[0], 7), assert_int_equal(r.part[1], 8);
+	assert_int_equal(r.part[2], 8), assert_int_equal(r.part[3], 7);
+	/* The embedding alone: 63 + 1 on pp 8 vp 2, 4 a chunk, chunk 0 3. */
+	m.layers = 63;
+	assert_int_equal(place(63, 8, 2, "embed", &r, &err), 0);
+	assert_int_equal(layout_chunk_layers(&m, &r, 0, 0), 3);
+	assert_int_equal(layout_chunk_layers(&m, &r, 7, 1), 4);
+	assert_int_equal(layout_stage_layers(&m, &r, 0), 7);
+	/* An embedding-only first stage (Megatron builds no layer there):
+	 * 2 layers + 2 slots on pp 4. */
+	m.layers = 2;
+	assert_int_equal(place(2, 4, 1, "embed-loss", &r, &err), 0);
+	assert_int_equal(layout_stage_layers(&m, &r, 0), 0);
+	assert_int_equal(layout_stage_layers(&m, &r, 1), 1);
+	assert_int_equal(layout_stage_layers(&m, &r, 3), 0);
+	/* Refused where Megatron refuses: DeepSeek-V3's 61 + 2 on pp 8; 64
+	 * slots on pp 4 are 16 a stage, not divisible by vp 3. */
+	assert_int_equal(place(61, 8, 2, "embed-loss", &r, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: partition embed-loss needs layers 61 + 2 divisible "
+				     "by pp 8");
+	assert_int_equal(place(62, 4, 3, "embed-loss", &r, &err), PRISM_EARG);
+	assert_string_equal(err.msg,
+			    "layout: partition: 16 layer slots a stage, not divisible by vp 3");
+
+	/* decoder_first/last_pipeline_num_layers: 62 layers, pp 4 vp 2,
+	 * first 14, last 16: 32 left on 2 stages, 16 each, 8 a chunk. */
+	m.layers = 62;
+	assert_int_equal(place(62, 4, 2, "first=14,last=16", &r, &err), 0);
+	assert_int_equal(layout_stage_layers(&m, &r, 0), 14);
+	assert_int_equal(layout_stage_layers(&m, &r, 1), 16);
+	assert_int_equal(layout_chunk_layers(&m, &r, 0, 1), 7);
+	assert_int_equal(layout_chunk_layers(&m, &r, 3, 0), 8);
+	/* Model chunk 4 (stage 0's second) after 7 + 8 + 8 + 8. */
+	assert_int_equal(layout_chunk_first(&m, &r, 0, 1), 31);
+	layout_partition_name(&r, name, sizeof(name));
+	assert_string_equal(name, "first=14,last=16");
+	/* The first alone: 30 layers, pp 4, 3 first, 27 on 3 stages. */
+	m.layers = 30;
+	assert_int_equal(place(30, 4, 1, "first=3", &r, &err), 0);
+	assert_int_equal(r.part[0], 3), assert_int_equal(r.part[1], 9);
+	assert_int_equal(r.part[3], 9);
+	assert_int_equal(place(30, 4, 2, "first=3", &r, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: partition first=3: the layers of the first stage "
+				     "must be divisible by the virtual stages (vp 2)");
+	assert_int_equal(place(30, 4, 1, "first=4", &r, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: partition first=4: the 26 layers left are not "
+				     "divisible by the 3 stages left");
+	assert_int_equal(place(30, 2, 1, "first=10,last=10", &r, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: partition first=10,last=10: 10 layers left for 0 "
+				     "middle stages (the model has 30 layers, pp 2)");
+	assert_int_equal(place(30, 4, 1, "first=0", &r, &err), PRISM_EARG);
+	assert_int_equal(place(30, 4, 1, "first=3,first=3", &r, &err), PRISM_EARG);
+
+	/* A layout string: Megatron's DeepSeek-V3 example for pp 16 vp 2
+	 * without its MTP layer: Et*3, then 29 chunks of 2, an empty chunk
+	 * and the loss. */
+	m.layers = 61;
+	assert_int_equal(place(61, 16, 2, "Et*3|(tt|)*29,|L", &r, &err), 0);
+	assert_int_equal(r.part_chunks, 32);
+	assert_int_equal(layout_chunk_layers(&m, &r, 0, 0), 3);
+	assert_int_equal(layout_chunk_layers(&m, &r, 13, 1), 2); /* chunk 29 */
+	assert_int_equal(layout_chunk_layers(&m, &r, 14, 1), 0); /* chunk 30 */
+	assert_int_equal(layout_chunk_layers(&m, &r, 15, 1), 0); /* the loss */
+	assert_int_equal(layout_stage_layers(&m, &r, 0), 5);
+	assert_int_equal(layout_stage_layers(&m, &r, 15), 2);
+	assert_int_equal(layout_chunk_first(&m, &r, 0, 1), 33); /* 3 + 15 x 2 */
+	layout_partition_name(&r, name, sizeof(name));
+	assert_string_equal(name, "Et*3|(t*2|)*29|L");
+	/* Its name reads back as the same placement. */
+	{
+		struct layout back;
+		assert_int_equal(place(61, 16, 2, name, &back, &err), 0);
+		assert_int_equal(back.part_chunks, 32);
+		assert_memory_equal(back.part, r.part, sizeof(r.part));
+	}
+	/* The layout's chunks are pp x vp, its layers the model's, E first
+	 * and L last; no nested groups (Megatron's regular expressions). */
+	assert_int_equal(place(61, 16, 4, "Et*3|(tt|)*29,|L", &r, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: partition: the layout's 32 model chunks make 2 "
+				     "virtual stages a GPU, vp is 4 (give --vp 2 and the "
+				     "interleaved schedule)");
+	assert_int_equal(place(61, 5, 1, "Et*3|(tt|)*29,|L", &r, &err), PRISM_EARG);
+	assert_int_equal(place(60, 16, 2, "Et*3|(tt|)*29,|L", &r, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: partition: the layout places 61 transformer layers, "
+				     "the model has 60");
+	assert_int_equal(place(4, 2, 1, "tE|ttL", &r, &err), PRISM_EARG);
+	assert_int_equal(place(4, 2, 1, "Ett|tt", &r, &err), PRISM_EARG);
+	assert_int_equal(place(4, 2, 1, "((t|)*2)*2EL", &r, &err), PRISM_EARG);
+	assert_int_equal(place(4, 2, 1, "Ett|tx", &r, &err), PRISM_EARG);
+	/* MTP layers: after the decoder's, in the last chunk (Megatron's
+	 * default placement; its standalone one, DeepSeek-V3's own
+	 * "Et*3|(tt|)*29,m|L", is refused), as many as the model has. */
+	assert_int_equal(place(4, 2, 1, "Et|tmL", &r, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: partition: the layout places 1 MTP layers (m), the "
+				     "model has 0 (mtp_layers)");
+	assert_int_equal(place(4, 2, 1, "Et|mtL", &r, &err), PRISM_EARG);
+	assert_int_equal(place(61, 16, 2, "Et*3|(tt|)*29,m|L", &r, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "partition 'Et*3|(tt|)*29,m|L': MTP layers (m) on a stage "
+				     "before the last (Megatron's mtp_standalone) are not "
+				     "modelled: put them in the last chunk, before L");
+	{
+		struct llm mm = {.layers = 61, .mtp_layers = 1};
+		struct layout l;
+		layout_default(&l);
+		l.pp = 16, l.vp = 2, l.schedule = LAYOUT_INTERLEAVED;
+		assert_int_equal(layout_partition_parse("Et*3|(tt|)*29,|mL", &l, &err), 0);
+		assert_int_equal(l.part_mtp, 1);
+		assert_int_equal(layout_partition_place(&mm, &l, &r, &err), 0);
+		layout_partition_name(&r, name, sizeof(name));
+		assert_string_equal(name, "Et*3|(t*2|)*29|mL");
+	}
+	assert_int_equal(place(4, 2, 1, "E(t*2|)*1t*2L", &r, &err), 0);
+	assert_int_equal(r.part[0], 2), assert_int_equal(r.part[1], 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rows),    cmocka_unit_test(test_default),
 	    cmocka_unit_test(test_key),	    cmocka_unit_test(test_diff),
 	    cmocka_unit_test(test_parse),   cmocka_unit_test(test_desc),
-	    cmocka_unit_test(test_dp_impl),
+	    cmocka_unit_test(test_dp_impl), cmocka_unit_test(test_megatron_partition),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

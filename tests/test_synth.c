@@ -1456,6 +1456,7 @@ static void mla_layer(struct synth_in *in)
 			 0);
 	in->m.layers = 1;
 	in->m.experts = 0;
+	in->m.mtp_layers = 0;
 }
 
 /* Rank 0's GEMMs (names with `only` in them, NULL: all) and collectives
@@ -1896,6 +1897,14 @@ static void test_moe_load(void **state)
 	     ":9: 'router': expected \"softmax\" or \"sigmoid\", not 'argmax'"},
 	    {"experts = 8;\ntop_k = 2;\nfirst_dense = 4;\n",
 	     ":9: 'first_dense' must be a whole number in 0..3, not 4"},
+	    {"experts = 8;\ntop_k = 2;\nmoe_layer_freq = 0;\n",
+	     ":9: 'moe_layer_freq' must be 1..30, not 0"},
+	    {"experts = 8;\ntop_k = 2;\nmoe_layer_freq = \"012\";\n",
+	     ":9: 'moe_layer_freq' pattern '012': expected 1 to 30 characters 0 (dense) or 1 "
+	     "(MoE), at least one 1"},
+	    {"experts = 8;\ntop_k = 2;\nfirst_dense = 3;\nmoe_layer_freq = \"10\";\n",
+	     ":10: 'moe_layer_freq' leaves no MoE layer from first_dense 3 to layers 4"},
+	    {"moe_layer_freq = 2;\n", ":7: 'moe_layer_freq' needs 'experts' (1..4096)"},
 	};
 	static const char head[] = "name = \"m\";\nlayers = 4;\nhidden = 1024;\nheads = 16;\n"
 				   "seq = 1024;\nvocab = 32000;\n";
@@ -1912,6 +1921,76 @@ static void test_moe_load(void **state)
 	assert_int_equal(m.first_dense, 3);
 	assert_int_equal(m.router, LLM_ROUTER_SIGMOID);
 	assert_int_equal(llm_moe_layers(&m), 58);
+	/* Llama 4 Maverick: Megatron's --moe-layer-freq ([0,1]*24), the odd
+	 * layers sparse. */
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/llama4-maverick.cfg", &m, &err),
+			 0);
+	assert_int_equal(m.moe_period, 2);
+	assert_int_equal(m.moe_mask, 2);
+	assert_int_equal(llm_moe_layers(&m), 24);
+	assert_false(llm_is_moe_layer(&m, 0));
+	assert_true(llm_is_moe_layer(&m, 47));
+	/* The count in closed form, by hand: odd layers in [3, 48) are 3, 5,
+	 * ..., 47: 23; Megatron's int 4 on 10 layers: 0, 4, 8. */
+	m.first_dense = 3;
+	assert_int_equal(llm_moe_layers(&m), 23);
+	m.first_dense = 0, m.layers = 10, m.moe_period = 4, m.moe_mask = 1;
+	assert_int_equal(llm_moe_layers(&m), 3);
+	assert_true(llm_is_moe_layer(&m, 8) && !llm_is_moe_layer(&m, 9));
+}
+
+/*
+ * Dense and MoE layers interleaved (moe_layer_freq "001": layers 2 and 5 of
+ * 6 sparse), by hand from test_moe_counts' figures: 4 dense layers of
+ * 16,790,528 parameters, 2 MoE layers of 32,522,240, the embedding,
+ * positions and final norm 33,818,624: 166,025,216.  FLOPs per token,
+ * forward: 4 x 37,748,736 + 2 x 31,473,664 + 65,536,000 = 279,478,272;
+ * training (x 3) 838,434,816.  The synthesised kernels add up to it; the
+ * all-to-alls are 2 MoE layers x 2 microbatches x 2 steps x 4 = 32.  On 3
+ * stages of 2 layers the MoE layers are 0, 1, 1.
+ */
+static void test_moe_interleaved(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	int n = 0;
+	(void)state;
+	moe_small(&in);
+	in.m.layers = 6;
+	in.m.first_dense = 0;
+	in.m.moe_period = 3;
+	in.m.moe_mask = 4;
+	assert_int_equal(llm_moe_layers(&in.m), 2);
+	assert_rel_close(llm_params(&in.m), 166025216.0, 1e-15);
+	assert_rel_close(llm_flops_iter(&in.m, 1, 0), 1024 * 838434816.0, 1e-15);
+	in.lay.ep = 4;
+	in.lay.dp = 4;
+	in.lay.microbatches = 2;
+	g = build(&in, &so, &st);
+	assert_rel_close(so.flops, llm_flops_iter(&in.m, 2, 0), 1e-12);
+	for (uint32_t i = 0; i < g->n_colls; i++)
+		n += g->colls[i].kind == GC_ALL_TO_ALL;
+	assert_int_equal(n, 32);
+	synth_out_release(&so);
+	graph_free(g);
+	/* The description carries the pattern. */
+	{
+		struct synth_in b;
+		struct prism_err err;
+		char d[4096];
+		synth_meta(&in, d, sizeof(d));
+		assert_non_null(strstr(d, ";first_dense=0;moe_period=3;moe_mask=4;"));
+		synth_in_default(&b);
+		prism_err_clear(&err);
+		assert_int_equal(synth_meta_parse(d, &b, &err), 0);
+		assert_memory_equal(&in.m, &b.m, sizeof(in.m));
+	}
+	in.lay.pp = 3;
+	assert_int_equal(layout_chunk_moe(&in.m, &in.lay, 0, 0), 0);
+	assert_int_equal(layout_chunk_moe(&in.m, &in.lay, 1, 0), 1);
+	assert_int_equal(layout_chunk_moe(&in.m, &in.lay, 2, 0), 1);
 }
 
 /*
@@ -2177,6 +2256,103 @@ static void test_cp_layout(void **state)
 				     "load balance's chunks)");
 }
 
+/* Kernels of rank 0 whose name holds `what`. */
+static int count_kernels(const struct graph *g, const char *what)
+{
+	int n = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		n += g->kind[u] >= GN_KERNEL && g->procs[g->proc[u]].rank == 0 &&
+		     strstr(strtab_get(&g->st, g->name[u]), what) != NULL;
+	return n;
+}
+
+/*
+ * A multi-token-prediction depth's extra work (Megatron-LM's
+ * multi_token_prediction.py; its FLOPs as num_floating_point_operations
+ * counts them), the small GPT model by hand (h 1024, ffn 4096, s 1024, V
+ * 32000, tied): parameters, a layer 4h^2 + 2hf + 9h + f = 12,596,224,
+ * eh_proj 2h^2 = 2,097,152, enorm, hnorm and the final norm 6h = 6,144:
+ * 14,699,520.  FLOPs a token forward: the layer's GEMMs 2 (4h^2 + 2hf) =
+ * 25,165,824 and attention 4 s h = 4,194,304, eh_proj 2 x 2h x h =
+ * 4,194,304, the logits 2 V h = 65,536,000: 99,090,432, training x 3
+ * 297,271,296.  Synth runs one more logits GEMM and one eh_proj a
+ * microbatch forward; the last stage holds the depth's parameters more,
+ * and with an untied head on two stages a copy of the word embedding (V h
+ * = 32,768,000).
+ */
+static void test_mtp(void **state)
+{
+	struct synth_in in;
+	struct synth_out so, so0;
+	struct settle_out st;
+	struct graph *g, *g0;
+	struct mem_stage m0, m1;
+	double p0, f0;
+	(void)state;
+	small(&in);
+	in.lay.microbatches = 2;
+	p0 = llm_params(&in.m);
+	f0 = llm_flops_iter(&in.m, 1, 0);
+	g0 = build(&in, &so0, &st);
+	in.m.mtp_layers = 1;
+	assert_rel_close(llm_params(&in.m) - p0, 14699520.0, 1e-15);
+	assert_rel_close(llm_flops_iter(&in.m, 1, 0) - f0, 1024 * 297271296.0, 1e-15);
+	g = build(&in, &so, &st);
+	assert_rel_close(so.flops, llm_flops_iter(&in.m, 2, 0), 1e-12);
+	assert_int_equal(count_kernels(g, "tn_n_logits"), 2 * count_kernels(g0, "tn_n_logits"));
+	assert_int_equal(count_kernels(g, "eh_proj"), 3 * count_kernels(g0, "tn_n_logits"));
+	synth_out_release(&so);
+	synth_out_release(&so0);
+	graph_free(g);
+	graph_free(g0);
+	/* It takes time; the bound stays below on one stage and on two. */
+	for (int pp = 1; pp <= 2; pp++) {
+		struct predict_out p, q;
+		struct prism_err err;
+		in.lay.pp = pp;
+		in.m.mtp_layers = 0;
+		assert_int_equal(predict_synth(&in, &q, NULL, NULL, &err), 0);
+		in.m.mtp_layers = 1;
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		assert_true(p.iter_s > q.iter_s);
+		assert_true(synth_lower_bound(&in) <= p.iter_s);
+	}
+	/* Untied on two stages, the depth's embedding gradient is all-reduced
+	 * between the first and the last stage (finalize_model_grads.py),
+	 * V h fp32 values: 32000 x 1024 x 4 = 131,072,000 bytes, once a step
+	 * on each of the two ranks. */
+	for (int mtp = 0; mtp <= 1; mtp++) {
+		int n = 0;
+		in.lay.pp = 2;
+		in.m.untied = 1;
+		in.m.mtp_layers = mtp;
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++)
+			n += g->colls[i].kind == GC_ALL_REDUCE && g->colls[i].bytes == 131072000 &&
+			     g->colls[i].group_size == 2;
+		assert_int_equal(n, mtp ? 2 * (in.steps > 0 ? in.steps : 1) : 0);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	in.m.untied = 0;
+	/* The last of two stages holds the depth; untied, the embedding too. */
+	in.lay.pp = 2;
+	in.m.mtp_layers = 0;
+	mem_stage(&in.m, &in.lay, in.hw, 1, &m0);
+	in.m.mtp_layers = 1;
+	mem_stage(&in.m, &in.lay, in.hw, 1, &m1);
+	assert_rel_close(m1.params - m0.params, 14699520.0, 1e-12);
+	in.m.untied = 1;
+	in.m.mtp_layers = 0;
+	mem_stage(&in.m, &in.lay, in.hw, 1, &m0);
+	in.m.mtp_layers = 1;
+	mem_stage(&in.m, &in.lay, in.hw, 1, &m1);
+	assert_rel_close(m1.params - m0.params, 14699520.0 + 32768000.0, 1e-12);
+	mem_stage(&in.m, &in.lay, in.hw, 0, &m1);
+	mem_stage(&in.m, &in.lay, in.hw, 0, &m0);
+	assert_rel_close(m1.params, m0.params, 1e-15);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2203,6 +2379,8 @@ int main(void)
 	    cmocka_unit_test(test_moe_load),
 	    cmocka_unit_test(test_moe_dispatchers),
 	    cmocka_unit_test(test_moe_shared_overlap),
+	    cmocka_unit_test(test_moe_interleaved),
+	    cmocka_unit_test(test_mtp),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),

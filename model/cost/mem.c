@@ -268,6 +268,15 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		emb = V * h / t + (m->rope ? 0 : sq * h);
 	if (last)
 		head = 2 * h + (m->untied || l->pp > 1 ? V * h / t : 0);
+	/* Multi-token prediction on the last stage (llm.h mtp_layers): each
+	 * depth's layer (the last decoder layer's kind), eh_proj and norms, and
+	 * a copy of the word embedding where the head is untied on another
+	 * stage than the embedding (synth_extra_params). */
+	if (last && m->mtp_layers > 0) {
+		n += m->mtp_layers;
+		head += m->mtp_layers * (2 * h * h / t + 6 * h) +
+			(m->untied && l->pp > 1 ? V * h / t : 0);
+	}
 	if (llm_moe_layers(m) > 0) {
 		/* Mixture-of-experts: the experts' share is sharded over the
 		 * expert data-parallel group (Megatron-LM's expert distributed
@@ -276,6 +285,8 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		double nm = 0, md, me, edp = layout_edp(l), Pd, Pe;
 		for (int c = 0; c < v; c++)
 			nm += layout_chunk_moe(m, l, s, c);
+		if (last && llm_is_moe_layer(m, m->layers - 1))
+			nm += m->mtp_layers;
 		mem_moe_layer_params(m, l, &md, &me);
 		Pd = (n - nm) * layer + nm * md + emb + head;
 		Pe = nm * me;
@@ -315,6 +326,15 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		double mask = first ? sl * b * h / sp : 0;
 		double lg = last ? 4 * sl * b * V / t : 0, tail = last ? 4 * sl * b * h / sp : 0;
 		double held_lg = 0;
+		/* Each MTP depth holds its layer's activations, its final norm's
+		 * input and fp32 logits as the main head's, and its embedding,
+		 * enorm and hnorm outputs and their concatenation (bf16, 4h a
+		 * token). */
+		if (last && m->mtp_layers > 0) {
+			double a = llm_is_moe_layer(m, m->layers - 1) ? a_moe : a_layer;
+			tail += m->mtp_layers * (a + tail + 8 * sl * b * h / sp);
+			lg *= 1 + m->mtp_layers;
+		}
 		for (int i = 0; i < total; i++) {
 			int ch;
 			/* In the steady state the units held repeat every pp x vp:

@@ -55,12 +55,10 @@ static void put_knobs(struct out *w, const struct llm *m, const struct layout *l
 			/* The layers of each stage, where uneven: as placed, so that
 			 * a trace says where its layers ran whatever the cost model
 			 * becomes. */
-			size_t o = 0;
-			for (int s = 0; l->part[0] && s < l->pp && o + 8 < sizeof(v); s++)
-				o += (size_t)snprintf(v + o, sizeof(v) - o, "%s%d", s ? "," : "",
-						      l->part[s]);
-			if (o)
+			if (l->pp > 1 && layout_part_placed(l)) {
+				layout_part_text(l, v, sizeof(v));
 				put(w, "part", v);
+			}
 			continue;
 		}
 		layout_format(m, l, k, (K->flags & LK_NUMBER) != 0, v, sizeof(v));
@@ -89,6 +87,8 @@ void desc_write(const struct llm *m, const struct layout *l, const char *hw_id, 
 	put(&w, "hw", hw_id && hw_id[0] ? hw_id : "?");
 	put_int(&w, "untied", m->untied);
 	put_int(&w, "rope", m->rope);
+	if (m->mtp_layers > 0) /* multi-token prediction (descriptions without: none) */
+		put_int(&w, "mtp_layers", m->mtp_layers);
 	put_knobs(&w, m, l, 2);
 	put_knobs(&w, m, l, 3);
 	/* Mixture-of-experts, only for such models (dense descriptions stay
@@ -99,6 +99,10 @@ void desc_write(const struct llm *m, const struct layout *l, const char *hw_id, 
 		put_int(&w, "shared_experts", m->shared_experts);
 		put_int(&w, "expert_ffn", m->expert_ffn);
 		put_int(&w, "first_dense", m->first_dense);
+		if (m->moe_period > 0) { /* interleaved dense and MoE layers */
+			put_int(&w, "moe_period", m->moe_period);
+			put_int(&w, "moe_mask", m->moe_mask);
+		}
 		snprintf(v, sizeof(v), "%g", m->capacity_factor);
 		put(&w, "capacity_factor", v);
 		put(&w, "router", m->router == LLM_ROUTER_SIGMOID ? "sigmoid" : "softmax");
@@ -212,6 +216,9 @@ static int model_field(const char *key, const char *val, struct llm *m, char *hw
 	    /* 0: the dense FFN's width (llm.h), as descriptions wrote it */
 	    {"expert_ffn", offsetof(struct llm, expert_ffn), 0, LLM_MAX_FFN},
 	    {"first_dense", offsetof(struct llm, first_dense), 0, LLM_MAX_LAYERS},
+	    {"moe_period", offsetof(struct llm, moe_period), 0, LLM_MAX_MOE_PERIOD},
+	    {"mtp_layers", offsetof(struct llm, mtp_layers), 0, LLM_MAX_MTP},
+	    {"moe_mask", offsetof(struct llm, moe_mask), 0, (1 << LLM_MAX_MOE_PERIOD) - 1},
 	    {"q_lora_rank", offsetof(struct llm, q_lora_rank), 0, LLM_MAX_LORA_RANK},
 	    {"kv_lora_rank", offsetof(struct llm, kv_lora_rank), 0, LLM_MAX_LORA_RANK},
 	    {"qk_nope_head_dim", offsetof(struct llm, qk_nope_head_dim), 0, LLM_MAX_HEAD_DIM},

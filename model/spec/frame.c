@@ -650,23 +650,29 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 			rc = err->code;
 			goto out;
 		}
-		if (freq != 1)
+		/* modeling_deepseek.py: layer i (from first_k_dense_replace)
+		 * sparse where i % moe_layer_freq == 0, llm.h's period and mask. */
+		if (freq > 1 && freq <= LLM_MAX_MOE_PERIOD)
+			m->moe_period = freq, m->moe_mask = 1;
+		else if (freq > 1)
 			warn_add(x,
 				 "moe_layer_freq %d: a mixture-of-experts layer every %d-th is "
-				 "not modelled (every layer from first_k_dense_replace on taken "
-				 "as one)",
-				 freq, freq);
+				 "not modelled beyond %d (every layer from first_k_dense_replace "
+				 "on taken as one)",
+				 freq, freq, LLM_MAX_MOE_PERIOD);
 		if (groups > 1)
 			warn_add(x,
 				 "n_group %d, topk_group: group-limited routing (each token's "
 				 "experts on few devices) is not modelled: routing is uniform",
 				 groups);
 		hf_find(d, "topk_group");
-		if (x->mtp_layers > 0)
+		if (x->mtp_layers > LLM_MAX_MTP)
 			warn_add(x,
-				 "num_nextn_predict_layers %d: multi-token prediction layers are "
-				 "read but not modelled",
-				 x->mtp_layers);
+				 "num_nextn_predict_layers %d: more multi-token prediction layers "
+				 "than %d are not modelled (none taken)",
+				 x->mtp_layers, LLM_MAX_MTP);
+		else
+			m->mtp_layers = x->mtp_layers;
 		if ((e = hf_find(d, "scoring_func")) && e->v.type == KJSON_STR &&
 		    strcmp(e->str, "sigmoid") == 0)
 			m->router = LLM_ROUTER_SIGMOID;
@@ -874,7 +880,11 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 			return l->dtype == HW_BF16 || l->dtype == HW_FP32 || l->dtype == HW_FP8;
 		return fw == FRAME_MEGATRON || l->dtype != HW_FP4;
 	case LK_partition:
-		if (l->partition == LAYOUT_PART_EMBED_LOSS)
+		/* Megatron-Core's own placements (layout.h): the slots, the first
+		 * and last stages' layers, a layout string */
+		if (l->partition == LAYOUT_PART_EMBED_LOSS || l->partition == LAYOUT_PART_EMBED ||
+		    l->partition == LAYOUT_PART_LOSS || l->partition == LAYOUT_PART_FIRST_LAST ||
+		    (l->partition == LAYOUT_PART_GIVEN && l->part_chunks))
 			return fw != FRAME_TORCHTITAN;
 		if (l->partition != LAYOUT_PART_GIVEN)
 			return 0; /* balanced: prism's own placement */
@@ -956,7 +966,13 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 	case LK_vp:
 		if (l->schedule != LAYOUT_INTERLEAVED || l->pp < 2)
 			return;
-		if (fw == FRAME_MEGATRON)
+		/* Chunks placed unevenly (Megatron-Core's slots, first/last
+		 * counts, a layout): the virtual stages' number, which the
+		 * placement divides */
+		if (fw == FRAME_MEGATRON && (m->layers % (l->pp * l->vp) || l->part_chunks ||
+					     l->part[0] || l->partition != LAYOUT_PART_GIVEN))
+			put_int(E, "--num-virtual-stages-per-pipeline-rank", l->vp);
+		else if (fw == FRAME_MEGATRON)
 			put_int(E, "--num-layers-per-virtual-pipeline-stage",
 				m->layers / (l->pp * l->vp));
 		else if (fw == FRAME_BRIDGE)
@@ -1092,7 +1108,7 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 	case LK_partition:
 		if (l->pp < 2)
 			return;
-		if (l->partition == LAYOUT_PART_GIVEN && l->part[0]) {
+		if (l->partition == LAYOUT_PART_GIVEN && l->part[0] && !l->part_chunks) {
 			put_int(E,
 				fw == FRAME_MEGATRON ? "--decoder-first-pipeline-num-layers"
 						     : "model.num_layers_in_first_pipeline_stage",
@@ -1103,14 +1119,44 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 				l->part[l->pp - 1]);
 			return;
 		}
-		if (l->partition != LAYOUT_PART_EMBED_LOSS)
+		if (l->partition == LAYOUT_PART_GIVEN && l->part_chunks) {
+			char b[600], q[604];
+			layout_partition_name(l, b, sizeof(b));
+			snprintf(q, sizeof(q), "'%s'", b);
+			put(E,
+			    fw == FRAME_MEGATRON ? "--pipeline-model-parallel-layout"
+						 : "model.pipeline_model_parallel_layout",
+			    q);
+			return;
+		}
+		if (l->partition == LAYOUT_PART_FIRST_LAST) {
+			if (l->part_first)
+				put_int(E,
+					fw == FRAME_MEGATRON
+					    ? "--decoder-first-pipeline-num-layers"
+					    : "model.num_layers_in_first_pipeline_stage",
+					l->part_first);
+			if (l->part_last)
+				put_int(E,
+					fw == FRAME_MEGATRON
+					    ? "--decoder-last-pipeline-num-layers"
+					    : "model.num_layers_in_last_pipeline_stage",
+					l->part_last);
+			return;
+		}
+		if (l->partition != LAYOUT_PART_EMBED_LOSS && l->partition != LAYOUT_PART_EMBED &&
+		    l->partition != LAYOUT_PART_LOSS)
 			return;
 		if (fw == FRAME_MEGATRON) {
-			put(E, "--account-for-embedding-in-pipeline-split", NULL);
-			put(E, "--account-for-loss-in-pipeline-split", NULL);
+			if (l->partition != LAYOUT_PART_LOSS)
+				put(E, "--account-for-embedding-in-pipeline-split", NULL);
+			if (l->partition != LAYOUT_PART_EMBED)
+				put(E, "--account-for-loss-in-pipeline-split", NULL);
 		} else {
-			put(E, "model.account_for_embedding_in_pipeline_split", "true");
-			put(E, "model.account_for_loss_in_pipeline_split", "true");
+			if (l->partition != LAYOUT_PART_LOSS)
+				put(E, "model.account_for_embedding_in_pipeline_split", "true");
+			if (l->partition != LAYOUT_PART_EMBED)
+				put(E, "model.account_for_loss_in_pipeline_split", "true");
 		}
 		return;
 	case LK_cp_comm:
@@ -1173,7 +1219,18 @@ static void put_model(struct emit *E, const struct llm *m)
 				put_int(E, "--moe-shared-expert-intermediate-size",
 					(long)m->shared_experts *
 					    (m->expert_ffn > 0 ? m->expert_ffn : m->ffn));
-			if (m->first_dense) {
+			if (m->moe_period > 0 && m->moe_mask == 1 && !m->first_dense) {
+				put_int(E, "--moe-layer-freq", m->moe_period);
+			} else if (m->moe_period > 0 && !m->first_dense &&
+				   m->layers % m->moe_period == 0) {
+				char b[128];
+				size_t o = (size_t)snprintf(b, sizeof(b), "'([");
+				for (int i = 0; i < m->moe_period; i++)
+					o += (size_t)snprintf(b + o, sizeof(b) - o, "%s%d",
+							      i ? "," : "", (m->moe_mask >> i) & 1);
+				snprintf(b + o, sizeof(b) - o, "]*%d)'", m->layers / m->moe_period);
+				put(E, "--moe-layer-freq", b);
+			} else if (m->first_dense) {
 				char b[64];
 				snprintf(b, sizeof(b), "'([0]*%d+[1]*%d)'", m->first_dense,
 					 m->layers - m->first_dense);
@@ -1182,6 +1239,8 @@ static void put_model(struct emit *E, const struct llm *m)
 			if (m->router == LLM_ROUTER_SIGMOID)
 				put(E, "--moe-router-score-function", "sigmoid");
 		}
+		if (m->mtp_layers > 0)
+			put_int(E, "--mtp-num-layers", m->mtp_layers);
 		if (llm_mla(m)) {
 			put(E, "--multi-latent-attention", NULL);
 			if (m->q_lora_rank)
@@ -1300,6 +1359,7 @@ struct imp {
 	int flash, embed, loss, cp_comm;
 	int disp, hybridep;	       /* disp -1: not given; flex's backend */
 	int first_layers, last_layers; /* the first and last stages' (0: even) */
+	char layout[512];	       /* --pipeline-model-parallel-layout, "" if none */
 	int local_batch, pp_mbs;
 	int nodes, per_node;
 	int kv_groups, gqa;
@@ -1343,6 +1403,32 @@ static const char *unquote(const char *s, char *b, size_t n)
 		return b;
 	}
 	return s;
+}
+
+/* Megatron-LM's --moe-layer-freq beyond "1" and "([0]*K+[1]*N)": an int N
+ * (layer i sparse where i % N == 0) or one period of 0s and 1s repeated,
+ * "([0,1]*24)", into llm.h's moe_period and moe_mask.  0, or -1 if not
+ * that form. */
+static int moe_freq_arg(const char *s, struct llm *m)
+{
+	int n = 0, mask = 0, reps;
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (end != s && *end == '\0')
+		return v >= 2 && v <= LLM_MAX_MOE_PERIOD
+			   ? (m->moe_period = (int)v, m->moe_mask = 1, 0)
+			   : -1;
+	if (strncmp(s, "([", 2))
+		return -1;
+	for (s += 2; (*s == '0' || *s == '1') && n < LLM_MAX_MOE_PERIOD; n++) {
+		mask |= (*s++ == '1') << n;
+		if (*s == ',')
+			s++;
+	}
+	if (n < 1 || !mask || sscanf(s, "]*%d)", &reps) != 1 || reps < 1)
+		return -1;
+	m->moe_period = n, m->moe_mask = mask;
+	return 0;
 }
 
 /* Megatron-LM's model options that are not knobs. */
@@ -1392,6 +1478,8 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 			m->first_dense = 0;
 		else if (s && sscanf(s, "([0]*%d+[1]*%d)", &k, &n) == 2 && k >= 0)
 			m->first_dense = k;
+		else if (s && moe_freq_arg(s, m) == 0)
+			; /* an int N, or one period repeated: ([0,1]*24) */
 		else
 			warn_add(x,
 				 "line %d: --moe-layer-freq '%s' is not modelled (every layer a "
@@ -1410,10 +1498,12 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 		INTO(m->qk_rope_head_dim, 0, LLM_MAX_HEAD_DIM);
 	else if (strcmp(name, "--v-head-dim") == 0)
 		INTO(m->v_head_dim, 1, LLM_MAX_HEAD_DIM);
-	else if (strcmp(name, "--mtp-num-layers") == 0)
+	else if (strcmp(name, "--mtp-num-layers") == 0) {
 		INTO(x->mtp_layers, 0, LLM_MAX_LAYERS);
-	else if (strcmp(name, "--nnodes") == 0 || strcmp(name, "--nproc-per-node") == 0 ||
-		 strcmp(name, "--nproc_per_node") == 0) {
+		if (x->mtp_layers <= LLM_MAX_MTP)
+			m->mtp_layers = x->mtp_layers;
+	} else if (strcmp(name, "--nnodes") == 0 || strcmp(name, "--nproc-per-node") == 0 ||
+		   strcmp(name, "--nproc_per_node") == 0) {
 		/* torchrun's: a number gives the world size; "gpu", "1:4" or
 		 * "$NNODES" do not (then --dp gives dp) */
 		char *end;
@@ -1643,6 +1733,17 @@ static int option_in(int fw, const char *path, int line, const char *name, const
 		*given |= LK_BIT(k);
 		return 0;
 	}
+	if (strcmp(name, "--pipeline-model-parallel-layout") == 0 ||
+	    strcmp(name, "model.pipeline_model_parallel_layout") == 0) {
+		char b[sizeof(I->layout)];
+		const char *t = unquote(val, b, sizeof(b));
+		if (!t || strlen(t) + 1 >= sizeof(I->layout))
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s: expected a layout of 1 to %zu characters",
+					     path, line, name, sizeof(I->layout) - 2);
+		snprintf(I->layout, sizeof(I->layout), "%s", t);
+		return 0;
+	}
 	rc = special_in(path, line, name, s, m, given, I, x, err);
 	if (rc != 1)
 		return rc;
@@ -1804,11 +1905,20 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 				    (uint16_t)(s == 0 && I->first_layers       ? I->first_layers
 					       : s == pp - 1 && I->last_layers ? I->last_layers
 									       : each);
+		} else if (I->layout[0]) {
+			/* Megatron-Core's layout: its chunks give vp where none is */
+			if (layout_partition_parse(I->layout, l, err))
+				return prism_err_set(err, PRISM_EFORMAT, "%s: %s", path, err->msg);
+			if (pp > 0 && l->part_chunks % pp == 0 && l->part_chunks / pp > 1 &&
+			    l->vp <= 1) {
+				l->vp = l->part_chunks / pp;
+				l->schedule = LAYOUT_INTERLEAVED;
+				*given |= LK_BIT(LK_vp) | LK_BIT(LK_schedule);
+			}
 		} else if (I->embed && I->loss)
 			l->partition = LAYOUT_PART_EMBED_LOSS;
 		else if (I->embed || I->loss)
-			warn_add(x, "the embedding or the loss alone in the pipeline split is not "
-				    "modelled (even stages taken)");
+			l->partition = I->embed ? LAYOUT_PART_EMBED : LAYOUT_PART_LOSS;
 		*given |= LK_BIT(LK_partition);
 	}
 	l->cp_comm = I->cp_comm;

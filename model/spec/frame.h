@@ -49,7 +49,7 @@ int frame_read(const char *path, char **buf, size_t *len, struct prism_err *err)
 struct frame_extra {
 	int mtp_layers;	 /* multi-token prediction layers (DeepSeek-V3's
 			 * num_nextn_predict_layers, Megatron-LM's
-			 * --mtp-num-layers): read, not modelled here */
+			 * --mtp-num-layers), as read (also into llm.h mtp_layers) */
 	int gbs;	 /* the global batch (sequences), 0 if not given */
 	int gpus;	 /* the world size a launcher line gives (torchrun
 			 * --nnodes x --nproc-per-node), 0 if not given */

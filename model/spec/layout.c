@@ -154,6 +154,173 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 	}
 }
 
+/* The longest layout string unrolled (its layers, its chunks' bars and
+ * the embedding and loss). */
+#define LAYOUT_STR_MAX (LLM_MAX_LAYERS + LAYOUT_MAX_STAGES + 2)
+
+/* One unrolling pass of Megatron-LM's parse_str_to_list (re.sub, left to
+ * right): groups "(X)*n" (X holds no ')') when group, else "x*n" (x any
+ * character); into out of LAYOUT_STR_MAX bytes.  0, or -1 beyond that. */
+static int unroll(const char *in, char *out, int group)
+{
+	size_t o = 0;
+	for (const char *p = in; *p;) {
+		const char *body = p, *end = NULL, *d;
+		size_t len = 1;
+		if (group && *p == '(') {
+			body = p + 1;
+			end = strchr(body, ')');
+			if (!end || end == body || end[1] != '*' || end[2] < '0' || end[2] > '9')
+				end = NULL;
+			else
+				len = (size_t)(end - body), d = end + 2;
+		} else if (!group && p[1] == '*' && p[2] >= '0' && p[2] <= '9') {
+			end = p + 1, d = p + 2;
+		}
+		if (!end) {
+			if (o + 1 >= LAYOUT_STR_MAX)
+				return -1;
+			out[o++] = *p++;
+			continue;
+		}
+		{
+			long n = 0;
+			for (; *d >= '0' && *d <= '9'; d++)
+				if ((n = n * 10 + (*d - '0')) > LAYOUT_STR_MAX)
+					return -1;
+			if ((size_t)n * len + o >= LAYOUT_STR_MAX)
+				return -1;
+			for (long i = 0; i < n; i++, o += len)
+				memcpy(out + o, body, len);
+			p = d;
+		}
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* A layout string (Megatron-LM's pipeline_model_parallel_layout): each
+ * chunk's layers into l->part, their number into l->part_chunks.  The
+ * embedding first and the loss last, once each (validate_layer_layout);
+ * multi-token-prediction layers ('m', into part_mtp) after every decoder
+ * layer, in the last chunk (prism runs them on the last stage: Megatron's
+ * default placement; its mtp_standalone on another stage is refused). */
+static int parse_layout_str(const char *s, struct layout *l, struct prism_err *err)
+{
+	char *a = malloc(LAYOUT_STR_MAX), *b = malloc(LAYOUT_STR_MAX);
+	size_t k = 0, len;
+	int rc = 0, chunks = 1, nE = 0, nL = 0, nm = 0, m_chunk = -1;
+	long in_chunk = 0;
+
+	if (!a || !b) {
+		free(a), free(b);
+		return prism_err_set(err, PRISM_ENOMEM, "partition: out of memory");
+	}
+	for (const char *p = s; *p && k + 1 < LAYOUT_STR_MAX; p++)
+		if (*p != ',')
+			a[k++] = *p;
+	a[k] = '\0';
+	if (strlen(s) >= LAYOUT_STR_MAX || unroll(a, b, 1) || unroll(b, a, 0)) {
+		rc = prism_err_set(err, PRISM_EARG,
+				   "partition '%.64s': layout unrolls to more than %d "
+				   "characters",
+				   s, LAYOUT_STR_MAX - 1);
+		goto out;
+	}
+	len = strlen(a);
+	memset(l->part, 0, sizeof(l->part));
+	for (size_t i = 0; i <= len && !rc; i++) {
+		char c = a[i];
+		if (c == '|' || c == '\0') {
+			if (chunks > LAYOUT_MAX_STAGES)
+				rc = prism_err_set(err, PRISM_EARG,
+						   "partition '%.64s': more than %d model chunks",
+						   s, LAYOUT_MAX_STAGES);
+			else
+				l->part[chunks - 1] = (uint16_t)in_chunk;
+			in_chunk = 0;
+			chunks += c == '|';
+		} else if (c == 't') {
+			if (nm)
+				rc =
+				    prism_err_set(err, PRISM_EARG,
+						  "partition '%.64s': decoder layers (t) must come "
+						  "before the MTP layers (m)",
+						  s);
+			else if (++in_chunk > 65535)
+				rc = prism_err_set(
+				    err, PRISM_EARG,
+				    "partition '%.64s': a chunk of more than 65535 layers", s);
+		} else if (c == 'E' || c == 'L') {
+			if (c == 'E' ? nE++ || i != 0 : nL++ || i != len - 1)
+				rc = prism_err_set(
+				    err, PRISM_EARG,
+				    "partition '%.64s': the layout needs the embedding E "
+				    "once, first, and the loss L once, last",
+				    s);
+		} else if (c == 'm') {
+			if (nm++ && m_chunk != chunks)
+				rc = prism_err_set(
+				    err, PRISM_EARG,
+				    "partition '%.64s': all MTP layers (m) in one chunk", s);
+			else if (nm > LLM_MAX_MTP)
+				rc = prism_err_set(err, PRISM_EARG,
+						   "partition '%.64s': more than %d MTP layers", s,
+						   LLM_MAX_MTP);
+			m_chunk = chunks;
+		} else {
+			rc = prism_err_set(
+			    err, PRISM_EARG,
+			    "partition '%.64s': invalid layer character '%c' (known: E, "
+			    "t, L, m; chunks split by |, repeats (X)*n and x*n)",
+			    s, c);
+		}
+	}
+	if (!rc && (!nE || !nL))
+		rc = prism_err_set(
+		    err, PRISM_EARG,
+		    "partition '%.64s': the layout needs the embedding E once, first, "
+		    "and the loss L once, last",
+		    s);
+	if (!rc && nm && m_chunk != chunks)
+		rc = prism_err_set(
+		    err, PRISM_EARG,
+		    "partition '%.64s': MTP layers (m) on a stage before the last "
+		    "(Megatron's mtp_standalone) are not modelled: put them in the last "
+		    "chunk, before L",
+		    s);
+	if (!rc)
+		l->part_chunks = (uint16_t)chunks, l->part_mtp = (uint16_t)nm;
+out:
+	free(a), free(b);
+	return rc;
+}
+
+/* "first=F", "last=K" or both, comma-separated: 1, 0 if s is not that
+ * form, -1 if it is, badly. */
+static int parse_first_last(const char *s, struct layout *l)
+{
+	const char *q = s;
+	if (strncmp(s, "first=", 6) && strncmp(s, "last=", 5))
+		return 0;
+	while (*q) {
+		int first = strncmp(q, "first=", 6) == 0;
+		char *end;
+		long v;
+		if (!first && strncmp(q, "last=", 5))
+			return -1;
+		q += first ? 6 : 5;
+		errno = 0;
+		v = strtol(q, &end, 10);
+		if (end == q || errno || v < 1 || v > 65535 || (*end && *end != ',') ||
+		    (first ? l->part_first : l->part_last))
+			return -1;
+		*(first ? &l->part_first : &l->part_last) = (uint16_t)v;
+		q = *end ? end + 1 : end;
+	}
+	return 1;
+}
+
 const char *layout_dispatcher_name(int d)
 {
 	return name_of(dispatcher_names, LAYOUT_DISP_HYBRIDEP + 1, d);
@@ -166,21 +333,36 @@ int layout_dispatcher_parse(const char *s)
 
 int layout_partition_parse(const char *s, struct layout *l, struct prism_err *err)
 {
+	static const char *const names[] = {[LAYOUT_PART_BALANCED] = "balanced",
+					    [LAYOUT_PART_EMBED_LOSS] = "embed-loss",
+					    [LAYOUT_PART_EMBED] = "embed",
+					    [LAYOUT_PART_LOSS] = "loss"};
 	const char *q = s;
-	int n = 0;
+	int n = 0, fl;
 
 	memset(l->part, 0, sizeof(l->part));
+	l->part_chunks = l->part_first = l->part_last = l->part_mtp = 0;
 	l->partition = LAYOUT_PART_GIVEN;
 	if (strcmp(s, "even") == 0)
 		return 0;
-	if (strcmp(s, "balanced") == 0) {
-		l->partition = LAYOUT_PART_BALANCED;
-		return 0;
+	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+		if (names[i] && strcmp(s, names[i]) == 0) {
+			l->partition = i;
+			return 0;
+		}
+	if ((fl = parse_first_last(s, l)) != 0) {
+		if (fl > 0) {
+			l->partition = LAYOUT_PART_FIRST_LAST;
+			return 0;
+		}
+		l->part_first = l->part_last = 0;
+		return prism_err_set(err, PRISM_EARG,
+				     "partition '%s': expected first=F, last=K or first=F,last=K "
+				     "(each 1..65535, once)",
+				     s);
 	}
-	if (strcmp(s, "embed-loss") == 0) {
-		l->partition = LAYOUT_PART_EMBED_LOSS;
-		return 0;
-	}
+	if (strchr(s, 'E') || strchr(s, '|'))
+		return parse_layout_str(s, l, err);
 	while (*q) {
 		char *end;
 		long v;
@@ -190,8 +372,9 @@ int layout_partition_parse(const char *s, struct layout *l, struct prism_err *er
 		    n >= LAYOUT_MAX_STAGES)
 			return prism_err_set(
 			    err, PRISM_EARG,
-			    "partition '%s': expected even, balanced, embed-loss or "
-			    "layers per stage (N0,N1,...: each 1..65535, at most %d)",
+			    "partition '%s': expected even, balanced, embed-loss, embed, loss, "
+			    "first=F,last=K, layers per stage (N0,N1,...: each 1..65535, at most "
+			    "%d) or a layout string (Et*3|...|tL)",
 			    s, LAYOUT_MAX_STAGES);
 		l->part[n++] = (uint16_t)v;
 		q = *end ? end + 1 : end;
@@ -204,12 +387,65 @@ int layout_partition_parse(const char *s, struct layout *l, struct prism_err *er
 	return 0;
 }
 
+/* Chunk k's text in a layout string of n chunks: E first, t or t*N, L
+ * last. */
+static size_t chunk_text(const struct layout *l, int k, char *buf, size_t n)
+{
+	int t = l->part[k], last = k == l->part_chunks - 1, mtp = last ? l->part_mtp : 0;
+	return (size_t)snprintf(buf, n, "%s%s%.0d%s%.0d%s", k == 0 ? "E" : "",
+				t == 0	 ? ""
+				: t == 1 ? "t"
+					 : "t*",
+				t > 1 ? t : 0,
+				mtp == 0   ? ""
+				: mtp == 1 ? "m"
+					   : "m*",
+				mtp > 1 ? mtp : 0, last ? "L" : "");
+}
+
+static void layout_str(const struct layout *l, char *buf, size_t n)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (int k = 0; k < l->part_chunks && o < n;) {
+		char t[32], u[32];
+		int run = 1;
+		chunk_text(l, k, t, sizeof(t));
+		while (k + run < l->part_chunks - 1 &&
+		       (chunk_text(l, k + run, u, sizeof(u)), strcmp(t, u) == 0))
+			run++;
+		if (run > 1)
+			o += (size_t)snprintf(buf + o, n - o, "(%s|)*%d", t, run);
+		else
+			o += (size_t)snprintf(buf + o, n - o, "%s%s", t,
+					      k + 1 < l->part_chunks ? "|" : "");
+		k += run;
+	}
+}
+
 void layout_partition_name(const struct layout *l, char *buf, size_t n)
 {
 	size_t k = 0;
-	if (l->partition == LAYOUT_PART_BALANCED || l->partition == LAYOUT_PART_EMBED_LOSS) {
+	switch (l->partition) {
+	case LAYOUT_PART_BALANCED:
+	case LAYOUT_PART_EMBED_LOSS:
+	case LAYOUT_PART_EMBED:
+	case LAYOUT_PART_LOSS:
 		snprintf(buf, n, "%s",
-			 l->partition == LAYOUT_PART_BALANCED ? "balanced" : "embed-loss");
+			 l->partition == LAYOUT_PART_BALANCED	  ? "balanced"
+			 : l->partition == LAYOUT_PART_EMBED_LOSS ? "embed-loss"
+			 : l->partition == LAYOUT_PART_EMBED	  ? "embed"
+								  : "loss");
+		return;
+	case LAYOUT_PART_FIRST_LAST:
+		if (l->part_first)
+			k = (size_t)snprintf(buf, n, "first=%d", l->part_first);
+		if (l->part_last && k < n)
+			snprintf(buf + k, n - k, "%slast=%d", k ? "," : "", l->part_last);
+		return;
+	}
+	if (l->part_chunks) {
+		layout_str(l, buf, n);
 		return;
 	}
 	snprintf(buf, n, "even");
@@ -218,6 +454,25 @@ void layout_partition_name(const struct layout *l, char *buf, size_t n)
 	buf[0] = '\0';
 	for (int s = 0; s < LAYOUT_MAX_STAGES && l->part[s] && k + 8 < n; s++)
 		k += (size_t)snprintf(buf + k, n - k, "%s%d", s ? "," : "", l->part[s]);
+}
+
+int layout_part_placed(const struct layout *l)
+{
+	return l->part_chunks > 0 || l->part[0] > 0;
+}
+
+void layout_part_text(const struct layout *l, char *buf, size_t n)
+{
+	size_t o = 0;
+	snprintf(buf, n, "even");
+	if (l->pp < 2 || !layout_part_placed(l))
+		return;
+	if (l->part_chunks) {
+		layout_str(l, buf, n);
+		return;
+	}
+	for (int s = 0; s < l->pp && o + 8 < n; s++)
+		o += (size_t)snprintf(buf + o, n - o, "%s%d", s ? "," : "", l->part[s]);
 }
 
 int layout_cp(const struct layout *l)
@@ -278,6 +533,12 @@ int layout_shard_group(const struct layout *l)
 
 int layout_stage_layers(const struct llm *m, const struct layout *l, int s)
 {
+	if (l->pp > 1 && l->part_chunks) {
+		int n = 0;
+		for (int k = s; k < l->part_chunks; k += l->pp)
+			n += l->part[k];
+		return n;
+	}
 	if (l->pp > 1 && l->part[0] > 0)
 		return l->part[s];
 	return m->layers / (l->pp > 0 ? l->pp : 1);
@@ -285,8 +546,9 @@ int layout_stage_layers(const struct llm *m, const struct layout *l, int s)
 
 int layout_chunk_layers(const struct llm *m, const struct layout *l, int s, int c)
 {
-	int v = l->vp > 0 ? l->vp : 1;
-	(void)c;
+	int v = l->vp > 0 ? l->vp : 1, k = c * l->pp + s;
+	if (l->pp > 1 && l->part_chunks)
+		return k < l->part_chunks ? l->part[k] : 0;
 	return layout_stage_layers(m, l, s) / v;
 }
 
@@ -406,10 +668,7 @@ void layout_format_shown(const struct llm *m, const struct layout *l, int k, cha
 	const struct layout_knob *K = &layout_knobs[k];
 	double v = layout_shown(m, l, k);
 	if (K->kind == LK_PART) {
-		size_t o = 0;
-		snprintf(buf, n, "even");
-		for (int s = 0; l->part[0] && l->pp > 1 && s < l->pp && o + 8 < n; s++)
-			o += (size_t)snprintf(buf + o, n - o, "%s%d", s ? "," : "", l->part[s]);
+		layout_part_text(l, buf, n);
 	} else if (K->kind == LK_NAME) {
 		snprintf(buf, n, "%s", K->name((int)v));
 	} else if (K->kind == LK_REAL) {
@@ -480,7 +739,9 @@ layout_mask layout_diff(const struct llm *ma, const struct layout *la, const str
 	for (int k = 0; k < LK_N; k++)
 		if (layout_get(ma, la, k, 1) != layout_get(mb, lb, k, 1) ||
 		    (layout_knobs[k].kind == LK_PART &&
-		     memcmp(la->part, lb->part, sizeof(la->part))))
+		     (memcmp(la->part, lb->part, sizeof(la->part)) ||
+		      la->part_chunks != lb->part_chunks || la->part_first != lb->part_first ||
+		      la->part_last != lb->part_last || la->part_mtp != lb->part_mtp)))
 			d |= LK_BIT(k);
 	return d;
 }
@@ -526,6 +787,9 @@ int layout_check_ranges(const struct llm *m, const struct layout *l, struct pris
 	if (m->vocab < 1 || m->vocab > LLM_MAX_VOCAB)
 		return prism_err_set(err, PRISM_EARG, "model: vocab %d is not in 1..%d", m->vocab,
 				     LLM_MAX_VOCAB);
+	if (m->mtp_layers < 0 || m->mtp_layers > LLM_MAX_MTP)
+		return prism_err_set(err, PRISM_EARG, "model: mtp_layers %d is not in 0..%d",
+				     m->mtp_layers, LLM_MAX_MTP);
 	return ranges(m, l, LK_L, err);
 }
 
@@ -587,7 +851,9 @@ static int check_experts(const struct llm *m, const struct layout *l, const stru
 	if (m->experts < 0 || m->experts > LLM_MAX_EXPERTS || m->top_k < 1 ||
 	    m->top_k > m->experts || m->shared_experts < 0 || m->shared_experts > LLM_MAX_SHARED ||
 	    m->expert_ffn < 0 || m->expert_ffn > LLM_MAX_FFN || m->first_dense < 0 ||
-	    m->first_dense >= m->layers ||
+	    m->first_dense >= m->layers || m->moe_period < 0 ||
+	    m->moe_period > LLM_MAX_MOE_PERIOD || m->moe_mask < 0 ||
+	    (m->moe_period > 0 && (m->moe_mask >> m->moe_period || llm_moe_layers(m) == 0)) ||
 	    !(m->capacity_factor == 0 ||
 	      (m->capacity_factor >= 1 && m->capacity_factor <= LLM_MAX_CAPACITY)))
 		return prism_err_set(err, PRISM_EARG,
@@ -641,34 +907,138 @@ static int check_experts(const struct llm *m, const struct layout *l, const stru
 	return 0;
 }
 
+/* Megatron-LM's num_layers_in_first/last_pipeline_stage (transformer_config.py
+ * __post_init__, get_num_layers_to_build): each given count at least 1
+ * and divisible by vp, the layers left over divisible by the stages left
+ * over and each of those stages' by vp; middle stages and middle layers
+ * both or neither.  Their layers into part[0..p) if part. */
+static int first_last(const struct llm *m, const struct layout *l, uint16_t *part,
+		      struct prism_err *err)
+{
+	int p = l->pp, v = l->vp > 0 ? l->vp : 1, F = l->part_first, K = l->part_last;
+	long rest = m->layers - F - K;
+	int left = p - (F > 0) - (K > 0), each;
+	char name[48];
+
+	layout_partition_name(l, name, sizeof(name));
+
+	if ((F && F % v) || (K && K % v))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: partition %s: the layers of the %s stage must be "
+				     "divisible by the virtual stages (vp %d)",
+				     name, F && F % v ? "first" : "last", v);
+	if (rest < 0 || (rest > 0) != (left > 0))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: partition %s: %ld layers left for %d middle stages "
+				     "(the model has %d layers, pp %d)",
+				     name, rest, left, m->layers, p);
+	if (left && rest % left)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: partition %s: the %ld layers left are not divisible "
+				     "by the %d stages left",
+				     name, rest, left);
+	each = left ? (int)(rest / left) : 0;
+	if (left && each % v)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: partition %s: %d layers on each middle stage, not "
+				     "divisible by vp %d",
+				     name, each, v);
+	if (each > 65535)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: partition: %d layers on a stage (at most 65535)",
+				     each);
+	for (int s = 0; part && s < p; s++)
+		part[s] = (uint16_t)(s == 0 && F ? F : s == p - 1 && K ? K : each);
+	return 0;
+}
+
 int layout_check_partition(const struct llm *m, const struct layout *l, struct prism_err *err)
 {
-	int p = l->pp, v = l->vp > 0 ? l->vp : 1, L = m->layers;
+	int p = l->pp, v = l->vp > 0 ? l->vp : 1, L = m->layers, pt = l->partition;
 
-	if (l->partition == LAYOUT_PART_EMBED_LOSS && p > 1) {
-		int n = (L + 2) / p;
-		if ((L + 2) % p || n < 2 || (n - 1) % v || n % v)
+	if (p < 2)
+		return 0;
+	if (pt == LAYOUT_PART_EMBED_LOSS || pt == LAYOUT_PART_EMBED || pt == LAYOUT_PART_LOSS) {
+		/* get_num_layers_to_build: the slots divide by pp, each stage's
+		 * by vp; the embedding's and the loss's slots come out of the
+		 * first and the last model chunk. */
+		int e = pt != LAYOUT_PART_LOSS, lo = pt != LAYOUT_PART_EMBED, n = L + e + lo;
+		if (n % p)
 			return prism_err_set(
 			    err, PRISM_EARG,
-			    "layout: partition embed-loss needs layers %d + 2 divisible "
-			    "by pp %d, and each stage's layers by vp %d",
-			    L, p, v);
-	} else if (l->partition == LAYOUT_PART_BALANCED && p > 1) {
+			    "layout: partition %s needs layers %d + %d divisible by "
+			    "pp %d",
+			    pt == LAYOUT_PART_EMBED_LOSS ? "embed-loss"
+			    : e				 ? "embed"
+							 : "loss",
+			    L, e + lo, p);
+		if ((n / p) % v)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition: %d layer slots a stage, not divisible "
+			    "by vp %d",
+			    n / p, v);
+		if (v > 1 && p * v > LAYOUT_MAX_STAGES)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition places %d model chunks unevenly, prism "
+			    "at most %d",
+			    p * v, LAYOUT_MAX_STAGES);
+		if (n / p > 65535)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition: %d layers on a stage (at most 65535)", n / p);
+	} else if (pt == LAYOUT_PART_FIRST_LAST) {
+		if (!l->part_first && !l->part_last)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: partition first/last gives neither count");
+		return first_last(m, l, NULL, err);
+	} else if (pt == LAYOUT_PART_BALANCED) {
 		if (L % v || L / v < p)
 			return prism_err_set(
 			    err, PRISM_EARG,
 			    "layout: partition balanced needs layers %d divisible by "
 			    "vp %d and at least one chunk a stage (pp %d)",
 			    L, v, p);
-	} else if (l->partition == LAYOUT_PART_GIVEN && l->part[0] > 0 && p > 1) {
+	} else if (l->part_chunks) {
+		/* A layout string (pipeline_parallel_layer_layout.py): its chunks
+		 * are pp x vp, its layers the model's. */
+		long sum = 0;
+		if (l->part_chunks % p)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition: the layout's %d model chunks are not "
+			    "divisible by pp %d",
+			    l->part_chunks, p);
+		if (l->part_chunks != p * v)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition: the layout's %d model chunks make %d "
+			    "virtual stages a GPU, vp is %d (give --vp %d and the "
+			    "interleaved schedule)",
+			    l->part_chunks, l->part_chunks / p, v, l->part_chunks / p);
+		for (int k = 0; k < l->part_chunks; k++)
+			sum += l->part[k];
+		if (l->part_mtp != m->mtp_layers)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layout: partition: the layout places %d MTP layers (m), "
+			    "the model has %d (mtp_layers)",
+			    l->part_mtp, m->mtp_layers);
+		if (sum != L)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: partition: the layout places %ld transformer "
+					     "layers, the model has %d",
+					     sum, L);
+	} else if (l->part[0] > 0) {
 		long sum = 0;
 		for (int s = 0; s < p; s++) {
-			if (l->part[s] < 1 || l->part[s] % l->vp)
+			if (l->part[s] < 1 || l->part[s] % v)
 				return prism_err_set(
 				    err, PRISM_EARG,
 				    "layout: partition: stage %d holds %d layers, "
 				    "not a positive multiple of the %d virtual stages",
-				    s, l->part[s], l->vp);
+				    s, l->part[s], v);
 			sum += l->part[s];
 		}
 		if (p < LAYOUT_MAX_STAGES && l->part[p])
@@ -678,10 +1048,43 @@ int layout_check_partition(const struct llm *m, const struct layout *l, struct p
 			return prism_err_set(
 			    err, PRISM_EARG,
 			    "layout: partition places %ld layers, the model has %d", sum, L);
-	} else if (l->partition == LAYOUT_PART_GIVEN && L % (p * l->vp)) {
+	} else if (L % (p * v)) {
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: layers %d not divisible by pp %d x virtual stages %d",
-				     L, p, l->vp);
+				     L, p, v);
+	}
+	return 0;
+}
+
+int layout_partition_place(const struct llm *m, const struct layout *l, struct layout *out,
+			   struct prism_err *err)
+{
+	int p = l->pp, v = l->vp > 0 ? l->vp : 1, L = m->layers, pt = l->partition, rc;
+
+	if ((rc = layout_check_partition(m, l, err)))
+		return rc;
+	*out = *l;
+	if (p < 2 || (pt != LAYOUT_PART_EMBED_LOSS && pt != LAYOUT_PART_EMBED &&
+		      pt != LAYOUT_PART_LOSS && pt != LAYOUT_PART_FIRST_LAST))
+		return 0;
+	memset(out->part, 0, sizeof(out->part));
+	out->part_chunks = 0;
+	if (pt == LAYOUT_PART_FIRST_LAST)
+		return first_last(m, l, out->part, err);
+	{
+		int e = pt != LAYOUT_PART_LOSS, lo = pt != LAYOUT_PART_EMBED;
+		int n = (L + e + lo) / (p * v), last = p * v - 1;
+		if (v == 1) {
+			for (int s = 0; s < p; s++)
+				out->part[s] =
+				    (uint16_t)(n - (s == 0 ? e : 0) - (s == p - 1 ? lo : 0));
+			if (out->part[0] == 0) /* an embedding-only first stage */
+				out->part_chunks = (uint16_t)p;
+			return 0;
+		}
+		out->part_chunks = (uint16_t)(p * v);
+		for (int k = 0; k <= last; k++)
+			out->part[k] = (uint16_t)(n - (k == 0 ? e : 0) - (k == last ? lo : 0));
 	}
 	return 0;
 }

@@ -34,15 +34,27 @@ enum layout_dispatcher {
 	LAYOUT_DISP_HYBRIDEP
 };
 
-/* Pipeline stage partitions.  GIVEN: part[] as it is (part[0] == 0: layers
- * / pp on every stage).  BALANCED: the stages' times balanced, the first
- * stage's embedding and the last stage's head and loss counted in
- * (synth_partition).  EMBED_LOSS: Megatron-LM's
- * account_for_embedding_in_pipeline_split and
+/* Pipeline stage partitions, as Megatron-Core places layers
+ * (transformer_block.py get_num_layers_to_build, transformer_config.py's
+ * checks, pipeline_parallel_layer_layout.py).  GIVEN: part[] as it is
+ * (part[0] == 0 and part_chunks == 0: layers / (pp x vp) in every chunk).
+ * BALANCED: the stages' times balanced, the first stage's embedding and
+ * the last stage's head and loss counted in (synth_partition).
+ * EMBED_LOSS, EMBED, LOSS: account_for_embedding_in_pipeline_split and
  * account_for_loss_in_pipeline_split: the embedding and the loss count as
- * one layer each, (layers + 2) / pp a stage, so the first and the last
- * stages hold one layer fewer. */
-enum layout_partition { LAYOUT_PART_GIVEN, LAYOUT_PART_BALANCED, LAYOUT_PART_EMBED_LOSS };
+ * one layer each, (layers + 2) / (pp x vp) a chunk, the first model
+ * chunk (stage 0's first virtual chunk) one layer fewer, the last (the
+ * last stage's last virtual chunk) one fewer; EMBED and LOSS the one slot.
+ * FIRST_LAST: num_layers_in_first/last_pipeline_stage (part_first,
+ * part_last; 0: not given), the other stages even. */
+enum layout_partition {
+	LAYOUT_PART_GIVEN,
+	LAYOUT_PART_BALANCED,
+	LAYOUT_PART_EMBED_LOSS,
+	LAYOUT_PART_FIRST_LAST,
+	LAYOUT_PART_EMBED,
+	LAYOUT_PART_LOSS
+};
 
 /* Which framework shards the data-parallel state (dp_impl), each as its
  * source runs it (docs/MODEL.md, "Sharded data parallelism per
@@ -110,8 +122,14 @@ struct layout {
 	int partition;	   /* enum layout_partition: how the layers are placed
 			    * on the stages */
 	/* Layers per pipeline stage, part[0..pp); part[0] == 0: layers / pp
-	 * each.  A stage's layers are split evenly over its vp chunks. */
+	 * each; a stage's layers split evenly over its vp chunks.  Or, where
+	 * part_chunks > 0 (a layout string, or a rule placing chunks unevenly),
+	 * the layers of each of the part_chunks = pp x vp model chunks, chunk c
+	 * of stage s at c x pp + s (at most LAYOUT_MAX_STAGES chunks). */
 	uint16_t part[LAYOUT_MAX_STAGES];
+	uint16_t part_chunks;
+	uint16_t part_first, part_last; /* FIRST_LAST's stage layers (0: not given) */
+	uint16_t part_mtp;		/* a layout string's MTP layers (m), in its last chunk */
 	/* Mixture-of-experts (models with experts; 0 reads as 1): expert
 	 * parallel and expert tensor parallel degrees, their ep x etp ranks
 	 * carved from the tp x dp ranks of a stage (Megatron-LM's MoE
@@ -191,13 +209,30 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 const char *layout_dispatcher_name(int d);
 int layout_dispatcher_parse(const char *s);
 
-/* "even", "balanced", "embed-loss", or the list "N0,N1,..." into
- * l->partition and l->part: 0, or PRISM_EARG naming what is wrong. */
+/* "even", "balanced", "embed-loss", "embed", "loss", "first=F",
+ * "last=K", "first=F,last=K", the list "N0,N1,..." of each stage's
+ * layers, or a layout string in Megatron-LM's
+ * pipeline_model_parallel_layout syntax (model chunks split by '|', E the
+ * embedding, t a transformer layer, L the loss, "(X)*n" and "x*n" repeat,
+ * ',' ignored; E first, L last; m a multi-token-prediction layer, in the
+ * last chunk after its layers) into l->partition, l->part, part_chunks,
+ * part_mtp, part_first and part_last: 0, or PRISM_EARG naming what is
+ * wrong. */
 int layout_partition_parse(const char *s, struct layout *l, struct prism_err *err);
 
 /* The partition's name as layout_partition_parse reads it: "even",
- * "balanced", "embed-loss" or the list given. */
+ * "balanced", "embed-loss", "embed", "loss", "first=F,last=K", the list
+ * given or the layout string (written short: runs of equal chunks as
+ * "(X|)*n", runs of layers as "t*n"). */
 void layout_partition_name(const struct layout *l, char *buf, size_t n);
+
+/* 1 when part[] places the layers (a list of stages or of chunks), 0 when
+ * every chunk holds layers / (pp x vp). */
+int layout_part_placed(const struct layout *l);
+
+/* The partition as placed, as text: "even", the layers of each stage
+ * "N0,N1,...", or (chunks placed unevenly) the layout string. */
+void layout_part_text(const struct layout *l, char *buf, size_t n);
 
 /* cp (at least 1), and the ranks the gradients are reduced over: dp x cp. */
 int layout_cp(const struct layout *l);
@@ -378,12 +413,16 @@ enum layout_show {
 		  "passes",                                                                        \
 	  .flags = LK_SWEEP | LK_BASE | LK_STORE | LK_JSON, .key_group = 2,                        \
 	  .show = LK_SHOW_ALWAYS, .desc = 111, .digit = 12)                                        \
-	X(partition, L, l->pp > 1, v, .kind = LK_PART, .lo = 0, .hi = LAYOUT_PART_EMBED_LOSS,     \
+	X(partition, L, l->pp > 1, v, .kind = LK_PART, .lo = 0, .hi = LAYOUT_PART_LOSS,           \
 	  .def = LAYOUT_PART_GIVEN, .opt = "partition", .arg = "P",                                \
-	  .help = "layers on the pipeline stages: even (layers / pp), balanced (stage times "      \
-		  "balanced, the embedding and the head counted), embed-loss (Megatron's "         \
-		  "account_for_embedding/loss: the first and last stages hold one layer fewer), "  \
-		  "or N0,N1,... layers per stage",                                                 \
+	  .help = "layers on the pipeline stages: even (layers / (pp x vp) a chunk), balanced "    \
+		  "(stage times balanced, the embedding and the head counted), embed-loss, embed " \
+		  "or loss (Megatron's account_for_embedding/loss_in_pipeline_split: each a "      \
+		  "layer's slot, the first and/or last virtual chunk one layer fewer), "           \
+		  "first=F,last=K (Megatron's decoder_first/last_pipeline_num_layers; either "     \
+		  "alone), N0,N1,... layers per stage, or a layout string in Megatron's "          \
+		  "pipeline_model_parallel_layout syntax (e.g. \"Et*3|(t*4|)*30t*3L\": chunks in "  \
+		  "model order split by |, E embedding, t layer, L loss)",                          \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "part", .key_group = 3,                   \
 	  .show = LK_SHOW_ALWAYS, .desc = 501, .digit = 23)                                        \
 	X(shard, L, l->zero > 0, layout_shard_group(l), .kind = LK_INT, .lo = 0,                  \
@@ -610,11 +649,22 @@ struct hw_profile;
 int layout_check(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
 		 struct prism_err *err);
 
-/* The partition's rules alone (part of layout_check): a list places every
- * layer on pp stages, each a multiple of vp; embed-loss and balanced as
- * they can place them (synth_partition places them); even, the layers
- * divide by pp x vp.  0, or PRISM_EARG naming the rule. */
+/* The partition's rules alone (part of layout_check), refusing where
+ * Megatron-Core refuses: a list places every layer on pp stages, each a
+ * multiple of vp; a layout string's chunks are pp x vp and hold the
+ * model's layers; embed-loss, embed, loss and first/last as
+ * get_num_layers_to_build and TransformerConfig's checks allow them;
+ * balanced as it can place them; even, the layers divide by pp x vp.  0,
+ * or PRISM_EARG naming the rule. */
 int layout_check_partition(const struct llm *m, const struct layout *l, struct prism_err *err);
+
+/* l with Megatron's rules placed (embed-loss, embed, loss, first/last):
+ * into out, part[] the layers of each stage, or of each model chunk
+ * (part_chunks) where vp > 1 puts the embedding's or loss's slot in one
+ * chunk only.  Other partitions are copied as they are (balanced is
+ * synth_partition's).  0, or layout_check_partition's refusal. */
+int layout_partition_place(const struct llm *m, const struct layout *l, struct layout *out,
+			   struct prism_err *err);
 
 /* The dtype of the attention core: fp8 only with fp8_attention; bf16
  * where the GEMMs are fp8 or fp4; else the GEMMs'. */

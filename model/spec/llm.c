@@ -164,12 +164,23 @@ double llm_attn_layers(const struct llm *m)
 
 int llm_is_moe_layer(const struct llm *m, int l)
 {
-	return m->experts > 0 && l >= m->first_dense;
+	return m->experts > 0 && l >= m->first_dense &&
+	       (m->moe_period < 1 || ((unsigned)m->moe_mask >> (l % m->moe_period)) & 1u);
 }
 
 int llm_moe_layers(const struct llm *m)
 {
-	return m->experts > 0 && m->layers > m->first_dense ? m->layers - m->first_dense : 0;
+	int P = m->moe_period, a = m->first_dense, b = m->layers, n = 0;
+	if (m->experts <= 0 || b <= a)
+		return 0;
+	if (P < 1)
+		return b - a;
+	/* Layers i in [a, b) with i % P == r: those in [0, b) less those in
+	 * [0, a), (x - r + P - 1) / P in [0, x). */
+	for (int r = 0; r < P && r < 32; r++)
+		if (((unsigned)m->moe_mask >> r) & 1u)
+			n += (b - r + P - 1) / P - (a - r + P - 1) / P;
+	return n;
 }
 
 double llm_expert_params(const struct llm *m)
@@ -191,11 +202,30 @@ double llm_moe_layer_params(const struct llm *m, double *active)
 	return base + (double)m->experts * e;
 }
 
+double llm_mtp_extra_params(const struct llm *m)
+{
+	return 2.0 * m->hidden * m->hidden + 6.0 * m->hidden;
+}
+
+double llm_mtp_layer_params(const struct llm *m, double *active)
+{
+	if (llm_is_moe_layer(m, m->layers - 1))
+		return llm_moe_layer_params(m, active);
+	if (active)
+		*active = llm_layer_params(m);
+	return llm_layer_params(m);
+}
+
 static double params_with(const struct llm *m, double moe_layer)
 {
 	double h = m->hidden, moe = llm_moe_layers(m);
 	double layers = moe > 0 ? (m->layers - moe) * llm_layer_params(m) + moe * moe_layer
 				: m->layers * llm_layer_params(m);
+	/* The MTP depths' layers (of the last layer's kind) and projections. */
+	if (m->mtp_layers > 0)
+		layers += m->mtp_layers *
+			  ((llm_is_moe_layer(m, m->layers - 1) ? moe_layer : llm_layer_params(m)) +
+			   llm_mtp_extra_params(m));
 	return layers + (m->untied ? 2.0 : 1.0) * m->vocab * h +
 	       (m->rope ? 0.0 : (double)m->seq * h) + 2 * h;
 }
@@ -240,9 +270,29 @@ void llm_moe_layer_flops(const struct llm *m, double batch, double *gemm, double
 	*attention = 4 * batch * s * s * w;
 }
 
+/* The multi-token-prediction depths' FLOPs, training: each depth's layer
+ * (the last decoder layer's kind and window), eh_proj and logits, forward
+ * and twice that backward, the layer's forward again under full
+ * recomputation (Megatron-LM's num_floating_point_operations counts the
+ * same layer, projection and logits). */
+static double mtp_flops(const struct llm *m, double batch, int recompute)
+{
+	double g, a, t = batch * m->seq, h = m->hidden, layer;
+	if (m->mtp_layers <= 0)
+		return 0;
+	if (llm_is_moe_layer(m, m->layers - 1))
+		llm_moe_layer_flops(m, batch, &g, &a);
+	else
+		llm_layer_flops(m, batch, &g, &a);
+	layer = g + a * llm_window_ratio(m, llm_window(m, m->layers - 1));
+	return m->mtp_layers * ((3 + (recompute ? 1 : 0)) * layer +
+				3 * (llm_gemm_flops(t, h, 2 * h) + llm_gemm_flops(t, m->vocab, h)));
+}
+
 double llm_flops_iter(const struct llm *m, double batch, int recompute)
 {
 	double gemm, attention, fwd_layer, fwd_logits;
+	double mtp = mtp_flops(m, batch, recompute);
 	llm_layer_flops(m, batch, &gemm, &attention);
 	fwd_layer = gemm + attention;
 	fwd_logits = llm_gemm_flops(batch * m->seq, m->vocab, m->hidden);
@@ -257,11 +307,11 @@ double llm_flops_iter(const struct llm *m, double batch, int recompute)
 			ma = attention * llm_attn_layers(m) / m->layers;
 		return (3 + (recompute ? 1 : 0)) *
 			   ((m->layers - moe) * fwd_layer + moe * (mg + ma)) +
-		       3 * fwd_logits;
+		       3 * fwd_logits + mtp;
 	}
 	/* Backward is twice the forward (gradients of inputs and of weights);
 	 * recomputation adds a forward of the layers (not of the logits). */
-	return (3 + (recompute ? 1 : 0)) * m->layers * fwd_layer + 3 * fwd_logits;
+	return (3 + (recompute ? 1 : 0)) * m->layers * fwd_layer + 3 * fwd_logits + mtp;
 }
 
 double llm_flops_iter_formula(const struct llm *m, double batch, int recompute)
@@ -272,12 +322,59 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute)
 	return 72 * batch * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
 }
 
+/* moe_layer_freq (llm_load): an int N (Megatron-LM's: layer i is MoE where
+ * i % N == 0) or one period of the layer pattern as 0s and 1s ("01": every
+ * second layer from layer 1, Megatron's [0,1]*24); at least one MoE layer
+ * from first_dense on. */
+static int moe_freq_load(const char *path, config_t *cf, struct llm *m, struct prism_err *err)
+{
+	config_setting_t *e = config_lookup(cf, "moe_layer_freq");
+	int line = e ? config_setting_source_line(e) : 0;
+	const char *s;
+
+	if (!e)
+		return 0;
+	if (config_setting_type(e) == CONFIG_TYPE_INT) {
+		int n = config_setting_get_int(e);
+		if (n < 1 || n > LLM_MAX_MOE_PERIOD)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: 'moe_layer_freq' must be 1..%d, not %d", path,
+					     line, LLM_MAX_MOE_PERIOD, n);
+		m->moe_period = n, m->moe_mask = 1;
+	} else if ((s = config_setting_get_string(e)) != NULL) {
+		size_t n = strlen(s);
+		if (n < 1 || n > LLM_MAX_MOE_PERIOD || strspn(s, "01") != n || !strchr(s, '1'))
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'moe_layer_freq' pattern '%s': expected 1 to %d "
+			    "characters 0 (dense) or 1 (MoE), at least one 1",
+			    path, line, s, LLM_MAX_MOE_PERIOD);
+		m->moe_period = (int)n, m->moe_mask = 0;
+		for (size_t i = 0; i < n; i++)
+			m->moe_mask |= (s[i] == '1') << i;
+	} else {
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'moe_layer_freq' must be a whole number or a pattern "
+				     "string of 0s and 1s",
+				     path, line);
+	}
+	if (m->moe_period == 1)
+		m->moe_period = m->moe_mask = 0; /* every layer */
+	if (llm_moe_layers(m) == 0)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'moe_layer_freq' leaves no MoE layer from first_dense "
+				     "%d to layers %d",
+				     path, line, m->first_dense, m->layers);
+	return 0;
+}
+
 /* The mixture-of-experts settings (llm_load). */
 static int moe_load(const char *path, config_t *cf, config_setting_t *root, struct llm *m,
 		    struct prism_err *err)
 {
-	static const char *const keys[] = {"top_k",	  "shared_experts",  "expert_ffn",
-					   "first_dense", "capacity_factor", "router"};
+	static const char *const keys[] = {"top_k",	    "shared_experts",  "expert_ffn",
+					   "first_dense",   "capacity_factor", "router",
+					   "moe_layer_freq"};
 	int rc;
 
 	if ((rc = cfg_int_opt(path, cf, root, "experts", 0, 0, LLM_MAX_EXPERTS, &m->experts, err)))
@@ -303,6 +400,8 @@ static int moe_load(const char *path, config_t *cf, config_setting_t *root, stru
 			      err)) ||
 	    (rc = cfg_int_opt(path, cf, root, "first_dense", 0, 0, m->layers - 1, &m->first_dense,
 			      err)))
+		return rc;
+	if ((rc = moe_freq_load(path, cf, m, err)))
 		return rc;
 	if (config_lookup(cf, "capacity_factor")) {
 		if ((rc = cfg_range(path, cf, NULL, "capacity_factor", 0, LLM_MAX_CAPACITY, 0, 1,
@@ -429,7 +528,9 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 			      err)) ||
 	    (rc = cfg_int_opt(path, &cf, root, "window", 0, 1, LLM_MAX_WINDOW, &m->window, err)) ||
 	    (rc = cfg_int_opt(path, &cf, root, "global_every", 0, 1, LLM_MAX_LAYERS,
-			      &m->global_every, err)))
+			      &m->global_every, err)) ||
+	    (rc = cfg_int_opt(path, &cf, root, "mtp_layers", 0, 0, LLM_MAX_MTP, &m->mtp_layers,
+			      err)))
 		goto out;
 	if (config_lookup(&cf, "activation")) {
 		char act[16];

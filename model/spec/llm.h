@@ -35,9 +35,11 @@
 #define LLM_MAX_LORA_RANK LLM_MAX_HIDDEN
 /* Mixture-of-experts: routed experts per layer (DeepSeek-V3: 256; Kimi K2:
  * 384), shared experts, and the capacity factor's ceiling. */
-#define LLM_MAX_EXPERTS	 (1 << 12)
-#define LLM_MAX_SHARED	 64
-#define LLM_MAX_CAPACITY 64.0
+#define LLM_MAX_EXPERTS	   (1 << 12)
+#define LLM_MAX_SHARED	   64
+#define LLM_MAX_CAPACITY   64.0
+#define LLM_MAX_MOE_PERIOD 30 /* moe_layer_freq's period (its mask fits an int) */
+#define LLM_MAX_MTP	   16 /* multi-token-prediction depths */
 
 struct llm {
 	int layers; /* l */
@@ -62,6 +64,20 @@ struct llm {
 	 * experts are SwiGLU or GeLU as `gated` says.  capacity_factor: the
 	 * tokens an expert takes at most, over the mean (0: dropless). */
 	int experts, top_k, shared_experts, expert_ffn, first_dense;
+	/* Dense and MoE layers interleaved, Megatron-LM's moe_layer_freq
+	 * (gpt_layer_specs.py get_moe_layer_pattern): layer i (from
+	 * first_dense on) is an MoE layer where bit i % moe_period of moe_mask
+	 * is set; moe_period 0: every one.  Megatron's int N is period N, mask
+	 * 1 (i % N == 0); its list [0,1]*24 (Llama 4 Maverick) period 2, mask
+	 * 2. */
+	int moe_period, moe_mask;
+	/* Multi-token prediction (Megatron-LM's mtp_num_layers, DeepSeek-V3's
+	 * depth D = 1; multi_token_prediction.py): after the decoder, on the
+	 * last stage, each depth runs the embedding of the tokens shifted once
+	 * more, two norms, eh_proj (2h -> h), one transformer layer of the last
+	 * decoder layer's kind, a final norm and the shared output layer and
+	 * its loss. */
+	int mtp_layers;
 	double capacity_factor;
 	int router; /* enum llm_router: the gate's score function */
 	/* The width of an attention head (Q, K and V); 0: hidden / heads.
@@ -146,6 +162,12 @@ int llm_is_moe_layer(const struct llm *m, int l);
 
 /* Mixture-of-experts layers of the model (0 for a dense one). */
 int llm_moe_layers(const struct llm *m);
+
+/* Parameters of one multi-token-prediction depth beside its transformer
+ * layer: eh_proj 2h^2 (no bias) and three norms (enorm, hnorm, the final
+ * one) 6h; and its layer's: the last decoder layer's kind. */
+double llm_mtp_extra_params(const struct llm *m);
+double llm_mtp_layer_params(const struct llm *m, double *active);
 
 /* Parameters of one expert: (3 if gated else 2) h expert_ffn. */
 double llm_expert_params(const struct llm *m);
@@ -266,7 +288,10 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute);
  * "rope"); mixture-of-experts: experts (0..LLM_MAX_EXPERTS, 0 the default:
  * dense), and with experts top_k (1..experts, required), shared_experts
  * (0..LLM_MAX_SHARED, 0), expert_ffn (1..LLM_MAX_FFN, ffn), first_dense
- * (0..layers - 1, 0), capacity_factor (0: dropless, the default, or
+ * (0..layers - 1, 0), moe_layer_freq (an int N: layer i MoE where i % N ==
+ * 0, Megatron's; or a string of 0s and 1s, one period of its list, "01":
+ * [0,1]*24; 1..LLM_MAX_MOE_PERIOD, at least one 1; default every layer),
+ * capacity_factor (0: dropless, the default, or
  * 1..LLM_MAX_CAPACITY) and router ("softmax", the default, or "sigmoid");
  * multi-head latent attention: kv_lora_rank (0, the default: not MLA),
  * and with it v_head_dim (required), qk_nope_head_dim, qk_rope_head_dim

@@ -363,6 +363,13 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		double emb = s == 0 ? T.emb : 0, head = s == pp - 1 ? T.head : 0;
 		for (int ch = 0; ch < v; ch++)
 			nm += layout_chunk_moe(m, &T.lay, s, ch);
+		if (s == pp - 1 && m->mtp_layers > 0) {
+			/* Multi-token prediction: a layer of the last one's kind
+			 * and a head and loss more a depth (eh_proj left out). */
+			n += m->mtp_layers;
+			nm += llm_is_moe_layer(m, m->layers - 1) ? m->mtp_layers : 0;
+			head *= 1 + m->mtp_layers;
+		}
 		if (nm > 0) {
 			/* Without shared experts an MoE layer keeps half the
 			 * tensor-parallel collectives (the attention's). */

@@ -99,24 +99,10 @@ void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd
 	layer_times(in, llm_moe_layers(&in->m) > 0, fwd_s, bwd_s, attn_fwd_s);
 }
 
-double synth_moe_a2a_s(const struct synth_in *in)
-{
-	struct shape z;
-	struct sl_moe_coll cl[SL_MOE_COLLS];
-	struct comm_est e;
-	double t = 0;
-	int n;
-	sl_shape(in, &z);
-	n = sl_moe_colls(&z, cl);
-	for (int i = 0; i < n; i++)
-		if (cl[i].kind == GC_ALL_TO_ALL &&
-		    comm_time(in->hw, GC_ALL_TO_ALL, cl[i].bytes, cl[i].g, in->comm_eff, COMM_AUTO,
-			      &e) == 0)
-			t += e.time_s;
-	return t;
-}
-
-double synth_moe_dispatch_s(const struct synth_in *in)
+/* The dispatcher's collectives of one MoE layer's forward (sl_moe_colls):
+ * the all-to-alls alone (a2a), or every one with the combine's (an
+ * all-gather's reduce-scatter; routing maps have none). */
+static double moe_colls_s(const struct synth_in *in, int a2a)
 {
 	struct shape z;
 	struct sl_moe_coll cl[SL_MOE_COLLS];
@@ -126,16 +112,28 @@ double synth_moe_dispatch_s(const struct synth_in *in)
 	sl_shape(in, &z);
 	n = sl_moe_colls(&z, cl);
 	for (int i = 0; i < n; i++) {
+		if (a2a && cl[i].kind != GC_ALL_TO_ALL)
+			continue;
 		if (comm_time(in->hw, cl[i].kind, cl[i].bytes, cl[i].g, in->comm_eff, COMM_AUTO,
 			      &e) == 0)
 			t += e.time_s;
-		if (cl[i].routing)
+		if (a2a || cl[i].routing)
 			continue;
 		if (comm_time(in->hw, cl[i].kind == GC_ALL_GATHER ? GC_REDUCE_SCATTER : cl[i].kind,
 			      cl[i].bytes, cl[i].g, in->comm_eff, COMM_AUTO, &e) == 0)
 			t += e.time_s;
 	}
 	return t;
+}
+
+double synth_moe_a2a_s(const struct synth_in *in)
+{
+	return moe_colls_s(in, 1);
+}
+
+double synth_moe_dispatch_s(const struct synth_in *in)
+{
+	return moe_colls_s(in, 0);
 }
 
 double synth_moe_a2a_bytes(const struct synth_in *in)
@@ -341,6 +339,13 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 			w *= (double)l->microbatches * dense;
 		if (k == l->pp - 1)
 			w += logits;
+		/* Multi-token prediction: each depth's layer (the last decoder
+		 * layer's kind) and logits on the last stage (its eh_proj left
+		 * out: a weaker bound). */
+		if (k == l->pp - 1 && m->mtp_layers > 0 && !in->bare)
+			w += m->mtp_layers *
+			     (logits + (double)l->microbatches *
+					   (llm_is_moe_layer(m, m->layers - 1) ? moe : dense));
 		if (fill + w > best)
 			best = fill + w;
 		if (layout_chunk_moe(m, &r, k, 0) > 0)

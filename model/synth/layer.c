@@ -245,9 +245,17 @@ static void attn_op_fmt(const double *key, const char **op, char *dims, size_t n
 
 /* The sliding window of the layer rank r is building (llm_window; a dry
  * run's, c->dry_window), 0 for one attending to the whole prefix. */
+/* The layer whose kind (MoE or dense, window) rank r's current layer has:
+ * an MTP depth's is the last decoder layer's (Megatron-LM builds it from
+ * the decoder's last layer spec). */
+static int kind_layer(const struct ctx *c, int r)
+{
+	return c->rk[r].mtp ? c->in->m.layers - 1 : c->rk[r].layer;
+}
+
 static int layer_window(const struct ctx *c, int r)
 {
-	return c->dry ? c->dry_window : llm_window(&c->in->m, c->rk[r].layer);
+	return c->dry ? c->dry_window : llm_window(&c->in->m, kind_layer(c, r));
 }
 
 static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
@@ -1080,7 +1088,7 @@ static void mla_bwd(struct ctx *c, int r, const struct shape *z)
 /* 1 when rank r's current layer is a mixture-of-experts layer. */
 static int moe_now(const struct ctx *c, int r, const struct shape *z)
 {
-	return z->moe && llm_is_moe_layer(&c->in->m, c->rk[r].layer);
+	return z->moe && llm_is_moe_layer(&c->in->m, kind_layer(c, r));
 }
 
 /* Layer norm, QKV, attention, projection, [TP all-reduce], fused bias +
@@ -1279,6 +1287,47 @@ void sl_head_bwd(struct ctx *c, int r, const struct shape *z)
 	logits_bwd(c, r, bs, z->V / z->t, z->h);
 	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
 	acc_norm(c, r, z);
+}
+
+/* A multi-token-prediction depth before its layer (multi_token_prediction.py
+ * _get_embeddings, _concat_embeddings): the embedding of the tokens
+ * shifted once more, enorm and hnorm, their concatenation, eh_proj (column
+ * parallel, 2h -> h / t; under sequence parallelism its input all-gathered
+ * first), its output all-gathered over tp (gather_from_tensor_model_
+ * parallel_region).  Its layer, final norm and output layer are the
+ * caller's (sl_layer_fwd, sl_head_fwd). */
+void sl_mtp_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(bs * z->h, 1));
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "CatArrayBatchedCopy", ew(2 * nh, 1));
+	if (t > 1 && c->in->lay.sp)
+		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, 2 * z->h);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_eh_proj", bs, z->h / t,
+		   2 * z->h);
+	if (t > 1)
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+}
+
+/* Its backward: the gather's is a split (no communication); eh_proj's
+ * gradients (no bias); its input's gradient reduced over tp (reduce-
+ * scattered under sequence parallelism); the two norms'; the embedding's
+ * gradient into the last stage's copy of it. */
+void sl_mtp_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	linear_bwd(c, r, "eh_proj", bs, z->h / t, 2 * z->h, 0);
+	if (t > 1)
+		tp_coll_of(c, r, z, S_COMPUTE, c->in->lay.sp ? GC_REDUCE_SCATTER : GC_ALL_REDUCE,
+			   2 * z->h);
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	acc_norm(c, r, z);
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	acc_norm(c, r, z);
+	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(bs * z->h, 2));
+	acc_add(c, r, z->V / t * z->h);
 }
 
 /* The layout as the kernels of one layer need it (synth_build's). */

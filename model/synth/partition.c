@@ -1,32 +1,31 @@
 /*
  * partition.c - the layers of each pipeline stage (synth_partition): as
- * given, by Megatron-LM's rule for the embedding and the loss, or
- * balanced by the kernel model's times of a layer, the embedding and the
- * head (bound.c).
+ * given, by Megatron-LM's rules (layout_partition_place), or balanced by
+ * the kernel model's times of a layer, the embedding and the head and the
+ * multi-token-prediction depths (bound.c).
  */
 #include "synth.h"
 
 #include <string.h>
 
-int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err *err)
+int synth_partition(const struct synth_in *in, struct layout *out, struct prism_err *err)
 {
 	int p = in->lay.pp, v = in->lay.vp > 0 ? in->lay.vp : 1, L = in->m.layers, rc;
+	uint16_t *part = out->part;
 
-	if (in->lay.partition == LAYOUT_PART_GIVEN || p < 2) {
-		if (part != in->lay.part)
-			memcpy(part, in->lay.part, sizeof(in->lay.part));
+	if (in->lay.partition != LAYOUT_PART_BALANCED || p < 2) {
+		if ((rc = layout_partition_place(&in->m, &in->lay, out, err)))
+			return rc;
 		if (p < 2)
-			part[0] = 0;
+			out->part[0] = 0, out->part_chunks = 0;
 		return 0;
 	}
-	memset(part, 0, sizeof(in->lay.part));
+	*out = in->lay;
+	memset(part, 0, sizeof(out->part));
+	out->part_chunks = 0;
 	if ((rc = layout_check_partition(&in->m, &in->lay, err)))
 		return rc;
-	if (in->lay.partition == LAYOUT_PART_EMBED_LOSS) {
-		int n = (L + 2) / p;
-		for (int s = 0; s < p; s++)
-			part[s] = (uint16_t)(s == 0 || s == p - 1 ? n - 1 : n);
-	} else {
+	{
 		/* Balanced: each stage gets v layers (one a chunk), then each
 		 * further v layers go where the stage's time after them is the
 		 * least -- the first stage's embedding and the last's head count
@@ -36,6 +35,14 @@ int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err 
 		double f, b, a, emb, head, load[LAYOUT_MAX_STAGES];
 		synth_layer_times(in, &f, &b, &a);
 		synth_extra_times(in, &emb, &head);
+		if (in->m.mtp_layers > 0 && !in->bare) {
+			/* The last stage's MTP depths: a layer of the last one's
+			 * kind and a head each. */
+			double mf = f, mb = b;
+			if (llm_is_moe_layer(&in->m, L - 1))
+				synth_moe_layer_times(in, &mf, &mb, &a);
+			head += in->m.mtp_layers * (head + mf + mb);
+		}
 		for (int s = 0; s < p; s++) {
 			part[s] = (uint16_t)v;
 			load[s] = v * (f + b) + (s == 0 ? emb : 0) + (s == p - 1 ? head : 0);

@@ -79,6 +79,14 @@ void synth_extra_params(const struct synth_in *in, int stage, double *first, dou
 		? 0
 		: 2.0 * m->hidden +
 		      (m->untied || in->lay.pp > 1 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
+	/* Multi-token prediction on the last stage: each depth's eh_proj
+	 * (column parallel) and norms, and the word embedding it looks up
+	 * (GPTModel builds it where mtp_process; with untied heads on more
+	 * than one stage a copy of stage 0's). */
+	if (stage == in->lay.pp - 1 && m->mtp_layers > 0)
+		*first +=
+		    m->mtp_layers * (2.0 * m->hidden * m->hidden / in->lay.tp + 6.0 * m->hidden) +
+		    (m->untied && in->lay.pp > 1 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
 	*last = stage != 0 ? 0
 			   : (double)m->vocab * m->hidden / in->lay.tp +
 				 (m->rope ? 0 : (double)m->seq * m->hidden);
@@ -393,6 +401,37 @@ static void set_ann(struct ctx *c, int r, int32_t layer, int phase, int32_t mb)
 	c->rk[r].mb = mb;
 }
 
+/* The multi-token-prediction depths after the last chunk's layers, forward
+ * (fwd) or backward (in reverse; their layers' gradients bucketed where
+ * reduce): each depth's embedding, norms and eh_proj (sl_mtp_fwd), a layer
+ * of the last decoder layer's kind (annotated as no layer: layer edits
+ * repeat the decoder's), the final norm, the shared output layer and its
+ * loss.  Under ZeRO-3 each depth's layer is gathered before it. */
+static void mtp_depths(struct ctx *c, int r, const struct shape *z, int fwd, int depth, int reduce)
+{
+	const struct llm *m = &c->in->m;
+	for (int k = 0; k < m->mtp_layers; k++) {
+		c->rk[r].layer = -1;
+		c->rk[r].mtp = 1;
+		if (depth >= 0) {
+			double w = dense_params(c, z, m->layers - 1);
+			gather_wait(c, r, z, gather(c, r, z, w, 1), w);
+		}
+		if (fwd) {
+			sl_mtp_fwd(c, r, z);
+			sl_layer_fwd(c, r, z);
+			sl_head_fwd(c, r, z);
+		} else {
+			sl_head_bwd(c, r, z);
+			sl_layer_bwd(c, r, z);
+			if (reduce)
+				layer_grads(c, r, z, m->layers - 1);
+			sl_mtp_bwd(c, r, z);
+		}
+		c->rk[r].mtp = 0;
+	}
+}
+
 /* A forward unit of chunk ch of stage s: the activations received from
  * the stage before, the embedding (first chunk), the chunk's layers, each
  * after its gathers (gather_before: depth, ids), the head (last chunk),
@@ -425,6 +464,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		if (depth >= 0)
 			gather_wait(c, r, z, gather(c, r, z, head_params(c, r), 1),
 				    head_params(c, r));
+		mtp_depths(c, r, z, 1, depth, 0);
 		sl_head_fwd(c, r, z);
 	}
 	if (fwd_next(z, s, ch, &os, &oc))
@@ -453,6 +493,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		pp_recv(c, r, os, oc, z, 0);
 	if (last_chunk && !in->bare) {
 		sl_head_bwd(c, r, z);
+		mtp_depths(c, r, z, 0, depth, reduce);
 		if (reduce)
 			grad_ready(c, r, z, head_params(c, r));
 	}
@@ -632,6 +673,8 @@ static void gather_updated(struct ctx *c, int r, const struct shape *z)
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+	for (int k = 0; r == z->p - 1 && !c->in->bare && k < m->mtp_layers; k++)
+		gather(c, r, z, dense_params(c, z, m->layers - 1), 0);
 	if (embed_params(c, r) + head_params(c, r) > 0)
 		gather(c, r, z, embed_params(c, r) + head_params(c, r), 0);
 }
@@ -658,6 +701,12 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+	/* The MTP depths' experts (their layers of the last one's kind). */
+	for (int k = 0; r == z->p - 1 && !c->in->bare && llm_is_moe_layer(m, m->layers - 1) &&
+			k < m->mtp_layers;
+	     k++)
+		se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
+			      z->me * w, (struct comm_group){z->edp, z->edp_per_node}, pg);
 }
 
 static void optimizer(struct ctx *c, int r, const struct shape *z)
@@ -668,10 +717,13 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	/* The experts' optimizer state is sharded over their own group. */
 	double eshare = in->lay.zero >= 1 && z->edp > 1 ? 1.0 / z->edp : 1.0;
 	const struct llm *m = &in->m;
-	int tied = !m->untied && z->p > 1 && (r == 0 || r == z->p - 1);
+	/* The word embedding on two stages: tied to the head, or looked up by
+	 * the MTP depths (finalize_model_grads.py
+	 * _get_shared_word_embedding_weight: mtp_num_layers). */
+	int tied = (!m->untied || m->mtp_layers > 0) && z->p > 1 && (r == 0 || r == z->p - 1);
 
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
-	/* Tied embeddings on two stages: the word embedding's gradient is
+	/* Tied (or MTP's) embeddings on two stages: the word embedding's gradient is
 	 * all-reduced between the first and the last stage once the
 	 * data-parallel reduction is done (Megatron-LM's
 	 * _allreduce_word_embedding_grads, in finalize_model_grads). */
@@ -699,6 +751,11 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+	for (int k = 0; r == z->p - 1 && !in->bare && k < m->mtp_layers; k++)
+		if (z->moe && llm_is_moe_layer(m, m->layers - 1))
+			adam(c, r, z->md * share + z->me * eshare, 1);
+		else
+			adam(c, r, layer_params(z) * share, 1);
 	if (embed_params(c, r) > 0)
 		adam(c, r, embed_params(c, r) * share, 0);
 	if (head_params(c, r) > 0)

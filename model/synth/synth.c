@@ -38,9 +38,11 @@ void synth_in_default(struct synth_in *in)
 
 void synth_mem_layout(const struct synth_in *in, struct layout *l)
 {
-	*l = in->lay;
-	if (in->lay.partition != LAYOUT_PART_GIVEN && synth_partition(in, l->part, NULL))
-		l->part[0] = 0;
+	if (in->lay.partition == LAYOUT_PART_GIVEN || synth_partition(in, l, NULL)) {
+		*l = in->lay;
+		if (in->lay.partition != LAYOUT_PART_GIVEN)
+			l->part[0] = 0, l->part_chunks = 0;
+	}
 }
 
 void synth_mem(const struct synth_in *in, struct mem_est *out)

@@ -193,11 +193,11 @@ void synth_in_default(struct synth_in *in);
  * pp), as mem.h and the graph's stages take it. */
 void synth_mem_layout(const struct synth_in *in, struct layout *l);
 
-/* The layers of each stage that in's partition gives, into part[0..pp)
- * (part[0] = 0 when every stage holds layers / pp): 0, or PRISM_EARG
- * naming the rule broken (layers + 2 not divisible by pp for EMBED_LOSS,
- * fewer layers than stages, a stage's layers not divisible by vp). */
-int synth_partition(const struct synth_in *in, uint16_t *part, struct prism_err *err);
+/* in's layout with the layers of each stage (or model chunk) that its
+ * partition gives placed, into out (part[0] = 0 and part_chunks = 0 when
+ * every chunk holds layers / (pp x vp)): 0, or PRISM_EARG naming the rule
+ * broken (layout_check_partition). */
+int synth_partition(const struct synth_in *in, struct layout *out, struct prism_err *err);
 
 /* mem_estimate() of in's layout (synth_mem_layout). */
 void synth_mem(const struct synth_in *in, struct mem_est *out);

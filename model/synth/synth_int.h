@@ -150,6 +150,8 @@ struct rankst {
 	uint32_t last[S_N];	    /* last task launched on each stream, or NONE32 */
 	int32_t layer, mb;	    /* where it is: its layer (-1: none), microbatch */
 	uint8_t phase;		    /* and phase (PH_*) */
+	uint8_t mtp;		    /* in a multi-token-prediction depth: its layer is
+				     * of the last decoder layer's kind */
 	double bucket;		    /* gradients ready and not yet reduced, parameters */
 	double ebucket;		    /* the same for the routed experts' (their own group) */
 };
@@ -382,6 +384,11 @@ void sl_embed_fwd(struct ctx *c, int r, const struct shape *z);
 void sl_embed_bwd(struct ctx *c, int r, const struct shape *z);
 void sl_head_fwd(struct ctx *c, int r, const struct shape *z);
 void sl_head_bwd(struct ctx *c, int r, const struct shape *z);
+/* A multi-token-prediction depth's work before its layer (the shifted
+ * tokens' embedding, two norms, eh_proj and its gathers) and its
+ * backward. */
+void sl_mtp_fwd(struct ctx *c, int r, const struct shape *z);
+void sl_mtp_bwd(struct ctx *c, int r, const struct shape *z);
 
 /* One collective of an MoE layer's token dispatch (forward): its kind,
  * the bytes comm_time takes (an all-to-all's a rank's whole send, its own

@@ -525,6 +525,7 @@ static int shape_change(const struct synth_in *a, const struct synth_in *b)
 	synth_mem_layout(a, &x);
 	synth_mem_layout(b, &y);
 	x.partition = y.partition = LAYOUT_PART_GIVEN; /* placed: part[] says it */
+	x.part_first = x.part_last = y.part_first = y.part_last = 0;
 	d = layout_diff(&a->m, &x, &b->m, &y) & ~layout_editable();
 	for (int k = 0; k < LK_N; k++)
 		if (d & LK_BIT(k))
