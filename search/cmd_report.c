@@ -551,6 +551,20 @@ static void robust_word(char *buf, size_t n, const struct pareto *P, size_t k)
 		snprintf(buf, n, "no (%s)", flips > 1 ? "both" : perturb_text[which]);
 }
 
+/* The same for best.csv: "yes", "kernels", "overlap", "both", or "" (no
+ * breakdown). */
+static const char *robust_csv(const struct pareto *P, size_t k)
+{
+	int flips = 0;
+	for (int p = 0; p < PARETO_PERTURB_N; p++) {
+		long w = pareto_robust(P, k, p, NULL);
+		if (w < 0)
+			return "";
+		flips |= ((size_t)w != P->best[k]) << p;
+	}
+	return flips == 0 ? "yes" : flips == 1 ? "kernels" : flips == 2 ? "overlap" : "both";
+}
+
 /* Per GPU count the best of each family with two values or more there. */
 static void md_families(FILE *md, const struct report *R)
 {
@@ -781,7 +795,7 @@ static void write_best_csv(FILE *csv, const struct report *R)
 	csv_knob_header(csv);
 	fputs("iter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,days_to_train,"
 	      "gpu_hours_to_train,cost_to_train,near_ties,same_runs,pareto_time,"
-	      "pareto_gpu_hours,hw,price_per_gpu_hour\n",
+	      "pareto_gpu_hours,hw,price_per_gpu_hour,robust\n",
 	      csv);
 	for (size_t k = 0; k < R->P.nb; k++) {
 		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
@@ -797,9 +811,10 @@ static void write_best_csv(FILE *csv, const struct report *R)
 			R->P.on_hours[k]);
 		csv_text(csv, r->hw);
 		if (r->price > 0)
-			fprintf(csv, ",%.9g\n", r->price);
+			fprintf(csv, ",%.9g,", r->price);
 		else
-			fputs(",\n", csv);
+			fputs(",,", csv);
+		fprintf(csv, "%s\n", robust_csv(&R->P, k));
 	}
 }
 

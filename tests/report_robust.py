@@ -8,6 +8,7 @@ cost axis from zero and its days-to-train labels.
 
 usage: report_robust.py PRISM SWEEP   (SWEEP: tests/data/sweeps/small.cfg)
 """
+import csv
 import json
 import os
 import re
@@ -94,6 +95,9 @@ with tempfile.TemporaryDirectory() as d:
     check([b.rsplit("|", 2)[1].strip() for b in best] == ["no (overlap -20 %)", "yes", "n/a"],
           f"robust column: {best}")
     print("ok: best of each family and robustness in report.md, as worked by hand")
+    with open(os.path.join(out, "best.csv")) as f:
+        rob = [(int(b["gpus"]), b["robust"]) for b in csv.DictReader(f)]
+    check(rob == [(8, "overlap"), (16, "yes"), (32, "")], f"best.csv robust: {rob}")
 
     r = subprocess.run([PRISM, "report", db, "-o", out, "--json"], capture_output=True,
                        text=True)
