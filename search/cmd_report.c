@@ -24,6 +24,25 @@
 #include "usage.h"
 #include "vec.h"
 
+/*
+ * The near-tie threshold: the model's error between two layouts, the mean
+ * over every pair of Megatron-LM's measured runs (SC21 Table 1, ten runs
+ * of 1.7B to 1T parameters) of |predicted ratio / measured ratio - 1|,
+ * synth + simulate (docs/VALIDATION.md, "Near-tie threshold").  The error
+ * of a ratio, not of each time: a bias both layouts share cancels, and a
+ * ranking is a ratio.  A runner-up this close to the best is a near-tie:
+ * the model cannot order the two.  Printed by scripts/tie_error.py from the
+ * table docs/VALIDATION.md records; tests/tie_error.py fails when the two
+ * disagree.
+ */
+#define REPORT_TIE_PCT	   12.0
+#define REPORT_TIE_STR(x)  #x
+#define REPORT_TIE_XSTR(x) REPORT_TIE_STR(x)
+#define REPORT_TIE_TEXT	   REPORT_TIE_XSTR(REPORT_TIE_PCT)
+#define REPORT_TIE_SOURCE                                                                          \
+	"mean error of the predicted ratio of two of Megatron-LM's measured runs, "                \
+	"docs/VALIDATION.md"
+
 static const char help[] =
     "usage: prism report DB [options]\n"
     "\n"
@@ -31,18 +50,24 @@ static const char help[] =
     "into DIR: report.md (the best layout per GPU count with, where the sweep\n"
     "gives 'tokens' and 'price_per_gpu_hour', the days, GPU-hours and cost to\n"
     "train; the Pareto fronts of iteration time and of GPU-hours against GPU\n"
-    "count; the runners-up at each GPU count and why they lose, near-ties\n"
-    "marked; what was rejected), best.csv (the best layout per GPU count,\n"
-    "every knob) and pareto.svg (drawn by gnuplot's SVG terminal).\n"
+    "count; the best of each family -- with and without a pipeline, each ZeRO\n"
+    "stage, each TP degree; whether the best stays best if kernels run 10 %\n"
+    "slower or communication overlaps 20 % less, and which perturbation flips\n"
+    "it (the five fastest re-timed from their stored breakdown); the\n"
+    "runners-up at each GPU count and why they lose, near-ties marked; what\n"
+    "was rejected), best.csv (the best layout per GPU count, every knob) and\n"
+    "pareto.svg (drawn by gnuplot's SVG terminal: time, and cost from zero,\n"
+    "against GPUs; days to train beside the time ticks).\n"
     "A sweep over several hardware profiles or sequence lengths is ranked per\n"
     "setting (profile and length), and report.md compares the settings by\n"
     "tokens/s and by cost per token, each profile at its own price.\n"
     "report.md is also printed, after what the sweep was computed from (its\n"
     "inputs' content hashes and the prism build: docs/RESULTS.md).\n"
     "\n"
-    "Near-ties: layouts within the model's stated uncertainty of the best\n"
-    "(8.7 %: synth + simulate against Megatron-LM's measured runs,\n"
-    "docs/VALIDATION.md) are marked; the model does not rank them.  Layouts\n"
+    "Near-ties: layouts whose time is within the model's error between two\n"
+    "layouts (" REPORT_TIE_TEXT " %: the mean error of the predicted ratio of two of\n"
+    "Megatron-LM's measured runs, scripts/tie_error.py, docs/VALIDATION.md) of\n"
+    "the best are marked; the model does not rank them.  Layouts\n"
     "that are the same run (ZeRO with dp = 1, a recompute setting that\n"
     "changes neither time nor memory, GPipe or 1F1B without a pipeline) are\n"
     "collapsed into the simplest.  Layouts whose memory is within the memory\n"
@@ -59,7 +84,7 @@ static const char help[] =
     "      --tokens N      tokens to train (default: the sweep's 'tokens')\n"
     "      --price P       price of one GPU-hour, every row (default: each\n"
     "                      row's profile's, as the sweep priced it)\n"
-    "      --tie PCT       near-tie threshold in percent (default 8.7)\n"
+    "      --tie PCT       near-tie threshold in percent (default " REPORT_TIE_TEXT ")\n"
     "      --export FW     print the best layout of each GPU count as FW's launch\n"
     "                      options instead of report.md: megatron (Megatron-LM\n"
     "                      arguments), bridge (Megatron-Bridge / NeMo 2 recipe\n"
@@ -67,19 +92,6 @@ static const char help[] =
     "                      are named in a comment (docs/FORMATS.md)\n"
     "      --gpus N        with --export: the best at N GPUs only\n"
     "  -h, --help          this help\n";
-
-/*
- * The model's stated uncertainty for a layout predicted from its shape:
- * the mean absolute error of synth + simulate against Megatron-LM's
- * measured throughput for ten layouts of 1.7B to 1T parameters (SC21
- * Table 1; docs/VALIDATION.md, "Megatron-LM's weak-scaling table").  A
- * runner-up this close to the best is a near-tie: the model cannot order
- * the two.
- */
-#define REPORT_TIE_FRAC 0.087
-#define REPORT_TIE_SOURCE                                                                          \
-	"mean error of synth + simulate against Megatron-LM's measured runs, "                     \
-	"docs/VALIDATION.md"
 
 /* What a training run needs, for days and cost (0: not known). */
 struct train {
@@ -95,7 +107,7 @@ struct report {
 	const char *db;
 	struct pareto P; /* the rows, ranked */
 	struct train tr;
-	int tie_given; /* by --tie, not REPORT_TIE_FRAC */
+	int tie_given; /* by --tie, not REPORT_TIE_PCT */
 	/* What the sweep was computed from (sweep.h's inputs, "" where not
 	 * recorded) and by which prism. */
 	char inputs[1024], version[128];
@@ -502,6 +514,130 @@ static void compare(FILE *md, const struct report *R)
 	free(ix);
 }
 
+static const char *const fam_name[PARETO_FAM_N] = {"pipeline", "zero", "tp"};
+static const char *const perturb_name[PARETO_PERTURB_N] = {"kernels_10pct_slower",
+							   "overlap_20pct_less"};
+static const char *const perturb_text[PARETO_PERTURB_N] = {"kernels +10 %", "overlap -20 %"};
+
+/* A family's value for people: "no pipeline", "ZeRO 1", "tp 4". */
+static void fam_value(char *buf, size_t n, const struct pareto_row *r, int f)
+{
+	int v = pareto_family(r, f);
+	if (f == PARETO_FAM_PIPELINE)
+		snprintf(buf, n, "%s", v ? "pipeline" : "no pipeline");
+	else
+		snprintf(buf, n, "%s %d", f == PARETO_FAM_ZERO ? "ZeRO" : "tp", v);
+}
+
+/* Best k's robustness in a word: "yes", "no (kernels +10 %)", "no
+ * (both)", or "n/a" (no breakdown stored). */
+static void robust_word(char *buf, size_t n, const struct pareto *P, size_t k)
+{
+	int flips = 0, which = 0;
+	for (int p = 0; p < PARETO_PERTURB_N; p++) {
+		long w = pareto_robust(P, k, p, NULL);
+		if (w < 0) {
+			snprintf(buf, n, "n/a");
+			return;
+		}
+		if ((size_t)w != P->best[k]) {
+			flips++;
+			which = p;
+		}
+	}
+	if (!flips)
+		snprintf(buf, n, "yes");
+	else
+		snprintf(buf, n, "no (%s)", flips > 1 ? "both" : perturb_text[which]);
+}
+
+/* The same for best.csv: "yes", "kernels", "overlap", "both", or "" (no
+ * breakdown). */
+static const char *robust_csv(const struct pareto *P, size_t k)
+{
+	int flips = 0;
+	for (int p = 0; p < PARETO_PERTURB_N; p++) {
+		long w = pareto_robust(P, k, p, NULL);
+		if (w < 0)
+			return "";
+		flips |= ((size_t)w != P->best[k]) << p;
+	}
+	return flips == 0 ? "yes" : flips == 1 ? "kernels" : flips == 2 ? "overlap" : "both";
+}
+
+/* Per GPU count the best of each family with two values or more there. */
+static void md_families(FILE *md, const struct report *R)
+{
+	size_t ix[64];
+	int any = 0;
+	for (size_t k = 0; k < R->P.nb; k++) {
+		const struct pareto_row *b = &R->P.rows[R->P.best[k]];
+		for (int f = 0; f < PARETO_FAM_N; f++) {
+			size_t n = pareto_family_best(&R->P, k, f, ix, 64);
+			if (n < 2)
+				continue;
+			if (!any++)
+				fprintf(md, "\n## Best of each family\n\n"
+					    "| GPUs | family | layout | iteration ms | vs best |\n"
+					    "|---:|---|---|---:|---:|\n");
+			for (size_t j = 0; j < n; j++) {
+				const struct pareto_row *r = &R->P.rows[ix[j]];
+				char v[32], lay[200];
+				fam_value(v, sizeof(v), r, f);
+				layout(lay, sizeof(lay), r);
+				fprintf(md, "| %d | %s | %s | %.3f | ", b->gpus, v, lay,
+					r->iter_s * 1e3);
+				if (ix[j] == R->P.best[k])
+					fprintf(md, "the best |\n");
+				else
+					fprintf(md, "%+.1f%% |\n",
+						(r->iter_s / b->iter_s - 1) * 100);
+			}
+		}
+	}
+	if (any)
+		fprintf(md, "\nThe fastest layout with and without a pipeline, of each ZeRO "
+			    "stage and of each tensor-parallel degree the sweep simulated at "
+			    "that GPU count (families of one value left out).\n");
+}
+
+/* Per GPU count: the best's fate if the model is wrong in the usual ways. */
+static void md_robust(FILE *md, const struct report *R)
+{
+	fprintf(md, "\n## Robustness\n\n"
+		    "| GPUs | best | kernels 10 %% slower | communication overlaps 20 %% less |\n"
+		    "|---:|---|---|---|\n");
+	for (size_t k = 0; k < R->P.nb; k++) {
+		const struct pareto_row *b = &R->P.rows[R->P.best[k]];
+		char lay[200];
+		layout(lay, sizeof(lay), b);
+		fprintf(md, "| %d | %s |", b->gpus, lay);
+		for (int p = 0; p < PARETO_PERTURB_N; p++) {
+			double m = 0;
+			long w = pareto_robust(&R->P, k, p, &m);
+			if (w < 0)
+				fprintf(md, " n/a (no breakdown stored) |");
+			else if ((size_t)w == R->P.best[k] && m < 5e-4)
+				fprintf(md, " stays best (tied with the next) |");
+			else if ((size_t)w == R->P.best[k])
+				fprintf(md, " stays best (%+.1f%% ahead) |", m * 100);
+			else {
+				layout(lay, sizeof(lay), &R->P.rows[w]);
+				fprintf(md, " **%s** best, by %.1f%% |", lay, m * 100);
+			}
+		}
+		fprintf(md, "\n");
+	}
+	fprintf(md,
+		"\nEach perturbation re-times the %d fastest layouts of a GPU count from "
+		"the breakdown stored with them (first order, not a re-simulation): kernels "
+		"%.0f %% slower lengthens compute and the idle time waiting on it (the "
+		"bubble) by %.0f %%; overlap %.0f %% less exposes that share of the "
+		"communication that overlapped compute (docs/RESULTS.md, \"Robustness\").\n",
+		PARETO_ROBUST_TOP, PARETO_KERNELS_SLOWER * 100, PARETO_KERNELS_SLOWER * 100,
+		PARETO_OVERLAP_LESS * 100);
+}
+
 static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 {
 	const struct train *t = &R->tr;
@@ -547,8 +683,8 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	if (t->tokens > 0)
 		fprintf(md, " days to train | GPU-hours to train |%s",
 			t->priced ? " cost to train |" : "");
-	fprintf(md, " near-ties | Pareto (time) | Pareto (GPU-hours) |\n");
-	fprintf(md, "|---:|---|---:|---:|---:|---:|---:|---:|%s%s---:|---|---|\n",
+	fprintf(md, " near-ties | Pareto (time) | Pareto (GPU-hours) | robust |\n");
+	fprintf(md, "|---:|---|---:|---:|---:|---:|---:|---:|%s%s---:|---|---|---|\n",
 		t->tokens > 0 ? "---:|---:|" : "", t->tokens > 0 && t->priced ? "---:|" : "");
 	for (size_t k = 0; k < R->P.nb; k++) {
 		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
@@ -567,8 +703,9 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 				fprintf(md, " %s |", c);
 			}
 		}
-		fprintf(md, " %d | %s | %s |\n", pareto_near_ties(&R->P, k),
-			R->P.on_time[k] ? "yes" : "no", R->P.on_hours[k] ? "yes" : "no");
+		robust_word(c, sizeof(c), &R->P, k);
+		fprintf(md, " %d | %s | %s | %s |\n", pareto_near_ties(&R->P, k),
+			R->P.on_time[k] ? "yes" : "no", R->P.on_hours[k] ? "yes" : "no", c);
 	}
 	if (at_risk)
 		fprintf(md,
@@ -579,13 +716,19 @@ static void write_md(FILE *md, const struct report *R, sqlite3 *db)
 	fprintf(md,
 		"\nNear-ties: other layouts within %.1f %% of the best at their GPU count (%s%s); "
 		"prism does not order them.",
-		R->P.tie * 100, R->tie_given ? "set by --tie" : "the model's stated uncertainty: ",
+		R->P.tie * 100,
+		R->tie_given ? "set by --tie" : "the model's error between two layouts: ",
 		R->tie_given ? "" : REPORT_TIE_SOURCE);
 	if (t->tokens > 0)
 		fprintf(md, " Days to train: tokens / (tokens/s); GPU-hours: days x 24 x GPUs%s.",
 			t->priced ? "; cost: GPU-hours x price" : "");
-	fprintf(md, "\n");
+	fprintf(md,
+		" Robust: the best stays best if kernels run %.0f %% slower and if "
+		"communication overlaps %.0f %% less (below).\n",
+		PARETO_KERNELS_SLOWER * 100, PARETO_OVERLAP_LESS * 100);
 	compare(md, R);
+	md_families(md, R);
+	md_robust(md, R);
 	fprintf(md, "\n## Runners-up, and why they lose\n\n");
 	fprintf(md, "| GPUs | layout | iteration ms | vs best | near-tie | why |\n"
 		    "|---:|---|---:|---:|---|---|\n");
@@ -652,7 +795,7 @@ static void write_best_csv(FILE *csv, const struct report *R)
 	csv_knob_header(csv);
 	fputs("iter_s,tokens_per_s,mfu,bubble,mem_gb,gpu_hours,days_to_train,"
 	      "gpu_hours_to_train,cost_to_train,near_ties,same_runs,pareto_time,"
-	      "pareto_gpu_hours,hw,price_per_gpu_hour\n",
+	      "pareto_gpu_hours,hw,price_per_gpu_hour,robust\n",
 	      csv);
 	for (size_t k = 0; k < R->P.nb; k++) {
 		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
@@ -668,9 +811,10 @@ static void write_best_csv(FILE *csv, const struct report *R)
 			R->P.on_hours[k]);
 		csv_text(csv, r->hw);
 		if (r->price > 0)
-			fprintf(csv, ",%.9g\n", r->price);
+			fprintf(csv, ",%.9g,", r->price);
 		else
-			fputs(",\n", csv);
+			fputs(",,", csv);
+		fprintf(csv, "%s\n", robust_csv(&R->P, k));
 	}
 }
 
@@ -785,6 +929,49 @@ static void json_row(FILE *f, const struct report *R, const struct pareto_row *r
 		fputs("null", f);
 }
 
+/* Best k's families and robustness, as ',"families":[...],"robust":{...}'. */
+static void json_decide(FILE *f, const struct report *R, size_t k)
+{
+	const struct pareto_row *b = &R->P.rows[R->P.best[k]];
+	size_t ix[64];
+	const char *sep = "";
+	fputs(",\"families\":[", f);
+	for (int fam = 0; fam < PARETO_FAM_N; fam++) {
+		size_t n = pareto_family_best(&R->P, k, fam, ix, 64);
+		for (size_t j = 0; j < n; j++) {
+			const struct pareto_row *r = &R->P.rows[ix[j]];
+			fprintf(f, "%s{\"family\":\"%s\",\"value\":%d,\"key\":", sep, fam_name[fam],
+				pareto_family(r, fam));
+			json_text(f, r->key);
+			fputs(",\"iter_s\":", f);
+			json_num(f, r->iter_s);
+			fputs(",\"vs_best\":", f);
+			json_num(f, r->iter_s / b->iter_s - 1);
+			fputs("}", f);
+			sep = ",";
+		}
+	}
+	fputs("],\"robust\":{", f);
+	for (int p = 0; p < PARETO_PERTURB_N; p++) {
+		double m = 0;
+		long w = pareto_robust(&R->P, k, p, &m);
+		fprintf(f, "%s\"%s\":", p ? "," : "", perturb_name[p]);
+		if (w < 0) {
+			fputs("null", f);
+			continue;
+		}
+		fprintf(
+		    f, "{\"stays\":%s,\"best_key\":", (size_t)w == R->P.best[k] ? "true" : "false");
+		json_text(f, R->P.rows[w].key);
+		fputs(",\"best_iter_s\":", f);
+		json_num(f, pareto_perturbed(&R->P.rows[w], p));
+		fputs(",\"margin\":", f);
+		json_num(f, m);
+		fputs("}", f);
+	}
+	fputs("}", f);
+}
+
 static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char *dir,
 		       const char *all, int drawn)
 {
@@ -862,7 +1049,9 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 			sep = ",";
 			listed++;
 		}
-		fputs("]}", f);
+		fputs("]", f);
+		json_decide(f, R, k);
+		fputs("}", f);
 	}
 	fputs("],\"rejected\":[", f);
 	sqlite3_prepare_v2(db,
@@ -902,6 +1091,25 @@ static void write_json(FILE *f, const struct report *R, sqlite3 *db, const char 
 			fputs("null", f);
 	}
 	fputs("}}\n", f);
+}
+
+/* Days to train per millisecond of iteration, where the chart can put days
+ * beside its time axis: tokens given and every best row training the same
+ * tokens per iteration (one global batch and sequence length: then days are
+ * proportional to iteration time); 0 otherwise. */
+static double days_per_ms(const struct report *R)
+{
+	double per = 0;
+	for (size_t k = 0; k < R->P.nb; k++) {
+		const struct pareto_row *r = &R->P.rows[R->P.best[k]];
+		double tok = r->tps * r->iter_s; /* tokens an iteration */
+		if (!(R->tr.tokens > 0 && tok > 0 && isfinite(tok)))
+			return 0;
+		if (k && fabs(tok / per - 1) > 1e-6)
+			return 0;
+		per = tok;
+	}
+	return per > 0 ? R->tr.tokens / per * 1e-3 / 86400 : 0;
 }
 
 /*
@@ -968,6 +1176,7 @@ static int chart(const char *svg, const struct report *R)
 			    "set xlabel 'GPUs'\nset ylabel 'iteration time (ms, log scale)'\n"
 			    "set y2label '%s'\nset logscale x 2\nset logscale y 10\n"
 			    "set format y '%%g'\nset format y2 '%%.1s%%c'\nset y2tics\n"
+			    "set y2range [0:*]\n"
 			    "set ytics nomirror\nset key below horizontal\nset grid\n"
 			    "$best << EOD\n",
 			    R->name, y2) > 0;
@@ -1007,13 +1216,24 @@ static int chart(const char *svg, const struct report *R)
 			wrote = wrote && fputs(")\n", gp) >= 0;
 			if (wrote && lo > 0 && isfinite(hi)) {
 				const char *sep = "set ytics (";
+				double dpm = days_per_ms(R);
+				if (dpm > 0)
+					wrote = fputs("set ylabel 'iteration time, ms (days to "
+						      "train), log scale'\n",
+						      gp) >= 0;
 				for (double d = pow(10, floor(log10(lo * 1e3 / 2)));
 				     d <= hi * 1e3 * 4; d *= 10)
 					for (int m = 1; m <= 5 && wrote; m += m == 1 ? 1 : 3) {
 						if (d * m >= lo * 1e3 / 2 &&
 						    d * m <= hi * 1e3 * 4) {
 							wrote =
-							    fprintf(gp, "%s%.6g", sep, d * m) > 0;
+							    dpm > 0
+								? fprintf(gp,
+									  "%s'%g (%.3g d)' %.6g",
+									  sep, d * m, d * m * dpm,
+									  d * m) > 0
+								: fprintf(gp, "%s%.6g", sep,
+									  d * m) > 0;
 							sep = ", ";
 						}
 					}
@@ -1333,7 +1553,7 @@ int cmd_report(int argc, char **argv)
 	char *mdbuf = NULL;
 	size_t mdlen = 0;
 	FILE *mem = NULL;
-	double tokens = -1, price = -1, tie = REPORT_TIE_FRAC;
+	double tokens = -1, price = -1, tie = REPORT_TIE_PCT / 100;
 	int c, rc = 0, drawn, json = 0, want_all = 0, tie_given = 0, fw = -1, gpus = 0;
 
 	memset(&R, 0, sizeof(R));

@@ -84,7 +84,8 @@ static const char *text(sqlite3_stmt *st, int i)
 }
 
 /* Row r from the columns of st (pareto_select's, then iter_s, bubble,
- * tokens_per_s, mfu, gpu_hours, mem_gb, mem_verdict). */
+ * tokens_per_s, mfu, gpu_hours, mem_gb, mem_verdict, hw, price, the four
+ * of the breakdown). */
 static void read_row(sqlite3_stmt *st, struct pareto_row *r)
 {
 	int i = 1;
@@ -112,6 +113,13 @@ static void read_row(sqlite3_stmt *st, struct pareto_row *r)
 	r->at_risk = strcmp(text(st, i++), "at-risk") == 0;
 	snprintf(r->hw, sizeof(r->hw), "%s", text(st, i++));
 	r->price = sqlite3_column_double(st, i++);
+	{
+		double *b[4] = {&r->exp_compute_s, &r->exp_comm_s, &r->overlap_s, &r->idle_s};
+		for (int j = 0; j < 4; j++, i++)
+			*b[j] = sqlite3_column_type(st, i) == SQLITE_NULL
+				    ? -1
+				    : sqlite3_column_double(st, i);
+	}
 	if (strcmp(r->partition, "even") != 0)
 		snprintf(r->part, sizeof(r->part), "%s", r->partition);
 	r->shard = PARETO_KV(r, shard) > 0 && PARETO_KV(r, shard) < PARETO_KV(r, dp)
@@ -167,7 +175,7 @@ int pareto_read(sqlite3 *db, long long sid, struct pareto *P)
 {
 	VEC(struct pareto_row) rv = {0};
 	sqlite3_stmt *st = NULL;
-	char sql[2048], rest[320];
+	char sql[2048], rest[400];
 	int rc = 0;
 
 	/* Databases before version 7 (read as they are) have no placement
@@ -180,10 +188,12 @@ int pareto_read(sqlite3 *db, long long sid, struct pareto *P)
 	st = NULL;
 	/* Nor one from before a candidate's profile and price their columns. */
 	snprintf(rest, sizeof(rest),
-		 "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, %s, %s FROM candidate"
+		 "iter_s, bubble, tokens_per_s, mfu, gpu_hours, mem_gb, %s, %s, %s FROM candidate"
 		 " WHERE sweep=?1 AND status='simulated' ORDER BY gpus, iter_s, key",
 		 rc == SQLITE_OK ? "mem_verdict" : "NULL",
-		 has_column(db, "hw") ? "hw, price_per_gpu_hour" : "NULL, NULL");
+		 has_column(db, "hw") ? "hw, price_per_gpu_hour" : "NULL, NULL",
+		 has_column(db, "idle_s") ? "exposed_compute_s, exposed_comm_s, overlap_s, idle_s"
+					  : "NULL, NULL, NULL, NULL");
 	if (pareto_select(db, sql, sizeof(sql), rest) != 0)
 		return SQLITE_INTERNAL;
 	if ((rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL)) != SQLITE_OK)
@@ -338,6 +348,73 @@ int pareto_rank(struct pareto *P, double tie)
 	judge(P);
 	fronts(P);
 	return 0;
+}
+
+int pareto_family(const struct pareto_row *r, int f)
+{
+	return f == PARETO_FAM_PIPELINE ? PARETO_KV(r, pp) > 1
+	       : f == PARETO_FAM_ZERO	? PARETO_KV(r, zero)
+					: PARETO_KV(r, tp);
+}
+
+size_t pareto_family_best(const struct pareto *P, size_t k, int f, size_t *out, size_t cap)
+{
+	size_t n = 0;
+	const struct pareto_row *b = &P->rows[P->best[k]];
+	/* Rows run fastest first: the first of each value is its best.  The
+	 * values seen are few (tp and ZeRO stages): a scan of out is enough. */
+	for (size_t i = P->best[k]; i < P->n && PARETO_SAME_COUNT(&P->rows[i], b) && n < cap; i++) {
+		int v = pareto_family(&P->rows[i], f), seen = 0;
+		if (P->rows[i].same_as >= 0)
+			continue;
+		for (size_t j = 0; j < n && !seen; j++)
+			seen = pareto_family(&P->rows[out[j]], f) == v;
+		if (!seen)
+			out[n++] = i;
+	}
+	return n;
+}
+
+double pareto_perturbed(const struct pareto_row *r, int p)
+{
+	if (r->exp_compute_s < 0 || r->exp_comm_s < 0 || r->overlap_s < 0 || r->idle_s < 0)
+		return -1;
+	if (p == PARETO_SLOWER_KERNELS)
+		return r->iter_s +
+		       PARETO_KERNELS_SLOWER * (r->exp_compute_s + r->overlap_s + r->idle_s);
+	return r->iter_s + PARETO_OVERLAP_LESS * r->overlap_s;
+}
+
+long pareto_robust(const struct pareto *P, size_t k, int p, double *margin)
+{
+	const struct pareto_row *b = &P->rows[P->best[k]];
+	double t_best = pareto_perturbed(b, p), t_win = t_best, t_second = 0;
+	long win = (long)P->best[k];
+	int n = 1;
+	if (t_best < 0)
+		return -1;
+	for (size_t i = P->best[k] + 1;
+	     i < P->n && PARETO_SAME_COUNT(&P->rows[i], b) && n < PARETO_ROBUST_TOP; i++) {
+		double t;
+		if (P->rows[i].same_as >= 0)
+			continue;
+		if ((t = pareto_perturbed(&P->rows[i], p)) < 0)
+			return -1;
+		n++;
+		/* Ties keep the faster as simulated (the earlier row). */
+		if (t < t_win) {
+			t_second = t_win;
+			t_win = t;
+			win = (long)i;
+		} else if (t_second == 0 || t < t_second) {
+			t_second = t;
+		}
+	}
+	if (margin)
+		*margin = win != (long)P->best[k] ? t_best / t_win - 1
+			  : t_second > 0	  ? t_second / t_win - 1
+						  : 0;
+	return win;
 }
 
 void pareto_release(struct pareto *P)

@@ -40,6 +40,9 @@ struct pareto_row {
 	 * among them ("" where a sweep has one setting). */
 	char hw[64];
 	double price; /* of its GPU-hour as stored (0: not known) */
+	/* The breakdown of its slowest stage's step (settle.h; they add up to
+	 * iter_s), s: each -1 where the database holds none. */
+	double exp_compute_s, exp_comm_s, overlap_s, idle_s;
 	int setting;
 	char setting_name[96];
 };
@@ -96,6 +99,43 @@ int pareto_rank(struct pareto *P, double tie);
 
 /* Near-ties of best row k (collapsed rows not counted). */
 int pareto_near_ties(const struct pareto *P, size_t k);
+
+/*
+ * The families a decision is made between: with or without a pipeline,
+ * the ZeRO stage, the tensor-parallel degree.  pareto_family: row r's value
+ * in family f (pipeline: 1 where pp > 1, else 0; the ZeRO stage; tp).
+ * pareto_family_best: at best k's GPU count, the fastest run (collapsed
+ * names left out) of each value of family f into out (at most cap row
+ * indices), fastest first, so out[0] is the best itself; how many.
+ */
+enum { PARETO_FAM_PIPELINE, PARETO_FAM_ZERO, PARETO_FAM_TP, PARETO_FAM_N };
+int pareto_family(const struct pareto_row *r, int f);
+size_t pareto_family_best(const struct pareto *P, size_t k, int f, size_t *out, size_t cap);
+
+/*
+ * Robustness of a choice to the model's usual errors, first order from
+ * each row's stored breakdown (no re-simulation):
+ *   PARETO_SLOWER_KERNELS  every kernel PARETO_KERNELS_SLOWER slower (GEMMs
+ *                          are most of it): the step's compute, and the idle
+ *                          time waiting on compute (the bubble), that much
+ *                          longer; exposed communication as it was
+ *   PARETO_LESS_OVERLAP    PARETO_OVERLAP_LESS of the communication that
+ *                          overlapped compute exposed instead
+ * pareto_perturbed: row r's iteration time under perturbation p, s; -1
+ * where r has no breakdown.
+ * pareto_robust: at best k's count, the fastest under p of the
+ * PARETO_ROBUST_TOP fastest runs (collapsed names left out): its row
+ * index, with *margin (may be NULL) the second fastest's perturbed time
+ * over the fastest's, less 1, where the best stays best, or the best's
+ * over the new fastest's, less 1, where another wins; -1 when one of them
+ * has no breakdown.
+ */
+enum { PARETO_SLOWER_KERNELS, PARETO_LESS_OVERLAP, PARETO_PERTURB_N };
+#define PARETO_KERNELS_SLOWER 0.10
+#define PARETO_OVERLAP_LESS   0.20
+#define PARETO_ROBUST_TOP     5
+double pareto_perturbed(const struct pareto_row *r, int p);
+long pareto_robust(const struct pareto *P, size_t k, int p, double *margin);
 
 void pareto_release(struct pareto *P);
 

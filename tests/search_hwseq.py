@@ -98,7 +98,7 @@ with tempfile.TemporaryDirectory() as d:
           at16[0])
     with open(os.path.join(out, "best.csv")) as f:
         head, first = f.readline().strip().split(","), f.readline().strip().split(",")
-    check(head[-2:] == ["hw", "price_per_gpu_hour"] and "seq" in head, str(head))
+    check(head[-3:] == ["hw", "price_per_gpu_hour", "robust"] and "seq" in head, str(head))
 
     # --export: each setting's best, named, with its sequence length.
     ex = prism(PRISM, "report", db, "-o", out, "--export", "megatron", "--gpus", "8").stdout
