@@ -61,10 +61,11 @@ static const char help[] =
 /* The trace's own evidence, for the checks. */
 struct found {
 	int layers, microbatches; /* per pass, passes per step (at least 1) */
-	int world;	   /* distributedInfo's world size, 0: not recorded */
-	int grad_group;	   /* the gradient collectives' group (the most bytes), 0 */
-	int has_p2p;	   /* sends or receives */
-	int64_t sizes[16]; /* distinct group sizes of every collective */
+	int world;		  /* distributedInfo's world size, 0: not recorded */
+	int grad_group;		  /* the gradient collectives' group (the most bytes), 0 */
+	int has_p2p;		  /* sends or receives */
+	uint32_t ncolls;	  /* collectives (NCCL kernels) */
+	int64_t sizes[16];	  /* distinct group sizes of every collective */
 	int nsizes;
 	double params; /* per rank, from gradient or optimizer shapes; 0 */
 	int dtype;     /* the GEMMs' precision (enum hw_dtype), -1: unknown */
@@ -87,6 +88,7 @@ static void find(const struct graph *g, struct found *f)
 	}
 	if (g->n_ranks && g->ranks[0].world_size > 0 && g->ranks[0].world_size <= LAYOUT_MAX_GPUS)
 		f->world = (int)g->ranks[0].world_size;
+	f->ncolls = g->n_colls;
 	for (uint32_t c = 0; c < g->n_colls; c++) {
 		const struct graph_coll *gc = &g->colls[c];
 		uint32_t u = gc->node;
@@ -102,7 +104,8 @@ static void find(const struct graph *g, struct found *f)
 		/* As predict_base_init finds them: all-reduces and
 		 * reduce-scatters of the backward pass and the optimizer. */
 		if ((gc->kind != GC_ALL_REDUCE && gc->kind != GC_REDUCE_SCATTER) ||
-		    gc->group_size < 2 || (g->phase[u] != PH_BACKWARD && g->phase[u] != PH_OPTIMIZER))
+		    gc->group_size < 2 ||
+		    (g->phase[u] != PH_BACKWARD && g->phase[u] != PH_OPTIMIZER))
 			continue;
 		for (k = 0; k < ng && gsz[k] != gc->group_size; k++)
 			;
@@ -144,13 +147,12 @@ static int check(const struct synth_in *in, const struct found *f, struct prism_
 	int stage = (in->m.layers + l->pp - 1) / l->pp, ok = 0;
 
 	if (f->world ? gpus != f->world : gpus > 1 && !f->nsizes)
-		return prism_err_set(err, PRISM_EARG,
-				     "the description's tp %d x pp %d x cp %d x dp %d = %d GPU%s, "
-				     "but the trace ran on %d (%s)",
-				     l->tp, l->pp, l->cp, l->dp, gpus, gpus > 1 ? "s" : "",
-				     f->world ? f->world : 1,
-				     f->world ? "distributedInfo's world size"
-					      : "no world size and no collectives");
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "the description's tp %d x pp %d x cp %d x dp %d = %d GPU%s, "
+		    "but the trace ran on %d (%s)",
+		    l->tp, l->pp, l->cp, l->dp, gpus, gpus > 1 ? "s" : "", f->world ? f->world : 1,
+		    f->world ? "distributedInfo's world size" : "no world size and no collectives");
 	/* The ops' input types are what their GEMMs were given: FP32 under
 	 * TF32, BF16 (FP16) where Transformer Engine casts to FP8 or FP4
 	 * inside the op. */
@@ -158,57 +160,68 @@ static int check(const struct synth_in *in, const struct found *f, struct prism_
 	    !(l->dtype == HW_TF32 && f->dtype == HW_FP32) &&
 	    !((l->dtype == HW_FP8 || l->dtype == HW_FP4) &&
 	      (f->dtype == HW_BF16 || f->dtype == HW_FP16)))
-		return prism_err_set(err, PRISM_EARG,
-				     "dtype: the description's %s, but the trace's GEMMs, attention "
-				     "and convolutions ran in %s (their ops' input types)",
-				     hw_dtype_name(l->dtype), hw_dtype_name(f->dtype));
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "dtype: the description's %s, but the trace's GEMMs, attention "
+		    "and convolutions ran in %s (their ops' input types)",
+		    hw_dtype_name(l->dtype), hw_dtype_name(f->dtype));
+	if (!(in->hw->peak_flops[l->dtype] > 0))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "dtype: %s%s, but %s has no %s peak: give the run's with --dtype",
+		    hw_dtype_name(l->dtype),
+		    f->dtype < 0 ? " (the default: the trace's ops record no types)" : "",
+		    in->hw->gpu, hw_dtype_name(l->dtype));
 	if (f->layers) {
 		/* A stage's layers: an even split, or the partition's. */
 		ok = f->layers == stage || f->layers == in->m.layers / l->pp;
 		for (int s = 0; l->part[0] && s < l->pp; s++)
 			ok |= l->part[s] == f->layers;
 		if (!ok)
-			return prism_err_set(err, PRISM_EARG,
-					     "layers: the description's %d over pp %d, but the trace "
-					     "shows %d layers per pass (prism::layer ranges, module "
-					     "names or repeated op blocks; --no-infer-layers drops the "
-					     "last)",
-					     in->m.layers, l->pp, f->layers);
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "layers: the description's %d over pp %d, but the trace "
+			    "shows %d layers per pass (prism::layer ranges, module "
+			    "names or repeated op blocks; --no-infer-layers drops the "
+			    "last)",
+			    in->m.layers, l->pp, f->layers);
 	}
 	if (f->microbatches != l->microbatches)
 		return prism_err_set(err, PRISM_EARG,
 				     "microbatches: the description's %d, but the trace shows %d "
 				     "backward passes per step",
 				     l->microbatches, f->microbatches);
-	if (l->dp > 1 && !f->grad_group)
-		return prism_err_set(err, PRISM_EARG,
-				     "dp: the description's %d, but the trace has no gradient "
-				     "collectives (all-reduce or reduce-scatter in the backward pass "
-				     "or optimizer)",
-				     l->dp);
 	if (f->grad_group && f->grad_group != l->dp && f->grad_group != l->dp * l->cp)
 		return prism_err_set(err, PRISM_EARG,
 				     "dp: the description's %d (cp %d), but the trace's gradient "
 				     "collectives run on a group of %d ranks",
 				     l->dp, l->cp, f->grad_group);
-	if (l->tp > 1 && !has_size(f, l->tp))
-		return prism_err_set(err, PRISM_EARG,
-				     "tp: the description's %d, but no collective of the trace runs "
-				     "on a group of %d ranks",
-				     l->tp, l->tp);
-	if (l->pp > 1 && !f->has_p2p)
+	/* What the trace lacks is no contradiction where it may lie outside
+	 * it (a window without the optimizer, communication without NCCL
+	 * kernels: DeepEP); TP and PP are held to the collectives only where
+	 * the trace has some. */
+	if (l->tp > 1 && f->ncolls && !has_size(f, l->tp))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "tp: the description's %d, but no collective of the trace runs "
+		    "on a group of %d ranks",
+		    l->tp, l->tp);
+	if (l->pp > 1 && f->ncolls && !f->has_p2p)
 		return prism_err_set(err, PRISM_EARG,
 				     "pp: the description's %d, but the trace has no sends or "
 				     "receives between stages",
 				     l->pp);
-	if (f->params > 0 && l->tp * l->pp == 1) {
+	/* Where a rank holds the whole model: TP, PP and EP split it, and
+	 * under ZeRO the optimizer's tensor lists may be shards. */
+	if (f->params > 0 && l->tp * l->pp * l->ep == 1 && l->zero == 0) {
 		double want = llm_params(&in->m);
 		if (fabs(f->params - want) > DESCRIBE_PARAM_TOL * want)
-			return prism_err_set(err, PRISM_EARG,
-					     "parameters: the model has %.0f, but the trace's gradient "
-					     "or optimizer shapes add up to %.0f (more than %.0f %% "
-					     "apart)",
-					     want, f->params, DESCRIBE_PARAM_TOL * 100);
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "parameters: the model has %.0f, but the trace's gradient "
+			    "or optimizer shapes add up to %.0f (more than %.0f %% "
+			    "apart)",
+			    want, f->params, DESCRIBE_PARAM_TOL * 100);
 	}
 	return 0;
 }
@@ -349,13 +362,32 @@ static int copy_with(const char *path, const char *out, const struct range *ev,
 	}
 	if (state != 4) {
 		prism_wfile_abort(&w);
-		return prism_err_set(err, PRISM_EFORMAT,
-				     "%s: no top-level \"traceEvents\" array to put the description "
-				     "in",
-				     path);
+		return prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s: no top-level \"traceEvents\" array to put the description "
+		    "in",
+		    path);
 	}
 	if (prism_wfile_commit(&w))
 		return prism_err_set(err, PRISM_EIO, "-o %s: %s", out, strerror(errno));
+	return 0;
+}
+
+/* Rank R's file is OUT.rankR.json (OUT with one file), R the rank the
+ * job's graph gives paths[i]; into rp (n bytes).  0, or PRISM_EARG where
+ * it does not fit or would overwrite an input. */
+static int out_path(const struct graph *g, char **paths, int i, int n, const char *out, char *rp,
+		    size_t len, struct prism_err *err)
+{
+	int64_t r = i;
+	for (uint32_t k = 0; k < g->n_ranks; k++)
+		if (strcmp(strtab_get(&g->st, g->ranks[k].path), paths[i]) == 0)
+			r = g->ranks[k].rank;
+	if (r < 0 || r > INT_MAX)
+		r = i;
+	if (cli_rank_path(out, "-o", (int)r, n, rp, len, err) ||
+	    cli_not_input(rp, "-o", paths, n, err))
+		return PRISM_EARG;
 	return 0;
 }
 
@@ -433,7 +465,6 @@ int cmd_describe(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	for (int i = 0; i < n; i++) {
-		char rp[CLI_PATH_MAX];
 		if (graph_file_is(paths[i])) {
 			fprintf(stderr,
 				"prism describe: %s: a saved graph; describe the traces it was "
@@ -441,16 +472,17 @@ int cmd_describe(int argc, char **argv)
 				paths[i]);
 			return EXIT_USAGE;
 		}
-		if (cli_rank_path(out, "-o", i, n, rp, sizeof(rp), &err) ||
-		    cli_not_input(rp, "-o", paths, n, &err))
-			return cli_fail(&err);
 	}
 	synth_in_default(&in);
 	if ((rc = cli_load_model(model, &in.m, &err)) ||
 	    (rc = cli_load_graph(paths, n, ranks, &bo, &g, &err)))
 		return cli_fail(&err);
+	for (int i = 0; i < n && !rc; i++) {
+		char rp[CLI_PATH_MAX];
+		rc = out_path(g, paths, i, n, out, rp, sizeof(rp), &err);
+	}
 	find(g, &f);
-	if ((rc = from_trace(&opt, &f, &in, &err))) {
+	if (rc || (rc = from_trace(&opt, &f, &in, &err))) {
 		graph_free(g);
 		return cli_fail(&err);
 	}
@@ -503,15 +535,8 @@ int cmd_describe(int argc, char **argv)
 		strtab_release(&st);
 		if (rc)
 			break;
-		/* Rank R's file is OUT.rankR.json, R as the job's graph has it. */
-		{
-			int64_t r = i;
-			for (uint32_t k = 0; k < g->n_ranks; k++)
-				if (strcmp(strtab_get(&g->st, g->ranks[k].path), paths[i]) == 0)
-					r = g->ranks[k].rank;
-			if ((rc = cli_rank_path(out, "-o", (int)r, n, rp, sizeof(rp), &err)))
-				break;
-		}
+		if ((rc = out_path(g, paths, i, n, out, rp, sizeof(rp), &err)))
+			break;
 		rc = copy_with(paths[i], rp, &ev, &err);
 		if (!rc && !cli_is_stdout(out))
 			printf("%s: %s\n", rp, desc + strlen(DESC_PREFIX));

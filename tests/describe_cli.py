@@ -186,6 +186,15 @@ with tempfile.TemporaryDirectory() as d:
     r = run("describe", mi300, "--model", TINY, "--no-check", "-o", bad)
     check(";dtype=bf16;" in r.stdout and ";hw=mi300x;" in r.stdout, r.stdout)
     os.remove(bad)
+    # A precision the profile has no peak for (bf16, the default where the
+    # ops record no types, on a V100).
+    refused([ONE, "--model", TINY, "--hw", "v100-dgx1", "-o", bad],
+            "dtype: bf16 (the default: the trace's ops record no types), but V100-SXM2-32GB has "
+            "no bf16 peak: give the run's with --dtype")
+    check(";dtype=fp16;hw=v100-dgx1;" in run("describe", ONE, "--model", TINY, "--hw", "v100-dgx1",
+                                            "--dtype", "fp16", "-o", bad).stdout.replace(
+                                                "fp8_attention=0;", ""), "v100 fp16")
+    os.remove(bad)
     check(not os.path.exists(bad), "a refused description was written")
     run("describe", ONE, "--model", TINY, "--microbatches", "2", "--no-check", "-o", bad)
     check(os.path.exists(bad), "--no-check")
@@ -194,5 +203,9 @@ with tempfile.TemporaryDirectory() as d:
     check("give the model with --model" in r.stderr, r.stderr)
     r = run("describe", ONE, "--model", TINY, "-o", ONE, code=2)
     check("would overwrite the input" in r.stderr, r.stderr)
+    # Rank R's copy is OUT.rankR.json: here each rank's own file.
+    r = run("describe", *DDP, "--model", TINY, "-o", os.path.join(DATA, "described_ddp_2025.json"),
+            code=2)
+    check("would overwrite the input" in r.stderr and "rank0.json" in r.stderr, r.stderr)
     check("--megatron-args" in run("describe", "--help").stdout, "help")
 print("ok")
