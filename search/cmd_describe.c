@@ -65,11 +65,22 @@ struct found {
 	int grad_group;		  /* the gradient collectives' group (the most bytes), 0 */
 	int has_p2p;		  /* sends or receives */
 	uint32_t ncolls;	  /* collectives (NCCL kernels) */
-	int64_t sizes[16];	  /* distinct group sizes of every collective */
+	int64_t sizes[16];	  /* group sizes: collectives', process groups' */
 	int nsizes;
 	double params; /* per rank, from gradient or optimizer shapes; 0 */
 	int dtype;     /* the GEMMs' precision (enum hw_dtype), -1: unknown */
 };
+
+static void add_size(struct found *f, int64_t size)
+{
+	int k;
+	if (size < 2)
+		return;
+	for (k = 0; k < f->nsizes && f->sizes[k] != size; k++)
+		;
+	if (k == f->nsizes && k < 16)
+		f->sizes[f->nsizes++] = size;
+}
 
 static void find(const struct graph *g, struct found *f)
 {
@@ -95,12 +106,7 @@ static void find(const struct graph *g, struct found *f)
 		int k;
 		if (gc->kind == GC_SEND || gc->kind == GC_RECV || gc->kind == GC_SEND_RECV)
 			f->has_p2p = 1;
-		if (gc->group_size >= 2) {
-			for (k = 0; k < f->nsizes && f->sizes[k] != gc->group_size; k++)
-				;
-			if (k == f->nsizes && k < 16)
-				f->sizes[f->nsizes++] = gc->group_size;
-		}
+		add_size(f, gc->group_size);
 		/* As predict_base_init finds them: all-reduces and
 		 * reduce-scatters of the backward pass and the optimizer. */
 		if ((gc->kind != GC_ALL_REDUCE && gc->kind != GC_REDUCE_SCATTER) ||
@@ -198,14 +204,13 @@ static int check(const struct synth_in *in, const struct found *f, struct prism_
 				     l->dp, l->cp, f->grad_group);
 	/* What the trace lacks is no contradiction where it may lie outside
 	 * it (a window without the optimizer, communication without NCCL
-	 * kernels: DeepEP); TP and PP are held to the collectives only where
-	 * the trace has some. */
-	if (l->tp > 1 && f->ncolls && !has_size(f, l->tp))
-		return prism_err_set(
-		    err, PRISM_EARG,
-		    "tp: the description's %d, but no collective of the trace runs "
-		    "on a group of %d ranks",
-		    l->tp, l->tp);
+	 * kernels: DeepEP); TP is held to the group sizes where the trace
+	 * gives some, PP to the collectives where it has some. */
+	if (l->tp > 1 && f->nsizes && !has_size(f, l->tp))
+		return prism_err_set(err, PRISM_EARG,
+				     "tp: the description's %d, but no collective or process group "
+				     "(pg_config) of the trace has %d ranks",
+				     l->tp, l->tp);
 	if (l->pp > 1 && f->ncolls && !f->has_p2p)
 		return prism_err_set(err, PRISM_EARG,
 				     "pp: the description's %d, but the trace has no sends or "
@@ -263,20 +268,35 @@ static int from_trace(const struct cli_layout *o, const struct found *f, struct 
 	return 0;
 }
 
-/* Where the description range goes in tr: the thread and start of its
- * first host op, in the file's own time (baseTimeNanoseconds taken off). */
-static void place(const struct kineto_trace *tr, struct range *r)
+/* Where the description range goes in path's trace: the thread and start
+ * of its first host op, in the file's own time (baseTimeNanoseconds taken
+ * off); and the sizes of its process groups (distributedInfo.pg_config)
+ * into f's group sizes.  0, or the reader's error. */
+static int place(const char *path, struct range *r, struct found *f, struct prism_err *err)
 {
-	r->pid = r->tid = r->ts_ns = 0;
-	for (size_t i = 0; i < tr->events.n; i++) {
-		const struct kt_event *e = &tr->events.v[i];
-		if (e->kind != KT_CPU_OP && e->kind != KT_USER_ANN)
-			continue;
-		r->pid = tr->threads.v[e->thread].pid;
-		r->tid = tr->threads.v[e->thread].tid;
-		r->ts_ns = e->ts_ns - tr->base_ns;
-		return;
+	struct kineto_trace tr;
+	struct strtab st;
+	int rc;
+
+	memset(&tr, 0, sizeof(tr));
+	if (strtab_init(&st))
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if ((rc = kineto_read(path, &st, &tr, err)) == 0) {
+		for (size_t i = 0; i < tr.events.n; i++) {
+			const struct kt_event *e = &tr.events.v[i];
+			if (e->kind != KT_CPU_OP && e->kind != KT_USER_ANN)
+				continue;
+			r->pid = tr.threads.v[e->thread].pid;
+			r->tid = tr.threads.v[e->thread].tid;
+			r->ts_ns = e->ts_ns - tr.base_ns;
+			break;
+		}
+		for (size_t i = 0; i < tr.pgs.n; i++)
+			add_size(f, tr.pgs.v[i].size);
 	}
+	kineto_release(&tr);
+	strtab_release(&st);
+	return rc;
 }
 
 /*
@@ -411,6 +431,7 @@ int cmd_describe(int argc, char **argv)
 	struct graph *g = NULL;
 	struct found f;
 	struct layout l;
+	struct range *ev = NULL;
 	const char *model = NULL, *hw_name = NULL, *out = NULL, *ranks = NULL;
 	char hw_path[1024], hw_ref[PATH_MAX], desc[4096];
 	int nocheck = 0, c, rc, n;
@@ -477,24 +498,26 @@ int cmd_describe(int argc, char **argv)
 	if ((rc = cli_load_model(model, &in.m, &err)) ||
 	    (rc = cli_load_graph(paths, n, ranks, &bo, &g, &err)))
 		return cli_fail(&err);
+	find(g, &f);
+	if (!(ev = prism_calloc((size_t)n, sizeof(*ev))))
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	for (int i = 0; i < n && !rc; i++) {
 		char rp[CLI_PATH_MAX];
-		rc = out_path(g, paths, i, n, out, rp, sizeof(rp), &err);
+		if (!(rc = out_path(g, paths, i, n, out, rp, sizeof(rp), &err)))
+			rc = place(paths[i], &ev[i], &f, &err);
 	}
-	find(g, &f);
 	if (rc || (rc = from_trace(&opt, &f, &in, &err))) {
 		graph_free(g);
+		free(ev);
 		return cli_fail(&err);
 	}
-	if (hw_name) {
+	if (hw_name)
 		snprintf(hw_path, sizeof(hw_path), "%s", hw_name);
-	} else if ((rc = cli_trace_hw_path(g, hw_path, sizeof(hw_path), NULL,
-					   ": give one with --hw", &err))) {
+	if ((!hw_name && (rc = cli_trace_hw_path(g, hw_path, sizeof(hw_path), NULL,
+						 ": give one with --hw", &err))) ||
+	    (rc = cli_load_hw(hw_path, &hw, &err))) {
 		graph_free(g);
-		return cli_fail(&err);
-	}
-	if ((rc = cli_load_hw(hw_path, &hw, &err))) {
-		graph_free(g);
+		free(ev);
 		return cli_fail(&err);
 	}
 	/* The profile as whatif will look for it: its name where it is one
@@ -512,6 +535,7 @@ int cmd_describe(int argc, char **argv)
 	rc = nocheck ? 0 : check(&in, &f, &err);
 	if (rc) {
 		graph_free(g);
+		free(ev);
 		prism_err_prefix(&err, "%s", paths[0]);
 		fprintf(stderr, "prism describe: %s (--no-check writes it all the same)\n",
 			err.msg);
@@ -520,27 +544,15 @@ int cmd_describe(int argc, char **argv)
 	synth_mem_layout(&in, &l);
 	desc_write(&in.m, &l, hw_ref, desc, sizeof(desc));
 	for (int i = 0; i < n && !rc; i++) {
-		struct kineto_trace tr;
-		struct strtab st;
 		char rp[CLI_PATH_MAX];
-		struct range ev = {desc, 0, 0, 0};
-		memset(&tr, 0, sizeof(tr));
-		if (strtab_init(&st)) {
-			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-			break;
-		}
-		rc = kineto_read(paths[i], &st, &tr, &err);
-		place(&tr, &ev);
-		kineto_release(&tr);
-		strtab_release(&st);
-		if (rc)
-			break;
+		ev[i].name = desc;
 		if ((rc = out_path(g, paths, i, n, out, rp, sizeof(rp), &err)))
 			break;
-		rc = copy_with(paths[i], rp, &ev, &err);
+		rc = copy_with(paths[i], rp, &ev[i], &err);
 		if (!rc && !cli_is_stdout(out))
 			printf("%s: %s\n", rp, desc + strlen(DESC_PREFIX));
 	}
 	graph_free(g);
+	free(ev);
 	return rc ? cli_fail(&err) : 0;
 }
