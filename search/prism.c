@@ -32,7 +32,7 @@ static const struct command {
      cmd_collectives},
     {"synth", "MODEL --hw HW [-o T]",
      "a run's graph from its shape and layout; predict it; write it as Kineto traces", cmd_synth},
-    {"describe", "TRACE --model M -o OUT",
+    {"describe", "TRACE --model M",
      "attach a run description (model and layout) to a trace, checked against it, so that "
      "whatif and search edit every knob",
      cmd_describe},
