@@ -541,6 +541,14 @@ int cmd_describe(int argc, char **argv)
 			err.msg);
 		return EXIT_USAGE;
 	}
+	/* A layout no run can have (synth_check: divisibility, the model's
+	 * rules, the profile's precisions) is no description, checked or not. */
+	if ((rc = synth_check(&in, &err))) {
+		graph_free(g);
+		free(ev);
+		prism_err_prefix(&err, "the description");
+		return cli_fail(&err);
+	}
 	synth_mem_layout(&in, &l);
 	desc_write(&in.m, &l, hw_ref, desc, sizeof(desc));
 	for (int i = 0; i < n && !rc; i++) {

@@ -195,6 +195,11 @@ with tempfile.TemporaryDirectory() as d:
                                             "--dtype", "fp16", "-o", bad).stdout.replace(
                                                 "fp8_attention=0;", ""), "v100 fp16")
     os.remove(bad)
+    # A layout no run can have, checked or not: expert parallelism without
+    # experts.
+    r = run("describe", *DDP, "--model", TINY, "--ep", "2", "--no-check", "-o", bad, code=2)
+    check(r.stderr == "prism: the description: layout: ep 2 / etp 1 need a mixture-of-experts "
+          "model (experts)\n", r.stderr)
     check(not os.path.exists(bad), "a refused description was written")
     run("describe", ONE, "--model", TINY, "--microbatches", "2", "--no-check", "-o", bad)
     check(os.path.exists(bad), "--no-check")
