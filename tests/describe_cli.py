@@ -195,6 +195,29 @@ with tempfile.TemporaryDirectory() as d:
                                             "--dtype", "fp16", "-o", bad).stdout.replace(
                                                 "fp8_attention=0;", ""), "v100 fp16")
     os.remove(bad)
+    # TP against the group sizes: rank 0 of 8 with dp 4 (its gradient
+    # all-reduce's group, made 4 here) and tp 2, which no collective has;
+    # the process groups (distributedInfo.pg_config) list a group of 2
+    # ranks, or not.
+    with open(DDP[0]) as f:
+        t8 = json.load(f)
+    t8["distributedInfo"]["world_size"] = 8
+    for e in t8["traceEvents"]:
+        if e["name"] == "record_param_comms":
+            e["args"]["Group size"] = 4
+    for pgs, ok in (([8, 4], False), ([8, 4, 2], True)):
+        t8["distributedInfo"]["pg_config"] = [
+            {"pg_name": str(k), "pg_desc": "g", "pg_size": n} for k, n in enumerate(pgs)]
+        p8 = os.path.join(d, "tp2.json")
+        with open(p8, "w") as f:
+            json.dump(t8, f)
+        args = [p8, "--model", TINY, "--tp", "2", "-o", bad]
+        if ok:
+            check(";tp=2;pp=1;dp=4;" in run("describe", *args).stdout, "tp 2 from pg_config")
+            os.remove(bad)
+        else:
+            refused(args, "tp: the description's 2, but no collective or process group "
+                    "(pg_config) of the trace has 2 ranks")
     # A layout no run can have, checked or not: expert parallelism without
     # experts.
     r = run("describe", *DDP, "--model", TINY, "--ep", "2", "--no-check", "-o", bad, code=2)
