@@ -9,20 +9,35 @@ Prints Markdown tables for docs/VALIDATION.md.
 
 With --knobs, instead: every knob of `prism whatif` on every trace, as
 the issue 36 table of docs/VALIDATION.md has it: works (the change against
-the base by the same method) or refused (the reason, cut short).
+the base by the same method) or refused (the reason, cut short).  With
+--describe too, on each trace described first (`prism describe`: DESCRIBE
+below, the model each ran where it is an LLM, else gpt-small at the layers
+found, which the checks may refuse): what a description makes editable.
 
-usage: scripts/whatif_real.py [PRISM] [TRACES_DIR] [--how] [--knobs]
+usage: scripts/whatif_real.py [PRISM] [TRACES_DIR] [--how] [--knobs [--describe]]
 """
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 
 PRISM = sys.argv[1] if len(sys.argv) > 1 else "build/prism"
 DIR = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else "../shared/traces"
 HOW = "--how" in sys.argv
 KNOBS = "--knobs" in sys.argv
+DESCRIBE = "--describe" in sys.argv
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The description given to each trace with --describe: DeepSeek-V3 as its
+# repository's README states the run (EP64, TP1, sequence 4096; dp is the
+# world's 64, the precision the GEMMs' fp8); the others are no LLM, so
+# gpt-small at the layers found stands in (None: that).
+DESCRIBE_AS = {
+    "deepseek-v3-train-h800": ["--model", os.path.join(SRC, "tests/data/hf/deepseek-v3.json"),
+                               "--ep", "64", "--seq", "4096"],
+}
 
 JOBS = [
     ("param-dlrm-8rank-v100", "param-dlrm-8rank-v100/*.json.gz"),
@@ -67,6 +82,7 @@ def knobs():
              "layers x2", "pp 2", "microbatches x2", "hw b200-dgx"]
     print("| job | " + " | ".join(heads) + " |")
     print("|---|" + "---|" * len(heads))
+    tmp = tempfile.TemporaryDirectory()
     for name, pat in JOBS:
         files = sorted(glob.glob(os.path.join(DIR, pat)))
         if not files:
@@ -76,6 +92,22 @@ def knobs():
             print(f"| {name} | {err} |" + " |" * (len(heads) - 1))
             continue
         L, M, dp = b["layers_from"], b["microbatches_from"], b["dp_from"]
+        if DESCRIBE:
+            out = os.path.join(tmp.name, name + ".json")
+            how = DESCRIBE_AS.get(name, ["--model", "gpt-small", "--layers", str(max(L, 1))])
+            rc, _, e = prism("describe", *files, *how, "-o", out)
+            if rc:
+                e = e.strip().split(f"{DIR}/", 1)[-1].split(": ", 1)[-1]
+                e = e.replace(" (--no-check writes it all the same)", "")
+                print(f"| {name} | describe refused: {e} |" + " |" * (len(heads) - 1))
+                continue
+            files = sorted(glob.glob(os.path.join(tmp.name, name + "*.json")))
+            b, err = whatif(files)
+            if err:
+                err = re.sub(r"^\S+\.json: ", "", err)
+                print(f"| {name} | described, whatif refused: {err} |" + " |" * (len(heads) - 1))
+                continue
+            L, M, dp = b["layers"], b["microbatches"], b["dp"]
         args = [["--tp", "2"], ["--sp"], ["--hidden", "8192"], ["--heads", "64"],
                 ["--ffn", "32768"], ["--seq", "8192"], ["--mbs", "2"], ["--zero", "1"],
                 ["--dtype", "fp8"], ["--recompute", "full"], ["--vp", "2"], ["--cp", "2"],
@@ -93,6 +125,7 @@ def knobs():
                 else:
                     if DIR in e:  # "PATH: why"
                         e = e.split(f"{DIR}/", 1)[-1].split(": ", 1)[-1]
+                    e = re.sub(r"^\S+\.json: ", "", e)  # a described copy's
                     e = e.split(": ", 1)[-1] if e.startswith(a[0][2:] + ":") else e
                 cells.append("refused: " + (e[:60] + "..." if len(e) > 60 else e))
             else:

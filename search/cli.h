@@ -30,6 +30,7 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
 int cmd_collectives(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_describe(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -32,6 +32,10 @@ static const struct command {
      cmd_collectives},
     {"synth", "MODEL --hw HW [-o T]",
      "a run's graph from its shape and layout; predict it; write it as Kineto traces", cmd_synth},
+    {"describe", "TRACE --model M",
+     "attach a run description (model and layout) to a trace, checked against it, so that "
+     "whatif and search edit every knob",
+     cmd_describe},
     {"whatif", "BASE [--dp N ...]",
      "one candidate layout against a base run (a trace, a graph or a model)", cmd_whatif},
     {"search", "SWEEP",

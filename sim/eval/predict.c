@@ -307,11 +307,7 @@ static double meta_params(const struct graph *g)
 	return p ? strtod(p + 8, NULL) : 0;
 }
 
-/* The precision a trace's compute-bound kernels (GEMMs, attention,
- * convolutions) spent the most time in, by their ops' input types
- * (cost_dtype): an enum hw_dtype, -1 where none says, or PRISM_ENOMEM as
- * -2. */
-static int trace_dtype(const struct graph *g)
+int predict_trace_dtype(const struct graph *g)
 {
 	double t[HW_NDTYPES] = {0};
 	uint8_t *cls = prism_malloc(g->n_nodes ? g->n_nodes : 1);
@@ -382,7 +378,7 @@ int predict_base_init(struct predict_base *b, int kind, const struct graph *g,
 		b->in.steps = 0;
 		/* Its precision, where its kernels' ops say: another is not a
 		 * graph edit (predict_method refuses it). */
-		if ((rc = trace_dtype(g)) == -2)
+		if ((rc = predict_trace_dtype(g)) == -2)
 			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 		if (rc >= 0) {
 			b->in.lay.dtype = rc;

@@ -194,6 +194,12 @@ int predict_eval(const struct predict_base *b, const struct synth_in *cand, stru
 int predict_match_step(struct graph *g, double step_s, double *scale, double *traced_s,
 		       struct prism_err *err);
 
+/* The precision a trace's compute-bound kernels (GEMMs, attention,
+ * convolutions) spent the most time in, by their ops' input types
+ * (cost_dtype): an enum hw_dtype, -1 where none says, or PRISM_ENOMEM as
+ * -2. */
+int predict_trace_dtype(const struct graph *g);
+
 /* Kernel and host costs fitted on g against base's synthesised run
  * (edit_fit), written into *fitted (fitted may be base). */
 int predict_fit(const struct graph *g, const struct synth_in *base, struct synth_in *fitted,

@@ -95,3 +95,35 @@ ev.append(X("kernel", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
             0, 20, 60, 10, device=0, stream=20, correlation=41))
 ev.sort(key=lambda e: (e["ts"], -e["dur"]))
 dump("ddpgrad_2025.json", ev, world=2)
+
+# described_2025.json: layers_2024.json as a tiny GPT's run leaves it
+# (tests/data/tiny3.cfg: 3 layers, hidden 8, 2 heads, FFN 32, vocabulary
+# 16, sequence 4, learned positions, tied head), its gradients'
+# accumulations carrying that model's shapes: after each layer's
+# AddmmBackward0 the layer's QKV [24, 8] and bias [24], projection [8, 8]
+# and bias [8], two norms' [8] x 2, FFN [32, 8] and [8, 32] with biases
+# [32] and [8] (872 a layer), after the embedding's backward its table
+# [16, 8], the positions [4, 8] and the final norm [8] x 2 (176): 3 x 872
+# + 176 = 2792 = llm_params of the model.  described_ddp_2025.rank0/1.json:
+# the same as ranks 0 and 1 of 2 under DDP, one all-reduce of the 2792
+# fp32 gradients on a 2-rank group after the last accumulation.
+LAYER = [[24, 8], [24], [8, 8], [8], [8], [8], [8], [8], [32, 8], [32], [8, 32], [8]]
+ev = [e for e in base["traceEvents"]]
+for t in (170, 200, 230):
+    ev += [X("cpu_op", "torch::autograd::AccumulateGrad", 1, 2, t + 7 + 0.25 * i, 0.2,
+             **{"Input Dims": [d], "Input type": ["float"]}) for i, d in enumerate(LAYER)]
+ev += [X("cpu_op", "torch::autograd::AccumulateGrad", 1, 2, 246.1 + 0.3 * i, 0.2,
+         **{"Input Dims": [d], "Input type": ["float"]})
+       for i, d in enumerate([[16, 8], [4, 8], [8], [8]])]
+ev.sort(key=lambda e: (e["ts"], -e["dur"]))
+dump("described_2025.json", ev)
+ev = list(ev)
+ev.append(X("cpu_op", "record_param_comms", 1, 2, 247.6, 2.2,
+            **{"Collective name": "allreduce", "In msg nelems": 2792, "Out msg nelems": 2792,
+               "Group size": 2, "dtype": "Float", "Process Group Name": "0"}))
+ev.append(X("cuda_runtime", "cudaLaunchKernel", 1, 2, 248, 1, correlation=40))
+ev.append(X("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            0, 20, 2030, 30, device=0, stream=20, correlation=40))
+ev.sort(key=lambda e: (e["ts"], -e["dur"]))
+for r in (0, 1):
+    dump(f"described_ddp_2025.rank{r}.json", ev, rank=r, world=2)
