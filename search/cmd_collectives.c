@@ -24,7 +24,11 @@ static const char help[] =
     "tree and NVLink SHARP algorithms over the node and the network, the\n"
     "fastest unless the row forced one) and the hardware profiles' bus\n"
     "efficiencies and latencies, and print per GPU, source and collective the\n"
-    "rows and the mean, median and worst |predicted - measured| / measured.\n"
+    "rows and the mean, median and worst |predicted - measured| / measured;\n"
+    "then per GPU, collective and scale (ranks, NVLink domains) the rows of all\n"
+    "sources together, how many sources measured it and the mean error (held\n"
+    "out by source with --loso where two or more did, by row with --loo), and\n"
+    "how many groups of two or more sources are within 10 %.\n"
     "\n"
     "options:\n"
     "      --fit        fit each profile's collective parameters on its rows\n"
@@ -39,7 +43,9 @@ static const char help[] =
     "      --json       the table as one JSON object on stdout (groups: profile,\n"
     "                   source, collective, rows, mean, median, worst; loso_* and\n"
     "                   loo_* with those options, null where no source was left;\n"
-    "                   with --fit the fitted settings per profile)\n"
+    "                   scale_groups: profile, collective, ranks, domains, rows,\n"
+    "                   sources, mean, loso_mean, loo_mean; with --fit the fitted\n"
+    "                   settings per profile)\n"
     "  -h, --help       this help\n";
 
 #define MAX_PROF 16

@@ -32,7 +32,7 @@ const char *comm_algo_name(int algo)
 #define COMM_NPROTO 3
 static const double proto_lat_nvl[COMM_NPROTO] = {0.6 / 3.4, 1.9 / 3.4, 1};
 static const double proto_lat_net[COMM_NPROTO] = {2.7 / 14.0, 4.0 / 14.0, 1};
-static const double proto_bw[COMM_NPROTO] = {0.5, 0.92, 1};
+static const double proto_inv_bw[COMM_NPROTO] = {1 / 0.5, 1 / 0.92, 1};
 
 /* NVLS's latency: NCCL's tuning model puts an NVLink SHARP collective at
  * 25 us (hwLatencies[NVLINK][NVLS][Simple]; no base latency, no per-rank
@@ -45,11 +45,10 @@ static const double proto_bw[COMM_NPROTO] = {0.5, 0.92, 1};
 static double proto_time(const struct hw_profile *hw, double steps_nvl, double steps_net,
 			 double bytes, double bw)
 {
-	double best = INFINITY;
+	double best = INFINITY, a = steps_nvl * hw->nvlink_lat_s, b = steps_net * hw->net_lat_s;
+	double x = bytes / bw;
 	for (int p = 0; p < COMM_NPROTO; p++) {
-		double t = steps_nvl * hw->nvlink_lat_s * proto_lat_nvl[p] +
-			   steps_net * hw->net_lat_s * proto_lat_net[p] +
-			   bytes / (bw * proto_bw[p]);
+		double t = a * proto_lat_nvl[p] + b * proto_lat_net[p] + x * proto_inv_bw[p];
 		if (t < best)
 			best = t;
 	}
