@@ -282,15 +282,15 @@ static void test_nic_share(void **state)
  *   19.544 + 30 x 5 x 1.9/3.4 + 1.875 x 268,435,456 / (0.92 x 0.737 x 9e11) us
  *   = 19.544 + 83.824 + 824.789 = 928.157 us
  * (Simple 928.351, LL 1563.6; NVLS 19.544 + 25 + S / (0.221 x 9e11) = 1394.1).
- * b200-dgx.cfg (HGX, 8 a node): NVLink 900 x 0.671, a step 5.000 us; 8 NICs
- * of 50 GB/s at 0.503, 50 us a step; NVLS 0.461 (one node only); a
- * collective 42.777 us.  {16, 8}, hierarchical with Simple:
+ * b200-dgx.cfg (HGX, 8 a node): NVLink 900 x 0.649, a step 5.000 us; 8 NICs
+ * of 50 GB/s at 0.663, 50 us a step (whatever the protocol); NVLS 0.453 (one
+ * node only); a collective 35.741 us.  {16, 8}, hierarchical with Simple:
  *   latency 2 x 7 x 5 + 2 x 50 = 170 us;
- *   in the node 2 (7/8) S / (0.671 x 9e11) = 777.88 us,
- *   across 2 (1/2) (S/8) / (0.503 x 5e10) = 1334.17 us (the pace);
- *   42.777 + 170 + 1334.17 = 1546.95 us
- * (LL128 1560.65; the tree 2714.3, the ring 3190.4 with LL128).
- * Inside the NVL72's domain the group is 1.67 times faster, and the
+ *   in the node 2 (7/8) S / (0.649 x 9e11) = 804.25 us,
+ *   across 2 (1/2) (S/8) / (0.663 x 5e10) = 1012.20 us (the pace);
+ *   35.741 + 170 + 1012.20 = 1217.94 us
+ * (LL128 1275.08; the tree 2103.6, the ring 3433.6).
+ * Inside the NVL72's domain the group is 1.31 times faster, and the
  * NVLink term is all of its bandwidth cost.
  */
 static void test_tp16_profiles(void **state)
@@ -318,7 +318,7 @@ static void test_tp16_profiles(void **state)
 	across = (S / 8) / (hgx.net_eff * hw_net_Bps_per_gpu(&hgx));
 	assert_true(in_node < across);
 	assert_rel_close(e.time_s, hgx.coll_base_s + lat + across, 1e-12);
-	assert_rel_close(e.time_s, 1546.95e-6, 1e-5);
+	assert_rel_close(e.time_s, 1217.94e-6, 1e-5);
 	/* On the HGX profile a group of 16 cannot sit in one domain. */
 	assert_int_equal(
 	    comm_time(&hgx, GC_ALL_REDUCE, S, (struct comm_group){16, 16}, 1.0, COMM_AUTO, &e),

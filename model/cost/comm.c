@@ -22,16 +22,19 @@ const char *comm_algo_name(int algo)
 
 /*
  * NCCL's three protocols (src/graph/tuning.cc, ncclTopoTuneModel's default
- * tuner constants): a ring step costs LL 0.6 us on NVLink and 2.7 across
- * the network, LL128 1.9 and 4.0, Simple 3.4 and 14; LL moves data at half
- * the bus bandwidth (its flag words), LL128 at 0.92 (120 of 128 bytes),
- * Simple at all of it.  The profile's step latencies are Simple's; the
- * others scale by NCCL's ratios, and the fastest protocol wins, as NCCL's
- * tuner picks it per size: LL's short steps set small messages' floor.
+ * tuner constants): a ring step on NVLink costs LL 0.6 us, LL128 1.9,
+ * Simple 3.4; LL moves data at half the bus bandwidth (its flag words),
+ * LL128 at 0.92 (120 of 128 bytes), Simple at all of it.  The profile's
+ * NVLink step latency is Simple's; the others scale by NCCL's ratios, and
+ * the fastest protocol wins, as NCCL's tuner picks it per size: LL's short
+ * steps set small messages' floor.  A network step costs the profile's
+ * latency whatever the protocol: NCCL's ratios there (2.7, 4.0, 14 us)
+ * assume InfiniBand, and the only fitted multi-node rows (4 nodes of B200
+ * over EFA) floor at 358-378 us from 256 KiB to 1 MiB, which LL's share of
+ * a step cannot reach (docs/MODEL.md, "Protocols").
  */
 #define COMM_NPROTO 3
 static const double proto_lat_nvl[COMM_NPROTO] = {0.6 / 3.4, 1.9 / 3.4, 1};
-static const double proto_lat_net[COMM_NPROTO] = {2.7 / 14.0, 4.0 / 14.0, 1};
 static const double proto_inv_bw[COMM_NPROTO] = {1 / 0.5, 1 / 0.92, 1};
 
 /* NVLS's latency: NCCL's tuning model puts an NVLink SHARP collective at
@@ -48,7 +51,7 @@ static double proto_time(const struct hw_profile *hw, double steps_nvl, double s
 	double best = INFINITY, a = steps_nvl * hw->nvlink_lat_s, b = steps_net * hw->net_lat_s;
 	double x = bytes / bw;
 	for (int p = 0; p < COMM_NPROTO; p++) {
-		double t = a * proto_lat_nvl[p] + b * proto_lat_net[p] + x * proto_inv_bw[p];
+		double t = a * proto_lat_nvl[p] + b + x * proto_inv_bw[p];
 		if (t < best)
 			best = t;
 	}
