@@ -24,7 +24,11 @@ static const char help[] =
     "tree and NVLink SHARP algorithms over the node and the network, the\n"
     "fastest unless the row forced one) and the hardware profiles' bus\n"
     "efficiencies and latencies, and print per GPU, source and collective the\n"
-    "rows and the mean, median and worst |predicted - measured| / measured.\n"
+    "rows and the mean, median and worst |predicted - measured| / measured;\n"
+    "then per GPU, collective and scale (ranks, NVLink domains) the rows of all\n"
+    "sources together, how many sources measured it and the mean error (held\n"
+    "out by source with --loso where two or more did, by row with --loo), and\n"
+    "how many groups of two or more sources are within 10 %.\n"
     "\n"
     "options:\n"
     "      --fit        fit each profile's collective parameters on its rows\n"
@@ -39,7 +43,9 @@ static const char help[] =
     "      --json       the table as one JSON object on stdout (groups: profile,\n"
     "                   source, collective, rows, mean, median, worst; loso_* and\n"
     "                   loo_* with those options, null where no source was left;\n"
-    "                   with --fit the fitted settings per profile)\n"
+    "                   scale_groups: profile, collective, ranks, domains, rows,\n"
+    "                   sources, mean, loso_mean, loo_mean; with --fit the fitted\n"
+    "                   settings per profile)\n"
     "  -h, --help       this help\n";
 
 #define MAX_PROF 16
@@ -102,6 +108,114 @@ static void short_source(const char *src, char *out, size_t n)
 		snprintf(out, n, "%.90s", src);
 }
 
+/* Mean of v over rows[0..n) where it is a number; NAN when none is. */
+static double mean_of(const double *v, const size_t *rows, size_t n)
+{
+	double s = 0;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(v[rows[i]]))
+			s += v[rows[i]], k++;
+	return k ? s / (double)k : NAN;
+}
+
+static void put_pct(double v, int json, const char *key)
+{
+	if (json && isnan(v))
+		printf(",\"%s\":null", key);
+	else if (json)
+		printf(",\"%s\":%.6g", key, v);
+	else if (isnan(v))
+		printf(" %9s", "-");
+	else
+		printf(" %8.1f%%", 100 * v);
+}
+
+/*
+ * The acceptance view (issue 34): per profile, collective and scale (group
+ * size and NVLink domains), the rows of every source together, how many
+ * sources measured it, and the mean error with the profiles as used (fit or
+ * shipped), held out by source (--loso; only where the group has >= 2
+ * sources: otherwise the held-out fit never saw the scale at all) and by row
+ * (--loo).  Ends with how many groups of >= 2 sources are within 10 %.
+ */
+static void scale_groups(const struct cbench *cb, const struct prof *pr, int np, int fit,
+			 const double *loso_e, const double *loo_e, size_t *rows, int json)
+{
+	size_t multi = 0, within = 0;
+	const char *sep = "";
+	double *err = prism_malloc((cb->n ? cb->n : 1) * sizeof(*err));
+
+	if (!err) {
+		fprintf(stderr, "prism collectives: out of memory for the scale groups\n");
+		return;
+	}
+
+	if (json)
+		printf(",\"scale_groups\":[");
+	else
+		printf("\n%-14s %-15s %5s %6s %5s %8s %9s %9s %9s\n", "profile", "collective",
+		       "ranks", "domains", "rows", "sources", "mean", "loso mean", "loo mean");
+	for (int p = 0; p < np; p++) {
+		const struct hw_profile *hw = fit ? &pr[p].fitted : &pr[p].shipped;
+		for (size_t i = 0; i < cb->n; i++) {
+			const struct cbench_row *r = &cb->rows[i];
+			size_t n = 0, nsrc = 0, first = 1;
+			double mean, loso;
+			if (strcmp(r->profile, pr[p].name))
+				continue;
+			for (size_t j = 0; j < i && first; j++)
+				first = strcmp(cb->rows[j].profile, r->profile) ||
+					cb->rows[j].kind != r->kind || cb->rows[j].n != r->n ||
+					cb->rows[j].per_node != r->per_node;
+			if (!first)
+				continue;
+			for (size_t j = i; j < cb->n; j++) {
+				const struct cbench_row *x = &cb->rows[j];
+				int seen = 0;
+				if (strcmp(x->profile, r->profile) || x->kind != r->kind ||
+				    x->n != r->n || x->per_node != r->per_node)
+					continue;
+				for (size_t q = 0; q < n && !seen; q++)
+					seen = !strcmp(cb->rows[rows[q]].source, x->source);
+				nsrc += !seen;
+				err[j] = fabs(cbench_predict(hw, x) - x->time_s) / x->time_s;
+				rows[n++] = j;
+			}
+			mean = mean_of(err, rows, n);
+			loso = nsrc >= 2 ? mean_of(loso_e, rows, n) : NAN;
+			if (nsrc >= 2) {
+				double judged = isnan(loso) ? mean : loso;
+				multi++;
+				within += judged <= 0.10;
+			}
+			if (json) {
+				printf("%s\n{\"profile\":", sep);
+				prism_fput_json_str(stdout, r->profile);
+				printf(",\"collective\":\"%s\",\"ranks\":%d,\"domains\":%d,"
+				       "\"rows\":%zu,\"sources\":%zu",
+				       kind_name(r->kind), r->n, r->n / r->per_node, n, nsrc);
+				sep = ",";
+			} else {
+				printf("%-14s %-15s %5d %6d %5zu %8zu", r->profile,
+				       kind_name(r->kind), r->n, r->n / r->per_node, n, nsrc);
+			}
+			put_pct(mean, json, "mean");
+			put_pct(loso, json, "loso_mean");
+			put_pct(mean_of(loo_e, rows, n), json, "loo_mean");
+			printf(json ? "}" : "\n");
+		}
+	}
+	if (json)
+		printf("],\"groups_2_sources\":%zu,\"groups_2_sources_within_10pct\":%zu", multi,
+		       within);
+	else
+		printf("\ngroups measured by >= 2 sources: %zu, within 10 %% (held out by source "
+		       "where --loso, else as fitted): %zu\n",
+		       multi, within);
+	free(err);
+}
+
 int cmd_collectives(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -119,6 +233,7 @@ int cmd_collectives(int argc, char **argv)
 	int np = 0, fit = 0, loso = 0, loo = 0, rows = 0, json = 0, c, rc = 0;
 	const char *gsep = "";
 	size_t *idx = NULL, *sub = NULL;
+	double *loso_e = NULL, *loo_e = NULL; /* each row's held-out error (NAN: none) */
 
 	prism_err_clear(&err);
 	memset(&cb, 0, sizeof(cb));
@@ -173,23 +288,27 @@ int cmd_collectives(int argc, char **argv)
 		if ((rc = cli_load_hw(pr[np].name, &pr[np].shipped, &err)))
 			break;
 		pr[np].fitted = pr[np].shipped;
-		/* NVLS is fitted where a row of the GPU forced it: elsewhere
-		 * nothing tells whether the runs had it (fabric manager, NCCL
-		 * settings). */
-		pr[np].nvls = 0;
-		for (size_t j = 0; j < cb.n; j++)
-			if (!strcmp(cb.rows[j].profile, pr[np].name) &&
-			    cb.rows[j].algo == COMM_NVLS)
-				pr[np].nvls = nvls_capable(pr[np].name);
+		/* NVLS is fitted wherever the switch has SHARP: NCCL enables it
+		 * by default where the system supports it (NCCL_NVLS_ENABLE=2,
+		 * src/transport/nvls.cc), and XLA's NVL72 all-reduces reach
+		 * 909 GB/s of bus bandwidth over 900 GB/s links, which no ring
+		 * does. */
+		pr[np].nvls = nvls_capable(pr[np].name);
 		np++;
 	}
 	idx = prism_malloc((cb.n ? cb.n : 1) * sizeof(*idx));
 	sub = prism_malloc((cb.n ? cb.n : 1) * sizeof(*sub));
-	if (!rc && (!idx || !sub))
+	loso_e = prism_malloc((cb.n ? cb.n : 1) * sizeof(*loso_e));
+	loo_e = prism_malloc((cb.n ? cb.n : 1) * sizeof(*loo_e));
+	for (size_t i = 0; loso_e && loo_e && i < cb.n; i++)
+		loso_e[i] = loo_e[i] = NAN;
+	if (!rc && (!idx || !sub || !loso_e || !loo_e))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc) {
 		free(idx);
 		free(sub);
+		free(loso_e);
+		free(loo_e);
 		cbench_release(&cb);
 		return cli_fail(&err);
 	}
@@ -278,6 +397,11 @@ int cmd_collectives(int argc, char **argv)
 					if (m)
 						cbench_fit(&w, cb.rows, idx, m, pr[p].nvls);
 					errors(&w, &cb, sub, n, &mean, &med, &worst);
+					for (size_t q = 0; m && q < n; q++)
+						loso_e[sub[q]] =
+						    fabs(cbench_predict(&w, &cb.rows[sub[q]]) -
+							 cb.rows[sub[q]].time_s) /
+						    cb.rows[sub[q]].time_s;
 					if (json && m)
 						printf(",\"loso_mean\":%.6g,\"loso_median\":%.6g",
 						       mean, med);
@@ -304,6 +428,7 @@ int cmd_collectives(int argc, char **argv)
 						cbench_fit(&w, cb.rows, idx, m, pr[p].nvls);
 						e[q] = fabs(cbench_predict(&w, x) - x->time_s) /
 						       x->time_s;
+						loo_e[sub[q]] = e[q];
 						sum += e[q];
 					}
 					if (e) {
@@ -332,6 +457,7 @@ int cmd_collectives(int argc, char **argv)
 			printf("\nall %zu rows: mean |error| %.1f%%\n", all_n,
 			       100 * all_sum / (double)all_n);
 	}
+	scale_groups(&cb, pr, np, fit, loso_e, loo_e, idx, json);
 	if (json) {
 		/* The fitted settings, as the profiles' node group names them. */
 		printf(",\"fitted\":");
@@ -382,6 +508,8 @@ int cmd_collectives(int argc, char **argv)
 	}
 	free(idx);
 	free(sub);
+	free(loso_e);
+	free(loo_e);
 	cbench_release(&cb);
 	return 0;
 }

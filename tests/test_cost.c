@@ -393,6 +393,50 @@ static struct hw_profile test_node(double nvlink_GBps, double lat_us)
 	return hw;
 }
 
+/*
+ * NCCL's protocols (comm.c; NCCL src/graph/tuning.cc): the profile's step
+ * latency is Simple's (3.4 us here, NCCL's NVLink ring figure), LL's steps
+ * cost 0.6/3.4 of it at half the bandwidth, LL128's 1.9/3.4 at 0.92.  An
+ * all-gather over 8 GPUs at 450 GB/s (7 steps, 7/8 of S on the wire):
+ *   64 KiB: LL 7 x 0.6 + 57,344 B / 225 GB/s = 4.2 + 0.25486 = 4.45486 us
+ *           (LL128 13.44, Simple 23.93);
+ *   16 MiB: LL128 7 x 1.9 + 14,680,064 / 414 GB/s = 13.3 + 35.4591 = 48.7591 us
+ *           (LL 69.45, Simple 56.42);
+ *   1 GiB:  Simple 7 x 3.4 + 939,524,096 / 450 GB/s = 23.8 + 2087.8313 = 2111.6313 us
+ *           (LL128 2282.7).
+ * An all-to-all in one node is NCCL's grouped send/recv, every peer at
+ * once: one step, 64 KiB in 0.6 + 0.25486 = 0.85486 us.  NVLS is not set
+ * up for 2 GPUs (ncclNvlsInit): a pair's all-reduce of 1 GiB is a ring even
+ * with nvls_eff 0.6, where 8 GPUs take NVLS (test_hierarchical_allreduce_64:
+ * 4.0018 ms against the ring's 4.1756).
+ */
+static void test_protocols(void **state)
+{
+	struct hw_profile hw = test_node(450, 3.4);
+	struct comm_group g = {8, 8};
+	struct comm_est e;
+	(void)state;
+	assert_int_equal(comm_time(&hw, GC_ALL_GATHER, 65536, g, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 7 * 0.6e-6 + 57344 / 225e9, 1e-12);
+	assert_rel_close(e.time_s, 4.45486e-6, 1e-5);
+	assert_int_equal(comm_time(&hw, GC_ALL_GATHER, 16 * 1048576.0, g, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 7 * 1.9e-6 + 14680064 / 414e9, 1e-12);
+	assert_rel_close(e.time_s, 48.7591e-6, 1e-5);
+	assert_int_equal(comm_time(&hw, GC_ALL_GATHER, GiB, g, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 7 * 3.4e-6 + 939524096 / 450e9, 1e-12);
+	assert_rel_close(e.time_s, 2111.6313e-6, 1e-6);
+	assert_int_equal(comm_time(&hw, GC_ALL_TO_ALL, 65536, g, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 0.6e-6 + 57344 / 225e9, 1e-12);
+	assert_rel_close(e.time_s, 0.85486e-6, 1e-5);
+	hw.nvls_eff = 0.6;
+	assert_int_equal(
+	    comm_time(&hw, GC_ALL_REDUCE, GiB, (struct comm_group){2, 2}, 1.0, COMM_AUTO, &e), 0);
+	assert_int_equal(e.algo, COMM_RING);
+	assert_int_equal(
+	    comm_time(&hw, GC_ALL_REDUCE, GiB, (struct comm_group){8, 8}, 1.0, COMM_AUTO, &e), 0);
+	assert_int_equal(e.algo, COMM_NVLS);
+}
+
 static void test_ring_allreduce_8(void **state)
 {
 	struct hw_profile hw = test_node(100, 0);
@@ -459,14 +503,16 @@ static void test_hierarchical_allreduce_64(void **state)
 	assert_int_equal(e.algo, COMM_HIER);
 	assert_rel_close(e.time_s, 20e-6 + 2 * across, 1e-12);
 	/* NVLink SHARP in one node (nvls_eff 0.6): each GPU sends S and
-	 * receives the sum, S / (0.6 x 450 GB/s) = 3.9768 ms, against the
-	 * ring's 1.75 S / 450 GB/s = 4.1756 ms. */
+	 * receives the sum after NCCL's 25 us NVLS latency, 25 us +
+	 * S / (0.6 x 450 GB/s) = 4.0018 ms, against the ring's
+	 * 1.75 S / 450 GB/s = 4.1756 ms. */
 	hw = test_node(450, 0);
 	hw.nvls_eff = 0.6;
 	assert_int_equal(
 	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){8, 8}, 1.0, COMM_AUTO, &e), 0);
 	assert_int_equal(e.algo, COMM_NVLS);
-	assert_rel_close(e.time_s, S / (0.6 * 450e9), 1e-12);
+	assert_rel_close(e.time_s, 25e-6 + S / (0.6 * 450e9), 1e-12);
+	assert_rel_close(e.time_s, 4.0018e-3, 1e-4);
 	/* Bad groups are refused. */
 	assert_int_equal(
 	    comm_time(&hw, GC_ALL_REDUCE, S, (struct comm_group){64, 16}, 1.0, COMM_AUTO, &e),
@@ -1616,6 +1662,7 @@ int main(void)
 	    cmocka_unit_test(test_gemm_flops),
 	    cmocka_unit_test(test_ring_allreduce_8),
 	    cmocka_unit_test(test_hierarchical_allreduce_64),
+	    cmocka_unit_test(test_protocols),
 	    cmocka_unit_test(test_collective_fit),
 	    cmocka_unit_test(test_model_flops),
 	    cmocka_unit_test(test_gqa_swiglu),

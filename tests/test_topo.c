@@ -276,19 +276,21 @@ static void test_nic_share(void **state)
  * The same with the shipped profiles' numbers (configs/hw; change with a
  * refit, and this test with them).
  *
- * gb200-nvl72.cfg: NVLink 900 GB/s, nvlink_bus_eff 0.678, a step 0.779 us,
- * a collective 15.913 us, no NVLS.  {16, 16}: one domain, ring:
- *   15.913 + 30 x 0.779 + 1.875 x 268,435,456 / (0.678 x 9e11) us
- *   = 15.913 + 23.370 + 824.838 = 864.12 us.
- * b200-dgx.cfg (HGX, 8 a node): NVLink 900 x 0.641, a step 3.940 us; 8 NICs
- * of 50 GB/s at 0.667, 50 us a step; NVLS 0.423 (one node only); a
- * collective 32.282 us.  {16, 8}, hierarchical:
- *   latency 2 x 7 x 3.940 + 2 x 50 = 155.16 us;
- *   in the node 2 (7/8) S / (0.641 x 9e11) = 814.27 us,
- *   across 2 (1/2) (S/8) / (0.667 x 5e10) = 1006.13 us (the pace);
- *   32.282 + 155.16 + 1006.13 = 1193.57 us
- * (ring: 32.282 + 30 x 50 + 1.875 S / (8 x 50 x 0.667 GB/s) = 3418.78 us).
- * Inside the NVL72's domain the group is 1.38 times faster, and the
+ * gb200-nvl72.cfg: NVLink 900 GB/s, nvlink_bus_eff 0.737, a Simple step
+ * 5.000 us, a collective 19.544 us, NVLS 0.221.  {16, 16}: one domain; the
+ * ring with LL128 (steps at 1.9/3.4 of Simple's, 0.92 of the bandwidth):
+ *   19.544 + 30 x 5 x 1.9/3.4 + 1.875 x 268,435,456 / (0.92 x 0.737 x 9e11) us
+ *   = 19.544 + 83.824 + 824.789 = 928.157 us
+ * (Simple 928.351, LL 1563.6; NVLS 19.544 + 25 + S / (0.221 x 9e11) = 1394.1).
+ * b200-dgx.cfg (HGX, 8 a node): NVLink 900 x 0.649, a step 5.000 us; 8 NICs
+ * of 50 GB/s at 0.663, 50 us a step (whatever the protocol); NVLS 0.453 (one
+ * node only); a collective 35.741 us.  {16, 8}, hierarchical with Simple:
+ *   latency 2 x 7 x 5 + 2 x 50 = 170 us;
+ *   in the node 2 (7/8) S / (0.649 x 9e11) = 804.25 us,
+ *   across 2 (1/2) (S/8) / (0.663 x 5e10) = 1012.20 us (the pace);
+ *   35.741 + 170 + 1012.20 = 1217.94 us
+ * (LL128 1275.08; the tree 2103.6, the ring 3433.6).
+ * Inside the NVL72's domain the group is 1.31 times faster, and the
  * NVLink term is all of its bandwidth cost.
  */
 static void test_tp16_profiles(void **state)
@@ -304,10 +306,10 @@ static void test_tp16_profiles(void **state)
 	    comm_time(&nvl, GC_ALL_REDUCE, S, (struct comm_group){16, 16}, 1.0, COMM_AUTO, &e), 0);
 	assert_int_equal(e.algo, COMM_RING);
 	assert_rel_close(e.time_s,
-			 nvl.coll_base_s + 30 * nvl.nvlink_lat_s +
-			     1.875 * S / (nvl.nvl_eff * nvl.nvlink_Bps),
+			 nvl.coll_base_s + 30 * nvl.nvlink_lat_s * 1.9 / 3.4 +
+			     1.875 * S / (0.92 * nvl.nvl_eff * nvl.nvlink_Bps),
 			 1e-12);
-	assert_rel_close(e.time_s, 864.12e-6, 1e-5);
+	assert_rel_close(e.time_s, 928.157e-6, 1e-5);
 	assert_int_equal(
 	    comm_time(&hgx, GC_ALL_REDUCE, S, (struct comm_group){16, 8}, 1.0, COMM_AUTO, &e), 0);
 	assert_int_equal(e.algo, COMM_HIER);
@@ -316,7 +318,7 @@ static void test_tp16_profiles(void **state)
 	across = (S / 8) / (hgx.net_eff * hw_net_Bps_per_gpu(&hgx));
 	assert_true(in_node < across);
 	assert_rel_close(e.time_s, hgx.coll_base_s + lat + across, 1e-12);
-	assert_rel_close(e.time_s, 1193.57e-6, 1e-5);
+	assert_rel_close(e.time_s, 1217.94e-6, 1e-5);
 	/* On the HGX profile a group of 16 cannot sit in one domain. */
 	assert_int_equal(
 	    comm_time(&hgx, GC_ALL_REDUCE, S, (struct comm_group){16, 16}, 1.0, COMM_AUTO, &e),

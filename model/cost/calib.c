@@ -227,7 +227,7 @@ int calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 			const struct graph_coll *gc = &g->colls[c];
 			struct comm_group grp;
 			struct comm_est full;
-			double t = g->dur_ns[gc->node] / 1e9, lat;
+			double t = g->dur_ns[gc->node] / 1e9, lo, hi;
 			/* A group beyond any layout's GPUs (a graph file's: the
 			 * trace reader refuses one) is no int to divide by. */
 			if (gc->kind != k || gc->bytes <= 0 || gc->group_size < 2 ||
@@ -237,15 +237,28 @@ int calib_comm_fit(const struct graph *g, const struct hw_profile *hw,
 			grp.per_node = grp.n <= hw_domain(hw) ? grp.n : hw_domain(hw);
 			if (grp.n % grp.per_node)
 				continue;
-			/* t = latency + bandwidth term / e: the latency is the
-			 * model's time of an empty message; the rest scales 1/e. */
-			if (comm_time(hw, k, 0, grp, 1.0, COMM_AUTO, &full))
+			/* The efficiency at which the model gives t: the model's
+			 * time falls as eff rises (each protocol's latency plus
+			 * its bandwidth term over eff, the fastest taken), so
+			 * bisect on log eff; a time below the model's at the
+			 * largest eff says nothing of it. */
+			if (comm_time(hw, k, (double)gc->bytes, grp, COMM_MAX_EFF, COMM_AUTO,
+				      &full) ||
+			    t <= full.time_s)
 				continue;
-			lat = full.time_s;
-			if (comm_time(hw, k, (double)gc->bytes, grp, 1.0, COMM_AUTO, &full) ||
-			    t <= lat)
-				continue;
-			e[n++] = (full.time_s - lat) / (t - lat);
+			lo = log(1e-4);
+			hi = log(COMM_MAX_EFF);
+			for (int it = 0; it < 60; it++) {
+				double mid = (lo + hi) / 2;
+				if (comm_time(hw, k, (double)gc->bytes, grp, exp(mid), COMM_AUTO,
+					      &full))
+					break;
+				if (full.time_s > t)
+					lo = mid;
+				else
+					hi = mid;
+			}
+			e[n++] = exp((lo + hi) / 2);
 		}
 		out[k].n = n;
 		if (n == 0)

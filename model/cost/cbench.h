@@ -65,8 +65,9 @@ double cbench_predict(const struct hw_profile *hw, const struct cbench_row *r);
 
 /*
  * Fit hw's collective parameters on rows[idx[0..n)] (all of hw's GPU):
- * the NVLink ring's bus efficiency (nvl_eff) and per-step latency, NVLink
- * SHARP's (nvls_eff, when nvls: Hopper and Blackwell NVSwitch), and where
+ * the NVLink ring's bus efficiency (nvl_eff) and per-step latency (Simple's;
+ * comm.h), NVLink SHARP's (nvls_eff, when nvls: Hopper and Blackwell
+ * NVSwitch, where NCCL enables it by default), and where
  * a row crosses nodes the network's (net_eff, its per-step latency), and
  * the fixed cost per collective, from the same start whatever hw holds
  * (bus efficiencies 0.8, 1 us a step in the node, 5 across, 1 us a

@@ -20,6 +20,44 @@ const char *comm_algo_name(int algo)
 	return algo >= 0 && algo < COMM_NALGOS ? n[algo] : "auto";
 }
 
+/*
+ * NCCL's three protocols (src/graph/tuning.cc, ncclTopoTuneModel's default
+ * tuner constants): a ring step on NVLink costs LL 0.6 us, LL128 1.9,
+ * Simple 3.4; LL moves data at half the bus bandwidth (its flag words),
+ * LL128 at 0.92 (120 of 128 bytes), Simple at all of it.  The profile's
+ * NVLink step latency is Simple's; the others scale by NCCL's ratios, and
+ * the fastest protocol wins, as NCCL's tuner picks it per size: LL's short
+ * steps set small messages' floor.  A network step costs the profile's
+ * latency whatever the protocol: NCCL's ratios there (2.7, 4.0, 14 us)
+ * assume InfiniBand, and the only fitted multi-node rows (4 nodes of B200
+ * over EFA) floor at 358-378 us from 256 KiB to 1 MiB, which LL's share of
+ * a step cannot reach (docs/MODEL.md, "Protocols").
+ */
+#define COMM_NPROTO 3
+static const double proto_lat_nvl[COMM_NPROTO] = {0.6 / 3.4, 1.9 / 3.4, 1};
+static const double proto_inv_bw[COMM_NPROTO] = {1 / 0.5, 1 / 0.92, 1};
+
+/* NVLS's latency: NCCL's tuning model puts an NVLink SHARP collective at
+ * 25 us (hwLatencies[NVLINK][NVLS][Simple]; no base latency, no per-rank
+ * term): flat in the group size, so it wins small messages only in large
+ * domains. */
+#define COMM_NVLS_LAT_S 25e-6
+
+/* The fastest protocol's time for steps_nvl NVLink steps, steps_net
+ * network steps and `bytes` at bus bandwidth bw. */
+static double proto_time(const struct hw_profile *hw, double steps_nvl, double steps_net,
+			 double bytes, double bw)
+{
+	double best = INFINITY, a = steps_nvl * hw->nvlink_lat_s, b = steps_net * hw->net_lat_s;
+	double x = bytes / bw;
+	for (int p = 0; p < COMM_NPROTO; p++) {
+		double t = a * proto_lat_nvl[p] + b + x * proto_inv_bw[p];
+		if (t < best)
+			best = t;
+	}
+	return best;
+}
+
 /* Fraction of the buffer a rank sends in a ring of n, and the steps. */
 static void ring_shape(int kind, int n, double *frac, int *steps)
 {
@@ -30,9 +68,12 @@ static void ring_shape(int kind, int n, double *frac, int *steps)
 		break;
 	case GC_ALL_GATHER:
 	case GC_REDUCE_SCATTER:
-	case GC_ALL_TO_ALL:
 		*frac = (double)(n - 1) / n;
 		*steps = n - 1;
+		break;
+	case GC_ALL_TO_ALL:
+		*frac = (double)(n - 1) / n;
+		*steps = 1;
 		break;
 	case GC_BROADCAST:
 	case GC_REDUCE:
@@ -125,18 +166,20 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 			/* NVLink SHARP: the switch reduces; each GPU sends its
 			 * buffer and receives the sum, one pass each way (in one
 			 * domain: NVL72's NVLink switch trays reduce too). */
-			if (kind != GC_ALL_REDUCE || domains > 1 || hw->nvls_eff <= 0 || hw->mesh)
-				continue;
+			if (kind != GC_ALL_REDUCE || domains > 1 || hw->nvls_eff <= 0 || hw->mesh ||
+			    n <= 2)
+				continue; /* NCCL sets NVLS up for 3 GPUs or more
+					   * (src/transport/nvls.cc, ncclNvlsInit) */
 			wire = bytes;
-			t = 2 * hw->nvlink_lat_s + bytes / (hw->nvlink_Bps * hw->nvls_eff * eff);
+			t = COMM_NVLS_LAT_S + bytes / (hw->nvlink_Bps * hw->nvls_eff * eff);
 		} else if (a == COMM_RING || (domains == 1 && a != COMM_RING)) {
 			/* Flat ring: every step pays the slowest hop's latency. */
 			double bw = domains > 1 ? (b_net < b_nvl ? b_net : b_nvl) : b_nvl;
-			double lat = domains > 1 ? hw->net_lat_s : hw->nvlink_lat_s;
 			if (domains == 1 && a != COMM_RING)
 				continue; /* in one domain the others are the ring */
 			wire = frac * bytes;
-			t = steps * lat + wire / bw;
+			t = proto_time(hw, domains > 1 ? 0 : steps, domains > 1 ? steps : 0, wire,
+				       bw);
 		} else if (a == COMM_HIER) {
 			/* Reduce-scatter in the domain, the collective across
 			 * domains on 1/per of the data (each GPU on its own NIC
@@ -149,8 +192,12 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 			ring_shape(kind, domains, &fout, &s_out);
 			t_in = (kind == GC_ALL_REDUCE ? 2 : 1) * fin * bytes / b_nvl;
 			t_out = fout * part / b_gpu_net;
-			t = (kind == GC_ALL_REDUCE ? 2 : 1) * (per - 1) * hw->nvlink_lat_s +
-			    s_out * hw->net_lat_s + (t_in > t_out ? t_in : t_out);
+			/* The slower phase's bytes at its bandwidth, both phases'
+			 * steps, one protocol for all. */
+			t = proto_time(hw, (kind == GC_ALL_REDUCE ? 2 : 1) * (per - 1), s_out,
+				       t_in > t_out ? fin * bytes * (kind == GC_ALL_REDUCE ? 2 : 1)
+						    : fout * part,
+				       t_in > t_out ? b_nvl : b_gpu_net);
 			wire = fout * part;
 		} else {
 			/* Tree: ring bandwidth, latency logarithmic across
@@ -161,8 +208,7 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 			if (kind != GC_ALL_REDUCE && kind != GC_BROADCAST && kind != GC_REDUCE)
 				continue; /* NCCL's trees serve these only */
 			wire = frac * bytes;
-			t = passes * (depth * hw->net_lat_s + (per - 1) * hw->nvlink_lat_s) +
-			    wire / bw;
+			t = proto_time(hw, passes * (per - 1), passes * depth, wire, bw);
 		}
 		if (t < best) {
 			best = t;

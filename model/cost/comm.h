@@ -25,8 +25,11 @@
  * pipelined in chunks as NCCL's trees are: the slowest phase's bandwidth
  * term); tree (ring bandwidth, logarithmic latency across nodes); NVLS
  * (all-reduce in a node through NVSwitch SHARP: each GPU sends its buffer
- * and receives the sum once).  comm_time() picks the fastest, as NCCL's
- * tuner does, unless told one.
+ * and receives the sum once, after NCCL's flat 25 us; 3 GPUs or more).
+ * Each NVLink step runs in NCCL's fastest protocol for the size (LL,
+ * LL128, Simple: latency and bandwidth by NCCL's ratios); an all-to-all in
+ * one domain is grouped send/recv, one step.  comm_time() picks the
+ * fastest, as NCCL's tuner does, unless told one.
  */
 #ifndef PRISM_COMM_H
 #define PRISM_COMM_H
