@@ -46,7 +46,7 @@ enum layout_dispatcher {
  * (an op's dispatch and a launch per kernel), CUDA graphs of each
  * layer's forward and backward (Megatron-LM's --cuda-graph-impl local,
  * TE make_graphed_callables: one graph launch a layer), torch.compile
- * (Inductor's kernels and launcher, elementwise runs fused). */
+ * (Inductor's launcher and each compiled graph's guards). */
 enum layout_exec { LAYOUT_EXEC_EAGER, LAYOUT_EXEC_GRAPHS, LAYOUT_EXEC_COMPILED };
 
 enum layout_partition { LAYOUT_PART_GIVEN, LAYOUT_PART_BALANCED, LAYOUT_PART_EMBED_LOSS };
@@ -522,8 +522,8 @@ enum layout_show {
 	  .opt = "exec", .arg = "E",                                                               \
 	  .help = "how the host runs the step: eager (an op's dispatch and launch per kernel; "    \
 		  "Megatron-LM's default), graphs (each layer's forward and backward one CUDA "    \
-		  "graph launch) or compiled (torch.compile: Inductor's launcher, elementwise "    \
-		  "runs fused)",                                                                   \
+		  "graph launch) or compiled (torch.compile: Inductor's launcher, a compiled "     \
+		  "graph's guards a layer)",                                                                   \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON)
 /* clang-format on */
 

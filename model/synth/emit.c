@@ -175,15 +175,12 @@ static void launch_costs(struct ctx *c, int r, int st, double *op, double *launc
 {
 	const struct synth_host *h = &c->em.host;
 	struct rankst *k = &c->rk[r];
-	int memb = c->em.membound;
 	int64_t key;
 
-	c->em.membound = 0;
 	*region = 0;
 	if (!in_region(c, r, st)) {
 		*op = c->in->cpu_op_s, *launch = c->in->launch_s, *lag = c->in->gpu_lag_s;
 		k->region = 0;
-		k->fusable = 0;
 		return;
 	}
 	*op = h->op_s, *launch = h->launch_s, *lag = h->lag_s;
@@ -191,12 +188,8 @@ static void launch_costs(struct ctx *c, int r, int st, double *op, double *launc
 	      ((int64_t)(k->layer + 1) << 2) ^ k->phase;
 	if (k->region != key) {
 		k->region = key;
-		k->fusable = 0;
 		*region = h->region_s;
-	} else if (h->fuse && memb && k->fusable) {
-		*op = *launch = 0; /* one fused Triton kernel with the one before */
 	}
-	k->fusable = memb;
 }
 
 /* Launch GPU task `name` of `seconds` on stream st; coll: a collective

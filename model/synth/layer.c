@@ -93,7 +93,6 @@ void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, doubl
 	double key[OPKEY] = {1, bytes};
 
 	se_record_op(c, key, membound_op_fmt);
-	c->em.membound = 1;
 	se_launch(c, r, st, GN_KERNEL, name, t, NULL);
 }
 

@@ -64,7 +64,6 @@ void synth_host(const struct synth_in *in, struct synth_host *h)
 	h->event_s = in->event_s;
 	h->lag_s = in->gpu_lag_s;
 	h->region_s = 0;
-	h->fuse = 0;
 	if (in->lay.exec == LAYOUT_EXEC_GRAPHS) {
 		/* The captured kernels cost the host nothing: the graph's
 		 * launch once, each node its replay time on the GPU. */
@@ -74,7 +73,6 @@ void synth_host(const struct synth_in *in, struct synth_host *h)
 		h->op_s = SYNTH_INDUCTOR_RUN_S - SYNTH_INDUCTOR_LAUNCH_S;
 		h->launch_s = SYNTH_INDUCTOR_LAUNCH_S;
 		h->region_s = SYNTH_INDUCTOR_GRAPH_S;
-		h->fuse = 1;
 	}
 }
 

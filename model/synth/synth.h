@@ -101,12 +101,11 @@ struct synth_in {
  * gpu_lag_s for every kernel.  Graphs and compiled change them inside a
  * layer's forward or backward (a region; graphs: dense layers only): one
  * region_s on the host as the region starts, then per kernel op_s and
- * launch_s, per event event_s, and lag_s on the GPU; compiled launches a
- * memory-bound kernel that follows another in its region with it (fuse).
+ * launch_s, per event event_s, and lag_s on the GPU.  Compiled keeps the
+ * layer's kernels (our H100 compiled traces launch as many as eager).
  */
 struct synth_host {
 	double op_s, launch_s, event_s, lag_s, region_s;
-	int fuse;
 };
 void synth_host(const struct synth_in *in, struct synth_host *h);
 

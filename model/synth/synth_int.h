@@ -153,7 +153,6 @@ struct rankst {
 	double bucket;		    /* gradients ready and not yet reduced, parameters */
 	double ebucket;		    /* the same for the routed experts' (their own group) */
 	int64_t region;		    /* the host region (synth_host) last launched in, 0: none */
-	int fusable;		    /* the last launch was a memory-bound kernel in it */
 };
 
 /* The graph as built: the writer (gwrite.h) holds the tasks as added
@@ -176,7 +175,6 @@ struct emit_state {
 	VEC(struct oprec) ops;
 	struct opmemo memo[OPMEMO];
 	uint32_t op;
-	int membound;		/* the next launch is a memory-bound kernel */
 	struct synth_host host; /* synth_host(in) */
 };
 
