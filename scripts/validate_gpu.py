@@ -19,6 +19,10 @@ set".
              layer and submodule spans (CUDA events from hooks) against
              prism's kernel-level what-if;
   compiled   eager against torch.compile, measured and as prism sees them;
+  exec       prism synth of every point from its shape (gpt_bench's model,
+             default costs), eager and as the point ran (--exec compiled
+             for the compiled ones), and the analytic estimate, against the
+             CUDA-event step: the host model checked, nothing fitted to it;
   kernels    the kernel-efficiency model against the kernel sweep
              (`prism kernels --flat` on kernels.csv).
 
@@ -279,6 +283,55 @@ def base_step_table(prism, data, pts):
               f"{mean_abs(b):.1f}% ({worst(b):+.1f}%) |")
 
 
+GPT_BENCH_CFG = """name = "gpt-bench";
+layers = 2;
+hidden = 1024;
+heads = 8;
+seq = 1024;
+vocab = 32768;
+tie_embeddings = false;
+positions = "learned";
+"""
+
+
+def synth_point(prism, p, exec_mode, cfg):
+    h = p["hidden"]
+    return run_json(prism, ["synth", cfg, "--hw", "h100-dgx", "--layers", str(p["layers"]),
+                            "--hidden", str(h), "--heads", str(h // 128), "--ffn", str(4 * h),
+                            "--mbs", str(p["mbs"]), "--microbatches", str(p["microbatches"]),
+                            "--exec", exec_mode])
+
+
+def exec_table(prism, data, pts):
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = os.path.join(tmp, "gpt-bench.cfg")
+        with open(cfg, "w") as f:
+            f.write(GPT_BENCH_CFG)
+        print("| point | CUDA-event ms | synth eager ms | error | synth as run ms | error | "
+              "analytic as run ms | error |")
+        print("|---|---|---|---|---|---|---|---|")
+        errs = {}
+        for tag, p in sorted(pts.items(), key=lambda kv: order(kv[0])):
+            mode = "compiled" if p["compiled"] else "eager"
+            e = synth_point(prism, p, "eager", cfg)
+            r = synth_point(prism, p, mode, cfg) if mode != "eager" else e
+            t = p["step_ms_median"]
+            pe, pr, pa = (e["iteration_s"] * 1e3, r["iteration_s"] * 1e3,
+                          r["analytic_s"] * 1e3)
+            g = "GPU-bound" if gpu_bound(prism, data, tag) else "host-bound"
+            for k, v in (("synth", pr), ("analytic", pa)):
+                errs.setdefault((mode, g, k), []).append(pct(v, t))
+            print(f"| {tag} | {t:.2f} | {pe:.2f} | {pct(pe, t):+.1f}% | {pr:.2f} | "
+                  f"{pct(pr, t):+.1f}% | {pa:.2f} | {pct(pa, t):+.1f}% |")
+        print("\n| points | n | synth as run: mean (worst) | analytic: mean (worst) |")
+        print("|---|---|---|---|")
+        for (mode, g) in sorted({(m, g) for m, g, _ in errs}):
+            a, b = errs[(mode, g, "synth")], errs[(mode, g, "analytic")]
+            print(f"| {mode}, {g} | {len(a)} | {mean_abs(a):.1f}% ({worst(a):+.1f}%) | "
+                  f"{mean_abs(b):.1f}% ({worst(b):+.1f}%) |")
+
+
 def kernel_table(prism, data, pts):
     """prism's kernel model (and the flat one before it) on the sweep."""
     out = subprocess.run([prism, "kernels", "--flat", "--markdown",
@@ -289,7 +342,7 @@ def kernel_table(prism, data, pts):
 
 SECTIONS = {"replay": replay_table, "whatif": whatif_table, "hidden-edit": hidden_edit_table,
             "grain": grain_table, "base-step": base_step_table,
-            "compiled": compiled_table, "kernels": kernel_table}
+            "compiled": compiled_table, "exec": exec_table, "kernels": kernel_table}
 
 
 def main():

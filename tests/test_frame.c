@@ -245,6 +245,7 @@ static void test_megatron_import(void **state)
 	assert_int_equal(l.overlap_param, 1);
 	assert_int_equal(l.tp_overlap, 0);
 	assert_int_equal(l.flash, 1);
+	assert_int_equal(l.exec, LAYOUT_EXEC_EAGER); /* --cuda-graph-impl's default none */
 	assert_true((given & LK_BIT(LK_dp)) && (given & LK_BIT(LK_microbatches)));
 	assert_non_null(strstr(x.warn, "--lr"));
 	assert_non_null(strstr(x.warn, "--tokenizer-type"));
@@ -260,6 +261,22 @@ static void test_megatron_import(void **state)
 	assert_int_equal(m.gated, 1);
 	assert_int_equal(m.untied, 1);
 	assert_int_equal(m.rope, 1);
+	/* --enable-cuda-graph, the older name of --cuda-graph-impl local */
+	{
+		const char *t = "--num-layers 2 --hidden-size 256 --num-attention-heads 4 "
+				"--seq-length 128 --micro-batch-size 1 --global-batch-size 8 "
+				"--enable-cuda-graph\n";
+		assert_int_equal(frame_import(FRAME_MEGATRON, "t.sh", t, strlen(t), NULL, &m, &l,
+					      &given, &x, &err),
+				 0);
+		assert_int_equal(l.exec, LAYOUT_EXEC_GRAPHS);
+		t = "--num-layers 2 --cuda-graph-impl partial\n";
+		assert_int_equal(frame_import(FRAME_MEGATRON, "t.sh", t, strlen(t), NULL, &m, &l,
+					      &given, &x, &err),
+				 PRISM_EFORMAT);
+		assert_non_null(strstr(err.msg, "t.sh:1: --cuda-graph-impl 'partial'"));
+		prism_err_clear(&err);
+	}
 	/* a shell variable is not a number: refused, naming the option and line */
 	assert_int_equal(
 	    frame_load_model(PRISM_SOURCE_DIR "/tests/data/megatron/dsv3-bad.sh", &m, &x, &err),
@@ -367,6 +384,9 @@ static void test_round_trip(void **state)
 		l.overlap_param = 1;
 		l.tp_overlap = 1;
 		l.cp_comm = LAYOUT_CP_ALLGATHER;
+		/* Megatron-LM and Bridge capture layers in CUDA graphs,
+		 * torchtitan compiles */
+		l.exec = fw == FRAME_TORCHTITAN ? LAYOUT_EXEC_COMPILED : LAYOUT_EXEC_GRAPHS;
 		round_trip(fw, &dense, &l);
 		/* each fp8 recipe (Megatron-LM's --fp8-recipe, Bridge's presets;
 		 * torchtitan's float8 is current scaling) */
@@ -547,9 +567,15 @@ static void test_unexpressed(void **state)
 	l.power_w = 500;
 	l.prefetch = 1;
 	for (int fw = 0; fw < FRAME_N; fw++) {
+		/* torchtitan has no CUDA graphs of layers, Megatron-LM no compile */
+		l.exec = fw == FRAME_TORCHTITAN ? LAYOUT_EXEC_GRAPHS : LAYOUT_EXEC_COMPILED;
 		f = open_memstream(&text, &n);
 		frame_export(f, fw, &m, &l);
 		fclose(f);
+		assert_non_null(
+		    strstr(text, fw == FRAME_TORCHTITAN ? "exec graphs" : "exec compiled"));
+		assert_null(strstr(text, "cuda_graph_impl"));
+		assert_null(strstr(text, "compile.enable"));
 		assert_non_null(strstr(text, "# not expressed in"));
 		assert_non_null(strstr(text, "imbalance 1.5"));
 		assert_non_null(strstr(text, "power_w 500"));

@@ -862,6 +862,11 @@ static const struct frame_row frame_rows[LK_N] = {
     [LK_window] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
     [LK_global_every] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
     [LK_power_w] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
+    /* Megatron-LM's --cuda-graph-impl (default none; --enable-cuda-graph
+     * is its older name for local) and Bridge's; torchtitan's
+     * [compile] enable. */
+    [LK_exec] = R(FX_SPECIAL, "--cuda-graph-impl", FX_SPECIAL, "model.cuda_graph_impl", FX_SPECIAL,
+		  "compile.enable"),
 };
 #undef R
 
@@ -911,6 +916,9 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 		return fw != FRAME_TORCHTITAN || l->fp8_recipe == LAYOUT_FP8_CURRENT;
 	case LK_head_dim:
 		return !llm_mla(m);
+	case LK_exec: /* Megatron-LM and Bridge graph layers, torchtitan compiles */
+		return l->exec == LAYOUT_EXEC_EAGER ||
+		       (fw == FRAME_TORCHTITAN) == (l->exec == LAYOUT_EXEC_COMPILED);
 	case LK_sp:    /* torchtitan's tensor parallel plan is sequence parallel */
 	case LK_flash: /* torchtitan's attention is SDPA's flash kernel */
 		return fw != FRAME_TORCHTITAN || layout_get(m, l, k, 0) == 1;
@@ -1212,6 +1220,13 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 						 : "model.moe_flex_dispatcher_backend",
 			    l->moe_dispatcher == LAYOUT_DISP_FLEX ? "deepep" : "hybridep");
 		return;
+	case LK_exec:
+		if (l->exec == LAYOUT_EXEC_COMPILED && fw == FRAME_TORCHTITAN)
+			put(E, "compile.enable", "true");
+		else if (l->exec == LAYOUT_EXEC_GRAPHS && fw != FRAME_TORCHTITAN)
+			put(E, fw == FRAME_MEGATRON ? "--cuda-graph-impl" : "model.cuda_graph_impl",
+			    "local");
+		return;
 	case LK_head_dim: /* only a width other than hidden / heads */
 		if (m->head_dim > 0 && !llm_mla(m) &&
 		    (m->hidden % m->heads || m->head_dim != m->hidden / m->heads))
@@ -1390,6 +1405,7 @@ struct imp {
 	int fp8_recipe; /* -1: not given */
 	int flash, embed, loss, cp_comm;
 	int disp, hybridep;	       /* disp -1: not given; flex's backend */
+	int exec;		       /* enum layout_exec */
 	int first_layers, last_layers; /* the first and last stages' (0: even) */
 	char layout[512];	       /* --pipeline-model-parallel-layout, "" if none */
 	int local_batch, pp_mbs;
@@ -1734,6 +1750,22 @@ static int special_in(const char *path, int line, const char *name, const char *
 					     "a2a+p2p",
 					     path, line, name, s ? s : "");
 		I->cp_comm = c;
+	} else if (IS("--enable-cuda-graph")) {
+		I->exec = LAYOUT_EXEC_GRAPHS;
+	} else if (IS("model.enable_cuda_graph")) {
+		BOOL();
+		I->exec = b ? LAYOUT_EXEC_GRAPHS : I->exec;
+	} else if (IS("--cuda-graph-impl") || IS("model.cuda_graph_impl")) {
+		if (!s ||
+		    (strcmp(s, "none") && strcmp(s, "local") && strcmp(s, "transformer_engine")))
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': expected none, local or "
+					     "transformer_engine",
+					     path, line, name, s ? s : "");
+		I->exec = strcmp(s, "none") ? LAYOUT_EXEC_GRAPHS : LAYOUT_EXEC_EAGER;
+	} else if (IS("compile.enable")) {
+		BOOL();
+		I->exec = b ? LAYOUT_EXEC_COMPILED : LAYOUT_EXEC_EAGER;
 	} else if (IS("--moe-token-dispatcher-type") || IS("model.moe_token_dispatcher_type")) {
 		int d = !s ? -1 : layout_dispatcher_parse(s);
 		if (d < 0 || d == LAYOUT_DISP_HYBRIDEP)
@@ -1991,6 +2023,8 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	}
 	l->cp_comm = I->cp_comm;
 	*given |= LK_BIT(LK_cp_comm);
+	l->exec = I->exec;
+	*given |= LK_BIT(LK_exec);
 	if (I->disp >= 0) {
 		l->moe_dispatcher =
 		    I->disp == LAYOUT_DISP_FLEX && I->hybridep ? LAYOUT_DISP_HYBRIDEP : I->disp;

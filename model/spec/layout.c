@@ -381,6 +381,18 @@ static int parse_first_last(const char *s, struct layout *l)
 	return 1;
 }
 
+static const char *const exec_names[] = {"eager", "graphs", "compiled"};
+
+const char *layout_exec_name(int e)
+{
+	return name_of(exec_names, LAYOUT_EXEC_COMPILED + 1, e);
+}
+
+int layout_exec_parse(const char *s)
+{
+	return index_of(exec_names, LAYOUT_EXEC_COMPILED + 1, s);
+}
+
 const char *layout_dispatcher_name(int d)
 {
 	return name_of(dispatcher_names, LAYOUT_DISP_HYBRIDEP + 1, d);

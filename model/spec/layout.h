@@ -82,6 +82,13 @@ enum layout_partition {
 	LAYOUT_PART_LOSS
 };
 
+/* How the host runs a step (exec; docs/MODEL.md "Host"): eager PyTorch
+ * (an op's dispatch and a launch per kernel), CUDA graphs of each
+ * layer's forward and backward (Megatron-LM's --cuda-graph-impl local,
+ * TE make_graphed_callables: one graph launch a layer), torch.compile
+ * (Inductor's launcher and each compiled graph's guards). */
+enum layout_exec { LAYOUT_EXEC_EAGER, LAYOUT_EXEC_GRAPHS, LAYOUT_EXEC_COMPILED };
+
 /* Which framework shards the data-parallel state (dp_impl), each as its
  * source runs it (docs/MODEL.md, "Sharded data parallelism per
  * implementation").  MEGATRON: Megatron-LM's DDP and distributed optimizer
@@ -189,6 +196,7 @@ struct layout {
 	 * the blocks need them, no segment rounding (mem_alloc_reserved);
 	 * 0: PyTorch's default (CUDAAllocatorConfig: off). */
 	int expandable_segments;
+	int exec; /* enum layout_exec: eager (Megatron-LM's default), graphs, compiled */
 };
 
 /* The defaults of a run nobody laid out, each knob's row's (LAYOUT_KNOBS
@@ -221,6 +229,10 @@ int layout_cp_comm_parse(const char *s);
  * name for current, is read too). */
 const char *layout_fp8_recipe_name(int recipe);
 int layout_fp8_recipe_parse(const char *s);
+
+/* "eager", "graphs", "compiled" ("?" beyond); back: -1. */
+const char *layout_exec_name(int e);
+int layout_exec_parse(const char *s);
 
 /* "megatron", "deepspeed", "fsdp", "fsdp2" ("?" beyond); back: -1. */
 const char *layout_dp_impl_name(int impl);
@@ -604,7 +616,15 @@ enum layout_show {
 	  .opt = "expandable-segments",                                                            \
 	  .help = "PyTorch's caching allocator with expandable_segments:True (pages mapped as "    \
 		  "blocks need them: no segment rounding; default off, as PyTorch's)",             \
-	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT, .key = "expseg")
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT, .key = "expseg")                       \
+	X(exec, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_EXEC_COMPILED,                    \
+	  .def = LAYOUT_EXEC_EAGER, .parse = layout_exec_parse, .name = layout_exec_name,          \
+	  .opt = "exec", .arg = "E",                                                               \
+	  .help = "how the host runs the step: eager (an op's dispatch and launch per kernel; "    \
+		  "Megatron-LM's default), graphs (each layer's forward and backward one CUDA "    \
+		  "graph launch) or compiled (torch.compile: Inductor's launcher, a compiled "     \
+		  "graph's guards a layer)",                                                                   \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON)
 /* clang-format on */
 
 enum layout_knob_id {

@@ -36,18 +36,19 @@ static void acc_share(struct synth_in *si, double acc_elem_bytes, double mb, int
 /* What every stage's layers share, one microbatch, in seconds (and
  * bytes per parameter). */
 struct terms {
-	struct synth_in si;   /* the run as synth would build it */
-	struct layout lay;    /* its partition resolved */
-	double mb;	      /* microbatches */
-	double lf, lb, la;    /* a dense layer: forward, backward, attention forward */
-	double mlf, mlb, mla; /* a mixture-of-experts layer's */
-	double emb, head;     /* stage 0's embedding, the last stage's head and loss */
-	double ar;	      /* a layer's tensor-parallel all-reduces */
-	double p2p;	      /* a microbatch's pipeline transfers */
-	double cp_ring;	      /* a layer's context-parallel transfers, exposed */
-	double moe_comm;      /* an MoE layer's all-to-alls and expert-TP gathers */
-	double wb, gb, ob;    /* bytes per parameter: weights, gradients, optimizer */
-	int pn;		      /* data-parallel ranks in an NVLink domain */
+	struct synth_in si;	 /* the run as synth would build it */
+	struct layout lay;	 /* its partition resolved */
+	double mb;		 /* microbatches */
+	double lf, lb, la;	 /* a dense layer: forward, backward, attention forward */
+	double mlf, mlb, mla;	 /* a mixture-of-experts layer's */
+	double hf, hb, mhf, mhb; /* the host's time of a dense (MoE) layer's forward, backward */
+	double emb, head;	 /* stage 0's embedding, the last stage's head and loss */
+	double ar;		 /* a layer's tensor-parallel all-reduces */
+	double p2p;		 /* a microbatch's pipeline transfers */
+	double cp_ring;		 /* a layer's context-parallel transfers, exposed */
+	double moe_comm;	 /* an MoE layer's all-to-alls and expert-TP gathers */
+	double wb, gb, ob;	 /* bytes per parameter: weights, gradients, optimizer */
+	int pn;			 /* data-parallel ranks in an NVLink domain */
 };
 
 /* Context parallelism's exposed time a layer.  Ring attention: cp - 1
@@ -152,6 +153,9 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	T->pn = hw_domain(hw) / tp;
 	synth_layer_times(&T->si, &T->lf, &T->lb, &T->la);
 	acc_share(&T->si, in->acc_elem_bytes, T->mb, 0, &T->lb);
+	synth_layer_host(&T->si, 0, &T->hf, &T->hb);
+	if (llm_moe_layers(&in->m) > 0)
+		synth_layer_host(&T->si, 1, &T->mhf, &T->mhb);
 	T->cp_ring = cp_terms(in, T);
 	moe_terms(in, T);
 	synth_extra_times(&T->si, &T->emb, &T->head);
@@ -389,6 +393,15 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			slot = c + n * T.ar + T.p2p;
 			if (cp > 1)
 				slot += n * T.cp_ring;
+		}
+		{
+			/* A unit is host-bound where the host's launches
+			 * outlast its GPU side: forward and backward each the
+			 * longer of the two, the GPU's split as its layers'. */
+			double hf = (n - nm) * T.hf + nm * T.mhf, hb = (n - nm) * T.hb + nm * T.mhb;
+			double gf = (n - nm) * T.lf + nm * T.mlf, gb = (n - nm) * T.lb + nm * T.mlb;
+			double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5;
+			slot = fmax(slot * ff, hf) + fmax(slot * (1 - ff), hb);
 		}
 		sum += slot;
 		mem_stage(m, &T.lay, NULL, s, &ms);

@@ -24,6 +24,7 @@ static void dry_ctx(struct ctx *c, struct rankst *rk, const struct synth_in *in)
 	c->dry = 1;
 	c->kdb_gpu = -1;
 	c->rk = rk;
+	synth_host(in, &c->em.host);
 }
 
 /* The kernel model's time of the embedding's forward and backward (*emb)
@@ -86,6 +87,25 @@ static void layer_times(const struct synth_in *in, int moe, double *fwd_s, doubl
 	*fwd_s += (fw - *fwd_s) * nw / m->layers;
 	*bwd_s += (bw - *bwd_s) * nw / m->layers;
 	*attn_fwd_s += (aw - *attn_fwd_s) * nw / m->layers;
+}
+
+void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	dry_ctx(&c, &rk, in);
+	rk.mb = 1;
+	rk.phase = PH_FORWARD;
+	rk.layer = moe && llm_moe_layers(&in->m) > 0 ? in->m.layers - 1 : -1;
+	sl_shape(in, &z);
+	sl_layer_fwd(&c, 0, &z);
+	*fwd_s = c.dry_host_s;
+	c.dry_host_s = 0;
+	rk.phase = PH_BACKWARD;
+	sl_layer_bwd(&c, 0, &z);
+	*bwd_s = c.dry_host_s;
 }
 
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s)

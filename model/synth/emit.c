@@ -155,31 +155,81 @@ void se_record_op(struct ctx *c, const double key[OPKEY], se_op_fmt fmt)
 
 /* Launch GPU task `name` of `seconds` on stream st; coll: a collective
  * entry to attach, or NULL. */
+/* Whether a launch on stream st of rank r is inside a host region
+ * (synth_host): a layer's forward or backward on its compute streams, a
+ * dense layer's under graphs (a dry run's layer -1 is a dense one). */
+static int in_region(const struct ctx *c, int r, int st)
+{
+	const struct rankst *k = &c->rk[r];
+	int e = c->in->lay.exec;
+	if (e == LAYOUT_EXEC_EAGER || st == S_DP || (st >= S_SENDF && st <= S_RECVB) ||
+	    (k->phase != PH_FORWARD && k->phase != PH_BACKWARD) || (k->layer < 0 && !c->dry))
+		return 0;
+	return e != LAYOUT_EXEC_GRAPHS || k->layer < 0 || !llm_is_moe_layer(&c->in->m, k->layer);
+}
+
+/* The host's costs of the next launch on stream st of rank r (op, launch,
+ * GPU lag), and the region's start (*region, 0 if none). */
+static void launch_costs(struct ctx *c, int r, int st, double *op, double *launch, double *lag,
+			 double *region)
+{
+	const struct synth_host *h = &c->em.host;
+	struct rankst *k = &c->rk[r];
+	int64_t key;
+
+	*region = 0;
+	if (!in_region(c, r, st)) {
+		*op = c->in->cpu_op_s, *launch = c->in->launch_s, *lag = c->in->gpu_lag_s;
+		k->region = 0;
+		return;
+	}
+	*op = h->op_s, *launch = h->launch_s, *lag = h->lag_s;
+	key = ((int64_t)se_iter(c, r) << 40) ^ ((int64_t)k->mb << 20) ^
+	      ((int64_t)(k->layer + 1) << 2) ^ k->phase;
+	if (k->region != key) {
+		k->region = key;
+		*region = h->region_s;
+	}
+}
+
+/* Launch GPU task `name` of `seconds` on stream st; coll: a collective
+ * entry to attach, or NULL. */
 uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name, double seconds,
 		   const struct graph_coll *coll)
 {
-	const struct synth_in *in = c->in;
 	struct rankst *k = &c->rk[r];
 	struct gw_node call, task;
 	uint32_t u, proc = k->stream[st];
+	double op_s, launch_s, lag_s, region_s;
 
+	launch_costs(c, r, st, &op_s, &launch_s, &lag_s, &region_s);
 	if (c->dry) {
-		if (kind == GN_KERNEL)
+		if (kind == GN_KERNEL) {
 			c->dry_s += seconds;
+			c->dry_host_s += region_s + op_s + launch_s;
+		}
 		return 0;
 	}
-	if (in->cpu_op_s > 0) {
-		struct gw_node op = row(c, r, k->host, GN_CPU, c->em.n_cpu, in->cpu_op_s);
+	if (region_s > 0) {
+		struct gw_node g =
+		    row(c, r, k->host, GN_CPU,
+			se_intern(c, c->in->lay.exec == LAYOUT_EXEC_GRAPHS ? "cudaGraphLaunch"
+									   : "CompiledFunction"),
+			region_s);
+		push(c, &g);
+	}
+	if (op_s > 0) {
+		struct gw_node op = row(c, r, k->host, GN_CPU, c->em.n_cpu, op_s);
 		push(c, &op);
 	}
-	call = call_row(c, r, c->em.n_launch, RT_LAUNCH, in->launch_s);
+	call = call_row(c, r, c->em.n_launch, RT_LAUNCH, launch_s);
 	task = row(c, r, proc, kind, se_intern(c, name), seconds);
 	if (c->em.op) {
 		set_op(c, &call);
 		set_op(c, &task);
 		c->em.op = 0;
 	}
-	task.lag_ns = ns(in->gpu_lag_s);
+	task.lag_ns = ns(lag_s);
 	gw_launch(&c->em.w, &call, &task, NULL, &u);
 	if (se_failed(c))
 		return u;
@@ -207,11 +257,13 @@ void se_event_wait(struct ctx *c, int r, int from, int to)
 	struct rankst *k = &c->rk[r];
 	struct pending p;
 	uint32_t rec, w;
+	double ev;
 
 	if (c->dry)
 		return;
-	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, c->in->event_s);
-	w = host_call(c, r, c->em.n_wait, RT_STREAM_WAIT, c->in->event_s);
+	ev = in_region(c, r, to) ? c->em.host.event_s : c->in->event_s;
+	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, ev);
+	w = host_call(c, r, c->em.n_wait, RT_STREAM_WAIT, ev);
 	if (k->last[from] == NONE32)
 		return;
 	p.proc = k->stream[to];
@@ -229,11 +281,13 @@ void se_event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to)
 	struct rankst *k = &c->rk[r];
 	struct pending p;
 	uint32_t rec, w;
+	double ev;
 
 	if (c->dry || src == NONE32)
 		return;
-	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, c->in->event_s);
-	w = host_call(c, r, c->em.n_wait, RT_STREAM_WAIT, c->in->event_s);
+	ev = in_region(c, r, to) ? c->em.host.event_s : c->in->event_s;
+	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, ev);
+	w = host_call(c, r, c->em.n_wait, RT_STREAM_WAIT, ev);
 	p.proc = k->stream[to];
 	p.src = src;
 	p.wait = w;
@@ -300,6 +354,7 @@ int se_init(struct ctx *c)
 	c->em.n_wait = se_intern(c, "cudaStreamWaitEvent");
 	c->em.n_sync = se_intern(c, "cudaDeviceSynchronize");
 	c->em.next_corr = 1;
+	synth_host(c->in, &c->em.host);
 	return c->oom ? PRISM_ENOMEM : 0;
 }
 

@@ -95,6 +95,39 @@ struct synth_in {
 				  * need) */
 };
 
+/*
+ * The host's cost of launching a kernel, by execution mode (lay.exec;
+ * docs/MODEL.md "Host").  Eager: in's cpu_op_s, launch_s, event_s and
+ * gpu_lag_s for every kernel.  Graphs and compiled change them inside a
+ * layer's forward or backward (a region; graphs: dense layers only): one
+ * region_s on the host as the region starts, then per kernel op_s and
+ * launch_s, per event event_s, and lag_s on the GPU.  Compiled keeps the
+ * layer's kernels (our H100 compiled traces launch as many as eager).
+ */
+struct synth_host {
+	double op_s, launch_s, event_s, lag_s, region_s;
+};
+void synth_host(const struct synth_in *in, struct synth_host *h);
+
+/* CUDA-graph replay, fitted by least squares on ocannl issue 488's
+ * replays of N-kernel chains (../shared/kernels/other.csv): *fixed_s the
+ * graph launch (and its sync), *node_s each node's GPU time. */
+void synth_graph_fit(double *fixed_s, double *node_s);
+
+/* Inductor's launch path, from tritonbench PR 1017's GB200 rows
+ * (other.csv): CachingAutotuner.run of a 19-argument kernel (its
+ * cuLaunchKernel apart) and a compiled graph's guards and wrapper (the
+ * end-to-end launch of a one-kernel graph less its kernel's run, 0
+ * arguments both). */
+#define SYNTH_INDUCTOR_RUN_S	(9.1e-6)
+#define SYNTH_INDUCTOR_LAUNCH_S (3.3e-6)
+#define SYNTH_INDUCTOR_GRAPH_S	(44.3e-6 - 6.8e-6)
+
+/* Host time of one layer's forward (*fwd_s) and backward (*bwd_s), one
+ * microbatch, as lay.exec launches them (moe: an MoE layer's); the GPU's
+ * is synth_layer_times'. */
+void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s);
+
 /* Iterations a run may build (synth_in.steps). */
 #define SYNTH_MAX_STEPS 100
 

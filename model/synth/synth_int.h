@@ -154,6 +154,7 @@ struct rankst {
 				     * of the last decoder layer's kind */
 	double bucket;		    /* gradients ready and not yet reduced, parameters */
 	double ebucket;		    /* the same for the routed experts' (their own group) */
+	int64_t region;		    /* the host region (synth_host) last launched in, 0: none */
 };
 
 /* The graph as built: the writer (gwrite.h) holds the tasks as added
@@ -176,6 +177,7 @@ struct emit_state {
 	VEC(struct oprec) ops;
 	struct opmemo memo[OPMEMO];
 	uint32_t op;
+	struct synth_host host; /* synth_host(in) */
 };
 
 /* What the build counted (synth_out). */
@@ -234,6 +236,7 @@ struct ctx {
 	int kstream;		     /* the stream kernels launch on: S_COMPUTE, or
 				      * S_TP for overlapped shared experts */
 	double dry_s;		     /* dry: the kernels' time so far */
+	double dry_host_s;	     /* dry: the host's time of their launches */
 	int dry_window;		     /* dry: the sliding window of the layer timed
 				    * (0: a global one), whatever its index */
 	struct emit_state em;	     /* the graph as built */
