@@ -989,6 +989,20 @@ int sweep_candidate(const struct sweep *s, uint64_t index, struct cand *c)
 	return 0;
 }
 
+int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analytic_s,
+			    double bound_s, struct cand *c)
+{
+	if (decode(s, index, c))
+		return 1;
+	/* What judge leaves on a pending candidate: its memory (the row keeps
+	 * it; a plain trace has none), its estimate and its bound. */
+	if (s->bl.pb.kind != PB_TRACE)
+		synth_mem(&c->in, &c->p.mem);
+	c->analytic_s = analytic_s;
+	c->bound_s = bound_s;
+	return 0;
+}
+
 int sweep_key(const struct sweep *s, uint64_t index, char *key, size_t n)
 {
 	struct cand c;
