@@ -74,7 +74,7 @@ static void make_one(void *ctx, int j)
 	struct space_job *J = ctx;
 	struct made *mk = J->mk;
 	struct cand k;
-	mk[j].ok = sweep_candidate(J->sw, J->i0 + (uint64_t)j, &k) == 0;
+	mk[j].ok = sweep_verdict(J->sw, J->i0 + (uint64_t)j, &k) == 0;
 	mk[j].status = k.status;
 	mk[j].gpus = k.gpus;
 	mk[j].analytic_s = k.analytic_s;
@@ -95,7 +95,7 @@ int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *s
 	snprintf(sp->first_reason, sizeof(sp->first_reason), "none");
 	if (!mk)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	/* Made by the threads a chunk at a time (sweep_candidate only reads
+	/* Made by the threads a chunk at a time (sweep_verdict only reads
 	 * the sweep), kept in order. */
 	for (uint64_t i0 = 0; i0 < total; i0 += ENUM_CHUNK) {
 		int nk = total - i0 < ENUM_CHUNK ? (int)(total - i0) : ENUM_CHUNK;
