@@ -198,13 +198,20 @@ static int memo_machine(const struct hw_profile *hw, int dtype, int sched)
 	return memo.last = memo.nmachines++;
 }
 
+/* h with v's bits mixed in.  A shape's doubles differ in their exponent
+ * and top mantissa bits (round numbers), which a multiply carries only
+ * upwards: each word goes through MurmurHash3's 64-bit finaliser (fmix64),
+ * whose shifts bring every bit down to the slot's low bits. */
 static uint64_t memo_mix(uint64_t h, double v)
 {
 	uint64_t u;
 	memcpy(&u, &v, sizeof(u));
 	h ^= u;
-	h *= 0x100000001b3ull; /* FNV-1a's prime, a word at a time */
-	return h ^ (h >> 29);
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 33);
 }
 
 double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k)
@@ -215,8 +222,7 @@ double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, 
 
 	if (dtype < 0 || dtype >= HW_NDTYPES || (mi = memo_machine(hw, dtype, sched)) < 0)
 		return kperf_gemm_plan_sched(hw, dtype, b, m, n, k, sched, NULL);
-	h = memo_mix(memo_mix(memo_mix(memo_mix(0xcbf29ce484222325ull ^ (uint64_t)mi, b), m), n),
-		     k);
+	h = memo_mix(memo_mix(memo_mix(memo_mix((uint64_t)mi, b), m), n), k);
 	s = &memo.slot[h & (KPERF_MEMO_SLOTS - 1)];
 	/* Bit for bit: equal doubles that differ in their bits (0 and -0)
 	 * only miss. */
