@@ -30,7 +30,7 @@ static int cmp_analytic(const void *a, const void *b)
 #define ENUM_CHUNK 4096
 struct made {
 	int ok, status, gpus;
-	double analytic_s;
+	double analytic_s, bound_s;
 	char reason[160]; /* the first candidate's only */
 };
 
@@ -49,8 +49,9 @@ static int keep(struct batch_space *sp, const struct made *mk, int nk, uint64_t 
 			if (vec_reserve_((void **)&sp->order, cap, sp->norder + 1,
 					 sizeof(*sp->order)))
 				return PRISM_ENOMEM;
-			sp->order[sp->norder++] = (struct batch_ref){(uint32_t)(i0 + (uint64_t)j),
-								     mk[j].gpus, mk[j].analytic_s};
+			sp->order[sp->norder++] =
+			    (struct batch_ref){(uint32_t)(i0 + (uint64_t)j), mk[j].gpus,
+					       mk[j].analytic_s, mk[j].bound_s};
 		} else {
 			if (vec_reserve_((void **)&sp->rejected, rcap, sp->nrejected + 1,
 					 sizeof(*sp->rejected)))
@@ -73,10 +74,11 @@ static void make_one(void *ctx, int j)
 	struct space_job *J = ctx;
 	struct made *mk = J->mk;
 	struct cand k;
-	mk[j].ok = sweep_candidate(J->sw, J->i0 + (uint64_t)j, &k) == 0;
+	mk[j].ok = sweep_verdict(J->sw, J->i0 + (uint64_t)j, &k) == 0;
 	mk[j].status = k.status;
 	mk[j].gpus = k.gpus;
 	mk[j].analytic_s = k.analytic_s;
+	mk[j].bound_s = k.bound_s;
 	mk[j].reason[0] = '\0';
 	if (mk[j].ok && J->first == 0)
 		snprintf(mk[j].reason, sizeof(mk[j].reason), "%s", k.reason);
@@ -93,7 +95,7 @@ int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *s
 	snprintf(sp->first_reason, sizeof(sp->first_reason), "none");
 	if (!mk)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	/* Made by the threads a chunk at a time (sweep_candidate only reads
+	/* Made by the threads a chunk at a time (sweep_verdict only reads
 	 * the sweep), kept in order. */
 	for (uint64_t i0 = 0; i0 < total; i0 += ENUM_CHUNK) {
 		int nk = total - i0 < ENUM_CHUNK ? (int)(total - i0) : ENUM_CHUNK;
@@ -169,7 +171,9 @@ struct make_job {
 static void make_cand(void *ctx, int i)
 {
 	struct make_job *J = ctx;
-	sweep_candidate(J->sw, J->refs[i].index, &J->batch[i]);
+	const struct batch_ref *r = &J->refs[i];
+	/* Judged once, by batch_space. */
+	sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, &J->batch[i]);
 }
 
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,

@@ -38,13 +38,14 @@ enum batch_mode {
 /* "screen", "optimise", "exhaustive" (what the database records). */
 const char *batch_mode_name(int mode);
 
-/* A candidate to evaluate, without its struct cand (sweep_candidate makes
- * that again when its batch comes): a sweep of millions of candidates
- * holds 16 bytes for each, not kilobytes. */
+/* A candidate to evaluate, without its struct cand (made again when its
+ * batch comes, from the index and what its judging found:
+ * sweep_candidate_pending): a sweep of millions of candidates holds 24
+ * bytes for each, not kilobytes. */
 struct batch_ref {
 	uint32_t index; /* in the sweep's space (sweep_candidate) */
 	int gpus;
-	double analytic_s;
+	double analytic_s, bound_s;
 };
 
 struct batch_space {

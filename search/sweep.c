@@ -953,7 +953,7 @@ static void judge(const struct sweep *s, struct cand *c)
 			 : synth_lower_bound(&c->in);
 }
 
-static int decode(const struct sweep *s, uint64_t index, struct cand *c);
+static int decode(const struct sweep *s, uint64_t index, struct cand *c, int keyed);
 
 /* Schedule and virtual stages, one axis: vp varies only with interleaved. */
 static int sched_axis(const struct sweep *s)
@@ -985,16 +985,38 @@ uint64_t sweep_count(const struct sweep *s)
 
 int sweep_candidate(const struct sweep *s, uint64_t index, struct cand *c)
 {
-	if (decode(s, index, c))
+	if (decode(s, index, c, 1))
 		return 1;
 	judge(s, c);
+	return 0;
+}
+
+int sweep_verdict(const struct sweep *s, uint64_t index, struct cand *c)
+{
+	if (decode(s, index, c, 0))
+		return 1;
+	judge(s, c);
+	return 0;
+}
+
+int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analytic_s,
+			    double bound_s, struct cand *c)
+{
+	if (decode(s, index, c, 1))
+		return 1;
+	/* What judge leaves on a pending candidate: its memory (the row keeps
+	 * it; a plain trace has none), its estimate and its bound. */
+	if (s->bl.pb.kind != PB_TRACE)
+		synth_mem(&c->in, &c->p.mem);
+	c->analytic_s = analytic_s;
+	c->bound_s = bound_s;
 	return 0;
 }
 
 int sweep_key(const struct sweep *s, uint64_t index, char *key, size_t n)
 {
 	struct cand c;
-	if (decode(s, index, &c))
+	if (decode(s, index, &c, 1))
 		return 1;
 	snprintf(key, n, "%s", c.key);
 	return 0;
@@ -1013,12 +1035,12 @@ static void set_hidden(const struct sweep *s, struct cand *c, int hidden, int64_
 	c->in.m.hidden = hidden;
 }
 
-/* Candidate index of s, keyed and checked against the sweep's own rules
- * (not judged): 0, or 1 when index is no candidate: past the last, or a
+/* Candidate index of s, keyed (where keyed is 1; else key "") and checked
+ * against the sweep's own rules (not judged): 0, or 1 when index is no candidate: past the last, or a
  * knob that does not apply to it past its first value (partition with pp
  * 1, shard without ZeRO, ...: layout.h's `applies`), or sp without tp
  * (LK_FORCE: the same candidate as no sp). */
-static int decode(const struct sweep *s, uint64_t index, struct cand *c)
+static int decode(const struct sweep *s, uint64_t index, struct cand *c, int keyed)
 {
 	uint64_t x = index;
 	int ix[LK_N] = {0};
@@ -1103,6 +1125,7 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c)
 			 "ffn %" PRId64 " (scaled with hidden %d) is beyond %d", ffn,
 			 c->in.m.hidden, LLM_MAX_FFN);
 	}
-	make_key(s, c);
+	if (keyed)
+		make_key(s, c);
 	return 0;
 }

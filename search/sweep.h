@@ -164,6 +164,20 @@ int sweep_inputs_diff(const char *was, const char *now, char *buf, size_t n);
  */
 int sweep_candidate(const struct sweep *s, uint64_t index, struct cand *c);
 
+/* sweep_candidate without the key (c->key ""): the verdict, its estimate
+ * and bound, for a pass over the whole space that keeps no row
+ * (batch_space; its key is formatted when the row is made). */
+int sweep_verdict(const struct sweep *s, uint64_t index, struct cand *c);
+
+/* A pending candidate made again from what sweep_candidate judged it
+ * (its analytic estimate and bound): the same struct cand, without the
+ * closed forms the judging ran again (the search keeps 24 bytes a pending
+ * candidate between the two, batch.h).  Only for an index that
+ * sweep_candidate judged pending with these values: 0, or 1 as
+ * sweep_candidate's. */
+int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analytic_s,
+			    double bound_s, struct cand *c);
+
 /* Only candidate index's key (what store_keys lists) into key[0..n): 0,
  * or 1 when index is no candidate. */
 int sweep_key(const struct sweep *s, uint64_t index, char *key, size_t n);

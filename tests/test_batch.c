@@ -1,5 +1,6 @@
 /* test_batch.c - a sweep's search, batch by batch (search/batch.h). */
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "batch.h"
@@ -57,6 +58,48 @@ static void test_space(void **state)
 	}
 	batch_space_release(&sp);
 	sweep_release(&sw);
+}
+
+/* A pending candidate is judged once (batch_space) and made again from its
+ * ref (sweep_candidate_pending): the same candidate as judging it again,
+ * field for field where a row or the simulation reads it. */
+static void test_made_once(void **state)
+{
+	struct sweep sw;
+	struct batch_space sp;
+	struct prism_err err;
+	struct cand *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	load(&sw);
+	prism_err_clear(&err);
+	assert_int_equal(batch_space(&sw, pool, &sp, &err), 0);
+	assert_true(sp.norder >= 20);
+	for (size_t i = 0; i < sp.norder; i++) {
+		const struct batch_ref *r = &sp.order[i];
+		assert_int_equal(sweep_candidate(&sw, r->index, a), 0);
+		assert_int_equal(
+		    sweep_candidate_pending(&sw, r->index, r->analytic_s, r->bound_s, b), 0);
+		assert_int_equal(a->status, CS_PENDING);
+		assert_int_equal(b->status, CS_PENDING);
+		assert_string_equal(a->key, b->key);
+		assert_string_equal(a->reason, b->reason);
+		assert_true(a->analytic_s > 0 && a->analytic_s == b->analytic_s);
+		assert_true(a->bound_s > 0 && a->bound_s == b->bound_s);
+		assert_true(a->gpus == b->gpus && a->hw == b->hw && a->price == b->price);
+		assert_memory_equal(&a->in.lay, &b->in.lay, sizeof(a->in.lay));
+		assert_memory_equal(&a->in.m, &b->in.m, sizeof(a->in.m));
+		assert_true(a->p.mem.total > 0 && a->p.mem.total == b->p.mem.total);
+		assert_true(a->p.mem.stage == b->p.mem.stage &&
+			    a->p.mem.activations == b->p.mem.activations &&
+			    a->p.mem.margin == b->p.mem.margin &&
+			    a->p.mem.verdict == b->p.mem.verdict);
+	}
+	batch_space_release(&sp);
+	sweep_release(&sw);
+	free(a);
+	free(b);
 }
 
 /* The bound screens in every mode but exhaustive, the analytic margin in
@@ -213,9 +256,9 @@ static void test_pool(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_space), cmocka_unit_test(test_screen),
-	    cmocka_unit_test(test_best),  cmocka_unit_test(test_loop),
-	    cmocka_unit_test(test_pool),
+	    cmocka_unit_test(test_space),  cmocka_unit_test(test_made_once),
+	    cmocka_unit_test(test_screen), cmocka_unit_test(test_best),
+	    cmocka_unit_test(test_loop),   cmocka_unit_test(test_pool),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1310,6 +1310,91 @@ static void test_gemm_waves(void **state)
 		    kperf_gemm_min_s(&hw, HW_BF16, 2.0 * 1664 * 2816 * 4096));
 }
 
+/* kperf_gemm_s remembers its times per thread (kperf.c): every answer must
+ * be the one the tile search computes now (kperf_gemm_plan_sched, not
+ * remembered), bit for bit, while one profile struct at one address is
+ * changed field by field between calls of the same shapes (as a
+ * power-capped copy on the stack is: hw_at_power), over more machines than
+ * the memo holds (40 clocks: the rest computed), and with shapes asked
+ * again (hits). */
+static void test_gemm_memo(void **state)
+{
+	struct hw_profile hw;
+	static const double shapes[][4] = {{1, 1536, 2816, 4096}, {1, 1664, 2816, 4096},
+					   {8, 512, 512, 128},	  {1, 256, 256, 256},
+					   {4, 8192, 1024, 8192}, {1, 1, 50257, 2048}};
+	int ns = sizeof(shapes) / sizeof(shapes[0]), checked = 0;
+	(void)state;
+	memset(&hw, 0, sizeof(hw));
+	hw.peak_flops[HW_BF16] = 989e12;
+	hw.hbm_Bps = 3.35e12;
+	hw.k.sms = 132;
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1};
+	for (int step = 0; step < 52; step++) {
+		/* One field changed a step; the clocks run past the memo's 32
+		 * machines. */
+		switch (step) {
+		case 1:
+			hw.clock = 0.9;
+			break;
+		case 2:
+			hw.hbm_Bps = 2e12;
+			break;
+		case 3:
+			hw.k.sms = 114;
+			break;
+		case 4:
+			hw.k.gemm[HW_BF16].tile_s = 3e-6;
+			break;
+		case 5:
+			hw.k.gemm[HW_BF16].overhead_s = 1e-6;
+			break;
+		case 6:
+			hw.k.gemm[HW_BF16].tile_eff[1] = 0.4;
+			break;
+		case 7:
+			hw.k.gemm[HW_BF16].mem_eff = 0.5;
+			break;
+		case 8:
+			hw.k.gemm[HW_BF16].flops = 600e12;
+			break;
+		case 9:
+			hw.k.tiles = HW_TILES_SM90;
+			break;
+		case 10:
+			hw.k.sched = HW_SCHED_STREAMK;
+			break;
+		case 11:
+			hw.peak_flops[HW_BF16] = 0;
+			break;
+		case 12:
+			hw.peak_flops[HW_BF16] = 989e12;
+			break;
+		default:
+			hw.clock = 0.5 + step / 100.0;
+		}
+		for (int pass = 0; pass < 2; pass++)
+			for (int i = 0; i < ns; i++) {
+				const double *z = shapes[i];
+				double want = kperf_gemm_plan_sched(&hw, HW_BF16, z[0], z[1], z[2],
+								    z[3], hw.k.sched, NULL);
+				double got = kperf_gemm_s(&hw, HW_BF16, z[0], z[1], z[2], z[3]);
+				assert_memory_equal(&got, &want, sizeof(got));
+				assert_true(step == 11 ? got == 0 : got > 0);
+				checked++;
+			}
+	}
+	assert_int_equal(checked, 52 * 2 * 6);
+	/* A step's change moves the time: the memo did not answer from the
+	 * step before (the last clock against the one before it). */
+	{
+		double a = kperf_gemm_s(&hw, HW_BF16, 1, 8192, 8192, 8192);
+		hw.clock *= 0.5;
+		assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 8192, 8192, 8192) - 1e-6,
+				 2 * (a - 1e-6), 1e-9);
+	}
+}
+
 /* A GEMM fit that starts from a profile whose smaller tiles sit at the
  * 0.05 floor (where a refit had put B200's bf16 64x128 class): the next
  * class's share of the room above the floor is 0 / 0, which started the
@@ -1660,6 +1745,7 @@ int main(void)
 	    cmocka_unit_test(test_profile_errors),
 	    cmocka_unit_test(test_profile_limits),
 	    cmocka_unit_test(test_gemm_flops),
+	    cmocka_unit_test(test_gemm_memo),
 	    cmocka_unit_test(test_ring_allreduce_8),
 	    cmocka_unit_test(test_hierarchical_allreduce_64),
 	    cmocka_unit_test(test_protocols),

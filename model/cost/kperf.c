@@ -4,6 +4,7 @@
 #include "layout.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 double kperf_elem_bytes(int dtype)
@@ -136,9 +137,104 @@ double kperf_gemm_plan(const struct hw_profile *hw, int dtype, double b, double 
 	return kperf_gemm_plan_sched(hw, dtype, b, m, n, k, hw->k.sched, plan);
 }
 
+/*
+ * kperf_gemm_s remembered per thread: a sweep times the same few hundred
+ * shapes for each of its tens of thousands of candidates (the screen's
+ * layer times, every unit's GEMMs), and the tile search was 13 % of the
+ * default sweep.  The memo is exact: an entry's key is every input
+ * kperf_gemm_plan_sched reads -- the shape, and the machine: dtype,
+ * schedule, tiles, SMs, clock, HBM bandwidth, whether the dtype has a peak
+ * and the dtype's GEMM parameters, compared bit for bit -- so a hit returns
+ * what the call would compute.  Profiles are compared by value, never by
+ * address (a power-capped profile is a copy on the caller's stack,
+ * hw_at_power).  Per thread (no locks; C11 _Thread_local, as cfg.c's
+ * parse state): a thread's results do not depend on what other threads
+ * timed.  Fixed size, no allocation: KPERF_MEMO_MACHINES machines (a call
+ * on another machine is computed, not remembered) and a direct-mapped table
+ * of KPERF_MEMO_SLOTS shapes (a collision replaces the entry).
+ */
+#define KPERF_MEMO_MACHINES 32
+#define KPERF_MEMO_SLOTS    4096 /* a power of two */
+
+struct memo_machine {
+	struct hw_gemm g;
+	double clock, hbm_Bps;
+	int dtype, sched, tiles, sms, peak; /* peak: peak_flops[dtype] > 0 */
+};
+
+struct memo_slot {
+	double b, m, n, k, t;
+	int machine; /* its index + 1; 0: empty */
+};
+
+struct memo {
+	struct memo_machine machine[KPERF_MEMO_MACHINES];
+	int nmachines, last;
+	struct memo_slot slot[KPERF_MEMO_SLOTS];
+};
+
+static _Thread_local struct memo memo;
+
+/* The index of hw's machine for dtype and sched in the memo (added where
+ * new), or -1 when the memo holds no more machines. */
+static int memo_machine(const struct hw_profile *hw, int dtype, int sched)
+{
+	struct memo_machine x;
+	memset(&x, 0, sizeof(x)); /* padding too: compared with memcmp */
+	x.g = hw->k.gemm[dtype];
+	x.clock = hw->clock;
+	x.hbm_Bps = hw->hbm_Bps;
+	x.dtype = dtype;
+	x.sched = sched;
+	x.tiles = hw->k.tiles;
+	x.sms = hw->k.sms;
+	x.peak = hw->peak_flops[dtype] > 0;
+	if (memo.nmachines && memcmp(&memo.machine[memo.last], &x, sizeof(x)) == 0)
+		return memo.last;
+	for (int i = 0; i < memo.nmachines; i++)
+		if (memcmp(&memo.machine[i], &x, sizeof(x)) == 0)
+			return memo.last = i;
+	if (memo.nmachines == KPERF_MEMO_MACHINES)
+		return -1;
+	memcpy(&memo.machine[memo.nmachines], &x, sizeof(x));
+	return memo.last = memo.nmachines++;
+}
+
+/* h with v's bits mixed in.  A shape's doubles differ in their exponent
+ * and top mantissa bits (round numbers), which a multiply carries only
+ * upwards: each word goes through MurmurHash3's 64-bit finaliser (fmix64),
+ * whose shifts bring every bit down to the slot's low bits. */
+static uint64_t memo_mix(uint64_t h, double v)
+{
+	uint64_t u;
+	memcpy(&u, &v, sizeof(u));
+	h ^= u;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 33);
+}
+
 double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k)
 {
-	return kperf_gemm_plan_sched(hw, dtype, b, m, n, k, hw->k.sched, NULL);
+	int sched = hw->k.sched, mi;
+	uint64_t h;
+	struct memo_slot *s;
+
+	if (dtype < 0 || dtype >= HW_NDTYPES || (mi = memo_machine(hw, dtype, sched)) < 0)
+		return kperf_gemm_plan_sched(hw, dtype, b, m, n, k, sched, NULL);
+	h = memo_mix(memo_mix(memo_mix(memo_mix((uint64_t)mi, b), m), n), k);
+	s = &memo.slot[h & (KPERF_MEMO_SLOTS - 1)];
+	/* Bit for bit: equal doubles that differ in their bits (0 and -0)
+	 * only miss. */
+	if (s->machine == mi + 1 && memcmp(&s->b, &b, sizeof(b)) == 0 &&
+	    memcmp(&s->m, &m, sizeof(m)) == 0 && memcmp(&s->n, &n, sizeof(n)) == 0 &&
+	    memcmp(&s->k, &k, sizeof(k)) == 0)
+		return s->t;
+	*s = (struct memo_slot){
+	    b, m, n, k, kperf_gemm_plan_sched(hw, dtype, b, m, n, k, sched, NULL), mi + 1};
+	return s->t;
 }
 
 double kperf_grouped_s(const struct hw_profile *hw, int dtype, double groups, double m, double n,

@@ -61,7 +61,9 @@
 
 /* Seconds of a GEMM of batch b, M x K times K x N, in dtype (enum
  * hw_dtype; its operands' element size: 4, 2, 1 or 0.5 bytes, the output
- * in bf16 or fp32).  0 where hw has no peak for dtype. */
+ * in bf16 or fp32).  0 where hw has no peak for dtype.  Remembered per
+ * thread, keyed on the shape and every field of hw the tile search reads
+ * (kperf.c): the same answer as kperf_gemm_plan_sched's, bit for bit. */
 double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k);
 
 /* kperf_gemm_s and what it chose: the tile (tm x tn), split-K, the tiles
