@@ -327,6 +327,9 @@ static void round_trip(int fw, const struct llm *m, const struct layout *l)
 		checked++;
 	}
 	assert_true(checked >= 8);
+	/* torchtitan shards with FSDP2: its import says so */
+	if (fw == FRAME_TORCHTITAN)
+		assert_int_equal(l2.dp_impl, l2.zero == 3 ? LAYOUT_DP_FSDP2 : LAYOUT_DP_MEGATRON);
 	if (fw == FRAME_MEGATRON) {
 		/* the whole model too, through a file */
 		int fd = mkstemp(tmp);

@@ -1935,7 +1935,12 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	/* ZeRO and its sharding group */
 	if (fw == FRAME_TORCHTITAN) {
 		if (I->shard_deg > 1 || I->shard_deg == -1) {
+			/* torchtitan shards with FSDP2's fully_shard
+			 * (torchtitan/distributed/parallel_dims.py,
+			 * models/llama3/infra/parallelize.py apply_fsdp) */
 			l->zero = 3;
+			l->dp_impl = LAYOUT_DP_FSDP2;
+			*given |= LK_BIT(LK_dp_impl);
 			if (I->rep > 1 && I->shard_deg > 0)
 				l->shard = I->shard_deg * layout_cp(l);
 		} else {
