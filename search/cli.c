@@ -178,6 +178,18 @@ int cli_load_graph(char **paths, int n, const char *ranks, const struct build_op
 	int rc = 0, nread = 0;
 
 	*out = NULL;
+	/* '-': standard input, copied into a file. */
+	for (int i = 0; i < n; i++)
+		if (strcmp(paths[i], "-") == 0) {
+			const char *in = cli_stdin_file(err);
+			if (!in)
+				return err->code;
+			if (n > 1)
+				return prism_err_set(err, PRISM_EARG,
+						     "-: standard input is one trace; give the "
+						     "ranks' files by name");
+			paths[i] = (char *)in;
+		}
 	/* Nothing is opened that could block: a FIFO waits for a writer. */
 	for (int i = 0; i < n; i++)
 		if ((rc = cli_not_special(paths[i], err)))
@@ -256,6 +268,13 @@ int cli_find_config(const char *kind, const char *name, char *out, size_t n, str
 	struct configs_dirs d;
 	int rc;
 
+	if (strcmp(name, "-") == 0) { /* standard input */
+		const char *in = cli_stdin_file(err);
+		if (!in)
+			return err->code;
+		snprintf(out, n, "%s", in);
+		return 0;
+	}
 	if (strchr(name, '/')) {
 		/* A path: its loader reports what is wrong with it, unless
 		 * opening it could block. */
@@ -321,6 +340,61 @@ int cli_trace_hw_path(const struct graph *g, char *path, size_t n, const char *s
 int cli_is_stdout(const char *path)
 {
 	return path && strcmp(path, "-") == 0;
+}
+
+static char stdin_copy[4096];
+
+static void stdin_copy_remove(void)
+{
+	if (stdin_copy[0])
+		unlink(stdin_copy);
+}
+
+const char *cli_stdin_file(struct prism_err *err)
+{
+	const char *tmp = getenv("TMPDIR");
+	char buf[1 << 16];
+	ssize_t r;
+	int fd;
+
+	if (stdin_copy[0])
+		return stdin_copy;
+	if (isatty(STDIN_FILENO)) {
+		prism_err_set(err, PRISM_EARG,
+			      "-: standard input is a terminal (pipe or redirect a file into it)");
+		return NULL;
+	}
+	if (!tmp || !tmp[0])
+		tmp = "/tmp";
+	if ((size_t)snprintf(stdin_copy, sizeof(stdin_copy), "%s/prism-stdin-XXXXXX", tmp) >=
+	    sizeof(stdin_copy)) {
+		stdin_copy[0] = '\0';
+		cli_path_long("TMPDIR", tmp, sizeof(stdin_copy) - 32, err);
+		return NULL;
+	}
+	if ((fd = mkstemp(stdin_copy)) < 0) {
+		prism_err_set(err, PRISM_EIO, "-: cannot copy standard input into %s: %s",
+			      stdin_copy, strerror(errno));
+		stdin_copy[0] = '\0';
+		return NULL;
+	}
+	atexit(stdin_copy_remove);
+	while ((r = read(STDIN_FILENO, buf, sizeof(buf))) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || write(fd, buf, (size_t)r) != r) {
+			prism_err_set(err, PRISM_EIO, "-: cannot copy standard input into %s: %s",
+				      stdin_copy, strerror(errno));
+			close(fd);
+			return NULL; /* removed at exit */
+		}
+	}
+	if (close(fd)) {
+		prism_err_set(err, PRISM_EIO, "-: cannot copy standard input into %s: %s",
+			      stdin_copy, strerror(errno));
+		return NULL;
+	}
+	return stdin_copy;
 }
 
 void cli_stdout_taken(void)

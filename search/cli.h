@@ -186,6 +186,14 @@ void cli_layout_help(FILE *f);
 /* 1 when an output path is "-": standard output (prism_wfile_open). */
 int cli_is_stdout(const char *path);
 
+/* '-' where a file is read (a model, a sweep, a hardware profile, a
+ * trace): standard input, copied once into a new temporary file (removed
+ * at exit) whose path is returned, so that readers which look at a file
+ * twice (by its content, then parse it) need not know.  NULL with err set
+ * when standard input is a terminal or cannot be copied.  Every '-' of a
+ * command reads the same copy. */
+const char *cli_stdin_file(struct prism_err *err);
+
 /* Standard output has taken a file (-o -): what the command prints from
  * here on goes to stderr, so the file's bytes stay apart. */
 void cli_stdout_taken(void);
