@@ -396,6 +396,207 @@ static int hf_layer_types(const struct kjson_str *raw, int layers, int *any_slid
 
 /* The model of one config object (a Gemma 3 multimodal config's
  * text_config is another). */
+/* A family's sliding windows (window, global_every): sliding_window,
+ * Qwen's use_sliding_window, layer_types or Gemma's patterns.  0, or an
+ * error. */
+static int hf_windows(struct hf_doc *d, const char *path, int fam, struct llm *m,
+		      struct frame_extra *x, struct prism_err *err)
+{
+	struct hf_member *e;
+	int rc, v, sliding = 0, gemma3 = fam == HF_GEMMA3;
+
+	v = 0;
+	if ((rc = hf_int(d, path, "sliding_window", 1, LLM_MAX_WINDOW, &v, err)) < 0) {
+		rc = err->code;
+		return rc;
+	}
+	if (rc == 0 && (gemma3 || fam == HF_GEMMA2))
+		v = 4096;
+	rc = 0;
+	if (fam == HF_QWEN2 || fam == HF_QWEN3 || fam == HF_QWEN3_MOE) {
+		/* Qwen: the window only with use_sliding_window, in the layers
+		 * from max_window_layers on. */
+		int mwl = 0;
+		e = hf_find(d, "use_sliding_window");
+		if (!e || e->v.type != KJSON_BOOL || !e->v.i) {
+			v = 0;
+		} else if (hf_int(d, path, "max_window_layers", 0, LLM_MAX_LAYERS, &mwl, err) > 0 &&
+			   mwl > 0) {
+			warn_add(x,
+				 "use_sliding_window with max_window_layers %d: a window in the "
+				 "layers from %d on only is not modelled (no window taken)",
+				 mwl, mwl);
+			v = 0;
+		}
+	}
+	if (v > 0) {
+		int K = 0;
+		m->window = v;
+		if ((e = hf_find(d, "layer_types")) && e->v.type == KJSON_ARRAY) {
+			K = hf_layer_types(&e->v.s, m->layers, &sliding);
+			if (K < 0) {
+				rc = prism_err_set(err, PRISM_EFORMAT,
+						   "%s: \"layer_types\": not %d layers of "
+						   "\"sliding_attention\" with every K-th "
+						   "\"full_attention\" (what prism's window and "
+						   "global_every express)",
+						   path, m->layers);
+				return rc;
+			}
+			if (!sliding)
+				m->window = 0;
+		} else if (gemma3) {
+			K = 6; /* Gemma3TextConfig's sliding_window_pattern */
+			if (hf_int(d, path, "sliding_window_pattern", 1, LLM_MAX_LAYERS, &K, err) <
+			    0) {
+				rc = err->code;
+				return rc;
+			}
+		} else if (fam == HF_GEMMA2) {
+			K = 2; /* modeling_gemma2: even layers slide, odd ones attend whole */
+		}
+		m->global_every = m->window ? K : 0;
+		if (m->window >= m->seq && m->global_every == 0)
+			m->window = 0; /* a window as long as the sequence is none */
+	}
+	return 0;
+}
+
+/* A family's mixture of experts (and DeepSeek's multi-head latent
+ * attention and multi-token prediction).  0, or an error. */
+static int hf_moe(struct hf_doc *d, const char *path, int fam, struct llm *m, struct frame_extra *x,
+		  struct prism_err *err)
+{
+	struct hf_member *e;
+	int rc = 0;
+
+	switch (fam) {
+	case HF_MIXTRAL:
+	case HF_GPT_OSS:
+		if ((rc = hf_need(d, path, "num_local_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
+				  err)))
+			return rc;
+		if ((rc = hf_int(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, err)) <
+			0 ||
+		    (rc == 0 && (rc = hf_int(d, path, "experts_per_token", 1, m->experts, &m->top_k,
+					     err)) < 0)) {
+			rc = err->code;
+			return rc;
+		}
+		rc = 0;
+		if (!m->top_k) {
+			rc = prism_err_set(err, PRISM_EFORMAT,
+					   "%s: missing \"num_experts_per_tok\"", path);
+			return rc;
+		}
+		m->expert_ffn = m->ffn;
+		break;
+	case HF_QWEN3_MOE: {
+		int step = 1;
+		if ((rc = hf_need(d, path, "num_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
+				  err)) ||
+		    (rc = hf_need(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, 0,
+				  err)) ||
+		    (rc = hf_need(d, path, "moe_intermediate_size", 1, LLM_MAX_FFN, &m->expert_ffn,
+				  0, err)))
+			return rc;
+		if (hf_int(d, path, "decoder_sparse_step", 1, LLM_MAX_LAYERS, &step, err) < 0) {
+			rc = err->code;
+			return rc;
+		}
+		if (step != 1)
+			warn_add(x,
+				 "decoder_sparse_step %d: a mixture-of-experts layer every %d-th "
+				 "is not modelled (every layer taken as one)",
+				 step, step);
+		if ((e = hf_find(d, "mlp_only_layers")) && e->v.type == KJSON_ARRAY &&
+		    memchr(e->v.s.p, ',', e->v.s.n) == NULL) {
+			/* "[]" or one layer: a list of one is still not modelled */
+			const char *c = e->v.s.p;
+			size_t k = 1;
+			while (k < e->v.s.n && (c[k] == ' ' || c[k] == '\n'))
+				k++;
+			if (k < e->v.s.n && c[k] != ']')
+				warn_add(x, "mlp_only_layers: dense layers among the "
+					    "mixture-of-experts ones are not modelled");
+		} else if (e && e->v.type == KJSON_ARRAY) {
+			warn_add(x, "mlp_only_layers: dense layers among the mixture-of-experts "
+				    "ones are not modelled");
+		}
+		break;
+	}
+	case HF_DEEPSEEK_V2:
+	case HF_DEEPSEEK_V3: {
+		int freq = 1, groups = 0;
+		if ((rc = hf_need(d, path, "n_routed_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
+				  err)) ||
+		    (rc = hf_need(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, 0,
+				  err)) ||
+		    (rc = hf_need(d, path, "moe_intermediate_size", 1, LLM_MAX_FFN, &m->expert_ffn,
+				  0, err)))
+			return rc;
+		if (hf_int(d, path, "n_shared_experts", 0, LLM_MAX_SHARED, &m->shared_experts,
+			   err) < 0 ||
+		    hf_int(d, path, "first_k_dense_replace", 0, m->layers - 1, &m->first_dense,
+			   err) < 0 ||
+		    hf_int(d, path, "moe_layer_freq", 1, LLM_MAX_LAYERS, &freq, err) < 0 ||
+		    hf_int(d, path, "num_nextn_predict_layers", 0, LLM_MAX_LAYERS, &x->mtp_layers,
+			   err) < 0 ||
+		    hf_int(d, path, "n_group", 0, LLM_MAX_EXPERTS, &groups, err) < 0) {
+			rc = err->code;
+			return rc;
+		}
+		/* modeling_deepseek.py: layer i (from first_k_dense_replace)
+		 * sparse where i % moe_layer_freq == 0, llm.h's period and mask. */
+		if (freq > 1 && freq <= LLM_MAX_MOE_PERIOD)
+			m->moe_period = freq, m->moe_mask = 1;
+		else if (freq > 1)
+			warn_add(x,
+				 "moe_layer_freq %d: a mixture-of-experts layer every %d-th is "
+				 "not modelled beyond %d (every layer from first_k_dense_replace "
+				 "on taken as one)",
+				 freq, freq, LLM_MAX_MOE_PERIOD);
+		if (groups > 1)
+			warn_add(x,
+				 "n_group %d, topk_group: group-limited routing (each token's "
+				 "experts on few devices) is not modelled: routing is uniform",
+				 groups);
+		hf_find(d, "topk_group");
+		if (x->mtp_layers > LLM_MAX_MTP)
+			warn_add(x,
+				 "num_nextn_predict_layers %d: more multi-token prediction layers "
+				 "than %d are not modelled (none taken)",
+				 x->mtp_layers, LLM_MAX_MTP);
+		else
+			m->mtp_layers = x->mtp_layers;
+		if ((e = hf_find(d, "scoring_func")) && e->v.type == KJSON_STR &&
+		    strcmp(e->str, "sigmoid") == 0)
+			m->router = LLM_ROUTER_SIGMOID;
+		/* Multi-head latent attention. */
+		if ((rc = hf_need(d, path, "kv_lora_rank", 1, LLM_MAX_LORA_RANK, &m->kv_lora_rank,
+				  0, err)) ||
+		    (rc = hf_need(d, path, "qk_nope_head_dim", 0, LLM_MAX_HEAD_DIM,
+				  &m->qk_nope_head_dim, 0, err)) ||
+		    (rc = hf_need(d, path, "qk_rope_head_dim", 0, LLM_MAX_HEAD_DIM,
+				  &m->qk_rope_head_dim, 0, err)) ||
+		    (rc = hf_need(d, path, "v_head_dim", 1, LLM_MAX_HEAD_DIM, &m->v_head_dim, 0,
+				  err)))
+			return rc;
+		if (hf_int(d, path, "q_lora_rank", 1, LLM_MAX_LORA_RANK, &m->q_lora_rank, err) <
+		    0) {
+			rc = err->code;
+			return rc;
+		}
+		m->kv_heads = m->heads; /* MLA: every head its own K and V */
+		m->head_dim = 0;
+		break;
+	}
+	default:
+		break;
+	}
+	return 0;
+}
+
 static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, size_t len,
 		    const char *type_outer, struct llm *m, struct frame_extra *x,
 		    struct prism_err *err)
@@ -404,7 +605,7 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 	struct hf_member *e;
 	const struct hf_family *F = NULL;
 	char type[64] = "", unread[512];
-	int rc, fam, v, sliding = 0, gemma3 = 0;
+	int rc, fam, v, gemma3 = 0;
 
 	if (!d)
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
@@ -518,186 +719,8 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 	if (!m->seq && (rc = hf_need(d, path, "max_position_embeddings", 1, LLM_MAX_SEQ, &m->seq,
 				     gemma3 ? 131072 : 0, err)))
 		goto out;
-	/* Sliding windows. */
-	v = 0;
-	if ((rc = hf_int(d, path, "sliding_window", 1, LLM_MAX_WINDOW, &v, err)) < 0) {
-		rc = err->code;
+	if ((rc = hf_windows(d, path, fam, m, x, err)) || (rc = hf_moe(d, path, fam, m, x, err)))
 		goto out;
-	}
-	if (rc == 0 && (gemma3 || fam == HF_GEMMA2))
-		v = 4096;
-	rc = 0;
-	if (fam == HF_QWEN2 || fam == HF_QWEN3 || fam == HF_QWEN3_MOE) {
-		/* Qwen: the window only with use_sliding_window, in the layers
-		 * from max_window_layers on. */
-		int mwl = 0;
-		e = hf_find(d, "use_sliding_window");
-		if (!e || e->v.type != KJSON_BOOL || !e->v.i) {
-			v = 0;
-		} else if (hf_int(d, path, "max_window_layers", 0, LLM_MAX_LAYERS, &mwl, err) > 0 &&
-			   mwl > 0) {
-			warn_add(x,
-				 "use_sliding_window with max_window_layers %d: a window in the "
-				 "layers from %d on only is not modelled (no window taken)",
-				 mwl, mwl);
-			v = 0;
-		}
-	}
-	if (v > 0) {
-		int K = 0;
-		m->window = v;
-		if ((e = hf_find(d, "layer_types")) && e->v.type == KJSON_ARRAY) {
-			K = hf_layer_types(&e->v.s, m->layers, &sliding);
-			if (K < 0) {
-				rc = prism_err_set(err, PRISM_EFORMAT,
-						   "%s: \"layer_types\": not %d layers of "
-						   "\"sliding_attention\" with every K-th "
-						   "\"full_attention\" (what prism's window and "
-						   "global_every express)",
-						   path, m->layers);
-				goto out;
-			}
-			if (!sliding)
-				m->window = 0;
-		} else if (gemma3) {
-			K = 6; /* Gemma3TextConfig's sliding_window_pattern */
-			if (hf_int(d, path, "sliding_window_pattern", 1, LLM_MAX_LAYERS, &K, err) <
-			    0) {
-				rc = err->code;
-				goto out;
-			}
-		} else if (fam == HF_GEMMA2) {
-			K = 2; /* modeling_gemma2: even layers slide, odd ones attend whole */
-		}
-		m->global_every = m->window ? K : 0;
-		if (m->window >= m->seq && m->global_every == 0)
-			m->window = 0; /* a window as long as the sequence is none */
-	}
-	/* Mixture of experts. */
-	switch (fam) {
-	case HF_MIXTRAL:
-	case HF_GPT_OSS:
-		if ((rc = hf_need(d, path, "num_local_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
-				  err)))
-			goto out;
-		if ((rc = hf_int(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, err)) <
-			0 ||
-		    (rc == 0 && (rc = hf_int(d, path, "experts_per_token", 1, m->experts, &m->top_k,
-					     err)) < 0)) {
-			rc = err->code;
-			goto out;
-		}
-		rc = 0;
-		if (!m->top_k) {
-			rc = prism_err_set(err, PRISM_EFORMAT,
-					   "%s: missing \"num_experts_per_tok\"", path);
-			goto out;
-		}
-		m->expert_ffn = m->ffn;
-		break;
-	case HF_QWEN3_MOE: {
-		int step = 1;
-		if ((rc = hf_need(d, path, "num_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
-				  err)) ||
-		    (rc = hf_need(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, 0,
-				  err)) ||
-		    (rc = hf_need(d, path, "moe_intermediate_size", 1, LLM_MAX_FFN, &m->expert_ffn,
-				  0, err)))
-			goto out;
-		if (hf_int(d, path, "decoder_sparse_step", 1, LLM_MAX_LAYERS, &step, err) < 0) {
-			rc = err->code;
-			goto out;
-		}
-		if (step != 1)
-			warn_add(x,
-				 "decoder_sparse_step %d: a mixture-of-experts layer every %d-th "
-				 "is not modelled (every layer taken as one)",
-				 step, step);
-		if ((e = hf_find(d, "mlp_only_layers")) && e->v.type == KJSON_ARRAY &&
-		    memchr(e->v.s.p, ',', e->v.s.n) == NULL) {
-			/* "[]" or one layer: a list of one is still not modelled */
-			const char *c = e->v.s.p;
-			size_t k = 1;
-			while (k < e->v.s.n && (c[k] == ' ' || c[k] == '\n'))
-				k++;
-			if (k < e->v.s.n && c[k] != ']')
-				warn_add(x, "mlp_only_layers: dense layers among the "
-					    "mixture-of-experts ones are not modelled");
-		} else if (e && e->v.type == KJSON_ARRAY) {
-			warn_add(x, "mlp_only_layers: dense layers among the mixture-of-experts "
-				    "ones are not modelled");
-		}
-		break;
-	}
-	case HF_DEEPSEEK_V2:
-	case HF_DEEPSEEK_V3: {
-		int freq = 1, groups = 0;
-		if ((rc = hf_need(d, path, "n_routed_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
-				  err)) ||
-		    (rc = hf_need(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, 0,
-				  err)) ||
-		    (rc = hf_need(d, path, "moe_intermediate_size", 1, LLM_MAX_FFN, &m->expert_ffn,
-				  0, err)))
-			goto out;
-		if (hf_int(d, path, "n_shared_experts", 0, LLM_MAX_SHARED, &m->shared_experts,
-			   err) < 0 ||
-		    hf_int(d, path, "first_k_dense_replace", 0, m->layers - 1, &m->first_dense,
-			   err) < 0 ||
-		    hf_int(d, path, "moe_layer_freq", 1, LLM_MAX_LAYERS, &freq, err) < 0 ||
-		    hf_int(d, path, "num_nextn_predict_layers", 0, LLM_MAX_LAYERS, &x->mtp_layers,
-			   err) < 0 ||
-		    hf_int(d, path, "n_group", 0, LLM_MAX_EXPERTS, &groups, err) < 0) {
-			rc = err->code;
-			goto out;
-		}
-		/* modeling_deepseek.py: layer i (from first_k_dense_replace)
-		 * sparse where i % moe_layer_freq == 0, llm.h's period and mask. */
-		if (freq > 1 && freq <= LLM_MAX_MOE_PERIOD)
-			m->moe_period = freq, m->moe_mask = 1;
-		else if (freq > 1)
-			warn_add(x,
-				 "moe_layer_freq %d: a mixture-of-experts layer every %d-th is "
-				 "not modelled beyond %d (every layer from first_k_dense_replace "
-				 "on taken as one)",
-				 freq, freq, LLM_MAX_MOE_PERIOD);
-		if (groups > 1)
-			warn_add(x,
-				 "n_group %d, topk_group: group-limited routing (each token's "
-				 "experts on few devices) is not modelled: routing is uniform",
-				 groups);
-		hf_find(d, "topk_group");
-		if (x->mtp_layers > LLM_MAX_MTP)
-			warn_add(x,
-				 "num_nextn_predict_layers %d: more multi-token prediction layers "
-				 "than %d are not modelled (none taken)",
-				 x->mtp_layers, LLM_MAX_MTP);
-		else
-			m->mtp_layers = x->mtp_layers;
-		if ((e = hf_find(d, "scoring_func")) && e->v.type == KJSON_STR &&
-		    strcmp(e->str, "sigmoid") == 0)
-			m->router = LLM_ROUTER_SIGMOID;
-		/* Multi-head latent attention. */
-		if ((rc = hf_need(d, path, "kv_lora_rank", 1, LLM_MAX_LORA_RANK, &m->kv_lora_rank,
-				  0, err)) ||
-		    (rc = hf_need(d, path, "qk_nope_head_dim", 0, LLM_MAX_HEAD_DIM,
-				  &m->qk_nope_head_dim, 0, err)) ||
-		    (rc = hf_need(d, path, "qk_rope_head_dim", 0, LLM_MAX_HEAD_DIM,
-				  &m->qk_rope_head_dim, 0, err)) ||
-		    (rc = hf_need(d, path, "v_head_dim", 1, LLM_MAX_HEAD_DIM, &m->v_head_dim, 0,
-				  err)))
-			goto out;
-		if (hf_int(d, path, "q_lora_rank", 1, LLM_MAX_LORA_RANK, &m->q_lora_rank, err) <
-		    0) {
-			rc = err->code;
-			goto out;
-		}
-		m->kv_heads = m->heads; /* MLA: every head its own K and V */
-		m->head_dim = 0;
-		break;
-	}
-	default:
-		break;
-	}
 	if (m->kv_heads < 1 || m->heads % m->kv_heads) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s: \"num_attention_heads\" (%d) must be divisible by "
