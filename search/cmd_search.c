@@ -642,6 +642,65 @@ out:
 	return rc;
 }
 
+/* The one-line search's options (--model, --hw, --gpus, --gbs, --name,
+ * --tokens, --price, --sweep-file) into q: 0, or PRISM_EARG. */
+static int oneline_option(int c, const char *arg, struct oneline *q, struct prism_err *err)
+{
+	switch (c) {
+	case 'M':
+		q->model = arg;
+		return 0;
+	case 'H':
+		q->hw = arg;
+		return 0;
+	case 'G':
+		q->gpus = arg;
+		return 0;
+	case 'B':
+		return cli_count(arg, "gbs", 1, SWEEP_MAX_BATCH, &q->gbs, err);
+	case 'N':
+		q->name = arg;
+		return 0;
+	case 'T':
+		return cli_number(arg, "tokens", 1, 1e16, &q->tokens, err);
+	case 'P':
+		return cli_number(arg, "price", 0, 1e6, &q->price, err);
+	default: /* 'F' */
+		q->file = arg;
+		return 0;
+	}
+}
+
+/* The sweep file to run: the one-line search's, written now, or the one
+ * named (argv[optind]).  0, or the exit status (a usage error or cli_fail's). */
+static int sweep_path(const struct oneline *q, int argc, char **argv, int quiet, char *path,
+		      size_t n)
+{
+	struct prism_err err;
+	prism_err_clear(&err);
+	if (q->model || q->hw || q->gpus || q->gbs || q->name || q->tokens > 0 || q->price > 0 ||
+	    q->file) {
+		/* The one-line search: its sweep file written, then run. */
+		if (optind != argc || !q->model) {
+			fprintf(stderr, "prism search: give a SWEEP file, or --model with --hw, "
+					"--gpus and --gbs (not both)\n");
+			return EXIT_USAGE;
+		}
+		if (oneline_write(q, path, n, &err))
+			return cli_fail(&err);
+		if (!quiet)
+			fprintf(stderr, "prism search: wrote the sweep %s\n", path);
+		return 0;
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "prism search: give one SWEEP file\n%s%s", help, help_options);
+		return EXIT_USAGE;
+	}
+	if (cli_config_path("sweeps", argv[optind], path, n, &err))
+		return cli_fail(&err);
+	return 0;
+}
+
 int cmd_search(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -709,31 +768,15 @@ int cmd_search(int argc, char **argv)
 			R.quiet = 1;
 			break;
 		case 'M':
-			q.model = optarg;
-			break;
 		case 'H':
-			q.hw = optarg;
-			break;
 		case 'G':
-			q.gpus = optarg;
-			break;
 		case 'B':
-			if (cli_count(optarg, "gbs", 1, SWEEP_MAX_BATCH, &q.gbs, &err))
-				return cli_fail(&err);
-			break;
 		case 'N':
-			q.name = optarg;
-			break;
 		case 'T':
-			if (cli_number(optarg, "tokens", 1, 1e16, &q.tokens, &err))
-				return cli_fail(&err);
-			break;
 		case 'P':
-			if (cli_number(optarg, "price", 0, 1e6, &q.price, &err))
-				return cli_fail(&err);
-			break;
 		case 'F':
-			q.file = optarg;
+			if (oneline_option(c, optarg, &q, &err))
+				return cli_fail(&err);
 			break;
 		case 'h':
 			fputs(help, stdout);
@@ -743,23 +786,8 @@ int cmd_search(int argc, char **argv)
 			return usage_bad_option("search", "hq", longopts, argv);
 		}
 	}
-	if (q.model || q.hw || q.gpus || q.gbs || q.name || q.tokens > 0 || q.price > 0 || q.file) {
-		/* The one-line search: its sweep file written, then run. */
-		if (optind != argc || !q.model) {
-			fprintf(stderr, "prism search: give a SWEEP file, or --model with --hw, "
-					"--gpus and --gbs (not both)\n");
-			return EXIT_USAGE;
-		}
-		if (oneline_write(&q, path, sizeof(path), &err))
-			return cli_fail(&err);
-		if (!R.quiet)
-			fprintf(stderr, "prism search: wrote the sweep %s\n", path);
-	} else if (optind != argc - 1) {
-		fprintf(stderr, "prism search: give one SWEEP file\n%s%s", help, help_options);
-		return EXIT_USAGE;
-	} else if (cli_config_path("sweeps", argv[optind], path, sizeof(path), &err)) {
-		return cli_fail(&err);
-	}
+	if ((rc = sweep_path(&q, argc, argv, R.quiet, path, sizeof(path))))
+		return rc;
 	if (shard_init(&R.sh, &argc, &argv))
 		return EXIT_USAGE;
 	R.lead = R.sh.rank == 0;
