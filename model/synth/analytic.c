@@ -367,7 +367,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	for (int s = 0; s < pp; s++) {
 		struct mem_stage ms;
 		double n = layout_stage_layers(m, &T.lay, s), c, slot, dpt, exposed, opt, nm = 0,
-		       Pe = 0, md, me;
+		       Pe = 0, md, me, off = 0;
 		double emb = s == 0 ? T.emb : 0, head = s == pp - 1 ? T.head : 0;
 		for (int ch = 0; ch < v; ch++)
 			nm += layout_chunk_moe(m, &T.lay, s, ch);
@@ -401,7 +401,26 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			double hf = (n - nm) * T.hf + nm * T.mhf, hb = (n - nm) * T.hb + nm * T.mhb;
 			double gf = (n - nm) * T.lf + nm * T.mlf, gb = (n - nm) * T.lb + nm * T.mlb;
 			double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5;
-			slot = fmax(slot * ff, hf) + fmax(slot * (1 - ff), hb);
+			double sf = fmax(slot * ff, hf), sb = fmax(slot * (1 - ff), hb);
+			slot = sf + sb;
+			/* Activation offloading (pp 1): the compute's waits for the
+			 * copies (synth_offload_exposed), each layer the unit's
+			 * average, each copy the offloaded layers' average. */
+			if (l->offload_layers > 0 && n > 0) {
+				int L = layout_chunk_layers(m, &T.lay, s, 0);
+				int N = l->offload_layers < L ? l->offload_layers : L - 1;
+				double x = 0, y = 0, xi, yi;
+				for (int i = 0; i < N; i++) {
+					synth_offload_copy_s(
+					    &T.si, hw, m->experts > 0 && llm_is_moe_layer(m, i),
+					    &xi, &yi);
+					x += xi / N;
+					y += yi / N;
+				}
+				off = synth_offload_exposed(L, N, sf / n, x) +
+				      synth_offload_exposed(L, N, sb / n, y);
+				slot += off;
+			}
 		}
 		sum += slot;
 		mem_stage(m, &T.lay, NULL, s, &ms);
@@ -413,6 +432,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		    28 * ms.params / (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps;
 		if (slot > worst) {
 			worst = slot;
+			out->t_offload = off;
 			out->t_compute = c;
 			out->t_tp = n * T.ar;
 			out->t_p2p = T.p2p;

@@ -20,7 +20,7 @@
 #include "comm.h"
 #include "vec.h"
 
-static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25};
+static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25, 26};
 
 static int64_t ns(double s)
 {
@@ -370,6 +370,9 @@ int se_procs(struct ctx *c)
 		if (gw_proc(&c->em.w, &p, &c->rk[r].host))
 			return PRISM_ENOMEM;
 		for (int st = 0; st < S_N; st++) {
+			c->rk[r].last[st] = NONE32;
+			if (st == S_OFF && c->in->lay.offload_layers <= 0)
+				continue;
 			p.gpu = 1;
 			p.pid = r;
 			p.tid = stream_id[st];
