@@ -397,26 +397,33 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		{
 			/* A unit is host-bound where the host's launches
 			 * outlast its GPU side: forward and backward each the
-			 * longer of the two, the GPU's split as its layers'. */
+			 * longer of the two, the GPU's split as its layers'.
+			 * Activation offloading (pp 1) launches a copy a layer
+			 * each way, with its two event waits. */
 			double hf = (n - nm) * T.hf + nm * T.mhf, hb = (n - nm) * T.hb + nm * T.mhb;
 			double gf = (n - nm) * T.lf + nm * T.mlf, gb = (n - nm) * T.lb + nm * T.mlb;
-			double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5;
-			double sf = fmax(slot * ff, hf), sb = fmax(slot * (1 - ff), hb);
-			slot = sf + sb;
-			/* Activation offloading (pp 1): the compute's waits for the
-			 * copies (synth_offload_exposed), each layer the unit's
-			 * average, each copy the offloaded layers' average. */
+			double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5, sf, sb, x = 0, y = 0;
+			int L = layout_chunk_layers(m, &T.lay, s, 0), N = 0;
 			if (l->offload_layers > 0 && n > 0) {
-				int L = layout_chunk_layers(m, &T.lay, s, 0);
-				int N = l->offload_layers < L ? l->offload_layers : L - 1;
-				double x = 0, y = 0, xi, yi;
+				N = l->offload_layers < L ? l->offload_layers : L - 1;
 				for (int i = 0; i < N; i++) {
+					double xi, yi;
 					synth_offload_copy_s(
 					    &T.si, hw, m->experts > 0 && llm_is_moe_layer(m, i),
 					    &xi, &yi);
 					x += xi / N;
 					y += yi / N;
 				}
+				hf += N * (T.si.cpu_op_s + T.si.launch_s + 4 * T.si.event_s);
+				hb += N * (T.si.cpu_op_s + T.si.launch_s + 4 * T.si.event_s);
+			}
+			sf = fmax(slot * ff, hf);
+			sb = fmax(slot * (1 - ff), hb);
+			slot = sf + sb;
+			/* The compute's waits for the copies
+			 * (synth_offload_exposed), each layer the unit's
+			 * average, each copy the offloaded layers' average. */
+			if (N > 0) {
 				off = synth_offload_exposed(L, N, sf / n, x) +
 				      synth_offload_exposed(L, N, sb / n, y);
 				slot += off;
