@@ -222,7 +222,11 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 		struct gw_node op = row(c, r, k->host, GN_CPU, c->em.n_cpu, op_s);
 		push(c, &op);
 	}
-	call = call_row(c, r, c->em.n_launch, RT_LAUNCH, launch_s);
+	/* A copy is launched by cudaMemcpyAsync (activation offloading's),
+	 * a kernel by cudaLaunchKernel. */
+	call = kind == GN_MEMCPY
+		   ? call_row(c, r, se_intern(c, "cudaMemcpyAsync"), RT_MEMCPY, launch_s)
+		   : call_row(c, r, c->em.n_launch, RT_LAUNCH, launch_s);
 	task = row(c, r, proc, kind, se_intern(c, name), seconds);
 	if (c->em.op) {
 		set_op(c, &call);
