@@ -279,6 +279,84 @@ static double bubble_part(int schedule, const uint16_t *part, int p, int m, doub
 	return st.bubble;
 }
 
+/*
+ * Zero-bubble schedules against Qi et al.'s closed forms (ICLR 2024,
+ * section 2 and Table 1's bubbles), uniform stages of n = 16 / p
+ * identical layers, free communication, no host cost.  A stage's passes
+ * a microbatch: F = n f, B = n (b - w), W = n w, with f and b a layer's
+ * forward and backward (synth_layer_times) and w the weight-gradient
+ * part of b (synth_layer_wgrad_s: its wgrad GEMMs).  The step, from the
+ * first forward to the last pass:
+ *  - 1F1B: (m + p - 1)(F + B + W) (B and W one backward);
+ *  - ZB-1p: m (F + B + W) + (p - 1)(F + B - W) where W <= B (the paper's
+ *    ZB-H1 bubble; stage 0's last B waits for the gradient to cross the
+ *    p - 1 stages after it as B passes, its F passes and the W passes it
+ *    deferred filling the rest);
+ *  - ZB-2p, m >= 2p - 1: m (F + B + W) + (p - 1) max(F, F + B - 2W): the
+ *    paper's ZB-H2 bubble (p - 1)(F + B - 2W) per stage from its own first
+ *    forward, and at least the p - 1 forwards before the last stage's
+ *    first.
+ * The bubble is 1 - m (F + B + W) / T.  The figures (worked independently
+ * by an event simulation of the same orders, /tmp notes in the report):
+ * p = 4, m = 8, F = B = W: 1F1B 9 passes of idle, ZB-1p 3, ZB-2p 3.
+ */
+static double zb_bubble(int schedule, int p, int m, double *closed, double *fbw)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	double f, b, a, w, n, F, B, W, T;
+	small(&in);
+	in.m.layers = 16;
+	in.bare = 1;
+	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+	in.lay.pp = p;
+	in.lay.microbatches = m;
+	in.lay.schedule = schedule;
+	g = build(&in, &so, &st);
+	synth_out_release(&so);
+	graph_free(g);
+	synth_layer_times(&in, &f, &b, &a);
+	w = synth_layer_wgrad_s(&in, 0);
+	n = 16.0 / p;
+	F = n * f, B = n * (b - w), W = n * w;
+	fbw[0] = F, fbw[1] = B, fbw[2] = W;
+	if (schedule == LAYOUT_ZB1P)
+		T = m * (F + B + W) + (p - 1) * fmax(F, F + B - W);
+	else if (schedule == LAYOUT_ZB2P)
+		T = m * (F + B + W) + (p - 1) * fmax(F, F + B - 2 * W);
+	else
+		T = (m + p - 1) * (F + B + W);
+	*closed = 1 - m * (F + B + W) / T;
+	return st.bubble;
+}
+
+static void test_zb_bubble(void **state)
+{
+	(void)state;
+	for (int p = 2; p <= 8; p *= 2)
+		for (int m = 2 * p; m <= 4 * p; m *= 2) {
+			double want[3], got[3], fbw[3];
+			static const int sch[3] = {LAYOUT_1F1B, LAYOUT_ZB1P, LAYOUT_ZB2P};
+			for (int i = 0; i < 3; i++)
+				got[i] = zb_bubble(sch[i], p, m, &want[i], fbw);
+			print_message(
+			    "p %d m %2d (F %.1f B %.1f W %.1f us a stage): 1f1b %.4f (closed "
+			    "%.4f) zb-1p %.4f (%.4f) zb-2p %.4f (%.4f)\n",
+			    p, m, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got[0], want[0], got[1],
+			    want[1], got[2], want[2]);
+			/* The small layer's W (its four wgrad GEMMs) is 18 % of its
+			 * work, less than B (dgrad GEMMs, attention backward, the
+			 * memory-bound passes): the closed forms' W <= B case. */
+			assert_true(fbw[2] > 0.1 * (fbw[0] + fbw[1] + fbw[2]) && fbw[2] < fbw[1]);
+			for (int i = 0; i < 3; i++)
+				assert_rel_close(got[i], want[i], 0.01);
+			/* ZB-1p cuts 1F1B's bubble, ZB-2p cuts it further. */
+			assert_true(got[1] < got[0] && got[2] < got[1]);
+		}
+}
+
 static void test_pipeline_bubble(void **state)
 {
 	static const uint16_t parts[][4] = {{2, 6, 4, 4}, {3, 5, 5, 3}, {6, 2, 2, 6},
@@ -2835,6 +2913,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_flops_formula),
 	    cmocka_unit_test(test_pipeline_bubble),
+	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_layout_errors),
 	    cmocka_unit_test(test_meta_round_trip),
 	    cmocka_unit_test(test_limits),

@@ -108,6 +108,38 @@ void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double 
 	*bwd_s = c.dry_host_s;
 }
 
+/* One layer's W pass (its weight gradients), its attention windowed by
+ * win. */
+static double layer_wgrad_win(const struct synth_in *in, int moe, int win)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	dry_ctx(&c, &rk, in);
+	c.dry_window = win;
+	rk.mb = 1;
+	rk.phase = PH_BACKWARD;
+	rk.layer = moe ? in->m.layers - 1 : -1;
+	sl_shape(in, &z);
+	c.pass = SL_PASS_W;
+	sl_layer_bwd(&c, 0, &z);
+	return c.dry_s;
+}
+
+double synth_layer_wgrad_s(const struct synth_in *in, int moe)
+{
+	const struct llm *m = &in->m;
+	double w, nw = 0;
+	moe = moe && llm_moe_layers(m) > 0;
+	w = layer_wgrad_win(in, moe, 0);
+	if (m->window <= 0)
+		return w;
+	for (int l = 0; l < m->layers; l++)
+		nw += llm_window(m, l) > 0;
+	return w + (layer_wgrad_win(in, moe, m->window) - w) * nw / m->layers;
+}
+
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s)
 {
 	layer_times(in, 0, fwd_s, bwd_s, attn_fwd_s);

@@ -241,6 +241,12 @@ void synth_mem(const struct synth_in *in, struct mem_est *out);
  * alone.  For the analytic estimate and for tests. */
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s);
 
+/* The part of that backward a zero-bubble schedule runs as its W pass:
+ * the weight-gradient GEMMs and their accumulation (layer.c), a dense
+ * layer's (moe 0) or a mixture-of-experts layer's (moe 1, where the model
+ * has them).  The B pass is the rest. */
+double synth_layer_wgrad_s(const struct synth_in *in, int moe);
+
 /* The same for a mixture-of-experts layer of in's model on the busiest
  * rank (a dense layer's for a dense model): attention, router, permutes,
  * grouped expert GEMMs, shared experts (collectives are not in it). */
