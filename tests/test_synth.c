@@ -784,6 +784,9 @@ static void test_lower_bound(void **state)
 	    {2, 2, 2, 2, LAYOUT_INTERLEAVED, 4, LAYOUT_RECOMPUTE_FULL, 0, 1, 0},
 	    {4, 8, 1, 1, LAYOUT_1F1B, 16, LAYOUT_RECOMPUTE_NONE, 0, 4, 1},
 	    {1, 1, 8, 1, LAYOUT_1F1B, 4, LAYOUT_RECOMPUTE_NONE, 0, 2, 0},
+	    {1, 4, 1, 1, LAYOUT_ZB1P, 8, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
+	    {2, 4, 2, 1, LAYOUT_ZB2P, 8, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1},
+	    {1, 8, 1, 1, LAYOUT_ZB2P, 16, LAYOUT_RECOMPUTE_NONE, 0, 1, 0},
 	};
 	static struct hw_profile b200;
 	struct prism_err herr;
@@ -820,6 +823,14 @@ static void test_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* A zero-bubble schedule's W passes may end a stage: its bound
+		 * is at most 1F1B's. */
+		if (layout_zb(in.lay.schedule)) {
+			struct synth_in q = in;
+			q.lay.schedule = LAYOUT_1F1B;
+			print_message("  1f1b's bound %.3f ms\n", synth_lower_bound(&q) * 1e3);
+			assert_true(lb <= synth_lower_bound(&q));
+		}
 		/* Every recompute module (the MLP's GEMMs and round again):
 		 * more work, still a bound. */
 		if (in.lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
@@ -1736,6 +1747,14 @@ static void test_moe_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* A zero-bubble schedule's W passes may end a stage: its bound
+		 * is at most 1F1B's. */
+		if (layout_zb(in.lay.schedule)) {
+			struct synth_in q = in;
+			q.lay.schedule = LAYOUT_1F1B;
+			print_message("  1f1b's bound %.3f ms\n", synth_lower_bound(&q) * 1e3);
+			assert_true(lb <= synth_lower_bound(&q));
+		}
 		/* Every recompute module (moe's whole layer again, MLA's up
 		 * projections, the dense layer's MLP): more, still a bound. */
 		if (in.lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
