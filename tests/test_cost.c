@@ -863,6 +863,52 @@ static void test_activation_bytes_gpt3(void **state)
 	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 23, 1e-12);
 }
 
+/*
+ * The zero-bubble schedules' memory, by hand (mem.h): GPT-3 175B, t 8, s
+ * 2048, b 1, no sequence parallelism, 24 layers a stage on pp 4, m 8.
+ * What W needs of a layer from its B (mem_act_wgrad_layer): each wgrad
+ * GEMM's input and output gradient, bf16 -- QKV h in, 3h/8 out; the
+ * projection h/8 in, h out; FC1 h in, 4h/8 out; FC2 4h/8 in, h out --
+ * 2 x 5.5 h a token, 11 s b h (Qi et al.'s M_W, 32 s b h, at t = 1: (8 +
+ * 24/t) s b h).  A layer's activations a = 23 s b h (Korthikanti).
+ * Stage 1's passes (layout_zb_next):
+ *  - 1F1B: p - s = 3 microbatches, 3 x 24 a = 1656 s b h.
+ *  - ZB-1p: 2 warm-up F; F (3 held whole); B (2 whole + 1 kept; its first
+ *    W deferred, s = 1); F: 3 whole + 1 kept, then B, W, F repeat it:
+ *    24 (3 x 23 + 11) = 1920 s b h, 4 microbatches from F to W (p).
+ *  - ZB-2p: 5 warm-up F (2 (p - s) - 1); B, F: 5 whole + 1 kept; B, F: 5 +
+ *    2; B, then W (7 = 2p - 1 held from F to W), F: 5 + 2 again: 24 (5 x 23
+ *    + 2 x 11) = 3288 s b h, 7 held.
+ */
+static void test_zb_memory(void **state)
+{
+	struct layout l = {.tp = 8,
+			   .pp = 4,
+			   .dp = 1,
+			   .vp = 1,
+			   .mbs = 1,
+			   .microbatches = 8,
+			   .dtype = HW_BF16,
+			   .schedule = LAYOUT_1F1B};
+	double sbh = 2048.0 * 12288;
+	struct mem_stage st;
+	(void)state;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 11 * sbh, 1e-12);
+	l.tp = 1;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 32 * sbh, 1e-12);
+	l.tp = 8;
+	mem_stage(&gpt3, &l, NULL, 1, &st);
+	assert_rel_close(st.activations, 1656 * sbh, 1e-12);
+	l.schedule = LAYOUT_ZB1P;
+	mem_stage(&gpt3, &l, NULL, 1, &st);
+	assert_rel_close(st.activations, 1920 * sbh, 1e-12);
+	assert_rel_close(st.inflight, 4, 1e-12);
+	l.schedule = LAYOUT_ZB2P;
+	mem_stage(&gpt3, &l, NULL, 1, &st);
+	assert_rel_close(st.activations, 3288 * sbh, 1e-12);
+	assert_rel_close(st.inflight, 7, 1e-12);
+}
+
 /* Bytes per parameter of weights, gradients and optimizer state: Megatron-LM's
  * table (docs/user-guide/features/dist_optimizer.md): 20, 18 and 16 bytes
  * without the distributed optimizer; 4 + 16/d, 6 + 12/d, 8 + 8/d with it. */
@@ -1756,6 +1802,7 @@ int main(void)
 	    cmocka_unit_test(test_window),
 	    cmocka_unit_test(test_mla),
 	    cmocka_unit_test(test_activation_bytes_gpt3),
+	    cmocka_unit_test(test_zb_memory),
 	    cmocka_unit_test(test_bytes_per_param),
 	    cmocka_unit_test(test_alloc_reserved),
 	    cmocka_unit_test(test_verdict),
