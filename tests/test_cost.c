@@ -16,6 +16,7 @@
 #include "hw.h"
 #include "llm.h"
 #include "mem.h"
+#include "synth.h"
 #include "testutil.h"
 
 #define GiB 1073741824.0
@@ -1770,6 +1771,38 @@ static void test_analytic_small(void **state)
 		assert_rel_close(out.t_compute - before, 2 * 0.75 * 6301184.0 * 6 / 1e12, 1e-9);
 		assert_rel_close(out.t_compute - before, 56.710656e-6, 1e-9);
 		in.acc_elem_bytes = 0;
+	}
+
+	/* Zero-bubble schedules: a layer's W pass is its four weight-gradient
+	 * GEMMs, the forward's FLOPs, 2 x 1024 x (1536 + 512 + 2048 + 1024) x
+	 * 1024 x ... on a rank: 2 x 1024 x 1024 x 6144 = 12,884,901,888 FLOPs
+	 * at 50 TFLOP/s, 257.698 us; the fill and drain (one other stage's
+	 * slot) scales by max(F, F + B - kW) / (F + B + W), k 1 for zb-1p and
+	 * 2 for zb-2p, F + B + W the layer's forward and backward. */
+	{
+		struct synth_in si;
+		double f, b, a, w, bub, it;
+		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+		bub = out.t_bubble;
+		it = out.t_iter;
+		assert_rel_close(bub, 2078.10985984e-6, 1e-9);
+		synth_in_default(&si);
+		si.m = in.m;
+		si.hw = &hw;
+		si.lay = in.lay;
+		si.lay.microbatches = 4;
+		synth_layer_times(&si, &f, &b, &a);
+		w = synth_layer_wgrad_s(&si, 0);
+		assert_rel_close(w, 12884901888.0 / 50e12, 1e-9);
+		in.lay.schedule = LAYOUT_ZB1P;
+		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+		assert_rel_close(out.t_bubble, bub * fmax(f, f + b - 2 * w) / (f + b), 1e-9);
+		assert_rel_close(out.t_iter, it - bub + out.t_bubble, 1e-9);
+		in.lay.schedule = LAYOUT_ZB2P;
+		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+		assert_rel_close(out.t_bubble, bub * fmax(f, f + b - 3 * w) / (f + b), 1e-9);
+		assert_true(out.t_bubble < bub);
+		in.lay.schedule = LAYOUT_1F1B;
 	}
 
 	/* Infeasible layouts are refused with the rule they break. */

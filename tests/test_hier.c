@@ -336,6 +336,27 @@ static void test_agreement_moe_cp(void **state)
 		folded = agree(&in);
 		in.hw = &hw_quiet;
 		assert_int_equal(agree(&in), folded);
+		/* A zero-bubble schedule: the experts' and the router's weight
+		 * gradients in W, the dispatch, combine and CP transfers in B. */
+		if (cases[i].pp >= 2) {
+			in.lay.schedule = i % 2 ? LAYOUT_ZB2P : LAYOUT_ZB1P;
+			print_message("moe/cp case %zu, %s\n", i,
+				      layout_schedule_name(in.lay.schedule));
+			in.hw = &hw;
+			assert_int_equal(agree(&in), folded);
+		}
+	}
+	{
+		/* Multi-token prediction on the last stage under zb-2p: each
+		 * depth's head, layer and eh_proj split too. */
+		struct synth_in in;
+		small(&in);
+		in.m.mtp_layers = 1;
+		in.lay.pp = 2;
+		in.lay.dp = 2;
+		in.lay.microbatches = 6;
+		in.lay.schedule = LAYOUT_ZB2P;
+		assert_int_equal(agree(&in), 1);
 	}
 }
 

@@ -947,6 +947,10 @@ static void test_layout_errors(void **state)
 	    {1, 2, 2, 3, LAYOUT_INTERLEAVED,
 	     "layout: interleaved 1F1B needs microbatches (3) divisible by pp (2)"},
 	    {1, 2, 2, 2, LAYOUT_1F1B, "layout: virtual stages 2 need the interleaved schedule"},
+	    {1, 2, 2, 2, LAYOUT_ZB1P, "layout: virtual stages 2 need the interleaved schedule"},
+	    {1, 1, 1, 4, LAYOUT_ZB2P,
+	     "layout: schedule zb-2p needs pp >= 2 (one stage has no bubble for its deferred "
+	     "weight gradients to fill)"},
 	    /* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
 		 * by it (SIGFPE): the ranges come first. */
 	    {1, 65536, 65536, 1, LAYOUT_INTERLEAVED, "layout: pp 65536 is not in 1..256"},

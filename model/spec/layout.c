@@ -1373,6 +1373,11 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 				     "layout: virtual stages %d need the interleaved schedule",
 				     l->vp);
 	}
+	if (layout_zb(l->schedule) && l->pp < 2)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: schedule %s needs pp >= 2 (one stage has no bubble "
+				     "for its deferred weight gradients to fill)",
+				     layout_schedule_name(l->schedule));
 	if (hw->peak_flops[l->dtype] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", hw->gpu,
 				     hw_dtype_name(l->dtype));
