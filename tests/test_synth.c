@@ -300,7 +300,7 @@ static double bubble_part(int schedule, const uint16_t *part, int p, int m, doub
  * by an event simulation of the same orders, /tmp notes in the report):
  * p = 4, m = 8, F = B = W: 1F1B 9 passes of idle, ZB-1p 3, ZB-2p 3.
  */
-static double zb_bubble(int schedule, int p, int m, double *closed, double *fbw)
+static double zb_bubble(int schedule, int p, int m, int gemm_only, double *closed, double *fbw)
 {
 	struct synth_in in;
 	struct synth_out so;
@@ -314,6 +314,16 @@ static double zb_bubble(int schedule, int p, int m, double *closed, double *fbw)
 	in.lay.pp = p;
 	in.lay.microbatches = m;
 	in.lay.schedule = schedule;
+	/* One step: nothing synchronises the stages between steps (docs/
+	 * MODEL.md, "Schedules"), so a zb-2p stage 0 that ends its step first
+	 * starts the next one's forwards inside this step's span. */
+	in.steps = 1;
+	/* The paper's T_F = T_B = T_W: the GEMMs alone timed (every other
+	 * class at scale 0), a linear's forward, dgrad and wgrad GEMMs
+	 * having the same FLOPs. */
+	for (int c = 0; gemm_only && c < KC_NCLASSES; c++)
+		if (c != KC_GEMM)
+			in.scale[c] = 0;
 	g = build(&in, &so, &st);
 	synth_out_release(&so);
 	graph_free(g);
@@ -340,7 +350,7 @@ static void test_zb_bubble(void **state)
 			double want[3], got[3], fbw[3];
 			static const int sch[3] = {LAYOUT_1F1B, LAYOUT_ZB1P, LAYOUT_ZB2P};
 			for (int i = 0; i < 3; i++)
-				got[i] = zb_bubble(sch[i], p, m, &want[i], fbw);
+				got[i] = zb_bubble(sch[i], p, m, 0, &want[i], fbw);
 			print_message(
 			    "p %d m %2d (F %.1f B %.1f W %.1f us a stage): 1f1b %.4f (closed "
 			    "%.4f) zb-1p %.4f (%.4f) zb-2p %.4f (%.4f)\n",
@@ -355,6 +365,26 @@ static void test_zb_bubble(void **state)
 			/* ZB-1p cuts 1F1B's bubble, ZB-2p cuts it further. */
 			assert_true(got[1] < got[0] && got[2] < got[1]);
 		}
+	/* T_F = T_B = T_W (GEMMs alone, within their shapes' 1 %): ZB-2p's
+	 * bubble is the (p - 1) forwards before the last stage starts, each
+	 * stage busy from its first pass to its last (the paper's zero
+	 * bubble), a third of 1F1B's fill and drain and ZB-1p's equal (their
+	 * (p - 1)(F + B - W) = (p - 1) F). */
+	for (int p = 4; p <= 8; p *= 2) {
+		double want[3], got[3], fbw[3];
+		static const int sch[3] = {LAYOUT_1F1B, LAYOUT_ZB1P, LAYOUT_ZB2P};
+		for (int i = 0; i < 3; i++)
+			got[i] = zb_bubble(sch[i], p, 4 * p, 1, &want[i], fbw);
+		print_message("GEMMs alone, p %d m %2d (F %.1f B %.1f W %.1f us): 1f1b %.4f (%.4f) "
+			      "zb-1p %.4f (%.4f) zb-2p %.4f (%.4f)\n",
+			      p, 4 * p, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got[0], want[0],
+			      got[1], want[1], got[2], want[2]);
+		assert_rel_close(fbw[1], fbw[0], 0.02);
+		assert_rel_close(fbw[2], fbw[0], 0.02);
+		for (int i = 0; i < 3; i++)
+			assert_rel_close(got[i], want[i], 0.01);
+		assert_rel_close(got[2], (p - 1.0) / (3.0 * 4 * p + p - 1), 0.02);
+	}
 }
 
 static void test_pipeline_bubble(void **state)
