@@ -1,7 +1,8 @@
 /*
  * step.c - the step and its schedule (synth_int.h): each stage's units
  * (the forward or backward of one microbatch on one model chunk) in the
- * order GPipe, 1F1B or interleaved 1F1B runs them; the activations and
+ * order GPipe, 1F1B or interleaved 1F1B runs them, or the B and W
+ * passes of a zero-bubble schedule (layout_zb_next); the activations and
  * their gradients between stages; the gradients' buckets and their
  * reduction over the data-parallel groups (all-reduce, ZeRO's
  * reduce-scatter, hybrid sharding, the experts' own group); ZeRO's weight
