@@ -1580,9 +1580,10 @@ static void test_sustained_clock(void **state)
  *    kernel of 1.65 ms: a settled stream, 4 + 16 x (1 + 88.5837) / 0.872 =
  *    1647.7375 us (1437.3392 at the burst clock, 1579.0983 in a training
  *    step, whose memory-bound kernels leave the clock higher);
- *  - a gemm.csv row over "75 back-to-back calls" of 0.1 ms (7.5 ms) is a
- *    stream, 4 + (1 + 44.2919) / 0.872 = 55.9402 us; of 0.05 ms (3.75 ms)
- *    a burst.
+ *  - gemm.csv rows that state their back-to-back calls: 24576 x 2816 x
+ *    8192 over 75 calls of 1.65 ms (124 ms) is a stream (1647.7375 us), over
+ *    3 (4.95 ms, under 5 ms) a burst (1437.3392 us); 1536 x 2816 x 4096
+ *    over 75 calls of 0.1 ms (7.5 ms), a kernel under 1 ms, a burst.
  * Whether the profile is held at its burst clock or at its sustained one.
  */
 static void test_kbench_sustained(void **state)
@@ -1596,12 +1597,14 @@ static void test_kbench_sustained(void **state)
 	static const char pub[] =
 	    "gpu,gpu_detail,dtype,out_dtype,op,batch,M,N,K,implementation,tflops,time_ms,metric2,"
 	    "value2,units2,source,section,notes\n"
-	    "H100 SXM,,bf16,bf16,gemm,1,1536,2816,4096,cuBLASLt,,0.1,,,,s,,"
+	    "H100 SXM,,bf16,bf16,gemm,1,24576,2816,8192,cuBLASLt,,1.65,,,,s,,"
 	    "\"host wall clock around 75 back-to-back calls after 25 warmup\"\n"
-	    "H100 SXM,,bf16,bf16,gemm,1,1536,2816,4096,cuBLASLt,,0.05,,,,s,,"
+	    "H100 SXM,,bf16,bf16,gemm,1,24576,2816,8192,cuBLASLt,,1.65,,,,s,,"
+	    "\"host wall clock around 3 back-to-back calls\"\n"
+	    "H100 SXM,,bf16,bf16,gemm,1,1536,2816,4096,cuBLASLt,,0.1,,,,s,,"
 	    "\"host wall clock around 75 back-to-back calls after 25 warmup\"\n";
-	static const double want[5] = {49.29185e-6, 49.29185e-6, 1647.7375e-6, 55.94019e-6,
-				       49.29185e-6};
+	static const double want[6] = {49.29185e-6,  49.29185e-6,  1647.7375e-6,
+				       1647.7375e-6, 1437.3392e-6, 49.29185e-6};
 	const char *texts[2] = {ours, pub};
 	struct kbench kb;
 	struct prism_err err;
@@ -1619,12 +1622,13 @@ static void test_kbench_sustained(void **state)
 		assert_int_equal(kbench_read(&kb, path, &err), 0);
 		unlink(path);
 	}
-	assert_int_equal(kb.n, 5);
+	assert_int_equal(kb.n, 6);
 	assert_int_equal(kb.rows[0].sustained, KB_BURST);
 	assert_int_equal(kb.rows[1].sustained, KB_BURST);
 	assert_int_equal(kb.rows[2].sustained, KB_STREAM);
 	assert_int_equal(kb.rows[3].sustained, KB_STREAM);
 	assert_int_equal(kb.rows[4].sustained, KB_BURST);
+	assert_int_equal(kb.rows[5].sustained, KB_BURST);
 	memset(&hw, 0, sizeof(hw));
 	hw.peak_flops[HW_BF16] = 989e12;
 	hw.hbm_Bps = 3.35e12;
@@ -1637,7 +1641,7 @@ static void test_kbench_sustained(void **state)
 	step.sustained = KB_STEP; /* a trace's kernel of the same shape */
 	for (int held = 0; held < 2; held++) {
 		hw.clock = held ? hw.sustained : 1;
-		for (int i = 0; i < 5; i++)
+		for (int i = 0; i < 6; i++)
 			assert_rel_close(kbench_predict(&hw, &kb.rows[i], 0), want[i], 1e-6);
 		assert_rel_close(kbench_predict(&hw, &kb.rows[2], 0),
 				 4e-6 + 16 * (1e-6 + 536870912.0 / (800e12 / 132)) / 0.872, 1e-12);

@@ -13,10 +13,10 @@
  *
  * Burst, stream or step: the profiles' kernel parameters are burst rates
  * (a microbenchmark's short run).  A steady stream of one kernel settles
- * at the GPU's power-limited clock for that work (hw_stream): our sweep's
- * rows whose kernel runs HW_SETTLED_KERNEL_S (1 ms) or more, rows whose
- * notes state "N back-to-back calls" lasting HW_SUSTAINED_AFTER_S (5 ms)
- * or more (SimuMax's 75).  A trace's kernels (a training step) run at the
+ * at the GPU's power-limited clock for that work (hw_stream) once its
+ * kernel runs HW_SETTLED_KERNEL_S (1 ms) or more: our sweep's rows, and
+ * rows whose notes state "N back-to-back calls" lasting
+ * HW_SUSTAINED_AFTER_S (5 ms) or more (SimuMax's 75).  A trace's kernels (a training step) run at the
  * step's sustained clock (hw_sustained).  The public maxima (MAMF:
  * iterations separated by L2 flushes, XLA's table, DeepGEMM, cuDNN,
  * FlashAttention) state no such window and are bursts.
@@ -88,11 +88,10 @@ struct kbench_row {
  *  KB_BURST   a microbenchmark's short run: the profile's burst rates;
  *  KB_STEP    a training step's kernel (a trace's rows): the sustained
  *             clock, hw_sustained;
- *  KB_STREAM  a steady stream of one kernel: our sweep's rows whose kernel
- *             runs HW_SETTLED_KERNEL_S (1 ms) or more, rows whose notes
- *             state "N back-to-back calls" lasting HW_SUSTAINED_AFTER_S
- *             (5 ms) or more (SimuMax's 75): hw_stream for the row's
- *             dtype. */
+ *  KB_STREAM  a steady stream of one kernel that runs HW_SETTLED_KERNEL_S
+ *             (1 ms) or more: our sweep's rows, and rows whose notes state
+ *             "N back-to-back calls" lasting HW_SUSTAINED_AFTER_S (5 ms)
+ *             or more (SimuMax's 75): hw_stream for the row's dtype. */
 enum { KB_BURST, KB_STEP, KB_STREAM };
 
 /* Rows a reader left out, and the first reasons, for the report. */
