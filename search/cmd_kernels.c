@@ -34,11 +34,12 @@ static const char help[] =
     "the scale, a cast-transpose a tensor).  GEMMs\n"
     "that accumulate into their output (C += A B: accumulate=True, DeepGEMM's\n"
     "weight-gradient kernels) and FlashAttention-2 rows are reported apart and\n"
-    "fit nothing.  The profiles' parameters are burst rates: a row measured\n"
-    "after 5 ms or more of back-to-back work (our sweep's calls x time, \"N\n"
-    "back-to-back calls\" in its notes) or in a trace (a training step) is\n"
-    "timed at the profile's sustained clock (gpu.sustained), the rest at the\n"
-    "burst clock.\n"
+    "fit nothing.  The profiles' parameters are burst rates: a trace's rows\n"
+    "(a training step) are timed at the profile's sustained clock\n"
+    "(gpu.sustained); a steady stream of one kernel (our sweep's rows whose\n"
+    "kernel runs 1 ms or more, \"N back-to-back calls\" lasting 5 ms or more\n"
+    "in a row's notes) at its dtype's stream clock (gpu.stream); the rest at\n"
+    "the burst clock.\n"
     "\n"
     "options:\n"
     "      --fit        fit the parameters on the rows given (GSL: Nelder-Mead on\n"
@@ -151,7 +152,7 @@ static int read_trace(struct kbench *kb, char *path, struct prism_err *err)
 						.fa2 = a->fa2,
 						.time_s = a->measured_s};
 		}
-		r.sustained = 1; /* a training step's kernels: the sustained clock */
+		r.sustained = KB_STEP; /* a training step's kernels: the sustained clock */
 		snprintf(r.gpu, sizeof(r.gpu), "%s", strtab_get(&g->st, g->ranks[0].device));
 		snprintf(r.profile, sizeof(r.profile), "%.31s", hw.id);
 		snprintf(r.source, sizeof(r.source), "%s", path);
@@ -435,8 +436,8 @@ int cmd_kernels(int argc, char **argv)
 		if ((rc = cli_load_hw(p[np].name, &p[np].shipped, &err)))
 			break;
 		/* Most rows are bursts (kbench.h): the profile at the burst clock
-		 * times them without a copy; sustained rows take its sustained
-		 * clock (kbench_predict). */
+		 * times them without a copy; a step's or a stream's rows take
+		 * its sustained or stream clock (kbench_predict). */
 		p[np].shipped.clock = 1;
 		p[np].fitted = p[np].shipped;
 		np++;
