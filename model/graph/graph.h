@@ -114,6 +114,11 @@ enum graph_rt_class {
 			  * thread edge from a task that ended before the
 			  * other thread entered a long CPU task): its lag,
 			  * from that task, is kept whole */
+#define NF_STAGED                                                                                  \
+	0x40 /* a copy from or to pageable host memory: the calling
+			  * thread stages it through a pinned buffer before and
+			  * while the DMA runs, so the copy begins where the
+			  * staging let it; its start lag is kept whole */
 
 enum graph_coll_kind {
 	GC_UNKNOWN,
