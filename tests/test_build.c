@@ -1088,8 +1088,10 @@ static void test_copy_placed(void **state)
  * tests/data/collorder_2025.rank{0,1}.json: ranks 0 and 1 of 2 each
  * all-reduce 4 MiB and 8 MiB on process group "0", each on its own NCCL
  * stream; rank 0 launches the 4 MiB one first (at 11 us), rank 1 the
- * 8 MiB one.  Paired by kind and size: the two 4 MiB ones are one
- * instance (one sequence number), the two 8 MiB ones the other, and each
+ * 8 MiB one; then an all-to-all whose ranks send 4,000 and 12,000
+ * bytes.  Paired by kind and size: the two 4 MiB ones are one
+ * instance (one sequence number), the two 8 MiB ones another, the
+ * all-to-alls (sizes differ by nature) a third, by kind alone; and each
  * member starts when the later of the pair may (rank 1's 4 MiB one, launched
  * at 31 us, ran from 40 us: rank 0's starts there too).  By order, rank
  * 0's 4 MiB all-reduce was paired with rank 1's 8 MiB one.
@@ -1104,28 +1106,36 @@ static void test_colls_by_size(void **state)
 	struct graph *g;
 	struct sim *sm;
 	uint32_t r0_4 = UINT32_MAX, r0_8 = UINT32_MAX, r1_4 = UINT32_MAX, r1_8 = UINT32_MAX;
+	uint32_t r0_a = UINT32_MAX, r1_a = UINT32_MAX;
 	(void)state;
 
 	build_opts_default(&o);
 	g = load(paths, 2, &o);
-	assert_int_equal(g->n_colls, 4);
+	assert_int_equal(g->n_colls, 6);
 	for (uint32_t c = 0; c < g->n_colls; c++) {
 		int rank = (int)g->procs[g->proc[g->colls[c].node]].rank;
-		assert_int_equal(g->colls[c].kind, GC_ALL_REDUCE);
-		if (g->colls[c].bytes == 4194304)
+		if (g->colls[c].kind == GC_ALL_TO_ALL)
+			*(rank ? &r1_a : &r0_a) = c;
+		else if (g->colls[c].bytes == 4194304)
 			*(rank ? &r1_4 : &r0_4) = c;
 		else if (g->colls[c].bytes == 8388608)
 			*(rank ? &r1_8 : &r0_8) = c;
 	}
 	assert_true(r0_4 != UINT32_MAX && r0_8 != UINT32_MAX && r1_4 != UINT32_MAX &&
-		    r1_8 != UINT32_MAX);
+		    r1_8 != UINT32_MAX && r0_a != UINT32_MAX && r1_a != UINT32_MAX);
+	assert_int_equal(g->colls[r0_4].kind, GC_ALL_REDUCE);
+	assert_int_equal(g->colls[r1_8].kind, GC_ALL_REDUCE);
+	/* the all-to-all: its ranks send different sizes, paired by kind */
+	assert_int_equal(g->colls[r0_a].bytes, 4000);
+	assert_int_equal(g->colls[r1_a].bytes, 12000);
+	assert_int_equal(g->colls[r0_a].seq, g->colls[r1_a].seq);
 	/* rank 1 launched its 8 MiB all-reduce first */
 	assert_true(g->start_ns[g->colls[r1_8].node] < g->start_ns[g->colls[r1_4].node]);
 	assert_int_equal(g->colls[r0_4].seq, g->colls[r1_4].seq);
 	assert_int_equal(g->colls[r0_8].seq, g->colls[r1_8].seq);
 	assert_int_not_equal(g->colls[r0_4].seq, g->colls[r0_8].seq);
 	assert_non_null(sm = sim_new(g));
-	assert_int_equal(sm->n_inst, 2);
+	assert_int_equal(sm->n_inst, 3);
 	sim_opts_default(&so);
 	prism_err_clear(&err);
 	assert_int_equal(sim_run(sm, &so, &err), 0);
@@ -1135,6 +1145,16 @@ static void test_colls_by_size(void **state)
 	assert_int_equal(sm->start_ns[g->colls[r1_4].node], 40000);
 	assert_int_equal(sm->start_ns[g->colls[r0_4].node] - g->start_ns[g->colls[r0_4].node],
 			 20000);
+	assert_int_equal(sm->start_ns[g->colls[r0_a].node], sm->start_ns[g->colls[r1_a].node]);
+	/* The edits' renumbering (graph_renumber_colls, by start) pairs the
+	 * same way. */
+	for (uint32_t c = 0; c < g->n_colls; c++)
+		g->colls[c].seq = 100 + c;
+	assert_int_equal(graph_renumber_colls(g, 1), 0);
+	assert_int_equal(g->colls[r0_4].seq, g->colls[r1_4].seq);
+	assert_int_equal(g->colls[r0_8].seq, g->colls[r1_8].seq);
+	assert_int_equal(g->colls[r0_a].seq, g->colls[r1_a].seq);
+	assert_int_not_equal(g->colls[r0_4].seq, g->colls[r0_8].seq);
 	sim_free(sm);
 	graph_free(g);
 }

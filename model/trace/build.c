@@ -1217,132 +1217,24 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 	return 0;
 }
 
-/* One collective as pair_collectives sorts it. */
-struct coll_sig {
-	uint32_t pg, kind, rank, seq, i;
-	int64_t bytes; /* -1 where the size does not identify it */
-	uint32_t occ;  /* its place among its rank's of the same signature */
-};
-
-static int cmp_sig_rank(const void *pa, const void *pb)
-{
-	const struct coll_sig *a = pa, *b = pb;
-	if (a->pg != b->pg)
-		return a->pg < b->pg ? -1 : 1;
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	if (a->bytes != b->bytes)
-		return a->bytes < b->bytes ? -1 : 1;
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	return (a->seq > b->seq) - (a->seq < b->seq);
-}
-
-static int cmp_sig_occ(const void *pa, const void *pb)
-{
-	const struct coll_sig *a = pa, *b = pb;
-	if (a->pg != b->pg)
-		return a->pg < b->pg ? -1 : 1;
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	if (a->bytes != b->bytes)
-		return a->bytes < b->bytes ? -1 : 1;
-	if (a->occ != b->occ)
-		return a->occ < b->occ ? -1 : 1;
-	return (a->rank > b->rank) - (a->rank < b->rank);
-}
-
-/* Slots (a signature's n-th) ordered by their lowest rank's launch order. */
-static int cmp_slot(const void *pa, const void *pb)
-{
-	const struct coll_sig *a = pa, *b = pb;
-	if (a->pg != b->pg)
-		return a->pg < b->pg ? -1 : 1;
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	return (a->seq > b->seq) - (a->seq < b->seq);
-}
-
-/* A collective's size identifies it where every member moves the same:
- * all-reduce, all-gather, reduce-scatter, broadcast, reduce.  An
- * all-to-all's and a send's differ between ranks. */
-static int64_t sig_bytes(const struct graph_coll *c)
-{
-	switch (c->kind) {
-	case GC_ALL_REDUCE:
-	case GC_ALL_GATHER:
-	case GC_REDUCE_SCATTER:
-	case GC_BROADCAST:
-	case GC_REDUCE:
-		return c->bytes;
-	default:
-		return -1;
-	}
-}
-
-/*
- * Pair the job's collectives across ranks by what they are, not by their
- * place in each file: the n-th collective of one kind and size on a
- * process group of one rank is the n-th of that kind and size of every
- * other rank (seq, which the simulator's rendezvous matches, is made
- * equal for them).  Ranks whose files hold different subsets of
- * collectives, or launched them in another order (on two streams), no
- * longer pair an all-reduce of one size with another's.  Where sizes are
- * unknown or may differ (all-to-all, send/recv) the kind alone, in
- * launch order.  The slots are numbered per group in the lowest rank's
- * order.  Only for jobs of more than one rank (one rank pairs with no
- * other).  0, or PRISM_ENOMEM.
- */
+/* Pair the job's collectives across ranks by kind, size and group
+ * (graph_pair_colls), their sequence numbers so far each rank's launch
+ * order.  0, or PRISM_ENOMEM. */
 static int pair_collectives(struct builder *b)
 {
-	size_t n = b->w.colls.n, ns = 0;
-	struct coll_sig *k, *slot;
+	size_t n = b->w.colls.n;
+	uint32_t *rank;
+	int rc;
 
 	if (b->w.ranks.n < 2 || n == 0)
 		return 0;
-	k = prism_malloc(n * sizeof(*k));
-	slot = prism_malloc(n * sizeof(*slot));
-	if (!k || !slot) {
-		free(k);
-		free(slot);
+	if (!(rank = prism_malloc(n * sizeof(*rank))))
 		return build_nomem(b);
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct graph_coll *c = &b->w.colls.v[i];
-		k[i].pg = c->pg;
-		k[i].kind = c->kind == GC_SEND || c->kind == GC_RECV ? GC_SEND_RECV : c->kind;
-		k[i].bytes = sig_bytes(c);
-		k[i].rank = b->w.procs.v[b->w.proc[c->node]].rank;
-		k[i].seq = c->seq;
-		k[i].i = (uint32_t)i;
-	}
-	qsort(k, n, sizeof(*k), cmp_sig_rank);
 	for (size_t i = 0; i < n; i++)
-		k[i].occ = i > 0 && k[i - 1].pg == k[i].pg && k[i - 1].kind == k[i].kind &&
-				   k[i - 1].bytes == k[i].bytes && k[i - 1].rank == k[i].rank
-			       ? k[i - 1].occ + 1
-			       : 0;
-	qsort(k, n, sizeof(*k), cmp_sig_occ);
-	/* Each slot's first member is its lowest rank; slot.i = its first index in k. */
-	for (size_t i = 0; i < n; i++)
-		if (i == 0 || k[i - 1].pg != k[i].pg || k[i - 1].kind != k[i].kind ||
-		    k[i - 1].bytes != k[i].bytes || k[i - 1].occ != k[i].occ) {
-			slot[ns] = k[i];
-			slot[ns++].i = (uint32_t)i;
-		}
-	qsort(slot, ns, sizeof(*slot), cmp_slot);
-	for (size_t j = 0, seq = 0; j < ns; j++) {
-		seq = j > 0 && slot[j - 1].pg == slot[j].pg ? seq + 1 : 0;
-		for (size_t i = slot[j].i;
-		     i < n &&
-		     (i == slot[j].i || (k[i].pg == k[i - 1].pg && k[i].kind == k[i - 1].kind &&
-					 k[i].bytes == k[i - 1].bytes && k[i].occ == k[i - 1].occ));
-		     i++)
-			b->w.colls.v[k[i].i].seq = (uint32_t)seq;
-	}
-	free(k);
-	free(slot);
-	return 0;
+		rank[i] = b->w.procs.v[b->w.proc[b->w.colls.v[i].node]].rank;
+	rc = graph_pair_colls(b->w.colls.v, n, rank);
+	free(rank);
+	return rc ? build_nomem(b) : 0;
 }
 
 static int cmp_thread(const void *a, const void *b, const struct kineto_trace *tr)

@@ -154,21 +154,27 @@ dump("waitfull_2025.json", ev)
 # and 2 Mi fp32 elements (4 and 8 MiB) on one process group, each on its
 # own NCCL stream; rank 0 launches the 4 MiB one first, rank 1 the 8 MiB
 # one.  Paired by order, rank 0's 4 MiB would wait for rank 1's 8 MiB.
-def coll(ts, n, stream, corr, dur):
+# Then an all-to-all whose sizes differ between the ranks (1,000 and
+# 3,000 fp32 elements sent), launched at 46 us, run from 130 and 150 us:
+# paired by kind alone.
+def coll(ts, n, stream, corr, dur, name="allreduce",
+         kernel="ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", start=None):
     return [X("cpu_op", "record_param_comms", 1, 1, ts, 8,
-              **{"Collective name": "allreduce", "In msg nelems": n, "Out msg nelems": n,
+              **{"Collective name": name, "In msg nelems": n, "Out msg nelems": n,
                  "Group size": 2, "dtype": "Float", "Process Group Name": "0",
                  "Process Group Ranks": "[0, 1]"}),
             run(None, ts + 1, 5, corr),
-            gpu("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-                stream, ts + 10, dur, corr)]
+            gpu(kernel, stream, ts + 10 if start is None else start, dur, corr)]
 for rank, first in ((0, 1 << 20), (1, 1 << 21)):
     second = (1 << 21) if first == (1 << 20) else (1 << 20)
     dur = {1 << 20: 100, 1 << 21: 200}
     ev = [X("user_annotation", "ProfilerStep#1", 1, 1, 0, 500)]
     ev += coll(10, first, 20 if first == 1 << 20 else 24, 1, dur[first])
     ev += coll(30, second, 20 if second == 1 << 20 else 24, 2, dur[second])
-    ev.append(run(None, 50, 400, 3, "cudaDeviceSynchronize"))
+    ev += coll(45, 1000 if rank == 0 else 3000, 20, 3, 50, name="all_to_all",
+               kernel="ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+               start=130 if rank == 0 else 150)
+    ev.append(run(None, 55, 400, 4, "cudaDeviceSynchronize"))
     ev.sort(key=lambda e: (e["ts"], -e["dur"]))
     dump("collorder_2025.rank%d.json" % rank, ev, rank=rank, world=2)
 
