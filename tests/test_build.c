@@ -1045,6 +1045,50 @@ static void test_wait_full_gpu(void **state)
 }
 
 /*
+ * tests/data/evsync_2025.json: k1 (stream 7, 20-100 us) is recorded at 12
+ * us; k2, launched after the record onto the same stream, runs 100-300 us;
+ * cudaEventSynchronize from 20 us returns at 105 us.  By the call order it
+ * waited for k1 (an inferred sync edge: 80 us waiting, 5 us its own);
+ * by timing alone (the last task launched on the stream before the call,
+ * k2, ends 195 us after the call returned) nothing was found.
+ */
+static void test_event_sync_order(void **state)
+{
+	const char *paths[] = {TEST_DATA("evsync_2025.json")};
+	static const struct want_node wn[] = {
+	    {GN_CPU, 0, 0, 5000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 5000, 5000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 10000, 2000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 12000, 2000, 0, "cudaEventRecord"},
+	    {GN_CPU, 0, 14000, 1000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 15000, 4000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 19000, 1000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 20000, 0, 0, "cudaEventSynchronize"},
+	    {GN_WAIT, 0, 100000, 5000, 80000, "cudaEventSynchronize"},
+	    {GN_CPU, 0, 105000, 205000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 310000, 0, 0, "cudaDeviceSynchronize"},
+	    {GN_WAIT, 0, 310000, 10000, 0, "cudaDeviceSynchronize"},
+	    {GN_CPU, 0, 320000, 80000, 0, ""},
+	    {GN_KERNEL, 1, 20000, 80000, 0, "k1"},
+	    {GN_KERNEL, 1, 100000, 200000, 0, "k2"},
+	};
+	static const struct want_edge we[] = {
+	    {0, 1, O},	 {1, 2, O},  {2, 3, O},	 {3, 4, O},	 {4, 5, O},   {5, 6, O},
+	    {6, 7, O},	 {7, 8, O},  {8, 9, O},	 {9, 10, O},	 {10, 11, O}, {11, 12, O},
+	    {13, 14, O}, {1, 13, L}, {5, 14, L}, {13, 8, S | I}, {14, 11, S},
+	};
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	check_graph(g, wn, sizeof(wn) / sizeof(wn[0]), we, sizeof(we) / sizeof(we[0]));
+	assert_int_equal(g->stats.sync_no_wait, 0);
+	graph_free(g);
+}
+
+/*
  * tests/data/copy_2025.json: an all-reduce (stream 20, 20-220 us) is
  * recorded at 16 us, the compute stream waits for it at 30 us and a
  * pinned copy launched at 40 us runs 15 us after it ends (235-260 us):
@@ -1443,6 +1487,7 @@ int main(void)
 	    cmocka_unit_test(test_mismatched_collectives),
 	    cmocka_unit_test(test_wait_full_gpu),
 	    cmocka_unit_test(test_copy_placed),
+	    cmocka_unit_test(test_event_sync_order),
 	    cmocka_unit_test(test_colls_by_size),
 	    cmocka_unit_test(test_module_layers),
 	    cmocka_unit_test(test_retime_gemm),

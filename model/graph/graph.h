@@ -115,9 +115,9 @@ enum graph_rt_class {
 			  * other thread entered a long CPU task): its lag,
 			  * from that task, is kept whole */
 #define NF_STAGED                                                                                  \
-	0x40 /* a copy from or to pageable host memory: the calling
-			  * thread stages it through a pinned buffer before and
-			  * while the DMA runs, so the copy begins where the
+	0x40 /* a host-to-device copy from pageable memory: the
+			  * calling thread stages it through a pinned buffer
+			  * before the DMA runs, so the copy begins where the
 			  * staging let it; its start lag is kept whole */
 
 enum graph_coll_kind {

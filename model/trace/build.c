@@ -477,7 +477,11 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 			b->launched.v[call] = 1;
 			if (b->w.rtclass[call] == RT_GRAPH_LAUNCH)
 				b->w.flags[id] |= NF_GRAPH;
-			if (memcpy_blocks(b, e) && (b->w.flags[call] & NF_BLOCKING))
+			/* A host-to-device copy from pageable memory is staged
+			 * by the thread before its DMA (docs/MODEL.md); one to
+			 * pageable memory DMAs first and stages after. */
+			if (memcpy_blocks(b, e) && strstr(name, "HtoD") &&
+			    (b->w.flags[call] & NF_BLOCKING))
 				b->w.flags[id] |= NF_STAGED;
 			if (add_edge(b, call, id, GE_LAUNCH))
 				return PRISM_ENOMEM;
@@ -523,6 +527,25 @@ static uint32_t first_launched_after(const struct rank_ctx *rc, const struct gra
 			hi = mid;
 	}
 	return lo == s->n ? NONE32 : s->first + lo;
+}
+
+/* The task on a stream other than processor `not` (NONE32: on any stream)
+ * launched last before time t (by its launch call's start), or NONE32. */
+static uint32_t last_launched_other(const struct builder *b, const struct rank_ctx *rc,
+				    uint32_t not, int64_t t)
+{
+	uint32_t best = NONE32;
+	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
+		const struct graph_proc *q = &b->w.procs.v[rc->gpu_procs.v[i]];
+		uint32_t c;
+		if (rc->gpu_procs.v[i] == not || !q->n)
+			continue;
+		c = last_launched_before(b, rc, q, t);
+		if (c != NONE32 &&
+		    (best == NONE32 || rc->lts[c - rc->node_base] > rc->lts[best - rc->node_base]))
+			best = c;
+	}
+	return best;
 }
 
 static const struct graph_proc *stream_proc(const struct builder *b, const struct rank_ctx *rc,
@@ -640,15 +663,36 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 	return 0;
 }
 
-/* Blocking calls without a cuda_sync record. */
+/* Blocking calls without a cuda_sync record.  A cudaEventSynchronize
+ * after a cudaEventRecord on its thread waits, by the host's call order,
+ * for the task launched last before that record (on any stream: the
+ * record's stream is not traced) -- not for what its stream ran after the
+ * record; where that task did not end by the call's return, or no record
+ * is traced, as a stream synchronise. */
 static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *resolved)
 {
-	uint32_t end = (uint32_t)b->w.n_nodes;
+	uint32_t end = (uint32_t)b->w.n_nodes, proc = NONE32;
+	int64_t rec_t = INT64_MIN;
 
 	for (uint32_t u = rc->node_base; u < end; u++) {
+		if (b->w.proc[u] != proc) {
+			proc = b->w.proc[u];
+			rec_t = INT64_MIN;
+		}
+		if (b->w.kind[u] == GN_RUNTIME && b->w.rtclass[u] == RT_EVENT_RECORD)
+			rec_t = b->w.start_ns[u];
 		if (b->w.kind[u] != GN_RUNTIME || !(b->w.flags[u] & NF_BLOCKING) ||
 		    resolved[u - rc->node_base])
 			continue;
+		if (b->w.rtclass[u] == RT_EVENT_SYNC && b->o->infer_sync && rec_t != INT64_MIN) {
+			uint32_t src = last_launched_other(b, rc, NONE32, rec_t);
+			int64_t call_end = b->w.start_ns[u + 1] + b->w.dur_ns[u + 1];
+			if (src != NONE32 && node_end(b, src) <= call_end + b->o->sync_tol_ns) {
+				if (sync_edge(b, src, u, 1))
+					return PRISM_ENOMEM;
+				continue;
+			}
+		}
 		if (b->w.rtclass[u] == RT_DEVICE_SYNC) {
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t src = last_launched_before(
@@ -756,25 +800,6 @@ struct call_wait {
 	uint32_t dst;  /* the first task launched after the wait */
 };
 typedef VEC(struct call_wait) call_wait_vec;
-
-/* The task on a stream other than `not` launched last before time t (by
- * its launch call's start), or NONE32. */
-static uint32_t last_launched_other(const struct builder *b, const struct rank_ctx *rc,
-				    uint32_t not, int64_t t)
-{
-	uint32_t best = NONE32;
-	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
-		const struct graph_proc *q = &b->w.procs.v[rc->gpu_procs.v[i]];
-		uint32_t c;
-		if (rc->gpu_procs.v[i] == not || !q->n)
-			continue;
-		c = last_launched_before(b, rc, q, t);
-		if (c != NONE32 &&
-		    (best == NONE32 || rc->lts[c - rc->node_base] > rc->lts[best - rc->node_base]))
-			best = c;
-	}
-	return best;
-}
 
 /*
  * Cross-stream waits from the host's call order.  A cudaStreamWaitEvent

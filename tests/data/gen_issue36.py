@@ -196,3 +196,17 @@ ev = [X("user_annotation", "ProfilerStep#1", 1, 1, 0, 1000),
       run(None, 920, 60, 6, "cudaDeviceSynchronize")]
 ev.sort(key=lambda e: (e["ts"], -e["dur"]))
 dump("copy_2025.json", ev, world=2)
+
+# evsync_2025.json: k1 (stream 7, 20-100 us) is recorded (cudaEventRecord
+# at 12 us); k2 is launched after the record onto the same stream (100-300
+# us); cudaEventSynchronize from 20 us returns at 105 us: it waited for k1,
+# the task launched last before the record, not for k2, which its stream
+# ran after it (and which ends 195 us after the call returned).
+ev = [X("user_annotation", "ProfilerStep#1", 1, 1, 0, 400),
+      run(None, 5, 5, 1), gpu("k1", 7, 20, 80, 1),
+      run(None, 12, 2, 2, "cudaEventRecord"),
+      run(None, 15, 4, 3), gpu("k2", 7, 100, 200, 3),
+      run(None, 20, 85, 4, "cudaEventSynchronize"),
+      run(None, 310, 10, 5, "cudaDeviceSynchronize")]
+ev.sort(key=lambda e: (e["ts"], -e["dur"]))
+dump("evsync_2025.json", ev)
