@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -712,6 +713,38 @@ static int price_setting(const char *file, const config_t *cf, struct sweep *s,
 	return 0;
 }
 
+/*
+ * The global batch counts sequences.  A plain trace (no run description)
+ * does not say how many sequences a microbatch holds, so a global batch
+ * given in sequences cannot be turned into microbatches: refused, saying
+ * so.  Left out there, each candidate keeps the trace's own global batch
+ * (its mbs x microbatches x dp, whatever a microbatch holds), or that times
+ * global_batch_scale; left out over any other base, the setting is
+ * missing, and global_batch_scale is refused there (global_batch says it).
+ */
+static int batch_check(const char *path, const struct sweep *s, struct prism_err *err)
+{
+	const struct synth_in *b = &s->bl.pb.in;
+	if (s->bl.pb.kind == PB_TRACE && s->global_batch > 0)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "%s:%d: global_batch: base %s has no run description (prism::model#): "
+		    "global_batch counts sequences, and the trace does not say how many a "
+		    "microbatch holds: leave global_batch out (each candidate keeps the "
+		    "trace's own, its %d microbatches x dp %d, or global_batch_scale times "
+		    "it) or describe the trace (prism describe)",
+		    path, s->global_batch_line, s->base[0], b->lay.microbatches, b->lay.dp);
+	if (s->bl.pb.kind != PB_TRACE && s->batch_scale > 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "%s:%d: global_batch_scale is for a base without a run "
+				     "description (a plain trace); give global_batch in sequences",
+				     path, s->batch_scale_line);
+	if (s->bl.pb.kind != PB_TRACE && s->global_batch <= 0)
+		return prism_err_set(err, PRISM_EFORMAT, "%s:1: missing setting 'global_batch'",
+				     path);
+	return 0;
+}
+
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 {
 	return sweep_load_hw(path, NULL, s, err);
@@ -719,11 +752,23 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 
 int sweep_load_hw(const char *path, const char *base_hw, struct sweep *s, struct prism_err *err)
 {
-	static const char *const top[] = {
-	    "name",	 "model",	  "base",	  "hw",
-	    "gpus",	 "gpu_budget",	  "global_batch", "screen_margin",
-	    "kernel_db", "space",	  "tokens",	  "price_per_gpu_hour",
-	    "base_dp",	 "moe_imbalance", "base_step_ms", "base_hw"};
+	static const char *const top[] = {"name",
+					  "model",
+					  "base",
+					  "hw",
+					  "gpus",
+					  "gpu_budget",
+					  "global_batch",
+					  "global_batch_scale",
+					  "screen_margin",
+					  "kernel_db",
+					  "space",
+					  "tokens",
+					  "price_per_gpu_hour",
+					  "base_dp",
+					  "moe_imbalance",
+					  "base_step_ms",
+					  "base_hw"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -741,10 +786,27 @@ int sweep_load_hw(const char *path, const char *base_hw, struct sweep *s, struct
 	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_setting(path, &cf, s, err)) ||
 	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
 					  sizeof(s->model_name), err))) ||
-	    (rc = hw_setting(path, &cf, s, err)) ||
+	    (rc = hw_setting(path, &cf, s, err)))
+		goto out;
+	/* The global batch, in sequences: required but over a trace base,
+	 * which may leave it out (load_base decides). */
+	v = 0;
+	s->global_batch_line = 1;
+	if ((config_lookup(&cf, "global_batch") || !s->n_base) &&
 	    (rc = cfg_range(path, &cf, NULL, "global_batch", 1, SWEEP_MAX_BATCH, 1, 1, &v, err)))
 		goto out;
+	if (config_lookup(&cf, "global_batch"))
+		s->global_batch_line =
+		    config_setting_source_line(config_lookup(&cf, "global_batch"));
 	s->global_batch = (int)v;
+	if (config_lookup(&cf, "global_batch_scale")) {
+		if ((rc = cfg_range(path, &cf, NULL, "global_batch_scale", 1, SWEEP_MAX_BATCH_SCALE,
+				    1, 1, &v, err)))
+			goto out;
+		s->batch_scale = (int)v;
+		s->batch_scale_line =
+		    config_setting_source_line(config_lookup(&cf, "global_batch_scale"));
+	}
 	if (config_lookup(&cf, "kernel_db")) {
 		char p[512];
 		if ((rc = cfg_text(path, &cf, NULL, "kernel_db", p, sizeof(p), err)))
@@ -851,6 +913,10 @@ int sweep_load_hw(const char *path, const char *base_hw, struct sweep *s, struct
 		s->price_per_gpu_hour = s->hw_price[0]; /* the profile's */
 	if (rc || (rc = load_base(s, err))) {
 		prism_err_prefix(err, "%s", path);
+		sweep_release(s);
+		return rc;
+	}
+	if ((rc = batch_check(path, s, err))) {
 		sweep_release(s);
 		return rc;
 	}
@@ -1045,7 +1111,7 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c, int key
 	uint64_t x = index;
 	int ix[LK_N] = {0};
 	int gpus, dp;
-	int64_t tpp, per, ffn = 0;
+	int64_t tpp, per, gbs, ffn = 0;
 	struct layout *l = &c->in.lay;
 
 	/* Mixed radix, the fastest digit last. */
@@ -1107,18 +1173,30 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c, int key
 	dp = (int)(gpus / tpp);
 	l->dp = dp > 0 ? dp : 1;
 	per = (int64_t)dp * l->mbs;
-	l->microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
+	/* No global batch (a plain trace base): the trace's own, in its
+	 * microbatches (batch_check). */
+	gbs = s->global_batch > 0 ? s->global_batch
+				  : (int64_t)s->tmpl.lay.mbs * s->tmpl.lay.microbatches *
+					s->tmpl.lay.dp * (s->batch_scale > 0 ? s->batch_scale : 1);
+	l->microbatches = per > 0 ? (int)(gbs / per < INT_MAX ? gbs / per : INT_MAX) : 0;
 	if (l->microbatches < 1)
 		l->microbatches = 1;
 	if (gpus % tpp) {
 		c->status = CS_INVALID;
 		snprintf(c->reason, sizeof(c->reason), "%d GPUs do not divide by tp %d x pp %d%s",
 			 gpus, l->tp, l->pp, layout_cp(l) > 1 ? " x cp" : "");
-	} else if (s->global_batch % per) {
+	} else if (gbs % per && s->global_batch > 0) {
 		c->status = CS_INVALID;
 		snprintf(c->reason, sizeof(c->reason),
 			 "global batch %d does not divide by dp %d x mbs %d", s->global_batch, dp,
 			 l->mbs);
+	} else if (gbs % per) {
+		c->status = CS_INVALID;
+		snprintf(c->reason, sizeof(c->reason),
+			 "the trace's global batch (%d microbatches x dp %d%s) does not divide by "
+			 "dp %d x mbs %d",
+			 s->tmpl.lay.microbatches, s->tmpl.lay.dp,
+			 s->batch_scale > 1 ? " x global_batch_scale" : "", dp, l->mbs);
 	} else if (ffn > LLM_MAX_FFN) {
 		c->status = CS_INVALID;
 		snprintf(c->reason, sizeof(c->reason),
