@@ -245,8 +245,14 @@ static void test_tp16_round(void **state)
  *  - {4, 1} (4 nodes, the members tp 8 apart): a ring on one NIC,
  *    (3/4) S / 50 GB/s = 16.106 ms (hierarchical is that ring);
  *  - {4, 2} (2 nodes): the ring on the members' 2 NICs, (3/4) S / 100 GB/s;
- *  - {32, 8}: the node's 8 NICs, ring (31/32) S / 400 GB/s = 2.601 ms;
- *    hierarchical (3/4)(S/8) / 50 GB/s = 2.013 ms, the faster (as before).
+ *  - {32, 8}: the node's 8 NICs, ring (31/32) S / 400 GB/s = 2.601 ms,
+ *    and that is the answer: NCCL runs an all-gather across nodes as a
+ *    ring (src/graph/tuning.cc: PAT at one GPU a node only, NVLS and
+ *    CollNet only with a CollNet plugin), not as the hierarchical form
+ *    that would send (3/4)(S/8) / 50 GB/s = 2.013 ms;
+ *  - {16, 8} (two nodes): ring (15/16) S / 400 GB/s = 2.517 ms, 1.875
+ *    times the hierarchical (1/2)(S/8) / 50 GB/s = 1.342 ms; a
+ *    reduce-scatter the same.
  */
 static void test_nic_share(void **state)
 {
@@ -269,7 +275,20 @@ static void test_nic_share(void **state)
 	assert_rel_close(e.time_s, 31.0 / 32 * S / 400e9, 1e-12);
 	assert_int_equal(
 	    comm_time(&hgx, GC_ALL_GATHER, S, (struct comm_group){32, 8}, 1.0, COMM_AUTO, &e), 0);
-	assert_rel_close(e.time_s, 0.75 * (S / 8) / 50e9, 1e-12);
+	assert_int_equal(e.algo, COMM_RING);
+	assert_rel_close(e.time_s, 31.0 / 32 * S / 400e9, 1e-12);
+	assert_rel_close(e.time_s, 2.601e-3, 1e-3);
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_GATHER, S, (struct comm_group){32, 8}, 1.0, COMM_HIER, &e),
+	    PRISM_EARG);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(comm_time(&hgx, i ? GC_REDUCE_SCATTER : GC_ALL_GATHER, S,
+					   (struct comm_group){16, 8}, 1.0, COMM_AUTO, &e),
+				 0);
+		assert_int_equal(e.algo, COMM_RING);
+		assert_rel_close(e.time_s, 15.0 / 16 * S / 400e9, 1e-12);
+		assert_rel_close(e.time_s, 2.517e-3, 1e-3);
+	}
 }
 
 /*

@@ -181,22 +181,31 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 			t = proto_time(hw, domains > 1 ? 0 : steps, domains > 1 ? steps : 0, wire,
 				       bw);
 		} else if (a == COMM_HIER) {
-			/* Reduce-scatter in the domain, the collective across
+			/* All-reduce alone, as NCCL's trees (Tree, NVLSTree) run it:
+			 * reduce-scatter in the domain, the all-reduce across
 			 * domains on 1/per of the data (each GPU on its own NIC
-			 * share), all-gather in the domain; NCCL pipelines the phases in chunks, so the
-			 * slowest phase sets the pace.  Non-reducing kinds skip what
-			 * they need not. */
+			 * share), all-gather in the domain; NCCL pipelines the
+			 * phases in chunks, so the slowest phase sets the pace.
+			 * Across nodes an all-gather or reduce-scatter is a ring
+			 * (PAT only at one GPU a node; NVLS and CollNet Direct need
+			 * a CollNet plugin, busBw 0 without one), broadcast and
+			 * reduce rings only (src/graph/tuning.cc,
+			 * ncclTopoTuneModel).  A ring carries (n - 1) / n of the
+			 * buffer through each node's NICs where this form would
+			 * carry (domains - 1) / domains: 1.9x less across two
+			 * nodes of 8. */
 			double fin = (double)(per - 1) / per, fout, part = bytes / per, t_in, t_out;
 			int s_out;
 			double b_gpu_net = hw_net_Bps_per_gpu(hw) * hw->net_eff * eff;
+			if (kind != GC_ALL_REDUCE)
+				continue;
 			ring_shape(kind, domains, &fout, &s_out);
-			t_in = (kind == GC_ALL_REDUCE ? 2 : 1) * fin * bytes / b_nvl;
+			t_in = 2 * fin * bytes / b_nvl;
 			t_out = fout * part / b_gpu_net;
 			/* The slower phase's bytes at its bandwidth, both phases'
 			 * steps, one protocol for all. */
-			t = proto_time(hw, (kind == GC_ALL_REDUCE ? 2 : 1) * (per - 1), s_out,
-				       t_in > t_out ? fin * bytes * (kind == GC_ALL_REDUCE ? 2 : 1)
-						    : fout * part,
+			t = proto_time(hw, 2 * (per - 1), s_out,
+				       t_in > t_out ? 2 * fin * bytes : fout * part,
 				       t_in > t_out ? b_nvl : b_gpu_net);
 			wire = fout * part;
 		} else {
