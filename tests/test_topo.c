@@ -292,6 +292,40 @@ static void test_nic_share(void **state)
 }
 
 /*
+ * PXN (NCCL's default for sends across nodes): an all-to-all's bytes bound
+ * for another node leave through the NIC of the local GPU on the peer's
+ * rail, relayed over NVLink.  HGX nodes of 8, 8 NICs of 50 GB/s, full
+ * efficiency, no latency; an all-to-all of S = 1 GiB a rank over {16, 8}:
+ * (7/16) S to the node's peers over NVLink, (8/16) S across, of which 7/8
+ * first crosses NVLink to its rail's GPU:
+ *  - NVLink 900 GB/s: the NIC decides, (8/16) S / 50 GB/s = 10.737 ms;
+ *  - NVLink 50 GB/s: NVLink carries (7/16 + 7/16) S, 0.875 S / 50 GB/s =
+ *    18.790 ms (without the relay it would carry 7/16 and the NIC decide);
+ *  - {4, 1}, one member a node: no GPU of the group to relay through,
+ *    (3/4) S / 50 GB/s = 16.106 ms whatever NVLink's speed.
+ */
+static void test_pxn(void **state)
+{
+	const double S = 1024 * MiB;
+	struct hw_profile hgx = test_rack(8, 8);
+	struct comm_est e;
+	(void)state;
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_TO_ALL, S, (struct comm_group){16, 8}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 0.5 * S / 50e9, 1e-12);
+	assert_rel_close(e.time_s, 10.737e-3, 1e-4);
+	hgx.nvlink_Bps = 50e9;
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_TO_ALL, S, (struct comm_group){16, 8}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 0.875 * S / 50e9, 1e-12);
+	assert_rel_close(e.time_s, 18.790e-3, 1e-4);
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_TO_ALL, S, (struct comm_group){4, 1}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 0.75 * S / 50e9, 1e-12);
+	assert_rel_close(e.time_s, 16.106e-3, 1e-4);
+}
+
+/*
  * The same with the shipped profiles' numbers (configs/hw; change with a
  * refit, and this test with them).
  *
@@ -435,10 +469,11 @@ static void test_analytic_tp16(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_new_profiles), cmocka_unit_test(test_domain_key),
-	    cmocka_unit_test(test_group_fits),	 cmocka_unit_test(test_tp16_round),
-	    cmocka_unit_test(test_nic_share),	 cmocka_unit_test(test_tp16_profiles),
-	    cmocka_unit_test(test_mesh),	 cmocka_unit_test(test_analytic_tp16),
+	    cmocka_unit_test(test_new_profiles),  cmocka_unit_test(test_domain_key),
+	    cmocka_unit_test(test_group_fits),	  cmocka_unit_test(test_tp16_round),
+	    cmocka_unit_test(test_nic_share),	  cmocka_unit_test(test_pxn),
+	    cmocka_unit_test(test_tp16_profiles), cmocka_unit_test(test_mesh),
+	    cmocka_unit_test(test_analytic_tp16),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -148,10 +148,23 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 		 * share, side by side.  Nothing is reduced, so no algorithm
 		 * shrinks what crosses the network (a hierarchical form would
 		 * send only 1 / per of it: 2-3x too fast against DeepEP's
-		 * measured inter-node all-to-all). */
+		 * measured inter-node all-to-all).
+		 *
+		 * PXN (NCCL's default, NCCL_PXN_DISABLE 0, NCCL_P2P_PXN_LEVEL
+		 * 2: src/graph/search.cc ncclTopoGetNetDev, paths.cc): a send
+		 * to a peer on another node leaves through the NIC of the
+		 * local GPU in the peer's position (its rail), relayed to that
+		 * GPU over NVLink, so the messages to one remote NIC are
+		 * aggregated.  The NICs carry what they did (each rail takes
+		 * the node's traffic to its peers: (n - per) / n of a rank's
+		 * buffer a NIC); NVLink carries, besides the local part, the
+		 * (per - 1) / per of the cross-node part bound for another
+		 * rail.  With one member a node there is no other GPU of the
+		 * group to relay through. */
 		double local = bytes * (per - 1) / n, cross = bytes * (n - per) / n;
+		double relay = cross * (per - 1) / per;
 		double b_gpu_net = hw_net_Bps_per_gpu(hw) * hw->net_eff * eff;
-		double t_in = local / b_nvl, t_out = cross / b_gpu_net;
+		double t_in = (local + relay) / b_nvl, t_out = cross / b_gpu_net;
 		out->time_s = base + hw->net_lat_s + (per > 1 ? hw->nvlink_lat_s : 0) +
 			      (t_in > t_out ? t_in : t_out);
 		out->algo = COMM_RING;
