@@ -292,6 +292,43 @@ static void test_nic_share(void **state)
 }
 
 /*
+ * A ring across nodes pays the network's step latency only where it leaves
+ * a node (NCCL's tuner: nInterSteps = nodes - 1 a pass), NVLink's elsewhere.
+ * HGX nodes of 8 (8 NICs of 50 GB/s: 400 GB/s a node), NVLink 900 GB/s, a
+ * Simple NVLink step 3.4 us, a network step 10 us, no fixed cost; an
+ * all-gather over {16, 8}: 15 steps, 1 across.
+ *  - 1 GiB: Simple, 14 x 3.4 + 10 + (15/16) 1,073,741,824 / 400 GB/s
+ *    = 47.6 + 10 + 2516.582 = 2574.182 us (LL128 2772.0);
+ *  - 64 KiB: LL, 14 x 0.6 + 10 + 2 (15/16) 65,536 / 400 GB/s = 18.707 us
+ *    (with every step at the network's latency it was 150.307 us);
+ *  - an all-reduce over {16, 8} as a ring crosses twice: 30 steps, 2 across,
+ *    64 KiB by LL 28 x 0.6 + 20 + 2 (30/16) 65,536 / 400 GB/s = 37.414 us.
+ */
+static void test_ring_steps(void **state)
+{
+	struct hw_profile hgx = test_rack(8, 8);
+	struct comm_est e;
+	(void)state;
+	hgx.nvlink_lat_s = 3.4e-6;
+	hgx.net_lat_s = 10e-6;
+	assert_int_equal(comm_time(&hgx, GC_ALL_GATHER, 1024 * MiB, (struct comm_group){16, 8}, 1.0,
+				   COMM_AUTO, &e),
+			 0);
+	assert_rel_close(e.time_s, 14 * 3.4e-6 + 10e-6 + 15.0 / 16 * 1024 * MiB / 400e9, 1e-12);
+	assert_rel_close(e.time_s, 2574.182e-6, 1e-6);
+	assert_int_equal(comm_time(&hgx, GC_ALL_GATHER, 64 * 1024, (struct comm_group){16, 8}, 1.0,
+				   COMM_AUTO, &e),
+			 0);
+	assert_rel_close(e.time_s, 14 * 0.6e-6 + 10e-6 + 2 * 15.0 / 16 * 65536 / 400e9, 1e-12);
+	assert_rel_close(e.time_s, 18.707e-6, 1e-4);
+	assert_int_equal(comm_time(&hgx, GC_ALL_REDUCE, 64 * 1024, (struct comm_group){16, 8}, 1.0,
+				   COMM_RING, &e),
+			 0);
+	assert_rel_close(e.time_s, 28 * 0.6e-6 + 20e-6 + 2 * 30.0 / 16 * 65536 / 400e9, 1e-12);
+	assert_rel_close(e.time_s, 37.414e-6, 1e-4);
+}
+
+/*
  * PXN (NCCL's default for sends across nodes): an all-to-all's bytes bound
  * for another node leave through the NIC of the local GPU on the peer's
  * rail, relayed over NVLink.  HGX nodes of 8, 8 NICs of 50 GB/s, full
@@ -469,11 +506,11 @@ static void test_analytic_tp16(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_new_profiles),  cmocka_unit_test(test_domain_key),
-	    cmocka_unit_test(test_group_fits),	  cmocka_unit_test(test_tp16_round),
-	    cmocka_unit_test(test_nic_share),	  cmocka_unit_test(test_pxn),
-	    cmocka_unit_test(test_tp16_profiles), cmocka_unit_test(test_mesh),
-	    cmocka_unit_test(test_analytic_tp16),
+	    cmocka_unit_test(test_new_profiles), cmocka_unit_test(test_domain_key),
+	    cmocka_unit_test(test_group_fits),	 cmocka_unit_test(test_tp16_round),
+	    cmocka_unit_test(test_nic_share),	 cmocka_unit_test(test_pxn),
+	    cmocka_unit_test(test_ring_steps),	 cmocka_unit_test(test_tp16_profiles),
+	    cmocka_unit_test(test_mesh),	 cmocka_unit_test(test_analytic_tp16),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

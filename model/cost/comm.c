@@ -186,13 +186,19 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 			wire = bytes;
 			t = COMM_NVLS_LAT_S + bytes / (hw->nvlink_Bps * hw->nvls_eff * eff);
 		} else if (a == COMM_RING || (domains == 1 && a != COMM_RING)) {
-			/* Flat ring: every step pays the slowest hop's latency. */
+			/* Flat ring.  Across domains a step crosses the network
+			 * only where the ring leaves a domain: domains - 1 steps a
+			 * pass (two passes for an all-reduce), the rest NVLink
+			 * steps, as NCCL's tuner counts them (src/graph/tuning.cc:
+			 * (nsteps - nInterSteps) intraLat + nInterSteps interLat). */
 			double bw = domains > 1 ? (b_net < b_nvl ? b_net : b_nvl) : b_nvl;
+			int s_net = (kind == GC_ALL_REDUCE ? 2 : 1) * (domains - 1);
 			if (domains == 1 && a != COMM_RING)
 				continue; /* in one domain the others are the ring */
+			if (s_net > steps)
+				s_net = steps;
 			wire = frac * bytes;
-			t = proto_time(hw, domains > 1 ? 0 : steps, domains > 1 ? steps : 0, wire,
-				       bw);
+			t = proto_time(hw, steps - s_net, s_net, wire, bw);
 		} else if (a == COMM_HIER) {
 			/* All-reduce alone, as NCCL's trees (Tree, NVLSTree) run it:
 			 * reduce-scatter in the domain, the all-reduce across
