@@ -2317,6 +2317,67 @@ static void test_moe_dispatchers(void **state)
 	}
 }
 
+/*
+ * Which dispatcher moves fewer bytes, by hand (issue 34, item 1), on round
+ * numbers: 8 GPUs a node, NVLink 450 GB/s, 8 NICs of 50 GB/s, full
+ * efficiency, no latency.  The small MoE model with 16 experts, top 8,
+ * n = 2048 tokens a rank (mbs 2 x 1024), hidden 1024; one MoE layer's
+ * forward collectives (synth_moe_dispatch_s: dispatch and combine).
+ *  - alltoall sends every routed copy, n k h 2 = 33,554,432 bytes a rank
+ *    (MoEAlltoAllTokenDispatcher's input_splits count a token once for
+ *    each of its experts, two on one rank included).  ep 16 over two
+ *    nodes: 8/16 of it through the rank's 50 GB/s NIC share, 335.544 us,
+ *    twice: 671.089 us.
+ *  - allgather gathers the 16 ranks' tokens, 2 n h x 16 = 67,108,864
+ *    bytes, and their routing map and probabilities, 5 n E x 16 =
+ *    2,621,440, as NCCL rings (an all-gather across nodes is a ring in
+ *    NCCL, not a hierarchical form): (15/16) S over the node's 8 NICs,
+ *    400 GB/s: 157.286 us the tokens, 6.144 us the map, and the combine's
+ *    reduce-scatter 157.286 us: 320.717 us.  Each node sends (15/16) x
+ *    67.1 MB = 62.9 MB across where the all-to-all sends 8 x 16.8 MB =
+ *    134.2 MB: with top 8 a token's copies cross to the other node four
+ *    times, the gathered token once.
+ *  - ep 64 (8 nodes, 64 experts): alltoall 2 x (56/64) 33,554,432 /
+ *    50 GB/s = 1174.405 us; allgather 2 x (63/64) 268,435,456 / 400 GB/s
+ *    + (63/64) 41,943,040 / 400 GB/s = 1321.206 + 103.219 = 1424.425 us:
+ *    the all-to-all is the cheaper.
+ *  - ep 4 in a node (16 experts): alltoall 2 x (3/4) 33,554,432 /
+ *    450 GB/s = 111.848 us; allgather 2 x (3/4) 16,777,216 / 450 GB/s +
+ *    (3/4) 655,360 / 450 GB/s = 55.924 + 1.092 = 57.016 us: with fewer
+ *    ranks than top_k the gather moves less (ep / top_k of the bytes).
+ */
+static void test_moe_dispatch_bytes(void **state)
+{
+	static const struct {
+		int ep, experts;
+		double a2a_us, ag_us;
+	} want[] = {
+	    {16, 16, 671.089, 320.717}, {64, 64, 1174.405, 1424.425}, {4, 16, 111.848, 57.016}};
+	struct hw_profile round = hw;
+	struct synth_in in;
+	(void)state;
+	round.gpus_per_node = round.nics_per_node = 8;
+	round.nvlink_domain = 0;
+	round.nvlink_Bps = 450e9;
+	round.nic_Bps = 50e9;
+	round.nvl_eff = round.net_eff = 1;
+	round.coll_base_s = round.nvlink_lat_s = round.net_lat_s = 0;
+	round.mesh = 0;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		moe_small(&in);
+		in.hw = &round;
+		in.m.shared_experts = 0;
+		in.m.experts = want[i].experts;
+		in.m.top_k = 8;
+		in.lay.ep = in.lay.dp = want[i].ep;
+		in.lay.mbs = 2;
+		in.lay.moe_dispatcher = LAYOUT_DISP_ALLTOALL;
+		assert_rel_close(synth_moe_dispatch_s(&in), want[i].a2a_us * 1e-6, 1e-5);
+		in.lay.moe_dispatcher = LAYOUT_DISP_ALLGATHER;
+		assert_rel_close(synth_moe_dispatch_s(&in), want[i].ag_us * 1e-6, 1e-5);
+	}
+}
+
 /* The model file's MoE settings, and its errors with file and line. */
 static void test_moe_load(void **state)
 {
@@ -3168,6 +3229,7 @@ int main(void)
 	    cmocka_unit_test(test_moe_rules),
 	    cmocka_unit_test(test_moe_load),
 	    cmocka_unit_test(test_moe_dispatchers),
+	    cmocka_unit_test(test_moe_dispatch_bytes),
 	    cmocka_unit_test(test_moe_shared_overlap),
 	    cmocka_unit_test(test_moe_interleaved),
 	    cmocka_unit_test(test_mtp),
