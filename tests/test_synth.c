@@ -2655,6 +2655,236 @@ static void test_mtp(void **state)
 	assert_rel_close(m1.params, m0.params, 1e-15);
 }
 
+/* ---- hybrid Mamba/attention models (llm.h pattern) ------------------- */
+
+/* One Mamba-2 layer (pattern "M"): hidden 256, 8 heads of 64 (d_i 512),
+ * state 32, 2 groups, a conv of 4, chunks of 64, seq 256, vocab 1000, no
+ * learned positions, tied. */
+static void mamba_small(struct synth_in *in)
+{
+	small(in);
+	in->m.layers = 1;
+	in->m.hidden = 256;
+	in->m.heads = 4;
+	in->m.ffn = 1024;
+	in->m.seq = 256;
+	in->m.vocab = 1000;
+	in->m.rope = 1;
+	strcpy(in->m.pattern, "M");
+	in->m.ssm_heads = 8;
+	in->m.ssm_head_dim = 64;
+	in->m.ssm_state = 32;
+	in->m.ssm_groups = 2;
+	in->m.ssm_conv = 4;
+	in->m.ssm_chunk = 64;
+	in->steps = 1;
+}
+
+/*
+ * The Mamba-2 layer worked by hand (T = 256 tokens, h = 256, H = 8, P = 64,
+ * N = 32, G = 2, Q = 64, 4 chunks).  in_proj's width 2 d_i + 2 G N + H =
+ * 1024 + 128 + 8 = 1160.  Parameters: norm 512, in_proj 256 x 1160 =
+ * 296,960, conv (512 + 128) x 5 = 3,200, dt_bias, A_log, D 24, gated norm
+ * 512, out_proj 131,072: 432,280; the model adds the embedding 256,000 and
+ * the final norm 512: 688,792.
+ * FLOPs forward: in_proj 2 x 256 x 1160 x 256 = 152,043,520, out_proj 2 x
+ * 256 x 256 x 512 = 67,108,864; the SSD scan (llm_ssd_flops) 2 T (G Q N +
+ * H (Q P + 2 N P + N P / Q)) = 512 x (4096 + 8 x 8224) = 35,782,656, of
+ * which its kernels' products are all but the states' passing (2 T H N P
+ * / Q = 131,072): 35,651,584.  Training (llm_flops_iter): 3 x 254,935,040
+ * + the logits 3 x 131,072,000 = 1,158,021,120.  The kernels: the
+ * projections three times (657,457,152), the scan's products forward
+ * (35,651,584) and backward 2 T (5 H N P + 2 H Q P + 3 G Q N) = 512 x
+ * 159,744 = 81,788,928 (twice the forward's and the chunk states and C
+ * B^T recomputed), the logits' 393,216,000: 1,168,113,664.
+ * Bytes of the forward's memory-bound kernels: norm 4 T h = 262,144, the
+ * two copies 4 T 1160 = 1,187,840 and 4 T 512 = 524,288, the convolution 4
+ * T 640 = 655,360, dt's sums 10 T H = 20,480, the states' passing 8 x 4
+ * chunks x H N P = 524,288, the gated norm 6 T 512 = 786,432, the
+ * residual add 7 T h = 458,752: 4,419,584, in 13 kernels.
+ */
+static void test_mamba_layer(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	struct prism_err err;
+	struct mem_est me;
+	double ff = 0, fb = 0, full;
+	int nk = 0;
+	(void)state;
+	mamba_small(&in);
+	assert_true(llm_ssm_proj(&in.m) == 1160);
+	assert_rel_close(llm_kind_params(&in.m, LLM_KIND_MAMBA), 432280.0, 1e-15);
+	assert_rel_close(llm_params(&in.m), 688792.0, 1e-15);
+	assert_rel_close(llm_ssd_flops(&in.m, 256, 8, 2), 35782656.0, 1e-15);
+	assert_rel_close(llm_flops_iter(&in.m, 1, 0), 1158021120.0, 1e-15);
+	g = build(&in, &so, &st);
+	assert_rel_close(so.flops, 1168113664.0, 1e-12);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		double f, b;
+		if (g->kind[u] != GN_KERNEL || g->layer[u] != 0 || g->phase[u] != PH_FORWARD)
+			continue;
+		assert_int_equal(cost_work(g, u, &f, &b), 1);
+		nk++;
+		if (cost_classify_node(g, u) == KC_GEMM)
+			ff += f;
+		else
+			fb += b;
+	}
+	assert_int_equal(nk, 13);
+	assert_rel_close(ff, 254803968.0, 1e-12);
+	assert_rel_close(fb, 4419584.0, 1e-12);
+	assert_true(synth_lower_bound(&in) <= st.iter_s);
+	full = so.flops;
+	synth_out_release(&so);
+	graph_free(g);
+	/* Activations (mem_act_kind): 5 s b h whole (327,680) and the split
+	 * 2 x 1160 + 6 x 512 = 5,392 bytes a token (1,380,352). */
+	assert_rel_close(mem_act_kind(&in.m, &in.lay, LLM_KIND_MAMBA), 1708032.0, 1e-15);
+	synth_mem(&in, &me);
+	assert_rel_close(me.params_per_gpu, 688792.0, 1e-15);
+	/* tp 2: every rank does half of every product (heads and groups
+	 * split). */
+	in.lay.tp = 2;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), 0);
+	g = build(&in, &so, &st);
+	assert_rel_close(so.flops, full / 2, 1e-12);
+	synth_out_release(&so);
+	graph_free(g);
+	/* tp 4 would split the 2 groups: refused, as Megatron-LM asserts. */
+	in.lay.tp = 4;
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: tp 4 must divide the Mamba heads (8) and groups (2): "
+				     "each rank holds whole ones (Megatron-LM's MambaMixer)");
+	/* A layers edit cannot say what the new layers are. */
+	in.lay.tp = 1;
+	in.m.layers = 2;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "model: layers 2 differs from the 1 layers of its hybrid "
+				     "pattern (a hybrid model's layers are its pattern's)");
+}
+
+/* The pattern's characters as layer kinds; an attention layer and an MLP
+ * layer hold a transformer layer's parameters between them; the run's
+ * description carries the pattern and the mixer; stages count Mamba
+ * layers as layers; a hybrid run folds as it runs whole (test_hier). */
+static void test_hybrid_pattern(void **state)
+{
+	struct synth_in in, b;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	struct prism_err err;
+	char d[4096];
+	(void)state;
+	small(&in);
+	assert_false(llm_hybrid(&in.m));
+	assert_int_equal(llm_layer_kind(&in.m, 3), LLM_KIND_FULL);
+	assert_int_equal(llm_kind_layers(&in.m, LLM_KIND_FULL), 8);
+	assert_rel_close(llm_kind_params(&in.m, LLM_KIND_ATTN) +
+			     llm_kind_params(&in.m, LLM_KIND_MLP),
+			 llm_layer_params(&in.m), 1e-15);
+	mamba_small(&in);
+	strcpy(in.m.pattern, "M-*M-M*-");
+	in.m.layers = 8;
+	assert_int_equal(llm_layer_kind(&in.m, 0), LLM_KIND_MAMBA);
+	assert_int_equal(llm_layer_kind(&in.m, 1), LLM_KIND_MLP);
+	assert_int_equal(llm_layer_kind(&in.m, 2), LLM_KIND_ATTN);
+	assert_int_equal(llm_layer_kind(&in.m, 7), LLM_KIND_MLP);
+	assert_int_equal(llm_kind_layers(&in.m, LLM_KIND_MAMBA), 3);
+	assert_int_equal(llm_kind_layers(&in.m, LLM_KIND_ATTN), 2);
+	assert_int_equal(llm_kind_layers(&in.m, LLM_KIND_MLP), 3);
+	assert_int_equal(llm_kind_layers(&in.m, LLM_KIND_FULL), 0);
+	/* The pattern through the description and back. */
+	synth_meta(&in, d, sizeof(d));
+	assert_non_null(strstr(d, ";hybrid_pattern=M-*M-M*-;ssm_heads=8;ssm_head_dim=64;"
+				  "ssm_state=32;ssm_groups=2;ssm_conv=4;ssm_chunk=64"));
+	synth_in_default(&b);
+	prism_err_clear(&err);
+	assert_int_equal(synth_meta_parse(d, &b, &err), 0);
+	assert_memory_equal(&in.m, &b.m, sizeof(in.m));
+	/* Two stages of 4: the first holds layers 0..3 (M - * M), the
+	 * second the rest; each stage's parameters are its kinds'. */
+	in.lay.pp = 2;
+	in.lay.microbatches = 4;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), 0);
+	{
+		struct mem_stage s0, s1;
+		double pm = llm_kind_params(&in.m, LLM_KIND_MAMBA),
+		       pa = llm_kind_params(&in.m, LLM_KIND_ATTN),
+		       pl = llm_kind_params(&in.m, LLM_KIND_MLP);
+		mem_stage(&in.m, &in.lay, in.hw, 0, &s0);
+		mem_stage(&in.m, &in.lay, in.hw, 1, &s1);
+		/* stage 0: 2 M, 1 *, 1 - and the embedding; stage 1: 1 M, 1
+		 * *, 2 - and the final norm and the tied head's copy */
+		assert_rel_close(s0.params, 2 * pm + pa + pl + 256000.0, 1e-15);
+		assert_rel_close(s1.params, pm + pa + 2 * pl + 512 + 256000.0, 1e-15);
+	}
+	g = build(&in, &so, &st);
+	assert_true(synth_lower_bound(&in) <= st.iter_s);
+	synth_out_release(&so);
+	graph_free(g);
+}
+
+/* The model file's pattern and mixer, and its errors with file and line;
+ * the shipped Nemotron-H 8B. */
+static void test_hybrid_load(void **state)
+{
+	static const struct bad_model bad[] = {
+	    {"hybrid_override_pattern = \"M-X*\";\n",
+	     ":7: 'hybrid_override_pattern' layer 2: 'X' is not M (Mamba), * (attention) or - "
+	     "(MLP)"},
+	    {"hybrid_override_pattern = \"ME-*\";\n",
+	     ":7: 'hybrid_override_pattern' layer 1: 'E' (mixture-of-experts) layers in a hybrid "
+	     "pattern are not modelled; M (Mamba), * (attention) and - (MLP) are"},
+	    {"hybrid_override_pattern = \"M-*\";\n",
+	     ":2: 'layers' 4 differs from the 3 layers of 'hybrid_override_pattern'"},
+	    {"hybrid_override_pattern = 5;\n",
+	     ":7: 'hybrid_override_pattern' must be a string of M, * and - (one a layer)"},
+	    {"n_groups = 8;\n", ":7: 'n_groups' needs Mamba layers ('M' in "
+				"'hybrid_override_pattern')"},
+	    {"hybrid_override_pattern = \"*-*-\";\nchunk_size = 64;\n",
+	     ":8: 'chunk_size' needs Mamba layers ('M' in 'hybrid_override_pattern')"},
+	    {"hybrid_override_pattern = \"M-M*\";\nmamba_num_heads = 12;\nn_groups = 8;\n",
+	     ":9: 'mamba_num_heads' 12 must be divisible by 'n_groups' 8 (each group's B and C "
+	     "serve whole heads, mamba_mixer.py)"},
+	    {"hybrid_override_pattern = \"M-M*\";\nconv_kernel = 0;\n",
+	     ":8: 'conv_kernel' must be a whole number in 1..64, not 0"},
+	    {"hybrid_override_pattern = \"M-M*\";\nexperts = 8;\ntop_k = 2;\n",
+	     ":8: 'experts' with 'hybrid_override_pattern': a hybrid model's experts and "
+	     "multi-token prediction are not modelled"},
+	};
+	static const char head[] = "name = \"m\";\nlayers = 4;\nhidden = 1024;\nheads = 16;\n"
+				   "seq = 1024;\nvocab = 32000;\n";
+	struct llm m;
+	struct prism_err err;
+	(void)state;
+	load_errors(head, bad, sizeof(bad) / sizeof(bad[0]));
+	prism_err_clear(&err);
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/nemotron-h-8b.cfg", &m, &err),
+			 0);
+	assert_int_equal(m.layers, 52);
+	assert_int_equal(llm_kind_layers(&m, LLM_KIND_MAMBA), 24);
+	assert_int_equal(llm_kind_layers(&m, LLM_KIND_ATTN), 4);
+	assert_int_equal(llm_kind_layers(&m, LLM_KIND_MLP), 24);
+	assert_int_equal(llm_layer_kind(&m, 7), LLM_KIND_ATTN);
+	assert_int_equal(llm_layer_kind(&m, 51), LLM_KIND_MLP);
+	/* in_proj 4096 x 18,560 (2 x 8192 + 2 x 8 x 128 + 128), as the
+	 * checkpoint's mixer.in_proj; by hand: Mamba layers 24 x
+	 * 109,644,160, attention 4 x 41,967,616, MLP 24 x 176,194,560, the
+	 * untied embedding and head 2 x 131072 x 4096, the final norm 8192:
+	 * 8,101,749,760 (the checkpoint: 8,100,852,736; prism adds norms'
+	 * biases and linear biases Nemotron-H has not). */
+	assert_true(llm_ssm_proj(&m) == 18560);
+	assert_rel_close(llm_kind_params(&m, LLM_KIND_MAMBA), 109644160.0, 1e-15);
+	assert_rel_close(llm_params(&m), 8101749760.0, 1e-15);
+}
+
 /* ---- the host by execution mode (exec; docs/MODEL.md "Host") ---------- */
 
 /* A bare run of `layers` layers whose every kernel takes kernel_s on the
@@ -2860,6 +3090,9 @@ int main(void)
 	    cmocka_unit_test(test_moe_shared_overlap),
 	    cmocka_unit_test(test_moe_interleaved),
 	    cmocka_unit_test(test_mtp),
+	    cmocka_unit_test(test_mamba_layer),
+	    cmocka_unit_test(test_hybrid_pattern),
+	    cmocka_unit_test(test_hybrid_load),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),

@@ -34,6 +34,20 @@ int synth_partition(const struct synth_in *in, struct layout *out, struct prism_
 		 * minimises the largest stage time. */
 		double f, b, a, emb, head, load[LAYOUT_MAX_STAGES];
 		synth_layer_times(in, &f, &b, &a);
+		if (llm_hybrid(&in->m)) {
+			/* A hybrid model: the mean of its layers' times (the
+			 * stages balanced by their counts of layers). */
+			double kf, kb;
+			f = b = 0;
+			for (int k = 0; k < LLM_KINDS; k++) {
+				double n = llm_kind_layers(&in->m, k);
+				if (n <= 0)
+					continue;
+				synth_kind_layer_times(in, k, &kf, &kb, &a);
+				f += n * kf / L;
+				b += n * kb / L;
+			}
+		}
 		synth_extra_times(in, &emb, &head);
 		if (in->m.mtp_layers > 0 && !in->bare) {
 			/* The last stage's MTP depths: a layer of the last one's
