@@ -2829,6 +2829,49 @@ static void test_hybrid_pattern(void **state)
 	assert_true(synth_lower_bound(&in) <= st.iter_s);
 	synth_out_release(&so);
 	graph_free(g);
+	/* The balanced partition on 3 stages against every split tried (an
+	 * independent search): its largest stage time, by the kinds' times,
+	 * is the least any split has. */
+	{
+		struct layout r;
+		double w[LLM_KINDS] = {0}, emb, head, best = 1e300, got = 0, a;
+		int first = 0;
+		in.lay.pp = 3;
+		in.lay.microbatches = 3;
+		in.lay.partition = LAYOUT_PART_BALANCED;
+		for (int k = 0; k < LLM_KINDS; k++) {
+			double f, bw;
+			synth_kind_layer_times(&in, k, &f, &bw, &a);
+			w[k] = f + bw;
+		}
+		synth_extra_times(&in, &emb, &head);
+		prism_err_clear(&err);
+		assert_int_equal(synth_partition(&in, &r, &err), 0);
+		for (int st3 = 0; st3 < 3; st3++) {
+			double load = st3 == 0 ? emb : st3 == 2 ? head : 0;
+			int n = layout_stage_layers(&in.m, &r, st3);
+			for (int i = first; i < first + n; i++)
+				load += w[llm_layer_kind(&in.m, i)];
+			first += n;
+			got = load > got ? load : got;
+		}
+		assert_int_equal(first, 8);
+		for (int i = 1; i < 8; i++)
+			for (int j = i + 1; j < 8; j++) {
+				double l0 = emb, l1 = 0, l2 = head, mx;
+				for (int k = 0; k < 8; k++)
+					*(k < i	  ? &l0
+					  : k < j ? &l1
+						  : &l2) += w[llm_layer_kind(&in.m, k)];
+				mx = l0 > l1 ? l0 : l1;
+				mx = mx > l2 ? mx : l2;
+				best = mx < best ? mx : best;
+			}
+		print_message("balanced %d,%d,%d: %.6f ms, best %.6f ms\n",
+			      layout_stage_layers(&in.m, &r, 0), layout_stage_layers(&in.m, &r, 1),
+			      layout_stage_layers(&in.m, &r, 2), got * 1e3, best * 1e3);
+		assert_rel_close(got, best, 1e-9);
+	}
 }
 
 /* The model file's pattern and mixer, and its errors with file and line;

@@ -596,6 +596,12 @@ void mem_estimate(const struct llm *m, const struct layout *l, const struct hw_p
 	out->optimizer = best.optimizer;
 	out->buffers = best.buffers;
 	out->act_per_layer = mem_act_per_layer(m, l);
+	if (llm_hybrid(m)) { /* the mean of the layers' kinds */
+		out->act_per_layer = 0;
+		for (int k = 0; k < LLM_KINDS; k++)
+			out->act_per_layer += llm_kind_layers(m, k) * mem_act_kind(m, l, k);
+		out->act_per_layer /= m->layers;
+	}
 	out->inflight = best.inflight;
 	out->activations = best.activations;
 	out->logits = best.logits;

@@ -95,8 +95,9 @@ struct mem_est {
 	int stage;
 	double params_per_gpu;
 	double weights, grads, optimizer, buffers;
-	double act_per_layer; /* bytes, one layer, one microbatch */
-	double inflight;      /* microbatches held at the peak */
+	double
+	    act_per_layer; /* bytes, one layer, one microbatch (a hybrid model: its layers' mean) */
+	double inflight;   /* microbatches held at the peak */
 	double activations, logits, transient;
 	double allocated, fragmentation;
 	double total;			/* allocated + fragmentation */
