@@ -2874,6 +2874,66 @@ static void test_hybrid_pattern(void **state)
 	}
 }
 
+/* A pattern of attention and MLP layers in pairs ("*-*-...") runs a
+ * transformer's layers split in two: against the 4-layer model, the same
+ * kernels (FLOPs), the same parameters on each stage, and the same
+ * analytic estimate -- compute, tensor-parallel time, iteration -- to
+ * rounding, on 2 stages of tp 2 (each stage's two layers as four). */
+static void test_hybrid_as_transformer(void **state)
+{
+	struct synth_in in, hy;
+	struct synth_out so, sh;
+	struct settle_out st, sth;
+	struct graph *g, *gh;
+	struct analytic_in a, ah;
+	struct analytic_out o, oh;
+	struct mem_est me, mh;
+	struct prism_err err;
+	(void)state;
+	small(&in);
+	in.m.layers = 4;
+	in.lay.tp = 2;
+	in.lay.pp = 2;
+	in.lay.dp = 2;
+	in.lay.sp = 1;
+	in.lay.microbatches = 4;
+	in.steps = 1;
+	hy = in;
+	strcpy(hy.m.pattern, "*-*-*-*-");
+	hy.m.layers = 8;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&hy, &err), 0);
+	assert_rel_close(llm_params(&hy.m), llm_params(&in.m), 1e-15);
+	assert_rel_close(llm_flops_iter(&hy.m, 1, 0), llm_flops_iter(&in.m, 1, 0), 1e-15);
+	g = build(&in, &so, &st);
+	gh = build(&hy, &sh, &sth);
+	assert_rel_close(sh.flops, so.flops, 1e-12);
+	/* The optimizer runs per layer (its L2 norm, scale and Adam
+	 * kernels): 8 layers' against 4, 12 kernels more. */
+	assert_int_equal(sh.kernels - so.kernels, 12);
+	synth_mem(&in, &me);
+	synth_mem(&hy, &mh);
+	assert_rel_close(mh.params_per_gpu, me.params_per_gpu, 1e-15);
+	analytic_in_default(&a);
+	a.m = in.m;
+	a.hw = in.hw;
+	a.lay = in.lay;
+	a.global_batch = 16;
+	ah = a;
+	ah.m = hy.m;
+	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+	assert_int_equal(analytic_estimate(&ah, &oh, &err), 0);
+	assert_rel_close(oh.t_compute, o.t_compute, 1e-12);
+	assert_rel_close(oh.t_tp, o.t_tp, 1e-12);
+	assert_rel_close(oh.t_iter, o.t_iter, 1e-12);
+	print_message("transformer as *-: synth %.6f / %.6f ms, analytic %.6f ms\n",
+		      st.iter_s * 1e3, sth.iter_s * 1e3, o.t_iter * 1e3);
+	synth_out_release(&so);
+	synth_out_release(&sh);
+	graph_free(g);
+	graph_free(gh);
+}
+
 /* The model file's pattern and mixer, and its errors with file and line;
  * the shipped Nemotron-H 8B. */
 static void test_hybrid_load(void **state)
@@ -3136,6 +3196,7 @@ int main(void)
 	    cmocka_unit_test(test_mamba_layer),
 	    cmocka_unit_test(test_hybrid_pattern),
 	    cmocka_unit_test(test_hybrid_load),
+	    cmocka_unit_test(test_hybrid_as_transformer),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),
