@@ -2877,8 +2877,9 @@ static void test_hybrid_pattern(void **state)
 /* A pattern of attention and MLP layers in pairs ("*-*-...") runs a
  * transformer's layers split in two: against the 4-layer model, the same
  * kernels (FLOPs), the same parameters on each stage, and the same
- * analytic estimate -- compute, tensor-parallel time, iteration -- to
- * rounding, on 2 stages of tp 2 (each stage's two layers as four). */
+ * analytic estimate -- compute, tensor-parallel time, iteration -- and
+ * lower bound to rounding, on 2 stages of tp 2 (each stage's two layers as
+ * four), and with cp 2. */
 static void test_hybrid_as_transformer(void **state)
 {
 	struct synth_in in, hy;
@@ -2926,8 +2927,16 @@ static void test_hybrid_as_transformer(void **state)
 	assert_rel_close(oh.t_compute, o.t_compute, 1e-12);
 	assert_rel_close(oh.t_tp, o.t_tp, 1e-12);
 	assert_rel_close(oh.t_iter, o.t_iter, 1e-12);
+	assert_rel_close(synth_lower_bound(&hy), synth_lower_bound(&in), 1e-12);
 	print_message("transformer as *-: synth %.6f / %.6f ms, analytic %.6f ms\n",
 		      st.iter_s * 1e3, sth.iter_s * 1e3, o.t_iter * 1e3);
+	/* The same with context parallelism (the attention layers' ring). */
+	a.lay.cp = ah.lay.cp = in.lay.cp = hy.lay.cp = 2;
+	a.global_batch = ah.global_batch = 8;
+	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+	assert_int_equal(analytic_estimate(&ah, &oh, &err), 0);
+	assert_rel_close(oh.t_iter, o.t_iter, 1e-12);
+	assert_rel_close(synth_lower_bound(&hy), synth_lower_bound(&in), 1e-12);
 	synth_out_release(&so);
 	synth_out_release(&sh);
 	graph_free(g);

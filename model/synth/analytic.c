@@ -418,7 +418,10 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 					int k = llm_layer_kind(m, i);
 					gf += T.kf[k], gb += T.kb[k], hf += T.khf[k],
 					    hb += T.khb[k];
-					ar += T.kar[k];
+					/* the ring's exposed transfers: attention's */
+					ar += T.kar[k] + (k == LLM_KIND_FULL || k == LLM_KIND_ATTN
+							      ? T.cp_ring
+							      : 0);
 				}
 			}
 			c = (gf + gb + emb + head) / in->compute_eff;

@@ -244,7 +244,7 @@ static void layer_bound_of(const struct synth_in *in, const struct hw_profile *h
 					     (attn - 2 * T * m->ssm_heads * (double)m->ssm_state *
 							 m->ssm_head_dim / m->ssm_chunk) /
 						 t));
-		gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, in->lay.dtype, gemm / t));
+		gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, in->lay.dtype, gemm / t / cp));
 		*f = gemm + scan;
 		*b = 2 * (gemm + scan);
 		*attn_f = 0;
