@@ -199,6 +199,8 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 		T->lf = T->lb = T->hf = T->hb = T->lp = 0;
 		for (int k = 0; k < LLM_KINDS; k++) {
 			double n = llm_kind_layers(m, k) / (double)m->layers;
+			if (n <= 0)
+				continue; /* (a kind the model lacks: its times 0) */
 			synth_kind_layer_times(&T->si, k, &T->kf[k], &T->kb[k], &a);
 			acc_share_of(&T->si, in->acc_elem_bytes, T->mb, 0, k, &T->kb[k]);
 			synth_kind_layer_host(&T->si, k, &T->khf[k], &T->khb[k]);

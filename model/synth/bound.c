@@ -560,6 +560,10 @@ double synth_lower_bound(const struct synth_in *in)
 		for (int k = LLM_KIND_MAMBA; k < LLM_KINDS; k++) {
 			double kf, kb, ka, rf = k == LLM_KIND_ATTN ? att_f : mlp,
 					   rb = k == LLM_KIND_ATTN ? att_b : mlp;
+			if (!llm_kind_layers(m, k)) { /* none of that kind */
+				kw[k] = 0;
+				continue;
+			}
 			layer_bound_of(in, hw, k, &kf, &kb, &ka);
 			kb += rb + (l->recompute == LAYOUT_RECOMPUTE_FULL ? kf + rf : 0);
 			if (k == LLM_KIND_ATTN && layout_rc(l, LAYOUT_RC_CORE_ATTN))
