@@ -2954,6 +2954,12 @@ static void test_hybrid_load(void **state)
 	    {"hybrid_override_pattern = \"ME-*\";\n",
 	     ":7: 'hybrid_override_pattern' layer 1: 'E' (mixture-of-experts) layers in a hybrid "
 	     "pattern are not modelled; M (Mamba), * (attention) and - (MLP) are"},
+	    {"hybrid_override_pattern = \"M-*-/*-\";\n",
+	     ":7: 'hybrid_override_pattern' at 4: '/' (multi-token-prediction patterns) is not "
+	     "modelled"},
+	    {"hybrid_override_pattern = \"M-|*-\";\n",
+	     ":7: 'hybrid_override_pattern' at 2: '|' (pipeline stage boundaries) belongs to the "
+	     "layout: give the stages' layers with --partition"},
 	    {"hybrid_override_pattern = \"M-*\";\n",
 	     ":2: 'layers' 4 differs from the 3 layers of 'hybrid_override_pattern'"},
 	    {"hybrid_override_pattern = 5;\n",

@@ -644,6 +644,18 @@ static int hybrid_pattern(const char *path, config_t *cf, struct llm *m, struct 
 			    "(mixture-of-experts) layers in a hybrid pattern are not "
 			    "modelled; M (Mamba), * (attention) and - (MLP) are",
 			    path, line, i);
+		/* Megatron-LM's separators: "/" before the MTP depths'
+		 * patterns (parse_hybrid_pattern), "|" between pipeline stages
+		 * (Megatron-Bridge's) */
+		if (s[i] == '/' || s[i] == '|')
+			return prism_err_set(
+			    err, PRISM_EFORMAT, "%s:%d: 'hybrid_override_pattern' at %zu: '%c' %s",
+			    path, line, i, s[i],
+			    s[i] == '/' ? "(multi-token-prediction patterns) is not "
+					  "modelled"
+					: "(pipeline stage boundaries) belongs to the "
+					  "layout: give the stages' layers with "
+					  "--partition");
 		return prism_err_set(err, PRISM_EFORMAT,
 				     "%s:%d: 'hybrid_override_pattern' layer %zu: '%c' is not M "
 				     "(Mamba), * (attention) or - (MLP)",
