@@ -2759,6 +2759,17 @@ static void test_mamba_layer(void **state)
 	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
 	assert_string_equal(err.msg, "layout: tp 4 must divide the Mamba heads (8) and groups (2): "
 				     "each rank holds whole ones (Megatron-LM's MambaMixer)");
+	/* fp8: in_proj's 1160 is not a multiple of 16, as MambaMixer
+	 * asserts it must be. */
+	in.lay.tp = 1;
+	in.lay.dtype = HW_FP8;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	assert_string_equal(err.msg,
+			    "layout: fp8: the Mamba in_proj's width 2 d_inner + 2 groups x "
+			    "state + heads = 1160 is not a multiple of 16 (Megatron-LM's "
+			    "MambaMixer asserts it)");
+	in.lay.dtype = HW_BF16;
 	/* A layers edit cannot say what the new layers are. */
 	in.lay.tp = 1;
 	in.m.layers = 2;

@@ -956,6 +956,14 @@ static int check_hybrid(const struct llm *m, const struct layout *l, struct pris
 		    "layout: tp %d must divide the Mamba heads (%d) and groups (%d): "
 		    "each rank holds whole ones (Megatron-LM's MambaMixer)",
 		    l->tp, m->ssm_heads, m->ssm_groups);
+	/* MambaMixer under fp8: in_proj's output width a multiple of 16. */
+	if ((l->dtype == HW_FP8 || l->dtype == HW_FP4) && (int64_t)llm_ssm_proj(m) % 16)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: fp8: the Mamba in_proj's width 2 d_inner + 2 groups x "
+		    "state + heads = %.0f is not a multiple of 16 (Megatron-LM's "
+		    "MambaMixer asserts it)",
+		    llm_ssm_proj(m));
 	if (layout_cp(l) > 1)
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: cp %d: context parallelism of Mamba layers is not "
