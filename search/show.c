@@ -83,9 +83,10 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 			in->m.qk_rope_head_dim, llm_v_head_dim(&in->m));
 	if (llm_hybrid(&in->m)) {
 		const struct llm *hm = &in->m;
-		fprintf(f, "hybrid     %d Mamba-2, %d attention, %d MLP layers (%s)",
+		fprintf(f, "hybrid     %d Mamba-2, %d attention, %d MLP, %d MoE layers (%s)",
 			llm_kind_layers(hm, LLM_KIND_MAMBA), llm_kind_layers(hm, LLM_KIND_ATTN),
-			llm_kind_layers(hm, LLM_KIND_MLP), hm->pattern);
+			llm_kind_layers(hm, LLM_KIND_MLP), llm_kind_layers(hm, LLM_KIND_MOE),
+			hm->pattern);
 		if (llm_kind_layers(hm, LLM_KIND_MAMBA) > 0)
 			fprintf(f,
 				"\n           Mamba-2 mixer: %d heads of %d, state %d, %d groups, "

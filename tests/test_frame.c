@@ -144,7 +144,8 @@ static void test_hf_nemotron_h(void **state)
 	     "\"num_hidden_layers\" 4 differs from the 3 layers of \"hybrid_override_pattern\""},
 	    {"\"hybrid_override_pattern\":\"MEM*\"}",
 	     "\"hybrid_override_pattern\" layer 1: 'E' is not M (Mamba), * (attention) or - "
-	     "(MLP); mixture-of-experts layers in a hybrid pattern are not modelled"},
+	     "(MLP); its mixture-of-experts layers are not imported from a config.json (a model "
+	     "file's are modelled)"},
 	    {"\"hybrid_override_pattern\":\"M-M*\",\"expand\":3}",
 	     "\"mamba_num_heads\" 32 x \"mamba_head_dim\" 64 is not \"expand\" 3 x "
 	     "\"hidden_size\" 1024"},

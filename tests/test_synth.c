@@ -2954,17 +2954,90 @@ static void test_hybrid_as_transformer(void **state)
 	graph_free(gh);
 }
 
+/* A hybrid model's MoE layers (pattern "E", Nemotron 3): "*E*E*E*E" runs
+ * a 4-layer MoE transformer's layers split in two, each attention block
+ * its own layer and each MoE block another -- against moe_small with every
+ * layer MoE: the same parameters (total and active), FLOPs, kernels'
+ * FLOPs, all-to-alls, parameters and experts' parameters on each stage,
+ * analytic estimate and bound, on 2 stages of ep 4 (tp 2 sp), the
+ * optimizer's kernels per layer apart; and its units fold (test_hier). */
+static void test_hybrid_moe(void **state)
+{
+	struct synth_in in, hy;
+	struct synth_out so, sh;
+	struct settle_out st, sth;
+	struct graph *g, *gh;
+	struct analytic_in a, ah;
+	struct analytic_out o, oh;
+	struct mem_stage m0, m1;
+	struct prism_err err;
+	int n0 = 0, n1 = 0;
+	(void)state;
+	moe_small(&in);
+	in.m.first_dense = 0;
+	in.lay.tp = 2;
+	in.lay.sp = 1;
+	in.lay.pp = 2;
+	in.lay.dp = 2;
+	in.lay.ep = 4;
+	in.lay.microbatches = 4;
+	in.steps = 1;
+	hy = in;
+	strcpy(hy.m.pattern, "*E*E*E*E");
+	hy.m.layers = 8;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&hy, &err), 0);
+	assert_int_equal(llm_moe_layers(&hy.m), 4);
+	assert_true(llm_is_moe_layer(&hy.m, 1) && !llm_is_moe_layer(&hy.m, 2));
+	assert_rel_close(llm_params(&hy.m), llm_params(&in.m), 1e-15);
+	assert_rel_close(llm_active_params(&hy.m), llm_active_params(&in.m), 1e-15);
+	assert_rel_close(llm_flops_iter(&hy.m, 1, 0), llm_flops_iter(&in.m, 1, 0), 1e-15);
+	g = build(&in, &so, &st);
+	gh = build(&hy, &sh, &sth);
+	assert_rel_close(sh.flops, so.flops, 1e-12);
+	for (uint32_t i = 0; i < g->n_colls; i++)
+		n0 += g->colls[i].kind == GC_ALL_TO_ALL;
+	for (uint32_t i = 0; i < gh->n_colls; i++)
+		n1 += gh->colls[i].kind == GC_ALL_TO_ALL;
+	assert_int_equal(n1, n0);
+	assert_true(n0 > 0);
+	for (int s = 0; s < 2; s++) {
+		mem_stage(&in.m, &in.lay, in.hw, s, &m0);
+		mem_stage(&hy.m, &hy.lay, hy.hw, s, &m1);
+		assert_rel_close(m1.params, m0.params, 1e-15);
+		assert_rel_close(m1.optimizer, m0.optimizer, 1e-15);
+	}
+	analytic_in_default(&a);
+	a.m = in.m;
+	a.hw = in.hw;
+	a.lay = in.lay;
+	a.global_batch = 16;
+	ah = a;
+	ah.m = hy.m;
+	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+	assert_int_equal(analytic_estimate(&ah, &oh, &err), 0);
+	assert_rel_close(oh.t_compute, o.t_compute, 1e-12);
+	assert_rel_close(oh.t_iter, o.t_iter, 1e-12);
+	assert_rel_close(synth_lower_bound(&hy), synth_lower_bound(&in), 1e-12);
+	assert_true(synth_lower_bound(&hy) <= sth.iter_s);
+	print_message("MoE transformer as *E: synth %.6f / %.6f ms, analytic %.6f / %.6f ms\n",
+		      st.iter_s * 1e3, sth.iter_s * 1e3, o.t_iter * 1e3, oh.t_iter * 1e3);
+	synth_out_release(&so);
+	synth_out_release(&sh);
+	graph_free(g);
+	graph_free(gh);
+}
+
 /* The model file's pattern and mixer, and its errors with file and line;
  * the shipped Nemotron-H 8B. */
 static void test_hybrid_load(void **state)
 {
 	static const struct bad_model bad[] = {
 	    {"hybrid_override_pattern = \"M-X*\";\n",
-	     ":7: 'hybrid_override_pattern' layer 2: 'X' is not M (Mamba), * (attention) or - "
-	     "(MLP)"},
+	     ":7: 'hybrid_override_pattern' layer 2: 'X' is not M (Mamba), * (attention), - "
+	     "(MLP) or E (MoE)"},
 	    {"hybrid_override_pattern = \"ME-*\";\n",
-	     ":7: 'hybrid_override_pattern' layer 1: 'E' (mixture-of-experts) layers in a hybrid "
-	     "pattern are not modelled; M (Mamba), * (attention) and - (MLP) are"},
+	     ":7: 'hybrid_override_pattern''s E layers need 'experts' and 'top_k'"},
 	    {"hybrid_override_pattern = \"M-*-/*-\";\n",
 	     ":7: 'hybrid_override_pattern' at 4: '/' (multi-token-prediction patterns) is not "
 	     "modelled"},
@@ -2985,8 +3058,10 @@ static void test_hybrid_load(void **state)
 	    {"hybrid_override_pattern = \"M-M*\";\nconv_kernel = 0;\n",
 	     ":8: 'conv_kernel' must be a whole number in 1..64, not 0"},
 	    {"hybrid_override_pattern = \"M-M*\";\nexperts = 8;\ntop_k = 2;\n",
-	     ":8: 'experts' with 'hybrid_override_pattern': a hybrid model's experts and "
-	     "multi-token prediction are not modelled"},
+	     ":8: 'experts' needs E layers in 'hybrid_override_pattern'"},
+	    {"hybrid_override_pattern = \"MEM*\";\nexperts = 8;\ntop_k = 2;\nfirst_dense = 1;\n",
+	     ":10: 'first_dense' with 'hybrid_override_pattern': the pattern's E layers are its "
+	     "MoE layers"},
 	};
 	static const char head[] = "name = \"m\";\nlayers = 4;\nhidden = 1024;\nheads = 16;\n"
 				   "seq = 1024;\nvocab = 32000;\n";
@@ -3012,6 +3087,18 @@ static void test_hybrid_load(void **state)
 	assert_true(llm_ssm_proj(&m) == 18560);
 	assert_rel_close(llm_kind_params(&m, LLM_KIND_MAMBA), 109644160.0, 1e-15);
 	assert_rel_close(llm_params(&m), 8101749760.0, 1e-15);
+	/* Nemotron 3 Nano: 23 M, 6 *, 23 E; an E layer its norm 5,376, the
+	 * router 128 x 2688 = 344,064 and 128 + 2 experts of 2 x 2688 x 1856
+	 * = 9,977,856 (squared ReLU, not gated): 1,297,470,720; active with 6
+	 * routed: 5,376 + 344,064 + 8 x 9,977,856 = 80,172,288. */
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/nemotron-3-nano.cfg", &m, &err),
+			 0);
+	assert_int_equal(llm_kind_layers(&m, LLM_KIND_MAMBA), 23);
+	assert_int_equal(llm_kind_layers(&m, LLM_KIND_ATTN), 6);
+	assert_int_equal(llm_kind_layers(&m, LLM_KIND_MOE), 23);
+	assert_int_equal(llm_moe_layers(&m), 23);
+	assert_rel_close(llm_kind_params(&m, LLM_KIND_MOE), 1297470720.0, 1e-15);
+	assert_rel_close(llm_kind_active_params(&m, LLM_KIND_MOE), 80172288.0, 1e-15);
 }
 
 /* ---- the host by execution mode (exec; docs/MODEL.md "Host") ---------- */
@@ -3223,6 +3310,7 @@ int main(void)
 	    cmocka_unit_test(test_hybrid_pattern),
 	    cmocka_unit_test(test_hybrid_load),
 	    cmocka_unit_test(test_hybrid_as_transformer),
+	    cmocka_unit_test(test_hybrid_moe),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),

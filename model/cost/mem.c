@@ -55,10 +55,12 @@ double mem_act_kind(const struct llm *m, const struct layout *l, int k)
 	       t = l->tp;
 	double sbh = s * b * h, w = l->sp ? sbh / t : sbh, whole = 5, par, saved = 0;
 
-	if (k != LLM_KIND_MAMBA && k != LLM_KIND_ATTN && k != LLM_KIND_MLP)
+	if (k != LLM_KIND_MAMBA && k != LLM_KIND_ATTN && k != LLM_KIND_MLP && k != LLM_KIND_MOE)
 		return mem_act_per_layer(m, l);
 	if (l->recompute == LAYOUT_RECOMPUTE_FULL)
 		return 2 * w;
+	if (k == LLM_KIND_MOE) /* an MoE layer's less its attention block's */
+		return mem_act_moe_layer(m, l) - mem_act_kind(m, l, LLM_KIND_ATTN);
 	if (k == LLM_KIND_MAMBA) {
 		par = (2 * llm_ssm_proj(m) + 6 * llm_ssm_inner(m)) / h;
 	} else if (k == LLM_KIND_MLP) {
@@ -126,6 +128,11 @@ void mem_moe_layer_params(const struct llm *m, const struct layout *l, double *d
 			  double *expert)
 {
 	double all = llm_moe_layer_params(m, NULL), routed = m->experts * llm_expert_params(m);
+	if (llm_hybrid(m)) { /* an E layer: no attention (nor its copies) */
+		*dense = (llm_kind_params(m, LLM_KIND_MOE) - routed) / l->tp;
+		*expert = routed / (layout_ep(l) * layout_etp(l));
+		return;
+	}
 	*dense = (all - routed) / l->tp + llm_tp_copies(m, l->tp);
 	*expert = routed / (layout_ep(l) * layout_etp(l));
 }
@@ -362,7 +369,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		for (int k = 0; k < LLM_KINDS; k++) {
 			double pk = llm_kind_params_rank(m, k, l->tp);
 			a_kind[k] = mem_act_kind(m, l, k);
-			if (llm_kind_layers(m, k) > 0 && pk > layer)
+			if (k != LLM_KIND_MOE && llm_kind_layers(m, k) > 0 && pk > layer)
 				layer = pk;
 			if (llm_kind_layers(m, k) > 0 && a_kind[k] > a_layer)
 				a_layer = a_kind[k]; /* the allocator's tensors' size */
@@ -371,7 +378,8 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			int l0 = layout_chunk_first(m, l, s, c),
 			    nc = layout_chunk_layers(m, l, s, c);
 			for (int i = l0; i < l0 + nc; i++)
-				nl += llm_kind_params_rank(m, llm_layer_kind(m, i), l->tp);
+				if (llm_layer_kind(m, i) != LLM_KIND_MOE) /* (E: md, me) */
+					nl += llm_kind_params_rank(m, llm_layer_kind(m, i), l->tp);
 		}
 	}
 	if (llm_moe_layers(m) > 0)
@@ -401,10 +409,11 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		if (last && llm_is_moe_layer(m, m->layers - 1))
 			nm += m->mtp_layers;
 		mem_moe_layer_params(m, l, &md, &me);
-		Pd = (n - nm) * layer + nm * md + emb + head;
+		double dl = hyb ? nl : (n - nm) * layer; /* the dense layers' */
+		Pd = dl + nm * md + emb + head;
 		Pe = nm * me;
 		out->params = Pd + Pe;
-		out->weights = wb * (Pd + Pe) + qw * ((n - nm) * layer + nm * (md + me));
+		out->weights = wb * (Pd + Pe) + qw * (dl + nm * (md + me));
 		out->grads =
 		    gb * Pd / (l->zero >= 2 ? shard : 1) + gb * Pe / (l->zero >= 2 ? edp : 1);
 		out->optimizer =

@@ -254,11 +254,11 @@ static int model_field(const char *key, const char *val, struct llm *m, char *hw
 		snprintf(m->name, sizeof(m->name), "%.63s", val);
 	} else if (strcmp(key, "hybrid_pattern") == 0) {
 		size_t len = strlen(val);
-		if (len < 1 || len > LLM_MAX_PATTERN || strspn(val, "M*-") != len)
+		if (len < 1 || len > LLM_MAX_PATTERN || strspn(val, "M*-E") != len)
 			*rc = prism_err_set(
 			    err, PRISM_EFORMAT,
 			    "model description: hybrid_pattern '%.40s': expected 1 to "
-			    "%d characters M, * or -",
+			    "%d characters M, *, - or E",
 			    val, LLM_MAX_PATTERN);
 		else
 			memcpy(m->pattern, val, len + 1);

@@ -641,14 +641,14 @@ static int hf_hybrid(struct hf_doc *d, const char *path, int fam, struct llm *m,
 		    "layers (M, *, -)",
 		    path, LLM_MAX_PATTERN);
 	for (size_t i = 0; i < e->raw.n; i++)
-		if (llm_char_kind((unsigned char)e->raw.p[i]) < 0)
+		if (llm_char_kind((unsigned char)e->raw.p[i]) < 0 || e->raw.p[i] == 'E')
 			return prism_err_set(
 			    err, PRISM_EFORMAT,
 			    "%s: \"hybrid_override_pattern\" layer %zu: '%c' is not M (Mamba), * "
 			    "(attention) or - (MLP)%s",
 			    path, i, e->raw.p[i],
-			    e->raw.p[i] == 'E' ? "; mixture-of-experts layers in a hybrid "
-						 "pattern are not modelled"
+			    e->raw.p[i] == 'E' ? "; its mixture-of-experts layers are not imported "
+						 "from a config.json (a model file's are modelled)"
 					       : "");
 	if (e->raw.n != (size_t)m->layers)
 		return prism_err_set(err, PRISM_EFORMAT,
@@ -1685,11 +1685,11 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 		char b[LLM_MAX_PATTERN + 3];
 		const char *s = unquote(val, b, sizeof(b));
 		size_t n = s ? strlen(s) : 0;
-		if (n < 1 || n > LLM_MAX_PATTERN || strspn(s, "M*-") != n)
+		if (n < 1 || n > LLM_MAX_PATTERN || strspn(s, "M*-E") != n)
 			rc = prism_err_set(
 			    err, PRISM_EFORMAT,
 			    "%s: line %d: --hybrid-override-pattern '%.40s': expected 1 "
-			    "to %d characters M (Mamba), * (attention) or - (MLP)",
+			    "to %d characters M (Mamba), * (attention), - (MLP) or E (MoE)",
 			    path, line, s ? s : "", LLM_MAX_PATTERN);
 		else
 			memcpy(m->pattern, s, n + 1);
@@ -2476,11 +2476,14 @@ static int megatron_model_done(const char *path, struct llm *m, struct prism_err
 					     "%s: --mamba-num-heads %d is not a multiple of "
 					     "--mamba-num-groups %d",
 					     path, m->ssm_heads, m->ssm_groups);
-		if (m->experts > 0 || m->mtp_layers > 0)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s: a hybrid model's experts and multi-token "
-					     "prediction are not modelled",
-					     path);
+		if ((m->experts > 0) != (llm_kind_layers(m, LLM_KIND_MOE) > 0) ||
+		    m->first_dense > 0 || m->moe_period > 0 || m->mtp_layers > 0)
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s: a hybrid model's MoE layers are its pattern's E "
+			    "layers (--num-experts with them; no --moe-layer-freq), "
+			    "its multi-token prediction is not modelled",
+			    path);
 	}
 	return 0;
 }

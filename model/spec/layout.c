@@ -932,12 +932,16 @@ static int check_hybrid(const struct llm *m, const struct layout *l, struct pris
 		if (llm_char_kind((unsigned char)m->pattern[i]) < 0)
 			return prism_err_set(
 			    err, PRISM_EARG,
-			    "model: hybrid pattern layer %zu: '%c' is not M, * or -", i,
+			    "model: hybrid pattern layer %zu: '%c' is not M, *, - or E", i,
 			    m->pattern[i]);
-	if (m->experts > 0 || m->mtp_layers > 0)
-		return prism_err_set(err, PRISM_EARG,
-				     "model: a hybrid model's experts and multi-token prediction "
-				     "are not modelled");
+	if (m->mtp_layers > 0 || m->first_dense > 0 || m->moe_period > 0 ||
+	    (m->experts > 0) != (llm_kind_layers(m, LLM_KIND_MOE) > 0))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "model: a hybrid model's MoE layers are its pattern's E layers "
+		    "(experts %d, E layers %d; no first_dense or moe_layer_freq), "
+		    "and its multi-token prediction is not modelled",
+		    m->experts, llm_kind_layers(m, LLM_KIND_MOE));
 	if (!llm_kind_layers(m, LLM_KIND_MAMBA))
 		return 0;
 	if (m->ssm_heads < 1 || m->ssm_heads > LLM_MAX_SSM_HEADS || m->ssm_head_dim < 1 ||

@@ -146,12 +146,17 @@ int llm_char_kind(int ch)
 	return ch == 'M'   ? LLM_KIND_MAMBA
 	       : ch == '*' ? LLM_KIND_ATTN
 	       : ch == '-' ? LLM_KIND_MLP
+	       : ch == 'E' ? LLM_KIND_MOE
 			   : -1;
 }
 
 int llm_kind_char(int k)
 {
-	return k == LLM_KIND_MAMBA ? 'M' : k == LLM_KIND_ATTN ? '*' : k == LLM_KIND_MLP ? '-' : 0;
+	return k == LLM_KIND_MAMBA  ? 'M'
+	       : k == LLM_KIND_ATTN ? '*'
+	       : k == LLM_KIND_MLP  ? '-'
+	       : k == LLM_KIND_MOE  ? 'E'
+				    : 0;
 }
 
 int llm_layer_kind(const struct llm *m, int l)
@@ -188,6 +193,8 @@ double llm_kind_params(const struct llm *m, int k)
 	double h = m->hidden, f = m->ffn, di = llm_ssm_inner(m), H = m->ssm_heads;
 	double gn = (double)m->ssm_groups * m->ssm_state;
 	switch (k) {
+	case LLM_KIND_MOE:
+		return llm_moe_layer_params(m, NULL) - (llm_attn_params(m) + attn_extra(m) + 2 * h);
 	case LLM_KIND_ATTN:
 		return llm_attn_params(m) + attn_extra(m) + 2 * h;
 	case LLM_KIND_MLP:
@@ -198,6 +205,15 @@ double llm_kind_params(const struct llm *m, int k)
 	default:
 		return llm_layer_params(m);
 	}
+}
+
+double llm_kind_active_params(const struct llm *m, int k)
+{
+	double act = 0;
+	if (k != LLM_KIND_MOE)
+		return llm_kind_params(m, k);
+	llm_moe_layer_params(m, &act);
+	return act - (llm_attn_params(m) + attn_extra(m) + 2.0 * m->hidden);
 }
 
 double llm_kind_params_rank(const struct llm *m, int k, int t)
@@ -219,6 +235,15 @@ void llm_kind_flops(const struct llm *m, int k, double batch, double *gemm, doub
 {
 	double t = batch * m->seq, h = m->hidden, w = llm_attn_width(m), s = m->seq;
 	switch (k) {
+	case LLM_KIND_MOE: {
+		/* an MoE layer's less its attention's */
+		double g, a, ag, ac;
+		llm_moe_layer_flops(m, batch, &g, &a);
+		llm_kind_flops(m, LLM_KIND_ATTN, batch, &ag, &ac);
+		*gemm = g - ag;
+		*core = 0;
+		return;
+	}
 	case LLM_KIND_ATTN:
 		*gemm = llm_mla(m) ? 2 * t * llm_attn_params(m)
 				   : llm_gemm_flops(t, llm_qkv_width(m), h) +
@@ -267,6 +292,8 @@ double llm_attn_layers(const struct llm *m)
 
 int llm_is_moe_layer(const struct llm *m, int l)
 {
+	if (llm_hybrid(m)) /* the pattern's E layers */
+		return m->experts > 0 && llm_layer_kind(m, l) == LLM_KIND_MOE;
 	return m->experts > 0 && l >= m->first_dense &&
 	       (m->moe_period < 1 || ((unsigned)m->moe_mask >> (l % m->moe_period)) & 1u);
 }
@@ -274,6 +301,8 @@ int llm_is_moe_layer(const struct llm *m, int l)
 int llm_moe_layers(const struct llm *m)
 {
 	int P = m->moe_period, a = m->first_dense, b = m->layers, n = 0;
+	if (llm_hybrid(m))
+		return m->experts > 0 ? llm_kind_layers(m, LLM_KIND_MOE) : 0;
 	if (m->experts <= 0 || b <= a)
 		return 0;
 	if (P < 1)
@@ -324,10 +353,13 @@ static double params_with(const struct llm *m, double moe_layer)
 	double h = m->hidden, moe = llm_moe_layers(m);
 	double layers = moe > 0 ? (m->layers - moe) * llm_layer_params(m) + moe * moe_layer
 				: m->layers * llm_layer_params(m);
-	if (llm_hybrid(m)) { /* each kind's layers (no experts with a pattern) */
+	if (llm_hybrid(m)) { /* each kind's layers; E ones as moe_layer says */
 		layers = 0;
 		for (int k = 0; k < LLM_KINDS; k++)
-			layers += llm_kind_layers(m, k) * llm_kind_params(m, k);
+			layers += llm_kind_layers(m, k) *
+				  (k == LLM_KIND_MOE
+				       ? moe_layer - (llm_attn_params(m) + attn_extra(m) + 2 * h)
+				       : llm_kind_params(m, k));
 	}
 	/* The MTP depths' layers (of the last layer's kind) and projections. */
 	if (m->mtp_layers > 0)
@@ -637,13 +669,6 @@ static int hybrid_pattern(const char *path, config_t *cf, struct llm *m, struct 
 	for (size_t i = 0; i < n; i++) {
 		if (llm_char_kind((unsigned char)s[i]) >= 0)
 			continue;
-		if (s[i] == 'E')
-			return prism_err_set(
-			    err, PRISM_EFORMAT,
-			    "%s:%d: 'hybrid_override_pattern' layer %zu: 'E' "
-			    "(mixture-of-experts) layers in a hybrid pattern are not "
-			    "modelled; M (Mamba), * (attention) and - (MLP) are",
-			    path, line, i);
 		/* Megatron-LM's separators: "/" before the MTP depths'
 		 * patterns (parse_hybrid_pattern), "|" between pipeline stages
 		 * (Megatron-Bridge's) */
@@ -658,7 +683,7 @@ static int hybrid_pattern(const char *path, config_t *cf, struct llm *m, struct 
 					  "--partition");
 		return prism_err_set(err, PRISM_EFORMAT,
 				     "%s:%d: 'hybrid_override_pattern' layer %zu: '%c' is not M "
-				     "(Mamba), * (attention) or - (MLP)",
+				     "(Mamba), * (attention), - (MLP) or E (MoE)",
 				     path, line, i, s[i]);
 	}
 	if (m->layers != 0 && (size_t)m->layers != n)
@@ -812,12 +837,29 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 	if ((rc = moe_load(path, &cf, root, m, err)) || (rc = mla_load(path, &cf, root, m, err)) ||
 	    (rc = mamba_load(path, &cf, root, m, err)))
 		goto out;
-	if (llm_hybrid(m) && (m->experts > 0 || m->mtp_layers > 0)) {
-		const char *k = m->experts > 0 ? "experts" : "mtp_layers";
+	if (llm_hybrid(m) && (m->mtp_layers > 0 || config_lookup(&cf, "first_dense") ||
+			      config_lookup(&cf, "moe_layer_freq"))) {
+		const char *k = m->mtp_layers > 0		    ? "mtp_layers"
+				: config_lookup(&cf, "first_dense") ? "first_dense"
+								    : "moe_layer_freq";
 		rc = prism_err_set(err, PRISM_EFORMAT,
-				   "%s:%d: '%s' with 'hybrid_override_pattern': a hybrid model's "
-				   "experts and multi-token prediction are not modelled",
-				   path, config_setting_source_line(config_lookup(&cf, k)), k);
+				   "%s:%d: '%s' with 'hybrid_override_pattern': %s", path,
+				   config_setting_source_line(config_lookup(&cf, k)), k,
+				   m->mtp_layers > 0 ? "a hybrid model's multi-token prediction is "
+						       "not modelled"
+						     : "the pattern's E layers are its MoE layers");
+		goto out;
+	}
+	if (llm_hybrid(m) && (m->experts > 0) != (llm_kind_layers(m, LLM_KIND_MOE) > 0)) {
+		rc = prism_err_set(
+		    err, PRISM_EFORMAT,
+		    m->experts > 0
+			? "%s:%d: 'experts' needs E layers in 'hybrid_override_pattern'"
+			: "%s:%d: 'hybrid_override_pattern''s E layers need 'experts' and "
+			  "'top_k'",
+		    path,
+		    config_setting_source_line(config_lookup(
+			&cf, m->experts > 0 ? "experts" : "hybrid_override_pattern")));
 		goto out;
 	}
 	if (m->heads % m->kv_heads) {

@@ -116,7 +116,9 @@ struct llm {
 	 * mamba_hybrid_layer_allocation.py): one character a layer, "M" a
 	 * Mamba-2 layer (norm and mixer), "*" an attention layer (norm,
 	 * self-attention; no MLP), "-" an MLP layer (norm, FFN; no
-	 * attention); layers is the pattern's length.  The Mamba-2 mixer
+	 * attention), "E" a mixture-of-experts layer (norm and the experts
+	 * as experts, top_k, ... say; no attention; Nemotron 3);
+	 * layers is the pattern's length.  The Mamba-2 mixer
 	 * (mamba_mixer.py), by Hugging Face's NemotronH names: ssm_heads
 	 * (mamba_num_heads) of ssm_head_dim (mamba_head_dim) make its inner
 	 * width d_i; ssm_state (ssm_state_size) N; ssm_groups (n_groups) G, the
@@ -129,7 +131,14 @@ struct llm {
 
 /* A layer's kind: a transformer layer (attention and MLP), or one of a
  * hybrid model's (llm.pattern). */
-enum llm_kind { LLM_KIND_FULL, LLM_KIND_MAMBA, LLM_KIND_ATTN, LLM_KIND_MLP, LLM_KINDS };
+enum llm_kind {
+	LLM_KIND_FULL,
+	LLM_KIND_MAMBA,
+	LLM_KIND_ATTN,
+	LLM_KIND_MLP,
+	LLM_KIND_MOE, /* 'E': a norm and the experts (no attention) */
+	LLM_KINDS
+};
 
 /* 1 for a hybrid model (a pattern). */
 int llm_hybrid(const struct llm *m);
@@ -150,7 +159,10 @@ int llm_kind_layers(const struct llm *m, int k);
 double llm_ssm_inner(const struct llm *m);
 double llm_ssm_proj(const struct llm *m);
 
-/* Parameters of one layer of kind k: FULL llm_layer_params; ATTN its
+/* Parameters of one layer of kind k: MOE an MoE layer's without its
+ * attention (llm_moe_layer_params less the attention's matrices, biases
+ * and input norm; *active, where not NULL, with top_k routed experts);
+ * FULL llm_layer_params; ATTN its
  * attention part (the matrices, their biases and norms, its input norm,
  * 2h); MLP the rest (the FFN's matrices and biases, its norm); MAMBA the
  * norm (2h), in_proj h (2 d_i + 2 G N + H), the convolution's weight and
@@ -158,6 +170,7 @@ double llm_ssm_proj(const struct llm *m);
  * norm's weight d_i, out_proj d_i h (Megatron-LM's mixer has no linear
  * biases: bias=False). */
 double llm_kind_params(const struct llm *m, int k);
+double llm_kind_active_params(const struct llm *m, int k);
 
 /* The same on one of t tensor-parallel ranks: FULL and ATTN as
  * llm_layer_params_rank splits a layer (the attention's copies whole),

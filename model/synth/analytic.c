@@ -204,7 +204,11 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 			synth_kind_layer_times(&T->si, k, &T->kf[k], &T->kb[k], &a);
 			acc_share_of(&T->si, in->acc_elem_bytes, T->mb, 0, k, &T->kb[k]);
 			synth_kind_layer_host(&T->si, k, &T->khf[k], &T->khb[k]);
-			T->kar[k] = k == LLM_KIND_FULL ? T->ar : T->ar / 2;
+			/* an E layer's tensor parallelism: its shared experts'
+			 * round, none without */
+			T->kar[k] = k == LLM_KIND_FULL				 ? T->ar
+				    : k != LLM_KIND_MOE || m->shared_experts > 0 ? T->ar / 2
+										 : 0;
 			T->lf += n * T->kf[k];
 			T->lb += n * T->kb[k];
 			T->hf += n * T->khf[k];
@@ -411,8 +415,10 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			head *= 1 + m->mtp_layers;
 		}
 		if (llm_hybrid(m)) {
-			/* A hybrid model: the stage's layers by their kinds. */
-			double gf = 0, gb = 0, hf = 0, hb = 0, ar = 0;
+			/* A hybrid model: the stage's layers by their kinds (E
+			 * layers with their dispatchers' collectives, their
+			 * routed experts' parameters apart). */
+			double gf = 0, gb = 0, hf = 0, hb = 0, ar = 0, ne = 0;
 			for (int ch = 0; ch < v; ch++) {
 				int l0 = layout_chunk_first(m, &T.lay, s, ch),
 				    nc = layout_chunk_layers(m, &T.lay, s, ch);
@@ -421,9 +427,11 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 					gf += T.kf[k], gb += T.kb[k], hf += T.khf[k],
 					    hb += T.khb[k];
 					/* the ring's exposed transfers: attention's */
-					ar += T.kar[k] + (k == LLM_KIND_FULL || k == LLM_KIND_ATTN
-							      ? T.cp_ring
-							      : 0);
+					ar += T.kar[k] +
+					      (k == LLM_KIND_FULL || k == LLM_KIND_ATTN ? T.cp_ring
+											: 0) +
+					      (k == LLM_KIND_MOE ? T.moe_comm : 0);
+					ne += k == LLM_KIND_MOE;
 				}
 			}
 			c = (gf + gb + emb + head) / in->compute_eff;
@@ -432,7 +440,10 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			       fmax(slot * (gf + gb > 0 ? gb / (gf + gb) : 0.5), hb);
 			sum += slot;
 			mem_stage(m, &T.lay, NULL, s, &ms);
-			stage_dp(in, &T, c, n, ms.params, 0, &dpt, &exposed);
+			if (ne > 0)
+				mem_moe_layer_params(m, &T.lay, &md, &me);
+			Pe = ne > 0 ? ne * me : 0;
+			stage_dp(in, &T, c, n, ms.params - Pe, Pe, &dpt, &exposed);
 			opt = 28 * ms.params / (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) /
 			      hw->hbm_Bps;
 			if (slot > worst) {

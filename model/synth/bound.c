@@ -46,6 +46,15 @@ void synth_extra_times(const struct synth_in *in, double *emb, double *head)
 	*head = c.dry_s;
 }
 
+/* The first layer of kind k (0 where there is none). */
+static int first_of_kind(const struct llm *m, int k)
+{
+	for (int l = 0; l < m->layers; l++)
+		if (llm_layer_kind(m, l) == k)
+			return l;
+	return 0;
+}
+
 /* One layer's times, its attention windowed by win (0: global); kind: a
  * hybrid model's layer kind (LLM_KIND_FULL otherwise). */
 static void layer_times_win(const struct synth_in *in, int moe, int kind, int win, double *fwd_s,
@@ -61,6 +70,8 @@ static void layer_times_win(const struct synth_in *in, int moe, int kind, int wi
 	rk.mb = 1; /* a steady microbatch: fp8 weights already cast */
 	rk.phase = PH_FORWARD;
 	rk.layer = moe ? in->m.layers - 1 : -1; /* a dense layer, or an MoE one */
+	if (kind == LLM_KIND_MOE)		/* a hybrid model's E layer */
+		rk.layer = first_of_kind(&in->m, kind);
 	sl_shape(in, &z);
 	sl_layer_fwd(&c, 0, &z);
 	*fwd_s = c.dry_s;
@@ -119,7 +130,7 @@ void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, doub
 	c.dry_kind = k;
 	rk.mb = 1;
 	rk.phase = PH_FORWARD;
-	rk.layer = -1;
+	rk.layer = k == LLM_KIND_MOE ? first_of_kind(&in->m, k) : -1;
 	sl_shape(in, &z);
 	sl_layer_fwd(&c, 0, &z);
 	*fwd_s = c.dry_host_s;
@@ -228,6 +239,25 @@ static void layer_bound_of(const struct synth_in *in, const struct hw_profile *h
 	int dt = layout_attn_dtype(&in->lay), cp = layout_cp(&in->lay);
 
 	llm_kind_flops(m, kind, bt, &gemm, &attn);
+	if (kind == LLM_KIND_MOE) {
+		/* A hybrid model's E layer: moe_layer_bound's GEMMs without the
+		 * attention's (the router, the shared experts unless beside
+		 * the dispatcher, the busiest rank's routed tokens). */
+		struct shape z;
+		double fl;
+		sl_shape(in, &z);
+		fl = llm_gemm_flops(z.n_tok, z.E, z.h) +
+		     (in->lay.moe_shared_overlap ? 0 : z.shared) *
+			 (llm_gemm_flops(z.b * z.s, z.fe_in, z.h) +
+			  llm_gemm_flops(z.b * z.s, z.h, z.fe)) /
+			 z.t +
+		     llm_gemm_flops(z.M, z.fe_in / z.etp, z.h) +
+		     llm_gemm_flops(z.M, z.h, z.fe / z.etp);
+		*f = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, in->lay.dtype, fl));
+		*b = 2 * *f;
+		*attn_f = 0;
+		return;
+	}
 	if (kind == LLM_KIND_MAMBA || kind == LLM_KIND_MLP) {
 		/* No attention.  A Mamba layer's SSD products run as GEMMs
 		 * (layer.c ssd_gemm; bf16 unless fp32, and no fewer chunks
@@ -560,6 +590,8 @@ double synth_lower_bound(const struct synth_in *in)
 		for (int k = LLM_KIND_MAMBA; k < LLM_KINDS; k++) {
 			double kf, kb, ka, rf = k == LLM_KIND_ATTN ? att_f : mlp,
 					   rb = k == LLM_KIND_ATTN ? att_b : mlp;
+			if (k == LLM_KIND_MOE && (m->shared_experts == 0 || l->moe_shared_overlap))
+				rf = rb = 0;	      /* no shared experts' round on the stream */
 			if (!llm_kind_layers(m, k)) { /* none of that kind */
 				kw[k] = 0;
 				continue;

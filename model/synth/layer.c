@@ -1367,9 +1367,9 @@ void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
 		mamba_fwd(c, r, z);
 		return;
 	}
-	if (k != LLM_KIND_MLP)
+	if (k != LLM_KIND_MLP && k != LLM_KIND_MOE)
 		attn_block_fwd(c, r, z);
-	if (k != LLM_KIND_ATTN)
+	if (k != LLM_KIND_ATTN) /* an E layer's: its experts (moe_now) */
 		mlp_block_fwd(c, r, z);
 }
 
@@ -1518,7 +1518,7 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 	}
 	if (k != LLM_KIND_ATTN)
 		mlp_block_bwd(c, r, z);
-	if (k != LLM_KIND_MLP)
+	if (k != LLM_KIND_MLP && k != LLM_KIND_MOE)
 		attn_block_bwd(c, r, z);
 }
 
@@ -1663,7 +1663,8 @@ void sl_shape(const struct synth_in *in, struct shape *z)
 		z->params = 0; /* the largest kind's the model has */
 		for (int k = 0; k < LLM_KINDS; k++) {
 			z->kparams[k] = llm_kind_params_rank(m, k, in->lay.tp);
-			if (llm_kind_layers(m, k) > 0 && z->kparams[k] > z->params)
+			if (k != LLM_KIND_MOE && llm_kind_layers(m, k) > 0 &&
+			    z->kparams[k] > z->params)
 				z->params = z->kparams[k];
 		}
 		z->mh = m->ssm_heads;
