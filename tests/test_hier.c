@@ -395,6 +395,117 @@ static void test_agreement_moe_cp(void **state)
 }
 
 /*
+ * Hybrid Mamba/attention models (issue 35 item 2): a pattern of Mamba-2,
+ * attention and MLP layers (each kind its own kernels, a chunk's units
+ * of mixed kinds) under tp and sequence parallelism (overlapped too),
+ * pipelines with even, balanced and given partitions, interleaving,
+ * recomputation (full; selective with the mlp module) and ZeRO 1 to 3.
+ * Each folds exactly, contention or not.
+ */
+static void test_agreement_hybrid(void **state)
+{
+	static const struct {
+		int tp, sp, tpo, pp, vp, dp, m, sched, zero, rc, rcm, part;
+		const char *given;
+	} cases[] = {
+	    {1, 0, 0, 2, 1, 2, 4, LAYOUT_1F1B, 0, LAYOUT_RECOMPUTE_NONE, 0, LAYOUT_PART_GIVEN,
+	     NULL},
+	    {2, 1, 0, 2, 1, 2, 6, LAYOUT_1F1B, 1, LAYOUT_RECOMPUTE_FULL, 0, LAYOUT_PART_GIVEN,
+	     NULL},
+	    {4, 1, 1, 2, 1, 1, 4, LAYOUT_1F1B, 0, LAYOUT_RECOMPUTE_SELECTIVE,
+	     LAYOUT_RC_CORE_ATTN | LAYOUT_RC_MLP, LAYOUT_PART_GIVEN, NULL},
+	    {2, 0, 0, 2, 2, 2, 4, LAYOUT_INTERLEAVED, 2, LAYOUT_RECOMPUTE_NONE, 0,
+	     LAYOUT_PART_GIVEN, NULL},
+	    {1, 0, 0, 1, 1, 4, 3, LAYOUT_1F1B, 3, LAYOUT_RECOMPUTE_NONE, 0, LAYOUT_PART_GIVEN,
+	     NULL},
+	    {1, 0, 0, 4, 1, 1, 8, LAYOUT_1F1B, 0, LAYOUT_RECOMPUTE_NONE, 0, LAYOUT_PART_BALANCED,
+	     NULL},
+	    {2, 1, 0, 3, 1, 1, 6, LAYOUT_1F1B, 1, LAYOUT_RECOMPUTE_NONE, 0, LAYOUT_PART_GIVEN,
+	     "3,2,3"},
+	};
+	int folded = 0;
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_in in;
+		struct prism_err err;
+		int f;
+		small(&in);
+		strcpy(in.m.pattern, "M-*M-M*-");
+		in.m.ssm_heads = 32;
+		in.m.ssm_head_dim = 64;
+		in.m.ssm_state = 64;
+		in.m.ssm_groups = 4;
+		in.m.ssm_conv = 4;
+		in.m.ssm_chunk = 256;
+		in.lay.tp = cases[i].tp;
+		in.lay.sp = cases[i].sp;
+		in.lay.tp_overlap = cases[i].tpo;
+		in.lay.pp = cases[i].pp;
+		in.lay.vp = cases[i].vp;
+		in.lay.dp = cases[i].dp;
+		in.lay.microbatches = cases[i].m;
+		in.lay.schedule = cases[i].sched;
+		in.lay.zero = cases[i].zero;
+		in.lay.recompute = cases[i].rc;
+		if (cases[i].rcm)
+			in.lay.recompute_modules = cases[i].rcm;
+		in.lay.partition = cases[i].part;
+		prism_err_clear(&err);
+		if (cases[i].given)
+			assert_int_equal(layout_partition_parse(cases[i].given, &in.lay, &err), 0);
+		if (synth_check(&in, &err)) {
+			print_error("hybrid case %zu: %s\n", i, err.msg);
+			fail();
+		}
+		print_message("hybrid case %zu\n", i);
+		f = agree(&in);
+		in.hw = &hw_quiet;
+		assert_int_equal(agree(&in), f);
+		folded += f;
+	}
+	assert_true(folded >= 5);
+	/* MoE layers in the pattern (E: Nemotron 3), expert parallel over
+	 * 4 and 2 ranks, ZeRO 0 and 1.  (Shared experts beside the
+	 * dispatcher, moe_shared_overlap, fold the iteration exactly but not
+	 * its breakdown, for an MoE transformer as for these: left out.) */
+	for (int i = 0; i < 2; i++) {
+		struct synth_in in;
+		struct prism_err err;
+		int f;
+		small(&in);
+		strcpy(in.m.pattern, "M*EM-E*E");
+		in.m.ssm_heads = 32;
+		in.m.ssm_head_dim = 64;
+		in.m.ssm_state = 64;
+		in.m.ssm_groups = 4;
+		in.m.ssm_conv = 4;
+		in.m.ssm_chunk = 256;
+		in.m.gated = 1;
+		in.m.experts = 8;
+		in.m.top_k = 2;
+		in.m.shared_experts = 1;
+		in.m.expert_ffn = 1024;
+		in.lay.tp = 2;
+		in.lay.sp = 1;
+		in.lay.pp = 2;
+		in.lay.dp = 2;
+		in.lay.ep = i ? 2 : 4;
+		in.lay.microbatches = 4;
+		in.lay.zero = i;
+		prism_err_clear(&err);
+		if (synth_check(&in, &err)) {
+			print_error("hybrid MoE case %d: %s\n", i, err.msg);
+			fail();
+		}
+		print_message("hybrid MoE case %d\n", i);
+		f = agree(&in);
+		in.hw = &hw_quiet;
+		assert_int_equal(agree(&in), f);
+		assert_true(f);
+	}
+}
+
+/*
  * Issue 38 item 2: context parallelism in each of its forms (the p2p ring,
  * all_gather, a2a, a2a+p2p: Transformer Engine's cp_comm_type) and MoE
  * layers with expert data parallelism above 1 (the experts' gradients
@@ -767,7 +878,7 @@ int main(void)
 	    cmocka_unit_test(test_agreement_moe_cp),  cmocka_unit_test(test_cp_moe_forms),
 	    cmocka_unit_test(test_gpt3_175b),	      cmocka_unit_test(test_rebuilt_base),
 	    cmocka_unit_test(test_extrapolate),	      cmocka_unit_test(test_sweep_subset),
-	    cmocka_unit_test(test_agreement_offload),
+	    cmocka_unit_test(test_agreement_offload), cmocka_unit_test(test_agreement_hybrid),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

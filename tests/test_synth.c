@@ -2847,6 +2847,452 @@ static void test_mtp(void **state)
 	assert_rel_close(m1.params, m0.params, 1e-15);
 }
 
+/* ---- hybrid Mamba/attention models (llm.h pattern) ------------------- */
+
+/* One Mamba-2 layer (pattern "M"): hidden 256, 8 heads of 64 (d_i 512),
+ * state 32, 2 groups, a conv of 4, chunks of 64, seq 256, vocab 1000, no
+ * learned positions, tied. */
+static void mamba_small(struct synth_in *in)
+{
+	small(in);
+	in->m.layers = 1;
+	in->m.hidden = 256;
+	in->m.heads = 4;
+	in->m.ffn = 1024;
+	in->m.seq = 256;
+	in->m.vocab = 1000;
+	in->m.rope = 1;
+	strcpy(in->m.pattern, "M");
+	in->m.ssm_heads = 8;
+	in->m.ssm_head_dim = 64;
+	in->m.ssm_state = 32;
+	in->m.ssm_groups = 2;
+	in->m.ssm_conv = 4;
+	in->m.ssm_chunk = 64;
+	in->steps = 1;
+}
+
+/*
+ * The Mamba-2 layer worked by hand (T = 256 tokens, h = 256, H = 8, P = 64,
+ * N = 32, G = 2, Q = 64, 4 chunks).  in_proj's width 2 d_i + 2 G N + H =
+ * 1024 + 128 + 8 = 1160.  Parameters: norm 512, in_proj 256 x 1160 =
+ * 296,960, conv (512 + 128) x 5 = 3,200, dt_bias, A_log, D 24, gated norm
+ * 512, out_proj 131,072: 432,280; the model adds the embedding 256,000 and
+ * the final norm 512: 688,792.
+ * FLOPs forward: in_proj 2 x 256 x 1160 x 256 = 152,043,520, out_proj 2 x
+ * 256 x 256 x 512 = 67,108,864; the SSD scan (llm_ssd_flops) 2 T (G Q N +
+ * H (Q P + 2 N P + N P / Q)) = 512 x (4096 + 8 x 8224) = 35,782,656, of
+ * which its kernels' products are all but the states' passing (2 T H N P
+ * / Q = 131,072): 35,651,584.  Training (llm_flops_iter): 3 x 254,935,040
+ * + the logits 3 x 131,072,000 = 1,158,021,120.  The kernels: the
+ * projections three times (657,457,152), the scan's products forward
+ * (35,651,584) and backward 2 T (5 H N P + 2 H Q P + 3 G Q N) = 512 x
+ * 159,744 = 81,788,928 (twice the forward's and the chunk states and C
+ * B^T recomputed), the logits' 393,216,000: 1,168,113,664.
+ * Bytes of the forward's memory-bound kernels: norm 4 T h = 262,144, the
+ * two copies 4 T 1160 = 1,187,840 and 4 T 512 = 524,288, the convolution 4
+ * T 640 = 655,360, dt's sums 10 T H = 20,480, the states' passing 8 x 4
+ * chunks x H N P = 524,288, the gated norm 6 T 512 = 786,432, the
+ * residual add 7 T h = 458,752: 4,419,584, in 13 kernels.
+ */
+static void test_mamba_layer(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	struct prism_err err;
+	struct mem_est me;
+	double ff = 0, fb = 0, full;
+	int nk = 0;
+	(void)state;
+	mamba_small(&in);
+	assert_true(llm_ssm_proj(&in.m) == 1160);
+	assert_rel_close(llm_kind_params(&in.m, LLM_KIND_MAMBA), 432280.0, 1e-15);
+	assert_rel_close(llm_params(&in.m), 688792.0, 1e-15);
+	assert_rel_close(llm_ssd_flops(&in.m, 256, 8, 2), 35782656.0, 1e-15);
+	assert_rel_close(llm_flops_iter(&in.m, 1, 0), 1158021120.0, 1e-15);
+	g = build(&in, &so, &st);
+	assert_rel_close(so.flops, 1168113664.0, 1e-12);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		double f, b;
+		if (g->kind[u] != GN_KERNEL || g->layer[u] != 0 || g->phase[u] != PH_FORWARD)
+			continue;
+		assert_int_equal(cost_work(g, u, &f, &b), 1);
+		nk++;
+		if (cost_classify_node(g, u) == KC_GEMM)
+			ff += f;
+		else
+			fb += b;
+	}
+	assert_int_equal(nk, 13);
+	assert_rel_close(ff, 254803968.0, 1e-12);
+	assert_rel_close(fb, 4419584.0, 1e-12);
+	assert_true(synth_lower_bound(&in) <= st.iter_s);
+	full = so.flops;
+	synth_out_release(&so);
+	graph_free(g);
+	/* Activations (mem_act_kind): 5 s b h whole (327,680) and the split
+	 * 2 x 1160 + 6 x 512 = 5,392 bytes a token (1,380,352). */
+	assert_rel_close(mem_act_kind(&in.m, &in.lay, LLM_KIND_MAMBA), 1708032.0, 1e-15);
+	synth_mem(&in, &me);
+	assert_rel_close(me.params_per_gpu, 688792.0, 1e-15);
+	/* tp 2: every rank does half of every product (heads and groups
+	 * split). */
+	in.lay.tp = 2;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), 0);
+	g = build(&in, &so, &st);
+	assert_rel_close(so.flops, full / 2, 1e-12);
+	synth_out_release(&so);
+	graph_free(g);
+	/* tp 4 would split the 2 groups: refused, as Megatron-LM asserts. */
+	in.lay.tp = 4;
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "layout: tp 4 must divide the Mamba heads (8) and groups (2): "
+				     "each rank holds whole ones (Megatron-LM's MambaMixer)");
+	/* fp8: in_proj's 1160 is not a multiple of 16, as MambaMixer
+	 * asserts it must be. */
+	in.lay.tp = 1;
+	in.lay.dtype = HW_FP8;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	assert_string_equal(err.msg,
+			    "layout: fp8: the Mamba in_proj's width 2 d_inner + 2 groups x "
+			    "state + heads = 1160 is not a multiple of 16 (Megatron-LM's "
+			    "MambaMixer asserts it)");
+	in.lay.dtype = HW_BF16;
+	/* A layers edit cannot say what the new layers are. */
+	in.lay.tp = 1;
+	in.m.layers = 2;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	assert_string_equal(err.msg, "model: layers 2 differs from the 1 layers of its hybrid "
+				     "pattern (a hybrid model's layers are its pattern's)");
+}
+
+/* The pattern's characters as layer kinds; an attention layer and an MLP
+ * layer hold a transformer layer's parameters between them; the run's
+ * description carries the pattern and the mixer; stages count Mamba
+ * layers as layers; a hybrid run folds as it runs whole (test_hier). */
+static void test_hybrid_pattern(void **state)
+{
+	struct synth_in in, b;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	struct prism_err err;
+	char d[4096];
+	(void)state;
+	small(&in);
+	assert_false(llm_hybrid(&in.m));
+	assert_int_equal(llm_layer_kind(&in.m, 3), LLM_KIND_FULL);
+	assert_int_equal(llm_kind_layers(&in.m, LLM_KIND_FULL), 8);
+	assert_rel_close(llm_kind_params(&in.m, LLM_KIND_ATTN) +
+			     llm_kind_params(&in.m, LLM_KIND_MLP),
+			 llm_layer_params(&in.m), 1e-15);
+	mamba_small(&in);
+	strcpy(in.m.pattern, "M-*M-M*-");
+	in.m.layers = 8;
+	assert_int_equal(llm_layer_kind(&in.m, 0), LLM_KIND_MAMBA);
+	assert_int_equal(llm_layer_kind(&in.m, 1), LLM_KIND_MLP);
+	assert_int_equal(llm_layer_kind(&in.m, 2), LLM_KIND_ATTN);
+	assert_int_equal(llm_layer_kind(&in.m, 7), LLM_KIND_MLP);
+	assert_int_equal(llm_kind_layers(&in.m, LLM_KIND_MAMBA), 3);
+	assert_int_equal(llm_kind_layers(&in.m, LLM_KIND_ATTN), 2);
+	assert_int_equal(llm_kind_layers(&in.m, LLM_KIND_MLP), 3);
+	assert_int_equal(llm_kind_layers(&in.m, LLM_KIND_FULL), 0);
+	/* The pattern through the description and back. */
+	synth_meta(&in, d, sizeof(d));
+	assert_non_null(strstr(d, ";hybrid_pattern=M-*M-M*-;ssm_heads=8;ssm_head_dim=64;"
+				  "ssm_state=32;ssm_groups=2;ssm_conv=4;ssm_chunk=64"));
+	synth_in_default(&b);
+	prism_err_clear(&err);
+	assert_int_equal(synth_meta_parse(d, &b, &err), 0);
+	assert_memory_equal(&in.m, &b.m, sizeof(in.m));
+	/* Two stages of 4: the first holds layers 0..3 (M - * M), the
+	 * second the rest; each stage's parameters are its kinds'. */
+	in.lay.pp = 2;
+	in.lay.microbatches = 4;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), 0);
+	{
+		struct mem_stage s0, s1;
+		double pm = llm_kind_params(&in.m, LLM_KIND_MAMBA),
+		       pa = llm_kind_params(&in.m, LLM_KIND_ATTN),
+		       pl = llm_kind_params(&in.m, LLM_KIND_MLP);
+		mem_stage(&in.m, &in.lay, in.hw, 0, &s0);
+		mem_stage(&in.m, &in.lay, in.hw, 1, &s1);
+		/* stage 0: 2 M, 1 *, 1 - and the embedding; stage 1: 1 M, 1
+		 * *, 2 - and the final norm and the tied head's copy */
+		assert_rel_close(s0.params, 2 * pm + pa + pl + 256000.0, 1e-15);
+		assert_rel_close(s1.params, pm + pa + 2 * pl + 512 + 256000.0, 1e-15);
+	}
+	g = build(&in, &so, &st);
+	assert_true(synth_lower_bound(&in) <= st.iter_s);
+	synth_out_release(&so);
+	graph_free(g);
+	/* The balanced partition on 3 stages against every split tried (an
+	 * independent search): its largest stage time, by the kinds' times,
+	 * is the least any split has. */
+	{
+		struct layout r;
+		double w[LLM_KINDS] = {0}, emb, head, best = 1e300, got = 0, a;
+		int first = 0;
+		in.lay.pp = 3;
+		in.lay.microbatches = 3;
+		in.lay.partition = LAYOUT_PART_BALANCED;
+		for (int k = 0; k < LLM_KINDS; k++) {
+			double f, bw;
+			synth_kind_layer_times(&in, k, &f, &bw, &a);
+			w[k] = f + bw;
+		}
+		synth_extra_times(&in, &emb, &head);
+		prism_err_clear(&err);
+		assert_int_equal(synth_partition(&in, &r, &err), 0);
+		for (int st3 = 0; st3 < 3; st3++) {
+			double load = st3 == 0 ? emb : st3 == 2 ? head : 0;
+			int n = layout_stage_layers(&in.m, &r, st3);
+			for (int i = first; i < first + n; i++)
+				load += w[llm_layer_kind(&in.m, i)];
+			first += n;
+			got = load > got ? load : got;
+		}
+		assert_int_equal(first, 8);
+		for (int i = 1; i < 8; i++)
+			for (int j = i + 1; j < 8; j++) {
+				double l0 = emb, l1 = 0, l2 = head, mx;
+				for (int k = 0; k < 8; k++)
+					*(k < i	  ? &l0
+					  : k < j ? &l1
+						  : &l2) += w[llm_layer_kind(&in.m, k)];
+				mx = l0 > l1 ? l0 : l1;
+				mx = mx > l2 ? mx : l2;
+				best = mx < best ? mx : best;
+			}
+		print_message("balanced %d,%d,%d: %.6f ms, best %.6f ms\n",
+			      layout_stage_layers(&in.m, &r, 0), layout_stage_layers(&in.m, &r, 1),
+			      layout_stage_layers(&in.m, &r, 2), got * 1e3, best * 1e3);
+		assert_rel_close(got, best, 1e-9);
+	}
+}
+
+/* A pattern of attention and MLP layers in pairs ("*-*-...") runs a
+ * transformer's layers split in two: against the 4-layer model, the same
+ * kernels (FLOPs), the same parameters on each stage, and the same
+ * analytic estimate -- compute, tensor-parallel time, iteration -- and
+ * lower bound to rounding, on 2 stages of tp 2 (each stage's two layers as
+ * four), and with cp 2. */
+static void test_hybrid_as_transformer(void **state)
+{
+	struct synth_in in, hy;
+	struct synth_out so, sh;
+	struct settle_out st, sth;
+	struct graph *g, *gh;
+	struct analytic_in a, ah;
+	struct analytic_out o, oh;
+	struct mem_est me, mh;
+	struct prism_err err;
+	(void)state;
+	small(&in);
+	in.m.layers = 4;
+	in.lay.tp = 2;
+	in.lay.pp = 2;
+	in.lay.dp = 2;
+	in.lay.sp = 1;
+	in.lay.microbatches = 4;
+	in.steps = 1;
+	hy = in;
+	strcpy(hy.m.pattern, "*-*-*-*-");
+	hy.m.layers = 8;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&hy, &err), 0);
+	assert_rel_close(llm_params(&hy.m), llm_params(&in.m), 1e-15);
+	assert_rel_close(llm_flops_iter(&hy.m, 1, 0), llm_flops_iter(&in.m, 1, 0), 1e-15);
+	g = build(&in, &so, &st);
+	gh = build(&hy, &sh, &sth);
+	assert_rel_close(sh.flops, so.flops, 1e-12);
+	/* The optimizer runs per layer (its L2 norm, scale and Adam
+	 * kernels): 8 layers' against 4, 12 kernels more. */
+	assert_int_equal(sh.kernels - so.kernels, 12);
+	synth_mem(&in, &me);
+	synth_mem(&hy, &mh);
+	assert_rel_close(mh.params_per_gpu, me.params_per_gpu, 1e-15);
+	analytic_in_default(&a);
+	a.m = in.m;
+	a.hw = in.hw;
+	a.lay = in.lay;
+	a.global_batch = 16;
+	ah = a;
+	ah.m = hy.m;
+	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+	assert_int_equal(analytic_estimate(&ah, &oh, &err), 0);
+	assert_rel_close(oh.t_compute, o.t_compute, 1e-12);
+	assert_rel_close(oh.t_tp, o.t_tp, 1e-12);
+	assert_rel_close(oh.t_iter, o.t_iter, 1e-12);
+	assert_rel_close(synth_lower_bound(&hy), synth_lower_bound(&in), 1e-12);
+	print_message("transformer as *-: synth %.6f / %.6f ms, analytic %.6f ms\n",
+		      st.iter_s * 1e3, sth.iter_s * 1e3, o.t_iter * 1e3);
+	/* The same with context parallelism (the attention layers' ring). */
+	a.lay.cp = ah.lay.cp = in.lay.cp = hy.lay.cp = 2;
+	a.global_batch = ah.global_batch = 8;
+	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+	assert_int_equal(analytic_estimate(&ah, &oh, &err), 0);
+	assert_rel_close(oh.t_iter, o.t_iter, 1e-12);
+	assert_rel_close(synth_lower_bound(&hy), synth_lower_bound(&in), 1e-12);
+	synth_out_release(&so);
+	synth_out_release(&sh);
+	graph_free(g);
+	graph_free(gh);
+}
+
+/* A hybrid model's MoE layers (pattern "E", Nemotron 3): "*E*E*E*E" runs
+ * a 4-layer MoE transformer's layers split in two, each attention block
+ * its own layer and each MoE block another -- against moe_small with every
+ * layer MoE: the same parameters (total and active), FLOPs, kernels'
+ * FLOPs, all-to-alls, parameters and experts' parameters on each stage,
+ * analytic estimate and bound, on 2 stages of ep 4 (tp 2 sp), the
+ * optimizer's kernels per layer apart; and its units fold (test_hier). */
+static void test_hybrid_moe(void **state)
+{
+	struct synth_in in, hy;
+	struct synth_out so, sh;
+	struct settle_out st, sth;
+	struct graph *g, *gh;
+	struct analytic_in a, ah;
+	struct analytic_out o, oh;
+	struct mem_stage m0, m1;
+	struct prism_err err;
+	int n0 = 0, n1 = 0;
+	(void)state;
+	moe_small(&in);
+	in.m.first_dense = 0;
+	in.lay.tp = 2;
+	in.lay.sp = 1;
+	in.lay.pp = 2;
+	in.lay.dp = 2;
+	in.lay.ep = 4;
+	in.lay.microbatches = 4;
+	in.steps = 1;
+	hy = in;
+	strcpy(hy.m.pattern, "*E*E*E*E");
+	hy.m.layers = 8;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&hy, &err), 0);
+	assert_int_equal(llm_moe_layers(&hy.m), 4);
+	assert_true(llm_is_moe_layer(&hy.m, 1) && !llm_is_moe_layer(&hy.m, 2));
+	assert_rel_close(llm_params(&hy.m), llm_params(&in.m), 1e-15);
+	assert_rel_close(llm_active_params(&hy.m), llm_active_params(&in.m), 1e-15);
+	assert_rel_close(llm_flops_iter(&hy.m, 1, 0), llm_flops_iter(&in.m, 1, 0), 1e-15);
+	g = build(&in, &so, &st);
+	gh = build(&hy, &sh, &sth);
+	assert_rel_close(sh.flops, so.flops, 1e-12);
+	for (uint32_t i = 0; i < g->n_colls; i++)
+		n0 += g->colls[i].kind == GC_ALL_TO_ALL;
+	for (uint32_t i = 0; i < gh->n_colls; i++)
+		n1 += gh->colls[i].kind == GC_ALL_TO_ALL;
+	assert_int_equal(n1, n0);
+	assert_true(n0 > 0);
+	for (int s = 0; s < 2; s++) {
+		mem_stage(&in.m, &in.lay, in.hw, s, &m0);
+		mem_stage(&hy.m, &hy.lay, hy.hw, s, &m1);
+		assert_rel_close(m1.params, m0.params, 1e-15);
+		assert_rel_close(m1.optimizer, m0.optimizer, 1e-15);
+	}
+	analytic_in_default(&a);
+	a.m = in.m;
+	a.hw = in.hw;
+	a.lay = in.lay;
+	a.global_batch = 16;
+	ah = a;
+	ah.m = hy.m;
+	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+	assert_int_equal(analytic_estimate(&ah, &oh, &err), 0);
+	assert_rel_close(oh.t_compute, o.t_compute, 1e-12);
+	assert_rel_close(oh.t_iter, o.t_iter, 1e-12);
+	assert_rel_close(synth_lower_bound(&hy), synth_lower_bound(&in), 1e-12);
+	assert_true(synth_lower_bound(&hy) <= sth.iter_s);
+	print_message("MoE transformer as *E: synth %.6f / %.6f ms, analytic %.6f / %.6f ms\n",
+		      st.iter_s * 1e3, sth.iter_s * 1e3, o.t_iter * 1e3, oh.t_iter * 1e3);
+	synth_out_release(&so);
+	synth_out_release(&sh);
+	graph_free(g);
+	graph_free(gh);
+}
+
+/* The model file's pattern and mixer, and its errors with file and line;
+ * the shipped Nemotron-H 8B. */
+static void test_hybrid_load(void **state)
+{
+	static const struct bad_model bad[] = {
+	    {"hybrid_override_pattern = \"M-X*\";\n",
+	     ":7: 'hybrid_override_pattern' layer 2: 'X' is not M (Mamba), * (attention), - "
+	     "(MLP) or E (MoE)"},
+	    {"hybrid_override_pattern = \"ME-*\";\n",
+	     ":7: 'hybrid_override_pattern''s E layers need 'experts' and 'top_k'"},
+	    {"hybrid_override_pattern = \"M-*-/*-\";\n",
+	     ":7: 'hybrid_override_pattern' at 4: '/' (multi-token-prediction patterns) is not "
+	     "modelled"},
+	    {"hybrid_override_pattern = \"M-|*-\";\n",
+	     ":7: 'hybrid_override_pattern' at 2: '|' (pipeline stage boundaries) belongs to the "
+	     "layout: give the stages' layers with --partition"},
+	    {"hybrid_override_pattern = \"M-*\";\n",
+	     ":2: 'layers' 4 differs from the 3 layers of 'hybrid_override_pattern'"},
+	    {"hybrid_override_pattern = 5;\n",
+	     ":7: 'hybrid_override_pattern' must be a string of M, * and - (one a layer)"},
+	    {"n_groups = 8;\n", ":7: 'n_groups' needs Mamba layers ('M' in "
+				"'hybrid_override_pattern')"},
+	    {"hybrid_override_pattern = \"*-*-\";\nchunk_size = 64;\n",
+	     ":8: 'chunk_size' needs Mamba layers ('M' in 'hybrid_override_pattern')"},
+	    {"hybrid_override_pattern = \"M-M*\";\nmamba_num_heads = 12;\nn_groups = 8;\n",
+	     ":9: 'mamba_num_heads' 12 must be divisible by 'n_groups' 8 (each group's B and C "
+	     "serve whole heads, mamba_mixer.py)"},
+	    {"hybrid_override_pattern = \"M-M*\";\nconv_kernel = 0;\n",
+	     ":8: 'conv_kernel' must be a whole number in 1..64, not 0"},
+	    {"hybrid_override_pattern = \"M-M*\";\nexperts = 8;\ntop_k = 2;\n",
+	     ":8: 'experts' needs E layers in 'hybrid_override_pattern'"},
+	    {"hybrid_override_pattern = \"MEM*\";\nexperts = 8;\ntop_k = 2;\nfirst_dense = 1;\n",
+	     ":10: 'first_dense' with 'hybrid_override_pattern': the pattern's E layers are its "
+	     "MoE layers"},
+	};
+	static const char head[] = "name = \"m\";\nlayers = 4;\nhidden = 1024;\nheads = 16;\n"
+				   "seq = 1024;\nvocab = 32000;\n";
+	struct llm m;
+	struct prism_err err;
+	(void)state;
+	load_errors(head, bad, sizeof(bad) / sizeof(bad[0]));
+	prism_err_clear(&err);
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/nemotron-h-8b.cfg", &m, &err),
+			 0);
+	assert_int_equal(m.layers, 52);
+	assert_int_equal(llm_kind_layers(&m, LLM_KIND_MAMBA), 24);
+	assert_int_equal(llm_kind_layers(&m, LLM_KIND_ATTN), 4);
+	assert_int_equal(llm_kind_layers(&m, LLM_KIND_MLP), 24);
+	assert_int_equal(llm_layer_kind(&m, 7), LLM_KIND_ATTN);
+	assert_int_equal(llm_layer_kind(&m, 51), LLM_KIND_MLP);
+	/* in_proj 4096 x 18,560 (2 x 8192 + 2 x 8 x 128 + 128), as the
+	 * checkpoint's mixer.in_proj; by hand: Mamba layers 24 x
+	 * 109,644,160, attention 4 x 41,967,616, MLP 24 x 176,194,560, the
+	 * untied embedding and head 2 x 131072 x 4096, the final norm 8192:
+	 * 8,101,749,760 (the checkpoint: 8,100,852,736; prism adds norms'
+	 * biases and linear biases Nemotron-H has not). */
+	assert_true(llm_ssm_proj(&m) == 18560);
+	assert_rel_close(llm_kind_params(&m, LLM_KIND_MAMBA), 109644160.0, 1e-15);
+	assert_rel_close(llm_params(&m), 8101749760.0, 1e-15);
+	/* Nemotron 3 Nano: 23 M, 6 *, 23 E; an E layer its norm 5,376, the
+	 * router 128 x 2688 = 344,064 and 128 + 2 experts of 2 x 2688 x 1856
+	 * = 9,977,856 (squared ReLU, not gated): 1,297,470,720; active with 6
+	 * routed: 5,376 + 344,064 + 8 x 9,977,856 = 80,172,288. */
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/nemotron-3-nano.cfg", &m, &err),
+			 0);
+	assert_int_equal(llm_kind_layers(&m, LLM_KIND_MAMBA), 23);
+	assert_int_equal(llm_kind_layers(&m, LLM_KIND_ATTN), 6);
+	assert_int_equal(llm_kind_layers(&m, LLM_KIND_MOE), 23);
+	assert_int_equal(llm_moe_layers(&m), 23);
+	assert_rel_close(llm_kind_params(&m, LLM_KIND_MOE), 1297470720.0, 1e-15);
+	assert_rel_close(llm_kind_active_params(&m, LLM_KIND_MOE), 80172288.0, 1e-15);
+}
+
 /* ---- the host by execution mode (exec; docs/MODEL.md "Host") ---------- */
 
 /* A bare run of `layers` layers whose every kernel takes kernel_s on the
@@ -3233,6 +3679,11 @@ int main(void)
 	    cmocka_unit_test(test_moe_shared_overlap),
 	    cmocka_unit_test(test_moe_interleaved),
 	    cmocka_unit_test(test_mtp),
+	    cmocka_unit_test(test_mamba_layer),
+	    cmocka_unit_test(test_hybrid_pattern),
+	    cmocka_unit_test(test_hybrid_load),
+	    cmocka_unit_test(test_hybrid_as_transformer),
+	    cmocka_unit_test(test_hybrid_moe),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),

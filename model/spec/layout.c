@@ -978,6 +978,71 @@ static const char *domain_name(const struct hw_profile *hw)
 	return hw_domain(hw) > hw->gpus_per_node ? "an NVLink domain" : "a node";
 }
 
+/* A hybrid model (llm.h pattern): its layers are its pattern's (a layers
+ * edit cannot say which kind the new ones are); Megatron-LM's MambaMixer
+ * gives each tensor-parallel rank whole heads and whole groups
+ * (mamba_mixer.py: nheads and ngroups divisible by tp); its context
+ * parallelism (mamba_context_parallel.py) is not modelled. */
+static int check_hybrid(const struct llm *m, const struct layout *l, struct prism_err *err)
+{
+	size_t n;
+	if (!llm_hybrid(m))
+		return 0;
+	for (n = 0; n < sizeof(m->pattern) && m->pattern[n]; n++)
+		;
+	if (n >= sizeof(m->pattern) || (size_t)m->layers != n)
+		return prism_err_set(err, PRISM_EARG,
+				     "model: layers %d differs from the %zu layers of its hybrid "
+				     "pattern (a hybrid model's layers are its pattern's)",
+				     m->layers, n);
+	for (size_t i = 0; i < n; i++)
+		if (llm_char_kind((unsigned char)m->pattern[i]) < 0)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "model: hybrid pattern layer %zu: '%c' is not M, *, - or E", i,
+			    m->pattern[i]);
+	if (m->mtp_layers > 0 || m->first_dense > 0 || m->moe_period > 0 ||
+	    (m->experts > 0) != (llm_kind_layers(m, LLM_KIND_MOE) > 0))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "model: a hybrid model's MoE layers are its pattern's E layers "
+		    "(experts %d, E layers %d; no first_dense or moe_layer_freq), "
+		    "and its multi-token prediction is not modelled",
+		    m->experts, llm_kind_layers(m, LLM_KIND_MOE));
+	if (!llm_kind_layers(m, LLM_KIND_MAMBA))
+		return 0;
+	if (m->ssm_heads < 1 || m->ssm_heads > LLM_MAX_SSM_HEADS || m->ssm_head_dim < 1 ||
+	    m->ssm_head_dim > LLM_MAX_HEAD_DIM || m->ssm_state < 1 ||
+	    m->ssm_state > LLM_MAX_SSM_STATE || m->ssm_groups < 1 || m->ssm_groups > m->ssm_heads ||
+	    m->ssm_heads % m->ssm_groups || m->ssm_conv < 1 || m->ssm_conv > LLM_MAX_SSM_CONV ||
+	    m->ssm_chunk < 1 || m->ssm_chunk > LLM_MAX_SSM_CHUNK)
+		return prism_err_set(err, PRISM_EARG,
+				     "model: Mamba heads %d of %d, state %d, groups %d, conv %d, "
+				     "chunk %d: out of range",
+				     m->ssm_heads, m->ssm_head_dim, m->ssm_state, m->ssm_groups,
+				     m->ssm_conv, m->ssm_chunk);
+	if (m->ssm_heads % l->tp || m->ssm_groups % l->tp)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: tp %d must divide the Mamba heads (%d) and groups (%d): "
+		    "each rank holds whole ones (Megatron-LM's MambaMixer)",
+		    l->tp, m->ssm_heads, m->ssm_groups);
+	/* MambaMixer under fp8: in_proj's output width a multiple of 16. */
+	if ((l->dtype == HW_FP8 || l->dtype == HW_FP4) && (int64_t)llm_ssm_proj(m) % 16)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: fp8: the Mamba in_proj's width 2 d_inner + 2 groups x "
+		    "state + heads = %.0f is not a multiple of 16 (Megatron-LM's "
+		    "MambaMixer asserts it)",
+		    llm_ssm_proj(m));
+	if (layout_cp(l) > 1)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: cp %d: context parallelism of Mamba layers is not "
+				     "modelled",
+				     layout_cp(l));
+	return 0;
+}
+
 static int check_experts(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
 			 struct prism_err *err)
 {
@@ -1396,7 +1461,8 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 			    "be divisible by %d",
 			    layout_cp_comm_name(l->cp_comm), a, qr, kvr, a);
 	}
-	if ((rc = check_experts(m, l, hw, err)) || (rc = layout_check_partition(m, l, err)))
+	if ((rc = check_experts(m, l, hw, err)) || (rc = check_hybrid(m, l, err)) ||
+	    (rc = layout_check_partition(m, l, err)))
 		return rc;
 	if (l->schedule == LAYOUT_INTERLEAVED) {
 		if (l->vp < 2 || l->pp < 2)

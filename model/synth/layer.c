@@ -1148,12 +1148,16 @@ static int moe_now(const struct ctx *c, int r, const struct shape *z)
 
 static void mlp_fwd(struct ctx *c, int r, const struct shape *z);
 
+/* The kind of rank r's current layer (llm.h; a dry run's, c->dry_kind). */
+static int layer_kind(const struct ctx *c, int r)
+{
+	return c->dry ? c->dry_kind : llm_layer_kind(&c->in->m, kind_layer(c, r));
+}
+
 /* Layer norm, QKV, attention, projection, [TP all-reduce], fused bias +
  * dropout + residual add (Megatron's bias_dropout_add: reads the branch and
- * the residual, writes the sum and a one-byte dropout mask), layer norm,
- * FC1, GeLU (bias fused) or SwiGLU, FC2, [TP all-reduce], bias + dropout +
- * residual add. */
-void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
+ * the residual, writes the sum and a one-byte dropout mask). */
+static void attn_block_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	int ov = tp_overlapped(c, z);
@@ -1177,14 +1181,202 @@ void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
 	else
 		tp_round(c, r, z, !z->mla || !moe_now(c, r, z));
 	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+}
+
+/* Layer norm, the MLP (dense: FC1, GeLU -- bias fused -- or SwiGLU, FC2,
+ * [TP all-reduce]; or the experts), bias + dropout + residual add. */
+static void mlp_block_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
-	if (moe_now(c, r, z)) {
+	if (moe_now(c, r, z))
 		moe_fwd(c, r, z);
-		sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+	else
+		mlp_fwd(c, r, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+}
+
+/*
+ * A Mamba-2 layer (hybrid models, llm.h) as Megatron-LM's MambaLayer runs
+ * it in training (megatron/core/ssm/mamba_layer.py, mamba_mixer.py
+ * MambaMixer._ssm_training, the memory-efficient path): the norm (fused
+ * into in_proj, a TELayerNormColumnParallelLinear), in_proj (column
+ * parallel: the rank's H / t heads' z and x, G / t groups' B and C, and
+ * dt; with sequence parallelism its input all-gathered), its output made
+ * batch-major (a copy), then mamba_ssm's mamba_split_conv1d_scan_combined:
+ * the causal depthwise convolution over x, B and C (causal_conv1d_fwd,
+ * memory-bound) and the chunked SSD scan (ssd_fwd); the result made
+ * sequence-major again (a copy), the grouped RMSNorm gated by z, out_proj
+ * (row parallel: its reduce-scatter, or all-reduce), bias + dropout +
+ * residual add.  No linear biases (bias=False).
+ */
+
+/* One SSD kernel's matrix products: `batch` products of m x k times k x
+ * n, and where k2 > 0 a second of m x k2 times k2 x n fused in the same
+ * kernel (mamba_ssm's chunk scan computes the diagonal blocks' and the
+ * states' outputs together): timed as the two GEMMs by the kernel model,
+ * recorded as one aten::bmm of inner width k + k2 (the same FLOPs). */
+static void ssd_gemm(struct ctx *c, int r, const char *name, double batch, double m, double n,
+		     double k, double k2)
+{
+	int dt =
+	    c->in->lay.dtype == HW_FP32 || c->in->lay.dtype == HW_TF32 ? c->in->lay.dtype : HW_BF16;
+	double es = kperf_elem_bytes(dt), kk = k + k2;
+	double model = kperf_gemm_s(c->hw, dt, batch, m, n, k) +
+		       (k2 > 0 ? kperf_gemm_s(c->hw, dt, batch, m, n, k2) : 0);
+	double t = ktime(c, KC_GEMM, dt, batch * llm_gemm_flops(m, n, kk),
+			 batch * (es * (m * kk + kk * n) + 2 * m * n), model);
+	double key[OPKEY] = {2, dt, batch, m, n, kk};
+	se_record_op(c, key, gemm_op_fmt);
+	se_launch(c, r, c->kstream, GN_KERNEL, name, t, NULL);
+}
+
+/*
+ * The SSD scan (Dao & Gu 2024, "Transformers are SSMs", section 6; mamba_ssm
+ * ssd_combined.py _mamba_chunk_scan_combined_fwd) on one rank: H = heads /
+ * t heads of width P, G = groups / t, the sequence cut into nc = ceil(s /
+ * Q) chunks.  Forward: dt's softplus and the decays' cumulative sums
+ * (_chunk_cumsum: dt read, fp32 dt and dA_cumsum written); each chunk's
+ * state B^T X (_chunk_state: b nc H products N x Q by Q x P); the states
+ * passed from chunk to chunk (_state_passing: fp32 states read and
+ * written, a scalar decay each); the diagonal blocks C B^T (_bmm_chunk: b
+ * nc G products Q x N by N x Q); the output, the masked diagonal blocks
+ * times X and C times the passed states (_chunk_scan: b nc H products Q x
+ * Q by Q x P and Q x N by N x P).  Its FLOPs are llm_ssd_flops'.
+ */
+static void ssd_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double H = z->mh / z->t, G = z->mg / z->t, N = z->mn, P = z->mp, Q = z->mq;
+	double nc = ceil(z->s / Q), bh = z->b * nc * H, st = z->b * nc * H * N * P;
+	sl_kernel(c, r, KC_ELEMENTWISE, "ssd_chunk_cumsum_fwd_kernel", 10 * z->b * z->s * H);
+	ssd_gemm(c, r, "ssd_chunk_state_fwd_kernel", bh, N, P, Q, 0);
+	sl_kernel(c, r, KC_ELEMENTWISE, "ssd_state_passing_fwd_kernel", 8 * st);
+	ssd_gemm(c, r, "ssd_bmm_chunk_fwd_kernel", z->b * nc * G, Q, Q, N, 0);
+	ssd_gemm(c, r, "ssd_chunk_scan_fwd_kernel", bh, Q, P, Q, N);
+}
+
+/*
+ * Its backward (_mamba_chunk_scan_combined_bwd): the cumulative sums, the
+ * chunk states, their passing and C B^T recomputed (the memory-efficient
+ * path keeps none of them); the states' gradient C^T dY
+ * (_chunk_scan_bwd_dstates) passed back (_state_passing_bwd: fp32
+ * gradients and states read, gradients written); dX from the masked
+ * diagonal blocks and from B and the states' gradient
+ * (_chunk_scan_chunk_state_bwd_dx); dC from dY and the states, dB from X
+ * and the states' gradient; the diagonal blocks' gradient dY X^T and dC,
+ * dB from it (b nc G products each); dt's and the decays' gradients
+ * (_chunk_cumsum bwd: fp32 gradients read, dt read, its gradient
+ * written).  Every forward product has its two operands' gradients: the
+ * matrix FLOPs are twice the forward's plus the recomputed states and
+ * C B^T.
+ */
+static void ssd_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double H = z->mh / z->t, G = z->mg / z->t, N = z->mn, P = z->mp, Q = z->mq;
+	double nc = ceil(z->s / Q), bh = z->b * nc * H, bg = z->b * nc * G;
+	double st = z->b * nc * H * N * P;
+	sl_kernel(c, r, KC_ELEMENTWISE, "ssd_chunk_cumsum_fwd_kernel", 10 * z->b * z->s * H);
+	ssd_gemm(c, r, "ssd_chunk_state_fwd_kernel", bh, N, P, Q, 0);
+	sl_kernel(c, r, KC_ELEMENTWISE, "ssd_state_passing_fwd_kernel", 8 * st);
+	ssd_gemm(c, r, "ssd_bmm_chunk_fwd_kernel", bg, Q, Q, N, 0);
+	ssd_gemm(c, r, "ssd_chunk_scan_bwd_dstates_kernel", bh, N, P, Q, 0);
+	sl_kernel(c, r, KC_ELEMENTWISE, "ssd_state_passing_bwd_kernel", 12 * st);
+	ssd_gemm(c, r, "ssd_chunk_scan_chunk_state_bwd_dx_kernel", bh, Q, P, Q, N);
+	ssd_gemm(c, r, "ssd_chunk_scan_bwd_dc_kernel", bh, Q, N, P, 0);
+	ssd_gemm(c, r, "ssd_chunk_state_bwd_db_kernel", bh, Q, N, P, 0);
+	ssd_gemm(c, r, "ssd_chunk_scan_bwd_dcb_kernel", bh, Q, Q, P, 0);
+	ssd_gemm(c, r, "ssd_bmm_chunk_bwd_dc_kernel", bg, Q, N, Q, 0);
+	ssd_gemm(c, r, "ssd_bmm_chunk_bwd_db_kernel", bg, Q, N, Q, 0);
+	sl_kernel(c, r, KC_ELEMENTWISE, "ssd_chunk_cumsum_bwd_kernel", 14 * z->b * z->s * H);
+}
+
+/* in_proj's output width on one rank, and the convolution's (x, B, C). */
+static double mamba_proj_r(const struct shape *z)
+{
+	return (2 * z->mdi + 2 * z->mg * z->mn + z->mh) / z->t;
+}
+
+static double mamba_conv_r(const struct shape *z)
+{
+	return (z->mdi + 2 * z->mg * z->mn) / z->t;
+}
+
+static void mamba_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	double di = z->mdi / t;
+	int ov = tp_overlapped(c, z);
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	if (ov)
+		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_in_proj", bs, mamba_proj_r(z),
+		   z->h);
+	if (ov)
+		tp_side_end(c, r);
+	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_in_proj_transpose_copy",
+		  ew(bs * mamba_proj_r(z), 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "causal_conv1d_fwd_kernel", ew(bs * mamba_conv_r(z), 1));
+	ssd_fwd(c, r, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_out_transpose_copy", ew(bs * di, 1));
+	sl_kernel(c, r, KC_NORM, "rmsnorm_gated_fwd_kernel", ew(bs * di, 2));
+	if (ov)
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_out_proj", bs, z->h, di);
+	if (ov)
+		tp_side_end(c, r);
+	else
+		tp_round(c, r, z, 1);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+}
+
+/* Its backward: the dropout's, out_proj's gradients (no bias), the gated
+ * norm's (y, z and the output's gradient read, y's and z's gradients
+ * written), the copy's, the convolution recomputed and its backward (its
+ * input and output gradient read, the input's gradient written), the
+ * scan's, the copy's, in_proj's, the norm's; the mixer's small parameters'
+ * gradients (convolution, dt_bias, A_log, D, the gated norm) accumulated. */
+static void mamba_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	double di = z->mdi / t;
+	int ov = tp_overlapped(c, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
+	if (ov)
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
+	else
+		tp_allreduce(c, r, z);
+	linear_bwd(c, r, "out_proj", bs, z->h, di, 0);
+	if (ov)
+		tp_side_end(c, r);
+	sl_kernel(c, r, KC_NORM, "rmsnorm_gated_bwd_kernel", 10 * bs * di);
+	acc_add(c, r, di);
+	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_out_transpose_copy", ew(bs * di, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "causal_conv1d_fwd_kernel", ew(bs * mamba_conv_r(z), 1));
+	ssd_bwd(c, r, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "causal_conv1d_bwd_kernel", ew(bs * mamba_conv_r(z), 2));
+	acc_add(c, r, mamba_conv_r(z) * (z->mconv + 1) + 3 * z->mh / t);
+	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_in_proj_transpose_copy",
+		  ew(bs * mamba_proj_r(z), 1));
+	linear_bwd(c, r, "in_proj", bs, mamba_proj_r(z), z->h, 0);
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	acc_norm(c, r, z);
+}
+
+/* One layer's forward by its kind: a transformer layer's attention block
+ * and MLP block, or a hybrid model's Mamba, attention or MLP layer alone
+ * (Megatron-LM's MambaStack: a TransformerLayer with the MLP, or the
+ * attention, an IdentityOp). */
+void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	int k = layer_kind(c, r);
+	if (k == LLM_KIND_MAMBA) {
+		mamba_fwd(c, r, z);
 		return;
 	}
-	mlp_fwd(c, r, z);
-	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+	if (k != LLM_KIND_MLP && k != LLM_KIND_MOE)
+		attn_block_fwd(c, r, z);
+	if (k != LLM_KIND_ATTN) /* an E layer's: its experts (moe_now) */
+		mlp_block_fwd(c, r, z);
 }
 
 /* A dense layer's MLP after its norm: FC1, the activation, FC2 and their
@@ -1239,18 +1431,13 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
 	linear_bwd(c, r, what, m, n, k, 1);
 }
 
-/* Backward of one layer: full recomputation runs its forward first;
- * selective recomputation (Korthikanti et al. 2022) re-runs each of its
- * modules' forward (recompute_modules, Megatron-LM's; core_attn by
- * default) just before that module's backward.  Each bias-dropout-add's
- * dropout has a backward pass over its branch's gradient (reads it and the
- * mask, writes the gradient). */
-void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
+/* The MLP block's backward: the dropout's, the MLP's (dense, or the
+ * experts') with selective recomputation's modules re-run before it, the
+ * norm's. */
+static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	int ov = tp_overlapped(c, z);
-	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_FULL)
-		sl_layer_fwd(c, r, z);
 	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	if (moe_now(c, r, z)) {
 		/* layernorm: the pre-MLP norm (TENorm apart in MoE layers);
@@ -1283,6 +1470,15 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 	}
 	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
 	acc_norm(c, r, z);
+}
+
+/* The attention block's backward: the dropout's, the projection's, the
+ * core's (recomputed first under core_attn), the QKV's (MLA's), the
+ * norm's. */
+static void attn_block_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	int ov = tp_overlapped(c, z);
 	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	if (ov)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
@@ -1310,6 +1506,28 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 		gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
 	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
 	acc_norm(c, r, z);
+}
+
+/* Backward of one layer: full recomputation runs its forward first;
+ * selective recomputation (Korthikanti et al. 2022) re-runs each of its
+ * modules' forward (recompute_modules, Megatron-LM's; core_attn by
+ * default) just before that module's backward.  Each bias-dropout-add's
+ * dropout has a backward pass over its branch's gradient (reads it and the
+ * mask, writes the gradient).  A hybrid model's layer runs its kind's
+ * block alone. */
+void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	int k = layer_kind(c, r);
+	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_FULL)
+		sl_layer_fwd(c, r, z);
+	if (k == LLM_KIND_MAMBA) {
+		mamba_bwd(c, r, z);
+		return;
+	}
+	if (k != LLM_KIND_ATTN)
+		mlp_block_bwd(c, r, z);
+	if (k != LLM_KIND_MLP && k != LLM_KIND_MOE)
+		attn_block_bwd(c, r, z);
 }
 
 /* The output layer's dtype: bf16 under fp8 and fp4. */
@@ -1449,6 +1667,24 @@ void sl_shape(const struct synth_in *in, struct shape *z)
 	z->qkv_r = llm_qkv_width_rank(&in->m, in->lay.tp);
 	z->f_in = llm_ffn_in(&in->m);
 	z->params = llm_layer_params_rank(&in->m, in->lay.tp);
+	if (llm_hybrid(&in->m)) {
+		const struct llm *m = &in->m;
+		z->hybrid = 1;
+		z->params = 0; /* the largest kind's the model has */
+		for (int k = 0; k < LLM_KINDS; k++) {
+			z->kparams[k] = llm_kind_params_rank(m, k, in->lay.tp);
+			if (k != LLM_KIND_MOE && llm_kind_layers(m, k) > 0 &&
+			    z->kparams[k] > z->params)
+				z->params = z->kparams[k];
+		}
+		z->mh = m->ssm_heads;
+		z->mg = m->ssm_groups;
+		z->mdi = llm_ssm_inner(m);
+		z->mn = m->ssm_state;
+		z->mp = m->ssm_head_dim;
+		z->mconv = m->ssm_conv;
+		z->mq = m->ssm_chunk;
+	}
 	z->gated = in->m.gated;
 	z->p = in->lay.pp;
 	z->v = in->lay.vp;

@@ -17,10 +17,12 @@
 
 #include "comm.h"
 
-/* Parameters of one layer on one tensor-parallel rank. */
-static double layer_params(const struct shape *z)
+/* Parameters of one layer on one tensor-parallel rank: a hybrid model's
+ * layer `layer` by its kind (layer -1: the largest kind's, what the
+ * sharding's traits are sized for). */
+static double layer_params_of(const struct ctx *c, const struct shape *z, int layer)
 {
-	return z->params;
+	return z->hybrid && layer >= 0 ? z->kparams[llm_layer_kind(&c->in->m, layer)] : z->params;
 }
 
 static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int from_c,
@@ -142,7 +144,7 @@ static void dp_traits(const struct ctx *c, const struct shape *z, struct layout_
 {
 	double w, g, o;
 	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
-	layout_dp_traits(&c->lay, layer_params(z), w, g, t);
+	layout_dp_traits(&c->lay, layer_params_of(c, z, -1), w, g, t);
 }
 
 static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
@@ -253,7 +255,7 @@ static void layer_grads(struct ctx *c, int r, const struct shape *z, int layer)
 {
 	struct rankst *k = &c->rk[r];
 	if (!z->moe || !llm_is_moe_layer(&c->in->m, layer)) {
-		grad_ready(c, r, z, layer_params(z));
+		grad_ready(c, r, z, layer_params_of(c, z, layer));
 		return;
 	}
 	grad_ready(c, r, z, z->md);
@@ -280,7 +282,7 @@ static void grad_flush(struct ctx *c, int r, const struct shape *z)
  * group holds (all of a dense layer's; an MoE layer's non-expert part). */
 static double dense_params(const struct ctx *c, const struct shape *z, int layer)
 {
-	return z->moe && llm_is_moe_layer(&c->in->m, layer) ? z->md : layer_params(z);
+	return z->moe && llm_is_moe_layer(&c->in->m, layer) ? z->md : layer_params_of(c, z, layer);
 }
 
 /* All-gather `params` parameters' bf16 weights over the sharding group on
@@ -848,7 +850,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 			if (z->moe && llm_is_moe_layer(m, l0 + i))
 				adam(c, r, z->md * share + z->me * eshare, 1);
 			else
-				adam(c, r, layer_params(z) * share, 1);
+				adam(c, r, layer_params_of(c, z, l0 + i) * share, 1);
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
@@ -856,7 +858,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		if (z->moe && llm_is_moe_layer(m, m->layers - 1))
 			adam(c, r, z->md * share + z->me * eshare, 1);
 		else
-			adam(c, r, layer_params(z) * share, 1);
+			adam(c, r, layer_params_of(c, z, m->layers - 1) * share, 1);
 	if (embed_params(c, r) > 0)
 		adam(c, r, embed_params(c, r) * share, 0);
 	if (head_params(c, r) > 0)

@@ -130,6 +130,14 @@ void synth_graph_fit(double *fixed_s, double *node_s);
  * is synth_layer_times'. */
 void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s);
 
+/* The same two for a layer of kind k (llm.h enum llm_kind; a hybrid
+ * model's Mamba, attention or MLP layer; FULL a dense layer's): its
+ * kernel-model times (an attention layer's over the model's windows as
+ * synth_layer_times weighs them) and its host's. */
+void synth_kind_layer_times(const struct synth_in *in, int k, double *fwd_s, double *bwd_s,
+			    double *attn_fwd_s);
+void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, double *bwd_s);
+
 /* Iterations a run may build (synth_in.steps). */
 #define SYNTH_MAX_STEPS 100
 

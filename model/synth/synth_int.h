@@ -246,6 +246,8 @@ struct ctx {
 	double dry_host_s;	     /* dry: the host's time of their launches */
 	int dry_window;		     /* dry: the sliding window of the layer timed
 				    * (0: a global one), whatever its index */
+	int dry_kind;		     /* dry: the kind of the layer timed (enum
+				      * llm_kind; LLM_KIND_FULL, 0, by default) */
 	struct emit_state em;	     /* the graph as built */
 	struct tally tally;	     /* what the build counted */
 	struct sched_state sc;	     /* the schedule's marks */
@@ -287,6 +289,13 @@ struct shape {
 	int ep_per_node, etp_per_node, edp, edp_per_node;
 	int tpep_per_node; /* of the ep x etp group (the allgather dispatcher's) */
 	int disp;	   /* enum layout_dispatcher */
+	/* Hybrid models (hybrid = 0: every layer LLM_KIND_FULL, the rest
+	 * unused): each kind's parameters on one tensor-parallel rank; the
+	 * Mamba-2 mixer's heads, groups (G), inner width (d_i), state (N),
+	 * head width (P), convolution width and chunk (Q), whole (llm.h). */
+	int hybrid;
+	double kparams[LLM_KINDS];
+	double mh, mg, mdi, mn, mp, mconv, mq;
 };
 
 /* ctx.pass: a backward's tasks all, its B pass's or its W pass's. */
