@@ -46,6 +46,25 @@ void synth_extra_times(const struct synth_in *in, double *emb, double *head)
 	*head = c.dry_s;
 }
 
+double synth_layer_tp_s(const struct synth_in *in)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	dry_ctx(&c, &rk, in);
+	c.dry_comm = 1;
+	rk.mb = 1;
+	rk.phase = PH_FORWARD;
+	rk.layer = -1;
+	sl_shape(in, &z);
+	z.tp_per_node = in->lay.tp; /* within an NVLink domain (synth_build's) */
+	sl_layer_fwd(&c, 0, &z);
+	rk.phase = PH_BACKWARD;
+	sl_layer_bwd(&c, 0, &z);
+	return c.dry_comm_s;
+}
+
 /* One layer's times, its attention windowed by win (0: global). */
 static void layer_times_win(const struct synth_in *in, int moe, int win, double *fwd_s,
 			    double *bwd_s, double *attn_fwd_s)
@@ -220,7 +239,9 @@ static void layer_bound(const struct synth_in *in, const struct hw_profile *hw, 
 		ab = 2 * af;
 	}
 	*f = gemm + af;
-	*b = 2 * gemm + ab;
+	/* Under LoRA the frozen weights have no gradient GEMM: the input's
+	 * alone (the adapters' GEMMs left out: a weaker bound). */
+	*b = (layout_lora(&in->lay, 0) ? 1 : 2) * gemm + ab;
 	*attn_f = af;
 }
 
@@ -376,7 +397,7 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 
 	synth_mem_layout(in, &r);
 	if (!in->bare)
-		logits = (double)l->microbatches * 3 *
+		logits = (double)l->microbatches * (layout_lora(l, 0) ? 2 : 3) *
 			 line_bound(in, KC_GEMM,
 				    kperf_gemm_min_s(hw, sl_logit_dtype(in),
 						     llm_gemm_flops(bs, m->vocab, h) / t));

@@ -22,6 +22,20 @@ static double layer_params(const struct shape *z)
 	return z->params;
 }
 
+/* Of which trained: their gradients are reduced and the optimizer updates
+ * them (all of them; under LoRA the adapters', the base frozen). */
+static double layer_train(const struct shape *z)
+{
+	return z->train;
+}
+
+/* 1 under LoRA: the embedding, the output layer and the norms are frozen
+ * with the rest of the base (Megatron-Bridge's PEFT.freeze_model). */
+static int lora(const struct ctx *c)
+{
+	return layout_lora(&c->in->lay, 0);
+}
+
 static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int from_c,
 			const struct shape *z, int fwd)
 {
@@ -141,7 +155,7 @@ static void dp_traits(const struct ctx *c, const struct shape *z, struct layout_
 {
 	double w, g, o;
 	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
-	layout_dp_traits(&c->lay, layer_params(z), w, g, t);
+	layout_dp_traits(&c->lay, layer_train(z), w, g, t);
 }
 
 static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
@@ -252,7 +266,7 @@ static void layer_grads(struct ctx *c, int r, const struct shape *z, int layer)
 {
 	struct rankst *k = &c->rk[r];
 	if (!z->moe || !llm_is_moe_layer(&c->in->m, layer)) {
-		grad_ready(c, r, z, layer_params(z));
+		grad_ready(c, r, z, layer_train(z));
 		return;
 	}
 	grad_ready(c, r, z, z->md);
@@ -494,7 +508,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	if (last_chunk && !in->bare) {
 		sl_head_bwd(c, r, z);
 		mtp_depths(c, r, z, 0, depth, reduce);
-		if (reduce)
+		if (reduce && !lora(c))
 			grad_ready(c, r, z, head_params(c, r));
 	}
 	for (int l = nl - 1; l >= 0; l--) {
@@ -507,7 +521,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	c->rk[r].layer = -1;
 	if (first_chunk && !in->bare) {
 		sl_embed_bwd(c, r, z);
-		if (reduce)
+		if (reduce && !lora(c))
 			grad_ready(c, r, z, embed_params(c, r));
 	}
 	/* The chunk's last bucket (its first layers) once its backward
@@ -670,13 +684,13 @@ static void gather_updated(struct ctx *c, int r, const struct shape *z)
 		int nl = layout_chunk_layers(m, &c->lay, r, ch);
 		for (int i = 0; i < nl; i++) {
 			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
-			gather(c, r, z, dense_params(c, z, l0 + i), 0);
+			gather(c, r, z, lora(c) ? layer_train(z) : dense_params(c, z, l0 + i), 0);
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	for (int k = 0; r == z->p - 1 && !c->in->bare && k < m->mtp_layers; k++)
 		gather(c, r, z, dense_params(c, z, m->layers - 1), 0);
-	if (embed_params(c, r) + head_params(c, r) > 0)
+	if (!lora(c) && embed_params(c, r) + head_params(c, r) > 0)
 		gather(c, r, z, embed_params(c, r) + head_params(c, r), 0);
 }
 
@@ -721,7 +735,8 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	/* The word embedding on two stages: tied to the head, or looked up by
 	 * the MTP depths (finalize_model_grads.py
 	 * _get_shared_word_embedding_weight: mtp_num_layers). */
-	int tied = (!m->untied || m->mtp_layers > 0) && z->p > 1 && (r == 0 || r == z->p - 1);
+	int tied =
+	    (!m->untied || m->mtp_layers > 0) && z->p > 1 && (r == 0 || r == z->p - 1) && !lora(c);
 
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	/* Tied (or MTP's) embeddings on two stages: the word embedding's gradient is
@@ -748,7 +763,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 			if (z->moe && llm_is_moe_layer(m, l0 + i))
 				adam(c, r, z->md * share + z->me * eshare, 1);
 			else
-				adam(c, r, layer_params(z) * share, 1);
+				adam(c, r, layer_train(z) * share, 1);
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
@@ -757,9 +772,9 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 			adam(c, r, z->md * share + z->me * eshare, 1);
 		else
 			adam(c, r, layer_params(z) * share, 1);
-	if (embed_params(c, r) > 0)
+	if (embed_params(c, r) > 0 && !lora(c))
 		adam(c, r, embed_params(c, r) * share, 0);
-	if (head_params(c, r) > 0)
+	if (head_params(c, r) > 0 && !lora(c))
 		adam(c, r, head_params(c, r) * share, 0);
 	/* ZeRO-1/2: the updated weights all-gathered, here or (overlap_param)
 	 * before the next step's first forward; ZeRO-3 and FSDP's
