@@ -298,6 +298,49 @@ static void test_profile_errors(void **state)
 			  ":5: 'gpu.hbm_bandwidth_GBps' must be a number in 1..1e+06, not -3");
 }
 
+/* Each shipped profile states its host link (activation offloading), as
+ * its comment's measurement gives it: PCIe 5 as nvbandwidth measured it
+ * on an H200 node, DGX A100's PCIe 4 (24.33 GiB/s), NVLink-C2C as
+ * measured on GH200. */
+static void test_host_links(void **state)
+{
+	static const struct {
+		const char *id;
+		int kind;
+		double d2h, h2d;
+	} want[] = {
+	    {"h100-dgx", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"h200-dgx", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"h800-hgx", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"b200-dgx", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"b300-hgx", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"mi300x", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"mi325x", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"mi355x", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"a100-40gb-dgx", HW_HOST_PCIE4, 26.12, 26.12},
+	    {"a100-80gb-dgx", HW_HOST_PCIE4, 26.12, 26.12},
+	    {"v100-dgx1", HW_HOST_PCIE3, 15.75, 15.75},
+	    {"gb200-nvl72", HW_HOST_C2C, 295.51, 380.47},
+	    {"gb300-nvl72", HW_HOST_C2C, 295.51, 380.47},
+	};
+	(void)state;
+	assert_true(fabs(24.33 * 1073741824 / 1e9 - 26.12) < 0.01);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char path[512];
+		struct hw_profile h;
+		struct prism_err err;
+		snprintf(path, sizeof(path), "%s/configs/hw/%s.cfg", PRISM_SOURCE_DIR, want[i].id);
+		prism_err_clear(&err);
+		assert_int_equal(hw_load(path, &h, &err), 0);
+		assert_int_equal(h.host_link, want[i].kind);
+		assert_rel_close(h.host_d2h_Bps, want[i].d2h * 1e9, 1e-12);
+		assert_rel_close(h.host_h2d_Bps, want[i].h2d * 1e9, 1e-12);
+	}
+	assert_string_equal(hw_host_link_name(HW_HOST_C2C), "nvlink-c2c");
+	assert_int_equal(hw_host_link_parse("pcie4"), HW_HOST_PCIE4);
+	assert_int_equal(hw_host_link_parse("none"), -1);
+}
+
 /* Every number of a profile has a range: absurd but representable values
  * are refused, naming the line, the setting and the range. */
 static void test_profile_limits(void **state)
@@ -341,6 +384,20 @@ static void test_profile_limits(void **state)
 	     ":8: 'gpu.rated_w' must be a number in 1..100000, not 0"},
 	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; sustained = 1.5;",
 	     ":8: 'gpu.sustained' must be a number in 0.25..1, not 1.5"},
+	    /* the host link: a kind prism knows, both bandwidths, no bandwidth
+	     * without its kind */
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; host_link = \"pcie7\";",
+	     ":8: 'gpu.host_link' must be \"pcie3\", \"pcie4\", \"pcie5\", \"pcie6\" or "
+	     "\"nvlink-c2c\", not 'pcie7'"},
+	    {"memory_reserve_GB = 4.0;",
+	     "memory_reserve_GB = 4.0; host_link = \"pcie5\"; host_d2h_GBps = 55.0;",
+	     ":2: missing setting 'gpu.host_h2d_GBps'"},
+	    {"memory_reserve_GB = 4.0;",
+	     "memory_reserve_GB = 4.0; host_link = \"pcie5\"; host_d2h_GBps = 0.0; "
+	     "host_h2d_GBps = 55.0;",
+	     ":8: 'gpu.host_d2h_GBps' must be a number in 0.1..100000, not 0"},
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; host_d2h_GBps = 55.0;",
+	     ":8: 'gpu.host_link' is missing: a host link's bandwidth needs its kind"},
 	};
 	char text[2048];
 	(void)state;
@@ -1744,6 +1801,7 @@ int main(void)
 	    cmocka_unit_test(test_profiles_load),
 	    cmocka_unit_test(test_profile_errors),
 	    cmocka_unit_test(test_profile_limits),
+	    cmocka_unit_test(test_host_links),
 	    cmocka_unit_test(test_gemm_flops),
 	    cmocka_unit_test(test_gemm_memo),
 	    cmocka_unit_test(test_ring_allreduce_8),

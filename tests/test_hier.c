@@ -193,6 +193,40 @@ static void test_agreement(void **state)
 	}
 }
 
+/* Activation offloading (pp 1, as Megatron-LM takes it): the copy stream's
+ * transfers out after their layers' forwards and back before their
+ * backwards, the compute waiting for them, fold exactly: few offloaded
+ * layers (hidden), half, all but the last (exposed), with data
+ * parallelism, ZeRO-1 and -3, tensor parallelism, a launch-bound host;
+ * contention and none. */
+static void test_agreement_offload(void **state)
+{
+	static const struct {
+		int tp, dp, m, zero, sp, n, steps;
+		double host_us;
+	} cases[] = {
+	    {1, 1, 1, 0, 0, 2, 2, 10}, {1, 1, 4, 0, 0, 4, 2, 10}, {1, 1, 3, 0, 0, 7, 2, 10},
+	    {2, 4, 3, 1, 1, 3, 2, 10}, {1, 8, 4, 3, 0, 5, 2, 10}, {1, 2, 6, 0, 0, 6, 3, 400},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_in in;
+		small(&in);
+		in.lay.tp = cases[i].tp;
+		in.lay.dp = cases[i].dp;
+		in.lay.microbatches = cases[i].m;
+		in.lay.zero = cases[i].zero;
+		in.lay.sp = cases[i].sp;
+		in.lay.offload_layers = cases[i].n;
+		in.steps = cases[i].steps;
+		in.cpu_op_s = cases[i].host_us * 1e-6;
+		print_message("offload case %zu\n", i);
+		assert_int_equal(agree(&in), 1);
+		in.hw = &hw_quiet;
+		assert_int_equal(agree(&in), 1);
+	}
+}
+
 /*
  * Issue 17's knobs, with contention (h100-dgx's) and without: ZeRO 1/2/3
  * with prefetch 0/1/2, hybrid sharding, buckets, gradient reduction after
@@ -704,10 +738,11 @@ static void test_sweep_subset(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_agreement),	     cmocka_unit_test(test_agreement_placement),
-	    cmocka_unit_test(test_agreement_moe_cp), cmocka_unit_test(test_cp_moe_forms),
-	    cmocka_unit_test(test_gpt3_175b),	     cmocka_unit_test(test_rebuilt_base),
-	    cmocka_unit_test(test_extrapolate),	     cmocka_unit_test(test_sweep_subset),
+	    cmocka_unit_test(test_agreement),	      cmocka_unit_test(test_agreement_placement),
+	    cmocka_unit_test(test_agreement_moe_cp),  cmocka_unit_test(test_cp_moe_forms),
+	    cmocka_unit_test(test_gpt3_175b),	      cmocka_unit_test(test_rebuilt_base),
+	    cmocka_unit_test(test_extrapolate),	      cmocka_unit_test(test_sweep_subset),
+	    cmocka_unit_test(test_agreement_offload),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -2955,6 +2955,185 @@ static void test_exec_analytic(void **state)
 	assert_rel_close(o.t_slot, o.t_compute, 1e-9);
 }
 
+/*
+ * Activation offloading worked by hand (docs/MODEL.md "Activation
+ * offloading").  The small model (8 layers, h 1024, s 1024, b 1, flash
+ * attention, no tensor parallelism) saves 34 s b h = 34 x 2^20 =
+ * 35,651,584 bytes a layer (Korthikanti's Table 2 without the scores).
+ * Over H100's PCIe 5 as measured (55.06 GB/s to the host, 55.43 back) a
+ * layer's copy out takes 35,651,584 / 55.06e9 = 647.504 us and back
+ * 643.182 us.  On a bare run without host costs (the GPU's work alone), one
+ * microbatch, with f and b a layer's forward and backward:
+ *  - N = 7 of 8 (L - N = 1): each copy lies between its layer and the
+ *    next, the step grows by 7 x (copy out + copy back);
+ *  - N = 4: the copies run back to back behind layer 0 and layer 7 waits
+ *    for the fourth, forward 4 x 647.504 - 6 f, backward 4 x 643.182 - 6
+ *    b (a copy outlasts a layer here);
+ *  - N = 4 over a link 100 times as fast (6.475 us a copy): 4 copies
+ *    under 6 layers, hidden: the step as without offloading;
+ * and the microbatch holds 4 x 35,651,584 bytes less at the peak.
+ */
+static void offload_run(struct synth_in *in, const struct hw_profile *h, int n)
+{
+	small(in);
+	in->hw = h;
+	in->bare = 1;
+	in->steps = 1;
+	in->lay.microbatches = 1;
+	in->cpu_op_s = in->launch_s = in->gpu_lag_s = in->event_s = 0;
+	in->lay.offload_layers = n;
+}
+
+static int64_t offload_step(const struct hw_profile *h, int n, int64_t *f, int64_t *b,
+			    int64_t *out_ns, int *copies)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	int c2;
+	int64_t t;
+	offload_run(&in, h, n);
+	g = build(&in, &so, &st);
+	*f = *b = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_KERNEL && g->layer[u] == 0)
+			*(g->phase[u] == PH_FORWARD ? f : b) += g->dur_ns[u];
+	*out_ns = named_ns(g, "Memcpy DtoH (Device -> Pinned)", copies);
+	named_ns(g, "Memcpy HtoD (Pinned -> Device)", &c2);
+	assert_int_equal(c2, *copies);
+	t = llround(st.iter_s * 1e9);
+	synth_out_release(&so);
+	graph_free(g);
+	return t;
+}
+
+static void test_offload(void **state)
+{
+	struct hw_profile fast = hw;
+	struct synth_in in;
+	struct mem_est m0, m4;
+	int64_t f, b, x, y, t0, t7, t4, tf, d;
+	int n;
+	double a;
+	(void)state;
+	offload_run(&in, &hw, 0);
+	a = mem_act_per_layer(&in.m, &in.lay);
+	assert_true(a == 34.0 * 1048576);
+	x = prism_ns_round(a / 55.06e9 * 1e9); /* 647,504 ns */
+	y = prism_ns_round(a / 55.43e9 * 1e9); /* 643,182 ns */
+	assert_int_equal(x, 647504);
+	assert_int_equal(y, 643182);
+	t0 = offload_step(&hw, 0, &f, &b, &d, &n);
+	assert_int_equal(n, 0);
+	assert_true(x > f && y > b); /* a copy outlasts a layer */
+	/* Every layer offloaded but the last: all of the copies exposed. */
+	t7 = offload_step(&hw, 7, &f, &b, &d, &n);
+	assert_int_equal(n, 7);
+	assert_int_equal(d, 7 * x);
+	assert_int_equal(t7 - t0, 7 * (x + y));
+	/* Half: what 6 layers do not cover. */
+	t4 = offload_step(&hw, 4, &f, &b, &d, &n);
+	assert_int_equal(n, 4);
+	assert_int_equal(t4 - t0, (4 * x - 6 * f) + (4 * y - 6 * b));
+	assert_int_equal(t4 - t0, llround(1e9 * (synth_offload_exposed(8, 4, f / 1e9, x / 1e9) +
+						 synth_offload_exposed(8, 4, b / 1e9, y / 1e9))));
+	/* A link 100 times as fast: hidden. */
+	fast.host_d2h_Bps *= 100;
+	fast.host_h2d_Bps *= 100;
+	tf = offload_step(&fast, 4, &f, &b, &d, &n);
+	assert_int_equal(n, 4);
+	assert_true(4 * (d / 4) <= 6 * f);
+	assert_int_equal(tf, t0);
+	/* The closed form's branches. */
+	assert_true(synth_offload_exposed(8, 7, 1, 3) == 21);
+	assert_true(synth_offload_exposed(8, 4, 1, 3) == 6);
+	assert_true(synth_offload_exposed(8, 4, 1, 1.5) == 0);
+	assert_true(synth_offload_exposed(8, 0, 1, 3) == 0);
+	/* Memory: the 4 layers' activations leave the peak. */
+	offload_run(&in, &hw, 0);
+	mem_estimate(&in.m, &in.lay, &hw, &m0);
+	in.lay.offload_layers = 4;
+	mem_estimate(&in.m, &in.lay, &hw, &m4);
+	assert_true(m0.activations - m4.activations == 4 * a);
+	/* The bound: each microbatch's copies, all exposed at N = 7. */
+	{
+		double l0, l7;
+		struct settle_out st;
+		struct synth_out so;
+		struct graph *g;
+		offload_run(&in, &hw, 0);
+		in.bare = 0;
+		l0 = synth_lower_bound(&in);
+		in.lay.offload_layers = 7;
+		l7 = synth_lower_bound(&in);
+		assert_rel_close(l7 - l0, 7 * (a / 55.06e9 + a / 55.43e9), 1e-9);
+		g = build(&in, &so, &st);
+		assert_true(l7 <= st.iter_s);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	/* The analytic estimate: its waits, 7 x (out + back). */
+	{
+		struct analytic_in ai;
+		struct analytic_out ao;
+		struct prism_err err;
+		analytic_in_default(&ai);
+		offload_run(&in, &hw, 7);
+		ai.m = in.m;
+		ai.hw = &hw;
+		ai.global_batch = 1;
+		ai.lay.offload_layers = 7;
+		assert_int_equal(analytic_estimate(&ai, &ao, &err), 0);
+		assert_rel_close(ao.t_offload, 7 * (a / 55.06e9 + a / 55.43e9), 1e-9);
+		/* 2 copies (1.3 ms out) beside 6 layers: partly exposed; over
+		 * the link 100 times as fast, hidden. */
+		ai.lay.offload_layers = 2;
+		assert_int_equal(analytic_estimate(&ai, &ao, &err), 0);
+		assert_true(ao.t_offload > 0 && ao.t_offload < 2 * (a / 55.06e9 + a / 55.43e9));
+		ai.hw = &fast;
+		assert_int_equal(analytic_estimate(&ai, &ao, &err), 0);
+		assert_true(ao.t_offload == 0);
+	}
+}
+
+/* Offloading where Megatron-LM refuses it, and on a profile without a
+ * host link. */
+static void test_offload_rules(void **state)
+{
+	struct hw_profile bare_hw = hw;
+	struct synth_in in;
+	struct prism_err err;
+	(void)state;
+	offload_run(&in, &hw, 8);
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "below the 8 layers"));
+	in.lay.offload_layers = 2;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), 0);
+	in.lay.pp = 2;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "needs pp 1"));
+	in.lay.pp = 1;
+	in.lay.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "recompute selective"));
+	in.lay.recompute = LAYOUT_RECOMPUTE_NONE;
+	in.lay.exec = LAYOUT_EXEC_GRAPHS;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "exec graphs"));
+	in.lay.exec = LAYOUT_EXEC_EAGER;
+	bare_hw.host_link = HW_HOST_NONE;
+	bare_hw.host_d2h_Bps = bare_hw.host_h2d_Bps = 0;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &bare_hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "no host link"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2997,6 +3176,8 @@ int main(void)
 	    cmocka_unit_test(test_exec_compiled),
 	    cmocka_unit_test(test_exec_rows),
 	    cmocka_unit_test(test_exec_analytic),
+	    cmocka_unit_test(test_offload),
+	    cmocka_unit_test(test_offload_rules),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

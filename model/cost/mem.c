@@ -265,6 +265,20 @@ static double chunk_act(const struct llm *m, const struct layout *l, int s, int 
 	return (n - k) * a_layer + k * a_moe;
 }
 
+/* Activations of chunk c of stage s that activation offloading moves to
+ * host memory, one microbatch: its first l->offload_layers layers' (all
+ * but the last at most; layout_check), dense or MoE. */
+static double chunk_offloaded(const struct llm *m, const struct layout *l, int s, int c,
+			      double a_layer, double a_moe)
+{
+	int n = layout_chunk_layers(m, l, s, c), l0 = layout_chunk_first(m, l, s, c);
+	int k = l->offload_layers < n ? l->offload_layers : n - 1;
+	double a = 0;
+	for (int i = 0; i < k; i++)
+		a += m->experts > 0 && llm_is_moe_layer(m, l0 + i) ? a_moe : a_layer;
+	return a;
+}
+
 /* The units of stage s in its schedule's order (as synth/step.c runs them):
  * warm-up forwards, then one forward and one backward each, then the
  * remaining backwards.  Unit k's chunk (model chunks of the stage). */
@@ -423,6 +437,17 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		double mask = first ? sl * b * h / sp : 0;
 		double lg = last ? 4 * sl * b * V / t : 0, tail = last ? 4 * sl * b * h / sp : 0;
 		double held_lg = 0;
+		/* Activation offloading: a microbatch's offloaded layers leave
+		 * the stage once its forward is done.  Transformer Engine's
+		 * schedule frees layer i before layer L - N + i's forward and
+		 * loads it back after layer L - 1 - N + i's backward has begun, so
+		 * that a microbatch holds L - N layers at its most (the docstring
+		 * of get_cpu_offload_context: (num_layers - num_offloaded_layers)
+		 * x T) and no copy buffer beyond them.  Only with pp 1 and no
+		 * vp (layout_check): one chunk. */
+		double off[LAYOUT_MAX_VP] = {0};
+		for (int c = 0; c < v && l->offload_layers > 0; c++)
+			off[c] = chunk_offloaded(m, l, s, c, a_layer, a_moe);
 		/* Each MTP depth holds its layer's activations, its final norm's
 		 * input and fp32 logits as the main head's, and its embedding,
 		 * enorm and hnorm outputs and their concatenation (bf16, 4h a
@@ -439,8 +464,8 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			if (i > warm + l->pp * v)
 				break;
 			ch = unit_chunk(l, kf++, 1);
-			held += chunk_act(m, l, s, ch, a_layer, a_moe) + (ch == 0 ? mask : 0) +
-				(ch == v - 1 ? tail + lg : 0);
+			held += chunk_act(m, l, s, ch, a_layer, a_moe) - off[ch] +
+				(ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
 			held_lg += ch == v - 1 ? lg : 0;
 			units++;
 			if (held > peak) {
@@ -450,7 +475,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			}
 			if (i >= warm) {
 				ch = unit_chunk(l, kb++, 0);
-				held -= chunk_act(m, l, s, ch, a_layer, a_moe) +
+				held -= chunk_act(m, l, s, ch, a_layer, a_moe) - off[ch] +
 					(ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
 				held_lg -= ch == v - 1 ? lg : 0;
 				units--;

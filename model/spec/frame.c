@@ -890,6 +890,12 @@ static const struct frame_row frame_rows[LK_N] = {
      * [compile] enable. */
     [LK_exec] = R(FX_SPECIAL, "--cuda-graph-impl", FX_SPECIAL, "model.cuda_graph_impl", FX_SPECIAL,
 		  "compile.enable"),
+    /* Megatron-LM's --cpu-offloading --cpu-offloading-num-layers N
+     * (arguments.py; TransformerConfig cpu_offloading*), Bridge's
+     * model.cpu_offloading*; torchtitan's job config has no activation
+     * offloading. */
+    [LK_offload_layers] = R(FX_SPECIAL, "--cpu-offloading-num-layers", FX_SPECIAL,
+			    "model.cpu_offloading_num_layers", FX_INT, NULL),
     /* LoRA: Megatron-Bridge's ConfigContainer.peft, a LoRA
      * (megatron/bridge/peft/lora.py: dim, alpha, target_modules) that the
      * recipes take as peft="lora"; Megatron-LM's arguments and
@@ -1269,6 +1275,18 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 			put(E, fw == FRAME_MEGATRON ? "--cuda-graph-impl" : "model.cuda_graph_impl",
 			    "local");
 		return;
+	case LK_offload_layers: /* activations only (TE deprecated weights' offloading) */
+		if (l->offload_layers <= 0)
+			return;
+		if (fw == FRAME_MEGATRON) {
+			put(E, "--cpu-offloading", NULL);
+			put_int(E, "--cpu-offloading-num-layers", l->offload_layers);
+		} else {
+			put(E, "model.cpu_offloading", "true");
+			put_int(E, "model.cpu_offloading_num_layers", l->offload_layers);
+			put(E, "model.cpu_offloading_weights", "false");
+		}
+		return;
 	case LK_head_dim: /* only a width other than hidden / heads */
 		if (m->head_dim > 0 && !llm_mla(m) &&
 		    (m->hidden % m->heads || m->head_dim != m->hidden / m->heads))
@@ -1448,6 +1466,9 @@ struct imp {
 	int flash, embed, loss, cp_comm;
 	int disp, hybridep;		  /* disp -1: not given; flex's backend */
 	int exec;			  /* enum layout_exec */
+	int off_n, off_on, off_mlm;	  /* offloaded layers; the switch (-1: not given);
+					* Megatron-LM's count given */
+	int off_acts;			  /* activations offloaded (0: said false) */
 	int peft, lora_dim, lora_targets; /* peft 1: lora, 2: none; 0: not given */
 	int first_layers, last_layers;	  /* the first and last stages' (0: even) */
 	char layout[512];		  /* --pipeline-model-parallel-layout, "" if none */
@@ -1793,6 +1814,20 @@ static int special_in(const char *path, int line, const char *name, const char *
 					     "a2a+p2p",
 					     path, line, name, s ? s : "");
 		I->cp_comm = c;
+	} else if (IS("--cpu-offloading")) {
+		I->off_on = 1;
+	} else if (IS("model.cpu_offloading")) {
+		BOOL();
+		I->off_on = b;
+	} else if (IS("--cpu-offloading-num-layers") || IS("model.cpu_offloading_num_layers")) {
+		NUM(0, LLM_MAX_LAYERS);
+		I->off_n = (int)v;
+		I->off_mlm = name[0] == '-';
+	} else if (IS("model.cpu_offloading_activations")) {
+		BOOL();
+		I->off_acts = b;
+	} else if (IS("model.cpu_offloading_weights")) {
+		BOOL(); /* Transformer Engine offloads no weights (deprecated) */
 	} else if (IS("--enable-cuda-graph")) {
 		I->exec = LAYOUT_EXEC_GRAPHS;
 	} else if (IS("model.enable_cuda_graph")) {
@@ -2109,6 +2144,13 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	*given |= LK_BIT(LK_cp_comm);
 	l->exec = I->exec;
 	*given |= LK_BIT(LK_exec);
+	/* Offloading: Megatron-LM's count alone turns it on (arguments.py:
+	 * cpu_offloading_num_layers > 0), Bridge's needs model.cpu_offloading */
+	if (I->off_n > 0 || I->off_on >= 0) {
+		l->offload_layers =
+		    (I->off_on == 1 || (I->off_on < 0 && I->off_mlm)) && I->off_acts ? I->off_n : 0;
+		*given |= LK_BIT(LK_offload_layers);
+	}
 	if (I->disp >= 0) {
 		l->moe_dispatcher =
 		    I->disp == LAYOUT_DISP_FLEX && I->hybridep ? LAYOUT_DISP_HYBRIDEP : I->disp;
@@ -2198,6 +2240,8 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 	I.schedule = -1;
 	I.disp = -1;
 	I.fp8_recipe = -1;
+	I.off_on = -1;
+	I.off_acts = 1;
 	I.flash = 1;
 	if (fw == FRAME_TORCHTITAN) {
 		/* TOML: [section] headers and key = value lines */

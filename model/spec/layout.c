@@ -1274,6 +1274,46 @@ static int check_lora(const struct llm *m, const struct layout *l, struct prism_
 	return 0;
 }
 
+/* Activation offloading where Megatron-LM takes it (transformer_config.py
+ * __post_init__: cpu_offloading_num_layers in 0..num_layers - 1, "no
+ * support for Pipeline parallelism with CPU offloading", "CPU offloading
+ * does not work when activation recomputation is enabled", "CUDA graphs not
+ * supported with CPU offloading"), on a profile that states its host
+ * link. */
+static int check_offload(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
+			 struct prism_err *err)
+{
+	if (l->pp > 1)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: offload_layers %d needs pp 1, not %d (Megatron-LM: "
+				     "no pipeline parallelism with CPU offloading)",
+				     l->offload_layers, l->pp);
+	if (l->offload_layers >= m->layers)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: offload_layers %d must be below the %d layers (the "
+				     "last layer is never offloaded)",
+				     l->offload_layers, m->layers);
+	if (l->recompute != LAYOUT_RECOMPUTE_NONE)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: offload_layers %d with recompute %s (Megatron-LM: CPU "
+		    "offloading does not work with activation recomputation)",
+		    l->offload_layers, layout_recompute_name(l->recompute));
+	if (l->exec == LAYOUT_EXEC_GRAPHS)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: offload_layers %d with exec graphs (Megatron-LM: CUDA "
+		    "graphs not supported with CPU offloading)",
+		    l->offload_layers);
+	if (!(hw->host_d2h_Bps > 0 && hw->host_h2d_Bps > 0))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: offload_layers %d: the %s profile states no host link "
+		    "(gpu.host_link, host_d2h_GBps, host_h2d_GBps)",
+		    l->offload_layers, hw->id);
+	return 0;
+}
+
 int layout_check(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
 		 struct prism_err *err)
 {
@@ -1389,6 +1429,8 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 				     "layout: virtual stages %d need the interleaved schedule",
 				     l->vp);
 	}
+	if (l->offload_layers > 0 && (rc = check_offload(m, l, hw, err)))
+		return rc;
 	if (hw->peak_flops[l->dtype] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", hw->gpu,
 				     hw_dtype_name(l->dtype));

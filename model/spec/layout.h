@@ -209,6 +209,14 @@ struct layout {
 	 * 0: PyTorch's default (CUDAAllocatorConfig: off). */
 	int expandable_segments;
 	int exec; /* enum layout_exec: eager (Megatron-LM's default), graphs, compiled */
+	/* Activation offloading (Megatron-LM's --cpu-offloading-num-layers,
+	 * Transformer Engine's get_cpu_offload_context): the first
+	 * offload_layers layers of the stage save their activations to host
+	 * memory after their forward and load them back before their
+	 * backward, on a copy stream over the profile's host link (docs/MODEL.md
+	 * "Activation offloading").  0: none.  Megatron-LM takes it with pp 1,
+	 * no recomputation and eager execution only (layout_check). */
+	int offload_layers;
 	/* LoRA fine-tuning (Megatron-Bridge's PEFT LoRA; lora_rank 0: full
 	 * fine-tuning, the rest unused): every base weight frozen (no weight
 	 * gradient, main gradient, master copy or optimizer state), a rank
@@ -667,6 +675,14 @@ enum layout_show {
 		  "graph launch) or compiled (torch.compile: Inductor's launcher, a compiled "     \
 		  "graph's guards a layer)",                                                                   \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON)                                                  \
+	X(offload_layers, L, l->pp == 1 && l->recompute == LAYOUT_RECOMPUTE_NONE, v,              \
+	  .kind = LK_INT, .lo = 0, .hi = LLM_MAX_LAYERS, .def = 0, .opt = "offload-layers",        \
+	  .arg = "N",                                                                              \
+	  .help = "activation offloading (Megatron's --cpu-offloading-num-layers): the first N "   \
+		  "layers' activations copied to host memory after their forward and back "       \
+		  "before their backward over the profile's host link, beside the compute "       \
+		  "(Transformer Engine's schedule); N below the layers, pp 1, no recompute, eager", \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "offl")                                   \
 	X(lora_rank, L, 1, v, .kind = LK_INT, .lo = 0, .hi = LAYOUT_MAX_LORA_RANK, .def = 0,      \
 	  .opt = "lora-rank", .arg = "R",                                                          \
 	  .help = "LoRA fine-tuning (Megatron-Bridge's peft lora, dim R): the base weights "      \

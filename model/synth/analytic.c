@@ -376,7 +376,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	for (int s = 0; s < pp; s++) {
 		struct mem_stage ms;
 		double n = layout_stage_layers(m, &T.lay, s), c, slot, dpt, exposed, opt, nm = 0,
-		       Pe = 0, md, me;
+		       Pe = 0, md, me, off = 0;
 		double emb = s == 0 ? T.emb : 0, head = s == pp - 1 ? T.head : 0;
 		for (int ch = 0; ch < v; ch++)
 			nm += layout_chunk_moe(m, &T.lay, s, ch);
@@ -406,11 +406,37 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		{
 			/* A unit is host-bound where the host's launches
 			 * outlast its GPU side: forward and backward each the
-			 * longer of the two, the GPU's split as its layers'. */
+			 * longer of the two, the GPU's split as its layers'.
+			 * Activation offloading (pp 1) launches a copy a layer
+			 * each way, with its two event waits. */
 			double hf = (n - nm) * T.hf + nm * T.mhf, hb = (n - nm) * T.hb + nm * T.mhb;
 			double gf = (n - nm) * T.lf + nm * T.mlf, gb = (n - nm) * T.lb + nm * T.mlb;
-			double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5;
-			slot = fmax(slot * ff, hf) + fmax(slot * (1 - ff), hb);
+			double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5, sf, sb, x = 0, y = 0;
+			int L = layout_chunk_layers(m, &T.lay, s, 0), N = 0;
+			if (l->offload_layers > 0 && n > 0) {
+				N = l->offload_layers < L ? l->offload_layers : L - 1;
+				for (int i = 0; i < N; i++) {
+					double xi, yi;
+					synth_offload_copy_s(
+					    &T.si, hw, m->experts > 0 && llm_is_moe_layer(m, i),
+					    &xi, &yi);
+					x += xi / N;
+					y += yi / N;
+				}
+				hf += N * (T.si.cpu_op_s + T.si.launch_s + 4 * T.si.event_s);
+				hb += N * (T.si.cpu_op_s + T.si.launch_s + 4 * T.si.event_s);
+			}
+			sf = fmax(slot * ff, hf);
+			sb = fmax(slot * (1 - ff), hb);
+			slot = sf + sb;
+			/* The compute's waits for the copies
+			 * (synth_offload_exposed), each layer the unit's
+			 * average, each copy the offloaded layers' average. */
+			if (N > 0) {
+				off = synth_offload_exposed(L, N, sf / n, x) +
+				      synth_offload_exposed(L, N, sb / n, y);
+				slot += off;
+			}
 		}
 		sum += slot;
 		mem_stage(m, &T.lay, NULL, s, &ms);
@@ -421,6 +447,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		opt = 28 * ms.train / (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps;
 		if (slot > worst) {
 			worst = slot;
+			out->t_offload = off;
 			out->t_compute = c;
 			out->t_tp = n * T.ar;
 			out->t_p2p = T.p2p;

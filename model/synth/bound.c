@@ -432,12 +432,66 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 	return best;
 }
 
+double synth_offload_exposed(int L, int N, double f, double x)
+{
+	double e;
+	if (N <= 0 || L <= N)
+		return 0;
+	if (L - N == 1)
+		return N * x;
+	e = N * x - (L - 2) * f;
+	return e > 0 ? e : 0;
+}
+
+void synth_offload_copy_s(const struct synth_in *in, const struct hw_profile *hw, int moe,
+			  double *d2h_s, double *h2d_s)
+{
+	double a = moe ? mem_act_moe_layer(&in->m, &in->lay) : mem_act_per_layer(&in->m, &in->lay);
+	*d2h_s = hw->host_d2h_Bps > 0 ? a / hw->host_d2h_Bps : 0;
+	*h2d_s = hw->host_h2d_Bps > 0 ? a / hw->host_h2d_Bps : 0;
+}
+
+/* Activation offloading's least wait, one microbatch of stage 0's chunk
+ * (offloading runs with pp 1): forward, copy 0 starts after layer 0 and
+ * the last layer starts after the last copy, the copies one after another
+ * on their stream, so the forward takes at least f0 + (the copies) +
+ * f_last -- beyond the layers' own sum, the wait; with L - N = 1 each copy
+ * lies between two layers: all of it.  The backward alike.  fl and bl a
+ * layer's least forward and backward (the smaller of a dense and an MoE
+ * layer's), sf and sb the chunk's layers' sums. */
+static double offload_bound(const struct synth_in *in, double fl, double bl, double sf, double sb)
+{
+	const struct llm *m = &in->m;
+	struct layout r;
+	int L, N;
+	double X = 0, Y = 0, w = 0;
+
+	synth_mem_layout(in, &r);
+	L = layout_chunk_layers(m, &r, 0, 0);
+	N = r.offload_layers < L ? r.offload_layers : L - 1;
+	if (N <= 0 || r.pp != 1)
+		return 0;
+	for (int i = 0; i < N; i++) {
+		double x, y;
+		synth_offload_copy_s(in, in->hw, m->experts > 0 && llm_is_moe_layer(m, i), &x, &y);
+		X += x;
+		Y += y;
+	}
+	if (L - N == 1)
+		return X + Y;
+	if (2 * fl + X > sf)
+		w += 2 * fl + X - sf;
+	if (2 * bl + Y > sb)
+		w += 2 * bl + Y - sb;
+	return w;
+}
+
 double synth_lower_bound(const struct synth_in *in)
 {
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	double b = l->mbs, t = l->tp, bs = b * m->seq / layout_cp(l);
-	double att_f = 0, att_b = 0, mlp = 0, tp_f, tp_b, f, bw, af, lb, mfw = 0, mbw = 0;
+	double att_f = 0, att_b = 0, mlp = 0, tp_f, tp_b, f, bw, af, lb, mfw = 0, mbw = 0, best;
 	struct hw_profile buf;
 	const struct hw_profile *hw = sl_run_hw(in, &buf); /* at the layout's power */
 
@@ -478,5 +532,19 @@ double synth_lower_bound(const struct synth_in *in)
 		mfw = mf + mtp_f;
 	}
 	f += tp_f;
-	return fill_drain_bound(in, hw, bs, f + bw, mfw + mbw);
+	best = fill_drain_bound(in, hw, bs, f + bw, mfw + mbw);
+	/* Activation offloading (pp 1): each microbatch's least wait for its
+	 * copies beyond the layers. */
+	if (l->offload_layers > 0 && l->pp == 1) {
+		struct layout r;
+		double n, nm, fl, bl;
+		synth_mem_layout(in, &r);
+		n = layout_chunk_layers(m, &r, 0, 0);
+		nm = layout_chunk_moe(m, &r, 0, 0);
+		fl = nm >= n ? mfw : nm > 0 && mfw < f ? mfw : f;
+		bl = nm >= n ? mbw : nm > 0 && mbw < bw ? mbw : bw;
+		best += (double)l->microbatches * offload_bound(in, fl, bl, (n - nm) * f + nm * mfw,
+								(n - nm) * bw + nm * mbw);
+	}
+	return best;
 }

@@ -20,7 +20,7 @@
 #include "comm.h"
 #include "vec.h"
 
-static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25};
+static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25, 26};
 
 static int64_t ns(double s)
 {
@@ -222,7 +222,11 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 		struct gw_node op = row(c, r, k->host, GN_CPU, c->em.n_cpu, op_s);
 		push(c, &op);
 	}
-	call = call_row(c, r, c->em.n_launch, RT_LAUNCH, launch_s);
+	/* A copy is launched by cudaMemcpyAsync (activation offloading's),
+	 * a kernel by cudaLaunchKernel. */
+	call = kind == GN_MEMCPY
+		   ? call_row(c, r, se_intern(c, "cudaMemcpyAsync"), RT_MEMCPY, launch_s)
+		   : call_row(c, r, c->em.n_launch, RT_LAUNCH, launch_s);
 	task = row(c, r, proc, kind, se_intern(c, name), seconds);
 	if (c->em.op) {
 		set_op(c, &call);
@@ -374,6 +378,9 @@ int se_procs(struct ctx *c)
 		if (gw_proc(&c->em.w, &p, &c->rk[r].host))
 			return PRISM_ENOMEM;
 		for (int st = 0; st < S_N; st++) {
+			c->rk[r].last[st] = NONE32;
+			if (st == S_OFF && c->in->lay.offload_layers <= 0)
+				continue;
 			p.gpu = 1;
 			p.pid = r;
 			p.tid = stream_id[st];

@@ -446,6 +446,34 @@ static void mtp_depths(struct ctx *c, int r, const struct shape *z, int fwd, int
 	}
 }
 
+/* Activation offloading (lay.offload_layers; docs/MODEL.md "Activation
+ * offloading"), as Transformer Engine's OffloadSynchronizer schedules it
+ * by default (transformer_engine/pytorch/cpu_offload.py,
+ * _default_offload_sync_init; Megatron-LM passes the model's layers as
+ * model_layers): of a chunk's L layers the first N offload.  On one copy
+ * stream, layer i's activations are copied to host memory once its
+ * forward is done, and the compute waits for that copy before layer L - N
+ * + i's forward (its memory freed there); backward, layer i's copy back
+ * starts before layer L - 1 - N + i's backward, after the compute so far,
+ * and layer i's backward waits for it.  The layers offloaded in the
+ * chunk: 0 without offloading. */
+static int offload_n(const struct ctx *c, int nl)
+{
+	int n = c->lay.offload_layers;
+	if (n <= 0 || c->dry)
+		return 0;
+	return n < nl ? n : nl - 1;
+}
+
+/* Bytes layer `layer` saves for its backward (what is offloaded):
+ * mem_act_per_layer, or mem_act_moe_layer for an MoE layer. */
+static double offload_bytes(const struct ctx *c, int layer)
+{
+	if (c->in->m.experts > 0 && llm_is_moe_layer(&c->in->m, layer))
+		return mem_act_moe_layer(&c->in->m, &c->lay);
+	return mem_act_per_layer(&c->in->m, &c->lay);
+}
+
 /* A forward unit of chunk ch of stage s: the activations received from
  * the stage before, the embedding (first chunk), the chunk's layers, each
  * after its gathers (gather_before: depth, ids), the head (last chunk),
@@ -457,7 +485,13 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
 	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
 	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
+	int noff = offload_n(c, nl);
+	uint32_t *off = NULL; /* each offloaded layer's copy out */
 
+	if (noff > 0 && !(off = prism_malloc((size_t)noff * sizeof(*off)))) {
+		c->oom = 1;
+		return;
+	}
 	if (fwd_prev(z, s, ch, &os, &oc))
 		pp_recv(c, r, os, oc, z, 1);
 	if (first_chunk && !in->bare) {
@@ -468,9 +502,17 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	}
 	for (int l = 0; l < nl; l++) {
 		c->rk[r].layer = l0 + l;
+		if (noff > 0 && l >= nl - noff)
+			se_event_wait_task(c, r, off[l - (nl - noff)], S_OFF, S_COMPUTE);
 		gather_before(c, r, z, depth, l, nl, ids, l0);
 		sl_layer_fwd(c, r, z);
+		if (l < noff) {
+			se_event_wait(c, r, S_COMPUTE, S_OFF);
+			off[l] = se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy DtoH (Device -> Pinned)",
+					   offload_bytes(c, l0 + l) / c->hw->host_d2h_Bps, NULL);
+		}
 	}
+	free(off);
 	c->rk[r].layer = -1;
 	if (last_chunk && !in->bare) {
 		/* The head's weights stay gathered for its backward (as
@@ -502,7 +544,13 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	 * chunk, under ZeRO-2/3 in every backward (the gradients are sharded:
 	 * DeepSpeed's stage 2 and FSDP reduce each micro-step). */
 	int reduce = dp_bucket || c->lay.zero >= 2;
+	int noff = offload_n(c, nl);
+	uint32_t *on = NULL; /* each offloaded layer's copy back */
 
+	if (noff > 0 && !(on = prism_malloc((size_t)noff * sizeof(*on)))) {
+		c->oom = 1;
+		return;
+	}
 	if (fwd_next(z, s, ch, &os, &oc))
 		pp_recv(c, r, os, oc, z, 0);
 	if (last_chunk && !in->bare) {
@@ -512,12 +560,21 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 			grad_ready(c, r, z, head_params(c, r));
 	}
 	for (int l = nl - 1; l >= 0; l--) {
+		int i = l - (nl - 1 - noff); /* the offloaded layer whose copy back starts */
 		c->rk[r].layer = l0 + l;
+		if (noff > 0 && i >= 0 && i < noff) {
+			se_event_wait(c, r, S_COMPUTE, S_OFF);
+			on[i] = se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy HtoD (Pinned -> Device)",
+					  offload_bytes(c, l0 + i) / c->hw->host_h2d_Bps, NULL);
+		}
+		if (l < noff)
+			se_event_wait_task(c, r, on[l], S_OFF, S_COMPUTE);
 		gather_before(c, r, z, depth, nl - 1 - l, nl, ids, l0);
 		sl_layer_bwd(c, r, z);
 		if (reduce)
 			layer_grads(c, r, z, l0 + l);
 	}
+	free(on);
 	c->rk[r].layer = -1;
 	if (first_chunk && !in->bare) {
 		sl_embed_bwd(c, r, z);

@@ -253,6 +253,27 @@ void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, 
 void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
 			   double *attn_fwd_s);
 
+/*
+ * Activation offloading (lay.offload_layers; docs/MODEL.md "Activation
+ * offloading"): the seconds the compute waits for the copies, one
+ * microbatch's forward (or backward) of a chunk of L layers of which the
+ * first N offload, Transformer Engine's schedule (step.c) on one copy
+ * stream, with every layer's forward f (backward) and every copy x alike.
+ * Copy i starts when layer i is done and the copy before it; layer L - N +
+ * i waits for it.  L - N = 1: every copy between its layer and the next,
+ * N x.  Else the copies run back to back behind layer 0 and the last layer
+ * waits for the last: max(0, N x - (L - 2) f) -- hidden while (L - 2) f
+ * covers them.  The backward is the same with the copies back (layer L - 1
+ * - N + i starts copy i, layer i waits for it).
+ */
+double synth_offload_exposed(int L, int N, double f, double x);
+
+/* The seconds one layer's offloaded activations take over hw's host link,
+ * one microbatch: out (*d2h_s) and back (*h2d_s), a dense layer's (moe 0)
+ * or an MoE layer's (mem_act_per_layer, mem_act_moe_layer). */
+void synth_offload_copy_s(const struct synth_in *in, const struct hw_profile *hw, int moe,
+			  double *d2h_s, double *h2d_s);
+
 /* Bytes one expert-parallel all-to-all of one MoE layer sends from the
  * busiest rank, one microbatch: b s / tp tokens x top_k copies x rho (the
  * busiest rank's load over the mean, mem_moe_tokens) x hidden x 2 bytes

@@ -58,8 +58,11 @@
 #define NONE32	      UINT32_MAX
 #define SYNTH_TOO_BIG 2 /* ctx.oom: GRAPH_MAX_TASKS reached */
 
-/* A rank's processors: its host thread, then these streams. */
-enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_TP, S_N };
+/* A rank's processors: its host thread, then these streams.  S_OFF, the
+ * activation offload's copy stream, is made only for a layout that
+ * offloads (lay.offload_layers), so that every other run's graph keeps its
+ * processors. */
+enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_TP, S_OFF, S_N };
 
 /* ---- the graph as built -------------------------------------------- */
 
