@@ -154,12 +154,24 @@ static void test_agreement(void **state)
 	     0},
 	    /* no CPU time per op: the host runs on launches alone */
 	    {2, 2, 2, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 0, 0},
+	    /* Zero-bubble schedules: B and W passes, W reducing the gradients
+	     * (ZeRO-0/1 the last microbatch's, ZeRO-2/3 every one's; ZeRO-3's
+	     * gathers in B alone). */
+	    {1, 4, 1, 1, 16, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 4, 2, 1, 8, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 2, 4, 1, 5, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_FULL, 2, 1, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 2, 4, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 4, 2, 1, 8, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10, 0},
+	    {2, 4, 1, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10, 0},
+	    {1, 2, 2, 1, 8, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400, 0},
 	    /* LoRA: frozen base, adapters and their collectives, the
 	     * adapters' gradients reduced and updated alone */
 	    {2, 2, 2, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 16},
 	    {2, 4, 4, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0,
 	     10, 8},
 	    {4, 2, 2, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_FULL, 2, 1, 1, HW_FP8, 2, 0, 10, 32},
+	    {2, 4, 2, 1, 8, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_BF16, 2, 0, 10, 16},
+	    {2, 2, 4, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 2, 0, 10, 8},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -372,6 +384,27 @@ static void test_agreement_moe_cp(void **state)
 		folded = agree(&in);
 		in.hw = &hw_quiet;
 		assert_int_equal(agree(&in), folded);
+		/* A zero-bubble schedule: the experts' and the router's weight
+		 * gradients in W, the dispatch, combine and CP transfers in B. */
+		if (cases[i].pp >= 2) {
+			in.lay.schedule = i % 2 ? LAYOUT_ZB2P : LAYOUT_ZB1P;
+			print_message("moe/cp case %zu, %s\n", i,
+				      layout_schedule_name(in.lay.schedule));
+			in.hw = &hw;
+			assert_int_equal(agree(&in), folded);
+		}
+	}
+	{
+		/* Multi-token prediction on the last stage under zb-2p: each
+		 * depth's head, layer and eh_proj split too. */
+		struct synth_in in;
+		small(&in);
+		in.m.mtp_layers = 1;
+		in.lay.pp = 2;
+		in.lay.dp = 2;
+		in.lay.microbatches = 6;
+		in.lay.schedule = LAYOUT_ZB2P;
+		assert_int_equal(agree(&in), 1);
 	}
 }
 
@@ -624,6 +657,12 @@ static void test_extrapolate(void **state)
 	     0, 1, 1},
 	    {1, 2, 4, 1, 48, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 3, 0, HW_BF16, 2, 10, 5, -1, 0, 0,
 	     0, 0, 0},
+	    /* zero-bubble schedules (ZB-2p's points past its 2p - 1
+	     * warm-up forwards) */
+	    {1, 4, 2, 1, 64, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, 1, 0, 0,
+	     0, 0, 0},
+	    {2, 4, 2, 1, 64, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5, 1, 0,
+	     0, 0, 0, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

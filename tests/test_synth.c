@@ -279,6 +279,114 @@ static double bubble_part(int schedule, const uint16_t *part, int p, int m, doub
 	return st.bubble;
 }
 
+/*
+ * Zero-bubble schedules against Qi et al.'s closed forms (ICLR 2024,
+ * section 2 and Table 1's bubbles), uniform stages of n = 16 / p
+ * identical layers, free communication, no host cost.  A stage's passes
+ * a microbatch: F = n f, B = n (b - w), W = n w, with f and b a layer's
+ * forward and backward (synth_layer_times) and w the weight-gradient
+ * part of b (synth_layer_wgrad_s: its wgrad GEMMs).  The step, from the
+ * first forward to the last pass:
+ *  - 1F1B: (m + p - 1)(F + B + W) (B and W one backward);
+ *  - ZB-1p: m (F + B + W) + (p - 1)(F + B - W) where W <= B (the paper's
+ *    ZB-H1 bubble; stage 0's last B waits for the gradient to cross the
+ *    p - 1 stages after it as B passes, its F passes and the W passes it
+ *    deferred filling the rest);
+ *  - ZB-2p, m >= 2p - 1: m (F + B + W) + (p - 1) max(F, F + B - 2W): the
+ *    paper's ZB-H2 bubble (p - 1)(F + B - 2W) per stage from its own first
+ *    forward, and at least the p - 1 forwards before the last stage's
+ *    first.
+ * The bubble is 1 - m (F + B + W) / T.  The figures (worked independently
+ * by an event simulation of the same orders, /tmp notes in the report):
+ * p = 4, m = 8, F = B = W: 1F1B 9 passes of idle, ZB-1p 3, ZB-2p 3.
+ */
+static double zb_bubble(int schedule, int p, int m, int gemm_only, double *closed, double *fbw)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	double f, b, a, w, n, F, B, W, T;
+	small(&in);
+	in.m.layers = 16;
+	in.bare = 1;
+	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+	in.lay.pp = p;
+	in.lay.microbatches = m;
+	in.lay.schedule = schedule;
+	/* One step: nothing synchronises the stages between steps (docs/
+	 * MODEL.md, "Schedules"), so a zb-2p stage 0 that ends its step first
+	 * starts the next one's forwards inside this step's span. */
+	in.steps = 1;
+	/* The paper's T_F = T_B = T_W: the GEMMs alone timed (every other
+	 * class at scale 0), a linear's forward, dgrad and wgrad GEMMs
+	 * having the same FLOPs. */
+	for (int c = 0; gemm_only && c < KC_NCLASSES; c++)
+		if (c != KC_GEMM)
+			in.scale[c] = 0;
+	g = build(&in, &so, &st);
+	synth_out_release(&so);
+	graph_free(g);
+	synth_layer_times(&in, &f, &b, &a);
+	w = synth_layer_wgrad_s(&in, 0);
+	n = 16.0 / p;
+	F = n * f, B = n * (b - w), W = n * w;
+	fbw[0] = F, fbw[1] = B, fbw[2] = W;
+	if (schedule == LAYOUT_ZB1P)
+		T = m * (F + B + W) + (p - 1) * fmax(F, F + B - W);
+	else if (schedule == LAYOUT_ZB2P)
+		T = m * (F + B + W) + (p - 1) * fmax(F, F + B - 2 * W);
+	else
+		T = (m + p - 1) * (F + B + W);
+	*closed = 1 - m * (F + B + W) / T;
+	return st.bubble;
+}
+
+static void test_zb_bubble(void **state)
+{
+	(void)state;
+	for (int p = 2; p <= 8; p *= 2)
+		for (int m = 2 * p; m <= 4 * p; m *= 2) {
+			double want[3], got[3], fbw[3];
+			static const int sch[3] = {LAYOUT_1F1B, LAYOUT_ZB1P, LAYOUT_ZB2P};
+			for (int i = 0; i < 3; i++)
+				got[i] = zb_bubble(sch[i], p, m, 0, &want[i], fbw);
+			print_message(
+			    "p %d m %2d (F %.1f B %.1f W %.1f us a stage): 1f1b %.4f (closed "
+			    "%.4f) zb-1p %.4f (%.4f) zb-2p %.4f (%.4f)\n",
+			    p, m, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got[0], want[0], got[1],
+			    want[1], got[2], want[2]);
+			/* The small layer's W (its four wgrad GEMMs) is 18 % of its
+			 * work, less than B (dgrad GEMMs, attention backward, the
+			 * memory-bound passes): the closed forms' W <= B case. */
+			assert_true(fbw[2] > 0.1 * (fbw[0] + fbw[1] + fbw[2]) && fbw[2] < fbw[1]);
+			for (int i = 0; i < 3; i++)
+				assert_rel_close(got[i], want[i], 0.01);
+			/* ZB-1p cuts 1F1B's bubble, ZB-2p cuts it further. */
+			assert_true(got[1] < got[0] && got[2] < got[1]);
+		}
+	/* T_F = T_B = T_W (GEMMs alone, within their shapes' 1 %): ZB-2p's
+	 * bubble is the (p - 1) forwards before the last stage starts, each
+	 * stage busy from its first pass to its last (the paper's zero
+	 * bubble), a third of 1F1B's fill and drain and ZB-1p's equal (their
+	 * (p - 1)(F + B - W) = (p - 1) F). */
+	for (int p = 4; p <= 8; p *= 2) {
+		double want[3], got[3], fbw[3];
+		static const int sch[3] = {LAYOUT_1F1B, LAYOUT_ZB1P, LAYOUT_ZB2P};
+		for (int i = 0; i < 3; i++)
+			got[i] = zb_bubble(sch[i], p, 4 * p, 1, &want[i], fbw);
+		print_message("GEMMs alone, p %d m %2d (F %.1f B %.1f W %.1f us): 1f1b %.4f (%.4f) "
+			      "zb-1p %.4f (%.4f) zb-2p %.4f (%.4f)\n",
+			      p, 4 * p, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got[0], want[0],
+			      got[1], want[1], got[2], want[2]);
+		assert_rel_close(fbw[1], fbw[0], 0.02);
+		assert_rel_close(fbw[2], fbw[0], 0.02);
+		for (int i = 0; i < 3; i++)
+			assert_rel_close(got[i], want[i], 0.01);
+		assert_rel_close(got[2], (p - 1.0) / (3.0 * 4 * p + p - 1), 0.02);
+	}
+}
+
 static void test_pipeline_bubble(void **state)
 {
 	static const uint16_t parts[][4] = {{2, 6, 4, 4}, {3, 5, 5, 3}, {6, 2, 2, 6},
@@ -706,6 +814,9 @@ static void test_lower_bound(void **state)
 	    {2, 2, 2, 2, LAYOUT_INTERLEAVED, 4, LAYOUT_RECOMPUTE_FULL, 0, 1, 0},
 	    {4, 8, 1, 1, LAYOUT_1F1B, 16, LAYOUT_RECOMPUTE_NONE, 0, 4, 1},
 	    {1, 1, 8, 1, LAYOUT_1F1B, 4, LAYOUT_RECOMPUTE_NONE, 0, 2, 0},
+	    {1, 4, 1, 1, LAYOUT_ZB1P, 8, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
+	    {2, 4, 2, 1, LAYOUT_ZB2P, 8, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1},
+	    {1, 8, 1, 1, LAYOUT_ZB2P, 16, LAYOUT_RECOMPUTE_NONE, 0, 1, 0},
 	};
 	static struct hw_profile b200;
 	struct prism_err herr;
@@ -742,6 +853,14 @@ static void test_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* A zero-bubble schedule's W passes may end a stage: its bound
+		 * is at most 1F1B's. */
+		if (layout_zb(in.lay.schedule)) {
+			struct synth_in q = in;
+			q.lay.schedule = LAYOUT_1F1B;
+			print_message("  1f1b's bound %.3f ms\n", synth_lower_bound(&q) * 1e3);
+			assert_true(lb <= synth_lower_bound(&q));
+		}
 		/* Every recompute module (the MLP's GEMMs and round again):
 		 * more work, still a bound. */
 		if (in.lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
@@ -858,6 +977,10 @@ static void test_layout_errors(void **state)
 	    {1, 2, 2, 3, LAYOUT_INTERLEAVED,
 	     "layout: interleaved 1F1B needs microbatches (3) divisible by pp (2)"},
 	    {1, 2, 2, 2, LAYOUT_1F1B, "layout: virtual stages 2 need the interleaved schedule"},
+	    {1, 2, 2, 2, LAYOUT_ZB1P, "layout: virtual stages 2 need the interleaved schedule"},
+	    {1, 1, 1, 4, LAYOUT_ZB2P,
+	     "layout: schedule zb-2p needs pp >= 2 (one stage has no bubble for its deferred "
+	     "weight gradients to fill)"},
 	    /* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
 		 * by it (SIGFPE): the ranges come first. */
 	    {1, 65536, 65536, 1, LAYOUT_INTERLEAVED, "layout: pp 65536 is not in 1..256"},
@@ -1658,6 +1781,14 @@ static void test_moe_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* A zero-bubble schedule's W passes may end a stage: its bound
+		 * is at most 1F1B's. */
+		if (layout_zb(in.lay.schedule)) {
+			struct synth_in q = in;
+			q.lay.schedule = LAYOUT_1F1B;
+			print_message("  1f1b's bound %.3f ms\n", synth_lower_bound(&q) * 1e3);
+			assert_true(lb <= synth_lower_bound(&q));
+		}
 		/* Every recompute module (moe's whole layer again, MLA's up
 		 * projections, the dense layer's MLP): more, still a bound. */
 		if (in.lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
@@ -2757,6 +2888,20 @@ static void test_lora(void **state)
 		assert_true(fabs(a / p.iter_s - 1) <= fabs(a0 / p0.iter_s - 1) + 0.02);
 		assert_true(synth_lower_bound(&in) <= p.iter_s);
 	}
+	/* Under a zero-bubble schedule the W passes hold the adapters' weight
+	 * gradients alone; the bound stays below the step. */
+	{
+		struct predict_out p;
+		in.lay.sp = 0;
+		in.lay.pp = 2;
+		in.lay.microbatches = 4;
+		in.lay.schedule = LAYOUT_ZB1P;
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		assert_true(synth_lower_bound(&in) <= p.iter_s);
+		in.lay.pp = 1;
+		in.lay.microbatches = 2;
+		in.lay.schedule = LAYOUT_1F1B;
+	}
 	/* The rules: A's rank split over tp; no LoRA on experts. */
 	in.lay.sp = 0;
 	in.lay.lora_rank = 3;
@@ -3139,6 +3284,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_flops_formula),
 	    cmocka_unit_test(test_pipeline_bubble),
+	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_layout_errors),
 	    cmocka_unit_test(test_meta_round_trip),
 	    cmocka_unit_test(test_limits),

@@ -76,6 +76,25 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	return sbh * (whole + par / t + attn / t) - saved + lora_act(m, l);
 }
 
+double mem_act_wgrad_layer(const struct llm *m, const struct layout *l, int moe)
+{
+	double s = (double)m->seq / layout_cp(l), b = l->mbs, h = m->hidden, t = l->tp;
+	double T = s * b, hin = l->sp ? h / t : h; /* a sequence-parallel input, as saved */
+	/* QKV (h -> its rank's width) and the projection (its input -> h). */
+	double w = hin + llm_qkv_width_rank(m, (int)t) + llm_proj_width(m) / t + h;
+	if (moe) {
+		double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn,
+		       fin = (m->gated ? 2.0 : 1.0) * fe;
+		double M = mem_moe_tokens(m, l), et = layout_etp(l), sh = (double)m->shared_experts;
+		/* The router on the rank's b s / t tokens; the shared experts as
+		 * a dense FFN; the routed experts' FC1 and FC2 on M tokens. */
+		return 2 * (T * w + T / t * (h + m->experts) +
+			    (sh > 0 ? T * (hin + sh * fin / t + sh * fe / t + h) : 0) +
+			    M * (h + fin / et + fe / et + h));
+	}
+	return 2 * T * (w + hin + llm_ffn_in(m) / t + (double)m->ffn / t + h);
+}
+
 double mem_moe_peak(const struct llm *m, const struct layout *l)
 {
 	double q = l->imbalance > 1 ? l->imbalance : 1;
@@ -456,6 +475,43 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			double a = llm_is_moe_layer(m, m->layers - 1) ? a_moe : a_layer;
 			tail += m->mtp_layers * (a + tail + 8 * sl * b * h / sp);
 			lg *= 1 + m->mtp_layers;
+		}
+		if (layout_zb(l->schedule)) {
+			/* A zero-bubble stage's passes (layout_zb_next, one
+			 * chunk): F adds the chunk's activations, B frees all but
+			 * what W needs (its layers' mem_act_wgrad_layer, the
+			 * output layer's input and the logits' bf16 gradient), W
+			 * the rest.  Past the cap of held microbatches (2p - 1 at
+			 * most) every F repeats an earlier peak. */
+			struct layout_zb it = {0, 0, 0, 0};
+			int nl = layout_chunk_layers(m, l, s, 0), nm = layout_chunk_moe(m, l, s, 0);
+			double full = chunk_act(m, l, s, 0, a_layer, a_moe) + mask + tail + lg;
+			double keep = (nl - nm) * mem_act_wgrad_layer(m, l, 0) +
+				      (nm > 0 ? nm * mem_act_wgrad_layer(m, l, 1) : 0) +
+				      (last ? 2 * sl * b * (h / sp + V / t) : 0);
+			int mb, pass;
+			if (keep > full)
+				keep = full;
+			while ((pass = layout_zb_next(l, s, &it, &mb)) >= 0 &&
+			       it.f <= 4 * l->pp + 4) {
+				if (pass == LAYOUT_PASS_F) {
+					held += full;
+					held_lg += lg;
+					units++;
+				} else if (pass == LAYOUT_PASS_B) {
+					held -= full - keep;
+					held_lg -= lg;
+				} else {
+					held -= keep;
+					units--;
+				}
+				if (held > peak) {
+					peak = held;
+					peak_units = units;
+					out->logits = held_lg;
+				}
+			}
+			total = 0;
 		}
 		for (int i = 0; i < total; i++) {
 			int ch;

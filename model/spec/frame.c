@@ -907,7 +907,8 @@ static const struct frame_row frame_rows[LK_N] = {
 #undef R
 
 /* Knobs of a row the framework expresses only in some values: the
- * schedule (Megatron-LM and Bridge have no GPipe), ZeRO (torchtitan has
+ * schedule (Megatron-LM and Bridge have no GPipe; no framework here runs
+ * zb-1p or zb-2p), ZeRO (torchtitan has
  * DDP or FSDP: no ZeRO-1/2), dtype (no tf32 switch; torchtitan: float8
  * only), the partition (even or embed-loss), cp's ring (torchtitan's
  * rotation is all-gather or all-to-all) and no-flash (torchtitan). */
@@ -915,6 +916,13 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 {
 	switch (k) {
 	case LK_schedule:
+		/* Zero-bubble with one stage a rank: Megatron-LM and Bridge have
+		 * none; torchtitan's InterleavedZeroBubble (PyTorch's ZB1P) is a
+		 * multi-stage schedule, which pipeline_llm runs with 2 stages a
+		 * rank or more (torchtitan/distributed/pipeline_parallel.py),
+		 * and ZBVZeroBubble is ZB-V's V-shape (not this). */
+		if (layout_zb(l->schedule))
+			return l->pp == 1;
 		return fw == FRAME_TORCHTITAN || l->schedule != LAYOUT_GPIPE || l->pp == 1;
 	case LK_zero:
 	case LK_dp:
@@ -1663,10 +1671,13 @@ static int special_in(const char *path, int line, const char *name, const char *
 			      : s && strcmp(s, "Interleaved1F1B") == 0 ? LAYOUT_INTERLEAVED
 								       : -2;
 		if (I->schedule == -2)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s '%s': prism models GPipe, 1F1B and "
-					     "Interleaved1F1B",
-					     path, line, name, s ? s : "");
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: %s '%s': prism models GPipe, 1F1B and "
+			    "Interleaved1F1B here (its zero-bubble zb-1p and zb-2p "
+			    "run one stage a rank, which torchtitan's "
+			    "InterleavedZeroBubble and ZBVZeroBubble do not)",
+			    path, line, name, s ? s : "");
 	} else if (IS("--global-batch-size") || IS("train.global_batch_size") ||
 		   IS("training.global_batch_size")) {
 		NUM(1, 1L << 30);

@@ -41,6 +41,7 @@ struct terms {
 	double mb;		 /* microbatches */
 	double lf, lb, la;	 /* a dense layer: forward, backward, attention forward */
 	double mlf, mlb, mla;	 /* a mixture-of-experts layer's */
+	double lw, mlw;		 /* zero-bubble schedules: their backwards' W parts */
 	double hf, hb, mhf, mhb; /* the host's time of a dense (MoE) layer's forward, backward */
 	double emb, head;	 /* stage 0's embedding, the last stage's head and loss */
 	double ar;		 /* a layer's tensor-parallel all-reduces */
@@ -158,6 +159,10 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 		synth_layer_host(&T->si, 1, &T->mhf, &T->mhb);
 	T->cp_ring = cp_terms(in, T);
 	moe_terms(in, T);
+	if (layout_zb(l->schedule)) {
+		T->lw = synth_layer_wgrad_s(&T->si, 0);
+		T->mlw = synth_layer_wgrad_s(&T->si, 1);
+	}
 	synth_extra_times(&T->si, &T->emb, &T->head);
 	mem_bytes_per_param(mem_prec(T->lay.dtype), &T->wb, &T->gb, &T->ob);
 	if (tp > 1) {
@@ -339,7 +344,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	int tp = l->tp, pp = l->pp, dp = l->dp, v = l->vp > 0 ? l->vp : 1, cp = layout_cp(l);
-	double peak = hw->peak_flops[in->lay.dtype], sum = 0, worst = -1, tail = 0;
+	double peak = hw->peak_flops[in->lay.dtype], sum = 0, worst = -1, tail = 0, fill = 1;
 	struct terms T;
 	int rc;
 
@@ -437,6 +442,16 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 				      synth_offload_exposed(L, N, sb / n, y);
 				slot += off;
 			}
+			/* Zero-bubble schedules: the fill and drain of (p - 1)
+			 * stages' F + B + W shrinks to (p - 1) max(F, F + B - W)
+			 * (ZB-1p) or max(F, F + B - 2W) (ZB-2p), B and W the
+			 * backward's parts (Qi et al. 2024, Table 1 with the
+			 * forwards the last stage waits for; test_zb_bubble). */
+			if (layout_zb(l->schedule) && slot > worst && gf + gb > 0) {
+				double gw = (n - nm) * T.lw + nm * T.mlw,
+				       k = l->schedule == LAYOUT_ZB2P ? 3 : 2;
+				fill = fmax(gf, gf + gb - k * gw) / (gf + gb);
+			}
 		}
 		sum += slot;
 		mem_stage(m, &T.lay, NULL, s, &ms);
@@ -461,7 +476,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		}
 	}
 	out->t_slot = worst;
-	out->t_bubble = (sum - worst) / v;
+	out->t_bubble = (sum - worst) / v * fill;
 	out->t_iter = T.mb * worst + out->t_bubble + tail;
 	out->model_flops = llm_flops_iter(m, in->global_batch, 0);
 	out->mfu = out->model_flops / (out->t_iter * (double)tp * pp * dp * cp * peak);

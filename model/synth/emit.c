@@ -113,7 +113,7 @@ void se_record_op(struct ctx *c, const double key[OPKEY], se_op_fmt fmt)
 	const char *op;
 	char dims[320], types[160];
 
-	if (c->dry || c->in->no_shapes)
+	if (c->dry || c->in->no_shapes || sl_skip(c))
 		return;
 	for (int i = 0; i < OPKEY; i++) {
 		uint64_t bits;
@@ -202,6 +202,8 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 	uint32_t u, proc = k->stream[st];
 	double op_s, launch_s, lag_s, region_s;
 
+	if (sl_skip(c)) /* the other pass's (a zero-bubble backward's B or W) */
+		return 0;
 	launch_costs(c, r, st, &op_s, &launch_s, &lag_s, &region_s);
 	if (c->dry) {
 		if (kind == GN_KERNEL) {
@@ -263,7 +265,7 @@ void se_event_wait(struct ctx *c, int r, int from, int to)
 	uint32_t rec, w;
 	double ev;
 
-	if (c->dry)
+	if (c->dry || sl_skip(c))
 		return;
 	ev = in_region(c, r, to) ? c->em.host.event_s : c->in->event_s;
 	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, ev);
@@ -287,7 +289,7 @@ void se_event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to)
 	uint32_t rec, w;
 	double ev;
 
-	if (c->dry || src == NONE32)
+	if (c->dry || src == NONE32 || sl_skip(c))
 		return;
 	ev = in_region(c, r, to) ? c->em.host.event_s : c->in->event_s;
 	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, ev);
@@ -312,8 +314,8 @@ void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, do
 	char buf[64];
 	uint32_t pgid;
 
-	if (c->dry) {
-		if (c->dry_comm && !c->in->bare &&
+	if (c->dry || sl_skip(c)) {
+		if (c->dry && !sl_skip(c) && c->dry_comm && !c->in->bare &&
 		    comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
 			c->dry_comm_s += e.time_s;
 		return;

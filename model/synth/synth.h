@@ -17,8 +17,10 @@
  * forward FLOPs; full recomputation runs the forward again first.  Stage 0
  * adds the embedding, the last stage the final norm, logits GEMM and loss.
  * The units (forward or backward of one microbatch on one model chunk)
- * follow the schedule: GPipe, 1F1B (PipeDream-flush) or Megatron's
- * interleaved 1F1B.  Activations and their gradients cross stages as
+ * follow the schedule: GPipe, 1F1B (PipeDream-flush), Megatron's
+ * interleaved 1F1B, or a zero-bubble one (zb-1p, zb-2p: each backward a B
+ * unit, the input gradient, and a W unit, the weight-gradient GEMMs,
+ * placed as layout_zb_next orders them).  Activations and their gradients cross stages as
  * send/recv pairs that rendezvous.  The gradient all-reduce of each layer
  * (reduce-scatter under ZeRO >= 1, all-gathering the weights after the
  * step) is issued on the DP stream as the last microbatch's backward
@@ -246,6 +248,12 @@ void synth_mem(const struct synth_in *in, struct mem_est *out);
  * backward (recomputation included) and the attention core's forward
  * alone.  For the analytic estimate and for tests. */
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s);
+
+/* The part of that backward a zero-bubble schedule runs as its W pass:
+ * the weight-gradient GEMMs and their accumulation (layer.c), a dense
+ * layer's (moe 0) or a mixture-of-experts layer's (moe 1, where the model
+ * has them).  The B pass is the rest. */
+double synth_layer_wgrad_s(const struct synth_in *in, int moe);
 
 /* The same for a mixture-of-experts layer of in's model on the busiest
  * rank (a dense layer's for a dense model): attention, router, permutes,
