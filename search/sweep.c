@@ -58,7 +58,7 @@ static int name_setting(const char *file, const config_t *cf, struct sweep *s,
  * candidate's the first of even, embed-loss, embed, loss and first/last
  * counts that Megatron-Core accepts for its layers, pp and vp
  * (part_auto). */
-#define SWEEP_PART_AUTO (LAYOUT_PART_LOSS + 1)
+#define SWEEP_PART_AUTO 0x7ffe /* beyond enum layout_partition */
 
 /* A partition's name in a sweep: auto, even, balanced, embed-loss, embed
  * or loss (lists of layers per stage or chunk and first/last counts belong
