@@ -259,6 +259,12 @@ static void test_profiles_load(void **state)
 	assert_rel_close(hw.rated_w, 700, 1e-15);
 	assert_rel_close(hw.sustained, 0.91, 1e-15);
 	assert_rel_close(hw_clock(&hw), 0.91, 1e-15);
+	/* A stream of one kernel settles by dtype (fp16 reads bf16's); tf32,
+	 * not stated, reads the step's. */
+	assert_rel_close(hw_stream(&hw, HW_BF16), 0.872, 1e-15);
+	assert_rel_close(hw_stream(&hw, HW_FP16), 0.872, 1e-15);
+	assert_rel_close(hw_stream(&hw, HW_FP8), 0.928, 1e-15);
+	assert_rel_close(hw_stream(&hw, HW_TF32), 0.91, 1e-15);
 }
 
 static void expect_load_error(const char *text, const char *want_suffix)
@@ -399,6 +405,12 @@ static void test_profile_limits(void **state)
 	     ":8: 'gpu.host_d2h_GBps' must be a number in 0.1..100000, not 0"},
 	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; host_d2h_GBps = 55.0;",
 	     ":8: 'gpu.host_link' is missing: a host link's bandwidth needs its kind"},
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; stream = { bf16 = 1.5; };",
+	     ":8: 'stream.bf16' must be a number in 0.25..1, not 1.5"},
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; stream = { int8 = 0.9; };",
+	     ":8: 'gpu.stream.int8' is not a dtype (fp32, tf32, bf16, fp16, fp8, fp4)"},
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; stream = 0.9;",
+	     ":8: 'gpu.stream' must be a group of dtype = fraction (e.g. { bf16 = 0.87; })"},
 	};
 	char text[2048];
 	(void)state;
@@ -1659,14 +1671,24 @@ static void test_sustained_clock(void **state)
 }
 
 /*
- * prism kernels times a row at the clock it ran at (kbench.h): our sweep's
- * rows by their window, calls x time_us against 5 ms.  Two rows of
- * 1536 x 2816 x 4096 (test_sustained_clock's GEMM on its GPU): one timed
- * over 80 calls of 50 us (4 ms: a burst), one over 120 (6 ms: sustained);
- * a gemm.csv row over "75 back-to-back calls" of 0.1 ms (7.5 ms) is
- * sustained, of 0.05 ms (3.75 ms) not.  The sustained rows are timed at
- * 53.7713 us, the burst one at 49.2919 us, whether the profile is held at
- * its burst clock or at its sustained one.
+ * prism kernels times a row at the clock it ran at (kbench.h), worked by
+ * hand on test_sustained_clock's GPU (132 SMs, 800 TFLOP/s, 1 us a tile,
+ * 4 us a kernel), rated 700 W, a training step at 0.91 of its burst clock,
+ * a stream of bf16 kernels at 0.872 (the H100 profile's values).
+ *  - Our sweep's rows by the kernel's own length, not their window: 1536 x
+ *    2816 x 4096 (one full wave of 128 x 256 tiles, 44.2919 us of work a
+ *    tile) measured at 50 us over 80 calls (4 ms) and over 120 (6 ms) are
+ *    both bursts: 4 + 1 + 44.2919 = 49.2919 us;
+ *  - 24576 x 2816 x 8192, 16 full waves (2,112 tiles) of 2 x 128 x 256 x
+ *    8192 = 536,870,912 FLOPs, 88.5837 us a tile at 800/132 TFLOP/s, is a
+ *    kernel of 1.65 ms: a settled stream, 4 + 16 x (1 + 88.5837) / 0.872 =
+ *    1647.7375 us (1437.3392 at the burst clock, 1579.0983 in a training
+ *    step, whose memory-bound kernels leave the clock higher);
+ *  - gemm.csv rows that state their back-to-back calls: 24576 x 2816 x
+ *    8192 over 75 calls of 1.65 ms (124 ms) is a stream (1647.7375 us), over
+ *    3 (4.95 ms, under 5 ms) a burst (1437.3392 us); 1536 x 2816 x 4096
+ *    over 75 calls of 0.1 ms (7.5 ms), a kernel under 1 ms, a burst.
+ * Whether the profile is held at its burst clock or at its sustained one.
  */
 static void test_kbench_sustained(void **state)
 {
@@ -1674,18 +1696,24 @@ static void test_kbench_sustained(void **state)
 	    "class,op,dtype,backend,pass,M,N,K,batch,heads,seq,head_dim,causal,bytes,flop,"
 	    "time_us,tflops,GBps,calls,timing\n"
 	    "gemm,mm,bf16,,,1536,2816,4096,,,,,,,,50,,,80,graph\n"
-	    "gemm,mm,bf16,,,1536,2816,4096,,,,,,,,50,,,120,graph\n";
+	    "gemm,mm,bf16,,,1536,2816,4096,,,,,,,,50,,,120,graph\n"
+	    "gemm,mm,bf16,,,24576,2816,8192,,,,,,,,1650,,,3,graph\n";
 	static const char pub[] =
 	    "gpu,gpu_detail,dtype,out_dtype,op,batch,M,N,K,implementation,tflops,time_ms,metric2,"
 	    "value2,units2,source,section,notes\n"
-	    "H100 SXM,,bf16,bf16,gemm,1,1536,2816,4096,cuBLASLt,,0.1,,,,s,,"
+	    "H100 SXM,,bf16,bf16,gemm,1,24576,2816,8192,cuBLASLt,,1.65,,,,s,,"
 	    "\"host wall clock around 75 back-to-back calls after 25 warmup\"\n"
-	    "H100 SXM,,bf16,bf16,gemm,1,1536,2816,4096,cuBLASLt,,0.05,,,,s,,"
+	    "H100 SXM,,bf16,bf16,gemm,1,24576,2816,8192,cuBLASLt,,1.65,,,,s,,"
+	    "\"host wall clock around 3 back-to-back calls\"\n"
+	    "H100 SXM,,bf16,bf16,gemm,1,1536,2816,4096,cuBLASLt,,0.1,,,,s,,"
 	    "\"host wall clock around 75 back-to-back calls after 25 warmup\"\n";
+	static const double want[6] = {49.29185e-6,  49.29185e-6,  1647.7375e-6,
+				       1647.7375e-6, 1437.3392e-6, 49.29185e-6};
 	const char *texts[2] = {ours, pub};
 	struct kbench kb;
 	struct prism_err err;
 	struct hw_profile hw;
+	struct kbench_row step;
 	(void)state;
 	memset(&kb, 0, sizeof(kb));
 	for (int i = 0; i < 2; i++) {
@@ -1698,9 +1726,13 @@ static void test_kbench_sustained(void **state)
 		assert_int_equal(kbench_read(&kb, path, &err), 0);
 		unlink(path);
 	}
-	assert_int_equal(kb.n, 4);
-	assert_true(!kb.rows[0].sustained && kb.rows[1].sustained);
-	assert_true(kb.rows[2].sustained && !kb.rows[3].sustained);
+	assert_int_equal(kb.n, 6);
+	assert_int_equal(kb.rows[0].sustained, KB_BURST);
+	assert_int_equal(kb.rows[1].sustained, KB_BURST);
+	assert_int_equal(kb.rows[2].sustained, KB_STREAM);
+	assert_int_equal(kb.rows[3].sustained, KB_STREAM);
+	assert_int_equal(kb.rows[4].sustained, KB_BURST);
+	assert_int_equal(kb.rows[5].sustained, KB_BURST);
 	memset(&hw, 0, sizeof(hw));
 	hw.peak_flops[HW_BF16] = 989e12;
 	hw.hbm_Bps = 3.35e12;
@@ -1708,13 +1740,24 @@ static void test_kbench_sustained(void **state)
 	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1};
 	hw.rated_w = 700;
 	hw.sustained = 0.91;
+	hw.stream[HW_BF16] = 0.872;
+	step = kb.rows[2];
+	step.sustained = KB_STEP; /* a trace's kernel of the same shape */
 	for (int held = 0; held < 2; held++) {
 		hw.clock = held ? hw.sustained : 1;
-		for (int i = 0; i < 4; i++)
-			assert_rel_close(kbench_predict(&hw, &kb.rows[i], 0),
-					 kb.rows[i].sustained ? 53.77126e-6 : 49.29185e-6, 1e-6);
+		for (int i = 0; i < 6; i++)
+			assert_rel_close(kbench_predict(&hw, &kb.rows[i], 0), want[i], 1e-6);
+		assert_rel_close(kbench_predict(&hw, &kb.rows[2], 0),
+				 4e-6 + 16 * (1e-6 + 536870912.0 / (800e12 / 132)) / 0.872, 1e-12);
+		assert_rel_close(kbench_predict(&hw, &step, 0), 1579.0983e-6, 1e-6);
 		assert_rel_close(hw_clock(&hw), held ? 0.91 : 1, 1e-15); /* untouched */
 	}
+	/* Burst: the same GEMM at clock 1. */
+	hw.clock = 1;
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 24576, 2816, 8192), 1437.3392e-6, 1e-6);
+	/* A profile without a stream factor streams at its sustained clock. */
+	hw.stream[HW_BF16] = 0;
+	assert_rel_close(kbench_predict(&hw, &kb.rows[2], 0), 1579.0983e-6, 1e-6);
 	kbench_release(&kb);
 }
 

@@ -177,7 +177,10 @@ static int back_to_back(const char *txt, double time_s)
 		return 0;
 	while (q > txt && isdigit((unsigned char)q[-1]))
 		q--;
-	return q < p && kbench_num(q) * time_s >= HW_SUSTAINED_AFTER_S;
+	return q < p && kbench_num(q) * time_s >= HW_SUSTAINED_AFTER_S &&
+		       time_s >= HW_SETTLED_KERNEL_S
+		   ? KB_STREAM
+		   : KB_BURST;
 }
 
 int kbench_count(const char *s, double max, double *out)
@@ -374,8 +377,9 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		skip(kb, "no time");
 		return 0;
 	}
-	r.sustained = back_to_back(col(h, f, nf, "notes"), r.time_s) ||
-		      back_to_back(col(h, f, nf, "implementation"), r.time_s);
+	r.sustained = back_to_back(col(h, f, nf, "notes"), r.time_s);
+	if (r.sustained == KB_BURST)
+		r.sustained = back_to_back(col(h, f, nf, "implementation"), r.time_s);
 	return kbench_add(kb, &r);
 }
 
@@ -626,9 +630,10 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 		skip(kb, "no time");
 		return 0;
 	}
-	/* One timed run (a CUDA graph's replay, or back-to-back calls between
-	 * two events) of `calls` calls: its window. */
-	r.sustained = kbench_num(col(h, f, nf, "calls")) * t >= HW_SUSTAINED_AFTER_S;
+	/* A steady stream of one kernel (a CUDA graph's replays, or
+	 * back-to-back calls between two events, each row after the last):
+	 * settled where the kernel itself runs 1 ms or more (hw.h). */
+	r.sustained = t >= HW_SETTLED_KERNEL_S ? KB_STREAM : KB_BURST;
 	if (!strcmp(cls, "gemm")) {
 		r.cls = KB_GEMM;
 		r.b = 1;
@@ -894,7 +899,9 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *row,
 {
 	struct kbench_row q = *row;
 	const struct kbench_row *r = &q;
-	double clock = row->sustained ? hw_sustained(hw) : 1;
+	double clock = row->sustained == KB_STEP     ? hw_sustained(hw)
+		       : row->sustained == KB_STREAM ? hw_stream(hw, row->dtype)
+						     : 1;
 	if (!flat_model && hw_clock(hw) != clock) {
 		/* The row's clock: a copy (1 KB on the stack, no allocation). */
 		struct hw_profile at = *hw;

@@ -11,16 +11,15 @@
  * model cannot place (a shape or pass not stated, a GPU without a
  * profile, unfused attention) are counted with the reason and left out.
  *
- * Sustained or burst: the profiles' kernel parameters are burst rates (a
- * microbenchmark's short run); a row whose measurement kept the GPU busy
- * HW_SUSTAINED_AFTER_S (5 ms) or more without a gap ran at the GPU's
- * power-limited clock and is timed at the profile's sustained clock
- * (hw.h): our sweep's rows by their own window (calls x time_us of one
- * CUDA-graph replay or event-timed run), rows whose notes state "N
- * back-to-back calls" by N x their time (SimuMax's 75), a trace's kernels
- * (a training step) always.  The public maxima (MAMF: iterations
- * separated by L2 flushes, XLA's table, DeepGEMM, cuDNN, FlashAttention)
- * state no such window and are bursts.
+ * Burst, stream or step: the profiles' kernel parameters are burst rates
+ * (a microbenchmark's short run).  A steady stream of one kernel settles
+ * at the GPU's power-limited clock for that work (hw_stream) once its
+ * kernel runs HW_SETTLED_KERNEL_S (1 ms) or more: our sweep's rows, and
+ * rows whose notes state "N back-to-back calls" lasting
+ * HW_SUSTAINED_AFTER_S (5 ms) or more (SimuMax's 75).  A trace's kernels (a training step) run at the
+ * step's sustained clock (hw_sustained).  The public maxima (MAMF:
+ * iterations separated by L2 flushes, XLA's table, DeepGEMM, cuDNN,
+ * FlashAttention) state no such window and are bursts.
  *
  * GPUs of one silicon share compute parameters when fitted: H100 SXM,
  * H800 and H200 (the same GH100 die, 132 SMs and clocks; they differ in
@@ -76,18 +75,24 @@ struct kbench_row {
 			    * FlashAttention-3/4) */
 	double bytes;	  /* memory-bound */
 	double time_s;	  /* measured */
-	int sustained;	  /* measured after HW_SUSTAINED_AFTER_S or more of
-			   * back-to-back work (our sweep's calls x time; "N
-			   * back-to-back calls" in a row's notes), or in a
-			   * training step (a trace's kernels): timed at the
-			   * profile's sustained clock, the rest at the burst
-			   * clock (kbench_predict) */
+	int sustained;	  /* the clock the row ran at (KB_BURST, KB_STEP,
+			   * KB_STREAM; kbench_predict) */
 	int best_square;  /* a GEMM summary: the best TFLOP/s over square
 			    * sizes (time_s: 4096^3 at that rate) ... */
 	double sq_set[8]; /* ... over the n_sq sizes the source lists, */
 	int n_sq;
 	double sq_max; /* or, n_sq 0, from 256 up to sq_max, 2^(1/4) apart */
 };
+
+/* The clock a row ran at (docs/MODEL.md, "Sustained rates"):
+ *  KB_BURST   a microbenchmark's short run: the profile's burst rates;
+ *  KB_STEP    a training step's kernel (a trace's rows): the sustained
+ *             clock, hw_sustained;
+ *  KB_STREAM  a steady stream of one kernel that runs HW_SETTLED_KERNEL_S
+ *             (1 ms) or more: our sweep's rows, and rows whose notes state
+ *             "N back-to-back calls" lasting HW_SUSTAINED_AFTER_S (5 ms)
+ *             or more (SimuMax's 75): hw_stream for the row's dtype. */
+enum { KB_BURST, KB_STEP, KB_STREAM };
 
 /* Rows a reader left out, and the first reasons, for the report. */
 struct kbench_skips {
@@ -150,8 +155,9 @@ const char *kbench_family(const char *profile);
 const char *kbench_sibling(const char *profile, double *clock);
 
 /* The model's time of row r on hw (kperf.h), at the clock r ran at: a
- * sustained row at hw's sustained clock (hw_sustained(hw)), any other
- * at the burst clock (1), whatever clock hw holds (a copy of hw is timed
+ * step's row at hw's sustained clock (hw_sustained(hw)), a stream's at
+ * its dtype's stream clock (hw_stream), any other at the burst clock
+ * (1), whatever clock hw holds (a copy of hw is timed
  * where it holds another: a profile set to burst, hw->clock = 1, times
  * burst rows without one).  flat = 1: the model before shapes mattered
  * (GEMM 70 % of the datasheet peak + 3 us, attention 50 %, memory-bound

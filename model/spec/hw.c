@@ -65,6 +65,15 @@ double hw_sustained(const struct hw_profile *hw)
 	return hw->sustained > 0 ? hw->sustained : 1;
 }
 
+double hw_stream(const struct hw_profile *hw, int dtype)
+{
+	if (dtype == HW_FP16)
+		dtype = HW_BF16;
+	if (dtype >= 0 && dtype < HW_NDTYPES && hw->stream[dtype] > 0)
+		return hw->stream[dtype];
+	return hw_sustained(hw);
+}
+
 double hw_capped_clock(const struct hw_profile *hw, double power_w)
 {
 	double c = hw_clock(hw);
@@ -295,6 +304,37 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 	return 0;
 }
 
+/* gpu.stream = { bf16 = 0.87; fp8 = 0.92; }: optional, each entry a dtype
+ * and a fraction in 0.25..1 (hw.h). */
+static int read_stream(const char *path, const config_t *cf, config_setting_t *gpu,
+		       struct hw_profile *hw, struct prism_err *err)
+{
+	config_setting_t *st = config_setting_lookup(gpu, "stream");
+	int rc;
+
+	if (!st)
+		return 0;
+	if (!config_setting_is_group(st))
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'gpu.stream' must be a group of dtype = fraction "
+				     "(e.g. { bf16 = 0.87; })",
+				     path, config_setting_source_line(st));
+	for (int i = 0; i < config_setting_length(st); i++) {
+		config_setting_t *e = config_setting_get_elem(st, (unsigned)i);
+		int d = hw_dtype_parse(config_setting_name(e));
+		if (d < 0)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: 'gpu.stream.%s' is not a dtype (fp32, tf32, "
+					     "bf16, fp16, fp8, fp4)",
+					     path, config_setting_source_line(e),
+					     config_setting_name(e));
+		if ((rc = cfg_range(path, cf, st, config_setting_name(e), 0.25, 1, 0, 1,
+				    &hw->stream[d], err)))
+			return rc;
+	}
+	return 0;
+}
+
 int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 {
 	config_t cf;
@@ -481,6 +521,10 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	     (rc = cfg_range(path, &cf, gpu, "sustained", 0.25, 1, 0, 1, &hw->sustained, err))))
 		goto out;
 	hw->clock = hw->sustained;
+	/* Optional: the clock a steady stream of one dtype's kernels settles
+	 * at, by dtype (docs/MODEL.md, "Sustained rates"). */
+	if ((rc = read_stream(path, &cf, gpu, hw, err)))
+		goto out;
 	/* Optional: collectives as measured (comm.h). */
 	hw->nvl_eff = hw->net_eff = HW_BUS_EFF_DEFAULT;
 	if ((config_setting_lookup(node, "nvlink_bus_eff") &&

@@ -130,6 +130,13 @@ struct hw_profile {
 			   * busy GPU settles at under rated_w (GEMMs,
 			   * attention; memory-bound kernels keep their
 			   * bandwidth); 0 reads as 1 */
+	double stream[HW_NDTYPES]; /* the fraction of the burst compute rate a
+				    * steady stream of one kernel of this dtype
+				    * (no memory-bound work or idle between its
+				    * calls) settles at under rated_w: a
+				    * microbenchmark run long enough, not a
+				    * training step (kbench.h); 0: sustained.
+				    * Read through hw_stream() */
 	double clock;		   /* the clock the kernel model times this profile
 			   * at, as a fraction of the burst one: kperf.h
 			   * scales every compute rate by it.  hw_load sets
@@ -143,10 +150,20 @@ struct hw_profile {
 };
 
 /* A measurement that kept the GPU busy this long without a gap is timed
- * at the sustained clock, a shorter one at the burst clock (kbench.h):
+ * at the stream clock, a shorter one at the burst clock (kbench.h):
  * flashinfer PR #2899 found B200's clock falling after about 5 ms of
- * back-to-back kernels (its GPU_POWER_THROTTLE_THRESHOLD_MS). */
+ * back-to-back kernels (its GPU_POWER_THROTTLE_THRESHOLD_MS).  Read for
+ * rows that state their calls in their notes (SimuMax's 75). */
 #define HW_SUSTAINED_AFTER_S 5e-3
+
+/* A row of our H100 sweep (tests/data/gpu/kernels.csv) whose kernel runs
+ * this long or longer is timed at the stream clock, a shorter one at the
+ * burst clock: in that sweep the rate falls with the kernel's own length
+ * at equal windows (bf16, windows of 3.5-5 ms: kernels of 80-200 us at
+ * 0.993 of the burst model, of 1.4-1.7 ms at 0.891; those of 3-13 ms, in
+ * windows of 9-39 ms, 0.848: scripts/sustained_fit.py, docs/MODEL.md,
+ * "Sustained rates"). */
+#define HW_SETTLED_KERNEL_S 1e-3
 
 /* A power cap below this fraction of the rating is refused (layout_check):
  * the linear rule (hw_capped_clock) has one point of evidence, GB300's
@@ -159,6 +176,9 @@ struct hw_profile {
  * as 1). */
 double hw_clock(const struct hw_profile *hw);
 double hw_sustained(const struct hw_profile *hw);
+/* The clock a steady stream of dtype's kernels settles at (hw->stream,
+ * fp16 reading bf16's; where not stated, hw_sustained). */
+double hw_stream(const struct hw_profile *hw, int dtype);
 
 /* hw's clock under a power cap of power_w watts: hw_clock(hw) x min(1,
  * power_w / rated_w) -- as loaded, the sustained clock at the rating and
@@ -191,7 +211,8 @@ const struct hw_profile *hw_at_power(const struct hw_profile *hw, double power_w
  * docs/FORMATS.md): peaks 0 or 0.001..1e6 TFLOP/s, bandwidths up to 1e6
  * GB/s, 1..1024 GPUs and NICs a node, latencies 0..1e6 us, a memory
  * reserve below the capacity, gpu.rated_w (optional) 1..1e5 W,
- * gpu.sustained (optional, default 1) 0.25..1.  The optional `kernels`
+ * gpu.sustained (optional, default 1) 0.25..1, gpu.stream (optional: a
+ * group of dtype = fraction, each 0.25..1).  The optional `kernels`
  * group (kperf.h) overrides hw_kernels_default() setting by setting.  The
  * profile is read at its sustained clock (hw->clock = sustained). */
 int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err);
