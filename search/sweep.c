@@ -55,12 +55,20 @@ static int name_setting(const char *file, const config_t *cf, struct sweep *s,
 			     file, config_setting_source_line(e), SWEEP_NAME_MAX);
 }
 
-/* A partition's name in a sweep: even, balanced, embed-loss, embed or
- * loss (lists of layers per stage or chunk and first/last counts belong to
- * one pp: synth and whatif take them). */
+/* A sweep's partition "auto" (its default where it lists none): each
+ * candidate's the first of even, embed-loss, embed, loss and first/last
+ * counts that Megatron-Core accepts for its layers, pp and vp
+ * (part_auto). */
+#define SWEEP_PART_AUTO 0x7ffe /* beyond enum layout_partition */
+
+/* A partition's name in a sweep: auto, even, balanced, embed-loss, embed
+ * or loss (lists of layers per stage or chunk and first/last counts belong
+ * to one pp: synth and whatif take them). */
 static int part_parse(const char *s)
 {
 	struct layout l;
+	if (strcmp(s, "auto") == 0)
+		return SWEEP_PART_AUTO;
 	if (layout_partition_parse(s, &l, NULL) || layout_part_placed(&l) ||
 	    l.partition == LAYOUT_PART_FIRST_LAST)
 		return -1;
@@ -115,6 +123,7 @@ static int knob(const char *file, config_setting_t *space, const char *name, int
 		const struct layout_knob *K = &layout_knobs[k];
 		out->v[out->n++] = K->flags & LK_BASE	? SWEEP_BASE
 				   : K->flags & LK_SDEF ? (int)K->sdef
+				   : k == LK_partition	? SWEEP_PART_AUTO
 							: (int)K->def;
 		return 0;
 	}
@@ -1101,6 +1110,43 @@ static void set_hidden(const struct sweep *s, struct cand *c, int hidden, int64_
 	c->in.m.hidden = hidden;
 }
 
+/* The partition "auto" resolved for l (m's layers, l's pp and vp): even
+ * where the layers divide by pp x vp (a sweep's candidates before "auto"
+ * keep theirs); else Megatron-Core's embedding and loss slots
+ * (account_for_embedding/loss_in_pipeline_split: both, then either), as
+ * Llama 3.1 405B's recipes take (126 + 2 layers on pp 8); else the first
+ * and last stages' counts (num_layers_in_first/last_pipeline_stage), the
+ * middle stages full (ceil(layers / pp) rounded up to vp's multiple, then
+ * one vp fewer until the rest fits) and the rest split between the two,
+ * the last (the head and the loss) the smaller half.  Where none is
+ * accepted, even stays and the check says why. */
+static void part_auto(const struct llm *m, struct layout *l)
+{
+	static const int slots[] = {LAYOUT_PART_EMBED_LOSS, LAYOUT_PART_EMBED, LAYOUT_PART_LOSS};
+	int p = l->pp, v = l->vp > 0 ? l->vp : 1, L = m->layers;
+
+	l->partition = LAYOUT_PART_GIVEN;
+	if (p < 2 || layout_check_partition(m, l, NULL) == 0)
+		return;
+	for (size_t i = 0; i < sizeof(slots) / sizeof(*slots); i++) {
+		l->partition = slots[i];
+		if (layout_check_partition(m, l, NULL) == 0)
+			return;
+	}
+	l->partition = LAYOUT_PART_FIRST_LAST;
+	for (long q = ((long)L + (long)p * v - 1) / ((long)p * v) * v; q >= v; q -= v) {
+		long rest = L - (long)(p - 2) * q, K = rest / 2 / v * v;
+		if (rest < 2L * v || K > 65535 || rest - K > 65535)
+			continue;
+		l->part_first = (uint16_t)(rest - K);
+		l->part_last = (uint16_t)K;
+		if (layout_check_partition(m, l, NULL) == 0)
+			return;
+	}
+	l->partition = LAYOUT_PART_GIVEN;
+	l->part_first = l->part_last = 0;
+}
+
 /* Candidate index of s, keyed (where keyed is 1; else key "") and checked
  * against the sweep's own rules (not judged): 0, or 1 when index is no candidate: past the last, or a
  * knob that does not apply to it past its first value (partition with pp
@@ -1143,7 +1189,9 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c, int key
 		int k = s->order[i], v = s->knob[k].v[ix[k]];
 		if (v == SWEEP_BASE)
 			continue;
-		if (k == LK_hidden)
+		if (k == LK_partition && v == SWEEP_PART_AUTO)
+			layout_set(&c->in.m, l, k, LAYOUT_PART_GIVEN); /* part_auto's below */
+		else if (k == LK_hidden)
 			set_hidden(s, c, v, &ffn);
 		else
 			layout_set(&c->in.m, l, k, v);
@@ -1166,6 +1214,8 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c, int key
 			return 1;
 		}
 	}
+	if (s->knob[LK_partition].v[ix[LK_partition]] == SWEEP_PART_AUTO)
+		part_auto(&c->in.m, l);
 	/* The data-parallel ranks are what the other degrees leave: dp = gpus
 	 * / (tp x pp x cp); the microbatches what the global batch asks of
 	 * them. */

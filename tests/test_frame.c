@@ -691,14 +691,85 @@ static void test_unexpressed(void **state)
 	assert_int_equal(frame_parse("deepspeed"), -1);
 }
 
+/*
+ * LoRA as Megatron-Bridge's recipes take it (ConfigContainer.peft, a LoRA:
+ * dim, alpha, target_modules; peft="lora" alone its defaults, dim 32 on
+ * all four targets): exported and read back on every knob; Megatron-LM and
+ * torchtitan have no LoRA and say so in the comment; other PEFT schemes
+ * and peft.* without peft=lora are refused.
+ */
+static void test_lora(void **state)
+{
+	static const char plain[] = "peft=lora\n", dora[] = "peft=dora\n",
+			  orphan[] = "peft.dim=8\n";
+	struct llm m, m2;
+	struct layout l, l2;
+	struct frame_extra x;
+	struct prism_err err;
+	layout_mask given;
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(frame_load_model(HF "llama3-8b.json", &m, &x, &err), 0);
+	layout_default(&l);
+	l.tp = 2;
+	l.dp = 4;
+	l.lora_rank = 16;
+	l.lora_alpha = 64;
+	l.lora_targets = LAYOUT_LORA_QKV | LAYOUT_LORA_FC2;
+	for (int fw = 0; fw < FRAME_N; fw++) {
+		assert_int_equal(frame_expresses(fw, LK_lora_rank, &m, &l), fw == FRAME_BRIDGE);
+		round_trip(fw, &m, &l);
+		f = open_memstream(&text, &n);
+		frame_export(f, fw, &m, &l);
+		fclose(f);
+		if (fw == FRAME_BRIDGE) {
+			assert_non_null(strstr(text, "\npeft=lora\npeft.dim=16\n"
+						     "peft.target_modules=[linear_qkv,linear_fc2]\n"
+						     "peft.alpha=64\n"));
+		} else {
+			assert_null(strstr(text, "peft"));
+			assert_non_null(strstr(text, "lora_rank 16, lora_targets "
+						     "linear_qkv,linear_fc2, lora_alpha 64"));
+		}
+		free(text);
+		text = NULL;
+	}
+	assert_int_equal(
+	    frame_import(FRAME_BRIDGE, "p", plain, strlen(plain), NULL, &m2, &l2, &given, &x, &err),
+	    0);
+	assert_int_equal(l2.lora_rank, 32);
+	assert_int_equal(l2.lora_alpha, 32);
+	assert_int_equal(l2.lora_targets, LAYOUT_LORA_ALL);
+	assert_true(given & LK_BIT(LK_lora_rank));
+	assert_int_equal(
+	    frame_import(FRAME_BRIDGE, "d", dora, strlen(dora), NULL, &m2, &l2, &given, &x, &err),
+	    PRISM_EFORMAT);
+	assert_string_equal(err.msg, "d:1: peft 'dora': expected lora or none (prism models LoRA, "
+				     "not other PEFT schemes)");
+	prism_err_clear(&err);
+	assert_int_equal(frame_import(FRAME_BRIDGE, "o", orphan, strlen(orphan), NULL, &m2, &l2,
+				      &given, &x, &err),
+			 PRISM_EFORMAT);
+	assert_string_equal(err.msg, "o: peft.* options without peft=lora");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_hf_families),	      cmocka_unit_test(test_hf_deepseek),
-	    cmocka_unit_test(test_hf_nemotron_h),     cmocka_unit_test(test_hf_warnings),
-	    cmocka_unit_test(test_hf_unknown),	      cmocka_unit_test(test_hf_bad),
-	    cmocka_unit_test(test_megatron_import),   cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_fp8_recipe_import), cmocka_unit_test(test_unexpressed),
+	    cmocka_unit_test(test_hf_families),
+	    cmocka_unit_test(test_hf_deepseek),
+	    cmocka_unit_test(test_hf_nemotron_h),
+	    cmocka_unit_test(test_hf_warnings),
+	    cmocka_unit_test(test_hf_unknown),
+	    cmocka_unit_test(test_hf_bad),
+	    cmocka_unit_test(test_megatron_import),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_fp8_recipe_import),
+	    cmocka_unit_test(test_unexpressed),
+	    cmocka_unit_test(test_lora),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -129,36 +129,49 @@ static void test_agreement(void **state)
 	static const struct {
 		int tp, pp, dp, vp, m, sched, rec, zero, sp, flash, dtype, steps, bare;
 		double host_us;
+		int lora; /* LoRA's rank (0: full training) */
 	} cases[] = {
-	    {1, 1, 1, 1, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {1, 1, 1, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {1, 2, 1, 1, 4, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {1, 4, 1, 1, 16, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {2, 4, 2, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {1, 1, 1, 1, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {1, 1, 1, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {1, 2, 1, 1, 4, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {1, 4, 1, 1, 16, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 4, 2, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10,
+	     0},
 	    {1, 2, 1, 4, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_SELECTIVE, 0, 0, 1, HW_BF16, 2, 0,
-	     10},
-	    {2, 2, 4, 1, 5, LAYOUT_1F1B, LAYOUT_RECOMPUTE_FULL, 1, 1, 1, HW_BF16, 2, 0, 10},
-	    {4, 2, 8, 1, 3, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_SELECTIVE, 2, 1, 1, HW_BF16, 3, 0, 10},
-	    {8, 1, 16, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10},
-	    {2, 8, 2, 1, 12, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10},
-	    {1, 2, 2, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, HW_FP16, 2, 0, 10},
-	    {2, 4, 1, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10},
+	     10, 0},
+	    {2, 2, 4, 1, 5, LAYOUT_1F1B, LAYOUT_RECOMPUTE_FULL, 1, 1, 1, HW_BF16, 2, 0, 10, 0},
+	    {4, 2, 8, 1, 3, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_SELECTIVE, 2, 1, 1, HW_BF16, 3, 0, 10,
+	     0},
+	    {8, 1, 16, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 8, 2, 1, 12, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10, 0},
+	    {1, 2, 2, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, HW_FP16, 2, 0, 10, 0},
+	    {2, 4, 1, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10,
+	     0},
 	    /* Launch-bound: the host, not the GPU, decides when kernels
 	     * start inside the units (the fold's gates). */
-	    {1, 2, 2, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400},
-	    {1, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_FULL, 0, 0, 1, HW_BF16, 2, 0, 60},
+	    {1, 2, 2, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400, 0},
+	    {1, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_FULL, 0, 0, 1, HW_BF16, 2, 0, 60,
+	     0},
 	    /* no CPU time per op: the host runs on launches alone */
-	    {2, 2, 2, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 0},
+	    {2, 2, 2, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 0, 0},
 	    /* Zero-bubble schedules: B and W passes, W reducing the gradients
 	     * (ZeRO-0/1 the last microbatch's, ZeRO-2/3 every one's; ZeRO-3's
 	     * gathers in B alone). */
-	    {1, 4, 1, 1, 16, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {2, 4, 2, 1, 8, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 10},
-	    {2, 2, 4, 1, 5, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_FULL, 2, 1, 1, HW_BF16, 2, 0, 10},
-	    {2, 2, 4, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10},
-	    {2, 4, 2, 1, 8, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10},
-	    {2, 4, 1, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10},
-	    {1, 2, 2, 1, 8, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400},
+	    {1, 4, 1, 1, 16, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 4, 2, 1, 8, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 2, 4, 1, 5, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_FULL, 2, 1, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 2, 4, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 4, 2, 1, 8, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10, 0},
+	    {2, 4, 1, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10, 0},
+	    {1, 2, 2, 1, 8, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400, 0},
+	    /* LoRA: frozen base, adapters and their collectives, the
+	     * adapters' gradients reduced and updated alone */
+	    {2, 2, 2, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 16},
+	    {2, 4, 4, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0,
+	     10, 8},
+	    {4, 2, 2, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_FULL, 2, 1, 1, HW_FP8, 2, 0, 10, 32},
+	    {2, 4, 2, 1, 8, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_BF16, 2, 0, 10, 16},
+	    {2, 2, 4, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 2, 0, 10, 8},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -178,6 +191,7 @@ static void test_agreement(void **state)
 		in.steps = cases[i].steps;
 		in.bare = cases[i].bare;
 		in.cpu_op_s = cases[i].host_us * 1e-6;
+		in.lay.lora_rank = cases[i].lora;
 		print_message("case %zu\n", i);
 		assert_int_equal(agree(&in), 1);
 		in.hw = &hw_quiet;

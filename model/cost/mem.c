@@ -4,6 +4,33 @@
 #include <math.h>
 #include <string.h>
 
+/* What LoRA's adapters keep of one layer for one microbatch beyond the
+ * base's activations (Megatron-Bridge's ParallelLinearAdapter): each
+ * linear_out's input, the [s b, r] bf16 middle activation (whole on every
+ * rank: gathered beside a column-parallel base, all-reduced beside a row
+ * one); beside a column-parallel base under sequence parallelism
+ * linear_in's input, the normed input Transformer Engine gathered
+ * (return_layernorm_output_gathered), 2 s b h whole where the base keeps
+ * its 2 s b h / t shard.  The frozen base's inputs are counted as full
+ * training keeps them (Transformer Engine keeps no input for a frozen
+ * weight's gradient, but every targeted linear's input is the adapter's
+ * too; what untargeted ones save is not taken off). */
+static double lora_act(const struct llm *m, const struct layout *l)
+{
+	double sb = (double)m->seq / layout_cp(l) * l->mbs, a = 0;
+	static const int bits[4] = {LAYOUT_LORA_QKV, LAYOUT_LORA_PROJ, LAYOUT_LORA_FC1,
+				    LAYOUT_LORA_FC2};
+	if (!layout_lora(l, 0))
+		return 0;
+	for (int i = 0; i < 4; i++)
+		if (layout_lora(l, bits[i])) {
+			a += 2 * sb * l->lora_rank;
+			if ((i == 0 || i == 2) && l->sp && l->tp > 1)
+				a += 2 * sb * m->hidden;
+		}
+	return a;
+}
+
 double mem_act_per_layer(const struct llm *m, const struct layout *l)
 {
 	/* A context-parallel rank holds s / cp of each sequence. */
@@ -45,8 +72,8 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	if (l->recompute == LAYOUT_RECOMPUTE_FULL)
 		return l->sp ? 2 * sbh / t : 2 * sbh;
 	if (l->sp)
-		return sbh * (whole + par + attn) / t - saved;
-	return sbh * (whole + par / t + attn / t) - saved;
+		return sbh * (whole + par + attn) / t - saved + lora_act(m, l);
+	return sbh * (whole + par / t + attn / t) - saved + lora_act(m, l);
 }
 
 double mem_act_wgrad_layer(const struct llm *m, const struct layout *l, int moe)
@@ -446,6 +473,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		Pd = dl + nm * md + emb + head;
 		Pe = nm * me;
 		out->params = Pd + Pe;
+		out->train = out->params;
 		out->weights = wb * (Pd + Pe) + qw * (dl + nm * (md + me));
 		out->grads =
 		    gb * Pd / (l->zero >= 2 ? shard : 1) + gb * Pe / (l->zero >= 2 ? edp : 1);
@@ -453,11 +481,30 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		    ob * Pd / (l->zero >= 1 ? shard : 1) + ob * Pe / (l->zero >= 1 ? edp : 1);
 		if (l->zero == 2 && shard > 1)
 			out->buffers = (layer > md + me ? layer : md + me) * gb;
+	} else if (layout_lora(l, 0)) {
+		/* LoRA: the base frozen, held in its weights' dtype; the
+		 * adapters trained (ZeRO-3 is refused, layout_check). */
+		double La = layout_lora_params(m, l);
+		P = n * layer + emb + head;
+		out->params = P + n * La;
+		out->train = n * La;
+		out->weights = wb * out->params + qw * n * layer;
+		out->grads = gb * out->train / (l->zero >= 2 ? shard : 1);
+		out->optimizer = ob * out->train / (l->zero >= 1 ? shard : 1);
+		if (l->zero == 2 && shard > 1) {
+			struct layout_dp_traits dt;
+			layout_dp_traits(l, La, wb, gb, &dt);
+			out->buffers =
+			    La * dt.rs_buf +
+			    (dt.bucket_params < out->train ? dt.bucket_params : out->train) *
+				dt.rs_bytes;
+		}
 	} else {
 		if (!hyb)
 			nl = n * layer; /* n with the MTP depths' layers */
 		P = nl + emb + head;
 		out->params = P;
+		out->train = P;
 		out->weights = (wb * P + qw * nl) / (l->zero >= 3 ? shard : 1);
 		out->grads = gb * P / (l->zero >= 2 ? shard : 1);
 		out->optimizer = ob * P / (l->zero >= 1 ? shard : 1);

@@ -54,6 +54,14 @@
  *               optimizer state, ZeRO's gathered layers, each layer's
  *               saved activations, the logits, the working memory.
  *
+ * LoRA (layout.h lora_rank) freezes every base weight: the weights are
+ * held (bf16) with the adapters', but gradients, main gradients and
+ * optimizer state only for the adapters (Megatron's DDP and distributed
+ * optimizer take only parameters that require a gradient); each adapter
+ * keeps its [s b, r] middle activation, and beside a column-parallel
+ * target under sequence parallelism the gathered normed input its A's
+ * weight gradient needs (2 s b h, whole).
+ *
  * Mixture-of-experts layers hold their routed experts' share, experts /
  * (ep x etp), whose optimizer state ZeRO shards over the expert
  * data-parallel group, and their routed tokens' activations
@@ -82,6 +90,8 @@ enum mem_prec { MEM_PREC_BF16, MEM_PREC_FP16, MEM_PREC_FP32 };
 /* One stage's memory on one GPU, bytes. */
 struct mem_stage {
 	double params; /* parameters on the GPU */
+	double train;  /* of which trained (gradients, optimizer state): all, or
+			* under LoRA the adapters' */
 	double weights, grads, optimizer;
 	double buffers;	      /* ZeRO's gathered weights and unsharded gradients */
 	double activations;   /* held at the peak, logits included */

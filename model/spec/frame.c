@@ -994,6 +994,13 @@ static const struct frame_row frame_rows[LK_N] = {
      * offloading. */
     [LK_offload_layers] = R(FX_SPECIAL, "--cpu-offloading-num-layers", FX_SPECIAL,
 			    "model.cpu_offloading_num_layers", FX_INT, NULL),
+    /* LoRA: Megatron-Bridge's ConfigContainer.peft, a LoRA
+     * (megatron/bridge/peft/lora.py: dim, alpha, target_modules) that the
+     * recipes take as peft="lora"; Megatron-LM's arguments and
+     * torchtitan's job config have no LoRA */
+    [LK_lora_rank] = R(FX_INT, NULL, FX_SPECIAL, "peft.dim", FX_INT, NULL),
+    [LK_lora_targets] = R(FX_INT, NULL, FX_SPECIAL, "peft.target_modules", FX_INT, NULL),
+    [LK_lora_alpha] = R(FX_INT, NULL, FX_INT, "peft.alpha", FX_INT, NULL),
 };
 #undef R
 
@@ -1193,6 +1200,18 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 			}
 		}
 		return;
+	case LK_lora_rank: /* Bridge only (frame_rows) */
+		if (l->lora_rank > 0) {
+			put(E, "peft", "lora");
+			put_int(E, frame_rows[k].o[fw].name, l->lora_rank);
+		}
+		return;
+	case LK_lora_targets: {
+		char b[96];
+		snprintf(b, sizeof(b), "[%s]", layout_lora_targets_name(l->lora_targets));
+		put(E, frame_rows[k].o[fw].name, b);
+		return;
+	}
 	case LK_recompute_modules: /* Megatron-LM's nargs list; Bridge's list */
 		if (l->recompute_modules && l->recompute_modules != LAYOUT_RC_CORE_ATTN) {
 			char b[96], *c;
@@ -1564,13 +1583,14 @@ struct imp {
 	int dtype, fp8, fp4, bf16, fp16, given_dtype;
 	int fp8_recipe; /* -1: not given */
 	int flash, embed, loss, cp_comm;
-	int disp, hybridep;	       /* disp -1: not given; flex's backend */
-	int exec;		       /* enum layout_exec */
-	int off_n, off_on, off_mlm;    /* offloaded layers; the switch (-1: not given);
+	int disp, hybridep;		  /* disp -1: not given; flex's backend */
+	int exec;			  /* enum layout_exec */
+	int off_n, off_on, off_mlm;	  /* offloaded layers; the switch (-1: not given);
 					* Megatron-LM's count given */
-	int off_acts;		       /* activations offloaded (0: said false) */
-	int first_layers, last_layers; /* the first and last stages' (0: even) */
-	char layout[512];	       /* --pipeline-model-parallel-layout, "" if none */
+	int off_acts;			  /* activations offloaded (0: said false) */
+	int peft, lora_dim, lora_targets; /* peft 1: lora, 2: none; 0: not given */
+	int first_layers, last_layers;	  /* the first and last stages' (0: even) */
+	char layout[512];		  /* --pipeline-model-parallel-layout, "" if none */
 	int local_batch, pp_mbs;
 	int nodes, per_node;
 	int kv_groups, gqa;
@@ -1988,6 +2008,30 @@ static int special_in(const char *path, int line, const char *name, const char *
 		NUM(1, LLM_MAX_HEAD_DIM);
 		m->head_dim = (int)v;
 		*given |= LK_BIT(LK_head_dim);
+	} else if (IS("peft")) { /* Bridge's recipes: peft="lora", or none */
+		if (s && strcmp(s, "lora") == 0)
+			I->peft = 1;
+		else if (!s || strcmp(s, "none") == 0 || strcmp(s, "null") == 0)
+			I->peft = 2;
+		else
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': expected lora or none (prism models "
+					     "LoRA, not other PEFT schemes)",
+					     path, line, name, s);
+	} else if (IS("peft.dim")) {
+		NUM(1, LAYOUT_MAX_LORA_RANK);
+		I->lora_dim = (int)v;
+	} else if (IS("peft.target_modules")) {
+		char ns[160];
+		snprintf(ns, sizeof(ns), "%s", val ? val : "");
+		for (char *c = ns; *c; c++)
+			if (strchr("[]\"'", *c))
+				*c = ' ';
+		if ((I->lora_targets = layout_lora_targets_parse(ns)) < 0)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': expected names among linear_qkv, "
+					     "linear_proj, linear_fc1 and linear_fc2",
+					     path, line, name, val ? val : "");
 	} else {
 		return 1; /* not one */
 	}
@@ -2134,6 +2178,18 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	if (I->rc_modules > 0) {
 		l->recompute_modules = I->rc_modules;
 		*given |= LK_BIT(LK_recompute_modules);
+	}
+	/* LoRA: Bridge's LoRA() defaults, dim 32 on all four targets */
+	if (I->peft != 1 && (I->lora_dim || I->lora_targets || (*given & LK_BIT(LK_lora_alpha))))
+		return prism_err_set(err, PRISM_EFORMAT, "%s: peft.* options without peft=lora",
+				     path);
+	if (I->peft == 1) {
+		l->lora_rank = I->lora_dim ? I->lora_dim : 32;
+		*given |= LK_BIT(LK_lora_rank);
+		if (I->lora_targets > 0) {
+			l->lora_targets = I->lora_targets;
+			*given |= LK_BIT(LK_lora_targets);
+		}
 	}
 	/* ZeRO and its sharding group */
 	if (fw == FRAME_TORCHTITAN) {

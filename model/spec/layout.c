@@ -88,6 +88,61 @@ int layout_rc_modules_parse(const char *s)
 	return set ? set : -1;
 }
 
+/* Every target set's name, made as the recompute modules' (RC_k). */
+#define LT_0(x) RC_E(x) RC_E(",linear_qkv" x)
+#define LT_1(x) LT_0(x) LT_0(",linear_proj" x)
+#define LT_2(x) LT_1(x) LT_1(",linear_fc1" x)
+#define LT_3(x) LT_2(x) LT_2(",linear_fc2" x)
+static const char *const lora_sets[LAYOUT_LORA_ALL + 1] = {LT_3("")};
+static const char *const lora_names[] = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
+
+const char *layout_lora_targets_name(int set)
+{
+	if (set == 0) /* a layout nobody set: Bridge's default, all four */
+		set = LAYOUT_LORA_ALL;
+	return set > 0 && set <= LAYOUT_LORA_ALL ? lora_sets[set] + 1 : "?";
+}
+
+int layout_lora_targets_parse(const char *s)
+{
+	int set = 0;
+	while (*s) {
+		size_t n = strcspn(s, " ,+");
+		int i = -1;
+		for (int k = 0; n && k < (int)(sizeof(lora_names) / sizeof(*lora_names)); k++)
+			if (strlen(lora_names[k]) == n && strncmp(s, lora_names[k], n) == 0)
+				i = k;
+		if (n && i < 0)
+			return -1;
+		if (n)
+			set |= 1 << i;
+		s += n + (s[n] != 0);
+	}
+	return set ? set : -1;
+}
+
+int layout_lora(const struct layout *l, int bit)
+{
+	int set = l->lora_targets ? l->lora_targets : LAYOUT_LORA_ALL;
+	return l->lora_rank > 0 && (bit == 0 || (set & bit));
+}
+
+double layout_lora_params(const struct llm *m, const struct layout *l)
+{
+	double r = l->lora_rank, h = m->hidden, t = l->tp > 0 ? l->tp : 1, p = 0;
+	if (!layout_lora(l, 0))
+		return 0;
+	if (layout_lora(l, LAYOUT_LORA_QKV))
+		p += r * (h + llm_qkv_width(m));
+	if (layout_lora(l, LAYOUT_LORA_PROJ))
+		p += r * (llm_proj_width(m) + h);
+	if (layout_lora(l, LAYOUT_LORA_FC1))
+		p += r * (h + llm_ffn_in(m));
+	if (layout_lora(l, LAYOUT_LORA_FC2))
+		p += r * ((double)m->ffn + h);
+	return p / t;
+}
+
 int layout_rc(const struct layout *l, int bit)
 {
 	int set = l->recompute_modules ? l->recompute_modules : LAYOUT_RC_CORE_ATTN;
@@ -1325,6 +1380,34 @@ static int check_mla(const struct llm *m, const struct layout *l, struct prism_e
 	return 0;
 }
 
+/* LoRA's rules: Megatron-Bridge's ColumnParallelLinear A splits the rank
+ * over tp (megatron.core's divide() asserts it); what is not modelled is
+ * refused: adapters on MoE experts, MLA's projections, MTP depths and
+ * hybrid Mamba models' layers, and
+ * frozen weights under ZeRO-3 / FSDP. */
+static int check_lora(const struct llm *m, const struct layout *l, struct prism_err *err)
+{
+	if ((layout_lora(l, LAYOUT_LORA_QKV) || layout_lora(l, LAYOUT_LORA_FC1)) &&
+	    l->lora_rank % l->tp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: lora_rank %d must be divisible by tp %d (a "
+				     "column-parallel target's A matrix splits the rank)",
+				     l->lora_rank, l->tp);
+	if (llm_moe_layers(m) > 0 || llm_mla(m) || m->mtp_layers > 0 || llm_hybrid(m))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: LoRA on %s is not modelled (dense layers with "
+				     "linear_qkv, linear_proj, linear_fc1, linear_fc2 only)",
+				     llm_moe_layers(m) > 0 ? "mixture-of-experts layers"
+				     : llm_mla(m)	   ? "multi-head latent attention"
+				     : llm_hybrid(m)	   ? "a hybrid Mamba model"
+							   : "multi-token prediction");
+	if (l->zero >= 3)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: LoRA with ZeRO-3 / FSDP FULL_SHARD is not modelled "
+				     "(frozen weights sharded and gathered)");
+	return 0;
+}
+
 /* Activation offloading where Megatron-LM takes it (transformer_config.py
  * __post_init__: cpu_offloading_num_layers in 0..num_layers - 1, "no
  * support for Pipeline parallelism with CPU offloading", "CPU offloading
@@ -1461,6 +1544,8 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 			    "be divisible by %d",
 			    layout_cp_comm_name(l->cp_comm), a, qr, kvr, a);
 	}
+	if (l->lora_rank > 0 && (rc = check_lora(m, l, err)))
+		return rc;
 	if ((rc = check_experts(m, l, hw, err)) || (rc = check_hybrid(m, l, err)) ||
 	    (rc = layout_check_partition(m, l, err)))
 		return rc;

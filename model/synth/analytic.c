@@ -182,6 +182,14 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 			      in->comm_eff, COMM_AUTO, &ce))
 			return prism_err_set(err, PRISM_EARG, "tensor-parallel group of %d", tp);
 		T->ar = n_ar * ce.time_s;
+		/* LoRA's adapters: their own tensor-parallel collectives
+		 * (layer.c lora_fwd, lora_bwd), what the layer's run adds to
+		 * the same layer's without them. */
+		if (layout_lora(&T->si.lay, 0)) {
+			struct synth_in base = T->si;
+			base.lay.lora_rank = 0;
+			T->ar += synth_layer_tp_s(&T->si) - synth_layer_tp_s(&base);
+		}
 		if (llm_mla(m)) {
 			/* MLA gathers and reduces its compressed q and kv (and
 			 * RoPE's key), not b s h, on the attention's input side:
@@ -245,7 +253,8 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 	double G = shard, R = (double)dpc / shard, edp = layout_edp(&T->lay), mb = T->mb;
 	double t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0, hide, layer_w, rb, t_in = 0, t_rc = 0,
 	       t_out = 0;
-	double lp = T->lp;
+	/* A layer's trained parameters (LoRA: its adapters'). */
+	double lp = layout_lora(l, 0) ? layout_lora_params(&in->m, l) : T->lp;
 	int fsdp2nd =
 	    l->zero == 2 && (l->dp_impl == LAYOUT_DP_FSDP || l->dp_impl == LAYOUT_DP_FSDP2);
 	struct layout_dp_traits dt;
@@ -529,12 +538,11 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		}
 		sum += slot;
 		mem_stage(m, &T.lay, NULL, s, &ms);
-		stage_dp(in, &T, c, n, ms.params - Pe, Pe, &dpt, &exposed);
+		stage_dp(in, &T, c, n, ms.train - Pe, Pe, &dpt, &exposed);
 		/* Optimizer: per parameter read and write the fp32 master and
 		 * both moments (24 bytes), read the gradient and write the weight
 		 * (4 bytes): memory-bound, over the shard. */
-		opt =
-		    28 * ms.params / (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps;
+		opt = 28 * ms.train / (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps;
 		if (slot > worst) {
 			worst = slot;
 			out->t_offload = off;

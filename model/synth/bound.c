@@ -46,6 +46,25 @@ void synth_extra_times(const struct synth_in *in, double *emb, double *head)
 	*head = c.dry_s;
 }
 
+double synth_layer_tp_s(const struct synth_in *in)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	dry_ctx(&c, &rk, in);
+	c.dry_comm = 1;
+	rk.mb = 1;
+	rk.phase = PH_FORWARD;
+	rk.layer = -1;
+	sl_shape(in, &z);
+	z.tp_per_node = in->lay.tp; /* within an NVLink domain (synth_build's) */
+	sl_layer_fwd(&c, 0, &z);
+	rk.phase = PH_BACKWARD;
+	sl_layer_bwd(&c, 0, &z);
+	return c.dry_comm_s;
+}
+
 /* The first layer of kind k (0 where there is none). */
 static int first_of_kind(const struct llm *m, int k)
 {
@@ -344,7 +363,9 @@ static void layer_bound_of(const struct synth_in *in, const struct hw_profile *h
 		ab = 2 * af;
 	}
 	*f = gemm + af;
-	*b = 2 * gemm + ab;
+	/* Under LoRA the frozen weights have no gradient GEMM: the input's
+	 * alone (the adapters' GEMMs left out: a weaker bound). */
+	*b = (layout_lora(&in->lay, 0) ? 1 : 2) * gemm + ab;
 	*attn_f = af;
 }
 
@@ -529,7 +550,7 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 
 	synth_mem_layout(in, &r);
 	if (!in->bare)
-		logits = (double)l->microbatches * 3 *
+		logits = (double)l->microbatches * (layout_lora(l, 0) ? 2 : 3) *
 			 line_bound(in, KC_GEMM,
 				    kperf_gemm_min_s(hw, sl_logit_dtype(in),
 						     llm_gemm_flops(bs, m->vocab, h) / t));
@@ -553,7 +574,7 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 		}
 		if (k == l->pp - 1) {
 			w += logits;
-			ww += logits / 3;
+			ww += layout_lora(l, 0) ? 0 : logits / 3;
 		}
 		/* Multi-token prediction: each depth's layer (the last decoder
 		 * layer's kind) and logits on the last stage (its eh_proj left
@@ -659,7 +680,8 @@ double synth_lower_bound(const struct synth_in *in)
 	 * all-reduce or reduce-scatter + all-gather; MLA's attention its own,
 	 * mla_tp_s). */
 	layer_bound(in, hw, &f, &lb, &af);
-	fw_w = f - af;
+	/* Under LoRA no base weight has a W pass (the adapters' left out). */
+	fw_w = layout_lora(l, 0) ? 0 : f - af;
 	/* Overlapped with the GEMMs (tp_overlap), the collectives leave the
 	 * compute stream: the bound keeps the GEMMs alone. */
 	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp)) {

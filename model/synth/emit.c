@@ -314,8 +314,12 @@ void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, do
 	char buf[64];
 	uint32_t pgid;
 
-	if (c->dry || sl_skip(c))
+	if (c->dry || sl_skip(c)) {
+		if (c->dry && !sl_skip(c) && c->dry_comm && !c->in->bare &&
+		    comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
+			c->dry_comm_s += e.time_s;
 		return;
+	}
 	memset(&x, 0, sizeof(x));
 	if (!c->in->bare &&
 	    comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)

@@ -516,6 +516,12 @@ static void lowp_cast(struct ctx *c, int r, const char *what, double n, int weig
 	}
 }
 
+/* LoRA (layout.h lora_rank): every base weight frozen. */
+static int frozen(const struct ctx *c)
+{
+	return layout_lora(&c->in->lay, 0);
+}
+
 /*
  * A linear layer's forward GEMM, C[m,n] = A[m,k] W[k,n].  In fp8 (or fp4)
  * Transformer Engine first quantises its input (lowp_cast: its row-wise
@@ -551,6 +557,8 @@ static void acc_add(struct ctx *c, int r, double elems)
  * tp). */
 static void acc_norm_of(struct ctx *c, int r, double width)
 {
+	if (frozen(c))
+		return;
 	acc_add(c, r, width);
 	acc_add(c, r, width);
 }
@@ -558,6 +566,108 @@ static void acc_norm_of(struct ctx *c, int r, double width)
 static void acc_norm(struct ctx *c, int r, const struct shape *z)
 {
 	acc_norm_of(c, r, z->h);
+}
+
+/*
+ * A LoRA adapter beside a linear layer of `in` inputs and `out` outputs
+ * (whole, before tp splits them), as Megatron-Bridge's LoRALinear runs
+ * it (megatron/bridge/peft/lora_layers.py, utils.py
+ * ParallelLinearAdapter): after the base layer, linear_in (A, rank r),
+ * linear_out (B), the output scaled by alpha / r and added to the
+ * base's; dropout 0 (Bridge's default) runs none.  Both adapter linears
+ * are Megatron-Core's ColumnParallelLinear / RowParallelLinear in the
+ * parameters' dtype (not Transformer Engine's: bf16 under fp8).  Beside
+ * a column-parallel base (row 0: linear_qkv, linear_fc1) A is column
+ * parallel on the rank, its output gathered over tp ([b s, r]), B
+ * column parallel on out; its input is the base's normed input, gathered
+ * by Transformer Engine under sequence parallelism
+ * (return_layernorm_output_gathered) except with the TP overlap, where
+ * the adapter gathers it itself.  Beside a row-parallel base (row 1:
+ * linear_proj, linear_fc2) A is row parallel (its [b s, r] output
+ * all-reduced), B column parallel with its output gathered over tp, then
+ * split to the sequence-parallel shard (no communication).
+ */
+static void lora_fwd(struct ctx *c, int r, const struct shape *z, int bit, double in, double out,
+		     int row)
+{
+	double bs = z->b * z->s, t = z->t, R = c->in->lay.lora_rank;
+	double sp = c->in->lay.sp ? t : 1;
+	int dt = sl_logit_dtype(c->in);
+	if (!layout_lora(&c->in->lay, bit))
+		return;
+	if (!row) {
+		if (t > 1 && tp_overlapped(c, z))
+			tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, in);
+		bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_lora_a", dt, 1, bs, R / t,
+		      in);
+		if (t > 1)
+			tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, R);
+		bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_lora_b", dt, 1, bs, out / t,
+		      R);
+		sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_kernel", ew(bs * out / t, 1));
+		sl_kernel(c, r, KC_ELEMENTWISE, "lora_add_kernel", ew(bs * out / t, 2));
+		return;
+	}
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_lora_a", dt, 1, bs, R, in / t);
+	if (t > 1)
+		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_REDUCE, R);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_lora_b", dt, 1, bs, out / t, R);
+	if (t > 1)
+		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, out);
+	sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_kernel", ew(bs * out / sp, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "lora_add_kernel", ew(bs * out / sp, 2));
+}
+
+/* An adapter GEMM's two gradients (forward C[m,n] = A[m,k] W[k,n]) and
+ * its weight gradient's accumulation. */
+static void lora_gemm_bwd(struct ctx *c, int r, const char *w, double m, double n, double k)
+{
+	char name[96];
+	int dt = sl_logit_dtype(c->in);
+	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_%s_dx", w);
+	bgemm(c, r, name, dt, 1, m, k, n);
+	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", w);
+	c->wk = 1; /* a zero-bubble schedule's W pass: the adapters' alone */
+	bgemm(c, r, name, dt, 1, k, n, m);
+	acc_add(c, r, k * n);
+	c->wk = 0;
+}
+
+/* Its backward, before the base layer's (autograd reaches the adapter's
+ * branch of the sum first): the scale's, B's gradients and its input's
+ * gradient all-reduced over tp (ColumnParallelLinear's
+ * copy_to_tensor_model_parallel_region), A's gradients.  Column: the
+ * gather of A's output splits back (no communication); A's input gradient
+ * all-reduced over tp without sequence parallelism, reduce-scattered with
+ * the TP overlap, and otherwise added into Transformer Engine's own
+ * reduce-scatter.  Row: under sequence parallelism the split's gradient
+ * all-gathered first; A's input gradient stays on its rank. */
+static void lora_bwd(struct ctx *c, int r, const struct shape *z, int bit, double in, double out,
+		     int row)
+{
+	double bs = z->b * z->s, t = z->t, R = c->in->lay.lora_rank;
+	double sp = c->in->lay.sp ? t : 1;
+	if (!layout_lora(&c->in->lay, bit))
+		return;
+	if (!row) {
+		sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_bwd_kernel", ew(bs * out / t, 1));
+		lora_gemm_bwd(c, r, "lora_b", bs, out / t, R);
+		if (t > 1)
+			tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_REDUCE, R);
+		lora_gemm_bwd(c, r, "lora_a", bs, R / t, in);
+		if (t > 1 && !c->in->lay.sp)
+			tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_REDUCE, in);
+		else if (t > 1 && tp_overlapped(c, z))
+			tp_coll_of(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER, in);
+		return;
+	}
+	sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_bwd_kernel", ew(bs * out / sp, 1));
+	if (t > 1 && c->in->lay.sp)
+		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, out);
+	lora_gemm_bwd(c, r, "lora_b", bs, out / t, R);
+	if (t > 1)
+		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_REDUCE, R);
+	lora_gemm_bwd(c, r, "lora_a", bs, R, in / t);
 }
 
 /*
@@ -1171,6 +1281,7 @@ static void attn_block_fwd(struct ctx *c, int r, const struct shape *z)
 			   z->h);
 		if (ov)
 			tp_side_end(c, r);
+		lora_fwd(c, r, z, LAYOUT_LORA_QKV, z->h, z->qkv, 0);
 	}
 	sl_attn_fwd(c, r, z);
 	if (ov) /* the projection's reduce-scatter beside its GEMM */
@@ -1180,6 +1291,7 @@ static void attn_block_fwd(struct ctx *c, int r, const struct shape *z)
 		tp_side_end(c, r);
 	else
 		tp_round(c, r, z, !z->mla || !moe_now(c, r, z));
+	lora_fwd(c, r, z, LAYOUT_LORA_PROJ, z->wo, z->h, 1);
 	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 }
 
@@ -1390,6 +1502,7 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h);
 	if (ov)
 		tp_side_end(c, r);
+	lora_fwd(c, r, z, LAYOUT_LORA_FC1, z->h, z->f_in, 0);
 	if (z->gated) /* silu(gate) x up: two inputs, one output */
 		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(bs * z->f / t, 2));
 	else
@@ -1402,6 +1515,7 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
 		tp_side_end(c, r);
 	else
 		tp_round(c, r, z, !z->mla);
+	lora_fwd(c, r, z, LAYOUT_LORA_FC2, z->f, z->h, 1);
 }
 
 /* Input and weight gradients of C[m,n] = A[m,k] B[k,n], and its bias's
@@ -1415,6 +1529,8 @@ static void linear_bwd(struct ctx *c, int r, const char *what, double m, double 
 		lowp_cast(c, r, "grad", m * n, 0);
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_%s_dx", what);
 	gemm(c, r, name, m, k, n);
+	if (frozen(c)) /* LoRA: no weight gradient for a frozen weight */
+		return;
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", what);
 	c->wk = 1; /* the weight gradient: a zero-bubble schedule's W pass */
 	gemm(c, r, name, k, n, m);
@@ -1453,6 +1569,7 @@ static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 			sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 			mlp_fwd(c, r, z);
 		}
+		lora_bwd(c, r, z, LAYOUT_LORA_FC2, z->f, z->h, 1);
 		if (ov) /* the gradient's gather beside FC2's gradient GEMMs */
 			tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
 		else
@@ -1466,6 +1583,7 @@ static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 			sl_kernel(c, r, KC_ELEMENTWISE,
 				  "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
 				  ew(bs * z->f / t, 2));
+		lora_bwd(c, r, z, LAYOUT_LORA_FC1, z->h, z->f_in, 0);
 		gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
 	}
 	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
@@ -1480,6 +1598,7 @@ static void attn_block_bwd(struct ctx *c, int r, const struct shape *z)
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	int ov = tp_overlapped(c, z);
 	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
+	lora_bwd(c, r, z, LAYOUT_LORA_PROJ, z->wo, z->h, 1);
 	if (ov)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
 	else if (!z->mla)
@@ -1500,10 +1619,12 @@ static void attn_block_bwd(struct ctx *c, int r, const struct shape *z)
 	 * projections). */
 	if (z->mla && layout_rc(&c->in->lay, LAYOUT_RC_LAYERNORM))
 		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
-	if (z->mla)
+	if (z->mla) {
 		mla_bwd(c, r, z);
-	else
+	} else {
+		lora_bwd(c, r, z, LAYOUT_LORA_QKV, z->h, z->qkv, 0);
 		gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
+	}
 	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
 	acc_norm(c, r, z);
 }
@@ -1545,6 +1666,8 @@ static void logits_bwd(struct ctx *c, int r, double m, double n, double k)
 {
 	int dt = sl_logit_dtype(c->in);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_logits_dx", dt, 1, m, k, n);
+	if (frozen(c)) /* LoRA: the output layer frozen too */
+		return;
 	c->wk = 1;
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_logits_dw", dt, 1, k, n, m);
 	acc_add(c, r, k * n);
@@ -1559,6 +1682,10 @@ void sl_embed_fwd(struct ctx *c, int r, const struct shape *z)
 
 void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
 {
+	/* LoRA: the embedding is frozen and nothing before it needs a
+	 * gradient; autograd runs none of its backward. */
+	if (frozen(c))
+		return;
 	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel",
 		  ew(z->b * z->s * z->h, 2));
 	/* Tied on one stage: one gradient, added with the head's. */
@@ -1685,6 +1812,7 @@ void sl_shape(const struct synth_in *in, struct shape *z)
 		z->mconv = m->ssm_conv;
 		z->mq = m->ssm_chunk;
 	}
+	z->train = layout_lora(&in->lay, 0) ? layout_lora_params(&in->m, &in->lay) : z->params;
 	z->gated = in->m.gated;
 	z->p = in->lay.pp;
 	z->v = in->lay.vp;

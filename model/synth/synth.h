@@ -146,6 +146,12 @@ void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, doub
  * loss (*head_s). */
 void synth_extra_times(const struct synth_in *in, double *emb_s, double *head_s);
 
+/* The time of the collectives one dense layer's forward and backward
+ * (recomputation included) run on the compute stream (comm.h's times),
+ * one microbatch: the analytic estimate's measure of what LoRA's
+ * adapters add (their tensor-parallel collectives). */
+double synth_layer_tp_s(const struct synth_in *in);
+
 /* Parameters outside the layers on one GPU of pipeline stage `stage`, in
  * the order the backward completes their gradients: *first the output
  * side's (final norm; the head, its own matrix when untied, a copy of the

@@ -243,6 +243,8 @@ struct ctx {
 				      * weight-gradient kernels) or W (those alone) */
 	int wk;			     /* 1 while layer.c adds a weight-gradient kernel */
 	double dry_s;		     /* dry: the kernels' time so far */
+	int dry_comm;		     /* dry: add collectives' times to dry_comm_s */
+	double dry_comm_s;	     /* dry: the collectives' time so far */
 	double dry_host_s;	     /* dry: the host's time of their launches */
 	int dry_window;		     /* dry: the sliding window of the layer timed
 				    * (0: a global one), whatever its index */
@@ -269,6 +271,8 @@ struct shape {
 	double qkv, f_in; /* llm_qkv_width, llm_ffn_in */
 	double qkv_r;	  /* llm_qkv_width_rank: one rank's share */
 	double params;	  /* of one layer on one tensor-parallel rank */
+	double train;	  /* of which trained: params, or under LoRA the
+			   * adapters' (layout_lora_params) */
 	int gated;
 	int L; /* layers per model chunk */
 	int p, v, m;
