@@ -203,6 +203,9 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 	double op_s, launch_s, lag_s, region_s;
 
 	launch_costs(c, r, st, &op_s, &launch_s, &lag_s, &region_s);
+	/* The op's other launches, in its own time. */
+	op_s += c->em.extra * launch_s;
+	c->em.extra = 0;
 	if (c->dry) {
 		if (kind == GN_KERNEL) {
 			c->dry_s += seconds;
