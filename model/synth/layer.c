@@ -573,6 +573,17 @@ static void norm_bwd(struct ctx *c, int r, double bytes)
 	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", bytes);
 }
 
+/* The residual stream's gradient: where a layer's input feeds both its
+ * norm and the residual add, autograd sums the two gradients, one add a
+ * residual junction and two a layer (torch/csrc/autograd/input_buffer.cpp
+ * InputBuffer::accumulate; aten::add under NativeLayerNormBackward0 in
+ * our H100 traces): both read, the sum written. */
+static void residual_grad(struct ctx *c, int r, double nh)
+{
+	sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add> (residual gradient)",
+		  ew(nh, 2));
+}
+
 /* A layer norm's weight and bias over `width` values (replicated over
  * tp). */
 static void acc_norm_of(struct ctx *c, int r, double width)
@@ -1303,6 +1314,7 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 	}
 	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
+	residual_grad(c, r, nh);
 	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	if (ov)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
@@ -1324,12 +1336,21 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 	 * projections). */
 	if (z->mla && layout_rc(&c->in->lay, LAYOUT_RC_LAYERNORM))
 		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
-	if (z->mla)
+	if (z->mla) {
 		mla_bwd(c, r, z);
-	else
+	} else {
+		/* The query's, key's and value's gradients copied into one
+		 * for the QKV GEMM: the backward of the split of its output
+		 * (Megatron-LM's attention.py get_query_key_value_tensors
+		 * torch.split; aten::cat under SplitBackward0 in our H100
+		 * traces). */
+		sl_kernel(c, r, KC_ELEMENTWISE, "CatArrayBatchedCopy (qkv gradient)",
+			  ew(bs * z->qkv_r, 1));
 		gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
+	}
 	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
+	residual_grad(c, r, nh);
 }
 
 /* The output layer's dtype: bf16 under fp8 and fp4. */
