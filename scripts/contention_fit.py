@@ -13,7 +13,8 @@ take SMs from it.  Proxy: DeepEP V2's all-to-all on SM100 measured with the
 fewest SMs that reach its bandwidth (24) and with 64 (collectives.csv): the
 bandwidth lost on fewer SMs, the mean over dispatch and combine.
 
-usage: scripts/contention_fit.py [PRISM] [SHARED]   (defaults build/prism, ../shared)
+usage: scripts/contention_fit.py [--markdown] [PRISM] [SHARED]
+       (defaults build/prism, ../shared; --markdown prints docs/VALIDATION.md's table)
 """
 import csv
 import json
@@ -23,8 +24,22 @@ import subprocess
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-prism = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "build", "prism")
-shared = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "..", "..", "shared")
+args = sys.argv[1:]
+markdown = "--markdown" in args
+if markdown:
+    args.remove("--markdown")
+if any(a.startswith("-") for a in args):
+    sys.exit(__doc__.strip())
+prism = args[0] if len(args) > 0 else os.path.join(here, "..", "build", "prism")
+shared = args[1] if len(args) > 1 else os.path.join(here, "..", "..", "shared")
+table = []  # (source, groups (pairs), slowdown) for --markdown
+
+
+def say(line):
+    if not markdown:
+        print(line)
+
+
 traces = os.path.join(shared, "traces")
 groups = []
 for t in sorted(os.listdir(traces)):
@@ -36,17 +51,19 @@ for t in sorted(os.listdir(traces)):
         continue
     r = subprocess.run([prism, "calibrate", "--json", files[0]], capture_output=True, text=True)
     if r.returncode:
-        print(f"{t}: prism calibrate exited {r.returncode}: {r.stderr.strip()}")
-        continue
+        sys.exit(f"{t}: prism calibrate exited {r.returncode}: {r.stderr.strip()}")
     c = json.loads(r.stdout).get("contention", {})
     g = c.get("group_slowdowns", [])
     groups += g
     if g:
-        print(f"{t}: {len(g)} kernel groups, {c['pairs']} pairs, median {100 * c['compute_slowdown']:+.1f}%")
+        say(f"{t}: {len(g)} kernel groups, {c['pairs']} pairs, median {100 * c['compute_slowdown']:+.1f}%")
+        table.append((t, f"{len(g)} ({c['pairs']})", f"{100 * c['compute_slowdown']:+.1f} %"))
     else:
-        print(f"{t}: no kernel timed both beside communication and clear of it")
+        say(f"{t}: no kernel timed both beside communication and clear of it")
 if groups:
-    print(f"compute: {len(groups)} groups pooled, median {100 * statistics.median(groups):+.1f}%")
+    say(f"compute: {len(groups)} groups pooled, median {100 * statistics.median(groups):+.1f}%")
+    table.append(("pooled, compute (`contention.compute`)", f"{len(groups)}",
+                  f"**{100 * statistics.median(groups):+.1f} %**"))
 
 rows = list(csv.DictReader(open(os.path.join(shared, "kernels", "collectives.csv"))))
 ratios = []
@@ -57,6 +74,17 @@ for kind in ("dispatch", "combine"):
     hi = [float(r["other_value"]) for r in sel if "64" in r["algo"]]
     if lo and hi:
         ratios.append(hi[0] / lo[0])
-        print(f"DeepEP V2 SM100 {kind}: {lo[0]:.0f} GB/s on 24 SMs, {hi[0]:.0f} on 64")
+        say(f"DeepEP V2 SM100 {kind}: {lo[0]:.0f} GB/s on 24 SMs, {hi[0]:.0f} on 64")
+        table.append((kind, lo[0], hi[0]))
 if ratios:
-    print(f"comm: {100 * (statistics.mean(ratios) - 1):+.1f}%")
+    say(f"comm: {100 * (statistics.mean(ratios) - 1):+.1f}%")
+if markdown:
+    print("| source | groups (pairs) | slowdown |")
+    print("|---|---:|---:|")
+    deepep = [r for r in table if isinstance(r[1], float)]
+    for src, n, slow in (r for r in table if not isinstance(r[1], float)):
+        print(f"| {src} | {n} | {slow} |")
+    if ratios:
+        parts = ", ".join(f"{k} {lo:.0f}/{hi:.0f}" for k, lo, hi in deepep)
+        print(f"| DeepEP V2 SM100 on 24 against 64 SMs ({parts} GB/s), comm "
+              f"(`contention.comm`) | {len(ratios)} | **{100 * (statistics.mean(ratios) - 1):+.1f} %** |")

@@ -15,6 +15,9 @@
   layout (dp from torchrun's world size); a shell variable is refused.
 - `--export torchtitan` and `bridge` print their own forms; --gpus without
   --export and --export with --json are refused.
+- A zero-bubble schedule (zb-1p, zb-2p) no framework runs one stage a rank:
+  each export says so on its "not expressed" line, and the rest of the
+  layout still reads back to the same run with the schedule 1F1B's.
 
 usage: frame_cli.py PRISM
 """
@@ -94,6 +97,25 @@ def main():
         again = iteration("synth", args, "--hw", "h100-dgx", "--megatron-args", args,
                           "--dp", "32")
         check(again == want, f"DeepSeek-V3: {want} s, its Megatron-LM export {again} s")
+
+    # zero bubble: not expressed anywhere, said so; the exported rest is
+    # the same layout under 1F1B (Megatron-LM's schedule without vp)
+    lay = ["--hw", "h100-dgx", "--tp", "2", "--pp", "4", "--dp", "2", "--microbatches", "8"]
+    for sched in ("zb-1p", "zb-2p"):
+        for fw in ("megatron", "bridge", "torchtitan"):
+            r = prism(PRISM, "whatif", llama, *lay, "--schedule", sched, "--export", fw)
+            check(f"# not expressed in {fw}: schedule {sched}" in r.stdout, r.stdout)
+            check("ZeroBubble" not in r.stdout, r.stdout)
+        r = prism(PRISM, "whatif", llama, *lay, "--schedule", sched, "--export", "megatron")
+        text = r.stdout[r.stdout.index("# prism:"):]
+        with tempfile.TemporaryDirectory() as tmp:
+            args = os.path.join(tmp, "zb.sh")
+            with open(args, "w") as f:
+                f.write(text)
+            back = iteration("whatif", llama, "--hw", "h100-dgx", "--megatron-args", args,
+                             "--dp", "2")
+        want = iteration("whatif", llama, *lay, "--schedule", "1f1b")
+        check(back == want, f"{sched}'s export read back: {back} s, 1F1B's {want} s")
 
     with tempfile.TemporaryDirectory() as tmp:
         sweep = os.path.join(tmp, "s.cfg")

@@ -16,6 +16,7 @@
 #include "hw.h"
 #include "llm.h"
 #include "mem.h"
+#include "synth.h"
 #include "testutil.h"
 
 #define GiB 1073741824.0
@@ -298,6 +299,49 @@ static void test_profile_errors(void **state)
 			  ":5: 'gpu.hbm_bandwidth_GBps' must be a number in 1..1e+06, not -3");
 }
 
+/* Each shipped profile states its host link (activation offloading), as
+ * its comment's measurement gives it: PCIe 5 as nvbandwidth measured it
+ * on an H200 node, DGX A100's PCIe 4 (24.33 GiB/s), NVLink-C2C as
+ * measured on GH200. */
+static void test_host_links(void **state)
+{
+	static const struct {
+		const char *id;
+		int kind;
+		double d2h, h2d;
+	} want[] = {
+	    {"h100-dgx", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"h200-dgx", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"h800-hgx", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"b200-dgx", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"b300-hgx", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"mi300x", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"mi325x", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"mi355x", HW_HOST_PCIE5, 55.06, 55.43},
+	    {"a100-40gb-dgx", HW_HOST_PCIE4, 26.12, 26.12},
+	    {"a100-80gb-dgx", HW_HOST_PCIE4, 26.12, 26.12},
+	    {"v100-dgx1", HW_HOST_PCIE3, 15.75, 15.75},
+	    {"gb200-nvl72", HW_HOST_C2C, 295.51, 380.47},
+	    {"gb300-nvl72", HW_HOST_C2C, 295.51, 380.47},
+	};
+	(void)state;
+	assert_true(fabs(24.33 * 1073741824 / 1e9 - 26.12) < 0.01);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char path[512];
+		struct hw_profile h;
+		struct prism_err err;
+		snprintf(path, sizeof(path), "%s/configs/hw/%s.cfg", PRISM_SOURCE_DIR, want[i].id);
+		prism_err_clear(&err);
+		assert_int_equal(hw_load(path, &h, &err), 0);
+		assert_int_equal(h.host_link, want[i].kind);
+		assert_rel_close(h.host_d2h_Bps, want[i].d2h * 1e9, 1e-12);
+		assert_rel_close(h.host_h2d_Bps, want[i].h2d * 1e9, 1e-12);
+	}
+	assert_string_equal(hw_host_link_name(HW_HOST_C2C), "nvlink-c2c");
+	assert_int_equal(hw_host_link_parse("pcie4"), HW_HOST_PCIE4);
+	assert_int_equal(hw_host_link_parse("none"), -1);
+}
+
 /* Every number of a profile has a range: absurd but representable values
  * are refused, naming the line, the setting and the range. */
 static void test_profile_limits(void **state)
@@ -341,6 +385,20 @@ static void test_profile_limits(void **state)
 	     ":8: 'gpu.rated_w' must be a number in 1..100000, not 0"},
 	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; sustained = 1.5;",
 	     ":8: 'gpu.sustained' must be a number in 0.25..1, not 1.5"},
+	    /* the host link: a kind prism knows, both bandwidths, no bandwidth
+	     * without its kind */
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; host_link = \"pcie7\";",
+	     ":8: 'gpu.host_link' must be \"pcie3\", \"pcie4\", \"pcie5\", \"pcie6\" or "
+	     "\"nvlink-c2c\", not 'pcie7'"},
+	    {"memory_reserve_GB = 4.0;",
+	     "memory_reserve_GB = 4.0; host_link = \"pcie5\"; host_d2h_GBps = 55.0;",
+	     ":2: missing setting 'gpu.host_h2d_GBps'"},
+	    {"memory_reserve_GB = 4.0;",
+	     "memory_reserve_GB = 4.0; host_link = \"pcie5\"; host_d2h_GBps = 0.0; "
+	     "host_h2d_GBps = 55.0;",
+	     ":8: 'gpu.host_d2h_GBps' must be a number in 0.1..100000, not 0"},
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; host_d2h_GBps = 55.0;",
+	     ":8: 'gpu.host_link' is missing: a host link's bandwidth needs its kind"},
 	};
 	char text[2048];
 	(void)state;
@@ -861,6 +919,52 @@ static void test_activation_bytes_gpt3(void **state)
 	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 19, 1e-12);
 	l.recompute_modules = LAYOUT_RC_LAYERNORM | LAYOUT_RC_MLA_UP_PROJ;
 	assert_rel_close(mem_act_per_layer(&gpt3, &l), sbh * 23, 1e-12);
+}
+
+/*
+ * The zero-bubble schedules' memory, by hand (mem.h): GPT-3 175B, t 8, s
+ * 2048, b 1, no sequence parallelism, 24 layers a stage on pp 4, m 8.
+ * What W needs of a layer from its B (mem_act_wgrad_layer): each wgrad
+ * GEMM's input and output gradient, bf16 -- QKV h in, 3h/8 out; the
+ * projection h/8 in, h out; FC1 h in, 4h/8 out; FC2 4h/8 in, h out --
+ * 2 x 5.5 h a token, 11 s b h (Qi et al.'s M_W, 32 s b h, at t = 1: (8 +
+ * 24/t) s b h).  A layer's activations a = 23 s b h (Korthikanti).
+ * Stage 1's passes (layout_zb_next):
+ *  - 1F1B: p - s = 3 microbatches, 3 x 24 a = 1656 s b h.
+ *  - ZB-1p: 2 warm-up F; F (3 held whole); B (2 whole + 1 kept; its first
+ *    W deferred, s = 1); F: 3 whole + 1 kept, then B, W, F repeat it:
+ *    24 (3 x 23 + 11) = 1920 s b h, 4 microbatches from F to W (p).
+ *  - ZB-2p: 5 warm-up F (2 (p - s) - 1); B, F: 5 whole + 1 kept; B, F: 5 +
+ *    2; B, then W (7 = 2p - 1 held from F to W), F: 5 + 2 again: 24 (5 x 23
+ *    + 2 x 11) = 3288 s b h, 7 held.
+ */
+static void test_zb_memory(void **state)
+{
+	struct layout l = {.tp = 8,
+			   .pp = 4,
+			   .dp = 1,
+			   .vp = 1,
+			   .mbs = 1,
+			   .microbatches = 8,
+			   .dtype = HW_BF16,
+			   .schedule = LAYOUT_1F1B};
+	double sbh = 2048.0 * 12288;
+	struct mem_stage st;
+	(void)state;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 11 * sbh, 1e-12);
+	l.tp = 1;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 32 * sbh, 1e-12);
+	l.tp = 8;
+	mem_stage(&gpt3, &l, NULL, 1, &st);
+	assert_rel_close(st.activations, 1656 * sbh, 1e-12);
+	l.schedule = LAYOUT_ZB1P;
+	mem_stage(&gpt3, &l, NULL, 1, &st);
+	assert_rel_close(st.activations, 1920 * sbh, 1e-12);
+	assert_rel_close(st.inflight, 4, 1e-12);
+	l.schedule = LAYOUT_ZB2P;
+	mem_stage(&gpt3, &l, NULL, 1, &st);
+	assert_rel_close(st.activations, 3288 * sbh, 1e-12);
+	assert_rel_close(st.inflight, 7, 1e-12);
 }
 
 /* Bytes per parameter of weights, gradients and optimizer state: Megatron-LM's
@@ -1727,6 +1831,38 @@ static void test_analytic_small(void **state)
 		in.acc_elem_bytes = 0;
 	}
 
+	/* Zero-bubble schedules: a layer's W pass is its four weight-gradient
+	 * GEMMs, the forward's FLOPs, 2 x 1024 x (1536 + 512 + 2048 + 1024) x
+	 * 1024 x ... on a rank: 2 x 1024 x 1024 x 6144 = 12,884,901,888 FLOPs
+	 * at 50 TFLOP/s, 257.698 us; the fill and drain (one other stage's
+	 * slot) scales by max(F, F + B - kW) / (F + B + W), k 1 for zb-1p and
+	 * 2 for zb-2p, F + B + W the layer's forward and backward. */
+	{
+		struct synth_in si;
+		double f, b, a, w, bub, it;
+		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+		bub = out.t_bubble;
+		it = out.t_iter;
+		assert_rel_close(bub, 2078.10985984e-6, 1e-9);
+		synth_in_default(&si);
+		si.m = in.m;
+		si.hw = &hw;
+		si.lay = in.lay;
+		si.lay.microbatches = 4;
+		synth_layer_times(&si, &f, &b, &a);
+		w = synth_layer_wgrad_s(&si, 0);
+		assert_rel_close(w, 12884901888.0 / 50e12, 1e-9);
+		in.lay.schedule = LAYOUT_ZB1P;
+		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+		assert_rel_close(out.t_bubble, bub * fmax(f, f + b - 2 * w) / (f + b), 1e-9);
+		assert_rel_close(out.t_iter, it - bub + out.t_bubble, 1e-9);
+		in.lay.schedule = LAYOUT_ZB2P;
+		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+		assert_rel_close(out.t_bubble, bub * fmax(f, f + b - 3 * w) / (f + b), 1e-9);
+		assert_true(out.t_bubble < bub);
+		in.lay.schedule = LAYOUT_1F1B;
+	}
+
 	/* Infeasible layouts are refused with the rule they break. */
 	in.global_batch = 7;
 	assert_int_equal(analytic_estimate(&in, &out, &err), PRISM_EARG);
@@ -1745,6 +1881,7 @@ int main(void)
 	    cmocka_unit_test(test_profiles_load),
 	    cmocka_unit_test(test_profile_errors),
 	    cmocka_unit_test(test_profile_limits),
+	    cmocka_unit_test(test_host_links),
 	    cmocka_unit_test(test_gemm_flops),
 	    cmocka_unit_test(test_gemm_memo),
 	    cmocka_unit_test(test_ring_allreduce_8),
@@ -1757,6 +1894,7 @@ int main(void)
 	    cmocka_unit_test(test_window),
 	    cmocka_unit_test(test_mla),
 	    cmocka_unit_test(test_activation_bytes_gpt3),
+	    cmocka_unit_test(test_zb_memory),
 	    cmocka_unit_test(test_bytes_per_param),
 	    cmocka_unit_test(test_alloc_reserved),
 	    cmocka_unit_test(test_verdict),

@@ -277,6 +277,36 @@ static void test_megatron_import(void **state)
 		assert_non_null(strstr(err.msg, "t.sh:1: --cuda-graph-impl 'partial'"));
 		prism_err_clear(&err);
 	}
+	/* Offloading: Megatron-LM's count alone turns it on (arguments.py),
+	 * Bridge's count needs model.cpu_offloading, and no activations
+	 * offloaded is none */
+	{
+		static const struct {
+			int fw;
+			const char *t;
+			int want;
+		} c[] = {
+		    {FRAME_MEGATRON, "--num-layers 8 --cpu-offloading-num-layers 5\n", 5},
+		    {FRAME_MEGATRON,
+		     "--num-layers 8 --cpu-offloading --cpu-offloading-num-layers 3\n", 3},
+		    {FRAME_BRIDGE, "model.num_layers=8\nmodel.cpu_offloading_num_layers=5\n", 0},
+		    {FRAME_BRIDGE,
+		     "model.num_layers=8\nmodel.cpu_offloading=true\n"
+		     "model.cpu_offloading_num_layers=5\n",
+		     5},
+		    {FRAME_BRIDGE,
+		     "model.num_layers=8\nmodel.cpu_offloading=true\n"
+		     "model.cpu_offloading_num_layers=5\nmodel.cpu_offloading_activations=false\n",
+		     0},
+		};
+		for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+			assert_int_equal(frame_import(c[i].fw, "t", c[i].t, strlen(c[i].t), NULL,
+						      &m, &l, &given, &x, &err),
+					 0);
+			assert_int_equal(l.offload_layers, c[i].want);
+			assert_true(given & LK_BIT(LK_offload_layers));
+		}
+	}
 	/* a shell variable is not a number: refused, naming the option and line */
 	assert_int_equal(
 	    frame_load_model(PRISM_SOURCE_DIR "/tests/data/megatron/dsv3-bad.sh", &m, &x, &err),
@@ -405,6 +435,17 @@ static void test_round_trip(void **state)
 				assert_true(frame_expresses(fw, LK_fp8_recipe, &dense, &l));
 			round_trip(fw, &dense, &l);
 		}
+		/* activation offloading as the GB200 recipes set it (Megatron-FSDP,
+		 * 20 layers): Megatron-LM's --cpu-offloading
+		 * --cpu-offloading-num-layers, Bridge's model.cpu_offloading*;
+		 * torchtitan has none */
+		layout_default(&l);
+		l.dp = 8;
+		l.zero = 3;
+		l.offload_layers = 20;
+		assert_int_equal(frame_expresses(fw, LK_offload_layers, &dense, &l),
+				 fw != FRAME_TORCHTITAN);
+		round_trip(fw, &dense, &l);
 		/* fp4 (NVFP4: Megatron-LM's --fp4-format, Bridge's
 		 * bf16_with_nvfp4_mixed; torchtitan has none) */
 		layout_default(&l);

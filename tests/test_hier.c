@@ -149,6 +149,16 @@ static void test_agreement(void **state)
 	    {1, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_FULL, 0, 0, 1, HW_BF16, 2, 0, 60},
 	    /* no CPU time per op: the host runs on launches alone */
 	    {2, 2, 2, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 0},
+	    /* Zero-bubble schedules: B and W passes, W reducing the gradients
+	     * (ZeRO-0/1 the last microbatch's, ZeRO-2/3 every one's; ZeRO-3's
+	     * gathers in B alone). */
+	    {1, 4, 1, 1, 16, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {2, 4, 2, 1, 8, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 10},
+	    {2, 2, 4, 1, 5, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_FULL, 2, 1, 1, HW_BF16, 2, 0, 10},
+	    {2, 2, 4, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10},
+	    {2, 4, 2, 1, 8, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10},
+	    {2, 4, 1, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10},
+	    {1, 2, 2, 1, 8, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -178,6 +188,40 @@ static void test_agreement(void **state)
 			in.acc_elem_bytes = 2;
 			assert_int_equal(agree(&in), 1);
 		}
+	}
+}
+
+/* Activation offloading (pp 1, as Megatron-LM takes it): the copy stream's
+ * transfers out after their layers' forwards and back before their
+ * backwards, the compute waiting for them, fold exactly: few offloaded
+ * layers (hidden), half, all but the last (exposed), with data
+ * parallelism, ZeRO-1 and -3, tensor parallelism, a launch-bound host;
+ * contention and none. */
+static void test_agreement_offload(void **state)
+{
+	static const struct {
+		int tp, dp, m, zero, sp, n, steps;
+		double host_us;
+	} cases[] = {
+	    {1, 1, 1, 0, 0, 2, 2, 10}, {1, 1, 4, 0, 0, 4, 2, 10}, {1, 1, 3, 0, 0, 7, 2, 10},
+	    {2, 4, 3, 1, 1, 3, 2, 10}, {1, 8, 4, 3, 0, 5, 2, 10}, {1, 2, 6, 0, 0, 6, 3, 400},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_in in;
+		small(&in);
+		in.lay.tp = cases[i].tp;
+		in.lay.dp = cases[i].dp;
+		in.lay.microbatches = cases[i].m;
+		in.lay.zero = cases[i].zero;
+		in.lay.sp = cases[i].sp;
+		in.lay.offload_layers = cases[i].n;
+		in.steps = cases[i].steps;
+		in.cpu_op_s = cases[i].host_us * 1e-6;
+		print_message("offload case %zu\n", i);
+		assert_int_equal(agree(&in), 1);
+		in.hw = &hw_quiet;
+		assert_int_equal(agree(&in), 1);
 	}
 }
 
@@ -326,6 +370,27 @@ static void test_agreement_moe_cp(void **state)
 		folded = agree(&in);
 		in.hw = &hw_quiet;
 		assert_int_equal(agree(&in), folded);
+		/* A zero-bubble schedule: the experts' and the router's weight
+		 * gradients in W, the dispatch, combine and CP transfers in B. */
+		if (cases[i].pp >= 2) {
+			in.lay.schedule = i % 2 ? LAYOUT_ZB2P : LAYOUT_ZB1P;
+			print_message("moe/cp case %zu, %s\n", i,
+				      layout_schedule_name(in.lay.schedule));
+			in.hw = &hw;
+			assert_int_equal(agree(&in), folded);
+		}
+	}
+	{
+		/* Multi-token prediction on the last stage under zb-2p: each
+		 * depth's head, layer and eh_proj split too. */
+		struct synth_in in;
+		small(&in);
+		in.m.mtp_layers = 1;
+		in.lay.pp = 2;
+		in.lay.dp = 2;
+		in.lay.microbatches = 6;
+		in.lay.schedule = LAYOUT_ZB2P;
+		assert_int_equal(agree(&in), 1);
 	}
 }
 
@@ -580,6 +645,12 @@ static void test_extrapolate(void **state)
 	     0, 1, 1},
 	    {1, 2, 4, 1, 48, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 3, 0, HW_BF16, 2, 10, 5, -1, 0, 0,
 	     0, 0, 0},
+	    /* zero-bubble schedules (ZB-2p's points past its 2p - 1
+	     * warm-up forwards) */
+	    {1, 4, 2, 1, 64, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, 1, 0, 0,
+	     0, 0, 0},
+	    {2, 4, 2, 1, 64, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5, 1, 0,
+	     0, 0, 0, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -694,10 +765,11 @@ static void test_sweep_subset(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_agreement),	     cmocka_unit_test(test_agreement_placement),
-	    cmocka_unit_test(test_agreement_moe_cp), cmocka_unit_test(test_cp_moe_forms),
-	    cmocka_unit_test(test_gpt3_175b),	     cmocka_unit_test(test_rebuilt_base),
-	    cmocka_unit_test(test_extrapolate),	     cmocka_unit_test(test_sweep_subset),
+	    cmocka_unit_test(test_agreement),	      cmocka_unit_test(test_agreement_placement),
+	    cmocka_unit_test(test_agreement_moe_cp),  cmocka_unit_test(test_cp_moe_forms),
+	    cmocka_unit_test(test_gpt3_175b),	      cmocka_unit_test(test_rebuilt_base),
+	    cmocka_unit_test(test_extrapolate),	      cmocka_unit_test(test_sweep_subset),
+	    cmocka_unit_test(test_agreement_offload),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -154,6 +154,43 @@ static void test_diff(void **state)
 }
 
 /* Values from text: names, numbers in range, the errors naming what. */
+/*
+ * The zero-bubble orders (layout_zb_next) on p 4, m 8, each stage's 24
+ * passes, against an independent event simulation's (the one that
+ * checked the closed forms of test_synth's test_zb_bubble): zb-1p is
+ * PyTorch's ZB1P (stage s: p - s - 1 warm-up F, then F B, and W after
+ * each B from the (s+1)-th on); zb-2p the paper's ZB-H2 (2(p - s) - 1
+ * warm-up F, then B F, a W before the F once 7 are held, B W once the F
+ * are done).  Each kind's microbatches come in order.
+ */
+static void test_zb_order(void **state)
+{
+	static const char *const want[2][4] = {
+	    {"FFFFBWFBWFBWFBWFBWBWBWBW", "FFFBFBWFBWFBWFBWFBWBWBWW", "FFBFBFBWFBWFBWFBWFBWBWWW",
+	     "FBFBFBFBWFBWFBWFBWFBWWWW"},
+	    {"FFFFFFFBWFBWBWBWBWBWBWBW", "FFFFFBFBFBWFBWBWBWBWBWWW", "FFFBFBFBFBFBWFBWBWBWWWWW",
+	     "FBFBFBFBFBFBFBWFBWWWWWWW"}};
+	struct layout l;
+	(void)state;
+	layout_default(&l);
+	l.pp = 4;
+	l.microbatches = 8;
+	for (int z = 0; z < 2; z++)
+		for (int s = 0; s < 4; s++) {
+			struct layout_zb it = {0, 0, 0, 0};
+			char got[32];
+			int n = 0, mb, pass, next[3] = {0, 0, 0};
+			l.schedule = z ? LAYOUT_ZB2P : LAYOUT_ZB1P;
+			while ((pass = layout_zb_next(&l, s, &it, &mb)) >= 0 && n < 31) {
+				got[n++] = "FBW"[pass];
+				assert_int_equal(mb, next[pass]++);
+			}
+			got[n] = 0;
+			assert_string_equal(got, want[z][s]);
+		}
+	assert_true(layout_zb(LAYOUT_ZB1P) && layout_zb(LAYOUT_ZB2P) && !layout_zb(LAYOUT_1F1B));
+}
+
 static void test_parse(void **state)
 {
 	struct layout l;
@@ -165,7 +202,15 @@ static void test_parse(void **state)
 	assert_int_equal(layout_parse(LK_schedule, "interleaved", "--schedule", &v, &l, &err), 0);
 	assert_true(v == LAYOUT_INTERLEAVED);
 	assert_int_equal(layout_parse(LK_schedule, "zb", "--schedule", &v, &l, &err), PRISM_EARG);
-	assert_string_equal(err.msg, "--schedule 'zb': expected gpipe, 1f1b or interleaved");
+	assert_string_equal(err.msg,
+			    "--schedule 'zb': expected gpipe, 1f1b, interleaved, zb-1p or zb-2p");
+	prism_err_clear(&err);
+	/* The zero-bubble schedules, and the paper's handcrafted names. */
+	assert_int_equal(layout_parse(LK_schedule, "zb-1p", "--schedule", &v, &l, &err), 0);
+	assert_true(v == LAYOUT_ZB1P);
+	assert_int_equal(layout_parse(LK_schedule, "zb-h2", "--schedule", &v, &l, &err), 0);
+	assert_true(v == LAYOUT_ZB2P);
+	assert_string_equal(layout_schedule_name(LAYOUT_ZB2P), "zb-2p");
 	prism_err_clear(&err);
 	assert_int_equal(layout_parse(LK_dtype, "int8", "--dtype", &v, &l, &err), PRISM_EARG);
 	assert_string_equal(err.msg, "--dtype 'int8': expected fp32, tf32, bf16, fp16, fp8 or fp4");
@@ -498,10 +543,15 @@ static void test_megatron_partition(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rows),    cmocka_unit_test(test_default),
-	    cmocka_unit_test(test_key),	    cmocka_unit_test(test_diff),
-	    cmocka_unit_test(test_parse),   cmocka_unit_test(test_desc),
-	    cmocka_unit_test(test_dp_impl), cmocka_unit_test(test_megatron_partition),
+	    cmocka_unit_test(test_rows),
+	    cmocka_unit_test(test_default),
+	    cmocka_unit_test(test_key),
+	    cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_zb_order),
+	    cmocka_unit_test(test_desc),
+	    cmocka_unit_test(test_dp_impl),
+	    cmocka_unit_test(test_megatron_partition),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -279,6 +279,114 @@ static double bubble_part(int schedule, const uint16_t *part, int p, int m, doub
 	return st.bubble;
 }
 
+/*
+ * Zero-bubble schedules against Qi et al.'s closed forms (ICLR 2024,
+ * section 2 and Table 1's bubbles), uniform stages of n = 16 / p
+ * identical layers, free communication, no host cost.  A stage's passes
+ * a microbatch: F = n f, B = n (b - w), W = n w, with f and b a layer's
+ * forward and backward (synth_layer_times) and w the weight-gradient
+ * part of b (synth_layer_wgrad_s: its wgrad GEMMs).  The step, from the
+ * first forward to the last pass:
+ *  - 1F1B: (m + p - 1)(F + B + W) (B and W one backward);
+ *  - ZB-1p: m (F + B + W) + (p - 1)(F + B - W) where W <= B (the paper's
+ *    ZB-H1 bubble; stage 0's last B waits for the gradient to cross the
+ *    p - 1 stages after it as B passes, its F passes and the W passes it
+ *    deferred filling the rest);
+ *  - ZB-2p, m >= 2p - 1: m (F + B + W) + (p - 1) max(F, F + B - 2W): the
+ *    paper's ZB-H2 bubble (p - 1)(F + B - 2W) per stage from its own first
+ *    forward, and at least the p - 1 forwards before the last stage's
+ *    first.
+ * The bubble is 1 - m (F + B + W) / T.  The figures (worked independently
+ * by an event simulation of the same orders, /tmp notes in the report):
+ * p = 4, m = 8, F = B = W: 1F1B 9 passes of idle, ZB-1p 3, ZB-2p 3.
+ */
+static double zb_bubble(int schedule, int p, int m, int gemm_only, double *closed, double *fbw)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	double f, b, a, w, n, F, B, W, T;
+	small(&in);
+	in.m.layers = 16;
+	in.bare = 1;
+	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+	in.lay.pp = p;
+	in.lay.microbatches = m;
+	in.lay.schedule = schedule;
+	/* One step: nothing synchronises the stages between steps (docs/
+	 * MODEL.md, "Schedules"), so a zb-2p stage 0 that ends its step first
+	 * starts the next one's forwards inside this step's span. */
+	in.steps = 1;
+	/* The paper's T_F = T_B = T_W: the GEMMs alone timed (every other
+	 * class at scale 0), a linear's forward, dgrad and wgrad GEMMs
+	 * having the same FLOPs. */
+	for (int c = 0; gemm_only && c < KC_NCLASSES; c++)
+		if (c != KC_GEMM)
+			in.scale[c] = 0;
+	g = build(&in, &so, &st);
+	synth_out_release(&so);
+	graph_free(g);
+	synth_layer_times(&in, &f, &b, &a);
+	w = synth_layer_wgrad_s(&in, 0);
+	n = 16.0 / p;
+	F = n * f, B = n * (b - w), W = n * w;
+	fbw[0] = F, fbw[1] = B, fbw[2] = W;
+	if (schedule == LAYOUT_ZB1P)
+		T = m * (F + B + W) + (p - 1) * fmax(F, F + B - W);
+	else if (schedule == LAYOUT_ZB2P)
+		T = m * (F + B + W) + (p - 1) * fmax(F, F + B - 2 * W);
+	else
+		T = (m + p - 1) * (F + B + W);
+	*closed = 1 - m * (F + B + W) / T;
+	return st.bubble;
+}
+
+static void test_zb_bubble(void **state)
+{
+	(void)state;
+	for (int p = 2; p <= 8; p *= 2)
+		for (int m = 2 * p; m <= 4 * p; m *= 2) {
+			double want[3], got[3], fbw[3];
+			static const int sch[3] = {LAYOUT_1F1B, LAYOUT_ZB1P, LAYOUT_ZB2P};
+			for (int i = 0; i < 3; i++)
+				got[i] = zb_bubble(sch[i], p, m, 0, &want[i], fbw);
+			print_message(
+			    "p %d m %2d (F %.1f B %.1f W %.1f us a stage): 1f1b %.4f (closed "
+			    "%.4f) zb-1p %.4f (%.4f) zb-2p %.4f (%.4f)\n",
+			    p, m, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got[0], want[0], got[1],
+			    want[1], got[2], want[2]);
+			/* The small layer's W (its four wgrad GEMMs) is 18 % of its
+			 * work, less than B (dgrad GEMMs, attention backward, the
+			 * memory-bound passes): the closed forms' W <= B case. */
+			assert_true(fbw[2] > 0.1 * (fbw[0] + fbw[1] + fbw[2]) && fbw[2] < fbw[1]);
+			for (int i = 0; i < 3; i++)
+				assert_rel_close(got[i], want[i], 0.01);
+			/* ZB-1p cuts 1F1B's bubble, ZB-2p cuts it further. */
+			assert_true(got[1] < got[0] && got[2] < got[1]);
+		}
+	/* T_F = T_B = T_W (GEMMs alone, within their shapes' 1 %): ZB-2p's
+	 * bubble is the (p - 1) forwards before the last stage starts, each
+	 * stage busy from its first pass to its last (the paper's zero
+	 * bubble), a third of 1F1B's fill and drain and ZB-1p's equal (their
+	 * (p - 1)(F + B - W) = (p - 1) F). */
+	for (int p = 4; p <= 8; p *= 2) {
+		double want[3], got[3], fbw[3];
+		static const int sch[3] = {LAYOUT_1F1B, LAYOUT_ZB1P, LAYOUT_ZB2P};
+		for (int i = 0; i < 3; i++)
+			got[i] = zb_bubble(sch[i], p, 4 * p, 1, &want[i], fbw);
+		print_message("GEMMs alone, p %d m %2d (F %.1f B %.1f W %.1f us): 1f1b %.4f (%.4f) "
+			      "zb-1p %.4f (%.4f) zb-2p %.4f (%.4f)\n",
+			      p, 4 * p, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got[0], want[0],
+			      got[1], want[1], got[2], want[2]);
+		assert_rel_close(fbw[1], fbw[0], 0.02);
+		assert_rel_close(fbw[2], fbw[0], 0.02);
+		for (int i = 0; i < 3; i++)
+			assert_rel_close(got[i], want[i], 0.01);
+		assert_rel_close(got[2], (p - 1.0) / (3.0 * 4 * p + p - 1), 0.02);
+	}
+}
+
 static void test_pipeline_bubble(void **state)
 {
 	static const uint16_t parts[][4] = {{2, 6, 4, 4}, {3, 5, 5, 3}, {6, 2, 2, 6},
@@ -708,6 +816,9 @@ static void test_lower_bound(void **state)
 	    {2, 2, 2, 2, LAYOUT_INTERLEAVED, 4, LAYOUT_RECOMPUTE_FULL, 0, 1, 0},
 	    {4, 8, 1, 1, LAYOUT_1F1B, 16, LAYOUT_RECOMPUTE_NONE, 0, 4, 1},
 	    {1, 1, 8, 1, LAYOUT_1F1B, 4, LAYOUT_RECOMPUTE_NONE, 0, 2, 0},
+	    {1, 4, 1, 1, LAYOUT_ZB1P, 8, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
+	    {2, 4, 2, 1, LAYOUT_ZB2P, 8, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1},
+	    {1, 8, 1, 1, LAYOUT_ZB2P, 16, LAYOUT_RECOMPUTE_NONE, 0, 1, 0},
 	};
 	static struct hw_profile b200;
 	struct prism_err herr;
@@ -744,6 +855,14 @@ static void test_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* A zero-bubble schedule's W passes may end a stage: its bound
+		 * is at most 1F1B's. */
+		if (layout_zb(in.lay.schedule)) {
+			struct synth_in q = in;
+			q.lay.schedule = LAYOUT_1F1B;
+			print_message("  1f1b's bound %.3f ms\n", synth_lower_bound(&q) * 1e3);
+			assert_true(lb <= synth_lower_bound(&q));
+		}
 		/* Every recompute module (the MLP's GEMMs and round again):
 		 * more work, still a bound. */
 		if (in.lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
@@ -860,6 +979,10 @@ static void test_layout_errors(void **state)
 	    {1, 2, 2, 3, LAYOUT_INTERLEAVED,
 	     "layout: interleaved 1F1B needs microbatches (3) divisible by pp (2)"},
 	    {1, 2, 2, 2, LAYOUT_1F1B, "layout: virtual stages 2 need the interleaved schedule"},
+	    {1, 2, 2, 2, LAYOUT_ZB1P, "layout: virtual stages 2 need the interleaved schedule"},
+	    {1, 1, 1, 4, LAYOUT_ZB2P,
+	     "layout: schedule zb-2p needs pp >= 2 (one stage has no bubble for its deferred "
+	     "weight gradients to fill)"},
 	    /* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
 		 * by it (SIGFPE): the ranges come first. */
 	    {1, 65536, 65536, 1, LAYOUT_INTERLEAVED, "layout: pp 65536 is not in 1..256"},
@@ -1660,6 +1783,14 @@ static void test_moe_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
+		/* A zero-bubble schedule's W passes may end a stage: its bound
+		 * is at most 1F1B's. */
+		if (layout_zb(in.lay.schedule)) {
+			struct synth_in q = in;
+			q.lay.schedule = LAYOUT_1F1B;
+			print_message("  1f1b's bound %.3f ms\n", synth_lower_bound(&q) * 1e3);
+			assert_true(lb <= synth_lower_bound(&q));
+		}
 		/* Every recompute module (moe's whole layer again, MLA's up
 		 * projections, the dense layer's MLP): more, still a bound. */
 		if (in.lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
@@ -2844,11 +2975,191 @@ static void test_exec_analytic(void **state)
 	assert_rel_close(o.t_slot, o.t_compute, 1e-9);
 }
 
+/*
+ * Activation offloading worked by hand (docs/MODEL.md "Activation
+ * offloading").  The small model (8 layers, h 1024, s 1024, b 1, flash
+ * attention, no tensor parallelism) saves 34 s b h = 34 x 2^20 =
+ * 35,651,584 bytes a layer (Korthikanti's Table 2 without the scores).
+ * Over H100's PCIe 5 as measured (55.06 GB/s to the host, 55.43 back) a
+ * layer's copy out takes 35,651,584 / 55.06e9 = 647.504 us and back
+ * 643.182 us.  On a bare run without host costs (the GPU's work alone), one
+ * microbatch, with f and b a layer's forward and backward:
+ *  - N = 7 of 8 (L - N = 1): each copy lies between its layer and the
+ *    next, the step grows by 7 x (copy out + copy back);
+ *  - N = 4: the copies run back to back behind layer 0 and layer 7 waits
+ *    for the fourth, forward 4 x 647.504 - 6 f, backward 4 x 643.182 - 6
+ *    b (a copy outlasts a layer here);
+ *  - N = 4 over a link 100 times as fast (6.475 us a copy): 4 copies
+ *    under 6 layers, hidden: the step as without offloading;
+ * and the microbatch holds 4 x 35,651,584 bytes less at the peak.
+ */
+static void offload_run(struct synth_in *in, const struct hw_profile *h, int n)
+{
+	small(in);
+	in->hw = h;
+	in->bare = 1;
+	in->steps = 1;
+	in->lay.microbatches = 1;
+	in->cpu_op_s = in->launch_s = in->gpu_lag_s = in->event_s = 0;
+	in->lay.offload_layers = n;
+}
+
+static int64_t offload_step(const struct hw_profile *h, int n, int64_t *f, int64_t *b,
+			    int64_t *out_ns, int *copies)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	int c2;
+	int64_t t;
+	offload_run(&in, h, n);
+	g = build(&in, &so, &st);
+	*f = *b = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] == GN_KERNEL && g->layer[u] == 0)
+			*(g->phase[u] == PH_FORWARD ? f : b) += g->dur_ns[u];
+	*out_ns = named_ns(g, "Memcpy DtoH (Device -> Pinned)", copies);
+	named_ns(g, "Memcpy HtoD (Pinned -> Device)", &c2);
+	assert_int_equal(c2, *copies);
+	t = llround(st.iter_s * 1e9);
+	synth_out_release(&so);
+	graph_free(g);
+	return t;
+}
+
+static void test_offload(void **state)
+{
+	struct hw_profile fast = hw;
+	struct synth_in in;
+	struct mem_est m0, m4;
+	int64_t f, b, x, y, t0, t7, t4, tf, d;
+	int n;
+	double a;
+	(void)state;
+	offload_run(&in, &hw, 0);
+	a = mem_act_per_layer(&in.m, &in.lay);
+	assert_true(a == 34.0 * 1048576);
+	x = prism_ns_round(a / 55.06e9 * 1e9); /* 647,504 ns */
+	y = prism_ns_round(a / 55.43e9 * 1e9); /* 643,182 ns */
+	assert_int_equal(x, 647504);
+	assert_int_equal(y, 643182);
+	t0 = offload_step(&hw, 0, &f, &b, &d, &n);
+	assert_int_equal(n, 0);
+	assert_true(x > f && y > b); /* a copy outlasts a layer */
+	/* Every layer offloaded but the last: all of the copies exposed. */
+	t7 = offload_step(&hw, 7, &f, &b, &d, &n);
+	assert_int_equal(n, 7);
+	assert_int_equal(d, 7 * x);
+	assert_int_equal(t7 - t0, 7 * (x + y));
+	/* Half: what 6 layers do not cover. */
+	t4 = offload_step(&hw, 4, &f, &b, &d, &n);
+	assert_int_equal(n, 4);
+	assert_int_equal(t4 - t0, (4 * x - 6 * f) + (4 * y - 6 * b));
+	assert_int_equal(t4 - t0, llround(1e9 * (synth_offload_exposed(8, 4, f / 1e9, x / 1e9) +
+						 synth_offload_exposed(8, 4, b / 1e9, y / 1e9))));
+	/* A link 100 times as fast: hidden. */
+	fast.host_d2h_Bps *= 100;
+	fast.host_h2d_Bps *= 100;
+	tf = offload_step(&fast, 4, &f, &b, &d, &n);
+	assert_int_equal(n, 4);
+	assert_true(4 * (d / 4) <= 6 * f);
+	assert_int_equal(tf, t0);
+	/* The closed form's branches. */
+	assert_true(synth_offload_exposed(8, 7, 1, 3) == 21);
+	assert_true(synth_offload_exposed(8, 4, 1, 3) == 6);
+	assert_true(synth_offload_exposed(8, 4, 1, 1.5) == 0);
+	assert_true(synth_offload_exposed(8, 0, 1, 3) == 0);
+	/* Memory: the 4 layers' activations leave the peak. */
+	offload_run(&in, &hw, 0);
+	mem_estimate(&in.m, &in.lay, &hw, &m0);
+	in.lay.offload_layers = 4;
+	mem_estimate(&in.m, &in.lay, &hw, &m4);
+	assert_true(m0.activations - m4.activations == 4 * a);
+	/* The bound: each microbatch's copies, all exposed at N = 7. */
+	{
+		double l0, l7;
+		struct settle_out st;
+		struct synth_out so;
+		struct graph *g;
+		offload_run(&in, &hw, 0);
+		in.bare = 0;
+		l0 = synth_lower_bound(&in);
+		in.lay.offload_layers = 7;
+		l7 = synth_lower_bound(&in);
+		assert_rel_close(l7 - l0, 7 * (a / 55.06e9 + a / 55.43e9), 1e-9);
+		g = build(&in, &so, &st);
+		assert_true(l7 <= st.iter_s);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	/* The analytic estimate: its waits, 7 x (out + back). */
+	{
+		struct analytic_in ai;
+		struct analytic_out ao;
+		struct prism_err err;
+		analytic_in_default(&ai);
+		offload_run(&in, &hw, 7);
+		ai.m = in.m;
+		ai.hw = &hw;
+		ai.global_batch = 1;
+		ai.lay.offload_layers = 7;
+		assert_int_equal(analytic_estimate(&ai, &ao, &err), 0);
+		assert_rel_close(ao.t_offload, 7 * (a / 55.06e9 + a / 55.43e9), 1e-9);
+		/* 2 copies (1.3 ms out) beside 6 layers: partly exposed; over
+		 * the link 100 times as fast, hidden. */
+		ai.lay.offload_layers = 2;
+		assert_int_equal(analytic_estimate(&ai, &ao, &err), 0);
+		assert_true(ao.t_offload > 0 && ao.t_offload < 2 * (a / 55.06e9 + a / 55.43e9));
+		ai.hw = &fast;
+		assert_int_equal(analytic_estimate(&ai, &ao, &err), 0);
+		assert_true(ao.t_offload == 0);
+	}
+}
+
+/* Offloading where Megatron-LM refuses it, and on a profile without a
+ * host link. */
+static void test_offload_rules(void **state)
+{
+	struct hw_profile bare_hw = hw;
+	struct synth_in in;
+	struct prism_err err;
+	(void)state;
+	offload_run(&in, &hw, 8);
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "below the 8 layers"));
+	in.lay.offload_layers = 2;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), 0);
+	in.lay.pp = 2;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "needs pp 1"));
+	in.lay.pp = 1;
+	in.lay.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "recompute selective"));
+	in.lay.recompute = LAYOUT_RECOMPUTE_NONE;
+	in.lay.exec = LAYOUT_EXEC_GRAPHS;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "exec graphs"));
+	in.lay.exec = LAYOUT_EXEC_EAGER;
+	bare_hw.host_link = HW_HOST_NONE;
+	bare_hw.host_d2h_Bps = bare_hw.host_h2d_Bps = 0;
+	prism_err_clear(&err);
+	assert_int_equal(layout_check(&in.m, &in.lay, &bare_hw, &err), PRISM_EARG);
+	assert_non_null(strstr(err.msg, "no host link"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_flops_formula),
 	    cmocka_unit_test(test_pipeline_bubble),
+	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_layout_errors),
 	    cmocka_unit_test(test_meta_round_trip),
 	    cmocka_unit_test(test_limits),
@@ -2885,6 +3196,8 @@ int main(void)
 	    cmocka_unit_test(test_exec_compiled),
 	    cmocka_unit_test(test_exec_rows),
 	    cmocka_unit_test(test_exec_analytic),
+	    cmocka_unit_test(test_offload),
+	    cmocka_unit_test(test_offload_rules),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -60,6 +60,16 @@ with open(os.path.join(ROOT, "docs", "VALIDATION.md")) as f:
     recorded = tie_error.megatron(f.name)[0]
 fresh = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "megatron_table1.py"),
                         PRISM, "--markdown"], check=True, capture_output=True, text=True).stdout
+m = re.search(r"mean \|error\|: analytic ([0-9.]+)%, simulated ([0-9.]+)%", fresh)
+check(m, f"megatron_table1.py printed no mean error:\n{fresh}")
+ana, sim = m.groups()
+with open(os.path.join(ROOT, "README.md")) as f:
+    check(f"within {ana} % (analytic) and {sim} % (simulated)" in f.read(),
+          f"README.md does not state Table 1's mean errors, {ana} % and {sim} %")
+with open(os.path.join(ROOT, "docs", "VALIDATION.md")) as f:
+    check(f"**analytic {ana} %, synth + simulate {sim} %**" in f.read(),
+          f"docs/VALIDATION.md does not state Table 1's mean errors, {ana} % and {sim} %")
+print(f"ok: README.md and docs/VALIDATION.md state Table 1's mean errors ({ana} %, {sim} %)")
 fresh = tie_error.table1(fresh.splitlines())
 check(len(fresh) == len(recorded) == 10, f"rows: {len(fresh)} fresh, {len(recorded)} recorded")
 for a, b in zip(recorded, fresh):

@@ -49,6 +49,25 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	return sbh * (whole + par / t + attn / t) - saved;
 }
 
+double mem_act_wgrad_layer(const struct llm *m, const struct layout *l, int moe)
+{
+	double s = (double)m->seq / layout_cp(l), b = l->mbs, h = m->hidden, t = l->tp;
+	double T = s * b, hin = l->sp ? h / t : h; /* a sequence-parallel input, as saved */
+	/* QKV (h -> its rank's width) and the projection (its input -> h). */
+	double w = hin + llm_qkv_width_rank(m, (int)t) + llm_proj_width(m) / t + h;
+	if (moe) {
+		double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn,
+		       fin = (m->gated ? 2.0 : 1.0) * fe;
+		double M = mem_moe_tokens(m, l), et = layout_etp(l), sh = (double)m->shared_experts;
+		/* The router on the rank's b s / t tokens; the shared experts as
+		 * a dense FFN; the routed experts' FC1 and FC2 on M tokens. */
+		return 2 * (T * w + T / t * (h + m->experts) +
+			    (sh > 0 ? T * (hin + sh * fin / t + sh * fe / t + h) : 0) +
+			    M * (h + fin / et + fe / et + h));
+	}
+	return 2 * T * (w + hin + llm_ffn_in(m) / t + (double)m->ffn / t + h);
+}
+
 double mem_moe_peak(const struct llm *m, const struct layout *l)
 {
 	double q = l->imbalance > 1 ? l->imbalance : 1;
@@ -238,6 +257,20 @@ static double chunk_act(const struct llm *m, const struct layout *l, int s, int 
 	return (n - k) * a_layer + k * a_moe;
 }
 
+/* Activations of chunk c of stage s that activation offloading moves to
+ * host memory, one microbatch: its first l->offload_layers layers' (all
+ * but the last at most; layout_check), dense or MoE. */
+static double chunk_offloaded(const struct llm *m, const struct layout *l, int s, int c,
+			      double a_layer, double a_moe)
+{
+	int n = layout_chunk_layers(m, l, s, c), l0 = layout_chunk_first(m, l, s, c);
+	int k = l->offload_layers < n ? l->offload_layers : n - 1;
+	double a = 0;
+	for (int i = 0; i < k; i++)
+		a += m->experts > 0 && llm_is_moe_layer(m, l0 + i) ? a_moe : a_layer;
+	return a;
+}
+
 /* The units of stage s in its schedule's order (as synth/step.c runs them):
  * warm-up forwards, then one forward and one backward each, then the
  * remaining backwards.  Unit k's chunk (model chunks of the stage). */
@@ -376,6 +409,17 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		double mask = first ? sl * b * h / sp : 0;
 		double lg = last ? 4 * sl * b * V / t : 0, tail = last ? 4 * sl * b * h / sp : 0;
 		double held_lg = 0;
+		/* Activation offloading: a microbatch's offloaded layers leave
+		 * the stage once its forward is done.  Transformer Engine's
+		 * schedule frees layer i before layer L - N + i's forward and
+		 * loads it back after layer L - 1 - N + i's backward has begun, so
+		 * that a microbatch holds L - N layers at its most (the docstring
+		 * of get_cpu_offload_context: (num_layers - num_offloaded_layers)
+		 * x T) and no copy buffer beyond them.  Only with pp 1 and no
+		 * vp (layout_check): one chunk. */
+		double off[LAYOUT_MAX_VP] = {0};
+		for (int c = 0; c < v && l->offload_layers > 0; c++)
+			off[c] = chunk_offloaded(m, l, s, c, a_layer, a_moe);
 		/* Each MTP depth holds its layer's activations, its final norm's
 		 * input and fp32 logits as the main head's, and its embedding,
 		 * enorm and hnorm outputs and their concatenation (bf16, 4h a
@@ -385,6 +429,43 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			tail += m->mtp_layers * (a + tail + 8 * sl * b * h / sp);
 			lg *= 1 + m->mtp_layers;
 		}
+		if (layout_zb(l->schedule)) {
+			/* A zero-bubble stage's passes (layout_zb_next, one
+			 * chunk): F adds the chunk's activations, B frees all but
+			 * what W needs (its layers' mem_act_wgrad_layer, the
+			 * output layer's input and the logits' bf16 gradient), W
+			 * the rest.  Past the cap of held microbatches (2p - 1 at
+			 * most) every F repeats an earlier peak. */
+			struct layout_zb it = {0, 0, 0, 0};
+			int nl = layout_chunk_layers(m, l, s, 0), nm = layout_chunk_moe(m, l, s, 0);
+			double full = chunk_act(m, l, s, 0, a_layer, a_moe) + mask + tail + lg;
+			double keep = (nl - nm) * mem_act_wgrad_layer(m, l, 0) +
+				      (nm > 0 ? nm * mem_act_wgrad_layer(m, l, 1) : 0) +
+				      (last ? 2 * sl * b * (h / sp + V / t) : 0);
+			int mb, pass;
+			if (keep > full)
+				keep = full;
+			while ((pass = layout_zb_next(l, s, &it, &mb)) >= 0 &&
+			       it.f <= 4 * l->pp + 4) {
+				if (pass == LAYOUT_PASS_F) {
+					held += full;
+					held_lg += lg;
+					units++;
+				} else if (pass == LAYOUT_PASS_B) {
+					held -= full - keep;
+					held_lg -= lg;
+				} else {
+					held -= keep;
+					units--;
+				}
+				if (held > peak) {
+					peak = held;
+					peak_units = units;
+					out->logits = held_lg;
+				}
+			}
+			total = 0;
+		}
 		for (int i = 0; i < total; i++) {
 			int ch;
 			/* In the steady state the units held repeat every pp x vp:
@@ -392,8 +473,8 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			if (i > warm + l->pp * v)
 				break;
 			ch = unit_chunk(l, kf++, 1);
-			held += chunk_act(m, l, s, ch, a_layer, a_moe) + (ch == 0 ? mask : 0) +
-				(ch == v - 1 ? tail + lg : 0);
+			held += chunk_act(m, l, s, ch, a_layer, a_moe) - off[ch] +
+				(ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
 			held_lg += ch == v - 1 ? lg : 0;
 			units++;
 			if (held > peak) {
@@ -403,7 +484,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			}
 			if (i >= warm) {
 				ch = unit_chunk(l, kb++, 0);
-				held -= chunk_act(m, l, s, ch, a_layer, a_moe) +
+				held -= chunk_act(m, l, s, ch, a_layer, a_moe) - off[ch] +
 					(ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
 				held_lg -= ch == v - 1 ? lg : 0;
 				units--;

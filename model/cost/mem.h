@@ -32,7 +32,10 @@
  *               mem_act_per_layer), times the layers of each chunk held, as
  *               the schedule holds them: the stage's own order of forward
  *               and backward units (GPipe, 1F1B, interleaved) is walked and
- *               the most held at once is the peak.  Stage 0's first chunk
+ *               the most held at once is the peak; the zero-bubble
+ *               schedules' B passes keep what their W passes need
+ *               (mem_act_wgrad_layer, and the output layer's input and
+ *               logits' gradient) until the W.  Stage 0's first chunk
  *               adds the embedding's dropout mask (s b h, / t with SP); the
  *               last stage's last chunk the final norm's and the output
  *               layer's inputs (2 s b h each, / t with SP) and the fp32
@@ -180,6 +183,17 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l);
  * scores, the routed tokens' expert inputs, FFN outputs and activations
  * (mem_moe_tokens of them), the shared experts' as a dense FFN. */
 double mem_act_moe_layer(const struct llm *m, const struct layout *l);
+
+/* What a zero-bubble schedule (layout_zb) keeps of one layer from its B
+ * pass to its W pass, one microbatch (moe: a mixture-of-experts layer's,
+ * busiest rank): each weight-gradient GEMM's input and output gradient,
+ * bf16, on the rank's tokens -- QKV's, the projection's, FC1's and FC2's
+ * (the inputs of width h / t under sequence parallelism, sharded as
+ * Megatron-LM saves them; an MoE layer's router's, shared experts' and
+ * routed experts' on mem_moe_tokens of them instead of FC1's and FC2's).
+ * Qi et al.'s M_W, 32 s b h for GPT's layer without tensor parallelism
+ * (their Table 1). */
+double mem_act_wgrad_layer(const struct llm *m, const struct layout *l, int moe);
 
 /* The busiest expert's tokens over the mean: imbalance, capped by the
  * capacity factor where the model drops tokens. */

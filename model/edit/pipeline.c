@@ -23,6 +23,13 @@ struct uinfo {
 	uint32_t first, last; /* its first and last compute-stream kernels */
 };
 
+/* A task of a step's units, keyed by the unit it follows: its
+ * microbatch x 2 + (backward). */
+struct byu {
+	int64_t key;
+	uint32_t w;
+};
+
 /*
  * The stages are staged in a graph writer (gwrite.h): first each base
  * task's copy on each stage it runs on, by ref (base task x stages +
@@ -56,13 +63,13 @@ struct ps {
 	uint32_t n_cpu, n_launch, n_rec, n_wait, n_send, n_recv, n_dtype, n_empty, n_ranks2;
 	int64_t corr;
 	struct pipeline_stats *st;
-};
-
-/* A task of a step's units, keyed by the unit it follows: its
- * microbatch x 2 + (backward). */
-struct byu {
-	int64_t key;
-	uint32_t w;
+	uint32_t nprocs;	  /* new processors */
+	uint32_t ncopy;		  /* staged ids below it are copies */
+	uint32_t *order;	  /* the writer's order (staged ids) */
+	int32_t *mbs;		  /* a step's units in a stage's order: */
+	uint8_t *fwds;		  /*   microbatch and pass (schedule) */
+	struct byu *byu;	  /* a step's tasks by unit (emit_units) */
+	int64_t *iter_a, *iter_b; /* per new step: its span on its thread */
 };
 
 static int cmp_byu(const void *a, const void *b)
@@ -341,38 +348,23 @@ static uint32_t project(const struct ps *s, uint32_t u, int k)
 	return NONE32;
 }
 
-int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct graph **out,
-		   struct pipeline_stats *st, struct prism_err *err)
+/* The plan against what prism can split: 0, or the error. */
+static int check_plan(struct ps *s)
 {
-	struct ps s;
-	struct graph *n = NULL;
-	uint32_t nprocs = 0, ncopy, *order = NULL;
-	int rc = 0;
-	int32_t *mbs = NULL;
-	uint8_t *fwds = NULL;
-	struct byu *byu = NULL;
-	int64_t *iter_a = NULL, *iter_b = NULL;
-
-	*out = NULL;
-	memset(st, 0, sizeof(*st));
-	memset(&s, 0, sizeof(s));
-	s.g = g;
-	s.p = p;
-	s.err = err;
-	s.st = st;
-	s.pp = p->pp;
+	const struct graph *g = s->g;
+	const struct pipeline_plan *p = s->p;
 	if (p->pp < 2 || p->pp > 255 || (p->schedule != LAYOUT_GPIPE && p->schedule != LAYOUT_1F1B))
-		return prism_err_set(err, PRISM_EARG,
+		return prism_err_set(s->err, PRISM_EARG,
 				     "pipeline stages %d with schedule %d: 2..255 stages, GPipe or "
 				     "1F1B",
 				     p->pp, p->schedule);
 	for (uint32_t u = 0; u < g->n_nodes; u++)
-		if (g->layer[u] + 1 > s.L)
-			s.L = g->layer[u] + 1;
-	if (s.L == 0)
-		return prism_err_set(err, PRISM_EARG, "no layers found to split into stages");
-	if (s.L < p->pp)
-		return prism_err_set(err, PRISM_EARG, "%d layers cannot fill %d stages", s.L,
+		if (g->layer[u] + 1 > s->L)
+			s->L = g->layer[u] + 1;
+	if (s->L == 0)
+		return prism_err_set(s->err, PRISM_EARG, "no layers found to split into stages");
+	if (s->L < p->pp)
+		return prism_err_set(s->err, PRISM_EARG, "%d layers cannot fill %d stages", s->L,
 				     p->pp);
 	/* Refs pack (task, stage) in 31 bits; step and processor ids are
 	 * multiplied by the stages too. */
@@ -380,56 +372,60 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	    (uint64_t)g->n_iters * (uint64_t)p->pp > INT32_MAX ||
 	    ((uint64_t)g->n_procs + (uint64_t)ST_N * g->n_ranks) * (uint64_t)p->pp >
 		GRAPH_MAX_TASKS)
-		return prism_err_set(err, PRISM_ELIMIT,
+		return prism_err_set(s->err, PRISM_ELIMIT,
 				     "pipeline: %u tasks, %u steps and %u processors on %d stages: "
 				     "more than prism simulates",
 				     g->n_nodes, g->n_iters, g->n_procs, p->pp);
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		if (g->iter[u] >= 0 && g->mb[u] >= (1 << 17))
-			return prism_err_set(err, PRISM_ELIMIT,
+			return prism_err_set(s->err, PRISM_ELIMIT,
 					     "pipeline: microbatch %d: at most %d microbatches",
 					     g->mb[u], 1 << 17);
-	/* The names of the added tasks go after the base's. */
-	if (gw_init_from(&s.w, g) || graph_in_edges(g, &s.in_off, &s.in_src)) {
-		rc = oom(&s);
-		goto out;
-	}
-	{
-		size_t nn = g->n_nodes ? g->n_nodes : 1;
-		s.a = prism_malloc(nn);
-		s.mbv = prism_malloc(nn * sizeof(*s.mbv));
-		s.ph = prism_malloc(nn);
-		s.rank_first_proc = prism_calloc(g->n_ranks + 1, sizeof(*s.rank_first_proc));
-		s.rank_nprocs = prism_calloc(g->n_ranks + 1, sizeof(*s.rank_nprocs));
-		s.proc_index = prism_calloc(g->n_procs + 1, sizeof(*s.proc_index));
-		mbs = prism_malloc(2 * (size_t)(1 << 17) * sizeof(*mbs));
-		fwds = prism_malloc(2 * (size_t)(1 << 17));
-		byu = prism_malloc(nn * sizeof(*byu));
-		if (!s.a || !s.mbv || !s.ph || !s.rank_first_proc || !s.rank_nprocs ||
-		    !s.proc_index || !mbs || !fwds || !byu) {
-			rc = oom(&s);
-			goto out;
-		}
-	}
-	{
-		int any = 0;
-		for (uint32_t u = 0; u < g->n_nodes; u++)
-			any |= g->mb[u] >= 0;
-		for (uint32_t u = 0; u < g->n_nodes; u++)
-			s.mbv[u] = any ? g->mb[u]
-				   : g->iter[u] >= 0 &&
-					   (g->phase[u] == PH_FORWARD || g->phase[u] == PH_BACKWARD)
-				       ? 0
-				       : -1;
-	}
-	if (g->n_ranks > 1024) {
-		rc = prism_err_set(err, PRISM_ELIMIT, "pipeline: over 1024 ranks");
-		goto out;
-	}
-	/* Tasks of a microbatch outside both passes (an edit made them part
-	 * of it: reshape.h's bridges) go with the pass beside them. */
+	if (g->n_ranks > 1024)
+		return prism_err_set(s->err, PRISM_ELIMIT, "pipeline: over 1024 ranks");
+	return 0;
+}
+
+/* The writer (the added tasks' names go after the base's) and the arrays
+ * indexed by base task, rank and processor. */
+static int alloc_work(struct ps *s)
+{
+	const struct graph *g = s->g;
+	size_t nn = g->n_nodes ? g->n_nodes : 1;
+	if (gw_init_from(&s->w, g) || graph_in_edges(g, &s->in_off, &s->in_src))
+		return oom(s);
+	s->a = prism_malloc(nn);
+	s->mbv = prism_malloc(nn * sizeof(*s->mbv));
+	s->ph = prism_malloc(nn);
+	s->rank_first_proc = prism_calloc(g->n_ranks + 1, sizeof(*s->rank_first_proc));
+	s->rank_nprocs = prism_calloc(g->n_ranks + 1, sizeof(*s->rank_nprocs));
+	s->proc_index = prism_calloc(g->n_procs + 1, sizeof(*s->proc_index));
+	s->mbs = prism_malloc(2 * (size_t)(1 << 17) * sizeof(*s->mbs));
+	s->fwds = prism_malloc(2 * (size_t)(1 << 17));
+	s->byu = prism_malloc(nn * sizeof(*s->byu));
+	if (!s->a || !s->mbv || !s->ph || !s->rank_first_proc || !s->rank_nprocs ||
+	    !s->proc_index || !s->mbs || !s->fwds || !s->byu)
+		return oom(s);
+	return 0;
+}
+
+/* Each task's microbatch (0 for a trace without labels) and pass: tasks
+ * of a microbatch outside both passes (an edit made them part of it:
+ * reshape.h's bridges) go with the pass beside them. */
+static void label_passes(struct ps *s)
+{
+	const struct graph *g = s->g;
+	int any = 0;
 	for (uint32_t u = 0; u < g->n_nodes; u++)
-		s.ph[u] = g->phase[u];
+		any |= g->mb[u] >= 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		s->mbv[u] =
+		    any ? g->mb[u]
+		    : g->iter[u] >= 0 && (g->phase[u] == PH_FORWARD || g->phase[u] == PH_BACKWARD)
+			? 0
+			: -1;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		s->ph[u] = g->phase[u];
 	for (uint32_t q = 0; q < g->n_procs; q++) {
 		const struct graph_proc *pr = &g->procs[q];
 		for (int pass = 0; pass < 2; pass++) {
@@ -437,39 +433,44 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 			uint8_t last = PH_NONE;
 			for (uint32_t i = 0; i < pr->n; i++) {
 				uint32_t u = pass ? pr->first + pr->n - 1 - i : pr->first + i;
-				if (s.mbv[u] != mb || g->iter[u] != it) {
-					mb = s.mbv[u];
+				if (s->mbv[u] != mb || g->iter[u] != it) {
+					mb = s->mbv[u];
 					it = g->iter[u];
 					last = PH_NONE;
 				}
-				if (s.ph[u] == PH_FORWARD || s.ph[u] == PH_BACKWARD)
-					last = s.ph[u];
-				else if (mb >= 0 && it >= 0 && s.ph[u] == PH_NONE &&
+				if (s->ph[u] == PH_FORWARD || s->ph[u] == PH_BACKWARD)
+					last = s->ph[u];
+				else if (mb >= 0 && it >= 0 && s->ph[u] == PH_NONE &&
 					 last != PH_NONE)
-					s.ph[u] = last;
+					s->ph[u] = last;
 			}
 		}
 	}
+}
+
+/* The new processors (per rank and stage: copies of the rank's
+ * processors, then the four transfer streams), each rank's compute stream
+ * (its GPU stream with most kernels) and the added tasks' names. */
+static int lay_out_procs(struct ps *s)
+{
+	const struct graph *g = s->g;
 	for (uint32_t q = 0; q < g->n_procs; q++)
-		s.proc_index[q] = s.rank_nprocs[g->procs[q].rank]++;
+		s->proc_index[q] = s->rank_nprocs[g->procs[q].rank]++;
 	for (uint32_t r = 0; r < g->n_ranks; r++) {
-		s.rank_first_proc[r] = nprocs;
-		nprocs += (s.rank_nprocs[r] + ST_N) * (uint32_t)p->pp;
+		s->rank_first_proc[r] = s->nprocs;
+		s->nprocs += (s->rank_nprocs[r] + ST_N) * (uint32_t)s->pp;
 	}
-	if (!(s.seq = prism_calloc(nprocs + 1, sizeof(*s.seq))) ||
-	    !(s.base_proc = prism_malloc((nprocs + 1) * sizeof(*s.base_proc)))) {
-		rc = oom(&s);
-		goto out;
-	}
-	for (uint32_t q = 0; q < nprocs; q++)
-		s.base_proc[q] = NONE32;
+	if (!(s->seq = prism_calloc(s->nprocs + 1, sizeof(*s->seq))) ||
+	    !(s->base_proc = prism_malloc((s->nprocs + 1) * sizeof(*s->base_proc))))
+		return oom(s);
+	for (uint32_t q = 0; q < s->nprocs; q++)
+		s->base_proc[q] = NONE32;
 	for (uint32_t q = 0; q < g->n_procs; q++)
-		for (int k = 0; k < p->pp; k++)
-			s.base_proc[new_proc(&s, q, k)] = q;
-	/* Each rank's compute stream: the one with most kernels. */
+		for (int k = 0; k < s->pp; k++)
+			s->base_proc[new_proc(s, q, k)] = q;
 	for (uint32_t r = 0; r < g->n_ranks; r++) {
 		uint32_t best = 0;
-		s.compute[r] = NONE32;
+		s->compute[r] = NONE32;
 		for (uint32_t q = 0; q < g->n_procs; q++) {
 			uint32_t cnt = 0;
 			if (g->procs[q].rank != r || !g->procs[q].gpu)
@@ -479,287 +480,276 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 				cnt += g->kind[u] == GN_KERNEL;
 			if (cnt > best) {
 				best = cnt;
-				s.compute[r] = q;
+				s->compute[r] = q;
 			}
 		}
 	}
-	s.n_cpu = gw_intern(&s.w, "aten::op");
-	s.n_launch = gw_intern(&s.w, "cudaLaunchKernel");
-	s.n_rec = gw_intern(&s.w, "cudaEventRecord");
-	s.n_wait = gw_intern(&s.w, "cudaStreamWaitEvent");
-	s.n_send = gw_intern(&s.w, "ncclDevKernel_SendRecv");
-	s.n_dtype = gw_intern(&s.w, "BFloat16");
-	s.n_ranks2 = gw_intern(&s.w, "[2]");
-	s.n_empty = gw_intern(&s.w, "");
-	if (s.w.rc) {
-		rc = wfail(&s);
-		goto out;
+	s->n_cpu = gw_intern(&s->w, "aten::op");
+	s->n_launch = gw_intern(&s->w, "cudaLaunchKernel");
+	s->n_rec = gw_intern(&s->w, "cudaEventRecord");
+	s->n_wait = gw_intern(&s->w, "cudaStreamWaitEvent");
+	s->n_send = gw_intern(&s->w, "ncclDevKernel_SendRecv");
+	s->n_dtype = gw_intern(&s->w, "BFloat16");
+	s->n_ranks2 = gw_intern(&s->w, "[2]");
+	s->n_empty = gw_intern(&s->w, "");
+	s->n_recv = s->n_send;
+	return s->w.rc ? wfail(s) : 0;
+}
+
+/* Every base task's copy on each stage it runs on (assign), staged by ref
+ * so that its id is known before the emission puts it in order; the
+ * units' transfers get room too. */
+static int stage_copies(struct ps *s)
+{
+	const struct graph *g = s->g;
+	const struct pipeline_plan *p = s->p;
+	uint64_t total = 0;
+	int rc;
+	/* Those on every stage count pp times. */
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		if (s->a[u] < 0)
+			s->st->replicated++;
+		total += s->a[u] < 0 ? (uint64_t)p->pp : 1;
 	}
-	s.n_recv = s.n_send;
-	{
-		uint64_t total = 0;
-		assign(&s);
-		{
-			/* The tasks the stages will have, before making them:
-			 * those on every stage count pp times. */
-			for (uint32_t u = 0; u < g->n_nodes; u++) {
-				if (s.a[u] < 0)
-					st->replicated++;
-				total += s.a[u] < 0 ? (uint64_t)p->pp : 1;
-			}
-			if (total > GRAPH_MAX_TASKS)
-				rc = prism_err_set(err, PRISM_ELIMIT,
-						   "pipeline: %" PRIu64
-						   " tasks on %d stages, more than "
-						   "the %u prism simulates",
-						   total, p->pp, GRAPH_MAX_TASKS);
+	if (total > GRAPH_MAX_TASKS)
+		return prism_err_set(s->err, PRISM_ELIMIT,
+				     "pipeline: %" PRIu64 " tasks on %d stages, more than "
+				     "the %u prism simulates",
+				     total, p->pp, GRAPH_MAX_TASKS);
+	if ((rc = unit_info(s)))
+		return rc;
+	/* At most two transfers of five tasks per unit and stage. */
+	if (gw_reserve(&s->w, total + 10 * (uint64_t)s->uis.n))
+		return wfail(s);
+	if (!(s->id_of =
+		  prism_malloc(((size_t)g->n_nodes * (size_t)p->pp + 1) * sizeof(*s->id_of))))
+		return oom(s);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		for (int k = 0; k < p->pp; k++) {
+			struct gw_node x;
+			uint32_t ref = ref_of(s, u, k), id;
+			s->id_of[ref] = NONE32;
+			if (!in_stage(s, u, k))
+				continue;
+			gw_node_from(&x, g, u);
+			x.proc = new_proc(s, g->proc[u], k);
+			x.iter = g->iter[u] >= 0 ? g->iter[u] * p->pp + k : -1;
+			if (g->flags[u] & NF_IDLE_GAP)
+				x.dur_ns = 0;
+			if (gw_node(&s->w, &x, &id) ||
+			    (g->coll[u] != NONE32 && gw_coll(&s->w, id, &g->colls[g->coll[u]])))
+				return wfail(s);
+			if (VEC_PUSH(s->ref_at, ref))
+				return oom(s);
+			s->id_of[ref] = id;
 		}
+	return 0;
+}
+
+/* Stage k's copies of base tasks [a, b) of processor q, in order, on new
+ * processor np. */
+static int emit_range(struct ps *s, uint32_t np, int k, uint32_t a, uint32_t b)
+{
+	for (uint32_t w = a; w < b; w++)
+		if (in_stage(s, w, k) && VEC_PUSH(s->seq[np], copy_of(s, w, k)))
+			return oom(s);
+	return 0;
+}
+
+/* Step it's units on stage k of processor q (its tasks from first_unit
+ * to last_unit, m microbatches) in the stage's order, each with the tasks
+ * that follow it outside every unit and, where q launches it, its
+ * transfers. */
+static int emit_units(struct ps *s, uint32_t q, int k, int32_t it, int m, uint32_t first_unit,
+		      uint32_t last_unit)
+{
+	const struct pipeline_plan *p = s->p;
+	uint32_t r = s->g->procs[q].rank, np = new_proc(s, q, k);
+	size_t nu = schedule(s, k, m, s->mbs, s->fwds), nw = 0;
+	int64_t key = -1;
+	int rc = 0;
+	/* The tasks keyed by the unit each follows: a unit's tasks below are
+	 * found by a search, not a scan of the step (it may have 10^5
+	 * microbatches of 10^6 tasks). */
+	for (uint32_t w = first_unit; w <= last_unit; w++) {
+		if (is_unit(s, w))
+			key = (int64_t)s->mbv[w] * 2 + (s->ph[w] == PH_BACKWARD);
+		if (in_stage(s, w, k))
+			s->byu[nw++] = (struct byu){key, w};
+	}
+	if (nw)
+		qsort(s->byu, nw, sizeof(*s->byu), cmp_byu);
+	for (size_t x = 0; x < nu && !rc; x++) {
+		int32_t mb = s->mbs[x];
+		int fw = s->fwds[x];
+		struct uinfo ui = {NONE32, NONE32, NONE32};
+		uint32_t ix = imap_get(&s->units, unit_key(it, mb, fw, k));
+		size_t lo = 0, hi = nw;
+		if (ix != IMAP_NONE)
+			ui = s->uis.v[ix];
+		if (ui.host == q && ((fw && k > 0) || (!fw && k < p->pp - 1)) &&
+		    (rc = transfer(s, r, k, it, mb, fw, &ui, 1)))
+			break;
+		key = (int64_t)mb * 2 + !fw;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (s->byu[mid].key < key)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < nw && s->byu[lo].key == key && !rc; lo++)
+			if (VEC_PUSH(s->seq[np], copy_of(s, s->byu[lo].w, k)))
+				rc = oom(s);
+		if (!rc && ui.host == q && ((fw && k < p->pp - 1) || (!fw && k > 0)))
+			rc = transfer(s, r, k, it, mb, fw, &ui, 0);
 		if (!rc)
-			rc = unit_info(&s);
-		/* Room for them all at once: the copies, and at most two
-		 * transfers of five tasks per unit and stage. */
-		if (!rc && gw_reserve(&s.w, total + 10 * (uint64_t)s.uis.n))
-			rc = wfail(&s);
-		/* Every copy, staged by ref: its id is known before the
-		 * emission below puts it in order. */
-		if (!rc && !(s.id_of = prism_malloc(((size_t)g->n_nodes * (size_t)p->pp + 1) *
-						    sizeof(*s.id_of))))
-			rc = oom(&s);
-		for (uint32_t u = 0; u < g->n_nodes && !rc; u++)
-			for (int k = 0; k < p->pp && !rc; k++) {
-				struct gw_node x;
-				uint32_t ref = ref_of(&s, u, k), id;
-				s.id_of[ref] = NONE32;
-				if (!in_stage(&s, u, k))
-					continue;
-				gw_node_from(&x, g, u);
-				x.proc = new_proc(&s, g->proc[u], k);
-				x.iter = g->iter[u] >= 0 ? g->iter[u] * p->pp + k : -1;
-				if (g->flags[u] & NF_IDLE_GAP)
-					x.dur_ns = 0;
-				if (gw_node(&s.w, &x, &id) ||
-				    (g->coll[u] != NONE32 &&
-				     gw_coll(&s.w, id, &g->colls[g->coll[u]])))
-					rc = wfail(&s);
-				else if (VEC_PUSH(s.ref_at, ref))
-					rc = oom(&s);
-				else
-					s.id_of[ref] = id;
-			}
-		/* Emit every new processor, step by step: the step's tasks before
-		 * its units, its units in the stage's order with their transfers,
-		 * and the rest. */
-		for (uint32_t q = 0; q < g->n_procs && !rc; q++) {
-			const struct graph_proc *pr = &g->procs[q];
-			uint32_t r = pr->rank;
-			for (int k = 0; k < p->pp && !rc; k++) {
-				uint32_t np = new_proc(&s, q, k);
-				uint32_t u = pr->first, end = pr->first + pr->n;
-				while (u < end && !rc) {
-					int32_t it = g->iter[u];
-					uint32_t j = u, first_unit = NONE32, last_unit = NONE32;
-					int m = 0;
-					while (j < end && g->iter[j] == it)
-						j++;
-					/* [u, j): one step's tasks (or outside steps). */
-					for (uint32_t w = u; w < j; w++)
-						if (it >= 0 && is_unit(&s, w)) {
-							if (first_unit == NONE32)
-								first_unit = w;
-							last_unit = w;
-							if (s.mbv[w] + 1 > m)
-								m = s.mbv[w] + 1;
-						}
-					if (first_unit == NONE32) {
-						for (uint32_t w = u; w < j && !rc; w++)
-							if (in_stage(&s, w, k) &&
-							    VEC_PUSH(s.seq[np], copy_of(&s, w, k)))
-								rc = oom(&s);
-						u = j;
-						continue;
-					}
-					for (uint32_t w = u; w < first_unit && !rc; w++)
-						if (in_stage(&s, w, k) &&
-						    VEC_PUSH(s.seq[np], copy_of(&s, w, k)))
-							rc = oom(&s);
-					{
-						size_t nu = schedule(&s, k, m, mbs, fwds), nw = 0;
-						/* The step's tasks of stage k from its first
-						 * unit to its last, keyed by the unit each
-						 * follows: a unit's tasks below are found by
-						 * a search, not a scan of the step (it may
-						 * have 10^5 microbatches of 10^6 tasks). */
-						{
-							int64_t key = -1;
-							for (uint32_t w = first_unit;
-							     w <= last_unit; w++) {
-								if (is_unit(&s, w))
-									key =
-									    (int64_t)s.mbv[w] * 2 +
-									    (s.ph[w] ==
-									     PH_BACKWARD);
-								if (in_stage(&s, w, k))
-									byu[nw++] =
-									    (struct byu){key, w};
-							}
-							if (nw)
-								qsort(byu, nw, sizeof(*byu),
-								      cmp_byu);
-						}
-						for (size_t x = 0; x < nu && !rc; x++) {
-							int32_t mb = mbs[x];
-							int fw = fwds[x];
-							struct uinfo ui = {NONE32, NONE32, NONE32};
-							uint32_t ix = imap_get(
-							    &s.units, unit_key(it, mb, fw, k));
-							if (ix != IMAP_NONE)
-								ui = s.uis.v[ix];
-							if (ui.host == q &&
-							    ((fw && k > 0) ||
-							     (!fw && k < p->pp - 1)) &&
-							    (rc = transfer(&s, r, k, it, mb, fw,
-									   &ui, 1)))
-								break;
-							/* The unit's tasks, with what follows them
-							 * outside every unit. */
-							{
-								int64_t key = (int64_t)mb * 2 + !fw;
-								size_t lo = 0, hi = nw;
-								while (lo < hi) {
-									size_t mid =
-									    lo + (hi - lo) / 2;
-									if (byu[mid].key < key)
-										lo = mid + 1;
-									else
-										hi = mid;
-								}
-								for (; lo < nw &&
-								       byu[lo].key == key && !rc;
-								     lo++)
-									if (VEC_PUSH(
-										s.seq[np],
-										copy_of(&s,
-											byu[lo].w,
-											k)))
-										rc = oom(&s);
-							}
-							if (!rc && ui.host == q &&
-							    ((fw && k < p->pp - 1) ||
-							     (!fw && k > 0)))
-								rc = transfer(&s, r, k, it, mb, fw,
-									      &ui, 0);
-							if (!rc)
-								st->units += k == 0 && q == ui.host;
-						}
-					}
-					for (uint32_t w = last_unit + 1; w < j && !rc; w++)
-						if (in_stage(&s, w, k) &&
-						    VEC_PUSH(s.seq[np], copy_of(&s, w, k)))
-							rc = oom(&s);
-					u = j;
-				}
-			}
-		}
+			s->st->units += k == 0 && q == ui.host;
 	}
-	if (rc)
-		goto out;
-	/* Edges: the base's within each stage; a stage-wide task waiting on
-	 * another stage's waits on its own stage's last at or before that. */
-	for (uint32_t u = 0; u < g->n_nodes && !rc; u++)
-		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1] && !rc; e++) {
+	return rc;
+}
+
+/* Stage k's copy of base processor q, step by step: a step's tasks before
+ * its units, its units (emit_units), and the rest. */
+static int emit_proc(struct ps *s, uint32_t q, int k)
+{
+	const struct graph *g = s->g;
+	const struct graph_proc *pr = &g->procs[q];
+	uint32_t np = new_proc(s, q, k), u = pr->first, end = pr->first + pr->n;
+	int rc = 0;
+	while (u < end && !rc) {
+		int32_t it = g->iter[u];
+		uint32_t j = u, first_unit = NONE32, last_unit = NONE32;
+		int m = 0;
+		while (j < end && g->iter[j] == it)
+			j++;
+		/* [u, j): one step's tasks (or outside steps). */
+		for (uint32_t w = u; w < j; w++)
+			if (it >= 0 && is_unit(s, w)) {
+				if (first_unit == NONE32)
+					first_unit = w;
+				last_unit = w;
+				if (s->mbv[w] + 1 > m)
+					m = s->mbv[w] + 1;
+			}
+		if (first_unit == NONE32)
+			rc = emit_range(s, np, k, u, j);
+		else if (!(rc = emit_range(s, np, k, u, first_unit)) &&
+			 !(rc = emit_units(s, q, k, it, m, first_unit, last_unit)))
+			rc = emit_range(s, np, k, last_unit + 1, j);
+		u = j;
+	}
+	return rc;
+}
+
+/* The base's edges within each stage; a stage-wide task waiting on another
+ * stage's waits on its own stage's last at or before that. */
+static int copy_edges(struct ps *s)
+{
+	const struct graph *g = s->g;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
 			uint32_t v = g->out_dst[e];
 			uint8_t kind = g->out_kind[e];
 			if (GE_KIND(kind) == GE_ORDER)
 				continue;
-			/* The closing synchronise is derived again below. */
+			/* The closing synchronise is derived again (sync_edges). */
 			if (g->kind[v] == GN_WAIT && g->rtclass[v] == RT_DEVICE_SYNC &&
 			    GE_KIND(kind) == GE_SYNC)
 				continue;
-			for (int k = 0; k < p->pp && !rc; k++) {
+			for (int k = 0; k < s->pp; k++) {
 				uint32_t w = u;
-				if (!in_stage(&s, v, k))
+				if (!in_stage(s, v, k))
 					continue;
-				if (!in_stage(&s, u, k)) {
-					if (s.a[v] >= 0 || GE_KIND(kind) == GE_LAUNCH ||
-					    (w = project(&s, u, k)) == NONE32)
+				if (!in_stage(s, u, k)) {
+					if (s->a[v] >= 0 || GE_KIND(kind) == GE_LAUNCH ||
+					    (w = project(s, u, k)) == NONE32)
 						continue;
 				}
-				if (gw_edge(&s.w, copy_of(&s, w, k), copy_of(&s, v, k), kind))
-					rc = wfail(&s);
+				if (gw_edge(&s->w, copy_of(s, w, k), copy_of(s, v, k), kind))
+					return wfail(s);
 			}
 		}
-	if (rc)
-		goto out;
-	/* The writer's order: processors in order, each its sequence. */
-	ncopy = (uint32_t)s.ref_at.n;
-	if (!(order = prism_malloc((s.w.n_nodes + 1) * sizeof(*order))) ||
-	    !(iter_a = prism_malloc(((size_t)g->n_iters * p->pp + 1) * sizeof(*iter_a))) ||
-	    !(iter_b = prism_malloc(((size_t)g->n_iters * p->pp + 1) * sizeof(*iter_b)))) {
-		rc = oom(&s);
-		goto out;
-	}
-	{
-		size_t at = 0;
-		for (uint32_t q = 0; q < nprocs; q++)
-			for (size_t i = 0; i < s.seq[q].n; i++)
-				order[at++] = s.seq[q].v[i];
-		assert(at == s.w.n_nodes); /* every copy emitted once */
-	}
-	/* Order edges, and the closing synchronise of each stage: the last
-	 * task of each of its streams in the step or before. */
-	gw_order(&s.w, order);
-	for (uint32_t q = 0; q < nprocs && !s.w.rc; q++)
-		for (size_t i = 0; i < s.seq[q].n && !s.w.rc; i++) {
-			uint32_t id = s.seq[q].v[i], u, rk, per, k;
-			if (id >= ncopy)
+	return 0;
+}
+
+/* The writer's order (processors in order, each its sequence), its order
+ * edges, and the closing synchronise of each stage: the last task of each
+ * of its streams in the step or before. */
+static int order_and_syncs(struct ps *s)
+{
+	const struct graph *g = s->g;
+	uint32_t pp = (uint32_t)s->pp;
+	size_t at = 0;
+	s->ncopy = (uint32_t)s->ref_at.n;
+	if (!(s->order = prism_malloc((s->w.n_nodes + 1) * sizeof(*s->order))) ||
+	    !(s->iter_a = prism_malloc(((size_t)g->n_iters * pp + 1) * sizeof(*s->iter_a))) ||
+	    !(s->iter_b = prism_malloc(((size_t)g->n_iters * pp + 1) * sizeof(*s->iter_b))))
+		return oom(s);
+	for (uint32_t q = 0; q < s->nprocs; q++)
+		for (size_t i = 0; i < s->seq[q].n; i++)
+			s->order[at++] = s->seq[q].v[i];
+	assert(at == s->w.n_nodes); /* every copy emitted once */
+	gw_order(&s->w, s->order);
+	for (uint32_t q = 0; q < s->nprocs && !s->w.rc; q++)
+		for (size_t i = 0; i < s->seq[q].n && !s->w.rc; i++) {
+			uint32_t id = s->seq[q].v[i], u, rk, per, k;
+			if (id >= s->ncopy)
 				continue;
-			u = s.ref_at.v[id] / (uint32_t)p->pp;
-			k = s.ref_at.v[id] % (uint32_t)p->pp;
+			u = s->ref_at.v[id] / pp;
+			k = s->ref_at.v[id] % pp;
 			if (g->kind[u] != GN_WAIT || g->rtclass[u] != RT_DEVICE_SYNC)
 				continue;
 			rk = g->procs[g->proc[u]].rank;
-			per = s.rank_nprocs[rk] + ST_N;
+			per = s->rank_nprocs[rk] + ST_N;
 			for (uint32_t o = 0; o < per; o++) {
-				uint32_t sp = stage_first(&s, rk, (int)k) + o, last = NONE32;
+				uint32_t sp = stage_first(s, rk, (int)k) + o, last = NONE32;
 				int gpu =
-				    s.base_proc[sp] == NONE32 || g->procs[s.base_proc[sp]].gpu;
+				    s->base_proc[sp] == NONE32 || g->procs[s->base_proc[sp]].gpu;
 				if (!gpu)
 					continue;
-				for (size_t x = 0; x < s.seq[sp].n; x++) {
+				for (size_t x = 0; x < s->seq[sp].n; x++) {
 					/* the base's step (stage k's is step x stages + k) */
-					int32_t it = s.w.iter[s.seq[sp].v[x]];
-					if ((it >= 0 ? it / p->pp : -1) > g->iter[u])
+					int32_t it = s->w.iter[s->seq[sp].v[x]];
+					if ((it >= 0 ? it / s->pp : -1) > g->iter[u])
 						break;
-					last = s.seq[sp].v[x];
+					last = s->seq[sp].v[x];
 				}
 				if (last != NONE32)
-					gw_edge(&s.w, last, id, GE_SYNC);
+					gw_edge(&s->w, last, id, GE_SYNC);
 			}
 		}
+	return 0;
+}
+
+/* Ranks (stage k of rank r is rank r x stages + k), and processors in
+ * index order (stage_first): per rank and stage, its copies of the rank's
+ * processors, then the four transfer streams. */
+static int write_ranks_procs(struct ps *s)
+{
+	const struct graph *g = s->g;
 	for (uint32_t r = 0; r < g->n_ranks; r++)
-		for (int k = 0; k < p->pp; k++) {
+		for (int k = 0; k < s->pp; k++) {
 			struct graph_rank x = g->ranks[r];
-			x.rank = g->ranks[r].rank * p->pp + k;
+			x.rank = g->ranks[r].rank * s->pp + k;
 			x.world_size =
-			    g->ranks[r].world_size > 0 ? g->ranks[r].world_size * p->pp : p->pp;
-			gw_rank(&s.w, &x);
+			    g->ranks[r].world_size > 0 ? g->ranks[r].world_size * s->pp : s->pp;
+			gw_rank(&s->w, &x);
 		}
-	/* Processors in index order (stage_first): per rank and stage, its
-	 * copies of the rank's processors, then the four transfer streams. */
 	for (uint32_t r = 0; r < g->n_ranks; r++)
-		for (int k = 0; k < p->pp; k++) {
+		for (int k = 0; k < s->pp; k++) {
 			for (uint32_t q = 0; q < g->n_procs; q++) {
 				struct graph_proc x = g->procs[q];
 				if (x.rank != r)
 					continue;
-				assert(s.w.rc || new_proc(&s, q, k) == s.w.procs.n);
-				x.rank = r * (uint32_t)p->pp + (uint32_t)k;
-				gw_proc(&s.w, &x, NULL);
+				assert(s->w.rc || new_proc(s, q, k) == s->w.procs.n);
+				x.rank = r * (uint32_t)s->pp + (uint32_t)k;
+				gw_proc(&s->w, &x, NULL);
 			}
 			for (int w = 0; w < ST_N; w++) {
 				struct graph_proc x;
 				memset(&x, 0, sizeof(x));
-				x.rank = r * (uint32_t)p->pp + (uint32_t)k;
+				x.rank = r * (uint32_t)s->pp + (uint32_t)k;
 				x.gpu = 1;
 				x.tid = new_stream_tid[w];
 				for (uint32_t q = 0; q < g->n_procs; q++)
@@ -767,144 +757,178 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 						x.pid = g->procs[q].pid;
 						break;
 					}
-				assert(s.w.rc || new_stream(&s, r, k, w) == s.w.procs.n);
-				gw_proc(&s.w, &x, NULL);
+				assert(s->w.rc || new_stream(s, r, k, w) == s->w.procs.n);
+				gw_proc(&s->w, &x, NULL);
 			}
 		}
-	if (s.w.rc) {
-		rc = wfail(&s);
-		goto out;
-	}
-	/* Columns: correlation ids, times packed per processor, the stages'
-	 * process groups. */
-	{
-		int64_t corr_stride = 1;
-		for (uint32_t u = 0; u < g->n_nodes; u++)
-			if (g->corr[u] >= corr_stride)
-				corr_stride = g->corr[u] < INT64_MAX ? g->corr[u] + 1 : INT64_MAX;
-		/* Stage k's copies are corr + k x corr_stride, the added tasks'
-		 * above pp x corr_stride: all must fit in 64 bits. */
-		if (corr_stride > (INT64_MAX - (int64_t)(s.w.n_nodes - ncopy) - 1) / (p->pp + 1)) {
-			rc = prism_err_set(err, PRISM_ELIMIT,
-					   "pipeline: correlation ids up to %" PRId64
-					   " leave no room to number the stages' copies",
-					   corr_stride - 1);
-			goto out;
-		}
-		for (uint32_t q = 0; q < nprocs; q++) {
-			int64_t clock = INT64_MIN;
-			for (size_t i = 0; i < s.seq[q].n; i++) {
-				uint32_t id = s.seq[q].v[i];
-				if (id >= ncopy) {
-					s.w.corr[id] =
-					    s.w.corr[id] < -1
-						? corr_stride * (p->pp + 1) - s.w.corr[id]
-						: -1;
-					if (clock == INT64_MIN)
-						clock = 0;
-				} else {
-					uint32_t u = s.ref_at.v[id] / (uint32_t)p->pp,
-						 k = s.ref_at.v[id] % (uint32_t)p->pp;
-					if (g->corr[u] >= 0 && k)
-						s.w.corr[id] = g->corr[u] + corr_stride * k;
-					if (g->coll[u] != NONE32) {
-						const struct graph_coll *c = &g->colls[g->coll[u]];
-						char pg[160];
-						snprintf(pg, sizeof(pg), "%s.s%u",
-							 strtab_get(&s.w.st, c->pg), k);
-						s.w.colls.v[s.w.coll[id]].pg = gw_intern(&s.w, pg);
-					}
-					if (clock == INT64_MIN)
-						clock = g->start_ns[u];
+	return s->w.rc ? wfail(s) : 0;
+}
+
+/* Correlation ids (stage k's copies at corr + k x stride, the added
+ * tasks' above pp x stride), times packed per processor, and the stages'
+ * own process groups. */
+static int number_columns(struct ps *s)
+{
+	const struct graph *g = s->g;
+	uint32_t pp = (uint32_t)s->pp;
+	int64_t corr_stride = 1;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->corr[u] >= corr_stride)
+			corr_stride = g->corr[u] < INT64_MAX ? g->corr[u] + 1 : INT64_MAX;
+	if (corr_stride > (INT64_MAX - (int64_t)(s->w.n_nodes - s->ncopy) - 1) / (s->pp + 1))
+		return prism_err_set(s->err, PRISM_ELIMIT,
+				     "pipeline: correlation ids up to %" PRId64
+				     " leave no room to number the stages' copies",
+				     corr_stride - 1);
+	for (uint32_t q = 0; q < s->nprocs; q++) {
+		int64_t clock = INT64_MIN;
+		for (size_t i = 0; i < s->seq[q].n; i++) {
+			uint32_t id = s->seq[q].v[i];
+			if (id >= s->ncopy) {
+				s->w.corr[id] = s->w.corr[id] < -1
+						    ? corr_stride * (s->pp + 1) - s->w.corr[id]
+						    : -1;
+				if (clock == INT64_MIN)
+					clock = 0;
+			} else {
+				uint32_t u = s->ref_at.v[id] / pp, k = s->ref_at.v[id] % pp;
+				if (g->corr[u] >= 0 && k)
+					s->w.corr[id] = g->corr[u] + corr_stride * k;
+				if (g->coll[u] != NONE32) {
+					const struct graph_coll *c = &g->colls[g->coll[u]];
+					char pg[160];
+					snprintf(pg, sizeof(pg), "%s.s%u",
+						 strtab_get(&s->w.st, c->pg), k);
+					s->w.colls.v[s->w.coll[id]].pg = gw_intern(&s->w, pg);
 				}
-				s.w.start_ns[id] = clock;
-				clock = prism_time_add(clock, s.w.dur_ns[id]);
+				if (clock == INT64_MIN)
+					clock = g->start_ns[u];
 			}
-		}
-		if (s.w.rc) {
-			rc = wfail(&s);
-			goto out;
+			s->w.start_ns[id] = clock;
+			clock = prism_time_add(clock, s->w.dur_ns[id]);
 		}
 	}
-	/* Steps: per stage, the base's on the step thread's copy, spanning
-	 * its tasks there (one pass over the tasks, not one per step). */
+	return s->w.rc ? wfail(s) : 0;
+}
+
+/* Steps: per stage, the base's on the step thread's copy, spanning its
+ * tasks there (one pass over the tasks, not one per step). */
+static int span_steps(struct ps *s)
+{
+	const struct graph *g = s->g;
 	for (uint32_t i = 0; i < g->n_iters; i++)
-		for (int k = 0; k < p->pp; k++) {
-			uint32_t j = i * (uint32_t)p->pp + (uint32_t)k;
+		for (int k = 0; k < s->pp; k++) {
+			uint32_t j = i * (uint32_t)s->pp + (uint32_t)k;
 			struct graph_iter x = g->iters[i];
-			x.rank = g->iters[i].rank * (uint32_t)p->pp + (uint32_t)k;
-			iter_a[j] = INT64_MAX;
-			iter_b[j] = INT64_MIN;
+			x.rank = g->iters[i].rank * (uint32_t)s->pp + (uint32_t)k;
+			s->iter_a[j] = INT64_MAX;
+			s->iter_b[j] = INT64_MIN;
 			if (g->iters[i].proc != NONE32)
-				x.proc = new_proc(&s, g->iters[i].proc, k);
-			if (gw_iter(&s.w, &x)) {
-				rc = wfail(&s);
-				goto out;
-			}
+				x.proc = new_proc(s, g->iters[i].proc, k);
+			if (gw_iter(&s->w, &x))
+				return wfail(s);
 		}
-	for (size_t id = 0; id < s.w.n_nodes; id++) {
-		int32_t j = s.w.iter[id];
+	for (size_t id = 0; id < s->w.n_nodes; id++) {
+		int32_t j = s->w.iter[id];
 		int64_t e;
-		if (j < 0 || (size_t)j >= s.w.iters.n || s.w.iters.v[j].proc == NONE32 ||
-		    s.w.proc[id] != s.w.iters.v[j].proc)
+		if (j < 0 || (size_t)j >= s->w.iters.n || s->w.iters.v[j].proc == NONE32 ||
+		    s->w.proc[id] != s->w.iters.v[j].proc)
 			continue;
-		e = prism_time_add(s.w.start_ns[id], s.w.dur_ns[id]);
-		iter_a[j] = s.w.start_ns[id] < iter_a[j] ? s.w.start_ns[id] : iter_a[j];
-		iter_b[j] = e > iter_b[j] ? e : iter_b[j];
+		e = prism_time_add(s->w.start_ns[id], s->w.dur_ns[id]);
+		s->iter_a[j] = s->w.start_ns[id] < s->iter_a[j] ? s->w.start_ns[id] : s->iter_a[j];
+		s->iter_b[j] = e > s->iter_b[j] ? e : s->iter_b[j];
 	}
-	for (size_t j = 0; j < s.w.iters.n; j++)
-		if (s.w.iters.v[j].proc != NONE32 && iter_a[j] != INT64_MAX) {
-			s.w.iters.v[j].start_ns = iter_a[j];
-			s.w.iters.v[j].dur_ns = iter_b[j] - iter_a[j];
+	for (size_t j = 0; j < s->w.iters.n; j++)
+		if (s->w.iters.v[j].proc != NONE32 && s->iter_a[j] != INT64_MAX) {
+			s->w.iters.v[j].start_ns = s->iter_a[j];
+			s->w.iters.v[j].dur_ns = s->iter_b[j] - s->iter_a[j];
 		}
-	/* What the stages were made from goes before the writer's peak. */
-	free(s.id_of);
-	s.id_of = NULL;
-	VEC_FREE(s.ref_at);
-	if (gw_finish(&s.w, order, GW_COLLS_BY_NODE, &n)) {
-		rc = wfail(&s);
-		goto out;
+	return 0;
+}
+
+/* The graph: what the stages were made from freed before the writer's
+ * peak; collectives' sequence numbers in each rank's launch order (the
+ * node's position on its stream, which follows the stage's schedule, not
+ * processor order); checked acyclic. */
+static int finish(struct ps *s, struct graph **n)
+{
+	int rc;
+	free(s->id_of);
+	s->id_of = NULL;
+	VEC_FREE(s->ref_at);
+	if (gw_finish(&s->w, s->order, GW_COLLS_BY_NODE, n))
+		return wfail(s);
+	if (graph_renumber_colls(*n, 0))
+		return oom(s);
+	graph_count(*n);
+	if ((rc = graph_acyclic(*n, s->err)) == PRISM_EINTERNAL)
+		prism_err_prefix(s->err, "the stages wait on each other");
+	return rc;
+}
+
+static void release(struct ps *s)
+{
+	gw_release(&s->w);
+	free(s->id_of);
+	VEC_FREE(s->ref_at);
+	free(s->order);
+	free(s->a);
+	free(s->mbv);
+	free(s->ph);
+	free(s->in_off);
+	free(s->in_src);
+	free(s->rank_first_proc);
+	free(s->base_proc);
+	imap_release(&s->units);
+	VEC_FREE(s->uis);
+	free(s->rank_nprocs);
+	free(s->proc_index);
+	if (s->seq)
+		for (uint32_t q = 0; q < s->nprocs; q++)
+			VEC_FREE(s->seq[q]);
+	free(s->seq);
+	free(s->mbs);
+	free(s->fwds);
+	free(s->byu);
+	free(s->iter_a);
+	free(s->iter_b);
+}
+
+int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct graph **out,
+		   struct pipeline_stats *st, struct prism_err *err)
+{
+	struct ps s;
+	struct graph *n = NULL;
+	int rc;
+
+	*out = NULL;
+	memset(st, 0, sizeof(*st));
+	memset(&s, 0, sizeof(s));
+	s.g = g;
+	s.p = p;
+	s.err = err;
+	s.st = st;
+	s.pp = p->pp;
+	if ((rc = check_plan(&s)))
+		return rc;
+	if (!(rc = alloc_work(&s))) {
+		label_passes(&s);
+		rc = lay_out_procs(&s);
 	}
-	/* Sequence numbers in each rank's launch order: processor order
-	 * would misplace them, so use the node's position on its stream,
-	 * which follows the stage's schedule. */
-	if (graph_renumber_colls(n, 0)) {
-		rc = oom(&s);
-		goto out;
+	if (!rc) {
+		assign(&s);
+		rc = stage_copies(&s);
 	}
-	graph_count(n);
-	if ((rc = graph_acyclic(n, err))) {
-		if (rc == PRISM_EINTERNAL)
-			prism_err_prefix(err, "the stages wait on each other");
-		goto out;
+	for (uint32_t q = 0; q < g->n_procs && !rc; q++)
+		for (int k = 0; k < p->pp && !rc; k++)
+			rc = emit_proc(&s, q, k);
+	if (!rc && !(rc = copy_edges(&s)) && !(rc = order_and_syncs(&s)) &&
+	    !(rc = write_ranks_procs(&s)) && !(rc = number_columns(&s)) && !(rc = span_steps(&s)) &&
+	    !(rc = finish(&s, &n))) {
+		*out = n;
+		n = NULL;
 	}
-	*out = n;
-	n = NULL;
-out:
 	graph_free(n);
-	gw_release(&s.w);
-	free(s.id_of);
-	VEC_FREE(s.ref_at);
-	free(order);
-	free(s.a);
-	free(s.mbv);
-	free(s.ph);
-	free(s.in_off);
-	free(s.in_src);
-	free(s.rank_first_proc);
-	free(s.base_proc);
-	imap_release(&s.units);
-	VEC_FREE(s.uis);
-	free(s.rank_nprocs);
-	free(s.proc_index);
-	if (s.seq)
-		for (uint32_t q = 0; q < nprocs; q++)
-			VEC_FREE(s.seq[q]);
-	free(s.seq);
-	free(mbs);
-	free(fwds);
-	free(byu);
-	free(iter_a);
-	free(iter_b);
+	release(&s);
 	return rc;
 }

@@ -890,11 +890,18 @@ static const struct frame_row frame_rows[LK_N] = {
      * [compile] enable. */
     [LK_exec] = R(FX_SPECIAL, "--cuda-graph-impl", FX_SPECIAL, "model.cuda_graph_impl", FX_SPECIAL,
 		  "compile.enable"),
+    /* Megatron-LM's --cpu-offloading --cpu-offloading-num-layers N
+     * (arguments.py; TransformerConfig cpu_offloading*), Bridge's
+     * model.cpu_offloading*; torchtitan's job config has no activation
+     * offloading. */
+    [LK_offload_layers] = R(FX_SPECIAL, "--cpu-offloading-num-layers", FX_SPECIAL,
+			    "model.cpu_offloading_num_layers", FX_INT, NULL),
 };
 #undef R
 
 /* Knobs of a row the framework expresses only in some values: the
- * schedule (Megatron-LM and Bridge have no GPipe), ZeRO (torchtitan has
+ * schedule (Megatron-LM and Bridge have no GPipe; no framework here runs
+ * zb-1p or zb-2p), ZeRO (torchtitan has
  * DDP or FSDP: no ZeRO-1/2), dtype (no tf32 switch; torchtitan: float8
  * only), the partition (even or embed-loss), cp's ring (torchtitan's
  * rotation is all-gather or all-to-all) and no-flash (torchtitan). */
@@ -902,6 +909,13 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 {
 	switch (k) {
 	case LK_schedule:
+		/* Zero-bubble with one stage a rank: Megatron-LM and Bridge have
+		 * none; torchtitan's InterleavedZeroBubble (PyTorch's ZB1P) is a
+		 * multi-stage schedule, which pipeline_llm runs with 2 stages a
+		 * rank or more (torchtitan/distributed/pipeline_parallel.py),
+		 * and ZBVZeroBubble is ZB-V's V-shape (not this). */
+		if (layout_zb(l->schedule))
+			return l->pp == 1;
 		return fw == FRAME_TORCHTITAN || l->schedule != LAYOUT_GPIPE || l->pp == 1;
 	case LK_zero:
 	case LK_dp:
@@ -1250,6 +1264,18 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 			put(E, fw == FRAME_MEGATRON ? "--cuda-graph-impl" : "model.cuda_graph_impl",
 			    "local");
 		return;
+	case LK_offload_layers: /* activations only (TE deprecated weights' offloading) */
+		if (l->offload_layers <= 0)
+			return;
+		if (fw == FRAME_MEGATRON) {
+			put(E, "--cpu-offloading", NULL);
+			put_int(E, "--cpu-offloading-num-layers", l->offload_layers);
+		} else {
+			put(E, "model.cpu_offloading", "true");
+			put_int(E, "model.cpu_offloading_num_layers", l->offload_layers);
+			put(E, "model.cpu_offloading_weights", "false");
+		}
+		return;
 	case LK_head_dim: /* only a width other than hidden / heads */
 		if (m->head_dim > 0 && !llm_mla(m) &&
 		    (m->hidden % m->heads || m->head_dim != m->hidden / m->heads))
@@ -1429,6 +1455,9 @@ struct imp {
 	int flash, embed, loss, cp_comm;
 	int disp, hybridep;	       /* disp -1: not given; flex's backend */
 	int exec;		       /* enum layout_exec */
+	int off_n, off_on, off_mlm;    /* offloaded layers; the switch (-1: not given);
+					* Megatron-LM's count given */
+	int off_acts;		       /* activations offloaded (0: said false) */
 	int first_layers, last_layers; /* the first and last stages' (0: even) */
 	char layout[512];	       /* --pipeline-model-parallel-layout, "" if none */
 	int local_batch, pp_mbs;
@@ -1622,10 +1651,13 @@ static int special_in(const char *path, int line, const char *name, const char *
 			      : s && strcmp(s, "Interleaved1F1B") == 0 ? LAYOUT_INTERLEAVED
 								       : -2;
 		if (I->schedule == -2)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s '%s': prism models GPipe, 1F1B and "
-					     "Interleaved1F1B",
-					     path, line, name, s ? s : "");
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: %s '%s': prism models GPipe, 1F1B and "
+			    "Interleaved1F1B here (its zero-bubble zb-1p and zb-2p "
+			    "run one stage a rank, which torchtitan's "
+			    "InterleavedZeroBubble and ZBVZeroBubble do not)",
+			    path, line, name, s ? s : "");
 	} else if (IS("--global-batch-size") || IS("train.global_batch_size") ||
 		   IS("training.global_batch_size")) {
 		NUM(1, 1L << 30);
@@ -1773,6 +1805,20 @@ static int special_in(const char *path, int line, const char *name, const char *
 					     "a2a+p2p",
 					     path, line, name, s ? s : "");
 		I->cp_comm = c;
+	} else if (IS("--cpu-offloading")) {
+		I->off_on = 1;
+	} else if (IS("model.cpu_offloading")) {
+		BOOL();
+		I->off_on = b;
+	} else if (IS("--cpu-offloading-num-layers") || IS("model.cpu_offloading_num_layers")) {
+		NUM(0, LLM_MAX_LAYERS);
+		I->off_n = (int)v;
+		I->off_mlm = name[0] == '-';
+	} else if (IS("model.cpu_offloading_activations")) {
+		BOOL();
+		I->off_acts = b;
+	} else if (IS("model.cpu_offloading_weights")) {
+		BOOL(); /* Transformer Engine offloads no weights (deprecated) */
 	} else if (IS("--enable-cuda-graph")) {
 		I->exec = LAYOUT_EXEC_GRAPHS;
 	} else if (IS("model.enable_cuda_graph")) {
@@ -2053,6 +2099,13 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	*given |= LK_BIT(LK_cp_comm);
 	l->exec = I->exec;
 	*given |= LK_BIT(LK_exec);
+	/* Offloading: Megatron-LM's count alone turns it on (arguments.py:
+	 * cpu_offloading_num_layers > 0), Bridge's needs model.cpu_offloading */
+	if (I->off_n > 0 || I->off_on >= 0) {
+		l->offload_layers =
+		    (I->off_on == 1 || (I->off_on < 0 && I->off_mlm)) && I->off_acts ? I->off_n : 0;
+		*given |= LK_BIT(LK_offload_layers);
+	}
 	if (I->disp >= 0) {
 		l->moe_dispatcher =
 		    I->disp == LAYOUT_DISP_FLEX && I->hybridep ? LAYOUT_DISP_HYBRIDEP : I->disp;
@@ -2142,6 +2195,8 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 	I.schedule = -1;
 	I.disp = -1;
 	I.fp8_recipe = -1;
+	I.off_on = -1;
+	I.off_acts = 1;
 	I.flash = 1;
 	if (fw == FRAME_TORCHTITAN) {
 		/* TOML: [section] headers and key = value lines */

@@ -26,6 +26,22 @@ double hw_net_Bps_per_gpu(const struct hw_profile *hw)
 	return hw->gpus_per_node > 0 ? hw->nics_per_node * hw->nic_Bps / hw->gpus_per_node : 0;
 }
 
+static const char *const host_names[HW_HOST_NKINDS] = {"none",	"pcie3", "pcie4",
+						       "pcie5", "pcie6", "nvlink-c2c"};
+
+const char *hw_host_link_name(int kind)
+{
+	return kind >= 0 && kind < HW_HOST_NKINDS ? host_names[kind] : "?";
+}
+
+int hw_host_link_parse(const char *s)
+{
+	for (int k = 1; k < HW_HOST_NKINDS; k++)
+		if (strcmp(s, host_names[k]) == 0)
+			return k;
+	return -1;
+}
+
 int hw_domain(const struct hw_profile *hw)
 {
 	return hw->nvlink_domain > 0 ? hw->nvlink_domain : hw->gpus_per_node;
@@ -409,6 +425,38 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 			goto out;
 		}
 		hw->mesh = !strcmp(fab, "mesh");
+	}
+	/* Optional: the host link (activation offloading): its kind and
+	 * each direction's bandwidth, all three or none. */
+	if (config_setting_lookup(gpu, "host_link")) {
+		char kind[16];
+		if ((rc = cfg_text(path, &cf, gpu, "host_link", kind, sizeof(kind), err)))
+			goto out;
+		if ((hw->host_link = hw_host_link_parse(kind)) < 0) {
+			rc = prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'gpu.host_link' must be \"pcie3\", \"pcie4\", \"pcie5\", "
+			    "\"pcie6\" or \"nvlink-c2c\", not '%s'",
+			    path,
+			    config_setting_source_line(config_setting_lookup(gpu, "host_link")),
+			    kind);
+			goto out;
+		}
+		if ((rc = cfg_range(path, &cf, gpu, "host_d2h_GBps", 0.1, 1e5, 0, 1e9,
+				    &hw->host_d2h_Bps, err)) ||
+		    (rc = cfg_range(path, &cf, gpu, "host_h2d_GBps", 0.1, 1e5, 0, 1e9,
+				    &hw->host_h2d_Bps, err)))
+			goto out;
+	} else if (config_setting_lookup(gpu, "host_d2h_GBps") ||
+		   config_setting_lookup(gpu, "host_h2d_GBps")) {
+		config_setting_t *x = config_setting_lookup(gpu, "host_d2h_GBps");
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s:%d: 'gpu.host_link' is missing: a host link's bandwidth "
+				   "needs its kind",
+				   path,
+				   config_setting_source_line(
+				       x ? x : config_setting_lookup(gpu, "host_h2d_GBps")));
+		goto out;
 	}
 	/* The allocator's reserve is modelled (mem_alloc_reserved): a flat
 	 * share of it in the profile is refused, naming what replaced it. */

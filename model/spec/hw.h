@@ -23,6 +23,23 @@ enum hw_dtype { HW_FP32, HW_TF32, HW_BF16, HW_FP16, HW_FP8, HW_FP4, HW_NDTYPES }
  * group sets them, each with its source, and what it leaves out comes from
  * hw_kernels_default().  Times in seconds, rates in FLOP/s and fractions.
  */
+/* Host links: PCIe by generation (x16), NVLink-C2C (Grace with Hopper or
+ * Blackwell).  "pcie3" .. "pcie6", "nvlink-c2c" in a profile. */
+enum hw_host_link {
+	HW_HOST_NONE,
+	HW_HOST_PCIE3,
+	HW_HOST_PCIE4,
+	HW_HOST_PCIE5,
+	HW_HOST_PCIE6,
+	HW_HOST_C2C,
+	HW_HOST_NKINDS
+};
+
+/* The host link's name as a profile writes it ("none" for HW_HOST_NONE,
+ * "?" beyond), and back: -1 if unknown. */
+const char *hw_host_link_name(int kind);
+int hw_host_link_parse(const char *s);
+
 enum hw_mem_kind { HW_MEM_ELEMENTWISE, HW_MEM_NORM, HW_MEM_REDUCTION, HW_MEM_NKINDS };
 
 struct hw_gemm {
@@ -70,6 +87,12 @@ struct hw_profile {
 	double hbm_Bps;	   /* memory bandwidth */
 	double hbm_bytes;  /* memory capacity */
 	double nvlink_Bps; /* per GPU, one direction */
+	/* The link from a GPU to its host's memory (activation offloading,
+	 * docs/MODEL.md "Activation offloading"): its kind (enum
+	 * hw_host_link; HW_HOST_NONE: the profile states none) and what one
+	 * GPU's copies reach over it, pinned host memory, each direction. */
+	int host_link;
+	double host_d2h_Bps, host_h2d_Bps;
 	int gpus_per_node; /* of a physical node (a server, a compute tray):
 			    * the GPUs its NICs serve */
 	int nics_per_node;

@@ -17,7 +17,7 @@ void layout_default(struct layout *l)
 }
 
 static const char *const recompute_names[] = {"none", "selective", "full"};
-static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
+static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p"};
 static const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p"};
 static const char *const fp8_recipe_names[] = {"delayed", "current", "blockwise", "mxfp8"};
 static const char *const dp_impl_names[] = {"megatron", "deepspeed", "fsdp", "fsdp2"};
@@ -96,12 +96,79 @@ int layout_rc(const struct layout *l, int bit)
 
 const char *layout_schedule_name(int s)
 {
-	return name_of(schedule_names, LAYOUT_INTERLEAVED + 1, s);
+	return name_of(schedule_names, LAYOUT_ZB2P + 1, s);
 }
 
 int layout_schedule_parse(const char *s)
 {
-	return index_of(schedule_names, LAYOUT_INTERLEAVED + 1, s);
+	/* The paper's handcrafted names read too. */
+	if (strcmp(s, "zb-h1") == 0)
+		return LAYOUT_ZB1P;
+	if (strcmp(s, "zb-h2") == 0)
+		return LAYOUT_ZB2P;
+	return index_of(schedule_names, LAYOUT_ZB2P + 1, s);
+}
+
+int layout_zb(int schedule)
+{
+	return schedule == LAYOUT_ZB1P || schedule == LAYOUT_ZB2P;
+}
+
+int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb)
+{
+	int p = l->pp, m = l->microbatches, two = l->schedule == LAYOUT_ZB2P;
+	int warm = two ? 2 * (p - s) - 1 : p - s - 1;
+	if (warm > m)
+		warm = m;
+	if (it->f < warm) { /* the warm-up (f only grows past it) */
+		*mb = it->f++;
+		return LAYOUT_PASS_F;
+	}
+	if (it->b >= m) {
+		if (it->w >= m)
+			return -1;
+		*mb = it->w++;
+		return LAYOUT_PASS_W;
+	}
+	if (!two) {
+		/* F (while any is left), B, then W from the (s+1)-th B on. */
+		if (it->sub == 0) {
+			it->sub = 1;
+			if (it->f < m) {
+				*mb = it->f++;
+				return LAYOUT_PASS_F;
+			}
+		}
+		if (it->sub == 1) {
+			it->sub = 2;
+			*mb = it->b++;
+			return LAYOUT_PASS_B;
+		}
+		it->sub = 0;
+		if (it->b - 1 >= s) {
+			*mb = it->w++;
+			return LAYOUT_PASS_W;
+		}
+		return layout_zb_next(l, s, it, mb);
+	}
+	/* ZB2P: B, then [W where 2p - 1 are held] F, or W once no F is left. */
+	if (it->sub == 0) {
+		it->sub = 1;
+		*mb = it->b++;
+		return LAYOUT_PASS_B;
+	}
+	if (it->sub == 1 && it->f < m && it->f - it->w >= 2 * p - 1) {
+		it->sub = 2;
+		*mb = it->w++;
+		return LAYOUT_PASS_W;
+	}
+	it->sub = 0;
+	if (it->f < m) {
+		*mb = it->f++;
+		return LAYOUT_PASS_F;
+	}
+	*mb = it->w++;
+	return LAYOUT_PASS_W;
 }
 
 const char *layout_cp_comm_name(int c)
@@ -1193,6 +1260,46 @@ static int check_mla(const struct llm *m, const struct layout *l, struct prism_e
 	return 0;
 }
 
+/* Activation offloading where Megatron-LM takes it (transformer_config.py
+ * __post_init__: cpu_offloading_num_layers in 0..num_layers - 1, "no
+ * support for Pipeline parallelism with CPU offloading", "CPU offloading
+ * does not work when activation recomputation is enabled", "CUDA graphs not
+ * supported with CPU offloading"), on a profile that states its host
+ * link. */
+static int check_offload(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
+			 struct prism_err *err)
+{
+	if (l->pp > 1)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: offload_layers %d needs pp 1, not %d (Megatron-LM: "
+				     "no pipeline parallelism with CPU offloading)",
+				     l->offload_layers, l->pp);
+	if (l->offload_layers >= m->layers)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: offload_layers %d must be below the %d layers (the "
+				     "last layer is never offloaded)",
+				     l->offload_layers, m->layers);
+	if (l->recompute != LAYOUT_RECOMPUTE_NONE)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: offload_layers %d with recompute %s (Megatron-LM: CPU "
+		    "offloading does not work with activation recomputation)",
+		    l->offload_layers, layout_recompute_name(l->recompute));
+	if (l->exec == LAYOUT_EXEC_GRAPHS)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: offload_layers %d with exec graphs (Megatron-LM: CUDA "
+		    "graphs not supported with CPU offloading)",
+		    l->offload_layers);
+	if (!(hw->host_d2h_Bps > 0 && hw->host_h2d_Bps > 0))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: offload_layers %d: the %s profile states no host link "
+		    "(gpu.host_link, host_d2h_GBps, host_h2d_GBps)",
+		    l->offload_layers, hw->id);
+	return 0;
+}
+
 int layout_check(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
 		 struct prism_err *err)
 {
@@ -1306,6 +1413,13 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 				     "layout: virtual stages %d need the interleaved schedule",
 				     l->vp);
 	}
+	if (l->offload_layers > 0 && (rc = check_offload(m, l, hw, err)))
+		return rc;
+	if (layout_zb(l->schedule) && l->pp < 2)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: schedule %s needs pp >= 2 (one stage has no bubble "
+				     "for its deferred weight gradients to fill)",
+				     layout_schedule_name(l->schedule));
 	if (hw->peak_flops[l->dtype] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", hw->gpu,
 				     hw_dtype_name(l->dtype));

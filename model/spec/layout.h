@@ -34,7 +34,11 @@ enum layout_rc_module {
 	LAYOUT_RC_SHARED = 1 << 6	/* the shared experts */
 };
 #define LAYOUT_RC_ALL 127
-enum layout_schedule { LAYOUT_GPIPE, LAYOUT_1F1B, LAYOUT_INTERLEAVED };
+/* Pipeline schedules.  ZB1P and ZB2P split each backward into B (the
+ * input gradient: every kernel of the backward but the weight-gradient
+ * GEMMs) and W (those GEMMs), W deferred to fill the bubble (Qi et al.,
+ * "Zero Bubble Pipeline Parallelism", ICLR 2024; layout_zb_next). */
+enum layout_schedule { LAYOUT_GPIPE, LAYOUT_1F1B, LAYOUT_INTERLEAVED, LAYOUT_ZB1P, LAYOUT_ZB2P };
 enum layout_cp_comm { LAYOUT_CP_P2P, LAYOUT_CP_ALLGATHER, LAYOUT_CP_A2A, LAYOUT_CP_A2A_P2P };
 /* How fp8 GEMMs are scaled (Transformer Engine's recipes, Megatron-LM's
  * --fp8-recipe; docs/MODEL.md "Mixed precision"): per tensor from an amax
@@ -197,6 +201,14 @@ struct layout {
 	 * 0: PyTorch's default (CUDAAllocatorConfig: off). */
 	int expandable_segments;
 	int exec; /* enum layout_exec: eager (Megatron-LM's default), graphs, compiled */
+	/* Activation offloading (Megatron-LM's --cpu-offloading-num-layers,
+	 * Transformer Engine's get_cpu_offload_context): the first
+	 * offload_layers layers of the stage save their activations to host
+	 * memory after their forward and load them back before their
+	 * backward, on a copy stream over the profile's host link (docs/MODEL.md
+	 * "Activation offloading").  0: none.  Megatron-LM takes it with pp 1,
+	 * no recomputation and eager execution only (layout_check). */
+	int offload_layers;
 };
 
 /* The defaults of a run nobody laid out, each knob's row's (LAYOUT_KNOBS
@@ -221,6 +233,34 @@ int layout_rc_modules_parse(const char *s);
 int layout_rc(const struct layout *l, int bit);
 const char *layout_schedule_name(int schedule);
 int layout_schedule_parse(const char *s);
+
+/* 1 for the zero-bubble schedules (ZB1P, ZB2P), whose backward runs as a
+ * B and a W pass. */
+int layout_zb(int schedule);
+
+/* A zero-bubble stage's passes in order, one at a time: zero `it`, then
+ * each layout_zb_next() gives the next pass's kind (LAYOUT_PASS_*) and
+ * microbatch (*mb), -1 after the 3 m passes.  Stage s of p, m
+ * microbatches:
+ *  - ZB1P (ZB-H1, PyTorch's ScheduleInterleavedZeroBubble with one stage
+ *    a rank, torch/distributed/pipelining/schedules.py
+ *    _get_1f1b_rank_ops(enable_zero_bubble, num_1f1b_microbatches =
+ *    rank)): 1F1B's min(p - s - 1, m) warm-up forwards, then for each
+ *    backward a forward (while any is left) and B, and from the (s+1)-th B
+ *    on the oldest W after it; the s deferred W last.  Every stage holds
+ *    p microbatches from F to W at most (1F1B's peak, stage 0's).
+ *  - ZB2P (ZB-H2, the paper's section 2.2): min(2 (p - s) - 1, m) warm-up
+ *    forwards, then for each backward B and, while forwards are left, the
+ *    next forward (after the oldest W where 2p - 1 microbatches are held
+ *    from F to W), else the oldest W; the remaining W last.  At most 2p - 1
+ *    held.
+ * No allocation; O(1) a pass. */
+enum layout_pass { LAYOUT_PASS_F, LAYOUT_PASS_B, LAYOUT_PASS_W };
+struct layout_zb {
+	int f, b, w; /* forwards, B and W passes given so far */
+	int sub;     /* where in the step of one backward */
+};
+int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb);
 /* "p2p", "all_gather", "a2a", "a2a+p2p" (Transformer Engine's names;
  * "allgather" is read too). */
 const char *layout_cp_comm_name(int cp_comm);
@@ -426,9 +466,10 @@ enum layout_show {
 		  "batch)",                                                                        \
 	  .flags = LK_STORE | LK_JSON | LK_EDIT, .key = "mb", .key_group = LK_KEY_ALWAYS,          \
 	  .show = LK_SHOW_ALWAYS, .desc = 106)                                                     \
-	X(schedule, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_INTERLEAVED,                  \
+	X(schedule, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_ZB2P,                         \
 	  .def = LAYOUT_1F1B, .parse = layout_schedule_parse, .name = layout_schedule_name,        \
-	  .opt = "schedule", .arg = "S", .help = "pipeline schedule: gpipe, 1f1b or interleaved",   \
+	  .opt = "schedule", .arg = "S",                                                          \
+	  .help = "pipeline schedule: gpipe, 1f1b, interleaved, zb-1p or zb-2p (zero bubble)",    \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "sched", .key_group = LK_KEY_ALWAYS,      \
 	  .show = LK_SHOW_ALWAYS, .desc = 107, .digit = 4)                                         \
 	X(recompute, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_RECOMPUTE_FULL, .def = 0,    \
@@ -624,7 +665,15 @@ enum layout_show {
 		  "Megatron-LM's default), graphs (each layer's forward and backward one CUDA "    \
 		  "graph launch) or compiled (torch.compile: Inductor's launcher, a compiled "     \
 		  "graph's guards a layer)",                                                                   \
-	  .flags = LK_SWEEP | LK_STORE | LK_JSON)
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON)                                                  \
+	X(offload_layers, L, l->pp == 1 && l->recompute == LAYOUT_RECOMPUTE_NONE, v,              \
+	  .kind = LK_INT, .lo = 0, .hi = LLM_MAX_LAYERS, .def = 0, .opt = "offload-layers",        \
+	  .arg = "N",                                                                              \
+	  .help = "activation offloading (Megatron's --cpu-offloading-num-layers): the first N "   \
+		  "layers' activations copied to host memory after their forward and back "       \
+		  "before their backward over the profile's host link, beside the compute "       \
+		  "(Transformer Engine's schedule); N below the layers, pp 1, no recompute, eager", \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "offl")
 /* clang-format on */
 
 enum layout_knob_id {

@@ -41,6 +41,7 @@ struct terms {
 	double mb;		 /* microbatches */
 	double lf, lb, la;	 /* a dense layer: forward, backward, attention forward */
 	double mlf, mlb, mla;	 /* a mixture-of-experts layer's */
+	double lw, mlw;		 /* zero-bubble schedules: their backwards' W parts */
 	double hf, hb, mhf, mhb; /* the host's time of a dense (MoE) layer's forward, backward */
 	double emb, head;	 /* stage 0's embedding, the last stage's head and loss */
 	double ar;		 /* a layer's tensor-parallel all-reduces */
@@ -158,6 +159,10 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 		synth_layer_host(&T->si, 1, &T->mhf, &T->mhb);
 	T->cp_ring = cp_terms(in, T);
 	moe_terms(in, T);
+	if (layout_zb(l->schedule)) {
+		T->lw = synth_layer_wgrad_s(&T->si, 0);
+		T->mlw = synth_layer_wgrad_s(&T->si, 1);
+	}
 	synth_extra_times(&T->si, &T->emb, &T->head);
 	mem_bytes_per_param(mem_prec(T->lay.dtype), &T->wb, &T->gb, &T->ob);
 	if (tp > 1) {
@@ -330,7 +335,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	int tp = l->tp, pp = l->pp, dp = l->dp, v = l->vp > 0 ? l->vp : 1, cp = layout_cp(l);
-	double peak = hw->peak_flops[in->lay.dtype], sum = 0, worst = -1, tail = 0;
+	double peak = hw->peak_flops[in->lay.dtype], sum = 0, worst = -1, tail = 0, fill = 1;
 	struct terms T;
 	int rc;
 
@@ -367,7 +372,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	for (int s = 0; s < pp; s++) {
 		struct mem_stage ms;
 		double n = layout_stage_layers(m, &T.lay, s), c, slot, dpt, exposed, opt, nm = 0,
-		       Pe = 0, md, me;
+		       Pe = 0, md, me, off = 0;
 		double emb = s == 0 ? T.emb : 0, head = s == pp - 1 ? T.head : 0;
 		for (int ch = 0; ch < v; ch++)
 			nm += layout_chunk_moe(m, &T.lay, s, ch);
@@ -397,11 +402,47 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		{
 			/* A unit is host-bound where the host's launches
 			 * outlast its GPU side: forward and backward each the
-			 * longer of the two, the GPU's split as its layers'. */
+			 * longer of the two, the GPU's split as its layers'.
+			 * Activation offloading (pp 1) launches a copy a layer
+			 * each way, with its two event waits. */
 			double hf = (n - nm) * T.hf + nm * T.mhf, hb = (n - nm) * T.hb + nm * T.mhb;
 			double gf = (n - nm) * T.lf + nm * T.mlf, gb = (n - nm) * T.lb + nm * T.mlb;
-			double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5;
-			slot = fmax(slot * ff, hf) + fmax(slot * (1 - ff), hb);
+			double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5, sf, sb, x = 0, y = 0;
+			int L = layout_chunk_layers(m, &T.lay, s, 0), N = 0;
+			if (l->offload_layers > 0 && n > 0) {
+				N = l->offload_layers < L ? l->offload_layers : L - 1;
+				for (int i = 0; i < N; i++) {
+					double xi, yi;
+					synth_offload_copy_s(
+					    &T.si, hw, m->experts > 0 && llm_is_moe_layer(m, i),
+					    &xi, &yi);
+					x += xi / N;
+					y += yi / N;
+				}
+				hf += N * (T.si.cpu_op_s + T.si.launch_s + 4 * T.si.event_s);
+				hb += N * (T.si.cpu_op_s + T.si.launch_s + 4 * T.si.event_s);
+			}
+			sf = fmax(slot * ff, hf);
+			sb = fmax(slot * (1 - ff), hb);
+			slot = sf + sb;
+			/* The compute's waits for the copies
+			 * (synth_offload_exposed), each layer the unit's
+			 * average, each copy the offloaded layers' average. */
+			if (N > 0) {
+				off = synth_offload_exposed(L, N, sf / n, x) +
+				      synth_offload_exposed(L, N, sb / n, y);
+				slot += off;
+			}
+			/* Zero-bubble schedules: the fill and drain of (p - 1)
+			 * stages' F + B + W shrinks to (p - 1) max(F, F + B - W)
+			 * (ZB-1p) or max(F, F + B - 2W) (ZB-2p), B and W the
+			 * backward's parts (Qi et al. 2024, Table 1 with the
+			 * forwards the last stage waits for; test_zb_bubble). */
+			if (layout_zb(l->schedule) && slot > worst && gf + gb > 0) {
+				double gw = (n - nm) * T.lw + nm * T.mlw,
+				       k = l->schedule == LAYOUT_ZB2P ? 3 : 2;
+				fill = fmax(gf, gf + gb - k * gw) / (gf + gb);
+			}
 		}
 		sum += slot;
 		mem_stage(m, &T.lay, NULL, s, &ms);
@@ -413,6 +454,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		    28 * ms.params / (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps;
 		if (slot > worst) {
 			worst = slot;
+			out->t_offload = off;
 			out->t_compute = c;
 			out->t_tp = n * T.ar;
 			out->t_p2p = T.p2p;
@@ -426,7 +468,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		}
 	}
 	out->t_slot = worst;
-	out->t_bubble = (sum - worst) / v;
+	out->t_bubble = (sum - worst) / v * fill;
 	out->t_iter = T.mb * worst + out->t_bubble + tail;
 	out->model_flops = llm_flops_iter(m, in->global_batch, 0);
 	out->mfu = out->model_flops / (out->t_iter * (double)tp * pp * dp * cp * peak);

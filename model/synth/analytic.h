@@ -10,7 +10,8 @@
  * m + (p-1)/v such slots (m microbatches, p stages, v virtual stages; v = 1
  * for GPipe and 1F1B).  Then the data-parallel gradient all-reduce, less
  * what hides behind the last microbatch's backward pass, and the optimizer
- * step, memory-bound.  Without flash attention (lay.flash = 0) the
+ * step, memory-bound.  Activation offloading adds the waits for its
+ * copies over the host link (synth_offload_exposed).  Without flash attention (lay.flash = 0) the
  * layers' time holds the passes over the materialised attention scores.
  * Microseconds per evaluation; docs/MODEL.md gives every term.
  */
@@ -43,6 +44,8 @@ struct analytic_out {
 	double t_compute; /* of which compute */
 	double t_tp;	  /* of which tensor-parallel communication */
 	double t_p2p;	  /* of which pipeline sends */
+	double t_offload; /* of which waits for activation offloading's copies
+			   * (synth_offload_exposed) */
 	double t_bubble;  /* fill and drain */
 	double t_dp;	  /* data-parallel all-reduce */
 	double t_dp_exposed;

@@ -108,6 +108,38 @@ void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double 
 	*bwd_s = c.dry_host_s;
 }
 
+/* One layer's W pass (its weight gradients), its attention windowed by
+ * win. */
+static double layer_wgrad_win(const struct synth_in *in, int moe, int win)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	dry_ctx(&c, &rk, in);
+	c.dry_window = win;
+	rk.mb = 1;
+	rk.phase = PH_BACKWARD;
+	rk.layer = moe ? in->m.layers - 1 : -1;
+	sl_shape(in, &z);
+	c.pass = SL_PASS_W;
+	sl_layer_bwd(&c, 0, &z);
+	return c.dry_s;
+}
+
+double synth_layer_wgrad_s(const struct synth_in *in, int moe)
+{
+	const struct llm *m = &in->m;
+	double w, nw = 0;
+	moe = moe && llm_moe_layers(m) > 0;
+	w = layer_wgrad_win(in, moe, 0);
+	if (m->window <= 0)
+		return w;
+	for (int l = 0; l < m->layers; l++)
+		nw += llm_window(m, l) > 0;
+	return w + (layer_wgrad_win(in, moe, m->window) - w) * nw / m->layers;
+}
+
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s)
 {
 	layer_times(in, 0, fwd_s, bwd_s, attn_fwd_s);
@@ -363,16 +395,23 @@ static double tp_round_s(const struct synth_in *in, double bs)
  * gradient crosses them back: the step holds those chunks' forwards and
  * backwards and stage k's work, one after another.  The largest over k
  * bounds the step (with even stages, the last stage's: (p - 1) chunks +
- * m v chunks + the logits).
+ * m v chunks + the logits).  A zero-bubble schedule's stage may end on W
+ * passes, and the gradient crosses the stages before it as B passes: the
+ * step holds, for each k, the forwards before it and its work, or the
+ * forwards before it, its work less its W parts (dense_w, moe_w a
+ * layer's least weight-gradient GEMMs; a third of the logits' GEMMs) and
+ * the B passes of the stages before it.
  */
 static double fill_drain_bound(const struct synth_in *in, const struct hw_profile *hw, double bs,
-			       double dense, double moe)
+			       double dense, double moe, double dense_f, double moe_f,
+			       double dense_w, double moe_w)
 {
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	double h = m->hidden, t = l->tp;
 	struct layout r;
-	double fill = 0, best = 0, logits = 0;
+	double fill = 0, best = 0, logits = 0, ffill = 0, fillw = 0;
+	int zb = layout_zb(l->schedule);
 
 	synth_mem_layout(in, &r);
 	if (!in->bare)
@@ -381,34 +420,98 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 				    kperf_gemm_min_s(hw, sl_logit_dtype(in),
 						     llm_gemm_flops(bs, m->vocab, h) / t));
 	for (int k = 0; k < l->pp; k++) {
-		double w = 0, wm = 0;
+		double w = 0, wm = 0, ww;
+		int c0 = layout_chunk_layers(m, &r, k, 0), c0m = layout_chunk_moe(m, &r, k, 0);
 		for (int c = 0; c < l->vp; c++) {
 			w += layout_chunk_layers(m, &r, k, c);
 			wm += layout_chunk_moe(m, &r, k, c);
 		}
+		ww = (double)l->microbatches * ((w - wm) * dense_w + wm * moe_w);
 		if (wm > 0)
 			w = (double)l->microbatches * ((w - wm) * dense + wm * moe);
 		else
 			w *= (double)l->microbatches * dense;
-		if (k == l->pp - 1)
+		if (k == l->pp - 1) {
 			w += logits;
+			ww += logits / 3;
+		}
 		/* Multi-token prediction: each depth's layer (the last decoder
 		 * layer's kind) and logits on the last stage (its eh_proj left
 		 * out: a weaker bound). */
-		if (k == l->pp - 1 && m->mtp_layers > 0 && !in->bare)
-			w += m->mtp_layers *
-			     (logits + (double)l->microbatches *
-					   (llm_is_moe_layer(m, m->layers - 1) ? moe : dense));
-		if (fill + w > best)
+		if (k == l->pp - 1 && m->mtp_layers > 0 && !in->bare) {
+			int mo = llm_is_moe_layer(m, m->layers - 1);
+			w +=
+			    m->mtp_layers * (logits + (double)l->microbatches * (mo ? moe : dense));
+			ww += m->mtp_layers *
+			      (logits / 3 + (double)l->microbatches * (mo ? moe_w : dense_w));
+		}
+		if (fill + w > best && !zb)
 			best = fill + w;
-		if (layout_chunk_moe(m, &r, k, 0) > 0)
-			fill += (layout_chunk_layers(m, &r, k, 0) - layout_chunk_moe(m, &r, k, 0)) *
-				    dense +
-				layout_chunk_moe(m, &r, k, 0) * moe;
-		else
-			fill += layout_chunk_layers(m, &r, k, 0) * dense;
+		if (zb) {
+			if (ffill + w > best)
+				best = ffill + w;
+			if (fill - fillw + w - ww > best)
+				best = fill - fillw + w - ww;
+		}
+		fill += (c0 - c0m) * dense + c0m * moe;
+		ffill += (c0 - c0m) * dense_f + c0m * moe_f;
+		fillw += (c0 - c0m) * dense_w + c0m * moe_w;
 	}
 	return best;
+}
+
+double synth_offload_exposed(int L, int N, double f, double x)
+{
+	double e;
+	if (N <= 0 || L <= N)
+		return 0;
+	if (L - N == 1)
+		return N * x;
+	e = N * x - (L - 2) * f;
+	return e > 0 ? e : 0;
+}
+
+void synth_offload_copy_s(const struct synth_in *in, const struct hw_profile *hw, int moe,
+			  double *d2h_s, double *h2d_s)
+{
+	double a = moe ? mem_act_moe_layer(&in->m, &in->lay) : mem_act_per_layer(&in->m, &in->lay);
+	*d2h_s = hw->host_d2h_Bps > 0 ? a / hw->host_d2h_Bps : 0;
+	*h2d_s = hw->host_h2d_Bps > 0 ? a / hw->host_h2d_Bps : 0;
+}
+
+/* Activation offloading's least wait, one microbatch of stage 0's chunk
+ * (offloading runs with pp 1): forward, copy 0 starts after layer 0 and
+ * the last layer starts after the last copy, the copies one after another
+ * on their stream, so the forward takes at least f0 + (the copies) +
+ * f_last -- beyond the layers' own sum, the wait; with L - N = 1 each copy
+ * lies between two layers: all of it.  The backward alike.  fl and bl a
+ * layer's least forward and backward (the smaller of a dense and an MoE
+ * layer's), sf and sb the chunk's layers' sums. */
+static double offload_bound(const struct synth_in *in, double fl, double bl, double sf, double sb)
+{
+	const struct llm *m = &in->m;
+	struct layout r;
+	int L, N;
+	double X = 0, Y = 0, w = 0;
+
+	synth_mem_layout(in, &r);
+	L = layout_chunk_layers(m, &r, 0, 0);
+	N = r.offload_layers < L ? r.offload_layers : L - 1;
+	if (N <= 0 || r.pp != 1)
+		return 0;
+	for (int i = 0; i < N; i++) {
+		double x, y;
+		synth_offload_copy_s(in, in->hw, m->experts > 0 && llm_is_moe_layer(m, i), &x, &y);
+		X += x;
+		Y += y;
+	}
+	if (L - N == 1)
+		return X + Y;
+	if (2 * fl + X > sf)
+		w += 2 * fl + X - sf;
+	if (2 * bl + Y > sb)
+		w += 2 * bl + Y - sb;
+	return w;
 }
 
 double synth_lower_bound(const struct synth_in *in)
@@ -416,7 +519,8 @@ double synth_lower_bound(const struct synth_in *in)
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	double b = l->mbs, t = l->tp, bs = b * m->seq / layout_cp(l);
-	double att_f = 0, att_b = 0, mlp = 0, tp_f, tp_b, f, bw, af, lb, mfw = 0, mbw = 0;
+	double att_f = 0, att_b = 0, mlp = 0, tp_f, tp_b, f, bw, af, lb, mfw = 0, mbw = 0, best;
+	double fw_w, mw = 0; /* a layer's least weight-gradient GEMMs: its forward GEMMs' */
 	struct hw_profile buf;
 	const struct hw_profile *hw = sl_run_hw(in, &buf); /* at the layout's power */
 
@@ -428,6 +532,7 @@ double synth_lower_bound(const struct synth_in *in)
 	 * all-reduce or reduce-scatter + all-gather; MLA's attention its own,
 	 * mla_tp_s). */
 	layer_bound(in, hw, &f, &lb, &af);
+	fw_w = f - af;
 	/* Overlapped with the GEMMs (tp_overlap), the collectives leave the
 	 * compute stream: the bound keeps the GEMMs alone. */
 	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp)) {
@@ -452,10 +557,25 @@ double synth_lower_bound(const struct synth_in *in)
 		int sh = m->shared_experts > 0 && !l->moe_shared_overlap;
 		double mf, mb, maf, mtp_f = sh ? tp_f : att_f, mtp_b = sh ? tp_b : att_b;
 		moe_layer_bound(in, hw, &mf, &mb, &maf);
+		mw = mf - maf;
 		mbw = mb + mtp_b + (l->recompute == LAYOUT_RECOMPUTE_FULL ? mf + mtp_f : 0) +
 		      (layout_rc(l, LAYOUT_RC_CORE_ATTN) ? maf : 0) + rc_bound(in, hw, 1);
 		mfw = mf + mtp_f;
 	}
 	f += tp_f;
-	return fill_drain_bound(in, hw, bs, f + bw, mfw + mbw);
+	best = fill_drain_bound(in, hw, bs, f + bw, mfw + mbw, f, mfw, fw_w, mw);
+	/* Activation offloading (pp 1): each microbatch's least wait for its
+	 * copies beyond the layers. */
+	if (l->offload_layers > 0 && l->pp == 1) {
+		struct layout r;
+		double n, nm, fl, bl;
+		synth_mem_layout(in, &r);
+		n = layout_chunk_layers(m, &r, 0, 0);
+		nm = layout_chunk_moe(m, &r, 0, 0);
+		fl = nm >= n ? mfw : nm > 0 && mfw < f ? mfw : f;
+		bl = nm >= n ? mbw : nm > 0 && mbw < bw ? mbw : bw;
+		best += (double)l->microbatches * offload_bound(in, fl, bl, (n - nm) * f + nm * mfw,
+								(n - nm) * bw + nm * mbw);
+	}
+	return best;
 }

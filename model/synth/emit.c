@@ -20,7 +20,7 @@
 #include "comm.h"
 #include "vec.h"
 
-static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25};
+static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25, 26};
 
 static int64_t ns(double s)
 {
@@ -113,7 +113,7 @@ void se_record_op(struct ctx *c, const double key[OPKEY], se_op_fmt fmt)
 	const char *op;
 	char dims[320], types[160];
 
-	if (c->dry || c->in->no_shapes)
+	if (c->dry || c->in->no_shapes || sl_skip(c))
 		return;
 	for (int i = 0; i < OPKEY; i++) {
 		uint64_t bits;
@@ -202,6 +202,8 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 	uint32_t u, proc = k->stream[st];
 	double op_s, launch_s, lag_s, region_s;
 
+	if (sl_skip(c)) /* the other pass's (a zero-bubble backward's B or W) */
+		return 0;
 	launch_costs(c, r, st, &op_s, &launch_s, &lag_s, &region_s);
 	/* The op's other launches, in its own time. */
 	op_s += c->em.extra * launch_s;
@@ -225,7 +227,11 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 		struct gw_node op = row(c, r, k->host, GN_CPU, c->em.n_cpu, op_s);
 		push(c, &op);
 	}
-	call = call_row(c, r, c->em.n_launch, RT_LAUNCH, launch_s);
+	/* A copy is launched by cudaMemcpyAsync (activation offloading's),
+	 * a kernel by cudaLaunchKernel. */
+	call = kind == GN_MEMCPY
+		   ? call_row(c, r, se_intern(c, "cudaMemcpyAsync"), RT_MEMCPY, launch_s)
+		   : call_row(c, r, c->em.n_launch, RT_LAUNCH, launch_s);
 	task = row(c, r, proc, kind, se_intern(c, name), seconds);
 	if (c->em.op) {
 		set_op(c, &call);
@@ -262,7 +268,7 @@ void se_event_wait(struct ctx *c, int r, int from, int to)
 	uint32_t rec, w;
 	double ev;
 
-	if (c->dry)
+	if (c->dry || sl_skip(c))
 		return;
 	ev = in_region(c, r, to) ? c->em.host.event_s : c->in->event_s;
 	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, ev);
@@ -286,7 +292,7 @@ void se_event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to)
 	uint32_t rec, w;
 	double ev;
 
-	if (c->dry || src == NONE32)
+	if (c->dry || src == NONE32 || sl_skip(c))
 		return;
 	ev = in_region(c, r, to) ? c->em.host.event_s : c->in->event_s;
 	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, ev);
@@ -311,7 +317,7 @@ void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, do
 	char buf[64];
 	uint32_t pgid;
 
-	if (c->dry)
+	if (c->dry || sl_skip(c))
 		return;
 	memset(&x, 0, sizeof(x));
 	if (!c->in->bare &&
@@ -373,6 +379,9 @@ int se_procs(struct ctx *c)
 		if (gw_proc(&c->em.w, &p, &c->rk[r].host))
 			return PRISM_ENOMEM;
 		for (int st = 0; st < S_N; st++) {
+			c->rk[r].last[st] = NONE32;
+			if (st == S_OFF && c->in->lay.offload_layers <= 0)
+				continue;
 			p.gpu = 1;
 			p.pid = r;
 			p.tid = stream_id[st];

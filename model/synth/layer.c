@@ -55,6 +55,8 @@ static double ktime(struct ctx *c, int cls, int dtype, double flops, double byte
 	const struct calib_class *k = &in->cost[cls];
 	double e = k->eff > 0 ? k->eff : 1, t;
 	int how = KDB_NONE;
+	if (sl_skip(c)) /* not built: nothing counted */
+		return 0;
 	if (c->dry)
 		return (k->overhead_s + model_s / e) * in->scale[cls];
 	if (cls == KC_GEMM || cls == KC_ATTENTION)
@@ -759,8 +761,10 @@ static void grouped_bwd(struct ctx *c, int r, const struct shape *z, const char 
 	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dx", what);
 	grouped(c, r, z, name, m, k, n);
 	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dw", what);
+	c->wk = 1;
 	grouped(c, r, z, name, k, n, m);
 	acc_add(c, r, z->eloc * k * n);
+	c->wk = 0;
 }
 
 /* The router (router.py TopKRouter, unfused: --moe-router-fusion off, its
@@ -796,8 +800,10 @@ static void router_bwd(struct ctx *c, int r, const struct shape *z)
 	sl_kernel(c, r, KC_SOFTMAX, "moe_router_score_bwd", 12 * nE);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_router_dx", dt, 1, z->n_tok, z->h,
 	      z->E);
+	c->wk = 1;
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_router_dw", dt, 1, z->h, z->E,
 	      z->n_tok);
+	c->wk = 0;
 }
 
 /*
@@ -1257,8 +1263,10 @@ static void linear_bwd(struct ctx *c, int r, const char *what, double m, double 
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_%s_dx", what);
 	gemm(c, r, name, m, k, n);
 	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", what);
+	c->wk = 1; /* the weight gradient: a zero-bubble schedule's W pass */
 	gemm(c, r, name, k, n, m);
 	acc_add(c, r, k * n);
+	c->wk = 0;
 	if (bias)
 		acc_add(c, r, n);
 }
@@ -1368,8 +1376,10 @@ static void logits_bwd(struct ctx *c, int r, double m, double n, double k)
 {
 	int dt = sl_logit_dtype(c->in);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_logits_dx", dt, 1, m, k, n);
+	c->wk = 1;
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_logits_dw", dt, 1, k, n, m);
 	acc_add(c, r, k * n);
+	c->wk = 0;
 }
 
 /* The embedding's lookup forward and its gradient (stage 0). */

@@ -1,7 +1,8 @@
 /*
  * step.c - the step and its schedule (synth_int.h): each stage's units
  * (the forward or backward of one microbatch on one model chunk) in the
- * order GPipe, 1F1B or interleaved 1F1B runs them; the activations and
+ * order GPipe, 1F1B or interleaved 1F1B runs them, or the B and W
+ * passes of a zero-bubble schedule (layout_zb_next); the activations and
  * their gradients between stages; the gradients' buckets and their
  * reduction over the data-parallel groups (all-reduce, ZeRO's
  * reduce-scatter, hybrid sharding, the experts' own group); ZeRO's weight
@@ -401,13 +402,26 @@ static void set_ann(struct ctx *c, int r, int32_t layer, int phase, int32_t mb)
 	c->rk[r].mb = mb;
 }
 
+/* fn (a layer.c backward) on rank r, building the tasks of `pass` alone
+ * (SL_PASS_*: a zero-bubble schedule's B or W, or all). */
+static void in_pass(struct ctx *c, int pass, void (*fn)(struct ctx *, int, const struct shape *),
+		    int r, const struct shape *z)
+{
+	int was = c->pass;
+	c->pass = pass;
+	fn(c, r, z);
+	c->pass = was;
+}
+
 /* The multi-token-prediction depths after the last chunk's layers, forward
- * (fwd) or backward (in reverse; their layers' gradients bucketed where
- * reduce): each depth's embedding, norms and eh_proj (sl_mtp_fwd), a layer
- * of the last decoder layer's kind (annotated as no layer: layer edits
- * repeat the decoder's), the final norm, the shared output layer and its
- * loss.  Under ZeRO-3 each depth's layer is gathered before it. */
-static void mtp_depths(struct ctx *c, int r, const struct shape *z, int fwd, int depth, int reduce)
+ * (fwd) or backward (in reverse, its tasks of `pass`; their layers'
+ * gradients bucketed where reduce): each depth's embedding, norms and
+ * eh_proj (sl_mtp_fwd), a layer of the last decoder layer's kind
+ * (annotated as no layer: layer edits repeat the decoder's), the final
+ * norm, the shared output layer and its loss.  Under ZeRO-3 each depth's
+ * layer is gathered before it. */
+static void mtp_depths(struct ctx *c, int r, const struct shape *z, int fwd, int depth, int reduce,
+		       int pass)
 {
 	const struct llm *m = &c->in->m;
 	for (int k = 0; k < m->mtp_layers; k++) {
@@ -422,14 +436,42 @@ static void mtp_depths(struct ctx *c, int r, const struct shape *z, int fwd, int
 			sl_layer_fwd(c, r, z);
 			sl_head_fwd(c, r, z);
 		} else {
-			sl_head_bwd(c, r, z);
-			sl_layer_bwd(c, r, z);
+			in_pass(c, pass, sl_head_bwd, r, z);
+			in_pass(c, pass, sl_layer_bwd, r, z);
 			if (reduce)
 				layer_grads(c, r, z, m->layers - 1);
-			sl_mtp_bwd(c, r, z);
+			in_pass(c, pass, sl_mtp_bwd, r, z);
 		}
 		c->rk[r].mtp = 0;
 	}
+}
+
+/* Activation offloading (lay.offload_layers; docs/MODEL.md "Activation
+ * offloading"), as Transformer Engine's OffloadSynchronizer schedules it
+ * by default (transformer_engine/pytorch/cpu_offload.py,
+ * _default_offload_sync_init; Megatron-LM passes the model's layers as
+ * model_layers): of a chunk's L layers the first N offload.  On one copy
+ * stream, layer i's activations are copied to host memory once its
+ * forward is done, and the compute waits for that copy before layer L - N
+ * + i's forward (its memory freed there); backward, layer i's copy back
+ * starts before layer L - 1 - N + i's backward, after the compute so far,
+ * and layer i's backward waits for it.  The layers offloaded in the
+ * chunk: 0 without offloading. */
+static int offload_n(const struct ctx *c, int nl)
+{
+	int n = c->lay.offload_layers;
+	if (n <= 0 || c->dry)
+		return 0;
+	return n < nl ? n : nl - 1;
+}
+
+/* Bytes layer `layer` saves for its backward (what is offloaded):
+ * mem_act_per_layer, or mem_act_moe_layer for an MoE layer. */
+static double offload_bytes(const struct ctx *c, int layer)
+{
+	if (c->in->m.experts > 0 && llm_is_moe_layer(&c->in->m, layer))
+		return mem_act_moe_layer(&c->in->m, &c->lay);
+	return mem_act_per_layer(&c->in->m, &c->lay);
 }
 
 /* A forward unit of chunk ch of stage s: the activations received from
@@ -443,7 +485,13 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
 	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
 	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
+	int noff = offload_n(c, nl);
+	uint32_t *off = NULL; /* each offloaded layer's copy out */
 
+	if (noff > 0 && !(off = prism_malloc((size_t)noff * sizeof(*off)))) {
+		c->oom = 1;
+		return;
+	}
 	if (fwd_prev(z, s, ch, &os, &oc))
 		pp_recv(c, r, os, oc, z, 1);
 	if (first_chunk && !in->bare) {
@@ -454,9 +502,17 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	}
 	for (int l = 0; l < nl; l++) {
 		c->rk[r].layer = l0 + l;
+		if (noff > 0 && l >= nl - noff)
+			se_event_wait_task(c, r, off[l - (nl - noff)], S_OFF, S_COMPUTE);
 		gather_before(c, r, z, depth, l, nl, ids, l0);
 		sl_layer_fwd(c, r, z);
+		if (l < noff) {
+			se_event_wait(c, r, S_COMPUTE, S_OFF);
+			off[l] = se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy DtoH (Device -> Pinned)",
+					   offload_bytes(c, l0 + l) / c->hw->host_d2h_Bps, NULL);
+		}
 	}
+	free(off);
 	c->rk[r].layer = -1;
 	if (last_chunk && !in->bare) {
 		/* The head's weights stay gathered for its backward (as
@@ -464,7 +520,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		if (depth >= 0)
 			gather_wait(c, r, z, gather(c, r, z, head_params(c, r), 1),
 				    head_params(c, r));
-		mtp_depths(c, r, z, 1, depth, 0);
+		mtp_depths(c, r, z, 1, depth, 0, SL_PASS_ALL);
 		sl_head_fwd(c, r, z);
 	}
 	if (fwd_next(z, s, ch, &os, &oc))
@@ -475,9 +531,12 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
  * (last chunk), the chunk's layers in reverse, the embedding (first
  * chunk), the gradient sent back.  dp_bucket: the chunk's last
  * microbatch, whose gradients are reduced (under ZeRO-2/3 every
- * microbatch's are). */
+ * microbatch's are).  pass: the whole backward (SL_PASS_ALL), or a
+ * zero-bubble schedule's B (its transfers and every task but the weight
+ * gradients', no gradient complete yet) or W (the weight gradients alone,
+ * no transfer; the gradients then complete and bucketed). */
 static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int depth, uint32_t *ids,
-		     int dp_bucket)
+		     int dp_bucket, int pass)
 {
 	const struct synth_in *in = c->in;
 	int r = s, os, oc;
@@ -487,26 +546,42 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	/* Gradients are reduced in the last microbatch's backward of each
 	 * chunk, under ZeRO-2/3 in every backward (the gradients are sharded:
 	 * DeepSpeed's stage 2 and FSDP reduce each micro-step). */
-	int reduce = dp_bucket || c->lay.zero >= 2;
+	int reduce = pass != SL_PASS_B && (dp_bucket || c->lay.zero >= 2);
+	/* Offloading needs pp 1, where the backward is one pass. */
+	int noff = pass == SL_PASS_W ? 0 : offload_n(c, nl);
+	uint32_t *on = NULL; /* each offloaded layer's copy back */
 
-	if (fwd_next(z, s, ch, &os, &oc))
+	if (noff > 0 && !(on = prism_malloc((size_t)noff * sizeof(*on)))) {
+		c->oom = 1;
+		return;
+	}
+	if (pass != SL_PASS_W && fwd_next(z, s, ch, &os, &oc))
 		pp_recv(c, r, os, oc, z, 0);
 	if (last_chunk && !in->bare) {
-		sl_head_bwd(c, r, z);
-		mtp_depths(c, r, z, 0, depth, reduce);
+		in_pass(c, pass, sl_head_bwd, r, z);
+		mtp_depths(c, r, z, 0, depth, reduce, pass);
 		if (reduce)
 			grad_ready(c, r, z, head_params(c, r));
 	}
 	for (int l = nl - 1; l >= 0; l--) {
+		int i = l - (nl - 1 - noff); /* the offloaded layer whose copy back starts */
 		c->rk[r].layer = l0 + l;
+		if (noff > 0 && i >= 0 && i < noff) {
+			se_event_wait(c, r, S_COMPUTE, S_OFF);
+			on[i] = se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy HtoD (Pinned -> Device)",
+					  offload_bytes(c, l0 + i) / c->hw->host_h2d_Bps, NULL);
+		}
+		if (l < noff)
+			se_event_wait_task(c, r, on[l], S_OFF, S_COMPUTE);
 		gather_before(c, r, z, depth, nl - 1 - l, nl, ids, l0);
-		sl_layer_bwd(c, r, z);
+		in_pass(c, pass, sl_layer_bwd, r, z);
 		if (reduce)
 			layer_grads(c, r, z, l0 + l);
 	}
+	free(on);
 	c->rk[r].layer = -1;
 	if (first_chunk && !in->bare) {
-		sl_embed_bwd(c, r, z);
+		in_pass(c, pass, sl_embed_bwd, r, z);
 		if (reduce)
 			grad_ready(c, r, z, embed_params(c, r));
 	}
@@ -515,7 +590,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	 * microbatch's, the others wait for the stage's last backward. */
 	if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
 		grad_flush(c, r, z);
-	if (fwd_prev(z, s, ch, &os, &oc))
+	if (pass != SL_PASS_W && fwd_prev(z, s, ch, &os, &oc))
 		pp_send(c, r, s, ch, z, 0);
 }
 
@@ -536,17 +611,20 @@ static void unit_marks(struct ctx *c, int r, size_t k0)
 }
 
 /* One forward (fwd = 1) or backward unit of microbatch mb on chunk ch of
- * stage s; dp_bucket: issue the chunk's gradient collectives.  Folding
- * (in->units): a unit whose template is made repeats it, the first of its
- * kind is built and folded into one (fold.c). */
-static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
+ * stage s (pass: a zero-bubble schedule's B or W, unit_bwd); dp_bucket:
+ * issue the chunk's gradient collectives.  Folding (in->units): a unit
+ * whose template is made repeats it, the first of its kind is built and
+ * folded into one (fold.c). */
+static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, int pass,
 		 const struct shape *z)
 {
 	int r = s;
 	int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
-	int depth = gather_depth(c, z, fwd, mb);
+	/* W needs no weights: ZeRO-3's gathers are B's. */
+	int depth = pass == SL_PASS_W ? -1 : gather_depth(c, z, fwd, mb);
 	uint32_t *ids = NULL;
-	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket) : SIZE_MAX;
+	size_t slot =
+	    c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket, pass == SL_PASS_W) : SIZE_MAX;
 	struct sf_start u;
 
 	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
@@ -563,7 +641,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket,
 	if (fwd)
 		unit_fwd(c, s, ch, z, depth, ids);
 	else
-		unit_bwd(c, s, ch, z, depth, ids, dp_bucket);
+		unit_bwd(c, s, ch, z, depth, ids, dp_bucket, pass);
 	if (sf_end(c, r, mb, slot, &u)) {
 		free(ids);
 		return;
@@ -582,6 +660,23 @@ static void unit_of(const struct shape *z, int k, int fwd, int *mb, int *ch)
 		*ch = z->v - 1 - *ch;
 }
 
+/* A zero-bubble stage's passes in its schedule's order (layout_zb_next):
+ * forwards, B and W passes, the last microbatch's W reducing the
+ * gradients (under ZeRO-2/3 every W). */
+static void zb_step(struct ctx *c, int s, const struct shape *z)
+{
+	struct layout_zb it = {0, 0, 0, 0};
+	int mb, pass;
+	while ((pass = layout_zb_next(&c->in->lay, s, &it, &mb)) >= 0 && !c->oom) {
+		if (pass == LAYOUT_PASS_F)
+			unit(c, s, 0, mb, 1, 0, SL_PASS_ALL, z);
+		else
+			unit(c, s, 0, mb, 0, mb == z->m - 1,
+			     pass == LAYOUT_PASS_B ? SL_PASS_B : SL_PASS_W, z);
+	}
+	grad_flush(c, s, z);
+}
+
 static void stage_step(struct ctx *c, int s, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
@@ -589,6 +684,11 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 	int *last_b = prism_calloc((size_t)z->v, sizeof(int)); /* last backward unit per chunk */
 	int kb = 0, kf = 0;
 
+	if (layout_zb(in->lay.schedule)) {
+		free(last_b);
+		zb_step(c, s, z);
+		return;
+	}
 	if (!last_b) {
 		c->oom = 1;
 		return;
@@ -610,14 +710,14 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 	do {                                                                                       \
 		int mb_, ch_;                                                                      \
 		unit_of(z, kf, 1, &mb_, &ch_);                                                     \
-		unit(c, s, ch_, mb_, 1, 0, z);                                                     \
+		unit(c, s, ch_, mb_, 1, 0, SL_PASS_ALL, z);                                        \
 		kf++;                                                                              \
 	} while (0)
 #define B_UNIT()                                                                                   \
 	do {                                                                                       \
 		int mb_, ch_;                                                                      \
 		unit_of(z, kb, 0, &mb_, &ch_);                                                     \
-		unit(c, s, ch_, mb_, 0, last_b[ch_] == kb, z);                                     \
+		unit(c, s, ch_, mb_, 0, last_b[ch_] == kb, SL_PASS_ALL, z);                        \
 		kb++;                                                                              \
 	} while (0)
 	for (int i = 0; i < warm; i++)

@@ -17,8 +17,10 @@
  * forward FLOPs; full recomputation runs the forward again first.  Stage 0
  * adds the embedding, the last stage the final norm, logits GEMM and loss.
  * The units (forward or backward of one microbatch on one model chunk)
- * follow the schedule: GPipe, 1F1B (PipeDream-flush) or Megatron's
- * interleaved 1F1B.  Activations and their gradients cross stages as
+ * follow the schedule: GPipe, 1F1B (PipeDream-flush), Megatron's
+ * interleaved 1F1B, or a zero-bubble one (zb-1p, zb-2p: each backward a B
+ * unit, the input gradient, and a W unit, the weight-gradient GEMMs,
+ * placed as layout_zb_next orders them).  Activations and their gradients cross stages as
  * send/recv pairs that rendezvous.  The gradient all-reduce of each layer
  * (reduce-scatter under ZeRO >= 1, all-gathering the weights after the
  * step) is issued on the DP stream as the last microbatch's backward
@@ -241,11 +243,38 @@ void synth_mem(const struct synth_in *in, struct mem_est *out);
  * alone.  For the analytic estimate and for tests. */
 void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, double *attn_fwd_s);
 
+/* The part of that backward a zero-bubble schedule runs as its W pass:
+ * the weight-gradient GEMMs and their accumulation (layer.c), a dense
+ * layer's (moe 0) or a mixture-of-experts layer's (moe 1, where the model
+ * has them).  The B pass is the rest. */
+double synth_layer_wgrad_s(const struct synth_in *in, int moe);
+
 /* The same for a mixture-of-experts layer of in's model on the busiest
  * rank (a dense layer's for a dense model): attention, router, permutes,
  * grouped expert GEMMs, shared experts (collectives are not in it). */
 void synth_moe_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s,
 			   double *attn_fwd_s);
+
+/*
+ * Activation offloading (lay.offload_layers; docs/MODEL.md "Activation
+ * offloading"): the seconds the compute waits for the copies, one
+ * microbatch's forward (or backward) of a chunk of L layers of which the
+ * first N offload, Transformer Engine's schedule (step.c) on one copy
+ * stream, with every layer's forward f (backward) and every copy x alike.
+ * Copy i starts when layer i is done and the copy before it; layer L - N +
+ * i waits for it.  L - N = 1: every copy between its layer and the next,
+ * N x.  Else the copies run back to back behind layer 0 and the last layer
+ * waits for the last: max(0, N x - (L - 2) f) -- hidden while (L - 2) f
+ * covers them.  The backward is the same with the copies back (layer L - 1
+ * - N + i starts copy i, layer i waits for it).
+ */
+double synth_offload_exposed(int L, int N, double f, double x);
+
+/* The seconds one layer's offloaded activations take over hw's host link,
+ * one microbatch: out (*d2h_s) and back (*h2d_s), a dense layer's (moe 0)
+ * or an MoE layer's (mem_act_per_layer, mem_act_moe_layer). */
+void synth_offload_copy_s(const struct synth_in *in, const struct hw_profile *hw, int moe,
+			  double *d2h_s, double *h2d_s);
 
 /* Bytes one expert-parallel all-to-all of one MoE layer sends from the
  * busiest rank, one microbatch: b s / tp tokens x top_k copies x rho (the

@@ -58,8 +58,11 @@
 #define NONE32	      UINT32_MAX
 #define SYNTH_TOO_BIG 2 /* ctx.oom: GRAPH_MAX_TASKS reached */
 
-/* A rank's processors: its host thread, then these streams. */
-enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_TP, S_N };
+/* A rank's processors: its host thread, then these streams.  S_OFF, the
+ * activation offload's copy stream, is made only for a layout that
+ * offloads (lay.offload_layers), so that every other run's graph keeps its
+ * processors. */
+enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_TP, S_OFF, S_N };
 
 /* ---- the graph as built -------------------------------------------- */
 
@@ -239,6 +242,10 @@ struct ctx {
 	int dry;		     /* time kernels into dry_s, build nothing */
 	int kstream;		     /* the stream kernels launch on: S_COMPUTE, or
 				      * S_TP for overlapped shared experts */
+	int pass;		     /* which of a backward's tasks are built: SL_PASS_ALL,
+				      * or a zero-bubble schedule's B (all but the
+				      * weight-gradient kernels) or W (those alone) */
+	int wk;			     /* 1 while layer.c adds a weight-gradient kernel */
 	double dry_s;		     /* dry: the kernels' time so far */
 	double dry_host_s;	     /* dry: the host's time of their launches */
 	int dry_window;		     /* dry: the sliding window of the layer timed
@@ -285,6 +292,16 @@ struct shape {
 	int tpep_per_node; /* of the ep x etp group (the allgather dispatcher's) */
 	int disp;	   /* enum layout_dispatcher */
 };
+
+/* ctx.pass: a backward's tasks all, its B pass's or its W pass's. */
+enum { SL_PASS_ALL, SL_PASS_B, SL_PASS_W };
+
+/* 1 where the task being added is not of the pass being built (emit.c
+ * adds nothing for it, layer.c counts nothing). */
+static inline int sl_skip(const struct ctx *c)
+{
+	return c->pass == SL_PASS_B ? c->wk : c->pass == SL_PASS_W ? !c->wk : 0;
+}
 
 /* ---- emit.c: how a task becomes nodes ------------------------------- */
 
@@ -432,8 +449,9 @@ void sl_cp_inner(const struct shape *z, int a, struct shape *o);
 /* ---- fold.c: folded units ------------------------------------------- */
 
 /* The index of a unit's template in c->fo.findex (made on first use), or
- * SIZE_MAX when out of memory. */
-size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket);
+ * SIZE_MAX when out of memory; wpass: a zero-bubble schedule's W pass. */
+size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket,
+	       int wpass);
 
 /* Where a unit starts (sf_begin), for sf_end. */
 struct sf_start {

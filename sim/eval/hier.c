@@ -153,6 +153,10 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	if (l->schedule == LAYOUT_INTERLEAVED) {
 		m0 = 2 * p;
 		c = p;
+	} else if (l->schedule == LAYOUT_ZB2P) {
+		/* Past its 2p - 1 warm-up forwards (layout_zb_next). */
+		m0 = 2 * p;
+		c = 1;
 	} else {
 		m0 = p;
 		c = 1;

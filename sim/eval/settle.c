@@ -52,6 +52,78 @@ static int64_t covered(const struct ival *u, size_t n, size_t *p, int64_t x, int
 	return c;
 }
 
+/* The merged union, sorted, of rank r's tasks in [a, b) on its GPU
+ * processors other than comp, of kinds collectives and point-to-point
+ * (comm 1) or copies (comm 0: memcpy, memset): into *u (*n of them).  0 or
+ * PRISM_ENOMEM (*u freed). */
+static int other_union(const struct sim *sm, uint32_t r, uint32_t comp, int64_t a, int64_t b,
+		       int comm, struct ival **u, size_t *n)
+{
+	const struct graph *g = sm->g;
+	size_t cap = 0, m = 0;
+	*u = NULL;
+	*n = 0;
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		if (g->procs[p].rank != r || !g->procs[p].gpu || p == comp)
+			continue;
+		for (uint32_t v = g->procs[p].first; v < g->procs[p].first + g->procs[p].n; v++) {
+			int64_t x = sm->start_ns[v] > a ? sm->start_ns[v] : a;
+			int64_t y = sm->end_ns[v] < b ? sm->end_ns[v] : b;
+			int k = g->kind[v];
+			if (x >= y ||
+			    (comm ? k != GN_COLL && k != GN_P2P : k != GN_MEMCPY && k != GN_MEMSET))
+				continue;
+			if (*n == cap) {
+				size_t nc = cap ? cap * 2 : 256;
+				struct ival *nu = prism_realloc(*u, nc * sizeof(*nu));
+				if (!nu) {
+					free(*u);
+					*u = NULL;
+					return PRISM_ENOMEM;
+				}
+				*u = nu;
+				cap = nc;
+			}
+			(*u)[(*n)++] = (struct ival){x, y};
+		}
+	}
+	if (*n)
+		qsort(*u, *n, sizeof(**u), cmp_ival);
+	for (size_t i = 0; i < *n; i++) {
+		if (m && (*u)[i].a <= (*u)[m - 1].b) {
+			if ((*u)[i].b > (*u)[m - 1].b)
+				(*u)[m - 1].b = (*u)[i].b;
+		} else {
+			(*u)[m++] = (*u)[i];
+		}
+	}
+	*n = m;
+	return 0;
+}
+
+/* The intersection of merged sorted u[nu] and v[nv] into *w (*nw); 0 or
+ * PRISM_ENOMEM. */
+static int meet(const struct ival *u, size_t nu, const struct ival *v, size_t nv, struct ival **w,
+		size_t *nw)
+{
+	size_t i = 0, j = 0;
+	*nw = 0;
+	*w = prism_malloc((nu + nv + 1) * sizeof(**w));
+	if (!*w)
+		return PRISM_ENOMEM;
+	while (i < nu && j < nv) {
+		int64_t x = u[i].a > v[j].a ? u[i].a : v[j].a,
+			y = u[i].b < v[j].b ? u[i].b : v[j].b;
+		if (x < y)
+			(*w)[(*nw)++] = (struct ival){x, y};
+		if (u[i].b < v[j].b)
+			i++;
+		else
+			j++;
+	}
+	return 0;
+}
+
 /*
  * The breakdown (metrics.h) counts a folded unit task as compute over its
  * whole span.  Inside it are its kernels, collectives and the gaps between
@@ -59,10 +131,13 @@ static int64_t covered(const struct ival *u, size_t n, size_t *p, int64_t x, int
  * simulation has it (the later of the previous end and its launch, plus
  * its lag, from the task's predecessor and its unit's host start), and
  * each part is counted against the rank's other communication (its
- * data-parallel and point-to-point streams) as metrics.h does: compute
- * beside it is overlap, alone exposed compute; collectives exposed
- * communication; gaps beside it exposed communication, alone idle (the
- * figures of it are corrected).  0 or PRISM_ENOMEM.
+ * data-parallel and point-to-point streams) and copies (activation
+ * offloading's, which metrics.h counts as compute) as metrics.h does:
+ * compute beside communication is overlap, alone exposed compute;
+ * collectives beside a copy overlap, else exposed communication; gaps
+ * beside communication exposed communication, beside a copy compute,
+ * beside both overlap, alone idle (the figures of it are corrected).  0
+ * or PRISM_ENOMEM.
  */
 static int fold_breakdown(const struct sim *sm, const struct synth_out *so, struct metrics_iter *it)
 {
@@ -72,44 +147,17 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 	int64_t a = it->sim_start_ns, b = a + it->predicted_ns;
 	uint32_t comp = it->rank < (uint32_t)so->stages ? so->compute[it->rank] : UINT32_MAX;
 	int64_t d_overlap = 0, d_comm = 0, d_comp = 0, d_idle = 0;
-	struct ival *u = NULL;
-	size_t n = 0, cap = 0;
+	struct ival *u = NULL, *cm = NULL, *mu = NULL;
+	size_t n = 0, ncm = 0, nmu = 0;
 
-	/* The union of the rank's other communication in the window. */
-	for (uint32_t p = 0; p < g->n_procs; p++) {
-		if (g->procs[p].rank != it->rank || !g->procs[p].gpu || p == comp)
-			continue;
-		for (uint32_t v = g->procs[p].first; v < g->procs[p].first + g->procs[p].n; v++) {
-			int64_t x = sm->start_ns[v] > a ? sm->start_ns[v] : a;
-			int64_t y = sm->end_ns[v] < b ? sm->end_ns[v] : b;
-			if (x >= y || (g->kind[v] != GN_COLL && g->kind[v] != GN_P2P))
-				continue;
-			if (n == cap) {
-				size_t nc = cap ? cap * 2 : 256;
-				struct ival *nu = prism_realloc(u, nc * sizeof(*nu));
-				if (!nu) {
-					free(u);
-					return PRISM_ENOMEM;
-				}
-				u = nu;
-				cap = nc;
-			}
-			u[n++] = (struct ival){x, y};
-		}
-	}
-	if (n)
-		qsort(u, n, sizeof(*u), cmp_ival);
-	{
-		size_t m = 0;
-		for (size_t i = 0; i < n; i++) {
-			if (m && u[i].a <= u[m - 1].b) {
-				if (u[i].b > u[m - 1].b)
-					u[m - 1].b = u[i].b;
-			} else {
-				u[m++] = u[i];
-			}
-		}
-		n = m;
+	/* The unions of the rank's other communication and copies in the
+	 * window, and where they meet. */
+	if (other_union(sm, it->rank, comp, a, b, 1, &u, &n))
+		return PRISM_ENOMEM;
+	if (other_union(sm, it->rank, comp, a, b, 0, &cm, &ncm) || meet(u, n, cm, ncm, &mu, &nmu)) {
+		free(u);
+		free(cm);
+		return PRISM_ENOMEM;
 	}
 	for (size_t i = 0; i < so->n_marks; i++) {
 		const struct synth_fold_mark *mk = &so->marks[i];
@@ -117,7 +165,8 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 		int64_t x = sm->start_ns[v] > a ? sm->start_ns[v] : a;
 		int64_t y = sm->end_ns[v] < b ? sm->end_ns[v] : b;
 		int64_t e, h, x0, cin = 0, co = 0, tin = 0, to = 0, X;
-		size_t p, l, hi = nlg;
+		int64_t cmm = 0, cmu = 0, tm = 0, tmu = 0, XM = 0, XMU = 0, gU, gM, gMU;
+		size_t p, pm = 0, pu = 0, l, hi = nlg;
 		if (g->proc[v] != comp || x >= y || v == 0)
 			continue;
 		/* The kernels run from the end of the task before (its
@@ -126,6 +175,8 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 		h = sm->start_ns[mk->host];
 		x0 = e > a ? e : a;
 		p = first_after(u, n, x0);
+		pm = first_after(cm, ncm, x0);
+		pu = first_after(mu, nmu, x0);
 		/* The pieces the sim followed under contention (sim.h), by
 		 * task (mark i) and piece: their times as simulated. */
 		for (l = 0; l < hi;) {
@@ -152,21 +203,41 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 			if (kk->comm) {
 				tin += ky - kx;
 				to += covered(u, n, &p, kx, ky);
+				if (ncm) {
+					tm += covered(cm, ncm, &pm, kx, ky);
+					tmu += covered(mu, nmu, &pu, kx, ky);
+				}
 			} else {
 				cin += ky - kx;
 				co += covered(u, n, &p, kx, ky);
+				if (ncm) {
+					cmm += covered(cm, ncm, &pm, kx, ky);
+					cmu += covered(mu, nmu, &pu, kx, ky);
+				}
 			}
 		}
 		p = first_after(u, n, x);
 		X = covered(u, n, &p, x, y);
+		if (ncm) {
+			pm = first_after(cm, ncm, x);
+			pu = first_after(mu, nmu, x);
+			XM = covered(cm, ncm, &pm, x, y);
+			XMU = covered(mu, nmu, &pu, x, y);
+		}
 		/* metrics.h counted [x, y) as compute (beside X of other
-		 * communication) and the gap before it as idle or exposed
-		 * communication; the kernels say what each part was. */
-		d_overlap += co - X;
-		d_comp += (cin - co) - ((y - x) - X);
-		d_comm += tin + (X - co - to);
-		d_idle += ((y - x) - cin - tin) - (X - co - to);
+		 * communication: overlap) and the gap before it as idle or
+		 * exposed communication; the kernels say what each part was:
+		 * the gaps beside communication (gU), copies (gM), both (gMU). */
+		gU = X - co - to;
+		gM = XM - cmm - tm;
+		gMU = XMU - cmu - tmu;
+		d_overlap += co + tm + gMU - X;
+		d_comp += (cin - co) + (gM - gMU) - ((y - x) - X);
+		d_comm += (tin - tm) + (gU - gMU);
+		d_idle += ((y - x) - cin - tin) - gU - gM + gMU;
 	}
+	free(cm);
+	free(mu);
 	free(u);
 	it->overlap_ns += d_overlap;
 	it->exposed_comm_ns += d_comm;
