@@ -201,10 +201,14 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 	struct gw_node call, task;
 	uint32_t u, proc = k->stream[st];
 	double op_s, launch_s, lag_s, region_s;
+	int extra = c->em.extra; /* the op's other launches (more_launches) */
 
+	c->em.extra = 0;
 	if (sl_skip(c)) /* the other pass's (a zero-bubble backward's B or W) */
 		return 0;
 	launch_costs(c, r, st, &op_s, &launch_s, &lag_s, &region_s);
+	/* The op's other launches, in its own time. */
+	op_s += extra * launch_s;
 	if (c->dry) {
 		if (kind == GN_KERNEL) {
 			c->dry_s += seconds;

@@ -362,6 +362,7 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 }
 
 static void flash(struct ctx *c, int r, const struct shape *z, int dt, int bwd);
+static void more_launches(struct ctx *c, int n);
 
 /* One rank's Q, K and V (qkv) or its attention output (else) on one TP
  * rank: the all-to-alls' buffers (Ulysses). */
@@ -435,6 +436,14 @@ static void flash(struct ctx *c, int r, const struct shape *z, int dt, int bwd)
 		  ew((bwd ? 4 : 3) * z->b * z->s * z->w / z->t, 1),
 		  kperf_attn_win_s(c->hw, dt, bwd, z->b, z->a / z->t, z->s, z->s, z->d, 1, win));
 	attn_op(c, z, dt, bwd);
+	/* Backward: FlashAttention-2/3's and cuDNN's preprocessing (the
+	 * output's dot with its gradient) and the query gradient's conversion
+	 * from fp32 run as kernels of their own (flash_bwd_launch_template.h
+	 * compute_dot_do_o, convert_dQ; cuDNN's compute_dot_do_o and
+	 * convert_dq_to_16bits in our H100 traces), timed with it: the
+	 * attention rows time the whole backward. */
+	if (bwd)
+		more_launches(c, 2);
 	se_launch(c, r, S_COMPUTE, GN_KERNEL,
 		  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
 		  NULL);
@@ -551,6 +560,36 @@ static void acc_add(struct ctx *c, int r, double elems)
 	if (c->in->acc_elem_bytes > 0 && c->rk[r].mb > 0)
 		sl_kernel(c, r, KC_ELEMENTWISE, GRAPH_ACC_KERNEL,
 			  3 * elems * c->in->acc_elem_bytes);
+}
+
+/* The next launched kernel's op runs n more kernels than the one timed
+ * (its time holds theirs): the host pays their launches (se_launch). */
+static void more_launches(struct ctx *c, int n)
+{
+	c->em.extra = n;
+}
+
+/* A norm's backward moving `bytes`: two kernels, the input's gradient and
+ * the reduction of the weight's and bias's over the tokens (PyTorch's
+ * layer_norm_grad_input_kernel and GammaBetaBackwardCUDAKernel, our H100
+ * traces; Transformer Engine's ln_bwd and ln_bwd_finalize kernels,
+ * transformer_engine/common/normalization/layernorm/ln_bwd_kernels.cuh),
+ * timed as one: the norm class's rows time the whole backward. */
+static void norm_bwd(struct ctx *c, int r, double bytes)
+{
+	more_launches(c, 1);
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", bytes);
+}
+
+/* The residual stream's gradient: where a layer's input feeds both its
+ * norm and the residual add, autograd sums the two gradients, one add a
+ * residual junction and two a layer (torch/csrc/autograd/input_buffer.cpp
+ * InputBuffer::accumulate; aten::add under NativeLayerNormBackward0 in
+ * our H100 traces): both read, the sum written. */
+static void residual_grad(struct ctx *c, int r, double nh)
+{
+	sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add> (residual gradient)",
+		  ew(nh, 2));
 }
 
 /* A layer norm's weight and bias over `width` values (replicated over
@@ -1232,12 +1271,12 @@ static void mla_bwd(struct ctx *c, int r, const struct shape *z)
 	mla_rope(c, r, z, 1);
 	linear_bwd(c, r, "kv_up", bs, hq * (z->dqk - z->rope + z->dv), z->kvl, 0);
 	mla_reduce(c, r, z, z->kvl);
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nd * z->kvl, 3));
+	norm_bwd(c, r, ew(nd * z->kvl, 3));
 	acc_norm_of(c, r, z->kvl);
 	if (z->ql > 0) {
 		linear_bwd(c, r, "q_up", bs, hq * z->dqk, z->ql, 0);
 		mla_reduce(c, r, z, z->ql);
-		sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nd * z->ql, 3));
+		norm_bwd(c, r, ew(nd * z->ql, 3));
 		acc_norm_of(c, r, z->ql);
 	} else {
 		linear_bwd(c, r, "q", bs, hq * z->dqk, z->h, 0);
@@ -1586,8 +1625,9 @@ static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 		lora_bwd(c, r, z, LAYOUT_LORA_FC1, z->h, z->f_in, 0);
 		gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
 	}
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
+	residual_grad(c, r, nh);
 }
 
 /* The attention block's backward: the dropout's, the projection's, the
@@ -1623,10 +1663,18 @@ static void attn_block_bwd(struct ctx *c, int r, const struct shape *z)
 		mla_bwd(c, r, z);
 	} else {
 		lora_bwd(c, r, z, LAYOUT_LORA_QKV, z->h, z->qkv, 0);
+		/* The query's, key's and value's gradients copied into one
+		 * for the QKV GEMM: the backward of the split of its output
+		 * (Megatron-LM's attention.py get_query_key_value_tensors
+		 * torch.split; aten::cat under SplitBackward0 in our H100
+		 * traces). */
+		sl_kernel(c, r, KC_ELEMENTWISE, "CatArrayBatchedCopy (qkv gradient)",
+			  ew(bs * z->qkv_r, 1));
 		gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
 	}
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
+	residual_grad(c, r, nh);
 }
 
 /* Backward of one layer: full recomputation runs its forward first;
@@ -1720,7 +1768,7 @@ void sl_head_bwd(struct ctx *c, int r, const struct shape *z)
 	double bs = z->b * z->s;
 	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd", 14 * bs * z->V / z->t);
 	logits_bwd(c, r, bs, z->V / z->t, z->h);
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
+	norm_bwd(c, r, ew(bs * z->h, 3));
 	acc_norm(c, r, z);
 }
 
@@ -1757,9 +1805,9 @@ void sl_mtp_bwd(struct ctx *c, int r, const struct shape *z)
 	if (t > 1)
 		tp_coll_of(c, r, z, S_COMPUTE, c->in->lay.sp ? GC_REDUCE_SCATTER : GC_ALL_REDUCE,
 			   2 * z->h);
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
 	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(bs * z->h, 2));
 	acc_add(c, r, z->V / t * z->h);

@@ -180,6 +180,10 @@ struct emit_state {
 	VEC(struct oprec) ops;
 	struct opmemo memo[OPMEMO];
 	uint32_t op;
+	/* Kernels the next launched op runs beyond the one timed (an eager
+	 * op that launches several: the host pays a launch for each, within
+	 * the op's time; layer.c more_launches). */
+	int extra;
 	struct synth_host host; /* synth_host(in) */
 };
 
