@@ -14,6 +14,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "comm.h"
 
@@ -75,19 +76,19 @@ static double head_params(const struct ctx *c, int r)
 void synth_extra_params(const struct synth_in *in, int stage, double *first, double *last)
 {
 	const struct llm *m = &in->m;
-	*first =
-	    stage != in->lay.pp - 1
-		? 0
-		: 2.0 * m->hidden +
-		      (m->untied || in->lay.pp > 1 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
+	int head = layout_head_stage(&in->lay); /* 0 where the embedding's stage holds it */
+	*first = stage != head
+		     ? 0
+		     : 2.0 * m->hidden +
+			   (m->untied || head != 0 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
 	/* Multi-token prediction on the last stage: each depth's eh_proj
 	 * (column parallel) and norms, and the word embedding it looks up
 	 * (GPTModel builds it where mtp_process; with untied heads on more
 	 * than one stage a copy of stage 0's). */
-	if (stage == in->lay.pp - 1 && m->mtp_layers > 0)
+	if (stage == head && m->mtp_layers > 0)
 		*first +=
 		    m->mtp_layers * (2.0 * m->hidden * m->hidden / in->lay.tp + 6.0 * m->hidden) +
-		    (m->untied && in->lay.pp > 1 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
+		    (m->untied && head != 0 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
 	*last = stage != 0 ? 0
 			   : (double)m->vocab * m->hidden / in->lay.tp +
 				 (m->rope ? 0 : (double)m->seq * m->hidden);
@@ -364,35 +365,39 @@ static void gather_before(struct ctx *c, int r, const struct shape *z, int depth
 }
 
 /* The stage and chunk a forward unit of (s, ch) gets its input from (0
- * if any, with *ps and *pc set), and sends its output to. */
-static int fwd_prev(const struct shape *z, int s, int ch, int *ps, int *pc)
+ * if none, or if it is the same stage's: ZB-V's turn hands over in place),
+ * with *ps and *pc set; and where it sends its output.  The model chunk
+ * before or after, wherever layout_chunk_model places it. */
+static int fwd_nb(const struct ctx *c, const struct shape *z, int s, int ch, int d, int *ps,
+		  int *pc)
 {
-	if (s > 0) {
-		*ps = s - 1;
-		*pc = ch;
-		return 1;
-	}
-	if (ch > 0) {
-		*ps = z->p - 1;
-		*pc = ch - 1;
-		return 1;
-	}
-	return 0;
+	int k = layout_chunk_model(&c->lay, s, ch) + d;
+	if (k < 0 || k >= z->p * z->v)
+		return 0;
+	layout_chunk_place(&c->lay, k, ps, pc);
+	return *ps != s;
 }
 
-static int fwd_next(const struct shape *z, int s, int ch, int *ns_, int *nc)
+static int fwd_prev(const struct ctx *c, const struct shape *z, int s, int ch, int *ps, int *pc)
 {
-	if (s < z->p - 1) {
-		*ns_ = s + 1;
-		*nc = ch;
-		return 1;
-	}
-	if (ch < z->v - 1) {
-		*ns_ = 0;
-		*nc = ch + 1;
-		return 1;
-	}
-	return 0;
+	return fwd_nb(c, z, s, ch, -1, ps, pc);
+}
+
+static int fwd_next(const struct ctx *c, const struct shape *z, int s, int ch, int *ns_, int *nc)
+{
+	return fwd_nb(c, z, s, ch, 1, ns_, nc);
+}
+
+/* The unit holds the model's first chunk (the embedding) or its last
+ * (the head and the loss). */
+static int first_chunk_of(const struct ctx *c, int s, int ch)
+{
+	return layout_chunk_model(&c->lay, s, ch) == 0;
+}
+
+static int last_chunk_of(const struct ctx *c, const struct shape *z, int s, int ch)
+{
+	return layout_chunk_model(&c->lay, s, ch) == z->p * z->v - 1;
 }
 
 static void set_ann(struct ctx *c, int r, int32_t layer, int phase, int32_t mb)
@@ -482,7 +487,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 {
 	const struct synth_in *in = c->in;
 	int r = s, os, oc;
-	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
+	int first_chunk = first_chunk_of(c, s, ch), last_chunk = last_chunk_of(c, z, s, ch);
 	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
 	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
 	int noff = offload_n(c, nl);
@@ -492,7 +497,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		c->oom = 1;
 		return;
 	}
-	if (fwd_prev(z, s, ch, &os, &oc))
+	if (fwd_prev(c, z, s, ch, &os, &oc))
 		pp_recv(c, r, os, oc, z, 1);
 	if (first_chunk && !in->bare) {
 		if (depth >= 0) /* the embedding's weights, sharded too */
@@ -523,7 +528,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		mtp_depths(c, r, z, 1, depth, 0, SL_PASS_ALL);
 		sl_head_fwd(c, r, z);
 	}
-	if (fwd_next(z, s, ch, &os, &oc))
+	if (fwd_next(c, z, s, ch, &os, &oc))
 		pp_send(c, r, s, ch, z, 1);
 }
 
@@ -540,7 +545,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 {
 	const struct synth_in *in = c->in;
 	int r = s, os, oc;
-	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
+	int first_chunk = first_chunk_of(c, s, ch), last_chunk = last_chunk_of(c, z, s, ch);
 	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
 	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
 	/* Gradients are reduced in the last microbatch's backward of each
@@ -555,7 +560,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		c->oom = 1;
 		return;
 	}
-	if (pass != SL_PASS_W && fwd_next(z, s, ch, &os, &oc))
+	if (pass != SL_PASS_W && fwd_next(c, z, s, ch, &os, &oc))
 		pp_recv(c, r, os, oc, z, 0);
 	if (last_chunk && !in->bare) {
 		in_pass(c, pass, sl_head_bwd, r, z);
@@ -590,7 +595,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	 * microbatch's, the others wait for the stage's last backward. */
 	if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
 		grad_flush(c, r, z);
-	if (pass != SL_PASS_W && fwd_prev(z, s, ch, &os, &oc))
+	if (pass != SL_PASS_W && fwd_prev(c, z, s, ch, &os, &oc))
 		pp_send(c, r, s, ch, z, 0);
 }
 
@@ -665,13 +670,14 @@ static void unit_of(const struct shape *z, int k, int fwd, int *mb, int *ch)
  * gradients (under ZeRO-2/3 every W). */
 static void zb_step(struct ctx *c, int s, const struct shape *z)
 {
-	struct layout_zb it = {0, 0, 0, 0};
-	int mb, pass;
-	while ((pass = layout_zb_next(&c->in->lay, s, &it, &mb)) >= 0 && !c->oom) {
+	struct layout_zb it;
+	int mb, ch, pass;
+	memset(&it, 0, sizeof(it));
+	while ((pass = layout_zb_next(&c->in->lay, s, &it, &mb, &ch)) >= 0 && !c->oom) {
 		if (pass == LAYOUT_PASS_F)
-			unit(c, s, 0, mb, 1, 0, SL_PASS_ALL, z);
+			unit(c, s, ch, mb, 1, 0, SL_PASS_ALL, z);
 		else
-			unit(c, s, 0, mb, 0, mb == z->m - 1,
+			unit(c, s, ch, mb, 0, mb == z->m - 1,
 			     pass == LAYOUT_PASS_B ? SL_PASS_B : SL_PASS_W, z);
 	}
 	grad_flush(c, s, z);
@@ -774,7 +780,7 @@ static void gather_updated(struct ctx *c, int r, const struct shape *z)
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
-	for (int k = 0; r == z->p - 1 && !c->in->bare && k < m->mtp_layers; k++)
+	for (int k = 0; r == z->head && !c->in->bare && k < m->mtp_layers; k++)
 		gather(c, r, z, dense_params(c, z, m->layers - 1), 0);
 	if (embed_params(c, r) + head_params(c, r) > 0)
 		gather(c, r, z, embed_params(c, r) + head_params(c, r), 0);
@@ -803,7 +809,7 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	/* The MTP depths' experts (their layers of the last one's kind). */
-	for (int k = 0; r == z->p - 1 && !c->in->bare && llm_is_moe_layer(m, m->layers - 1) &&
+	for (int k = 0; r == z->head && !c->in->bare && llm_is_moe_layer(m, m->layers - 1) &&
 			k < m->mtp_layers;
 	     k++)
 		se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
@@ -821,7 +827,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	/* The word embedding on two stages: tied to the head, or looked up by
 	 * the MTP depths (finalize_model_grads.py
 	 * _get_shared_word_embedding_weight: mtp_num_layers). */
-	int tied = (!m->untied || m->mtp_layers > 0) && z->p > 1 && (r == 0 || r == z->p - 1);
+	int tied = (!m->untied || m->mtp_layers > 0) && z->head != 0 && (r == 0 || r == z->head);
 
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	/* Tied (or MTP's) embeddings on two stages: the word embedding's gradient is
@@ -852,7 +858,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
-	for (int k = 0; r == z->p - 1 && !in->bare && k < m->mtp_layers; k++)
+	for (int k = 0; r == z->head && !in->bare && k < m->mtp_layers; k++)
 		if (z->moe && llm_is_moe_layer(m, m->layers - 1))
 			adam(c, r, z->md * share + z->me * eshare, 1);
 		else

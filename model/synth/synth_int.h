@@ -270,6 +270,7 @@ struct shape {
 	int gated;
 	int L; /* layers per model chunk */
 	int p, v, m;
+	int head; /* the stage of the model's last chunk (layout_head_stage) */
 	int tp_per_node, pp_per_node;
 	int emb_per_node; /* of the first and last stages (2: one node) */
 	/* Mixture-of-experts (moe = 0: a dense model, the rest unused). */
