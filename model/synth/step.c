@@ -34,11 +34,22 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 		      pg);
 }
 
+/* 1 where chunk ch's activations go down the ranks (ZB-V's second
+ * chunk: layout_chunk_model places its model chunks from the last stage
+ * back to stage 0): its transfers take the *2 streams (synth_int.h). */
+static int descends(const struct ctx *c, int ch)
+{
+	return c->lay.pp > 1 &&
+	       layout_chunk_model(&c->lay, 0, ch) > layout_chunk_model(&c->lay, 1, ch);
+}
+
 /* A unit's input from stage os, chunk oc (fwd: the activations, else
  * their gradients), which its compute waits for. */
 static void pp_recv(struct ctx *c, int r, int os, int oc, const struct shape *z, int fwd)
 {
 	int st = fwd ? S_RECVF : S_RECVB;
+	if (descends(c, oc))
+		st = fwd ? S_RECVF2 : S_RECVB2;
 	pp_transfer(c, r, st, GC_RECV, os, oc, z, fwd);
 	se_event_wait(c, r, st, S_COMPUTE);
 }
@@ -48,6 +59,8 @@ static void pp_recv(struct ctx *c, int r, int os, int oc, const struct shape *z,
 static void pp_send(struct ctx *c, int r, int s, int ch, const struct shape *z, int fwd)
 {
 	int st = fwd ? S_SENDF : S_SENDB;
+	if (descends(c, ch))
+		st = fwd ? S_SENDF2 : S_SENDB2;
 	se_event_wait(c, r, S_COMPUTE, st);
 	pp_transfer(c, r, st, GC_SEND, s, ch, z, fwd);
 	if (!c->in->lay.pp_overlap)

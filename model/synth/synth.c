@@ -111,7 +111,7 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 			/* Folded: a few tasks per unit, and the largest unit
 			 * (a chunk's layers) built once. */
 			int v = layout_stage_chunks(l);
-			int64_t units = steps * l->pp * v * l->microbatches * 3;
+			int64_t units = steps * l->pp * v * l->microbatches * 2;
 			if (units * SYNTH_MIN_TASKS_PER_UNIT > GRAPH_MAX_TASKS)
 				return prism_err_set(
 				    err, PRISM_ELIMIT,
