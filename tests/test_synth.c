@@ -942,6 +942,8 @@ static void test_lower_bound(void **state)
 	    {1, 4, 1, 1, LAYOUT_ZB1P, 8, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
 	    {2, 4, 2, 1, LAYOUT_ZB2P, 8, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1},
 	    {1, 8, 1, 1, LAYOUT_ZB2P, 16, LAYOUT_RECOMPUTE_NONE, 0, 1, 0},
+	    {1, 4, 1, 1, LAYOUT_ZBV, 8, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
+	    {2, 2, 2, 1, LAYOUT_ZBV, 4, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1},
 	};
 	static struct hw_profile b200;
 	struct prism_err herr;
