@@ -1108,6 +1108,13 @@ static void test_layout_errors(void **state)
 	    {1, 1, 1, 4, LAYOUT_ZB2P,
 	     "layout: schedule zb-2p needs pp >= 2 (one stage has no bubble for its deferred "
 	     "weight gradients to fill)"},
+	    /* ZB-V: two chunks a stage of its own, 2 pp of them */
+	    {1, 8, 1, 8, LAYOUT_ZBV, "layout: layers 8 not divisible by pp 8 x virtual stages 2"},
+	    {1, 2, 2, 4, LAYOUT_ZBV,
+	     "layout: zb-v places its own two chunks a stage in a V: vp 2 must stay 1"},
+	    {1, 1, 1, 4, LAYOUT_ZBV,
+	     "layout: schedule zb-v needs pp >= 2 (one stage has no bubble for its deferred "
+	     "weight gradients to fill)"},
 	    /* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
 		 * by it (SIGFPE): the ranges come first. */
 	    {1, 65536, 65536, 1, LAYOUT_INTERLEAVED, "layout: pp 65536 is not in 1..256"},

@@ -1526,6 +1526,11 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 					     "divisible by pp (%d)",
 					     l->microbatches, l->pp);
 	} else if (l->vp != 1) {
+		if (l->schedule == LAYOUT_ZBV)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: zb-v places its own two chunks a stage in a "
+					     "V: vp %d must stay 1",
+					     l->vp);
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: virtual stages %d need the interleaved schedule",
 				     l->vp);
