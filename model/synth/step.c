@@ -3,7 +3,8 @@
  * (the forward or backward of one microbatch on one model chunk) in the
  * order GPipe, 1F1B or interleaved 1F1B runs them, or the B and W
  * passes of a zero-bubble schedule (layout_zb_next); the activations and
- * their gradients between stages; the gradients' buckets and their
+ * their gradients between stages, from and to the model chunks before and
+ * after (layout_chunk_model: ZB-V's V too, its turn in place); the gradients' buckets and their
  * reduction over the data-parallel groups (all-reduce, ZeRO's
  * reduce-scatter, hybrid sharding, the experts' own group); ZeRO's weight
  * gathers; the optimizer; the closing sync.  Layers come from layer.c,
