@@ -407,6 +407,28 @@ static void test_agreement_moe_cp(void **state)
 		in.lay.schedule = LAYOUT_ZBV;
 		assert_int_equal(agree(&in), 1);
 	}
+	{
+		/* ZB-V with Megatron's embedding and loss slots: 6 layers + 2
+		 * slots over the V's 4 model chunks, 1, 2, 2, 1 layers, the
+		 * first and the last both on stage 0. */
+		struct synth_in in;
+		struct layout r;
+		small(&in);
+		in.m.layers = 6;
+		in.lay.pp = 2;
+		in.lay.dp = 2;
+		in.lay.microbatches = 6;
+		in.lay.schedule = LAYOUT_ZBV;
+		in.lay.partition = LAYOUT_PART_EMBED_LOSS;
+		synth_mem_layout(&in, &r);
+		assert_int_equal(layout_chunk_layers(&in.m, &r, 0, 0), 1);
+		assert_int_equal(layout_chunk_layers(&in.m, &r, 0, 1), 1);
+		assert_int_equal(layout_chunk_layers(&in.m, &r, 1, 0), 2);
+		assert_int_equal(layout_chunk_layers(&in.m, &r, 1, 1), 2);
+		assert_int_equal(layout_chunk_first(&in.m, &r, 0, 1), 5);
+		assert_int_equal(layout_stage_layers(&in.m, &r, 0), 2);
+		assert_int_equal(agree(&in), 1);
+	}
 }
 
 /*
