@@ -194,7 +194,7 @@ void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_re
 double batch_cost(const struct cand *k)
 {
 	const struct layout *l = &k->in.lay;
-	int m = l->microbatches, v = l->vp > 0 ? l->vp : 1, cap = 4 * l->pp * v;
+	int m = l->microbatches, v = layout_stage_chunks(l), cap = 4 * l->pp * v;
 	return (double)l->pp * v * (m < cap ? m : cap);
 }
 

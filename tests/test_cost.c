@@ -949,6 +949,13 @@ static void test_activation_bytes_gpt3(void **state)
  *  - ZB-2p: 5 warm-up F (2 (p - s) - 1); B, F: 5 whole + 1 kept; B, F: 5 +
  *    2; B, then W (7 = 2p - 1 held from F to W), F: 5 + 2 again: 24 (5 x 23
  *    + 2 x 11) = 3288 s b h, 7 held.
+ *  - ZB-V: two chunks of 12 layers (276 s b h whole, 132 kept from B to
+ *    W); stage 1 runs 5 F of chunk 0, then F1 F0 F1: 8 chunks held, 2208 s
+ *    b h; then each B W pair frees one (B to 2064, W to 1932) before the
+ *    next F brings it back to 2208, and the cool-down's B B only frees:
+ *    2208 s b h, 4 microbatches -- 1F1B's stage 0 (4 x 24 a), the paper's
+ *    p M_B on every stage (section 6).  Stage 3: 8 F (F0 F1 pairs) first,
+ *    the same.
  */
 static void test_zb_memory(void **state)
 {
@@ -977,6 +984,16 @@ static void test_zb_memory(void **state)
 	mem_stage(&gpt3, &l, NULL, 1, &st);
 	assert_rel_close(st.activations, 3288 * sbh, 1e-12);
 	assert_rel_close(st.inflight, 7, 1e-12);
+	l.schedule = LAYOUT_ZBV;
+	for (int s = 1; s < 4; s += 2) {
+		mem_stage(&gpt3, &l, NULL, s, &st);
+		assert_rel_close(st.activations, 2208 * sbh, 1e-12);
+		assert_rel_close(st.inflight, 4, 1e-12);
+	}
+	l.schedule = LAYOUT_1F1B;
+	mem_stage(&gpt3, &l, NULL, 0, &st);
+	/* 1F1B's stage 0: 4 microbatches and their embedding masks (s b h). */
+	assert_rel_close(st.activations, (2208 + 4) * sbh, 1e-12);
 }
 
 /* Bytes per parameter of weights, gradients and optimizer state: Megatron-LM's
@@ -1903,6 +1920,19 @@ static void test_analytic_small(void **state)
 		assert_int_equal(analytic_estimate(&in, &out, &err), 0);
 		assert_rel_close(out.t_bubble, bub * fmax(f, f + b - 3 * w) / (f + b), 1e-9);
 		assert_true(out.t_bubble < bub);
+		/* ZB-V: ZB-2p's scaling of a fill and drain through chunks of
+		 * half a stage (v = 2), the head on stage 0 beside the
+		 * embedding: the slowest stage's slot takes both, the others'
+		 * sum neither (1F1B's took the smaller of the two). */
+		{
+			double emb, head;
+			synth_extra_times(&si, &emb, &head);
+			in.lay.schedule = LAYOUT_ZBV;
+			assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+			assert_rel_close(
+			    out.t_bubble,
+			    (bub - fmin(emb, head)) / 2 * fmax(f, f + b - 3 * w) / (f + b), 1e-9);
+		}
 		in.lay.schedule = LAYOUT_1F1B;
 	}
 

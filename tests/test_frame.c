@@ -529,6 +529,18 @@ static void test_round_trip(void **state)
 			d.layers = 30;
 			round_trip(fw, &d, &l);
 		}
+		/* ZB-V: torchtitan's ZBVZeroBubble (two stages a rank, its
+		 * default for a multi-stage schedule), which Megatron-LM and
+		 * Bridge do not have */
+		layout_default(&l);
+		l.pp = 4;
+		l.dp = 2;
+		l.microbatches = 8;
+		l.schedule = LAYOUT_ZBV;
+		assert_int_equal(frame_expresses(fw, LK_schedule, &dense, &l),
+				 fw == FRAME_TORCHTITAN);
+		if (fw == FRAME_TORCHTITAN)
+			round_trip(fw, &dense, &l);
 		/* an uneven list: first and last stages their own, the middle
 		 * ones even (Megatron-LM's --decoder-first/last-pipeline-num-layers) */
 		layout_default(&l);

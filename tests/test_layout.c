@@ -177,18 +177,92 @@ static void test_zb_order(void **state)
 	l.microbatches = 8;
 	for (int z = 0; z < 2; z++)
 		for (int s = 0; s < 4; s++) {
-			struct layout_zb it = {0, 0, 0, 0};
+			struct layout_zb it;
 			char got[32];
 			int n = 0, mb, pass, next[3] = {0, 0, 0};
+			int ch;
 			l.schedule = z ? LAYOUT_ZB2P : LAYOUT_ZB1P;
-			while ((pass = layout_zb_next(&l, s, &it, &mb)) >= 0 && n < 31) {
+			memset(&it, 0, sizeof(it));
+			while ((pass = layout_zb_next(&l, s, &it, &mb, &ch)) >= 0 && n < 31) {
 				got[n++] = "FBW"[pass];
+				assert_int_equal(ch, 0);
 				assert_int_equal(mb, next[pass]++);
 			}
 			got[n] = 0;
 			assert_string_equal(got, want[z][s]);
 		}
 	assert_true(layout_zb(LAYOUT_ZB1P) && layout_zb(LAYOUT_ZB2P) && !layout_zb(LAYOUT_1F1B));
+}
+
+/*
+ * ZB-V's order (layout_zb_next, pass and chunk) against PyTorch's
+ * ScheduleZBVZeroBubble._calculate_single_rank_operations transcribed as
+ * it is written (lists of actions built with max(m, 2p - 1) microbatches,
+ * those past m dropped), on p 4 m 8, p 2 m 2 (drops) and p 3 m 4; each
+ * (pass, chunk)'s microbatches in order.  And the V's placement: stage s
+ * holds model chunks s and 2p - 1 - s, the head on stage 0.
+ */
+static void test_zbv_order(void **state)
+{
+	static const struct {
+		int p, m;
+		const char *want[4];
+	} t[] = {
+	    {4,
+	     8,
+	     {"F0F0F0F0F0F0F0F1B1W1F1B1W1F1B1W1F1B1W1F0B0W0F1B1W1B0W0F1B1W1B0W0F1B1W1B0W0F1B1W1B0W0"
+	      "B0W0B0W0B0W0",
+	      "F0F0F0F0F0F1F0F1B1W1F1B1W1F1B1W1F0B0W0F1B1W1F0B0W0F1B1W1B0W0F1B1W1B0W0F1B1W1B0B1B0W0"
+	      "B0W0B0W0W1W0",
+	      "F0F0F0F1F0F1F0F1B1W1F1B1W1F0B0W0F1B1W1F0B0W0F1B1W1F0B0W0F1B1W1B0W0F1B1W1B0B1B0B1B0W0"
+	      "B0W0W1W1W0W0",
+	      "F0F1F0F1F0F1F0F1B1W1F0B0W0F1B1W1F0B0W0F1B1W1F0B0W0F1B1W1F0B0W0F1B1W1B0B1B0B1B0B1B0W0"
+	      "W1W1W1W0W0W0"}},
+	    {2, 2, {"F0F0F1B1W1F1B1W1B0W0B0W0", "F0F1F0F1B1W1B0W0B1W1B0W0"}},
+	    {3,
+	     4,
+	     {"F0F0F0F0F1B1W1F1B1W1F1B1W1B0W0F1B1W1B0W0B0W0B0W0",
+	      "F0F0F0F1F0F1B1W1F1B1W1B0W0F1B1W1B0W0B1W1B0B0W0W0",
+	      "F0F1F0F1F0F1B1W1F0B0W0F1B1W1B0W0B1W1B0B1B0W0W1W0"}}};
+	struct layout l;
+	int s, c;
+	(void)state;
+	layout_default(&l);
+	l.schedule = LAYOUT_ZBV;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		for (int r = 0; r < t[i].p; r++) {
+			struct layout_zb it;
+			char got[128];
+			int n = 0, mb, ch, pass, next[2][3] = {{0}};
+			l.pp = t[i].p;
+			l.microbatches = t[i].m;
+			memset(&it, 0, sizeof(it));
+			while ((pass = layout_zb_next(&l, r, &it, &mb, &ch)) >= 0 && n < 126) {
+				got[n++] = "FBW"[pass];
+				got[n++] = (char)('0' + ch);
+				assert_int_equal(mb, next[ch][pass]++);
+			}
+			got[n] = 0;
+			assert_string_equal(got, t[i].want[r]);
+		}
+	l.pp = 4;
+	assert_int_equal(layout_stage_chunks(&l), 2);
+	assert_int_equal(layout_chunk_model(&l, 1, 0), 1);
+	assert_int_equal(layout_chunk_model(&l, 1, 1), 6);
+	assert_int_equal(layout_chunk_model(&l, 3, 1), 4);
+	layout_chunk_place(&l, 7, &s, &c);
+	assert_true(s == 0 && c == 1);
+	layout_chunk_place(&l, 4, &s, &c);
+	assert_true(s == 3 && c == 1);
+	assert_int_equal(layout_head_stage(&l), 0);
+	/* Interleaved: chunk c of stage s is model chunk c p + s. */
+	l.schedule = LAYOUT_INTERLEAVED;
+	l.vp = 2;
+	assert_int_equal(layout_chunk_model(&l, 1, 1), 5);
+	layout_chunk_place(&l, 6, &s, &c);
+	assert_true(s == 2 && c == 1);
+	assert_int_equal(layout_head_stage(&l), 3);
+	assert_true(layout_zb(LAYOUT_ZBV));
 }
 
 static void test_parse(void **state)
@@ -202,8 +276,8 @@ static void test_parse(void **state)
 	assert_int_equal(layout_parse(LK_schedule, "interleaved", "--schedule", &v, &l, &err), 0);
 	assert_true(v == LAYOUT_INTERLEAVED);
 	assert_int_equal(layout_parse(LK_schedule, "zb", "--schedule", &v, &l, &err), PRISM_EARG);
-	assert_string_equal(err.msg,
-			    "--schedule 'zb': expected gpipe, 1f1b, interleaved, zb-1p or zb-2p");
+	assert_string_equal(
+	    err.msg, "--schedule 'zb': expected gpipe, 1f1b, interleaved, zb-1p, zb-2p or zb-v");
 	prism_err_clear(&err);
 	/* The zero-bubble schedules, and the paper's handcrafted names. */
 	assert_int_equal(layout_parse(LK_schedule, "zb-1p", "--schedule", &v, &l, &err), 0);
@@ -543,15 +617,11 @@ static void test_megatron_partition(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rows),
-	    cmocka_unit_test(test_default),
-	    cmocka_unit_test(test_key),
-	    cmocka_unit_test(test_diff),
-	    cmocka_unit_test(test_parse),
-	    cmocka_unit_test(test_zb_order),
-	    cmocka_unit_test(test_desc),
-	    cmocka_unit_test(test_dp_impl),
-	    cmocka_unit_test(test_megatron_partition),
+	    cmocka_unit_test(test_rows),      cmocka_unit_test(test_default),
+	    cmocka_unit_test(test_key),	      cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_parse),     cmocka_unit_test(test_zb_order),
+	    cmocka_unit_test(test_zbv_order), cmocka_unit_test(test_desc),
+	    cmocka_unit_test(test_dp_impl),   cmocka_unit_test(test_megatron_partition),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -387,6 +387,131 @@ static void test_zb_bubble(void **state)
 	}
 }
 
+/*
+ * ZB-V (Qi et al., arXiv 2401.10241 section 6; PyTorch's
+ * ScheduleZBVZeroBubble, layout_zb_next) against an independent method:
+ * each stage's passes in that order, timed by a list simulation here --
+ * a pass starts when its stage is free and what it needs is done: F of
+ * model chunk k the F of chunk k - 1 (the V: stage s holds chunks s and
+ * 2p - 1 - s), B of chunk k the B of chunk k + 1 (the last chunk's its
+ * own F), W its B -- with a chunk's passes f, b, w (a stage's F, B, W
+ * halved: 8 / p identical layers a chunk), free communication, no host
+ * cost.  T is the span from the first pass to the last, the bubble 1 -
+ * m (F + B + W) / T.  With T_F = T_B = T_W (GEMMs alone) the paper's
+ * closed form: every stage busy from its first pass to its last (zero
+ * bubble, the authors' table: ZB-V 0 against 1F1B's (p - 1)/(m + p - 1)),
+ * stage s starting s f after stage 0, so T = m (F + B + W) + (p - 1) F / 2.
+ */
+static double zbv_reference(int p, int m, double f, double b, double w)
+{
+	double *done = calloc((size_t)3 * 2 * p * m, sizeof(double)), t[8] = {0}, first = -1,
+	       last = 0;
+	struct layout l;
+	struct layout_zb it[8];
+	int pend[8], pmb[8], pch[8], left = p, moved = 1;
+	layout_default(&l);
+	l.pp = p;
+	l.microbatches = m;
+	l.schedule = LAYOUT_ZBV;
+	assert_non_null(done);
+	assert_true(p <= 8);
+	for (int r = 0; r < p; r++) {
+		memset(&it[r], 0, sizeof(it[r]));
+		pend[r] = layout_zb_next(&l, r, &it[r], &pmb[r], &pch[r]);
+	}
+#define DONE(kind, k, mb) done[((size_t)(kind)*2 * p + (size_t)(k)) * m + (size_t)(mb)]
+	while (left > 0 && moved) {
+		moved = 0;
+		for (int r = 0; r < p; r++)
+			while (pend[r] >= 0) {
+				int k = pch[r] ? 2 * p - 1 - r : r, mb = pmb[r], kind = pend[r];
+				double need = -1, st;
+				if (kind == LAYOUT_PASS_F)
+					need = k == 0 ? 0 : DONE(0, k - 1, mb);
+				else if (kind == LAYOUT_PASS_B)
+					need = k == 2 * p - 1 ? DONE(0, k, mb) : DONE(1, k + 1, mb);
+				else
+					need = DONE(1, k, mb);
+				if (need <= 0 && !(kind == LAYOUT_PASS_F && k == 0))
+					break; /* not done yet */
+				st = t[r] > need ? t[r] : need;
+				if (first < 0 || st < first)
+					first = st;
+				t[r] = st + (kind == 0 ? f : kind == 1 ? b : w);
+				DONE(kind, k, mb) = t[r];
+				last = t[r] > last ? t[r] : last;
+				moved = 1;
+				pend[r] = layout_zb_next(&l, r, &it[r], &pmb[r], &pch[r]);
+				left -= pend[r] < 0;
+			}
+	}
+#undef DONE
+	free(done);
+	assert_int_equal(left, 0); /* no deadlock */
+	return last - first;
+}
+
+static double zbv_bubble(int p, int m, int gemm_only, double *closed, double *ref, double *fbw)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	double f, b, a, w, n, F, B, W;
+	small(&in);
+	in.m.layers = 16;
+	in.bare = 1;
+	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+	in.lay.pp = p;
+	in.lay.microbatches = m;
+	in.lay.schedule = LAYOUT_ZBV;
+	in.steps = 1;
+	for (int c = 0; gemm_only && c < KC_NCLASSES; c++)
+		if (c != KC_GEMM)
+			in.scale[c] = 0;
+	g = build(&in, &so, &st);
+	synth_out_release(&so);
+	graph_free(g);
+	synth_layer_times(&in, &f, &b, &a);
+	w = synth_layer_wgrad_s(&in, 0);
+	n = 16.0 / p;
+	F = n * f, B = n * (b - w), W = n * w;
+	fbw[0] = F, fbw[1] = B, fbw[2] = W;
+	*ref = 1 - m * (F + B + W) / zbv_reference(p, m, F / 2, B / 2, W / 2);
+	*closed = 1 - m * (F + B + W) / (m * (F + B + W) + (p - 1) * F / 2);
+	return st.bubble;
+}
+
+static void test_zbv_bubble(void **state)
+{
+	(void)state;
+	for (int p = 2; p <= 8; p *= 2)
+		for (int m = 2 * p; m <= 4 * p; m *= 2) {
+			double closed, ref, fbw[3], zb2, want2;
+			double got = zbv_bubble(p, m, 0, &closed, &ref, fbw);
+			zb2 = zb_bubble(LAYOUT_ZB2P, p, m, 0, &want2, fbw);
+			print_message("p %d m %2d (F %.1f B %.1f W %.1f us a stage): zb-v %.4f "
+				      "(reference %.4f), zb-2p %.4f\n",
+				      p, m, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got, ref,
+				      zb2);
+			assert_rel_close(got, ref, 0.01);
+			/* Two chunks a stage halve the fill: below ZB-2p's. */
+			assert_true(got < zb2);
+		}
+	/* T_F = T_B = T_W: the paper's zero bubble a stage. */
+	for (int p = 2; p <= 8; p *= 2) {
+		double closed, ref, fbw[3];
+		double got = zbv_bubble(p, 4 * p, 1, &closed, &ref, fbw);
+		print_message("GEMMs alone, p %d m %2d (F %.1f B %.1f W %.1f us): zb-v %.4f "
+			      "(closed %.4f, reference %.4f)\n",
+			      p, 4 * p, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got, closed, ref);
+		assert_rel_close(fbw[1], fbw[0], 0.02);
+		assert_rel_close(fbw[2], fbw[0], 0.02);
+		assert_rel_close(got, closed, 0.02);
+		assert_rel_close(ref, closed, 0.02);
+	}
+}
+
 static void test_pipeline_bubble(void **state)
 {
 	static const uint16_t parts[][4] = {{2, 6, 4, 4}, {3, 5, 5, 3}, {6, 2, 2, 6},
@@ -819,6 +944,8 @@ static void test_lower_bound(void **state)
 	    {1, 4, 1, 1, LAYOUT_ZB1P, 8, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
 	    {2, 4, 2, 1, LAYOUT_ZB2P, 8, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1},
 	    {1, 8, 1, 1, LAYOUT_ZB2P, 16, LAYOUT_RECOMPUTE_NONE, 0, 1, 0},
+	    {1, 4, 1, 1, LAYOUT_ZBV, 8, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
+	    {2, 2, 2, 1, LAYOUT_ZBV, 4, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1},
 	};
 	static struct hw_profile b200;
 	struct prism_err herr;
@@ -982,6 +1109,13 @@ static void test_layout_errors(void **state)
 	    {1, 2, 2, 2, LAYOUT_ZB1P, "layout: virtual stages 2 need the interleaved schedule"},
 	    {1, 1, 1, 4, LAYOUT_ZB2P,
 	     "layout: schedule zb-2p needs pp >= 2 (one stage has no bubble for its deferred "
+	     "weight gradients to fill)"},
+	    /* ZB-V: two chunks a stage of its own, 2 pp of them */
+	    {1, 8, 1, 8, LAYOUT_ZBV, "layout: layers 8 not divisible by pp 8 x virtual stages 2"},
+	    {1, 2, 2, 4, LAYOUT_ZBV,
+	     "layout: zb-v places its own two chunks a stage in a V: vp 2 must stay 1"},
+	    {1, 1, 1, 4, LAYOUT_ZBV,
+	     "layout: schedule zb-v needs pp >= 2 (one stage has no bubble for its deferred "
 	     "weight gradients to fill)"},
 	    /* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
 		 * by it (SIGFPE): the ranges come first. */
@@ -3806,6 +3940,7 @@ int main(void)
 	    cmocka_unit_test(test_flops_formula),
 	    cmocka_unit_test(test_pipeline_bubble),
 	    cmocka_unit_test(test_zb_bubble),
+	    cmocka_unit_test(test_zbv_bubble),
 	    cmocka_unit_test(test_layout_errors),
 	    cmocka_unit_test(test_meta_round_trip),
 	    cmocka_unit_test(test_limits),

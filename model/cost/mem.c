@@ -348,13 +348,13 @@ static double chunk_offloaded(const struct llm *m, const struct layout *l, int s
  * remaining backwards.  Unit k's chunk (model chunks of the stage). */
 static int unit_chunk(const struct layout *l, int k, int fwd)
 {
-	int p = l->pp, v = l->vp > 0 ? l->vp : 1, ch = (k % (p * v)) / p;
+	int p = l->pp, v = layout_stage_chunks(l), ch = (k % (p * v)) / p;
 	return fwd ? ch : v - 1 - ch;
 }
 
 static int warmup(const struct layout *l, int s)
 {
-	int p = l->pp, v = l->vp > 0 ? l->vp : 1, total = l->microbatches * v, w;
+	int p = l->pp, v = layout_stage_chunks(l), total = l->microbatches * v, w;
 	if (l->schedule == LAYOUT_GPIPE)
 		w = total;
 	else if (l->schedule == LAYOUT_INTERLEAVED)
@@ -411,8 +411,11 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	       shard = layout_shard_group(l);
 	double a_layer = mem_act_per_layer(m, l), a_moe = 0, held = 0, peak = 0, units = 0,
 	       peak_units = 0;
-	int v = l->vp > 0 ? l->vp : 1, total = l->microbatches * v, warm = warmup(l, s);
-	int first = s == 0, last = s == l->pp - 1, kf = 0, kb = 0, hyb = llm_hybrid(m);
+	int v = layout_stage_chunks(l), total = l->microbatches * v, warm = warmup(l, s);
+	int first = s == 0, last = s == layout_head_stage(l), kf = 0, kb = 0, hyb = llm_hybrid(m);
+	/* The head on the embedding's stage (ZB-V's V) needs no copy of the
+	 * word embedding. */
+	int split = layout_head_stage(l) != 0;
 	/* FP8 (or FP4) GEMMs keep quantised copies of each layer weight
 	 * (mem_lowp_weight_bytes a parameter), sharded like the weights. */
 	double qw = mem_lowp_weight_bytes(l);
@@ -448,15 +451,15 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	if (first)
 		emb = V * h / t + (m->rope ? 0 : sq * h);
 	if (last)
-		head = 2 * h + (m->untied || l->pp > 1 ? V * h / t : 0);
+		head = 2 * h + (m->untied || split ? V * h / t : 0);
 	/* Multi-token prediction on the last stage (llm.h mtp_layers): each
 	 * depth's layer (the last decoder layer's kind), eh_proj and norms, and
 	 * a copy of the word embedding where the head is untied on another
 	 * stage than the embedding (synth_extra_params). */
 	if (last && m->mtp_layers > 0) {
 		n += m->mtp_layers;
-		head += m->mtp_layers * (2 * h * h / t + 6 * h) +
-			(m->untied && l->pp > 1 ? V * h / t : 0);
+		head +=
+		    m->mtp_layers * (2 * h * h / t + 6 * h) + (m->untied && split ? V * h / t : 0);
 	}
 	if (llm_moe_layers(m) > 0) {
 		/* Mixture-of-experts: the experts' share is sharded over the
@@ -549,33 +552,43 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			lg *= 1 + m->mtp_layers;
 		}
 		if (layout_zb(l->schedule)) {
-			/* A zero-bubble stage's passes (layout_zb_next, one
-			 * chunk): F adds the chunk's activations, B frees all but
-			 * what W needs (its layers' mem_act_wgrad_layer, the
-			 * output layer's input and the logits' bf16 gradient), W
-			 * the rest.  Past the cap of held microbatches (2p - 1 at
-			 * most) every F repeats an earlier peak. */
-			struct layout_zb it = {0, 0, 0, 0};
-			int zl = layout_chunk_layers(m, l, s, 0), nm = layout_chunk_moe(m, l, s, 0);
-			double full = chunk_act(m, l, s, 0, a_layer, a_moe, hyb ? a_kind : NULL) +
-				      mask + tail + lg;
-			double keep = (zl - nm) * mem_act_wgrad_layer(m, l, 0) +
-				      (nm > 0 ? nm * mem_act_wgrad_layer(m, l, 1) : 0) +
-				      (last ? 2 * sl * b * (h / sp + V / t) : 0);
-			int mb, pass;
-			if (keep > full)
-				keep = full;
-			while ((pass = layout_zb_next(l, s, &it, &mb)) >= 0 &&
+			/* A zero-bubble stage's passes (layout_zb_next; ZB-V's of
+			 * its two chunks): F adds the chunk's activations, B frees
+			 * all but what W needs (its layers' mem_act_wgrad_layer,
+			 * the output layer's input and the logits' bf16 gradient),
+			 * W the rest.  Past the cap of held microbatches (2p - 1
+			 * at most) every F repeats an earlier peak.  The first
+			 * model chunk adds the embedding's mask, the last the
+			 * head's tensors. */
+			struct layout_zb it;
+			double full[2], keep[2], lgc[2];
+			int mb, pass, ch;
+			memset(&it, 0, sizeof(it));
+			for (int c = 0; c < v && c < 2; c++) {
+				int zl = layout_chunk_layers(m, l, s, c),
+				    nm = layout_chunk_moe(m, l, s, c);
+				int k = layout_chunk_model(l, s, c), hd = k == l->pp * v - 1;
+				lgc[c] = hd ? lg : 0;
+				full[c] =
+				    chunk_act(m, l, s, c, a_layer, a_moe, hyb ? a_kind : NULL) +
+				    (k == 0 ? mask : 0) + (hd ? tail + lg : 0);
+				keep[c] = (zl - nm) * mem_act_wgrad_layer(m, l, 0) +
+					  (nm > 0 ? nm * mem_act_wgrad_layer(m, l, 1) : 0) +
+					  (hd ? 2 * sl * b * (h / sp + V / t) : 0);
+				if (keep[c] > full[c])
+					keep[c] = full[c];
+			}
+			while ((pass = layout_zb_next(l, s, &it, &mb, &ch)) >= 0 &&
 			       it.f <= 4 * l->pp + 4) {
 				if (pass == LAYOUT_PASS_F) {
-					held += full;
-					held_lg += lg;
+					held += full[ch];
+					held_lg += lgc[ch];
 					units++;
 				} else if (pass == LAYOUT_PASS_B) {
-					held -= full - keep;
-					held_lg -= lg;
+					held -= full[ch] - keep[ch];
+					held_lg -= lgc[ch];
 				} else {
-					held -= keep;
+					held -= keep[ch];
 					units--;
 				}
 				if (held > peak) {

@@ -1017,8 +1017,13 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 		/* Zero-bubble with one stage a rank: Megatron-LM and Bridge have
 		 * none; torchtitan's InterleavedZeroBubble (PyTorch's ZB1P) is a
 		 * multi-stage schedule, which pipeline_llm runs with 2 stages a
-		 * rank or more (torchtitan/distributed/pipeline_parallel.py),
-		 * and ZBVZeroBubble is ZB-V's V-shape (not this). */
+		 * rank or more (torchtitan/distributed/pipeline_parallel.py).
+		 * ZB-V is torchtitan's ZBVZeroBubble (PyTorch's
+		 * ScheduleZBVZeroBubble, two stages a rank in a V: pipeline_llm's
+		 * default for a multi-stage schedule); Megatron-LM and Bridge
+		 * have no V. */
+		if (l->schedule == LAYOUT_ZBV) /* torchtitan's ZBVZeroBubble */
+			return fw == FRAME_TORCHTITAN || l->pp == 1;
 		if (layout_zb(l->schedule))
 			return l->pp == 1;
 		return fw == FRAME_TORCHTITAN || l->schedule != LAYOUT_GPIPE || l->pp == 1;
@@ -1145,6 +1150,7 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 			put(E, "parallelism.pipeline_parallel_schedule",
 			    l->schedule == LAYOUT_GPIPE	 ? "\"GPipe\""
 			    : l->schedule == LAYOUT_1F1B ? "\"1F1B\""
+			    : l->schedule == LAYOUT_ZBV	 ? "\"ZBVZeroBubble\""
 							 : "\"Interleaved1F1B\"");
 		return; /* Megatron-LM: 1F1B, interleaved with vp */
 	case LK_microbatches:
@@ -1803,14 +1809,15 @@ static int special_in(const char *path, int line, const char *name, const char *
 		I->schedule = s && strcmp(s, "GPipe") == 0	       ? LAYOUT_GPIPE
 			      : s && strcmp(s, "1F1B") == 0	       ? LAYOUT_1F1B
 			      : s && strcmp(s, "Interleaved1F1B") == 0 ? LAYOUT_INTERLEAVED
+			      : s && strcmp(s, "ZBVZeroBubble") == 0   ? LAYOUT_ZBV
 								       : -2;
 		if (I->schedule == -2)
 			return prism_err_set(
 			    err, PRISM_EFORMAT,
-			    "%s:%d: %s '%s': prism models GPipe, 1F1B and "
-			    "Interleaved1F1B here (its zero-bubble zb-1p and zb-2p "
-			    "run one stage a rank, which torchtitan's "
-			    "InterleavedZeroBubble and ZBVZeroBubble do not)",
+			    "%s:%d: %s '%s': prism models GPipe, 1F1B, "
+			    "Interleaved1F1B and ZBVZeroBubble here (its zero-bubble "
+			    "zb-1p and zb-2p run one stage a rank, which torchtitan's "
+			    "InterleavedZeroBubble does not)",
 			    path, line, name, s ? s : "");
 	} else if (IS("--global-batch-size") || IS("train.global_batch_size") ||
 		   IS("training.global_batch_size")) {
@@ -2157,7 +2164,17 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 					     path, I->vp_layers, m->layers, pp);
 		I->vp = m->layers / (pp * I->vp_layers);
 	}
-	if (I->vp > 1 || I->schedule == LAYOUT_INTERLEAVED) {
+	if (I->schedule == LAYOUT_ZBV) {
+		/* Two stages a rank in a V (ScheduleZBVZeroBubble refuses
+		 * any other number). */
+		if (I->vp > 0 && I->vp != 2)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s: ZBVZeroBubble runs 2 stages a rank, the layers "
+					     "per stage make %d",
+					     path, I->vp);
+		l->schedule = LAYOUT_ZBV;
+		l->vp = 1;
+	} else if (I->vp > 1 || I->schedule == LAYOUT_INTERLEAVED) {
 		l->schedule = LAYOUT_INTERLEAVED;
 		l->vp = I->vp > 1 ? I->vp : 2;
 		*given |= LK_BIT(LK_vp);

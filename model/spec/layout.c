@@ -17,7 +17,8 @@ void layout_default(struct layout *l)
 }
 
 static const char *const recompute_names[] = {"none", "selective", "full"};
-static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p"};
+static const char *const schedule_names[] = {"gpipe", "1f1b",  "interleaved",
+					     "zb-1p", "zb-2p", "zb-v"};
 static const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p"};
 static const char *const fp8_recipe_names[] = {"delayed", "current", "blockwise", "mxfp8"};
 static const char *const dp_impl_names[] = {"megatron", "deepspeed", "fsdp", "fsdp2"};
@@ -151,7 +152,7 @@ int layout_rc(const struct layout *l, int bit)
 
 const char *layout_schedule_name(int s)
 {
-	return name_of(schedule_names, LAYOUT_ZB2P + 1, s);
+	return name_of(schedule_names, LAYOUT_ZBV + 1, s);
 }
 
 int layout_schedule_parse(const char *s)
@@ -161,17 +162,131 @@ int layout_schedule_parse(const char *s)
 		return LAYOUT_ZB1P;
 	if (strcmp(s, "zb-h2") == 0)
 		return LAYOUT_ZB2P;
-	return index_of(schedule_names, LAYOUT_ZB2P + 1, s);
+	if (strcmp(s, "zbv") == 0)
+		return LAYOUT_ZBV;
+	return index_of(schedule_names, LAYOUT_ZBV + 1, s);
 }
 
 int layout_zb(int schedule)
 {
-	return schedule == LAYOUT_ZB1P || schedule == LAYOUT_ZB2P;
+	return schedule == LAYOUT_ZB1P || schedule == LAYOUT_ZB2P || schedule == LAYOUT_ZBV;
 }
 
-int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb)
+int layout_stage_chunks(const struct layout *l)
+{
+	if (l->schedule == LAYOUT_ZBV)
+		return 2;
+	if (l->schedule == LAYOUT_INTERLEAVED && l->vp > 1)
+		return l->vp;
+	return 1;
+}
+
+int layout_chunk_model(const struct layout *l, int s, int c)
+{
+	if (l->schedule == LAYOUT_ZBV)
+		return c == 0 ? s : 2 * l->pp - 1 - s;
+	return c * l->pp + s;
+}
+
+void layout_chunk_place(const struct layout *l, int k, int *s, int *c)
+{
+	int p = l->pp > 0 ? l->pp : 1;
+	*c = k / p;
+	*s = k % p;
+	if (l->schedule == LAYOUT_ZBV && *c == 1)
+		*s = p - 1 - *s;
+}
+
+int layout_head_stage(const struct layout *l)
+{
+	int s, c;
+	layout_chunk_place(l, l->pp * layout_stage_chunks(l) - 1, &s, &c);
+	return s;
+}
+
+/* ZB-V's passes (layout_zb_next): its phases' groups of passes, by
+ * (chunk, pass) -- 0x00 F0, 0x01 B0, 0x02 W0, 0x10 F1 ... -- and the
+ * number of groups of each phase (-1: while its condition holds). */
+static const unsigned char zbv_group[8][6] = {{0x00},
+					      {0x10, 0x00},
+					      {0x10, 0x11, 0x12},
+					      {0x00, 0x01, 0x02, 0x10, 0x11, 0x12},
+					      {0x01, 0x11},
+					      {0x01, 0x02},
+					      {0x12},
+					      {0x02}};
+static const int zbv_len[8] = {1, 2, 3, 6, 2, 2, 1, 1};
+
+static int zbv_next(const struct layout *l, int s, struct layout_zb *it, int *mb, int *ch)
+{
+	int p = l->pp, m = l->microbatches, n = m > 2 * p - 1 ? m : 2 * p - 1;
+	for (;;) {
+		int groups, op, *cnt;
+		switch (it->phase) {
+		case 0:
+			groups = 2 * (p - s) - 1;
+			break;
+		case 1:
+			groups = s;
+			break;
+		case 2:
+			groups = p - s;
+			break;
+		case 3: /* tested before each group, as PyTorch's while */
+			groups = it->sub || it->f1 < it->f || it->f < n ? it->count + 1 : it->count;
+			break;
+		case 4:
+			groups = s;
+			break;
+		case 5:
+			groups = p - s;
+			break;
+		case 6:
+			groups = it->w1 < it->b1 ? it->count + 1 : it->count;
+			break;
+		case 7:
+			groups = it->w < it->b ? it->count + 1 : it->count;
+			break;
+		default:
+			return -1;
+		}
+		if (it->count >= groups) {
+			it->phase++;
+			it->count = it->sub = 0;
+			continue;
+		}
+		op = zbv_group[it->phase][it->sub];
+		if (++it->sub == zbv_len[it->phase]) {
+			it->sub = 0;
+			it->count++;
+		}
+		/* The stable phase's F0 only while chunk 0 has forwards left. */
+		if (it->phase == 3 && op == 0x00 && it->f >= n)
+			continue;
+		*ch = op >> 4;
+		switch (op & 15) {
+		case LAYOUT_PASS_F:
+			cnt = *ch ? &it->f1 : &it->f;
+			break;
+		case LAYOUT_PASS_B:
+			cnt = *ch ? &it->b1 : &it->b;
+			break;
+		default:
+			cnt = *ch ? &it->w1 : &it->w;
+			break;
+		}
+		*mb = (*cnt)++;
+		if (*mb < m)
+			return op & 15;
+	}
+}
+
+int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb, int *ch)
 {
 	int p = l->pp, m = l->microbatches, two = l->schedule == LAYOUT_ZB2P;
+	if (l->schedule == LAYOUT_ZBV)
+		return zbv_next(l, s, it, mb, ch);
+	*ch = 0;
 	int warm = two ? 2 * (p - s) - 1 : p - s - 1;
 	if (warm > m)
 		warm = m;
@@ -204,7 +319,7 @@ int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb)
 			*mb = it->w++;
 			return LAYOUT_PASS_W;
 		}
-		return layout_zb_next(l, s, it, mb);
+		return layout_zb_next(l, s, it, mb, ch);
 	}
 	/* ZB2P: B, then [W where 2p - 1 are held] F, or W once no F is left. */
 	if (it->sub == 0) {
@@ -729,8 +844,8 @@ int layout_stage_layers(const struct llm *m, const struct layout *l, int s)
 {
 	if (l->pp > 1 && l->part_chunks) {
 		int n = 0;
-		for (int k = s; k < l->part_chunks; k += l->pp)
-			n += l->part[k];
+		for (int c = 0; c < layout_stage_chunks(l); c++)
+			n += layout_chunk_layers(m, l, s, c);
 		return n;
 	}
 	if (l->pp > 1 && l->part[0] > 0)
@@ -740,18 +855,20 @@ int layout_stage_layers(const struct llm *m, const struct layout *l, int s)
 
 int layout_chunk_layers(const struct llm *m, const struct layout *l, int s, int c)
 {
-	int v = l->vp > 0 ? l->vp : 1, k = c * l->pp + s;
+	int k = layout_chunk_model(l, s, c);
 	if (l->pp > 1 && l->part_chunks)
 		return k < l->part_chunks ? l->part[k] : 0;
-	return layout_stage_layers(m, l, s) / v;
+	return layout_stage_layers(m, l, s) / layout_stage_chunks(l);
 }
 
 int layout_chunk_first(const struct llm *m, const struct layout *l, int s, int c)
 {
-	int first = 0;
-	/* Chunks in model order: chunk c of stage s is model chunk c pp + s. */
-	for (int k = 0; k < c * l->pp + s; k++)
-		first += layout_chunk_layers(m, l, k % l->pp, k / l->pp);
+	int first = 0, ks, kc;
+	/* The model chunks before it, wherever they sit. */
+	for (int k = 0; k < layout_chunk_model(l, s, c); k++) {
+		layout_chunk_place(l, k, &ks, &kc);
+		first += layout_chunk_layers(m, l, ks, kc);
+	}
 	return first;
 }
 
@@ -1178,7 +1295,7 @@ static int check_experts(const struct llm *m, const struct layout *l, const stru
 static int first_last(const struct llm *m, const struct layout *l, uint16_t *part,
 		      struct prism_err *err)
 {
-	int p = l->pp, v = l->vp > 0 ? l->vp : 1, F = l->part_first, K = l->part_last;
+	int p = l->pp, v = layout_stage_chunks(l), F = l->part_first, K = l->part_last;
 	long rest = m->layers - F - K;
 	int left = p - (F > 0) - (K > 0), each;
 	char name[48];
@@ -1217,7 +1334,7 @@ static int first_last(const struct llm *m, const struct layout *l, uint16_t *par
 
 int layout_check_partition(const struct llm *m, const struct layout *l, struct prism_err *err)
 {
-	int p = l->pp, v = l->vp > 0 ? l->vp : 1, L = m->layers, pt = l->partition;
+	int p = l->pp, v = layout_stage_chunks(l), L = m->layers, pt = l->partition;
 
 	if (p < 2)
 		return 0;
@@ -1322,7 +1439,7 @@ int layout_check_partition(const struct llm *m, const struct layout *l, struct p
 int layout_partition_place(const struct llm *m, const struct layout *l, struct layout *out,
 			   struct prism_err *err)
 {
-	int p = l->pp, v = l->vp > 0 ? l->vp : 1, L = m->layers, pt = l->partition, rc;
+	int p = l->pp, v = layout_stage_chunks(l), L = m->layers, pt = l->partition, rc;
 
 	if ((rc = layout_check_partition(m, l, err)))
 		return rc;
@@ -1560,6 +1677,11 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 					     "divisible by pp (%d)",
 					     l->microbatches, l->pp);
 	} else if (l->vp != 1) {
+		if (l->schedule == LAYOUT_ZBV)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: zb-v places its own two chunks a stage in a "
+					     "V: vp %d must stay 1",
+					     l->vp);
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: virtual stages %d need the interleaved schedule",
 				     l->vp);

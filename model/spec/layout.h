@@ -48,7 +48,16 @@ enum layout_lora_target {
  * input gradient: every kernel of the backward but the weight-gradient
  * GEMMs) and W (those GEMMs), W deferred to fill the bubble (Qi et al.,
  * "Zero Bubble Pipeline Parallelism", ICLR 2024; layout_zb_next). */
-enum layout_schedule { LAYOUT_GPIPE, LAYOUT_1F1B, LAYOUT_INTERLEAVED, LAYOUT_ZB1P, LAYOUT_ZB2P };
+/* ZBV is the paper's ZB-V (its section 6): two model chunks a stage in a
+ * V, stage s holding chunks s and 2p - 1 - s (layout_chunk_model). */
+enum layout_schedule {
+	LAYOUT_GPIPE,
+	LAYOUT_1F1B,
+	LAYOUT_INTERLEAVED,
+	LAYOUT_ZB1P,
+	LAYOUT_ZB2P,
+	LAYOUT_ZBV
+};
 enum layout_cp_comm { LAYOUT_CP_P2P, LAYOUT_CP_ALLGATHER, LAYOUT_CP_A2A, LAYOUT_CP_A2A_P2P };
 /* How fp8 GEMMs are scaled (Transformer Engine's recipes, Megatron-LM's
  * --fp8-recipe; docs/MODEL.md "Mixed precision"): per tensor from an amax
@@ -257,9 +266,26 @@ int layout_rc(const struct layout *l, int bit);
 const char *layout_schedule_name(int schedule);
 int layout_schedule_parse(const char *s);
 
-/* 1 for the zero-bubble schedules (ZB1P, ZB2P), whose backward runs as a
- * B and a W pass. */
+/* 1 for the zero-bubble schedules (ZB1P, ZB2P, ZBV), whose backward runs
+ * as a B and a W pass. */
 int layout_zb(int schedule);
+
+/* The model chunks a stage holds: vp under the interleaved schedule, 2
+ * under ZBV's V, else 1. */
+int layout_stage_chunks(const struct layout *l);
+
+/* Where the model's chunks sit, the one home of that fact: the model
+ * chunk (0 .. pp x layout_stage_chunks - 1, in the model's order) that
+ * chunk c of stage s holds -- c pp + s (Megatron's interleaving), or in
+ * ZBV's V s for c 0 and 2 pp - 1 - s for c 1 (PyTorch's
+ * generate_stage_to_rank_mapping(style="v")) -- and back: the stage and
+ * chunk holding model chunk k. */
+int layout_chunk_model(const struct layout *l, int s, int c);
+void layout_chunk_place(const struct layout *l, int k, int *s, int *c);
+
+/* The stage holding the model's last chunk (the final norm, the output
+ * layer, the loss, the MTP depths): pp - 1, or 0 in ZBV's V. */
+int layout_head_stage(const struct layout *l);
 
 /* A zero-bubble stage's passes in order, one at a time: zero `it`, then
  * each layout_zb_next() gives the next pass's kind (LAYOUT_PASS_*) and
@@ -277,13 +303,25 @@ int layout_zb(int schedule);
  *    next forward (after the oldest W where 2p - 1 microbatches are held
  *    from F to W), else the oldest W; the remaining W last.  At most 2p - 1
  *    held.
+ *  - ZBV (ZB-V, PyTorch's ScheduleZBVZeroBubble
+ *    _calculate_single_rank_operations, two chunks a stage, *ch the
+ *    stage's chunk): with n = max(m, 2p - 1), 2 (p - s) - 1 forwards of
+ *    chunk 0; s pairs F1 F0; p - s groups F1 B1 W1; then, while chunk 1
+ *    has fewer forwards than chunk 0 or chunk 0 fewer than n, F0 (while
+ *    fewer than n) B0 W0 F1 B1 W1; then s pairs B0 B1, p - s pairs B0 W0,
+ *    the remaining W of chunk 1, then chunk 0's.  The passes of
+ *    microbatches m .. n - 1 are left out (PyTorch's None).  The most
+ *    held from F to W is 1F1B's stage 0's: p microbatches' worth of
+ *    activations, each chunk half a stage's (the paper's section 6).
  * No allocation; O(1) a pass. */
 enum layout_pass { LAYOUT_PASS_F, LAYOUT_PASS_B, LAYOUT_PASS_W };
 struct layout_zb {
-	int f, b, w; /* forwards, B and W passes given so far */
-	int sub;     /* where in the step of one backward */
+	int f, b, w;	  /* forwards, B and W passes given so far (ZBV: chunk 0's) */
+	int f1, b1, w1;	  /* ZBV: chunk 1's */
+	int sub;	  /* where in the step of one backward */
+	int phase, count; /* ZBV: which of its phases, and groups done in it */
 };
-int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb);
+int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb, int *ch);
 /* "p2p", "all_gather", "a2a", "a2a+p2p" (Transformer Engine's names;
  * "allgather" is read too). */
 const char *layout_cp_comm_name(int cp_comm);
@@ -401,7 +439,7 @@ double layout_bucket_params(const struct layout *l, double grad_bytes);
 int layout_stage_layers(const struct llm *m, const struct layout *l, int s);
 int layout_chunk_layers(const struct llm *m, const struct layout *l, int s, int c);
 
-/* The first layer of chunk c of stage s (chunks in model order: c x pp + s). */
+/* The first layer of chunk c of stage s (layout_chunk_model's order). */
 int layout_chunk_first(const struct llm *m, const struct layout *l, int s, int c);
 
 /* Mixture-of-experts layers of chunk c of stage s. */
@@ -508,10 +546,10 @@ enum layout_show {
 		  "batch)",                                                                        \
 	  .flags = LK_STORE | LK_JSON | LK_EDIT, .key = "mb", .key_group = LK_KEY_ALWAYS,          \
 	  .show = LK_SHOW_ALWAYS, .desc = 106)                                                     \
-	X(schedule, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_ZB2P,                         \
+	X(schedule, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_ZBV,                         \
 	  .def = LAYOUT_1F1B, .parse = layout_schedule_parse, .name = layout_schedule_name,        \
 	  .opt = "schedule", .arg = "S",                                                          \
-	  .help = "pipeline schedule: gpipe, 1f1b, interleaved, zb-1p or zb-2p (zero bubble)",    \
+	  .help = "pipeline schedule: gpipe, 1f1b, interleaved, zb-1p, zb-2p or zb-v (zero bubble)", \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "sched", .key_group = LK_KEY_ALWAYS,      \
 	  .show = LK_SHOW_ALWAYS, .desc = 107, .digit = 4)                                         \
 	X(recompute, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_RECOMPUTE_FULL, .def = 0,    \

@@ -379,7 +379,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	const struct hw_profile *hw = in->hw;
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
-	int tp = l->tp, pp = l->pp, dp = l->dp, v = l->vp > 0 ? l->vp : 1, cp = layout_cp(l);
+	int tp = l->tp, pp = l->pp, dp = l->dp, v = layout_stage_chunks(l), cp = layout_cp(l);
 	double peak = hw->peak_flops[in->lay.dtype], sum = 0, worst = -1, tail = 0, fill = 1;
 	struct terms T;
 	int rc;
@@ -418,10 +418,11 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		struct mem_stage ms;
 		double n = layout_stage_layers(m, &T.lay, s), c, slot, dpt, exposed, opt, nm = 0,
 		       Pe = 0, md, me, off = 0;
-		double emb = s == 0 ? T.emb : 0, head = s == pp - 1 ? T.head : 0;
+		int hs = layout_head_stage(l); /* the head's stage: the last, or 0 in a V */
+		double emb = s == 0 ? T.emb : 0, head = s == hs ? T.head : 0;
 		for (int ch = 0; ch < v; ch++)
 			nm += layout_chunk_moe(m, &T.lay, s, ch);
-		if (s == pp - 1 && m->mtp_layers > 0) {
+		if (s == hs && m->mtp_layers > 0) {
 			/* Multi-token prediction: a layer of the last one's kind
 			 * and a head and loss more a depth (eh_proj left out). */
 			n += m->mtp_layers;
@@ -527,12 +528,13 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			}
 			/* Zero-bubble schedules: the fill and drain of (p - 1)
 			 * stages' F + B + W shrinks to (p - 1) max(F, F + B - W)
-			 * (ZB-1p) or max(F, F + B - 2W) (ZB-2p), B and W the
-			 * backward's parts (Qi et al. 2024, Table 1 with the
-			 * forwards the last stage waits for; test_zb_bubble). */
+			 * (ZB-1p) or max(F, F + B - 2W) (ZB-2p, and ZB-V over its
+			 * two chunks), B and W the backward's parts (Qi et al.
+			 * 2024, Table 1 with the forwards the last stage waits
+			 * for; test_zb_bubble). */
 			if (layout_zb(l->schedule) && slot > worst && gf + gb > 0) {
 				double gw = (n - nm) * T.lw + nm * T.mlw,
-				       k = l->schedule == LAYOUT_ZB2P ? 3 : 2;
+				       k = l->schedule == LAYOUT_ZB1P ? 2 : 3;
 				fill = fmax(gf, gf + gb - k * gw) / (gf + gb);
 			}
 		}

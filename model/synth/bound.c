@@ -519,7 +519,9 @@ static double tp_round_s(const struct synth_in *in, double bs)
  * step holds, for each k, the forwards before it and its work, or the
  * forwards before it, its work less its W parts (dense_w, moe_w a
  * layer's least weight-gradient GEMMs; a third of the logits' GEMMs) and
- * the B passes of the stages before it.
+ * the B passes of the stages before it.  Under ZB-V's V stage k's chunk 0
+ * is model chunk k, as 1F1B's, and its last pass a B of it (or a W): the
+ * same holds with both chunks' work and the head on stage 0.
  */
 /* The least work of chunk c of stage k: its layers' by their kinds
  * (kindw, a hybrid model's), or its dense and MoE layers'. */
@@ -546,7 +548,7 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 	double h = m->hidden, t = l->tp;
 	struct layout r;
 	double fill = 0, best = 0, logits = 0, ffill = 0, fillw = 0;
-	int zb = layout_zb(l->schedule);
+	int zb = layout_zb(l->schedule), hs = layout_head_stage(l), v = layout_stage_chunks(l);
 
 	synth_mem_layout(in, &r);
 	if (!in->bare)
@@ -557,7 +559,7 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 	for (int k = 0; k < l->pp; k++) {
 		double w = 0, wm = 0, ww;
 		int c0 = layout_chunk_layers(m, &r, k, 0), c0m = layout_chunk_moe(m, &r, k, 0);
-		for (int c = 0; c < l->vp; c++) {
+		for (int c = 0; c < v; c++) {
 			w += layout_chunk_layers(m, &r, k, c);
 			wm += layout_chunk_moe(m, &r, k, c);
 		}
@@ -572,14 +574,14 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 		} else {
 			w *= (double)l->microbatches * dense;
 		}
-		if (k == l->pp - 1) {
+		if (k == hs) {
 			w += logits;
 			ww += layout_lora(l, 0) ? 0 : logits / 3;
 		}
 		/* Multi-token prediction: each depth's layer (the last decoder
 		 * layer's kind) and logits on the last stage (its eh_proj left
 		 * out: a weaker bound). */
-		if (k == l->pp - 1 && m->mtp_layers > 0 && !in->bare) {
+		if (k == hs && m->mtp_layers > 0 && !in->bare) {
 			int mo = llm_is_moe_layer(m, m->layers - 1);
 			w +=
 			    m->mtp_layers * (logits + (double)l->microbatches * (mo ? moe : dense));

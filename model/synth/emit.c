@@ -20,7 +20,7 @@
 #include "comm.h"
 #include "vec.h"
 
-static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25, 26};
+static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30};
 
 static int64_t ns(double s)
 {
@@ -163,7 +163,8 @@ static int in_region(const struct ctx *c, int r, int st)
 	const struct rankst *k = &c->rk[r];
 	int e = c->in->lay.exec;
 	if (e == LAYOUT_EXEC_EAGER || st == S_DP || (st >= S_SENDF && st <= S_RECVB) ||
-	    (k->phase != PH_FORWARD && k->phase != PH_BACKWARD) || (k->layer < 0 && !c->dry))
+	    st >= S_SENDF2 || (k->phase != PH_FORWARD && k->phase != PH_BACKWARD) ||
+	    (k->layer < 0 && !c->dry))
 		return 0;
 	return e != LAYOUT_EXEC_GRAPHS || k->layer < 0 || !llm_is_moe_layer(&c->in->m, k->layer);
 }
@@ -386,6 +387,8 @@ int se_procs(struct ctx *c)
 		for (int st = 0; st < S_N; st++) {
 			c->rk[r].last[st] = NONE32;
 			if (st == S_OFF && c->in->lay.offload_layers <= 0)
+				continue;
+			if (st >= S_SENDF2 && c->in->lay.schedule != LAYOUT_ZBV)
 				continue;
 			p.gpu = 1;
 			p.pid = r;

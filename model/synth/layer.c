@@ -1863,9 +1863,10 @@ void sl_shape(const struct synth_in *in, struct shape *z)
 	z->train = layout_lora(&in->lay, 0) ? layout_lora_params(&in->m, &in->lay) : z->params;
 	z->gated = in->m.gated;
 	z->p = in->lay.pp;
-	z->v = in->lay.vp;
+	z->v = layout_stage_chunks(&in->lay);
+	z->head = layout_head_stage(&in->lay);
 	z->m = in->lay.microbatches;
-	z->L = in->m.layers / (in->lay.pp * in->lay.vp);
+	z->L = in->m.layers / (in->lay.pp * z->v);
 	/* A ring's neighbours share an NVLink domain when the cp x tp ranks
 	 * fit one (Megatron-LM's order: tp, then cp). */
 	z->cp_per_node = in->hw && (int64_t)z->cp * in->lay.tp <= hw_domain(in->hw) ? 2 : 1;

@@ -66,7 +66,8 @@ static void hybrid_balance(const struct synth_in *in, int p, double emb, double 
 
 int synth_partition(const struct synth_in *in, struct layout *out, struct prism_err *err)
 {
-	int p = in->lay.pp, v = in->lay.vp > 0 ? in->lay.vp : 1, L = in->m.layers, rc;
+	int p = in->lay.pp, v = layout_stage_chunks(&in->lay), L = in->m.layers, rc;
+	int hs = layout_head_stage(&in->lay);
 	uint16_t *part = out->part;
 
 	if (in->lay.partition != LAYOUT_PART_BALANCED || p < 2) {
@@ -84,7 +85,7 @@ int synth_partition(const struct synth_in *in, struct layout *out, struct prism_
 	{
 		/* Balanced: each stage gets v layers (one a chunk), then each
 		 * further v layers go where the stage's time after them is the
-		 * least -- the first stage's embedding and the last's head count
+		 * least -- the first stage's embedding and the head's stage's head count
 		 * in -- the later stage on ties (the earlier ones hold more
 		 * activations).  With identical increments this greedy choice
 		 * minimises the largest stage time. */
@@ -121,7 +122,7 @@ int synth_partition(const struct synth_in *in, struct layout *out, struct prism_
 		}
 		for (int s = 0; s < p; s++) {
 			part[s] = (uint16_t)v;
-			load[s] = v * (f + b) + (s == 0 ? emb : 0) + (s == p - 1 ? head : 0);
+			load[s] = v * (f + b) + (s == 0 ? emb : 0) + (s == hs ? head : 0);
 		}
 		for (int left = L - p * v; left > 0; left -= v) {
 			int best = p - 1;

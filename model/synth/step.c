@@ -3,7 +3,8 @@
  * (the forward or backward of one microbatch on one model chunk) in the
  * order GPipe, 1F1B or interleaved 1F1B runs them, or the B and W
  * passes of a zero-bubble schedule (layout_zb_next); the activations and
- * their gradients between stages; the gradients' buckets and their
+ * their gradients between stages, from and to the model chunks before and
+ * after (layout_chunk_model: ZB-V's V too, its turn in place); the gradients' buckets and their
  * reduction over the data-parallel groups (all-reduce, ZeRO's
  * reduce-scatter, hybrid sharding, the experts' own group); ZeRO's weight
  * gathers; the optimizer; the closing sync.  Layers come from layer.c,
@@ -14,6 +15,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "comm.h"
 
@@ -50,11 +52,22 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 		      pg);
 }
 
+/* 1 where chunk ch's activations go down the ranks (ZB-V's second
+ * chunk: layout_chunk_model places its model chunks from the last stage
+ * back to stage 0): its transfers take the *2 streams (synth_int.h). */
+static int descends(const struct ctx *c, int ch)
+{
+	return c->lay.pp > 1 &&
+	       layout_chunk_model(&c->lay, 0, ch) > layout_chunk_model(&c->lay, 1, ch);
+}
+
 /* A unit's input from stage os, chunk oc (fwd: the activations, else
  * their gradients), which its compute waits for. */
 static void pp_recv(struct ctx *c, int r, int os, int oc, const struct shape *z, int fwd)
 {
 	int st = fwd ? S_RECVF : S_RECVB;
+	if (descends(c, oc))
+		st = fwd ? S_RECVF2 : S_RECVB2;
 	pp_transfer(c, r, st, GC_RECV, os, oc, z, fwd);
 	se_event_wait(c, r, st, S_COMPUTE);
 }
@@ -64,6 +77,8 @@ static void pp_recv(struct ctx *c, int r, int os, int oc, const struct shape *z,
 static void pp_send(struct ctx *c, int r, int s, int ch, const struct shape *z, int fwd)
 {
 	int st = fwd ? S_SENDF : S_SENDB;
+	if (descends(c, ch))
+		st = fwd ? S_SENDF2 : S_SENDB2;
 	se_event_wait(c, r, S_COMPUTE, st);
 	pp_transfer(c, r, st, GC_SEND, s, ch, z, fwd);
 	if (!c->in->lay.pp_overlap)
@@ -92,19 +107,19 @@ static double head_params(const struct ctx *c, int r)
 void synth_extra_params(const struct synth_in *in, int stage, double *first, double *last)
 {
 	const struct llm *m = &in->m;
-	*first =
-	    stage != in->lay.pp - 1
-		? 0
-		: 2.0 * m->hidden +
-		      (m->untied || in->lay.pp > 1 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
+	int head = layout_head_stage(&in->lay); /* 0 where the embedding's stage holds it */
+	*first = stage != head
+		     ? 0
+		     : 2.0 * m->hidden +
+			   (m->untied || head != 0 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
 	/* Multi-token prediction on the last stage: each depth's eh_proj
 	 * (column parallel) and norms, and the word embedding it looks up
 	 * (GPTModel builds it where mtp_process; with untied heads on more
 	 * than one stage a copy of stage 0's). */
-	if (stage == in->lay.pp - 1 && m->mtp_layers > 0)
+	if (stage == head && m->mtp_layers > 0)
 		*first +=
 		    m->mtp_layers * (2.0 * m->hidden * m->hidden / in->lay.tp + 6.0 * m->hidden) +
-		    (m->untied && in->lay.pp > 1 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
+		    (m->untied && head != 0 ? (double)m->vocab * m->hidden / in->lay.tp : 0);
 	*last = stage != 0 ? 0
 			   : (double)m->vocab * m->hidden / in->lay.tp +
 				 (m->rope ? 0 : (double)m->seq * m->hidden);
@@ -381,35 +396,39 @@ static void gather_before(struct ctx *c, int r, const struct shape *z, int depth
 }
 
 /* The stage and chunk a forward unit of (s, ch) gets its input from (0
- * if any, with *ps and *pc set), and sends its output to. */
-static int fwd_prev(const struct shape *z, int s, int ch, int *ps, int *pc)
+ * if none, or if it is the same stage's: ZB-V's turn hands over in place),
+ * with *ps and *pc set; and where it sends its output.  The model chunk
+ * before or after, wherever layout_chunk_model places it. */
+static int fwd_nb(const struct ctx *c, const struct shape *z, int s, int ch, int d, int *ps,
+		  int *pc)
 {
-	if (s > 0) {
-		*ps = s - 1;
-		*pc = ch;
-		return 1;
-	}
-	if (ch > 0) {
-		*ps = z->p - 1;
-		*pc = ch - 1;
-		return 1;
-	}
-	return 0;
+	int k = layout_chunk_model(&c->lay, s, ch) + d;
+	if (k < 0 || k >= z->p * z->v)
+		return 0;
+	layout_chunk_place(&c->lay, k, ps, pc);
+	return *ps != s;
 }
 
-static int fwd_next(const struct shape *z, int s, int ch, int *ns_, int *nc)
+static int fwd_prev(const struct ctx *c, const struct shape *z, int s, int ch, int *ps, int *pc)
 {
-	if (s < z->p - 1) {
-		*ns_ = s + 1;
-		*nc = ch;
-		return 1;
-	}
-	if (ch < z->v - 1) {
-		*ns_ = 0;
-		*nc = ch + 1;
-		return 1;
-	}
-	return 0;
+	return fwd_nb(c, z, s, ch, -1, ps, pc);
+}
+
+static int fwd_next(const struct ctx *c, const struct shape *z, int s, int ch, int *ns_, int *nc)
+{
+	return fwd_nb(c, z, s, ch, 1, ns_, nc);
+}
+
+/* The unit holds the model's first chunk (the embedding) or its last
+ * (the head and the loss). */
+static int first_chunk_of(const struct ctx *c, int s, int ch)
+{
+	return layout_chunk_model(&c->lay, s, ch) == 0;
+}
+
+static int last_chunk_of(const struct ctx *c, const struct shape *z, int s, int ch)
+{
+	return layout_chunk_model(&c->lay, s, ch) == z->p * z->v - 1;
 }
 
 static void set_ann(struct ctx *c, int r, int32_t layer, int phase, int32_t mb)
@@ -499,7 +518,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 {
 	const struct synth_in *in = c->in;
 	int r = s, os, oc;
-	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
+	int first_chunk = first_chunk_of(c, s, ch), last_chunk = last_chunk_of(c, z, s, ch);
 	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
 	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
 	int noff = offload_n(c, nl);
@@ -509,7 +528,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		c->oom = 1;
 		return;
 	}
-	if (fwd_prev(z, s, ch, &os, &oc))
+	if (fwd_prev(c, z, s, ch, &os, &oc))
 		pp_recv(c, r, os, oc, z, 1);
 	if (first_chunk && !in->bare) {
 		if (depth >= 0) /* the embedding's weights, sharded too */
@@ -540,7 +559,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		mtp_depths(c, r, z, 1, depth, 0, SL_PASS_ALL);
 		sl_head_fwd(c, r, z);
 	}
-	if (fwd_next(z, s, ch, &os, &oc))
+	if (fwd_next(c, z, s, ch, &os, &oc))
 		pp_send(c, r, s, ch, z, 1);
 }
 
@@ -557,7 +576,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 {
 	const struct synth_in *in = c->in;
 	int r = s, os, oc;
-	int first_chunk = s == 0 && ch == 0, last_chunk = s == z->p - 1 && ch == z->v - 1;
+	int first_chunk = first_chunk_of(c, s, ch), last_chunk = last_chunk_of(c, z, s, ch);
 	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
 	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
 	/* Gradients are reduced in the last microbatch's backward of each
@@ -572,7 +591,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		c->oom = 1;
 		return;
 	}
-	if (pass != SL_PASS_W && fwd_next(z, s, ch, &os, &oc))
+	if (pass != SL_PASS_W && fwd_next(c, z, s, ch, &os, &oc))
 		pp_recv(c, r, os, oc, z, 0);
 	if (last_chunk && !in->bare) {
 		in_pass(c, pass, sl_head_bwd, r, z);
@@ -607,7 +626,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	 * microbatch's, the others wait for the stage's last backward. */
 	if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
 		grad_flush(c, r, z);
-	if (pass != SL_PASS_W && fwd_prev(z, s, ch, &os, &oc))
+	if (pass != SL_PASS_W && fwd_prev(c, z, s, ch, &os, &oc))
 		pp_send(c, r, s, ch, z, 0);
 }
 
@@ -682,13 +701,14 @@ static void unit_of(const struct shape *z, int k, int fwd, int *mb, int *ch)
  * gradients (under ZeRO-2/3 every W). */
 static void zb_step(struct ctx *c, int s, const struct shape *z)
 {
-	struct layout_zb it = {0, 0, 0, 0};
-	int mb, pass;
-	while ((pass = layout_zb_next(&c->in->lay, s, &it, &mb)) >= 0 && !c->oom) {
+	struct layout_zb it;
+	int mb, ch, pass;
+	memset(&it, 0, sizeof(it));
+	while ((pass = layout_zb_next(&c->in->lay, s, &it, &mb, &ch)) >= 0 && !c->oom) {
 		if (pass == LAYOUT_PASS_F)
-			unit(c, s, 0, mb, 1, 0, SL_PASS_ALL, z);
+			unit(c, s, ch, mb, 1, 0, SL_PASS_ALL, z);
 		else
-			unit(c, s, 0, mb, 0, mb == z->m - 1,
+			unit(c, s, ch, mb, 0, mb == z->m - 1,
 			     pass == LAYOUT_PASS_B ? SL_PASS_B : SL_PASS_W, z);
 	}
 	grad_flush(c, s, z);
@@ -792,7 +812,7 @@ static void gather_updated(struct ctx *c, int r, const struct shape *z)
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
-	for (int k = 0; r == z->p - 1 && !c->in->bare && k < m->mtp_layers; k++)
+	for (int k = 0; r == z->head && !c->in->bare && k < m->mtp_layers; k++)
 		gather(c, r, z, dense_params(c, z, m->layers - 1), 0);
 	if (!lora(c) && embed_params(c, r) + head_params(c, r) > 0)
 		gather(c, r, z, embed_params(c, r) + head_params(c, r), 0);
@@ -821,7 +841,7 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	/* The MTP depths' experts (their layers of the last one's kind). */
-	for (int k = 0; r == z->p - 1 && !c->in->bare && llm_is_moe_layer(m, m->layers - 1) &&
+	for (int k = 0; r == z->head && !c->in->bare && llm_is_moe_layer(m, m->layers - 1) &&
 			k < m->mtp_layers;
 	     k++)
 		se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL",
@@ -839,8 +859,8 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	/* The word embedding on two stages: tied to the head, or looked up by
 	 * the MTP depths (finalize_model_grads.py
 	 * _get_shared_word_embedding_weight: mtp_num_layers). */
-	int tied =
-	    (!m->untied || m->mtp_layers > 0) && z->p > 1 && (r == 0 || r == z->p - 1) && !lora(c);
+	int tied = (!m->untied || m->mtp_layers > 0) && z->head != 0 && (r == 0 || r == z->head) &&
+		   !lora(c);
 
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	/* Tied (or MTP's) embeddings on two stages: the word embedding's gradient is
@@ -871,7 +891,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
-	for (int k = 0; r == z->p - 1 && !in->bare && k < m->mtp_layers; k++)
+	for (int k = 0; r == z->head && !in->bare && k < m->mtp_layers; k++)
 		if (z->moe && llm_is_moe_layer(m, m->layers - 1))
 			adam(c, r, z->md * share + z->me * eshare, 1);
 		else

@@ -110,15 +110,16 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		if (in->units) {
 			/* Folded: a few tasks per unit, and the largest unit
 			 * (a chunk's layers) built once. */
-			int64_t units = steps * l->pp * l->vp * l->microbatches * 2;
+			int v = layout_stage_chunks(l);
+			int64_t units = steps * l->pp * v * l->microbatches * 2;
 			if (units * SYNTH_MIN_TASKS_PER_UNIT > GRAPH_MAX_TASKS)
 				return prism_err_set(
 				    err, PRISM_ELIMIT,
 				    "layout: %" PRId64 " steps x %d stages x %d chunks x %d "
 				    "microbatches make %" PRId64 " pipeline units, more than "
 				    "the %u tasks prism simulates can hold",
-				    steps, l->pp, l->vp, l->microbatches, units, GRAPH_MAX_TASKS);
-			least = (int64_t)m->layers / (l->pp * l->vp) * SYNTH_MIN_TASKS_PER_LAYER;
+				    steps, l->pp, v, l->microbatches, units, GRAPH_MAX_TASKS);
+			least = (int64_t)m->layers / (l->pp * v) * SYNTH_MIN_TASKS_PER_LAYER;
 		}
 		if (least > GRAPH_MAX_TASKS)
 			return prism_err_set(

@@ -18,9 +18,11 @@
  * adds the embedding, the last stage the final norm, logits GEMM and loss.
  * The units (forward or backward of one microbatch on one model chunk)
  * follow the schedule: GPipe, 1F1B (PipeDream-flush), Megatron's
- * interleaved 1F1B, or a zero-bubble one (zb-1p, zb-2p: each backward a B
- * unit, the input gradient, and a W unit, the weight-gradient GEMMs,
- * placed as layout_zb_next orders them).  Activations and their gradients cross stages as
+ * interleaved 1F1B, or a zero-bubble one (zb-1p, zb-2p, zb-v: each
+ * backward a B unit, the input gradient, and a W unit, the weight-gradient
+ * GEMMs, placed as layout_zb_next orders them; zb-v's two chunks a stage
+ * in a V, the head on stage 0).  Where each model chunk sits is
+ * layout_chunk_model's.  Activations and their gradients cross stages as
  * send/recv pairs that rendezvous.  The gradient all-reduce of each layer
  * (reduce-scatter under ZeRO >= 1, all-gathering the weights after the
  * step) is issued on the DP stream as the last microbatch's backward

@@ -60,9 +60,29 @@
 
 /* A rank's processors: its host thread, then these streams.  S_OFF, the
  * activation offload's copy stream, is made only for a layout that
- * offloads (lay.offload_layers), so that every other run's graph keeps its
- * processors. */
-enum stream { S_COMPUTE, S_DP, S_SENDF, S_RECVF, S_SENDB, S_RECVB, S_TP, S_OFF, S_N };
+ * offloads (lay.offload_layers), and S_SENDF2 .. S_RECVB2 only for ZB-V,
+ * so that every other run's graph keeps its processors.  The pipeline's
+ * transfers have a stream a kind (activations, gradients), way and peer,
+ * each in its chunk's microbatch order (as PyTorch gives each pair of
+ * ranks its own communicator and stream): S_SENDF .. S_RECVB the
+ * activations from the stage before and to the one after and the
+ * gradients back, the *2 streams the same of ZB-V's second chunk, whose
+ * activations go down the ranks (step.c descends). */
+enum stream {
+	S_COMPUTE,
+	S_DP,
+	S_SENDF,
+	S_RECVF,
+	S_SENDB,
+	S_RECVB,
+	S_TP,
+	S_OFF,
+	S_SENDF2,
+	S_RECVF2,
+	S_SENDB2,
+	S_RECVB2,
+	S_N
+};
 
 /* ---- the graph as built -------------------------------------------- */
 
@@ -280,6 +300,7 @@ struct shape {
 	int gated;
 	int L; /* layers per model chunk */
 	int p, v, m;
+	int head; /* the stage of the model's last chunk (layout_head_stage) */
 	int tp_per_node, pp_per_node;
 	int emb_per_node; /* of the first and last stages (2: one node) */
 	/* Mixture-of-experts (moe = 0: a dense model, the rest unused). */

@@ -153,8 +153,9 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	if (l->schedule == LAYOUT_INTERLEAVED) {
 		m0 = 2 * p;
 		c = p;
-	} else if (l->schedule == LAYOUT_ZB2P) {
-		/* Past its 2p - 1 warm-up forwards (layout_zb_next). */
+	} else if (l->schedule == LAYOUT_ZB2P || l->schedule == LAYOUT_ZBV) {
+		/* Past their 2p - 1 warm-up forwards (layout_zb_next; ZB-V's
+		 * chunk 0 runs that many before its first backward). */
 		m0 = 2 * p;
 		c = 1;
 	} else {

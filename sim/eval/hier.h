@@ -9,8 +9,8 @@
  * the bubble, and the task counts are affine in the microbatch count m.
  * hier_extrapolate() simulates m0, m0 + c and m0 + 2c microbatches (m0 the
  * pipeline's depth, twice it for the interleaved schedule, whose c is the
- * depth so that every point is a valid layout, and for ZB-2p, past its
- * 2p - 1 warm-up forwards; c = 1 otherwise), checks
+ * depth so that every point is a valid layout, and for ZB-2p and ZB-V,
+ * past their 2p - 1 warm-up forwards; c = 1 otherwise), checks
  * that both steps are the same to the nanosecond, and extends the line to
  * m.  The check cannot see a change of regime beyond the points: the ones
  * that can come are the host's (a host slower per microbatch than the
