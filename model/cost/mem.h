@@ -29,7 +29,9 @@
  *               before its reduce-scatter; ZeRO-2: that gradient; and
  *               DeepSpeed's reduce bucket (layout_dp_traits).
  *   activations per layer per microbatch (Korthikanti et al. 2022, Table 2,
- *               mem_act_per_layer), times the layers of each chunk held, as
+ *               mem_act_per_layer; under fp8 and fp4 the GEMMs' saved
+ *               inputs are Transformer Engine's quantised copies,
+ *               mem_act_gemm_in_bytes), times the layers of each chunk held, as
  *               the schedule holds them: the stage's own order of forward
  *               and backward units (GPipe, 1F1B, interleaved) is walked and
  *               the most held at once is the peak; the zero-bubble
