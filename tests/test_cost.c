@@ -1011,6 +1011,20 @@ static void test_activation_bytes_fp8(void **state)
 	/* Full recomputation keeps each layer's bf16 input, as in bf16. */
 	l.recompute = LAYOUT_RECOMPUTE_FULL;
 	assert_rel_close(mem_act_per_layer(&gpt3, &l), 2 * sbh, 1e-15);
+	/* What a zero-bubble W pass needs (mem_act_wgrad_layer), t 1: the
+	 * inputs of QKV, the projection, FC1 and FC2 (h + h + h + 4h) and the
+	 * output gradients (3h + h + 4h + h); bf16 2 x (7 + 9) = 32 s b h;
+	 * fp8 delayed the inputs' fp8 copies and the gradients with both
+	 * usages, 7 x 1 + 9 x 2 = 25; mxfp8 25 x 33/32. */
+	l.recompute = LAYOUT_RECOMPUTE_NONE;
+	l.tp = 1;
+	l.dtype = HW_BF16;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 32 * sbh, 1e-15);
+	l.dtype = HW_FP8;
+	l.fp8_recipe = LAYOUT_FP8_DELAYED;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 25 * sbh, 1e-15);
+	l.fp8_recipe = LAYOUT_FP8_MXFP8;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 25 * 33.0 / 32 * sbh, 1e-15);
 }
 
 /*

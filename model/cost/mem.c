@@ -93,19 +93,28 @@ double mem_act_wgrad_layer(const struct llm *m, const struct layout *l, int moe)
 {
 	double s = (double)m->seq / layout_cp(l), b = l->mbs, h = m->hidden, t = l->tp;
 	double T = s * b, hin = l->sp ? h / t : h; /* a sequence-parallel input, as saved */
+	/* Under fp8 and fp4 each input is the quantised copy the forward saved
+	 * (r of bf16's bytes, mem_act_gemm_in_bytes / 2), each output gradient
+	 * the quantised one the weight-gradient store keeps with both usages
+	 * (Transformer Engine's Linear backward puts [inputmat_total,
+	 * grad_output] in its WeightGradStore after the dgrad GEMM has read the
+	 * row-wise data): g = 2 r of bf16's. */
+	double r = mem_act_gemm_in_bytes(l) / 2,
+	       g = l->dtype == HW_FP8 || l->dtype == HW_FP4 ? 2 * r : 1;
 	/* QKV (h -> its rank's width) and the projection (its input -> h). */
-	double w = hin + llm_qkv_width_rank(m, (int)t) + llm_proj_width(m) / t + h;
+	double w = hin * r + llm_qkv_width_rank(m, (int)t) * g + llm_proj_width(m) / t * r + h * g;
 	if (moe) {
 		double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn,
 		       fin = (m->gated ? 2.0 : 1.0) * fe;
 		double M = mem_moe_tokens(m, l), et = layout_etp(l), sh = (double)m->shared_experts;
-		/* The router on the rank's b s / t tokens; the shared experts as
-		 * a dense FFN; the routed experts' FC1 and FC2 on M tokens. */
+		/* The router (bf16) on the rank's b s / t tokens; the shared
+		 * experts as a dense FFN (FC1's input bf16: it keeps the norm's
+		 * output); the routed experts' FC1 and FC2 on M tokens. */
 		return 2 * (T * w + T / t * (h + m->experts) +
-			    (sh > 0 ? T * (hin + sh * fin / t + sh * fe / t + h) : 0) +
-			    M * (h + fin / et + fe / et + h));
+			    (sh > 0 ? T * (hin + sh * fin / t * g + sh * fe / t * r + h * g) : 0) +
+			    M * (h * r + fin / et * g + fe / et * r + h * g));
 	}
-	return 2 * T * (w + hin + llm_ffn_in(m) / t + (double)m->ffn / t + h);
+	return 2 * T * (w + hin * r + llm_ffn_in(m) / t * g + (double)m->ffn / t * r + h * g);
 }
 
 double mem_moe_peak(const struct llm *m, const struct layout *l)

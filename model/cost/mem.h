@@ -231,7 +231,11 @@ double mem_act_moe_layer(const struct llm *m, const struct layout *l);
  * Megatron-LM saves them; an MoE layer's router's, shared experts' and
  * routed experts' on mem_moe_tokens of them instead of FC1's and FC2's).
  * Qi et al.'s M_W, 32 s b h for GPT's layer without tensor parallelism
- * (their Table 1). */
+ * (their Table 1).  Under fp8 and fp4 the inputs are the quantised copies
+ * the forward saved (mem_act_gemm_in_bytes) and each output gradient is
+ * kept quantised with both usages, row-wise and column-wise (2 x
+ * mem_act_gemm_in_bytes: Transformer Engine's WeightGradStore holds
+ * grad_output after the dgrad GEMM). */
 double mem_act_wgrad_layer(const struct llm *m, const struct layout *l, int moe);
 
 /* The busiest expert's tokens over the mean: imbalance, capped by the
