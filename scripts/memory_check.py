@@ -27,6 +27,15 @@ predicted by `prism synth --json` from the run's shape and layout.
    sharded, against prism's 18) and its selective checkpointing is
    per-op, not Korthikanti's; its tensor parallelism shards the norms on
    the sequence (sequence parallelism).
+6. Megatron-Bridge's Llama 3 70B pretraining presets (V1: 64 GPUs, global
+   batch 128, sequence 8192; scripts/performance/configs/llama/
+   llama3_workload_base_configs.py, NVIDIA-NeMo/Megatron-Bridge@00919dc):
+   the fp8 and fp4 ones on GB200, B200 and H100.  They ran, so each must
+   fit; a check, never a fit.  As the presets set them: sequence parallel
+   with tp > 1 (WorkloadBaseConfig), the distributed optimizer (ZeRO-1),
+   Megatron-FSDP as ZeRO-3, cpu_offloading_num_layers as --offload-layers.
+   Not expressible: grad_reduce_in_fp32 = False (bf16 main gradients;
+   prism keeps them fp32, 2 bytes a parameter more).
 
 usage: scripts/memory_check.py [PRISM]
 """
@@ -194,9 +203,44 @@ def torchtitan(d):
     print(f"\nMean |error| {100 * sum(errs) / len(errs):.1f}% over {len(errs)} runs.\n")
 
 
+def bridge(d):
+    print("### Megatron-Bridge's Llama 3 70B presets (each ran: each must fit)\n")
+    print("| preset | layout | prism GB (stage) | usable GB | verdict |")
+    print("|---|---|---:|---:|---|")
+    mx = ["--tp", "2", "--sp", "--pp", "4", "--vp", "5", "--schedule", "interleaved",
+          "--dp", "8", "--zero", "1", "--mbs", "1", "--microbatches", "16"]
+    runs = [
+        ("GB200 FP8_MX", "tp 2 pp 4 vp 5 dp 8, mbs 1", "gb200-nvl72",
+         mx + ["--dtype", "fp8", "--fp8-recipe", "mxfp8"]),
+        ("B200 FP8_MX", "tp 2 pp 4 vp 5 dp 8, mbs 1", "b200-dgx",
+         mx + ["--dtype", "fp8", "--fp8-recipe", "mxfp8"]),
+        ("GB200 NVFP4", "tp 2 pp 4 vp 5 dp 8, mbs 1", "gb200-nvl72", mx + ["--dtype", "fp4"]),
+        ("B200 NVFP4", "tp 2 pp 4 vp 5 dp 8, mbs 1", "b200-dgx", mx + ["--dtype", "fp4"]),
+        ("GB200 FP8_CS", "Megatron-FSDP dp 64, mbs 2, 40 layers offloaded", "gb200-nvl72",
+         ["--dp", "64", "--zero", "3", "--mbs", "2", "--microbatches", "1",
+          "--offload-layers", "40", "--dtype", "fp8", "--fp8-recipe", "current"]),
+        ("B200 FP8_CS", "Megatron-FSDP dp 64, mbs 1, 5 layers offloaded", "b200-dgx",
+         ["--dp", "64", "--zero", "3", "--mbs", "1", "--microbatches", "2",
+          "--offload-layers", "5", "--dtype", "fp8", "--fp8-recipe", "current"]),
+        ("H100 FP8_CS", "tp 4 pp 8 vp 5 dp 2, mbs 1", "h100-dgx",
+         ["--tp", "4", "--sp", "--pp", "8", "--vp", "5", "--schedule", "interleaved",
+          "--dp", "2", "--zero", "1", "--mbs", "1", "--microbatches", "64",
+          "--dtype", "fp8", "--fp8-recipe", "current"]),
+    ]
+    n = {}
+    for name, what, hw, args in runs:
+        j = synth("llama3-70b", "--hw", hw, "--seq", "8192", *args)
+        n[j["memory_verdict"]] = n.get(j["memory_verdict"], 0) + 1
+        print(f"| {name} | {what} | {j['memory_bytes'] / 1e9:.1f} ({j['memory_stage']}) | "
+              f"{j['memory_capacity_bytes'] / 1e9:.1f} | {j['memory_verdict']} |")
+    print(f"\n{n.get('fits', 0)} fit, {n.get('at-risk', 0)} at risk, {n.get('oom', 0)} out of "
+          f"memory, of {len(runs)}.\n")
+
+
 with tempfile.TemporaryDirectory() as d:
     bench(d)
     zero(d)
     deepspeed(d)
     megatron(d)
     torchtitan(d)
+    bridge(d)

@@ -934,6 +934,100 @@ static void test_activation_bytes_gpt3(void **state)
 }
 
 /*
+ * One layer's saved activations under fp8 and fp4 (mem_act_gemm_in_bytes,
+ * mem_act_proj_in_bytes, mem_act_core_in_bytes), GPT-3 175B's layer (s
+ * 2048, b 1, h 12288, a 96, ffn 4h) with flash attention, t 1, tensor by
+ * tensor in s b h bytes, Korthikanti's list with what Transformer Engine
+ * keeps of each:
+ *   bf16:        norms' inputs 2 + 2, QKV's input 2, Q K V 6, the core's
+ *                output (the projection's input) 2, dropout masks 1 + 1,
+ *                FC1's input 2, FC1's output 8, FC2's input 8: 34.
+ *   fp8 delayed: QKV's, FC1's input 1 each, FC2's 4; the core keeps its
+ *                bf16 output and the projection its fp8 copy, 2 + 1:
+ *                4 + 1 + 6 + 3 + 2 + 1 + 8 + 4 = 29.
+ *   fp8 current: the projection keeps the core's output (Megatron's
+ *                set_save_original_input): 28.
+ *   mxfp8:       each quantised copy 1 + 1/32 (an E8M0 byte per 32):
+ *                22 + 6 x 33/32 = 28.1875; blockwise, an fp32 scale per
+ *                128, the same.
+ *   fp4 (NVFP4): each copy 0.5 + 1/16 (an E4M3 byte per 16): 22 + 6 x
+ *                9/16 = 25.375.
+ */
+static void test_activation_bytes_fp8(void **state)
+{
+	struct layout l = {.tp = 1,
+			   .pp = 1,
+			   .dp = 1,
+			   .vp = 1,
+			   .mbs = 1,
+			   .microbatches = 1,
+			   .flash = 1,
+			   .dtype = HW_BF16};
+	double sbh = 2048.0 * 12288, sc = 5.0 * 96 * 2048 / 12288; /* the scores: 80 */
+	(void)state;
+	assert_true(mem_act_gemm_in_bytes(&l) == 2 && mem_act_proj_in_bytes(&l) == 2);
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 34 * sbh, 1e-15);
+	l.dtype = HW_FP8;
+	l.fp8_recipe = LAYOUT_FP8_DELAYED;
+	assert_true(mem_act_gemm_in_bytes(&l) == 1 && mem_act_proj_in_bytes(&l) == 3);
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 29 * sbh, 1e-15);
+	l.fp8_recipe = LAYOUT_FP8_CURRENT;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 28 * sbh, 1e-15);
+	l.fp8_recipe = LAYOUT_FP8_MXFP8;
+	assert_rel_close(mem_act_gemm_in_bytes(&l), 33.0 / 32, 1e-15);
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 28.1875 * sbh, 1e-15);
+	l.fp8_recipe = LAYOUT_FP8_BLOCKWISE;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 28.1875 * sbh, 1e-15);
+	l.dtype = HW_FP4;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 25.375 * sbh, 1e-15);
+	/* Without flash attention the core keeps the scores and no output:
+	 * the projection's fp8 copy alone, 27 + 80 (bf16 34 + 80). */
+	l.dtype = HW_FP8;
+	l.fp8_recipe = LAYOUT_FP8_DELAYED;
+	l.flash = 0;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), (27 + sc) * sbh, 1e-15);
+	l.flash = 1;
+	/* fp8 attention, delayed: Q, K, V and the core's output in fp8 (TE's
+	 * FusedAttnFunc), the projection's own copy: 29 - 3 - 1 = 25. */
+	l.fp8_attention = 1;
+	assert_rel_close(mem_act_core_in_bytes(&l), 1, 1e-15);
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 25 * sbh, 1e-15);
+	l.fp8_attention = 0;
+	/* mxfp8 on t 8: sequence parallel, 28.1875 / 8; without it the norms'
+	 * inputs, the masks, QKV's and FC1's inputs whole (6 + 2 x 33/32 =
+	 * 8.0625) and the rest / 8 (6 + 2 + 8 + 4 x 33/32 = 20.125). */
+	l.fp8_recipe = LAYOUT_FP8_MXFP8;
+	l.tp = 8;
+	l.sp = 1;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 28.1875 / 8 * sbh, 1e-15);
+	l.sp = 0;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), (8.0625 + 20.125 / 8) * sbh, 1e-15);
+	/* Recomputing mlp drops FC1's input (33/32, whole), FC1's output and
+	 * FC2's input ((8 + 4 x 33/32) / 8). */
+	l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+	l.recompute_modules = LAYOUT_RC_MLP;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l),
+			 (8.0625 - 33.0 / 32 + (20.125 - 8 - 4.125) / 8) * sbh, 1e-15);
+	/* Full recomputation keeps each layer's bf16 input, as in bf16. */
+	l.recompute = LAYOUT_RECOMPUTE_FULL;
+	assert_rel_close(mem_act_per_layer(&gpt3, &l), 2 * sbh, 1e-15);
+	/* What a zero-bubble W pass needs (mem_act_wgrad_layer), t 1: the
+	 * inputs of QKV, the projection, FC1 and FC2 (h + h + h + 4h) and the
+	 * output gradients (3h + h + 4h + h); bf16 2 x (7 + 9) = 32 s b h;
+	 * fp8 delayed the inputs' fp8 copies and the gradients with both
+	 * usages, 7 x 1 + 9 x 2 = 25; mxfp8 25 x 33/32. */
+	l.recompute = LAYOUT_RECOMPUTE_NONE;
+	l.tp = 1;
+	l.dtype = HW_BF16;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 32 * sbh, 1e-15);
+	l.dtype = HW_FP8;
+	l.fp8_recipe = LAYOUT_FP8_DELAYED;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 25 * sbh, 1e-15);
+	l.fp8_recipe = LAYOUT_FP8_MXFP8;
+	assert_rel_close(mem_act_wgrad_layer(&gpt3, &l, 0), 25 * 33.0 / 32 * sbh, 1e-15);
+}
+
+/*
  * The zero-bubble schedules' memory, by hand (mem.h): GPT-3 175B, t 8, s
  * 2048, b 1, no sequence parallelism, 24 layers a stage on pp 4, m 8.
  * What W needs of a layer from its B (mem_act_wgrad_layer): each wgrad
@@ -1967,6 +2061,7 @@ int main(void)
 	    cmocka_unit_test(test_window),
 	    cmocka_unit_test(test_mla),
 	    cmocka_unit_test(test_activation_bytes_gpt3),
+	    cmocka_unit_test(test_activation_bytes_fp8),
 	    cmocka_unit_test(test_zb_memory),
 	    cmocka_unit_test(test_bytes_per_param),
 	    cmocka_unit_test(test_alloc_reserved),

@@ -1841,6 +1841,23 @@ static void test_moe_memory(void **state)
 	l.recompute_modules = LAYOUT_RC_MOE | LAYOUT_RC_MOE_ACT | LAYOUT_RC_SHARED;
 	assert_rel_close(mem_act_moe_layer(&in.m, &l), 44072960.0 - 25198592, 1e-15);
 	assert_int_equal(layout_edp(&l), 1);
+	/* fp8 delayed (mem_act_gemm_in_bytes 1): the dense layer's 29 s b h
+	 * less its FFN's 9 + 5 = 14 (test_activation_bytes_fp8), the router's
+	 * 3 n h and 4 n E as before, the routed tokens' fp8 inputs and
+	 * activations and bf16 FC1 outputs M (h + 2 x 2048 + 1024) =
+	 * 12,582,912, the shared expert's bf16 input 2 n h (its FC1 keeps
+	 * the norm's output) and 2 n 2048 + n 1024 = 5,242,880: 15,728,640 +
+	 * 3,178,496 + 12,582,912 + 2,097,152 + 5,242,880 = 38,830,080. */
+	l.recompute = LAYOUT_RECOMPUTE_NONE;
+	l.recompute_modules = 0;
+	l.dtype = HW_FP8;
+	l.fp8_recipe = LAYOUT_FP8_DELAYED;
+	l.flash = 1;
+	assert_rel_close(mem_act_moe_layer(&in.m, &l), 38830080.0, 1e-15);
+	/* moe_act then drops the routed fp8 activations, M f = 2,097,152. */
+	l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+	l.recompute_modules = LAYOUT_RC_MOE_ACT;
+	assert_rel_close(mem_act_moe_layer(&in.m, &l), 38830080.0 - 2097152, 1e-15);
 	/* ep 2: twice the experts per GPU, their state sharded over 2. */
 	in.lay.ep = 2;
 	synth_mem(&in, &me);

@@ -31,23 +31,63 @@ static double lora_act(const struct llm *m, const struct layout *l)
 	return a;
 }
 
+double mem_act_gemm_in_bytes(const struct layout *l)
+{
+	if (l->dtype == HW_FP4)
+		return 0.5 + 1.0 / 16;
+	if (l->dtype != HW_FP8)
+		return 2;
+	switch (l->fp8_recipe) {
+	case LAYOUT_FP8_BLOCKWISE:
+		return 1 + 4.0 / 128;
+	case LAYOUT_FP8_MXFP8:
+		return 1 + 1.0 / 32;
+	default:
+		return 1;
+	}
+}
+
+double mem_act_core_in_bytes(const struct layout *l)
+{
+	if (layout_attn_dtype(l) != HW_FP8)
+		return 2;
+	return l->dtype == HW_FP8 ? mem_act_gemm_in_bytes(l) : 1;
+}
+
+double mem_act_proj_in_bytes(const struct layout *l)
+{
+	double q = mem_act_gemm_in_bytes(l);
+	if (l->dtype != HW_FP8 || l->fp8_recipe != LAYOUT_FP8_DELAYED)
+		return 2;
+	return l->flash ? (l->fp8_attention ? q : 2) + q : q;
+}
+
 double mem_act_per_layer(const struct llm *m, const struct layout *l)
 {
 	/* A context-parallel rank holds s / cp of each sequence. */
 	double s = (double)m->seq / layout_cp(l), b = l->mbs, h = m->hidden, a = m->heads,
 	       t = l->tp;
 	double sbh = s * b * h, attn = (l->flash ? 0.0 : 5 * a * s / h);
+	/* A GEMM's saved input, bytes an element: 2 in bf16, the quantised
+	 * copy Transformer Engine keeps under fp8 or fp4
+	 * (mem_act_gemm_in_bytes); the projection's input as the recipe keeps
+	 * it (mem_act_proj_in_bytes). */
+	double q = mem_act_gemm_in_bytes(l), pj = mem_act_proj_in_bytes(l),
+	       qa = mem_act_core_in_bytes(l);
 	/* Korthikanti's 24 s b h / t split by tensor parallelism: the MLP's
-	 * 16, and 8 of the attention's own width (Q and K, V, the
-	 * projection's input: h, or heads x head_dim where that differs; MLA's
-	 * Q, K, V and the core's output, 2 a (d_qk + d_qk + d_v + d_v) bytes a
-	 * token, are 8 of llm_attn_width too). */
-	double par = 16 + 8 * (llm_attn_width(m) / h);
+	 * 16 (FC1's output, 8, the activation's bf16 input; FC2's input, 4 q),
+	 * and 8 of the attention's own width (Q and K, V: the core's inputs, 3
+	 * qa; the projection's input, pj: h, or heads x head_dim where that
+	 * differs; MLA's Q, K, V and the core's output, 2 a (d_qk + d_qk + d_v +
+	 * d_v) bytes a token, are 8 of llm_attn_width too). */
+	double par = 8 + 4 * q + (3 * qa + pj) * (llm_attn_width(m) / h);
 	/* Korthikanti's 10 s b h each rank keeps whole (without sequence
-	 * parallelism), and MLA's compressed q and kv: each up projection's
-	 * LayerNormLinear keeps its norm's input and output (Transformer
-	 * Engine), 4 (q_lora_rank + kv_lora_rank) bytes a token. */
-	double whole = 10 + (llm_mla(m) ? 4.0 * ((double)m->q_lora_rank + m->kv_lora_rank) / h : 0);
+	 * parallelism): the two norms' bf16 inputs (4), the dropout masks (2),
+	 * QKV's and FC1's inputs (q each); and MLA's compressed q and kv: each
+	 * up projection's LayerNormLinear keeps its norm's input (2) and output
+	 * (q), (2 + q) (q_lora_rank + kv_lora_rank) bytes a token. */
+	double whole =
+	    6 + 2 * q + (llm_mla(m) ? (2 + q) * ((double)m->q_lora_rank + m->kv_lora_rank) / h : 0);
 
 	/* What selective recomputation's modules do not keep (docs/MODEL.md,
 	 * "Recompute modules"), w a tensor each rank keeps whole without
@@ -63,11 +103,11 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	if (layout_rc(l, LAYOUT_RC_CORE_ATTN))
 		saved += sbh * attn / t;
 	if (layout_rc(l, LAYOUT_RC_MLP))
-		saved += 2 * w + 16 * sbh / t;
+		saved += q * w + (8 + 4 * q) * sbh / t;
 	if (layout_rc(l, LAYOUT_RC_LAYERNORM) && llm_mla(m))
-		saved += 2 * w;
+		saved += q * w;
 	if (layout_rc(l, LAYOUT_RC_MLA_UP_PROJ) && llm_mla(m))
-		saved += 2 * s * b * a * (2 * llm_qk_head_dim(m) + llm_v_head_dim(m)) / t;
+		saved += qa * s * b * a * (2 * llm_qk_head_dim(m) + llm_v_head_dim(m)) / t;
 
 	if (l->recompute == LAYOUT_RECOMPUTE_FULL)
 		return l->sp ? 2 * sbh / t : 2 * sbh;
@@ -80,19 +120,28 @@ double mem_act_wgrad_layer(const struct llm *m, const struct layout *l, int moe)
 {
 	double s = (double)m->seq / layout_cp(l), b = l->mbs, h = m->hidden, t = l->tp;
 	double T = s * b, hin = l->sp ? h / t : h; /* a sequence-parallel input, as saved */
+	/* Under fp8 and fp4 each input is the quantised copy the forward saved
+	 * (r of bf16's bytes, mem_act_gemm_in_bytes / 2), each output gradient
+	 * the quantised one the weight-gradient store keeps with both usages
+	 * (Transformer Engine's Linear backward puts [inputmat_total,
+	 * grad_output] in its WeightGradStore after the dgrad GEMM has read the
+	 * row-wise data): g = 2 r of bf16's. */
+	double r = mem_act_gemm_in_bytes(l) / 2,
+	       g = l->dtype == HW_FP8 || l->dtype == HW_FP4 ? 2 * r : 1;
 	/* QKV (h -> its rank's width) and the projection (its input -> h). */
-	double w = hin + llm_qkv_width_rank(m, (int)t) + llm_proj_width(m) / t + h;
+	double w = hin * r + llm_qkv_width_rank(m, (int)t) * g + llm_proj_width(m) / t * r + h * g;
 	if (moe) {
 		double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn,
 		       fin = (m->gated ? 2.0 : 1.0) * fe;
 		double M = mem_moe_tokens(m, l), et = layout_etp(l), sh = (double)m->shared_experts;
-		/* The router on the rank's b s / t tokens; the shared experts as
-		 * a dense FFN; the routed experts' FC1 and FC2 on M tokens. */
+		/* The router (bf16) on the rank's b s / t tokens; the shared
+		 * experts as a dense FFN (FC1's input bf16: it keeps the norm's
+		 * output); the routed experts' FC1 and FC2 on M tokens. */
 		return 2 * (T * w + T / t * (h + m->experts) +
-			    (sh > 0 ? T * (hin + sh * fin / t + sh * fe / t + h) : 0) +
-			    M * (h + fin / et + fe / et + h));
+			    (sh > 0 ? T * (hin + sh * fin / t * g + sh * fe / t * r + h * g) : 0) +
+			    M * (h * r + fin / et * g + fe / et * r + h * g));
 	}
-	return 2 * T * (w + hin + llm_ffn_in(m) / t + (double)m->ffn / t + h);
+	return 2 * T * (w + hin * r + llm_ffn_in(m) / t * g + (double)m->ffn / t * r + h * g);
 }
 
 double mem_act_kind(const struct llm *m, const struct layout *l, int k)
@@ -190,6 +239,9 @@ double mem_act_moe_layer(const struct llm *m, const struct layout *l)
 	double fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn, fin = (m->gated ? 2.0 : 1.0) * fe;
 	double mlp, moe, M = mem_moe_tokens(m, l), n = s * b / t, et = layout_etp(l);
 	double sh = (double)m->shared_experts, saved = 0;
+	/* Saved GEMM inputs (the experts' and FC2's): q bytes an element, r of
+	 * bf16's (mem_act_gemm_in_bytes). */
+	double q = mem_act_gemm_in_bytes(l), r = q / 2;
 	struct layout x = *l; /* the attention's share: mlp is a dense layer's */
 
 	if (l->recompute == LAYOUT_RECOMPUTE_FULL)
@@ -198,16 +250,18 @@ double mem_act_moe_layer(const struct llm *m, const struct layout *l)
 	if (l->recompute_modules &&
 	    !x.recompute_modules) /* mlp alone: none (0 reads as core_attn) */
 		x.recompute = LAYOUT_RECOMPUTE_NONE;
-	/* The dense FFN's share of Korthikanti's count: its input (2 sbh),
-	 * FC1's output and the activation's (16 sbh for ffn 4h), the dropout
-	 * mask (sbh); without sequence parallelism the input and the mask are
-	 * whole on every rank. */
-	mlp = l->sp || t <= 1 ? 19 * sbh / t : 3 * sbh + 16 * sbh / t;
-	/* The router's input and the mask (3 n h), its fp32 scores (4 n E),
-	 * the routed tokens' inputs, FC1 outputs and activations on this
-	 * rank, the shared experts' input, FC1 output and activation. */
-	moe = 3 * n * h + 4 * n * m->experts + 2 * M * (h + fin / et + fe / et) +
-	      (sh > 0 ? 2 * n * h + 2 * s * b * sh * (fin + fe) / t : 0);
+	/* The dense FFN's share of Korthikanti's count (mem_act_per_layer's):
+	 * its input (q sbh), FC1's output (8 sbh for ffn 4h) and the
+	 * activation's (4 q sbh), the dropout mask (sbh); without sequence
+	 * parallelism the input and the mask are whole on every rank. */
+	mlp = l->sp || t <= 1 ? (9 + 5 * q) * sbh / t : (1 + q) * sbh + (8 + 4 * q) * sbh / t;
+	/* The router's bf16 input and the mask (3 n h), its fp32 scores (4 n
+	 * E), the routed tokens' inputs (q), FC1 outputs (bf16) and
+	 * activations (q) on this rank, the shared experts' input (bf16:
+	 * Megatron's SharedExpertMLP has its FC1 save the norm's output,
+	 * set_save_original_input), FC1 output and activation (q). */
+	moe = 3 * n * h + 4 * n * m->experts + 2 * M * (h * r + fin / et + fe / et * r) +
+	      (sh > 0 ? 2 * n * h + 2 * s * b * sh * (fin + fe * r) / t : 0);
 	/* Recompute modules (docs/MODEL.md, "Recompute modules"): moe keeps
 	 * the layer's input and the mask alone (its checkpoint's input: the
 	 * norm's output); else moe_act the routed experts' activation outputs
@@ -218,9 +272,9 @@ double mem_act_moe_layer(const struct llm *m, const struct layout *l)
 		saved = moe - 3 * n * h;
 	} else {
 		if (layout_rc(l, LAYOUT_RC_MOE_ACT))
-			saved += 2 * M * fe / et;
+			saved += 2 * M * fe / et * r;
 		if (layout_rc(l, LAYOUT_RC_SHARED) && sh > 0)
-			saved += 2 * s * b * sh * (fin + fe) / t;
+			saved += 2 * s * b * sh * (fin + fe * r) / t;
 	}
 	if (layout_rc(l, LAYOUT_RC_LAYERNORM))
 		saved += 2 * n * h + (sh > 0 && !layout_rc(l, LAYOUT_RC_MOE) ? 2 * n * h : 0);

@@ -29,7 +29,9 @@
  *               before its reduce-scatter; ZeRO-2: that gradient; and
  *               DeepSpeed's reduce bucket (layout_dp_traits).
  *   activations per layer per microbatch (Korthikanti et al. 2022, Table 2,
- *               mem_act_per_layer), times the layers of each chunk held, as
+ *               mem_act_per_layer; under fp8 and fp4 the GEMMs' saved
+ *               inputs are Transformer Engine's quantised copies,
+ *               mem_act_gemm_in_bytes), times the layers of each chunk held, as
  *               the schedule holds them: the stage's own order of forward
  *               and backward units (GPipe, 1F1B, interleaved) is walked and
  *               the most held at once is the peak; the zero-bubble
@@ -186,7 +188,43 @@ int mem_verdict(double total, double capacity, double *band);
  * --json's "fits", "at-risk", "oom" with brief. */
 const char *mem_verdict_name(int verdict, int brief);
 
-/* Activation bytes of one layer for one microbatch. */
+/* Bytes an element of a GEMM's input saved for the backward (its weight
+ * gradient) under l's precision.  Transformer Engine's Linear,
+ * LayerNormLinear and GroupedLinear quantise the input and keep one copy
+ * of it (transformer_engine/pytorch/module/linear.py and
+ * layernorm_linear.py, forward: update_usage drops the row-wise data
+ * after the forward GEMM and keeps the column-wise one the weight-gradient
+ * GEMM reads, or the row-wise one alone where sequence parallelism
+ * all-gathers a per-tensor fp8 input in the backward): bf16 (and every
+ * dtype but fp8 and fp4) 2; fp8 delayed or current 1 (one fp32 scale a
+ * tensor, not counted); blockwise 1 + 4 / 128 (an fp32 scale per 1 x 128
+ * block); mxfp8 1 + 1 / 32 (an E8M0 byte per 32); fp4 (NVFP4) 0.5 + 1 / 16
+ * (an E4M3 byte per 16).  The norms' inputs, the residuals, the attention
+ * core's Q, K, V (no fp8 attention), FC1's output (the activation's
+ * input), the router's and the dropout masks stay as they are. */
+double mem_act_gemm_in_bytes(const struct layout *l);
+
+/* Bytes an element of the attention core's Q, K and V held for its
+ * backward: 2, or with fp8_attention (fp8 forward and backward) the fp8
+ * copies TE's FusedAttnFunc saves instead (backends.py: fp8_tensors q, k,
+ * v), mem_act_gemm_in_bytes's under the run's recipe. */
+double mem_act_core_in_bytes(const struct layout *l);
+
+/* Bytes an element of the attention output projection's input held for
+ * the backward: 2 (the core's bf16 output), which the fused attention core
+ * keeps for its own backward (TE's FusedAttnFunc saves q, k, v and out);
+ * Megatron-LM has the projection keep that tensor instead of a quantised
+ * copy under every recipe but fp8 delayed (attention.py,
+ * set_save_original_input: "fp8_recipe != 'delayed'", and fp4), so delayed
+ * scaling adds its fp8 copy, 2 + mem_act_gemm_in_bytes, with flash
+ * attention (with fp8_attention the core keeps its output in fp8 under
+ * delayed scaling, 1 + 1); without flash the core keeps no output and the
+ * copy is all, 1. */
+double mem_act_proj_in_bytes(const struct layout *l);
+
+/* Activation bytes of one layer for one microbatch: Korthikanti's count
+ * with each GEMM's saved input at mem_act_gemm_in_bytes (the projection's
+ * at mem_act_proj_in_bytes, the core's Q, K, V at mem_act_core_in_bytes). */
 double mem_act_per_layer(const struct llm *m, const struct layout *l);
 
 /* The same for a layer of kind k (llm.h enum llm_kind): FULL
@@ -203,9 +241,10 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l);
 double mem_act_kind(const struct llm *m, const struct layout *l, int k);
 
 /* The same for a mixture-of-experts layer on the busiest rank: the dense
- * layer's less its FFN (Korthikanti's 19 s b h), plus the router's
+ * layer's less its FFN (Korthikanti's 19 s b h in bf16), plus the router's
  * scores, the routed tokens' expert inputs, FFN outputs and activations
- * (mem_moe_tokens of them), the shared experts' as a dense FFN. */
+ * (mem_moe_tokens of them; the inputs and activations at
+ * mem_act_gemm_in_bytes), the shared experts' as a dense FFN. */
 double mem_act_moe_layer(const struct llm *m, const struct layout *l);
 
 /* What a zero-bubble schedule (layout_zb) keeps of one layer from its B
@@ -216,7 +255,11 @@ double mem_act_moe_layer(const struct llm *m, const struct layout *l);
  * Megatron-LM saves them; an MoE layer's router's, shared experts' and
  * routed experts' on mem_moe_tokens of them instead of FC1's and FC2's).
  * Qi et al.'s M_W, 32 s b h for GPT's layer without tensor parallelism
- * (their Table 1). */
+ * (their Table 1).  Under fp8 and fp4 the inputs are the quantised copies
+ * the forward saved (mem_act_gemm_in_bytes) and each output gradient is
+ * kept quantised with both usages, row-wise and column-wise (2 x
+ * mem_act_gemm_in_bytes: Transformer Engine's WeightGradStore holds
+ * grad_output after the dgrad GEMM). */
 double mem_act_wgrad_layer(const struct llm *m, const struct layout *l, int moe);
 
 /* The busiest expert's tokens over the mean: imbalance, capped by the
