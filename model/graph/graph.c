@@ -675,15 +675,24 @@ struct coll_sig {
 	uint32_t occ;  /* its place among its rank's of the same signature */
 };
 
-static int cmp_sig_rank(const void *pa, const void *pb)
+/* By signature: process group, kind, size. */
+static int cmp_sig(const struct coll_sig *a, const struct coll_sig *b)
 {
-	const struct coll_sig *a = pa, *b = pb;
 	if (a->pg != b->pg)
 		return a->pg < b->pg ? -1 : 1;
 	if (a->kind != b->kind)
 		return a->kind < b->kind ? -1 : 1;
 	if (a->bytes != b->bytes)
 		return a->bytes < b->bytes ? -1 : 1;
+	return 0;
+}
+
+static int cmp_sig_rank(const void *pa, const void *pb)
+{
+	const struct coll_sig *a = pa, *b = pb;
+	int c = cmp_sig(a, b);
+	if (c)
+		return c;
 	if (a->rank != b->rank)
 		return a->rank < b->rank ? -1 : 1;
 	return (a->seq > b->seq) - (a->seq < b->seq);
@@ -692,12 +701,9 @@ static int cmp_sig_rank(const void *pa, const void *pb)
 static int cmp_sig_occ(const void *pa, const void *pb)
 {
 	const struct coll_sig *a = pa, *b = pb;
-	if (a->pg != b->pg)
-		return a->pg < b->pg ? -1 : 1;
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	if (a->bytes != b->bytes)
-		return a->bytes < b->bytes ? -1 : 1;
+	int c = cmp_sig(a, b);
+	if (c)
+		return c;
 	if (a->occ != b->occ)
 		return a->occ < b->occ ? -1 : 1;
 	return (a->rank > b->rank) - (a->rank < b->rank);

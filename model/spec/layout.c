@@ -71,14 +71,16 @@ const char *layout_rc_modules_name(int set)
 	return set > 0 && set <= LAYOUT_RC_ALL ? rc_sets[set] + 1 : "?";
 }
 
-int layout_rc_modules_parse(const char *s)
+/* A set of names (separated by spaces, commas or '+') as bits of their
+ * places in names[n]; -1 for a name not there or no name. */
+static int name_set_parse(const char *s, const char *const *names, int n_names)
 {
 	int set = 0;
 	while (*s) {
 		size_t n = strcspn(s, " ,+");
 		int i = -1;
-		for (int k = 0; n && k < (int)(sizeof(rc_names) / sizeof(*rc_names)); k++)
-			if (strlen(rc_names[k]) == n && strncmp(s, rc_names[k], n) == 0)
+		for (int k = 0; n && k < n_names; k++)
+			if (strlen(names[k]) == n && strncmp(s, names[k], n) == 0)
 				i = k;
 		if (n && i < 0)
 			return -1;
@@ -87,6 +89,11 @@ int layout_rc_modules_parse(const char *s)
 		s += n + (s[n] != 0);
 	}
 	return set ? set : -1;
+}
+
+int layout_rc_modules_parse(const char *s)
+{
+	return name_set_parse(s, rc_names, (int)(sizeof(rc_names) / sizeof(*rc_names)));
 }
 
 /* Every target set's name, made as the recompute modules' (RC_k). */
@@ -106,20 +113,7 @@ const char *layout_lora_targets_name(int set)
 
 int layout_lora_targets_parse(const char *s)
 {
-	int set = 0;
-	while (*s) {
-		size_t n = strcspn(s, " ,+");
-		int i = -1;
-		for (int k = 0; n && k < (int)(sizeof(lora_names) / sizeof(*lora_names)); k++)
-			if (strlen(lora_names[k]) == n && strncmp(s, lora_names[k], n) == 0)
-				i = k;
-		if (n && i < 0)
-			return -1;
-		if (n)
-			set |= 1 << i;
-		s += n + (s[n] != 0);
-	}
-	return set ? set : -1;
+	return name_set_parse(s, lora_names, (int)(sizeof(lora_names) / sizeof(*lora_names)));
 }
 
 int layout_lora(const struct layout *l, int bit)

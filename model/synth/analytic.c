@@ -374,6 +374,30 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 	}
 }
 
+/* One stage's terms into the estimate's: the slowest stage's (*worst its
+ * slot) compute, tensor-parallel, pipeline and offloading times; the
+ * longest data-parallel time; the longest exposed tail (*tail) of
+ * data-parallel collectives and optimizer. */
+static void stage_terms(struct analytic_out *out, double *worst, double *tail, double slot,
+			double c, double tp, double p2p, double off, double dpt, double exposed,
+			double opt)
+{
+	if (slot > *worst) {
+		*worst = slot;
+		out->t_offload = off;
+		out->t_compute = c;
+		out->t_tp = tp;
+		out->t_p2p = p2p;
+	}
+	if (dpt > out->t_dp)
+		out->t_dp = dpt;
+	if (exposed + opt > *tail) {
+		*tail = exposed + opt;
+		out->t_dp_exposed = exposed;
+		out->t_opt = opt;
+	}
+}
+
 int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, struct prism_err *err)
 {
 	const struct hw_profile *hw = in->hw;
@@ -461,19 +485,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			stage_dp(in, &T, c, n, ms.params - Pe, Pe, &dpt, &exposed);
 			opt = 28 * ms.params / (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) /
 			      hw->hbm_Bps;
-			if (slot > worst) {
-				worst = slot;
-				out->t_compute = c;
-				out->t_tp = ar;
-				out->t_p2p = T.p2p;
-			}
-			if (dpt > out->t_dp)
-				out->t_dp = dpt;
-			if (exposed + opt > tail) {
-				tail = exposed + opt;
-				out->t_dp_exposed = exposed;
-				out->t_opt = opt;
-			}
+			stage_terms(out, &worst, &tail, slot, c, ar, T.p2p, 0, dpt, exposed, opt);
 			continue;
 		}
 		if (nm > 0) {
@@ -545,20 +557,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		 * both moments (24 bytes), read the gradient and write the weight
 		 * (4 bytes): memory-bound, over the shard. */
 		opt = 28 * ms.train / (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps;
-		if (slot > worst) {
-			worst = slot;
-			out->t_offload = off;
-			out->t_compute = c;
-			out->t_tp = n * T.ar;
-			out->t_p2p = T.p2p;
-		}
-		if (dpt > out->t_dp)
-			out->t_dp = dpt;
-		if (exposed + opt > tail) {
-			tail = exposed + opt;
-			out->t_dp_exposed = exposed;
-			out->t_opt = opt;
-		}
+		stage_terms(out, &worst, &tail, slot, c, n * T.ar, T.p2p, off, dpt, exposed, opt);
 	}
 	out->t_slot = worst;
 	out->t_bubble = (sum - worst) / v * fill;
