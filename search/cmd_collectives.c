@@ -216,6 +216,249 @@ static void scale_groups(const struct cbench *cb, const struct prof *pr, int np,
 	free(err);
 }
 
+/* One run of `prism collectives`: the rows, the profiles they name, the
+ * options and the scratch the groups share. */
+struct cx {
+	struct cbench cb;
+	struct prof pr[MAX_PROF];
+	int np, fit, loso, loo, rows, json;
+	const char *gsep;
+	size_t *idx, *sub;
+	double *loso_e, *loo_e; /* each row's held-out error (NAN: none) */
+};
+
+static void cx_release(struct cx *x)
+{
+	free(x->idx);
+	free(x->sub);
+	free(x->loso_e);
+	free(x->loo_e);
+	cbench_release(&x->cb);
+}
+
+/* The profiles the rows name, and the scratch. */
+static int cx_load(struct cx *x, struct prism_err *err)
+{
+	const struct cbench *cb = &x->cb;
+	size_t n = cb->n ? cb->n : 1;
+	int rc;
+	for (size_t i = 0; i < cb->n; i++) {
+		struct prof *q = &x->pr[x->np];
+		int k;
+		for (k = 0; k < x->np && strcmp(x->pr[k].name, cb->rows[i].profile); k++)
+			;
+		if (k < x->np || x->np == MAX_PROF)
+			continue;
+		snprintf(q->name, sizeof(q->name), "%s", cb->rows[i].profile);
+		if ((rc = cli_load_hw(q->name, &q->shipped, err)))
+			return rc;
+		q->fitted = q->shipped;
+		/* NVLS is fitted wherever the switch has SHARP: NCCL enables it
+		 * by default where the system supports it (NCCL_NVLS_ENABLE=2,
+		 * src/transport/nvls.cc), and XLA's NVL72 all-reduces reach
+		 * 909 GB/s of bus bandwidth over 900 GB/s links, which no ring
+		 * does. */
+		q->nvls = nvls_capable(q->name);
+		x->np++;
+	}
+	x->idx = prism_malloc(n * sizeof(*x->idx));
+	x->sub = prism_malloc(n * sizeof(*x->sub));
+	x->loso_e = prism_malloc(n * sizeof(*x->loso_e));
+	x->loo_e = prism_malloc(n * sizeof(*x->loo_e));
+	if (!x->idx || !x->sub || !x->loso_e || !x->loo_e)
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	for (size_t i = 0; i < cb->n; i++)
+		x->loso_e[i] = x->loo_e[i] = NAN;
+	return 0;
+}
+
+/* Group sub[0..n) (one profile, source and collective) predicted by a fit
+ * on the profile's other sources; its mean and median where any is left,
+ * each row's error in loso_e. */
+static void cx_loso(struct cx *x, const struct prof *pp, const struct cbench_row *r, size_t n)
+{
+	struct hw_profile w = pp->shipped;
+	const struct cbench *cb = &x->cb;
+	double mean, med, worst;
+	size_t m = 0;
+	for (size_t j = 0; j < cb->n; j++)
+		if (!strcmp(cb->rows[j].profile, r->profile) &&
+		    strcmp(cb->rows[j].source, r->source))
+			x->idx[m++] = j;
+	if (pp->nvls && w.nvls_eff <= 0)
+		w.nvls_eff = 0.6;
+	if (m)
+		cbench_fit(&w, cb->rows, x->idx, m, pp->nvls);
+	errors(&w, cb, x->sub, n, &mean, &med, &worst);
+	for (size_t q = 0; m && q < n; q++)
+		x->loso_e[x->sub[q]] =
+		    fabs(cbench_predict(&w, &cb->rows[x->sub[q]]) - cb->rows[x->sub[q]].time_s) /
+		    cb->rows[x->sub[q]].time_s;
+	if (x->json && m)
+		printf(",\"loso_mean\":%.6g,\"loso_median\":%.6g", mean, med);
+	else if (x->json)
+		printf(",\"loso_mean\":null,\"loso_median\":null");
+	else if (m)
+		printf(" %8.1f%% %7.1f%%", 100 * mean, 100 * med);
+	else
+		printf(" %9s %8s", "-", "-");
+}
+
+/* Each row of group sub[0..n) by a fit on the profile's other rows, from
+ * the full fit; the mean and median, each row's error in loo_e. */
+static void cx_loo(struct cx *x, const struct prof *pp, const struct cbench_row *r, size_t n)
+{
+	const struct cbench *cb = &x->cb;
+	double *e = prism_malloc(n * sizeof(*e)), sum = 0, md;
+	if (!e)
+		return;
+	for (size_t q = 0; q < n; q++) {
+		struct hw_profile w = pp->fitted;
+		const struct cbench_row *y = &cb->rows[x->sub[q]];
+		size_t m = 0;
+		for (size_t j = 0; j < cb->n; j++)
+			if (!strcmp(cb->rows[j].profile, r->profile) && j != x->sub[q])
+				x->idx[m++] = j;
+		cbench_fit(&w, cb->rows, x->idx, m, pp->nvls);
+		e[q] = fabs(cbench_predict(&w, y) - y->time_s) / y->time_s;
+		x->loo_e[x->sub[q]] = e[q];
+		sum += e[q];
+	}
+	qsort(e, n, sizeof(*e), cmp_d);
+	md = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+	if (x->json)
+		printf(",\"loo_mean\":%.6g,\"loo_median\":%.6g", sum / (double)n, md);
+	else
+		printf(" %8.1f%% %7.1f%%", 100 * sum / (double)n, 100 * md);
+	free(e);
+}
+
+/* The table: a line (or JSON group) per profile, source and collective,
+ * with the held-out errors asked for, and the mean over every row. */
+static void cx_groups(struct cx *x)
+{
+	const struct cbench *cb = &x->cb;
+	size_t all_n = 0;
+	double all_sum = 0;
+	if (!x->json) {
+		printf("\n%-14s %-58s %-15s %5s %9s %8s %8s", "profile", "source", "collective",
+		       "rows", "mean", "median", "worst");
+		if (x->loso)
+			printf(" %9s %8s", "loso mean", "median");
+		if (x->loo)
+			printf(" %9s %8s", "loo mean", "median");
+		printf("\n");
+	}
+	for (int p = 0; p < x->np; p++) {
+		const struct prof *pp = &x->pr[p];
+		const struct hw_profile *hw = x->fit ? &pp->fitted : &pp->shipped;
+		for (size_t i = 0; i < cb->n; i++) {
+			const struct cbench_row *r = &cb->rows[i];
+			size_t n = 0, first = 1;
+			double mean, med, worst;
+			char src[200];
+			if (strcmp(r->profile, pp->name))
+				continue;
+			for (size_t j = 0; j < i && first; j++)
+				first = strcmp(cb->rows[j].profile, r->profile) ||
+					strcmp(cb->rows[j].source, r->source) ||
+					cb->rows[j].kind != r->kind;
+			if (!first)
+				continue;
+			for (size_t j = i; j < cb->n; j++)
+				if (!strcmp(cb->rows[j].profile, r->profile) &&
+				    !strcmp(cb->rows[j].source, r->source) &&
+				    cb->rows[j].kind == r->kind)
+					x->sub[n++] = j;
+			errors(hw, cb, x->sub, n, &mean, &med, &worst);
+			all_n += n;
+			all_sum += mean * (double)n;
+			short_source(r->source, src, sizeof(src));
+			if (x->json) {
+				printf("%s\n{\"profile\":", x->gsep);
+				prism_fput_json_str(stdout, r->profile);
+				printf(",\"source\":");
+				prism_fput_json_str(stdout, src);
+				printf(",\"collective\":\"%s\",\"rows\":%zu,\"mean\":%.6g,"
+				       "\"median\":%.6g,\"worst\":%.6g",
+				       kind_name(r->kind), n, mean, med, worst);
+				x->gsep = ",";
+			} else {
+				printf("%-14s %-58.58s %-15s %5zu %8.1f%% %7.1f%% %7.1f%%",
+				       r->profile, src, kind_name(r->kind), n, 100 * mean,
+				       100 * med, 100 * worst);
+			}
+			if (x->loso)
+				cx_loso(x, pp, r, n);
+			if (x->loo)
+				cx_loo(x, pp, r, n);
+			printf(x->json ? "}" : "\n");
+		}
+	}
+	if (x->json && all_n)
+		printf("],\"mean\":%.6g", all_sum / (double)all_n);
+	else if (x->json)
+		printf("],\"mean\":null");
+	else if (all_n)
+		printf("\nall %zu rows: mean |error| %.1f%%\n", all_n,
+		       100 * all_sum / (double)all_n);
+}
+
+/* The fitted settings, as the profiles' node group names them: a JSON
+ * object, or each profile's lines to paste. */
+static void cx_put_fitted(const struct cx *x)
+{
+	if (x->json) {
+		printf(",\"fitted\":");
+		for (int p = 0; x->fit && p < x->np; p++) {
+			const struct hw_profile *f = &x->pr[p].fitted;
+			printf("%s", p ? "," : "{");
+			prism_fput_json_str(stdout, x->pr[p].name);
+			printf(":{\"nvlink_bus_eff\":%.6g,\"nvlink_latency_us\":%.6g,"
+			       "\"nvls_bus_eff\":",
+			       f->nvl_eff, f->nvlink_lat_s * 1e6);
+			if (x->pr[p].nvls)
+				printf("%.6g", f->nvls_eff);
+			else
+				printf("null");
+			printf(",\"network_bus_eff\":%.6g,\"network_latency_us\":%.6g,"
+			       "\"collective_base_us\":%.6g}",
+			       f->net_eff, f->net_lat_s * 1e6, f->coll_base_s * 1e6);
+		}
+		printf("%s}\n", x->fit && x->np ? "}" : "null");
+		return;
+	}
+	for (int p = 0; x->fit && p < x->np; p++) {
+		const struct hw_profile *f = &x->pr[p].fitted;
+		printf("\n# %s: fitted by prism collectives --fit\n", x->pr[p].name);
+		printf("  nvlink_bus_eff = %.3f;\n  nvlink_latency_us = %.3f;\n", f->nvl_eff,
+		       f->nvlink_lat_s * 1e6);
+		if (x->pr[p].nvls)
+			printf("  nvls_bus_eff = %.3f;\n", f->nvls_eff);
+		printf("  network_bus_eff = %.3f;\n  network_latency_us = %.3f;\n"
+		       "  collective_base_us = %.3f;\n",
+		       f->net_eff, f->net_lat_s * 1e6, f->coll_base_s * 1e6);
+	}
+}
+
+/* --rows: each row measured and predicted, as CSV. */
+static void cx_put_rows(const struct cx *x)
+{
+	printf("\nprofile,kind,n,per_node,algo,bytes,measured_us,predicted_us,source\n");
+	for (size_t i = 0; i < x->cb.n; i++) {
+		const struct cbench_row *r = &x->cb.rows[i];
+		const struct hw_profile *hw = NULL;
+		for (int p = 0; p < x->np; p++)
+			if (!strcmp(x->pr[p].name, r->profile))
+				hw = x->fit ? &x->pr[p].fitted : &x->pr[p].shipped;
+		if (!hw)
+			continue;
+		printf("%s,%s,%d,%d,%s,%.0f,%.3f,%.3f,%s\n", r->profile, kind_name(r->kind), r->n,
+		       r->per_node, comm_algo_name(r->algo), r->bytes, r->time_s * 1e6,
+		       cbench_predict(hw, r) * 1e6, r->source);
+	}
+}
+
 int cmd_collectives(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -227,33 +470,30 @@ int cmd_collectives(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct cbench cb;
+	static struct cx x; /* MAX_PROF profiles: not on the stack */
 	struct prism_err err;
-	struct prof pr[MAX_PROF];
-	int np = 0, fit = 0, loso = 0, loo = 0, rows = 0, json = 0, c, rc = 0;
-	const char *gsep = "";
-	size_t *idx = NULL, *sub = NULL;
-	double *loso_e = NULL, *loo_e = NULL; /* each row's held-out error (NAN: none) */
+	int c, rc = 0;
 
 	prism_err_clear(&err);
-	memset(&cb, 0, sizeof(cb));
+	memset(&x, 0, sizeof(x));
+	x.gsep = "";
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			fit = 1;
+			x.fit = 1;
 			break;
 		case 'l':
-			loso = 1;
+			x.loso = 1;
 			break;
 		case 'o':
-			loo = fit = 1;
+			x.loo = x.fit = 1;
 			break;
 		case 'r':
-			rows = 1;
+			x.rows = 1;
 			break;
 		case 'j':
-			json = 1;
+			x.json = 1;
 			break;
 		case 'h':
 			fputs(help, stdout);
@@ -266,250 +506,41 @@ int cmd_collectives(int argc, char **argv)
 		fprintf(stderr, "prism collectives: give measurement files\n%s", help);
 		return EXIT_USAGE;
 	}
-	if (json && rows) {
+	if (x.json && x.rows) {
 		fprintf(stderr, "prism collectives: --json prints the table alone: not with "
 				"--rows\n");
 		return EXIT_USAGE;
 	}
 	for (int i = optind; i < argc && !rc; i++)
-		rc = cbench_read(&cb, argv[i], &err);
-	if (rc) {
-		cbench_release(&cb);
+		rc = cbench_read(&x.cb, argv[i], &err);
+	if (rc || (rc = cx_load(&x, &err))) {
+		cx_release(&x);
 		return cli_fail(&err);
 	}
-	/* The profiles the rows name. */
-	for (size_t i = 0; i < cb.n && !rc; i++) {
-		int k;
-		for (k = 0; k < np && strcmp(pr[k].name, cb.rows[i].profile); k++)
-			;
-		if (k < np || np == MAX_PROF)
-			continue;
-		snprintf(pr[np].name, sizeof(pr[np].name), "%s", cb.rows[i].profile);
-		if ((rc = cli_load_hw(pr[np].name, &pr[np].shipped, &err)))
-			break;
-		pr[np].fitted = pr[np].shipped;
-		/* NVLS is fitted wherever the switch has SHARP: NCCL enables it
-		 * by default where the system supports it (NCCL_NVLS_ENABLE=2,
-		 * src/transport/nvls.cc), and XLA's NVL72 all-reduces reach
-		 * 909 GB/s of bus bandwidth over 900 GB/s links, which no ring
-		 * does. */
-		pr[np].nvls = nvls_capable(pr[np].name);
-		np++;
-	}
-	idx = prism_malloc((cb.n ? cb.n : 1) * sizeof(*idx));
-	sub = prism_malloc((cb.n ? cb.n : 1) * sizeof(*sub));
-	loso_e = prism_malloc((cb.n ? cb.n : 1) * sizeof(*loso_e));
-	loo_e = prism_malloc((cb.n ? cb.n : 1) * sizeof(*loo_e));
-	for (size_t i = 0; loso_e && loo_e && i < cb.n; i++)
-		loso_e[i] = loo_e[i] = NAN;
-	if (!rc && (!idx || !sub || !loso_e || !loo_e))
-		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-	if (rc) {
-		free(idx);
-		free(sub);
-		free(loso_e);
-		free(loo_e);
-		cbench_release(&cb);
-		return cli_fail(&err);
-	}
-	if (json) {
+	if (x.json) {
 		putchar('{');
-		cli_put_skips_json(stdout, cb.n, &cb.skips);
+		cli_put_skips_json(stdout, x.cb.n, &x.cb.skips);
 		printf(",\"groups\":[");
 	} else {
-		printf("collectives: %zu rows placed, %zu left out", cb.n, cb.skips.skipped);
-		for (int i = 0; i < cb.skips.n_why; i++)
-			printf("%s%zu %s", i ? ", " : " (", cb.skips.n[i], cb.skips.why[i]);
-		printf("%s\n", cb.skips.n_why ? ")" : "");
+		printf("collectives: %zu rows placed, %zu left out", x.cb.n, x.cb.skips.skipped);
+		for (int i = 0; i < x.cb.skips.n_why; i++)
+			printf("%s%zu %s", i ? ", " : " (", x.cb.skips.n[i], x.cb.skips.why[i]);
+		printf("%s\n", x.cb.skips.n_why ? ")" : "");
 	}
-	for (int p = 0; p < np; p++) {
+	for (int p = 0; p < x.np && x.fit; p++) {
 		size_t n = 0;
-		for (size_t i = 0; i < cb.n; i++)
-			if (!strcmp(cb.rows[i].profile, pr[p].name))
-				idx[n++] = i;
-		if (fit) {
-			if (pr[p].nvls && pr[p].fitted.nvls_eff <= 0)
-				pr[p].fitted.nvls_eff = 0.6;
-			cbench_fit(&pr[p].fitted, cb.rows, idx, n, pr[p].nvls);
-		}
+		for (size_t i = 0; i < x.cb.n; i++)
+			if (!strcmp(x.cb.rows[i].profile, x.pr[p].name))
+				x.idx[n++] = i;
+		if (x.pr[p].nvls && x.pr[p].fitted.nvls_eff <= 0)
+			x.pr[p].fitted.nvls_eff = 0.6;
+		cbench_fit(&x.pr[p].fitted, x.cb.rows, x.idx, n, x.pr[p].nvls);
 	}
-	if (!json) {
-		printf("\n%-14s %-58s %-15s %5s %9s %8s %8s", "profile", "source", "collective",
-		       "rows", "mean", "median", "worst");
-		if (loso)
-			printf(" %9s %8s", "loso mean", "median");
-		if (loo)
-			printf(" %9s %8s", "loo mean", "median");
-		printf("\n");
-	}
-	{
-		size_t all_n = 0;
-		double all_sum = 0;
-		for (int p = 0; p < np; p++) {
-			const struct hw_profile *hw = fit ? &pr[p].fitted : &pr[p].shipped;
-			/* Per source and kind. */
-			for (size_t i = 0; i < cb.n; i++) {
-				const struct cbench_row *r = &cb.rows[i];
-				size_t n = 0, first = 1;
-				double mean, med, worst;
-				char src[200];
-				if (strcmp(r->profile, pr[p].name))
-					continue;
-				for (size_t j = 0; j < i && first; j++)
-					first = strcmp(cb.rows[j].profile, r->profile) ||
-						strcmp(cb.rows[j].source, r->source) ||
-						cb.rows[j].kind != r->kind;
-				if (!first)
-					continue;
-				for (size_t j = i; j < cb.n; j++)
-					if (!strcmp(cb.rows[j].profile, r->profile) &&
-					    !strcmp(cb.rows[j].source, r->source) &&
-					    cb.rows[j].kind == r->kind)
-						sub[n++] = j;
-				errors(hw, &cb, sub, n, &mean, &med, &worst);
-				all_n += n;
-				all_sum += mean * (double)n;
-				short_source(r->source, src, sizeof(src));
-				if (json) {
-					printf("%s\n{\"profile\":", gsep);
-					prism_fput_json_str(stdout, r->profile);
-					printf(",\"source\":");
-					prism_fput_json_str(stdout, src);
-					printf(",\"collective\":\"%s\",\"rows\":%zu,\"mean\":%.6g,"
-					       "\"median\":%.6g,\"worst\":%.6g",
-					       kind_name(r->kind), n, mean, med, worst);
-					gsep = ",";
-				} else {
-					printf("%-14s %-58.58s %-15s %5zu %8.1f%% %7.1f%% %7.1f%%",
-					       r->profile, src, kind_name(r->kind), n, 100 * mean,
-					       100 * med, 100 * worst);
-				}
-				if (loso) {
-					/* Fit on the profile's other sources. */
-					struct hw_profile w = pr[p].shipped;
-					size_t m = 0;
-					for (size_t j = 0; j < cb.n; j++)
-						if (!strcmp(cb.rows[j].profile, r->profile) &&
-						    strcmp(cb.rows[j].source, r->source))
-							idx[m++] = j;
-					if (pr[p].nvls && w.nvls_eff <= 0)
-						w.nvls_eff = 0.6;
-					if (m)
-						cbench_fit(&w, cb.rows, idx, m, pr[p].nvls);
-					errors(&w, &cb, sub, n, &mean, &med, &worst);
-					for (size_t q = 0; m && q < n; q++)
-						loso_e[sub[q]] =
-						    fabs(cbench_predict(&w, &cb.rows[sub[q]]) -
-							 cb.rows[sub[q]].time_s) /
-						    cb.rows[sub[q]].time_s;
-					if (json && m)
-						printf(",\"loso_mean\":%.6g,\"loso_median\":%.6g",
-						       mean, med);
-					else if (json)
-						printf(",\"loso_mean\":null,\"loso_median\":null");
-					else if (m)
-						printf(" %8.1f%% %7.1f%%", 100 * mean, 100 * med);
-					else
-						printf(" %9s %8s", "-", "-");
-				}
-				if (loo) {
-					/* Each row by a fit on the profile's other rows,
-					 * from the full fit. */
-					double *e = prism_malloc(n * sizeof(*e)), sum = 0;
-					for (size_t q = 0; e && q < n; q++) {
-						struct hw_profile w = pr[p].fitted;
-						const struct cbench_row *x = &cb.rows[sub[q]];
-						size_t m = 0;
-						for (size_t j = 0; j < cb.n; j++)
-							if (!strcmp(cb.rows[j].profile,
-								    r->profile) &&
-							    j != sub[q])
-								idx[m++] = j;
-						cbench_fit(&w, cb.rows, idx, m, pr[p].nvls);
-						e[q] = fabs(cbench_predict(&w, x) - x->time_s) /
-						       x->time_s;
-						loo_e[sub[q]] = e[q];
-						sum += e[q];
-					}
-					if (e) {
-						double md;
-						qsort(e, n, sizeof(*e), cmp_d);
-						md = n % 2 ? e[n / 2]
-							   : (e[n / 2 - 1] + e[n / 2]) / 2;
-						if (json)
-							printf(",\"loo_mean\":%.6g,\"loo_median\":"
-							       "%.6g",
-							       sum / (double)n, md);
-						else
-							printf(" %8.1f%% %7.1f%%",
-							       100 * sum / (double)n, 100 * md);
-					}
-					free(e);
-				}
-				printf(json ? "}" : "\n");
-			}
-		}
-		if (json && all_n)
-			printf("],\"mean\":%.6g", all_sum / (double)all_n);
-		else if (json)
-			printf("],\"mean\":null");
-		else if (all_n)
-			printf("\nall %zu rows: mean |error| %.1f%%\n", all_n,
-			       100 * all_sum / (double)all_n);
-	}
-	scale_groups(&cb, pr, np, fit, loso_e, loo_e, idx, json);
-	if (json) {
-		/* The fitted settings, as the profiles' node group names them. */
-		printf(",\"fitted\":");
-		for (int p = 0; fit && p < np; p++) {
-			const struct hw_profile *f = &pr[p].fitted;
-			printf("%s", p ? "," : "{");
-			prism_fput_json_str(stdout, pr[p].name);
-			printf(":{\"nvlink_bus_eff\":%.6g,\"nvlink_latency_us\":%.6g,"
-			       "\"nvls_bus_eff\":",
-			       f->nvl_eff, f->nvlink_lat_s * 1e6);
-			if (pr[p].nvls)
-				printf("%.6g", f->nvls_eff);
-			else
-				printf("null");
-			printf(",\"network_bus_eff\":%.6g,\"network_latency_us\":%.6g,"
-			       "\"collective_base_us\":%.6g}",
-			       f->net_eff, f->net_lat_s * 1e6, f->coll_base_s * 1e6);
-		}
-		printf("%s}\n", fit && np ? "}" : "null");
-		fit = 0; /* said */
-	}
-	if (fit)
-		for (int p = 0; p < np; p++) {
-			const struct hw_profile *f = &pr[p].fitted;
-			printf("\n# %s: fitted by prism collectives --fit\n", pr[p].name);
-			printf("  nvlink_bus_eff = %.3f;\n  nvlink_latency_us = %.3f;\n",
-			       f->nvl_eff, f->nvlink_lat_s * 1e6);
-			if (pr[p].nvls)
-				printf("  nvls_bus_eff = %.3f;\n", f->nvls_eff);
-			printf("  network_bus_eff = %.3f;\n  network_latency_us = %.3f;\n"
-			       "  collective_base_us = %.3f;\n",
-			       f->net_eff, f->net_lat_s * 1e6, f->coll_base_s * 1e6);
-		}
-	if (rows) {
-		printf("\nprofile,kind,n,per_node,algo,bytes,measured_us,predicted_us,source\n");
-		for (size_t i = 0; i < cb.n; i++) {
-			const struct cbench_row *r = &cb.rows[i];
-			const struct hw_profile *hw = NULL;
-			for (int p = 0; p < np; p++)
-				if (!strcmp(pr[p].name, r->profile))
-					hw = fit ? &pr[p].fitted : &pr[p].shipped;
-			if (!hw)
-				continue;
-			printf("%s,%s,%d,%d,%s,%.0f,%.3f,%.3f,%s\n", r->profile, kind_name(r->kind),
-			       r->n, r->per_node, comm_algo_name(r->algo), r->bytes,
-			       r->time_s * 1e6, cbench_predict(hw, r) * 1e6, r->source);
-		}
-	}
-	free(idx);
-	free(sub);
-	free(loso_e);
-	free(loo_e);
-	cbench_release(&cb);
+	cx_groups(&x);
+	scale_groups(&x.cb, x.pr, x.np, x.fit, x.loso_e, x.loo_e, x.idx, x.json);
+	cx_put_fitted(&x);
+	if (x.rows)
+		cx_put_rows(&x);
+	cx_release(&x);
 	return 0;
 }
