@@ -836,9 +836,10 @@ static void test_extrapolate(void **state)
 	     0, 0, 0},
 	    {2, 2, 2, 1, 64, LAYOUT_ZBV, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5, -1, 0,
 	     0, 0, 0, 0},
-	    /* DualPipeV: its steady pairs from m = 2p on */
-	    {1, 4, 2, 1, 64, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, -1,
-	     0, 0, 0, 0, 0},
+	    /* DualPipeV: its steady pairs from m = 2p on (the second
+	     * declines, as ZB-V's: exact by the full simulation) */
+	    {1, 4, 2, 1, 64, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, 1, 0,
+	     0, 0, 0, 0},
 	    {2, 2, 2, 1, 64, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5,
 	     -1, 0, 0, 0, 0, 0},
 	};

@@ -995,6 +995,8 @@ static void test_lower_bound(void **state)
 	    {1, 8, 1, 1, LAYOUT_ZB2P, 16, LAYOUT_RECOMPUTE_NONE, 0, 1, 0},
 	    {1, 4, 1, 1, LAYOUT_ZBV, 8, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
 	    {2, 2, 2, 1, LAYOUT_ZBV, 4, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1},
+	    {1, 4, 1, 1, LAYOUT_DUALPIPEV, 8, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
+	    {2, 2, 2, 1, LAYOUT_DUALPIPEV, 5, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1},
 	};
 	static struct hw_profile b200;
 	struct prism_err herr;
@@ -1166,6 +1168,16 @@ static void test_layout_errors(void **state)
 	    {1, 1, 1, 4, LAYOUT_ZBV,
 	     "layout: schedule zb-v needs pp >= 2 (one stage has no bubble for its deferred "
 	     "weight gradients to fill)"},
+	    /* DualPipeV: ZB-V's rules, and PyTorch's m >= its 2 pp stages */
+	    {1, 8, 1, 16, LAYOUT_DUALPIPEV,
+	     "layout: layers 8 not divisible by pp 8 x virtual stages 2"},
+	    {1, 2, 2, 4, LAYOUT_DUALPIPEV,
+	     "layout: dualpipev places its own two chunks a stage in a V: vp 2 must stay 1"},
+	    {1, 1, 1, 4, LAYOUT_DUALPIPEV,
+	     "layout: schedule dualpipev needs pp >= 2 (one stage has no bubble for its "
+	     "deferred weight gradients to fill)"},
+	    {1, 2, 1, 3, LAYOUT_DUALPIPEV,
+	     "layout: dualpipev needs microbatches (3) >= 2 x pp (4), its stages"},
 	    /* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
 		 * by it (SIGFPE): the ranges come first. */
 	    {1, 65536, 65536, 1, LAYOUT_INTERLEAVED, "layout: pp 65536 is not in 1..256"},
