@@ -348,6 +348,9 @@ static void test_parse(void **state)
 	/* The zero-bubble schedules, and the paper's handcrafted names. */
 	assert_int_equal(layout_parse(LK_schedule, "zb-1p", "--schedule", &v, &l, &err), 0);
 	assert_true(v == LAYOUT_ZB1P);
+	assert_int_equal(layout_parse(LK_schedule, "dualpipev", "--schedule", &v, &l, &err), 0);
+	assert_true(v == LAYOUT_DUALPIPEV);
+	assert_string_equal(layout_schedule_name(LAYOUT_DUALPIPEV), "dualpipev");
 	assert_int_equal(layout_parse(LK_schedule, "zb-h2", "--schedule", &v, &l, &err), 0);
 	assert_true(v == LAYOUT_ZB2P);
 	assert_string_equal(layout_schedule_name(LAYOUT_ZB2P), "zb-2p");
