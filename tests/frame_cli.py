@@ -18,8 +18,8 @@
 - A zero-bubble schedule (zb-1p, zb-2p) no framework runs one stage a rank:
   each export says so on its "not expressed" line, and the rest of the
   layout still reads back to the same run with the schedule 1F1B's.  zb-v
-  is torchtitan's ZBVZeroBubble; Megatron-LM and Bridge have no V (their
-  "not expressed" line, the same read-back).
+  is torchtitan's ZBVZeroBubble and dualpipev its DualPipeV; Megatron-LM
+  and Bridge have no V (their "not expressed" line, the same read-back).
 
 usage: frame_cli.py PRISM
 """
@@ -103,16 +103,18 @@ def main():
     # zero bubble: not expressed anywhere, said so; the exported rest is
     # the same layout under 1F1B (Megatron-LM's schedule without vp)
     lay = ["--hw", "h100-dgx", "--tp", "2", "--pp", "4", "--dp", "2", "--microbatches", "8"]
-    for sched in ("zb-1p", "zb-2p", "zb-v"):
+    names = {"zb-v": "ZBVZeroBubble", "dualpipev": "DualPipeV"}
+    for sched in ("zb-1p", "zb-2p", "zb-v", "dualpipev"):
         for fw in ("megatron", "bridge", "torchtitan"):
             r = prism(PRISM, "whatif", llama, *lay, "--schedule", sched, "--export", fw)
-            if sched == "zb-v" and fw == "torchtitan":
-                # torchtitan runs ZB-V: PyTorch's ScheduleZBVZeroBubble
-                check('pipeline_parallel_schedule = "ZBVZeroBubble"' in r.stdout, r.stdout)
+            if sched in names and fw == "torchtitan":
+                # torchtitan runs ZB-V and DualPipeV: PyTorch's
+                # ScheduleZBVZeroBubble and ScheduleDualPipeV
+                check(f'pipeline_parallel_schedule = "{names[sched]}"' in r.stdout, r.stdout)
                 check("not expressed in torchtitan: schedule" not in r.stdout, r.stdout)
                 continue
             check(f"# not expressed in {fw}: schedule {sched}" in r.stdout, r.stdout)
-            check("ZeroBubble" not in r.stdout, r.stdout)
+            check("ZeroBubble" not in r.stdout and "DualPipe" not in r.stdout, r.stdout)
         r = prism(PRISM, "whatif", llama, *lay, "--schedule", sched, "--export", "megatron")
         text = r.stdout[r.stdout.index("# prism:"):]
         with tempfile.TemporaryDirectory() as tmp:

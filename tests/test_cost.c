@@ -1050,6 +1050,11 @@ static void test_activation_bytes_fp8(void **state)
  *    2208 s b h, 4 microbatches -- 1F1B's stage 0 (4 x 24 a), the paper's
  *    p M_B on every stage (section 6).  Stage 3: 8 F (F0 F1 pairs) first,
  *    the same.
+ *  - DualPipeV: stage 1 as ZB-V to 8 chunks (5 F0, F1 F0 F1) and its two
+ *    B1 W1 F1, then F0 (9 chunks: 2484 s b h) before the first whole
+ *    backward X1 frees one; F1 X0, F0 X1 ... return to 9, the cool-down
+ *    only frees: 2484 s b h, 4.5 microbatches -- DualPipe's README's PP +
+ *    1 chunks of its PP = 2p stages.  Stage 3: 4 F0 F1 pairs, then F0: 9.
  */
 static void test_zb_memory(void **state)
 {
@@ -1083,6 +1088,12 @@ static void test_zb_memory(void **state)
 		mem_stage(&gpt3, &l, NULL, s, &st);
 		assert_rel_close(st.activations, 2208 * sbh, 1e-12);
 		assert_rel_close(st.inflight, 4, 1e-12);
+	}
+	l.schedule = LAYOUT_DUALPIPEV;
+	for (int s = 1; s < 4; s += 2) {
+		mem_stage(&gpt3, &l, NULL, s, &st);
+		assert_rel_close(st.activations, 2484 * sbh, 1e-12);
+		assert_rel_close(st.inflight, 4.5, 1e-12);
 	}
 	l.schedule = LAYOUT_1F1B;
 	mem_stage(&gpt3, &l, NULL, 0, &st);
@@ -2022,6 +2033,13 @@ static void test_analytic_small(void **state)
 			double emb, head;
 			synth_extra_times(&si, &emb, &head);
 			in.lay.schedule = LAYOUT_ZBV;
+			assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+			assert_rel_close(
+			    out.t_bubble,
+			    (bub - fmin(emb, head)) / 2 * fmax(f, f + b - 3 * w) / (f + b), 1e-9);
+			/* DualPipeV: ZB-V's (test_dpv_bubble: the same where
+			 * T_F = T_B = T_W) */
+			in.lay.schedule = LAYOUT_DUALPIPEV;
 			assert_int_equal(analytic_estimate(&in, &out, &err), 0);
 			assert_rel_close(
 			    out.t_bubble,

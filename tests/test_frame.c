@@ -541,6 +541,14 @@ static void test_round_trip(void **state)
 				 fw == FRAME_TORCHTITAN);
 		if (fw == FRAME_TORCHTITAN)
 			round_trip(fw, &dense, &l);
+		/* DualPipeV: torchtitan's DualPipeV (PyTorch's
+		 * ScheduleDualPipeV, the same V), not Megatron-LM's or
+		 * Bridge's */
+		l.schedule = LAYOUT_DUALPIPEV;
+		assert_int_equal(frame_expresses(fw, LK_schedule, &dense, &l),
+				 fw == FRAME_TORCHTITAN);
+		if (fw == FRAME_TORCHTITAN)
+			round_trip(fw, &dense, &l);
 		/* an uneven list: first and last stages their own, the middle
 		 * ones even (Megatron-LM's --decoder-first/last-pipeline-num-layers) */
 		layout_default(&l);

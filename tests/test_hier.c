@@ -183,6 +183,19 @@ static void test_agreement(void **state)
 	    {2, 4, 2, 1, 8, LAYOUT_ZBV, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10, 0},
 	    {2, 2, 1, 1, 4, LAYOUT_ZBV, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10, 0},
 	    {1, 2, 2, 1, 8, LAYOUT_ZBV, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400, 0},
+	    /* DualPipeV: ZB-V's V in its own order, whole backwards beside
+	     * B and W (m >= 2p, odd m too: the last stage's unpaired first
+	     * F0 and whole backward). */
+	    {1, 4, 1, 1, 16, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10,
+	     0},
+	    {2, 2, 2, 1, 8, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0,
+	     10, 0},
+	    {2, 2, 4, 1, 4, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_FULL, 2, 1, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 2, 4, 1, 5, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 4, 2, 1, 9, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10, 0},
+	    {2, 2, 1, 1, 4, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10, 0},
+	    {1, 2, 2, 1, 8, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400,
+	     0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -417,8 +430,11 @@ static void test_agreement_moe_cp(void **state)
 		in.lay.microbatches = 6;
 		in.lay.schedule = LAYOUT_ZB2P;
 		assert_int_equal(agree(&in), 1);
-		/* and under ZB-V, on stage 0 beside the embedding */
+		/* and under ZB-V, on stage 0 beside the embedding, and
+		 * DualPipeV */
 		in.lay.schedule = LAYOUT_ZBV;
+		assert_int_equal(agree(&in), 1);
+		in.lay.schedule = LAYOUT_DUALPIPEV;
 		assert_int_equal(agree(&in), 1);
 	}
 	{
@@ -820,6 +836,12 @@ static void test_extrapolate(void **state)
 	     0, 0, 0},
 	    {2, 2, 2, 1, 64, LAYOUT_ZBV, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5, -1, 0,
 	     0, 0, 0, 0},
+	    /* DualPipeV: its steady pairs from m = 2p on (the second
+	     * declines, as ZB-V's: exact by the full simulation) */
+	    {1, 4, 2, 1, 64, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, 1, 0,
+	     0, 0, 0, 0},
+	    {2, 2, 2, 1, 64, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5,
+	     -1, 0, 0, 0, 0, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -265,6 +265,71 @@ static void test_zbv_order(void **state)
 	assert_true(layout_zb(LAYOUT_ZBV));
 }
 
+/*
+ * DualPipeV's order (layout_zb_next: F, B, W and X, the whole backward
+ * as one pass, with the chunk) against PyTorch's
+ * ScheduleDualPipeV._calculate_single_rank_operations transcribed as it
+ * is written, with its weight queue (a script, not this code's phase
+ * tables), on p 4 m 8, p 2 m 4 and p 3 m 7 (odd m, rank 2's unpaired
+ * first F0 X1); each (pass, chunk)'s microbatches in order, a whole
+ * backward counting as its B and W.  Its V is ZB-V's.
+ */
+static void test_dpv_order(void **state)
+{
+	static const struct {
+		int p, m;
+		const char *want[4];
+	} t[] = {
+	    {4,
+	     8,
+	     {"F0F0F0F0F0F0F0F1B1W1F1B1W1F1B1W1F1F0X1F1X0X1F1X0X1F1X0X1F1X0X1B0W0B0W0B0W0B0W0",
+	      "F0F0F0F0F0F1F0F1B1W1F1B1W1F1F0X1F1X0F0X1F1X0X1F1X0X1F1X0X1X0B1B0W1B0W0B0W0W0",
+	      "F0F0F0F1F0F1F0F1B1W1F1F0X1F1X0F0X1F1X0F0X1F1X0X1F1X0X1X0X1B0B1B0W0B0W1W0W0",
+	      "F0F1F0F1F0F1F0F1F0X1F1X0F0X1F1X0F0X1F1X0F0X1F1X0X1X0X1X0B1B0B1B0W1W0W1W0"}},
+	    {2,
+	     4,
+	     {"F0F0F0F1B1W1F1F0X1F1X0X1F1X0X1B0W0B0W0", "F0F1F0F1F0X1F1X0F0X1F1X0X1X0B1B0W1W0"}},
+	    {3,
+	     7,
+	     {"F0F0F0F0F0F1B1W1F1B1W1F1F0X1F1X0F0X1F1X0X1F1X0X1F1X0X1B0W0B0W0B0W0",
+	      "F0F0F0F1F0F1B1W1F1F0X1F1X0F0X1F1X0F0X1F1X0X1F1X0X1X0B1B0W1B0W0W0",
+	      "F0F1F0F1F0F1F0X1F1X0F0X1F1X0F0X1F1X0F0X1F1X0X1X0X1B0B1B0W0W1W0"}}};
+	struct layout l;
+	(void)state;
+	layout_default(&l);
+	l.schedule = LAYOUT_DUALPIPEV;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		for (int r = 0; r < t[i].p; r++) {
+			struct layout_zb it;
+			char got[160];
+			int n = 0, mb, ch, pass, next[2][3] = {{0}};
+			l.pp = t[i].p;
+			l.microbatches = t[i].m;
+			memset(&it, 0, sizeof(it));
+			while ((pass = layout_zb_next(&l, r, &it, &mb, &ch)) >= 0 && n < 158) {
+				got[n++] = "FBWX"[pass];
+				got[n++] = (char)('0' + ch);
+				if (pass == LAYOUT_PASS_BW) {
+					assert_int_equal(mb, next[ch][LAYOUT_PASS_B]++);
+					assert_int_equal(mb, next[ch][LAYOUT_PASS_W]++);
+				} else {
+					assert_int_equal(mb, next[ch][pass]++);
+				}
+			}
+			got[n] = 0;
+			assert_string_equal(got, t[i].want[r]);
+			for (int c = 0; c < 2; c++)
+				for (int k = 0; k < 3; k++)
+					assert_int_equal(next[c][k], t[i].m);
+		}
+	l.pp = 4;
+	assert_int_equal(layout_stage_chunks(&l), 2);
+	assert_int_equal(layout_chunk_model(&l, 1, 1), 6);
+	assert_int_equal(layout_head_stage(&l), 0);
+	assert_true(layout_zb(LAYOUT_DUALPIPEV) && layout_v(LAYOUT_DUALPIPEV));
+	assert_false(layout_v(LAYOUT_ZB2P));
+}
+
 static void test_parse(void **state)
 {
 	struct layout l;
@@ -277,11 +342,15 @@ static void test_parse(void **state)
 	assert_true(v == LAYOUT_INTERLEAVED);
 	assert_int_equal(layout_parse(LK_schedule, "zb", "--schedule", &v, &l, &err), PRISM_EARG);
 	assert_string_equal(
-	    err.msg, "--schedule 'zb': expected gpipe, 1f1b, interleaved, zb-1p, zb-2p or zb-v");
+	    err.msg, "--schedule 'zb': expected gpipe, 1f1b, interleaved, zb-1p, zb-2p, zb-v or "
+		     "dualpipev");
 	prism_err_clear(&err);
 	/* The zero-bubble schedules, and the paper's handcrafted names. */
 	assert_int_equal(layout_parse(LK_schedule, "zb-1p", "--schedule", &v, &l, &err), 0);
 	assert_true(v == LAYOUT_ZB1P);
+	assert_int_equal(layout_parse(LK_schedule, "dualpipev", "--schedule", &v, &l, &err), 0);
+	assert_true(v == LAYOUT_DUALPIPEV);
+	assert_string_equal(layout_schedule_name(LAYOUT_DUALPIPEV), "dualpipev");
 	assert_int_equal(layout_parse(LK_schedule, "zb-h2", "--schedule", &v, &l, &err), 0);
 	assert_true(v == LAYOUT_ZB2P);
 	assert_string_equal(layout_schedule_name(LAYOUT_ZB2P), "zb-2p");
@@ -617,11 +686,17 @@ static void test_megatron_partition(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rows),      cmocka_unit_test(test_default),
-	    cmocka_unit_test(test_key),	      cmocka_unit_test(test_diff),
-	    cmocka_unit_test(test_parse),     cmocka_unit_test(test_zb_order),
-	    cmocka_unit_test(test_zbv_order), cmocka_unit_test(test_desc),
-	    cmocka_unit_test(test_dp_impl),   cmocka_unit_test(test_megatron_partition),
+	    cmocka_unit_test(test_rows),
+	    cmocka_unit_test(test_default),
+	    cmocka_unit_test(test_key),
+	    cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_zb_order),
+	    cmocka_unit_test(test_zbv_order),
+	    cmocka_unit_test(test_dpv_order),
+	    cmocka_unit_test(test_desc),
+	    cmocka_unit_test(test_dp_impl),
+	    cmocka_unit_test(test_megatron_partition),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

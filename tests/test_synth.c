@@ -402,7 +402,7 @@ static void test_zb_bubble(void **state)
  * bubble, the authors' table: ZB-V 0 against 1F1B's (p - 1)/(m + p - 1)),
  * stage s starting s f after stage 0, so T = m (F + B + W) + (p - 1) F / 2.
  */
-static double zbv_reference(int p, int m, double f, double b, double w)
+static double zbv_reference(int sched, int p, int m, double f, double b, double w)
 {
 	double *done = calloc((size_t)3 * 2 * p * m, sizeof(double)), t[8] = {0}, first = -1,
 	       last = 0;
@@ -412,7 +412,7 @@ static double zbv_reference(int p, int m, double f, double b, double w)
 	layout_default(&l);
 	l.pp = p;
 	l.microbatches = m;
-	l.schedule = LAYOUT_ZBV;
+	l.schedule = sched;
 	assert_non_null(done);
 	assert_true(p <= 8);
 	for (int r = 0; r < p; r++) {
@@ -428,7 +428,7 @@ static double zbv_reference(int p, int m, double f, double b, double w)
 				double need = -1, st;
 				if (kind == LAYOUT_PASS_F)
 					need = k == 0 ? 0 : DONE(0, k - 1, mb);
-				else if (kind == LAYOUT_PASS_B)
+				else if (kind != LAYOUT_PASS_W) /* B, or B and W as one */
 					need = k == 2 * p - 1 ? DONE(0, k, mb) : DONE(1, k + 1, mb);
 				else
 					need = DONE(1, k, mb);
@@ -437,8 +437,11 @@ static double zbv_reference(int p, int m, double f, double b, double w)
 				st = t[r] > need ? t[r] : need;
 				if (first < 0 || st < first)
 					first = st;
-				t[r] = st + (kind == 0 ? f : kind == 1 ? b : w);
-				DONE(kind, k, mb) = t[r];
+				t[r] = st + (kind == 0 ? f : kind == 1 ? b : kind == 2 ? w : b + w);
+				if (kind == LAYOUT_PASS_BW)
+					DONE(1, k, mb) = DONE(2, k, mb) = t[r];
+				else
+					DONE(kind, k, mb) = t[r];
 				last = t[r] > last ? t[r] : last;
 				moved = 1;
 				pend[r] = layout_zb_next(&l, r, &it[r], &pmb[r], &pch[r]);
@@ -451,7 +454,8 @@ static double zbv_reference(int p, int m, double f, double b, double w)
 	return last - first;
 }
 
-static double zbv_bubble(int p, int m, int gemm_only, double *closed, double *ref, double *fbw)
+static double zbv_bubble(int sched, int p, int m, int gemm_only, double *closed, double *ref,
+			 double *fbw)
 {
 	struct synth_in in;
 	struct synth_out so;
@@ -464,7 +468,7 @@ static double zbv_bubble(int p, int m, int gemm_only, double *closed, double *re
 	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
 	in.lay.pp = p;
 	in.lay.microbatches = m;
-	in.lay.schedule = LAYOUT_ZBV;
+	in.lay.schedule = sched;
 	in.steps = 1;
 	for (int c = 0; gemm_only && c < KC_NCLASSES; c++)
 		if (c != KC_GEMM)
@@ -477,8 +481,15 @@ static double zbv_bubble(int p, int m, int gemm_only, double *closed, double *re
 	n = 16.0 / p;
 	F = n * f, B = n * (b - w), W = n * w;
 	fbw[0] = F, fbw[1] = B, fbw[2] = W;
-	*ref = 1 - m * (F + B + W) / zbv_reference(p, m, F / 2, B / 2, W / 2);
+	*ref = 1 - m * (F + B + W) / zbv_reference(sched, p, m, F / 2, B / 2, W / 2);
 	*closed = 1 - m * (F + B + W) / (m * (F + B + W) + (p - 1) * F / 2);
+	/* DualPipe's README for DualPipeV on PP = 2p stages: (PP/2 - 1)
+	 * (F&B + B - 3W) with a chunk's F, whole backward B and W, F&B here
+	 * F + B (no overlap). */
+	if (sched == LAYOUT_DUALPIPEV)
+		*closed =
+		    1 - m * (F + B + W) /
+			    (m * (F + B + W) + (p - 1) * (F / 2 + 2 * (B + W) / 2 - 3 * W / 2));
 	return st.bubble;
 }
 
@@ -488,7 +499,7 @@ static void test_zbv_bubble(void **state)
 	for (int p = 2; p <= 8; p *= 2)
 		for (int m = 2 * p; m <= 4 * p; m *= 2) {
 			double closed, ref, fbw[3], zb2, want2;
-			double got = zbv_bubble(p, m, 0, &closed, &ref, fbw);
+			double got = zbv_bubble(LAYOUT_ZBV, p, m, 0, &closed, &ref, fbw);
 			zb2 = zb_bubble(LAYOUT_ZB2P, p, m, 0, &want2, fbw);
 			print_message("p %d m %2d (F %.1f B %.1f W %.1f us a stage): zb-v %.4f "
 				      "(reference %.4f), zb-2p %.4f\n",
@@ -501,7 +512,7 @@ static void test_zbv_bubble(void **state)
 	/* T_F = T_B = T_W: the paper's zero bubble a stage. */
 	for (int p = 2; p <= 8; p *= 2) {
 		double closed, ref, fbw[3];
-		double got = zbv_bubble(p, 4 * p, 1, &closed, &ref, fbw);
+		double got = zbv_bubble(LAYOUT_ZBV, p, 4 * p, 1, &closed, &ref, fbw);
 		print_message("GEMMs alone, p %d m %2d (F %.1f B %.1f W %.1f us): zb-v %.4f "
 			      "(closed %.4f, reference %.4f)\n",
 			      p, 4 * p, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got, closed, ref);
@@ -509,6 +520,44 @@ static void test_zbv_bubble(void **state)
 		assert_rel_close(fbw[2], fbw[0], 0.02);
 		assert_rel_close(got, closed, 0.02);
 		assert_rel_close(ref, closed, 0.02);
+	}
+}
+
+/*
+ * DualPipeV (PyTorch's ScheduleDualPipeV, layout_zb_next) against the
+ * same list simulation as test_zbv_bubble, its whole backwards one pass
+ * of b + w whose gradient leaves after its W; and against DualPipe's
+ * README closed form.
+ */
+static void test_dpv_bubble(void **state)
+{
+	(void)state;
+	for (int p = 2; p <= 8; p *= 2)
+		for (int m = 2 * p; m <= 4 * p; m *= 2) {
+			double closed, ref, fbw[3], zc, zr;
+			double got = zbv_bubble(LAYOUT_DUALPIPEV, p, m, 0, &closed, &ref, fbw);
+			double zbv = zbv_bubble(LAYOUT_ZBV, p, m, 0, &zc, &zr, fbw);
+			print_message(
+			    "p %d m %2d (F %.1f B %.1f W %.1f us a stage): dualpipev %.4f "
+			    "(reference %.4f, README %.4f), zb-v %.4f\n",
+			    p, m, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got, ref, closed, zbv);
+			assert_rel_close(got, ref, 0.01);
+			/* The README's form counts more idle time than the
+			 * order leaves (about 1.5-2x here): an upper figure. */
+			assert_true(got < closed);
+		}
+	/* T_F = T_B = T_W: every stage busy but for (p - 1) F / 2, ZB-V's
+	 * paper closed form, half the README's (p - 1)(F&B + B - 3W). */
+	for (int p = 2; p <= 8; p *= 2) {
+		double closed, ref, fbw[3], zc, zr;
+		double got = zbv_bubble(LAYOUT_DUALPIPEV, p, 4 * p, 1, &closed, &ref, fbw);
+		(void)zbv_bubble(LAYOUT_ZBV, p, 4 * p, 1, &zc, &zr, fbw);
+		assert_rel_close(got, zc, 0.03);
+		assert_rel_close(closed, 1 - 1 / (1 + 2 * (1 / (1 - zc) - 1)), 0.03);
+		print_message("GEMMs alone, p %d m %2d (F %.1f B %.1f W %.1f us): dualpipev %.4f "
+			      "(README %.4f, reference %.4f)\n",
+			      p, 4 * p, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got, closed, ref);
+		assert_rel_close(got, ref, 0.02);
 	}
 }
 
@@ -946,6 +995,8 @@ static void test_lower_bound(void **state)
 	    {1, 8, 1, 1, LAYOUT_ZB2P, 16, LAYOUT_RECOMPUTE_NONE, 0, 1, 0},
 	    {1, 4, 1, 1, LAYOUT_ZBV, 8, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
 	    {2, 2, 2, 1, LAYOUT_ZBV, 4, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1},
+	    {1, 4, 1, 1, LAYOUT_DUALPIPEV, 8, LAYOUT_RECOMPUTE_NONE, 0, 1, 1},
+	    {2, 2, 2, 1, LAYOUT_DUALPIPEV, 5, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1},
 	};
 	static struct hw_profile b200;
 	struct prism_err herr;
@@ -1117,6 +1168,16 @@ static void test_layout_errors(void **state)
 	    {1, 1, 1, 4, LAYOUT_ZBV,
 	     "layout: schedule zb-v needs pp >= 2 (one stage has no bubble for its deferred "
 	     "weight gradients to fill)"},
+	    /* DualPipeV: ZB-V's rules, and PyTorch's m >= its 2 pp stages */
+	    {1, 8, 1, 16, LAYOUT_DUALPIPEV,
+	     "layout: layers 8 not divisible by pp 8 x virtual stages 2"},
+	    {1, 2, 2, 4, LAYOUT_DUALPIPEV,
+	     "layout: dualpipev places its own two chunks a stage in a V: vp 2 must stay 1"},
+	    {1, 1, 1, 4, LAYOUT_DUALPIPEV,
+	     "layout: schedule dualpipev needs pp >= 2 (one stage has no bubble for its "
+	     "deferred weight gradients to fill)"},
+	    {1, 2, 1, 3, LAYOUT_DUALPIPEV,
+	     "layout: dualpipev needs microbatches (3) >= 2 x pp (4), its stages"},
 	    /* pp x vp = 2^32 wrapped to 0 and the divisibility rule divided
 		 * by it (SIGFPE): the ranges come first. */
 	    {1, 65536, 65536, 1, LAYOUT_INTERLEAVED, "layout: pp 65536 is not in 1..256"},
@@ -3958,6 +4019,7 @@ int main(void)
 	    cmocka_unit_test(test_pipeline_bubble),
 	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_zbv_bubble),
+	    cmocka_unit_test(test_dpv_bubble),
 	    cmocka_unit_test(test_layout_errors),
 	    cmocka_unit_test(test_meta_round_trip),
 	    cmocka_unit_test(test_limits),

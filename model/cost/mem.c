@@ -641,6 +641,10 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 				} else if (pass == LAYOUT_PASS_B) {
 					held -= full[ch] - keep[ch];
 					held_lg -= lgc[ch];
+				} else if (pass == LAYOUT_PASS_BW) { /* DualPipeV's whole */
+					held -= full[ch];
+					held_lg -= lgc[ch];
+					units--;
 				} else {
 					held -= keep[ch];
 					units--;

@@ -1021,8 +1021,10 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 		 * ZB-V is torchtitan's ZBVZeroBubble (PyTorch's
 		 * ScheduleZBVZeroBubble, two stages a rank in a V: pipeline_llm's
 		 * default for a multi-stage schedule); Megatron-LM and Bridge
-		 * have no V. */
-		if (l->schedule == LAYOUT_ZBV) /* torchtitan's ZBVZeroBubble */
+		 * have no V.  DualPipeV is torchtitan's DualPipeV (PyTorch's
+		 * ScheduleDualPipeV, which pipeline_module_split places in the
+		 * same V). */
+		if (layout_v(l->schedule)) /* torchtitan's ZBVZeroBubble, DualPipeV */
 			return fw == FRAME_TORCHTITAN || l->pp == 1;
 		if (layout_zb(l->schedule))
 			return l->pp == 1;
@@ -1148,10 +1150,11 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 	case LK_schedule:
 		if (fw == FRAME_TORCHTITAN && l->pp > 1)
 			put(E, "parallelism.pipeline_parallel_schedule",
-			    l->schedule == LAYOUT_GPIPE	 ? "\"GPipe\""
-			    : l->schedule == LAYOUT_1F1B ? "\"1F1B\""
-			    : l->schedule == LAYOUT_ZBV	 ? "\"ZBVZeroBubble\""
-							 : "\"Interleaved1F1B\"");
+			    l->schedule == LAYOUT_GPIPE	      ? "\"GPipe\""
+			    : l->schedule == LAYOUT_1F1B      ? "\"1F1B\""
+			    : l->schedule == LAYOUT_ZBV	      ? "\"ZBVZeroBubble\""
+			    : l->schedule == LAYOUT_DUALPIPEV ? "\"DualPipeV\""
+							      : "\"Interleaved1F1B\"");
 		return; /* Megatron-LM: 1F1B, interleaved with vp */
 	case LK_microbatches:
 		put_int(E,
@@ -1810,12 +1813,13 @@ static int special_in(const char *path, int line, const char *name, const char *
 			      : s && strcmp(s, "1F1B") == 0	       ? LAYOUT_1F1B
 			      : s && strcmp(s, "Interleaved1F1B") == 0 ? LAYOUT_INTERLEAVED
 			      : s && strcmp(s, "ZBVZeroBubble") == 0   ? LAYOUT_ZBV
+			      : s && strcmp(s, "DualPipeV") == 0       ? LAYOUT_DUALPIPEV
 								       : -2;
 		if (I->schedule == -2)
 			return prism_err_set(
 			    err, PRISM_EFORMAT,
 			    "%s:%d: %s '%s': prism models GPipe, 1F1B, "
-			    "Interleaved1F1B and ZBVZeroBubble here (its zero-bubble "
+			    "Interleaved1F1B, ZBVZeroBubble and DualPipeV here (its zero-bubble "
 			    "zb-1p and zb-2p run one stage a rank, which torchtitan's "
 			    "InterleavedZeroBubble does not)",
 			    path, line, name, s ? s : "");
@@ -2164,15 +2168,16 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 					     path, I->vp_layers, m->layers, pp);
 		I->vp = m->layers / (pp * I->vp_layers);
 	}
-	if (I->schedule == LAYOUT_ZBV) {
-		/* Two stages a rank in a V (ScheduleZBVZeroBubble refuses
-		 * any other number). */
+	if (layout_v(I->schedule)) {
+		/* Two stages a rank in a V (ScheduleZBVZeroBubble and
+		 * ScheduleDualPipeV refuse any other number). */
 		if (I->vp > 0 && I->vp != 2)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s: ZBVZeroBubble runs 2 stages a rank, the layers "
-					     "per stage make %d",
-					     path, I->vp);
-		l->schedule = LAYOUT_ZBV;
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s: %s runs 2 stages a rank, the layers "
+			    "per stage make %d",
+			    path, I->schedule == LAYOUT_ZBV ? "ZBVZeroBubble" : "DualPipeV", I->vp);
+		l->schedule = I->schedule;
 		l->vp = 1;
 	} else if (I->vp > 1 || I->schedule == LAYOUT_INTERLEAVED) {
 		l->schedule = LAYOUT_INTERLEAVED;

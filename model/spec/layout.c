@@ -17,8 +17,8 @@ void layout_default(struct layout *l)
 }
 
 static const char *const recompute_names[] = {"none", "selective", "full"};
-static const char *const schedule_names[] = {"gpipe", "1f1b",  "interleaved",
-					     "zb-1p", "zb-2p", "zb-v"};
+static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-1p",
+					     "zb-2p", "zb-v", "dualpipev"};
 static const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p"};
 static const char *const fp8_recipe_names[] = {"delayed", "current", "blockwise", "mxfp8"};
 static const char *const dp_impl_names[] = {"megatron", "deepspeed", "fsdp", "fsdp2"};
@@ -146,7 +146,7 @@ int layout_rc(const struct layout *l, int bit)
 
 const char *layout_schedule_name(int s)
 {
-	return name_of(schedule_names, LAYOUT_ZBV + 1, s);
+	return name_of(schedule_names, LAYOUT_DUALPIPEV + 1, s);
 }
 
 int layout_schedule_parse(const char *s)
@@ -158,17 +158,22 @@ int layout_schedule_parse(const char *s)
 		return LAYOUT_ZB2P;
 	if (strcmp(s, "zbv") == 0)
 		return LAYOUT_ZBV;
-	return index_of(schedule_names, LAYOUT_ZBV + 1, s);
+	return index_of(schedule_names, LAYOUT_DUALPIPEV + 1, s);
 }
 
 int layout_zb(int schedule)
 {
-	return schedule == LAYOUT_ZB1P || schedule == LAYOUT_ZB2P || schedule == LAYOUT_ZBV;
+	return schedule == LAYOUT_ZB1P || schedule == LAYOUT_ZB2P || layout_v(schedule);
+}
+
+int layout_v(int schedule)
+{
+	return schedule == LAYOUT_ZBV || schedule == LAYOUT_DUALPIPEV;
 }
 
 int layout_stage_chunks(const struct layout *l)
 {
-	if (l->schedule == LAYOUT_ZBV)
+	if (layout_v(l->schedule))
 		return 2;
 	if (l->schedule == LAYOUT_INTERLEAVED && l->vp > 1)
 		return l->vp;
@@ -177,7 +182,7 @@ int layout_stage_chunks(const struct layout *l)
 
 int layout_chunk_model(const struct layout *l, int s, int c)
 {
-	if (l->schedule == LAYOUT_ZBV)
+	if (layout_v(l->schedule))
 		return c == 0 ? s : 2 * l->pp - 1 - s;
 	return c * l->pp + s;
 }
@@ -187,7 +192,7 @@ void layout_chunk_place(const struct layout *l, int k, int *s, int *c)
 	int p = l->pp > 0 ? l->pp : 1;
 	*c = k / p;
 	*s = k % p;
-	if (l->schedule == LAYOUT_ZBV && *c == 1)
+	if (layout_v(l->schedule) && *c == 1)
 		*s = p - 1 - *s;
 }
 
@@ -275,11 +280,80 @@ static int zbv_next(const struct layout *l, int s, struct layout_zb *it, int *mb
 	}
 }
 
+/* DualPipeV's passes: its phases' groups as ZB-V's (0x03: a whole
+ * backward; 0x?4: chunk ?'s B, whole before the cool-down's middle pair
+ * (dpv_next); 0x05: the oldest B's W), its phases' group counts in
+ * dpv_next. */
+static const unsigned char dpv_group[8][4] = {{0x00},
+					      {0x00, 0x10},
+					      {0x11, 0x12, 0x10},
+					      {0x00, 0x13, 0x10, 0x03},
+					      {0x13, 0x10, 0x03},
+					      {0x14, 0x04},
+					      {0x05, 0x01},
+					      {0x05}};
+static const int dpv_len[8] = {1, 2, 3, 4, 3, 2, 2, 1};
+
+static int dpv_next(const struct layout *l, int s, struct layout_zb *it, int *mb, int *ch)
+{
+	int p = l->pp, m = l->microbatches, half = (s + 1) / 2;
+	const int groups[8] = {2 * (p - s - 1), s + 1, p - s - 1, m - 2 * p + s + 1,
+			       p - s - 1,	s + 1, p - s - 1, s + 1};
+	for (;;) {
+		int op, kind, *f, *b, *w;
+		if (it->phase >= 8)
+			return -1;
+		if (it->count >= groups[it->phase]) {
+			it->phase++;
+			it->count = it->sub = 0;
+			continue;
+		}
+		op = dpv_group[it->phase][it->sub];
+		if (++it->sub == dpv_len[it->phase]) {
+			it->sub = 0;
+			it->count++;
+		}
+		kind = op & 15;
+		*ch = op >> 4;
+		if (kind == 4) {
+			/* The cool-down's pairs: whole before pair `half`, B
+			 * from it on (chunk 1's of that pair only where s is
+			 * odd); it->count is already the next pair's. */
+			int i = it->sub ? it->count : it->count - 1;
+			kind = i > half || (i == half && (*ch == 0 || s % 2)) ? LAYOUT_PASS_B
+									      : LAYOUT_PASS_BW;
+		} else if (kind == 5) {
+			/* The oldest B's W: the queue holds the cool-down's s + 1
+			 * B -- chunks 1, 0, 1, ... (s odd) or 0, 1, 0, ... (s
+			 * even) -- then chunk 0's. */
+			int k = it->q++;
+			*ch = k < s + 1 ? (k + s) & 1 : 0;
+			kind = LAYOUT_PASS_W;
+		}
+		f = *ch ? &it->f1 : &it->f;
+		b = *ch ? &it->b1 : &it->b;
+		w = *ch ? &it->w1 : &it->w;
+		if (kind == LAYOUT_PASS_F)
+			*mb = (*f)++;
+		else if (kind == LAYOUT_PASS_W)
+			*mb = (*w)++;
+		else {
+			*mb = (*b)++;
+			if (kind == LAYOUT_PASS_BW)
+				(*w)++;
+		}
+		if (*mb < m)
+			return kind;
+	}
+}
+
 int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb, int *ch)
 {
 	int p = l->pp, m = l->microbatches, two = l->schedule == LAYOUT_ZB2P;
 	if (l->schedule == LAYOUT_ZBV)
 		return zbv_next(l, s, it, mb, ch);
+	if (l->schedule == LAYOUT_DUALPIPEV)
+		return dpv_next(l, s, it, mb, ch);
 	*ch = 0;
 	int warm = two ? 2 * (p - s) - 1 : p - s - 1;
 	if (warm > m)
@@ -1671,11 +1745,11 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 					     "divisible by pp (%d)",
 					     l->microbatches, l->pp);
 	} else if (l->vp != 1) {
-		if (l->schedule == LAYOUT_ZBV)
+		if (layout_v(l->schedule))
 			return prism_err_set(err, PRISM_EARG,
-					     "layout: zb-v places its own two chunks a stage in a "
+					     "layout: %s places its own two chunks a stage in a "
 					     "V: vp %d must stay 1",
-					     l->vp);
+					     layout_schedule_name(l->schedule), l->vp);
 		return prism_err_set(err, PRISM_EARG,
 				     "layout: virtual stages %d need the interleaved schedule",
 				     l->vp);
@@ -1687,6 +1761,13 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 				     "layout: schedule %s needs pp >= 2 (one stage has no bubble "
 				     "for its deferred weight gradients to fill)",
 				     layout_schedule_name(l->schedule));
+	/* PyTorch's ScheduleDualPipeV refuses fewer microbatches than
+	 * stages (2 pp): its steady phase runs m - 2 pp + s + 1 pairs. */
+	if (l->schedule == LAYOUT_DUALPIPEV && l->microbatches < 2 * l->pp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: dualpipev needs microbatches (%d) >= 2 x pp (%d), "
+				     "its stages",
+				     l->microbatches, 2 * l->pp);
 	if (hw->peak_flops[l->dtype] <= 0)
 		return prism_err_set(err, PRISM_EARG, "hardware: %s has no %s peak", hw->gpu,
 				     hw_dtype_name(l->dtype));

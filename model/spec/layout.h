@@ -49,14 +49,17 @@ enum layout_lora_target {
  * GEMMs) and W (those GEMMs), W deferred to fill the bubble (Qi et al.,
  * "Zero Bubble Pipeline Parallelism", ICLR 2024; layout_zb_next). */
 /* ZBV is the paper's ZB-V (its section 6): two model chunks a stage in a
- * V, stage s holding chunks s and 2p - 1 - s (layout_chunk_model). */
+ * V, stage s holding chunks s and 2p - 1 - s (layout_chunk_model).
+ * DUALPIPEV is DeepSeek's DualPipeV (DualPipe's "cut-in-half" form) on
+ * the same V with its own order (layout_zb_next). */
 enum layout_schedule {
 	LAYOUT_GPIPE,
 	LAYOUT_1F1B,
 	LAYOUT_INTERLEAVED,
 	LAYOUT_ZB1P,
 	LAYOUT_ZB2P,
-	LAYOUT_ZBV
+	LAYOUT_ZBV,
+	LAYOUT_DUALPIPEV
 };
 enum layout_cp_comm { LAYOUT_CP_P2P, LAYOUT_CP_ALLGATHER, LAYOUT_CP_A2A, LAYOUT_CP_A2A_P2P };
 /* How fp8 GEMMs are scaled (Transformer Engine's recipes, Megatron-LM's
@@ -266,25 +269,27 @@ int layout_rc(const struct layout *l, int bit);
 const char *layout_schedule_name(int schedule);
 int layout_schedule_parse(const char *s);
 
-/* 1 for the zero-bubble schedules (ZB1P, ZB2P, ZBV), whose backward runs
- * as a B and a W pass. */
+/* 1 for the zero-bubble schedules (ZB1P, ZB2P, ZBV, DUALPIPEV), whose
+ * backward runs as a B and a W pass (DUALPIPEV's also whole: LAYOUT_PASS_BW). */
 int layout_zb(int schedule);
+/* 1 for the schedules on the V (ZBV, DUALPIPEV: layout_chunk_model). */
+int layout_v(int schedule);
 
 /* The model chunks a stage holds: vp under the interleaved schedule, 2
- * under ZBV's V, else 1. */
+ * under ZBV's and DUALPIPEV's V, else 1. */
 int layout_stage_chunks(const struct layout *l);
 
 /* Where the model's chunks sit, the one home of that fact: the model
  * chunk (0 .. pp x layout_stage_chunks - 1, in the model's order) that
  * chunk c of stage s holds -- c pp + s (Megatron's interleaving), or in
- * ZBV's V s for c 0 and 2 pp - 1 - s for c 1 (PyTorch's
+ * the V (ZBV, DUALPIPEV) s for c 0 and 2 pp - 1 - s for c 1 (PyTorch's
  * generate_stage_to_rank_mapping(style="v")) -- and back: the stage and
  * chunk holding model chunk k. */
 int layout_chunk_model(const struct layout *l, int s, int c);
 void layout_chunk_place(const struct layout *l, int k, int *s, int *c);
 
 /* The stage holding the model's last chunk (the final norm, the output
- * layer, the loss, the MTP depths): pp - 1, or 0 in ZBV's V. */
+ * layer, the loss, the MTP depths): pp - 1, or 0 in the V. */
 int layout_head_stage(const struct layout *l);
 
 /* A zero-bubble stage's passes in order, one at a time: zero `it`, then
@@ -313,13 +318,25 @@ int layout_head_stage(const struct layout *l);
  *    microbatches m .. n - 1 are left out (PyTorch's None).  The most
  *    held from F to W is 1F1B's stage 0's: p microbatches' worth of
  *    activations, each chunk half a stage's (the paper's section 6).
+ *  - DUALPIPEV (PyTorch's ScheduleDualPipeV
+ *    _calculate_single_rank_operations, after deepseek-ai/DualPipe's
+ *    dualpipev.py; m >= 2p): 2 (p - s - 1) F0; s + 1 pairs F0 F1; p - s - 1
+ *    groups B1 W1 F1; m - 2p + s + 1 groups F0 BW1 F1 BW0 (each F and the
+ *    whole backward after it PyTorch's overlapped F&B pair, here issued
+ *    back to back); p - s - 1 groups BW1 F1 BW0; s + 1 pairs of chunk 1's
+ *    then chunk 0's backward, whole until the middle pair, B after it
+ *    (from the middle pair's chunk-1 one where s is odd, its chunk-0 one
+ *    where s is even); p - s - 1 pairs W B0; the s + 1 last W.  A W is
+ *    the oldest B's (PyTorch's weight_queue); BW (LAYOUT_PASS_BW) a
+ *    whole backward, B and W as one pass (FULL_BACKWARD).
  * No allocation; O(1) a pass. */
-enum layout_pass { LAYOUT_PASS_F, LAYOUT_PASS_B, LAYOUT_PASS_W };
+enum layout_pass { LAYOUT_PASS_F, LAYOUT_PASS_B, LAYOUT_PASS_W, LAYOUT_PASS_BW };
 struct layout_zb {
 	int f, b, w;	  /* forwards, B and W passes given so far (ZBV: chunk 0's) */
 	int f1, b1, w1;	  /* ZBV: chunk 1's */
 	int sub;	  /* where in the step of one backward */
 	int phase, count; /* ZBV: which of its phases, and groups done in it */
+	int q;		  /* DUALPIPEV: W passes given from its cool-down's queue */
 };
 int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb, int *ch);
 /* "p2p", "all_gather", "a2a", "a2a+p2p" (Transformer Engine's names;
@@ -546,10 +563,11 @@ enum layout_show {
 		  "batch)",                                                                        \
 	  .flags = LK_STORE | LK_JSON | LK_EDIT, .key = "mb", .key_group = LK_KEY_ALWAYS,          \
 	  .show = LK_SHOW_ALWAYS, .desc = 106)                                                     \
-	X(schedule, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_ZBV,                         \
+	X(schedule, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_DUALPIPEV,                        \
 	  .def = LAYOUT_1F1B, .parse = layout_schedule_parse, .name = layout_schedule_name,        \
 	  .opt = "schedule", .arg = "S",                                                          \
-	  .help = "pipeline schedule: gpipe, 1f1b, interleaved, zb-1p, zb-2p or zb-v (zero bubble)", \
+	  .help = "pipeline schedule: gpipe, 1f1b, interleaved, zb-1p, zb-2p, zb-v (zero bubble) " \
+		  "or dualpipev",                                                                  \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "sched", .key_group = LK_KEY_ALWAYS,      \
 	  .show = LK_SHOW_ALWAYS, .desc = 107, .digit = 4)                                         \
 	X(recompute, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_RECOMPUTE_FULL, .def = 0,    \

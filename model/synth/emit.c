@@ -388,7 +388,7 @@ int se_procs(struct ctx *c)
 			c->rk[r].last[st] = NONE32;
 			if (st == S_OFF && c->in->lay.offload_layers <= 0)
 				continue;
-			if (st >= S_SENDF2 && c->in->lay.schedule != LAYOUT_ZBV)
+			if (st >= S_SENDF2 && !layout_v(c->in->lay.schedule))
 				continue;
 			p.gpu = 1;
 			p.pid = r;

@@ -19,16 +19,18 @@
 #define FOLD_FIRST  4
 #define FOLD_LAST   8
 #define FOLD_W	    16 /* a zero-bubble schedule's W pass (its B: a backward's kind) */
-#define FOLD_KINDS  32
+#define FOLD_B	    32 /* its B pass (DualPipeV's whole backwards beside them) */
+#define FOLD_KINDS  64
 #define FOLD_NEVER  (NONE32 - 1) /* ctx.fo.findex: tried, cannot be folded */
 
 /* The index of the template of a unit (ctx.fo.findex), made on first use. */
 size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket,
-	       int wpass)
+	       int pass)
 {
 	size_t n = (size_t)z->p * (size_t)z->v * FOLD_KINDS;
 	int f = (fwd ? FOLD_FWD : 0) | (bucket ? FOLD_BUCKET : 0) | (mb == 0 ? FOLD_FIRST : 0) |
-		(mb == z->m - 1 ? FOLD_LAST : 0) | (wpass ? FOLD_W : 0);
+		(mb == z->m - 1 ? FOLD_LAST : 0) | (pass == SL_PASS_W ? FOLD_W : 0) |
+		(pass == SL_PASS_B ? FOLD_B : 0);
 	if (c->fo.findex.n != n) {
 		if (VEC_RESERVE(c->fo.findex, n)) {
 			c->oom = 1;

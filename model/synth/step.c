@@ -659,8 +659,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 	/* W needs no weights: ZeRO-3's gathers are B's. */
 	int depth = pass == SL_PASS_W ? -1 : gather_depth(c, z, fwd, mb);
 	uint32_t *ids = NULL;
-	size_t slot =
-	    c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket, pass == SL_PASS_W) : SIZE_MAX;
+	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket, pass) : SIZE_MAX;
 	struct sf_start u;
 
 	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
@@ -697,8 +696,11 @@ static void unit_of(const struct shape *z, int k, int fwd, int *mb, int *ch)
 }
 
 /* A zero-bubble stage's passes in its schedule's order (layout_zb_next):
- * forwards, B and W passes, the last microbatch's W reducing the
- * gradients (under ZeRO-2/3 every W). */
+ * forwards, B and W passes (DualPipeV's whole backwards as one), the last
+ * microbatch's W reducing the gradients (under ZeRO-2/3 every W).
+ * DualPipeV's overlapped F&B pairs run back to back on the compute
+ * stream: the pair's overlap of one's compute with the other's MoE
+ * all-to-all (DeepSeek's, torchtitan's) is not modelled. */
 static void zb_step(struct ctx *c, int s, const struct shape *z)
 {
 	struct layout_zb it;
@@ -709,7 +711,10 @@ static void zb_step(struct ctx *c, int s, const struct shape *z)
 			unit(c, s, ch, mb, 1, 0, SL_PASS_ALL, z);
 		else
 			unit(c, s, ch, mb, 0, mb == z->m - 1,
-			     pass == LAYOUT_PASS_B ? SL_PASS_B : SL_PASS_W, z);
+			     pass == LAYOUT_PASS_B   ? SL_PASS_B
+			     : pass == LAYOUT_PASS_W ? SL_PASS_W
+						     : SL_PASS_ALL,
+			     z);
 	}
 	grad_flush(c, s, z);
 }

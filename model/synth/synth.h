@@ -21,7 +21,8 @@
  * interleaved 1F1B, or a zero-bubble one (zb-1p, zb-2p, zb-v: each
  * backward a B unit, the input gradient, and a W unit, the weight-gradient
  * GEMMs, placed as layout_zb_next orders them; zb-v's two chunks a stage
- * in a V, the head on stage 0).  Where each model chunk sits is
+ * in a V, the head on stage 0), or DualPipeV on the same V (its whole
+ * backwards one unit, its F&B pairs back to back).  Where each model chunk sits is
  * layout_chunk_model's.  Activations and their gradients cross stages as
  * send/recv pairs that rendezvous.  The gradient all-reduce of each layer
  * (reduce-scatter under ZeRO >= 1, all-gathering the weights after the

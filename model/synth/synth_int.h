@@ -483,9 +483,10 @@ void sl_cp_inner(const struct shape *z, int a, struct shape *o);
 /* ---- fold.c: folded units ------------------------------------------- */
 
 /* The index of a unit's template in c->fo.findex (made on first use), or
- * SIZE_MAX when out of memory; wpass: a zero-bubble schedule's W pass. */
+ * SIZE_MAX when out of memory; pass: the unit's SL_PASS_* (a zero-bubble
+ * schedule's B or W, or a whole backward). */
 size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket,
-	       int wpass);
+	       int pass);
 
 /* Where a unit starts (sf_begin), for sf_end. */
 struct sf_start {

@@ -153,9 +153,10 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	if (l->schedule == LAYOUT_INTERLEAVED) {
 		m0 = 2 * p;
 		c = p;
-	} else if (l->schedule == LAYOUT_ZB2P || l->schedule == LAYOUT_ZBV) {
+	} else if (l->schedule == LAYOUT_ZB2P || layout_v(l->schedule)) {
 		/* Past their 2p - 1 warm-up forwards (layout_zb_next; ZB-V's
-		 * chunk 0 runs that many before its first backward). */
+		 * chunk 0 runs that many before its first backward; DualPipeV
+		 * needs m >= 2p, its steady pairs from there on). */
 		m0 = 2 * p;
 		c = 1;
 	} else {
