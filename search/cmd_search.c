@@ -21,6 +21,7 @@
 #include "shard.h"
 #include "sweep.h"
 #include "vec.h"
+#include "writer.h"
 
 static const char help[] =
     "usage: prism search SWEEP [options]\n"
@@ -231,6 +232,9 @@ static int oneline_write(const struct oneline *q, char *path, size_t n, struct p
 		return prism_err_set(err, PRISM_EIO, "%s: write failed: %s", path, strerror(errno));
 	return 0;
 }
+
+/* The batches process 0's writer may hold before they are stored. */
+#define WRITER_BYTES ((size_t)16 << 20)
 
 /* Rejected candidates are stored in transactions of this many. */
 #define REJECT_CHUNK 4096
@@ -510,32 +514,54 @@ static int open_results(struct run *R, const char *db_arg, int batch_given, stru
 	return rc;
 }
 
+/* Rejected candidates made again for their rows, by the pool's threads. */
+struct rejected_job {
+	const struct sweep *sw;
+	const uint32_t *index;
+	struct cand *rej;
+};
+
+static void make_rejected(void *ctx, int i)
+{
+	struct rejected_job *J = ctx;
+	sweep_candidate(J->sw, J->index[i], &J->rej[i]);
+}
+
 /* Process 0 stores the rejected candidates not stored before, in
  * transactions of REJECT_CHUNK (a kill between them loses nothing: the
  * rerun stores the rest). */
 static int keep_rejected(struct run *R, struct prism_err *err)
 {
 	struct cand *rej;
+	uint32_t *index;
 	size_t nrej = 0;
 	int rc = 0;
 
 	if (!R->lead)
 		return 0;
-	if (!(rej = prism_malloc(REJECT_CHUNK * sizeof(*rej))))
+	rej = prism_malloc(REJECT_CHUNK * sizeof(*rej));
+	index = prism_malloc(REJECT_CHUNK * sizeof(*index));
+	if (!rej || !index) {
+		free(rej);
+		free(index);
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	}
 	for (size_t i = 0; rc == 0 && i <= R->sp.nrejected; i++) {
-		if (i < R->sp.nrejected && R->stored[R->sp.norder + i]) {
+		if (i < R->sp.nrejected && R->stored[R->sp.norder + i])
 			R->done++;
-		} else if (i < R->sp.nrejected) {
-			sweep_candidate(&R->sw, R->sp.rejected[i], &rej[nrej]);
-			R->stats[rej[nrej++].status]++;
-		}
+		else if (i < R->sp.nrejected)
+			index[nrej++] = R->sp.rejected[i];
 		if (nrej && (nrej == REJECT_CHUNK || i == R->sp.nrejected)) {
+			struct rejected_job J = {&R->sw, index, rej};
+			pool_for(R->pool, (int)nrej, 16, 0, make_rejected, &J);
+			for (size_t j = 0; j < nrej; j++)
+				R->stats[rej[j].status]++;
 			rc = store_put(R->db, R->sid, rej, nrej, err);
 			nrej = 0;
 		}
 	}
 	free(rej);
+	free(index);
 	return rc;
 }
 
@@ -590,19 +616,28 @@ static void progress_line(struct run *R, struct progress *pg, size_t at, double 
  * between batches. */
 static int run_batches(struct run *R, int threads, struct progress *pg, struct prism_err *err)
 {
-	struct cand *batch = prism_malloc((size_t)R->bsize * sizeof(*batch));
+	/* Process 0's rows stored by a thread of their own where the search
+	 * has more than one (writer.h), up to WRITER_BYTES of batches behind. */
+	size_t per = (size_t)R->bsize * sizeof(struct cand);
+	int slots = per * 256 <= WRITER_BYTES ? 256 : (int)(WRITER_BYTES / per);
+	struct writer *W = writer_new(R->lead ? R->db : NULL, R->sid, R->bsize, slots, threads > 1);
 	int *owner = prism_malloc((size_t)R->bsize * sizeof(*owner));
 	struct batch_job *work = prism_malloc((size_t)R->bsize * sizeof(*work));
 	double avail = available_bytes(), t0 = now();
 	int tn = threads, rc = 0;
 
-	if (!batch || !owner || !work)
+	if (!W || !owner || !work)
 		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	if ((rc = shard_any(&R->sh, rc)))
 		goto out;
 	for (size_t at = 0; at < R->sp.norder;) {
 		int nb = R->sp.norder - at < (size_t)R->bsize ? (int)(R->sp.norder - at) : R->bsize;
 		int t;
+		struct cand *batch = writer_slot(W);
+		if (!batch) { /* the writer failed: writer_put says why */
+			rc = writer_put(W, 0, err);
+			goto fail;
+		}
 		batch_make(&R->sw, R->pool, R->sp.order + at, nb, R->mode, &R->best, batch, pg);
 		at += (size_t)nb;
 		shard_deal(&R->sh, batch, nb, owner);
@@ -622,24 +657,31 @@ static int run_batches(struct run *R, int threads, struct progress *pg, struct p
 			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
 			goto out;
 		}
-		if (R->lead && (rc = store_put(R->db, R->sid, batch, (size_t)nb, err))) {
-			if (R->sh.size > 1) {
-				cli_fail(err);
-				shard_abort(&R->sh, 1);
-			}
-			goto out;
-		}
 		for (int i = 0; i < nb; i++)
 			R->stats[batch[i].status]++;
 		batch_best_add(&R->best, batch, nb);
+		/* The batch is the writer's from here. */
+		if (R->lead && (rc = writer_put(W, (size_t)nb, err)))
+			goto fail;
 		if (R->lead)
 			progress_line(R, pg, at, t0);
 	}
+	/* Every batch stored before the sweep's row is finished. */
+	rc = writer_finish(W, err);
+	W = NULL;
+	if (rc)
+		goto fail;
 out:
-	free(batch);
+	writer_finish(W, &(struct prism_err){0});
 	free(owner);
 	free(work);
 	return rc;
+fail:
+	if (R->sh.size > 1) {
+		cli_fail(err);
+		shard_abort(&R->sh, 1);
+	}
+	goto out;
 }
 
 /* The one-line search's options (--model, --hw, --gpus, --gbs, --name,
