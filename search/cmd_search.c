@@ -236,8 +236,9 @@ static int oneline_write(const struct oneline *q, char *path, size_t n, struct p
 /* The batches process 0's writer may hold before they are stored. */
 #define WRITER_BYTES ((size_t)16 << 20)
 
-/* Rejected candidates are stored in transactions of this many. */
-#define REJECT_CHUNK 4096
+/* Rejected candidates are stored in transactions of this many (up to
+ * WRITER_ROWS + 1 arrays of them, 3 MB each, are held at a time). */
+#define REJECT_CHUNK 1024
 
 static int cmp_key(const void *k, const void *e)
 {
@@ -462,6 +463,7 @@ struct run {
 	size_t stats[CS_FAILED + 1];
 	struct batch_best best;
 	struct pool *pool; /* this process's threads */
+	struct writer *w;  /* stores process 0's rows (NULL before open_results) */
 	int mode, bsize, resumed, lead;
 	int quiet;	  /* --quiet: no progress, no counts */
 	double last_line; /* when the last progress line went to a log */
@@ -529,40 +531,47 @@ static void make_rejected(void *ctx, int i)
 
 /* Process 0 stores the rejected candidates not stored before, in
  * transactions of REJECT_CHUNK (a kill between them loses nothing: the
- * rerun stores the rest). */
+ * rerun stores the rest), made by the pool and handed to the writer
+ * (stored while the batches begin). */
 static int keep_rejected(struct run *R, struct prism_err *err)
 {
-	struct cand *rej;
-	uint32_t *index;
+	uint32_t index[REJECT_CHUNK];
 	size_t nrej = 0;
 	int rc = 0;
 
 	if (!R->lead)
 		return 0;
-	rej = prism_malloc(REJECT_CHUNK * sizeof(*rej));
-	index = prism_malloc(REJECT_CHUNK * sizeof(*index));
-	if (!rej || !index) {
-		free(rej);
-		free(index);
-		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	}
 	for (size_t i = 0; rc == 0 && i <= R->sp.nrejected; i++) {
 		if (i < R->sp.nrejected && R->stored[R->sp.norder + i])
 			R->done++;
 		else if (i < R->sp.nrejected)
 			index[nrej++] = R->sp.rejected[i];
 		if (nrej && (nrej == REJECT_CHUNK || i == R->sp.nrejected)) {
+			struct cand *rej = prism_malloc(nrej * sizeof(*rej));
 			struct rejected_job J = {&R->sw, index, rej};
+			if (!rej)
+				return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 			pool_for(R->pool, (int)nrej, 16, 0, make_rejected, &J);
 			for (size_t j = 0; j < nrej; j++)
 				R->stats[rej[j].status]++;
-			rc = store_put(R->db, R->sid, rej, nrej, err);
+			rc = writer_put_rows(R->w, rej, nrej, err);
 			nrej = 0;
 		}
 	}
-	free(rej);
-	free(index);
 	return rc;
+}
+
+/* Process 0's rows stored by a thread of their own where the search has
+ * more than one (writer.h), up to WRITER_BYTES of batches behind; the
+ * other processes' writer stores nothing. */
+static int open_writer(struct run *R, int threads, struct prism_err *err)
+{
+	size_t per = (size_t)R->bsize * sizeof(struct cand);
+	int slots = per * 256 <= WRITER_BYTES ? 256 : (int)(WRITER_BYTES / per);
+	if (!(R->w = writer_new(R->lead ? R->db : NULL, R->sid, R->bsize, slots, threads > 1)))
+		return prism_err_set(err, errno == ENOMEM ? PRISM_ENOMEM : PRISM_EIO,
+				     "cannot start the writer: %s", strerror(errno));
+	return 0;
 }
 
 /* The refs not stored before, in place. */
@@ -616,11 +625,7 @@ static void progress_line(struct run *R, struct progress *pg, size_t at, double 
  * between batches. */
 static int run_batches(struct run *R, int threads, struct progress *pg, struct prism_err *err)
 {
-	/* Process 0's rows stored by a thread of their own where the search
-	 * has more than one (writer.h), up to WRITER_BYTES of batches behind. */
-	size_t per = (size_t)R->bsize * sizeof(struct cand);
-	int slots = per * 256 <= WRITER_BYTES ? 256 : (int)(WRITER_BYTES / per);
-	struct writer *W = writer_new(R->lead ? R->db : NULL, R->sid, R->bsize, slots, threads > 1);
+	struct writer *W = R->w;
 	int *owner = prism_malloc((size_t)R->bsize * sizeof(*owner));
 	struct batch_job *work = prism_malloc((size_t)R->bsize * sizeof(*work));
 	double avail = available_bytes(), t0 = now();
@@ -668,11 +673,10 @@ static int run_batches(struct run *R, int threads, struct progress *pg, struct p
 	}
 	/* Every batch stored before the sweep's row is finished. */
 	rc = writer_finish(W, err);
-	W = NULL;
+	R->w = NULL;
 	if (rc)
 		goto fail;
 out:
-	writer_finish(W, &(struct prism_err){0});
 	free(owner);
 	free(work);
 	return rc;
@@ -873,7 +877,9 @@ int cmd_search(int argc, char **argv)
 	shard_bcast(&R.sh, &R.resumed, sizeof(R.resumed));
 	shard_bcast(&R.sh, &R.bsize, sizeof(R.bsize)); /* a resumed sweep's own */
 	shard_bcast(&R.sh, R.stored, R.sp.norder + R.sp.nrejected);
-	rc = keep_rejected(&R, &err);
+	rc = open_writer(&R, threads, &err);
+	if (rc == 0)
+		rc = keep_rejected(&R, &err);
 	if ((rc = agree(&R.sh, rc, &quiet)))
 		goto out;
 	drop_stored(&R);
@@ -911,6 +917,7 @@ int cmd_search(int argc, char **argv)
 	printf("report: prism report %s\n", R.dbpath);
 out:
 	progress_stop(&pg);
+	writer_finish(R.w, &(struct prism_err){0});
 	batch_space_release(&R.sp);
 	free(R.stored);
 	if (R.db)

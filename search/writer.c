@@ -13,6 +13,8 @@ struct writer {
 	int cap, nslots, threaded, started;
 	struct cand *slot; /* nslots x cap */
 	size_t *n;	   /* rows put in each slot */
+	struct cand **own; /* a slot's rows given by writer_put_rows, or NULL */
+	int owned;	   /* such arrays queued */
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t more, room; /* a batch queued; a slot stored */
@@ -45,15 +47,21 @@ static void *drain(void *arg)
 		 * resumes after the batches stored. */
 		prism_err_clear(&e);
 		if (!w->rc && w->db)
-			rc = store_put(w->db, w->sid, slot_of(w, k), w->n[k], &e);
+			rc = store_put(w->db, w->sid, w->own[k] ? w->own[k] : slot_of(w, k),
+				       w->n[k], &e);
 		pthread_mutex_lock(&w->mu);
+		if (w->own[k]) {
+			free(w->own[k]);
+			w->own[k] = NULL;
+			w->owned--;
+		}
 		if (rc && !w->rc) {
 			w->rc = rc;
 			w->err = e;
 		}
 		w->head = (w->head + 1) % w->nslots;
 		w->queued--;
-		pthread_cond_signal(&w->room);
+		pthread_cond_broadcast(&w->room);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -66,6 +74,9 @@ static void release(struct writer *w)
 		pthread_cond_destroy(&w->room);
 		pthread_mutex_destroy(&w->mu);
 	}
+	for (int k = 0; w->own && k < w->nslots; k++)
+		free(w->own[k]);
+	free(w->own);
 	free(w->slot);
 	free(w->n);
 	free(w);
@@ -85,7 +96,8 @@ struct writer *writer_new(sqlite3 *db, long long sid, int cap, int slots, int th
 	w->nslots = w->threaded ? (slots > 2 ? slots : 2) : 1;
 	w->slot = prism_malloc((size_t)w->nslots * (size_t)w->cap * sizeof(*w->slot));
 	w->n = prism_calloc((size_t)w->nslots, sizeof(*w->n));
-	if (!w->slot || !w->n) {
+	w->own = prism_calloc((size_t)w->nslots, sizeof(*w->own));
+	if (!w->slot || !w->n || !w->own) {
 		w->threaded = 0;
 		release(w);
 		errno = ENOMEM;
@@ -138,6 +150,33 @@ int writer_put(struct writer *w, size_t n, struct prism_err *err)
 		pthread_cond_signal(&w->more);
 	} else {
 		*err = w->err;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+int writer_put_rows(struct writer *w, struct cand *rows, size_t n, struct prism_err *err)
+{
+	int rc;
+	if (!w->threaded) {
+		if (!w->rc && w->db && (w->rc = store_put(w->db, w->sid, rows, n, &w->err)))
+			*err = w->err;
+		free(rows);
+		return w->rc;
+	}
+	pthread_mutex_lock(&w->mu);
+	while ((w->queued == w->nslots || w->owned == WRITER_ROWS) && !w->rc)
+		pthread_cond_wait(&w->room, &w->mu);
+	if (!(rc = w->rc)) {
+		int k = (w->head + w->queued) % w->nslots;
+		w->n[k] = n;
+		w->own[k] = rows;
+		w->owned++;
+		w->queued++;
+		pthread_cond_signal(&w->more);
+	} else {
+		*err = w->err;
+		free(rows);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return rc;

@@ -18,6 +18,8 @@
  *   writer_slot    the slot to fill next (waits while every slot holds a
  *                  batch not yet stored)
  *   writer_put     that slot's first n candidates handed on to be stored
+ *   writer_put_rows  an array of the caller's handed on (and freed once
+ *                  stored), in the same order; at most WRITER_ROWS wait
  *   writer_finish  every batch put stored, the thread ended: 0, or the
  *                  first failure (its error)
  *
@@ -48,6 +50,12 @@ struct cand *writer_slot(struct writer *w);
  * threaded writer reports a batch's failure at a later put or at
  * writer_finish. */
 int writer_put(struct writer *w, size_t n, struct prism_err *err);
+
+/* rows[0..n) (allocated, the writer's from here: freed once stored) stored
+ * after the batches put so far, as writer_put; waits while WRITER_ROWS
+ * such arrays are queued.  0, or the first failure so far. */
+#define WRITER_ROWS 2
+int writer_put_rows(struct writer *w, struct cand *rows, size_t n, struct prism_err *err);
 
 /* Waits for every batch put, ends the thread and frees w (NULL: nothing):
  * 0, or the first failure (err set). */
