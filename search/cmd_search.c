@@ -236,9 +236,8 @@ static int oneline_write(const struct oneline *q, char *path, size_t n, struct p
 /* The batches process 0's writer may hold before they are stored. */
 #define WRITER_BYTES ((size_t)16 << 20)
 
-/* Rejected candidates are stored in transactions of this many (up to
- * WRITER_ROWS + 1 arrays of them, 3 MB each, are held at a time). */
-#define REJECT_CHUNK 1024
+/* Rejected candidates are stored in transactions of this many. */
+#define REJECT_CHUNK 4096
 
 static int cmp_key(const void *k, const void *e)
 {
@@ -516,23 +515,16 @@ static int open_results(struct run *R, const char *db_arg, int batch_given, stru
 	return rc;
 }
 
-/* Rejected candidates made again for their rows, by the pool's threads. */
-struct rejected_job {
-	const struct sweep *sw;
-	const uint32_t *index;
-	struct cand *rej;
-};
-
-static void make_rejected(void *ctx, int i)
+/* A rejected candidate made again for its row (writer_make_fn). */
+static void make_rejected(const void *sw, uint32_t index, struct cand *c)
 {
-	struct rejected_job *J = ctx;
-	sweep_candidate(J->sw, J->index[i], &J->rej[i]);
+	sweep_candidate(sw, index, c);
 }
 
 /* Process 0 stores the rejected candidates not stored before, in
  * transactions of REJECT_CHUNK (a kill between them loses nothing: the
- * rerun stores the rest), made by the pool and handed to the writer
- * (stored while the batches begin). */
+ * rerun stores the rest): made again and stored by the writer while the
+ * batches begin (their statuses, counted here, are batch_space's). */
 static int keep_rejected(struct run *R, struct prism_err *err)
 {
 	uint32_t index[REJECT_CHUNK];
@@ -542,19 +534,14 @@ static int keep_rejected(struct run *R, struct prism_err *err)
 	if (!R->lead)
 		return 0;
 	for (size_t i = 0; rc == 0 && i <= R->sp.nrejected; i++) {
-		if (i < R->sp.nrejected && R->stored[R->sp.norder + i])
+		if (i < R->sp.nrejected && R->stored[R->sp.norder + i]) {
 			R->done++;
-		else if (i < R->sp.nrejected)
+		} else if (i < R->sp.nrejected) {
 			index[nrej++] = R->sp.rejected[i];
+			R->stats[R->sp.rejected_status[i]]++;
+		}
 		if (nrej && (nrej == REJECT_CHUNK || i == R->sp.nrejected)) {
-			struct cand *rej = prism_malloc(nrej * sizeof(*rej));
-			struct rejected_job J = {&R->sw, index, rej};
-			if (!rej)
-				return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-			pool_for(R->pool, (int)nrej, 16, 0, make_rejected, &J);
-			for (size_t j = 0; j < nrej; j++)
-				R->stats[rej[j].status]++;
-			rc = writer_put_rows(R->w, rej, nrej, err);
+			rc = writer_put_made(R->w, make_rejected, &R->sw, index, nrej, err);
 			nrej = 0;
 		}
 	}

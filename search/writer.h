@@ -18,8 +18,8 @@
  *   writer_slot    the slot to fill next (waits while every slot holds a
  *                  batch not yet stored)
  *   writer_put     that slot's first n candidates handed on to be stored
- *   writer_put_rows  an array of the caller's handed on (and freed once
- *                  stored), in the same order; at most WRITER_ROWS wait
+ *   writer_put_made  candidates to be made by the writer (their indices)
+ *                  and stored, in the same order
  *   writer_finish  every batch put stored, the thread ended: 0, or the
  *                  first failure (its error)
  *
@@ -32,6 +32,7 @@
 
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "prism.h"
 #include "sweep.h"
@@ -51,11 +52,16 @@ struct cand *writer_slot(struct writer *w);
  * writer_finish. */
 int writer_put(struct writer *w, size_t n, struct prism_err *err);
 
-/* rows[0..n) (allocated, the writer's from here: freed once stored) stored
- * after the batches put so far, as writer_put; waits while WRITER_ROWS
- * such arrays are queued.  0, or the first failure so far. */
-#define WRITER_ROWS 2
-int writer_put_rows(struct writer *w, struct cand *rows, size_t n, struct prism_err *err);
+/* Makes candidate `index` into c (the rows of writer_put_made). */
+typedef void (*writer_make_fn)(const void *ctx, uint32_t index, struct cand *c);
+
+/* index[0..n) (copied), each made by make(ctx, ...) on the writer's
+ * thread, stored after the batches put so far as one transaction: the
+ * rejected candidates, whose rows need only their indices kept, made while
+ * the pool works.  ctx must outlive the writer.  0, or the first failure
+ * so far (PRISM_ENOMEM when the indices cannot be copied). */
+int writer_put_made(struct writer *w, writer_make_fn make, const void *ctx, const uint32_t *index,
+		    size_t n, struct prism_err *err);
 
 /* Waits for every batch put, ends the thread and frees w (NULL: nothing):
  * 0, or the first failure (err set). */

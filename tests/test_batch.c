@@ -255,16 +255,24 @@ static void test_pool(void **state)
 	pool_free(NULL);
 }
 
-/* small.cfg's 32 candidates put through a writer in batches of 3 (the
- * last of 2) and stored: threaded, with two slots so that the puts wait
- * for the thread, and at once; the rows arrive in the order put, each
- * once.  A database refusing writes fails the first batch, reported by a
- * later put or by writer_finish with SQLite's error. */
+/* small.cfg's 32 candidates put through a writer: the first 5 made by the
+ * writer from their indices, the rest in batches of 3 (the last of 3 too)
+ * and stored: threaded, with two slots so that the puts wait for the
+ * thread, and at once; the rows arrive in the order put, each once.  A
+ * database refusing writes fails the first batch, reported by a later put
+ * or by writer_finish with SQLite's error. */
+static void make_row(const void *sw, uint32_t index, struct cand *c)
+{
+	assert_int_equal(sweep_candidate(sw, index, c), 0);
+}
+
 static void put_all(const struct sweep *sw, struct writer *w)
 {
+	static const uint32_t first[] = {0, 1, 2, 3, 4};
 	struct prism_err err;
 	prism_err_clear(&err);
-	for (uint32_t i = 0; i < 32;) {
+	assert_int_equal(writer_put_made(w, make_row, sw, first, 5, &err), 0);
+	for (uint32_t i = 5; i < 32;) {
 		struct cand *c = writer_slot(w);
 		size_t n = 0;
 		assert_non_null(c);
