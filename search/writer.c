@@ -46,6 +46,7 @@ static int store_entry(struct writer *w, int k, struct prism_err *e)
 {
 	struct entry *x = &w->e[k];
 	struct cand *c = slot_of(w, k);
+	int rc;
 	if (x->index) {
 		if (x->n > w->nmade) {
 			struct cand *m = realloc(w->made, x->n * sizeof(*m));
@@ -58,7 +59,13 @@ static int store_entry(struct writer *w, int k, struct prism_err *e)
 		for (size_t i = 0; i < x->n; i++)
 			x->make(x->ctx, x->index[i], &c[i]);
 	}
-	return w->db ? store_put(w->db, w->sid, c, x->n, e) : 0;
+	rc = w->db ? store_put(w->db, w->sid, c, x->n, e) : 0;
+	if (x->index) { /* the rejected come first: no scratch held after them */
+		free(w->made);
+		w->made = NULL;
+		w->nmade = 0;
+	}
+	return rc;
 }
 
 static void entry_done(struct writer *w, int k)
