@@ -4,8 +4,10 @@
 For every trace a sweep is written beside a temporary database: the base is
 the trace (plain: no run description), the hardware its GPU's profile; the
 GPU counts are 1, 2 and 4 times the data-parallel degree prism finds, the
-global batch 4 x dp x the microbatches found (so every count's microbatches
-are whole: 4, 2 and 1 times the traced ones), layers x1 and x2 where layers
+global batch 4 times the trace's own (`global_batch_scale = 4`: a plain
+trace does not say how many sequences a microbatch holds, so its global
+batch is given relative to the traced one; every count's microbatches are
+whole: 4, 2 and 1 times the traced ones), layers x1 and x2 where layers
 are found, and 1 or 2 pipeline stages (dp = GPUs / pp).  Every candidate is a graph edit of
 the trace or invalid with what the trace lacks.  Prints a Markdown table
 for docs/VALIDATION.md: per trace, what was simulated, which knobs its
@@ -60,7 +62,7 @@ def main():
             base = ", ".join(f'"{f}"' for f in files)
             with open(cfg, "w") as f:
                 f.write(f'name = "real";\nbase = [{base}];\nhw = "{b["hw_from"]}";\n'
-                        f"gpus = [{dp}, {2 * dp}, {4 * dp}];\nglobal_batch = {4 * dp * m};\n"
+                        f"gpus = [{dp}, {2 * dp}, {4 * dp}];\nglobal_batch_scale = 4;\n"
                         f"space = {{\n  pp = [1, 2];{layers}\n}};\n")
             db = os.path.join(d, "s.db")
             r = subprocess.run([PRISM, "search", cfg, "--db", db, "--exhaustive"],

@@ -24,7 +24,13 @@ set".
              for the compiled ones), and the analytic estimate, against the
              CUDA-event step: the host model checked, nothing fitted to it;
   kernels    the kernel-efficiency model against the kernel sweep
-             (`prism kernels --flat` on kernels.csv).
+             (`prism kernels --flat` on kernels.csv);
+  launches   what a layer launches, per layer and microbatch, forward and
+             backward, in each eager trace (kernels, memsets, launch
+             calls) and in prism synth's trace of the same point (kernels,
+             and launches: an op's host time past the default 10 + 5 us
+             is 5 us a launch more); and a step's GPU time by kind of kernel, the
+             trace's against synth's.
 
 Usage: validate_gpu.py [PRISM] [DATA_DIR] [SECTION...]
 """
@@ -340,9 +346,117 @@ def kernel_table(prism, data, pts):
     print(out.strip())
 
 
+
+LAUNCH_CALLS = ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC",
+                "cudaMemsetAsync")
+
+
+def kind_of(name):
+    """A kernel's kind, by its name (as the traces and synth name them)."""
+    n = name.lower()
+    for k, keys in (("memset", ("memset",)), ("gemm", ("nvjet", "gemm", "xmma")),
+                    ("attention", ("sdpa", "flash", "cudnn", "fmha")),
+                    ("optimizer", ("multi_tensor",)),
+                    ("norm", ("layer_norm", "gammabeta", "rms")),
+                    ("loss", ("cross_entropy", "softmax", "nll_loss"))):
+        if any(x in n for x in keys):
+            return k
+    return "elementwise"
+
+
+def step_launches(trace, synth):
+    """Per phase: launches, kernels and memsets inside layer ranges, and
+    the step's GPU time by kind, for the trace's second profiled step."""
+    ev = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted((e for e in ev if e["name"].startswith("ProfilerStep")),
+                   key=lambda e: e["ts"])
+    st = steps[1]
+    lo, hi = st["ts"], st["ts"] + st["dur"]
+    gpu = {}
+    for e in ev:
+        if e.get("cat") in ("kernel", "gpu_memset"):
+            gpu.setdefault(e["args"].get("correlation"), []).append(e)
+    ann = [e for e in ev if e.get("cat") == "user_annotation" and lo <= e["ts"] < hi]
+    phases = [e for e in ann if e["name"].startswith("prism::phase#")]
+    layers = [e for e in ann if e["name"].startswith("prism::layer#")]
+    ops = sorted((e for e in ev if e.get("cat") == "cpu_op" and lo <= e["ts"] < hi),
+                 key=lambda e: e["ts"])
+
+    def inside(t, rs):
+        return next((r for r in rs if r["ts"] <= t <= r["ts"] + r["dur"]), None)
+
+    cnt, kinds, oi = {}, {}, 0
+    for r in sorted((e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                     and lo <= e["ts"] < hi and e["name"] in LAUNCH_CALLS),
+                    key=lambda e: e["ts"]):
+        ks = gpu.get(r["args"].get("correlation"), [])
+        for k in ks:
+            kd = kind_of(k["name"])
+            kinds[kd] = kinds.get(kd, 0) + k["dur"]
+        ph, ly = inside(r["ts"], phases), inside(r["ts"], layers)
+        if not ph or not ly:
+            continue
+        c = cnt.setdefault(ph["name"].split("#")[1], {"kernels": 0, "memsets": 0, "launches": 0})
+        n = 1
+        if synth:  # the op around this launch: 10 + 5 us, and 5 us a launch more
+            while oi + 1 < len(ops) and ops[oi + 1]["ts"] <= r["ts"]:
+                oi += 1
+            if ops and ops[oi]["ts"] <= r["ts"]:
+                n += max(0, round((ops[oi]["dur"] - 15.0) / 5.0))
+        c["launches"] += n
+        for k in ks:
+            c["memsets" if kind_of(k["name"]) == "memset" else "kernels"] += 1
+    return cnt, kinds
+
+
+def launch_table(prism, data, pts):
+    import gzip
+    import tempfile
+    eager = sorted((t for t, p in pts.items() if not p["compiled"]), key=order)
+    rows, kind_rows = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = os.path.join(tmp, "gpt-bench.cfg")
+        with open(cfg, "w") as f:
+            f.write(GPT_BENCH_CFG)
+        for tag in eager:
+            p = pts[tag]
+            with gzip.open(files(data, tag)[0], "rt") as f:
+                real, rk = step_launches(json.load(f), False)
+            h, out = p["hidden"], os.path.join(tmp, "s.json")
+            subprocess.run([prism, "synth", cfg, "--hw", "h100-dgx", "--layers",
+                            str(p["layers"]), "--hidden", str(h), "--heads", str(h // 128),
+                            "--ffn", str(4 * h), "--mbs", str(p["mbs"]), "--microbatches",
+                            str(p["microbatches"]), "-o", out], check=True,
+                           capture_output=True)
+            with open(out) as f:
+                syn, sk = step_launches(json.load(f), True)
+            per = p["layers"] * p["microbatches"]
+            cell = []
+            for ph in ("forward", "backward"):
+                a, b = real.get(ph, {}), syn.get(ph, {})
+                cell.append(f"{a.get('kernels', 0) / per:.1f} + {a.get('memsets', 0) / per:.1f} / "
+                            f"{a.get('launches', 0) / per:.1f}")
+                cell.append(f"{b.get('kernels', 0) / per:.1f} / {b.get('launches', 0) / per:.1f}")
+            rows.append(f"| {tag} | " + " | ".join(cell) + " |")
+            kind_rows.append((tag, rk, sk))
+    print("Per layer and microbatch.  Trace: kernels + memsets / launch calls; "
+          "synth: kernels / launches.\n")
+    print("| point | forward, trace | forward, synth | backward, trace | backward, synth |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows))
+    kinds = ("gemm", "attention", "norm", "elementwise", "loss", "optimizer", "memset")
+    print("\nA step's GPU time by kind of kernel, ms: trace / synth.\n")
+    print("| point | " + " | ".join(kinds) + " | all |")
+    print("|---|" + "---|" * (len(kinds) + 1))
+    for tag, rk, sk in kind_rows:
+        cells = [f"{rk.get(k, 0) / 1e3:.2f} / {sk.get(k, 0) / 1e3:.2f}" for k in kinds]
+        cells.append(f"{sum(rk.values()) / 1e3:.2f} / {sum(sk.values()) / 1e3:.2f}")
+        print(f"| {tag} | " + " | ".join(cells) + " |")
+
 SECTIONS = {"replay": replay_table, "whatif": whatif_table, "hidden-edit": hidden_edit_table,
             "grain": grain_table, "base-step": base_step_table,
-            "compiled": compiled_table, "exec": exec_table, "kernels": kernel_table}
+            "compiled": compiled_table, "exec": exec_table, "kernels": kernel_table,
+            "launches": launch_table}
 
 
 def main():

@@ -644,11 +644,11 @@ void cli_layout_help(FILE *f)
 		fputs(heads[sec], f);
 		for (int k = 0; k < LK_N; k++) {
 			const struct layout_knob *K = &layout_knobs[k];
-			char text[1024], def[48] = "";
+			char text[1024], def[80] = "";
 			if (!K->opt || help_section(k) != sec)
 				continue;
 			if (K->home == LK_L && K->kind != LK_BOOL && K->kind != LK_PART) {
-				char v[32];
+				char v[64];
 				struct layout l;
 				layout_default(&l);
 				layout_format(NULL, &l, k, 0, v, sizeof(v));

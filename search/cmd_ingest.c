@@ -31,7 +31,8 @@ static const char help[] =
     "                        waited on something the graph does not show\n"
     "      --allow-dangling  place GPU work whose launch call is missing from\n"
     "                        the window instead of failing\n"
-    "      --no-infer-events   no cross-stream edges inferred from timing\n"
+    "      --no-infer-events   no cross-stream edges inferred (from the host's call\n"
+    "                          order or from timing)\n"
     "      --no-infer-sync     no stream/event-sync sources inferred from timing\n"
     "      --no-infer-threads  no cross-thread edges inferred from timing\n"
     "      --no-infer-share    no shared-GPU edges inferred from timing (a task\n"
@@ -395,7 +396,7 @@ static int print_unexplained(const struct graph *g, int n)
 #define LAG(u) (g->start_ns[u] - ready[u])
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		if (by[u] == UINT32_MAX || g->kind[u] == GN_WAIT ||
-		    (g->flags[u] & (NF_ANCHORED | NF_GRAPH)) || LAG(u) <= cap)
+		    (g->flags[u] & (NF_ANCHORED | NF_GRAPH | NF_STAGED)) || LAG(u) <= cap)
 			continue;
 		if (k == n && LAG(u) <= LAG(top[n - 1]))
 			continue;

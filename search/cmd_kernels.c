@@ -358,6 +358,301 @@ static double rel(double p, double m)
 	return p > 0 && m > 0 ? fabs(p - m) / m : 1;
 }
 
+/* One run of `prism kernels`: the rows, the profiles they name, the groups
+ * of the table and the scratch the fits share. */
+struct kx {
+	struct kbench kb;
+	struct prof *p;
+	int np;
+	struct group *gr;
+	size_t ng;
+	size_t *idx, *grp;
+	char *done;    /* per row: its group fitted (scratch) */
+	double *lpred; /* per row, its leave-one-source-out prediction */
+	struct hw_profile **hws;
+	int fit, loso, flat, md, rows, json;
+};
+
+static void kx_release(struct kx *x)
+{
+	free(x->p);
+	free(x->idx);
+	free(x->hws);
+	free(x->gr);
+	free(x->lpred);
+	free(x->done);
+	free(x->grp);
+	kbench_release(&x->kb);
+}
+
+/* The files' rows, a profile for each GPU they name (at the burst clock:
+ * most rows are bursts, kbench.h; a step's or a stream's rows take its
+ * sustained or stream clock in kbench_predict) and the scratch. */
+static int kx_load(struct kx *x, int argc, char **argv, struct prism_err *err)
+{
+	int rc = 0;
+	size_t n;
+	for (int i = optind; i < argc && !rc; i++)
+		rc = is_trace(argv[i]) ? read_trace(&x->kb, argv[i], err)
+				       : kbench_read(&x->kb, argv[i], err);
+	if (rc)
+		return rc;
+	if (!(x->p = prism_calloc(MAX_PROF, sizeof(*x->p))))
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	for (size_t i = 0; i < x->kb.n; i++) {
+		struct prof *q = &x->p[x->np];
+		if (find_prof(x->p, x->np, x->kb.rows[i].profile))
+			continue;
+		if (x->np == MAX_PROF)
+			return prism_err_set(err, PRISM_ELIMIT, "more than %d profiles", MAX_PROF);
+		snprintf(q->name, sizeof(q->name), "%s", x->kb.rows[i].profile);
+		if ((rc = cli_load_hw(q->name, &q->shipped, err)))
+			return rc;
+		q->shipped.clock = 1;
+		q->fitted = q->shipped;
+		x->np++;
+	}
+	n = x->kb.n + 1;
+	if (!(x->idx = prism_malloc(n * sizeof(*x->idx))) ||
+	    !(x->hws = prism_malloc(n * sizeof(*x->hws))) || !(x->done = prism_malloc(n)) ||
+	    (x->loso && !(x->grp = prism_malloc(n * sizeof(*x->grp)))) ||
+	    !(x->gr = prism_calloc(n, sizeof(*x->gr))) ||
+	    (x->loso && !(x->lpred = prism_malloc(n * sizeof(*x->lpred)))))
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Fit: each group once, in row order (deterministic); those taking another
+ * dtype's shape parameters after it, those taking a sibling GPU's last. */
+static void kx_fit(struct kx *x)
+{
+	struct kbench *kb = &x->kb;
+	memset(x->done, 0, kb->n + 1);
+	for (int pass = 0; pass < 3; pass++)
+		for (size_t i = 0; i < kb->n; i++) {
+			size_t n;
+			int pi;
+			if (x->done[i] || fit_cls(&kb->rows[i]) < 0)
+				continue;
+			pi = shape_donor(kb, &kb->rows[i], NULL, x->idx) >= 0			? 1
+			     : shape_sibling(kb, &kb->rows[i], x->p, x->np, NULL, x->idx, NULL) ? 2
+												: 0;
+			if (pi != pass)
+				continue;
+			n = select_rows(kb, &kb->rows[i], NULL, NULL, x->idx);
+			for (size_t j = 0; j < n; j++)
+				x->done[x->idx[j]] = 1;
+			fit_group(kb, &kb->rows[i], x->p, x->np, 0, NULL, 0, x->idx, x->hws);
+		}
+}
+
+/* Leave one source out: per fit group and source, parameters from the
+ * datasheet defaults fitted on the group's other sources; each row's
+ * prediction so made in lpred (NAN: a row no fit takes). */
+static void kx_loso(struct kx *x)
+{
+	struct kbench *kb = &x->kb;
+	memset(x->done, 0, kb->n + 1);
+	for (size_t i = 0; i < kb->n; i++)
+		x->lpred[i] = NAN;
+	for (size_t i = 0; i < kb->n; i++) {
+		const struct kbench_row *r = &kb->rows[i];
+		size_t ns;
+		if (x->done[i])
+			continue;
+		if (fit_cls(r) < 0 || r->dtype == HW_FP16) { /* not fitted */
+			x->done[i] = 1;
+			continue;
+		}
+		ns = select_rows(kb, r, NULL, NULL, x->grp);
+		for (size_t j = 0; j < ns; j++) {
+			const struct kbench_row *s = &kb->rows[x->grp[j]];
+			int first = 1;
+			for (size_t k = 0; k < j && first; k++)
+				first = strcmp(kb->rows[x->grp[k]].source, s->source) != 0;
+			x->done[x->grp[j]] = 1;
+			if (!first)
+				continue;
+			for (int q = 0; q < x->np; q++) {
+				x->p[q].work = x->p[q].shipped;
+				hw_kernels_default(&x->p[q].work);
+			}
+			fit_group(kb, s, x->p, x->np, 2, s->source, 1, x->idx, x->hws);
+			for (size_t k = 0; k < ns; k++) {
+				const struct kbench_row *t = &kb->rows[x->grp[k]];
+				if (!strcmp(t->source, s->source))
+					x->lpred[x->grp[k]] = kbench_predict(
+					    &find_prof(x->p, x->np, t->profile)->work, t, 0);
+			}
+		}
+	}
+}
+
+/* Row r's group of the table (profile, class, dtype, FA2, accumulate,
+ * windowed), made where new. */
+static struct group *kx_group(struct kx *x, const struct kbench_row *r)
+{
+	struct group *g;
+	for (size_t j = 0; j < x->ng; j++) {
+		g = &x->gr[j];
+		if (!strcmp(g->profile, r->profile) && g->cls == r->cls &&
+		    g->dtype == group_dtype(r) && g->fa2 == r->fa2 && g->accum == r->accum &&
+		    g->win == (r->window > 0))
+			return g;
+	}
+	g = &x->gr[x->ng++];
+	snprintf(g->profile, sizeof(g->profile), "%s", r->profile);
+	g->cls = r->cls;
+	g->dtype = group_dtype(r);
+	g->fa2 = r->fa2;
+	g->accum = r->accum;
+	g->win = r->window > 0;
+	return g;
+}
+
+/* Each row's errors into its group, and with --rows the row as CSV (times
+ * in us; the fp8 speed-ups as ratios). */
+static void kx_score(struct kx *x)
+{
+	if (x->rows)
+		printf("profile,class,dtype,source,shape,measured_us,predicted_us,error%s\n",
+		       x->lpred ? ",loso_us,loso_error" : "");
+	for (size_t i = 0; i < x->kb.n; i++) {
+		const struct kbench_row *r = &x->kb.rows[i];
+		struct prof *q = find_prof(x->p, x->np, r->profile);
+		struct group *g = kx_group(x, r);
+		double meas = r->time_s, pred = kbench_predict(&q->fitted, r, 0),
+		       e = rel(pred, meas), lp = x->lpred ? x->lpred[i] : NAN;
+		int known = 0;
+		g->n++;
+		g->sum += e;
+		if (e > g->worst)
+			g->worst = e;
+		if (!isnan(lp)) {
+			double l = rel(lp, meas);
+			g->lsum += l;
+			g->ln++;
+			if (l > g->lworst)
+				g->lworst = l;
+		}
+		if (x->flat) {
+			double f = rel(kbench_predict(&q->shipped, r, 1), meas);
+			g->fsum += f;
+			if (f > g->fworst)
+				g->fworst = f;
+		}
+		for (int s = 0; s < g->n_src && !known; s++)
+			known = !strncmp(g->sources[s], r->source, sizeof(g->sources[s]) - 1);
+		if (!known && g->n_src < 8)
+			snprintf(g->sources[g->n_src++], sizeof(g->sources[0]), "%.63s", r->source);
+		if (x->rows) {
+			double u = r->cls == KB_FP8_LINEAR ? 1 : 1e6;
+			printf("%s,%s,%s,\"%s\",%gx%gx%gx%g|%gx%gx%gx%g|%g,%.3f,%.3f,%+.1f%%",
+			       r->profile, kbench_class_name(r->cls), hw_dtype_name(r->dtype),
+			       r->source, r->b, r->m, r->n, r->k, r->heads, r->sq, r->skv, r->d,
+			       r->bytes, meas * u, pred * u, 100 * (pred / meas - 1));
+			if (!isnan(lp))
+				printf(",%.3f,%+.1f%%\n", lp * u, 100 * (lp / meas - 1));
+			else
+				printf("%s\n", x->lpred ? ",," : "");
+		}
+	}
+	if (x->rows) /* the table after a blank line */
+		printf("\n");
+}
+
+/* One group of the table as JSON, Markdown or text. */
+static void kx_put_group(const struct kx *x, const struct group *g, int first)
+{
+	char cname[40];
+	const char *dn = g->cls == KB_MEM || g->cls == KB_MEM_EAGER ? "-" : hw_dtype_name(g->dtype);
+	snprintf(cname, sizeof(cname), "%s%s", kbench_class_name(g->cls),
+		 g->fa2	    ? " (FA2)"
+		 : g->accum ? " (accumulate)"
+		 : g->win   ? " (window)"
+			    : "");
+	if (x->json) {
+		printf("%s\n{\"profile\":", first ? "" : ",");
+		prism_fput_json_str(stdout, g->profile);
+		printf(",\"class\":");
+		prism_fput_json_str(stdout, cname);
+		printf(",\"dtype\":");
+		if (strcmp(dn, "-") == 0)
+			printf("null");
+		else
+			prism_fput_json_str(stdout, dn);
+		printf(",\"rows\":%zu,\"sources\":%d,\"mean\":%.6g,\"worst\":%.6g", g->n, g->n_src,
+		       g->sum / g->n, g->worst);
+		if (x->loso && g->ln)
+			printf(",\"loso_mean\":%.6g,\"loso_worst\":%.6g", g->lsum / g->ln,
+			       g->lworst);
+		else if (x->loso)
+			printf(",\"loso_mean\":null,\"loso_worst\":null");
+		if (x->flat)
+			printf(",\"flat_mean\":%.6g,\"flat_worst\":%.6g", g->fsum / g->n,
+			       g->fworst);
+		printf("}");
+	} else if (x->md) {
+		printf("| %s | %s | %s | %zu | %d | %.1f %% / %.1f %% |", g->profile, cname, dn,
+		       g->n, g->n_src, 100 * g->sum / g->n, 100 * g->worst);
+		if (x->loso && g->ln)
+			printf(" %.1f %% / %.1f %% |", 100 * g->lsum / g->ln, 100 * g->lworst);
+		else if (x->loso)
+			printf(" - |");
+		if (x->flat)
+			printf(" %.1f %% / %.1f %% |", 100 * g->fsum / g->n, 100 * g->fworst);
+		printf("\n");
+	} else {
+		printf("%-14s %-24s %-5s %6zu %4d %9.1f%% / %6.1f%%", g->profile, cname, dn, g->n,
+		       g->n_src, 100 * g->sum / g->n, 100 * g->worst);
+		if (x->loso && g->ln)
+			printf(" %9.1f%% / %6.1f%%", 100 * g->lsum / g->ln, 100 * g->lworst);
+		else if (x->loso)
+			printf(" %20s", "-");
+		if (x->flat)
+			printf(" %9.1f%% / %6.1f%%", 100 * g->fsum / g->n, 100 * g->fworst);
+		printf("\n");
+	}
+}
+
+/* The table: its header, a line a group, the rows left out; with --fit the
+ * fitted profiles' `kernels` groups. */
+static void kx_table(const struct kx *x)
+{
+	if (x->json) {
+		printf("{\"groups\":[");
+	} else if (x->md) {
+		printf(
+		    "| GPU (profile) | class | dtype | rows | sources | %s: mean / worst |%s%s\n",
+		    x->fit ? "fitted here" : "shipped", x->loso ? " leave one source out |" : "",
+		    x->flat ? " flat model (before) |" : "");
+		printf("|---|---|---|---:|---:|---:|%s%s\n", x->loso ? "---:|" : "",
+		       x->flat ? "---:|" : "");
+	} else {
+		printf("%-14s %-24s %-5s %6s %4s %20s%s%s\n", "profile", "class", "dtype", "rows",
+		       "src", x->fit ? "fitted: mean/worst" : "shipped: mean/worst",
+		       x->loso ? "      LOSO: mean/worst" : "",
+		       x->flat ? "      flat: mean/worst" : "");
+	}
+	for (size_t j = 0; j < x->ng; j++)
+		kx_put_group(x, &x->gr[j], j == 0);
+	if (x->json) {
+		printf("],");
+		cli_put_skips_json(stdout, x->kb.n, &x->kb.skips);
+		printf("}\n");
+	} else {
+		printf("\n%zu rows placed, %zu left out", x->kb.n, x->kb.skips.skipped);
+		for (int i = 0; i < x->kb.skips.n_why; i++)
+			printf("%s %zu %s", i ? "," : ":", x->kb.skips.n[i], x->kb.skips.why[i]);
+		printf("\n");
+	}
+	if (x->fit) {
+		printf("\n");
+		for (int i = 0; i < x->np; i++)
+			print_kernels(&x->p[i].fitted);
+	}
+}
+
 int cmd_kernels(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -366,38 +661,32 @@ int cmd_kernels(int argc, char **argv)
 	    {"rows", no_argument, NULL, 'R'}, {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 	};
-	struct kbench kb;
+	struct kx x;
 	struct prism_err err;
-	struct prof *p = NULL;
-	struct group *gr = NULL;
-	size_t *idx = NULL, *grp = NULL, ng = 0;
-	char *done = NULL;    /* per row: its group fitted (scratch) */
-	double *lpred = NULL; /* per row, its leave-one-source-out prediction */
-	struct hw_profile **hws = NULL;
-	int np = 0, fit = 0, loso = 0, flat = 0, md = 0, rows = 0, json = 0, c, rc = 0;
+	int c, rc;
 
-	memset(&kb, 0, sizeof(kb));
+	memset(&x, 0, sizeof(x));
 	prism_err_clear(&err);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			fit = 1;
+			x.fit = 1;
 			break;
 		case 'l':
-			loso = 1;
+			x.loso = 1;
 			break;
 		case 'F':
-			flat = 1;
+			x.flat = 1;
 			break;
 		case 'm':
-			md = 1;
+			x.md = 1;
 			break;
 		case 'R':
-			rows = 1;
+			x.rows = 1;
 			break;
 		case 'j':
-			json = 1;
+			x.json = 1;
 			break;
 		case 'h':
 			fputs(help, stdout);
@@ -413,270 +702,23 @@ int cmd_kernels(int argc, char **argv)
 	}
 	/* --json is the table alone: not beside the rows' CSV, Markdown or
 	 * the fitted profiles' text. */
-	if (json && (rows || md || fit)) {
+	if (x.json && (x.rows || x.md || x.fit)) {
 		fprintf(stderr, "prism kernels: --json prints the table alone: not with %s\n",
-			rows ? "--rows"
-			: md ? "--markdown"
-			     : "--fit");
+			x.rows ? "--rows"
+			: x.md ? "--markdown"
+			       : "--fit");
 		return EXIT_USAGE;
 	}
-	for (int i = optind; i < argc && !rc; i++)
-		rc = is_trace(argv[i]) ? read_trace(&kb, argv[i], &err)
-				       : kbench_read(&kb, argv[i], &err);
-	if (!rc && !(p = prism_calloc(MAX_PROF, sizeof(*p))))
-		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-	for (size_t i = 0; !rc && i < kb.n; i++) {
-		if (find_prof(p, np, kb.rows[i].profile))
-			continue;
-		if (np == MAX_PROF) {
-			rc = prism_err_set(&err, PRISM_ELIMIT, "more than %d profiles", MAX_PROF);
-			break;
-		}
-		snprintf(p[np].name, sizeof(p[np].name), "%s", kb.rows[i].profile);
-		if ((rc = cli_load_hw(p[np].name, &p[np].shipped, &err)))
-			break;
-		/* Most rows are bursts (kbench.h): the profile at the burst clock
-		 * times them without a copy; a step's or a stream's rows take
-		 * its sustained or stream clock (kbench_predict). */
-		p[np].shipped.clock = 1;
-		p[np].fitted = p[np].shipped;
-		np++;
-	}
-	if (!rc &&
-	    (!(idx = prism_malloc((kb.n + 1) * sizeof(*idx))) ||
-	     !(hws = prism_malloc((kb.n + 1) * sizeof(*hws))) || !(done = prism_malloc(kb.n + 1)) ||
-	     (loso && !(grp = prism_malloc((kb.n + 1) * sizeof(*grp)))) ||
-	     !(gr = prism_calloc(kb.n + 1, sizeof(*gr))) ||
-	     (loso && !(lpred = prism_malloc((kb.n + 1) * sizeof(*lpred))))))
-		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
-	if (rc) {
-		free(p);
-		free(idx);
-		free(hws);
-		free(gr);
-		free(lpred);
-		free(done);
-		free(grp);
-		kbench_release(&kb);
+	if ((rc = kx_load(&x, argc, argv, &err))) {
+		kx_release(&x);
 		return cli_fail(&err);
 	}
-	/* Fit: each group once, in row order (deterministic); those taking
-	 * another dtype's shape parameters after it, those taking a sibling
-	 * GPU's last. */
-	if (fit) {
-		memset(done, 0, kb.n + 1);
-		for (int pass = 0; pass < 3; pass++)
-			for (size_t i = 0; i < kb.n; i++) {
-				size_t n;
-				int pi;
-				if (done[i] || fit_cls(&kb.rows[i]) < 0)
-					continue;
-				pi = shape_donor(&kb, &kb.rows[i], NULL, idx) >= 0	       ? 1
-				     : shape_sibling(&kb, &kb.rows[i], p, np, NULL, idx, NULL) ? 2
-											       : 0;
-				if (pi != pass)
-					continue;
-				n = select_rows(&kb, &kb.rows[i], NULL, NULL, idx);
-				for (size_t j = 0; j < n; j++)
-					done[idx[j]] = 1;
-				fit_group(&kb, &kb.rows[i], p, np, 0, NULL, 0, idx, hws);
-			}
-	}
-	/* Leave one source out: per fit group and source, parameters from the
-	 * datasheet defaults fitted on the group's other sources; each row's
-	 * prediction so made in lpred (NAN: a row no fit takes). */
-	if (loso) {
-		memset(done, 0, kb.n + 1);
-		for (size_t i = 0; i < kb.n; i++)
-			lpred[i] = NAN;
-		for (size_t i = 0; i < kb.n; i++) {
-			const struct kbench_row *r = &kb.rows[i];
-			size_t ns;
-			if (done[i])
-				continue;
-			if (fit_cls(r) < 0 || r->dtype == HW_FP16) { /* not fitted */
-				done[i] = 1;
-				continue;
-			}
-			ns = select_rows(&kb, r, NULL, NULL, grp);
-			for (size_t j = 0; j < ns; j++) {
-				const struct kbench_row *s = &kb.rows[grp[j]];
-				int first = 1;
-				for (size_t k = 0; k < j && first; k++)
-					first = strcmp(kb.rows[grp[k]].source, s->source) != 0;
-				done[grp[j]] = 1;
-				if (!first)
-					continue;
-				for (int q = 0; q < np; q++) {
-					p[q].work = p[q].shipped;
-					hw_kernels_default(&p[q].work);
-				}
-				fit_group(&kb, s, p, np, 2, s->source, 1, idx, hws);
-				for (size_t k = 0; k < ns; k++) {
-					const struct kbench_row *t = &kb.rows[grp[k]];
-					if (!strcmp(t->source, s->source))
-						lpred[grp[k]] = kbench_predict(
-						    &find_prof(p, np, t->profile)->work, t, 0);
-				}
-			}
-		}
-	}
-	if (rows)
-		printf("profile,class,dtype,source,shape,measured_us,predicted_us,error%s\n",
-		       lpred ? ",loso_us,loso_error" : "");
-	for (size_t i = 0; i < kb.n; i++) {
-		const struct kbench_row *r = &kb.rows[i];
-		struct prof *q = find_prof(p, np, r->profile);
-		struct group *g = NULL;
-		double meas = r->time_s, pred = kbench_predict(&q->fitted, r, 0),
-		       e = rel(pred, meas);
-		for (size_t j = 0; j < ng && !g; j++)
-			if (!strcmp(gr[j].profile, r->profile) && gr[j].cls == r->cls &&
-			    gr[j].dtype == group_dtype(r) && gr[j].fa2 == r->fa2 &&
-			    gr[j].accum == r->accum && gr[j].win == (r->window > 0))
-				g = &gr[j];
-		if (!g) {
-			g = &gr[ng++];
-			snprintf(g->profile, sizeof(g->profile), "%s", r->profile);
-			g->cls = r->cls;
-			g->dtype = group_dtype(r);
-			g->fa2 = r->fa2;
-			g->accum = r->accum;
-			g->win = r->window > 0;
-		}
-		g->n++;
-		g->sum += e;
-		if (e > g->worst)
-			g->worst = e;
-		if (lpred && !isnan(lpred[i])) {
-			double l = rel(lpred[i], meas);
-			g->lsum += l;
-			g->ln++;
-			if (l > g->lworst)
-				g->lworst = l;
-		}
-		if (flat) {
-			double f = rel(kbench_predict(&q->shipped, r, 1), meas);
-			g->fsum += f;
-			if (f > g->fworst)
-				g->fworst = f;
-		}
-		{
-			int known = 0;
-			for (int s = 0; s < g->n_src && !known; s++)
-				known =
-				    !strncmp(g->sources[s], r->source, sizeof(g->sources[s]) - 1);
-			if (!known && g->n_src < 8)
-				snprintf(g->sources[g->n_src++], sizeof(g->sources[0]), "%.63s",
-					 r->source);
-		}
-		if (rows) { /* times in us; the fp8 speed-ups as ratios */
-			double u = r->cls == KB_FP8_LINEAR ? 1 : 1e6;
-			printf("%s,%s,%s,\"%s\",%gx%gx%gx%g|%gx%gx%gx%g|%g,%.3f,%.3f,%+.1f%%",
-			       r->profile, kbench_class_name(r->cls), hw_dtype_name(r->dtype),
-			       r->source, r->b, r->m, r->n, r->k, r->heads, r->sq, r->skv, r->d,
-			       r->bytes, meas * u, pred * u, 100 * (pred / meas - 1));
-			if (lpred && !isnan(lpred[i]))
-				printf(",%.3f,%+.1f%%\n", lpred[i] * u,
-				       100 * (lpred[i] / meas - 1));
-			else
-				printf("%s\n", lpred ? ",," : "");
-		}
-	}
-	if (rows) /* the table after a blank line */
-		printf("\n");
-	if (json) {
-		printf("{\"groups\":[");
-	} else if (md) {
-		printf(
-		    "| GPU (profile) | class | dtype | rows | sources | %s: mean / worst |%s%s\n",
-		    fit ? "fitted here" : "shipped", loso ? " leave one source out |" : "",
-		    flat ? " flat model (before) |" : "");
-		printf("|---|---|---|---:|---:|---:|%s%s\n", loso ? "---:|" : "",
-		       flat ? "---:|" : "");
-	} else {
-		printf("%-14s %-24s %-5s %6s %4s %20s%s%s\n", "profile", "class", "dtype", "rows",
-		       "src", fit ? "fitted: mean/worst" : "shipped: mean/worst",
-		       loso ? "      LOSO: mean/worst" : "", flat ? "      flat: mean/worst" : "");
-	}
-	for (size_t j = 0; j < ng; j++) {
-		const struct group *g = &gr[j];
-		char cname[40];
-		const char *dn =
-		    g->cls == KB_MEM || g->cls == KB_MEM_EAGER ? "-" : hw_dtype_name(g->dtype);
-		snprintf(cname, sizeof(cname), "%s%s", kbench_class_name(g->cls),
-			 g->fa2	    ? " (FA2)"
-			 : g->accum ? " (accumulate)"
-			 : g->win   ? " (window)"
-				    : "");
-		if (json) {
-			printf("%s\n{\"profile\":", j ? "," : "");
-			prism_fput_json_str(stdout, g->profile);
-			printf(",\"class\":");
-			prism_fput_json_str(stdout, cname);
-			printf(",\"dtype\":");
-			if (strcmp(dn, "-") == 0)
-				printf("null");
-			else
-				prism_fput_json_str(stdout, dn);
-			printf(",\"rows\":%zu,\"sources\":%d,\"mean\":%.6g,\"worst\":%.6g", g->n,
-			       g->n_src, g->sum / g->n, g->worst);
-			if (loso && g->ln)
-				printf(",\"loso_mean\":%.6g,\"loso_worst\":%.6g", g->lsum / g->ln,
-				       g->lworst);
-			else if (loso)
-				printf(",\"loso_mean\":null,\"loso_worst\":null");
-			if (flat)
-				printf(",\"flat_mean\":%.6g,\"flat_worst\":%.6g", g->fsum / g->n,
-				       g->fworst);
-			printf("}");
-		} else if (md) {
-			printf("| %s | %s | %s | %zu | %d | %.1f %% / %.1f %% |", g->profile, cname,
-			       dn, g->n, g->n_src, 100 * g->sum / g->n, 100 * g->worst);
-			if (loso && g->ln)
-				printf(" %.1f %% / %.1f %% |", 100 * g->lsum / g->ln,
-				       100 * g->lworst);
-			else if (loso)
-				printf(" - |");
-			if (flat)
-				printf(" %.1f %% / %.1f %% |", 100 * g->fsum / g->n,
-				       100 * g->fworst);
-			printf("\n");
-		} else {
-			printf("%-14s %-24s %-5s %6zu %4d %9.1f%% / %6.1f%%", g->profile, cname, dn,
-			       g->n, g->n_src, 100 * g->sum / g->n, 100 * g->worst);
-			if (loso && g->ln)
-				printf(" %9.1f%% / %6.1f%%", 100 * g->lsum / g->ln,
-				       100 * g->lworst);
-			else if (loso)
-				printf(" %20s", "-");
-			if (flat)
-				printf(" %9.1f%% / %6.1f%%", 100 * g->fsum / g->n, 100 * g->fworst);
-			printf("\n");
-		}
-	}
-	if (json) {
-		printf("],");
-		cli_put_skips_json(stdout, kb.n, &kb.skips);
-		printf("}\n");
-	} else {
-		printf("\n%zu rows placed, %zu left out", kb.n, kb.skips.skipped);
-		for (int i = 0; i < kb.skips.n_why; i++)
-			printf("%s %zu %s", i ? "," : ":", kb.skips.n[i], kb.skips.why[i]);
-		printf("\n");
-	}
-	if (fit) {
-		printf("\n");
-		for (int i = 0; i < np; i++)
-			print_kernels(&p[i].fitted);
-	}
-	free(p);
-	free(idx);
-	free(hws);
-	free(gr);
-	free(lpred);
-	free(done);
-	free(grp);
-	kbench_release(&kb);
+	if (x.fit)
+		kx_fit(&x);
+	if (x.loso)
+		kx_loso(&x);
+	kx_score(&x);
+	kx_table(&x);
+	kx_release(&x);
 	return 0;
 }

@@ -81,6 +81,20 @@ void show_prediction(FILE *f, const struct synth_in *in, const struct predict_ou
 			"and K (%d of RoPE), %.0f in V\n",
 			in->m.q_lora_rank, in->m.kv_lora_rank, llm_qk_head_dim(&in->m),
 			in->m.qk_rope_head_dim, llm_v_head_dim(&in->m));
+	if (llm_hybrid(&in->m)) {
+		const struct llm *hm = &in->m;
+		fprintf(f, "hybrid     %d Mamba-2, %d attention, %d MLP, %d MoE layers (%s)",
+			llm_kind_layers(hm, LLM_KIND_MAMBA), llm_kind_layers(hm, LLM_KIND_ATTN),
+			llm_kind_layers(hm, LLM_KIND_MLP), llm_kind_layers(hm, LLM_KIND_MOE),
+			hm->pattern);
+		if (llm_kind_layers(hm, LLM_KIND_MAMBA) > 0)
+			fprintf(f,
+				"\n           Mamba-2 mixer: %d heads of %d, state %d, %d groups, "
+				"conv %d, SSD chunks of %d",
+				hm->ssm_heads, hm->ssm_head_dim, hm->ssm_state, hm->ssm_groups,
+				hm->ssm_conv, hm->ssm_chunk);
+		fprintf(f, "; %.2fB parameters\n", llm_params(hm) / 1e9);
+	}
 	if (in->m.experts > 0) {
 		const struct layout *l = &in->lay;
 		/* moe_layer_freq's period as the model file writes it. */
@@ -222,6 +236,8 @@ void show_prediction_json(FILE *f, const struct synth_in *in, const struct predi
 		p->mem.margin, p->mem.band);
 	if (in->m.mtp_layers > 0)
 		fprintf(f, ",\"mtp_layers\":%d", in->m.mtp_layers);
+	if (llm_hybrid(&in->m)) /* hybrid models only (others' JSON as it was) */
+		fprintf(f, ",\"hybrid_pattern\":\"%s\"", in->m.pattern);
 	if (in->m.experts > 0)
 		fprintf(f,
 			",\"experts\":%d,\"top_k\":%d,\"shared_experts\":%d,\"expert_ffn\":%d,"

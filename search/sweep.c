@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,12 +55,20 @@ static int name_setting(const char *file, const config_t *cf, struct sweep *s,
 			     file, config_setting_source_line(e), SWEEP_NAME_MAX);
 }
 
-/* A partition's name in a sweep: even, balanced, embed-loss, embed or
- * loss (lists of layers per stage or chunk and first/last counts belong to
- * one pp: synth and whatif take them). */
+/* A sweep's partition "auto" (its default where it lists none): each
+ * candidate's the first of even, embed-loss, embed, loss and first/last
+ * counts that Megatron-Core accepts for its layers, pp and vp
+ * (part_auto). */
+#define SWEEP_PART_AUTO 0x7ffe /* beyond enum layout_partition */
+
+/* A partition's name in a sweep: auto, even, balanced, embed-loss, embed
+ * or loss (lists of layers per stage or chunk and first/last counts belong
+ * to one pp: synth and whatif take them). */
 static int part_parse(const char *s)
 {
 	struct layout l;
+	if (strcmp(s, "auto") == 0)
+		return SWEEP_PART_AUTO;
 	if (layout_partition_parse(s, &l, NULL) || layout_part_placed(&l) ||
 	    l.partition == LAYOUT_PART_FIRST_LAST)
 		return -1;
@@ -114,6 +123,7 @@ static int knob(const char *file, config_setting_t *space, const char *name, int
 		const struct layout_knob *K = &layout_knobs[k];
 		out->v[out->n++] = K->flags & LK_BASE	? SWEEP_BASE
 				   : K->flags & LK_SDEF ? (int)K->sdef
+				   : k == LK_partition	? SWEEP_PART_AUTO
 							: (int)K->def;
 		return 0;
 	}
@@ -712,6 +722,38 @@ static int price_setting(const char *file, const config_t *cf, struct sweep *s,
 	return 0;
 }
 
+/*
+ * The global batch counts sequences.  A plain trace (no run description)
+ * does not say how many sequences a microbatch holds, so a global batch
+ * given in sequences cannot be turned into microbatches: refused, saying
+ * so.  Left out there, each candidate keeps the trace's own global batch
+ * (its mbs x microbatches x dp, whatever a microbatch holds), or that times
+ * global_batch_scale; left out over any other base, the setting is
+ * missing, and global_batch_scale is refused there (global_batch says it).
+ */
+static int batch_check(const char *path, const struct sweep *s, struct prism_err *err)
+{
+	const struct synth_in *b = &s->bl.pb.in;
+	if (s->bl.pb.kind == PB_TRACE && s->global_batch > 0)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "%s:%d: global_batch: base %s has no run description (prism::model#): "
+		    "global_batch counts sequences, and the trace does not say how many a "
+		    "microbatch holds: leave global_batch out (each candidate keeps the "
+		    "trace's own, its %d microbatches x dp %d, or global_batch_scale times "
+		    "it) or describe the trace (prism describe)",
+		    path, s->global_batch_line, s->base[0], b->lay.microbatches, b->lay.dp);
+	if (s->bl.pb.kind != PB_TRACE && s->batch_scale > 0)
+		return prism_err_set(err, PRISM_EARG,
+				     "%s:%d: global_batch_scale is for a base without a run "
+				     "description (a plain trace); give global_batch in sequences",
+				     path, s->batch_scale_line);
+	if (s->bl.pb.kind != PB_TRACE && s->global_batch <= 0)
+		return prism_err_set(err, PRISM_EFORMAT, "%s:1: missing setting 'global_batch'",
+				     path);
+	return 0;
+}
+
 int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 {
 	return sweep_load_hw(path, NULL, s, err);
@@ -719,11 +761,23 @@ int sweep_load(const char *path, struct sweep *s, struct prism_err *err)
 
 int sweep_load_hw(const char *path, const char *base_hw, struct sweep *s, struct prism_err *err)
 {
-	static const char *const top[] = {
-	    "name",	 "model",	  "base",	  "hw",
-	    "gpus",	 "gpu_budget",	  "global_batch", "screen_margin",
-	    "kernel_db", "space",	  "tokens",	  "price_per_gpu_hour",
-	    "base_dp",	 "moe_imbalance", "base_step_ms", "base_hw"};
+	static const char *const top[] = {"name",
+					  "model",
+					  "base",
+					  "hw",
+					  "gpus",
+					  "gpu_budget",
+					  "global_batch",
+					  "global_batch_scale",
+					  "screen_margin",
+					  "kernel_db",
+					  "space",
+					  "tokens",
+					  "price_per_gpu_hour",
+					  "base_dp",
+					  "moe_imbalance",
+					  "base_step_ms",
+					  "base_hw"};
 	config_t cf;
 	config_setting_t *space, *gpus;
 	double v;
@@ -741,10 +795,27 @@ int sweep_load_hw(const char *path, const char *base_hw, struct sweep *s, struct
 	if ((rc = name_setting(path, &cf, s, err)) || (rc = base_setting(path, &cf, s, err)) ||
 	    (!s->n_base && (rc = cfg_text(path, &cf, NULL, "model", s->model_name,
 					  sizeof(s->model_name), err))) ||
-	    (rc = hw_setting(path, &cf, s, err)) ||
+	    (rc = hw_setting(path, &cf, s, err)))
+		goto out;
+	/* The global batch, in sequences: required but over a trace base,
+	 * which may leave it out (load_base decides). */
+	v = 0;
+	s->global_batch_line = 1;
+	if ((config_lookup(&cf, "global_batch") || !s->n_base) &&
 	    (rc = cfg_range(path, &cf, NULL, "global_batch", 1, SWEEP_MAX_BATCH, 1, 1, &v, err)))
 		goto out;
+	if (config_lookup(&cf, "global_batch"))
+		s->global_batch_line =
+		    config_setting_source_line(config_lookup(&cf, "global_batch"));
 	s->global_batch = (int)v;
+	if (config_lookup(&cf, "global_batch_scale")) {
+		if ((rc = cfg_range(path, &cf, NULL, "global_batch_scale", 1, SWEEP_MAX_BATCH_SCALE,
+				    1, 1, &v, err)))
+			goto out;
+		s->batch_scale = (int)v;
+		s->batch_scale_line =
+		    config_setting_source_line(config_lookup(&cf, "global_batch_scale"));
+	}
 	if (config_lookup(&cf, "kernel_db")) {
 		char p[512];
 		if ((rc = cfg_text(path, &cf, NULL, "kernel_db", p, sizeof(p), err)))
@@ -851,6 +922,10 @@ int sweep_load_hw(const char *path, const char *base_hw, struct sweep *s, struct
 		s->price_per_gpu_hour = s->hw_price[0]; /* the profile's */
 	if (rc || (rc = load_base(s, err))) {
 		prism_err_prefix(err, "%s", path);
+		sweep_release(s);
+		return rc;
+	}
+	if ((rc = batch_check(path, s, err))) {
 		sweep_release(s);
 		return rc;
 	}
@@ -1035,6 +1110,43 @@ static void set_hidden(const struct sweep *s, struct cand *c, int hidden, int64_
 	c->in.m.hidden = hidden;
 }
 
+/* The partition "auto" resolved for l (m's layers, l's pp and vp): even
+ * where the layers divide by pp x vp (a sweep's candidates before "auto"
+ * keep theirs); else Megatron-Core's embedding and loss slots
+ * (account_for_embedding/loss_in_pipeline_split: both, then either), as
+ * Llama 3.1 405B's recipes take (126 + 2 layers on pp 8); else the first
+ * and last stages' counts (num_layers_in_first/last_pipeline_stage), the
+ * middle stages full (ceil(layers / pp) rounded up to vp's multiple, then
+ * one vp fewer until the rest fits) and the rest split between the two,
+ * the last (the head and the loss) the smaller half.  Where none is
+ * accepted, even stays and the check says why. */
+static void part_auto(const struct llm *m, struct layout *l)
+{
+	static const int slots[] = {LAYOUT_PART_EMBED_LOSS, LAYOUT_PART_EMBED, LAYOUT_PART_LOSS};
+	int p = l->pp, v = l->vp > 0 ? l->vp : 1, L = m->layers;
+
+	l->partition = LAYOUT_PART_GIVEN;
+	if (p < 2 || layout_check_partition(m, l, NULL) == 0)
+		return;
+	for (size_t i = 0; i < sizeof(slots) / sizeof(*slots); i++) {
+		l->partition = slots[i];
+		if (layout_check_partition(m, l, NULL) == 0)
+			return;
+	}
+	l->partition = LAYOUT_PART_FIRST_LAST;
+	for (long q = ((long)L + (long)p * v - 1) / ((long)p * v) * v; q >= v; q -= v) {
+		long rest = L - (long)(p - 2) * q, K = rest / 2 / v * v;
+		if (rest < 2L * v || K > 65535 || rest - K > 65535)
+			continue;
+		l->part_first = (uint16_t)(rest - K);
+		l->part_last = (uint16_t)K;
+		if (layout_check_partition(m, l, NULL) == 0)
+			return;
+	}
+	l->partition = LAYOUT_PART_GIVEN;
+	l->part_first = l->part_last = 0;
+}
+
 /* Candidate index of s, keyed (where keyed is 1; else key "") and checked
  * against the sweep's own rules (not judged): 0, or 1 when index is no candidate: past the last, or a
  * knob that does not apply to it past its first value (partition with pp
@@ -1045,7 +1157,7 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c, int key
 	uint64_t x = index;
 	int ix[LK_N] = {0};
 	int gpus, dp;
-	int64_t tpp, per, ffn = 0;
+	int64_t tpp, per, gbs, ffn = 0;
 	struct layout *l = &c->in.lay;
 
 	/* Mixed radix, the fastest digit last. */
@@ -1077,7 +1189,9 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c, int key
 		int k = s->order[i], v = s->knob[k].v[ix[k]];
 		if (v == SWEEP_BASE)
 			continue;
-		if (k == LK_hidden)
+		if (k == LK_partition && v == SWEEP_PART_AUTO)
+			layout_set(&c->in.m, l, k, LAYOUT_PART_GIVEN); /* part_auto's below */
+		else if (k == LK_hidden)
 			set_hidden(s, c, v, &ffn);
 		else
 			layout_set(&c->in.m, l, k, v);
@@ -1100,6 +1214,8 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c, int key
 			return 1;
 		}
 	}
+	if (s->knob[LK_partition].v[ix[LK_partition]] == SWEEP_PART_AUTO)
+		part_auto(&c->in.m, l);
 	/* The data-parallel ranks are what the other degrees leave: dp = gpus
 	 * / (tp x pp x cp); the microbatches what the global batch asks of
 	 * them. */
@@ -1107,18 +1223,30 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c, int key
 	dp = (int)(gpus / tpp);
 	l->dp = dp > 0 ? dp : 1;
 	per = (int64_t)dp * l->mbs;
-	l->microbatches = per > 0 ? (int)(s->global_batch / per) : 0;
+	/* No global batch (a plain trace base): the trace's own, in its
+	 * microbatches (batch_check). */
+	gbs = s->global_batch > 0 ? s->global_batch
+				  : (int64_t)s->tmpl.lay.mbs * s->tmpl.lay.microbatches *
+					s->tmpl.lay.dp * (s->batch_scale > 0 ? s->batch_scale : 1);
+	l->microbatches = per > 0 ? (int)(gbs / per < INT_MAX ? gbs / per : INT_MAX) : 0;
 	if (l->microbatches < 1)
 		l->microbatches = 1;
 	if (gpus % tpp) {
 		c->status = CS_INVALID;
 		snprintf(c->reason, sizeof(c->reason), "%d GPUs do not divide by tp %d x pp %d%s",
 			 gpus, l->tp, l->pp, layout_cp(l) > 1 ? " x cp" : "");
-	} else if (s->global_batch % per) {
+	} else if (gbs % per && s->global_batch > 0) {
 		c->status = CS_INVALID;
 		snprintf(c->reason, sizeof(c->reason),
 			 "global batch %d does not divide by dp %d x mbs %d", s->global_batch, dp,
 			 l->mbs);
+	} else if (gbs % per) {
+		c->status = CS_INVALID;
+		snprintf(c->reason, sizeof(c->reason),
+			 "the trace's global batch (%d microbatches x dp %d%s) does not divide by "
+			 "dp %d x mbs %d",
+			 s->tmpl.lay.microbatches, s->tmpl.lay.dp,
+			 s->batch_scale > 1 ? " x global_batch_scale" : "", dp, l->mbs);
 	} else if (ffn > LLM_MAX_FFN) {
 		c->status = CS_INVALID;
 		snprintf(c->reason, sizeof(c->reason),

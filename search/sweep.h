@@ -43,10 +43,11 @@ struct sweep_list {
 	int n;
 };
 
-#define SWEEP_MAX_BASE	64
-#define SWEEP_MAX_HW	8	  /* hardware profiles in one sweep */
-#define SWEEP_NAME_MAX	63	  /* bytes of a sweep's name */
-#define SWEEP_MAX_BATCH (1 << 24) /* global_batch, sequences */
+#define SWEEP_MAX_BASE	      64
+#define SWEEP_MAX_HW	      8		/* hardware profiles in one sweep */
+#define SWEEP_NAME_MAX	      63	/* bytes of a sweep's name */
+#define SWEEP_MAX_BATCH	      (1 << 24) /* global_batch, sequences */
+#define SWEEP_MAX_BATCH_SCALE 1024	/* global_batch_scale: a plain trace's global batch times */
 
 struct sweep {
 	char path[512];
@@ -89,7 +90,12 @@ struct sweep {
 	 * group: the kernel model), "kernel_db H" (the kernel database's rows).
 	 * H: FNV-1a, 64 bits, "fnv1a64:" and 16 hex digits. */
 	char inputs[1024];
-	int global_batch;
+	int global_batch;      /* sequences; 0 on a plain trace base: each candidate
+				    * keeps the trace's own (mbs x microbatches x dp) */
+	int global_batch_line; /* of 'global_batch', 1 if absent */
+	int batch_scale;       /* 'global_batch_scale' (a plain trace base): the
+				    * trace's own global batch times this; 0: not given */
+	int batch_scale_line;
 	double tokens;		   /* 'tokens': to train, for days and cost; 0: not given */
 	double price_per_gpu_hour; /* 'price_per_gpu_hour' (one for every profile), any
 				    * currency; 0: not given (or one per profile) */

@@ -33,10 +33,11 @@ with tempfile.TemporaryDirectory() as d:
         text = f.read()
     check('model = "gpt-small";' in text, f"{SWEEP} does not name gpt-small")
 
-    def sweep(base, name):
+    def sweep(base, name, batch=True):
         path = os.path.join(d, name + ".cfg")
+        t = text if batch else text.replace("global_batch = 32;\n", "")
         with open(path, "w") as f:
-            f.write(text.replace('model = "gpt-small";', f'base = "{base}";')
+            f.write(t.replace('model = "gpt-small";', f'base = "{base}";')
                     .replace('name = "small";', f'name = "{name}";'))
         return path
 
@@ -98,7 +99,38 @@ with tempfile.TemporaryDirectory() as d:
                         if not e.get("name", "").startswith("prism::model#")]
     with open(os.path.join(d, "plain.json"), "w") as f:
         json.dump(t, f)
+    # Its global batch: the sweep's counts sequences, which a plain trace
+    # cannot turn into microbatches (refused, saying so); left out, each
+    # candidate keeps the trace's own (4 microbatches x dp 8 = 32 here).
     p_cfg = sweep("plain.json", "plain")
+    with open(p_cfg, "a") as f:
+        f.write("base_dp = 8;\n")
+    r = run("search", p_cfg, "--db", os.path.join(d, "p0.db"), code=2)
+    check(r.stderr == f"prism: {p_cfg}:6: global_batch: base {os.path.join(d, 'plain.json')} "
+          "has no run description "
+          "(prism::model#): global_batch counts sequences, and the trace does not say how many "
+          "a microbatch holds: leave global_batch out (each candidate keeps the trace's own, "
+          "its 4 microbatches x dp 8, or global_batch_scale times it) or describe the trace "
+          "(prism describe)\n", r.stderr)
+    # global_batch_scale: the trace's own times N (4 microbatches x dp 8
+    # x 2 = 64: 8 microbatches on 8 GPUs, 4 on 16); over a model it is
+    # refused (global_batch says it there).
+    p2_cfg = sweep("plain.json", "plain2", batch=False)
+    with open(p2_cfg, "a") as f:
+        f.write("base_dp = 8;\nglobal_batch_scale = 2;\n")
+    r = run("search", p2_cfg, "--db", os.path.join(d, "p2.db"), "--exhaustive")
+    import sqlite3
+    with sqlite3.connect(os.path.join(d, "p2.db")) as con:
+        mb = sorted(set(con.execute("SELECT gpus, microbatches FROM candidate WHERE tp = 1 AND "
+                                    "pp = 1 AND mbs = 1").fetchall()))
+    check(mb == [(8, 8), (16, 4)], f"global_batch_scale 2: {mb}")
+    m_cfg = os.path.join(d, "scale-model.cfg")
+    with open(m_cfg, "w") as f:
+        f.write(text + "global_batch_scale = 2;\n")
+    r = run("search", m_cfg, "--db", os.path.join(d, "m.db"), code=2)
+    check(r.stderr == f"prism: {m_cfg}:13: global_batch_scale is for a base without a run "
+          "description (a plain trace); give global_batch in sequences\n", r.stderr)
+    p_cfg = sweep("plain.json", "plain", batch=False)
     with open(p_cfg, "a") as f:
         f.write("base_dp = 8;\n")
     run("search", p_cfg, "--db", os.path.join(d, "p.db"), "--exhaustive")
@@ -134,9 +166,12 @@ with tempfile.TemporaryDirectory() as d:
     # A trace with nothing the sweep can edit: every candidate is invalid,
     # and the error says why.
     plain = os.path.join(os.path.dirname(os.path.abspath(SWEEP)), "..", "golden_2023.json")
-    r = run("search", sweep(os.path.abspath(plain), "golden"), "--db",
+    r = run("search", sweep(os.path.abspath(plain), "golden", batch=False), "--db",
             os.path.join(d, "g.db"), code=2)
-    check("no layout is possible" in r.stderr and "no run description" in r.stderr, r.stderr)
+    # (Its one microbatch on one GPU, the global batch kept, cannot be
+    # split over 8 or 16 data-parallel ranks.)
+    check("no layout is possible" in r.stderr and "the trace's global batch (1 microbatches x "
+          "dp 1) does not divide by dp 8 x mbs 1" in r.stderr, r.stderr)
     print(f"trace base: {len(a)} candidates equal the model's (worst {worst:.1e}); "
           f"fitted costs give the replay at the trace's layout "
           f"({b[KEY] * 1e3:.3f} ms against {measured * 1e3:.3f} ms); a plain trace's "

@@ -8,6 +8,9 @@
  * nested driver launch, and edges inferred from timing.
  * tests/data/share_2022.json: a kernel that waited for another stream's
  * kernel to drain, and an event wait across disagreeing stream clocks.
+ * tests/data/waitfull_2025.json, copy_2025.json, collorder_2025.rank*.json:
+ * waits by the host's call order, copies where they ran, collectives
+ * paired by kind and size (issue 36).
  * tests/data/accum_2024.json: two microbatches accumulated in one step,
  * found without ranges.  tests/data/bridge_2024.json and rocm_2024.json:
  * below.  tests/data/retime_2024.json: a GEMM and a kernel without shapes
@@ -942,7 +945,9 @@ static void test_rocm(void **state)
 /* tests/data/mismatch_2024.rank{0,1}.json: the only collective on one
  * process group is an all-reduce on rank 0 and an all-gather launched 300
  * us later on rank 1.  Issue 19: matched by (group, sequence) they waited
- * for each other; disagreeing, they must not (and the run says so). */
+ * for each other; they must not.  Issue 36: collectives are paired by kind
+ * and size, so the two are not even offered as a pair (no instance mixes
+ * kinds: n_mismatched 0), each its own. */
 static void test_mismatched_collectives(void **state)
 {
 	const char *paths[] = {TEST_DATA("mismatch_2024.rank0.json"),
@@ -961,7 +966,8 @@ static void test_mismatched_collectives(void **state)
 	sim_opts_default(&so);
 	prism_err_clear(&err);
 	assert_int_equal(sim_run(sm, &so, &err), 0);
-	assert_int_equal(sm->n_mismatched, 1);
+	assert_int_equal(sm->n_mismatched, 0);
+	assert_int_not_equal(g->colls[0].seq, g->colls[1].seq);
 	for (uint32_t c = 0; c < g->n_colls; c++) {
 		uint32_t u = g->colls[c].node;
 		/* Each starts after its own launch (rank 0's at 12 us, rank 1's
@@ -970,6 +976,229 @@ static void test_mismatched_collectives(void **state)
 		assert_true(sm->start_ns[u] - launch <= 60000);
 		assert_true(sm->start_ns[u] >= launch);
 	}
+	sim_free(sm);
+	graph_free(g);
+}
+
+/*
+ * Issue 36, item 4: waits from the host's call order (gen_issue36.py).
+ * tests/data/waitfull_2025.json, no cuda_sync records: k_src (stream 20,
+ * 15-300 us) is recorded (cudaEventRecord at 16 us, after its launch),
+ * gemm_big (stream 7, 30-475 us) then fills the GPU, stream 24 waits for
+ * the event (cudaStreamWaitEvent at 30 us) and k_wait, launched at 40 us,
+ * starts at 430 us: 130 us after k_src ended, beyond any timing tolerance
+ * (10-30 us), 45 us before gemm_big ends.  The call order ties k_src to
+ * k_wait (an event edge, inferred); k_wait, ready at 300 us, then waited
+ * for gemm_big to drain (a shared-GPU edge).  Timing alone found neither
+ * (k_src ended 130 us before, gemm_big 45 us after: outside +-10 us; and
+ * gemm_big began after k_wait's launch).  The device synchronise waits
+ * for the last task of each stream (420 of its 440 us).
+ */
+static void test_wait_full_gpu(void **state)
+{
+	const char *paths[] = {TEST_DATA("waitfull_2025.json")};
+	static const struct want_node wn[] = {
+	    {GN_CPU, 0, 0, 10000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 10000, 5000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 15000, 1000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 16000, 2000, 0, "cudaEventRecord"},
+	    {GN_CPU, 0, 18000, 2000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 20000, 5000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 25000, 5000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 30000, 3000, 0, "cudaStreamWaitEvent"},
+	    {GN_CPU, 0, 33000, 7000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 40000, 5000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 45000, 15000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 60000, 0, 0, "cudaDeviceSynchronize"},
+	    {GN_WAIT, 0, 480000, 20000, 420000, "cudaDeviceSynchronize"},
+	    {GN_CPU, 0, 500000, 100000, 0, ""},
+	    {GN_KERNEL, 1, 30000, 445000, 0, "gemm_big"},
+	    {GN_KERNEL, 2, 15000, 285000, 0, "k_src"},
+	    {GN_KERNEL, 3, 430000, 50000, 0, "k_wait"},
+	};
+	static const struct want_edge we[] = {
+	    {0, 1, O},	 {1, 2, O},	  {2, 3, O},
+	    {3, 4, O},	 {4, 5, O},	  {5, 6, O},
+	    {6, 7, O},	 {7, 8, O},	  {8, 9, O},
+	    {9, 10, O},	 {10, 11, O},	  {11, 12, O},
+	    {12, 13, O}, {1, 15, L},	  {5, 14, L},
+	    {9, 16, L},	 {14, 12, S},	  {15, 12, S},
+	    {16, 12, S}, {15, 16, E | I}, {14, 16, GE_SHARE | I},
+	};
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	check_graph(g, wn, sizeof(wn) / sizeof(wn[0]), we, sizeof(we) / sizeof(we[0]));
+	graph_free(g);
+	/* --no-infer-events: no call-order edge; k_wait's whole delay from
+	 * its launch is put on gemm_big (running since before it was
+	 * launched), and an edit that shortens k_src moves nothing. */
+	o.infer_events = 0;
+	g = load(paths, 1, &o);
+	assert_int_equal(g->stats.inferred[GE_EVENT], 0);
+	assert_false(has_edge(g, 15, 16, GE_EVENT | GE_INFERRED));
+	assert_true(has_edge(g, 14, 16, GE_SHARE | GE_INFERRED));
+	graph_free(g);
+}
+
+/*
+ * tests/data/evsync_2025.json: k1 (stream 7, 20-100 us) is recorded at 12
+ * us; k2, launched after the record onto the same stream, runs 100-300 us;
+ * cudaEventSynchronize from 20 us returns at 105 us.  By the call order it
+ * waited for k1 (an inferred sync edge: 80 us waiting, 5 us its own);
+ * by timing alone (the last task launched on the stream before the call,
+ * k2, ends 195 us after the call returned) nothing was found.
+ */
+static void test_event_sync_order(void **state)
+{
+	const char *paths[] = {TEST_DATA("evsync_2025.json")};
+	static const struct want_node wn[] = {
+	    {GN_CPU, 0, 0, 5000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 5000, 5000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 10000, 2000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 12000, 2000, 0, "cudaEventRecord"},
+	    {GN_CPU, 0, 14000, 1000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 15000, 4000, 0, "cudaLaunchKernel"},
+	    {GN_CPU, 0, 19000, 1000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 20000, 0, 0, "cudaEventSynchronize"},
+	    {GN_WAIT, 0, 100000, 5000, 80000, "cudaEventSynchronize"},
+	    {GN_CPU, 0, 105000, 205000, 0, "ProfilerStep#1"},
+	    {GN_RUNTIME, 0, 310000, 0, 0, "cudaDeviceSynchronize"},
+	    {GN_WAIT, 0, 310000, 10000, 0, "cudaDeviceSynchronize"},
+	    {GN_CPU, 0, 320000, 80000, 0, ""},
+	    {GN_KERNEL, 1, 20000, 80000, 0, "k1"},
+	    {GN_KERNEL, 1, 100000, 200000, 0, "k2"},
+	};
+	static const struct want_edge we[] = {
+	    {0, 1, O},	 {1, 2, O},  {2, 3, O},	 {3, 4, O},	 {4, 5, O},   {5, 6, O},
+	    {6, 7, O},	 {7, 8, O},  {8, 9, O},	 {9, 10, O},	 {10, 11, O}, {11, 12, O},
+	    {13, 14, O}, {1, 13, L}, {5, 14, L}, {13, 8, S | I}, {14, 11, S},
+	};
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	check_graph(g, wn, sizeof(wn) / sizeof(wn[0]), we, sizeof(we) / sizeof(we[0]));
+	assert_int_equal(g->stats.sync_no_wait, 0);
+	graph_free(g);
+}
+
+/*
+ * tests/data/copy_2025.json: an all-reduce (stream 20, 20-220 us) is
+ * recorded at 16 us, the compute stream waits for it at 30 us and a
+ * pinned copy launched at 40 us runs 15 us after it ends (235-260 us):
+ * beyond the 10 us tolerance, tied by the call order (an event edge).
+ * Then a copy from pageable memory: cudaMemcpyAsync from 300 to 900 us
+ * while the thread stages the data, the DMA at 800-880 us.  Its start lag
+ * (500 us from the call's start) is kept whole (NF_STAGED), not capped
+ * at 50 us: replayed, it runs where it ran and the step takes its 1000 us
+ * (before: the copy at 350 us, the call returning at 450 us, 550 us).
+ */
+static void test_copy_placed(void **state)
+{
+	const char *paths[] = {TEST_DATA("copy_2025.json")};
+	struct build_opts o;
+	struct graph *g;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 1, &o);
+	assert_int_equal(g->n_nodes, 18);
+	assert_string_equal(strtab_get(&g->st, g->name[15]), "Memcpy HtoD (Pinned -> Device)");
+	assert_string_equal(strtab_get(&g->st, g->name[16]), "Memcpy HtoD (Pageable -> Device)");
+	assert_int_equal(g->kind[17], GN_COLL);
+	/* the copy after the all-reduce: launch, and the call-order event */
+	assert_true(has_edge(g, 7, 15, GE_LAUNCH));
+	assert_true(has_edge(g, 17, 15, GE_EVENT | GE_INFERRED));
+	assert_int_equal(g->stats.inferred[GE_EVENT], 1);
+	assert_int_equal(g->lag_ns[15], 15000);
+	/* the pageable copy: launched by the blocking call, which waits for it */
+	assert_true(has_edge(g, 9, 16, GE_LAUNCH));
+	assert_true(has_edge(g, 16, 10, GE_SYNC));
+	assert_true(g->flags[16] & NF_STAGED);
+	assert_int_equal(g->lag_ns[16], 500000);
+	assert_int_equal(g->wait_ns[10], 580000);
+	assert_int_equal(g->iters[0].dur_ns, 1000000);
+	assert_int_equal(replay_ns(g), 1000000);
+	graph_free(g);
+}
+
+/*
+ * tests/data/collorder_2025.rank{0,1}.json: ranks 0 and 1 of 2 each
+ * all-reduce 4 MiB and 8 MiB on process group "0", each on its own NCCL
+ * stream; rank 0 launches the 4 MiB one first (at 11 us), rank 1 the
+ * 8 MiB one; then an all-to-all whose ranks send 4,000 and 12,000
+ * bytes.  Paired by kind and size: the two 4 MiB ones are one
+ * instance (one sequence number), the two 8 MiB ones another, the
+ * all-to-alls (sizes differ by nature) a third, by kind alone; and each
+ * member starts when the later of the pair may (rank 1's 4 MiB one, launched
+ * at 31 us, ran from 40 us: rank 0's starts there too).  By order, rank
+ * 0's 4 MiB all-reduce was paired with rank 1's 8 MiB one.
+ */
+static void test_colls_by_size(void **state)
+{
+	const char *paths[] = {TEST_DATA("collorder_2025.rank0.json"),
+			       TEST_DATA("collorder_2025.rank1.json")};
+	struct build_opts o;
+	struct sim_opts so;
+	struct prism_err err;
+	struct graph *g;
+	struct sim *sm;
+	uint32_t r0_4 = UINT32_MAX, r0_8 = UINT32_MAX, r1_4 = UINT32_MAX, r1_8 = UINT32_MAX;
+	uint32_t r0_a = UINT32_MAX, r1_a = UINT32_MAX;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(paths, 2, &o);
+	assert_int_equal(g->n_colls, 6);
+	for (uint32_t c = 0; c < g->n_colls; c++) {
+		int rank = (int)g->procs[g->proc[g->colls[c].node]].rank;
+		if (g->colls[c].kind == GC_ALL_TO_ALL)
+			*(rank ? &r1_a : &r0_a) = c;
+		else if (g->colls[c].bytes == 4194304)
+			*(rank ? &r1_4 : &r0_4) = c;
+		else if (g->colls[c].bytes == 8388608)
+			*(rank ? &r1_8 : &r0_8) = c;
+	}
+	assert_true(r0_4 != UINT32_MAX && r0_8 != UINT32_MAX && r1_4 != UINT32_MAX &&
+		    r1_8 != UINT32_MAX && r0_a != UINT32_MAX && r1_a != UINT32_MAX);
+	assert_int_equal(g->colls[r0_4].kind, GC_ALL_REDUCE);
+	assert_int_equal(g->colls[r1_8].kind, GC_ALL_REDUCE);
+	/* the all-to-all: its ranks send different sizes, paired by kind */
+	assert_int_equal(g->colls[r0_a].bytes, 4000);
+	assert_int_equal(g->colls[r1_a].bytes, 12000);
+	assert_int_equal(g->colls[r0_a].seq, g->colls[r1_a].seq);
+	/* rank 1 launched its 8 MiB all-reduce first */
+	assert_true(g->start_ns[g->colls[r1_8].node] < g->start_ns[g->colls[r1_4].node]);
+	assert_int_equal(g->colls[r0_4].seq, g->colls[r1_4].seq);
+	assert_int_equal(g->colls[r0_8].seq, g->colls[r1_8].seq);
+	assert_int_not_equal(g->colls[r0_4].seq, g->colls[r0_8].seq);
+	assert_non_null(sm = sim_new(g));
+	assert_int_equal(sm->n_inst, 3);
+	sim_opts_default(&so);
+	prism_err_clear(&err);
+	assert_int_equal(sim_run(sm, &so, &err), 0);
+	assert_int_equal(sm->n_mismatched, 0);
+	assert_int_equal(sm->start_ns[g->colls[r0_4].node], sm->start_ns[g->colls[r1_4].node]);
+	assert_int_equal(sm->start_ns[g->colls[r0_8].node], sm->start_ns[g->colls[r1_8].node]);
+	assert_int_equal(sm->start_ns[g->colls[r1_4].node], 40000);
+	assert_int_equal(sm->start_ns[g->colls[r0_4].node] - g->start_ns[g->colls[r0_4].node],
+			 20000);
+	assert_int_equal(sm->start_ns[g->colls[r0_a].node], sm->start_ns[g->colls[r1_a].node]);
+	/* The edits' renumbering (graph_renumber_colls, by start) pairs the
+	 * same way. */
+	for (uint32_t c = 0; c < g->n_colls; c++)
+		g->colls[c].seq = 100 + c;
+	assert_int_equal(graph_renumber_colls(g, 1), 0);
+	assert_int_equal(g->colls[r0_4].seq, g->colls[r1_4].seq);
+	assert_int_equal(g->colls[r0_8].seq, g->colls[r1_8].seq);
+	assert_int_equal(g->colls[r0_a].seq, g->colls[r1_a].seq);
+	assert_int_not_equal(g->colls[r0_4].seq, g->colls[r0_8].seq);
 	sim_free(sm);
 	graph_free(g);
 }
@@ -1256,6 +1485,10 @@ int main(void)
 	    cmocka_unit_test(test_layer_bridges),
 	    cmocka_unit_test(test_rocm),
 	    cmocka_unit_test(test_mismatched_collectives),
+	    cmocka_unit_test(test_wait_full_gpu),
+	    cmocka_unit_test(test_copy_placed),
+	    cmocka_unit_test(test_event_sync_order),
+	    cmocka_unit_test(test_colls_by_size),
 	    cmocka_unit_test(test_module_layers),
 	    cmocka_unit_test(test_retime_gemm),
 	    cmocka_unit_test(test_split_comms),

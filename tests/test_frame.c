@@ -125,6 +125,57 @@ static void test_hf_deepseek(void **state)
 	assert_int_equal(x.mtp_layers, 0);
 }
 
+/* Nemotron-H 8B's published config.json (NemotronHConfig's names:
+ * hybrid_override_pattern, mamba_num_heads, mamba_head_dim,
+ * ssm_state_size, n_groups, conv_kernel, chunk_size, expand,
+ * attention_head_dim, mlp_hidden_act relu2) makes the shipped model file's
+ * model exactly, every field mapped or inert; a pattern whose length is
+ * not the layers', or with MoE layers, is refused naming the field. */
+static void test_hf_nemotron_h(void **state)
+{
+	static const char base[] =
+	    "{\"model_type\":\"nemotron_h\",\"num_hidden_layers\":4,\"hidden_size\":1024,"
+	    "\"num_attention_heads\":16,\"intermediate_size\":4096,\"vocab_size\":32000,"
+	    "\"max_position_embeddings\":4096,";
+	static const struct {
+		const char *tail, *want;
+	} bad[] = {
+	    {"\"hybrid_override_pattern\":\"M-*\"}",
+	     "\"num_hidden_layers\" 4 differs from the 3 layers of \"hybrid_override_pattern\""},
+	    {"\"hybrid_override_pattern\":\"MEM*\"}",
+	     "\"hybrid_override_pattern\" layer 1: 'E' is not M (Mamba), * (attention) or - "
+	     "(MLP); its mixture-of-experts layers are not imported from a config.json (a model "
+	     "file's are modelled)"},
+	    {"\"hybrid_override_pattern\":\"M-M*\",\"expand\":3}",
+	     "\"mamba_num_heads\" 32 x \"mamba_head_dim\" 64 is not \"expand\" 3 x "
+	     "\"hidden_size\" 1024"},
+	};
+	struct llm m, f;
+	struct frame_extra x;
+	struct prism_err err;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(frame_load_model(HF "nemotron-h-8b.json", &m, &x, &err), 0);
+	assert_string_equal(x.warn, "");
+	assert_string_equal(m.pattern, "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-");
+	assert_int_equal(m.ssm_heads, 128);
+	assert_int_equal(m.ssm_groups, 8);
+	assert_int_equal(m.gated, 0);
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/nemotron-h-8b.cfg", &f, &err),
+			 0);
+	assert_memory_equal(&m, &f, sizeof(m));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char buf[1024 + 64]; /* kjson.h's KJSON_PADDING */
+		size_t n = (size_t)snprintf(buf, 1024, "%s%s", base, bad[i].tail);
+		memset(buf + n, 0, 64);
+		prism_err_clear(&err);
+		assert_int_equal(frame_hf_parse("c.json", buf, n, &m, &x, &err), PRISM_EFORMAT);
+		if (!strstr(err.msg, bad[i].want))
+			fail_msg("case %zu: %s", i, err.msg);
+		assert_non_null(strstr(err.msg, "c.json: "));
+	}
+}
+
 /* Fields that change the model but are not modelled are named; the
  * inert ones (token ids, epsilon, RoPE base) are not. */
 static void test_hf_warnings(void **state)
@@ -382,13 +433,14 @@ static void round_trip(int fw, const struct llm *m, const struct layout *l)
 
 static void test_round_trip(void **state)
 {
-	struct llm dense, moe;
+	struct llm dense, moe, hybrid;
 	struct frame_extra x;
 	struct prism_err err;
 	struct layout l;
 	(void)state;
 	prism_err_clear(&err);
 	assert_int_equal(frame_load_model(HF "llama3-8b.json", &dense, &x, &err), 0);
+	assert_int_equal(frame_load_model(HF "nemotron-h-8b.json", &hybrid, &x, &err), 0);
 	assert_int_equal(frame_load_model(HF "deepseek-v3.json", &moe, &x, &err), 0);
 	for (int fw = 0; fw < FRAME_N; fw++) {
 		/* a plain data-parallel run */
@@ -397,6 +449,9 @@ static void test_round_trip(void **state)
 		l.mbs = 2;
 		l.microbatches = 4;
 		round_trip(fw, &dense, &l);
+		/* a hybrid model: Megatron-LM's --hybrid-override-pattern and
+		 * --mamba-* options (pretrain_mamba.py) back to the same model */
+		round_trip(fw, &hybrid, &l);
 		/* every knob away from its default that fw can say */
 		layout_default(&l);
 		l.tp = 4;
@@ -636,14 +691,85 @@ static void test_unexpressed(void **state)
 	assert_int_equal(frame_parse("deepspeed"), -1);
 }
 
+/*
+ * LoRA as Megatron-Bridge's recipes take it (ConfigContainer.peft, a LoRA:
+ * dim, alpha, target_modules; peft="lora" alone its defaults, dim 32 on
+ * all four targets): exported and read back on every knob; Megatron-LM and
+ * torchtitan have no LoRA and say so in the comment; other PEFT schemes
+ * and peft.* without peft=lora are refused.
+ */
+static void test_lora(void **state)
+{
+	static const char plain[] = "peft=lora\n", dora[] = "peft=dora\n",
+			  orphan[] = "peft.dim=8\n";
+	struct llm m, m2;
+	struct layout l, l2;
+	struct frame_extra x;
+	struct prism_err err;
+	layout_mask given;
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f;
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(frame_load_model(HF "llama3-8b.json", &m, &x, &err), 0);
+	layout_default(&l);
+	l.tp = 2;
+	l.dp = 4;
+	l.lora_rank = 16;
+	l.lora_alpha = 64;
+	l.lora_targets = LAYOUT_LORA_QKV | LAYOUT_LORA_FC2;
+	for (int fw = 0; fw < FRAME_N; fw++) {
+		assert_int_equal(frame_expresses(fw, LK_lora_rank, &m, &l), fw == FRAME_BRIDGE);
+		round_trip(fw, &m, &l);
+		f = open_memstream(&text, &n);
+		frame_export(f, fw, &m, &l);
+		fclose(f);
+		if (fw == FRAME_BRIDGE) {
+			assert_non_null(strstr(text, "\npeft=lora\npeft.dim=16\n"
+						     "peft.target_modules=[linear_qkv,linear_fc2]\n"
+						     "peft.alpha=64\n"));
+		} else {
+			assert_null(strstr(text, "peft"));
+			assert_non_null(strstr(text, "lora_rank 16, lora_targets "
+						     "linear_qkv,linear_fc2, lora_alpha 64"));
+		}
+		free(text);
+		text = NULL;
+	}
+	assert_int_equal(
+	    frame_import(FRAME_BRIDGE, "p", plain, strlen(plain), NULL, &m2, &l2, &given, &x, &err),
+	    0);
+	assert_int_equal(l2.lora_rank, 32);
+	assert_int_equal(l2.lora_alpha, 32);
+	assert_int_equal(l2.lora_targets, LAYOUT_LORA_ALL);
+	assert_true(given & LK_BIT(LK_lora_rank));
+	assert_int_equal(
+	    frame_import(FRAME_BRIDGE, "d", dora, strlen(dora), NULL, &m2, &l2, &given, &x, &err),
+	    PRISM_EFORMAT);
+	assert_string_equal(err.msg, "d:1: peft 'dora': expected lora or none (prism models LoRA, "
+				     "not other PEFT schemes)");
+	prism_err_clear(&err);
+	assert_int_equal(frame_import(FRAME_BRIDGE, "o", orphan, strlen(orphan), NULL, &m2, &l2,
+				      &given, &x, &err),
+			 PRISM_EFORMAT);
+	assert_string_equal(err.msg, "o: peft.* options without peft=lora");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_hf_families), cmocka_unit_test(test_hf_deepseek),
-	    cmocka_unit_test(test_hf_warnings), cmocka_unit_test(test_hf_unknown),
-	    cmocka_unit_test(test_hf_bad),	cmocka_unit_test(test_megatron_import),
-	    cmocka_unit_test(test_round_trip),	cmocka_unit_test(test_fp8_recipe_import),
+	    cmocka_unit_test(test_hf_families),
+	    cmocka_unit_test(test_hf_deepseek),
+	    cmocka_unit_test(test_hf_nemotron_h),
+	    cmocka_unit_test(test_hf_warnings),
+	    cmocka_unit_test(test_hf_unknown),
+	    cmocka_unit_test(test_hf_bad),
+	    cmocka_unit_test(test_megatron_import),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_fp8_recipe_import),
 	    cmocka_unit_test(test_unexpressed),
+	    cmocka_unit_test(test_lora),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -129,36 +129,49 @@ static void test_agreement(void **state)
 	static const struct {
 		int tp, pp, dp, vp, m, sched, rec, zero, sp, flash, dtype, steps, bare;
 		double host_us;
+		int lora; /* LoRA's rank (0: full training) */
 	} cases[] = {
-	    {1, 1, 1, 1, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {1, 1, 1, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {1, 2, 1, 1, 4, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {1, 4, 1, 1, 16, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {2, 4, 2, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
+	    {1, 1, 1, 1, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {1, 1, 1, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {1, 2, 1, 1, 4, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {1, 4, 1, 1, 16, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 4, 2, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10,
+	     0},
 	    {1, 2, 1, 4, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_SELECTIVE, 0, 0, 1, HW_BF16, 2, 0,
-	     10},
-	    {2, 2, 4, 1, 5, LAYOUT_1F1B, LAYOUT_RECOMPUTE_FULL, 1, 1, 1, HW_BF16, 2, 0, 10},
-	    {4, 2, 8, 1, 3, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_SELECTIVE, 2, 1, 1, HW_BF16, 3, 0, 10},
-	    {8, 1, 16, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10},
-	    {2, 8, 2, 1, 12, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10},
-	    {1, 2, 2, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, HW_FP16, 2, 0, 10},
-	    {2, 4, 1, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10},
+	     10, 0},
+	    {2, 2, 4, 1, 5, LAYOUT_1F1B, LAYOUT_RECOMPUTE_FULL, 1, 1, 1, HW_BF16, 2, 0, 10, 0},
+	    {4, 2, 8, 1, 3, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_SELECTIVE, 2, 1, 1, HW_BF16, 3, 0, 10,
+	     0},
+	    {8, 1, 16, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 8, 2, 1, 12, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10, 0},
+	    {1, 2, 2, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, HW_FP16, 2, 0, 10, 0},
+	    {2, 4, 1, 2, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10,
+	     0},
 	    /* Launch-bound: the host, not the GPU, decides when kernels
 	     * start inside the units (the fold's gates). */
-	    {1, 2, 2, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400},
-	    {1, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_FULL, 0, 0, 1, HW_BF16, 2, 0, 60},
+	    {1, 2, 2, 1, 8, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400, 0},
+	    {1, 4, 1, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_FULL, 0, 0, 1, HW_BF16, 2, 0, 60,
+	     0},
 	    /* no CPU time per op: the host runs on launches alone */
-	    {2, 2, 2, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 0},
+	    {2, 2, 2, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 0, 0},
 	    /* Zero-bubble schedules: B and W passes, W reducing the gradients
 	     * (ZeRO-0/1 the last microbatch's, ZeRO-2/3 every one's; ZeRO-3's
 	     * gathers in B alone). */
-	    {1, 4, 1, 1, 16, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10},
-	    {2, 4, 2, 1, 8, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 10},
-	    {2, 2, 4, 1, 5, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_FULL, 2, 1, 1, HW_BF16, 2, 0, 10},
-	    {2, 2, 4, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10},
-	    {2, 4, 2, 1, 8, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10},
-	    {2, 4, 1, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10},
-	    {1, 2, 2, 1, 8, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400},
+	    {1, 4, 1, 1, 16, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 4, 2, 1, 8, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 2, 4, 1, 5, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_FULL, 2, 1, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 2, 4, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 3, 0, 1, HW_BF16, 2, 0, 10, 0},
+	    {2, 4, 2, 1, 8, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_FP8, 2, 0, 10, 0},
+	    {2, 4, 1, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 1, 1, 10, 0},
+	    {1, 2, 2, 1, 8, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 400, 0},
+	    /* LoRA: frozen base, adapters and their collectives, the
+	     * adapters' gradients reduced and updated alone */
+	    {2, 2, 2, 1, 4, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 16},
+	    {2, 4, 4, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 1, HW_BF16, 2, 0,
+	     10, 8},
+	    {4, 2, 2, 1, 6, LAYOUT_1F1B, LAYOUT_RECOMPUTE_FULL, 2, 1, 1, HW_FP8, 2, 0, 10, 32},
+	    {2, 4, 2, 1, 8, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 1, 0, 1, HW_BF16, 2, 0, 10, 16},
+	    {2, 2, 4, 1, 4, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_BF16, 2, 0, 10, 8},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -178,6 +191,7 @@ static void test_agreement(void **state)
 		in.steps = cases[i].steps;
 		in.bare = cases[i].bare;
 		in.cpu_op_s = cases[i].host_us * 1e-6;
+		in.lay.lora_rank = cases[i].lora;
 		print_message("case %zu\n", i);
 		assert_int_equal(agree(&in), 1);
 		in.hw = &hw_quiet;
@@ -395,6 +409,117 @@ static void test_agreement_moe_cp(void **state)
 }
 
 /*
+ * Hybrid Mamba/attention models (issue 35 item 2): a pattern of Mamba-2,
+ * attention and MLP layers (each kind its own kernels, a chunk's units
+ * of mixed kinds) under tp and sequence parallelism (overlapped too),
+ * pipelines with even, balanced and given partitions, interleaving,
+ * recomputation (full; selective with the mlp module) and ZeRO 1 to 3.
+ * Each folds exactly, contention or not.
+ */
+static void test_agreement_hybrid(void **state)
+{
+	static const struct {
+		int tp, sp, tpo, pp, vp, dp, m, sched, zero, rc, rcm, part;
+		const char *given;
+	} cases[] = {
+	    {1, 0, 0, 2, 1, 2, 4, LAYOUT_1F1B, 0, LAYOUT_RECOMPUTE_NONE, 0, LAYOUT_PART_GIVEN,
+	     NULL},
+	    {2, 1, 0, 2, 1, 2, 6, LAYOUT_1F1B, 1, LAYOUT_RECOMPUTE_FULL, 0, LAYOUT_PART_GIVEN,
+	     NULL},
+	    {4, 1, 1, 2, 1, 1, 4, LAYOUT_1F1B, 0, LAYOUT_RECOMPUTE_SELECTIVE,
+	     LAYOUT_RC_CORE_ATTN | LAYOUT_RC_MLP, LAYOUT_PART_GIVEN, NULL},
+	    {2, 0, 0, 2, 2, 2, 4, LAYOUT_INTERLEAVED, 2, LAYOUT_RECOMPUTE_NONE, 0,
+	     LAYOUT_PART_GIVEN, NULL},
+	    {1, 0, 0, 1, 1, 4, 3, LAYOUT_1F1B, 3, LAYOUT_RECOMPUTE_NONE, 0, LAYOUT_PART_GIVEN,
+	     NULL},
+	    {1, 0, 0, 4, 1, 1, 8, LAYOUT_1F1B, 0, LAYOUT_RECOMPUTE_NONE, 0, LAYOUT_PART_BALANCED,
+	     NULL},
+	    {2, 1, 0, 3, 1, 1, 6, LAYOUT_1F1B, 1, LAYOUT_RECOMPUTE_NONE, 0, LAYOUT_PART_GIVEN,
+	     "3,2,3"},
+	};
+	int folded = 0;
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_in in;
+		struct prism_err err;
+		int f;
+		small(&in);
+		strcpy(in.m.pattern, "M-*M-M*-");
+		in.m.ssm_heads = 32;
+		in.m.ssm_head_dim = 64;
+		in.m.ssm_state = 64;
+		in.m.ssm_groups = 4;
+		in.m.ssm_conv = 4;
+		in.m.ssm_chunk = 256;
+		in.lay.tp = cases[i].tp;
+		in.lay.sp = cases[i].sp;
+		in.lay.tp_overlap = cases[i].tpo;
+		in.lay.pp = cases[i].pp;
+		in.lay.vp = cases[i].vp;
+		in.lay.dp = cases[i].dp;
+		in.lay.microbatches = cases[i].m;
+		in.lay.schedule = cases[i].sched;
+		in.lay.zero = cases[i].zero;
+		in.lay.recompute = cases[i].rc;
+		if (cases[i].rcm)
+			in.lay.recompute_modules = cases[i].rcm;
+		in.lay.partition = cases[i].part;
+		prism_err_clear(&err);
+		if (cases[i].given)
+			assert_int_equal(layout_partition_parse(cases[i].given, &in.lay, &err), 0);
+		if (synth_check(&in, &err)) {
+			print_error("hybrid case %zu: %s\n", i, err.msg);
+			fail();
+		}
+		print_message("hybrid case %zu\n", i);
+		f = agree(&in);
+		in.hw = &hw_quiet;
+		assert_int_equal(agree(&in), f);
+		folded += f;
+	}
+	assert_true(folded >= 5);
+	/* MoE layers in the pattern (E: Nemotron 3), expert parallel over
+	 * 4 and 2 ranks, ZeRO 0 and 1.  (Shared experts beside the
+	 * dispatcher, moe_shared_overlap, fold the iteration exactly but not
+	 * its breakdown, for an MoE transformer as for these: left out.) */
+	for (int i = 0; i < 2; i++) {
+		struct synth_in in;
+		struct prism_err err;
+		int f;
+		small(&in);
+		strcpy(in.m.pattern, "M*EM-E*E");
+		in.m.ssm_heads = 32;
+		in.m.ssm_head_dim = 64;
+		in.m.ssm_state = 64;
+		in.m.ssm_groups = 4;
+		in.m.ssm_conv = 4;
+		in.m.ssm_chunk = 256;
+		in.m.gated = 1;
+		in.m.experts = 8;
+		in.m.top_k = 2;
+		in.m.shared_experts = 1;
+		in.m.expert_ffn = 1024;
+		in.lay.tp = 2;
+		in.lay.sp = 1;
+		in.lay.pp = 2;
+		in.lay.dp = 2;
+		in.lay.ep = i ? 2 : 4;
+		in.lay.microbatches = 4;
+		in.lay.zero = i;
+		prism_err_clear(&err);
+		if (synth_check(&in, &err)) {
+			print_error("hybrid MoE case %d: %s\n", i, err.msg);
+			fail();
+		}
+		print_message("hybrid MoE case %d\n", i);
+		f = agree(&in);
+		in.hw = &hw_quiet;
+		assert_int_equal(agree(&in), f);
+		assert_true(f);
+	}
+}
+
+/*
  * Issue 38 item 2: context parallelism in each of its forms (the p2p ring,
  * all_gather, a2a, a2a+p2p: Transformer Engine's cp_comm_type) and MoE
  * layers with expert data parallelism above 1 (the experts' gradients
@@ -479,7 +604,9 @@ static void test_cp_moe_forms(void **state)
 /*
  * The acceptance layout, GPT-3 175B (configs/models/gpt3-175b.cfg) on 512
  * H100 as TP8 PP8 DP8, 64 microbatches of one sequence, 1F1B: the full
- * simulation's iteration (5761.155 ms, prism synth --full; 5973.718 ms
+ * simulation's iteration (5895.241 ms, prism synth --full; 5761.155 ms
+ * before each layer's backward ran its two residual-gradient adds and its
+ * QKV gradient's copy, 3 x 96 x 64 kernels a step more; 5973.718 ms
  * before NCCL's protocols and its default NVLS on H100's NVSwitch, whose
  * tensor-parallel all-reduces of 50 MB now take NVLS, issue 34; 5444.886 ms
  * before each tensor-parallel rank's data-parallel all-reduce across the 8
@@ -488,10 +615,10 @@ static void test_cp_moe_forms(void **state)
  * task counts, and the folded run's graph: 8 stages x 128 units x 2 steps,
  * each a few tasks, beside the optimizer and each stage's last backward
  * (its buckets' all-reduces contend with it) kept kernel by kernel.  At
- * the burst clock (hw.clock 1) the step is 5439.503 ms: the GEMMs and
+ * the burst clock (hw.clock 1) the step is 5573.589 ms: the GEMMs and
  * attention at 0.91 of that clock take 1 / 0.91 - 1 = 9.9 % longer, and
  * the step, whose communication, memory-bound kernels and pipeline fill are
- * not clock-bound, 5.9 %.
+ * not clock-bound, 5.8 %.
  */
 static void test_gpt3_175b(void **state)
 {
@@ -520,7 +647,7 @@ static void test_gpt3_175b(void **state)
 	print_message("full %.9f s, bubble %.6f, tasks %llu, kernels %llu; hier %.9f\n",
 		      full.iter_s, full.bubble, (unsigned long long)full.tasks,
 		      (unsigned long long)full.kernels, hier.iter_s);
-	assert_rel_close(full.iter_s, 5.761155199, 2e-7);
+	assert_rel_close(full.iter_s, 5.895241100, 2e-7);
 	assert_true(hier.iter_s == full.iter_s);
 	{
 		struct hw_profile burst = hw;
@@ -529,15 +656,15 @@ static void test_gpt3_175b(void **state)
 		in.hw = &burst;
 		assert_int_equal(predict_synth(&in, &b, NULL, NULL, &err), 0);
 		print_message("burst clock: %.9f s\n", b.iter_s);
-		assert_rel_close(b.iter_s, 5.439502956, 2e-7);
-		assert_rel_close(full.iter_s / b.iter_s, 1.0591, 1e-4);
+		assert_rel_close(b.iter_s, 5.573588857, 2e-7);
+		assert_rel_close(full.iter_s / b.iter_s, 1.0577, 1e-4);
 		in.hw = &hw;
 	}
 	assert_true(hier.bubble == full.bubble);
 	assert_rel_close(full.bubble, 0.1223, 0.005);
-	assert_int_equal(full.tasks, 1056780);
-	assert_int_equal(hier.tasks, 1056780);
-	assert_int_equal(hier.kernels, 349716);
+	assert_int_equal(full.tasks, 1167372);
+	assert_int_equal(hier.tasks, 1167372);
+	assert_int_equal(hier.kernels, 386580);
 	in.no_shapes = 1;
 	run_build(&in, 1, &u);
 	/* Per stage and step: fwd/bwd x {first, middle, last microbatch},
@@ -767,7 +894,7 @@ int main(void)
 	    cmocka_unit_test(test_agreement_moe_cp),  cmocka_unit_test(test_cp_moe_forms),
 	    cmocka_unit_test(test_gpt3_175b),	      cmocka_unit_test(test_rebuilt_base),
 	    cmocka_unit_test(test_extrapolate),	      cmocka_unit_test(test_sweep_subset),
-	    cmocka_unit_test(test_agreement_offload),
+	    cmocka_unit_test(test_agreement_offload), cmocka_unit_test(test_agreement_hybrid),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -91,6 +91,18 @@ static void test_real_names(void **state)
 	     "tensor_layout::gemm::RowMajor>, true, 2>(ck::GridwiseGemm_xdl_cshuffle_v3::Argument)",
 	     KC_GEMM},
 	    {"ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)", KC_COLLECTIVE},
+	    /* Mamba-2's kernels as synth names them (layer.c mamba_fwd): the
+	     * depthwise causal convolution memory-bound, not a cuDNN conv;
+	     * the SSD scan's products GEMMs, its sums and state passing
+	     * memory-bound. */
+	    {"causal_conv1d_fwd_kernel", KC_ELEMENTWISE},
+	    {"causal_conv1d_bwd_kernel", KC_ELEMENTWISE},
+	    {"ssd_chunk_cumsum_fwd_kernel", KC_ELEMENTWISE},
+	    {"ssd_state_passing_bwd_kernel", KC_ELEMENTWISE},
+	    {"ssd_chunk_state_fwd_kernel", KC_GEMM},
+	    {"ssd_chunk_scan_chunk_state_bwd_dx_kernel", KC_GEMM},
+	    {"rmsnorm_gated_fwd_kernel", KC_NORM},
+	    {"mamba_in_proj_transpose_copy", KC_ELEMENTWISE},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {

@@ -245,8 +245,14 @@ static void test_tp16_round(void **state)
  *  - {4, 1} (4 nodes, the members tp 8 apart): a ring on one NIC,
  *    (3/4) S / 50 GB/s = 16.106 ms (hierarchical is that ring);
  *  - {4, 2} (2 nodes): the ring on the members' 2 NICs, (3/4) S / 100 GB/s;
- *  - {32, 8}: the node's 8 NICs, ring (31/32) S / 400 GB/s = 2.601 ms;
- *    hierarchical (3/4)(S/8) / 50 GB/s = 2.013 ms, the faster (as before).
+ *  - {32, 8}: the node's 8 NICs, ring (31/32) S / 400 GB/s = 2.601 ms,
+ *    and that is the answer: NCCL runs an all-gather across nodes as a
+ *    ring (src/graph/tuning.cc: PAT at one GPU a node only, NVLS and
+ *    CollNet only with a CollNet plugin), not as the hierarchical form
+ *    that would send (3/4)(S/8) / 50 GB/s = 2.013 ms;
+ *  - {16, 8} (two nodes): ring (15/16) S / 400 GB/s = 2.517 ms, 1.875
+ *    times the hierarchical (1/2)(S/8) / 50 GB/s = 1.342 ms; a
+ *    reduce-scatter the same.
  */
 static void test_nic_share(void **state)
 {
@@ -269,7 +275,91 @@ static void test_nic_share(void **state)
 	assert_rel_close(e.time_s, 31.0 / 32 * S / 400e9, 1e-12);
 	assert_int_equal(
 	    comm_time(&hgx, GC_ALL_GATHER, S, (struct comm_group){32, 8}, 1.0, COMM_AUTO, &e), 0);
-	assert_rel_close(e.time_s, 0.75 * (S / 8) / 50e9, 1e-12);
+	assert_int_equal(e.algo, COMM_RING);
+	assert_rel_close(e.time_s, 31.0 / 32 * S / 400e9, 1e-12);
+	assert_rel_close(e.time_s, 2.601e-3, 1e-3);
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_GATHER, S, (struct comm_group){32, 8}, 1.0, COMM_HIER, &e),
+	    PRISM_EARG);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(comm_time(&hgx, i ? GC_REDUCE_SCATTER : GC_ALL_GATHER, S,
+					   (struct comm_group){16, 8}, 1.0, COMM_AUTO, &e),
+				 0);
+		assert_int_equal(e.algo, COMM_RING);
+		assert_rel_close(e.time_s, 15.0 / 16 * S / 400e9, 1e-12);
+		assert_rel_close(e.time_s, 2.517e-3, 1e-3);
+	}
+}
+
+/*
+ * A ring across nodes pays the network's step latency only where it leaves
+ * a node (NCCL's tuner: nInterSteps = nodes - 1 a pass), NVLink's elsewhere.
+ * HGX nodes of 8 (8 NICs of 50 GB/s: 400 GB/s a node), NVLink 900 GB/s, a
+ * Simple NVLink step 3.4 us, a network step 10 us, no fixed cost; an
+ * all-gather over {16, 8}: 15 steps, 1 across.
+ *  - 1 GiB: Simple, 14 x 3.4 + 10 + (15/16) 1,073,741,824 / 400 GB/s
+ *    = 47.6 + 10 + 2516.582 = 2574.182 us (LL128 2772.0);
+ *  - 64 KiB: LL, 14 x 0.6 + 10 + 2 (15/16) 65,536 / 400 GB/s = 18.707 us
+ *    (with every step at the network's latency it was 150.307 us);
+ *  - an all-reduce over {16, 8} as a ring crosses twice: 30 steps, 2 across,
+ *    64 KiB by LL 28 x 0.6 + 20 + 2 (30/16) 65,536 / 400 GB/s = 37.414 us.
+ */
+static void test_ring_steps(void **state)
+{
+	struct hw_profile hgx = test_rack(8, 8);
+	struct comm_est e;
+	(void)state;
+	hgx.nvlink_lat_s = 3.4e-6;
+	hgx.net_lat_s = 10e-6;
+	assert_int_equal(comm_time(&hgx, GC_ALL_GATHER, 1024 * MiB, (struct comm_group){16, 8}, 1.0,
+				   COMM_AUTO, &e),
+			 0);
+	assert_rel_close(e.time_s, 14 * 3.4e-6 + 10e-6 + 15.0 / 16 * 1024 * MiB / 400e9, 1e-12);
+	assert_rel_close(e.time_s, 2574.182e-6, 1e-6);
+	assert_int_equal(comm_time(&hgx, GC_ALL_GATHER, 64 * 1024, (struct comm_group){16, 8}, 1.0,
+				   COMM_AUTO, &e),
+			 0);
+	assert_rel_close(e.time_s, 14 * 0.6e-6 + 10e-6 + 2 * 15.0 / 16 * 65536 / 400e9, 1e-12);
+	assert_rel_close(e.time_s, 18.707e-6, 1e-4);
+	assert_int_equal(comm_time(&hgx, GC_ALL_REDUCE, 64 * 1024, (struct comm_group){16, 8}, 1.0,
+				   COMM_RING, &e),
+			 0);
+	assert_rel_close(e.time_s, 28 * 0.6e-6 + 20e-6 + 2 * 30.0 / 16 * 65536 / 400e9, 1e-12);
+	assert_rel_close(e.time_s, 37.414e-6, 1e-4);
+}
+
+/*
+ * PXN (NCCL's default for sends across nodes): an all-to-all's bytes bound
+ * for another node leave through the NIC of the local GPU on the peer's
+ * rail, relayed over NVLink.  HGX nodes of 8, 8 NICs of 50 GB/s, full
+ * efficiency, no latency; an all-to-all of S = 1 GiB a rank over {16, 8}:
+ * (7/16) S to the node's peers over NVLink, (8/16) S across, of which 7/8
+ * first crosses NVLink to its rail's GPU:
+ *  - NVLink 900 GB/s: the NIC decides, (8/16) S / 50 GB/s = 10.737 ms;
+ *  - NVLink 50 GB/s: NVLink carries (7/16 + 7/16) S, 0.875 S / 50 GB/s =
+ *    18.790 ms (without the relay it would carry 7/16 and the NIC decide);
+ *  - {4, 1}, one member a node: no GPU of the group to relay through,
+ *    (3/4) S / 50 GB/s = 16.106 ms whatever NVLink's speed.
+ */
+static void test_pxn(void **state)
+{
+	const double S = 1024 * MiB;
+	struct hw_profile hgx = test_rack(8, 8);
+	struct comm_est e;
+	(void)state;
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_TO_ALL, S, (struct comm_group){16, 8}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 0.5 * S / 50e9, 1e-12);
+	assert_rel_close(e.time_s, 10.737e-3, 1e-4);
+	hgx.nvlink_Bps = 50e9;
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_TO_ALL, S, (struct comm_group){16, 8}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 0.875 * S / 50e9, 1e-12);
+	assert_rel_close(e.time_s, 18.790e-3, 1e-4);
+	assert_int_equal(
+	    comm_time(&hgx, GC_ALL_TO_ALL, S, (struct comm_group){4, 1}, 1.0, COMM_AUTO, &e), 0);
+	assert_rel_close(e.time_s, 0.75 * S / 50e9, 1e-12);
+	assert_rel_close(e.time_s, 16.106e-3, 1e-4);
 }
 
 /*
@@ -418,7 +508,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_new_profiles), cmocka_unit_test(test_domain_key),
 	    cmocka_unit_test(test_group_fits),	 cmocka_unit_test(test_tp16_round),
-	    cmocka_unit_test(test_nic_share),	 cmocka_unit_test(test_tp16_profiles),
+	    cmocka_unit_test(test_nic_share),	 cmocka_unit_test(test_pxn),
+	    cmocka_unit_test(test_ring_steps),	 cmocka_unit_test(test_tp16_profiles),
 	    cmocka_unit_test(test_mesh),	 cmocka_unit_test(test_analytic_tp16),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

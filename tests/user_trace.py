@@ -71,7 +71,7 @@ with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, name + ".cfg")
         with open(p, "w") as f:
             f.write(f'name = "{name}";\nbase = "{mi250}";\nhw = "h100-dgx";\ngpus = [1];\n'
-                    f'global_batch = 1;\n{extra}')
+                    f'\n{extra}')
         return p
     db = os.path.join(d, "r.db")
     r = run("search", sweep("nohw"), "--db", db, code=2)

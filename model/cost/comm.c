@@ -148,10 +148,23 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 		 * share, side by side.  Nothing is reduced, so no algorithm
 		 * shrinks what crosses the network (a hierarchical form would
 		 * send only 1 / per of it: 2-3x too fast against DeepEP's
-		 * measured inter-node all-to-all). */
+		 * measured inter-node all-to-all).
+		 *
+		 * PXN (NCCL's default, NCCL_PXN_DISABLE 0, NCCL_P2P_PXN_LEVEL
+		 * 2: src/graph/search.cc ncclTopoGetNetDev, paths.cc): a send
+		 * to a peer on another node leaves through the NIC of the
+		 * local GPU in the peer's position (its rail), relayed to that
+		 * GPU over NVLink, so the messages to one remote NIC are
+		 * aggregated.  The NICs carry what they did (each rail takes
+		 * the node's traffic to its peers: (n - per) / n of a rank's
+		 * buffer a NIC); NVLink carries, besides the local part, the
+		 * (per - 1) / per of the cross-node part bound for another
+		 * rail.  With one member a node there is no other GPU of the
+		 * group to relay through. */
 		double local = bytes * (per - 1) / n, cross = bytes * (n - per) / n;
+		double relay = cross * (per - 1) / per;
 		double b_gpu_net = hw_net_Bps_per_gpu(hw) * hw->net_eff * eff;
-		double t_in = local / b_nvl, t_out = cross / b_gpu_net;
+		double t_in = (local + relay) / b_nvl, t_out = cross / b_gpu_net;
 		out->time_s = base + hw->net_lat_s + (per > 1 ? hw->nvlink_lat_s : 0) +
 			      (t_in > t_out ? t_in : t_out);
 		out->algo = COMM_RING;
@@ -173,30 +186,45 @@ int comm_time(const struct hw_profile *hw, int kind, double bytes, struct comm_g
 			wire = bytes;
 			t = COMM_NVLS_LAT_S + bytes / (hw->nvlink_Bps * hw->nvls_eff * eff);
 		} else if (a == COMM_RING || (domains == 1 && a != COMM_RING)) {
-			/* Flat ring: every step pays the slowest hop's latency. */
+			/* Flat ring.  Across domains a step crosses the network
+			 * only where the ring leaves a domain: domains - 1 steps a
+			 * pass (two passes for an all-reduce), the rest NVLink
+			 * steps, as NCCL's tuner counts them (src/graph/tuning.cc:
+			 * (nsteps - nInterSteps) intraLat + nInterSteps interLat). */
 			double bw = domains > 1 ? (b_net < b_nvl ? b_net : b_nvl) : b_nvl;
+			int s_net = (kind == GC_ALL_REDUCE ? 2 : 1) * (domains - 1);
 			if (domains == 1 && a != COMM_RING)
 				continue; /* in one domain the others are the ring */
+			if (s_net > steps)
+				s_net = steps;
 			wire = frac * bytes;
-			t = proto_time(hw, domains > 1 ? 0 : steps, domains > 1 ? steps : 0, wire,
-				       bw);
+			t = proto_time(hw, steps - s_net, s_net, wire, bw);
 		} else if (a == COMM_HIER) {
-			/* Reduce-scatter in the domain, the collective across
+			/* All-reduce alone, as NCCL's trees (Tree, NVLSTree) run it:
+			 * reduce-scatter in the domain, the all-reduce across
 			 * domains on 1/per of the data (each GPU on its own NIC
-			 * share), all-gather in the domain; NCCL pipelines the phases in chunks, so the
-			 * slowest phase sets the pace.  Non-reducing kinds skip what
-			 * they need not. */
+			 * share), all-gather in the domain; NCCL pipelines the
+			 * phases in chunks, so the slowest phase sets the pace.
+			 * Across nodes an all-gather or reduce-scatter is a ring
+			 * (PAT only at one GPU a node; NVLS and CollNet Direct need
+			 * a CollNet plugin, busBw 0 without one), broadcast and
+			 * reduce rings only (src/graph/tuning.cc,
+			 * ncclTopoTuneModel).  A ring carries (n - 1) / n of the
+			 * buffer through each node's NICs where this form would
+			 * carry (domains - 1) / domains: 1.9x less across two
+			 * nodes of 8. */
 			double fin = (double)(per - 1) / per, fout, part = bytes / per, t_in, t_out;
 			int s_out;
 			double b_gpu_net = hw_net_Bps_per_gpu(hw) * hw->net_eff * eff;
+			if (kind != GC_ALL_REDUCE)
+				continue;
 			ring_shape(kind, domains, &fout, &s_out);
-			t_in = (kind == GC_ALL_REDUCE ? 2 : 1) * fin * bytes / b_nvl;
+			t_in = 2 * fin * bytes / b_nvl;
 			t_out = fout * part / b_gpu_net;
 			/* The slower phase's bytes at its bandwidth, both phases'
 			 * steps, one protocol for all. */
-			t = proto_time(hw, (kind == GC_ALL_REDUCE ? 2 : 1) * (per - 1), s_out,
-				       t_in > t_out ? fin * bytes * (kind == GC_ALL_REDUCE ? 2 : 1)
-						    : fout * part,
+			t = proto_time(hw, 2 * (per - 1), s_out,
+				       t_in > t_out ? 2 * fin * bytes : fout * part,
 				       t_in > t_out ? b_nvl : b_gpu_net);
 			wire = fout * part;
 		} else {

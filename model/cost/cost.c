@@ -79,6 +79,14 @@ int cost_classify(const char *name)
 	    {"fmha", KC_ATTENTION},
 	    {"attention", KC_ATTENTION},
 	    {"attn", KC_ATTENTION},
+	    /* Mamba-2 (mamba_ssm, causal-conv1d): the SSD scan's decay sums
+	     * and state passing are memory-bound passes, its other kernels
+	     * chunk-local matrix products; the depthwise causal convolution
+	     * is memory-bound (a few taps a channel), not a cuDNN one. */
+	    {"ssd_chunk_cumsum", KC_ELEMENTWISE},
+	    {"ssd_state_passing", KC_ELEMENTWISE},
+	    {"ssd_", KC_GEMM},
+	    {"causal_conv1d", KC_ELEMENTWISE},
 	    /* A GEMM's helper kernels share its op but not its FLOPs. */
 	    {"splitkreduce", KC_REDUCTION},
 	    {"epilogue", KC_ELEMENTWISE},

@@ -4,6 +4,33 @@
 #include <math.h>
 #include <string.h>
 
+/* What LoRA's adapters keep of one layer for one microbatch beyond the
+ * base's activations (Megatron-Bridge's ParallelLinearAdapter): each
+ * linear_out's input, the [s b, r] bf16 middle activation (whole on every
+ * rank: gathered beside a column-parallel base, all-reduced beside a row
+ * one); beside a column-parallel base under sequence parallelism
+ * linear_in's input, the normed input Transformer Engine gathered
+ * (return_layernorm_output_gathered), 2 s b h whole where the base keeps
+ * its 2 s b h / t shard.  The frozen base's inputs are counted as full
+ * training keeps them (Transformer Engine keeps no input for a frozen
+ * weight's gradient, but every targeted linear's input is the adapter's
+ * too; what untargeted ones save is not taken off). */
+static double lora_act(const struct llm *m, const struct layout *l)
+{
+	double sb = (double)m->seq / layout_cp(l) * l->mbs, a = 0;
+	static const int bits[4] = {LAYOUT_LORA_QKV, LAYOUT_LORA_PROJ, LAYOUT_LORA_FC1,
+				    LAYOUT_LORA_FC2};
+	if (!layout_lora(l, 0))
+		return 0;
+	for (int i = 0; i < 4; i++)
+		if (layout_lora(l, bits[i])) {
+			a += 2 * sb * l->lora_rank;
+			if ((i == 0 || i == 2) && l->sp && l->tp > 1)
+				a += 2 * sb * m->hidden;
+		}
+	return a;
+}
+
 double mem_act_per_layer(const struct llm *m, const struct layout *l)
 {
 	/* A context-parallel rank holds s / cp of each sequence. */
@@ -45,8 +72,8 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	if (l->recompute == LAYOUT_RECOMPUTE_FULL)
 		return l->sp ? 2 * sbh / t : 2 * sbh;
 	if (l->sp)
-		return sbh * (whole + par + attn) / t - saved;
-	return sbh * (whole + par / t + attn / t) - saved;
+		return sbh * (whole + par + attn) / t - saved + lora_act(m, l);
+	return sbh * (whole + par / t + attn / t) - saved + lora_act(m, l);
 }
 
 double mem_act_wgrad_layer(const struct llm *m, const struct layout *l, int moe)
@@ -66,6 +93,39 @@ double mem_act_wgrad_layer(const struct llm *m, const struct layout *l, int moe)
 			    M * (h + fin / et + fe / et + h));
 	}
 	return 2 * T * (w + hin + llm_ffn_in(m) / t + (double)m->ffn / t + h);
+}
+
+double mem_act_kind(const struct llm *m, const struct layout *l, int k)
+{
+	double s = (double)m->seq / layout_cp(l), b = l->mbs, h = m->hidden, a = m->heads,
+	       t = l->tp;
+	double sbh = s * b * h, w = l->sp ? sbh / t : sbh, whole = 5, par, saved = 0;
+
+	if (k != LLM_KIND_MAMBA && k != LLM_KIND_ATTN && k != LLM_KIND_MLP && k != LLM_KIND_MOE)
+		return mem_act_per_layer(m, l);
+	if (l->recompute == LAYOUT_RECOMPUTE_FULL)
+		return 2 * w;
+	if (k == LLM_KIND_MOE) /* an MoE layer's less its attention block's */
+		return mem_act_moe_layer(m, l) - mem_act_kind(m, l, LLM_KIND_ATTN);
+	if (k == LLM_KIND_MAMBA) {
+		par = (2 * llm_ssm_proj(m) + 6 * llm_ssm_inner(m)) / h;
+	} else if (k == LLM_KIND_MLP) {
+		par = 16;
+		if (layout_rc(l, LAYOUT_RC_MLP))
+			saved += 2 * w + 16 * sbh / t;
+	} else {
+		double attn = l->flash ? 0.0 : 5 * a * s / h;
+		par = 8 * (llm_attn_width(m) / h) + attn;
+		if (llm_mla(m))
+			whole += 4.0 * ((double)m->q_lora_rank + m->kv_lora_rank) / h;
+		if (layout_rc(l, LAYOUT_RC_CORE_ATTN))
+			saved += sbh * attn / t;
+		if (layout_rc(l, LAYOUT_RC_LAYERNORM) && llm_mla(m))
+			saved += 2 * w;
+		if (layout_rc(l, LAYOUT_RC_MLA_UP_PROJ) && llm_mla(m))
+			saved += 2 * s * b * a * (2 * llm_qk_head_dim(m) + llm_v_head_dim(m)) / t;
+	}
+	return whole * w + par * sbh / t - saved;
 }
 
 double mem_moe_peak(const struct llm *m, const struct layout *l)
@@ -114,6 +174,11 @@ void mem_moe_layer_params(const struct llm *m, const struct layout *l, double *d
 			  double *expert)
 {
 	double all = llm_moe_layer_params(m, NULL), routed = m->experts * llm_expert_params(m);
+	if (llm_hybrid(m)) { /* an E layer: no attention (nor its copies) */
+		*dense = (llm_kind_params(m, LLM_KIND_MOE) - routed) / l->tp;
+		*expert = routed / (layout_ep(l) * layout_etp(l));
+		return;
+	}
 	*dense = (all - routed) / l->tp + llm_tp_copies(m, l->tp);
 	*expert = routed / (layout_ep(l) * layout_etp(l));
 }
@@ -249,9 +314,16 @@ const char *mem_verdict_name(int v, int brief)
 /* Activations of chunk c of stage s, one microbatch: its dense layers'
  * and its mixture-of-experts layers'. */
 static double chunk_act(const struct llm *m, const struct layout *l, int s, int c, double a_layer,
-			double a_moe)
+			double a_moe, const double *a_kind)
 {
 	int n = layout_chunk_layers(m, l, s, c), k = layout_chunk_moe(m, l, s, c);
+	if (a_kind) { /* a hybrid model's layers by their kinds */
+		int l0 = layout_chunk_first(m, l, s, c);
+		double sum = 0;
+		for (int i = l0; i < l0 + n; i++)
+			sum += a_kind[llm_layer_kind(m, i)];
+		return sum;
+	}
 	if (k == 0)
 		return n * a_layer;
 	return (n - k) * a_layer + k * a_moe;
@@ -340,12 +412,36 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	double a_layer = mem_act_per_layer(m, l), a_moe = 0, held = 0, peak = 0, units = 0,
 	       peak_units = 0;
 	int v = l->vp > 0 ? l->vp : 1, total = l->microbatches * v, warm = warmup(l, s);
-	int first = s == 0, last = s == l->pp - 1, kf = 0, kb = 0;
+	int first = s == 0, last = s == l->pp - 1, kf = 0, kb = 0, hyb = llm_hybrid(m);
 	/* FP8 (or FP4) GEMMs keep quantised copies of each layer weight
 	 * (mem_lowp_weight_bytes a parameter), sharded like the weights. */
 	double qw = mem_lowp_weight_bytes(l);
+	/* A hybrid model: each kind's activations; the stage's layers'
+	 * parameters by their kinds (nl, in place of n x layer), the largest
+	 * kind's a layer (what ZeRO's buffers hold at once). */
+	double a_kind[LLM_KINDS] = {0}, nl = n * layer;
 
 	memset(out, 0, sizeof(*out));
+	if (hyb) {
+		nl = 0;
+		layer = 0;
+		a_layer = 0;
+		for (int k = 0; k < LLM_KINDS; k++) {
+			double pk = llm_kind_params_rank(m, k, l->tp);
+			a_kind[k] = mem_act_kind(m, l, k);
+			if (k != LLM_KIND_MOE && llm_kind_layers(m, k) > 0 && pk > layer)
+				layer = pk;
+			if (llm_kind_layers(m, k) > 0 && a_kind[k] > a_layer)
+				a_layer = a_kind[k]; /* the allocator's tensors' size */
+		}
+		for (int c = 0; c < v; c++) {
+			int l0 = layout_chunk_first(m, l, s, c),
+			    nc = layout_chunk_layers(m, l, s, c);
+			for (int i = l0; i < l0 + nc; i++)
+				if (llm_layer_kind(m, i) != LLM_KIND_MOE) /* (E: md, me) */
+					nl += llm_kind_params_rank(m, llm_layer_kind(m, i), l->tp);
+		}
+	}
 	if (llm_moe_layers(m) > 0)
 		a_moe = mem_act_moe_layer(m, l);
 	mem_bytes_per_param(mem_prec(l->dtype), &wb, &gb, &ob);
@@ -373,20 +469,43 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		if (last && llm_is_moe_layer(m, m->layers - 1))
 			nm += m->mtp_layers;
 		mem_moe_layer_params(m, l, &md, &me);
-		Pd = (n - nm) * layer + nm * md + emb + head;
+		double dl = hyb ? nl : (n - nm) * layer; /* the dense layers' */
+		Pd = dl + nm * md + emb + head;
 		Pe = nm * me;
 		out->params = Pd + Pe;
-		out->weights = wb * (Pd + Pe) + qw * ((n - nm) * layer + nm * (md + me));
+		out->train = out->params;
+		out->weights = wb * (Pd + Pe) + qw * (dl + nm * (md + me));
 		out->grads =
 		    gb * Pd / (l->zero >= 2 ? shard : 1) + gb * Pe / (l->zero >= 2 ? edp : 1);
 		out->optimizer =
 		    ob * Pd / (l->zero >= 1 ? shard : 1) + ob * Pe / (l->zero >= 1 ? edp : 1);
 		if (l->zero == 2 && shard > 1)
 			out->buffers = (layer > md + me ? layer : md + me) * gb;
-	} else {
+	} else if (layout_lora(l, 0)) {
+		/* LoRA: the base frozen, held in its weights' dtype; the
+		 * adapters trained (ZeRO-3 is refused, layout_check). */
+		double La = layout_lora_params(m, l);
 		P = n * layer + emb + head;
+		out->params = P + n * La;
+		out->train = n * La;
+		out->weights = wb * out->params + qw * n * layer;
+		out->grads = gb * out->train / (l->zero >= 2 ? shard : 1);
+		out->optimizer = ob * out->train / (l->zero >= 1 ? shard : 1);
+		if (l->zero == 2 && shard > 1) {
+			struct layout_dp_traits dt;
+			layout_dp_traits(l, La, wb, gb, &dt);
+			out->buffers =
+			    La * dt.rs_buf +
+			    (dt.bucket_params < out->train ? dt.bucket_params : out->train) *
+				dt.rs_bytes;
+		}
+	} else {
+		if (!hyb)
+			nl = n * layer; /* n with the MTP depths' layers */
+		P = nl + emb + head;
 		out->params = P;
-		out->weights = (wb * P + qw * n * layer) / (l->zero >= 3 ? shard : 1);
+		out->train = P;
+		out->weights = (wb * P + qw * nl) / (l->zero >= 3 ? shard : 1);
 		out->grads = gb * P / (l->zero >= 2 ? shard : 1);
 		out->optimizer = ob * P / (l->zero >= 1 ? shard : 1);
 		/* The implementation's buffers (layout_dp_traits): the layers
@@ -437,9 +556,10 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			 * the rest.  Past the cap of held microbatches (2p - 1 at
 			 * most) every F repeats an earlier peak. */
 			struct layout_zb it = {0, 0, 0, 0};
-			int nl = layout_chunk_layers(m, l, s, 0), nm = layout_chunk_moe(m, l, s, 0);
-			double full = chunk_act(m, l, s, 0, a_layer, a_moe) + mask + tail + lg;
-			double keep = (nl - nm) * mem_act_wgrad_layer(m, l, 0) +
+			int zl = layout_chunk_layers(m, l, s, 0), nm = layout_chunk_moe(m, l, s, 0);
+			double full = chunk_act(m, l, s, 0, a_layer, a_moe, hyb ? a_kind : NULL) +
+				      mask + tail + lg;
+			double keep = (zl - nm) * mem_act_wgrad_layer(m, l, 0) +
 				      (nm > 0 ? nm * mem_act_wgrad_layer(m, l, 1) : 0) +
 				      (last ? 2 * sl * b * (h / sp + V / t) : 0);
 			int mb, pass;
@@ -473,8 +593,8 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			if (i > warm + l->pp * v)
 				break;
 			ch = unit_chunk(l, kf++, 1);
-			held += chunk_act(m, l, s, ch, a_layer, a_moe) - off[ch] +
-				(ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
+			held += chunk_act(m, l, s, ch, a_layer, a_moe, hyb ? a_kind : NULL) -
+				off[ch] + (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
 			held_lg += ch == v - 1 ? lg : 0;
 			units++;
 			if (held > peak) {
@@ -484,8 +604,9 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			}
 			if (i >= warm) {
 				ch = unit_chunk(l, kb++, 0);
-				held -= chunk_act(m, l, s, ch, a_layer, a_moe) - off[ch] +
-					(ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
+				held -=
+				    chunk_act(m, l, s, ch, a_layer, a_moe, hyb ? a_kind : NULL) -
+				    off[ch] + (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
 				held_lg -= ch == v - 1 ? lg : 0;
 				units--;
 			}
@@ -494,7 +615,38 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		out->inflight = peak_units / v;
 	}
 	/* Working memory on top of what is held. */
-	if (l->recompute == LAYOUT_RECOMPUTE_FULL) {
+	if (hyb) {
+		/* A hybrid model: the largest kind's, as a dense layer's below. */
+		struct layout x = *l, y = *l;
+		x.recompute = LAYOUT_RECOMPUTE_NONE;
+		y.recompute_modules = l->recompute_modules & ~LAYOUT_RC_CORE_ATTN;
+		for (int k = 0; k < LLM_KINDS; k++) {
+			double d = 0;
+			if (!llm_kind_layers(m, k))
+				continue;
+			if (l->recompute == LAYOUT_RECOMPUTE_FULL)
+				d = mem_act_kind(m, &x, k);
+			else if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE && y.recompute_modules)
+				d = mem_act_kind(m, &x, k) - mem_act_kind(m, &y, k);
+			if (d > out->transient)
+				out->transient = d;
+		}
+		if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE && !l->flash &&
+		    layout_rc(l, LAYOUT_RC_CORE_ATTN) && llm_kind_layers(m, LLM_KIND_ATTN))
+			out->transient += 5 * m->heads * sl * sq * b / t;
+		/* The SSD scan's working memory (layer.c ssd_fwd): the
+		 * convolution's output (bf16 x, B, C), the chunk states and the
+		 * passed ones (fp32 b nc H N P each), C B^T's blocks (fp32 b nc G
+		 * Q^2). */
+		if (llm_kind_layers(m, LLM_KIND_MAMBA)) {
+			double nc = ceil(sl / m->ssm_chunk), H = m->ssm_heads / t,
+			       G = m->ssm_groups / t;
+			out->transient +=
+			    2 * b * sl * (llm_ssm_inner(m) / t + 2 * G * m->ssm_state) +
+			    8 * b * nc * H * m->ssm_state * m->ssm_head_dim +
+			    4 * b * nc * G * (double)m->ssm_chunk * m->ssm_chunk;
+		}
+	} else if (l->recompute == LAYOUT_RECOMPUTE_FULL) {
 		struct layout x = *l;
 		x.recompute = LAYOUT_RECOMPUTE_NONE;
 		out->transient = mem_act_per_layer(m, &x);
@@ -582,6 +734,12 @@ void mem_estimate(const struct llm *m, const struct layout *l, const struct hw_p
 	out->optimizer = best.optimizer;
 	out->buffers = best.buffers;
 	out->act_per_layer = mem_act_per_layer(m, l);
+	if (llm_hybrid(m)) { /* the mean of the layers' kinds */
+		out->act_per_layer = 0;
+		for (int k = 0; k < LLM_KINDS; k++)
+			out->act_per_layer += llm_kind_layers(m, k) * mem_act_kind(m, l, k);
+		out->act_per_layer /= m->layers;
+	}
 	out->inflight = best.inflight;
 	out->activations = best.activations;
 	out->logits = best.logits;

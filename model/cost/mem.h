@@ -54,6 +54,14 @@
  *               optimizer state, ZeRO's gathered layers, each layer's
  *               saved activations, the logits, the working memory.
  *
+ * LoRA (layout.h lora_rank) freezes every base weight: the weights are
+ * held (bf16) with the adapters', but gradients, main gradients and
+ * optimizer state only for the adapters (Megatron's DDP and distributed
+ * optimizer take only parameters that require a gradient); each adapter
+ * keeps its [s b, r] middle activation, and beside a column-parallel
+ * target under sequence parallelism the gathered normed input its A's
+ * weight gradient needs (2 s b h, whole).
+ *
  * Mixture-of-experts layers hold their routed experts' share, experts /
  * (ep x etp), whose optimizer state ZeRO shards over the expert
  * data-parallel group, and their routed tokens' activations
@@ -82,6 +90,8 @@ enum mem_prec { MEM_PREC_BF16, MEM_PREC_FP16, MEM_PREC_FP32 };
 /* One stage's memory on one GPU, bytes. */
 struct mem_stage {
 	double params; /* parameters on the GPU */
+	double train;  /* of which trained (gradients, optimizer state): all, or
+			* under LoRA the adapters' */
 	double weights, grads, optimizer;
 	double buffers;	      /* ZeRO's gathered weights and unsharded gradients */
 	double activations;   /* held at the peak, logits included */
@@ -98,8 +108,9 @@ struct mem_est {
 	int stage;
 	double params_per_gpu;
 	double weights, grads, optimizer, buffers;
-	double act_per_layer; /* bytes, one layer, one microbatch */
-	double inflight;      /* microbatches held at the peak */
+	double
+	    act_per_layer; /* bytes, one layer, one microbatch (a hybrid model: its layers' mean) */
+	double inflight;   /* microbatches held at the peak */
 	double activations, logits, transient;
 	double allocated, fragmentation;
 	double total;			/* allocated + fragmentation */
@@ -177,6 +188,19 @@ const char *mem_verdict_name(int verdict, int brief);
 
 /* Activation bytes of one layer for one microbatch. */
 double mem_act_per_layer(const struct llm *m, const struct layout *l);
+
+/* The same for a layer of kind k (llm.h enum llm_kind): FULL
+ * mem_act_per_layer; a hybrid model's attention layer Korthikanti's
+ * attention block and its norm (5 s b h kept whole, 8 of the attention's
+ * width split, the scores without flash attention), its MLP layer the MLP
+ * block and its norm (5 whole, 16 split); its Mamba layer (Megatron-LM's
+ * memory-efficient path: the scan's states and the convolution's output
+ * recomputed backward) the norm's input, in_proj's input and the dropout
+ * mask (5 whole), and split by tp in_proj's output as the scan keeps it
+ * (2 (2 d_i + 2 G N + H) bytes a token), the scan's output, the gated
+ * norm's input and out_proj's (2 d_i each).  Under full recomputation
+ * every kind keeps its input (2 s b h). */
+double mem_act_kind(const struct llm *m, const struct layout *l, int k);
 
 /* The same for a mixture-of-experts layer on the busiest rank: the dense
  * layer's less its FFN (Korthikanti's 19 s b h), plus the router's

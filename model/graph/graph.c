@@ -668,6 +668,126 @@ static int cmp_coll_key(const void *pa, const void *pb)
 	return (a->i > b->i) - (a->i < b->i);
 }
 
+/* One collective as graph_pair_colls sorts it. */
+struct coll_sig {
+	uint32_t pg, kind, rank, seq, i;
+	int64_t bytes; /* -1 where the size does not identify it */
+	uint32_t occ;  /* its place among its rank's of the same signature */
+};
+
+static int cmp_sig_rank(const void *pa, const void *pb)
+{
+	const struct coll_sig *a = pa, *b = pb;
+	if (a->pg != b->pg)
+		return a->pg < b->pg ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (a->bytes != b->bytes)
+		return a->bytes < b->bytes ? -1 : 1;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+static int cmp_sig_occ(const void *pa, const void *pb)
+{
+	const struct coll_sig *a = pa, *b = pb;
+	if (a->pg != b->pg)
+		return a->pg < b->pg ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (a->bytes != b->bytes)
+		return a->bytes < b->bytes ? -1 : 1;
+	if (a->occ != b->occ)
+		return a->occ < b->occ ? -1 : 1;
+	return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+/* Slots (a signature's n-th) ordered by their lowest rank's launch order. */
+static int cmp_slot(const void *pa, const void *pb)
+{
+	const struct coll_sig *a = pa, *b = pb;
+	if (a->pg != b->pg)
+		return a->pg < b->pg ? -1 : 1;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* A collective's size identifies it where every member moves the same:
+ * all-reduce, all-gather, reduce-scatter, broadcast, reduce.  An
+ * all-to-all's and a send's differ between ranks. */
+static int64_t sig_bytes(const struct graph_coll *c)
+{
+	switch (c->kind) {
+	case GC_ALL_REDUCE:
+	case GC_ALL_GATHER:
+	case GC_REDUCE_SCATTER:
+	case GC_BROADCAST:
+	case GC_REDUCE:
+		return c->bytes;
+	default:
+		return -1;
+	}
+}
+
+/* graph.h: slots (a signature's n-th on a rank), numbered per group in
+ * the lowest rank's launch order. */
+int graph_pair_colls(struct graph_coll *colls, size_t n, const uint32_t *rank)
+{
+	size_t ns = 0;
+	struct coll_sig *k, *slot;
+	int many = 0;
+
+	for (size_t i = 1; i < n && !many; i++)
+		many = rank[i] != rank[0];
+	if (!many)
+		return 0;
+	k = prism_malloc(n * sizeof(*k));
+	slot = prism_malloc(n * sizeof(*slot));
+	if (!k || !slot) {
+		free(k);
+		free(slot);
+		return PRISM_ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct graph_coll *c = &colls[i];
+		k[i].pg = c->pg;
+		k[i].kind = c->kind == GC_SEND || c->kind == GC_RECV ? GC_SEND_RECV : c->kind;
+		k[i].bytes = sig_bytes(c);
+		k[i].rank = rank[i];
+		k[i].seq = c->seq;
+		k[i].i = (uint32_t)i;
+	}
+	qsort(k, n, sizeof(*k), cmp_sig_rank);
+	for (size_t i = 0; i < n; i++)
+		k[i].occ = i > 0 && k[i - 1].pg == k[i].pg && k[i - 1].kind == k[i].kind &&
+				   k[i - 1].bytes == k[i].bytes && k[i - 1].rank == k[i].rank
+			       ? k[i - 1].occ + 1
+			       : 0;
+	qsort(k, n, sizeof(*k), cmp_sig_occ);
+	/* Each slot's first member is its lowest rank; slot.i = its first index in k. */
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || k[i - 1].pg != k[i].pg || k[i - 1].kind != k[i].kind ||
+		    k[i - 1].bytes != k[i].bytes || k[i - 1].occ != k[i].occ) {
+			slot[ns] = k[i];
+			slot[ns++].i = (uint32_t)i;
+		}
+	qsort(slot, ns, sizeof(*slot), cmp_slot);
+	for (size_t j = 0, seq = 0; j < ns; j++) {
+		seq = j > 0 && slot[j - 1].pg == slot[j].pg ? seq + 1 : 0;
+		for (size_t i = slot[j].i;
+		     i < n &&
+		     (i == slot[j].i || (k[i].pg == k[i - 1].pg && k[i].kind == k[i - 1].kind &&
+					 k[i].bytes == k[i - 1].bytes && k[i].occ == k[i - 1].occ));
+		     i++)
+			colls[k[i].i].seq = (uint32_t)seq;
+	}
+	free(k);
+	free(slot);
+	return 0;
+}
+
 int graph_renumber_colls(struct graph *g, int by_start)
 {
 	int64_t *t = prism_malloc((g->n_colls ? g->n_colls : 1) * sizeof(*t));
@@ -680,6 +800,8 @@ int graph_renumber_colls(struct graph *g, int by_start)
 			rank[c] = g->procs[g->proc[u]].rank;
 		}
 		rc = graph_number_colls(g->colls, g->n_colls, t, rank);
+		if (!rc)
+			rc = graph_pair_colls(g->colls, g->n_colls, rank);
 	}
 	free(t);
 	free(rank);

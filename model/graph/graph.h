@@ -114,6 +114,11 @@ enum graph_rt_class {
 			  * thread edge from a task that ended before the
 			  * other thread entered a long CPU task): its lag,
 			  * from that task, is kept whole */
+#define NF_STAGED                                                                                  \
+	0x40 /* a host-to-device copy from pageable memory: the
+			  * calling thread stages it through a pinned buffer
+			  * before the DMA runs, so the copy begins where the
+			  * staging let it; its start lag is kept whole */
 
 enum graph_coll_kind {
 	GC_UNKNOWN,
@@ -318,7 +323,26 @@ void graph_copy_nodes(struct graph *dst, uint32_t x, const struct graph *src, ui
  * 0, or PRISM_ENOMEM. */
 int graph_number_colls(struct graph_coll *colls, size_t n, const int64_t *t, const uint32_t *rank);
 
-/* graph_number_colls over all of g's collectives, each rank on its own, in
+/*
+ * Pair colls[0..n) across ranks by what they are, not by their place in
+ * each rank's order (issue 36): the n-th collective of one kind and size
+ * on a process group of one rank is the n-th of that kind and size of
+ * every other rank, and gets one sequence number (what the simulator's
+ * rendezvous matches).  Ranks whose files hold different subsets of
+ * collectives, or launched them in another order on two streams, no
+ * longer pair an all-reduce of one size with another's.  The size
+ * identifies all-reduce, all-gather, reduce-scatter, broadcast and reduce
+ * (every member moves the same); all-to-all, send/recv (one kind) and
+ * collectives of unknown size pair by kind alone.  Each (group, kind,
+ * size, n-th) slot is numbered per group in its lowest rank's order, so
+ * ranks that agree keep the numbers their order gave.  seq must hold each
+ * rank's order on its group (graph_number_colls); rank[i] is collective
+ * i's rank.  Nothing changes unless two ranks hold collectives.  0, or
+ * PRISM_ENOMEM.
+ */
+int graph_pair_colls(struct graph_coll *colls, size_t n, const uint32_t *rank);
+
+/* graph_number_colls then graph_pair_colls over all of g's collectives, each rank on its own, in
  * the order of their nodes' traced starts (by_start) or of their node ids
  * (a stream's tasks are in launch order).  0, or PRISM_ENOMEM. */
 int graph_renumber_colls(struct graph *g, int by_start);

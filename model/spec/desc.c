@@ -116,6 +116,18 @@ void desc_write(const struct llm *m, const struct layout *l, const char *hw_id, 
 		put_int(&w, "qk_rope_head_dim", m->qk_rope_head_dim);
 		put_int(&w, "v_head_dim", m->v_head_dim);
 	}
+	/* Hybrid Mamba/attention models, only for such models. */
+	if (llm_hybrid(m)) {
+		put(&w, "hybrid_pattern", m->pattern);
+		if (llm_kind_layers(m, LLM_KIND_MAMBA) > 0) {
+			put_int(&w, "ssm_heads", m->ssm_heads);
+			put_int(&w, "ssm_head_dim", m->ssm_head_dim);
+			put_int(&w, "ssm_state", m->ssm_state);
+			put_int(&w, "ssm_groups", m->ssm_groups);
+			put_int(&w, "ssm_conv", m->ssm_conv);
+			put_int(&w, "ssm_chunk", m->ssm_chunk);
+		}
+	}
 	put_knobs(&w, m, l, 5);
 	put_knobs(&w, m, l, 0);
 }
@@ -224,6 +236,12 @@ static int model_field(const char *key, const char *val, struct llm *m, char *hw
 	    {"qk_nope_head_dim", offsetof(struct llm, qk_nope_head_dim), 0, LLM_MAX_HEAD_DIM},
 	    {"qk_rope_head_dim", offsetof(struct llm, qk_rope_head_dim), 0, LLM_MAX_HEAD_DIM},
 	    {"v_head_dim", offsetof(struct llm, v_head_dim), 0, LLM_MAX_HEAD_DIM},
+	    {"ssm_heads", offsetof(struct llm, ssm_heads), 1, LLM_MAX_SSM_HEADS},
+	    {"ssm_head_dim", offsetof(struct llm, ssm_head_dim), 1, LLM_MAX_HEAD_DIM},
+	    {"ssm_state", offsetof(struct llm, ssm_state), 1, LLM_MAX_SSM_STATE},
+	    {"ssm_groups", offsetof(struct llm, ssm_groups), 1, LLM_MAX_SSM_HEADS},
+	    {"ssm_conv", offsetof(struct llm, ssm_conv), 1, LLM_MAX_SSM_CONV},
+	    {"ssm_chunk", offsetof(struct llm, ssm_chunk), 1, LLM_MAX_SSM_CHUNK},
 	};
 	*rc = 0;
 	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
@@ -234,6 +252,16 @@ static int model_field(const char *key, const char *val, struct llm *m, char *hw
 		}
 	if (strcmp(key, "name") == 0) {
 		snprintf(m->name, sizeof(m->name), "%.63s", val);
+	} else if (strcmp(key, "hybrid_pattern") == 0) {
+		size_t len = strlen(val);
+		if (len < 1 || len > LLM_MAX_PATTERN || strspn(val, "M*-E") != len)
+			*rc = prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "model description: hybrid_pattern '%.40s': expected 1 to "
+			    "%d characters M, *, - or E",
+			    val, LLM_MAX_PATTERN);
+		else
+			memcpy(m->pattern, val, len + 1);
 	} else if (strcmp(key, "hw") == 0) {
 		snprintf(hw_id, n, "%.63s", val);
 	} else if (strcmp(key, "capacity_factor") == 0) {

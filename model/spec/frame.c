@@ -136,7 +136,8 @@ int frame_read(const char *path, char **buf, size_t *len, struct prism_err *err)
 struct hf_member {
 	char key[64];
 	struct kjson_val v;
-	char str[64]; /* a string value, copied (v.s points here) */
+	char str[64];	      /* a string value, copied (v.s points here) */
+	struct kjson_str raw; /* a string value whole, in the parsed text */
 	int used;
 };
 
@@ -159,6 +160,7 @@ static int hf_collect(void *ctx, struct kjson_str key, const struct kjson_val *v
 	snprintf(e->key, sizeof(e->key), "%.*s", (int)(key.n < 63 ? key.n : 63), key.p);
 	e->v = *v;
 	if (v->type == KJSON_STR) {
+		e->raw = v->s;
 		snprintf(e->str, sizeof(e->str), "%.*s", (int)(v->s.n < 63 ? v->s.n : 63), v->s.p);
 		e->v.s.p = e->str;
 		e->v.s.n = strlen(e->str);
@@ -238,7 +240,8 @@ enum hf_fam {
 	HF_GPT_OSS,
 	HF_GEMMA2,
 	HF_GEMMA3,
-	HF_PHI3
+	HF_PHI3,
+	HF_NEMOTRON_H
 };
 
 static const struct hf_family {
@@ -258,6 +261,7 @@ static const struct hf_family {
     {"gemma2", HF_GEMMA2, 1},
     {"gemma3_text", HF_GEMMA3, 1},
     {"phi3", HF_PHI3, 0},
+    {"nemotron_h", HF_NEMOTRON_H, 0},
 };
 
 /* Fields that change neither the time nor the memory of a training step
@@ -337,6 +341,24 @@ static const char *const hf_inert[] = {
     "initial_context_length",
     "use_mrope",
     "sliding_window_size",
+    /* NemotronHConfig's (configuration_nemotron_h.py): the mixer's
+     * activation, time-step initialisation and limits, its biases (the
+     * convolution's is counted, the projections have none), norms'
+     * epsilon and residual dtype, inference settings */
+    "mamba_hidden_act",
+    "time_step_min",
+    "time_step_max",
+    "time_step_floor",
+    "time_step_limit",
+    "time_step_rank",
+    "use_conv_bias",
+    "mamba_proj_bias",
+    "use_bias",
+    "residual_in_fp32",
+    "rescale_prenorm_residual",
+    "layer_norm_epsilon",
+    "num_logits_to_keep",
+    "use_mamba_kernels",
 };
 
 static int hf_is_inert(const char *key)
@@ -597,6 +619,80 @@ static int hf_moe(struct hf_doc *d, const char *path, int fam, struct llm *m, st
 	return 0;
 }
 
+/* NemotronH (configuration_nemotron_h.py): hybrid_override_pattern, one
+ * character a layer of num_hidden_layers; the Mamba-2 mixer's
+ * mamba_num_heads, mamba_head_dim, ssm_state_size, n_groups, conv_kernel
+ * and chunk_size (expand, where given, must agree: heads x head_dim =
+ * expand x hidden); the MLP's mlp_hidden_act ("relu2": squared ReLU, one
+ * input, priced as GeLU's one elementwise pass). */
+static int hf_hybrid(struct hf_doc *d, const char *path, int fam, struct llm *m,
+		     struct frame_extra *x, struct prism_err *err)
+{
+	struct hf_member *e;
+	int rc, expand = 0, v = 0;
+	(void)x;
+	if (fam != HF_NEMOTRON_H)
+		return 0;
+	e = hf_find(d, "hybrid_override_pattern");
+	if (!e || e->v.type != KJSON_STR || e->raw.n < 1 || e->raw.n > LLM_MAX_PATTERN)
+		return prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s: \"hybrid_override_pattern\": expected a string of 1 to %d "
+		    "layers (M, *, -)",
+		    path, LLM_MAX_PATTERN);
+	for (size_t i = 0; i < e->raw.n; i++)
+		if (llm_char_kind((unsigned char)e->raw.p[i]) < 0 || e->raw.p[i] == 'E')
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s: \"hybrid_override_pattern\" layer %zu: '%c' is not M (Mamba), * "
+			    "(attention) or - (MLP)%s",
+			    path, i, e->raw.p[i],
+			    e->raw.p[i] == 'E' ? "; its mixture-of-experts layers are not imported "
+						 "from a config.json (a model file's are modelled)"
+					       : "");
+	if (e->raw.n != (size_t)m->layers)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: \"num_hidden_layers\" %d differs from the %zu layers of "
+				     "\"hybrid_override_pattern\"",
+				     path, m->layers, e->raw.n);
+	memcpy(m->pattern, e->raw.p, e->raw.n);
+	m->pattern[e->raw.n] = '\0';
+	/* The attention's head width by NemotronHConfig's name. */
+	if ((rc = hf_int(d, path, "attention_head_dim", 1, LLM_MAX_HEAD_DIM, &v, err)) < 0)
+		return rc;
+	if (rc > 0 && (m->hidden % m->heads || v != m->hidden / m->heads))
+		m->head_dim = v;
+	m->gated = 0; /* NemotronHConfig's default: relu2 */
+	if ((e = hf_find(d, "mlp_hidden_act")) && e->v.type == KJSON_STR)
+		m->gated = strstr(e->str, "glu") != NULL;
+	if (!llm_kind_layers(m, LLM_KIND_MAMBA))
+		return 0;
+	if ((rc = hf_need(d, path, "mamba_head_dim", 1, LLM_MAX_HEAD_DIM, &m->ssm_head_dim, 64,
+			  err)) ||
+	    (rc = hf_need(d, path, "mamba_num_heads", 1, LLM_MAX_SSM_HEADS, &m->ssm_heads,
+			  2 * m->hidden / m->ssm_head_dim > 0 ? 2 * m->hidden / m->ssm_head_dim : 1,
+			  err)) ||
+	    (rc = hf_need(d, path, "ssm_state_size", 1, LLM_MAX_SSM_STATE, &m->ssm_state, 128,
+			  err)) ||
+	    (rc = hf_need(d, path, "n_groups", 1, LLM_MAX_SSM_HEADS, &m->ssm_groups, 8, err)) ||
+	    (rc = hf_need(d, path, "conv_kernel", 1, LLM_MAX_SSM_CONV, &m->ssm_conv, 4, err)) ||
+	    (rc = hf_need(d, path, "chunk_size", 1, LLM_MAX_SSM_CHUNK, &m->ssm_chunk, 128, err)))
+		return rc;
+	if ((rc = hf_int(d, path, "expand", 1, 64, &expand, err)) < 0)
+		return rc;
+	if (expand > 0 && (double)m->ssm_heads * m->ssm_head_dim != (double)expand * m->hidden)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s: \"mamba_num_heads\" %d x \"mamba_head_dim\" %d is not "
+				     "\"expand\" %d x \"hidden_size\" %d",
+				     path, m->ssm_heads, m->ssm_head_dim, expand, m->hidden);
+	if (m->ssm_heads % m->ssm_groups)
+		return prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s: \"mamba_num_heads\" %d is not divisible by \"n_groups\" %d", path,
+		    m->ssm_heads, m->ssm_groups);
+	return 0;
+}
+
 static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, size_t len,
 		    const char *type_outer, struct llm *m, struct frame_extra *x,
 		    struct prism_err *err)
@@ -648,12 +744,13 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 			F = &hf_families[i];
 	if (!F) {
 		hf_unread(d, unread, sizeof(unread));
-		rc = prism_err_set(err, PRISM_EFORMAT,
-				   "%s: model_type \"%s\" is not one prism imports (llama, "
-				   "mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, "
-				   "deepseek_v3, gpt_oss, gemma2, gemma3, gemma3_text, phi3); "
-				   "fields it could not map: %s",
-				   path, type[0] ? type : "(none)", unread[0] ? unread : "(none)");
+		rc = prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s: model_type \"%s\" is not one prism imports (llama, "
+		    "mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, "
+		    "deepseek_v3, gpt_oss, gemma2, gemma3, gemma3_text, phi3, nemotron_h); "
+		    "fields it could not map: %s",
+		    path, type[0] ? type : "(none)", unread[0] ? unread : "(none)");
 		goto out;
 	}
 	fam = F->fam;
@@ -719,7 +816,8 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 	if (!m->seq && (rc = hf_need(d, path, "max_position_embeddings", 1, LLM_MAX_SEQ, &m->seq,
 				     gemma3 ? 131072 : 0, err)))
 		goto out;
-	if ((rc = hf_windows(d, path, fam, m, x, err)) || (rc = hf_moe(d, path, fam, m, x, err)))
+	if ((rc = hf_windows(d, path, fam, m, x, err)) || (rc = hf_moe(d, path, fam, m, x, err)) ||
+	    (rc = hf_hybrid(d, path, fam, m, x, err)))
 		goto out;
 	if (m->kv_heads < 1 || m->heads % m->kv_heads) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
@@ -896,6 +994,13 @@ static const struct frame_row frame_rows[LK_N] = {
      * offloading. */
     [LK_offload_layers] = R(FX_SPECIAL, "--cpu-offloading-num-layers", FX_SPECIAL,
 			    "model.cpu_offloading_num_layers", FX_INT, NULL),
+    /* LoRA: Megatron-Bridge's ConfigContainer.peft, a LoRA
+     * (megatron/bridge/peft/lora.py: dim, alpha, target_modules) that the
+     * recipes take as peft="lora"; Megatron-LM's arguments and
+     * torchtitan's job config have no LoRA */
+    [LK_lora_rank] = R(FX_INT, NULL, FX_SPECIAL, "peft.dim", FX_INT, NULL),
+    [LK_lora_targets] = R(FX_INT, NULL, FX_SPECIAL, "peft.target_modules", FX_INT, NULL),
+    [LK_lora_alpha] = R(FX_INT, NULL, FX_INT, "peft.alpha", FX_INT, NULL),
 };
 #undef R
 
@@ -976,7 +1081,7 @@ struct emit {
 	FILE *f;
 	int fw;
 	/* the lines, written at the end (torchtitan's by section) */
-	char lines[96][160];
+	char lines[96][LLM_MAX_PATTERN + 64]; /* a hybrid pattern fits one */
 	int n;
 };
 
@@ -1095,6 +1200,18 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 			}
 		}
 		return;
+	case LK_lora_rank: /* Bridge only (frame_rows) */
+		if (l->lora_rank > 0) {
+			put(E, "peft", "lora");
+			put_int(E, frame_rows[k].o[fw].name, l->lora_rank);
+		}
+		return;
+	case LK_lora_targets: {
+		char b[96];
+		snprintf(b, sizeof(b), "[%s]", layout_lora_targets_name(l->lora_targets));
+		put(E, frame_rows[k].o[fw].name, b);
+		return;
+	}
 	case LK_recompute_modules: /* Megatron-LM's nargs list; Bridge's list */
 		if (l->recompute_modules && l->recompute_modules != LAYOUT_RC_CORE_ATTN) {
 			char b[96], *c;
@@ -1336,6 +1453,19 @@ static void put_model(struct emit *E, const struct llm *m)
 		}
 		if (m->mtp_layers > 0)
 			put_int(E, "--mtp-num-layers", m->mtp_layers);
+		if (llm_hybrid(m)) {
+			/* pretrain_mamba.py's (its d_conv 4 and chunk 128 have no
+			 * option) */
+			char b[LLM_MAX_PATTERN + 3];
+			snprintf(b, sizeof(b), "'%s'", m->pattern);
+			put(E, "--hybrid-override-pattern", b);
+			if (llm_kind_layers(m, LLM_KIND_MAMBA) > 0) {
+				put_int(E, "--mamba-num-heads", m->ssm_heads);
+				put_int(E, "--mamba-head-dim", m->ssm_head_dim);
+				put_int(E, "--mamba-state-dim", m->ssm_state);
+				put_int(E, "--mamba-num-groups", m->ssm_groups);
+			}
+		}
 		if (llm_mla(m)) {
 			put(E, "--multi-latent-attention", NULL);
 			if (m->q_lora_rank)
@@ -1453,13 +1583,14 @@ struct imp {
 	int dtype, fp8, fp4, bf16, fp16, given_dtype;
 	int fp8_recipe; /* -1: not given */
 	int flash, embed, loss, cp_comm;
-	int disp, hybridep;	       /* disp -1: not given; flex's backend */
-	int exec;		       /* enum layout_exec */
-	int off_n, off_on, off_mlm;    /* offloaded layers; the switch (-1: not given);
+	int disp, hybridep;		  /* disp -1: not given; flex's backend */
+	int exec;			  /* enum layout_exec */
+	int off_n, off_on, off_mlm;	  /* offloaded layers; the switch (-1: not given);
 					* Megatron-LM's count given */
-	int off_acts;		       /* activations offloaded (0: said false) */
-	int first_layers, last_layers; /* the first and last stages' (0: even) */
-	char layout[512];	       /* --pipeline-model-parallel-layout, "" if none */
+	int off_acts;			  /* activations offloaded (0: said false) */
+	int peft, lora_dim, lora_targets; /* peft 1: lora, 2: none; 0: not given */
+	int first_layers, last_layers;	  /* the first and last stages' (0: even) */
+	char layout[512];		  /* --pipeline-model-parallel-layout, "" if none */
 	int local_batch, pp_mbs;
 	int nodes, per_node;
 	int kv_groups, gqa;
@@ -1598,6 +1729,29 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 		INTO(m->qk_rope_head_dim, 0, LLM_MAX_HEAD_DIM);
 	else if (strcmp(name, "--v-head-dim") == 0)
 		INTO(m->v_head_dim, 1, LLM_MAX_HEAD_DIM);
+	else if (strcmp(name, "--hybrid-override-pattern") == 0) {
+		/* pretrain_mamba.py's: one character a layer (M, *, -) */
+		char b[LLM_MAX_PATTERN + 3];
+		const char *s = unquote(val, b, sizeof(b));
+		size_t n = s ? strlen(s) : 0;
+		if (n < 1 || n > LLM_MAX_PATTERN || strspn(s, "M*-E") != n)
+			rc = prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s: line %d: --hybrid-override-pattern '%.40s': expected 1 "
+			    "to %d characters M (Mamba), * (attention), - (MLP) or E (MoE)",
+			    path, line, s ? s : "", LLM_MAX_PATTERN);
+		else
+			memcpy(m->pattern, s, n + 1);
+	} else if (strcmp(name, "--is-hybrid-model") == 0)
+		; /* the pattern says */
+	else if (strcmp(name, "--mamba-num-heads") == 0)
+		INTO(m->ssm_heads, 1, LLM_MAX_SSM_HEADS);
+	else if (strcmp(name, "--mamba-head-dim") == 0)
+		INTO(m->ssm_head_dim, 1, LLM_MAX_HEAD_DIM);
+	else if (strcmp(name, "--mamba-state-dim") == 0)
+		INTO(m->ssm_state, 1, LLM_MAX_SSM_STATE);
+	else if (strcmp(name, "--mamba-num-groups") == 0)
+		INTO(m->ssm_groups, 1, LLM_MAX_SSM_HEADS);
 	else if (strcmp(name, "--mtp-num-layers") == 0) {
 		INTO(x->mtp_layers, 0, LLM_MAX_LAYERS);
 		if (x->mtp_layers <= LLM_MAX_MTP)
@@ -1854,6 +2008,30 @@ static int special_in(const char *path, int line, const char *name, const char *
 		NUM(1, LLM_MAX_HEAD_DIM);
 		m->head_dim = (int)v;
 		*given |= LK_BIT(LK_head_dim);
+	} else if (IS("peft")) { /* Bridge's recipes: peft="lora", or none */
+		if (s && strcmp(s, "lora") == 0)
+			I->peft = 1;
+		else if (!s || strcmp(s, "none") == 0 || strcmp(s, "null") == 0)
+			I->peft = 2;
+		else
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': expected lora or none (prism models "
+					     "LoRA, not other PEFT schemes)",
+					     path, line, name, s);
+	} else if (IS("peft.dim")) {
+		NUM(1, LAYOUT_MAX_LORA_RANK);
+		I->lora_dim = (int)v;
+	} else if (IS("peft.target_modules")) {
+		char ns[160];
+		snprintf(ns, sizeof(ns), "%s", val ? val : "");
+		for (char *c = ns; *c; c++)
+			if (strchr("[]\"'", *c))
+				*c = ' ';
+		if ((I->lora_targets = layout_lora_targets_parse(ns)) < 0)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': expected names among linear_qkv, "
+					     "linear_proj, linear_fc1 and linear_fc2",
+					     path, line, name, val ? val : "");
 	} else {
 		return 1; /* not one */
 	}
@@ -2000,6 +2178,18 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	if (I->rc_modules > 0) {
 		l->recompute_modules = I->rc_modules;
 		*given |= LK_BIT(LK_recompute_modules);
+	}
+	/* LoRA: Bridge's LoRA() defaults, dim 32 on all four targets */
+	if (I->peft != 1 && (I->lora_dim || I->lora_targets || (*given & LK_BIT(LK_lora_alpha))))
+		return prism_err_set(err, PRISM_EFORMAT, "%s: peft.* options without peft=lora",
+				     path);
+	if (I->peft == 1) {
+		l->lora_rank = I->lora_dim ? I->lora_dim : 32;
+		*given |= LK_BIT(LK_lora_rank);
+		if (I->lora_targets > 0) {
+			l->lora_targets = I->lora_targets;
+			*given |= LK_BIT(LK_lora_targets);
+		}
 	}
 	/* ZeRO and its sharding group */
 	if (fw == FRAME_TORCHTITAN) {
@@ -2369,6 +2559,43 @@ static int megatron_model_done(const char *path, struct llm *m, struct prism_err
 	if (llm_mla(m) && m->v_head_dim <= 0)
 		return prism_err_set(err, PRISM_EFORMAT, "%s: --kv-lora-rank needs --v-head-dim",
 				     path);
+	if (llm_hybrid(m)) {
+		/* TransformerConfig's defaults (head dim 64, state 128, 8
+		 * groups) and MambaMixer's (expand 2, d_conv 4, chunk 128). */
+		if (strlen(m->pattern) != (size_t)m->layers)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s: --num-layers %d differs from the %zu layers of "
+					     "--hybrid-override-pattern",
+					     path, m->layers, strlen(m->pattern));
+		if (m->ssm_head_dim <= 0)
+			m->ssm_head_dim = 64;
+		if (m->ssm_heads <= 0)
+			m->ssm_heads = 2 * m->hidden / m->ssm_head_dim > 0
+					   ? 2 * m->hidden / m->ssm_head_dim
+					   : 1;
+		if (m->ssm_state <= 0)
+			m->ssm_state = 128;
+		if (m->ssm_groups <= 0)
+			m->ssm_groups = 8;
+		m->ssm_conv = 4;
+		m->ssm_chunk = 128;
+		if (!llm_kind_layers(m, LLM_KIND_MAMBA))
+			m->ssm_heads = m->ssm_head_dim = m->ssm_state = m->ssm_groups =
+			    m->ssm_conv = m->ssm_chunk = 0;
+		else if (m->ssm_heads % m->ssm_groups)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s: --mamba-num-heads %d is not a multiple of "
+					     "--mamba-num-groups %d",
+					     path, m->ssm_heads, m->ssm_groups);
+		if ((m->experts > 0) != (llm_kind_layers(m, LLM_KIND_MOE) > 0) ||
+		    m->first_dense > 0 || m->moe_period > 0 || m->mtp_layers > 0)
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s: a hybrid model's MoE layers are its pattern's E "
+			    "layers (--num-experts with them; no --moe-layer-freq), "
+			    "its multi-token prediction is not modelled",
+			    path);
+	}
 	return 0;
 }
 

@@ -88,6 +88,61 @@ int layout_rc_modules_parse(const char *s)
 	return set ? set : -1;
 }
 
+/* Every target set's name, made as the recompute modules' (RC_k). */
+#define LT_0(x) RC_E(x) RC_E(",linear_qkv" x)
+#define LT_1(x) LT_0(x) LT_0(",linear_proj" x)
+#define LT_2(x) LT_1(x) LT_1(",linear_fc1" x)
+#define LT_3(x) LT_2(x) LT_2(",linear_fc2" x)
+static const char *const lora_sets[LAYOUT_LORA_ALL + 1] = {LT_3("")};
+static const char *const lora_names[] = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
+
+const char *layout_lora_targets_name(int set)
+{
+	if (set == 0) /* a layout nobody set: Bridge's default, all four */
+		set = LAYOUT_LORA_ALL;
+	return set > 0 && set <= LAYOUT_LORA_ALL ? lora_sets[set] + 1 : "?";
+}
+
+int layout_lora_targets_parse(const char *s)
+{
+	int set = 0;
+	while (*s) {
+		size_t n = strcspn(s, " ,+");
+		int i = -1;
+		for (int k = 0; n && k < (int)(sizeof(lora_names) / sizeof(*lora_names)); k++)
+			if (strlen(lora_names[k]) == n && strncmp(s, lora_names[k], n) == 0)
+				i = k;
+		if (n && i < 0)
+			return -1;
+		if (n)
+			set |= 1 << i;
+		s += n + (s[n] != 0);
+	}
+	return set ? set : -1;
+}
+
+int layout_lora(const struct layout *l, int bit)
+{
+	int set = l->lora_targets ? l->lora_targets : LAYOUT_LORA_ALL;
+	return l->lora_rank > 0 && (bit == 0 || (set & bit));
+}
+
+double layout_lora_params(const struct llm *m, const struct layout *l)
+{
+	double r = l->lora_rank, h = m->hidden, t = l->tp > 0 ? l->tp : 1, p = 0;
+	if (!layout_lora(l, 0))
+		return 0;
+	if (layout_lora(l, LAYOUT_LORA_QKV))
+		p += r * (h + llm_qkv_width(m));
+	if (layout_lora(l, LAYOUT_LORA_PROJ))
+		p += r * (llm_proj_width(m) + h);
+	if (layout_lora(l, LAYOUT_LORA_FC1))
+		p += r * (h + llm_ffn_in(m));
+	if (layout_lora(l, LAYOUT_LORA_FC2))
+		p += r * ((double)m->ffn + h);
+	return p / t;
+}
+
 int layout_rc(const struct layout *l, int bit)
 {
 	int set = l->recompute_modules ? l->recompute_modules : LAYOUT_RC_CORE_ATTN;
@@ -978,6 +1033,71 @@ static const char *domain_name(const struct hw_profile *hw)
 	return hw_domain(hw) > hw->gpus_per_node ? "an NVLink domain" : "a node";
 }
 
+/* A hybrid model (llm.h pattern): its layers are its pattern's (a layers
+ * edit cannot say which kind the new ones are); Megatron-LM's MambaMixer
+ * gives each tensor-parallel rank whole heads and whole groups
+ * (mamba_mixer.py: nheads and ngroups divisible by tp); its context
+ * parallelism (mamba_context_parallel.py) is not modelled. */
+static int check_hybrid(const struct llm *m, const struct layout *l, struct prism_err *err)
+{
+	size_t n;
+	if (!llm_hybrid(m))
+		return 0;
+	for (n = 0; n < sizeof(m->pattern) && m->pattern[n]; n++)
+		;
+	if (n >= sizeof(m->pattern) || (size_t)m->layers != n)
+		return prism_err_set(err, PRISM_EARG,
+				     "model: layers %d differs from the %zu layers of its hybrid "
+				     "pattern (a hybrid model's layers are its pattern's)",
+				     m->layers, n);
+	for (size_t i = 0; i < n; i++)
+		if (llm_char_kind((unsigned char)m->pattern[i]) < 0)
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "model: hybrid pattern layer %zu: '%c' is not M, *, - or E", i,
+			    m->pattern[i]);
+	if (m->mtp_layers > 0 || m->first_dense > 0 || m->moe_period > 0 ||
+	    (m->experts > 0) != (llm_kind_layers(m, LLM_KIND_MOE) > 0))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "model: a hybrid model's MoE layers are its pattern's E layers "
+		    "(experts %d, E layers %d; no first_dense or moe_layer_freq), "
+		    "and its multi-token prediction is not modelled",
+		    m->experts, llm_kind_layers(m, LLM_KIND_MOE));
+	if (!llm_kind_layers(m, LLM_KIND_MAMBA))
+		return 0;
+	if (m->ssm_heads < 1 || m->ssm_heads > LLM_MAX_SSM_HEADS || m->ssm_head_dim < 1 ||
+	    m->ssm_head_dim > LLM_MAX_HEAD_DIM || m->ssm_state < 1 ||
+	    m->ssm_state > LLM_MAX_SSM_STATE || m->ssm_groups < 1 || m->ssm_groups > m->ssm_heads ||
+	    m->ssm_heads % m->ssm_groups || m->ssm_conv < 1 || m->ssm_conv > LLM_MAX_SSM_CONV ||
+	    m->ssm_chunk < 1 || m->ssm_chunk > LLM_MAX_SSM_CHUNK)
+		return prism_err_set(err, PRISM_EARG,
+				     "model: Mamba heads %d of %d, state %d, groups %d, conv %d, "
+				     "chunk %d: out of range",
+				     m->ssm_heads, m->ssm_head_dim, m->ssm_state, m->ssm_groups,
+				     m->ssm_conv, m->ssm_chunk);
+	if (m->ssm_heads % l->tp || m->ssm_groups % l->tp)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: tp %d must divide the Mamba heads (%d) and groups (%d): "
+		    "each rank holds whole ones (Megatron-LM's MambaMixer)",
+		    l->tp, m->ssm_heads, m->ssm_groups);
+	/* MambaMixer under fp8: in_proj's output width a multiple of 16. */
+	if ((l->dtype == HW_FP8 || l->dtype == HW_FP4) && (int64_t)llm_ssm_proj(m) % 16)
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: fp8: the Mamba in_proj's width 2 d_inner + 2 groups x "
+		    "state + heads = %.0f is not a multiple of 16 (Megatron-LM's "
+		    "MambaMixer asserts it)",
+		    llm_ssm_proj(m));
+	if (layout_cp(l) > 1)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: cp %d: context parallelism of Mamba layers is not "
+				     "modelled",
+				     layout_cp(l));
+	return 0;
+}
+
 static int check_experts(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
 			 struct prism_err *err)
 {
@@ -1260,6 +1380,34 @@ static int check_mla(const struct llm *m, const struct layout *l, struct prism_e
 	return 0;
 }
 
+/* LoRA's rules: Megatron-Bridge's ColumnParallelLinear A splits the rank
+ * over tp (megatron.core's divide() asserts it); what is not modelled is
+ * refused: adapters on MoE experts, MLA's projections, MTP depths and
+ * hybrid Mamba models' layers, and
+ * frozen weights under ZeRO-3 / FSDP. */
+static int check_lora(const struct llm *m, const struct layout *l, struct prism_err *err)
+{
+	if ((layout_lora(l, LAYOUT_LORA_QKV) || layout_lora(l, LAYOUT_LORA_FC1)) &&
+	    l->lora_rank % l->tp)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: lora_rank %d must be divisible by tp %d (a "
+				     "column-parallel target's A matrix splits the rank)",
+				     l->lora_rank, l->tp);
+	if (llm_moe_layers(m) > 0 || llm_mla(m) || m->mtp_layers > 0 || llm_hybrid(m))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: LoRA on %s is not modelled (dense layers with "
+				     "linear_qkv, linear_proj, linear_fc1, linear_fc2 only)",
+				     llm_moe_layers(m) > 0 ? "mixture-of-experts layers"
+				     : llm_mla(m)	   ? "multi-head latent attention"
+				     : llm_hybrid(m)	   ? "a hybrid Mamba model"
+							   : "multi-token prediction");
+	if (l->zero >= 3)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: LoRA with ZeRO-3 / FSDP FULL_SHARD is not modelled "
+				     "(frozen weights sharded and gathered)");
+	return 0;
+}
+
 /* Activation offloading where Megatron-LM takes it (transformer_config.py
  * __post_init__: cpu_offloading_num_layers in 0..num_layers - 1, "no
  * support for Pipeline parallelism with CPU offloading", "CPU offloading
@@ -1396,7 +1544,10 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 			    "be divisible by %d",
 			    layout_cp_comm_name(l->cp_comm), a, qr, kvr, a);
 	}
-	if ((rc = check_experts(m, l, hw, err)) || (rc = layout_check_partition(m, l, err)))
+	if (l->lora_rank > 0 && (rc = check_lora(m, l, err)))
+		return rc;
+	if ((rc = check_experts(m, l, hw, err)) || (rc = check_hybrid(m, l, err)) ||
+	    (rc = layout_check_partition(m, l, err)))
 		return rc;
 	if (l->schedule == LAYOUT_INTERLEAVED) {
 		if (l->vp < 2 || l->pp < 2)

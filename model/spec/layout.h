@@ -34,6 +34,16 @@ enum layout_rc_module {
 	LAYOUT_RC_SHARED = 1 << 6	/* the shared experts */
 };
 #define LAYOUT_RC_ALL 127
+/* LoRA's target modules (lora_targets, a set of these bits), by
+ * Megatron-Bridge's names (megatron/bridge/peft/lora.py, LoRA
+ * target_modules; its default all four).  docs/MODEL.md, "LoRA". */
+enum layout_lora_target {
+	LAYOUT_LORA_QKV = 1 << 0,  /* linear_qkv: column parallel */
+	LAYOUT_LORA_PROJ = 1 << 1, /* linear_proj: row parallel */
+	LAYOUT_LORA_FC1 = 1 << 2,  /* linear_fc1: column parallel */
+	LAYOUT_LORA_FC2 = 1 << 3   /* linear_fc2: row parallel */
+};
+#define LAYOUT_LORA_ALL 15
 /* Pipeline schedules.  ZB1P and ZB2P split each backward into B (the
  * input gradient: every kernel of the backward but the weight-gradient
  * GEMMs) and W (those GEMMs), W deferred to fill the bubble (Qi et al.,
@@ -106,19 +116,21 @@ enum layout_dp_impl { LAYOUT_DP_MEGATRON, LAYOUT_DP_DEEPSPEED, LAYOUT_DP_FSDP, L
 /* The largest layout accepted anywhere (run descriptions, options, sweeps,
  * checks); the smallest degree is 1.  LAYOUT_MAX_GPUS bounds tp x pp x dp
  * (x cp), so products of degrees fit an int with room to spare. */
-#define LAYOUT_MAX_STAGES    256
-#define LAYOUT_MAX_TP	     1024
-#define LAYOUT_MAX_DP	     (1 << 20)
-#define LAYOUT_MAX_VP	     64
-#define LAYOUT_MAX_MBS	     (1 << 16)
-#define LAYOUT_MAX_MICRO     (1 << 16)
-#define LAYOUT_MAX_GPUS	     (1 << 24)
-#define LAYOUT_MAX_PREFETCH  64
-#define LAYOUT_MAX_BUCKET_MB (1 << 20)
-#define LAYOUT_MAX_EP	     LLM_MAX_EXPERTS
-#define LAYOUT_MAX_CP	     1024
-#define LAYOUT_MAX_IMBALANCE 1024.0
-#define LAYOUT_MAX_POWER_W   1e5 /* watts; a profile's rating bounds it further */
+#define LAYOUT_MAX_STAGES     256
+#define LAYOUT_MAX_TP	      1024
+#define LAYOUT_MAX_DP	      (1 << 20)
+#define LAYOUT_MAX_VP	      64
+#define LAYOUT_MAX_MBS	      (1 << 16)
+#define LAYOUT_MAX_MICRO      (1 << 16)
+#define LAYOUT_MAX_GPUS	      (1 << 24)
+#define LAYOUT_MAX_PREFETCH   64
+#define LAYOUT_MAX_BUCKET_MB  (1 << 20)
+#define LAYOUT_MAX_EP	      LLM_MAX_EXPERTS
+#define LAYOUT_MAX_CP	      1024
+#define LAYOUT_MAX_IMBALANCE  1024.0
+#define LAYOUT_MAX_POWER_W    1e5 /* watts; a profile's rating bounds it further */
+#define LAYOUT_MAX_LORA_RANK  65536
+#define LAYOUT_MAX_LORA_ALPHA (1 << 20)
 
 struct layout {
 	int tp, pp, dp;
@@ -209,6 +221,17 @@ struct layout {
 	 * "Activation offloading").  0: none.  Megatron-LM takes it with pp 1,
 	 * no recomputation and eager execution only (layout_check). */
 	int offload_layers;
+	/* LoRA fine-tuning (Megatron-Bridge's PEFT LoRA; lora_rank 0: full
+	 * fine-tuning, the rest unused): every base weight frozen (no weight
+	 * gradient, main gradient, master copy or optimizer state), a rank
+	 * lora_rank adapter (A: in x r, B: r x out) on each layer's linears
+	 * in lora_targets (enum layout_lora_target bits, 0 read as all four),
+	 * trained; lora_alpha scales their output (alpha / r: no effect on
+	 * time or memory, carried for the exported recipe; 0 reads as the
+	 * rank, ParallelLinearAdapter's alpha None). */
+	int lora_rank;
+	int lora_targets;
+	int lora_alpha;
 };
 
 /* The defaults of a run nobody laid out, each knob's row's (LAYOUT_KNOBS
@@ -273,6 +296,25 @@ int layout_fp8_recipe_parse(const char *s);
 /* "eager", "graphs", "compiled" ("?" beyond); back: -1. */
 const char *layout_exec_name(int e);
 int layout_exec_parse(const char *s);
+
+/* LoRA's target modules as Megatron-Bridge names them, comma-separated in
+ * the bits' order ("linear_qkv,linear_proj"; 0 reads as all four; "?"
+ * beyond), and back from names separated by spaces, commas or '+': -1 if
+ * one is unknown or none is given. */
+const char *layout_lora_targets_name(int set);
+int layout_lora_targets_parse(const char *s);
+
+/* 1 when l trains LoRA adapters (lora_rank > 0): its base weights are
+ * frozen.  With bit (enum layout_lora_target), 1 when that module has an
+ * adapter (bit 0: any). */
+int layout_lora(const struct layout *l, int bit);
+
+/* The adapters' parameters of one layer on one tensor-parallel rank of m
+ * under l: each target's A (rank x in) and B (out x rank), both split
+ * over tp (Megatron-Bridge's ParallelLinearAdapter: a column-parallel
+ * base's A split on the rank, B on out; a row-parallel base's A on in, B
+ * on out); 0 without LoRA. */
+double layout_lora_params(const struct llm *m, const struct layout *l);
 
 /* "megatron", "deepspeed", "fsdp", "fsdp2" ("?" beyond); back: -1. */
 const char *layout_dp_impl_name(int impl);
@@ -673,7 +715,25 @@ enum layout_show {
 		  "layers' activations copied to host memory after their forward and back "       \
 		  "before their backward over the profile's host link, beside the compute "       \
 		  "(Transformer Engine's schedule); N below the layers, pp 1, no recompute, eager", \
-	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "offl")
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "offl")                                   \
+	X(lora_rank, L, 1, v, .kind = LK_INT, .lo = 0, .hi = LAYOUT_MAX_LORA_RANK, .def = 0,      \
+	  .opt = "lora-rank", .arg = "R",                                                          \
+	  .help = "LoRA fine-tuning (Megatron-Bridge's peft lora, dim R): the base weights "      \
+		  "frozen (no weight-gradient GEMMs, gradients or optimizer state for them), "     \
+		  "rank-R adapters on --lora-targets trained; 0: full training",                   \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "lora", .show = LK_SHOW_CHANGED)          \
+	X(lora_targets, L, l->lora_rank > 0, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_LORA_ALL,  \
+	  .def = LAYOUT_LORA_ALL, .parse = layout_lora_targets_parse,                              \
+	  .name = layout_lora_targets_name, .opt = "lora-targets", .arg = "M",                     \
+	  .help = "the linears LoRA adapts, Megatron-Bridge's target_modules separated by "       \
+		  "commas: linear_qkv, linear_proj, linear_fc1, linear_fc2",                       \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "lorat",                       \
+	  .show = LK_SHOW_CHANGED)                                                                 \
+	X(lora_alpha, L, l->lora_rank > 0, v, .kind = LK_INT, .lo = 0,                            \
+	  .hi = LAYOUT_MAX_LORA_ALPHA, .def = 32, .opt = "lora-alpha", .arg = "A",                 \
+	  .help = "LoRA's scale alpha (the adapters' output times A / R; Bridge's default 32): "  \
+		  "no effect on time or memory, written to exported recipes; 0: R)",               \
+	  .flags = LK_JSON | LK_FORCE, .show = LK_SHOW_CHANGED)
 /* clang-format on */
 
 enum layout_knob_id {

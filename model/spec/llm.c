@@ -136,6 +136,134 @@ double llm_layer_params(const struct llm *m)
 	return llm_attn_params(m) + (m->gated ? 3 : 2) * h * f + attn_extra(m) + 5 * h + f;
 }
 
+int llm_hybrid(const struct llm *m)
+{
+	return m->pattern[0] != '\0';
+}
+
+int llm_char_kind(int ch)
+{
+	return ch == 'M'   ? LLM_KIND_MAMBA
+	       : ch == '*' ? LLM_KIND_ATTN
+	       : ch == '-' ? LLM_KIND_MLP
+	       : ch == 'E' ? LLM_KIND_MOE
+			   : -1;
+}
+
+int llm_kind_char(int k)
+{
+	return k == LLM_KIND_MAMBA  ? 'M'
+	       : k == LLM_KIND_ATTN ? '*'
+	       : k == LLM_KIND_MLP  ? '-'
+	       : k == LLM_KIND_MOE  ? 'E'
+				    : 0;
+}
+
+int llm_layer_kind(const struct llm *m, int l)
+{
+	int k;
+	if (!llm_hybrid(m) || l < 0 || l >= LLM_MAX_PATTERN)
+		return LLM_KIND_FULL;
+	k = llm_char_kind((unsigned char)m->pattern[l]);
+	return k < 0 ? LLM_KIND_FULL : k;
+}
+
+int llm_kind_layers(const struct llm *m, int k)
+{
+	int n = 0;
+	if (!llm_hybrid(m))
+		return k == LLM_KIND_FULL ? m->layers : 0;
+	for (int l = 0; l < m->layers && m->pattern[l]; l++)
+		n += llm_layer_kind(m, l) == k;
+	return n;
+}
+
+double llm_ssm_inner(const struct llm *m)
+{
+	return (double)m->ssm_heads * m->ssm_head_dim;
+}
+
+double llm_ssm_proj(const struct llm *m)
+{
+	return 2 * llm_ssm_inner(m) + 2.0 * m->ssm_groups * m->ssm_state + m->ssm_heads;
+}
+
+double llm_kind_params(const struct llm *m, int k)
+{
+	double h = m->hidden, f = m->ffn, di = llm_ssm_inner(m), H = m->ssm_heads;
+	double gn = (double)m->ssm_groups * m->ssm_state;
+	switch (k) {
+	case LLM_KIND_MOE:
+		return llm_moe_layer_params(m, NULL) - (llm_attn_params(m) + attn_extra(m) + 2 * h);
+	case LLM_KIND_ATTN:
+		return llm_attn_params(m) + attn_extra(m) + 2 * h;
+	case LLM_KIND_MLP:
+		return (m->gated ? 3 : 2) * h * f + f + h + 2 * h;
+	case LLM_KIND_MAMBA:
+		return 2 * h + h * llm_ssm_proj(m) + (di + 2 * gn) * (m->ssm_conv + 1) + 3 * H +
+		       di + di * h;
+	default:
+		return llm_layer_params(m);
+	}
+}
+
+double llm_kind_active_params(const struct llm *m, int k)
+{
+	double act = 0;
+	if (k != LLM_KIND_MOE)
+		return llm_kind_params(m, k);
+	llm_moe_layer_params(m, &act);
+	return act - (llm_attn_params(m) + attn_extra(m) + 2.0 * m->hidden);
+}
+
+double llm_kind_params_rank(const struct llm *m, int k, int t)
+{
+	if (t < 1)
+		t = 1;
+	if (k == LLM_KIND_FULL || k == LLM_KIND_ATTN)
+		return llm_kind_params(m, k) / t + llm_tp_copies(m, t);
+	return llm_kind_params(m, k) / t;
+}
+
+double llm_ssd_flops(const struct llm *m, double T, double H, double G)
+{
+	double Q = m->ssm_chunk, N = m->ssm_state, P = m->ssm_head_dim;
+	return 2 * T * (G * Q * N + H * (Q * P + 2 * N * P + N * P / Q));
+}
+
+void llm_kind_flops(const struct llm *m, int k, double batch, double *gemm, double *core)
+{
+	double t = batch * m->seq, h = m->hidden, w = llm_attn_width(m), s = m->seq;
+	switch (k) {
+	case LLM_KIND_MOE: {
+		/* an MoE layer's less its attention's */
+		double g, a, ag, ac;
+		llm_moe_layer_flops(m, batch, &g, &a);
+		llm_kind_flops(m, LLM_KIND_ATTN, batch, &ag, &ac);
+		*gemm = g - ag;
+		*core = 0;
+		return;
+	}
+	case LLM_KIND_ATTN:
+		*gemm = llm_mla(m) ? 2 * t * llm_attn_params(m)
+				   : llm_gemm_flops(t, llm_qkv_width(m), h) +
+					 llm_gemm_flops(t, h, llm_proj_width(m));
+		*core = 4 * batch * s * s * w;
+		return;
+	case LLM_KIND_MLP:
+		*gemm = llm_gemm_flops(t, llm_ffn_in(m), h) + llm_gemm_flops(t, h, m->ffn);
+		*core = 0;
+		return;
+	case LLM_KIND_MAMBA:
+		*gemm =
+		    llm_gemm_flops(t, llm_ssm_proj(m), h) + llm_gemm_flops(t, h, llm_ssm_inner(m));
+		*core = llm_ssd_flops(m, t, m->ssm_heads, m->ssm_groups);
+		return;
+	default:
+		llm_layer_flops(m, batch, gemm, core);
+	}
+}
+
 int llm_window(const struct llm *m, int l)
 {
 	if (m->window <= 0 || (m->global_every > 0 && l % m->global_every == m->global_every - 1))
@@ -164,6 +292,8 @@ double llm_attn_layers(const struct llm *m)
 
 int llm_is_moe_layer(const struct llm *m, int l)
 {
+	if (llm_hybrid(m)) /* the pattern's E layers */
+		return m->experts > 0 && llm_layer_kind(m, l) == LLM_KIND_MOE;
 	return m->experts > 0 && l >= m->first_dense &&
 	       (m->moe_period < 1 || ((unsigned)m->moe_mask >> (l % m->moe_period)) & 1u);
 }
@@ -171,6 +301,8 @@ int llm_is_moe_layer(const struct llm *m, int l)
 int llm_moe_layers(const struct llm *m)
 {
 	int P = m->moe_period, a = m->first_dense, b = m->layers, n = 0;
+	if (llm_hybrid(m))
+		return m->experts > 0 ? llm_kind_layers(m, LLM_KIND_MOE) : 0;
 	if (m->experts <= 0 || b <= a)
 		return 0;
 	if (P < 1)
@@ -221,6 +353,14 @@ static double params_with(const struct llm *m, double moe_layer)
 	double h = m->hidden, moe = llm_moe_layers(m);
 	double layers = moe > 0 ? (m->layers - moe) * llm_layer_params(m) + moe * moe_layer
 				: m->layers * llm_layer_params(m);
+	if (llm_hybrid(m)) { /* each kind's layers; E ones as moe_layer says */
+		layers = 0;
+		for (int k = 0; k < LLM_KINDS; k++)
+			layers += llm_kind_layers(m, k) *
+				  (k == LLM_KIND_MOE
+				       ? moe_layer - (llm_attn_params(m) + attn_extra(m) + 2 * h)
+				       : llm_kind_params(m, k));
+	}
 	/* The MTP depths' layers (of the last layer's kind) and projections. */
 	if (m->mtp_layers > 0)
 		layers += m->mtp_layers *
@@ -289,10 +429,29 @@ static double mtp_flops(const struct llm *m, double batch, int recompute)
 				3 * (llm_gemm_flops(t, h, 2 * h) + llm_gemm_flops(t, m->vocab, h)));
 }
 
+/* A hybrid model's training FLOPs: each layer's forward by its kind (an
+ * attention layer's core over its window's band), three times, four with
+ * full recomputation; the logits three times. */
+static double hybrid_flops(const struct llm *m, double batch, int recompute)
+{
+	double f[LLM_KINDS], core[LLM_KINDS], sum = 0;
+	for (int k = 0; k < LLM_KINDS; k++)
+		llm_kind_flops(m, k, batch, &f[k], &core[k]);
+	for (int l = 0; l < m->layers; l++) {
+		int k = llm_layer_kind(m, l);
+		sum += f[k] +
+		       core[k] * (k == LLM_KIND_MAMBA ? 1 : llm_window_ratio(m, llm_window(m, l)));
+	}
+	return (3 + (recompute ? 1 : 0)) * sum +
+	       3 * llm_gemm_flops(batch * m->seq, m->vocab, m->hidden);
+}
+
 double llm_flops_iter(const struct llm *m, double batch, int recompute)
 {
 	double gemm, attention, fwd_layer, fwd_logits;
 	double mtp = mtp_flops(m, batch, recompute);
+	if (llm_hybrid(m))
+		return hybrid_flops(m, batch, recompute);
 	llm_layer_flops(m, batch, &gemm, &attention);
 	fwd_layer = gemm + attention;
 	fwd_logits = llm_gemm_flops(batch * m->seq, m->vocab, m->hidden);
@@ -487,6 +646,104 @@ static int mla_load(const char *path, config_t *cf, config_setting_t *root, stru
 	return 0;
 }
 
+/* The hybrid pattern (llm_load), before the need for 'layers' is checked:
+ * its characters one by one; layers, where given, its length, else set
+ * from it. */
+static int hybrid_pattern(const char *path, config_t *cf, struct llm *m, struct prism_err *err)
+{
+	config_setting_t *e = config_lookup(cf, "hybrid_override_pattern");
+	int line = config_setting_source_line(e);
+	const char *s = config_setting_get_string(e);
+	size_t n;
+
+	if (!s)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'hybrid_override_pattern' must be a string of M, * "
+				     "and - (one a layer)",
+				     path, line);
+	n = strlen(s);
+	if (n < 1 || n > LLM_MAX_PATTERN)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'hybrid_override_pattern' has %zu layers, not 1..%d",
+				     path, line, n, LLM_MAX_PATTERN);
+	for (size_t i = 0; i < n; i++) {
+		if (llm_char_kind((unsigned char)s[i]) >= 0)
+			continue;
+		/* Megatron-LM's separators: "/" before the MTP depths'
+		 * patterns (parse_hybrid_pattern), "|" between pipeline stages
+		 * (Megatron-Bridge's) */
+		if (s[i] == '/' || s[i] == '|')
+			return prism_err_set(
+			    err, PRISM_EFORMAT, "%s:%d: 'hybrid_override_pattern' at %zu: '%c' %s",
+			    path, line, i, s[i],
+			    s[i] == '/' ? "(multi-token-prediction patterns) is not "
+					  "modelled"
+					: "(pipeline stage boundaries) belongs to the "
+					  "layout: give the stages' layers with "
+					  "--partition");
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'hybrid_override_pattern' layer %zu: '%c' is not M "
+				     "(Mamba), * (attention), - (MLP) or E (MoE)",
+				     path, line, i, s[i]);
+	}
+	if (m->layers != 0 && (size_t)m->layers != n)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'layers' %d differs from the %zu layers of "
+				     "'hybrid_override_pattern'",
+				     path, config_setting_source_line(config_lookup(cf, "layers")),
+				     m->layers, n);
+	memcpy(m->pattern, s, n + 1);
+	m->layers = (int)n;
+	return 0;
+}
+
+/* The Mamba-2 mixer's widths (llm_load), refused without an M layer to
+ * use them.  Defaults: Megatron-LM's TransformerConfig (mamba_head_dim
+ * 64, mamba_state_dim 128, mamba_num_groups 8), MambaMixer's d_conv 4 and
+ * chunk_size 128, and its heads from expand 2 (2 hidden / head_dim). */
+static int mamba_load(const char *path, config_t *cf, config_setting_t *root, struct llm *m,
+		      struct prism_err *err)
+{
+	static const char *const keys[] = {"mamba_num_heads", "mamba_head_dim", "ssm_state_size",
+					   "n_groups",	      "conv_kernel",	"chunk_size"};
+	config_setting_t *e;
+	int rc, heads;
+
+	if (!llm_kind_layers(m, LLM_KIND_MAMBA)) {
+		/* Mixer widths without a Mamba layer: a typo, not a model. */
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			if ((e = config_lookup(cf, keys[i])))
+				return prism_err_set(err, PRISM_EFORMAT,
+						     "%s:%d: '%s' needs Mamba layers ('M' in "
+						     "'hybrid_override_pattern')",
+						     path, config_setting_source_line(e), keys[i]);
+		return 0;
+	}
+	if ((rc = cfg_int_opt(path, cf, root, "mamba_head_dim", 64, 1, LLM_MAX_HEAD_DIM,
+			      &m->ssm_head_dim, err)))
+		return rc;
+	heads = 2 * m->hidden / m->ssm_head_dim;
+	if ((rc = cfg_int_opt(path, cf, root, "mamba_num_heads", heads > 0 ? heads : 1, 1,
+			      LLM_MAX_SSM_HEADS, &m->ssm_heads, err)) ||
+	    (rc = cfg_int_opt(path, cf, root, "ssm_state_size", 128, 1, LLM_MAX_SSM_STATE,
+			      &m->ssm_state, err)) ||
+	    (rc = cfg_int_opt(path, cf, root, "n_groups", 8, 1, LLM_MAX_SSM_HEADS, &m->ssm_groups,
+			      err)) ||
+	    (rc = cfg_int_opt(path, cf, root, "conv_kernel", 4, 1, LLM_MAX_SSM_CONV, &m->ssm_conv,
+			      err)) ||
+	    (rc = cfg_int_opt(path, cf, root, "chunk_size", 128, 1, LLM_MAX_SSM_CHUNK,
+			      &m->ssm_chunk, err)))
+		return rc;
+	if (m->ssm_heads % m->ssm_groups)
+		return prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s:%d: 'mamba_num_heads' %d must be divisible by 'n_groups' %d (each group's "
+		    "B and C serve whole heads, mamba_mixer.py)",
+		    path, (e = config_lookup(cf, "n_groups")) ? config_setting_source_line(e) : 1,
+		    m->ssm_heads, m->ssm_groups);
+	return 0;
+}
+
 int llm_load(const char *path, struct llm *m, struct prism_err *err)
 {
 	config_t cf;
@@ -508,6 +765,10 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 	    (rc = cfg_int_opt(path, &cf, root, "heads", 0, 1, LLM_MAX_HEADS, &m->heads, err)) ||
 	    (rc = cfg_int_opt(path, &cf, root, "seq", 0, 1, LLM_MAX_SEQ, &m->seq, err)) ||
 	    (rc = cfg_int_opt(path, &cf, root, "vocab", 0, 1, LLM_MAX_VOCAB, &m->vocab, err)))
+		goto out;
+	/* A pattern gives the layers (before the hidden size's defaults). */
+	if (config_lookup(&cf, "hybrid_override_pattern") &&
+	    (rc = hybrid_pattern(path, &cf, m, err)))
 		goto out;
 	{
 		static const char *const need[] = {"layers", "hidden", "heads", "seq", "vocab"};
@@ -573,8 +834,34 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 			goto out;
 		}
 	}
-	if ((rc = moe_load(path, &cf, root, m, err)) || (rc = mla_load(path, &cf, root, m, err)))
+	if ((rc = moe_load(path, &cf, root, m, err)) || (rc = mla_load(path, &cf, root, m, err)) ||
+	    (rc = mamba_load(path, &cf, root, m, err)))
 		goto out;
+	if (llm_hybrid(m) && (m->mtp_layers > 0 || config_lookup(&cf, "first_dense") ||
+			      config_lookup(&cf, "moe_layer_freq"))) {
+		const char *k = m->mtp_layers > 0		    ? "mtp_layers"
+				: config_lookup(&cf, "first_dense") ? "first_dense"
+								    : "moe_layer_freq";
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s:%d: '%s' with 'hybrid_override_pattern': %s", path,
+				   config_setting_source_line(config_lookup(&cf, k)), k,
+				   m->mtp_layers > 0 ? "a hybrid model's multi-token prediction is "
+						       "not modelled"
+						     : "the pattern's E layers are its MoE layers");
+		goto out;
+	}
+	if (llm_hybrid(m) && (m->experts > 0) != (llm_kind_layers(m, LLM_KIND_MOE) > 0)) {
+		rc = prism_err_set(
+		    err, PRISM_EFORMAT,
+		    m->experts > 0
+			? "%s:%d: 'experts' needs E layers in 'hybrid_override_pattern'"
+			: "%s:%d: 'hybrid_override_pattern''s E layers need 'experts' and "
+			  "'top_k'",
+		    path,
+		    config_setting_source_line(config_lookup(
+			&cf, m->experts > 0 ? "experts" : "hybrid_override_pattern")));
+		goto out;
+	}
 	if (m->heads % m->kv_heads) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s:%d: 'heads' (%d) must be divisible by 'kv_heads' (%d)", path,

@@ -40,6 +40,14 @@
 #define LLM_MAX_CAPACITY   64.0
 #define LLM_MAX_MOE_PERIOD 30 /* moe_layer_freq's period (its mask fits an int) */
 #define LLM_MAX_MTP	   16 /* multi-token-prediction depths */
+/* Hybrid Mamba/attention models: the per-layer pattern's length (Nemotron-H
+ * 56B: 118 layers) and the Mamba-2 mixer's widths (Nemotron-H 8B: 128
+ * heads of 64, state 128, 8 groups, a conv of 4, chunks of 128). */
+#define LLM_MAX_PATTERN	  512
+#define LLM_MAX_SSM_HEADS (1 << 14)
+#define LLM_MAX_SSM_STATE (1 << 12)
+#define LLM_MAX_SSM_CONV  64
+#define LLM_MAX_SSM_CHUNK (1 << 14)
 
 struct llm {
 	int layers; /* l */
@@ -102,7 +110,89 @@ struct llm {
 	 * has its own K and V (kv_heads is heads).  DeepSeek-V3: 1536, 512,
 	 * 128, 64, 128. */
 	int q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+	/* Hybrid Mamba/attention models (pattern[0] == 0: every layer a
+	 * transformer layer, the rest unused), as Megatron-LM's MambaStack
+	 * builds them (megatron/core/ssm/mamba_block.py,
+	 * mamba_hybrid_layer_allocation.py): one character a layer, "M" a
+	 * Mamba-2 layer (norm and mixer), "*" an attention layer (norm,
+	 * self-attention; no MLP), "-" an MLP layer (norm, FFN; no
+	 * attention), "E" a mixture-of-experts layer (norm and the experts
+	 * as experts, top_k, ... say; no attention; Nemotron 3);
+	 * layers is the pattern's length.  The Mamba-2 mixer
+	 * (mamba_mixer.py), by Hugging Face's NemotronH names: ssm_heads
+	 * (mamba_num_heads) of ssm_head_dim (mamba_head_dim) make its inner
+	 * width d_i; ssm_state (ssm_state_size) N; ssm_groups (n_groups) G, the
+	 * groups B and C are shared by; ssm_conv (conv_kernel) the causal
+	 * depthwise convolution's width; ssm_chunk (chunk_size) Q, the SSD
+	 * scan's chunk. */
+	char pattern[LLM_MAX_PATTERN + 1];
+	int ssm_heads, ssm_head_dim, ssm_state, ssm_groups, ssm_conv, ssm_chunk;
 };
+
+/* A layer's kind: a transformer layer (attention and MLP), or one of a
+ * hybrid model's (llm.pattern). */
+enum llm_kind {
+	LLM_KIND_FULL,
+	LLM_KIND_MAMBA,
+	LLM_KIND_ATTN,
+	LLM_KIND_MLP,
+	LLM_KIND_MOE, /* 'E': a norm and the experts (no attention) */
+	LLM_KINDS
+};
+
+/* 1 for a hybrid model (a pattern). */
+int llm_hybrid(const struct llm *m);
+
+/* The kind of layer l (0-based): LLM_KIND_FULL without a pattern. */
+int llm_layer_kind(const struct llm *m, int l);
+
+/* The pattern character of kind k ('M', '*', '-'), or 0 for
+ * LLM_KIND_FULL; the kind of character ch, or -1. */
+int llm_kind_char(int k);
+int llm_char_kind(int ch);
+
+/* Layers of kind k in the model. */
+int llm_kind_layers(const struct llm *m, int k);
+
+/* The Mamba-2 mixer's inner width d_i = ssm_heads x ssm_head_dim, and
+ * in_proj's output, z, x, B, C and dt: 2 d_i + 2 G N + H. */
+double llm_ssm_inner(const struct llm *m);
+double llm_ssm_proj(const struct llm *m);
+
+/* Parameters of one layer of kind k: MOE an MoE layer's without its
+ * attention (llm_moe_layer_params less the attention's matrices, biases
+ * and input norm; *active, where not NULL, with top_k routed experts);
+ * FULL llm_layer_params; ATTN its
+ * attention part (the matrices, their biases and norms, its input norm,
+ * 2h); MLP the rest (the FFN's matrices and biases, its norm); MAMBA the
+ * norm (2h), in_proj h (2 d_i + 2 G N + H), the convolution's weight and
+ * bias (d_i + 2 G N)(conv + 1), dt_bias, A_log and D (H each), the gated
+ * norm's weight d_i, out_proj d_i h (Megatron-LM's mixer has no linear
+ * biases: bias=False). */
+double llm_kind_params(const struct llm *m, int k);
+double llm_kind_active_params(const struct llm *m, int k);
+
+/* The same on one of t tensor-parallel ranks: FULL and ATTN as
+ * llm_layer_params_rank splits a layer (the attention's copies whole),
+ * MLP and MAMBA split by t (the mixer's heads and groups divide by t,
+ * layout_check). */
+double llm_kind_params_rank(const struct llm *m, int k, int t);
+
+/* The forward FLOPs of one layer of kind k on `batch` sequences: GEMMs
+ * (*gemm) and the rest counted as model FLOPs (*core: the attention's
+ * scores and weighted sum; a Mamba layer's SSD scan, llm_ssd_flops).  A
+ * Mamba layer's GEMMs are in_proj and out_proj. */
+void llm_kind_flops(const struct llm *m, int k, double batch, double *gemm, double *core);
+
+/* The SSD scan's forward FLOPs on T tokens of H heads and G groups
+ * (Dao & Gu 2024, section 6: the chunked algorithm), the matrix products
+ * of its four steps, chunk by chunk of Q: the diagonal blocks C B^T
+ * (2 T Q N a group) and their masked product with X (2 T Q P a head);
+ * each chunk's state B^T X (2 T N P a head); the states passed between
+ * chunks (2 (T / Q) N P a head, a scalar decay and an add per entry); the
+ * off-diagonal output C h (2 T N P a head):
+ *     2 T (G Q N + H (Q P + 2 N P + N P / Q)). */
+double llm_ssd_flops(const struct llm *m, double T, double H, double G);
 
 enum llm_router { LLM_ROUTER_SOFTMAX, LLM_ROUTER_SIGMOID };
 
@@ -296,7 +386,12 @@ double llm_flops_iter_formula(const struct llm *m, double batch, int recompute);
  * multi-head latent attention: kv_lora_rank (0, the default: not MLA),
  * and with it v_head_dim (required), qk_nope_head_dim, qk_rope_head_dim
  * (0; together at least 1) and q_lora_rank (0: Q straight from hidden);
- * neither head_dim nor kv_heads other than heads with it.
+ * neither head_dim nor kv_heads other than heads with it; a hybrid
+ * model: hybrid_override_pattern (M, * and - a layer; layers its length,
+ * given or not), and with an M layer mamba_num_heads (2 hidden /
+ * mamba_head_dim), mamba_head_dim (64), ssm_state_size (128), n_groups
+ * (8, dividing the heads), conv_kernel (4), chunk_size (128); no experts
+ * or mtp_layers with it.
  * 0, or PRISM_EIO /
  * PRISM_EFORMAT naming the file, line and setting.  A Hugging Face
  * config.json or a Megatron-LM argument list is imported instead

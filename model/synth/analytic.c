@@ -19,7 +19,8 @@ void analytic_in_default(struct analytic_in *in)
  * (acc_elem_bytes > 0): synth's steady microbatch has them, the first of
  * the mb does not, so a microbatch on average carries (mb - 1) / mb of
  * them.  *bwd is the backward without them (si's acc_elem_bytes 0). */
-static void acc_share(struct synth_in *si, double acc_elem_bytes, double mb, int moe, double *bwd)
+static void acc_share_of(struct synth_in *si, double acc_elem_bytes, double mb, int moe, int kind,
+			 double *bwd)
 {
 	double f, b, a;
 	if (!(acc_elem_bytes > 0) || mb <= 1)
@@ -28,9 +29,14 @@ static void acc_share(struct synth_in *si, double acc_elem_bytes, double mb, int
 	if (moe)
 		synth_moe_layer_times(si, &f, &b, &a);
 	else
-		synth_layer_times(si, &f, &b, &a);
+		synth_kind_layer_times(si, kind, &f, &b, &a);
 	si->acc_elem_bytes = 0;
 	*bwd += (b - *bwd) * (mb - 1) / mb;
+}
+
+static void acc_share(struct synth_in *si, double acc_elem_bytes, double mb, int moe, double *bwd)
+{
+	acc_share_of(si, acc_elem_bytes, mb, moe, LLM_KIND_FULL, bwd);
 }
 
 /* What every stage's layers share, one microbatch, in seconds (and
@@ -50,6 +56,12 @@ struct terms {
 	double moe_comm;	 /* an MoE layer's all-to-alls and expert-TP gathers */
 	double wb, gb, ob;	 /* bytes per parameter: weights, gradients, optimizer */
 	int pn;			 /* data-parallel ranks in an NVLink domain */
+	double lp;		 /* a layer's parameters on a tensor-parallel rank (a
+				  * hybrid model's: their mean) */
+	/* A hybrid model's layers by kind (llm.h): forward, backward, the
+	 * host's forward and backward, tensor-parallel collectives (one
+	 * round of a transformer layer's two: half of ar). */
+	double kf[LLM_KINDS], kb[LLM_KINDS], khf[LLM_KINDS], khb[LLM_KINDS], kar[LLM_KINDS];
 };
 
 /* Context parallelism's exposed time a layer.  Ring attention: cp - 1
@@ -170,6 +182,14 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 			      in->comm_eff, COMM_AUTO, &ce))
 			return prism_err_set(err, PRISM_EARG, "tensor-parallel group of %d", tp);
 		T->ar = n_ar * ce.time_s;
+		/* LoRA's adapters: their own tensor-parallel collectives
+		 * (layer.c lora_fwd, lora_bwd), what the layer's run adds to
+		 * the same layer's without them. */
+		if (layout_lora(&T->si.lay, 0)) {
+			struct synth_in base = T->si;
+			base.lay.lora_rank = 0;
+			T->ar += synth_layer_tp_s(&T->si) - synth_layer_tp_s(&base);
+		}
 		if (llm_mla(m)) {
 			/* MLA gathers and reduces its compressed q and kv (and
 			 * RoPE's key), not b s h, on the attention's input side:
@@ -182,6 +202,31 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 				      (struct comm_group){tp, tp}, in->comm_eff, COMM_AUTO,
 				      &cl) == 0)
 				T->ar += cl.time_s - ce.time_s;
+		}
+	}
+	T->lp = llm_layer_params_rank(m, tp);
+	if (llm_hybrid(m)) {
+		/* A hybrid model: each kind's times; the dense terms become
+		 * their means over the layers (what stage_dp reads). */
+		double a;
+		T->lf = T->lb = T->hf = T->hb = T->lp = 0;
+		for (int k = 0; k < LLM_KINDS; k++) {
+			double n = llm_kind_layers(m, k) / (double)m->layers;
+			if (n <= 0)
+				continue; /* (a kind the model lacks: its times 0) */
+			synth_kind_layer_times(&T->si, k, &T->kf[k], &T->kb[k], &a);
+			acc_share_of(&T->si, in->acc_elem_bytes, T->mb, 0, k, &T->kb[k]);
+			synth_kind_layer_host(&T->si, k, &T->khf[k], &T->khb[k]);
+			/* an E layer's tensor parallelism: its shared experts'
+			 * round, none without */
+			T->kar[k] = k == LLM_KIND_FULL				 ? T->ar
+				    : k != LLM_KIND_MOE || m->shared_experts > 0 ? T->ar / 2
+										 : 0;
+			T->lf += n * T->kf[k];
+			T->lb += n * T->kb[k];
+			T->hf += n * T->khf[k];
+			T->hb += n * T->khb[k];
+			T->lp += n * llm_kind_params_rank(m, k, tp);
 		}
 	}
 	if (l->pp > 1) {
@@ -204,12 +249,12 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 {
 	const struct hw_profile *hw = in->hw;
 	const struct layout *l = &in->lay;
-	const struct llm *m = &in->m;
-	int tp = l->tp, dpc = l->dp * layout_cp(l), shard = layout_shard_group(&T->lay);
+	int dpc = l->dp * layout_cp(l), shard = layout_shard_group(&T->lay);
 	double G = shard, R = (double)dpc / shard, edp = layout_edp(&T->lay), mb = T->mb;
 	double t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0, hide, layer_w, rb, t_in = 0, t_rc = 0,
 	       t_out = 0;
-	double lp = llm_layer_params_rank(m, tp);
+	/* A layer's trained parameters (LoRA: its adapters'). */
+	double lp = layout_lora(l, 0) ? layout_lora_params(&in->m, l) : T->lp;
 	int fsdp2nd =
 	    l->zero == 2 && (l->dp_impl == LAYOUT_DP_FSDP || l->dp_impl == LAYOUT_DP_FSDP2);
 	struct layout_dp_traits dt;
@@ -384,6 +429,53 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			nm += llm_is_moe_layer(m, m->layers - 1) ? m->mtp_layers : 0;
 			head *= 1 + m->mtp_layers;
 		}
+		if (llm_hybrid(m)) {
+			/* A hybrid model: the stage's layers by their kinds (E
+			 * layers with their dispatchers' collectives, their
+			 * routed experts' parameters apart). */
+			double gf = 0, gb = 0, hf = 0, hb = 0, ar = 0, ne = 0;
+			for (int ch = 0; ch < v; ch++) {
+				int l0 = layout_chunk_first(m, &T.lay, s, ch),
+				    nc = layout_chunk_layers(m, &T.lay, s, ch);
+				for (int i = l0; i < l0 + nc; i++) {
+					int k = llm_layer_kind(m, i);
+					gf += T.kf[k], gb += T.kb[k], hf += T.khf[k],
+					    hb += T.khb[k];
+					/* the ring's exposed transfers: attention's */
+					ar += T.kar[k] +
+					      (k == LLM_KIND_FULL || k == LLM_KIND_ATTN ? T.cp_ring
+											: 0) +
+					      (k == LLM_KIND_MOE ? T.moe_comm : 0);
+					ne += k == LLM_KIND_MOE;
+				}
+			}
+			c = (gf + gb + emb + head) / in->compute_eff;
+			slot = c + ar + T.p2p;
+			slot = fmax(slot * (gf + gb > 0 ? gf / (gf + gb) : 0.5), hf) +
+			       fmax(slot * (gf + gb > 0 ? gb / (gf + gb) : 0.5), hb);
+			sum += slot;
+			mem_stage(m, &T.lay, NULL, s, &ms);
+			if (ne > 0)
+				mem_moe_layer_params(m, &T.lay, &md, &me);
+			Pe = ne > 0 ? ne * me : 0;
+			stage_dp(in, &T, c, n, ms.params - Pe, Pe, &dpt, &exposed);
+			opt = 28 * ms.params / (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) /
+			      hw->hbm_Bps;
+			if (slot > worst) {
+				worst = slot;
+				out->t_compute = c;
+				out->t_tp = ar;
+				out->t_p2p = T.p2p;
+			}
+			if (dpt > out->t_dp)
+				out->t_dp = dpt;
+			if (exposed + opt > tail) {
+				tail = exposed + opt;
+				out->t_dp_exposed = exposed;
+				out->t_opt = opt;
+			}
+			continue;
+		}
 		if (nm > 0) {
 			/* Without shared experts an MoE layer keeps half the
 			 * tensor-parallel collectives (the attention's). */
@@ -447,12 +539,11 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		}
 		sum += slot;
 		mem_stage(m, &T.lay, NULL, s, &ms);
-		stage_dp(in, &T, c, n, ms.params - Pe, Pe, &dpt, &exposed);
+		stage_dp(in, &T, c, n, ms.train - Pe, Pe, &dpt, &exposed);
 		/* Optimizer: per parameter read and write the fp32 master and
 		 * both moments (24 bytes), read the gradient and write the weight
 		 * (4 bytes): memory-bound, over the shard. */
-		opt =
-		    28 * ms.params / (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps;
+		opt = 28 * ms.train / (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps;
 		if (slot > worst) {
 			worst = slot;
 			out->t_offload = off;

@@ -46,8 +46,37 @@ void synth_extra_times(const struct synth_in *in, double *emb, double *head)
 	*head = c.dry_s;
 }
 
-/* One layer's times, its attention windowed by win (0: global). */
-static void layer_times_win(const struct synth_in *in, int moe, int win, double *fwd_s,
+double synth_layer_tp_s(const struct synth_in *in)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	dry_ctx(&c, &rk, in);
+	c.dry_comm = 1;
+	rk.mb = 1;
+	rk.phase = PH_FORWARD;
+	rk.layer = -1;
+	sl_shape(in, &z);
+	z.tp_per_node = in->lay.tp; /* within an NVLink domain (synth_build's) */
+	sl_layer_fwd(&c, 0, &z);
+	rk.phase = PH_BACKWARD;
+	sl_layer_bwd(&c, 0, &z);
+	return c.dry_comm_s;
+}
+
+/* The first layer of kind k (0 where there is none). */
+static int first_of_kind(const struct llm *m, int k)
+{
+	for (int l = 0; l < m->layers; l++)
+		if (llm_layer_kind(m, l) == k)
+			return l;
+	return 0;
+}
+
+/* One layer's times, its attention windowed by win (0: global); kind: a
+ * hybrid model's layer kind (LLM_KIND_FULL otherwise). */
+static void layer_times_win(const struct synth_in *in, int moe, int kind, int win, double *fwd_s,
 			    double *bwd_s, double *attn_fwd_s)
 {
 	struct ctx c;
@@ -56,9 +85,12 @@ static void layer_times_win(const struct synth_in *in, int moe, int win, double 
 
 	dry_ctx(&c, &rk, in);
 	c.dry_window = win;
+	c.dry_kind = kind;
 	rk.mb = 1; /* a steady microbatch: fp8 weights already cast */
 	rk.phase = PH_FORWARD;
 	rk.layer = moe ? in->m.layers - 1 : -1; /* a dense layer, or an MoE one */
+	if (kind == LLM_KIND_MOE)		/* a hybrid model's E layer */
+		rk.layer = first_of_kind(&in->m, kind);
 	sl_shape(in, &z);
 	sl_layer_fwd(&c, 0, &z);
 	*fwd_s = c.dry_s;
@@ -72,21 +104,59 @@ static void layer_times_win(const struct synth_in *in, int moe, int win, double 
 }
 
 /* A layer's times: with sliding windows, the mean of a windowed and a
- * global layer's, weighted by how many of each the model has. */
-static void layer_times(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s,
-			double *attn_fwd_s)
+ * global layer's, weighted by how many of each the model has (of kind's
+ * layers, for a hybrid model's). */
+static void layer_times_of(const struct synth_in *in, int moe, int kind, double *fwd_s,
+			   double *bwd_s, double *attn_fwd_s)
 {
 	const struct llm *m = &in->m;
-	double fw, bw, aw, nw = 0;
-	layer_times_win(in, moe, 0, fwd_s, bwd_s, attn_fwd_s);
+	double fw, bw, aw, nw = 0, n = 0;
+	layer_times_win(in, moe, kind, 0, fwd_s, bwd_s, attn_fwd_s);
 	if (m->window <= 0)
 		return;
 	for (int l = 0; l < m->layers; l++)
-		nw += llm_window(m, l) > 0;
-	layer_times_win(in, moe, m->window, &fw, &bw, &aw);
-	*fwd_s += (fw - *fwd_s) * nw / m->layers;
-	*bwd_s += (bw - *bwd_s) * nw / m->layers;
-	*attn_fwd_s += (aw - *attn_fwd_s) * nw / m->layers;
+		if (llm_layer_kind(m, l) == kind) {
+			nw += llm_window(m, l) > 0;
+			n++;
+		}
+	if (n <= 0)
+		return;
+	layer_times_win(in, moe, kind, m->window, &fw, &bw, &aw);
+	*fwd_s += (fw - *fwd_s) * nw / n;
+	*bwd_s += (bw - *bwd_s) * nw / n;
+	*attn_fwd_s += (aw - *attn_fwd_s) * nw / n;
+}
+
+static void layer_times(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s,
+			double *attn_fwd_s)
+{
+	layer_times_of(in, moe, LLM_KIND_FULL, fwd_s, bwd_s, attn_fwd_s);
+}
+
+void synth_kind_layer_times(const struct synth_in *in, int k, double *fwd_s, double *bwd_s,
+			    double *attn_fwd_s)
+{
+	layer_times_of(in, 0, k, fwd_s, bwd_s, attn_fwd_s);
+}
+
+void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, double *bwd_s)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	dry_ctx(&c, &rk, in);
+	c.dry_kind = k;
+	rk.mb = 1;
+	rk.phase = PH_FORWARD;
+	rk.layer = k == LLM_KIND_MOE ? first_of_kind(&in->m, k) : -1;
+	sl_shape(in, &z);
+	sl_layer_fwd(&c, 0, &z);
+	*fwd_s = c.dry_host_s;
+	c.dry_host_s = 0;
+	rk.phase = PH_BACKWARD;
+	sl_layer_bwd(&c, 0, &z);
+	*bwd_s = c.dry_host_s;
 }
 
 void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s)
@@ -212,14 +282,55 @@ static double line_bound(const struct synth_in *in, int cls, double min_s)
  * recomputation): every GEMM at least its FLOPs at the achievable peak of
  * its dtype (kperf_gemm_min_s), the attention kernels at least their block
  * work at the pass's achievable peak (kperf_attn_min_s). */
-static void layer_bound(const struct synth_in *in, const struct hw_profile *hw, double *f,
-			double *b, double *attn_f)
+static void layer_bound_of(const struct synth_in *in, const struct hw_profile *hw, int kind,
+			   double *f, double *b, double *attn_f)
 {
 	const struct llm *m = &in->m;
 	double bt = in->lay.mbs, t = in->lay.tp, gemm, attn, af, ab;
 	int dt = layout_attn_dtype(&in->lay), cp = layout_cp(&in->lay);
 
-	llm_layer_flops(m, bt, &gemm, &attn);
+	llm_kind_flops(m, kind, bt, &gemm, &attn);
+	if (kind == LLM_KIND_MOE) {
+		/* A hybrid model's E layer: moe_layer_bound's GEMMs without the
+		 * attention's (the router, the shared experts unless beside
+		 * the dispatcher, the busiest rank's routed tokens). */
+		struct shape z;
+		double fl;
+		sl_shape(in, &z);
+		fl = llm_gemm_flops(z.n_tok, z.E, z.h) +
+		     (in->lay.moe_shared_overlap ? 0 : z.shared) *
+			 (llm_gemm_flops(z.b * z.s, z.fe_in, z.h) +
+			  llm_gemm_flops(z.b * z.s, z.h, z.fe)) /
+			 z.t +
+		     llm_gemm_flops(z.M, z.fe_in / z.etp, z.h) +
+		     llm_gemm_flops(z.M, z.h, z.fe / z.etp);
+		*f = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, in->lay.dtype, fl));
+		*b = 2 * *f;
+		*attn_f = 0;
+		return;
+	}
+	if (kind == LLM_KIND_MAMBA || kind == LLM_KIND_MLP) {
+		/* No attention.  A Mamba layer's SSD products run as GEMMs
+		 * (layer.c ssd_gemm; bf16 unless fp32, and no fewer chunks
+		 * than s / Q): the scan's FLOPs less the states' passing
+		 * (memory-bound), at the bf16 peak; backward twice them (its
+		 * recomputed products left out: a weaker bound). */
+		double T = bt * m->seq, scan = 0;
+		int sdt =
+		    in->lay.dtype == HW_FP32 || in->lay.dtype == HW_TF32 ? in->lay.dtype : HW_BF16;
+		if (kind == LLM_KIND_MAMBA)
+			scan = line_bound(
+			    in, KC_GEMM,
+			    kperf_gemm_min_s(hw, sdt,
+					     (attn - 2 * T * m->ssm_heads * (double)m->ssm_state *
+							 m->ssm_head_dim / m->ssm_chunk) /
+						 t));
+		gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, in->lay.dtype, gemm / t / cp));
+		*f = gemm + scan;
+		*b = 2 * (gemm + scan);
+		*attn_f = 0;
+		return;
+	}
 	gemm = line_bound(in, KC_GEMM, kperf_gemm_min_s(hw, in->lay.dtype, gemm / t / cp));
 	if (cp > 1) {
 		/* The ring's steps (ring_attn) over the q = cp / a groups, at
@@ -252,8 +363,16 @@ static void layer_bound(const struct synth_in *in, const struct hw_profile *hw, 
 		ab = 2 * af;
 	}
 	*f = gemm + af;
-	*b = 2 * gemm + ab;
+	/* Under LoRA the frozen weights have no gradient GEMM: the input's
+	 * alone (the adapters' GEMMs left out: a weaker bound). */
+	*b = (layout_lora(&in->lay, 0) ? 1 : 2) * gemm + ab;
 	*attn_f = af;
+}
+
+static void layer_bound(const struct synth_in *in, const struct hw_profile *hw, double *f,
+			double *b, double *attn_f)
+{
+	layer_bound_of(in, hw, LLM_KIND_FULL, f, b, attn_f);
 }
 
 /* The forward FLOPs of one layer's attention projections on one
@@ -402,9 +521,25 @@ static double tp_round_s(const struct synth_in *in, double bs)
  * layer's least weight-gradient GEMMs; a third of the logits' GEMMs) and
  * the B passes of the stages before it.
  */
+/* The least work of chunk c of stage k: its layers' by their kinds
+ * (kindw, a hybrid model's), or its dense and MoE layers'. */
+static double chunk_work(const struct llm *m, const struct layout *r, int k, int c, double dense,
+			 double moe, const double *kindw)
+{
+	int n = layout_chunk_layers(m, r, k, c), nm = layout_chunk_moe(m, r, k, c);
+	double w = 0;
+	if (kindw) {
+		int l0 = layout_chunk_first(m, r, k, c);
+		for (int i = l0; i < l0 + n; i++)
+			w += kindw[llm_layer_kind(m, i)];
+		return w;
+	}
+	return nm > 0 ? (n - nm) * dense + nm * moe : n * dense;
+}
+
 static double fill_drain_bound(const struct synth_in *in, const struct hw_profile *hw, double bs,
 			       double dense, double moe, double dense_f, double moe_f,
-			       double dense_w, double moe_w)
+			       double dense_w, double moe_w, const double *kindw)
 {
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
@@ -415,7 +550,7 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 
 	synth_mem_layout(in, &r);
 	if (!in->bare)
-		logits = (double)l->microbatches * 3 *
+		logits = (double)l->microbatches * (layout_lora(l, 0) ? 2 : 3) *
 			 line_bound(in, KC_GEMM,
 				    kperf_gemm_min_s(hw, sl_logit_dtype(in),
 						     llm_gemm_flops(bs, m->vocab, h) / t));
@@ -427,13 +562,19 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 			wm += layout_chunk_moe(m, &r, k, c);
 		}
 		ww = (double)l->microbatches * ((w - wm) * dense_w + wm * moe_w);
-		if (wm > 0)
+		if (kindw) {
+			w = 0;
+			for (int c = 0; c < l->vp; c++)
+				w += chunk_work(m, &r, k, c, dense, moe, kindw);
+			w *= (double)l->microbatches;
+		} else if (wm > 0) {
 			w = (double)l->microbatches * ((w - wm) * dense + wm * moe);
-		else
+		} else {
 			w *= (double)l->microbatches * dense;
+		}
 		if (k == l->pp - 1) {
 			w += logits;
-			ww += logits / 3;
+			ww += layout_lora(l, 0) ? 0 : logits / 3;
 		}
 		/* Multi-token prediction: each depth's layer (the last decoder
 		 * layer's kind) and logits on the last stage (its eh_proj left
@@ -447,13 +588,20 @@ static double fill_drain_bound(const struct synth_in *in, const struct hw_profil
 		}
 		if (fill + w > best && !zb)
 			best = fill + w;
-		if (zb) {
+		if (zb && kindw) {
+			/* A hybrid model's kinds have no forward or
+			 * weight-gradient parts here: the stage's own work
+			 * alone (a weaker bound). */
+			if (w > best)
+				best = w;
+		} else if (zb) {
 			if (ffill + w > best)
 				best = ffill + w;
 			if (fill - fillw + w - ww > best)
 				best = fill - fillw + w - ww;
 		}
-		fill += (c0 - c0m) * dense + c0m * moe;
+		fill += kindw ? chunk_work(m, &r, k, 0, dense, moe, kindw)
+			      : (c0 - c0m) * dense + c0m * moe;
 		ffill += (c0 - c0m) * dense_f + c0m * moe_f;
 		fillw += (c0 - c0m) * dense_w + c0m * moe_w;
 	}
@@ -532,7 +680,8 @@ double synth_lower_bound(const struct synth_in *in)
 	 * all-reduce or reduce-scatter + all-gather; MLA's attention its own,
 	 * mla_tp_s). */
 	layer_bound(in, hw, &f, &lb, &af);
-	fw_w = f - af;
+	/* Under LoRA no base weight has a W pass (the adapters' left out). */
+	fw_w = layout_lora(l, 0) ? 0 : f - af;
 	/* Overlapped with the GEMMs (tp_overlap), the collectives leave the
 	 * compute stream: the bound keeps the GEMMs alone. */
 	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp)) {
@@ -563,10 +712,39 @@ double synth_lower_bound(const struct synth_in *in)
 		mfw = mf + mtp_f;
 	}
 	f += tp_f;
-	best = fill_drain_bound(in, hw, bs, f + bw, mfw + mbw, f, mfw, fw_w, mw);
+	if (llm_hybrid(m)) {
+		/* A hybrid model: each kind's layer with one tensor-parallel
+		 * round (its block's), the forward again under full
+		 * recomputation, the attention core under core_attn, the MLP's
+		 * GEMMs and round under mlp (other modules left out: a weaker
+		 * bound). */
+		double kw[LLM_KINDS];
+		kw[LLM_KIND_FULL] = f + bw;
+		for (int k = LLM_KIND_MAMBA; k < LLM_KINDS; k++) {
+			double kf, kb, ka, rf = k == LLM_KIND_ATTN ? att_f : mlp,
+					   rb = k == LLM_KIND_ATTN ? att_b : mlp;
+			if (k == LLM_KIND_MOE && (m->shared_experts == 0 || l->moe_shared_overlap))
+				rf = rb = 0;	      /* no shared experts' round on the stream */
+			if (!llm_kind_layers(m, k)) { /* none of that kind */
+				kw[k] = 0;
+				continue;
+			}
+			layer_bound_of(in, hw, k, &kf, &kb, &ka);
+			kb += rb + (l->recompute == LAYOUT_RECOMPUTE_FULL ? kf + rf : 0);
+			if (k == LLM_KIND_ATTN && layout_rc(l, LAYOUT_RC_CORE_ATTN))
+				kb += ka;
+			if (k == LLM_KIND_MLP && layout_rc(l, LAYOUT_RC_MLP))
+				kb += kf + rf;
+			kw[k] = kf + rf + kb;
+		}
+		best = fill_drain_bound(in, hw, bs, f + bw, mfw + mbw, f, mfw, fw_w, mw, kw);
+	} else {
+		best = fill_drain_bound(in, hw, bs, f + bw, mfw + mbw, f, mfw, fw_w, mw, NULL);
+	}
 	/* Activation offloading (pp 1): each microbatch's least wait for its
-	 * copies beyond the layers. */
-	if (l->offload_layers > 0 && l->pp == 1) {
+	 * copies beyond the layers (a hybrid model's layers are not all the
+	 * dense layer f: none, a weaker bound). */
+	if (l->offload_layers > 0 && l->pp == 1 && !llm_hybrid(m)) {
 		struct layout r;
 		double n, nm, fl, bl;
 		synth_mem_layout(in, &r);

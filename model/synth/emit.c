@@ -201,10 +201,14 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 	struct gw_node call, task;
 	uint32_t u, proc = k->stream[st];
 	double op_s, launch_s, lag_s, region_s;
+	int extra = c->em.extra; /* the op's other launches (more_launches) */
 
+	c->em.extra = 0;
 	if (sl_skip(c)) /* the other pass's (a zero-bubble backward's B or W) */
 		return 0;
 	launch_costs(c, r, st, &op_s, &launch_s, &lag_s, &region_s);
+	/* The op's other launches, in its own time. */
+	op_s += extra * launch_s;
 	if (c->dry) {
 		if (kind == GN_KERNEL) {
 			c->dry_s += seconds;
@@ -314,8 +318,12 @@ void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, do
 	char buf[64];
 	uint32_t pgid;
 
-	if (c->dry || sl_skip(c))
+	if (c->dry || sl_skip(c)) {
+		if (c->dry && !sl_skip(c) && c->dry_comm && !c->in->bare &&
+		    comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
+			c->dry_comm_s += e.time_s;
 		return;
+	}
 	memset(&x, 0, sizeof(x));
 	if (!c->in->bare &&
 	    comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)

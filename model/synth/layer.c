@@ -364,6 +364,7 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 }
 
 static void flash(struct ctx *c, int r, const struct shape *z, int dt, int bwd);
+static void more_launches(struct ctx *c, int n);
 
 /* One rank's Q, K and V (qkv) or its attention output (else) on one TP
  * rank: the all-to-alls' buffers (Ulysses). */
@@ -437,6 +438,14 @@ static void flash(struct ctx *c, int r, const struct shape *z, int dt, int bwd)
 		  ew((bwd ? 4 : 3) * z->b * z->s * z->w / z->t, 1),
 		  kperf_attn_win_s(c->hw, dt, bwd, z->b, z->a / z->t, z->s, z->s, z->d, 1, win));
 	attn_op(c, z, dt, bwd);
+	/* Backward: FlashAttention-2/3's and cuDNN's preprocessing (the
+	 * output's dot with its gradient) and the query gradient's conversion
+	 * from fp32 run as kernels of their own (flash_bwd_launch_template.h
+	 * compute_dot_do_o, convert_dQ; cuDNN's compute_dot_do_o and
+	 * convert_dq_to_16bits in our H100 traces), timed with it: the
+	 * attention rows time the whole backward. */
+	if (bwd)
+		more_launches(c, 2);
 	se_launch(c, r, S_COMPUTE, GN_KERNEL,
 		  bwd ? "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" : "flash_fwd_kernel", t,
 		  NULL);
@@ -518,6 +527,12 @@ static void lowp_cast(struct ctx *c, int r, const char *what, double n, int weig
 	}
 }
 
+/* LoRA (layout.h lora_rank): every base weight frozen. */
+static int frozen(const struct ctx *c)
+{
+	return layout_lora(&c->in->lay, 0);
+}
+
 /*
  * A linear layer's forward GEMM, C[m,n] = A[m,k] W[k,n].  In fp8 (or fp4)
  * Transformer Engine first quantises its input (lowp_cast: its row-wise
@@ -566,10 +581,42 @@ static void acc_add(struct ctx *c, int r, double elems)
 			  3 * elems * c->in->acc_elem_bytes);
 }
 
+/* The next launched kernel's op runs n more kernels than the one timed
+ * (its time holds theirs): the host pays their launches (se_launch). */
+static void more_launches(struct ctx *c, int n)
+{
+	c->em.extra = n;
+}
+
+/* A norm's backward moving `bytes`: two kernels, the input's gradient and
+ * the reduction of the weight's and bias's over the tokens (PyTorch's
+ * layer_norm_grad_input_kernel and GammaBetaBackwardCUDAKernel, our H100
+ * traces; Transformer Engine's ln_bwd and ln_bwd_finalize kernels,
+ * transformer_engine/common/normalization/layernorm/ln_bwd_kernels.cuh),
+ * timed as one: the norm class's rows time the whole backward. */
+static void norm_bwd(struct ctx *c, int r, double bytes)
+{
+	more_launches(c, 1);
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", bytes);
+}
+
+/* The residual stream's gradient: where a layer's input feeds both its
+ * norm and the residual add, autograd sums the two gradients, one add a
+ * residual junction and two a layer (torch/csrc/autograd/input_buffer.cpp
+ * InputBuffer::accumulate; aten::add under NativeLayerNormBackward0 in
+ * our H100 traces): both read, the sum written. */
+static void residual_grad(struct ctx *c, int r, double nh)
+{
+	sl_kernel(c, r, KC_ELEMENTWISE, "vectorized_elementwise_kernel<add> (residual gradient)",
+		  ew(nh, 2));
+}
+
 /* A layer norm's weight and bias over `width` values (replicated over
  * tp). */
 static void acc_norm_of(struct ctx *c, int r, double width)
 {
+	if (frozen(c))
+		return;
 	acc_add(c, r, width);
 	acc_add(c, r, width);
 }
@@ -577,6 +624,108 @@ static void acc_norm_of(struct ctx *c, int r, double width)
 static void acc_norm(struct ctx *c, int r, const struct shape *z)
 {
 	acc_norm_of(c, r, z->h);
+}
+
+/*
+ * A LoRA adapter beside a linear layer of `in` inputs and `out` outputs
+ * (whole, before tp splits them), as Megatron-Bridge's LoRALinear runs
+ * it (megatron/bridge/peft/lora_layers.py, utils.py
+ * ParallelLinearAdapter): after the base layer, linear_in (A, rank r),
+ * linear_out (B), the output scaled by alpha / r and added to the
+ * base's; dropout 0 (Bridge's default) runs none.  Both adapter linears
+ * are Megatron-Core's ColumnParallelLinear / RowParallelLinear in the
+ * parameters' dtype (not Transformer Engine's: bf16 under fp8).  Beside
+ * a column-parallel base (row 0: linear_qkv, linear_fc1) A is column
+ * parallel on the rank, its output gathered over tp ([b s, r]), B
+ * column parallel on out; its input is the base's normed input, gathered
+ * by Transformer Engine under sequence parallelism
+ * (return_layernorm_output_gathered) except with the TP overlap, where
+ * the adapter gathers it itself.  Beside a row-parallel base (row 1:
+ * linear_proj, linear_fc2) A is row parallel (its [b s, r] output
+ * all-reduced), B column parallel with its output gathered over tp, then
+ * split to the sequence-parallel shard (no communication).
+ */
+static void lora_fwd(struct ctx *c, int r, const struct shape *z, int bit, double in, double out,
+		     int row)
+{
+	double bs = z->b * z->s, t = z->t, R = c->in->lay.lora_rank;
+	double sp = c->in->lay.sp ? t : 1;
+	int dt = sl_logit_dtype(c->in);
+	if (!layout_lora(&c->in->lay, bit))
+		return;
+	if (!row) {
+		if (t > 1 && tp_overlapped(c, z))
+			tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, in);
+		bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_lora_a", dt, 1, bs, R / t,
+		      in);
+		if (t > 1)
+			tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, R);
+		bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_lora_b", dt, 1, bs, out / t,
+		      R);
+		sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_kernel", ew(bs * out / t, 1));
+		sl_kernel(c, r, KC_ELEMENTWISE, "lora_add_kernel", ew(bs * out / t, 2));
+		return;
+	}
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_lora_a", dt, 1, bs, R, in / t);
+	if (t > 1)
+		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_REDUCE, R);
+	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_lora_b", dt, 1, bs, out / t, R);
+	if (t > 1)
+		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, out);
+	sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_kernel", ew(bs * out / sp, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "lora_add_kernel", ew(bs * out / sp, 2));
+}
+
+/* An adapter GEMM's two gradients (forward C[m,n] = A[m,k] W[k,n]) and
+ * its weight gradient's accumulation. */
+static void lora_gemm_bwd(struct ctx *c, int r, const char *w, double m, double n, double k)
+{
+	char name[96];
+	int dt = sl_logit_dtype(c->in);
+	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_%s_dx", w);
+	bgemm(c, r, name, dt, 1, m, k, n);
+	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", w);
+	c->wk = 1; /* a zero-bubble schedule's W pass: the adapters' alone */
+	bgemm(c, r, name, dt, 1, k, n, m);
+	acc_add(c, r, k * n);
+	c->wk = 0;
+}
+
+/* Its backward, before the base layer's (autograd reaches the adapter's
+ * branch of the sum first): the scale's, B's gradients and its input's
+ * gradient all-reduced over tp (ColumnParallelLinear's
+ * copy_to_tensor_model_parallel_region), A's gradients.  Column: the
+ * gather of A's output splits back (no communication); A's input gradient
+ * all-reduced over tp without sequence parallelism, reduce-scattered with
+ * the TP overlap, and otherwise added into Transformer Engine's own
+ * reduce-scatter.  Row: under sequence parallelism the split's gradient
+ * all-gathered first; A's input gradient stays on its rank. */
+static void lora_bwd(struct ctx *c, int r, const struct shape *z, int bit, double in, double out,
+		     int row)
+{
+	double bs = z->b * z->s, t = z->t, R = c->in->lay.lora_rank;
+	double sp = c->in->lay.sp ? t : 1;
+	if (!layout_lora(&c->in->lay, bit))
+		return;
+	if (!row) {
+		sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_bwd_kernel", ew(bs * out / t, 1));
+		lora_gemm_bwd(c, r, "lora_b", bs, out / t, R);
+		if (t > 1)
+			tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_REDUCE, R);
+		lora_gemm_bwd(c, r, "lora_a", bs, R / t, in);
+		if (t > 1 && !c->in->lay.sp)
+			tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_REDUCE, in);
+		else if (t > 1 && tp_overlapped(c, z))
+			tp_coll_of(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER, in);
+		return;
+	}
+	sl_kernel(c, r, KC_ELEMENTWISE, "lora_scale_bwd_kernel", ew(bs * out / sp, 1));
+	if (t > 1 && c->in->lay.sp)
+		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_GATHER, out);
+	lora_gemm_bwd(c, r, "lora_b", bs, out / t, R);
+	if (t > 1)
+		tp_coll_of(c, r, z, S_COMPUTE, GC_ALL_REDUCE, R);
+	lora_gemm_bwd(c, r, "lora_a", bs, R, in / t);
 }
 
 /*
@@ -1141,12 +1290,12 @@ static void mla_bwd(struct ctx *c, int r, const struct shape *z)
 	mla_rope(c, r, z, 1);
 	linear_bwd(c, r, "kv_up", bs, hq * (z->dqk - z->rope + z->dv), z->kvl, 0);
 	mla_reduce(c, r, z, z->kvl);
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nd * z->kvl, 3));
+	norm_bwd(c, r, ew(nd * z->kvl, 3));
 	acc_norm_of(c, r, z->kvl);
 	if (z->ql > 0) {
 		linear_bwd(c, r, "q_up", bs, hq * z->dqk, z->ql, 0);
 		mla_reduce(c, r, z, z->ql);
-		sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nd * z->ql, 3));
+		norm_bwd(c, r, ew(nd * z->ql, 3));
 		acc_norm_of(c, r, z->ql);
 	} else {
 		linear_bwd(c, r, "q", bs, hq * z->dqk, z->h, 0);
@@ -1167,12 +1316,16 @@ static int moe_now(const struct ctx *c, int r, const struct shape *z)
 
 static void mlp_fwd(struct ctx *c, int r, const struct shape *z);
 
+/* The kind of rank r's current layer (llm.h; a dry run's, c->dry_kind). */
+static int layer_kind(const struct ctx *c, int r)
+{
+	return c->dry ? c->dry_kind : llm_layer_kind(&c->in->m, kind_layer(c, r));
+}
+
 /* Layer norm, QKV, attention, projection, [TP all-reduce], fused bias +
  * dropout + residual add (Megatron's bias_dropout_add: reads the branch and
- * the residual, writes the sum and a one-byte dropout mask), layer norm,
- * FC1, GeLU (bias fused) or SwiGLU, FC2, [TP all-reduce], bias + dropout +
- * residual add. */
-void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
+ * the residual, writes the sum and a one-byte dropout mask). */
+static void attn_block_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	int ov = tp_overlapped(c, z);
@@ -1186,6 +1339,7 @@ void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
 			   z->h);
 		if (ov)
 			tp_side_end(c, r);
+		lora_fwd(c, r, z, LAYOUT_LORA_QKV, z->h, z->qkv, 0);
 	}
 	sl_attn_fwd(c, r, z);
 	if (ov) /* the projection's reduce-scatter beside its GEMM */
@@ -1195,15 +1349,204 @@ void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
 		tp_side_end(c, r);
 	else
 		tp_round(c, r, z, !z->mla || !moe_now(c, r, z));
+	lora_fwd(c, r, z, LAYOUT_LORA_PROJ, z->wo, z->h, 1);
 	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+}
+
+/* Layer norm, the MLP (dense: FC1, GeLU -- bias fused -- or SwiGLU, FC2,
+ * [TP all-reduce]; or the experts), bias + dropout + residual add. */
+static void mlp_block_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
-	if (moe_now(c, r, z)) {
+	if (moe_now(c, r, z))
 		moe_fwd(c, r, z);
-		sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+	else
+		mlp_fwd(c, r, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+}
+
+/*
+ * A Mamba-2 layer (hybrid models, llm.h) as Megatron-LM's MambaLayer runs
+ * it in training (megatron/core/ssm/mamba_layer.py, mamba_mixer.py
+ * MambaMixer._ssm_training, the memory-efficient path): the norm (fused
+ * into in_proj, a TELayerNormColumnParallelLinear), in_proj (column
+ * parallel: the rank's H / t heads' z and x, G / t groups' B and C, and
+ * dt; with sequence parallelism its input all-gathered), its output made
+ * batch-major (a copy), then mamba_ssm's mamba_split_conv1d_scan_combined:
+ * the causal depthwise convolution over x, B and C (causal_conv1d_fwd,
+ * memory-bound) and the chunked SSD scan (ssd_fwd); the result made
+ * sequence-major again (a copy), the grouped RMSNorm gated by z, out_proj
+ * (row parallel: its reduce-scatter, or all-reduce), bias + dropout +
+ * residual add.  No linear biases (bias=False).
+ */
+
+/* One SSD kernel's matrix products: `batch` products of m x k times k x
+ * n, and where k2 > 0 a second of m x k2 times k2 x n fused in the same
+ * kernel (mamba_ssm's chunk scan computes the diagonal blocks' and the
+ * states' outputs together): timed as the two GEMMs by the kernel model,
+ * recorded as one aten::bmm of inner width k + k2 (the same FLOPs). */
+static void ssd_gemm(struct ctx *c, int r, const char *name, double batch, double m, double n,
+		     double k, double k2)
+{
+	int dt =
+	    c->in->lay.dtype == HW_FP32 || c->in->lay.dtype == HW_TF32 ? c->in->lay.dtype : HW_BF16;
+	double es = kperf_elem_bytes(dt), kk = k + k2;
+	double model = kperf_gemm_s(c->hw, dt, batch, m, n, k) +
+		       (k2 > 0 ? kperf_gemm_s(c->hw, dt, batch, m, n, k2) : 0);
+	double t = ktime(c, KC_GEMM, dt, batch * llm_gemm_flops(m, n, kk),
+			 batch * (es * (m * kk + kk * n) + 2 * m * n), model);
+	double key[OPKEY] = {2, dt, batch, m, n, kk};
+	se_record_op(c, key, gemm_op_fmt);
+	se_launch(c, r, c->kstream, GN_KERNEL, name, t, NULL);
+}
+
+/*
+ * The SSD scan (Dao & Gu 2024, "Transformers are SSMs", section 6; mamba_ssm
+ * ssd_combined.py _mamba_chunk_scan_combined_fwd) on one rank: H = heads /
+ * t heads of width P, G = groups / t, the sequence cut into nc = ceil(s /
+ * Q) chunks.  Forward: dt's softplus and the decays' cumulative sums
+ * (_chunk_cumsum: dt read, fp32 dt and dA_cumsum written); each chunk's
+ * state B^T X (_chunk_state: b nc H products N x Q by Q x P); the states
+ * passed from chunk to chunk (_state_passing: fp32 states read and
+ * written, a scalar decay each); the diagonal blocks C B^T (_bmm_chunk: b
+ * nc G products Q x N by N x Q); the output, the masked diagonal blocks
+ * times X and C times the passed states (_chunk_scan: b nc H products Q x
+ * Q by Q x P and Q x N by N x P).  Its FLOPs are llm_ssd_flops'.
+ */
+static void ssd_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double H = z->mh / z->t, G = z->mg / z->t, N = z->mn, P = z->mp, Q = z->mq;
+	double nc = ceil(z->s / Q), bh = z->b * nc * H, st = z->b * nc * H * N * P;
+	sl_kernel(c, r, KC_ELEMENTWISE, "ssd_chunk_cumsum_fwd_kernel", 10 * z->b * z->s * H);
+	ssd_gemm(c, r, "ssd_chunk_state_fwd_kernel", bh, N, P, Q, 0);
+	sl_kernel(c, r, KC_ELEMENTWISE, "ssd_state_passing_fwd_kernel", 8 * st);
+	ssd_gemm(c, r, "ssd_bmm_chunk_fwd_kernel", z->b * nc * G, Q, Q, N, 0);
+	ssd_gemm(c, r, "ssd_chunk_scan_fwd_kernel", bh, Q, P, Q, N);
+}
+
+/*
+ * Its backward (_mamba_chunk_scan_combined_bwd): the cumulative sums, the
+ * chunk states, their passing and C B^T recomputed (the memory-efficient
+ * path keeps none of them); the states' gradient C^T dY
+ * (_chunk_scan_bwd_dstates) passed back (_state_passing_bwd: fp32
+ * gradients and states read, gradients written); dX from the masked
+ * diagonal blocks and from B and the states' gradient
+ * (_chunk_scan_chunk_state_bwd_dx); dC from dY and the states, dB from X
+ * and the states' gradient; the diagonal blocks' gradient dY X^T and dC,
+ * dB from it (b nc G products each); dt's and the decays' gradients
+ * (_chunk_cumsum bwd: fp32 gradients read, dt read, its gradient
+ * written).  Every forward product has its two operands' gradients: the
+ * matrix FLOPs are twice the forward's plus the recomputed states and
+ * C B^T.
+ */
+static void ssd_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double H = z->mh / z->t, G = z->mg / z->t, N = z->mn, P = z->mp, Q = z->mq;
+	double nc = ceil(z->s / Q), bh = z->b * nc * H, bg = z->b * nc * G;
+	double st = z->b * nc * H * N * P;
+	sl_kernel(c, r, KC_ELEMENTWISE, "ssd_chunk_cumsum_fwd_kernel", 10 * z->b * z->s * H);
+	ssd_gemm(c, r, "ssd_chunk_state_fwd_kernel", bh, N, P, Q, 0);
+	sl_kernel(c, r, KC_ELEMENTWISE, "ssd_state_passing_fwd_kernel", 8 * st);
+	ssd_gemm(c, r, "ssd_bmm_chunk_fwd_kernel", bg, Q, Q, N, 0);
+	ssd_gemm(c, r, "ssd_chunk_scan_bwd_dstates_kernel", bh, N, P, Q, 0);
+	sl_kernel(c, r, KC_ELEMENTWISE, "ssd_state_passing_bwd_kernel", 12 * st);
+	ssd_gemm(c, r, "ssd_chunk_scan_chunk_state_bwd_dx_kernel", bh, Q, P, Q, N);
+	ssd_gemm(c, r, "ssd_chunk_scan_bwd_dc_kernel", bh, Q, N, P, 0);
+	ssd_gemm(c, r, "ssd_chunk_state_bwd_db_kernel", bh, Q, N, P, 0);
+	ssd_gemm(c, r, "ssd_chunk_scan_bwd_dcb_kernel", bh, Q, Q, P, 0);
+	ssd_gemm(c, r, "ssd_bmm_chunk_bwd_dc_kernel", bg, Q, N, Q, 0);
+	ssd_gemm(c, r, "ssd_bmm_chunk_bwd_db_kernel", bg, Q, N, Q, 0);
+	sl_kernel(c, r, KC_ELEMENTWISE, "ssd_chunk_cumsum_bwd_kernel", 14 * z->b * z->s * H);
+}
+
+/* in_proj's output width on one rank, and the convolution's (x, B, C). */
+static double mamba_proj_r(const struct shape *z)
+{
+	return (2 * z->mdi + 2 * z->mg * z->mn + z->mh) / z->t;
+}
+
+static double mamba_conv_r(const struct shape *z)
+{
+	return (z->mdi + 2 * z->mg * z->mn) / z->t;
+}
+
+static void mamba_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	double di = z->mdi / t;
+	int ov = tp_overlapped(c, z);
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	if (ov)
+		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_in_proj", bs, mamba_proj_r(z),
+		   z->h);
+	if (ov)
+		tp_side_end(c, r);
+	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_in_proj_transpose_copy",
+		  ew(bs * mamba_proj_r(z), 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "causal_conv1d_fwd_kernel", ew(bs * mamba_conv_r(z), 1));
+	ssd_fwd(c, r, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_out_transpose_copy", ew(bs * di, 1));
+	sl_kernel(c, r, KC_NORM, "rmsnorm_gated_fwd_kernel", ew(bs * di, 2));
+	if (ov)
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, -1);
+	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_out_proj", bs, z->h, di);
+	if (ov)
+		tp_side_end(c, r);
+	else
+		tp_round(c, r, z, 1);
+	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+}
+
+/* Its backward: the dropout's, out_proj's gradients (no bias), the gated
+ * norm's (y, z and the output's gradient read, y's and z's gradients
+ * written), the copy's, the convolution recomputed and its backward (its
+ * input and output gradient read, the input's gradient written), the
+ * scan's, the copy's, in_proj's, the norm's; the mixer's small parameters'
+ * gradients (convolution, dt_bias, A_log, D, the gated norm) accumulated. */
+static void mamba_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	double di = z->mdi / t;
+	int ov = tp_overlapped(c, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
+	if (ov)
+		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
+	else
+		tp_allreduce(c, r, z);
+	linear_bwd(c, r, "out_proj", bs, z->h, di, 0);
+	if (ov)
+		tp_side_end(c, r);
+	sl_kernel(c, r, KC_NORM, "rmsnorm_gated_bwd_kernel", 10 * bs * di);
+	acc_add(c, r, di);
+	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_out_transpose_copy", ew(bs * di, 1));
+	sl_kernel(c, r, KC_ELEMENTWISE, "causal_conv1d_fwd_kernel", ew(bs * mamba_conv_r(z), 1));
+	ssd_bwd(c, r, z);
+	sl_kernel(c, r, KC_ELEMENTWISE, "causal_conv1d_bwd_kernel", ew(bs * mamba_conv_r(z), 2));
+	acc_add(c, r, mamba_conv_r(z) * (z->mconv + 1) + 3 * z->mh / t);
+	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_in_proj_transpose_copy",
+		  ew(bs * mamba_proj_r(z), 1));
+	linear_bwd(c, r, "in_proj", bs, mamba_proj_r(z), z->h, 0);
+	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	acc_norm(c, r, z);
+}
+
+/* One layer's forward by its kind: a transformer layer's attention block
+ * and MLP block, or a hybrid model's Mamba, attention or MLP layer alone
+ * (Megatron-LM's MambaStack: a TransformerLayer with the MLP, or the
+ * attention, an IdentityOp). */
+void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
+{
+	int k = layer_kind(c, r);
+	if (k == LLM_KIND_MAMBA) {
+		mamba_fwd(c, r, z);
 		return;
 	}
-	mlp_fwd(c, r, z);
-	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
+	if (k != LLM_KIND_MLP && k != LLM_KIND_MOE)
+		attn_block_fwd(c, r, z);
+	if (k != LLM_KIND_ATTN) /* an E layer's: its experts (moe_now) */
+		mlp_block_fwd(c, r, z);
 }
 
 /* A dense layer's MLP after its norm: FC1, the activation, FC2 and their
@@ -1217,6 +1560,7 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
 	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h);
 	if (ov)
 		tp_side_end(c, r);
+	lora_fwd(c, r, z, LAYOUT_LORA_FC1, z->h, z->f_in, 0);
 	if (z->gated) /* silu(gate) x up: two inputs, one output */
 		sl_kernel(c, r, KC_ELEMENTWISE, "swiglu_fwd_kernel", ew(bs * z->f / t, 2));
 	else
@@ -1229,6 +1573,7 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
 		tp_side_end(c, r);
 	else
 		tp_round(c, r, z, !z->mla);
+	lora_fwd(c, r, z, LAYOUT_LORA_FC2, z->f, z->h, 1);
 }
 
 /* Input and weight gradients of C[m,n] = A[m,k] B[k,n], and its bias's
@@ -1244,6 +1589,8 @@ static void linear_bwd(struct ctx *c, int r, const char *what, double m, double 
 	gemm(c, r,
 	     c->dry ? what : kname(dx, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_", what, "_dx"), m,
 	     k, n);
+	if (frozen(c)) /* LoRA: no weight gradient for a frozen weight */
+		return;
 	c->wk = 1; /* the weight gradient: a zero-bubble schedule's W pass */
 	gemm(c, r,
 	     c->dry ? what : kname(dw, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_", what, "_dw"), k,
@@ -1261,18 +1608,13 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
 	linear_bwd(c, r, what, m, n, k, 1);
 }
 
-/* Backward of one layer: full recomputation runs its forward first;
- * selective recomputation (Korthikanti et al. 2022) re-runs each of its
- * modules' forward (recompute_modules, Megatron-LM's; core_attn by
- * default) just before that module's backward.  Each bias-dropout-add's
- * dropout has a backward pass over its branch's gradient (reads it and the
- * mask, writes the gradient). */
-void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
+/* The MLP block's backward: the dropout's, the MLP's (dense, or the
+ * experts') with selective recomputation's modules re-run before it, the
+ * norm's. */
+static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	int ov = tp_overlapped(c, z);
-	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_FULL)
-		sl_layer_fwd(c, r, z);
 	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
 	if (moe_now(c, r, z)) {
 		/* layernorm: the pre-MLP norm (TENorm apart in MoE layers);
@@ -1288,6 +1630,7 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 			sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 			mlp_fwd(c, r, z);
 		}
+		lora_bwd(c, r, z, LAYOUT_LORA_FC2, z->f, z->h, 1);
 		if (ov) /* the gradient's gather beside FC2's gradient GEMMs */
 			tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
 		else
@@ -1301,11 +1644,23 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 			sl_kernel(c, r, KC_ELEMENTWISE,
 				  "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
 				  ew(bs * z->f / t, 2));
+		lora_bwd(c, r, z, LAYOUT_LORA_FC1, z->h, z->f_in, 0);
 		gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
 	}
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
+	residual_grad(c, r, nh);
+}
+
+/* The attention block's backward: the dropout's, the projection's, the
+ * core's (recomputed first under core_attn), the QKV's (MLA's), the
+ * norm's. */
+static void attn_block_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	int ov = tp_overlapped(c, z);
 	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
+	lora_bwd(c, r, z, LAYOUT_LORA_PROJ, z->wo, z->h, 1);
 	if (ov)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
 	else if (!z->mla)
@@ -1326,12 +1681,44 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 	 * projections). */
 	if (z->mla && layout_rc(&c->in->lay, LAYOUT_RC_LAYERNORM))
 		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
-	if (z->mla)
+	if (z->mla) {
 		mla_bwd(c, r, z);
-	else
+	} else {
+		lora_bwd(c, r, z, LAYOUT_LORA_QKV, z->h, z->qkv, 0);
+		/* The query's, key's and value's gradients copied into one
+		 * for the QKV GEMM: the backward of the split of its output
+		 * (Megatron-LM's attention.py get_query_key_value_tensors
+		 * torch.split; aten::cat under SplitBackward0 in our H100
+		 * traces). */
+		sl_kernel(c, r, KC_ELEMENTWISE, "CatArrayBatchedCopy (qkv gradient)",
+			  ew(bs * z->qkv_r, 1));
 		gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	}
+	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
+	residual_grad(c, r, nh);
+}
+
+/* Backward of one layer: full recomputation runs its forward first;
+ * selective recomputation (Korthikanti et al. 2022) re-runs each of its
+ * modules' forward (recompute_modules, Megatron-LM's; core_attn by
+ * default) just before that module's backward.  Each bias-dropout-add's
+ * dropout has a backward pass over its branch's gradient (reads it and the
+ * mask, writes the gradient).  A hybrid model's layer runs its kind's
+ * block alone. */
+void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	int k = layer_kind(c, r);
+	if (c->in->lay.recompute == LAYOUT_RECOMPUTE_FULL)
+		sl_layer_fwd(c, r, z);
+	if (k == LLM_KIND_MAMBA) {
+		mamba_bwd(c, r, z);
+		return;
+	}
+	if (k != LLM_KIND_ATTN)
+		mlp_block_bwd(c, r, z);
+	if (k != LLM_KIND_MLP && k != LLM_KIND_MOE)
+		attn_block_bwd(c, r, z);
 }
 
 /* The output layer's dtype: bf16 under fp8 and fp4. */
@@ -1349,6 +1736,8 @@ static void logits_bwd(struct ctx *c, int r, double m, double n, double k)
 {
 	int dt = sl_logit_dtype(c->in);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_logits_dx", dt, 1, m, k, n);
+	if (frozen(c)) /* LoRA: the output layer frozen too */
+		return;
 	c->wk = 1;
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_logits_dw", dt, 1, k, n, m);
 	acc_add(c, r, k * n);
@@ -1363,6 +1752,10 @@ void sl_embed_fwd(struct ctx *c, int r, const struct shape *z)
 
 void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
 {
+	/* LoRA: the embedding is frozen and nothing before it needs a
+	 * gradient; autograd runs none of its backward. */
+	if (frozen(c))
+		return;
 	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel",
 		  ew(z->b * z->s * z->h, 2));
 	/* Tied on one stage: one gradient, added with the head's. */
@@ -1397,7 +1790,7 @@ void sl_head_bwd(struct ctx *c, int r, const struct shape *z)
 	double bs = z->b * z->s;
 	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd", 14 * bs * z->V / z->t);
 	logits_bwd(c, r, bs, z->V / z->t, z->h);
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(bs * z->h, 3));
+	norm_bwd(c, r, ew(bs * z->h, 3));
 	acc_norm(c, r, z);
 }
 
@@ -1434,9 +1827,9 @@ void sl_mtp_bwd(struct ctx *c, int r, const struct shape *z)
 	if (t > 1)
 		tp_coll_of(c, r, z, S_COMPUTE, c->in->lay.sp ? GC_REDUCE_SCATTER : GC_ALL_REDUCE,
 			   2 * z->h);
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
 	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(bs * z->h, 2));
 	acc_add(c, r, z->V / t * z->h);
@@ -1471,6 +1864,25 @@ void sl_shape(const struct synth_in *in, struct shape *z)
 	z->qkv_r = llm_qkv_width_rank(&in->m, in->lay.tp);
 	z->f_in = llm_ffn_in(&in->m);
 	z->params = llm_layer_params_rank(&in->m, in->lay.tp);
+	if (llm_hybrid(&in->m)) {
+		const struct llm *m = &in->m;
+		z->hybrid = 1;
+		z->params = 0; /* the largest kind's the model has */
+		for (int k = 0; k < LLM_KINDS; k++) {
+			z->kparams[k] = llm_kind_params_rank(m, k, in->lay.tp);
+			if (k != LLM_KIND_MOE && llm_kind_layers(m, k) > 0 &&
+			    z->kparams[k] > z->params)
+				z->params = z->kparams[k];
+		}
+		z->mh = m->ssm_heads;
+		z->mg = m->ssm_groups;
+		z->mdi = llm_ssm_inner(m);
+		z->mn = m->ssm_state;
+		z->mp = m->ssm_head_dim;
+		z->mconv = m->ssm_conv;
+		z->mq = m->ssm_chunk;
+	}
+	z->train = layout_lora(&in->lay, 0) ? layout_lora_params(&in->m, &in->lay) : z->params;
 	z->gated = in->m.gated;
 	z->p = in->lay.pp;
 	z->v = in->lay.vp;

@@ -17,10 +17,27 @@
 
 #include "comm.h"
 
-/* Parameters of one layer on one tensor-parallel rank. */
-static double layer_params(const struct shape *z)
+/* Parameters of one layer on one tensor-parallel rank: a hybrid model's
+ * layer `layer` by its kind (layer -1: the largest kind's, what the
+ * sharding's traits are sized for). */
+static double layer_params_of(const struct ctx *c, const struct shape *z, int layer)
 {
-	return z->params;
+	return z->hybrid && layer >= 0 ? z->kparams[llm_layer_kind(&c->in->m, layer)] : z->params;
+}
+
+/* 1 under LoRA: the embedding, the output layer and the norms are frozen
+ * with the rest of the base (Megatron-Bridge's PEFT.freeze_model). */
+static int lora(const struct ctx *c)
+{
+	return layout_lora(&c->in->lay, 0);
+}
+
+/* Of which trained: their gradients are reduced and the optimizer updates
+ * them (all of them; under LoRA the adapters', the base frozen; LoRA is
+ * refused on hybrid models, layout_check). */
+static double layer_train(const struct ctx *c, const struct shape *z, int layer)
+{
+	return lora(c) ? z->train : layer_params_of(c, z, layer);
 }
 
 static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int from_c,
@@ -142,7 +159,7 @@ static void dp_traits(const struct ctx *c, const struct shape *z, struct layout_
 {
 	double w, g, o;
 	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
-	layout_dp_traits(&c->lay, layer_params(z), w, g, t);
+	layout_dp_traits(&c->lay, layer_train(c, z, -1), w, g, t);
 }
 
 static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
@@ -253,7 +270,7 @@ static void layer_grads(struct ctx *c, int r, const struct shape *z, int layer)
 {
 	struct rankst *k = &c->rk[r];
 	if (!z->moe || !llm_is_moe_layer(&c->in->m, layer)) {
-		grad_ready(c, r, z, layer_params(z));
+		grad_ready(c, r, z, layer_train(c, z, layer));
 		return;
 	}
 	grad_ready(c, r, z, z->md);
@@ -280,7 +297,7 @@ static void grad_flush(struct ctx *c, int r, const struct shape *z)
  * group holds (all of a dense layer's; an MoE layer's non-expert part). */
 static double dense_params(const struct ctx *c, const struct shape *z, int layer)
 {
-	return z->moe && llm_is_moe_layer(&c->in->m, layer) ? z->md : layer_params(z);
+	return z->moe && llm_is_moe_layer(&c->in->m, layer) ? z->md : layer_params_of(c, z, layer);
 }
 
 /* All-gather `params` parameters' bf16 weights over the sharding group on
@@ -560,7 +577,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	if (last_chunk && !in->bare) {
 		in_pass(c, pass, sl_head_bwd, r, z);
 		mtp_depths(c, r, z, 0, depth, reduce, pass);
-		if (reduce)
+		if (reduce && !lora(c))
 			grad_ready(c, r, z, head_params(c, r));
 	}
 	for (int l = nl - 1; l >= 0; l--) {
@@ -582,7 +599,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	c->rk[r].layer = -1;
 	if (first_chunk && !in->bare) {
 		in_pass(c, pass, sl_embed_bwd, r, z);
-		if (reduce)
+		if (reduce && !lora(c))
 			grad_ready(c, r, z, embed_params(c, r));
 	}
 	/* The chunk's last bucket (its first layers) once its backward
@@ -770,13 +787,14 @@ static void gather_updated(struct ctx *c, int r, const struct shape *z)
 		int nl = layout_chunk_layers(m, &c->lay, r, ch);
 		for (int i = 0; i < nl; i++) {
 			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
-			gather(c, r, z, dense_params(c, z, l0 + i), 0);
+			gather(c, r, z,
+			       lora(c) ? layer_train(c, z, -1) : dense_params(c, z, l0 + i), 0);
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	for (int k = 0; r == z->p - 1 && !c->in->bare && k < m->mtp_layers; k++)
 		gather(c, r, z, dense_params(c, z, m->layers - 1), 0);
-	if (embed_params(c, r) + head_params(c, r) > 0)
+	if (!lora(c) && embed_params(c, r) + head_params(c, r) > 0)
 		gather(c, r, z, embed_params(c, r) + head_params(c, r), 0);
 }
 
@@ -821,7 +839,8 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	/* The word embedding on two stages: tied to the head, or looked up by
 	 * the MTP depths (finalize_model_grads.py
 	 * _get_shared_word_embedding_weight: mtp_num_layers). */
-	int tied = (!m->untied || m->mtp_layers > 0) && z->p > 1 && (r == 0 || r == z->p - 1);
+	int tied =
+	    (!m->untied || m->mtp_layers > 0) && z->p > 1 && (r == 0 || r == z->p - 1) && !lora(c);
 
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	/* Tied (or MTP's) embeddings on two stages: the word embedding's gradient is
@@ -848,7 +867,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 			if (z->moe && llm_is_moe_layer(m, l0 + i))
 				adam(c, r, z->md * share + z->me * eshare, 1);
 			else
-				adam(c, r, layer_params(z) * share, 1);
+				adam(c, r, layer_train(c, z, l0 + i) * share, 1);
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
@@ -856,10 +875,10 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 		if (z->moe && llm_is_moe_layer(m, m->layers - 1))
 			adam(c, r, z->md * share + z->me * eshare, 1);
 		else
-			adam(c, r, layer_params(z) * share, 1);
-	if (embed_params(c, r) > 0)
+			adam(c, r, layer_params_of(c, z, m->layers - 1) * share, 1);
+	if (embed_params(c, r) > 0 && !lora(c))
 		adam(c, r, embed_params(c, r) * share, 0);
-	if (head_params(c, r) > 0)
+	if (head_params(c, r) > 0 && !lora(c))
 		adam(c, r, head_params(c, r) * share, 0);
 	/* ZeRO-1/2: the updated weights all-gathered, here or (overlap_param)
 	 * before the next step's first forward; ZeRO-3 and FSDP's

@@ -130,6 +130,14 @@ void synth_graph_fit(double *fixed_s, double *node_s);
  * is synth_layer_times'. */
 void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s);
 
+/* The same two for a layer of kind k (llm.h enum llm_kind; a hybrid
+ * model's Mamba, attention or MLP layer; FULL a dense layer's): its
+ * kernel-model times (an attention layer's over the model's windows as
+ * synth_layer_times weighs them) and its host's. */
+void synth_kind_layer_times(const struct synth_in *in, int k, double *fwd_s, double *bwd_s,
+			    double *attn_fwd_s);
+void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, double *bwd_s);
+
 /* Iterations a run may build (synth_in.steps). */
 #define SYNTH_MAX_STEPS 100
 
@@ -137,6 +145,12 @@ void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double 
  * 0's embedding (*emb_s) and of the last stage's final norm, logits and
  * loss (*head_s). */
 void synth_extra_times(const struct synth_in *in, double *emb_s, double *head_s);
+
+/* The time of the collectives one dense layer's forward and backward
+ * (recomputation included) run on the compute stream (comm.h's times),
+ * one microbatch: the analytic estimate's measure of what LoRA's
+ * adapters add (their tensor-parallel collectives). */
+double synth_layer_tp_s(const struct synth_in *in);
 
 /* Parameters outside the layers on one GPU of pipeline stage `stage`, in
  * the order the backward completes their gradients: *first the output

@@ -180,6 +180,10 @@ struct emit_state {
 	VEC(struct oprec) ops;
 	struct opmemo memo[OPMEMO];
 	uint32_t op;
+	/* Kernels the next launched op runs beyond the one timed (an eager
+	 * op that launches several: the host pays a launch for each, within
+	 * the op's time; layer.c more_launches). */
+	int extra;
 	struct synth_host host; /* synth_host(in) */
 };
 
@@ -243,9 +247,13 @@ struct ctx {
 				      * weight-gradient kernels) or W (those alone) */
 	int wk;			     /* 1 while layer.c adds a weight-gradient kernel */
 	double dry_s;		     /* dry: the kernels' time so far */
+	int dry_comm;		     /* dry: add collectives' times to dry_comm_s */
+	double dry_comm_s;	     /* dry: the collectives' time so far */
 	double dry_host_s;	     /* dry: the host's time of their launches */
 	int dry_window;		     /* dry: the sliding window of the layer timed
 				    * (0: a global one), whatever its index */
+	int dry_kind;		     /* dry: the kind of the layer timed (enum
+				      * llm_kind; LLM_KIND_FULL, 0, by default) */
 	struct emit_state em;	     /* the graph as built */
 	struct tally tally;	     /* what the build counted */
 	struct sched_state sc;	     /* the schedule's marks */
@@ -267,6 +275,8 @@ struct shape {
 	double qkv, f_in; /* llm_qkv_width, llm_ffn_in */
 	double qkv_r;	  /* llm_qkv_width_rank: one rank's share */
 	double params;	  /* of one layer on one tensor-parallel rank */
+	double train;	  /* of which trained: params, or under LoRA the
+			   * adapters' (layout_lora_params) */
 	int gated;
 	int L; /* layers per model chunk */
 	int p, v, m;
@@ -287,6 +297,13 @@ struct shape {
 	int ep_per_node, etp_per_node, edp, edp_per_node;
 	int tpep_per_node; /* of the ep x etp group (the allgather dispatcher's) */
 	int disp;	   /* enum layout_dispatcher */
+	/* Hybrid models (hybrid = 0: every layer LLM_KIND_FULL, the rest
+	 * unused): each kind's parameters on one tensor-parallel rank; the
+	 * Mamba-2 mixer's heads, groups (G), inner width (d_i), state (N),
+	 * head width (P), convolution width and chunk (Q), whole (llm.h). */
+	int hybrid;
+	double kparams[LLM_KINDS];
+	double mh, mg, mdi, mn, mp, mconv, mq;
 };
 
 /* ctx.pass: a backward's tasks all, its B pass's or its W pass's. */

@@ -477,6 +477,12 @@ static int build_stream(struct builder *b, struct rank_ctx *rc, size_t lo, size_
 			b->launched.v[call] = 1;
 			if (b->w.rtclass[call] == RT_GRAPH_LAUNCH)
 				b->w.flags[id] |= NF_GRAPH;
+			/* A host-to-device copy from pageable memory is staged
+			 * by the thread before its DMA (docs/MODEL.md); one to
+			 * pageable memory DMAs first and stages after. */
+			if (memcpy_blocks(b, e) && strstr(name, "HtoD") &&
+			    (b->w.flags[call] & NF_BLOCKING))
+				b->w.flags[id] |= NF_STAGED;
 			if (add_edge(b, call, id, GE_LAUNCH))
 				return PRISM_ENOMEM;
 		} else if (e->corr < rc->min_rt_corr || b->o->allow_dangling) {
@@ -521,6 +527,25 @@ static uint32_t first_launched_after(const struct rank_ctx *rc, const struct gra
 			hi = mid;
 	}
 	return lo == s->n ? NONE32 : s->first + lo;
+}
+
+/* The task on a stream other than processor `not` (NONE32: on any stream)
+ * launched last before time t (by its launch call's start), or NONE32. */
+static uint32_t last_launched_other(const struct builder *b, const struct rank_ctx *rc,
+				    uint32_t not, int64_t t)
+{
+	uint32_t best = NONE32;
+	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
+		const struct graph_proc *q = &b->w.procs.v[rc->gpu_procs.v[i]];
+		uint32_t c;
+		if (rc->gpu_procs.v[i] == not || !q->n)
+			continue;
+		c = last_launched_before(b, rc, q, t);
+		if (c != NONE32 &&
+		    (best == NONE32 || rc->lts[c - rc->node_base] > rc->lts[best - rc->node_base]))
+			best = c;
+	}
+	return best;
 }
 
 static const struct graph_proc *stream_proc(const struct builder *b, const struct rank_ctx *rc,
@@ -638,15 +663,36 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 	return 0;
 }
 
-/* Blocking calls without a cuda_sync record. */
+/* Blocking calls without a cuda_sync record.  A cudaEventSynchronize
+ * after a cudaEventRecord on its thread waits, by the host's call order,
+ * for the task launched last before that record (on any stream: the
+ * record's stream is not traced) -- not for what its stream ran after the
+ * record; where that task did not end by the call's return, or no record
+ * is traced, as a stream synchronise. */
 static int other_syncs(struct builder *b, struct rank_ctx *rc, const uint8_t *resolved)
 {
-	uint32_t end = (uint32_t)b->w.n_nodes;
+	uint32_t end = (uint32_t)b->w.n_nodes, proc = NONE32;
+	int64_t rec_t = INT64_MIN;
 
 	for (uint32_t u = rc->node_base; u < end; u++) {
+		if (b->w.proc[u] != proc) {
+			proc = b->w.proc[u];
+			rec_t = INT64_MIN;
+		}
+		if (b->w.kind[u] == GN_RUNTIME && b->w.rtclass[u] == RT_EVENT_RECORD)
+			rec_t = b->w.start_ns[u];
 		if (b->w.kind[u] != GN_RUNTIME || !(b->w.flags[u] & NF_BLOCKING) ||
 		    resolved[u - rc->node_base])
 			continue;
+		if (b->w.rtclass[u] == RT_EVENT_SYNC && b->o->infer_sync && rec_t != INT64_MIN) {
+			uint32_t src = last_launched_other(b, rc, NONE32, rec_t);
+			int64_t call_end = b->w.start_ns[u + 1] + b->w.dur_ns[u + 1];
+			if (src != NONE32 && node_end(b, src) <= call_end + b->o->sync_tol_ns) {
+				if (sync_edge(b, src, u, 1))
+					return PRISM_ENOMEM;
+				continue;
+			}
+		}
 		if (b->w.rtclass[u] == RT_DEVICE_SYNC) {
 			for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 				uint32_t src = last_launched_before(
@@ -747,6 +793,85 @@ static int64_t stream_ready(const struct builder *b, const struct rank_ctx *rc,
 	return ready;
 }
 
+/* A cross-stream wait found by the host's call order (call_waits). */
+struct call_wait {
+	uint32_t call; /* the cudaStreamWaitEvent node */
+	uint32_t src;  /* the task the event recorded */
+	uint32_t dst;  /* the first task launched after the wait */
+};
+typedef VEC(struct call_wait) call_wait_vec;
+
+/*
+ * Cross-stream waits from the host's call order.  A cudaStreamWaitEvent
+ * makes the stream of the next task its thread launches wait for the
+ * event, and the event stands for the work launched before its
+ * cudaEventRecord: the task on another stream launched last before the
+ * thread's latest cudaEventRecord since its previous wait (before the
+ * wait itself where no record is traced -- five of the shared traces have
+ * none).  The pair does not depend on when the awaited task ended, so a
+ * wait that a full GPU delayed (the waiting task starting 120-135 us
+ * after its source, behind a GEMM holding every SM) is found like any
+ * other.  Up to CALL_WAITS_MAX waits before one launch each get their
+ * pair.  0, or PRISM_ENOMEM.
+ */
+#define CALL_WAITS_MAX 8
+static int call_waits(struct builder *b, struct rank_ctx *rc, call_wait_vec *out)
+{
+	for (size_t i = 0; i < rc->cpu_procs.n; i++) {
+		const struct graph_proc *p = &b->w.procs.v[rc->cpu_procs.v[i]];
+		int64_t rec_t = INT64_MIN, pend_t[CALL_WAITS_MAX];
+		uint32_t pend[CALL_WAITS_MAX];
+		size_t np = 0;
+		for (uint32_t u = p->first; u < p->first + p->n; u++) {
+			uint32_t dst;
+			if (b->w.kind[u] != GN_RUNTIME)
+				continue;
+			if (b->w.rtclass[u] == RT_EVENT_RECORD) {
+				rec_t = b->w.start_ns[u];
+				continue;
+			}
+			if (b->w.rtclass[u] == RT_STREAM_WAIT) {
+				if (np < CALL_WAITS_MAX) {
+					pend[np] = u;
+					pend_t[np++] =
+					    rec_t != INT64_MIN ? rec_t : b->w.start_ns[u];
+				}
+				rec_t = INT64_MIN;
+				continue;
+			}
+			if (!np || b->w.corr[u] < 0 ||
+			    (dst = imap_get(&rc->gpunode_by_corr, b->w.corr[u])) == IMAP_NONE)
+				continue;
+			for (size_t k = 0; k < np; k++) {
+				struct call_wait w = {pend[k], NONE32, dst};
+				w.src = last_launched_other(b, rc, b->w.proc[dst], pend_t[k]);
+				if (w.src != NONE32 && VEC_PUSH(*out, w))
+					return build_nomem(b);
+			}
+			np = 0;
+		}
+	}
+	return 0;
+}
+
+/* The call-order waits whose cudaStreamWaitEvent no cuda_sync record
+ * resolved, as inferred event edges; a pair the timing contradicts (the
+ * source ending more than the event tolerance after the waiting task
+ * began) is a wrong guess and left out.  0, or PRISM_ENOMEM. */
+static int call_wait_edges(struct builder *b, const struct rank_ctx *rc, const call_wait_vec *waits,
+			   const uint8_t *resolved)
+{
+	for (size_t k = 0; k < waits->n; k++) {
+		const struct call_wait *w = &waits->v[k];
+		if (resolved[w->call - rc->node_base] ||
+		    node_end(b, w->src) > b->w.start_ns[w->dst] + rc->event_tol)
+			continue;
+		if (add_edge(b, w->src, w->dst, GE_EVENT | GE_INFERRED))
+			return PRISM_ENOMEM;
+	}
+	return 0;
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -755,15 +880,21 @@ static int cmp_i64(const void *a, const void *b)
 
 /*
  * The rank's event tolerance: o->event_tol_ns (10 us, set on A100
- * traces), or where the trace's own launch latency is longer (V100 and
- * MI300X traces start kernels 15-20 us after their launch), 1.5 x its
- * median, at most 3 x event_tol_ns (the median, because kernels that
- * waited for another stream are among those measured).  The latency is measured on
- * the GPU tasks whose stream was idle when they were launched (their
- * start waited for the launch alone); a delay within it is not taken for a
- * wait on another stream.  0, or PRISM_ENOMEM.
+ * traces), or where the trace's own latency from a finished task to the
+ * task that waited for it is longer, 1.5 x its median, at most 3 x
+ * event_tol_ns.  Measured, first, on the waits the host's call order
+ * shows (call_waits) whose waiting task was held back by its source
+ * alone (its launch and its stream's previous task done before the
+ * source ended): the delay from the source's end to its start.  A GPU
+ * that runs steps behind its host launches nothing onto an idle stream,
+ * so this does not depend on idle launches.  Where a rank has fewer than
+ * 16 such waits, on the GPU tasks launched onto an idle stream (the
+ * launch latency: V100 and MI300X traces start kernels 15-20 us after
+ * their launch), as before.  The median, because some waits were also
+ * held by a full GPU.  0, or PRISM_ENOMEM.
  */
-static int event_tol_measured(struct builder *b, struct rank_ctx *rc)
+#define EVENT_TOL_SAMPLES 16
+static int event_tol_measured(struct builder *b, struct rank_ctx *rc, const call_wait_vec *waits)
 {
 	int64_t base = b->o->event_tol_ns, *lag;
 	size_t n = 0, cap = b->w.n_nodes - rc->node_base;
@@ -771,19 +902,29 @@ static int event_tol_measured(struct builder *b, struct rank_ctx *rc)
 	rc->event_tol = base;
 	if (!b->o->event_tol_auto || !cap)
 		return 0;
-	if (!(lag = prism_malloc(cap * sizeof(*lag))))
+	if (!(lag = prism_malloc((cap > waits->n ? cap : waits->n) * sizeof(*lag))))
 		return build_nomem(b);
-	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
-		const struct graph_proc *p = &b->w.procs.v[rc->gpu_procs.v[i]];
-		for (uint32_t u = p->first; u < p->first + p->n; u++) {
-			int64_t launch = rc->lts[u - rc->node_base], xs = b->w.start_ns[u];
-			if (launch == INT64_MIN || xs < launch ||
-			    (u > p->first && node_end(b, u - 1) > launch))
-				continue;
-			lag[n++] = xs - launch;
+	for (size_t k = 0; k < waits->n; k++) {
+		const struct call_wait *w = &waits->v[k];
+		const struct graph_proc *p = &b->w.procs.v[b->w.proc[w->dst]];
+		int64_t se = node_end(b, w->src), ready = stream_ready(b, rc, p, w->dst);
+		if (ready != INT64_MIN && ready < se && b->w.start_ns[w->dst] >= se)
+			lag[n++] = b->w.start_ns[w->dst] - se;
+	}
+	if (n < EVENT_TOL_SAMPLES) {
+		n = 0;
+		for (size_t i = 0; i < rc->gpu_procs.n; i++) {
+			const struct graph_proc *p = &b->w.procs.v[rc->gpu_procs.v[i]];
+			for (uint32_t u = p->first; u < p->first + p->n; u++) {
+				int64_t launch = rc->lts[u - rc->node_base], xs = b->w.start_ns[u];
+				if (launch == INT64_MIN || xs < launch ||
+				    (u > p->first && node_end(b, u - 1) > launch))
+					continue;
+				lag[n++] = xs - launch;
+			}
 		}
 	}
-	if (n >= 16) {
+	if (n >= EVENT_TOL_SAMPLES) {
 		int64_t t;
 		qsort(lag, n, sizeof(*lag), cmp_i64);
 		t = lag[n / 2] + lag[n / 2] / 2;
@@ -794,26 +935,55 @@ static int event_tol_measured(struct builder *b, struct rank_ctx *rc)
 	return 0;
 }
 
-/* Cross-stream edges inferred from unexplained GPU start delays. */
-static int edges_from_events(struct builder *b, struct rank_ctx *rc)
+/* Per task of the rank, the latest end of its event sources from edges
+ * edge_lo on (INT64_MIN: none); NULL when out of memory. */
+static int64_t *event_ready(const struct builder *b, const struct rank_ctx *rc, size_t edge_lo)
 {
-	int64_t tol = rc->event_tol;
+	size_t n = b->w.n_nodes - rc->node_base;
+	int64_t *r = prism_malloc((n ? n : 1) * sizeof(*r));
+	if (!r)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		r[i] = INT64_MIN;
+	for (size_t k = edge_lo; k < b->w.edges.n; k++) {
+		const struct gw_edge *e = &b->w.edges.v[k];
+		if (GE_KIND(e->kind) == GE_EVENT && node_end(b, e->src) > r[e->dst - rc->node_base])
+			r[e->dst - rc->node_base] = node_end(b, e->src);
+	}
+	return r;
+}
 
+/* Cross-stream edges inferred from unexplained GPU start delays: those
+ * that neither the task's own stream nor its event sources so far (edges
+ * from edge_lo on: the call-order waits) explain. */
+static int edges_from_events(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
+{
+	int64_t tol = rc->event_tol, *ev_ready = event_ready(b, rc, edge_lo);
+
+	if (!ev_ready)
+		return build_nomem(b);
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 		const struct graph_proc *p = &b->w.procs.v[rc->gpu_procs.v[i]];
 		for (uint32_t u = p->first; u < p->first + p->n; u++) {
 			int64_t ready = stream_ready(b, rc, p, u), xs = b->w.start_ns[u];
 			uint32_t best;
-			if (ready == INT64_MIN || xs - ready <= tol)
+			if (ready == INT64_MIN)
+				continue;
+			if (ev_ready[u - rc->node_base] > ready)
+				ready = ev_ready[u - rc->node_base];
+			if (xs - ready <= tol)
 				continue;
 			/* the awaited task ended within tol of the start,
 			 * either side (tasks often begin a few us before the
 			 * kernel they evidently waited for ends) */
 			best = cross_source(b, rc, p, ready, xs, -tol, tol, 0);
-			if (best != NONE32 && add_edge(b, best, u, GE_EVENT | GE_INFERRED))
+			if (best != NONE32 && add_edge(b, best, u, GE_EVENT | GE_INFERRED)) {
+				free(ev_ready);
 				return PRISM_ENOMEM;
+			}
 		}
 	}
+	free(ev_ready);
 	return 0;
 }
 
@@ -825,19 +995,10 @@ static int edges_from_events(struct builder *b, struct rank_ctx *rc)
  * last blocks while the next kernel's first ones start. */
 static int edges_from_shares(struct builder *b, struct rank_ctx *rc, size_t edge_lo)
 {
-	size_t n = b->w.n_nodes - rc->node_base;
-	int64_t *ev_ready = prism_malloc((n ? n : 1) * sizeof(*ev_ready));
+	int64_t *ev_ready = event_ready(b, rc, edge_lo);
 
 	if (!ev_ready)
 		return build_nomem(b);
-	for (size_t i = 0; i < n; i++)
-		ev_ready[i] = INT64_MIN;
-	for (size_t k = edge_lo; k < b->w.edges.n; k++) {
-		const struct gw_edge *e = &b->w.edges.v[k];
-		if (GE_KIND(e->kind) == GE_EVENT &&
-		    node_end(b, e->src) > ev_ready[e->dst - rc->node_base])
-			ev_ready[e->dst - rc->node_base] = node_end(b, e->src);
-	}
 	for (size_t i = 0; i < rc->gpu_procs.n; i++) {
 		const struct graph_proc *p = &b->w.procs.v[rc->gpu_procs.v[i]];
 		for (uint32_t u = p->first; u < p->first + p->n; u++) {
@@ -1081,6 +1242,26 @@ static int collectives(struct builder *b, struct rank_ctx *rc)
 	return 0;
 }
 
+/* Pair the job's collectives across ranks by kind, size and group
+ * (graph_pair_colls), their sequence numbers so far each rank's launch
+ * order.  0, or PRISM_ENOMEM. */
+static int pair_collectives(struct builder *b)
+{
+	size_t n = b->w.colls.n;
+	uint32_t *rank;
+	int rc;
+
+	if (b->w.ranks.n < 2 || n == 0)
+		return 0;
+	if (!(rank = prism_malloc(n * sizeof(*rank))))
+		return build_nomem(b);
+	for (size_t i = 0; i < n; i++)
+		rank[i] = b->w.procs.v[b->w.proc[b->w.colls.v[i].node]].rank;
+	rc = graph_pair_colls(b->w.colls.v, n, rank);
+	free(rank);
+	return rc ? build_nomem(b) : 0;
+}
+
 static int cmp_thread(const void *a, const void *b, const struct kineto_trace *tr)
 {
 	const struct kt_thread *x = &tr->threads.v[*(const uint32_t *)a];
@@ -1102,6 +1283,7 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 	size_t *lo_of = NULL, *hi_of = NULL;
 	uint32_t *proc_of = NULL; /* thread -> processor, or UINT32_MAX */
 	uint8_t *resolved = NULL;
+	call_wait_vec waits = {0};
 	size_t edge_lo, it_lo;
 	int rc_ = 0;
 
@@ -1223,14 +1405,17 @@ static int build_rank(struct builder *b, const struct kineto_trace *tr, uint32_t
 		     b->w.rtclass[u] == RT_MEMSET))
 			b->w.stats.launch_no_gpu++;
 	}
-	if ((rc_ = event_tol_measured(b, &rc)))
+	if ((b->o->infer_events && (rc_ = call_waits(b, &rc, &waits))) ||
+	    (rc_ = event_tol_measured(b, &rc, &waits)))
 		goto out;
 	edge_lo = b->w.edges.n;
 	rc.nsync = tr->kind_counts[KT_CUDA_SYNC];
 	if ((rc_ = exact_syncs(b, &rc, resolved)) || (rc_ = other_syncs(b, &rc, resolved)))
 		goto out;
 	split_waits(b, &rc, edge_lo);
-	if (rc.nsync == 0 && b->o->infer_events && (rc_ = edges_from_events(b, &rc)))
+	if ((rc_ = call_wait_edges(b, &rc, &waits, resolved)))
+		goto out;
+	if (rc.nsync == 0 && b->o->infer_events && (rc_ = edges_from_events(b, &rc, edge_lo)))
 		goto out;
 	if (b->o->infer_share && (rc_ = edges_from_shares(b, &rc, edge_lo)))
 		goto out;
@@ -1257,6 +1442,7 @@ out:
 	imap_release(&rc.gpunode_by_corr);
 	VEC_FREE(rc.cpu_procs);
 	VEC_FREE(rc.gpu_procs);
+	VEC_FREE(waits);
 	return rc_;
 }
 
@@ -1338,6 +1524,9 @@ static int finish(struct builder *b, struct graph **out)
 		if (lag > b->o->lag_cap_ns && (g->flags[u] & NF_WAKE)) {
 			/* Woken by another thread: the wake-up (the autograd
 			 * engine starting) is kept whole. */
+		} else if (lag > b->o->lag_cap_ns && (g->flags[u] & NF_STAGED)) {
+			/* A pageable copy: the calling thread staged its data
+			 * before the DMA began; it starts where it ran. */
 		} else if (lag > b->o->lag_cap_ns && (g->flags[u] & NF_GRAPH)) {
 			/* A CUDA graph's task: what ran before it inside the
 			 * graph (host, event-wait or unreported kernel nodes) is
@@ -1477,6 +1666,8 @@ int build_graph(const struct kineto_trace *traces, size_t n, struct strtab *st,
 				   n ? traces[order[0][1]].path : "the job");
 		goto out;
 	}
+	if ((rc = pair_collectives(&b)))
+		goto out;
 	rc = finish(&b, out);
 out:
 	free(order);

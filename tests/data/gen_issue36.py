@@ -127,3 +127,86 @@ ev.append(X("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgs
 ev.sort(key=lambda e: (e["ts"], -e["dur"]))
 for r in (0, 1):
     dump(f"described_ddp_2025.rank{r}.json", ev, rank=r, world=2)
+
+# Item 4, dependencies: waits found by the host's call order.
+def run(ev, ts, dur, corr, name="cudaLaunchKernel"):
+    return X("cuda_runtime", name, 1, 1, ts, dur, correlation=corr)
+def gpu(name, stream, ts, dur, corr, cat="kernel"):
+    return X(cat, name, 0, stream, ts, dur, device=0, stream=stream, correlation=corr)
+
+# waitfull_2025.json: k_src (stream 20, 15-300 us) is recorded
+# (cudaEventRecord at 16 us, after its launch); gemm_big (stream 7, 30-475
+# us) then holds every SM; stream 24 waits for the event (cudaStreamWaitEvent
+# at 30 us) and k_wait, launched at 40 us, starts at 430 us, 130 us after
+# k_src ended and 45 us before gemm_big ends: the GPU was full.  No
+# cuda_sync records.
+ev = [X("user_annotation", "ProfilerStep#1", 1, 1, 0, 600),
+      run(ev, 10, 5, 1), gpu("k_src", 20, 15, 285, 1),
+      run(ev, 16, 2, 2, "cudaEventRecord"),
+      run(ev, 20, 5, 3), gpu("gemm_big", 7, 30, 445, 3),
+      run(ev, 30, 3, 4, "cudaStreamWaitEvent"),
+      run(ev, 40, 5, 5), gpu("k_wait", 24, 430, 50, 5),
+      run(ev, 60, 440, 6, "cudaDeviceSynchronize")]
+ev.sort(key=lambda e: (e["ts"], -e["dur"]))
+dump("waitfull_2025.json", ev)
+
+# collorder_2025.rank{0,1}.json: ranks 0 and 1 of 2 each all-reduce 1 Mi
+# and 2 Mi fp32 elements (4 and 8 MiB) on one process group, each on its
+# own NCCL stream; rank 0 launches the 4 MiB one first, rank 1 the 8 MiB
+# one.  Paired by order, rank 0's 4 MiB would wait for rank 1's 8 MiB.
+# Then an all-to-all whose sizes differ between the ranks (1,000 and
+# 3,000 fp32 elements sent), launched at 46 us, run from 130 and 150 us:
+# paired by kind alone.
+def coll(ts, n, stream, corr, dur, name="allreduce",
+         kernel="ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", start=None):
+    return [X("cpu_op", "record_param_comms", 1, 1, ts, 8,
+              **{"Collective name": name, "In msg nelems": n, "Out msg nelems": n,
+                 "Group size": 2, "dtype": "Float", "Process Group Name": "0",
+                 "Process Group Ranks": "[0, 1]"}),
+            run(None, ts + 1, 5, corr),
+            gpu(kernel, stream, ts + 10 if start is None else start, dur, corr)]
+for rank, first in ((0, 1 << 20), (1, 1 << 21)):
+    second = (1 << 21) if first == (1 << 20) else (1 << 20)
+    dur = {1 << 20: 100, 1 << 21: 200}
+    ev = [X("user_annotation", "ProfilerStep#1", 1, 1, 0, 500)]
+    ev += coll(10, first, 20 if first == 1 << 20 else 24, 1, dur[first])
+    ev += coll(30, second, 20 if second == 1 << 20 else 24, 2, dur[second])
+    ev += coll(45, 1000 if rank == 0 else 3000, 20, 3, 50, name="all_to_all",
+               kernel="ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+               start=130 if rank == 0 else 150)
+    ev.append(run(None, 55, 400, 4, "cudaDeviceSynchronize"))
+    ev.sort(key=lambda e: (e["ts"], -e["dur"]))
+    dump("collorder_2025.rank%d.json" % rank, ev, rank=rank, world=2)
+
+# copy_2025.json: an all-reduce (stream 20, 20-220 us) recorded
+# (cudaEventRecord at 16 us); the compute stream 7 waits for it
+# (cudaStreamWaitEvent at 30 us) and a pinned host-to-device copy launched at
+# 40 us runs 15 us after it ends (235-260 us): the call order ties them.
+# Then a copy from pageable memory: cudaMemcpyAsync from 300 to 900 us (the
+# thread stages the data), its DMA at 800-880 us.
+ev = [X("user_annotation", "ProfilerStep#1", 1, 1, 0, 1000),
+      run(None, 10, 5, 1), gpu("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                              20, 20, 200, 1),
+      run(None, 16, 2, 2, "cudaEventRecord"),
+      run(None, 30, 3, 3, "cudaStreamWaitEvent"),
+      run(None, 40, 5, 4, "cudaMemcpyAsync"),
+      gpu("Memcpy HtoD (Pinned -> Device)", 7, 235, 25, 4, cat="gpu_memcpy"),
+      run(None, 300, 600, 5, "cudaMemcpyAsync"),
+      gpu("Memcpy HtoD (Pageable -> Device)", 7, 800, 80, 5, cat="gpu_memcpy"),
+      run(None, 920, 60, 6, "cudaDeviceSynchronize")]
+ev.sort(key=lambda e: (e["ts"], -e["dur"]))
+dump("copy_2025.json", ev, world=2)
+
+# evsync_2025.json: k1 (stream 7, 20-100 us) is recorded (cudaEventRecord
+# at 12 us); k2 is launched after the record onto the same stream (100-300
+# us); cudaEventSynchronize from 20 us returns at 105 us: it waited for k1,
+# the task launched last before the record, not for k2, which its stream
+# ran after it (and which ends 195 us after the call returned).
+ev = [X("user_annotation", "ProfilerStep#1", 1, 1, 0, 400),
+      run(None, 5, 5, 1), gpu("k1", 7, 20, 80, 1),
+      run(None, 12, 2, 2, "cudaEventRecord"),
+      run(None, 15, 4, 3), gpu("k2", 7, 100, 200, 3),
+      run(None, 20, 85, 4, "cudaEventSynchronize"),
+      run(None, 310, 10, 5, "cudaDeviceSynchronize")]
+ev.sort(key=lambda e: (e["ts"], -e["dur"]))
+dump("evsync_2025.json", ev)
