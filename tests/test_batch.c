@@ -338,6 +338,9 @@ static void test_writer(void **state)
 		remove(dbs[threaded]);
 	}
 	writer_finish(NULL, &err);
+	sweep_release(&sw);
+}
+
 /*
  * A sweep that lists no partition takes "auto": each candidate's the first
  * Megatron-Core accepts of even, embed-loss, embed, loss and first/last
