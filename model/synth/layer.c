@@ -146,10 +146,9 @@ static void gemm(struct ctx *c, int r, const char *name, double m, double n, dou
 static void tp_coll_of(struct ctx *c, int r, const struct shape *z, int st, int kind, double width)
 {
 	struct comm_group g = {(int)z->t, z->tp_per_node};
-	char pg[32];
-	if (c->dry) /* se_collective times nothing in a dry run: no name */
-		return;
-	snprintf(pg, sizeof(pg), "tp.%d", r);
+	char pg[32] = "";
+	if (!c->dry) /* a dry run's collective (its time alone) has no group */
+		snprintf(pg, sizeof(pg), "tp.%d", r);
 	if (kind == GC_REDUCE_SCATTER)
 		se_collective(c, r, st, kind, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
 			      z->b * z->s * width * 2, g, pg);
