@@ -37,7 +37,7 @@ struct made {
 /* The chunk's candidates into sp, in order: a pending one as a ref, a
  * rejected one as its index. */
 static int keep(struct batch_space *sp, const struct made *mk, int nk, uint64_t i0, size_t *cap,
-		size_t *rcap)
+		size_t *rcap, size_t *scap)
 {
 	for (int j = 0; j < nk; j++) {
 		if (!mk[j].ok)
@@ -54,8 +54,11 @@ static int keep(struct batch_space *sp, const struct made *mk, int nk, uint64_t 
 					       mk[j].analytic_s, mk[j].bound_s};
 		} else {
 			if (vec_reserve_((void **)&sp->rejected, rcap, sp->nrejected + 1,
-					 sizeof(*sp->rejected)))
+					 sizeof(*sp->rejected)) ||
+			    vec_reserve_((void **)&sp->rejected_status, scap, sp->nrejected + 1,
+					 sizeof(*sp->rejected_status)))
 				return PRISM_ENOMEM;
+			sp->rejected_status[sp->nrejected] = (uint8_t)mk[j].status;
 			sp->rejected[sp->nrejected++] = (uint32_t)(i0 + (uint64_t)j);
 		}
 	}
@@ -88,7 +91,7 @@ int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *s
 		struct prism_err *err)
 {
 	uint64_t total = sweep_count(sw);
-	size_t cap = 0, rcap = 0;
+	size_t cap = 0, rcap = 0, scap = 0;
 	struct made *mk = prism_malloc(ENUM_CHUNK * sizeof(*mk));
 
 	memset(sp, 0, sizeof(*sp));
@@ -101,7 +104,7 @@ int batch_space(const struct sweep *sw, struct pool *pool, struct batch_space *s
 		int nk = total - i0 < ENUM_CHUNK ? (int)(total - i0) : ENUM_CHUNK;
 		struct space_job J = {sw, mk, i0, sp->n};
 		pool_for(pool, nk, 64, 0, make_one, &J);
-		if (keep(sp, mk, nk, i0, &cap, &rcap)) {
+		if (keep(sp, mk, nk, i0, &cap, &rcap, &scap)) {
 			free(mk);
 			batch_space_release(sp);
 			return prism_err_set(err, PRISM_ENOMEM, "out of memory");
@@ -117,8 +120,10 @@ void batch_space_release(struct batch_space *sp)
 {
 	free(sp->order);
 	free(sp->rejected);
+	free(sp->rejected_status);
 	sp->order = NULL;
 	sp->rejected = NULL;
+	sp->rejected_status = NULL;
 	sp->norder = sp->nrejected = 0;
 }
 

@@ -51,7 +51,8 @@ struct batch_ref {
 struct batch_space {
 	struct batch_ref *order; /* pending candidates, best-first */
 	size_t norder;
-	uint32_t *rejected; /* invalid or out of memory: their indices */
+	uint32_t *rejected;	  /* invalid or out of memory: their indices */
+	uint8_t *rejected_status; /* and their status (CS_INVALID, CS_OOM) */
 	size_t nrejected;
 	long n;			/* candidates in all */
 	char first_reason[160]; /* the first candidate's verdict ("none": pending) */

@@ -21,6 +21,7 @@
 #include "shard.h"
 #include "sweep.h"
 #include "vec.h"
+#include "writer.h"
 
 static const char help[] =
     "usage: prism search SWEEP [options]\n"
@@ -89,7 +90,8 @@ static const char help_options[] =
     "      --optimise      prune by the proven bound alone (also --optimize)\n"
     "      --exhaustive    screen nothing\n"
     "      --threads N     threads (default: OMP_NUM_THREADS, else the CPUs it may use;\n"
-    "                      idle ones sleep); fewer from the next\n"
+    "                      idle ones sleep; with N > 1 the rows are stored by one\n"
+    "                      more, SQLite's, while they work); fewer from the next\n"
     "                      batch on where the largest candidates so far would\n"
     "                      not fit in memory at one a thread (said when it happens)\n"
     "      --batch N       candidates per batch and transaction (default 32; the\n"
@@ -231,6 +233,9 @@ static int oneline_write(const struct oneline *q, char *path, size_t n, struct p
 		return prism_err_set(err, PRISM_EIO, "%s: write failed: %s", path, strerror(errno));
 	return 0;
 }
+
+/* The batches process 0's writer may hold before they are stored. */
+#define WRITER_BYTES ((size_t)16 << 20)
 
 /* Rejected candidates are stored in transactions of this many. */
 #define REJECT_CHUNK 4096
@@ -458,6 +463,7 @@ struct run {
 	size_t stats[CS_FAILED + 1];
 	struct batch_best best;
 	struct pool *pool; /* this process's threads */
+	struct writer *w;  /* stores process 0's rows (NULL before open_results) */
 	int mode, bsize, resumed, lead;
 	int quiet;	  /* --quiet: no progress, no counts */
 	double last_line; /* when the last progress line went to a log */
@@ -510,33 +516,50 @@ static int open_results(struct run *R, const char *db_arg, int batch_given, stru
 	return rc;
 }
 
+/* A rejected candidate made again for its row (writer_make_fn). */
+static void make_rejected(const void *sw, uint32_t index, struct cand *c)
+{
+	sweep_candidate(sw, index, c);
+}
+
 /* Process 0 stores the rejected candidates not stored before, in
  * transactions of REJECT_CHUNK (a kill between them loses nothing: the
- * rerun stores the rest). */
+ * rerun stores the rest): made again and stored by the writer while the
+ * batches begin (their statuses, counted here, are batch_space's). */
 static int keep_rejected(struct run *R, struct prism_err *err)
 {
-	struct cand *rej;
+	uint32_t index[REJECT_CHUNK];
 	size_t nrej = 0;
 	int rc = 0;
 
 	if (!R->lead)
 		return 0;
-	if (!(rej = prism_malloc(REJECT_CHUNK * sizeof(*rej))))
-		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	for (size_t i = 0; rc == 0 && i <= R->sp.nrejected; i++) {
 		if (i < R->sp.nrejected && R->stored[R->sp.norder + i]) {
 			R->done++;
 		} else if (i < R->sp.nrejected) {
-			sweep_candidate(&R->sw, R->sp.rejected[i], &rej[nrej]);
-			R->stats[rej[nrej++].status]++;
+			index[nrej++] = R->sp.rejected[i];
+			R->stats[R->sp.rejected_status[i]]++;
 		}
 		if (nrej && (nrej == REJECT_CHUNK || i == R->sp.nrejected)) {
-			rc = store_put(R->db, R->sid, rej, nrej, err);
+			rc = writer_put_made(R->w, make_rejected, &R->sw, index, nrej, err);
 			nrej = 0;
 		}
 	}
-	free(rej);
 	return rc;
+}
+
+/* Process 0's rows stored by a thread of their own where the search has
+ * more than one (writer.h), up to WRITER_BYTES of batches behind; the
+ * other processes' writer stores nothing. */
+static int open_writer(struct run *R, int threads, struct prism_err *err)
+{
+	size_t per = (size_t)R->bsize * sizeof(struct cand);
+	int slots = per * 256 <= WRITER_BYTES ? 256 : (int)(WRITER_BYTES / per);
+	if (!(R->w = writer_new(R->lead ? R->db : NULL, R->sid, R->bsize, slots, threads > 1)))
+		return prism_err_set(err, errno == ENOMEM ? PRISM_ENOMEM : PRISM_EIO,
+				     "cannot start the writer: %s", strerror(errno));
+	return 0;
 }
 
 /* The refs not stored before, in place. */
@@ -590,19 +613,24 @@ static void progress_line(struct run *R, struct progress *pg, size_t at, double 
  * between batches. */
 static int run_batches(struct run *R, int threads, struct progress *pg, struct prism_err *err)
 {
-	struct cand *batch = prism_malloc((size_t)R->bsize * sizeof(*batch));
+	struct writer *W = R->w;
 	int *owner = prism_malloc((size_t)R->bsize * sizeof(*owner));
 	struct batch_job *work = prism_malloc((size_t)R->bsize * sizeof(*work));
 	double avail = available_bytes(), t0 = now();
 	int tn = threads, rc = 0;
 
-	if (!batch || !owner || !work)
+	if (!W || !owner || !work)
 		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	if ((rc = shard_any(&R->sh, rc)))
 		goto out;
 	for (size_t at = 0; at < R->sp.norder;) {
 		int nb = R->sp.norder - at < (size_t)R->bsize ? (int)(R->sp.norder - at) : R->bsize;
 		int t;
+		struct cand *batch = writer_slot(W);
+		if (!batch) { /* the writer failed: writer_put says why */
+			rc = writer_put(W, 0, err);
+			goto fail;
+		}
 		batch_make(&R->sw, R->pool, R->sp.order + at, nb, R->mode, &R->best, batch, pg);
 		at += (size_t)nb;
 		shard_deal(&R->sh, batch, nb, owner);
@@ -622,24 +650,30 @@ static int run_batches(struct run *R, int threads, struct progress *pg, struct p
 			rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
 			goto out;
 		}
-		if (R->lead && (rc = store_put(R->db, R->sid, batch, (size_t)nb, err))) {
-			if (R->sh.size > 1) {
-				cli_fail(err);
-				shard_abort(&R->sh, 1);
-			}
-			goto out;
-		}
 		for (int i = 0; i < nb; i++)
 			R->stats[batch[i].status]++;
 		batch_best_add(&R->best, batch, nb);
+		/* The batch is the writer's from here. */
+		if (R->lead && (rc = writer_put(W, (size_t)nb, err)))
+			goto fail;
 		if (R->lead)
 			progress_line(R, pg, at, t0);
 	}
+	/* Every batch stored before the sweep's row is finished. */
+	rc = writer_finish(W, err);
+	R->w = NULL;
+	if (rc)
+		goto fail;
 out:
-	free(batch);
 	free(owner);
 	free(work);
 	return rc;
+fail:
+	if (R->sh.size > 1) {
+		cli_fail(err);
+		shard_abort(&R->sh, 1);
+	}
+	goto out;
 }
 
 /* The one-line search's options (--model, --hw, --gpus, --gbs, --name,
@@ -831,7 +865,9 @@ int cmd_search(int argc, char **argv)
 	shard_bcast(&R.sh, &R.resumed, sizeof(R.resumed));
 	shard_bcast(&R.sh, &R.bsize, sizeof(R.bsize)); /* a resumed sweep's own */
 	shard_bcast(&R.sh, R.stored, R.sp.norder + R.sp.nrejected);
-	rc = keep_rejected(&R, &err);
+	rc = open_writer(&R, threads, &err);
+	if (rc == 0)
+		rc = keep_rejected(&R, &err);
 	if ((rc = agree(&R.sh, rc, &quiet)))
 		goto out;
 	drop_stored(&R);
@@ -869,6 +905,7 @@ int cmd_search(int argc, char **argv)
 	printf("report: prism report %s\n", R.dbpath);
 out:
 	progress_stop(&pg);
+	writer_finish(R.w, &(struct prism_err){0});
 	batch_space_release(&R.sp);
 	free(R.stored);
 	if (R.db)

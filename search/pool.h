@@ -2,8 +2,9 @@
  * pool.h - the search's threads: a fixed set that sleeps between jobs.
  *
  * A sweep alternates parallel work (making and simulating a batch of
- * candidates) with serial work on one thread (screening, storing rows in
- * SQLite).  OpenMP's threads spin through the serial part by default
+ * candidates) with serial work on one thread (screening; storing rows in
+ * SQLite, which search/writer.h's thread does beside the pool when there
+ * are two or more).  OpenMP's threads spin through the serial part by default
  * (libgomp's OMP_WAIT_POLICY, read before main runs): on a shared
  * two-core machine the spinning thread took 58 % of the CPU and two
  * threads ran 1.4-3x slower than one.  These threads block on a condition

@@ -163,6 +163,8 @@ struct sim {
 	int64_t *fold_busy;
 	uint32_t n_fold_cap;
 	VEC(struct sim_piece_time) plog;
+	VEC(struct sim_piece_time) ptmp; /* scratch: plog sorted */
+	VEC(uint32_t) pcount;		 /* scratch: per task, its first row */
 };
 
 /* The tasks running on one rank's GPU under contention. */

@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "batch.h"
+#include "store.h"
 #include "testutil.h"
+#include "writer.h"
 
 #define SMALL PRISM_SOURCE_DIR "/tests/data/sweeps/small.cfg"
 
@@ -254,6 +256,91 @@ static void test_pool(void **state)
 	pool_free(NULL);
 }
 
+/* small.cfg's 32 candidates put through a writer: the first 5 made by the
+ * writer from their indices, the rest in batches of 3 (the last of 3 too)
+ * and stored: threaded, with two slots so that the puts wait for the
+ * thread, and at once; the rows arrive in the order put, each once.  A
+ * database refusing writes fails the first batch, reported by a later put
+ * or by writer_finish with SQLite's error. */
+static void make_row(const void *sw, uint32_t index, struct cand *c)
+{
+	assert_int_equal(sweep_candidate(sw, index, c), 0);
+}
+
+static void put_all(const struct sweep *sw, struct writer *w)
+{
+	static const uint32_t first[] = {0, 1, 2, 3, 4};
+	struct prism_err err;
+	prism_err_clear(&err);
+	assert_int_equal(writer_put_made(w, make_row, sw, first, 5, &err), 0);
+	for (uint32_t i = 5; i < 32;) {
+		struct cand *c = writer_slot(w);
+		size_t n = 0;
+		assert_non_null(c);
+		for (; n < 3 && i < 32; i++, n++)
+			assert_int_equal(sweep_candidate(sw, i, &c[n]), 0);
+		assert_int_equal(writer_put(w, n, &err), 0);
+	}
+}
+
+static void test_writer(void **state)
+{
+	static const char *const dbs[] = {"/tmp/prism-test-writer-1.db",
+					  "/tmp/prism-test-writer-0.db"};
+	struct sweep sw;
+	struct prism_err err;
+	(void)state;
+	load(&sw);
+	for (int threaded = 1; threaded >= 0; threaded--) {
+		struct store_run run = {"screen", 3, "", 0};
+		sqlite3 *db;
+		sqlite3_stmt *st;
+		long long sid;
+		int resumed, i = 0;
+		char key[320];
+		struct writer *w;
+		remove(dbs[threaded]);
+		prism_err_clear(&err);
+		assert_int_equal(store_open(dbs[threaded], &db, &err), 0);
+		assert_int_equal(store_sweep(db, &sw, &run, &sid, &resumed, &err), 0);
+		assert_non_null(w = writer_new(db, sid, 3, 2, threaded));
+		put_all(&sw, w);
+		assert_int_equal(writer_finish(w, &err), 0);
+		assert_int_equal(sqlite3_prepare_v2(db, "SELECT key FROM candidate ORDER BY rowid",
+						    -1, &st, NULL),
+				 SQLITE_OK);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			assert_true(i < 32);
+			assert_int_equal(sweep_key(&sw, (uint64_t)i++, key, sizeof(key)), 0);
+			assert_string_equal((const char *)sqlite3_column_text(st, 0), key);
+		}
+		sqlite3_finalize(st);
+		assert_int_equal(i, 32);
+		/* Writes refused: the failure comes back, named. */
+		assert_int_equal(sqlite3_exec(db, "PRAGMA query_only=1", NULL, NULL, NULL),
+				 SQLITE_OK);
+		assert_non_null(w = writer_new(db, sid, 3, 2, threaded));
+		{
+			struct cand *c = writer_slot(w);
+			int rc;
+			assert_non_null(c);
+			assert_int_equal(sweep_candidate(&sw, 0, c), 0);
+			rc = writer_put(w, 1, &err);
+			if (threaded)
+				assert_int_equal(rc, 0); /* stored later */
+			else
+				assert_int_equal(rc, PRISM_EIO);
+		}
+		prism_err_clear(&err);
+		assert_int_equal(writer_finish(w, &err), PRISM_EIO);
+		assert_non_null(strstr(err.msg, dbs[threaded]));
+		sqlite3_close(db);
+		remove(dbs[threaded]);
+	}
+	writer_finish(NULL, &err);
+	sweep_release(&sw);
+}
+
 /*
  * A sweep that lists no partition takes "auto": each candidate's the first
  * Megatron-Core accepts of even, embed-loss, embed, loss and first/last
@@ -293,10 +380,10 @@ static void test_partition_auto(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_space),	   cmocka_unit_test(test_made_once),
-	    cmocka_unit_test(test_screen),	   cmocka_unit_test(test_best),
-	    cmocka_unit_test(test_loop),	   cmocka_unit_test(test_pool),
-	    cmocka_unit_test(test_partition_auto),
+	    cmocka_unit_test(test_space),  cmocka_unit_test(test_made_once),
+	    cmocka_unit_test(test_screen), cmocka_unit_test(test_best),
+	    cmocka_unit_test(test_loop),   cmocka_unit_test(test_pool),
+	    cmocka_unit_test(test_writer), cmocka_unit_test(test_partition_auto),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -426,7 +426,8 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	T.si.m = *m;
 	T.si.hw = hw;
 	T.si.lay = T.lay;
-	synth_mem(&T.si, &out->mem);
+	if (!in->no_mem)
+		synth_mem(&T.si, &out->mem);
 	synth_mem_layout(&T.si, &T.lay);
 	if ((rc = shared_terms(in, &T, err)))
 		return rc;

@@ -35,6 +35,9 @@ struct analytic_in {
 	double acc_elem_bytes; /* > 0: each microbatch after the first adds its
 				* gradients, as synth_in.acc_elem_bytes; 0 (the
 				* default): fused into the weight-gradient GEMMs */
+	int no_mem;	       /* 1: analytic_out.mem left zero (a caller that
+				* has the memory estimate already: a sweep's
+				* judging) */
 };
 
 struct analytic_out {

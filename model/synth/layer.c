@@ -146,8 +146,9 @@ static void gemm(struct ctx *c, int r, const char *name, double m, double n, dou
 static void tp_coll_of(struct ctx *c, int r, const struct shape *z, int st, int kind, double width)
 {
 	struct comm_group g = {(int)z->t, z->tp_per_node};
-	char pg[32];
-	snprintf(pg, sizeof(pg), "tp.%d", r);
+	char pg[32] = "";
+	if (!c->dry) /* a dry run's collective (its time alone) has no group */
+		snprintf(pg, sizeof(pg), "tp.%d", r);
 	if (kind == GC_REDUCE_SCATTER)
 		se_collective(c, r, st, kind, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
 			      z->b * z->s * width * 2, g, pg);
@@ -549,6 +550,23 @@ static void linear_fwd(struct ctx *c, int r, const char *name, double m, double 
 }
 
 static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k);
+
+/* head what tail into buf (96 bytes, cut short as snprintf would)
+ * without snprintf's parsing: linear_bwd names two kernels a layer. */
+static const char *kname(char *buf, const char *head, const char *what, const char *tail)
+{
+	const char *part[3] = {head, what, tail};
+	size_t n = 0;
+	for (int i = 0; i < 3; i++) {
+		size_t k = strlen(part[i]);
+		k = k < 95 - n ? k : 95 - n;
+		memcpy(buf + n, part[i], k);
+		n += k;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 static void linear_bwd(struct ctx *c, int r, const char *what, double m, double n, double k,
 		       int bias);
 
@@ -1563,16 +1581,19 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
 static void linear_bwd(struct ctx *c, int r, const char *what, double m, double n, double k,
 		       int bias)
 {
-	char name[96];
+	char dx[96], dw[96];
 	if (sl_low_precision(c->in->lay.dtype))
 		lowp_cast(c, r, "grad", m * n, 0);
-	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_%s_dx", what);
-	gemm(c, r, name, m, k, n);
+	/* A dry run (the analytic estimate, the bound) reads no name. */
+	gemm(c, r,
+	     c->dry ? what : kname(dx, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_", what, "_dx"), m,
+	     k, n);
 	if (frozen(c)) /* LoRA: no weight gradient for a frozen weight */
 		return;
-	snprintf(name, sizeof(name), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_%s_dw", what);
 	c->wk = 1; /* the weight gradient: a zero-bubble schedule's W pass */
-	gemm(c, r, name, k, n, m);
+	gemm(c, r,
+	     c->dry ? what : kname(dw, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_", what, "_dw"), k,
+	     n, m);
 	acc_add(c, r, k * n);
 	c->wk = 0;
 	if (bias)

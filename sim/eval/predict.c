@@ -45,6 +45,7 @@ double predict_analytic(const struct synth_in *in)
 	synth_mem_layout(in, &ai.lay);
 	ai.compute_eff = PREDICT_ANALYTIC_EFF;
 	ai.acc_elem_bytes = in->acc_elem_bytes;
+	ai.no_mem = 1; /* the time only */
 	return analytic_estimate(&ai, &ao, &err) == 0 ? ao.t_iter : 0;
 }
 
