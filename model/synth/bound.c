@@ -139,17 +139,20 @@ void synth_kind_layer_times(const struct synth_in *in, int k, double *fwd_s, dou
 	layer_times_of(in, 0, k, fwd_s, bwd_s, attn_fwd_s);
 }
 
-void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, double *bwd_s)
+/* One layer's host time in a dry run, forward and backward: kind, a
+ * hybrid model's kind of layer (LLM_KIND_FULL otherwise), and layer, the
+ * one timed (-1: a dense one). */
+static void layer_host(const struct synth_in *in, int kind, int layer, double *fwd_s, double *bwd_s)
 {
 	struct ctx c;
 	struct rankst rk;
 	struct shape z;
 
 	dry_ctx(&c, &rk, in);
-	c.dry_kind = k;
+	c.dry_kind = kind;
 	rk.mb = 1;
 	rk.phase = PH_FORWARD;
-	rk.layer = k == LLM_KIND_MOE ? first_of_kind(&in->m, k) : -1;
+	rk.layer = layer;
 	sl_shape(in, &z);
 	sl_layer_fwd(&c, 0, &z);
 	*fwd_s = c.dry_host_s;
@@ -159,23 +162,15 @@ void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, doub
 	*bwd_s = c.dry_host_s;
 }
 
+void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, double *bwd_s)
+{
+	layer_host(in, k, k == LLM_KIND_MOE ? first_of_kind(&in->m, k) : -1, fwd_s, bwd_s);
+}
+
 void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s)
 {
-	struct ctx c;
-	struct rankst rk;
-	struct shape z;
-
-	dry_ctx(&c, &rk, in);
-	rk.mb = 1;
-	rk.phase = PH_FORWARD;
-	rk.layer = moe && llm_moe_layers(&in->m) > 0 ? in->m.layers - 1 : -1;
-	sl_shape(in, &z);
-	sl_layer_fwd(&c, 0, &z);
-	*fwd_s = c.dry_host_s;
-	c.dry_host_s = 0;
-	rk.phase = PH_BACKWARD;
-	sl_layer_bwd(&c, 0, &z);
-	*bwd_s = c.dry_host_s;
+	layer_host(in, LLM_KIND_FULL, moe && llm_moe_layers(&in->m) > 0 ? in->m.layers - 1 : -1,
+		   fwd_s, bwd_s);
 }
 
 /* One layer's W pass (its weight gradients), its attention windowed by
