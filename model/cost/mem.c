@@ -455,6 +455,160 @@ static double stage_reserve(const struct llm *m, const struct layout *l, const s
 	return mem_alloc_reserved(t, k, l->expandable_segments);
 }
 
+/* What a stage holds as its schedule runs (mem_stage's walk): now, at its
+ * most and then, the units (chunk microbatches) held, the logits held. */
+struct held {
+	double held, peak, units, peak_units, held_lg, logits;
+};
+
+/* A zero-bubble stage's passes (layout_zb_next; ZB-V's and DualPipeV's of
+ * its two chunks): F adds the chunk's activations, B frees all but what W
+ * needs (its layers' mem_act_wgrad_layer, the output layer's input and the
+ * logits' bf16 gradient: keep_head), W the rest; DualPipeV's whole
+ * backward all of it.  Past the cap of held microbatches (2p - 1 at most)
+ * every F repeats an earlier peak.  The first model chunk adds the
+ * embedding's mask, the last the head's tensors (tail, lg). */
+static void zb_walk(const struct llm *m, const struct layout *l, int s, const double *a_kind,
+		    double a_layer, double a_moe, double mask, double tail, double lg,
+		    double keep_head, struct held *hd)
+{
+	int v = layout_stage_chunks(l);
+	struct layout_zb it;
+	double full[2], keep[2], lgc[2];
+	int mb, pass, ch;
+	memset(&it, 0, sizeof(it));
+	for (int c = 0; c < v && c < 2; c++) {
+		int zl = layout_chunk_layers(m, l, s, c), nm = layout_chunk_moe(m, l, s, c);
+		int k = layout_chunk_model(l, s, c), head = k == l->pp * v - 1;
+		lgc[c] = head ? lg : 0;
+		full[c] = chunk_act(m, l, s, c, a_layer, a_moe, a_kind) + (k == 0 ? mask : 0) +
+			  (head ? tail + lg : 0);
+		keep[c] = (zl - nm) * mem_act_wgrad_layer(m, l, 0) +
+			  (nm > 0 ? nm * mem_act_wgrad_layer(m, l, 1) : 0) + (head ? keep_head : 0);
+		if (keep[c] > full[c])
+			keep[c] = full[c];
+	}
+	while ((pass = layout_zb_next(l, s, &it, &mb, &ch)) >= 0 && it.f <= 4 * l->pp + 4) {
+		if (pass == LAYOUT_PASS_F) {
+			hd->held += full[ch];
+			hd->held_lg += lgc[ch];
+			hd->units++;
+		} else if (pass == LAYOUT_PASS_B) {
+			hd->held -= full[ch] - keep[ch];
+			hd->held_lg -= lgc[ch];
+		} else if (pass == LAYOUT_PASS_BW) { /* DualPipeV's whole */
+			hd->held -= full[ch];
+			hd->held_lg -= lgc[ch];
+			hd->units--;
+		} else {
+			hd->held -= keep[ch];
+			hd->units--;
+		}
+		if (hd->held > hd->peak) {
+			hd->peak = hd->held;
+			hd->peak_units = hd->units;
+			hd->logits = hd->held_lg;
+		}
+	}
+}
+
+/* A stage's working memory on top of what it holds (out->transient):
+ * recomputation's, the logits', context parallelism's buffers, the
+ * dispatcher's (and its held buffers into out->buffers). */
+static void stage_transient(const struct llm *m, const struct layout *l,
+			    const struct hw_profile *hw, int last, struct mem_stage *out)
+{
+	double t = l->tp, V = m->vocab, sq = m->seq, b = l->mbs;
+	double sl = sq / layout_cp(l); /* the tokens of a sequence on this rank */
+	int hyb = llm_hybrid(m);
+
+	if (hyb) {
+		/* A hybrid model: the largest kind's, as a dense layer's below. */
+		struct layout x = *l, y = *l;
+		x.recompute = LAYOUT_RECOMPUTE_NONE;
+		y.recompute_modules = l->recompute_modules & ~LAYOUT_RC_CORE_ATTN;
+		for (int k = 0; k < LLM_KINDS; k++) {
+			double d = 0;
+			if (!llm_kind_layers(m, k))
+				continue;
+			if (l->recompute == LAYOUT_RECOMPUTE_FULL)
+				d = mem_act_kind(m, &x, k);
+			else if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE && y.recompute_modules)
+				d = mem_act_kind(m, &x, k) - mem_act_kind(m, &y, k);
+			if (d > out->transient)
+				out->transient = d;
+		}
+		if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE && !l->flash &&
+		    layout_rc(l, LAYOUT_RC_CORE_ATTN) && llm_kind_layers(m, LLM_KIND_ATTN))
+			out->transient += 5 * m->heads * sl * sq * b / t;
+		/* The SSD scan's working memory (layer.c ssd_fwd): the
+		 * convolution's output (bf16 x, B, C), the chunk states and the
+		 * passed ones (fp32 b nc H N P each), C B^T's blocks (fp32 b nc G
+		 * Q^2). */
+		if (llm_kind_layers(m, LLM_KIND_MAMBA)) {
+			double nc = ceil(sl / m->ssm_chunk), H = m->ssm_heads / t,
+			       G = m->ssm_groups / t;
+			out->transient +=
+			    2 * b * sl * (llm_ssm_inner(m) / t + 2 * G * m->ssm_state) +
+			    8 * b * nc * H * m->ssm_state * m->ssm_head_dim +
+			    4 * b * nc * G * (double)m->ssm_chunk * m->ssm_chunk;
+		}
+	} else if (l->recompute == LAYOUT_RECOMPUTE_FULL) {
+		struct layout x = *l;
+		x.recompute = LAYOUT_RECOMPUTE_NONE;
+		out->transient = mem_act_per_layer(m, &x);
+		if (llm_moe_layers(m) > 0 && mem_act_moe_layer(m, &x) > out->transient)
+			out->transient = mem_act_moe_layer(m, &x);
+	} else if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
+		/* The scores while recomputed; the other modules' activations
+		 * while their layer's are recomputed (the larger layer's). */
+		struct layout x = *l, y = *l;
+		if (!l->flash && layout_rc(l, LAYOUT_RC_CORE_ATTN))
+			out->transient = 5 * m->heads * sl * sq * b / t;
+		x.recompute_modules = l->recompute_modules & ~LAYOUT_RC_CORE_ATTN;
+		y.recompute = LAYOUT_RECOMPUTE_NONE;
+		if (x.recompute_modules) {
+			double d = mem_act_per_layer(m, &y) - mem_act_per_layer(m, &x);
+			if (llm_moe_layers(m) > 0 &&
+			    mem_act_moe_layer(m, &y) - mem_act_moe_layer(m, &x) > d)
+				d = mem_act_moe_layer(m, &y) - mem_act_moe_layer(m, &x);
+			out->transient += d;
+		}
+	}
+	if (last)
+		out->transient += 2 * sl * b * V / t;
+	/* Context parallelism: the ring's key-value blocks in flight, two
+	 * (double buffered), and their gradients' two backward (p2p, and the
+	 * ring of a2a+p2p: the same bytes, a-th of the heads over a times the
+	 * tokens). */
+	if (layout_cp(l) > 1 && (l->cp_comm == LAYOUT_CP_P2P ||
+				 (l->cp_comm == LAYOUT_CP_A2A_P2P &&
+				  layout_cp_a2a(l, hw ? hw_domain(hw) : 1) < layout_cp(l))))
+		out->transient +=
+		    4 * 2 * b * sl * llm_kv_heads_rank(m, (int)t) * llm_head_dim(m) * 2;
+	/* The all-gather form: the whole sequence's K and V, gathered, and
+	 * their gradients before the reduce-scatter. */
+	if (layout_cp(l) > 1 && l->cp_comm == LAYOUT_CP_ALLGATHER)
+		out->transient += 2 * 2 * b * sl * layout_cp(l) * llm_kv_heads_rank(m, (int)t) *
+				  llm_head_dim(m) * 2;
+	/* Ulysses' all-to-alls: Q, K and V received beside the sent ones
+	 * (backward their gradients), as many bytes as the rank's own. */
+	if (layout_cp(l) > 1 && layout_cp_a2a(l, hw ? hw_domain(hw) : 1) > 1)
+		out->transient +=
+		    b * sl *
+		    (m->heads / t * llm_qk_head_dim(m) +
+		     llm_kv_heads_rank(m, (int)t) * (llm_qk_head_dim(m) + llm_v_head_dim(m))) *
+		    2;
+	/* Mixture-of-experts: the dispatcher's buffers (its receive side is
+	 * the experts' input, counted above). */
+	if (llm_moe_layers(m) > 0) {
+		double dwork, dheld;
+		mem_moe_dispatch_bytes(m, l, &dwork, &dheld);
+		out->transient += dwork;
+		out->buffers += dheld;
+	}
+}
+
 void mem_stage(const struct llm *m, const struct layout *l, const struct hw_profile *hw, int s,
 	       struct mem_stage *out)
 {
@@ -606,55 +760,15 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			lg *= 1 + m->mtp_layers;
 		}
 		if (layout_zb(l->schedule)) {
-			/* A zero-bubble stage's passes (layout_zb_next; ZB-V's of
-			 * its two chunks): F adds the chunk's activations, B frees
-			 * all but what W needs (its layers' mem_act_wgrad_layer,
-			 * the output layer's input and the logits' bf16 gradient),
-			 * W the rest.  Past the cap of held microbatches (2p - 1
-			 * at most) every F repeats an earlier peak.  The first
-			 * model chunk adds the embedding's mask, the last the
-			 * head's tensors. */
-			struct layout_zb it;
-			double full[2], keep[2], lgc[2];
-			int mb, pass, ch;
-			memset(&it, 0, sizeof(it));
-			for (int c = 0; c < v && c < 2; c++) {
-				int zl = layout_chunk_layers(m, l, s, c),
-				    nm = layout_chunk_moe(m, l, s, c);
-				int k = layout_chunk_model(l, s, c), hd = k == l->pp * v - 1;
-				lgc[c] = hd ? lg : 0;
-				full[c] =
-				    chunk_act(m, l, s, c, a_layer, a_moe, hyb ? a_kind : NULL) +
-				    (k == 0 ? mask : 0) + (hd ? tail + lg : 0);
-				keep[c] = (zl - nm) * mem_act_wgrad_layer(m, l, 0) +
-					  (nm > 0 ? nm * mem_act_wgrad_layer(m, l, 1) : 0) +
-					  (hd ? 2 * sl * b * (h / sp + V / t) : 0);
-				if (keep[c] > full[c])
-					keep[c] = full[c];
-			}
-			while ((pass = layout_zb_next(l, s, &it, &mb, &ch)) >= 0 &&
-			       it.f <= 4 * l->pp + 4) {
-				if (pass == LAYOUT_PASS_F) {
-					held += full[ch];
-					held_lg += lgc[ch];
-					units++;
-				} else if (pass == LAYOUT_PASS_B) {
-					held -= full[ch] - keep[ch];
-					held_lg -= lgc[ch];
-				} else if (pass == LAYOUT_PASS_BW) { /* DualPipeV's whole */
-					held -= full[ch];
-					held_lg -= lgc[ch];
-					units--;
-				} else {
-					held -= keep[ch];
-					units--;
-				}
-				if (held > peak) {
-					peak = held;
-					peak_units = units;
-					out->logits = held_lg;
-				}
-			}
+			struct held hd = {held, peak, units, peak_units, held_lg, out->logits};
+			zb_walk(m, l, s, hyb ? a_kind : NULL, a_layer, a_moe, mask, tail, lg,
+				2 * sl * b * (h / sp + V / t), &hd);
+			held = hd.held;
+			peak = hd.peak;
+			units = hd.units;
+			peak_units = hd.peak_units;
+			held_lg = hd.held_lg;
+			out->logits = hd.logits;
 			total = 0;
 		}
 		for (int i = 0; i < total; i++) {
@@ -685,92 +799,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 		out->activations = peak;
 		out->inflight = peak_units / v;
 	}
-	/* Working memory on top of what is held. */
-	if (hyb) {
-		/* A hybrid model: the largest kind's, as a dense layer's below. */
-		struct layout x = *l, y = *l;
-		x.recompute = LAYOUT_RECOMPUTE_NONE;
-		y.recompute_modules = l->recompute_modules & ~LAYOUT_RC_CORE_ATTN;
-		for (int k = 0; k < LLM_KINDS; k++) {
-			double d = 0;
-			if (!llm_kind_layers(m, k))
-				continue;
-			if (l->recompute == LAYOUT_RECOMPUTE_FULL)
-				d = mem_act_kind(m, &x, k);
-			else if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE && y.recompute_modules)
-				d = mem_act_kind(m, &x, k) - mem_act_kind(m, &y, k);
-			if (d > out->transient)
-				out->transient = d;
-		}
-		if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE && !l->flash &&
-		    layout_rc(l, LAYOUT_RC_CORE_ATTN) && llm_kind_layers(m, LLM_KIND_ATTN))
-			out->transient += 5 * m->heads * sl * sq * b / t;
-		/* The SSD scan's working memory (layer.c ssd_fwd): the
-		 * convolution's output (bf16 x, B, C), the chunk states and the
-		 * passed ones (fp32 b nc H N P each), C B^T's blocks (fp32 b nc G
-		 * Q^2). */
-		if (llm_kind_layers(m, LLM_KIND_MAMBA)) {
-			double nc = ceil(sl / m->ssm_chunk), H = m->ssm_heads / t,
-			       G = m->ssm_groups / t;
-			out->transient +=
-			    2 * b * sl * (llm_ssm_inner(m) / t + 2 * G * m->ssm_state) +
-			    8 * b * nc * H * m->ssm_state * m->ssm_head_dim +
-			    4 * b * nc * G * (double)m->ssm_chunk * m->ssm_chunk;
-		}
-	} else if (l->recompute == LAYOUT_RECOMPUTE_FULL) {
-		struct layout x = *l;
-		x.recompute = LAYOUT_RECOMPUTE_NONE;
-		out->transient = mem_act_per_layer(m, &x);
-		if (llm_moe_layers(m) > 0 && mem_act_moe_layer(m, &x) > out->transient)
-			out->transient = mem_act_moe_layer(m, &x);
-	} else if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
-		/* The scores while recomputed; the other modules' activations
-		 * while their layer's are recomputed (the larger layer's). */
-		struct layout x = *l, y = *l;
-		if (!l->flash && layout_rc(l, LAYOUT_RC_CORE_ATTN))
-			out->transient = 5 * m->heads * sl * sq * b / t;
-		x.recompute_modules = l->recompute_modules & ~LAYOUT_RC_CORE_ATTN;
-		y.recompute = LAYOUT_RECOMPUTE_NONE;
-		if (x.recompute_modules) {
-			double d = mem_act_per_layer(m, &y) - mem_act_per_layer(m, &x);
-			if (llm_moe_layers(m) > 0 &&
-			    mem_act_moe_layer(m, &y) - mem_act_moe_layer(m, &x) > d)
-				d = mem_act_moe_layer(m, &y) - mem_act_moe_layer(m, &x);
-			out->transient += d;
-		}
-	}
-	if (last)
-		out->transient += 2 * sl * b * V / t;
-	/* Context parallelism: the ring's key-value blocks in flight, two
-	 * (double buffered), and their gradients' two backward (p2p, and the
-	 * ring of a2a+p2p: the same bytes, a-th of the heads over a times the
-	 * tokens). */
-	if (layout_cp(l) > 1 && (l->cp_comm == LAYOUT_CP_P2P ||
-				 (l->cp_comm == LAYOUT_CP_A2A_P2P &&
-				  layout_cp_a2a(l, hw ? hw_domain(hw) : 1) < layout_cp(l))))
-		out->transient +=
-		    4 * 2 * b * sl * llm_kv_heads_rank(m, (int)t) * llm_head_dim(m) * 2;
-	/* The all-gather form: the whole sequence's K and V, gathered, and
-	 * their gradients before the reduce-scatter. */
-	if (layout_cp(l) > 1 && l->cp_comm == LAYOUT_CP_ALLGATHER)
-		out->transient += 2 * 2 * b * sl * layout_cp(l) * llm_kv_heads_rank(m, (int)t) *
-				  llm_head_dim(m) * 2;
-	/* Ulysses' all-to-alls: Q, K and V received beside the sent ones
-	 * (backward their gradients), as many bytes as the rank's own. */
-	if (layout_cp(l) > 1 && layout_cp_a2a(l, hw ? hw_domain(hw) : 1) > 1)
-		out->transient +=
-		    b * sl *
-		    (m->heads / t * llm_qk_head_dim(m) +
-		     llm_kv_heads_rank(m, (int)t) * (llm_qk_head_dim(m) + llm_v_head_dim(m))) *
-		    2;
-	/* Mixture-of-experts: the dispatcher's buffers (its receive side is
-	 * the experts' input, counted above). */
-	if (llm_moe_layers(m) > 0) {
-		double dwork, dheld;
-		mem_moe_dispatch_bytes(m, l, &dwork, &dheld);
-		out->transient += dwork;
-		out->buffers += dheld;
-	}
+	stage_transient(m, l, hw, last, out);
 	/* cuBLAS's workspace (MEM_CUBLAS_WORKSPACE), one compute stream. */
 	out->transient += MEM_CUBLAS_WORKSPACE;
 	out->allocated = out->weights + out->grads + out->optimizer + out->buffers +
