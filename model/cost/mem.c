@@ -806,7 +806,6 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			 out->activations + out->transient;
 	out->fragmentation = stage_reserve(m, l, out, n, gb, ob, a_layer) - out->allocated;
 	out->total = out->allocated + out->fragmentation;
-	(void)hw;
 }
 
 void mem_estimate(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
