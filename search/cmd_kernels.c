@@ -36,10 +36,14 @@ static const char help[] =
     "weight-gradient kernels) and FlashAttention-2 rows are reported apart and\n"
     "fit nothing.  The profiles' parameters are burst rates: a trace's rows\n"
     "(a training step) are timed at the profile's sustained clock\n"
-    "(gpu.sustained); a steady stream of one kernel (our sweep's rows whose\n"
-    "kernel runs 1 ms or more, \"N back-to-back calls\" lasting 5 ms or more\n"
-    "in a row's notes) at its dtype's stream clock (gpu.stream); the rest at\n"
-    "the burst clock.\n"
+    "(gpu.sustained); our sweep's rows whose kernel runs 1 ms or more (a\n"
+    "steady stream of one kernel) at its dtype's stream clock (gpu.stream);\n"
+    "rows whose notes state their calls (\"N back-to-back calls\", \"wall clock\n"
+    "around N calls\", after \"W warmup\") at their clock's mean over the\n"
+    "timed calls: burst up to 5 ms of busy time, the stream clock from 25 ms,\n"
+    "linear between; the rest at the burst clock.  Grouped GEMMs that\n"
+    "TransformerEngine runs (general_grouped_gemm) are timed as it runs them:\n"
+    "a GEMM an expert over 4 streams.\n"
     "\n"
     "options:\n"
     "      --fit        fit the parameters on the rows given (GSL: Nelder-Mead on\n"
@@ -319,8 +323,8 @@ static void fit_group(const struct kbench *kb, const struct kbench_row *r, struc
 static void print_kernels(const struct hw_profile *hw)
 {
 	printf("# %s\nkernels = {\n  sms = %d;\n", hw->id, hw->k.sms);
-	if (hw->k.tiles == HW_TILES_SM90)
-		printf("  gemm_tiles = \"sm90\";\n");
+	if (hw->k.tiles != HW_TILES_SM80)
+		printf("  gemm_tiles = \"%s\";\n", hw->k.tiles == HW_TILES_SM90 ? "sm90" : "cdna");
 	if (hw->k.sched == HW_SCHED_STREAMK)
 		printf("  gemm_schedule = \"stream-k\";\n");
 	printf("  gemm = {\n");

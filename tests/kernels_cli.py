@@ -96,7 +96,7 @@ with tempfile.TemporaryDirectory() as d:
         f.write(base + 'kernels = {\n  gemm_tiles = "sm70";\n};\n')
     r = run("synth", "gpt-small", "--hw", bad, code=2)
     line = base.count("\n") + 2
-    check(f"bad.cfg:{line}: 'kernels.gemm_tiles' must be \"sm80\" or \"sm90\", not \"sm70\""
+    check(f"bad.cfg:{line}: 'kernels.gemm_tiles' must be \"sm80\", \"sm90\" or \"cdna\", not \"sm70\""
           in r.stderr and r.stderr.count("\n") == 1, r.stderr)
     with open(bad, "w") as f:
         f.write(base + 'kernels = {\n  gemm_schedule = "dynamic";\n};\n')

@@ -1369,6 +1369,44 @@ static void test_inflight(void **state)
 }
 
 /*
+ * AMD's tiles (gemm_tiles "cdna", kperf.c), worked by hand on a GPU of 256
+ * CUs, 1,200 TFLOP/s achievable bf16 (4.6875e12 a CU), 2 us a tile, 3 us a
+ * kernel, tile_eff 0.7 / 0.5 / 0.4, 8 TB/s:
+ *  - 4096^3: 16 x 16 = 256 macro tiles of 256x256 (the reference, at 1.0),
+ *    one wave of 2 x 256 x 256 x 4096 / 4.6875e12 = 114.5324 us + 2: 119.5324
+ *    us with the kernel's 3 (128x256 at 0.7: 512 tiles in 2 waves, 170.6
+ *    us; 256x256 split in 2: 2 waves of 59.27 us and a 16.8 us reduction);
+ *  - 2048 x 4096 x 256 (K too short to split): 128 tiles of 256x256 fill
+ *    half the CUs (7.158 + 2 us), 256 of 128x256 at 0.7 all of them:
+ *    2 x 128 x 256 x 256 / (4.6875e12 x 0.7) = 5.1131 us + 2 + 3 = 10.1131
+ *    us;
+ *  - with NVIDIA's tiles (sm80) 128x256 is the reference: 4096^3 in 2
+ *    waves of 57.2662 + 2 us, 121.5324 us.
+ */
+static void test_cdna_tiles(void **state)
+{
+	struct hw_profile hw;
+	struct kperf_gemm_plan pl;
+	(void)state;
+	memset(&hw, 0, sizeof(hw));
+	hw.peak_flops[HW_BF16] = 2516.6e12;
+	hw.hbm_Bps = 8e12;
+	hw.k.sms = 256;
+	hw.k.tiles = HW_TILES_CDNA;
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){1200e12, 2e-6, 3e-6, {0.7, 0.5, 0.4}, 1};
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 4096, 4096, 4096, &pl), 119.5324e-6,
+			 1e-6);
+	assert_true(pl.tm == 256 && pl.tn == 256 && pl.splits == 1 && pl.waves == 1);
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 2048, 4096, 256, &pl),
+			 3e-6 + 2e-6 + 2 * 128 * 256 * 256.0 / (4.6875e12 * 0.7), 1e-12);
+	assert_rel_close(pl.tiles, 256, 0);
+	assert_true(pl.tm == 128 && pl.tn == 256 && pl.waves == 1);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 2048, 4096, 256), 10.1131e-6, 1e-5);
+	hw.k.tiles = HW_TILES_SM80;
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 4096, 4096, 4096), 121.5324e-6, 1e-6);
+}
+
+/*
  * Grouped GEMMs (kperf_grouped_s: Transformer Engine's, four streams).  On
  * the GPU of test_gemm_waves, 8 experts of 128 tokens, 2816 x 4096 each:
  * two rounds of 4 GEMMs.  A round's operands, 4 x (2 (128 x 4096 + 4096 x
@@ -1806,10 +1844,22 @@ static void test_sustained_clock(void **state)
  *    kernel of 1.65 ms: a settled stream, 4 + 16 x (1 + 88.5837) / 0.872 =
  *    1647.7375 us (1437.3392 at the burst clock, 1579.0983 in a training
  *    step, whose memory-bound kernels leave the clock higher);
- *  - gemm.csv rows that state their back-to-back calls: 24576 x 2816 x
- *    8192 over 75 calls of 1.65 ms (124 ms) is a stream (1647.7375 us), over
- *    3 (4.95 ms, under 5 ms) a burst (1437.3392 us); 1536 x 2816 x 4096
- *    over 75 calls of 0.1 ms (7.5 ms), a kernel under 1 ms, a burst.
+ *  - gemm.csv rows that state their calls, timed at the mean clock over
+ *    their timed calls, the clock falling from 1 at 5 ms of busy time to
+ *    the stream clock at 25 ms (hw.h), linear between: the fall's
+ *    integral F(tau) = (tau - 5 ms)^2 / (2 x 20 ms) up to 25 ms.
+ *    24576 x 2816 x 8192 over 75 calls of 1.65 ms after 25 warm-up (41.25
+ *    to 165 ms) is settled (1647.7375 us); over 3 calls (4.95 ms, under 5
+ *    ms) a burst (1437.3392 us); 1536 x 2816 x 4096 over 75 calls of 0.1
+ *    ms after 25 (2.5 to 10 ms) has fallen F(10 ms) / 7.5 ms = 0.625 /
+ *    7.5 = 1/12 of the way: clock 1 - 0.128 / 12 = 0.989333, 4 + 45.29185
+ *    / 0.989333 = 49.78018 us;
+ *  - a grouped GEMM as TransformerEngine runs it (general_grouped_gemm,
+ *    kperf_grouped_s: 8 experts, 2 rounds of a batch of 4) of 1536 x 2816
+ *    x 4096 an expert, "wall clock around 40 calls after 10 warmup" of 0.2
+ *    ms (2 to 10 ms): fallen 0.625 / 8 = 0.078125, clock 0.99; a round 4 x
+ *    132 = 528 tiles of 128 x 256, 4 full waves: 2 x (4 + 4 x 45.29185 /
+ *    0.99) = 373.99475 us (a batch of 8 as one GEMM: 8 waves, 370.0 us).
  * Whether the profile is held at its burst clock or at its sustained one.
  */
 static void test_kbench_sustained(void **state)
@@ -1828,9 +1878,12 @@ static void test_kbench_sustained(void **state)
 	    "H100 SXM,,bf16,bf16,gemm,1,24576,2816,8192,cuBLASLt,,1.65,,,,s,,"
 	    "\"host wall clock around 3 back-to-back calls\"\n"
 	    "H100 SXM,,bf16,bf16,gemm,1,1536,2816,4096,cuBLASLt,,0.1,,,,s,,"
-	    "\"host wall clock around 75 back-to-back calls after 25 warmup\"\n";
-	static const double want[6] = {49.29185e-6,  49.29185e-6,  1647.7375e-6,
-				       1647.7375e-6, 1437.3392e-6, 49.29185e-6};
+	    "\"host wall clock around 75 back-to-back calls after 25 warmup\"\n"
+	    "H100 SXM,,bf16,bf16,grouped_gemm fprop,8,1536,2816,4096,"
+	    "TransformerEngine general_grouped_gemm (equal m_splits),,0.2,,,,s,,"
+	    "\"host wall clock around 40 calls after 10 warmup\"\n";
+	static const double want[7] = {49.29185e-6,  49.29185e-6, 1647.7375e-6, 1647.7375e-6,
+				       1437.3392e-6, 49.78018e-6, 373.99475e-6};
 	const char *texts[2] = {ours, pub};
 	struct kbench kb;
 	struct prism_err err;
@@ -1848,13 +1901,19 @@ static void test_kbench_sustained(void **state)
 		assert_int_equal(kbench_read(&kb, path, &err), 0);
 		unlink(path);
 	}
-	assert_int_equal(kb.n, 6);
+	assert_int_equal(kb.n, 7);
 	assert_int_equal(kb.rows[0].sustained, KB_BURST);
 	assert_int_equal(kb.rows[1].sustained, KB_BURST);
 	assert_int_equal(kb.rows[2].sustained, KB_STREAM);
 	assert_int_equal(kb.rows[3].sustained, KB_STREAM);
 	assert_int_equal(kb.rows[4].sustained, KB_BURST);
-	assert_int_equal(kb.rows[5].sustained, KB_BURST);
+	assert_int_equal(kb.rows[5].sustained, KB_STREAM);
+	assert_int_equal(kb.rows[6].sustained, KB_STREAM);
+	assert_rel_close(kb.rows[2].throttle, 1, 1e-15);
+	assert_rel_close(kb.rows[3].throttle, 1, 1e-15);
+	assert_rel_close(kb.rows[5].throttle, 1 / 12.0, 1e-12);
+	assert_rel_close(kb.rows[6].throttle, 0.078125, 1e-12);
+	assert_true(kb.rows[6].grouped && !kb.rows[5].grouped);
 	memset(&hw, 0, sizeof(hw));
 	hw.peak_flops[HW_BF16] = 989e12;
 	hw.hbm_Bps = 3.35e12;
@@ -1867,7 +1926,7 @@ static void test_kbench_sustained(void **state)
 	step.sustained = KB_STEP; /* a trace's kernel of the same shape */
 	for (int held = 0; held < 2; held++) {
 		hw.clock = held ? hw.sustained : 1;
-		for (int i = 0; i < 6; i++)
+		for (int i = 0; i < 7; i++)
 			assert_rel_close(kbench_predict(&hw, &kb.rows[i], 0), want[i], 1e-6);
 		assert_rel_close(kbench_predict(&hw, &kb.rows[2], 0),
 				 4e-6 + 16 * (1e-6 + 536870912.0 / (800e12 / 132)) / 0.872, 1e-12);
@@ -2092,6 +2151,7 @@ int main(void)
 	    cmocka_unit_test(test_sustained_clock),
 	    cmocka_unit_test(test_kbench_sustained),
 	    cmocka_unit_test(test_grouped_gemm),
+	    cmocka_unit_test(test_cdna_tiles),
 	    cmocka_unit_test(test_measured_maxima),
 	    cmocka_unit_test(test_fp8_linear_rows),
 	};

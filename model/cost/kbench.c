@@ -166,21 +166,62 @@ double kbench_num(const char *s)
 	return e != s && isfinite(v) && v > 0 ? v : 0;
 }
 
-/* A row measured over "N back-to-back calls" (its notes or
- * implementation) of time_s each that kept the GPU busy at least
- * HW_SUSTAINED_AFTER_S: 1, else 0. */
-static int back_to_back(const char *txt, double time_s)
+/* The integral from 0 to tau of the clock's fall (0 up to
+ * HW_SUSTAINED_AFTER_S, 1 from HW_THROTTLED_AFTER_S, linear between). */
+static double fall_int(double tau)
 {
-	const char *p = strstr(txt, " back-to-back calls");
-	const char *q = p;
-	if (!p)
+	const double t0 = HW_SUSTAINED_AFTER_S, t1 = HW_THROTTLED_AFTER_S;
+	if (tau <= t0)
 		return 0;
-	while (q > txt && isdigit((unsigned char)q[-1]))
-		q--;
-	return q < p && kbench_num(q) * time_s >= HW_SUSTAINED_AFTER_S &&
-		       time_s >= HW_SETTLED_KERNEL_S
-		   ? KB_STREAM
-		   : KB_BURST;
+	if (tau < t1)
+		return (tau - t0) * (tau - t0) / (2 * (t1 - t0));
+	return (t1 - t0) / 2 + (tau - t1);
+}
+
+/* The calls a row's text states it was timed over, "N back-to-back
+ * calls" or "wall clock around N calls" (SimuMax's dense and grouped
+ * rows), 0 where none; into *warm the warm-up calls before them, "after W
+ * warmup" (0 where not stated). */
+static double stated_calls(const char *txt, double *warm)
+{
+	const char *p = strstr(txt, " back-to-back calls"), *q, *w;
+	char *e;
+	double v;
+
+	*warm = 0;
+	if (p) {
+		for (q = p; q > txt && isdigit((unsigned char)q[-1]); q--)
+			;
+	} else if ((q = strstr(txt, "wall clock around ")) != NULL) {
+		q += 18;
+		for (p = q; isdigit((unsigned char)*p); p++)
+			;
+		if (strncmp(p, " calls", 6))
+			return 0;
+	} else {
+		return 0;
+	}
+	if (q == p)
+		return 0;
+	if ((w = strstr(p, " after ")) && isdigit((unsigned char)w[7]) &&
+	    (v = strtod(w + 7, &e)) > 0 && !strncmp(e, " warmup", 7))
+		*warm = v;
+	return kbench_num(q);
+}
+
+/* A row timed over stated calls (stated_calls, in its notes or
+ * implementation) of time_s each: the mean fall of its clock over its
+ * timed calls, W t to (W + N) t (kbench.h, KB_STREAM), into *throttle;
+ * KB_STREAM where the calls outlast HW_SUSTAINED_AFTER_S, else KB_BURST. */
+static int back_to_back(const char *txt, double time_s, double *throttle)
+{
+	double warm, n = stated_calls(txt, &warm), a = warm * time_s, b = (warm + n) * time_s;
+
+	*throttle = 0;
+	if (!(n > 0) || !(b > HW_SUSTAINED_AFTER_S))
+		return KB_BURST;
+	*throttle = (fall_int(b) - fall_int(a)) / (b - a);
+	return KB_STREAM;
 }
 
 int kbench_count(const char *s, double max, double *out)
@@ -342,6 +383,9 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	}
 	if (!place(kb, &r, col(h, f, nf, "gpu")))
 		return 0;
+	/* TransformerEngine's grouped GEMM (SimuMax's rows): one cuBLAS GEMM
+	 * an expert over 4 streams, as synth times an MoE layer's experts. */
+	r.grouped = strstr(col(h, f, nf, "implementation"), "general_grouped_gemm") != NULL;
 	r.waves = strstr(col(h, f, nf, "implementation"), "XLA") ||
 		  strstr(col(h, f, nf, "implementation"), "DeepGEMM");
 	/* C += A B, as the row states it (SimuMax's TransformerEngine keys
@@ -377,9 +421,9 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		skip(kb, "no time");
 		return 0;
 	}
-	r.sustained = back_to_back(col(h, f, nf, "notes"), r.time_s);
+	r.sustained = back_to_back(col(h, f, nf, "notes"), r.time_s, &r.throttle);
 	if (r.sustained == KB_BURST)
-		r.sustained = back_to_back(col(h, f, nf, "implementation"), r.time_s);
+		r.sustained = back_to_back(col(h, f, nf, "implementation"), r.time_s, &r.throttle);
 	return kbench_add(kb, &r);
 }
 
@@ -457,7 +501,7 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		skip(kb, "no time (TFLOP/s under an unstated convention)");
 		return 0;
 	}
-	r.sustained = back_to_back(col(h, f, nf, "notes"), r.time_s);
+	r.sustained = back_to_back(col(h, f, nf, "notes"), r.time_s, &r.throttle);
 	return kbench_add(kb, &r);
 }
 
@@ -634,6 +678,7 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 	 * back-to-back calls between two events, each row after the last):
 	 * settled where the kernel itself runs 1 ms or more (hw.h). */
 	r.sustained = t >= HW_SETTLED_KERNEL_S ? KB_STREAM : KB_BURST;
+	r.throttle = r.sustained == KB_STREAM;
 	if (!strcmp(cls, "gemm")) {
 		r.cls = KB_GEMM;
 		r.b = 1;
@@ -856,6 +901,8 @@ static double gemm_time(const struct hw_profile *hw, const struct kbench_row *r)
 		}
 		return best > 0 ? 2 * 4096.0 * 4096 * 4096 / best : 0;
 	}
+	if (r->grouped)
+		return kperf_grouped_s(hw, r->dtype, r->b, r->m, r->n, r->k);
 	return kperf_gemm_plan_sched(hw, r->dtype, r->b, r->m, r->n, r->k, sched, NULL);
 }
 
@@ -899,9 +946,10 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *row,
 {
 	struct kbench_row q = *row;
 	const struct kbench_row *r = &q;
-	double clock = row->sustained == KB_STEP     ? hw_sustained(hw)
-		       : row->sustained == KB_STREAM ? hw_stream(hw, row->dtype)
-						     : 1;
+	double clock = row->sustained == KB_STEP ? hw_sustained(hw)
+		       : row->sustained == KB_STREAM
+			   ? 1 - row->throttle * (1 - hw_stream(hw, row->dtype))
+			   : 1;
 	if (!flat_model && hw_clock(hw) != clock) {
 		/* The row's clock: a copy (1 KB on the stack, no allocation). */
 		struct hw_profile at = *hw;

@@ -14,9 +14,10 @@
  * Burst, stream or step: the profiles' kernel parameters are burst rates
  * (a microbenchmark's short run).  A steady stream of one kernel settles
  * at the GPU's power-limited clock for that work (hw_stream) once its
- * kernel runs HW_SETTLED_KERNEL_S (1 ms) or more: our sweep's rows, and
- * rows whose notes state "N back-to-back calls" lasting
- * HW_SUSTAINED_AFTER_S (5 ms) or more (SimuMax's 75).  A trace's kernels (a training step) run at the
+ * kernel runs HW_SETTLED_KERNEL_S (1 ms) or more: our sweep's rows; rows
+ * whose notes state "N back-to-back calls" (SimuMax's 75) fall towards it
+ * by their busy time, from HW_SUSTAINED_AFTER_S (5 ms) to
+ * HW_THROTTLED_AFTER_S (110 ms).  A trace's kernels (a training step) run at the
  * step's sustained clock (hw_sustained).  The public maxima (MAMF:
  * iterations separated by L2 flushes, XLA's table, DeepGEMM, cuDNN,
  * FlashAttention) state no such window and are bursts.
@@ -59,6 +60,9 @@ struct kbench_row {
 	int waves;		  /* GEMM timed by a library that runs its tiles
 				   * in waves, whatever the profile's schedule
 				   * (XLA's choice of kernel, DeepGEMM) */
+	int grouped;		  /* a grouped GEMM as TransformerEngine runs it
+				   * (general_grouped_gemm: b GEMMs over 4
+				   * streams), timed by kperf_grouped_s */
 	int accum;		  /* GEMM accumulating into its output, C += A B
 				   * (TransformerEngine's accumulate=True, DeepGEMM's
 				   * weight-gradient kernels): it reads the output
@@ -77,6 +81,8 @@ struct kbench_row {
 	double time_s;	  /* measured */
 	int sustained;	  /* the clock the row ran at (KB_BURST, KB_STEP,
 			   * KB_STREAM; kbench_predict) */
+	double throttle;  /* KB_STREAM: how far its clock had fallen from the
+			   * burst clock towards the stream one, 0..1 (1: settled) */
 	int best_square;  /* a GEMM summary: the best TFLOP/s over square
 			    * sizes (time_s: 4096^3 at that rate) ... */
 	double sq_set[8]; /* ... over the n_sq sizes the source lists, */
@@ -88,10 +94,15 @@ struct kbench_row {
  *  KB_BURST   a microbenchmark's short run: the profile's burst rates;
  *  KB_STEP    a training step's kernel (a trace's rows): the sustained
  *             clock, hw_sustained;
- *  KB_STREAM  a steady stream of one kernel that runs HW_SETTLED_KERNEL_S
- *             (1 ms) or more: our sweep's rows, and rows whose notes state
- *             "N back-to-back calls" lasting HW_SUSTAINED_AFTER_S (5 ms)
- *             or more (SimuMax's 75): hw_stream for the row's dtype. */
+ *  KB_STREAM  a steady stream of one kernel: our sweep's rows whose
+ *             kernel runs HW_SETTLED_KERNEL_S (1 ms) or more, settled
+ *             (throttle 1: hw_stream for the row's dtype); and rows whose
+ *             notes state "N back-to-back calls" (after "W warmup") where
+ *             the stream outlasts HW_SUSTAINED_AFTER_S (5 ms): the clock
+ *             over the timed calls, W t to (W + N) t for calls of t, taken
+ *             as 1 up to 5 ms of busy time, the stream clock from
+ *             HW_THROTTLED_AFTER_S (110 ms), linear between; throttle its
+ *             mean fall, clock = 1 - throttle (1 - hw_stream). */
 enum { KB_BURST, KB_STEP, KB_STREAM };
 
 /* Rows a reader left out, and the first reasons, for the report. */

@@ -41,20 +41,38 @@ static int sms(const struct hw_profile *hw)
 static const double tile_dims[] = {128, 256, 64, 32, 320, 192, 160, 144, 48, 24};
 #define KPERF_SM80_DIMS	 4
 #define KPERF_SM80_TILES 8
-static const struct {
+struct tile {
 	unsigned char m, n; /* tile_dims indices */
 	signed char e;
-} tiles[] = {{0, 1, -1}, {1, 0, -1}, {0, 0, 0},	 {2, 0, 1},  {0, 2, 1}, {2, 2, 2}, {3, 2, 2},
-	     {2, 3, 2},	 {4, 0, -1}, {0, 4, -1}, {5, 5, -1}, {6, 0, 0}, {0, 6, 0}, {7, 0, 0},
-	     {0, 7, 0},	 {2, 8, 2},  {8, 2, 2},	 {2, 9, 2},  {9, 2, 2}};
+};
+static const struct tile tiles[] = {{0, 1, -1}, {1, 0, -1}, {0, 0, 0}, {2, 0, 1},  {0, 2, 1},
+				    {2, 2, 2},	{3, 2, 2},  {2, 3, 2}, {4, 0, -1}, {0, 4, -1},
+				    {5, 5, -1}, {6, 0, 0},  {0, 6, 0}, {7, 0, 0},  {0, 7, 0},
+				    {2, 8, 2},	{8, 2, 2},  {2, 9, 2}, {9, 2, 2}};
 #define NDIMS (sizeof(tile_dims) / sizeof(tile_dims[0]))
+
+/*
+ * AMD's (gemm_tiles "cdna"): the macro tiles of hipBLASLt's and Composable
+ * Kernel's CDNA 3/4 GEMMs, 256x256 the reference (AMD's gfx950 GEMM
+ * instances: 256x256x128, 256x128x128 and 128x128x128, Primus-Turbo
+ * csrc/kernels/gemm/instantiations/ck_gemm_kernel_*_gfx950.cu; HipKittens'
+ * MI350X bf16 GEMM, 256x256x64), and the class of each by the same reuse
+ * steps one size up: tile_eff[0] from 128x256's (85.3), [1] from
+ * 128x128's (64), [2] below (64x128, 64x64, 32x64).
+ */
+static const struct tile cdna_tiles[] = {{1, 1, -1}, {0, 1, 0}, {1, 0, 0}, {0, 0, 1}, {2, 0, 2},
+					 {0, 2, 2},  {2, 2, 2}, {3, 2, 2}, {2, 3, 2}};
 
 double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, double m, double n,
 			     double k, int sched, struct kperf_gemm_plan *plan)
 {
 	static const double splits[] = {1, 2, 4};
-	int sm90 = hw->k.tiles == HW_TILES_SM90, sk = sched == HW_SCHED_STREAMK;
-	size_t nt = sm90 ? sizeof(tiles) / sizeof(tiles[0]) : KPERF_SM80_TILES,
+	int sm90 = hw->k.tiles == HW_TILES_SM90, cdna = hw->k.tiles == HW_TILES_CDNA,
+	    sk = sched == HW_SCHED_STREAMK;
+	const struct tile *ts = cdna ? cdna_tiles : tiles;
+	size_t nt = cdna   ? sizeof(cdna_tiles) / sizeof(cdna_tiles[0])
+		    : sm90 ? sizeof(tiles) / sizeof(tiles[0])
+			   : KPERF_SM80_TILES,
 	       nd = sm90 ? NDIMS : KPERF_SM80_DIMS;
 	const struct hw_gemm *g;
 	double S, inv_s, per_flop[4], floor_s[4], cm[NDIMS], cn[NDIMS], best = HUGE_VAL, es, out_b,
@@ -89,9 +107,9 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 		cn[d] = ceil(n / tile_dims[d]);
 	}
 	for (size_t i = 0; i < nt; i++) {
-		int e = tiles[i].e + 1;
-		double tm = tile_dims[tiles[i].m], tn = tile_dims[tiles[i].n], pf = per_flop[e];
-		double count = b * cm[tiles[i].m] * cn[tiles[i].n];
+		int e = ts[i].e + 1;
+		double tm = tile_dims[ts[i].m], tn = tile_dims[ts[i].n], pf = per_flop[e];
+		double count = b * cm[ts[i].m] * cn[ts[i].n];
 		if (!(pf > 0) || floor_s[e] >= best)
 			continue;
 		for (size_t j = 0; j < sizeof(splits) / sizeof(splits[0]); j++) {

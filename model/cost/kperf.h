@@ -10,7 +10,10 @@
  * / 64x32 for the smallest problems; a profile with gemm_tiles "sm90"
  * (Hopper) adds the tiles cuBLAS's nvjet kernels were seen to run on an
  * H100 (tests/data/gpu/kernels.pt.trace.json.gz): 320x128, 192x192,
- * 160x128, 144x128, 64x48 and 64x24, each both ways round.  A tile's
+ * 160x128, 144x128, 64x48 and 64x24, each both ways round; one with
+ * gemm_tiles "cdna" (AMD) runs 256x256 macro tiles as the reference,
+ * 128x256 / 256x128 at tile_eff[0], 128x128 at [1] and the smaller at [2]
+ * (kperf.c).  A tile's
  * throughput follows its operands' reuse r = tm tn / (tm + tn): 1 from
  * 128x256's (85.3) up, else tile_eff[0] from 128x128's (64), [1] from
  * 64x128's (42.7), [2] below.  Each tile with split-K by 1, 2 or 4 where

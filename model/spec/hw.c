@@ -108,27 +108,33 @@ static int opt(const char *path, const config_t *cf, config_setting_t *k, const 
 	return cfg_range(path, cf, k, full, lo, hi, 0, scale, out, err);
 }
 
-/* An optional setting of the kernels group k that names one of two
- * choices: *out 0 for the first, 1 for the second (the enums' order),
- * untouched where absent. */
+/* An optional setting of the kernels group k that names one of the n
+ * choices c: *out its index (the enum's order), untouched where absent. */
 static int kernels_choice(const char *path, const config_t *cf, config_setting_t *k,
-			  const char *name, const char *c0, const char *c1, int *out,
+			  const char *name, const char *const *c, int n, int *out,
 			  struct prism_err *err)
 {
-	char t[16];
+	char t[16], list[64] = "";
 	int rc;
 
 	if (!config_setting_lookup(k, name))
 		return 0;
 	if ((rc = cfg_text(path, cf, k, name, t, sizeof(t), err)))
 		return rc;
-	if (strcmp(t, c0) && strcmp(t, c1))
-		return prism_err_set(
-		    err, PRISM_EFORMAT, "%s:%d: 'kernels.%s' must be \"%s\" or \"%s\", not \"%s\"",
-		    path, config_setting_source_line(config_setting_lookup(k, name)), name, c0, c1,
-		    t);
-	*out = strcmp(t, c0) != 0;
-	return 0;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(t, c[i])) {
+			*out = i;
+			return 0;
+		}
+	for (int i = 0; i < n; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s\"%s\"",
+			 i == 0	      ? ""
+			 : i == n - 1 ? " or "
+				      : ", ",
+			 c[i]);
+	return prism_err_set(err, PRISM_EFORMAT, "%s:%d: 'kernels.%s' must be %s, not \"%s\"", path,
+			     config_setting_source_line(config_setting_lookup(k, name)), name, list,
+			     t);
 }
 
 /*
@@ -227,9 +233,10 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 			return rc;
 		hw->k.sms = (int)v;
 	}
-	if ((rc = kernels_choice(path, cf, k, "gemm_tiles", "sm80", "sm90", &hw->k.tiles, err)) ||
-	    (rc = kernels_choice(path, cf, k, "gemm_schedule", "waves", "stream-k", &hw->k.sched,
-				 err)))
+	static const char *const tiles[] = {"sm80", "sm90", "cdna"}; /* enum hw_tiles */
+	static const char *const scheds[] = {"waves", "stream-k"};   /* enum hw_sched */
+	if ((rc = kernels_choice(path, cf, k, "gemm_tiles", tiles, 3, &hw->k.tiles, err)) ||
+	    (rc = kernels_choice(path, cf, k, "gemm_schedule", scheds, 2, &hw->k.sched, err)))
 		return rc;
 	g = config_setting_lookup(k, "gemm");
 	a = config_setting_lookup(k, "attention");

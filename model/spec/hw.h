@@ -60,8 +60,10 @@ struct hw_attn {
 };
 
 /* The GEMM tiles a GPU's libraries run (kperf.h): CUTLASS/cuBLAS's for
- * every GPU, or those plus the ones cuBLAS runs on Hopper. */
-enum hw_tiles { HW_TILES_SM80, HW_TILES_SM90 };
+ * every GPU, those plus the ones cuBLAS runs on Hopper, or AMD's
+ * (hipBLASLt/Composable Kernel on CDNA 3/4: 256x256 macro tiles the
+ * reference). */
+enum hw_tiles { HW_TILES_SM80, HW_TILES_SM90, HW_TILES_CDNA };
 
 /* How a GPU's GEMM library schedules the tiles (kperf.h): one thread
  * block a tile, in waves over the SMs; or also stream-K, the tiles' work
@@ -149,12 +151,25 @@ struct hw_profile {
 				    * stated) */
 };
 
-/* A measurement that kept the GPU busy this long without a gap is timed
- * at the stream clock, a shorter one at the burst clock (kbench.h):
- * flashinfer PR #2899 found B200's clock falling after about 5 ms of
- * back-to-back kernels (its GPU_POWER_THROTTLE_THRESHOLD_MS).  Read for
- * rows that state their calls in their notes (SimuMax's 75). */
+/* A measurement that kept the GPU busy this long without a gap starts to
+ * lose its burst clock (kbench.h): flashinfer PR #2899 found B200's clock
+ * falling after about 5 ms of back-to-back kernels (its
+ * GPU_POWER_THROTTLE_THRESHOLD_MS).  Read for rows that state their calls
+ * in their notes (SimuMax's 75 after 25 warm-up). */
 #define HW_SUSTAINED_AFTER_S 5e-3
+
+/* ... and a stream of GEMMs has settled at its stream clock after this
+ * long, the clock taken linear in the busy time between the two; a row
+ * that states its calls is timed at the mean of that clock over its timed
+ * calls (kbench.h).  SimuMax's B200 GEMMs (gemm_simumax_table.csv, 75
+ * calls after 25 warm-up, grouped 40 after 10) against the burst model
+ * fitted on the burst rows alone: those whose whole stream lasts under
+ * 10 ms at 1.02 of it, those whose timed calls start after 25 ms at 0.67
+ * (dense) and 0.69 (grouped), those between at 0.70-0.75: most of the fall
+ * is done by 25 ms (docs/MODEL.md, "Sustained rates").  FA4's stream on
+ * B200 falls more slowly and less far (flashinfer PR #2899: -15 % by ~110
+ * ms at FlashAttention's count; 1,965 -> ~1,580 MHz). */
+#define HW_THROTTLED_AFTER_S 25e-3
 
 /* A row of our H100 sweep (tests/data/gpu/kernels.csv) whose kernel runs
  * this long or longer is timed at the stream clock, a shorter one at the
