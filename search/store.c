@@ -549,20 +549,33 @@ static void bind_knob(sqlite3_stmt *st, int i, const struct synth_in *in, const 
 	}
 }
 
-int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct prism_err *err)
+void store_put_end(sqlite3_stmt *keep)
 {
-	sqlite3_stmt *st;
-	char sql[4096];
+	sqlite3_finalize(keep);
+}
+
+int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, sqlite3_stmt **keep,
+	      struct prism_err *err)
+{
+	sqlite3_stmt *st = keep ? *keep : NULL;
 	int ok = 1;
 
 	if (n == 0)
 		return 0;
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return fail(db, "begin", err);
-	insert_sql(sql, sizeof(sql));
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-		return fail(db, "insert", err);
+	if (!st) {
+		/* Prepared once for a writer's batches (keep): the statement
+		 * of an INSERT this wide costs as much as a batch's rows. */
+		char sql[4096];
+		insert_sql(sql, sizeof(sql));
+		if (sqlite3_prepare_v3(db, sql, -1, keep ? SQLITE_PREPARE_PERSISTENT : 0, &st,
+				       NULL) != SQLITE_OK) {
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+			return fail(db, "insert", err);
+		}
+		if (keep)
+			*keep = st;
 	}
 	for (size_t i = 0; ok && i < n; i++) {
 		const struct cand *k = &c[i];
@@ -621,7 +634,12 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		}
 		ok = sqlite3_step(st) == SQLITE_DONE;
 	}
-	sqlite3_finalize(st);
+	if (keep) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	} else {
+		sqlite3_finalize(st);
+	}
 	if (!ok || sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		int rc = fail(db, "write", err);
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
