@@ -536,7 +536,10 @@ static void bind_knob(sqlite3_stmt *st, int i, const struct synth_in *in, const 
 {
 	char v[1600];
 	switch (layout_knobs[k].kind) {
-	case LK_NAME:
+	case LK_NAME: /* the name as layout_format_shown writes it, not copied twice */
+		sqlite3_bind_text(st, i, layout_knobs[k].name((int)layout_shown(&in->m, r, k)), -1,
+				  SQLITE_TRANSIENT);
+		break;
 	case LK_PART:
 		layout_format_shown(&in->m, r, k, v, sizeof(v));
 		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
