@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -1152,6 +1153,8 @@ static void part_auto(const struct llm *m, struct layout *l)
  * knob that does not apply to it past its first value (partition with pp
  * 1, shard without ZeRO, ...: layout.h's `applies`), or sp without tp
  * (LK_FORCE: the same candidate as no sp). */
+_Static_assert(offsetof(struct cand, in) == 0, "decode zeroes what follows the template");
+
 static int decode(const struct sweep *s, uint64_t index, struct cand *c, int keyed)
 {
 	uint64_t x = index;
@@ -1179,8 +1182,10 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c, int key
 		}
 		ix[LK_schedule] -= nv;
 	}
-	memset(c, 0, sizeof(*c));
+	/* The template, then the rest zeroed (not the whole struct first:
+	 * every candidate of a sweep is decoded once or twice). */
 	c->in = s->tmpl;
+	memset((char *)c + sizeof(c->in), 0, sizeof(*c) - sizeof(c->in));
 	c->hw = (int)(x / (uint64_t)s->gpus.n);
 	c->in.hw = &s->hw[c->hw];
 	c->price = s->hw_price[c->hw];
