@@ -583,7 +583,8 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, sqlite3
 	for (size_t i = 0; ok && i < n; i++) {
 		const struct cand *k = &c[i];
 		int sim = k->status == CS_SIMULATED, col = C_KNOBS;
-		struct layout r;
+		struct layout placed;
+		const struct layout *r = &k->placed;
 		sqlite3_reset(st);
 		sqlite3_clear_bindings(st);
 		sqlite3_bind_int64(st, C_SWEEP, id);
@@ -593,11 +594,15 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, sqlite3
 		sqlite3_bind_text(st, C_HW, k->in.hw->id, -1, SQLITE_STATIC);
 		if (k->price > 0)
 			sqlite3_bind_double(st, C_PRICE, k->price);
-		/* The knobs, the partition as placed. */
-		synth_mem_layout(&k->in, &r);
+		/* The knobs, the partition as placed (by the judging where it
+		 * estimated the memory). */
+		if (k->placed.pp <= 0) {
+			synth_mem_layout(&k->in, &placed);
+			r = &placed;
+		}
 		for (int j = 0; j < LK_N; j++)
 			if (layout_knobs[j].flags & LK_STORE)
-				bind_knob(st, col++, &k->in, &r, j);
+				bind_knob(st, col++, &k->in, r, j);
 		if (k->status != CS_INVALID && k->status != CS_PENDING) {
 			/* The memory of every candidate that has a layout: the
 			 * stage needing the most, and its breakdown. */
