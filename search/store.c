@@ -536,7 +536,10 @@ static void bind_knob(sqlite3_stmt *st, int i, const struct synth_in *in, const 
 {
 	char v[1600];
 	switch (layout_knobs[k].kind) {
-	case LK_NAME:
+	case LK_NAME: /* the name as layout_format_shown writes it, not copied twice */
+		sqlite3_bind_text(st, i, layout_knobs[k].name((int)layout_shown(&in->m, r, k)), -1,
+				  SQLITE_TRANSIENT);
+		break;
 	case LK_PART:
 		layout_format_shown(&in->m, r, k, v, sizeof(v));
 		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
@@ -549,25 +552,39 @@ static void bind_knob(sqlite3_stmt *st, int i, const struct synth_in *in, const 
 	}
 }
 
-int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct prism_err *err)
+void store_put_end(sqlite3_stmt *keep)
 {
-	sqlite3_stmt *st;
-	char sql[4096];
+	sqlite3_finalize(keep);
+}
+
+int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, sqlite3_stmt **keep,
+	      struct prism_err *err)
+{
+	sqlite3_stmt *st = keep ? *keep : NULL;
 	int ok = 1;
 
 	if (n == 0)
 		return 0;
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return fail(db, "begin", err);
-	insert_sql(sql, sizeof(sql));
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-		return fail(db, "insert", err);
+	if (!st) {
+		/* Prepared once for a writer's batches (keep): the statement
+		 * of an INSERT this wide costs as much as a batch's rows. */
+		char sql[4096];
+		insert_sql(sql, sizeof(sql));
+		if (sqlite3_prepare_v3(db, sql, -1, keep ? SQLITE_PREPARE_PERSISTENT : 0, &st,
+				       NULL) != SQLITE_OK) {
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+			return fail(db, "insert", err);
+		}
+		if (keep)
+			*keep = st;
 	}
 	for (size_t i = 0; ok && i < n; i++) {
 		const struct cand *k = &c[i];
 		int sim = k->status == CS_SIMULATED, col = C_KNOBS;
-		struct layout r;
+		struct layout placed;
+		const struct layout *r = &k->placed;
 		sqlite3_reset(st);
 		sqlite3_clear_bindings(st);
 		sqlite3_bind_int64(st, C_SWEEP, id);
@@ -577,11 +594,15 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		sqlite3_bind_text(st, C_HW, k->in.hw->id, -1, SQLITE_STATIC);
 		if (k->price > 0)
 			sqlite3_bind_double(st, C_PRICE, k->price);
-		/* The knobs, the partition as placed. */
-		synth_mem_layout(&k->in, &r);
+		/* The knobs, the partition as placed (by the judging where it
+		 * estimated the memory). */
+		if (k->placed.pp <= 0) {
+			synth_mem_layout(&k->in, &placed);
+			r = &placed;
+		}
 		for (int j = 0; j < LK_N; j++)
 			if (layout_knobs[j].flags & LK_STORE)
-				bind_knob(st, col++, &k->in, &r, j);
+				bind_knob(st, col++, &k->in, r, j);
 		if (k->status != CS_INVALID && k->status != CS_PENDING) {
 			/* The memory of every candidate that has a layout: the
 			 * stage needing the most, and its breakdown. */
@@ -621,7 +642,12 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct 
 		}
 		ok = sqlite3_step(st) == SQLITE_DONE;
 	}
-	sqlite3_finalize(st);
+	if (keep) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	} else {
+		sqlite3_finalize(st);
+	}
 	if (!ok || sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		int rc = fail(db, "write", err);
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);

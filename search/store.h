@@ -95,8 +95,13 @@ int store_sweep_run(sqlite3 *db, long long id, const struct store_run *run, stru
 int store_keys(sqlite3 *db, long long id, char ***keys, size_t *n, struct prism_err *err);
 void store_keys_free(char **keys, size_t n);
 
-/* Write candidates c[0..n) (status not pending) in one transaction. */
-int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, struct prism_err *err);
+/* Write candidates c[0..n) (status not pending) in one transaction.
+ * keep: NULL, or where the prepared INSERT is kept between calls (NULL at
+ * first; prepared by the first call; store_put_end releases it, before
+ * db is closed). */
+int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, sqlite3_stmt **keep,
+	      struct prism_err *err);
+void store_put_end(sqlite3_stmt *keep);
 
 /* Best simulated time per GPU count and setting so far: gpus[i] on profile
  * hw[i] (its index in s->hw, by id) at sequence length seq[i], best[i];

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -981,6 +982,15 @@ static void make_key(const struct sweep *s, struct cand *c)
 	}
 }
 
+/* c's memory (synth_mem's two steps), its layout placed once and the
+ * placement kept for its row (store_put): a balanced placement is a dry
+ * run of a layer, the embedding and the head. */
+static void cand_mem(struct cand *c)
+{
+	synth_mem_layout(&c->in, &c->placed);
+	mem_estimate(&c->in.m, &c->placed, c->in.hw, &c->p.mem);
+}
+
 /* Verdicts before simulation: the layout rules, then memory, then the
  * analytic estimate. */
 static void judge(const struct sweep *s, struct cand *c)
@@ -1005,12 +1015,8 @@ static void judge(const struct sweep *s, struct cand *c)
 		snprintf(c->reason, sizeof(c->reason), "%.159s", err.msg);
 		return;
 	}
-	{
-		struct synth_in x = c->in;
-		x.hw = c->in.hw;
-		synth_mem(&x, &me);
-		c->p.mem = me; /* stored whatever the verdict */
-	}
+	cand_mem(c);
+	me = c->p.mem; /* stored whatever the verdict */
 	if (!me.fits) {
 		c->status = CS_OOM;
 		snprintf(c->reason, sizeof(c->reason),
@@ -1082,7 +1088,7 @@ int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analyt
 	/* What judge leaves on a pending candidate: its memory (the row keeps
 	 * it; a plain trace has none), its estimate and its bound. */
 	if (s->bl.pb.kind != PB_TRACE)
-		synth_mem(&c->in, &c->p.mem);
+		cand_mem(c);
 	c->analytic_s = analytic_s;
 	c->bound_s = bound_s;
 	return 0;
@@ -1152,6 +1158,8 @@ static void part_auto(const struct llm *m, struct layout *l)
  * knob that does not apply to it past its first value (partition with pp
  * 1, shard without ZeRO, ...: layout.h's `applies`), or sp without tp
  * (LK_FORCE: the same candidate as no sp). */
+_Static_assert(offsetof(struct cand, in) == 0, "decode zeroes what follows the template");
+
 static int decode(const struct sweep *s, uint64_t index, struct cand *c, int keyed)
 {
 	uint64_t x = index;
@@ -1179,8 +1187,10 @@ static int decode(const struct sweep *s, uint64_t index, struct cand *c, int key
 		}
 		ix[LK_schedule] -= nv;
 	}
-	memset(c, 0, sizeof(*c));
+	/* The template, then the rest zeroed (not the whole struct first:
+	 * every candidate of a sweep is decoded once or twice). */
 	c->in = s->tmpl;
+	memset((char *)c + sizeof(c->in), 0, sizeof(*c) - sizeof(c->in));
 	c->hw = (int)(x / (uint64_t)s->gpus.n);
 	c->in.hw = &s->hw[c->hw];
 	c->price = s->hw_price[c->hw];

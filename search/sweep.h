@@ -129,6 +129,9 @@ struct cand {
 	double analytic_s;
 	double bound_s;	      /* synth_lower_bound: the simulated time is >= it */
 	struct predict_out p; /* when simulated */
+	/* in.lay as placed (synth_mem_layout) where its memory was estimated
+	 * (placed.pp > 0; else zero): its row's knobs show it, placed once. */
+	struct layout placed;
 };
 
 /* Load a sweep: 0, or PRISM_EIO / PRISM_EFORMAT naming the file, line and

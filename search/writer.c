@@ -19,6 +19,7 @@ struct entry {
 
 struct writer {
 	sqlite3 *db;
+	sqlite3_stmt *ins; /* store_put's INSERT, prepared once */
 	long long sid;
 	int cap, nslots, threaded, started;
 	struct cand *slot; /* nslots x cap */
@@ -59,7 +60,7 @@ static int store_entry(struct writer *w, int k, struct prism_err *e)
 		for (size_t i = 0; i < x->n; i++)
 			x->make(x->ctx, x->index[i], &c[i]);
 	}
-	rc = w->db ? store_put(w->db, w->sid, c, x->n, e) : 0;
+	rc = w->db ? store_put(w->db, w->sid, c, x->n, &w->ins, e) : 0;
 	if (x->index) { /* the rejected come first: no scratch held after them */
 		free(w->made);
 		w->made = NULL;
@@ -117,6 +118,7 @@ static void release(struct writer *w)
 		free(w->e[k].index);
 	free(w->e);
 	free(w->made);
+	store_put_end(w->ins);
 	free(w->slot);
 	free(w);
 }

@@ -97,6 +97,18 @@ static void test_made_once(void **state)
 			    a->p.mem.activations == b->p.mem.activations &&
 			    a->p.mem.margin == b->p.mem.margin &&
 			    a->p.mem.verdict == b->p.mem.verdict);
+		{
+			/* The placement kept for the row is synth_mem_layout's. */
+			struct layout placed;
+			memset(&placed, 0, sizeof(placed));
+			synth_mem_layout(&a->in, &placed);
+			assert_true(a->placed.pp > 0);
+			assert_int_equal(a->placed.partition, placed.partition);
+			assert_int_equal(a->placed.part_chunks, placed.part_chunks);
+			assert_memory_equal(a->placed.part, placed.part, sizeof(placed.part));
+			assert_memory_equal(b->placed.part, placed.part, sizeof(placed.part));
+			assert_int_equal(b->placed.part_chunks, placed.part_chunks);
+		}
 	}
 	batch_space_release(&sp);
 	sweep_release(&sw);

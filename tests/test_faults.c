@@ -267,7 +267,7 @@ static int store(struct prism_err *err)
 	if (rc == 0)
 		rc = store_sweep(db, &sw, &run, &id, &resumed, err);
 	if (rc == 0)
-		rc = store_put(db, id, c, 4, err);
+		rc = store_put(db, id, c, 4, NULL, err);
 	if (rc == 0)
 		rc = store_keys(db, id, &keys, &nkeys, err);
 	if (rc == 0)

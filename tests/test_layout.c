@@ -113,6 +113,17 @@ static void test_key(void **state)
 	layout_key(&m, &l, key, sizeof(key));
 	assert_non_null(strstr(key, ";part=balanced;"));
 	assert_null(strstr(key, "ep="));
+	/* A buffer too short: the key cut to what fits and terminated, as
+	 * snprintf cuts (each size from 1 to the key's own). */
+	for (size_t n = 1; n <= strlen(key) + 1; n++) {
+		char cut[sizeof(key)];
+		memset(cut, 'x', sizeof(cut));
+		layout_key(&m, &l, cut, n);
+		assert_int_equal(strlen(cut), n - 1);
+		assert_memory_equal(cut, key, n - 1);
+		if (n < sizeof(cut))
+			assert_int_equal(cut[n], 'x'); /* nothing written past n */
+	}
 }
 
 /* layout_diff names the knobs that differ; a graph edit changes layers,

@@ -193,28 +193,39 @@ struct memo {
 
 static _Thread_local struct memo memo;
 
+/* Whether memo machine a is hw's for dtype and sched, bit for bit. */
+static int same_machine(const struct memo_machine *a, const struct hw_profile *hw, int dtype,
+			int sched)
+{
+	return a->dtype == dtype && a->sched == sched && a->tiles == hw->k.tiles &&
+	       a->sms == hw->k.sms && a->peak == (hw->peak_flops[dtype] > 0) &&
+	       memcmp(&a->clock, &hw->clock, sizeof(a->clock)) == 0 &&
+	       memcmp(&a->hbm_Bps, &hw->hbm_Bps, sizeof(a->hbm_Bps)) == 0 &&
+	       memcmp(&a->g, &hw->k.gemm[dtype], sizeof(a->g)) == 0;
+}
+
 /* The index of hw's machine for dtype and sched in the memo (added where
- * new), or -1 when the memo holds no more machines. */
+ * new), or -1 when the memo holds no more machines.  The last one found
+ * is tried first, its fields compared where they are (no key built). */
 static int memo_machine(const struct hw_profile *hw, int dtype, int sched)
 {
-	struct memo_machine x;
-	memset(&x, 0, sizeof(x)); /* padding too: compared with memcmp */
-	x.g = hw->k.gemm[dtype];
-	x.clock = hw->clock;
-	x.hbm_Bps = hw->hbm_Bps;
-	x.dtype = dtype;
-	x.sched = sched;
-	x.tiles = hw->k.tiles;
-	x.sms = hw->k.sms;
-	x.peak = hw->peak_flops[dtype] > 0;
-	if (memo.nmachines && memcmp(&memo.machine[memo.last], &x, sizeof(x)) == 0)
+	struct memo_machine *x;
+	if (memo.nmachines && same_machine(&memo.machine[memo.last], hw, dtype, sched))
 		return memo.last;
 	for (int i = 0; i < memo.nmachines; i++)
-		if (memcmp(&memo.machine[i], &x, sizeof(x)) == 0)
+		if (same_machine(&memo.machine[i], hw, dtype, sched))
 			return memo.last = i;
 	if (memo.nmachines == KPERF_MEMO_MACHINES)
 		return -1;
-	memcpy(&memo.machine[memo.nmachines], &x, sizeof(x));
+	x = &memo.machine[memo.nmachines];
+	x->g = hw->k.gemm[dtype];
+	x->clock = hw->clock;
+	x->hbm_Bps = hw->hbm_Bps;
+	x->dtype = dtype;
+	x->sched = sched;
+	x->tiles = hw->k.tiles;
+	x->sms = hw->k.sms;
+	x->peak = hw->peak_flops[dtype] > 0;
 	return memo.last = memo.nmachines++;
 }
 

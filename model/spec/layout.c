@@ -1185,6 +1185,21 @@ static int group_changed(const struct llm *m, const struct layout *l, int g)
 	return 0;
 }
 
+/* s appended at buf + *o (n bytes in all) as snprintf would write it
+ * there: cut to what fits, terminated, *o moved on by its whole length.
+ * A sweep formats a key for each of its rows: snprintf's parsing of the
+ * format was most of layout_key's time. */
+static void key_put(char *buf, size_t n, size_t *o, const char *s)
+{
+	size_t len = strlen(s);
+	if (*o < n) {
+		size_t c = len < n - *o - 1 ? len : n - *o - 1;
+		memcpy(buf + *o, s, c);
+		buf[*o + c] = '\0';
+	}
+	*o += len;
+}
+
 void layout_key(const struct llm *m, const struct layout *l, char *buf, size_t n)
 {
 	size_t o = 0;
@@ -1200,8 +1215,11 @@ void layout_key(const struct llm *m, const struct layout *l, char *buf, size_t n
 						    : 0)
 			continue;
 		layout_format(m, l, k, 0, v, sizeof(v));
-		o += (size_t)snprintf(buf + o, n - o, "%s%s=%s", o ? ";" : "",
-				      K->key ? K->key : K->id, v);
+		if (o)
+			key_put(buf, n, &o, ";");
+		key_put(buf, n, &o, K->key ? K->key : K->id);
+		key_put(buf, n, &o, "=");
+		key_put(buf, n, &o, v);
 	}
 }
 
