@@ -1283,10 +1283,66 @@ static int check_hybrid(const struct llm *m, const struct layout *l, struct pris
 	return 0;
 }
 
+/* The 1F1B all-to-all overlap (moe_a2a_overlap): what Megatron-LM's
+ * TransformerConfig.__post_init__ asserts for
+ * overlap_moe_expert_parallel_comm (transformer_config.py) -- with pp > 1
+ * the interleaved schedule (virtual stages), ep > 1, the alltoall or flex
+ * dispatcher (hybridep is a flex backend), no full recomputation and no
+ * moe in the recomputed modules, a bf16 or fp16 model (fp8 and fp4 GEMMs
+ * keep bf16 weights), no shared-expert overlap, at most one MTP layer, no
+ * CUDA graphs of the MoE layer (cuda_graph_modules without moe and mlp;
+ * prism's graphs capture the whole layer) -- and what prism does not
+ * model with it: other schedules, activation offloading, Mamba layers,
+ * torch.compile. */
+static int check_a2a_overlap(const struct llm *m, const struct layout *l, struct prism_err *err)
+{
+	const char *no = NULL;
+	if (l->pp > 1 && l->schedule != LAYOUT_INTERLEAVED)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: moe_a2a_overlap with pp %d needs the interleaved "
+				     "schedule (Megatron-LM asserts virtual pipeline stages), "
+				     "not %s",
+				     l->pp, layout_schedule_name(l->schedule));
+	if (l->pp == 1 && l->schedule != LAYOUT_1F1B)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: moe_a2a_overlap with pp 1 runs Megatron-LM's "
+				     "combined 1F1B: schedule %s is not it",
+				     layout_schedule_name(l->schedule));
+	if (layout_ep(l) < 2)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: moe_a2a_overlap needs expert parallelism (ep %d; "
+				     "Megatron-LM asserts ep > 1)",
+				     layout_ep(l));
+	if (l->moe_dispatcher == LAYOUT_DISP_ALLGATHER)
+		no = "the allgather dispatcher (Megatron-LM supports alltoall and flex)";
+	else if (l->recompute == LAYOUT_RECOMPUTE_FULL)
+		no = "full recomputation (Megatron-LM asserts it off)";
+	else if (layout_rc(l, LAYOUT_RC_MOE))
+		no = "moe in the recomputed modules (Megatron-LM asserts it out)";
+	else if (l->dtype == HW_FP32 || l->dtype == HW_TF32)
+		no = "an fp32 model (Megatron-LM needs bf16 or fp16)";
+	else if (m->shared_experts > 0 && l->moe_shared_overlap)
+		no = "moe_shared_overlap (Megatron-LM asserts one or the other)";
+	else if (m->mtp_layers > 1)
+		no = "more than one MTP layer (Megatron-LM asserts at most one)";
+	else if (l->exec == LAYOUT_EXEC_GRAPHS)
+		no = "CUDA graphs of the MoE layer (Megatron-LM refuses the moe and mlp "
+		     "graph scopes)";
+	else if (l->exec == LAYOUT_EXEC_COMPILED)
+		no = "torch.compile (not modelled with it)";
+	else if (l->offload_layers > 0)
+		no = "activation offloading (not modelled with it)";
+	else if (llm_hybrid(m))
+		no = "a hybrid (Mamba) model (not modelled with it)";
+	if (no)
+		return prism_err_set(err, PRISM_EARG, "layout: moe_a2a_overlap: not with %s", no);
+	return 0;
+}
+
 static int check_experts(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
 			 struct prism_err *err)
 {
-	int ep = layout_ep(l), etp = layout_etp(l), fe;
+	int ep = layout_ep(l), etp = layout_etp(l), fe, rc;
 
 	if (m->experts == 0) {
 		if (ep > 1 || etp > 1)
@@ -1294,6 +1350,10 @@ static int check_experts(const struct llm *m, const struct layout *l, const stru
 					     "layout: ep %d / etp %d need a mixture-of-experts "
 					     "model (experts)",
 					     ep, etp);
+		if (l->moe_a2a_overlap)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: moe_a2a_overlap needs a mixture-of-experts "
+					     "model (experts)");
 		return 0;
 	}
 	if (m->experts < 0 || m->experts > LLM_MAX_EXPERTS || m->top_k < 1 ||
@@ -1342,6 +1402,8 @@ static int check_experts(const struct llm *m, const struct layout *l, const stru
 		    err, PRISM_EARG,
 		    "layout: moe_shared_overlap needs the alltoall, flex or hybridep "
 		    "dispatcher (as Megatron-LM's --moe-shared-expert-overlap)");
+	if (l->moe_a2a_overlap && (rc = check_a2a_overlap(m, l, err)))
+		return rc;
 	if (m->shared_experts > 0 && ((int64_t)m->shared_experts * fe) % l->tp)
 		return prism_err_set(
 		    err, PRISM_EARG,

@@ -204,6 +204,12 @@ struct layout {
 	double imbalance;
 	int moe_dispatcher;	/* enum layout_dispatcher */
 	int moe_shared_overlap; /* shared experts beside the dispatcher (not allgather) */
+	/* Megatron-LM's 1F1B all-to-all overlap (--overlap-moe-expert-
+	 * parallel-comm): in the steady phase one microbatch's forward and
+	 * another's backward run as one merged unit, layer by layer, each's
+	 * expert all-to-alls on a communication stream beside the other's
+	 * compute (synth's step; docs/MODEL.md). */
+	int moe_a2a_overlap;
 	/* Context parallelism (0 reads as 1): each sequence split over cp
 	 * ranks (tp apart), 2 cp chunks for the causal load balance; the
 	 * gradients are reduced and ZeRO shards over the dp x cp ranks
@@ -722,6 +728,14 @@ enum layout_show {
 	  .help = "shared experts on their own stream beside the token dispatch and the routed "   \
 		  "experts (Megatron's --moe-shared-expert-overlap; not with allgather)",           \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_MOE, .key = "sho",                           \
+	  .show = LK_SHOW_CHANGED)                                                                 \
+	X(moe_a2a_overlap, L, m->experts > 0, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0,     \
+	  .opt = "moe-a2a-overlap",                                                                \
+	  .help = "1F1B all-to-all overlap: a forward and another microbatch's backward merged "  \
+		  "layer by layer, each's expert all-to-alls on a communication stream beside "    \
+		  "the other's compute (Megatron's --overlap-moe-expert-parallel-comm; ep > 1, "   \
+		  "alltoall or flex, pp 1 or interleaved)",                                        \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_MOE, .key = "a2ao",                          \
 	  .show = LK_SHOW_CHANGED)                                                                 \
 	X(heads, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_HEADS, .opt = "heads",           \
 	  .arg = "N", .help = "attention heads", .desc = -1)                                       \

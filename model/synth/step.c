@@ -663,7 +663,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 	struct sf_start u;
 
 	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
-	if (slot != SIZE_MAX && sf_reuse(c, slot, r, mb)) {
+	if (slot != SIZE_MAX && sf_reuse(c, slot, r, mb, mb)) {
 		c->rk[r].layer = -1;
 		return;
 	}
@@ -677,11 +677,161 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 		unit_fwd(c, s, ch, z, depth, ids);
 	else
 		unit_bwd(c, s, ch, z, depth, ids, dp_bucket, pass);
-	if (sf_end(c, r, mb, slot, &u)) {
+	if (sf_end(c, r, mb, mb, slot, &u)) {
 		free(ids);
 		return;
 	}
 	free(ids);
+	unit_marks(c, r, u.k0);
+}
+
+/*
+ * The 1F1B all-to-all overlap (lay.moe_a2a_overlap; Megatron-LM's
+ * --overlap-moe-expert-parallel-comm, megatron/core/pipeline_parallel/
+ * combined_1f1b.py combined_forward_backward_step, megatron/core/models/
+ * common/model_chunk_schedule_plan.py): in the steady phase the forward
+ * of one microbatch and the backward of another run as one merged unit,
+ * layer i of the forward beside layer L - 1 - i of the backward
+ * (TransformerModelChunkSchedulePlan.run), each layer cut into parts
+ * (ctx.part, synth_int.h).  Each microbatch's parts run in order, chained
+ * by events where they change stream (a CUDA event a microbatch,
+ * pipeline_parallel/utils.py); the all-to-alls on the communication
+ * stream S_A2A, the rest on the compute stream, each stream in the order
+ * TransformerLayerSchedulePlan.run issues them:
+ *
+ *   S_A2A:     combine'(b)   dispatch(f)              dispatch'(b)  combine(f)
+ *   S_COMPUTE: attn(f)       mlp'(b) (with its weight gradients)  mlp(f)  attn'(b)
+ *
+ * so that the backward's combine runs beside the forward's attention,
+ * the forward's dispatch beside the backward's experts, the backward's
+ * dispatch beside the forward's experts and the forward's combine beside
+ * the backward's attention.  The combine's compute (the unpermute and
+ * residual add, backward their gradients: SL_PART_CMB_COMP) follows the
+ * pair on the compute stream, where the next pair's part of the same
+ * microbatch needs it.
+ */
+
+/* A microbatch's chain of parts: its last task and that task's stream
+ * (NONE32: none yet, its parts ordered by the compute stream alone). */
+struct chain {
+	uint32_t last;
+	int st;
+};
+
+/* Part `part` of layer `layer`'s forward (fwd) or backward of microbatch
+ * mb on rank r, after its chain's last task.  A dense layer has no
+ * all-to-alls and no combine. */
+static void pair_part(struct ctx *c, int r, const struct shape *z, struct chain *k, int layer,
+		      int fwd, int32_t mb, int part)
+{
+	int st = part == SL_PART_DISPATCH || part == SL_PART_COMBINE ? S_A2A : S_COMPUTE;
+	uint32_t before = c->rk[r].last[st];
+	if (part != SL_PART_ATTN && part != SL_PART_MLP && !llm_is_moe_layer(&c->in->m, layer))
+		return;
+	set_ann(c, r, layer, fwd ? PH_FORWARD : PH_BACKWARD, mb);
+	if (k->last != NONE32 && k->st != st)
+		se_event_wait_task(c, r, k->last, k->st, st);
+	c->part = part;
+	if (fwd)
+		sl_layer_fwd(c, r, z);
+	else
+		sl_layer_bwd(c, r, z);
+	c->part = SL_PART_ALL;
+	if (c->rk[r].last[st] != before) {
+		k->last = c->rk[r].last[st];
+		k->st = st;
+	}
+}
+
+/* The merged unit of stage s: the forward of microbatch mbf on chunk chf
+ * beside the backward of mbb on chb (dp_bucket: the backward's, unit_bwd).
+ * First the forward's input and embedding and the backward's gradient
+ * and head (with its MTP depth, not overlapped), then the layers in
+ * pairs, then the layers one side has more of, each's parts chained
+ * alone (Megatron's remaining layers), then the forward's head and the
+ * activations sent on, the backward's embedding and the gradient sent
+ * back.  ZeRO-3 and offloading are refused with the overlap
+ * (layout_check), so no gathers or copies. */
+static void unit_pair(struct ctx *c, int s, int chf, int mbf, int chb, int mbb, int dp_bucket,
+		      const struct shape *z)
+{
+	const struct synth_in *in = c->in;
+	int r = s, os, oc;
+	int lf0 = layout_chunk_first(&in->m, &c->lay, s, chf);
+	int nf = layout_chunk_layers(&in->m, &c->lay, s, chf);
+	int lb0 = layout_chunk_first(&in->m, &c->lay, s, chb);
+	int nb = layout_chunk_layers(&in->m, &c->lay, s, chb);
+	int reduce = dp_bucket || c->lay.zero >= 2;
+	struct chain f = {NONE32, S_COMPUTE}, b = {NONE32, S_COMPUTE};
+	size_t slot = c->fo.fold ? sf_slot_pair(c, z, s, chf, mbf, chb, mbb, dp_bucket) : SIZE_MAX;
+	struct sf_start u;
+
+	set_ann(c, r, -1, PH_FORWARD, mbf);
+	if (slot != SIZE_MAX && sf_reuse(c, slot, r, mbf, mbb)) {
+		c->rk[r].layer = -1;
+		return;
+	}
+	sf_begin(c, r, &u);
+	if (fwd_prev(c, z, s, chf, &os, &oc))
+		pp_recv(c, r, os, oc, z, 1);
+	if (first_chunk_of(c, s, chf) && !in->bare)
+		sl_embed_fwd(c, r, z);
+	set_ann(c, r, -1, PH_BACKWARD, mbb);
+	if (fwd_next(c, z, s, chb, &os, &oc))
+		pp_recv(c, r, os, oc, z, 0);
+	if (last_chunk_of(c, z, s, chb) && !in->bare) {
+		sl_head_bwd(c, r, z);
+		mtp_depths(c, r, z, 0, -1, reduce, SL_PASS_ALL);
+		if (reduce && !lora(c))
+			grad_ready(c, r, z, head_params(c, r));
+	}
+	if (nb > 0)
+		pair_part(c, r, z, &b, lb0 + nb - 1, 0, mbb, SL_PART_CMB_COMP);
+	for (int i = 0; i < nb || i < nf; i++) {
+		int lf = lf0 + i, lb = lb0 + nb - 1 - i;
+		if (i < nb)
+			pair_part(c, r, z, &b, lb, 0, mbb, SL_PART_COMBINE);
+		if (i < nf)
+			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_ATTN);
+		if (i < nb)
+			pair_part(c, r, z, &b, lb, 0, mbb, SL_PART_MLP);
+		if (i < nf)
+			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_DISPATCH);
+		if (i < nb)
+			pair_part(c, r, z, &b, lb, 0, mbb, SL_PART_DISPATCH);
+		if (i < nf) {
+			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_MLP);
+			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_COMBINE);
+		}
+		if (i < nb) {
+			pair_part(c, r, z, &b, lb, 0, mbb, SL_PART_ATTN);
+			if (reduce)
+				layer_grads(c, r, z, lb);
+		}
+		if (i < nf)
+			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_CMB_COMP);
+		if (i + 1 < nb)
+			pair_part(c, r, z, &b, lb - 1, 0, mbb, SL_PART_CMB_COMP);
+	}
+	set_ann(c, r, -1, PH_FORWARD, mbf);
+	if (last_chunk_of(c, z, s, chf) && !in->bare) {
+		mtp_depths(c, r, z, 1, -1, 0, SL_PASS_ALL);
+		sl_head_fwd(c, r, z);
+	}
+	if (fwd_next(c, z, s, chf, &os, &oc))
+		pp_send(c, r, s, chf, z, 1);
+	set_ann(c, r, -1, PH_BACKWARD, mbb);
+	if (first_chunk_of(c, s, chb) && !in->bare) {
+		sl_embed_bwd(c, r, z);
+		if (reduce && !lora(c))
+			grad_ready(c, r, z, embed_params(c, r));
+	}
+	if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
+		grad_flush(c, r, z);
+	if (fwd_prev(c, z, s, chb, &os, &oc))
+		pp_send(c, r, s, chb, z, 0);
+	if (sf_end(c, r, mbf, mbb, slot, &u))
+		return;
 	unit_marks(c, r, u.k0);
 }
 
@@ -746,6 +896,12 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 		warm = z->p - s - 1;
 	else
 		warm = z->m == z->p ? total : (z->p - s - 1) * 2 + (z->v - 1) * z->p;
+	/* The 1F1B all-to-all overlap runs one more warm-up forward
+	 * (schedules.py get_pp_rank_microbatches: the forward and backward
+	 * of each merged unit independent; with pp 1 the first forward
+	 * alone, combined_1f1b_schedule_for_no_pipelining). */
+	if (in->lay.moe_a2a_overlap && warm < total)
+		warm++;
 	if (warm > total)
 		warm = total;
 #define F_UNIT()                                                                                   \
@@ -765,6 +921,14 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 	for (int i = 0; i < warm; i++)
 		F_UNIT();
 	for (int i = 0; i < total - warm; i++) {
+		if (in->lay.moe_a2a_overlap) {
+			int mbf, chf, mbb, chb;
+			unit_of(z, kf++, 1, &mbf, &chf);
+			unit_of(z, kb, 0, &mbb, &chb);
+			unit_pair(c, s, chf, mbf, chb, mbb, last_b[chb] == kb, z);
+			kb++;
+			continue;
+		}
 		F_UNIT();
 		B_UNIT();
 	}
