@@ -415,6 +415,10 @@ static int warmup(const struct layout *l, int s)
 		w = l->microbatches == p ? total : (p - s - 1) * 2 + (v - 1) * p;
 	else
 		w = p - s - 1;
+	/* The 1F1B all-to-all overlap: one more warm-up forward
+	 * (synth/step.c stage_step, Megatron-LM's schedules.py). */
+	if (l->moe_a2a_overlap && w < total)
+		w++;
 	return w > total ? total : w;
 }
 
@@ -778,6 +782,30 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			if (i > warm + l->pp * v)
 				break;
 			ch = unit_chunk(l, kf++, 1);
+			if (l->moe_a2a_overlap && i >= warm) {
+				/* A merged pair (synth/step.c unit_pair): the
+				 * forward's layers are made as the backward's are
+				 * freed, layer for layer, so the stage holds at most
+				 * the more of before and after and one layer in
+				 * flight, the forward's beside the backward's not
+				 * yet freed (an MoE layer's, the larger). */
+				double in_f = chunk_act(m, l, s, ch, a_layer, a_moe, NULL) +
+					      (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
+				int cb = unit_chunk(l, kb++, 0);
+				double out_b = chunk_act(m, l, s, cb, a_layer, a_moe, NULL) +
+					       (cb == 0 ? mask : 0) + (cb == v - 1 ? tail + lg : 0);
+				double lay = a_moe > a_layer ? a_moe : a_layer;
+				double top =
+				    (held > held + in_f - out_b ? held : held + in_f - out_b) + lay;
+				held += in_f - out_b;
+				held_lg += (ch == v - 1 ? lg : 0) - (cb == v - 1 ? lg : 0);
+				if (top > peak) {
+					peak = top;
+					peak_units = units;
+					out->logits = held_lg;
+				}
+				continue;
+			}
 			held += chunk_act(m, l, s, ch, a_layer, a_moe, hyb ? a_kind : NULL) -
 				off[ch] + (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
 			held_lg += ch == v - 1 ? lg : 0;

@@ -744,7 +744,10 @@ static void pair_part(struct ctx *c, int r, const struct shape *z, struct chain 
 }
 
 /* The merged unit of stage s: the forward of microbatch mbf on chunk chf
- * beside the backward of mbb on chb (dp_bucket: the backward's, unit_bwd).
+ * beside the backward of mbb on chb (dp_bucket: the backward's, unit_bwd);
+ * chf or chb -1: that side absent (a warm-up forward or a cool-down
+ * backward, run alone through the same parts and streams, as Megatron's
+ * combined_forward_backward_step runs them with no f_model or b_model).
  * First the forward's input and embedding and the backward's gradient
  * and head (with its MTP depth, not overlapped), then the layers in
  * pairs, then the layers one side has more of, each's parts chained
@@ -757,29 +760,35 @@ static void unit_pair(struct ctx *c, int s, int chf, int mbf, int chb, int mbb, 
 {
 	const struct synth_in *in = c->in;
 	int r = s, os, oc;
-	int lf0 = layout_chunk_first(&in->m, &c->lay, s, chf);
-	int nf = layout_chunk_layers(&in->m, &c->lay, s, chf);
-	int lb0 = layout_chunk_first(&in->m, &c->lay, s, chb);
-	int nb = layout_chunk_layers(&in->m, &c->lay, s, chb);
-	int reduce = dp_bucket || c->lay.zero >= 2;
+	int hf = chf >= 0, hb = chb >= 0;
+	int lf0 = hf ? layout_chunk_first(&in->m, &c->lay, s, chf) : 0;
+	int nf = hf ? layout_chunk_layers(&in->m, &c->lay, s, chf) : 0;
+	int lb0 = hb ? layout_chunk_first(&in->m, &c->lay, s, chb) : 0;
+	int nb = hb ? layout_chunk_layers(&in->m, &c->lay, s, chb) : 0;
+	int reduce = hb && (dp_bucket || c->lay.zero >= 2);
+	int32_t mb0 = hf ? mbf : mbb;
 	struct chain f = {NONE32, S_COMPUTE}, b = {NONE32, S_COMPUTE};
-	size_t slot = c->fo.fold ? sf_slot_pair(c, z, s, chf, mbf, chb, mbb, dp_bucket) : SIZE_MAX;
+	size_t slot = SIZE_MAX;
 	struct sf_start u;
 
-	set_ann(c, r, -1, PH_FORWARD, mbf);
-	if (slot != SIZE_MAX && sf_reuse(c, slot, r, mbf, mbb)) {
+	if (c->fo.fold)
+		slot = hf && hb ? sf_slot_pair(c, z, s, chf, mbf, chb, mbb, dp_bucket)
+		       : hf	? sf_slot(c, z, s, chf, mbf, 1, 0, SL_PASS_ALL)
+				: sf_slot(c, z, s, chb, mbb, 0, dp_bucket, SL_PASS_ALL);
+	set_ann(c, r, -1, hf ? PH_FORWARD : PH_BACKWARD, mb0);
+	if (slot != SIZE_MAX && sf_reuse(c, slot, r, mb0, hb ? mbb : mb0)) {
 		c->rk[r].layer = -1;
 		return;
 	}
 	sf_begin(c, r, &u);
-	if (fwd_prev(c, z, s, chf, &os, &oc))
+	if (hf && fwd_prev(c, z, s, chf, &os, &oc))
 		pp_recv(c, r, os, oc, z, 1);
-	if (first_chunk_of(c, s, chf) && !in->bare)
+	if (hf && first_chunk_of(c, s, chf) && !in->bare)
 		sl_embed_fwd(c, r, z);
 	set_ann(c, r, -1, PH_BACKWARD, mbb);
-	if (fwd_next(c, z, s, chb, &os, &oc))
+	if (hb && fwd_next(c, z, s, chb, &os, &oc))
 		pp_recv(c, r, os, oc, z, 0);
-	if (last_chunk_of(c, z, s, chb) && !in->bare) {
+	if (hb && last_chunk_of(c, z, s, chb) && !in->bare) {
 		sl_head_bwd(c, r, z);
 		mtp_depths(c, r, z, 0, -1, reduce, SL_PASS_ALL);
 		if (reduce && !lora(c))
@@ -813,24 +822,29 @@ static void unit_pair(struct ctx *c, int s, int chf, int mbf, int chb, int mbb, 
 		if (i + 1 < nb)
 			pair_part(c, r, z, &b, lb - 1, 0, mbb, SL_PART_CMB_COMP);
 	}
-	set_ann(c, r, -1, PH_FORWARD, mbf);
-	if (last_chunk_of(c, z, s, chf) && !in->bare) {
-		mtp_depths(c, r, z, 1, -1, 0, SL_PASS_ALL);
-		sl_head_fwd(c, r, z);
+	if (hf) {
+		set_ann(c, r, -1, PH_FORWARD, mbf);
+		if (last_chunk_of(c, z, s, chf) && !in->bare) {
+			mtp_depths(c, r, z, 1, -1, 0, SL_PASS_ALL);
+			sl_head_fwd(c, r, z);
+		}
+		if (fwd_next(c, z, s, chf, &os, &oc))
+			pp_send(c, r, s, chf, z, 1);
 	}
-	if (fwd_next(c, z, s, chf, &os, &oc))
-		pp_send(c, r, s, chf, z, 1);
-	set_ann(c, r, -1, PH_BACKWARD, mbb);
-	if (first_chunk_of(c, s, chb) && !in->bare) {
-		sl_embed_bwd(c, r, z);
-		if (reduce && !lora(c))
-			grad_ready(c, r, z, embed_params(c, r));
+	if (hb) {
+		set_ann(c, r, -1, PH_BACKWARD, mbb);
+		if (first_chunk_of(c, s, chb) && !in->bare) {
+			sl_embed_bwd(c, r, z);
+			if (reduce && !lora(c))
+				grad_ready(c, r, z, embed_params(c, r));
+		}
+		if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
+			grad_flush(c, r, z);
+		if (fwd_prev(c, z, s, chb, &os, &oc))
+			pp_send(c, r, s, chb, z, 0);
 	}
-	if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
-		grad_flush(c, r, z);
-	if (fwd_prev(c, z, s, chb, &os, &oc))
-		pp_send(c, r, s, chb, z, 0);
-	if (sf_end(c, r, mbf, mbb, slot, &u))
+	c->rk[r].layer = -1;
+	if (sf_end(c, r, mb0, hb ? mbb : mb0, slot, &u))
 		return;
 	unit_marks(c, r, u.k0);
 }
@@ -904,18 +918,26 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 		warm++;
 	if (warm > total)
 		warm = total;
+		/* Under the 1F1B all-to-all overlap every unit runs as a merged one
+	 * (unit_pair), the warm-up's and cool-down's with one side. */
 #define F_UNIT()                                                                                   \
 	do {                                                                                       \
 		int mb_, ch_;                                                                      \
 		unit_of(z, kf, 1, &mb_, &ch_);                                                     \
-		unit(c, s, ch_, mb_, 1, 0, SL_PASS_ALL, z);                                        \
+		if (in->lay.moe_a2a_overlap)                                                       \
+			unit_pair(c, s, ch_, mb_, -1, -1, 0, z);                                   \
+		else                                                                               \
+			unit(c, s, ch_, mb_, 1, 0, SL_PASS_ALL, z);                                \
 		kf++;                                                                              \
 	} while (0)
 #define B_UNIT()                                                                                   \
 	do {                                                                                       \
 		int mb_, ch_;                                                                      \
 		unit_of(z, kb, 0, &mb_, &ch_);                                                     \
-		unit(c, s, ch_, mb_, 0, last_b[ch_] == kb, SL_PASS_ALL, z);                        \
+		if (in->lay.moe_a2a_overlap)                                                       \
+			unit_pair(c, s, -1, -1, ch_, mb_, last_b[ch_] == kb, z);                   \
+		else                                                                               \
+			unit(c, s, ch_, mb_, 0, last_b[ch_] == kb, SL_PASS_ALL, z);                \
 		kb++;                                                                              \
 	} while (0)
 	for (int i = 0; i < warm; i++)
