@@ -2233,6 +2233,69 @@ static void test_moe_a2a_overlap(void **state)
 	}
 }
 
+/* The overlap's memory (mem_stage) and its estimates.  With pp 1 the
+ * stage holds one microbatch either way (the first forward alone, then
+ * pairs), and in a merged pair the forward's layer being made beside the
+ * backward's not yet freed: exactly one MoE layer's activations more.
+ * Interleaved the same: its extra warm-up forward holds what a steady
+ * forward held before its backward freed a chunk (the walk's peak
+ * without the overlap), and the pair one layer more.  The lower bound stays below the simulated step; the analytic estimate
+ * moves by the all-to-alls it hides. */
+static void test_moe_a2a_overlap_memory(void **state)
+{
+	struct synth_in in;
+	struct layout l;
+	struct mem_stage a, b;
+	struct predict_out p;
+	struct prism_err err;
+	(void)state;
+	moe_small(&in);
+	in.lay.dp = 2;
+	in.lay.ep = 2;
+	in.lay.microbatches = 4;
+	synth_mem_layout(&in, &l);
+	mem_stage(&in.m, &l, in.hw, 0, &a);
+	l.moe_a2a_overlap = 1;
+	mem_stage(&in.m, &l, in.hw, 0, &b);
+	print_message("pp 1: activations %.0f B, overlapped %.0f B (an MoE layer %.0f B)\n",
+		      a.activations, b.activations, mem_act_moe_layer(&in.m, &l));
+	assert_true(b.activations - a.activations == mem_act_moe_layer(&in.m, &l));
+	assert_true(b.inflight == a.inflight);
+	/* Interleaved: pp 2, vp 2, 4 layers a stage, 2 a chunk. */
+	in.lay.pp = 2;
+	in.lay.vp = 2;
+	in.lay.schedule = LAYOUT_INTERLEAVED;
+	in.m.layers = 8;
+	synth_mem_layout(&in, &l);
+	mem_stage(&in.m, &l, in.hw, 0, &a);
+	l.moe_a2a_overlap = 1;
+	mem_stage(&in.m, &l, in.hw, 0, &b);
+	print_message("interleaved: activations %.0f B, overlapped %.0f B\n", a.activations,
+		      b.activations);
+	assert_true(b.activations - a.activations == mem_act_moe_layer(&in.m, &l));
+	/* The bound below the simulated step; the estimate no slower. */
+	in.lay.moe_a2a_overlap = 1;
+	prism_err_clear(&err);
+	assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+	assert_true(synth_lower_bound(&in) <= p.iter_s);
+	{
+		struct analytic_in ai;
+		struct analytic_out o0, o1;
+		analytic_in_default(&ai);
+		ai.m = in.m;
+		ai.hw = in.hw;
+		ai.lay = in.lay;
+		ai.global_batch = in.lay.microbatches * in.lay.dp;
+		ai.lay.moe_a2a_overlap = 0;
+		assert_int_equal(analytic_estimate(&ai, &o0, &err), 0);
+		ai.lay.moe_a2a_overlap = 1;
+		assert_int_equal(analytic_estimate(&ai, &o1, &err), 0);
+		print_message("estimate %.3f ms, overlapped %.3f ms\n", o0.t_iter * 1e3,
+			      o1.t_iter * 1e3);
+		assert_true(o1.t_iter < o0.t_iter);
+	}
+}
+
 /* What Megatron-LM refuses with --overlap-moe-expert-parallel-comm
  * (transformer_config.py __post_init__), and what prism does not model
  * with it: each refused with the knob's name and why. */
@@ -4291,6 +4354,7 @@ int main(void)
 	    cmocka_unit_test(test_moe_shared_overlap),
 	    cmocka_unit_test(test_moe_a2a_overlap),
 	    cmocka_unit_test(test_moe_a2a_overlap_refused),
+	    cmocka_unit_test(test_moe_a2a_overlap_memory),
 	    cmocka_unit_test(test_moe_interleaved),
 	    cmocka_unit_test(test_mtp),
 	    cmocka_unit_test(test_mamba_layer),
