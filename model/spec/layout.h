@@ -729,7 +729,8 @@ enum layout_show {
 		  "experts (Megatron's --moe-shared-expert-overlap; not with allgather)",           \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_MOE, .key = "sho",                           \
 	  .show = LK_SHOW_CHANGED)                                                                 \
-	X(moe_a2a_overlap, L, m->experts > 0, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0,     \
+	X(moe_a2a_overlap, L, m->experts > 0 && layout_ep(l) > 1, v, .kind = LK_BOOL, .lo = 0,     \
+	  .hi = 1, .def = 0,                                                                       \
 	  .opt = "moe-a2a-overlap",                                                                \
 	  .help = "1F1B all-to-all overlap: a forward and another microbatch's backward merged "  \
 		  "layer by layer, each's expert all-to-alls on a communication stream beside "    \
