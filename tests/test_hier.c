@@ -586,7 +586,8 @@ static void test_cp_moe_forms(void **state)
 {
 	static const struct {
 		int tp, sp, pp, dp, cp, cp_comm, experts, ep, zero, m;
-		int vp, a2ao; /* interleaved with vp > 1; the 1F1B all-to-all overlap */
+		int vp, a2ao; /* interleaved with vp > 1; the 1F1B all-to-all overlap
+			       * (2: dualpipev, its F&B pairs merged) */
 	} cases[] = {
 	    {1, 0, 2, 1, 4, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0},
 	    {2, 1, 2, 1, 2, LAYOUT_CP_ALLGATHER, 0, 1, 1, 40, 1, 0},
@@ -603,6 +604,7 @@ static void test_cp_moe_forms(void **state)
 	    {2, 1, 1, 2, 1, LAYOUT_CP_P2P, 8, 4, 0, 40, 1, 1},
 	    {1, 0, 1, 2, 2, LAYOUT_CP_ALLGATHER, 8, 2, 0, 40, 1, 1},
 	    {1, 0, 2, 2, 1, LAYOUT_CP_P2P, 8, 2, 1, 40, 2, 1},
+	    {1, 0, 2, 2, 1, LAYOUT_CP_P2P, 8, 2, 0, 40, 1, 2},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -627,7 +629,9 @@ static void test_cp_moe_forms(void **state)
 			in.lay.vp = cases[i].vp;
 			in.lay.schedule = LAYOUT_INTERLEAVED;
 		}
-		in.lay.moe_a2a_overlap = cases[i].a2ao;
+		in.lay.moe_a2a_overlap = cases[i].a2ao == 1;
+		if (cases[i].a2ao == 2)
+			in.lay.schedule = LAYOUT_DUALPIPEV;
 		/* Each cp rank holds small()'s 1,024 tokens: shorter, the
 		 * host's launches decide the step (declined for that). */
 		in.m.seq *= cases[i].cp;

@@ -2296,6 +2296,63 @@ static void test_moe_a2a_overlap_memory(void **state)
 	}
 }
 
+/* DualPipeV's overlapped F&B pairs with expert parallelism
+ * (layout_a2a_overlap, torchtitan's default) run as merged units: the
+ * small MoE model (layer 0 dense, 1-3 MoE) on pp 2, its V placing layers
+ * 0 and 3 on stage 0, 1 and 2 on stage 1; 8 microbatches.  PyTorch's
+ * ScheduleDualPipeV pairs 2 (m - 2p + s + 1) forwards with a whole
+ * backward in its main step (the last stage's first F0 B1 apart) and p -
+ * s - 1 in the next: 11 pairs on each stage.  Only the pairs' all-to-alls
+ * take the communication stream: on stage 1 four a pair (each chunk one
+ * MoE layer, dispatch and combine), on stage 0 two (one chunk dense).
+ * Under recomputation (torchtitan refuses its overlap with activation
+ * checkpointing) no stream is added. */
+static void test_dpv_a2a_overlap(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	uint32_t procs;
+	int per_rank[2] = {0, 0}, off[2] = {0, 0};
+	(void)state;
+	moe_small(&in);
+	in.lay.pp = 2;
+	in.lay.dp = 2;
+	in.lay.ep = 2;
+	in.lay.schedule = LAYOUT_DUALPIPEV;
+	in.lay.microbatches = 8;
+	in.steps = 1;
+	assert_true(layout_a2a_overlap(&in.m, &in.lay));
+	g = build(&in, &so, &st);
+	procs = g->n_procs;
+	for (uint32_t c = 0; c < g->n_colls; c++) {
+		uint32_t u = g->colls[c].node, r = g->procs[g->proc[u]].rank;
+		if (g->colls[c].kind != GC_ALL_TO_ALL)
+			continue;
+		if (g->procs[g->proc[u]].tid == 31)
+			per_rank[r]++;
+		else
+			off[r]++;
+	}
+	print_message("all-to-alls on the communication stream: %d, %d (beside: %d, %d)\n",
+		      per_rank[0], per_rank[1], off[0], off[1]);
+	assert_int_equal(per_rank[0], 11 * 2);
+	assert_int_equal(per_rank[1], 11 * 4);
+	/* Every microbatch's: stage 0 one MoE layer, stage 1 two, four
+	 * all-to-alls each a pass. */
+	assert_int_equal(per_rank[0] + off[0], 8 * 1 * 4);
+	assert_int_equal(per_rank[1] + off[1], 8 * 2 * 4);
+	synth_out_release(&so);
+	graph_free(g);
+	in.lay.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+	assert_false(layout_a2a_overlap(&in.m, &in.lay));
+	g = build(&in, &so, &st);
+	assert_int_equal(g->n_procs, procs - 2);
+	synth_out_release(&so);
+	graph_free(g);
+}
+
 /* What Megatron-LM refuses with --overlap-moe-expert-parallel-comm
  * (transformer_config.py __post_init__), and what prism does not model
  * with it: each refused with the knob's name and why. */
@@ -4355,6 +4412,7 @@ int main(void)
 	    cmocka_unit_test(test_moe_a2a_overlap),
 	    cmocka_unit_test(test_moe_a2a_overlap_refused),
 	    cmocka_unit_test(test_moe_a2a_overlap_memory),
+	    cmocka_unit_test(test_dpv_a2a_overlap),
 	    cmocka_unit_test(test_moe_interleaved),
 	    cmocka_unit_test(test_mtp),
 	    cmocka_unit_test(test_mamba_layer),

@@ -476,9 +476,9 @@ static void zb_walk(const struct llm *m, const struct layout *l, int s, const do
 		    double a_layer, double a_moe, double mask, double tail, double lg,
 		    double keep_head, struct held *hd)
 {
-	int v = layout_stage_chunks(l);
+	int v = layout_stage_chunks(l), pairs = layout_a2a_overlap(m, l);
 	struct layout_zb it;
-	double full[2], keep[2], lgc[2];
+	double full[2], keep[2], lgc[2], lay = a_moe > a_layer ? a_moe : a_layer;
 	int mb, pass, ch;
 	memset(&it, 0, sizeof(it));
 	for (int c = 0; c < v && c < 2; c++) {
@@ -493,6 +493,25 @@ static void zb_walk(const struct llm *m, const struct layout *l, int s, const do
 			keep[c] = full[c];
 	}
 	while ((pass = layout_zb_next(l, s, &it, &mb, &ch)) >= 0 && it.f <= 4 * l->pp + 4) {
+		struct layout_zb nx = it;
+		int mb2, ch2;
+		if (pass == LAYOUT_PASS_F && pairs && layout_dpv_pair(l, s, &it) &&
+		    layout_zb_next(l, s, &nx, &mb2, &ch2) == LAYOUT_PASS_BW) {
+			/* DualPipeV's overlapped F&B pair as a merged unit
+			 * (synth/step.c unit_pair; mem_stage's 1F1B pairs): the
+			 * more of before and after, one layer in flight more. */
+			double after = hd->held + full[ch] - full[ch2];
+			double top = (after > hd->held ? after : hd->held) + lay;
+			it = nx;
+			hd->held = after;
+			hd->held_lg += lgc[ch] - lgc[ch2];
+			if (top > hd->peak) {
+				hd->peak = top;
+				hd->peak_units = hd->units;
+				hd->logits = hd->held_lg;
+			}
+			continue;
+		}
 		if (pass == LAYOUT_PASS_F) {
 			hd->held += full[ch];
 			hd->held_lg += lgc[ch];

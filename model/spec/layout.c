@@ -347,6 +347,29 @@ static int dpv_next(const struct layout *l, int s, struct layout_zb *it, int *mb
 	}
 }
 
+int layout_dpv_pair(const struct layout *l, int s, const struct layout_zb *it)
+{
+	if (l->schedule != LAYOUT_DUALPIPEV)
+		return 0;
+	/* Phase 3's group F0 BW1 F1 BW0 (after its F0 sub is 1, after its
+	 * F1 3), phase 4's BW1 F1 BW0 (after its F1 2). */
+	if (it->phase == 3)
+		return it->sub == 3 || (it->sub == 1 && !(it->count == 0 && s == l->pp - 1));
+	return it->phase == 4 && it->sub == 2;
+}
+
+int layout_a2a_overlap(const struct llm *m, const struct layout *l)
+{
+	/* DualPipeV's pairs where the merged unit is what runs: not under
+	 * recomputation (torchtitan refuses it), nor where prism's parts of
+	 * a layer do not hold (what check_a2a_overlap refuses besides). */
+	return l->moe_a2a_overlap ||
+	       (l->schedule == LAYOUT_DUALPIPEV && m->experts > 0 && layout_ep(l) > 1 &&
+		l->recompute == LAYOUT_RECOMPUTE_NONE && l->exec == LAYOUT_EXEC_EAGER &&
+		l->moe_dispatcher != LAYOUT_DISP_ALLGATHER &&
+		!(m->shared_experts > 0 && l->moe_shared_overlap) && !llm_hybrid(m));
+}
+
 int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb, int *ch)
 {
 	int p = l->pp, m = l->microbatches, two = l->schedule == LAYOUT_ZB2P;

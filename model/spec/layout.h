@@ -345,6 +345,21 @@ struct layout_zb {
 	int q;		  /* DUALPIPEV: W passes given from its cool-down's queue */
 };
 int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb, int *ch);
+
+/* DualPipeV: 1 where the forward layout_zb_next has just given (stage s,
+ * iterator it) opens one of PyTorch's overlapped F&B pairs
+ * (ScheduleDualPipeV._calculate_single_rank_operations' OVERLAP_F_B: its
+ * main step's F0 B1 and F1 B0 -- but the last stage's first F0 B1 -- and
+ * the next step's F1 B0): the next pass is the pair's whole backward. */
+int layout_dpv_pair(const struct layout *l, int s, const struct layout_zb *it);
+
+/* 1 where MoE layers run merged forward-and-backward units, each's expert
+ * all-to-alls beside the other's compute: moe_a2a_overlap (Megatron-LM's
+ * 1F1B overlap), or DualPipeV's overlapped F&B pairs with expert
+ * parallelism (torchtitan's pipeline_parallel_expert_parallel_overlap,
+ * on by default for dualpipev with ep > 1, which torchtitan refuses with
+ * activation checkpointing: here off under recomputation). */
+int layout_a2a_overlap(const struct llm *m, const struct layout *l);
 /* "p2p", "all_gather", "a2a", "a2a+p2p" (Transformer Engine's names;
  * "allgather" is read too). */
 const char *layout_cp_comm_name(int cp_comm);

@@ -145,8 +145,9 @@ static void moe_terms(const struct analytic_in *in, struct terms *T)
 	 * all-to-alls (dispatch and combine, forward and backward) run
 	 * beside the other microbatch's layer, hidden up to its compute;
 	 * the estimate takes every unit as a steady pair (the first forward
-	 * and last backward run alone: a screen's estimate errs fast there). */
-	if (l->moe_a2a_overlap) {
+	 * and last backward run alone: a screen's estimate errs fast there;
+	 * DualPipeV's pairs, layout_a2a_overlap, the same). */
+	if (layout_a2a_overlap(&in->m, l)) {
 		double a2a = 4 * synth_moe_a2a_s(&T->si),
 		       beside = (T->mlf + T->mlb) / in->compute_eff;
 		T->moe_comm += (a2a > beside ? a2a - beside : 0) - a2a;

@@ -390,7 +390,7 @@ int se_procs(struct ctx *c)
 				continue;
 			if (st >= S_SENDF2 && st <= S_RECVB2 && !layout_v(c->in->lay.schedule))
 				continue;
-			if (st == S_A2A && !c->in->lay.moe_a2a_overlap)
+			if (st == S_A2A && !layout_a2a_overlap(&c->in->m, &c->in->lay))
 				continue;
 			p.gpu = 1;
 			p.pid = r;

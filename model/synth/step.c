@@ -862,16 +862,23 @@ static void unit_of(const struct shape *z, int k, int fwd, int *mb, int *ch)
 /* A zero-bubble stage's passes in its schedule's order (layout_zb_next):
  * forwards, B and W passes (DualPipeV's whole backwards as one), the last
  * microbatch's W reducing the gradients (under ZeRO-2/3 every W).
- * DualPipeV's overlapped F&B pairs run back to back on the compute
- * stream: the pair's overlap of one's compute with the other's MoE
- * all-to-all (DeepSeek's, torchtitan's) is not modelled. */
+ * DualPipeV's overlapped F&B pairs (layout_dpv_pair) run as merged units
+ * (unit_pair) where MoE layers overlap their all-to-alls
+ * (layout_a2a_overlap: torchtitan's default with expert parallelism),
+ * else back to back on the compute stream. */
 static void zb_step(struct ctx *c, int s, const struct shape *z)
 {
 	struct layout_zb it;
-	int mb, ch, pass;
+	int mb, ch, pass, mb2, ch2;
+	int pairs = layout_a2a_overlap(&c->in->m, &c->in->lay);
 	memset(&it, 0, sizeof(it));
 	while ((pass = layout_zb_next(&c->in->lay, s, &it, &mb, &ch)) >= 0 && !c->oom) {
-		if (pass == LAYOUT_PASS_F)
+		struct layout_zb nx = it; /* the pass after: the pair's whole backward */
+		if (pass == LAYOUT_PASS_F && pairs && layout_dpv_pair(&c->in->lay, s, &it) &&
+		    layout_zb_next(&c->in->lay, s, &nx, &mb2, &ch2) == LAYOUT_PASS_BW) {
+			it = nx;
+			unit_pair(c, s, ch, mb, ch2, mb2, mb2 == z->m - 1, z);
+		} else if (pass == LAYOUT_PASS_F)
 			unit(c, s, ch, mb, 1, 0, SL_PASS_ALL, z);
 		else
 			unit(c, s, ch, mb, 0, mb == z->m - 1,

@@ -68,8 +68,9 @@
  * activations from the stage before and to the one after and the
  * gradients back, the *2 streams the same of ZB-V's second chunk, whose
  * activations go down the ranks (step.c descends).  S_A2A, made only
- * under the 1F1B all-to-all overlap (lay.moe_a2a_overlap), is Megatron's
- * communication stream of the expert all-to-alls (step.c unit_pair). */
+ * where merged units overlap the expert all-to-alls (layout_a2a_overlap:
+ * Megatron's 1F1B overlap, DualPipeV's F&B pairs), is their
+ * communication stream (step.c unit_pair). */
 enum stream {
 	S_COMPUTE,
 	S_DP,
