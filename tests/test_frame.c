@@ -626,6 +626,16 @@ static void test_round_trip(void **state)
 			l.moe_shared_overlap = d != LAYOUT_DISP_ALLGATHER;
 			round_trip(fw, &moe, &l);
 		}
+		/* the 1F1B all-to-all overlap (with pp, interleaved) */
+		if (fw != FRAME_TORCHTITAN) {
+			struct layout o = l;
+			o.moe_dispatcher = LAYOUT_DISP_ALLTOALL;
+			o.moe_shared_overlap = 0;
+			o.moe_a2a_overlap = 1;
+			o.vp = 2;
+			o.schedule = LAYOUT_INTERLEAVED;
+			round_trip(fw, &moe, &o);
+		}
 		/* DeepSeek-V3's recipe's recompute modules */
 		l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
 		l.recompute_modules = LAYOUT_RC_MLA_UP_PROJ | LAYOUT_RC_LAYERNORM |

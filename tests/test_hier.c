@@ -586,15 +586,25 @@ static void test_cp_moe_forms(void **state)
 {
 	static const struct {
 		int tp, sp, pp, dp, cp, cp_comm, experts, ep, zero, m;
+		int vp, a2ao; /* interleaved with vp > 1; the 1F1B all-to-all overlap
+			       * (2: dualpipev, its F&B pairs merged) */
 	} cases[] = {
-	    {1, 0, 2, 1, 4, LAYOUT_CP_P2P, 0, 1, 0, 40},
-	    {2, 1, 2, 1, 2, LAYOUT_CP_ALLGATHER, 0, 1, 1, 40},
-	    {1, 0, 2, 2, 4, LAYOUT_CP_A2A, 0, 1, 0, 40},
-	    {2, 1, 2, 1, 8, LAYOUT_CP_A2A_P2P, 0, 1, 1, 40},
-	    {1, 0, 2, 4, 1, LAYOUT_CP_P2P, 8, 2, 0, 40},       /* edp 2 */
-	    {1, 0, 2, 8, 1, LAYOUT_CP_P2P, 8, 2, 1, 40},       /* edp 4, ZeRO-1 */
-	    {1, 0, 2, 2, 2, LAYOUT_CP_ALLGATHER, 8, 2, 1, 40}, /* edp 2 over dp x cp */
-	    {1, 0, 2, 2, 2, LAYOUT_CP_A2A, 8, 2, 0, 40},       /* edp 2, heads scattered */
+	    {1, 0, 2, 1, 4, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0},
+	    {2, 1, 2, 1, 2, LAYOUT_CP_ALLGATHER, 0, 1, 1, 40, 1, 0},
+	    {1, 0, 2, 2, 4, LAYOUT_CP_A2A, 0, 1, 0, 40, 1, 0},
+	    {2, 1, 2, 1, 8, LAYOUT_CP_A2A_P2P, 0, 1, 1, 40, 1, 0},
+	    {1, 0, 2, 4, 1, LAYOUT_CP_P2P, 8, 2, 0, 40, 1, 0},	     /* edp 2 */
+	    {1, 0, 2, 8, 1, LAYOUT_CP_P2P, 8, 2, 1, 40, 1, 0},	     /* edp 4, ZeRO-1 */
+	    {1, 0, 2, 2, 2, LAYOUT_CP_ALLGATHER, 8, 2, 1, 40, 1, 0}, /* edp 2 over dp x cp */
+	    {1, 0, 2, 2, 2, LAYOUT_CP_A2A, 8, 2, 0, 40, 1, 0},	     /* edp 2, heads scattered */
+	    /* The 1F1B all-to-all overlap's merged units: pp 1 (the first
+	     * forward and last backward alone), tp with sequence
+	     * parallelism, cp, and interleaved (one more warm-up forward). */
+	    {1, 0, 1, 4, 1, LAYOUT_CP_P2P, 8, 2, 1, 40, 1, 1},
+	    {2, 1, 1, 2, 1, LAYOUT_CP_P2P, 8, 4, 0, 40, 1, 1},
+	    {1, 0, 1, 2, 2, LAYOUT_CP_ALLGATHER, 8, 2, 0, 40, 1, 1},
+	    {1, 0, 2, 2, 1, LAYOUT_CP_P2P, 8, 2, 1, 40, 2, 1},
+	    {1, 0, 2, 2, 1, LAYOUT_CP_P2P, 8, 2, 0, 40, 1, 2},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -615,18 +625,31 @@ static void test_cp_moe_forms(void **state)
 		in.lay.ep = cases[i].ep;
 		in.lay.zero = cases[i].zero;
 		in.lay.microbatches = 4;
+		if (cases[i].vp > 1) {
+			in.lay.vp = cases[i].vp;
+			in.lay.schedule = LAYOUT_INTERLEAVED;
+		}
+		in.lay.moe_a2a_overlap = cases[i].a2ao == 1;
+		if (cases[i].a2ao == 2)
+			in.lay.schedule = LAYOUT_DUALPIPEV;
 		/* Each cp rank holds small()'s 1,024 tokens: shorter, the
 		 * host's launches decide the step (declined for that). */
 		in.m.seq *= cases[i].cp;
+		/* The merged units' parts wait on each other by events:
+		 * more host calls a layer, so longer sequences keep the GPU,
+		 * not the host, deciding the step. */
+		if (cases[i].a2ao)
+			in.m.seq *= 4;
 		prism_err_clear(&err);
 		if (synth_check(&in, &err)) {
 			print_error("cp/moe form %zu: %s\n", i, err.msg);
 			fail();
 		}
 		print_message(
-		    "cp/moe form %zu: cp %d %s, edp %d\n", i, cases[i].cp,
+		    "cp/moe form %zu: cp %d %s, edp %d%s\n", i, cases[i].cp,
 		    layout_cp_comm_name(cases[i].cp_comm),
-		    cases[i].experts ? cases[i].tp * cases[i].cp * cases[i].dp / cases[i].ep : 0);
+		    cases[i].experts ? cases[i].tp * cases[i].cp * cases[i].dp / cases[i].ep : 0,
+		    cases[i].a2ao ? ", all-to-all overlap" : "");
 		/* A few microbatches: the units folded against every kernel. */
 		assert_int_equal(agree(&in), 1);
 		in.hw = &hw_quiet;

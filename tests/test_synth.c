@@ -2063,6 +2063,371 @@ static void test_moe_shared_overlap(void **state)
 	assert_non_null(strstr(err.msg, "moe_shared_overlap"));
 }
 
+/*
+ * The 1F1B all-to-all overlap (moe_a2a_overlap; Megatron-LM's
+ * --overlap-moe-expert-parallel-comm) by hand.  moe_small (4 layers: one
+ * dense, then 3 MoE layers; the alltoall dispatcher) with ep 2 over dp 2,
+ * pp 1, on an H100 whose NVLink has no latency, collectives at full bus
+ * bandwidth, no host costs and no contention.  A third microbatch (3
+ * against 2) adds one steady unit: without the overlap a forward and a
+ * backward one after the other, with it the merged pair (the first
+ * forward and the last backward run alone either way).  Each all-to-all
+ * (A, read off the graph: 2,097,152 B of a rank's 4 MB over 2 ranks)
+ * takes its place on the communication stream.
+ *  - Hidden (450 and 300 GB/s: A of 4.7 or 7.0 us is shorter than the
+ *    other microbatch's part beside it, its attention or experts): the
+ *    merged pair costs exactly the 4 x 3 all-to-alls less than F + B
+ *    (d_off - d_on = 12 A), and no more at the slower link (d_on the
+ *    same).
+ *  - Exposed (450/400 and 450/500 GB/s: A of 1.9 or 2.3 ms, longer than
+ *    any part): each layer pair runs its all-to-alls back to back with
+ *    the parts between them, so every microsecond of A shows: d_on grows
+ *    12 (A2 - A1) between the two links, as d_off does; what the pair
+ *    still saves is the compute that ran beside the all-to-alls, the same
+ *    at both links, more than 0 and less than the unit's compute.
+ * The graph: one more stream a rank, every all-to-all on it and nothing
+ * else; in the order Megatron's TransformerLayerSchedulePlan.run issues
+ * them (the combine's gradient, the dispatch, the dispatch's gradient,
+ * the combine), each with its microbatch.
+ */
+static int64_t a2a_ns(const struct graph *g)
+{
+	int64_t a = -1;
+	for (uint32_t c = 0; c < g->n_colls; c++)
+		if (g->colls[c].kind == GC_ALL_TO_ALL) {
+			int64_t d = g->dur_ns[g->colls[c].node];
+			assert_true(a < 0 || a == d);
+			a = d;
+		}
+	assert_true(a > 0);
+	return a;
+}
+
+static int64_t a2a_iter_ns(struct synth_in *in, int m, int on, int64_t *a)
+{
+	struct synth_out so;
+	struct settle_out st;
+	struct predict_out p;
+	struct prism_err err;
+	struct graph *g;
+	in->lay.microbatches = m;
+	in->lay.moe_a2a_overlap = on;
+	prism_err_clear(&err);
+	assert_int_equal(predict_synth(in, &p, NULL, NULL, &err), 0);
+	g = build(in, &so, &st);
+	*a = a2a_ns(g);
+	assert_true(st.iter_s == p.iter_s);
+	synth_out_release(&so);
+	graph_free(g);
+	return llround(p.iter_s * 1e9);
+}
+
+static void test_moe_a2a_overlap(void **state)
+{
+	static const double bw[4] = {450e9, 300e9, 450e9 / 400, 450e9 / 500};
+	struct hw_profile g = hw;
+	struct synth_in in;
+	int64_t d_on[4], d_off[4], A[4];
+	(void)state;
+	g.nvlink_lat_s = g.net_lat_s = g.coll_base_s = 0;
+	g.nvl_eff = g.net_eff = 1;
+	g.nvls_eff = 0;
+	g.slow_compute = g.slow_comm = 0;
+	moe_small(&in);
+	in.hw = &g;
+	in.lay.dp = 2;
+	in.lay.ep = 2;
+	in.comm_eff = 1;
+	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
+	for (int k = 0; k < 4; k++) {
+		int64_t a;
+		g.nvlink_Bps = bw[k];
+		d_on[k] = a2a_iter_ns(&in, 3, 1, &A[k]) - a2a_iter_ns(&in, 2, 1, &a);
+		assert_true(a == A[k]);
+		d_off[k] = a2a_iter_ns(&in, 3, 0, &a) - a2a_iter_ns(&in, 2, 0, &a);
+		assert_true(a == A[k]);
+		print_message("link %.3g GB/s: all-to-all %.3f us, a steady unit %.3f us "
+			      "overlapped, %.3f us not\n",
+			      bw[k] / 1e9, A[k] / 1e3, d_on[k] / 1e3, d_off[k] / 1e3);
+	}
+	/* Hidden: the pair costs F + B less its 12 all-to-alls. */
+	assert_true(fabs((double)A[0] - 2097152 * 1e9 / 450e9) <= 1);
+	assert_int_equal(d_off[0] - d_on[0], 12 * A[0]);
+	assert_int_equal(d_off[1] - d_on[1], 12 * A[1]);
+	assert_int_equal(d_on[1], d_on[0]);
+	/* Exposed: every all-to-all on the pair's path. */
+	assert_int_equal(d_on[3] - d_on[2], 12 * (A[3] - A[2]));
+	assert_int_equal(d_off[3] - d_off[2], 12 * (A[3] - A[2]));
+	assert_int_equal(d_off[2] - d_on[2], d_off[3] - d_on[3]);
+	assert_true(d_off[2] - d_on[2] > 0);
+	assert_true(d_off[2] - d_on[2] < d_off[0] - 12 * A[0]);
+	/* The graph: the stream, its all-to-alls and their order. */
+	{
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *gr;
+		uint32_t procs[2], a2a = UINT32_MAX;
+		/* (phase, layer, microbatch) of each all-to-all of step 0 on
+		 * rank 0: F0 alone, the pairs (F1, B0) and (F2, B1), B2 alone. */
+		int want[3 * 4 * 3 * 2][3], n = 0, got = 0;
+#define W(ph, l, mb)                                                                               \
+	do {                                                                                       \
+		want[n][0] = ph, want[n][1] = l, want[n][2] = mb;                                  \
+		n++;                                                                               \
+	} while (0)
+		for (int l = 1; l <= 3; l++) {
+			W(PH_FORWARD, l, 0);
+			W(PH_FORWARD, l, 0);
+		}
+		for (int p = 0; p < 2; p++) {
+			W(PH_BACKWARD, 3, p);
+			W(PH_BACKWARD, 3, p);
+			for (int l = 1; l <= 2; l++) {
+				W(PH_BACKWARD, 3 - l, p);
+				W(PH_FORWARD, l, p + 1);
+				W(PH_BACKWARD, 3 - l, p);
+				W(PH_FORWARD, l, p + 1);
+			}
+			W(PH_FORWARD, 3, p + 1);
+			W(PH_FORWARD, 3, p + 1);
+		}
+		for (int l = 3; l >= 1; l--) {
+			W(PH_BACKWARD, l, 2);
+			W(PH_BACKWARD, l, 2);
+		}
+#undef W
+		g.nvlink_Bps = 450e9;
+		in.lay.microbatches = 3;
+		for (int on = 0; on < 2; on++) {
+			in.lay.moe_a2a_overlap = on;
+			gr = build(&in, &so, &st);
+			procs[on] = gr->n_procs;
+			if (on) {
+				for (uint32_t c = 0; c < gr->n_colls; c++) {
+					uint32_t u = gr->colls[c].node;
+					if (gr->colls[c].kind != GC_ALL_TO_ALL ||
+					    gr->procs[gr->proc[u]].rank != 0)
+						continue;
+					if (a2a == UINT32_MAX)
+						a2a = gr->proc[u];
+					assert_int_equal(gr->proc[u], a2a);
+				}
+				assert_true(a2a != so.compute[0]);
+				for (uint32_t u = gr->procs[a2a].first;
+				     u < gr->procs[a2a].first + gr->procs[a2a].n; u++) {
+					assert_int_equal(gr->kind[u], GN_COLL);
+					if (gr->iter[u] != 0)
+						continue;
+					assert_true(got < n);
+					assert_int_equal(gr->phase[u], want[got][0]);
+					assert_int_equal(gr->layer[u], want[got][1]);
+					assert_int_equal(gr->mb[u], want[got][2]);
+					got++;
+				}
+				assert_int_equal(got, n);
+			}
+			synth_out_release(&so);
+			graph_free(gr);
+		}
+		assert_int_equal(procs[1], procs[0] + 1); /* pp 1: one rank simulated */
+	}
+}
+
+/* The overlap's memory (mem_stage) and its estimates.  With pp 1 the
+ * stage holds one microbatch either way (the first forward alone, then
+ * pairs), and in a merged pair the forward's layer being made beside the
+ * backward's not yet freed: exactly one MoE layer's activations more.
+ * Interleaved the same: its extra warm-up forward holds what a steady
+ * forward held before its backward freed a chunk (the walk's peak
+ * without the overlap), and the pair one layer more.  The lower bound stays below the simulated step; the analytic estimate
+ * moves by the all-to-alls it hides. */
+static void test_moe_a2a_overlap_memory(void **state)
+{
+	struct synth_in in;
+	struct layout l;
+	struct mem_stage a, b;
+	struct predict_out p;
+	struct prism_err err;
+	(void)state;
+	moe_small(&in);
+	in.lay.dp = 2;
+	in.lay.ep = 2;
+	in.lay.microbatches = 4;
+	synth_mem_layout(&in, &l);
+	mem_stage(&in.m, &l, in.hw, 0, &a);
+	l.moe_a2a_overlap = 1;
+	mem_stage(&in.m, &l, in.hw, 0, &b);
+	print_message("pp 1: activations %.0f B, overlapped %.0f B (an MoE layer %.0f B)\n",
+		      a.activations, b.activations, mem_act_moe_layer(&in.m, &l));
+	assert_true(b.activations - a.activations == mem_act_moe_layer(&in.m, &l));
+	assert_true(b.inflight == a.inflight);
+	/* Interleaved: pp 2, vp 2, 4 layers a stage, 2 a chunk. */
+	in.lay.pp = 2;
+	in.lay.vp = 2;
+	in.lay.schedule = LAYOUT_INTERLEAVED;
+	in.m.layers = 8;
+	synth_mem_layout(&in, &l);
+	mem_stage(&in.m, &l, in.hw, 0, &a);
+	l.moe_a2a_overlap = 1;
+	mem_stage(&in.m, &l, in.hw, 0, &b);
+	print_message("interleaved: activations %.0f B, overlapped %.0f B\n", a.activations,
+		      b.activations);
+	assert_true(b.activations - a.activations == mem_act_moe_layer(&in.m, &l));
+	/* The bound below the simulated step; the estimate no slower. */
+	in.lay.moe_a2a_overlap = 1;
+	prism_err_clear(&err);
+	assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+	assert_true(synth_lower_bound(&in) <= p.iter_s);
+	{
+		struct analytic_in ai;
+		struct analytic_out o0, o1;
+		analytic_in_default(&ai);
+		ai.m = in.m;
+		ai.hw = in.hw;
+		ai.lay = in.lay;
+		ai.global_batch = in.lay.microbatches * in.lay.dp;
+		ai.lay.moe_a2a_overlap = 0;
+		assert_int_equal(analytic_estimate(&ai, &o0, &err), 0);
+		ai.lay.moe_a2a_overlap = 1;
+		assert_int_equal(analytic_estimate(&ai, &o1, &err), 0);
+		print_message("estimate %.3f ms, overlapped %.3f ms\n", o0.t_iter * 1e3,
+			      o1.t_iter * 1e3);
+		assert_true(o1.t_iter < o0.t_iter);
+	}
+}
+
+/* DualPipeV's overlapped F&B pairs with expert parallelism
+ * (layout_a2a_overlap, torchtitan's default) run as merged units: the
+ * small MoE model (layer 0 dense, 1-3 MoE) on pp 2, its V placing layers
+ * 0 and 3 on stage 0, 1 and 2 on stage 1; 8 microbatches.  PyTorch's
+ * ScheduleDualPipeV pairs 2 (m - 2p + s + 1) forwards with a whole
+ * backward in its main step (the last stage's first F0 B1 apart) and p -
+ * s - 1 in the next: 11 pairs on each stage.  Only the pairs' all-to-alls
+ * take the communication stream: on stage 1 four a pair (each chunk one
+ * MoE layer, dispatch and combine), on stage 0 two (one chunk dense).
+ * Under recomputation (torchtitan refuses its overlap with activation
+ * checkpointing) no stream is added. */
+static void test_dpv_a2a_overlap(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	uint32_t procs;
+	int per_rank[2] = {0, 0}, off[2] = {0, 0};
+	(void)state;
+	moe_small(&in);
+	in.lay.pp = 2;
+	in.lay.dp = 2;
+	in.lay.ep = 2;
+	in.lay.schedule = LAYOUT_DUALPIPEV;
+	in.lay.microbatches = 8;
+	in.steps = 1;
+	assert_true(layout_a2a_overlap(&in.m, &in.lay));
+	g = build(&in, &so, &st);
+	procs = g->n_procs;
+	for (uint32_t c = 0; c < g->n_colls; c++) {
+		uint32_t u = g->colls[c].node, r = g->procs[g->proc[u]].rank;
+		if (g->colls[c].kind != GC_ALL_TO_ALL)
+			continue;
+		if (g->procs[g->proc[u]].tid == 31)
+			per_rank[r]++;
+		else
+			off[r]++;
+	}
+	print_message("all-to-alls on the communication stream: %d, %d (beside: %d, %d)\n",
+		      per_rank[0], per_rank[1], off[0], off[1]);
+	assert_int_equal(per_rank[0], 11 * 2);
+	assert_int_equal(per_rank[1], 11 * 4);
+	/* Every microbatch's: stage 0 one MoE layer, stage 1 two, four
+	 * all-to-alls each a pass. */
+	assert_int_equal(per_rank[0] + off[0], 8 * 1 * 4);
+	assert_int_equal(per_rank[1] + off[1], 8 * 2 * 4);
+	synth_out_release(&so);
+	graph_free(g);
+	in.lay.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
+	assert_false(layout_a2a_overlap(&in.m, &in.lay));
+	g = build(&in, &so, &st);
+	assert_int_equal(g->n_procs, procs - 2);
+	synth_out_release(&so);
+	graph_free(g);
+}
+
+/* What Megatron-LM refuses with --overlap-moe-expert-parallel-comm
+ * (transformer_config.py __post_init__), and what prism does not model
+ * with it: each refused with the knob's name and why. */
+static void test_moe_a2a_overlap_refused(void **state)
+{
+	static const struct {
+		int pp, vp, sched, ep, disp, rec, rc, dtype, shared_ov, mtp, exec, offload;
+		const char *msg;
+	} cases[] = {
+	    {2, 1, LAYOUT_1F1B, 2, 0, 0, 0, HW_BF16, 0, 0, 0, 0, "needs the interleaved schedule"},
+	    {1, 1, LAYOUT_GPIPE, 2, 0, 0, 0, HW_BF16, 0, 0, 0, 0, "combined 1F1B"},
+	    {1, 1, LAYOUT_1F1B, 1, 0, 0, 0, HW_BF16, 0, 0, 0, 0, "needs expert parallelism"},
+	    {1, 1, LAYOUT_1F1B, 2, LAYOUT_DISP_ALLGATHER, 0, 0, HW_BF16, 0, 0, 0, 0,
+	     "allgather dispatcher"},
+	    {1, 1, LAYOUT_1F1B, 2, 0, LAYOUT_RECOMPUTE_FULL, 0, HW_BF16, 0, 0, 0, 0,
+	     "full recomputation"},
+	    {1, 1, LAYOUT_1F1B, 2, 0, LAYOUT_RECOMPUTE_SELECTIVE, LAYOUT_RC_MOE, HW_BF16, 0, 0, 0,
+	     0, "moe in the recomputed modules"},
+	    {1, 1, LAYOUT_1F1B, 2, 0, 0, 0, HW_FP32, 0, 0, 0, 0, "fp32 model"},
+	    {1, 1, LAYOUT_1F1B, 2, 0, 0, 0, HW_BF16, 1, 0, 0, 0, "moe_shared_overlap"},
+	    {1, 1, LAYOUT_1F1B, 2, 0, 0, 0, HW_BF16, 0, 2, 0, 0, "more than one MTP layer"},
+	    {1, 1, LAYOUT_1F1B, 2, 0, 0, 0, HW_BF16, 0, 0, LAYOUT_EXEC_GRAPHS, 0, "CUDA graphs"},
+	    {1, 1, LAYOUT_1F1B, 2, 0, 0, 0, HW_BF16, 0, 0, LAYOUT_EXEC_COMPILED, 0,
+	     "torch.compile"},
+	    {1, 1, LAYOUT_1F1B, 2, 0, 0, 0, HW_BF16, 0, 0, 0, 1, "activation offloading"},
+	};
+	struct synth_in in;
+	struct prism_err err;
+	(void)state;
+	/* What it takes: pp 1 with 1F1B, or interleaved; one MTP layer. */
+	moe_small(&in);
+	in.lay.dp = 2;
+	in.lay.ep = 2;
+	in.lay.moe_a2a_overlap = 1;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), 0);
+	in.m.mtp_layers = 1;
+	assert_int_equal(synth_check(&in, &err), 0);
+	in.m.mtp_layers = 0;
+	in.lay.pp = 2;
+	in.lay.vp = 2;
+	in.lay.schedule = LAYOUT_INTERLEAVED;
+	in.lay.microbatches = 4;
+	assert_int_equal(synth_check(&in, &err), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		moe_small(&in);
+		in.lay.dp = 2;
+		in.lay.moe_a2a_overlap = 1;
+		in.lay.pp = cases[i].pp;
+		in.lay.vp = cases[i].vp;
+		in.lay.schedule = cases[i].sched;
+		in.lay.ep = cases[i].ep;
+		in.lay.moe_dispatcher = cases[i].disp;
+		in.lay.recompute = cases[i].rec;
+		in.lay.recompute_modules = cases[i].rc;
+		in.lay.dtype = cases[i].dtype;
+		in.lay.moe_shared_overlap = cases[i].shared_ov;
+		in.m.mtp_layers = cases[i].mtp;
+		in.lay.exec = cases[i].exec;
+		in.lay.offload_layers = cases[i].offload;
+		prism_err_clear(&err);
+		assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+		print_message("refused: %s\n", err.msg);
+		assert_non_null(strstr(err.msg, "moe_a2a_overlap"));
+		assert_non_null(strstr(err.msg, cases[i].msg));
+	}
+	/* A dense model has no all-to-all to overlap. */
+	small(&in);
+	in.lay.moe_a2a_overlap = 1;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
+	print_message("refused: %s\n", err.msg);
+	assert_non_null(strstr(err.msg, "mixture-of-experts"));
+}
+
 /* A model file of head and a bad setting. */
 struct bad_model {
 	const char *text, *msg;
@@ -4044,6 +4409,10 @@ int main(void)
 	    cmocka_unit_test(test_moe_dispatchers),
 	    cmocka_unit_test(test_moe_dispatch_bytes),
 	    cmocka_unit_test(test_moe_shared_overlap),
+	    cmocka_unit_test(test_moe_a2a_overlap),
+	    cmocka_unit_test(test_moe_a2a_overlap_refused),
+	    cmocka_unit_test(test_moe_a2a_overlap_memory),
+	    cmocka_unit_test(test_dpv_a2a_overlap),
 	    cmocka_unit_test(test_moe_interleaved),
 	    cmocka_unit_test(test_mtp),
 	    cmocka_unit_test(test_mamba_layer),

@@ -415,6 +415,10 @@ static int warmup(const struct layout *l, int s)
 		w = l->microbatches == p ? total : (p - s - 1) * 2 + (v - 1) * p;
 	else
 		w = p - s - 1;
+	/* The 1F1B all-to-all overlap: one more warm-up forward
+	 * (synth/step.c stage_step, Megatron-LM's schedules.py). */
+	if (l->moe_a2a_overlap && w < total)
+		w++;
 	return w > total ? total : w;
 }
 
@@ -472,9 +476,9 @@ static void zb_walk(const struct llm *m, const struct layout *l, int s, const do
 		    double a_layer, double a_moe, double mask, double tail, double lg,
 		    double keep_head, struct held *hd)
 {
-	int v = layout_stage_chunks(l);
+	int v = layout_stage_chunks(l), pairs = layout_a2a_overlap(m, l);
 	struct layout_zb it;
-	double full[2], keep[2], lgc[2];
+	double full[2], keep[2], lgc[2], lay = a_moe > a_layer ? a_moe : a_layer;
 	int mb, pass, ch;
 	memset(&it, 0, sizeof(it));
 	for (int c = 0; c < v && c < 2; c++) {
@@ -489,6 +493,25 @@ static void zb_walk(const struct llm *m, const struct layout *l, int s, const do
 			keep[c] = full[c];
 	}
 	while ((pass = layout_zb_next(l, s, &it, &mb, &ch)) >= 0 && it.f <= 4 * l->pp + 4) {
+		struct layout_zb nx = it;
+		int mb2, ch2;
+		if (pass == LAYOUT_PASS_F && pairs && layout_dpv_pair(l, s, &it) &&
+		    layout_zb_next(l, s, &nx, &mb2, &ch2) == LAYOUT_PASS_BW) {
+			/* DualPipeV's overlapped F&B pair as a merged unit
+			 * (synth/step.c unit_pair; mem_stage's 1F1B pairs): the
+			 * more of before and after, one layer in flight more. */
+			double after = hd->held + full[ch] - full[ch2];
+			double top = (after > hd->held ? after : hd->held) + lay;
+			it = nx;
+			hd->held = after;
+			hd->held_lg += lgc[ch] - lgc[ch2];
+			if (top > hd->peak) {
+				hd->peak = top;
+				hd->peak_units = hd->units;
+				hd->logits = hd->held_lg;
+			}
+			continue;
+		}
 		if (pass == LAYOUT_PASS_F) {
 			hd->held += full[ch];
 			hd->held_lg += lgc[ch];
@@ -778,6 +801,30 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			if (i > warm + l->pp * v)
 				break;
 			ch = unit_chunk(l, kf++, 1);
+			if (l->moe_a2a_overlap && i >= warm) {
+				/* A merged pair (synth/step.c unit_pair): the
+				 * forward's layers are made as the backward's are
+				 * freed, layer for layer, so the stage holds at most
+				 * the more of before and after and one layer in
+				 * flight, the forward's beside the backward's not
+				 * yet freed (an MoE layer's, the larger). */
+				double in_f = chunk_act(m, l, s, ch, a_layer, a_moe, NULL) +
+					      (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
+				int cb = unit_chunk(l, kb++, 0);
+				double out_b = chunk_act(m, l, s, cb, a_layer, a_moe, NULL) +
+					       (cb == 0 ? mask : 0) + (cb == v - 1 ? tail + lg : 0);
+				double lay = a_moe > a_layer ? a_moe : a_layer;
+				double top =
+				    (held > held + in_f - out_b ? held : held + in_f - out_b) + lay;
+				held += in_f - out_b;
+				held_lg += (ch == v - 1 ? lg : 0) - (cb == v - 1 ? lg : 0);
+				if (top > peak) {
+					peak = top;
+					peak_units = units;
+					out->logits = held_lg;
+				}
+				continue;
+			}
 			held += chunk_act(m, l, s, ch, a_layer, a_moe, hyb ? a_kind : NULL) -
 				off[ch] + (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
 			held_lg += ch == v - 1 ? lg : 0;

@@ -972,6 +972,9 @@ static const struct frame_row frame_rows[LK_N] = {
 			    "model.moe_token_dispatcher_type", FX_INT, NULL),
     [LK_moe_shared_overlap] = R(FX_BOOL, "--moe-shared-expert-overlap", FX_BOOL,
 				"model.moe_shared_expert_overlap", FX_INT, NULL),
+    /* Bridge's CommOverlapConfig carries it into the model's config. */
+    [LK_moe_a2a_overlap] = R(FX_BOOL, "--overlap-moe-expert-parallel-comm", FX_BOOL,
+			     "comm_overlap.overlap_moe_expert_parallel_comm", FX_INT, NULL),
     [LK_cp_comm] = R(FX_SPECIAL, "--cp-comm-type", FX_SPECIAL, "model.cp_comm_type", FX_SPECIAL,
 		     "parallelism.context_parallel_rotate_method"),
     [LK_imbalance] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),

@@ -347,6 +347,29 @@ static int dpv_next(const struct layout *l, int s, struct layout_zb *it, int *mb
 	}
 }
 
+int layout_dpv_pair(const struct layout *l, int s, const struct layout_zb *it)
+{
+	if (l->schedule != LAYOUT_DUALPIPEV)
+		return 0;
+	/* Phase 3's group F0 BW1 F1 BW0 (after its F0 sub is 1, after its
+	 * F1 3), phase 4's BW1 F1 BW0 (after its F1 2). */
+	if (it->phase == 3)
+		return it->sub == 3 || (it->sub == 1 && !(it->count == 0 && s == l->pp - 1));
+	return it->phase == 4 && it->sub == 2;
+}
+
+int layout_a2a_overlap(const struct llm *m, const struct layout *l)
+{
+	/* DualPipeV's pairs where the merged unit is what runs: not under
+	 * recomputation (torchtitan refuses it), nor where prism's parts of
+	 * a layer do not hold (what check_a2a_overlap refuses besides). */
+	return l->moe_a2a_overlap ||
+	       (l->schedule == LAYOUT_DUALPIPEV && m->experts > 0 && layout_ep(l) > 1 &&
+		l->recompute == LAYOUT_RECOMPUTE_NONE && l->exec == LAYOUT_EXEC_EAGER &&
+		l->moe_dispatcher != LAYOUT_DISP_ALLGATHER &&
+		!(m->shared_experts > 0 && l->moe_shared_overlap) && !llm_hybrid(m));
+}
+
 int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb, int *ch)
 {
 	int p = l->pp, m = l->microbatches, two = l->schedule == LAYOUT_ZB2P;
@@ -1301,10 +1324,66 @@ static int check_hybrid(const struct llm *m, const struct layout *l, struct pris
 	return 0;
 }
 
+/* The 1F1B all-to-all overlap (moe_a2a_overlap): what Megatron-LM's
+ * TransformerConfig.__post_init__ asserts for
+ * overlap_moe_expert_parallel_comm (transformer_config.py) -- with pp > 1
+ * the interleaved schedule (virtual stages), ep > 1, the alltoall or flex
+ * dispatcher (hybridep is a flex backend), no full recomputation and no
+ * moe in the recomputed modules, a bf16 or fp16 model (fp8 and fp4 GEMMs
+ * keep bf16 weights), no shared-expert overlap, at most one MTP layer, no
+ * CUDA graphs of the MoE layer (cuda_graph_modules without moe and mlp;
+ * prism's graphs capture the whole layer) -- and what prism does not
+ * model with it: other schedules, activation offloading, Mamba layers,
+ * torch.compile. */
+static int check_a2a_overlap(const struct llm *m, const struct layout *l, struct prism_err *err)
+{
+	const char *no = NULL;
+	if (l->pp > 1 && l->schedule != LAYOUT_INTERLEAVED)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: moe_a2a_overlap with pp %d needs the interleaved "
+				     "schedule (Megatron-LM asserts virtual pipeline stages), "
+				     "not %s",
+				     l->pp, layout_schedule_name(l->schedule));
+	if (l->pp == 1 && l->schedule != LAYOUT_1F1B)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: moe_a2a_overlap with pp 1 runs Megatron-LM's "
+				     "combined 1F1B: schedule %s is not it",
+				     layout_schedule_name(l->schedule));
+	if (layout_ep(l) < 2)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: moe_a2a_overlap needs expert parallelism (ep %d; "
+				     "Megatron-LM asserts ep > 1)",
+				     layout_ep(l));
+	if (l->moe_dispatcher == LAYOUT_DISP_ALLGATHER)
+		no = "the allgather dispatcher (Megatron-LM supports alltoall and flex)";
+	else if (l->recompute == LAYOUT_RECOMPUTE_FULL)
+		no = "full recomputation (Megatron-LM asserts it off)";
+	else if (layout_rc(l, LAYOUT_RC_MOE))
+		no = "moe in the recomputed modules (Megatron-LM asserts it out)";
+	else if (l->dtype == HW_FP32 || l->dtype == HW_TF32)
+		no = "an fp32 model (Megatron-LM needs bf16 or fp16)";
+	else if (m->shared_experts > 0 && l->moe_shared_overlap)
+		no = "moe_shared_overlap (Megatron-LM asserts one or the other)";
+	else if (m->mtp_layers > 1)
+		no = "more than one MTP layer (Megatron-LM asserts at most one)";
+	else if (l->exec == LAYOUT_EXEC_GRAPHS)
+		no = "CUDA graphs of the MoE layer (Megatron-LM refuses the moe and mlp "
+		     "graph scopes)";
+	else if (l->exec == LAYOUT_EXEC_COMPILED)
+		no = "torch.compile (not modelled with it)";
+	else if (l->offload_layers > 0)
+		no = "activation offloading (not modelled with it)";
+	else if (llm_hybrid(m))
+		no = "a hybrid (Mamba) model (not modelled with it)";
+	if (no)
+		return prism_err_set(err, PRISM_EARG, "layout: moe_a2a_overlap: not with %s", no);
+	return 0;
+}
+
 static int check_experts(const struct llm *m, const struct layout *l, const struct hw_profile *hw,
 			 struct prism_err *err)
 {
-	int ep = layout_ep(l), etp = layout_etp(l), fe;
+	int ep = layout_ep(l), etp = layout_etp(l), fe, rc;
 
 	if (m->experts == 0) {
 		if (ep > 1 || etp > 1)
@@ -1312,6 +1391,10 @@ static int check_experts(const struct llm *m, const struct layout *l, const stru
 					     "layout: ep %d / etp %d need a mixture-of-experts "
 					     "model (experts)",
 					     ep, etp);
+		if (l->moe_a2a_overlap)
+			return prism_err_set(err, PRISM_EARG,
+					     "layout: moe_a2a_overlap needs a mixture-of-experts "
+					     "model (experts)");
 		return 0;
 	}
 	if (m->experts < 0 || m->experts > LLM_MAX_EXPERTS || m->top_k < 1 ||
@@ -1360,6 +1443,8 @@ static int check_experts(const struct llm *m, const struct layout *l, const stru
 		    err, PRISM_EARG,
 		    "layout: moe_shared_overlap needs the alltoall, flex or hybridep "
 		    "dispatcher (as Megatron-LM's --moe-shared-expert-overlap)");
+	if (l->moe_a2a_overlap && (rc = check_a2a_overlap(m, l, err)))
+		return rc;
 	if (m->shared_experts > 0 && ((int64_t)m->shared_experts * fe) % l->tp)
 		return prism_err_set(
 		    err, PRISM_EARG,

@@ -204,6 +204,12 @@ struct layout {
 	double imbalance;
 	int moe_dispatcher;	/* enum layout_dispatcher */
 	int moe_shared_overlap; /* shared experts beside the dispatcher (not allgather) */
+	/* Megatron-LM's 1F1B all-to-all overlap (--overlap-moe-expert-
+	 * parallel-comm): in the steady phase one microbatch's forward and
+	 * another's backward run as one merged unit, layer by layer, each's
+	 * expert all-to-alls on a communication stream beside the other's
+	 * compute (synth's step; docs/MODEL.md). */
+	int moe_a2a_overlap;
 	/* Context parallelism (0 reads as 1): each sequence split over cp
 	 * ranks (tp apart), 2 cp chunks for the causal load balance; the
 	 * gradients are reduced and ZeRO shards over the dp x cp ranks
@@ -339,6 +345,21 @@ struct layout_zb {
 	int q;		  /* DUALPIPEV: W passes given from its cool-down's queue */
 };
 int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb, int *ch);
+
+/* DualPipeV: 1 where the forward layout_zb_next has just given (stage s,
+ * iterator it) opens one of PyTorch's overlapped F&B pairs
+ * (ScheduleDualPipeV._calculate_single_rank_operations' OVERLAP_F_B: its
+ * main step's F0 B1 and F1 B0 -- but the last stage's first F0 B1 -- and
+ * the next step's F1 B0): the next pass is the pair's whole backward. */
+int layout_dpv_pair(const struct layout *l, int s, const struct layout_zb *it);
+
+/* 1 where MoE layers run merged forward-and-backward units, each's expert
+ * all-to-alls beside the other's compute: moe_a2a_overlap (Megatron-LM's
+ * 1F1B overlap), or DualPipeV's overlapped F&B pairs with expert
+ * parallelism (torchtitan's pipeline_parallel_expert_parallel_overlap,
+ * on by default for dualpipev with ep > 1, which torchtitan refuses with
+ * activation checkpointing: here off under recomputation). */
+int layout_a2a_overlap(const struct llm *m, const struct layout *l);
 /* "p2p", "all_gather", "a2a", "a2a+p2p" (Transformer Engine's names;
  * "allgather" is read too). */
 const char *layout_cp_comm_name(int cp_comm);
@@ -722,6 +743,15 @@ enum layout_show {
 	  .help = "shared experts on their own stream beside the token dispatch and the routed "   \
 		  "experts (Megatron's --moe-shared-expert-overlap; not with allgather)",           \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_MOE, .key = "sho",                           \
+	  .show = LK_SHOW_CHANGED)                                                                 \
+	X(moe_a2a_overlap, L, m->experts > 0 && layout_ep(l) > 1, v, .kind = LK_BOOL, .lo = 0,     \
+	  .hi = 1, .def = 0,                                                                       \
+	  .opt = "moe-a2a-overlap",                                                                \
+	  .help = "1F1B all-to-all overlap: a forward and another microbatch's backward merged "  \
+		  "layer by layer, each's expert all-to-alls on a communication stream beside "    \
+		  "the other's compute (Megatron's --overlap-moe-expert-parallel-comm; ep > 1, "   \
+		  "alltoall or flex, pp 1 or interleaved)",                                        \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_MOE, .key = "a2ao",                          \
 	  .show = LK_SHOW_CHANGED)                                                                 \
 	X(heads, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_HEADS, .opt = "heads",           \
 	  .arg = "N", .help = "attention heads", .desc = -1)                                       \

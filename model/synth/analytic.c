@@ -141,6 +141,17 @@ static void moe_terms(const struct analytic_in *in, struct terms *T)
 	synth_moe_layer_times(&T->si, &T->mlf, &T->mlb, &T->mla);
 	acc_share(&T->si, in->acc_elem_bytes, T->mb, 1, &T->mlb);
 	T->moe_comm += rep * synth_moe_dispatch_s(&T->si);
+	/* The 1F1B all-to-all overlap (moe_a2a_overlap): a layer's four
+	 * all-to-alls (dispatch and combine, forward and backward) run
+	 * beside the other microbatch's layer, hidden up to its compute;
+	 * the estimate takes every unit as a steady pair (the first forward
+	 * and last backward run alone: a screen's estimate errs fast there;
+	 * DualPipeV's pairs, layout_a2a_overlap, the same). */
+	if (layout_a2a_overlap(&in->m, l)) {
+		double a2a = 4 * synth_moe_a2a_s(&T->si),
+		       beside = (T->mlf + T->mlb) / in->compute_eff;
+		T->moe_comm += (a2a > beside ? a2a - beside : 0) - a2a;
+	}
 }
 
 /* The shared terms: layers' compute (the kernel model's time, forward and

@@ -20,7 +20,7 @@
 #include "comm.h"
 #include "vec.h"
 
-static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30};
+static const int64_t stream_id[S_N] = {7, 13, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
 
 static int64_t ns(double s)
 {
@@ -388,7 +388,9 @@ int se_procs(struct ctx *c)
 			c->rk[r].last[st] = NONE32;
 			if (st == S_OFF && c->in->lay.offload_layers <= 0)
 				continue;
-			if (st >= S_SENDF2 && !layout_v(c->in->lay.schedule))
+			if (st >= S_SENDF2 && st <= S_RECVB2 && !layout_v(c->in->lay.schedule))
+				continue;
+			if (st == S_A2A && !layout_a2a_overlap(&c->in->m, &c->in->lay))
 				continue;
 			p.gpu = 1;
 			p.pid = r;

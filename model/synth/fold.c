@@ -20,17 +20,16 @@
 #define FOLD_LAST   8
 #define FOLD_W	    16 /* a zero-bubble schedule's W pass (its B: a backward's kind) */
 #define FOLD_B	    32 /* its B pass (DualPipeV's whole backwards beside them) */
-#define FOLD_KINDS  64
+#define FOLD_PAIR   64 /* the 1F1B all-to-all overlap's merged forward and backward */
+#define FOLD_KINDS  128
 #define FOLD_NEVER  (NONE32 - 1) /* ctx.fo.findex: tried, cannot be folded */
 
-/* The index of the template of a unit (ctx.fo.findex), made on first use. */
-size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket,
-	       int pass)
+/* The index of the template of a unit (ctx.fo.findex), made on first
+ * use: stage s, chunk ch, the chunk of a merged pair's backward plus one
+ * (chb1; 0: not a pair), flags f. */
+static size_t slot_of(struct ctx *c, const struct shape *z, int s, int ch, int chb1, int f)
 {
-	size_t n = (size_t)z->p * (size_t)z->v * FOLD_KINDS;
-	int f = (fwd ? FOLD_FWD : 0) | (bucket ? FOLD_BUCKET : 0) | (mb == 0 ? FOLD_FIRST : 0) |
-		(mb == z->m - 1 ? FOLD_LAST : 0) | (pass == SL_PASS_W ? FOLD_W : 0) |
-		(pass == SL_PASS_B ? FOLD_B : 0);
+	size_t v = (size_t)z->v, n = (size_t)z->p * v * (v + 1) * FOLD_KINDS;
 	if (c->fo.findex.n != n) {
 		if (VEC_RESERVE(c->fo.findex, n)) {
 			c->oom = 1;
@@ -40,11 +39,29 @@ size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int 
 			c->fo.findex.v[i] = NONE32;
 		c->fo.findex.n = n;
 	}
-	return ((size_t)s * (size_t)z->v + (size_t)ch) * FOLD_KINDS + (size_t)f;
+	return (((size_t)s * v + (size_t)ch) * (v + 1) + (size_t)chb1) * FOLD_KINDS + (size_t)f;
 }
 
-/* Repeat template t as the next unit of rank r, microbatch mb. */
-static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
+size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket,
+	       int pass)
+{
+	int f = (fwd ? FOLD_FWD : 0) | (bucket ? FOLD_BUCKET : 0) | (mb == 0 ? FOLD_FIRST : 0) |
+		(mb == z->m - 1 ? FOLD_LAST : 0) | (pass == SL_PASS_W ? FOLD_W : 0) |
+		(pass == SL_PASS_B ? FOLD_B : 0);
+	return slot_of(c, z, s, ch, 0, f);
+}
+
+size_t sf_slot_pair(struct ctx *c, const struct shape *z, int s, int chf, int mbf, int chb, int mbb,
+		    int bucket)
+{
+	int f = FOLD_PAIR | (bucket ? FOLD_BUCKET : 0) | (mbf == 0 || mbb == 0 ? FOLD_FIRST : 0) |
+		(mbf == z->m - 1 || mbb == z->m - 1 ? FOLD_LAST : 0);
+	return slot_of(c, z, s, chf, chb + 1, f);
+}
+
+/* Repeat template t as the next unit of rank r, microbatch mb (a merged
+ * pair's backward tasks: microbatch mbb). */
+static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb, int32_t mbb)
 {
 	struct gw *w = &c->em.w;
 	uint32_t k0 = w->n_nodes;
@@ -61,7 +78,7 @@ static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb)
 	}
 	for (uint32_t i = 0; i < t->n_nodes; i++) {
 		struct gw_node n = c->fo.fnodes.v[t->node0 + i];
-		n.mb = mb;
+		n.mb = n.phase == PH_BACKWARD ? mbb : mb;
 		n.iter = se_iter(c, r);
 		gw_node(w, &n, NULL);
 	}
@@ -483,7 +500,7 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 	return 0;
 }
 
-int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb)
+int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb, int32_t mbb)
 {
 	const struct ufold *t;
 	if (c->fo.findex.v[slot] >= c->fo.folds.n || c->em.pend.n)
@@ -491,7 +508,7 @@ int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb)
 	t = &c->fo.folds.v[c->fo.findex.v[slot]];
 	if (t->bucket0 != c->rk[r].bucket || !fold_ext_ok(c, t, r))
 		return 0;
-	fold_replay(c, t, r, mb);
+	fold_replay(c, t, r, mb, mbb);
 	return 1;
 }
 
@@ -510,7 +527,7 @@ void sf_begin(const struct ctx *c, int r, struct sf_start *u)
 	memcpy(u->t.hits, c->tally.kdb_hits, sizeof(u->t.hits));
 }
 
-int sf_end(struct ctx *c, int r, int32_t mb, size_t slot, const struct sf_start *u)
+int sf_end(struct ctx *c, int r, int32_t mb, int32_t mbb, size_t slot, const struct sf_start *u)
 {
 	if (slot != SIZE_MAX && !c->oom && c->fo.findex.v[slot] == NONE32) {
 		struct ufold t = u->t;
@@ -534,7 +551,7 @@ int sf_end(struct ctx *c, int r, int32_t mb, size_t slot, const struct sf_start 
 			/* The streams as before the unit: its events from
 			 * before it are replayed from them. */
 			memcpy(c->rk[r].last, u->last0, sizeof(u->last0));
-			fold_replay(c, &c->fo.folds.v[c->fo.folds.n - 1], r, mb);
+			fold_replay(c, &c->fo.folds.v[c->fo.folds.n - 1], r, mb, mbb);
 			return 1;
 		}
 		c->fo.findex.v[slot] = FOLD_NEVER;

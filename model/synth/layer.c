@@ -840,8 +840,10 @@ double sl_moe_a2a_bytes(const struct shape *z)
  * all-gathers as reduce-scatters; the routing map's and probabilities'
  * where `routing` (the dispatch's forward alone: what follows a forward
  * reversed is the combine, or the dispatch's backward, and the combine's
- * backward runs the tokens' in order). */
-static void moe_colls(struct ctx *c, int r, const struct shape *z, int rev, int routing)
+ * backward runs the tokens' in order).  a2a_part: the all-to-alls' part
+ * (ctx.part; the others are SL_PART_MLP). */
+static void moe_colls(struct ctx *c, int r, const struct shape *z, int rev, int routing,
+		      int a2a_part)
 {
 	struct sl_moe_coll cl[SL_MOE_COLLS];
 	int n = sl_moe_colls(z, cl);
@@ -849,10 +851,16 @@ static void moe_colls(struct ctx *c, int r, const struct shape *z, int rev, int 
 	for (int j = 0; j < n; j++) {
 		const struct sl_moe_coll *x = &cl[rev ? n - 1 - j : j];
 		int kind = rev && x->kind == GC_ALL_GATHER ? GC_REDUCE_SCATTER : x->kind;
+		int a2a = kind == GC_ALL_TO_ALL;
 		if (x->routing && !routing)
 			continue;
+		/* Under the 1F1B all-to-all overlap the all-to-alls are their
+		 * own part on the communication stream; the expert-tensor-
+		 * parallel gather and reduce-scatter stay with the experts
+		 * (dispatch_postprocess, combine_preprocess). */
+		c->part_now = a2a ? a2a_part : SL_PART_MLP;
 		snprintf(pg, sizeof(pg), "%s.%d", x->pg, r);
-		se_collective(c, r, S_COMPUTE, kind,
+		se_collective(c, r, c->part != SL_PART_ALL && a2a ? S_A2A : S_COMPUTE, kind,
 			      kind == GC_ALL_TO_ALL ? "ncclDevKernel_SendRecv_alltoall"
 			      : kind == GC_ALL_GATHER
 				  ? "ncclDevKernel_AllGather_RING_LL"
@@ -1003,7 +1011,8 @@ static void moe_dispatch(struct ctx *c, int r, const struct shape *z, int bwd)
 	if (!bwd) {
 		if (z->disp == LAYOUT_DISP_ALLTOALL)
 			permute(c, r, z, z->n_tok * z->E, z->n_tok * z->k, 0);
-		moe_colls(c, r, z, 0, 1);
+		moe_colls(c, r, z, 0, 1, SL_PART_DISPATCH);
+		c->part_now = SL_PART_MLP;
 		if (sort)
 			sl_kernel(c, r, KC_ELEMENTWISE, "moe_sort_chunks_by_idxs", 4 * z->M * z->h);
 		if (z->disp == LAYOUT_DISP_ALLGATHER || z->disp == LAYOUT_DISP_FLEX)
@@ -1014,7 +1023,8 @@ static void moe_dispatch(struct ctx *c, int r, const struct shape *z, int bwd)
 		unpermute(c, r, z, rows, z->M, 1);
 	if (sort)
 		sl_kernel(c, r, KC_ELEMENTWISE, "moe_sort_chunks_by_idxs_bwd", 4 * z->M * z->h);
-	moe_colls(c, r, z, 1, 0);
+	moe_colls(c, r, z, 1, 0, SL_PART_DISPATCH);
+	c->part_now = SL_PART_ATTN;
 	if (z->disp == LAYOUT_DISP_ALLTOALL)
 		unpermute(c, r, z, z->n_tok, z->n_tok * z->k, 1);
 }
@@ -1028,14 +1038,16 @@ static void moe_combine(struct ctx *c, int r, const struct shape *z, int bwd)
 			unpermute(c, r, z, rows, z->M, 0);
 		if (sort)
 			sl_kernel(c, r, KC_ELEMENTWISE, "moe_sort_chunks_by_idxs", 4 * z->M * z->h);
-		moe_colls(c, r, z, 1, 0);
+		moe_colls(c, r, z, 1, 0, SL_PART_COMBINE);
+		c->part_now = SL_PART_CMB_COMP;
 		if (z->disp == LAYOUT_DISP_ALLTOALL)
 			unpermute(c, r, z, z->n_tok, z->n_tok * z->k, 0);
 		return;
 	}
 	if (z->disp == LAYOUT_DISP_ALLTOALL)
 		permute(c, r, z, z->n_tok * z->E, z->n_tok * z->k, 1);
-	moe_colls(c, r, z, 0, 0);
+	moe_colls(c, r, z, 0, 0, SL_PART_COMBINE);
+	c->part_now = SL_PART_MLP;
 	if (sort)
 		sl_kernel(c, r, KC_ELEMENTWISE, "moe_sort_chunks_by_idxs_bwd", 4 * z->M * z->h);
 	if (z->disp == LAYOUT_DISP_ALLGATHER || z->disp == LAYOUT_DISP_FLEX)
@@ -1140,10 +1152,16 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc2", mloc, z->h, z->fe / z->etp);
 	moe_pad(c, r, z, "moe_fp8_unpadding");
 	moe_combine(c, r, z, 0);
-	if (!moe_shared_side(c, z))
+	if (!moe_shared_side(c, z)) {
+		/* Computed before the router under the overlap
+		 * (pre_dispatch_computation), added after the combine. */
+		int was = c->part_now;
+		c->part_now = SL_PART_ATTN;
 		shared_fwd(c, r, z);
-	else
+		c->part_now = was;
+	} else {
 		moe_side_end(c, r);
+	}
 }
 
 /* The shared experts' backward, their forward first where recomputed
@@ -1158,10 +1176,14 @@ static void shared_rc_bwd(struct ctx *c, int r, const struct shape *z)
 static void moe_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double mloc = moe_mloc(c, z);
-	if (moe_shared_side(c, z))
+	if (moe_shared_side(c, z)) {
 		moe_side_begin(c, r, z, shared_rc_bwd);
-	else
+	} else {
+		int was = c->part_now;
+		c->part_now = SL_PART_ATTN;
 		shared_rc_bwd(c, r, z);
+		c->part_now = was;
+	}
 	moe_combine(c, r, z, 1);
 	moe_pad(c, r, z, "moe_fp8_unpadding_bwd");
 	grouped_bwd(c, r, z, "fc2", mloc, z->h, z->fe / z->etp);
@@ -1357,8 +1379,13 @@ static void attn_block_fwd(struct ctx *c, int r, const struct shape *z)
 static void mlp_block_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
+	int moe = moe_now(c, r, z);
+	/* The overlap's parts (ctx.part): an MoE layer's norm and router
+	 * are the attention's part, its residual add the combine's; a
+	 * dense layer's MLP block is one part. */
+	c->part_now = moe ? SL_PART_ATTN : SL_PART_MLP;
 	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
-	if (moe_now(c, r, z))
+	if (moe)
 		moe_fwd(c, r, z);
 	else
 		mlp_fwd(c, r, z);
@@ -1542,6 +1569,7 @@ void sl_layer_fwd(struct ctx *c, int r, const struct shape *z)
 		mamba_fwd(c, r, z);
 		return;
 	}
+	c->part_now = SL_PART_ATTN;
 	if (k != LLM_KIND_MLP && k != LLM_KIND_MOE)
 		attn_block_fwd(c, r, z);
 	if (k != LLM_KIND_ATTN) /* an E layer's: its experts (moe_now) */
@@ -1613,15 +1641,23 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
 static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
-	int ov = tp_overlapped(c, z);
+	int ov = tp_overlapped(c, z), moe = moe_now(c, r, z);
+	/* The overlap's parts (ctx.part): an MoE layer's dropout gradient
+	 * is the combine's, its norm's backward the attention's part; a
+	 * dense layer's MLP block is one part. */
+	c->part_now = moe ? SL_PART_CMB_COMP : SL_PART_MLP;
 	sl_kernel(c, r, KC_ELEMENTWISE, "masked_scale_kernel_dropout_backward", ew(nh, 1) + nh);
-	if (moe_now(c, r, z)) {
+	if (moe) {
 		/* layernorm: the pre-MLP norm (TENorm apart in MoE layers);
-		 * moe: the layer's forward from it. */
+		 * moe: the layer's forward from it.  Under the overlap the
+		 * norm is recomputed in the experts' backward (Megatron's
+		 * pre_mlp_norm_checkpoint hooks the experts' output). */
+		c->part_now = SL_PART_MLP;
 		if (layout_rc(&c->in->lay, LAYOUT_RC_LAYERNORM))
 			sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 		if (layout_rc(&c->in->lay, LAYOUT_RC_MOE))
 			moe_fwd(c, r, z);
+		c->part_now = SL_PART_CMB_COMP;
 		moe_bwd(c, r, z);
 	} else {
 		/* mlp: its forward again, the norm fused into FC1 with it. */
@@ -1716,6 +1752,7 @@ void sl_layer_bwd(struct ctx *c, int r, const struct shape *z)
 	}
 	if (k != LLM_KIND_ATTN)
 		mlp_block_bwd(c, r, z);
+	c->part_now = SL_PART_ATTN;
 	if (k != LLM_KIND_MLP && k != LLM_KIND_MOE)
 		attn_block_bwd(c, r, z);
 }

@@ -663,7 +663,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 	struct sf_start u;
 
 	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
-	if (slot != SIZE_MAX && sf_reuse(c, slot, r, mb)) {
+	if (slot != SIZE_MAX && sf_reuse(c, slot, r, mb, mb)) {
 		c->rk[r].layer = -1;
 		return;
 	}
@@ -677,11 +677,175 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 		unit_fwd(c, s, ch, z, depth, ids);
 	else
 		unit_bwd(c, s, ch, z, depth, ids, dp_bucket, pass);
-	if (sf_end(c, r, mb, slot, &u)) {
+	if (sf_end(c, r, mb, mb, slot, &u)) {
 		free(ids);
 		return;
 	}
 	free(ids);
+	unit_marks(c, r, u.k0);
+}
+
+/*
+ * The 1F1B all-to-all overlap (lay.moe_a2a_overlap; Megatron-LM's
+ * --overlap-moe-expert-parallel-comm, megatron/core/pipeline_parallel/
+ * combined_1f1b.py combined_forward_backward_step, megatron/core/models/
+ * common/model_chunk_schedule_plan.py): in the steady phase the forward
+ * of one microbatch and the backward of another run as one merged unit,
+ * layer i of the forward beside layer L - 1 - i of the backward
+ * (TransformerModelChunkSchedulePlan.run), each layer cut into parts
+ * (ctx.part, synth_int.h).  Each microbatch's parts run in order, chained
+ * by events where they change stream (a CUDA event a microbatch,
+ * pipeline_parallel/utils.py); the all-to-alls on the communication
+ * stream S_A2A, the rest on the compute stream, each stream in the order
+ * TransformerLayerSchedulePlan.run issues them:
+ *
+ *   S_A2A:     combine'(b)   dispatch(f)              dispatch'(b)  combine(f)
+ *   S_COMPUTE: attn(f)       mlp'(b) (with its weight gradients)  mlp(f)  attn'(b)
+ *
+ * so that the backward's combine runs beside the forward's attention,
+ * the forward's dispatch beside the backward's experts, the backward's
+ * dispatch beside the forward's experts and the forward's combine beside
+ * the backward's attention.  The combine's compute (the unpermute and
+ * residual add, backward their gradients: SL_PART_CMB_COMP) follows the
+ * pair on the compute stream, where the next pair's part of the same
+ * microbatch needs it.
+ */
+
+/* A microbatch's chain of parts: its last task and that task's stream
+ * (NONE32: none yet, its parts ordered by the compute stream alone). */
+struct chain {
+	uint32_t last;
+	int st;
+};
+
+/* Part `part` of layer `layer`'s forward (fwd) or backward of microbatch
+ * mb on rank r, after its chain's last task.  A dense layer has no
+ * all-to-alls and no combine. */
+static void pair_part(struct ctx *c, int r, const struct shape *z, struct chain *k, int layer,
+		      int fwd, int32_t mb, int part)
+{
+	int st = part == SL_PART_DISPATCH || part == SL_PART_COMBINE ? S_A2A : S_COMPUTE;
+	uint32_t before = c->rk[r].last[st];
+	if (part != SL_PART_ATTN && part != SL_PART_MLP && !llm_is_moe_layer(&c->in->m, layer))
+		return;
+	set_ann(c, r, layer, fwd ? PH_FORWARD : PH_BACKWARD, mb);
+	if (k->last != NONE32 && k->st != st)
+		se_event_wait_task(c, r, k->last, k->st, st);
+	c->part = part;
+	if (fwd)
+		sl_layer_fwd(c, r, z);
+	else
+		sl_layer_bwd(c, r, z);
+	c->part = SL_PART_ALL;
+	if (c->rk[r].last[st] != before) {
+		k->last = c->rk[r].last[st];
+		k->st = st;
+	}
+}
+
+/* The merged unit of stage s: the forward of microbatch mbf on chunk chf
+ * beside the backward of mbb on chb (dp_bucket: the backward's, unit_bwd);
+ * chf or chb -1: that side absent (a warm-up forward or a cool-down
+ * backward, run alone through the same parts and streams, as Megatron's
+ * combined_forward_backward_step runs them with no f_model or b_model).
+ * First the forward's input and embedding and the backward's gradient
+ * and head (with its MTP depth, not overlapped), then the layers in
+ * pairs, then the layers one side has more of, each's parts chained
+ * alone (Megatron's remaining layers), then the forward's head and the
+ * activations sent on, the backward's embedding and the gradient sent
+ * back.  ZeRO-3 and offloading are refused with the overlap
+ * (layout_check), so no gathers or copies. */
+static void unit_pair(struct ctx *c, int s, int chf, int mbf, int chb, int mbb, int dp_bucket,
+		      const struct shape *z)
+{
+	const struct synth_in *in = c->in;
+	int r = s, os, oc;
+	int hf = chf >= 0, hb = chb >= 0;
+	int lf0 = hf ? layout_chunk_first(&in->m, &c->lay, s, chf) : 0;
+	int nf = hf ? layout_chunk_layers(&in->m, &c->lay, s, chf) : 0;
+	int lb0 = hb ? layout_chunk_first(&in->m, &c->lay, s, chb) : 0;
+	int nb = hb ? layout_chunk_layers(&in->m, &c->lay, s, chb) : 0;
+	int reduce = hb && (dp_bucket || c->lay.zero >= 2);
+	int32_t mb0 = hf ? mbf : mbb;
+	struct chain f = {NONE32, S_COMPUTE}, b = {NONE32, S_COMPUTE};
+	size_t slot = SIZE_MAX;
+	struct sf_start u;
+
+	if (c->fo.fold)
+		slot = hf && hb ? sf_slot_pair(c, z, s, chf, mbf, chb, mbb, dp_bucket)
+		       : hf	? sf_slot(c, z, s, chf, mbf, 1, 0, SL_PASS_ALL)
+				: sf_slot(c, z, s, chb, mbb, 0, dp_bucket, SL_PASS_ALL);
+	set_ann(c, r, -1, hf ? PH_FORWARD : PH_BACKWARD, mb0);
+	if (slot != SIZE_MAX && sf_reuse(c, slot, r, mb0, hb ? mbb : mb0)) {
+		c->rk[r].layer = -1;
+		return;
+	}
+	sf_begin(c, r, &u);
+	if (hf && fwd_prev(c, z, s, chf, &os, &oc))
+		pp_recv(c, r, os, oc, z, 1);
+	if (hf && first_chunk_of(c, s, chf) && !in->bare)
+		sl_embed_fwd(c, r, z);
+	set_ann(c, r, -1, PH_BACKWARD, mbb);
+	if (hb && fwd_next(c, z, s, chb, &os, &oc))
+		pp_recv(c, r, os, oc, z, 0);
+	if (hb && last_chunk_of(c, z, s, chb) && !in->bare) {
+		sl_head_bwd(c, r, z);
+		mtp_depths(c, r, z, 0, -1, reduce, SL_PASS_ALL);
+		if (reduce && !lora(c))
+			grad_ready(c, r, z, head_params(c, r));
+	}
+	if (nb > 0)
+		pair_part(c, r, z, &b, lb0 + nb - 1, 0, mbb, SL_PART_CMB_COMP);
+	for (int i = 0; i < nb || i < nf; i++) {
+		int lf = lf0 + i, lb = lb0 + nb - 1 - i;
+		if (i < nb)
+			pair_part(c, r, z, &b, lb, 0, mbb, SL_PART_COMBINE);
+		if (i < nf)
+			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_ATTN);
+		if (i < nb)
+			pair_part(c, r, z, &b, lb, 0, mbb, SL_PART_MLP);
+		if (i < nf)
+			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_DISPATCH);
+		if (i < nb)
+			pair_part(c, r, z, &b, lb, 0, mbb, SL_PART_DISPATCH);
+		if (i < nf) {
+			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_MLP);
+			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_COMBINE);
+		}
+		if (i < nb) {
+			pair_part(c, r, z, &b, lb, 0, mbb, SL_PART_ATTN);
+			if (reduce)
+				layer_grads(c, r, z, lb);
+		}
+		if (i < nf)
+			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_CMB_COMP);
+		if (i + 1 < nb)
+			pair_part(c, r, z, &b, lb - 1, 0, mbb, SL_PART_CMB_COMP);
+	}
+	if (hf) {
+		set_ann(c, r, -1, PH_FORWARD, mbf);
+		if (last_chunk_of(c, z, s, chf) && !in->bare) {
+			mtp_depths(c, r, z, 1, -1, 0, SL_PASS_ALL);
+			sl_head_fwd(c, r, z);
+		}
+		if (fwd_next(c, z, s, chf, &os, &oc))
+			pp_send(c, r, s, chf, z, 1);
+	}
+	if (hb) {
+		set_ann(c, r, -1, PH_BACKWARD, mbb);
+		if (first_chunk_of(c, s, chb) && !in->bare) {
+			sl_embed_bwd(c, r, z);
+			if (reduce && !lora(c))
+				grad_ready(c, r, z, embed_params(c, r));
+		}
+		if (reduce && (in->lay.overlap_grad || c->lay.zero >= 2))
+			grad_flush(c, r, z);
+		if (fwd_prev(c, z, s, chb, &os, &oc))
+			pp_send(c, r, s, chb, z, 0);
+	}
+	c->rk[r].layer = -1;
+	if (sf_end(c, r, mb0, hb ? mbb : mb0, slot, &u))
+		return;
 	unit_marks(c, r, u.k0);
 }
 
@@ -698,16 +862,23 @@ static void unit_of(const struct shape *z, int k, int fwd, int *mb, int *ch)
 /* A zero-bubble stage's passes in its schedule's order (layout_zb_next):
  * forwards, B and W passes (DualPipeV's whole backwards as one), the last
  * microbatch's W reducing the gradients (under ZeRO-2/3 every W).
- * DualPipeV's overlapped F&B pairs run back to back on the compute
- * stream: the pair's overlap of one's compute with the other's MoE
- * all-to-all (DeepSeek's, torchtitan's) is not modelled. */
+ * DualPipeV's overlapped F&B pairs (layout_dpv_pair) run as merged units
+ * (unit_pair) where MoE layers overlap their all-to-alls
+ * (layout_a2a_overlap: torchtitan's default with expert parallelism),
+ * else back to back on the compute stream. */
 static void zb_step(struct ctx *c, int s, const struct shape *z)
 {
 	struct layout_zb it;
-	int mb, ch, pass;
+	int mb, ch, pass, mb2, ch2;
+	int pairs = layout_a2a_overlap(&c->in->m, &c->in->lay);
 	memset(&it, 0, sizeof(it));
 	while ((pass = layout_zb_next(&c->in->lay, s, &it, &mb, &ch)) >= 0 && !c->oom) {
-		if (pass == LAYOUT_PASS_F)
+		struct layout_zb nx = it; /* the pass after: the pair's whole backward */
+		if (pass == LAYOUT_PASS_F && pairs && layout_dpv_pair(&c->in->lay, s, &it) &&
+		    layout_zb_next(&c->in->lay, s, &nx, &mb2, &ch2) == LAYOUT_PASS_BW) {
+			it = nx;
+			unit_pair(c, s, ch, mb, ch2, mb2, mb2 == z->m - 1, z);
+		} else if (pass == LAYOUT_PASS_F)
 			unit(c, s, ch, mb, 1, 0, SL_PASS_ALL, z);
 		else
 			unit(c, s, ch, mb, 0, mb == z->m - 1,
@@ -746,25 +917,47 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 		warm = z->p - s - 1;
 	else
 		warm = z->m == z->p ? total : (z->p - s - 1) * 2 + (z->v - 1) * z->p;
+	/* The 1F1B all-to-all overlap runs one more warm-up forward
+	 * (schedules.py get_pp_rank_microbatches: the forward and backward
+	 * of each merged unit independent; with pp 1 the first forward
+	 * alone, combined_1f1b_schedule_for_no_pipelining). */
+	if (in->lay.moe_a2a_overlap && warm < total)
+		warm++;
 	if (warm > total)
 		warm = total;
+		/* Under the 1F1B all-to-all overlap every unit runs as a merged one
+	 * (unit_pair), the warm-up's and cool-down's with one side. */
 #define F_UNIT()                                                                                   \
 	do {                                                                                       \
 		int mb_, ch_;                                                                      \
 		unit_of(z, kf, 1, &mb_, &ch_);                                                     \
-		unit(c, s, ch_, mb_, 1, 0, SL_PASS_ALL, z);                                        \
+		if (in->lay.moe_a2a_overlap)                                                       \
+			unit_pair(c, s, ch_, mb_, -1, -1, 0, z);                                   \
+		else                                                                               \
+			unit(c, s, ch_, mb_, 1, 0, SL_PASS_ALL, z);                                \
 		kf++;                                                                              \
 	} while (0)
 #define B_UNIT()                                                                                   \
 	do {                                                                                       \
 		int mb_, ch_;                                                                      \
 		unit_of(z, kb, 0, &mb_, &ch_);                                                     \
-		unit(c, s, ch_, mb_, 0, last_b[ch_] == kb, SL_PASS_ALL, z);                        \
+		if (in->lay.moe_a2a_overlap)                                                       \
+			unit_pair(c, s, -1, -1, ch_, mb_, last_b[ch_] == kb, z);                   \
+		else                                                                               \
+			unit(c, s, ch_, mb_, 0, last_b[ch_] == kb, SL_PASS_ALL, z);                \
 		kb++;                                                                              \
 	} while (0)
 	for (int i = 0; i < warm; i++)
 		F_UNIT();
 	for (int i = 0; i < total - warm; i++) {
+		if (in->lay.moe_a2a_overlap) {
+			int mbf, chf, mbb, chb;
+			unit_of(z, kf++, 1, &mbf, &chf);
+			unit_of(z, kb, 0, &mbb, &chb);
+			unit_pair(c, s, chf, mbf, chb, mbb, last_b[chb] == kb, z);
+			kb++;
+			continue;
+		}
 		F_UNIT();
 		B_UNIT();
 	}

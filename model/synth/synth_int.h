@@ -67,7 +67,10 @@
  * ranks its own communicator and stream): S_SENDF .. S_RECVB the
  * activations from the stage before and to the one after and the
  * gradients back, the *2 streams the same of ZB-V's second chunk, whose
- * activations go down the ranks (step.c descends). */
+ * activations go down the ranks (step.c descends).  S_A2A, made only
+ * where merged units overlap the expert all-to-alls (layout_a2a_overlap:
+ * Megatron's 1F1B overlap, DualPipeV's F&B pairs), is their
+ * communication stream (step.c unit_pair). */
 enum stream {
 	S_COMPUTE,
 	S_DP,
@@ -81,6 +84,7 @@ enum stream {
 	S_RECVF2,
 	S_SENDB2,
 	S_RECVB2,
+	S_A2A,
 	S_N
 };
 
@@ -266,6 +270,10 @@ struct ctx {
 				      * or a zero-bubble schedule's B (all but the
 				      * weight-gradient kernels) or W (those alone) */
 	int wk;			     /* 1 while layer.c adds a weight-gradient kernel */
+	int part;		     /* which part of a layer is built: SL_PART_ALL, or one
+				      * part of the 1F1B all-to-all overlap's (step.c
+				      * unit_pair) */
+	int part_now;		     /* the part of the task layer.c adds */
 	double dry_s;		     /* dry: the kernels' time so far */
 	int dry_comm;		     /* dry: add collectives' times to dry_comm_s */
 	double dry_comm_s;	     /* dry: the collectives' time so far */
@@ -330,10 +338,34 @@ struct shape {
 /* ctx.pass: a backward's tasks all, its B pass's or its W pass's. */
 enum { SL_PASS_ALL, SL_PASS_B, SL_PASS_W };
 
-/* 1 where the task being added is not of the pass being built (emit.c
- * adds nothing for it, layer.c counts nothing). */
+/* ctx.part: a layer's tasks all, or one of the parts the 1F1B all-to-all
+ * overlap runs as nodes (Megatron-LM's TransformerLayerSchedulePlan,
+ * megatron/core/models/gpt/fine_grained_callables.py): the attention,
+ * the pre-MLP norm, the router, the shared experts and the dispatch's
+ * preprocessing (pre_dispatch_computation); the dispatch's all-to-alls
+ * (moe_dispatch, on S_A2A); the rest up to the combine (mlp: the
+ * experts, the expert-tensor-parallel gather and reduce-scatter, the
+ * sorts; a dense layer's norm, MLP and residual add); the combine's
+ * all-to-alls (moe_combine, on S_A2A); and the combine's compute -- the
+ * unpermute and the residual add after it, backward their gradients
+ * before it (which Megatron runs on the communication stream, prism on
+ * the compute stream: docs/MODEL.md).  Backward each part is its
+ * gradient. */
+enum {
+	SL_PART_ALL,
+	SL_PART_ATTN,
+	SL_PART_DISPATCH,
+	SL_PART_MLP,
+	SL_PART_COMBINE,
+	SL_PART_CMB_COMP
+};
+
+/* 1 where the task being added is not of the pass or the part being
+ * built (emit.c adds nothing for it, layer.c counts nothing). */
 static inline int sl_skip(const struct ctx *c)
 {
+	if (c->part != SL_PART_ALL && c->part != c->part_now)
+		return 1;
 	return c->pass == SL_PASS_B ? c->wk : c->pass == SL_PASS_W ? !c->wk : 0;
 }
 
@@ -488,6 +520,12 @@ void sl_cp_inner(const struct shape *z, int a, struct shape *o);
 size_t sf_slot(struct ctx *c, const struct shape *z, int s, int ch, int mb, int fwd, int bucket,
 	       int pass);
 
+/* The same for a merged pair of the 1F1B all-to-all overlap: the forward
+ * of microbatch mbf on chunk chf beside the backward of mbb on chb
+ * (bucket: the backward's). */
+size_t sf_slot_pair(struct ctx *c, const struct shape *z, int s, int chf, int mbf, int chb, int mbb,
+		    int bucket);
+
 /* Where a unit starts (sf_begin), for sf_end. */
 struct sf_start {
 	size_t k0, e0, c0, w0; /* tasks, edges, collectives, event waits before it */
@@ -495,9 +533,10 @@ struct sf_start {
 	struct ufold t;	       /* its template as far as it is known */
 };
 
-/* Repeat slot's template as rank r's next unit (microbatch mb) where one
- * is made and holds here: 1, or 0 when the unit is to be built. */
-int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb);
+/* Repeat slot's template as rank r's next unit (microbatch mb; a merged
+ * pair's backward mbb, else mbb = mb) where one is made and holds here:
+ * 1, or 0 when the unit is to be built. */
+int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb, int32_t mbb);
 
 /* Before rank r's unit is built. */
 void sf_begin(const struct ctx *c, int r, struct sf_start *u);
@@ -506,7 +545,7 @@ void sf_begin(const struct ctx *c, int r, struct sf_start *u);
  * fold the unit into one, take the unit back and repeat the template: 1
  * (also when out of memory, c->oom set), or 0 when the unit stays as
  * built. */
-int sf_end(struct ctx *c, int r, int32_t mb, size_t slot, const struct sf_start *u);
+int sf_end(struct ctx *c, int r, int32_t mb, int32_t mbb, size_t slot, const struct sf_start *u);
 
 /* Free c->fo. */
 void sf_release(struct ctx *c);

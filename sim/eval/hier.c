@@ -163,6 +163,11 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 		m0 = p;
 		c = 1;
 	}
+	/* The 1F1B all-to-all overlap runs one more warm-up forward: with
+	 * pp 1 its steady units, merged pairs, begin a microbatch later
+	 * (interleaved, 2p is past it already). */
+	if (l->moe_a2a_overlap && l->schedule != LAYOUT_INTERLEAVED)
+		m0 += c;
 	/* Points past a longer transient where the first ones disagree,
 	 * while all of them cost at most HIER_POINTS_SHARE of m. */
 	for (; m0 + 2 * c < m; m0 *= 4) {
