@@ -346,9 +346,13 @@ static void print_kernels(const struct hw_profile *hw)
 	printf("  };\n  memory = {\n");
 	{
 		static const char *const mk[HW_MEM_NKINDS] = {"elementwise", "norm", "reduction"};
-		for (int m = 0; m < HW_MEM_NKINDS; m++)
-			printf("    %s = { eff = %.3f; overhead_us = %.3f; };\n", mk[m],
+		for (int m = 0; m < HW_MEM_NKINDS; m++) {
+			printf("    %s = { eff = %.3f; overhead_us = %.3f; ", mk[m],
 			       hw->k.mem_eff[m], hw->k.mem_overhead_s[m] * 1e6);
+			if (hw->k.mem_events_s[m] > 0)
+				printf("events_us = %.3f; ", hw->k.mem_events_s[m] * 1e6);
+			printf("};\n");
+		}
 	}
 	printf("  };\n};\n\n");
 }
