@@ -47,8 +47,11 @@ static const char help[] =
     "\n"
     "options:\n"
     "      --fit        fit the parameters on the rows given (GSL: Nelder-Mead on\n"
-    "                   the mean squared log error; memory-bound: a weighted line),\n"
-    "                   per GPU family, class and dtype (a GEMM dtype with fewer\n"
+    "                   the mean squared log error; memory-bound: a weighted line,\n"
+    "                   its floor the device's from rows timed on the device alone\n"
+    "                   -- CUDA-graph replays -- where given, and what rows timed\n"
+    "                   between CUDA events add, events_us, apart), per GPU\n"
+    "                   family, class and dtype (a GEMM dtype with fewer\n"
     "                   than 20 rows: its peak alone, the shape parameters of the\n"
     "                   family's dtype with the most rows, or where none has 20,\n"
     "                   of the GPU's nearest measured sibling: GB200 and B300\n"
@@ -350,9 +353,13 @@ static void print_kernels(const struct hw_profile *hw)
 	printf("  };\n  memory = {\n");
 	{
 		static const char *const mk[HW_MEM_NKINDS] = {"elementwise", "norm", "reduction"};
-		for (int m = 0; m < HW_MEM_NKINDS; m++)
-			printf("    %s = { eff = %.3f; overhead_us = %.3f; };\n", mk[m],
+		for (int m = 0; m < HW_MEM_NKINDS; m++) {
+			printf("    %s = { eff = %.3f; overhead_us = %.3f; ", mk[m],
 			       hw->k.mem_eff[m], hw->k.mem_overhead_s[m] * 1e6);
+			if (hw->k.mem_events_s[m] > 0)
+				printf("events_us = %.3f; ", hw->k.mem_events_s[m] * 1e6);
+			printf("};\n");
+		}
 	}
 	printf("  };\n};\n\n");
 }

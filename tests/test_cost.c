@@ -2119,6 +2119,61 @@ static void test_analytic_small(void **state)
 	assert_string_equal(err.msg, "layout: tp 16 is beyond a node of 8 GPUs");
 }
 
+/* A memory-bound kernel's floor is its time on the device (docs/MODEL.md,
+ * "Kernel efficiency"): on the H100 profile a 12.6 MB residual add (two
+ * bf16 2 x 1024 x 2048 tensors read, one written) takes the floor plus its
+ * bytes at the fitted bandwidth, 0.636 us + 12582912 B / (3.35 TB/s x
+ * 0.729) = 5.788 us (the traces' add of that size ran 4.7 us; 10.62 us at
+ * the event-timed floor before); the same bytes timed as Liger's rows are
+ * (CUDA events around each call) add events_us, 4.830.  Then the fit by
+ * hand: three device-timed rows on t = 1 us + x / 0.8 and three
+ * event-timed ones on t = 6 us + x / 0.8 give the floor 1 us, the events'
+ * 5 us and 0.8; the event-timed rows alone, with the events' 5 us held,
+ * give the same floor back. */
+static void test_mem_floor(void **state)
+{
+	struct hw_profile h, *hws[6];
+	struct kbench_row rows[6];
+	struct prism_err err;
+	size_t idx[6];
+	double x[3] = {1e6, 1e7, 1e8};
+	(void)state;
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &h, &err), 0);
+	assert_rel_close(kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 12582912.0),
+			 0.636e-6 + 12582912.0 / (3.35e12 * 0.729), 1e-12);
+	assert_rel_close(kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 12582912.0), 5.7885e-6, 1e-4);
+	memset(rows, 0, sizeof(rows));
+	rows[0].cls = KB_MEM;
+	rows[0].dtype = HW_BF16;
+	rows[0].mem_kind = HW_MEM_ELEMENTWISE;
+	rows[0].bytes = 12582912.0;
+	rows[0].timing = KB_TIME_EVENTS;
+	assert_rel_close(kbench_predict(&h, &rows[0], 0),
+			 kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 12582912.0) + 4.830e-6, 1e-12);
+	rows[0].timing = KB_TIME_DEVICE;
+	assert_rel_close(kbench_predict(&h, &rows[0], 0),
+			 kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 12582912.0), 1e-12);
+
+	for (int i = 0; i < 6; i++) {
+		rows[i] = rows[0];
+		rows[i].bytes = x[i % 3];
+		rows[i].timing = i < 3 ? KB_TIME_DEVICE : KB_TIME_EVENTS;
+		rows[i].time_s = (i < 3 ? 1e-6 : 6e-6) + x[i % 3] / (3.35e12 * 0.8);
+		hws[i] = &h;
+		idx[i] = (size_t)i;
+	}
+	h.k.mem_events_s[HW_MEM_ELEMENTWISE] = 0;
+	assert_int_equal(kbench_fit(hws, rows, idx, 6, KB_MEM, HW_MEM_ELEMENTWISE), 6);
+	assert_rel_close(h.k.mem_overhead_s[HW_MEM_ELEMENTWISE], 1e-6, 1e-9);
+	assert_rel_close(h.k.mem_events_s[HW_MEM_ELEMENTWISE], 5e-6, 1e-9);
+	assert_rel_close(h.k.mem_eff[HW_MEM_ELEMENTWISE], 0.8, 1e-9);
+	h.k.mem_overhead_s[HW_MEM_ELEMENTWISE] = 3e-6; /* not held: refitted */
+	assert_int_equal(kbench_fit(hws, rows, idx + 3, 3, KB_MEM, HW_MEM_ELEMENTWISE), 3);
+	assert_rel_close(h.k.mem_overhead_s[HW_MEM_ELEMENTWISE], 1e-6, 1e-9);
+	assert_rel_close(h.k.mem_events_s[HW_MEM_ELEMENTWISE], 5e-6, 1e-9);
+	assert_rel_close(h.k.mem_eff[HW_MEM_ELEMENTWISE], 0.8, 1e-9);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2154,6 +2209,7 @@ int main(void)
 	    cmocka_unit_test(test_cdna_tiles),
 	    cmocka_unit_test(test_measured_maxima),
 	    cmocka_unit_test(test_fp8_linear_rows),
+	    cmocka_unit_test(test_mem_floor),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -579,6 +579,11 @@ static int membound_row(struct kbench *kb, const struct cols *h, char **f, int n
 		(strstr(impl, "Megatron") && strstr(kern, "entropy"));
 	if (eager)
 		r.cls = KB_MEM_EAGER;
+	/* Liger's benchmark scripts time each call with
+	 * triton.testing.do_bench: CUDA events around it, the L2 flushed
+	 * before (the README's "median of the benchmark's quantiles"). */
+	if (strstr(r.source, "Liger-Kernel"))
+		r.timing = KB_TIME_EVENTS;
 	if (!place(kb, &r, col(h, f, nf, "gpu")))
 		return 0;
 	if (!gb && strstr(om, "bandwidth") && kbench_num(col(h, f, nf, "other_value")) > 0)
@@ -703,6 +708,10 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 		r.cls = KB_MEM;
 		r.dtype = HW_BF16;
 		r.bytes = kbench_num(col(h, f, nf, "bytes"));
+		/* each the median of CUDA-graph replays of back-to-back calls:
+		 * the kernels alone on the device */
+		if (!strcmp(col(h, f, nf, "timing"), "graph"))
+			r.timing = KB_TIME_DEVICE;
 		r.mem_kind = !strcmp(op, "layernorm_fwd")    ? HW_MEM_NORM
 			     : !strcmp(op, "fp8_amax_eager") ? HW_MEM_REDUCTION
 							     : HW_MEM_ELEMENTWISE;
@@ -974,7 +983,8 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *row,
 		       kperf_attn_win_s(hw, r->dtype, 1, r->b, r->heads, r->sq, r->skv, r->d,
 					r->causal, r->window);
 	default:
-		return kperf_mem_s(hw, r->mem_kind, r->bytes);
+		return kperf_mem_s(hw, r->mem_kind, r->bytes) +
+		       (r->timing == KB_TIME_EVENTS ? hw->k.mem_events_s[r->mem_kind] : 0);
 	}
 }
 
@@ -1128,6 +1138,31 @@ out:
 
 #define KBENCH_MEM_MAX_OVERHEAD_S 10e-6
 
+/* A memory-bound kind's line t = c0 + x / e, weighted least squares
+ * (w = 1/t^2) over m points; an overhead outside 0..10 us is the line
+ * bending to rows the one-pass byte count does not describe (several
+ * passes, caches): the slope refitted with it held there.  0, or -1
+ * with fewer than 3 points or no positive slope. */
+static int mem_line(const double *bx, const double *by, const double *bw, size_t m, double *c0,
+		    double *e)
+{
+	double c1, v00, v01, v11, ss;
+	if (m < 3 || gsl_fit_wlinear(bx, 1, bw, 1, by, 1, m, c0, &c1, &v00, &v01, &v11, &ss) ||
+	    !(c1 > 0))
+		return -1;
+	*e = 1 / c1;
+	if (*c0 < 0 || *c0 > KBENCH_MEM_MAX_OVERHEAD_S) {
+		double num_ = 0, den = 0;
+		*c0 = *c0 < 0 ? 0 : KBENCH_MEM_MAX_OVERHEAD_S;
+		for (size_t i = 0; i < m; i++) {
+			num_ += bw[i] * bx[i] * (by[i] - *c0);
+			den += bw[i] * bx[i] * bx[i];
+		}
+		*e = num_ > 0 ? den / num_ : *e;
+	}
+	return 0;
+}
+
 size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, const size_t *idx,
 		  size_t n, int cls, int dtype)
 {
@@ -1139,38 +1174,46 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 	gsl_set_error_handler_off();
 	if (cls == KB_MEM) {
 		/* t = a + bytes / (HBM e): a weighted line (relative error) over
-		 * the rows of one HBM bandwidth (the first row's). */
-		double bx[4096], by[4096], bw[4096], c0, c1, v00, v01, v11, ss,
-		    hbm = hws[0]->hbm_Bps;
-		size_t m = 0;
-		for (size_t i = 0; i < n && m < 4096; i++) {
+		 * the rows of one HBM bandwidth (the first row's) that are not
+		 * timed on the device alone; a, the kernel's floor on the
+		 * device, from the device-timed rows' own line where there are
+		 * three or more; what the event-timed rows' intercept holds
+		 * beyond it is the events' cost (mem_events_s), or, without
+		 * device-timed rows, the profile's events' cost is held and the
+		 * floor is the rest (a fixed point of the fit either way). */
+		double bx[4096], by[4096], bw[4096], dx[4096], dy[4096], dw[4096], c0, e,
+		    hbm = hws[0]->hbm_Bps, ev_s = hws[0]->k.mem_events_s[dtype];
+		size_t m = 0, md = 0, mev = 0;
+		for (size_t i = 0; i < n; i++) {
 			const struct kbench_row *r = &rows[idx[i]];
-			if (hws[i]->hbm_Bps != hbm)
+			int dev = r->timing == KB_TIME_DEVICE;
+			if (hws[i]->hbm_Bps != hbm || (dev ? md : m) >= 4096)
 				continue;
-			bx[m] = r->bytes / hbm;
-			by[m] = r->time_s;
-			bw[m] = 1 / (r->time_s * r->time_s);
-			m++;
-		}
-		if (m >= 3 &&
-		    gsl_fit_wlinear(bx, 1, bw, 1, by, 1, m, &c0, &c1, &v00, &v01, &v11, &ss) == 0 &&
-		    c1 > 0) {
-			double e = 1 / c1;
-			/* An overhead outside 0..10 us is the line bending to rows
-			 * the one-pass byte count does not describe (several
-			 * passes, caches): refit the slope with it held there. */
-			if (c0 < 0 || c0 > KBENCH_MEM_MAX_OVERHEAD_S) {
-				double num_ = 0, den = 0;
-				c0 = c0 < 0 ? 0 : KBENCH_MEM_MAX_OVERHEAD_S;
-				for (size_t i = 0; i < m; i++) {
-					num_ += bw[i] * bx[i] * (by[i] - c0);
-					den += bw[i] * bx[i] * bx[i];
-				}
-				e = num_ > 0 ? den / num_ : e;
+			(dev ? dx : bx)[dev ? md : m] = r->bytes / hbm;
+			(dev ? dy : by)[dev ? md : m] = r->time_s;
+			(dev ? dw : bw)[dev ? md : m] = 1 / (r->time_s * r->time_s);
+			if (dev) {
+				md++;
+			} else {
+				mev += r->timing == KB_TIME_EVENTS;
+				m++;
 			}
+		}
+		if (!m && md) {
+			/* device-timed rows alone: their line is the kind's */
+			memcpy(bx, dx, md * sizeof(*bx));
+			memcpy(by, dy, md * sizeof(*by));
+			memcpy(bw, dw, md * sizeof(*bw));
+			m = md, md = 0;
+		}
+		if (mem_line(bx, by, bw, m, &c0, &e) == 0) {
+			double floor_s = mev ? c0 - ev_s : c0, de;
+			if (md >= 3 && mem_line(dx, dy, dw, md, &floor_s, &de) == 0)
+				ev_s = mev && c0 > floor_s ? c0 - floor_s : 0;
 			for (size_t i = 0; i < n; i++) {
 				hws[i]->k.mem_eff[dtype] = e > 1 ? 1 : e;
-				hws[i]->k.mem_overhead_s[dtype] = c0;
+				hws[i]->k.mem_overhead_s[dtype] = floor_s > 0 ? floor_s : 0;
+				hws[i]->k.mem_events_s[dtype] = mev ? ev_s : 0;
 			}
 		} else if (m >= 1) {
 			/* Large-size points only: the bandwidth they reach. */
@@ -1178,11 +1221,11 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 			for (size_t i = 0; i < m; i++)
 				s += bx[i] / by[i];
 			for (size_t i = 0; i < n; i++) {
-				double e = s / (double)m;
-				hws[i]->k.mem_eff[dtype] = e > 1 ? 1 : e;
+				double be = s / (double)m;
+				hws[i]->k.mem_eff[dtype] = be > 1 ? 1 : be;
 			}
 		}
-		return m;
+		return m + md;
 	}
 	if (cls == KB_GEMM) {
 		const struct hw_gemm *g = &hws[0]->k.gemm[dtype];

@@ -188,6 +188,7 @@ void hw_kernels_default(struct hw_profile *hw)
 	for (int m = 0; m < HW_MEM_NKINDS; m++) {
 		k->mem_eff[m] = mem_eff[m];
 		k->mem_overhead_s[m] = 2e-6;
+		k->mem_events_s[m] = 0;
 	}
 }
 
@@ -304,7 +305,9 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 		snprintf(sub, sizeof(sub), "memory.%s", mem_names[i]);
 		if ((rc = opt(path, cf, k, sub, "eff", 0.01, 1, 1, &hw->k.mem_eff[i], err)) ||
 		    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6,
-			      &hw->k.mem_overhead_s[i], err)))
+			      &hw->k.mem_overhead_s[i], err)) ||
+		    (rc = opt(path, cf, k, sub, "events_us", 0, 1000, 1e-6, &hw->k.mem_events_s[i],
+			      err)))
 			return rc;
 	}
 	hw_kernels_complete(hw, gemm_given, attn_given);

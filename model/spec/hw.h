@@ -77,8 +77,15 @@ struct hw_kernels {
 	int sched; /* enum hw_sched: kernels.gemm_schedule */
 	struct hw_gemm gemm[HW_NDTYPES];
 	struct hw_attn attn[HW_NDTYPES];
-	double mem_eff[HW_MEM_NKINDS]; /* fraction of HBM bandwidth */
-	double mem_overhead_s[HW_MEM_NKINDS];
+	double mem_eff[HW_MEM_NKINDS];	      /* fraction of HBM bandwidth */
+	double mem_overhead_s[HW_MEM_NKINDS]; /* the kernel's floor on the device */
+	/* What timing each call between two CUDA events after an L2 flush
+	 * (triton.testing.do_bench: Liger's rows) adds to a memory-bound
+	 * kernel's device time: the events, the cold start.  Not a cost of
+	 * the kernel in a step (kperf leaves it out); kbench predicts such
+	 * rows with it.  0 unless fitted (docs/MODEL.md, "Kernel
+	 * efficiency": memory-bound floors). */
+	double mem_events_s[HW_MEM_NKINDS];
 };
 
 struct hw_profile {
