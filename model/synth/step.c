@@ -136,7 +136,7 @@ static double grad_bytes(const struct ctx *c)
 double synth_grad_bytes(const struct synth_in *in)
 {
 	double w, g, o;
-	mem_bytes_per_param(mem_prec(in->lay.dtype), &w, &g, &o);
+	mem_param_bytes(&in->lay, &w, &g, &o);
 	return g;
 }
 
@@ -173,7 +173,7 @@ static int fsdp_like(const struct layout *l)
 static void dp_traits(const struct ctx *c, const struct shape *z, struct layout_dp_traits *t)
 {
 	double w, g, o;
-	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
+	mem_param_bytes(&c->lay, &w, &g, &o);
 	layout_dp_traits(&c->lay, layer_train(c, z, -1), w, g, t);
 }
 
@@ -325,7 +325,7 @@ static uint32_t gather(struct ctx *c, int r, const struct shape *z, double param
 	char pg[32];
 	if (c->dry)
 		return NONE32;
-	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
+	mem_param_bytes(&c->lay, &w, &g, &o);
 	dp_traits(c, z, &t);
 	if (wait_compute)
 		se_event_wait(c, r, S_COMPUTE, S_DP);
@@ -778,20 +778,28 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 }
 
 /* The optimizer's kernels for np_ local parameters (of one layer, or of
- * the embedding or head). */
+ * the embedding or head), their bytes from the optimizer's precision
+ * (mem_opt_traffic). */
 static void adam(struct ctx *c, int r, double np_, int amax)
 {
 	const struct synth_in *in = c->in;
+	struct mem_opt_traffic t;
+	mem_opt_traffic(&in->lay, &t);
 	/* FP16: unscale the gradients and check them for inf/NaN (dynamic
 	 * loss scaling; fp32 main gradients read and written). */
-	if (in->lay.dtype == HW_FP16)
+	if (t.unscale > 0)
 		sl_kernel(c, r, KC_OPTIMIZER,
-			  "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>", 8 * np_);
-	/* Gradient clipping: the norm of the fp32 main gradients, then their
-	 * scaling by the clip coefficient. */
-	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
-	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>", 8 * np_);
-	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * 30);
+			  "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>",
+			  t.unscale * np_);
+	/* Gradient clipping: the norm of the gradients, then their scaling
+	 * by the clip coefficient. */
+	if (t.norm > 0)
+		sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>",
+			  t.norm * np_);
+	if (t.scale > 0)
+		sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>",
+			  t.scale * np_);
+	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * t.adam);
 	/* FP8 under delayed scaling: the amax history and scale update of
 	 * the layer's tensors, one small kernel (Transformer Engine's
 	 * DelayedScaling; the other recipes scale from the tensor itself). */
@@ -830,7 +838,7 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 	const struct llm *m = &c->in->m;
 	char pg[32];
 	double w, g, o;
-	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
+	mem_param_bytes(&c->lay, &w, &g, &o);
 	snprintf(pg, sizeof(pg), "edp.%d", r);
 	se_event_wait(c, r, S_COMPUTE, S_DP);
 	for (int ch = 0; ch < z->v; ch++) {
