@@ -345,6 +345,7 @@ static void test_megatron_import(void **state)
 		assert_int_equal(frame_import(FRAME_MEGATRON, "t.sh", t, strlen(t), NULL, &m, &l,
 					      &given, &x, &err),
 				 PRISM_EARG);
+		assert_non_null(strstr(err.msg, "t.sh:1: --use-precision-aware-optimizer"));
 		assert_non_null(strstr(err.msg, "exp_avg fp8"));
 		prism_err_clear(&err);
 	}

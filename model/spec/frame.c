@@ -1619,12 +1619,12 @@ struct imp {
 					* Megatron-LM's count given */
 	int off_acts;			  /* activations offloaded (0: said false) */
 	int peft, lora_dim, lora_targets; /* peft 1: lora, 2: none; 0: not given */
-	int pao;			  /* --use-precision-aware-optimizer given */
-	char opt_dt[4][8];		  /* its main params, main grads, exp_avg and
+	int pao;		       /* --use-precision-aware-optimizer's line (0: not given) */
+	char opt_dt[4][8];	       /* its main params, main grads, exp_avg and
 					   * exp_avg_sq dtypes ("": not given, fp32) */
-	int clip;			  /* --clip-grad: 1 clipping, 0 none, -1 not given */
-	int first_layers, last_layers;	  /* the first and last stages' (0: even) */
-	char layout[512];		  /* --pipeline-model-parallel-layout, "" if none */
+	int clip;		       /* --clip-grad: 1 clipping, 0 none, -1 not given */
+	int first_layers, last_layers; /* the first and last stages' (0: even) */
+	char layout[512];	       /* --pipeline-model-parallel-layout, "" if none */
 	int local_batch, pp_mbs;
 	int nodes, per_node;
 	int kv_groups, gqa;
@@ -1996,7 +1996,7 @@ static int special_in(const char *path, int line, const char *name, const char *
 					     path, line, name, s ? s : "");
 		I->cp_comm = c;
 	} else if (IS("--use-precision-aware-optimizer")) {
-		I->pao = 1;
+		I->pao = line;
 	} else if (IS("--main-params-dtype") || IS("--main-grads-dtype") || IS("--exp-avg-dtype") ||
 		   IS("--exp-avg-sq-dtype")) {
 		int j = IS("--main-params-dtype")  ? 0
@@ -2367,10 +2367,10 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 			       strcmp(d[2], "bf16") || strcmp(d[3], "bf16")))
 			return prism_err_set(
 			    err, PRISM_EARG,
-			    "--use-precision-aware-optimizer with main params %s, main grads %s, "
-			    "exp_avg %s, exp_avg_sq %s: prism models bf16 moments with fp32 main "
-			    "params and grads only (optimizer_dtype bf16-states)",
-			    d[0], d[1], d[2], d[3]);
+			    "%s:%d: --use-precision-aware-optimizer with main params %s, main "
+			    "grads %s, exp_avg %s, exp_avg_sq %s: prism models bf16 moments with "
+			    "fp32 main params and grads only (optimizer_dtype bf16-states)",
+			    path, I->pao, d[0], d[1], d[2], d[3]);
 		l->optimizer_dtype = I->pao ? LAYOUT_OPT_BF16_STATES : LAYOUT_OPT_FP32;
 		*given |= LK_BIT(LK_optimizer_dtype);
 	}
