@@ -140,6 +140,18 @@ double synth_grad_bytes(const struct synth_in *in)
 	return g;
 }
 
+/* A gradient reduction's kernel name: NCCL's sum in the gradients' dtype
+ * (bf16 under a pure-bf16 optimizer, else the fp32 main gradients'). */
+static const char *reduce_kernel(const struct ctx *c, int kind)
+{
+	int bf16 = c->lay.optimizer_dtype == LAYOUT_OPT_BF16;
+	if (kind == GC_REDUCE_SCATTER)
+		return bf16 ? "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"
+			    : "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL";
+	return bf16 ? "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+		    : "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+}
+
 /* The data-parallel groups of a stage (ranks tp apart, consecutive in DP:
  * Megatron's order): the sharding group of ZeRO (layout_shard_group) and,
  * with hybrid sharding, the dp / shard replicas of each shard. */
@@ -201,7 +213,7 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 		/* Over the dp x cp ranks (tp apart: Megatron-LM's order). */
 		struct comm_group g = {dpc, comm_per_domain(dpc, hw_domain(in->hw) / in->lay.tp)};
 		snprintf(pg, sizeof(pg), "dp.%d", r);
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
 			      params * gb, g, pg);
 		return;
 	}
@@ -213,11 +225,11 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	if (t.rs_in > 0 && !c->dry)
 		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::reduce_scatter_copy_in",
 			     params * t.rs_in);
-	se_collective(c, r, S_DP, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
+	se_collective(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(c, GC_REDUCE_SCATTER),
 		      params * gb, zero_group(c), pg);
 	if (replica_group(c).n > 1) {
 		snprintf(pg, sizeof(pg), "dpr.%d", r);
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
 			      params * gb / G, replica_group(c), pg);
 	}
 	if (t.rs_out > 0 && !c->dry)
@@ -269,11 +281,11 @@ static void expert_reduce(struct ctx *c, int r, const struct shape *z, double pa
 	se_event_wait(c, r, S_COMPUTE, S_DP);
 	snprintf(pg, sizeof(pg), "edp.%d", r);
 	if (c->in->lay.zero >= 1)
-		se_collective(c, r, S_DP, GC_REDUCE_SCATTER,
-			      "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", params * grad_bytes(c),
-			      (struct comm_group){z->edp, z->edp_per_node}, pg);
+		se_collective(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(c, GC_REDUCE_SCATTER),
+			      params * grad_bytes(c), (struct comm_group){z->edp, z->edp_per_node},
+			      pg);
 	else
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
 			      params * grad_bytes(c), (struct comm_group){z->edp, z->edp_per_node},
 			      pg);
 }
@@ -883,7 +895,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	if (tied) {
 		struct comm_group g = {2, z->emb_per_node};
 		se_event_wait(c, r, S_COMPUTE, S_DP);
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
 			      (double)m->vocab * m->hidden / z->t * grad_bytes(c), g, "emb");
 	}
 	if (layout_dpc(&c->lay) > 1 || tied || (z->moe && z->edp > 1))
