@@ -466,79 +466,84 @@ static void critical_track(FILE *f, int *first, const struct sim *s, int rank,
 	}
 }
 
-int timeline_write(const struct sim *s, const char *path, const struct timeline_opts *o,
-		   struct prism_err *err)
-{
-	const struct graph *g = s->g;
-	int rank = o ? o->rank : -1;
-	struct prism_wfile out;
-	struct metrics_iter *its = NULL;
-	struct metrics_path mp = {0};
-	struct cut *cuts = NULL;
-	size_t ncuts = 0;
-	uint8_t *critical = prism_calloc(g->n_nodes ? g->n_nodes : 1, 1);
-	FILE *f;
-	int first = 1;
-	int64_t *launch_corr = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*launch_corr)),
-		top;
-	/* The graph's iterations by (rank, step, index): each step's last is
-	 * found by a search, not a scan (a trace may have 10^6). */
-	uint32_t *by = prism_malloc((g->n_iters ? g->n_iters : 1) * sizeof(*by));
-	long nits = metrics_iterations(s, &its);
-	/* An op's args: its shapes (any two strings of g) and a few keys. */
-	size_t args_cap = 2 * longest(&g->st) + 96;
-	char *args = prism_malloc(args_cap);
+/* What the writers of one timeline share: the run, the rank written
+ * (-1: all), and the tables computed once before writing. */
+struct tl {
+	const struct sim *s;
+	const struct graph *g;
+	int rank;
+	struct metrics_iter *its;
+	long nits;
+	struct metrics_path mp;
+	struct cut *cuts;
+	size_t ncuts;
+	uint8_t *critical;
+	int64_t *launch_corr;
+	uint32_t *by; /* the graph's iterations by (rank, step, index) */
+	char *args;   /* an op's args: its shapes (any two strings of g) and a few keys */
+	size_t args_cap;
+};
 
-	if (!launch_corr || !critical || !by || !args || nits < 0 ||
-	    metrics_critical_path(s, &mp) ||
-	    !(cuts = prism_malloc(((size_t)(nits > 0 ? nits : 0) * 2 + 1) * sizeof(*cuts)))) {
-		free(launch_corr);
-		free(critical);
-		free(by);
-		free(args);
-		free(its);
-		free(mp.nodes);
-		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+static void tl_free(struct tl *t)
+{
+	free(t->args);
+	free(t->launch_corr);
+	free(t->critical);
+	free(t->by);
+	free(t->its);
+	free(t->cuts);
+	free(t->mp.nodes);
+}
+
+/* The tables: iterations sorted (each step's last is found by a search,
+ * not a scan: a trace may have 10^6), the critical path's tasks, each
+ * step's two ends as cuts of its thread's slices, each GPU task's launch
+ * correlation.  0, or -1 out of memory (t freed). */
+static int tl_prepare(struct tl *t)
+{
+	const struct graph *g = t->g;
+	t->critical = prism_calloc(g->n_nodes ? g->n_nodes : 1, 1);
+	t->launch_corr = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*t->launch_corr));
+	t->by = prism_malloc((g->n_iters ? g->n_iters : 1) * sizeof(*t->by));
+	t->nits = metrics_iterations(t->s, &t->its);
+	t->args_cap = 2 * longest(&g->st) + 96;
+	t->args = prism_malloc(t->args_cap);
+	if (!t->launch_corr || !t->critical || !t->by || !t->args || t->nits < 0 ||
+	    metrics_critical_path(t->s, &t->mp) ||
+	    !(t->cuts =
+		  prism_malloc(((size_t)(t->nits > 0 ? t->nits : 0) * 2 + 1) * sizeof(*t->cuts)))) {
+		tl_free(t);
+		return -1;
 	}
 	for (uint32_t k = 0; k < g->n_iters; k++)
-		by[k] = k;
+		t->by[k] = k;
 	if (g->n_iters)
-		qsort_r(by, g->n_iters, sizeof(*by), cmp_iter, (void *)g);
-	for (uint32_t i = 0; i < mp.n; i++)
-		critical[mp.nodes[i]] = 1;
-	/* Each step's two ends cut the slices of its thread. */
-	for (long i = 0; i < nits; i++) {
-		const struct graph_iter *gi = iter_of(g, by, &its[i]);
+		qsort_r(t->by, g->n_iters, sizeof(*t->by), cmp_iter, (void *)g);
+	for (uint32_t i = 0; i < t->mp.n; i++)
+		t->critical[t->mp.nodes[i]] = 1;
+	for (long i = 0; i < t->nits; i++) {
+		const struct graph_iter *gi = iter_of(g, t->by, &t->its[i]);
 		if (!gi)
 			continue;
-		cuts[ncuts++] = (struct cut){gi->proc, its[i].sim_host_start_ns};
-		cuts[ncuts++] =
-		    (struct cut){gi->proc, its[i].sim_host_start_ns + its[i].pred_host_ns};
+		t->cuts[t->ncuts++] = (struct cut){gi->proc, t->its[i].sim_host_start_ns};
+		t->cuts[t->ncuts++] =
+		    (struct cut){gi->proc, t->its[i].sim_host_start_ns + t->its[i].pred_host_ns};
 	}
-	if (ncuts)
-		qsort(cuts, ncuts, sizeof(*cuts), cmp_cut);
+	if (t->ncuts)
+		qsort(t->cuts, t->ncuts, sizeof(*t->cuts), cmp_cut);
 	for (uint32_t u = 0; u < g->n_nodes; u++)
-		launch_corr[u] = -1;
+		t->launch_corr[u] = -1;
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++)
 			if (GE_KIND(g->out_kind[k]) == GE_LAUNCH)
-				launch_corr[g->out_dst[k]] = g->corr[u];
-	/* Whole or not at all: a failed write keeps the previous file. */
-	if (prism_wfile_open(&out, path)) {
-		int e = errno;
-		free(args);
-		free(launch_corr);
-		free(critical);
-		free(by);
-		free(its);
-		free(cuts);
-		free(mp.nodes);
-		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(e));
-	}
-	f = out.f;
-	fputs("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",", f);
-	/* Ranks and world sizes only where the trace reader takes them back
-	 * (KINETO_MAX_RANKS): a graph file may hold any. */
+				t->launch_corr[g->out_dst[k]] = g->corr[u];
+	return 0;
+}
+
+/* The file's distributedInfo: ranks and world sizes only where the trace
+ * reader takes them back (KINETO_MAX_RANKS): a graph file may hold any. */
+static void put_distributed(FILE *f, const struct graph *g, int rank)
+{
 	if (!multi(g, rank)) {
 		const struct graph_rank *rk = &g->ranks[rank >= 0 ? rank : 0];
 		if (rk->rank >= 0 && rk->rank < KINETO_MAX_RANKS)
@@ -549,147 +554,195 @@ int timeline_write(const struct sim *s, const char *path, const struct timeline_
 				rk->world_size > 0 && rk->world_size <= KINETO_MAX_RANKS
 				    ? rk->world_size
 				    : 1);
-	} else {
-		/* Several ranks: a world and no rank of its own, so that
-		 * prism ingest splits the file by its pids (kineto_split). */
-		int64_t w = g->n_ranks < KINETO_MAX_RANKS ? g->n_ranks : KINETO_MAX_RANKS;
-		for (uint32_t r = 0; r < g->n_ranks; r++) {
-			if (g->ranks[r].world_size > w &&
-			    g->ranks[r].world_size <= KINETO_MAX_RANKS)
-				w = g->ranks[r].world_size;
-			if (g->ranks[r].rank >= w && g->ranks[r].rank < KINETO_MAX_RANKS)
-				w = g->ranks[r].rank + 1;
-		}
-		fprintf(f, "\"distributedInfo\":{\"world_size\":%" PRId64 "},", w);
+		return;
 	}
-	fputs("\"traceEvents\":[", f);
-	top = process_names(f, &first, g, rank);
-	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		const struct graph_proc *pr = &g->procs[g->proc[u]];
-		const char *name = strtab_get(&g->st, g->name[u]);
-		int64_t pid = pid_of(g, rank, pr), end = s->end_ns[u];
-		const char *crit = critical[u] ? ",\"critical_path\":1" : "";
-		if (rank >= 0 && pr->rank != (uint32_t)rank)
-			continue;
-		switch (g->kind[u]) {
-		case GN_CPU:
-			if (u + 1 < g->n_nodes && g->proc[u + 1] == g->proc[u] &&
-			    op_shapes(g, u + 1)) {
-				/* The op that launched a kernel, spanning its launch
-				 * call as a profiler's does, with the shapes it
-				 * recorded: the trace re-ingests with them (kernels
-				 * re-timed from their shapes, edit.h). */
-				const char *op = strtab_get(&g->st, g->op[u + 1]);
-				snprintf(args, args_cap,
-					 ",\"args\":{\"prism\":\"cpu work\",\"Input Dims\":%s,"
-					 "\"Input type\":%s%s}}",
-					 strtab_get(&g->st, g->op_dims[u + 1]),
-					 strtab_get(&g->st, g->op_types[u + 1]),
-					 critical[u] ? ",\"critical_path\":1" : "");
-				if (!op[0])
-					op = name[0] ? name : "cpu";
-				pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op", op, pid,
-				       pr->tid, s->start_ns[u], s->end_ns[u + 1], args);
-				break;
-			}
-			pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op",
-			       name[0] ? name : "cpu", pid, pr->tid, s->start_ns[u], end,
-			       critical[u]
-				   ? ",\"args\":{\"prism\":\"cpu work\",\"critical_path\":1}}"
-				   : ",\"args\":{\"prism\":\"cpu work\"}}");
-			break;
-		case GN_WAIT:
-			break; /* written with its call */
-		case GN_RUNTIME:
-			if (op_shapes(g, u) &&
-			    !(u > 0 && g->proc[u - 1] == g->proc[u] && g->kind[u - 1] == GN_CPU)) {
-				/* No CPU work before it: its op spans the call alone. */
-				const char *op = strtab_get(&g->st, g->op[u]);
-				snprintf(args, args_cap,
-					 ",\"args\":{\"Input Dims\":%s,\"Input type\":%s}}",
-					 strtab_get(&g->st, g->op_dims[u]),
-					 strtab_get(&g->st, g->op_types[u]));
-				pieces(f, &first, g, cuts, ncuts, g->proc[u], "cpu_op",
-				       op[0] ? op : "op", pid, pr->tid, s->start_ns[u], end, args);
-			}
-			if (g->flags[u] & NF_BLOCKING) {
-				end = s->end_ns[u + 1];
-				if (critical[u + 1])
-					crit = ",\"critical_path\":1";
-			}
-			event(f, &first, g, "cuda_runtime", name, pid, pr->tid, s->start_ns[u],
-			      end - s->start_ns[u]);
-			if (g->corr[u] >= 0)
-				fprintf(f, ",\"args\":{\"correlation\":%" PRId64 "%s}}",
-					corr_of(g, rank, launch_corr, u), crit);
-			else
-				fprintf(f, ",\"args\":{%s}}", crit[0] ? crit + 1 : "");
-			break;
-		default:
-			event(f, &first, g,
-			      g->kind[u] == GN_MEMCPY	? "gpu_memcpy"
-			      : g->kind[u] == GN_MEMSET ? "gpu_memset"
-							: "kernel",
-			      name, pid, pr->tid, s->start_ns[u], end - s->start_ns[u]);
-			/* The device keeps the rank's offset: prism ingest takes
-			 * it for the GPU's pid. */
-			fprintf(f,
-				",\"args\":{\"device\":%" PRId64 ",\"stream\":%" PRId64
-				",\"correlation\":%" PRId64,
-				pid, pr->tid, corr_of(g, rank, launch_corr, u));
-			if (g->coll[u] != UINT32_MAX)
-				coll_args(f, g, u);
-			fprintf(f, "%s}}", crit);
-		}
+	/* Several ranks: a world and no rank of its own, so that prism ingest
+	 * splits the file by its pids (kineto_split). */
+	int64_t w = g->n_ranks < KINETO_MAX_RANKS ? g->n_ranks : KINETO_MAX_RANKS;
+	for (uint32_t r = 0; r < g->n_ranks; r++) {
+		if (g->ranks[r].world_size > w && g->ranks[r].world_size <= KINETO_MAX_RANKS)
+			w = g->ranks[r].world_size;
+		if (g->ranks[r].rank >= w && g->ranks[r].rank < KINETO_MAX_RANKS)
+			w = g->ranks[r].rank + 1;
 	}
-	/* The steps: their host spans (ProfilerStep#N as Kineto writes it). */
-	for (long i = 0; i < nits; i++) {
+	fprintf(f, "\"distributedInfo\":{\"world_size\":%" PRId64 "},", w);
+}
+
+/* Host work u (GN_CPU): the op that launched a kernel spans its launch
+ * call as a profiler's does, with the shapes it recorded, so that the
+ * trace re-ingests with them (kernels re-timed from their shapes, edit.h). */
+static void put_cpu(FILE *f, int *first, const struct tl *t, uint32_t u, int64_t pid)
+{
+	const struct graph *g = t->g;
+	const struct graph_proc *pr = &g->procs[g->proc[u]];
+	const char *name = strtab_get(&g->st, g->name[u]);
+	if (u + 1 < g->n_nodes && g->proc[u + 1] == g->proc[u] && op_shapes(g, u + 1)) {
+		const char *op = strtab_get(&g->st, g->op[u + 1]);
+		snprintf(t->args, t->args_cap,
+			 ",\"args\":{\"prism\":\"cpu work\",\"Input Dims\":%s,"
+			 "\"Input type\":%s%s}}",
+			 strtab_get(&g->st, g->op_dims[u + 1]),
+			 strtab_get(&g->st, g->op_types[u + 1]),
+			 t->critical[u] ? ",\"critical_path\":1" : "");
+		if (!op[0])
+			op = name[0] ? name : "cpu";
+		pieces(f, first, g, t->cuts, t->ncuts, g->proc[u], "cpu_op", op, pid, pr->tid,
+		       t->s->start_ns[u], t->s->end_ns[u + 1], t->args);
+		return;
+	}
+	pieces(f, first, g, t->cuts, t->ncuts, g->proc[u], "cpu_op", name[0] ? name : "cpu", pid,
+	       pr->tid, t->s->start_ns[u], t->s->end_ns[u],
+	       t->critical[u] ? ",\"args\":{\"prism\":\"cpu work\",\"critical_path\":1}}"
+			      : ",\"args\":{\"prism\":\"cpu work\"}}");
+}
+
+/* A runtime call u: a blocking call spans its wait (the next task). */
+static void put_runtime(FILE *f, int *first, const struct tl *t, uint32_t u, int64_t pid)
+{
+	const struct graph *g = t->g;
+	const struct graph_proc *pr = &g->procs[g->proc[u]];
+	int64_t end = t->s->end_ns[u];
+	const char *crit = t->critical[u] ? ",\"critical_path\":1" : "";
+	if (op_shapes(g, u) &&
+	    !(u > 0 && g->proc[u - 1] == g->proc[u] && g->kind[u - 1] == GN_CPU)) {
+		/* No CPU work before it: its op spans the call alone. */
+		const char *op = strtab_get(&g->st, g->op[u]);
+		snprintf(t->args, t->args_cap, ",\"args\":{\"Input Dims\":%s,\"Input type\":%s}}",
+			 strtab_get(&g->st, g->op_dims[u]), strtab_get(&g->st, g->op_types[u]));
+		pieces(f, first, g, t->cuts, t->ncuts, g->proc[u], "cpu_op", op[0] ? op : "op", pid,
+		       pr->tid, t->s->start_ns[u], end, t->args);
+	}
+	if (g->flags[u] & NF_BLOCKING) {
+		end = t->s->end_ns[u + 1];
+		if (t->critical[u + 1])
+			crit = ",\"critical_path\":1";
+	}
+	event(f, first, g, "cuda_runtime", strtab_get(&g->st, g->name[u]), pid, pr->tid,
+	      t->s->start_ns[u], end - t->s->start_ns[u]);
+	if (g->corr[u] >= 0)
+		fprintf(f, ",\"args\":{\"correlation\":%" PRId64 "%s}}",
+			corr_of(g, t->rank, t->launch_corr, u), crit);
+	else
+		fprintf(f, ",\"args\":{%s}}", crit[0] ? crit + 1 : "");
+}
+
+/* GPU task u; the device keeps the rank's offset: prism ingest takes it
+ * for the GPU's pid. */
+static void put_gpu(FILE *f, int *first, const struct tl *t, uint32_t u, int64_t pid)
+{
+	const struct graph *g = t->g;
+	const struct graph_proc *pr = &g->procs[g->proc[u]];
+	event(f, first, g,
+	      g->kind[u] == GN_MEMCPY	? "gpu_memcpy"
+	      : g->kind[u] == GN_MEMSET ? "gpu_memset"
+					: "kernel",
+	      strtab_get(&g->st, g->name[u]), pid, pr->tid, t->s->start_ns[u],
+	      t->s->end_ns[u] - t->s->start_ns[u]);
+	fprintf(f,
+		",\"args\":{\"device\":%" PRId64 ",\"stream\":%" PRId64 ",\"correlation\":%" PRId64,
+		pid, pr->tid, corr_of(g, t->rank, t->launch_corr, u));
+	if (g->coll[u] != UINT32_MAX)
+		coll_args(f, g, u);
+	fprintf(f, "%s}}", t->critical[u] ? ",\"critical_path\":1" : "");
+}
+
+/* The steps' host spans (ProfilerStep#N as Kineto writes it). */
+static void put_steps(FILE *f, int *first, const struct tl *t)
+{
+	const struct graph *g = t->g;
+	for (long i = 0; i < t->nits; i++) {
 		char name[48];
-		const struct graph_iter *gi = iter_of(g, by, &its[i]);
-		if (!gi || (rank >= 0 && gi->rank != (uint32_t)rank))
+		const struct graph_iter *gi = iter_of(g, t->by, &t->its[i]);
+		if (!gi || (t->rank >= 0 && gi->rank != (uint32_t)t->rank))
 			continue;
-		snprintf(name, sizeof(name), "ProfilerStep#%" PRId64, its[i].step);
-		event(f, &first, g, "user_annotation", name, pid_of(g, rank, &g->procs[gi->proc]),
-		      g->procs[gi->proc].tid, its[i].sim_host_start_ns, its[i].pred_host_ns);
+		snprintf(name, sizeof(name), "ProfilerStep#%" PRId64, t->its[i].step);
+		event(f, first, g, "user_annotation", name, pid_of(g, t->rank, &g->procs[gi->proc]),
+		      g->procs[gi->proc].tid, t->its[i].sim_host_start_ns, t->its[i].pred_host_ns);
 		fputs(",\"args\":{}}", f);
 	}
-	ranges(f, &first, s, rank, cuts, ncuts);
+}
+
+/* The stream waits given (o->waits) as cuda_sync events. */
+static void put_waits(FILE *f, int *first, const struct tl *t, const struct timeline_opts *o)
+{
+	const struct graph *g = t->g;
 	for (uint32_t i = 0; o && i < o->n_waits; i++) {
 		const struct graph_wait *w = &o->waits[i];
 		const struct graph_proc *ws = &g->procs[w->stream], *rs = &g->procs[w->on_stream];
-		if (rank >= 0 && ws->rank != (uint32_t)rank)
+		if (t->rank >= 0 && ws->rank != (uint32_t)t->rank)
 			continue;
-		event(f, &first, g, "cuda_sync", "Stream Wait Event", pid_of(g, rank, ws), ws->tid,
-		      s->start_ns[w->call], 1);
+		event(f, first, g, "cuda_sync", "Stream Wait Event", pid_of(g, t->rank, ws),
+		      ws->tid, t->s->start_ns[w->call], 1);
 		fprintf(f,
 			",\"args\":{\"cuda_sync_kind\":\"Stream Wait Event\",\"stream\":%" PRId64
 			",\"wait_on_stream\":%" PRId64
 			",\"wait_on_cuda_event_record_corr_id\":%" PRId64
 			",\"correlation\":%" PRId64 ",\"device\":%" PRId64 "}}",
-			ws->tid, rs->tid, corr_of(g, rank, launch_corr, w->record),
-			corr_of(g, rank, launch_corr, w->call), pid_of(g, rank, ws));
+			ws->tid, rs->tid, corr_of(g, t->rank, t->launch_corr, w->record),
+			corr_of(g, t->rank, t->launch_corr, w->call), pid_of(g, t->rank, ws));
 	}
-	flows(f, &first, s, rank);
-	critical_track(f, &first, s, rank, &mp, top);
-	if (g->meta && g->n_procs) {
-		uint32_t p0 = 0;
-		while (p0 < g->n_procs &&
-		       (g->procs[p0].gpu || (rank >= 0 && g->procs[p0].rank != (uint32_t)rank)))
-			p0++;
-		if (p0 < g->n_procs) {
-			event(f, &first, g, "user_annotation", strtab_get(&g->st, g->meta),
-			      pid_of(g, rank, &g->procs[p0]), g->procs[p0].tid, 0, 0);
-			fputs(",\"args\":{}}", f);
-		}
+}
+
+/* The graph's meta string: a zero-length annotation on the first host
+ * thread written. */
+static void put_meta(FILE *f, int *first, const struct graph *g, int rank)
+{
+	uint32_t p0 = 0;
+	if (!g->meta || !g->n_procs)
+		return;
+	while (p0 < g->n_procs &&
+	       (g->procs[p0].gpu || (rank >= 0 && g->procs[p0].rank != (uint32_t)rank)))
+		p0++;
+	if (p0 < g->n_procs) {
+		event(f, first, g, "user_annotation", strtab_get(&g->st, g->meta),
+		      pid_of(g, rank, &g->procs[p0]), g->procs[p0].tid, 0, 0);
+		fputs(",\"args\":{}}", f);
 	}
+}
+
+int timeline_write(const struct sim *s, const char *path, const struct timeline_opts *o,
+		   struct prism_err *err)
+{
+	const struct graph *g = s->g;
+	struct tl t = {.s = s, .g = g, .rank = o ? o->rank : -1};
+	struct prism_wfile out;
+	FILE *f;
+	int first = 1;
+	int64_t top;
+
+	if (tl_prepare(&t))
+		return prism_err_set(err, PRISM_ENOMEM, "%s: out of memory", path);
+	/* Whole or not at all: a failed write keeps the previous file. */
+	if (prism_wfile_open(&out, path)) {
+		int e = errno;
+		tl_free(&t);
+		return prism_err_set(err, PRISM_EIO, "%s: %s", path, strerror(e));
+	}
+	f = out.f;
+	fputs("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",", f);
+	put_distributed(f, g, t.rank);
+	fputs("\"traceEvents\":[", f);
+	top = process_names(f, &first, g, t.rank);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		const struct graph_proc *pr = &g->procs[g->proc[u]];
+		int64_t pid = pid_of(g, t.rank, pr);
+		if (t.rank >= 0 && pr->rank != (uint32_t)t.rank)
+			continue;
+		if (g->kind[u] == GN_CPU)
+			put_cpu(f, &first, &t, u, pid);
+		else if (g->kind[u] == GN_RUNTIME)
+			put_runtime(f, &first, &t, u, pid);
+		else if (g->kind[u] != GN_WAIT) /* a wait is written with its call */
+			put_gpu(f, &first, &t, u, pid);
+	}
+	put_steps(f, &first, &t);
+	ranges(f, &first, s, t.rank, t.cuts, t.ncuts);
+	put_waits(f, &first, &t, o);
+	flows(f, &first, s, t.rank);
+	critical_track(f, &first, s, t.rank, &t.mp, top);
+	put_meta(f, &first, g, t.rank);
 	fputs("\n]}\n", f);
-	free(args);
-	free(launch_corr);
-	free(critical);
-	free(by);
-	free(its);
-	free(cuts);
-	free(mp.nodes);
+	tl_free(&t);
 	if (prism_wfile_commit(&out))
 		return prism_err_set(err, PRISM_EIO, "%s: write failed: %s", path, strerror(errno));
 	return 0;

@@ -831,7 +831,10 @@ static void test_extrapolate(void **state)
 	     * few microbatches: at 64 a send overlaps compute */
 	    {1, 2, 1, 1, 64, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_FULL, 1, 0, HW_BF16, 2, 10, 5, 0, 0, 0,
 	     0, 0, 0},
-	    {1, 4, 1, 2, 64, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 10, 5, 0,
+	    /* declined while the points' share was 0.5 (8, 12 and 16
+	     * microbatches cost more than 32); at 0.75 its line is taken,
+	     * equal to the direct run */
+	    {1, 4, 1, 2, 64, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, HW_BF16, 2, 10, 5, 1,
 	     0, 0, 0, 0, 0},
 	    /* issue 17: buckets, reduction after the backward, TP beside
 	     * GEMMs, untied, balanced stages, ZeRO-3 */
@@ -864,7 +867,27 @@ static void test_extrapolate(void **state)
 	     0, 0, 0, 0},
 	    {2, 2, 2, 1, 64, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5,
 	     -1, 0, 0, 0, 0, 0},
+	    /* The points at HIER_POINTS_SHARE of m, every schedule: each
+	     * of these declined at a share of 0.5 (its points cost more
+	     * than half of m's microbatches) and was simulated directly. */
+	    {2, 2, 4, 1, 12, LAYOUT_GPIPE, LAYOUT_RECOMPUTE_FULL, 1, 1, HW_BF16, 2, 2, 1, 1, 0, 0,
+	     0, 0, 0},
+	    {1, 4, 2, 1, 20, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 1, 0, HW_BF16, 2, 10, 5, 1, 0,
+	     0, 0, 0, 0},
+	    {2, 4, 2, 2, 48, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 2, 1, HW_BF16, 2, 10, 5, 1,
+	     0, 0, 0, 0, 0},
+	    {1, 2, 2, 4, 24, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_FULL, 3, 0, HW_BF16, 2, 10, 5, 1,
+	     0, 0, 0, 0, 0},
+	    {1, 4, 2, 1, 20, LAYOUT_ZB1P, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, 1, 0, 0,
+	     0, 0, 0},
+	    {2, 4, 2, 1, 36, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 2, 1, HW_BF16, 2, 10, 5, 1, 0, 0,
+	     0, 0, 0},
+	    {1, 4, 2, 1, 36, LAYOUT_ZBV, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, 1, 0, 0, 0,
+	     0, 0},
+	    {1, 4, 2, 1, 36, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, 1, 0,
+	     0, 0, 0, 0},
 	};
+	int past_half = 0;
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct synth_in in;
@@ -904,6 +927,13 @@ static void test_extrapolate(void **state)
 				      taken ? "extended" : "declined");
 			if (!k && cases[i].taken >= 0)
 				assert_int_equal(taken, cases[i].taken);
+			/* The points' microbatches against m's: within the share;
+			 * past half of m, a line the share of 0.5 did not try. */
+			if (taken) {
+				double pts = 3.0 * (h.m0 + h.c);
+				assert_true(pts <= HIER_POINTS_SHARE * in.lay.microbatches);
+				past_half += !k && pts > 0.5 * in.lay.microbatches;
+			}
 			assert_int_equal(predict_synth(&in, &hier, NULL, NULL, &err), 0);
 			in.units = 0;
 			assert_int_equal(predict_synth(&in, &full, NULL, NULL, &err), 0);
@@ -917,6 +947,8 @@ static void test_extrapolate(void **state)
 			assert_rel_close(hier.mfu, full.mfu, 1e-12);
 		}
 	}
+	/* the last eight cases and the interleaved one at 64 */
+	assert_int_equal(past_half, 9);
 }
 
 /*

@@ -602,231 +602,277 @@ static void host_labels(struct gw_node *h, uint32_t proc, int32_t it, int32_t la
  * its thread, a record and a wait; its first kernel, and the step's
  * closing device synchronise, wait for the last all-reduce.
  */
-static int add_dp(struct rs *r)
+/* What add_dp's steps share: the names it writes and the copies of each
+ * step in emission order (it_x[it_off[it] .. it_off[it + 1])), so that
+ * each step and layer looks at its own, not at every copy (a trace may
+ * have 10^5 steps and 10^6 tasks). */
+struct dpw {
+	uint32_t n_cpu, n_launch, n_rec, n_wait, n_kern, dtype, empty, ranks, pgname;
+	uint32_t dproc; /* the rank's new stream */
+	uint32_t *it_off, *it_x, *bw;
+	int used; /* the rank's stream has work */
+};
+
+static int dp_names(struct rs *r, struct dpw *d)
+{
+	struct gw *w = &r->w;
+	char buf[64];
+	d->n_cpu = gw_intern(w, "c10d::allreduce_");
+	d->n_launch = gw_intern(w, "cudaLaunchKernel");
+	d->n_rec = gw_intern(w, "cudaEventRecord");
+	d->n_wait = gw_intern(w, "cudaStreamWaitEvent");
+	d->n_kern = gw_intern(w, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
+	d->dtype = gw_intern(w, "BFloat16");
+	d->empty = gw_intern(w, "");
+	snprintf(buf, sizeof(buf), "[%d]", r->p->dp);
+	d->ranks = gw_intern(w, buf);
+	return w->rc ? wfail(r) : 0;
+}
+
+/* The copies of each step, by a counting sort on their steps. */
+static int dp_index(struct rs *r, struct dpw *d)
+{
+	const struct graph *g = r->g;
+	uint32_t nx = n_copies(r);
+	d->it_off = prism_calloc((size_t)g->n_iters + 2, sizeof(*d->it_off));
+	d->it_x = prism_malloc(((size_t)nx + 1) * sizeof(*d->it_x));
+	d->bw = prism_malloc(((size_t)nx + 1) * sizeof(*d->bw));
+	if (!d->it_off || !d->it_x || !d->bw)
+		return oom(r);
+	for (uint32_t i = 0; i < nx; i++) {
+		uint32_t u = r->o.v[i].u;
+		if (g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters)
+			d->it_off[g->iter[u] + 2]++;
+	}
+	for (uint32_t it = 1; it <= g->n_iters; it++)
+		d->it_off[it + 1] += d->it_off[it];
+	for (uint32_t i = 0; i < nx; i++) {
+		uint32_t u = r->o.v[i].u;
+		if (g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters)
+			d->it_x[d->it_off[g->iter[u] + 1]++] = i;
+	}
+	return 0;
+}
+
+/* One all-reduce of `bucket` parameters' gradients: its host op on the
+ * launching thread after host_last (an event wait on it), its kernel on
+ * the rank's DP stream after kx (layer l's last backward kernel).  The
+ * all-reduce's copy id in *ar. */
+static int dp_allreduce(struct rs *r, struct dpw *d, uint32_t it, int32_t l, int32_t mb,
+			uint32_t call, uint32_t host_last, uint32_t kx, double bucket, uint32_t *ar)
+{
+	const struct reshape_plan *p = r->p;
+	struct gw_node h, t;
+	struct graph_coll c;
+	int rc;
+	host_labels(&h, r->w.proc[call], (int32_t)it, l, mb, PH_BACKWARD, d->empty);
+	if ((rc = add_event_wait(r, &h, d->n_rec, d->n_wait, host_last)))
+		return rc;
+	t = h;
+	t.proc = d->dproc;
+	t.dur_ns = p->dp_coll_ns(p->dp_ctx, bucket * p->dp_grad_bytes);
+	t.lag_ns = p->gpu_lag_ns;
+	t.name = d->n_kern;
+	t.flags = NF_ADDED;
+	memset(&c, 0, sizeof(c));
+	c.kind = GC_ALL_REDUCE;
+	c.bytes = (int64_t)(bucket * p->dp_grad_bytes);
+	c.group_size = p->dp;
+	c.pg = d->pgname;
+	c.ranks = d->ranks;
+	c.dtype = d->dtype;
+	if ((rc = op_launch(r, &h, d->n_cpu, d->n_launch, host_last, &t, NONE32, &c, NULL, ar)))
+		return rc;
+	d->used = 1;
+	r->st->colls_added++;
+	return gw_edge(&r->w, kx, *ar, GE_EVENT) ? wfail(r) : 0;
+}
+
+/* Step it's gradient buckets on rank rk: the last microbatch's backward
+ * copies bw[0 .. nb) by layer, from the top layer down (the backward runs
+ * them so), an all-reduce each time a bucket fills.  The last all-reduce
+ * in *last_ar (NONE32: none). */
+static int dp_buckets(struct rs *r, struct dpw *d, uint32_t rk, uint32_t it, int32_t last_mb,
+		      size_t nb, uint32_t *last_ar)
 {
 	const struct graph *g = r->g;
 	const struct reshape_plan *p = r->p;
-	struct gw *w = &r->w;
-	uint32_t nx = n_copies(r), n_cpu, n_launch, n_rec, n_wait, n_kern, pgname, ranks, dtype,
-		 empty;
-	uint32_t *it_off = NULL, *it_x = NULL, *bw = NULL;
-	char buf[64];
+	const uint32_t *bw = d->bw;
+	double bucket = p->dp_first && rk < p->n_dp_extra ? p->dp_first[rk] : 0;
 	int rc = 0;
+	for (size_t hi = nb, lo = nb; hi > 0 && !rc; hi = lo) {
+		uint32_t kx = NONE32, call, host_last = NONE32;
+		int32_t l = r->w.layer[bw[hi - 1]];
+		while (lo > 0 && r->w.layer[bw[lo - 1]] == l)
+			lo--;
+		double sz[2],
+		    tail = lo == 0 && p->dp_last && rk < p->n_dp_extra ? p->dp_last[rk] : 0;
+		int nsz = 0;
+		bucket += p->dp_layer_params;
+		if (bucket < p->dp_bucket_params && lo > 0)
+			continue; /* the bucket is not full */
+		/* bw[lo .. hi): layer l's, in emission order */
+		for (size_t j = lo; j < hi; j++) {
+			uint32_t u = r->o.v[bw[j]].u;
+			if (g->kind[u] < GN_KERNEL || g->kind[u] == GN_COLL)
+				continue;
+			if (kx == NONE32 || g->start_ns[u] >= g->start_ns[r->o.v[kx].u])
+				kx = bw[j];
+		}
+		if (kx == NONE32 || (call = launcher(r, kx)) == NONE32)
+			continue;
+		for (size_t j = lo; j < hi; j++)
+			if (r->w.proc[bw[j]] == r->w.proc[call])
+				host_last = bw[j];
+		if (host_last == NONE32)
+			host_last = call;
+		/* A bucket the bottom layer fills goes before the embedding's
+		 * gradients, which follow in their own. */
+		if (lo == 0 && tail > 0 && bucket >= p->dp_bucket_params) {
+			sz[nsz++] = bucket;
+			bucket = 0;
+		}
+		bucket += lo == 0 ? tail : 0;
+		if (bucket > 0)
+			sz[nsz++] = bucket;
+		for (int q = 0; q < nsz && !rc; q++)
+			rc =
+			    dp_allreduce(r, d, it, l, last_mb, call, host_last, kx, sz[q], last_ar);
+		bucket = 0;
+	}
+	return rc;
+}
 
-	n_cpu = gw_intern(w, "c10d::allreduce_");
-	n_launch = gw_intern(w, "cudaLaunchKernel");
-	n_rec = gw_intern(w, "cudaEventRecord");
-	n_wait = gw_intern(w, "cudaStreamWaitEvent");
-	n_kern = gw_intern(w, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
-	dtype = gw_intern(w, "BFloat16");
-	empty = gw_intern(w, "");
-	snprintf(buf, sizeof(buf), "[%d]", p->dp);
-	ranks = gw_intern(w, buf);
-	if (w->rc)
+/* After step it's last all-reduce: the optimizer's first kernel (and its
+ * host, by an event wait) and the step's closing sync wait for it. */
+static int dp_close(struct rs *r, struct dpw *d, uint32_t it, uint32_t last_ar)
+{
+	const struct graph *g = r->g;
+	struct gw *w = &r->w;
+	const uint32_t *xs = d->it_x + d->it_off[it];
+	uint32_t nxs = d->it_off[it + 1] - d->it_off[it];
+	uint32_t opt_first = NONE32, opt_host = NONE32, sync = NONE32;
+	int rc;
+	for (uint32_t j = 0; j < nxs; j++) {
+		uint32_t u = r->o.v[xs[j]].u;
+		if (gw_is_dropped(w, xs[j]))
+			continue;
+		if (g->phase[u] == PH_OPTIMIZER && g->kind[u] >= GN_KERNEL &&
+		    (opt_first == NONE32 || g->start_ns[u] < g->start_ns[r->o.v[opt_first].u]))
+			opt_first = xs[j];
+		if (g->kind[u] == GN_WAIT && g->rtclass[u] == RT_DEVICE_SYNC &&
+		    r->w.proc[xs[j]] == (uint32_t)g->iters[it].proc)
+			sync = xs[j];
+	}
+	if (opt_first != NONE32) {
+		uint32_t call = launcher(r, opt_first);
+		for (uint32_t j = 0; call != NONE32 && j < nxs; j++)
+			if (r->w.proc[xs[j]] == r->w.proc[call] && !gw_is_dropped(w, xs[j]) &&
+			    g->phase[r->o.v[xs[j]].u] == PH_OPTIMIZER) {
+				opt_host = xs[j];
+				break;
+			}
+		if (opt_host != NONE32) {
+			struct gw_node h;
+			host_labels(&h, r->w.proc[opt_host], (int32_t)it, -1, -1, PH_OPTIMIZER,
+				    d->empty);
+			if ((rc = add_event_wait(r, &h, d->n_rec, d->n_wait, opt_host | BEFORE)))
+				return rc;
+		}
+		if (gw_edge(w, last_ar, opt_first, GE_EVENT))
+			return wfail(r);
+	}
+	if (sync != NONE32 && gw_edge(w, last_ar, sync, GE_SYNC))
 		return wfail(r);
-	/* The copies of each step, in emission order (it_x[it_off[it] ..
-	 * it_off[it + 1])): each step and layer below looks at its own, not
-	 * at every copy (a trace may have 10^5 steps and 10^6 tasks). */
-	it_off = prism_calloc((size_t)g->n_iters + 2, sizeof(*it_off));
-	it_x = prism_malloc(((size_t)nx + 1) * sizeof(*it_x));
-	bw = prism_malloc(((size_t)nx + 1) * sizeof(*bw));
-	if (!it_off || !it_x || !bw) {
-		rc = oom(r);
+	return 0;
+}
+
+/* Step it of rank rk: its gradient all-reduces (dp_buckets) and what
+ * waits for the last (dp_close). */
+static int dp_step(struct rs *r, struct dpw *d, uint32_t rk, uint32_t it)
+{
+	const struct graph *g = r->g;
+	struct gw *w = &r->w;
+	int32_t last_mb = -1, top = -1;
+	uint32_t last_ar = NONE32;
+	const uint32_t *xs = d->it_x + d->it_off[it];
+	uint32_t nxs = d->it_off[it + 1] - d->it_off[it];
+	size_t nb = 0;
+	int rc;
+	if (g->iters[it].rank != rk)
+		return 0;
+	/* The step's last microbatch and its layers. */
+	for (uint32_t j = 0; j < nxs; j++) {
+		uint32_t u = r->o.v[xs[j]].u;
+		if (gw_is_dropped(w, xs[j]))
+			continue;
+		if (g->phase[u] == PH_BACKWARD || r->ph[u] == PH_BACKWARD) {
+			if (r->w.mb[xs[j]] > last_mb)
+				last_mb = r->w.mb[xs[j]];
+			if (r->w.layer[xs[j]] > top)
+				top = r->w.layer[xs[j]];
+		}
+	}
+	if (top < 0)
+		return 0;
+	/* Its backward copies of the last microbatch, by layer. */
+	for (uint32_t j = 0; j < nxs; j++)
+		if (!gw_is_dropped(w, xs[j]) && r->w.layer[xs[j]] >= 0 &&
+		    r->w.mb[xs[j]] == last_mb && r->ph[r->o.v[xs[j]].u] == PH_BACKWARD)
+			d->bw[nb++] = xs[j];
+	if (nb)
+		qsort_r(d->bw, nb, sizeof(*d->bw), cmp_layer, r);
+	if ((rc = dp_buckets(r, d, rk, it, last_mb, nb, &last_ar)) || last_ar == NONE32)
+		return rc;
+	return dp_close(r, d, it, last_ar);
+}
+
+/* Rank rk's new stream, on its device (the pid of its other streams). */
+static int dp_stream(struct rs *r, uint32_t rk, uint32_t dproc)
+{
+	const struct graph *g = r->g;
+	struct graph_proc q;
+	memset(&q, 0, sizeof(q));
+	q.rank = rk;
+	q.gpu = 1;
+	q.tid = 9000 + (int64_t)dproc;
+	for (uint32_t o = 0; o < g->n_procs; o++)
+		if (g->procs[o].gpu && g->procs[o].rank == rk) {
+			q.pid = g->procs[o].pid;
+			break;
+		}
+	return gw_proc(&r->w, &q, NULL) ? wfail(r) : 0;
+}
+
+static int add_dp(struct rs *r)
+{
+	const struct graph *g = r->g;
+	struct gw *w = &r->w;
+	struct dpw d;
+	int rc;
+
+	memset(&d, 0, sizeof(d));
+	if ((rc = dp_names(r, &d)) || (rc = dp_index(r, &d)))
 		goto out;
-	}
-	for (uint32_t i = 0; i < nx; i++) {
-		uint32_t u = r->o.v[i].u;
-		if (g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters)
-			it_off[g->iter[u] + 2]++;
-	}
-	for (uint32_t it = 1; it <= g->n_iters; it++)
-		it_off[it + 1] += it_off[it];
-	for (uint32_t i = 0; i < nx; i++) {
-		uint32_t u = r->o.v[i].u;
-		if (g->iter[u] >= 0 && (uint32_t)g->iter[u] < g->n_iters)
-			it_x[it_off[g->iter[u] + 1]++] = i;
-	}
 	for (uint32_t rk = 0; rk < g->n_ranks && !rc; rk++) {
-		uint32_t dproc = (uint32_t)w->procs.n; /* the rank's new stream */
-		int used = 0;
+		char buf[64];
+		d.dproc = (uint32_t)w->procs.n;
+		d.used = 0;
 		snprintf(buf, sizeof(buf), "dp.%u", rk);
-		pgname = gw_intern(w, buf);
+		d.pgname = gw_intern(w, buf);
 		if (w->rc) {
 			rc = wfail(r);
 			break;
 		}
-		for (uint32_t it = 0; it < g->n_iters && !rc; it++) {
-			int32_t last_mb = -1, top = -1;
-			double bucket = 0; /* parameters whose gradients wait */
-			uint32_t last_ar = NONE32, opt_first = NONE32, opt_host = NONE32,
-				 sync = NONE32;
-			const uint32_t *xs = it_x + it_off[it];
-			uint32_t nxs = it_off[it + 1] - it_off[it];
-			size_t nb = 0;
-			if (g->iters[it].rank != rk)
-				continue;
-			/* The step's last microbatch and its layers. */
-			for (uint32_t j = 0; j < nxs; j++) {
-				uint32_t u = r->o.v[xs[j]].u;
-				if (gw_is_dropped(w, xs[j]))
-					continue;
-				if (g->phase[u] == PH_BACKWARD || r->ph[u] == PH_BACKWARD) {
-					if (r->w.mb[xs[j]] > last_mb)
-						last_mb = r->w.mb[xs[j]];
-					if (r->w.layer[xs[j]] > top)
-						top = r->w.layer[xs[j]];
-				}
-			}
-			if (top < 0)
-				continue;
-			/* Its backward copies of the last microbatch, by layer. */
-			for (uint32_t j = 0; j < nxs; j++)
-				if (!gw_is_dropped(w, xs[j]) && r->w.layer[xs[j]] >= 0 &&
-				    r->w.mb[xs[j]] == last_mb &&
-				    r->ph[r->o.v[xs[j]].u] == PH_BACKWARD)
-					bw[nb++] = xs[j];
-			if (nb)
-				qsort_r(bw, nb, sizeof(*bw), cmp_layer, r);
-			/* From the top layer down: the backward runs them so. */
-			bucket = p->dp_first && rk < p->n_dp_extra ? p->dp_first[rk] : 0;
-			for (size_t hi = nb, lo = nb; hi > 0 && !rc; hi = lo) {
-				uint32_t kx = NONE32, call, host_last = NONE32;
-				int32_t l = r->w.layer[bw[hi - 1]];
-				while (lo > 0 && r->w.layer[bw[lo - 1]] == l)
-					lo--;
-				double sz[2], tail = lo == 0 && p->dp_last && rk < p->n_dp_extra
-							 ? p->dp_last[rk]
-							 : 0;
-				int nsz;
-				bucket += p->dp_layer_params;
-				if (bucket < p->dp_bucket_params && lo > 0)
-					continue; /* the bucket is not full */
-				/* bw[lo .. hi): layer l's, in emission order */
-				for (size_t j = lo; j < hi; j++) {
-					uint32_t u = r->o.v[bw[j]].u;
-					if (g->kind[u] < GN_KERNEL || g->kind[u] == GN_COLL)
-						continue;
-					if (kx == NONE32 ||
-					    g->start_ns[u] >= g->start_ns[r->o.v[kx].u])
-						kx = bw[j];
-				}
-				if (kx == NONE32 || (call = launcher(r, kx)) == NONE32)
-					continue;
-				for (size_t j = lo; j < hi; j++)
-					if (r->w.proc[bw[j]] == r->w.proc[call])
-						host_last = bw[j];
-				if (host_last == NONE32)
-					host_last = call;
-				/* A bucket the bottom layer fills goes before the
-				 * embedding's gradients, which follow in their own. */
-				nsz = 0;
-				if (lo == 0 && tail > 0 && bucket >= p->dp_bucket_params) {
-					sz[nsz++] = bucket;
-					bucket = 0;
-				}
-				bucket += lo == 0 ? tail : 0;
-				if (bucket > 0)
-					sz[nsz++] = bucket;
-				for (int q = 0; q < nsz && !rc; q++) {
-					struct gw_node h, t;
-					struct graph_coll c;
-					uint32_t ar;
-					bucket = sz[q];
-					/* On the launching thread. */
-					host_labels(&h, r->w.proc[call], (int32_t)it, l, last_mb,
-						    PH_BACKWARD, empty);
-					if ((rc = add_event_wait(r, &h, n_rec, n_wait, host_last)))
-						break;
-					t = h;
-					t.proc = dproc;
-					t.dur_ns =
-					    p->dp_coll_ns(p->dp_ctx, bucket * p->dp_grad_bytes);
-					t.lag_ns = p->gpu_lag_ns;
-					t.name = n_kern;
-					t.flags = NF_ADDED;
-					memset(&c, 0, sizeof(c));
-					c.kind = GC_ALL_REDUCE;
-					c.bytes = (int64_t)(bucket * p->dp_grad_bytes);
-					c.group_size = p->dp;
-					c.pg = pgname;
-					c.ranks = ranks;
-					c.dtype = dtype;
-					if ((rc = op_launch(r, &h, n_cpu, n_launch, host_last, &t,
-							    NONE32, &c, NULL, &ar)))
-						break;
-					used = 1;
-					r->st->colls_added++;
-					if (gw_edge(w, kx, ar, GE_EVENT)) {
-						rc = wfail(r);
-						break;
-					}
-					last_ar = ar;
-					bucket = 0;
-				}
-			}
-			if (rc || last_ar == NONE32)
-				continue;
-			/* The optimizer's first kernel and its host, the closing sync. */
-			for (uint32_t j = 0; j < nxs; j++) {
-				uint32_t u = r->o.v[xs[j]].u;
-				if (gw_is_dropped(w, xs[j]))
-					continue;
-				if (g->phase[u] == PH_OPTIMIZER && g->kind[u] >= GN_KERNEL &&
-				    (opt_first == NONE32 ||
-				     g->start_ns[u] < g->start_ns[r->o.v[opt_first].u]))
-					opt_first = xs[j];
-				if (g->kind[u] == GN_WAIT && g->rtclass[u] == RT_DEVICE_SYNC &&
-				    r->w.proc[xs[j]] == (uint32_t)g->iters[it].proc)
-					sync = xs[j];
-			}
-			if (opt_first != NONE32) {
-				uint32_t call = launcher(r, opt_first);
-				for (uint32_t j = 0; call != NONE32 && j < nxs; j++)
-					if (r->w.proc[xs[j]] == r->w.proc[call] &&
-					    !gw_is_dropped(w, xs[j]) &&
-					    g->phase[r->o.v[xs[j]].u] == PH_OPTIMIZER) {
-						opt_host = xs[j];
-						break;
-					}
-				if (opt_host != NONE32) {
-					struct gw_node h;
-					host_labels(&h, r->w.proc[opt_host], (int32_t)it, -1, -1,
-						    PH_OPTIMIZER, empty);
-					if ((rc = add_event_wait(r, &h, n_rec, n_wait,
-								 opt_host | BEFORE)))
-						break;
-				}
-				if (gw_edge(w, last_ar, opt_first, GE_EVENT)) {
-					rc = wfail(r);
-					break;
-				}
-			}
-			if (sync != NONE32 && gw_edge(w, last_ar, sync, GE_SYNC)) {
-				rc = wfail(r);
-				break;
-			}
-		}
-		if (used && !rc) {
-			/* The new stream: the rank's, on its device (the pid of its
-			 * other streams). */
-			struct graph_proc q;
-			memset(&q, 0, sizeof(q));
-			q.rank = rk;
-			q.gpu = 1;
-			q.tid = 9000 + (int64_t)dproc;
-			for (uint32_t o = 0; o < g->n_procs; o++)
-				if (g->procs[o].gpu && g->procs[o].rank == rk) {
-					q.pid = g->procs[o].pid;
-					break;
-				}
-			if (gw_proc(w, &q, NULL))
-				rc = wfail(r);
-		}
+		for (uint32_t it = 0; it < g->n_iters && !rc; it++)
+			rc = dp_step(r, &d, rk, it);
+		if (d.used && !rc)
+			rc = dp_stream(r, rk, d.dproc);
 	}
 out:
-	free(it_off);
-	free(it_x);
-	free(bw);
+	free(d.it_off);
+	free(d.it_x);
+	free(d.bw);
 	return rc;
 }
 

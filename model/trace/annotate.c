@@ -507,27 +507,108 @@ static int module_layers(struct builder *b, const struct hop *ops, size_t nops,
  * backward ops, and layers by inference (find_layers).  Host tasks take
  * the value at their start, GPU work its launch call's.
  */
-int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
+/* What build_annotations gathers from a rank's events before assigning
+ * each node its layer, microbatch and phase. */
+enum { A_LAYER, A_MB, A_N };
+struct ann {
+	arange_vec r[A_N];	   /* prism::layer# / prism::microbatch# ranges */
+	arange_vec ph[PH_NPHASES]; /* prism::phase# ranges */
+	arange_vec pt[PH_NPHASES]; /* PyTorch's (record_function, backward ops) */
+	arange_vec mods;	   /* nn.Module ranges of *Layer / *Block classes */
+	VEC(struct hop) ops;
+	VEC(uint32_t) opname;
+	VEC(uint32_t) mod_cls; /* each module range's class (FNV-1a of its name) */
+	int have_ph;
+};
+
+static void ann_free(struct ann *a)
 {
-	enum { A_LAYER, A_MB, A_N };
+	for (int k = 0; k < A_N; k++)
+		free(a->r[k].v);
+	for (int p = 0; p < PH_NPHASES; p++) {
+		free(a->ph[p].v);
+		free(a->pt[p].v);
+	}
+	free(a->ops.v);
+	free(a->opname.v);
+	free(a->mods.v);
+	free(a->mod_cls.v);
+}
+
+/* A Python function event: an "nn.Module: Class_N" range whose Class ends
+ * in Layer or Block is kept as module N of its class. */
+static int ann_module(struct builder *b, struct ann *a, const struct kt_event *e, uint32_t proc)
+{
+	const char *name = strtab_get(&b->w.st, e->name), *c, *u;
+	size_t cl;
+	uint32_t id = 2166136261u; /* the class name's FNV-1a hash */
+	if (strncmp(name, MODULE_PREFIX, sizeof(MODULE_PREFIX) - 1) != 0)
+		return 0;
+	c = name + sizeof(MODULE_PREFIX) - 1;
+	u = strrchr(c, '_');
+	cl = u ? (size_t)(u - c) : 0;
+	if (!u || !u[1] || strlen(u + 1) > 6 || strspn(u + 1, "0123456789") != strlen(u + 1) ||
+	    !((cl >= 5 && memcmp(u - 5, "Layer", 5) == 0) ||
+	      (cl >= 5 && memcmp(u - 5, "Block", 5) == 0)))
+		return 0;
+	for (size_t i = 0; i < cl; i++)
+		id = (id ^ (uint8_t)c[i]) * 16777619u;
+	if (push_range(b, &a->mods, proc, e->ts_ns, e->ts_ns + e->dur_ns,
+		       (int32_t)strtol(u + 1, NULL, 10)))
+		return -1;
+	if (a->mods.n > a->mod_cls.n && VEC_PUSH(a->mod_cls, id))
+		return build_nomem(b);
+	return 0;
+}
+
+/* One of prism's own ranges (name "prism::..."): the model's meta, a
+ * phase, a layer or a microbatch. */
+static int ann_prism(struct builder *b, struct rank_ctx *rc, struct ann *a,
+		     const struct kt_event *e, uint32_t proc, const char *name)
+{
 	static const char *const prefix[A_N] = {"prism::layer#", "prism::microbatch#"};
 	static const long ann_max[A_N] = {LLM_MAX_LAYERS, LAYOUT_MAX_MICRO};
-	arange_vec r[A_N], ph[PH_NPHASES], pt[PH_NPHASES], mods = {0};
-	VEC(struct hop) ops = {0};
-	VEC(uint32_t) opname = {0};
-	VEC(uint32_t) mod_cls = {0};
+	if (strncmp(name, "prism::model#", 13) == 0 && !b->w.meta)
+		b->w.meta = e->name;
+	if (strncmp(name, "prism::phase#", 13) == 0) {
+		int p = graph_phase_parse(name + 13);
+		a->have_ph = 1;
+		if (p != PH_NONE &&
+		    push_range(b, &a->ph[p], proc, e->ts_ns, e->ts_ns + e->dur_ns, p))
+			return -1;
+	}
+	for (int k = 0; k < A_N; k++) {
+		size_t pl = strlen(prefix[k]);
+		long v;
+		if (strncmp(name, prefix[k], pl) != 0)
+			continue;
+		/* Layers and microbatches are counted in int: held to the limits
+		 * every model and layout has. */
+		v = strtol(name + pl, NULL, 10);
+		if (v < 0 || v >= ann_max[k])
+			return build_fail_ev(b, rc, e, "%s %ld out of range 0..%ld",
+					     k == A_LAYER ? "layer" : "microbatch", v,
+					     ann_max[k] - 1);
+		if (push_range(b, &a->r[k], proc, e->ts_ns, e->ts_ns + e->dur_ns, (int32_t)v))
+			return -1;
+	}
+	return 0;
+}
+
+/* One pass over the rank's events: ranges of every kind and the host ops
+ * (top-level ones marked, and whether they launched GPU work). */
+static int ann_collect(struct builder *b, struct rank_ctx *rc, struct ann *a)
+{
 	uint32_t cur_thread = NONE32;
 	size_t cur_top = SIZE_MAX;
-	int64_t top_end = INT64_MIN, period = 0;
-	int rc_ = 0, have_ph = 0, have_mb;
+	int64_t top_end = INT64_MIN;
+	int rc_ = 0;
 
-	memset(r, 0, sizeof(r));
-	memset(ph, 0, sizeof(ph));
-	memset(pt, 0, sizeof(pt));
 	for (size_t k = 0; k < rc->nkeys && !rc_; k++) {
 		const struct kt_event *e = ev_at(rc, k);
 		uint32_t proc = rc->proc_of[e->thread];
 		const char *name;
+		struct hop o;
 		if (e->thread != cur_thread) {
 			cur_thread = e->thread;
 			cur_top = SIZE_MAX;
@@ -538,156 +619,117 @@ int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 			if (cur_top != SIZE_MAX && e->ts_ns < top_end &&
 			    (c == RT_LAUNCH || c == RT_GRAPH_LAUNCH || c == RT_MEMCPY ||
 			     c == RT_MEMCPY_SYNC || c == RT_MEMSET))
-				ops.v[cur_top].launches = 1;
+				a->ops.v[cur_top].launches = 1;
 			continue;
 		}
 		if (e->kind == KT_PY_FUNC) {
-			/* "nn.Module: Class_N", Class ending in Layer or Block. */
-			const char *c, *u;
-			size_t cl;
-			name = strtab_get(&b->w.st, e->name);
-			if (strncmp(name, MODULE_PREFIX, sizeof(MODULE_PREFIX) - 1) != 0)
-				continue;
-			c = name + sizeof(MODULE_PREFIX) - 1;
-			u = strrchr(c, '_');
-			cl = u ? (size_t)(u - c) : 0;
-			if (!u || !u[1] || strlen(u + 1) > 6 ||
-			    strspn(u + 1, "0123456789") != strlen(u + 1) ||
-			    !((cl >= 5 && memcmp(u - 5, "Layer", 5) == 0) ||
-			      (cl >= 5 && memcmp(u - 5, "Block", 5) == 0)))
-				continue;
-			{
-				uint32_t id = 2166136261u; /* the class name's FNV-1a hash */
-				for (size_t i = 0; i < cl; i++)
-					id = (id ^ (uint8_t)c[i]) * 16777619u;
-				if (push_range(b, &mods, proc, e->ts_ns, e->ts_ns + e->dur_ns,
-					       (int32_t)strtol(u + 1, NULL, 10)))
-					rc_ = -1;
-				else if (mods.n > mod_cls.n && VEC_PUSH(mod_cls, id))
-					rc_ = build_nomem(b);
-			}
+			rc_ = ann_module(b, a, e, proc);
 			continue;
 		}
 		if (e->kind != KT_USER_ANN && e->kind != KT_CPU_OP)
 			continue;
 		name = strtab_get(&b->w.st, e->name);
 		if (strncmp(name, "prism::", 7) == 0) {
-			if (strncmp(name, "prism::model#", 13) == 0 && !b->w.meta)
-				b->w.meta = e->name;
-			if (strncmp(name, "prism::phase#", 13) == 0) {
-				int p = graph_phase_parse(name + 13);
-				have_ph = 1;
-				if (p != PH_NONE &&
-				    push_range(b, &ph[p], proc, e->ts_ns, e->ts_ns + e->dur_ns, p))
-					rc_ = -1;
-			}
-			for (int a = 0; a < A_N && !rc_; a++) {
-				size_t pl = strlen(prefix[a]);
-				long v;
-				if (strncmp(name, prefix[a], pl) != 0)
-					continue;
-				/* Layers and microbatches are counted in int: held to
-				 * the limits every model and layout has. */
-				v = strtol(name + pl, NULL, 10);
-				if (v < 0 || v >= ann_max[a]) {
-					rc_ = build_fail_ev(b, rc, e, "%s %ld out of range 0..%ld",
-							    a == A_LAYER ? "layer" : "microbatch",
-							    v, ann_max[a] - 1);
-					break;
-				}
-				if (push_range(b, &r[a], proc, e->ts_ns, e->ts_ns + e->dur_ns,
-					       (int32_t)v))
-					rc_ = -1;
-			}
+			rc_ = ann_prism(b, rc, a, e, proc, name);
 			continue;
 		}
 		if (e->kind == KT_USER_ANN || strchr(name, '#')) {
 			/* record_function ranges (ProfilerStep#N, Optimizer.step#...). */
 			int p = pytorch_phase(name);
 			if (p != PH_NONE &&
-			    push_range(b, &pt[p], proc, e->ts_ns, e->ts_ns + e->dur_ns, p))
+			    push_range(b, &a->pt[p], proc, e->ts_ns, e->ts_ns + e->dur_ns, p))
 				rc_ = -1;
 			continue;
 		}
-		{
-			struct hop o;
-			o.start = e->ts_ns;
-			o.end = e->ts_ns + e->dur_ns;
-			o.seq = e->a;
-			o.fwd = e->b;
-			o.proc = proc;
-			o.key = op_key(e->name, e->dims);
-			o.top = e->ts_ns >= top_end;
-			o.launches = 0;
-			if (o.top) {
-				top_end = o.end;
-				cur_top = ops.n;
-				if (is_backward_op(b, &o, e->name) &&
-				    push_range(b, &pt[PH_BACKWARD], proc, o.start, o.end,
-					       PH_BACKWARD))
-					rc_ = -1;
-			}
-			if (proc != NONE32 && (VEC_PUSH(ops, o) || VEC_PUSH(opname, e->name)))
-				rc_ = build_nomem(b);
-			if (proc == NONE32 && o.top)
-				cur_top = SIZE_MAX;
+		o.start = e->ts_ns;
+		o.end = e->ts_ns + e->dur_ns;
+		o.seq = e->a;
+		o.fwd = e->b;
+		o.proc = proc;
+		o.key = op_key(e->name, e->dims);
+		o.top = e->ts_ns >= top_end;
+		o.launches = 0;
+		if (o.top) {
+			top_end = o.end;
+			cur_top = a->ops.n;
+			if (is_backward_op(b, &o, e->name) &&
+			    push_range(b, &a->pt[PH_BACKWARD], proc, o.start, o.end, PH_BACKWARD))
+				rc_ = -1;
 		}
+		if (proc != NONE32 && (VEC_PUSH(a->ops, o) || VEC_PUSH(a->opname, e->name)))
+			rc_ = build_nomem(b);
+		if (proc == NONE32 && o.top)
+			cur_top = SIZE_MAX;
 	}
-	have_mb = r[A_MB].n > 0;
-	if (!rc_ && !have_ph) {
+	return rc_;
+}
+
+/* Phases and layers the trace does not mark, inferred: phases from
+ * PyTorch's ranges and backward passes (find_passes), layers from module
+ * ranges (module_layers) or repeated op blocks (find_layers); the ranges
+ * sorted for arange_at.  have_mb: the trace marked its microbatches. */
+static int ann_infer(struct builder *b, size_t it_lo, struct ann *a, int have_mb)
+{
+	int64_t period = 0;
+	int rc_ = 0;
+	if (!a->have_ph) {
 		/* No prism:: phases: PyTorch's, backward passes and the forward
-		 * (if unmarked) and microbatches (if unmarked) from backward ops
-		 * (find_passes). */
+		 * (if unmarked) and microbatches (if unmarked) from backward ops. */
 		for (int p = 0; p < PH_NPHASES; p++) {
-			arange_vec t = ph[p];
-			ph[p] = pt[p];
-			pt[p] = t;
+			arange_vec t = a->ph[p];
+			a->ph[p] = a->pt[p];
+			a->pt[p] = t;
 		}
-		rc_ =
-		    find_passes(b, it_lo, ops.v, ops.n, opname.v, ph, r[A_MB].n ? NULL : &r[A_MB]);
+		rc_ = find_passes(b, it_lo, a->ops.v, a->ops.n, a->opname.v, a->ph,
+				  a->r[A_MB].n ? NULL : &a->r[A_MB]);
 		for (int p = 0; p < PH_NPHASES; p++)
-			if (ph[p].n)
+			if (a->ph[p].n)
 				b->w.stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_INFERRED;
-		if (!rc_ && !have_mb && r[A_MB].n)
+		if (!rc_ && !have_mb && a->r[A_MB].n)
 			b->w.stats.ann_found[GRAPH_ANN_MB] |= GRAPH_ANN_INFERRED;
-	} else if (have_ph) {
+	} else {
 		b->w.stats.ann_found[GRAPH_ANN_PHASE] |= GRAPH_ANN_RANGES;
 	}
 	for (int p = 0; p < PH_NPHASES && !rc_; p++)
-		if (ph[p].n)
-			qsort(ph[p].v, ph[p].n, sizeof(*ph[p].v), cmp_arange);
-	if (!rc_ && r[A_LAYER].n)
+		if (a->ph[p].n)
+			qsort(a->ph[p].v, a->ph[p].n, sizeof(*a->ph[p].v), cmp_arange);
+	if (!rc_ && a->r[A_LAYER].n)
 		b->w.stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_RANGES;
-	else if (!rc_ && b->o->infer_layers && mods.n &&
-		 !(rc_ = module_layers(b, ops.v, ops.n, opname.v, mods.v, mod_cls.v, mods.n,
-				       &r[A_LAYER])) &&
-		 r[A_LAYER].n)
+	else if (!rc_ && b->o->infer_layers && a->mods.n &&
+		 !(rc_ = module_layers(b, a->ops.v, a->ops.n, a->opname.v, a->mods.v, a->mod_cls.v,
+				       a->mods.n, &a->r[A_LAYER])) &&
+		 a->r[A_LAYER].n)
 		b->w.stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_INFERRED | GRAPH_ANN_MODULES;
 	else if (!rc_ && b->o->infer_layers) {
-		if (r[A_MB].n)
-			qsort(r[A_MB].v, r[A_MB].n, sizeof(*r[A_MB].v), cmp_arange);
-		rc_ = find_layers(b, it_lo, ops.v, ops.n, opname.v, ph, &r[A_MB], &r[A_LAYER],
-				  &period);
-		if (!rc_ && r[A_LAYER].n) {
+		if (a->r[A_MB].n)
+			qsort(a->r[A_MB].v, a->r[A_MB].n, sizeof(*a->r[A_MB].v), cmp_arange);
+		rc_ = find_layers(b, it_lo, a->ops.v, a->ops.n, a->opname.v, a->ph, &a->r[A_MB],
+				  &a->r[A_LAYER], &period);
+		if (!rc_ && a->r[A_LAYER].n) {
 			b->w.stats.ann_found[GRAPH_ANN_LAYER] |= GRAPH_ANN_INFERRED;
 			b->w.stats.layer_ops = (uint64_t)period;
 		}
 	}
 	if (!rc_ && have_mb)
 		b->w.stats.ann_found[GRAPH_ANN_MB] |= GRAPH_ANN_RANGES;
-	for (int a = 0; a < A_N && !rc_; a++)
-		if (r[a].n)
-			qsort(r[a].v, r[a].n, sizeof(*r[a].v), cmp_arange);
-	for (uint32_t u = rc->node_base; !rc_ && u < b->w.n_nodes; u++) {
+	for (int k = 0; k < A_N && !rc_; k++)
+		if (a->r[k].n)
+			qsort(a->r[k].v, a->r[k].n, sizeof(*a->r[k].v), cmp_arange);
+	return rc_;
+}
+
+/* Each host task its layer, microbatch and phase from the ranges at its
+ * start; each GPU task its launching call's. */
+static void ann_assign(struct builder *b, struct rank_ctx *rc, struct ann *a)
+{
+	const arange_vec *ly = &a->r[A_LAYER], *mb = &a->r[A_MB];
+	for (uint32_t u = rc->node_base; u < b->w.n_nodes; u++) {
 		if (b->w.kind[u] >= GN_KERNEL)
 			continue;
-		b->w.layer[u] = r[A_LAYER].n ? arange_at(r[A_LAYER].v, r[A_LAYER].n, b->w.proc[u],
-							 b->w.start_ns[u])
-					     : -1;
-		b->w.mb[u] = r[A_MB].n
-				 ? arange_at(r[A_MB].v, r[A_MB].n, b->w.proc[u], b->w.start_ns[u])
-				 : -1;
-		b->w.phase[u] = (uint8_t)phase_at(ph, b->w.proc[u], b->w.start_ns[u]);
+		b->w.layer[u] =
+		    ly->n ? arange_at(ly->v, ly->n, b->w.proc[u], b->w.start_ns[u]) : -1;
+		b->w.mb[u] = mb->n ? arange_at(mb->v, mb->n, b->w.proc[u], b->w.start_ns[u]) : -1;
+		b->w.phase[u] = (uint8_t)phase_at(a->ph, b->w.proc[u], b->w.start_ns[u]);
 		/* A thread without ranges of its own at that time (the autograd
 		 * thread, when the ranges are on the training loop's thread)
 		 * works for the step's thread: its phase and microbatch. */
@@ -695,12 +737,12 @@ int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 		    b->w.iters.v[b->w.iter[u]].proc != b->w.proc[u]) {
 			uint32_t sp = b->w.iters.v[b->w.iter[u]].proc;
 			if (b->w.phase[u] == PH_NONE)
-				b->w.phase[u] = (uint8_t)phase_at(ph, sp, b->w.start_ns[u]);
-			if (b->w.mb[u] < 0 && r[A_MB].n)
-				b->w.mb[u] = arange_at(r[A_MB].v, r[A_MB].n, sp, b->w.start_ns[u]);
+				b->w.phase[u] = (uint8_t)phase_at(a->ph, sp, b->w.start_ns[u]);
+			if (b->w.mb[u] < 0 && mb->n)
+				b->w.mb[u] = arange_at(mb->v, mb->n, sp, b->w.start_ns[u]);
 		}
 	}
-	for (uint32_t u = rc->node_base; !rc_ && u < b->w.n_nodes; u++) {
+	for (uint32_t u = rc->node_base; u < b->w.n_nodes; u++) {
 		uint32_t call;
 		if (b->w.kind[u] < GN_KERNEL)
 			continue;
@@ -709,15 +751,20 @@ int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
 		b->w.phase[u] = call != NONE32 ? b->w.phase[call] : PH_NONE;
 		b->w.mb[u] = call != NONE32 ? b->w.mb[call] : -1;
 	}
-	for (int a = 0; a < A_N; a++)
-		free(r[a].v);
-	for (int p = 0; p < PH_NPHASES; p++) {
-		free(ph[p].v);
-		free(pt[p].v);
-	}
-	free(ops.v);
-	free(opname.v);
-	free(mods.v);
-	free(mod_cls.v);
+}
+
+int build_annotations(struct builder *b, struct rank_ctx *rc, size_t it_lo)
+{
+	struct ann a;
+	int rc_, have_mb;
+
+	memset(&a, 0, sizeof(a));
+	rc_ = ann_collect(b, rc, &a);
+	have_mb = a.r[A_MB].n > 0;
+	if (!rc_)
+		rc_ = ann_infer(b, it_lo, &a, have_mb);
+	if (!rc_)
+		ann_assign(b, rc, &a);
+	ann_free(&a);
 	return rc_ < 0 ? b->err->code : rc_;
 }

@@ -32,8 +32,16 @@
 #include "synth.h"
 
 /* Extrapolate only where the three points cost at most this fraction of
- * simulating m directly (their microbatches over m). */
-#define HIER_POINTS_SHARE 0.5
+ * simulating m directly (their microbatches over m).  A declined line
+ * costs its points on top of the direct run, so the share is a bet on
+ * the line being taken; it almost always is, and a run costs more than
+ * its microbatches' share (a bigger graph: GPT-3 175B at pp 32, vp 3 and
+ * 384 microbatches took 0.9-1.1 s CPU and 310 MB directly, 0.56-0.65 s
+ * and 109 MB through 64, 96 and 128).  The line needs m >= 12 pp microbatches
+ * under the interleaved schedule (18 pp at a share of 0.5), 4 pp + 4
+ * under 1F1B and GPipe (6 pp + 6), 8 pp + 4 under ZB-2p and the V
+ * schedules (12 pp + 6); docs/PERFORMANCE.md has the sweep's figures. */
+#define HIER_POINTS_SHARE 0.75
 
 /* The breakdown (exposed compute and communication, overlap, idle) may
  * stray from its line by at most this fraction of the step over the
