@@ -82,7 +82,7 @@ class PrismMarks:
 
     # What prism's run description holds (model/synth.h, synth_meta_parse).
     DESCRIPTION = ("name", "layers", "hidden", "heads", "kv_heads", "ffn", "activation", "seq",
-                   "vocab", "tp", "pp", "dp", "vp", "mbs", "microbatches", "schedule",
+                   "vocab", "untied", "tp", "pp", "dp", "vp", "mbs", "microbatches", "schedule",
                    "recompute", "sp", "zero", "flash", "dtype", "hw", "optimizer_dtype",
                    "clip_grad")
 
@@ -93,7 +93,8 @@ class PrismMarks:
 
     def describe(self, **run):
         """Record what ran: the model (layers, hidden, heads, kv_heads, ffn,
-        activation: gelu or swiglu, seq, vocab; flash: 0 without flash attention),
+        activation: gelu or swiglu, seq, vocab, untied: 1 for an output layer
+        of its own; flash: 0 without flash attention),
         the layout (tp, pp, dp, vp, mbs, microbatches, schedule: gpipe, 1f1b
         or interleaved; recompute: none, selective or full; sp, zero), the
         GEMM dtype, the optimizer (optimizer_dtype: fp32, bf16-states or bf16;

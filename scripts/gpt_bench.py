@@ -232,7 +232,7 @@ def bench(a, env):
     if not a.compile and "layers" in a.profile:
         prof.mark_layers(model.blocks)
     prof.describe(name=f"gpt-bench-{tag}", layers=a.layers, hidden=a.hidden, heads=a.heads,
-                  ffn=4 * a.hidden, seq=a.seq, vocab=a.vocab, tp=1, pp=1, dp=1, vp=1,
+                  ffn=4 * a.hidden, seq=a.seq, vocab=a.vocab, untied=1, tp=1, pp=1, dp=1, vp=1,
                   mbs=a.mbs, microbatches=a.accum, schedule="1f1b", recompute="none", sp=0,
                   zero=0, dtype="bf16", hw=hw_profile(env["gpu"]),
                   # bf16 parameters, fused AdamW on them, no clipping
