@@ -82,8 +82,9 @@ class PrismMarks:
 
     # What prism's run description holds (model/synth.h, synth_meta_parse).
     DESCRIPTION = ("name", "layers", "hidden", "heads", "kv_heads", "ffn", "activation", "seq",
-                   "vocab", "tp", "pp", "dp", "vp", "mbs", "microbatches", "schedule",
-                   "recompute", "sp", "zero", "flash", "dtype", "hw")
+                   "vocab", "untied", "tp", "pp", "dp", "vp", "mbs", "microbatches", "schedule",
+                   "recompute", "sp", "zero", "flash", "dtype", "hw", "optimizer_dtype",
+                   "clip_grad")
 
     def __init__(self):
         self._layer_ranges = {}
@@ -92,10 +93,13 @@ class PrismMarks:
 
     def describe(self, **run):
         """Record what ran: the model (layers, hidden, heads, kv_heads, ffn,
-        activation: gelu or swiglu, seq, vocab; flash: 0 without flash attention),
+        activation: gelu or swiglu, seq, vocab, untied: 1 for an output layer
+        of its own; flash: 0 without flash attention),
         the layout (tp, pp, dp, vp, mbs, microbatches, schedule: gpipe, 1f1b
         or interleaved; recompute: none, selective or full; sp, zero), the
-        GEMM dtype and the hardware profile (a name in prism's configs/hw).
+        GEMM dtype, the optimizer (optimizer_dtype: fp32, bf16-states or bf16;
+        clip_grad: 0 without gradient clipping) and the hardware profile (a
+        name in prism's configs/hw).
         dp defaults to the world size, ffn to 4 x hidden."""
         unknown = set(run) - set(self.DESCRIPTION)
         if unknown:

@@ -232,9 +232,11 @@ def bench(a, env):
     if not a.compile and "layers" in a.profile:
         prof.mark_layers(model.blocks)
     prof.describe(name=f"gpt-bench-{tag}", layers=a.layers, hidden=a.hidden, heads=a.heads,
-                  ffn=4 * a.hidden, seq=a.seq, vocab=a.vocab, tp=1, pp=1, dp=1, vp=1,
+                  ffn=4 * a.hidden, seq=a.seq, vocab=a.vocab, untied=1, tp=1, pp=1, dp=1, vp=1,
                   mbs=a.mbs, microbatches=a.accum, schedule="1f1b", recompute="none", sp=0,
-                  zero=0, dtype="bf16", hw=hw_profile(env["gpu"]))
+                  zero=0, dtype="bf16", hw=hw_profile(env["gpu"]),
+                  # bf16 parameters, fused AdamW on them, no clipping
+                  optimizer_dtype="bf16", clip_grad=0)
     with prof:
         for _ in range(2 + a.active):
             train_step(prof)

@@ -18,7 +18,8 @@ output on standard input ("-") to take a fresh run's.
 
 With --gpu PRISM it also prints the same figure over our H100 set's pairs
 of one model with one and four microbatches (tests/data/gpu), each point
-predicted by `prism synth` from its shape: not the threshold (see
+predicted by `prism synth` from its shape and gpt_bench's optimizer (pure
+bf16 fused AdamW, no clipping): not the threshold (see
 docs/VALIDATION.md, "Near-tie threshold", for why).
 
 usage: scripts/tie_error.py [VALIDATION.md | -] [--gpu PRISM [DATA_DIR]]
@@ -77,8 +78,10 @@ def gpu_pairs(prism, data):
                 f.write(f'name = "bench";\nlayers = {r["layers"]};\nhidden = {r["hidden"]};\n'
                         f'heads = {r["heads"]};\nseq = {r["seq"]};\nvocab = {r["vocab"]};\n'
                         "tie_embeddings = false;\n")
+            # gpt_bench's optimizer: pure bf16 fused AdamW, no clipping
             out = subprocess.run([prism, "synth", m, "--hw", "h100-dgx", "--json", "--mbs",
-                                  str(r["mbs"]), "--microbatches", str(r["microbatches"])],
+                                  str(r["mbs"]), "--microbatches", str(r["microbatches"]),
+                                  "--optimizer-dtype", "bf16", "--no-clip-grad"],
                                  check=True, capture_output=True, text=True).stdout
             pred[tag] = json.loads(out)["iteration_s"] * 1e3
     print("| model | measured m1 / m4 ms | predicted m1 / m4 ms | pair error | "

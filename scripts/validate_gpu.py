@@ -19,9 +19,10 @@ set".
              layer and submodule spans (CUDA events from hooks) against
              prism's kernel-level what-if;
   compiled   eager against torch.compile, measured and as prism sees them;
-  exec       prism synth of every point from its shape (gpt_bench's model,
-             default costs), eager and as the point ran (--exec compiled
-             for the compiled ones), and the analytic estimate, against the
+  exec       prism synth of every point from its shape (gpt_bench's model
+             and optimizer: pure bf16 fused AdamW, no clipping; default
+             costs), eager and as the point ran (--exec compiled for the
+             compiled ones), and the analytic estimate, against the
              CUDA-event step: the host model checked, nothing fitted to it;
   kernels    the kernel-efficiency model against the kernel sweep
              (`prism kernels --flat` on kernels.csv);
@@ -31,6 +32,9 @@ set".
              and launches: an op's host time past the default 10 + 5 us
              is 5 us a launch more); and a step's GPU time by kind of kernel, the
              trace's against synth's.
+
+The what-if bases and synth describe the runs as gpt_bench.py records them
+(AS_RECORDED: optimizer_dtype bf16, clip_grad 0).
 
 Usage: validate_gpu.py [PRISM] [DATA_DIR] [SECTION...]
 """
@@ -64,6 +68,49 @@ def run_json(prism, args):
 
 def files(data, tag):
     return sorted(glob.glob(os.path.join(data, tag, "*.json.gz")))
+
+
+# The runs as scripts/gpt_bench.py records them: bf16 parameters updated by
+# PyTorch's fused AdamW (no fp32 master copy, bf16 gradients and moments),
+# no gradient clipping -- prism's optimizer_dtype bf16 and clip_grad 0
+# (docs/MODEL.md, "Optimizer precision"); and its untied output layer
+# (gpt_bench's head is its own matrix), which its descriptions leave out.
+# The set's traces were described before those knobs existed, so a what-if
+# base is a copy of its trace with them added to its run description (a
+# temporary folder, once a run).
+AS_RECORDED = (("optimizer_dtype", "bf16"), ("clip_grad", "0"), ("untied", "1"))
+SYNTH_AS_RECORDED = ["--optimizer-dtype", "bf16", "--no-clip-grad"]
+_described = {}
+
+
+def described(data, tag):
+    """The point's trace files with the run description completed as the
+    run was recorded (AS_RECORDED): the what-if bases."""
+    import atexit
+    import gzip
+    import re
+    import shutil
+    import tempfile
+    if tag in _described:
+        return _described[tag]
+    if "dir" not in _described:
+        _described["dir"] = tempfile.mkdtemp(prefix="prism-gpu-")
+        atexit.register(shutil.rmtree, _described["dir"], True)
+    out = []
+    for f in files(data, tag):
+        with gzip.open(f, "rt") as fh:
+            text = fh.read()
+
+        def complete(mt):
+            d = mt.group(0)
+            return d + "".join(f";{k}={v}" for k, v in AS_RECORDED if f";{k}=" not in d)
+        text = re.sub(r"prism::model#[^\"]*", complete, text)
+        dst = os.path.join(_described["dir"], tag + "-" + os.path.basename(f))
+        with gzip.open(dst, "wt", compresslevel=1) as fh:
+            fh.write(text)
+        out.append(dst)
+    _described[tag] = out
+    return out
 
 
 def traced_step(prism, data, tag, cache={}):
@@ -120,7 +167,7 @@ def order(tag):
 
 
 def whatif(prism, data, base, t, *more):
-    args = ["whatif", *files(data, base), "--layers", str(t["layers"]),
+    args = ["whatif", *described(data, base), "--layers", str(t["layers"]),
             "--hidden", str(t["hidden"]), "--heads", str(t["heads"]),
             "--ffn", str(4 * t["hidden"]), "--microbatches", str(t["microbatches"]), *more]
     return run_json(prism, args)["iteration_s"] * 1e3
@@ -289,10 +336,13 @@ def base_step_table(prism, data, pts):
               f"{mean_abs(b):.1f}% ({worst(b):+.1f}%) |")
 
 
+# gpt_bench's model; heads = hidden / 128, each with its own keys and values
+# (the file's heads, so that its key-value heads follow: --heads on the
+# command line would keep the file's as kv_heads).
 GPT_BENCH_CFG = """name = "gpt-bench";
 layers = 2;
-hidden = 1024;
-heads = 8;
+hidden = {hidden};
+heads = {heads};
 seq = 1024;
 vocab = 32768;
 tie_embeddings = false;
@@ -300,28 +350,35 @@ positions = "learned";
 """
 
 
-def synth_point(prism, p, exec_mode, cfg):
+def bench_cfg(tmp, p):
+    """The point's model file (its width and heads) in folder tmp."""
     h = p["hidden"]
-    return run_json(prism, ["synth", cfg, "--hw", "h100-dgx", "--layers", str(p["layers"]),
-                            "--hidden", str(h), "--heads", str(h // 128), "--ffn", str(4 * h),
+    cfg = os.path.join(tmp, f"gpt-bench-h{h}.cfg")
+    if not os.path.exists(cfg):
+        with open(cfg, "w") as f:
+            f.write(GPT_BENCH_CFG.format(hidden=h, heads=h // 128))
+    return cfg
+
+
+def synth_point(prism, p, exec_mode, tmp):
+    h = p["hidden"]
+    return run_json(prism, ["synth", bench_cfg(tmp, p), "--hw", "h100-dgx", "--layers",
+                            str(p["layers"]), "--hidden", str(h), "--ffn", str(4 * h),
                             "--mbs", str(p["mbs"]), "--microbatches", str(p["microbatches"]),
-                            "--exec", exec_mode])
+                            "--exec", exec_mode, *SYNTH_AS_RECORDED])
 
 
 def exec_table(prism, data, pts):
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = os.path.join(tmp, "gpt-bench.cfg")
-        with open(cfg, "w") as f:
-            f.write(GPT_BENCH_CFG)
         print("| point | CUDA-event ms | synth eager ms | error | synth as run ms | error | "
               "analytic as run ms | error |")
         print("|---|---|---|---|---|---|---|---|")
         errs = {}
         for tag, p in sorted(pts.items(), key=lambda kv: order(kv[0])):
             mode = "compiled" if p["compiled"] else "eager"
-            e = synth_point(prism, p, "eager", cfg)
-            r = synth_point(prism, p, mode, cfg) if mode != "eager" else e
+            e = synth_point(prism, p, "eager", tmp)
+            r = synth_point(prism, p, mode, tmp) if mode != "eager" else e
             t = p["step_ms_median"]
             pe, pr, pa = (e["iteration_s"] * 1e3, r["iteration_s"] * 1e3,
                           r["analytic_s"] * 1e3)
@@ -415,18 +472,14 @@ def launch_table(prism, data, pts):
     eager = sorted((t for t, p in pts.items() if not p["compiled"]), key=order)
     rows, kind_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = os.path.join(tmp, "gpt-bench.cfg")
-        with open(cfg, "w") as f:
-            f.write(GPT_BENCH_CFG)
         for tag in eager:
             p = pts[tag]
             with gzip.open(files(data, tag)[0], "rt") as f:
                 real, rk = step_launches(json.load(f), False)
             h, out = p["hidden"], os.path.join(tmp, "s.json")
-            subprocess.run([prism, "synth", cfg, "--hw", "h100-dgx", "--layers",
-                            str(p["layers"]), "--hidden", str(h), "--heads", str(h // 128),
-                            "--ffn", str(4 * h), "--mbs", str(p["mbs"]), "--microbatches",
-                            str(p["microbatches"]), "-o", out], check=True,
+            subprocess.run([prism, "synth", bench_cfg(tmp, p), "--hw", "h100-dgx", "--layers",
+                            str(p["layers"]), "--hidden", str(h), "--ffn", str(4 * h), "--mbs", str(p["mbs"]), "--microbatches",
+                            str(p["microbatches"]), *SYNTH_AS_RECORDED, "-o", out], check=True,
                            capture_output=True)
             with open(out) as f:
                 syn, sk = step_launches(json.load(f), True)

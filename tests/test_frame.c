@@ -328,6 +328,27 @@ static void test_megatron_import(void **state)
 		assert_non_null(strstr(err.msg, "t.sh:1: --cuda-graph-impl 'partial'"));
 		prism_err_clear(&err);
 	}
+	/* The precision-aware optimizer: bf16 moments with fp32 main params
+	 * and grads is bf16-states; other dtypes are refused (not
+	 * modelled); --clip-grad 0 turns clipping off */
+	{
+		const char *t = "--num-layers 2 --use-distributed-optimizer "
+				"--use-precision-aware-optimizer --exp-avg-dtype bf16 "
+				"--exp-avg-sq-dtype bf16 --main-grads-dtype fp32 --clip-grad 0\n";
+		assert_int_equal(frame_import(FRAME_MEGATRON, "t.sh", t, strlen(t), NULL, &m, &l,
+					      &given, &x, &err),
+				 0);
+		assert_int_equal(l.optimizer_dtype, LAYOUT_OPT_BF16_STATES);
+		assert_int_equal(l.clip_grad, 0);
+		t = "--num-layers 2 --use-precision-aware-optimizer --exp-avg-dtype fp8 "
+		    "--exp-avg-sq-dtype bf16\n";
+		assert_int_equal(frame_import(FRAME_MEGATRON, "t.sh", t, strlen(t), NULL, &m, &l,
+					      &given, &x, &err),
+				 PRISM_EARG);
+		assert_non_null(strstr(err.msg, "t.sh:1: --use-precision-aware-optimizer"));
+		assert_non_null(strstr(err.msg, "exp_avg fp8"));
+		prism_err_clear(&err);
+	}
 	/* Offloading: Megatron-LM's count alone turns it on (arguments.py),
 	 * Bridge's count needs model.cpu_offloading, and no activations
 	 * offloaded is none */
@@ -508,6 +529,25 @@ static void test_round_trip(void **state)
 		l.dtype = HW_FP4;
 		assert_int_equal(frame_expresses(fw, LK_dtype, &dense, &l), fw != FRAME_TORCHTITAN);
 		round_trip(fw, &dense, &l);
+		/* bf16 moments with fp32 master weights (Megatron-LM's
+		 * --use-precision-aware-optimizer --exp-avg-dtype bf16
+		 * --exp-avg-sq-dtype bf16, in its distributed optimizer) and no
+		 * clipping (--clip-grad 0, Bridge's optimizer.clip_grad); pure
+		 * bf16 is no framework's here (Megatron-LM's main params are
+		 * fp32 or fp16) */
+		layout_default(&l);
+		l.dp = 8;
+		l.zero = 1;
+		l.optimizer_dtype = LAYOUT_OPT_BF16_STATES;
+		l.clip_grad = 0;
+		assert_int_equal(frame_expresses(fw, LK_optimizer_dtype, &dense, &l),
+				 fw == FRAME_MEGATRON);
+		assert_int_equal(frame_expresses(fw, LK_clip_grad, &dense, &l),
+				 fw != FRAME_TORCHTITAN);
+		round_trip(fw, &dense, &l);
+		l.zero = 0;
+		l.optimizer_dtype = LAYOUT_OPT_BF16;
+		assert_false(frame_expresses(fw, LK_optimizer_dtype, &dense, &l));
 		/* full recompute, ZeRO-3, fp16 or fp32, no flash, embed-loss,
 		 * no pipeline overlap; a head_dim of its own */
 		layout_default(&l);

@@ -3876,6 +3876,111 @@ static void test_hybrid_load(void **state)
 	assert_rel_close(llm_kind_active_params(&m, LLM_KIND_MOE), 80172288.0, 1e-15);
 }
 
+/* The first kernel on rank 0 whose name holds `what`: its duration (ns),
+ * 0 if none. */
+static int64_t first_kernel_ns(const struct graph *g, const char *what)
+{
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (g->kind[u] >= GN_KERNEL && g->procs[g->proc[u]].rank == 0 &&
+		    strstr(strtab_get(&g->st, g->name[u]), what) != NULL)
+			return g->dur_ns[u];
+	return 0;
+}
+
+/*
+ * The optimizer's precision (layout.h optimizer_dtype, mem.c
+ * mem_param_bytes and mem_opt_traffic), the small GPT model by hand (h
+ * 1024, ffn 4096: a layer's P = 12h^2 + 13h = 12,596,224 parameters) on
+ * the H100 profile, whose memory-bound elementwise line is 5.466 us +
+ * bytes / (3350 GB/s x 0.729).
+ *  - Bytes per parameter (weights + gradients + optimizer state): fp32
+ *    2 + 4 + 12 (Megatron-LM's); bf16-states 2 + 4 + 6 (bf16 moments,
+ *    the fp32 master as a 16-bit remainder: Transformer Engine's
+ *    store_param_remainders), 2 + 4 + 8 under fp8 current scaling
+ *    (Megatron keeps its own fp32 master there); pure bf16 2 + 2 + 4.
+ *  - Layer 0's Adam kernel: 30 P = 377,886,720 bytes, 160.201 us; 20 P
+ *    = 251,924,480, 108.623 us (bf16-states); 14 P = 176,347,136, 77.676
+ *    us (pure bf16: PyTorch's fused AdamW reads weight, gradient and two
+ *    moments, writes three).  The clipping over fp32 main gradients: the
+ *    norm 4 P, 26.097 us, the scaling 8 P, 46.729 us; over pure bf16's
+ *    gradients 2 P, 15.782 us, and 4 P, 26.097 us; none with clip_grad 0.
+ *  - Gradients all-reduced in bf16 under pure bf16 (2 bytes a parameter),
+ *    fp32 otherwise.
+ *  - Refused where no framework runs it.
+ */
+static void test_optimizer_dtype(void **state)
+{
+	static const struct {
+		int opt, dtype, recipe, zero, clip;
+		double w, g, o, adam_ns, norm_ns, scale_ns;
+	} t[] = {
+	    {LAYOUT_OPT_FP32, HW_BF16, 0, 0, 1, 2, 4, 12, 160201.262, 26097.368, 46728.737},
+	    {LAYOUT_OPT_BF16_STATES, HW_BF16, 0, 1, 1, 2, 4, 6, 108622.841, 26097.368, 46728.737},
+	    {LAYOUT_OPT_BF16_STATES, HW_FP8, LAYOUT_FP8_CURRENT, 1, 1, 2, 4, 8, 0, 0, 0},
+	    {LAYOUT_OPT_BF16, HW_BF16, 0, 0, 1, 2, 2, 4, 77675.789, 15781.684, 26097.368},
+	    {LAYOUT_OPT_BF16, HW_BF16, 0, 0, 0, 2, 2, 4, 77675.789, 0, 0},
+	};
+	struct prism_err err;
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct mem_stage ms;
+		struct graph *g;
+		double w, gb, o;
+		small(&in);
+		in.lay.optimizer_dtype = t[i].opt;
+		in.lay.dtype = t[i].dtype;
+		in.lay.fp8_recipe = t[i].recipe;
+		in.lay.zero = t[i].zero;
+		in.lay.clip_grad = t[i].clip;
+		mem_param_bytes(&in.lay, &w, &gb, &o);
+		assert_rel_close(w, t[i].w, 1e-15);
+		assert_rel_close(gb, t[i].g, 1e-15);
+		assert_rel_close(o, t[i].o, 1e-15);
+		mem_stage(&in.m, &in.lay, in.hw, 0, &ms);
+		assert_rel_close(ms.grads, t[i].g * ms.params, 1e-15);
+		assert_rel_close(ms.optimizer, t[i].o * ms.params, 1e-15);
+		if (t[i].adam_ns == 0)
+			continue;
+		g = build(&in, &so, &st);
+		assert_true(fabs((double)first_kernel_ns(g, "FusedAdam") - t[i].adam_ns) <= 1);
+		assert_true(fabs((double)first_kernel_ns(g, "L2NormFunctor") - t[i].norm_ns) <= 1);
+		assert_true(fabs((double)first_kernel_ns(g, "ScaleFunctor") - t[i].scale_ns) <= 1);
+		assert_int_equal(count_kernels(g, "L2NormFunctor") > 0, t[i].clip);
+		synth_out_release(&so);
+		graph_free(g);
+		/* The gradients' reduction in the main gradients' dtype. */
+		in.lay.dp = 2;
+		assert_rel_close(synth_grad_bytes(&in), t[i].g, 1e-15);
+	}
+	/* Refused: bf16-states outside Megatron-LM's distributed optimizer,
+	 * pure bf16 in it or DeepSpeed's, either with fp16 weights. */
+	{
+		struct synth_in in;
+		small(&in);
+		prism_err_clear(&err);
+		in.lay.optimizer_dtype = LAYOUT_OPT_BF16_STATES;
+		assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+		assert_non_null(strstr(err.msg, "zero 1 with dp_impl megatron"));
+		in.lay.zero = 1;
+		assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), 0);
+		in.lay.optimizer_dtype = LAYOUT_OPT_BF16;
+		assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+		in.lay.dp_impl = LAYOUT_DP_DEEPSPEED;
+		assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+		in.lay.dp_impl = LAYOUT_DP_FSDP2;
+		in.lay.zero = 3;
+		assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), 0);
+		in.lay.zero = 0;
+		in.lay.dtype = HW_FP16;
+		prism_err_clear(&err);
+		assert_int_equal(layout_check(&in.m, &in.lay, &hw, &err), PRISM_EARG);
+		assert_non_null(strstr(err.msg, "needs bf16 weights"));
+	}
+}
+
 /*
  * LoRA (layout.h lora_rank; Megatron-Bridge's LoRALinear and
  * ParallelLinearAdapter), the small GPT model by hand: h 1024, 16 heads
@@ -4434,6 +4539,7 @@ int main(void)
 	    cmocka_unit_test(test_hybrid_as_transformer),
 	    cmocka_unit_test(test_hybrid_moe),
 	    cmocka_unit_test(test_lora),
+	    cmocka_unit_test(test_optimizer_dtype),
 	    cmocka_unit_test(test_mla_layer),
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),

@@ -318,6 +318,56 @@ void mem_bytes_per_param(int prec, double *w, double *g, double *o)
 	}
 }
 
+/* 1 where Transformer Engine's FusedAdam holds the bf16-states master
+ * weights (Megatron-LM's use_precision_aware_optimizer_no_fp8_or_ds_fp8:
+ * no fp8 recipe, or delayed scaling; fp4 runs under no --fp8-recipe), so
+ * that they are stored as remainders of the bf16 weights. */
+static int te_master(const struct layout *l)
+{
+	return l->dtype != HW_FP8 || l->fp8_recipe == LAYOUT_FP8_DELAYED;
+}
+
+void mem_param_bytes(const struct layout *l, double *w, double *g, double *o)
+{
+	mem_bytes_per_param(mem_prec(l->dtype), w, g, o);
+	if (mem_prec(l->dtype) != MEM_PREC_BF16)
+		return; /* layout_check refuses the other optimizers there */
+	if (l->optimizer_dtype == LAYOUT_OPT_BF16_STATES)
+		*o = (te_master(l) ? 2 : 4) + 2 + 2;
+	else if (l->optimizer_dtype == LAYOUT_OPT_BF16)
+		*g = 2, *o = 4;
+}
+
+void mem_opt_traffic(const struct layout *l, struct mem_opt_traffic *t)
+{
+	int bf16 = mem_prec(l->dtype) == MEM_PREC_BF16;
+	/* Megatron-LM's optimizer over fp32 main gradients: the norm reads
+	 * them, the clip scaling reads and writes them; FusedAdam reads the
+	 * fp32 master and both moments and the gradient, writes the three and
+	 * the bf16 weight (4 x 4 + 3 x 4 + 2). */
+	t->unscale = l->dtype == HW_FP16 ? 8 : 0;
+	t->norm = 4;
+	t->scale = 8;
+	t->adam = 30;
+	if (bf16 && l->optimizer_dtype == LAYOUT_OPT_BF16_STATES)
+		/* TE's multi_tensor_adam_param_remainder: reads the gradient
+		 * (4), weight, remainder and moments (2 each), writes all but
+		 * the gradient; or (fp32 master kept by Megatron-LM) FusedAdam
+		 * on the fp32 master, then the bf16 weight written from it. */
+		t->adam = te_master(l) ? 4 + 4 * 2 + 4 * 2 : 4 + 4 + 2 + 2 + 4 + 2 + 2 + 2;
+	else if (bf16 && l->optimizer_dtype == LAYOUT_OPT_BF16) {
+		/* PyTorch's _fused_adamw_ on bf16 parameters: reads the weight,
+		 * gradient and moments, writes the weight and moments; the
+		 * clipping (clip_grad_norm_'s foreach norm and scaling) over
+		 * bf16 gradients. */
+		t->norm = 2;
+		t->scale = 4;
+		t->adam = 4 * 2 + 3 * 2;
+	}
+	if (!l->clip_grad)
+		t->norm = t->scale = 0;
+}
+
 static double round_up(double x, double q)
 {
 	return ceil(x / q) * q;
@@ -678,7 +728,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	}
 	if (llm_moe_layers(m) > 0)
 		a_moe = mem_act_moe_layer(m, l);
-	mem_bytes_per_param(mem_prec(l->dtype), &wb, &gb, &ob);
+	mem_param_bytes(l, &wb, &gb, &ob);
 	if (first)
 		emb = V * h / t + (m->rope ? 0 : sq * h);
 	if (last)

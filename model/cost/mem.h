@@ -311,6 +311,27 @@ double mem_lowp_weight_bytes(const struct layout *l);
 /* Bytes per parameter of weights, gradients and optimizer state. */
 void mem_bytes_per_param(int prec, double *weights, double *grads, double *optimizer);
 
+/* Bytes per parameter of weights, gradients and optimizer state under l:
+ * its weights' precision (mem_prec) and its optimizer's (optimizer_dtype;
+ * docs/MODEL.md "Optimizer precision").  fp32: mem_bytes_per_param's.
+ * bf16-states: bf16 moments (2 + 2) and the fp32 master as a 16-bit
+ * remainder beside the bf16 weight (Transformer Engine's FusedAdam,
+ * store_param_remainders: 2) where FusedAdam holds it, else Megatron-LM's
+ * own fp32 copy (4: fp8 weights' recipes other than delayed scaling,
+ * use_precision_aware_optimizer_no_fp8_or_ds_fp8); fp32 main gradients (4).
+ * bf16: 2 + 2 + 4 (bf16 gradients and moments, no master). */
+void mem_param_bytes(const struct layout *l, double *weights, double *grads, double *optimizer);
+
+/* The optimizer step's memory traffic per local parameter, bytes read and
+ * written by each of its kernels (docs/MODEL.md "Optimizer precision"). */
+struct mem_opt_traffic {
+	double unscale; /* fp16: unscale and inf/NaN check of the main gradients; 0 */
+	double norm;	/* the gradients' global norm (0 without clip_grad) */
+	double scale;	/* their scaling by the clip coefficient (0 without clip_grad) */
+	double adam;	/* the fused multi-tensor Adam kernel */
+};
+void mem_opt_traffic(const struct layout *l, struct mem_opt_traffic *t);
+
 /* Stage s of l (0 <= s < pp); hw is not read (may be NULL). */
 void mem_stage(const struct llm *m, const struct layout *l, const struct hw_profile *hw, int s,
 	       struct mem_stage *out);

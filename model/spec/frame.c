@@ -1004,6 +1004,14 @@ static const struct frame_row frame_rows[LK_N] = {
     [LK_lora_rank] = R(FX_INT, NULL, FX_SPECIAL, "peft.dim", FX_INT, NULL),
     [LK_lora_targets] = R(FX_INT, NULL, FX_SPECIAL, "peft.target_modules", FX_INT, NULL),
     [LK_lora_alpha] = R(FX_INT, NULL, FX_INT, "peft.alpha", FX_INT, NULL),
+    /* Megatron-LM's precision-aware optimizer (arguments.py
+     * --use-precision-aware-optimizer, --exp-avg-dtype, --exp-avg-sq-dtype;
+     * no bf16 --main-params-dtype: pure bf16 is not Megatron's); Bridge's
+     * and torchtitan's not written here.  --clip-grad (OptimizerConfig
+     * clip_grad, 0: none). */
+    [LK_optimizer_dtype] =
+	R(FX_SPECIAL, "--use-precision-aware-optimizer", FX_INT, NULL, FX_INT, NULL),
+    [LK_clip_grad] = R(FX_SPECIAL, "--clip-grad", FX_SPECIAL, "optimizer.clip_grad", FX_INT, NULL),
 };
 #undef R
 
@@ -1071,6 +1079,8 @@ static int expresses_value(int fw, int k, const struct llm *m, const struct layo
 	case LK_exec: /* Megatron-LM and Bridge graph layers, torchtitan compiles */
 		return l->exec == LAYOUT_EXEC_EAGER ||
 		       (fw == FRAME_TORCHTITAN) == (l->exec == LAYOUT_EXEC_COMPILED);
+	case LK_optimizer_dtype: /* Megatron-LM's main params are fp32 or fp16 */
+		return l->optimizer_dtype != LAYOUT_OPT_BF16;
 	case LK_sp:    /* torchtitan's tensor parallel plan is sequence parallel */
 	case LK_flash: /* torchtitan's attention is SDPA's flash kernel */
 		return fw != FRAME_TORCHTITAN || layout_get(m, l, k, 0) == 1;
@@ -1393,6 +1403,17 @@ static void put_special(struct emit *E, int k, const struct llm *m, const struct
 			put(E, fw == FRAME_MEGATRON ? "--cuda-graph-impl" : "model.cuda_graph_impl",
 			    "local");
 		return;
+	case LK_optimizer_dtype: /* Megatron-LM only (frame_rows) */
+		if (l->optimizer_dtype == LAYOUT_OPT_BF16_STATES) {
+			put(E, "--use-precision-aware-optimizer", NULL);
+			put(E, "--exp-avg-dtype", "bf16");
+			put(E, "--exp-avg-sq-dtype", "bf16");
+		}
+		return;
+	case LK_clip_grad:
+		if (!l->clip_grad)
+			put(E, fw == FRAME_MEGATRON ? "--clip-grad" : "optimizer.clip_grad", "0.0");
+		return;
 	case LK_offload_layers: /* activations only (TE deprecated weights' offloading) */
 		if (l->offload_layers <= 0)
 			return;
@@ -1601,8 +1622,12 @@ struct imp {
 					* Megatron-LM's count given */
 	int off_acts;			  /* activations offloaded (0: said false) */
 	int peft, lora_dim, lora_targets; /* peft 1: lora, 2: none; 0: not given */
-	int first_layers, last_layers;	  /* the first and last stages' (0: even) */
-	char layout[512];		  /* --pipeline-model-parallel-layout, "" if none */
+	int pao;		       /* --use-precision-aware-optimizer's line (0: not given) */
+	char opt_dt[4][8];	       /* its main params, main grads, exp_avg and
+					   * exp_avg_sq dtypes ("": not given, fp32) */
+	int clip;		       /* --clip-grad: 1 clipping, 0 none, -1 not given */
+	int first_layers, last_layers; /* the first and last stages' (0: even) */
+	char layout[512];	       /* --pipeline-model-parallel-layout, "" if none */
 	int local_batch, pp_mbs;
 	int nodes, per_node;
 	int kv_groups, gqa;
@@ -1973,6 +1998,23 @@ static int special_in(const char *path, int line, const char *name, const char *
 					     "a2a+p2p",
 					     path, line, name, s ? s : "");
 		I->cp_comm = c;
+	} else if (IS("--use-precision-aware-optimizer")) {
+		I->pao = line;
+	} else if (IS("--main-params-dtype") || IS("--main-grads-dtype") || IS("--exp-avg-dtype") ||
+		   IS("--exp-avg-sq-dtype")) {
+		int j = IS("--main-params-dtype")  ? 0
+			: IS("--main-grads-dtype") ? 1
+			: IS("--exp-avg-dtype")	   ? 2
+						   : 3;
+		snprintf(I->opt_dt[j], sizeof(I->opt_dt[j]), "%s", s ? s : "");
+	} else if (IS("--clip-grad") || IS("optimizer.clip_grad")) {
+		char *end;
+		double c = s ? strtod(s, &end) : -1;
+		if (!s || end == s || *end || c < 0)
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: %s '%s': expected a norm >= 0", path, line,
+					     name, s ? s : "");
+		I->clip = c > 0;
 	} else if (IS("--cpu-offloading")) {
 		I->off_on = 1;
 	} else if (IS("model.cpu_offloading")) {
@@ -2314,6 +2356,27 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	*given |= LK_BIT(LK_cp_comm);
 	l->exec = I->exec;
 	*given |= LK_BIT(LK_exec);
+	if (I->clip >= 0) {
+		l->clip_grad = I->clip;
+		*given |= LK_BIT(LK_clip_grad);
+	}
+	/* The precision-aware optimizer as prism models it: bf16 moments,
+	 * fp32 main params and gradients (optimizer_dtype bf16-states). */
+	if (fw == FRAME_MEGATRON) {
+		const char *d[4];
+		for (int j = 0; j < 4; j++)
+			d[j] = I->opt_dt[j][0] ? I->opt_dt[j] : "fp32";
+		if (I->pao && (strcmp(d[0], "fp32") || strcmp(d[1], "fp32") ||
+			       strcmp(d[2], "bf16") || strcmp(d[3], "bf16")))
+			return prism_err_set(
+			    err, PRISM_EARG,
+			    "%s:%d: --use-precision-aware-optimizer with main params %s, main "
+			    "grads %s, exp_avg %s, exp_avg_sq %s: prism models bf16 moments with "
+			    "fp32 main params and grads only (optimizer_dtype bf16-states)",
+			    path, I->pao, d[0], d[1], d[2], d[3]);
+		l->optimizer_dtype = I->pao ? LAYOUT_OPT_BF16_STATES : LAYOUT_OPT_FP32;
+		*given |= LK_BIT(LK_optimizer_dtype);
+	}
 	/* Offloading: Megatron-LM's count alone turns it on (arguments.py:
 	 * cpu_offloading_num_layers > 0), Bridge's needs model.cpu_offloading */
 	if (I->off_n > 0 || I->off_on >= 0) {
@@ -2412,6 +2475,7 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 	I.fp8_recipe = -1;
 	I.off_on = -1;
 	I.off_acts = 1;
+	I.clip = -1;
 	I.flash = 1;
 	if (fw == FRAME_TORCHTITAN) {
 		/* TOML: [section] headers and key = value lines */

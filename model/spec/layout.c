@@ -23,6 +23,7 @@ static const char *const cp_comm_names[] = {"p2p", "all_gather", "a2a", "a2a+p2p
 static const char *const fp8_recipe_names[] = {"delayed", "current", "blockwise", "mxfp8"};
 static const char *const dp_impl_names[] = {"megatron", "deepspeed", "fsdp", "fsdp2"};
 static const char *const dispatcher_names[] = {"alltoall", "allgather", "flex", "hybridep"};
+static const char *const opt_dtype_names[] = {"fp32", "bf16-states", "bf16"};
 
 /* names[i] of n names, "?" beyond; and the index of s among them, -1. */
 static const char *name_of(const char *const *names, int n, int i)
@@ -474,8 +475,11 @@ int layout_dp_impl_parse(const char *s)
 void layout_dp_traits(const struct layout *l, double layer_params, double wb, double gb,
 		      struct layout_dp_traits *t)
 {
-	/* A sharded fp32 master cast to the weights' dtype on its way in. */
-	double cast = wb < 4 ? 4 + wb : 0;
+	/* A sharded fp32 master cast to the weights' dtype on its way in;
+	 * pure bf16 (optimizer_dtype bf16) holds no master: the sharded bf16
+	 * parameter is gathered as it is (FSDP2 still copies it in). */
+	int pure = l->optimizer_dtype == LAYOUT_OPT_BF16;
+	double cast = pure ? 2 * wb : wb < 4 ? 4 + wb : 0;
 	memset(t, 0, sizeof(*t));
 	t->prefetch = l->prefetch;
 	t->rs_bytes = gb;
@@ -515,8 +519,8 @@ void layout_dp_traits(const struct layout *l, double layer_params, double wb, do
 		if (t->prefetch > 1)
 			t->prefetch = 1;
 		t->rs_bytes = wb;
-		t->ag_in = cast;
-		t->rs_out = wb + 4;
+		t->ag_in = pure ? 0 : cast;
+		t->rs_out = pure ? 0 : wb + 4;
 		t->rs_buf = wb;
 		break;
 	case LAYOUT_DP_FSDP2:
@@ -719,6 +723,16 @@ const char *layout_exec_name(int e)
 int layout_exec_parse(const char *s)
 {
 	return index_of(exec_names, LAYOUT_EXEC_COMPILED + 1, s);
+}
+
+const char *layout_opt_dtype_name(int d)
+{
+	return name_of(opt_dtype_names, LAYOUT_OPT_BF16 + 1, d);
+}
+
+int layout_opt_dtype_parse(const char *s)
+{
+	return index_of(opt_dtype_names, LAYOUT_OPT_BF16 + 1, s);
 }
 
 const char *layout_dispatcher_name(int d)
@@ -1696,6 +1710,45 @@ static int check_lora(const struct llm *m, const struct layout *l, struct prism_
 	return 0;
 }
 
+/* The optimizer's precision where its frameworks run it: with bf16
+ * weights only; bf16 moments with fp32 master weights in Megatron-LM's
+ * distributed optimizer (optimizer_config.py: "--use-precision-aware-
+ * optimizer only supported with distributed optimizer", and Megatron-FSDP
+ * keeps its own main weights); pure bf16 where no framework keeps an fp32
+ * master behind the sharding: not Megatron-LM's (--main-params-dtype is
+ * fp32 or fp16) nor DeepSpeed's (bf16 training keeps fp32 master weights
+ * in its ZeRO optimizer). */
+static int check_optimizer(const struct layout *l, struct prism_err *err)
+{
+	if (l->optimizer_dtype == LAYOUT_OPT_FP32)
+		return 0;
+	if (l->dtype == HW_FP32 || l->dtype == HW_TF32 || l->dtype == HW_FP16)
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: optimizer_dtype %s needs bf16 weights (dtype bf16, "
+				     "fp8 or fp4), not %s",
+				     layout_opt_dtype_name(l->optimizer_dtype),
+				     hw_dtype_name(l->dtype));
+	if (l->optimizer_dtype == LAYOUT_OPT_BF16_STATES &&
+	    (l->zero != 1 || l->dp_impl != LAYOUT_DP_MEGATRON))
+		return prism_err_set(err, PRISM_EARG,
+				     "layout: optimizer_dtype bf16-states is Megatron-LM's "
+				     "precision-aware optimizer, which runs in its distributed "
+				     "optimizer only: zero 1 with dp_impl megatron");
+	if (l->optimizer_dtype == LAYOUT_OPT_BF16 && l->zero >= 1 &&
+	    (l->dp_impl == LAYOUT_DP_MEGATRON || l->dp_impl == LAYOUT_DP_DEEPSPEED))
+		return prism_err_set(
+		    err, PRISM_EARG,
+		    "layout: optimizer_dtype bf16 (no fp32 master weights) with "
+		    "zero %d: %s keeps fp32 master weights with bf16 training "
+		    "(use dp_impl fsdp or fsdp2, or zero 0)",
+		    l->zero,
+		    l->dp_impl == LAYOUT_DP_MEGATRON
+			? "Megatron-LM's distributed optimizer (--main-params-dtype "
+			  "fp32 or fp16)"
+			: "DeepSpeed's ZeRO optimizer");
+	return 0;
+}
+
 /* Activation offloading where Megatron-LM takes it (transformer_config.py
  * __post_init__: cpu_offloading_num_layers in 0..num_layers - 1, "no
  * support for Pipeline parallelism with CPU offloading", "CPU offloading
@@ -1858,6 +1911,8 @@ int layout_check(const struct llm *m, const struct layout *l, const struct hw_pr
 				     l->vp);
 	}
 	if (l->offload_layers > 0 && (rc = check_offload(m, l, hw, err)))
+		return rc;
+	if ((rc = check_optimizer(l, err)))
 		return rc;
 	if (layout_zb(l->schedule) && l->pp < 2)
 		return prism_err_set(err, PRISM_EARG,

@@ -125,6 +125,19 @@ enum layout_exec { LAYOUT_EXEC_EAGER, LAYOUT_EXEC_GRAPHS, LAYOUT_EXEC_COMPILED }
  * reshard_after_forward, ZeRO-2 not), with its copy-in / copy-out kernels. */
 enum layout_dp_impl { LAYOUT_DP_MEGATRON, LAYOUT_DP_DEEPSPEED, LAYOUT_DP_FSDP, LAYOUT_DP_FSDP2 };
 
+/* The optimizer's precision (optimizer_dtype; docs/MODEL.md "Optimizer
+ * precision"), for bf16 weights.  FP32: Megatron-LM's mixed-precision
+ * optimizer (fp32 main gradients, fp32 master weights and moments: its
+ * default).  BF16_STATES: Megatron-LM's --use-precision-aware-optimizer
+ * with --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16 (DeepSeek-V3's
+ * recipe): Transformer Engine's FusedAdam keeps the moments in bf16, the
+ * fp32 master as 16-bit remainders beside the bf16 weight
+ * (store_param_remainders), the main gradients stay fp32.  BF16: pure
+ * bf16, no master copy: bf16 gradients accumulated and reduced in bf16,
+ * bf16 moments, PyTorch's fused AdamW on the bf16 parameters (what
+ * scripts/gpt_bench.py runs). */
+enum layout_opt_dtype { LAYOUT_OPT_FP32, LAYOUT_OPT_BF16_STATES, LAYOUT_OPT_BF16 };
+
 /* The largest layout accepted anywhere (run descriptions, options, sweeps,
  * checks); the smallest degree is 1.  LAYOUT_MAX_GPUS bounds tp x pp x dp
  * (x cp), so products of degrees fit an int with room to spare. */
@@ -250,6 +263,10 @@ struct layout {
 	int lora_rank;
 	int lora_targets;
 	int lora_alpha;
+	int optimizer_dtype; /* enum layout_opt_dtype */
+	int clip_grad;	     /* 1: the gradients clipped by their global norm
+			      * (Megatron-LM's --clip-grad, 1.0 by default); 0:
+			      * neither the norm nor the scaling runs */
 };
 
 /* The defaults of a run nobody laid out, each knob's row's (LAYOUT_KNOBS
@@ -391,6 +408,10 @@ int layout_lora(const struct layout *l, int bit);
  * base's A split on the rank, B on out; a row-parallel base's A on in, B
  * on out); 0 without LoRA. */
 double layout_lora_params(const struct llm *m, const struct layout *l);
+
+/* "fp32", "bf16-states", "bf16" ("?" beyond); back: -1. */
+const char *layout_opt_dtype_name(int d);
+int layout_opt_dtype_parse(const char *s);
 
 /* "megatron", "deepspeed", "fsdp", "fsdp2" ("?" beyond); back: -1. */
 const char *layout_dp_impl_name(int impl);
@@ -819,7 +840,20 @@ enum layout_show {
 	  .hi = LAYOUT_MAX_LORA_ALPHA, .def = 32, .opt = "lora-alpha", .arg = "A",                 \
 	  .help = "LoRA's scale alpha (the adapters' output times A / R; Bridge's default 32): "  \
 		  "no effect on time or memory, written to exported recipes; 0: R)",               \
-	  .flags = LK_JSON | LK_FORCE, .show = LK_SHOW_CHANGED)
+	  .flags = LK_JSON | LK_FORCE, .show = LK_SHOW_CHANGED)                                    \
+	X(optimizer_dtype, L, 1, v, .kind = LK_NAME, .lo = 0, .hi = LAYOUT_OPT_BF16,              \
+	  .def = LAYOUT_OPT_FP32, .parse = layout_opt_dtype_parse,                                 \
+	  .name = layout_opt_dtype_name, .opt = "optimizer-dtype", .arg = "P",                     \
+	  .help = "the optimizer's precision with bf16 weights: fp32 (fp32 main gradients, "      \
+		  "master weights and moments: Megatron's default), bf16-states (Megatron's "      \
+		  "--use-precision-aware-optimizer with bf16 moments; fp32 main gradients) or "     \
+		  "bf16 (pure bf16: no master copy, bf16 gradients reduced in bf16, bf16 "          \
+		  "moments, PyTorch's fused AdamW)",                                                \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "optd", .show = LK_SHOW_CHANGED)          \
+	X(clip_grad, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 1, .opt = "no-clip-grad", \
+	  .help = "no gradient clipping (Megatron's --clip-grad 0): the optimizer step runs "      \
+		  "without the gradients' global norm and their scaling",                          \
+	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "clip", .show = LK_SHOW_CHANGED)
 /* clang-format on */
 
 enum layout_knob_id {

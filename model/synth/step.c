@@ -136,8 +136,20 @@ static double grad_bytes(const struct ctx *c)
 double synth_grad_bytes(const struct synth_in *in)
 {
 	double w, g, o;
-	mem_bytes_per_param(mem_prec(in->lay.dtype), &w, &g, &o);
+	mem_param_bytes(&in->lay, &w, &g, &o);
 	return g;
+}
+
+/* A gradient reduction's kernel name: NCCL's sum in the gradients' dtype
+ * (bf16 under a pure-bf16 optimizer, else the fp32 main gradients'). */
+static const char *reduce_kernel(const struct ctx *c, int kind)
+{
+	int bf16 = c->lay.optimizer_dtype == LAYOUT_OPT_BF16;
+	if (kind == GC_REDUCE_SCATTER)
+		return bf16 ? "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"
+			    : "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL";
+	return bf16 ? "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+		    : "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
 }
 
 /* The data-parallel groups of a stage (ranks tp apart, consecutive in DP:
@@ -173,7 +185,7 @@ static int fsdp_like(const struct layout *l)
 static void dp_traits(const struct ctx *c, const struct shape *z, struct layout_dp_traits *t)
 {
 	double w, g, o;
-	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
+	mem_param_bytes(&c->lay, &w, &g, &o);
 	layout_dp_traits(&c->lay, layer_train(c, z, -1), w, g, t);
 }
 
@@ -201,7 +213,7 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 		/* Over the dp x cp ranks (tp apart: Megatron-LM's order). */
 		struct comm_group g = {dpc, comm_per_domain(dpc, hw_domain(in->hw) / in->lay.tp)};
 		snprintf(pg, sizeof(pg), "dp.%d", r);
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
 			      params * gb, g, pg);
 		return;
 	}
@@ -213,11 +225,11 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	if (t.rs_in > 0 && !c->dry)
 		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::reduce_scatter_copy_in",
 			     params * t.rs_in);
-	se_collective(c, r, S_DP, GC_REDUCE_SCATTER, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
+	se_collective(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(c, GC_REDUCE_SCATTER),
 		      params * gb, zero_group(c), pg);
 	if (replica_group(c).n > 1) {
 		snprintf(pg, sizeof(pg), "dpr.%d", r);
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
 			      params * gb / G, replica_group(c), pg);
 	}
 	if (t.rs_out > 0 && !c->dry)
@@ -269,11 +281,11 @@ static void expert_reduce(struct ctx *c, int r, const struct shape *z, double pa
 	se_event_wait(c, r, S_COMPUTE, S_DP);
 	snprintf(pg, sizeof(pg), "edp.%d", r);
 	if (c->in->lay.zero >= 1)
-		se_collective(c, r, S_DP, GC_REDUCE_SCATTER,
-			      "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", params * grad_bytes(c),
-			      (struct comm_group){z->edp, z->edp_per_node}, pg);
+		se_collective(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(c, GC_REDUCE_SCATTER),
+			      params * grad_bytes(c), (struct comm_group){z->edp, z->edp_per_node},
+			      pg);
 	else
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
 			      params * grad_bytes(c), (struct comm_group){z->edp, z->edp_per_node},
 			      pg);
 }
@@ -325,7 +337,7 @@ static uint32_t gather(struct ctx *c, int r, const struct shape *z, double param
 	char pg[32];
 	if (c->dry)
 		return NONE32;
-	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
+	mem_param_bytes(&c->lay, &w, &g, &o);
 	dp_traits(c, z, &t);
 	if (wait_compute)
 		se_event_wait(c, r, S_COMPUTE, S_DP);
@@ -971,20 +983,28 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 }
 
 /* The optimizer's kernels for np_ local parameters (of one layer, or of
- * the embedding or head). */
+ * the embedding or head), their bytes from the optimizer's precision
+ * (mem_opt_traffic). */
 static void adam(struct ctx *c, int r, double np_, int amax)
 {
 	const struct synth_in *in = c->in;
+	struct mem_opt_traffic t;
+	mem_opt_traffic(&in->lay, &t);
 	/* FP16: unscale the gradients and check them for inf/NaN (dynamic
 	 * loss scaling; fp32 main gradients read and written). */
-	if (in->lay.dtype == HW_FP16)
+	if (t.unscale > 0)
 		sl_kernel(c, r, KC_OPTIMIZER,
-			  "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>", 8 * np_);
-	/* Gradient clipping: the norm of the fp32 main gradients, then their
-	 * scaling by the clip coefficient. */
-	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>", 4 * np_);
-	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>", 8 * np_);
-	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * 30);
+			  "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>",
+			  t.unscale * np_);
+	/* Gradient clipping: the norm of the gradients, then their scaling
+	 * by the clip coefficient. */
+	if (t.norm > 0)
+		sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>",
+			  t.norm * np_);
+	if (t.scale > 0)
+		sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>",
+			  t.scale * np_);
+	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * t.adam);
 	/* FP8 under delayed scaling: the amax history and scale update of
 	 * the layer's tensors, one small kernel (Transformer Engine's
 	 * DelayedScaling; the other recipes scale from the tensor itself). */
@@ -1023,7 +1043,7 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 	const struct llm *m = &c->in->m;
 	char pg[32];
 	double w, g, o;
-	mem_bytes_per_param(mem_prec(c->lay.dtype), &w, &g, &o);
+	mem_param_bytes(&c->lay, &w, &g, &o);
 	snprintf(pg, sizeof(pg), "edp.%d", r);
 	se_event_wait(c, r, S_COMPUTE, S_DP);
 	for (int ch = 0; ch < z->v; ch++) {
@@ -1068,7 +1088,7 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	if (tied) {
 		struct comm_group g = {2, z->emb_per_node};
 		se_event_wait(c, r, S_COMPUTE, S_DP);
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
 			      (double)m->vocab * m->hidden / z->t * grad_bytes(c), g, "emb");
 	}
 	if (layout_dpc(&c->lay) > 1 || tied || (z->moe && z->edp > 1))
