@@ -1340,6 +1340,51 @@ static void test_task_bound(void **state)
 	assert_string_equal(err.msg, "layout: 2 steps x 65536 layers x 65536 microbatches make at "
 				     "least 412316860416 tasks, more than the 33554432 prism "
 				     "simulates");
+	/* Folded, the units counted are the ones built (synth_out's
+	 * n_units, every step): a zero-bubble schedule's B and W passes
+	 * apart, DualPipeV's whole backwards one (layout_step_passes: p 4
+	 * m 8, 4 x 8 x 4 + 7 + 6 + 5 + 4 = 150 a step). */
+	{
+		static const int sch[] = {LAYOUT_GPIPE,	   LAYOUT_1F1B, LAYOUT_INTERLEAVED,
+					  LAYOUT_ZB1P,	   LAYOUT_ZB2P, LAYOUT_ZBV,
+					  LAYOUT_DUALPIPEV};
+		static const int64_t want[] = {64, 64, 128, 96, 96, 192, 150};
+		for (size_t i = 0; i < sizeof(sch) / sizeof(sch[0]); i++) {
+			struct synth_out so;
+			struct graph *g = NULL;
+			small(&in);
+			in.m.layers = 16;
+			in.lay.pp = 4;
+			in.lay.microbatches = 8;
+			in.lay.schedule = sch[i];
+			in.lay.vp = sch[i] == LAYOUT_INTERLEAVED ? 2 : 1;
+			in.units = 1;
+			in.bare = 1;
+			assert_int_equal(layout_step_passes(&in.lay), want[i]);
+			prism_err_clear(&err);
+			assert_int_equal(synth_build(&in, &g, &so, &err), 0);
+			assert_int_equal(so.n_units, 2 * want[i]);
+			graph_free(g);
+			synth_out_release(&so);
+		}
+	}
+	/* ZB-2p's 3 passes a microbatch: 2 steps x 32 stages x 65536
+	 * microbatches x 3 x 4 tasks are beyond the graph (2 passes would
+	 * have been just within it). */
+	small(&in);
+	in.m.layers = 32;
+	in.lay.pp = 32;
+	in.lay.microbatches = 65536;
+	in.lay.schedule = LAYOUT_ZB2P;
+	in.units = 1;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_ELIMIT);
+	assert_string_equal(err.msg, "layout: 2 steps x 32 stages x 1 chunks x 65536 microbatches "
+				     "make 12582912 pipeline units (zb-2p), more than the 33554432 "
+				     "tasks prism simulates can hold");
+	in.lay.schedule = LAYOUT_1F1B;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), 0);
 }
 
 /* The run description survives its own parser. */
