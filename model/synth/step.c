@@ -522,12 +522,13 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
 	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
 	int noff = offload_n(c, nl);
-	uint32_t *off = NULL; /* each offloaded layer's copy out */
+	uint32_t *off; /* each offloaded layer's copy out (the ctx's scratch) */
 
-	if (noff > 0 && !(off = prism_malloc((size_t)noff * sizeof(*off)))) {
+	if (noff > 0 && VEC_RESERVE(c->sc.copies, (size_t)noff)) {
 		c->oom = 1;
 		return;
 	}
+	off = c->sc.copies.v;
 	if (fwd_prev(c, z, s, ch, &os, &oc))
 		pp_recv(c, r, os, oc, z, 1);
 	if (first_chunk && !in->bare) {
@@ -548,7 +549,6 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 					   offload_bytes(c, l0 + l) / c->hw->host_d2h_Bps, NULL);
 		}
 	}
-	free(off);
 	c->rk[r].layer = -1;
 	if (last_chunk && !in->bare) {
 		/* The head's weights stay gathered for its backward (as
@@ -585,12 +585,13 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	int reduce = pass != SL_PASS_B && (dp_bucket || c->lay.zero >= 2);
 	/* Offloading needs pp 1, where the backward is one pass. */
 	int noff = pass == SL_PASS_W ? 0 : offload_n(c, nl);
-	uint32_t *on = NULL; /* each offloaded layer's copy back */
+	uint32_t *on; /* each offloaded layer's copy back (the ctx's scratch) */
 
-	if (noff > 0 && !(on = prism_malloc((size_t)noff * sizeof(*on)))) {
+	if (noff > 0 && VEC_RESERVE(c->sc.copies, (size_t)noff)) {
 		c->oom = 1;
 		return;
 	}
+	on = c->sc.copies.v;
 	if (pass != SL_PASS_W && fwd_next(c, z, s, ch, &os, &oc))
 		pp_recv(c, r, os, oc, z, 0);
 	if (last_chunk && !in->bare) {
@@ -614,7 +615,6 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		if (reduce)
 			layer_grads(c, r, z, l0 + l);
 	}
-	free(on);
 	c->rk[r].layer = -1;
 	if (first_chunk && !in->bare) {
 		in_pass(c, pass, sl_embed_bwd, r, z);
@@ -658,7 +658,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 	int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
 	/* W needs no weights: ZeRO-3's gathers are B's. */
 	int depth = pass == SL_PASS_W ? -1 : gather_depth(c, z, fwd, mb);
-	uint32_t *ids = NULL;
+	uint32_t *ids = NULL; /* the layers' gathers (the ctx's scratch) */
 	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket, pass) : SIZE_MAX;
 	struct sf_start u;
 
@@ -667,21 +667,20 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 		c->rk[r].layer = -1;
 		return;
 	}
-	if (depth >= 0 && !c->dry &&
-	    !(ids = prism_malloc((size_t)(nl > 0 ? nl : 1) * sizeof(*ids)))) {
-		c->oom = 1;
-		return;
+	if (depth >= 0 && !c->dry) {
+		if (VEC_RESERVE(c->sc.gathers, (size_t)(nl > 0 ? nl : 1))) {
+			c->oom = 1;
+			return;
+		}
+		ids = c->sc.gathers.v;
 	}
 	sf_begin(c, r, &u);
 	if (fwd)
 		unit_fwd(c, s, ch, z, depth, ids);
 	else
 		unit_bwd(c, s, ch, z, depth, ids, dp_bucket, pass);
-	if (sf_end(c, r, mb, slot, &u)) {
-		free(ids);
+	if (sf_end(c, r, mb, slot, &u))
 		return;
-	}
-	free(ids);
 	unit_marks(c, r, u.k0);
 }
 

@@ -308,5 +308,7 @@ done:
 	VEC_FREE(c.sc.step_last);
 	VEC_FREE(c.sc.unit_first);
 	VEC_FREE(c.sc.unit_last);
+	VEC_FREE(c.sc.copies);
+	VEC_FREE(c.sc.gathers);
 	return rc;
 }
