@@ -3248,6 +3248,20 @@ static void test_mamba_layer(void **state)
 	assert_int_equal(nk, 13);
 	assert_rel_close(ff, 254803968.0, 1e-12);
 	assert_rel_close(fb, 4419584.0, 1e-12);
+	/* Backward, as a transformer block's end: the norm's backward (one
+	 * kernel timed, two launched) and the residual stream's gradient
+	 * summed, both read and the sum written: 6 T h = 393,216 bytes. */
+	nk = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		double f, b;
+		if (g->kind[u] != GN_KERNEL || g->layer[u] != 0 || g->phase[u] != PH_BACKWARD ||
+		    !strstr(strtab_get(&g->st, g->name[u]), "residual gradient"))
+			continue;
+		assert_int_equal(cost_work(g, u, &f, &b), 1);
+		assert_rel_close(b, 393216.0, 1e-15);
+		nk++;
+	}
+	assert_int_equal(nk, 1);
 	assert_true(synth_lower_bound(&in) <= st.iter_s);
 	full = so.flops;
 	synth_out_release(&so);
