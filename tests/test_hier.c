@@ -752,7 +752,7 @@ static void test_gpt3_175b(void **state)
 	print_message("full %.9f s, bubble %.6f, tasks %llu, kernels %llu; hier %.9f\n",
 		      full.iter_s, full.bubble, (unsigned long long)full.tasks,
 		      (unsigned long long)full.kernels, hier.iter_s);
-	assert_rel_close(full.iter_s, 5.895241100, 2e-7);
+	assert_rel_close(full.iter_s, 5.895303921, 2e-7);
 	assert_true(hier.iter_s == full.iter_s);
 	{
 		struct hw_profile burst = hw;
@@ -761,15 +761,15 @@ static void test_gpt3_175b(void **state)
 		in.hw = &burst;
 		assert_int_equal(predict_synth(&in, &b, NULL, NULL, &err), 0);
 		print_message("burst clock: %.9f s\n", b.iter_s);
-		assert_rel_close(b.iter_s, 5.573588857, 2e-7);
+		assert_rel_close(b.iter_s, 5.573651678, 2e-7);
 		assert_rel_close(full.iter_s / b.iter_s, 1.0577, 1e-4);
 		in.hw = &hw;
 	}
 	assert_true(hier.bubble == full.bubble);
 	assert_rel_close(full.bubble, 0.1223, 0.005);
-	assert_int_equal(full.tasks, 1167372);
-	assert_int_equal(hier.tasks, 1167372);
-	assert_int_equal(hier.kernels, 386580);
+	assert_int_equal(full.tasks, 1167420);
+	assert_int_equal(hier.tasks, 1167420);
+	assert_int_equal(hier.kernels, 386596);
 	in.no_shapes = 1;
 	run_build(&in, 1, &u);
 	/* Per stage and step: fwd/bwd x {first, middle, last microbatch},
@@ -884,19 +884,20 @@ static void test_extrapolate(void **state)
 	     0, 0, 0},
 	    {2, 4, 2, 1, 64, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5, 1, 0,
 	     0, 0, 0, 0},
-	    /* ZB-V: extended on its branch, declined (exact, by the full
-	     * simulation) since the backward's added launches (the small
-	     * kernels' inventory) merged beside it: not yet explained. */
-	    {1, 4, 2, 1, 64, LAYOUT_ZBV, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, -1, 0, 0,
-	     0, 0, 0},
-	    {2, 2, 2, 1, 64, LAYOUT_ZBV, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5, -1, 0,
+	    /* ZB-V: the second's host lead settles over the first
+	     * microbatches (its B passes launch the backward's small
+	     * kernels: 8, 8, 10 launch-bound tasks at 4, 5, 6): extended
+	     * from the window one step on, 6, 7, 8 (hier.c) */
+	    {1, 4, 2, 1, 64, LAYOUT_ZBV, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, 1, 0, 0, 0,
+	     0, 0},
+	    {2, 2, 2, 1, 64, LAYOUT_ZBV, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5, 1, 0,
 	     0, 0, 0, 0},
-	    /* DualPipeV: its steady pairs from m = 2p on (the second
-	     * declines, as ZB-V's: exact by the full simulation) */
+	    /* DualPipeV: its steady pairs from m = 2p on (the second, as
+	     * ZB-V's, from 5, 6, 7) */
 	    {1, 4, 2, 1, 64, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, 1, 0,
 	     0, 0, 0, 0},
 	    {2, 2, 2, 1, 64, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5,
-	     -1, 0, 0, 0, 0, 0},
+	     1, 0, 0, 0, 0, 0},
 	    /* The points at HIER_POINTS_SHARE of m, every schedule: each
 	     * of these declined at a share of 0.5 (its points cost more
 	     * than half of m's microbatches) and was simulated directly. */
@@ -964,6 +965,10 @@ static void test_extrapolate(void **state)
 				assert_true(pts <= HIER_POINTS_SHARE * in.lay.microbatches);
 				past_half += !k && pts > 0.5 * in.lay.microbatches;
 			}
+			/* ZB-V tp 2 pp 2: from the window two steps on (4, 5,
+			 * 6 and 5, 6, 7 disagree) */
+			if (!k && i == 17)
+				assert_int_equal(h.m0, 6);
 			assert_int_equal(predict_synth(&in, &hier, NULL, NULL, &err), 0);
 			in.units = 0;
 			assert_int_equal(predict_synth(&in, &full, NULL, NULL, &err), 0);

@@ -285,6 +285,37 @@ static void test_zbv_order(void **state)
  * first F0 X1); each (pass, chunk)'s microbatches in order, a whole
  * backward counting as its B and W.  Its V is ZB-V's.
  */
+/* layout_step_passes against the passes layout_zb_next gives, counted on
+ * every stage, for every zero-bubble schedule, p 2..8 and m 2p..6p; and
+ * the other schedules' forward and backward per microbatch and chunk. */
+static void test_step_passes(void **state)
+{
+	struct layout l;
+	(void)state;
+	for (int sch = LAYOUT_GPIPE; sch <= LAYOUT_DUALPIPEV; sch++)
+		for (int p = 2; p <= 8; p++)
+			for (int m = 2 * p; m <= 6 * p; m += sch == LAYOUT_INTERLEAVED ? p : 1) {
+				int64_t n = 0;
+				int mb, ch;
+				layout_default(&l);
+				l.schedule = sch;
+				l.pp = p;
+				l.vp = sch == LAYOUT_INTERLEAVED ? 2 : 1;
+				l.microbatches = m;
+				if (!layout_zb(sch)) {
+					assert_int_equal(layout_step_passes(&l), 2 * p * l.vp * m);
+					continue;
+				}
+				for (int s = 0; s < p; s++) {
+					struct layout_zb it;
+					memset(&it, 0, sizeof(it));
+					while (layout_zb_next(&l, s, &it, &mb, &ch) >= 0)
+						n++;
+				}
+				assert_int_equal(layout_step_passes(&l), n);
+			}
+}
+
 static void test_dpv_order(void **state)
 {
 	static const struct {
@@ -697,17 +728,12 @@ static void test_megatron_partition(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rows),
-	    cmocka_unit_test(test_default),
-	    cmocka_unit_test(test_key),
-	    cmocka_unit_test(test_diff),
-	    cmocka_unit_test(test_parse),
-	    cmocka_unit_test(test_zb_order),
-	    cmocka_unit_test(test_zbv_order),
-	    cmocka_unit_test(test_dpv_order),
-	    cmocka_unit_test(test_desc),
-	    cmocka_unit_test(test_dp_impl),
-	    cmocka_unit_test(test_megatron_partition),
+	    cmocka_unit_test(test_rows),	cmocka_unit_test(test_default),
+	    cmocka_unit_test(test_key),		cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_parse),	cmocka_unit_test(test_zb_order),
+	    cmocka_unit_test(test_zbv_order),	cmocka_unit_test(test_dpv_order),
+	    cmocka_unit_test(test_step_passes), cmocka_unit_test(test_desc),
+	    cmocka_unit_test(test_dp_impl),	cmocka_unit_test(test_megatron_partition),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -314,9 +314,8 @@ static double zb_bubble(int schedule, int p, int m, int gemm_only, double *close
 	in.lay.pp = p;
 	in.lay.microbatches = m;
 	in.lay.schedule = schedule;
-	/* One step: nothing synchronises the stages between steps (docs/
-	 * MODEL.md, "Schedules"), so a zb-2p stage 0 that ends its step first
-	 * starts the next one's forwards inside this step's span. */
+	/* One step: the units' span of one step is the closed forms' (the
+	 * step's end, synchronised across the stages, is test_step_end's). */
 	in.steps = 1;
 	/* The paper's T_F = T_B = T_W: the GEMMs alone timed (every other
 	 * class at scale 0), a linear's forward, dgrad and wgrad GEMMs
@@ -523,6 +522,68 @@ static void test_zbv_bubble(void **state)
 	}
 }
 
+/*
+ * Every schedule's step ends together: before any stage's optimizer
+ * updates, the gradient norm (Megatron-LM's clip_grad_norm, clip_grad 1.0)
+ * is all-reduced over the model-parallel group (tp x pp, synth_grad_stats_
+ * groups), so the all-reduce of step 0 ends at one instant E on every
+ * stage, no forward or backward of step 0 ends after E, and no GPU task of
+ * step 1 starts before it (in zb-2p's parallelogram stage 0 would
+ * otherwise start its next forwards (p - 1) F before the last stage ends).
+ * The all-reduce takes synth_grad_stats_s: 4 bytes over 8 GPUs of a node.
+ */
+static void test_step_end(void **state)
+{
+	static const int sch[] = {LAYOUT_1F1B, LAYOUT_INTERLEAVED, LAYOUT_ZB1P,
+				  LAYOUT_ZB2P, LAYOUT_ZBV,	   LAYOUT_DUALPIPEV};
+	(void)state;
+	for (size_t i = 0; i < sizeof(sch) / sizeof(sch[0]); i++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		int64_t end[4], dur = -1, E = -1;
+		int n = 0;
+		small(&in);
+		in.m.layers = 16;
+		in.lay.tp = 2;
+		in.lay.pp = 4;
+		in.lay.microbatches = 8;
+		in.lay.schedule = sch[i];
+		in.lay.vp = sch[i] == LAYOUT_INTERLEAVED ? 2 : 1;
+		in.steps = 2;
+		g = build(&in, &so, &st);
+		for (uint32_t c = 0; c < g->n_colls; c++) {
+			uint32_t u = g->colls[c].node, r = g->procs[g->proc[u]].rank;
+			if (strcmp(strtab_get(&g->st, g->colls[c].pg), "gstats") != 0 ||
+			    g->iter[u] < 0 || g->iters[g->iter[u]].step != 0)
+				continue;
+			assert_true(r < 4);
+			end[r] = g->start_ns[u] + g->dur_ns[u];
+			dur = g->dur_ns[u];
+			n++;
+		}
+		assert_int_equal(n, 4);
+		E = end[0];
+		for (int r = 1; r < 4; r++)
+			assert_true(end[r] == E);
+		assert_true(llabs(dur - llround(synth_grad_stats_s(&in) * 1e9)) <= 1);
+		for (uint32_t u = 0; u < g->n_nodes; u++) {
+			int64_t stp;
+			if (!g->procs[g->proc[u]].gpu || g->iter[u] < 0)
+				continue;
+			stp = g->iters[g->iter[u]].step;
+			if (stp == 0 && (g->phase[u] == PH_FORWARD || g->phase[u] == PH_BACKWARD))
+				assert_true(g->start_ns[u] + g->dur_ns[u] <= E - dur);
+			if (stp == 1)
+				assert_true(g->start_ns[u] >= E);
+		}
+		print_message("%s: step 0 ends together at %.6f ms (all-reduce %.1f us)\n",
+			      layout_schedule_name(sch[i]), E * 1e-6, dur * 1e-3);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+}
 /*
  * DualPipeV (PyTorch's ScheduleDualPipeV, layout_zb_next) against the
  * same list simulation as test_zbv_bubble, its whole backwards one pass
@@ -1279,6 +1340,51 @@ static void test_task_bound(void **state)
 	assert_string_equal(err.msg, "layout: 2 steps x 65536 layers x 65536 microbatches make at "
 				     "least 412316860416 tasks, more than the 33554432 prism "
 				     "simulates");
+	/* Folded, the units counted are the ones built (synth_out's
+	 * n_units, every step): a zero-bubble schedule's B and W passes
+	 * apart, DualPipeV's whole backwards one (layout_step_passes: p 4
+	 * m 8, 4 x 8 x 4 + 7 + 6 + 5 + 4 = 150 a step). */
+	{
+		static const int sch[] = {LAYOUT_GPIPE,	   LAYOUT_1F1B, LAYOUT_INTERLEAVED,
+					  LAYOUT_ZB1P,	   LAYOUT_ZB2P, LAYOUT_ZBV,
+					  LAYOUT_DUALPIPEV};
+		static const int64_t want[] = {64, 64, 128, 96, 96, 192, 150};
+		for (size_t i = 0; i < sizeof(sch) / sizeof(sch[0]); i++) {
+			struct synth_out so;
+			struct graph *g = NULL;
+			small(&in);
+			in.m.layers = 16;
+			in.lay.pp = 4;
+			in.lay.microbatches = 8;
+			in.lay.schedule = sch[i];
+			in.lay.vp = sch[i] == LAYOUT_INTERLEAVED ? 2 : 1;
+			in.units = 1;
+			in.bare = 1;
+			assert_int_equal(layout_step_passes(&in.lay), want[i]);
+			prism_err_clear(&err);
+			assert_int_equal(synth_build(&in, &g, &so, &err), 0);
+			assert_int_equal(so.n_units, 2 * want[i]);
+			graph_free(g);
+			synth_out_release(&so);
+		}
+	}
+	/* ZB-2p's 3 passes a microbatch: 2 steps x 32 stages x 65536
+	 * microbatches x 3 x 4 tasks are beyond the graph (2 passes would
+	 * have been just within it). */
+	small(&in);
+	in.m.layers = 32;
+	in.lay.pp = 32;
+	in.lay.microbatches = 65536;
+	in.lay.schedule = LAYOUT_ZB2P;
+	in.units = 1;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), PRISM_ELIMIT);
+	assert_string_equal(err.msg, "layout: 2 steps x 32 stages x 1 chunks x 65536 microbatches "
+				     "make 12582912 pipeline units (zb-2p), more than the 33554432 "
+				     "tasks prism simulates can hold");
+	in.lay.schedule = LAYOUT_1F1B;
+	prism_err_clear(&err);
+	assert_int_equal(synth_check(&in, &err), 0);
 }
 
 /* The run description survives its own parser. */
@@ -3511,6 +3617,20 @@ static void test_mamba_layer(void **state)
 	assert_int_equal(nk, 13);
 	assert_rel_close(ff, 254803968.0, 1e-12);
 	assert_rel_close(fb, 4419584.0, 1e-12);
+	/* Backward, as a transformer block's end: the norm's backward (one
+	 * kernel timed, two launched) and the residual stream's gradient
+	 * summed, both read and the sum written: 6 T h = 393,216 bytes. */
+	nk = 0;
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		double f, b;
+		if (g->kind[u] != GN_KERNEL || g->layer[u] != 0 || g->phase[u] != PH_BACKWARD ||
+		    !strstr(strtab_get(&g->st, g->name[u]), "residual gradient"))
+			continue;
+		assert_int_equal(cost_work(g, u, &f, &b), 1);
+		assert_rel_close(b, 393216.0, 1e-15);
+		nk++;
+	}
+	assert_int_equal(nk, 1);
 	assert_true(synth_lower_bound(&in) <= st.iter_s);
 	full = so.flops;
 	synth_out_release(&so);
@@ -4502,6 +4622,7 @@ int main(void)
 	    cmocka_unit_test(test_pipeline_bubble),
 	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_zbv_bubble),
+	    cmocka_unit_test(test_step_end),
 	    cmocka_unit_test(test_dpv_bubble),
 	    cmocka_unit_test(test_layout_errors),
 	    cmocka_unit_test(test_meta_round_trip),

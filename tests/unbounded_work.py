@@ -49,8 +49,8 @@ check("make at least 412316860416 tasks, more than the 33554432 prism simulates"
 # sim/hier.h), 57 million tasks of 8192 microbatches are simulated at once.
 err, t, _ = run("synth", "gpt3-1.3b", "--hw", "h100-dgx", "--microbatches", "65536", "--pp",
                 "256", "--layers", "65536", "--steps", "3", code=2)
-check("3 steps x 256 stages x 1 chunks x 65536 microbatches make 100663296 pipeline units, "
-      "more than the 33554432 tasks prism simulates can hold" in err, err)
+check("3 steps x 256 stages x 1 chunks x 65536 microbatches make 100663296 pipeline units "
+      "(1f1b), more than the 33554432 tasks prism simulates can hold" in err, err)
 err, t, rss = run("whatif", "gpt3-1.3b", "--hw", "h100-dgx", "--microbatches", "8192",
                   "--layers", "48", code=0)
 check(t < 10 and rss < 500, f"whatif of 8192 microbatches: {t:.1f} s, {rss:.0f} MB")

@@ -62,6 +62,20 @@ double mem_act_proj_in_bytes(const struct layout *l)
 	return l->flash ? (l->fp8_attention ? q : 2) + q : q;
 }
 
+/* The dense MLP's saved tensors beside its input, bytes a token over the
+ * hidden size (x s b h / t): FC1's output, the activation's bf16 input (2
+ * bytes an element of its llm_ffn_in width: 2 ffn gated, Megatron-LM's
+ * SwiGLUFunction / BiasGeLUFunction save_for_backward(input),
+ * megatron/core/fusions/fused_bias_swiglu.py and fused_bias_gelu.py), and
+ * FC2's input, the activation's output (q bytes an element of ffn: TE's
+ * RowParallelLinear keeps it, quantised under fp8); Megatron's MLP has no
+ * dropout of its own (the block's, after FC2, is the layer's).  For
+ * Korthikanti's 4h ungated FFN in bf16: 8 + 8 = 16. */
+static double mlp_saved(const struct llm *m, double q)
+{
+	return (2 * llm_ffn_in(m) + q * m->ffn) / m->hidden;
+}
+
 double mem_act_per_layer(const struct llm *m, const struct layout *l)
 {
 	/* A context-parallel rank holds s / cp of each sequence. */
@@ -75,12 +89,13 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	double q = mem_act_gemm_in_bytes(l), pj = mem_act_proj_in_bytes(l),
 	       qa = mem_act_core_in_bytes(l);
 	/* Korthikanti's 24 s b h / t split by tensor parallelism: the MLP's
-	 * 16 (FC1's output, 8, the activation's bf16 input; FC2's input, 4 q),
-	 * and 8 of the attention's own width (Q and K, V: the core's inputs, 3
-	 * qa; the projection's input, pj: h, or heads x head_dim where that
-	 * differs; MLA's Q, K, V and the core's output, 2 a (d_qk + d_qk + d_v +
-	 * d_v) bytes a token, are 8 of llm_attn_width too). */
-	double par = 8 + 4 * q + (3 * qa + pj) * (llm_attn_width(m) / h);
+	 * 16 for a 4h ungated FFN (mlp_saved: FC1's output, the activation's
+	 * bf16 input, 2 llm_ffn_in; FC2's input, q ffn), and 8 of the
+	 * attention's own width (Q and K, V: the core's inputs, 3 qa; the
+	 * projection's input, pj: h, or heads x head_dim where that differs;
+	 * MLA's Q, K, V and the core's output, 2 a (d_qk + d_qk + d_v + d_v)
+	 * bytes a token, are 8 of llm_attn_width too). */
+	double par = mlp_saved(m, q) + (3 * qa + pj) * (llm_attn_width(m) / h);
 	/* Korthikanti's 10 s b h each rank keeps whole (without sequence
 	 * parallelism): the two norms' bf16 inputs (4), the dropout masks (2),
 	 * QKV's and FC1's inputs (q each); and MLA's compressed q and kv: each
@@ -93,7 +108,7 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	 * "Recompute modules"), w a tensor each rank keeps whole without
 	 * sequence parallelism: core_attn the s^2 scores, softmax and mask
 	 * (Korthikanti's 5 a s / h, none with flash attention); mlp the dense
-	 * MLP's FC1 input (2, whole), FC1 output and activation (16), its
+	 * MLP's FC1 input (2, whole), FC1 output and activation (mlp_saved), its
 	 * checkpoint keeping its input, the residual; layernorm the output of
 	 * MLA's input norm (2, whole: the down projections' input; Megatron
 	 * leaves the norms fused into a LayerNormLinear, IdentityOp, alone);
@@ -103,7 +118,7 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	if (layout_rc(l, LAYOUT_RC_CORE_ATTN))
 		saved += sbh * attn / t;
 	if (layout_rc(l, LAYOUT_RC_MLP))
-		saved += q * w + (8 + 4 * q) * sbh / t;
+		saved += q * w + mlp_saved(m, q) * sbh / t;
 	if (layout_rc(l, LAYOUT_RC_LAYERNORM) && llm_mla(m))
 		saved += q * w;
 	if (layout_rc(l, LAYOUT_RC_MLA_UP_PROJ) && llm_mla(m))
@@ -159,9 +174,9 @@ double mem_act_kind(const struct llm *m, const struct layout *l, int k)
 	if (k == LLM_KIND_MAMBA) {
 		par = (2 * llm_ssm_proj(m) + 6 * llm_ssm_inner(m)) / h;
 	} else if (k == LLM_KIND_MLP) {
-		par = 16;
+		par = mlp_saved(m, 2);
 		if (layout_rc(l, LAYOUT_RC_MLP))
-			saved += 2 * w + 16 * sbh / t;
+			saved += 2 * w + par * sbh / t;
 	} else {
 		double attn = l->flash ? 0.0 : 5 * a * s / h;
 		par = 8 * (llm_attn_width(m) / h) + attn;
@@ -251,10 +266,12 @@ double mem_act_moe_layer(const struct llm *m, const struct layout *l)
 	    !x.recompute_modules) /* mlp alone: none (0 reads as core_attn) */
 		x.recompute = LAYOUT_RECOMPUTE_NONE;
 	/* The dense FFN's share of Korthikanti's count (mem_act_per_layer's):
-	 * its input (q sbh), FC1's output (8 sbh for ffn 4h) and the
-	 * activation's (4 q sbh), the dropout mask (sbh); without sequence
-	 * parallelism the input and the mask are whole on every rank. */
-	mlp = l->sp || t <= 1 ? (9 + 5 * q) * sbh / t : (1 + q) * sbh + (8 + 4 * q) * sbh / t;
+	 * its input (q sbh), FC1's output and the activation's (mlp_saved: 8
+	 * + 4 q sbh for ffn 4h ungated), the dropout mask (sbh); without
+	 * sequence parallelism the input and the mask are whole on every
+	 * rank. */
+	mlp = l->sp || t <= 1 ? (1 + q + mlp_saved(m, q)) * sbh / t
+			      : (1 + q) * sbh + mlp_saved(m, q) * sbh / t;
 	/* The router's bf16 input and the mask (3 n h), its fp32 scores (4 n
 	 * E), the routed tokens' inputs (q), FC1 outputs (bf16) and
 	 * activations (q) on this rank, the shared experts' input (bf16:

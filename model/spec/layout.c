@@ -433,6 +433,14 @@ int layout_zb_next(const struct layout *l, int s, struct layout_zb *it, int *mb,
 	return LAYOUT_PASS_W;
 }
 
+int64_t layout_step_passes(const struct layout *l)
+{
+	int64_t p = l->pp, m = l->microbatches, v = layout_stage_chunks(l);
+	if (l->schedule == LAYOUT_DUALPIPEV)
+		return 4 * m * p + p * (3 * p - 1) / 2;
+	return p * v * m * (layout_zb(l->schedule) ? 3 : 2);
+}
+
 const char *layout_cp_comm_name(int c)
 {
 	return name_of(cp_comm_names, LAYOUT_CP_A2A_P2P + 1, c);

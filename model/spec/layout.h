@@ -377,6 +377,14 @@ int layout_dpv_pair(const struct layout *l, int s, const struct layout_zb *it);
  * on by default for dualpipev with ep > 1, which torchtitan refuses with
  * activation checkpointing: here off under recomputation). */
 int layout_a2a_overlap(const struct llm *m, const struct layout *l);
+/* The pipeline passes (units: the forward or backward of one microbatch
+ * on one model chunk, or a B or W pass) one step runs over all the
+ * stages, as layout_zb_next gives them for a zero-bubble schedule: 2 per
+ * microbatch and chunk, 3 where every backward is a B and a W pass
+ * (ZB1P, ZB2P, ZBV), and DUALPIPEV's 2 (its backwards whole: BW) plus
+ * stage s's 2p - s - 1 W passes (the warm-up's chunk-1 ones and the
+ * cool-down's), 4 m p + p (3p - 1) / 2 in all.  For a valid layout. */
+int64_t layout_step_passes(const struct layout *l);
 /* "p2p", "all_gather", "a2a", "a2a+p2p" (Transformer Engine's names;
  * "allgather" is read too). */
 const char *layout_cp_comm_name(int cp_comm);

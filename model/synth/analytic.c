@@ -582,6 +582,14 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		      (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps;
 		stage_terms(out, &worst, &tail, slot, c, n * T.ar, T.p2p, off, dpt, exposed, opt);
 	}
+	/* The gradient norm's all-reduce across the stages (and fp16's
+	 * found-inf flag's) after every stage's last backward, before every
+	 * optimizer: the step's common end (synth_grad_stats_s). */
+	{
+		double gs = synth_grad_stats_s(&T.si);
+		out->t_opt += gs;
+		tail += gs;
+	}
 	out->t_slot = worst;
 	out->t_bubble = (sum - worst) / v * fill;
 	out->t_iter = T.mb * worst + out->t_bubble + tail;

@@ -758,5 +758,7 @@ double synth_lower_bound(const struct synth_in *in)
 		best += (double)l->microbatches * offload_bound(in, fl, bl, (n - nm) * f + nm * mfw,
 								(n - nm) * bw + nm * mbw);
 	}
-	return best;
+	/* After every stage's last unit, before any optimizer: the gradient
+	 * statistics' all-reduces across the stages (0 when bare). */
+	return best + synth_grad_stats_s(in);
 }

@@ -1529,8 +1529,12 @@ static void mamba_fwd(struct ctx *c, int r, const struct shape *z)
  * norm's (y, z and the output's gradient read, y's and z's gradients
  * written), the copy's, the convolution recomputed and its backward (its
  * input and output gradient read, the input's gradient written), the
- * scan's, the copy's, in_proj's, the norm's; the mixer's small parameters'
- * gradients (convolution, dt_bias, A_log, D, the gated norm) accumulated. */
+ * scan's, the copy's, in_proj's, the norm's (two kernels, as a
+ * transformer block's: norm_bwd), the residual stream's gradient summed
+ * (residual_grad: the layer's input feeds its norm and the residual add,
+ * Megatron-LM's MambaLayer as a TransformerLayer); the mixer's small
+ * parameters' gradients (convolution, dt_bias, A_log, D, the gated norm)
+ * accumulated. */
 static void mamba_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
@@ -1554,8 +1558,9 @@ static void mamba_bwd(struct ctx *c, int r, const struct shape *z)
 	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_in_proj_transpose_copy",
 		  ew(bs * mamba_proj_r(z), 1));
 	linear_bwd(c, r, "in_proj", bs, mamba_proj_r(z), z->h, 0);
-	sl_kernel(c, r, KC_NORM, "layer_norm_grad_input_kernel", ew(nh, 3));
+	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
+	residual_grad(c, r, nh);
 }
 
 /* One layer's forward by its kind: a transformer layer's attention block

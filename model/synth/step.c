@@ -534,12 +534,13 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
 	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
 	int noff = offload_n(c, nl);
-	uint32_t *off = NULL; /* each offloaded layer's copy out */
+	uint32_t *off; /* each offloaded layer's copy out (the ctx's scratch) */
 
-	if (noff > 0 && !(off = prism_malloc((size_t)noff * sizeof(*off)))) {
+	if (noff > 0 && VEC_RESERVE(c->sc.copies, (size_t)noff)) {
 		c->oom = 1;
 		return;
 	}
+	off = c->sc.copies.v;
 	if (fwd_prev(c, z, s, ch, &os, &oc))
 		pp_recv(c, r, os, oc, z, 1);
 	if (first_chunk && !in->bare) {
@@ -560,7 +561,6 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 					   offload_bytes(c, l0 + l) / c->hw->host_d2h_Bps, NULL);
 		}
 	}
-	free(off);
 	c->rk[r].layer = -1;
 	if (last_chunk && !in->bare) {
 		/* The head's weights stay gathered for its backward (as
@@ -597,12 +597,13 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	int reduce = pass != SL_PASS_B && (dp_bucket || c->lay.zero >= 2);
 	/* Offloading needs pp 1, where the backward is one pass. */
 	int noff = pass == SL_PASS_W ? 0 : offload_n(c, nl);
-	uint32_t *on = NULL; /* each offloaded layer's copy back */
+	uint32_t *on; /* each offloaded layer's copy back (the ctx's scratch) */
 
-	if (noff > 0 && !(on = prism_malloc((size_t)noff * sizeof(*on)))) {
+	if (noff > 0 && VEC_RESERVE(c->sc.copies, (size_t)noff)) {
 		c->oom = 1;
 		return;
 	}
+	on = c->sc.copies.v;
 	if (pass != SL_PASS_W && fwd_next(c, z, s, ch, &os, &oc))
 		pp_recv(c, r, os, oc, z, 0);
 	if (last_chunk && !in->bare) {
@@ -626,7 +627,6 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		if (reduce)
 			layer_grads(c, r, z, l0 + l);
 	}
-	free(on);
 	c->rk[r].layer = -1;
 	if (first_chunk && !in->bare) {
 		in_pass(c, pass, sl_embed_bwd, r, z);
@@ -670,7 +670,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 	int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
 	/* W needs no weights: ZeRO-3's gathers are B's. */
 	int depth = pass == SL_PASS_W ? -1 : gather_depth(c, z, fwd, mb);
-	uint32_t *ids = NULL;
+	uint32_t *ids = NULL; /* the layers' gathers (the ctx's scratch) */
 	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket, pass) : SIZE_MAX;
 	struct sf_start u;
 
@@ -679,21 +679,20 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 		c->rk[r].layer = -1;
 		return;
 	}
-	if (depth >= 0 && !c->dry &&
-	    !(ids = prism_malloc((size_t)(nl > 0 ? nl : 1) * sizeof(*ids)))) {
-		c->oom = 1;
-		return;
+	if (depth >= 0 && !c->dry) {
+		if (VEC_RESERVE(c->sc.gathers, (size_t)(nl > 0 ? nl : 1))) {
+			c->oom = 1;
+			return;
+		}
+		ids = c->sc.gathers.v;
 	}
 	sf_begin(c, r, &u);
 	if (fwd)
 		unit_fwd(c, s, ch, z, depth, ids);
 	else
 		unit_bwd(c, s, ch, z, depth, ids, dp_bucket, pass);
-	if (sf_end(c, r, mb, mb, slot, &u)) {
-		free(ids);
+	if (sf_end(c, r, mb, mb, slot, &u))
 		return;
-	}
-	free(ids);
 	unit_marks(c, r, u.k0);
 }
 
@@ -982,25 +981,40 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 	free(last_b);
 }
 
-/* The optimizer's kernels for np_ local parameters (of one layer, or of
- * the embedding or head), their bytes from the optimizer's precision
- * (mem_opt_traffic). */
-static void adam(struct ctx *c, int r, double np_, int amax)
+/* The optimizer's passes over the gradients, in the order Megatron-LM's
+ * MixedPrecisionOptimizer.step runs them (megatron/core/optimizer/
+ * optimizer.py): fp16's unscale and inf/NaN check (prepare_grads), the
+ * gradients' norm for clipping (clip_grad_norm: get_grad_norm_fp32), then
+ * the clip scaling and the update.  Each pass runs over all the stage's
+ * parameters; between them the statistics are all-reduced (grad_stats). */
+enum { OPT_UNSCALE, OPT_NORM, OPT_UPDATE };
+
+/* Pass `pass`'s kernels for np_ local parameters (of one layer, or of the
+ * embedding or head), their bytes from the optimizer's precision
+ * (mem_opt_traffic); amax: the layer's fp8 scaling update. */
+static void adam(struct ctx *c, int r, double np_, int amax, int pass)
 {
 	const struct synth_in *in = c->in;
 	struct mem_opt_traffic t;
 	mem_opt_traffic(&in->lay, &t);
 	/* FP16: unscale the gradients and check them for inf/NaN (dynamic
 	 * loss scaling; fp32 main gradients read and written). */
-	if (t.unscale > 0)
-		sl_kernel(c, r, KC_OPTIMIZER,
-			  "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>",
-			  t.unscale * np_);
-	/* Gradient clipping: the norm of the gradients, then their scaling
-	 * by the clip coefficient. */
-	if (t.norm > 0)
-		sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>",
-			  t.norm * np_);
+	if (pass == OPT_UNSCALE) {
+		if (t.unscale > 0)
+			sl_kernel(c, r, KC_OPTIMIZER,
+				  "multi_tensor_apply_kernel<UnscaleFunctor_non_finite_check>",
+				  t.unscale * np_);
+		return;
+	}
+	/* Gradient clipping (Megatron-LM's clip_grad, default 1.0; none with
+	 * clip_grad 0): the norm of the gradients, then their scaling by the
+	 * clip coefficient. */
+	if (pass == OPT_NORM) {
+		if (t.norm > 0)
+			sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<L2NormFunctor>",
+				  t.norm * np_);
+		return;
+	}
 	if (t.scale > 0)
 		sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>",
 			  t.scale * np_);
@@ -1011,6 +1025,105 @@ static void adam(struct ctx *c, int r, double np_, int amax)
 	if (amax && in->lay.dtype == HW_FP8 && in->lay.fp8_recipe == LAYOUT_FP8_DELAYED)
 		sl_kernel(c, r, KC_ELEMENTWISE, "te_delayed_scaling_amax_and_scale_update",
 			  3 * 8 * 1024 * 4.0);
+}
+
+/* Megatron-LM's grad_stats_parallel_group, over which the gradient
+ * statistics (the norm, fp16's found-inf flag) are all-reduced: the
+ * model-parallel group (tp x pp: tp consecutive ranks, the stages tp x dp
+ * x cp apart) for the non-distributed optimizer; under the distributed
+ * optimizer (ZeRO >= 1: DistributedOptimizer's
+ * get_grad_stats_parallel_group) every rank of the run, each holding a
+ * shard of the gradients.  FSDP (fsdp, fsdp2: torchtitan's
+ * clip_grad_norm_) reduces in two: over the stage's mesh (the DTensor
+ * norm's full_tensor: tp x dp x cp ranks), then over the stages.  The
+ * last group spans the stages. */
+int synth_grad_stats_groups(const struct synth_in *in, struct comm_group *g)
+{
+	const struct layout *l = &in->lay;
+	int D = hw_domain(in->hw), tp = l->tp, pp = l->pp, dpc = layout_dpc(l);
+	int st = tp * dpc;		  /* a stage's ranks, consecutive */
+	int across = st < D ? D / st : 1; /* stages in an NVLink domain */
+	if (l->zero >= 1 && fsdp_like(l)) {
+		g[0] = (struct comm_group){st, comm_per_domain(st, D)};
+		g[1] = (struct comm_group){pp, comm_per_domain(pp, across)};
+		return 2;
+	}
+	if (l->zero >= 1)
+		g[0] = (struct comm_group){tp * pp * dpc, comm_per_domain(tp * pp * dpc, D)};
+	else
+		g[0] = (struct comm_group){tp * pp, comm_per_domain(tp * pp, tp * across)};
+	return 1;
+}
+
+double synth_grad_stats_s(const struct synth_in *in)
+{
+	struct comm_group g[2];
+	struct comm_est e;
+	double t = 0;
+	int n = synth_grad_stats_groups(in, g);
+	if (in->bare)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (g[i].n > 1 &&
+		    comm_time(in->hw, GC_ALL_REDUCE, 4, g[i], in->comm_eff, COMM_AUTO, &e) == 0)
+			t += e.time_s;
+	/* The norm's (with clip_grad) and fp16's found-inf flag's. */
+	return t * ((in->lay.clip_grad ? 1 : 0) + (in->lay.dtype == HW_FP16 ? 1 : 0));
+}
+
+/* A gradient statistic (4 bytes of fp32: the squared norm's sum, or
+ * fp16's found-inf flag) all-reduced over synth_grad_stats_groups on the
+ * compute stream (torch.distributed.all_reduce: the current stream waits
+ * for it), the last group in one process group across the stages
+ * ("gstats"): every stage's optimizer waits for every stage's backward
+ * to end -- the step ends together across the pipeline, whatever the
+ * schedule.  None over a group of one rank. */
+static void grad_stats(struct ctx *c, int r, const char *kname)
+{
+	struct comm_group g[2];
+	int n = synth_grad_stats_groups(c->in, g);
+	char pg[32];
+	for (int i = 0; i < n; i++) {
+		if (g[i].n <= 1)
+			continue;
+		if (i < n - 1)
+			snprintf(pg, sizeof(pg), "gstats.%d", r);
+		else
+			snprintf(pg, sizeof(pg), "gstats");
+		se_collective(c, r, S_COMPUTE, GC_ALL_REDUCE, kname, 4, g[i], pg);
+	}
+}
+
+/* Optimizer pass `pass` over every parameter of stage r: one kernel per
+ * layer (marked with it, so that layer edits on the written trace repeat
+ * the layer's optimizer work too), the MTP depths', then the embedding's
+ * and the head's on their stages.  share, eshare: the local fraction of
+ * the dense and of the routed experts' parameters. */
+static void opt_pass(struct ctx *c, int r, const struct shape *z, double share, double eshare,
+		     int pass)
+{
+	const struct llm *m = &c->in->m;
+	for (int ch = 0; ch < z->v; ch++) {
+		int l0 = layout_chunk_first(m, &c->lay, r, ch),
+		    nl = layout_chunk_layers(m, &c->lay, r, ch);
+		for (int i = 0; i < nl; i++) {
+			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
+			if (z->moe && llm_is_moe_layer(m, l0 + i))
+				adam(c, r, z->md * share + z->me * eshare, 1, pass);
+			else
+				adam(c, r, layer_train(c, z, l0 + i) * share, 1, pass);
+		}
+	}
+	set_ann(c, r, -1, PH_OPTIMIZER, -1);
+	for (int k = 0; r == z->head && !c->in->bare && k < m->mtp_layers; k++)
+		if (z->moe && llm_is_moe_layer(m, m->layers - 1))
+			adam(c, r, z->md * share + z->me * eshare, 1, pass);
+		else
+			adam(c, r, layer_params_of(c, z, m->layers - 1) * share, 1, pass);
+	if (embed_params(c, r) > 0 && !lora(c))
+		adam(c, r, embed_params(c, r) * share, 0, pass);
+	if (head_params(c, r) > 0 && !lora(c))
+		adam(c, r, head_params(c, r) * share, 0, pass);
 }
 
 /* ZeRO-1/2 after the optimizer: each layer's updated weights (a
@@ -1093,31 +1206,19 @@ static void optimizer(struct ctx *c, int r, const struct shape *z)
 	}
 	if (layout_dpc(&c->lay) > 1 || tied || (z->moe && z->edp > 1))
 		se_event_wait(c, r, S_DP, S_COMPUTE);
-	/* Adam over fp32 master weights, moments and the gradient, one kernel
-	 * per layer (marked with it, so that layer edits on the written trace
-	 * repeat the layer's optimizer work too); the embedding and the head
-	 * on their stages. */
-	for (int ch = 0; ch < z->v; ch++) {
-		int l0 = layout_chunk_first(m, &c->lay, r, ch),
-		    nl = layout_chunk_layers(m, &c->lay, r, ch);
-		for (int i = 0; i < nl; i++) {
-			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
-			if (z->moe && llm_is_moe_layer(m, l0 + i))
-				adam(c, r, z->md * share + z->me * eshare, 1);
-			else
-				adam(c, r, layer_train(c, z, l0 + i) * share, 1);
-		}
+	/* fp16: the gradients unscaled and their found-inf flag reduced;
+	 * the norm's squares summed locally, then over the group (the clip
+	 * coefficient needs all of them); Adam over fp32 master weights,
+	 * moments and the gradient. */
+	if (in->lay.dtype == HW_FP16) {
+		opt_pass(c, r, z, share, eshare, OPT_UNSCALE);
+		grad_stats(c, r, "ncclDevKernel_AllReduce_Max_f32_RING_LL");
 	}
-	set_ann(c, r, -1, PH_OPTIMIZER, -1);
-	for (int k = 0; r == z->head && !in->bare && k < m->mtp_layers; k++)
-		if (z->moe && llm_is_moe_layer(m, m->layers - 1))
-			adam(c, r, z->md * share + z->me * eshare, 1);
-		else
-			adam(c, r, layer_params_of(c, z, m->layers - 1) * share, 1);
-	if (embed_params(c, r) > 0 && !lora(c))
-		adam(c, r, embed_params(c, r) * share, 0);
-	if (head_params(c, r) > 0 && !lora(c))
-		adam(c, r, head_params(c, r) * share, 0);
+	if (in->lay.clip_grad) {
+		opt_pass(c, r, z, share, eshare, OPT_NORM);
+		grad_stats(c, r, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+	}
+	opt_pass(c, r, z, share, eshare, OPT_UPDATE);
 	/* ZeRO-1/2: the updated weights all-gathered, here or (overlap_param)
 	 * before the next step's first forward; ZeRO-3 and FSDP's
 	 * SHARD_GRAD_OP keep them sharded. */

@@ -108,17 +108,19 @@ int synth_check(const struct synth_in *in, struct prism_err *err)
 		int64_t steps = in->steps > 0 ? in->steps : 1;
 		int64_t least = steps * m->layers * l->microbatches * SYNTH_MIN_TASKS_PER_LAYER;
 		if (in->units) {
-			/* Folded: a few tasks per unit, and the largest unit
-			 * (a chunk's layers) built once. */
+			/* Folded: a few tasks per unit (each pass built:
+			 * a zero-bubble schedule's B and W apart), and the
+			 * largest unit (a chunk's layers) built once. */
 			int v = layout_stage_chunks(l);
-			int64_t units = steps * l->pp * v * l->microbatches * 2;
+			int64_t units = steps * layout_step_passes(l);
 			if (units * SYNTH_MIN_TASKS_PER_UNIT > GRAPH_MAX_TASKS)
 				return prism_err_set(
 				    err, PRISM_ELIMIT,
 				    "layout: %" PRId64 " steps x %d stages x %d chunks x %d "
-				    "microbatches make %" PRId64 " pipeline units, more than "
-				    "the %u tasks prism simulates can hold",
-				    steps, l->pp, v, l->microbatches, units, GRAPH_MAX_TASKS);
+				    "microbatches make %" PRId64 " pipeline units (%s), more "
+				    "than the %u tasks prism simulates can hold",
+				    steps, l->pp, v, l->microbatches, units,
+				    layout_schedule_name(l->schedule), GRAPH_MAX_TASKS);
 			least = (int64_t)m->layers / (l->pp * v) * SYNTH_MIN_TASKS_PER_LAYER;
 		}
 		if (least > GRAPH_MAX_TASKS)
@@ -306,5 +308,7 @@ done:
 	VEC_FREE(c.sc.step_last);
 	VEC_FREE(c.sc.unit_first);
 	VEC_FREE(c.sc.unit_last);
+	VEC_FREE(c.sc.copies);
+	VEC_FREE(c.sc.gathers);
 	return rc;
 }

@@ -63,6 +63,8 @@
 #include "llm.h"
 #include "mem.h"
 
+struct comm_group; /* comm.h */
+
 struct synth_in {
 	struct llm m;
 	const struct hw_profile *hw;
@@ -165,6 +167,16 @@ void synth_extra_params(const struct synth_in *in, int stage, double *first, dou
 /* Bytes per parameter of a gradient as the data-parallel collectives
  * reduce it (the main gradients': fp32 for bf16 weights, Megatron-LM). */
 double synth_grad_bytes(const struct synth_in *in);
+
+/* The groups over which the gradient statistics are all-reduced before
+ * the optimizer step (the clip norm's squares, fp16's found-inf flag:
+ * Megatron-LM's grad_stats_parallel_group, torchtitan's two under FSDP),
+ * into g (room for 2): how many; the last spans the pipeline stages. */
+int synth_grad_stats_groups(const struct synth_in *in, struct comm_group *g);
+
+/* Their all-reduces' time a step (4 bytes each: latency-bound), in
+ * seconds: the norm's, and under fp16 the found-inf flag's; 0 when bare. */
+double synth_grad_stats_s(const struct synth_in *in);
 
 /* Parameters a gradient bucket holds before it is reduced: bucket_mb of
  * main gradients, or Megatron-LM's max(40M, 1M x dp). */

@@ -227,6 +227,11 @@ struct sched_state {
 	/* Compute-stream tasks of the pipeline units, for the bubble. */
 	VEC(uint32_t) unit_first;
 	VEC(uint32_t) unit_last;
+	/* One unit's scratch, its capacity kept from unit to unit: the
+	 * offloaded layers' copies (unit_fwd, unit_bwd) and the layers'
+	 * gathers (gather_before). */
+	VEC(uint32_t) copies;
+	VEC(uint32_t) gathers;
 };
 
 /* Folded units (in->units): templates and their parts, the marks of the

@@ -74,29 +74,23 @@ static int line_s(double a, double b, double c, int64_t q, double *at)
 	return 1;
 }
 
-/* The line through three points from m0 by c, extended to in's count:
- * 1 with *out set, 0 when the points say no (as in hier.h), or an error. */
-static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *out,
-		    struct prism_err *err)
+/* The line through the three points pt (run at m0, m0 + c, m0 + 2c),
+ * extended to in's count: 1 with *out set, or 0 when the points say no
+ * (as in hier.h), *host_slow set where a host slower per microbatch than
+ * the step is why (a later window would say so too). */
+static int try_line(const struct synth_in *in, const struct point *pt, int m0, int c,
+		    struct hier_out *out, int *host_slow)
 {
-	int p = in->lay.pp, m = in->lay.microbatches, rc;
-	struct point *pt = prism_malloc(3 * sizeof(*pt));
+	int p = in->lay.pp, m = in->lay.microbatches, rc = 1;
 	int64_t q, iter_ns, span, tasks, kernels, exact, interp;
 
-	if (!pt)
-		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	for (int k = 0; k < 3; k++)
-		if ((rc = point_run(in, m0 + k * c, &pt[k], err))) {
-			free(pt);
-			return rc;
-		}
 	q = (m - (m0 + 2 * c)) / c;
-	rc = 1;
+	*host_slow = 0;
 	/* A host slower per microbatch than the step grows would come to
 	 * decide the step past the points. */
 	for (int r = 0; r < pt[2].stages; r++)
 		if (pt[2].host_ns[r] - pt[1].host_ns[r] >= pt[2].iter_ns - pt[1].iter_ns)
-			rc = 0;
+			rc = 0, *host_slow = 1;
 	/* Nor may a microbatch more add a task whose launch decides its
 	 * start: the host's lead still growing into them would change the
 	 * run past the points. */
@@ -121,10 +115,8 @@ static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *o
 		    &out->st.exposed_comm_s) ||
 	    !line_s(pt[0].st.overlap_s, pt[1].st.overlap_s, pt[2].st.overlap_s, q,
 		    &out->st.overlap_s) ||
-	    !line_s(pt[0].st.idle_s, pt[1].st.idle_s, pt[2].st.idle_s, q, &out->st.idle_s)) {
-		free(pt);
+	    !line_s(pt[0].st.idle_s, pt[1].st.idle_s, pt[2].st.idle_s, q, &out->st.idle_s))
 		return 0;
-	}
 	out->st.iter_s = (double)iter_ns * 1e-9;
 	out->st.unit_span_ns = span;
 	out->st.bubble = settle_bubble(p, span, out->st.unit_busy_ns);
@@ -134,15 +126,15 @@ static int try_line(const struct synth_in *in, int m0, int c, struct hier_out *o
 	out->kdb_interpolated = interp > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)interp;
 	out->m0 = m0;
 	out->c = c;
-	free(pt);
 	return 1;
 }
 
 int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct prism_err *err)
 {
 	const struct layout *l = &in->lay;
-	int p = l->pp, m = l->microbatches, m0, c, rc;
+	int p = l->pp, m = l->microbatches, m0, c, rc, have = 0, host_slow;
 	double spent = 0;
+	struct point *pt;
 
 	memset(out, 0, sizeof(*out));
 	if (!in->units || in->steps > 2 || p < 1)
@@ -168,17 +160,42 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	 * (interleaved, 2p is past it already). */
 	if (l->moe_a2a_overlap && l->schedule != LAYOUT_INTERLEAVED)
 		m0 += c;
+	if (!(pt = prism_malloc(3 * sizeof(*pt))))
+		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
 	/* Points past a longer transient where the first ones disagree,
-	 * while all of them cost at most HIER_POINTS_SHARE of m. */
-	for (; m0 + 2 * c < m; m0 *= 4) {
-		double cost = 3.0 * (m0 + c);
+	 * while all of them cost at most HIER_POINTS_SHARE of m: a window 4x
+	 * further on where it fits, else (a short transient: the host's lead
+	 * still settling over the first microbatches, as ZB-V's and
+	 * DualPipeV's at 2p, whose B passes launch every small kernel of the
+	 * backward and little GPU work) the next window one step on, its
+	 * first two points the last two run -- unless the host is too slow,
+	 * which no later window mends.  The check stays the same: exact. */
+	for (rc = 0; m0 + 2 * c < m;) {
+		double cost = have ? m0 + 2.0 * c : 3.0 * (m0 + c);
 		if (spent + cost > HIER_POINTS_SHARE * m)
 			break;
 		spent += cost;
-		if ((m - m0) % c)
+		if ((m - m0) % c) {
+			m0 *= 4;
 			continue;
-		if ((rc = try_line(in, m0, c, out, err)) != 0)
-			return rc;
+		}
+		for (int k = have; k < 3; k++)
+			if ((rc = point_run(in, m0 + k * c, &pt[k], err)) != 0)
+				break;
+		if (rc || (rc = try_line(in, pt, m0, c, out, &host_slow)) != 0)
+			break;
+		if (4 * m0 + 2 * c < m && spent + 3.0 * (4 * m0 + c) <= HIER_POINTS_SHARE * m) {
+			m0 *= 4;
+			have = 0;
+		} else if (!host_slow) {
+			pt[0] = pt[1];
+			pt[1] = pt[2];
+			have = 2;
+			m0 += c;
+		} else {
+			break;
+		}
 	}
-	return 0;
+	free(pt);
+	return rc;
 }

@@ -19,8 +19,10 @@
  * longer are), excluded by requiring every host's time per microbatch
  * below the step's growth and the same tasks launch-bound at every point
  * (a microbatch more adds none); otherwise, or when
- * the points disagree, or the run has more than two steps (each step's
- * own line), it declines and the caller simulates m directly.  The
+ * the points disagree (after the later windows that fit HIER_POINTS_SHARE:
+ * 4x further, or one step on where that does not fit, hier.c), or the run
+ * has more than two steps (each step's own line), it declines and the
+ * caller simulates m directly.  The
  * breakdown is checked and extended the same way, within
  * HIER_BREAKDOWN_TOL where its parts trade time between the points.
  * docs/MODEL.md, "Hierarchical simulation".
