@@ -47,8 +47,9 @@ def main():
     print("\nPer profile, collective and scale (all sources together; held out by source only "
           "where two or more sources measured the group):\n")
     print("| profile | collective | ranks | NVLink domains | rows | sources | mean | "
-          "leave-one-source-out |" + (" leave-one-out |" if loo else ""))
-    print("|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if loo else ""))
+          "leave-one-source-out |" + (" leave-one-out |" if loo else "") +
+          " sources apart (rows matched) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if loo else "") + "---:|")
     groups = sorted(d["scale_groups"], key=lambda g: (g["profile"], g["collective"],
                                                       g["domains"], g["ranks"]))
     for g in groups:
@@ -56,7 +57,13 @@ def main():
                 f"{g['rows']} | {g['sources']} | {pct(g['mean'])} | {pct(g['loso_mean'])} |")
         if loo:
             line += f" {pct(g['loo_mean'])} |"
-        print(line)
+        apart = "-" if g["sources_apart"] is None else \
+            f"{pct(g['sources_apart'])} ({g['matched']})"
+        print(line + f" {apart} |")
+    print("\n*Sources apart*: each row of a group against the other sources' rows of its "
+          "size and forced algorithm, |theirs / its - 1| (0 where none matches), averaged "
+          "over the group: what a fit held out by source scores when it reproduces the "
+          "other sources exactly (less only by missing them towards the source held out).")
     print(f"\nGroups measured by two sources or more: {d['groups_2_sources']}; within 10 % "
           f"held out by source: {d['groups_2_sources_within_10pct']}.")
 

@@ -27,24 +27,32 @@ static const char help[] =
     "rows and the mean, median and worst |predicted - measured| / measured;\n"
     "then per GPU, collective and scale (ranks, NVLink domains) the rows of all\n"
     "sources together, how many sources measured it and the mean error (held\n"
-    "out by source with --loso where two or more did, by row with --loo), and\n"
-    "how many groups of two or more sources are within 10 %.\n"
+    "out by source with --loso where two or more did, by row with --loo), how\n"
+    "far apart the sources are where they measured the same size (\"apart\":\n"
+    "each row against the other sources' rows of its size and forced\n"
+    "algorithm, |theirs / its - 1|, 0 where none matches, averaged over the\n"
+    "group: what a fit held out by source scores when it reproduces the other\n"
+    "sources exactly) and the rows so matched, and how many groups of two or\n"
+    "more sources are within 10 %.\n"
     "\n"
     "options:\n"
     "      --fit        fit each profile's collective parameters on its rows\n"
-    "                   (GSL Nelder-Mead on the mean squared log error, each\n"
+    "                   (GSL Nelder-Mead on the mean absolute log error, each\n"
     "                   source weighed alike), evaluate with them and print them\n"
     "                   as the profiles' `node` settings\n"
     "      --loso       leave one source out: each source's rows predicted with\n"
     "                   parameters fitted on the profile's other sources\n"
     "      --loo        leave one row out: each row predicted with parameters\n"
     "                   fitted on the profile's other rows (from the full fit)\n"
-    "      --rows       every row as CSV: measured and predicted times (us)\n"
+    "      --rows       every row as CSV: measured and predicted times (us), and\n"
+    "                   the held-out signed errors (predicted / measured - 1)\n"
+    "                   with --loso and --loo\n"
     "      --json       the table as one JSON object on stdout (groups: profile,\n"
     "                   source, collective, rows, mean, median, worst; loso_* and\n"
     "                   loo_* with those options, null where no source was left;\n"
     "                   scale_groups: profile, collective, ranks, domains, rows,\n"
-    "                   sources, mean, loso_mean, loo_mean; with --fit the fitted\n"
+    "                   sources, mean, loso_mean, loo_mean, sources_apart,\n"
+    "                   matched; with --fit the fitted\n"
     "                   settings per profile)\n"
     "  -h, --help       this help\n";
 
@@ -108,14 +116,14 @@ static void short_source(const char *src, char *out, size_t n)
 		snprintf(out, n, "%.90s", src);
 }
 
-/* Mean of v over rows[0..n) where it is a number; NAN when none is. */
+/* Mean of |v| over rows[0..n) where it is a number; NAN when none is. */
 static double mean_of(const double *v, const size_t *rows, size_t n)
 {
 	double s = 0;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!isnan(v[rows[i]]))
-			s += v[rows[i]], k++;
+			s += fabs(v[rows[i]]), k++;
 	return k ? s / (double)k : NAN;
 }
 
@@ -139,6 +147,68 @@ static void put_pct(double v, int json, const char *key)
  * sources: otherwise the held-out fit never saw the scale at all) and by row
  * (--loo).  Ends with how many groups of >= 2 sources are within 10 %.
  */
+/* A row as sources_apart sorts it: size, forced algorithm, source. */
+struct apart_key {
+	double bytes, log_t;
+	int algo;
+	const char *source;
+};
+
+static int cmp_apart(const void *a, const void *b)
+{
+	const struct apart_key *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? -1 : 1;
+	if (x->algo != y->algo)
+		return x->algo < y->algo ? -1 : 1;
+	return strcmp(x->source, y->source);
+}
+
+/*
+ * How far apart a group's sources are where they measured the same thing:
+ * each row of rows[0..n) against the other sources' rows of the same size
+ * and forced algorithm (the geometric mean of their times), |t_other /
+ * t_row - 1|, and 0 for a row no other source matches; the mean over the
+ * group.  A fit held out by source that reproduced the other sources
+ * exactly would score this: it scores less only by missing the sources it
+ * was fitted on towards the one held out.  Also the rows matched, in
+ * *matched.  Sorted by size, algorithm and source (n log n: a group may
+ * hold tens of thousands of rows), each run of one size and algorithm is a
+ * bucket and each source's rows a sub-run in it: a row's other sources
+ * are the bucket's log-time sum and count less its sub-run's.  NAN when
+ * out of memory.
+ */
+static double sources_apart(const struct cbench *cb, const size_t *rows, size_t n, size_t *matched)
+{
+	struct apart_key *k = prism_malloc((n ? n : 1) * sizeof(*k));
+	double sum = 0;
+	*matched = 0;
+	if (!k)
+		return NAN;
+	for (size_t i = 0; i < n; i++) {
+		const struct cbench_row *r = &cb->rows[rows[i]];
+		k[i] = (struct apart_key){r->bytes, log(r->time_s), r->algo, r->source};
+	}
+	qsort(k, n, sizeof(*k), cmp_apart);
+	for (size_t b = 0, e; b < n; b = e) {
+		double lt = 0;
+		for (e = b; e < n && k[e].bytes == k[b].bytes && k[e].algo == k[b].algo; e++)
+			lt += k[e].log_t;
+		for (size_t s = b, t; s < e; s = t) {
+			double ls = 0;
+			for (t = s; t < e && !strcmp(k[t].source, k[s].source); t++)
+				ls += k[t].log_t;
+			if (t - s == e - b)
+				continue; /* one source alone measured this size */
+			for (size_t q = s; q < t; q++, (*matched)++)
+				sum += fabs(
+				    exp((lt - ls) / (double)(e - b - (t - s)) - k[q].log_t) - 1);
+		}
+	}
+	free(k);
+	return n ? sum / (double)n : NAN;
+}
+
 static void scale_groups(const struct cbench *cb, const struct prof *pr, int np, int fit,
 			 const double *loso_e, const double *loo_e, size_t *rows, int json)
 {
@@ -154,14 +224,15 @@ static void scale_groups(const struct cbench *cb, const struct prof *pr, int np,
 	if (json)
 		printf(",\"scale_groups\":[");
 	else
-		printf("\n%-14s %-15s %5s %6s %5s %8s %9s %9s %9s\n", "profile", "collective",
-		       "ranks", "domains", "rows", "sources", "mean", "loso mean", "loo mean");
+		printf("\n%-14s %-15s %5s %6s %5s %8s %9s %9s %9s %9s %7s\n", "profile",
+		       "collective", "ranks", "domains", "rows", "sources", "mean", "loso mean",
+		       "loo mean", "apart", "matched");
 	for (int p = 0; p < np; p++) {
 		const struct hw_profile *hw = fit ? &pr[p].fitted : &pr[p].shipped;
 		for (size_t i = 0; i < cb->n; i++) {
 			const struct cbench_row *r = &cb->rows[i];
-			size_t n = 0, nsrc = 0, first = 1;
-			double mean, loso;
+			size_t n = 0, nsrc = 0, first = 1, matched = 0;
+			double mean, loso, apart;
 			if (strcmp(r->profile, pr[p].name))
 				continue;
 			for (size_t j = 0; j < i && first; j++)
@@ -184,6 +255,7 @@ static void scale_groups(const struct cbench *cb, const struct prof *pr, int np,
 			}
 			mean = mean_of(err, rows, n);
 			loso = nsrc >= 2 ? mean_of(loso_e, rows, n) : NAN;
+			apart = nsrc >= 2 ? sources_apart(cb, rows, n, &matched) : NAN;
 			if (nsrc >= 2) {
 				double judged = isnan(loso) ? mean : loso;
 				multi++;
@@ -203,6 +275,11 @@ static void scale_groups(const struct cbench *cb, const struct prof *pr, int np,
 			put_pct(mean, json, "mean");
 			put_pct(loso, json, "loso_mean");
 			put_pct(mean_of(loo_e, rows, n), json, "loo_mean");
+			put_pct(apart, json, "sources_apart");
+			if (json)
+				printf(",\"matched\":%zu", matched);
+			else
+				printf(" %7zu", matched);
 			printf(json ? "}" : "\n");
 		}
 	}
@@ -224,7 +301,8 @@ struct cx {
 	int np, fit, loso, loo, rows, json;
 	const char *gsep;
 	size_t *idx, *sub;
-	double *loso_e, *loo_e; /* each row's held-out error (NAN: none) */
+	double *loso_e, *loo_e; /* each row's held-out error, signed: (predicted -
+				 * measured) / measured (NAN: none) */
 };
 
 static void cx_release(struct cx *x)
@@ -292,7 +370,7 @@ static void cx_loso(struct cx *x, const struct prof *pp, const struct cbench_row
 	errors(&w, cb, x->sub, n, &mean, &med, &worst);
 	for (size_t q = 0; m && q < n; q++)
 		x->loso_e[x->sub[q]] =
-		    fabs(cbench_predict(&w, &cb->rows[x->sub[q]]) - cb->rows[x->sub[q]].time_s) /
+		    (cbench_predict(&w, &cb->rows[x->sub[q]]) - cb->rows[x->sub[q]].time_s) /
 		    cb->rows[x->sub[q]].time_s;
 	if (x->json && m)
 		printf(",\"loso_mean\":%.6g,\"loso_median\":%.6g", mean, med);
@@ -320,8 +398,8 @@ static void cx_loo(struct cx *x, const struct prof *pp, const struct cbench_row 
 			if (!strcmp(cb->rows[j].profile, r->profile) && j != x->sub[q])
 				x->idx[m++] = j;
 		cbench_fit(&w, cb->rows, x->idx, m, pp->nvls);
-		e[q] = fabs(cbench_predict(&w, y) - y->time_s) / y->time_s;
-		x->loo_e[x->sub[q]] = e[q];
+		x->loo_e[x->sub[q]] = (cbench_predict(&w, y) - y->time_s) / y->time_s;
+		e[q] = fabs(x->loo_e[x->sub[q]]);
 		sum += e[q];
 	}
 	qsort(e, n, sizeof(*e), cmp_d);
@@ -444,7 +522,8 @@ static void cx_put_fitted(const struct cx *x)
 /* --rows: each row measured and predicted, as CSV. */
 static void cx_put_rows(const struct cx *x)
 {
-	printf("\nprofile,kind,n,per_node,algo,bytes,measured_us,predicted_us,source\n");
+	printf("\nprofile,kind,n,per_node,algo,bytes,measured_us,predicted_us,loso_error,loo_error,"
+	       "source\n");
 	for (size_t i = 0; i < x->cb.n; i++) {
 		const struct cbench_row *r = &x->cb.rows[i];
 		const struct hw_profile *hw = NULL;
@@ -453,9 +532,15 @@ static void cx_put_rows(const struct cx *x)
 				hw = x->fit ? &x->pr[p].fitted : &x->pr[p].shipped;
 		if (!hw)
 			continue;
-		printf("%s,%s,%d,%d,%s,%.0f,%.3f,%.3f,%s\n", r->profile, kind_name(r->kind), r->n,
+		printf("%s,%s,%d,%d,%s,%.0f,%.3f,%.3f,", r->profile, kind_name(r->kind), r->n,
 		       r->per_node, comm_algo_name(r->algo), r->bytes, r->time_s * 1e6,
-		       cbench_predict(hw, r) * 1e6, r->source);
+		       cbench_predict(hw, r) * 1e6);
+		if (!isnan(x->loso_e[i]))
+			printf("%.4f", x->loso_e[i]);
+		putchar(',');
+		if (!isnan(x->loo_e[i]))
+			printf("%.4f", x->loo_e[i]);
+		printf(",%s\n", r->source);
 	}
 }
 

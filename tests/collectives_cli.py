@@ -64,6 +64,23 @@ with tempfile.TemporaryDirectory() as d:
     check(r.returncode == 0 and '"groups_2_sources":1,' in r.stdout and
           '"ranks":8,"domains":1,"rows":2,"sources":2' in r.stdout,
           f"scale groups, json: {r.stdout!r}")
+    # How far apart the sources are where they measured the same size: by
+    # hand, 1 MiB at 50 us (a) and 60 us (b) -> |60/50 - 1| = 0.2 and
+    # |50/60 - 1| = 0.1667; b's 4 MiB row has no match (0), nor has c's
+    # forced ring at 1 MiB (another measurement): mean 0.3667 / 4 = 0.0917
+    # over the group's 4 rows, 2 rows matched.
+    apart = os.path.join(d, "apart.csv")
+    with open(apart, "w") as f:
+        f.write(head)
+        f.write("H100,all_reduce,x,1,8,8,,NVLink,,bf16,1048576,50,,a\n"
+                "H100,all_reduce,x,1,8,8,,NVLink,,bf16,1048576,60,,b\n"
+                "H100,all_reduce,x,1,8,8,,NVLink,,bf16,4194304,90,,b\n"
+                "H100,all_reduce,x,1,8,8,,NVLink,Ring,bf16,1048576,70,,c\n")
+    r = run("--json", apart)
+    m = re.search(r'"ranks":8,"domains":1,"rows":4,"sources":3,.*?"sources_apart":([0-9.e-]+),'
+                  r'"matched":(\d+)', r.stdout)
+    check(r.returncode == 0 and m and abs(float(m.group(1)) - 0.36667 / 4) < 1e-4 and
+          m.group(2) == "2", f"sources apart: {r.stdout!r}")
     # Counts out of range are rows left out with the reason, never undefined
     # behaviour where they become ints: 2^32 nodes, 1e300 ranks, 2^40 GPUs
     # a node, an XLA group of 10^11 devices, 2^60 bytes.

@@ -599,7 +599,10 @@ static void test_hierarchical_allreduce_64(void **state)
  * the hierarchical all-reduce across 4 nodes is network-bound) and
  * 10 us a step, 20 us a collective -- as a collectives CSV (nccl-tests'
  * columns: time, or the bus bandwidth alone; XLA's replica groups), read
- * back and fitted from the shipped profile: the parameters come back.
+ * back and fitted from the shipped profile: the parameters come back, with
+ * two rows 30 times the model among them (the absolute log error the fit
+ * minimises leaves them; minimising the squared one, the same rows gave a
+ * collective 32.4 us and NVLink 0.704).
  */
 static void test_collective_fit(void **state)
 {
@@ -648,23 +651,41 @@ static void test_collective_fit(void **state)
 				fprintf(f, "H200,%s,x,%d,8,%d,,EFA,%s,f32,%.0f,%.6f,,src%zu\n",
 					t[i].name, t[i].n / t[i].per, t[i].n, t[i].algo_s, S,
 					e.time_s * 1e6, i);
+			/* Two rows of the NVLS source that no setting reaches, 30
+			 * times the model (ml-engineering's 4-node B200 all-reduces
+			 * of 32 and 64 KiB: 6.3 and 3.2 ms). */
+			if (i == 1 && S <= 1e4)
+				fprintf(f, "H200,%s,x,1,8,8,,EFA,%s,f32,%.0f,%.6f,,src1\n",
+					t[i].name, t[i].algo_s, S, 30 * e.time_s * 1e6);
 		}
 	}
 	fclose(f);
 	memset(&cb, 0, sizeof(cb));
 	assert_int_equal(cbench_read(&cb, path, &err), 0);
 	unlink(path);
-	assert_int_equal(cb.n, 32);
+	assert_int_equal(cb.n, 34);
 	for (n = 0; n < cb.n; n++)
 		idx[n] = n;
 	fit.nvls_eff = 0.6;
-	assert_int_equal(cbench_fit(&fit, cb.rows, idx, n, 1), 32);
+	assert_int_equal(cbench_fit(&fit, cb.rows, idx, n, 1), 34);
+	print_message("fit: nvl %.6f nvls %.6f net %.6f base %.6f us\n", fit.nvl_eff, fit.nvls_eff,
+		      fit.net_eff, fit.coll_base_s * 1e6);
+	/* The mean absolute log error leaves the two outliers where they are
+	 * and every other row on the model (a squared one moved the fixed
+	 * cost and NVLS's efficiency towards them). */
 	assert_rel_close(fit.nvl_eff, 0.7, 1e-3);
-	assert_rel_close(fit.nvls_eff, 0.55, 1e-3);
+	assert_rel_close(fit.nvls_eff, 0.55, 3e-3);
 	assert_rel_close(fit.net_eff, 0.3, 1e-3);
 	assert_rel_close(fit.coll_base_s, 20e-6, 1e-2);
-	for (size_t i = 0; i < cb.n; i++)
-		assert_rel_close(cbench_predict(&fit, &cb.rows[i]), cb.rows[i].time_s, 1e-3);
+	for (size_t i = 0, out = 0; i < cb.n; i++) {
+		double t = cbench_predict(&fit, &cb.rows[i]);
+		if (fabs(t * 30 / cb.rows[i].time_s - 1) < 1e-2) {
+			out++;
+			assert_true(out <= 2);
+			continue;
+		}
+		assert_rel_close(t, cb.rows[i].time_s, 3e-3);
+	}
 	cbench_release(&cb);
 }
 

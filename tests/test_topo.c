@@ -366,21 +366,22 @@ static void test_pxn(void **state)
  * The same with the shipped profiles' numbers (configs/hw; change with a
  * refit, and this test with them).
  *
- * gb200-nvl72.cfg: NVLink 900 GB/s, nvlink_bus_eff 0.737, a Simple step
- * 5.000 us, a collective 19.544 us, NVLS 0.221.  {16, 16}: one domain; the
+ * gb200-nvl72.cfg: NVLink 900 GB/s, nvlink_bus_eff 0.741, a Simple step
+ * 5.000 us, a collective 17.254 us, NVLS 0.209.  {16, 16}: one domain; the
  * ring with LL128 (steps at 1.9/3.4 of Simple's, 0.92 of the bandwidth):
- *   19.544 + 30 x 5 x 1.9/3.4 + 1.875 x 268,435,456 / (0.92 x 0.737 x 9e11) us
- *   = 19.544 + 83.824 + 824.789 = 928.157 us
- * (Simple 928.351, LL 1563.6; NVLS 19.544 + 25 + S / (0.221 x 9e11) = 1394.1).
- * b200-dgx.cfg (HGX, 8 a node): NVLink 900 x 0.649, a step 5.000 us; 8 NICs
- * of 50 GB/s at 0.663, 50 us a step (whatever the protocol); NVLS 0.453 (one
- * node only); a collective 35.741 us.  {16, 8}, hierarchical with Simple:
- *   latency 2 x 7 x 5 + 2 x 50 = 170 us;
- *   in the node 2 (7/8) S / (0.649 x 9e11) = 804.25 us,
- *   across 2 (1/2) (S/8) / (0.663 x 5e10) = 1012.20 us (the pace);
- *   35.741 + 170 + 1012.20 = 1217.94 us
- * (LL128 1275.08; the tree 2103.6, the ring 3433.6).
- * Inside the NVL72's domain the group is 1.31 times faster, and the
+ *   17.254 + 30 x 5 x 1.9/3.4 + 1.875 x 268,435,456 / (0.92 x 0.741 x 9e11) us
+ *   = 17.254 + 83.824 + 820.338 = 921.415 us
+ * (Simple 921.965, LL 1553.1; NVLS 17.254 + 25 + S / (0.209 x 9e11) = 1469.3).
+ * b200-dgx.cfg (HGX, 8 a node): NVLink 900 x 0.690, a step 5.000 us; 8 NICs
+ * of 50 GB/s at 0.742, 49.999 us a step (whatever the protocol); NVLS 0.470
+ * (one node only); a collective 33.734 us.  {16, 8}, hierarchical with
+ * Simple:
+ *   latency 2 x 7 x 5 + 2 x 49.999 = 170 us;
+ *   in the node 2 (7/8) S / (0.690 x 9e11) = 756.46 us,
+ *   across 2 (1/2) (S/8) / (0.742 x 5e10) = 904.43 us (the pace);
+ *   33.734 + 170 + 904.43 = 1108.16 us
+ * (LL128 1155.93; the tree 1899.5, the ring 1969.5).
+ * Inside the NVL72's domain the group is 1.20 times faster, and the
  * NVLink term is all of its bandwidth cost.
  */
 static void test_tp16_profiles(void **state)
@@ -399,7 +400,7 @@ static void test_tp16_profiles(void **state)
 			 nvl.coll_base_s + 30 * nvl.nvlink_lat_s * 1.9 / 3.4 +
 			     1.875 * S / (0.92 * nvl.nvl_eff * nvl.nvlink_Bps),
 			 1e-12);
-	assert_rel_close(e.time_s, 928.157e-6, 1e-5);
+	assert_rel_close(e.time_s, 921.415e-6, 1e-5);
 	assert_int_equal(
 	    comm_time(&hgx, GC_ALL_REDUCE, S, (struct comm_group){16, 8}, 1.0, COMM_AUTO, &e), 0);
 	assert_int_equal(e.algo, COMM_HIER);
@@ -408,7 +409,7 @@ static void test_tp16_profiles(void **state)
 	across = (S / 8) / (hgx.net_eff * hw_net_Bps_per_gpu(&hgx));
 	assert_true(in_node < across);
 	assert_rel_close(e.time_s, hgx.coll_base_s + lat + across, 1e-12);
-	assert_rel_close(e.time_s, 1217.94e-6, 1e-5);
+	assert_rel_close(e.time_s, 1108.16e-6, 1e-5);
 	/* On the HGX profile a group of 16 cannot sit in one domain. */
 	assert_int_equal(
 	    comm_time(&hgx, GC_ALL_REDUCE, S, (struct comm_group){16, 16}, 1.0, COMM_AUTO, &e),

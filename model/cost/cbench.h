@@ -71,7 +71,7 @@ double cbench_predict(const struct hw_profile *hw, const struct cbench_row *r);
  * a row crosses nodes the network's (net_eff, its per-step latency), and
  * the fixed cost per collective, from the same start whatever hw holds
  * (bus efficiencies 0.8, 1 us a step in the node, 5 across, 1 us a
- * collective, NVLS 0.6).  Minimises the mean squared log error,
+ * collective, NVLS 0.6).  Minimises the mean absolute log error,
  * each source weighed alike (a bulk table counts as much as one sweep);
  * GSL's Nelder-Mead simplex, restarted once.  Returns the rows used (0,
  * hw untouched, when out of memory).
