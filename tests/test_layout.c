@@ -40,6 +40,25 @@ static void test_rows(void **state)
 }
 
 /* layout_default is every row's default, and a valid layout's ranges. */
+/* --heads on a model: one whose every head has its own keys and values
+ * (kv_heads == heads) keeps that; a grouped one keeps its groups. */
+static void test_set_heads(void **state)
+{
+	struct llm m;
+	struct layout l;
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	layout_default(&l);
+	m.heads = m.kv_heads = 8;
+	layout_set(&m, &l, LK_heads, 16);
+	assert_int_equal(m.heads, 16);
+	assert_int_equal(m.kv_heads, 16);
+	m.kv_heads = 2;
+	layout_set(&m, &l, LK_heads, 32);
+	assert_int_equal(m.heads, 32);
+	assert_int_equal(m.kv_heads, 2);
+}
+
 static void test_default(void **state)
 {
 	struct layout l;
@@ -728,12 +747,19 @@ static void test_megatron_partition(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rows),	cmocka_unit_test(test_default),
-	    cmocka_unit_test(test_key),		cmocka_unit_test(test_diff),
-	    cmocka_unit_test(test_parse),	cmocka_unit_test(test_zb_order),
-	    cmocka_unit_test(test_zbv_order),	cmocka_unit_test(test_dpv_order),
-	    cmocka_unit_test(test_step_passes), cmocka_unit_test(test_desc),
-	    cmocka_unit_test(test_dp_impl),	cmocka_unit_test(test_megatron_partition),
+	    cmocka_unit_test(test_rows),
+	    cmocka_unit_test(test_set_heads),
+	    cmocka_unit_test(test_default),
+	    cmocka_unit_test(test_key),
+	    cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_zb_order),
+	    cmocka_unit_test(test_zbv_order),
+	    cmocka_unit_test(test_dpv_order),
+	    cmocka_unit_test(test_step_passes),
+	    cmocka_unit_test(test_desc),
+	    cmocka_unit_test(test_dp_impl),
+	    cmocka_unit_test(test_megatron_partition),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -783,7 +783,10 @@ enum layout_show {
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_MOE, .key = "a2ao",                          \
 	  .show = LK_SHOW_CHANGED)                                                                 \
 	X(heads, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_HEADS, .opt = "heads",           \
-	  .arg = "N", .help = "attention heads", .desc = -1)                                       \
+	  .arg = "N",                                                                              \
+	  .help = "attention heads (a model with keys and values per head keeps them per head; a "  \
+		  "grouped one keeps its kv_heads)",                                               \
+	  .desc = -1)                                       \
 	X(ffn, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_FFN, .opt = "ffn", .arg = "N",     \
 	  .help = "FFN width", .desc = -1)                                                         \
 	X(seq, M, 1, v, .kind = LK_INT, .lo = 1, .hi = LLM_MAX_SEQ, .opt = "seq", .arg = "N",     \
