@@ -762,8 +762,12 @@ static void test_gqa_swiglu(void **state)
  *    2 x 12288 x 2048 + 2 x 2048 x 6144; attention 4 s w (w = 4096);
  *  - activations (Korthikanti, t 1, flash): the MLP's FC1 output 2 x
  *    12288 and FC2 input 6144, bf16: 36,864 bytes a token, 18 s b h; the
- *    attention's 8 s b h at twice the width, 10 s b h beside: 44 s b h.
- * Without head_dim the same model keeps 64-wide heads: QKV 2048 + 2 x 256.
+ *    attention core's Q (4096 wide) and K, V (512 each) and the
+ *    projection's input (4096), bf16: 18,432 bytes, 9 s b h; 10 s b h
+ *    beside: 37 s b h.
+ * Without head_dim the same model keeps 64-wide heads: QKV 2048 + 2 x 256,
+ * the attention's Q, K, V and projection input 2 + 0.25 + 0.25 + 2 s b h:
+ * 32.5 s b h.
  */
 static void test_head_dim(void **state)
 {
@@ -788,11 +792,11 @@ static void test_head_dim(void **state)
 		    4096.0 * 2 * (5120.0 * 2048 + 2048.0 * 4096 + 12288.0 * 2048 + 2048.0 * 6144));
 	assert_true(attn == 4.0 * 4096 * 4096 * 4096);
 	layout_default(&l);
-	assert_rel_close(mem_act_per_layer(&m, &l), 44.0 * 4096 * 2048, 1e-15);
+	assert_rel_close(mem_act_per_layer(&m, &l), 37.0 * 4096 * 2048, 1e-15);
 	m.head_dim = 0;
 	assert_true(llm_head_dim(&m) == 64);
 	assert_true(llm_qkv_width(&m) == 2048 + 2 * 256);
-	assert_rel_close(mem_act_per_layer(&m, &l), 36.0 * 4096 * 2048, 1e-15);
+	assert_rel_close(mem_act_per_layer(&m, &l), 32.5 * 4096 * 2048, 1e-15);
 }
 
 /*
@@ -805,12 +809,16 @@ static void test_head_dim(void **state)
  *    its input, the activation's output, 14336 values: 28,672 bytes;
  *    86,016 bytes a token = 21 s b h (Korthikanti's 16 assumes a 4h GeLU
  *    FFN: 8 h FC1 output + 8 h activation);
- *  - the attention's 8 s b h and the 10 beside (norms' inputs 4, the
- *    dropout masks 2, QKV's and FC1's inputs 2 each) as Korthikanti:
- *    39 s b h = 39 x 8192 x 4096 = 1,308,622,848 bytes;
- *  - ungated with a 4h FFN (16384): 34 s b h, Korthikanti's own;
+ *  - the attention's: the core's Q (2 h bytes), K and V at the 8
+ *    key-value heads' width (0.5 h each), the projection's input (2 h):
+ *    5 s b h (Korthikanti's 8 has every head its own K and V); the 10
+ *    beside (norms' inputs 4, the dropout masks 2, QKV's and FC1's inputs
+ *    2 each) as Korthikanti: 36 s b h = 36 x 8192 x 4096 = 1,207,959,552
+ *    bytes;
+ *  - ungated with a 4h FFN (16384): 31 s b h (Korthikanti's own 34 less
+ *    grouped K and V's 3);
  *  - tp 8 with sequence parallelism: every term / 8;
- *  - the mlp recompute module drops FC1's input (2) and the 21: 16 s b h.
+ *  - the mlp recompute module drops FC1's input (2) and the 21: 13 s b h.
  */
 static void test_swiglu_activations(void **state)
 {
@@ -826,19 +834,19 @@ static void test_swiglu_activations(void **state)
 	double sbh = 8192.0 * 4096;
 	(void)state;
 	layout_default(&l);
-	assert_rel_close(mem_act_per_layer(&m, &l), 1308622848.0, 1e-15);
-	assert_rel_close(mem_act_per_layer(&m, &l), 39 * sbh, 1e-15);
+	assert_rel_close(mem_act_per_layer(&m, &l), 1207959552.0, 1e-15);
+	assert_rel_close(mem_act_per_layer(&m, &l), 36 * sbh, 1e-15);
 	l.tp = 8;
 	l.sp = 1;
-	assert_rel_close(mem_act_per_layer(&m, &l), 39 * sbh / 8, 1e-15);
+	assert_rel_close(mem_act_per_layer(&m, &l), 36 * sbh / 8, 1e-15);
 	layout_default(&l);
 	l.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
 	l.recompute_modules = LAYOUT_RC_MLP;
-	assert_rel_close(mem_act_per_layer(&m, &l), 16 * sbh, 1e-15);
+	assert_rel_close(mem_act_per_layer(&m, &l), 13 * sbh, 1e-15);
 	layout_default(&l);
 	m.gated = 0;
 	m.ffn = 16384;
-	assert_rel_close(mem_act_per_layer(&m, &l), 34 * sbh, 1e-15);
+	assert_rel_close(mem_act_per_layer(&m, &l), 31 * sbh, 1e-15);
 }
 
 /*

@@ -94,8 +94,13 @@ double mem_act_per_layer(const struct llm *m, const struct layout *l)
 	 * attention's own width (Q and K, V: the core's inputs, 3 qa; the
 	 * projection's input, pj: h, or heads x head_dim where that differs;
 	 * MLA's Q, K, V and the core's output, 2 a (d_qk + d_qk + d_v + d_v)
-	 * bytes a token, are 8 of llm_attn_width too). */
-	double par = mlp_saved(m, q) + (3 * qa + pj) * (llm_attn_width(m) / h);
+	 * bytes a token, are 8 of llm_attn_width too).  K and V at the
+	 * key-value heads' width: grouped-query attention's core saves
+	 * kv_heads of each (flash attention's save_for_backward(q, k, v, out,
+	 * softmax_lse), TE's FusedAttnFunc likewise), qa (1 + 2 kv_heads /
+	 * heads) in all. */
+	double kv = (double)llm_kv_heads(m) / m->heads;
+	double par = mlp_saved(m, q) + (qa * (1 + 2 * kv) + pj) * (llm_attn_width(m) / h);
 	/* Korthikanti's 10 s b h each rank keeps whole (without sequence
 	 * parallelism): the two norms' bf16 inputs (4), the dropout masks (2),
 	 * QKV's and FC1's inputs (q each); and MLA's compressed q and kv: each
