@@ -557,26 +557,50 @@ void store_put_end(sqlite3_stmt *keep)
 	sqlite3_finalize(keep);
 }
 
+int store_begin(sqlite3 *db, struct prism_err *err)
+{
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return fail(db, "begin", err);
+	return 0;
+}
+
+int store_end(sqlite3 *db, int rc, struct prism_err *err)
+{
+	if (rc == 0 && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		return 0;
+	if (rc == 0)
+		rc = fail(db, "write", err);
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
 int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, sqlite3_stmt **keep,
 	      struct prism_err *err)
 {
+	int rc;
+	if (n == 0)
+		return 0;
+	if ((rc = store_begin(db, err)))
+		return rc;
+	return store_end(db, store_rows(db, id, c, n, keep, err), err);
+}
+
+int store_rows(sqlite3 *db, long long id, const struct cand *c, size_t n, sqlite3_stmt **keep,
+	       struct prism_err *err)
+{
 	sqlite3_stmt *st = keep ? *keep : NULL;
-	int ok = 1;
+	int ok = 1, rc;
 
 	if (n == 0)
 		return 0;
-	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-		return fail(db, "begin", err);
 	if (!st) {
 		/* Prepared once for a writer's batches (keep): the statement
 		 * of an INSERT this wide costs as much as a batch's rows. */
 		char sql[4096];
 		insert_sql(sql, sizeof(sql));
 		if (sqlite3_prepare_v3(db, sql, -1, keep ? SQLITE_PREPARE_PERSISTENT : 0, &st,
-				       NULL) != SQLITE_OK) {
-			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+				       NULL) != SQLITE_OK)
 			return fail(db, "insert", err);
-		}
 		if (keep)
 			*keep = st;
 	}
@@ -642,18 +666,15 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, sqlite3
 		}
 		ok = sqlite3_step(st) == SQLITE_DONE;
 	}
+	/* The error, before the statement is reset. */
+	rc = ok ? 0 : fail(db, "write", err);
 	if (keep) {
 		sqlite3_reset(st);
 		sqlite3_clear_bindings(st);
 	} else {
 		sqlite3_finalize(st);
 	}
-	if (!ok || sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		int rc = fail(db, "write", err);
-		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-		return rc;
-	}
-	return 0;
+	return rc;
 }
 
 int store_best(sqlite3 *db, long long id, const struct sweep *s, int *gpus, int *hw, int *seq,

@@ -103,6 +103,16 @@ int store_put(sqlite3 *db, long long id, const struct cand *c, size_t n, sqlite3
 	      struct prism_err *err);
 void store_put_end(sqlite3_stmt *keep);
 
+/* store_put in parts, for several batches in one transaction (a writer
+ * behind its queue, writer.h): store_begin opens the transaction,
+ * store_rows inserts c[0..n) into it (keep as store_put's), store_end
+ * commits it when rc is 0 and rolls it back otherwise.  Each returns 0 or
+ * PRISM_EIO (err set); store_end returns rc when it is not 0. */
+int store_begin(sqlite3 *db, struct prism_err *err);
+int store_rows(sqlite3 *db, long long id, const struct cand *c, size_t n, sqlite3_stmt **keep,
+	       struct prism_err *err);
+int store_end(sqlite3 *db, int rc, struct prism_err *err);
+
 /* Best simulated time per GPU count and setting so far: gpus[i] on profile
  * hw[i] (its index in s->hw, by id) at sequence length seq[i], best[i];
  * returns n. */

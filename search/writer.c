@@ -41,67 +41,106 @@ static struct cand *slot_of(struct writer *w, int k)
 	return w->slot + (size_t)k * (size_t)w->cap;
 }
 
-/* Entry k stored (its rows made first where it has indices): 0, or the
- * failure with e set. */
-static int store_entry(struct writer *w, int k, struct prism_err *e)
+/* A transaction of the writer's thread takes every batch queued behind
+ * the first, up to this many rows: a COMMIT writes again each page of the
+ * (sweep, key) index its rows touched, keys in no order, so it costs
+ * three quarters of a 32-row batch's storing (docs/PERFORMANCE.md), and a
+ * writer behind its queue holds up the pool. */
+#define GROUP_ROWS 4096
+
+/* Entry k's candidates (made first where it has indices, into the
+ * writer's scratch until the next entry): 0, or the failure with e set. */
+static int entry_cands(struct writer *w, int k, struct cand **out, struct prism_err *e)
 {
 	struct entry *x = &w->e[k];
-	struct cand *c = slot_of(w, k);
-	int rc;
-	if (x->index) {
-		if (x->n > w->nmade) {
-			struct cand *m = realloc(w->made, x->n * sizeof(*m));
-			if (!m)
-				return prism_err_set(e, PRISM_ENOMEM, "out of memory");
-			w->made = m;
-			w->nmade = x->n;
-		}
-		c = w->made;
-		for (size_t i = 0; i < x->n; i++)
-			x->make(x->ctx, x->index[i], &c[i]);
+	*out = slot_of(w, k);
+	if (!x->index)
+		return 0;
+	if (x->n > w->nmade) {
+		struct cand *m = realloc(w->made, x->n * sizeof(*m));
+		if (!m)
+			return prism_err_set(e, PRISM_ENOMEM, "out of memory");
+		w->made = m;
+		w->nmade = x->n;
 	}
-	rc = w->db ? store_put(w->db, w->sid, c, x->n, &w->ins, e) : 0;
-	if (x->index) { /* the rejected come first: no scratch held after them */
+	for (size_t i = 0; i < x->n; i++)
+		x->make(x->ctx, x->index[i], &w->made[i]);
+	*out = w->made;
+	return 0;
+}
+
+/* Entry k done with: its indices and the scratch its rows were made in
+ * (the rejected come first: no scratch held after them). */
+static void entry_done(struct writer *w, int k)
+{
+	if (w->e[k].index) {
 		free(w->made);
 		w->made = NULL;
 		w->nmade = 0;
 	}
-	return rc;
-}
-
-static void entry_done(struct writer *w, int k)
-{
 	free(w->e[k].index);
 	w->e[k].index = NULL;
 }
 
+/* Entry k stored in a transaction of its own (not threaded): 0, or the
+ * failure with e set. */
+static int store_entry(struct writer *w, int k, struct prism_err *e)
+{
+	struct cand *c;
+	int rc = entry_cands(w, k, &c, e);
+	if (rc == 0 && w->db)
+		rc = store_put(w->db, w->sid, c, w->e[k].n, &w->ins, e);
+	return rc;
+}
+
+/* The writer's thread: the oldest batch queued and, in the same
+ * transaction, those queued behind it by the time it is stored (up to
+ * GROUP_ROWS rows).  A batch's slot is free again once its rows are
+ * inserted: SQLite holds them from there.  A kill before the COMMIT loses
+ * the batches of the transaction, which were queued: the database keeps a
+ * prefix of the batches either way. */
 static void *drain(void *arg)
 {
 	struct writer *w = arg;
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		struct prism_err e;
-		int k, rc = 0;
+		size_t rows = 0;
+		int rc = 0, open = 0;
 		while (w->queued == 0 && !w->stop)
 			pthread_cond_wait(&w->more, &w->mu);
 		if (w->queued == 0)
 			break; /* stopped, every batch stored */
-		k = w->head;
-		pthread_mutex_unlock(&w->mu);
-		/* After a failure the rest are dropped: the sweep stops, and
-		 * resumes after the batches stored. */
 		prism_err_clear(&e);
-		if (!w->rc)
-			rc = store_entry(w, k, &e);
-		entry_done(w, k);
-		pthread_mutex_lock(&w->mu);
+		do {
+			int k = w->head;
+			struct cand *c;
+			pthread_mutex_unlock(&w->mu);
+			/* After a failure the rest are dropped: the sweep
+			 * stops, and resumes after the batches stored. */
+			if (!w->rc && !rc && !(rc = entry_cands(w, k, &c, &e))) {
+				if (!open && !(rc = store_begin(w->db, &e)))
+					open = 1;
+				if (!rc)
+					rc = store_rows(w->db, w->sid, c, w->e[k].n, &w->ins, &e);
+				rows += w->e[k].n;
+			}
+			entry_done(w, k);
+			pthread_mutex_lock(&w->mu);
+			w->head = (w->head + 1) % w->nslots;
+			w->queued--;
+			pthread_cond_signal(&w->room);
+		} while (w->queued > 0 && rows < GROUP_ROWS && !rc);
+		if (open) {
+			pthread_mutex_unlock(&w->mu);
+			rc = store_end(w->db, rc, &e);
+			pthread_mutex_lock(&w->mu);
+		}
 		if (rc && !w->rc) {
 			w->rc = rc;
 			w->err = e;
+			pthread_cond_signal(&w->room);
 		}
-		w->head = (w->head + 1) % w->nslots;
-		w->queued--;
-		pthread_cond_signal(&w->room);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;

@@ -1,4 +1,5 @@
 /* test_batch.c - a sweep's search, batch by batch (search/batch.h). */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,6 +355,75 @@ static void test_writer(void **state)
 	sweep_release(&sw);
 }
 
+/* The transactions of a writer behind its queue: its thread held in its
+ * first COMMIT (a commit hook) while the 9 batches of 3 are put, it then
+ * stores every batch queued in one transaction.  Each COMMIT ends on a
+ * batch's end (a kill leaves a prefix of the batches: 5 rows, or 5 + 3k),
+ * the last at all 32 rows; threaded, two COMMITs at most (the first may
+ * hold some batches put before it began), not threaded one a batch: 10. */
+struct commits {
+	atomic_int go; /* the batches are put: the held COMMIT may end */
+	int hold, n;
+	sqlite3 *db;
+	long long base, rows[16]; /* rows changed before the writer, at each COMMIT */
+};
+
+static int on_commit(void *arg)
+{
+	struct commits *k = arg;
+	if (k->n < 16)
+		k->rows[k->n] = sqlite3_total_changes64(k->db) - k->base;
+	k->n++;
+	while (k->hold && !atomic_load(&k->go))
+		sched_yield();
+	return 0;
+}
+
+static void test_writer_groups(void **state)
+{
+	static const char *const path = "/tmp/prism-test-writer-groups.db";
+	struct sweep sw;
+	struct prism_err err;
+	(void)state;
+	load(&sw);
+	for (int threaded = 1; threaded >= 0; threaded--) {
+		struct store_run run = {"screen", 3, "", 0};
+		struct commits k = {0};
+		sqlite3 *db;
+		long long sid;
+		int resumed;
+		struct writer *w;
+		remove(path);
+		prism_err_clear(&err);
+		assert_int_equal(store_open(path, &db, &err), 0);
+		assert_int_equal(store_sweep(db, &sw, &run, &sid, &resumed, &err), 0);
+		k.db = db;
+		k.hold = threaded;
+		k.base = sqlite3_total_changes64(db); /* the sweep's row */
+		sqlite3_commit_hook(db, on_commit, &k);
+		assert_non_null(w = writer_new(db, sid, 3, 16, threaded));
+		put_all(&sw, w);
+		atomic_store(&k.go, 1);
+		assert_int_equal(writer_finish(w, &err), 0);
+		sqlite3_commit_hook(db, NULL, NULL);
+		assert_true(k.n >= 1 && k.n <= 16);
+		if (threaded)
+			assert_true(k.n <= 2);
+		else
+			assert_int_equal(k.n, 10);
+		for (int i = 0; i < k.n; i++) {
+			assert_true(k.rows[i] >= 5 && (k.rows[i] - 5) % 3 == 0);
+			assert_true(i == 0 || k.rows[i] > k.rows[i - 1]);
+			if (!threaded)
+				assert_int_equal(k.rows[i], 5 + 3 * i);
+		}
+		assert_int_equal(k.rows[k.n - 1], 32);
+		sqlite3_close(db);
+		remove(path);
+	}
+	sweep_release(&sw);
+}
+
 /*
  * A sweep that lists no partition takes "auto": each candidate's the first
  * Megatron-Core accepts of even, embed-loss, embed, loss and first/last
@@ -393,10 +463,11 @@ static void test_partition_auto(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_space),  cmocka_unit_test(test_made_once),
-	    cmocka_unit_test(test_screen), cmocka_unit_test(test_best),
-	    cmocka_unit_test(test_loop),   cmocka_unit_test(test_pool),
-	    cmocka_unit_test(test_writer), cmocka_unit_test(test_partition_auto),
+	    cmocka_unit_test(test_space),	   cmocka_unit_test(test_made_once),
+	    cmocka_unit_test(test_screen),	   cmocka_unit_test(test_best),
+	    cmocka_unit_test(test_loop),	   cmocka_unit_test(test_pool),
+	    cmocka_unit_test(test_writer),	   cmocka_unit_test(test_writer_groups),
+	    cmocka_unit_test(test_partition_auto),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
