@@ -147,6 +147,8 @@ void sim_free(struct sim *s)
 	VEC_FREE(s->plog);
 	VEC_FREE(s->ptmp);
 	VEC_FREE(s->pcount);
+	free(s->mp_rel);
+	free(s->mp_work);
 	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
 		free(s->run[r].v);
 	free(s->run);
@@ -898,6 +900,281 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 				     (uint64_t)(g->n_nodes - s->n_done), g->n_nodes,
 				     s->n_mismatched);
 	return 0;
+}
+
+/* ---- the max-plus evaluation (sim.h, sim_run_maxplus) -------------------- */
+
+/* Whether u is one of the tasks contention acts on: a folded task, or a
+ * compute kernel or collective with one member present (contended()). */
+static int mp_contended(const struct sim *s, const struct sim_opts *o, uint32_t u)
+{
+	return (s->fold_of && s->fold_of[u] != NONE32 && s->g->procs[s->g->proc[u]].gpu) ||
+	       contended(s, o, u, o->rendezvous) != 0;
+}
+
+/* The number of ranks (graph_proc.rank + 1). */
+static uint32_t mp_ranks(const struct graph *g)
+{
+	uint32_t ranks = 0;
+	for (uint32_t p = 0; p < g->n_procs; p++)
+		if (g->procs[p].rank + 1 > ranks)
+			ranks = g->procs[p].rank + 1;
+	return ranks;
+}
+
+/* Before the run: SIM_MP_STREAMS where a rank has contended tasks on two
+ * streams or more and collectives among them (a data-parallel stream
+ * beside the compute stream: they overlap, and the pass would be wasted),
+ * SIM_MP_RUN otherwise, PRISM_ENOMEM. */
+static int mp_streams(const struct sim *s, const struct sim_opts *o)
+{
+	const struct graph *g = s->g;
+	uint32_t ranks = mp_ranks(g), *first;
+	uint8_t *multi, *comm;
+	int why = SIM_MP_RUN;
+
+	first = prism_malloc((ranks ? ranks : 1) * sizeof(*first));
+	multi = prism_calloc(ranks ? ranks : 1, 2);
+	if (!first || !multi) {
+		free(first);
+		free(multi);
+		return PRISM_ENOMEM;
+	}
+	comm = multi + ranks;
+	for (uint32_t r = 0; r < ranks; r++)
+		first[r] = NONE32;
+	for (uint32_t p = 0; p < g->n_procs && why == SIM_MP_RUN; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		uint32_t r = pr->rank;
+		if (!pr->gpu)
+			continue;
+		for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
+			int k = contended(s, o, u, o->rendezvous);
+			if (!k && !(s->fold_of && s->fold_of[u] != NONE32))
+				continue;
+			if (first[r] == NONE32)
+				first[r] = p;
+			else if (first[r] != p)
+				multi[r] = 1;
+			comm[r] |= k == 2;
+			if (multi[r] && comm[r]) {
+				why = SIM_MP_STREAMS;
+				break;
+			}
+		}
+	}
+	free(first);
+	free(multi);
+	return why;
+}
+
+/* After the run: whether two contended tasks of a rank ran at once, or one
+ * started on another stream the instant the other ended without waiting
+ * for it (the event queue's push order would decide which the sim saw
+ * first).  A rank's streams merged by start; each task must start after
+ * the latest end so far, or at it when it waits for that task (an edge,
+ * or the same stream's order).  1: they did (or a stream's tasks are out
+ * of order); 0: no contention acted; PRISM_ENOMEM. */
+static int mp_overlap(const struct sim *s, const struct sim_opts *o)
+{
+	const struct graph *g = s->g;
+	uint32_t ranks = mp_ranks(g), *pk, *cur, npk;
+	int hit = 0;
+
+	pk = prism_malloc((g->n_procs ? g->n_procs : 1) * 2 * sizeof(*pk));
+	if (!pk)
+		return PRISM_ENOMEM;
+	cur = pk + g->n_procs;
+	for (uint32_t r = 0; r < ranks && !hit; r++) {
+		uint32_t last = NONE32;
+		int64_t maxend = INT64_MIN;
+		npk = 0;
+		for (uint32_t p = 0; p < g->n_procs; p++)
+			if (g->procs[p].gpu && g->procs[p].rank == r) {
+				pk[npk] = p;
+				cur[npk++] = g->procs[p].first;
+			}
+		for (;;) {
+			uint32_t best = NONE32, b;
+			for (uint32_t k = 0; k < npk; k++) {
+				const struct graph_proc *pr = &g->procs[pk[k]];
+				while (cur[k] < pr->first + pr->n && !mp_contended(s, o, cur[k]))
+					cur[k]++;
+				if (cur[k] < pr->first + pr->n &&
+				    (best == NONE32 ||
+				     s->start_ns[cur[k]] < s->start_ns[cur[best]]))
+					best = k;
+			}
+			if (best == NONE32)
+				break;
+			b = cur[best]++;
+			if (last != NONE32 && s->start_ns[b] <= maxend) {
+				int waits = s->start_ns[b] == maxend && g->proc[b] == g->proc[last];
+				for (uint32_t k = g->out_off[last];
+				     !waits && s->start_ns[b] == maxend && k < g->out_off[last + 1];
+				     k++)
+					waits = g->out_dst[k] == b;
+				if (!waits) {
+					hit = 1;
+					break;
+				}
+			}
+			if (last == NONE32 || s->end_ns[b] >= maxend) {
+				maxend = s->end_ns[b];
+				last = b;
+			}
+		}
+	}
+	free(pk);
+	return hit;
+}
+
+/* u has its times (and rel, when the sim would release it): release what
+ * waits for it.  0, or SIM_MP_TIE / SIM_MP_STUCK (declined). */
+static int mp_release(struct sim *s, uint32_t u, uint32_t *work, uint32_t *nw)
+{
+	const struct graph *g = s->g;
+	int64_t *rel = s->mp_rel;
+	if (s->end_ns[u] > PRISM_TIME_MAX)
+		return SIM_MP_STUCK;
+	if (s->end_ns[u] > s->makespan_ns)
+		s->makespan_ns = s->end_ns[u];
+	s->n_done++;
+	for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++) {
+		uint32_t v = g->out_dst[k], b = s->binding[v];
+		int64_t t = graph_edge_release(g->out_kind[k], s->start_ns[u], s->end_ns[u]);
+		if (b == NONE32 || t > s->ready_ns[v]) {
+			s->ready_ns[v] = t;
+			s->binding[v] = u;
+		} else if (t == s->ready_ns[v] && b != u) {
+			/* The sim binds the one released first. */
+			if (rel[u] == rel[b])
+				return SIM_MP_TIE;
+			if (rel[u] < rel[b])
+				s->binding[v] = u;
+		}
+		if (--s->indeg[v] == 0) {
+			int64_t at = s->ready_ns[v] + g->lag_ns[v];
+			if ((g->flags[v] & NF_ANCHORED) && g->start_ns[v] > at)
+				at = g->start_ns[v];
+			if (at > PRISM_TIME_MAX)
+				return SIM_MP_STUCK;
+			rel[v] = at; /* its arrival, until it starts */
+			work[(*nw)++] = v;
+		}
+	}
+	return 0;
+}
+
+/* u starts at t (a collective's members together): its end, when the sim
+ * would release it, and its release.  0, SIM_MP_* or PRISM_ENOMEM. */
+static int mp_start(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t, int cont,
+		    uint32_t *work, uint32_t *nw)
+{
+	s->start_ns[u] = t;
+	if (s->fold_of && s->fold_of[u] != NONE32) {
+		uint32_t f = s->fold_of[u];
+		if (s->start_ns[o->fold->tasks[f].host] < 0)
+			return SIM_MP_STUCK; /* launched before its host task started */
+		s->fst[f] = (struct sim_fstate){t, 0, 0, 0, SIM_F_COLLAPSED};
+		if (fold_final(s, o, u, fold_end_from(s, o, f, 0, t)))
+			return PRISM_ENOMEM;
+		s->mp_rel[u] = cont ? s->end_ns[u] : t;
+	} else {
+		s->end_ns[u] = t + dur_of(s, u, o->rendezvous);
+		s->mp_rel[u] = cont && contended(s, o, u, o->rendezvous) ? s->end_ns[u] : t;
+	}
+	return mp_release(s, u, work, nw);
+}
+
+int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *err)
+{
+	const struct graph *g = s->g;
+	int rv = o->rendezvous, cont = o->slow_compute > 0 || o->slow_comm > 0, rc = 0;
+	size_t n = g->n_nodes ? g->n_nodes : 1;
+	uint32_t *work, nw = 0;
+
+	s->mp_why = SIM_MP_OPTS;
+	if (o->skip || o->contention_added)
+		return 0;
+	if (!s->mp_rel && !(s->mp_rel = prism_malloc(n * sizeof(*s->mp_rel))))
+		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	if (!s->mp_work && !(s->mp_work = prism_malloc(n * sizeof(*s->mp_work))))
+		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	work = s->mp_work;
+	if (o->fold) {
+		if (fold_alloc(s, o->fold))
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	} else if (s->fold_of) {
+		free(s->fold_of);
+		s->fold_of = NULL;
+	}
+	if (cont && (rc = mp_streams(s, o)) != SIM_MP_RUN) {
+		if (rc < 0)
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		s->mp_why = rc;
+		return 0;
+	}
+	memset(s->indeg, 0, g->n_nodes * sizeof(*s->indeg));
+	for (uint32_t k = 0; k < g->n_edges; k++)
+		s->indeg[g->out_dst[k]]++;
+	for (uint32_t i = 0; i < s->n_inst; i++) {
+		s->inst_arrived[i] = 0;
+		s->inst_ready[i] = INT64_MIN;
+		s->inst_last[i] = NONE32;
+	}
+	s->makespan_ns = 0;
+	s->n_done = 0;
+	/* The sim's first events, in the order it pops them at one time. */
+	for (uint32_t u = g->n_nodes; u-- > 0;) {
+		s->ready_ns[u] = INT64_MIN;
+		s->binding[u] = NONE32;
+		s->start_ns[u] = s->end_ns[u] = -1;
+		if (s->indeg[u] == 0) {
+			s->ready_ns[u] = g->start_ns[u];
+			s->mp_rel[u] = g->start_ns[u];
+			work[nw++] = u;
+		}
+	}
+	while (nw > 0 && rc == 0) {
+		uint32_t u = work[--nw], c = g->coll[u];
+		int64_t at = s->mp_rel[u];
+		if (rv && c != NONE32 && s->inst_size[s->inst_of[c]] > 1) {
+			uint32_t i = s->inst_of[c], last;
+			if (s->inst_last[i] != NONE32 && at == s->inst_ready[i]) {
+				rc = SIM_MP_TIE; /* which arrived last: the queue's order */
+				break;
+			}
+			if (s->inst_last[i] == NONE32 || at > s->inst_ready[i]) {
+				s->inst_ready[i] = at;
+				s->inst_last[i] = u;
+			}
+			s->start_ns[u] = -2;
+			if (++s->inst_arrived[i] < s->inst_size[i])
+				continue;
+			last = s->inst_last[i];
+			for (uint32_t m = s->inst_first[i]; m < s->inst_first[i + 1] && rc == 0;
+			     m++) {
+				uint32_t v = g->colls[s->inst_members[m]].node;
+				if (v != last)
+					s->binding[v] = last;
+				rc = mp_start(s, o, v, s->inst_ready[i], cont, work, &nw);
+			}
+			continue;
+		}
+		rc = mp_start(s, o, u, at, cont, work, &nw);
+	}
+	if (rc < 0)
+		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	if (rc == 0 && s->n_done != g->n_nodes)
+		rc = SIM_MP_STUCK;
+	if (rc == 0 && cont && (rc = mp_overlap(s, o)) != 0) {
+		if (rc < 0)
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		rc = SIM_MP_OVERLAP;
+	}
+	s->mp_why = rc;
+	return rc == 0;
 }
 
 int64_t sim_map_time(const struct sim *s, uint32_t p, int64_t t)

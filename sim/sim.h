@@ -165,6 +165,12 @@ struct sim {
 	VEC(struct sim_piece_time) plog;
 	VEC(struct sim_piece_time) ptmp; /* scratch: plog sorted */
 	VEC(uint32_t) pcount;		 /* scratch: per task, its first row */
+	/* sim_run_maxplus(): per node, when the event sim would release it
+	 * (its start, or its end where it runs under contention); the
+	 * worklist; why the last call declined (SIM_MP_*). */
+	int64_t *mp_rel;
+	uint32_t *mp_work;
+	int mp_why;
 };
 
 /* The tasks running on one rank's GPU under contention. */
@@ -186,6 +192,28 @@ void sim_free(struct sim *s);
  * tasks could never start (a collective whose members wait on each other).
  */
 int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err);
+
+/*
+ * The same run as sim_run() without its event queue, where the order of
+ * events cannot matter: every task starts at the latest release of its
+ * dependencies (plus its lag), collectives at their last member's
+ * arrival, folded tasks as one (sim.h above) -- a longest-path pass in
+ * dependency order, a max-plus evaluation.  It equals sim_run()'s start,
+ * end, binding, ready and fold_busy arrays to the nanosecond when no
+ * contention acts (no two of a rank's contended tasks -- compute
+ * kernels, collectives with one member present, folded tasks -- run at
+ * once on different streams, nor touch without one waiting for the
+ * other) and no tie between two releases is left to the queue's push
+ * order; otherwise it declines, saying why in s->mp_why, and the caller
+ * runs sim_run().  1: evaluated; 0: declined; PRISM_ENOMEM.
+ */
+#define SIM_MP_RUN     0 /* evaluated */
+#define SIM_MP_STREAMS 1 /* contention on, a rank's collectives on a stream of their own */
+#define SIM_MP_OVERLAP 2 /* contention on, two contended tasks of a rank at once */
+#define SIM_MP_TIE     3 /* two releases at the same instant decide a binding */
+#define SIM_MP_STUCK   4 /* a task past PRISM_TIME_MAX or never started: sim_run says */
+#define SIM_MP_OPTS    5 /* ablation options (skip, contention_added) */
+int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *err);
 
 /*
  * Simulated time of traced time t on processor p: the tasks of a host
