@@ -432,6 +432,122 @@ static void test_folded(void **state)
 	graph_free(g);
 }
 
+/* The max-plus pass on g against sim_run: 1 and the same start, end,
+ * binding and ready of every task when it ran; its answer (SIM_MP_*). */
+static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
+{
+	struct sim *a = sim_new(g), *b = sim_new(g);
+	struct prism_err err;
+	int rc, why;
+	assert_non_null(a);
+	assert_non_null(b);
+	prism_err_clear(&err);
+	assert_int_equal(sim_run(a, o, &err), 0);
+	rc = sim_run_maxplus(b, o, &err);
+	why = b->mp_why;
+	assert_int_equal(rc, why == SIM_MP_RUN);
+	for (uint32_t u = 0; rc == 1 && u < g->n_nodes; u++) {
+		assert_int_equal(b->start_ns[u], a->start_ns[u]);
+		assert_int_equal(b->end_ns[u], a->end_ns[u]);
+		assert_int_equal(b->binding[u], a->binding[u]);
+		assert_int_equal(b->ready_ns[u], a->ready_ns[u]);
+	}
+	if (rc == 1)
+		assert_int_equal(b->makespan_ns, a->makespan_ns);
+	sim_free(a);
+	sim_free(b);
+	return why;
+}
+
+/*
+ * sim_run_maxplus (sim.h): equal to the event simulation where it runs,
+ * declining where the queue's order or contention would decide.
+ * (1) test_chain's stream, test_rendezvous' four ranks: it runs.
+ * (2) Two tasks on two threads, 0-10 and 0-10, both releasing a third
+ *     at 10 (ORDER and THREAD edges): which binds it is the queue's push
+ *     order: declined (TIE).  The second from 5 (5-10): the first,
+ *     released at 0, binds: it runs, binding as the sim's.
+ * (3) test_rendezvous' members arriving at once (all at 0): declined.
+ * (4) Contention on: two compute kernels on two streams of one GPU at
+ *     0-10 and 5-15: declined (OVERLAP); the second at 10-20 with an
+ *     event edge from the first: it runs; at 10-20 without the edge (the
+ *     queue would say which the sim saw first): declined; at 12-22: runs.
+ *     A kernel and a collective on two streams (test_contention):
+ *     declined before the run (STREAMS).
+ */
+static void test_maxplus(void **state)
+{
+	static const struct tp p1[] = {{0, 1}};
+	static const struct tn n1[] = {
+	    {0, GN_KERNEL, 0, 10, -1}, {0, GN_KERNEL, 10, 20, -1}, {0, GN_KERNEL, 35, 30, -1}};
+	static const struct te e1[] = {{0, 1, O}, {1, 2, O}};
+	static const struct tp p2[] = {{0, 0}, {0, 0}};
+	struct tn n2[] = {{0, GN_CPU, 0, 10, -1}, {0, GN_CPU, 20, 5, -1}, {1, GN_CPU, 0, 10, -1}};
+	static const struct te e2[] = {{0, 1, O}, {2, 1, T}};
+	static const struct tp p3[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
+	struct tn n3[] = {{0, GN_RUNTIME, 0, 1, -1},
+			  {1, GN_COLL, 0, 70, 0},
+			  {2, GN_RUNTIME, 10, 1, -1},
+			  {3, GN_COLL, 10, 60, 0}};
+	static const struct te e3[] = {{0, 1, L}, {2, 3, L}};
+	static const struct tp p4[] = {{0, 1}, {0, 1}};
+	struct tn n4[] = {{0, GN_KERNEL, 0, 10, -1}, {1, GN_KERNEL, 5, 10, -1}};
+	static const struct te e4[] = {{0, 1, E}};
+	struct tn n5[] = {{0, GN_KERNEL, 0, 100, -1}, {1, GN_COLL, 0, 50, 0}};
+	struct hw_profile hw;
+	struct prism_err err;
+	struct sim_opts o, oc;
+	struct graph *g;
+	(void)state;
+	sim_opts_default(&o);
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &hw, &err), 0);
+	oc = o;
+	oc.slow_compute = hw.slow_compute;
+	oc.slow_comm = hw.slow_comm;
+	/* (1) */
+	g = mk(p1, 1, n1, 3, e1, 2, 1);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	graph_free(g);
+	g = mk(p3, 4, n3, 4, e3, 2, 2);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+	/* (2) */
+	g = mk(p2, 2, n2, 3, e2, 2, 1);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_TIE);
+	graph_free(g);
+	n2[2].start_us = 5;
+	n2[2].dur_us = 5;
+	g = mk(p2, 2, n2, 3, e2, 2, 1);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+	/* (3) */
+	n3[2].start_us = 0;
+	g = mk(p3, 4, n3, 4, e3, 2, 2);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_TIE);
+	graph_free(g);
+	/* (4) */
+	g = mk(p4, 2, n4, 2, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_OVERLAP);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+	n4[1].start_us = 10;
+	g = mk(p4, 2, n4, 2, e4, 1, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	graph_free(g);
+	g = mk(p4, 2, n4, 2, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_OVERLAP);
+	graph_free(g);
+	n4[1].start_us = 12;
+	g = mk(p4, 2, n4, 2, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	graph_free(g);
+	g = mk(p4, 2, n5, 2, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_STREAMS);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -444,6 +560,7 @@ int main(void)
 	    cmocka_unit_test(test_lag_and_ablation),
 	    cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_folded),
+	    cmocka_unit_test(test_maxplus),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
