@@ -1097,11 +1097,6 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 	s->mp_why = SIM_MP_OPTS;
 	if (o->skip || o->contention_added)
 		return 0;
-	if (!s->mp_rel && !(s->mp_rel = prism_malloc(n * sizeof(*s->mp_rel))))
-		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-	if (!s->mp_work && !(s->mp_work = prism_malloc(n * sizeof(*s->mp_work))))
-		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-	work = s->mp_work;
 	if (o->fold) {
 		if (fold_alloc(s, o->fold))
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
@@ -1115,6 +1110,11 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 		s->mp_why = rc;
 		return 0;
 	}
+	if (!s->mp_rel && !(s->mp_rel = prism_malloc(n * sizeof(*s->mp_rel))))
+		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	if (!s->mp_work && !(s->mp_work = prism_malloc(n * sizeof(*s->mp_work))))
+		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	work = s->mp_work;
 	memset(s->indeg, 0, g->n_nodes * sizeof(*s->indeg));
 	for (uint32_t k = 0; k < g->n_edges; k++)
 		s->indeg[g->out_dst[k]]++;
