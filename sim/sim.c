@@ -149,6 +149,8 @@ void sim_free(struct sim *s)
 	VEC_FREE(s->pcount);
 	free(s->mp_rel);
 	free(s->mp_work);
+	free(s->mp_pt);
+	free(s->mp_pb);
 	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
 		free(s->run[r].v);
 	free(s->run);
@@ -904,6 +906,15 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 
 /* ---- the max-plus evaluation (sim.h, sim_run_maxplus) -------------------- */
 
+/* The hybrid's last event on a rank (hy_after). */
+struct hy_last {
+	int64_t t;
+	uint32_t u;
+	int fin;
+	int strict; /* every event of the instant so far in the sim's order */
+	int fold;   /* a folded task's among them */
+};
+
 /* Whether u is one of the tasks contention acts on: a folded task, or a
  * compute kernel or collective with one member present (contended()). */
 static int mp_contended(const struct sim *s, const struct sim_opts *o, uint32_t u)
@@ -923,24 +934,24 @@ static uint32_t mp_ranks(const struct graph *g)
 }
 
 /* Before the run: SIM_MP_STREAMS where a rank has contended tasks on two
- * streams or more and collectives among them (a data-parallel stream
- * beside the compute stream: they overlap, and the pass would be wasted),
- * SIM_MP_RUN otherwise, PRISM_ENOMEM. */
+ * streams or more (a data-parallel stream beside the compute stream:
+ * contention may act, and the hybrid takes them through the queue),
+ * SIM_MP_RUN otherwise (one stream's tasks never run at once),
+ * PRISM_ENOMEM. */
 static int mp_streams(const struct sim *s, const struct sim_opts *o)
 {
 	const struct graph *g = s->g;
 	uint32_t ranks = mp_ranks(g), *first;
-	uint8_t *multi, *comm;
+	uint8_t *multi;
 	int why = SIM_MP_RUN;
 
 	first = prism_malloc((ranks ? ranks : 1) * sizeof(*first));
-	multi = prism_calloc(ranks ? ranks : 1, 2);
+	multi = prism_calloc(ranks ? ranks : 1, 1);
 	if (!first || !multi) {
 		free(first);
 		free(multi);
 		return PRISM_ENOMEM;
 	}
-	comm = multi + ranks;
 	for (uint32_t r = 0; r < ranks; r++)
 		first[r] = NONE32;
 	for (uint32_t p = 0; p < g->n_procs && why == SIM_MP_RUN; p++) {
@@ -949,15 +960,13 @@ static int mp_streams(const struct sim *s, const struct sim_opts *o)
 		if (!pr->gpu)
 			continue;
 		for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
-			int k = contended(s, o, u, o->rendezvous);
-			if (!k && !(s->fold_of && s->fold_of[u] != NONE32))
+			if (!mp_contended(s, o, u))
 				continue;
 			if (first[r] == NONE32)
 				first[r] = p;
 			else if (first[r] != p)
 				multi[r] = 1;
-			comm[r] |= k == 2;
-			if (multi[r] && comm[r]) {
+			if (multi[r]) {
 				why = SIM_MP_STREAMS;
 				break;
 			}
@@ -1043,6 +1052,12 @@ static int mp_release(struct sim *s, uint32_t u, uint32_t *work, uint32_t *nw)
 	for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++) {
 		uint32_t v = g->out_dst[k], b = s->binding[v];
 		int64_t t = graph_edge_release(g->out_kind[k], s->start_ns[u], s->end_ns[u]);
+		if (s->mp_pt && (s->mp_pb[v] == NONE32 - 1 || rel[u] > s->mp_pt[v])) {
+			s->mp_pt[v] = rel[u];
+			s->mp_pb[v] = u;
+		} else if (s->mp_pt && rel[u] == s->mp_pt[v] && s->mp_pb[v] != u) {
+			s->mp_pb[v] = NONE32; /* which pushed it: the queue's order */
+		}
 		if (b == NONE32 || t > s->ready_ns[v]) {
 			s->ready_ns[v] = t;
 			s->binding[v] = u;
@@ -1087,12 +1102,112 @@ static int mp_start(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t
 	return mp_release(s, u, work, nw);
 }
 
+/* Where task u's edge from w is in w's edges (UINT32_MAX: none). */
+static uint32_t hy_edge(const struct graph *g, uint32_t w, uint32_t u)
+{
+	for (uint32_t k = g->out_off[w]; k < g->out_off[w + 1]; k++)
+		if (g->out_dst[k] == u)
+			return k;
+	return NONE32;
+}
+
+/* Whether sim_run pushed contended task p's start before u's: the task
+ * that released each last (mp_pb: the latest release, the sim's last
+ * pop) popped earlier, or the same one released p first (its edges'
+ * order; the first events in the nodes' order).  0 where the queue's
+ * order is not known (two releases at one instant). */
+static int hy_pushed_before(const struct sim *s, uint32_t p, uint32_t u)
+{
+	uint32_t a = s->mp_pb[p], b = s->mp_pb[u];
+	if (a == NONE32 || b == NONE32)
+		return 0;
+	if (s->mp_pt[p] != s->mp_pt[u])
+		return s->mp_pt[p] < s->mp_pt[u];
+	if (a != b)
+		return 0;
+	if (a == NONE32 - 2)
+		return p < u; /* first events, pushed in the nodes' order */
+	return hy_edge(s->g, a, p) < hy_edge(s->g, a, u);
+}
+
+/* The hybrid (sim_run_maxplus with a rank's collectives on a stream of
+ * their own): a contended task's event of kind fin (0 its start, 1 its
+ * finish) at t on its rank, after the rank's last one.  The tasks around
+ * it went straight through, so the queue's order among a rank's events
+ * at one instant may differ from the sim's.  Where no folded task has an
+ * event then, the order does not matter: no time passes between them,
+ * and after them the rank runs the same tasks at the same rates (a tie
+ * between the releases they make is refused by mp_release, two finishes
+ * releasing one task; their successors' own order is checked here in
+ * turn).  Where a folded task has one, each event must come in the sim's
+ * order: the same task's; a start released by the task that just
+ * finished (an edge from it); a start the sim pushed after the one
+ * before (hy_pushed_before) -- every pair of that instant so.  1 when so
+ * (or at another instant), 0 otherwise. */
+static int hy_after(const struct sim *s, struct hy_last *l, uint32_t u, int fin, int64_t t)
+{
+	int folded = s->fold_of && s->fold_of[u] != NONE32, ok = 1, strict;
+	if (l->u == NONE32 || t != l->t) {
+		l->strict = 1;
+		l->fold = folded;
+	} else if (l->u != u) {
+		strict = 0;
+		if (!fin && l->fin)
+			strict = hy_edge(s->g, l->u, u) != NONE32;
+		else if (!fin && !l->fin)
+			strict = hy_pushed_before(s, l->u, u);
+		l->strict = l->strict && strict;
+		ok = (!l->fold && !folded) || l->strict;
+		l->fold |= folded;
+	}
+	l->t = t;
+	l->u = u;
+	l->fin = fin;
+	return ok;
+}
+
+/* The hybrid's queue: contended tasks' starts and finishes, as sim_run
+ * takes them, until it is empty or the worklist has tasks again.
+ * 0, SIM_MP_* (declined) or PRISM_ENOMEM. */
+static int hy_events(struct sim *s, const struct sim_opts *o, struct hy_last *last, uint32_t *work,
+		     uint32_t *nw)
+{
+	const struct graph *g = s->g;
+	struct evq_entry e;
+	int rc = 0;
+	while (*nw == 0 && rc == 0 && evq_pop(&s->q, &e) == 0) {
+		uint32_t u = e.node & ~SIM_FIN;
+		int fin = (e.node & SIM_FIN) != 0;
+		int64_t t = e.time_ns;
+		if (s->end_ns[u] >= 0 || (fin && s->pred_end[u] != t))
+			continue; /* stale */
+		if (!hy_after(s, &last[g->procs[g->proc[u]].rank], u, fin, t))
+			return SIM_MP_SAMETIME;
+		if (fin) {
+			if ((rc = finish(s, o, u, t)) == 1) {
+				s->mp_rel[u] = t;
+				rc = mp_release(s, u, work, nw);
+			}
+			continue;
+		}
+		s->start_ns[u] = t;
+		if (s->fold_of && s->fold_of[u] != NONE32)
+			rc = fold_begin(s, o, u, t);
+		else
+			rc = begin(s, o, u, t, dur_of(s, u, o->rendezvous),
+				   contended(s, o, u, o->rendezvous));
+	}
+	return rc;
+}
+
 int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 {
 	const struct graph *g = s->g;
 	int rv = o->rendezvous, cont = o->slow_compute > 0 || o->slow_comm > 0, rc = 0;
 	size_t n = g->n_nodes ? g->n_nodes : 1;
 	uint32_t *work, nw = 0;
+	struct hy_last *last = NULL; /* the hybrid's, per rank; NULL: the plain pass */
+	int hybrid;
 
 	s->mp_why = SIM_MP_OPTS;
 	if (o->skip || o->contention_added)
@@ -1105,15 +1220,33 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 		s->fold_of = NULL;
 	}
 	if (cont && (rc = mp_streams(s, o)) != SIM_MP_RUN) {
-		if (rc < 0)
+		/* Contention acts: its tasks through the queue, on their rank. */
+		if (rc < 0 || contention_alloc(s) ||
+		    !(last = prism_malloc((s->n_gpu_ranks ? s->n_gpu_ranks : 1) * sizeof(*last))))
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-		s->mp_why = rc;
-		return 0;
+		for (uint32_t r = 0; r < s->n_gpu_ranks; r++) {
+			s->run[r].n = s->run[r].n_comm = s->run[r].n_comp = s->run[r].n_fold = 0;
+			s->run[r].since = 0;
+			last[r] = (struct hy_last){0, NONE32, 0, 1, 0};
+		}
+		evq_reset(&s->q);
+		if ((!s->mp_pt && !(s->mp_pt = prism_malloc(n * sizeof(*s->mp_pt)))) ||
+		    (!s->mp_pb && !(s->mp_pb = prism_malloc(n * sizeof(*s->mp_pb))))) {
+			free(last);
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		}
+		rc = 0;
+	} else if (s->mp_pt) {
+		free(s->mp_pt);
+		free(s->mp_pb);
+		s->mp_pt = NULL;
+		s->mp_pb = NULL;
 	}
-	if (!s->mp_rel && !(s->mp_rel = prism_malloc(n * sizeof(*s->mp_rel))))
+	if ((!s->mp_rel && !(s->mp_rel = prism_malloc(n * sizeof(*s->mp_rel)))) ||
+	    (!s->mp_work && !(s->mp_work = prism_malloc(n * sizeof(*s->mp_work))))) {
+		free(last);
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-	if (!s->mp_work && !(s->mp_work = prism_malloc(n * sizeof(*s->mp_work))))
-		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	}
 	work = s->mp_work;
 	memset(s->indeg, 0, g->n_nodes * sizeof(*s->indeg));
 	for (uint32_t k = 0; k < g->n_edges; k++)
@@ -1125,22 +1258,28 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 	}
 	s->makespan_ns = 0;
 	s->n_done = 0;
+	s->mp_queued = 0;
 	/* The sim's first events, in the order it pops them at one time. */
 	for (uint32_t u = g->n_nodes; u-- > 0;) {
 		s->ready_ns[u] = INT64_MIN;
 		s->binding[u] = NONE32;
 		s->start_ns[u] = s->end_ns[u] = -1;
+		if (s->mp_pt) {
+			s->mp_pt[u] = INT64_MIN;
+			s->mp_pb[u] = s->indeg[u] == 0 ? NONE32 - 2 : NONE32 - 1;
+		}
 		if (s->indeg[u] == 0) {
 			s->ready_ns[u] = g->start_ns[u];
 			s->mp_rel[u] = g->start_ns[u];
 			work[nw++] = u;
 		}
 	}
-	while (nw > 0 && rc == 0) {
+	while (rc == 0 &&
+	       (nw > 0 || (last && (rc = hy_events(s, o, last, work, &nw)) == 0 && nw > 0))) {
 		uint32_t u = work[--nw], c = g->coll[u];
 		int64_t at = s->mp_rel[u];
 		if (rv && c != NONE32 && s->inst_size[s->inst_of[c]] > 1) {
-			uint32_t i = s->inst_of[c], last;
+			uint32_t i = s->inst_of[c], lm;
 			if (s->inst_last[i] != NONE32 && at == s->inst_ready[i]) {
 				rc = SIM_MP_TIE; /* which arrived last: the queue's order */
 				break;
@@ -1152,23 +1291,33 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 			s->start_ns[u] = -2;
 			if (++s->inst_arrived[i] < s->inst_size[i])
 				continue;
-			last = s->inst_last[i];
+			lm = s->inst_last[i];
 			for (uint32_t m = s->inst_first[i]; m < s->inst_first[i + 1] && rc == 0;
 			     m++) {
 				uint32_t v = g->colls[s->inst_members[m]].node;
-				if (v != last)
-					s->binding[v] = last;
+				if (v != lm)
+					s->binding[v] = lm;
 				rc = mp_start(s, o, v, s->inst_ready[i], cont, work, &nw);
 			}
 			continue;
 		}
+		if (last && mp_contended(s, o, u)) {
+			if (evq_push(&s->q, at, u))
+				rc = PRISM_ENOMEM;
+			s->mp_queued++;
+			continue;
+		}
 		rc = mp_start(s, o, u, at, cont, work, &nw);
 	}
+	hybrid = last != NULL;
+	free(last);
 	if (rc < 0)
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 	if (rc == 0 && s->n_done != g->n_nodes)
 		rc = SIM_MP_STUCK;
-	if (rc == 0 && cont && (rc = mp_overlap(s, o)) != 0) {
+	if (rc == 0 && hybrid && s->plog.n > 1 && sort_plog(s, o->fold ? o->fold->n_tasks : 0))
+		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	if (rc == 0 && cont && !hybrid && (rc = mp_overlap(s, o)) != 0) {
 		if (rc < 0)
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		rc = SIM_MP_OVERLAP;

@@ -171,6 +171,11 @@ struct sim {
 	int64_t *mp_rel;
 	uint32_t *mp_work;
 	int mp_why;
+	uint64_t mp_queued; /* tasks the hybrid took through the queue */
+	/* The hybrid's: per node, the sim's pop time of the release that
+	 * pushed it and that task (UINT32_MAX: two at one instant). */
+	int64_t *mp_pt;
+	uint32_t *mp_pb;
 };
 
 /* The tasks running on one rank's GPU under contention. */
@@ -194,25 +199,31 @@ void sim_free(struct sim *s);
 int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err);
 
 /*
- * The same run as sim_run() without its event queue, where the order of
- * events cannot matter: every task starts at the latest release of its
+ * The same run as sim_run() without its event queue where the queue's
+ * order cannot matter: every task starts at the latest release of its
  * dependencies (plus its lag), collectives at their last member's
  * arrival, folded tasks as one (sim.h above) -- a longest-path pass in
- * dependency order, a max-plus evaluation.  It equals sim_run()'s start,
- * end, binding, ready and fold_busy arrays to the nanosecond when no
- * contention acts (no two of a rank's contended tasks -- compute
- * kernels, collectives with one member present, folded tasks -- run at
- * once on different streams, nor touch without one waiting for the
- * other) and no tie between two releases is left to the queue's push
- * order; otherwise it declines, saying why in s->mp_why, and the caller
- * runs sim_run().  1: evaluated; 0: declined; PRISM_ENOMEM.
+ * dependency order, a max-plus evaluation.  With contention on and a
+ * rank's contended tasks (compute kernels, collectives with one member
+ * present, folded tasks) on two streams or more (data-parallel
+ * reductions beside the backward), the hybrid: those tasks go through
+ * the queue as in sim_run(), on their rank, every other task straight
+ * through (s->mp_queued counts the queued).  It equals sim_run()'s
+ * start, end, binding, ready, fold_busy and plog to the nanosecond when
+ * no tie between two releases is left to the queue's push order, and,
+ * contention on: in the plain pass, no two contended tasks of one stream
+ * run at once; in the hybrid, a rank's events at one instant either
+ * involve no folded task or come in the sim's order (hy_after in sim.c).
+ * Otherwise it declines, saying why in s->mp_why, and the caller runs
+ * sim_run().  1: evaluated; 0: declined; PRISM_ENOMEM.
  */
-#define SIM_MP_RUN     0 /* evaluated */
-#define SIM_MP_STREAMS 1 /* contention on, a rank's collectives on a stream of their own */
-#define SIM_MP_OVERLAP 2 /* contention on, two contended tasks of a rank at once */
-#define SIM_MP_TIE     3 /* two releases at the same instant decide a binding */
-#define SIM_MP_STUCK   4 /* a task past PRISM_TIME_MAX or never started: sim_run says */
-#define SIM_MP_OPTS    5 /* ablation options (skip, contention_added) */
+#define SIM_MP_RUN	0 /* evaluated */
+#define SIM_MP_STREAMS	1 /* (internal: contended tasks on two streams, the hybrid) */
+#define SIM_MP_OVERLAP	2 /* contention on, one stream's contended tasks at once */
+#define SIM_MP_TIE	3 /* two releases at the same instant decide a binding */
+#define SIM_MP_STUCK	4 /* a task past PRISM_TIME_MAX or never started: sim_run says */
+#define SIM_MP_SAMETIME 5 /* the hybrid: a rank's events at one instant, not one chain */
+#define SIM_MP_OPTS	6 /* ablation options (skip, contention_added) */
 int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *err);
 
 /*

@@ -75,6 +75,7 @@ static void run_free(struct run *r)
 /* The runs the max-plus pass made (settle_synth, sim_run_maxplus), by
  * SIM_MP_* and contention (1) or none (0), over the tests so far. */
 static int mp_count[SIM_MP_OPTS + 1][2];
+static int mp_hybrid[2]; /* of mp_count[SIM_MP_RUN], the hybrid's */
 
 /* r (settled by settle_synth) against the same build settled by the
  * event simulation alone: every task's start, duration and wait, every
@@ -96,6 +97,7 @@ static void events_agree(const struct synth_in *in, int units, const struct run 
 	assert_true(r->st.maxplus >= SIM_MP_RUN && r->st.maxplus < SIM_MP_OPTS);
 	assert_int_equal(e.st.maxplus, SIM_MP_OPTS);
 	mp_count[r->st.maxplus][r->so.slow_compute > 0 || r->so.slow_comm > 0]++;
+	mp_hybrid[r->so.slow_compute > 0 || r->so.slow_comm > 0] += r->st.maxplus_queued > 0;
 	assert_int_equal(e.g->n_nodes, r->g->n_nodes);
 	for (uint32_t u = 0; u < e.g->n_nodes; u++) {
 		assert_int_equal(r->g->start_ns[u], e.g->start_ns[u]);
@@ -278,15 +280,19 @@ static void test_agreement(void **state)
 			assert_int_equal(agree(&in), 1);
 		}
 	}
-	/* The max-plus pass ran with contention and without (pipelines
-	 * whose ranks' collectives share the compute stream), and declined
-	 * where data-parallel collectives ran on a stream of their own. */
+	/* The max-plus pass ran with contention and without, plain (a
+	 * rank's contended tasks on its compute stream alone) and as the
+	 * hybrid (data-parallel collectives on a stream of their own, through
+	 * the queue with what runs beside them); never the hybrid without
+	 * contention. */
 	for (int k = 0; k <= SIM_MP_OPTS; k++)
 		print_message("max-plus %d: %d with contention, %d without\n", k, mp_count[k][1],
 			      mp_count[k][0]);
-	assert_true(mp_count[SIM_MP_RUN][1] > 0);
+	print_message("hybrid: %d with contention, %d without\n", mp_hybrid[1], mp_hybrid[0]);
+	assert_true(mp_count[SIM_MP_RUN][1] > mp_hybrid[1]);
+	assert_true(mp_hybrid[1] > 0);
+	assert_int_equal(mp_hybrid[0], 0);
 	assert_true(mp_count[SIM_MP_RUN][0] > 0);
-	assert_true(mp_count[SIM_MP_STREAMS][1] > 0);
 }
 
 /* Activation offloading (pp 1, as Megatron-LM takes it): the copy stream's

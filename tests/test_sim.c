@@ -356,6 +356,8 @@ static void test_contention(void **state)
 	graph_free(g);
 }
 
+static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o);
+
 /*
  * A folded task (sim.h): a host task at 0 launches task F on the compute
  * stream, which stands for three pieces -- compute 20 us, then after a
@@ -420,6 +422,23 @@ static void test_folded(void **state)
 	assert_int_equal(s->end_ns[2], 70 * US);
 	assert_int_equal(s->fold_busy[0], 50 * US);
 
+	/* The max-plus pass's hybrid (test_maxplus) beside it: the
+	 * collective from 5 (as (1)) goes through the queue with the folded
+	 * task, the same to the nanosecond and piece; from 0, the instant the
+	 * folded task starts (launched by the host task at 0), the sim took
+	 * the collective first (pushed first) where the hybrid has the folded
+	 * task first: declined. */
+	sim_free(s);
+	graph_free(g);
+	n[2].start_us = 5;
+	g = mk(p, 3, n, 3, e, 1, 1);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+	n[2].start_us = 0;
+	g = mk(p, 3, n, 3, e, 1, 1);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_SAMETIME);
+	s = sim_new(g);
+
 	pc[1].rel_ns = 40 * US;
 	sim_fold_pieces(pc, 0, 3);
 	assert_int_equal(pc[0].reach_ns, 80 * US);
@@ -452,8 +471,14 @@ static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
 		assert_int_equal(b->binding[u], a->binding[u]);
 		assert_int_equal(b->ready_ns[u], a->ready_ns[u]);
 	}
-	if (rc == 1)
+	if (rc == 1) {
 		assert_int_equal(b->makespan_ns, a->makespan_ns);
+		assert_int_equal(b->plog.n, a->plog.n);
+		for (size_t i = 0; i < a->plog.n; i++)
+			assert_memory_equal(&b->plog.v[i], &a->plog.v[i], sizeof(a->plog.v[i]));
+		for (uint32_t f = 0; o->fold && f < o->fold->n_tasks; f++)
+			assert_int_equal(b->fold_busy[f], a->fold_busy[f]);
+	}
 	sim_free(a);
 	sim_free(b);
 	return why;
@@ -468,12 +493,15 @@ static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
  *     order: declined (TIE).  The second from 5 (5-10): the first,
  *     released at 0, binds: it runs, binding as the sim's.
  * (3) test_rendezvous' members arriving at once (all at 0): declined.
- * (4) Contention on: two compute kernels on two streams of one GPU at
- *     0-10 and 5-15: declined (OVERLAP); the second at 10-20 with an
- *     event edge from the first: it runs; at 10-20 without the edge (the
- *     queue would say which the sim saw first): declined; at 12-22: runs.
- *     A kernel and a collective on two streams (test_contention):
- *     declined before the run (STREAMS).
+ * (4) Contention on: two compute kernels on one stream with no edge
+ *     between them at 0-10 and 5-15 (a hand-made graph; a stream's order
+ *     is its edges): declined (OVERLAP).  On two streams: the hybrid
+ *     takes them through the queue: it runs, at 0-10 and 10-20 with an
+ *     event edge, at 10-20 without, at 12-22.  A kernel and a collective
+ *     on two streams (test_contention), both from 0 (the queue's order
+ *     at one instant does not matter without a folded task) and the
+ *     collective from 5: it runs, both slowed, as the sim has them.
+ *     test_folded: a folded task beside a collective.
  */
 static void test_maxplus(void **state)
 {
@@ -527,8 +555,14 @@ static void test_maxplus(void **state)
 	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_TIE);
 	graph_free(g);
 	/* (4) */
-	g = mk(p4, 2, n4, 2, NULL, 0, 1);
+	n4[1].proc = 0;
+	g = mk(p4, 1, n4, 2, NULL, 0, 1);
 	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_OVERLAP);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+	n4[1].proc = 1;
+	g = mk(p4, 2, n4, 2, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
 	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
 	graph_free(g);
 	n4[1].start_us = 10;
@@ -536,15 +570,19 @@ static void test_maxplus(void **state)
 	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
 	graph_free(g);
 	g = mk(p4, 2, n4, 2, NULL, 0, 1);
-	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_OVERLAP);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
 	graph_free(g);
 	n4[1].start_us = 12;
 	g = mk(p4, 2, n4, 2, NULL, 0, 1);
 	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
 	graph_free(g);
 	g = mk(p4, 2, n5, 2, NULL, 0, 1);
-	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_STREAMS);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
 	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+	n5[1].start_us = 5;
+	g = mk(p4, 2, n5, 2, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
 	graph_free(g);
 }
 

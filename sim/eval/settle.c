@@ -334,6 +334,7 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 		return rc;
 	}
 	out->maxplus = maxplus ? sm->mp_why : SIM_MP_OPTS;
+	out->maxplus_queued = rc == 1 ? sm->mp_queued : 0;
 	if (rc == 0 && (rc = sim_run(sm, &o, err))) {
 		sim_free(sm);
 		fold_tasks_free(&fo);

@@ -33,6 +33,7 @@ struct settle_out {
 	 * declined (SIM_MP_*, sim.h; SIM_MP_OPTS from settle_synth_events):
 	 * the event simulation ran instead. */
 	int maxplus;
+	uint64_t maxplus_queued; /* tasks its hybrid took through the queue */
 };
 
 /* The bubble of `stages` compute streams, stage r busy busy_ns[r] over a
