@@ -147,9 +147,7 @@ void sim_free(struct sim *s)
 	VEC_FREE(s->plog);
 	VEC_FREE(s->ptmp);
 	VEC_FREE(s->pcount);
-	free(s->mp_rel);
 	free(s->mp_work);
-	free(s->mp_pt);
 	free(s->mp_pb);
 	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
 		free(s->run[r].v);
@@ -911,8 +909,10 @@ struct hy_last {
 	int64_t t;
 	uint32_t u;
 	int fin;
-	int strict; /* every event of the instant so far in the sim's order */
-	int fold;   /* a folded task's among them */
+	int strict;  /* every event of the instant so far in the sim's order */
+	int fold;    /* a folded task's among them */
+	int64_t pt;  /* the last start's: when the release that pushed it was */
+	uint32_t pb; /* and whose (mp_pb) */
 };
 
 /* Whether u is one of the tasks contention acts on: a folded task, or a
@@ -1038,12 +1038,23 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o)
 	return hit;
 }
 
-/* u has its times (and rel, when the sim would release it): release what
- * waits for it.  0, or SIM_MP_TIE / SIM_MP_STUCK (declined). */
-static int mp_release(struct sim *s, uint32_t u, uint32_t *work, uint32_t *nw)
+/* When the sim releases u (its times set): at its start, or at its end
+ * where it ran as a contended task (a finish event). */
+static int64_t mp_rel(const struct sim *s, const struct sim_opts *o, int cont, uint32_t u)
+{
+	return cont && mp_contended(s, o, u) ? s->end_ns[u] : s->start_ns[u];
+}
+
+/* u has its times: release what waits for it (a task whose last
+ * dependency this is onto the worklist, its arrival in its start_ns).
+ * In the hybrid, mp_pb and pred_end (unused until a task starts) keep
+ * which release pushed each task in the sim, and when.  0, or
+ * SIM_MP_TIE / SIM_MP_STUCK (declined). */
+static int mp_release(struct sim *s, const struct sim_opts *o, int cont, uint32_t u, uint32_t *work,
+		      uint32_t *nw)
 {
 	const struct graph *g = s->g;
-	int64_t *rel = s->mp_rel;
+	int64_t rel = mp_rel(s, o, cont, u);
 	if (s->end_ns[u] > PRISM_TIME_MAX)
 		return SIM_MP_STUCK;
 	if (s->end_ns[u] > s->makespan_ns)
@@ -1052,10 +1063,10 @@ static int mp_release(struct sim *s, uint32_t u, uint32_t *work, uint32_t *nw)
 	for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++) {
 		uint32_t v = g->out_dst[k], b = s->binding[v];
 		int64_t t = graph_edge_release(g->out_kind[k], s->start_ns[u], s->end_ns[u]);
-		if (s->mp_pt && (s->mp_pb[v] == NONE32 - 1 || rel[u] > s->mp_pt[v])) {
-			s->mp_pt[v] = rel[u];
+		if (s->mp_pb && (s->mp_pb[v] == NONE32 - 1 || rel > s->pred_end[v])) {
+			s->pred_end[v] = rel;
 			s->mp_pb[v] = u;
-		} else if (s->mp_pt && rel[u] == s->mp_pt[v] && s->mp_pb[v] != u) {
+		} else if (s->mp_pb && rel == s->pred_end[v] && s->mp_pb[v] != u) {
 			s->mp_pb[v] = NONE32; /* which pushed it: the queue's order */
 		}
 		if (b == NONE32 || t > s->ready_ns[v]) {
@@ -1063,9 +1074,10 @@ static int mp_release(struct sim *s, uint32_t u, uint32_t *work, uint32_t *nw)
 			s->binding[v] = u;
 		} else if (t == s->ready_ns[v] && b != u) {
 			/* The sim binds the one released first. */
-			if (rel[u] == rel[b])
+			int64_t rb = mp_rel(s, o, cont, b);
+			if (rel == rb)
 				return SIM_MP_TIE;
-			if (rel[u] < rel[b])
+			if (rel < rb)
 				s->binding[v] = u;
 		}
 		if (--s->indeg[v] == 0) {
@@ -1074,32 +1086,30 @@ static int mp_release(struct sim *s, uint32_t u, uint32_t *work, uint32_t *nw)
 				at = g->start_ns[v];
 			if (at > PRISM_TIME_MAX)
 				return SIM_MP_STUCK;
-			rel[v] = at; /* its arrival, until it starts */
+			s->start_ns[v] = at; /* its arrival, until it starts */
 			work[(*nw)++] = v;
 		}
 	}
 	return 0;
 }
 
-/* u starts at t (a collective's members together): its end, when the sim
- * would release it, and its release.  0, SIM_MP_* or PRISM_ENOMEM. */
+/* u starts at t (a collective's members together): its end and its
+ * release.  0, SIM_MP_* or PRISM_ENOMEM. */
 static int mp_start(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t, int cont,
 		    uint32_t *work, uint32_t *nw)
 {
 	s->start_ns[u] = t;
 	if (s->fold_of && s->fold_of[u] != NONE32) {
 		uint32_t f = s->fold_of[u];
-		if (s->start_ns[o->fold->tasks[f].host] < 0)
+		if (s->end_ns[o->fold->tasks[f].host] < 0)
 			return SIM_MP_STUCK; /* launched before its host task started */
 		s->fst[f] = (struct sim_fstate){t, 0, 0, 0, SIM_F_COLLAPSED};
 		if (fold_final(s, o, u, fold_end_from(s, o, f, 0, t)))
 			return PRISM_ENOMEM;
-		s->mp_rel[u] = cont ? s->end_ns[u] : t;
 	} else {
 		s->end_ns[u] = t + dur_of(s, u, o->rendezvous);
-		s->mp_rel[u] = cont && contended(s, o, u, o->rendezvous) ? s->end_ns[u] : t;
 	}
-	return mp_release(s, u, work, nw);
+	return mp_release(s, o, cont, u, work, nw);
 }
 
 /* Where task u's edge from w is in w's edges (UINT32_MAX: none). */
@@ -1111,23 +1121,23 @@ static uint32_t hy_edge(const struct graph *g, uint32_t w, uint32_t u)
 	return NONE32;
 }
 
-/* Whether sim_run pushed contended task p's start before u's: the task
- * that released each last (mp_pb: the latest release, the sim's last
- * pop) popped earlier, or the same one released p first (its edges'
+/* Whether sim_run pushed contended task p's start before u's, each
+ * pushed by the release of task a (b) that the sim took at pa (pb): the
+ * one taken earlier, or the same one releasing p first (its edges'
  * order; the first events in the nodes' order).  0 where the queue's
  * order is not known (two releases at one instant). */
-static int hy_pushed_before(const struct sim *s, uint32_t p, uint32_t u)
+static int hy_pushed_before(const struct graph *g, uint32_t p, uint32_t a, int64_t pa, uint32_t u,
+			    uint32_t b, int64_t pb)
 {
-	uint32_t a = s->mp_pb[p], b = s->mp_pb[u];
 	if (a == NONE32 || b == NONE32)
 		return 0;
-	if (s->mp_pt[p] != s->mp_pt[u])
-		return s->mp_pt[p] < s->mp_pt[u];
+	if (pa != pb)
+		return pa < pb;
 	if (a != b)
 		return 0;
 	if (a == NONE32 - 2)
 		return p < u; /* first events, pushed in the nodes' order */
-	return hy_edge(s->g, a, p) < hy_edge(s->g, a, u);
+	return hy_edge(g, a, p) < hy_edge(g, a, u);
 }
 
 /* The hybrid (sim_run_maxplus with a rank's collectives on a stream of
@@ -1155,7 +1165,8 @@ static int hy_after(const struct sim *s, struct hy_last *l, uint32_t u, int fin,
 		if (!fin && l->fin)
 			strict = hy_edge(s->g, l->u, u) != NONE32;
 		else if (!fin && !l->fin)
-			strict = hy_pushed_before(s, l->u, u);
+			strict = hy_pushed_before(s->g, l->u, l->pb, l->pt, u, s->mp_pb[u],
+						  s->pred_end[u]);
 		l->strict = l->strict && strict;
 		ok = (!l->fold && !folded) || l->strict;
 		l->fold |= folded;
@@ -1163,6 +1174,10 @@ static int hy_after(const struct sim *s, struct hy_last *l, uint32_t u, int fin,
 	l->t = t;
 	l->u = u;
 	l->fin = fin;
+	if (!fin) { /* what pushed it, before its start overwrites pred_end */
+		l->pt = s->pred_end[u];
+		l->pb = s->mp_pb[u];
+	}
 	return ok;
 }
 
@@ -1184,10 +1199,8 @@ static int hy_events(struct sim *s, const struct sim_opts *o, struct hy_last *la
 		if (!hy_after(s, &last[g->procs[g->proc[u]].rank], u, fin, t))
 			return SIM_MP_SAMETIME;
 		if (fin) {
-			if ((rc = finish(s, o, u, t)) == 1) {
-				s->mp_rel[u] = t;
-				rc = mp_release(s, u, work, nw);
-			}
+			if ((rc = finish(s, o, u, t)) == 1)
+				rc = mp_release(s, o, 1, u, work, nw);
 			continue;
 		}
 		s->start_ns[u] = t;
@@ -1227,23 +1240,19 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 		for (uint32_t r = 0; r < s->n_gpu_ranks; r++) {
 			s->run[r].n = s->run[r].n_comm = s->run[r].n_comp = s->run[r].n_fold = 0;
 			s->run[r].since = 0;
-			last[r] = (struct hy_last){0, NONE32, 0, 1, 0};
+			last[r] = (struct hy_last){0, NONE32, 0, 1, 0, 0, NONE32};
 		}
 		evq_reset(&s->q);
-		if ((!s->mp_pt && !(s->mp_pt = prism_malloc(n * sizeof(*s->mp_pt)))) ||
-		    (!s->mp_pb && !(s->mp_pb = prism_malloc(n * sizeof(*s->mp_pb))))) {
+		if (!s->mp_pb && !(s->mp_pb = prism_malloc(n * sizeof(*s->mp_pb)))) {
 			free(last);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
 		rc = 0;
-	} else if (s->mp_pt) {
-		free(s->mp_pt);
+	} else if (s->mp_pb) {
 		free(s->mp_pb);
-		s->mp_pt = NULL;
 		s->mp_pb = NULL;
 	}
-	if ((!s->mp_rel && !(s->mp_rel = prism_malloc(n * sizeof(*s->mp_rel)))) ||
-	    (!s->mp_work && !(s->mp_work = prism_malloc(n * sizeof(*s->mp_work))))) {
+	if (!s->mp_work && !(s->mp_work = prism_malloc(n * sizeof(*s->mp_work)))) {
 		free(last);
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 	}
@@ -1264,20 +1273,20 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 		s->ready_ns[u] = INT64_MIN;
 		s->binding[u] = NONE32;
 		s->start_ns[u] = s->end_ns[u] = -1;
-		if (s->mp_pt) {
-			s->mp_pt[u] = INT64_MIN;
+		if (s->mp_pb) {
+			s->pred_end[u] = INT64_MIN;
 			s->mp_pb[u] = s->indeg[u] == 0 ? NONE32 - 2 : NONE32 - 1;
 		}
 		if (s->indeg[u] == 0) {
 			s->ready_ns[u] = g->start_ns[u];
-			s->mp_rel[u] = g->start_ns[u];
+			s->start_ns[u] = g->start_ns[u]; /* its arrival */
 			work[nw++] = u;
 		}
 	}
 	while (rc == 0 &&
 	       (nw > 0 || (last && (rc = hy_events(s, o, last, work, &nw)) == 0 && nw > 0))) {
 		uint32_t u = work[--nw], c = g->coll[u];
-		int64_t at = s->mp_rel[u];
+		int64_t at = s->start_ns[u];
 		if (rv && c != NONE32 && s->inst_size[s->inst_of[c]] > 1) {
 			uint32_t i = s->inst_of[c], lm;
 			if (s->inst_last[i] != NONE32 && at == s->inst_ready[i]) {

@@ -165,16 +165,14 @@ struct sim {
 	VEC(struct sim_piece_time) plog;
 	VEC(struct sim_piece_time) ptmp; /* scratch: plog sorted */
 	VEC(uint32_t) pcount;		 /* scratch: per task, its first row */
-	/* sim_run_maxplus(): per node, when the event sim would release it
-	 * (its start, or its end where it runs under contention); the
-	 * worklist; why the last call declined (SIM_MP_*). */
-	int64_t *mp_rel;
+	/* sim_run_maxplus(): the worklist; why the last call declined
+	 * (SIM_MP_*); how many tasks its hybrid took through the queue; the
+	 * hybrid's, per node: the task whose release pushed it in the sim
+	 * (UINT32_MAX: two at one instant; pred_end keeps when, until the
+	 * task starts). */
 	uint32_t *mp_work;
 	int mp_why;
-	uint64_t mp_queued; /* tasks the hybrid took through the queue */
-	/* The hybrid's: per node, the sim's pop time of the release that
-	 * pushed it and that task (UINT32_MAX: two at one instant). */
-	int64_t *mp_pt;
+	uint64_t mp_queued;
 	uint32_t *mp_pb;
 };
 
