@@ -941,39 +941,27 @@ static uint32_t mp_ranks(const struct graph *g)
 static int mp_streams(const struct sim *s, const struct sim_opts *o)
 {
 	const struct graph *g = s->g;
-	uint32_t ranks = mp_ranks(g), *first;
-	uint8_t *multi;
+	uint32_t ranks = mp_ranks(g), *first = prism_malloc((ranks ? ranks : 1) * sizeof(*first));
 	int why = SIM_MP_RUN;
 
-	first = prism_malloc((ranks ? ranks : 1) * sizeof(*first));
-	multi = prism_calloc(ranks ? ranks : 1, 1);
-	if (!first || !multi) {
-		free(first);
-		free(multi);
+	if (!first)
 		return PRISM_ENOMEM;
-	}
 	for (uint32_t r = 0; r < ranks; r++)
 		first[r] = NONE32;
 	for (uint32_t p = 0; p < g->n_procs && why == SIM_MP_RUN; p++) {
 		const struct graph_proc *pr = &g->procs[p];
-		uint32_t r = pr->rank;
-		if (!pr->gpu)
-			continue;
-		for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
+		for (uint32_t u = pr->first; pr->gpu && u < pr->first + pr->n; u++) {
 			if (!mp_contended(s, o, u))
 				continue;
-			if (first[r] == NONE32)
-				first[r] = p;
-			else if (first[r] != p)
-				multi[r] = 1;
-			if (multi[r]) {
+			if (first[pr->rank] == NONE32) {
+				first[pr->rank] = p;
+			} else if (first[pr->rank] != p) {
 				why = SIM_MP_STREAMS;
 				break;
 			}
 		}
 	}
 	free(first);
-	free(multi);
 	return why;
 }
 
