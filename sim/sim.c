@@ -1192,6 +1192,9 @@ static int hy_events(struct sim *s, const struct sim_opts *o, struct hy_last *la
 			continue;
 		}
 		s->start_ns[u] = t;
+		if (s->fold_of && s->fold_of[u] != NONE32 &&
+		    s->end_ns[o->fold->tasks[s->fold_of[u]].host] < 0)
+			return SIM_MP_STUCK; /* launched before its host task started */
 		if (s->fold_of && s->fold_of[u] != NONE32)
 			rc = fold_begin(s, o, u, t);
 		else

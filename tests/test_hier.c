@@ -4,7 +4,9 @@
  * schedules, virtual stages, recomputation, ZeRO stages, tensor and
  * sequence parallelism, precisions, launch-bound hosts and rebuilt trace
  * bases, the folded run's step times equal the full simulation's to the
- * nanosecond, and so do the bubble, the counts and the breakdown.  Figures of the
+ * nanosecond, and so do the bubble, the counts and the breakdown; every
+ * run settled by the max-plus pass (sim.h, sim_run_maxplus) equals the
+ * event simulation's task by task.  Figures of the
  * acceptance layout (GPT-3 175B, TP8 PP8 DP8 on H100) come from the full
  * simulation.
  */
