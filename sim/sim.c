@@ -147,6 +147,8 @@ void sim_free(struct sim *s)
 	VEC_FREE(s->plog);
 	VEC_FREE(s->ptmp);
 	VEC_FREE(s->pcount);
+	free(s->mp_work);
+	free(s->mp_pb);
 	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
 		free(s->run[r].v);
 	free(s->run);
@@ -898,6 +900,430 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 				     (uint64_t)(g->n_nodes - s->n_done), g->n_nodes,
 				     s->n_mismatched);
 	return 0;
+}
+
+/* ---- the max-plus evaluation (sim.h, sim_run_maxplus) -------------------- */
+
+/* The hybrid's last event on a rank (hy_after). */
+struct hy_last {
+	int64_t t;
+	uint32_t u;
+	int fin;
+	int strict;  /* every event of the instant so far in the sim's order */
+	int fold;    /* a folded task's among them */
+	int64_t pt;  /* the last start's: when the release that pushed it was */
+	uint32_t pb; /* and whose (mp_pb) */
+};
+
+/* Whether u is one of the tasks contention acts on: a folded task, or a
+ * compute kernel or collective with one member present (contended()). */
+static int mp_contended(const struct sim *s, const struct sim_opts *o, uint32_t u)
+{
+	return (s->fold_of && s->fold_of[u] != NONE32 && s->g->procs[s->g->proc[u]].gpu) ||
+	       contended(s, o, u, o->rendezvous) != 0;
+}
+
+/* The number of ranks (graph_proc.rank + 1). */
+static uint32_t mp_ranks(const struct graph *g)
+{
+	uint32_t ranks = 0;
+	for (uint32_t p = 0; p < g->n_procs; p++)
+		if (g->procs[p].rank + 1 > ranks)
+			ranks = g->procs[p].rank + 1;
+	return ranks;
+}
+
+/* Before the run: SIM_MP_STREAMS where a rank has contended tasks on two
+ * streams or more (a data-parallel stream beside the compute stream:
+ * contention may act, and the hybrid takes them through the queue),
+ * SIM_MP_RUN otherwise (one stream's tasks never run at once),
+ * PRISM_ENOMEM. */
+static int mp_streams(const struct sim *s, const struct sim_opts *o)
+{
+	const struct graph *g = s->g;
+	uint32_t ranks = mp_ranks(g), *first = prism_malloc((ranks ? ranks : 1) * sizeof(*first));
+	int why = SIM_MP_RUN;
+
+	if (!first)
+		return PRISM_ENOMEM;
+	for (uint32_t r = 0; r < ranks; r++)
+		first[r] = NONE32;
+	for (uint32_t p = 0; p < g->n_procs && why == SIM_MP_RUN; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		for (uint32_t u = pr->first; pr->gpu && u < pr->first + pr->n; u++) {
+			if (!mp_contended(s, o, u))
+				continue;
+			if (first[pr->rank] == NONE32) {
+				first[pr->rank] = p;
+			} else if (first[pr->rank] != p) {
+				why = SIM_MP_STREAMS;
+				break;
+			}
+		}
+	}
+	free(first);
+	return why;
+}
+
+/* After the run: whether two contended tasks of a rank ran at once, or one
+ * started on another stream the instant the other ended without waiting
+ * for it (the event queue's push order would decide which the sim saw
+ * first).  A rank's streams merged by start; each task must start after
+ * the latest end so far, or at it when it waits for that task (an edge,
+ * or the same stream's order).  1: they did (or a stream's tasks are out
+ * of order); 0: no contention acted; PRISM_ENOMEM. */
+static int mp_overlap(const struct sim *s, const struct sim_opts *o)
+{
+	const struct graph *g = s->g;
+	uint32_t ranks = mp_ranks(g), *pk, *cur, npk;
+	int hit = 0;
+
+	pk = prism_malloc((g->n_procs ? g->n_procs : 1) * 2 * sizeof(*pk));
+	if (!pk)
+		return PRISM_ENOMEM;
+	cur = pk + g->n_procs;
+	for (uint32_t r = 0; r < ranks && !hit; r++) {
+		uint32_t last = NONE32;
+		int64_t maxend = INT64_MIN;
+		npk = 0;
+		for (uint32_t p = 0; p < g->n_procs; p++)
+			if (g->procs[p].gpu && g->procs[p].rank == r) {
+				pk[npk] = p;
+				cur[npk++] = g->procs[p].first;
+			}
+		for (;;) {
+			uint32_t best = NONE32, b;
+			for (uint32_t k = 0; k < npk; k++) {
+				const struct graph_proc *pr = &g->procs[pk[k]];
+				while (cur[k] < pr->first + pr->n && !mp_contended(s, o, cur[k]))
+					cur[k]++;
+				if (cur[k] < pr->first + pr->n &&
+				    (best == NONE32 ||
+				     s->start_ns[cur[k]] < s->start_ns[cur[best]]))
+					best = k;
+			}
+			if (best == NONE32)
+				break;
+			b = cur[best]++;
+			if (last != NONE32 && s->start_ns[b] <= maxend) {
+				int waits = s->start_ns[b] == maxend && g->proc[b] == g->proc[last];
+				for (uint32_t k = g->out_off[last];
+				     !waits && s->start_ns[b] == maxend && k < g->out_off[last + 1];
+				     k++)
+					waits = g->out_dst[k] == b;
+				if (!waits) {
+					hit = 1;
+					break;
+				}
+			}
+			if (last == NONE32 || s->end_ns[b] >= maxend) {
+				maxend = s->end_ns[b];
+				last = b;
+			}
+		}
+	}
+	free(pk);
+	return hit;
+}
+
+/* When the sim releases u (its times set): at its start, or at its end
+ * where it ran as a contended task (a finish event). */
+static int64_t mp_rel(const struct sim *s, const struct sim_opts *o, int cont, uint32_t u)
+{
+	return cont && mp_contended(s, o, u) ? s->end_ns[u] : s->start_ns[u];
+}
+
+/* u has its times: release what waits for it (a task whose last
+ * dependency this is onto the worklist, its arrival in its start_ns).
+ * In the hybrid, mp_pb and pred_end (unused until a task starts) keep
+ * which release pushed each task in the sim, and when.  0, or
+ * SIM_MP_TIE / SIM_MP_STUCK (declined). */
+static int mp_release(struct sim *s, const struct sim_opts *o, int cont, uint32_t u, uint32_t *work,
+		      uint32_t *nw)
+{
+	const struct graph *g = s->g;
+	int64_t rel = mp_rel(s, o, cont, u);
+	if (s->end_ns[u] > PRISM_TIME_MAX)
+		return SIM_MP_STUCK;
+	if (s->end_ns[u] > s->makespan_ns)
+		s->makespan_ns = s->end_ns[u];
+	s->n_done++;
+	for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++) {
+		uint32_t v = g->out_dst[k], b = s->binding[v];
+		int64_t t = graph_edge_release(g->out_kind[k], s->start_ns[u], s->end_ns[u]);
+		if (s->mp_pb && (s->mp_pb[v] == NONE32 - 1 || rel > s->pred_end[v])) {
+			s->pred_end[v] = rel;
+			s->mp_pb[v] = u;
+		} else if (s->mp_pb && rel == s->pred_end[v] && s->mp_pb[v] != u) {
+			s->mp_pb[v] = NONE32; /* which pushed it: the queue's order */
+		}
+		if (b == NONE32 || t > s->ready_ns[v]) {
+			s->ready_ns[v] = t;
+			s->binding[v] = u;
+		} else if (t == s->ready_ns[v] && b != u) {
+			/* The sim binds the one released first. */
+			int64_t rb = mp_rel(s, o, cont, b);
+			if (rel == rb)
+				return SIM_MP_TIE;
+			if (rel < rb)
+				s->binding[v] = u;
+		}
+		if (--s->indeg[v] == 0) {
+			int64_t at = s->ready_ns[v] + g->lag_ns[v];
+			if ((g->flags[v] & NF_ANCHORED) && g->start_ns[v] > at)
+				at = g->start_ns[v];
+			if (at > PRISM_TIME_MAX)
+				return SIM_MP_STUCK;
+			s->start_ns[v] = at; /* its arrival, until it starts */
+			work[(*nw)++] = v;
+		}
+	}
+	return 0;
+}
+
+/* u starts at t (a collective's members together): its end and its
+ * release.  0, SIM_MP_* or PRISM_ENOMEM. */
+static int mp_start(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t, int cont,
+		    uint32_t *work, uint32_t *nw)
+{
+	s->start_ns[u] = t;
+	if (s->fold_of && s->fold_of[u] != NONE32) {
+		uint32_t f = s->fold_of[u];
+		if (s->end_ns[o->fold->tasks[f].host] < 0)
+			return SIM_MP_STUCK; /* launched before its host task started */
+		s->fst[f] = (struct sim_fstate){t, 0, 0, 0, SIM_F_COLLAPSED};
+		if (fold_final(s, o, u, fold_end_from(s, o, f, 0, t)))
+			return PRISM_ENOMEM;
+	} else {
+		s->end_ns[u] = t + dur_of(s, u, o->rendezvous);
+	}
+	return mp_release(s, o, cont, u, work, nw);
+}
+
+/* Where task u's edge from w is in w's edges (UINT32_MAX: none). */
+static uint32_t hy_edge(const struct graph *g, uint32_t w, uint32_t u)
+{
+	for (uint32_t k = g->out_off[w]; k < g->out_off[w + 1]; k++)
+		if (g->out_dst[k] == u)
+			return k;
+	return NONE32;
+}
+
+/* Whether sim_run pushed contended task p's start before u's, each
+ * pushed by the release of task a (b) that the sim took at pa (pb): the
+ * one taken earlier, or the same one releasing p first (its edges'
+ * order; the first events in the nodes' order).  0 where the queue's
+ * order is not known (two releases at one instant). */
+static int hy_pushed_before(const struct graph *g, uint32_t p, uint32_t a, int64_t pa, uint32_t u,
+			    uint32_t b, int64_t pb)
+{
+	if (a == NONE32 || b == NONE32)
+		return 0;
+	if (pa != pb)
+		return pa < pb;
+	if (a != b)
+		return 0;
+	if (a == NONE32 - 2)
+		return p < u; /* first events, pushed in the nodes' order */
+	return hy_edge(g, a, p) < hy_edge(g, a, u);
+}
+
+/* The hybrid (sim_run_maxplus with a rank's collectives on a stream of
+ * their own): a contended task's event of kind fin (0 its start, 1 its
+ * finish) at t on its rank, after the rank's last one.  The tasks around
+ * it went straight through, so the queue's order among a rank's events
+ * at one instant may differ from the sim's.  Where no folded task has an
+ * event then, the order does not matter: no time passes between them,
+ * and after them the rank runs the same tasks at the same rates (a tie
+ * between the releases they make is refused by mp_release, two finishes
+ * releasing one task; their successors' own order is checked here in
+ * turn).  Where a folded task has one, each event must come in the sim's
+ * order: the same task's; a start released by the task that just
+ * finished (an edge from it); a start the sim pushed after the one
+ * before (hy_pushed_before) -- every pair of that instant so.  1 when so
+ * (or at another instant), 0 otherwise. */
+static int hy_after(const struct sim *s, struct hy_last *l, uint32_t u, int fin, int64_t t)
+{
+	int folded = s->fold_of && s->fold_of[u] != NONE32, ok = 1, strict;
+	if (l->u == NONE32 || t != l->t) {
+		l->strict = 1;
+		l->fold = folded;
+	} else if (l->u != u) {
+		strict = 0;
+		if (!fin && l->fin)
+			strict = hy_edge(s->g, l->u, u) != NONE32;
+		else if (!fin && !l->fin)
+			strict = hy_pushed_before(s->g, l->u, l->pb, l->pt, u, s->mp_pb[u],
+						  s->pred_end[u]);
+		l->strict = l->strict && strict;
+		ok = (!l->fold && !folded) || l->strict;
+		l->fold |= folded;
+	}
+	l->t = t;
+	l->u = u;
+	l->fin = fin;
+	if (!fin) { /* what pushed it, before its start overwrites pred_end */
+		l->pt = s->pred_end[u];
+		l->pb = s->mp_pb[u];
+	}
+	return ok;
+}
+
+/* The hybrid's queue: contended tasks' starts and finishes, as sim_run
+ * takes them, until it is empty or the worklist has tasks again.
+ * 0, SIM_MP_* (declined) or PRISM_ENOMEM. */
+static int hy_events(struct sim *s, const struct sim_opts *o, struct hy_last *last, uint32_t *work,
+		     uint32_t *nw)
+{
+	const struct graph *g = s->g;
+	struct evq_entry e;
+	int rc = 0;
+	while (*nw == 0 && rc == 0 && evq_pop(&s->q, &e) == 0) {
+		uint32_t u = e.node & ~SIM_FIN;
+		int fin = (e.node & SIM_FIN) != 0;
+		int64_t t = e.time_ns;
+		if (s->end_ns[u] >= 0 || (fin && s->pred_end[u] != t))
+			continue; /* stale */
+		if (!hy_after(s, &last[g->procs[g->proc[u]].rank], u, fin, t))
+			return SIM_MP_SAMETIME;
+		if (fin) {
+			if ((rc = finish(s, o, u, t)) == 1)
+				rc = mp_release(s, o, 1, u, work, nw);
+			continue;
+		}
+		s->start_ns[u] = t;
+		if (s->fold_of && s->fold_of[u] != NONE32 &&
+		    s->end_ns[o->fold->tasks[s->fold_of[u]].host] < 0)
+			return SIM_MP_STUCK; /* launched before its host task started */
+		if (s->fold_of && s->fold_of[u] != NONE32)
+			rc = fold_begin(s, o, u, t);
+		else
+			rc = begin(s, o, u, t, dur_of(s, u, o->rendezvous),
+				   contended(s, o, u, o->rendezvous));
+	}
+	return rc;
+}
+
+int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *err)
+{
+	const struct graph *g = s->g;
+	int rv = o->rendezvous, cont = o->slow_compute > 0 || o->slow_comm > 0, rc = 0;
+	size_t n = g->n_nodes ? g->n_nodes : 1;
+	uint32_t *work, nw = 0;
+	struct hy_last *last = NULL; /* the hybrid's, per rank; NULL: the plain pass */
+	int hybrid;
+
+	s->mp_why = SIM_MP_OPTS;
+	if (o->skip || o->contention_added)
+		return 0;
+	if (o->fold) {
+		if (fold_alloc(s, o->fold))
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	} else if (s->fold_of) {
+		free(s->fold_of);
+		s->fold_of = NULL;
+	}
+	if (cont && (rc = mp_streams(s, o)) != SIM_MP_RUN) {
+		/* Contention acts: its tasks through the queue, on their rank. */
+		if (rc < 0 || contention_alloc(s) ||
+		    !(last = prism_malloc((s->n_gpu_ranks ? s->n_gpu_ranks : 1) * sizeof(*last))))
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		for (uint32_t r = 0; r < s->n_gpu_ranks; r++) {
+			s->run[r].n = s->run[r].n_comm = s->run[r].n_comp = s->run[r].n_fold = 0;
+			s->run[r].since = 0;
+			last[r] = (struct hy_last){0, NONE32, 0, 1, 0, 0, NONE32};
+		}
+		evq_reset(&s->q);
+		if (!s->mp_pb && !(s->mp_pb = prism_malloc(n * sizeof(*s->mp_pb)))) {
+			free(last);
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		}
+		rc = 0;
+	} else if (s->mp_pb) {
+		free(s->mp_pb);
+		s->mp_pb = NULL;
+	}
+	if (!s->mp_work && !(s->mp_work = prism_malloc(n * sizeof(*s->mp_work)))) {
+		free(last);
+		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	}
+	work = s->mp_work;
+	memset(s->indeg, 0, g->n_nodes * sizeof(*s->indeg));
+	for (uint32_t k = 0; k < g->n_edges; k++)
+		s->indeg[g->out_dst[k]]++;
+	for (uint32_t i = 0; i < s->n_inst; i++) {
+		s->inst_arrived[i] = 0;
+		s->inst_ready[i] = INT64_MIN;
+		s->inst_last[i] = NONE32;
+	}
+	s->makespan_ns = 0;
+	s->n_done = 0;
+	s->mp_queued = 0;
+	/* The sim's first events, in the order it pops them at one time. */
+	for (uint32_t u = g->n_nodes; u-- > 0;) {
+		s->ready_ns[u] = INT64_MIN;
+		s->binding[u] = NONE32;
+		s->start_ns[u] = s->end_ns[u] = -1;
+		if (s->mp_pb) {
+			s->pred_end[u] = INT64_MIN;
+			s->mp_pb[u] = s->indeg[u] == 0 ? NONE32 - 2 : NONE32 - 1;
+		}
+		if (s->indeg[u] == 0) {
+			s->ready_ns[u] = g->start_ns[u];
+			s->start_ns[u] = g->start_ns[u]; /* its arrival */
+			work[nw++] = u;
+		}
+	}
+	while (rc == 0 &&
+	       (nw > 0 || (last && (rc = hy_events(s, o, last, work, &nw)) == 0 && nw > 0))) {
+		uint32_t u = work[--nw], c = g->coll[u];
+		int64_t at = s->start_ns[u];
+		if (rv && c != NONE32 && s->inst_size[s->inst_of[c]] > 1) {
+			uint32_t i = s->inst_of[c], lm;
+			if (s->inst_last[i] != NONE32 && at == s->inst_ready[i]) {
+				rc = SIM_MP_TIE; /* which arrived last: the queue's order */
+				break;
+			}
+			if (s->inst_last[i] == NONE32 || at > s->inst_ready[i]) {
+				s->inst_ready[i] = at;
+				s->inst_last[i] = u;
+			}
+			s->start_ns[u] = -2;
+			if (++s->inst_arrived[i] < s->inst_size[i])
+				continue;
+			lm = s->inst_last[i];
+			for (uint32_t m = s->inst_first[i]; m < s->inst_first[i + 1] && rc == 0;
+			     m++) {
+				uint32_t v = g->colls[s->inst_members[m]].node;
+				if (v != lm)
+					s->binding[v] = lm;
+				rc = mp_start(s, o, v, s->inst_ready[i], cont, work, &nw);
+			}
+			continue;
+		}
+		if (last && mp_contended(s, o, u)) {
+			if (evq_push(&s->q, at, u))
+				rc = PRISM_ENOMEM;
+			s->mp_queued++;
+			continue;
+		}
+		rc = mp_start(s, o, u, at, cont, work, &nw);
+	}
+	hybrid = last != NULL;
+	free(last);
+	if (rc < 0)
+		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	if (rc == 0 && s->n_done != g->n_nodes)
+		rc = SIM_MP_STUCK;
+	if (rc == 0 && hybrid && s->plog.n > 1 && sort_plog(s, o->fold ? o->fold->n_tasks : 0))
+		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	if (rc == 0 && cont && !hybrid && (rc = mp_overlap(s, o)) != 0) {
+		if (rc < 0)
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		rc = SIM_MP_OVERLAP;
+	}
+	s->mp_why = rc;
+	return rc == 0;
 }
 
 int64_t sim_map_time(const struct sim *s, uint32_t p, int64_t t)

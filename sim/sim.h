@@ -165,6 +165,15 @@ struct sim {
 	VEC(struct sim_piece_time) plog;
 	VEC(struct sim_piece_time) ptmp; /* scratch: plog sorted */
 	VEC(uint32_t) pcount;		 /* scratch: per task, its first row */
+	/* sim_run_maxplus(): the worklist; why the last call declined
+	 * (SIM_MP_*); how many tasks its hybrid took through the queue; the
+	 * hybrid's, per node: the task whose release pushed it in the sim
+	 * (UINT32_MAX: two at one instant; pred_end keeps when, until the
+	 * task starts). */
+	uint32_t *mp_work;
+	int mp_why;
+	uint64_t mp_queued;
+	uint32_t *mp_pb;
 };
 
 /* The tasks running on one rank's GPU under contention. */
@@ -186,6 +195,34 @@ void sim_free(struct sim *s);
  * tasks could never start (a collective whose members wait on each other).
  */
 int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err);
+
+/*
+ * The same run as sim_run() without its event queue where the queue's
+ * order cannot matter: every task starts at the latest release of its
+ * dependencies (plus its lag), collectives at their last member's
+ * arrival, folded tasks as one (sim.h above) -- a longest-path pass in
+ * dependency order, a max-plus evaluation.  With contention on and a
+ * rank's contended tasks (compute kernels, collectives with one member
+ * present, folded tasks) on two streams or more (data-parallel
+ * reductions beside the backward), the hybrid: those tasks go through
+ * the queue as in sim_run(), on their rank, every other task straight
+ * through (s->mp_queued counts the queued).  It equals sim_run()'s
+ * start, end, binding, ready, fold_busy and plog to the nanosecond when
+ * no tie between two releases is left to the queue's push order, and,
+ * contention on: in the plain pass, no two contended tasks of one stream
+ * run at once; in the hybrid, a rank's events at one instant either
+ * involve no folded task or come in the sim's order (hy_after in sim.c).
+ * Otherwise it declines, saying why in s->mp_why, and the caller runs
+ * sim_run().  1: evaluated; 0: declined; PRISM_ENOMEM.
+ */
+#define SIM_MP_RUN	0 /* evaluated */
+#define SIM_MP_STREAMS	1 /* (internal: contended tasks on two streams, the hybrid) */
+#define SIM_MP_OVERLAP	2 /* contention on, one stream's contended tasks at once */
+#define SIM_MP_TIE	3 /* two releases at the same instant decide a binding */
+#define SIM_MP_STUCK	4 /* a task past PRISM_TIME_MAX or never started: sim_run says */
+#define SIM_MP_SAMETIME 5 /* the hybrid: a rank's events at one instant, not one chain */
+#define SIM_MP_OPTS	6 /* ablation options (skip, contention_added) */
+int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *err);
 
 /*
  * Simulated time of traced time t on processor p: the tasks of a host

@@ -4,7 +4,9 @@
  * schedules, virtual stages, recomputation, ZeRO stages, tensor and
  * sequence parallelism, precisions, launch-bound hosts and rebuilt trace
  * bases, the folded run's step times equal the full simulation's to the
- * nanosecond, and so do the bubble, the counts and the breakdown.  Figures of the
+ * nanosecond, and so do the bubble, the counts and the breakdown; every
+ * run settled by the max-plus pass (sim.h, sim_run_maxplus) equals the
+ * event simulation's task by task.  Figures of the
  * acceptance layout (GPT-3 175B, TP8 PP8 DP8 on H100) come from the full
  * simulation.
  */
@@ -16,6 +18,7 @@
 #include "hw.h"
 #include "predict.h"
 #include "settle.h"
+#include "sim.h"
 #include "synth.h"
 #include "testutil.h"
 
@@ -78,6 +81,56 @@ static void run_free(struct run *r)
 	synth_out_release(&r->so);
 }
 
+/* The runs the max-plus pass made (settle_synth, sim_run_maxplus), by
+ * SIM_MP_* and contention (1) or none (0), over the tests so far. */
+static int mp_count[SIM_MP_OPTS + 1][2];
+static int mp_hybrid[2]; /* of mp_count[SIM_MP_RUN], the hybrid's */
+
+/* r (settled by settle_synth) against the same build settled by the
+ * event simulation alone: every task's start, duration and wait, every
+ * iteration, and every figure of the settled run, to the nanosecond --
+ * whether the max-plus pass ran or declined (counted in mp_count). */
+static void events_agree(const struct synth_in *in, int units, const struct run *r)
+{
+	struct synth_in b = *in;
+	struct prism_err err;
+	struct run e;
+	prism_err_clear(&err);
+	b.units = units;
+	memset(&e, 0, sizeof(e));
+	if (synth_build(&b, &e.g, &e.so, &err) != 0 ||
+	    settle_synth_events(e.g, &e.so, &e.st, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	assert_true(r->st.maxplus >= SIM_MP_RUN && r->st.maxplus < SIM_MP_OPTS);
+	assert_int_equal(e.st.maxplus, SIM_MP_OPTS);
+	mp_count[r->st.maxplus][r->so.slow_compute > 0 || r->so.slow_comm > 0]++;
+	mp_hybrid[r->so.slow_compute > 0 || r->so.slow_comm > 0] += r->st.maxplus_queued > 0;
+	assert_int_equal(e.g->n_nodes, r->g->n_nodes);
+	for (uint32_t u = 0; u < e.g->n_nodes; u++) {
+		assert_int_equal(r->g->start_ns[u], e.g->start_ns[u]);
+		assert_int_equal(r->g->dur_ns[u], e.g->dur_ns[u]);
+		assert_int_equal(r->g->wait_ns[u], e.g->wait_ns[u]);
+	}
+	assert_int_equal(e.g->n_iters, r->g->n_iters);
+	for (uint32_t i = 0; i < e.g->n_iters; i++) {
+		assert_int_equal(r->g->iters[i].start_ns, e.g->iters[i].start_ns);
+		assert_int_equal(r->g->iters[i].dur_ns, e.g->iters[i].dur_ns);
+	}
+	assert_true(r->st.iter_s == e.st.iter_s);
+	assert_true(r->st.bubble == e.st.bubble);
+	assert_true(r->st.exposed_compute_s == e.st.exposed_compute_s);
+	assert_true(r->st.exposed_comm_s == e.st.exposed_comm_s);
+	assert_true(r->st.overlap_s == e.st.overlap_s);
+	assert_true(r->st.idle_s == e.st.idle_s);
+	assert_int_equal(r->st.unit_span_ns, e.st.unit_span_ns);
+	for (int k = 0; k < LAYOUT_MAX_STAGES; k++)
+		assert_int_equal(r->st.unit_busy_ns[k], e.st.unit_busy_ns[k]);
+	assert_int_equal(r->st.launch_bound, e.st.launch_bound);
+	run_free(&e);
+}
+
 /* in folded against in kernel by kernel: every step of every stage to the
  * nanosecond, the bubble, the counts, the breakdown, with contention or
  * without (the sim follows a unit task piece by piece while a collective
@@ -91,6 +144,8 @@ static int agree(const struct synth_in *in)
 
 	run_build(in, 0, &f);
 	run_build(in, 1, &u);
+	events_agree(in, 0, &f);
+	events_agree(in, 1, &u);
 	folded = u.so.n_units_folded > 0;
 	print_message("  %zu units folded, %zu kept\n", u.so.n_units_folded, u.so.n_units_kept);
 	assert_int_equal(u.so.n_units_kept + u.so.n_units_folded, f.so.n_units);
@@ -256,6 +311,19 @@ static void test_agreement(void **state)
 		print_message("optimizer case %d\n", i);
 		assert_int_equal(agree(&in), 1);
 	}
+	/* The max-plus pass ran with contention and without, plain (a
+	 * rank's contended tasks on its compute stream alone) and as the
+	 * hybrid (data-parallel collectives on a stream of their own, through
+	 * the queue with what runs beside them); never the hybrid without
+	 * contention. */
+	for (int k = 0; k <= SIM_MP_OPTS; k++)
+		print_message("max-plus %d: %d with contention, %d without\n", k, mp_count[k][1],
+			      mp_count[k][0]);
+	print_message("hybrid: %d with contention, %d without\n", mp_hybrid[1], mp_hybrid[0]);
+	assert_true(mp_count[SIM_MP_RUN][1] > mp_hybrid[1]);
+	assert_true(mp_hybrid[1] > 0);
+	assert_int_equal(mp_hybrid[0], 0);
+	assert_true(mp_count[SIM_MP_RUN][0] > 0);
 }
 
 /* Activation offloading (pp 1, as Megatron-LM takes it): the copy stream's

@@ -356,6 +356,8 @@ static void test_contention(void **state)
 	graph_free(g);
 }
 
+static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o);
+
 /*
  * A folded task (sim.h): a host task at 0 launches task F on the compute
  * stream, which stands for three pieces -- compute 20 us, then after a
@@ -420,6 +422,23 @@ static void test_folded(void **state)
 	assert_int_equal(s->end_ns[2], 70 * US);
 	assert_int_equal(s->fold_busy[0], 50 * US);
 
+	/* The max-plus pass's hybrid (test_maxplus) beside it: the
+	 * collective from 5 (as (1)) goes through the queue with the folded
+	 * task, the same to the nanosecond and piece; from 0, the instant the
+	 * folded task starts (launched by the host task at 0), the sim took
+	 * the collective first (pushed first) where the hybrid has the folded
+	 * task first: declined. */
+	sim_free(s);
+	graph_free(g);
+	n[2].start_us = 5;
+	g = mk(p, 3, n, 3, e, 1, 1);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+	n[2].start_us = 0;
+	g = mk(p, 3, n, 3, e, 1, 1);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_SAMETIME);
+	s = sim_new(g);
+
 	pc[1].rel_ns = 40 * US;
 	sim_fold_pieces(pc, 0, 3);
 	assert_int_equal(pc[0].reach_ns, 80 * US);
@@ -429,6 +448,141 @@ static void test_folded(void **state)
 	assert_int_equal(s->end_ns[1], 80 * US);
 	assert_int_equal(s->fold_busy[0], 50 * US);
 	sim_free(s);
+	graph_free(g);
+}
+
+/* The max-plus pass on g against sim_run: 1 and the same start, end,
+ * binding and ready of every task when it ran; its answer (SIM_MP_*). */
+static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
+{
+	struct sim *a = sim_new(g), *b = sim_new(g);
+	struct prism_err err;
+	int rc, why;
+	assert_non_null(a);
+	assert_non_null(b);
+	prism_err_clear(&err);
+	assert_int_equal(sim_run(a, o, &err), 0);
+	rc = sim_run_maxplus(b, o, &err);
+	why = b->mp_why;
+	assert_int_equal(rc, why == SIM_MP_RUN);
+	for (uint32_t u = 0; rc == 1 && u < g->n_nodes; u++) {
+		assert_int_equal(b->start_ns[u], a->start_ns[u]);
+		assert_int_equal(b->end_ns[u], a->end_ns[u]);
+		assert_int_equal(b->binding[u], a->binding[u]);
+		assert_int_equal(b->ready_ns[u], a->ready_ns[u]);
+	}
+	if (rc == 1) {
+		assert_int_equal(b->makespan_ns, a->makespan_ns);
+		assert_int_equal(b->plog.n, a->plog.n);
+		for (size_t i = 0; i < a->plog.n; i++)
+			assert_memory_equal(&b->plog.v[i], &a->plog.v[i], sizeof(a->plog.v[i]));
+		for (uint32_t f = 0; o->fold && f < o->fold->n_tasks; f++)
+			assert_int_equal(b->fold_busy[f], a->fold_busy[f]);
+	}
+	sim_free(a);
+	sim_free(b);
+	return why;
+}
+
+/*
+ * sim_run_maxplus (sim.h): equal to the event simulation where it runs,
+ * declining where the queue's order or contention would decide.
+ * (1) test_chain's stream, test_rendezvous' four ranks: it runs.
+ * (2) Two tasks on two threads, 0-10 and 0-10, both releasing a third
+ *     at 10 (ORDER and THREAD edges): which binds it is the queue's push
+ *     order: declined (TIE).  The second from 5 (5-10): the first,
+ *     released at 0, binds: it runs, binding as the sim's.
+ * (3) test_rendezvous' members arriving at once (all at 0): declined.
+ * (4) Contention on: two compute kernels on one stream with no edge
+ *     between them at 0-10 and 5-15 (a hand-made graph; a stream's order
+ *     is its edges): declined (OVERLAP).  On two streams: the hybrid
+ *     takes them through the queue: it runs, at 0-10 and 10-20 with an
+ *     event edge, at 10-20 without, at 12-22.  A kernel and a collective
+ *     on two streams (test_contention), both from 0 (the queue's order
+ *     at one instant does not matter without a folded task) and the
+ *     collective from 5: it runs, both slowed, as the sim has them.
+ *     test_folded: a folded task beside a collective.
+ */
+static void test_maxplus(void **state)
+{
+	static const struct tp p1[] = {{0, 1}};
+	static const struct tn n1[] = {
+	    {0, GN_KERNEL, 0, 10, -1}, {0, GN_KERNEL, 10, 20, -1}, {0, GN_KERNEL, 35, 30, -1}};
+	static const struct te e1[] = {{0, 1, O}, {1, 2, O}};
+	static const struct tp p2[] = {{0, 0}, {0, 0}};
+	struct tn n2[] = {{0, GN_CPU, 0, 10, -1}, {0, GN_CPU, 20, 5, -1}, {1, GN_CPU, 0, 10, -1}};
+	static const struct te e2[] = {{0, 1, O}, {2, 1, T}};
+	static const struct tp p3[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
+	struct tn n3[] = {{0, GN_RUNTIME, 0, 1, -1},
+			  {1, GN_COLL, 0, 70, 0},
+			  {2, GN_RUNTIME, 10, 1, -1},
+			  {3, GN_COLL, 10, 60, 0}};
+	static const struct te e3[] = {{0, 1, L}, {2, 3, L}};
+	static const struct tp p4[] = {{0, 1}, {0, 1}};
+	struct tn n4[] = {{0, GN_KERNEL, 0, 10, -1}, {1, GN_KERNEL, 5, 10, -1}};
+	static const struct te e4[] = {{0, 1, E}};
+	struct tn n5[] = {{0, GN_KERNEL, 0, 100, -1}, {1, GN_COLL, 0, 50, 0}};
+	struct hw_profile hw;
+	struct prism_err err;
+	struct sim_opts o, oc;
+	struct graph *g;
+	(void)state;
+	sim_opts_default(&o);
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &hw, &err), 0);
+	oc = o;
+	oc.slow_compute = hw.slow_compute;
+	oc.slow_comm = hw.slow_comm;
+	/* (1) */
+	g = mk(p1, 1, n1, 3, e1, 2, 1);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	graph_free(g);
+	g = mk(p3, 4, n3, 4, e3, 2, 2);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+	/* (2) */
+	g = mk(p2, 2, n2, 3, e2, 2, 1);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_TIE);
+	graph_free(g);
+	n2[2].start_us = 5;
+	n2[2].dur_us = 5;
+	g = mk(p2, 2, n2, 3, e2, 2, 1);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+	/* (3) */
+	n3[2].start_us = 0;
+	g = mk(p3, 4, n3, 4, e3, 2, 2);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_TIE);
+	graph_free(g);
+	/* (4) */
+	n4[1].proc = 0;
+	g = mk(p4, 1, n4, 2, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_OVERLAP);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+	n4[1].proc = 1;
+	g = mk(p4, 2, n4, 2, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+	n4[1].start_us = 10;
+	g = mk(p4, 2, n4, 2, e4, 1, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	graph_free(g);
+	g = mk(p4, 2, n4, 2, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	graph_free(g);
+	n4[1].start_us = 12;
+	g = mk(p4, 2, n4, 2, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	graph_free(g);
+	g = mk(p4, 2, n5, 2, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	graph_free(g);
+	n5[1].start_us = 5;
+	g = mk(p4, 2, n5, 2, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
 	graph_free(g);
 }
 
@@ -444,6 +598,7 @@ int main(void)
 	    cmocka_unit_test(test_lag_and_ablation),
 	    cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_folded),
+	    cmocka_unit_test(test_maxplus),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

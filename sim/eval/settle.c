@@ -294,8 +294,9 @@ static void fold_tasks_free(struct sim_fold *fo)
 	memset(fo, 0, sizeof(*fo));
 }
 
-int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
-		 struct prism_err *err)
+/* settle_synth(), with the max-plus pass tried first or not. */
+static int settle_run(struct graph *g, const struct synth_out *so, struct settle_out *out,
+		      int maxplus, struct prism_err *err)
 {
 	struct sim *sm = sim_new(g);
 	struct sim_opts o;
@@ -324,7 +325,17 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 	o.slow_compute = so->slow_compute;
 	o.slow_comm = so->slow_comm;
 	o.fold = so->n_marks ? &fo : NULL;
-	if ((rc = sim_run(sm, &o, err))) {
+	/* Without the event queue where its order cannot matter (sim.h). */
+	rc = 0;
+	if (maxplus && (rc = sim_run_maxplus(sm, &o, err)) < 0) {
+		sim_free(sm);
+		fold_tasks_free(&fo);
+		free(inner);
+		return rc;
+	}
+	out->maxplus = maxplus ? sm->mp_why : SIM_MP_OPTS;
+	out->maxplus_queued = rc == 1 ? sm->mp_queued : 0;
+	if (rc == 0 && (rc = sim_run(sm, &o, err))) {
 		sim_free(sm);
 		fold_tasks_free(&fo);
 		free(inner);
@@ -411,6 +422,18 @@ int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out 
 	sim_free(sm);
 	free(inner);
 	return 0;
+}
+
+int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
+		 struct prism_err *err)
+{
+	return settle_run(g, so, out, 1, err);
+}
+
+int settle_synth_events(struct graph *g, const struct synth_out *so, struct settle_out *out,
+			struct prism_err *err)
+{
+	return settle_run(g, so, out, 0, err);
 }
 
 int settle_build(const struct synth_in *in, struct graph **g, struct synth_out *so,

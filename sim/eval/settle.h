@@ -29,6 +29,11 @@ struct settle_out {
 	int64_t unit_span_ns, unit_busy_ns[LAYOUT_MAX_STAGES];
 	/* GPU tasks whose start their launch decided (the host was behind). */
 	int64_t launch_bound;
+	/* Whether the run was the max-plus pass (SIM_MP_RUN) or why it
+	 * declined (SIM_MP_*, sim.h; SIM_MP_OPTS from settle_synth_events):
+	 * the event simulation ran instead. */
+	int maxplus;
+	uint64_t maxplus_queued; /* tasks its hybrid took through the queue */
 };
 
 /* The bubble of `stages` compute streams, stage r busy busy_ns[r] over a
@@ -38,6 +43,11 @@ double settle_bubble(int stages, int64_t span_ns, const int64_t *busy_ns);
 /* 0, or PRISM_ENOMEM / PRISM_EINTERNAL (a schedule that deadlocks). */
 int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
 		 struct prism_err *err);
+
+/* settle_synth() with the event simulation alone, never the max-plus
+ * pass (sim_run_maxplus): the reference that pass is tested against. */
+int settle_synth_events(struct graph *g, const struct synth_out *so, struct settle_out *out,
+			struct prism_err *err);
 
 /* Build in (synth_build) and settle it.  On failure *g is NULL and so
  * freed. */
