@@ -948,12 +948,14 @@ struct imp {
 					* Megatron-LM's count given */
 	int off_acts;			  /* activations offloaded (0: said false) */
 	int peft, lora_dim, lora_targets; /* peft 1: lora, 2: none; 0: not given */
-	int pao;		       /* --use-precision-aware-optimizer's line (0: not given) */
-	char opt_dt[4][8];	       /* its main params, main grads, exp_avg and
+	int pao;			 /* --use-precision-aware-optimizer's line (0: not given) */
+	char opt_dt[4][8];		 /* its main params, main grads, exp_avg and
 					   * exp_avg_sq dtypes ("": not given, fp32) */
-	int clip;		       /* --clip-grad: 1 clipping, 0 none, -1 not given */
-	int first_layers, last_layers; /* the first and last stages' (0: even) */
-	char layout[512];	       /* --pipeline-model-parallel-layout, "" if none */
+	int clip;			 /* --clip-grad: 1 clipping, 0 none, -1 not given */
+	int first_layers, last_layers;	 /* the first and last stages' (0: even) */
+	int ep_overlap, ep_overlap_line; /* torchtitan's pipeline_parallel_expert_parallel_overlap
+					  * (-1: not given, its default true) and its line */
+	char layout[512];		 /* --pipeline-model-parallel-layout, "" if none */
 	int local_batch, pp_mbs;
 	int nodes, per_node;
 	int kv_groups, gqa;
@@ -1032,18 +1034,26 @@ static void put_vp(struct emit *E, const char *name, const struct llm *m, const 
 		put_int(E, name, m->layers / (l->pp * l->vp));
 }
 
-/* Megatron-LM and Bridge: 1F1B, interleaved with vp (put_vp). */
+/* Megatron-LM and Bridge: 1F1B, interleaved with vp (put_vp).  torchtitan
+ * overlaps DualPipeV's F&B pairs' expert all-to-alls by default with pp and
+ * ep > 1 (pipeline_parallel_expert_parallel_overlap; dual_pipe_v.py
+ * get_dual_pipe_v_flag, which raises with activation checkpointing): off
+ * with recomputation, and wherever prism runs the pairs back to back
+ * (layout_a2a_overlap), so that the job runs, and runs what prism priced. */
 static void put_schedule(struct emit *E, const char *name, const struct llm *m,
 			 const struct layout *l)
 {
-	(void)m;
-	if (E->fw == FRAME_TORCHTITAN && l->pp > 1)
-		put(E, name,
-		    l->schedule == LAYOUT_GPIPE	      ? "\"GPipe\""
-		    : l->schedule == LAYOUT_1F1B      ? "\"1F1B\""
-		    : l->schedule == LAYOUT_ZBV	      ? "\"ZBVZeroBubble\""
-		    : l->schedule == LAYOUT_DUALPIPEV ? "\"DualPipeV\""
-						      : "\"Interleaved1F1B\"");
+	if (E->fw != FRAME_TORCHTITAN || l->pp < 2)
+		return;
+	put(E, name,
+	    l->schedule == LAYOUT_GPIPE	      ? "\"GPipe\""
+	    : l->schedule == LAYOUT_1F1B      ? "\"1F1B\""
+	    : l->schedule == LAYOUT_ZBV	      ? "\"ZBVZeroBubble\""
+	    : l->schedule == LAYOUT_DUALPIPEV ? "\"DualPipeV\""
+					      : "\"Interleaved1F1B\"");
+	if (l->schedule == LAYOUT_DUALPIPEV && m->experts > 0 && layout_ep(l) > 1 &&
+	    (l->recompute != LAYOUT_RECOMPUTE_NONE || !layout_a2a_overlap(m, l)))
+		put(E, "parallelism.pipeline_parallel_expert_parallel_overlap", "false");
 }
 
 static void put_microbatches(struct emit *E, const char *name, const struct llm *m,
@@ -1463,6 +1473,15 @@ static int in_schedule(struct rd *r, const struct frame_in *in)
 	return 0;
 }
 
+/* torchtitan's DualPipeV expert-parallel overlap (settle_dpv_overlap). */
+static int in_ep_overlap(struct rd *r, const struct frame_in *in)
+{
+	int rc = in_truth(r, in);
+	if (!rc)
+		r->I->ep_overlap_line = r->line;
+	return rc;
+}
+
 static int in_gbs(struct rd *r, const struct frame_in *in)
 {
 	long v = 0;
@@ -1742,7 +1761,9 @@ static const struct frame_in in_vp_opts[] = {
     {"model.virtual_pipeline_model_parallel_size", in_vp, IMP(vp), 1, LAYOUT_MAX_VP},
     {NULL, NULL, 0, 0, 0}};
 static const struct frame_in in_schedule_opts[] = {
-    {"parallelism.pipeline_parallel_schedule", in_schedule, 0, 0, 0}, {NULL, NULL, 0, 0, 0}};
+    {"parallelism.pipeline_parallel_schedule", in_schedule, 0, 0, 0},
+    {"parallelism.pipeline_parallel_expert_parallel_overlap", in_ep_overlap, IMP(ep_overlap), 0, 0},
+    {NULL, NULL, 0, 0, 0}};
 static const struct frame_in in_microbatches_opts[] = {
     {"--global-batch-size", in_gbs, 0, 0, 0},
     {"train.global_batch_size", in_gbs, 0, 0, 0},
@@ -2773,6 +2794,52 @@ static int settle_dispatcher(struct st *S)
 	return 0;
 }
 
+/* torchtitan's DualPipeV overlap of one pass's expert all-to-alls with the
+ * other's compute in each F&B pair (pipeline_parallel_expert_parallel_
+ * overlap, default true; torchtitan/distributed/dual_pipe_v.py
+ * get_dual_pipe_v_flag: with pp > 1 and ep > 1, and then no activation
+ * checkpointing, which it refuses).  prism pairs them where
+ * layout_a2a_overlap says, a consequence of the other knobs: a file that
+ * turns the overlap off where prism pairs, or leaves it on where prism
+ * does not, is read with a warning. */
+static int settle_dpv_overlap(struct st *S)
+{
+	const struct layout *l = S->l;
+	const char *mode = l->recompute == LAYOUT_RECOMPUTE_FULL ? "full" : "selective";
+	int on = S->I->ep_overlap != 0;
+	if (S->fw != FRAME_TORCHTITAN || l->schedule != LAYOUT_DUALPIPEV || S->pp < 2 ||
+	    layout_ep(l) < 2)
+		return 0;
+	if (on && l->recompute != LAYOUT_RECOMPUTE_NONE) {
+		if (S->I->ep_overlap_line)
+			return prism_err_set(
+			    S->err, PRISM_EFORMAT,
+			    "%s:%d: parallelism.pipeline_parallel_expert_parallel_overlap true "
+			    "with DualPipeV, expert parallelism %d and activation_checkpoint.mode "
+			    "%s: torchtitan refuses the overlap with activation checkpointing "
+			    "(dual_pipe_v.py get_dual_pipe_v_flag)",
+			    S->path, S->I->ep_overlap_line, layout_ep(l), mode);
+		return prism_err_set(
+		    S->err, PRISM_EFORMAT,
+		    "%s: DualPipeV with expert parallelism %d and activation_checkpoint.mode %s: "
+		    "torchtitan refuses its default expert-parallel overlap with activation "
+		    "checkpointing (dual_pipe_v.py get_dual_pipe_v_flag): set "
+		    "parallelism.pipeline_parallel_expert_parallel_overlap = false",
+		    S->path, layout_ep(l), mode);
+	}
+	if (!on && layout_a2a_overlap(S->m, l))
+		warn_add(S->x,
+			 "parallelism.pipeline_parallel_expert_parallel_overlap false: prism "
+			 "overlaps DualPipeV's F&B pairs' expert all-to-alls all the same (no "
+			 "knob turns that off)");
+	else if (on && S->m->experts > 0 && !layout_a2a_overlap(S->m, l))
+		warn_add(S->x,
+			 "DualPipeV's expert-parallel overlap (torchtitan's default) is not "
+			 "modelled with torch.compile or Mamba layers: prism runs the F&B pairs "
+			 "back to back");
+	return 0;
+}
+
 /* The model's options beyond the knobs: kv heads, shared experts' width
  * in experts, MLA's heads, the launcher's world size. */
 static int settle_model(struct st *S)
@@ -2810,7 +2877,8 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 	static int (*const phase[])(struct st *) = {
 	    settle_flags,     settle_schedule,	settle_recompute,  settle_lora,
 	    settle_zero,      settle_precision, settle_partition,  settle_plain,
-	    settle_optimizer, settle_offload,	settle_dispatcher, settle_model};
+	    settle_optimizer, settle_offload,	settle_dispatcher, settle_dpv_overlap,
+	    settle_model};
 	struct st S = {fw, path, l->pp > 0 ? l->pp : 1, m, l, given, I, x, err};
 	for (size_t i = 0; i < sizeof(phase) / sizeof(phase[0]); i++) {
 		int rc = phase[i](&S);
@@ -2885,6 +2953,7 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 	I.off_acts = 1;
 	I.clip = -1;
 	I.flash = 1;
+	I.ep_overlap = -1;
 	if (fw == FRAME_TORCHTITAN) {
 		/* TOML: [section] headers and key = value lines */
 		while (i < n) {
