@@ -1433,13 +1433,14 @@ static int in_truth(struct rd *r, const struct frame_in *in)
 	return 0;
 }
 
-/* Read, nothing kept (its value checked where in_truth would). */
+/* Read, nothing kept. */
 static int in_skip(struct rd *r, const struct frame_in *in)
 {
 	(void)r, (void)in;
 	return 0;
 }
 
+/* true or false, checked, nothing kept. */
 static int in_truth_skip(struct rd *r, const struct frame_in *in)
 {
 	int b = 0;
