@@ -1884,15 +1884,138 @@ static const struct frame_in in_head_dim_opts[] = {{"--kv-channels", in_head_dim
 						   {NULL, NULL, 0, 0, 0}};
 #undef IMP
 
+/* ---- the values a framework expresses (rows' .value; none: every value) --
+ *
+ * value_KNOB(fw, m, l): 1 where framework fw expresses knob KNOB at its
+ * value in l and m. */
+
+static int value_schedule(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	/* Zero-bubble with one stage a rank: Megatron-LM and Bridge have
+	 * none; torchtitan's InterleavedZeroBubble (PyTorch's ZB1P) is a
+	 * multi-stage schedule, which pipeline_llm runs with 2 stages a
+	 * rank or more (torchtitan/distributed/pipeline_parallel.py).
+	 * ZB-V is torchtitan's ZBVZeroBubble (PyTorch's
+	 * ScheduleZBVZeroBubble, two stages a rank in a V: pipeline_llm's
+	 * default for a multi-stage schedule); Megatron-LM and Bridge
+	 * have no V.  DualPipeV is torchtitan's DualPipeV (PyTorch's
+	 * ScheduleDualPipeV, which pipeline_module_split places in the
+	 * same V).  Megatron-LM and Bridge have no GPipe. */
+	if (layout_v(l->schedule)) /* torchtitan's ZBVZeroBubble, DualPipeV */
+		return fw == FRAME_TORCHTITAN || l->pp == 1;
+	if (layout_zb(l->schedule))
+		return l->pp == 1;
+	return fw == FRAME_TORCHTITAN || l->schedule != LAYOUT_GPIPE || l->pp == 1;
+}
+
+/* ZeRO and dp: torchtitan has DDP or FSDP, no ZeRO-1/2. */
+static int value_zero(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	return fw != FRAME_TORCHTITAN || l->zero == 0 || l->zero == 3;
+}
+
+static int value_shard(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	return fw != FRAME_TORCHTITAN || l->zero == 3 || l->shard == 0;
+}
+
+/* No tf32 switch; torchtitan: bf16, fp32 and float8 only (Bridge's fp4:
+ * bf16_with_nvfp4_mixed). */
+static int value_dtype(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	if (l->dtype == HW_TF32)
+		return 0;
+	if (fw == FRAME_TORCHTITAN)
+		return l->dtype == HW_BF16 || l->dtype == HW_FP32 || l->dtype == HW_FP8;
+	return 1;
+}
+
+static int value_partition(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	/* Megatron-Core's own placements (layout.h): the slots, the first and
+	 * last stages' layers, a layout string */
+	if (l->partition == LAYOUT_PART_EMBED_LOSS || l->partition == LAYOUT_PART_EMBED ||
+	    l->partition == LAYOUT_PART_LOSS || l->partition == LAYOUT_PART_FIRST_LAST ||
+	    (l->partition == LAYOUT_PART_GIVEN && l->part_chunks))
+		return fw != FRAME_TORCHTITAN;
+	if (l->partition != LAYOUT_PART_GIVEN)
+		return 0; /* balanced: prism's own placement */
+	if (l->part[0] == 0)
+		return 1;
+	/* a list: Megatron-LM's first and last stages' layers, the middle
+	 * ones even (not with virtual stages) */
+	if (fw == FRAME_TORCHTITAN || l->vp > 1)
+		return 0;
+	for (int s = 2; s + 1 < l->pp; s++)
+		if (l->part[s] != l->part[1])
+			return 0;
+	return 1;
+}
+
+/* torchtitan rotates by all-gather or its ring only. */
+static int value_cp_comm(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	return fw != FRAME_TORCHTITAN || l->cp_comm == LAYOUT_CP_ALLGATHER;
+}
+
+/* torchtitan's float8: current scaling only. */
+static int value_fp8_recipe(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	return fw != FRAME_TORCHTITAN || l->fp8_recipe == LAYOUT_FP8_CURRENT;
+}
+
+static int value_head_dim(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)fw, (void)l;
+	return !llm_mla(m);
+}
+
+/* Megatron-LM and Bridge graph layers, torchtitan compiles. */
+static int value_exec(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	return l->exec == LAYOUT_EXEC_EAGER ||
+	       (fw == FRAME_TORCHTITAN) == (l->exec == LAYOUT_EXEC_COMPILED);
+}
+
+/* Megatron-LM's main params are fp32 or fp16. */
+static int value_optimizer_dtype(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)fw, (void)m;
+	return l->optimizer_dtype != LAYOUT_OPT_BF16;
+}
+
+/* torchtitan's tensor parallel plan is sequence parallel. */
+static int value_sp(int fw, const struct llm *m, const struct layout *l)
+{
+	return fw != FRAME_TORCHTITAN || layout_get(m, l, LK_sp, 0) == 1;
+}
+
+/* torchtitan's attention is SDPA's flash kernel. */
+static int value_flash(int fw, const struct llm *m, const struct layout *l)
+{
+	return fw != FRAME_TORCHTITAN || layout_get(m, l, LK_flash, 0) == 1;
+}
+
 /* ---- the frameworks' option names, keyed by knob (the table) -------- */
 
 /* A knob's options in each framework; for FX_SPECIAL, its own code: put
  * writes its options (export, name the row's for E->fw), in lists the
- * options it reads (import, NULL-ended; NULL: none). */
+ * options it reads (import, NULL-ended; NULL: none); value, where a
+ * framework expresses only some of its values, says which. */
 struct frame_row {
 	struct frame_opt o[FRAME_N];
 	void (*put)(struct emit *E, const char *name, const struct llm *m, const struct layout *l);
 	const struct frame_in *in;
+	/* 1 where fw expresses the knob at its value (NULL: every value) */
+	int (*value)(int fw, const struct llm *m, const struct layout *l);
 };
 
 /*
@@ -1909,7 +2032,7 @@ static const struct frame_row frame_rows[LK_N] = {
 		 "model.pipeline_model_parallel_size", FX_INT,
 		 "parallelism.pipeline_parallel_degree")},
     [LK_dp] = {R(FX_INT, NULL, FX_INT, NULL, FX_SPECIAL, "parallelism.data_parallel_shard_degree"),
-	       .put = put_dp, .in = in_dp_opts},
+	       .put = put_dp, .in = in_dp_opts, .value = value_zero},
     [LK_vp] = {R(FX_SPECIAL, "--num-layers-per-virtual-pipeline-stage", FX_SPECIAL,
 		 "model.virtual_pipeline_model_parallel_size", FX_SPECIAL,
 		 "parallelism.pipeline_parallel_layers_per_stage"),
@@ -1923,7 +2046,7 @@ static const struct frame_row frame_rows[LK_N] = {
     [LK_schedule] = {R(FX_SPECIAL, "--num-layers-per-virtual-pipeline-stage", FX_SPECIAL,
 		       "model.virtual_pipeline_model_parallel_size", FX_SPECIAL,
 		       "parallelism.pipeline_parallel_schedule"),
-		     .put = put_schedule, .in = in_schedule_opts},
+		     .put = put_schedule, .in = in_schedule_opts, .value = value_schedule},
     [LK_recompute] = {R(FX_SPECIAL, "--recompute-granularity", FX_SPECIAL,
 			"model.recompute_granularity", FX_SPECIAL, "activation_checkpoint.mode"),
 		      .put = put_recompute, .in = in_recompute_opts},
@@ -1933,15 +2056,15 @@ static const struct frame_row frame_rows[LK_N] = {
     [LK_zero] = {R(FX_SPECIAL, "--use-distributed-optimizer", FX_SPECIAL,
 		   "ddp.use_distributed_optimizer", FX_SPECIAL,
 		   "parallelism.data_parallel_shard_degree"),
-		 .put = put_zero, .in = in_zero_opts},
+		 .put = put_zero, .in = in_zero_opts, .value = value_zero},
     [LK_sp] = {R(FX_BOOL, "--sequence-parallel", FX_BOOL, "model.sequence_parallel", FX_SPECIAL,
 		 "parallelism.tensor_parallel_degree"),
-	       .put = put_none},
+	       .put = put_none, .value = value_sp},
     [LK_layers] = {R(FX_INT, "--num-layers", FX_INT, "model.num_layers", FX_INT, NULL)},
     [LK_hidden] = {R(FX_INT, "--hidden-size", FX_INT, "model.hidden_size", FX_INT, NULL)},
     [LK_dtype] = {R(FX_SPECIAL, "--bf16", FX_SPECIAL, "mixed_precision", FX_SPECIAL,
 		    "training.mixed_precision_param"),
-		  .put = put_dtype, .in = in_dtype_opts},
+		  .put = put_dtype, .in = in_dtype_opts, .value = value_dtype},
     [LK_fp8_attention] = {R(FX_BOOL, "--fp8-dot-product-attention", FX_BOOL,
 			    "model.fp8_dot_product_attention", FX_INT, NULL)},
     /* Megatron-LM's --fp8-recipe (fp8_utils.py Fp8Recipe); Bridge's
@@ -1949,17 +2072,17 @@ static const struct frame_row frame_rows[LK_N] = {
      * float8 converter: torchao's dynamic (current) per-tensor scaling */
     [LK_fp8_recipe] = {R(FX_SPECIAL, "--fp8-recipe", FX_SPECIAL, "mixed_precision", FX_SPECIAL,
 			 "model.converters"),
-		       .put = put_fp8_recipe, .in = in_fp8_recipe_opts},
+		       .put = put_fp8_recipe, .in = in_fp8_recipe_opts, .value = value_fp8_recipe},
     [LK_flash] = {R(FX_SPECIAL, "--attention-backend", FX_SPECIAL, "model.attention_backend",
 		    FX_SPECIAL, "model.flavor"),
-		  .put = put_flash, .in = in_flash_opts},
+		  .put = put_flash, .in = in_flash_opts, .value = value_flash},
     [LK_partition] = {R(FX_SPECIAL, "--account-for-embedding-in-pipeline-split", FX_SPECIAL,
 			"model.account_for_embedding_in_pipeline_split", FX_INT, NULL),
-		      .put = put_partition, .in = in_partition_opts},
+		      .put = put_partition, .in = in_partition_opts, .value = value_partition},
     [LK_shard] = {R(FX_SPECIAL, "--num-distributed-optimizer-instances", FX_SPECIAL,
 		    "ddp.num_distributed_optimizer_instances", FX_SPECIAL,
 		    "parallelism.data_parallel_replicate_degree"),
-		  .put = put_shard, .in = in_shard_opts},
+		  .put = put_shard, .in = in_shard_opts, .value = value_shard},
     [LK_prefetch] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
     [LK_bucket_mb] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
     [LK_overlap_grad] = {R(FX_BOOL, "--overlap-grad-reduce", FX_BOOL, "ddp.overlap_grad_reduce",
@@ -1986,14 +2109,14 @@ static const struct frame_row frame_rows[LK_N] = {
 			      "comm_overlap.overlap_moe_expert_parallel_comm", FX_INT, NULL)},
     [LK_cp_comm] = {R(FX_SPECIAL, "--cp-comm-type", FX_SPECIAL, "model.cp_comm_type", FX_SPECIAL,
 		      "parallelism.context_parallel_rotate_method"),
-		    .put = put_cp_comm, .in = in_cp_comm_opts},
+		    .put = put_cp_comm, .in = in_cp_comm_opts, .value = value_cp_comm},
     [LK_imbalance] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
     [LK_heads] = {R(FX_INT, "--num-attention-heads", FX_INT, "model.num_attention_heads", FX_INT,
 		    NULL)},
     [LK_ffn] = {R(FX_INT, "--ffn-hidden-size", FX_INT, "model.ffn_hidden_size", FX_INT, NULL)},
     [LK_seq] = {R(FX_INT, "--seq-length", FX_INT, "model.seq_length", FX_INT, "training.seq_len")},
     [LK_head_dim] = {R(FX_SPECIAL, "--kv-channels", FX_SPECIAL, "model.kv_channels", FX_INT, NULL),
-		     .put = put_head_dim, .in = in_head_dim_opts},
+		     .put = put_head_dim, .in = in_head_dim_opts, .value = value_head_dim},
     [LK_window] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
     [LK_global_every] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
     [LK_power_w] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
@@ -2002,7 +2125,7 @@ static const struct frame_row frame_rows[LK_N] = {
      * [compile] enable. */
     [LK_exec] = {R(FX_SPECIAL, "--cuda-graph-impl", FX_SPECIAL, "model.cuda_graph_impl", FX_SPECIAL,
 		   "compile.enable"),
-		 .put = put_exec, .in = in_exec_opts},
+		 .put = put_exec, .in = in_exec_opts, .value = value_exec},
     /* Megatron-LM's --cpu-offloading --cpu-offloading-num-layers N
      * (arguments.py; TransformerConfig cpu_offloading*), Bridge's
      * model.cpu_offloading*; torchtitan's job config has no activation
@@ -2026,83 +2149,17 @@ static const struct frame_row frame_rows[LK_N] = {
      * clip_grad, 0: none). */
     [LK_optimizer_dtype] = {R(FX_SPECIAL, "--use-precision-aware-optimizer", FX_INT, NULL, FX_INT,
 			      NULL),
-			    .put = put_optimizer_dtype, .in = in_optimizer_dtype_opts},
+			    .put = put_optimizer_dtype, .in = in_optimizer_dtype_opts,
+			    .value = value_optimizer_dtype},
     [LK_clip_grad] = {R(FX_SPECIAL, "--clip-grad", FX_SPECIAL, "optimizer.clip_grad", FX_INT, NULL),
 		      .put = put_clip_grad, .in = in_clip_grad_opts},
 };
 #undef R
 
-/* Knobs of a row the framework expresses only in some values: the
- * schedule (Megatron-LM and Bridge have no GPipe; no framework here runs
- * zb-1p or zb-2p), ZeRO (torchtitan has
- * DDP or FSDP: no ZeRO-1/2), dtype (no tf32 switch; torchtitan: float8
- * only), the partition (even or embed-loss), cp's ring (torchtitan's
- * rotation is all-gather or all-to-all) and no-flash (torchtitan). */
+/* Knob k at its value in l and m, in framework fw (its row's .value). */
 static int expresses_value(int fw, int k, const struct llm *m, const struct layout *l)
 {
-	switch (k) {
-	case LK_schedule:
-		/* Zero-bubble with one stage a rank: Megatron-LM and Bridge have
-		 * none; torchtitan's InterleavedZeroBubble (PyTorch's ZB1P) is a
-		 * multi-stage schedule, which pipeline_llm runs with 2 stages a
-		 * rank or more (torchtitan/distributed/pipeline_parallel.py).
-		 * ZB-V is torchtitan's ZBVZeroBubble (PyTorch's
-		 * ScheduleZBVZeroBubble, two stages a rank in a V: pipeline_llm's
-		 * default for a multi-stage schedule); Megatron-LM and Bridge
-		 * have no V.  DualPipeV is torchtitan's DualPipeV (PyTorch's
-		 * ScheduleDualPipeV, which pipeline_module_split places in the
-		 * same V). */
-		if (layout_v(l->schedule)) /* torchtitan's ZBVZeroBubble, DualPipeV */
-			return fw == FRAME_TORCHTITAN || l->pp == 1;
-		if (layout_zb(l->schedule))
-			return l->pp == 1;
-		return fw == FRAME_TORCHTITAN || l->schedule != LAYOUT_GPIPE || l->pp == 1;
-	case LK_zero:
-	case LK_dp:
-		return fw != FRAME_TORCHTITAN || l->zero == 0 || l->zero == 3;
-	case LK_shard:
-		return fw != FRAME_TORCHTITAN || l->zero == 3 || l->shard == 0;
-	case LK_dtype:
-		if (l->dtype == HW_TF32)
-			return 0;
-		if (fw == FRAME_TORCHTITAN)
-			return l->dtype == HW_BF16 || l->dtype == HW_FP32 || l->dtype == HW_FP8;
-		return 1; /* Bridge's fp4: bf16_with_nvfp4_mixed */
-	case LK_partition:
-		/* Megatron-Core's own placements (layout.h): the slots, the first
-		 * and last stages' layers, a layout string */
-		if (l->partition == LAYOUT_PART_EMBED_LOSS || l->partition == LAYOUT_PART_EMBED ||
-		    l->partition == LAYOUT_PART_LOSS || l->partition == LAYOUT_PART_FIRST_LAST ||
-		    (l->partition == LAYOUT_PART_GIVEN && l->part_chunks))
-			return fw != FRAME_TORCHTITAN;
-		if (l->partition != LAYOUT_PART_GIVEN)
-			return 0; /* balanced: prism's own placement */
-		if (l->part[0] == 0)
-			return 1;
-		/* a list: Megatron-LM's first and last stages' layers, the
-		 * middle ones even (not with virtual stages) */
-		if (fw == FRAME_TORCHTITAN || l->vp > 1)
-			return 0;
-		for (int s = 2; s + 1 < l->pp; s++)
-			if (l->part[s] != l->part[1])
-				return 0;
-		return 1;
-	case LK_cp_comm: /* torchtitan rotates by all-gather or its ring only */
-		return fw != FRAME_TORCHTITAN || l->cp_comm == LAYOUT_CP_ALLGATHER;
-	case LK_fp8_recipe: /* torchtitan's float8: current scaling only */
-		return fw != FRAME_TORCHTITAN || l->fp8_recipe == LAYOUT_FP8_CURRENT;
-	case LK_head_dim:
-		return !llm_mla(m);
-	case LK_exec: /* Megatron-LM and Bridge graph layers, torchtitan compiles */
-		return l->exec == LAYOUT_EXEC_EAGER ||
-		       (fw == FRAME_TORCHTITAN) == (l->exec == LAYOUT_EXEC_COMPILED);
-	case LK_optimizer_dtype: /* Megatron-LM's main params are fp32 or fp16 */
-		return l->optimizer_dtype != LAYOUT_OPT_BF16;
-	case LK_sp:    /* torchtitan's tensor parallel plan is sequence parallel */
-	case LK_flash: /* torchtitan's attention is SDPA's flash kernel */
-		return fw != FRAME_TORCHTITAN || layout_get(m, l, k, 0) == 1;
-	}
-	return 1;
+	return !frame_rows[k].value || frame_rows[k].value(fw, m, l);
 }
 
 int frame_expresses(int fw, int k, const struct llm *m, const struct layout *l)
