@@ -826,6 +826,142 @@ static void test_lora(void **state)
 	assert_string_equal(err.msg, "o: peft.* options without peft=lora");
 }
 
+/* torchtitan's text of layout l of model m, exported and read back with m
+ * as the base: the import's return (its error in *err, warnings in x). */
+static int tt_round(const struct llm *m, const struct layout *l, char **text, struct layout *l2,
+		    struct frame_extra *x, struct prism_err *err)
+{
+	struct llm m2;
+	layout_mask given;
+	size_t n = 0;
+	FILE *f = open_memstream(text, &n);
+	assert_non_null(f);
+	frame_export(f, FRAME_TORCHTITAN, m, l);
+	fclose(f);
+	prism_err_clear(err);
+	return frame_import(FRAME_TORCHTITAN, "export", *text, n, m, &m2, l2, &given, x, err);
+}
+
+/*
+ * DualPipeV with expert parallelism in torchtitan: its F&B pairs overlap
+ * one pass's expert all-to-alls with the other's compute by default
+ * (parallelism.pipeline_parallel_expert_parallel_overlap, with pp > 1 and
+ * ep > 1), which torchtitan refuses with activation checkpointing
+ * (torchtitan/distributed/dual_pipe_v.py get_dual_pipe_v_flag raises
+ * NotImplementedError).  The export turns it off where prism runs the pairs
+ * back to back (layout_a2a_overlap: under recomputation, compiled), and
+ * the import refuses what torchtitan refuses and warns where the file and
+ * prism's pairing disagree.
+ */
+static void test_dpv_overlap(void **state)
+{
+	static const char key[] = "pipeline_parallel_expert_parallel_overlap";
+	static const char head[] = "[parallelism]\npipeline_parallel_degree = 2\n"
+				   "pipeline_parallel_schedule = \"DualPipeV\"\n"
+				   "expert_parallel_degree = 4\n";
+	struct llm m, m2;
+	struct layout l, l2;
+	struct frame_extra x;
+	struct prism_err err;
+	layout_mask given;
+	char *text = NULL, t[512];
+	(void)state;
+	prism_err_clear(&err);
+	assert_int_equal(frame_load_model(HF "mixtral-8x7b.json", &m, &x, &err), 0);
+	layout_default(&l);
+	l.pp = 2, l.dp = 4, l.ep = 4, l.microbatches = 8;
+	l.schedule = LAYOUT_DUALPIPEV;
+	/* no recomputation: torchtitan's default overlap is prism's pairing */
+	assert_true(layout_a2a_overlap(&m, &l));
+	assert_int_equal(tt_round(&m, &l, &text, &l2, &x, &err), 0);
+	assert_null(strstr(text, key));
+	assert_int_equal(l2.schedule, LAYOUT_DUALPIPEV);
+	assert_true(layout_a2a_overlap(&m, &l2));
+	assert_string_equal(x.warn, "");
+	free(text);
+	/* full and selective recomputation: the pairs back to back, the
+	 * overlap off in the [parallelism] section, read back without a word */
+	for (int rc = LAYOUT_RECOMPUTE_SELECTIVE; rc <= LAYOUT_RECOMPUTE_FULL; rc++) {
+		l.recompute = rc;
+		assert_false(layout_a2a_overlap(&m, &l));
+		assert_int_equal(tt_round(&m, &l, &text, &l2, &x, &err), 0);
+		assert_non_null(strstr(text,
+				       "pipeline_parallel_schedule = \"DualPipeV\"\n"
+				       "pipeline_parallel_expert_parallel_overlap = false\n"));
+		assert_true(strstr(text, key) < strstr(text, "[activation_checkpoint]"));
+		assert_int_equal(l2.recompute, rc);
+		assert_int_equal(l2.schedule, LAYOUT_DUALPIPEV);
+		assert_string_equal(x.warn, "");
+		free(text);
+	}
+	/* compiled: torchtitan would overlap, prism does not pair */
+	l.recompute = LAYOUT_RECOMPUTE_NONE;
+	l.exec = LAYOUT_EXEC_COMPILED;
+	assert_int_equal(tt_round(&m, &l, &text, &l2, &x, &err), 0);
+	assert_non_null(strstr(text, "pipeline_parallel_expert_parallel_overlap = false\n"));
+	assert_int_equal(l2.exec, LAYOUT_EXEC_COMPILED);
+	free(text);
+	/* not with ep 1, one stage, or another schedule */
+	l.exec = LAYOUT_EXEC_EAGER;
+	l.recompute = LAYOUT_RECOMPUTE_FULL;
+	l.ep = 1;
+	assert_int_equal(tt_round(&m, &l, &text, &l2, &x, &err), 0);
+	assert_null(strstr(text, key));
+	free(text);
+	l.ep = 4;
+	l.schedule = LAYOUT_ZBV;
+	assert_int_equal(tt_round(&m, &l, &text, &l2, &x, &err), 0);
+	assert_null(strstr(text, key));
+	free(text);
+
+	/* torchtitan's refusals: checkpointing with the overlap on, by its
+	 * default or said */
+	snprintf(t, sizeof(t), "%s[activation_checkpoint]\nmode = \"full\"\n", head);
+	assert_int_equal(
+	    frame_import(FRAME_TORCHTITAN, "a.toml", t, strlen(t), &m, &m2, &l2, &given, &x, &err),
+	    PRISM_EFORMAT);
+	assert_string_equal(err.msg,
+			    "a.toml: DualPipeV with expert parallelism 4 and "
+			    "activation_checkpoint.mode full: torchtitan refuses its "
+			    "default expert-parallel overlap with activation "
+			    "checkpointing (dual_pipe_v.py get_dual_pipe_v_flag): set "
+			    "parallelism.pipeline_parallel_expert_parallel_overlap = false");
+	snprintf(t, sizeof(t), "%s%s = true\n[activation_checkpoint]\nmode = \"selective\"\n", head,
+		 key);
+	prism_err_clear(&err);
+	assert_int_equal(
+	    frame_import(FRAME_TORCHTITAN, "b.toml", t, strlen(t), &m, &m2, &l2, &given, &x, &err),
+	    PRISM_EFORMAT);
+	assert_string_equal(err.msg, "b.toml:5: parallelism.pipeline_parallel_expert_parallel_"
+				     "overlap true with DualPipeV, expert parallelism 4 and "
+				     "activation_checkpoint.mode selective: torchtitan refuses the "
+				     "overlap with activation checkpointing (dual_pipe_v.py "
+				     "get_dual_pipe_v_flag)");
+	/* off without checkpointing: prism pairs all the same, and says so */
+	snprintf(t, sizeof(t), "%s%s = false\n", head, key);
+	prism_err_clear(&err);
+	assert_int_equal(
+	    frame_import(FRAME_TORCHTITAN, "c.toml", t, strlen(t), &m, &m2, &l2, &given, &x, &err),
+	    0);
+	assert_true(layout_a2a_overlap(&m2, &l2));
+	assert_non_null(strstr(x.warn, "pipeline_parallel_expert_parallel_overlap false: prism "
+				       "overlaps DualPipeV's F&B pairs"));
+	/* on (its default) with torch.compile: prism runs the pairs apart */
+	snprintf(t, sizeof(t), "%s[compile]\nenable = true\n", head);
+	assert_int_equal(
+	    frame_import(FRAME_TORCHTITAN, "d.toml", t, strlen(t), &m, &m2, &l2, &given, &x, &err),
+	    0);
+	assert_false(layout_a2a_overlap(&m2, &l2));
+	assert_non_null(strstr(x.warn, "prism runs the F&B pairs back to back"));
+	/* a bad value */
+	snprintf(t, sizeof(t), "%s%s = maybe\n", head, key);
+	assert_int_equal(
+	    frame_import(FRAME_TORCHTITAN, "e.toml", t, strlen(t), &m, &m2, &l2, &given, &x, &err),
+	    PRISM_EFORMAT);
+	assert_string_equal(err.msg, "e.toml:5: parallelism.pipeline_parallel_expert_parallel_"
+				     "overlap 'maybe': expected true or false");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -840,6 +976,7 @@ int main(void)
 	    cmocka_unit_test(test_fp8_recipe_import),
 	    cmocka_unit_test(test_unexpressed),
 	    cmocka_unit_test(test_lora),
+	    cmocka_unit_test(test_dpv_overlap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

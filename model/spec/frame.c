@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -889,211 +890,6 @@ struct frame_opt {
 	const char *name; /* NULL: the framework cannot express the knob */
 };
 
-struct frame_row {
-	struct frame_opt o[FRAME_N];
-};
-
-/*
- * Megatron-LM: megatron/training/arguments.py.  Megatron-Bridge:
- * ConfigContainer's model (TransformerConfig), train, ddp, comm_overlap
- * and mixed_precision fields (docs/megatron-lm-to-megatron-bridge.md).
- * torchtitan: torchtitan/config/job_config.py, "section.field".
- */
-#define R(mh, mn, bh, bn, th, tn)                                                                  \
-	{                                                                                          \
-		{                                                                                  \
-			{mh, mn}, {bh, bn},                                                        \
-			{                                                                          \
-				th, tn                                                             \
-			}                                                                          \
-		}                                                                                  \
-	}
-static const struct frame_row frame_rows[LK_N] = {
-    [LK_tp] = R(FX_INT, "--tensor-model-parallel-size", FX_INT, "model.tensor_model_parallel_size",
-		FX_INT, "parallelism.tensor_parallel_degree"),
-    [LK_pp] =
-	R(FX_INT, "--pipeline-model-parallel-size", FX_INT, "model.pipeline_model_parallel_size",
-	  FX_INT, "parallelism.pipeline_parallel_degree"),
-    [LK_dp] = R(FX_INT, NULL, FX_INT, NULL, FX_SPECIAL, "parallelism.data_parallel_shard_degree"),
-    [LK_vp] = R(FX_SPECIAL, "--num-layers-per-virtual-pipeline-stage", FX_SPECIAL,
-		"model.virtual_pipeline_model_parallel_size", FX_SPECIAL,
-		"parallelism.pipeline_parallel_layers_per_stage"),
-    [LK_mbs] = R(FX_INT, "--micro-batch-size", FX_INT, "train.micro_batch_size", FX_SPECIAL,
-		 "training.local_batch_size"),
-    [LK_microbatches] = R(FX_SPECIAL, "--global-batch-size", FX_SPECIAL, "train.global_batch_size",
-			  FX_SPECIAL, "training.global_batch_size"),
-    [LK_schedule] = R(FX_SPECIAL, "--num-layers-per-virtual-pipeline-stage", FX_SPECIAL,
-		      "model.virtual_pipeline_model_parallel_size", FX_SPECIAL,
-		      "parallelism.pipeline_parallel_schedule"),
-    [LK_recompute] = R(FX_SPECIAL, "--recompute-granularity", FX_SPECIAL,
-		       "model.recompute_granularity", FX_SPECIAL, "activation_checkpoint.mode"),
-    [LK_recompute_modules] =
-	R(FX_SPECIAL, "--recompute-modules", FX_SPECIAL, "model.recompute_modules", FX_INT, NULL),
-    [LK_zero] =
-	R(FX_SPECIAL, "--use-distributed-optimizer", FX_SPECIAL, "ddp.use_distributed_optimizer",
-	  FX_SPECIAL, "parallelism.data_parallel_shard_degree"),
-    [LK_sp] = R(FX_BOOL, "--sequence-parallel", FX_BOOL, "model.sequence_parallel", FX_SPECIAL,
-		"parallelism.tensor_parallel_degree"),
-    [LK_layers] = R(FX_INT, "--num-layers", FX_INT, "model.num_layers", FX_INT, NULL),
-    [LK_hidden] = R(FX_INT, "--hidden-size", FX_INT, "model.hidden_size", FX_INT, NULL),
-    [LK_dtype] = R(FX_SPECIAL, "--bf16", FX_SPECIAL, "mixed_precision", FX_SPECIAL,
-		   "training.mixed_precision_param"),
-    [LK_fp8_attention] = R(FX_BOOL, "--fp8-dot-product-attention", FX_BOOL,
-			   "model.fp8_dot_product_attention", FX_INT, NULL),
-    /* Megatron-LM's --fp8-recipe (fp8_utils.py Fp8Recipe); Bridge's
-     * mixed_precision recipe names (mixed_precision.py); torchtitan's
-     * float8 converter: torchao's dynamic (current) per-tensor scaling */
-    [LK_fp8_recipe] = R(FX_SPECIAL, "--fp8-recipe", FX_SPECIAL, "mixed_precision", FX_SPECIAL,
-			"model.converters"),
-    [LK_flash] = R(FX_SPECIAL, "--attention-backend", FX_SPECIAL, "model.attention_backend",
-		   FX_SPECIAL, "model.flavor"),
-    [LK_partition] = R(FX_SPECIAL, "--account-for-embedding-in-pipeline-split", FX_SPECIAL,
-		       "model.account_for_embedding_in_pipeline_split", FX_INT, NULL),
-    [LK_shard] = R(FX_SPECIAL, "--num-distributed-optimizer-instances", FX_SPECIAL,
-		   "ddp.num_distributed_optimizer_instances", FX_SPECIAL,
-		   "parallelism.data_parallel_replicate_degree"),
-    [LK_prefetch] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
-    [LK_bucket_mb] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
-    [LK_overlap_grad] =
-	R(FX_BOOL, "--overlap-grad-reduce", FX_BOOL, "ddp.overlap_grad_reduce", FX_INT, NULL),
-    [LK_overlap_param] =
-	R(FX_BOOL, "--overlap-param-gather", FX_BOOL, "ddp.overlap_param_gather", FX_INT, NULL),
-    [LK_tp_overlap] = R(FX_BOOL, "--tp-comm-overlap", FX_BOOL, "comm_overlap.tp_comm_overlap",
-			FX_BOOL, "parallelism.enable_async_tensor_parallel"),
-    [LK_pp_overlap] = R(FX_NEG, "--no-overlap-p2p-communication", FX_BOOL, "model.overlap_p2p_comm",
-			FX_INT, NULL),
-    [LK_ep] = R(FX_INT, "--expert-model-parallel-size", FX_INT, "model.expert_model_parallel_size",
-		FX_INT, "parallelism.expert_parallel_degree"),
-    [LK_etp] = R(FX_INT, "--expert-tensor-parallel-size", FX_INT,
-		 "model.expert_tensor_parallel_size", FX_INT, NULL),
-    [LK_cp] = R(FX_INT, "--context-parallel-size", FX_INT, "model.context_parallel_size", FX_INT,
-		"parallelism.context_parallel_degree"),
-    [LK_moe_dispatcher] = R(FX_SPECIAL, "--moe-token-dispatcher-type", FX_SPECIAL,
-			    "model.moe_token_dispatcher_type", FX_INT, NULL),
-    [LK_moe_shared_overlap] = R(FX_BOOL, "--moe-shared-expert-overlap", FX_BOOL,
-				"model.moe_shared_expert_overlap", FX_INT, NULL),
-    /* Bridge's CommOverlapConfig carries it into the model's config. */
-    [LK_moe_a2a_overlap] = R(FX_BOOL, "--overlap-moe-expert-parallel-comm", FX_BOOL,
-			     "comm_overlap.overlap_moe_expert_parallel_comm", FX_INT, NULL),
-    [LK_cp_comm] = R(FX_SPECIAL, "--cp-comm-type", FX_SPECIAL, "model.cp_comm_type", FX_SPECIAL,
-		     "parallelism.context_parallel_rotate_method"),
-    [LK_imbalance] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
-    [LK_heads] =
-	R(FX_INT, "--num-attention-heads", FX_INT, "model.num_attention_heads", FX_INT, NULL),
-    [LK_ffn] = R(FX_INT, "--ffn-hidden-size", FX_INT, "model.ffn_hidden_size", FX_INT, NULL),
-    [LK_seq] = R(FX_INT, "--seq-length", FX_INT, "model.seq_length", FX_INT, "training.seq_len"),
-    [LK_head_dim] = R(FX_SPECIAL, "--kv-channels", FX_SPECIAL, "model.kv_channels", FX_INT, NULL),
-    [LK_window] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
-    [LK_global_every] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
-    [LK_power_w] = R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL),
-    /* Megatron-LM's --cuda-graph-impl (default none; --enable-cuda-graph
-     * is its older name for local) and Bridge's; torchtitan's
-     * [compile] enable. */
-    [LK_exec] = R(FX_SPECIAL, "--cuda-graph-impl", FX_SPECIAL, "model.cuda_graph_impl", FX_SPECIAL,
-		  "compile.enable"),
-    /* Megatron-LM's --cpu-offloading --cpu-offloading-num-layers N
-     * (arguments.py; TransformerConfig cpu_offloading*), Bridge's
-     * model.cpu_offloading*; torchtitan's job config has no activation
-     * offloading. */
-    [LK_offload_layers] = R(FX_SPECIAL, "--cpu-offloading-num-layers", FX_SPECIAL,
-			    "model.cpu_offloading_num_layers", FX_INT, NULL),
-    /* LoRA: Megatron-Bridge's ConfigContainer.peft, a LoRA
-     * (megatron/bridge/peft/lora.py: dim, alpha, target_modules) that the
-     * recipes take as peft="lora"; Megatron-LM's arguments and
-     * torchtitan's job config have no LoRA */
-    [LK_lora_rank] = R(FX_INT, NULL, FX_SPECIAL, "peft.dim", FX_INT, NULL),
-    [LK_lora_targets] = R(FX_INT, NULL, FX_SPECIAL, "peft.target_modules", FX_INT, NULL),
-    [LK_lora_alpha] = R(FX_INT, NULL, FX_INT, "peft.alpha", FX_INT, NULL),
-    /* Megatron-LM's precision-aware optimizer (arguments.py
-     * --use-precision-aware-optimizer, --exp-avg-dtype, --exp-avg-sq-dtype;
-     * no bf16 --main-params-dtype: pure bf16 is not Megatron's); Bridge's
-     * and torchtitan's not written here.  --clip-grad (OptimizerConfig
-     * clip_grad, 0: none). */
-    [LK_optimizer_dtype] =
-	R(FX_SPECIAL, "--use-precision-aware-optimizer", FX_INT, NULL, FX_INT, NULL),
-    [LK_clip_grad] = R(FX_SPECIAL, "--clip-grad", FX_SPECIAL, "optimizer.clip_grad", FX_INT, NULL),
-};
-#undef R
-
-/* Knobs of a row the framework expresses only in some values: the
- * schedule (Megatron-LM and Bridge have no GPipe; no framework here runs
- * zb-1p or zb-2p), ZeRO (torchtitan has
- * DDP or FSDP: no ZeRO-1/2), dtype (no tf32 switch; torchtitan: float8
- * only), the partition (even or embed-loss), cp's ring (torchtitan's
- * rotation is all-gather or all-to-all) and no-flash (torchtitan). */
-static int expresses_value(int fw, int k, const struct llm *m, const struct layout *l)
-{
-	switch (k) {
-	case LK_schedule:
-		/* Zero-bubble with one stage a rank: Megatron-LM and Bridge have
-		 * none; torchtitan's InterleavedZeroBubble (PyTorch's ZB1P) is a
-		 * multi-stage schedule, which pipeline_llm runs with 2 stages a
-		 * rank or more (torchtitan/distributed/pipeline_parallel.py).
-		 * ZB-V is torchtitan's ZBVZeroBubble (PyTorch's
-		 * ScheduleZBVZeroBubble, two stages a rank in a V: pipeline_llm's
-		 * default for a multi-stage schedule); Megatron-LM and Bridge
-		 * have no V.  DualPipeV is torchtitan's DualPipeV (PyTorch's
-		 * ScheduleDualPipeV, which pipeline_module_split places in the
-		 * same V). */
-		if (layout_v(l->schedule)) /* torchtitan's ZBVZeroBubble, DualPipeV */
-			return fw == FRAME_TORCHTITAN || l->pp == 1;
-		if (layout_zb(l->schedule))
-			return l->pp == 1;
-		return fw == FRAME_TORCHTITAN || l->schedule != LAYOUT_GPIPE || l->pp == 1;
-	case LK_zero:
-	case LK_dp:
-		return fw != FRAME_TORCHTITAN || l->zero == 0 || l->zero == 3;
-	case LK_shard:
-		return fw != FRAME_TORCHTITAN || l->zero == 3 || l->shard == 0;
-	case LK_dtype:
-		if (l->dtype == HW_TF32)
-			return 0;
-		if (fw == FRAME_TORCHTITAN)
-			return l->dtype == HW_BF16 || l->dtype == HW_FP32 || l->dtype == HW_FP8;
-		return 1; /* Bridge's fp4: bf16_with_nvfp4_mixed */
-	case LK_partition:
-		/* Megatron-Core's own placements (layout.h): the slots, the first
-		 * and last stages' layers, a layout string */
-		if (l->partition == LAYOUT_PART_EMBED_LOSS || l->partition == LAYOUT_PART_EMBED ||
-		    l->partition == LAYOUT_PART_LOSS || l->partition == LAYOUT_PART_FIRST_LAST ||
-		    (l->partition == LAYOUT_PART_GIVEN && l->part_chunks))
-			return fw != FRAME_TORCHTITAN;
-		if (l->partition != LAYOUT_PART_GIVEN)
-			return 0; /* balanced: prism's own placement */
-		if (l->part[0] == 0)
-			return 1;
-		/* a list: Megatron-LM's first and last stages' layers, the
-		 * middle ones even (not with virtual stages) */
-		if (fw == FRAME_TORCHTITAN || l->vp > 1)
-			return 0;
-		for (int s = 2; s + 1 < l->pp; s++)
-			if (l->part[s] != l->part[1])
-				return 0;
-		return 1;
-	case LK_cp_comm: /* torchtitan rotates by all-gather or its ring only */
-		return fw != FRAME_TORCHTITAN || l->cp_comm == LAYOUT_CP_ALLGATHER;
-	case LK_fp8_recipe: /* torchtitan's float8: current scaling only */
-		return fw != FRAME_TORCHTITAN || l->fp8_recipe == LAYOUT_FP8_CURRENT;
-	case LK_head_dim:
-		return !llm_mla(m);
-	case LK_exec: /* Megatron-LM and Bridge graph layers, torchtitan compiles */
-		return l->exec == LAYOUT_EXEC_EAGER ||
-		       (fw == FRAME_TORCHTITAN) == (l->exec == LAYOUT_EXEC_COMPILED);
-	case LK_optimizer_dtype: /* Megatron-LM's main params are fp32 or fp16 */
-		return l->optimizer_dtype != LAYOUT_OPT_BF16;
-	case LK_sp:    /* torchtitan's tensor parallel plan is sequence parallel */
-	case LK_flash: /* torchtitan's attention is SDPA's flash kernel */
-		return fw != FRAME_TORCHTITAN || layout_get(m, l, k, 0) == 1;
-	}
-	return 1;
-}
-
-int frame_expresses(int fw, int k, const struct llm *m, const struct layout *l)
-{
-	return fw >= 0 && fw < FRAME_N && k >= 0 && k < LK_N && frame_rows[k].o[fw].name &&
-	       expresses_value(fw, k, m, l);
-}
-
 /* ---- export ------------------------------------------------------------ */
 
 /* One written option: name and value (NULL: a flag). */
@@ -1136,303 +932,1240 @@ static int gpus_of(const struct layout *l)
 	return l->tp * l->pp * l->dp * layout_cp(l);
 }
 
-/* Knob k's special options (FX_SPECIAL). */
-static void put_special(struct emit *E, int k, const struct llm *m, const struct layout *l)
+/* ---- import ------------------------------------------------------------ */
+
+/* The specials' values as read, resolved once every option is in. */
+struct imp {
+	int vp_layers, vp, schedule;			       /* schedule -1: not given */
+	int rc_gran, rc_method_uniform, rc_layers, rc_modules; /* rc_modules 0: not given */
+	int distopt, mfsdp, strategy, instances, rep, shard_deg;
+	int dtype, fp8, fp4, bf16, fp16, given_dtype;
+	int fp8_recipe; /* -1: not given */
+	int flash, embed, loss, cp_comm;
+	int disp, hybridep;		  /* disp -1: not given; flex's backend */
+	int exec;			  /* enum layout_exec */
+	int off_n, off_on, off_mlm;	  /* offloaded layers; the switch (-1: not given);
+					* Megatron-LM's count given */
+	int off_acts;			  /* activations offloaded (0: said false) */
+	int peft, lora_dim, lora_targets; /* peft 1: lora, 2: none; 0: not given */
+	int pao;			 /* --use-precision-aware-optimizer's line (0: not given) */
+	char opt_dt[4][8];		 /* its main params, main grads, exp_avg and
+					   * exp_avg_sq dtypes ("": not given, fp32) */
+	int clip;			 /* --clip-grad: 1 clipping, 0 none, -1 not given */
+	int first_layers, last_layers;	 /* the first and last stages' (0: even) */
+	int ep_overlap, ep_overlap_line; /* torchtitan's pipeline_parallel_expert_parallel_overlap
+					  * (-1: not given, its default true) and its line */
+	char layout[512];		 /* --pipeline-model-parallel-layout, "" if none */
+	int local_batch, pp_mbs;
+	int nodes, per_node;
+	int kv_groups, gqa;
+	char unread[600]; /* the options not read, "a, b" */
+};
+
+static int num(const char *path, int line, const char *name, const char *s, long lo, long hi,
+	       long *out, struct prism_err *err)
 {
-	int fw = E->fw, dpc = layout_dpc(l);
-	long gbs = (long)l->mbs * l->microbatches * l->dp;
-	switch (k) {
-	case LK_vp:
-		if (l->schedule != LAYOUT_INTERLEAVED || l->pp < 2)
-			return;
-		/* Chunks placed unevenly (Megatron-Core's slots, first/last
-		 * counts, a layout): the virtual stages' number, which the
-		 * placement divides */
-		if (fw == FRAME_MEGATRON && (m->layers % (l->pp * l->vp) || l->part_chunks ||
-					     l->part[0] || l->partition != LAYOUT_PART_GIVEN))
-			put_int(E, "--num-virtual-stages-per-pipeline-rank", l->vp);
-		else if (fw == FRAME_MEGATRON)
-			put_int(E, "--num-layers-per-virtual-pipeline-stage",
-				m->layers / (l->pp * l->vp));
-		else if (fw == FRAME_BRIDGE)
-			put_int(E, "model.virtual_pipeline_model_parallel_size", l->vp);
-		else
-			put_int(E, "parallelism.pipeline_parallel_layers_per_stage",
-				m->layers / (l->pp * l->vp));
+	char *end;
+	long v;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: %s '%s': expected a whole number in %ld..%ld", path,
+				     line, name, s, lo, hi);
+	*out = v;
+	return 0;
+}
+
+static int truth(const char *path, int line, const char *name, const char *s, int *out,
+		 struct prism_err *err)
+{
+	if (!s || strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "1") == 0)
+		*out = 1;
+	else if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "0") == 0)
+		*out = 0;
+	else
+		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: %s '%s': expected true or false",
+				     path, line, name, s);
+	return 0;
+}
+
+/* s without surrounding quotes, into b. */
+static const char *unquote(const char *s, char *b, size_t n)
+{
+	size_t k = s ? strlen(s) : 0;
+	if (k >= 2 && (s[0] == '"' || s[0] == '\'') && s[k - 1] == s[0]) {
+		snprintf(b, n, "%.*s", (int)(k - 2), s + 1);
+		return b;
+	}
+	return s;
+}
+
+/* ---- each knob's own options (FX_SPECIAL), export ------------------------
+ *
+ * put_KNOB(E, name, m, l) writes knob KNOB's options for framework E->fw,
+ * name being its row's (frame_rows) for that framework. */
+
+/* Megatron-LM's name or Bridge's, by E's framework. */
+static const char *mb_name(const struct emit *E, const char *mlm, const char *bridge)
+{
+	return E->fw == FRAME_MEGATRON ? mlm : bridge;
+}
+
+/* What another knob's options say (torchtitan's sp with tp, its flash and
+ * ZeRO by implication or with dp). */
+static void put_none(struct emit *E, const char *name, const struct llm *m, const struct layout *l)
+{
+	(void)E, (void)name, (void)m, (void)l;
+}
+
+static void put_vp(struct emit *E, const char *name, const struct llm *m, const struct layout *l)
+{
+	if (l->schedule != LAYOUT_INTERLEAVED || l->pp < 2)
 		return;
-	case LK_schedule:
-		if (fw == FRAME_TORCHTITAN && l->pp > 1)
-			put(E, "parallelism.pipeline_parallel_schedule",
-			    l->schedule == LAYOUT_GPIPE	      ? "\"GPipe\""
-			    : l->schedule == LAYOUT_1F1B      ? "\"1F1B\""
-			    : l->schedule == LAYOUT_ZBV	      ? "\"ZBVZeroBubble\""
-			    : l->schedule == LAYOUT_DUALPIPEV ? "\"DualPipeV\""
-							      : "\"Interleaved1F1B\"");
-		return; /* Megatron-LM: 1F1B, interleaved with vp */
-	case LK_microbatches:
-		put_int(E,
-			fw == FRAME_MEGATRON ? "--global-batch-size"
-			: fw == FRAME_BRIDGE ? "train.global_batch_size"
-					     : "training.global_batch_size",
-			gbs);
+	/* Chunks placed unevenly (Megatron-Core's slots, first/last counts, a
+	 * layout): the virtual stages' number, which the placement divides */
+	if (E->fw == FRAME_MEGATRON && (m->layers % (l->pp * l->vp) || l->part_chunks ||
+					l->part[0] || l->partition != LAYOUT_PART_GIVEN))
+		put_int(E, "--num-virtual-stages-per-pipeline-rank", l->vp);
+	else if (E->fw == FRAME_BRIDGE)
+		put_int(E, name, l->vp);
+	else
+		put_int(E, name, m->layers / (l->pp * l->vp));
+}
+
+/* Megatron-LM and Bridge: 1F1B, interleaved with vp (put_vp).  torchtitan
+ * overlaps DualPipeV's F&B pairs' expert all-to-alls by default with pp and
+ * ep > 1 (pipeline_parallel_expert_parallel_overlap; dual_pipe_v.py
+ * get_dual_pipe_v_flag, which raises with activation checkpointing): off
+ * with recomputation, and wherever prism runs the pairs back to back
+ * (layout_a2a_overlap), so that the job runs, and runs what prism priced. */
+static void put_schedule(struct emit *E, const char *name, const struct llm *m,
+			 const struct layout *l)
+{
+	if (E->fw != FRAME_TORCHTITAN || l->pp < 2)
 		return;
-	case LK_mbs: /* torchtitan */
-		if (l->pp > 1) {
-			put_int(E, "training.local_batch_size", (long)l->mbs * l->microbatches);
-			put_int(E, "parallelism.pipeline_parallel_microbatch_size", l->mbs);
-		} else {
-			put_int(E, "training.local_batch_size", l->mbs);
-		}
-		return;
-	case LK_dp: /* torchtitan: dp x cp = replicate x shard */
-		if (l->zero == 3) {
-			int shard = l->shard ? l->shard : dpc;
-			put_int(E, "parallelism.data_parallel_shard_degree", shard / layout_cp(l));
-			put_int(E, "parallelism.data_parallel_replicate_degree", dpc / shard);
-		} else if (l->zero == 0) {
-			put_int(E, "parallelism.data_parallel_shard_degree", 1);
-			put_int(E, "parallelism.data_parallel_replicate_degree", l->dp);
-		}
-		return;
-	case LK_recompute:
-		if (fw == FRAME_TORCHTITAN) {
-			put(E, "activation_checkpoint.mode",
-			    l->recompute == LAYOUT_RECOMPUTE_FULL	 ? "\"full\""
-			    : l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? "\"selective\""
-									 : "\"none\"");
-			if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE)
-				put(E, "activation_checkpoint.selective_ac_option", "\"op\"");
-			return;
-		}
-		if (l->recompute == LAYOUT_RECOMPUTE_NONE)
-			return;
-		if (fw == FRAME_MEGATRON) {
-			put(E, "--recompute-granularity",
-			    l->recompute == LAYOUT_RECOMPUTE_FULL ? "full" : "selective");
-			if (l->recompute == LAYOUT_RECOMPUTE_FULL) {
-				put(E, "--recompute-method", "uniform");
-				put(E, "--recompute-num-layers", "1");
-			}
-		} else {
-			put(E, "model.recompute_granularity",
-			    l->recompute == LAYOUT_RECOMPUTE_FULL ? "full" : "selective");
-			if (l->recompute == LAYOUT_RECOMPUTE_FULL) {
-				put(E, "model.recompute_method", "uniform");
-				put(E, "model.recompute_num_layers", "1");
-			}
-		}
-		return;
-	case LK_lora_rank: /* Bridge only (frame_rows) */
-		if (l->lora_rank > 0) {
-			put(E, "peft", "lora");
-			put_int(E, frame_rows[k].o[fw].name, l->lora_rank);
-		}
-		return;
-	case LK_lora_targets: {
-		char b[96];
-		snprintf(b, sizeof(b), "[%s]", layout_lora_targets_name(l->lora_targets));
-		put(E, frame_rows[k].o[fw].name, b);
+	put(E, name,
+	    l->schedule == LAYOUT_GPIPE	      ? "\"GPipe\""
+	    : l->schedule == LAYOUT_1F1B      ? "\"1F1B\""
+	    : l->schedule == LAYOUT_ZBV	      ? "\"ZBVZeroBubble\""
+	    : l->schedule == LAYOUT_DUALPIPEV ? "\"DualPipeV\""
+					      : "\"Interleaved1F1B\"");
+	if (l->schedule == LAYOUT_DUALPIPEV && m->experts > 0 && layout_ep(l) > 1 &&
+	    (l->recompute != LAYOUT_RECOMPUTE_NONE || !layout_a2a_overlap(m, l)))
+		put(E, "parallelism.pipeline_parallel_expert_parallel_overlap", "false");
+}
+
+static void put_microbatches(struct emit *E, const char *name, const struct llm *m,
+			     const struct layout *l)
+{
+	(void)m;
+	put_int(E, name, (long)l->mbs * l->microbatches * l->dp);
+}
+
+/* torchtitan's: the local batch, split into microbatches with pp. */
+static void put_mbs(struct emit *E, const char *name, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	if (l->pp > 1) {
+		put_int(E, name, (long)l->mbs * l->microbatches);
+		put_int(E, "parallelism.pipeline_parallel_microbatch_size", l->mbs);
+	} else {
+		put_int(E, name, l->mbs);
+	}
+}
+
+/* torchtitan's: dp x cp = replicate x shard. */
+static void put_dp(struct emit *E, const char *name, const struct llm *m, const struct layout *l)
+{
+	int dpc = layout_dpc(l);
+	(void)m;
+	if (l->zero == 3) {
+		int shard = l->shard ? l->shard : dpc;
+		put_int(E, name, shard / layout_cp(l));
+		put_int(E, "parallelism.data_parallel_replicate_degree", dpc / shard);
+	} else if (l->zero == 0) {
+		put_int(E, name, 1);
+		put_int(E, "parallelism.data_parallel_replicate_degree", l->dp);
+	}
+}
+
+static void put_recompute(struct emit *E, const char *name, const struct llm *m,
+			  const struct layout *l)
+{
+	(void)m;
+	if (E->fw == FRAME_TORCHTITAN) {
+		put(E, name,
+		    l->recompute == LAYOUT_RECOMPUTE_FULL	 ? "\"full\""
+		    : l->recompute == LAYOUT_RECOMPUTE_SELECTIVE ? "\"selective\""
+								 : "\"none\"");
+		if (l->recompute == LAYOUT_RECOMPUTE_SELECTIVE)
+			put(E, "activation_checkpoint.selective_ac_option", "\"op\"");
 		return;
 	}
-	case LK_recompute_modules: /* Megatron-LM's nargs list; Bridge's list */
-		if (l->recompute_modules && l->recompute_modules != LAYOUT_RC_CORE_ATTN) {
-			char b[96], *c;
-			snprintf(b, sizeof(b), fw == FRAME_BRIDGE ? "[%s]" : "%s",
-				 layout_rc_modules_name(l->recompute_modules));
-			for (c = b; fw == FRAME_MEGATRON && (c = strchr(c, ',')); c++)
-				*c = ' ';
-			put(E, frame_rows[k].o[fw].name, b);
-		}
+	if (l->recompute == LAYOUT_RECOMPUTE_NONE)
 		return;
-	case LK_zero:
-		if (fw == FRAME_TORCHTITAN)
-			return; /* with dp */
-		if (l->zero == 1) {
-			put(E,
-			    fw == FRAME_MEGATRON ? "--use-distributed-optimizer"
-						 : "ddp.use_distributed_optimizer",
-			    fw == FRAME_MEGATRON ? NULL : "true");
-		} else if (l->zero >= 2) {
-			const char *s = l->zero == 2 ? "optim_grads" : "optim_grads_params";
-			if (fw == FRAME_MEGATRON) {
-				/* Megatron-FSDP's required flags (its README) */
-				put(E, "--use-megatron-fsdp", NULL);
-				put(E, "--data-parallel-sharding-strategy", s);
-				put(E, "--use-distributed-optimizer", NULL);
-			} else {
-				put(E, "ddp.use_megatron_fsdp", "true");
-				put(E, "ddp.data_parallel_sharding_strategy", s);
-				put(E, "ddp.use_distributed_optimizer", "true");
-			}
-		}
+	put(E, name, l->recompute == LAYOUT_RECOMPUTE_FULL ? "full" : "selective");
+	if (l->recompute == LAYOUT_RECOMPUTE_FULL) {
+		put(E, mb_name(E, "--recompute-method", "model.recompute_method"), "uniform");
+		put(E, mb_name(E, "--recompute-num-layers", "model.recompute_num_layers"), "1");
+	}
+}
+
+/* Megatron-LM's nargs list; Bridge's list. */
+static void put_recompute_modules(struct emit *E, const char *name, const struct llm *m,
+				  const struct layout *l)
+{
+	char b[96], *c;
+	(void)m;
+	if (!l->recompute_modules || l->recompute_modules == LAYOUT_RC_CORE_ATTN)
 		return;
-	case LK_shard:
-		if (fw == FRAME_TORCHTITAN || !l->zero || !l->shard || l->shard >= dpc)
-			return; /* torchtitan: with dp */
-		put_int(E,
-			fw == FRAME_MEGATRON ? "--num-distributed-optimizer-instances"
-					     : "ddp.num_distributed_optimizer_instances",
-			dpc / l->shard);
+	snprintf(b, sizeof(b), E->fw == FRAME_BRIDGE ? "[%s]" : "%s",
+		 layout_rc_modules_name(l->recompute_modules));
+	for (c = b; E->fw == FRAME_MEGATRON && (c = strchr(c, ',')); c++)
+		*c = ' ';
+	put(E, name, b);
+}
+
+/* Megatron-LM and Bridge (torchtitan's with dp): the distributed optimizer,
+ * Megatron-FSDP's required flags (its README) for ZeRO-2/3. */
+static void put_zero(struct emit *E, const char *name, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	if (E->fw == FRAME_TORCHTITAN)
 		return;
-	case LK_dtype:
-		if (fw == FRAME_TORCHTITAN) {
-			put(E, "training.mixed_precision_param",
-			    l->dtype == HW_FP32 ? "\"float32\"" : "\"bfloat16\"");
-			if (l->dtype == HW_FP8)
-				put(E, "model.converters", "[\"float8\"]");
-		} else if (fw == FRAME_MEGATRON) {
-			if (l->dtype == HW_FP16)
-				put(E, "--fp16", NULL);
-			else if (l->dtype != HW_FP32 && l->dtype != HW_TF32)
-				put(E, "--bf16", NULL);
-			if (l->dtype == HW_FP8)
-				put(E, "--fp8-format", "hybrid");
-			if (l->dtype == HW_FP4)
-				put(E, "--fp4-format", "e2m1");
-		} else {
-			static const char *const fp8[] = {"bf16_with_fp8_delayed_scaling_mixed",
-							  "bf16_with_fp8_current_scaling_mixed",
-							  "bf16_with_fp8_subchannel_scaling_mixed",
-							  "bf16_with_mxfp8_mixed"};
-			put(E, "mixed_precision",
-			    l->dtype == HW_FP16	  ? "fp16_mixed"
-			    : l->dtype == HW_FP8  ? fp8[l->fp8_recipe]
-			    : l->dtype == HW_FP4  ? "bf16_with_nvfp4_mixed"
-			    : l->dtype == HW_FP32 ? "null"
-						  : "bf16_mixed");
-		}
-		return;
-	case LK_fp8_recipe: /* Bridge and torchtitan: with the dtype */
-		if (fw == FRAME_MEGATRON && l->fp8_recipe != LAYOUT_FP8_DELAYED)
-			put(E, "--fp8-recipe",
-			    l->fp8_recipe == LAYOUT_FP8_CURRENT
-				? "tensorwise"
-				: layout_fp8_recipe_name(l->fp8_recipe));
-		return;
-	case LK_sp:
-		return; /* torchtitan: implied by tensor parallelism */
-	case LK_flash:
-		if (fw == FRAME_TORCHTITAN)
-			return; /* implied */
-		if (!l->flash)
-			put(E,
-			    fw == FRAME_MEGATRON ? "--attention-backend"
-						 : "model.attention_backend",
-			    "unfused");
-		return;
-	case LK_partition:
-		if (l->pp < 2)
-			return;
-		if (l->partition == LAYOUT_PART_GIVEN && l->part[0] && !l->part_chunks) {
-			put_int(E,
-				fw == FRAME_MEGATRON ? "--decoder-first-pipeline-num-layers"
-						     : "model.num_layers_in_first_pipeline_stage",
-				l->part[0]);
-			put_int(E,
-				fw == FRAME_MEGATRON ? "--decoder-last-pipeline-num-layers"
-						     : "model.num_layers_in_last_pipeline_stage",
-				l->part[l->pp - 1]);
-			return;
-		}
-		if (l->partition == LAYOUT_PART_GIVEN && l->part_chunks) {
-			char b[600], q[604];
-			layout_partition_name(l, b, sizeof(b));
-			snprintf(q, sizeof(q), "'%s'", b);
-			put(E,
-			    fw == FRAME_MEGATRON ? "--pipeline-model-parallel-layout"
-						 : "model.pipeline_model_parallel_layout",
-			    q);
-			return;
-		}
-		if (l->partition == LAYOUT_PART_FIRST_LAST) {
-			if (l->part_first)
-				put_int(E,
-					fw == FRAME_MEGATRON
-					    ? "--decoder-first-pipeline-num-layers"
-					    : "model.num_layers_in_first_pipeline_stage",
-					l->part_first);
-			if (l->part_last)
-				put_int(E,
-					fw == FRAME_MEGATRON
-					    ? "--decoder-last-pipeline-num-layers"
-					    : "model.num_layers_in_last_pipeline_stage",
-					l->part_last);
-			return;
-		}
-		if (l->partition != LAYOUT_PART_EMBED_LOSS && l->partition != LAYOUT_PART_EMBED &&
-		    l->partition != LAYOUT_PART_LOSS)
-			return;
-		if (fw == FRAME_MEGATRON) {
-			if (l->partition != LAYOUT_PART_LOSS)
-				put(E, "--account-for-embedding-in-pipeline-split", NULL);
-			if (l->partition != LAYOUT_PART_EMBED)
-				put(E, "--account-for-loss-in-pipeline-split", NULL);
-		} else {
-			if (l->partition != LAYOUT_PART_LOSS)
-				put(E, "model.account_for_embedding_in_pipeline_split", "true");
-			if (l->partition != LAYOUT_PART_EMBED)
-				put(E, "model.account_for_loss_in_pipeline_split", "true");
-		}
-		return;
-	case LK_cp_comm:
-		if (layout_cp(l) < 2)
-			return;
-		if (fw == FRAME_TORCHTITAN)
-			put(E, "parallelism.context_parallel_rotate_method", "\"allgather\"");
-		else
-			put(E, fw == FRAME_MEGATRON ? "--cp-comm-type" : "model.cp_comm_type",
-			    layout_cp_comm_name(l->cp_comm));
-		return;
-	case LK_moe_dispatcher: /* DeepEP and HybridEP are flex's two backends */
+	if (l->zero == 1) {
+		put(E, name, NULL);
+	} else if (l->zero >= 2) {
+		put(E, mb_name(E, "--use-megatron-fsdp", "ddp.use_megatron_fsdp"), NULL);
 		put(E,
-		    fw == FRAME_MEGATRON ? "--moe-token-dispatcher-type"
-					 : "model.moe_token_dispatcher_type",
-		    l->moe_dispatcher >= LAYOUT_DISP_FLEX
-			? "flex"
-			: layout_dispatcher_name(l->moe_dispatcher));
-		if (l->moe_dispatcher >= LAYOUT_DISP_FLEX)
-			put(E,
-			    fw == FRAME_MEGATRON ? "--moe-flex-dispatcher-backend"
-						 : "model.moe_flex_dispatcher_backend",
-			    l->moe_dispatcher == LAYOUT_DISP_FLEX ? "deepep" : "hybridep");
-		return;
-	case LK_exec:
-		if (l->exec == LAYOUT_EXEC_COMPILED && fw == FRAME_TORCHTITAN)
-			put(E, "compile.enable", "true");
-		else if (l->exec == LAYOUT_EXEC_GRAPHS && fw != FRAME_TORCHTITAN)
-			put(E, fw == FRAME_MEGATRON ? "--cuda-graph-impl" : "model.cuda_graph_impl",
-			    "local");
-		return;
-	case LK_optimizer_dtype: /* Megatron-LM only (frame_rows) */
-		if (l->optimizer_dtype == LAYOUT_OPT_BF16_STATES) {
-			put(E, "--use-precision-aware-optimizer", NULL);
-			put(E, "--exp-avg-dtype", "bf16");
-			put(E, "--exp-avg-sq-dtype", "bf16");
-		}
-		return;
-	case LK_clip_grad:
-		if (!l->clip_grad)
-			put(E, fw == FRAME_MEGATRON ? "--clip-grad" : "optimizer.clip_grad", "0.0");
-		return;
-	case LK_offload_layers: /* activations only (TE deprecated weights' offloading) */
-		if (l->offload_layers <= 0)
-			return;
-		if (fw == FRAME_MEGATRON) {
-			put(E, "--cpu-offloading", NULL);
-			put_int(E, "--cpu-offloading-num-layers", l->offload_layers);
-		} else {
-			put(E, "model.cpu_offloading", "true");
-			put_int(E, "model.cpu_offloading_num_layers", l->offload_layers);
-			put(E, "model.cpu_offloading_weights", "false");
-		}
-		return;
-	case LK_head_dim: /* only a width other than hidden / heads */
-		if (m->head_dim > 0 && !llm_mla(m) &&
-		    (m->hidden % m->heads || m->head_dim != m->hidden / m->heads))
-			put_int(E, fw == FRAME_MEGATRON ? "--kv-channels" : "model.kv_channels",
-				m->head_dim);
-		return;
+		    mb_name(E, "--data-parallel-sharding-strategy",
+			    "ddp.data_parallel_sharding_strategy"),
+		    l->zero == 2 ? "optim_grads" : "optim_grads_params");
+		put(E, name, NULL);
 	}
+}
+
+/* Megatron-LM and Bridge: the optimizer's instances (torchtitan: with dp). */
+static void put_shard(struct emit *E, const char *name, const struct llm *m, const struct layout *l)
+{
+	int dpc = layout_dpc(l);
+	(void)m;
+	if (E->fw == FRAME_TORCHTITAN || !l->zero || !l->shard || l->shard >= dpc)
+		return;
+	put_int(E, name, dpc / l->shard);
+}
+
+static void put_dtype(struct emit *E, const char *name, const struct llm *m, const struct layout *l)
+{
+	static const char *const fp8[] = {
+	    "bf16_with_fp8_delayed_scaling_mixed", "bf16_with_fp8_current_scaling_mixed",
+	    "bf16_with_fp8_subchannel_scaling_mixed", "bf16_with_mxfp8_mixed"};
+	(void)m;
+	if (E->fw == FRAME_TORCHTITAN) {
+		put(E, name, l->dtype == HW_FP32 ? "\"float32\"" : "\"bfloat16\"");
+		if (l->dtype == HW_FP8)
+			put(E, "model.converters", "[\"float8\"]");
+	} else if (E->fw == FRAME_MEGATRON) {
+		if (l->dtype == HW_FP16)
+			put(E, "--fp16", NULL);
+		else if (l->dtype != HW_FP32 && l->dtype != HW_TF32)
+			put(E, name, NULL);
+		if (l->dtype == HW_FP8)
+			put(E, "--fp8-format", "hybrid");
+		if (l->dtype == HW_FP4)
+			put(E, "--fp4-format", "e2m1");
+	} else {
+		put(E, name,
+		    l->dtype == HW_FP16	  ? "fp16_mixed"
+		    : l->dtype == HW_FP8  ? fp8[l->fp8_recipe]
+		    : l->dtype == HW_FP4  ? "bf16_with_nvfp4_mixed"
+		    : l->dtype == HW_FP32 ? "null"
+					  : "bf16_mixed");
+	}
+}
+
+/* Megatron-LM's (Bridge and torchtitan: with the dtype). */
+static void put_fp8_recipe(struct emit *E, const char *name, const struct llm *m,
+			   const struct layout *l)
+{
+	(void)m;
+	if (E->fw == FRAME_MEGATRON && l->fp8_recipe != LAYOUT_FP8_DELAYED)
+		put(E, name,
+		    l->fp8_recipe == LAYOUT_FP8_CURRENT ? "tensorwise"
+							: layout_fp8_recipe_name(l->fp8_recipe));
+}
+
+/* torchtitan's is implied. */
+static void put_flash(struct emit *E, const char *name, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	if (E->fw != FRAME_TORCHTITAN && !l->flash)
+		put(E, name, "unfused");
+}
+
+/* Megatron-LM's and Bridge's first and last stages' layers (0: not written). */
+static void put_first_last(struct emit *E, int first, int last)
+{
+	if (first)
+		put_int(E,
+			mb_name(E, "--decoder-first-pipeline-num-layers",
+				"model.num_layers_in_first_pipeline_stage"),
+			first);
+	if (last)
+		put_int(E,
+			mb_name(E, "--decoder-last-pipeline-num-layers",
+				"model.num_layers_in_last_pipeline_stage"),
+			last);
+}
+
+/* Megatron-LM's and Bridge's placements (expresses_value says which). */
+static void put_partition(struct emit *E, const char *name, const struct llm *m,
+			  const struct layout *l)
+{
+	(void)m, (void)name;
+	if (l->pp < 2)
+		return;
+	if (l->partition == LAYOUT_PART_GIVEN && l->part[0] && !l->part_chunks) {
+		put_int(E,
+			mb_name(E, "--decoder-first-pipeline-num-layers",
+				"model.num_layers_in_first_pipeline_stage"),
+			l->part[0]);
+		put_int(E,
+			mb_name(E, "--decoder-last-pipeline-num-layers",
+				"model.num_layers_in_last_pipeline_stage"),
+			l->part[l->pp - 1]);
+	} else if (l->partition == LAYOUT_PART_GIVEN && l->part_chunks) {
+		char b[600], q[604];
+		layout_partition_name(l, b, sizeof(b));
+		snprintf(q, sizeof(q), "'%s'", b);
+		put(E,
+		    mb_name(E, "--pipeline-model-parallel-layout",
+			    "model.pipeline_model_parallel_layout"),
+		    q);
+	} else if (l->partition == LAYOUT_PART_FIRST_LAST) {
+		put_first_last(E, l->part_first, l->part_last);
+	} else if (l->partition == LAYOUT_PART_EMBED_LOSS || l->partition == LAYOUT_PART_EMBED ||
+		   l->partition == LAYOUT_PART_LOSS) {
+		if (l->partition != LAYOUT_PART_LOSS)
+			put(E,
+			    mb_name(E, "--account-for-embedding-in-pipeline-split",
+				    "model.account_for_embedding_in_pipeline_split"),
+			    NULL);
+		if (l->partition != LAYOUT_PART_EMBED)
+			put(E,
+			    mb_name(E, "--account-for-loss-in-pipeline-split",
+				    "model.account_for_loss_in_pipeline_split"),
+			    NULL);
+	}
+}
+
+static void put_cp_comm(struct emit *E, const char *name, const struct llm *m,
+			const struct layout *l)
+{
+	(void)m;
+	if (layout_cp(l) < 2)
+		return;
+	put(E, name, E->fw == FRAME_TORCHTITAN ? "\"allgather\"" : layout_cp_comm_name(l->cp_comm));
+}
+
+/* DeepEP and HybridEP are flex's two backends. */
+static void put_moe_dispatcher(struct emit *E, const char *name, const struct llm *m,
+			       const struct layout *l)
+{
+	(void)m;
+	put(E, name,
+	    l->moe_dispatcher >= LAYOUT_DISP_FLEX ? "flex"
+						  : layout_dispatcher_name(l->moe_dispatcher));
+	if (l->moe_dispatcher >= LAYOUT_DISP_FLEX)
+		put(E,
+		    mb_name(E, "--moe-flex-dispatcher-backend",
+			    "model.moe_flex_dispatcher_backend"),
+		    l->moe_dispatcher == LAYOUT_DISP_FLEX ? "deepep" : "hybridep");
+}
+
+static void put_exec(struct emit *E, const char *name, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	if (l->exec == LAYOUT_EXEC_COMPILED && E->fw == FRAME_TORCHTITAN)
+		put(E, name, "true");
+	else if (l->exec == LAYOUT_EXEC_GRAPHS && E->fw != FRAME_TORCHTITAN)
+		put(E, name, "local");
+}
+
+/* Megatron-LM's only (frame_rows). */
+static void put_optimizer_dtype(struct emit *E, const char *name, const struct llm *m,
+				const struct layout *l)
+{
+	(void)m;
+	if (l->optimizer_dtype == LAYOUT_OPT_BF16_STATES) {
+		put(E, name, NULL);
+		put(E, "--exp-avg-dtype", "bf16");
+		put(E, "--exp-avg-sq-dtype", "bf16");
+	}
+}
+
+static void put_clip_grad(struct emit *E, const char *name, const struct llm *m,
+			  const struct layout *l)
+{
+	(void)m;
+	if (!l->clip_grad)
+		put(E, name, "0.0");
+}
+
+/* Activations only (Transformer Engine deprecated weights' offloading). */
+static void put_offload_layers(struct emit *E, const char *name, const struct llm *m,
+			       const struct layout *l)
+{
+	(void)m;
+	if (l->offload_layers <= 0)
+		return;
+	put(E, mb_name(E, "--cpu-offloading", "model.cpu_offloading"), NULL);
+	put_int(E, name, l->offload_layers);
+	if (E->fw == FRAME_BRIDGE)
+		put(E, "model.cpu_offloading_weights", "false");
+}
+
+/* Bridge's only (frame_rows). */
+static void put_lora_rank(struct emit *E, const char *name, const struct llm *m,
+			  const struct layout *l)
+{
+	(void)m;
+	if (l->lora_rank > 0) {
+		put(E, "peft", "lora");
+		put_int(E, name, l->lora_rank);
+	}
+}
+
+static void put_lora_targets(struct emit *E, const char *name, const struct llm *m,
+			     const struct layout *l)
+{
+	char b[96];
+	(void)m;
+	snprintf(b, sizeof(b), "[%s]", layout_lora_targets_name(l->lora_targets));
+	put(E, name, b);
+}
+
+/* Only a width other than hidden / heads. */
+static void put_head_dim(struct emit *E, const char *name, const struct llm *m,
+			 const struct layout *l)
+{
+	(void)l;
+	if (m->head_dim > 0 && !llm_mla(m) &&
+	    (m->hidden % m->heads || m->head_dim != m->hidden / m->heads))
+		put_int(E, name, m->head_dim);
+}
+
+/* ---- each knob's own options (FX_SPECIAL), import ------------------------
+ *
+ * A knob's row lists the options its own code reads (struct frame_in):
+ * each a name and a reader, which keeps what it read in struct imp (or
+ * for the few read whole, in m or x); settle's phases turn struct imp into
+ * the layout once every option is in.  A name is read by one knob only. */
+
+/* One option being read. */
+struct rd {
+	const char *path;
+	int line;
+	const char *name;
+	const char *raw; /* its value as written (NULL: a flag) */
+	const char *val; /* unquoted */
+	const char *s;	 /* and unquoted again */
+	struct llm *m;
+	layout_mask *given;
+	struct imp *I;
+	struct frame_extra *x;
+	struct prism_err *err;
+};
+
+struct frame_in {
+	const char *name;
+	int (*read)(struct rd *r, const struct frame_in *in);
+	size_t off;  /* in_int, in_set, in_truth: the struct imp field (an int) */
+	long lo, hi; /* in_int: the range; in_set: the value (lo) */
+};
+
+#define IMP(f) offsetof(struct imp, f)
+
+static int *imp_field(struct rd *r, const struct frame_in *in)
+{
+	return (int *)(void *)((char *)r->I + in->off);
+}
+
+/* "path:line: name 's': what" */
+static int rd_bad(struct rd *r, const char *v, const char *what)
+{
+	return prism_err_set(r->err, PRISM_EFORMAT, "%s:%d: %s '%s': %s", r->path, r->line, r->name,
+			     v ? v : "", what);
+}
+
+static int rd_num(struct rd *r, long lo, long hi, long *v)
+{
+	if (num(r->path, r->line, r->name, r->s ? r->s : "", lo, hi, v, r->err))
+		return r->err->code;
+	return 0;
+}
+
+/* A whole number in lo..hi into the field. */
+static int in_int(struct rd *r, const struct frame_in *in)
+{
+	long v = 0;
+	if (rd_num(r, in->lo, in->hi, &v))
+		return r->err->code;
+	*imp_field(r, in) = (int)v;
+	return 0;
+}
+
+/* A flag: the field takes lo. */
+static int in_set(struct rd *r, const struct frame_in *in)
+{
+	*imp_field(r, in) = (int)in->lo;
+	return 0;
+}
+
+/* true or false into the field. */
+static int in_truth(struct rd *r, const struct frame_in *in)
+{
+	int b = 0;
+	if (truth(r->path, r->line, r->name, r->s, &b, r->err))
+		return r->err->code;
+	*imp_field(r, in) = b;
+	return 0;
+}
+
+/* Read, nothing kept. */
+static int in_skip(struct rd *r, const struct frame_in *in)
+{
+	(void)r, (void)in;
+	return 0;
+}
+
+/* true or false, checked, nothing kept. */
+static int in_truth_skip(struct rd *r, const struct frame_in *in)
+{
+	int b = 0;
+	(void)in;
+	return truth(r->path, r->line, r->name, r->s, &b, r->err) ? r->err->code : 0;
+}
+
+/* Bridge's null: not given. */
+static int in_vp(struct rd *r, const struct frame_in *in)
+{
+	if (r->s && strcmp(r->s, "null") == 0)
+		return 0;
+	return in_int(r, in);
+}
+
+static int in_schedule(struct rd *r, const struct frame_in *in)
+{
+	const char *s = r->s;
+	(void)in;
+	r->I->schedule = s && strcmp(s, "GPipe") == 0		  ? LAYOUT_GPIPE
+			 : s && strcmp(s, "1F1B") == 0		  ? LAYOUT_1F1B
+			 : s && strcmp(s, "Interleaved1F1B") == 0 ? LAYOUT_INTERLEAVED
+			 : s && strcmp(s, "ZBVZeroBubble") == 0	  ? LAYOUT_ZBV
+			 : s && strcmp(s, "DualPipeV") == 0	  ? LAYOUT_DUALPIPEV
+								  : -2;
+	if (r->I->schedule == -2)
+		return rd_bad(r, s,
+			      "prism models GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble and "
+			      "DualPipeV here (its zero-bubble zb-1p and zb-2p run one stage a "
+			      "rank, which torchtitan's InterleavedZeroBubble does not)");
+	return 0;
+}
+
+/* torchtitan's DualPipeV expert-parallel overlap (settle_dpv_overlap). */
+static int in_ep_overlap(struct rd *r, const struct frame_in *in)
+{
+	int rc = in_truth(r, in);
+	if (!rc)
+		r->I->ep_overlap_line = r->line;
+	return rc;
+}
+
+static int in_gbs(struct rd *r, const struct frame_in *in)
+{
+	long v = 0;
+	(void)in;
+	if (rd_num(r, 1, 1L << 30, &v))
+		return r->err->code;
+	r->x->gbs = (int)v;
+	return 0;
+}
+
+static int in_recompute(struct rd *r, const struct frame_in *in)
+{
+	const char *s = r->s;
+	(void)in;
+	r->I->rc_gran = s && strcmp(s, "full") == 0	   ? LAYOUT_RECOMPUTE_FULL
+			: s && strcmp(s, "selective") == 0 ? LAYOUT_RECOMPUTE_SELECTIVE
+							   : LAYOUT_RECOMPUTE_NONE;
+	if (s && r->I->rc_gran == LAYOUT_RECOMPUTE_NONE && strcmp(s, "none") && strcmp(s, "null"))
+		return rd_bad(r, s, "expected full or selective");
+	return 0;
+}
+
+static int in_rc_method(struct rd *r, const struct frame_in *in)
+{
+	(void)in;
+	r->I->rc_method_uniform = r->s && strcmp(r->s, "uniform") == 0;
+	return 0;
+}
+
+/* names apart by spaces (Megatron-LM's nargs), or a list, as list(ns) */
+static const char *names_of(const char *val, char *ns, size_t n)
+{
+	snprintf(ns, n, "%s", val ? val : "");
+	for (char *c = ns; *c; c++)
+		if (strchr("[]\"'", *c))
+			*c = ' ';
+	return ns;
+}
+
+static int in_rc_modules(struct rd *r, const struct frame_in *in)
+{
+	char ns[160];
+	(void)in;
+	if ((r->I->rc_modules = layout_rc_modules_parse(names_of(r->val, ns, sizeof(ns)))) < 0)
+		return rd_bad(r, r->val,
+			      "expected names among core_attn, mlp, layernorm, mla_up_proj, moe, "
+			      "moe_act and shared_experts");
+	return 0;
+}
+
+static int in_strategy(struct rd *r, const struct frame_in *in)
+{
+	const char *s = r->s;
+	(void)in;
+	r->I->strategy = !s					? -1
+			 : strcmp(s, "no_shard") == 0		? 0
+			 : strcmp(s, "optim") == 0		? 1
+			 : strcmp(s, "optim_grads") == 0	? 2
+			 : strcmp(s, "optim_grads_params") == 0 ? 3
+								: -1;
+	if (r->I->strategy < 0)
+		return rd_bad(r, s, "expected no_shard, optim, optim_grads or optim_grads_params");
+	return 0;
+}
+
+static int in_fp8_recipe(struct rd *r, const struct frame_in *in)
+{
+	const char *s = r->s;
+	int rc = !s ? -1 : layout_fp8_recipe_parse(s);
+	(void)in;
+	if (rc < 0 || strcmp(s, "current") == 0)
+		return rd_bad(r, s, "expected delayed, tensorwise, blockwise or mxfp8");
+	r->I->fp8_recipe = rc;
+	return 0;
+}
+
+/* Bridge's recipe names: the GEMMs' precision first ("fp16_with_fp8_..."
+ * runs fp8), then the fp8 recipe in the name (mixed_precision.py's
+ * presets). */
+static int in_mixed_precision(struct rd *r, const struct frame_in *in)
+{
+	const char *s = r->s;
+	(void)in;
+	r->I->given_dtype = 1;
+	r->I->dtype = !s || strcmp(s, "null") == 0 ? HW_FP32
+		      : strstr(s, "fp8")	   ? HW_FP8
+		      : strstr(s, "fp4")	   ? HW_FP4
+		      : strncmp(s, "fp16", 4) == 0 ? HW_FP16
+						   : HW_BF16;
+	r->I->fp8_recipe = !s				     ? -1
+			   : strstr(s, "current_scaling")    ? LAYOUT_FP8_CURRENT
+			   : strstr(s, "subchannel_scaling") ? LAYOUT_FP8_BLOCKWISE
+			   : strstr(s, "mxfp8")		     ? LAYOUT_FP8_MXFP8
+							     : -1;
+	return 0;
+}
+
+static int in_tt_precision(struct rd *r, const struct frame_in *in)
+{
+	(void)in;
+	r->I->given_dtype = 1;
+	r->I->dtype = r->s && strcmp(r->s, "float32") == 0 ? HW_FP32 : HW_BF16;
+	return 0;
+}
+
+static int in_converters(struct rd *r, const struct frame_in *in)
+{
+	(void)in;
+	r->I->fp8 = r->s && strstr(r->s, "float8") != NULL;
+	return 0;
+}
+
+static int in_attention_backend(struct rd *r, const struct frame_in *in)
+{
+	const char *s = r->s;
+	(void)in;
+	r->I->flash = s && (strcmp(s, "unfused") == 0 || strcmp(s, "local") == 0) ? 0 : 1;
+	return 0;
+}
+
+/* Megatron-Core's layout string, whole (quotes off once). */
+static int in_pp_layout(struct rd *r, const struct frame_in *in)
+{
+	char b[sizeof(r->I->layout)];
+	const char *t = unquote(r->raw, b, sizeof(b));
+	(void)in;
+	if (!t || strlen(t) + 1 >= sizeof(r->I->layout))
+		return prism_err_set(r->err, PRISM_EFORMAT,
+				     "%s:%d: %s: expected a layout of 1 to %zu characters", r->path,
+				     r->line, r->name, sizeof(r->I->layout) - 2);
+	snprintf(r->I->layout, sizeof(r->I->layout), "%s", t);
+	return 0;
+}
+
+/* Megatron's names are prism's (layout_cp_comm_parse); torchtitan's
+ * "alltoall" rotation is its ring. */
+static int in_cp_comm(struct rd *r, const struct frame_in *in)
+{
+	const char *s = r->s;
+	int c = !s				       ? -1
+		: strcmp(s, "alltoall") == 0 && in->lo ? LAYOUT_CP_P2P
+						       : layout_cp_comm_parse(s);
+	if (c < 0)
+		return rd_bad(r, s, "expected p2p, all_gather, a2a or a2a+p2p");
+	r->I->cp_comm = c;
+	return 0;
+}
+
+/* --use-precision-aware-optimizer: its line, for settle's message. */
+static int in_pao(struct rd *r, const struct frame_in *in)
+{
+	(void)in;
+	r->I->pao = r->line;
+	return 0;
+}
+
+/* --main-params-dtype, --main-grads-dtype, --exp-avg-dtype,
+ * --exp-avg-sq-dtype: opt_dt[lo]. */
+static int in_opt_dtype(struct rd *r, const struct frame_in *in)
+{
+	snprintf(r->I->opt_dt[in->lo], sizeof(r->I->opt_dt[0]), "%s", r->s ? r->s : "");
+	return 0;
+}
+
+static int in_clip(struct rd *r, const struct frame_in *in)
+{
+	char *end;
+	double c = r->s ? strtod(r->s, &end) : -1;
+	(void)in;
+	if (!r->s || end == r->s || *end || c < 0)
+		return rd_bad(r, r->s, "expected a norm >= 0");
+	r->I->clip = c > 0;
+	return 0;
+}
+
+/* The count; Megatron-LM's alone turns offloading on. */
+static int in_offload_n(struct rd *r, const struct frame_in *in)
+{
+	int rc = in_int(r, in);
+	if (!rc)
+		r->I->off_mlm = r->name[0] == '-';
+	return rc;
+}
+
+static int in_enable_cuda_graph(struct rd *r, const struct frame_in *in)
+{
+	int b = 0;
+	(void)in;
+	if (truth(r->path, r->line, r->name, r->s, &b, r->err))
+		return r->err->code;
+	r->I->exec = b ? LAYOUT_EXEC_GRAPHS : r->I->exec;
+	return 0;
+}
+
+static int in_cuda_graph_impl(struct rd *r, const struct frame_in *in)
+{
+	const char *s = r->s;
+	(void)in;
+	if (!s || (strcmp(s, "none") && strcmp(s, "local") && strcmp(s, "transformer_engine")))
+		return rd_bad(r, s, "expected none, local or transformer_engine");
+	r->I->exec = strcmp(s, "none") ? LAYOUT_EXEC_GRAPHS : LAYOUT_EXEC_EAGER;
+	return 0;
+}
+
+static int in_compile(struct rd *r, const struct frame_in *in)
+{
+	int b = 0;
+	(void)in;
+	if (truth(r->path, r->line, r->name, r->s, &b, r->err))
+		return r->err->code;
+	r->I->exec = b ? LAYOUT_EXEC_COMPILED : LAYOUT_EXEC_EAGER;
+	return 0;
+}
+
+static int in_dispatcher(struct rd *r, const struct frame_in *in)
+{
+	int d = !r->s ? -1 : layout_dispatcher_parse(r->s);
+	(void)in;
+	if (d < 0 || d == LAYOUT_DISP_HYBRIDEP)
+		return rd_bad(r, r->s, "expected alltoall, allgather or flex");
+	r->I->disp = d;
+	return 0;
+}
+
+static int in_flex_backend(struct rd *r, const struct frame_in *in)
+{
+	const char *s = r->s;
+	(void)in;
+	if (!s || (strcmp(s, "deepep") != 0 && strcmp(s, "hybridep") != 0))
+		return rd_bad(r, s, "expected deepep or hybridep");
+	r->I->hybridep = strcmp(s, "hybridep") == 0;
+	return 0;
+}
+
+static int in_head_dim(struct rd *r, const struct frame_in *in)
+{
+	long v = 0;
+	(void)in;
+	if (rd_num(r, 1, LLM_MAX_HEAD_DIM, &v))
+		return r->err->code;
+	r->m->head_dim = (int)v;
+	*r->given |= LK_BIT(LK_head_dim);
+	return 0;
+}
+
+/* Bridge's recipes: peft="lora", or none. */
+static int in_peft(struct rd *r, const struct frame_in *in)
+{
+	const char *s = r->s;
+	(void)in;
+	if (s && strcmp(s, "lora") == 0)
+		r->I->peft = 1;
+	else if (!s || strcmp(s, "none") == 0 || strcmp(s, "null") == 0)
+		r->I->peft = 2;
+	else
+		return rd_bad(r, s,
+			      "expected lora or none (prism models LoRA, not other PEFT schemes)");
+	return 0;
+}
+
+static int in_lora_targets(struct rd *r, const struct frame_in *in)
+{
+	char ns[160];
+	(void)in;
+	if ((r->I->lora_targets = layout_lora_targets_parse(names_of(r->val, ns, sizeof(ns)))) < 0)
+		return rd_bad(r, r->val,
+			      "expected names among linear_qkv, linear_proj, linear_fc1 and "
+			      "linear_fc2");
+	return 0;
+}
+
+/* The options each knob's own code reads, by knob (frame_rows' .in). */
+static const struct frame_in in_vp_opts[] = {
+    {"--num-layers-per-virtual-pipeline-stage", in_int, IMP(vp_layers), 1, LLM_MAX_LAYERS},
+    {"parallelism.pipeline_parallel_layers_per_stage", in_int, IMP(vp_layers), 1, LLM_MAX_LAYERS},
+    {"--num-virtual-stages-per-pipeline-rank", in_vp, IMP(vp), 1, LAYOUT_MAX_VP},
+    {"model.virtual_pipeline_model_parallel_size", in_vp, IMP(vp), 1, LAYOUT_MAX_VP},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_schedule_opts[] = {
+    {"parallelism.pipeline_parallel_schedule", in_schedule, 0, 0, 0},
+    {"parallelism.pipeline_parallel_expert_parallel_overlap", in_ep_overlap, IMP(ep_overlap), 0, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_microbatches_opts[] = {
+    {"--global-batch-size", in_gbs, 0, 0, 0},
+    {"train.global_batch_size", in_gbs, 0, 0, 0},
+    {"training.global_batch_size", in_gbs, 0, 0, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_mbs_opts[] = {
+    {"training.local_batch_size", in_int, IMP(local_batch), 1,
+     LAYOUT_MAX_MBS *(long)LAYOUT_MAX_MICRO},
+    {"parallelism.pipeline_parallel_microbatch_size", in_int, IMP(pp_mbs), 1, LAYOUT_MAX_MBS},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_dp_opts[] = {
+    {"parallelism.data_parallel_shard_degree", in_int, IMP(shard_deg), -1, LAYOUT_MAX_DP},
+    {"parallelism.data_parallel_replicate_degree", in_int, IMP(rep), 1, LAYOUT_MAX_DP},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_recompute_opts[] = {
+    {"--recompute-granularity", in_recompute, 0, 0, 0},
+    {"model.recompute_granularity", in_recompute, 0, 0, 0},
+    {"activation_checkpoint.mode", in_recompute, 0, 0, 0},
+    {"--recompute-activations", in_set, IMP(rc_gran), LAYOUT_RECOMPUTE_SELECTIVE, 0},
+    {"--recompute-method", in_rc_method, 0, 0, 0},
+    {"model.recompute_method", in_rc_method, 0, 0, 0},
+    {"--recompute-num-layers", in_int, IMP(rc_layers), 1, LLM_MAX_LAYERS},
+    {"model.recompute_num_layers", in_int, IMP(rc_layers), 1, LLM_MAX_LAYERS},
+    {"activation_checkpoint.selective_ac_option", in_skip, 0, 0, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_rc_modules_opts[] = {
+    {"--recompute-modules", in_rc_modules, 0, 0, 0},
+    {"model.recompute_modules", in_rc_modules, 0, 0, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_zero_opts[] = {
+    {"--use-distributed-optimizer", in_set, IMP(distopt), 1, 0},
+    {"ddp.use_distributed_optimizer", in_truth, IMP(distopt), 0, 0},
+    {"--use-megatron-fsdp", in_set, IMP(mfsdp), 1, 0},
+    {"--use-custom-fsdp", in_set, IMP(mfsdp), 1, 0},
+    {"ddp.use_megatron_fsdp", in_truth, IMP(mfsdp), 0, 0},
+    {"--data-parallel-sharding-strategy", in_strategy, 0, 0, 0},
+    {"ddp.data_parallel_sharding_strategy", in_strategy, 0, 0, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_shard_opts[] = {
+    {"--num-distributed-optimizer-instances", in_int, IMP(instances), 1, LAYOUT_MAX_DP},
+    {"ddp.num_distributed_optimizer_instances", in_int, IMP(instances), 1, LAYOUT_MAX_DP},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_dtype_opts[] = {
+    {"--bf16", in_set, IMP(bf16), 1, 0},
+    {"--fp16", in_set, IMP(fp16), 1, 0},
+    {"--fp8-format", in_set, IMP(fp8), 1, 0},
+    {"--fp4-format", in_set, IMP(fp4), 1, 0},
+    {"mixed_precision", in_mixed_precision, 0, 0, 0},
+    {"training.mixed_precision_param", in_tt_precision, 0, 0, 0},
+    {"model.converters", in_converters, 0, 0, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_fp8_recipe_opts[] = {{"--fp8-recipe", in_fp8_recipe, 0, 0, 0},
+						     {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_flash_opts[] = {
+    {"--attention-backend", in_attention_backend, 0, 0, 0},
+    {"model.attention_backend", in_attention_backend, 0, 0, 0},
+    {"--use-flash-attn", in_set, IMP(flash), 1, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_partition_opts[] = {
+    {"--pipeline-model-parallel-layout", in_pp_layout, 0, 0, 0},
+    {"model.pipeline_model_parallel_layout", in_pp_layout, 0, 0, 0},
+    {"--decoder-first-pipeline-num-layers", in_int, IMP(first_layers), 1, LLM_MAX_LAYERS},
+    {"model.num_layers_in_first_pipeline_stage", in_int, IMP(first_layers), 1, LLM_MAX_LAYERS},
+    {"--decoder-last-pipeline-num-layers", in_int, IMP(last_layers), 1, LLM_MAX_LAYERS},
+    {"model.num_layers_in_last_pipeline_stage", in_int, IMP(last_layers), 1, LLM_MAX_LAYERS},
+    {"--account-for-embedding-in-pipeline-split", in_set, IMP(embed), 1, 0},
+    {"--account-for-loss-in-pipeline-split", in_set, IMP(loss), 1, 0},
+    {"model.account_for_embedding_in_pipeline_split", in_truth, IMP(embed), 0, 0},
+    {"model.account_for_loss_in_pipeline_split", in_truth, IMP(loss), 0, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_cp_comm_opts[] = {
+    {"--cp-comm-type", in_cp_comm, 0, 0, 0},
+    {"model.cp_comm_type", in_cp_comm, 0, 0, 0},
+    {"parallelism.context_parallel_rotate_method", in_cp_comm, 0, 1, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_dispatcher_opts[] = {
+    {"--moe-token-dispatcher-type", in_dispatcher, 0, 0, 0},
+    {"model.moe_token_dispatcher_type", in_dispatcher, 0, 0, 0},
+    {"--moe-flex-dispatcher-backend", in_flex_backend, 0, 0, 0},
+    {"model.moe_flex_dispatcher_backend", in_flex_backend, 0, 0, 0},
+    {"--moe-enable-deepep", in_set, IMP(disp), LAYOUT_DISP_FLEX, 0}, /* flex's forerunner */
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_exec_opts[] = {
+    {"--enable-cuda-graph", in_set, IMP(exec), LAYOUT_EXEC_GRAPHS, 0},
+    {"model.enable_cuda_graph", in_enable_cuda_graph, 0, 0, 0},
+    {"--cuda-graph-impl", in_cuda_graph_impl, 0, 0, 0},
+    {"model.cuda_graph_impl", in_cuda_graph_impl, 0, 0, 0},
+    {"compile.enable", in_compile, 0, 0, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_offload_opts[] = {
+    {"--cpu-offloading", in_set, IMP(off_on), 1, 0},
+    {"model.cpu_offloading", in_truth, IMP(off_on), 0, 0},
+    {"--cpu-offloading-num-layers", in_offload_n, IMP(off_n), 0, LLM_MAX_LAYERS},
+    {"model.cpu_offloading_num_layers", in_offload_n, IMP(off_n), 0, LLM_MAX_LAYERS},
+    {"model.cpu_offloading_activations", in_truth, IMP(off_acts), 0, 0},
+    /* Transformer Engine offloads no weights (deprecated) */
+    {"model.cpu_offloading_weights", in_truth_skip, 0, 0, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_lora_rank_opts[] = {
+    {"peft", in_peft, 0, 0, 0},
+    {"peft.dim", in_int, IMP(lora_dim), 1, LAYOUT_MAX_LORA_RANK},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_lora_targets_opts[] = {
+    {"peft.target_modules", in_lora_targets, 0, 0, 0}, {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_optimizer_dtype_opts[] = {
+    {"--use-precision-aware-optimizer", in_pao, 0, 0, 0},
+    {"--main-params-dtype", in_opt_dtype, 0, 0, 0},
+    {"--main-grads-dtype", in_opt_dtype, 0, 1, 0},
+    {"--exp-avg-dtype", in_opt_dtype, 0, 2, 0},
+    {"--exp-avg-sq-dtype", in_opt_dtype, 0, 3, 0},
+    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_clip_grad_opts[] = {{"--clip-grad", in_clip, 0, 0, 0},
+						    {"optimizer.clip_grad", in_clip, 0, 0, 0},
+						    {NULL, NULL, 0, 0, 0}};
+static const struct frame_in in_head_dim_opts[] = {{"--kv-channels", in_head_dim, 0, 0, 0},
+						   {"model.kv_channels", in_head_dim, 0, 0, 0},
+						   {NULL, NULL, 0, 0, 0}};
+#undef IMP
+
+/* ---- the values a framework expresses (rows' .value; none: every value) --
+ *
+ * value_KNOB(fw, m, l): 1 where framework fw expresses knob KNOB at its
+ * value in l and m. */
+
+static int value_schedule(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	/* Zero-bubble with one stage a rank: Megatron-LM and Bridge have
+	 * none; torchtitan's InterleavedZeroBubble (PyTorch's ZB1P) is a
+	 * multi-stage schedule, which pipeline_llm runs with 2 stages a
+	 * rank or more (torchtitan/distributed/pipeline_parallel.py).
+	 * ZB-V is torchtitan's ZBVZeroBubble (PyTorch's
+	 * ScheduleZBVZeroBubble, two stages a rank in a V: pipeline_llm's
+	 * default for a multi-stage schedule); Megatron-LM and Bridge
+	 * have no V.  DualPipeV is torchtitan's DualPipeV (PyTorch's
+	 * ScheduleDualPipeV, which pipeline_module_split places in the
+	 * same V).  Megatron-LM and Bridge have no GPipe. */
+	if (layout_v(l->schedule)) /* torchtitan's ZBVZeroBubble, DualPipeV */
+		return fw == FRAME_TORCHTITAN || l->pp == 1;
+	if (layout_zb(l->schedule))
+		return l->pp == 1;
+	return fw == FRAME_TORCHTITAN || l->schedule != LAYOUT_GPIPE || l->pp == 1;
+}
+
+/* ZeRO and dp: torchtitan has DDP or FSDP, no ZeRO-1/2. */
+static int value_zero(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	return fw != FRAME_TORCHTITAN || l->zero == 0 || l->zero == 3;
+}
+
+static int value_shard(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	return fw != FRAME_TORCHTITAN || l->zero == 3 || l->shard == 0;
+}
+
+/* No tf32 switch; torchtitan: bf16, fp32 and float8 only (Bridge's fp4:
+ * bf16_with_nvfp4_mixed). */
+static int value_dtype(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	if (l->dtype == HW_TF32)
+		return 0;
+	if (fw == FRAME_TORCHTITAN)
+		return l->dtype == HW_BF16 || l->dtype == HW_FP32 || l->dtype == HW_FP8;
+	return 1;
+}
+
+static int value_partition(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	/* Megatron-Core's own placements (layout.h): the slots, the first and
+	 * last stages' layers, a layout string */
+	if (l->partition == LAYOUT_PART_EMBED_LOSS || l->partition == LAYOUT_PART_EMBED ||
+	    l->partition == LAYOUT_PART_LOSS || l->partition == LAYOUT_PART_FIRST_LAST ||
+	    (l->partition == LAYOUT_PART_GIVEN && l->part_chunks))
+		return fw != FRAME_TORCHTITAN;
+	if (l->partition != LAYOUT_PART_GIVEN)
+		return 0; /* balanced: prism's own placement */
+	if (l->part[0] == 0)
+		return 1;
+	/* a list: Megatron-LM's first and last stages' layers, the middle
+	 * ones even (not with virtual stages) */
+	if (fw == FRAME_TORCHTITAN || l->vp > 1)
+		return 0;
+	for (int s = 2; s + 1 < l->pp; s++)
+		if (l->part[s] != l->part[1])
+			return 0;
+	return 1;
+}
+
+/* torchtitan rotates by all-gather or its ring only. */
+static int value_cp_comm(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	return fw != FRAME_TORCHTITAN || l->cp_comm == LAYOUT_CP_ALLGATHER;
+}
+
+/* torchtitan's float8: current scaling only. */
+static int value_fp8_recipe(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	return fw != FRAME_TORCHTITAN || l->fp8_recipe == LAYOUT_FP8_CURRENT;
+}
+
+static int value_head_dim(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)fw, (void)l;
+	return !llm_mla(m);
+}
+
+/* Megatron-LM and Bridge graph layers, torchtitan compiles. */
+static int value_exec(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)m;
+	return l->exec == LAYOUT_EXEC_EAGER ||
+	       (fw == FRAME_TORCHTITAN) == (l->exec == LAYOUT_EXEC_COMPILED);
+}
+
+/* Megatron-LM's main params are fp32 or fp16. */
+static int value_optimizer_dtype(int fw, const struct llm *m, const struct layout *l)
+{
+	(void)fw, (void)m;
+	return l->optimizer_dtype != LAYOUT_OPT_BF16;
+}
+
+/* torchtitan's tensor parallel plan is sequence parallel. */
+static int value_sp(int fw, const struct llm *m, const struct layout *l)
+{
+	return fw != FRAME_TORCHTITAN || layout_get(m, l, LK_sp, 0) == 1;
+}
+
+/* torchtitan's attention is SDPA's flash kernel. */
+static int value_flash(int fw, const struct llm *m, const struct layout *l)
+{
+	return fw != FRAME_TORCHTITAN || layout_get(m, l, LK_flash, 0) == 1;
+}
+
+/* ---- the frameworks' option names, keyed by knob (the table) -------- */
+
+/* A knob's options in each framework; for FX_SPECIAL, its own code: put
+ * writes its options (export, name the row's for E->fw), in lists the
+ * options it reads (import, NULL-ended; NULL: none); value, where a
+ * framework expresses only some of its values, says which. */
+struct frame_row {
+	struct frame_opt o[FRAME_N];
+	void (*put)(struct emit *E, const char *name, const struct llm *m, const struct layout *l);
+	const struct frame_in *in;
+	/* 1 where fw expresses the knob at its value (NULL: every value) */
+	int (*value)(int fw, const struct llm *m, const struct layout *l);
+};
+
+/*
+ * Megatron-LM: megatron/training/arguments.py.  Megatron-Bridge:
+ * ConfigContainer's model (TransformerConfig), train, ddp, comm_overlap
+ * and mixed_precision fields (docs/megatron-lm-to-megatron-bridge.md).
+ * torchtitan: torchtitan/config/job_config.py, "section.field".
+ */
+#define R(mh, mn, bh, bn, th, tn) .o = {{mh, mn}, {bh, bn}, {th, tn}}
+static const struct frame_row frame_rows[LK_N] = {
+    [LK_tp] = {R(FX_INT, "--tensor-model-parallel-size", FX_INT, "model.tensor_model_parallel_size",
+		 FX_INT, "parallelism.tensor_parallel_degree")},
+    [LK_pp] = {R(FX_INT, "--pipeline-model-parallel-size", FX_INT,
+		 "model.pipeline_model_parallel_size", FX_INT,
+		 "parallelism.pipeline_parallel_degree")},
+    [LK_dp] = {R(FX_INT, NULL, FX_INT, NULL, FX_SPECIAL, "parallelism.data_parallel_shard_degree"),
+	       .put = put_dp, .in = in_dp_opts, .value = value_zero},
+    [LK_vp] = {R(FX_SPECIAL, "--num-layers-per-virtual-pipeline-stage", FX_SPECIAL,
+		 "model.virtual_pipeline_model_parallel_size", FX_SPECIAL,
+		 "parallelism.pipeline_parallel_layers_per_stage"),
+	       .put = put_vp, .in = in_vp_opts},
+    [LK_mbs] = {R(FX_INT, "--micro-batch-size", FX_INT, "train.micro_batch_size", FX_SPECIAL,
+		  "training.local_batch_size"),
+		.put = put_mbs, .in = in_mbs_opts},
+    [LK_microbatches] = {R(FX_SPECIAL, "--global-batch-size", FX_SPECIAL, "train.global_batch_size",
+			   FX_SPECIAL, "training.global_batch_size"),
+			 .put = put_microbatches, .in = in_microbatches_opts},
+    [LK_schedule] = {R(FX_SPECIAL, "--num-layers-per-virtual-pipeline-stage", FX_SPECIAL,
+		       "model.virtual_pipeline_model_parallel_size", FX_SPECIAL,
+		       "parallelism.pipeline_parallel_schedule"),
+		     .put = put_schedule, .in = in_schedule_opts, .value = value_schedule},
+    [LK_recompute] = {R(FX_SPECIAL, "--recompute-granularity", FX_SPECIAL,
+			"model.recompute_granularity", FX_SPECIAL, "activation_checkpoint.mode"),
+		      .put = put_recompute, .in = in_recompute_opts},
+    [LK_recompute_modules] = {R(FX_SPECIAL, "--recompute-modules", FX_SPECIAL,
+				"model.recompute_modules", FX_INT, NULL),
+			      .put = put_recompute_modules, .in = in_rc_modules_opts},
+    [LK_zero] = {R(FX_SPECIAL, "--use-distributed-optimizer", FX_SPECIAL,
+		   "ddp.use_distributed_optimizer", FX_SPECIAL,
+		   "parallelism.data_parallel_shard_degree"),
+		 .put = put_zero, .in = in_zero_opts, .value = value_zero},
+    [LK_sp] = {R(FX_BOOL, "--sequence-parallel", FX_BOOL, "model.sequence_parallel", FX_SPECIAL,
+		 "parallelism.tensor_parallel_degree"),
+	       .put = put_none, .value = value_sp},
+    [LK_layers] = {R(FX_INT, "--num-layers", FX_INT, "model.num_layers", FX_INT, NULL)},
+    [LK_hidden] = {R(FX_INT, "--hidden-size", FX_INT, "model.hidden_size", FX_INT, NULL)},
+    [LK_dtype] = {R(FX_SPECIAL, "--bf16", FX_SPECIAL, "mixed_precision", FX_SPECIAL,
+		    "training.mixed_precision_param"),
+		  .put = put_dtype, .in = in_dtype_opts, .value = value_dtype},
+    [LK_fp8_attention] = {R(FX_BOOL, "--fp8-dot-product-attention", FX_BOOL,
+			    "model.fp8_dot_product_attention", FX_INT, NULL)},
+    /* Megatron-LM's --fp8-recipe (fp8_utils.py Fp8Recipe); Bridge's
+     * mixed_precision recipe names (mixed_precision.py); torchtitan's
+     * float8 converter: torchao's dynamic (current) per-tensor scaling */
+    [LK_fp8_recipe] = {R(FX_SPECIAL, "--fp8-recipe", FX_SPECIAL, "mixed_precision", FX_SPECIAL,
+			 "model.converters"),
+		       .put = put_fp8_recipe, .in = in_fp8_recipe_opts, .value = value_fp8_recipe},
+    [LK_flash] = {R(FX_SPECIAL, "--attention-backend", FX_SPECIAL, "model.attention_backend",
+		    FX_SPECIAL, "model.flavor"),
+		  .put = put_flash, .in = in_flash_opts, .value = value_flash},
+    [LK_partition] = {R(FX_SPECIAL, "--account-for-embedding-in-pipeline-split", FX_SPECIAL,
+			"model.account_for_embedding_in_pipeline_split", FX_INT, NULL),
+		      .put = put_partition, .in = in_partition_opts, .value = value_partition},
+    [LK_shard] = {R(FX_SPECIAL, "--num-distributed-optimizer-instances", FX_SPECIAL,
+		    "ddp.num_distributed_optimizer_instances", FX_SPECIAL,
+		    "parallelism.data_parallel_replicate_degree"),
+		  .put = put_shard, .in = in_shard_opts, .value = value_shard},
+    [LK_prefetch] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
+    [LK_bucket_mb] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
+    [LK_overlap_grad] = {R(FX_BOOL, "--overlap-grad-reduce", FX_BOOL, "ddp.overlap_grad_reduce",
+			   FX_INT, NULL)},
+    [LK_overlap_param] = {R(FX_BOOL, "--overlap-param-gather", FX_BOOL, "ddp.overlap_param_gather",
+			    FX_INT, NULL)},
+    [LK_tp_overlap] = {R(FX_BOOL, "--tp-comm-overlap", FX_BOOL, "comm_overlap.tp_comm_overlap",
+			 FX_BOOL, "parallelism.enable_async_tensor_parallel")},
+    [LK_pp_overlap] = {R(FX_NEG, "--no-overlap-p2p-communication", FX_BOOL,
+			 "model.overlap_p2p_comm", FX_INT, NULL)},
+    [LK_ep] = {R(FX_INT, "--expert-model-parallel-size", FX_INT, "model.expert_model_parallel_size",
+		 FX_INT, "parallelism.expert_parallel_degree")},
+    [LK_etp] = {R(FX_INT, "--expert-tensor-parallel-size", FX_INT,
+		  "model.expert_tensor_parallel_size", FX_INT, NULL)},
+    [LK_cp] = {R(FX_INT, "--context-parallel-size", FX_INT, "model.context_parallel_size", FX_INT,
+		 "parallelism.context_parallel_degree")},
+    [LK_moe_dispatcher] = {R(FX_SPECIAL, "--moe-token-dispatcher-type", FX_SPECIAL,
+			     "model.moe_token_dispatcher_type", FX_INT, NULL),
+			   .put = put_moe_dispatcher, .in = in_dispatcher_opts},
+    [LK_moe_shared_overlap] = {R(FX_BOOL, "--moe-shared-expert-overlap", FX_BOOL,
+				 "model.moe_shared_expert_overlap", FX_INT, NULL)},
+    /* Bridge's CommOverlapConfig carries it into the model's config. */
+    [LK_moe_a2a_overlap] = {R(FX_BOOL, "--overlap-moe-expert-parallel-comm", FX_BOOL,
+			      "comm_overlap.overlap_moe_expert_parallel_comm", FX_INT, NULL)},
+    [LK_cp_comm] = {R(FX_SPECIAL, "--cp-comm-type", FX_SPECIAL, "model.cp_comm_type", FX_SPECIAL,
+		      "parallelism.context_parallel_rotate_method"),
+		    .put = put_cp_comm, .in = in_cp_comm_opts, .value = value_cp_comm},
+    [LK_imbalance] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
+    [LK_heads] = {R(FX_INT, "--num-attention-heads", FX_INT, "model.num_attention_heads", FX_INT,
+		    NULL)},
+    [LK_ffn] = {R(FX_INT, "--ffn-hidden-size", FX_INT, "model.ffn_hidden_size", FX_INT, NULL)},
+    [LK_seq] = {R(FX_INT, "--seq-length", FX_INT, "model.seq_length", FX_INT, "training.seq_len")},
+    [LK_head_dim] = {R(FX_SPECIAL, "--kv-channels", FX_SPECIAL, "model.kv_channels", FX_INT, NULL),
+		     .put = put_head_dim, .in = in_head_dim_opts, .value = value_head_dim},
+    [LK_window] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
+    [LK_global_every] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
+    [LK_power_w] = {R(FX_INT, NULL, FX_INT, NULL, FX_INT, NULL)},
+    /* Megatron-LM's --cuda-graph-impl (default none; --enable-cuda-graph
+     * is its older name for local) and Bridge's; torchtitan's
+     * [compile] enable. */
+    [LK_exec] = {R(FX_SPECIAL, "--cuda-graph-impl", FX_SPECIAL, "model.cuda_graph_impl", FX_SPECIAL,
+		   "compile.enable"),
+		 .put = put_exec, .in = in_exec_opts, .value = value_exec},
+    /* Megatron-LM's --cpu-offloading --cpu-offloading-num-layers N
+     * (arguments.py; TransformerConfig cpu_offloading*), Bridge's
+     * model.cpu_offloading*; torchtitan's job config has no activation
+     * offloading. */
+    [LK_offload_layers] = {R(FX_SPECIAL, "--cpu-offloading-num-layers", FX_SPECIAL,
+			     "model.cpu_offloading_num_layers", FX_INT, NULL),
+			   .put = put_offload_layers, .in = in_offload_opts},
+    /* LoRA: Megatron-Bridge's ConfigContainer.peft, a LoRA
+     * (megatron/bridge/peft/lora.py: dim, alpha, target_modules) that the
+     * recipes take as peft="lora"; Megatron-LM's arguments and
+     * torchtitan's job config have no LoRA */
+    [LK_lora_rank] = {R(FX_INT, NULL, FX_SPECIAL, "peft.dim", FX_INT, NULL), .put = put_lora_rank,
+		      .in = in_lora_rank_opts},
+    [LK_lora_targets] = {R(FX_INT, NULL, FX_SPECIAL, "peft.target_modules", FX_INT, NULL),
+			 .put = put_lora_targets, .in = in_lora_targets_opts},
+    [LK_lora_alpha] = {R(FX_INT, NULL, FX_INT, "peft.alpha", FX_INT, NULL)},
+    /* Megatron-LM's precision-aware optimizer (arguments.py
+     * --use-precision-aware-optimizer, --exp-avg-dtype, --exp-avg-sq-dtype;
+     * no bf16 --main-params-dtype: pure bf16 is not Megatron's); Bridge's
+     * and torchtitan's not written here.  --clip-grad (OptimizerConfig
+     * clip_grad, 0: none). */
+    [LK_optimizer_dtype] = {R(FX_SPECIAL, "--use-precision-aware-optimizer", FX_INT, NULL, FX_INT,
+			      NULL),
+			    .put = put_optimizer_dtype, .in = in_optimizer_dtype_opts,
+			    .value = value_optimizer_dtype},
+    [LK_clip_grad] = {R(FX_SPECIAL, "--clip-grad", FX_SPECIAL, "optimizer.clip_grad", FX_INT, NULL),
+		      .put = put_clip_grad, .in = in_clip_grad_opts},
+};
+#undef R
+
+/* Knob k at its value in l and m, in framework fw (its row's .value). */
+static int expresses_value(int fw, int k, const struct llm *m, const struct layout *l)
+{
+	return !frame_rows[k].value || frame_rows[k].value(fw, m, l);
+}
+
+int frame_expresses(int fw, int k, const struct llm *m, const struct layout *l)
+{
+	return fw >= 0 && fw < FRAME_N && k >= 0 && k < LK_N && frame_rows[k].o[fw].name &&
+	       expresses_value(fw, k, m, l);
 }
 
 /* Megatron-LM's model options beyond the knobs (kv heads, vocabulary,
@@ -1575,7 +2308,7 @@ int frame_export(FILE *f, int fw, const struct llm *m, const struct layout *l)
 				put(E, o->name, NULL);
 			break;
 		default:
-			put_special(E, k, m, l);
+			frame_rows[k].put(E, o->name, m, l);
 		}
 	}
 	put_model(E, m);
@@ -1604,73 +2337,6 @@ int frame_export(FILE *f, int fw, const struct llm *m, const struct layout *l)
 		fprintf(f, "# not expressed in %s: %s\n", frame_name(fw), gone);
 	free(E);
 	return 0;
-}
-
-/* ---- import ------------------------------------------------------------ */
-
-/* The specials' values as read, resolved once every option is in. */
-struct imp {
-	int vp_layers, vp, schedule;			       /* schedule -1: not given */
-	int rc_gran, rc_method_uniform, rc_layers, rc_modules; /* rc_modules 0: not given */
-	int distopt, mfsdp, strategy, instances, rep, shard_deg;
-	int dtype, fp8, fp4, bf16, fp16, given_dtype;
-	int fp8_recipe; /* -1: not given */
-	int flash, embed, loss, cp_comm;
-	int disp, hybridep;		  /* disp -1: not given; flex's backend */
-	int exec;			  /* enum layout_exec */
-	int off_n, off_on, off_mlm;	  /* offloaded layers; the switch (-1: not given);
-					* Megatron-LM's count given */
-	int off_acts;			  /* activations offloaded (0: said false) */
-	int peft, lora_dim, lora_targets; /* peft 1: lora, 2: none; 0: not given */
-	int pao;		       /* --use-precision-aware-optimizer's line (0: not given) */
-	char opt_dt[4][8];	       /* its main params, main grads, exp_avg and
-					   * exp_avg_sq dtypes ("": not given, fp32) */
-	int clip;		       /* --clip-grad: 1 clipping, 0 none, -1 not given */
-	int first_layers, last_layers; /* the first and last stages' (0: even) */
-	char layout[512];	       /* --pipeline-model-parallel-layout, "" if none */
-	int local_batch, pp_mbs;
-	int nodes, per_node;
-	int kv_groups, gqa;
-	char unread[600]; /* the options not read, "a, b" */
-};
-
-static int num(const char *path, int line, const char *name, const char *s, long lo, long hi,
-	       long *out, struct prism_err *err)
-{
-	char *end;
-	long v;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (end == s || *end || errno || v < lo || v > hi)
-		return prism_err_set(err, PRISM_EFORMAT,
-				     "%s:%d: %s '%s': expected a whole number in %ld..%ld", path,
-				     line, name, s, lo, hi);
-	*out = v;
-	return 0;
-}
-
-static int truth(const char *path, int line, const char *name, const char *s, int *out,
-		 struct prism_err *err)
-{
-	if (!s || strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "1") == 0)
-		*out = 1;
-	else if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "0") == 0)
-		*out = 0;
-	else
-		return prism_err_set(err, PRISM_EFORMAT, "%s:%d: %s '%s': expected true or false",
-				     path, line, name, s);
-	return 0;
-}
-
-/* s without surrounding quotes, into b. */
-static const char *unquote(const char *s, char *b, size_t n)
-{
-	size_t k = s ? strlen(s) : 0;
-	if (k >= 2 && (s[0] == '"' || s[0] == '\'') && s[k - 1] == s[0]) {
-		snprintf(b, n, "%.*s", (int)(k - 2), s + 1);
-		return b;
-	}
-	return s;
 }
 
 /* Megatron-LM's --moe-layer-freq beyond "1" and "([0]*K+[1]*N)": an int N
@@ -1810,293 +2476,6 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 	return rc;
 }
 
-/* A special knob's option (import). */
-static int special_in(const char *path, int line, const char *name, const char *val, struct llm *m,
-		      layout_mask *given, struct imp *I, struct frame_extra *x,
-		      struct prism_err *err)
-{
-	long v = 0;
-	int b = 0;
-	char q[64];
-	const char *s = unquote(val, q, sizeof(q));
-#define IS(n) (strcmp(name, n) == 0)
-#define NUM(lo, hi)                                                                                \
-	if (num(path, line, name, s ? s : "", lo, hi, &v, err))                                    \
-	return err->code
-#define BOOL()                                                                                     \
-	if (truth(path, line, name, s, &b, err))                                                   \
-	return err->code
-	if (IS("--num-layers-per-virtual-pipeline-stage") ||
-	    IS("parallelism.pipeline_parallel_layers_per_stage")) {
-		NUM(1, LLM_MAX_LAYERS);
-		I->vp_layers = (int)v;
-	} else if (IS("--num-virtual-stages-per-pipeline-rank") ||
-		   IS("model.virtual_pipeline_model_parallel_size")) {
-		if (s && strcmp(s, "null") == 0)
-			return 0;
-		NUM(1, LAYOUT_MAX_VP);
-		I->vp = (int)v;
-	} else if (IS("parallelism.pipeline_parallel_schedule")) {
-		I->schedule = s && strcmp(s, "GPipe") == 0	       ? LAYOUT_GPIPE
-			      : s && strcmp(s, "1F1B") == 0	       ? LAYOUT_1F1B
-			      : s && strcmp(s, "Interleaved1F1B") == 0 ? LAYOUT_INTERLEAVED
-			      : s && strcmp(s, "ZBVZeroBubble") == 0   ? LAYOUT_ZBV
-			      : s && strcmp(s, "DualPipeV") == 0       ? LAYOUT_DUALPIPEV
-								       : -2;
-		if (I->schedule == -2)
-			return prism_err_set(
-			    err, PRISM_EFORMAT,
-			    "%s:%d: %s '%s': prism models GPipe, 1F1B, "
-			    "Interleaved1F1B, ZBVZeroBubble and DualPipeV here (its zero-bubble "
-			    "zb-1p and zb-2p run one stage a rank, which torchtitan's "
-			    "InterleavedZeroBubble does not)",
-			    path, line, name, s ? s : "");
-	} else if (IS("--global-batch-size") || IS("train.global_batch_size") ||
-		   IS("training.global_batch_size")) {
-		NUM(1, 1L << 30);
-		x->gbs = (int)v;
-	} else if (IS("training.local_batch_size")) {
-		NUM(1, LAYOUT_MAX_MBS * (long)LAYOUT_MAX_MICRO);
-		I->local_batch = (int)v;
-	} else if (IS("parallelism.pipeline_parallel_microbatch_size")) {
-		NUM(1, LAYOUT_MAX_MBS);
-		I->pp_mbs = (int)v;
-	} else if (IS("--recompute-granularity") || IS("model.recompute_granularity") ||
-		   IS("activation_checkpoint.mode")) {
-		I->rc_gran = s && strcmp(s, "full") == 0	? LAYOUT_RECOMPUTE_FULL
-			     : s && strcmp(s, "selective") == 0 ? LAYOUT_RECOMPUTE_SELECTIVE
-								: LAYOUT_RECOMPUTE_NONE;
-		if (s && I->rc_gran == LAYOUT_RECOMPUTE_NONE && strcmp(s, "none") &&
-		    strcmp(s, "null"))
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s '%s': expected full or selective", path,
-					     line, name, s);
-	} else if (IS("--recompute-modules") || IS("model.recompute_modules")) {
-		/* names apart by spaces (Megatron-LM's nargs), or a list */
-		char ns[160];
-		snprintf(ns, sizeof(ns), "%s", val ? val : "");
-		for (char *c = ns; *c; c++)
-			if (strchr("[]\"'", *c))
-				*c = ' ';
-		if ((I->rc_modules = layout_rc_modules_parse(ns)) < 0)
-			return prism_err_set(
-			    err, PRISM_EFORMAT,
-			    "%s:%d: %s '%s': expected names among core_attn, mlp, "
-			    "layernorm, mla_up_proj, moe, moe_act and shared_experts",
-			    path, line, name, val ? val : "");
-	} else if (IS("--recompute-activations")) {
-		I->rc_gran = LAYOUT_RECOMPUTE_SELECTIVE;
-	} else if (IS("--recompute-method") || IS("model.recompute_method")) {
-		I->rc_method_uniform = s && strcmp(s, "uniform") == 0;
-	} else if (IS("--recompute-num-layers") || IS("model.recompute_num_layers")) {
-		NUM(1, LLM_MAX_LAYERS);
-		I->rc_layers = (int)v;
-	} else if (IS("activation_checkpoint.selective_ac_option")) {
-		;
-	} else if (IS("--use-distributed-optimizer")) {
-		I->distopt = 1;
-	} else if (IS("ddp.use_distributed_optimizer")) {
-		BOOL();
-		I->distopt = b;
-	} else if (IS("--use-megatron-fsdp") || IS("--use-custom-fsdp")) {
-		I->mfsdp = 1;
-	} else if (IS("ddp.use_megatron_fsdp")) {
-		BOOL();
-		I->mfsdp = b;
-	} else if (IS("--data-parallel-sharding-strategy") ||
-		   IS("ddp.data_parallel_sharding_strategy")) {
-		I->strategy = !s				     ? -1
-			      : strcmp(s, "no_shard") == 0	     ? 0
-			      : strcmp(s, "optim") == 0		     ? 1
-			      : strcmp(s, "optim_grads") == 0	     ? 2
-			      : strcmp(s, "optim_grads_params") == 0 ? 3
-								     : -1;
-		if (I->strategy < 0)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s '%s': expected no_shard, optim, "
-					     "optim_grads or optim_grads_params",
-					     path, line, name, s ? s : "");
-	} else if (IS("--num-distributed-optimizer-instances") ||
-		   IS("ddp.num_distributed_optimizer_instances")) {
-		NUM(1, LAYOUT_MAX_DP);
-		I->instances = (int)v;
-	} else if (IS("parallelism.data_parallel_shard_degree")) {
-		NUM(-1, LAYOUT_MAX_DP);
-		I->shard_deg = (int)v;
-	} else if (IS("parallelism.data_parallel_replicate_degree")) {
-		NUM(1, LAYOUT_MAX_DP);
-		I->rep = (int)v;
-	} else if (IS("--bf16")) {
-		I->bf16 = 1;
-	} else if (IS("--fp16")) {
-		I->fp16 = 1;
-	} else if (IS("--fp8-format")) {
-		I->fp8 = 1;
-	} else if (IS("--fp4-format")) {
-		I->fp4 = 1;
-	} else if (IS("--fp8-recipe")) {
-		int r = !s ? -1 : layout_fp8_recipe_parse(s);
-		if (r < 0 || strcmp(s, "current") == 0)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s '%s': expected delayed, tensorwise, "
-					     "blockwise or mxfp8",
-					     path, line, name, s ? s : "");
-		I->fp8_recipe = r;
-	} else if (IS("mixed_precision")) {
-		I->given_dtype = 1;
-		/* the GEMMs' precision first: "fp16_with_fp8_..." runs fp8 */
-		I->dtype = !s || strcmp(s, "null") == 0 ? HW_FP32
-			   : strstr(s, "fp8")		? HW_FP8
-			   : strstr(s, "fp4")		? HW_FP4
-			   : strncmp(s, "fp16", 4) == 0 ? HW_FP16
-							: HW_BF16;
-		/* the recipe in the name (mixed_precision.py's presets) */
-		I->fp8_recipe = !s				  ? -1
-				: strstr(s, "current_scaling")	  ? LAYOUT_FP8_CURRENT
-				: strstr(s, "subchannel_scaling") ? LAYOUT_FP8_BLOCKWISE
-				: strstr(s, "mxfp8")		  ? LAYOUT_FP8_MXFP8
-								  : -1;
-	} else if (IS("training.mixed_precision_param")) {
-		I->given_dtype = 1;
-		I->dtype = s && strcmp(s, "float32") == 0 ? HW_FP32 : HW_BF16;
-	} else if (IS("model.converters")) {
-		I->fp8 = s && strstr(s, "float8") != NULL;
-	} else if (IS("--attention-backend") || IS("model.attention_backend")) {
-		I->flash = s && (strcmp(s, "unfused") == 0 || strcmp(s, "local") == 0) ? 0 : 1;
-	} else if (IS("--use-flash-attn")) {
-		I->flash = 1;
-	} else if (IS("--decoder-first-pipeline-num-layers") ||
-		   IS("model.num_layers_in_first_pipeline_stage")) {
-		NUM(1, LLM_MAX_LAYERS);
-		I->first_layers = (int)v;
-	} else if (IS("--decoder-last-pipeline-num-layers") ||
-		   IS("model.num_layers_in_last_pipeline_stage")) {
-		NUM(1, LLM_MAX_LAYERS);
-		I->last_layers = (int)v;
-	} else if (IS("--account-for-embedding-in-pipeline-split")) {
-		I->embed = 1;
-	} else if (IS("--account-for-loss-in-pipeline-split")) {
-		I->loss = 1;
-	} else if (IS("model.account_for_embedding_in_pipeline_split")) {
-		BOOL();
-		I->embed = b;
-	} else if (IS("model.account_for_loss_in_pipeline_split")) {
-		BOOL();
-		I->loss = b;
-	} else if (IS("--cp-comm-type") || IS("model.cp_comm_type") ||
-		   IS("parallelism.context_parallel_rotate_method")) {
-		/* Megatron's names are prism's (layout_cp_comm_parse); torchtitan's
-		 * "alltoall" rotation is its ring. */
-		int c =
-		    !s ? -1
-		    : strcmp(s, "alltoall") == 0 && IS("parallelism.context_parallel_rotate_method")
-			? LAYOUT_CP_P2P
-			: layout_cp_comm_parse(s);
-		if (c < 0)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s '%s': expected p2p, all_gather, a2a or "
-					     "a2a+p2p",
-					     path, line, name, s ? s : "");
-		I->cp_comm = c;
-	} else if (IS("--use-precision-aware-optimizer")) {
-		I->pao = line;
-	} else if (IS("--main-params-dtype") || IS("--main-grads-dtype") || IS("--exp-avg-dtype") ||
-		   IS("--exp-avg-sq-dtype")) {
-		int j = IS("--main-params-dtype")  ? 0
-			: IS("--main-grads-dtype") ? 1
-			: IS("--exp-avg-dtype")	   ? 2
-						   : 3;
-		snprintf(I->opt_dt[j], sizeof(I->opt_dt[j]), "%s", s ? s : "");
-	} else if (IS("--clip-grad") || IS("optimizer.clip_grad")) {
-		char *end;
-		double c = s ? strtod(s, &end) : -1;
-		if (!s || end == s || *end || c < 0)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s '%s': expected a norm >= 0", path, line,
-					     name, s ? s : "");
-		I->clip = c > 0;
-	} else if (IS("--cpu-offloading")) {
-		I->off_on = 1;
-	} else if (IS("model.cpu_offloading")) {
-		BOOL();
-		I->off_on = b;
-	} else if (IS("--cpu-offloading-num-layers") || IS("model.cpu_offloading_num_layers")) {
-		NUM(0, LLM_MAX_LAYERS);
-		I->off_n = (int)v;
-		I->off_mlm = name[0] == '-';
-	} else if (IS("model.cpu_offloading_activations")) {
-		BOOL();
-		I->off_acts = b;
-	} else if (IS("model.cpu_offloading_weights")) {
-		BOOL(); /* Transformer Engine offloads no weights (deprecated) */
-	} else if (IS("--enable-cuda-graph")) {
-		I->exec = LAYOUT_EXEC_GRAPHS;
-	} else if (IS("model.enable_cuda_graph")) {
-		BOOL();
-		I->exec = b ? LAYOUT_EXEC_GRAPHS : I->exec;
-	} else if (IS("--cuda-graph-impl") || IS("model.cuda_graph_impl")) {
-		if (!s ||
-		    (strcmp(s, "none") && strcmp(s, "local") && strcmp(s, "transformer_engine")))
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s '%s': expected none, local or "
-					     "transformer_engine",
-					     path, line, name, s ? s : "");
-		I->exec = strcmp(s, "none") ? LAYOUT_EXEC_GRAPHS : LAYOUT_EXEC_EAGER;
-	} else if (IS("compile.enable")) {
-		BOOL();
-		I->exec = b ? LAYOUT_EXEC_COMPILED : LAYOUT_EXEC_EAGER;
-	} else if (IS("--moe-token-dispatcher-type") || IS("model.moe_token_dispatcher_type")) {
-		int d = !s ? -1 : layout_dispatcher_parse(s);
-		if (d < 0 || d == LAYOUT_DISP_HYBRIDEP)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s '%s': expected alltoall, allgather or flex",
-					     path, line, name, s ? s : "");
-		I->disp = d;
-	} else if (IS("--moe-flex-dispatcher-backend") || IS("model.moe_flex_dispatcher_backend")) {
-		if (!s || (strcmp(s, "deepep") != 0 && strcmp(s, "hybridep") != 0))
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s '%s': expected deepep or hybridep", path,
-					     line, name, s ? s : "");
-		I->hybridep = strcmp(s, "hybridep") == 0;
-	} else if (IS("--moe-enable-deepep")) { /* before the flex backends */
-		I->disp = LAYOUT_DISP_FLEX;
-	} else if (IS("--kv-channels") || IS("model.kv_channels")) {
-		NUM(1, LLM_MAX_HEAD_DIM);
-		m->head_dim = (int)v;
-		*given |= LK_BIT(LK_head_dim);
-	} else if (IS("peft")) { /* Bridge's recipes: peft="lora", or none */
-		if (s && strcmp(s, "lora") == 0)
-			I->peft = 1;
-		else if (!s || strcmp(s, "none") == 0 || strcmp(s, "null") == 0)
-			I->peft = 2;
-		else
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s '%s': expected lora or none (prism models "
-					     "LoRA, not other PEFT schemes)",
-					     path, line, name, s);
-	} else if (IS("peft.dim")) {
-		NUM(1, LAYOUT_MAX_LORA_RANK);
-		I->lora_dim = (int)v;
-	} else if (IS("peft.target_modules")) {
-		char ns[160];
-		snprintf(ns, sizeof(ns), "%s", val ? val : "");
-		for (char *c = ns; *c; c++)
-			if (strchr("[]\"'", *c))
-				*c = ' ';
-		if ((I->lora_targets = layout_lora_targets_parse(ns)) < 0)
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s '%s': expected names among linear_qkv, "
-					     "linear_proj, linear_fc1 and linear_fc2",
-					     path, line, name, val ? val : "");
-	} else {
-		return 1; /* not one */
-	}
-#undef IS
-#undef NUM
-#undef BOOL
-	return 0;
-}
-
 /* One option name = value of framework fw. */
 static int option_in(int fw, const char *path, int line, const char *name, const char *val,
 		     struct llm *m, struct layout *l, layout_mask *given, struct imp *I,
@@ -2127,20 +2506,16 @@ static int option_in(int fw, const char *path, int line, const char *name, const
 		*given |= LK_BIT(k);
 		return 0;
 	}
-	if (strcmp(name, "--pipeline-model-parallel-layout") == 0 ||
-	    strcmp(name, "model.pipeline_model_parallel_layout") == 0) {
-		char b[sizeof(I->layout)];
-		const char *t = unquote(val, b, sizeof(b));
-		if (!t || strlen(t) + 1 >= sizeof(I->layout))
-			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: %s: expected a layout of 1 to %zu characters",
-					     path, line, name, sizeof(I->layout) - 2);
-		snprintf(I->layout, sizeof(I->layout), "%s", t);
-		return 0;
+	{
+		/* a knob's own options (FX_SPECIAL), read by its row's code */
+		char q2[64];
+		struct rd r = {path, line, name, val, s, NULL, m, given, I, x, err};
+		r.s = unquote(s, q2, sizeof(q2));
+		for (int k = 0; k < LK_N; k++)
+			for (const struct frame_in *in = frame_rows[k].in; in && in->name; in++)
+				if (strcmp(in->name, name) == 0)
+					return in->read(&r, in);
 	}
-	rc = special_in(path, line, name, s, m, given, I, x, err);
-	if (rc != 1)
-		return rc;
 	if (fw == FRAME_MEGATRON) {
 		if ((rc = megatron_model(path, line, name, val, m, I, x, &used, err)))
 			return rc;
@@ -2188,85 +2563,125 @@ static int option_in(int fw, const char *path, int line, const char *name, const
 	return 0;
 }
 
-/* Settle the specials into l once every option is read. */
-static int settle(int fw, const char *path, struct llm *m, struct layout *l, layout_mask *given,
-		  struct imp *I, struct frame_extra *x, struct prism_err *err)
+/* ---- settle: the specials into the layout, once every option is in ------ */
+
+/* What settle's phases share. */
+struct st {
+	int fw;
+	const char *path;
+	int pp; /* l's, at least 1 */
+	struct llm *m;
+	struct layout *l;
+	layout_mask *given;
+	struct imp *I;
+	struct frame_extra *x;
+	struct prism_err *err;
+};
+
+/* The options nobody read; Megatron-LM's flags absent: their default, off
+ * (on for FX_NEG). */
+static int settle_flags(struct st *S)
 {
-	int pp = l->pp > 0 ? l->pp : 1;
-	if (I->unread[0])
-		warn_add(x, "not read (no effect on prism's model, or not modelled): %s",
-			 I->unread);
-	/* Megatron-LM's flags: absent is their default, off (on for FX_NEG) */
-	for (int k = 0; fw == FRAME_MEGATRON && k < LK_N; k++) {
-		const struct frame_opt *o = &frame_rows[k].o[fw];
-		if (o->name && (o->how == FX_BOOL || o->how == FX_NEG) && !(*given & LK_BIT(k))) {
-			layout_set(m, l, k, o->how == FX_NEG);
-			*given |= LK_BIT(k);
+	if (S->I->unread[0])
+		warn_add(S->x, "not read (no effect on prism's model, or not modelled): %s",
+			 S->I->unread);
+	for (int k = 0; S->fw == FRAME_MEGATRON && k < LK_N; k++) {
+		const struct frame_opt *o = &frame_rows[k].o[S->fw];
+		if (o->name && (o->how == FX_BOOL || o->how == FX_NEG) &&
+		    !(*S->given & LK_BIT(k))) {
+			layout_set(S->m, S->l, k, o->how == FX_NEG);
+			*S->given |= LK_BIT(k);
 		}
 	}
-	/* virtual stages */
+	return 0;
+}
+
+/* Virtual stages and the schedule. */
+static int settle_schedule(struct st *S)
+{
+	struct imp *I = S->I;
+	struct layout *l = S->l;
 	if (I->vp_layers > 0) {
-		if (!m->layers || m->layers % (pp * I->vp_layers))
-			return prism_err_set(err, PRISM_EFORMAT,
+		if (!S->m->layers || S->m->layers % (S->pp * I->vp_layers))
+			return prism_err_set(S->err, PRISM_EFORMAT,
 					     "%s: %d layers per virtual stage do not divide %d "
 					     "layers over pp %d",
-					     path, I->vp_layers, m->layers, pp);
-		I->vp = m->layers / (pp * I->vp_layers);
+					     S->path, I->vp_layers, S->m->layers, S->pp);
+		I->vp = S->m->layers / (S->pp * I->vp_layers);
 	}
 	if (layout_v(I->schedule)) {
 		/* Two stages a rank in a V (ScheduleZBVZeroBubble and
 		 * ScheduleDualPipeV refuse any other number). */
 		if (I->vp > 0 && I->vp != 2)
 			return prism_err_set(
-			    err, PRISM_EFORMAT,
+			    S->err, PRISM_EFORMAT,
 			    "%s: %s runs 2 stages a rank, the layers "
 			    "per stage make %d",
-			    path, I->schedule == LAYOUT_ZBV ? "ZBVZeroBubble" : "DualPipeV", I->vp);
+			    S->path, I->schedule == LAYOUT_ZBV ? "ZBVZeroBubble" : "DualPipeV",
+			    I->vp);
 		l->schedule = I->schedule;
 		l->vp = 1;
 	} else if (I->vp > 1 || I->schedule == LAYOUT_INTERLEAVED) {
 		l->schedule = LAYOUT_INTERLEAVED;
 		l->vp = I->vp > 1 ? I->vp : 2;
-		*given |= LK_BIT(LK_vp);
+		*S->given |= LK_BIT(LK_vp);
 	} else if (I->schedule >= 0) {
 		l->schedule = I->schedule;
 	} else {
 		l->schedule = LAYOUT_1F1B;
 	}
-	*given |= LK_BIT(LK_schedule);
-	/* recompute */
-	l->recompute = I->rc_gran;
+	*S->given |= LK_BIT(LK_schedule);
+	return 0;
+}
+
+static int settle_recompute(struct st *S)
+{
+	struct imp *I = S->I;
+	S->l->recompute = I->rc_gran;
 	if (I->rc_gran == LAYOUT_RECOMPUTE_FULL && I->rc_layers > 1)
-		warn_add(x,
+		warn_add(S->x,
 			 "--recompute-num-layers %d: prism's full recompute is of every "
 			 "layer (1)",
 			 I->rc_layers);
-	*given |= LK_BIT(LK_recompute);
+	*S->given |= LK_BIT(LK_recompute);
 	if (I->rc_modules > 0) {
-		l->recompute_modules = I->rc_modules;
-		*given |= LK_BIT(LK_recompute_modules);
+		S->l->recompute_modules = I->rc_modules;
+		*S->given |= LK_BIT(LK_recompute_modules);
 	}
-	/* LoRA: Bridge's LoRA() defaults, dim 32 on all four targets */
-	if (I->peft != 1 && (I->lora_dim || I->lora_targets || (*given & LK_BIT(LK_lora_alpha))))
-		return prism_err_set(err, PRISM_EFORMAT, "%s: peft.* options without peft=lora",
-				     path);
+	return 0;
+}
+
+/* LoRA: Bridge's LoRA() defaults, dim 32 on all four targets. */
+static int settle_lora(struct st *S)
+{
+	struct imp *I = S->I;
+	if (I->peft != 1 && (I->lora_dim || I->lora_targets || (*S->given & LK_BIT(LK_lora_alpha))))
+		return prism_err_set(S->err, PRISM_EFORMAT, "%s: peft.* options without peft=lora",
+				     S->path);
 	if (I->peft == 1) {
-		l->lora_rank = I->lora_dim ? I->lora_dim : 32;
-		*given |= LK_BIT(LK_lora_rank);
+		S->l->lora_rank = I->lora_dim ? I->lora_dim : 32;
+		*S->given |= LK_BIT(LK_lora_rank);
 		if (I->lora_targets > 0) {
-			l->lora_targets = I->lora_targets;
-			*given |= LK_BIT(LK_lora_targets);
+			S->l->lora_targets = I->lora_targets;
+			*S->given |= LK_BIT(LK_lora_targets);
 		}
 	}
-	/* ZeRO and its sharding group */
-	if (fw == FRAME_TORCHTITAN) {
+	return 0;
+}
+
+/* ZeRO and its sharding group; torchtitan's dp and microbatch too. */
+static int settle_zero(struct st *S)
+{
+	struct imp *I = S->I;
+	struct layout *l = S->l;
+	if (S->fw == FRAME_TORCHTITAN) {
 		if (I->shard_deg > 1 || I->shard_deg == -1) {
 			/* torchtitan shards with FSDP2's fully_shard
 			 * (torchtitan/distributed/parallel_dims.py,
 			 * models/llama3/infra/parallelize.py apply_fsdp) */
 			l->zero = 3;
 			l->dp_impl = LAYOUT_DP_FSDP2;
-			*given |= LK_BIT(LK_dp_impl);
+			*S->given |= LK_BIT(LK_dp_impl);
 			if (I->rep > 1 && I->shard_deg > 0)
 				l->shard = I->shard_deg * layout_cp(l);
 		} else {
@@ -2275,139 +2690,258 @@ static int settle(int fw, const char *path, struct llm *m, struct layout *l, lay
 		if (I->shard_deg > 0 && I->rep > 0) {
 			/* the world is tp pp cp x replicate x shard */
 			l->dp = I->rep * I->shard_deg;
-			*given |= LK_BIT(LK_dp);
+			*S->given |= LK_BIT(LK_dp);
 		}
-		*given |= LK_BIT(LK_shard);
-		if (I->pp_mbs > 0 && pp > 1) {
+		*S->given |= LK_BIT(LK_shard);
+		if (I->pp_mbs > 0 && S->pp > 1) {
 			l->mbs = I->pp_mbs;
 		} else if (I->local_batch > 0) {
 			l->mbs = I->local_batch;
 		}
 		if (I->local_batch > 0 || I->pp_mbs > 0)
-			*given |= LK_BIT(LK_mbs);
+			*S->given |= LK_BIT(LK_mbs);
 	} else {
 		l->zero = I->mfsdp ? (I->strategy > 0 ? I->strategy : 3) : I->distopt ? 1 : 0;
 		l->shard = 0;
-		x->instances = I->instances > 1 ? I->instances : 0; /* frame_resolve */
-		*given |= LK_BIT(LK_shard);
+		S->x->instances = I->instances > 1 ? I->instances : 0; /* frame_resolve */
+		*S->given |= LK_BIT(LK_shard);
 	}
-	*given |= LK_BIT(LK_zero);
-	/* precision */
-	if (fw == FRAME_MEGATRON) {
+	*S->given |= LK_BIT(LK_zero);
+	return 0;
+}
+
+/* The GEMMs' precision and fp8's recipe. */
+static int settle_precision(struct st *S)
+{
+	struct imp *I = S->I;
+	struct layout *l = S->l;
+	if (S->fw == FRAME_MEGATRON) {
 		l->dtype = I->fp4    ? HW_FP4
 			   : I->fp8  ? HW_FP8
 			   : I->fp16 ? HW_FP16
 			   : I->bf16 ? HW_BF16
 				     : HW_FP32;
-	} else if (fw == FRAME_TORCHTITAN) {
+	} else if (S->fw == FRAME_TORCHTITAN) {
 		l->dtype = I->fp8 ? HW_FP8 : I->given_dtype ? I->dtype : HW_BF16;
 	} else {
 		l->dtype = I->given_dtype ? I->dtype : HW_BF16;
 	}
-	*given |= LK_BIT(LK_dtype);
-	if (fw == FRAME_TORCHTITAN && l->dtype == HW_FP8)
+	*S->given |= LK_BIT(LK_dtype);
+	if (S->fw == FRAME_TORCHTITAN && l->dtype == HW_FP8)
 		l->fp8_recipe = LAYOUT_FP8_CURRENT; /* torchao's dynamic scaling */
 	else if (I->fp8_recipe >= 0)
 		l->fp8_recipe = I->fp8_recipe;
-	*given |= LK_BIT(LK_fp8_recipe);
-	if (fw == FRAME_TORCHTITAN) {
+	*S->given |= LK_BIT(LK_fp8_recipe);
+	return 0;
+}
+
+/* Megatron-LM's uneven split: the first and last stages' layers, the
+ * other stages sharing the rest evenly. */
+static int settle_first_last(struct st *S)
+{
+	struct imp *I = S->I;
+	int pp = S->pp, mid = pp - (I->first_layers > 0) - (I->last_layers > 0);
+	int rest = S->m->layers - I->first_layers - I->last_layers, each;
+	if (pp < 2 || pp > LAYOUT_MAX_STAGES || rest < 0 || (mid > 0 && rest % mid) ||
+	    (mid == 0 && rest) || (mid > 0 && rest / mid < 1))
+		return prism_err_set(S->err, PRISM_EFORMAT,
+				     "%s: %d layers do not split into %d stages of "
+				     "%d first, %d last and the rest even",
+				     S->path, S->m->layers, pp, I->first_layers, I->last_layers);
+	each = mid > 0 ? rest / mid : 0;
+	S->l->partition = LAYOUT_PART_GIVEN;
+	for (int s = 0; s < pp; s++)
+		S->l->part[s] = (uint16_t)(s == 0 && I->first_layers	   ? I->first_layers
+					   : s == pp - 1 && I->last_layers ? I->last_layers
+									   : each);
+	return 0;
+}
+
+/* Attention and the placement of the layers (torchtitan: sp and flash as
+ * its plans imply them). */
+static int settle_partition(struct st *S)
+{
+	struct imp *I = S->I;
+	struct layout *l = S->l;
+	if (S->fw == FRAME_TORCHTITAN) {
 		l->sp = l->tp > 1;
-		*given |= LK_BIT(LK_sp) | LK_BIT(LK_flash);
-	} else {
-		l->flash = I->flash;
-		*given |= LK_BIT(LK_flash);
-		if (I->first_layers || I->last_layers) {
-			/* the other stages share the rest evenly (Megatron-LM's
-			 * uneven pipeline split) */
-			int mid = pp - (I->first_layers > 0) - (I->last_layers > 0);
-			int rest = m->layers - I->first_layers - I->last_layers, each;
-			if (pp < 2 || pp > LAYOUT_MAX_STAGES || rest < 0 ||
-			    (mid > 0 && rest % mid) || (mid == 0 && rest) ||
-			    (mid > 0 && rest / mid < 1))
-				return prism_err_set(err, PRISM_EFORMAT,
-						     "%s: %d layers do not split into %d stages of "
-						     "%d first, %d last and the rest even",
-						     path, m->layers, pp, I->first_layers,
-						     I->last_layers);
-			each = mid > 0 ? rest / mid : 0;
-			l->partition = LAYOUT_PART_GIVEN;
-			for (int s = 0; s < pp; s++)
-				l->part[s] =
-				    (uint16_t)(s == 0 && I->first_layers       ? I->first_layers
-					       : s == pp - 1 && I->last_layers ? I->last_layers
-									       : each);
-		} else if (I->layout[0]) {
-			/* Megatron-Core's layout: its chunks give vp where none is */
-			if (layout_partition_parse(I->layout, l, err))
-				return prism_err_set(err, PRISM_EFORMAT, "%s: %s", path, err->msg);
-			if (pp > 0 && l->part_chunks % pp == 0 && l->part_chunks / pp > 1 &&
-			    l->vp <= 1) {
-				l->vp = l->part_chunks / pp;
-				l->schedule = LAYOUT_INTERLEAVED;
-				*given |= LK_BIT(LK_vp) | LK_BIT(LK_schedule);
-			}
-		} else if (I->embed && I->loss)
-			l->partition = LAYOUT_PART_EMBED_LOSS;
-		else if (I->embed || I->loss)
-			l->partition = I->embed ? LAYOUT_PART_EMBED : LAYOUT_PART_LOSS;
-		*given |= LK_BIT(LK_partition);
+		*S->given |= LK_BIT(LK_sp) | LK_BIT(LK_flash);
+		return 0;
 	}
-	l->cp_comm = I->cp_comm;
-	*given |= LK_BIT(LK_cp_comm);
-	l->exec = I->exec;
-	*given |= LK_BIT(LK_exec);
-	if (I->clip >= 0) {
-		l->clip_grad = I->clip;
-		*given |= LK_BIT(LK_clip_grad);
+	l->flash = I->flash;
+	*S->given |= LK_BIT(LK_flash);
+	if (I->first_layers || I->last_layers) {
+		if (settle_first_last(S))
+			return S->err->code;
+	} else if (I->layout[0]) {
+		/* Megatron-Core's layout: its chunks give vp where none is */
+		if (layout_partition_parse(I->layout, l, S->err))
+			return prism_err_set(S->err, PRISM_EFORMAT, "%s: %s", S->path, S->err->msg);
+		if (S->pp > 0 && l->part_chunks % S->pp == 0 && l->part_chunks / S->pp > 1 &&
+		    l->vp <= 1) {
+			l->vp = l->part_chunks / S->pp;
+			l->schedule = LAYOUT_INTERLEAVED;
+			*S->given |= LK_BIT(LK_vp) | LK_BIT(LK_schedule);
+		}
+	} else if (I->embed && I->loss)
+		l->partition = LAYOUT_PART_EMBED_LOSS;
+	else if (I->embed || I->loss)
+		l->partition = I->embed ? LAYOUT_PART_EMBED : LAYOUT_PART_LOSS;
+	*S->given |= LK_BIT(LK_partition);
+	return 0;
+}
+
+/* The knobs read as they are: cp's form, the execution, clipping. */
+static int settle_plain(struct st *S)
+{
+	S->l->cp_comm = S->I->cp_comm;
+	*S->given |= LK_BIT(LK_cp_comm);
+	S->l->exec = S->I->exec;
+	*S->given |= LK_BIT(LK_exec);
+	if (S->I->clip >= 0) {
+		S->l->clip_grad = S->I->clip;
+		*S->given |= LK_BIT(LK_clip_grad);
 	}
-	/* The precision-aware optimizer as prism models it: bf16 moments,
-	 * fp32 main params and gradients (optimizer_dtype bf16-states). */
-	if (fw == FRAME_MEGATRON) {
-		const char *d[4];
-		for (int j = 0; j < 4; j++)
-			d[j] = I->opt_dt[j][0] ? I->opt_dt[j] : "fp32";
-		if (I->pao && (strcmp(d[0], "fp32") || strcmp(d[1], "fp32") ||
-			       strcmp(d[2], "bf16") || strcmp(d[3], "bf16")))
-			return prism_err_set(
-			    err, PRISM_EARG,
-			    "%s:%d: --use-precision-aware-optimizer with main params %s, main "
-			    "grads %s, exp_avg %s, exp_avg_sq %s: prism models bf16 moments with "
-			    "fp32 main params and grads only (optimizer_dtype bf16-states)",
-			    path, I->pao, d[0], d[1], d[2], d[3]);
-		l->optimizer_dtype = I->pao ? LAYOUT_OPT_BF16_STATES : LAYOUT_OPT_FP32;
-		*given |= LK_BIT(LK_optimizer_dtype);
-	}
-	/* Offloading: Megatron-LM's count alone turns it on (arguments.py:
-	 * cpu_offloading_num_layers > 0), Bridge's needs model.cpu_offloading */
+	return 0;
+}
+
+/* Megatron-LM's precision-aware optimizer as prism models it: bf16
+ * moments, fp32 main params and gradients (optimizer_dtype bf16-states). */
+static int settle_optimizer(struct st *S)
+{
+	struct imp *I = S->I;
+	const char *d[4];
+	if (S->fw != FRAME_MEGATRON)
+		return 0;
+	for (int j = 0; j < 4; j++)
+		d[j] = I->opt_dt[j][0] ? I->opt_dt[j] : "fp32";
+	if (I->pao && (strcmp(d[0], "fp32") || strcmp(d[1], "fp32") || strcmp(d[2], "bf16") ||
+		       strcmp(d[3], "bf16")))
+		return prism_err_set(
+		    S->err, PRISM_EARG,
+		    "%s:%d: --use-precision-aware-optimizer with main params %s, main "
+		    "grads %s, exp_avg %s, exp_avg_sq %s: prism models bf16 moments with "
+		    "fp32 main params and grads only (optimizer_dtype bf16-states)",
+		    S->path, I->pao, d[0], d[1], d[2], d[3]);
+	S->l->optimizer_dtype = I->pao ? LAYOUT_OPT_BF16_STATES : LAYOUT_OPT_FP32;
+	*S->given |= LK_BIT(LK_optimizer_dtype);
+	return 0;
+}
+
+/* Offloading: Megatron-LM's count alone turns it on (arguments.py:
+ * cpu_offloading_num_layers > 0), Bridge's needs model.cpu_offloading. */
+static int settle_offload(struct st *S)
+{
+	struct imp *I = S->I;
 	if (I->off_n > 0 || I->off_on >= 0) {
-		l->offload_layers =
+		S->l->offload_layers =
 		    (I->off_on == 1 || (I->off_on < 0 && I->off_mlm)) && I->off_acts ? I->off_n : 0;
-		*given |= LK_BIT(LK_offload_layers);
+		*S->given |= LK_BIT(LK_offload_layers);
 	}
+	return 0;
+}
+
+static int settle_dispatcher(struct st *S)
+{
+	struct imp *I = S->I;
 	if (I->disp >= 0) {
-		l->moe_dispatcher =
+		S->l->moe_dispatcher =
 		    I->disp == LAYOUT_DISP_FLEX && I->hybridep ? LAYOUT_DISP_HYBRIDEP : I->disp;
-		*given |= LK_BIT(LK_moe_dispatcher);
+		*S->given |= LK_BIT(LK_moe_dispatcher);
 	}
-	/* the model */
-	if (fw == FRAME_MEGATRON) {
+	return 0;
+}
+
+/* torchtitan's DualPipeV overlap of one pass's expert all-to-alls with the
+ * other's compute in each F&B pair (pipeline_parallel_expert_parallel_
+ * overlap, default true; torchtitan/distributed/dual_pipe_v.py
+ * get_dual_pipe_v_flag: with pp > 1 and ep > 1, and then no activation
+ * checkpointing, which it refuses).  prism pairs them where
+ * layout_a2a_overlap says, a consequence of the other knobs: a file that
+ * turns the overlap off where prism pairs, or leaves it on where prism
+ * does not, is read with a warning. */
+static int settle_dpv_overlap(struct st *S)
+{
+	const struct layout *l = S->l;
+	const char *mode = l->recompute == LAYOUT_RECOMPUTE_FULL ? "full" : "selective";
+	int on = S->I->ep_overlap != 0;
+	if (S->fw != FRAME_TORCHTITAN || l->schedule != LAYOUT_DUALPIPEV || S->pp < 2 ||
+	    layout_ep(l) < 2)
+		return 0;
+	if (on && l->recompute != LAYOUT_RECOMPUTE_NONE) {
+		if (S->I->ep_overlap_line)
+			return prism_err_set(
+			    S->err, PRISM_EFORMAT,
+			    "%s:%d: parallelism.pipeline_parallel_expert_parallel_overlap true "
+			    "with DualPipeV, expert parallelism %d and activation_checkpoint.mode "
+			    "%s: torchtitan refuses the overlap with activation checkpointing "
+			    "(dual_pipe_v.py get_dual_pipe_v_flag)",
+			    S->path, S->I->ep_overlap_line, layout_ep(l), mode);
+		return prism_err_set(
+		    S->err, PRISM_EFORMAT,
+		    "%s: DualPipeV with expert parallelism %d and activation_checkpoint.mode %s: "
+		    "torchtitan refuses its default expert-parallel overlap with activation "
+		    "checkpointing (dual_pipe_v.py get_dual_pipe_v_flag): set "
+		    "parallelism.pipeline_parallel_expert_parallel_overlap = false",
+		    S->path, layout_ep(l), mode);
+	}
+	if (!on && layout_a2a_overlap(S->m, l))
+		warn_add(S->x,
+			 "parallelism.pipeline_parallel_expert_parallel_overlap false: prism "
+			 "overlaps DualPipeV's F&B pairs' expert all-to-alls all the same (no "
+			 "knob turns that off)");
+	else if (on && S->m->experts > 0 && !layout_a2a_overlap(S->m, l))
+		warn_add(S->x,
+			 "DualPipeV's expert-parallel overlap (torchtitan's default) is not "
+			 "modelled with torch.compile or Mamba layers: prism runs the F&B pairs "
+			 "back to back");
+	return 0;
+}
+
+/* The model's options beyond the knobs: kv heads, shared experts' width
+ * in experts, MLA's heads, the launcher's world size. */
+static int settle_model(struct st *S)
+{
+	struct imp *I = S->I;
+	struct llm *m = S->m;
+	if (S->fw == FRAME_MEGATRON) {
 		if (I->gqa && I->kv_groups)
 			m->kv_heads = I->kv_groups;
 		if (m->experts && m->shared_experts) {
 			int fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn;
 			if (fe <= 0 || m->shared_experts % fe)
-				return prism_err_set(err, PRISM_EFORMAT,
+				return prism_err_set(S->err, PRISM_EFORMAT,
 						     "%s: --moe-shared-expert-intermediate-size %d "
 						     "is not a multiple of the experts' width %d",
-						     path, m->shared_experts, fe);
+						     S->path, m->shared_experts, fe);
 			m->shared_experts /= fe;
 		}
 		if (m->kv_lora_rank > 0)
 			m->kv_heads = m->heads;
 		if (I->nodes > 0 && I->per_node > 0)
-			x->gpus = I->nodes * I->per_node;
-	} else if (fw == FRAME_BRIDGE && I->gqa) {
+			S->x->gpus = I->nodes * I->per_node;
+	} else if (S->fw == FRAME_BRIDGE && I->gqa) {
 		m->kv_heads = I->kv_groups;
+	}
+	return 0;
+}
+
+/* Settle the specials into l once every option is read: the phases in
+ * order (the first error wins; the dtype before fp8's recipe, the
+ * schedule before the placement that may change it). */
+static int settle(int fw, const char *path, struct llm *m, struct layout *l, layout_mask *given,
+		  struct imp *I, struct frame_extra *x, struct prism_err *err)
+{
+	static int (*const phase[])(struct st *) = {
+	    settle_flags,     settle_schedule,	settle_recompute,  settle_lora,
+	    settle_zero,      settle_precision, settle_partition,  settle_plain,
+	    settle_optimizer, settle_offload,	settle_dispatcher, settle_dpv_overlap,
+	    settle_model};
+	struct st S = {fw, path, l->pp > 0 ? l->pp : 1, m, l, given, I, x, err};
+	for (size_t i = 0; i < sizeof(phase) / sizeof(phase[0]); i++) {
+		int rc = phase[i](&S);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -2477,6 +3011,7 @@ int frame_import(int fw, const char *path, const char *text, size_t n, const str
 	I.off_acts = 1;
 	I.clip = -1;
 	I.flash = 1;
+	I.ep_overlap = -1;
 	if (fw == FRAME_TORCHTITAN) {
 		/* TOML: [section] headers and key = value lines */
 		while (i < n) {

@@ -6,7 +6,8 @@
  * which read back (frame_import) to the same layout.
  *
  * The option names sit in one table keyed by the layout knob's id
- * (LAYOUT_KNOBS in layout.h): a knob a framework cannot express is named
+ * (LAYOUT_KNOBS in layout.h), with the code of each knob whose options need
+ * their own (its writer and readers): a knob a framework cannot express is named
  * in a comment line of the export, never dropped silently.  Where each
  * name comes from (Megatron-LM's megatron/training/arguments.py,
  * Megatron-Bridge's ConfigContainer, torchtitan's config/job_config.py,
