@@ -29,8 +29,9 @@ set".
   launches   what a layer launches, per layer and microbatch, forward and
              backward, in each eager trace (kernels, memsets, launch
              calls) and in prism synth's trace of the same point (kernels,
-             and launches: an op's host time past the default 10 + 5 us
-             is 5 us a launch more); and a step's GPU time by kind of kernel, the
+             and launches: an op's host time past a one-launch op's is
+             a launch more for each launch call's time); and a step's GPU
+             time by kind of kernel, the
              trace's against synth's.
 
 The what-if bases and synth describe the runs as gpt_bench.py records them
@@ -438,6 +439,7 @@ def step_launches(trace, synth):
     layers = [e for e in ann if e["name"].startswith("prism::layer#")]
     ops = sorted((e for e in ev if e.get("cat") == "cpu_op" and lo <= e["ts"] < hi),
                  key=lambda e: e["ts"])
+    one_op = min((e["dur"] for e in ops), default=0)
 
     def inside(t, rs):
         return next((r for r in rs if r["ts"] <= t <= r["ts"] + r["dur"]), None)
@@ -455,11 +457,12 @@ def step_launches(trace, synth):
             continue
         c = cnt.setdefault(ph["name"].split("#")[1], {"kernels": 0, "memsets": 0, "launches": 0})
         n = 1
-        if synth:  # the op around this launch: 10 + 5 us, and 5 us a launch more
+        if synth:  # the op around this launch: a one-launch op's time (the
+            # step's shortest op), and the launch's own time a launch more
             while oi + 1 < len(ops) and ops[oi + 1]["ts"] <= r["ts"]:
                 oi += 1
-            if ops and ops[oi]["ts"] <= r["ts"]:
-                n += max(0, round((ops[oi]["dur"] - 15.0) / 5.0))
+            if ops and ops[oi]["ts"] <= r["ts"] and r["dur"] > 0:
+                n += max(0, round((ops[oi]["dur"] - one_op) / r["dur"]))
         c["launches"] += n
         for k in ks:
             c["memsets" if kind_of(k["name"]) == "memset" else "kernels"] += 1

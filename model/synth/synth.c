@@ -30,8 +30,8 @@ void synth_in_default(struct synth_in *in)
 		in->scale[c] = 1;
 	}
 	in->comm_eff = 1.0;
-	in->cpu_op_s = 10e-6;
-	in->launch_s = 5e-6;
+	in->cpu_op_s = SYNTH_EAGER_OP_US * 1e-6;
+	in->launch_s = SYNTH_EAGER_LAUNCH_US * 1e-6;
 	in->gpu_lag_s = 1e-6;
 	in->event_s = 2e-6;
 }

@@ -103,6 +103,22 @@ struct synth_in {
 };
 
 /*
+ * Eager PyTorch's host cost of a kernel, the default of synth_in's
+ * cpu_op_s and launch_s (microseconds): measured where the host sets the
+ * step, the unprofiled step (CUDA events) of our H100 set's host-bound
+ * eager points over the launch calls their traces make a step, 24.3-33.8
+ * us, median 26.6 (docs/MODEL.md "Host"); cudaLaunchKernel takes its 5
+ * and the op the rest.  An op that launches more kernels pays the launch
+ * again for each.
+ */
+#define SYNTH_EAGER_OP_US     21.6
+#define SYNTH_EAGER_LAUNCH_US 5
+/* The two as text, for help texts ("21.6,5"). */
+#define SYNTH_STR_(x)	      #x
+#define SYNTH_XSTR_(x)	      SYNTH_STR_(x)
+#define SYNTH_EAGER_HOST_TEXT SYNTH_XSTR_(SYNTH_EAGER_OP_US) "," SYNTH_XSTR_(SYNTH_EAGER_LAUNCH_US)
+
+/*
  * The host's cost of launching a kernel, by execution mode (lay.exec;
  * docs/MODEL.md "Host").  Eager: in's cpu_op_s, launch_s, event_s and
  * gpu_lag_s for every kernel.  Graphs and compiled change them inside a
