@@ -704,6 +704,70 @@ static void stage_transient(const struct llm *m, const struct layout *l,
 	}
 }
 
+/* A stage's units in the order GPipe, 1F1B and interleaved run them
+ * (warm: the forwards before the first backward; total: the forward
+ * units of a step): each forward adds its chunk's activations (off: those
+ * of each chunk offloaded), each backward past the warm-up frees them;
+ * the 1F1B all-to-all overlap's merged pairs hold the more of before and
+ * after and one layer in flight.  The first model chunk adds the
+ * embedding's mask, the last the head's tensors (tail, lg). */
+static void sched_walk(const struct llm *m, const struct layout *l, int s, const double *a_kind,
+		       double a_layer, double a_moe, double mask, double tail, double lg,
+		       const double *off, int warm, int total, struct held *hd)
+{
+	int v = layout_stage_chunks(l), kf = 0, kb = 0;
+	for (int i = 0; i < total; i++) {
+		int ch;
+		/* In the steady state the units held repeat every pp x vp:
+		 * one period past the warm-up has seen every peak. */
+		if (i > warm + l->pp * v)
+			break;
+		ch = unit_chunk(l, kf++, 1);
+		if (l->moe_a2a_overlap && i >= warm) {
+			/* A merged pair (synth/step.c unit_pair): the
+			 * forward's layers are made as the backward's are
+			 * freed, layer for layer, so the stage holds at most
+			 * the more of before and after and one layer in
+			 * flight, the forward's beside the backward's not
+			 * yet freed (an MoE layer's, the larger). */
+			double in_f = chunk_act(m, l, s, ch, a_layer, a_moe, NULL) +
+				      (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
+			int cb = unit_chunk(l, kb++, 0);
+			double out_b = chunk_act(m, l, s, cb, a_layer, a_moe, NULL) +
+				       (cb == 0 ? mask : 0) + (cb == v - 1 ? tail + lg : 0);
+			double lay = a_moe > a_layer ? a_moe : a_layer;
+			double top =
+			    (hd->held > hd->held + in_f - out_b ? hd->held
+								: hd->held + in_f - out_b) +
+			    lay;
+			hd->held += in_f - out_b;
+			hd->held_lg += (ch == v - 1 ? lg : 0) - (cb == v - 1 ? lg : 0);
+			if (top > hd->peak) {
+				hd->peak = top;
+				hd->peak_units = hd->units;
+				hd->logits = hd->held_lg;
+			}
+			continue;
+		}
+		hd->held += chunk_act(m, l, s, ch, a_layer, a_moe, a_kind) - off[ch] +
+			    (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
+		hd->held_lg += ch == v - 1 ? lg : 0;
+		hd->units++;
+		if (hd->held > hd->peak) {
+			hd->peak = hd->held;
+			hd->peak_units = hd->units;
+			hd->logits = hd->held_lg;
+		}
+		if (i >= warm) {
+			ch = unit_chunk(l, kb++, 0);
+			hd->held -= chunk_act(m, l, s, ch, a_layer, a_moe, a_kind) - off[ch] +
+				    (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
+			hd->held_lg -= ch == v - 1 ? lg : 0;
+			hd->units--;
+		}
+	}
+}
+
 void mem_stage(const struct llm *m, const struct layout *l, const struct hw_profile *hw, int s,
 	       struct mem_stage *out)
 {
@@ -715,7 +779,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	double a_layer = mem_act_per_layer(m, l), a_moe = 0, held = 0, peak = 0, units = 0,
 	       peak_units = 0;
 	int v = layout_stage_chunks(l), total = l->microbatches * v, warm = warmup(l, s);
-	int first = s == 0, last = s == layout_head_stage(l), kf = 0, kb = 0, hyb = llm_hybrid(m);
+	int first = s == 0, last = s == layout_head_stage(l), hyb = llm_hybrid(m);
 	/* The head on the embedding's stage (ZB-V's V) needs no copy of the
 	 * word embedding. */
 	int split = layout_head_stage(l) != 0;
@@ -866,54 +930,13 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 			out->logits = hd.logits;
 			total = 0;
 		}
-		for (int i = 0; i < total; i++) {
-			int ch;
-			/* In the steady state the units held repeat every pp x vp:
-			 * one period past the warm-up has seen every peak. */
-			if (i > warm + l->pp * v)
-				break;
-			ch = unit_chunk(l, kf++, 1);
-			if (l->moe_a2a_overlap && i >= warm) {
-				/* A merged pair (synth/step.c unit_pair): the
-				 * forward's layers are made as the backward's are
-				 * freed, layer for layer, so the stage holds at most
-				 * the more of before and after and one layer in
-				 * flight, the forward's beside the backward's not
-				 * yet freed (an MoE layer's, the larger). */
-				double in_f = chunk_act(m, l, s, ch, a_layer, a_moe, NULL) +
-					      (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
-				int cb = unit_chunk(l, kb++, 0);
-				double out_b = chunk_act(m, l, s, cb, a_layer, a_moe, NULL) +
-					       (cb == 0 ? mask : 0) + (cb == v - 1 ? tail + lg : 0);
-				double lay = a_moe > a_layer ? a_moe : a_layer;
-				double top =
-				    (held > held + in_f - out_b ? held : held + in_f - out_b) + lay;
-				held += in_f - out_b;
-				held_lg += (ch == v - 1 ? lg : 0) - (cb == v - 1 ? lg : 0);
-				if (top > peak) {
-					peak = top;
-					peak_units = units;
-					out->logits = held_lg;
-				}
-				continue;
-			}
-			held += chunk_act(m, l, s, ch, a_layer, a_moe, hyb ? a_kind : NULL) -
-				off[ch] + (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
-			held_lg += ch == v - 1 ? lg : 0;
-			units++;
-			if (held > peak) {
-				peak = held;
-				peak_units = units;
-				out->logits = held_lg;
-			}
-			if (i >= warm) {
-				ch = unit_chunk(l, kb++, 0);
-				held -=
-				    chunk_act(m, l, s, ch, a_layer, a_moe, hyb ? a_kind : NULL) -
-				    off[ch] + (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
-				held_lg -= ch == v - 1 ? lg : 0;
-				units--;
-			}
+		{
+			struct held hd = {held, peak, units, peak_units, held_lg, out->logits};
+			sched_walk(m, l, s, hyb ? a_kind : NULL, a_layer, a_moe, mask, tail, lg,
+				   off, warm, total, &hd);
+			peak = hd.peak;
+			peak_units = hd.peak_units;
+			out->logits = hd.logits;
 		}
 		out->activations = peak;
 		out->inflight = peak_units / v;
