@@ -2200,13 +2200,67 @@ static void test_analytic_small(void **state)
 	assert_string_equal(err.msg, "layout: tp 16 is beyond a node of 8 GPUs");
 }
 
+/* A memory-bound row's bytes, counted by hand from its shape and how its
+ * source times it (docs/MODEL.md, "Kernel efficiency"): Liger's Megatron
+ * benchmarks time "backward" as forward + sum + backward
+ * (benchmark_megatron_swiglu.py, _rms_norm.py), PyTorch's own norm
+ * backward is two kernels (dx; the weight's gradient re-reads dy and x). */
+static void test_mem_bytes(void **state)
+{
+	static const char csv[] =
+	    "gpu,gpu_detail,kernel,implementation,dtype,shape,pass,time_ms,GBps,other_metric,"
+	    "other_value,other_units,source,section,notes\n"
+	    /* 2048*4*2*1024 = 16777216 elements of bf16: fwd read 1, write 0.5 */
+	    "H100,,megatron_swiglu (SwiGLU),Liger SwiGLU activation (Triton),bf16,"
+	    "\"input [S=2048, B=4, 2*ffn_local], ffn_local=1024\",fwd,0.1,,,,,"
+	    "linkedin/Liger-Kernel@x:b.csv,,\n"
+	    /* + the backward's read x, dy (0.5), write dx, + the sum's read of y
+	     * (0.5): 1.5 + 0.5 + 2.5 = 4.5 a element */
+	    "H100,,megatron_swiglu (SwiGLU),Liger SwiGLU activation (Triton),bf16,"
+	    "\"input [S=2048, B=4, 2*ffn_local], ffn_local=1024\",bwd,0.1,,,,,"
+	    "linkedin/Liger-Kernel@x:b.csv,,\n"
+	    /* 4096*1024 = 4194304 elements: fwd 2 + sum 1 + PyTorch's bwd 5 */
+	    "H100,,megatron_rms_norm (RMSNorm),torch.nn.RMSNorm,bf16,"
+	    "\"[S=4096, B=1, H=1024]\",bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n"
+	    /* Liger's one-kernel backward: fwd 2 + sum 1 + bwd 3 */
+	    "H100,,megatron_rms_norm (RMSNorm),LigerMegatronRMSNorm (Triton),bf16,"
+	    "\"[S=4096, B=1, H=1024]\",bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n"
+	    /* backward alone (retain_graph): PyTorch's 5, fp32 */
+	    "H100,,layer_norm (LayerNorm),torch.nn.LayerNorm,fp32,"
+	    "rows M=4096 x N=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n"
+	    /* Liger's: 3 */
+	    "H100,,layer_norm (LayerNorm),Liger Triton LayerNorm,fp32,"
+	    "rows M=4096 x N=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n";
+	static const double want[6] = {16777216.0 * 2 * 1.5, 16777216.0 * 2 * 4.5,
+				       4194304.0 * 2 * 8,    4194304.0 * 2 * 6,
+				       4194304.0 * 4 * 5,    4194304.0 * 4 * 3};
+	struct kbench kb;
+	struct prism_err err;
+	char path[] = "/tmp/prism-kb-XXXXXX";
+	int fd = mkstemp(path);
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, csv, strlen(csv)), (ssize_t)strlen(csv));
+	close(fd);
+	memset(&kb, 0, sizeof(kb));
+	prism_err_clear(&err);
+	assert_int_equal(kbench_read(&kb, path, &err), 0);
+	unlink(path);
+	assert_int_equal(kb.n, 6);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(kb.rows[i].cls, KB_MEM);
+		assert_rel_close(kb.rows[i].bytes, want[i], 1e-12);
+	}
+	kbench_release(&kb);
+}
+
 /* A memory-bound kernel's floor is its time on the device (docs/MODEL.md,
  * "Kernel efficiency"): on the H100 profile a 12.6 MB residual add (two
  * bf16 2 x 1024 x 2048 tensors read, one written) takes the floor plus its
  * bytes at the fitted bandwidth, 0.636 us + 12582912 B / (3.35 TB/s x
- * 0.729) = 5.788 us (the traces' add of that size ran 4.7 us; 10.62 us at
+ * 0.751) = 5.637 us (the traces' add of that size ran 4.7 us; 10.62 us at
  * the event-timed floor before); the same bytes timed as Liger's rows are
- * (CUDA events around each call) add events_us, 4.830.  Then the fit by
+ * (CUDA events around each call) add events_us, 4.907.  Then the fit by
  * hand: three device-timed rows on t = 1 us + x / 0.8 and three
  * event-timed ones on t = 6 us + x / 0.8 give the floor 1 us, the events'
  * 5 us and 0.8; the event-timed rows alone, with the events' 5 us held,
@@ -2221,8 +2275,8 @@ static void test_mem_floor(void **state)
 	(void)state;
 	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &h, &err), 0);
 	assert_rel_close(kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 12582912.0),
-			 0.636e-6 + 12582912.0 / (3.35e12 * 0.729), 1e-12);
-	assert_rel_close(kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 12582912.0), 5.7885e-6, 1e-4);
+			 0.636e-6 + 12582912.0 / (3.35e12 * 0.751), 1e-12);
+	assert_rel_close(kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 12582912.0), 5.6375e-6, 1e-4);
 	memset(rows, 0, sizeof(rows));
 	rows[0].cls = KB_MEM;
 	rows[0].dtype = HW_BF16;
@@ -2230,7 +2284,7 @@ static void test_mem_floor(void **state)
 	rows[0].bytes = 12582912.0;
 	rows[0].timing = KB_TIME_EVENTS;
 	assert_rel_close(kbench_predict(&h, &rows[0], 0),
-			 kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 12582912.0) + 4.830e-6, 1e-12);
+			 kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 12582912.0) + 4.907e-6, 1e-12);
 	rows[0].timing = KB_TIME_DEVICE;
 	assert_rel_close(kbench_predict(&h, &rows[0], 0),
 			 kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 12582912.0), 1e-12);
@@ -2292,6 +2346,7 @@ int main(void)
 	    cmocka_unit_test(test_measured_maxima),
 	    cmocka_unit_test(test_fp8_linear_rows),
 	    cmocka_unit_test(test_mem_floor),
+	    cmocka_unit_test(test_mem_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -618,6 +618,21 @@ static int membound_row(struct kbench *kb, const struct cols *h, char **f, int n
 		mult = fwd ? (strstr(impl, "Liger") ? 2 : 1) : both ? 3 : 2;
 	else /* norms, activations: read x, write y; backward dy, x -> dx */
 		mult = fwd ? 2 : both ? 5 : 3;
+	/* PyTorch's own norms' backward (torch.nn.LayerNorm, torch.nn.RMSNorm:
+	 * ATen's layer_norm_kernel.cu) is two kernels, dx from dy and x, then
+	 * the weight's (and bias') gradient reading dy and x again: five
+	 * passes, not three. */
+	if (!fwd && !both && strstr(kern, "norm") && !strncmp(impl, "torch.nn.", 9))
+		mult += 2;
+	/* Liger's Megatron benchmarks (benchmark_megatron_rms_norm.py,
+	 * _swiglu.py, _cross_entropy.py) time "backward" as the forward, a
+	 * sum of its output and the backward in one call ("backward includes
+	 * forward"): the forward's bytes and the sum's read of the output
+	 * too (the sum's gradient is a broadcast view: no bytes). */
+	if (!fwd && !both && strstr(r.source, "Liger-Kernel") && !strncmp(kern, "megatron_", 9))
+		mult += strstr(kern, "swiglu")	  ? 1.5 + 0.5
+			: strstr(kern, "entropy") ? (strstr(impl, "Liger") ? 2 : 1)
+						  : 2 + 1;
 	r.bytes = el * es * mult;
 	r.time_s = tm / 1e3;
 	return kbench_add(kb, &r);

@@ -674,8 +674,10 @@ int edit_fit(const struct graph *base, const struct graph *model, const struct s
 			}
 		if (n >= 2 && distinct &&
 		    gsl_fit_wlinear(xs, 1, ws, 1, ys, 1, n, &c0, &c1, &v00, &v01, &v11, &ss) == 0 &&
-		    c0 >= 0 && c1 > 0) {
-			f->cost[k].overhead_s = c0;
+		    c0 >= -1e-9 && c1 > 0) {
+			/* times are whole ns: an intercept within one of the
+			 * origin is the origin, whichever side rounding left it */
+			f->cost[k].overhead_s = c0 > 0 ? c0 : 0;
 			f->cost[k].eff = 1 / c1;
 			f->fitted[k] = 2;
 		} else if (tb[k] > 0 && tm[k] > 0) {
