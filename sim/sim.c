@@ -778,16 +778,15 @@ static int sort_plog(struct sim *s, uint32_t ntasks)
 	return 0;
 }
 
-int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
+/* A run's start: each task's count of the edges it waits on (those of
+ * the kinds skip leaves out not counted), every collective instance
+ * empty, nothing done. */
+static void run_reset(struct sim *s, unsigned skip)
 {
 	const struct graph *g = s->g;
-	struct evq_entry e;
-	int rv = o->rendezvous, cont = o->slow_compute > 0 || o->slow_comm > 0;
-
-	evq_reset(&s->q);
 	memset(s->indeg, 0, g->n_nodes * sizeof(*s->indeg));
 	for (uint32_t k = 0; k < g->n_edges; k++)
-		if (!skipped(o->skip, g->out_kind[k]))
+		if (!skipped(skip, g->out_kind[k]))
 			s->indeg[g->out_dst[k]]++;
 	for (uint32_t i = 0; i < s->n_inst; i++) {
 		s->inst_arrived[i] = 0;
@@ -796,6 +795,16 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 	}
 	s->makespan_ns = 0;
 	s->n_done = 0;
+}
+
+int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
+{
+	const struct graph *g = s->g;
+	struct evq_entry e;
+	int rv = o->rendezvous, cont = o->slow_compute > 0 || o->slow_comm > 0;
+
+	evq_reset(&s->q);
+	run_reset(s, o->skip);
 	if (cont) {
 		if (contention_alloc(s))
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
@@ -1248,16 +1257,7 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 	}
 	work = s->mp_work;
-	memset(s->indeg, 0, g->n_nodes * sizeof(*s->indeg));
-	for (uint32_t k = 0; k < g->n_edges; k++)
-		s->indeg[g->out_dst[k]]++;
-	for (uint32_t i = 0; i < s->n_inst; i++) {
-		s->inst_arrived[i] = 0;
-		s->inst_ready[i] = INT64_MIN;
-		s->inst_last[i] = NONE32;
-	}
-	s->makespan_ns = 0;
-	s->n_done = 0;
+	run_reset(s, 0);
 	s->mp_queued = 0;
 	/* The sim's first events, in the order it pops them at one time. */
 	for (uint32_t u = g->n_nodes; u-- > 0;) {
