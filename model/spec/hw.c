@@ -345,11 +345,220 @@ static int read_stream(const char *path, const config_t *cf, config_setting_t *g
 	return 0;
 }
 
+/* gpu.peak_tflops (tf): each dtype's peak.  Ranges in the file's units:
+ * wide enough for any GPU built or announced (B200: 4,500 TFLOP/s fp8,
+ * 8,000 GB/s), narrow enough that no time computed from them is absurd (a
+ * peak of 1e-300 FLOP/s, a latency of 1e308 s) or divides by zero. */
+static int read_peaks(const char *path, config_t *cf, config_setting_t *tf, struct hw_profile *hw,
+		      struct prism_err *err)
+{
+	int rc;
+	for (int d = 0; d < HW_NDTYPES; d++) {
+		/* FP4 is optional: only Blackwell profiles have it. */
+		if (d == HW_FP4 && !config_setting_lookup(tf, dtype_names[d]))
+			continue;
+		if ((rc = cfg_range(path, cf, tf, dtype_names[d], 0, 1e6, 0, 1e12,
+				    &hw->peak_flops[d], err)))
+			return rc;
+		if (hw->peak_flops[d] > 0 && hw->peak_flops[d] < 1e-3 * 1e12) {
+			rc = prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'peak_tflops.%s' must be 0 (no tensor path) or in 0.001..1e+06, "
+			    "not %g",
+			    path,
+			    config_setting_source_line(config_setting_lookup(tf, dtype_names[d])),
+			    dtype_names[d], hw->peak_flops[d] / 1e12);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* The memory, the links and the node: HBM, NVLink, GPUs and NICs a node,
+ * the NVLink domain, the latencies, the memory reserve, the fabric. */
+static int read_node(const char *path, config_t *cf, config_setting_t *gpu, config_setting_t *node,
+		     struct hw_profile *hw, struct prism_err *err)
+{
+	double v;
+	int rc;
+	if ((rc = cfg_range(path, cf, gpu, "hbm_bandwidth_GBps", 1, 1e6, 0, 1e9, &hw->hbm_Bps,
+			    err)) ||
+	    (rc = cfg_range(path, cf, gpu, "hbm_capacity_GB", 0.1, 1e5, 0, 1e9, &hw->hbm_bytes,
+			    err)) ||
+	    (rc = cfg_range(path, cf, gpu, "nvlink_bandwidth_GBps", 0.1, 1e6, 0, 1e9,
+			    &hw->nvlink_Bps, err)) ||
+	    (rc = cfg_range(path, cf, node, "gpus", 1, HW_MAX_NODE_GPUS, 1, 1, &v, err)))
+		return rc;
+	hw->gpus_per_node = (int)v;
+	if ((rc = cfg_range(path, cf, node, "nics", 1, HW_MAX_NODE_GPUS, 1, 1, &v, err)))
+		return rc;
+	hw->nics_per_node = (int)v;
+	/* Optional: the NVLink domain, whole nodes of it (an NVL72 rack is 18
+	 * trays of 4); absent, one node. */
+	hw->nvlink_domain = hw->gpus_per_node;
+	if (config_setting_lookup(node, "nvlink_domain")) {
+		if ((rc = cfg_range(path, cf, node, "nvlink_domain", hw->gpus_per_node,
+				    HW_MAX_NODE_GPUS, 1, 1, &v, err)))
+			return rc;
+		hw->nvlink_domain = (int)v;
+		if (hw->nvlink_domain % hw->gpus_per_node) {
+			rc = prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'node.nvlink_domain' (%d) must be a multiple of 'node.gpus' "
+			    "(%d)",
+			    path,
+			    config_setting_source_line(
+				config_setting_lookup(node, "nvlink_domain")),
+			    hw->nvlink_domain, hw->gpus_per_node);
+			return rc;
+		}
+	}
+	if ((rc = cfg_range(path, cf, node, "nic_bandwidth_Gbps", 0.1, 1e6, 0, 1e9 / 8,
+			    &hw->nic_Bps, err)) ||
+	    (rc = cfg_range(path, cf, node, "nvlink_latency_us", 0, 1e6, 0, 1e-6, &hw->nvlink_lat_s,
+			    err)) ||
+	    (rc = cfg_range(path, cf, node, "network_latency_us", 0, 1e6, 0, 1e-6, &hw->net_lat_s,
+			    err)) ||
+	    (rc = cfg_range(path, cf, gpu, "memory_reserve_GB", 0, 1e5, 0, 1e9,
+			    &hw->mem_reserve_bytes, err)))
+		return rc;
+	if (hw->mem_reserve_bytes >= hw->hbm_bytes) {
+		rc = prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s:%d: 'gpu.memory_reserve_GB' (%g) must be below "
+		    "'gpu.hbm_capacity_GB' (%g)",
+		    path,
+		    config_setting_source_line(config_setting_lookup(gpu, "memory_reserve_GB")),
+		    hw->mem_reserve_bytes / 1e9, hw->hbm_bytes / 1e9);
+		return rc;
+	}
+	/* Optional: the scale-up fabric, "switch" (NVSwitch: any group at the
+	 * full per-GPU bandwidth) or "mesh" (xGMI: a link to each peer). */
+	if (config_setting_lookup(node, "fabric")) {
+		char fab[16];
+		if ((rc = cfg_text(path, cf, node, "fabric", fab, sizeof(fab), err)))
+			return rc;
+		if (strcmp(fab, "switch") && strcmp(fab, "mesh")) {
+			rc = prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'node.fabric' must be \"switch\" or \"mesh\", not "
+			    "'%s'",
+			    path, config_setting_source_line(config_setting_lookup(node, "fabric")),
+			    fab);
+			return rc;
+		}
+		hw->mesh = !strcmp(fab, "mesh");
+	}
+	return 0;
+}
+
+/* Optional: the host link (activation offloading), and the refusal of the
+ * flat allocator share it replaced. */
+static int read_host(const char *path, config_t *cf, config_setting_t *gpu, struct hw_profile *hw,
+		     struct prism_err *err)
+{
+	int rc = 0;
+	/* Optional: the host link (activation offloading): its kind and
+	 * each direction's bandwidth, all three or none. */
+	if (config_setting_lookup(gpu, "host_link")) {
+		char kind[16];
+		if ((rc = cfg_text(path, cf, gpu, "host_link", kind, sizeof(kind), err)))
+			return rc;
+		if ((hw->host_link = hw_host_link_parse(kind)) < 0) {
+			rc = prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'gpu.host_link' must be \"pcie3\", \"pcie4\", \"pcie5\", "
+			    "\"pcie6\" or \"nvlink-c2c\", not '%s'",
+			    path,
+			    config_setting_source_line(config_setting_lookup(gpu, "host_link")),
+			    kind);
+			return rc;
+		}
+		if ((rc = cfg_range(path, cf, gpu, "host_d2h_GBps", 0.1, 1e5, 0, 1e9,
+				    &hw->host_d2h_Bps, err)) ||
+		    (rc = cfg_range(path, cf, gpu, "host_h2d_GBps", 0.1, 1e5, 0, 1e9,
+				    &hw->host_h2d_Bps, err)))
+			return rc;
+	} else if (config_setting_lookup(gpu, "host_d2h_GBps") ||
+		   config_setting_lookup(gpu, "host_h2d_GBps")) {
+		config_setting_t *x = config_setting_lookup(gpu, "host_d2h_GBps");
+		rc = prism_err_set(err, PRISM_EFORMAT,
+				   "%s:%d: 'gpu.host_link' is missing: a host link's bandwidth "
+				   "needs its kind",
+				   path,
+				   config_setting_source_line(
+				       x ? x : config_setting_lookup(gpu, "host_h2d_GBps")));
+		return rc;
+	}
+	/* The allocator's reserve is modelled (mem_alloc_reserved): a flat
+	 * share of it in the profile is refused, naming what replaced it. */
+	if (config_setting_lookup(gpu, "allocator_fragmentation")) {
+		rc = prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s:%d: 'gpu.allocator_fragmentation' is no longer read: the caching "
+		    "allocator's reserve is modelled from the tensors a step holds "
+		    "(docs/MODEL.md, \"Memory\"; --expandable-segments); remove it",
+		    path,
+		    config_setting_source_line(
+			config_setting_lookup(gpu, "allocator_fragmentation")));
+		return rc;
+	}
+	return 0;
+}
+
+/* Optional: the power rating and sustained clocks, the collectives' fitted
+ * settings and contention (absent: their defaults). */
+static int read_rates(const char *path, config_t *cf, config_setting_t *gpu, config_setting_t *node,
+		      struct hw_profile *hw, struct prism_err *err)
+{
+	int rc = 0;
+	/* Optional: the power limit and the sustained clock under it
+	 * (docs/MODEL.md, "Sustained rates"); absent: no rating, and the
+	 * burst rates sustained. */
+	hw->sustained = 1;
+	if ((config_setting_lookup(gpu, "rated_w") &&
+	     (rc = cfg_range(path, cf, gpu, "rated_w", 1, 1e5, 0, 1, &hw->rated_w, err))) ||
+	    (config_setting_lookup(gpu, "sustained") &&
+	     (rc = cfg_range(path, cf, gpu, "sustained", 0.25, 1, 0, 1, &hw->sustained, err))))
+		return rc;
+	hw->clock = hw->sustained;
+	/* Optional: the clock a steady stream of one dtype's kernels settles
+	 * at, by dtype (docs/MODEL.md, "Sustained rates"). */
+	if ((rc = read_stream(path, cf, gpu, hw, err)))
+		return rc;
+	/* Optional: collectives as measured (comm.h). */
+	hw->nvl_eff = hw->net_eff = HW_BUS_EFF_DEFAULT;
+	if ((config_setting_lookup(node, "nvlink_bus_eff") &&
+	     (rc =
+		  cfg_range(path, cf, node, "nvlink_bus_eff", 0.01, 1, 0, 1, &hw->nvl_eff, err))) ||
+	    (config_setting_lookup(node, "network_bus_eff") &&
+	     (rc = cfg_range(path, cf, node, "network_bus_eff", 0.01, 1, 0, 1, &hw->net_eff,
+			     err))) ||
+	    (config_setting_lookup(node, "nvls_bus_eff") &&
+	     (rc = cfg_range(path, cf, node, "nvls_bus_eff", 0, 1, 0, 1, &hw->nvls_eff, err))) ||
+	    (config_setting_lookup(node, "collective_base_us") &&
+	     (rc = cfg_range(path, cf, node, "collective_base_us", 0, 1e4, 0, 1e-6,
+			     &hw->coll_base_s, err))))
+		return rc;
+	/* Optional: contention (sim.h); absent, the fitted defaults. */
+	hw->slow_compute = HW_CONT_COMPUTE_DEFAULT;
+	hw->slow_comm = HW_CONT_COMM_DEFAULT;
+	if (config_lookup(cf, "contention")) {
+		config_setting_t *ct = config_lookup(cf, "contention");
+		if ((config_setting_lookup(ct, "compute") &&
+		     (rc = cfg_range(path, cf, ct, "compute", 0, 10, 0, 1, &hw->slow_compute,
+				     err))) ||
+		    (config_setting_lookup(ct, "comm") &&
+		     (rc = cfg_range(path, cf, ct, "comm", 0, 10, 0, 1, &hw->slow_comm, err))))
+			return rc;
+	}
+	return 0;
+}
+
 int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 {
 	config_t cf;
 	config_setting_t *gpu, *node, *tf;
-	double v;
 	int rc = 0;
 
 	memset(hw, 0, sizeof(*hw));
@@ -386,181 +595,11 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	    (rc = cfg_range(path, &cf, NULL, "price_per_gpu_hour", 0, 1e6, 0, 1,
 			    &hw->price_per_gpu_hour, err)))
 		goto out;
-	/* Ranges in the file's units: wide enough for any GPU built or
-	 * announced (B200: 4,500 TFLOP/s fp8, 8,000 GB/s), narrow enough that
-	 * no time computed from them is absurd (a peak of 1e-300 FLOP/s, a
-	 * latency of 1e308 s) or divides by zero. */
-	for (int d = 0; d < HW_NDTYPES; d++) {
-		/* FP4 is optional: only Blackwell profiles have it. */
-		if (d == HW_FP4 && !config_setting_lookup(tf, dtype_names[d]))
-			continue;
-		if ((rc = cfg_range(path, &cf, tf, dtype_names[d], 0, 1e6, 0, 1e12,
-				    &hw->peak_flops[d], err)))
-			goto out;
-		if (hw->peak_flops[d] > 0 && hw->peak_flops[d] < 1e-3 * 1e12) {
-			rc = prism_err_set(
-			    err, PRISM_EFORMAT,
-			    "%s:%d: 'peak_tflops.%s' must be 0 (no tensor path) or in 0.001..1e+06, "
-			    "not %g",
-			    path,
-			    config_setting_source_line(config_setting_lookup(tf, dtype_names[d])),
-			    dtype_names[d], hw->peak_flops[d] / 1e12);
-			goto out;
-		}
-	}
-	if ((rc = cfg_range(path, &cf, gpu, "hbm_bandwidth_GBps", 1, 1e6, 0, 1e9, &hw->hbm_Bps,
-			    err)) ||
-	    (rc = cfg_range(path, &cf, gpu, "hbm_capacity_GB", 0.1, 1e5, 0, 1e9, &hw->hbm_bytes,
-			    err)) ||
-	    (rc = cfg_range(path, &cf, gpu, "nvlink_bandwidth_GBps", 0.1, 1e6, 0, 1e9,
-			    &hw->nvlink_Bps, err)) ||
-	    (rc = cfg_range(path, &cf, node, "gpus", 1, HW_MAX_NODE_GPUS, 1, 1, &v, err)))
+	if ((rc = read_peaks(path, &cf, tf, hw, err)) ||
+	    (rc = read_node(path, &cf, gpu, node, hw, err)) ||
+	    (rc = read_host(path, &cf, gpu, hw, err)) ||
+	    (rc = read_rates(path, &cf, gpu, node, hw, err)))
 		goto out;
-	hw->gpus_per_node = (int)v;
-	if ((rc = cfg_range(path, &cf, node, "nics", 1, HW_MAX_NODE_GPUS, 1, 1, &v, err)))
-		goto out;
-	hw->nics_per_node = (int)v;
-	/* Optional: the NVLink domain, whole nodes of it (an NVL72 rack is 18
-	 * trays of 4); absent, one node. */
-	hw->nvlink_domain = hw->gpus_per_node;
-	if (config_setting_lookup(node, "nvlink_domain")) {
-		if ((rc = cfg_range(path, &cf, node, "nvlink_domain", hw->gpus_per_node,
-				    HW_MAX_NODE_GPUS, 1, 1, &v, err)))
-			goto out;
-		hw->nvlink_domain = (int)v;
-		if (hw->nvlink_domain % hw->gpus_per_node) {
-			rc = prism_err_set(
-			    err, PRISM_EFORMAT,
-			    "%s:%d: 'node.nvlink_domain' (%d) must be a multiple of 'node.gpus' "
-			    "(%d)",
-			    path,
-			    config_setting_source_line(
-				config_setting_lookup(node, "nvlink_domain")),
-			    hw->nvlink_domain, hw->gpus_per_node);
-			goto out;
-		}
-	}
-	if ((rc = cfg_range(path, &cf, node, "nic_bandwidth_Gbps", 0.1, 1e6, 0, 1e9 / 8,
-			    &hw->nic_Bps, err)) ||
-	    (rc = cfg_range(path, &cf, node, "nvlink_latency_us", 0, 1e6, 0, 1e-6,
-			    &hw->nvlink_lat_s, err)) ||
-	    (rc = cfg_range(path, &cf, node, "network_latency_us", 0, 1e6, 0, 1e-6, &hw->net_lat_s,
-			    err)) ||
-	    (rc = cfg_range(path, &cf, gpu, "memory_reserve_GB", 0, 1e5, 0, 1e9,
-			    &hw->mem_reserve_bytes, err)))
-		goto out;
-	if (hw->mem_reserve_bytes >= hw->hbm_bytes) {
-		rc = prism_err_set(
-		    err, PRISM_EFORMAT,
-		    "%s:%d: 'gpu.memory_reserve_GB' (%g) must be below "
-		    "'gpu.hbm_capacity_GB' (%g)",
-		    path,
-		    config_setting_source_line(config_setting_lookup(gpu, "memory_reserve_GB")),
-		    hw->mem_reserve_bytes / 1e9, hw->hbm_bytes / 1e9);
-		goto out;
-	}
-	/* Optional: the scale-up fabric, "switch" (NVSwitch: any group at the
-	 * full per-GPU bandwidth) or "mesh" (xGMI: a link to each peer). */
-	if (config_setting_lookup(node, "fabric")) {
-		char fab[16];
-		if ((rc = cfg_text(path, &cf, node, "fabric", fab, sizeof(fab), err)))
-			goto out;
-		if (strcmp(fab, "switch") && strcmp(fab, "mesh")) {
-			rc = prism_err_set(
-			    err, PRISM_EFORMAT,
-			    "%s:%d: 'node.fabric' must be \"switch\" or \"mesh\", not "
-			    "'%s'",
-			    path, config_setting_source_line(config_setting_lookup(node, "fabric")),
-			    fab);
-			goto out;
-		}
-		hw->mesh = !strcmp(fab, "mesh");
-	}
-	/* Optional: the host link (activation offloading): its kind and
-	 * each direction's bandwidth, all three or none. */
-	if (config_setting_lookup(gpu, "host_link")) {
-		char kind[16];
-		if ((rc = cfg_text(path, &cf, gpu, "host_link", kind, sizeof(kind), err)))
-			goto out;
-		if ((hw->host_link = hw_host_link_parse(kind)) < 0) {
-			rc = prism_err_set(
-			    err, PRISM_EFORMAT,
-			    "%s:%d: 'gpu.host_link' must be \"pcie3\", \"pcie4\", \"pcie5\", "
-			    "\"pcie6\" or \"nvlink-c2c\", not '%s'",
-			    path,
-			    config_setting_source_line(config_setting_lookup(gpu, "host_link")),
-			    kind);
-			goto out;
-		}
-		if ((rc = cfg_range(path, &cf, gpu, "host_d2h_GBps", 0.1, 1e5, 0, 1e9,
-				    &hw->host_d2h_Bps, err)) ||
-		    (rc = cfg_range(path, &cf, gpu, "host_h2d_GBps", 0.1, 1e5, 0, 1e9,
-				    &hw->host_h2d_Bps, err)))
-			goto out;
-	} else if (config_setting_lookup(gpu, "host_d2h_GBps") ||
-		   config_setting_lookup(gpu, "host_h2d_GBps")) {
-		config_setting_t *x = config_setting_lookup(gpu, "host_d2h_GBps");
-		rc = prism_err_set(err, PRISM_EFORMAT,
-				   "%s:%d: 'gpu.host_link' is missing: a host link's bandwidth "
-				   "needs its kind",
-				   path,
-				   config_setting_source_line(
-				       x ? x : config_setting_lookup(gpu, "host_h2d_GBps")));
-		goto out;
-	}
-	/* The allocator's reserve is modelled (mem_alloc_reserved): a flat
-	 * share of it in the profile is refused, naming what replaced it. */
-	if (config_setting_lookup(gpu, "allocator_fragmentation")) {
-		rc = prism_err_set(
-		    err, PRISM_EFORMAT,
-		    "%s:%d: 'gpu.allocator_fragmentation' is no longer read: the caching "
-		    "allocator's reserve is modelled from the tensors a step holds "
-		    "(docs/MODEL.md, \"Memory\"; --expandable-segments); remove it",
-		    path,
-		    config_setting_source_line(
-			config_setting_lookup(gpu, "allocator_fragmentation")));
-		goto out;
-	}
-	/* Optional: the power limit and the sustained clock under it
-	 * (docs/MODEL.md, "Sustained rates"); absent: no rating, and the
-	 * burst rates sustained. */
-	hw->sustained = 1;
-	if ((config_setting_lookup(gpu, "rated_w") &&
-	     (rc = cfg_range(path, &cf, gpu, "rated_w", 1, 1e5, 0, 1, &hw->rated_w, err))) ||
-	    (config_setting_lookup(gpu, "sustained") &&
-	     (rc = cfg_range(path, &cf, gpu, "sustained", 0.25, 1, 0, 1, &hw->sustained, err))))
-		goto out;
-	hw->clock = hw->sustained;
-	/* Optional: the clock a steady stream of one dtype's kernels settles
-	 * at, by dtype (docs/MODEL.md, "Sustained rates"). */
-	if ((rc = read_stream(path, &cf, gpu, hw, err)))
-		goto out;
-	/* Optional: collectives as measured (comm.h). */
-	hw->nvl_eff = hw->net_eff = HW_BUS_EFF_DEFAULT;
-	if ((config_setting_lookup(node, "nvlink_bus_eff") &&
-	     (rc = cfg_range(path, &cf, node, "nvlink_bus_eff", 0.01, 1, 0, 1, &hw->nvl_eff,
-			     err))) ||
-	    (config_setting_lookup(node, "network_bus_eff") &&
-	     (rc = cfg_range(path, &cf, node, "network_bus_eff", 0.01, 1, 0, 1, &hw->net_eff,
-			     err))) ||
-	    (config_setting_lookup(node, "nvls_bus_eff") &&
-	     (rc = cfg_range(path, &cf, node, "nvls_bus_eff", 0, 1, 0, 1, &hw->nvls_eff, err))) ||
-	    (config_setting_lookup(node, "collective_base_us") &&
-	     (rc = cfg_range(path, &cf, node, "collective_base_us", 0, 1e4, 0, 1e-6,
-			     &hw->coll_base_s, err))))
-		goto out;
-	/* Optional: contention (sim.h); absent, the fitted defaults. */
-	hw->slow_compute = HW_CONT_COMPUTE_DEFAULT;
-	hw->slow_comm = HW_CONT_COMM_DEFAULT;
-	if (config_lookup(&cf, "contention")) {
-		config_setting_t *ct = config_lookup(&cf, "contention");
-		if ((config_setting_lookup(ct, "compute") &&
-		     (rc = cfg_range(path, &cf, ct, "compute", 0, 10, 0, 1, &hw->slow_compute,
-				     err))) ||
-		    (config_setting_lookup(ct, "comm") &&
-		     (rc = cfg_range(path, &cf, ct, "comm", 0, 10, 0, 1, &hw->slow_comm, err))))
-			goto out;
-	}
 	hw_kernels_default(hw);
 	rc = load_kernels(path, &cf, hw, err);
 out:
