@@ -103,7 +103,9 @@ with tempfile.TemporaryDirectory() as d:
     # Each source weighs alike, its rows counted in time linear in rows:
     # --fit on 60,000 rows of three sources with long names takes well
     # under 10 s (comparing every pair of rows took 30 s; --loo, which fits
-    # once a row, took 220 s on 3,000).
+    # once a row, took 220 s on 3,000); 3 s since the fit minimises the
+    # absolute log error; 4x the budget under the sanitizers (CMake sets
+    # PRISM_SANITIZED), which run it about 4x slower.
     many = os.path.join(d, "many.csv")
     with open(many, "w") as f:
         f.write(head)
@@ -118,8 +120,10 @@ with tempfile.TemporaryDirectory() as d:
                        timeout=120)
     u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     took = (u1.ru_utime + u1.ru_stime) - (u0.ru_utime + u0.ru_stime)
-    check(r.returncode == 0 and "60000 rows placed" in r.stdout and took < 10,
-          f"--fit on 60,000 rows: exit {r.returncode} in {took:.1f} s of CPU: {r.stderr!r}")
+    budget = 40 if os.environ.get("PRISM_SANITIZED") else 10
+    check(r.returncode == 0 and "60000 rows placed" in r.stdout and took < budget,
+          f"--fit on 60,000 rows: exit {r.returncode} in {took:.1f} s of CPU (budget {budget} s): "
+          f"{r.stderr!r}")
 
 shared = os.path.join(SRC, "..", "shared", "kernels")
 if not os.path.isdir(shared):
