@@ -156,6 +156,15 @@ void sim_free(struct sim *s)
 	free(s);
 }
 
+/* When task v, its last dependency released, arrives to start: its
+ * release plus its launch lag, or its anchored start if later. */
+static int64_t arrival_ns(const struct sim *s, uint32_t v)
+{
+	const struct graph *g = s->g;
+	int64_t at = s->ready_ns[v] + g->lag_ns[v];
+	return (g->flags[v] & NF_ANCHORED) && g->start_ns[v] > at ? g->start_ns[v] : at;
+}
+
 static int skipped(unsigned skip, uint8_t kind)
 {
 	return ((skip & SIM_SKIP_EVENT) && GE_KIND(kind) == GE_EVENT) ||
@@ -693,9 +702,7 @@ static int release(struct sim *s, const struct sim_opts *o, uint32_t u, struct p
 			s->binding[v] = u;
 		}
 		if (--s->indeg[v] == 0) {
-			int64_t at = s->ready_ns[v] + g->lag_ns[v];
-			if ((g->flags[v] & NF_ANCHORED) && g->start_ns[v] > at)
-				at = g->start_ns[v];
+			int64_t at = arrival_ns(s, v);
 			if (at > PRISM_TIME_MAX)
 				return too_late(g, v, err);
 			if (evq_push(&s->q, at, v))
@@ -1078,9 +1085,7 @@ static int mp_release(struct sim *s, const struct sim_opts *o, int cont, uint32_
 				s->binding[v] = u;
 		}
 		if (--s->indeg[v] == 0) {
-			int64_t at = s->ready_ns[v] + g->lag_ns[v];
-			if ((g->flags[v] & NF_ANCHORED) && g->start_ns[v] > at)
-				at = g->start_ns[v];
+			int64_t at = arrival_ns(s, v);
 			if (at > PRISM_TIME_MAX)
 				return SIM_MP_STUCK;
 			s->start_ns[v] = at; /* its arrival, until it starts */

@@ -23,8 +23,10 @@
  * 4x further, or one step on where that does not fit, hier.c), or the run
  * has more than two steps (each step's own line), it declines and the
  * caller simulates m directly.  The
- * breakdown is checked and extended the same way, within
- * HIER_BREAKDOWN_TOL where its parts trade time between the points.
+ * breakdown's four parts are held to their own lines the same way, exactly
+ * at the three points; between and past them a part can stray (a
+ * collective under contention trading exposed and idle time) while the
+ * step stays exact: docs/MODEL.md says where it was seen.
  * docs/MODEL.md, "Hierarchical simulation".
  */
 #ifndef PRISM_HIER_H
@@ -44,12 +46,6 @@
  * under 1F1B and GPipe (6 pp + 6), 8 pp + 4 under ZB-2p and the V
  * schedules (12 pp + 6); docs/PERFORMANCE.md has the sweep's figures. */
 #define HIER_POINTS_SHARE 0.75
-
-/* The breakdown (exposed compute and communication, overlap, idle) may
- * stray from its line by at most this fraction of the step over the
- * extension: under contention a collective's exposed and idle time trade
- * a few microseconds a microbatch while the step stays exact. */
-#define HIER_BREAKDOWN_TOL 1e-3
 
 struct hier_out {
 	struct settle_out st;

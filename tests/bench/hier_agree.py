@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Random layouts, folded and extended (`prism synth`) against the kernel
 level (`prism synth --full`): the step must be the same to the nanosecond,
-the breakdown within hier.h's HIER_BREAKDOWN_TOL of the step.
+the breakdown within 0.1 % of the step (the extension holds the breakdown
+to its line only at the three points, hier.h).
 
     python3 tests/bench/hier_agree.py build/prism [N] [SEED]
 
@@ -13,7 +14,7 @@ import subprocess
 import sys
 
 MODELS = ["gpt-small", "gpt3-1.3b", "gpt3-6.7b"]
-TOL = 1e-3  # HIER_BREAKDOWN_TOL
+TOL = 1e-3  # of the step: the breakdown's parts may trade time past the points
 
 
 def synth(prism, args, full):
