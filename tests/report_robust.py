@@ -167,9 +167,16 @@ with tempfile.TemporaryDirectory() as d:
               f"re-simulated {resim * 1e3:.3f} ms")
     print("ok: kernels 10 % slower, first order within 1 % of a re-simulation")
     # At 8 GPUs GPipe and 1F1B without a pipeline run in the same time (more
-    # memory: not collapsed): the best stays best by the tie alone.
+    # memory: not collapsed): the best stays best by the tie alone.  With
+    # each layer a CUDA graph launch: under eager's host, once GH100's bf16
+    # GEMMs took their device fixed cost (docs/MODEL.md), 1F1B's F B F B
+    # idles 31 us more than GPipe's F F B B at this small model (GPipe
+    # 0.2 % ahead, a tie no longer); with graphs both run 16.267 ms.
+    graphs = os.path.join(d, "small-graphs.cfg")
+    with open(SWEEP) as f, open(graphs, "w") as g:
+        g.write(f.read().replace("space = {", 'space = {\n  exec = ["graphs"];', 1))
     db = os.path.join(d, "small.db")
-    subprocess.run([PRISM, "search", SWEEP, "--db", db, "--quiet"], check=True, cwd=d,
+    subprocess.run([PRISM, "search", graphs, "--db", db, "--quiet"], check=True, cwd=d,
                    capture_output=True)
     subprocess.run([PRISM, "report", db, "-o", os.path.join(d, "out")], check=True,
                    capture_output=True, text=True)

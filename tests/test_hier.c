@@ -739,6 +739,12 @@ static void test_cp_moe_forms(void **state)
 		 * not the host, deciding the step. */
 		if (cases[i].a2ao)
 			in.m.seq *= 4;
+		/* So do the MoE layers' (a router, permutes and the experts'
+		 * small GEMMs a layer) once those GEMMs take their device
+		 * time (docs/MODEL.md, "Kernel efficiency"): twice the
+		 * tokens. */
+		else if (cases[i].experts)
+			in.m.seq *= 2;
 		prism_err_clear(&err);
 		if (synth_check(&in, &err)) {
 			print_error("cp/moe form %zu: %s\n", i, err.msg);
@@ -779,7 +785,9 @@ static void test_cp_moe_forms(void **state)
 /*
  * The acceptance layout, GPT-3 175B (configs/models/gpt3-175b.cfg) on 512
  * H100 as TP8 PP8 DP8, 64 microbatches of one sequence, 1F1B: the full
- * simulation's iteration (5902.344 ms, prism synth --full; 5902.333 ms
+ * simulation's iteration (5878.384 ms, prism synth --full; 5902.344 ms
+ * before GH100's bf16 GEMMs took their fixed cost on the device, 2.242 us
+ * rather than XLA's isolated calls' 4.553, docs/MODEL.md; 5902.333 ms
  * before eager's host cost became the measured 21.6 + 5 us a kernel, 11.6
  * us more than 10 + 5 for the step's first launch, the rest GPU-bound;
  * 5915.016 ms before the memory-bound rows' recount refitted H100's
@@ -796,7 +804,7 @@ static void test_cp_moe_forms(void **state)
  * task counts, and the folded run's graph: 8 stages x 128 units x 2 steps,
  * each a few tasks, beside the optimizer and each stage's last backward
  * (its buckets' all-reduces contend with it) kept kernel by kernel.  At
- * the burst clock (hw.clock 1) the step is 5580.692 ms: the GEMMs and
+ * the burst clock (hw.clock 1) the step is 5556.732 ms: the GEMMs and
  * attention at 0.91 of that clock take 1 / 0.91 - 1 = 9.9 % longer, and
  * the step, whose communication, memory-bound kernels and pipeline fill are
  * not clock-bound, 5.8 %.
@@ -828,7 +836,7 @@ static void test_gpt3_175b(void **state)
 	print_message("full %.9f s, bubble %.6f, tasks %llu, kernels %llu; hier %.9f\n",
 		      full.iter_s, full.bubble, (unsigned long long)full.tasks,
 		      (unsigned long long)full.kernels, hier.iter_s);
-	assert_rel_close(full.iter_s, 5.902344176, 2e-7);
+	assert_rel_close(full.iter_s, 5.878383841, 2e-7);
 	assert_true(hier.iter_s == full.iter_s);
 	{
 		struct hw_profile burst = hw;
@@ -837,8 +845,8 @@ static void test_gpt3_175b(void **state)
 		in.hw = &burst;
 		assert_int_equal(predict_synth(&in, &b, NULL, NULL, &err), 0);
 		print_message("burst clock: %.9f s\n", b.iter_s);
-		assert_rel_close(b.iter_s, 5.580691933, 2e-7);
-		assert_rel_close(full.iter_s / b.iter_s, 1.0576, 1e-4);
+		assert_rel_close(b.iter_s, 5.556731756, 2e-7);
+		assert_rel_close(full.iter_s / b.iter_s, 1.0579, 1e-4);
 		in.hw = &hw;
 	}
 	assert_true(hier.bubble == full.bubble);
@@ -966,7 +974,11 @@ static void test_extrapolate(void **state)
 	     * from the window one step on, 6, 7, 8 (hier.c) */
 	    {1, 4, 2, 1, 64, LAYOUT_ZBV, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, 1, 0, 0, 0,
 	     0, 0},
-	    {2, 2, 2, 1, 64, LAYOUT_ZBV, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5, 1, 0,
+	    /* (taken until GH100's bf16 GEMMs took their fixed cost on the
+	     * device, 2.242 us rather than XLA's isolated 4.553: the
+	     * host's lead then settles past the window, and the line
+	     * declines; either, agreement asserted) */
+	    {2, 2, 2, 1, 64, LAYOUT_ZBV, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5, -1, 0,
 	     0, 0, 0, 0},
 	    /* DualPipeV: its steady pairs from m = 2p on (the second, as
 	     * ZB-V's, from 5, 6, 7) */
@@ -1041,9 +1053,9 @@ static void test_extrapolate(void **state)
 				assert_true(pts <= HIER_POINTS_SHARE * in.lay.microbatches);
 				past_half += !k && pts > 0.5 * in.lay.microbatches;
 			}
-			/* ZB-V tp 2 pp 2: from the window two steps on (4, 5,
-			 * 6 and 5, 6, 7 disagree) */
-			if (!k && i == 17)
+			/* ZB-V tp 2 pp 2, where its line is taken: from the
+			 * window two steps on (4, 5, 6 and 5, 6, 7 disagree) */
+			if (!k && i == 17 && taken)
 				assert_int_equal(h.m0, 6);
 			assert_int_equal(predict_synth(&in, &hier, NULL, NULL, &err), 0);
 			in.units = 0;
