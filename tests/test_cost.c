@@ -1460,7 +1460,15 @@ static void test_inflight(void **state)
  *    2 x 128 x 256 x 256 / (4.6875e12 x 0.7) = 5.1131 us + 2 + 3 = 10.1131
  *    us;
  *  - with NVIDIA's tiles (sm80) 128x256 is the reference: 4096^3 in 2
- *    waves of 57.2662 + 2 us, 121.5324 us.
+ *    waves of 57.2662 + 2 us, 121.5324 us;
+ *  - 1024 x 1024 x 4096 (16 macro tiles, a sixteenth of the CUs) in waves:
+ *    128x128 at 0.5 split 4 ways fills one wave, 2 x 128 x 128 x 1024 /
+ *    (4.6875e12 x 0.5) = 14.3166 us + 2 + the partial sums' 4 x 1024^2 x
+ *    4 B at 8 TB/s, 2.0972 us, + 3: 21.4138 us; by stream-K (MI355X's
+ *    hipBLASLt: Origami + stream-K only) the 16 macro tiles' work spread
+ *    over the 256 CUs, 16/256 x 2 x 256 x 256 x 4096 / 4.6875e12 = 7.1583
+ *    us, + 2 tiles' fixed cost (the one whole tile a share has, plus the
+ *    fragment) + 3: 14.1583 us.
  */
 static void test_cdna_tiles(void **state)
 {
@@ -1481,6 +1489,21 @@ static void test_cdna_tiles(void **state)
 	assert_rel_close(pl.tiles, 256, 0);
 	assert_true(pl.tm == 128 && pl.tn == 256 && pl.waves == 1);
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 2048, 4096, 256), 10.1131e-6, 1e-5);
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1024, 1024, 4096, &pl),
+			 3e-6 + 2e-6 + 2 * 128 * 128 * 1024.0 / (4.6875e12 * 0.5) +
+			     4 * 1024 * 1024 * 4.0 / 8e12,
+			 1e-12);
+	assert_true(pl.tm == 128 && pl.tn == 128 && pl.splits == 4 && pl.waves == 1 &&
+		    !pl.stream_k);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 21.4138e-6, 1e-5);
+	hw.k.sched = HW_SCHED_STREAMK;
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1024, 1024, 4096, &pl),
+			 3e-6 + 2 * 2e-6 + 16 / 256.0 * 2 * 256 * 256 * 4096.0 / 4.6875e12, 1e-12);
+	assert_true(pl.tm == 256 && pl.tn == 256 && pl.splits == 1 && pl.stream_k);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 14.1583e-6, 1e-5);
+	/* a full wave keeps waves: stream-K costs a tile's fixed part more */
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 4096, 4096, 4096), 119.5324e-6, 1e-6);
+	hw.k.sched = HW_SCHED_WAVES;
 	hw.k.tiles = HW_TILES_SM80;
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 4096, 4096, 4096), 121.5324e-6, 1e-6);
 }
