@@ -20,6 +20,7 @@
 #include "settle.h"
 #include "sim.h"
 #include "synth.h"
+#include "fixtures.h"
 #include "testutil.h"
 
 static struct hw_profile hw, hw_quiet; /* h100-dgx; without contention */
@@ -44,16 +45,22 @@ static int setup(void **state)
 
 static void small(struct synth_in *in)
 {
-	synth_in_default(in);
-	in->m = (struct llm){.layers = 8,
-			     .hidden = 1024,
-			     .heads = 16,
-			     .ffn = 4096,
-			     .seq = 1024,
-			     .vocab = 32000,
-			     .name = "t"};
-	in->hw = &hw;
+	fixture_small_in(in, &hw);
 	in->no_shapes = 1;
+}
+
+/* The small model as a hybrid of pattern's 8 layers (Mamba's 32 heads of
+ * 64, state 64, 4 groups, convolution 4, chunks of 256). */
+static void hybrid_small(struct synth_in *in, const char *pattern)
+{
+	small(in);
+	snprintf(in->m.pattern, sizeof(in->m.pattern), "%s", pattern);
+	in->m.ssm_heads = 32;
+	in->m.ssm_head_dim = 64;
+	in->m.ssm_state = 64;
+	in->m.ssm_groups = 4;
+	in->m.ssm_conv = 4;
+	in->m.ssm_chunk = 256;
 }
 
 struct run {
@@ -263,15 +270,7 @@ static void test_agreement(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct synth_in in;
 		small(&in);
-		in.lay.tp = cases[i].tp;
-		in.lay.pp = cases[i].pp;
-		in.lay.dp = cases[i].dp;
-		in.lay.vp = cases[i].vp;
-		in.lay.microbatches = cases[i].m;
-		in.lay.schedule = cases[i].sched;
-		in.lay.recompute = cases[i].rec;
-		in.lay.zero = cases[i].zero;
-		in.lay.sp = cases[i].sp;
+		FIXTURE_SHAPE(&in, cases[i]);
 		in.lay.flash = cases[i].flash;
 		in.lay.dtype = cases[i].dtype;
 		in.steps = cases[i].steps;
@@ -593,14 +592,7 @@ static void test_agreement_hybrid(void **state)
 		struct synth_in in;
 		struct prism_err err;
 		int f;
-		small(&in);
-		strcpy(in.m.pattern, "M-*M-M*-");
-		in.m.ssm_heads = 32;
-		in.m.ssm_head_dim = 64;
-		in.m.ssm_state = 64;
-		in.m.ssm_groups = 4;
-		in.m.ssm_conv = 4;
-		in.m.ssm_chunk = 256;
+		hybrid_small(&in, "M-*M-M*-");
 		in.lay.tp = cases[i].tp;
 		in.lay.sp = cases[i].sp;
 		in.lay.tp_overlap = cases[i].tpo;
@@ -636,14 +628,7 @@ static void test_agreement_hybrid(void **state)
 		struct synth_in in;
 		struct prism_err err;
 		int f;
-		small(&in);
-		strcpy(in.m.pattern, "M*EM-E*E");
-		in.m.ssm_heads = 32;
-		in.m.ssm_head_dim = 64;
-		in.m.ssm_state = 64;
-		in.m.ssm_groups = 4;
-		in.m.ssm_conv = 4;
-		in.m.ssm_chunk = 256;
+		hybrid_small(&in, "M*EM-E*E");
 		in.m.gated = 1;
 		in.m.experts = 8;
 		in.m.top_k = 2;
@@ -1002,15 +987,7 @@ static void test_extrapolate(void **state)
 		struct hier_out h;
 		struct prism_err err;
 		small(&in);
-		in.lay.tp = cases[i].tp;
-		in.lay.pp = cases[i].pp;
-		in.lay.dp = cases[i].dp;
-		in.lay.vp = cases[i].vp;
-		in.lay.microbatches = cases[i].m;
-		in.lay.schedule = cases[i].sched;
-		in.lay.recompute = cases[i].rec;
-		in.lay.zero = cases[i].zero;
-		in.lay.sp = cases[i].sp;
+		FIXTURE_SHAPE(&in, cases[i]);
 		in.lay.dtype = cases[i].dtype;
 		in.steps = cases[i].steps;
 		in.cpu_op_s = cases[i].op_us * 1e-6;

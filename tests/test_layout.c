@@ -4,6 +4,7 @@
 #include "desc.h"
 #include "hw.h"
 #include "layout.h"
+#include "fixtures.h"
 #include "testutil.h"
 
 /* Every row is whole: an id that names its field, a range holding its
@@ -95,13 +96,7 @@ static void test_set_heads(void **state)
 static void test_default(void **state)
 {
 	struct layout l;
-	struct llm m = {.layers = 8,
-			.hidden = 1024,
-			.heads = 16,
-			.ffn = 4096,
-			.seq = 1024,
-			.vocab = 32000,
-			.name = "t"};
+	struct llm m = fixture_small_gpt();
 	struct prism_err err;
 	(void)state;
 	layout_default(&l);
@@ -508,13 +503,7 @@ static void test_parse(void **state)
  * ZeRO-2/3 with pipeline parallelism; the others pass. */
 static void test_dp_impl(void **state)
 {
-	struct llm m = {.layers = 8,
-			.hidden = 1024,
-			.heads = 16,
-			.ffn = 4096,
-			.seq = 1024,
-			.vocab = 32000,
-			.name = "t"};
+	struct llm m = fixture_small_gpt();
 	struct hw_profile hw;
 	struct layout l;
 	struct prism_err err;
