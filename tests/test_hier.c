@@ -1039,15 +1039,32 @@ static void test_extrapolate(void **state)
 	assert_int_equal(past_half, 9);
 }
 
+/* GPT-3 1.3B on h100-dgx as shipped: pp 2, dp 32, 16 microbatches of 1, GPipe. */
+static void gpt13_gpipe(struct synth_in *in, const struct hw_profile *shipped)
+{
+	struct prism_err err;
+	synth_in_default(in);
+	prism_err_clear(&err);
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/gpt3-1.3b.cfg", &in->m, &err),
+			 0);
+	in->hw = shipped;
+	in->no_shapes = 1;
+	in->lay.pp = 2;
+	in->lay.dp = 32;
+	in->lay.microbatches = 16;
+	in->lay.schedule = LAYOUT_GPIPE;
+}
+
 /*
  * Unequal stages decline the line (hier.c): GPT-3 1.3B's balanced 13/11
  * stages, pp 2 dp 32 at 16 microbatches of 1 under GPipe on h100-dgx as
  * shipped (the default sweep's rows).  Through 2, 3 and 4 microbatches
  * the line held at the points and put the step 0.553 ms short of the
  * direct run at ZeRO-1 (346.605 against 347.159 ms: the steady state's
- * growth per microbatch rises from 19.165 to 19.235 ms past 8) and the
- * breakdown off at ZeRO-2 with selective recomputation; now the step,
- * the bubble and the breakdown are the kernel-level run's.
+ * growth per microbatch rises from 19.165 to 19.235 ms past 8); at
+ * ZeRO-2 with selective recomputation, the row whose breakdown an
+ * earlier line put 79.8 us off (docs/PERFORMANCE.md).  The step, the
+ * bubble and the breakdown are the kernel-level run's.
  */
 static void test_extrapolate_uneven(void **state)
 {
@@ -1063,15 +1080,7 @@ static void test_extrapolate_uneven(void **state)
 		struct synth_in in;
 		struct predict_out full, hier;
 		struct hier_out h;
-		synth_in_default(&in);
-		assert_int_equal(
-		    llm_load(PRISM_SOURCE_DIR "/configs/models/gpt3-1.3b.cfg", &in.m, &err), 0);
-		in.hw = &shipped;
-		in.no_shapes = 1;
-		in.lay.pp = 2;
-		in.lay.dp = 32;
-		in.lay.microbatches = 16;
-		in.lay.schedule = LAYOUT_GPIPE;
+		gpt13_gpipe(&in, &shipped);
 		in.lay.partition = LAYOUT_PART_BALANCED;
 		in.lay.zero = cases[i].zero;
 		in.lay.recompute = cases[i].rec;
@@ -1095,15 +1104,7 @@ static void test_extrapolate_uneven(void **state)
 	{
 		struct synth_in in;
 		struct hier_out h;
-		synth_in_default(&in);
-		assert_int_equal(
-		    llm_load(PRISM_SOURCE_DIR "/configs/models/gpt3-1.3b.cfg", &in.m, &err), 0);
-		in.hw = &shipped;
-		in.no_shapes = 1;
-		in.lay.pp = 2;
-		in.lay.dp = 32;
-		in.lay.microbatches = 16;
-		in.lay.schedule = LAYOUT_GPIPE;
+		gpt13_gpipe(&in, &shipped);
 		in.lay.zero = 1;
 		in.lay.part[0] = in.lay.part[1] = 12;
 		in.units = 1;
