@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from sweeptest import check
+from sweeptest import check, sweep_for
 
 PRISM, SWEEP = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 
@@ -140,12 +140,7 @@ with tempfile.TemporaryDirectory() as d:
 # time with the kernels, which a host-bound step's is not (gpt-small's at
 # eager's 26.6 us a kernel: 1.4 % over its re-simulation at 8 GPUs).
 with tempfile.TemporaryDirectory() as d:
-    with open(SWEEP) as f:
-        text = f.read().replace('model = "gpt-small";', 'model = "gpt3-1.3b";')
-    check('model = "gpt3-1.3b";' in text, "the sweep's model not replaced")
-    big = os.path.join(d, "big.cfg")
-    with open(big, "w") as f:
-        f.write(text)
+    big, _ = sweep_for(SWEEP, "gpt3-1.3b", d, "big.cfg")
     db = os.path.join(d, "big.db")
     subprocess.run([PRISM, "search", big, "--db", db, "--quiet"], check=True, cwd=d,
                    capture_output=True)

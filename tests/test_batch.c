@@ -298,6 +298,22 @@ static void put_all(const struct sweep *sw, struct writer *w)
 	}
 }
 
+/* A fresh database at path (an old one removed) holding sw's sweep, run
+ * in screening mode in batches of 3: its handle, the sweep's id in *sid. */
+static sqlite3 *fresh_store(const char *path, const struct sweep *sw, long long *sid)
+{
+	struct store_run run = {"screen", 3, "", 0};
+	struct prism_err err;
+	sqlite3 *db;
+	int resumed;
+	remove(path);
+	prism_err_clear(&err);
+	assert_int_equal(store_open(path, &db, &err), 0);
+	assert_int_equal(store_sweep(db, sw, &run, sid, &resumed, &err), 0);
+	assert_int_equal(resumed, 0);
+	return db;
+}
+
 static void test_writer(void **state)
 {
 	static const char *const dbs[] = {"/tmp/prism-test-writer-1.db",
@@ -307,17 +323,13 @@ static void test_writer(void **state)
 	(void)state;
 	load(&sw);
 	for (int threaded = 1; threaded >= 0; threaded--) {
-		struct store_run run = {"screen", 3, "", 0};
-		sqlite3 *db;
 		sqlite3_stmt *st;
 		long long sid;
-		int resumed, i = 0;
+		sqlite3 *db = fresh_store(dbs[threaded], &sw, &sid);
+		int i = 0;
 		char key[320];
 		struct writer *w;
-		remove(dbs[threaded]);
 		prism_err_clear(&err);
-		assert_int_equal(store_open(dbs[threaded], &db, &err), 0);
-		assert_int_equal(store_sweep(db, &sw, &run, &sid, &resumed, &err), 0);
 		assert_non_null(w = writer_new(db, sid, 3, 2, threaded));
 		put_all(&sw, w);
 		assert_int_equal(writer_finish(w, &err), 0);
@@ -388,16 +400,11 @@ static void test_writer_groups(void **state)
 	(void)state;
 	load(&sw);
 	for (int threaded = 1; threaded >= 0; threaded--) {
-		struct store_run run = {"screen", 3, "", 0};
 		struct commits k = {0};
-		sqlite3 *db;
 		long long sid;
-		int resumed;
+		sqlite3 *db = fresh_store(path, &sw, &sid);
 		struct writer *w;
-		remove(path);
 		prism_err_clear(&err);
-		assert_int_equal(store_open(path, &db, &err), 0);
-		assert_int_equal(store_sweep(db, &sw, &run, &sid, &resumed, &err), 0);
 		k.db = db;
 		k.hold = threaded;
 		k.base = sqlite3_total_changes64(db); /* the sweep's row */
