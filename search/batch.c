@@ -178,7 +178,11 @@ static void make_cand(void *ctx, int i)
 	struct make_job *J = ctx;
 	const struct batch_ref *r = &J->refs[i];
 	/* Judged once, by batch_space. */
-	sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, &J->batch[i]);
+	struct cand *k = &J->batch[i];
+	uint64_t twin;
+	sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, k);
+	k->index = r->index;
+	k->twin = sweep_twin(J->sw, r->index, k, &twin) ? (int64_t)twin : -1;
 }
 
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
@@ -235,15 +239,168 @@ static void simulate_one(void *ctx, int w)
 		progress_add(J->pg, 1);
 }
 
+/* work[0..nw) simulated, the costliest first. */
+static void simulate_work(const struct sweep *sw, struct pool *pool, struct cand *batch,
+			  struct batch_job *work, int nw, int threads, struct progress *pg)
+{
+	struct sim_job J = {sw, batch, work, pg};
+	qsort(work, (size_t)nw, sizeof(*work), cmp_cost);
+	pool_for(pool, nw, 1, threads, simulate_one, &J);
+}
+
 void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
 		    const int *owner, int rank, int threads, struct batch_job *work,
 		    struct progress *pg)
 {
-	struct sim_job J = {sw, batch, work, pg};
 	int nw = 0;
 	for (int i = 0; i < n; i++)
 		if (owner[i] == rank)
 			work[nw++] = (struct batch_job){batch_cost(&batch[i]), i};
-	qsort(work, (size_t)nw, sizeof(*work), cmp_cost);
-	pool_for(pool, nw, 1, threads, simulate_one, &J);
+	simulate_work(sw, pool, batch, work, nw, threads, pg);
+}
+
+void batch_twins_release(struct batch_twins *tw)
+{
+	free(tw->key);
+	free(tw->at);
+	free(tw->p);
+	memset(tw, 0, sizeof(*tw));
+}
+
+/* index's slot in tw (tw->cap > 0): its own, or the empty one it would
+ * take. */
+static size_t twin_slot(const struct batch_twins *tw, uint64_t index)
+{
+	size_t mask = tw->cap - 1, h = (size_t)((index * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+	while (tw->key[h] && tw->key[h] != (uint32_t)index + 1)
+		h = (h + 1) & mask;
+	return h;
+}
+
+static const struct predict_out *twin_find(const struct batch_twins *tw, int64_t index)
+{
+	size_t h;
+	if (!tw->cap || index < 0)
+		return NULL;
+	h = twin_slot(tw, (uint64_t)index);
+	return tw->key[h] ? &tw->p[tw->at[h]] : NULL;
+}
+
+/* k's prediction kept under its index: 0, or PRISM_ENOMEM. */
+static int twin_keep(struct batch_twins *tw, const struct cand *k)
+{
+	size_t h;
+	if (2 * (tw->n + 1) > tw->cap) { /* at most half full */
+		struct batch_twins g = *tw;
+		g.cap = tw->cap ? 2 * tw->cap : 1024;
+		g.key = calloc(g.cap, sizeof(*g.key));
+		g.at = prism_malloc(g.cap * sizeof(*g.at));
+		if (!g.key || !g.at) {
+			free(g.key);
+			free(g.at);
+			return PRISM_ENOMEM;
+		}
+		for (size_t j = 0; j < tw->cap; j++)
+			if (tw->key[j]) {
+				h = twin_slot(&g, tw->key[j] - 1);
+				g.key[h] = tw->key[j];
+				g.at[h] = tw->at[j];
+			}
+		free(tw->key);
+		free(tw->at);
+		*tw = g;
+	}
+	if (vec_reserve_((void **)&tw->p, &tw->pcap, tw->n + 1, sizeof(*tw->p)))
+		return PRISM_ENOMEM;
+	h = twin_slot(tw, (uint64_t)k->index);
+	if (tw->key[h])
+		return 0;
+	tw->p[tw->n] = k->p;
+	tw->key[h] = (uint32_t)k->index + 1;
+	tw->at[h] = (uint32_t)tw->n++;
+	return 0;
+}
+
+/* Whether k's prediction may be a twin's (sweep_twin): "even" on more
+ * than one stage in a sweep that lists "balanced" too. */
+static int may_lead(const struct sweep *sw, const struct cand *k)
+{
+	const struct layout *l = &k->in.lay;
+	const struct sweep_list *K = &sw->knob[LK_partition];
+	if (k->status != CS_SIMULATED || l->partition != LAYOUT_PART_GIVEN || l->pp < 2 ||
+	    l->part[0] || l->part_chunks)
+		return 0;
+	for (int j = 0; j < K->n; j++)
+		if (K->v[j] == LAYOUT_PART_BALANCED)
+			return 1;
+	return 0;
+}
+
+/* The place in batch[0..n) of the candidate of index twin that rank
+ * simulates, or -1. */
+static int twin_in_batch(const struct cand *batch, int n, const int *owner, int rank, int64_t twin)
+{
+	for (int j = 0; j < n; j++)
+		if (batch[j].index == twin && owner[j] == rank && batch[j].twin < 0)
+			return j;
+	return -1;
+}
+
+/* k given its twin's prediction. */
+static void follow(struct cand *k, const struct predict_out *p, struct progress *pg)
+{
+	k->p = *p;
+	k->status = CS_SIMULATED;
+	if (pg && pg->f)
+		progress_add(pg, 1);
+}
+
+void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
+			  const int *owner, int rank, int threads, struct batch_job *work,
+			  struct progress *pg, struct batch_twins *tw)
+{
+	const struct predict_out *p;
+	int nw = 0, nf = 0, j;
+
+	if (!tw) {
+		batch_simulate(sw, pool, batch, n, owner, rank, threads, work, pg);
+		return;
+	}
+	/* Followers of an earlier batch's twin take its prediction; those
+	 * whose twin this batch simulates wait for it. */
+	for (int i = 0; i < n; i++) {
+		struct cand *k = &batch[i];
+		if (owner[i] != rank)
+			continue;
+		if (k->status == CS_PENDING && k->twin >= 0) {
+			if ((p = twin_find(tw, k->twin))) {
+				follow(k, p, pg);
+				continue;
+			}
+			j = twin_in_batch(batch, n, owner, rank, k->twin);
+			if (j >= 0 && batch[j].status == CS_PENDING) {
+				nf++;
+				continue;
+			}
+		}
+		work[nw++] = (struct batch_job){batch_cost(k), i};
+	}
+	simulate_work(sw, pool, batch, work, nw, threads, pg);
+	nw = 0;
+	for (int i = 0; nf && i < n; i++) {
+		struct cand *k = &batch[i];
+		if (owner[i] != rank || k->status != CS_PENDING || k->twin < 0)
+			continue;
+		j = twin_in_batch(batch, n, owner, rank, k->twin);
+		if (j >= 0 && batch[j].status == CS_SIMULATED)
+			follow(k, &batch[j].p, pg);
+		else /* its twin failed: its own simulation says why */
+			work[nw++] = (struct batch_job){batch_cost(k), i};
+	}
+	simulate_work(sw, pool, batch, work, nw, threads, pg);
+	for (int i = 0; i < n; i++)
+		if (owner[i] == rank && may_lead(sw, &batch[i]) && twin_keep(tw, &batch[i])) {
+			batch_twins_release(tw); /* out of memory: simulate them */
+			return;
+		}
 }

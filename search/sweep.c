@@ -1094,6 +1094,41 @@ int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analyt
 	return 0;
 }
 
+int sweep_twin(const struct sweep *s, uint64_t index, const struct cand *c, uint64_t *twin)
+{
+	const struct sweep_list *K = &s->knob[LK_partition];
+	const struct layout *l = &c->in.lay;
+	uint64_t stride = 1;
+	int at = -1, ie = -1, ib = -1;
+	struct cand t;
+
+	if (c->status != CS_PENDING || l->partition != LAYOUT_PART_BALANCED || l->pp < 2 ||
+	    c->placed.pp != l->pp || c->placed.part[0] != 0 || c->placed.part_chunks != 0 ||
+	    s->bl.pb.kind == PB_TRACE)
+		return 0;
+	for (int j = 0; j < K->n; j++) {
+		if (K->v[j] == LAYOUT_PART_GIVEN)
+			ie = j;
+		if (K->v[j] == LAYOUT_PART_BALANCED)
+			ib = j;
+	}
+	/* The partition's digit: its stride is the product of the faster
+	 * digits' radices (decode). */
+	for (int i = s->n_order - 1; i >= 0 && at < 0; i--) {
+		if (s->order[i] == LK_partition)
+			at = i;
+		else
+			stride *= (uint64_t)radix(s, s->order[i]);
+	}
+	if (ie < 0 || ib < 0 || at < 0 || (index / stride) % (uint64_t)K->n != (uint64_t)ib)
+		return 0;
+	*twin = index - (uint64_t)ib * stride + (uint64_t)ie * stride;
+	if (decode(s, *twin, &t, 0) || t.in.lay.partition != LAYOUT_PART_GIVEN)
+		return 0;
+	t.in.lay.partition = LAYOUT_PART_BALANCED;
+	return memcmp(&t.in, &c->in, sizeof(t.in)) == 0;
+}
+
 int sweep_key(const struct sweep *s, uint64_t index, char *key, size_t n)
 {
 	struct cand c;

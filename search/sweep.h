@@ -132,6 +132,9 @@ struct cand {
 	/* in.lay as placed (synth_mem_layout) where its memory was estimated
 	 * (placed.pp > 0; else zero): its row's knobs show it, placed once. */
 	struct layout placed;
+	/* Its index, and the candidate's whose simulation is this one's
+	 * (sweep_twin; -1: none), where the search made it (batch_make). */
+	int64_t index, twin;
 };
 
 /* Load a sweep: 0, or PRISM_EIO / PRISM_EFORMAT naming the file, line and
@@ -186,6 +189,19 @@ int sweep_verdict(const struct sweep *s, uint64_t index, struct cand *c);
  * sweep_candidate's. */
 int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analytic_s,
 			    double bound_s, struct cand *c);
+
+/*
+ * The candidate whose simulation is provably c's (c: candidate index as
+ * made, pending): c's partition is balanced and placed evenly (every stage
+ * its layers / pp: synth_partition sets part[0] = 0 as "even" does), and
+ * the sweep's candidate with partition "even" and every other value c's
+ * has c's synth_in byte for byte but for the partition.  What a synthesised
+ * prediction (predict_synth, its memory and its hierarchical points)
+ * reads of the partition is the placement alone, so the two predictions
+ * are equal.  1 and *twin its index, or 0 (no such candidate: simulate
+ * c).  It says nothing of the twin's status (screened, failed).
+ */
+int sweep_twin(const struct sweep *s, uint64_t index, const struct cand *c, uint64_t *twin);
 
 /* Only candidate index's key (what store_keys lists) into key[0..n): 0,
  * or 1 when index is no candidate. */

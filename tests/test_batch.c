@@ -425,6 +425,98 @@ static void test_writer_groups(void **state)
 	sweep_release(&sw);
 }
 
+/* sweep_twin: a balanced partition placed evenly takes its "even" twin's
+ * prediction.  twins.cfg's pending candidates, each made (batch_make) and
+ * simulated alone (predict_eval): every twin found is an "even" candidate
+ * of the same knobs whose prediction equals the follower's field for field
+ * (the claim, checked by simulating both); the sweep in batches of 3 with
+ * the twins' predictions kept (batch_simulate_twins) equals it simulated
+ * without them, candidate for candidate, and some candidates followed a
+ * twin simulated in an earlier batch and some one in their own. */
+static void test_twins(void **state)
+{
+	struct sweep sw;
+	struct batch_space sp;
+	struct batch_best best = {0}, best2 = {0};
+	struct batch_twins tw = {0};
+	struct prism_err err;
+	struct cand *a, *b, *t;
+	int nb = 3, twins = 0, owner[3] = {0, 0, 0};
+	struct batch_job work[3];
+	(void)state;
+	prism_err_clear(&err);
+	if (sweep_load(PRISM_SOURCE_DIR "/tests/data/sweeps/twins.cfg", &sw, &err)) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	assert_int_equal(batch_space(&sw, pool, &sp, &err), 0);
+	a = prism_malloc(nb * sizeof(*a));
+	b = prism_malloc(nb * sizeof(*b));
+	t = prism_malloc(sizeof(*t));
+	assert_true(a && b && t);
+	for (size_t i = 0; i < sp.norder; i++) {
+		struct predict_out p;
+		batch_make(&sw, pool, &sp.order[i], 1, BATCH_EXHAUSTIVE, &best, a, NULL);
+		assert_int_equal(a->index, sp.order[i].index);
+		if (a->twin < 0) {
+			assert_true(a->in.lay.partition != LAYOUT_PART_BALANCED ||
+				    a->placed.part[0] != 0 || a->placed.part_chunks != 0);
+			continue;
+		}
+		twins++;
+		assert_int_equal(a->in.lay.partition, LAYOUT_PART_BALANCED);
+		assert_int_equal(sweep_candidate(&sw, (uint64_t)a->twin, t), 0);
+		assert_int_equal(t->in.lay.partition, LAYOUT_PART_GIVEN);
+		assert_int_equal(t->in.lay.part[0], 0);
+		assert_true(t->gpus == a->gpus && t->in.lay.tp == a->in.lay.tp &&
+			    t->in.lay.pp == a->in.lay.pp && t->in.lay.vp == a->in.lay.vp &&
+			    t->in.lay.mbs == a->in.lay.mbs &&
+			    t->in.lay.schedule == a->in.lay.schedule);
+		assert_int_equal(predict_eval(&sw.bl.pb, &a->in, &a->p, NULL, NULL, &err), 0);
+		assert_int_equal(predict_eval(&sw.bl.pb, &t->in, &p, NULL, NULL, &err), 0);
+		assert_true(p.iter_s > 0);
+		assert_memory_equal(&p, &a->p, sizeof(p));
+	}
+	assert_true(twins >= 2);
+	/* The search with and without the twins' predictions. */
+	{
+		int followed_before = 0, followed_same = 0;
+		for (size_t at = 0; at < sp.norder; at += (size_t)nb) {
+			int n = sp.norder - at < (size_t)nb ? (int)(sp.norder - at) : nb;
+			size_t kept = tw.n;
+			batch_make(&sw, pool, sp.order + at, n, BATCH_EXHAUSTIVE, &best, a, NULL);
+			batch_make(&sw, pool, sp.order + at, n, BATCH_EXHAUSTIVE, &best2, b, NULL);
+			for (int i = 0; i < n; i++) {
+				int in_batch = 0, before = 0;
+				for (int j = 0; j < n; j++)
+					in_batch |= a[i].twin >= 0 && a[j].index == a[i].twin;
+				for (size_t j = 0; j < at; j++)
+					before |= a[i].twin >= 0 && sp.order[j].index == a[i].twin;
+				followed_before += before;
+				followed_same += in_batch;
+			}
+			batch_simulate_twins(&sw, pool, a, n, owner, 0, 2, work, NULL, &tw);
+			batch_simulate(&sw, pool, b, n, owner, 0, 2, work, NULL);
+			assert_true(tw.n >= kept);
+			for (int i = 0; i < n; i++) {
+				assert_int_equal(a[i].status, CS_SIMULATED);
+				assert_int_equal(b[i].status, CS_SIMULATED);
+				assert_memory_equal(&a[i].p, &b[i].p, sizeof(a[i].p));
+			}
+			batch_best_add(&best, a, n);
+			batch_best_add(&best2, b, n);
+		}
+		assert_true(followed_before > 0 && followed_same > 0);
+	}
+	batch_twins_release(&tw);
+	assert_true(tw.n == 0 && tw.cap == 0);
+	free(a);
+	free(b);
+	free(t);
+	batch_space_release(&sp);
+	sweep_release(&sw);
+}
+
 /*
  * A sweep that lists no partition takes "auto": each candidate's the first
  * Megatron-Core accepts of even, embed-loss, embed, loss and first/last
@@ -468,7 +560,7 @@ int main(void)
 	    cmocka_unit_test(test_screen),	   cmocka_unit_test(test_best),
 	    cmocka_unit_test(test_loop),	   cmocka_unit_test(test_pool),
 	    cmocka_unit_test(test_writer),	   cmocka_unit_test(test_writer_groups),
-	    cmocka_unit_test(test_partition_auto),
+	    cmocka_unit_test(test_partition_auto), cmocka_unit_test(test_twins),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
