@@ -321,19 +321,29 @@ static int twin_keep(struct batch_twins *tw, const struct cand *k)
 	return 0;
 }
 
-/* Whether k's prediction may be a twin's (sweep_twin): "even" on more
- * than one stage in a sweep that lists "balanced" too. */
+/* Whether the sweep lists value v of knob k. */
+static int lists(const struct sweep *sw, int k, int v)
+{
+	for (int j = 0; j < sw->knob[k].n; j++)
+		if (sw->knob[k].v[j] == v)
+			return 1;
+	return 0;
+}
+
+/* Whether k's prediction may be another's (sweep_twin): "even" on more
+ * than one stage in a sweep that lists "balanced" too, or GPipe or 1F1B
+ * with one microbatch in a sweep that lists both. */
 static int may_lead(const struct sweep *sw, const struct cand *k)
 {
 	const struct layout *l = &k->in.lay;
-	const struct sweep_list *K = &sw->knob[LK_partition];
-	if (k->status != CS_SIMULATED || l->partition != LAYOUT_PART_GIVEN || l->pp < 2 ||
-	    l->part[0] || l->part_chunks)
+	if (k->status != CS_SIMULATED)
 		return 0;
-	for (int j = 0; j < K->n; j++)
-		if (K->v[j] == LAYOUT_PART_BALANCED)
-			return 1;
-	return 0;
+	if (l->partition == LAYOUT_PART_GIVEN && l->pp >= 2 && !l->part[0] && !l->part_chunks &&
+	    lists(sw, LK_partition, LAYOUT_PART_BALANCED))
+		return 1;
+	return l->microbatches == 1 &&
+	       (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B) &&
+	       lists(sw, LK_schedule, LAYOUT_GPIPE) && lists(sw, LK_schedule, LAYOUT_1F1B);
 }
 
 /* The place in batch[0..n) of the candidate of index twin that rank
@@ -341,15 +351,17 @@ static int may_lead(const struct sweep *sw, const struct cand *k)
 static int twin_in_batch(const struct cand *batch, int n, const int *owner, int rank, int64_t twin)
 {
 	for (int j = 0; j < n; j++)
-		if (batch[j].index == twin && owner[j] == rank && batch[j].twin < 0)
+		if (batch[j].index == twin && owner[j] == rank)
 			return j;
 	return -1;
 }
 
-/* k given its twin's prediction. */
+/* k given its twin's prediction, derived again for k's own layout (its
+ * memory, sweep_twin). */
 static void follow(struct cand *k, const struct predict_out *p, struct progress *pg)
 {
 	k->p = *p;
+	predict_derive(&k->in, p->iter_s, &k->p);
 	k->status = CS_SIMULATED;
 	if (pg && pg->f)
 		progress_add(pg, 1);
@@ -377,8 +389,10 @@ void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand
 				follow(k, p, pg);
 				continue;
 			}
+			/* Twins of each other wait for the first. */
 			j = twin_in_batch(batch, n, owner, rank, k->twin);
-			if (j >= 0 && batch[j].status == CS_PENDING) {
+			if (j >= 0 && batch[j].status == CS_PENDING &&
+			    (j < i || batch[j].twin != k->index)) {
 				nf++;
 				continue;
 			}

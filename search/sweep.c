@@ -1094,38 +1094,84 @@ int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analyt
 	return 0;
 }
 
+/* The digit of schedule sched (one without virtual stages) on the
+ * schedule axis (sched_axis), or -1 where the sweep does not list it. */
+static int sched_digit(const struct sweep *s, int sched)
+{
+	const struct sweep_list *K = &s->knob[LK_schedule];
+	int d = 0;
+	for (int is = 0; is < K->n; is++) {
+		int il = K->v[is] == LAYOUT_INTERLEAVED;
+		if (K->v[is] == sched)
+			return il ? -1 : d;
+		d += il ? s->knob[LK_vp].n : 1;
+	}
+	return -1;
+}
+
+/* The digit of value v in knob k's list, or -1. */
+static int list_digit(const struct sweep *s, int k, int v)
+{
+	for (int j = 0; j < s->knob[k].n; j++)
+		if (s->knob[k].v[j] == v)
+			return j;
+	return -1;
+}
+
+/* index with knob k's digit `from` made `to` (decode's mixed radix, the
+ * fastest digit last): 0 and *out, or 1 where k is not swept or its
+ * digit is not `from`. */
+static int redigit(const struct sweep *s, uint64_t index, int k, int from, int to, uint64_t *out)
+{
+	uint64_t stride = 1;
+	for (int i = s->n_order - 1; i >= 0; i--) {
+		if (s->order[i] != k) {
+			stride *= (uint64_t)radix(s, s->order[i]);
+			continue;
+		}
+		if (from < 0 || to < 0 ||
+		    (index / stride) % (uint64_t)radix(s, k) != (uint64_t)from)
+			return 1;
+		*out = index - (uint64_t)from * stride + (uint64_t)to * stride;
+		return 0;
+	}
+	return 1;
+}
+
 int sweep_twin(const struct sweep *s, uint64_t index, const struct cand *c, uint64_t *twin)
 {
-	const struct sweep_list *K = &s->knob[LK_partition];
 	const struct layout *l = &c->in.lay;
-	uint64_t stride = 1;
-	int at = -1, ie = -1, ib = -1;
 	struct cand t;
+	int other, part;
 
-	if (c->status != CS_PENDING || l->partition != LAYOUT_PART_BALANCED || l->pp < 2 ||
-	    c->placed.pp != l->pp || c->placed.part[0] != 0 || c->placed.part_chunks != 0 ||
-	    s->bl.pb.kind == PB_TRACE)
+	if (c->status != CS_PENDING || s->bl.pb.kind == PB_TRACE)
 		return 0;
-	for (int j = 0; j < K->n; j++) {
-		if (K->v[j] == LAYOUT_PART_GIVEN)
-			ie = j;
-		if (K->v[j] == LAYOUT_PART_BALANCED)
-			ib = j;
+	part = l->partition == LAYOUT_PART_BALANCED && l->pp >= 2 && c->placed.pp == l->pp &&
+	       c->placed.part[0] == 0 && c->placed.part_chunks == 0;
+	if (part) {
+		/* Placed evenly: the "even" candidate. */
+		other = LAYOUT_PART_GIVEN;
+		if (redigit(s, index, LK_partition, list_digit(s, LK_partition, l->partition),
+			    list_digit(s, LK_partition, other), twin))
+			return 0;
+	} else if (l->microbatches == 1 &&
+		   (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B)) {
+		/* One microbatch: GPipe's and 1F1B's one order. */
+		other = l->schedule == LAYOUT_GPIPE ? LAYOUT_1F1B : LAYOUT_GPIPE;
+		if (redigit(s, index, LK_schedule, sched_digit(s, l->schedule),
+			    sched_digit(s, other), twin))
+			return 0;
+	} else {
+		return 0;
 	}
-	/* The partition's digit: its stride is the product of the faster
-	 * digits' radices (decode). */
-	for (int i = s->n_order - 1; i >= 0 && at < 0; i--) {
-		if (s->order[i] == LK_partition)
-			at = i;
-		else
-			stride *= (uint64_t)radix(s, s->order[i]);
-	}
-	if (ie < 0 || ib < 0 || at < 0 || (index / stride) % (uint64_t)K->n != (uint64_t)ib)
+	if (decode(s, *twin, &t, 0))
 		return 0;
-	*twin = index - (uint64_t)ib * stride + (uint64_t)ie * stride;
-	if (decode(s, *twin, &t, 0) || t.in.lay.partition != LAYOUT_PART_GIVEN)
+	if (t.status != CS_PENDING || (part ? t.in.lay.partition : t.in.lay.schedule) != other)
 		return 0;
-	t.in.lay.partition = LAYOUT_PART_BALANCED;
+	if (part)
+		t.in.lay.partition = l->partition;
+	else
+		t.in.lay.schedule = l->schedule;
 	return memcmp(&t.in, &c->in, sizeof(t.in)) == 0;
 }
 

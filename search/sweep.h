@@ -191,15 +191,21 @@ int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analyt
 			    double bound_s, struct cand *c);
 
 /*
- * The candidate whose simulation is provably c's (c: candidate index as
- * made, pending): c's partition is balanced and placed evenly (every stage
- * its layers / pp: synth_partition sets part[0] = 0 as "even" does), and
- * the sweep's candidate with partition "even" and every other value c's
- * has c's synth_in byte for byte but for the partition.  What a synthesised
- * prediction (predict_synth, its memory and its hierarchical points)
- * reads of the partition is the placement alone, so the two predictions
- * are equal.  1 and *twin its index, or 0 (no such candidate: simulate
- * c).  It says nothing of the twin's status (screened, failed).
+ * The candidate whose simulation is provably c's (c: candidate `index` as
+ * made, pending), the sweep's candidate whose synth_in is c's byte for
+ * byte but for one knob that builds the same graph:
+ * - partition: c's is balanced and placed evenly (synth_partition found
+ *   every stage's layers equal: part[0] = 0, as "even" has it); the twin's
+ *   "even".  What a synthesised prediction (predict_synth, its points)
+ *   reads of the partition is the placement alone.
+ * - schedule: one microbatch, GPipe and 1F1B (either way): every stage
+ *   runs its forward, then its backward, under both (step.c stage_step's
+ *   warm-up and steady phase), and nothing else of the build or its
+ *   simulation reads these two schedules apart.
+ * The memory estimate may differ (1F1B's last stage holds no warm-up
+ * microbatch): a twin's prediction is derived again for c
+ * (predict_derive).  1 and *twin its index, or 0 (none: simulate c).  It
+ * says nothing of the twin's status (screened, failed) or order.
  */
 int sweep_twin(const struct sweep *s, uint64_t index, const struct cand *c, uint64_t *twin);
 

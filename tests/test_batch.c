@@ -426,13 +426,15 @@ static void test_writer_groups(void **state)
 }
 
 /* sweep_twin: a balanced partition placed evenly takes its "even" twin's
- * prediction.  twins.cfg's pending candidates, each made (batch_make) and
- * simulated alone (predict_eval): every twin found is an "even" candidate
- * of the same knobs whose prediction equals the follower's field for field
- * (the claim, checked by simulating both); the sweep in batches of 3 with
- * the twins' predictions kept (batch_simulate_twins) equals it simulated
- * without them, candidate for candidate, and some candidates followed a
- * twin simulated in an earlier batch and some one in their own. */
+ * prediction, and with one microbatch GPipe and 1F1B each other's.
+ * twins.cfg's pending candidates, each made (batch_make) and simulated
+ * alone (predict_eval): every twin found differs in that knob alone, and
+ * its prediction, derived again for the follower (its memory), equals the
+ * follower's field for field (the claim, checked by simulating both); the
+ * sweep in batches of 3 with the twins' predictions kept
+ * (batch_simulate_twins) equals it simulated without them, candidate for
+ * candidate, and some candidates followed a twin simulated in an earlier
+ * batch and some one in their own. */
 static void test_twins(void **state)
 {
 	struct sweep sw;
@@ -441,7 +443,7 @@ static void test_twins(void **state)
 	struct batch_twins tw = {0};
 	struct prism_err err;
 	struct cand *a, *b, *t;
-	int nb = 3, twins = 0, owner[3] = {0, 0, 0};
+	int nb = 3, parts = 0, scheds = 0, owner[3] = {0, 0, 0};
 	struct batch_job work[3];
 	(void)state;
 	prism_err_clear(&err);
@@ -456,28 +458,41 @@ static void test_twins(void **state)
 	assert_true(a && b && t);
 	for (size_t i = 0; i < sp.norder; i++) {
 		struct predict_out p;
+		const struct layout *l = &a->in.lay;
+		int part;
 		batch_make(&sw, pool, &sp.order[i], 1, BATCH_EXHAUSTIVE, &best, a, NULL);
 		assert_int_equal(a->index, sp.order[i].index);
+		part = l->partition == LAYOUT_PART_BALANCED && a->placed.part[0] == 0 &&
+		       a->placed.part_chunks == 0;
 		if (a->twin < 0) {
-			assert_true(a->in.lay.partition != LAYOUT_PART_BALANCED ||
-				    a->placed.part[0] != 0 || a->placed.part_chunks != 0);
+			assert_false(part);
+			assert_false(l->microbatches == 1 &&
+				     (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B));
 			continue;
 		}
-		twins++;
-		assert_int_equal(a->in.lay.partition, LAYOUT_PART_BALANCED);
 		assert_int_equal(sweep_candidate(&sw, (uint64_t)a->twin, t), 0);
-		assert_int_equal(t->in.lay.partition, LAYOUT_PART_GIVEN);
-		assert_int_equal(t->in.lay.part[0], 0);
-		assert_true(t->gpus == a->gpus && t->in.lay.tp == a->in.lay.tp &&
-			    t->in.lay.pp == a->in.lay.pp && t->in.lay.vp == a->in.lay.vp &&
-			    t->in.lay.mbs == a->in.lay.mbs &&
-			    t->in.lay.schedule == a->in.lay.schedule);
+		if (part) {
+			parts++;
+			assert_int_equal(t->in.lay.partition, LAYOUT_PART_GIVEN);
+			assert_int_equal(t->in.lay.part[0], 0);
+			t->in.lay.partition = l->partition;
+		} else {
+			scheds++;
+			assert_int_equal(l->microbatches, 1);
+			assert_int_equal(t->in.lay.schedule,
+					 l->schedule == LAYOUT_GPIPE ? LAYOUT_1F1B : LAYOUT_GPIPE);
+			t->in.lay.schedule = l->schedule;
+		}
+		assert_memory_equal(&t->in.lay, l, sizeof(*l));
+		t->in.lay = sw.tmpl.lay; /* back to the twin's own */
+		assert_int_equal(sweep_candidate(&sw, (uint64_t)a->twin, t), 0);
 		assert_int_equal(predict_eval(&sw.bl.pb, &a->in, &a->p, NULL, NULL, &err), 0);
 		assert_int_equal(predict_eval(&sw.bl.pb, &t->in, &p, NULL, NULL, &err), 0);
 		assert_true(p.iter_s > 0);
+		predict_derive(&a->in, p.iter_s, &p);
 		assert_memory_equal(&p, &a->p, sizeof(p));
 	}
-	assert_true(twins >= 2);
+	assert_true(parts >= 2 && scheds >= 2);
 	/* The search with and without the twins' predictions. */
 	{
 		int followed_before = 0, followed_same = 0;
