@@ -179,10 +179,12 @@ static void make_cand(void *ctx, int i)
 	const struct batch_ref *r = &J->refs[i];
 	/* Judged once, by batch_space. */
 	struct cand *k = &J->batch[i];
-	uint64_t twin;
+	uint64_t twin[SWEEP_TWINS];
 	sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, k);
 	k->index = r->index;
-	k->twin = sweep_twin(J->sw, r->index, k, &twin) ? (int64_t)twin : -1;
+	k->ntwins = sweep_twins(J->sw, r->index, k, twin);
+	for (int t = 0; t < k->ntwins; t++)
+		k->twin[t] = (int64_t)twin[t];
 }
 
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
@@ -330,9 +332,10 @@ static int lists(const struct sweep *sw, int k, int v)
 	return 0;
 }
 
-/* Whether k's prediction may be another's (sweep_twin): "even" on more
+/* Whether k's prediction may be another's (sweep_twins): "even" on more
  * than one stage in a sweep that lists "balanced" too, or GPipe or 1F1B
- * with one microbatch in a sweep that lists both. */
+ * with one microbatch in a sweep that lists both, or ZeRO-1 or 2 there
+ * in one that lists both. */
 static int may_lead(const struct sweep *sw, const struct cand *k)
 {
 	const struct layout *l = &k->in.lay;
@@ -341,19 +344,31 @@ static int may_lead(const struct sweep *sw, const struct cand *k)
 	if (l->partition == LAYOUT_PART_GIVEN && l->pp >= 2 && !l->part[0] && !l->part_chunks &&
 	    lists(sw, LK_partition, LAYOUT_PART_BALANCED))
 		return 1;
-	return l->microbatches == 1 &&
-	       (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B) &&
-	       lists(sw, LK_schedule, LAYOUT_GPIPE) && lists(sw, LK_schedule, LAYOUT_1F1B);
+	if (l->microbatches != 1 || (l->schedule != LAYOUT_GPIPE && l->schedule != LAYOUT_1F1B))
+		return 0;
+	return (lists(sw, LK_schedule, LAYOUT_GPIPE) && lists(sw, LK_schedule, LAYOUT_1F1B)) ||
+	       ((l->zero == 1 || l->zero == 2) && lists(sw, LK_zero, 1) && lists(sw, LK_zero, 2));
 }
 
-/* The place in batch[0..n) of the candidate of index twin that rank
- * simulates, or -1. */
-static int twin_in_batch(const struct cand *batch, int n, const int *owner, int rank, int64_t twin)
+/* The place in batch[0..i) of a twin of batch[i] that rank simulates, or
+ * -1: the first in the batch, so that a candidate waits only for one
+ * before it (which the second pass settles first). */
+static int twin_in_batch(const struct cand *batch, int i, const int *owner, int rank)
 {
-	for (int j = 0; j < n; j++)
-		if (batch[j].index == twin && owner[j] == rank)
-			return j;
+	for (int j = 0; j < i; j++)
+		for (int t = 0; t < batch[i].ntwins; t++)
+			if (batch[j].index == batch[i].twin[t] && owner[j] == rank)
+				return j;
 	return -1;
+}
+
+/* A kept prediction of one of k's twins, or NULL. */
+static const struct predict_out *kept_twin(const struct batch_twins *tw, const struct cand *k)
+{
+	const struct predict_out *p = NULL;
+	for (int t = 0; t < k->ntwins && !p; t++)
+		p = twin_find(tw, k->twin[t]);
+	return p;
 }
 
 /* k given its twin's prediction, derived again for k's own layout (its
@@ -379,20 +394,18 @@ void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand
 		return;
 	}
 	/* Followers of an earlier batch's twin take its prediction; those
-	 * whose twin this batch simulates wait for it. */
+	 * with a twin earlier in this batch wait for it. */
 	for (int i = 0; i < n; i++) {
 		struct cand *k = &batch[i];
 		if (owner[i] != rank)
 			continue;
-		if (k->status == CS_PENDING && k->twin >= 0) {
-			if ((p = twin_find(tw, k->twin))) {
+		if (k->status == CS_PENDING && k->ntwins > 0) {
+			if ((p = kept_twin(tw, k))) {
 				follow(k, p, pg);
 				continue;
 			}
-			/* Twins of each other wait for the first. */
-			j = twin_in_batch(batch, n, owner, rank, k->twin);
-			if (j >= 0 && batch[j].status == CS_PENDING &&
-			    (j < i || batch[j].twin != k->index)) {
+			j = twin_in_batch(batch, i, owner, rank);
+			if (j >= 0 && batch[j].status == CS_PENDING) {
 				nf++;
 				continue;
 			}
@@ -400,12 +413,13 @@ void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand
 		work[nw++] = (struct batch_job){batch_cost(k), i};
 	}
 	simulate_work(sw, pool, batch, work, nw, threads, pg);
+	/* In the batch's order: a twin before is settled by now. */
 	nw = 0;
 	for (int i = 0; nf && i < n; i++) {
 		struct cand *k = &batch[i];
-		if (owner[i] != rank || k->status != CS_PENDING || k->twin < 0)
+		if (owner[i] != rank || k->status != CS_PENDING || k->ntwins == 0)
 			continue;
-		j = twin_in_batch(batch, n, owner, rank, k->twin);
+		j = twin_in_batch(batch, i, owner, rank);
 		if (j >= 0 && batch[j].status == CS_SIMULATED)
 			follow(k, &batch[j].p, pg);
 		else /* its twin failed: its own simulation says why */

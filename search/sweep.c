@@ -1138,41 +1138,59 @@ static int redigit(const struct sweep *s, uint64_t index, int k, int from, int t
 	return 1;
 }
 
-int sweep_twin(const struct sweep *s, uint64_t index, const struct cand *c, uint64_t *twin)
+/* The sweep's candidate `twin` (index with knob k's value changed to
+ * `other`) is c's twin: its synth_in is c's byte for byte but for knob k.
+ * 1 and *twin, or 0. */
+static int twin_of(const struct sweep *s, uint64_t index, const struct cand *c, int k, int other,
+		   uint64_t *twin)
+{
+	struct cand t;
+	int from, to, *f;
+
+	if (k == LK_schedule)
+		from = sched_digit(s, c->in.lay.schedule), to = sched_digit(s, other);
+	else
+		from = list_digit(s, k, layout_get(&c->in.m, &c->in.lay, k, 0)),
+		to = list_digit(s, k, other);
+	if (redigit(s, index, k, from, to, twin) || decode(s, *twin, &t, 0) ||
+	    t.status != CS_PENDING)
+		return 0;
+	f = k == LK_partition  ? &t.in.lay.partition
+	    : k == LK_schedule ? &t.in.lay.schedule
+			       : &t.in.lay.zero;
+	if (*f != other)
+		return 0;
+	*f = k == LK_partition	? c->in.lay.partition
+	     : k == LK_schedule ? c->in.lay.schedule
+				: c->in.lay.zero;
+	return memcmp(&t.in, &c->in, sizeof(t.in)) == 0;
+}
+
+int sweep_twins(const struct sweep *s, uint64_t index, const struct cand *c,
+		uint64_t twin[SWEEP_TWINS])
 {
 	const struct layout *l = &c->in.lay;
-	struct cand t;
-	int other, part;
+	int n = 0, one = l->microbatches == 1 &&
+			 (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B);
 
 	if (c->status != CS_PENDING || s->bl.pb.kind == PB_TRACE)
 		return 0;
-	part = l->partition == LAYOUT_PART_BALANCED && l->pp >= 2 && c->placed.pp == l->pp &&
-	       c->placed.part[0] == 0 && c->placed.part_chunks == 0;
-	if (part) {
-		/* Placed evenly: the "even" candidate. */
-		other = LAYOUT_PART_GIVEN;
-		if (redigit(s, index, LK_partition, list_digit(s, LK_partition, l->partition),
-			    list_digit(s, LK_partition, other), twin))
-			return 0;
-	} else if (l->microbatches == 1 &&
-		   (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B)) {
-		/* One microbatch: GPipe's and 1F1B's one order. */
-		other = l->schedule == LAYOUT_GPIPE ? LAYOUT_1F1B : LAYOUT_GPIPE;
-		if (redigit(s, index, LK_schedule, sched_digit(s, l->schedule),
-			    sched_digit(s, other), twin))
-			return 0;
-	} else {
-		return 0;
-	}
-	if (decode(s, *twin, &t, 0))
-		return 0;
-	if (t.status != CS_PENDING || (part ? t.in.lay.partition : t.in.lay.schedule) != other)
-		return 0;
-	if (part)
-		t.in.lay.partition = l->partition;
-	else
-		t.in.lay.schedule = l->schedule;
-	return memcmp(&t.in, &c->in, sizeof(t.in)) == 0;
+	/* Placed evenly: the "even" candidate. */
+	if (l->partition == LAYOUT_PART_BALANCED && l->pp >= 2 && c->placed.pp == l->pp &&
+	    c->placed.part[0] == 0 && c->placed.part_chunks == 0 &&
+	    twin_of(s, index, c, LK_partition, LAYOUT_PART_GIVEN, &twin[n]))
+		n++;
+	/* One microbatch: GPipe's and 1F1B's one order. */
+	if (one && twin_of(s, index, c, LK_schedule,
+			   l->schedule == LAYOUT_GPIPE ? LAYOUT_1F1B : LAYOUT_GPIPE, &twin[n]))
+		n++;
+	/* One microbatch, its gradients reduced in its backward: ZeRO-1's
+	 * and ZeRO-2's one reduction (not FSDP's SHARD_GRAD_OP). */
+	if (one && (l->zero == 1 || l->zero == 2) && l->overlap_grad &&
+	    l->dp_impl != LAYOUT_DP_FSDP && l->dp_impl != LAYOUT_DP_FSDP2 &&
+	    twin_of(s, index, c, LK_zero, 3 - l->zero, &twin[n]))
+		n++;
+	return n;
 }
 
 int sweep_key(const struct sweep *s, uint64_t index, char *key, size_t n)

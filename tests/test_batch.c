@@ -425,13 +425,14 @@ static void test_writer_groups(void **state)
 	sweep_release(&sw);
 }
 
-/* sweep_twin: a balanced partition placed evenly takes its "even" twin's
- * prediction, and with one microbatch GPipe and 1F1B each other's.
- * twins.cfg's pending candidates, each made (batch_make) and simulated
- * alone (predict_eval): every twin found differs in that knob alone, and
- * its prediction, derived again for the follower (its memory), equals the
- * follower's field for field (the claim, checked by simulating both); the
- * sweep in batches of 3 with the twins' predictions kept
+/* sweep_twins: a balanced partition placed evenly takes its "even" twin's
+ * prediction, with one microbatch GPipe and 1F1B each other's, and there
+ * ZeRO-1 and ZeRO-2.  twins.cfg's pending candidates, each made
+ * (batch_make) and simulated alone (predict_eval): every twin found
+ * differs in that knob alone, and its prediction, derived again for the
+ * follower (its memory), equals the follower's field for field (the
+ * claim, checked by simulating both); every candidate of those kinds has
+ * its twins; the sweep in batches of 3 with the twins' predictions kept
  * (batch_simulate_twins) equals it simulated without them, candidate for
  * candidate, and some candidates followed a twin simulated in an earlier
  * batch and some one in their own. */
@@ -443,7 +444,7 @@ static void test_twins(void **state)
 	struct batch_twins tw = {0};
 	struct prism_err err;
 	struct cand *a, *b, *t;
-	int nb = 3, parts = 0, scheds = 0, owner[3] = {0, 0, 0};
+	int nb = 3, kinds[3] = {0}, owner[3] = {0, 0, 0};
 	struct batch_job work[3];
 	(void)state;
 	prism_err_clear(&err);
@@ -457,42 +458,51 @@ static void test_twins(void **state)
 	t = prism_malloc(sizeof(*t));
 	assert_true(a && b && t);
 	for (size_t i = 0; i < sp.norder; i++) {
-		struct predict_out p;
 		const struct layout *l = &a->in.lay;
-		int part;
+		int part, one, want;
 		batch_make(&sw, pool, &sp.order[i], 1, BATCH_EXHAUSTIVE, &best, a, NULL);
 		assert_int_equal(a->index, sp.order[i].index);
 		part = l->partition == LAYOUT_PART_BALANCED && a->placed.part[0] == 0 &&
 		       a->placed.part_chunks == 0;
-		if (a->twin < 0) {
-			assert_false(part);
-			assert_false(l->microbatches == 1 &&
-				     (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B));
-			continue;
+		one = l->microbatches == 1 &&
+		      (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B);
+		/* twins.cfg lists even and balanced, GPipe and 1F1B, ZeRO 1 and 2,
+		 * each valid with the others: every twin there is found. */
+		want = part + one + (one && (l->zero == 1 || l->zero == 2));
+		assert_int_equal(a->ntwins, want);
+		for (int k = 0; k < a->ntwins; k++) {
+			struct predict_out p, q;
+			struct layout x;
+			int kind;
+			assert_int_equal(sweep_candidate(&sw, (uint64_t)a->twin[k], t), 0);
+			x = t->in.lay;
+			kind = x.partition != l->partition ? 0 : x.schedule != l->schedule ? 1 : 2;
+			kinds[kind]++;
+			if (kind == 0) {
+				assert_true(part);
+				assert_int_equal(x.partition, LAYOUT_PART_GIVEN);
+				assert_int_equal(x.part[0], 0);
+				x.partition = l->partition;
+			} else if (kind == 1) {
+				assert_true(one);
+				assert_int_equal(x.schedule, l->schedule == LAYOUT_GPIPE
+								 ? LAYOUT_1F1B
+								 : LAYOUT_GPIPE);
+				x.schedule = l->schedule;
+			} else {
+				assert_true(one);
+				assert_int_equal(x.zero + l->zero, 3);
+				x.zero = l->zero;
+			}
+			assert_memory_equal(&x, l, sizeof(x)); /* that knob alone */
+			assert_int_equal(predict_eval(&sw.bl.pb, &a->in, &q, NULL, NULL, &err), 0);
+			assert_int_equal(predict_eval(&sw.bl.pb, &t->in, &p, NULL, NULL, &err), 0);
+			assert_true(p.iter_s > 0);
+			predict_derive(&a->in, p.iter_s, &p);
+			assert_memory_equal(&p, &q, sizeof(p));
 		}
-		assert_int_equal(sweep_candidate(&sw, (uint64_t)a->twin, t), 0);
-		if (part) {
-			parts++;
-			assert_int_equal(t->in.lay.partition, LAYOUT_PART_GIVEN);
-			assert_int_equal(t->in.lay.part[0], 0);
-			t->in.lay.partition = l->partition;
-		} else {
-			scheds++;
-			assert_int_equal(l->microbatches, 1);
-			assert_int_equal(t->in.lay.schedule,
-					 l->schedule == LAYOUT_GPIPE ? LAYOUT_1F1B : LAYOUT_GPIPE);
-			t->in.lay.schedule = l->schedule;
-		}
-		assert_memory_equal(&t->in.lay, l, sizeof(*l));
-		t->in.lay = sw.tmpl.lay; /* back to the twin's own */
-		assert_int_equal(sweep_candidate(&sw, (uint64_t)a->twin, t), 0);
-		assert_int_equal(predict_eval(&sw.bl.pb, &a->in, &a->p, NULL, NULL, &err), 0);
-		assert_int_equal(predict_eval(&sw.bl.pb, &t->in, &p, NULL, NULL, &err), 0);
-		assert_true(p.iter_s > 0);
-		predict_derive(&a->in, p.iter_s, &p);
-		assert_memory_equal(&p, &a->p, sizeof(p));
 	}
-	assert_true(parts >= 2 && scheds >= 2);
+	assert_true(kinds[0] >= 2 && kinds[1] >= 2 && kinds[2] >= 2);
 	/* The search with and without the twins' predictions. */
 	{
 		int followed_before = 0, followed_same = 0;
@@ -503,12 +513,14 @@ static void test_twins(void **state)
 			batch_make(&sw, pool, sp.order + at, n, BATCH_EXHAUSTIVE, &best2, b, NULL);
 			for (int i = 0; i < n; i++) {
 				int in_batch = 0, before = 0;
-				for (int j = 0; j < n; j++)
-					in_batch |= a[i].twin >= 0 && a[j].index == a[i].twin;
-				for (size_t j = 0; j < at; j++)
-					before |= a[i].twin >= 0 && sp.order[j].index == a[i].twin;
+				for (int k = 0; k < a[i].ntwins; k++) {
+					for (int j = 0; j < i; j++)
+						in_batch |= a[j].index == a[i].twin[k];
+					for (size_t j = 0; j < at; j++)
+						before |= sp.order[j].index == a[i].twin[k];
+				}
 				followed_before += before;
-				followed_same += in_batch;
+				followed_same += in_batch && !before;
 			}
 			batch_simulate_twins(&sw, pool, a, n, owner, 0, 2, work, NULL, &tw);
 			batch_simulate(&sw, pool, b, n, owner, 0, 2, work, NULL);
