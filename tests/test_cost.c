@@ -2222,7 +2222,8 @@ static void test_mem_bytes(void **state)
 	    /* 4096*1024 = 4194304 elements: fwd 2 + sum 1 + PyTorch's bwd 5 */
 	    "H100,,megatron_rms_norm (RMSNorm),torch.nn.RMSNorm,bf16,"
 	    "\"[S=4096, B=1, H=1024]\",bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n"
-	    /* Liger's one-kernel backward: fwd 2 + sum 1 + bwd 3 */
+	    /* Liger's one-kernel backward: fwd 2 + sum 1 + bwd 3, + the
+	     * Megatron wrapper's dX memset (zeros_like, in_place=False) 1 */
 	    "H100,,megatron_rms_norm (RMSNorm),LigerMegatronRMSNorm (Triton),bf16,"
 	    "\"[S=4096, B=1, H=1024]\",bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n"
 	    /* backward alone (retain_graph): PyTorch's 5, fp32 */
@@ -2230,10 +2231,21 @@ static void test_mem_bytes(void **state)
 	    "rows M=4096 x N=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n"
 	    /* Liger's: 3 */
 	    "H100,,layer_norm (LayerNorm),Liger Triton LayerNorm,fp32,"
-	    "rows M=4096 x N=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n";
-	static const double want[6] = {16777216.0 * 2 * 1.5, 16777216.0 * 2 * 4.5,
-				       4194304.0 * 2 * 8,    4194304.0 * 2 * 6,
-				       4194304.0 * 4 * 5,    4194304.0 * 4 * 3};
+	    "rows M=4096 x N=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n"
+	    /* 2048*1024 = 2097152 elements of bf16: Liger's RMSNorm backward
+	     * before v0.4.0 reads dy and x and writes dx (3 passes), and writes
+	     * an fp32 weight gradient per element that torch.sum reads back
+	     * (2 x 4 bytes = 4 passes of bf16): 7 */
+	    "A100,,rms_norm (RMSNorm),Liger Triton RMSNorm,bf16,"
+	    "rows M=2048 x N=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,"
+	    "liger_version 0.2.1; run 2024-09-03\n"
+	    /* from v0.4.0 the partial gradients are per SM: 3 */
+	    "A100,,rms_norm (RMSNorm),Liger Triton RMSNorm,bf16,"
+	    "rows M=2048 x N=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,"
+	    "liger_version 0.4.0\n";
+	static const double want[8] = {
+	    16777216.0 * 2 * 1.5, 16777216.0 * 2 * 4.5, 4194304.0 * 2 * 8, 4194304.0 * 2 * 7,
+	    4194304.0 * 4 * 5,	  4194304.0 * 4 * 3,	2097152.0 * 2 * 7, 2097152.0 * 2 * 3};
 	struct kbench kb;
 	struct prism_err err;
 	char path[] = "/tmp/prism-kb-XXXXXX";
@@ -2246,8 +2258,8 @@ static void test_mem_bytes(void **state)
 	prism_err_clear(&err);
 	assert_int_equal(kbench_read(&kb, path, &err), 0);
 	unlink(path);
-	assert_int_equal(kb.n, 6);
-	for (int i = 0; i < 6; i++) {
+	assert_int_equal(kb.n, 8);
+	for (int i = 0; i < 8; i++) {
 		assert_int_equal(kb.rows[i].cls, KB_MEM);
 		assert_rel_close(kb.rows[i].bytes, want[i], 1e-12);
 	}

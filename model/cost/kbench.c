@@ -547,6 +547,48 @@ static double elements(const char *shape)
 	return found ? prod : 0;
 }
 
+/* The Liger version a row's notes name ("liger_version 0.2.1") as
+ * major * 10000 + minor * 100 + patch; 0 where none is named. */
+static int liger_version(const char *notes)
+{
+	const char *p = strstr(notes, "liger_version ");
+	int v[3] = {0, 0, 0};
+	if (!p)
+		return 0;
+	p += strlen("liger_version ");
+	for (int i = 0; i < 3 && isdigit((unsigned char)*p); i++) {
+		char *e;
+		v[i] = (int)strtol(p, &e, 10);
+		p = *e == '.' ? e + 1 : e;
+	}
+	return v[0] * 10000 + v[1] * 100 + v[2];
+}
+
+/* Passes (of the row's element size es) that Liger's own norm backwards
+ * move beyond reading dy and x and writing dx, from the code of the
+ * version the row ran:
+ * - RMSNorm before v0.4.0 (Liger-Kernel@e1e9d2e3, "RMSNorm aggregation",
+ *   2024-10-03, made it persistent): `rms_norm_backward` writes each row's
+ *   weight gradient into a [rows, cols] buffer of the weight's dtype
+ *   (`torch.empty_like(X, dtype=W.dtype)`; the benchmark's LigerRMSNorm
+ *   keeps its weight fp32) and `torch.sum(dW, dim=0)` reads it back: 2 x 4
+ *   bytes an element (Liger-Kernel@b5672a15, the commit that wrote the
+ *   A100 rows: src/liger_kernel/ops/rms_norm.py);
+ * - the Megatron wrapper (LigerMegatronRMSNorm, src/liger_kernel/megatron/
+ *   rms_norm.py@27fe47e2) calls the function with in_place=False, for
+ *   which `rms_norm_backward` allocates dX with `torch.zeros_like(dY)`: a
+ *   memset writing one pass before the kernel writes it again. */
+static double liger_norm_bwd_passes(const char *kern, const char *notes, double es)
+{
+	if (!strncmp(kern, "rms_norm", 8)) {
+		int v = liger_version(notes);
+		return v && v < 400 ? 2 * 4 / es : 0;
+	}
+	if (!strncmp(kern, "megatron_rms_norm", 17))
+		return 1;
+	return 0;
+}
+
 static int membound_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 {
 	struct kbench_row r;
@@ -633,6 +675,8 @@ static int membound_row(struct kbench *kb, const struct cols *h, char **f, int n
 		mult += strstr(kern, "swiglu")	  ? 1.5 + 0.5
 			: strstr(kern, "entropy") ? (strstr(impl, "Liger") ? 2 : 1)
 						  : 2 + 1;
+	if (!fwd && !both && strstr(r.source, "Liger-Kernel") && strstr(impl, "Liger"))
+		mult += liger_norm_bwd_passes(kern, col(h, f, nf, "notes"), es);
 	r.bytes = el * es * mult;
 	r.time_s = tm / 1e3;
 	return kbench_add(kb, &r);
