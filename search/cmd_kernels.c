@@ -50,7 +50,9 @@ static const char help[] =
     "                   the mean squared log error; memory-bound: a weighted line,\n"
     "                   its floor the device's from rows timed on the device alone\n"
     "                   -- CUDA-graph replays -- where given, and what rows timed\n"
-    "                   between CUDA events add, events_us, apart), per GPU\n"
+    "                   between CUDA events add, events_us, apart; the host's\n"
+    "                   cost per kernel a Python-level call launches, host_us,\n"
+    "                   where its rows are host-bound), per GPU\n"
     "                   family, class and dtype (a GEMM dtype with fewer\n"
     "                   than 20 rows: its peak alone, the shape parameters of the\n"
     "                   family's dtype with the most rows, or where none has 20,\n"
@@ -358,6 +360,8 @@ static void print_kernels(const struct hw_profile *hw)
 			       hw->k.mem_eff[m], hw->k.mem_overhead_s[m] * 1e6);
 			if (hw->k.mem_events_s[m] > 0)
 				printf("events_us = %.3f; ", hw->k.mem_events_s[m] * 1e6);
+			if (hw->k.mem_host_s[m] > 0)
+				printf("host_us = %.3f; ", hw->k.mem_host_s[m] * 1e6);
 			printf("};\n");
 		}
 	}
