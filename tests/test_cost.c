@@ -2223,6 +2223,70 @@ static void test_analytic_small(void **state)
 	assert_string_equal(err.msg, "layout: tp 16 is beyond a node of 8 GPUs");
 }
 
+/* A Python-level call timed by triton.testing.do_bench (docs/MODEL.md,
+ * "Kernel efficiency"): do_bench zeroes 256 MiB to flush L2, records the
+ * start event behind it and calls the function, so a host slower than the
+ * GPU has the flush hide as much of its time.  On the H100 profile the
+ * flush is an elementwise write, 0.636 us + 268435456 B / (3.35 TB/s x
+ * 0.751) = 107.334 us; Liger's LayerNorm backward of 4096 x 1024 fp32
+ * (50331648 B) launches 5 kernels at the norm kind's 54.921 us: a floor
+ * of 5 x 54.921 - 107.334 = 167.271 us over its device time, 4.406 +
+ * 50331648 / (3.35e12 x 0.698) + 0.458 = 26.389 us.  Then the fit by hand:
+ * three event-timed rows on t = 6 us + x / 0.8 and three rows of 5
+ * launches measured at 5 x 50 us - 107.334 us give the line back from the
+ * first three (the floor rows left out) and host_us 50, from the
+ * profile's 54.921 and from 0. */
+static void test_host_floor(void **state)
+{
+	struct hw_profile h, *hws[6];
+	struct kbench_row rows[6];
+	struct prism_err err;
+	size_t idx[6];
+	double flush, x[3] = {1e7, 1e8, 1e9};
+	(void)state;
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &h, &err), 0);
+	flush = kperf_mem_s(&h, HW_MEM_ELEMENTWISE, 268435456.0);
+	assert_rel_close(flush, 0.636e-6 + 268435456.0 / (3.35e12 * 0.751), 1e-12);
+	assert_rel_close(flush, 107.334e-6, 1e-5);
+	memset(rows, 0, sizeof(rows));
+	rows[0].cls = KB_MEM;
+	rows[0].dtype = HW_FP32;
+	rows[0].mem_kind = HW_MEM_NORM;
+	rows[0].bytes = 4096.0 * 1024 * 4 * 3;
+	rows[0].timing = KB_TIME_EVENTS;
+	rows[0].launches = 5;
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 5 * 54.921e-6 - flush, 1e-12);
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 167.271e-6, 1e-5);
+	rows[0].launches = 1; /* 54.921 us, hidden by the flush: the device's time */
+	assert_rel_close(kbench_predict(&h, &rows[0], 0),
+			 4.406e-6 + 50331648.0 / (3.35e12 * 0.698) + 0.458e-6, 1e-12);
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 26.389e-6, 1e-4);
+	rows[0].launches = 5; /* timed on the device alone: no host in it */
+	rows[0].timing = KB_TIME_DEVICE;
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 4.406e-6 + 50331648.0 / (3.35e12 * 0.698),
+			 1e-12);
+
+	for (int start = 0; start < 2; start++) {
+		for (int i = 0; i < 6; i++) {
+			rows[i] = rows[0];
+			rows[i].timing = KB_TIME_EVENTS;
+			rows[i].bytes = i < 3 ? x[i] : 1e6;
+			rows[i].launches = i < 3 ? 0 : 5;
+			rows[i].time_s = i < 3 ? 6e-6 + x[i] / (3.35e12 * 0.8) : 5 * 50e-6 - flush;
+			hws[i] = &h;
+			idx[i] = (size_t)i;
+		}
+		h.k.mem_host_s[HW_MEM_NORM] = start ? 0 : 54.921e-6;
+		assert_int_equal(kbench_fit(hws, rows, idx, 6, KB_MEM, HW_MEM_NORM), 3);
+		assert_rel_close(h.k.mem_host_s[HW_MEM_NORM], 50e-6, 1e-9);
+		assert_rel_close(h.k.mem_eff[HW_MEM_NORM], 0.8, 1e-9);
+		assert_rel_close(h.k.mem_overhead_s[HW_MEM_NORM] + h.k.mem_events_s[HW_MEM_NORM],
+				 6e-6, 1e-9);
+		for (int i = 0; i < 6; i++)
+			assert_rel_close(kbench_predict(&h, &rows[i], 0), rows[i].time_s, 1e-9);
+	}
+}
+
 /* A memory-bound row's bytes, counted by hand from its shape and how its
  * source times it (docs/MODEL.md, "Kernel efficiency"): Liger's Megatron
  * benchmarks time "backward" as forward + sum + backward
@@ -2245,7 +2309,8 @@ static void test_mem_bytes(void **state)
 	    /* 4096*1024 = 4194304 elements: fwd 2 + sum 1 + PyTorch's bwd 5 */
 	    "H100,,megatron_rms_norm (RMSNorm),torch.nn.RMSNorm,bf16,"
 	    "\"[S=4096, B=1, H=1024]\",bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n"
-	    /* Liger's one-kernel backward: fwd 2 + sum 1 + bwd 3 */
+	    /* Liger's one-kernel backward: fwd 2 + sum 1 + bwd 3, + the
+	     * Megatron wrapper's dX memset (zeros_like, in_place=False) 1 */
 	    "H100,,megatron_rms_norm (RMSNorm),LigerMegatronRMSNorm (Triton),bf16,"
 	    "\"[S=4096, B=1, H=1024]\",bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n"
 	    /* backward alone (retain_graph): PyTorch's 5, fp32 */
@@ -2253,10 +2318,30 @@ static void test_mem_bytes(void **state)
 	    "rows M=4096 x N=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n"
 	    /* Liger's: 3 */
 	    "H100,,layer_norm (LayerNorm),Liger Triton LayerNorm,fp32,"
-	    "rows M=4096 x N=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n";
-	static const double want[6] = {16777216.0 * 2 * 1.5, 16777216.0 * 2 * 4.5,
-				       4194304.0 * 2 * 8,    4194304.0 * 2 * 6,
-				       4194304.0 * 4 * 5,    4194304.0 * 4 * 3};
+	    "rows M=4096 x N=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,\n"
+	    /* 2048*1024 = 2097152 elements of bf16: Liger's RMSNorm backward
+	     * before v0.4.0 reads dy and x and writes dx (3 passes), and writes
+	     * an fp32 weight gradient per element that torch.sum reads back
+	     * (2 x 4 bytes = 4 passes of bf16): 7 */
+	    "A100,,rms_norm (RMSNorm),Liger Triton RMSNorm,bf16,"
+	    "rows M=2048 x N=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,"
+	    "liger_version 0.2.1; run 2024-09-03\n"
+	    /* from v0.4.0 the partial gradients are per SM: 3 */
+	    "A100,,rms_norm (RMSNorm),Liger Triton RMSNorm,bf16,"
+	    "rows M=2048 x N=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,"
+	    "liger_version 0.4.0\n"
+	    /* 2048*1024 fp32: the fused add's backward reads dy, ds and s and
+	     * writes dx (4), and the first accumulation clones dx (2): 6 */
+	    "H100,,fused_add_rms_norm (residual add + RMSNorm),Liger fused residual-add + RMSNorm,"
+	    "fp32,rows M=2048 x hidden H=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,"
+	    "liger_version 0.7.0\n";
+	static const double want[9] = {
+	    16777216.0 * 2 * 1.5, 16777216.0 * 2 * 4.5, 4194304.0 * 2 * 8,
+	    4194304.0 * 2 * 7,	  4194304.0 * 4 * 5,	4194304.0 * 4 * 3,
+	    2097152.0 * 2 * 7,	  2097152.0 * 2 * 3,	2097152.0 * 4 * 6};
+	/* the kernels each call launches (liger_norm_launches): Liger's
+	 * norms only, counted from their code; 0 not counted */
+	static const double launches[9] = {0, 0, 0, 7, 0, 5, 3, 0, 4};
 	struct kbench kb;
 	struct prism_err err;
 	char path[] = "/tmp/prism-kb-XXXXXX";
@@ -2269,10 +2354,11 @@ static void test_mem_bytes(void **state)
 	prism_err_clear(&err);
 	assert_int_equal(kbench_read(&kb, path, &err), 0);
 	unlink(path);
-	assert_int_equal(kb.n, 6);
-	for (int i = 0; i < 6; i++) {
+	assert_int_equal(kb.n, 9);
+	for (int i = 0; i < 9; i++) {
 		assert_int_equal(kb.rows[i].cls, KB_MEM);
 		assert_rel_close(kb.rows[i].bytes, want[i], 1e-12);
+		assert_true(kb.rows[i].launches == launches[i]);
 	}
 	kbench_release(&kb);
 }
@@ -2443,6 +2529,7 @@ int main(void)
 	    cmocka_unit_test(test_mem_floor),
 	    cmocka_unit_test(test_mem_bytes),
 	    cmocka_unit_test(test_gemm_fixed_cost),
+	    cmocka_unit_test(test_host_floor),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
