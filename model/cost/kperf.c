@@ -418,19 +418,19 @@ int kperf_lowp_casts(int dtype, int recipe, int exec, int weight, double n,
 {
 	int k = 0;
 	if (compiled_tensorwise(dtype, recipe, exec)) {
+		out[k++] = (struct kperf_cast){"inductor_fp8_quant_amax_partial", 1,
+					       HW_MEM_ELEMENTWISE, 2 * n};
 		out[k++] =
-		    (struct kperf_cast){"triton_red_fused_abs_amax", 1, HW_MEM_ELEMENTWISE, 2 * n};
-		out[k++] =
-		    (struct kperf_cast){"triton_per_fused_amax_final", 1, HW_MEM_ELEMENTWISE, 0};
+		    (struct kperf_cast){"inductor_fp8_quant_amax_final", 1, HW_MEM_ELEMENTWISE, 0};
 		if (!weight) {
-			out[k++] = (struct kperf_cast){"triton_poi_fused_cast_fp8_both", 1,
+			out[k++] = (struct kperf_cast){"inductor_fp8_cast_both", 1,
 						       HW_MEM_ELEMENTWISE, 4 * n};
 			return k;
 		}
-		out[k++] = (struct kperf_cast){"triton_poi_fused_cast_fp8_fwd", 1,
-					       HW_MEM_ELEMENTWISE, 3 * n};
-		out[k++] = (struct kperf_cast){"triton_poi_fused_cast_fp8_bwd", 1,
-					       HW_MEM_ELEMENTWISE, 3 * n};
+		out[k++] =
+		    (struct kperf_cast){"inductor_fp8_cast_fwd", 1, HW_MEM_ELEMENTWISE, 3 * n};
+		out[k++] =
+		    (struct kperf_cast){"inductor_fp8_cast_bwd", 1, HW_MEM_ELEMENTWISE, 3 * n};
 		return k;
 	}
 	if (dtype == HW_FP4) {

@@ -164,7 +164,10 @@ double kperf_elem_bytes(int dtype);
  * gradient; for a weight the forward's copy and, in the backward, the
  * transposed one (2 + 1 each).  All are elementwise-kind kernels (a split
  * reduction's blocks stream their share as a pointwise kernel does).  The
- * other recipes keep Transformer Engine's kernels under every exec.
+ * other recipes keep Transformer Engine's kernels under every exec.  Their
+ * names ("inductor_fp8_quant_amax_partial", "inductor_fp8_cast_both", ...)
+ * classify as elementwise (cost_classify), as they are timed, where
+ * Inductor's own would read as reductions ("triton_red_").
  * Into out: each kernel's name stem, whether the tensor's name follows
  * it ("te_compute_amax_input"), its kind (enum hw_mem_kind) and bytes;
  * returns how many (0: dtype is neither fp8 nor fp4).
