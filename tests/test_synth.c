@@ -801,6 +801,30 @@ static void test_fp8_recipes(void **state)
 		assert_rel_close((f16 + b16) / (f + b), want[i].gain, 1e-6);
 		assert_rel_close(a, a16, 1e-12); /* the attention core stays bf16 */
 	}
+	/* In a step of 3 microbatches (synth builds so.steps of them):
+	 * Transformer Engine casts each of the 8 layers' 4 weights once,
+	 * torchao under torch.compile in every microbatch. */
+	for (int e = LAYOUT_EXEC_EAGER; e <= LAYOUT_EXEC_COMPILED; e += 2) {
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *gr;
+		int n;
+		small(&in);
+		in.lay.dtype = HW_FP8;
+		in.lay.fp8_recipe = LAYOUT_FP8_CURRENT;
+		in.lay.microbatches = 3;
+		in.lay.exec = e;
+		gr = build(&in, &so, &st);
+		assert_true(so.steps >= 1);
+		named_ns(gr,
+			 e == LAYOUT_EXEC_EAGER ? "te_cast_transpose_fp8_weight"
+						: "inductor_fp8_cast_fwd_weight",
+			 &n);
+		assert_int_equal(n, (e == LAYOUT_EXEC_EAGER ? 32 : 96) * so.steps);
+		named_ns(gr, "inductor_fp8_cast_both_input", &n);
+		assert_int_equal(n, (e == LAYOUT_EXEC_EAGER ? 0 : 96) * so.steps);
+		graph_free(gr);
+	}
 	layout_default(&l);
 	assert_true(mem_lowp_weight_bytes(&l) == 0);
 	l.dtype = HW_FP8;
