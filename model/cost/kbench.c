@@ -1028,15 +1028,25 @@ static double gemm_time(const struct hw_profile *hw, const struct kbench_row *r)
 	return kperf_gemm_plan_sched(hw, r->dtype, r->b, r->m, r->n, r->k, sched, NULL);
 }
 
-/* A linear layer's speed-up in fp8: its forward (M x K times K x N) and
- * both gradients as bf16 GEMMs, against the same in fp8 plus the casts
- * synth adds under current scaling, the rows' recipe (torchao's dynamic
- * per-tensor scaling: an amax pass, then a cast-transpose, of the input,
- * the weight and the output gradient; kperf_lowp_casts).  The flat model: the GEMMs at
- * 70 % of each dtype's peak + 3 us, no casts. */
+/*
+ * A linear layer's speed-up in fp8 as torchao's rows measure it
+ * (benchmarks/float8/float8_roofline.py at the rows' commit: the summed
+ * device time of the kernels of a compiled LNLinearSigmoid's forward and
+ * backward, its input requiring a gradient): a layer norm without affine
+ * parameters (M x K), the linear (K -> N, no bias), a sigmoid, in bf16
+ * against the same with a Float8Linear.  Both sides: the norm's forward
+ * (2 bytes a value read, 2 written) and backward (dy and x read, dx
+ * written: 6), the sigmoid's forward (4) and backward (dy and y read, dx
+ * written: 6), Inductor's Triton kernels, timed at the device floors;
+ * the three GEMMs (forward, input and weight gradients) in bf16 or fp8;
+ * the fp8 side adds the casts of the input, the weight and the output
+ * gradient as the current recipe runs under torch.compile
+ * (kperf_lowp_casts: tensorwise dynamic scaling).  The flat model: the
+ * GEMMs at 70 % of each dtype's peak + 3 us, nothing else.
+ */
 static double fp8_speedup(const struct hw_profile *hw, const struct kbench_row *r, int flat_model)
 {
-	double m = r->m, n = r->n, k = r->k, b16 = 0, f8 = 0;
+	double m = r->m, n = r->n, k = r->k, b16 = 0, f8 = 0, rest;
 	const double shp[3][3] = {{m, n, k}, {m, k, n}, {k, n, m}};
 	if (hw->peak_flops[HW_FP8] <= 0)
 		return 0;
@@ -1050,10 +1060,20 @@ static double fp8_speedup(const struct hw_profile *hw, const struct kbench_row *
 			f8 += kperf_gemm_s(hw, HW_FP8, 1, shp[i][0], shp[i][1], shp[i][2]);
 		}
 	}
-	if (!flat_model)
-		f8 += kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, 0, m * k) +
-		      kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, 1, k * n) +
-		      kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, 0, m * n);
+	if (!flat_model) {
+		rest = kperf_mem_s(hw, HW_MEM_NORM, 4 * m * k) +
+		       kperf_mem_s(hw, HW_MEM_NORM, 6 * m * k) +
+		       kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 4 * m * n) +
+		       kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 6 * m * n);
+		b16 += rest;
+		f8 += rest +
+		      kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 0,
+					m * k) +
+		      kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 1,
+					k * n) +
+		      kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 0,
+					m * n);
+	}
 	return f8 > 0 ? b16 / f8 : 0;
 }
 
