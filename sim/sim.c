@@ -149,6 +149,7 @@ void sim_free(struct sim *s)
 	VEC_FREE(s->pcount);
 	free(s->mp_work);
 	free(s->mp_pb);
+	free(s->mp_q);
 	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
 		free(s->run[r].v);
 	free(s->run);
@@ -986,9 +987,13 @@ static int mp_streams(const struct sim *s, const struct sim_opts *o)
  * for it (the event queue's push order would decide which the sim saw
  * first).  A rank's streams merged by start; each task must start after
  * the latest end so far, or at it when it waits for that task (an edge,
- * or the same stream's order).  1: they did (or a stream's tasks are out
- * of order); 0: no contention acted; PRISM_ENOMEM. */
-static int mp_overlap(const struct sim *s, const struct sim_opts *o)
+ * or the same stream's order).  q NULL: every contended task counts (the
+ * plain pass); else only pairs of which one went straight through (q[u]
+ * 0: the hybrid's queue ran the others, contention and all), each task
+ * held to the latest end of those (a queued one) or of all (one that
+ * went straight through).  1: they did (or a stream's tasks are out of
+ * order); 0: no contention acted; PRISM_ENOMEM. */
+static int mp_overlap(const struct sim *s, const struct sim_opts *o, const uint8_t *q)
 {
 	const struct graph *g = s->g;
 	uint32_t ranks = mp_ranks(g), *pk, *cur, npk;
@@ -999,8 +1004,8 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o)
 		return PRISM_ENOMEM;
 	cur = pk + g->n_procs;
 	for (uint32_t r = 0; r < ranks && !hit; r++) {
-		uint32_t last = NONE32;
-		int64_t maxend = INT64_MIN;
+		uint32_t last = NONE32, lastd = NONE32; /* all; straight through */
+		int64_t maxend = INT64_MIN, maxd = INT64_MIN;
 		npk = 0;
 		for (uint32_t p = 0; p < g->n_procs; p++)
 			if (g->procs[p].gpu && g->procs[p].rank == r) {
@@ -1008,7 +1013,8 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o)
 				cur[npk++] = g->procs[p].first;
 			}
 		for (;;) {
-			uint32_t best = NONE32, b;
+			uint32_t best = NONE32, b, l;
+			int64_t m;
 			for (uint32_t k = 0; k < npk; k++) {
 				const struct graph_proc *pr = &g->procs[pk[k]];
 				while (cur[k] < pr->first + pr->n && !mp_contended(s, o, cur[k]))
@@ -1021,11 +1027,12 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o)
 			if (best == NONE32)
 				break;
 			b = cur[best]++;
-			if (last != NONE32 && s->start_ns[b] <= maxend) {
-				int waits = s->start_ns[b] == maxend && g->proc[b] == g->proc[last];
-				for (uint32_t k = g->out_off[last];
-				     !waits && s->start_ns[b] == maxend && k < g->out_off[last + 1];
-				     k++)
+			l = !q || !q[b] ? last : lastd;
+			m = !q || !q[b] ? maxend : maxd;
+			if (l != NONE32 && s->start_ns[b] <= m) {
+				int waits = s->start_ns[b] == m && g->proc[b] == g->proc[l];
+				for (uint32_t k = g->out_off[l];
+				     !waits && s->start_ns[b] == m && k < g->out_off[l + 1]; k++)
 					waits = g->out_dst[k] == b;
 				if (!waits) {
 					hit = 1;
@@ -1036,10 +1043,122 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o)
 				maxend = s->end_ns[b];
 				last = b;
 			}
+			if (q && !q[b] && (lastd == NONE32 || s->end_ns[b] >= maxd)) {
+				maxd = s->end_ns[b];
+				lastd = b;
+			}
 		}
 	}
 	free(pk);
 	return hit;
+}
+
+/* The hybrid's contended tasks that need its queue: q[u] 1 for those
+ * that may run beside another contended task of their rank, 0 for the
+ * others (and every task contention does not act on), which go straight
+ * through.  On each rank, the stream with the most contended tasks is
+ * its main one (the compute stream); every contended task of its other
+ * streams (data-parallel reductions) is queued, and so is every one of
+ * the main stream's from the last of its tasks that such a task waits on
+ * (an edge from it, or from one before it on its own stream) to the
+ * first that waits on it (the same the other way): the tasks before that
+ * end before it starts, those after start after it ends (a stream's
+ * order and its events release at a task's end).  The bounds are those
+ * its edges show, so a window is never narrower than the true one, and
+ * mp_overlap() checks the run all the same.  lo and hi are scratch of
+ * g->n_nodes, zd of g->n_nodes + 1, mainp of 2 x s->n_gpu_ranks.  Returns
+ * how many contended tasks go straight through. */
+static uint64_t mp_zones(const struct sim *s, const struct sim_opts *o, uint8_t *q, int64_t *lo,
+			 int64_t *hi, int32_t *zd, uint32_t *mainp)
+{
+	const struct graph *g = s->g;
+	uint32_t ranks = s->n_gpu_ranks;
+	uint64_t direct = 0;
+
+	memset(q, 0, g->n_nodes);
+	for (uint32_t r = 0; r < ranks; r++) {
+		mainp[r] = NONE32;
+		mainp[ranks + r] = 0;
+	}
+	/* Each rank's main stream: the most contended tasks (counts in
+	 * mainp[ranks + r]). */
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		uint32_t c = 0;
+		if (!pr->gpu)
+			continue;
+		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
+			c += (q[u] = (uint8_t)mp_contended(s, o, u));
+		if (c > mainp[ranks + pr->rank]) {
+			mainp[pr->rank] = p;
+			mainp[ranks + pr->rank] = c;
+		}
+	}
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		lo[u] = -1;
+		hi[u] = INT64_MAX;
+	}
+	/* The direct edges between a rank's main stream and its others. */
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		uint32_t mp = pr->gpu ? mainp[pr->rank] : NONE32;
+		if (mp == NONE32)
+			continue;
+		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
+			for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++) {
+				uint32_t v = g->out_dst[k], pv = g->proc[v];
+				if (GE_KIND(g->out_kind[k]) == GE_LAUNCH || !g->procs[pv].gpu ||
+				    g->procs[pv].rank != pr->rank)
+					continue;
+				if (p == mp && pv != mp && (int64_t)u > lo[v])
+					lo[v] = u;
+				if (p != mp && pv == mp && (int64_t)v < hi[u])
+					hi[u] = v;
+			}
+	}
+	memset(zd, 0, (g->n_nodes + 1) * sizeof(*zd));
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		uint32_t mp = pr->gpu ? mainp[pr->rank] : NONE32, a, b;
+		const struct graph_proc *m;
+		if (mp == NONE32 || mp == p || !pr->n)
+			continue;
+		m = &g->procs[mp];
+		/* Along the stream: what the task before waited on, this
+		 * one does too; what waits on the one after, on this one. */
+		for (uint32_t u = pr->first + 1; u < pr->first + pr->n; u++)
+			if (lo[u - 1] > lo[u])
+				lo[u] = lo[u - 1];
+		for (uint32_t u = pr->first + pr->n - 1; u-- > pr->first;)
+			if (hi[u + 1] < hi[u])
+				hi[u] = hi[u + 1];
+		for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
+			if (!q[u])
+				continue;
+			a = lo[u] >= m->first ? (uint32_t)lo[u] : m->first;
+			b = hi[u] < (int64_t)(m->first + m->n) ? (uint32_t)hi[u]
+							       : m->first + m->n - 1;
+			if (b < a) /* not a stream's order: all of it */
+				a = m->first, b = m->first + m->n - 1;
+			zd[a]++;
+			zd[b + 1]--;
+		}
+	}
+	for (uint32_t r = 0; r < ranks; r++) {
+		const struct graph_proc *m;
+		int32_t acc = 0;
+		if (mainp[r] == NONE32)
+			continue;
+		m = &g->procs[mainp[r]];
+		for (uint32_t u = m->first; u < m->first + m->n; u++) {
+			acc += zd[u];
+			if (q[u] && acc == 0) {
+				q[u] = 0;
+				direct++;
+			}
+		}
+	}
+	return direct;
 }
 
 /* When the sim releases u (its times set): at its start, or at its end
@@ -1252,6 +1371,27 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 			free(last);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
+		if (!s->mp_q && !(s->mp_q = prism_malloc(n))) {
+			free(last);
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		}
+		{
+			/* ready_ns and pred_end as scratch: the run sets
+			 * both below. */
+			int32_t *zd = prism_malloc((n + 1) * sizeof(*zd));
+			uint32_t *mainp = prism_malloc(2 * (size_t)(s->n_gpu_ranks + 1) *
+						       sizeof(*mainp));
+			if (!zd || !mainp) {
+				free(zd);
+				free(mainp);
+				free(last);
+				return prism_err_set(err, PRISM_ENOMEM,
+						     "simulation: out of memory");
+			}
+			s->mp_direct = mp_zones(s, o, s->mp_q, s->ready_ns, s->pred_end, zd, mainp);
+			free(zd);
+			free(mainp);
+		}
 		rc = 0;
 	} else if (s->mp_pb) {
 		free(s->mp_pb);
@@ -1264,6 +1404,8 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 	work = s->mp_work;
 	run_reset(s, 0);
 	s->mp_queued = 0;
+	if (!last)
+		s->mp_direct = 0;
 	/* The sim's first events, in the order it pops them at one time. */
 	for (uint32_t u = g->n_nodes; u-- > 0;) {
 		s->ready_ns[u] = INT64_MIN;
@@ -1306,7 +1448,7 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 			}
 			continue;
 		}
-		if (last && mp_contended(s, o, u)) {
+		if (last && s->mp_q[u]) {
 			if (evq_push(&s->q, at, u))
 				rc = PRISM_ENOMEM;
 			s->mp_queued++;
@@ -1322,10 +1464,16 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 		rc = SIM_MP_STUCK;
 	if (rc == 0 && hybrid && s->plog.n > 1 && sort_plog(s, o->fold ? o->fold->n_tasks : 0))
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-	if (rc == 0 && cont && !hybrid && (rc = mp_overlap(s, o)) != 0) {
+	if (rc == 0 && cont && !hybrid && (rc = mp_overlap(s, o, NULL)) != 0) {
 		if (rc < 0)
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		rc = SIM_MP_OVERLAP;
+	}
+	/* The hybrid's tasks taken straight through ran alone on their rank. */
+	if (rc == 0 && hybrid && s->mp_direct && (rc = mp_overlap(s, o, s->mp_q)) != 0) {
+		if (rc < 0)
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		rc = SIM_MP_ZONE;
 	}
 	s->mp_why = rc;
 	return rc == 0;

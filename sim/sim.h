@@ -174,6 +174,11 @@ struct sim {
 	int mp_why;
 	uint64_t mp_queued;
 	uint32_t *mp_pb;
+	/* The hybrid's, per node: 1 where a contended task goes through the
+	 * queue (it may run beside another of its rank), 0 where it goes
+	 * straight through (mp_direct counts those). */
+	uint8_t *mp_q;
+	uint64_t mp_direct;
 };
 
 /* The tasks running on one rank's GPU under contention. */
@@ -206,7 +211,10 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err);
  * present, folded tasks) on two streams or more (data-parallel
  * reductions beside the backward), the hybrid: those tasks go through
  * the queue as in sim_run(), on their rank, every other task straight
- * through (s->mp_queued counts the queued).  It equals sim_run()'s
+ * through (s->mp_queued counts the queued) -- and so are the contended
+ * tasks of a rank's main stream outside the windows its other streams'
+ * contended tasks may run in (mp_zones in sim.c; s->mp_direct counts
+ * them), checked after the run to have run alone.  It equals sim_run()'s
  * start, end, binding, ready, fold_busy and plog to the nanosecond when
  * no tie between two releases is left to the queue's push order, and,
  * contention on: in the plain pass, no two contended tasks of one stream
@@ -222,6 +230,7 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err);
 #define SIM_MP_STUCK	4 /* a task past PRISM_TIME_MAX or never started: sim_run says */
 #define SIM_MP_SAMETIME 5 /* the hybrid: a rank's events at one instant, not one chain */
 #define SIM_MP_OPTS	6 /* ablation options (skip, contention_added) */
+#define SIM_MP_ZONE	7 /* the hybrid: a task taken straight through ran beside another */
 int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *err);
 
 /*
