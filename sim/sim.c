@@ -150,6 +150,10 @@ void sim_free(struct sim *s)
 	free(s->mp_work);
 	free(s->mp_pb);
 	free(s->mp_q);
+	free(s->mp_a);
+	free(s->mp_main);
+	free(s->mp_cur);
+	free(s->mp_other);
 	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
 		free(s->run[r].v);
 	free(s->run);
@@ -987,13 +991,9 @@ static int mp_streams(const struct sim *s, const struct sim_opts *o)
  * for it (the event queue's push order would decide which the sim saw
  * first).  A rank's streams merged by start; each task must start after
  * the latest end so far, or at it when it waits for that task (an edge,
- * or the same stream's order).  q NULL: every contended task counts (the
- * plain pass); else only pairs of which one went straight through (q[u]
- * 0: the hybrid's queue ran the others, contention and all), each task
- * held to the latest end of those (a queued one) or of all (one that
- * went straight through).  1: they did (or a stream's tasks are out of
- * order); 0: no contention acted; PRISM_ENOMEM. */
-static int mp_overlap(const struct sim *s, const struct sim_opts *o, const uint8_t *q)
+ * or the same stream's order).  1: they did (or a stream's tasks are out
+ * of order); 0: no contention acted; PRISM_ENOMEM. */
+static int mp_overlap(const struct sim *s, const struct sim_opts *o)
 {
 	const struct graph *g = s->g;
 	uint32_t ranks = mp_ranks(g), *pk, *cur, npk;
@@ -1004,8 +1004,8 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o, const uint8
 		return PRISM_ENOMEM;
 	cur = pk + g->n_procs;
 	for (uint32_t r = 0; r < ranks && !hit; r++) {
-		uint32_t last = NONE32, lastd = NONE32; /* all; straight through */
-		int64_t maxend = INT64_MIN, maxd = INT64_MIN;
+		uint32_t last = NONE32;
+		int64_t maxend = INT64_MIN;
 		npk = 0;
 		for (uint32_t p = 0; p < g->n_procs; p++)
 			if (g->procs[p].gpu && g->procs[p].rank == r) {
@@ -1013,8 +1013,7 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o, const uint8
 				cur[npk++] = g->procs[p].first;
 			}
 		for (;;) {
-			uint32_t best = NONE32, b, l;
-			int64_t m;
+			uint32_t best = NONE32, b;
 			for (uint32_t k = 0; k < npk; k++) {
 				const struct graph_proc *pr = &g->procs[pk[k]];
 				while (cur[k] < pr->first + pr->n && !mp_contended(s, o, cur[k]))
@@ -1027,12 +1026,11 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o, const uint8
 			if (best == NONE32)
 				break;
 			b = cur[best]++;
-			l = !q || !q[b] ? last : lastd;
-			m = !q || !q[b] ? maxend : maxd;
-			if (l != NONE32 && s->start_ns[b] <= m) {
-				int waits = s->start_ns[b] == m && g->proc[b] == g->proc[l];
-				for (uint32_t k = g->out_off[l];
-				     !waits && s->start_ns[b] == m && k < g->out_off[l + 1]; k++)
+			if (last != NONE32 && s->start_ns[b] <= maxend) {
+				int waits = s->start_ns[b] == maxend && g->proc[b] == g->proc[last];
+				for (uint32_t k = g->out_off[last];
+				     !waits && s->start_ns[b] == maxend && k < g->out_off[last + 1];
+				     k++)
 					waits = g->out_dst[k] == b;
 				if (!waits) {
 					hit = 1;
@@ -1043,122 +1041,162 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o, const uint8
 				maxend = s->end_ns[b];
 				last = b;
 			}
-			if (q && !q[b] && (lastd == NONE32 || s->end_ns[b] >= maxd)) {
-				maxd = s->end_ns[b];
-				lastd = b;
-			}
 		}
 	}
 	free(pk);
 	return hit;
 }
 
-/* The hybrid's contended tasks that need its queue: q[u] 1 for those
- * that may run beside another contended task of their rank, 0 for the
- * others (and every task contention does not act on), which go straight
- * through.  On each rank, the stream with the most contended tasks is
- * its main one (the compute stream); every contended task of its other
- * streams (data-parallel reductions) is queued, and so is every one of
- * the main stream's from the last of its tasks that such a task waits on
- * (an edge from it, or from one before it on its own stream) to the
- * first that waits on it (the same the other way): the tasks before that
- * end before it starts, those after start after it ends (a stream's
- * order and its events release at a task's end).  The bounds are those
- * its edges show, so a window is never narrower than the true one, and
- * mp_overlap() checks the run all the same.  lo and hi are scratch of
- * g->n_nodes, zd of g->n_nodes + 1, mainp of 2 x s->n_gpu_ranks.  Returns
- * how many contended tasks go straight through. */
-static uint64_t mp_zones(const struct sim *s, const struct sim_opts *o, uint8_t *q, int64_t *lo,
-			 int64_t *hi, int32_t *zd, uint32_t *mainp)
+/*
+ * The hybrid's windows: which contended tasks can go straight through,
+ * running alone on their rank.  On each rank the stream with the most
+ * contended tasks is its main one (the compute stream); the contended
+ * tasks of its other streams (data-parallel reductions) always go
+ * through the queue.  Each of those waits on a last task of the main
+ * stream that its edges show (mp_a: an edge from it, or from one before
+ * it on its own stream; NONE32: none), and starts after it ends.  A
+ * main-stream task u starting at t then runs alone where, on every other
+ * stream of its rank, each contended task either ended before t or waits
+ * on a main-stream task after u (so starts after u ends): the tasks
+ * before it ended (mp_cur: the first that has not, or ended at t or
+ * later), and the first of the rest waits past u (a stream's waits come
+ * in its order).  The times the hybrid takes tasks at never go back (a
+ * task released comes no earlier than the last event popped), so a
+ * stream's tasks passed over stay passed.  mp_overlap() checks the run
+ * all the same (a task of no length can make two touch).
+ */
+static int mp_zones_init(struct sim *s, const struct sim_opts *o)
 {
 	const struct graph *g = s->g;
-	uint32_t ranks = s->n_gpu_ranks;
-	uint64_t direct = 0;
+	uint32_t ranks = s->n_gpu_ranks, *cnt;
 
-	memset(q, 0, g->n_nodes);
-	for (uint32_t r = 0; r < ranks; r++) {
-		mainp[r] = NONE32;
-		mainp[ranks + r] = 0;
+	if (!s->mp_q && !(s->mp_q = prism_malloc(g->n_nodes ? g->n_nodes : 1)))
+		return PRISM_ENOMEM;
+	if (!s->mp_a && !(s->mp_a = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*s->mp_a))))
+		return PRISM_ENOMEM;
+	free(s->mp_main);
+	free(s->mp_cur);
+	free(s->mp_other);
+	s->mp_main = prism_malloc((ranks ? ranks : 1) * sizeof(*s->mp_main));
+	s->mp_cur = prism_malloc((g->n_procs ? g->n_procs : 1) * sizeof(*s->mp_cur));
+	s->mp_other = prism_malloc(((size_t)ranks + 1 + g->n_procs) * sizeof(*s->mp_other));
+	cnt = prism_calloc(ranks ? ranks : 1, sizeof(*cnt));
+	if (!s->mp_main || !s->mp_cur || !s->mp_other || !cnt) {
+		free(cnt);
+		return PRISM_ENOMEM;
 	}
-	/* Each rank's main stream: the most contended tasks (counts in
-	 * mainp[ranks + r]). */
+	memset(s->mp_q, 0, g->n_nodes);
+	for (uint32_t r = 0; r < ranks; r++)
+		s->mp_main[r] = NONE32;
+	/* Each rank's main stream: the most contended tasks. */
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
 		uint32_t c = 0;
+		s->mp_cur[p] = pr->first;
 		if (!pr->gpu)
 			continue;
 		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
-			c += (q[u] = (uint8_t)mp_contended(s, o, u));
-		if (c > mainp[ranks + pr->rank]) {
-			mainp[pr->rank] = p;
-			mainp[ranks + pr->rank] = c;
+			c += (s->mp_q[u] = (uint8_t)mp_contended(s, o, u));
+		if (c > cnt[pr->rank]) {
+			s->mp_main[pr->rank] = p;
+			cnt[pr->rank] = c;
 		}
 	}
-	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		lo[u] = -1;
-		hi[u] = INT64_MAX;
-	}
-	/* The direct edges between a rank's main stream and its others. */
+	/* Each rank's other streams with contended tasks: mp_other[r] ..
+	 * mp_other[r + 1] index them in mp_other[ranks + 1 ..]. */
+	memset(cnt, 0, (ranks ? ranks : 1) * sizeof(*cnt));
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
-		uint32_t mp = pr->gpu ? mainp[pr->rank] : NONE32;
-		if (mp == NONE32)
-			continue;
-		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
-			for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++) {
-				uint32_t v = g->out_dst[k], pv = g->proc[v];
-				if (GE_KIND(g->out_kind[k]) == GE_LAUNCH || !g->procs[pv].gpu ||
-				    g->procs[pv].rank != pr->rank)
-					continue;
-				if (p == mp && pv != mp && (int64_t)u > lo[v])
-					lo[v] = u;
-				if (p != mp && pv == mp && (int64_t)v < hi[u])
-					hi[u] = v;
-			}
+		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p)
+			cnt[pr->rank]++;
 	}
-	memset(zd, 0, (g->n_nodes + 1) * sizeof(*zd));
+	s->mp_other[0] = ranks + 1;
+	for (uint32_t r = 0; r < ranks; r++)
+		s->mp_other[r + 1] = s->mp_other[r] + cnt[r];
+	memset(cnt, 0, (ranks ? ranks : 1) * sizeof(*cnt));
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
-		uint32_t mp = pr->gpu ? mainp[pr->rank] : NONE32, a, b;
-		const struct graph_proc *m;
-		if (mp == NONE32 || mp == p || !pr->n)
-			continue;
-		m = &g->procs[mp];
-		/* Along the stream: what the task before waited on, this
-		 * one does too; what waits on the one after, on this one. */
-		for (uint32_t u = pr->first + 1; u < pr->first + pr->n; u++)
-			if (lo[u - 1] > lo[u])
-				lo[u] = lo[u - 1];
-		for (uint32_t u = pr->first + pr->n - 1; u-- > pr->first;)
-			if (hi[u + 1] < hi[u])
-				hi[u] = hi[u + 1];
-		for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
-			if (!q[u])
-				continue;
-			a = lo[u] >= m->first ? (uint32_t)lo[u] : m->first;
-			b = hi[u] < (int64_t)(m->first + m->n) ? (uint32_t)hi[u]
-							       : m->first + m->n - 1;
-			if (b < a) /* not a stream's order: all of it */
-				a = m->first, b = m->first + m->n - 1;
-			zd[a]++;
-			zd[b + 1]--;
-		}
+		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p)
+			s->mp_other[s->mp_other[pr->rank] + cnt[pr->rank]++] = p;
 	}
+	free(cnt);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		s->mp_a[u] = NONE32;
+	/* The edges from a rank's main stream to its others. */
 	for (uint32_t r = 0; r < ranks; r++) {
 		const struct graph_proc *m;
-		int32_t acc = 0;
-		if (mainp[r] == NONE32)
+		if (s->mp_main[r] == NONE32)
 			continue;
-		m = &g->procs[mainp[r]];
-		for (uint32_t u = m->first; u < m->first + m->n; u++) {
-			acc += zd[u];
-			if (q[u] && acc == 0) {
-				q[u] = 0;
-				direct++;
+		m = &g->procs[s->mp_main[r]];
+		for (uint32_t u = m->first; u < m->first + m->n; u++)
+			for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++) {
+				uint32_t v = g->out_dst[k];
+				const struct graph_proc *pv = &g->procs[g->proc[v]];
+				if (GE_KIND(g->out_kind[k]) != GE_LAUNCH && pv->gpu &&
+				    pv->rank == r && g->proc[v] != s->mp_main[r] &&
+				    (s->mp_a[v] == NONE32 || u > s->mp_a[v]))
+					s->mp_a[v] = u;
 			}
+	}
+	/* Along each other stream: what the task before waited on, this one
+	 * does too. */
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		if (!pr->gpu || s->mp_main[pr->rank] == NONE32 || s->mp_main[pr->rank] == p)
+			continue;
+		for (uint32_t u = pr->first + 1; u < pr->first + pr->n; u++)
+			if (s->mp_a[u - 1] != NONE32 &&
+			    (s->mp_a[u] == NONE32 || s->mp_a[u - 1] > s->mp_a[u]))
+				s->mp_a[u] = s->mp_a[u - 1];
+	}
+	return 0;
+}
+
+/* Whether contended task u, starting at t, runs alone on its rank (above):
+ * 1 takes it straight through (mp_q[u] cleared, counted in mp_direct). */
+static int mp_alone(struct sim *s, uint32_t u, int64_t t)
+{
+	const struct graph *g = s->g;
+	uint32_t r = g->procs[g->proc[u]].rank;
+
+	if (s->mp_main[r] != g->proc[u])
+		return 0;
+	for (uint32_t i = s->mp_other[r]; i < s->mp_other[r + 1]; i++) {
+		const struct graph_proc *pr = &g->procs[s->mp_other[i]];
+		uint32_t *c = &s->mp_cur[s->mp_other[i]], end = pr->first + pr->n;
+		while (*c < end && (!s->mp_q[*c] || (s->end_ns[*c] >= 0 && s->end_ns[*c] < t)))
+			(*c)++;
+		if (*c < end && (s->mp_a[*c] == NONE32 || s->mp_a[*c] <= u))
+			return 0;
+	}
+	s->mp_q[u] = 2;
+	s->mp_direct++;
+	return 1;
+}
+
+/* After the hybrid's run: whether a task it took straight through and
+ * the contended task before or after it on its stream ran at once (a
+ * stream whose order is not its edges: a hand-made graph).  Its other
+ * streams' cannot have (mp_alone: each ended before it started, or waits
+ * on it -- the sim then releases it only after the task's end). */
+static int mp_direct_overlap(const struct sim *s)
+{
+	for (uint32_t r = 0; r < s->n_gpu_ranks; r++) {
+		const struct graph_proc *m;
+		uint32_t a = NONE32;
+		if (s->mp_main[r] == NONE32)
+			continue;
+		m = &s->g->procs[s->mp_main[r]];
+		for (uint32_t b = m->first; b < m->first + m->n; b++) {
+			if (!s->mp_q[b])
+				continue;
+			if (a != NONE32 && (s->mp_q[a] == 2 || s->mp_q[b] == 2) &&
+			    s->start_ns[b] < s->end_ns[a])
+				return 1;
+			a = b;
 		}
 	}
-	return direct;
+	return 0;
 }
 
 /* When the sim releases u (its times set): at its start, or at its end
@@ -1324,6 +1362,11 @@ static int hy_events(struct sim *s, const struct sim_opts *o, struct hy_last *la
 				rc = mp_release(s, o, 1, u, work, nw);
 			continue;
 		}
+		/* What ran beside it may have ended since it was queued. */
+		if (mp_alone(s, u, t)) {
+			rc = mp_start(s, o, u, t, 1, work, nw);
+			continue;
+		}
 		s->start_ns[u] = t;
 		if (s->fold_of && s->fold_of[u] != NONE32 &&
 		    s->end_ns[o->fold->tasks[s->fold_of[u]].host] < 0)
@@ -1371,26 +1414,9 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 			free(last);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
-		if (!s->mp_q && !(s->mp_q = prism_malloc(n))) {
+		if (mp_zones_init(s, o)) {
 			free(last);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-		}
-		{
-			/* ready_ns and pred_end as scratch: the run sets
-			 * both below. */
-			int32_t *zd = prism_malloc((n + 1) * sizeof(*zd));
-			uint32_t *mainp = prism_malloc(2 * (size_t)(s->n_gpu_ranks + 1) *
-						       sizeof(*mainp));
-			if (!zd || !mainp) {
-				free(zd);
-				free(mainp);
-				free(last);
-				return prism_err_set(err, PRISM_ENOMEM,
-						     "simulation: out of memory");
-			}
-			s->mp_direct = mp_zones(s, o, s->mp_q, s->ready_ns, s->pred_end, zd, mainp);
-			free(zd);
-			free(mainp);
 		}
 		rc = 0;
 	} else if (s->mp_pb) {
@@ -1404,8 +1430,7 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 	work = s->mp_work;
 	run_reset(s, 0);
 	s->mp_queued = 0;
-	if (!last)
-		s->mp_direct = 0;
+	s->mp_direct = 0;
 	/* The sim's first events, in the order it pops them at one time. */
 	for (uint32_t u = g->n_nodes; u-- > 0;) {
 		s->ready_ns[u] = INT64_MIN;
@@ -1448,7 +1473,7 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 			}
 			continue;
 		}
-		if (last && s->mp_q[u]) {
+		if (last && s->mp_q[u] == 1 && !mp_alone(s, u, at)) {
 			if (evq_push(&s->q, at, u))
 				rc = PRISM_ENOMEM;
 			s->mp_queued++;
@@ -1464,17 +1489,14 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 		rc = SIM_MP_STUCK;
 	if (rc == 0 && hybrid && s->plog.n > 1 && sort_plog(s, o->fold ? o->fold->n_tasks : 0))
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-	if (rc == 0 && cont && !hybrid && (rc = mp_overlap(s, o, NULL)) != 0) {
+	if (rc == 0 && cont && !hybrid && (rc = mp_overlap(s, o)) != 0) {
 		if (rc < 0)
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		rc = SIM_MP_OVERLAP;
 	}
 	/* The hybrid's tasks taken straight through ran alone on their rank. */
-	if (rc == 0 && hybrid && s->mp_direct && (rc = mp_overlap(s, o, s->mp_q)) != 0) {
-		if (rc < 0)
-			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+	if (rc == 0 && hybrid && s->mp_direct && mp_direct_overlap(s))
 		rc = SIM_MP_ZONE;
-	}
 	s->mp_why = rc;
 	return rc == 0;
 }

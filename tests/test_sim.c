@@ -508,8 +508,11 @@ static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
  *     waiting on C.  C can run beside K1..K3 only: K0 and K4 go straight
  *     through (mp_direct 2), the four others through the queue; the same
  *     as the sim's.  K1 of no length (10-10): C starts at 10, the instant
- *     K0 (straight through) ends without waiting for it -- which the sim
- *     takes first is its queue's order: declined (ZONE).
+ *     K0 (straight through) ends, but waits on it (through K1): the sim
+ *     takes K0's end first; it runs.  Two kernels on one stream with no
+ *     edge between them (a hand-made graph), at 5-15 and 7-17, after a
+ *     collective on the other at 0-1: both go straight through, at once:
+ *     declined (ZONE).
  */
 static void test_maxplus(void **state)
 {
@@ -535,6 +538,8 @@ static void test_maxplus(void **state)
 			  {0, GN_KERNEL, 0, 10, -1}, {1, GN_COLL, 0, 50, 0}};
 	static const struct te e6[] = {{0, 1, O}, {1, 2, O}, {2, 3, O},
 				       {3, 4, O}, {1, 5, E}, {5, 3, E}};
+	struct tn n7[] = {
+	    {0, GN_KERNEL, 5, 10, -1}, {0, GN_KERNEL, 7, 10, -1}, {1, GN_COLL, 0, 1, 0}};
 	struct hw_profile hw;
 	struct prism_err err;
 	struct sim_opts o, oc;
@@ -606,9 +611,10 @@ static void test_maxplus(void **state)
 		assert_int_equal(sim_run_maxplus(s, &oc, &err), 1);
 		assert_int_equal(s->mp_direct, 2);
 		assert_int_equal(s->mp_queued, 4);
-		assert_int_equal(s->mp_q[0], 0);
-		assert_int_equal(s->mp_q[4], 0);
-		assert_true(s->mp_q[1] && s->mp_q[2] && s->mp_q[3] && s->mp_q[5]);
+		assert_int_equal(s->mp_q[0], 2);
+		assert_int_equal(s->mp_q[4], 2);
+		assert_true(s->mp_q[1] == 1 && s->mp_q[2] == 1 && s->mp_q[3] == 1 &&
+			    s->mp_q[5] == 1);
 		/* C beside K2 (from 40) and K3: K4 after it, at full speed. */
 		assert_int_equal(s->start_ns[5], 40 * US);
 		assert_true(s->end_ns[5] > 90 * US);
@@ -619,6 +625,9 @@ static void test_maxplus(void **state)
 	graph_free(g);
 	n6[1].dur_us = 0;
 	g = mk(p4, 2, n6, 6, e6, 6, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	graph_free(g);
+	g = mk(p4, 2, n7, 3, NULL, 0, 1);
 	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_ZONE);
 	graph_free(g);
 }
