@@ -154,6 +154,7 @@ void sim_free(struct sim *s)
 	free(s->mp_main);
 	free(s->mp_cur);
 	free(s->mp_other);
+	free(s->mp_t);
 	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
 		free(s->run[r].v);
 	free(s->run);
@@ -1060,12 +1061,14 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o)
  * on a main-stream task after u (so starts after u ends): the tasks
  * before it ended (mp_cur: the first that has not, or ended at t or
  * later), and the first of the rest waits past u (a stream's waits come
- * in its order).  The times the hybrid takes tasks at never go back (a
- * task released comes no earlier than the last event popped), so a
- * stream's tasks passed over stay passed.  mp_overlap() checks the run
- * all the same (a task of no length can make two touch).
+ * in its order).  A main stream's tasks come to be checked in its order,
+ * at times that never go back (its edges; a task released comes no
+ * earlier than the last event popped), so a stream's tasks passed over
+ * stay passed; a check at an earlier time than the rank's last (a stream
+ * whose order is not its edges) queues the task.  mp_direct_overlap()
+ * checks the main stream after the run.
  */
-static int mp_zones_init(struct sim *s, const struct sim_opts *o)
+static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 {
 	const struct graph *g = s->g;
 	uint32_t ranks = s->n_gpu_ranks, *cnt;
@@ -1077,17 +1080,21 @@ static int mp_zones_init(struct sim *s, const struct sim_opts *o)
 	free(s->mp_main);
 	free(s->mp_cur);
 	free(s->mp_other);
+	free(s->mp_t);
+	s->mp_t = prism_malloc((ranks ? ranks : 1) * sizeof(*s->mp_t));
 	s->mp_main = prism_malloc((ranks ? ranks : 1) * sizeof(*s->mp_main));
 	s->mp_cur = prism_malloc((g->n_procs ? g->n_procs : 1) * sizeof(*s->mp_cur));
 	s->mp_other = prism_malloc(((size_t)ranks + 1 + g->n_procs) * sizeof(*s->mp_other));
 	cnt = prism_calloc(ranks ? ranks : 1, sizeof(*cnt));
-	if (!s->mp_main || !s->mp_cur || !s->mp_other || !cnt) {
+	if (!s->mp_t || !s->mp_main || !s->mp_cur || !s->mp_other || !cnt) {
 		free(cnt);
 		return PRISM_ENOMEM;
 	}
 	memset(s->mp_q, 0, g->n_nodes);
-	for (uint32_t r = 0; r < ranks; r++)
+	for (uint32_t r = 0; r < ranks; r++) {
 		s->mp_main[r] = NONE32;
+		s->mp_t[r] = INT64_MIN;
+	}
 	/* Each rank's main stream: the most contended tasks. */
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
@@ -1153,14 +1160,15 @@ static int mp_zones_init(struct sim *s, const struct sim_opts *o)
 }
 
 /* Whether contended task u, starting at t, runs alone on its rank (above):
- * 1 takes it straight through (mp_q[u] cleared, counted in mp_direct). */
+ * 1 takes it straight through (mp_q[u] set to 2, counted in mp_direct). */
 static int mp_alone(struct sim *s, uint32_t u, int64_t t)
 {
 	const struct graph *g = s->g;
 	uint32_t r = g->procs[g->proc[u]].rank;
 
-	if (s->mp_main[r] != g->proc[u])
+	if (s->mp_main[r] != g->proc[u] || t < s->mp_t[r])
 		return 0;
+	s->mp_t[r] = t;
 	for (uint32_t i = s->mp_other[r]; i < s->mp_other[r + 1]; i++) {
 		const struct graph_proc *pr = &g->procs[s->mp_other[i]];
 		uint32_t *c = &s->mp_cur[s->mp_other[i]], end = pr->first + pr->n;
@@ -1414,7 +1422,7 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 			free(last);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
-		if (mp_zones_init(s, o)) {
+		if (mp_windows_init(s, o)) {
 			free(last);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}

@@ -176,14 +176,15 @@ struct sim {
 	uint32_t *mp_pb;
 	/* The hybrid's windows (mp_alone in sim.c).  Per node: mp_q 1 where
 	 * a contended task went through the queue (it might run beside
-	 * another of its rank), 0 where it went straight through (mp_direct
-	 * counts those; every other task 0); mp_a, the last task of its
+	 * another of its rank), 2 where it went straight through (mp_direct
+	 * counts those), 0 for every other task; mp_a, the last task of its
 	 * rank's main stream that a task of another stream waits on
 	 * (UINT32_MAX: none).  Per rank its main stream and (mp_other) its
 	 * others, per stream the first contended task not known to have
 	 * ended. */
 	uint8_t *mp_q;
 	uint32_t *mp_a, *mp_main, *mp_cur, *mp_other;
+	int64_t *mp_t; /* per rank: the time of its last check */
 	uint64_t mp_direct;
 };
 
