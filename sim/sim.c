@@ -1064,10 +1064,26 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o)
  * in its order).  A main stream's tasks come to be checked in its order,
  * at times that never go back (its edges; a task released comes no
  * earlier than the last event popped), so a stream's tasks passed over
- * stay passed; a check at an earlier time than the rank's last (a stream
- * whose order is not its edges) queues the task.  mp_direct_overlap()
- * checks the main stream after the run.
+ * stay passed (a rank with a stream whose order is not its edges, which
+ * a hand-made graph can have, gets no windows; a check at an earlier
+ * time than the rank's last queues the task all the same).
  */
+/* Whether each task of stream p waits on the one before it (an edge
+ * that releases at its end): the stream's order is its edges. */
+static int mp_chained(const struct graph *g, uint32_t p)
+{
+	const struct graph_proc *pr = &g->procs[p];
+	for (uint32_t u = pr->first + 1; u < pr->first + pr->n; u++) {
+		uint32_t k = g->out_off[u - 1];
+		while (k < g->out_off[u] &&
+		       (g->out_dst[k] != u || GE_KIND(g->out_kind[k]) == GE_LAUNCH))
+			k++;
+		if (k == g->out_off[u])
+			return 0;
+	}
+	return 1;
+}
+
 static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 {
 	const struct graph *g = s->g;
@@ -1108,6 +1124,19 @@ static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 			s->mp_main[pr->rank] = p;
 			cnt[pr->rank] = c;
 		}
+	}
+	/* The argument above stands on each stream's order being its edges
+	 * (a synthesised graph's are): a rank with a stream of contended
+	 * tasks that is not queues them all. */
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		uint32_t c = 0;
+		if (!pr->gpu || s->mp_main[pr->rank] == NONE32)
+			continue;
+		for (uint32_t u = pr->first; u < pr->first + pr->n && !c; u++)
+			c = s->mp_q[u];
+		if (c && !mp_chained(g, p))
+			s->mp_main[pr->rank] = NONE32;
 	}
 	/* Each rank's other streams with contended tasks: mp_other[r] ..
 	 * mp_other[r + 1] index them in mp_other[ranks + 1 ..]. */
@@ -1180,31 +1209,6 @@ static int mp_alone(struct sim *s, uint32_t u, int64_t t)
 	s->mp_q[u] = 2;
 	s->mp_direct++;
 	return 1;
-}
-
-/* After the hybrid's run: whether a task it took straight through and
- * the contended task before or after it on its stream ran at once (a
- * stream whose order is not its edges: a hand-made graph).  Its other
- * streams' cannot have (mp_alone: each ended before it started, or waits
- * on it -- the sim then releases it only after the task's end). */
-static int mp_direct_overlap(const struct sim *s)
-{
-	for (uint32_t r = 0; r < s->n_gpu_ranks; r++) {
-		const struct graph_proc *m;
-		uint32_t a = NONE32;
-		if (s->mp_main[r] == NONE32)
-			continue;
-		m = &s->g->procs[s->mp_main[r]];
-		for (uint32_t b = m->first; b < m->first + m->n; b++) {
-			if (!s->mp_q[b])
-				continue;
-			if (a != NONE32 && (s->mp_q[a] == 2 || s->mp_q[b] == 2) &&
-			    s->start_ns[b] < s->end_ns[a])
-				return 1;
-			a = b;
-		}
-	}
-	return 0;
 }
 
 /* When the sim releases u (its times set): at its start, or at its end
@@ -1502,9 +1506,6 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		rc = SIM_MP_OVERLAP;
 	}
-	/* The hybrid's tasks taken straight through ran alone on their rank. */
-	if (rc == 0 && hybrid && s->mp_direct && mp_direct_overlap(s))
-		rc = SIM_MP_ZONE;
 	s->mp_why = rc;
 	return rc == 0;
 }

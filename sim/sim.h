@@ -222,7 +222,8 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err);
  * tasks of a rank's main stream that start when no contended task of its
  * other streams can run beside them (every one ended, or waiting on a
  * later task of the main stream: mp_alone in sim.c; s->mp_direct counts
- * them), checked after the run to have run alone.  It equals sim_run()'s
+ * them: it runs alone, as in sim_run(), where every stream's order is
+ * its edges; a rank with a stream that is not gets no windows).  It equals sim_run()'s
  * start, end, binding, ready, fold_busy and plog to the nanosecond when
  * no tie between two releases is left to the queue's push order, and,
  * contention on: in the plain pass, no two contended tasks of one stream
@@ -238,7 +239,6 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err);
 #define SIM_MP_STUCK	4 /* a task past PRISM_TIME_MAX or never started: sim_run says */
 #define SIM_MP_SAMETIME 5 /* the hybrid: a rank's events at one instant, not one chain */
 #define SIM_MP_OPTS	6 /* ablation options (skip, contention_added) */
-#define SIM_MP_ZONE	7 /* the hybrid: a task taken straight through ran beside another */
 int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *err);
 
 /*

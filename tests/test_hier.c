@@ -325,9 +325,8 @@ static void test_agreement(void **state)
 	print_message("hybrid: %d with contention, %d without; %d with tasks straight through\n",
 		      mp_hybrid[1], mp_hybrid[0], mp_direct);
 	assert_true(mp_count[SIM_MP_RUN][1] > mp_hybrid[1]);
-	/* ... and the hybrid took contended tasks outside the windows where
-	 * another stream's may run straight through (mp_zones in sim.c),
-	 * never declining for it (SIM_MP_ZONE > SIM_MP_OPTS: refused above). */
+	/* ... and the hybrid took contended tasks that run alone straight
+	 * through (mp_alone in sim.c). */
 	assert_true(mp_direct > 0);
 	assert_true(mp_hybrid[1] > 0);
 	assert_int_equal(mp_hybrid[0], 0);

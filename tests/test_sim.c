@@ -511,8 +511,9 @@ static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
  *     K0 (straight through) ends, but waits on it (through K1): the sim
  *     takes K0's end first; it runs.  Two kernels on one stream with no
  *     edge between them (a hand-made graph), at 5-15 and 7-17, after a
- *     collective on the other at 0-1: both go straight through, at once:
- *     declined (ZONE).
+ *     collective on the other at 0-1: a stream whose order is not its
+ *     edges, so no task of that rank goes straight through (mp_direct
+ *     0); it runs, the kernels through the queue as the sim has them.
  */
 static void test_maxplus(void **state)
 {
@@ -628,7 +629,16 @@ static void test_maxplus(void **state)
 	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
 	graph_free(g);
 	g = mk(p4, 2, n7, 3, NULL, 0, 1);
-	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_ZONE);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	{
+		struct sim *s = sim_new(g);
+		assert_non_null(s);
+		assert_int_equal(sim_run_maxplus(s, &oc, &err), 1);
+		assert_int_equal(s->mp_direct, 0);
+		assert_int_equal(s->mp_queued, 3);
+		assert_true(s->start_ns[1] < s->end_ns[0]); /* at once */
+		sim_free(s);
+	}
 	graph_free(g);
 }
 
