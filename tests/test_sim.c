@@ -502,7 +502,7 @@ static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
  *     at one instant does not matter without a folded task) and the
  *     collective from 5: it runs, both slowed, as the sim has them.
  *     test_folded: a folded task beside a collective.
- * (5) The hybrid's windows (mp_zones in sim.c): compute kernels K0 0-10,
+ * (5) The hybrid's windows (mp_alone in sim.c): compute kernels K0 0-10,
  *     K1 10-40, K2 30 us, K3 10 us, K4 10 us on one stream, an
  *     all-reduce C of 50 us on another waiting on K1 (an event) and K3
  *     waiting on C.  C can run beside K1..K3 only: K0 and K4 go straight
