@@ -149,6 +149,12 @@ void sim_free(struct sim *s)
 	VEC_FREE(s->pcount);
 	free(s->mp_work);
 	free(s->mp_pb);
+	free(s->mp_q);
+	free(s->mp_a);
+	free(s->mp_main);
+	free(s->mp_cur);
+	free(s->mp_other);
+	free(s->mp_t);
 	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
 		free(s->run[r].v);
 	free(s->run);
@@ -1042,6 +1048,169 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o)
 	return hit;
 }
 
+/*
+ * The hybrid's windows: which contended tasks can go straight through,
+ * running alone on their rank.  On each rank the stream with the most
+ * contended tasks is its main one (the compute stream); the contended
+ * tasks of its other streams (data-parallel reductions) always go
+ * through the queue.  Each of those waits on a last task of the main
+ * stream that its edges show (mp_a: an edge from it, or from one before
+ * it on its own stream; NONE32: none), and starts after it ends.  A
+ * main-stream task u starting at t then runs alone where, on every other
+ * stream of its rank, each contended task either ended before t or waits
+ * on a main-stream task after u (so starts after u ends): the tasks
+ * before it ended (mp_cur: the first that has not, or ended at t or
+ * later), and the first of the rest waits past u (a stream's waits come
+ * in its order).  A main stream's tasks come to be checked in its order,
+ * at times that never go back (its edges; a task released comes no
+ * earlier than the last event popped), so a stream's tasks passed over
+ * stay passed (a rank with a stream whose order is not its edges, which
+ * a hand-made graph can have, gets no windows; a check at an earlier
+ * time than the rank's last queues the task all the same).
+ */
+/* Whether each task of stream p waits on the one before it (an edge
+ * that releases at its end): the stream's order is its edges. */
+static int mp_chained(const struct graph *g, uint32_t p)
+{
+	const struct graph_proc *pr = &g->procs[p];
+	for (uint32_t u = pr->first + 1; u < pr->first + pr->n; u++) {
+		uint32_t k = g->out_off[u - 1];
+		while (k < g->out_off[u] &&
+		       (g->out_dst[k] != u || GE_KIND(g->out_kind[k]) == GE_LAUNCH))
+			k++;
+		if (k == g->out_off[u])
+			return 0;
+	}
+	return 1;
+}
+
+static int mp_windows_init(struct sim *s, const struct sim_opts *o)
+{
+	const struct graph *g = s->g;
+	uint32_t ranks = s->n_gpu_ranks, *cnt;
+
+	if (!s->mp_q && !(s->mp_q = prism_malloc(g->n_nodes ? g->n_nodes : 1)))
+		return PRISM_ENOMEM;
+	if (!s->mp_a && !(s->mp_a = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*s->mp_a))))
+		return PRISM_ENOMEM;
+	free(s->mp_main);
+	free(s->mp_cur);
+	free(s->mp_other);
+	free(s->mp_t);
+	s->mp_t = prism_malloc((ranks ? ranks : 1) * sizeof(*s->mp_t));
+	s->mp_main = prism_malloc((ranks ? ranks : 1) * sizeof(*s->mp_main));
+	s->mp_cur = prism_malloc((g->n_procs ? g->n_procs : 1) * sizeof(*s->mp_cur));
+	s->mp_other = prism_malloc(((size_t)ranks + 1 + g->n_procs) * sizeof(*s->mp_other));
+	cnt = prism_calloc(ranks ? ranks : 1, sizeof(*cnt));
+	if (!s->mp_t || !s->mp_main || !s->mp_cur || !s->mp_other || !cnt) {
+		free(cnt);
+		return PRISM_ENOMEM;
+	}
+	memset(s->mp_q, 0, g->n_nodes);
+	for (uint32_t r = 0; r < ranks; r++) {
+		s->mp_main[r] = NONE32;
+		s->mp_t[r] = INT64_MIN;
+	}
+	/* Each rank's main stream: the most contended tasks. */
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		uint32_t c = 0;
+		s->mp_cur[p] = pr->first;
+		if (!pr->gpu)
+			continue;
+		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
+			c += (s->mp_q[u] = (uint8_t)mp_contended(s, o, u));
+		if (c > cnt[pr->rank]) {
+			s->mp_main[pr->rank] = p;
+			cnt[pr->rank] = c;
+		}
+	}
+	/* The argument above stands on each stream's order being its edges
+	 * (a synthesised graph's are): a rank with a stream of contended
+	 * tasks that is not queues them all. */
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		uint32_t c = 0;
+		if (!pr->gpu || s->mp_main[pr->rank] == NONE32)
+			continue;
+		for (uint32_t u = pr->first; u < pr->first + pr->n && !c; u++)
+			c = s->mp_q[u];
+		if (c && !mp_chained(g, p))
+			s->mp_main[pr->rank] = NONE32;
+	}
+	/* Each rank's other streams with contended tasks: mp_other[r] ..
+	 * mp_other[r + 1] index them in mp_other[ranks + 1 ..]. */
+	memset(cnt, 0, (ranks ? ranks : 1) * sizeof(*cnt));
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p)
+			cnt[pr->rank]++;
+	}
+	s->mp_other[0] = ranks + 1;
+	for (uint32_t r = 0; r < ranks; r++)
+		s->mp_other[r + 1] = s->mp_other[r] + cnt[r];
+	memset(cnt, 0, (ranks ? ranks : 1) * sizeof(*cnt));
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p)
+			s->mp_other[s->mp_other[pr->rank] + cnt[pr->rank]++] = p;
+	}
+	free(cnt);
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		s->mp_a[u] = NONE32;
+	/* The edges from a rank's main stream to its others. */
+	for (uint32_t r = 0; r < ranks; r++) {
+		const struct graph_proc *m;
+		if (s->mp_main[r] == NONE32)
+			continue;
+		m = &g->procs[s->mp_main[r]];
+		for (uint32_t u = m->first; u < m->first + m->n; u++)
+			for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++) {
+				uint32_t v = g->out_dst[k];
+				const struct graph_proc *pv = &g->procs[g->proc[v]];
+				if (GE_KIND(g->out_kind[k]) != GE_LAUNCH && pv->gpu &&
+				    pv->rank == r && g->proc[v] != s->mp_main[r] &&
+				    (s->mp_a[v] == NONE32 || u > s->mp_a[v]))
+					s->mp_a[v] = u;
+			}
+	}
+	/* Along each other stream: what the task before waited on, this one
+	 * does too. */
+	for (uint32_t p = 0; p < g->n_procs; p++) {
+		const struct graph_proc *pr = &g->procs[p];
+		if (!pr->gpu || s->mp_main[pr->rank] == NONE32 || s->mp_main[pr->rank] == p)
+			continue;
+		for (uint32_t u = pr->first + 1; u < pr->first + pr->n; u++)
+			if (s->mp_a[u - 1] != NONE32 &&
+			    (s->mp_a[u] == NONE32 || s->mp_a[u - 1] > s->mp_a[u]))
+				s->mp_a[u] = s->mp_a[u - 1];
+	}
+	return 0;
+}
+
+/* Whether contended task u, starting at t, runs alone on its rank (above):
+ * 1 takes it straight through (mp_q[u] set to 2, counted in mp_direct). */
+static int mp_alone(struct sim *s, uint32_t u, int64_t t)
+{
+	const struct graph *g = s->g;
+	uint32_t r = g->procs[g->proc[u]].rank;
+
+	if (s->mp_main[r] != g->proc[u] || t < s->mp_t[r])
+		return 0;
+	s->mp_t[r] = t;
+	for (uint32_t i = s->mp_other[r]; i < s->mp_other[r + 1]; i++) {
+		const struct graph_proc *pr = &g->procs[s->mp_other[i]];
+		uint32_t *c = &s->mp_cur[s->mp_other[i]], end = pr->first + pr->n;
+		while (*c < end && (!s->mp_q[*c] || (s->end_ns[*c] >= 0 && s->end_ns[*c] < t)))
+			(*c)++;
+		if (*c < end && (s->mp_a[*c] == NONE32 || s->mp_a[*c] <= u))
+			return 0;
+	}
+	s->mp_q[u] = 2;
+	s->mp_direct++;
+	return 1;
+}
+
 /* When the sim releases u (its times set): at its start, or at its end
  * where it ran as a contended task (a finish event). */
 static int64_t mp_rel(const struct sim *s, const struct sim_opts *o, int cont, uint32_t u)
@@ -1205,6 +1374,11 @@ static int hy_events(struct sim *s, const struct sim_opts *o, struct hy_last *la
 				rc = mp_release(s, o, 1, u, work, nw);
 			continue;
 		}
+		/* What ran beside it may have ended since it was queued. */
+		if (mp_alone(s, u, t)) {
+			rc = mp_start(s, o, u, t, 1, work, nw);
+			continue;
+		}
 		s->start_ns[u] = t;
 		if (s->fold_of && s->fold_of[u] != NONE32 &&
 		    s->end_ns[o->fold->tasks[s->fold_of[u]].host] < 0)
@@ -1252,6 +1426,10 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 			free(last);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
+		if (mp_windows_init(s, o)) {
+			free(last);
+			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
+		}
 		rc = 0;
 	} else if (s->mp_pb) {
 		free(s->mp_pb);
@@ -1264,6 +1442,7 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 	work = s->mp_work;
 	run_reset(s, 0);
 	s->mp_queued = 0;
+	s->mp_direct = 0;
 	/* The sim's first events, in the order it pops them at one time. */
 	for (uint32_t u = g->n_nodes; u-- > 0;) {
 		s->ready_ns[u] = INT64_MIN;
@@ -1306,7 +1485,7 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 			}
 			continue;
 		}
-		if (last && mp_contended(s, o, u)) {
+		if (last && s->mp_q[u] == 1 && !mp_alone(s, u, at)) {
 			if (evq_push(&s->q, at, u))
 				rc = PRISM_ENOMEM;
 			s->mp_queued++;

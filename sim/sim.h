@@ -174,6 +174,18 @@ struct sim {
 	int mp_why;
 	uint64_t mp_queued;
 	uint32_t *mp_pb;
+	/* The hybrid's windows (mp_alone in sim.c).  Per node: mp_q 1 where
+	 * a contended task went through the queue (it might run beside
+	 * another of its rank), 2 where it went straight through (mp_direct
+	 * counts those), 0 for every other task; mp_a, the last task of its
+	 * rank's main stream that a task of another stream waits on
+	 * (UINT32_MAX: none).  Per rank its main stream and (mp_other) its
+	 * others, per stream the first contended task not known to have
+	 * ended. */
+	uint8_t *mp_q;
+	uint32_t *mp_a, *mp_main, *mp_cur, *mp_other;
+	int64_t *mp_t; /* per rank: the time of its last check */
+	uint64_t mp_direct;
 };
 
 /* The tasks running on one rank's GPU under contention. */
@@ -206,7 +218,12 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err);
  * present, folded tasks) on two streams or more (data-parallel
  * reductions beside the backward), the hybrid: those tasks go through
  * the queue as in sim_run(), on their rank, every other task straight
- * through (s->mp_queued counts the queued).  It equals sim_run()'s
+ * through (s->mp_queued counts the queued) -- and so are the contended
+ * tasks of a rank's main stream that start when no contended task of its
+ * other streams can run beside them (every one ended, or waiting on a
+ * later task of the main stream: mp_alone in sim.c; s->mp_direct counts
+ * them: it runs alone, as in sim_run(), where every stream's order is
+ * its edges; a rank with a stream that is not gets no windows).  It equals sim_run()'s
  * start, end, binding, ready, fold_busy and plog to the nanosecond when
  * no tie between two releases is left to the queue's push order, and,
  * contention on: in the plain pass, no two contended tasks of one stream

@@ -92,6 +92,8 @@ static void run_free(struct run *r)
  * SIM_MP_* and contention (1) or none (0), over the tests so far. */
 static int mp_count[SIM_MP_OPTS + 1][2];
 static int mp_hybrid[2]; /* of mp_count[SIM_MP_RUN], the hybrid's */
+static int mp_direct;	 /* of the hybrid's, those that took a contended
+			  * task straight through (outside its windows) */
 
 /* r (settled by settle_synth) against the same build settled by the
  * event simulation alone: every task's start, duration and wait, every
@@ -114,6 +116,7 @@ static void events_agree(const struct synth_in *in, int units, const struct run 
 	assert_int_equal(e.st.maxplus, SIM_MP_OPTS);
 	mp_count[r->st.maxplus][r->so.slow_compute > 0 || r->so.slow_comm > 0]++;
 	mp_hybrid[r->so.slow_compute > 0 || r->so.slow_comm > 0] += r->st.maxplus_queued > 0;
+	mp_direct += r->st.maxplus_queued > 0 && r->st.maxplus_direct > 0;
 	assert_int_equal(e.g->n_nodes, r->g->n_nodes);
 	for (uint32_t u = 0; u < e.g->n_nodes; u++) {
 		assert_int_equal(r->g->start_ns[u], e.g->start_ns[u]);
@@ -318,8 +321,12 @@ static void test_agreement(void **state)
 	for (int k = 0; k <= SIM_MP_OPTS; k++)
 		print_message("max-plus %d: %d with contention, %d without\n", k, mp_count[k][1],
 			      mp_count[k][0]);
-	print_message("hybrid: %d with contention, %d without\n", mp_hybrid[1], mp_hybrid[0]);
+	print_message("hybrid: %d with contention, %d without; %d with tasks straight through\n",
+		      mp_hybrid[1], mp_hybrid[0], mp_direct);
 	assert_true(mp_count[SIM_MP_RUN][1] > mp_hybrid[1]);
+	/* ... and the hybrid took contended tasks that run alone straight
+	 * through (mp_alone in sim.c). */
+	assert_true(mp_direct > 0);
 	assert_true(mp_hybrid[1] > 0);
 	assert_int_equal(mp_hybrid[0], 0);
 	assert_true(mp_count[SIM_MP_RUN][0] > 0);

@@ -502,6 +502,18 @@ static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
  *     at one instant does not matter without a folded task) and the
  *     collective from 5: it runs, both slowed, as the sim has them.
  *     test_folded: a folded task beside a collective.
+ * (5) The hybrid's windows (mp_alone in sim.c): compute kernels K0 0-10,
+ *     K1 10-40, K2 30 us, K3 10 us, K4 10 us on one stream, an
+ *     all-reduce C of 50 us on another waiting on K1 (an event) and K3
+ *     waiting on C.  C can run beside K1..K3 only: K0 and K4 go straight
+ *     through (mp_direct 2), the four others through the queue; the same
+ *     as the sim's.  K1 of no length (10-10): C starts at 10, the instant
+ *     K0 (straight through) ends, but waits on it (through K1): the sim
+ *     takes K0's end first; it runs.  Two kernels on one stream with no
+ *     edge between them (a hand-made graph), at 5-15 and 7-17, after a
+ *     collective on the other at 0-1: a stream whose order is not its
+ *     edges, so no task of that rank goes straight through (mp_direct
+ *     0); it runs, the kernels through the queue as the sim has them.
  */
 static void test_maxplus(void **state)
 {
@@ -522,6 +534,13 @@ static void test_maxplus(void **state)
 	struct tn n4[] = {{0, GN_KERNEL, 0, 10, -1}, {1, GN_KERNEL, 5, 10, -1}};
 	static const struct te e4[] = {{0, 1, E}};
 	struct tn n5[] = {{0, GN_KERNEL, 0, 100, -1}, {1, GN_COLL, 0, 50, 0}};
+	struct tn n6[] = {{0, GN_KERNEL, 0, 10, -1}, {0, GN_KERNEL, 0, 30, -1},
+			  {0, GN_KERNEL, 0, 30, -1}, {0, GN_KERNEL, 0, 10, -1},
+			  {0, GN_KERNEL, 0, 10, -1}, {1, GN_COLL, 0, 50, 0}};
+	static const struct te e6[] = {{0, 1, O}, {1, 2, O}, {2, 3, O},
+				       {3, 4, O}, {1, 5, E}, {5, 3, E}};
+	struct tn n7[] = {
+	    {0, GN_KERNEL, 5, 10, -1}, {0, GN_KERNEL, 7, 10, -1}, {1, GN_COLL, 0, 1, 0}};
 	struct hw_profile hw;
 	struct prism_err err;
 	struct sim_opts o, oc;
@@ -583,6 +602,43 @@ static void test_maxplus(void **state)
 	n5[1].start_us = 5;
 	g = mk(p4, 2, n5, 2, NULL, 0, 1);
 	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	graph_free(g);
+	/* (5) */
+	g = mk(p4, 2, n6, 6, e6, 6, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	{
+		struct sim *s = sim_new(g);
+		assert_non_null(s);
+		assert_int_equal(sim_run_maxplus(s, &oc, &err), 1);
+		assert_int_equal(s->mp_direct, 2);
+		assert_int_equal(s->mp_queued, 4);
+		assert_int_equal(s->mp_q[0], 2);
+		assert_int_equal(s->mp_q[4], 2);
+		assert_true(s->mp_q[1] == 1 && s->mp_q[2] == 1 && s->mp_q[3] == 1 &&
+			    s->mp_q[5] == 1);
+		/* C beside K2 (from 40) and K3: K4 after it, at full speed. */
+		assert_int_equal(s->start_ns[5], 40 * US);
+		assert_true(s->end_ns[5] > 90 * US);
+		assert_int_equal(s->end_ns[4], s->start_ns[4] + 10 * US);
+		assert_true(s->start_ns[4] >= s->end_ns[5]);
+		sim_free(s);
+	}
+	graph_free(g);
+	n6[1].dur_us = 0;
+	g = mk(p4, 2, n6, 6, e6, 6, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	graph_free(g);
+	g = mk(p4, 2, n7, 3, NULL, 0, 1);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	{
+		struct sim *s = sim_new(g);
+		assert_non_null(s);
+		assert_int_equal(sim_run_maxplus(s, &oc, &err), 1);
+		assert_int_equal(s->mp_direct, 0);
+		assert_int_equal(s->mp_queued, 3);
+		assert_true(s->start_ns[1] < s->end_ns[0]); /* at once */
+		sim_free(s);
+	}
 	graph_free(g);
 }
 

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #include "metrics.h"
 #include "sim.h"
@@ -335,6 +336,7 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 	}
 	out->maxplus = maxplus ? sm->mp_why : SIM_MP_OPTS;
 	out->maxplus_queued = rc == 1 ? sm->mp_queued : 0;
+	out->maxplus_direct = rc == 1 ? sm->mp_direct : 0;
 	if (rc == 0 && (rc = sim_run(sm, &o, err))) {
 		sim_free(sm);
 		fold_tasks_free(&fo);

@@ -34,6 +34,7 @@ struct settle_out {
 	 * the event simulation ran instead. */
 	int maxplus;
 	uint64_t maxplus_queued; /* tasks its hybrid took through the queue */
+	uint64_t maxplus_direct; /* contended tasks it took straight through */
 };
 
 /* The bubble of `stages` compute streams, stage r busy busy_ns[r] over a
