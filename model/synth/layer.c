@@ -91,7 +91,10 @@ void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 
 void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, double bytes)
 {
-	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->hw, membound_kind(cls), bytes));
+	/* (a dry run for the host's time alone times no kernel) */
+	double t = c->dry_host
+		       ? 0
+		       : ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->hw, membound_kind(cls), bytes));
 	double key[OPKEY] = {1, bytes};
 
 	se_record_op(c, key, membound_op_fmt);
@@ -349,7 +352,9 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 		double sq = i ? z->s / 2 : z->s, t;
 		if (i > 0) /* step i's key-value block has arrived */
 			se_event_wait(c, r, S_TP, S_COMPUTE);
-		if (i < z->cp - 1 && !c->dry)
+		/* (a dry run's launches and events too; its transfer's time
+		 * is not a tensor-parallel collective's: synth_layer_tp_s) */
+		if (i < z->cp - 1 && !(c->dry && c->dry_comm))
 			cp_transfer(c, r, z, bytes);
 		t = ktime(c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->w / z->t, 1),
 			  kperf_attn_s(c->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
@@ -1113,7 +1118,7 @@ static void shared_bwd(struct ctx *c, int r, const struct shape *z)
  */
 static int moe_shared_side(const struct ctx *c, const struct shape *z)
 {
-	return z->shared > 0 && c->in->lay.moe_shared_overlap && !c->dry;
+	return z->shared > 0 && c->in->lay.moe_shared_overlap;
 }
 
 static void moe_side_begin(struct ctx *c, int r, const struct shape *z,

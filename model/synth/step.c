@@ -335,8 +335,6 @@ static uint32_t gather(struct ctx *c, int r, const struct shape *z, double param
 	double w, g, o;
 	struct layout_dp_traits t;
 	char pg[32];
-	if (c->dry)
-		return NONE32;
 	mem_param_bytes(&c->lay, &w, &g, &o);
 	dp_traits(c, z, &t);
 	if (wait_compute)
@@ -1179,7 +1177,7 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 			      z->me * w, (struct comm_group){z->edp, z->edp_per_node}, pg);
 }
 
-static void optimizer(struct ctx *c, int r, const struct shape *z)
+void ss_optimizer(struct ctx *c, int r, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
 	int zero = sharded(c);
@@ -1238,7 +1236,7 @@ void ss_steps(struct ctx *c, const struct shape *z)
 			set_ann(c, r, -1, PH_NONE, -1);
 			stage_step(c, r, z);
 			if (!in->bare)
-				optimizer(c, r, z);
+				ss_optimizer(c, r, z);
 			set_ann(c, r, -1, PH_NONE, -1);
 			w = se_sync(c, r);
 			if (c->oom)
