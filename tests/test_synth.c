@@ -3834,13 +3834,13 @@ static void test_hybrid_as_transformer(void **state)
 	assert_rel_close(oh.t_tp, o.t_tp, 1e-12);
 	assert_rel_close(oh.t_slot, o.t_slot, 1e-12);
 	/* The optimizer's launches end this host-bound step: 8 layers'
-	 * against 4, 6 more kernels a stage (synth_opt_host); the rest is the
+	 * against 4, 6 more kernels a stage (synth_stage_host); the rest is the
 	 * same. */
 	{
-		double ohy[2], oin[2];
-		synth_opt_host(&hy, ohy);
-		synth_opt_host(&in, oin);
-		assert_rel_close(ohy[1] - oin[1], 6 * 26.6e-6, 1e-9);
+		struct synth_stage_host shy[2], sin[2];
+		synth_stage_host(&hy, shy);
+		synth_stage_host(&in, sin);
+		assert_rel_close(shy[1].opt_s - sin[1].opt_s, 6 * 26.6e-6, 1e-9);
 	}
 	assert_true(oh.t_opt > o.t_opt);
 	assert_rel_close(oh.t_iter - oh.t_opt, o.t_iter - o.t_opt, 1e-12);
@@ -4429,7 +4429,8 @@ static void test_exec_analytic(void **state)
 	struct synth_in in;
 	struct synth_extra_host eh;
 	struct predict_out p;
-	double hf, hb, oh;
+	struct synth_stage_host sh;
+	double hf, hb;
 	(void)state;
 	analytic_in_default(&a);
 	a.m = (struct llm){.layers = 4,
@@ -4461,9 +4462,10 @@ static void test_exec_analytic(void **state)
 	assert_rel_close(eh.emb_bwd_s, 26.6e-6, 1e-12);
 	assert_rel_close(eh.head_fwd_s, 4 * 26.6e-6, 1e-12);
 	assert_rel_close(eh.head_bwd_s, 4 * 26.6e-6 + 5e-6, 1e-12);
-	synth_opt_host(&in, &oh);
-	assert_rel_close(oh, 18 * 26.6e-6, 1e-12);
-	assert_rel_close(o.t_iter, o.t_slot + oh, 1e-9);
+	synth_stage_host(&in, &sh);
+	assert_rel_close(sh.opt_s, 18 * 26.6e-6, 1e-12);
+	assert_true(sh.xfer_fwd_s == 0 && sh.xfer_bwd_s == 0); /* one stage */
+	assert_rel_close(o.t_iter, o.t_slot + sh.opt_s, 1e-9);
 	assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 	assert_true(fabs(o.t_iter - p.iter_s) < 3e-6);
 	a.lay.exec = in.lay.exec = LAYOUT_EXEC_GRAPHS;
@@ -4592,15 +4594,16 @@ static void test_exec_host_forms(void **state)
 		}
 }
 
-/* The optimizer's host (synth_opt_host, a dry run of the step's
- * optimizer) is what the built graph's host thread spends in each
+/* A stage's host outside its layers (synth_stage_host, a dry run of
+ * step.c's optimizer and transfers) is what the built graph's host thread
+ * spends there.  The optimizer's: what the graph's host thread spends in each
  * stage's optimizer step, to the nanosecond: over 2 stages (a tied
  * embedding's all-reduce between them, the gradient norm's over the
  * stages), under ZeRO 0, 1 (the updated weights gathered, or left to the
  * next step with overlap_param) and 2, fp16 (the unscale and the
  * found-inf flag's all-reduce), fp8 under delayed scaling (its amax
  * updates), an MoE model's experts over their own group, and no clipping. */
-static void test_exec_opt_host(void **state)
+static void test_exec_stage_host(void **state)
 {
 	(void)state;
 	for (int k = 0; k < 8; k++) {
@@ -4608,7 +4611,7 @@ static void test_exec_opt_host(void **state)
 		struct synth_out so;
 		struct settle_out st;
 		struct graph *g;
-		double oh[2];
+		struct synth_stage_host sh[2];
 		if (k == 6)
 			moe_small(&in);
 		else
@@ -4630,7 +4633,7 @@ static void test_exec_opt_host(void **state)
 			in.lay.ep = 2;
 		in.lay.clip_grad = k != 7;
 		g = build(&in, &so, &st);
-		synth_opt_host(&in, oh);
+		synth_stage_host(&in, sh);
 		for (int r = 0; r < 2; r++) {
 			int64_t t = 0;
 			for (uint32_t u = 0; u < g->n_nodes; u++)
@@ -4639,7 +4642,52 @@ static void test_exec_opt_host(void **state)
 				    g->phase[u] == PH_OPTIMIZER && g->kind[u] != GN_WAIT)
 					t += g->dur_ns[u];
 			assert_true(t > 0);
-			assert_int_equal(t, prism_ns_round(oh[r] * 1e9));
+			assert_int_equal(t, prism_ns_round(sh[r].opt_s * 1e9));
+		}
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	/* The pipeline transfers' (with the embedding's and the head's, all
+	 * outside the layers): the middle of 3 microbatches on 2 and 4
+	 * stages, 1F1B, interleaved (2 chunks a stage), the compute waiting
+	 * for each send (no pp_overlap), eager and under graphs. */
+	for (int k = 0; k < 4; k++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct synth_extra_host eh;
+		struct synth_stage_host sh[4];
+		struct graph *g;
+		small(&in);
+		in.steps = 1;
+		in.lay.pp = k == 0 ? 2 : 4;
+		in.lay.microbatches = k == 1 ? 4 : 3;
+		if (k == 1) {
+			in.lay.schedule = LAYOUT_INTERLEAVED;
+			in.lay.vp = 2;
+		}
+		in.lay.pp_overlap = k != 2;
+		in.lay.exec = k == 3 ? LAYOUT_EXEC_GRAPHS : LAYOUT_EXEC_EAGER;
+		g = build(&in, &so, &st);
+		synth_stage_host(&in, sh);
+		synth_extra_host(&in, &eh);
+		for (int r = 0; r < in.lay.pp; r++) {
+			double f = sh[r].xfer_fwd_s, b = sh[r].xfer_bwd_s;
+			assert_true(f > 0 && b > 0);
+			if (r == 0)
+				f += eh.emb_fwd_s, b += eh.emb_bwd_s;
+			if (r == in.lay.pp - 1)
+				f += eh.head_fwd_s, b += eh.head_bwd_s;
+			for (int ph = PH_FORWARD; ph <= PH_BACKWARD; ph++) {
+				int64_t t = 0;
+				for (uint32_t u = 0; u < g->n_nodes; u++)
+					if (!g->procs[g->proc[u]].gpu &&
+					    g->procs[g->proc[u]].rank == (uint32_t)r &&
+					    g->layer[u] == -1 && g->mb[u] == 1 && g->phase[u] == ph)
+						t += g->dur_ns[u];
+				assert_int_equal(t,
+						 prism_ns_round((ph == PH_FORWARD ? f : b) * 1e9));
+			}
 		}
 		synth_out_release(&so);
 		graph_free(g);
@@ -4976,7 +5024,7 @@ int main(void)
 	    cmocka_unit_test(test_exec_rows),
 	    cmocka_unit_test(test_exec_analytic),
 	    cmocka_unit_test(test_exec_host_forms),
-	    cmocka_unit_test(test_exec_opt_host),
+	    cmocka_unit_test(test_exec_stage_host),
 	    cmocka_unit_test(test_exec_host_verdict),
 	    cmocka_unit_test(test_offload),
 	    cmocka_unit_test(test_offload_rules),

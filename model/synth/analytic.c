@@ -51,14 +51,15 @@ struct terms {
 	double hf, hb, mhf, mhb;    /* the host's time of a dense (MoE) layer's forward, backward */
 	double emb, head;	    /* stage 0's embedding, the last stage's head and loss */
 	struct synth_extra_host eh; /* the host's time of the two */
-	double oh[LAYOUT_MAX_STAGES]; /* each stage's optimizer's, on the host */
-	double ar;		      /* a layer's tensor-parallel all-reduces */
-	double p2p;		      /* a microbatch's pipeline transfers */
-	double cp_ring;		      /* a layer's context-parallel transfers, exposed */
-	double moe_comm;	      /* an MoE layer's all-to-alls and expert-TP gathers */
-	double wb, gb, ob;	      /* bytes per parameter: weights, gradients, optimizer */
-	int pn;			      /* data-parallel ranks in an NVLink domain */
-	double lp;		      /* a layer's parameters on a tensor-parallel rank (a
+	struct synth_stage_host sh[LAYOUT_MAX_STAGES]; /* each stage's transfers' and
+							* optimizer's, on the host */
+	double ar;				       /* a layer's tensor-parallel all-reduces */
+	double p2p;				       /* a microbatch's pipeline transfers */
+	double cp_ring;	   /* a layer's context-parallel transfers, exposed */
+	double moe_comm;   /* an MoE layer's all-to-alls and expert-TP gathers */
+	double wb, gb, ob; /* bytes per parameter: weights, gradients, optimizer */
+	int pn;		   /* data-parallel ranks in an NVLink domain */
+	double lp;	   /* a layer's parameters on a tensor-parallel rank (a
 				  * hybrid model's: their mean) */
 	/* A hybrid model's layers by kind (llm.h): forward, backward, the
 	 * host's forward and backward, tensor-parallel collectives (one
@@ -190,7 +191,7 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	}
 	synth_extra_times(&T->si, &T->emb, &T->head);
 	synth_extra_host(&T->si, &T->eh);
-	synth_opt_host(&T->si, T->oh);
+	synth_stage_host(&T->si, T->sh);
 	mem_param_bytes(&T->lay, &T->wb, &T->gb, &T->ob);
 	if (tp > 1) {
 		if (comm_time(hw, GC_ALL_REDUCE, act_bytes, (struct comm_group){tp, tp},
@@ -402,7 +403,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 }
 
 /* Stage s's optimizer: opt on the GPU after what is exposed of its
- * data-parallel collectives, or its host's launches (synth_opt_host) where
+ * data-parallel collectives, or its host's launches (synth_stage_host) where
  * they end later.  The host, never waiting for the GPU within a step
  * (eager launches queue), starts them as its last backward's launches
  * end, slack before the GPU ends that backward (slack: what the stage's
@@ -410,7 +411,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
  * sets every unit). */
 static double opt_or_host(const struct terms *T, int s, double exposed, double opt, double slack)
 {
-	return fmax(opt, T->oh[s] - slack - exposed);
+	return fmax(opt, T->sh[s].opt_s - slack - exposed);
 }
 
 /* One stage's terms into the estimate's: the slowest stage's (*worst its
@@ -487,6 +488,9 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		/* The host's launches of the two, forward and backward. */
 		double ehf = s == 0 ? T.eh.emb_fwd_s : 0, ehb = s == 0 ? T.eh.emb_bwd_s : 0,
 		       hhf = s == hs ? T.eh.head_fwd_s : 0, hhb = s == hs ? T.eh.head_bwd_s : 0;
+		/* And of its pipeline transfers (with the embedding's). */
+		ehf += T.sh[s].xfer_fwd_s;
+		ehb += T.sh[s].xfer_bwd_s;
 		for (int ch = 0; ch < v; ch++)
 			nm += layout_chunk_moe(m, &T.lay, s, ch);
 		if (s == hs && m->mtp_layers > 0) {

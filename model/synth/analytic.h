@@ -15,7 +15,7 @@
  * and backward each take the longer of their GPU side and the host's
  * launches (synth_layer_host, synth_extra_host: kernels, collectives,
  * events), the optimizer the longer of its own and its launches'
- * (synth_opt_host).  Without flash attention (lay.flash = 0) the
+ * (synth_stage_host).  Without flash attention (lay.flash = 0) the
  * layers' time holds the passes over the materialised attention scores.
  * Microseconds per evaluation; docs/MODEL.md gives every term.
  */

@@ -76,7 +76,7 @@ void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h)
 	}
 }
 
-void synth_opt_host(const struct synth_in *in, double *stage_s)
+void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
 {
 	static _Thread_local struct rankst rk[LAYOUT_MAX_STAGES];
 	struct ctx c;
@@ -85,15 +85,19 @@ void synth_opt_host(const struct synth_in *in, double *stage_s)
 
 	dry_ctx(&c, rk, in);
 	c.dry_host = 1;
+	c.dry_out = 1; /* (layer -1 is outside every region, as built) */
 	memset(rk, 0, sizeof(rk[0]) * (size_t)pp);
 	synth_mem_layout(in, &c.lay);
 	sl_shape(in, &z);
 	for (int r = 0; r < pp; r++) {
 		rk[r].layer = -1;
+		rk[r].mb = 1;
+		rk[r].phase = PH_FORWARD;
+		ss_transfers(&c, r, &z, &st[r].xfer_fwd_s, &st[r].xfer_bwd_s);
 		c.dry_host_s = 0;
 		if (!in->bare)
 			ss_optimizer(&c, r, &z);
-		stage_s[r] = c.dry_host_s;
+		st[r].opt_s = c.dry_host_s;
 	}
 }
 

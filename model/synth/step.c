@@ -429,6 +429,27 @@ static int fwd_next(const struct ctx *c, const struct shape *z, int s, int ch, i
 	return fwd_nb(c, z, s, ch, 1, ns_, nc);
 }
 
+void ss_transfers(struct ctx *c, int s, const struct shape *z, double *fwd_s, double *bwd_s)
+{
+	int os, oc;
+	double h0 = c->dry_host_s;
+	for (int ch = 0; ch < z->v; ch++) {
+		if (fwd_prev(c, z, s, ch, &os, &oc))
+			pp_recv(c, s, os, oc, z, 1);
+		if (fwd_next(c, z, s, ch, &os, &oc))
+			pp_send(c, s, s, ch, z, 1);
+	}
+	*fwd_s = c->dry_host_s - h0;
+	h0 = c->dry_host_s;
+	for (int ch = 0; ch < z->v; ch++) {
+		if (fwd_next(c, z, s, ch, &os, &oc))
+			pp_recv(c, s, os, oc, z, 0);
+		if (fwd_prev(c, z, s, ch, &os, &oc))
+			pp_send(c, s, s, ch, z, 0);
+	}
+	*bwd_s = c->dry_host_s - h0;
+}
+
 /* The unit holds the model's first chunk (the embedding) or its last
  * (the head and the loss). */
 static int first_chunk_of(const struct ctx *c, int s, int ch)

@@ -170,10 +170,15 @@ struct synth_extra_host {
 };
 void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h);
 
-/* Host time of each pipeline stage's optimizer step into stage_s[0 ..
- * pp) (its kernels' and collectives' launches and event calls: synth's,
- * in a dry run; eager, outside every layer's region); 0 for a bare run. */
-void synth_opt_host(const struct synth_in *in, double *stage_s);
+/* Host time of each pipeline stage, into st[0 .. pp): its pipeline
+ * transfers' a microbatch, forward and backward units (their sends and
+ * receives, with their event waits), and its optimizer step's (its
+ * kernels' and collectives' launches and event calls; 0 for a bare run);
+ * synth's, in a dry run, eager (outside every layer's region). */
+struct synth_stage_host {
+	double xfer_fwd_s, xfer_bwd_s, opt_s;
+};
+void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st);
 
 /* Iterations a run may build (synth_in.steps). */
 #define SYNTH_MAX_STEPS 100

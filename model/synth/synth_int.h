@@ -288,8 +288,9 @@ struct ctx {
 				      * (kernels, collectives) and event call */
 	int dry_window;		     /* dry: the sliding window of the layer timed
 				    * (0: a global one), whatever its index */
-	int dry_out;		     /* dry: timing the embedding or the head, which
-				      * no layer's host region holds */
+	int dry_out;		     /* dry: timing what no layer's host region
+				      * holds (layer -1: the embedding, the head,
+				      * the transfers) */
 	int dry_host;		     /* dry: the host's time alone (memory-bound
 				      * kernels are not timed) */
 	int dry_kind;		     /* dry: the kind of the layer timed (enum
@@ -571,7 +572,13 @@ void ss_steps(struct ctx *c, const struct shape *z);
 
 /* Rank r's optimizer step, after its last backward: the gradient
  * statistics, the passes over its parameters, ZeRO's gathers of the
- * updated weights (a dry run's host time: synth_opt_host). */
+ * updated weights (a dry run's host time: synth_stage_host). */
 void ss_optimizer(struct ctx *c, int r, const struct shape *z);
+
+/* A dry ctx's host time of stage s's pipeline transfers, one microbatch:
+ * every chunk's forward unit's (its input received, its output sent:
+ * *fwd_s) and backward unit's (*bwd_s), as unit_fwd and unit_bwd issue
+ * them. */
+void ss_transfers(struct ctx *c, int s, const struct shape *z, double *fwd_s, double *bwd_s);
 
 #endif
