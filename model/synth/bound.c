@@ -64,6 +64,7 @@ void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h)
 	double *out[4] = {&h->emb_fwd_s, &h->emb_bwd_s, &h->head_fwd_s, &h->head_bwd_s};
 
 	dry_ctx(&c, &rk, in);
+	c.dry_host = 1;
 	c.dry_out = 1;
 	rk.mb = 1;
 	rk.layer = -1;
@@ -204,6 +205,7 @@ static void layer_host(const struct synth_in *in, int kind, int layer, double *f
 	struct shape z;
 
 	dry_ctx(&c, &rk, in);
+	c.dry_host = 1;
 	c.dry_kind = kind;
 	rk.mb = 1;
 	rk.phase = PH_FORWARD;

@@ -122,10 +122,11 @@ static void gemm_of(struct ctx *c, int r, const char *name, int dtype, double b,
 		    double k, int grouped)
 {
 	double es = kperf_elem_bytes(dtype);
-	double t = ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
-			 b * (es * (m * k + k * n) + 2 * m * n),
-			 grouped ? kperf_grouped_s(c->hw, dtype, b, m, n, k)
-				 : kperf_gemm_s(c->hw, dtype, b, m, n, k));
+	double t = c->dry_host ? 0 /* (as sl_kernel_on) */
+			       : ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
+				       b * (es * (m * k + k * n) + 2 * m * n),
+				       grouped ? kperf_grouped_s(c->hw, dtype, b, m, n, k)
+					       : kperf_gemm_s(c->hw, dtype, b, m, n, k));
 	double key[OPKEY] = {2, dtype, b, m, n, k};
 
 	se_record_op(c, key, gemm_op_fmt);
@@ -852,7 +853,7 @@ static void moe_colls(struct ctx *c, int r, const struct shape *z, int rev, int 
 {
 	struct sl_moe_coll cl[SL_MOE_COLLS];
 	int n = sl_moe_colls(z, cl);
-	char pg[32];
+	char pg[32] = "";
 	for (int j = 0; j < n; j++) {
 		const struct sl_moe_coll *x = &cl[rev ? n - 1 - j : j];
 		int kind = rev && x->kind == GC_ALL_GATHER ? GC_REDUCE_SCATTER : x->kind;
@@ -864,7 +865,8 @@ static void moe_colls(struct ctx *c, int r, const struct shape *z, int rev, int 
 		 * parallel gather and reduce-scatter stay with the experts
 		 * (dispatch_postprocess, combine_preprocess). */
 		c->part_now = a2a ? a2a_part : SL_PART_MLP;
-		snprintf(pg, sizeof(pg), "%s.%d", x->pg, r);
+		if (!c->dry) /* (as tp_coll_of) */
+			snprintf(pg, sizeof(pg), "%s.%d", x->pg, r);
 		se_collective(c, r, c->part != SL_PART_ALL && a2a ? S_A2A : S_COMPUTE, kind,
 			      kind == GC_ALL_TO_ALL ? "ncclDevKernel_SendRecv_alltoall"
 			      : kind == GC_ALL_GATHER

@@ -46,8 +46,9 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 			const struct shape *z, int fwd)
 {
 	struct comm_group g = {2, z->pp_per_node};
-	char pg[48];
-	snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
+	char pg[48] = "";
+	if (!c->dry) /* (a dry run's collective has no group: emit.c) */
+		snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
 	se_collective(c, r, st, kind, "ncclDevKernel_SendRecv", z->b * z->s * z->h * 2 / z->t, g,
 		      pg);
 }

@@ -291,8 +291,8 @@ struct ctx {
 	int dry_out;		     /* dry: timing what no layer's host region
 				      * holds (layer -1: the embedding, the head,
 				      * the transfers) */
-	int dry_host;		     /* dry: the host's time alone (memory-bound
-				      * kernels are not timed) */
+	int dry_host;		     /* dry: the host's time alone (GEMMs and
+				      * memory-bound kernels are not timed) */
 	int dry_kind;		     /* dry: the kind of the layer timed (enum
 				      * llm_kind; LLM_KIND_FULL, 0, by default) */
 	struct emit_state em;	     /* the graph as built */
