@@ -178,7 +178,13 @@ static void make_cand(void *ctx, int i)
 	struct make_job *J = ctx;
 	const struct batch_ref *r = &J->refs[i];
 	/* Judged once, by batch_space. */
-	sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, &J->batch[i]);
+	struct cand *k = &J->batch[i];
+	uint64_t twin[SWEEP_TWINS];
+	sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, k);
+	k->index = r->index;
+	k->ntwins = sweep_twins(J->sw, r->index, k, twin);
+	for (int t = 0; t < k->ntwins; t++)
+		k->twin[t] = (int64_t)twin[t];
 }
 
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
@@ -235,15 +241,194 @@ static void simulate_one(void *ctx, int w)
 		progress_add(J->pg, 1);
 }
 
+/* work[0..nw) simulated, the costliest first. */
+static void simulate_work(const struct sweep *sw, struct pool *pool, struct cand *batch,
+			  struct batch_job *work, int nw, int threads, struct progress *pg)
+{
+	struct sim_job J = {sw, batch, work, pg};
+	qsort(work, (size_t)nw, sizeof(*work), cmp_cost);
+	pool_for(pool, nw, 1, threads, simulate_one, &J);
+}
+
 void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
 		    const int *owner, int rank, int threads, struct batch_job *work,
 		    struct progress *pg)
 {
-	struct sim_job J = {sw, batch, work, pg};
 	int nw = 0;
 	for (int i = 0; i < n; i++)
 		if (owner[i] == rank)
 			work[nw++] = (struct batch_job){batch_cost(&batch[i]), i};
-	qsort(work, (size_t)nw, sizeof(*work), cmp_cost);
-	pool_for(pool, nw, 1, threads, simulate_one, &J);
+	simulate_work(sw, pool, batch, work, nw, threads, pg);
+}
+
+void batch_twins_release(struct batch_twins *tw)
+{
+	free(tw->key);
+	free(tw->at);
+	free(tw->p);
+	memset(tw, 0, sizeof(*tw));
+}
+
+/* index's slot in tw (tw->cap > 0): its own, or the empty one it would
+ * take. */
+static size_t twin_slot(const struct batch_twins *tw, uint64_t index)
+{
+	size_t mask = tw->cap - 1, h = (size_t)((index * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+	while (tw->key[h] && tw->key[h] != (uint32_t)index + 1)
+		h = (h + 1) & mask;
+	return h;
+}
+
+static const struct predict_out *twin_find(const struct batch_twins *tw, int64_t index)
+{
+	size_t h;
+	if (!tw->cap || index < 0)
+		return NULL;
+	h = twin_slot(tw, (uint64_t)index);
+	return tw->key[h] ? &tw->p[tw->at[h]] : NULL;
+}
+
+/* k's prediction kept under its index: 0, or PRISM_ENOMEM. */
+static int twin_keep(struct batch_twins *tw, const struct cand *k)
+{
+	size_t h;
+	if (2 * (tw->n + 1) > tw->cap) { /* at most half full */
+		struct batch_twins g = *tw;
+		g.cap = tw->cap ? 2 * tw->cap : 1024;
+		g.key = calloc(g.cap, sizeof(*g.key));
+		g.at = prism_malloc(g.cap * sizeof(*g.at));
+		if (!g.key || !g.at) {
+			free(g.key);
+			free(g.at);
+			return PRISM_ENOMEM;
+		}
+		for (size_t j = 0; j < tw->cap; j++)
+			if (tw->key[j]) {
+				h = twin_slot(&g, tw->key[j] - 1);
+				g.key[h] = tw->key[j];
+				g.at[h] = tw->at[j];
+			}
+		free(tw->key);
+		free(tw->at);
+		*tw = g;
+	}
+	if (vec_reserve_((void **)&tw->p, &tw->pcap, tw->n + 1, sizeof(*tw->p)))
+		return PRISM_ENOMEM;
+	h = twin_slot(tw, (uint64_t)k->index);
+	if (tw->key[h])
+		return 0;
+	tw->p[tw->n] = k->p;
+	tw->key[h] = (uint32_t)k->index + 1;
+	tw->at[h] = (uint32_t)tw->n++;
+	return 0;
+}
+
+/* Whether the sweep lists value v of knob k. */
+static int lists(const struct sweep *sw, int k, int v)
+{
+	for (int j = 0; j < sw->knob[k].n; j++)
+		if (sw->knob[k].v[j] == v)
+			return 1;
+	return 0;
+}
+
+/* Whether k's prediction may be another's (sweep_twins): "even" on more
+ * than one stage in a sweep that lists "balanced" too, or GPipe or 1F1B
+ * with one microbatch in a sweep that lists both, or ZeRO-1 or 2 there
+ * in one that lists both. */
+static int may_lead(const struct sweep *sw, const struct cand *k)
+{
+	const struct layout *l = &k->in.lay;
+	if (k->status != CS_SIMULATED)
+		return 0;
+	if (l->partition == LAYOUT_PART_GIVEN && l->pp >= 2 && !l->part[0] && !l->part_chunks &&
+	    lists(sw, LK_partition, LAYOUT_PART_BALANCED))
+		return 1;
+	if (l->microbatches != 1 || (l->schedule != LAYOUT_GPIPE && l->schedule != LAYOUT_1F1B))
+		return 0;
+	return (lists(sw, LK_schedule, LAYOUT_GPIPE) && lists(sw, LK_schedule, LAYOUT_1F1B)) ||
+	       ((l->zero == 1 || l->zero == 2) && lists(sw, LK_zero, 1) && lists(sw, LK_zero, 2));
+}
+
+/* The place in batch[0..i) of a twin of batch[i] that rank simulates, or
+ * -1: the first in the batch, so that a candidate waits only for one
+ * before it (which the second pass settles first). */
+static int twin_in_batch(const struct cand *batch, int i, const int *owner, int rank)
+{
+	for (int j = 0; j < i; j++)
+		for (int t = 0; t < batch[i].ntwins; t++)
+			if (batch[j].index == batch[i].twin[t] && owner[j] == rank)
+				return j;
+	return -1;
+}
+
+/* A kept prediction of one of k's twins, or NULL. */
+static const struct predict_out *kept_twin(const struct batch_twins *tw, const struct cand *k)
+{
+	const struct predict_out *p = NULL;
+	for (int t = 0; t < k->ntwins && !p; t++)
+		p = twin_find(tw, k->twin[t]);
+	return p;
+}
+
+/* k given its twin's prediction, derived again for k's own layout (its
+ * memory, sweep_twin). */
+static void follow(struct cand *k, const struct predict_out *p, struct progress *pg)
+{
+	k->p = *p;
+	predict_derive(&k->in, p->iter_s, &k->p);
+	k->status = CS_SIMULATED;
+	if (pg && pg->f)
+		progress_add(pg, 1);
+}
+
+void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
+			  const int *owner, int rank, int threads, struct batch_job *work,
+			  struct progress *pg, struct batch_twins *tw)
+{
+	const struct predict_out *p;
+	int nw = 0, nf = 0, j;
+
+	if (!tw) {
+		batch_simulate(sw, pool, batch, n, owner, rank, threads, work, pg);
+		return;
+	}
+	/* Followers of an earlier batch's twin take its prediction; those
+	 * with a twin earlier in this batch wait for it. */
+	for (int i = 0; i < n; i++) {
+		struct cand *k = &batch[i];
+		if (owner[i] != rank)
+			continue;
+		if (k->status == CS_PENDING && k->ntwins > 0) {
+			if ((p = kept_twin(tw, k))) {
+				follow(k, p, pg);
+				continue;
+			}
+			j = twin_in_batch(batch, i, owner, rank);
+			if (j >= 0 && batch[j].status == CS_PENDING) {
+				nf++;
+				continue;
+			}
+		}
+		work[nw++] = (struct batch_job){batch_cost(k), i};
+	}
+	simulate_work(sw, pool, batch, work, nw, threads, pg);
+	/* In the batch's order: a twin before is settled by now. */
+	nw = 0;
+	for (int i = 0; nf && i < n; i++) {
+		struct cand *k = &batch[i];
+		if (owner[i] != rank || k->status != CS_PENDING || k->ntwins == 0)
+			continue;
+		j = twin_in_batch(batch, i, owner, rank);
+		if (j >= 0 && batch[j].status == CS_SIMULATED)
+			follow(k, &batch[j].p, pg);
+		else /* its twin failed: its own simulation says why */
+			work[nw++] = (struct batch_job){batch_cost(k), i};
+	}
+	simulate_work(sw, pool, batch, work, nw, threads, pg);
+	for (int i = 0; i < n; i++)
+		if (owner[i] == rank && may_lead(sw, &batch[i]) && twin_keep(tw, &batch[i])) {
+			batch_twins_release(tw); /* out of memory: simulate them */
+			return;
+		}
 }

@@ -104,6 +104,22 @@ struct batch_job {
 	int i;
 };
 
+/*
+ * The simulations kept for the candidates whose twins may follow
+ * (sweep_twin: a balanced partition placed evenly is its "even" twin's
+ * prediction): each simulated candidate with an "even" partition on more
+ * than one stage, by its index, where the sweep also lists "balanced".
+ * Zero it to start; release with batch_twins_release.
+ */
+struct batch_twins {
+	uint32_t *key; /* open addressing: index + 1, 0 empty */
+	uint32_t *at;  /* its result's place in p */
+	size_t cap;    /* slots in key and at: a power of two, or 0 */
+	struct predict_out *p;
+	size_t n, pcap;
+};
+void batch_twins_release(struct batch_twins *tw);
+
 /* The candidates of batch[0..n) whose owner is rank simulated by up to
  * threads of the pool's threads, the costliest first (a thread left with one long
  * candidate at the batch's end idles the others; the rows do not depend
@@ -113,5 +129,13 @@ struct batch_job {
 void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
 		    const int *owner, int rank, int threads, struct batch_job *work,
 		    struct progress *pg);
+/* batch_simulate, a candidate whose twin (sweep_twin, found by batch_make)
+ * this process simulated -- in tw from an earlier batch, or in this one
+ * first -- given its twin's prediction instead of a simulation of its
+ * own; this batch's twins kept in tw (out of memory: tw emptied, the
+ * predictions the same).  tw NULL: batch_simulate. */
+void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
+			  const int *owner, int rank, int threads, struct batch_job *work,
+			  struct progress *pg, struct batch_twins *tw);
 
 #endif

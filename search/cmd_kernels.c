@@ -50,7 +50,10 @@ static const char help[] =
     "                   the mean squared log error; memory-bound: a weighted line,\n"
     "                   its floor the device's from rows timed on the device alone\n"
     "                   -- CUDA-graph replays -- where given, and what rows timed\n"
-    "                   between CUDA events add, events_us, apart), per GPU\n"
+    "                   between CUDA events add, events_us, apart; a GEMM dtype's\n"
+    "                   fixed cost likewise where it has CUDA-graph rows and XLA's\n"
+    "                   table's, whose single calls on an idle GPU add\n"
+    "                   isolated_us), per GPU\n"
     "                   family, class and dtype (a GEMM dtype with fewer\n"
     "                   than 20 rows: its peak alone, the shape parameters of the\n"
     "                   family's dtype with the most rows, or where none has 20,\n"
@@ -315,9 +318,11 @@ static void fit_group(const struct kbench *kb, const struct kbench_row *r, struc
 			if (strcmp(kbench_family(p[i].name), kbench_family(r->profile)) ||
 			    dst == hws[0])
 				continue;
-			if (c == KB_GEMM)
+			if (c == KB_GEMM) {
 				dst->k.gemm[fit_dtype(r)] = hws[0]->k.gemm[fit_dtype(r)];
-			else
+				dst->k.gemm_isolated_s[fit_dtype(r)] =
+				    hws[0]->k.gemm_isolated_s[fit_dtype(r)];
+			} else
 				dst->k.attn[fit_dtype(r)] = hws[0]->k.attn[fit_dtype(r)];
 		}
 	}
@@ -336,9 +341,12 @@ static void print_kernels(const struct hw_profile *hw)
 		if (hw->peak_flops[d] <= 0 || d == HW_FP16 || d == HW_FP32)
 			continue;
 		printf("    %s = { tflops = %.1f; tile_us = %.3f; overhead_us = %.3f; "
-		       "tile_eff = [%.3f, %.3f, %.3f]; mem_eff = %.3f; };\n",
+		       "tile_eff = [%.3f, %.3f, %.3f]; mem_eff = %.3f; ",
 		       hw_dtype_name(d), g->flops / 1e12, g->tile_s * 1e6, g->overhead_s * 1e6,
 		       g->tile_eff[0], g->tile_eff[1], g->tile_eff[2], g->mem_eff);
+		if (hw->k.gemm_isolated_s[d] > 0)
+			printf("isolated_us = %.3f; ", hw->k.gemm_isolated_s[d] * 1e6);
+		printf("};\n");
 	}
 	printf("  };\n  attention = {\n");
 	for (int d = 0; d < HW_NDTYPES; d++) {

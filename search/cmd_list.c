@@ -44,7 +44,7 @@ static void describe_model(const char *path, char *buf, size_t n)
 	p = llm_params(&m);
 	snprintf(buf, n, "%.*f%s parameters: %d layers, hidden %d, %d heads%s%s, ffn %d, seq %d",
 		 p < 1e10 ? 1 : 0, p >= 1e9 ? p / 1e9 : p / 1e6, p >= 1e9 ? "B" : "M", m.layers,
-		 m.hidden, m.heads, m.kv_heads && m.kv_heads != m.heads ? " (grouped KV)" : "",
+		 m.hidden, m.heads, llm_kv_heads(&m) != m.heads ? " (grouped KV)" : "",
 		 m.gated ? ", SwiGLU" : "", m.ffn, m.seq);
 	if (m.experts > 0) {
 		size_t k = strlen(buf);
@@ -161,8 +161,8 @@ static void json_entry(int kind, const char *path)
 		json_num("active_parameters", m.experts > 0 ? llm_active_params(&m) : 0);
 		printf(",\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"kv_heads\":%d,"
 		       "\"ffn\":%d,\"seq\":%d,\"vocab\":%d,\"experts\":%d,\"swiglu\":%s",
-		       m.layers, m.hidden, m.heads, m.kv_heads ? m.kv_heads : m.heads, m.ffn, m.seq,
-		       m.vocab, m.experts, m.gated ? "true" : "false");
+		       m.layers, m.hidden, m.heads, llm_kv_heads(&m), m.ffn, m.seq, m.vocab,
+		       m.experts, m.gated ? "true" : "false");
 	} else if (kind == 1) {
 		struct hw_profile hw;
 		if (hw_load(path, &hw, &err))

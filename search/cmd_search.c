@@ -463,8 +463,9 @@ struct run {
 	size_t done;  /* stored before, or now */
 	size_t stats[CS_FAILED + 1];
 	struct batch_best best;
-	struct pool *pool; /* this process's threads */
-	struct writer *w;  /* stores process 0's rows (NULL before open_results) */
+	struct batch_twins twins; /* predictions a balanced twin may take */
+	struct pool *pool;	  /* this process's threads */
+	struct writer *w;	  /* stores process 0's rows (NULL before open_results) */
 	int mode, bsize, resumed, lead;
 	int quiet;	  /* --quiet: no progress, no counts */
 	double last_line; /* when the last progress line went to a log */
@@ -635,7 +636,8 @@ static int run_batches(struct run *R, int threads, struct progress *pg, struct p
 		batch_make(&R->sw, R->pool, R->sp.order + at, nb, R->mode, &R->best, batch, pg);
 		at += (size_t)nb;
 		shard_deal(&R->sh, batch, nb, owner);
-		batch_simulate(&R->sw, R->pool, batch, nb, owner, R->sh.rank, tn, work, pg);
+		batch_simulate_twins(&R->sw, R->pool, batch, nb, owner, R->sh.rank, tn, work, pg,
+				     &R->twins);
 		/* A candidate too large for every thread to hold one: fewer
 		 * threads from the next batch on (the rows do not depend on how
 		 * many). */
@@ -908,6 +910,7 @@ out:
 	progress_stop(&pg);
 	writer_finish(R.w, &(struct prism_err){0});
 	batch_space_release(&R.sp);
+	batch_twins_release(&R.twins);
 	free(R.stored);
 	if (R.db)
 		sqlite3_close(R.db);

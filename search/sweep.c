@@ -1094,6 +1094,105 @@ int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analyt
 	return 0;
 }
 
+/* The digit of schedule sched (one without virtual stages) on the
+ * schedule axis (sched_axis), or -1 where the sweep does not list it. */
+static int sched_digit(const struct sweep *s, int sched)
+{
+	const struct sweep_list *K = &s->knob[LK_schedule];
+	int d = 0;
+	for (int is = 0; is < K->n; is++) {
+		int il = K->v[is] == LAYOUT_INTERLEAVED;
+		if (K->v[is] == sched)
+			return il ? -1 : d;
+		d += il ? s->knob[LK_vp].n : 1;
+	}
+	return -1;
+}
+
+/* The digit of value v in knob k's list, or -1. */
+static int list_digit(const struct sweep *s, int k, int v)
+{
+	for (int j = 0; j < s->knob[k].n; j++)
+		if (s->knob[k].v[j] == v)
+			return j;
+	return -1;
+}
+
+/* index with knob k's digit `from` made `to` (decode's mixed radix, the
+ * fastest digit last): 0 and *out, or 1 where k is not swept or its
+ * digit is not `from`. */
+static int redigit(const struct sweep *s, uint64_t index, int k, int from, int to, uint64_t *out)
+{
+	uint64_t stride = 1;
+	for (int i = s->n_order - 1; i >= 0; i--) {
+		if (s->order[i] != k) {
+			stride *= (uint64_t)radix(s, s->order[i]);
+			continue;
+		}
+		if (from < 0 || to < 0 ||
+		    (index / stride) % (uint64_t)radix(s, k) != (uint64_t)from)
+			return 1;
+		*out = index - (uint64_t)from * stride + (uint64_t)to * stride;
+		return 0;
+	}
+	return 1;
+}
+
+/* The sweep's candidate `twin` (index with knob k's value changed to
+ * `other`) is c's twin: its synth_in is c's byte for byte but for knob k.
+ * 1 and *twin, or 0. */
+static int twin_of(const struct sweep *s, uint64_t index, const struct cand *c, int k, int other,
+		   uint64_t *twin)
+{
+	struct cand t;
+	int from, to, *f;
+
+	if (k == LK_schedule)
+		from = sched_digit(s, c->in.lay.schedule), to = sched_digit(s, other);
+	else
+		from = list_digit(s, k, layout_get(&c->in.m, &c->in.lay, k, 0)),
+		to = list_digit(s, k, other);
+	if (redigit(s, index, k, from, to, twin) || decode(s, *twin, &t, 0) ||
+	    t.status != CS_PENDING)
+		return 0;
+	f = k == LK_partition  ? &t.in.lay.partition
+	    : k == LK_schedule ? &t.in.lay.schedule
+			       : &t.in.lay.zero;
+	if (*f != other)
+		return 0;
+	*f = k == LK_partition	? c->in.lay.partition
+	     : k == LK_schedule ? c->in.lay.schedule
+				: c->in.lay.zero;
+	return memcmp(&t.in, &c->in, sizeof(t.in)) == 0;
+}
+
+int sweep_twins(const struct sweep *s, uint64_t index, const struct cand *c,
+		uint64_t twin[SWEEP_TWINS])
+{
+	const struct layout *l = &c->in.lay;
+	int n = 0, one = l->microbatches == 1 &&
+			 (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B);
+
+	if (c->status != CS_PENDING || s->bl.pb.kind == PB_TRACE)
+		return 0;
+	/* Placed evenly: the "even" candidate. */
+	if (l->partition == LAYOUT_PART_BALANCED && l->pp >= 2 && c->placed.pp == l->pp &&
+	    c->placed.part[0] == 0 && c->placed.part_chunks == 0 &&
+	    twin_of(s, index, c, LK_partition, LAYOUT_PART_GIVEN, &twin[n]))
+		n++;
+	/* One microbatch: GPipe's and 1F1B's one order. */
+	if (one && twin_of(s, index, c, LK_schedule,
+			   l->schedule == LAYOUT_GPIPE ? LAYOUT_1F1B : LAYOUT_GPIPE, &twin[n]))
+		n++;
+	/* One microbatch, its gradients reduced in its backward: ZeRO-1's
+	 * and ZeRO-2's one reduction (not FSDP's SHARD_GRAD_OP). */
+	if (one && (l->zero == 1 || l->zero == 2) && l->overlap_grad &&
+	    l->dp_impl != LAYOUT_DP_FSDP && l->dp_impl != LAYOUT_DP_FSDP2 &&
+	    twin_of(s, index, c, LK_zero, 3 - l->zero, &twin[n]))
+		n++;
+	return n;
+}
+
 int sweep_key(const struct sweep *s, uint64_t index, char *key, size_t n)
 {
 	struct cand c;

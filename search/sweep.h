@@ -116,6 +116,9 @@ struct sweep {
 		      * comments, one layout (sweep_canon) */
 };
 
+/* The most twins of a candidate (sweep_twins). */
+#define SWEEP_TWINS 3
+
 enum cand_status { CS_PENDING, CS_INVALID, CS_OOM, CS_SCREENED, CS_SIMULATED, CS_FAILED };
 
 struct cand {
@@ -132,6 +135,11 @@ struct cand {
 	/* in.lay as placed (synth_mem_layout) where its memory was estimated
 	 * (placed.pp > 0; else zero): its row's knobs show it, placed once. */
 	struct layout placed;
+	/* Its index, and the candidates' whose simulation is this one's
+	 * (sweep_twins; ntwins of them), where the search made it
+	 * (batch_make). */
+	int64_t index, twin[SWEEP_TWINS];
+	int ntwins;
 };
 
 /* Load a sweep: 0, or PRISM_EIO / PRISM_EFORMAT naming the file, line and
@@ -186,6 +194,32 @@ int sweep_verdict(const struct sweep *s, uint64_t index, struct cand *c);
  * sweep_candidate's. */
 int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analytic_s,
 			    double bound_s, struct cand *c);
+
+/*
+ * The candidates whose simulations are provably c's (c: candidate `index`
+ * as made, pending): the sweep's candidates whose synth_in is c's byte for
+ * byte but for one knob that builds the same graph:
+ * - partition: c's is balanced and placed evenly (synth_partition found
+ *   every stage's layers equal: part[0] = 0, as "even" has it); the twin's
+ *   "even".  What a synthesised prediction (predict_synth, its points)
+ *   reads of the partition is the placement alone.
+ * - schedule: one microbatch, GPipe and 1F1B (either way): every stage
+ *   runs its forward, then its backward, under both (step.c stage_step's
+ *   warm-up and steady phase), and nothing else of the build or its
+ *   simulation reads these two schedules apart.
+ * - zero: one microbatch under GPipe or 1F1B, ZeRO-1 and ZeRO-2 (either
+ *   way), gradients reduced during the backward (overlap_grad), not FSDP's
+ *   SHARD_GRAD_OP (dp_impl fsdp, fsdp2): step.c reads the two apart only
+ *   where a backward is not its chunk's last (reduce, every unit's
+ *   grad_flush) and for FSDP's gathers; the only backward is the last.
+ * The memory estimate may differ (1F1B's last stage holds no warm-up
+ * microbatch; ZeRO-2 shards the gradients): a twin's prediction is derived
+ * again for c (predict_derive).  Up to SWEEP_TWINS indices into twin[],
+ * their number returned (0: simulate c).  It says nothing of the twins'
+ * status (screened, failed) or order.
+ */
+int sweep_twins(const struct sweep *s, uint64_t index, const struct cand *c,
+		uint64_t twin[SWEEP_TWINS]);
 
 /* Only candidate index's key (what store_keys lists) into key[0..n): 0,
  * or 1 when index is no candidate. */

@@ -16,7 +16,7 @@ import sqlite3
 import sys
 import tempfile
 
-from sweeptest import check, prism, times
+from sweeptest import check, prism, sweep_for, times
 
 PRISM, SWEEP = sys.argv[1], sys.argv[2]
 PEAK = 989.4e12  # configs/hw/h100-dgx.cfg, bf16 dense
@@ -55,12 +55,7 @@ with tempfile.TemporaryDirectory() as d:
     # The sweep's space on GPT-3 1.3B, whose GEMMs the GPU decides
     # (small.cfg's gpt-small is host-bound at eager's 26.6 us a kernel,
     # most of its candidates as fast with slower GEMMs).
-    with open(SWEEP) as f:
-        text = f.read().replace('model = "gpt-small";', 'model = "gpt3-1.3b";')
-    check('model = "gpt3-1.3b";' in text, "the sweep's model not replaced")
-    base = os.path.join(d, "plain.cfg")
-    with open(base, "w") as f:
-        f.write(text)
+    base, text = sweep_for(SWEEP, "gpt3-1.3b", d, "plain.cfg")
     cfg = os.path.join(d, "k.cfg")
     with open(cfg, "w") as f:
         f.write(text.replace("global_batch = 32;", 'global_batch = 32;\nkernel_db = "kernels.db";')

@@ -1,8 +1,9 @@
 """What the sweep tests share: a failure that ends the test, a prism run
 with its exit status checked, a refusal checked to the message, a file's
-digest, and a results database read whole with its integrity checked, or
-its simulated times."""
+digest, a results database read whole with its integrity checked, or its
+simulated times, and the small sweep written again for another model."""
 import hashlib
+import os
 import sqlite3
 import subprocess
 import sys
@@ -12,6 +13,18 @@ def check(cond, msg):
     """End the test with FAIL: msg unless cond."""
     if not cond:
         sys.exit("FAIL: " + msg)
+
+
+def sweep_for(sweep, model, d, name):
+    """The sweep file at sweep (tests/data/sweeps/small.cfg, gpt-small) with
+    model in gpt-small's place, written to d/name; its path and text."""
+    with open(sweep) as f:
+        text = f.read().replace('model = "gpt-small";', f'model = "{model}";')
+    check(f'model = "{model}";' in text, f"{sweep}: the sweep's model not replaced")
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path, text
 
 
 def digest(path):

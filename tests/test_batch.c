@@ -298,6 +298,22 @@ static void put_all(const struct sweep *sw, struct writer *w)
 	}
 }
 
+/* A fresh database at path (an old one removed) holding sw's sweep, run
+ * in screening mode in batches of 3: its handle, the sweep's id in *sid. */
+static sqlite3 *fresh_store(const char *path, const struct sweep *sw, long long *sid)
+{
+	struct store_run run = {"screen", 3, "", 0};
+	struct prism_err err;
+	sqlite3 *db;
+	int resumed;
+	remove(path);
+	prism_err_clear(&err);
+	assert_int_equal(store_open(path, &db, &err), 0);
+	assert_int_equal(store_sweep(db, sw, &run, sid, &resumed, &err), 0);
+	assert_int_equal(resumed, 0);
+	return db;
+}
+
 static void test_writer(void **state)
 {
 	static const char *const dbs[] = {"/tmp/prism-test-writer-1.db",
@@ -307,17 +323,13 @@ static void test_writer(void **state)
 	(void)state;
 	load(&sw);
 	for (int threaded = 1; threaded >= 0; threaded--) {
-		struct store_run run = {"screen", 3, "", 0};
-		sqlite3 *db;
 		sqlite3_stmt *st;
 		long long sid;
-		int resumed, i = 0;
+		sqlite3 *db = fresh_store(dbs[threaded], &sw, &sid);
+		int i = 0;
 		char key[320];
 		struct writer *w;
-		remove(dbs[threaded]);
 		prism_err_clear(&err);
-		assert_int_equal(store_open(dbs[threaded], &db, &err), 0);
-		assert_int_equal(store_sweep(db, &sw, &run, &sid, &resumed, &err), 0);
 		assert_non_null(w = writer_new(db, sid, 3, 2, threaded));
 		put_all(&sw, w);
 		assert_int_equal(writer_finish(w, &err), 0);
@@ -388,16 +400,11 @@ static void test_writer_groups(void **state)
 	(void)state;
 	load(&sw);
 	for (int threaded = 1; threaded >= 0; threaded--) {
-		struct store_run run = {"screen", 3, "", 0};
 		struct commits k = {0};
-		sqlite3 *db;
 		long long sid;
-		int resumed;
+		sqlite3 *db = fresh_store(path, &sw, &sid);
 		struct writer *w;
-		remove(path);
 		prism_err_clear(&err);
-		assert_int_equal(store_open(path, &db, &err), 0);
-		assert_int_equal(store_sweep(db, &sw, &run, &sid, &resumed, &err), 0);
 		k.db = db;
 		k.hold = threaded;
 		k.base = sqlite3_total_changes64(db); /* the sweep's row */
@@ -422,6 +429,125 @@ static void test_writer_groups(void **state)
 		sqlite3_close(db);
 		remove(path);
 	}
+	sweep_release(&sw);
+}
+
+/* sweep_twins: a balanced partition placed evenly takes its "even" twin's
+ * prediction, with one microbatch GPipe and 1F1B each other's, and there
+ * ZeRO-1 and ZeRO-2.  twins.cfg's pending candidates, each made
+ * (batch_make) and simulated alone (predict_eval): every twin found
+ * differs in that knob alone, and its prediction, derived again for the
+ * follower (its memory), equals the follower's field for field (the
+ * claim, checked by simulating both); every candidate of those kinds has
+ * its twins; the sweep in batches of 3 with the twins' predictions kept
+ * (batch_simulate_twins) equals it simulated without them, candidate for
+ * candidate, and some candidates followed a twin simulated in an earlier
+ * batch and some one in their own. */
+static void test_twins(void **state)
+{
+	struct sweep sw;
+	struct batch_space sp;
+	struct batch_best best = {0}, best2 = {0};
+	struct batch_twins tw = {0};
+	struct prism_err err;
+	struct cand *a, *b, *t;
+	int nb = 3, kinds[3] = {0}, owner[3] = {0, 0, 0};
+	struct batch_job work[3];
+	(void)state;
+	prism_err_clear(&err);
+	if (sweep_load(PRISM_SOURCE_DIR "/tests/data/sweeps/twins.cfg", &sw, &err)) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	assert_int_equal(batch_space(&sw, pool, &sp, &err), 0);
+	a = prism_malloc(nb * sizeof(*a));
+	b = prism_malloc(nb * sizeof(*b));
+	t = prism_malloc(sizeof(*t));
+	assert_true(a && b && t);
+	for (size_t i = 0; i < sp.norder; i++) {
+		const struct layout *l = &a->in.lay;
+		int part, one, want;
+		batch_make(&sw, pool, &sp.order[i], 1, BATCH_EXHAUSTIVE, &best, a, NULL);
+		assert_int_equal(a->index, sp.order[i].index);
+		part = l->partition == LAYOUT_PART_BALANCED && a->placed.part[0] == 0 &&
+		       a->placed.part_chunks == 0;
+		one = l->microbatches == 1 &&
+		      (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B);
+		/* twins.cfg lists even and balanced, GPipe and 1F1B, ZeRO 1 and 2,
+		 * each valid with the others: every twin there is found. */
+		want = part + one + (one && (l->zero == 1 || l->zero == 2));
+		assert_int_equal(a->ntwins, want);
+		for (int k = 0; k < a->ntwins; k++) {
+			struct predict_out p, q;
+			struct layout x;
+			int kind;
+			assert_int_equal(sweep_candidate(&sw, (uint64_t)a->twin[k], t), 0);
+			x = t->in.lay;
+			kind = x.partition != l->partition ? 0 : x.schedule != l->schedule ? 1 : 2;
+			kinds[kind]++;
+			if (kind == 0) {
+				assert_true(part);
+				assert_int_equal(x.partition, LAYOUT_PART_GIVEN);
+				assert_int_equal(x.part[0], 0);
+				x.partition = l->partition;
+			} else if (kind == 1) {
+				assert_true(one);
+				assert_int_equal(x.schedule, l->schedule == LAYOUT_GPIPE
+								 ? LAYOUT_1F1B
+								 : LAYOUT_GPIPE);
+				x.schedule = l->schedule;
+			} else {
+				assert_true(one);
+				assert_int_equal(x.zero + l->zero, 3);
+				x.zero = l->zero;
+			}
+			assert_memory_equal(&x, l, sizeof(x)); /* that knob alone */
+			assert_int_equal(predict_eval(&sw.bl.pb, &a->in, &q, NULL, NULL, &err), 0);
+			assert_int_equal(predict_eval(&sw.bl.pb, &t->in, &p, NULL, NULL, &err), 0);
+			assert_true(p.iter_s > 0);
+			predict_derive(&a->in, p.iter_s, &p);
+			assert_memory_equal(&p, &q, sizeof(p));
+		}
+	}
+	assert_true(kinds[0] >= 2 && kinds[1] >= 2 && kinds[2] >= 2);
+	/* The search with and without the twins' predictions. */
+	{
+		int followed_before = 0, followed_same = 0;
+		for (size_t at = 0; at < sp.norder; at += (size_t)nb) {
+			int n = sp.norder - at < (size_t)nb ? (int)(sp.norder - at) : nb;
+			size_t kept = tw.n;
+			batch_make(&sw, pool, sp.order + at, n, BATCH_EXHAUSTIVE, &best, a, NULL);
+			batch_make(&sw, pool, sp.order + at, n, BATCH_EXHAUSTIVE, &best2, b, NULL);
+			for (int i = 0; i < n; i++) {
+				int in_batch = 0, before = 0;
+				for (int k = 0; k < a[i].ntwins; k++) {
+					for (int j = 0; j < i; j++)
+						in_batch |= a[j].index == a[i].twin[k];
+					for (size_t j = 0; j < at; j++)
+						before |= sp.order[j].index == a[i].twin[k];
+				}
+				followed_before += before;
+				followed_same += in_batch && !before;
+			}
+			batch_simulate_twins(&sw, pool, a, n, owner, 0, 2, work, NULL, &tw);
+			batch_simulate(&sw, pool, b, n, owner, 0, 2, work, NULL);
+			assert_true(tw.n >= kept);
+			for (int i = 0; i < n; i++) {
+				assert_int_equal(a[i].status, CS_SIMULATED);
+				assert_int_equal(b[i].status, CS_SIMULATED);
+				assert_memory_equal(&a[i].p, &b[i].p, sizeof(a[i].p));
+			}
+			batch_best_add(&best, a, n);
+			batch_best_add(&best2, b, n);
+		}
+		assert_true(followed_before > 0 && followed_same > 0);
+	}
+	batch_twins_release(&tw);
+	assert_true(tw.n == 0 && tw.cap == 0);
+	free(a);
+	free(b);
+	free(t);
+	batch_space_release(&sp);
 	sweep_release(&sw);
 }
 
@@ -468,7 +594,7 @@ int main(void)
 	    cmocka_unit_test(test_screen),	   cmocka_unit_test(test_best),
 	    cmocka_unit_test(test_loop),	   cmocka_unit_test(test_pool),
 	    cmocka_unit_test(test_writer),	   cmocka_unit_test(test_writer_groups),
-	    cmocka_unit_test(test_partition_auto),
+	    cmocka_unit_test(test_partition_auto), cmocka_unit_test(test_twins),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

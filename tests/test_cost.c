@@ -1460,7 +1460,15 @@ static void test_inflight(void **state)
  *    2 x 128 x 256 x 256 / (4.6875e12 x 0.7) = 5.1131 us + 2 + 3 = 10.1131
  *    us;
  *  - with NVIDIA's tiles (sm80) 128x256 is the reference: 4096^3 in 2
- *    waves of 57.2662 + 2 us, 121.5324 us.
+ *    waves of 57.2662 + 2 us, 121.5324 us;
+ *  - 1024 x 1024 x 4096 (16 macro tiles, a sixteenth of the CUs) in waves:
+ *    128x128 at 0.5 split 4 ways fills one wave, 2 x 128 x 128 x 1024 /
+ *    (4.6875e12 x 0.5) = 14.3166 us + 2 + the partial sums' 4 x 1024^2 x
+ *    4 B at 8 TB/s, 2.0972 us, + 3: 21.4138 us; by stream-K (MI355X's
+ *    hipBLASLt: Origami + stream-K only) the 16 macro tiles' work spread
+ *    over the 256 CUs, 16/256 x 2 x 256 x 256 x 4096 / 4.6875e12 = 7.1583
+ *    us, + 2 tiles' fixed cost (the one whole tile a share has, plus the
+ *    fragment) + 3: 14.1583 us.
  */
 static void test_cdna_tiles(void **state)
 {
@@ -1481,6 +1489,21 @@ static void test_cdna_tiles(void **state)
 	assert_rel_close(pl.tiles, 256, 0);
 	assert_true(pl.tm == 128 && pl.tn == 256 && pl.waves == 1);
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 2048, 4096, 256), 10.1131e-6, 1e-5);
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1024, 1024, 4096, &pl),
+			 3e-6 + 2e-6 + 2 * 128 * 128 * 1024.0 / (4.6875e12 * 0.5) +
+			     4 * 1024 * 1024 * 4.0 / 8e12,
+			 1e-12);
+	assert_true(pl.tm == 128 && pl.tn == 128 && pl.splits == 4 && pl.waves == 1 &&
+		    !pl.stream_k);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 21.4138e-6, 1e-5);
+	hw.k.sched = HW_SCHED_STREAMK;
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1024, 1024, 4096, &pl),
+			 3e-6 + 2 * 2e-6 + 16 / 256.0 * 2 * 256 * 256 * 4096.0 / 4.6875e12, 1e-12);
+	assert_true(pl.tm == 256 && pl.tn == 256 && pl.splits == 1 && pl.stream_k);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 14.1583e-6, 1e-5);
+	/* a full wave keeps waves: stream-K costs a tile's fixed part more */
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 4096, 4096, 4096), 119.5324e-6, 1e-6);
+	hw.k.sched = HW_SCHED_WAVES;
 	hw.k.tiles = HW_TILES_SM80;
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 4096, 4096, 4096), 121.5324e-6, 1e-6);
 }
@@ -2315,6 +2338,78 @@ static void test_mem_floor(void **state)
 	assert_rel_close(h.k.mem_eff[HW_MEM_ELEMENTWISE], 0.8, 1e-9);
 }
 
+/* A small GEMM's fixed cost is its time on the device (docs/MODEL.md,
+ * "Kernel efficiency": GEMMs' fixed cost), worked by hand on the H100
+ * profile at the burst clock (132 SMs, 804.7 TFLOP/s achievable: 6.0962
+ * TFLOP/s an SM; 1.228 us a tile; 2.242 us a kernel; tiles of 64x64 and
+ * below at 0.554): 256 x 256 x 256 runs best as 4 x 11 = 44 tiles of
+ * 64x24 (cuBLAS's nvjet 64x24, Hopper's smallest), one wave: a tile's 2 x
+ * 64 x 24 x 256 = 786,432 FLOPs at 0.554 x 6.0962 TFLOP/s, 0.2329 us, +
+ * 1.228 + 2.242 = 3.7029 us (our sweep's CUDA-graph replays: 2.739 us;
+ * 6.014 with XLA's 4.553 us before).  A row of XLA's table, single calls
+ * on an idle GPU, adds isolated_us, 2.311: 6.0139 us (XLA's row: 4.99);
+ * a CUDA-graph row nothing.  Then the fit: rows timed both ways on a
+ * model whose kernel costs 1 us on the device and 3 us more in isolation
+ * (4 us in all, as the profile held it): XLA-like rows give every
+ * parameter (here, under 20 rows, the peak alone, from the largest
+ * shape's rate) with their 4 us intercept kept, and three device-timed
+ * ones split it: 1 us on the device, 3 us the isolated calls' extra. */
+static void test_gemm_fixed_cost(void **state)
+{
+	struct hw_profile h, t, *hws[7];
+	struct kbench_row rows[7];
+	struct kperf_gemm_plan pl;
+	struct prism_err err;
+	size_t idx[7];
+	static const double n[4] = {256, 512, 1024, 16384};
+	double w = 2.0 * 64 * 24 * 256 / (804.7e12 / 132 * 0.554);
+	(void)state;
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &h, &err), 0);
+	h.clock = 1;
+	assert_rel_close(kperf_gemm_plan(&h, HW_BF16, 1, 256, 256, 256, &pl),
+			 2.242e-6 + 1.228e-6 + w, 1e-12);
+	assert_rel_close(kperf_gemm_s(&h, HW_BF16, 1, 256, 256, 256), 3.7029e-6, 1e-4);
+	assert_true(pl.tm == 64 && pl.tn == 24 && pl.tiles == 44 && pl.waves == 1 && !pl.stream_k &&
+		    !pl.mem_bound);
+	memset(rows, 0, sizeof(rows));
+	rows[0].cls = KB_GEMM;
+	rows[0].dtype = HW_BF16;
+	rows[0].b = 1;
+	rows[0].m = rows[0].n = rows[0].k = 256;
+	rows[0].timing = KB_TIME_ISOLATED;
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 2.242e-6 + 1.228e-6 + w + 2.311e-6,
+			 1e-12);
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 6.0139e-6, 1e-4);
+	rows[0].timing = KB_TIME_DEVICE;
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 3.7029e-6, 1e-4);
+
+	/* The fit: t is the truth (1 us on the device, 3 us more alone). */
+	t = h;
+	t.k.gemm[HW_BF16].overhead_s = 1e-6;
+	t.k.gemm_isolated_s[HW_BF16] = 3e-6;
+	for (int i = 0; i < 7; i++) {
+		rows[i] = rows[0];
+		rows[i].m = rows[i].n = rows[i].k = n[i < 4 ? i : i - 4];
+		rows[i].timing = i < 4 ? KB_TIME_ISOLATED : KB_TIME_DEVICE;
+		rows[i].time_s = kbench_predict(&t, &rows[i], 0);
+		hws[i] = &h;
+		idx[i] = (size_t)i;
+	}
+	h.k.gemm[HW_BF16].overhead_s = 4e-6;
+	h.k.gemm_isolated_s[HW_BF16] = 0;
+	assert_int_equal(kbench_fit(hws, rows, idx, 7, KB_GEMM, HW_BF16), 7);
+	print_message("fitted: %.4f TFLOP/s, %.4f us on the device, %.4f us alone\n",
+		      h.k.gemm[HW_BF16].flops / 1e12, h.k.gemm[HW_BF16].overhead_s * 1e6,
+		      h.k.gemm_isolated_s[HW_BF16] * 1e6);
+	assert_rel_close(h.k.gemm[HW_BF16].overhead_s + h.k.gemm_isolated_s[HW_BF16], 4e-6, 1e-12);
+	assert_rel_close(h.k.gemm[HW_BF16].overhead_s, 1e-6, 0.02);
+	assert_rel_close(h.k.gemm_isolated_s[HW_BF16], 3e-6, 0.01);
+	/* The isolated rows alone, the extra held: the intercept is kept (no
+	 * device-timed row to split it; under 20 rows it is not refitted). */
+	assert_int_equal(kbench_fit(hws, rows, idx, 4, KB_GEMM, HW_BF16), 4);
+	assert_rel_close(h.k.gemm[HW_BF16].overhead_s + h.k.gemm_isolated_s[HW_BF16], 4e-6, 0.01);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2353,6 +2448,7 @@ int main(void)
 	    cmocka_unit_test(test_fp8_linear_rows),
 	    cmocka_unit_test(test_mem_floor),
 	    cmocka_unit_test(test_mem_bytes),
+	    cmocka_unit_test(test_gemm_fixed_cost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,6 +76,8 @@ static void test_hf_families(void **state)
 		assert_int_equal(m.hidden, c->hidden);
 		assert_int_equal(m.heads, c->heads);
 		assert_int_equal(llm_kv_heads(&m), c->kv);
+		/* one key and value per head (MHA, MLA) is stored as 0 */
+		assert_int_equal(m.kv_heads, c->kv == c->heads ? 0 : c->kv);
 		assert_int_equal(m.ffn, c->ffn);
 		assert_int_equal(m.vocab, c->vocab);
 		assert_int_equal(m.seq, c->seq);
@@ -443,8 +445,6 @@ static void round_trip(int fw, const struct llm *m, const struct layout *l)
 			fail_msg("%s\n%s", err.msg, text);
 		unlink(tmp);
 		memcpy(m2.name, m3.name, sizeof(m2.name));
-		if (m3.kv_heads == 0)
-			m3.kv_heads = m3.heads;
 		if (m3.experts && !m3.expert_ffn)
 			m3.expert_ffn = m3.ffn;
 		assert_memory_equal(&m2, &m3, sizeof(m2));
@@ -454,13 +454,14 @@ static void round_trip(int fw, const struct llm *m, const struct layout *l)
 
 static void test_round_trip(void **state)
 {
-	struct llm dense, moe, hybrid;
+	struct llm dense, mha, moe, hybrid;
 	struct frame_extra x;
 	struct prism_err err;
 	struct layout l;
 	(void)state;
 	prism_err_clear(&err);
 	assert_int_equal(frame_load_model(HF "llama3-8b.json", &dense, &x, &err), 0);
+	assert_int_equal(frame_load_model(HF "llama2-7b.json", &mha, &x, &err), 0);
 	assert_int_equal(frame_load_model(HF "nemotron-h-8b.json", &hybrid, &x, &err), 0);
 	assert_int_equal(frame_load_model(HF "deepseek-v3.json", &moe, &x, &err), 0);
 	for (int fw = 0; fw < FRAME_N; fw++) {
@@ -470,6 +471,8 @@ static void test_round_trip(void **state)
 		l.mbs = 2;
 		l.microbatches = 4;
 		round_trip(fw, &dense, &l);
+		/* a key and value per head: no query groups out, kv_heads 0 back */
+		round_trip(fw, &mha, &l);
 		/* a hybrid model: Megatron-LM's --hybrid-override-pattern and
 		 * --mamba-* options (pretrain_mamba.py) back to the same model */
 		round_trip(fw, &hybrid, &l);

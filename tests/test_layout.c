@@ -4,6 +4,7 @@
 #include "desc.h"
 #include "hw.h"
 #include "layout.h"
+#include "fixtures.h"
 #include "testutil.h"
 
 /* Every row is whole: an id that names its field, a range holding its
@@ -41,34 +42,61 @@ static void test_rows(void **state)
 
 /* layout_default is every row's default, and a valid layout's ranges. */
 /* --heads on a model: one whose every head has its own keys and values
- * (kv_heads == heads) keeps that; a grouped one keeps its groups. */
+ * (stored as kv_heads 0, llm_kv_settle) keeps that; a grouped one keeps
+ * its groups.  Both as their model files load them, and back from their
+ * descriptions (which write the heads out: kv_heads=16, not 0). */
 static void test_set_heads(void **state)
 {
-	struct llm m;
-	struct layout l;
+	struct llm m, back;
+	struct layout l, lb;
+	struct prism_err err;
+	char s[2048], hw[64];
 	(void)state;
-	memset(&m, 0, sizeof(m));
+	prism_err_clear(&err);
 	layout_default(&l);
-	m.heads = m.kv_heads = 8;
-	layout_set(&m, &l, LK_heads, 16);
+	/* GPT-3 1.3B: 16 heads, no kv_heads in its file */
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/gpt3-1.3b.cfg", &m, &err), 0);
 	assert_int_equal(m.heads, 16);
-	assert_int_equal(m.kv_heads, 16);
-	m.kv_heads = 2;
+	assert_int_equal(m.kv_heads, 0);
+	assert_int_equal(llm_kv_heads(&m), 16);
 	layout_set(&m, &l, LK_heads, 32);
 	assert_int_equal(m.heads, 32);
-	assert_int_equal(m.kv_heads, 2);
+	assert_int_equal(m.kv_heads, 0);
+	assert_int_equal(llm_kv_heads(&m), 32);
+	assert_true(llm_qkv_width(&m) == 3.0 * m.hidden); /* q, k, v each h wide */
+	desc_write(&m, &l, "h100-dgx", s, sizeof(s));
+	assert_non_null(strstr(s, ";heads=32;kv_heads=32;"));
+	memset(&back, 0, sizeof(back));
+	layout_default(&lb);
+	assert_int_equal(desc_parse(s, &back, &lb, hw, sizeof(hw), &err), 0);
+	assert_memory_equal(&back, &m, sizeof(m));
+	/* Llama 3 8B: 32 heads in 8 groups */
+	assert_int_equal(llm_load(PRISM_SOURCE_DIR "/configs/models/llama3-8b.cfg", &m, &err), 0);
+	assert_int_equal(m.kv_heads, 8);
+	layout_set(&m, &l, LK_heads, 64);
+	assert_int_equal(m.heads, 64);
+	assert_int_equal(llm_kv_heads(&m), 8);
+	desc_write(&m, &l, "h100-dgx", s, sizeof(s));
+	assert_non_null(strstr(s, ";heads=64;kv_heads=8;"));
+	memset(&back, 0, sizeof(back));
+	assert_int_equal(desc_parse(s, &back, &lb, hw, sizeof(hw), &err), 0);
+	assert_memory_equal(&back, &m, sizeof(m));
+	/* A description of kv_heads equal to heads, or 0 (as in-code models
+	 * wrote it), reads as the one form. */
+	memset(&back, 0, sizeof(back));
+	assert_int_equal(
+	    desc_parse("prism::model#heads=8;kv_heads=8", &back, &lb, hw, sizeof(hw), &err), 0);
+	assert_int_equal(back.kv_heads, 0);
+	assert_int_equal(
+	    desc_parse("prism::model#heads=8;kv_heads=0", &back, &lb, hw, sizeof(hw), &err), 0);
+	assert_int_equal(back.kv_heads, 0);
+	assert_int_equal(llm_kv_heads(&back), 8);
 }
 
 static void test_default(void **state)
 {
 	struct layout l;
-	struct llm m = {.layers = 8,
-			.hidden = 1024,
-			.heads = 16,
-			.ffn = 4096,
-			.seq = 1024,
-			.vocab = 32000,
-			.name = "t"};
+	struct llm m = fixture_small_gpt();
 	struct prism_err err;
 	(void)state;
 	layout_default(&l);
@@ -475,13 +503,7 @@ static void test_parse(void **state)
  * ZeRO-2/3 with pipeline parallelism; the others pass. */
 static void test_dp_impl(void **state)
 {
-	struct llm m = {.layers = 8,
-			.hidden = 1024,
-			.heads = 16,
-			.ffn = 4096,
-			.seq = 1024,
-			.vocab = 32000,
-			.name = "t"};
+	struct llm m = fixture_small_gpt();
 	struct hw_profile hw;
 	struct layout l;
 	struct prism_err err;
@@ -547,7 +569,7 @@ static void test_desc(void **state)
 	desc_write(&m, &l, "h100-dgx", s, sizeof(s));
 	assert_string_equal(
 	    s,
-	    "prism::model#name=moe;layers=4;hidden=512;heads=8;kv_heads=0;ffn=2048;"
+	    "prism::model#name=moe;layers=4;hidden=512;heads=8;kv_heads=8;ffn=2048;"
 	    "activation=swiglu;seq=256;vocab=1000;tp=2;pp=1;dp=4;vp=1;mbs=1;microbatches=1;"
 	    "schedule=1f1b;recompute=0;sp=1;zero=0;flash=1;dtype=bf16;fp8_attention=0;"
 	    "hw=h100-dgx;untied=1;rope=1;shard=0;prefetch=1;bucket_mb=0;overlap_grad=1;"

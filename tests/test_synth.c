@@ -21,6 +21,7 @@
 #include "predict.h"
 #include "settle.h"
 #include "synth.h"
+#include "fixtures.h"
 #include "testutil.h"
 
 static struct hw_profile hw;
@@ -34,15 +35,7 @@ static int setup(void **state)
 
 static void small(struct synth_in *in)
 {
-	synth_in_default(in);
-	in->m = (struct llm){.layers = 8,
-			     .hidden = 1024,
-			     .heads = 16,
-			     .ffn = 4096,
-			     .seq = 1024,
-			     .vocab = 32000,
-			     .name = "t"};
-	in->hw = &hw;
+	fixture_small_in(in, &hw);
 }
 
 /* Multi-head latent attention's dims (llm.h, config.json's names). */
@@ -221,6 +214,52 @@ static double bubble(int schedule, int p, int v, int m)
 	return st.bubble;
 }
 
+/* The closed forms' runs (below): the small GPT at 16 identical layers,
+ * bare (no embedding or head), no host cost, on p stages of m
+ * microbatches in schedule. */
+static void closed_form_in(struct synth_in *in, int schedule, int p, int m)
+{
+	small(in);
+	in->m.layers = 16;
+	in->bare = 1;
+	in->cpu_op_s = in->launch_s = in->event_s = in->gpu_lag_s = 0;
+	in->lay.pp = p;
+	in->lay.microbatches = m;
+	in->lay.schedule = schedule;
+}
+
+/* in built and settled: its figures in *st. */
+static void closed_form_run(const struct synth_in *in, struct settle_out *st)
+{
+	struct synth_out so;
+	struct graph *g = build(in, &so, st);
+	synth_out_release(&so);
+	graph_free(g);
+}
+
+/* A zero-bubble schedule's run for the closed forms: one step (the
+ * units' span of one step is the closed forms'; the step's end,
+ * synchronised across the stages, is test_step_end's), with gemm_only the
+ * paper's T_F = T_B = T_W: the GEMMs alone timed (every other class at
+ * scale 0), a linear's forward, dgrad and wgrad GEMMs having the same
+ * FLOPs.  A stage's F, B and W into fbw[0..2]; the settled bubble. */
+static double zb_run(int schedule, int p, int m, int gemm_only, double *fbw)
+{
+	struct synth_in in;
+	struct settle_out st;
+	double f, b, a, w, n = 16.0 / p;
+	closed_form_in(&in, schedule, p, m);
+	in.steps = 1;
+	for (int c = 0; gemm_only && c < KC_NCLASSES; c++)
+		if (c != KC_GEMM)
+			in.scale[c] = 0;
+	closed_form_run(&in, &st);
+	synth_layer_times(&in, &f, &b, &a);
+	w = synth_layer_wgrad_s(&in, 0);
+	fbw[0] = n * f, fbw[1] = n * (b - w), fbw[2] = n * w;
+	return st.bubble;
+}
+
 /*
  * The bubble of an uneven partition against its closed form.  Stage s
  * holds n_s of 16 identical layers: forward f_s = n_s f, backward b_s =
@@ -242,21 +281,11 @@ static double bubble(int schedule, int p, int v, int m)
 static double bubble_part(int schedule, const uint16_t *part, int p, int m, double *closed)
 {
 	struct synth_in in;
-	struct synth_out so;
 	struct settle_out st;
-	struct graph *g;
 	double f, b, a, sum = 0, T = 0, fmax = 0, bmax = 0, before = 0;
-	small(&in);
-	in.m.layers = 16;
-	in.bare = 1;
-	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
-	in.lay.pp = p;
-	in.lay.microbatches = m;
-	in.lay.schedule = schedule;
+	closed_form_in(&in, schedule, p, m);
 	memcpy(in.lay.part, part, (size_t)p * sizeof(*part));
-	g = build(&in, &so, &st);
-	synth_out_release(&so);
-	graph_free(g);
+	closed_form_run(&in, &st);
 	synth_layer_times(&in, &f, &b, &a);
 	for (int s = 0; s < p; s++) {
 		sum += part[s] * (f + b);
@@ -302,35 +331,8 @@ static double bubble_part(int schedule, const uint16_t *part, int p, int m, doub
  */
 static double zb_bubble(int schedule, int p, int m, int gemm_only, double *closed, double *fbw)
 {
-	struct synth_in in;
-	struct synth_out so;
-	struct settle_out st;
-	struct graph *g;
-	double f, b, a, w, n, F, B, W, T;
-	small(&in);
-	in.m.layers = 16;
-	in.bare = 1;
-	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
-	in.lay.pp = p;
-	in.lay.microbatches = m;
-	in.lay.schedule = schedule;
-	/* One step: the units' span of one step is the closed forms' (the
-	 * step's end, synchronised across the stages, is test_step_end's). */
-	in.steps = 1;
-	/* The paper's T_F = T_B = T_W: the GEMMs alone timed (every other
-	 * class at scale 0), a linear's forward, dgrad and wgrad GEMMs
-	 * having the same FLOPs. */
-	for (int c = 0; gemm_only && c < KC_NCLASSES; c++)
-		if (c != KC_GEMM)
-			in.scale[c] = 0;
-	g = build(&in, &so, &st);
-	synth_out_release(&so);
-	graph_free(g);
-	synth_layer_times(&in, &f, &b, &a);
-	w = synth_layer_wgrad_s(&in, 0);
-	n = 16.0 / p;
-	F = n * f, B = n * (b - w), W = n * w;
-	fbw[0] = F, fbw[1] = B, fbw[2] = W;
+	double bubble = zb_run(schedule, p, m, gemm_only, fbw), F = fbw[0], B = fbw[1], W = fbw[2],
+	       T;
 	if (schedule == LAYOUT_ZB1P)
 		T = m * (F + B + W) + (p - 1) * fmax(F, F + B - W);
 	else if (schedule == LAYOUT_ZB2P)
@@ -338,7 +340,7 @@ static double zb_bubble(int schedule, int p, int m, int gemm_only, double *close
 	else
 		T = (m + p - 1) * (F + B + W);
 	*closed = 1 - m * (F + B + W) / T;
-	return st.bubble;
+	return bubble;
 }
 
 static void test_zb_bubble(void **state)
@@ -456,30 +458,7 @@ static double zbv_reference(int sched, int p, int m, double f, double b, double 
 static double zbv_bubble(int sched, int p, int m, int gemm_only, double *closed, double *ref,
 			 double *fbw)
 {
-	struct synth_in in;
-	struct synth_out so;
-	struct settle_out st;
-	struct graph *g;
-	double f, b, a, w, n, F, B, W;
-	small(&in);
-	in.m.layers = 16;
-	in.bare = 1;
-	in.cpu_op_s = in.launch_s = in.event_s = in.gpu_lag_s = 0;
-	in.lay.pp = p;
-	in.lay.microbatches = m;
-	in.lay.schedule = sched;
-	in.steps = 1;
-	for (int c = 0; gemm_only && c < KC_NCLASSES; c++)
-		if (c != KC_GEMM)
-			in.scale[c] = 0;
-	g = build(&in, &so, &st);
-	synth_out_release(&so);
-	graph_free(g);
-	synth_layer_times(&in, &f, &b, &a);
-	w = synth_layer_wgrad_s(&in, 0);
-	n = 16.0 / p;
-	F = n * f, B = n * (b - w), W = n * w;
-	fbw[0] = F, fbw[1] = B, fbw[2] = W;
+	double bubble = zb_run(sched, p, m, gemm_only, fbw), F = fbw[0], B = fbw[1], W = fbw[2];
 	*ref = 1 - m * (F + B + W) / zbv_reference(sched, p, m, F / 2, B / 2, W / 2);
 	*closed = 1 - m * (F + B + W) / (m * (F + B + W) + (p - 1) * F / 2);
 	/* DualPipe's README for DualPipeV on PP = 2p stages: (PP/2 - 1)
@@ -489,7 +468,7 @@ static double zbv_bubble(int sched, int p, int m, int gemm_only, double *closed,
 		*closed =
 		    1 - m * (F + B + W) /
 			    (m * (F + B + W) + (p - 1) * (F / 2 + 2 * (B + W) / 2 - 3 * W / 2));
-	return st.bubble;
+	return bubble;
 }
 
 static void test_zbv_bubble(void **state)
@@ -1033,6 +1012,30 @@ static void test_accumulation_adds(void **state)
 	graph_free(g[1]);
 }
 
+/* The lower bound lb of in against two more: a zero-bubble schedule's
+ * W passes may end a stage, so its bound is at most 1F1B's; with
+ * selective recomputation, every recompute module is more work, and its
+ * bound more than lb and still at most the simulated step. */
+static void bound_more(const struct synth_in *in, double lb)
+{
+	struct synth_in q = *in;
+	struct predict_out p;
+	struct prism_err err;
+	if (layout_zb(in->lay.schedule)) {
+		q.lay.schedule = LAYOUT_1F1B;
+		print_message("  1f1b's bound %.3f ms\n", synth_lower_bound(&q) * 1e3);
+		assert_true(lb <= synth_lower_bound(&q));
+		q = *in;
+	}
+	if (in->lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
+		q.lay.recompute_modules = LAYOUT_RC_ALL;
+		prism_err_clear(&err);
+		assert_int_equal(predict_synth(&q, &p, NULL, NULL, &err), 0);
+		assert_true(synth_lower_bound(&q) <= p.iter_s);
+		assert_true(synth_lower_bound(&q) > lb);
+	}
+}
+
 /* synth_lower_bound: below the simulated time of every layout, whatever
  * the schedule, tensor, pipeline and data parallelism, recomputation and
  * sequence parallelism; and equal to it (within 1%) where only GEMMs and
@@ -1094,23 +1097,8 @@ static void test_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
-		/* A zero-bubble schedule's W passes may end a stage: its bound
-		 * is at most 1F1B's. */
-		if (layout_zb(in.lay.schedule)) {
-			struct synth_in q = in;
-			q.lay.schedule = LAYOUT_1F1B;
-			print_message("  1f1b's bound %.3f ms\n", synth_lower_bound(&q) * 1e3);
-			assert_true(lb <= synth_lower_bound(&q));
-		}
-		/* Every recompute module (the MLP's GEMMs and round again):
-		 * more work, still a bound. */
-		if (in.lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
-			in.lay.recompute_modules = LAYOUT_RC_ALL;
-			assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
-			assert_true(synth_lower_bound(&in) <= p.iter_s);
-			assert_true(synth_lower_bound(&in) > lb);
-			in.lay.recompute_modules = LAYOUT_RC_CORE_ATTN;
-		}
+		/* Every recompute module (the MLP's GEMMs and round again). */
+		bound_more(&in, lb);
 		/* Each fp8 recipe and fp4 (their cast kernels: kperf_lowp_casts) */
 		for (int r = LAYOUT_FP8_DELAYED; r <= LAYOUT_FP8_MXFP8 + 1; r++) {
 			struct synth_in q = in;
@@ -2101,22 +2089,9 @@ static void test_moe_lower_bound(void **state)
 			      p.iter_s * 1e3);
 		assert_true(lb > 0.3 * p.iter_s);
 		assert_true(lb <= p.iter_s);
-		/* A zero-bubble schedule's W passes may end a stage: its bound
-		 * is at most 1F1B's. */
-		if (layout_zb(in.lay.schedule)) {
-			struct synth_in q = in;
-			q.lay.schedule = LAYOUT_1F1B;
-			print_message("  1f1b's bound %.3f ms\n", synth_lower_bound(&q) * 1e3);
-			assert_true(lb <= synth_lower_bound(&q));
-		}
 		/* Every recompute module (moe's whole layer again, MLA's up
-		 * projections, the dense layer's MLP): more, still a bound. */
-		if (in.lay.recompute == LAYOUT_RECOMPUTE_SELECTIVE) {
-			in.lay.recompute_modules = LAYOUT_RC_ALL;
-			assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
-			assert_true(synth_lower_bound(&in) <= p.iter_s);
-			assert_true(synth_lower_bound(&in) > lb);
-		}
+		 * projections, the dense layer's MLP). */
+		bound_more(&in, lb);
 	}
 }
 
@@ -3780,6 +3755,25 @@ static void test_hybrid_pattern(void **state)
 	}
 }
 
+/* The analytic estimates of in and of hy (its hybrid form) at a global
+ * batch of 16: their inputs in *a and *ah, their estimates in *o, *oh. */
+static void analytic_pair(const struct synth_in *in, const struct synth_in *hy,
+			  struct analytic_in *a, struct analytic_in *ah, struct analytic_out *o,
+			  struct analytic_out *oh)
+{
+	struct prism_err err;
+	analytic_in_default(a);
+	a->m = in->m;
+	a->hw = in->hw;
+	a->lay = in->lay;
+	a->global_batch = 16;
+	*ah = *a;
+	ah->m = hy->m;
+	prism_err_clear(&err);
+	assert_int_equal(analytic_estimate(a, o, &err), 0);
+	assert_int_equal(analytic_estimate(ah, oh, &err), 0);
+}
+
 /* A pattern of attention and MLP layers in pairs ("*-*-...") runs a
  * transformer's layers split in two: against the 4-layer model, the same
  * kernels (FLOPs), the same parameters on each stage, and the same
@@ -3821,15 +3815,7 @@ static void test_hybrid_as_transformer(void **state)
 	synth_mem(&in, &me);
 	synth_mem(&hy, &mh);
 	assert_rel_close(mh.params_per_gpu, me.params_per_gpu, 1e-15);
-	analytic_in_default(&a);
-	a.m = in.m;
-	a.hw = in.hw;
-	a.lay = in.lay;
-	a.global_batch = 16;
-	ah = a;
-	ah.m = hy.m;
-	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
-	assert_int_equal(analytic_estimate(&ah, &oh, &err), 0);
+	analytic_pair(&in, &hy, &a, &ah, &o, &oh);
 	assert_rel_close(oh.t_compute, o.t_compute, 1e-12);
 	assert_rel_close(oh.t_tp, o.t_tp, 1e-12);
 	assert_rel_close(oh.t_slot, o.t_slot, 1e-12);
@@ -3913,15 +3899,7 @@ static void test_hybrid_moe(void **state)
 		assert_rel_close(m1.params, m0.params, 1e-15);
 		assert_rel_close(m1.optimizer, m0.optimizer, 1e-15);
 	}
-	analytic_in_default(&a);
-	a.m = in.m;
-	a.hw = in.hw;
-	a.lay = in.lay;
-	a.global_batch = 16;
-	ah = a;
-	ah.m = hy.m;
-	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
-	assert_int_equal(analytic_estimate(&ah, &oh, &err), 0);
+	analytic_pair(&in, &hy, &a, &ah, &o, &oh);
 	assert_rel_close(oh.t_compute, o.t_compute, 1e-12);
 	/* (the optimizer's launches apart: per layer, 8 against 4) */
 	assert_true(oh.t_opt > o.t_opt);

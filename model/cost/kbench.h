@@ -78,7 +78,7 @@ struct kbench_row {
 			    * frameworks pick on Hopper and Blackwell (cuDNN,
 			    * FlashAttention-3/4) */
 	double bytes;	  /* memory-bound */
-	int timing;	  /* memory-bound: enum kbench_timing */
+	int timing;	  /* memory-bound and GEMM: enum kbench_timing */
 	double time_s;	  /* measured */
 	int sustained;	  /* the clock the row ran at (KB_BURST, KB_STEP,
 			   * KB_STREAM; kbench_predict) */
@@ -91,14 +91,19 @@ struct kbench_row {
 	double sq_max; /* or, n_sq 0, from 256 up to sq_max, 2^(1/4) apart */
 };
 
-/* How a memory-bound row was timed: KB_TIME_OTHER (a bandwidth summary,
- * or a method not stated: its line's intercept is taken as the kernel's
- * floor, as before), KB_TIME_EVENTS (CUDA events around each call after
- * an L2 flush, triton.testing.do_bench: the floor plus the profile's
- * mem_events_s), KB_TIME_DEVICE (the kernel alone on the device: our
- * sweep's CUDA-graph replays).  kbench_fit takes a kind's floor from its
- * device-timed rows where there are some. */
-enum kbench_timing { KB_TIME_OTHER, KB_TIME_EVENTS, KB_TIME_DEVICE };
+/* How a memory-bound or GEMM row was timed: KB_TIME_OTHER (a bandwidth
+ * summary, or a method that adds nothing the model tells apart: its
+ * intercept is taken as the kernel's floor, as before), KB_TIME_EVENTS
+ * (memory-bound: CUDA events around each call after an L2 flush,
+ * triton.testing.do_bench: the floor plus the profile's mem_events_s),
+ * KB_TIME_ISOLATED (GEMM: CUPTI's duration of single calls on an idle
+ * GPU, inputs copied in afresh before each, XLA's matmul_perf_table_gen:
+ * the kernel plus the profile's gemm_isolated_s), KB_TIME_DEVICE (the
+ * kernel alone on the device, in a stream of them: our sweep's CUDA-graph
+ * replays).  kbench_fit takes a memory kind's floor, and a GEMM dtype's
+ * fixed cost where it also has isolated rows, from the device-timed rows
+ * where there are some. */
+enum kbench_timing { KB_TIME_OTHER, KB_TIME_EVENTS, KB_TIME_DEVICE, KB_TIME_ISOLATED };
 
 /* The clock a row ran at (docs/MODEL.md, "Sustained rates"):
  *  KB_BURST   a microbenchmark's short run: the profile's burst rates;

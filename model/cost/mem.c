@@ -716,6 +716,18 @@ static void sched_walk(const struct llm *m, const struct layout *l, int s, const
 		       const double *off, int warm, int total, struct held *hd)
 {
 	int v = layout_stage_chunks(l), kf = 0, kb = 0;
+	/* What a unit of each chunk adds (unit) and, merged, holds (pair):
+	 * the same for every microbatch, so computed once (GPipe walks all
+	 * of its microbatches), each the same expression as at each unit. */
+	double unit[LAYOUT_MAX_VP], pair[LAYOUT_MAX_VP];
+	for (int ch = 0; ch < v; ch++) {
+		unit[ch] = chunk_act(m, l, s, ch, a_layer, a_moe, a_kind) - off[ch] +
+			   (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
+		pair[ch] = l->moe_a2a_overlap
+			       ? chunk_act(m, l, s, ch, a_layer, a_moe, NULL) +
+				     (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0)
+			       : 0;
+	}
 	for (int i = 0; i < total; i++) {
 		int ch;
 		/* In the steady state the units held repeat every pp x vp:
@@ -730,11 +742,9 @@ static void sched_walk(const struct llm *m, const struct layout *l, int s, const
 			 * the more of before and after and one layer in
 			 * flight, the forward's beside the backward's not
 			 * yet freed (an MoE layer's, the larger). */
-			double in_f = chunk_act(m, l, s, ch, a_layer, a_moe, NULL) +
-				      (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
+			double in_f = pair[ch];
 			int cb = unit_chunk(l, kb++, 0);
-			double out_b = chunk_act(m, l, s, cb, a_layer, a_moe, NULL) +
-				       (cb == 0 ? mask : 0) + (cb == v - 1 ? tail + lg : 0);
+			double out_b = pair[cb];
 			double lay = a_moe > a_layer ? a_moe : a_layer;
 			double top =
 			    (hd->held > hd->held + in_f - out_b ? hd->held
@@ -749,8 +759,7 @@ static void sched_walk(const struct llm *m, const struct layout *l, int s, const
 			}
 			continue;
 		}
-		hd->held += chunk_act(m, l, s, ch, a_layer, a_moe, a_kind) - off[ch] +
-			    (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
+		hd->held += unit[ch];
 		hd->held_lg += ch == v - 1 ? lg : 0;
 		hd->units++;
 		if (hd->held > hd->peak) {
@@ -760,8 +769,7 @@ static void sched_walk(const struct llm *m, const struct layout *l, int s, const
 		}
 		if (i >= warm) {
 			ch = unit_chunk(l, kb++, 0);
-			hd->held -= chunk_act(m, l, s, ch, a_layer, a_moe, a_kind) - off[ch] +
-				    (ch == 0 ? mask : 0) + (ch == v - 1 ? tail + lg : 0);
+			hd->held -= unit[ch];
 			hd->held_lg -= ch == v - 1 ? lg : 0;
 			hd->units--;
 		}

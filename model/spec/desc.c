@@ -78,7 +78,7 @@ void desc_write(const struct llm *m, const struct layout *l, const char *hw_id, 
 	put_int(&w, "layers", m->layers);
 	put_int(&w, "hidden", m->hidden);
 	put_int(&w, "heads", m->heads);
-	put_int(&w, "kv_heads", m->kv_heads);
+	put_int(&w, "kv_heads", llm_kv_heads(m)); /* explicit, as descriptions always wrote */
 	put_int(&w, "ffn", m->ffn);
 	put(&w, "activation", m->gated ? "swiglu" : "gelu");
 	put_int(&w, "seq", m->seq);
@@ -327,5 +327,6 @@ int desc_parse(const char *s, struct llm *m, struct layout *l, char *hw_id, size
 		/* Other keys: a newer writer's, skipped. */
 		p = *end ? end + 1 : end;
 	}
+	llm_kv_settle(m);
 	return 0;
 }

@@ -610,7 +610,7 @@ static int hf_moe(struct hf_doc *d, const char *path, int fam, struct llm *m, st
 			rc = err->code;
 			return rc;
 		}
-		m->kv_heads = m->heads; /* MLA: every head its own K and V */
+		m->kv_heads = 0; /* MLA: every head its own K and V */
 		m->head_dim = 0;
 		break;
 	}
@@ -820,13 +820,14 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 	if ((rc = hf_windows(d, path, fam, m, x, err)) || (rc = hf_moe(d, path, fam, m, x, err)) ||
 	    (rc = hf_hybrid(d, path, fam, m, x, err)))
 		goto out;
-	if (m->kv_heads < 1 || m->heads % m->kv_heads) {
+	if (m->heads % llm_kv_heads(m)) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s: \"num_attention_heads\" (%d) must be divisible by "
 				   "\"num_key_value_heads\" (%d)",
 				   path, m->heads, m->kv_heads);
 		goto out;
 	}
+	llm_kv_settle(m);
 	if (!m->head_dim && !llm_mla(m) && m->hidden % m->heads) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s: \"hidden_size\" (%d) is not divisible by "
@@ -2917,12 +2918,13 @@ static int settle_model(struct st *S)
 			m->shared_experts /= fe;
 		}
 		if (m->kv_lora_rank > 0)
-			m->kv_heads = m->heads;
+			m->kv_heads = 0; /* MLA: every head its own K and V */
 		if (I->nodes > 0 && I->per_node > 0)
 			S->x->gpus = I->nodes * I->per_node;
 	} else if (S->fw == FRAME_BRIDGE && I->gqa) {
 		m->kv_heads = I->kv_groups;
 	}
+	llm_kv_settle(m);
 	return 0;
 }
 
@@ -3161,8 +3163,6 @@ static int megatron_model_done(const char *path, struct llm *m, struct prism_err
 	/* arguments.py: 4h, or with --swiglu int(4h x 2/3 / 64) x 64 */
 	if (m->ffn <= 0)
 		m->ffn = m->gated ? (int)((4.0 * m->hidden * 2 / 3) / 64) * 64 : 4 * m->hidden;
-	if (m->kv_heads <= 0)
-		m->kv_heads = m->heads;
 	if (m->experts > 0 && m->top_k <= 0)
 		return prism_err_set(err, PRISM_EFORMAT,
 				     "%s: --num-experts needs --moe-router-topk", path);
@@ -3170,11 +3170,12 @@ static int megatron_model_done(const char *path, struct llm *m, struct prism_err
 		return prism_err_set(err, PRISM_EFORMAT,
 				     "%s: --moe-layer-freq leaves no mixture-of-experts layer",
 				     path);
-	if (m->heads % m->kv_heads)
+	if (m->heads % llm_kv_heads(m))
 		return prism_err_set(err, PRISM_EFORMAT,
 				     "%s: --num-attention-heads %d is not a multiple of "
 				     "--num-query-groups %d",
 				     path, m->heads, m->kv_heads);
+	llm_kv_settle(m);
 	if (!m->head_dim && !llm_mla(m) && m->hidden % m->heads)
 		return prism_err_set(err, PRISM_EFORMAT,
 				     "%s: --hidden-size %d is not a multiple of "

@@ -178,6 +178,7 @@ void hw_kernels_default(struct hw_profile *hw)
 		g->overhead_s = HW_K_GEMM_OVERHEAD_S;
 		memcpy(g->tile_eff, tile_eff_default, sizeof(g->tile_eff));
 		g->mem_eff = HW_K_GEMM_MEM_EFF;
+		k->gemm_isolated_s[d] = 0;
 		a->flops[0] = HW_K_ATTN_FWD_FRAC * hw->peak_flops[d];
 		a->flops[1] = HW_K_ATTN_BWD_FRAC * hw->peak_flops[d];
 		a->tile_s[0] = a->tile_s[1] = HW_K_ATTN_TILE_S;
@@ -205,6 +206,7 @@ void hw_kernels_complete(struct hw_profile *hw, const int gemm_given[HW_NDTYPES]
 		if (!gemm_given[d] && gemm_given[HW_BF16]) {
 			k->gemm[d] = k->gemm[HW_BF16];
 			k->gemm[d].flops = k->gemm[HW_BF16].flops * r;
+			k->gemm_isolated_s[d] = k->gemm_isolated_s[HW_BF16];
 		}
 		if (!attn_given[d] && attn_given[HW_BF16]) {
 			k->attn[d] = k->attn[HW_BF16];
@@ -259,6 +261,8 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 				      err)) ||
 			    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6,
 				      &ge->overhead_s, err)) ||
+			    (rc = opt(path, cf, k, sub, "isolated_us", 0, 1000, 1e-6,
+				      &hw->k.gemm_isolated_s[d], err)) ||
 			    (rc = opt(path, cf, k, sub, "mem_eff", 0.01, 1, 1, &ge->mem_eff, err)))
 				return rc;
 			if (te &&

@@ -86,6 +86,13 @@ struct hw_kernels {
 	 * rows with it.  0 unless fitted (docs/MODEL.md, "Kernel
 	 * efficiency": memory-bound floors). */
 	double mem_events_s[HW_MEM_NKINDS];
+	/* What timing a GEMM alone adds to its device time in a stream of
+	 * kernels, by dtype: XLA's table (matmul_perf_table_gen: CUPTI's
+	 * duration of single calls on an otherwise idle GPU, the inputs
+	 * copied in afresh before each).  As mem_events_s: kperf leaves it
+	 * out, kbench predicts such rows with it; 0 unless fitted
+	 * (docs/MODEL.md, "Kernel efficiency": GEMMs' fixed cost). */
+	double gemm_isolated_s[HW_NDTYPES];
 };
 
 struct hw_profile {

@@ -1039,10 +1039,6 @@ double layout_get(const struct llm *m, const struct layout *l, int k, int one)
 void layout_set(struct llm *m, struct layout *l, int k, double v)
 {
 	void *p = (void *)field(m, l, k);
-	/* A model whose every head has its own keys and values keeps that
-	 * with another head count; grouped ones keep their groups. */
-	if (k == LK_heads && m->kv_heads == m->heads)
-		m->kv_heads = (int)v;
 	if (layout_knobs[k].kind == LK_REAL)
 		*(double *)p = v;
 	else

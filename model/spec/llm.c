@@ -16,6 +16,12 @@ int llm_kv_heads(const struct llm *m)
 	return m->kv_heads > 0 && !llm_mla(m) ? m->kv_heads : m->heads;
 }
 
+void llm_kv_settle(struct llm *m)
+{
+	if (m->kv_heads == m->heads || llm_mla(m))
+		m->kv_heads = 0;
+}
+
 int llm_mla(const struct llm *m)
 {
 	return m->kv_lora_rank > 0;
@@ -636,7 +642,7 @@ static int mla_load(const char *path, config_t *cf, config_setting_t *root, stru
 		    "%s:%d: 'head_dim' does not apply to multi-head latent attention (its heads "
 		    "are qk_nope_head_dim + qk_rope_head_dim and v_head_dim wide)",
 		    path, config_setting_source_line(config_lookup(cf, "head_dim")));
-	if (m->kv_heads != m->heads)
+	if (m->kv_heads && m->kv_heads != m->heads)
 		return prism_err_set(
 		    err, PRISM_EFORMAT,
 		    "%s:%d: 'kv_heads' %d: multi-head latent attention gives every head its own "
@@ -783,7 +789,7 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 	/* 4h <= LLM_MAX_FFN by the limits. */
 	if ((rc = cfg_int_opt(path, &cf, root, "ffn", 4 * m->hidden, 1, LLM_MAX_FFN, &m->ffn,
 			      err)) ||
-	    (rc = cfg_int_opt(path, &cf, root, "kv_heads", m->heads, 1, LLM_MAX_HEADS, &m->kv_heads,
+	    (rc = cfg_int_opt(path, &cf, root, "kv_heads", 0, 1, LLM_MAX_HEADS, &m->kv_heads,
 			      err)) ||
 	    (rc = cfg_int_opt(path, &cf, root, "head_dim", 0, 1, LLM_MAX_HEAD_DIM, &m->head_dim,
 			      err)) ||
@@ -862,7 +868,7 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 			&cf, m->experts > 0 ? "experts" : "hybrid_override_pattern")));
 		goto out;
 	}
-	if (m->heads % m->kv_heads) {
+	if (m->heads % llm_kv_heads(m)) {
 		rc = prism_err_set(err, PRISM_EFORMAT,
 				   "%s:%d: 'heads' (%d) must be divisible by 'kv_heads' (%d)", path,
 				   config_setting_source_line(config_lookup(&cf, "kv_heads")),
@@ -878,6 +884,7 @@ int llm_load(const char *path, struct llm *m, struct prism_err *err)
 				  m->hidden, m->heads);
 		goto out;
 	}
+	llm_kv_settle(m);
 out:
 	config_destroy(&cf);
 	return rc;

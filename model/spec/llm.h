@@ -57,7 +57,9 @@ struct llm {
 	int seq;    /* s */
 	int vocab;  /* V */
 	char name[64];
-	int kv_heads; /* key-value heads (grouped-query attention); 0: a */
+	int kv_heads; /* key-value heads (grouped-query attention); 0: one
+		       * per head (a), as every loader stores it for such a
+		       * model and MLA (llm_kv_settle); read llm_kv_heads */
 	int gated;    /* 1: SwiGLU FFN (gate, up and down matrices, Llama);
 		       * 0: GeLU (up and down, GPT) */
 	int untied;   /* 1: the output head is its own V x h matrix (Llama);
@@ -107,7 +109,7 @@ struct llm {
 	 * qk_rope_head_dim, the first up to heads x (qk_nope_head_dim +
 	 * v_head_dim) for K's first part and V, the second (RoPE's decoupled
 	 * key) shared by every head; heads x v_head_dim -> hidden.  Every head
-	 * has its own K and V (kv_heads is heads).  DeepSeek-V3: 1536, 512,
+	 * has its own K and V (kv_heads 0, llm_kv_heads the heads).  DeepSeek-V3: 1536, 512,
 	 * 128, 64, 128. */
 	int q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
 	/* Hybrid Mamba/attention models (pattern[0] == 0: every layer a
@@ -274,8 +276,15 @@ double llm_moe_layer_params(const struct llm *m, double *active);
  * total for a dense model. */
 double llm_active_params(const struct llm *m);
 
-/* Key-value heads: kv_heads, or a when 0. */
+/* Key-value heads: kv_heads, or a when 0 (and with multi-head latent
+ * attention, whose every head has its own K and V). */
 int llm_kv_heads(const struct llm *m);
+
+/* The key-value heads in their one form, as every loader leaves them:
+ * 0 where every head has its own K and V (kv_heads a, or MLA), else the
+ * groups.  A model so stored keeps a head of its own per head when
+ * --heads changes a; a grouped one keeps its groups. */
+void llm_kv_settle(struct llm *m);
 
 /* Width of the fused Q, K, V projection: h + 2 kv (h / a) (MLA has none:
  * llm_attn_params). */

@@ -18,12 +18,18 @@
 
 /* A context that only adds up the kernel model's times (dry_s) of one
  * rank, rk, building nothing.  Zeroed but for the ops' memo (21 of its 24
- * KB), which only se_record_op reads and a dry run never reaches: the
+ * KB) and the interned names' cache beside it, which only se_record_op
+ * and se_intern read and a dry run never reaches: the
  * judging of every candidate of a sweep makes a few of these, and zeroing
  * the memo was 1.5 % of the default sweep. */
+_Static_assert(offsetof(struct ctx, em.names) ==
+		   offsetof(struct ctx, em.memo) + sizeof(((struct ctx *)0)->em.memo),
+	       "dry_ctx skips em.memo and em.names as one span");
+
 static void dry_ctx(struct ctx *c, struct rankst *rk, const struct synth_in *in)
 {
-	size_t memo = offsetof(struct ctx, em.memo), past = memo + sizeof(c->em.memo);
+	size_t memo = offsetof(struct ctx, em.memo),
+	       past = offsetof(struct ctx, em.names) + sizeof(c->em.names);
 	memset(c, 0, memo);
 	memset((char *)c + past, 0, sizeof(*c) - past);
 	memset(rk, 0, sizeof(*rk));

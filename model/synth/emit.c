@@ -38,8 +38,15 @@ int se_failed(struct ctx *c)
 
 uint32_t se_intern(struct ctx *c, const char *s)
 {
-	uint32_t id = gw_intern(&c->em.w, s);
-	se_failed(c);
+	struct se_name *e = &c->em.names[((uintptr_t)s >> 3) % SE_NAMES];
+	uint32_t id;
+	/* The id gw_intern would give: a string's id is the one of its
+	 * text. */
+	if (e->s == s && !c->em.w.rc && strcmp(strtab_get(&c->em.w.st, e->id), s) == 0)
+		return e->id;
+	id = gw_intern(&c->em.w, s);
+	if (!se_failed(c))
+		e->s = s, e->id = id;
 	return id;
 }
 

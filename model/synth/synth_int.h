@@ -119,6 +119,16 @@ struct opmemo {
 	uint32_t rec; /* 0: empty */
 };
 
+/* The names a build interned last, by the address of the name given
+ * (se_intern): most are literals, or a few buffers filled the same way
+ * for every layer, so the next launch of a kernel finds its name's id
+ * without hashing it (a hit is compared with the interned string). */
+#define SE_NAMES 64
+struct se_name {
+	const char *s; /* NULL: empty */
+	uint32_t id;
+};
+
 /* ---- folded units (hierarchical simulation, synth.h) ---------------- */
 
 /* A folded unit (found by its key in ctx.fo.findex): its tasks, edges (ids
@@ -205,6 +215,7 @@ struct emit_state {
 	 * found again by their numbers through memo; op: the next kernel's. */
 	VEC(struct oprec) ops;
 	struct opmemo memo[OPMEMO];
+	struct se_name names[SE_NAMES]; /* right after memo: dry_ctx skips both */
 	uint32_t op;
 	/* Kernels the next launched op runs beyond the one timed (an eager
 	 * op that launches several: the host pays a launch for each, within

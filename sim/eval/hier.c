@@ -129,6 +129,21 @@ static int try_line(const struct synth_in *in, const struct point *pt, int m0, i
 	return 1;
 }
 
+/* 1 where every pipeline stage holds the same layers, chunk by chunk:
+ * the even partition, or one given that is even. */
+static int even_stages(const struct layout *l)
+{
+	int n = l->part_chunks ? l->part_chunks : l->pp;
+	if (l->pp <= 1 || (l->partition == LAYOUT_PART_GIVEN && l->part[0] == 0))
+		return 1;
+	if (l->partition != LAYOUT_PART_GIVEN)
+		return 0;
+	for (int k = 1; k < n && k < LAYOUT_MAX_STAGES; k++)
+		if (l->part[k] != l->part[0])
+			return 0;
+	return 1;
+}
+
 int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct prism_err *err)
 {
 	const struct layout *l = &in->lay;
@@ -137,7 +152,14 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	struct point *pt;
 
 	memset(out, 0, sizeof(*out));
-	if (!in->units || in->steps > 2 || p < 1)
+	/* Stages of unequal layers (a balanced, Megatron-Core or given
+	 * partition) decline: their steady state is set by the slowest of
+	 * paths through different stages' passes, whose growth per
+	 * microbatch differs by the little the partition left between the
+	 * stages, so that one a few microbatches past the points can overtake
+	 * the one the points saw (docs/PERFORMANCE.md: GPT-3 1.3B's balanced
+	 * 13/11 stages under GPipe, the step 0.55 ms short at 16 microbatches). */
+	if (!in->units || in->steps > 2 || p < 1 || !even_stages(l))
 		return 0;
 	/* The layout's own rules, at its own count. */
 	if ((rc = synth_check(in, err)))

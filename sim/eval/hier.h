@@ -21,12 +21,13 @@
  * (a microbatch more adds none); otherwise, or when
  * the points disagree (after the later windows that fit HIER_POINTS_SHARE:
  * 4x further, or one step on where that does not fit, hier.c), or the run
- * has more than two steps (each step's own line), it declines and the
- * caller simulates m directly.  The
- * breakdown's four parts are held to their own lines the same way, exactly
- * at the three points; between and past them a part can stray (a
- * collective under contention trading exposed and idle time) while the
- * step stays exact: docs/MODEL.md says where it was seen.
+ * has more than two steps (each step's own line), or its stages hold
+ * unequal layers (a balanced, Megatron-Core or given partition: paths
+ * through different stages' passes grow by amounts the partition left a
+ * little apart, and one the points did not see can overtake past them),
+ * it declines and the caller simulates m directly.  The breakdown's four
+ * parts are held to their own lines the same way, exactly at the three
+ * points; docs/PERFORMANCE.md has the sweep checked against direct runs.
  * docs/MODEL.md, "Hierarchical simulation".
  */
 #ifndef PRISM_HIER_H

@@ -527,7 +527,7 @@ static int shape_change(const struct synth_in *a, const struct synth_in *b)
 	for (int k = 0; k < LK_N; k++)
 		if (d & LK_BIT(k))
 			return k;
-	return a->m.vocab == b->m.vocab && a->m.kv_heads == b->m.kv_heads &&
+	return a->m.vocab == b->m.vocab && llm_kv_heads(&a->m) == llm_kv_heads(&b->m) &&
 		       a->m.gated == b->m.gated && a->m.untied == b->m.untied &&
 		       a->m.rope == b->m.rope && a->m.experts == b->m.experts &&
 		       a->m.q_lora_rank == b->m.q_lora_rank &&
