@@ -44,7 +44,9 @@ static const char help[] =
     "linear between; the rest at the burst clock.  Grouped GEMMs that\n"
     "TransformerEngine runs (general_grouped_gemm) are timed as it runs them:\n"
     "a GEMM an expert over 4 streams.\n"
-    "\n"
+    "\n";
+/* The options apart: one literal would pass C99's 4,095 characters. */
+static const char help_opts[] =
     "options:\n"
     "      --fit        fit the parameters on the rows given (GSL: Nelder-Mead on\n"
     "                   the mean squared log error; memory-bound: a weighted line,\n"
@@ -53,8 +55,9 @@ static const char help[] =
     "                   between CUDA events add, events_us, apart; a GEMM dtype's\n"
     "                   fixed cost likewise where it has CUDA-graph rows and XLA's\n"
     "                   table's, whose single calls on an idle GPU add\n"
-    "                   isolated_us), per GPU\n"
-    "                   family, class and dtype (a GEMM dtype with fewer\n"
+    "                   isolated_us; the host's cost per kernel a Python-level\n"
+    "                   call launches, host_us, where its rows are host-bound),\n"
+    "                   per GPU family, class and dtype (a GEMM dtype with fewer\n"
     "                   than 20 rows: its peak alone, the shape parameters of the\n"
     "                   family's dtype with the most rows, or where none has 20,\n"
     "                   of the GPU's nearest measured sibling: GB200 and B300\n"
@@ -366,6 +369,8 @@ static void print_kernels(const struct hw_profile *hw)
 			       hw->k.mem_eff[m], hw->k.mem_overhead_s[m] * 1e6);
 			if (hw->k.mem_events_s[m] > 0)
 				printf("events_us = %.3f; ", hw->k.mem_events_s[m] * 1e6);
+			if (hw->k.mem_host_s[m] > 0)
+				printf("host_us = %.3f; ", hw->k.mem_host_s[m] * 1e6);
 			printf("};\n");
 		}
 	}
@@ -709,14 +714,16 @@ int cmd_kernels(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(help, stdout);
+			fputs(help_opts, stdout);
 			return 0;
 		default:
 			fputs(help, stderr);
+			fputs(help_opts, stderr);
 			return EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "prism kernels: no measurement file given\n%s", help);
+		fprintf(stderr, "prism kernels: no measurement file given\n%s%s", help, help_opts);
 		return EXIT_USAGE;
 	}
 	/* --json is the table alone: not beside the rows' CSV, Markdown or

@@ -553,6 +553,90 @@ static double elements(const char *shape)
 	return found ? prod : 0;
 }
 
+/* The Liger version a row's notes name ("liger_version 0.2.1") as
+ * major * 10000 + minor * 100 + patch; 0 where none is named. */
+static int liger_version(const char *notes)
+{
+	const char *p = strstr(notes, "liger_version ");
+	int v[3] = {0, 0, 0};
+	if (!p)
+		return 0;
+	p += strlen("liger_version ");
+	for (int i = 0; i < 3 && isdigit((unsigned char)*p); i++) {
+		char *e;
+		v[i] = (int)strtol(p, &e, 10);
+		p = *e == '.' ? e + 1 : e;
+	}
+	return v[0] * 10000 + v[1] * 100 + v[2];
+}
+
+/* Passes (of the row's element size es) that Liger's own norm backwards
+ * move beyond reading dy and x and writing dx, from the code of the
+ * version the row ran:
+ * - RMSNorm before v0.4.0 (Liger-Kernel@e1e9d2e3, "RMSNorm aggregation",
+ *   2024-10-03, made it persistent): `rms_norm_backward` writes each row's
+ *   weight gradient into a [rows, cols] buffer of the weight's dtype
+ *   (`torch.empty_like(X, dtype=W.dtype)`; the benchmark's LigerRMSNorm
+ *   keeps its weight fp32) and `torch.sum(dW, dim=0)` reads it back: 2 x 4
+ *   bytes an element (Liger-Kernel@b5672a15, the commit that wrote the
+ *   A100 rows: src/liger_kernel/ops/rms_norm.py);
+ * - the Megatron wrapper (LigerMegatronRMSNorm, src/liger_kernel/megatron/
+ *   rms_norm.py@27fe47e2) calls the function with in_place=False, for
+ *   which `rms_norm_backward` allocates dX with `torch.zeros_like(dY)`: a
+ *   memset writing one pass before the kernel writes it again. */
+static double liger_norm_bwd_passes(const char *kern, const char *notes, double es)
+{
+	if (!strncmp(kern, "rms_norm", 8)) {
+		int v = liger_version(notes);
+		return v && v < 400 ? 2 * 4 / es : 0;
+	}
+	if (!strncmp(kern, "megatron_rms_norm", 17))
+		return 1;
+	/* the fused add's backward gives both inputs one gradient tensor,
+	 * which the first accumulation clones (liger_norm_launches): read and
+	 * written once more */
+	if (!strncmp(kern, "fused_add_rms_norm", 18))
+		return 2;
+	return 0;
+}
+
+/* The kernels a Liger norm's timed call launches, from the code of the
+ * version the row ran (docs/MODEL.md, "Kernel efficiency"); 0 where not
+ * counted.  Forward: its Triton kernel.  Backward (the autograd Function's
+ * backward and the gradients' accumulation; do_bench sets the input's
+ * .grad to None each call, so the input's gradient is taken as is, while
+ * the weight's accumulates, an add):
+ * - LayerNorm (benchmark_layer_norm.py@v0.6.0, y.backward(dy)): the
+ *   kernel, _DW.sum and _DB.sum over the per-SM partials, the weight's and
+ *   the bias' accumulation: 5;
+ * - RMSNorm before v0.4.0 (b5672a15): the kernel, torch.sum(dW), the
+ *   weight's accumulation: 3;
+ * - fused add + RMSNorm (v0.7.0, both outputs' backward): the kernel,
+ *   _dW.sum, the weight's accumulation, and a copy: the backward returns
+ *   one tensor as both inputs' gradient, and the first AccumulateGrad to
+ *   take it finds it still referenced by the other's buffer and clones it
+ *   (torch/csrc/autograd/functions/accumulate_grad.h): 4;
+ * - LigerMegatronRMSNorm (27fe47e2; forward, out.sum() and backward in
+ *   one call): the forward, the sum, dX's zeros_like, the kernel, _dW.sum,
+ *   its cast to the bf16 weight, the weight's accumulation: 7. */
+static double liger_norm_launches(const char *kern, const char *notes, int fwd)
+{
+	int v = liger_version(notes);
+	if (!strstr(kern, "norm"))
+		return 0;
+	if (fwd)
+		return 1;
+	if (!strncmp(kern, "layer_norm", 10))
+		return 5;
+	if (!strncmp(kern, "rms_norm", 8))
+		return v && v < 400 ? 3 : 0;
+	if (!strncmp(kern, "fused_add_rms_norm", 18))
+		return 4;
+	if (!strncmp(kern, "megatron_rms_norm", 17))
+		return 7;
+	return 0;
+}
+
 static int membound_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 {
 	struct kbench_row r;
@@ -639,6 +723,10 @@ static int membound_row(struct kbench *kb, const struct cols *h, char **f, int n
 		mult += strstr(kern, "swiglu")	  ? 1.5 + 0.5
 			: strstr(kern, "entropy") ? (strstr(impl, "Liger") ? 2 : 1)
 						  : 2 + 1;
+	if (!fwd && !both && strstr(r.source, "Liger-Kernel") && strstr(impl, "Liger"))
+		mult += liger_norm_bwd_passes(kern, col(h, f, nf, "notes"), es);
+	if (!both && r.timing == KB_TIME_EVENTS && strstr(impl, "Liger"))
+		r.launches = liger_norm_launches(kern, col(h, f, nf, "notes"), fwd);
 	r.bytes = el * es * mult;
 	r.time_s = tm / 1e3;
 	return kbench_add(kb, &r);
@@ -940,15 +1028,25 @@ static double gemm_time(const struct hw_profile *hw, const struct kbench_row *r)
 	return kperf_gemm_plan_sched(hw, r->dtype, r->b, r->m, r->n, r->k, sched, NULL);
 }
 
-/* A linear layer's speed-up in fp8: its forward (M x K times K x N) and
- * both gradients as bf16 GEMMs, against the same in fp8 plus the casts
- * synth adds under current scaling, the rows' recipe (torchao's dynamic
- * per-tensor scaling: an amax pass, then a cast-transpose, of the input,
- * the weight and the output gradient; kperf_lowp_casts).  The flat model: the GEMMs at
- * 70 % of each dtype's peak + 3 us, no casts. */
+/*
+ * A linear layer's speed-up in fp8 as torchao's rows measure it
+ * (benchmarks/float8/float8_roofline.py at the rows' commit: the summed
+ * device time of the kernels of a compiled LNLinearSigmoid's forward and
+ * backward, its input requiring a gradient): a layer norm without affine
+ * parameters (M x K), the linear (K -> N, no bias), a sigmoid, in bf16
+ * against the same with a Float8Linear.  Both sides: the norm's forward
+ * (2 bytes a value read, 2 written) and backward (dy and x read, dx
+ * written: 6), the sigmoid's forward (4) and backward (dy and y read, dx
+ * written: 6), Inductor's Triton kernels, timed at the device floors;
+ * the three GEMMs (forward, input and weight gradients) in bf16 or fp8;
+ * the fp8 side adds the casts of the input, the weight and the output
+ * gradient as the current recipe runs under torch.compile
+ * (kperf_lowp_casts: tensorwise dynamic scaling).  The flat model: the
+ * GEMMs at 70 % of each dtype's peak + 3 us, nothing else.
+ */
 static double fp8_speedup(const struct hw_profile *hw, const struct kbench_row *r, int flat_model)
 {
-	double m = r->m, n = r->n, k = r->k, b16 = 0, f8 = 0;
+	double m = r->m, n = r->n, k = r->k, b16 = 0, f8 = 0, rest;
 	const double shp[3][3] = {{m, n, k}, {m, k, n}, {k, n, m}};
 	if (hw->peak_flops[HW_FP8] <= 0)
 		return 0;
@@ -962,10 +1060,20 @@ static double fp8_speedup(const struct hw_profile *hw, const struct kbench_row *
 			f8 += kperf_gemm_s(hw, HW_FP8, 1, shp[i][0], shp[i][1], shp[i][2]);
 		}
 	}
-	if (!flat_model)
-		f8 += kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, 0, m * k) +
-		      kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, 1, k * n) +
-		      kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, 0, m * n);
+	if (!flat_model) {
+		rest = kperf_mem_s(hw, HW_MEM_NORM, 4 * m * k) +
+		       kperf_mem_s(hw, HW_MEM_NORM, 6 * m * k) +
+		       kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 4 * m * n) +
+		       kperf_mem_s(hw, HW_MEM_ELEMENTWISE, 6 * m * n);
+		b16 += rest;
+		f8 += rest +
+		      kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 0,
+					m * k) +
+		      kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 1,
+					k * n) +
+		      kperf_lowp_cast_s(hw, HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 0,
+					m * n);
+	}
 	return f8 > 0 ? b16 / f8 : 0;
 }
 
@@ -974,6 +1082,38 @@ static double fp8_speedup(const struct hw_profile *hw, const struct kbench_row *
 static int key_dtype(int d)
 {
 	return d == HW_FP16 ? HW_BF16 : d;
+}
+
+/* The L2 flush triton.testing.do_bench runs before each call's start
+ * event: a 256 MiB tensor zeroed (`cache.zero_()`), an elementwise write. */
+#define KBENCH_FLUSH_BYTES 268435456.0
+
+/* A memory-bound row's time on the device, with what timing it between
+ * CUDA events adds (events_us). */
+static double mem_device_s(const struct hw_profile *hw, const struct kbench_row *r)
+{
+	return kperf_mem_s(hw, r->mem_kind, r->bytes) +
+	       (r->timing == KB_TIME_EVENTS ? hw->k.mem_events_s[r->mem_kind] : 0);
+}
+
+/* The host's floor under a Python-level call timed by do_bench: its
+ * launches at the kind's host_us, less the flush the GPU runs while the
+ * host works (do_bench launches the flush, records the start event behind
+ * it and calls the function; a host slower than the GPU finds it idle, so
+ * the flush hides as much of the call's host time).  0 where the row's
+ * launches are not counted. */
+static double mem_host_floor_s(const struct hw_profile *hw, const struct kbench_row *r)
+{
+	if (r->timing != KB_TIME_EVENTS || !(r->launches > 0))
+		return 0;
+	return r->launches * hw->k.mem_host_s[r->mem_kind] -
+	       kperf_mem_s(hw, HW_MEM_ELEMENTWISE, KBENCH_FLUSH_BYTES);
+}
+
+static double mem_time(const struct hw_profile *hw, const struct kbench_row *r)
+{
+	double d = mem_device_s(hw, r), f = mem_host_floor_s(hw, r);
+	return f > d ? f : d;
 }
 
 double kbench_predict(const struct hw_profile *hw, const struct kbench_row *row, int flat_model)
@@ -1009,8 +1149,7 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *row,
 		       kperf_attn_win_s(hw, r->dtype, 1, r->b, r->heads, r->sq, r->skv, r->d,
 					r->causal, r->window);
 	default:
-		return kperf_mem_s(hw, r->mem_kind, r->bytes) +
-		       (r->timing == KB_TIME_EVENTS ? hw->k.mem_events_s[r->mem_kind] : 0);
+		return mem_time(hw, r);
 	}
 }
 
@@ -1257,6 +1396,113 @@ static size_t gemm_floor_fit(struct hw_profile *const *hws, const struct kbench_
 	return n;
 }
 
+/* A row the host's floor sets (mem_time): it measures the host, not the
+ * bandwidth, and stays out of the line. */
+static int host_bound(const struct hw_profile *hw, const struct kbench_row *r)
+{
+	return mem_host_floor_s(hw, r) > mem_device_s(hw, r);
+}
+
+/* A memory-bound kind's bandwidth, floor and events (kbench_fit) on the
+ * rows the host's floor does not set; the rows it used. */
+static size_t mem_fit_line(struct hw_profile *const *hws, const struct kbench_row *rows,
+			   const size_t *idx, size_t n, int dtype)
+{
+	/* t = a + bytes / (HBM e): a weighted line (relative error) over
+	 * the rows of one HBM bandwidth (the first row's) that are not
+	 * timed on the device alone; a, the kernel's floor on the
+	 * device, from the device-timed rows' own line where there are
+	 * three or more; what the event-timed rows' intercept holds
+	 * beyond it is the events' cost (mem_events_s), or, without
+	 * device-timed rows, the profile's events' cost is held and the
+	 * floor is the rest (a fixed point of the fit either way). */
+	double bx[4096] = {0}, by[4096] = {0}, bw[4096] = {0}, dx[4096], dy[4096], dw[4096], c0, e,
+	       hbm = hws[0]->hbm_Bps, ev_s = hws[0]->k.mem_events_s[dtype];
+	size_t m = 0, md = 0, mev = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct kbench_row *r = &rows[idx[i]];
+		int dev = r->timing == KB_TIME_DEVICE;
+		if (hws[i]->hbm_Bps != hbm || (dev ? md : m) >= 4096 || host_bound(hws[i], r))
+			continue;
+		(dev ? dx : bx)[dev ? md : m] = r->bytes / hbm;
+		(dev ? dy : by)[dev ? md : m] = r->time_s;
+		(dev ? dw : bw)[dev ? md : m] = 1 / (r->time_s * r->time_s);
+		if (dev) {
+			md++;
+		} else {
+			mev += r->timing == KB_TIME_EVENTS;
+			m++;
+		}
+	}
+	if (!m && md) {
+		/* device-timed rows alone: their line is the kind's */
+		memcpy(bx, dx, md * sizeof(*bx));
+		memcpy(by, dy, md * sizeof(*by));
+		memcpy(bw, dw, md * sizeof(*bw));
+		m = md, md = 0;
+	}
+	if (mem_line(bx, by, bw, m, &c0, &e) == 0) {
+		double floor_s = mev ? c0 - ev_s : c0, de;
+		if (md >= 3 && mem_line(dx, dy, dw, md, &floor_s, &de) == 0)
+			ev_s = mev && c0 > floor_s ? c0 - floor_s : 0;
+		for (size_t i = 0; i < n; i++) {
+			hws[i]->k.mem_eff[dtype] = e > 1 ? 1 : e;
+			hws[i]->k.mem_overhead_s[dtype] = floor_s > 0 ? floor_s : 0;
+			hws[i]->k.mem_events_s[dtype] = mev ? ev_s : 0;
+		}
+	} else if (m >= 1) {
+		/* Large-size points only: the bandwidth they reach. */
+		double s = 0;
+		for (size_t i = 0; i < m; i++)
+			s += bx[i] / by[i];
+		for (size_t i = 0; i < n; i++) {
+			double be = s / (double)m;
+			hws[i]->k.mem_eff[dtype] = be > 1 ? 1 : be;
+		}
+	}
+	return m + md;
+}
+
+/* The kind's host_us: least squares in the log of the rows whose
+ * launches are counted, each timed as mem_time, over 0..500 us (0.1 us,
+ * then 0.001 us about the best; the least of equal sums, so rows the
+ * floor never reaches leave it 0).  The number of such rows. */
+static size_t mem_fit_host(struct hw_profile *const *hws, const struct kbench_row *rows,
+			   const size_t *idx, size_t n, int dtype)
+{
+	size_t k = 0;
+	double best = -1, bh = 0;
+	for (size_t i = 0; i < n; i++)
+		k += rows[idx[i]].timing == KB_TIME_EVENTS && rows[idx[i]].launches > 0;
+	if (!k)
+		return 0;
+	for (int pass = 0; pass < 2; pass++) {
+		double lo = pass ? bh - 0.1e-6 : 0, step = pass ? 0.001e-6 : 0.1e-6;
+		int steps = pass ? 200 : 5000;
+		for (int j = 0; j <= steps; j++) {
+			double h = lo + j * step, ss = 0;
+			if (h < 0)
+				continue;
+			for (size_t i = 0; i < n; i++) {
+				const struct kbench_row *r = &rows[idx[i]];
+				double d, f, e;
+				if (r->timing != KB_TIME_EVENTS || !(r->launches > 0))
+					continue;
+				d = mem_device_s(hws[i], r);
+				f = r->launches * h -
+				    kperf_mem_s(hws[i], HW_MEM_ELEMENTWISE, KBENCH_FLUSH_BYTES);
+				e = log((f > d ? f : d) / r->time_s);
+				ss += e * e;
+			}
+			if (best < 0 || ss < best - 1e-12)
+				best = ss, bh = h;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		hws[i]->k.mem_host_s[dtype] = bh;
+	return k;
+}
+
 size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, const size_t *idx,
 		  size_t n, int cls, int dtype)
 {
@@ -1276,59 +1522,23 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 			return gemm_floor_fit(hws, rows, idx, n, nd, dtype);
 	}
 	if (cls == KB_MEM) {
-		/* t = a + bytes / (HBM e): a weighted line (relative error) over
-		 * the rows of one HBM bandwidth (the first row's) that are not
-		 * timed on the device alone; a, the kernel's floor on the
-		 * device, from the device-timed rows' own line where there are
-		 * three or more; what the event-timed rows' intercept holds
-		 * beyond it is the events' cost (mem_events_s), or, without
-		 * device-timed rows, the profile's events' cost is held and the
-		 * floor is the rest (a fixed point of the fit either way). */
-		double bx[4096], by[4096], bw[4096], dx[4096], dy[4096], dw[4096], c0, e,
-		    hbm = hws[0]->hbm_Bps, ev_s = hws[0]->k.mem_events_s[dtype];
-		size_t m = 0, md = 0, mev = 0;
-		for (size_t i = 0; i < n; i++) {
-			const struct kbench_row *r = &rows[idx[i]];
-			int dev = r->timing == KB_TIME_DEVICE;
-			if (hws[i]->hbm_Bps != hbm || (dev ? md : m) >= 4096)
-				continue;
-			(dev ? dx : bx)[dev ? md : m] = r->bytes / hbm;
-			(dev ? dy : by)[dev ? md : m] = r->time_s;
-			(dev ? dw : bw)[dev ? md : m] = 1 / (r->time_s * r->time_s);
-			if (dev) {
-				md++;
-			} else {
-				mev += r->timing == KB_TIME_EVENTS;
-				m++;
-			}
+		/* The line on the rows the host does not set, then the host's
+		 * cost per launch on the rows whose launches are counted, in
+		 * turn until the rows the host sets no longer change (from the
+		 * profile's host_us: the shipped values are a fixed point). */
+		size_t got = 0, was = (size_t)-1;
+		for (int it = 0; it < 8; it++) {
+			size_t nb = 0;
+			for (size_t i = 0; i < n; i++)
+				nb += (host_bound(hws[i], &rows[idx[i]]) ? 1 : 0) * (i + 1);
+			if (nb == was)
+				break;
+			was = nb;
+			got = mem_fit_line(hws, rows, idx, n, dtype);
+			if (!mem_fit_host(hws, rows, idx, n, dtype))
+				break;
 		}
-		if (!m && md) {
-			/* device-timed rows alone: their line is the kind's */
-			memcpy(bx, dx, md * sizeof(*bx));
-			memcpy(by, dy, md * sizeof(*by));
-			memcpy(bw, dw, md * sizeof(*bw));
-			m = md, md = 0;
-		}
-		if (mem_line(bx, by, bw, m, &c0, &e) == 0) {
-			double floor_s = mev ? c0 - ev_s : c0, de;
-			if (md >= 3 && mem_line(dx, dy, dw, md, &floor_s, &de) == 0)
-				ev_s = mev && c0 > floor_s ? c0 - floor_s : 0;
-			for (size_t i = 0; i < n; i++) {
-				hws[i]->k.mem_eff[dtype] = e > 1 ? 1 : e;
-				hws[i]->k.mem_overhead_s[dtype] = floor_s > 0 ? floor_s : 0;
-				hws[i]->k.mem_events_s[dtype] = mev ? ev_s : 0;
-			}
-		} else if (m >= 1) {
-			/* Large-size points only: the bandwidth they reach. */
-			double s = 0;
-			for (size_t i = 0; i < m; i++)
-				s += bx[i] / by[i];
-			for (size_t i = 0; i < n; i++) {
-				double be = s / (double)m;
-				hws[i]->k.mem_eff[dtype] = be > 1 ? 1 : be;
-			}
-		}
-		return m + md;
+		return got;
 	}
 	if (cls == KB_GEMM) {
 		const struct hw_gemm *g = &hws[0]->k.gemm[dtype];

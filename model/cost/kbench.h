@@ -79,6 +79,10 @@ struct kbench_row {
 			    * FlashAttention-3/4) */
 	double bytes;	  /* memory-bound */
 	int timing;	  /* memory-bound and GEMM: enum kbench_timing */
+	double launches;  /* memory-bound, KB_TIME_EVENTS: the kernels the
+			   * timed Python-level call launches, counted from
+			   * its code (Liger's rows; 0: not counted, no host
+			   * floor; kbench_predict) */
 	double time_s;	  /* measured */
 	int sustained;	  /* the clock the row ran at (KB_BURST, KB_STEP,
 			   * KB_STREAM; kbench_predict) */

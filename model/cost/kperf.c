@@ -401,10 +401,38 @@ double kperf_attn_min_s(const struct hw_profile *hw, int dtype, int pass, double
 	return kperf_attn_win_min_s(hw, dtype, pass, b, heads, sq, skv, d, causal, 0);
 }
 
-int kperf_lowp_casts(int dtype, int recipe, int weight, double n,
+/* torchao's Float8Linear under torch.compile: its tensorwise casts as
+ * Inductor's Triton kernels (kperf.h). */
+static int compiled_tensorwise(int dtype, int recipe, int exec)
+{
+	return dtype == HW_FP8 && recipe == LAYOUT_FP8_CURRENT && exec == LAYOUT_EXEC_COMPILED;
+}
+
+int kperf_lowp_weight_kept(int dtype, int recipe, int exec)
+{
+	return !compiled_tensorwise(dtype, recipe, exec);
+}
+
+int kperf_lowp_casts(int dtype, int recipe, int exec, int weight, double n,
 		     struct kperf_cast out[KPERF_CASTS_MAX])
 {
 	int k = 0;
+	if (compiled_tensorwise(dtype, recipe, exec)) {
+		out[k++] = (struct kperf_cast){"inductor_fp8_quant_amax_partial", 1,
+					       HW_MEM_ELEMENTWISE, 2 * n};
+		out[k++] =
+		    (struct kperf_cast){"inductor_fp8_quant_amax_final", 1, HW_MEM_ELEMENTWISE, 0};
+		if (!weight) {
+			out[k++] = (struct kperf_cast){"inductor_fp8_cast_both", 1,
+						       HW_MEM_ELEMENTWISE, 4 * n};
+			return k;
+		}
+		out[k++] =
+		    (struct kperf_cast){"inductor_fp8_cast_fwd", 1, HW_MEM_ELEMENTWISE, 3 * n};
+		out[k++] =
+		    (struct kperf_cast){"inductor_fp8_cast_bwd", 1, HW_MEM_ELEMENTWISE, 3 * n};
+		return k;
+	}
 	if (dtype == HW_FP4) {
 		out[k++] = (struct kperf_cast){"te_compute_amax", 1, HW_MEM_REDUCTION, 2 * n};
 		out[k++] = (struct kperf_cast){"te_quantize_nvfp4", 1, HW_MEM_ELEMENTWISE,
@@ -436,11 +464,12 @@ int kperf_lowp_casts(int dtype, int recipe, int weight, double n,
 	return k;
 }
 
-double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int weight, double n)
+double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int exec, int weight,
+			 double n)
 {
 	struct kperf_cast c[KPERF_CASTS_MAX];
 	double t = 0;
-	for (int i = 0, k = kperf_lowp_casts(dtype, recipe, weight, n, c); i < k; i++)
+	for (int i = 0, k = kperf_lowp_casts(dtype, recipe, exec, weight, n, c); i < k; i++)
 		t += kperf_mem_s(hw, c[i].kind, c[i].bytes);
 	return t;
 }

@@ -145,30 +145,51 @@ double kperf_elem_bytes(int dtype);
 /*
  * The kernels that quantise one bf16 tensor of n values for GEMMs in
  * dtype: fp8 under `recipe` (enum layout_fp8_recipe), fp4 under NVFP4's
- * (Transformer Engine's quantizers, docs/MODEL.md "Mixed precision");
- * weight: the tensor is a weight (blockwise scales it by 128 x 128
- * blocks, the rest 1 x 128).  Each writes the row-wise copy one GEMM
- * reads and the column-wise (transposed) one the other reads:
+ * (Transformer Engine's quantizers, docs/MODEL.md "Mixed precision"), as
+ * the step runs under `exec` (enum layout_exec); weight: the tensor is a
+ * weight (blockwise scales it by 128 x 128 blocks, the rest 1 x 128).
+ * Each writes the row-wise copy one GEMM reads and the column-wise
+ * (transposed) one the other reads:
  *   delayed    cast_transpose, amax into the history: 2 + 1 + 1 bytes a value
  *   current    amax (2), the scale from it (12 bytes), cast_transpose (4)
  *   blockwise  quantize with each block's amax: 4 + 2 x 4 / block (fp32 scales)
  *   mxfp8      quantize: 4 + 2 / 32 (an E8M0 scale per 32 values, each copy)
  *   nvfp4      amax (2: the per-tensor scale), quantize: 2 + 2 x 0.5 + 2 / 16
+ * Under torch.compile (exec compiled) `current` is torchao's Float8Linear
+ * with tensorwise scaling, its casts Inductor's Triton kernels
+ * (torchao/testing/training/roofline_utils.py counts them): the amax in
+ * two stages, a split reduction reading the tensor (2) and one reducing
+ * its partial maxima (a floor), then the cast, which computes the scale
+ * itself: one kernel writing both copies (2 + 1 + 1) for an input or a
+ * gradient; for a weight the forward's copy and, in the backward, the
+ * transposed one (2 + 1 each).  All are elementwise-kind kernels (a split
+ * reduction's blocks stream their share as a pointwise kernel does).  The
+ * other recipes keep Transformer Engine's kernels under every exec.  Their
+ * names ("inductor_fp8_quant_amax_partial", "inductor_fp8_cast_both", ...)
+ * classify as elementwise (cost_classify), as they are timed, where
+ * Inductor's own would read as reductions ("triton_red_").
  * Into out: each kernel's name stem, whether the tensor's name follows
  * it ("te_compute_amax_input"), its kind (enum hw_mem_kind) and bytes;
  * returns how many (0: dtype is neither fp8 nor fp4).
  */
-#define KPERF_CASTS_MAX 3
+#define KPERF_CASTS_MAX 4
 struct kperf_cast {
 	const char *stem;
 	int named;
 	int kind;
 	double bytes;
 };
-int kperf_lowp_casts(int dtype, int recipe, int weight, double n,
+int kperf_lowp_casts(int dtype, int recipe, int exec, int weight, double n,
 		     struct kperf_cast out[KPERF_CASTS_MAX]);
 
+/* Whether a weight's low-precision copies are made once a step and kept
+ * for every microbatch (Transformer Engine's modules), or made in every
+ * microbatch's forward (torchao's Float8Linear under torch.compile keeps
+ * none). */
+int kperf_lowp_weight_kept(int dtype, int recipe, int exec);
+
 /* Their time on hw (kperf_mem_s of each). */
-double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int weight, double n);
+double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int exec, int weight,
+			 double n);
 
 #endif

@@ -190,6 +190,7 @@ void hw_kernels_default(struct hw_profile *hw)
 		k->mem_eff[m] = mem_eff[m];
 		k->mem_overhead_s[m] = 2e-6;
 		k->mem_events_s[m] = 0;
+		k->mem_host_s[m] = 0;
 	}
 }
 
@@ -311,6 +312,8 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 		    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6,
 			      &hw->k.mem_overhead_s[i], err)) ||
 		    (rc = opt(path, cf, k, sub, "events_us", 0, 1000, 1e-6, &hw->k.mem_events_s[i],
+			      err)) ||
+		    (rc = opt(path, cf, k, sub, "host_us", 0, 1000, 1e-6, &hw->k.mem_host_s[i],
 			      err)))
 			return rc;
 	}

@@ -93,6 +93,13 @@ struct hw_kernels {
 	 * out, kbench predicts such rows with it; 0 unless fitted
 	 * (docs/MODEL.md, "Kernel efficiency": GEMMs' fixed cost). */
 	double gemm_isolated_s[HW_NDTYPES];
+	/* The host's cost per kernel that a Python-level call timed that way
+	 * launches (Liger's autograd Functions: its Triton kernels, the
+	 * partial-gradient sums, the gradients' accumulation): the row is
+	 * host-bound when so many launches outlast the L2 flush do_bench runs
+	 * before its start event (docs/MODEL.md, "Kernel efficiency").  Also
+	 * a measurement's cost only (kperf leaves it out); 0 unless fitted. */
+	double mem_host_s[HW_MEM_NKINDS];
 };
 
 struct hw_profile {

@@ -824,7 +824,8 @@ enum layout_show {
 	  .help = "how the host runs the step: eager (an op's dispatch and launch per kernel; "    \
 		  "Megatron-LM's default), graphs (each layer's forward and backward one CUDA "    \
 		  "graph launch) or compiled (torch.compile: Inductor's launcher, a compiled "     \
-		  "graph's guards a layer)",                                                                   \
+		  "graph's guards a layer; fp8 current scaling as torchao's Float8Linear, "       \
+		  "Inductor's casts)",                                                                   \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON)                                                  \
 	X(offload_layers, L, l->pp == 1 && l->recompute == LAYOUT_RECOMPUTE_NONE, v,              \
 	  .kind = LK_INT, .lo = 0, .hi = LLM_MAX_LAYERS, .def = 0, .opt = "offload-layers",        \

@@ -148,7 +148,7 @@ static void layer_times_win(const struct synth_in *in, int moe, int kind, int wi
 	dry_ctx(&c, &rk, in);
 	c.dry_window = win;
 	c.dry_kind = kind;
-	rk.mb = 1; /* a steady microbatch: fp8 weights already cast */
+	rk.mb = 1; /* a steady microbatch: fp8 weights already cast where kept */
 	rk.phase = PH_FORWARD;
 	rk.layer = moe ? in->m.layers - 1 : -1; /* a dense layer, or an MoE one */
 	if (kind == LLM_KIND_MOE)		/* a hybrid model's E layer */

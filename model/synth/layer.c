@@ -521,7 +521,8 @@ static void lowp_cast(struct ctx *c, int r, const char *what, double n, int weig
 {
 	struct kperf_cast k[KPERF_CASTS_MAX];
 	char name[64];
-	int nk = kperf_lowp_casts(c->in->lay.dtype, c->in->lay.fp8_recipe, weight, n, k);
+	int nk = kperf_lowp_casts(c->in->lay.dtype, c->in->lay.fp8_recipe, c->in->lay.exec, weight,
+				  n, k);
 	for (int i = 0; i < nk; i++) {
 		if (k[i].named)
 			snprintf(name, sizeof(name), "%s_%s", k[i].stem, what);
@@ -530,6 +531,17 @@ static void lowp_cast(struct ctx *c, int r, const char *what, double n, int weig
 		sl_kernel(c, r, k[i].kind == HW_MEM_REDUCTION ? KC_REDUCTION : KC_ELEMENTWISE, name,
 			  k[i].bytes);
 	}
+}
+
+/* Whether a weight is quantised here: on the step's first microbatch,
+ * its copies kept for the others and for the backward, or in every
+ * microbatch's forward where the recipe keeps none
+ * (kperf_lowp_weight_kept: torchao's Float8Linear under torch.compile). */
+static int weight_cast_now(const struct ctx *c, int r)
+{
+	const struct layout *l = &c->in->lay;
+	return c->rk[r].phase == PH_FORWARD &&
+	       (c->rk[r].mb == 0 || !kperf_lowp_weight_kept(l->dtype, l->fp8_recipe, l->exec));
 }
 
 /* LoRA (layout.h lora_rank): every base weight frozen. */
@@ -543,13 +555,13 @@ static int frozen(const struct ctx *c)
  * Transformer Engine first quantises its input (lowp_cast: its row-wise
  * copy for this GEMM, the column-wise one the weight gradient needs), and
  * the weight once per step, on the step's first microbatch (its copies
- * are kept for the others and for the backward).
+ * are kept for the others and for the backward; weight_cast_now).
  */
 static void linear_fwd(struct ctx *c, int r, const char *name, double m, double n, double k)
 {
 	if (sl_low_precision(c->in->lay.dtype)) {
 		lowp_cast(c, r, "input", m * k, 0);
-		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
+		if (weight_cast_now(c, r))
 			lowp_cast(c, r, "weight", k * n, 1);
 	}
 	gemm(c, r, name, m, n, k);
@@ -1147,7 +1159,7 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 	moe_pad(c, r, z, "moe_fp8_padding");
 	if (sl_low_precision(c->in->lay.dtype)) {
 		lowp_cast(c, r, "input", z->M * z->h, 0);
-		if (c->rk[r].mb == 0 && c->rk[r].phase == PH_FORWARD)
+		if (weight_cast_now(c, r))
 			lowp_cast(c, r, "weight", z->eloc * z->h * (z->fe_in + z->fe) / z->etp, 1);
 	}
 	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc1", mloc, z->fe_in / z->etp, z->h);
