@@ -42,21 +42,24 @@ static void acc_share(struct synth_in *si, double acc_elem_bytes, double mb, int
 /* What every stage's layers share, one microbatch, in seconds (and
  * bytes per parameter). */
 struct terms {
-	struct synth_in si;	 /* the run as synth would build it */
-	struct layout lay;	 /* its partition resolved */
-	double mb;		 /* microbatches */
-	double lf, lb, la;	 /* a dense layer: forward, backward, attention forward */
-	double mlf, mlb, mla;	 /* a mixture-of-experts layer's */
-	double lw, mlw;		 /* zero-bubble schedules: their backwards' W parts */
-	double hf, hb, mhf, mhb; /* the host's time of a dense (MoE) layer's forward, backward */
-	double emb, head;	 /* stage 0's embedding, the last stage's head and loss */
-	double ar;		 /* a layer's tensor-parallel all-reduces */
-	double p2p;		 /* a microbatch's pipeline transfers */
-	double cp_ring;		 /* a layer's context-parallel transfers, exposed */
-	double moe_comm;	 /* an MoE layer's all-to-alls and expert-TP gathers */
-	double wb, gb, ob;	 /* bytes per parameter: weights, gradients, optimizer */
-	int pn;			 /* data-parallel ranks in an NVLink domain */
-	double lp;		 /* a layer's parameters on a tensor-parallel rank (a
+	struct synth_in si;	    /* the run as synth would build it */
+	struct layout lay;	    /* its partition resolved */
+	double mb;		    /* microbatches */
+	double lf, lb, la;	    /* a dense layer: forward, backward, attention forward */
+	double mlf, mlb, mla;	    /* a mixture-of-experts layer's */
+	double lw, mlw;		    /* zero-bubble schedules: their backwards' W parts */
+	double hf, hb, mhf, mhb;    /* the host's time of a dense (MoE) layer's forward, backward */
+	double emb, head;	    /* stage 0's embedding, the last stage's head and loss */
+	struct synth_extra_host eh; /* the host's time of the two */
+	struct synth_stage_host sh[LAYOUT_MAX_STAGES]; /* each stage's transfers' and
+							* optimizer's, on the host */
+	double ar;				       /* a layer's tensor-parallel all-reduces */
+	double p2p;				       /* a microbatch's pipeline transfers */
+	double cp_ring;	   /* a layer's context-parallel transfers, exposed */
+	double moe_comm;   /* an MoE layer's all-to-alls and expert-TP gathers */
+	double wb, gb, ob; /* bytes per parameter: weights, gradients, optimizer */
+	int pn;		   /* data-parallel ranks in an NVLink domain */
+	double lp;	   /* a layer's parameters on a tensor-parallel rank (a
 				  * hybrid model's: their mean) */
 	/* A hybrid model's layers by kind (llm.h): forward, backward, the
 	 * host's forward and backward, tensor-parallel collectives (one
@@ -187,6 +190,8 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 		T->mlw = synth_layer_wgrad_s(&T->si, 1);
 	}
 	synth_extra_times(&T->si, &T->emb, &T->head);
+	synth_extra_host(&T->si, &T->eh);
+	synth_stage_host(&T->si, T->sh);
 	mem_param_bytes(&T->lay, &T->wb, &T->gb, &T->ob);
 	if (tp > 1) {
 		if (comm_time(hw, GC_ALL_REDUCE, act_bytes, (struct comm_group){tp, tp},
@@ -397,6 +402,18 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 	}
 }
 
+/* Stage s's optimizer: opt on the GPU after what is exposed of its
+ * data-parallel collectives, or its host's launches (synth_stage_host) where
+ * they end later.  The host, never waiting for the GPU within a step
+ * (eager launches queue), starts them as its last backward's launches
+ * end, slack before the GPU ends that backward (slack: what the stage's
+ * units' GPU side outlasts their launches over the step, 0 where the host
+ * sets every unit). */
+static double opt_or_host(const struct terms *T, int s, double exposed, double opt, double slack)
+{
+	return fmax(opt, T->sh[s].opt_s - slack - exposed);
+}
+
 /* One stage's terms into the estimate's: the slowest stage's (*worst its
  * slot) compute, tensor-parallel, pipeline and offloading times; the
  * longest data-parallel time; the longest exposed tail (*tail) of
@@ -465,9 +482,15 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	for (int s = 0; s < pp; s++) {
 		struct mem_stage ms;
 		double n = layout_stage_layers(m, &T.lay, s), c, slot, dpt, exposed, opt, nm = 0,
-		       Pe = 0, md, me, off = 0;
+		       Pe = 0, md, me, off = 0, slack;
 		int hs = layout_head_stage(l); /* the head's stage: the last, or 0 in a V */
 		double emb = s == 0 ? T.emb : 0, head = s == hs ? T.head : 0;
+		/* The host's launches of the two, forward and backward. */
+		double ehf = s == 0 ? T.eh.emb_fwd_s : 0, ehb = s == 0 ? T.eh.emb_bwd_s : 0,
+		       hhf = s == hs ? T.eh.head_fwd_s : 0, hhb = s == hs ? T.eh.head_bwd_s : 0;
+		/* And of its pipeline transfers (with the embedding's). */
+		ehf += T.sh[s].xfer_fwd_s;
+		ehb += T.sh[s].xfer_bwd_s;
 		for (int ch = 0; ch < v; ch++)
 			nm += layout_chunk_moe(m, &T.lay, s, ch);
 		if (s == hs && m->mtp_layers > 0) {
@@ -476,12 +499,14 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			n += m->mtp_layers;
 			nm += llm_is_moe_layer(m, m->layers - 1) ? m->mtp_layers : 0;
 			head *= 1 + m->mtp_layers;
+			hhf *= 1 + m->mtp_layers;
+			hhb *= 1 + m->mtp_layers;
 		}
 		if (llm_hybrid(m)) {
 			/* A hybrid model: the stage's layers by their kinds (E
 			 * layers with their dispatchers' collectives, their
 			 * routed experts' parameters apart). */
-			double gf = 0, gb = 0, hf = 0, hb = 0, ar = 0, ne = 0;
+			double gf = 0, gb = 0, hf = ehf + hhf, hb = ehb + hhb, ar = 0, ne = 0;
 			for (int ch = 0; ch < v; ch++) {
 				int l0 = layout_chunk_first(m, &T.lay, s, ch),
 				    nc = layout_chunk_layers(m, &T.lay, s, ch);
@@ -501,14 +526,18 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			slot = c + ar + T.p2p;
 			slot = fmax(slot * (gf + gb > 0 ? gf / (gf + gb) : 0.5), hf) +
 			       fmax(slot * (gf + gb > 0 ? gb / (gf + gb) : 0.5), hb);
+			slack = T.mb * (slot - hf - hb);
 			sum += slot;
 			mem_stage(m, &T.lay, NULL, s, &ms);
 			if (ne > 0)
 				mem_moe_layer_params(m, &T.lay, &md, &me);
 			Pe = ne > 0 ? ne * me : 0;
 			stage_dp(in, &T, c, n, ms.params - Pe, Pe, &dpt, &exposed);
-			opt = opt_bytes(&T.lay) * ms.params /
-			      (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps;
+			opt = opt_or_host(&T, s, exposed,
+					  opt_bytes(&T.lay) * ms.params /
+					      (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) /
+					      hw->hbm_Bps,
+					  slack);
 			stage_terms(out, &worst, &tail, slot, c, ar, T.p2p, 0, dpt, exposed, opt);
 			continue;
 		}
@@ -534,7 +563,8 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			 * longer of the two, the GPU's split as its layers'.
 			 * Activation offloading (pp 1) launches a copy a layer
 			 * each way, with its two event waits. */
-			double hf = (n - nm) * T.hf + nm * T.mhf, hb = (n - nm) * T.hb + nm * T.mhb;
+			double hf = (n - nm) * T.hf + nm * T.mhf + ehf + hhf,
+			       hb = (n - nm) * T.hb + nm * T.mhb + ehb + hhb;
 			double gf = (n - nm) * T.lf + nm * T.mlf, gb = (n - nm) * T.lb + nm * T.mlb;
 			double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5, sf, sb, x = 0, y = 0;
 			int L = layout_chunk_layers(m, &T.lay, s, 0), N = 0;
@@ -554,6 +584,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			sf = fmax(slot * ff, hf);
 			sb = fmax(slot * (1 - ff), hb);
 			slot = sf + sb;
+			slack = T.mb * (slot - hf - hb);
 			/* The compute's waits for the copies
 			 * (synth_offload_exposed), each layer the unit's
 			 * average, each copy the offloaded layers' average. */
@@ -577,9 +608,12 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		sum += slot;
 		mem_stage(m, &T.lay, NULL, s, &ms);
 		stage_dp(in, &T, c, n, ms.train - Pe, Pe, &dpt, &exposed);
-		/* Optimizer: memory-bound, over the shard (opt_bytes). */
-		opt = opt_bytes(&T.lay) * ms.train /
-		      (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps;
+		/* Optimizer: memory-bound, over the shard (opt_bytes), or its
+		 * launches. */
+		opt = opt_or_host(&T, s, exposed,
+				  opt_bytes(&T.lay) * ms.train /
+				      (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps,
+				  slack);
 		stage_terms(out, &worst, &tail, slot, c, n * T.ar, T.p2p, off, dpt, exposed, opt);
 	}
 	/* The gradient norm's all-reduce across the stages (and fp16's

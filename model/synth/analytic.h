@@ -11,7 +11,11 @@
  * for GPipe and 1F1B).  Then the data-parallel gradient all-reduce, less
  * what hides behind the last microbatch's backward pass, and the optimizer
  * step, memory-bound.  Activation offloading adds the waits for its
- * copies over the host link (synth_offload_exposed).  Without flash attention (lay.flash = 0) the
+ * copies over the host link (synth_offload_exposed).  A unit's forward
+ * and backward each take the longer of their GPU side and the host's
+ * launches (synth_layer_host, synth_extra_host: kernels, collectives,
+ * events), the optimizer the longer of its own and its launches'
+ * (synth_stage_host).  Without flash attention (lay.flash = 0) the
  * layers' time holds the passes over the materialised attention scores.
  * Microseconds per evaluation; docs/MODEL.md gives every term.
  */

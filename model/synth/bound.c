@@ -1,7 +1,9 @@
 /*
  * bound.c - closed forms (synth.h): the kernel model's times of a layer,
  * of the embedding and of the head, from a dry run of layer.c's kernels
- * (a ctx that adds up their times and builds nothing); an MoE layer's
+ * (a ctx that adds up their times and builds nothing), and the host's
+ * time of the same and of a stage's optimizer (emit.c adds what each
+ * launch and event wait would cost the host thread); an MoE layer's
  * all-to-all, its bytes and time; and a lower bound of the step's time
  * from the least times of the GEMMs, the attention and the
  * tensor-parallel collectives.
@@ -56,6 +58,54 @@ void synth_extra_times(const struct synth_in *in, double *emb, double *head)
 	sl_head_fwd(&c, 0, &z);
 	sl_head_bwd(&c, 0, &z);
 	*head = c.dry_s;
+}
+
+void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+	void (*part[4])(struct ctx *, int, const struct shape *) = {sl_embed_fwd, sl_embed_bwd,
+								    sl_head_fwd, sl_head_bwd};
+	double *out[4] = {&h->emb_fwd_s, &h->emb_bwd_s, &h->head_fwd_s, &h->head_bwd_s};
+
+	dry_ctx(&c, &rk, in);
+	c.dry_host = 1;
+	c.dry_out = 1;
+	rk.mb = 1;
+	rk.layer = -1;
+	sl_shape(in, &z);
+	for (int i = 0; i < 4; i++) {
+		rk.phase = i % 2 ? PH_BACKWARD : PH_FORWARD;
+		c.dry_host_s = 0;
+		part[i](&c, 0, &z);
+		*out[i] = c.dry_host_s;
+	}
+}
+
+void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
+{
+	static _Thread_local struct rankst rk[LAYOUT_MAX_STAGES];
+	struct ctx c;
+	struct shape z;
+	int pp = in->lay.pp;
+
+	dry_ctx(&c, rk, in);
+	c.dry_host = 1;
+	c.dry_out = 1; /* (layer -1 is outside every region, as built) */
+	memset(rk, 0, sizeof(rk[0]) * (size_t)pp);
+	synth_mem_layout(in, &c.lay);
+	sl_shape(in, &z);
+	for (int r = 0; r < pp; r++) {
+		rk[r].layer = -1;
+		rk[r].mb = 1;
+		rk[r].phase = PH_FORWARD;
+		ss_transfers(&c, r, &z, &st[r].xfer_fwd_s, &st[r].xfer_bwd_s);
+		c.dry_host_s = 0;
+		if (!in->bare)
+			ss_optimizer(&c, r, &z);
+		st[r].opt_s = c.dry_host_s;
+	}
 }
 
 double synth_layer_tp_s(const struct synth_in *in)
@@ -161,6 +211,7 @@ static void layer_host(const struct synth_in *in, int kind, int layer, double *f
 	struct shape z;
 
 	dry_ctx(&c, &rk, in);
+	c.dry_host = 1;
 	c.dry_kind = kind;
 	rk.mb = 1;
 	rk.phase = PH_FORWARD;

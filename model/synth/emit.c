@@ -164,14 +164,15 @@ void se_record_op(struct ctx *c, const double key[OPKEY], se_op_fmt fmt)
  * entry to attach, or NULL. */
 /* Whether a launch on stream st of rank r is inside a host region
  * (synth_host): a layer's forward or backward on its compute streams, a
- * dense layer's under graphs (a dry run's layer -1 is a dense one). */
+ * dense layer's under graphs (a dry run's layer -1 is a dense one unless
+ * it times the embedding or the head). */
 static int in_region(const struct ctx *c, int r, int st)
 {
 	const struct rankst *k = &c->rk[r];
 	int e = c->in->lay.exec;
 	if (e == LAYOUT_EXEC_EAGER || st == S_DP || (st >= S_SENDF && st <= S_RECVB) ||
 	    st >= S_SENDF2 || (k->phase != PH_FORWARD && k->phase != PH_BACKWARD) ||
-	    (k->layer < 0 && !c->dry))
+	    (k->layer < 0 && (!c->dry || c->dry_out)))
 		return 0;
 	return e != LAYOUT_EXEC_GRAPHS || k->layer < 0 || !llm_is_moe_layer(&c->in->m, k->layer);
 }
@@ -218,10 +219,12 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 	/* The op's other launches, in its own time. */
 	op_s += extra * launch_s;
 	if (c->dry) {
-		if (kind == GN_KERNEL) {
+		/* The host's time of every launch (a kernel's, a collective's,
+		 * a copy's), the same three tasks as below; the GPU's of the
+		 * kernels alone. */
+		if (kind == GN_KERNEL)
 			c->dry_s += seconds;
-			c->dry_host_s += region_s + op_s + launch_s;
-		}
+		c->dry_host_s += region_s + op_s + launch_s;
 		return 0;
 	}
 	if (region_s > 0) {
@@ -269,6 +272,16 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 	return u;
 }
 
+/* The host's time of each of an event wait's two calls (its record and
+ * its stream wait) for stream `to` of rank r; a dry run adds both. */
+static double event_cost(struct ctx *c, int r, int to)
+{
+	double ev = in_region(c, r, to) ? c->em.host.event_s : c->in->event_s;
+	if (c->dry)
+		c->dry_host_s += 2 * ev;
+	return ev;
+}
+
 /* Stream `to` waits for what stream `from` has done so far. */
 void se_event_wait(struct ctx *c, int r, int from, int to)
 {
@@ -277,9 +290,11 @@ void se_event_wait(struct ctx *c, int r, int from, int to)
 	uint32_t rec, w;
 	double ev;
 
-	if (c->dry || sl_skip(c))
+	if (sl_skip(c))
 		return;
-	ev = in_region(c, r, to) ? c->em.host.event_s : c->in->event_s;
+	ev = event_cost(c, r, to);
+	if (c->dry)
+		return;
 	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, ev);
 	w = host_call(c, r, c->em.n_wait, RT_STREAM_WAIT, ev);
 	if (k->last[from] == NONE32)
@@ -301,9 +316,11 @@ void se_event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to)
 	uint32_t rec, w;
 	double ev;
 
-	if (c->dry || src == NONE32 || sl_skip(c))
+	if (src == NONE32 || sl_skip(c))
 		return;
-	ev = in_region(c, r, to) ? c->em.host.event_s : c->in->event_s;
+	ev = event_cost(c, r, to);
+	if (c->dry)
+		return;
 	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, ev);
 	w = host_call(c, r, c->em.n_wait, RT_STREAM_WAIT, ev);
 	p.proc = k->stream[to];
@@ -326,10 +343,15 @@ void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, do
 	char buf[64];
 	uint32_t pgid;
 
-	if (c->dry || sl_skip(c)) {
-		if (c->dry && !sl_skip(c) && c->dry_comm && !c->in->bare &&
+	if (sl_skip(c))
+		return;
+	if (c->dry) {
+		/* Its time where asked; its launch on the host (se_launch). */
+		if (c->dry_comm && !c->in->bare &&
 		    comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
 			c->dry_comm_s += e.time_s;
+		se_launch(c, r, st, kind == GC_SEND || kind == GC_RECV ? GN_P2P : GN_COLL, kname, 0,
+			  NULL);
 		return;
 	}
 	memset(&x, 0, sizeof(x));

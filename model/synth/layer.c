@@ -91,7 +91,10 @@ void sl_kernel(struct ctx *c, int r, int cls, const char *name, double bytes)
 
 void sl_kernel_on(struct ctx *c, int r, int st, int cls, const char *name, double bytes)
 {
-	double t = ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->hw, membound_kind(cls), bytes));
+	/* (a dry run for the host's time alone times no kernel) */
+	double t = c->dry_host
+		       ? 0
+		       : ktime(c, cls, -1, 0, bytes, kperf_mem_s(c->hw, membound_kind(cls), bytes));
 	double key[OPKEY] = {1, bytes};
 
 	se_record_op(c, key, membound_op_fmt);
@@ -119,10 +122,11 @@ static void gemm_of(struct ctx *c, int r, const char *name, int dtype, double b,
 		    double k, int grouped)
 {
 	double es = kperf_elem_bytes(dtype);
-	double t = ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
-			 b * (es * (m * k + k * n) + 2 * m * n),
-			 grouped ? kperf_grouped_s(c->hw, dtype, b, m, n, k)
-				 : kperf_gemm_s(c->hw, dtype, b, m, n, k));
+	double t = c->dry_host ? 0 /* (as sl_kernel_on) */
+			       : ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
+				       b * (es * (m * k + k * n) + 2 * m * n),
+				       grouped ? kperf_grouped_s(c->hw, dtype, b, m, n, k)
+					       : kperf_gemm_s(c->hw, dtype, b, m, n, k));
 	double key[OPKEY] = {2, dtype, b, m, n, k};
 
 	se_record_op(c, key, gemm_op_fmt);
@@ -349,7 +353,9 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 		double sq = i ? z->s / 2 : z->s, t;
 		if (i > 0) /* step i's key-value block has arrived */
 			se_event_wait(c, r, S_TP, S_COMPUTE);
-		if (i < z->cp - 1 && !c->dry)
+		/* (a dry run's launches and events too; its transfer's time
+		 * is not a tensor-parallel collective's: synth_layer_tp_s) */
+		if (i < z->cp - 1 && !(c->dry && c->dry_comm))
 			cp_transfer(c, r, z, bytes);
 		t = ktime(c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->w / z->t, 1),
 			  kperf_attn_s(c->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
@@ -859,7 +865,7 @@ static void moe_colls(struct ctx *c, int r, const struct shape *z, int rev, int 
 {
 	struct sl_moe_coll cl[SL_MOE_COLLS];
 	int n = sl_moe_colls(z, cl);
-	char pg[32];
+	char pg[32] = "";
 	for (int j = 0; j < n; j++) {
 		const struct sl_moe_coll *x = &cl[rev ? n - 1 - j : j];
 		int kind = rev && x->kind == GC_ALL_GATHER ? GC_REDUCE_SCATTER : x->kind;
@@ -871,7 +877,8 @@ static void moe_colls(struct ctx *c, int r, const struct shape *z, int rev, int 
 		 * parallel gather and reduce-scatter stay with the experts
 		 * (dispatch_postprocess, combine_preprocess). */
 		c->part_now = a2a ? a2a_part : SL_PART_MLP;
-		snprintf(pg, sizeof(pg), "%s.%d", x->pg, r);
+		if (!c->dry) /* (as tp_coll_of) */
+			snprintf(pg, sizeof(pg), "%s.%d", x->pg, r);
 		se_collective(c, r, c->part != SL_PART_ALL && a2a ? S_A2A : S_COMPUTE, kind,
 			      kind == GC_ALL_TO_ALL ? "ncclDevKernel_SendRecv_alltoall"
 			      : kind == GC_ALL_GATHER
@@ -1125,7 +1132,7 @@ static void shared_bwd(struct ctx *c, int r, const struct shape *z)
  */
 static int moe_shared_side(const struct ctx *c, const struct shape *z)
 {
-	return z->shared > 0 && c->in->lay.moe_shared_overlap && !c->dry;
+	return z->shared > 0 && c->in->lay.moe_shared_overlap;
 }
 
 static void moe_side_begin(struct ctx *c, int r, const struct shape *z,

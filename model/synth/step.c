@@ -46,8 +46,9 @@ static void pp_transfer(struct ctx *c, int r, int st, int kind, int from_s, int 
 			const struct shape *z, int fwd)
 {
 	struct comm_group g = {2, z->pp_per_node};
-	char pg[48];
-	snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
+	char pg[48] = "";
+	if (!c->dry) /* (a dry run's collective has no group: emit.c) */
+		snprintf(pg, sizeof(pg), "pp.%s.%d.%d", fwd ? "f" : "b", from_s, from_c);
 	se_collective(c, r, st, kind, "ncclDevKernel_SendRecv", z->b * z->s * z->h * 2 / z->t, g,
 		      pg);
 }
@@ -335,8 +336,6 @@ static uint32_t gather(struct ctx *c, int r, const struct shape *z, double param
 	double w, g, o;
 	struct layout_dp_traits t;
 	char pg[32];
-	if (c->dry)
-		return NONE32;
 	mem_param_bytes(&c->lay, &w, &g, &o);
 	dp_traits(c, z, &t);
 	if (wait_compute)
@@ -429,6 +428,27 @@ static int fwd_prev(const struct ctx *c, const struct shape *z, int s, int ch, i
 static int fwd_next(const struct ctx *c, const struct shape *z, int s, int ch, int *ns_, int *nc)
 {
 	return fwd_nb(c, z, s, ch, 1, ns_, nc);
+}
+
+void ss_transfers(struct ctx *c, int s, const struct shape *z, double *fwd_s, double *bwd_s)
+{
+	int os, oc;
+	double h0 = c->dry_host_s;
+	for (int ch = 0; ch < z->v; ch++) {
+		if (fwd_prev(c, z, s, ch, &os, &oc))
+			pp_recv(c, s, os, oc, z, 1);
+		if (fwd_next(c, z, s, ch, &os, &oc))
+			pp_send(c, s, s, ch, z, 1);
+	}
+	*fwd_s = c->dry_host_s - h0;
+	h0 = c->dry_host_s;
+	for (int ch = 0; ch < z->v; ch++) {
+		if (fwd_next(c, z, s, ch, &os, &oc))
+			pp_recv(c, s, os, oc, z, 0);
+		if (fwd_prev(c, z, s, ch, &os, &oc))
+			pp_send(c, s, s, ch, z, 0);
+	}
+	*bwd_s = c->dry_host_s - h0;
 }
 
 /* The unit holds the model's first chunk (the embedding) or its last
@@ -1179,7 +1199,7 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 			      z->me * w, (struct comm_group){z->edp, z->edp_per_node}, pg);
 }
 
-static void optimizer(struct ctx *c, int r, const struct shape *z)
+void ss_optimizer(struct ctx *c, int r, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
 	int zero = sharded(c);
@@ -1238,7 +1258,7 @@ void ss_steps(struct ctx *c, const struct shape *z)
 			set_ann(c, r, -1, PH_NONE, -1);
 			stage_step(c, r, z);
 			if (!in->bare)
-				optimizer(c, r, z);
+				ss_optimizer(c, r, z);
 			set_ann(c, r, -1, PH_NONE, -1);
 			w = se_sync(c, r);
 			if (c->oom)

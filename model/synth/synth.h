@@ -147,8 +147,10 @@ void synth_graph_fit(double *fixed_s, double *node_s);
 #define SYNTH_INDUCTOR_GRAPH_S	(44.3e-6 - 6.8e-6)
 
 /* Host time of one layer's forward (*fwd_s) and backward (*bwd_s), one
- * microbatch, as lay.exec launches them (moe: an MoE layer's); the GPU's
- * is synth_layer_times'. */
+ * microbatch, as lay.exec launches them (moe: an MoE layer's): a dry run
+ * of the layer, every kernel's and collective's op and launch and every
+ * event's record and wait, as the built graph's host tasks have them
+ * (test_exec_host_forms); the GPU's is synth_layer_times'. */
 void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double *bwd_s);
 
 /* The same two for a layer of kind k (llm.h enum llm_kind; a hybrid
@@ -158,6 +160,25 @@ void synth_layer_host(const struct synth_in *in, int moe, double *fwd_s, double 
 void synth_kind_layer_times(const struct synth_in *in, int k, double *fwd_s, double *bwd_s,
 			    double *attn_fwd_s);
 void synth_kind_layer_host(const struct synth_in *in, int k, double *fwd_s, double *bwd_s);
+
+/* Host time of stage 0's embedding and of the last stage's final norm,
+ * logits and loss, forward and backward, one microbatch (eager whatever
+ * lay.exec: no layer's region holds them); the GPU's is
+ * synth_extra_times'. */
+struct synth_extra_host {
+	double emb_fwd_s, emb_bwd_s, head_fwd_s, head_bwd_s;
+};
+void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h);
+
+/* Host time of each pipeline stage, into st[0 .. pp): its pipeline
+ * transfers' a microbatch, forward and backward units (their sends and
+ * receives, with their event waits), and its optimizer step's (its
+ * kernels' and collectives' launches and event calls; 0 for a bare run);
+ * synth's, in a dry run, eager (outside every layer's region). */
+struct synth_stage_host {
+	double xfer_fwd_s, xfer_bwd_s, opt_s;
+};
+void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st);
 
 /* Iterations a run may build (synth_in.steps). */
 #define SYNTH_MAX_STEPS 100

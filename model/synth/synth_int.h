@@ -18,8 +18,10 @@
  *   emit.c       how a task becomes nodes: host calls, launches, event
  *                waits, collectives, ops' records; the graph at the end
  *
- *   bound.c      closed-form times (a dry ctx through layer.c) and the
- *                lower bound; partition.c places layers with its times
+ *   bound.c      closed-form times (a dry ctx through layer.c, and
+ *                step.c's optimizer for its host time: emit.c adds up
+ *                what it would build) and the lower bound; partition.c
+ *                places layers with its times
  *
  * step.c calls emit.c too (its transfers, reductions and gathers).
  * layer.c knows nothing of the schedule but the rank's position
@@ -293,9 +295,15 @@ struct ctx {
 	double dry_s;		     /* dry: the kernels' time so far */
 	int dry_comm;		     /* dry: add collectives' times to dry_comm_s */
 	double dry_comm_s;	     /* dry: the collectives' time so far */
-	double dry_host_s;	     /* dry: the host's time of their launches */
+	double dry_host_s;	     /* dry: the host's time so far: every launch
+				      * (kernels, collectives) and event call */
 	int dry_window;		     /* dry: the sliding window of the layer timed
 				    * (0: a global one), whatever its index */
+	int dry_out;		     /* dry: timing what no layer's host region
+				      * holds (layer -1: the embedding, the head,
+				      * the transfers) */
+	int dry_host;		     /* dry: the host's time alone (GEMMs and
+				      * memory-bound kernels are not timed) */
 	int dry_kind;		     /* dry: the kind of the layer timed (enum
 				      * llm_kind; LLM_KIND_FULL, 0, by default) */
 	struct emit_state em;	     /* the graph as built */
@@ -428,7 +436,8 @@ void se_record_op(struct ctx *c, const double key[OPKEY], se_op_fmt fmt);
 /* Launch GPU task `name` of kind (GN_*) taking `seconds` on rank r's
  * stream st, after the rank's host has spent in->cpu_op_s and
  * in->launch_s; coll: its collective entry, or NULL.  The task's node id
- * (0 in a dry run, which only adds a kernel's seconds to c->dry_s). */
+ * (0 in a dry run, which only adds a kernel's seconds to c->dry_s and
+ * the launch's host time to c->dry_host_s). */
 uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name, double seconds,
 		   const struct graph_coll *coll);
 
@@ -571,5 +580,16 @@ void sf_release(struct ctx *c);
 /* Every step of every rank: its units in schedule order, the optimizer,
  * the closing sync (c->oom set on failure, the build stopped there). */
 void ss_steps(struct ctx *c, const struct shape *z);
+
+/* Rank r's optimizer step, after its last backward: the gradient
+ * statistics, the passes over its parameters, ZeRO's gathers of the
+ * updated weights (a dry run's host time: synth_stage_host). */
+void ss_optimizer(struct ctx *c, int r, const struct shape *z);
+
+/* A dry ctx's host time of stage s's pipeline transfers, one microbatch:
+ * every chunk's forward unit's (its input received, its output sent:
+ * *fwd_s) and backward unit's (*bwd_s), as unit_fwd and unit_bwd issue
+ * them. */
+void ss_transfers(struct ctx *c, int s, const struct shape *z, double *fwd_s, double *bwd_s);
 
 #endif
