@@ -805,6 +805,7 @@ static void test_fp8_recipes(void **state)
 		assert_int_equal(n, (e == LAYOUT_EXEC_EAGER ? 32 : 96) * so.steps);
 		named_ns(gr, "inductor_fp8_cast_both_input", &n);
 		assert_int_equal(n, (e == LAYOUT_EXEC_EAGER ? 0 : 96) * so.steps);
+		synth_out_release(&so);
 		graph_free(gr);
 	}
 	layout_default(&l);
