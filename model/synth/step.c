@@ -1075,6 +1075,12 @@ int synth_grad_stats_groups(const struct synth_in *in, struct comm_group *g)
 	return 1;
 }
 
+int synth_grad_stats_n(const struct synth_in *in)
+{
+	/* The norm's (with clip_grad) and fp16's found-inf flag's. */
+	return (in->lay.clip_grad ? 1 : 0) + (in->lay.dtype == HW_FP16 ? 1 : 0);
+}
+
 double synth_grad_stats_s(const struct synth_in *in)
 {
 	struct comm_group g[2];
@@ -1087,8 +1093,7 @@ double synth_grad_stats_s(const struct synth_in *in)
 		if (g[i].n > 1 &&
 		    comm_time(in->hw, GC_ALL_REDUCE, 4, g[i], in->comm_eff, COMM_AUTO, &e) == 0)
 			t += e.time_s;
-	/* The norm's (with clip_grad) and fp16's found-inf flag's. */
-	return t * ((in->lay.clip_grad ? 1 : 0) + (in->lay.dtype == HW_FP16 ? 1 : 0));
+	return t * synth_grad_stats_n(in);
 }
 
 /* A gradient statistic (4 bytes of fp32: the squared norm's sum, or

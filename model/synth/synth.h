@@ -211,6 +211,10 @@ double synth_grad_bytes(const struct synth_in *in);
  * into g (room for 2): how many; the last spans the pipeline stages. */
 int synth_grad_stats_groups(const struct synth_in *in, struct comm_group *g);
 
+/* How many statistics are all-reduced over those groups a step: the
+ * clip norm's (clip_grad > 0) and, under fp16, the found-inf flag's. */
+int synth_grad_stats_n(const struct synth_in *in);
+
 /* Their all-reduces' time a step (4 bytes each: latency-bound), in
  * seconds: the norm's, and under fp16 the found-inf flag's; 0 when bare. */
 double synth_grad_stats_s(const struct synth_in *in);

@@ -958,6 +958,16 @@ static int split_stages(struct edit_job *j, struct graph **cg, struct prism_err 
 	pl.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
 	pl.event_ns = prism_ns_round(b->host_event_s * 1e9);
 	pl.gpu_lag_ns = prism_ns_round(a->gpu_lag_s * 1e9);
+	/* The step's end coupled across the stages as in prism synth: the
+	 * gradient statistics all-reduced over the group spanning them. */
+	{
+		struct comm_group gs[2];
+		int n = synth_grad_stats_groups(c, gs);
+		pl.stats_n = synth_grad_stats_n(c);
+		pl.stats_group = gs[n - 1].n;
+		if (comm_time(c->hw, GC_ALL_REDUCE, 4, gs[n - 1], a->comm_eff, COMM_AUTO, &ce) == 0)
+			pl.stats_ns = prism_ns_round(ce.time_s * 1e9);
+	}
 	rc = pipeline_split(*cg, &pl, &sg, &ps, err);
 	graph_free(*cg);
 	*cg = sg;
