@@ -68,7 +68,7 @@ static struct graph *base(void)
 	return g;
 }
 
-static struct graph *cut(const struct graph *g, int stats_n)
+static struct graph *cut(const struct graph *g, int stats_n, int64_t emb_us)
 {
 	struct pipeline_plan pl;
 	struct pipeline_stats ps;
@@ -82,6 +82,8 @@ static struct graph *cut(const struct graph *g, int stats_n)
 	pl.stats_n = stats_n;
 	pl.stats_ns = 3 * US;
 	pl.stats_group = 2;
+	pl.emb_ns = emb_us * US;
+	pl.emb_bytes = 1 << 20;
 	prism_err_clear(&err);
 	assert_int_equal(pipeline_split(g, &pl, &p, &ps, &err), 0);
 	assert_int_equal(ps.units, 2);
@@ -93,7 +95,8 @@ static uint32_t find(const struct graph *g, const char *name, uint32_t r)
 {
 	uint32_t at = UINT32_MAX;
 	for (uint32_t u = 0; u < g->n_nodes; u++)
-		if (g->procs[g->proc[u]].rank == r && strcmp(strtab_get(&g->st, g->name[u]), name) == 0) {
+		if (g->procs[g->proc[u]].rank == r &&
+		    strcmp(strtab_get(&g->st, g->name[u]), name) == 0) {
 			assert_int_equal(at, UINT32_MAX);
 			at = u;
 		}
@@ -115,7 +118,7 @@ static void launch_of(const struct graph *g, uint32_t v, uint32_t *c)
  * idle after its backward, waits for the first stage's backward. */
 static void test_stats_across_stages(void **state)
 {
-	struct graph *g = base(), *p0 = cut(g, 0), *p = cut(g, 1), *p2 = cut(g, 2);
+	struct graph *g = base(), *p0 = cut(g, 0, 0), *p = cut(g, 1, 0), *p2 = cut(g, 2, 0);
 	struct prism_err err;
 	struct sim_opts o;
 	struct sim *s;
@@ -182,10 +185,44 @@ static void test_stats_across_stages(void **state)
 	graph_free(g);
 }
 
+/* A tied embedding's gradient all-reduced between the end stages (both,
+ * at pp 2) before the statistics: [62, 66), then the norm's [66, 69), the
+ * optimizers [69, 74). */
+static void test_embedding_between_ends(void **state)
+{
+	struct graph *g = base(), *p0 = cut(g, 0, 0), *p = cut(g, 1, 4);
+	struct prism_err err;
+	struct sim_opts o;
+	struct sim *s;
+	(void)state;
+	assert_int_equal(p->n_nodes, p0->n_nodes + 8);
+	sim_opts_default(&o);
+	prism_err_clear(&err);
+	assert_non_null(s = sim_new(p));
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	for (uint32_t r = 0; r < 2; r++) {
+		uint32_t opt = find(p, "OPT", r), ar = opt - 1, emb = opt - 2;
+		const struct graph_coll *e = &p->colls[p->coll[emb]];
+		assert_string_equal(strtab_get(&p->st, e->pg), "r0.emb");
+		assert_int_equal(e->bytes, 1 << 20);
+		assert_int_equal(e->group_size, 2);
+		assert_string_equal(strtab_get(&p->st, p->colls[p->coll[ar]].pg), "r0.gstats");
+		assert_int_equal(s->start_ns[emb], 62 * US);
+		assert_int_equal(s->end_ns[emb], 66 * US);
+		assert_int_equal(s->end_ns[ar], 69 * US);
+		assert_int_equal(s->end_ns[opt], 74 * US);
+	}
+	sim_free(s);
+	graph_free(p);
+	graph_free(p0);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_stats_across_stages),
+	    cmocka_unit_test(test_embedding_between_ends),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

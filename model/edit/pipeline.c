@@ -532,7 +532,7 @@ static int stage_copies(struct ps *s)
 		return rc;
 	/* At most two transfers of five tasks per unit and stage. */
 	if (gw_reserve(&s->w, total + 10 * (uint64_t)s->uis.n +
-				  3 * (uint64_t)p->stats_n * g->n_iters * g->n_ranks * p->pp))
+				  3 * ((uint64_t)p->stats_n + 1) * g->n_iters * g->n_ranks * p->pp))
 		return wfail(s);
 	if (!(s->id_of =
 		  prism_malloc(((size_t)g->n_nodes * (size_t)p->pp + 1) * sizeof(*s->id_of))))
@@ -562,25 +562,31 @@ static int stage_copies(struct ps *s)
 /* Stage k's all-reduces of the gradient statistics before each step's
  * optimizer (pipeline.h): per rank, step and stage, before the first
  * optimizer kernel on the compute stream that runs on the stage, a CPU op,
- * a launch and the kernel per statistic, the kernels waiting for what that
+ * a launch and the kernel per all-reduce (a tied embedding's first, on the
+ * end stages), the kernels waiting for what that
  * kernel waits for on other streams; placed by push_copy. */
 static int make_stats(struct ps *s)
 {
 	const struct graph *g = s->g;
 	const struct pipeline_plan *p = s->p;
 	struct gw *w = &s->w;
-	if (p->stats_n <= 0 || p->stats_group <= 1)
+	int n_all = p->stats_group > 1 && p->stats_n > 0 ? p->stats_n : 0;
+	if (n_all == 0 && p->emb_ns <= 0)
 		return 0;
 	for (uint32_t r = 0; r < g->n_ranks; r++) {
 		const struct graph_proc *pr;
 		char pg[64];
-		uint32_t pgid;
+		uint32_t pgid, epg;
 		if (s->compute[r] == NONE32)
 			continue;
 		pr = &g->procs[s->compute[r]];
 		snprintf(pg, sizeof(pg), "r%u.gstats", r);
 		pgid = gw_intern(w, pg);
+		snprintf(pg, sizeof(pg), "r%u.emb", r);
+		epg = gw_intern(w, pg);
 		for (int k = 0; k < s->pp; k++) {
+			/* The embedding's on the end stages, then the statistics'. */
+			int emb = p->emb_ns > 0 && (k == 0 || k == s->pp - 1);
 			int32_t done = INT32_MIN; /* the last step given its all-reduces */
 			for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
 				uint32_t c, a = w->n_nodes;
@@ -591,7 +597,7 @@ static int make_stats(struct ps *s)
 				    !in_stage(s, c, k))
 					continue;
 				done = g->iter[u];
-				for (int i = 0; i < p->stats_n; i++) {
+				for (int i = !emb; i < 1 + n_all; i++) {
 					struct gw_node h, t;
 					struct graph_coll cl;
 					uint32_t kern = GW_NONE;
@@ -613,14 +619,14 @@ static int make_stats(struct ps *s)
 					h.op = s->n_empty;
 					h.corr = --s->corr;
 					t.proc = new_proc(s, s->compute[r], k);
-					t.dur_ns = p->stats_ns;
+					t.dur_ns = i ? p->stats_ns : p->emb_ns;
 					t.lag_ns = p->gpu_lag_ns;
 					t.name = s->n_ar;
 					memset(&cl, 0, sizeof(cl));
 					cl.kind = GC_ALL_REDUCE;
-					cl.bytes = 4;
-					cl.group_size = p->stats_group;
-					cl.pg = pgid;
+					cl.bytes = i ? 4 : (int64_t)p->emb_bytes;
+					cl.group_size = i ? p->stats_group : 2;
+					cl.pg = i ? pgid : epg;
 					cl.ranks = s->n_grp;
 					cl.dtype = s->n_dtype;
 					gw_collective(w, &h, &t, &cl, NULL, &kern);
@@ -636,6 +642,8 @@ static int make_stats(struct ps *s)
 					}
 				}
 				x = (struct srange){a, w->n_nodes};
+				if (x.a == x.b)
+					continue;
 				if (w->rc)
 					return wfail(s);
 				if (VEC_PUSH(s->sr, x) ||

@@ -27,7 +27,9 @@
  * data-parallel collectives of stage s form group "PG.s<s>".  Before a
  * step's optimizer (its first optimizer kernel on the compute stream, on
  * each stage) each stage all-reduces the gradient statistics stats_n
- * times in one group across the stages ("r<rank>.gstats"), launched just
+ * times in one group across the stages ("r<rank>.gstats"), after a tied
+ * embedding's gradient all-reduce between the first and last stages
+ * ("r<rank>.emb", emb_ns > 0), each launched just
  * before that kernel's launch and waiting for what it waits for: every
  * stage's optimizer waits for every stage's backward, as prism synth's
  * (Megatron-LM's grad_stats_parallel_group spans the stages).  The traced
@@ -54,6 +56,11 @@ struct pipeline_plan {
 	 * stats_group ranks. */
 	int stats_n;
 	int64_t stats_ns, stats_group;
+	/* A tied word embedding's gradient all-reduced between the first and
+	 * last stages before those (synth_embed_grad_reduce): emb_ns > 0,
+	 * emb_bytes a rank. */
+	int64_t emb_ns;
+	double emb_bytes;
 };
 
 struct pipeline_stats {
