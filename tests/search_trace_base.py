@@ -165,6 +165,25 @@ with tempfile.TemporaryDirectory() as d:
     check(len(cut) == 4 and all(-0.20 < v < 0 for v in cut) and
           sum(1 for v in cut if v > -0.04) == 2,
           f"stages cut from a plain trace against the model: {cut}")
+    # With its run description the cut also knows what synth's step ends
+    # with across the stages: the tied embedding's gradient all-reduce
+    # between the end stages, and one all-reduce over the stages per
+    # gradient statistic -- none at clip_grad 0 in bf16, the norm's, the
+    # norm's and fp16's found-inf flag (synth_grad_stats_n) -- and equals
+    # synth's own two stages within 0.1 % (0.02 - 0.06 %; before the
+    # all-reduces at clip_grad 0 it was 9.1 % under, at the default 1.5 %).
+    for opt, n in ((["--no-clip-grad"], 0), ([], 1), (["--dtype", "fp16"], 2)):
+        c_json = os.path.join(d, "c.json")
+        run("synth", "gpt-small", "--hw", "h100-dgx", *LAYOUT, *opt, "-o", c_json)
+        cand = ["--pp", "2", "--dp", "4", "--microbatches", "8"]
+        w = json.loads(run("whatif", c_json, *cand, "--method", "edit", "--json").stdout)
+        want = json.loads(run("synth", "gpt-small", "--hw", "h100-dgx", *cand, *opt,
+                              "--json").stdout)["iteration_s"]
+        says = (f"{n} gradient statistic{'' if n == 1 else 's'} a step all-reduced across "
+                "them, the tied embedding's gradient between the end ones")
+        check(says in w["how"], f"{opt}: the cut's method says {w['how']!r}")
+        check(abs(w["iteration_s"] / want - 1) < 1e-3,
+              f"{opt}: stages cut from a described trace {w['iteration_s']} s, synth {want} s")
     check(all("no run description" in r for k, st, r, t, m in got if st == "invalid"),
           "an invalid plain candidate without its reason")
     # A trace with nothing the sweep can edit: every candidate is invalid,
