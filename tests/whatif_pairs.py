@@ -84,9 +84,9 @@ PAIRS = [
      "edit"),
     ("graph: pp 1 -> 2, microbatches 8 -> 16", ["--microbatches", "8"],
      ["--pp", "2", "--microbatches", "16"], "edit"),
-    # dp 4: both stages in one node.  The cut adds no all-reduce of the
-    # tied word embedding's gradient between the first and last stages,
-    # which across nodes (dp 8) rides one NIC a GPU and costs 4 %.
+    # dp 4: both stages in one node.  The cut adds the all-reduces that
+    # end synth's step across the stages (the tied word embedding's
+    # gradient between the first and last, the gradient norm's).
     ("graph: pp 1 -> 2, dp 1 -> 4", ["--microbatches", "8"], ["--pp", "2", "--dp", "4"], "edit"),
     ("graph: pp 1 -> 2, hidden x2", ["--microbatches", "8"],
      ["--pp", "2", "--hidden", "2048", "--ffn", "8192"], "edit"),
@@ -202,8 +202,7 @@ def main():
     print(f"{len(rows)} pairs, worst |error| {worst:.2f}%")
     # Not to the nanosecond since issue 17 (docs/VALIDATION.md, "What-if
     # pairs"): DP re-timed 8 -> 64 keeps the base's compute as slowed by
-    # its shorter collectives, stages cut from one lack the all-reduce of a
-    # tied embedding between the first and last stages.
+    # its shorter collectives.
     if worst > 2.0:
         sys.exit("FAIL: a what-if prediction is more than 2% from the synthesised truth")
 

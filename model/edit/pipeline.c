@@ -30,6 +30,12 @@ struct byu {
 	uint32_t w;
 };
 
+/* The staged ids [a, b) of the statistics' all-reduces added before one
+ * optimizer kernel on one stage (their host tasks and kernels). */
+struct srange {
+	uint32_t a, b;
+};
+
 /*
  * The stages are staged in a graph writer (gwrite.h): first each base
  * task's copy on each stage it runs on, by ref (base task x stages +
@@ -70,6 +76,10 @@ struct ps {
 	uint8_t *fwds;		  /*   microbatch and pass (schedule) */
 	struct byu *byu;	  /* a step's tasks by unit (emit_units) */
 	int64_t *iter_a, *iter_b; /* per new step: its span on its thread */
+	struct imap stats;	  /* ref of an optimizer's first kernel, or of
+				   * its launch -> index in sr */
+	VEC(struct srange) sr;
+	uint32_t n_ar, n_grp; /* the statistics' kernel and group names */
 };
 
 static int cmp_byu(const void *a, const void *b)
@@ -493,6 +503,8 @@ static int lay_out_procs(struct ps *s)
 	s->n_ranks2 = gw_intern(&s->w, "[2]");
 	s->n_empty = gw_intern(&s->w, "");
 	s->n_recv = s->n_send;
+	s->n_ar = gw_intern(&s->w, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+	s->n_grp = gw_intern(&s->w, "[]");
 	return s->w.rc ? wfail(s) : 0;
 }
 
@@ -519,7 +531,8 @@ static int stage_copies(struct ps *s)
 	if ((rc = unit_info(s)))
 		return rc;
 	/* At most two transfers of five tasks per unit and stage. */
-	if (gw_reserve(&s->w, total + 10 * (uint64_t)s->uis.n))
+	if (gw_reserve(&s->w, total + 10 * (uint64_t)s->uis.n +
+				  3 * ((uint64_t)p->stats_n + 1) * g->n_iters * g->n_ranks * p->pp))
 		return wfail(s);
 	if (!(s->id_of =
 		  prism_malloc(((size_t)g->n_nodes * (size_t)p->pp + 1) * sizeof(*s->id_of))))
@@ -546,13 +559,124 @@ static int stage_copies(struct ps *s)
 	return 0;
 }
 
+/* Stage k's all-reduces of the gradient statistics before each step's
+ * optimizer (pipeline.h): per rank, step and stage, before the first
+ * optimizer kernel on the compute stream that runs on the stage, a CPU op,
+ * a launch and the kernel per all-reduce (a tied embedding's first, on the
+ * end stages), the kernels waiting for what that
+ * kernel waits for on other streams; placed by push_copy. */
+static int make_stats(struct ps *s)
+{
+	const struct graph *g = s->g;
+	const struct pipeline_plan *p = s->p;
+	struct gw *w = &s->w;
+	int n_all = p->stats_group > 1 && p->stats_n > 0 ? p->stats_n : 0;
+	if (n_all == 0 && p->emb_ns <= 0)
+		return 0;
+	for (uint32_t r = 0; r < g->n_ranks; r++) {
+		const struct graph_proc *pr;
+		char pg[64];
+		uint32_t pgid, epg;
+		if (s->compute[r] == NONE32)
+			continue;
+		pr = &g->procs[s->compute[r]];
+		snprintf(pg, sizeof(pg), "r%u.gstats", r);
+		pgid = gw_intern(w, pg);
+		snprintf(pg, sizeof(pg), "r%u.emb", r);
+		epg = gw_intern(w, pg);
+		for (int k = 0; k < s->pp; k++) {
+			/* The embedding's on the end stages, then the statistics'. */
+			int emb = p->emb_ns > 0 && (k == 0 || k == s->pp - 1);
+			int32_t done = INT32_MIN; /* the last step given its all-reduces */
+			for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
+				uint32_t c, a = w->n_nodes;
+				struct srange x;
+				if (g->iter[u] < 0 || g->iter[u] == done ||
+				    g->kind[u] != GN_KERNEL || g->phase[u] != PH_OPTIMIZER ||
+				    !in_stage(s, u, k) || (c = launcher(s, u)) == NONE32 ||
+				    !in_stage(s, c, k))
+					continue;
+				done = g->iter[u];
+				for (int i = !emb; i < 1 + n_all; i++) {
+					struct gw_node h, t;
+					struct graph_coll cl;
+					uint32_t kern = GW_NONE;
+					gw_node_init(&h);
+					h.proc = new_proc(s, g->proc[c], k);
+					h.iter = g->iter[u] * s->pp + k;
+					h.phase = PH_OPTIMIZER;
+					h.op = s->n_empty;
+					t = h;
+					h.kind = GN_CPU;
+					h.dur_ns = p->cpu_op_ns;
+					h.name = h.op = s->n_cpu;
+					if (p->cpu_op_ns > 0)
+						gw_node(w, &h, NULL);
+					h.kind = GN_RUNTIME;
+					h.rtclass = RT_LAUNCH;
+					h.dur_ns = p->launch_ns;
+					h.name = s->n_launch;
+					h.op = s->n_empty;
+					h.corr = --s->corr;
+					t.proc = new_proc(s, s->compute[r], k);
+					t.dur_ns = i ? p->stats_ns : p->emb_ns;
+					t.lag_ns = p->gpu_lag_ns;
+					t.name = s->n_ar;
+					memset(&cl, 0, sizeof(cl));
+					cl.kind = GC_ALL_REDUCE;
+					cl.bytes = i ? 4 : (int64_t)p->emb_bytes;
+					cl.group_size = i ? p->stats_group : 2;
+					cl.pg = i ? pgid : epg;
+					cl.ranks = s->n_grp;
+					cl.dtype = s->n_dtype;
+					gw_collective(w, &h, &t, &cl, NULL, &kern);
+					for (uint32_t e = s->in_off[u]; e < s->in_off[u + 1]; e++) {
+						uint32_t v = s->in_src[e];
+						for (uint32_t j = g->out_off[v];
+						     j < g->out_off[v + 1]; j++)
+							if (g->out_dst[j] == u &&
+							    GE_KIND(g->out_kind[j]) == GE_EVENT &&
+							    in_stage(s, v, k))
+								gw_edge(w, copy_of(s, v, k), kern,
+									g->out_kind[j]);
+					}
+				}
+				x = (struct srange){a, w->n_nodes};
+				if (x.a == x.b)
+					continue;
+				if (w->rc)
+					return wfail(s);
+				if (VEC_PUSH(s->sr, x) ||
+				    imap_put(&s->stats, ref_of(s, u, k), (uint32_t)(s->sr.n - 1),
+					     NULL) ||
+				    imap_put(&s->stats, ref_of(s, c, k), (uint32_t)(s->sr.n - 1),
+					     NULL))
+					return oom(s);
+			}
+		}
+	}
+	return 0;
+}
+
+/* Base task w's copy on stage k next on new processor np, after the
+ * statistics' all-reduces (their tasks on np) it is the anchor of. */
+static int push_copy(struct ps *s, uint32_t np, uint32_t w, int k)
+{
+	uint32_t ix = s->sr.n ? imap_get(&s->stats, ref_of(s, w, k)) : IMAP_NONE;
+	if (ix != IMAP_NONE)
+		for (uint32_t id = s->sr.v[ix].a; id < s->sr.v[ix].b; id++)
+			if (s->w.proc[id] == np && VEC_PUSH(s->seq[np], id))
+				return oom(s);
+	return VEC_PUSH(s->seq[np], copy_of(s, w, k)) ? oom(s) : 0;
+}
+
 /* Stage k's copies of base tasks [a, b) of processor q, in order, on new
  * processor np. */
 static int emit_range(struct ps *s, uint32_t np, int k, uint32_t a, uint32_t b)
 {
 	for (uint32_t w = a; w < b; w++)
-		if (in_stage(s, w, k) && VEC_PUSH(s->seq[np], copy_of(s, w, k)))
-			return oom(s);
+		if (in_stage(s, w, k) && push_copy(s, np, w, k))
+			return PRISM_ENOMEM;
 	return 0;
 }
 
@@ -599,8 +723,7 @@ static int emit_units(struct ps *s, uint32_t q, int k, int32_t it, int m, uint32
 				hi = mid;
 		}
 		for (; lo < nw && s->byu[lo].key == key && !rc; lo++)
-			if (VEC_PUSH(s->seq[np], copy_of(s, s->byu[lo].w, k)))
-				rc = oom(s);
+			rc = push_copy(s, np, s->byu[lo].w, k);
 		if (!rc && ui.host == q && ((fw && k < p->pp - 1) || (!fw && k > 0)))
 			rc = transfer(s, r, k, it, mb, fw, &ui, 0);
 		if (!rc)
@@ -881,6 +1004,8 @@ static void release(struct ps *s)
 	free(s->base_proc);
 	imap_release(&s->units);
 	VEC_FREE(s->uis);
+	imap_release(&s->stats);
+	VEC_FREE(s->sr);
 	free(s->rank_nprocs);
 	free(s->proc_index);
 	if (s->seq)
@@ -917,7 +1042,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	}
 	if (!rc) {
 		assign(&s);
-		rc = stage_copies(&s);
+		if (!(rc = stage_copies(&s)))
+			rc = make_stats(&s);
 	}
 	for (uint32_t q = 0; q < g->n_procs && !rc; q++)
 		for (int k = 0; k < p->pp && !rc; k++)

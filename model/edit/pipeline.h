@@ -24,7 +24,15 @@
  * stage's task (the optimizer for the last gradient all-reduce, the
  * closing synchronise for the last kernel) waits instead for the last task
  * of the same stream or thread in its own stage at or before it.  The
- * data-parallel collectives of stage s form group "PG.s<s>".  The traced
+ * data-parallel collectives of stage s form group "PG.s<s>".  Before a
+ * step's optimizer (its first optimizer kernel on the compute stream, on
+ * each stage) each stage all-reduces the gradient statistics stats_n
+ * times in one group across the stages ("r<rank>.gstats"), after a tied
+ * embedding's gradient all-reduce between the first and last stages
+ * ("r<rank>.emb", emb_ns > 0), each launched just
+ * before that kernel's launch and waiting for what it waits for: every
+ * stage's optimizer waits for every stage's backward, as prism synth's
+ * (Megatron-LM's grad_stats_parallel_group spans the stages).  The traced
  * times of the candidate pack each processor's tasks back to back from
  * its first task's (the simulator recomputes the waiting); step spans
  * follow the step thread.  The base is only read.
@@ -42,6 +50,17 @@ struct pipeline_plan {
 	double act_bytes; /* activation bytes per microbatch and boundary */
 	int64_t xfer_ns;  /* a send's and a recv's duration */
 	int64_t cpu_op_ns, launch_ns, event_ns, gpu_lag_ns; /* added host tasks */
+	/* The gradient statistics all-reduced across the stages before each
+	 * step's optimizer (synth_grad_stats_groups' last group: 0 to 2, the
+	 * clip norm's and fp16's found-inf flag's), each of stats_ns over
+	 * stats_group ranks. */
+	int stats_n;
+	int64_t stats_ns, stats_group;
+	/* A tied word embedding's gradient all-reduced between the first and
+	 * last stages before those (synth_embed_grad_reduce): emb_ns > 0,
+	 * emb_bytes a rank. */
+	int64_t emb_ns;
+	double emb_bytes;
 };
 
 struct pipeline_stats {

@@ -1075,6 +1075,22 @@ int synth_grad_stats_groups(const struct synth_in *in, struct comm_group *g)
 	return 1;
 }
 
+int synth_embed_grad_reduce(const struct synth_in *in, struct comm_group *g, double *bytes)
+{
+	const struct llm *m = &in->m;
+	const struct layout *l = &in->lay;
+	g->n = 2;
+	g->per_node = (int64_t)l->tp * layout_dpc(l) * l->pp <= hw_domain(in->hw) ? 2 : 1;
+	*bytes = (double)m->vocab * m->hidden / l->tp * synth_grad_bytes(in);
+	return (!m->untied || m->mtp_layers > 0) && layout_head_stage(l) != 0 && !layout_lora(l, 0);
+}
+
+int synth_grad_stats_n(const struct synth_in *in)
+{
+	/* The norm's (with clip_grad) and fp16's found-inf flag's. */
+	return (in->lay.clip_grad ? 1 : 0) + (in->lay.dtype == HW_FP16 ? 1 : 0);
+}
+
 double synth_grad_stats_s(const struct synth_in *in)
 {
 	struct comm_group g[2];
@@ -1087,8 +1103,7 @@ double synth_grad_stats_s(const struct synth_in *in)
 		if (g[i].n > 1 &&
 		    comm_time(in->hw, GC_ALL_REDUCE, 4, g[i], in->comm_eff, COMM_AUTO, &e) == 0)
 			t += e.time_s;
-	/* The norm's (with clip_grad) and fp16's found-inf flag's. */
-	return t * ((in->lay.clip_grad ? 1 : 0) + (in->lay.dtype == HW_FP16 ? 1 : 0));
+	return t * synth_grad_stats_n(in);
 }
 
 /* A gradient statistic (4 bytes of fp32: the squared norm's sum, or
@@ -1206,12 +1221,12 @@ void ss_optimizer(struct ctx *c, int r, const struct shape *z)
 	double share = zero ? 1.0 / layout_shard_group(&c->lay) : 1.0;
 	/* The experts' optimizer state is sharded over their own group. */
 	double eshare = in->lay.zero >= 1 && z->edp > 1 ? 1.0 / z->edp : 1.0;
-	const struct llm *m = &in->m;
 	/* The word embedding on two stages: tied to the head, or looked up by
 	 * the MTP depths (finalize_model_grads.py
 	 * _get_shared_word_embedding_weight: mtp_num_layers). */
-	int tied = (!m->untied || m->mtp_layers > 0) && z->head != 0 && (r == 0 || r == z->head) &&
-		   !lora(c);
+	struct comm_group eg;
+	double ebytes;
+	int tied = synth_embed_grad_reduce(in, &eg, &ebytes) && (r == 0 || r == z->head);
 
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	/* Tied (or MTP's) embeddings on two stages: the word embedding's gradient is
@@ -1219,10 +1234,9 @@ void ss_optimizer(struct ctx *c, int r, const struct shape *z)
 	 * data-parallel reduction is done (Megatron-LM's
 	 * _allreduce_word_embedding_grads, in finalize_model_grads). */
 	if (tied) {
-		struct comm_group g = {2, z->emb_per_node};
 		se_event_wait(c, r, S_COMPUTE, S_DP);
-		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
-			      (double)m->vocab * m->hidden / z->t * grad_bytes(c), g, "emb");
+		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE), ebytes,
+			      eg, "emb");
 	}
 	if (layout_dpc(&c->lay) > 1 || tied || (z->moe && z->edp > 1))
 		se_event_wait(c, r, S_DP, S_COMPUTE);

@@ -271,8 +271,6 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	sl_shape(in, &z);
 	z.tp_per_node = in->lay.tp;
 	z.pp_per_node = in->lay.tp * layout_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
-	z.emb_per_node =
-	    (int64_t)in->lay.tp * layout_dpc(&in->lay) * in->lay.pp <= hw_domain(in->hw) ? 2 : 1;
 	c.fo.n_fold = se_intern(&c, "prism::unit");
 	c.fo.fold = in->units;
 	c.rk = prism_calloc((size_t)in->lay.pp, sizeof(*c.rk));

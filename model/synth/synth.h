@@ -211,6 +211,19 @@ double synth_grad_bytes(const struct synth_in *in);
  * into g (room for 2): how many; the last spans the pipeline stages. */
 int synth_grad_stats_groups(const struct synth_in *in, struct comm_group *g);
 
+/* The word embedding on two stages -- tied to the head, or looked up by
+ * the MTP depths (Megatron-LM's finalize_model_grads.py
+ * _allreduce_word_embedding_grads, _get_shared_word_embedding_weight) --
+ * its gradient all-reduced between the first stage and the head's after
+ * the backward: 1 with its group (*g) and bytes per rank (*bytes), or 0
+ * where there is none (one stage holds both, untied without MTP, LoRA's
+ * frozen embedding). */
+int synth_embed_grad_reduce(const struct synth_in *in, struct comm_group *g, double *bytes);
+
+/* How many statistics are all-reduced over those groups a step: the
+ * clip norm's (clip_grad > 0) and, under fp16, the found-inf flag's. */
+int synth_grad_stats_n(const struct synth_in *in);
+
 /* Their all-reduces' time a step (4 bytes each: latency-bound), in
  * seconds: the norm's, and under fp16 the found-inf flag's; 0 when bare. */
 double synth_grad_stats_s(const struct synth_in *in);

@@ -334,7 +334,6 @@ struct shape {
 	int p, v, m;
 	int head; /* the stage of the model's last chunk (layout_head_stage) */
 	int tp_per_node, pp_per_node;
-	int emb_per_node; /* of the first and last stages (2: one node) */
 	/* Mixture-of-experts (moe = 0: a dense model, the rest unused). */
 	int cp;	       /* context-parallel ranks; s is then a rank's share */
 	double s_full; /* the sequence */
@@ -478,7 +477,7 @@ int sl_logit_dtype(const struct synth_in *in);
 const struct hw_profile *sl_run_hw(const struct synth_in *in, struct hw_profile *buf);
 
 /* in's shape as the kernels of one layer need it (tp_per_node,
- * pp_per_node and emb_per_node left 0: synth_build places them). */
+ * pp_per_node left 0: synth_build places them). */
 void sl_shape(const struct synth_in *in, struct shape *z);
 
 /* A memory-bound kernel of class cls (KC_*) moving bytes, on rank r's

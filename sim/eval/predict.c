@@ -794,6 +794,8 @@ struct edit_job {
 	int32_t *lc, *mc; /* copies of each layer, of each microbatch */
 	double opt;	  /* the optimizer's time, scaled */
 	int structural, add, split, shaped;
+	int stats_n; /* gradient statistics all-reduced across the cut stages */
+	int emb;     /* and a tied embedding's gradient between the end ones */
 	/* The base's and the candidate's GPUs at their power caps, where a
 	 * cap changes a profile's clock (retime_plan: hw_at_power). */
 	struct hw_profile hw_from, hw_to;
@@ -958,6 +960,22 @@ static int split_stages(struct edit_job *j, struct graph **cg, struct prism_err 
 	pl.launch_ns = prism_ns_round(b->host_launch_s * 1e9);
 	pl.event_ns = prism_ns_round(b->host_event_s * 1e9);
 	pl.gpu_lag_ns = prism_ns_round(a->gpu_lag_s * 1e9);
+	/* The step's end coupled across the stages as in prism synth: the
+	 * gradient statistics all-reduced over the group spanning them. */
+	{
+		struct comm_group gs[2];
+		int n = synth_grad_stats_groups(c, gs);
+		pl.stats_n = synth_grad_stats_n(c);
+		pl.stats_group = gs[n - 1].n;
+		if (comm_time(c->hw, GC_ALL_REDUCE, 4, gs[n - 1], a->comm_eff, COMM_AUTO, &ce) == 0)
+			pl.stats_ns = prism_ns_round(ce.time_s * 1e9);
+		/* A tied embedding's gradient between the end stages: only a
+		 * run description says the head is tied. */
+		if (b->kind == PB_ANNOTATED && synth_embed_grad_reduce(c, gs, &pl.emb_bytes) &&
+		    comm_time(c->hw, GC_ALL_REDUCE, pl.emb_bytes, gs[0], a->comm_eff, COMM_AUTO,
+			      &ce) == 0)
+			pl.emb_ns = prism_ns_round(ce.time_s * 1e9);
+	}
 	rc = pipeline_split(*cg, &pl, &sg, &ps, err);
 	graph_free(*cg);
 	*cg = sg;
@@ -969,6 +987,8 @@ static int split_stages(struct edit_job *j, struct graph **cg, struct prism_err 
 	if (rc)
 		return rc;
 	j->split = 1;
+	j->stats_n = pl.stats_n;
+	j->emb = pl.emb_ns > 0;
 	if (b->opt_per_layer && b->kind == PB_ANNOTATED) {
 		/* The optimizer outside the layers, run on every stage, is the
 		 * embedding's and the head's: the stage holding the most of them
@@ -1063,9 +1083,11 @@ static void describe(const struct edit_job *j, struct predict_out *out)
 	else if (j->lc)
 		HOW("optimizer kept (no parameter count); ");
 	if (j->split)
-		HOW("pp 1 -> %d (%s: layers cut into stages, %d activation bytes sent); ",
+		HOW("pp 1 -> %d (%s: layers cut into stages, %d activation bytes sent, "
+		    "%d gradient statistic%s a step all-reduced across them%s); ",
 		    c->lay.pp, c->lay.schedule == LAYOUT_GPIPE ? "gpipe" : "1f1b",
-		    (int)j->b->act_bytes);
+		    (int)j->b->act_bytes, j->stats_n, j->stats_n == 1 ? "" : "s",
+		    j->emb ? ", the tied embedding's gradient between the end ones" : "");
 	if (j->mc)
 		HOW("microbatches %d -> %d (%s); ", a->lay.microbatches, c->lay.microbatches,
 		    c->lay.microbatches > a->lay.microbatches ? "repeated" : "dropped");
