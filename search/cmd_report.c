@@ -346,42 +346,6 @@ static void json_text(FILE *f, const char *s)
 	free(c);
 }
 
-/* 1 when s is a plain decimal number ("-1.5e-3"): a spreadsheet reads it
- * as one, never as a formula. */
-static int csv_number(const char *s)
-{
-	char *end;
-	if (!s[0] || strspn(s, "0123456789+-.eE") != strlen(s))
-		return 0;
-	(void)strtod(s, &end);
-	return *end == '\0';
-}
-
-/* A CSV field: quoted, quotes doubled, where it holds a comma, a quote or
- * a line break.  Text from the database that a spreadsheet would run as a
- * formula (starting with '=', '+', '-', '@', a tab or a carriage return:
- * "=HYPERLINK(...)") is written after a single quote, which spreadsheets
- * read as "this is text"; numbers stay numbers. */
-static void csv_text(FILE *f, const char *s)
-{
-	int formula = s[0] && strchr("=+-@\t\r", s[0]) && !csv_number(s);
-	if (!strpbrk(s, ",\"\r\n")) {
-		if (formula)
-			putc('\'', f);
-		fputs(s, f);
-		return;
-	}
-	putc('"', f);
-	if (formula)
-		putc('\'', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			putc('"', f);
-		putc(*s, f);
-	}
-	putc('"', f);
-}
-
 /* The knobs' columns of the CSV ("gpus,tp,...,"). */
 
 static void csv_knob_header(FILE *f)
@@ -400,7 +364,7 @@ static void csv_knobs(FILE *f, const struct pareto_row *r)
 		if (!pareto_knob(k))
 			continue;
 		pareto_knob_text(r, k, v, sizeof(v));
-		csv_text(f, v);
+		prism_fput_csv_str(f, v);
 		putc(',', f);
 	}
 }
@@ -809,7 +773,7 @@ static void write_best_csv(FILE *csv, const struct report *R)
 		csv_train(csv, R, r);
 		fprintf(csv, "%d,%d,%d,%d,", pareto_near_ties(&R->P, k), r->n_same, R->P.on_time[k],
 			R->P.on_hours[k]);
-		csv_text(csv, r->hw);
+		prism_fput_csv_str(csv, r->hw);
 		if (r->price > 0)
 			fprintf(csv, ",%.9g,", r->price);
 		else
@@ -861,7 +825,7 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 		struct pareto_row probe, *pp = &probe;
 		const struct pareto_row *const *hit;
 		for (int i = 0; i < nc; i++) {
-			csv_text(csv, text(st, i));
+			prism_fput_csv_str(csv, text(st, i));
 			putc(',', csv);
 		}
 		snprintf(probe.key, sizeof(probe.key), "%s", text(st, 0));
@@ -873,7 +837,7 @@ static int write_all_csv(FILE *csv, const struct report *R, sqlite3 *db)
 			csv_train(csv, R, r);
 			fprintf(csv, "%d,", r->near_tie);
 			if (r->same_as >= 0)
-				csv_text(csv, R->P.rows[r->same_as].key);
+				prism_fput_csv_str(csv, R->P.rows[r->same_as].key);
 			putc('\n', csv);
 		} else {
 			fputs(",,,,\n", csv);

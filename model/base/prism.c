@@ -422,3 +422,34 @@ const char *prism_special_file(const char *path)
 	       : S_ISSOCK(sb.st_mode) ? "a socket"
 				      : "not a file";
 }
+
+/* 1 when s is a plain decimal number ("-1.5e-3"): a spreadsheet reads it
+ * as one, never as a formula. */
+static int csv_number(const char *s)
+{
+	char *end;
+	if (!s[0] || strspn(s, "0123456789+-.eE") != strlen(s))
+		return 0;
+	(void)strtod(s, &end);
+	return *end == '\0';
+}
+
+void prism_fput_csv_str(FILE *f, const char *s)
+{
+	int formula = s[0] && strchr("=+-@\t\r", s[0]) && !csv_number(s);
+	if (!strpbrk(s, ",\"\r\n")) {
+		if (formula)
+			putc('\'', f);
+		fputs(s, f);
+		return;
+	}
+	putc('"', f);
+	if (formula)
+		putc('\'', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			putc('"', f);
+		putc(*s, f);
+	}
+	putc('"', f);
+}

@@ -72,6 +72,13 @@ void prism_err_prefix(struct prism_err *err, const char *fmt, ...) PRISM_PRINTF(
  * whatever s holds. */
 void prism_fput_json_str(FILE *f, const char *s);
 
+/* A CSV field: quoted, quotes doubled, where it holds a comma, a quote or
+ * a line break.  Text (from a database, a file) that a spreadsheet would run as a
+ * formula (starting with '=', '+', '-', '@', a tab or a carriage return:
+ * "=HYPERLINK(...)") is written after a single quote, which spreadsheets
+ * read as "this is text"; numbers stay numbers. */
+void prism_fput_csv_str(FILE *f, const char *s);
+
 /*
  * A file written whole or not at all.  prism_wfile_open creates a new file
  * beside path (PATH.tmp.PID, O_EXCL) and prism_wfile_commit flushes it,
