@@ -77,7 +77,11 @@ static const char help_opts[] =
     "      --rows       every row as CSV: measured and predicted times (us); with\n"
     "                   --loso, the prediction with the row's source left out too;\n"
     "                   shape is BxMxNxK|HEADSxSEQ_QxSEQ_KVxHEAD_DIM|BYTES (GEMM,\n"
-    "                   attention, memory-bound; 0 where it does not apply)\n"
+    "                   attention, memory-bound; 0 where it does not apply); the\n"
+    "                   last column the row's implementation as its file states\n"
+    "                   it (`implementation`, attention.csv's `kernel`,\n"
+    "                   other.csv's `item`, our sweep's `backend`; empty for a\n"
+    "                   trace's rows)\n"
     "  -h, --help       this help\n";
 
 #define MAX_PROF 16
@@ -539,7 +543,8 @@ static struct group *kx_group(struct kx *x, const struct kbench_row *r)
 static void kx_score(struct kx *x)
 {
 	if (x->rows)
-		printf("profile,class,dtype,source,shape,measured_us,predicted_us,error%s\n",
+		printf("profile,class,dtype,source,shape,measured_us,predicted_us,error%s,"
+		       "implementation\n",
 		       x->lpred ? ",loso_us,loso_error" : "");
 	for (size_t i = 0; i < x->kb.n; i++) {
 		const struct kbench_row *r = &x->kb.rows[i];
@@ -571,14 +576,23 @@ static void kx_score(struct kx *x)
 			snprintf(g->sources[g->n_src++], sizeof(g->sources[0]), "%.63s", r->source);
 		if (x->rows) {
 			double u = r->cls == KB_FP8_LINEAR ? 1 : 1e6;
-			printf("%s,%s,%s,\"%s\",%gx%gx%gx%g|%gx%gx%gx%g|%g,%.3f,%.3f,%+.1f%%",
-			       r->profile, kbench_class_name(r->cls), hw_dtype_name(r->dtype),
-			       r->source, r->b, r->m, r->n, r->k, r->heads, r->sq, r->skv, r->d,
-			       r->bytes, meas * u, pred * u, 100 * (pred / meas - 1));
+			printf("%s,%s,%s,\"", r->profile, kbench_class_name(r->cls),
+			       hw_dtype_name(r->dtype));
+			for (const char *c = r->source; *c; c++) { /* quotes doubled */
+				if (*c == '"')
+					putchar('"');
+				putchar(*c);
+			}
+			printf("\",%gx%gx%gx%g|%gx%gx%gx%g|%g,%.3f,%.3f,%+.1f%%", r->b, r->m, r->n,
+			       r->k, r->heads, r->sq, r->skv, r->d, r->bytes, meas * u, pred * u,
+			       100 * (pred / meas - 1));
 			if (!isnan(lp))
-				printf(",%.3f,%+.1f%%\n", lp * u, 100 * (lp / meas - 1));
+				printf(",%.3f,%+.1f%%", lp * u, 100 * (lp / meas - 1));
 			else
-				printf("%s\n", x->lpred ? ",," : "");
+				printf("%s", x->lpred ? ",," : "");
+			putchar(',');
+			prism_fput_csv_str(stdout, r->impl);
+			putchar('\n');
 		}
 	}
 	if (x->rows) /* the table after a blank line */

@@ -4,7 +4,8 @@
 On tests/data/kernels (hand-made rows in the form of each ../shared/kernels
 file): every class is reported, the unfused-attention row is left out with
 its reason, --fit prints `kernels` groups that a hardware profile loads
-(prism synth runs on it), --markdown gives a table; bad input is one line
+(prism synth runs on it), --markdown gives a table, --rows ends each row
+with its implementation as its file states it (one CSV field); bad input is one line
 naming the file (and line) with exit status 2, and so is a profile whose
 kernels group is out of range; GEMMs that accumulate into their output fit
 nothing; a trace's GEMM and attention shapes are rows; a fitted peak is
@@ -65,6 +66,45 @@ for (prof, cls, dt), errs in groups.items():
     cols = re.findall(r"(\d+\.\d)% /", m.group(0)) if m else []  # shipped, LOSO, flat
     check(len(cols) == 3 and abs(float(cols[1]) - 100 * sum(errs) / len(errs)) <= 0.06,
           f"{prof} {cls} {dt}: rows give {100 * sum(errs) / len(errs):.2f} %, table {cols}")
+# --rows' last column: the row's implementation as its file states it
+# (gemm.csv's and memory_bound.csv's `implementation`, attention.csv's
+# `kernel`, other.csv's `item`), after the --loso columns too; read here
+# from the files themselves, by hand-picked rows.
+for opts in ((), ("--loso",)):
+    lines = run("kernels", *opts, "--rows", DATA).stdout.split("\n\n")[0].splitlines()
+    check(lines[0].endswith(",error,loso_us,loso_error,implementation" if opts
+                            else ",error,implementation"), lines[0])
+    got = {}
+    for r in csv.DictReader(lines):
+        got.setdefault((r["profile"], r["class"], r["shape"]), set()).add(r["implementation"])
+    for key, impl in (
+            (("a100-80gb-dgx", "gemm", "1x1024x10240x5120|0x0x0x0|0"), "torch.mm"),
+            (("h100-dgx", "gemm", "1x2048x2048x13312|0x0x0x0|0"), "torch.mm"),
+            (("h100-dgx", "gemm", "1x256x256x256|0x0x0x0|0"), "compiled dot"),
+            (("h200-dgx", "attention fwd", "1x0x0x0|64x32768x32768x128|0"),
+             "fused flash attention"),
+            (("h100-dgx", "memory-bound", "0x0x0x0|0x0x0x0|3.35544e+07"), "Triton LayerNorm"),
+            (("h100-dgx", "fp8 linear speed-up", "1x1024x1024x2048|0x0x0x0|0"),
+             "fp8 linear (per-tensor scaling) vs bf16 linear")):
+        check(got.get(key) == {impl}, f"{opts} {key}: {got.get(key)}, not {impl!r}")
+    check(got[("h800-hgx", "gemm", "1x4096x7168x2048|0x0x0x0|0")] == {"block-scaled fp8 GEMM"},
+          str(got.keys()))
+    check({i for k, v in got.items() if k[0] == "h200-dgx" and k[1].startswith("memory")
+           for i in v} == {"fused norm kernel", "PyTorch eager"}, str(got))
+# An implementation holding commas and quotes is one CSV field, quoted,
+# its quotes doubled (as in ../shared's gemm.csv and attention.csv); so
+# are a source's (the source always quoted).
+with tempfile.TemporaryDirectory() as d:
+    with open(os.path.join(DATA, "gemm.csv")) as f:
+        ghead = f.readline()
+    q = os.path.join(d, "quoted.csv")
+    with open(q, "w") as f:
+        f.write(ghead)
+        f.write('H100 SXM,x,bf16,bf16,gemm,1,4096,4096,4096,"flashinfer mm, backend=""cutlass""",'
+                ',1.0,,,,"src ""q""",s,n\n')
+    lines = run("kernels", "--rows", q).stdout.split("\n\n")[0].splitlines()
+    check(len(lines) == 2 and lines[1].startswith('h100-dgx,gemm,bf16,"src ""q""",') and
+          lines[1].endswith(',"flashinfer mm, backend=""cutlass"""'), str(lines))
 md = run("kernels", "--markdown", DATA).stdout
 check(md.startswith("| GPU (profile) | class | dtype | rows |"), md[:200])
 
@@ -236,7 +276,7 @@ with tempfile.TemporaryDirectory() as d:
             f.write(f"A100 SXM,x,bf16,bf16,gemm,1,{shape},x,200,,,,,src,s,{note}\n")
     rows = [x for x in run("kernels", "--rows", summ).stdout.splitlines()
             if x.startswith("a100-80gb-dgx,gemm,")]
-    pred = [float(line.split(",")[-2]) for line in rows]
+    pred = [float(line.split(",")[6]) for line in rows]
     check(len(pred) == 4 and pred[2] == pred[0], f"{{4096}} is not the 4096^3 GEMM: {rows}")
     check(abs(pred[3] / (pred[1] * 4096) - 1) < 1e-3, f"{{256}} is not 256^3's rate: {rows}")
     # Counts out of range are rows left out with the reason, never a hang

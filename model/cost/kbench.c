@@ -377,6 +377,7 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	memset(&r, 0, sizeof(r));
 	r.cls = KB_GEMM;
 	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
+	snprintf(r.impl, sizeof(r.impl), "%s", col(h, f, nf, "implementation"));
 	if ((r.dtype = dtype_of(col(h, f, nf, "dtype"))) < 0) {
 		skip(kb, "dtype not stated");
 		return 0;
@@ -443,6 +444,7 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 
 	memset(&r, 0, sizeof(r));
 	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
+	snprintf(r.impl, sizeof(r.impl), "%s", col(h, f, nf, "kernel"));
 	if (strstr(kern, "math")) {
 		skip(kb, "unfused attention (math backend)");
 		return 0;
@@ -649,6 +651,7 @@ static int membound_row(struct kbench *kb, const struct cols *h, char **f, int n
 
 	memset(&r, 0, sizeof(r));
 	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
+	snprintf(r.impl, sizeof(r.impl), "%s", col(h, f, nf, "implementation"));
 	r.dtype = dtype_of(dt);
 	r.cls = KB_MEM;
 	if (strstr(kern, "norm"))
@@ -746,6 +749,7 @@ static int other_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	r.cls = KB_FP8_LINEAR;
 	r.dtype = HW_FP8;
 	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
+	snprintf(r.impl, sizeof(r.impl), "%s", col(h, f, nf, "item"));
 	if (!(eq = strchr(cfg, '='))) {
 		skip(kb, "fp8 speed-up without a shape");
 		return 0;
@@ -781,6 +785,7 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 
 	memset(&r, 0, sizeof(r));
 	snprintf(r.source, sizeof(r.source), "%s", path);
+	snprintf(r.impl, sizeof(r.impl), "%s", be);
 	place(kb, &r, "H100 SXM");
 	r.dtype = dtype_of(col(h, f, nf, "dtype"));
 	r.time_s = t;

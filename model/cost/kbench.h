@@ -56,6 +56,11 @@ struct kbench_row {
 	char gpu[48];		  /* as the file names it */
 	char profile[32];	  /* configs/hw/ name, "" if none */
 	char source[200];	  /* repo@commit:path, URL, or the file */
+	char impl[128];		  /* the implementation as the file states it:
+				   * gemm*.csv's and memory_bound.csv's
+				   * `implementation`, attention.csv's `kernel`,
+				   * other.csv's `item`, our sweep's `backend`;
+				   * "" for a trace's rows */
 	double b, m, n, k;	  /* GEMM */
 	int waves;		  /* GEMM timed by a library that runs its tiles
 				   * in waves, whatever the profile's schedule
