@@ -23,7 +23,11 @@ static const int layer_of[] = {0, 1, 1, 0, -1};
 static const int phase_of[] = {PH_FORWARD, PH_FORWARD, PH_BACKWARD, PH_BACKWARD, PH_OPTIMIZER};
 static const int64_t dur_us[] = {10, 10, 20, 20, 5};
 
-static struct graph *base(void)
+/* own: after the optimizer kernel, the trace's own all-reduce of the
+ * gradient norm ("AR": 4 bytes over 2 ranks, group "gstats", 2 us), as a
+ * run with a data-parallel group of 2 under the distributed optimizer
+ * records it. */
+static struct graph *base_with(int own)
 {
 	struct gw w;
 	struct graph *g = NULL;
@@ -63,12 +67,44 @@ static struct graph *base(void)
 		assert_int_equal(gw_edge(&w, call[i], call[i + 1], GE_ORDER), 0);
 		assert_int_equal(gw_edge(&w, kern[i], kern[i + 1], GE_ORDER), 0);
 	}
+	if (own) {
+		struct gw_node c, k;
+		struct graph_coll cl;
+		uint32_t ac, ak;
+		gw_node_init(&c);
+		c.iter = 0;
+		c.mb = -1;
+		c.phase = PH_OPTIMIZER;
+		k = c;
+		c.proc = 0;
+		c.kind = GN_RUNTIME;
+		c.rtclass = RT_LAUNCH;
+		c.name = gw_intern(&w, "cudaLaunchKernel");
+		c.corr = 6;
+		k.proc = 1;
+		k.dur_ns = 2 * US;
+		k.name = gw_intern(&w, "AR");
+		k.corr = 6;
+		memset(&cl, 0, sizeof(cl));
+		cl.kind = GC_ALL_REDUCE;
+		cl.bytes = 4;
+		cl.group_size = 2;
+		cl.pg = gw_intern(&w, "gstats");
+		assert_int_equal(gw_collective(&w, &c, &k, &cl, &ac, &ak), 0);
+		assert_int_equal(gw_edge(&w, call[4], ac, GE_ORDER), 0);
+		assert_int_equal(gw_edge(&w, kern[4], ak, GE_ORDER), 0);
+	}
 	assert_int_equal(gw_finish(&w, NULL, 0, &g), 0);
 	gw_release(&w);
 	return g;
 }
 
-static struct graph *cut(const struct graph *g, int stats_n, int64_t emb_us)
+static struct graph *base(void)
+{
+	return base_with(0);
+}
+
+static struct graph *cut_widen(const struct graph *g, int stats_n, int64_t emb_us, int widen)
 {
 	struct pipeline_plan pl;
 	struct pipeline_stats ps;
@@ -84,10 +120,22 @@ static struct graph *cut(const struct graph *g, int stats_n, int64_t emb_us)
 	pl.stats_group = 2;
 	pl.emb_ns = emb_us * US;
 	pl.emb_bytes = 1 << 20;
+	if (widen) {
+		/* The base's 2 ranks' all-reduce modelled at 1 us; the 4
+		 * spanning the stages at 3 us. */
+		pl.stats_widen = 1;
+		pl.stats_base_ns = 1 * US;
+		pl.stats_group = 4;
+	}
 	prism_err_clear(&err);
 	assert_int_equal(pipeline_split(g, &pl, &p, &ps, &err), 0);
 	assert_int_equal(ps.units, 2);
 	return p;
+}
+
+static struct graph *cut(const struct graph *g, int stats_n, int64_t emb_us)
+{
+	return cut_widen(g, stats_n, emb_us, 0);
 }
 
 /* The node named `name` on rank r (the only one), or UINT32_MAX. */
@@ -218,11 +266,69 @@ static void test_embedding_between_ends(void **state)
 	graph_free(g);
 }
 
+/* A trace with its own norm all-reduce (Megatron-LM's
+ * grad_stats_parallel_group: one all-reduce, its group spanning the
+ * stages once cut): the cut widens it, adding none.  Per stage one
+ * all-reduce, group 4, in one process group "gstats" across the stages,
+ * 2 - 1 + 3 = 4 us.  By hand: stage 1's optimizer [41, 46), stage 0's
+ * [62, 67); the all-reduce when both reach it, [67, 71) on both.  Not
+ * widened (FSDP's two groups), the trace's own stays per stage (stage 1's
+ * [46, 48)) and one more is added before each optimizer. */
+static void test_own_norm_widened(void **state)
+{
+	struct graph *g = base_with(1), *p = cut_widen(g, 1, 0, 1), *p0 = cut_widen(g, 0, 0, 1),
+		     *q = cut_widen(g, 1, 0, 0);
+	struct prism_err err;
+	struct sim_opts o;
+	struct sim *s;
+	uint32_t ar[2];
+	(void)state;
+	/* Nothing added: the same tasks as a cut without statistics. */
+	assert_int_equal(p->n_nodes, p0->n_nodes);
+	assert_int_equal(p->n_colls, p0->n_colls);
+	assert_int_equal(q->n_nodes, p0->n_nodes + 4);
+	for (uint32_t r = 0; r < 2; r++) {
+		const struct graph_coll *x;
+		ar[r] = find(p, "AR", r);
+		assert_int_not_equal(ar[r], UINT32_MAX);
+		assert_int_equal(p->kind[ar[r]], GN_COLL);
+		x = &p->colls[p->coll[ar[r]]];
+		assert_string_equal(strtab_get(&p->st, x->pg), "gstats");
+		assert_int_equal(x->group_size, 4);
+		assert_int_equal(x->bytes, 4);
+		assert_int_equal(x->seq, 0);
+		assert_int_equal(p->dur_ns[ar[r]], 4 * US);
+		assert_int_equal(find(p, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", r), UINT32_MAX);
+		/* Unwidened: the trace's own per stage, and one added. */
+		assert_string_equal(strtab_get(&q->st, q->colls[q->coll[find(q, "AR", r)]].pg),
+				    r ? "gstats.s1" : "gstats.s0");
+		assert_int_equal(q->colls[q->coll[find(q, "AR", r)]].group_size, 2);
+		assert_int_not_equal(find(q, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", r),
+				     UINT32_MAX);
+	}
+	sim_opts_default(&o);
+	prism_err_clear(&err);
+	assert_non_null(s = sim_new(p));
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_int_equal(s->end_ns[find(p, "OPT", 1)], 46 * US);
+	assert_int_equal(s->end_ns[find(p, "OPT", 0)], 67 * US);
+	for (uint32_t r = 0; r < 2; r++) {
+		assert_int_equal(s->start_ns[ar[r]], 67 * US);
+		assert_int_equal(s->end_ns[ar[r]], 71 * US);
+	}
+	sim_free(s);
+	graph_free(q);
+	graph_free(p0);
+	graph_free(p);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_stats_across_stages),
 	    cmocka_unit_test(test_embedding_between_ends),
+	    cmocka_unit_test(test_own_norm_widened),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -88,6 +88,12 @@ PAIRS = [
     # end synth's step across the stages (the tied word embedding's
     # gradient between the first and last, the gradient norm's).
     ("graph: pp 1 -> 2, dp 1 -> 4", ["--microbatches", "8"], ["--pp", "2", "--dp", "4"], "edit"),
+    # A's own norm all-reduce (over tp 2; over dp 4 under ZeRO 1) is
+    # widened to span the stages, not run beside a second one (Megatron-LM's
+    # one grad_stats_parallel_group).
+    ("graph: pp 1 -> 2, tp 2", ["--tp", "2", "--microbatches", "8"], ["--pp", "2"], "edit"),
+    ("graph: pp 1 -> 2, dp 4 zero 1", ["--dp", "4", "--zero", "1", "--microbatches", "8"],
+     ["--pp", "2"], "edit"),
     ("graph: pp 1 -> 2, hidden x2", ["--microbatches", "8"],
      ["--pp", "2", "--hidden", "2048", "--ffn", "8192"], "edit"),
     ("graph: layers /2 + microbatches 4 -> 2", ["--microbatches", "4"],

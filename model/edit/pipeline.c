@@ -80,6 +80,9 @@ struct ps {
 				   * its launch -> index in sr */
 	VEC(struct srange) sr;
 	uint32_t n_ar, n_grp; /* the statistics' kernel and group names */
+	uint8_t *own;	      /* per base rank and step: the trace's own
+			       * statistics' all-reduces (is_stat) */
+	uint32_t own_iters;
 };
 
 static int cmp_byu(const void *a, const void *b)
@@ -120,6 +123,21 @@ static uint32_t copy_of(const struct ps *s, uint32_t u, int k)
 static int in_stage(const struct ps *s, uint32_t u, int k)
 {
 	return s->a[u] < 0 || s->a[u] == k;
+}
+
+/* Base task u is the trace's own all-reduce of a gradient statistic (a
+ * collective kernel of the optimizer's, of at most 8 bytes: the norm's square sum or
+ * fp16's found-inf flag) that the cut widens to span the stages
+ * (stats_widen). */
+static int is_stat(const struct ps *s, uint32_t u)
+{
+	const struct graph *g = s->g;
+	const struct graph_coll *c;
+	if (!s->p->stats_widen || s->p->stats_group <= 1 || g->kind[u] != GN_COLL ||
+	    g->phase[u] != PH_OPTIMIZER || g->coll[u] == NONE32)
+		return 0;
+	c = &g->colls[g->coll[u]];
+	return c->kind == GC_ALL_REDUCE && c->bytes > 0 && c->bytes <= 8;
 }
 
 /* The first new processor of rank r's stage k: ranks in order, each
@@ -549,9 +567,19 @@ static int stage_copies(struct ps *s)
 			x.iter = g->iter[u] >= 0 ? g->iter[u] * p->pp + k : -1;
 			if (g->flags[u] & NF_IDLE_GAP)
 				x.dur_ns = 0;
+			/* A statistic's all-reduce widened: what the trace holds
+			 * beyond the base group's modelled time (waiting) kept, plus
+			 * the wider group's time. */
+			if (is_stat(s, u))
+				x.dur_ns =
+				    (x.dur_ns > p->stats_base_ns ? x.dur_ns - p->stats_base_ns
+								 : 0) +
+				    p->stats_ns;
 			if (gw_node(&s->w, &x, &id) ||
 			    (g->coll[u] != NONE32 && gw_coll(&s->w, id, &g->colls[g->coll[u]])))
 				return wfail(s);
+			if (is_stat(s, u))
+				s->w.colls.v[s->w.coll[id]].group_size = p->stats_group;
 			if (VEC_PUSH(s->ref_at, ref))
 				return oom(s);
 			s->id_of[ref] = id;
@@ -571,8 +599,24 @@ static int make_stats(struct ps *s)
 	const struct pipeline_plan *p = s->p;
 	struct gw *w = &s->w;
 	int n_all = p->stats_group > 1 && p->stats_n > 0 ? p->stats_n : 0;
+	uint8_t *own;
 	if (n_all == 0 && p->emb_ns <= 0)
 		return 0;
+	own = NULL;
+	if (p->stats_widen && n_all > 0) {
+		/* Steps numbered from the tasks (a graph need not list them). */
+		for (uint32_t u = 0; u < g->n_nodes; u++)
+			if (g->iter[u] >= 0 && (uint32_t)g->iter[u] >= s->own_iters)
+				s->own_iters = (uint32_t)g->iter[u] + 1;
+		if (!(own = s->own = prism_calloc((size_t)g->n_ranks * s->own_iters + 1, 1)))
+			return oom(s);
+		for (uint32_t u = 0; u < g->n_nodes; u++)
+			if (g->iter[u] >= 0 && is_stat(s, u)) {
+				uint8_t *o = &own[(size_t)g->procs[g->proc[u]].rank * s->own_iters +
+						  (uint32_t)g->iter[u]];
+				*o += *o < UINT8_MAX;
+			}
+	}
 	for (uint32_t r = 0; r < g->n_ranks; r++) {
 		const struct graph_proc *pr;
 		char pg[64];
@@ -591,13 +635,22 @@ static int make_stats(struct ps *s)
 			for (uint32_t u = pr->first; u < pr->first + pr->n; u++) {
 				uint32_t c, a = w->n_nodes;
 				struct srange x;
+				int n_new;
 				if (g->iter[u] < 0 || g->iter[u] == done ||
 				    g->kind[u] != GN_KERNEL || g->phase[u] != PH_OPTIMIZER ||
 				    !in_stage(s, u, k) || (c = launcher(s, u)) == NONE32 ||
 				    !in_stage(s, c, k))
 					continue;
 				done = g->iter[u];
-				for (int i = !emb; i < 1 + n_all; i++) {
+				/* Those the trace runs already are widened instead
+				 * (stage_copies). */
+				n_new = n_all;
+				if (own)
+					n_new -=
+					    own[(size_t)r * s->own_iters + (uint32_t)g->iter[u]];
+				if (n_new < 0)
+					n_new = 0;
+				for (int i = !emb; i < 1 + n_new; i++) {
 					struct gw_node h, t;
 					struct graph_coll cl;
 					uint32_t kern = GW_NONE;
@@ -917,7 +970,8 @@ static int number_columns(struct ps *s)
 				uint32_t u = s->ref_at.v[id] / pp, k = s->ref_at.v[id] % pp;
 				if (g->corr[u] >= 0 && k)
 					s->w.corr[id] = g->corr[u] + corr_stride * k;
-				if (g->coll[u] != NONE32) {
+				/* A widened statistic's group spans the stages. */
+				if (g->coll[u] != NONE32 && !is_stat(s, u)) {
 					const struct graph_coll *c = &g->colls[g->coll[u]];
 					char pg[160];
 					snprintf(pg, sizeof(pg), "%s.s%u",
@@ -1006,6 +1060,7 @@ static void release(struct ps *s)
 	VEC_FREE(s->uis);
 	imap_release(&s->stats);
 	VEC_FREE(s->sr);
+	free(s->own);
 	free(s->rank_nprocs);
 	free(s->proc_index);
 	if (s->seq)

@@ -32,7 +32,9 @@
  * ("r<rank>.emb", emb_ns > 0), each launched just
  * before that kernel's launch and waiting for what it waits for: every
  * stage's optimizer waits for every stage's backward, as prism synth's
- * (Megatron-LM's grad_stats_parallel_group spans the stages).  The traced
+ * (Megatron-LM's grad_stats_parallel_group spans the stages); with
+ * stats_widen the trace's own such all-reduces are widened to that group
+ * ("PG", one across the stages) and only the missing ones added.  The traced
  * times of the candidate pack each processor's tasks back to back from
  * its first task's (the simulator recomputes the waiting); step spans
  * follow the step thread.  The base is only read.
@@ -56,6 +58,15 @@ struct pipeline_plan {
 	 * stats_group ranks. */
 	int stats_n;
 	int64_t stats_ns, stats_group;
+	/* stats_widen: the trace's own statistics' all-reduces (an optimizer
+	 * kernel's all-reduce of at most 8 bytes) are widened to span the
+	 * stages instead of being added to (Megatron-LM's one
+	 * grad_stats_parallel_group): group stats_group, their traced time less
+	 * stats_base_ns (the base group's modelled time) plus stats_ns; only
+	 * those stats_n lacks per step are added.  0: every stats_n added (FSDP:
+	 * the stage's own reduction, then the stages'). */
+	int stats_widen;
+	int64_t stats_base_ns;
 	/* A tied word embedding's gradient all-reduced between the first and
 	 * last stages before those (synth_embed_grad_reduce): emb_ns > 0,
 	 * emb_bytes a rank. */

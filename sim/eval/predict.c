@@ -969,6 +969,13 @@ static int split_stages(struct edit_job *j, struct graph **cg, struct prism_err 
 		pl.stats_group = gs[n - 1].n;
 		if (comm_time(c->hw, GC_ALL_REDUCE, 4, gs[n - 1], a->comm_eff, COMM_AUTO, &ce) == 0)
 			pl.stats_ns = prism_ns_round(ce.time_s * 1e9);
+		/* One group (Megatron-LM's grad_stats_parallel_group, not FSDP's
+		 * two): the trace's own statistics' all-reduces are that group's
+		 * at the base, widened rather than run twice. */
+		pl.stats_widen = n == 1;
+		if (pl.stats_widen && synth_grad_stats_groups(a, gs) == 1 && gs[0].n > 1 &&
+		    comm_time(a->hw, GC_ALL_REDUCE, 4, gs[0], a->comm_eff, COMM_AUTO, &ce) == 0)
+			pl.stats_base_ns = prism_ns_round(ce.time_s * 1e9);
 		/* A tied embedding's gradient between the end stages: only a
 		 * run description says the head is tied. */
 		if (b->kind == PB_ANNOTATED && synth_embed_grad_reduce(c, gs, &pl.emb_bytes) &&
