@@ -237,6 +237,25 @@ static int placed(struct ps *s, uint32_t a, uint32_t b)
 	return 0;
 }
 
+/* An added launch's host side from labels h: its CPU op (where the plan
+ * has one) written, and in *x the launch's template (a new correlation). */
+static void host_launch(struct ps *s, const struct gw_node *h, struct gw_node *x)
+{
+	const struct pipeline_plan *p = s->p;
+	*x = *h;
+	x->kind = GN_CPU;
+	x->dur_ns = p->cpu_op_ns;
+	x->name = x->op = s->n_cpu;
+	if (p->cpu_op_ns > 0)
+		gw_node(&s->w, x, NULL);
+	*x = *h;
+	x->kind = GN_RUNTIME;
+	x->rtclass = RT_LAUNCH;
+	x->dur_ns = p->launch_ns;
+	x->name = s->n_launch;
+	x->corr = --s->corr;
+}
+
 /* A unit: (step, microbatch, pass); its transfers on stage k. */
 static int transfer(struct ps *s, uint32_t r, int k, int32_t it, int32_t mb, int fwd,
 		    const struct uinfo *ui, int recv)
@@ -263,18 +282,7 @@ static int transfer(struct ps *s, uint32_t r, int k, int32_t it, int32_t mb, int
 	if (!recv)
 		gw_event_wait(w, &h, s->n_rec, s->n_wait, p->event_ns, GW_NONE, GW_NONE, NULL,
 			      NULL);
-	x = h;
-	x.kind = GN_CPU;
-	x.dur_ns = p->cpu_op_ns;
-	x.name = x.op = s->n_cpu;
-	if (p->cpu_op_ns > 0)
-		gw_node(w, &x, NULL);
-	x = h;
-	x.kind = GN_RUNTIME;
-	x.rtclass = RT_LAUNCH;
-	x.dur_ns = p->launch_ns;
-	x.name = s->n_launch;
-	x.corr = --s->corr;
+	host_launch(s, &h, &x);
 	t = h;
 	t.proc = new_stream(s, r, k, which);
 	t.dur_ns = p->xfer_ns;
@@ -660,17 +668,7 @@ static int make_stats(struct ps *s)
 					h.phase = PH_OPTIMIZER;
 					h.op = s->n_empty;
 					t = h;
-					h.kind = GN_CPU;
-					h.dur_ns = p->cpu_op_ns;
-					h.name = h.op = s->n_cpu;
-					if (p->cpu_op_ns > 0)
-						gw_node(w, &h, NULL);
-					h.kind = GN_RUNTIME;
-					h.rtclass = RT_LAUNCH;
-					h.dur_ns = p->launch_ns;
-					h.name = s->n_launch;
-					h.op = s->n_empty;
-					h.corr = --s->corr;
+					host_launch(s, &t, &h);
 					t.proc = new_proc(s, s->compute[r], k);
 					t.dur_ns = i ? p->stats_ns : p->emb_ns;
 					t.lag_ns = p->gpu_lag_ns;
