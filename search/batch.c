@@ -274,7 +274,7 @@ void batch_twins_release(struct batch_twins *tw)
 static size_t twin_slot(const struct batch_twins *tw, uint64_t index)
 {
 	size_t mask = tw->cap - 1, h = (size_t)((index * 0x9E3779B97F4A7C15ull) >> 32) & mask;
-	while (tw->key[h] && tw->key[h] != (uint32_t)index + 1)
+	while (tw->key[h] && tw->key[h] != index + 1)
 		h = (h + 1) & mask;
 	return h;
 }
@@ -318,17 +318,8 @@ static int twin_keep(struct batch_twins *tw, const struct cand *k)
 	if (tw->key[h])
 		return 0;
 	tw->p[tw->n] = k->p;
-	tw->key[h] = (uint32_t)k->index + 1;
+	tw->key[h] = (uint64_t)k->index + 1;
 	tw->at[h] = (uint32_t)tw->n++;
-	return 0;
-}
-
-/* Whether the sweep lists value v of knob k. */
-static int lists(const struct sweep *sw, int k, int v)
-{
-	for (int j = 0; j < sw->knob[k].n; j++)
-		if (sw->knob[k].v[j] == v)
-			return 1;
 	return 0;
 }
 
@@ -342,12 +333,14 @@ static int may_lead(const struct sweep *sw, const struct cand *k)
 	if (k->status != CS_SIMULATED)
 		return 0;
 	if (l->partition == LAYOUT_PART_GIVEN && l->pp >= 2 && !l->part[0] && !l->part_chunks &&
-	    lists(sw, LK_partition, LAYOUT_PART_BALANCED))
+	    (sweep_list_digit(sw, LK_partition, LAYOUT_PART_BALANCED) >= 0))
 		return 1;
 	if (l->microbatches != 1 || (l->schedule != LAYOUT_GPIPE && l->schedule != LAYOUT_1F1B))
 		return 0;
-	return (lists(sw, LK_schedule, LAYOUT_GPIPE) && lists(sw, LK_schedule, LAYOUT_1F1B)) ||
-	       ((l->zero == 1 || l->zero == 2) && lists(sw, LK_zero, 1) && lists(sw, LK_zero, 2));
+	return ((sweep_list_digit(sw, LK_schedule, LAYOUT_GPIPE) >= 0) &&
+		(sweep_list_digit(sw, LK_schedule, LAYOUT_1F1B) >= 0)) ||
+	       ((l->zero == 1 || l->zero == 2) && (sweep_list_digit(sw, LK_zero, 1) >= 0) &&
+		(sweep_list_digit(sw, LK_zero, 2) >= 0));
 }
 
 /* The place in batch[0..i) of a twin of batch[i] that rank simulates, or

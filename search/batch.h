@@ -112,7 +112,8 @@ struct batch_job {
  * Zero it to start; release with batch_twins_release.
  */
 struct batch_twins {
-	uint32_t *key; /* open addressing: index + 1, 0 empty */
+	uint64_t *key; /* open addressing: index + 1, 0 empty (a sweep may
+			* pass 2^32 candidates) */
 	uint32_t *at;  /* its result's place in p */
 	size_t cap;    /* slots in key and at: a power of two, or 0 */
 	struct predict_out *p;

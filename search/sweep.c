@@ -1109,8 +1109,7 @@ static int sched_digit(const struct sweep *s, int sched)
 	return -1;
 }
 
-/* The digit of value v in knob k's list, or -1. */
-static int list_digit(const struct sweep *s, int k, int v)
+int sweep_list_digit(const struct sweep *s, int k, int v)
 {
 	for (int j = 0; j < s->knob[k].n; j++)
 		if (s->knob[k].v[j] == v)
@@ -1150,8 +1149,8 @@ static int twin_of(const struct sweep *s, uint64_t index, const struct cand *c, 
 	if (k == LK_schedule)
 		from = sched_digit(s, c->in.lay.schedule), to = sched_digit(s, other);
 	else
-		from = list_digit(s, k, layout_get(&c->in.m, &c->in.lay, k, 0)),
-		to = list_digit(s, k, other);
+		from = sweep_list_digit(s, k, layout_get(&c->in.m, &c->in.lay, k, 0)),
+		to = sweep_list_digit(s, k, other);
 	if (redigit(s, index, k, from, to, twin) || decode(s, *twin, &t, 0) ||
 	    t.status != CS_PENDING)
 		return 0;

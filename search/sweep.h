@@ -195,6 +195,10 @@ int sweep_verdict(const struct sweep *s, uint64_t index, struct cand *c);
 int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analytic_s,
 			    double bound_s, struct cand *c);
 
+/* The digit of value v in knob k's list, or -1 where the sweep does not
+ * list it. */
+int sweep_list_digit(const struct sweep *s, int k, int v);
+
 /*
  * The candidates whose simulations are provably c's (c: candidate `index`
  * as made, pending): the sweep's candidates whose synth_in is c's byte for
