@@ -55,8 +55,10 @@ static int64_t covered(const struct ival *u, size_t n, size_t *p, int64_t x, int
 
 /* The merged union, sorted, of rank r's tasks in [a, b) on its GPU
  * processors other than comp, of kinds collectives and point-to-point
- * (comm 1) or copies (comm 0: memcpy, memset): into *u (*n of them).  0 or
- * PRISM_ENOMEM (*u freed). */
+ * (comm 1) or every other kind (comm 0: what metrics.h counts as compute
+ * there -- activation offloading's copies, the copy kernels DeepSpeed,
+ * FSDP and FSDP2 run on the data-parallel stream): into *u (*n of them).  0 or PRISM_ENOMEM (*u
+ * freed). */
 static int other_union(const struct sim *sm, uint32_t r, uint32_t comp, int64_t a, int64_t b,
 		       int comm, struct ival **u, size_t *n)
 {
@@ -71,8 +73,7 @@ static int other_union(const struct sim *sm, uint32_t r, uint32_t comp, int64_t 
 			int64_t x = sm->start_ns[v] > a ? sm->start_ns[v] : a;
 			int64_t y = sm->end_ns[v] < b ? sm->end_ns[v] : b;
 			int k = g->kind[v];
-			if (x >= y ||
-			    (comm ? k != GN_COLL && k != GN_P2P : k != GN_MEMCPY && k != GN_MEMSET))
+			if (x >= y || (k == GN_COLL || k == GN_P2P) != comm)
 				continue;
 			if (*n == cap) {
 				size_t nc = cap ? cap * 2 : 256;
@@ -132,13 +133,14 @@ static int meet(const struct ival *u, size_t nu, const struct ival *v, size_t nv
  * simulation has it (the later of the previous end and its launch, plus
  * its lag, from the task's predecessor and its unit's host start), and
  * each part is counted against the rank's other communication (its
- * data-parallel and point-to-point streams) and copies (activation
- * offloading's, which metrics.h counts as compute) as metrics.h does:
- * compute beside communication is overlap, alone exposed compute;
- * collectives beside a copy overlap, else exposed communication; gaps
- * beside communication exposed communication, beside a copy compute,
- * beside both overlap, alone idle (the figures of it are corrected).  0
- * or PRISM_ENOMEM.
+ * data-parallel and point-to-point streams) and its other streams'
+ * other tasks ("copies": activation offloading's, the ZeRO
+ * implementations' copy kernels on the data-parallel stream, all of
+ * which metrics.h counts as compute) as metrics.h does: compute beside
+ * communication is overlap, alone exposed compute; collectives beside a
+ * copy overlap, else exposed communication; gaps beside communication
+ * exposed communication, beside a copy compute, beside both overlap,
+ * alone idle (the figures of it are corrected).  0 or PRISM_ENOMEM.
  */
 static int fold_breakdown(const struct sim *sm, const struct synth_out *so, struct metrics_iter *it)
 {
