@@ -104,7 +104,9 @@ static struct graph *base(void)
 	return base_with(0);
 }
 
-static struct graph *cut_widen(const struct graph *g, int stats_n, int64_t emb_us, int widen)
+/* g cut into 2 stages, 1F1B; units: the (microbatch, pass) units it has. */
+static struct graph *cut_units(const struct graph *g, int stats_n, int64_t emb_us, int widen,
+			       uint64_t units)
 {
 	struct pipeline_plan pl;
 	struct pipeline_stats ps;
@@ -129,8 +131,13 @@ static struct graph *cut_widen(const struct graph *g, int stats_n, int64_t emb_u
 	}
 	prism_err_clear(&err);
 	assert_int_equal(pipeline_split(g, &pl, &p, &ps, &err), 0);
-	assert_int_equal(ps.units, 2);
+	assert_int_equal(ps.units, units);
 	return p;
+}
+
+static struct graph *cut_widen(const struct graph *g, int stats_n, int64_t emb_us, int widen)
+{
+	return cut_units(g, stats_n, emb_us, widen, 2);
 }
 
 static struct graph *cut(const struct graph *g, int stats_n, int64_t emb_us)
@@ -323,12 +330,177 @@ static void test_own_norm_widened(void **state)
 	graph_free(g);
 }
 
+/* A hand-made step for the event tests: one rank, one step; a host
+ * thread (processor 0, every call 0 us) launches tasks[] in order, each
+ * on the compute stream (1) or the data-parallel stream (2), with
+ * order edges along each processor and the event edges ev[] (by name,
+ * from the recording stream's task to the waiting one). */
+struct ht {
+	const char *name;
+	int stream, layer, phase, mb;
+	int64_t us;
+};
+
+static struct graph *hand(const struct ht *t, int n, const char *const (*ev)[2], int nev)
+{
+	struct gw w;
+	struct graph *g = NULL;
+	struct graph_rank rk;
+	struct graph_proc pr;
+	uint32_t call[32], kern[32], last[3] = {UINT32_MAX, UINT32_MAX, UINT32_MAX};
+	assert_true(n <= 32);
+	assert_int_equal(gw_init(&w), 0);
+	memset(&rk, 0, sizeof(rk));
+	assert_int_equal(gw_rank(&w, &rk), 0);
+	for (int q = 0; q < 3; q++) {
+		memset(&pr, 0, sizeof(pr));
+		pr.gpu = (uint8_t)(q > 0);
+		pr.tid = q;
+		assert_int_equal(gw_proc(&w, &pr, NULL), 0);
+	}
+	for (int i = 0; i < n; i++) {
+		struct gw_node c, k;
+		gw_node_init(&c);
+		c.iter = 0;
+		c.mb = t[i].mb;
+		c.phase = (uint8_t)t[i].phase;
+		c.layer = t[i].layer;
+		k = c;
+		c.proc = 0;
+		c.kind = GN_RUNTIME;
+		c.rtclass = RT_LAUNCH;
+		c.name = gw_intern(&w, "cudaLaunchKernel");
+		c.corr = i + 1;
+		k.proc = (uint32_t)t[i].stream;
+		k.kind = GN_KERNEL;
+		k.dur_ns = t[i].us * US;
+		k.name = gw_intern(&w, t[i].name);
+		k.corr = i + 1;
+		assert_int_equal(gw_launch(&w, &c, &k, &call[i], &kern[i]), 0);
+		if (i)
+			assert_int_equal(gw_edge(&w, call[i - 1], call[i], GE_ORDER), 0);
+		if (last[t[i].stream] != UINT32_MAX)
+			assert_int_equal(gw_edge(&w, last[t[i].stream], kern[i], GE_ORDER), 0);
+		last[t[i].stream] = kern[i];
+	}
+	for (int e = 0; e < nev; e++) {
+		int a = -1, b = -1;
+		for (int i = 0; i < n; i++) {
+			a = strcmp(t[i].name, ev[e][0]) == 0 ? i : a;
+			b = strcmp(t[i].name, ev[e][1]) == 0 ? i : b;
+		}
+		assert_true(a >= 0 && b >= 0);
+		assert_int_equal(gw_edge(&w, kern[a], kern[b], GE_EVENT), 0);
+	}
+	assert_int_equal(gw_finish(&w, NULL, 0, &g), 0);
+	gw_release(&w);
+	return g;
+}
+
+/* FSDP's and ZeRO-3's gathers across units (issue: an FSDP2 trace's cut
+ * was refused as "a dependency cycle").  Two microbatches of two layers;
+ * each unit gathers layer 0's weights first on the DP stream (G..., 5
+ * us) after the compute stream's last task, layer 0's compute waiting
+ * for it: forwards F<layer>_<mb> 10 us, backwards B<layer>_<mb> 20 us.
+ * The base runs f0 b0 f1 b1, so f1's gather waits for B0_0, b0's for
+ * F1_0.  Cut to 1F1B on 2 stages, stage 0 runs f0 f1 b0 b1: f1's gather
+ * waits for what the compute stream of stage 0 had run before f1, F0_0
+ * (B0_0 would come after F0_1, which waits for that gather: the cycle);
+ * b0's waited for stage 1's task and waits for none.  By hand
+ * (transfers 1 us): stage 0 G_f0 [0, 5), F0_0 [5, 15), sent [15, 16);
+ * G_f1 [15, 20), F0_1 [20, 30), sent [30, 31); G_b0 [20, 25), G_b1
+ * [25, 30).  Stage 1 F1_0 [16, 26), B1_0 [26, 46), sent [46, 47); F1_1
+ * [46, 56), B1_1 [56, 76), sent [76, 77).  Stage 0 B0_0 [47, 67), B0_1
+ * [77, 97). */
+static void test_gathers_across_units(void **state)
+{
+	static const struct ht t[] = {
+	    {"G_f0", 2, 0, PH_FORWARD, 0, 5},	{"F0_0", 1, 0, PH_FORWARD, 0, 10},
+	    {"F1_0", 1, 1, PH_FORWARD, 0, 10},	{"G_b0", 2, 0, PH_BACKWARD, 0, 5},
+	    {"B1_0", 1, 1, PH_BACKWARD, 0, 20}, {"B0_0", 1, 0, PH_BACKWARD, 0, 20},
+	    {"G_f1", 2, 0, PH_FORWARD, 1, 5},	{"F0_1", 1, 0, PH_FORWARD, 1, 10},
+	    {"F1_1", 1, 1, PH_FORWARD, 1, 10},	{"G_b1", 2, 0, PH_BACKWARD, 1, 5},
+	    {"B1_1", 1, 1, PH_BACKWARD, 1, 20}, {"B0_1", 1, 0, PH_BACKWARD, 1, 20},
+	};
+	static const char *const ev[][2] = {
+	    {"G_f0", "F0_0"}, {"F1_0", "G_b0"}, {"G_b0", "B0_0"}, {"B0_0", "G_f1"},
+	    {"G_f1", "F0_1"}, {"F1_1", "G_b1"}, {"G_b1", "B0_1"},
+	};
+	struct graph *g = hand(t, 12, ev, 7), *p;
+	struct prism_err err;
+	struct sim_opts o;
+	struct sim *s;
+	(void)state;
+	p = cut_units(g, 0, 0, 0, 4);
+	assert_true(has_edge(p, find(p, "F0_0", 0), find(p, "G_f1", 0), GE_EVENT));
+	assert_false(has_edge(p, find(p, "B0_0", 0), find(p, "G_f1", 0), GE_EVENT));
+	for (uint32_t u = 0; u < p->n_nodes; u++)
+		assert_false(has_edge(p, u, find(p, "G_b0", 0), GE_EVENT));
+	assert_true(has_edge(p, find(p, "G_f0", 0), find(p, "F0_0", 0), GE_EVENT));
+	assert_true(has_edge(p, find(p, "G_b1", 0), find(p, "B0_1", 0), GE_EVENT));
+	assert_int_equal(find(p, "G_f0", 1), UINT32_MAX);
+	sim_opts_default(&o);
+	prism_err_clear(&err);
+	assert_non_null(s = sim_new(p));
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_int_equal(s->start_ns[find(p, "G_f1", 0)], 15 * US);
+	assert_int_equal(s->end_ns[find(p, "F0_1", 0)], 30 * US);
+	assert_int_equal(s->end_ns[find(p, "G_b1", 0)], 30 * US);
+	assert_int_equal(s->end_ns[find(p, "B1_1", 1)], 76 * US);
+	assert_int_equal(s->start_ns[find(p, "B0_0", 0)], 47 * US);
+	assert_int_equal(s->end_ns[find(p, "B0_1", 0)], 97 * US);
+	sim_free(s);
+	graph_free(p);
+	graph_free(g);
+}
+
+/* ZeRO-1/2's gathers of the updated weights: after the optimizer (OPT0,
+ * OPT1 per layer, OPTE outside the layers: on both stages) the DP stream
+ * waits for the compute stream once, before the first gather (AG0), and
+ * gathers each layer's weights (AG0, AG1, 4 us) and the rest's (AGE).
+ * Cut to 2 stages, stage 1 has no AG0: its wait holds back its own first
+ * gather, AG1 (without it AG1 ran at 0, beside the backward).  By hand
+ * (transfers 1 us): stage 1's F1 [11, 21), B1 [21, 41), OPT1 [41, 43),
+ * OPTE [43, 44), AG1 [44, 48), AGE [48, 52). */
+static void test_update_gathers_wait(void **state)
+{
+	static const struct ht t[] = {
+	    {"F0", 1, 0, PH_FORWARD, 0, 10},	  {"F1", 1, 1, PH_FORWARD, 0, 10},
+	    {"B1", 1, 1, PH_BACKWARD, 0, 20},	  {"B0", 1, 0, PH_BACKWARD, 0, 20},
+	    {"OPT0", 1, 0, PH_OPTIMIZER, -1, 2},  {"OPT1", 1, 1, PH_OPTIMIZER, -1, 2},
+	    {"OPTE", 1, -1, PH_OPTIMIZER, -1, 1}, {"AG0", 2, 0, PH_OPTIMIZER, -1, 4},
+	    {"AG1", 2, 1, PH_OPTIMIZER, -1, 4},	  {"AGE", 2, -1, PH_OPTIMIZER, -1, 4},
+	};
+	static const char *const ev[][2] = {{"OPTE", "AG0"}};
+	struct graph *g = hand(t, 10, ev, 1), *p;
+	struct prism_err err;
+	struct sim_opts o;
+	struct sim *s;
+	(void)state;
+	p = cut(g, 0, 0);
+	assert_true(has_edge(p, find(p, "OPTE", 0), find(p, "AG0", 0), GE_EVENT));
+	assert_true(has_edge(p, find(p, "OPTE", 1), find(p, "AG1", 1), GE_EVENT));
+	assert_false(has_edge(p, find(p, "OPTE", 0), find(p, "AGE", 0), GE_EVENT));
+	sim_opts_default(&o);
+	prism_err_clear(&err);
+	assert_non_null(s = sim_new(p));
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	assert_int_equal(s->end_ns[find(p, "OPTE", 1)], 44 * US);
+	assert_int_equal(s->start_ns[find(p, "AG1", 1)], 44 * US);
+	assert_int_equal(s->end_ns[find(p, "AGE", 1)], 52 * US);
+	sim_free(s);
+	graph_free(p);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_stats_across_stages),
 	    cmocka_unit_test(test_embedding_between_ends),
 	    cmocka_unit_test(test_own_norm_widened),
+	    cmocka_unit_test(test_gathers_across_units),
+	    cmocka_unit_test(test_update_gathers_wait),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -83,6 +83,12 @@ struct ps {
 	uint8_t *own;	      /* per base rank and step: the trace's own
 			       * statistics' all-reduces (is_stat) */
 	uint32_t own_iters;
+	/* rerec[q]: base processor q records an event that a task of another
+	 * unit on its stage waits for (cross_unit_event); before[q]: then by
+	 * unit_key, q's last staged task on the stage before that unit in the
+	 * stage's order, + 1 (0: none).  NULL where no edge is such. */
+	uint8_t *rerec;
+	struct imap *before;
 };
 
 static int cmp_byu(const void *a, const void *b)
@@ -166,6 +172,20 @@ static int is_unit(const struct ps *s, uint32_t u)
 	       (s->ph[u] == PH_FORWARD || s->ph[u] == PH_BACKWARD);
 }
 
+/* Event edge u -> v joins two units of one step on one stage: v's stream
+ * waited for what u's had run when the event was recorded, in v's unit,
+ * and the stage runs its units in another order than the base (its
+ * schedule's), so what was run by then is found again on the stage
+ * (rerecorded).  FSDP's and ZeRO-3's first gather of a unit waits for the
+ * compute stream's last task before it: the previous unit's. */
+static int cross_unit_event(const struct ps *s, uint32_t u, uint32_t v, uint8_t kind)
+{
+	const struct graph *g = s->g;
+	return GE_KIND(kind) == GE_EVENT && s->a[u] >= 0 && s->a[u] == s->a[v] && is_unit(s, u) &&
+	       is_unit(s, v) && g->iter[u] == g->iter[v] &&
+	       (s->mbv[u] != s->mbv[v] || s->ph[u] != s->ph[v]);
+}
+
 static int stage_of_layer(const struct ps *s, int32_t l)
 {
 	int k = (int)((int64_t)l * s->pp / s->L);
@@ -226,6 +246,23 @@ static void assign(struct ps *s)
 		else
 			s->a[u] = -1;
 	}
+}
+
+/* The processors whose events are found again (cross_unit_event). */
+static int mark_rerec(struct ps *s)
+{
+	const struct graph *g = s->g;
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
+			if (!cross_unit_event(s, u, g->out_dst[e], g->out_kind[e]))
+				continue;
+			if (!s->rerec &&
+			    (!(s->rerec = prism_calloc(g->n_procs, 1)) ||
+			     !(s->before = prism_calloc(g->n_procs, sizeof(*s->before)))))
+				return oom(s);
+			s->rerec[g->proc[u]] = 1;
+		}
+	return 0;
 }
 
 /* Staged tasks a .. b - 1 (added) go next on their processors. */
@@ -377,6 +414,22 @@ static uint32_t project(const struct ps *s, uint32_t u, int k)
 	uint32_t first = g->procs[g->proc[u]].first;
 	for (uint32_t w = u + 1; w-- > first;) {
 		if (g->iter[w] >= 0 && g->iter[u] >= 0 && g->iter[w] != g->iter[u])
+			return NONE32;
+		if (in_stage(s, w, k))
+			return w;
+	}
+	return NONE32;
+}
+
+/* The first task on base processor q at or after u (same step) that runs
+ * on stage k, or NONE32: where stage k's stream waited for an event, the
+ * wait holds back the first work it has after that point. */
+static uint32_t project_next(const struct ps *s, uint32_t u, int k)
+{
+	const struct graph *g = s->g;
+	uint32_t end = g->procs[g->proc[u]].first + g->procs[g->proc[u]].n;
+	for (uint32_t w = u; w < end; w++) {
+		if (g->iter[w] != g->iter[u])
 			return NONE32;
 		if (in_stage(s, w, k))
 			return w;
@@ -762,6 +815,11 @@ static int emit_units(struct ps *s, uint32_t q, int k, int32_t it, int m, uint32
 		size_t lo = 0, hi = nw;
 		if (ix != IMAP_NONE)
 			ui = s->uis.v[ix];
+		/* What an event recorded in this unit finds run on q. */
+		if (s->rerec && s->rerec[q] &&
+		    imap_put(&s->before[q], unit_key(it, mb, fw, k),
+			     s->seq[np].n ? s->seq[np].v[s->seq[np].n - 1] + 1 : 0, NULL))
+			return oom(s);
 		if (ui.host == q && ((fw && k > 0) || (!fw && k < p->pp - 1)) &&
 		    (rc = transfer(s, r, k, it, mb, fw, &ui, 1)))
 			break;
@@ -831,10 +889,33 @@ static int copy_edges(struct ps *s)
 			if (g->kind[v] == GN_WAIT && g->rtclass[v] == RT_DEVICE_SYNC &&
 			    GE_KIND(kind) == GE_SYNC)
 				continue;
+			if (cross_unit_event(s, u, v, kind)) {
+				/* What the stage had run on u's stream by v's unit. */
+				int k = s->a[v];
+				uint32_t b = imap_get(
+				    &s->before[g->proc[u]],
+				    unit_key(g->iter[v], s->mbv[v], s->ph[v] == PH_FORWARD, k));
+				if (b == IMAP_NONE)
+					b = copy_of(s, u, k) + 1;
+				if (b && gw_edge(&s->w, b - 1, copy_of(s, v, k), kind))
+					return wfail(s);
+				continue;
+			}
 			for (int k = 0; k < s->pp; k++) {
 				uint32_t w = u;
-				if (!in_stage(s, v, k))
+				if (!in_stage(s, v, k)) {
+					/* A wait outside the units (the optimizer's:
+					 * ZeRO's gathers of the updated weights wait
+					 * for the update) holds back the stage's own
+					 * next task on v's stream. */
+					if (GE_KIND(kind) == GE_EVENT && in_stage(s, u, k) &&
+					    !is_unit(s, u) && !is_unit(s, v) && g->iter[v] >= 0 &&
+					    (w = project_next(s, v, k)) != NONE32 &&
+					    gw_edge(&s->w, copy_of(s, u, k), copy_of(s, w, k),
+						    kind))
+						return wfail(s);
 					continue;
+				}
 				if (!in_stage(s, u, k)) {
 					if (s->a[v] >= 0 || GE_KIND(kind) == GE_LAUNCH ||
 					    (w = project(s, u, k)) == NONE32)
@@ -1059,6 +1140,11 @@ static void release(struct ps *s)
 	imap_release(&s->stats);
 	VEC_FREE(s->sr);
 	free(s->own);
+	if (s->before)
+		for (uint32_t q = 0; q < s->g->n_procs; q++)
+			imap_release(&s->before[q]);
+	free(s->before);
+	free(s->rerec);
 	free(s->rank_nprocs);
 	free(s->proc_index);
 	if (s->seq)
@@ -1095,7 +1181,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	}
 	if (!rc) {
 		assign(&s);
-		if (!(rc = stage_copies(&s)))
+		if (!(rc = mark_rerec(&s)) && !(rc = stage_copies(&s)))
 			rc = make_stats(&s);
 	}
 	for (uint32_t q = 0; q < g->n_procs && !rc; q++)

@@ -23,7 +23,14 @@
  * (the transfers carry them); a stage-wide task waiting for another
  * stage's task (the optimizer for the last gradient all-reduce, the
  * closing synchronise for the last kernel) waits instead for the last task
- * of the same stream or thread in its own stage at or before it.  The
+ * of the same stream or thread in its own stage at or before it.  Events
+ * are found again on each stage (what the recording stream had been given
+ * by the record): one waited for in another unit of the same stage comes
+ * from that stream's last task on the stage before the waiting unit in
+ * the stage's order (ZeRO-3's and FSDP's first gather of a unit, after
+ * the compute stream); a wait outside the units whose task is on another
+ * stage holds back the stage's own next task on its stream (ZeRO-1/2's
+ * gathers of the updated weights, after the optimizer).  The
  * data-parallel collectives of stage s form group "PG.s<s>".  Before a
  * step's optimizer (its first optimizer kernel on the compute stream, on
  * each stage) each stage all-reduces the gradient statistics stats_n

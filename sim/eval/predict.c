@@ -948,6 +948,11 @@ static int split_stages(struct edit_job *j, struct graph **cg, struct prism_err 
 
 	if (!splits(a, c))
 		return 0;
+	/* A run description says whose ZeRO/FSDP ran: stages it cannot run
+	 * with (DeepSpeed's ZeRO-2/3) are refused as synth refuses them, by
+	 * the layout's rule, not left to the cut. */
+	if (b->kind == PB_ANNOTATED && (rc = layout_check(&c->m, &c->lay, c->hw, err)))
+		return rc;
 	memset(&pl, 0, sizeof(pl));
 	pl.pp = c->lay.pp;
 	pl.schedule = c->lay.schedule;
