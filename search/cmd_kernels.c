@@ -43,7 +43,9 @@ static const char help[] =
     "timed calls: burst up to 5 ms of busy time, the stream clock from 25 ms,\n"
     "linear between; the rest at the burst clock.  Grouped GEMMs that\n"
     "TransformerEngine runs (general_grouped_gemm) are timed as it runs them:\n"
-    "a GEMM an expert over 4 streams.\n"
+    "a GEMM an expert over 4 streams.  fp8 GEMMs are timed and fitted by\n"
+    "library: DeepGEMM's block-scaled rows with the profile's fp8_blockwise\n"
+    "group (the blockwise recipe's), the others (cuBLASLt's) with fp8's.\n"
     "\n";
 /* The options apart: one literal would pass C99's 4,095 characters. */
 static const char help_opts[] =

@@ -187,8 +187,9 @@ static void test_measured_maxima(void **state)
  * x 1024: MK = KN = 2,097,152, MN = 1,048,576 values, the casts 35,651,584
  * bytes; 4096 x 8192 x 16384: MK = 33,554,432, KN = 134,217,728, MN =
  * 67,108,864, the casts 1,677,721,600 bytes.  Then against the measured
- * speed-ups (0.80x and 1.39x) within 10 %: 0.747x and 1.310x
- * (docs/VALIDATION.md).
+ * speed-ups (0.80x and 1.39x) within 10 %: 0.815x and 1.297x, the fp8
+ * GEMMs cuBLASLt's (torchao's torch._scaled_mm: the profile's fp8 group;
+ * 0.747x and 1.310x with DeepGEMM's before: docs/VALIDATION.md).
  */
 static void test_fp8_linear_rows(void **state)
 {
