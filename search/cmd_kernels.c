@@ -43,7 +43,9 @@ static const char help[] =
     "timed calls: burst up to 5 ms of busy time, the stream clock from 25 ms,\n"
     "linear between; the rest at the burst clock.  Grouped GEMMs that\n"
     "TransformerEngine runs (general_grouped_gemm) are timed as it runs them:\n"
-    "a GEMM an expert over 4 streams.\n"
+    "a GEMM an expert over 4 streams.  fp8 GEMMs are timed and fitted by\n"
+    "library: DeepGEMM's block-scaled rows with the profile's fp8_blockwise\n"
+    "group (the blockwise recipe's), the others (cuBLASLt's) with fp8's.\n"
     "\n";
 /* The options apart: one literal would pass C99's 4,095 characters. */
 static const char help_opts[] =
@@ -192,11 +194,14 @@ static struct prof *find_prof(struct prof *p, int n, const char *name)
 
 /* The parameters a row's fit sets: its dtype's (fp16 rows are timed with
  * bf16's parameters but fit none: no profile's fp16 rows are of a stated
- * SKU), or its memory-bound kind's. */
+ * SKU; a GEMM's by library: blockwise fp8 rows fp8_blockwise's,
+ * kbench_gemm_key), or its memory-bound kind's. */
 static int fit_dtype(const struct kbench_row *r)
 {
 	if (r->cls == KB_MEM || r->cls == KB_MEM_EAGER)
 		return r->mem_kind;
+	if (r->cls == KB_GEMM && r->dtype == HW_FP8 && r->blockwise)
+		return HW_GEMM_FP8_BLOCK;
 	return r->dtype;
 }
 
@@ -240,10 +245,19 @@ static size_t select_rows(const struct kbench *kb, const struct kbench_row *r, c
 	return n;
 }
 
-/* The dtype whose GEMM shape parameters a GEMM group of row r too small
- * to fit its own takes: the family's dtype with the most rows, at least
- * KBENCH_FULL_FIT, source not_src left out (fp16 fits none); -1 if r's
- * group is big enough or none is. */
+/* Row r as a row of GEMM key d (a dtype, or fp8's blockwise group). */
+static struct kbench_row as_key(const struct kbench_row *r, int d)
+{
+	struct kbench_row q = *r;
+	q.dtype = hw_gemm_dtype(d);
+	q.blockwise = d == HW_GEMM_FP8_BLOCK;
+	return q;
+}
+
+/* The GEMM key (a dtype, or fp8's blockwise group) whose shape parameters
+ * a GEMM group of row r too small to fit its own takes: the family's
+ * group with the most rows, at least KBENCH_FULL_FIT, source not_src left
+ * out (fp16 fits none); -1 if r's group is big enough or none is. */
 static int shape_donor(const struct kbench *kb, const struct kbench_row *r, const char *not_src,
 		       size_t *idx)
 {
@@ -251,12 +265,11 @@ static int shape_donor(const struct kbench *kb, const struct kbench_row *r, cons
 	int donor = -1;
 	if (fit_cls(r) != KB_GEMM || select_rows(kb, r, not_src, NULL, idx) >= KBENCH_FULL_FIT)
 		return -1;
-	for (int d = 0; d < HW_NDTYPES; d++) {
-		struct kbench_row q = *r;
+	for (int d = 0; d < HW_GEMM_NKEYS; d++) {
+		struct kbench_row q = as_key(r, d);
 		size_t n;
-		if (d == r->dtype || d == HW_FP16)
+		if (d == fit_dtype(r) || d == HW_FP16)
 			continue;
-		q.dtype = d;
 		if ((n = select_rows(kb, &q, not_src, NULL, idx)) > best) {
 			best = n;
 			donor = d;
@@ -294,8 +307,7 @@ static void fit_group(const struct kbench *kb, const struct kbench_row *r, struc
 	struct prof *sib = shape_sibling(kb, r, p, np, not_src, idx, &clock);
 	size_t n;
 	if (donor >= 0 && fit_donor) {
-		struct kbench_row q = *r;
-		q.dtype = donor;
+		struct kbench_row q = as_key(r, donor);
 		fit_group(kb, &q, p, np, which, not_src, 1, idx, hws);
 	}
 	n = select_rows(kb, r, not_src, NULL, idx);
@@ -305,9 +317,12 @@ static void fit_group(const struct kbench *kb, const struct kbench_row *r, struc
 		if (donor >= 0 || sib) {
 			/* The sibling's as fitted (its rows come first), a
 			 * tile's fixed cost at this GPU's clock. */
-			struct hw_gemm *g = &hws[i]->k.gemm[r->dtype];
-			const struct hw_gemm *s =
-			    donor >= 0 ? &hws[i]->k.gemm[donor] : &sib->fitted.k.gemm[r->dtype];
+			struct hw_gemm *g = &hws[i]->k.gemm[fit_dtype(r)];
+			const struct hw_gemm *s = donor >= 0
+						      ? &hws[i]->k.gemm[donor]
+						      : hw_gemm_of(&sib->fitted, fit_dtype(r));
+			if (!(g->flops > 0)) /* a blockwise group not stated */
+				*g = *hw_gemm_of(hws[i], fit_dtype(r));
 			*g = (struct hw_gemm){g->flops,
 					      s->tile_s / clock,
 					      s->overhead_s,
@@ -354,6 +369,13 @@ static void print_kernels(const struct hw_profile *hw)
 		if (hw->k.gemm_isolated_s[d] > 0)
 			printf("isolated_us = %.3f; ", hw->k.gemm_isolated_s[d] * 1e6);
 		printf("};\n");
+	}
+	if (hw->k.gemm[HW_GEMM_FP8_BLOCK].flops > 0) {
+		const struct hw_gemm *g = &hw->k.gemm[HW_GEMM_FP8_BLOCK];
+		printf("    fp8_blockwise = { tflops = %.1f; tile_us = %.3f; overhead_us = %.3f; "
+		       "tile_eff = [%.3f, %.3f, %.3f]; mem_eff = %.3f; };\n",
+		       g->flops / 1e12, g->tile_s * 1e6, g->overhead_s * 1e6, g->tile_eff[0],
+		       g->tile_eff[1], g->tile_eff[2], g->mem_eff);
 	}
 	printf("  };\n  attention = {\n");
 	for (int d = 0; d < HW_NDTYPES; d++) {

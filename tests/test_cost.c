@@ -21,16 +21,16 @@
 
 #define GiB 1073741824.0
 
-/* The best rate measured on a profile's GPU family for dtype d
- * (../shared/kernels' GEMM rows; bf16 and fp16 together: the same tensor
- * rate), or 0 where none. */
+/* The best rate measured on a profile's GPU family for GEMM key d (a
+ * dtype, or fp8's blockwise group: ../shared/kernels' GEMM rows of that
+ * library, kbench_gemm_key; bf16 and fp16 together: the same tensor rate),
+ * or 0 where none. */
 static double best_measured(const struct kbench *kb, const char *profile, int d)
 {
 	double best = 0;
 	for (size_t i = 0; i < kb->n; i++) {
 		const struct kbench_row *r = &kb->rows[i];
-		int same = r->dtype == d || ((d == HW_BF16 || d == HW_FP16) &&
-					     (r->dtype == HW_BF16 || r->dtype == HW_FP16));
+		int same = kbench_gemm_key(r) == (d == HW_FP16 ? HW_BF16 : d);
 		if (r->cls == KB_GEMM && same &&
 		    !strcmp(kbench_family(r->profile), kbench_family(profile)) &&
 		    kbench_rate(r) > best)
@@ -77,10 +77,11 @@ static void test_measured_maxima(void **state)
 		assert_int_equal(hw_load(path, &hw, &err), 0);
 		hw.clock = 1; /* burst: what the measurements ran at */
 		profiles++;
-		for (int d = 0; d < HW_NDTYPES; d++) {
+		for (int d = 0; d < HW_GEMM_NKEYS; d++) {
 			double bound = 0, scale = 1, peak = hw.k.gemm[d].flops;
 			const char *at = name;
-			if (!(hw.peak_flops[d] > 0) || !(peak > 0))
+			/* (a blockwise group not stated: fp8's, checked as such) */
+			if (!(hw.peak_flops[hw_gemm_dtype(d)] > 0) || !(peak > 0))
 				continue;
 			while (at && !(bound = best_measured(&kb, at, d))) {
 				struct hw_profile sib;
@@ -91,15 +92,18 @@ static void test_measured_maxima(void **state)
 				snprintf(sp, sizeof(sp), PRISM_SOURCE_DIR "/configs/hw/%s.cfg",
 					 next);
 				assert_int_equal(hw_load(sp, &sib, &err), 0);
-				if (!(sib.peak_flops[d] > 0))
+				if (!(sib.peak_flops[hw_gemm_dtype(d)] > 0))
 					break;
-				scale = hw.peak_flops[d] / sib.peak_flops[d];
+				scale = hw.peak_flops[hw_gemm_dtype(d)] /
+					sib.peak_flops[hw_gemm_dtype(d)];
 				at = next;
 			}
 			if (!(bound > 0)) {
 				print_message("%s %s: no measured GEMM row of its GPU or sibling: "
 					      "not checked\n",
-					      name, hw_dtype_name(d));
+					      name,
+					      d == HW_GEMM_FP8_BLOCK ? "fp8_blockwise"
+								     : hw_dtype_name(d));
 				continue;
 			}
 			bound *= scale;
@@ -107,7 +111,10 @@ static void test_measured_maxima(void **state)
 			if (peak > bound * (1 + 1e-4)) {
 				print_error("%s %s: achievable peak %.1f TFLOP/s above the best "
 					    "measured shape's %.1f (of %s)\n",
-					    name, hw_dtype_name(d), peak / 1e12, bound / 1e12, at);
+					    name,
+					    d == HW_GEMM_FP8_BLOCK ? "fp8_blockwise"
+								   : hw_dtype_name(d),
+					    peak / 1e12, bound / 1e12, at);
 				fail();
 			}
 			for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
@@ -180,8 +187,9 @@ static void test_measured_maxima(void **state)
  * x 1024: MK = KN = 2,097,152, MN = 1,048,576 values, the casts 35,651,584
  * bytes; 4096 x 8192 x 16384: MK = 33,554,432, KN = 134,217,728, MN =
  * 67,108,864, the casts 1,677,721,600 bytes.  Then against the measured
- * speed-ups (0.80x and 1.39x) within 10 %: 0.747x and 1.310x
- * (docs/VALIDATION.md).
+ * speed-ups (0.80x and 1.39x) within 10 %: 0.815x and 1.297x, the fp8
+ * GEMMs cuBLASLt's (torchao's torch._scaled_mm: the profile's fp8 group;
+ * 0.747x and 1.310x with DeepGEMM's before: docs/VALIDATION.md).
  */
 static void test_fp8_linear_rows(void **state)
 {
@@ -298,8 +306,57 @@ static void test_profiles_load(void **state)
 	 * not stated, reads the step's. */
 	assert_rel_close(hw_stream(&hw, HW_BF16), 0.872, 1e-15);
 	assert_rel_close(hw_stream(&hw, HW_FP16), 0.872, 1e-15);
-	assert_rel_close(hw_stream(&hw, HW_FP8), 0.928, 1e-15);
+	assert_rel_close(hw_stream(&hw, HW_FP8), 0.950, 1e-15);
 	assert_rel_close(hw_stream(&hw, HW_TF32), 0.91, 1e-15);
+	/* fp8 GEMMs by library: cuBLASLt's group and DeepGEMM's blockwise. */
+	assert_rel_close(hw.k.gemm[HW_FP8].flops, 1401.1e12, 1e-12);
+	assert_rel_close(hw.k.gemm[HW_FP8].tile_s, 1.577e-6, 1e-12);
+	assert_rel_close(hw_gemm_of(&hw, HW_GEMM_FP8_BLOCK)->flops, 1480.0e12, 1e-12);
+	assert_rel_close(hw_gemm_of(&hw, HW_GEMM_FP8_BLOCK)->tile_s, 3.447e-6, 1e-12);
+}
+
+/*
+ * fp8 GEMMs by library (kperf_gemm_key; docs/MODEL.md, "Kernel
+ * efficiency"): the blockwise recipe's GEMMs take the profile's
+ * fp8_blockwise group, every other recipe fp8's, and a profile without
+ * the group fp8's for all.  One SM, every tile at the group's rate, no
+ * tile cost, memory out of the way: 4096^3 (137.439 GFLOP) takes FLOPs /
+ * peak + the kernel's cost -- fp8 at 1000 TFLOP/s and 1 us: 138.439 us;
+ * blockwise at 500 and 2 us: 276.878 us.  The bound takes the faster
+ * group's peak whatever the recipe.
+ */
+static void test_fp8_library(void **state)
+{
+	struct hw_profile g;
+	double f = 2 * 4096.0 * 4096 * 4096;
+	(void)state;
+	memset(&g, 0, sizeof(g));
+	g.peak_flops[HW_FP8] = 2000e12;
+	g.clock = 1;
+	g.k.sms = 1;
+	g.hbm_Bps = 1e18;
+	g.k.gemm[HW_FP8] = (struct hw_gemm){1000e12, 0, 1e-6, {1, 1, 1}, 1};
+	g.k.gemm[HW_GEMM_FP8_BLOCK] = (struct hw_gemm){500e12, 0, 2e-6, {1, 1, 1}, 1};
+	assert_int_equal(kperf_gemm_key(HW_FP8, LAYOUT_FP8_BLOCKWISE), HW_GEMM_FP8_BLOCK);
+	assert_int_equal(kperf_gemm_key(HW_FP8, LAYOUT_FP8_DELAYED), HW_FP8);
+	assert_int_equal(kperf_gemm_key(HW_FP8, LAYOUT_FP8_CURRENT), HW_FP8);
+	assert_int_equal(kperf_gemm_key(HW_FP8, LAYOUT_FP8_MXFP8), HW_FP8);
+	assert_int_equal(kperf_gemm_key(HW_BF16, LAYOUT_FP8_BLOCKWISE), HW_BF16);
+	assert_rel_close(kperf_gemm_s(&g, HW_FP8, 1, 4096, 4096, 4096), 138.438953472e-6, 1e-9);
+	assert_rel_close(kperf_gemm_s(&g, HW_GEMM_FP8_BLOCK, 1, 4096, 4096, 4096), 276.877906944e-6,
+			 1e-9);
+	assert_rel_close(kperf_gemm_min_s(&g, HW_FP8, f), f / 1000e12, 1e-12);
+	assert_rel_close(kperf_gemm_min_s(&g, HW_GEMM_FP8_BLOCK, f), f / 500e12, 1e-12);
+	g.k.gemm[HW_GEMM_FP8_BLOCK].flops = 2000e12; /* the bound follows the faster */
+	assert_rel_close(kperf_gemm_min_s(&g, HW_FP8, f), f / 2000e12, 1e-12);
+	assert_rel_close(kperf_gemm_s(&g, HW_GEMM_FP8_BLOCK, 1, 4096, 4096, 4096), 70.719476736e-6,
+			 1e-9);
+	/* not stated: fp8's, the memo keyed on the group read */
+	g.k.gemm[HW_GEMM_FP8_BLOCK].flops = 0;
+	assert_rel_close(kperf_gemm_s(&g, HW_GEMM_FP8_BLOCK, 1, 4096, 4096, 4096), 138.438953472e-6,
+			 1e-9);
+	assert_true(hw_gemm_of(&g, HW_GEMM_FP8_BLOCK) == &g.k.gemm[HW_FP8]);
+	assert_int_equal(hw_gemm_dtype(HW_GEMM_FP8_BLOCK), HW_FP8);
 }
 
 static void expect_load_error(const char *text, const char *want_suffix)
@@ -440,6 +497,11 @@ static void test_profile_limits(void **state)
 	     ":8: 'gpu.host_d2h_GBps' must be a number in 0.1..100000, not 0"},
 	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; host_d2h_GBps = 55.0;",
 	     ":8: 'gpu.host_link' is missing: a host link's bandwidth needs its kind"},
+	    /* fp8's blockwise GEMM group needs an fp8 peak */
+	    {"network_latency_us = 5.0;\n};\n",
+	     "network_latency_us = 5.0;\n};\n"
+	     "kernels = { gemm = { fp8_blockwise = { tflops = 1.0; }; }; };\n",
+	     ":17: 'kernels.gemm.fp8_blockwise' on a GPU without an fp8 peak"},
 	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; stream = { bf16 = 1.5; };",
 	     ":8: 'stream.bf16' must be a number in 0.25..1, not 1.5"},
 	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; stream = { int8 = 0.9; };",
@@ -2577,6 +2639,7 @@ int main(void)
 	    cmocka_unit_test(test_grouped_gemm),
 	    cmocka_unit_test(test_cdna_tiles),
 	    cmocka_unit_test(test_measured_maxima),
+	    cmocka_unit_test(test_fp8_library),
 	    cmocka_unit_test(test_fp8_linear_rows),
 	    cmocka_unit_test(test_mem_floor),
 	    cmocka_unit_test(test_mem_bytes),

@@ -658,7 +658,7 @@ static void test_pipeline_bubble(void **state)
  */
 /* test_fp8_layer's GPU: one SM, GEMMs at 500 TFLOP/s in bf16, 1000 in
  * fp8 and 2000 in fp4, attention at 500, memory-bound kernels at 2 TB/s,
- * no per-tile or per-kernel cost. */
+ * no per-tile or per-kernel cost; fp8's blockwise GEMMs at fp8's rate. */
 static void fp8_gpu(struct hw_profile *g)
 {
 	*g = hw;
@@ -667,6 +667,7 @@ static void fp8_gpu(struct hw_profile *g)
 	g->hbm_Bps = 2e12;
 	g->k.gemm[HW_BF16] = (struct hw_gemm){500e12, 0, 0, {1, 1, 1}, 1};
 	g->k.gemm[HW_FP8] = (struct hw_gemm){1000e12, 0, 0, {1, 1, 1}, 1};
+	g->k.gemm[HW_GEMM_FP8_BLOCK] = g->k.gemm[HW_FP8]; /* one rate for every recipe */
 	g->k.gemm[HW_FP4] = (struct hw_gemm){2000e12, 0, 0, {1, 1, 1}, 1};
 	g->peak_flops[HW_FP4] = 2000e12;
 	g->k.attn[HW_BF16] = (struct hw_attn){{500e12, 500e12}, {0, 0}, 0, 1, 1};

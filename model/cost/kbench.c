@@ -389,6 +389,7 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	r.grouped = strstr(col(h, f, nf, "implementation"), "general_grouped_gemm") != NULL;
 	r.waves = strstr(col(h, f, nf, "implementation"), "XLA") ||
 		  strstr(col(h, f, nf, "implementation"), "DeepGEMM");
+	r.blockwise = strstr(col(h, f, nf, "implementation"), "DeepGEMM") != NULL;
 	/* C += A B, as the row states it (SimuMax's TransformerEngine keys
 	 * accumulate=True into the main gradient), or a DeepGEMM
 	 * weight-gradient kernel: "Results will be accumulated into the
@@ -1011,16 +1012,23 @@ static double flat(const struct hw_profile *hw, const struct kbench_row *r)
 	}
 }
 
+int kbench_gemm_key(const struct kbench_row *r)
+{
+	if (r->dtype == HW_FP8 && r->blockwise)
+		return HW_GEMM_FP8_BLOCK;
+	return r->dtype == HW_FP16 ? HW_BF16 : r->dtype;
+}
+
 static double gemm_time(const struct hw_profile *hw, const struct kbench_row *r)
 {
-	int sched = r->waves ? HW_SCHED_WAVES : hw->k.sched;
+	int sched = r->waves ? HW_SCHED_WAVES : hw->k.sched, key = kbench_gemm_key(r);
 	if (r->best_square) {
 		/* The best TFLOP/s over the source's square sizes, as a time
 		 * of 4096^3. */
 		double best = 0, x = 256;
 		for (int i = 0; r->n_sq ? i < r->n_sq : x <= r->sq_max * 1.001; i++) {
 			double s = r->n_sq ? r->sq_set[i] : floor(x / 8) * 8;
-			double t = kperf_gemm_plan_sched(hw, r->dtype, 1, s, s, s, sched, NULL);
+			double t = kperf_gemm_plan_sched(hw, key, 1, s, s, s, sched, NULL);
 			double tf = t > 0 ? 2 * s * s * s / t : 0;
 			if (tf > best)
 				best = tf;
@@ -1029,8 +1037,8 @@ static double gemm_time(const struct hw_profile *hw, const struct kbench_row *r)
 		return best > 0 ? 2 * 4096.0 * 4096 * 4096 / best : 0;
 	}
 	if (r->grouped)
-		return kperf_grouped_s(hw, r->dtype, r->b, r->m, r->n, r->k);
-	return kperf_gemm_plan_sched(hw, r->dtype, r->b, r->m, r->n, r->k, sched, NULL);
+		return kperf_grouped_s(hw, key, r->b, r->m, r->n, r->k);
+	return kperf_gemm_plan_sched(hw, key, r->b, r->m, r->n, r->k, sched, NULL);
 }
 
 /*
@@ -1142,8 +1150,9 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *row,
 	q.dtype = key_dtype(q.dtype);
 	switch (r->cls) {
 	case KB_GEMM:
-		return gemm_time(hw, r) +
-		       (r->timing == KB_TIME_ISOLATED ? hw->k.gemm_isolated_s[r->dtype] : 0);
+		return gemm_time(hw, r) + (r->timing == KB_TIME_ISOLATED
+					       ? hw->k.gemm_isolated_s[kbench_gemm_key(r)]
+					       : 0);
 	case KB_ATTN_FWD:
 	case KB_ATTN_BWD:
 		return kperf_attn_win_s(hw, r->dtype, r->cls == KB_ATTN_BWD, r->b, r->heads, r->sq,
@@ -1199,7 +1208,7 @@ static void apply(const struct fitctx *c, const double *x)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		struct hw_profile *hw = c->hws[i];
-		double pk = hw->peak_flops[c->dtype];
+		double pk = hw->peak_flops[c->cls == KB_GEMM ? hw_gemm_dtype(c->dtype) : c->dtype];
 		if (c->cls == KB_GEMM) {
 			struct hw_gemm *g = &hw->k.gemm[c->dtype];
 			if (c->floor) {
@@ -1517,6 +1526,10 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 	if (!n)
 		return 0;
 	gsl_set_error_handler_off();
+	/* fp8's blockwise group from fp8's where a profile states none */
+	for (size_t i = 0; cls == KB_GEMM && i < n; i++)
+		if (!(hws[i]->k.gemm[dtype].flops > 0))
+			hws[i]->k.gemm[dtype] = *hw_gemm_of(hws[i], dtype);
 	if (cls == KB_GEMM) {
 		size_t nd = 0, niso = 0;
 		for (size_t i = 0; i < n; i++) {
@@ -1547,7 +1560,7 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 	}
 	if (cls == KB_GEMM) {
 		const struct hw_gemm *g = &hws[0]->k.gemm[dtype];
-		double pk = hws[0]->peak_flops[dtype];
+		double pk = hws[0]->peak_flops[hw_gemm_dtype(dtype)];
 		if (!(pk > 0))
 			return 0;
 		/* The achievable peak is at most the best rate measured

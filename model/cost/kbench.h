@@ -65,6 +65,12 @@ struct kbench_row {
 	int waves;		  /* GEMM timed by a library that runs its tiles
 				   * in waves, whatever the profile's schedule
 				   * (XLA's choice of kernel, DeepGEMM) */
+	int blockwise;		  /* an fp8 GEMM with DeepGEMM's 128 x 128 block
+				   * scaling: timed and fitted with the
+				   * profile's fp8_blockwise group (hw.h), the
+				   * other fp8 rows (cuBLASLt's per-tensor
+				   * kernels: torch._scaled_mm, Transformer
+				   * Engine) with fp8's */
 	int grouped;		  /* a grouped GEMM as TransformerEngine runs it
 				   * (general_grouped_gemm: b GEMMs over 4
 				   * streams), timed by kperf_grouped_s */
@@ -199,6 +205,10 @@ const char *kbench_sibling(const char *profile, double *clock);
  * 70 % of HBM + 3 us, no clock), for comparison. */
 double kbench_predict(const struct hw_profile *hw, const struct kbench_row *r, int flat);
 
+/* The GEMM key (hw.h) a GEMM row is timed and fitted with: its dtype's
+ * (fp16: bf16's), or HW_GEMM_FP8_BLOCK for a blockwise row. */
+int kbench_gemm_key(const struct kbench_row *r);
+
 /* A GEMM row's measured rate, FLOP/s (2 b m n k / time; a best-square
  * summary's best), at whatever clock it ran; 0 for other classes. */
 double kbench_rate(const struct kbench_row *r);
@@ -208,7 +218,9 @@ double kbench_rate(const struct kbench_row *r);
 #define KBENCH_FULL_FIT 20
 
 /* Fit hw's parameters for the rows rows[idx[0..n)] (all of one family):
- * GEMM parameters of dtype `dtype` (cls KB_GEMM), attention parameters of
+ * GEMM parameters of GEMM key `dtype` (cls KB_GEMM: a dtype, or
+ * HW_GEMM_FP8_BLOCK, which starts from fp8's where the profile states
+ * none), attention parameters of
  * dtype (cls KB_ATTN_FWD: forward, backward and both rows), or the
  * memory-bound kind `dtype` (cls KB_MEM).  Minimises the mean squared log
  * error (GSL Nelder-Mead; memory-bound: a weighted least-squares line).

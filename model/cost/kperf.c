@@ -81,9 +81,9 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 
 	if (plan)
 		*plan = pl;
-	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0)
+	if (dtype < 0 || dtype >= HW_GEMM_NKEYS || hw->peak_flops[hw_gemm_dtype(dtype)] <= 0)
 		return 0;
-	g = &hw->k.gemm[dtype];
+	g = hw_gemm_of(hw, dtype);
 	if (!(g->flops > 0) || !(m > 0) || !(n > 0) || !(k > 0) || !(b > 0))
 		return 0;
 	S = sms(hw);
@@ -146,7 +146,7 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 			}
 		}
 	}
-	es = kperf_elem_bytes(dtype);
+	es = kperf_elem_bytes(hw_gemm_dtype(dtype));
 	out_b = dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;
 	mem = b * (es * (m * k + k * n) + out_b * m * n) /
 	      (hw->hbm_Bps * (g->mem_eff > 0 ? g->mem_eff : 1));
@@ -205,10 +205,10 @@ static int same_machine(const struct memo_machine *a, const struct hw_profile *h
 			int sched)
 {
 	return a->dtype == dtype && a->sched == sched && a->tiles == hw->k.tiles &&
-	       a->sms == hw->k.sms && a->peak == (hw->peak_flops[dtype] > 0) &&
+	       a->sms == hw->k.sms && a->peak == (hw->peak_flops[hw_gemm_dtype(dtype)] > 0) &&
 	       memcmp(&a->clock, &hw->clock, sizeof(a->clock)) == 0 &&
 	       memcmp(&a->hbm_Bps, &hw->hbm_Bps, sizeof(a->hbm_Bps)) == 0 &&
-	       memcmp(&a->g, &hw->k.gemm[dtype], sizeof(a->g)) == 0;
+	       memcmp(&a->g, hw_gemm_of(hw, dtype), sizeof(a->g)) == 0;
 }
 
 /* The index of hw's machine for dtype and sched in the memo (added where
@@ -225,14 +225,14 @@ static int memo_machine(const struct hw_profile *hw, int dtype, int sched)
 	if (memo.nmachines == KPERF_MEMO_MACHINES)
 		return -1;
 	x = &memo.machine[memo.nmachines];
-	x->g = hw->k.gemm[dtype];
+	x->g = *hw_gemm_of(hw, dtype);
 	x->clock = hw->clock;
 	x->hbm_Bps = hw->hbm_Bps;
 	x->dtype = dtype;
 	x->sched = sched;
 	x->tiles = hw->k.tiles;
 	x->sms = hw->k.sms;
-	x->peak = hw->peak_flops[dtype] > 0;
+	x->peak = hw->peak_flops[hw_gemm_dtype(dtype)] > 0;
 	return memo.last = memo.nmachines++;
 }
 
@@ -258,7 +258,7 @@ double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, 
 	uint64_t h;
 	struct memo_slot *s;
 
-	if (dtype < 0 || dtype >= HW_NDTYPES || (mi = memo_machine(hw, dtype, sched)) < 0)
+	if (dtype < 0 || dtype >= HW_GEMM_NKEYS || (mi = memo_machine(hw, dtype, sched)) < 0)
 		return kperf_gemm_plan_sched(hw, dtype, b, m, n, k, sched, NULL);
 	h = memo_mix(memo_mix(memo_mix(memo_mix((uint64_t)mi, b), m), n), k);
 	s = &memo.slot[h & (KPERF_MEMO_SLOTS - 1)];
@@ -290,10 +290,20 @@ double kperf_grouped_s(const struct hw_profile *hw, int dtype, double groups, do
 
 double kperf_gemm_min_s(const struct hw_profile *hw, int dtype, double flops)
 {
-	if (dtype < 0 || dtype >= HW_NDTYPES || hw->peak_flops[dtype] <= 0 ||
-	    !(hw->k.gemm[dtype].flops > 0))
+	double p;
+	if (dtype < 0 || dtype >= HW_GEMM_NKEYS || hw->peak_flops[hw_gemm_dtype(dtype)] <= 0 ||
+	    !((p = hw_gemm_of(hw, dtype)->flops) > 0))
 		return 0;
-	return flops / (hw->k.gemm[dtype].flops * hw_clock(hw));
+	/* fp8: the faster of its libraries' peaks, a bound whatever the
+	 * recipe (kperf_gemm_key). */
+	if (dtype == HW_FP8 && hw_gemm_of(hw, HW_GEMM_FP8_BLOCK)->flops > p)
+		p = hw_gemm_of(hw, HW_GEMM_FP8_BLOCK)->flops;
+	return flops / (p * hw_clock(hw));
+}
+
+int kperf_gemm_key(int dtype, int recipe)
+{
+	return dtype == HW_FP8 && recipe == LAYOUT_FP8_BLOCKWISE ? HW_GEMM_FP8_BLOCK : dtype;
 }
 
 double kperf_attn_flops(int pass, double b, double heads, double sq, double skv, double d,

@@ -62,9 +62,17 @@
 
 #include "hw.h"
 
+/* The GEMM key (hw.h) a GEMM in dtype runs under an fp8 recipe (enum
+ * layout_fp8_recipe), as the frameworks run them (docs/MODEL.md, "Kernel
+ * efficiency": fp8 GEMMs by library): blockwise's 128 x 128 block-scaled
+ * fp8 GEMMs HW_GEMM_FP8_BLOCK; every other fp8 recipe (delayed and current
+ * per-tensor: cuBLASLt's per-tensor-scaled kernels; mxfp8: cuBLASLt's
+ * block-scaled ones on Blackwell) and every other dtype its dtype. */
+int kperf_gemm_key(int dtype, int recipe);
+
 /* Seconds of a GEMM of batch b, M x K times K x N, in dtype (enum
- * hw_dtype; its operands' element size: 4, 2, 1 or 0.5 bytes, the output
- * in bf16 or fp32).  0 where hw has no peak for dtype.  Remembered per
+ * hw_dtype, or a GEMM key: kperf_gemm_key; its operands' element size: 4,
+ * 2, 1 or 0.5 bytes, the output in bf16 or fp32).  0 where hw has no peak for dtype.  Remembered per
  * thread, keyed on the shape and every field of hw the tile search reads
  * (kperf.c): the same answer as kperf_gemm_plan_sched's, bit for bit. */
 double kperf_gemm_s(const struct hw_profile *hw, int dtype, double b, double m, double n, double k);
@@ -104,7 +112,8 @@ double kperf_grouped_s(const struct hw_profile *hw, int dtype, double groups, do
 		       double k);
 
 /* What no GEMM doing `flops` in dtype can beat: flops at the achievable
- * peak times the profile's clock (0 without one). */
+ * peak times the profile's clock (0 without one); fp8's the faster of its
+ * two groups' (whatever library a recipe runs). */
 double kperf_gemm_min_s(const struct hw_profile *hw, int dtype, double flops);
 
 /* Seconds of fused attention: pass 0 forward, 1 backward; batch b, heads

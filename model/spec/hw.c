@@ -21,6 +21,18 @@ const char *hw_dtype_name(int dtype)
 	return dtype >= 0 && dtype < HW_NDTYPES ? dtype_names[dtype] : "?";
 }
 
+int hw_gemm_dtype(int key)
+{
+	return key == HW_GEMM_FP8_BLOCK ? HW_FP8 : key;
+}
+
+const struct hw_gemm *hw_gemm_of(const struct hw_profile *hw, int key)
+{
+	if (key == HW_GEMM_FP8_BLOCK && !(hw->k.gemm[key].flops > 0))
+		key = HW_FP8;
+	return &hw->k.gemm[key];
+}
+
 double hw_net_Bps_per_gpu(const struct hw_profile *hw)
 {
 	return hw->gpus_per_node > 0 ? hw->nics_per_node * hw->nic_Bps / hw->gpus_per_node : 0;
@@ -186,6 +198,9 @@ void hw_kernels_default(struct hw_profile *hw)
 		a->d64 = HW_ATTN_D64_PRIOR;
 		a->d256 = HW_ATTN_D256_PRIOR;
 	}
+	/* fp8's blockwise group: not stated (hw_gemm_of reads fp8's) */
+	memset(&k->gemm[HW_GEMM_FP8_BLOCK], 0, sizeof(k->gemm[HW_GEMM_FP8_BLOCK]));
+	k->gemm_isolated_s[HW_GEMM_FP8_BLOCK] = 0;
 	for (int m = 0; m < HW_MEM_NKINDS; m++) {
 		k->mem_eff[m] = mem_eff[m];
 		k->mem_overhead_s[m] = 2e-6;
@@ -215,6 +230,44 @@ void hw_kernels_complete(struct hw_profile *hw, const int gemm_given[HW_NDTYPES]
 			k->attn[d].flops[1] = k->attn[HW_BF16].flops[1] * r;
 		}
 	}
+}
+
+/* One GEMM group of kernels.gemm (x, named `name`: a dtype, or
+ * fp8_blockwise) into *ge and its isolated_us into *iso, each setting
+ * where stated; peaks up to pk TFLOP/s (the datasheet's). */
+static int load_gemm(const char *path, const config_t *cf, config_setting_t *k, config_setting_t *x,
+		     const char *name, double pk, struct hw_gemm *ge, double *iso,
+		     struct prism_err *err)
+{
+	config_setting_t *te = config_setting_lookup(x, "tile_eff");
+	char sub[48];
+	int rc;
+	snprintf(sub, sizeof(sub), "gemm.%s", name);
+	if ((rc = opt(path, cf, k, sub, "tflops", 0.001, pk > 0 ? pk : 1e6, 1e12, &ge->flops,
+		      err)) ||
+	    (rc = opt(path, cf, k, sub, "tile_us", 0, 1000, 1e-6, &ge->tile_s, err)) ||
+	    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6, &ge->overhead_s, err)) ||
+	    (rc = opt(path, cf, k, sub, "isolated_us", 0, 1000, 1e-6, iso, err)) ||
+	    (rc = opt(path, cf, k, sub, "mem_eff", 0.01, 1, 1, &ge->mem_eff, err)))
+		return rc;
+	if (te && (config_setting_length(te) != 3 || !config_setting_is_aggregate(te)))
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 "
+				     "numbers in 0.01..1",
+				     path, config_setting_source_line(te), name);
+	for (int i = 0; te && i < 3; i++) {
+		config_setting_t *e = config_setting_get_elem(te, (unsigned)i);
+		double f = config_setting_type(e) == CONFIG_TYPE_INT ? config_setting_get_int(e)
+								     : config_setting_get_float(e);
+		if (!(f >= 0.01 && f <= 1))
+			return prism_err_set(
+			    err, PRISM_EFORMAT,
+			    "%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 numbers "
+			    "in 0.01..1",
+			    path, config_setting_source_line(te), name);
+		ge->tile_eff[i] = f;
+	}
+	return 0;
 }
 
 /* The optional `kernels` group (kperf.h): per-GPU kernel efficiency.
@@ -253,39 +306,10 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 		double pk = hw->peak_flops[d] / 1e12;
 		char sub[48];
 		if (x) {
-			config_setting_t *te = config_setting_lookup(x, "tile_eff");
 			gemm_given[d] = 1;
-			snprintf(sub, sizeof(sub), "gemm.%s", dtype_names[d]);
-			if ((rc = opt(path, cf, k, sub, "tflops", 0.001, pk > 0 ? pk : 1e6, 1e12,
-				      &ge->flops, err)) ||
-			    (rc = opt(path, cf, k, sub, "tile_us", 0, 1000, 1e-6, &ge->tile_s,
-				      err)) ||
-			    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6,
-				      &ge->overhead_s, err)) ||
-			    (rc = opt(path, cf, k, sub, "isolated_us", 0, 1000, 1e-6,
-				      &hw->k.gemm_isolated_s[d], err)) ||
-			    (rc = opt(path, cf, k, sub, "mem_eff", 0.01, 1, 1, &ge->mem_eff, err)))
+			if ((rc = load_gemm(path, cf, k, x, dtype_names[d], pk, ge,
+					    &hw->k.gemm_isolated_s[d], err)))
 				return rc;
-			if (te &&
-			    (config_setting_length(te) != 3 || !config_setting_is_aggregate(te)))
-				return prism_err_set(
-				    err, PRISM_EFORMAT,
-				    "%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 "
-				    "numbers in 0.01..1",
-				    path, config_setting_source_line(te), dtype_names[d]);
-			for (int i = 0; te && i < 3; i++) {
-				config_setting_t *e = config_setting_get_elem(te, (unsigned)i);
-				double f = config_setting_type(e) == CONFIG_TYPE_INT
-					       ? config_setting_get_int(e)
-					       : config_setting_get_float(e);
-				if (!(f >= 0.01 && f <= 1))
-					return prism_err_set(
-					    err, PRISM_EFORMAT,
-					    "%s:%d: 'kernels.gemm.%s.tile_eff' must list 3 numbers "
-					    "in 0.01..1",
-					    path, config_setting_source_line(te), dtype_names[d]);
-				ge->tile_eff[i] = f;
-			}
 		}
 		if (y) {
 			attn_given[d] = 1;
@@ -318,6 +342,24 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 			return rc;
 	}
 	hw_kernels_complete(hw, gemm_given, attn_given);
+	/* fp8's blockwise group (hw.h): fp8's, with what it states. */
+	{
+		config_setting_t *x = g ? config_setting_lookup(g, "fp8_blockwise") : NULL;
+		if (x && !(hw->peak_flops[HW_FP8] > 0))
+			return prism_err_set(err, PRISM_EFORMAT,
+					     "%s:%d: 'kernels.gemm.fp8_blockwise' on a GPU "
+					     "without an fp8 peak",
+					     path, config_setting_source_line(x));
+		if (x) {
+			hw->k.gemm[HW_GEMM_FP8_BLOCK] = hw->k.gemm[HW_FP8];
+			hw->k.gemm_isolated_s[HW_GEMM_FP8_BLOCK] = hw->k.gemm_isolated_s[HW_FP8];
+			if ((rc = load_gemm(path, cf, k, x, "fp8_blockwise",
+					    hw->peak_flops[HW_FP8] / 1e12,
+					    &hw->k.gemm[HW_GEMM_FP8_BLOCK],
+					    &hw->k.gemm_isolated_s[HW_GEMM_FP8_BLOCK], err)))
+				return rc;
+		}
+	}
 	return 0;
 }
 

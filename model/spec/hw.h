@@ -42,6 +42,19 @@ int hw_host_link_parse(const char *s);
 
 enum hw_mem_kind { HW_MEM_ELEMENTWISE, HW_MEM_NORM, HW_MEM_REDUCTION, HW_MEM_NKINDS };
 
+/*
+ * A GEMM's parameter group (hw_kernels.gemm) is its dtype's, or for fp8 the
+ * library's that the precision recipe runs (kperf_gemm_key, docs/MODEL.md
+ * "Kernel efficiency": fp8 GEMMs by library): `gemm.fp8` is cuBLASLt's
+ * per-tensor-scaled kernels (Transformer Engine's delayed and current
+ * recipes, torch._scaled_mm, torchao; on Blackwell also the MXFP8 and
+ * NVFP4 block-scaled ones), `gemm.fp8_blockwise` the 128 x 128
+ * block-scaled kernels of the blockwise recipe on Hopper, fitted on
+ * DeepGEMM's rows.  A profile that states no fp8_blockwise group (flops 0
+ * here) times those GEMMs with fp8's (hw_gemm_of).
+ */
+enum { HW_GEMM_FP8_BLOCK = HW_NDTYPES, HW_GEMM_NKEYS };
+
 struct hw_gemm {
 	double flops;	    /* the achievable peak (MAMF-like): what the largest
 			     * tile reaches on a full wave */
@@ -72,10 +85,10 @@ enum hw_tiles { HW_TILES_SM80, HW_TILES_SM90, HW_TILES_CDNA };
 enum hw_sched { HW_SCHED_WAVES, HW_SCHED_STREAMK };
 
 struct hw_kernels {
-	int sms;   /* streaming multiprocessors */
-	int tiles; /* enum hw_tiles: the profile's kernels.gemm_tiles */
-	int sched; /* enum hw_sched: kernels.gemm_schedule */
-	struct hw_gemm gemm[HW_NDTYPES];
+	int sms;			    /* streaming multiprocessors */
+	int tiles;			    /* enum hw_tiles: the profile's kernels.gemm_tiles */
+	int sched;			    /* enum hw_sched: kernels.gemm_schedule */
+	struct hw_gemm gemm[HW_GEMM_NKEYS]; /* by GEMM key (HW_GEMM_FP8_BLOCK) */
 	struct hw_attn attn[HW_NDTYPES];
 	double mem_eff[HW_MEM_NKINDS];	      /* fraction of HBM bandwidth */
 	double mem_overhead_s[HW_MEM_NKINDS]; /* the kernel's floor on the device */
@@ -92,7 +105,7 @@ struct hw_kernels {
 	 * copied in afresh before each).  As mem_events_s: kperf leaves it
 	 * out, kbench predicts such rows with it; 0 unless fitted
 	 * (docs/MODEL.md, "Kernel efficiency": GEMMs' fixed cost). */
-	double gemm_isolated_s[HW_NDTYPES];
+	double gemm_isolated_s[HW_GEMM_NKEYS];
 	/* The host's cost per kernel that a Python-level call timed that way
 	 * launches (Liger's autograd Functions: its Triton kernels, the
 	 * partial-gradient sums, the gradients' accumulation): the row is
@@ -171,6 +184,12 @@ struct hw_profile {
 				    * currency, for a sweep's cost (0: not
 				    * stated) */
 };
+
+/* The dtype of a GEMM key (HW_GEMM_FP8_BLOCK: fp8; a dtype: itself), and
+ * the parameters a key's GEMMs are timed with: its group, or fp8's where
+ * the profile states no fp8_blockwise group. */
+int hw_gemm_dtype(int key);
+const struct hw_gemm *hw_gemm_of(const struct hw_profile *hw, int key);
 
 /* A measurement that kept the GPU busy this long without a gap starts to
  * lose its burst clock (kbench.h): flashinfer PR #2899 found B200's clock

@@ -117,16 +117,19 @@ static void gemm_op_fmt(const double *key, const char **op, char *dims, size_t n
 }
 
 /* A GEMM of batch b, m x k times k x n, in dtype; with grouped, b GEMMs
- * as Transformer Engine's grouped GEMM runs them (kperf_grouped_s). */
+ * as Transformer Engine's grouped GEMM runs them (kperf_grouped_s).  fp8
+ * GEMMs are timed with the library the layout's recipe runs
+ * (kperf_gemm_key). */
 static void gemm_of(struct ctx *c, int r, const char *name, int dtype, double b, double m, double n,
 		    double k, int grouped)
 {
 	double es = kperf_elem_bytes(dtype);
+	int lib = kperf_gemm_key(dtype, c->in->lay.fp8_recipe);
 	double t = c->dry_host ? 0 /* (as sl_kernel_on) */
 			       : ktime(c, KC_GEMM, dtype, b * llm_gemm_flops(m, n, k),
 				       b * (es * (m * k + k * n) + 2 * m * n),
-				       grouped ? kperf_grouped_s(c->hw, dtype, b, m, n, k)
-					       : kperf_gemm_s(c->hw, dtype, b, m, n, k));
+				       grouped ? kperf_grouped_s(c->hw, lib, b, m, n, k)
+					       : kperf_gemm_s(c->hw, lib, b, m, n, k));
 	double key[OPKEY] = {2, dtype, b, m, n, k};
 
 	se_record_op(c, key, gemm_op_fmt);
