@@ -408,10 +408,14 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
  * (eager launches queue), starts them as its last backward's launches
  * end, slack before the GPU ends that backward (slack: what the stage's
  * units' GPU side outlasts their launches over the step, 0 where the host
- * sets every unit). */
+ * sets every unit), less the launches its last backward adds (the
+ * gradient reductions of ZeRO-0/1: dp_last_s); where those put the host
+ * behind, the GPU's end of that backward waits for them (late), and the
+ * optimizer's launches follow at once. */
 static double opt_or_host(const struct terms *T, int s, double exposed, double opt, double slack)
 {
-	return fmax(opt, T->sh[s].opt_s - slack - exposed);
+	double ahead = slack - T->sh[s].dp_last_s, late = ahead < 0 ? -ahead : 0;
+	return late + fmax(opt, T->sh[s].opt_s - (ahead + late) - exposed);
 }
 
 /* One stage's terms into the estimate's: the slowest stage's (*worst its
@@ -488,9 +492,11 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		/* The host's launches of the two, forward and backward. */
 		double ehf = s == 0 ? T.eh.emb_fwd_s : 0, ehb = s == 0 ? T.eh.emb_bwd_s : 0,
 		       hhf = s == hs ? T.eh.head_fwd_s : 0, hhb = s == hs ? T.eh.head_bwd_s : 0;
-		/* And of its pipeline transfers (with the embedding's). */
-		ehf += T.sh[s].xfer_fwd_s;
-		ehb += T.sh[s].xfer_bwd_s;
+		/* And of its pipeline transfers (with the embedding's) and of
+		 * its data-parallel work a microbatch (ZeRO-3's gathers, ZeRO-2/3's
+		 * reductions: synth_stage_host). */
+		ehf += T.sh[s].xfer_fwd_s + T.sh[s].dp_fwd_s;
+		ehb += T.sh[s].xfer_bwd_s + T.sh[s].dp_bwd_s;
 		for (int ch = 0; ch < v; ch++)
 			nm += layout_chunk_moe(m, &T.lay, s, ch);
 		if (s == hs && m->mtp_layers > 0) {
