@@ -4523,7 +4523,9 @@ static int64_t layer_host_ns(const struct graph *g, int layer, int mb, int phase
  * of its compressed widths, context parallelism's ring (its transfers and
  * their events), all-gather and Ulysses forms, and an MoE layer's
  * dispatch and combine under every dispatcher (shared experts beside it:
- * their events), eager and compiled, with full recomputation.  The
+ * their events; the 1F1B all-to-all overlap's parts and chained events,
+ * eager only: it is refused compiled and fully recomputed), eager and
+ * compiled, with full recomputation.  The
  * middle of three microbatches (no first-microbatch casts, no gradient
  * reduction), layer 0 dense and the last MoE; to the nanosecond (every
  * host cost a whole number of ns).  Hand count of the simplest (tp 2, no
