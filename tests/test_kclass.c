@@ -103,6 +103,20 @@ static void test_real_names(void **state)
 	    {"ssd_chunk_scan_chunk_state_bwd_dx_kernel", KC_GEMM},
 	    {"rmsnorm_gated_fwd_kernel", KC_NORM},
 	    {"mamba_in_proj_transpose_copy", KC_ELEMENTWISE},
+	    /* Transformer Engine's current scaling (common/recipe/
+	     * current_scaling.cu), and synth's names for it: the amax a
+	     * reduction, its scale pointwise; torch.compile's split amax
+	     * (synth's Inductor casts) stays elementwise. */
+	    {"void transformer_engine::(anonymous namespace)::amax_kernel<8, true, __nv_bfloat16>"
+	     "(__nv_bfloat16 const*, float*, float*, unsigned long, unsigned long)",
+	     KC_REDUCTION},
+	    {"void transformer_engine::(anonymous namespace)::compute_scale_from_amax_kernel"
+	     "(float const*, float*, float*, float, float, bool, float)",
+	     KC_ELEMENTWISE},
+	    {"te_compute_amax_input", KC_REDUCTION},
+	    {"te_compute_amax_wgrad", KC_REDUCTION},
+	    {"te_compute_scale_from_amax_input", KC_ELEMENTWISE},
+	    {"inductor_fp8_quant_amax_partial_input", KC_ELEMENTWISE},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {

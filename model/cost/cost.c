@@ -90,6 +90,13 @@ int cost_classify(const char *name)
 	    /* A GEMM's helper kernels share its op but not its FLOPs. */
 	    {"splitkreduce", KC_REDUCTION},
 	    {"epilogue", KC_ELEMENTWISE},
+	    /* Transformer Engine's current scaling: the amax a reduction
+	     * (nvte_compute_amax's amax_kernel; synth's te_compute_amax_*),
+	     * the scale from it a one-thread pointwise kernel, as kperf
+	     * times them (kperf_lowp_casts). */
+	    {"compute_amax", KC_REDUCTION},
+	    {"::amax_kernel", KC_REDUCTION},
+	    {"scale_from_amax", KC_ELEMENTWISE},
 	    {"layer_norm", KC_NORM},
 	    {"layernorm", KC_NORM},
 	    {"rms_norm", KC_NORM},

@@ -408,10 +408,14 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
  * (eager launches queue), starts them as its last backward's launches
  * end, slack before the GPU ends that backward (slack: what the stage's
  * units' GPU side outlasts their launches over the step, 0 where the host
- * sets every unit). */
+ * sets every unit), less the launches its last backward adds (the
+ * gradient reductions of ZeRO-0/1: dp_last_s); where those put the host
+ * behind, the GPU's end of that backward waits for them (late), and the
+ * optimizer's launches follow at once. */
 static double opt_or_host(const struct terms *T, int s, double exposed, double opt, double slack)
 {
-	return fmax(opt, T->sh[s].opt_s - slack - exposed);
+	double ahead = slack - T->sh[s].dp_last_s, late = ahead < 0 ? -ahead : 0;
+	return late + fmax(opt, T->sh[s].opt_s - (ahead + late) - exposed);
 }
 
 /* One stage's terms into the estimate's: the slowest stage's (*worst its
@@ -444,7 +448,8 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	int tp = l->tp, pp = l->pp, dp = l->dp, v = layout_stage_chunks(l), cp = layout_cp(l);
-	double peak = hw->peak_flops[in->lay.dtype], sum = 0, worst = -1, tail = 0, fill = 1;
+	double peak = hw->peak_flops[in->lay.dtype], sum = 0, worst = -1, tail = 0, fill = 1,
+	       gw = 0;
 	struct terms T;
 	int rc;
 
@@ -477,20 +482,26 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	 * pace of its slowest stage: m slots of it, and the fill and drain
 	 * through the others, over v (the closed form of a flow shop of
 	 * identical jobs; with equal stages (m + (p - 1)/v) slots, Narayanan et
-	 * al. SC21 section 2.2).  Then each stage's data-parallel collectives
-	 * (what is exposed of them) and its optimizer. */
+	 * al. SC21 section 2.2).  The fill and drain take each stage's GPU
+	 * side (gs), not its host-bound slot: a stage's host launches its
+	 * units without waiting, so its GPU waits for the stages before it
+	 * only while their GPU work runs (test_host_bound_bubble).  Then
+	 * each stage's data-parallel collectives (what is exposed of them)
+	 * and its optimizer. */
 	for (int s = 0; s < pp; s++) {
 		struct mem_stage ms;
-		double n = layout_stage_layers(m, &T.lay, s), c, slot, dpt, exposed, opt, nm = 0,
-		       Pe = 0, md, me, off = 0, slack;
+		double n = layout_stage_layers(m, &T.lay, s), c, slot, gs, dpt, exposed, opt,
+		       nm = 0, Pe = 0, md, me, off = 0, slack;
 		int hs = layout_head_stage(l); /* the head's stage: the last, or 0 in a V */
 		double emb = s == 0 ? T.emb : 0, head = s == hs ? T.head : 0;
 		/* The host's launches of the two, forward and backward. */
 		double ehf = s == 0 ? T.eh.emb_fwd_s : 0, ehb = s == 0 ? T.eh.emb_bwd_s : 0,
 		       hhf = s == hs ? T.eh.head_fwd_s : 0, hhb = s == hs ? T.eh.head_bwd_s : 0;
-		/* And of its pipeline transfers (with the embedding's). */
-		ehf += T.sh[s].xfer_fwd_s;
-		ehb += T.sh[s].xfer_bwd_s;
+		/* And of its pipeline transfers (with the embedding's) and of
+		 * its data-parallel work a microbatch (ZeRO-3's gathers, ZeRO-2/3's
+		 * reductions: synth_stage_host). */
+		ehf += T.sh[s].xfer_fwd_s + T.sh[s].dp_fwd_s;
+		ehb += T.sh[s].xfer_bwd_s + T.sh[s].dp_bwd_s;
 		for (int ch = 0; ch < v; ch++)
 			nm += layout_chunk_moe(m, &T.lay, s, ch);
 		if (s == hs && m->mtp_layers > 0) {
@@ -524,10 +535,13 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			}
 			c = (gf + gb + emb + head) / in->compute_eff;
 			slot = c + ar + T.p2p;
+			gs = slot;
 			slot = fmax(slot * (gf + gb > 0 ? gf / (gf + gb) : 0.5), hf) +
 			       fmax(slot * (gf + gb > 0 ? gb / (gf + gb) : 0.5), hb);
 			slack = T.mb * (slot - hf - hb);
-			sum += slot;
+			sum += gs;
+			if (slot > worst)
+				gw = gs;
 			mem_stage(m, &T.lay, NULL, s, &ms);
 			if (ne > 0)
 				mem_moe_layer_params(m, &T.lay, &md, &me);
@@ -581,6 +595,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 				hf += N * (T.si.cpu_op_s + T.si.launch_s + 4 * T.si.event_s);
 				hb += N * (T.si.cpu_op_s + T.si.launch_s + 4 * T.si.event_s);
 			}
+			gs = slot;
 			sf = fmax(slot * ff, hf);
 			sb = fmax(slot * (1 - ff), hb);
 			slot = sf + sb;
@@ -592,6 +607,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 				off = synth_offload_exposed(L, N, sf / n, x) +
 				      synth_offload_exposed(L, N, sb / n, y);
 				slot += off;
+				gs += off;
 			}
 			/* Zero-bubble schedules: the fill and drain of (p - 1)
 			 * stages' F + B + W shrinks to (p - 1) max(F, F + B - W)
@@ -600,12 +616,14 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			 * 2024, Table 1 with the forwards the last stage waits
 			 * for; test_zb_bubble). */
 			if (layout_zb(l->schedule) && slot > worst && gf + gb > 0) {
-				double gw = (n - nm) * T.lw + nm * T.mlw,
+				double wg = (n - nm) * T.lw + nm * T.mlw,
 				       k = l->schedule == LAYOUT_ZB1P ? 2 : 3;
-				fill = fmax(gf, gf + gb - k * gw) / (gf + gb);
+				fill = fmax(gf, gf + gb - k * wg) / (gf + gb);
 			}
 		}
-		sum += slot;
+		sum += gs;
+		if (slot > worst)
+			gw = gs;
 		mem_stage(m, &T.lay, NULL, s, &ms);
 		stage_dp(in, &T, c, n, ms.train - Pe, Pe, &dpt, &exposed);
 		/* Optimizer: memory-bound, over the shard (opt_bytes), or its
@@ -625,7 +643,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		tail += gs;
 	}
 	out->t_slot = worst;
-	out->t_bubble = (sum - worst) / v * fill;
+	out->t_bubble = (sum - gw) / v * fill;
 	out->t_iter = T.mb * worst + out->t_bubble + tail;
 	out->model_flops = llm_flops_iter(m, in->global_batch, 0);
 	out->mfu = out->model_flops / (out->t_iter * (double)tp * pp * dp * cp * peak);

@@ -8,7 +8,8 @@
  * per layer forward and 2 backward (Megatron), of the b s h activations;
  * point-to-point activations between stages.  The pipeline runs
  * m + (p-1)/v such slots (m microbatches, p stages, v virtual stages; v = 1
- * for GPipe and 1F1B).  Then the data-parallel gradient all-reduce, less
+ * for GPipe and 1F1B), the (p-1)/v of the fill and drain at the stages'
+ * GPU side where their host's launches set the slot.  Then the data-parallel gradient all-reduce, less
  * what hides behind the last microbatch's backward pass, and the optimizer
  * step, memory-bound.  Activation offloading adds the waits for its
  * copies over the host link (synth_offload_exposed).  A unit's forward
@@ -53,7 +54,8 @@ struct analytic_out {
 	double t_p2p;	  /* of which pipeline sends */
 	double t_offload; /* of which waits for activation offloading's copies
 			   * (synth_offload_exposed) */
-	double t_bubble;  /* fill and drain */
+	double t_bubble;  /* fill and drain (the stages' GPU side: a host-bound
+			   * stage's host runs on through them) */
 	double t_dp;	  /* data-parallel all-reduce */
 	double t_dp_exposed;
 	double t_opt;

@@ -105,6 +105,10 @@ void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
 		if (!in->bare)
 			ss_optimizer(&c, r, &z);
 		st[r].opt_s = c.dry_host_s;
+		st[r].dp_fwd_s = st[r].dp_bwd_s = st[r].dp_last_s = 0;
+		/* (none without data parallelism: the units issue nothing) */
+		if (!in->bare && (layout_dpc(&c.lay) > 1 || z.edp > 1))
+			ss_dp_host(&c, r, &z, &st[r].dp_fwd_s, &st[r].dp_bwd_s, &st[r].dp_last_s);
 	}
 }
 
@@ -217,11 +221,19 @@ static void layer_host(const struct synth_in *in, int kind, int layer, double *f
 	rk.phase = PH_FORWARD;
 	rk.layer = layer;
 	sl_shape(in, &z);
-	sl_layer_fwd(&c, 0, &z);
+	/* The 1F1B all-to-all overlap builds a layer by parts, chained by
+	 * events (step.c unit_pair). */
+	if (layout_a2a_overlap(&in->m, &in->lay))
+		ss_layer_parts(&c, 0, &z, layer, 1);
+	else
+		sl_layer_fwd(&c, 0, &z);
 	*fwd_s = c.dry_host_s;
 	c.dry_host_s = 0;
 	rk.phase = PH_BACKWARD;
-	sl_layer_bwd(&c, 0, &z);
+	if (layout_a2a_overlap(&in->m, &in->lay))
+		ss_layer_parts(&c, 0, &z, layer, 0);
+	else
+		sl_layer_bwd(&c, 0, &z);
 	*bwd_s = c.dry_host_s;
 }
 

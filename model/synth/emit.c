@@ -197,7 +197,9 @@ static void launch_costs(struct ctx *c, int r, int st, double *op, double *launc
 	      ((int64_t)(k->layer + 1) << 2) ^ k->phase;
 	if (k->region != key) {
 		k->region = key;
-		*region = h->region_s;
+		/* (a dry run of the units' data-parallel work alone leaves the
+		 * region's start to the layer's own dry run: ss_dp_host) */
+		*region = c->dry_dp ? 0 : h->region_s;
 	}
 }
 
@@ -225,6 +227,7 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 		if (kind == GN_KERNEL)
 			c->dry_s += seconds;
 		c->dry_host_s += region_s + op_s + launch_s;
+		c->dry_tasks++;
 		return 0;
 	}
 	if (region_s > 0) {

@@ -67,6 +67,8 @@ static int descends(const struct ctx *c, int ch)
 static void pp_recv(struct ctx *c, int r, int os, int oc, const struct shape *z, int fwd)
 {
 	int st = fwd ? S_RECVF : S_RECVB;
+	if (c->dry_dp)
+		return;
 	if (descends(c, oc))
 		st = fwd ? S_RECVF2 : S_RECVB2;
 	pp_transfer(c, r, st, GC_RECV, os, oc, z, fwd);
@@ -78,6 +80,8 @@ static void pp_recv(struct ctx *c, int r, int os, int oc, const struct shape *z,
 static void pp_send(struct ctx *c, int r, int s, int ch, const struct shape *z, int fwd)
 {
 	int st = fwd ? S_SENDF : S_SENDB;
+	if (c->dry_dp)
+		return;
 	if (descends(c, ch))
 		st = fwd ? S_SENDF2 : S_SENDB2;
 	se_event_wait(c, r, S_COMPUTE, st);
@@ -223,7 +227,7 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	dp_traits(c, z, &t);
 	gb = t.rs_bytes;
 	dp_pg(c, r, pg, sizeof(pg));
-	if (t.rs_in > 0 && !c->dry)
+	if (t.rs_in > 0 && (!c->dry || c->dry_host))
 		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::reduce_scatter_copy_in",
 			     params * t.rs_in);
 	se_collective(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(c, GC_REDUCE_SCATTER),
@@ -233,7 +237,7 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
 			      params * gb / G, replica_group(c), pg);
 	}
-	if (t.rs_out > 0 && !c->dry)
+	if (t.rs_out > 0 && (!c->dry || c->dry_host))
 		sl_kernel_on(c, r, S_DP, KC_ELEMENTWISE, "zero::reduce_scatter_copy_out",
 			     params / G * t.rs_out);
 }
@@ -359,7 +363,7 @@ static void gather_wait(struct ctx *c, int r, const struct shape *z, uint32_t id
 	struct layout_dp_traits t;
 	se_event_wait_task(c, r, id, S_DP, S_COMPUTE);
 	dp_traits(c, z, &t);
-	if (t.ag_out > 0 && !c->dry)
+	if (t.ag_out > 0 && (!c->dry || c->dry_host))
 		sl_kernel(c, r, KC_ELEMENTWISE, "zero::all_gather_copy_out", params * t.ag_out);
 }
 
@@ -396,14 +400,21 @@ static void gather_before(struct ctx *c, int r, const struct shape *z, int depth
 {
 	/* Position j's layer is l0 + j forward (ZeRO-3, which gathers
 	 * backward too, has no MoE layers: synth_check). */
+	uint32_t id;
 	if (depth < 0)
 		return;
 	if (i == 0)
-		for (int j = 0; j <= depth && j < n; j++)
-			ids[j] = gather(c, r, z, dense_params(c, z, l0 + j), j == 0);
-	else if (i + depth < n)
-		ids[i + depth] = gather(c, r, z, dense_params(c, z, l0 + i + depth), 1);
-	gather_wait(c, r, z, ids[i], dense_params(c, z, l0 + i));
+		for (int j = 0; j <= depth && j < n; j++) {
+			id = gather(c, r, z, dense_params(c, z, l0 + j), j == 0);
+			if (ids) /* (none in a dry run) */
+				ids[j] = id;
+		}
+	else if (i + depth < n) {
+		id = gather(c, r, z, dense_params(c, z, l0 + i + depth), 1);
+		if (ids)
+			ids[i + depth] = id;
+	}
+	gather_wait(c, r, z, ids ? ids[i] : 0, dense_params(c, z, l0 + i));
 }
 
 /* The stage and chunk a forward unit of (s, ch) gets its input from (0
@@ -476,6 +487,8 @@ static void in_pass(struct ctx *c, int pass, void (*fn)(struct ctx *, int, const
 		    int r, const struct shape *z)
 {
 	int was = c->pass;
+	if (c->dry_dp) /* (a DP-only dry run: ss_dp_host) */
+		return;
 	c->pass = pass;
 	fn(c, r, z);
 	c->pass = was;
@@ -499,11 +512,11 @@ static void mtp_depths(struct ctx *c, int r, const struct shape *z, int fwd, int
 			double w = dense_params(c, z, m->layers - 1);
 			gather_wait(c, r, z, gather(c, r, z, w, 1), w);
 		}
-		if (fwd) {
+		if (fwd && !c->dry_dp) {
 			sl_mtp_fwd(c, r, z);
 			sl_layer_fwd(c, r, z);
 			sl_head_fwd(c, r, z);
-		} else {
+		} else if (!fwd) {
 			in_pass(c, pass, sl_head_bwd, r, z);
 			in_pass(c, pass, sl_layer_bwd, r, z);
 			if (reduce)
@@ -567,14 +580,16 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		if (depth >= 0) /* the embedding's weights, sharded too */
 			gather_wait(c, r, z, gather(c, r, z, embed_params(c, r), 1),
 				    embed_params(c, r));
-		sl_embed_fwd(c, r, z);
+		if (!c->dry_dp)
+			sl_embed_fwd(c, r, z);
 	}
 	for (int l = 0; l < nl; l++) {
 		c->rk[r].layer = l0 + l;
 		if (noff > 0 && l >= nl - noff)
 			se_event_wait_task(c, r, off[l - (nl - noff)], S_OFF, S_COMPUTE);
 		gather_before(c, r, z, depth, l, nl, ids, l0);
-		sl_layer_fwd(c, r, z);
+		if (!c->dry_dp)
+			sl_layer_fwd(c, r, z);
 		if (l < noff) {
 			se_event_wait(c, r, S_COMPUTE, S_OFF);
 			off[l] = se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy DtoH (Device -> Pinned)",
@@ -589,7 +604,8 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 			gather_wait(c, r, z, gather(c, r, z, head_params(c, r), 1),
 				    head_params(c, r));
 		mtp_depths(c, r, z, 1, depth, 0, SL_PASS_ALL);
-		sl_head_fwd(c, r, z);
+		if (!c->dry_dp)
+			sl_head_fwd(c, r, z);
 	}
 	if (fwd_next(c, z, s, ch, &os, &oc))
 		pp_send(c, r, s, ch, z, 1);
@@ -716,6 +732,36 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 	unit_marks(c, r, u.k0);
 }
 
+void ss_dp_host(struct ctx *c, int s, const struct shape *z, double *fwd_s, double *bwd_s,
+		double *last_s)
+{
+	double was = c->dry_host_s;
+	c->dry_dp = 1;
+	c->rk[s].bucket = c->rk[s].ebucket = 0;
+	c->dry_host_s = 0; /* (each sum from 0: no reduction, last 0 exactly) */
+	for (int ch = 0; ch < z->v; ch++) {
+		set_ann(c, s, -1, PH_FORWARD, 1);
+		unit_fwd(c, s, ch, z, gather_depth(c, z, 1, 1), NULL);
+	}
+	*fwd_s = c->dry_host_s;
+	c->dry_host_s = 0;
+	for (int ch = z->v - 1; ch >= 0; ch--) {
+		set_ann(c, s, -1, PH_BACKWARD, 1);
+		unit_bwd(c, s, ch, z, gather_depth(c, z, 0, 1), NULL, 0, SL_PASS_ALL);
+	}
+	*bwd_s = c->dry_host_s;
+	c->dry_host_s = 0;
+	for (int ch = z->v - 1; ch >= 0; ch--) {
+		set_ann(c, s, -1, PH_BACKWARD, 1);
+		unit_bwd(c, s, ch, z, gather_depth(c, z, 0, 1), NULL, 1, SL_PASS_ALL);
+	}
+	grad_flush(c, s, z); /* (stage_step's, after the last backward) */
+	*last_s = c->dry_host_s - *bwd_s;
+	c->dry_host_s = was;
+	c->rk[s].layer = -1;
+	c->dry_dp = 0;
+}
+
 /*
  * The 1F1B all-to-all overlap (lay.moe_a2a_overlap; Megatron-LM's
  * --overlap-moe-expert-parallel-comm, megatron/core/pipeline_parallel/
@@ -757,6 +803,7 @@ static void pair_part(struct ctx *c, int r, const struct shape *z, struct chain 
 {
 	int st = part == SL_PART_DISPATCH || part == SL_PART_COMBINE ? S_A2A : S_COMPUTE;
 	uint32_t before = c->rk[r].last[st];
+	unsigned n0 = c->dry_tasks; /* (a dry run's tasks: no ids) */
 	if (part != SL_PART_ATTN && part != SL_PART_MLP && !llm_is_moe_layer(&c->in->m, layer))
 		return;
 	set_ann(c, r, layer, fwd ? PH_FORWARD : PH_BACKWARD, mb);
@@ -768,10 +815,30 @@ static void pair_part(struct ctx *c, int r, const struct shape *z, struct chain 
 	else
 		sl_layer_bwd(c, r, z);
 	c->part = SL_PART_ALL;
-	if (c->rk[r].last[st] != before) {
+	if (c->dry ? c->dry_tasks != n0 : c->rk[r].last[st] != before) {
 		k->last = c->rk[r].last[st];
 		k->st = st;
 	}
+}
+
+/* A microbatch's side of a merged unit runs each layer's parts in this
+ * order (TransformerLayerSchedulePlan.run; unit_pair interleaves the two
+ * sides): forward the attention, dispatch, experts, combine and the
+ * combine's compute; backward the combine's compute, combine, experts,
+ * dispatch and attention. */
+static const int pair_order[2][5] = {
+    {SL_PART_CMB_COMP, SL_PART_COMBINE, SL_PART_MLP, SL_PART_DISPATCH, SL_PART_ATTN},
+    {SL_PART_ATTN, SL_PART_DISPATCH, SL_PART_MLP, SL_PART_COMBINE, SL_PART_CMB_COMP}};
+
+void ss_layer_parts(struct ctx *c, int r, const struct shape *z, int layer, int fwd)
+{
+	/* The layer before ends on the compute stream (its combine's compute,
+	 * its attention's gradient, or a dense layer's MLP), where this one's
+	 * first part runs: no event, as with no chain. */
+	struct chain k = {NONE32, S_COMPUTE};
+	int32_t mb = c->rk[r].mb;
+	for (int i = 0; i < 5; i++)
+		pair_part(c, r, z, &k, layer, fwd, mb, pair_order[fwd][i]);
 }
 
 /* The merged unit of stage s: the forward of microbatch mbf on chunk chf

@@ -174,9 +174,16 @@ void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h);
  * transfers' a microbatch, forward and backward units (their sends and
  * receives, with their event waits), and its optimizer step's (its
  * kernels' and collectives' launches and event calls; 0 for a bare run);
- * synth's, in a dry run, eager (outside every layer's region). */
+ * its data-parallel work's a steady microbatch, forward and backward units
+ * (ZeRO-3's and FSDP's per-layer gathers with their event waits and
+ * copies; under ZeRO-2/3 the gradient reductions of every backward), and
+ * what its last backward adds (ZeRO-0/1's bucket reductions, each chunk's
+ * last backward's, or after the last without overlap_grad); synth's, in a
+ * dry run (the transfers and the optimizer eager, outside every layer's
+ * region; the data-parallel work as the units issue it). */
 struct synth_stage_host {
 	double xfer_fwd_s, xfer_bwd_s, opt_s;
+	double dp_fwd_s, dp_bwd_s, dp_last_s;
 };
 void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st);
 

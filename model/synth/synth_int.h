@@ -306,6 +306,12 @@ struct ctx {
 				      * memory-bound kernels are not timed) */
 	int dry_kind;		     /* dry: the kind of the layer timed (enum
 				      * llm_kind; LLM_KIND_FULL, 0, by default) */
+	int dry_dp;		     /* dry: a unit's data-parallel work alone (its
+				      * gathers and gradient reductions; its
+				      * layers, embedding, head and transfers
+				      * skipped: ss_dp_host) */
+	unsigned dry_tasks;	     /* dry: tasks launched so far (a part's chain,
+				      * step.c pair_part, sees whether it added one) */
 	struct emit_state em;	     /* the graph as built */
 	struct tally tally;	     /* what the build counted */
 	struct sched_state sc;	     /* the schedule's marks */
@@ -590,5 +596,21 @@ void ss_optimizer(struct ctx *c, int r, const struct shape *z);
  * *fwd_s) and backward unit's (*bwd_s), as unit_fwd and unit_bwd issue
  * them. */
 void ss_transfers(struct ctx *c, int s, const struct shape *z, double *fwd_s, double *bwd_s);
+
+/* A dry ctx's host time of stage s's data-parallel work, as unit_fwd and
+ * unit_bwd issue it (their layers, embedding, head and transfers left to
+ * the other dry runs): a steady microbatch's forward units (*fwd_s: ZeRO-3's
+ * and FSDP's per-layer gathers, with their event waits and copies) and
+ * backward units (*bwd_s: ZeRO-3's gathers, and under ZeRO-2/3 every
+ * microbatch's gradient reductions), and what the stage's last backward
+ * adds (*last_s: ZeRO-0/1's bucket reductions, in each chunk's last
+ * backward with overlap_grad, after the stage's last backward without). */
+void ss_dp_host(struct ctx *c, int s, const struct shape *z, double *fwd_s, double *bwd_s,
+		double *last_s);
+
+/* A dry ctx's layer `layer` of rank r, forward (fwd) or backward, as the
+ * 1F1B all-to-all overlap's merged units build it (unit_pair): its parts
+ * in their order, chained by an event where a part changes stream. */
+void ss_layer_parts(struct ctx *c, int r, const struct shape *z, int layer, int fwd);
 
 #endif
