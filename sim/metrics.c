@@ -206,7 +206,8 @@ static void gpu_side(const struct step_gpu *sg, long i, long nx, int64_t *traced
 	}
 }
 
-long metrics_iterations(const struct sim *s, struct metrics_iter **out)
+/* metrics_iterations(), with the breakdowns (bd) or without them. */
+static long iterations(const struct sim *s, struct metrics_iter **out, int bd)
 {
 	const struct graph *g = s->g;
 	struct metrics_iter *v = prism_calloc(g->n_iters + g->n_ranks + 1, sizeof(*v));
@@ -218,7 +219,7 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 	size_t cap = 0;
 	long n = 0;
 
-	if (!v || !sg || !next || !seen || windows_init(s, &win))
+	if (!v || !sg || !next || !seen || (bd && windows_init(s, &win)))
 		goto oom;
 	step_gpu_spans(s, sg);
 	/* Each step's next step of the same rank (steps are in trace order). */
@@ -254,7 +255,7 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 				it->predicted_ns = it->pred_gpu_ns;
 			}
 			it->sim_start_ns = a;
-			if (breakdown(s, &win, r, a, b, it, &pts, &cap))
+			if (bd && breakdown(s, &win, r, a, b, it, &pts, &cap))
 				goto oom;
 		}
 		if (!any) {
@@ -279,7 +280,7 @@ long metrics_iterations(const struct sim *s, struct metrics_iter **out)
 			v[n].measured_ns = v[n].gpu_ns = tb - ta;
 			v[n].predicted_ns = v[n].pred_gpu_ns = sb - sa;
 			v[n].sim_start_ns = sa;
-			if (breakdown(s, &win, r, sa, sb, &v[n], &pts, &cap))
+			if (bd && breakdown(s, &win, r, sa, sb, &v[n], &pts, &cap))
 				goto oom;
 			n++;
 		}
@@ -299,6 +300,32 @@ oom:
 	free(seen);
 	free(v);
 	return -1;
+}
+
+long metrics_iterations(const struct sim *s, struct metrics_iter **out)
+{
+	return iterations(s, out, 1);
+}
+
+long metrics_iteration_times(const struct sim *s, struct metrics_iter **out)
+{
+	return iterations(s, out, 0);
+}
+
+int metrics_breakdown(const struct sim *s, struct metrics_iter *it)
+{
+	struct windows win = {NULL, NULL};
+	struct edge_pt *pts = NULL;
+	size_t cap = 0;
+	int rc = windows_init(s, &win);
+
+	/* The window iterations() gave it: predicted_ns is b - a there. */
+	if (rc == 0)
+		rc = breakdown(s, &win, it->rank, it->sim_start_ns,
+			       it->sim_start_ns + it->predicted_ns, it, &pts, &cap);
+	windows_free(&win);
+	free(pts);
+	return rc;
 }
 
 double metrics_utilisation(const struct sim *s, uint32_t p, int64_t from, int64_t to)

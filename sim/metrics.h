@@ -43,6 +43,13 @@ struct metrics_iter {
  */
 long metrics_iterations(const struct sim *s, struct metrics_iter **out);
 
+/* The same without the breakdowns (their four fields 0): all a step time
+ * needs.  metrics_breakdown() then fills one iteration's, the same as
+ * metrics_iterations() gives it (its rank's GPU work over
+ * [sim_start_ns, sim_start_ns + predicted_ns)); 0 or PRISM_ENOMEM. */
+long metrics_iteration_times(const struct sim *s, struct metrics_iter **out);
+int metrics_breakdown(const struct sim *s, struct metrics_iter *it);
+
 /* A step is called host-bound when its GPU idles over this share of it
  * (the breakdown's idle): the host's launches decide its time. */
 #define METRICS_HOST_BOUND_IDLE 0.30

@@ -70,11 +70,50 @@ static void test_interleaved(void **state)
 	evq_release(&q);
 }
 
+/* Pushes and pops interleaved at random (times a little ahead of the last
+ * popped, many ties), against the earliest (time, push order) of the
+ * pending entries found by a scan. */
+static void test_random_interleaved(void **state)
+{
+	enum { N = 4000 };
+	static struct ref pend[N];
+	struct evq q;
+	struct evq_entry e;
+	size_t np = 0;
+	uint64_t seq = 0;
+	int64_t now = 0;
+	(void)state;
+
+	assert_int_equal(evq_init(&q, 1), 0);
+	srand(7);
+	for (int step = 0; step < 4 * N; step++) {
+		if (np < N && (np == 0 || rand() % 5 < 3)) {
+			pend[np] = (struct ref){now + rand() % 13, seq++, (uint32_t)step};
+			assert_int_equal(evq_push(&q, pend[np].t, pend[np].node), 0);
+			np++;
+		} else {
+			size_t b = 0;
+			for (size_t i = 1; i < np; i++)
+				if (cmp_ref(&pend[i], &pend[b]) < 0)
+					b = i;
+			assert_int_equal(evq_pop(&q, &e), 0);
+			assert_int_equal(e.time_ns, pend[b].t);
+			assert_int_equal(e.seq, pend[b].seq);
+			assert_int_equal(e.node, pend[b].node);
+			now = e.time_ns;
+			pend[b] = pend[--np];
+		}
+		assert_int_equal(evq_size(&q), np);
+	}
+	evq_release(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_matches_sorted_reference),
 	    cmocka_unit_test(test_interleaved),
+	    cmocka_unit_test(test_random_interleaved),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include "graph.h"
 #include "hier.h"
 #include "hw.h"
+#include "metrics.h"
 #include "predict.h"
 #include "settle.h"
 #include "sim.h"
@@ -1369,6 +1370,66 @@ static void test_sweep_subset(void **state)
 	assert_true(best[1] == best[0]);
 }
 
+/* settle_synth reports one iteration's breakdown (metrics_breakdown over
+ * metrics_iteration_times): each iteration's, so made, against
+ * metrics_iterations', which makes all of them, on a run whose ranks
+ * overlap communication with compute (tp 2 pp 2 dp 2, ZeRO-2, two steps,
+ * contention on, kernel by kernel and folded). */
+static void test_one_breakdown(void **state)
+{
+	(void)state;
+	for (int units = 0; units < 2; units++) {
+		struct synth_in in;
+		struct run r;
+		struct sim *sm;
+		struct sim_opts o;
+		struct prism_err err;
+		struct metrics_iter *all = NULL, *one = NULL;
+		long n, n1;
+		int overlap = 0, comm = 0;
+		small(&in);
+		in.lay.tp = 2;
+		in.lay.pp = 2;
+		in.lay.dp = 2;
+		in.lay.sp = 1;
+		in.lay.zero = 2;
+		in.lay.microbatches = 4;
+		in.steps = 2;
+		run_build(&in, units, &r);
+		sm = sim_new(r.g);
+		assert_non_null(sm);
+		sim_opts_default(&o);
+		o.slow_compute = r.so.slow_compute;
+		o.slow_comm = r.so.slow_comm;
+		prism_err_clear(&err);
+		assert_int_equal(sim_run(sm, &o, &err), 0);
+		n = metrics_iterations(sm, &all);
+		n1 = metrics_iteration_times(sm, &one);
+		assert_true(n >= 4); /* two steps of two stages */
+		assert_int_equal(n1, n);
+		for (long i = 0; i < n; i++) {
+			assert_int_equal(one[i].exposed_compute_ns, 0);
+			assert_int_equal(one[i].idle_ns, 0);
+			assert_int_equal(metrics_breakdown(sm, &one[i]), 0);
+			assert_int_equal(one[i].rank, all[i].rank);
+			assert_int_equal(one[i].step, all[i].step);
+			assert_int_equal(one[i].predicted_ns, all[i].predicted_ns);
+			assert_int_equal(one[i].sim_start_ns, all[i].sim_start_ns);
+			assert_int_equal(one[i].exposed_compute_ns, all[i].exposed_compute_ns);
+			assert_int_equal(one[i].exposed_comm_ns, all[i].exposed_comm_ns);
+			assert_int_equal(one[i].overlap_ns, all[i].overlap_ns);
+			assert_int_equal(one[i].idle_ns, all[i].idle_ns);
+			overlap += all[i].overlap_ns > 0;
+			comm += all[i].exposed_comm_ns > 0;
+		}
+		assert_true(overlap > 0 && comm > 0);
+		free(all);
+		free(one);
+		sim_free(sm);
+		run_free(&r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1385,6 +1446,7 @@ int main(void)
 	    cmocka_unit_test(test_agreement_offload),
 	    cmocka_unit_test(test_agreement_hybrid),
 	    cmocka_unit_test(test_agreement_zero_impls),
+	    cmocka_unit_test(test_one_breakdown),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -5,6 +5,7 @@
  * edges; the expected simulated starts and ends are in the comments.
  * Times are in microseconds here and ns in the graph.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -642,6 +643,118 @@ static void test_maxplus(void **state)
 	graph_free(g);
 }
 
+/* A collective's grouping key, as the simulator's instances are defined
+ * (sim.h): the process group, the sequence, the kind (a send and a receive
+ * one transfer), then the rank and the collective. */
+struct ckey {
+	uint32_t pg, seq, kind, rank, coll;
+};
+
+static int cmp_ckey(const void *a, const void *b)
+{
+	const struct ckey *x = a, *y = b;
+	const uint32_t *u = &x->pg, *v = &y->pg;
+	for (int i = 0; i < 5; i++)
+		if (u[i] != v[i])
+			return u[i] < v[i] ? -1 : 1;
+	return 0;
+}
+
+static void test_instances(void **state)
+{
+	/* 4 ranks, 3000 collectives on them in a scrambled order: process
+	 * groups from 300 names (string ids past one byte), sequences up to
+	 * 70,000 (three bytes), kinds all-reduce, all-gather, send and receive.
+	 * The instances (sim_new's radix sort) against a comparison sort of
+	 * the same keys, grouped by hand: a new instance where (pg, seq)
+	 * changes, or the kind changes (a mismatch: counted), or a rank comes
+	 * twice. */
+	enum { N = 3000, RANKS = 4 };
+	static const uint8_t kinds[] = {GC_ALL_REDUCE, GC_ALL_GATHER, GC_SEND, GC_RECV};
+	static struct ckey k[N];
+	uint32_t pgs[300], n_inst = 0, mism = 0, first = 0;
+	struct gw w;
+	struct graph *g = NULL;
+	struct sim *s;
+	unsigned seed = 7;
+	char name[32];
+	(void)state;
+
+	assert_int_equal(gw_init(&w), 0);
+	for (int r = 0; r < RANKS; r++) {
+		struct graph_rank x;
+		struct graph_proc pr;
+		memset(&x, 0, sizeof(x));
+		x.rank = r;
+		assert_int_equal(gw_rank(&w, &x), 0);
+		memset(&pr, 0, sizeof(pr));
+		pr.rank = (uint32_t)r;
+		pr.gpu = 1;
+		pr.tid = r;
+		assert_int_equal(gw_proc(&w, &pr, NULL), 0);
+	}
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "pg%d", i);
+		pgs[i] = gw_intern(&w, name);
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		struct gw_node x;
+		struct graph_coll c;
+		uint32_t id;
+		seed = seed * 1103515245u + 12345u;
+		/* Few distinct (pg, seq) so that instances have members; the
+		 * rank by processor (tasks grouped by it: rank i / (N / 4)). */
+		memset(&x, 0, sizeof(x));
+		x.proc = i / (N / RANKS);
+		x.kind = GN_COLL;
+		x.dur_ns = 1000 + (seed >> 8) % 5000;
+		x.iter = -1;
+		x.coll = UINT32_MAX;
+		assert_int_equal(gw_node(&w, &x, &id), 0);
+		memset(&c, 0, sizeof(c));
+		c.pg = pgs[(seed >> 4) % 300 < 290 ? (seed >> 4) % 7 : (seed >> 4) % 300];
+		c.seq = (seed >> 12) % 5 == 0 ? 70000 + (seed >> 16) % 3 : (seed >> 16) % 40;
+		c.kind = kinds[(seed >> 20) % 7 == 0 ? (seed >> 24) % 4 : 0];
+		assert_int_equal(gw_coll(&w, id, &c), 0);
+	}
+	assert_int_equal(gw_finish(&w, NULL, 0, &g), 0);
+	gw_release(&w);
+	assert_int_equal(g->n_colls, N);
+	for (uint32_t c = 0; c < N; c++) {
+		uint8_t kd = g->colls[c].kind;
+		k[c] = (struct ckey){g->colls[c].pg, g->colls[c].seq,
+				     kd == GC_SEND || kd == GC_RECV ? GC_SEND_RECV : kd,
+				     g->procs[g->proc[g->colls[c].node]].rank, c};
+	}
+	qsort(k, N, sizeof(k[0]), cmp_ckey);
+	s = sim_new(g);
+	assert_non_null(s);
+	for (uint32_t i = 0; i < N; i++) {
+		int same = i > 0 && k[i].pg == k[i - 1].pg && k[i].seq == k[i - 1].seq;
+		if (same && k[i].kind != k[i - 1].kind)
+			mism++;
+		if (!same || k[i].kind != k[i - 1].kind || k[i].rank == k[i - 1].rank) {
+			if (n_inst) {
+				assert_int_equal(s->inst_first[n_inst - 1], first);
+				assert_int_equal(s->inst_size[n_inst - 1], i - first);
+			}
+			first = i;
+			n_inst++;
+		}
+		assert_int_equal(s->inst_members[i], k[i].coll);
+		assert_int_equal(s->inst_of[k[i].coll], n_inst - 1);
+	}
+	assert_int_equal(s->n_inst, n_inst);
+	assert_int_equal(s->inst_first[n_inst], N);
+	assert_int_equal(s->n_mismatched, mism);
+	/* Instances of several members (a rank twice in a group starts
+	 * another) and mismatches both came. */
+	assert_true(n_inst < N * 3 / 4);
+	assert_true(mism > 10);
+	sim_free(s);
+	graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -655,6 +768,7 @@ int main(void)
 	    cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_folded),
 	    cmocka_unit_test(test_maxplus),
+	    cmocka_unit_test(test_instances),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -392,7 +392,8 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 	out->bubble = settle_bubble(P, out->unit_span_ns, out->unit_busy_ns);
 	{
 		struct metrics_iter *its = NULL;
-		long n = metrics_iterations(sm, &its), pick = -1;
+		/* The breakdown of the one iteration reported, not of all. */
+		long n = metrics_iteration_times(sm, &its), pick = -1;
 		if (n < 0) {
 			sim_free(sm);
 			free(inner);
@@ -409,7 +410,8 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 			    (pick < 0 || its[i].predicted_ns > its[pick].predicted_ns))
 				pick = i;
 		if (pick >= 0) {
-			if (so->n_marks && fold_breakdown(sm, so, &its[pick])) {
+			if (metrics_breakdown(sm, &its[pick]) ||
+			    (so->n_marks && fold_breakdown(sm, so, &its[pick]))) {
 				free(its);
 				sim_free(sm);
 				free(inner);
