@@ -179,12 +179,9 @@ static void make_cand(void *ctx, int i)
 	const struct batch_ref *r = &J->refs[i];
 	/* Judged once, by batch_space. */
 	struct cand *k = &J->batch[i];
-	uint64_t twin[SWEEP_TWINS];
 	sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, k);
 	k->index = r->index;
-	k->ntwins = sweep_twins(J->sw, r->index, k, twin);
-	for (int t = 0; t < k->ntwins; t++)
-		k->twin[t] = (int64_t)twin[t];
+	k->canon = sweep_canon_key(J->sw, k);
 }
 
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
@@ -265,107 +262,104 @@ void batch_twins_release(struct batch_twins *tw)
 {
 	free(tw->key);
 	free(tw->at);
-	free(tw->p);
+	free(tw->kept);
+	free(tw->bkey);
+	free(tw->bat);
+	free(tw->lead);
 	memset(tw, 0, sizeof(*tw));
 }
 
-/* index's slot in tw (tw->cap > 0): its own, or the empty one it would
- * take. */
-static size_t twin_slot(const struct batch_twins *tw, uint64_t index)
+/* key's slot in a table of cap slots (a power of two): its own, or the
+ * empty one it would take. */
+static size_t key_slot(const uint64_t *keys, size_t cap, uint64_t key)
 {
-	size_t mask = tw->cap - 1, h = (size_t)((index * 0x9E3779B97F4A7C15ull) >> 32) & mask;
-	while (tw->key[h] && tw->key[h] != index + 1)
+	size_t mask = cap - 1, h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+	while (keys[h] && keys[h] != key)
 		h = (h + 1) & mask;
 	return h;
 }
 
-static const struct predict_out *twin_find(const struct batch_twins *tw, int64_t index)
+/* The kept simulation of k's twin, or NULL. */
+static const struct predict_out *twin_find(const struct sweep *sw, const struct batch_twins *tw,
+					   const struct cand *k)
 {
 	size_t h;
-	if (!tw->cap || index < 0)
+	const struct batch_kept *e;
+	if (!tw->cap || !k->canon)
 		return NULL;
-	h = twin_slot(tw, (uint64_t)index);
-	return tw->key[h] ? &tw->p[tw->at[h]] : NULL;
+	h = key_slot(tw->key, tw->cap, k->canon);
+	if (!tw->key[h])
+		return NULL;
+	e = &tw->kept[tw->at[h]];
+	return sweep_same_graph_at(sw, k, (uint64_t)e->index) ? &e->p : NULL;
 }
 
-/* k's prediction kept under its index: 0, or PRISM_ENOMEM. */
+/* k's prediction kept under its key (the first of it): 0, or
+ * PRISM_ENOMEM. */
 static int twin_keep(struct batch_twins *tw, const struct cand *k)
 {
 	size_t h;
 	if (2 * (tw->n + 1) > tw->cap) { /* at most half full */
-		struct batch_twins g = *tw;
-		g.cap = tw->cap ? 2 * tw->cap : 1024;
-		g.key = calloc(g.cap, sizeof(*g.key));
-		g.at = prism_malloc(g.cap * sizeof(*g.at));
-		if (!g.key || !g.at) {
-			free(g.key);
-			free(g.at);
+		size_t cap = tw->cap ? 2 * tw->cap : 1024;
+		uint64_t *key = calloc(cap, sizeof(*key));
+		uint32_t *at = prism_malloc(cap * sizeof(*at));
+		if (!key || !at) {
+			free(key);
+			free(at);
 			return PRISM_ENOMEM;
 		}
 		for (size_t j = 0; j < tw->cap; j++)
 			if (tw->key[j]) {
-				h = twin_slot(&g, tw->key[j] - 1);
-				g.key[h] = tw->key[j];
-				g.at[h] = tw->at[j];
+				h = key_slot(key, cap, tw->key[j]);
+				key[h] = tw->key[j];
+				at[h] = tw->at[j];
 			}
 		free(tw->key);
 		free(tw->at);
-		*tw = g;
+		tw->key = key;
+		tw->at = at;
+		tw->cap = cap;
 	}
-	if (vec_reserve_((void **)&tw->p, &tw->pcap, tw->n + 1, sizeof(*tw->p)))
+	if (vec_reserve_((void **)&tw->kept, &tw->kcap, tw->n + 1, sizeof(*tw->kept)))
 		return PRISM_ENOMEM;
-	h = twin_slot(tw, (uint64_t)k->index);
+	h = key_slot(tw->key, tw->cap, k->canon);
 	if (tw->key[h])
 		return 0;
-	tw->p[tw->n] = k->p;
-	tw->key[h] = (uint64_t)k->index + 1;
+	tw->kept[tw->n] = (struct batch_kept){k->p, k->index};
+	tw->key[h] = k->canon;
 	tw->at[h] = (uint32_t)tw->n++;
 	return 0;
 }
 
-/* Whether k's prediction may be another's (sweep_twins): "even" on more
- * than one stage in a sweep that lists "balanced" too, or GPipe or 1F1B
- * with one microbatch in a sweep that lists both, or ZeRO-1 or 2 there
- * in one that lists both. */
-static int may_lead(const struct sweep *sw, const struct cand *k)
+/* The batch's scratch for n candidates (its key table at most half
+ * full, cleared): 0, or PRISM_ENOMEM. */
+static int batch_scratch(struct batch_twins *tw, int n)
 {
-	const struct layout *l = &k->in.lay;
-	if (k->status != CS_SIMULATED)
-		return 0;
-	if (l->partition == LAYOUT_PART_GIVEN && l->pp >= 2 && !l->part[0] && !l->part_chunks &&
-	    (sweep_list_digit(sw, LK_partition, LAYOUT_PART_BALANCED) >= 0))
-		return 1;
-	if (l->microbatches != 1 || (l->schedule != LAYOUT_GPIPE && l->schedule != LAYOUT_1F1B))
-		return 0;
-	return ((sweep_list_digit(sw, LK_schedule, LAYOUT_GPIPE) >= 0) &&
-		(sweep_list_digit(sw, LK_schedule, LAYOUT_1F1B) >= 0)) ||
-	       ((l->zero == 1 || l->zero == 2) && (sweep_list_digit(sw, LK_zero, 1) >= 0) &&
-		(sweep_list_digit(sw, LK_zero, 2) >= 0));
-}
-
-/* The place in batch[0..i) of a twin of batch[i] that rank simulates, or
- * -1: the first in the batch, so that a candidate waits only for one
- * before it (which the second pass settles first). */
-static int twin_in_batch(const struct cand *batch, int i, const int *owner, int rank)
-{
-	for (int j = 0; j < i; j++)
-		for (int t = 0; t < batch[i].ntwins; t++)
-			if (batch[j].index == batch[i].twin[t] && owner[j] == rank)
-				return j;
-	return -1;
-}
-
-/* A kept prediction of one of k's twins, or NULL. */
-static const struct predict_out *kept_twin(const struct batch_twins *tw, const struct cand *k)
-{
-	const struct predict_out *p = NULL;
-	for (int t = 0; t < k->ntwins && !p; t++)
-		p = twin_find(tw, k->twin[t]);
-	return p;
+	size_t cap = 64;
+	while (cap < 2 * (size_t)n)
+		cap *= 2;
+	if (cap > tw->bcap) {
+		uint64_t *key = prism_malloc(cap * sizeof(*key));
+		int *at = prism_malloc(cap * sizeof(*at));
+		if (!key || !at) {
+			free(key);
+			free(at);
+			return PRISM_ENOMEM;
+		}
+		free(tw->bkey);
+		free(tw->bat);
+		tw->bkey = key;
+		tw->bat = at;
+		tw->bcap = cap;
+	}
+	if (vec_reserve_((void **)&tw->lead, &tw->lcap, (size_t)n, sizeof(*tw->lead)))
+		return PRISM_ENOMEM;
+	memset(tw->bkey, 0, tw->bcap * sizeof(*tw->bkey));
+	return 0;
 }
 
 /* k given its twin's prediction, derived again for k's own layout (its
- * memory, sweep_twin). */
+ * memory, sweep_canon_key). */
 static void follow(struct cand *k, const struct predict_out *p, struct progress *pg)
 {
 	k->p = *p;
@@ -380,25 +374,32 @@ void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand
 			  struct progress *pg, struct batch_twins *tw)
 {
 	const struct predict_out *p;
-	int nw = 0, nf = 0, j;
+	int nw = 0, nf = 0;
 
-	if (!tw) {
+	if (!tw || batch_scratch(tw, n)) {
 		batch_simulate(sw, pool, batch, n, owner, rank, threads, work, pg);
 		return;
 	}
-	/* Followers of an earlier batch's twin take its prediction; those
-	 * with a twin earlier in this batch wait for it. */
+	/* Followers of an earlier batch's twin take its prediction; the
+	 * first pending candidate of each key in the batch leads it, and
+	 * the others of its canonical input wait for it. */
 	for (int i = 0; i < n; i++) {
 		struct cand *k = &batch[i];
+		size_t h;
+		tw->lead[i] = -1;
 		if (owner[i] != rank)
 			continue;
-		if (k->status == CS_PENDING && k->ntwins > 0) {
-			if ((p = kept_twin(tw, k))) {
+		if (k->status == CS_PENDING && k->canon) {
+			if ((p = twin_find(sw, tw, k))) {
 				follow(k, p, pg);
 				continue;
 			}
-			j = twin_in_batch(batch, i, owner, rank);
-			if (j >= 0 && batch[j].status == CS_PENDING) {
+			h = key_slot(tw->bkey, tw->bcap, k->canon);
+			if (!tw->bkey[h]) {
+				tw->bkey[h] = k->canon;
+				tw->bat[h] = i;
+			} else if (sweep_same_graph(&batch[tw->bat[h]], k)) {
+				tw->lead[i] = tw->bat[h];
 				nf++;
 				continue;
 			}
@@ -406,21 +407,22 @@ void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand
 		work[nw++] = (struct batch_job){batch_cost(k), i};
 	}
 	simulate_work(sw, pool, batch, work, nw, threads, pg);
-	/* In the batch's order: a twin before is settled by now. */
+	/* Those that waited, from their leaders. */
 	nw = 0;
 	for (int i = 0; nf && i < n; i++) {
 		struct cand *k = &batch[i];
-		if (owner[i] != rank || k->status != CS_PENDING || k->ntwins == 0)
+		int j = tw->lead[i];
+		if (j < 0)
 			continue;
-		j = twin_in_batch(batch, i, owner, rank);
-		if (j >= 0 && batch[j].status == CS_SIMULATED)
+		if (batch[j].status == CS_SIMULATED)
 			follow(k, &batch[j].p, pg);
 		else /* its twin failed: its own simulation says why */
 			work[nw++] = (struct batch_job){batch_cost(k), i};
 	}
 	simulate_work(sw, pool, batch, work, nw, threads, pg);
 	for (int i = 0; i < n; i++)
-		if (owner[i] == rank && may_lead(sw, &batch[i]) && twin_keep(tw, &batch[i])) {
+		if (owner[i] == rank && batch[i].canon && batch[i].status == CS_SIMULATED &&
+		    twin_keep(tw, &batch[i])) {
 			batch_twins_release(tw); /* out of memory: simulate them */
 			return;
 		}
