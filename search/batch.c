@@ -181,7 +181,16 @@ static void make_cand(void *ctx, int i)
 	struct cand *k = &J->batch[i];
 	sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, k);
 	k->index = r->index;
-	k->canon = sweep_canon_key(J->sw, k);
+	k->canon = 0;
+}
+
+/* Its canonical key, once it is left to simulate. */
+static void key_cand(void *ctx, int i)
+{
+	struct make_job *J = ctx;
+	struct cand *k = &J->batch[i];
+	if (k->status == CS_PENDING)
+		k->canon = sweep_canon_key(J->sw, k);
 }
 
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
@@ -197,6 +206,7 @@ void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_re
 		if (pg && pg->f && batch[i].status == CS_SCREENED)
 			progress_add(pg, 0);
 	}
+	pool_for(pool, n, 1, 0, key_cand, &J);
 }
 
 double batch_cost(const struct cand *k)

@@ -89,8 +89,9 @@ void batch_best_add(struct batch_best *b, const struct cand *c, int n);
 void batch_screen(struct cand *k, int mode, double best, double margin);
 
 /* refs[0..n) made into batch[0..n) by the pool's threads and screened
- * (mode, best, sw's margin); each screened one counted on pg where not
- * NULL. */
+ * (mode, best, sw's margin), those left to simulate given their canonical
+ * keys (sweep_canon_key; the others 0); each screened one counted on pg
+ * where not NULL. */
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
 		int mode, struct batch_best *best, struct cand *batch, struct progress *pg);
 
