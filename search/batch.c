@@ -270,101 +270,39 @@ void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batc
 
 void batch_twins_release(struct batch_twins *tw)
 {
-	free(tw->key);
-	free(tw->at);
+	imap_release(&tw->at);
 	free(tw->kept);
-	free(tw->bkey);
-	free(tw->bat);
+	imap_release(&tw->first);
 	free(tw->lead);
 	memset(tw, 0, sizeof(*tw));
 }
 
-/* key's slot in a table of cap slots (a power of two): its own, or the
- * empty one it would take. */
-static size_t key_slot(const uint64_t *keys, size_t cap, uint64_t key)
+/* A canonical key (nonzero) as the maps take it: never IMAP_EMPTY. */
+static int64_t map_key(uint64_t canon)
 {
-	size_t mask = cap - 1, h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
-	while (keys[h] && keys[h] != key)
-		h = (h + 1) & mask;
-	return h;
+	return (int64_t)(canon >> 1);
 }
 
 /* The kept simulation of k's twin, or NULL. */
 static const struct predict_out *twin_find(const struct sweep *sw, const struct batch_twins *tw,
 					   const struct cand *k)
 {
-	size_t h;
-	const struct batch_kept *e;
-	if (!tw->cap || !k->canon)
-		return NULL;
-	h = key_slot(tw->key, tw->cap, k->canon);
-	if (!tw->key[h])
-		return NULL;
-	e = &tw->kept[tw->at[h]];
-	return sweep_same_graph_at(sw, k, (uint64_t)e->index) ? &e->p : NULL;
+	uint32_t at = k->canon ? imap_get(&tw->at, map_key(k->canon)) : IMAP_NONE;
+	const struct batch_kept *e = at == IMAP_NONE ? NULL : &tw->kept[at];
+	return e && sweep_same_graph_at(sw, k, (uint64_t)e->index) ? &e->p : NULL;
 }
 
 /* k's prediction kept under its key (the first of it): 0, or
  * PRISM_ENOMEM. */
 static int twin_keep(struct batch_twins *tw, const struct cand *k)
 {
-	size_t h;
-	if (2 * (tw->n + 1) > tw->cap) { /* at most half full */
-		size_t cap = tw->cap ? 2 * tw->cap : 1024;
-		uint64_t *key = calloc(cap, sizeof(*key));
-		uint32_t *at = prism_malloc(cap * sizeof(*at));
-		if (!key || !at) {
-			free(key);
-			free(at);
-			return PRISM_ENOMEM;
-		}
-		for (size_t j = 0; j < tw->cap; j++)
-			if (tw->key[j]) {
-				h = key_slot(key, cap, tw->key[j]);
-				key[h] = tw->key[j];
-				at[h] = tw->at[j];
-			}
-		free(tw->key);
-		free(tw->at);
-		tw->key = key;
-		tw->at = at;
-		tw->cap = cap;
-	}
-	if (vec_reserve_((void **)&tw->kept, &tw->kcap, tw->n + 1, sizeof(*tw->kept)))
+	uint32_t old;
+	if (tw->n >= UINT32_MAX ||
+	    vec_reserve_((void **)&tw->kept, &tw->kcap, tw->n + 1, sizeof(*tw->kept)) ||
+	    imap_put(&tw->at, map_key(k->canon), (uint32_t)tw->n, &old))
 		return PRISM_ENOMEM;
-	h = key_slot(tw->key, tw->cap, k->canon);
-	if (tw->key[h])
-		return 0;
-	tw->kept[tw->n] = (struct batch_kept){k->p, k->index};
-	tw->key[h] = k->canon;
-	tw->at[h] = (uint32_t)tw->n++;
-	return 0;
-}
-
-/* The batch's scratch for n candidates (its key table at most half
- * full, cleared): 0, or PRISM_ENOMEM. */
-static int batch_scratch(struct batch_twins *tw, int n)
-{
-	size_t cap = 64;
-	while (cap < 2 * (size_t)n)
-		cap *= 2;
-	if (cap > tw->bcap) {
-		uint64_t *key = prism_malloc(cap * sizeof(*key));
-		int *at = prism_malloc(cap * sizeof(*at));
-		if (!key || !at) {
-			free(key);
-			free(at);
-			return PRISM_ENOMEM;
-		}
-		free(tw->bkey);
-		free(tw->bat);
-		tw->bkey = key;
-		tw->bat = at;
-		tw->bcap = cap;
-	}
-	if (vec_reserve_((void **)&tw->lead, &tw->lcap, (size_t)n, sizeof(*tw->lead)))
-		return PRISM_ENOMEM;
-	memset(tw->bkey, 0, tw->bcap * sizeof(*tw->bkey));
+	if (old == IMAP_NONE)
+		tw->kept[tw->n++] = (struct batch_kept){k->p, k->index};
 	return 0;
 }
 
@@ -386,16 +324,17 @@ void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand
 	const struct predict_out *p;
 	int nw = 0, nf = 0;
 
-	if (!tw || batch_scratch(tw, n)) {
+	if (!tw || vec_reserve_((void **)&tw->lead, &tw->lcap, (size_t)n, sizeof(*tw->lead))) {
 		batch_simulate(sw, pool, batch, n, owner, rank, threads, work, pg);
 		return;
 	}
+	imap_clear(&tw->first);
 	/* Followers of an earlier batch's twin take its prediction; the
 	 * first pending candidate of each key in the batch leads it, and
 	 * the others of its canonical input wait for it. */
 	for (int i = 0; i < n; i++) {
 		struct cand *k = &batch[i];
-		size_t h;
+		uint32_t j;
 		tw->lead[i] = -1;
 		if (owner[i] != rank)
 			continue;
@@ -404,12 +343,10 @@ void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand
 				follow(k, p, pg);
 				continue;
 			}
-			h = key_slot(tw->bkey, tw->bcap, k->canon);
-			if (!tw->bkey[h]) {
-				tw->bkey[h] = k->canon;
-				tw->bat[h] = i;
-			} else if (sweep_same_graph(&batch[tw->bat[h]], k)) {
-				tw->lead[i] = tw->bat[h];
+			if (imap_put(&tw->first, map_key(k->canon), (uint32_t)i, &j))
+				j = IMAP_NONE; /* out of memory: simulated */
+			else if (j != IMAP_NONE && sweep_same_graph(&batch[j], k)) {
+				tw->lead[i] = (int)j;
 				nf++;
 				continue;
 			}

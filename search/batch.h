@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "imap.h"
 #include "pool.h"
 #include "progress.h"
 #include "sweep.h"
@@ -117,16 +118,14 @@ struct batch_kept {
 	int64_t index;
 };
 struct batch_twins {
-	uint64_t *key; /* open addressing: a canonical key, 0 empty */
-	uint32_t *at;  /* its simulation's place in kept */
-	size_t cap;    /* slots in key and at: a power of two, or 0 */
+	struct imap at; /* canonical key (its top 63 bits) -> its place in kept */
 	struct batch_kept *kept;
 	size_t n, kcap;
-	/* One batch: its places by key (open addressing, 0 empty), and each
-	 * place's leader in the batch (-1: none). */
-	uint64_t *bkey;
-	int *bat, *lead;
-	size_t bcap, lcap;
+	/* One batch: its first place of each key, and each place's leader
+	 * in the batch (-1: none). */
+	struct imap first;
+	int *lead;
+	size_t lcap;
 };
 void batch_twins_release(struct batch_twins *tw);
 

@@ -554,7 +554,7 @@ static void test_twins(void **state)
 		assert_true(followed_before > 0 && followed_same > 0);
 	}
 	batch_twins_release(&tw);
-	assert_true(tw.n == 0 && tw.cap == 0);
+	assert_true(tw.n == 0 && tw.at.cap == 0 && !tw.kept);
 	free(a);
 	free(b);
 	free(all);
