@@ -1240,19 +1240,22 @@ static void predicted(const struct synth_in *in, struct predict_out *p)
  * synth_canonical's claims, beyond test_batch's twins.cfg: each case's
  * variants (partition even and balanced where it has stages; GPipe and
  * 1F1B; ZeRO-1 and ZeRO-2 where it shards), each accepted by
- * synth_check: those of equal canonical inputs build the same
- * graph task for task (settled kernel by kernel: every task's times) and
- * predict the same step to the nanosecond (folded, as a sweep does:
- * predict_synth, its memory derived again for each), and the canonical
- * input is its own (idempotent) and accepted.  The cases span MoE with
- * expert parallelism, context parallelism, TP with SP and overlap, full
- * recomputation, FP8, CUDA graphs, offloading, buckets and the weights'
- * overlapped gather, DeepSpeed's ZeRO, one stage, four stages at 16
- * microbatches (the line through points), a hybrid Mamba model and MTP;
- * each knob's merge is seen (balanced placing evenly: a small vocabulary,
- * whose head weighs little).  Where a rule does not apply (16
- * microbatches; the gradients reduced after the backward) the two stay
- * apart.
+ * synth_check: those of equal canonical inputs build the same graph task
+ * for task (settled kernel by kernel: every task's times) and predict the
+ * same step to the nanosecond (folded, as a sweep does: predict_synth,
+ * its memory derived again for each), taking the line through points
+ * both or neither (hier_extrapolate reads the partition as placed: at 64
+ * microbatches "even" takes it, and so must a balanced partition placed
+ * evenly, which declined before); the canonical input is its own
+ * (idempotent) and accepted.  The cases span MoE with expert parallelism,
+ * context parallelism, TP with SP and overlap, full recomputation, FP8,
+ * CUDA graphs, offloading, buckets and the weights' overlapped gather,
+ * DeepSpeed's ZeRO, one stage, 64 microbatches, a hybrid Mamba model and
+ * MTP; each knob's merge is seen (balanced placing evenly: a small
+ * vocabulary, or a wider model, whose head weighs less than a layer).
+ * Where a rule does not apply (64 microbatches; the gradients reduced
+ * after the backward) the two stay apart.  Taking the overlap_grad
+ * condition out of the ZeRO rule fails here.
  */
 static void test_canonical(void **state)
 {
@@ -1289,9 +1292,9 @@ static void test_canonical(void **state)
 	    /* one stage, the model's own vocabulary */
 	    {2, 1, 0, 1, 4, 1, 1, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
 	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 0, NULL},
-	    /* four stages, 16 microbatches: the line through points */
-	    {1, 0, 0, 4, 2, 16, 1, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
-	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 1000, NULL},
+	    /* 64 microbatches: the line through points */
+	    {1, 0, 0, 2, 1, 64, 0, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
+	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 0, NULL},
 	    /* hybrid Mamba, MTP */
 	    {1, 0, 0, 2, 2, 1, 1, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
 	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 1000, "M-*M-M*-"},
@@ -1302,7 +1305,7 @@ static void test_canonical(void **state)
 	     0, 0, 0, 0, LAYOUT_DP_MEGATRON, 0, 1000, NULL},
 	    /* clang-format on */
 	};
-	int merged[3] = {0}, apart = 0;
+	int merged[3] = {0}, apart = 0, lines = 0;
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct synth_in v[8], c[8];
@@ -1346,6 +1349,17 @@ static void test_canonical(void **state)
 					in.m.mtp_layers = cases[i].mtp;
 					if (cases[i].vocab)
 						in.m.vocab = cases[i].vocab;
+					/* many microbatches: as test_extrapolate takes
+					 * the line (no contention, 10 + 5 us a launch) */
+					if (cases[i].m > 1) {
+						in.hw = &hw_quiet;
+						in.cpu_op_s = 10e-6;
+						in.launch_s = 5e-6;
+						/* 4x wider: the head weighs less than a
+						 * layer, balanced places 4 + 4 */
+						in.m.hidden = 4096;
+						in.m.ffn = 16384;
+					}
 					prism_err_clear(&err);
 					if (synth_check(&in, &err)) {
 						print_error("case %zu: %s\n", i, err.msg);
@@ -1383,6 +1397,17 @@ static void test_canonical(void **state)
 				assert_true(x.st.iter_s == y.st.iter_s);
 				run_free(&x);
 				run_free(&y);
+				/* one path: the line through points or not, both */
+				{
+					struct synth_in xa = v[a], xb = v[b];
+					struct hier_out ha, hb;
+					struct prism_err err;
+					prism_err_clear(&err);
+					xa.units = xb.units = 1;
+					assert_int_equal(hier_extrapolate(&xa, &ha, &err),
+							 hier_extrapolate(&xb, &hb, &err));
+					lines += hier_extrapolate(&xa, &ha, &err) == 1;
+				}
 				predicted(&v[a], &p);
 				predicted(&v[b], &q);
 				predict_derive(&v[a], q.iter_s, &q);
@@ -1393,6 +1418,7 @@ static void test_canonical(void **state)
 	print_message("merged: partition %d, schedule %d, zero %d; one knob apart %d\n", merged[0],
 		      merged[1], merged[2], apart);
 	assert_true(merged[0] >= 10 && merged[1] >= 10 && merged[2] >= 10);
+	assert_true(lines >= 1); /* a balanced partition placed evenly, on the line */
 	assert_true(apart >= 4);
 }
 
