@@ -179,12 +179,18 @@ static void make_cand(void *ctx, int i)
 	const struct batch_ref *r = &J->refs[i];
 	/* Judged once, by batch_space. */
 	struct cand *k = &J->batch[i];
-	uint64_t twin[SWEEP_TWINS];
 	sweep_candidate_pending(J->sw, r->index, r->analytic_s, r->bound_s, k);
 	k->index = r->index;
-	k->ntwins = sweep_twins(J->sw, r->index, k, twin);
-	for (int t = 0; t < k->ntwins; t++)
-		k->twin[t] = (int64_t)twin[t];
+	k->canon = 0;
+}
+
+/* Its canonical key, once it is left to simulate. */
+static void key_cand(void *ctx, int i)
+{
+	struct make_job *J = ctx;
+	struct cand *k = &J->batch[i];
+	if (k->status == CS_PENDING)
+		k->canon = sweep_canon_key(J->sw, k);
 }
 
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
@@ -200,6 +206,7 @@ void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_re
 		if (pg && pg->f && batch[i].status == CS_SCREENED)
 			progress_add(pg, 0);
 	}
+	pool_for(pool, n, 1, 0, key_cand, &J);
 }
 
 double batch_cost(const struct cand *k)
@@ -263,109 +270,44 @@ void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batc
 
 void batch_twins_release(struct batch_twins *tw)
 {
-	free(tw->key);
-	free(tw->at);
-	free(tw->p);
+	imap_release(&tw->at);
+	free(tw->kept);
+	imap_release(&tw->first);
+	free(tw->lead);
 	memset(tw, 0, sizeof(*tw));
 }
 
-/* index's slot in tw (tw->cap > 0): its own, or the empty one it would
- * take. */
-static size_t twin_slot(const struct batch_twins *tw, uint64_t index)
+/* A canonical key (nonzero) as the maps take it: never IMAP_EMPTY. */
+static int64_t map_key(uint64_t canon)
 {
-	size_t mask = tw->cap - 1, h = (size_t)((index * 0x9E3779B97F4A7C15ull) >> 32) & mask;
-	while (tw->key[h] && tw->key[h] != index + 1)
-		h = (h + 1) & mask;
-	return h;
+	return (int64_t)(canon >> 1);
 }
 
-static const struct predict_out *twin_find(const struct batch_twins *tw, int64_t index)
+/* The kept simulation of k's twin, or NULL. */
+static const struct predict_out *twin_find(const struct sweep *sw, const struct batch_twins *tw,
+					   const struct cand *k)
 {
-	size_t h;
-	if (!tw->cap || index < 0)
-		return NULL;
-	h = twin_slot(tw, (uint64_t)index);
-	return tw->key[h] ? &tw->p[tw->at[h]] : NULL;
+	uint32_t at = k->canon ? imap_get(&tw->at, map_key(k->canon)) : IMAP_NONE;
+	const struct batch_kept *e = at == IMAP_NONE ? NULL : &tw->kept[at];
+	return e && sweep_same_graph_at(sw, k, (uint64_t)e->index) ? &e->p : NULL;
 }
 
-/* k's prediction kept under its index: 0, or PRISM_ENOMEM. */
+/* k's prediction kept under its key (the first of it): 0, or
+ * PRISM_ENOMEM. */
 static int twin_keep(struct batch_twins *tw, const struct cand *k)
 {
-	size_t h;
-	if (2 * (tw->n + 1) > tw->cap) { /* at most half full */
-		struct batch_twins g = *tw;
-		g.cap = tw->cap ? 2 * tw->cap : 1024;
-		g.key = calloc(g.cap, sizeof(*g.key));
-		g.at = prism_malloc(g.cap * sizeof(*g.at));
-		if (!g.key || !g.at) {
-			free(g.key);
-			free(g.at);
-			return PRISM_ENOMEM;
-		}
-		for (size_t j = 0; j < tw->cap; j++)
-			if (tw->key[j]) {
-				h = twin_slot(&g, tw->key[j] - 1);
-				g.key[h] = tw->key[j];
-				g.at[h] = tw->at[j];
-			}
-		free(tw->key);
-		free(tw->at);
-		*tw = g;
-	}
-	if (vec_reserve_((void **)&tw->p, &tw->pcap, tw->n + 1, sizeof(*tw->p)))
+	uint32_t old;
+	if (tw->n >= UINT32_MAX ||
+	    vec_reserve_((void **)&tw->kept, &tw->kcap, tw->n + 1, sizeof(*tw->kept)) ||
+	    imap_put(&tw->at, map_key(k->canon), (uint32_t)tw->n, &old))
 		return PRISM_ENOMEM;
-	h = twin_slot(tw, (uint64_t)k->index);
-	if (tw->key[h])
-		return 0;
-	tw->p[tw->n] = k->p;
-	tw->key[h] = (uint64_t)k->index + 1;
-	tw->at[h] = (uint32_t)tw->n++;
+	if (old == IMAP_NONE)
+		tw->kept[tw->n++] = (struct batch_kept){k->p, k->index};
 	return 0;
 }
 
-/* Whether k's prediction may be another's (sweep_twins): "even" on more
- * than one stage in a sweep that lists "balanced" too, or GPipe or 1F1B
- * with one microbatch in a sweep that lists both, or ZeRO-1 or 2 there
- * in one that lists both. */
-static int may_lead(const struct sweep *sw, const struct cand *k)
-{
-	const struct layout *l = &k->in.lay;
-	if (k->status != CS_SIMULATED)
-		return 0;
-	if (l->partition == LAYOUT_PART_GIVEN && l->pp >= 2 && !l->part[0] && !l->part_chunks &&
-	    (sweep_list_digit(sw, LK_partition, LAYOUT_PART_BALANCED) >= 0))
-		return 1;
-	if (l->microbatches != 1 || (l->schedule != LAYOUT_GPIPE && l->schedule != LAYOUT_1F1B))
-		return 0;
-	return ((sweep_list_digit(sw, LK_schedule, LAYOUT_GPIPE) >= 0) &&
-		(sweep_list_digit(sw, LK_schedule, LAYOUT_1F1B) >= 0)) ||
-	       ((l->zero == 1 || l->zero == 2) && (sweep_list_digit(sw, LK_zero, 1) >= 0) &&
-		(sweep_list_digit(sw, LK_zero, 2) >= 0));
-}
-
-/* The place in batch[0..i) of a twin of batch[i] that rank simulates, or
- * -1: the first in the batch, so that a candidate waits only for one
- * before it (which the second pass settles first). */
-static int twin_in_batch(const struct cand *batch, int i, const int *owner, int rank)
-{
-	for (int j = 0; j < i; j++)
-		for (int t = 0; t < batch[i].ntwins; t++)
-			if (batch[j].index == batch[i].twin[t] && owner[j] == rank)
-				return j;
-	return -1;
-}
-
-/* A kept prediction of one of k's twins, or NULL. */
-static const struct predict_out *kept_twin(const struct batch_twins *tw, const struct cand *k)
-{
-	const struct predict_out *p = NULL;
-	for (int t = 0; t < k->ntwins && !p; t++)
-		p = twin_find(tw, k->twin[t]);
-	return p;
-}
-
 /* k given its twin's prediction, derived again for k's own layout (its
- * memory, sweep_twin). */
+ * memory, sweep_canon_key). */
 static void follow(struct cand *k, const struct predict_out *p, struct progress *pg)
 {
 	k->p = *p;
@@ -380,25 +322,31 @@ void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand
 			  struct progress *pg, struct batch_twins *tw)
 {
 	const struct predict_out *p;
-	int nw = 0, nf = 0, j;
+	int nw = 0, nf = 0;
 
-	if (!tw) {
+	if (!tw || vec_reserve_((void **)&tw->lead, &tw->lcap, (size_t)n, sizeof(*tw->lead))) {
 		batch_simulate(sw, pool, batch, n, owner, rank, threads, work, pg);
 		return;
 	}
-	/* Followers of an earlier batch's twin take its prediction; those
-	 * with a twin earlier in this batch wait for it. */
+	imap_clear(&tw->first);
+	/* Followers of an earlier batch's twin take its prediction; the
+	 * first pending candidate of each key in the batch leads it, and
+	 * the others of its canonical input wait for it. */
 	for (int i = 0; i < n; i++) {
 		struct cand *k = &batch[i];
+		uint32_t j;
+		tw->lead[i] = -1;
 		if (owner[i] != rank)
 			continue;
-		if (k->status == CS_PENDING && k->ntwins > 0) {
-			if ((p = kept_twin(tw, k))) {
+		if (k->status == CS_PENDING && k->canon) {
+			if ((p = twin_find(sw, tw, k))) {
 				follow(k, p, pg);
 				continue;
 			}
-			j = twin_in_batch(batch, i, owner, rank);
-			if (j >= 0 && batch[j].status == CS_PENDING) {
+			if (imap_put(&tw->first, map_key(k->canon), (uint32_t)i, &j))
+				j = IMAP_NONE; /* out of memory: simulated */
+			else if (j != IMAP_NONE && sweep_same_graph(&batch[j], k)) {
+				tw->lead[i] = (int)j;
 				nf++;
 				continue;
 			}
@@ -406,21 +354,22 @@ void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand
 		work[nw++] = (struct batch_job){batch_cost(k), i};
 	}
 	simulate_work(sw, pool, batch, work, nw, threads, pg);
-	/* In the batch's order: a twin before is settled by now. */
+	/* Those that waited, from their leaders. */
 	nw = 0;
 	for (int i = 0; nf && i < n; i++) {
 		struct cand *k = &batch[i];
-		if (owner[i] != rank || k->status != CS_PENDING || k->ntwins == 0)
+		int j = tw->lead[i];
+		if (j < 0)
 			continue;
-		j = twin_in_batch(batch, i, owner, rank);
-		if (j >= 0 && batch[j].status == CS_SIMULATED)
+		if (batch[j].status == CS_SIMULATED)
 			follow(k, &batch[j].p, pg);
 		else /* its twin failed: its own simulation says why */
 			work[nw++] = (struct batch_job){batch_cost(k), i};
 	}
 	simulate_work(sw, pool, batch, work, nw, threads, pg);
 	for (int i = 0; i < n; i++)
-		if (owner[i] == rank && may_lead(sw, &batch[i]) && twin_keep(tw, &batch[i])) {
+		if (owner[i] == rank && batch[i].canon && batch[i].status == CS_SIMULATED &&
+		    twin_keep(tw, &batch[i])) {
 			batch_twins_release(tw); /* out of memory: simulate them */
 			return;
 		}

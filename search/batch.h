@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "imap.h"
 #include "pool.h"
 #include "progress.h"
 #include "sweep.h"
@@ -89,8 +90,9 @@ void batch_best_add(struct batch_best *b, const struct cand *c, int n);
 void batch_screen(struct cand *k, int mode, double best, double margin);
 
 /* refs[0..n) made into batch[0..n) by the pool's threads and screened
- * (mode, best, sw's margin); each screened one counted on pg where not
- * NULL. */
+ * (mode, best, sw's margin), those left to simulate given their canonical
+ * keys (sweep_canon_key; the others 0); each screened one counted on pg
+ * where not NULL. */
 void batch_make(const struct sweep *sw, struct pool *pool, const struct batch_ref *refs, int n,
 		int mode, struct batch_best *best, struct cand *batch, struct progress *pg);
 
@@ -105,19 +107,25 @@ struct batch_job {
 };
 
 /*
- * The simulations kept for the candidates whose twins may follow
- * (sweep_twin: a balanced partition placed evenly is its "even" twin's
- * prediction): each simulated candidate with an "even" partition on more
- * than one stage, by its index, where the sweep also lists "balanced".
- * Zero it to start; release with batch_twins_release.
+ * The simulations kept for twins to follow (sweep_canon_key): each
+ * simulated candidate with a canonical key, the first of its key, by that
+ * key with its index (sweep_same_graph_at checks a follower against it);
+ * and one batch's scratch: its first pending candidate of each key, and
+ * whom each follows.  Zero it to start; release with batch_twins_release.
  */
+struct batch_kept {
+	struct predict_out p;
+	int64_t index;
+};
 struct batch_twins {
-	uint64_t *key; /* open addressing: index + 1, 0 empty (a sweep may
-			* pass 2^32 candidates) */
-	uint32_t *at;  /* its result's place in p */
-	size_t cap;    /* slots in key and at: a power of two, or 0 */
-	struct predict_out *p;
-	size_t n, pcap;
+	struct imap at; /* canonical key (its top 63 bits) -> its place in kept */
+	struct batch_kept *kept;
+	size_t n, kcap;
+	/* One batch: its first place of each key, and each place's leader
+	 * in the batch (-1: none). */
+	struct imap first;
+	int *lead;
+	size_t lcap;
 };
 void batch_twins_release(struct batch_twins *tw);
 
@@ -130,11 +138,12 @@ void batch_twins_release(struct batch_twins *tw);
 void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
 		    const int *owner, int rank, int threads, struct batch_job *work,
 		    struct progress *pg);
-/* batch_simulate, a candidate whose twin (sweep_twin, found by batch_make)
- * this process simulated -- in tw from an earlier batch, or in this one
- * first -- given its twin's prediction instead of a simulation of its
- * own; this batch's twins kept in tw (out of memory: tw emptied, the
- * predictions the same).  tw NULL: batch_simulate. */
+/* batch_simulate, a candidate whose twin (the same canonical input:
+ * sweep_canon_key, made by batch_make) this process simulated -- in tw
+ * from an earlier batch, or in this one first -- given its twin's
+ * prediction instead of a simulation of its own; this batch's simulations
+ * kept in tw (out of memory: tw emptied, the predictions the same).  tw
+ * NULL: batch_simulate. */
 void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
 			  const int *owner, int rank, int threads, struct batch_job *work,
 			  struct progress *pg, struct batch_twins *tw);

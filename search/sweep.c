@@ -1094,102 +1094,54 @@ int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analyt
 	return 0;
 }
 
-/* The digit of schedule sched (one without virtual stages) on the
- * schedule axis (sched_axis), or -1 where the sweep does not list it. */
-static int sched_digit(const struct sweep *s, int sched)
+/* 1 where the sweep lists more than one value of knob k. */
+static int swept(const struct sweep *s, int k)
 {
-	const struct sweep_list *K = &s->knob[LK_schedule];
-	int d = 0;
-	for (int is = 0; is < K->n; is++) {
-		int il = K->v[is] == LAYOUT_INTERLEAVED;
-		if (K->v[is] == sched)
-			return il ? -1 : d;
-		d += il ? s->knob[LK_vp].n : 1;
-	}
-	return -1;
+	for (int i = 0; i < s->n_order; i++)
+		if (s->order[i] == k)
+			return radix(s, k) > 1;
+	return 0;
 }
 
-int sweep_list_digit(const struct sweep *s, int k, int v)
+uint64_t sweep_canon_key(const struct sweep *s, const struct cand *c)
 {
-	for (int j = 0; j < s->knob[k].n; j++)
-		if (s->knob[k].v[j] == v)
-			return j;
-	return -1;
-}
-
-/* index with knob k's digit `from` made `to` (decode's mixed radix, the
- * fastest digit last): 0 and *out, or 1 where k is not swept or its
- * digit is not `from`. */
-static int redigit(const struct sweep *s, uint64_t index, int k, int from, int to, uint64_t *out)
-{
-	uint64_t stride = 1;
-	for (int i = s->n_order - 1; i >= 0; i--) {
-		if (s->order[i] != k) {
-			stride *= (uint64_t)radix(s, s->order[i]);
-			continue;
-		}
-		if (from < 0 || to < 0 ||
-		    (index / stride) % (uint64_t)radix(s, k) != (uint64_t)from)
-			return 1;
-		*out = index - (uint64_t)from * stride + (uint64_t)to * stride;
-		return 0;
-	}
-	return 1;
-}
-
-/* The sweep's candidate `twin` (index with knob k's value changed to
- * `other`) is c's twin: its synth_in is c's byte for byte but for knob k.
- * 1 and *twin, or 0. */
-static int twin_of(const struct sweep *s, uint64_t index, const struct cand *c, int k, int other,
-		   uint64_t *twin)
-{
-	struct cand t;
-	int from, to, *f;
-
-	if (k == LK_schedule)
-		from = sched_digit(s, c->in.lay.schedule), to = sched_digit(s, other);
-	else
-		from = sweep_list_digit(s, k, layout_get(&c->in.m, &c->in.lay, k, 0)),
-		to = sweep_list_digit(s, k, other);
-	if (redigit(s, index, k, from, to, twin) || decode(s, *twin, &t, 0) ||
-	    t.status != CS_PENDING)
-		return 0;
-	f = k == LK_partition  ? &t.in.lay.partition
-	    : k == LK_schedule ? &t.in.lay.schedule
-			       : &t.in.lay.zero;
-	if (*f != other)
-		return 0;
-	*f = k == LK_partition	? c->in.lay.partition
-	     : k == LK_schedule ? c->in.lay.schedule
-				: c->in.lay.zero;
-	return memcmp(&t.in, &c->in, sizeof(t.in)) == 0;
-}
-
-int sweep_twins(const struct sweep *s, uint64_t index, const struct cand *c,
-		uint64_t twin[SWEEP_TWINS])
-{
-	const struct layout *l = &c->in.lay;
-	int n = 0, one = l->microbatches == 1 &&
-			 (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B);
+	struct synth_in x;
+	struct prism_err e;
+	layout_mask set;
+	uint64_t h;
+	int m, any = 0;
 
 	if (c->status != CS_PENDING || s->bl.pb.kind == PB_TRACE)
 		return 0;
-	/* Placed evenly: the "even" candidate. */
-	if (l->partition == LAYOUT_PART_BALANCED && l->pp >= 2 && c->placed.pp == l->pp &&
-	    c->placed.part[0] == 0 && c->placed.part_chunks == 0 &&
-	    twin_of(s, index, c, LK_partition, LAYOUT_PART_GIVEN, &twin[n]))
-		n++;
-	/* One microbatch: GPipe's and 1F1B's one order. */
-	if (one && twin_of(s, index, c, LK_schedule,
-			   l->schedule == LAYOUT_GPIPE ? LAYOUT_1F1B : LAYOUT_GPIPE, &twin[n]))
-		n++;
-	/* One microbatch, its gradients reduced in its backward: ZeRO-1's
-	 * and ZeRO-2's one reduction (not FSDP's SHARD_GRAD_OP). */
-	if (one && (l->zero == 1 || l->zero == 2) && l->overlap_grad &&
-	    l->dp_impl != LAYOUT_DP_FSDP && l->dp_impl != LAYOUT_DP_FSDP2 &&
-	    twin_of(s, index, c, LK_zero, 3 - l->zero, &twin[n]))
-		n++;
-	return n;
+	set = synth_canonical(&c->in, &x);
+	for (int k = 0; k < LK_N && !any; k++)
+		any = (set & LK_BIT(k)) && swept(s, k);
+	if (!any)
+		return 0;
+	/* Only a prediction that builds the candidate (a base's replay or
+	 * edit reads more than the graph synth would build). */
+	if (s->bl.pb.kind != PB_MODEL) {
+		prism_err_clear(&e);
+		m = predict_method(&s->bl.pb, &c->in, &e);
+		if (m != PM_SYNTH && m != PM_REBUILD)
+			return 0;
+	}
+	h = fnv1a(FNV_SEED, &x, sizeof(x));
+	return h ? h : 1;
+}
+
+int sweep_same_graph(const struct cand *a, const struct cand *b)
+{
+	struct synth_in x, y;
+	synth_canonical(&a->in, &x);
+	synth_canonical(&b->in, &y);
+	return memcmp(&x, &y, sizeof(x)) == 0;
+}
+
+int sweep_same_graph_at(const struct sweep *s, const struct cand *c, uint64_t index)
+{
+	struct cand t;
+	return decode(s, index, &t, 0) == 0 && t.status == CS_PENDING && sweep_same_graph(c, &t);
 }
 
 int sweep_key(const struct sweep *s, uint64_t index, char *key, size_t n)

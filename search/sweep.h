@@ -116,9 +116,6 @@ struct sweep {
 		      * comments, one layout (sweep_canon) */
 };
 
-/* The most twins of a candidate (sweep_twins). */
-#define SWEEP_TWINS 3
-
 enum cand_status { CS_PENDING, CS_INVALID, CS_OOM, CS_SCREENED, CS_SIMULATED, CS_FAILED };
 
 struct cand {
@@ -135,11 +132,11 @@ struct cand {
 	/* in.lay as placed (synth_mem_layout) where its memory was estimated
 	 * (placed.pp > 0; else zero): its row's knobs show it, placed once. */
 	struct layout placed;
-	/* Its index, and the candidates' whose simulation is this one's
-	 * (sweep_twins; ntwins of them), where the search made it
-	 * (batch_make). */
-	int64_t index, twin[SWEEP_TWINS];
-	int ntwins;
+	/* Its index, and the key of its canonical input where another
+	 * candidate of the sweep may share it (sweep_canon_key; 0: none),
+	 * where the search made it (batch_make). */
+	int64_t index;
+	uint64_t canon;
 };
 
 /* Load a sweep: 0, or PRISM_EIO / PRISM_EFORMAT naming the file, line and
@@ -195,35 +192,28 @@ int sweep_verdict(const struct sweep *s, uint64_t index, struct cand *c);
 int sweep_candidate_pending(const struct sweep *s, uint64_t index, double analytic_s,
 			    double bound_s, struct cand *c);
 
-/* The digit of value v in knob k's list, or -1 where the sweep does not
- * list it. */
-int sweep_list_digit(const struct sweep *s, int k, int v);
-
 /*
- * The candidates whose simulations are provably c's (c: candidate `index`
- * as made, pending): the sweep's candidates whose synth_in is c's byte for
- * byte but for one knob that builds the same graph:
- * - partition: c's is balanced and placed evenly (synth_partition found
- *   every stage's layers equal: part[0] = 0, as "even" has it); the twin's
- *   "even".  What a synthesised prediction (predict_synth, its points)
- *   reads of the partition is the placement alone.
- * - schedule: one microbatch, GPipe and 1F1B (either way): every stage
- *   runs its forward, then its backward, under both (step.c stage_step's
- *   warm-up and steady phase), and nothing else of the build or its
- *   simulation reads these two schedules apart.
- * - zero: one microbatch under GPipe or 1F1B, ZeRO-1 and ZeRO-2 (either
- *   way), gradients reduced during the backward (overlap_grad), not FSDP's
- *   SHARD_GRAD_OP (dp_impl fsdp, fsdp2): step.c reads the two apart only
- *   where a backward is not its chunk's last (reduce, every unit's
- *   grad_flush) and for FSDP's gathers; the only backward is the last.
- * The memory estimate may differ (1F1B's last stage holds no warm-up
- * microbatch; ZeRO-2 shards the gradients): a twin's prediction is derived
- * again for c (predict_derive).  Up to SWEEP_TWINS indices into twin[],
- * their number returned (0: simulate c).  It says nothing of the twins'
- * status (screened, failed) or order.
+ * Twins: candidates whose simulations are provably one another's, those
+ * whose canonical inputs (synth_canonical: the input that builds the same
+ * graph task for task) are equal byte for byte -- a balanced partition
+ * placed evenly and "even"; with one microbatch GPipe and 1F1B, and there
+ * ZeRO-1 and ZeRO-2 reduced during the backward (not FSDP).  synth says
+ * which inputs build the same graph; the search only looks them up.  The
+ * memory estimate may differ: a twin's prediction is derived again for c
+ * (predict_derive).
+ *
+ * sweep_canon_key: c's canonical input hashed (never 0) where another of
+ * s's candidates may share it -- c pending, a knob that synth_canonical
+ * set is one that s lists more than one value of, and c predicted by
+ * building it (a model, or a base's rebuild: not a trace's replay or
+ * edit) -- else 0.  Equal keys are a hint: sweep_same_graph says.
  */
-int sweep_twins(const struct sweep *s, uint64_t index, const struct cand *c,
-		uint64_t twin[SWEEP_TWINS]);
+uint64_t sweep_canon_key(const struct sweep *s, const struct cand *c);
+/* 1 where a's and b's canonical inputs are equal (their keys nonzero:
+ * each is predicted by building it). */
+int sweep_same_graph(const struct cand *a, const struct cand *b);
+/* sweep_same_graph of c and candidate index of s (pending). */
+int sweep_same_graph_at(const struct sweep *s, const struct cand *c, uint64_t index);
 
 /* Only candidate index's key (what store_keys lists) into key[0..n): 0,
  * or 1 when index is no candidate. */

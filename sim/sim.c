@@ -192,6 +192,7 @@ void sim_free(struct sim *s)
 	free(s->mp_cur);
 	free(s->mp_other);
 	free(s->mp_t);
+	free(s->mp_cnt);
 	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
 		free(s->run[r].v);
 	free(s->run);
@@ -1125,24 +1126,29 @@ static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 {
 	const struct graph *g = s->g;
 	uint32_t ranks = s->n_gpu_ranks, *cnt;
+	size_t nr = ranks ? ranks : 1;
 
-	if (!s->mp_q && !(s->mp_q = prism_malloc(g->n_nodes ? g->n_nodes : 1)))
+	/* Sized by the graph and its ranks (contention_alloc's, once): made
+	 * on the first run, kept for the next. */
+	if (!s->mp_q)
+		s->mp_q = prism_malloc(g->n_nodes ? g->n_nodes : 1);
+	if (!s->mp_a)
+		s->mp_a = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*s->mp_a));
+	if (!s->mp_t)
+		s->mp_t = prism_malloc(nr * sizeof(*s->mp_t));
+	if (!s->mp_main)
+		s->mp_main = prism_malloc(nr * sizeof(*s->mp_main));
+	if (!s->mp_cur)
+		s->mp_cur = prism_malloc((g->n_procs ? g->n_procs : 1) * sizeof(*s->mp_cur));
+	if (!s->mp_other)
+		s->mp_other = prism_malloc(((size_t)ranks + 1 + g->n_procs) * sizeof(*s->mp_other));
+	if (!s->mp_cnt)
+		s->mp_cnt = prism_malloc(nr * sizeof(*s->mp_cnt));
+	if (!s->mp_q || !s->mp_a || !s->mp_t || !s->mp_main || !s->mp_cur || !s->mp_other ||
+	    !s->mp_cnt)
 		return PRISM_ENOMEM;
-	if (!s->mp_a && !(s->mp_a = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*s->mp_a))))
-		return PRISM_ENOMEM;
-	free(s->mp_main);
-	free(s->mp_cur);
-	free(s->mp_other);
-	free(s->mp_t);
-	s->mp_t = prism_malloc((ranks ? ranks : 1) * sizeof(*s->mp_t));
-	s->mp_main = prism_malloc((ranks ? ranks : 1) * sizeof(*s->mp_main));
-	s->mp_cur = prism_malloc((g->n_procs ? g->n_procs : 1) * sizeof(*s->mp_cur));
-	s->mp_other = prism_malloc(((size_t)ranks + 1 + g->n_procs) * sizeof(*s->mp_other));
-	cnt = prism_calloc(ranks ? ranks : 1, sizeof(*cnt));
-	if (!s->mp_t || !s->mp_main || !s->mp_cur || !s->mp_other || !cnt) {
-		free(cnt);
-		return PRISM_ENOMEM;
-	}
+	cnt = s->mp_cnt;
+	memset(cnt, 0, nr * sizeof(*cnt));
 	memset(s->mp_q, 0, g->n_nodes);
 	for (uint32_t r = 0; r < ranks; r++) {
 		s->mp_main[r] = NONE32;
@@ -1177,7 +1183,7 @@ static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 	}
 	/* Each rank's other streams with contended tasks: mp_other[r] ..
 	 * mp_other[r + 1] index them in mp_other[ranks + 1 ..]. */
-	memset(cnt, 0, (ranks ? ranks : 1) * sizeof(*cnt));
+	memset(cnt, 0, nr * sizeof(*cnt));
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
 		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p)
@@ -1186,13 +1192,12 @@ static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 	s->mp_other[0] = ranks + 1;
 	for (uint32_t r = 0; r < ranks; r++)
 		s->mp_other[r + 1] = s->mp_other[r] + cnt[r];
-	memset(cnt, 0, (ranks ? ranks : 1) * sizeof(*cnt));
+	memset(cnt, 0, nr * sizeof(*cnt));
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
 		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p)
 			s->mp_other[s->mp_other[pr->rank] + cnt[pr->rank]++] = p;
 	}
-	free(cnt);
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		s->mp_a[u] = NONE32;
 	/* The edges from a rank's main stream to its others. */

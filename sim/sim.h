@@ -184,7 +184,8 @@ struct sim {
 	 * ended. */
 	uint8_t *mp_q;
 	uint32_t *mp_a, *mp_main, *mp_cur, *mp_other;
-	int64_t *mp_t; /* per rank: the time of its last check */
+	int64_t *mp_t;	  /* per rank: the time of its last check */
+	uint32_t *mp_cnt; /* per rank: mp_windows_init's counts */
 	uint64_t mp_direct;
 };
 

@@ -186,6 +186,30 @@ with tempfile.TemporaryDirectory() as d:
               f"{opt}: stages cut from a described trace {w['iteration_s']} s, synth {want} s")
     check(all("no run description" in r for k, st, r, t, m in got if st == "invalid"),
           "an invalid plain candidate without its reason")
+    # Twins (sweep_canon_key) only among candidates the base rebuilds: at
+    # one microbatch GPipe and 1F1B build the same graph, but the base's
+    # own layout (GPipe) is its replay, which its 1F1B twin must not take
+    # (it did: 5.037 ms replayed against its own rebuild's 5.516).
+    run("synth", "gpt-small", "--hw", "h100-dgx", "--pp", "2", "--microbatches", "1",
+        "--schedule", "gpipe", "-o", os.path.join(d, "one.json"))
+    one = {}
+    for name, scheds in (("one-both", '"gpipe", "1f1b"'), ("one-1f1b", '"1f1b"')):
+        path = os.path.join(d, name + ".cfg")
+        with open(path, "w") as f:
+            f.write(f'name = "{name}";\nbase = "one.rank0.json";\nhw = "h100-dgx";\n'
+                    'gpus = [2];\nglobal_batch = 1;\nspace = {\n  tp = [1];\n  pp = [2];\n'
+                    f'  mbs = [1];\n  schedule = [{scheds}];\n}};\n')
+        run("search", path, "--db", os.path.join(d, name + ".db"), "--exhaustive")
+        with sqlite3.connect(os.path.join(d, name + ".db")) as con:
+            one[name] = {k: (t, m) for k, t, m in
+                         con.execute("SELECT key, iter_s, method FROM candidate")}
+    k1 = [k for k in one["one-both"] if "sched=1f1b" in k]
+    kg = [k for k in one["one-both"] if "sched=gpipe" in k]
+    check(len(k1) == 1 and len(kg) == 1, f"one microbatch: {one['one-both']}")
+    check(one["one-both"][kg[0]][1] == "replay", f"the base's own layout: {one['one-both']}")
+    check(one["one-both"][k1[0]] == one["one-1f1b"][k1[0]] and
+          one["one-both"][k1[0]][1] == "rebuilt",
+          f"1F1B beside its GPipe twin {one['one-both'][k1[0]]}, alone {one['one-1f1b'][k1[0]]}")
     # A trace with nothing the sweep can edit: every candidate is invalid,
     # and the error says why.
     plain = os.path.join(os.path.dirname(os.path.abspath(SWEEP)), "..", "golden_2023.json")

@@ -432,17 +432,19 @@ static void test_writer_groups(void **state)
 	sweep_release(&sw);
 }
 
-/* sweep_twins: a balanced partition placed evenly takes its "even" twin's
- * prediction, with one microbatch GPipe and 1F1B each other's, and there
- * ZeRO-1 and ZeRO-2.  twins.cfg's pending candidates, each made
- * (batch_make) and simulated alone (predict_eval): every twin found
- * differs in that knob alone, and its prediction, derived again for the
- * follower (its memory), equals the follower's field for field (the
- * claim, checked by simulating both); every candidate of those kinds has
- * its twins; the sweep in batches of 3 with the twins' predictions kept
- * (batch_simulate_twins) equals it simulated without them, candidate for
- * candidate, and some candidates followed a twin simulated in an earlier
- * batch and some one in their own. */
+/* Twins (sweep_canon_key): a balanced partition placed evenly takes its
+ * "even" twin's prediction, with one microbatch GPipe and 1F1B each
+ * other's, and there ZeRO-1 and ZeRO-2.  twins.cfg's pending candidates,
+ * each made (batch_make): those of equal keys have equal canonical inputs
+ * (sweep_same_graph, and sweep_same_graph_at from the index), and each
+ * twin's prediction, simulated alone (predict_eval) and derived again for
+ * the other (its memory), equals the other's own field for field (the
+ * claim, checked by simulating both); each candidate of those kinds has
+ * as twins at least the candidates that differ from it in that knob alone
+ * (found here by comparing the layouts); the sweep in batches of 3 with
+ * the twins' predictions kept (batch_simulate_twins) equals it simulated
+ * without them, candidate for candidate, and some candidates followed a
+ * twin simulated in an earlier batch and some one in their own. */
 static void test_twins(void **state)
 {
 	struct sweep sw;
@@ -450,7 +452,7 @@ static void test_twins(void **state)
 	struct batch_best best = {0}, best2 = {0};
 	struct batch_twins tw = {0};
 	struct prism_err err;
-	struct cand *a, *b, *t;
+	struct cand *a, *b, *all;
 	int nb = 3, kinds[3] = {0}, owner[3] = {0, 0, 0};
 	struct batch_job work[3];
 	(void)state;
@@ -462,52 +464,63 @@ static void test_twins(void **state)
 	assert_int_equal(batch_space(&sw, pool, &sp, &err), 0);
 	a = prism_malloc(nb * sizeof(*a));
 	b = prism_malloc(nb * sizeof(*b));
-	t = prism_malloc(sizeof(*t));
-	assert_true(a && b && t);
+	all = prism_malloc(sp.norder * sizeof(*all));
+	assert_true(a && b && all);
 	for (size_t i = 0; i < sp.norder; i++) {
-		const struct layout *l = &a->in.lay;
-		int part, one, want;
-		batch_make(&sw, pool, &sp.order[i], 1, BATCH_EXHAUSTIVE, &best, a, NULL);
-		assert_int_equal(a->index, sp.order[i].index);
-		part = l->partition == LAYOUT_PART_BALANCED && a->placed.part[0] == 0 &&
-		       a->placed.part_chunks == 0;
+		batch_make(&sw, pool, &sp.order[i], 1, BATCH_EXHAUSTIVE, &best, &all[i], NULL);
+		assert_int_equal(all[i].index, sp.order[i].index);
+	}
+	for (size_t i = 0; i < sp.norder; i++) {
+		const struct cand *c = &all[i];
+		const struct layout *l = &c->in.lay;
+		int part, one, want, found = 0;
+		struct predict_out q;
+		part = l->partition == LAYOUT_PART_BALANCED && c->placed.part[0] == 0 &&
+		       c->placed.part_chunks == 0;
 		one = l->microbatches == 1 &&
 		      (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B);
 		/* twins.cfg lists even and balanced, GPipe and 1F1B, ZeRO 1 and 2,
-		 * each valid with the others: every twin there is found. */
+		 * each valid with the others: every one-knob twin is there. */
 		want = part + one + (one && (l->zero == 1 || l->zero == 2));
-		assert_int_equal(a->ntwins, want);
-		for (int k = 0; k < a->ntwins; k++) {
-			struct predict_out p, q;
-			struct layout x;
-			int kind;
-			assert_int_equal(sweep_candidate(&sw, (uint64_t)a->twin[k], t), 0);
-			x = t->in.lay;
+		if (want)
+			assert_true(c->canon != 0);
+		if (c->canon)
+			assert_int_equal(predict_eval(&sw.bl.pb, &c->in, &q, NULL, NULL, &err), 0);
+		for (size_t j = 0; j < sp.norder; j++) {
+			const struct cand *t = &all[j];
+			struct layout x = t->in.lay;
+			struct predict_out p;
+			int kind, differ = 0;
+			if (j == i || !c->canon || t->canon != c->canon)
+				continue;
+			assert_true(sweep_same_graph(c, t));
+			assert_true(sweep_same_graph_at(&sw, c, (uint64_t)t->index));
+			differ += x.partition != l->partition;
+			differ += x.schedule != l->schedule;
+			differ += x.zero != l->zero;
+			assert_true(differ >= 1);
 			kind = x.partition != l->partition ? 0 : x.schedule != l->schedule ? 1 : 2;
-			kinds[kind]++;
-			if (kind == 0) {
-				assert_true(part);
-				assert_int_equal(x.partition, LAYOUT_PART_GIVEN);
-				assert_int_equal(x.part[0], 0);
+			if (x.partition != l->partition) {
+				assert_true(l->partition == LAYOUT_PART_BALANCED ||
+					    x.partition == LAYOUT_PART_BALANCED);
 				x.partition = l->partition;
-			} else if (kind == 1) {
-				assert_true(one);
-				assert_int_equal(x.schedule, l->schedule == LAYOUT_GPIPE
-								 ? LAYOUT_1F1B
-								 : LAYOUT_GPIPE);
-				x.schedule = l->schedule;
-			} else {
-				assert_true(one);
+			}
+			x.schedule = l->schedule;
+			if (x.zero != l->zero) {
 				assert_int_equal(x.zero + l->zero, 3);
 				x.zero = l->zero;
 			}
-			assert_memory_equal(&x, l, sizeof(x)); /* that knob alone */
-			assert_int_equal(predict_eval(&sw.bl.pb, &a->in, &q, NULL, NULL, &err), 0);
+			assert_memory_equal(&x, l, sizeof(x)); /* those knobs alone */
+			if (differ == 1) {
+				kinds[kind]++;
+				found++;
+			}
 			assert_int_equal(predict_eval(&sw.bl.pb, &t->in, &p, NULL, NULL, &err), 0);
 			assert_true(p.iter_s > 0);
-			predict_derive(&a->in, p.iter_s, &p);
+			predict_derive(&c->in, p.iter_s, &p);
 			assert_memory_equal(&p, &q, sizeof(p));
 		}
+		assert_true(found >= want);
 	}
 	assert_true(kinds[0] >= 2 && kinds[1] >= 2 && kinds[2] >= 2);
 	/* The search with and without the twins' predictions. */
@@ -520,12 +533,10 @@ static void test_twins(void **state)
 			batch_make(&sw, pool, sp.order + at, n, BATCH_EXHAUSTIVE, &best2, b, NULL);
 			for (int i = 0; i < n; i++) {
 				int in_batch = 0, before = 0;
-				for (int k = 0; k < a[i].ntwins; k++) {
-					for (int j = 0; j < i; j++)
-						in_batch |= a[j].index == a[i].twin[k];
-					for (size_t j = 0; j < at; j++)
-						before |= sp.order[j].index == a[i].twin[k];
-				}
+				for (int j = 0; a[i].canon && j < i; j++)
+					in_batch |= a[j].canon == a[i].canon;
+				for (size_t j = 0; a[i].canon && j < at; j++)
+					before |= all[j].canon == a[i].canon;
 				followed_before += before;
 				followed_same += in_batch && !before;
 			}
@@ -543,10 +554,10 @@ static void test_twins(void **state)
 		assert_true(followed_before > 0 && followed_same > 0);
 	}
 	batch_twins_release(&tw);
-	assert_true(tw.n == 0 && tw.cap == 0);
+	assert_true(tw.n == 0 && tw.at.cap == 0 && !tw.kept);
 	free(a);
 	free(b);
-	free(t);
+	free(all);
 	batch_space_release(&sp);
 	sweep_release(&sw);
 }

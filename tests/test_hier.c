@@ -1430,6 +1430,237 @@ static void test_one_breakdown(void **state)
 	}
 }
 
+/* a and b settled kernel by kernel (run_build): the same graph, task for
+ * task -- every column of every task (simulated times too), every edge,
+ * stream, iteration and collective. */
+static void graphs_equal(const struct graph *a, const struct graph *b)
+{
+	assert_int_equal(a->n_nodes, b->n_nodes);
+	assert_int_equal(a->n_edges, b->n_edges);
+	assert_int_equal(a->n_procs, b->n_procs);
+	assert_int_equal(a->n_iters, b->n_iters);
+	assert_int_equal(a->n_colls, b->n_colls);
+#define SAME_COLUMN(type, f) assert_memory_equal(a->f, b->f, a->n_nodes * sizeof(type));
+	GRAPH_NODE_COLUMNS(SAME_COLUMN)
+#undef SAME_COLUMN
+	assert_memory_equal(a->out_off, b->out_off, (a->n_nodes + 1) * sizeof(*a->out_off));
+	assert_memory_equal(a->out_dst, b->out_dst, a->n_edges * sizeof(*a->out_dst));
+	assert_memory_equal(a->out_kind, b->out_kind, a->n_edges * sizeof(*a->out_kind));
+	assert_memory_equal(a->procs, b->procs, a->n_procs * sizeof(*a->procs));
+	for (uint32_t i = 0; i < a->n_iters; i++) {
+		assert_int_equal(a->iters[i].start_ns, b->iters[i].start_ns);
+		assert_int_equal(a->iters[i].dur_ns, b->iters[i].dur_ns);
+	}
+	for (uint32_t i = 0; i < a->n_colls; i++) {
+		assert_int_equal(a->colls[i].node, b->colls[i].node);
+		assert_int_equal(a->colls[i].kind, b->colls[i].kind);
+		assert_int_equal(a->colls[i].bytes, b->colls[i].bytes);
+		assert_int_equal(a->colls[i].group_size, b->colls[i].group_size);
+	}
+	for (uint32_t u = 0; u < a->n_nodes; u++)
+		assert_string_equal(strtab_get(&a->st, a->name[u]), strtab_get(&b->st, b->name[u]));
+}
+
+/* The prediction of in as a sweep makes it (folded, the line through its
+ * points where it has one). */
+static void predicted(const struct synth_in *in, struct predict_out *p)
+{
+	struct synth_in x = *in;
+	struct prism_err err;
+	prism_err_clear(&err);
+	x.units = 1;
+	if (predict_synth(&x, p, NULL, NULL, &err)) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+}
+
+/*
+ * synth_canonical's claims, beyond test_batch's twins.cfg: each case's
+ * variants (partition even and balanced where it has stages; GPipe and
+ * 1F1B; ZeRO-1 and ZeRO-2 where it shards), each accepted by
+ * synth_check: those of equal canonical inputs build the same graph task
+ * for task (settled kernel by kernel: every task's times) and predict the
+ * same step to the nanosecond (folded, as a sweep does: predict_synth,
+ * its memory derived again for each), taking the line through points
+ * both or neither (hier_extrapolate reads the partition as placed: at 64
+ * microbatches "even" takes it, and so must a balanced partition placed
+ * evenly, which declined before); the canonical input is its own
+ * (idempotent) and accepted.  The cases span MoE with expert parallelism,
+ * context parallelism, TP with SP and overlap, full recomputation, FP8,
+ * CUDA graphs, offloading, buckets and the weights' overlapped gather,
+ * DeepSpeed's ZeRO, one stage, 64 microbatches, a hybrid Mamba model and
+ * MTP; each knob's merge is seen (balanced placing evenly: a small
+ * vocabulary, or a wider model, whose head weighs less than a layer).
+ * Where a rule does not apply (64 microbatches; the gradients reduced
+ * after the backward) the two stay apart.  Taking the overlap_grad
+ * condition out of the ZeRO rule fails here.
+ */
+static void test_canonical(void **state)
+{
+	static const struct {
+		int tp, sp, tpo, pp, dp, m, zero, experts, ep, cp, rc, dtype, exec, offload;
+		int bucket_mb, oparam, ograd, dp_impl, mtp, vocab;
+		const char *pattern;
+	} cases[] = {
+	    /* clang-format off */
+	    {1, 0, 0, 2, 4, 1, 1, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
+	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 1000, NULL},
+	    /* TP with SP and overlap, full recomputation */
+	    {2, 1, 1, 2, 2, 1, 2, 0, 1, 1, LAYOUT_RECOMPUTE_FULL, HW_BF16, LAYOUT_EXEC_EAGER,
+	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 1000, NULL},
+	    /* MoE, ep 4 */
+	    {1, 0, 0, 2, 4, 1, 1, 8, 4, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
+	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 1000, NULL},
+	    /* cp 2 */
+	    {2, 1, 0, 2, 2, 1, 1, 0, 1, 2, LAYOUT_RECOMPUTE_SELECTIVE, HW_BF16, LAYOUT_EXEC_EAGER,
+	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 1000, NULL},
+	    /* FP8, CUDA graphs, offloading (one stage) */
+	    {2, 0, 0, 2, 4, 1, 2, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_FP8, LAYOUT_EXEC_EAGER,
+	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 1000, NULL},
+	    {1, 0, 0, 2, 4, 1, 1, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_GRAPHS,
+	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 1000, NULL},
+	    {1, 0, 0, 1, 4, 1, 2, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
+	     2, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 1000, NULL},
+	    /* buckets and the weights' overlapped gather; DeepSpeed (one
+	     * stage: its PipelineEngine has no ZeRO-2) */
+	    {1, 0, 0, 2, 4, 1, 1, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
+	     0, 10, 1, 1, LAYOUT_DP_MEGATRON, 0, 1000, NULL},
+	    {1, 0, 0, 1, 4, 1, 2, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
+	     0, 0, 0, 1, LAYOUT_DP_DEEPSPEED, 0, 1000, NULL},
+	    /* one stage, the model's own vocabulary */
+	    {2, 1, 0, 1, 4, 1, 1, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
+	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 0, NULL},
+	    /* 64 microbatches: the line through points */
+	    {1, 0, 0, 2, 1, 64, 0, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
+	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 0, NULL},
+	    /* hybrid Mamba, MTP */
+	    {1, 0, 0, 2, 2, 1, 1, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
+	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 0, 1000, "M-*M-M*-"},
+	    {1, 0, 0, 2, 2, 1, 2, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
+	     0, 0, 0, 1, LAYOUT_DP_MEGATRON, 1, 1000, NULL},
+	    /* ZeRO-1 and 2 apart: the gradients reduced after the backward */
+	    {1, 0, 0, 2, 4, 1, 1, 0, 1, 1, LAYOUT_RECOMPUTE_NONE, HW_BF16, LAYOUT_EXEC_EAGER,
+	     0, 0, 0, 0, LAYOUT_DP_MEGATRON, 0, 1000, NULL},
+	    /* clang-format on */
+	};
+	int merged[3] = {0}, apart = 0, lines = 0;
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_in v[8], c[8];
+		int nv = 0;
+		print_message("canonical case %zu\n", i);
+		for (int part = 0; part < 2; part++)
+			for (int sched = 0; sched < 2; sched++)
+				for (int zero = 0; zero < 2; zero++) {
+					struct synth_in in;
+					struct prism_err err;
+					if ((part && cases[i].pp < 2) ||
+					    (zero && cases[i].zero == 0))
+						continue;
+					if (cases[i].pattern)
+						hybrid_small(&in, cases[i].pattern);
+					else
+						small(&in);
+					in.lay.tp = cases[i].tp;
+					in.lay.sp = cases[i].sp;
+					in.lay.tp_overlap = cases[i].tpo;
+					in.lay.pp = cases[i].pp;
+					in.lay.dp = cases[i].dp;
+					in.lay.microbatches = cases[i].m;
+					in.lay.zero = zero ? 3 - cases[i].zero : cases[i].zero;
+					in.lay.schedule = sched ? LAYOUT_GPIPE : LAYOUT_1F1B;
+					in.lay.partition =
+					    part ? LAYOUT_PART_BALANCED : LAYOUT_PART_GIVEN;
+					in.m.experts = cases[i].experts;
+					in.m.top_k = cases[i].experts ? 2 : 0;
+					in.m.expert_ffn = cases[i].experts ? 1024 : 0;
+					in.lay.ep = cases[i].ep;
+					in.lay.cp = cases[i].cp;
+					in.lay.recompute = cases[i].rc;
+					in.lay.dtype = cases[i].dtype;
+					in.lay.exec = cases[i].exec;
+					in.lay.offload_layers = cases[i].offload;
+					in.lay.bucket_mb = cases[i].bucket_mb;
+					in.lay.overlap_param = cases[i].oparam;
+					in.lay.overlap_grad = cases[i].ograd;
+					in.lay.dp_impl = cases[i].dp_impl;
+					in.m.mtp_layers = cases[i].mtp;
+					if (cases[i].vocab)
+						in.m.vocab = cases[i].vocab;
+					/* many microbatches: as test_extrapolate takes
+					 * the line (no contention, 10 + 5 us a launch) */
+					if (cases[i].m > 1) {
+						in.hw = &hw_quiet;
+						in.cpu_op_s = 10e-6;
+						in.launch_s = 5e-6;
+						/* 4x wider: the head weighs less than a
+						 * layer, balanced places 4 + 4 */
+						in.m.hidden = 4096;
+						in.m.ffn = 16384;
+					}
+					prism_err_clear(&err);
+					if (synth_check(&in, &err)) {
+						print_error("case %zu: %s\n", i, err.msg);
+						fail();
+					}
+					v[nv++] = in;
+				}
+		for (int a = 0; a < nv; a++) {
+			struct synth_in cc;
+			struct prism_err err;
+			layout_mask set = synth_canonical(&v[a], &c[a]);
+			assert_int_equal(synth_canonical(&c[a], &cc), set);
+			assert_memory_equal(&cc, &c[a], sizeof(cc));
+			prism_err_clear(&err);
+			assert_int_equal(synth_check(&c[a], &err), 0);
+		}
+		for (int a = 0; a < nv; a++)
+			for (int b = a + 1; b < nv; b++) {
+				struct run x, y;
+				struct predict_out p, q;
+				if (memcmp(&c[a], &c[b], sizeof(c[a])) != 0) {
+					/* one knob apart, its rule not applying */
+					apart += (v[a].lay.partition != v[b].lay.partition) +
+						     (v[a].lay.schedule != v[b].lay.schedule) +
+						     (v[a].lay.zero != v[b].lay.zero) ==
+						 1;
+					continue;
+				}
+				merged[0] += v[a].lay.partition != v[b].lay.partition;
+				merged[1] += v[a].lay.schedule != v[b].lay.schedule;
+				merged[2] += v[a].lay.zero != v[b].lay.zero;
+				run_build(&v[a], 0, &x);
+				run_build(&v[b], 0, &y);
+				graphs_equal(x.g, y.g);
+				assert_true(x.st.iter_s == y.st.iter_s);
+				run_free(&x);
+				run_free(&y);
+				/* one path: the line through points or not, both */
+				{
+					struct synth_in xa = v[a], xb = v[b];
+					struct hier_out ha, hb;
+					struct prism_err err;
+					prism_err_clear(&err);
+					xa.units = xb.units = 1;
+					assert_int_equal(hier_extrapolate(&xa, &ha, &err),
+							 hier_extrapolate(&xb, &hb, &err));
+					lines += hier_extrapolate(&xa, &ha, &err) == 1;
+				}
+				predicted(&v[a], &p);
+				predicted(&v[b], &q);
+				predict_derive(&v[a], q.iter_s, &q);
+				predict_derive(&v[a], p.iter_s, &p);
+				assert_memory_equal(&p, &q, sizeof(p));
+			}
+	}
+	print_message("merged: partition %d, schedule %d, zero %d; one knob apart %d\n", merged[0],
+		      merged[1], merged[2], apart);
+	assert_true(merged[0] >= 10 && merged[1] >= 10 && merged[2] >= 10);
+	assert_true(lines >= 1); /* a balanced partition placed evenly, on the line */
+	assert_true(apart >= 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1447,6 +1678,7 @@ int main(void)
 	    cmocka_unit_test(test_agreement_hybrid),
 	    cmocka_unit_test(test_agreement_zero_impls),
 	    cmocka_unit_test(test_one_breakdown),
+	    cmocka_unit_test(test_canonical),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

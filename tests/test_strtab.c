@@ -1,10 +1,11 @@
 /* test_strtab.c - interning against a naive list, ids dense and stable;
- * strings written as JSON. */
+ * strings written as JSON; the int64 map's clearing (imap.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "prism.h"
+#include "imap.h"
 #include "strtab.h"
 #include "testutil.h"
 
@@ -89,12 +90,40 @@ static void test_json_str(void **state)
 	}
 }
 
+/* imap_clear: every key gone (imap_get finds none, a put is new again and
+ * takes its new value), the room kept; the keys put back after it found
+ * as put, through a growth past the room. */
+static void test_imap_clear(void **state)
+{
+	struct imap m = {0};
+	uint32_t old;
+	size_t cap;
+	(void)state;
+	for (int64_t k = 0; k < 100; k++)
+		assert_int_equal(imap_put(&m, k * 7919, (uint32_t)k, &old), 0);
+	cap = m.cap;
+	imap_clear(&m);
+	assert_int_equal(m.n, 0);
+	assert_int_equal(m.cap, cap);
+	for (int64_t k = 0; k < 100; k++)
+		assert_int_equal(imap_get(&m, k * 7919), IMAP_NONE);
+	for (int64_t k = 0; k < 300; k++) {
+		assert_int_equal(imap_put(&m, k * 7919, (uint32_t)(k + 1000), &old), 0);
+		assert_int_equal(old, IMAP_NONE);
+	}
+	for (int64_t k = 0; k < 300; k++)
+		assert_int_equal(imap_get(&m, k * 7919), (uint32_t)(k + 1000));
+	assert_true(m.cap > cap);
+	imap_release(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_empty_is_id_zero),
 	    cmocka_unit_test(test_against_naive),
 	    cmocka_unit_test(test_json_str),
+	    cmocka_unit_test(test_imap_clear),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

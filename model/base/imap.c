@@ -76,6 +76,13 @@ int imap_put(struct imap *m, int64_t key, uint32_t val, uint32_t *old)
 	}
 }
 
+void imap_clear(struct imap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		m->keys[i] = IMAP_EMPTY;
+	m->n = 0;
+}
+
 void imap_release(struct imap *m)
 {
 	free(m->keys);

@@ -33,6 +33,9 @@ uint32_t imap_get(const struct imap *m, int64_t key);
  */
 int imap_put(struct imap *m, int64_t key, uint32_t val, uint32_t *old);
 
+/* Every key removed, the room kept (a map refilled again and again). */
+void imap_clear(struct imap *m);
+
 void imap_release(struct imap *m);
 
 #endif

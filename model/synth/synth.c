@@ -85,6 +85,38 @@ void synth_mem_layout(const struct synth_in *in, struct layout *l)
 	}
 }
 
+layout_mask synth_canonical(const struct synth_in *in, struct synth_in *out)
+{
+	const struct layout *l = &in->lay;
+	struct layout *o = &out->lay;
+	layout_mask set = 0;
+	int one =
+	    l->microbatches == 1 && (l->schedule == LAYOUT_GPIPE || l->schedule == LAYOUT_1F1B);
+
+	/* Byte for byte (padding too): callers compare the bytes. */
+	memcpy(out, in, sizeof(*out));
+	if (l->pp >= 2) {
+		struct layout placed;
+		if (synth_partition(in, &placed, NULL) == 0 && placed.part[0] == 0 &&
+		    placed.part_chunks == 0) {
+			o->partition = LAYOUT_PART_GIVEN;
+			memset(o->part, 0, sizeof(o->part));
+			o->part_chunks = o->part_first = o->part_last = o->part_mtp = 0;
+			set |= LK_BIT(LK_partition);
+		}
+	}
+	if (one) {
+		o->schedule = LAYOUT_1F1B;
+		set |= LK_BIT(LK_schedule);
+	}
+	if (one && (l->zero == 1 || l->zero == 2) && l->overlap_grad &&
+	    l->dp_impl != LAYOUT_DP_FSDP && l->dp_impl != LAYOUT_DP_FSDP2) {
+		o->zero = 1;
+		set |= LK_BIT(LK_zero);
+	}
+	return set;
+}
+
 void synth_mem(const struct synth_in *in, struct mem_est *out)
 {
 	struct layout l;

@@ -320,6 +320,34 @@ void synth_mem_layout(const struct synth_in *in, struct layout *l);
  * broken (layout_check_partition). */
 int synth_partition(const struct synth_in *in, struct layout *out, struct prism_err *err);
 
+/*
+ * The canonical input of in (one synth_check accepts) into *out (not in):
+ * in with each knob whose values the build and its simulation (synth_build,
+ * predict_synth's folded points and their line, sim/eval/hier.c) do not
+ * tell apart set to one of them:
+ * - partition (pp >= 2): placed with every stage's layers equal
+ *   (synth_mem_layout: part[0] = 0, no chunk list), "even": the build
+ *   and the line read the partition only as placed.
+ * - schedule: one microbatch under GPipe or 1F1B, 1F1B: every stage runs
+ *   its forward, then its backward, under both (step.c stage_step: the
+ *   warm-up clamped to the one microbatch), and nothing else reads the
+ *   two apart.
+ * - zero: one microbatch under GPipe or 1F1B, ZeRO-1 or ZeRO-2 with the
+ *   gradients reduced during the backward (overlap_grad) and not FSDP's
+ *   SHARD_GRAD_OP (dp_impl fsdp, fsdp2), ZeRO-1: step.c reads the two
+ *   apart only where a backward is not its chunk's last (stage_step's
+ *   reduce, every unit's grad_flush) and for FSDP's gathers; the only
+ *   backward is the last.
+ * Returns the knobs so set (LK_BIT of layout.h's ids), whatever their
+ * value was: 0 where no rule applies (*out is then in).  Two inputs whose
+ * canonical inputs are equal byte for byte build the same graph task for
+ * task (its run description aside) and predict the same step; what reads
+ * the layout itself differs (mem.h's memory: 1F1B's last stage holds no
+ * warm-up microbatch, ZeRO-2 shards the gradients).  A change here or in
+ * what the rules name must keep test_synth's canonical cases equal.
+ */
+layout_mask synth_canonical(const struct synth_in *in, struct synth_in *out);
+
 /* mem_estimate() of in's layout (synth_mem_layout). */
 void synth_mem(const struct synth_in *in, struct mem_est *out);
 

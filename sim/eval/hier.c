@@ -166,17 +166,23 @@ static int try_line(const struct synth_in *in, const struct point *pt, int m0, i
 	return 1;
 }
 
-/* 1 where every pipeline stage holds the same layers, chunk by chunk:
- * the even partition, or one given that is even. */
-static int even_stages(const struct layout *l)
+/* 1 where every pipeline stage holds the same layers, chunk by chunk, as
+ * in's partition places them (what the build reads of it, so that a
+ * partition's twins take one path: synth_canonical): placed evenly (the
+ * even partition, a balanced one that found every stage's layers equal),
+ * or given, evenly. */
+static int even_stages(const struct synth_in *in)
 {
-	int n = l->part_chunks ? l->part_chunks : l->pp;
-	if (l->pp <= 1 || (l->partition == LAYOUT_PART_GIVEN && l->part[0] == 0))
+	struct layout l;
+	int n;
+	synth_mem_layout(in, &l);
+	n = l.part_chunks ? l.part_chunks : l.pp;
+	if (l.pp <= 1 || (l.part[0] == 0 && l.part_chunks == 0))
 		return 1;
-	if (l->partition != LAYOUT_PART_GIVEN)
+	if (l.partition != LAYOUT_PART_GIVEN)
 		return 0;
 	for (int k = 1; k < n && k < LAYOUT_MAX_STAGES; k++)
-		if (l->part[k] != l->part[0])
+		if (l.part[k] != l.part[0])
 			return 0;
 	return 1;
 }
@@ -196,7 +202,7 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	 * stages, so that one a few microbatches past the points can overtake
 	 * the one the points saw (docs/PERFORMANCE.md: GPT-3 1.3B's balanced
 	 * 13/11 stages under GPipe, the step 0.55 ms short at 16 microbatches). */
-	if (!in->units || in->steps > 2 || p < 1 || !even_stages(l))
+	if (!in->units || in->steps > 2 || p < 1 || !even_stages(in))
 		return 0;
 	/* The layout's own rules, at its own count. */
 	if ((rc = synth_check(in, err)))
