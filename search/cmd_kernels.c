@@ -397,6 +397,10 @@ static void print_kernels(const struct hw_profile *hw)
 				printf("events_us = %.3f; ", hw->k.mem_events_s[m] * 1e6);
 			if (hw->k.mem_host_s[m] > 0)
 				printf("host_us = %.3f; ", hw->k.mem_host_s[m] * 1e6);
+			for (int j = HW_MEM_IMPL_ANY + 1; j < HW_MEM_NIMPLS; j++)
+				if (hw->k.mem_impl_eff[m][j] > 0)
+					printf("%s_eff = %.3f; ", hw_mem_impl_name(j),
+					       hw->k.mem_impl_eff[m][j]);
 			printf("};\n");
 		}
 	}
