@@ -58,7 +58,11 @@ static const char help_opts[] =
     "                   fixed cost likewise where it has CUDA-graph rows and XLA's\n"
     "                   table's, whose single calls on an idle GPU add\n"
     "                   isolated_us; the host's cost per kernel a Python-level\n"
-    "                   call launches, host_us, where its rows are host-bound),\n"
+    "                   call launches, host_us, where its rows are host-bound;\n"
+    "                   each implementation a row names -- triton_eff (Liger's\n"
+    "                   Triton), aten_eff (torch.nn's norms), compiled_eff\n"
+    "                   (torch.compile) -- its own bandwidth, the kind's floor\n"
+    "                   held; a step's kernels keep the kind's line),\n"
     "                   per GPU family, class and dtype (a GEMM dtype with fewer\n"
     "                   than 20 rows: its peak alone, the shape parameters of the\n"
     "                   family's dtype with the most rows, or where none has 20,\n"
@@ -397,6 +401,10 @@ static void print_kernels(const struct hw_profile *hw)
 				printf("events_us = %.3f; ", hw->k.mem_events_s[m] * 1e6);
 			if (hw->k.mem_host_s[m] > 0)
 				printf("host_us = %.3f; ", hw->k.mem_host_s[m] * 1e6);
+			for (int j = HW_MEM_IMPL_ANY + 1; j < HW_MEM_NIMPLS; j++)
+				if (hw->k.mem_impl_eff[m][j] > 0)
+					printf("%s_eff = %.3f; ", hw_mem_impl_name(j),
+					       hw->k.mem_impl_eff[m][j]);
 			printf("};\n");
 		}
 	}

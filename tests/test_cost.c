@@ -2343,13 +2343,14 @@ static void test_analytic_small(void **state)
  * GPU has the flush hide as much of its time.  On the H100 profile the
  * flush is an elementwise write, 0.636 us + 268435456 B / (3.35 TB/s x
  * 0.751) = 107.334 us; Liger's LayerNorm backward of 4096 x 1024 fp32
- * (50331648 B) launches 5 kernels at the norm kind's 54.921 us: a floor
- * of 5 x 54.921 - 107.334 = 167.271 us over its device time, 4.406 +
- * 50331648 / (3.35e12 x 0.698) + 0.458 = 26.389 us.  Then the fit by hand:
+ * (50331648 B) launches 5 kernels at the norm kind's 56.859 us: a floor
+ * of 5 x 56.859 - 107.334 = 176.961 us over its device time, 4.406 +
+ * 50331648 / (3.35e12 x 0.706) + 0.619 = 26.306 us (the kind's line: the
+ * row names no implementation).  Then the fit by hand:
  * three event-timed rows on t = 6 us + x / 0.8 and three rows of 5
  * launches measured at 5 x 50 us - 107.334 us give the line back from the
  * first three (the floor rows left out) and host_us 50, from the
- * profile's 54.921 and from 0. */
+ * profile's 56.859 and from 0. */
 static void test_host_floor(void **state)
 {
 	struct hw_profile h, *hws[6];
@@ -2369,15 +2370,15 @@ static void test_host_floor(void **state)
 	rows[0].bytes = 4096.0 * 1024 * 4 * 3;
 	rows[0].timing = KB_TIME_EVENTS;
 	rows[0].launches = 5;
-	assert_rel_close(kbench_predict(&h, &rows[0], 0), 5 * 54.921e-6 - flush, 1e-12);
-	assert_rel_close(kbench_predict(&h, &rows[0], 0), 167.271e-6, 1e-5);
-	rows[0].launches = 1; /* 54.921 us, hidden by the flush: the device's time */
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 5 * 56.859e-6 - flush, 1e-12);
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 176.961e-6, 1e-5);
+	rows[0].launches = 1; /* 56.859 us, hidden by the flush: the device's time */
 	assert_rel_close(kbench_predict(&h, &rows[0], 0),
-			 4.406e-6 + 50331648.0 / (3.35e12 * 0.698) + 0.458e-6, 1e-12);
-	assert_rel_close(kbench_predict(&h, &rows[0], 0), 26.389e-6, 1e-4);
+			 4.406e-6 + 50331648.0 / (3.35e12 * 0.706) + 0.619e-6, 1e-12);
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 26.306e-6, 1e-4);
 	rows[0].launches = 5; /* timed on the device alone: no host in it */
 	rows[0].timing = KB_TIME_DEVICE;
-	assert_rel_close(kbench_predict(&h, &rows[0], 0), 4.406e-6 + 50331648.0 / (3.35e12 * 0.698),
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 4.406e-6 + 50331648.0 / (3.35e12 * 0.706),
 			 1e-12);
 
 	for (int start = 0; start < 2; start++) {
@@ -2390,7 +2391,7 @@ static void test_host_floor(void **state)
 			hws[i] = &h;
 			idx[i] = (size_t)i;
 		}
-		h.k.mem_host_s[HW_MEM_NORM] = start ? 0 : 54.921e-6;
+		h.k.mem_host_s[HW_MEM_NORM] = start ? 0 : 56.859e-6;
 		assert_int_equal(kbench_fit(hws, rows, idx, 6, KB_MEM, HW_MEM_NORM), 3);
 		assert_rel_close(h.k.mem_host_s[HW_MEM_NORM], 50e-6, 1e-9);
 		assert_rel_close(h.k.mem_eff[HW_MEM_NORM], 0.8, 1e-9);
@@ -2448,14 +2449,36 @@ static void test_mem_bytes(void **state)
 	     * writes dx (4), and the first accumulation clones dx (2): 6 */
 	    "H100,,fused_add_rms_norm (residual add + RMSNorm),Liger fused residual-add + RMSNorm,"
 	    "fp32,rows M=2048 x hidden H=1024,bwd,0.1,,,,,linkedin/Liger-Kernel@x:b.csv,,"
-	    "liger_version 0.7.0\n";
-	static const double want[9] = {
-	    16777216.0 * 2 * 1.5, 16777216.0 * 2 * 4.5, 4194304.0 * 2 * 8,
-	    4194304.0 * 2 * 7,	  4194304.0 * 4 * 5,	4194304.0 * 4 * 3,
-	    2097152.0 * 2 * 7,	  2097152.0 * 2 * 3,	2097152.0 * 4 * 6};
+	    "liger_version 0.7.0\n"
+	    /* cudnn-frontend's script's bytes (GB/s x time: 1703.5e9 x
+	     * 0.236e-3 = 402026000, its three passes of 16384 x 4096 bf16)
+	     * and Inductor's weight gradient reading dy and x again: + 2 x
+	     * 67108864 x 2 */
+	    "H200,,rms_norm (llama3-8b shape),torch.compile,bf16,N=16384 rows x C=4096,bwd,0.236,"
+	    "1703.5,,,,cudnn-frontend@x:b.csv,,\n"
+	    /* its forward: the file's bytes alone (3522.7e9 x 0.076e-3) */
+	    "H200,,rms_norm (llama3-8b shape),torch.compile,bf16,N=16384 rows x C=4096,fwd,0.076,"
+	    "3522.7,,,,cudnn-frontend@x:b.csv,,\n"
+	    /* cuDNN's: its three (3801e9 x 0.106e-3), no implementation of
+	     * its own */
+	    "H200,,rms_norm (llama3-8b shape),cuDNN norm via cudnn-frontend,bf16,"
+	    "N=16384 rows x C=4096,bwd,0.106,3801,,,,cudnn-frontend@x:b.csv,,\n";
+	static const double want[12] = {
+	    16777216.0 * 2 * 1.5, 16777216.0 * 2 * 4.5,
+	    4194304.0 * 2 * 8,	  4194304.0 * 2 * 7,
+	    4194304.0 * 4 * 5,	  4194304.0 * 4 * 3,
+	    2097152.0 * 2 * 7,	  2097152.0 * 2 * 3,
+	    2097152.0 * 4 * 6,	  1703.5e9 * 0.236e-3 + 2 * 67108864.0 * 2,
+	    3522.7e9 * 0.076e-3,  3801e9 * 0.106e-3};
 	/* the kernels each call launches (liger_norm_launches): Liger's
 	 * norms only, counted from their code; 0 not counted */
-	static const double launches[9] = {0, 0, 0, 7, 0, 5, 3, 0, 4};
+	static const double launches[12] = {0, 0, 0, 7, 0, 5, 3, 0, 4, 0, 0, 0};
+	/* who wrote each (enum hw_mem_impl): Liger's Triton, torch.nn's ATen,
+	 * torch.compile's Inductor, cuDNN none of these */
+	static const int impl[12] = {HW_MEM_IMPL_TRITON,   HW_MEM_IMPL_TRITON,	 HW_MEM_IMPL_ATEN,
+				     HW_MEM_IMPL_TRITON,   HW_MEM_IMPL_ATEN,	 HW_MEM_IMPL_TRITON,
+				     HW_MEM_IMPL_TRITON,   HW_MEM_IMPL_TRITON,	 HW_MEM_IMPL_TRITON,
+				     HW_MEM_IMPL_COMPILED, HW_MEM_IMPL_COMPILED, HW_MEM_IMPL_ANY};
 	struct kbench kb;
 	struct prism_err err;
 	char path[] = "/tmp/prism-kb-XXXXXX";
@@ -2468,13 +2491,86 @@ static void test_mem_bytes(void **state)
 	prism_err_clear(&err);
 	assert_int_equal(kbench_read(&kb, path, &err), 0);
 	unlink(path);
-	assert_int_equal(kb.n, 9);
-	for (int i = 0; i < 9; i++) {
+	assert_int_equal(kb.n, 12);
+	for (int i = 0; i < 12; i++) {
 		assert_int_equal(kb.rows[i].cls, KB_MEM);
-		assert_rel_close(kb.rows[i].bytes, want[i], 1e-12);
+		assert_rel_close(kb.rows[i].bytes, want[i], 1e-9);
 		assert_true(kb.rows[i].launches == launches[i]);
+		assert_int_equal(kb.rows[i].mem_impl, impl[i]);
 	}
 	kbench_release(&kb);
+}
+
+/* An implementation's own bandwidth (docs/MODEL.md, "Kernel efficiency":
+ * implementations).  On the H100 profile a 4096 x 4096 fp32 norm forward
+ * (read x, write y: 134217728 B) timed as Liger's rows are takes the
+ * kind's floor and events and its implementation's bandwidth: Liger's
+ * Triton 4.406 + 134217728 / (3.35e12 x 0.805) + 0.619 = 54.795 us,
+ * torch.nn's ATen kernel at 0.565 75.936 us, one of no stated
+ * implementation the kind's 0.706 61.774 us (a step's norm: kperf_mem_s).
+ * An implementation the profile has no figure for takes the kind's.
+ * Then the fit: three Triton rows on t = 6 us + x / 0.9 alone give the
+ * kind's line and Triton's 0.9 back; with three rows of no implementation
+ * on t = 6 us + x / 0.6 beside them, the kind's line is the rows' mix and
+ * Triton's bandwidth, its intercept held, is the least-squares slope in
+ * relative error: the normal equation sum(r x / t) = 0 holds for its
+ * rows' relative residuals r, and the other rows have none of their own. */
+static void test_mem_impl(void **state)
+{
+	struct hw_profile h, *hws[6];
+	struct kbench_row rows[6];
+	struct prism_err err;
+	size_t idx[6];
+	double x[3] = {1e7, 1e8, 1e9}, B = 4096.0 * 4096 * 4 * 2, sum = 0;
+	(void)state;
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &h, &err), 0);
+	memset(rows, 0, sizeof(rows));
+	rows[0].cls = KB_MEM;
+	rows[0].dtype = HW_FP32;
+	rows[0].mem_kind = HW_MEM_NORM;
+	rows[0].bytes = B;
+	rows[0].timing = KB_TIME_EVENTS;
+	rows[0].mem_impl = HW_MEM_IMPL_TRITON;
+	assert_rel_close(kbench_predict(&h, &rows[0], 0),
+			 4.406e-6 + B / (3.35e12 * 0.805) + 0.619e-6, 1e-12);
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 54.795e-6, 1e-4);
+	rows[0].mem_impl = HW_MEM_IMPL_ATEN;
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 75.936e-6, 1e-4);
+	rows[0].mem_impl = HW_MEM_IMPL_ANY;
+	assert_rel_close(kbench_predict(&h, &rows[0], 0), 61.774e-6, 1e-4);
+	assert_rel_close(kperf_mem_s(&h, HW_MEM_NORM, B), 4.406e-6 + B / (3.35e12 * 0.706), 1e-12);
+	assert_true(kperf_mem_impl_s(&h, HW_MEM_NORM, HW_MEM_IMPL_ANY, B) ==
+		    kperf_mem_s(&h, HW_MEM_NORM, B));
+	/* no compiled norm on H100: the kind's */
+	assert_true(kperf_mem_impl_s(&h, HW_MEM_NORM, HW_MEM_IMPL_COMPILED, B) ==
+		    kperf_mem_s(&h, HW_MEM_NORM, B));
+	assert_string_equal(hw_mem_impl_name(HW_MEM_IMPL_ATEN), "aten");
+
+	for (int i = 0; i < 6; i++) {
+		rows[i] = rows[0];
+		rows[i].bytes = x[i % 3];
+		rows[i].mem_impl = HW_MEM_IMPL_TRITON;
+		rows[i].time_s = 6e-6 + x[i % 3] / (3.35e12 * 0.9);
+		hws[i] = &h;
+		idx[i] = (size_t)i;
+	}
+	h.k.mem_host_s[HW_MEM_NORM] = 0;
+	assert_int_equal(kbench_fit(hws, rows, idx, 3, KB_MEM, HW_MEM_NORM), 3);
+	assert_rel_close(h.k.mem_eff[HW_MEM_NORM], 0.9, 1e-9);
+	assert_rel_close(h.k.mem_impl_eff[HW_MEM_NORM][HW_MEM_IMPL_TRITON], 0.9, 1e-9);
+	assert_true(h.k.mem_impl_eff[HW_MEM_NORM][HW_MEM_IMPL_ATEN] == 0);
+	for (int i = 3; i < 6; i++) {
+		rows[i].mem_impl = HW_MEM_IMPL_ANY;
+		rows[i].time_s = 6e-6 + x[i % 3] / (3.35e12 * 0.6);
+	}
+	assert_int_equal(kbench_fit(hws, rows, idx, 6, KB_MEM, HW_MEM_NORM), 6);
+	assert_true(h.k.mem_eff[HW_MEM_NORM] > 0.6 && h.k.mem_eff[HW_MEM_NORM] < 0.9);
+	assert_true(h.k.mem_impl_eff[HW_MEM_NORM][HW_MEM_IMPL_TRITON] > h.k.mem_eff[HW_MEM_NORM]);
+	for (int i = 0; i < 3; i++) {
+		double r = kbench_predict(&h, &rows[i], 0) / rows[i].time_s - 1;
+		sum += r * (rows[i].bytes / 3.35e12) / rows[i].time_s;
+	}
+	assert_true(fabs(sum) < 1e-9);
 }
 
 /* A memory-bound kernel's floor is its time on the device (docs/MODEL.md,
@@ -2640,6 +2736,7 @@ int main(void)
 	    cmocka_unit_test(test_cdna_tiles),
 	    cmocka_unit_test(test_measured_maxima),
 	    cmocka_unit_test(test_fp8_library),
+	    cmocka_unit_test(test_mem_impl),
 	    cmocka_unit_test(test_fp8_linear_rows),
 	    cmocka_unit_test(test_mem_floor),
 	    cmocka_unit_test(test_mem_bytes),

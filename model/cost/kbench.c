@@ -673,6 +673,17 @@ static int membound_row(struct kbench *kb, const struct cols *h, char **f, int n
 		(strstr(impl, "Megatron") && strstr(kern, "entropy"));
 	if (eager)
 		r.cls = KB_MEM_EAGER;
+	/* Who wrote the kernel (docs/MODEL.md, "Kernel efficiency":
+	 * implementations): Liger's kernels are Triton written by hand;
+	 * torch.nn's norms ATen's own (layer_norm_kernel.cu); Megatron's
+	 * bias_swiglu a jit_fuser function, torch.compile on PyTorch >= 2.2
+	 * (megatron/core/jit.py), as are the rows that say torch.compile. */
+	if (strstr(impl, "Liger"))
+		r.mem_impl = HW_MEM_IMPL_TRITON;
+	else if (!strncmp(impl, "torch.nn.", 9) && r.mem_kind == HW_MEM_NORM)
+		r.mem_impl = HW_MEM_IMPL_ATEN;
+	else if (strstr(impl, "bias_swiglu") || strstr(impl, "torch.compile"))
+		r.mem_impl = HW_MEM_IMPL_COMPILED;
 	/* Liger's benchmark scripts time each call with
 	 * triton.testing.do_bench: CUDA events around it, the L2 flushed
 	 * before (the README's "median of the benchmark's quantiles"). */
@@ -686,6 +697,17 @@ static int membound_row(struct kbench *kb, const struct cols *h, char **f, int n
 	if (gb > 0 && tm > 0) {
 		r.bytes = gb * 1e9 * tm / 1e3;
 		r.time_s = tm / 1e3;
+		/* torch.compile's norm backward (Inductor, from the
+		 * native_layer_norm_backward / rms_norm decompositions): dx
+		 * reduces along each row, the weight's gradient along the rows
+		 * (sum of dy * x_hat over them), two reductions over different
+		 * axes that one generated kernel does not share: the weight's
+		 * reads dy and x again, two passes beyond the three a fused
+		 * backward moves (as ATen's, below); the file's bytes are the
+		 * three (cudnn-frontend's script). */
+		if (r.mem_impl == HW_MEM_IMPL_COMPILED && r.mem_kind == HW_MEM_NORM && !fwd &&
+		    !both && (el = elements(col(h, f, nf, "shape"))) > 0)
+			r.bytes += 2 * el * es;
 		return kbench_add(kb, &r);
 	}
 	if (gb > 0) {
@@ -1105,7 +1127,7 @@ static int key_dtype(int d)
  * CUDA events adds (events_us). */
 static double mem_device_s(const struct hw_profile *hw, const struct kbench_row *r)
 {
-	return kperf_mem_s(hw, r->mem_kind, r->bytes) +
+	return kperf_mem_impl_s(hw, r->mem_kind, r->mem_impl, r->bytes) +
 	       (r->timing == KB_TIME_EVENTS ? hw->k.mem_events_s[r->mem_kind] : 0);
 }
 
@@ -1477,6 +1499,39 @@ static size_t mem_fit_line(struct hw_profile *const *hws, const struct kbench_ro
 	return m + md;
 }
 
+/* Each implementation's own bandwidth of the kind (mem_impl_eff), on
+ * its rows the host's floor does not set, with the kind's floor and
+ * events held: the slope 1 / e of t = c + x / e (x = bytes / HBM) by
+ * least squares in relative error, 1 / e = sum(x (t - c) / t^2) /
+ * sum(x^2 / t^2).
+ * An implementation with fewer than 3 such rows keeps the kind's (0). */
+static void mem_fit_impl(struct hw_profile *const *hws, const struct kbench_row *rows,
+			 const size_t *idx, size_t n, int dtype)
+{
+	for (int j = HW_MEM_IMPL_ANY + 1; j < HW_MEM_NIMPLS; j++) {
+		double sxy = 0, sxx = 0, e = 0;
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++) {
+			const struct kbench_row *r = &rows[idx[i]];
+			double c, x, t = r->time_s;
+			if (r->mem_impl != j || !(t > 0) || host_bound(hws[i], r))
+				continue;
+			x = r->bytes / hws[i]->hbm_Bps;
+			c = kperf_mem_s(hws[i], dtype, 0) +
+			    (r->timing == KB_TIME_EVENTS ? hws[i]->k.mem_events_s[dtype] : 0);
+			sxy += x * (t - c) / (t * t);
+			sxx += x * x / (t * t);
+			m++;
+		}
+		if (m >= 3 && sxy > 0 && sxx > 0) {
+			e = sxx / sxy;
+			e = e > 1 ? 1 : e;
+		}
+		for (size_t i = 0; i < n; i++)
+			hws[i]->k.mem_impl_eff[dtype][j] = e;
+	}
+}
+
 /* The kind's host_us: least squares in the log of the rows whose
  * launches are counted, each timed as mem_time, over 0..500 us (0.1 us,
  * then 0.001 us about the best; the least of equal sums, so rows the
@@ -1553,6 +1608,7 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 				break;
 			was = nb;
 			got = mem_fit_line(hws, rows, idx, n, dtype);
+			mem_fit_impl(hws, rows, idx, n, dtype);
 			if (!mem_fit_host(hws, rows, idx, n, dtype))
 				break;
 		}

@@ -53,6 +53,8 @@ struct kbench_row {
 	int cls;		  /* enum kbench_class */
 	int dtype;		  /* enum hw_dtype (fp16 kept as such) */
 	int mem_kind;		  /* enum hw_mem_kind (memory-bound) */
+	int mem_impl;		  /* enum hw_mem_impl: who wrote the kernel, where
+				   * the row says (memory-bound) */
 	char gpu[48];		  /* as the file names it */
 	char profile[32];	  /* configs/hw/ name, "" if none */
 	char source[200];	  /* repo@commit:path, URL, or the file */

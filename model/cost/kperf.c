@@ -491,11 +491,20 @@ double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int
 	return t;
 }
 
-double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes)
+double kperf_mem_impl_s(const struct hw_profile *hw, int kind, int impl, double bytes)
 {
 	double e;
 	if (kind < 0 || kind >= HW_MEM_NKINDS)
 		kind = HW_MEM_ELEMENTWISE;
-	e = hw->k.mem_eff[kind] > 0 ? hw->k.mem_eff[kind] : 1;
+	e = impl > HW_MEM_IMPL_ANY && impl < HW_MEM_NIMPLS && hw->k.mem_impl_eff[kind][impl] > 0
+		? hw->k.mem_impl_eff[kind][impl]
+		: hw->k.mem_eff[kind];
+	if (!(e > 0))
+		e = 1;
 	return hw->k.mem_overhead_s[kind] + (bytes > 0 ? bytes : 0) / (hw->hbm_Bps * e);
+}
+
+double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes)
+{
+	return kperf_mem_impl_s(hw, kind, HW_MEM_IMPL_ANY, bytes);
 }

@@ -148,6 +148,12 @@ double kperf_attn_win_min_s(const struct hw_profile *hw, int dtype, int pass, do
  * `bytes`. */
 double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes);
 
+/* The same kernel as implementation impl (enum hw_mem_impl) writes it: its
+ * own fraction of HBM bandwidth where the profile has one
+ * (hw_kernels.mem_impl_eff), the kind's otherwise; the kind's floor either
+ * way.  kperf_mem_s is HW_MEM_IMPL_ANY. */
+double kperf_mem_impl_s(const struct hw_profile *hw, int kind, int impl, double bytes);
+
 /* Bytes of one element of dtype. */
 double kperf_elem_bytes(int dtype);
 

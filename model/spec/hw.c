@@ -106,6 +106,12 @@ const struct hw_profile *hw_at_power(const struct hw_profile *hw, double power_w
 }
 
 static const char *const mem_names[HW_MEM_NKINDS] = {"elementwise", "norm", "reduction"};
+static const char *const mem_impl_names[HW_MEM_NIMPLS] = {"any", "triton", "aten", "compiled"};
+
+const char *hw_mem_impl_name(int impl)
+{
+	return impl >= 0 && impl < HW_MEM_NIMPLS ? mem_impl_names[impl] : "?";
+}
 
 /* An optional number at sub.name under group k (absent: *out unchanged);
  * errors name it in full ('kernels.gemm.bf16.tflops'). */
@@ -206,6 +212,8 @@ void hw_kernels_default(struct hw_profile *hw)
 		k->mem_overhead_s[m] = 2e-6;
 		k->mem_events_s[m] = 0;
 		k->mem_host_s[m] = 0;
+		for (int i = 0; i < HW_MEM_NIMPLS; i++)
+			k->mem_impl_eff[m][i] = 0;
 	}
 }
 
@@ -340,6 +348,14 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 		    (rc = opt(path, cf, k, sub, "host_us", 0, 1000, 1e-6, &hw->k.mem_host_s[i],
 			      err)))
 			return rc;
+		/* an implementation's own bandwidth: triton_eff, aten_eff, ... */
+		for (int j = 1; j < HW_MEM_NIMPLS; j++) {
+			char key[32];
+			snprintf(key, sizeof(key), "%s_eff", mem_impl_names[j]);
+			if ((rc = opt(path, cf, k, sub, key, 0.01, 1, 1, &hw->k.mem_impl_eff[i][j],
+				      err)))
+				return rc;
+		}
 	}
 	hw_kernels_complete(hw, gemm_given, attn_given);
 	/* fp8's blockwise group (hw.h): fp8's, with what it states. */

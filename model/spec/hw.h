@@ -55,6 +55,25 @@ enum hw_mem_kind { HW_MEM_ELEMENTWISE, HW_MEM_NORM, HW_MEM_REDUCTION, HW_MEM_NKI
  */
 enum { HW_GEMM_FP8_BLOCK = HW_NDTYPES, HW_GEMM_NKEYS };
 
+/* Who wrote a memory-bound kernel, where a measurement or a step's kernel
+ * says so (docs/MODEL.md, "Kernel efficiency": implementations): the
+ * kind's line (any: the implementation unknown or unmeasured, e.g.
+ * Transformer Engine's and Apex's norms), Triton kernels written by hand
+ * (Liger's), PyTorch's own native norm kernels (ATen's layer_norm_kernel.cu,
+ * torch.nn.LayerNorm / RMSNorm), torch.compile's generated kernels
+ * (Inductor: Megatron's jit_fuser functions).  The profile's names:
+ * hw_mem_impl_name. */
+enum hw_mem_impl {
+	HW_MEM_IMPL_ANY,
+	HW_MEM_IMPL_TRITON,
+	HW_MEM_IMPL_ATEN,
+	HW_MEM_IMPL_COMPILED,
+	HW_MEM_NIMPLS
+};
+
+/* "triton", "aten", "compiled" ("any" for HW_MEM_IMPL_ANY, "?" beyond). */
+const char *hw_mem_impl_name(int impl);
+
 struct hw_gemm {
 	double flops;	    /* the achievable peak (MAMF-like): what the largest
 			     * tile reaches on a full wave */
@@ -113,6 +132,11 @@ struct hw_kernels {
 	 * before its start event (docs/MODEL.md, "Kernel efficiency").  Also
 	 * a measurement's cost only (kperf leaves it out); 0 unless fitted. */
 	double mem_host_s[HW_MEM_NKINDS];
+	/* The fraction of HBM bandwidth an implementation's kernels of the
+	 * kind reach (enum hw_mem_impl; [kind][HW_MEM_IMPL_ANY] unused): 0
+	 * where no row measures it, and the kind's mem_eff serves.  The
+	 * kind's floor (mem_overhead_s) serves every implementation. */
+	double mem_impl_eff[HW_MEM_NKINDS][HW_MEM_NIMPLS];
 };
 
 struct hw_profile {
