@@ -1228,14 +1228,8 @@ static void put_partition(struct emit *E, const char *name, const struct llm *m,
 	if (l->pp < 2)
 		return;
 	if (l->partition == LAYOUT_PART_GIVEN && l->part[0] && !l->part_chunks) {
-		put_int(E,
-			mb_name(E, "--decoder-first-pipeline-num-layers",
-				"model.num_layers_in_first_pipeline_stage"),
-			l->part[0]);
-		put_int(E,
-			mb_name(E, "--decoder-last-pipeline-num-layers",
-				"model.num_layers_in_last_pipeline_stage"),
-			l->part[l->pp - 1]);
+		/* a list's stages hold 1 layer or more (layout_check_partition) */
+		put_first_last(E, l->part[0], l->part[l->pp - 1]);
 	} else if (l->partition == LAYOUT_PART_GIVEN && l->part_chunks) {
 		char b[600], q[604];
 		layout_partition_name(l, b, sizeof(b));
@@ -2366,6 +2360,34 @@ static int moe_freq_arg(const char *s, struct llm *m)
 	return 0;
 }
 
+/* Megatron-LM's model options that are a number or a flag: each an int
+ * of struct llm, a number in lo..hi, or a flag when hi is 0 (the field
+ * takes 1). */
+static const struct megatron_field {
+	const char *name;
+	size_t off;
+	long lo, hi;
+} megatron_fields[] = {
+    {"--vocab-size", offsetof(struct llm, vocab), 1, LLM_MAX_VOCAB},
+    {"--swiglu", offsetof(struct llm, gated), 0, 0},
+    {"--untie-embeddings-and-output-weights", offsetof(struct llm, untied), 0, 0},
+    {"--use-rotary-position-embeddings", offsetof(struct llm, rope), 0, 0},
+    {"--num-experts", offsetof(struct llm, experts), 1, LLM_MAX_EXPERTS},
+    {"--moe-router-topk", offsetof(struct llm, top_k), 1, LLM_MAX_EXPERTS},
+    {"--moe-ffn-hidden-size", offsetof(struct llm, expert_ffn), 1, LLM_MAX_FFN},
+    /* a width: over expert_ffn below */
+    {"--moe-shared-expert-intermediate-size", offsetof(struct llm, shared_experts), 1, LLM_MAX_FFN},
+    {"--q-lora-rank", offsetof(struct llm, q_lora_rank), 1, LLM_MAX_LORA_RANK},
+    {"--kv-lora-rank", offsetof(struct llm, kv_lora_rank), 1, LLM_MAX_LORA_RANK},
+    {"--qk-head-dim", offsetof(struct llm, qk_nope_head_dim), 0, LLM_MAX_HEAD_DIM},
+    {"--qk-pos-emb-head-dim", offsetof(struct llm, qk_rope_head_dim), 0, LLM_MAX_HEAD_DIM},
+    {"--v-head-dim", offsetof(struct llm, v_head_dim), 1, LLM_MAX_HEAD_DIM},
+    {"--mamba-num-heads", offsetof(struct llm, ssm_heads), 1, LLM_MAX_SSM_HEADS},
+    {"--mamba-head-dim", offsetof(struct llm, ssm_head_dim), 1, LLM_MAX_HEAD_DIM},
+    {"--mamba-state-dim", offsetof(struct llm, ssm_state), 1, LLM_MAX_SSM_STATE},
+    {"--mamba-num-groups", offsetof(struct llm, ssm_groups), 1, LLM_MAX_SSM_HEADS},
+};
+
 /* Megatron-LM's model options that are not knobs. */
 static int megatron_model(const char *path, int line, const char *name, const char *val,
 			  struct llm *m, struct imp *I, struct frame_extra *x, int *used,
@@ -2374,33 +2396,27 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 	long v = 0;
 	int rc = 0;
 	*used = 1;
-#define INTO(field, lo, hi)                                                                        \
-	do {                                                                                       \
-		if (!(rc = num(path, line, name, val ? val : "", lo, hi, &v, err)))                \
-			field = (int)v;                                                            \
-	} while (0)
-	if (strcmp(name, "--num-query-groups") == 0)
-		INTO(I->kv_groups, 1, LLM_MAX_HEADS);
-	else if (strcmp(name, "--group-query-attention") == 0)
+	for (size_t i = 0; i < sizeof(megatron_fields) / sizeof(megatron_fields[0]); i++) {
+		const struct megatron_field *F = &megatron_fields[i];
+		int *field = (int *)(void *)((char *)m + F->off);
+		if (strcmp(name, F->name) != 0)
+			continue;
+		if (!F->hi)
+			*field = 1;
+		else if ((rc = num(path, line, name, val ? val : "", F->lo, F->hi, &v, err)))
+			return rc;
+		else
+			*field = (int)v;
+		return 0;
+	}
+	if (strcmp(name, "--num-query-groups") == 0) {
+		if ((rc = num(path, line, name, val ? val : "", 1, LLM_MAX_HEADS, &v, err)))
+			return rc;
+		I->kv_groups = (int)v;
+	} else if (strcmp(name, "--group-query-attention") == 0)
 		I->gqa = 1;
-	else if (strcmp(name, "--vocab-size") == 0)
-		INTO(m->vocab, 1, LLM_MAX_VOCAB);
-	else if (strcmp(name, "--swiglu") == 0)
-		m->gated = 1;
-	else if (strcmp(name, "--untie-embeddings-and-output-weights") == 0)
-		m->untied = 1;
 	else if (strcmp(name, "--position-embedding-type") == 0)
 		m->rope = val && strcmp(val, "rope") == 0;
-	else if (strcmp(name, "--use-rotary-position-embeddings") == 0)
-		m->rope = 1;
-	else if (strcmp(name, "--num-experts") == 0)
-		INTO(m->experts, 1, LLM_MAX_EXPERTS);
-	else if (strcmp(name, "--moe-router-topk") == 0)
-		INTO(m->top_k, 1, LLM_MAX_EXPERTS);
-	else if (strcmp(name, "--moe-ffn-hidden-size") == 0)
-		INTO(m->expert_ffn, 1, LLM_MAX_FFN);
-	else if (strcmp(name, "--moe-shared-expert-intermediate-size") == 0)
-		INTO(m->shared_experts, 1, LLM_MAX_FFN); /* a width: over expert_ffn below */
 	else if (strcmp(name, "--moe-router-score-function") == 0)
 		m->router =
 		    val && strcmp(val, "sigmoid") == 0 ? LLM_ROUTER_SIGMOID : LLM_ROUTER_SOFTMAX;
@@ -2423,16 +2439,6 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 	} else if (strcmp(name, "--multi-latent-attention") == 0 ||
 		   strcmp(name, "--max-position-embeddings") == 0)
 		; /* MLA: its ranks say; positions: --seq-length is the run's */
-	else if (strcmp(name, "--q-lora-rank") == 0)
-		INTO(m->q_lora_rank, 1, LLM_MAX_LORA_RANK);
-	else if (strcmp(name, "--kv-lora-rank") == 0)
-		INTO(m->kv_lora_rank, 1, LLM_MAX_LORA_RANK);
-	else if (strcmp(name, "--qk-head-dim") == 0)
-		INTO(m->qk_nope_head_dim, 0, LLM_MAX_HEAD_DIM);
-	else if (strcmp(name, "--qk-pos-emb-head-dim") == 0)
-		INTO(m->qk_rope_head_dim, 0, LLM_MAX_HEAD_DIM);
-	else if (strcmp(name, "--v-head-dim") == 0)
-		INTO(m->v_head_dim, 1, LLM_MAX_HEAD_DIM);
 	else if (strcmp(name, "--hybrid-override-pattern") == 0) {
 		/* pretrain_mamba.py's: one character a layer (M, *, -) */
 		char b[LLM_MAX_PATTERN + 3];
@@ -2448,16 +2454,10 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 			memcpy(m->pattern, s, n + 1);
 	} else if (strcmp(name, "--is-hybrid-model") == 0)
 		; /* the pattern says */
-	else if (strcmp(name, "--mamba-num-heads") == 0)
-		INTO(m->ssm_heads, 1, LLM_MAX_SSM_HEADS);
-	else if (strcmp(name, "--mamba-head-dim") == 0)
-		INTO(m->ssm_head_dim, 1, LLM_MAX_HEAD_DIM);
-	else if (strcmp(name, "--mamba-state-dim") == 0)
-		INTO(m->ssm_state, 1, LLM_MAX_SSM_STATE);
-	else if (strcmp(name, "--mamba-num-groups") == 0)
-		INTO(m->ssm_groups, 1, LLM_MAX_SSM_HEADS);
 	else if (strcmp(name, "--mtp-num-layers") == 0) {
-		INTO(x->mtp_layers, 0, LLM_MAX_LAYERS);
+		if ((rc = num(path, line, name, val ? val : "", 0, LLM_MAX_LAYERS, &v, err)))
+			return rc;
+		x->mtp_layers = (int)v;
 		if (x->mtp_layers <= LLM_MAX_MTP)
 			m->mtp_layers = x->mtp_layers;
 	} else if (strcmp(name, "--nnodes") == 0 || strcmp(name, "--nproc-per-node") == 0 ||
@@ -2473,7 +2473,6 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 				 line, name, val ? val : "");
 	} else
 		*used = 0;
-#undef INTO
 	return rc;
 }
 
