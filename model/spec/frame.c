@@ -2363,30 +2363,32 @@ static int moe_freq_arg(const char *s, struct llm *m)
 /* Megatron-LM's model options that are a number or a flag: each an int
  * of struct llm, a number in lo..hi, or a flag when hi is 0 (the field
  * takes 1). */
+#define LLM(f) offsetof(struct llm, f)
 static const struct megatron_field {
 	const char *name;
 	size_t off;
 	long lo, hi;
 } megatron_fields[] = {
-    {"--vocab-size", offsetof(struct llm, vocab), 1, LLM_MAX_VOCAB},
-    {"--swiglu", offsetof(struct llm, gated), 0, 0},
-    {"--untie-embeddings-and-output-weights", offsetof(struct llm, untied), 0, 0},
-    {"--use-rotary-position-embeddings", offsetof(struct llm, rope), 0, 0},
-    {"--num-experts", offsetof(struct llm, experts), 1, LLM_MAX_EXPERTS},
-    {"--moe-router-topk", offsetof(struct llm, top_k), 1, LLM_MAX_EXPERTS},
-    {"--moe-ffn-hidden-size", offsetof(struct llm, expert_ffn), 1, LLM_MAX_FFN},
+    {"--vocab-size", LLM(vocab), 1, LLM_MAX_VOCAB},
+    {"--swiglu", LLM(gated), 0, 0},
+    {"--untie-embeddings-and-output-weights", LLM(untied), 0, 0},
+    {"--use-rotary-position-embeddings", LLM(rope), 0, 0},
+    {"--num-experts", LLM(experts), 1, LLM_MAX_EXPERTS},
+    {"--moe-router-topk", LLM(top_k), 1, LLM_MAX_EXPERTS},
+    {"--moe-ffn-hidden-size", LLM(expert_ffn), 1, LLM_MAX_FFN},
     /* a width: over expert_ffn below */
-    {"--moe-shared-expert-intermediate-size", offsetof(struct llm, shared_experts), 1, LLM_MAX_FFN},
-    {"--q-lora-rank", offsetof(struct llm, q_lora_rank), 1, LLM_MAX_LORA_RANK},
-    {"--kv-lora-rank", offsetof(struct llm, kv_lora_rank), 1, LLM_MAX_LORA_RANK},
-    {"--qk-head-dim", offsetof(struct llm, qk_nope_head_dim), 0, LLM_MAX_HEAD_DIM},
-    {"--qk-pos-emb-head-dim", offsetof(struct llm, qk_rope_head_dim), 0, LLM_MAX_HEAD_DIM},
-    {"--v-head-dim", offsetof(struct llm, v_head_dim), 1, LLM_MAX_HEAD_DIM},
-    {"--mamba-num-heads", offsetof(struct llm, ssm_heads), 1, LLM_MAX_SSM_HEADS},
-    {"--mamba-head-dim", offsetof(struct llm, ssm_head_dim), 1, LLM_MAX_HEAD_DIM},
-    {"--mamba-state-dim", offsetof(struct llm, ssm_state), 1, LLM_MAX_SSM_STATE},
-    {"--mamba-num-groups", offsetof(struct llm, ssm_groups), 1, LLM_MAX_SSM_HEADS},
+    {"--moe-shared-expert-intermediate-size", LLM(shared_experts), 1, LLM_MAX_FFN},
+    {"--q-lora-rank", LLM(q_lora_rank), 1, LLM_MAX_LORA_RANK},
+    {"--kv-lora-rank", LLM(kv_lora_rank), 1, LLM_MAX_LORA_RANK},
+    {"--qk-head-dim", LLM(qk_nope_head_dim), 0, LLM_MAX_HEAD_DIM},
+    {"--qk-pos-emb-head-dim", LLM(qk_rope_head_dim), 0, LLM_MAX_HEAD_DIM},
+    {"--v-head-dim", LLM(v_head_dim), 1, LLM_MAX_HEAD_DIM},
+    {"--mamba-num-heads", LLM(ssm_heads), 1, LLM_MAX_SSM_HEADS},
+    {"--mamba-head-dim", LLM(ssm_head_dim), 1, LLM_MAX_HEAD_DIM},
+    {"--mamba-state-dim", LLM(ssm_state), 1, LLM_MAX_SSM_STATE},
+    {"--mamba-num-groups", LLM(ssm_groups), 1, LLM_MAX_SSM_HEADS},
 };
+#undef LLM
 
 /* Megatron-LM's model options that are not knobs. */
 static int megatron_model(const char *path, int line, const char *name, const char *val,
