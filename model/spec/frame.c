@@ -1376,8 +1376,8 @@ struct rd {
 struct frame_in {
 	const char *name;
 	int (*read)(struct rd *r, const struct frame_in *in);
-	size_t off;  /* in_int, in_set, in_truth: the struct imp field (an int) */
-	long lo, hi; /* in_int: the range; in_set: the value (lo) */
+	size_t off;  /* in_int, in_set, in_truth, in_names: the struct imp field (an int) */
+	long lo, hi; /* in_int: the range; in_set: the value (lo); in_names: the knob (lo) */
 };
 
 #define IMP(f) offsetof(struct imp, f)
@@ -1517,15 +1517,23 @@ static const char *names_of(const char *val, char *ns, size_t n)
 	return ns;
 }
 
-static int in_rc_modules(struct rd *r, const struct frame_in *in)
+/* Names that knob lo's parser reads (its row in layout.h), into the
+ * field; else the names it knows, from the row's own list. */
+static int in_names(struct rd *r, const struct frame_in *in)
 {
-	char ns[160];
-	(void)in;
-	if ((r->I->rc_modules = layout_rc_modules_parse(names_of(r->val, ns, sizeof(ns)))) < 0)
-		return rd_bad(r, r->val,
-			      "expected names among core_attn, mlp, layernorm, mla_up_proj, moe, "
-			      "moe_act and shared_experts");
-	return 0;
+	const struct layout_knob *K = &layout_knobs[in->lo];
+	const char *all = K->name((int)K->hi), *last = strrchr(all, ',');
+	char ns[160], msg[256] = "expected names among ";
+	size_t k = strlen(msg);
+	if ((*imp_field(r, in) = K->parse(names_of(r->val, ns, sizeof(ns)))) >= 0)
+		return 0;
+	for (const char *c = all; *c && k + 6 < sizeof(msg); c++)
+		if (*c != ',')
+			msg[k++] = *c;
+		else
+			k += (size_t)snprintf(msg + k, sizeof(msg) - k, c == last ? " and " : ", ");
+	msg[k] = '\0';
+	return rd_bad(r, r->val, msg);
 }
 
 static int in_strategy(struct rd *r, const struct frame_in *in)
@@ -1738,17 +1746,6 @@ static int in_peft(struct rd *r, const struct frame_in *in)
 	return 0;
 }
 
-static int in_lora_targets(struct rd *r, const struct frame_in *in)
-{
-	char ns[160];
-	(void)in;
-	if ((r->I->lora_targets = layout_lora_targets_parse(names_of(r->val, ns, sizeof(ns)))) < 0)
-		return rd_bad(r, r->val,
-			      "expected names among linear_qkv, linear_proj, linear_fc1 and "
-			      "linear_fc2");
-	return 0;
-}
-
 /* The options each knob's own code reads, by knob (frame_rows' .in). */
 static const struct frame_in in_vp_opts[] = {
     {"--num-layers-per-virtual-pipeline-stage", in_int, IMP(vp_layers), 1, LLM_MAX_LAYERS},
@@ -1786,8 +1783,8 @@ static const struct frame_in in_recompute_opts[] = {
     {"activation_checkpoint.selective_ac_option", in_skip, 0, 0, 0},
     {NULL, NULL, 0, 0, 0}};
 static const struct frame_in in_rc_modules_opts[] = {
-    {"--recompute-modules", in_rc_modules, 0, 0, 0},
-    {"model.recompute_modules", in_rc_modules, 0, 0, 0},
+    {"--recompute-modules", in_names, IMP(rc_modules), LK_recompute_modules, 0},
+    {"model.recompute_modules", in_names, IMP(rc_modules), LK_recompute_modules, 0},
     {NULL, NULL, 0, 0, 0}};
 static const struct frame_in in_zero_opts[] = {
     {"--use-distributed-optimizer", in_set, IMP(distopt), 1, 0},
@@ -1863,7 +1860,8 @@ static const struct frame_in in_lora_rank_opts[] = {
     {"peft.dim", in_int, IMP(lora_dim), 1, LAYOUT_MAX_LORA_RANK},
     {NULL, NULL, 0, 0, 0}};
 static const struct frame_in in_lora_targets_opts[] = {
-    {"peft.target_modules", in_lora_targets, 0, 0, 0}, {NULL, NULL, 0, 0, 0}};
+    {"peft.target_modules", in_names, IMP(lora_targets), LK_lora_targets, 0},
+    {NULL, NULL, 0, 0, 0}};
 static const struct frame_in in_optimizer_dtype_opts[] = {
     {"--use-precision-aware-optimizer", in_pao, 0, 0, 0},
     {"--main-params-dtype", in_opt_dtype, 0, 0, 0},
