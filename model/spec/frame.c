@@ -226,6 +226,30 @@ static int hf_need(struct hf_doc *d, const char *path, const char *key, long lo,
 	return 0;
 }
 
+/* Integer field key in lo..hi into *out, def where it is absent or null
+ * (0: none); 0, or PRISM_EFORMAT (negative) with err set. */
+static int hf_opt(struct hf_doc *d, const char *path, const char *key, long lo, long hi, int def,
+		  int *out, struct prism_err *err)
+{
+	int rc = hf_int(d, path, key, lo, hi, out, err);
+	if (rc == 0)
+		*out = def;
+	return rc < 0 ? rc : 0;
+}
+
+/* The routed experts (under key experts), the experts a token goes to
+ * and their width, which Qwen3-MoE and DeepSeek name alike: all three
+ * needed. */
+static int hf_experts(struct hf_doc *d, const char *path, const char *experts, struct llm *m,
+		      struct prism_err *err)
+{
+	int rc;
+	if ((rc = hf_need(d, path, experts, 1, LLM_MAX_EXPERTS, &m->experts, 0, err)) ||
+	    (rc = hf_need(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, 0, err)))
+		return rc;
+	return hf_need(d, path, "moe_intermediate_size", 1, LLM_MAX_FFN, &m->expert_ffn, 0, err);
+}
+
 /* The families prism imports, each with what its transformers
  * configuration class defaults to where a published config.json leaves a
  * field out (configuration_*.py, __init__). */
@@ -428,14 +452,9 @@ static int hf_windows(struct hf_doc *d, const char *path, int fam, struct llm *m
 	struct hf_member *e;
 	int rc, v, sliding = 0, gemma3 = fam == HF_GEMMA3;
 
-	v = 0;
-	if ((rc = hf_int(d, path, "sliding_window", 1, LLM_MAX_WINDOW, &v, err)) < 0) {
-		rc = err->code;
+	if ((rc = hf_opt(d, path, "sliding_window", 1, LLM_MAX_WINDOW,
+			 gemma3 || fam == HF_GEMMA2 ? 4096 : 0, &v, err)))
 		return rc;
-	}
-	if (rc == 0 && (gemma3 || fam == HF_GEMMA2))
-		v = 4096;
-	rc = 0;
 	if (fam == HF_QWEN2 || fam == HF_QWEN3 || fam == HF_QWEN3_MOE) {
 		/* Qwen: the window only with use_sliding_window, in the layers
 		 * from max_window_layers on. */
@@ -516,17 +535,9 @@ static int hf_moe(struct hf_doc *d, const char *path, int fam, struct llm *m, st
 		break;
 	case HF_QWEN3_MOE: {
 		int step = 1;
-		if ((rc = hf_need(d, path, "num_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
-				  err)) ||
-		    (rc = hf_need(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, 0,
-				  err)) ||
-		    (rc = hf_need(d, path, "moe_intermediate_size", 1, LLM_MAX_FFN, &m->expert_ffn,
-				  0, err)))
+		if ((rc = hf_experts(d, path, "num_experts", m, err)) ||
+		    (rc = hf_opt(d, path, "decoder_sparse_step", 1, LLM_MAX_LAYERS, 1, &step, err)))
 			return rc;
-		if (hf_int(d, path, "decoder_sparse_step", 1, LLM_MAX_LAYERS, &step, err) < 0) {
-			rc = err->code;
-			return rc;
-		}
 		if (step != 1)
 			warn_add(x,
 				 "decoder_sparse_step %d: a mixture-of-experts layer every %d-th "
@@ -551,12 +562,7 @@ static int hf_moe(struct hf_doc *d, const char *path, int fam, struct llm *m, st
 	case HF_DEEPSEEK_V2:
 	case HF_DEEPSEEK_V3: {
 		int freq = 1, groups = 0;
-		if ((rc = hf_need(d, path, "n_routed_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
-				  err)) ||
-		    (rc = hf_need(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, 0,
-				  err)) ||
-		    (rc = hf_need(d, path, "moe_intermediate_size", 1, LLM_MAX_FFN, &m->expert_ffn,
-				  0, err)))
+		if ((rc = hf_experts(d, path, "n_routed_experts", m, err)))
 			return rc;
 		if (hf_int(d, path, "n_shared_experts", 0, LLM_MAX_SHARED, &m->shared_experts,
 			   err) < 0 ||
@@ -779,14 +785,9 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 	if ((rc = hf_need(d, path, "num_key_value_heads", 1, LLM_MAX_HEADS, &m->kv_heads,
 			  gemma3 ? 4 : m->heads, err)))
 		goto out;
-	v = 0;
-	if ((rc = hf_int(d, path, "head_dim", 1, LLM_MAX_HEAD_DIM, &v, err)) < 0) {
-		rc = err->code;
+	if ((rc = hf_opt(d, path, "head_dim", 1, LLM_MAX_HEAD_DIM,
+			 gemma3 || fam == HF_GEMMA2 ? 256 : 0, &v, err)))
 		goto out;
-	}
-	if (rc == 0 && (gemma3 || fam == HF_GEMMA2))
-		v = 256;
-	rc = 0;
 	if (v > 0 && (m->hidden % m->heads || v != m->hidden / m->heads))
 		m->head_dim = v;
 	if ((e = hf_find(d, "tie_word_embeddings")) && e->v.type == KJSON_BOOL)
