@@ -25,6 +25,7 @@
 #include "sim.h"
 #include "synth.h"
 #include "timeline.h"
+#include "usage.h"
 #include "kbench.h"
 
 int cli_fail(const struct prism_err *err)
@@ -672,6 +673,57 @@ void cli_layout_help(FILE *f)
 		  "--sequence-parallel, --use-distributed-optimizer, --recompute-granularity, "
 		  "...; docs/FORMATS.md), as if each were given; dp from a torchrun line's "
 		  "--nnodes x --nproc-per-node, else --dp");
+}
+
+void cli_parse_init(struct cli_parse *p, const char *cmd, const char *help, const char *shortopts,
+		    const struct option *longopts, struct build_opts *bo, const char **ranks,
+		    const char *none)
+{
+	*p = (struct cli_parse){cmd, help, shortopts, longopts, bo, ranks, NULL, none, 0};
+	optind = 1;
+}
+
+int cli_next_option(struct cli_parse *p, int argc, char **argv, struct prism_err *err)
+{
+	int c;
+	while ((c = getopt_long(argc, argv, p->shortopts, p->longopts, NULL)) != -1) {
+		int used = p->lay ? cli_layout_option(c, optarg, p->lay, err) : 0;
+		if (used == 0 && p->bo)
+			used = cli_build_option(c, optarg, p->bo, p->ranks, err);
+		if (used < 0) {
+			p->status = cli_fail(err);
+			return CLI_PARSE_EXIT;
+		}
+		if (used)
+			continue;
+		if (c == 'h') {
+			fputs(p->help, stdout);
+			if (p->lay)
+				cli_layout_help(stdout);
+			p->status = 0;
+			return CLI_PARSE_EXIT;
+		}
+		if (c == '?' || c == ':') {
+			p->status = usage_bad_option(p->cmd, p->shortopts, p->longopts, argv);
+			return CLI_PARSE_EXIT;
+		}
+		return c;
+	}
+	if (p->none && optind >= argc) {
+		fprintf(stderr, "prism %s: %s\n%s", p->cmd, p->none, p->help);
+		p->status = EXIT_USAGE;
+		return CLI_PARSE_EXIT;
+	}
+	return -1;
+}
+
+int cli_stdout_shared(const char *path, const char *opt, const char *other)
+{
+	if (!other || !cli_is_stdout(path))
+		return 0;
+	fprintf(stderr, "prism: %s - and %s would share standard output: give %s FILE\n", opt,
+		other, opt);
+	return 1;
 }
 
 int cli_rank_path(const char *path, const char *opt, int rank, int ranks, char *out, size_t n,

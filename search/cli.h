@@ -183,6 +183,54 @@ void cli_wrap(FILE *f, const char *text, int at, int col);
 /* The help of those options, to f. */
 void cli_layout_help(FILE *f);
 
+/*
+ * What the getopt loops of the commands share: the build options
+ * (CLI_BUILD_LONGOPTS) and the layout options where the command takes
+ * them, --help, a mistyped option, and the operand every command wants
+ * after its options.  A command sets one up with cli_parse_init and calls
+ * cli_next_option until it returns below 0:
+ *
+ *	cli_parse_init(&p, "replay", help, "r:h", longopts, &bo, &ranks,
+ *		       "no trace given");
+ *	while ((c = cli_next_option(&p, argc, argv, &err)) >= 0)
+ *		switch (c) { ...the command's own options... }
+ *	if (c == CLI_PARSE_EXIT)
+ *		return p.status;
+ */
+struct cli_parse {
+	const char *cmd;	       /* "replay", for messages */
+	const char *help;	       /* --help's text (the layout options' after it) */
+	const char *shortopts;	       /* getopt_long's */
+	const struct option *longopts; /* getopt_long's, the shared ones included */
+	struct build_opts *bo;	       /* the build options into bo and *ranks; NULL: none */
+	const char **ranks;
+	struct cli_layout *lay; /* the layout options kept in lay; NULL: none */
+	const char *none;	/* said when no operand follows the options ("no trace
+				 * given"), with the help; NULL: none is needed */
+	int status;		/* after CLI_PARSE_EXIT: the command's exit status */
+};
+
+#define CLI_PARSE_EXIT (-2)
+
+/* p for command cmd, as its fields say (lay NULL: set it for the layout
+ * options); getopt starts over (optind = 1). */
+void cli_parse_init(struct cli_parse *p, const char *cmd, const char *help, const char *shortopts,
+		    const struct option *longopts, struct build_opts *bo, const char **ranks,
+		    const char *none);
+
+/* The next of the command's own options (getopt_long's value; optarg
+ * set); -1 after the last option; or CLI_PARSE_EXIT with p->status set:
+ * 0 after printing the help for --help, EXIT_USAGE after saying what was
+ * wrong on stderr (usage_bad_option, or no operand: "prism CMD: NONE" and
+ * the help), cli_fail's status for a bad value of a shared option. */
+int cli_next_option(struct cli_parse *p, int argc, char **argv, struct prism_err *err);
+
+/* 1, after saying so on stderr, when an output given with option opt is
+ * "-" and other (an option such as "--json", or NULL) writes standard
+ * output too: "prism: --timeline - and --json would share standard output:
+ * give --timeline FILE"; else 0. */
+int cli_stdout_shared(const char *path, const char *opt, const char *other);
+
 /* 1 when an output path is "-": standard output (prism_wfile_open). */
 int cli_is_stdout(const char *path);
 

@@ -9,7 +9,6 @@
 #include "build.h"
 #include "calib.h"
 #include "cli.h"
-#include "usage.h"
 #include "kdb.h"
 #include "kdbstore.h"
 
@@ -259,6 +258,7 @@ int cmd_calibrate(int argc, char **argv)
 	struct prism_err err;
 	struct graph *g = NULL;
 	const char *ranks = NULL;
+	struct cli_parse args;
 	struct kdb *db = NULL;
 	char found[1024];
 	int json = 0, c, rc;
@@ -266,13 +266,8 @@ int cmd_calibrate(int argc, char **argv)
 	memset(&x, 0, sizeof(x));
 	build_opts_default(&bo);
 	prism_err_clear(&err);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "r:h", longopts, NULL)) != -1) {
-		int used = cli_build_option(c, optarg, &bo, &ranks, &err);
-		if (used < 0)
-			return cli_fail(&err);
-		if (used)
-			continue;
+	cli_parse_init(&args, "calibrate", help, "r:h", longopts, &bo, &ranks, "no trace given");
+	while ((c = cli_next_option(&args, argc, argv, &err)) >= 0) {
 		switch (c) {
 		case 'w':
 			x.hw_path = optarg;
@@ -286,17 +281,10 @@ int cmd_calibrate(int argc, char **argv)
 		case 'g':
 			x.gemms = 1;
 			break;
-		case 'h':
-			fputs(help, stdout);
-			return 0;
-		default:
-			return usage_bad_option("calibrate", "r:h", longopts, argv);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "prism calibrate: no trace given\n%s", help);
-		return EXIT_USAGE;
-	}
+	if (c == CLI_PARSE_EXIT)
+		return args.status;
 	rc = cli_load_graph(argv + optind, argc - optind, ranks, &bo, &g, &err);
 	if (rc == 0 && !x.hw_path) {
 		rc = cli_trace_hw_path(g, found, sizeof(found), NULL, ": give one with --hw", &err);

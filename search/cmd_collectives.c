@@ -13,7 +13,6 @@
 #include "graph.h"
 #include "hw.h"
 #include "kbench.h"
-#include "usage.h"
 
 static const char help[] =
     "usage: prism collectives [options] FILE|DIR...\n"
@@ -557,13 +556,15 @@ int cmd_collectives(int argc, char **argv)
 	};
 	static struct cx x; /* MAX_PROF profiles: not on the stack */
 	struct prism_err err;
+	struct cli_parse args;
 	int c, rc = 0;
 
 	prism_err_clear(&err);
 	memset(&x, 0, sizeof(x));
 	x.gsep = "";
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	cli_parse_init(&args, "collectives", help, "h", longopts, NULL, NULL,
+		       "give measurement files");
+	while ((c = cli_next_option(&args, argc, argv, &err)) >= 0) {
 		switch (c) {
 		case 'f':
 			x.fit = 1;
@@ -580,17 +581,10 @@ int cmd_collectives(int argc, char **argv)
 		case 'j':
 			x.json = 1;
 			break;
-		case 'h':
-			fputs(help, stdout);
-			return 0;
-		default:
-			return usage_bad_option("collectives", "h", longopts, argv);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "prism collectives: give measurement files\n%s", help);
-		return EXIT_USAGE;
-	}
+	if (c == CLI_PARSE_EXIT)
+		return args.status;
 	if (x.json && x.rows) {
 		fprintf(stderr, "prism collectives: --json prints the table alone: not with "
 				"--rows\n");

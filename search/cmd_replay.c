@@ -7,7 +7,6 @@
 
 #include "build.h"
 #include "cli.h"
-#include "usage.h"
 #include "metrics.h"
 #include "sim.h"
 #include "timeline.h"
@@ -182,6 +181,7 @@ int cmd_replay(int argc, char **argv)
 	struct metrics_iter *its = NULL;
 	struct metrics_path cp = {0};
 	const char *timeline = NULL, *ranks = NULL;
+	struct cli_parse args;
 	struct timespec t0, t1;
 	int json = 0, c, rc;
 	long n = 0;
@@ -189,13 +189,8 @@ int cmd_replay(int argc, char **argv)
 	build_opts_default(&bo);
 	sim_opts_default(&so);
 	prism_err_clear(&err);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "r:h", longopts, NULL)) != -1) {
-		int used = cli_build_option(c, optarg, &bo, &ranks, &err);
-		if (used < 0)
-			return cli_fail(&err);
-		if (used)
-			continue;
+	cli_parse_init(&args, "replay", help, "r:h", longopts, &bo, &ranks, "no trace given");
+	while ((c = cli_next_option(&args, argc, argv, &err)) >= 0) {
 		switch (c) {
 		case 'j':
 			json = 1;
@@ -215,22 +210,12 @@ int cmd_replay(int argc, char **argv)
 		case 'R':
 			so.rendezvous = 0;
 			break;
-		case 'h':
-			fputs(help, stdout);
-			return 0;
-		default:
-			return usage_bad_option("replay", "r:h", longopts, argv);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "prism replay: no trace given\n%s", help);
+	if (c == CLI_PARSE_EXIT)
+		return args.status;
+	if (cli_stdout_shared(timeline, "--timeline", json ? "--json" : NULL))
 		return EXIT_USAGE;
-	}
-	if (cli_is_stdout(timeline) && json) {
-		fprintf(stderr, "prism: --timeline - and --json would share standard output: give "
-				"--timeline FILE\n");
-		return EXIT_USAGE;
-	}
 	if (cli_not_input(timeline, "--timeline", argv + optind, argc - optind, &err))
 		return cli_fail(&err);
 	rc = cli_load_graph(argv + optind, argc - optind, ranks, &bo, &g, &err);

@@ -14,7 +14,6 @@
 #include "show.h"
 #include "sim.h"
 #include "timeline.h"
-#include "usage.h"
 
 static const char help[] =
     "usage: prism whatif BASE [options]\n"
@@ -223,6 +222,7 @@ int cmd_whatif(int argc, char **argv)
 	struct graph *cg = NULL;
 	struct synth_out so;
 	const char *timeline = NULL, *db_path = NULL;
+	struct cli_parse args;
 	struct kdb *db = NULL;
 	int json = 0, c, rc = 0, prefer = PREDICT_EDIT_PREFERRED, fw = -1;
 
@@ -234,15 +234,9 @@ int cmd_whatif(int argc, char **argv)
 	memset(&b, 0, sizeof(b));
 	memset(&so, 0, sizeof(so));
 	o.bo = &bo;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "r:h", longopts, NULL)) != -1) {
-		int used = cli_layout_option(c, optarg, &opt, &err);
-		if (used == 0)
-			used = cli_build_option(c, optarg, &bo, &o.ranks, &err);
-		if (used < 0)
-			return cli_fail(&err);
-		if (used)
-			continue;
+	cli_parse_init(&args, "whatif", help, "r:h", longopts, &bo, &o.ranks, "no BASE given");
+	args.lay = &opt;
+	while ((c = cli_next_option(&args, argc, argv, &err)) >= 0) {
 		switch (c) {
 		case 'w':
 			o.hw = optarg;
@@ -293,25 +287,15 @@ int cmd_whatif(int argc, char **argv)
 				return cli_fail(&err);
 			}
 			break;
-		case 'h':
-			fputs(help, stdout);
-			cli_layout_help(stdout);
-			return 0;
-		default:
-			return usage_bad_option("whatif", "r:h", longopts, argv);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "prism whatif: no BASE given\n%s", help);
+	if (c == CLI_PARSE_EXIT)
+		return args.status;
+	if (cli_stdout_shared(timeline, "--timeline",
+			      json	? "--json"
+			      : fw >= 0 ? "--export"
+					: NULL))
 		return EXIT_USAGE;
-	}
-	if (cli_is_stdout(timeline) && (json || fw >= 0)) {
-		fprintf(stderr,
-			"prism: --timeline - and %s would share standard output: give "
-			"--timeline FILE\n",
-			json ? "--json" : "--export");
-		return EXIT_USAGE;
-	}
 	if (json && fw >= 0) {
 		prism_err_set(&err, PRISM_EARG, "--export writes text: give it without --json");
 		return cli_fail(&err);

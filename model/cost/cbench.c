@@ -14,6 +14,7 @@
 #include "kbench.h"
 #include "layout.h"
 #include "strtab.h"
+#include "vec.h"
 
 #define MAX_FIELDS 32
 
@@ -24,14 +25,8 @@ static void skip(struct cbench *cb, const char *why)
 
 static int push(struct cbench *cb, const struct cbench_row *r)
 {
-	if (cb->n == cb->cap) {
-		size_t cap = cb->cap ? 2 * cb->cap : 256;
-		struct cbench_row *v = prism_realloc(cb->rows, cap * sizeof(*v));
-		if (!v)
-			return PRISM_ENOMEM;
-		cb->rows = v;
-		cb->cap = cap;
-	}
+	if (vec_reserve_((void **)&cb->rows, &cb->cap, cb->n + 1, sizeof(*cb->rows)))
+		return PRISM_ENOMEM;
 	cb->rows[cb->n++] = *r;
 	return 0;
 }
@@ -61,19 +56,6 @@ static double busbw_factor(int kind, int n)
 	return (double)(n - 1) / n;
 }
 
-struct cols {
-	char *name[MAX_FIELDS];
-	int n;
-};
-
-static const char *col(const struct cols *h, char **f, int nf, const char *name)
-{
-	for (int i = 0; i < h->n && i < nf; i++)
-		if (!strcmp(h->name[i], name))
-			return f[i];
-	return "";
-}
-
 /* XLA's tables: "k replica group(s) x m devices each": m into *each (as
  * a count: 1 when read, 0 when desc is not of that form, -1 when m is out
  * of range). */
@@ -91,25 +73,25 @@ static int group_each(const char *desc, double *each)
 	return rc;
 }
 
-static int row(struct cbench *cb, const struct cols *h, char **f, int nf, const char *path)
+static int row(struct cbench *cb, const struct kbench_cols *h, char **f, int nf, const char *path)
 {
 	struct cbench_row r;
-	const char *prof = kbench_profile(col(h, f, nf, "gpu"));
-	const char *algo = col(h, f, nf, "algo"), *desc = col(h, f, nf, "group_desc");
-	double t = kbench_num(col(h, f, nf, "time_us")) * 1e-6, v[3];
+	const char *prof = kbench_profile(kbench_col(h, f, nf, "gpu"));
+	const char *algo = kbench_col(h, f, nf, "algo"), *desc = kbench_col(h, f, nf, "group_desc");
+	double t = kbench_num(kbench_col(h, f, nf, "time_us")) * 1e-6, v[3];
 	int nodes, gpn;
 
 	memset(&r, 0, sizeof(r));
 	if (!prof)
 		return skip(cb, "no profile for the GPU"), 0;
-	if ((r.kind = kind_of(col(h, f, nf, "collective"))) < 0)
+	if ((r.kind = kind_of(kbench_col(h, f, nf, "collective"))) < 0)
 		return skip(cb, "not a collective the model has (MoE, copies, RDMA, permute)"), 0;
 	/* Counts in range before they become ints (2^32 nodes, 1e300 ranks). */
-	if (kbench_count(col(h, f, nf, "nodes"), LAYOUT_MAX_GPUS, &v[0]) < 0 ||
-	    kbench_count(col(h, f, nf, "gpus_per_node"), HW_MAX_NODE_GPUS, &v[1]) < 0 ||
-	    kbench_count(col(h, f, nf, "ranks"), LAYOUT_MAX_GPUS, &v[2]) < 0 ||
+	if (kbench_count(kbench_col(h, f, nf, "nodes"), LAYOUT_MAX_GPUS, &v[0]) < 0 ||
+	    kbench_count(kbench_col(h, f, nf, "gpus_per_node"), HW_MAX_NODE_GPUS, &v[1]) < 0 ||
+	    kbench_count(kbench_col(h, f, nf, "ranks"), LAYOUT_MAX_GPUS, &v[2]) < 0 ||
 	    group_each(desc, &v[2]) < 0 ||
-	    kbench_count(col(h, f, nf, "size_bytes"), KBENCH_MAX_BYTES, &r.bytes) < 0)
+	    kbench_count(kbench_col(h, f, nf, "size_bytes"), KBENCH_MAX_BYTES, &r.bytes) < 0)
 		return skip(cb, "a count out of range (nodes, GPUs a node, ranks or bytes)"), 0;
 	nodes = (int)v[0];
 	gpn = (int)v[1];
@@ -119,8 +101,8 @@ static int row(struct cbench *cb, const struct cols *h, char **f, int nf, const 
 	/* XLA's NVL72 rows state no node: their groups lie in one NVLink
 	 * domain of 72 ("NVLink domain", "NVL72"). */
 	if (nodes < 1 && gpn < 1 && r.n >= 2 &&
-	    (strstr(col(h, f, nf, "gpu_detail"), "NVLink domain") ||
-	     strstr(col(h, f, nf, "interconnect"), "NVL72")))
+	    (strstr(kbench_col(h, f, nf, "gpu_detail"), "NVLink domain") ||
+	     strstr(kbench_col(h, f, nf, "interconnect"), "NVL72")))
 		nodes = 1, gpn = r.n;
 	if (r.n < 2 || nodes < 1 || gpn < 1)
 		return skip(cb, "group not stated"), 0;
@@ -128,14 +110,14 @@ static int row(struct cbench *cb, const struct cols *h, char **f, int nf, const 
 	if (r.n % r.per_node)
 		return skip(cb, "group not stated"), 0;
 	if (!t)
-		t = kbench_num(col(h, f, nf, "derived_time_us")) * 1e-6;
-	if (!t && kbench_num(col(h, f, nf, "busbw_GBps")))
+		t = kbench_num(kbench_col(h, f, nf, "derived_time_us")) * 1e-6;
+	if (!t && kbench_num(kbench_col(h, f, nf, "busbw_GBps")))
 		t = busbw_factor(r.kind, r.n) * r.bytes /
-		    (kbench_num(col(h, f, nf, "busbw_GBps")) * 1e9);
+		    (kbench_num(kbench_col(h, f, nf, "busbw_GBps")) * 1e9);
 	if (!t)
 		return skip(cb, "time not stated"), 0;
 	r.time_s = t;
-	r.net_known = !strstr(col(h, f, nf, "interconnect"), "not stated");
+	r.net_known = !strstr(kbench_col(h, f, nf, "interconnect"), "not stated");
 	r.algo = COMM_AUTO;
 	if (strstr(algo, "NVLSTree"))
 		r.algo = COMM_HIER;
@@ -143,10 +125,10 @@ static int row(struct cbench *cb, const struct cols *h, char **f, int nf, const 
 		r.algo = COMM_NVLS;
 	else if (strstr(algo, "Ring"))
 		r.algo = COMM_RING;
-	snprintf(r.gpu, sizeof(r.gpu), "%s", col(h, f, nf, "gpu"));
+	snprintf(r.gpu, sizeof(r.gpu), "%s", kbench_col(h, f, nf, "gpu"));
 	snprintf(r.profile, sizeof(r.profile), "%s", prof);
 	snprintf(r.source, sizeof(r.source), "%s",
-		 *col(h, f, nf, "source") ? col(h, f, nf, "source") : path);
+		 *kbench_col(h, f, nf, "source") ? kbench_col(h, f, nf, "source") : path);
 	return push(cb, &r);
 }
 
@@ -155,7 +137,7 @@ static int read_file(void *ctx, const char *path, struct prism_err *err)
 {
 	struct cbench *cb = ctx;
 	char *buf = NULL, *p, *f[MAX_FIELDS];
-	struct cols h;
+	struct kbench_cols h;
 	int nf, rc = 0, line = 1;
 
 	if ((rc = kbench_slurp(path, &buf, err)))

@@ -14,8 +14,7 @@
 
 #include "kperf.h"
 #include "layout.h"
-
-#define MAX_FIELDS 40
+#include "vec.h"
 
 const char *kbench_class_name(int cls)
 {
@@ -135,12 +134,7 @@ int kbench_record(char **p, char **f, int max)
 	return n < max ? n : max;
 }
 
-struct cols {
-	char *name[MAX_FIELDS];
-	int n;
-};
-
-static const char *col(const struct cols *h, char **f, int nf, const char *name)
+const char *kbench_col(const struct kbench_cols *h, char **f, int nf, const char *name)
 {
 	for (int i = 0; i < h->n && i < nf; i++)
 		if (!strcmp(h->name[i], name))
@@ -148,7 +142,7 @@ static const char *col(const struct cols *h, char **f, int nf, const char *name)
 	return "";
 }
 
-static int has_col(const struct cols *h, const char *name)
+static int has_col(const struct kbench_cols *h, const char *name)
 {
 	for (int i = 0; i < h->n; i++)
 		if (!strcmp(h->name[i], name))
@@ -294,14 +288,8 @@ int kbench_add(struct kbench *kb, const struct kbench_row *r)
 		skip(kb, "a dimension over 2^32, or bytes over 2^50");
 		return 0;
 	}
-	if (kb->n == kb->cap) {
-		size_t c = kb->cap ? 2 * kb->cap : 256;
-		struct kbench_row *v = prism_realloc(kb->rows, c * sizeof(*v));
-		if (!v)
-			return PRISM_ENOMEM;
-		kb->rows = v;
-		kb->cap = c;
-	}
+	if (vec_reserve_((void **)&kb->rows, &kb->cap, kb->n + 1, sizeof(*kb->rows)))
+		return PRISM_ENOMEM;
 	kb->rows[kb->n++] = *r;
 	return 0;
 }
@@ -370,40 +358,41 @@ static void square_sizes(struct kbench_row *r, const char *impl, const char *not
 	}
 }
 
-static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
+static int gemm_row(struct kbench *kb, const struct kbench_cols *h, char **f, int nf)
 {
 	struct kbench_row r;
-	double tf = kbench_num(col(h, f, nf, "tflops")), tm = kbench_num(col(h, f, nf, "time_ms"));
+	double tf = kbench_num(kbench_col(h, f, nf, "tflops")),
+	       tm = kbench_num(kbench_col(h, f, nf, "time_ms"));
 	memset(&r, 0, sizeof(r));
 	r.cls = KB_GEMM;
-	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
-	snprintf(r.impl, sizeof(r.impl), "%s", col(h, f, nf, "implementation"));
-	if ((r.dtype = dtype_of(col(h, f, nf, "dtype"))) < 0) {
+	snprintf(r.source, sizeof(r.source), "%s", kbench_col(h, f, nf, "source"));
+	snprintf(r.impl, sizeof(r.impl), "%s", kbench_col(h, f, nf, "implementation"));
+	if ((r.dtype = dtype_of(kbench_col(h, f, nf, "dtype"))) < 0) {
 		skip(kb, "dtype not stated");
 		return 0;
 	}
-	if (!place(kb, &r, col(h, f, nf, "gpu")))
+	if (!place(kb, &r, kbench_col(h, f, nf, "gpu")))
 		return 0;
 	/* TransformerEngine's grouped GEMM (SimuMax's rows): one cuBLAS GEMM
 	 * an expert over 4 streams, as synth times an MoE layer's experts. */
-	r.grouped = strstr(col(h, f, nf, "implementation"), "general_grouped_gemm") != NULL;
-	r.waves = strstr(col(h, f, nf, "implementation"), "XLA") ||
-		  strstr(col(h, f, nf, "implementation"), "DeepGEMM");
-	r.blockwise = strstr(col(h, f, nf, "implementation"), "DeepGEMM") != NULL;
+	r.grouped = strstr(kbench_col(h, f, nf, "implementation"), "general_grouped_gemm") != NULL;
+	r.waves = strstr(kbench_col(h, f, nf, "implementation"), "XLA") ||
+		  strstr(kbench_col(h, f, nf, "implementation"), "DeepGEMM");
+	r.blockwise = strstr(kbench_col(h, f, nf, "implementation"), "DeepGEMM") != NULL;
 	/* C += A B, as the row states it (SimuMax's TransformerEngine keys
 	 * accumulate=True into the main gradient), or a DeepGEMM
 	 * weight-gradient kernel: "Results will be accumulated into the
 	 * output tensor" (deepseek-ai/DeepGEMM@c4a7116:deep_gemm/jit_kernels/
 	 * wgrad_gemm.py; its k-grouped form launches one such GEMM a group,
 	 * in turn). */
-	r.accum = strstr(col(h, f, nf, "implementation"), "accumulate=True") ||
-		  strstr(col(h, f, nf, "out_dtype"), "accumulate=True") ||
-		  (strstr(col(h, f, nf, "implementation"), "DeepGEMM") &&
-		   strstr(col(h, f, nf, "implementation"), "wgrad"));
-	r.b = kbench_num(col(h, f, nf, "batch"));
-	r.m = kbench_num(col(h, f, nf, "M"));
-	r.n = kbench_num(col(h, f, nf, "N"));
-	r.k = kbench_num(col(h, f, nf, "K"));
+	r.accum = strstr(kbench_col(h, f, nf, "implementation"), "accumulate=True") ||
+		  strstr(kbench_col(h, f, nf, "out_dtype"), "accumulate=True") ||
+		  (strstr(kbench_col(h, f, nf, "implementation"), "DeepGEMM") &&
+		   strstr(kbench_col(h, f, nf, "implementation"), "wgrad"));
+	r.b = kbench_num(kbench_col(h, f, nf, "batch"));
+	r.m = kbench_num(kbench_col(h, f, nf, "M"));
+	r.n = kbench_num(kbench_col(h, f, nf, "N"));
+	r.k = kbench_num(kbench_col(h, f, nf, "K"));
 	if (r.b <= 0)
 		r.b = 1;
 	if (r.m <= 0 || r.n <= 0 || r.k <= 0) {
@@ -413,7 +402,8 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 			return 0;
 		}
 		r.best_square = 1;
-		square_sizes(&r, col(h, f, nf, "implementation"), col(h, f, nf, "notes"));
+		square_sizes(&r, kbench_col(h, f, nf, "implementation"),
+			     kbench_col(h, f, nf, "notes"));
 		r.m = r.n = r.k = 4096;
 		r.time_s = 2 * 4096.0 * 4096 * 4096 / (tf * 1e12);
 		return kbench_add(kb, &r);
@@ -423,29 +413,31 @@ static int gemm_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		skip(kb, "no time");
 		return 0;
 	}
-	r.sustained = back_to_back(col(h, f, nf, "notes"), r.time_s, &r.throttle);
+	r.sustained = back_to_back(kbench_col(h, f, nf, "notes"), r.time_s, &r.throttle);
 	if (r.sustained == KB_BURST)
-		r.sustained = back_to_back(col(h, f, nf, "implementation"), r.time_s, &r.throttle);
+		r.sustained =
+		    back_to_back(kbench_col(h, f, nf, "implementation"), r.time_s, &r.throttle);
 	/* XLA's table: xla/tools/matmul_perf_table_gen runs each dot alone,
 	 * its inputs copied in afresh before each run, and keeps CUPTI's
 	 * median kernel duration (MatmulPerfTableGen::Profile): a kernel on
 	 * an idle GPU, cold, where a step's kernels follow one another. */
-	if (strstr(col(h, f, nf, "notes"), "matmul_perf_table_gen"))
+	if (strstr(kbench_col(h, f, nf, "notes"), "matmul_perf_table_gen"))
 		r.timing = KB_TIME_ISOLATED;
 	return kbench_add(kb, &r);
 }
 
-static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
+static int attn_row(struct kbench *kb, const struct kbench_cols *h, char **f, int nf)
 {
 	struct kbench_row r;
-	const char *pass = col(h, f, nf, "pass"), *kern = col(h, f, nf, "kernel");
-	const char *cz = col(h, f, nf, "causal"), *conv = col(h, f, nf, "flop_convention");
-	double tf = kbench_num(col(h, f, nf, "tflops")), tm = kbench_num(col(h, f, nf, "time_ms")),
-	       dv;
+	const char *pass = kbench_col(h, f, nf, "pass"), *kern = kbench_col(h, f, nf, "kernel");
+	const char *cz = kbench_col(h, f, nf, "causal"),
+		   *conv = kbench_col(h, f, nf, "flop_convention");
+	double tf = kbench_num(kbench_col(h, f, nf, "tflops")),
+	       tm = kbench_num(kbench_col(h, f, nf, "time_ms")), dv;
 
 	memset(&r, 0, sizeof(r));
-	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
-	snprintf(r.impl, sizeof(r.impl), "%s", col(h, f, nf, "kernel"));
+	snprintf(r.source, sizeof(r.source), "%s", kbench_col(h, f, nf, "source"));
+	snprintf(r.impl, sizeof(r.impl), "%s", kbench_col(h, f, nf, "kernel"));
 	if (strstr(kern, "math")) {
 		skip(kb, "unfused attention (math backend)");
 		return 0;
@@ -460,16 +452,16 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		skip(kb, "attention pass not stated");
 		return 0;
 	}
-	if ((r.dtype = dtype_of(col(h, f, nf, "dtype"))) < 0) {
+	if ((r.dtype = dtype_of(kbench_col(h, f, nf, "dtype"))) < 0) {
 		skip(kb, "dtype not stated");
 		return 0;
 	}
-	r.b = kbench_num(col(h, f, nf, "batch"));
-	r.sq = kbench_num(col(h, f, nf, "seqlen_q"));
-	r.skv = kbench_num(col(h, f, nf, "seqlen_kv"));
-	r.heads = kbench_num(col(h, f, nf, "num_q_heads"));
-	r.d = kbench_num(col(h, f, nf, "head_dim_qk"));
-	dv = kbench_num(col(h, f, nf, "head_dim_v"));
+	r.b = kbench_num(kbench_col(h, f, nf, "batch"));
+	r.sq = kbench_num(kbench_col(h, f, nf, "seqlen_q"));
+	r.skv = kbench_num(kbench_col(h, f, nf, "seqlen_kv"));
+	r.heads = kbench_num(kbench_col(h, f, nf, "num_q_heads"));
+	r.d = kbench_num(kbench_col(h, f, nf, "head_dim_qk"));
+	dv = kbench_num(kbench_col(h, f, nf, "head_dim_v"));
 	if (!strcmp(cz, "True"))
 		r.causal = 1;
 	else if (strcmp(cz, "False")) {
@@ -482,7 +474,7 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	}
 	{
 		/* "sliding window N" in the notes: the keys each query sees. */
-		const char *w = strstr(col(h, f, nf, "notes"), "sliding window");
+		const char *w = strstr(kbench_col(h, f, nf, "notes"), "sliding window");
 		if (w) {
 			r.window = kbench_num(w + strlen("sliding window"));
 			if (!(r.window >= 1 && r.window <= 1e7) || !r.causal) {
@@ -498,7 +490,7 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	    strstr(kern, "FA2") || strstr(kern, "FlashAttention-2") || strstr(kern, "flash-attn 2");
 	if (dv > 0 && dv != r.d) /* MLA-style: count the mean head dim */
 		r.d = (r.d + dv) / 2;
-	if (!place(kb, &r, col(h, f, nf, "gpu")))
+	if (!place(kb, &r, kbench_col(h, f, nf, "gpu")))
 		return 0;
 	if (tm > 0) {
 		r.time_s = tm / 1e3;
@@ -510,7 +502,7 @@ static int attn_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 		skip(kb, "no time (TFLOP/s under an unstated convention)");
 		return 0;
 	}
-	r.sustained = back_to_back(col(h, f, nf, "notes"), r.time_s, &r.throttle);
+	r.sustained = back_to_back(kbench_col(h, f, nf, "notes"), r.time_s, &r.throttle);
 	return kbench_add(kb, &r);
 }
 
@@ -640,19 +632,22 @@ static double liger_norm_launches(const char *kern, const char *notes, int fwd)
 	return 0;
 }
 
-static int membound_row(struct kbench *kb, const struct cols *h, char **f, int nf)
+static int membound_row(struct kbench *kb, const struct kbench_cols *h, char **f, int nf)
 {
 	struct kbench_row r;
-	const char *kern = col(h, f, nf, "kernel"), *impl = col(h, f, nf, "implementation");
-	const char *pass = col(h, f, nf, "pass"), *dt = col(h, f, nf, "dtype");
-	const char *om = col(h, f, nf, "other_metric"), *ou = col(h, f, nf, "other_units");
-	double tm = kbench_num(col(h, f, nf, "time_ms")), gb = kbench_num(col(h, f, nf, "GBps"));
+	const char *kern = kbench_col(h, f, nf, "kernel"),
+		   *impl = kbench_col(h, f, nf, "implementation");
+	const char *pass = kbench_col(h, f, nf, "pass"), *dt = kbench_col(h, f, nf, "dtype");
+	const char *om = kbench_col(h, f, nf, "other_metric"),
+		   *ou = kbench_col(h, f, nf, "other_units");
+	double tm = kbench_num(kbench_col(h, f, nf, "time_ms")),
+	       gb = kbench_num(kbench_col(h, f, nf, "GBps"));
 	double es = strstr(dt, "fp32") ? 4 : 2, mult, el;
 	int eager, fwd = !strcmp(pass, "fwd"), both = !strcmp(pass, "fwd+bwd");
 
 	memset(&r, 0, sizeof(r));
-	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
-	snprintf(r.impl, sizeof(r.impl), "%s", col(h, f, nf, "implementation"));
+	snprintf(r.source, sizeof(r.source), "%s", kbench_col(h, f, nf, "source"));
+	snprintf(r.impl, sizeof(r.impl), "%s", kbench_col(h, f, nf, "implementation"));
 	r.dtype = dtype_of(dt);
 	r.cls = KB_MEM;
 	if (strstr(kern, "norm"))
@@ -689,10 +684,10 @@ static int membound_row(struct kbench *kb, const struct cols *h, char **f, int n
 	 * before (the README's "median of the benchmark's quantiles"). */
 	if (strstr(r.source, "Liger-Kernel"))
 		r.timing = KB_TIME_EVENTS;
-	if (!place(kb, &r, col(h, f, nf, "gpu")))
+	if (!place(kb, &r, kbench_col(h, f, nf, "gpu")))
 		return 0;
-	if (!gb && strstr(om, "bandwidth") && kbench_num(col(h, f, nf, "other_value")) > 0)
-		gb = kbench_num(col(h, f, nf, "other_value")) *
+	if (!gb && strstr(om, "bandwidth") && kbench_num(kbench_col(h, f, nf, "other_value")) > 0)
+		gb = kbench_num(kbench_col(h, f, nf, "other_value")) *
 		     (strstr(ou, "GiB") ? 1.073741824 : 1);
 	if (gb > 0 && tm > 0) {
 		r.bytes = gb * 1e9 * tm / 1e3;
@@ -720,7 +715,7 @@ static int membound_row(struct kbench *kb, const struct cols *h, char **f, int n
 		r.time_s = r.bytes / (gb * 1e9);
 		return kbench_add(kb, &r);
 	}
-	if (tm <= 0 || (el = elements(col(h, f, nf, "shape"))) <= 0) {
+	if (tm <= 0 || (el = elements(kbench_col(h, f, nf, "shape"))) <= 0) {
 		skip(kb, "memory-bound row without bytes or time");
 		return 0;
 	}
@@ -750,29 +745,29 @@ static int membound_row(struct kbench *kb, const struct cols *h, char **f, int n
 			: strstr(kern, "entropy") ? (strstr(impl, "Liger") ? 2 : 1)
 						  : 2 + 1;
 	if (!fwd && !both && strstr(r.source, "Liger-Kernel") && strstr(impl, "Liger"))
-		mult += liger_norm_bwd_passes(kern, col(h, f, nf, "notes"), es);
+		mult += liger_norm_bwd_passes(kern, kbench_col(h, f, nf, "notes"), es);
 	if (!both && r.timing == KB_TIME_EVENTS && strstr(impl, "Liger"))
-		r.launches = liger_norm_launches(kern, col(h, f, nf, "notes"), fwd);
+		r.launches = liger_norm_launches(kern, kbench_col(h, f, nf, "notes"), fwd);
 	r.bytes = el * es * mult;
 	r.time_s = tm / 1e3;
 	return kbench_add(kb, &r);
 }
 
 /* other.csv: the FP8 linear speed-ups (torchao), "M,K,N = 1024, 2048, 1024". */
-static int other_row(struct kbench *kb, const struct cols *h, char **f, int nf)
+static int other_row(struct kbench *kb, const struct kbench_cols *h, char **f, int nf)
 {
 	struct kbench_row r;
-	const char *cfg = col(h, f, nf, "config"), *eq;
+	const char *cfg = kbench_col(h, f, nf, "config"), *eq;
 	double v[3];
 	char *e;
 
-	if (!strstr(col(h, f, nf, "category"), "fp8 training overhead"))
+	if (!strstr(kbench_col(h, f, nf, "category"), "fp8 training overhead"))
 		return 0; /* not a kernel measurement: not counted */
 	memset(&r, 0, sizeof(r));
 	r.cls = KB_FP8_LINEAR;
 	r.dtype = HW_FP8;
-	snprintf(r.source, sizeof(r.source), "%s", col(h, f, nf, "source"));
-	snprintf(r.impl, sizeof(r.impl), "%s", col(h, f, nf, "item"));
+	snprintf(r.source, sizeof(r.source), "%s", kbench_col(h, f, nf, "source"));
+	snprintf(r.impl, sizeof(r.impl), "%s", kbench_col(h, f, nf, "item"));
 	if (!(eq = strchr(cfg, '='))) {
 		skip(kb, "fp8 speed-up without a shape");
 		return 0;
@@ -788,29 +783,30 @@ static int other_row(struct kbench *kb, const struct cols *h, char **f, int nf)
 	r.m = v[0];
 	r.k = v[1];
 	r.n = v[2];
-	r.time_s = kbench_num(col(h, f, nf, "value"));
+	r.time_s = kbench_num(kbench_col(h, f, nf, "value"));
 	if (r.m <= 0 || r.k <= 0 || r.n <= 0 || r.time_s <= 0) {
 		skip(kb, "fp8 speed-up without a shape");
 		return 0;
 	}
-	if (!place(kb, &r, col(h, f, nf, "gpu")))
+	if (!place(kb, &r, kbench_col(h, f, nf, "gpu")))
 		return 0;
 	return kbench_add(kb, &r);
 }
 
 /* tests/data/gpu/kernels.csv (scripts/kernel_sweep.py). */
-static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, const char *path)
+static int ours_row(struct kbench *kb, const struct kbench_cols *h, char **f, int nf,
+		    const char *path)
 {
 	struct kbench_row r;
-	const char *cls = col(h, f, nf, "class"), *op = col(h, f, nf, "op");
-	const char *be = col(h, f, nf, "backend"), *pass = col(h, f, nf, "pass");
-	double t = kbench_num(col(h, f, nf, "time_us")) / 1e6;
+	const char *cls = kbench_col(h, f, nf, "class"), *op = kbench_col(h, f, nf, "op");
+	const char *be = kbench_col(h, f, nf, "backend"), *pass = kbench_col(h, f, nf, "pass");
+	double t = kbench_num(kbench_col(h, f, nf, "time_us")) / 1e6;
 
 	memset(&r, 0, sizeof(r));
 	snprintf(r.source, sizeof(r.source), "%s", path);
 	snprintf(r.impl, sizeof(r.impl), "%s", be);
 	place(kb, &r, "H100 SXM");
-	r.dtype = dtype_of(col(h, f, nf, "dtype"));
+	r.dtype = dtype_of(kbench_col(h, f, nf, "dtype"));
 	r.time_s = t;
 	if (t <= 0 || r.dtype < 0) {
 		skip(kb, "no time");
@@ -824,12 +820,12 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 	if (!strcmp(cls, "gemm")) {
 		r.cls = KB_GEMM;
 		r.b = 1;
-		r.m = kbench_num(col(h, f, nf, "M"));
-		r.n = kbench_num(col(h, f, nf, "N"));
-		r.k = kbench_num(col(h, f, nf, "K"));
+		r.m = kbench_num(kbench_col(h, f, nf, "M"));
+		r.n = kbench_num(kbench_col(h, f, nf, "N"));
+		r.k = kbench_num(kbench_col(h, f, nf, "K"));
 		/* CUDA-graph replays of back-to-back calls: the kernel alone
 		 * on the device, as in a step */
-		if (!strcmp(col(h, f, nf, "timing"), "graph"))
+		if (!strcmp(kbench_col(h, f, nf, "timing"), "graph"))
 			r.timing = KB_TIME_DEVICE;
 	} else if (!strcmp(cls, "attention")) {
 		if (!strcmp(be, "efficient") || !strcmp(be, "math")) {
@@ -837,21 +833,21 @@ static int ours_row(struct kbench *kb, const struct cols *h, char **f, int nf, c
 			return 0;
 		}
 		r.cls = !strcmp(pass, "bwd") ? KB_ATTN_BWD : KB_ATTN_FWD;
-		r.b = kbench_num(col(h, f, nf, "batch"));
-		r.heads = kbench_num(col(h, f, nf, "heads"));
-		r.sq = r.skv = kbench_num(col(h, f, nf, "seq"));
-		r.d = kbench_num(col(h, f, nf, "head_dim"));
-		r.causal = !strcmp(col(h, f, nf, "causal"), "1");
+		r.b = kbench_num(kbench_col(h, f, nf, "batch"));
+		r.heads = kbench_num(kbench_col(h, f, nf, "heads"));
+		r.sq = r.skv = kbench_num(kbench_col(h, f, nf, "seq"));
+		r.d = kbench_num(kbench_col(h, f, nf, "head_dim"));
+		r.causal = !strcmp(kbench_col(h, f, nf, "causal"), "1");
 		r.fa2 = !strcmp(be, "flash"); /* PyTorch's flash backend is FA2 */
 		snprintf(r.source + strlen(r.source), sizeof(r.source) - strlen(r.source), " (%s)",
 			 be);
 	} else if (!strcmp(cls, "memory")) {
 		r.cls = KB_MEM;
 		r.dtype = HW_BF16;
-		r.bytes = kbench_num(col(h, f, nf, "bytes"));
+		r.bytes = kbench_num(kbench_col(h, f, nf, "bytes"));
 		/* each the median of CUDA-graph replays of back-to-back calls:
 		 * the kernels alone on the device */
-		if (!strcmp(col(h, f, nf, "timing"), "graph"))
+		if (!strcmp(kbench_col(h, f, nf, "timing"), "graph"))
 			r.timing = KB_TIME_DEVICE;
 		r.mem_kind = !strcmp(op, "layernorm_fwd")    ? HW_MEM_NORM
 			     : !strcmp(op, "fp8_amax_eager") ? HW_MEM_REDUCTION
@@ -902,14 +898,14 @@ int kbench_slurp(const char *path, char **out, struct prism_err *err)
 static int read_file(void *ctx, const char *path, struct prism_err *err)
 {
 	struct kbench *kb = ctx;
-	char *buf = NULL, *p, *f[MAX_FIELDS];
-	struct cols h;
+	char *buf = NULL, *p, *f[KBENCH_MAX_FIELDS];
+	struct kbench_cols h;
 	int rc = 0, nf, kind, line = 1;
 
 	if ((rc = kbench_slurp(path, &buf, err)))
 		return rc;
 	p = buf;
-	h.n = kbench_record(&p, h.name, MAX_FIELDS);
+	h.n = kbench_record(&p, h.name, KBENCH_MAX_FIELDS);
 	if (h.n < 3) {
 		free(buf);
 		return prism_err_set(err, PRISM_EFORMAT, "%s:1: not a CSV with a header", path);
@@ -926,7 +922,7 @@ static int read_file(void *ctx, const char *path, struct prism_err *err)
 		kind = 4;
 	else
 		kind = -1; /* collectives, other.csv: not kernel times */
-	while (kind >= 0 && !rc && (nf = kbench_record(&p, f, MAX_FIELDS)) >= 0) {
+	while (kind >= 0 && !rc && (nf = kbench_record(&p, f, KBENCH_MAX_FIELDS)) >= 0) {
 		line++;
 		if (nf < h.n) {
 			if (nf <= 1)

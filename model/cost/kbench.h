@@ -257,4 +257,17 @@ int kbench_count(const char *s, double max, double *out);
  * field count, or -1 at the end.  (cbench.h reads collectives with it.) */
 int kbench_record(char **p, char **f, int max);
 
+/* The most fields kbench_record is asked for in a measurement file's row. */
+#define KBENCH_MAX_FIELDS 40
+
+/* A CSV file's header: its column names (kbench_record's fields). */
+struct kbench_cols {
+	char *name[KBENCH_MAX_FIELDS];
+	int n;
+};
+
+/* The field of a row f (nf fields) under the column called name, or ""
+ * where the header has none or the row is short of it. */
+const char *kbench_col(const struct kbench_cols *h, char **f, int nf, const char *name);
+
 #endif

@@ -226,6 +226,30 @@ static int hf_need(struct hf_doc *d, const char *path, const char *key, long lo,
 	return 0;
 }
 
+/* Integer field key in lo..hi into *out, def where it is absent or null
+ * (0: none); 0, or PRISM_EFORMAT (negative) with err set. */
+static int hf_opt(struct hf_doc *d, const char *path, const char *key, long lo, long hi, int def,
+		  int *out, struct prism_err *err)
+{
+	int rc = hf_int(d, path, key, lo, hi, out, err);
+	if (rc == 0)
+		*out = def;
+	return rc < 0 ? rc : 0;
+}
+
+/* The routed experts (under key experts), the experts a token goes to
+ * and their width, which Qwen3-MoE and DeepSeek name alike: all three
+ * needed. */
+static int hf_experts(struct hf_doc *d, const char *path, const char *experts, struct llm *m,
+		      struct prism_err *err)
+{
+	int rc;
+	if ((rc = hf_need(d, path, experts, 1, LLM_MAX_EXPERTS, &m->experts, 0, err)) ||
+	    (rc = hf_need(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, 0, err)))
+		return rc;
+	return hf_need(d, path, "moe_intermediate_size", 1, LLM_MAX_FFN, &m->expert_ffn, 0, err);
+}
+
 /* The families prism imports, each with what its transformers
  * configuration class defaults to where a published config.json leaves a
  * field out (configuration_*.py, __init__). */
@@ -428,14 +452,9 @@ static int hf_windows(struct hf_doc *d, const char *path, int fam, struct llm *m
 	struct hf_member *e;
 	int rc, v, sliding = 0, gemma3 = fam == HF_GEMMA3;
 
-	v = 0;
-	if ((rc = hf_int(d, path, "sliding_window", 1, LLM_MAX_WINDOW, &v, err)) < 0) {
-		rc = err->code;
+	if ((rc = hf_opt(d, path, "sliding_window", 1, LLM_MAX_WINDOW,
+			 gemma3 || fam == HF_GEMMA2 ? 4096 : 0, &v, err)))
 		return rc;
-	}
-	if (rc == 0 && (gemma3 || fam == HF_GEMMA2))
-		v = 4096;
-	rc = 0;
 	if (fam == HF_QWEN2 || fam == HF_QWEN3 || fam == HF_QWEN3_MOE) {
 		/* Qwen: the window only with use_sliding_window, in the layers
 		 * from max_window_layers on. */
@@ -516,17 +535,9 @@ static int hf_moe(struct hf_doc *d, const char *path, int fam, struct llm *m, st
 		break;
 	case HF_QWEN3_MOE: {
 		int step = 1;
-		if ((rc = hf_need(d, path, "num_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
-				  err)) ||
-		    (rc = hf_need(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, 0,
-				  err)) ||
-		    (rc = hf_need(d, path, "moe_intermediate_size", 1, LLM_MAX_FFN, &m->expert_ffn,
-				  0, err)))
+		if ((rc = hf_experts(d, path, "num_experts", m, err)) ||
+		    (rc = hf_opt(d, path, "decoder_sparse_step", 1, LLM_MAX_LAYERS, 1, &step, err)))
 			return rc;
-		if (hf_int(d, path, "decoder_sparse_step", 1, LLM_MAX_LAYERS, &step, err) < 0) {
-			rc = err->code;
-			return rc;
-		}
 		if (step != 1)
 			warn_add(x,
 				 "decoder_sparse_step %d: a mixture-of-experts layer every %d-th "
@@ -551,12 +562,7 @@ static int hf_moe(struct hf_doc *d, const char *path, int fam, struct llm *m, st
 	case HF_DEEPSEEK_V2:
 	case HF_DEEPSEEK_V3: {
 		int freq = 1, groups = 0;
-		if ((rc = hf_need(d, path, "n_routed_experts", 1, LLM_MAX_EXPERTS, &m->experts, 0,
-				  err)) ||
-		    (rc = hf_need(d, path, "num_experts_per_tok", 1, m->experts, &m->top_k, 0,
-				  err)) ||
-		    (rc = hf_need(d, path, "moe_intermediate_size", 1, LLM_MAX_FFN, &m->expert_ffn,
-				  0, err)))
+		if ((rc = hf_experts(d, path, "n_routed_experts", m, err)))
 			return rc;
 		if (hf_int(d, path, "n_shared_experts", 0, LLM_MAX_SHARED, &m->shared_experts,
 			   err) < 0 ||
@@ -779,14 +785,9 @@ static int hf_model(struct kjson_parser *kp, const char *path, const char *buf, 
 	if ((rc = hf_need(d, path, "num_key_value_heads", 1, LLM_MAX_HEADS, &m->kv_heads,
 			  gemma3 ? 4 : m->heads, err)))
 		goto out;
-	v = 0;
-	if ((rc = hf_int(d, path, "head_dim", 1, LLM_MAX_HEAD_DIM, &v, err)) < 0) {
-		rc = err->code;
+	if ((rc = hf_opt(d, path, "head_dim", 1, LLM_MAX_HEAD_DIM,
+			 gemma3 || fam == HF_GEMMA2 ? 256 : 0, &v, err)))
 		goto out;
-	}
-	if (rc == 0 && (gemma3 || fam == HF_GEMMA2))
-		v = 256;
-	rc = 0;
 	if (v > 0 && (m->hidden % m->heads || v != m->hidden / m->heads))
 		m->head_dim = v;
 	if ((e = hf_find(d, "tie_word_embeddings")) && e->v.type == KJSON_BOOL)
@@ -1228,14 +1229,8 @@ static void put_partition(struct emit *E, const char *name, const struct llm *m,
 	if (l->pp < 2)
 		return;
 	if (l->partition == LAYOUT_PART_GIVEN && l->part[0] && !l->part_chunks) {
-		put_int(E,
-			mb_name(E, "--decoder-first-pipeline-num-layers",
-				"model.num_layers_in_first_pipeline_stage"),
-			l->part[0]);
-		put_int(E,
-			mb_name(E, "--decoder-last-pipeline-num-layers",
-				"model.num_layers_in_last_pipeline_stage"),
-			l->part[l->pp - 1]);
+		/* a list's stages hold 1 layer or more (layout_check_partition) */
+		put_first_last(E, l->part[0], l->part[l->pp - 1]);
 	} else if (l->partition == LAYOUT_PART_GIVEN && l->part_chunks) {
 		char b[600], q[604];
 		layout_partition_name(l, b, sizeof(b));
@@ -1382,8 +1377,8 @@ struct rd {
 struct frame_in {
 	const char *name;
 	int (*read)(struct rd *r, const struct frame_in *in);
-	size_t off;  /* in_int, in_set, in_truth: the struct imp field (an int) */
-	long lo, hi; /* in_int: the range; in_set: the value (lo) */
+	size_t off;  /* in_int, in_set, in_truth, in_names: the struct imp field (an int) */
+	long lo, hi; /* in_int: the range; in_set: the value (lo); in_names: the knob (lo) */
 };
 
 #define IMP(f) offsetof(struct imp, f)
@@ -1523,15 +1518,23 @@ static const char *names_of(const char *val, char *ns, size_t n)
 	return ns;
 }
 
-static int in_rc_modules(struct rd *r, const struct frame_in *in)
+/* Names that knob lo's parser reads (its row in layout.h), into the
+ * field; else the names it knows, from the row's own list. */
+static int in_names(struct rd *r, const struct frame_in *in)
 {
-	char ns[160];
-	(void)in;
-	if ((r->I->rc_modules = layout_rc_modules_parse(names_of(r->val, ns, sizeof(ns)))) < 0)
-		return rd_bad(r, r->val,
-			      "expected names among core_attn, mlp, layernorm, mla_up_proj, moe, "
-			      "moe_act and shared_experts");
-	return 0;
+	const struct layout_knob *K = &layout_knobs[in->lo];
+	const char *all = K->name((int)K->hi), *last = strrchr(all, ',');
+	char ns[160], msg[256] = "expected names among ";
+	size_t k = strlen(msg);
+	if ((*imp_field(r, in) = K->parse(names_of(r->val, ns, sizeof(ns)))) >= 0)
+		return 0;
+	for (const char *c = all; *c && k + 6 < sizeof(msg); c++)
+		if (*c != ',')
+			msg[k++] = *c;
+		else
+			k += (size_t)snprintf(msg + k, sizeof(msg) - k, c == last ? " and " : ", ");
+	msg[k] = '\0';
+	return rd_bad(r, r->val, msg);
 }
 
 static int in_strategy(struct rd *r, const struct frame_in *in)
@@ -1744,17 +1747,6 @@ static int in_peft(struct rd *r, const struct frame_in *in)
 	return 0;
 }
 
-static int in_lora_targets(struct rd *r, const struct frame_in *in)
-{
-	char ns[160];
-	(void)in;
-	if ((r->I->lora_targets = layout_lora_targets_parse(names_of(r->val, ns, sizeof(ns)))) < 0)
-		return rd_bad(r, r->val,
-			      "expected names among linear_qkv, linear_proj, linear_fc1 and "
-			      "linear_fc2");
-	return 0;
-}
-
 /* The options each knob's own code reads, by knob (frame_rows' .in). */
 static const struct frame_in in_vp_opts[] = {
     {"--num-layers-per-virtual-pipeline-stage", in_int, IMP(vp_layers), 1, LLM_MAX_LAYERS},
@@ -1792,8 +1784,8 @@ static const struct frame_in in_recompute_opts[] = {
     {"activation_checkpoint.selective_ac_option", in_skip, 0, 0, 0},
     {NULL, NULL, 0, 0, 0}};
 static const struct frame_in in_rc_modules_opts[] = {
-    {"--recompute-modules", in_rc_modules, 0, 0, 0},
-    {"model.recompute_modules", in_rc_modules, 0, 0, 0},
+    {"--recompute-modules", in_names, IMP(rc_modules), LK_recompute_modules, 0},
+    {"model.recompute_modules", in_names, IMP(rc_modules), LK_recompute_modules, 0},
     {NULL, NULL, 0, 0, 0}};
 static const struct frame_in in_zero_opts[] = {
     {"--use-distributed-optimizer", in_set, IMP(distopt), 1, 0},
@@ -1869,7 +1861,8 @@ static const struct frame_in in_lora_rank_opts[] = {
     {"peft.dim", in_int, IMP(lora_dim), 1, LAYOUT_MAX_LORA_RANK},
     {NULL, NULL, 0, 0, 0}};
 static const struct frame_in in_lora_targets_opts[] = {
-    {"peft.target_modules", in_lora_targets, 0, 0, 0}, {NULL, NULL, 0, 0, 0}};
+    {"peft.target_modules", in_names, IMP(lora_targets), LK_lora_targets, 0},
+    {NULL, NULL, 0, 0, 0}};
 static const struct frame_in in_optimizer_dtype_opts[] = {
     {"--use-precision-aware-optimizer", in_pao, 0, 0, 0},
     {"--main-params-dtype", in_opt_dtype, 0, 0, 0},
@@ -2366,6 +2359,36 @@ static int moe_freq_arg(const char *s, struct llm *m)
 	return 0;
 }
 
+/* Megatron-LM's model options that are a number or a flag: each an int
+ * of struct llm, a number in lo..hi, or a flag when hi is 0 (the field
+ * takes 1). */
+#define LLM(f) offsetof(struct llm, f)
+static const struct megatron_field {
+	const char *name;
+	size_t off;
+	long lo, hi;
+} megatron_fields[] = {
+    {"--vocab-size", LLM(vocab), 1, LLM_MAX_VOCAB},
+    {"--swiglu", LLM(gated), 0, 0},
+    {"--untie-embeddings-and-output-weights", LLM(untied), 0, 0},
+    {"--use-rotary-position-embeddings", LLM(rope), 0, 0},
+    {"--num-experts", LLM(experts), 1, LLM_MAX_EXPERTS},
+    {"--moe-router-topk", LLM(top_k), 1, LLM_MAX_EXPERTS},
+    {"--moe-ffn-hidden-size", LLM(expert_ffn), 1, LLM_MAX_FFN},
+    /* a width: over expert_ffn below */
+    {"--moe-shared-expert-intermediate-size", LLM(shared_experts), 1, LLM_MAX_FFN},
+    {"--q-lora-rank", LLM(q_lora_rank), 1, LLM_MAX_LORA_RANK},
+    {"--kv-lora-rank", LLM(kv_lora_rank), 1, LLM_MAX_LORA_RANK},
+    {"--qk-head-dim", LLM(qk_nope_head_dim), 0, LLM_MAX_HEAD_DIM},
+    {"--qk-pos-emb-head-dim", LLM(qk_rope_head_dim), 0, LLM_MAX_HEAD_DIM},
+    {"--v-head-dim", LLM(v_head_dim), 1, LLM_MAX_HEAD_DIM},
+    {"--mamba-num-heads", LLM(ssm_heads), 1, LLM_MAX_SSM_HEADS},
+    {"--mamba-head-dim", LLM(ssm_head_dim), 1, LLM_MAX_HEAD_DIM},
+    {"--mamba-state-dim", LLM(ssm_state), 1, LLM_MAX_SSM_STATE},
+    {"--mamba-num-groups", LLM(ssm_groups), 1, LLM_MAX_SSM_HEADS},
+};
+#undef LLM
+
 /* Megatron-LM's model options that are not knobs. */
 static int megatron_model(const char *path, int line, const char *name, const char *val,
 			  struct llm *m, struct imp *I, struct frame_extra *x, int *used,
@@ -2374,33 +2397,27 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 	long v = 0;
 	int rc = 0;
 	*used = 1;
-#define INTO(field, lo, hi)                                                                        \
-	do {                                                                                       \
-		if (!(rc = num(path, line, name, val ? val : "", lo, hi, &v, err)))                \
-			field = (int)v;                                                            \
-	} while (0)
-	if (strcmp(name, "--num-query-groups") == 0)
-		INTO(I->kv_groups, 1, LLM_MAX_HEADS);
-	else if (strcmp(name, "--group-query-attention") == 0)
+	for (size_t i = 0; i < sizeof(megatron_fields) / sizeof(megatron_fields[0]); i++) {
+		const struct megatron_field *F = &megatron_fields[i];
+		int *field = (int *)(void *)((char *)m + F->off);
+		if (strcmp(name, F->name) != 0)
+			continue;
+		if (!F->hi)
+			*field = 1;
+		else if ((rc = num(path, line, name, val ? val : "", F->lo, F->hi, &v, err)))
+			return rc;
+		else
+			*field = (int)v;
+		return 0;
+	}
+	if (strcmp(name, "--num-query-groups") == 0) {
+		if ((rc = num(path, line, name, val ? val : "", 1, LLM_MAX_HEADS, &v, err)))
+			return rc;
+		I->kv_groups = (int)v;
+	} else if (strcmp(name, "--group-query-attention") == 0)
 		I->gqa = 1;
-	else if (strcmp(name, "--vocab-size") == 0)
-		INTO(m->vocab, 1, LLM_MAX_VOCAB);
-	else if (strcmp(name, "--swiglu") == 0)
-		m->gated = 1;
-	else if (strcmp(name, "--untie-embeddings-and-output-weights") == 0)
-		m->untied = 1;
 	else if (strcmp(name, "--position-embedding-type") == 0)
 		m->rope = val && strcmp(val, "rope") == 0;
-	else if (strcmp(name, "--use-rotary-position-embeddings") == 0)
-		m->rope = 1;
-	else if (strcmp(name, "--num-experts") == 0)
-		INTO(m->experts, 1, LLM_MAX_EXPERTS);
-	else if (strcmp(name, "--moe-router-topk") == 0)
-		INTO(m->top_k, 1, LLM_MAX_EXPERTS);
-	else if (strcmp(name, "--moe-ffn-hidden-size") == 0)
-		INTO(m->expert_ffn, 1, LLM_MAX_FFN);
-	else if (strcmp(name, "--moe-shared-expert-intermediate-size") == 0)
-		INTO(m->shared_experts, 1, LLM_MAX_FFN); /* a width: over expert_ffn below */
 	else if (strcmp(name, "--moe-router-score-function") == 0)
 		m->router =
 		    val && strcmp(val, "sigmoid") == 0 ? LLM_ROUTER_SIGMOID : LLM_ROUTER_SOFTMAX;
@@ -2423,16 +2440,6 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 	} else if (strcmp(name, "--multi-latent-attention") == 0 ||
 		   strcmp(name, "--max-position-embeddings") == 0)
 		; /* MLA: its ranks say; positions: --seq-length is the run's */
-	else if (strcmp(name, "--q-lora-rank") == 0)
-		INTO(m->q_lora_rank, 1, LLM_MAX_LORA_RANK);
-	else if (strcmp(name, "--kv-lora-rank") == 0)
-		INTO(m->kv_lora_rank, 1, LLM_MAX_LORA_RANK);
-	else if (strcmp(name, "--qk-head-dim") == 0)
-		INTO(m->qk_nope_head_dim, 0, LLM_MAX_HEAD_DIM);
-	else if (strcmp(name, "--qk-pos-emb-head-dim") == 0)
-		INTO(m->qk_rope_head_dim, 0, LLM_MAX_HEAD_DIM);
-	else if (strcmp(name, "--v-head-dim") == 0)
-		INTO(m->v_head_dim, 1, LLM_MAX_HEAD_DIM);
 	else if (strcmp(name, "--hybrid-override-pattern") == 0) {
 		/* pretrain_mamba.py's: one character a layer (M, *, -) */
 		char b[LLM_MAX_PATTERN + 3];
@@ -2448,16 +2455,10 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 			memcpy(m->pattern, s, n + 1);
 	} else if (strcmp(name, "--is-hybrid-model") == 0)
 		; /* the pattern says */
-	else if (strcmp(name, "--mamba-num-heads") == 0)
-		INTO(m->ssm_heads, 1, LLM_MAX_SSM_HEADS);
-	else if (strcmp(name, "--mamba-head-dim") == 0)
-		INTO(m->ssm_head_dim, 1, LLM_MAX_HEAD_DIM);
-	else if (strcmp(name, "--mamba-state-dim") == 0)
-		INTO(m->ssm_state, 1, LLM_MAX_SSM_STATE);
-	else if (strcmp(name, "--mamba-num-groups") == 0)
-		INTO(m->ssm_groups, 1, LLM_MAX_SSM_HEADS);
 	else if (strcmp(name, "--mtp-num-layers") == 0) {
-		INTO(x->mtp_layers, 0, LLM_MAX_LAYERS);
+		if ((rc = num(path, line, name, val ? val : "", 0, LLM_MAX_LAYERS, &v, err)))
+			return rc;
+		x->mtp_layers = (int)v;
 		if (x->mtp_layers <= LLM_MAX_MTP)
 			m->mtp_layers = x->mtp_layers;
 	} else if (strcmp(name, "--nnodes") == 0 || strcmp(name, "--nproc-per-node") == 0 ||
@@ -2473,7 +2474,6 @@ static int megatron_model(const char *path, int line, const char *name, const ch
 				 line, name, val ? val : "");
 	} else
 		*used = 0;
-#undef INTO
 	return rc;
 }
 
