@@ -18,7 +18,10 @@
  * lead still grows into tasks that its launches hold back, until they no
  * longer are), excluded by requiring every host's time per microbatch
  * below the step's growth and the same tasks launch-bound at every point
- * (a microbatch more adds none); otherwise, or when
+ * (a microbatch more adds none), unless the host decides the step already,
+ * every microbatch alike (its time growing exactly as the step does, the
+ * same launch-bound tasks added by each microbatch; not under GPipe:
+ * hier.c, host_decides); otherwise, or when
  * the points disagree (after the later windows that fit HIER_POINTS_SHARE:
  * 4x further, or one step on where that does not fit, hier.c), or the run
  * has more than two steps (each step's own line), or its stages hold
