@@ -212,10 +212,11 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	 * stage's host 1,626.6 us a forward against stage 0's 1,611.9 us,
 	 * its lead of 1.67 ms gone at microbatch 113, so exposed compute
 	 * on the line up to 112 microbatches and 1.354 ms below the full
-	 * run at 160), reduce-scatters queued behind a backward slower than
-	 * they are.  The step can stay on its line while the breakdown and
-	 * the bubble (what a transfer or collective overlaps, what it
-	 * slows) leave theirs past any few points, which cannot show it. */
+	 * run at 160), reduce-scatters queued behind backwards faster than
+	 * they are.  The step can stay on its line while what a transfer or
+	 * a collective overlaps (the breakdown) and, under contention, what
+	 * it slows (the busy time behind the bubble) leave theirs past any
+	 * few points, which cannot show it. */
 	if (l->schedule == LAYOUT_GPIPE)
 		return 0;
 	/* The layout's own rules, at its own count. */
