@@ -84,22 +84,22 @@ static int line_s(double a, double b, double c, int64_t q, double *at)
  * that changes) do not apply -- a launch-bound candidate, such as the
  * small model at tp 2, pp 1, dp 4 under DeepSpeed's ZeRO-2 (the step and
  * the host 7.1954 ms a microbatch, 14 launch-bound tasks more) or ZeRO-3
- * (8.4806 ms, 110).  Not under GPipe: a microbatch more adds a forward to
- * one phase and a backward to another, and the host can decide the step
- * while the GPU's streams run behind it through the backward phase by a
- * lag the count changes, the breakdown off its line (the small model at
+ * (8.4806 ms, 110).  GPipe never comes here (hier_extrapolate declines
+ * it): a microbatch more adds a forward to one phase and a backward to
+ * another, and the host can decide the step while the GPU's streams run
+ * behind it through the backward phase by a lag the count changes, the
+ * breakdown off its line (the small model at
  * tp 4, pp 1, dp 8, FSDP's ZeRO-2 and full recomputation on
  * a100-80gb-dgx: the step 10.2466 ms a microbatch throughout, exposed
  * compute 2.970952 ms a microbatch to 2 and 3 microbatches, 2.954815 to
  * 4, 2.946885 to 5, 2.970952 again to 6: the reduce-scatters, beside
  * the next backward, slowed by different kernels, 1.6810 ms at 3
  * microbatches, one of 1.6827 ms at 4 and one of 1.6852 at 5). */
-static int host_decides(const struct synth_in *in, const struct point *pt)
+static int host_decides(const struct point *pt)
 {
 	int64_t step = pt[2].iter_ns - pt[1].iter_ns;
 	int64_t lb = pt[1].st.launch_bound - pt[0].st.launch_bound;
-	if (in->lay.schedule == LAYOUT_GPIPE || pt[2].stages < 1 || lb <= 0 ||
-	    pt[2].st.launch_bound - pt[1].st.launch_bound != lb)
+	if (pt[2].stages < 1 || lb <= 0 || pt[2].st.launch_bound - pt[1].st.launch_bound != lb)
 		return 0;
 	for (int r = 0; r < pt[2].stages; r++)
 		if (pt[2].host_ns[r] - pt[1].host_ns[r] != step ||
@@ -132,7 +132,7 @@ static int try_line(const struct synth_in *in, const struct point *pt, int m0, i
 	if (pt[0].st.launch_bound != pt[1].st.launch_bound ||
 	    pt[1].st.launch_bound != pt[2].st.launch_bound)
 		rc = 0;
-	if (!rc && host_decides(in, pt))
+	if (!rc && host_decides(pt))
 		rc = 1, *host_slow = 0;
 	for (int r = 0; rc && r < p && r < LAYOUT_MAX_STAGES; r++)
 		rc = line_i64(pt[0].st.unit_busy_ns[r], pt[1].st.unit_busy_ns[r],
@@ -203,6 +203,27 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	 * the one the points saw (docs/PERFORMANCE.md: GPT-3 1.3B's balanced
 	 * 13/11 stages under GPipe, the step 0.55 ms short at 16 microbatches). */
 	if (!in->units || in->steps > 2 || p < 1 || !even_stages(in))
+		return 0;
+	/* GPipe declines (issue 38): its forward phase and its backward
+	 * phase each grow by a unit a microbatch, and inside a phase nothing
+	 * ties one stage's pace to another's or a host's to its GPU's (no
+	 * backward between two forwards, as in 1F1B's steady state), so
+	 * processes of different periods run side by side and their relative
+	 * phase drifts with the microbatch count: stage 0's sends at its
+	 * forward's pace beside the last stage's compute at its own, a host
+	 * slower per forward than the stage feeding it (per microbatch,
+	 * forward and backward together, it is faster than the step) whose
+	 * lead over that stage's sends shrinks until its receives decide
+	 * (the small model at tp 2, pp 2 with SP on a100-80gb-dgx: the last
+	 * stage's host 1,626.6 us a forward against stage 0's 1,611.9 us,
+	 * its lead of 1.67 ms gone at microbatch 113, so exposed compute
+	 * on the line up to 112 microbatches and 1.354 ms below the full
+	 * run at 160), reduce-scatters queued behind backwards faster than
+	 * they are.  The step can stay on its line while what a transfer or
+	 * a collective overlaps (the breakdown) and, under contention, what
+	 * it slows (the busy time behind the bubble) leave theirs past any
+	 * few points, which cannot show it. */
+	if (l->schedule == LAYOUT_GPIPE)
 		return 0;
 	/* The layout's own rules, at its own count. */
 	if ((rc = synth_check(in, err)))

@@ -20,8 +20,11 @@
  * below the step's growth and the same tasks launch-bound at every point
  * (a microbatch more adds none), unless the host decides the step already,
  * every microbatch alike (its time growing exactly as the step does, the
- * same launch-bound tasks added by each microbatch; not under GPipe:
- * hier.c, host_decides); otherwise, or when
+ * same launch-bound tasks added by each microbatch: hier.c,
+ * host_decides); otherwise, or under GPipe (inside its forward or its
+ * backward phase nothing ties a stage's pace to another's or a host's to
+ * its GPU's, so what runs beside what drifts with the count and the
+ * breakdown and bubble can leave their lines past any points: hier.c), or when
  * the points disagree (after the later windows that fit HIER_POINTS_SHARE:
  * 4x further, or one step on where that does not fit, hier.c), or the run
  * has more than two steps (each step's own line), or its stages hold
@@ -47,7 +50,7 @@
  * 384 microbatches took 0.9-1.1 s CPU and 310 MB directly, 0.56-0.65 s
  * and 109 MB through 64, 96 and 128).  The line needs m >= 12 pp microbatches
  * under the interleaved schedule (18 pp at a share of 0.5), 4 pp + 4
- * under 1F1B and GPipe (6 pp + 6), 8 pp + 4 under ZB-2p and the V
+ * under 1F1B (6 pp + 6; GPipe declines), 8 pp + 4 under ZB-2p and the V
  * schedules (12 pp + 6); docs/PERFORMANCE.md has the sweep's figures. */
 #define HIER_POINTS_SHARE 0.75
 
