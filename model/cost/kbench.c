@@ -701,7 +701,7 @@ static int membound_row(struct kbench *kb, const struct kbench_cols *h, char **f
 		 * backward moves (as ATen's, below); the file's bytes are the
 		 * three (cudnn-frontend's script). */
 		if (r.mem_impl == HW_MEM_IMPL_COMPILED && r.mem_kind == HW_MEM_NORM && !fwd &&
-		    !both && (el = elements(col(h, f, nf, "shape"))) > 0)
+		    !both && (el = elements(kbench_col(h, f, nf, "shape"))) > 0)
 			r.bytes += 2 * el * es;
 		return kbench_add(kb, &r);
 	}
