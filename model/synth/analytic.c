@@ -254,18 +254,6 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	return 0;
 }
 
-/* The optimizer's bytes per local parameter: the fused Adam kernel's
- * traffic (mem_opt_traffic) less the 2 bytes of its bf16 weight write --
- * the estimate's 28 under Megatron-LM's optimizer (fp32 master and both
- * moments read and written, the gradient read), as it has always counted
- * it; the clipping passes are left to the simulation. */
-static double opt_bytes(const struct layout *l)
-{
-	struct mem_opt_traffic t;
-	mem_opt_traffic(l, &t);
-	return t.adam - 2;
-}
-
 /* A stage's data-parallel collectives: *dpt their time, *exposed what
  * the step waits for.  c: the stage's compute a microbatch; n its layers;
  * P its parameters outside the routed experts, Pe the experts'.  Ranks are
@@ -547,11 +535,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 				mem_moe_layer_params(m, &T.lay, &md, &me);
 			Pe = ne > 0 ? ne * me : 0;
 			stage_dp(in, &T, c, n, ms.params - Pe, Pe, &dpt, &exposed);
-			opt = opt_or_host(&T, s, exposed,
-					  opt_bytes(&T.lay) * ms.params /
-					      (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) /
-					      hw->hbm_Bps,
-					  slack);
+			opt = opt_or_host(&T, s, exposed, T.sh[s].opt_gpu_s, slack);
 			stage_terms(out, &worst, &tail, slot, c, ar, T.p2p, 0, dpt, exposed, opt);
 			continue;
 		}
@@ -626,12 +610,11 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			gw = gs;
 		mem_stage(m, &T.lay, NULL, s, &ms);
 		stage_dp(in, &T, c, n, ms.train - Pe, Pe, &dpt, &exposed);
-		/* Optimizer: memory-bound, over the shard (opt_bytes), or its
-		 * launches. */
-		opt = opt_or_host(&T, s, exposed,
-				  opt_bytes(&T.lay) * ms.train /
-				      (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps,
-				  slack);
+		/* Optimizer: its kernels as the graph runs them (fp16's
+		 * unscale, the clipping norm and scale, the update:
+		 * synth_stage_host's opt_gpu_s, ss_optimizer timed dry), or
+		 * its launches. */
+		opt = opt_or_host(&T, s, exposed, T.sh[s].opt_gpu_s, slack);
 		stage_terms(out, &worst, &tail, slot, c, n * T.ar, T.p2p, off, dpt, exposed, opt);
 	}
 	/* The gradient norm's all-reduce across the stages (and fp16's
