@@ -219,12 +219,13 @@ static void test_loop(void **state)
 	assert_int_equal(n_ex, sp.norder);
 	for (int mode = BATCH_SCREEN; mode <= BATCH_OPTIMISE; mode++) {
 		run(&sw, &sp, mode, 4, &b, &n);
-		/* The margin screens 20 of small.cfg's 32 (12 before eager's
+		/* The margin screens 24 of small.cfg's 32 (20 before the
+		 * estimate's tail took the optimizer's clipping passes, 12 before eager's
 		 * host cost became the measured 21.6 + 5 us a kernel, 14 before
 		 * the elementwise kernels' device floor, 12 before the
 		 * backward's residual-gradient adds and QKV gradient copy); its
 		 * bounds are too loose to screen any. */
-		assert_true(mode == BATCH_SCREEN ? n == 12 : n == n_ex);
+		assert_true(mode == BATCH_SCREEN ? n == 8 : n == n_ex);
 		assert_int_equal(b.n, ex.n);
 		for (int i = 0; i < ex.n; i++)
 			assert_true(*batch_best_of(&b, ex.gpus[i], ex.hw[i], ex.seq[i]) == ex.t[i]);

@@ -4920,11 +4920,11 @@ static void test_exec_host_verdict(void **state)
  * on 1, 2 and 4 stages, 4 microbatches, host-bound (on one stage the slot
  * is its launches, its GPU side under 0.6 of it): the estimate's bubble
  * is the other stages' GPU-side slots, below as many host-bound slots,
- * and the estimate stays under the simulated step by less than on one
- * stage (where there is no bubble and the gap, 1.23 ms, is the step's
- * common end, which the estimate times short).  With the stages'
- * host-bound slots as the bubble (as before) the estimate was above the
- * simulated step on 2 stages (16.72 against 15.76 ms). */
+ * and the estimate stays under the simulated step, within 5 % (one
+ * stage's gap, 0.09 ms, is the optimizer's host-bound norm passes and
+ * the launch lag before it).  With the stages' host-bound slots as the
+ * bubble (as before) the estimate was above the simulated step on 2
+ * stages (16.72 against 15.76 ms). */
 static void test_host_bound_bubble(void **state)
 {
 	double off1 = 0;
@@ -4958,8 +4958,115 @@ static void test_host_bound_bubble(void **state)
 			continue;
 		}
 		assert_true(o.t_bubble < (in.lay.pp - 1) * o.t_slot);
-		assert_true(o.t_iter < p.iter_s && p.iter_s - o.t_iter < off1);
+		/* Below the simulated step and within 5 % of it (the bubble at
+		 * the host-bound slots put pp 2 at 16.72 ms against 15.76; the
+		 * tail at the update's bytes alone, before test_opt_tail's
+		 * optimizer, 14.90 and on 4 stages 9.66 against 10.57). */
+		assert_true(o.t_iter < p.iter_s && p.iter_s - o.t_iter < 0.05 * p.iter_s);
 	}
+}
+
+/*
+ * The estimate's tail on a host-bound stage is the GPU's optimizer step
+ * as the graph runs it (docs/MODEL.md "Host"): on one stage with no other
+ * rank the host's launches end before the optimizer's kernels do, and
+ * what the step waits for after its last backward is each of those
+ * kernels in turn -- fp16's unscale, the clipping norm and scale, the
+ * update -- no collective (groups of one).  The estimate's t_opt must be
+ * the built graph's optimizer kernels' durations summed (one step), for
+ * bf16 with and without clipping and for fp16; and more than the update
+ * alone where the clipping passes run (the estimate used to charge the
+ * update's bytes at HBM bandwidth, 1.23 ms short on gpt-small).
+ */
+static void test_opt_tail(void **state)
+{
+	double clip = 0;
+	(void)state;
+	for (int k = 0; k < 3; k++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct synth_stage_host sh[1];
+		struct analytic_in a;
+		struct analytic_out o;
+		struct prism_err err;
+		struct graph *g;
+		int64_t ns = 0, norm = 0;
+		small(&in);
+		in.steps = 1;
+		in.lay.microbatches = 4;
+		in.lay.clip_grad = k != 1;
+		in.lay.dtype = k == 2 ? HW_FP16 : HW_BF16;
+		analytic_in_default(&a);
+		a.m = in.m;
+		a.hw = &hw;
+		a.lay = in.lay;
+		a.global_batch = in.lay.microbatches;
+		assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+		/* host-bound: the units' GPU side well under the host's slot */
+		assert_true(o.t_compute + o.t_tp + o.t_p2p < 0.6 * o.t_slot);
+		synth_stage_host(&in, sh);
+		g = build(&in, &so, &st);
+		for (uint32_t u = 0; u < g->n_nodes; u++)
+			if (g->kind[u] == GN_KERNEL && g->phase[u] == PH_OPTIMIZER) {
+				ns += g->dur_ns[u];
+				norm +=
+				    strstr(strtab_get(&g->st, g->name[u]), "L2NormFunctor") != NULL;
+			}
+		print_message("clip %d dtype %d: estimate's optimizer %.1f us (launches %.1f us), "
+			      "graph's %.1f us\n",
+			      in.lay.clip_grad, in.lay.dtype, o.t_opt * 1e6, sh[0].opt_s * 1e6,
+			      ns * 1e-3);
+		assert_true(sh[0].opt_s < o.t_opt); /* the GPU's, not the launches */
+		assert_true(fabs(o.t_opt * 1e9 - (double)ns) < 64);
+		assert_true(o.t_dp_exposed == 0);
+		assert_int_equal(norm > 0, in.lay.clip_grad);
+		if (k == 0)
+			clip = o.t_opt;
+		else if (k == 1) /* the norm and scale passes: more than the update */
+			assert_true(clip > o.t_opt);
+		graph_free(g);
+	}
+}
+
+/*
+ * ZeRO-3 on a host-bound stage (docs/MODEL.md "Host"): every microbatch's
+ * per-layer gathers and reduce-scatters run on the data-parallel stream
+ * while the GPU waits for the host's launches, so what the estimate
+ * counts exposed of them each microbatch hides in the host-bound slot
+ * (host_hides) rather than adding to the step.  The small model at dp 4,
+ * 4 microbatches, Megatron's ZeRO-3: the slot is the host's (GPU side
+ * under 0.6 of it), nothing of the collectives is left exposed, and the
+ * estimate is within 2 % of the simulated step (gpt-small: 32.31 ms
+ * against 29.53 with the exposure added after the host-bound slots,
+ * +9 %; 29.25 now).
+ */
+static void test_zero3_host_bound(void **state)
+{
+	struct synth_in in;
+	struct analytic_in a;
+	struct analytic_out o;
+	struct predict_out p;
+	struct prism_err err;
+	(void)state;
+	small(&in);
+	in.lay.dp = 4;
+	in.lay.zero = 3;
+	in.lay.microbatches = 4;
+	analytic_in_default(&a);
+	a.m = in.m;
+	a.hw = &hw;
+	a.lay = in.lay;
+	a.global_batch = in.lay.microbatches * in.lay.dp;
+	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+	assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+	print_message("ZeRO-3 dp 4: estimate %.3f ms (slot %.1f us, GPU %.1f us, exposed %.1f "
+		      "of %.1f us), simulated %.3f ms\n",
+		      o.t_iter * 1e3, o.t_slot * 1e6, (o.t_compute + o.t_tp + o.t_p2p) * 1e6,
+		      o.t_dp_exposed * 1e6, o.t_dp * 1e6, p.iter_s * 1e3);
+	assert_true(o.t_compute + o.t_tp + o.t_p2p < 0.6 * o.t_slot);
+	assert_true(o.t_dp > 0 && o.t_dp_exposed == 0);
+	assert_true(fabs(o.t_iter - p.iter_s) < 0.02 * p.iter_s);
 }
 
 /*
@@ -5209,6 +5316,8 @@ int main(void)
 	    cmocka_unit_test(test_exec_host_forms),
 	    cmocka_unit_test(test_exec_dp_host),
 	    cmocka_unit_test(test_host_bound_bubble),
+	    cmocka_unit_test(test_opt_tail),
+	    cmocka_unit_test(test_zero3_host_bound),
 	    cmocka_unit_test(test_exec_stage_host),
 	    cmocka_unit_test(test_exec_host_verdict),
 	    cmocka_unit_test(test_offload),

@@ -254,26 +254,16 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	return 0;
 }
 
-/* The optimizer's bytes per local parameter: the fused Adam kernel's
- * traffic (mem_opt_traffic) less the 2 bytes of its bf16 weight write --
- * the estimate's 28 under Megatron-LM's optimizer (fp32 master and both
- * moments read and written, the gradient read), as it has always counted
- * it; the clipping passes are left to the simulation. */
-static double opt_bytes(const struct layout *l)
-{
-	struct mem_opt_traffic t;
-	mem_opt_traffic(l, &t);
-	return t.adam - 2;
-}
-
 /* A stage's data-parallel collectives: *dpt their time, *exposed what
- * the step waits for.  c: the stage's compute a microbatch; n its layers;
+ * the step waits for, *each the part of it every microbatch repeats
+ * (ZeRO-2's reductions, FSDP's ZeRO-2 and ZeRO-3's gathers; 0 under
+ * ZeRO-0/1).  c: the stage's compute a microbatch; n its layers;
  * P its parameters outside the routed experts, Pe the experts'.  Ranks are
  * strided by tp: the sharding group of consecutive ranks and its dp /
  * group replicas; the routed experts' share is reduced over the expert
  * data-parallel group (edp ranks, ep x etp apart). */
 static void stage_dp(const struct analytic_in *in, const struct terms *T, double c, double n,
-		     double P, double Pe, double *dpt, double *exposed)
+		     double P, double Pe, double *dpt, double *exposed, double *each)
 {
 	const struct hw_profile *hw = in->hw;
 	const struct layout *l = &in->lay;
@@ -294,7 +284,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 	    (int)edp, comm_per_domain((int)edp, hw_domain(hw) / epx > 0 ? hw_domain(hw) / epx : 1)};
 	struct comm_est ce;
 
-	*dpt = *exposed = 0;
+	*dpt = *exposed = *each = 0;
 	if (!(dpc > 1 || (Pe > 0 && edp > 1)))
 		return;
 	layer_w = T->wb * lp;
@@ -351,6 +341,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 	switch (l->zero) {
 	case 0:
 	case 1:
+		*each = 0;
 		*dpt = t_rs + t_ar + t_ag;
 		*exposed = t_rs + t_ar - hide > 0 ? t_rs + t_ar - hide : 0;
 		*exposed += l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0) : t_ag;
@@ -361,13 +352,14 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 		 * forward instead of after the step: the excess over each
 		 * layer's forward and the first gather. */
 		*dpt = mb * t_rs + t_ar + (fsdp2nd ? mb : 1) * t_ag;
-		*exposed = mb * (t_rs - hide > 0 ? t_rs - hide : 0) + t_ar;
+		*each = t_rs - hide > 0 ? t_rs - hide : 0;
 		if (fsdp2nd) {
 			double g1 = t_agl + t_in, lfw = T->lf / in->compute_eff;
-			*exposed +=
-			    mb * (dt.prefetch > 0 ? n * (g1 > lfw ? g1 - lfw : 0) + g1 : n * g1) +
-			    mb * n * t_out;
-		} else {
+			*each += (dt.prefetch > 0 ? n * (g1 > lfw ? g1 - lfw : 0) + g1 : n * g1) +
+				 n * t_out;
+		}
+		*exposed = mb * *each + t_ar;
+		if (!fsdp2nd) {
 			*exposed += l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0) : t_ag;
 		}
 		break;
@@ -397,9 +389,20 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 		else
 			per = n * (2 * g1 + t_rsl + t_arl);
 		/* FSDP2's copy-out runs on the compute stream after each gather. */
-		*exposed = mb * (per + 2 * n * t_out);
+		*each = per + 2 * n * t_out;
+		*exposed = mb * *each;
 	}
 	}
+}
+
+/* What of a microbatch's repeated data-parallel exposure (each, stage_dp)
+ * runs while the GPU waits for the host's launches: a host-bound slot
+ * (the host's launches, slot) outlasts its GPU side (gs) by that much, and
+ * the gathers and reductions on the data-parallel stream, with the
+ * compute's waits for them, fill it (test_zero3_host_bound). */
+static double host_hides(double each, double slot, double gs)
+{
+	return fmin(each, fmax(0, slot - gs));
 }
 
 /* Stage s's optimizer: opt on the GPU after what is exposed of its
@@ -490,7 +493,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	 * and its optimizer. */
 	for (int s = 0; s < pp; s++) {
 		struct mem_stage ms;
-		double n = layout_stage_layers(m, &T.lay, s), c, slot, gs, dpt, exposed, opt,
+		double n = layout_stage_layers(m, &T.lay, s), c, slot, gs, dpt, exposed, each, opt,
 		       nm = 0, Pe = 0, md, me, off = 0, slack;
 		int hs = layout_head_stage(l); /* the head's stage: the last, or 0 in a V */
 		double emb = s == 0 ? T.emb : 0, head = s == hs ? T.head : 0;
@@ -546,12 +549,9 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 			if (ne > 0)
 				mem_moe_layer_params(m, &T.lay, &md, &me);
 			Pe = ne > 0 ? ne * me : 0;
-			stage_dp(in, &T, c, n, ms.params - Pe, Pe, &dpt, &exposed);
-			opt = opt_or_host(&T, s, exposed,
-					  opt_bytes(&T.lay) * ms.params /
-					      (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) /
-					      hw->hbm_Bps,
-					  slack);
+			stage_dp(in, &T, c, n, ms.params - Pe, Pe, &dpt, &exposed, &each);
+			exposed -= T.mb * host_hides(each, slot, gs);
+			opt = opt_or_host(&T, s, exposed, T.sh[s].opt_gpu_s, slack);
 			stage_terms(out, &worst, &tail, slot, c, ar, T.p2p, 0, dpt, exposed, opt);
 			continue;
 		}
@@ -625,13 +625,13 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		if (slot > worst)
 			gw = gs;
 		mem_stage(m, &T.lay, NULL, s, &ms);
-		stage_dp(in, &T, c, n, ms.train - Pe, Pe, &dpt, &exposed);
-		/* Optimizer: memory-bound, over the shard (opt_bytes), or its
-		 * launches. */
-		opt = opt_or_host(&T, s, exposed,
-				  opt_bytes(&T.lay) * ms.train /
-				      (l->zero >= 1 ? layout_shard_group(&T.lay) : 1) / hw->hbm_Bps,
-				  slack);
+		stage_dp(in, &T, c, n, ms.train - Pe, Pe, &dpt, &exposed, &each);
+		exposed -= T.mb * host_hides(each, slot, gs);
+		/* Optimizer: its kernels as the graph runs them (fp16's
+		 * unscale, the clipping norm and scale, the update:
+		 * synth_stage_host's opt_gpu_s, ss_optimizer timed dry), or
+		 * its launches. */
+		opt = opt_or_host(&T, s, exposed, T.sh[s].opt_gpu_s, slack);
 		stage_terms(out, &worst, &tail, slot, c, n * T.ar, T.p2p, off, dpt, exposed, opt);
 	}
 	/* The gradient norm's all-reduce across the stages (and fp16's

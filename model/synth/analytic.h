@@ -11,7 +11,8 @@
  * for GPipe and 1F1B), the (p-1)/v of the fill and drain at the stages'
  * GPU side where their host's launches set the slot.  Then the data-parallel gradient all-reduce, less
  * what hides behind the last microbatch's backward pass, and the optimizer
- * step, memory-bound.  Activation offloading adds the waits for its
+ * step, its kernels as synth builds them (its clipping passes with the
+ * update: synth_stage_host's opt_gpu_s).  Activation offloading adds the waits for its
  * copies over the host link (synth_offload_exposed).  A unit's forward
  * and backward each take the longer of their GPU side and the host's
  * launches (synth_layer_host, synth_extra_host: kernels, collectives,

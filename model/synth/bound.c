@@ -105,6 +105,14 @@ void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
 		if (!in->bare)
 			ss_optimizer(&c, r, &z);
 		st[r].opt_s = c.dry_host_s;
+		/* Its kernels' GPU time, the same pass timed (the collectives
+		 * left to the estimate's data-parallel and statistics terms). */
+		c.dry_host = 0;
+		c.dry_s = 0;
+		if (!in->bare)
+			ss_optimizer(&c, r, &z);
+		st[r].opt_gpu_s = c.dry_s;
+		c.dry_host = 1;
 		st[r].dp_fwd_s = st[r].dp_bwd_s = st[r].dp_last_s = 0;
 		/* (none without data parallelism: the units issue nothing) */
 		if (!in->bare && (layout_dpc(&c.lay) > 1 || z.edp > 1))

@@ -184,6 +184,10 @@ void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h);
 struct synth_stage_host {
 	double xfer_fwd_s, xfer_bwd_s, opt_s;
 	double dp_fwd_s, dp_bwd_s, dp_last_s;
+	double opt_gpu_s; /* the optimizer step's kernels' GPU time, the
+			   * same dry run timed: fp16's unscale, the
+			   * clipping norm and scale, the update, fp8's
+			   * amax update (its collectives not in it) */
 };
 void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st);
 
