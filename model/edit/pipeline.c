@@ -350,11 +350,10 @@ static void drop_cross_waits(struct ps *s)
 }
 
 /*
- * Gathers issued ahead (ZeRO-3's and FSDP's prefetch): a task on a stream
- * other than the compute's whose event a task of its own unit on another
- * stage waits for was launched in an earlier layer's forward (a later
- * layer's backward) for the layer it feeds, and goes to that layer's
- * stage, as a stage gathers its own first layers at its unit's start
+ * Gathers issued ahead (ZeRO-3's and FSDP's prefetch): an all-gather off
+ * the compute stream whose event a task of its own unit on another stage
+ * waits for was launched in an earlier layer's forward (a later layer's
+ * backward) for the layer it feeds, and goes to that layer's stage, as a stage gathers its own first layers at its unit's start
  * (prism synth's gather_before).  With it: the task before it on its
  * stream where launched right before it (FSDP's copy-in), their host
  * calls (CPU ops and launches), the record and stream wait just before
