@@ -89,6 +89,9 @@ struct ps {
 	 * stage's order, + 1 (0: none).  NULL where no edge is such. */
 	uint8_t *rerec;
 	struct imap *before;
+	/* ahead[u]: base task u is part of a gather issued ahead, moved to the
+	 * stage of the layer it feeds (move_ahead); NULL where none is. */
+	uint8_t *ahead;
 };
 
 static int cmp_byu(const void *a, const void *b)
@@ -126,9 +129,14 @@ static uint32_t copy_of(const struct ps *s, uint32_t u, int k)
 	return id;
 }
 
+/* s->a[u] besides a stage: every stage, or none (a gather's wait for
+ * the compute of a layer on another stage, move_ahead). */
+#define A_ALL  (-1)
+#define A_NONE (-2)
+
 static int in_stage(const struct ps *s, uint32_t u, int k)
 {
-	return s->a[u] < 0 || s->a[u] == k;
+	return s->a[u] == A_ALL || s->a[u] == k;
 }
 
 /* Base task u is the trace's own all-reduce of a gradient statistic (a
@@ -181,9 +189,16 @@ static int is_unit(const struct ps *s, uint32_t u)
 static int cross_unit_event(const struct ps *s, uint32_t u, uint32_t v, uint8_t kind)
 {
 	const struct graph *g = s->g;
-	return GE_KIND(kind) == GE_EVENT && s->a[u] >= 0 && s->a[u] == s->a[v] && is_unit(s, u) &&
-	       is_unit(s, v) && g->iter[u] == g->iter[v] &&
-	       (s->mbv[u] != s->mbv[v] || s->ph[u] != s->ph[v]);
+	if (GE_KIND(kind) != GE_EVENT || s->a[u] < 0 || s->a[v] < 0 || !is_unit(s, u) ||
+	    !is_unit(s, v) || g->iter[u] != g->iter[v])
+		return 0;
+	/* A gather moved ahead (move_ahead) waited for the compute of the
+	 * layer before the one issuing it, on another stage: on its own, it
+	 * waits for what its stage ran before its unit, as the unit's first
+	 * gather does. */
+	if (s->a[u] != s->a[v])
+		return s->ahead && s->ahead[v];
+	return s->mbv[u] != s->mbv[v] || s->ph[u] != s->ph[v];
 }
 
 static int stage_of_layer(const struct ps *s, int32_t l)
@@ -202,6 +217,16 @@ static uint32_t launcher(const struct ps *s, uint32_t v)
 				return w;
 	}
 	return NONE32;
+}
+
+/* The kind (GE_KIND) of an edge u -> v, or -1 if none. */
+static int edge_kind(const struct ps *s, uint32_t u, uint32_t v)
+{
+	const struct graph *g = s->g;
+	for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
+		if (g->out_dst[e] == v && GE_KIND(g->out_kind[e]) != GE_ORDER)
+			return GE_KIND(g->out_kind[e]);
+	return -1;
 }
 
 /* Each task's stage (pipeline.h). */
@@ -244,8 +269,153 @@ static void assign(struct ps *s)
 		else if (is_unit(s, u))
 			s->a[u] = (int8_t)(s->ph[u] == PH_FORWARD ? 0 : s->pp - 1);
 		else
-			s->a[u] = -1;
+			s->a[u] = A_ALL;
 	}
+}
+
+static int same_unit(const struct ps *s, uint32_t u, uint32_t v)
+{
+	const struct graph *g = s->g;
+	return is_unit(s, u) && is_unit(s, v) && g->iter[u] == g->iter[v] &&
+	       s->mbv[u] == s->mbv[v] && s->ph[u] == s->ph[v];
+}
+
+static void move_to(struct ps *s, uint32_t u, int k)
+{
+	s->a[u] = (int8_t)k;
+	s->ahead[u] = 1;
+}
+
+/* Base task u is an all-gather (a collective kernel that gathered). */
+static int is_gather(const struct ps *s, uint32_t u)
+{
+	const struct graph *g = s->g;
+	return g->kind[u] == GN_COLL && g->coll[u] != NONE32 &&
+	       g->colls[g->coll[u]].kind == GC_ALL_GATHER;
+}
+
+/* Task v, or the next task on its stream in its unit, is an all-gather
+ * that a compute-stream task of its unit waits for (a gather, or its
+ * copy-in). */
+static int awaited(const struct ps *s, uint32_t v)
+{
+	const struct graph *g = s->g;
+	const struct graph_proc *pr = &g->procs[g->proc[v]];
+	for (uint32_t x = v; x < v + 2 && x < pr->first + pr->n; x++) {
+		if (!same_unit(s, x, v))
+			break;
+		if (!is_gather(s, x))
+			continue;
+		for (uint32_t e = g->out_off[x]; e < g->out_off[x + 1]; e++)
+			if (GE_KIND(g->out_kind[e]) == GE_EVENT && g->out_dst[e] < g->n_nodes &&
+			    g->proc[g->out_dst[e]] == s->compute[pr->rank] &&
+			    same_unit(s, x, g->out_dst[e]))
+				return 1;
+	}
+	return 0;
+}
+
+/* A gather left on its stage whose wait for the compute stream named a
+ * layer on another stage (the one after a gather moved ahead: issued at
+ * the stage's unit start, with the moved one, it waits for nothing
+ * there, as the unit's second gather in prism synth's gather_before):
+ * its record and stream wait go (A_NONE), and the edge with them
+ * (copy_edges drops a unit's edge from another stage). */
+static void drop_cross_waits(struct ps *s)
+{
+	const struct graph *g = s->g;
+	for (uint32_t v = 0; v < g->n_nodes; v++) {
+		const struct graph_proc *pr = &g->procs[g->proc[v]];
+		uint32_t h;
+		int cross = 0;
+		if (!pr->gpu || s->ahead[v] || g->proc[v] == s->compute[pr->rank] || s->a[v] < 0 ||
+		    !is_unit(s, v))
+			continue;
+		for (uint32_t e = s->in_off[v]; e < s->in_off[v + 1] && !cross; e++) {
+			uint32_t u = s->in_src[e];
+			cross = s->a[u] >= 0 && s->a[u] != s->a[v] &&
+				g->proc[u] == s->compute[pr->rank] && same_unit(s, u, v) &&
+				edge_kind(s, u, v) == GE_EVENT;
+		}
+		if (!cross || !awaited(s, v) || (h = launcher(s, v)) == NONE32)
+			continue;
+		pr = &g->procs[g->proc[h]];
+		while (h > pr->first && g->kind[h - 1] == GN_CPU && same_unit(s, h - 1, v))
+			h--;
+		if (h >= pr->first + 2 && g->kind[h - 1] == GN_RUNTIME &&
+		    g->rtclass[h - 1] == RT_STREAM_WAIT && g->kind[h - 2] == GN_RUNTIME &&
+		    g->rtclass[h - 2] == RT_EVENT_RECORD && same_unit(s, h - 2, v))
+			s->a[h - 1] = s->a[h - 2] = A_NONE;
+	}
+}
+
+/*
+ * Gathers issued ahead (ZeRO-3's and FSDP's prefetch): an all-gather off
+ * the compute stream whose event a task of its own unit on another stage
+ * waits for was launched in an earlier layer's forward (a later layer's
+ * backward) for the layer it feeds, and goes to that layer's stage, as a stage gathers its own first layers at its unit's start
+ * (prism synth's gather_before).  With it: the task before it on its
+ * stream where launched right before it (FSDP's copy-in), their host
+ * calls (CPU ops and launches), the record and stream wait just before
+ * them (the gather waiting for the compute stream) and the record just
+ * after (the gather's event, recorded as it is issued: FSDP2's
+ * foreach_all_gather).  0, or PRISM_ENOMEM.
+ */
+static int move_ahead(struct ps *s)
+{
+	const struct graph *g = s->g;
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		const struct graph_proc *pr = &g->procs[g->proc[u]];
+		uint32_t lu, h, p;
+		int k = -1;
+		if (!pr->gpu || g->proc[u] == s->compute[pr->rank] || s->a[u] < 0 ||
+		    !is_unit(s, u) || !is_gather(s, u))
+			continue;
+		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1] && k < 0; e++) {
+			uint32_t v = g->out_dst[e];
+			if (GE_KIND(g->out_kind[e]) == GE_EVENT && s->a[v] >= 0 &&
+			    s->a[v] != s->a[u] && same_unit(s, u, v))
+				k = s->a[v];
+		}
+		if (k < 0 || (lu = launcher(s, u)) == NONE32)
+			continue;
+		if (!s->ahead && !(s->ahead = prism_calloc(g->n_nodes, 1)))
+			return oom(s);
+		move_to(s, u, k);
+		move_to(s, lu, k);
+		h = lu;
+		/* The copy-in: launched right before, CPU ops between. */
+		if (u > pr->first && same_unit(s, p = u - 1, u) &&
+		    (lu = launcher(s, p)) != NONE32 && g->proc[lu] == g->proc[h] && lu < h) {
+			uint32_t x = lu + 1;
+			while (x < h && g->kind[x] == GN_CPU)
+				x++;
+			if (x == h) {
+				move_to(s, p, k);
+				for (x = lu; x < h; x++)
+					move_to(s, x, k);
+				h = lu;
+			}
+		}
+		/* Back over CPU ops, then one record and stream wait. */
+		pr = &g->procs[g->proc[h]];
+		while (h > pr->first && g->kind[h - 1] == GN_CPU && same_unit(s, h - 1, u))
+			move_to(s, --h, k);
+		if (h >= pr->first + 2 && g->kind[h - 1] == GN_RUNTIME &&
+		    g->rtclass[h - 1] == RT_STREAM_WAIT && g->kind[h - 2] == GN_RUNTIME &&
+		    g->rtclass[h - 2] == RT_EVENT_RECORD && same_unit(s, h - 2, u)) {
+			move_to(s, h - 1, k);
+			move_to(s, h - 2, k);
+		}
+		/* Forward: the gather's own record. */
+		h = launcher(s, u) + 1;
+		if (h < pr->first + pr->n && g->kind[h] == GN_RUNTIME &&
+		    g->rtclass[h] == RT_EVENT_RECORD && same_unit(s, h, u))
+			move_to(s, h, k);
+	}
+	if (s->ahead)
+		drop_cross_waits(s);
+	return 0;
 }
 
 /* The processors whose events are found again (cross_unit_event). */
@@ -598,9 +768,9 @@ static int stage_copies(struct ps *s)
 	int rc;
 	/* Those on every stage count pp times. */
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		if (s->a[u] < 0)
+		if (s->a[u] == A_ALL)
 			s->st->replicated++;
-		total += s->a[u] < 0 ? (uint64_t)p->pp : 1;
+		total += s->a[u] == A_ALL ? (uint64_t)p->pp : s->a[u] == A_NONE ? 0 : 1;
 	}
 	if (total > GRAPH_MAX_TASKS)
 		return prism_err_set(s->err, PRISM_ELIMIT,
@@ -896,7 +1066,7 @@ static int copy_edges(struct ps *s)
 				    &s->before[g->proc[u]],
 				    unit_key(g->iter[v], s->mbv[v], s->ph[v] == PH_FORWARD, k));
 				if (b == IMAP_NONE)
-					b = copy_of(s, u, k) + 1;
+					b = s->a[u] == k ? copy_of(s, u, k) + 1 : 0;
 				if (b && gw_edge(&s->w, b - 1, copy_of(s, v, k), kind))
 					return wfail(s);
 				continue;
@@ -1145,6 +1315,7 @@ static void release(struct ps *s)
 			imap_release(&s->before[q]);
 	free(s->before);
 	free(s->rerec);
+	free(s->ahead);
 	free(s->rank_nprocs);
 	free(s->proc_index);
 	if (s->seq)
@@ -1181,7 +1352,7 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	}
 	if (!rc) {
 		assign(&s);
-		if (!(rc = mark_rerec(&s)) && !(rc = stage_copies(&s)))
+		if (!(rc = move_ahead(&s)) && !(rc = mark_rerec(&s)) && !(rc = stage_copies(&s)))
 			rc = make_stats(&s);
 	}
 	for (uint32_t q = 0; q < g->n_procs && !rc; q++)

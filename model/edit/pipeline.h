@@ -11,7 +11,12 @@
  * stage of the pass (the embedding forward to stage 0, the loss backward
  * to the last); GPU work goes with its launch call.  The step's tasks
  * outside the units (data loading, the optimizer outside layers, the
- * closing synchronise) run on every stage.  Every stage runs its units in
+ * closing synchronise) run on every stage.  A gather issued ahead (a task
+ * off the compute stream that a task of its unit on another stage waits
+ * for: ZeRO-3's and FSDP's prefetch) goes, with its copy-in, host calls
+ * and event record, to the stage of the layer it feeds; the gather issued
+ * beside it at that stage's unit start loses its wait for the other
+ * stage's layer (its record and stream wait go).  Every stage runs its units in
  * the schedule's order (GPipe: all forwards, then all backwards; 1F1B:
  * pp - s - 1 forwards first, then one forward one backward), and
  * activations and their gradients cross stages as send/recv pairs on four
@@ -28,7 +33,8 @@
  * by the record): one waited for in another unit of the same stage comes
  * from that stream's last task on the stage before the waiting unit in
  * the stage's order (ZeRO-3's and FSDP's first gather of a unit, after
- * the compute stream); a wait outside the units whose task is on another
+ * the compute stream; a gather moved ahead, whose compute was on another
+ * stage, alike); a wait outside the units whose task is on another
  * stage holds back the stage's own next task on its stream (ZeRO-1/2's
  * gathers of the updated weights, after the optimizer).  The
  * data-parallel collectives of stage s form group "PG.s<s>".  Before a

@@ -275,11 +275,18 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 	return u;
 }
 
-/* The host's time of each of an event wait's two calls (its record and
- * its stream wait) for stream `to` of rank r; a dry run adds both. */
+/* The host's time of one of an event wait's two calls (its record and
+ * its stream wait) for stream `to` of rank r. */
+static double event_s(const struct ctx *c, int r, int to)
+{
+	return in_region(c, r, to) ? c->em.host.event_s : c->in->event_s;
+}
+
+/* The same; a dry run adds both calls' (a record made ahead,
+ * se_event_record, counted with its wait). */
 static double event_cost(struct ctx *c, int r, int to)
 {
-	double ev = in_region(c, r, to) ? c->em.host.event_s : c->in->event_s;
+	double ev = event_s(c, r, to);
 	if (c->dry)
 		c->dry_host_s += 2 * ev;
 	return ev;
@@ -311,12 +318,21 @@ void se_event_wait(struct ctx *c, int r, int from, int to)
 		c->oom = 1;
 }
 
-/* Stream `to` waits for task `src` of stream `from` (launched earlier). */
-void se_event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to)
+/* A record made ahead of its wait (FSDP's all-gather's, step.c). */
+uint32_t se_event_record(struct ctx *c, int r, int to)
+{
+	if (sl_skip(c) || c->dry)
+		return NONE32;
+	return host_call(c, r, c->em.n_record, RT_EVENT_RECORD, event_s(c, r, to));
+}
+
+/* Stream `to` waits for task `src` of stream `from` (launched earlier),
+ * its event recorded by `rec` (se_event_record) or, NONE32, now. */
+void se_event_wait_task(struct ctx *c, int r, uint32_t src, uint32_t rec, int from, int to)
 {
 	struct rankst *k = &c->rk[r];
 	struct pending p;
-	uint32_t rec, w;
+	uint32_t w;
 	double ev;
 
 	if (src == NONE32 || sl_skip(c))
@@ -324,7 +340,8 @@ void se_event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to)
 	ev = event_cost(c, r, to);
 	if (c->dry)
 		return;
-	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, ev);
+	if (rec == NONE32)
+		rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, ev);
 	w = host_call(c, r, c->em.n_wait, RT_STREAM_WAIT, ev);
 	p.proc = k->stream[to];
 	p.src = src;

@@ -334,9 +334,17 @@ static double dense_params(const struct ctx *c, const struct shape *z, int layer
 
 /* All-gather `params` parameters' bf16 weights over the sharding group on
  * the DP stream, after the compute stream's last task when wait_compute;
- * the gather's task. */
-static uint32_t gather(struct ctx *c, int r, const struct shape *z, double params, int wait_compute)
+ * the gather's task and, where the compute stream will wait for it
+ * (awaited), its event recorded on the host right after it is issued, as
+ * PyTorch's FSDP2 records it (torch/distributed/fsdp/
+ * _fully_shard/_fsdp_collectives.py foreach_all_gather:
+ * all_gather_stream.record_event() after the collective), not when the
+ * compute stream waits for it: a gather issued ahead has the next one
+ * launched on its stream by then. */
+static struct gathered gather(struct ctx *c, int r, const struct shape *z, double params,
+			      int wait_compute, int awaited)
 {
+	struct gathered out;
 	double w, g, o;
 	struct layout_dp_traits t;
 	char pg[32];
@@ -352,16 +360,19 @@ static uint32_t gather(struct ctx *c, int r, const struct shape *z, double param
 			     params / layout_shard_group(&c->lay) * t.ag_in);
 	se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL", params * w,
 		      zero_group(c), pg);
-	return c->rk[r].last[S_DP];
+	out.task = c->rk[r].last[S_DP];
+	out.record = awaited ? se_event_record(c, r, S_COMPUTE) : NONE32;
+	return out;
 }
 
 /* The compute stream waits for gather `id` of `params` parameters, then
  * (FSDP2's foreach_all_gather_copy_out) splits its output into the
  * parameters. */
-static void gather_wait(struct ctx *c, int r, const struct shape *z, uint32_t id, double params)
+static void gather_wait(struct ctx *c, int r, const struct shape *z, struct gathered id,
+			double params)
 {
 	struct layout_dp_traits t;
-	se_event_wait_task(c, r, id, S_DP, S_COMPUTE);
+	se_event_wait_task(c, r, id.task, id.record, S_DP, S_COMPUTE);
 	dp_traits(c, z, &t);
 	if (t.ag_out > 0 && (!c->dry || c->dry_host))
 		sl_kernel(c, r, KC_ELEMENTWISE, "zero::all_gather_copy_out", params * t.ag_out);
@@ -396,25 +407,26 @@ static int gather_depth(const struct ctx *c, const struct shape *z, int fwd, int
 /* Before position i of a unit of n layers: issue the gathers due and wait
  * for position i's.  ids[] holds the gathers' tasks. */
 static void gather_before(struct ctx *c, int r, const struct shape *z, int depth, int i, int n,
-			  uint32_t *ids, int l0)
+			  struct gathered *ids, int l0)
 {
 	/* Position j's layer is l0 + j forward (ZeRO-3, which gathers
 	 * backward too, has no MoE layers: synth_check). */
-	uint32_t id;
+	struct gathered id;
 	if (depth < 0)
 		return;
 	if (i == 0)
 		for (int j = 0; j <= depth && j < n; j++) {
-			id = gather(c, r, z, dense_params(c, z, l0 + j), j == 0);
+			id = gather(c, r, z, dense_params(c, z, l0 + j), j == 0, 1);
 			if (ids) /* (none in a dry run) */
 				ids[j] = id;
 		}
 	else if (i + depth < n) {
-		id = gather(c, r, z, dense_params(c, z, l0 + i + depth), 1);
+		id = gather(c, r, z, dense_params(c, z, l0 + i + depth), 1, 1);
 		if (ids)
 			ids[i + depth] = id;
 	}
-	gather_wait(c, r, z, ids ? ids[i] : 0, dense_params(c, z, l0 + i));
+	gather_wait(c, r, z, ids ? ids[i] : (struct gathered){0, NONE32},
+		    dense_params(c, z, l0 + i));
 }
 
 /* The stage and chunk a forward unit of (s, ch) gets its input from (0
@@ -510,7 +522,7 @@ static void mtp_depths(struct ctx *c, int r, const struct shape *z, int fwd, int
 		c->rk[r].mtp = 1;
 		if (depth >= 0) {
 			double w = dense_params(c, z, m->layers - 1);
-			gather_wait(c, r, z, gather(c, r, z, w, 1), w);
+			gather_wait(c, r, z, gather(c, r, z, w, 1, 1), w);
 		}
 		if (fwd && !c->dry_dp) {
 			sl_mtp_fwd(c, r, z);
@@ -559,7 +571,8 @@ static double offload_bytes(const struct ctx *c, int layer)
  * the stage before, the embedding (first chunk), the chunk's layers, each
  * after its gathers (gather_before: depth, ids), the head (last chunk),
  * the activations sent on. */
-static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int depth, uint32_t *ids)
+static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int depth,
+		     struct gathered *ids)
 {
 	const struct synth_in *in = c->in;
 	int r = s, os, oc;
@@ -578,7 +591,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		pp_recv(c, r, os, oc, z, 1);
 	if (first_chunk && !in->bare) {
 		if (depth >= 0) /* the embedding's weights, sharded too */
-			gather_wait(c, r, z, gather(c, r, z, embed_params(c, r), 1),
+			gather_wait(c, r, z, gather(c, r, z, embed_params(c, r), 1, 1),
 				    embed_params(c, r));
 		if (!c->dry_dp)
 			sl_embed_fwd(c, r, z);
@@ -586,7 +599,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	for (int l = 0; l < nl; l++) {
 		c->rk[r].layer = l0 + l;
 		if (noff > 0 && l >= nl - noff)
-			se_event_wait_task(c, r, off[l - (nl - noff)], S_OFF, S_COMPUTE);
+			se_event_wait_task(c, r, off[l - (nl - noff)], NONE32, S_OFF, S_COMPUTE);
 		gather_before(c, r, z, depth, l, nl, ids, l0);
 		if (!c->dry_dp)
 			sl_layer_fwd(c, r, z);
@@ -601,7 +614,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 		/* The head's weights stay gathered for its backward (as
 		 * torchtitan leaves the output layer unsharded). */
 		if (depth >= 0)
-			gather_wait(c, r, z, gather(c, r, z, head_params(c, r), 1),
+			gather_wait(c, r, z, gather(c, r, z, head_params(c, r), 1, 1),
 				    head_params(c, r));
 		mtp_depths(c, r, z, 1, depth, 0, SL_PASS_ALL);
 		if (!c->dry_dp)
@@ -619,8 +632,8 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
  * zero-bubble schedule's B (its transfers and every task but the weight
  * gradients', no gradient complete yet) or W (the weight gradients alone,
  * no transfer; the gradients then complete and bucketed). */
-static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int depth, uint32_t *ids,
-		     int dp_bucket, int pass)
+static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int depth,
+		     struct gathered *ids, int dp_bucket, int pass)
 {
 	const struct synth_in *in = c->in;
 	int r = s, os, oc;
@@ -657,7 +670,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 					  offload_bytes(c, l0 + i) / c->hw->host_h2d_Bps, NULL);
 		}
 		if (l < noff)
-			se_event_wait_task(c, r, on[l], S_OFF, S_COMPUTE);
+			se_event_wait_task(c, r, on[l], NONE32, S_OFF, S_COMPUTE);
 		gather_before(c, r, z, depth, nl - 1 - l, nl, ids, l0);
 		in_pass(c, pass, sl_layer_bwd, r, z);
 		if (reduce)
@@ -706,7 +719,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 	int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
 	/* W needs no weights: ZeRO-3's gathers are B's. */
 	int depth = pass == SL_PASS_W ? -1 : gather_depth(c, z, fwd, mb);
-	uint32_t *ids = NULL; /* the layers' gathers (the ctx's scratch) */
+	struct gathered *ids = NULL; /* the layers' gathers (the ctx's scratch) */
 	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket, pass) : SIZE_MAX;
 	struct sf_start u;
 
@@ -808,7 +821,7 @@ static void pair_part(struct ctx *c, int r, const struct shape *z, struct chain 
 		return;
 	set_ann(c, r, layer, fwd ? PH_FORWARD : PH_BACKWARD, mb);
 	if (k->last != NONE32 && k->st != st)
-		se_event_wait_task(c, r, k->last, k->st, st);
+		se_event_wait_task(c, r, k->last, NONE32, k->st, st);
 	c->part = part;
 	if (fwd)
 		sl_layer_fwd(c, r, z);
@@ -1241,14 +1254,14 @@ static void gather_updated(struct ctx *c, int r, const struct shape *z)
 		for (int i = 0; i < nl; i++) {
 			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
 			gather(c, r, z,
-			       lora(c) ? layer_train(c, z, -1) : dense_params(c, z, l0 + i), 0);
+			       lora(c) ? layer_train(c, z, -1) : dense_params(c, z, l0 + i), 0, 0);
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	for (int k = 0; r == z->head && !c->in->bare && k < m->mtp_layers; k++)
-		gather(c, r, z, dense_params(c, z, m->layers - 1), 0);
+		gather(c, r, z, dense_params(c, z, m->layers - 1), 0, 0);
 	if (!lora(c) && embed_params(c, r) + head_params(c, r) > 0)
-		gather(c, r, z, embed_params(c, r) + head_params(c, r), 0);
+		gather(c, r, z, embed_params(c, r) + head_params(c, r), 0, 0);
 }
 
 /* The experts' updated weights under ZeRO-1/2, all-gathered over their

@@ -232,6 +232,14 @@ struct tally {
 };
 
 /* The schedule's marks, node ids as built. */
+/* A layer's all-gather (step.c gather): its task, and the event recorded
+ * as it was issued that the layer's compute waits on (NONE32 both in a
+ * dry run). */
+struct gathered {
+	uint32_t task;
+	uint32_t record;
+};
+
 struct sched_state {
 	int32_t step; /* the step being built (every node is stamped with it) */
 	/* Per step and rank: the first host node and the sync's wait node. */
@@ -244,7 +252,7 @@ struct sched_state {
 	 * offloaded layers' copies (unit_fwd, unit_bwd) and the layers'
 	 * gathers (gather_before). */
 	VEC(uint32_t) copies;
-	VEC(uint32_t) gathers;
+	VEC(struct gathered) gathers;
 };
 
 /* Folded units (in->units): templates and their parts, the marks of the
@@ -450,8 +458,14 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
  * (event record and stream wait on the host). */
 void se_event_wait(struct ctx *c, int r, int from, int to);
 
-/* The same for task src of stream `from` (nothing for NONE32). */
-void se_event_wait_task(struct ctx *c, int r, uint32_t src, int from, int to);
+/* A cudaEventRecord on rank r's host now, for a later wait of stream
+ * `to` (se_event_wait_task) on the task launched last: its node, or
+ * NONE32 (a dry run, which counts its time with the wait's). */
+uint32_t se_event_record(struct ctx *c, int r, int to);
+
+/* The same for task src of stream `from` (nothing for NONE32), its event
+ * recorded by `rec` (se_event_record) or, NONE32, at the wait. */
+void se_event_wait_task(struct ctx *c, int r, uint32_t src, uint32_t rec, int from, int to);
 
 /* A collective of kind (GC_*) on bytes over group g, timed by comm.h
  * (0 for bare runs), on rank r's stream st, in process group pg. */
