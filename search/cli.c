@@ -679,7 +679,7 @@ void cli_parse_init(struct cli_parse *p, const char *cmd, const char *help, cons
 		    const struct option *longopts, struct build_opts *bo, const char **ranks,
 		    const char *none)
 {
-	*p = (struct cli_parse){cmd, help, shortopts, longopts, bo, ranks, NULL, none, 0};
+	*p = (struct cli_parse){cmd, help, NULL, shortopts, longopts, bo, ranks, NULL, none, 0};
 	optind = 1;
 }
 
@@ -698,6 +698,8 @@ int cli_next_option(struct cli_parse *p, int argc, char **argv, struct prism_err
 			continue;
 		if (c == 'h') {
 			fputs(p->help, stdout);
+			if (p->help_more)
+				fputs(p->help_more, stdout);
 			if (p->lay)
 				cli_layout_help(stdout);
 			p->status = 0;
@@ -710,7 +712,8 @@ int cli_next_option(struct cli_parse *p, int argc, char **argv, struct prism_err
 		return c;
 	}
 	if (p->none && optind >= argc) {
-		fprintf(stderr, "prism %s: %s\n%s", p->cmd, p->none, p->help);
+		fprintf(stderr, "prism %s: %s\n%s%s", p->cmd, p->none, p->help,
+			p->help_more ? p->help_more : "");
 		p->status = EXIT_USAGE;
 		return CLI_PARSE_EXIT;
 	}
@@ -719,10 +722,11 @@ int cli_next_option(struct cli_parse *p, int argc, char **argv, struct prism_err
 
 int cli_stdout_shared(const char *path, const char *opt, const char *other)
 {
+	const char *sep = opt[0] && opt[strlen(opt) - 1] == '=' ? "" : " ";
 	if (!other || !cli_is_stdout(path))
 		return 0;
-	fprintf(stderr, "prism: %s - and %s would share standard output: give %s FILE\n", opt,
-		other, opt);
+	fprintf(stderr, "prism: %s%s- and %s would share standard output: give %s%sFILE\n", opt,
+		sep, other, opt, sep);
 	return 1;
 }
 

@@ -200,6 +200,8 @@ void cli_layout_help(FILE *f);
 struct cli_parse {
 	const char *cmd;	       /* "replay", for messages */
 	const char *help;	       /* --help's text (the layout options' after it) */
+	const char *help_more;	       /* help's second part (C99 caps one literal at
+					* 4,095 characters); NULL: none */
 	const char *shortopts;	       /* getopt_long's */
 	const struct option *longopts; /* getopt_long's, the shared ones included */
 	struct build_opts *bo;	       /* the build options into bo and *ranks; NULL: none */
@@ -212,8 +214,8 @@ struct cli_parse {
 
 #define CLI_PARSE_EXIT (-2)
 
-/* p for command cmd, as its fields say (lay NULL: set it for the layout
- * options); getopt starts over (optind = 1). */
+/* p for command cmd, as its fields say (lay and help_more NULL: set them
+ * after); getopt starts over (optind = 1). */
 void cli_parse_init(struct cli_parse *p, const char *cmd, const char *help, const char *shortopts,
 		    const struct option *longopts, struct build_opts *bo, const char **ranks,
 		    const char *none);
@@ -228,7 +230,9 @@ int cli_next_option(struct cli_parse *p, int argc, char **argv, struct prism_err
 /* 1, after saying so on stderr, when an output given with option opt is
  * "-" and other (an option such as "--json", or NULL) writes standard
  * output too: "prism: --timeline - and --json would share standard output:
- * give --timeline FILE"; else 0. */
+ * give --timeline FILE"; else 0.  An opt ending in '=' (an optional value:
+ * "--csv-all=") is written joined to its value: "--csv-all=- ...: give
+ * --csv-all=FILE". */
 int cli_stdout_shared(const char *path, const char *opt, const char *other);
 
 /* 1 when an output path is "-": standard output (prism_wfile_open). */

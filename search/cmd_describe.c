@@ -25,7 +25,6 @@
 #include "input.h"
 #include "kineto.h"
 #include "predict.h"
-#include "usage.h"
 
 static const char help[] =
     "usage: prism describe TRACE... --model M [layout options] -o OUT\n"
@@ -424,6 +423,7 @@ int cmd_describe(int argc, char **argv)
 	};
 	struct option longopts[32 + CLI_LAYOUT_NOPTS];
 	struct cli_layout opt;
+	struct cli_parse args;
 	struct build_opts bo;
 	struct synth_in in;
 	struct hw_profile hw;
@@ -441,15 +441,10 @@ int cmd_describe(int argc, char **argv)
 	build_opts_default(&bo);
 	cli_layout_init(&opt);
 	cli_longopts(own, longopts, sizeof(longopts) / sizeof(longopts[0]));
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:r:h", longopts, NULL)) != -1) {
-		int used = cli_build_option(c, optarg, &bo, &ranks, &err);
-		if (!used)
-			used = cli_layout_option(c, optarg, &opt, &err);
-		if (used < 0)
-			return cli_fail(&err);
-		if (used)
-			continue;
+	cli_parse_init(&args, "describe", help, "o:r:h", longopts, &bo, &ranks,
+		       "give the trace file(s)");
+	args.lay = &opt;
+	while ((c = cli_next_option(&args, argc, argv, &err)) >= 0) {
 		switch (c) {
 		case 'm':
 			model = optarg;
@@ -463,14 +458,10 @@ int cmd_describe(int argc, char **argv)
 		case 'N':
 			nocheck = 1;
 			break;
-		case 'h':
-			fputs(help, stdout);
-			cli_layout_help(stdout);
-			return 0;
-		default:
-			return usage_bad_option("describe", "o:r:h", longopts, argv);
 		}
 	}
+	if (c == CLI_PARSE_EXIT)
+		return args.status;
 	n = argc - optind;
 	paths = argv + optind;
 	if (n < 1 || !model || !out) {

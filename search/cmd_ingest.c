@@ -7,7 +7,6 @@
 
 #include "build.h"
 #include "cli.h"
-#include "usage.h"
 #include "cost.h"
 #include "imap.h"
 
@@ -438,19 +437,16 @@ int cmd_ingest(int argc, char **argv)
 	};
 	struct build_opts o;
 	struct prism_err err;
+	struct cli_parse args;
 	struct graph *g = NULL;
 	const char *out = NULL, *ranks = NULL;
 	int json = 0, unexplained = 0, c, rc;
 
 	build_opts_default(&o);
 	prism_err_clear(&err);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:r:h", longopts, NULL)) != -1) {
-		int used = cli_build_option(c, optarg, &o, &ranks, &err);
-		if (used < 0)
-			return cli_fail(&err);
-		if (used)
-			continue;
+	/* No trace is said after a --json --unexplained clash, below. */
+	cli_parse_init(&args, "ingest", help, "o:r:h", longopts, &o, &ranks, NULL);
+	while ((c = cli_next_option(&args, argc, argv, &err)) >= 0) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -462,13 +458,10 @@ int cmd_ingest(int argc, char **argv)
 			if (cli_count(optarg, "unexplained", 1, 100000, &unexplained, &err))
 				return cli_fail(&err);
 			break;
-		case 'h':
-			fputs(help, stdout);
-			return 0;
-		default:
-			return usage_bad_option("ingest", "o:r:h", longopts, argv);
 		}
 	}
+	if (c == CLI_PARSE_EXIT)
+		return args.status;
 	if (json && unexplained) {
 		fprintf(stderr, "prism: --unexplained lists in text; give it without --json\n");
 		return EXIT_USAGE;

@@ -731,12 +731,15 @@ int cmd_kernels(int argc, char **argv)
 	};
 	struct kx x;
 	struct prism_err err;
+	struct cli_parse args;
 	int c, rc;
 
 	memset(&x, 0, sizeof(x));
 	prism_err_clear(&err);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	cli_parse_init(&args, "kernels", help, "h", longopts, NULL, NULL,
+		       "no measurement file given");
+	args.help_more = help_opts;
+	while ((c = cli_next_option(&args, argc, argv, &err)) >= 0) {
 		switch (c) {
 		case 'f':
 			x.fit = 1;
@@ -756,20 +759,10 @@ int cmd_kernels(int argc, char **argv)
 		case 'j':
 			x.json = 1;
 			break;
-		case 'h':
-			fputs(help, stdout);
-			fputs(help_opts, stdout);
-			return 0;
-		default:
-			fputs(help, stderr);
-			fputs(help_opts, stderr);
-			return EXIT_USAGE;
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "prism kernels: no measurement file given\n%s%s", help, help_opts);
-		return EXIT_USAGE;
-	}
+	if (c == CLI_PARSE_EXIT)
+		return args.status;
 	/* --json is the table alone: not beside the rows' CSV, Markdown or
 	 * the fitted profiles' text. */
 	if (x.json && (x.rows || x.md || x.fit)) {

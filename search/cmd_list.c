@@ -290,10 +290,13 @@ int cmd_list(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct configs_dirs d;
+	struct cli_parse args;
+	struct prism_err err;
 	int c, paths = 0, rc = 0, json = 0;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	prism_err_clear(&err);
+	cli_parse_init(&args, "list", help, "h", longopts, NULL, NULL, NULL);
+	while ((c = cli_next_option(&args, argc, argv, &err)) >= 0) {
 		switch (c) {
 		case 'p':
 			paths = 1;
@@ -301,13 +304,10 @@ int cmd_list(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
-		case 'h':
-			fputs(help, stdout);
-			return 0;
-		default:
-			return usage_bad_option("list", "h", longopts, argv);
 		}
 	}
+	if (c == CLI_PARSE_EXIT)
+		return args.status;
 	if (argc - optind > 1) {
 		fprintf(stderr, "prism list: give one of models, hw, sweeps, or none (prism list "
 				"--help)\n");

@@ -21,7 +21,6 @@
 #include "store.h"
 #include "sweep.h"
 #include "synth.h"
-#include "usage.h"
 #include "vec.h"
 
 /*
@@ -1518,11 +1517,15 @@ int cmd_report(int argc, char **argv)
 	size_t mdlen = 0;
 	FILE *mem = NULL;
 	double tokens = -1, price = -1, tie = REPORT_TIE_PCT / 100;
+	struct cli_parse args;
+	struct prism_err err;
 	int c, rc = 0, drawn, json = 0, want_all = 0, tie_given = 0, fw = -1, gpus = 0;
 
 	memset(&R, 0, sizeof(R));
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	prism_err_clear(&err);
+	/* One DB after the options, said without the help below. */
+	cli_parse_init(&args, "report", help, "o:h", longopts, NULL, NULL, NULL);
+	while ((c = cli_next_option(&args, argc, argv, &err)) >= 0) {
 		switch (c) {
 		case 's': {
 			/* A sweep id (1.. as SQLite numbers them): "abc", "-3" and
@@ -1575,30 +1578,26 @@ int cmd_report(int argc, char **argv)
 				return cli_fail(&e);
 			break;
 		}
-		case 'h':
-			fputs(help, stdout);
-			return 0;
-		default:
-			return usage_bad_option("report", "o:h", longopts, argv);
 		}
 	}
+	if (c == CLI_PARSE_EXIT)
+		return args.status;
 	if (optind != argc - 1) {
 		fprintf(stderr, "prism report: give one DB (prism report --help)\n");
 		return EXIT_USAGE;
 	}
 	/* "-": standard output, for a file, not the folder. */
-	if ((json && fw >= 0) || (gpus && fw < 0) || cli_is_stdout(outdir) ||
-	    (cli_is_stdout(all_arg) && (json || fw >= 0))) {
+	if ((json && fw >= 0) || (gpus && fw < 0) || cli_is_stdout(outdir)) {
 		fprintf(stderr, "prism report: %s\n",
 			cli_is_stdout(outdir)
 			    ? "-o - : the report is a folder (report.md, best.csv, pareto.svg); "
 			      "--json prints it on standard output"
-			: gpus && fw < 0  ? "--gpus goes with --export"
-			: json && fw >= 0 ? "--export writes text: not with --json"
-			: json		  ? "--csv-all=- and --json would share standard output"
-					  : "--csv-all=- and --export would share standard output");
+			: gpus && fw < 0 ? "--gpus goes with --export"
+					 : "--export writes text: not with --json");
 		return EXIT_USAGE;
 	}
+	if (cli_stdout_shared(all_arg, "--csv-all=", json ? "--json" : fw >= 0 ? "--export" : NULL))
+		return EXIT_USAGE;
 	R.db = argv[optind];
 	R.tie_given = tie_given;
 	if ((rc = open_sweep(&R, &db, sid, tokens, price, name, sizeof(name))))

@@ -16,7 +16,6 @@
 #include "cli.h"
 #include "configs.h"
 #include "progress.h"
-#include "usage.h"
 #include "store.h"
 #include "shard.h"
 #include "sweep.h"
@@ -764,6 +763,7 @@ int cmd_search(int argc, char **argv)
 	struct oneline q = {0};
 	struct run R;
 	struct prism_err err;
+	struct cli_parse args;
 	char path[1024];
 	const char *db_arg = NULL, *base_hw = NULL;
 	int threads = 0, c, rc = 0, json = 0, batch_given, quiet = 0;
@@ -775,8 +775,11 @@ int cmd_search(int argc, char **argv)
 	memset(&pg, 0, sizeof(pg));
 	R.mode = BATCH_SCREEN;
 	prism_err_clear(&err);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
+	/* The operand (a sweep file, or none with the one-line search's
+	 * options) is sweep_path's to check. */
+	cli_parse_init(&args, "search", help, "hq", longopts, NULL, NULL, NULL);
+	args.help_more = help_options;
+	while ((c = cli_next_option(&args, argc, argv, &err)) >= 0) {
 		switch (c) {
 		case 'd':
 			db_arg = optarg;
@@ -815,14 +818,10 @@ int cmd_search(int argc, char **argv)
 			if (oneline_option(c, optarg, &q, &err))
 				return cli_fail(&err);
 			break;
-		case 'h':
-			fputs(help, stdout);
-			fputs(help_options, stdout);
-			return 0;
-		default:
-			return usage_bad_option("search", "hq", longopts, argv);
 		}
 	}
+	if (c == CLI_PARSE_EXIT)
+		return args.status;
 	if ((rc = sweep_path(&q, argc, argv, R.quiet, path, sizeof(path))))
 		return rc;
 	if (shard_init(&R.sh, &argc, &argv))

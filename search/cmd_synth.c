@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "usage.h"
 #include "cost.h"
 #include "desc.h"
 #include "predict.h"
@@ -156,6 +155,7 @@ int cmd_synth(int argc, char **argv)
 	};
 	struct synth_in in;
 	struct cli_layout opt;
+	struct cli_parse args;
 	struct option longopts[32 + CLI_LAYOUT_NOPTS];
 	struct hw_profile hw;
 	struct predict_out p;
@@ -171,13 +171,9 @@ int cmd_synth(int argc, char **argv)
 	prism_err_clear(&err);
 	cli_layout_init(&opt);
 	cli_longopts(own, longopts, sizeof(longopts) / sizeof(longopts[0]));
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		int used = cli_layout_option(c, optarg, &opt, &err);
-		if (used < 0)
-			return cli_fail(&err);
-		if (used)
-			continue;
+	cli_parse_init(&args, "synth", help, "o:h", longopts, NULL, NULL, "give one MODEL");
+	args.lay = &opt;
+	while ((c = cli_next_option(&args, argc, argv, &err)) >= 0) {
 		switch (c) {
 		case 'w':
 			hw_name = optarg;
@@ -201,14 +197,10 @@ int cmd_synth(int argc, char **argv)
 		case 'D':
 			db_path = inputs[2] = optarg;
 			break;
-		case 'h':
-			fputs(help, stdout);
-			cli_layout_help(stdout);
-			return 0;
-		default:
-			return usage_bad_option("synth", "o:h", longopts, argv);
 		}
 	}
+	if (c == CLI_PARSE_EXIT)
+		return args.status;
 	if (optind != argc - 1 || !hw_name) {
 		fprintf(stderr, "prism synth: %s\n%s",
 			optind != argc - 1 ? "give one MODEL" : "give the hardware with --hw",

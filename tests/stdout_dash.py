@@ -67,6 +67,10 @@ with tempfile.TemporaryDirectory() as d:
     run("report", db, "-o", out, "--csv-all")
     with open(os.path.join(out, "all.csv"), "rb") as g:
         check(r.stdout == g.read(), "--csv-all=- differs from all.csv")
+    for other in (["--json"], ["--export", "megatron"]):
+        r = run("report", db, "--csv-all=-", *other, code=2)
+        check(r.stderr == f"prism: --csv-all=- and {other[0]} would share standard output: "
+              "give --csv-all=FILE\n".encode(), repr(r.stderr))
     r = run("report", db, "-o", "-", code=2)
     check(r.stderr.startswith(b"prism report: -o - : the report is a folder"), r.stderr)
     check(not os.path.exists("-"), "report -o - made a folder named '-'")
