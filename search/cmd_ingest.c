@@ -152,11 +152,12 @@ static void print_text(const struct graph *g)
 		       s->edges[k], s->inferred[k]);
 	if (s->waits_by_position || s->waits_position_contradicted)
 		printf("  stream waits paired by position: %" PRIu64
-		       " cudaStreamWaitEvent calls with no cuda_sync record (the trace names\n"
-		       "  no event; record it with enable_cuda_sync_events) were paired with the "
-		       "latest\n  cudaEventRecord before each on its thread; %" PRIu64
-		       " of those pairs the timing\n  contradicts, left out (a wait on an event "
-		       "recorded earlier, as FSDP2's gathers)\n",
+		       " cudaStreamWaitEvent calls with no cuda_sync record\n"
+		       "  (the trace names no event: enable_cuda_sync_events records it) waited, "
+		       "by the\n  host's call order, for the work before their thread's latest "
+		       "cudaEventRecord;\n  %" PRIu64
+		       " of those pairs the timing contradicts, left out (a wait on an event\n"
+		       "  recorded earlier, as FSDP2's gathers)\n",
 		       s->waits_by_position + s->waits_position_contradicted,
 		       s->waits_position_contradicted);
 	{
