@@ -149,6 +149,16 @@ static void print_text(const struct graph *g)
 	for (int k = 0; k < GE_NKINDS; k++)
 		printf("  %-12s %10" PRIu64 " %10" PRIu64 "\n", graph_edge_kind_name(k),
 		       s->edges[k], s->inferred[k]);
+	if (s->waits_by_position || s->waits_position_contradicted)
+		printf("  stream waits paired by position: %" PRIu64
+		       " cudaStreamWaitEvent calls with no cuda_sync record\n"
+		       "  (the trace names no event: enable_cuda_sync_events records it) waited, "
+		       "by the\n  host's call order, for the work before their thread's latest "
+		       "cudaEventRecord;\n  %" PRIu64
+		       " of those pairs the timing contradicts, left out (a wait on an event\n"
+		       "  recorded earlier, as FSDP2's gathers)\n",
+		       s->waits_by_position + s->waits_position_contradicted,
+		       s->waits_position_contradicted);
 	{
 		uint64_t cnt[KC_NCLASSES];
 		int64_t ns[KC_NCLASSES], all = 0;
@@ -227,6 +237,9 @@ static void print_text(const struct graph *g)
 	       s->graph_gaps, s->graph_gap_ns / 1e6);
 	printf("  cuda_sync records used / unused               %10" PRIu64 " / %" PRIu64 "\n",
 	       s->cuda_sync_used, s->cuda_sync_unused);
+	printf("  stream waits paired by cuda_sync / position   %10" PRIu64 " / %" PRIu64
+	       " (%" PRIu64 " more by position the timing contradicts, left out)\n",
+	       s->waits_exact, s->waits_by_position, s->waits_position_contradicted);
 	printf("  host threads without runtime calls            %10" PRIu64 "\n", s->idle_threads);
 	printf("  annotation events (ops, ranges)               %10" PRIu64 "\n", s->annotations);
 	printf("  other events (flows, instants, metadata, ...) %10" PRIu64 "\n", s->other_events);
@@ -352,6 +365,9 @@ static void print_json(const struct graph *g)
 	printf(",\"graph_gap_ns\":%" PRId64, s->graph_gap_ns);
 	put_count("cuda_sync_used", s->cuda_sync_used);
 	put_count("cuda_sync_unused", s->cuda_sync_unused);
+	put_count("waits_exact", s->waits_exact);
+	put_count("waits_by_position", s->waits_by_position);
+	put_count("waits_position_contradicted", s->waits_position_contradicted);
 	put_count("idle_threads", s->idle_threads);
 	put_count("annotations", s->annotations);
 	put_count("other_events", s->other_events);

@@ -1044,6 +1044,65 @@ static void test_wait_full_gpu(void **state)
 	graph_free(g);
 }
 
+/* The node named `name` (the first), or UINT32_MAX. */
+static uint32_t named(const struct graph *g, const char *name)
+{
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		if (strcmp(strtab_get(&g->st, g->name[u]), name) == 0)
+			return u;
+	return UINT32_MAX;
+}
+
+/*
+ * tests/data/evpair_2025.json: two events interleaved, as FSDP2 records a
+ * gather's event as it issues it.  gather_a (stream 7, 20-100 us) is
+ * recorded at 10 us, gather_b (stream 8, 20-300 us) at 20 us; stream 9
+ * waits for the first event at 25 us (use_a, 105-155 us) and for the
+ * second at 35 us (use_b, 305-355 us).  The cuda_sync records name each
+ * wait's record: gather_a -> use_a and gather_b -> use_b, exact.
+ * evpair_nosync_2025.json is the same trace without them: the trace names
+ * no event, and by position the first wait takes the latest record before
+ * it, gather_b's -- which ends 195 us after use_a began: a pair the timing
+ * contradicts, left out (use_a's start then ties it to gather_a by timing
+ * alone, inferred); the second wait, with no record since the first,
+ * takes the task launched last on another stream before it, gather_b.
+ */
+static void test_event_pairs(void **state)
+{
+	const char *exact[] = {TEST_DATA("evpair_2025.json")};
+	const char *bypos[] = {TEST_DATA("evpair_nosync_2025.json")};
+	struct build_opts o;
+	struct graph *g;
+	uint32_t ga, gb, ua, ub;
+	(void)state;
+
+	build_opts_default(&o);
+	g = load(exact, 1, &o);
+	ga = named(g, "gather_a"), gb = named(g, "gather_b");
+	ua = named(g, "use_a"), ub = named(g, "use_b");
+	assert_true(has_edge(g, ga, ua, GE_EVENT));
+	assert_true(has_edge(g, gb, ub, GE_EVENT));
+	assert_false(has_edge(g, gb, ua, GE_EVENT));
+	assert_int_equal(g->stats.edges[GE_EVENT], 2);
+	assert_int_equal(g->stats.inferred[GE_EVENT], 0);
+	assert_int_equal(g->stats.waits_exact, 2);
+	assert_int_equal(g->stats.waits_by_position, 0);
+	assert_int_equal(g->stats.waits_position_contradicted, 0);
+	graph_free(g);
+
+	g = load(bypos, 1, &o);
+	ga = named(g, "gather_a"), gb = named(g, "gather_b");
+	ua = named(g, "use_a"), ub = named(g, "use_b");
+	assert_int_equal(g->stats.waits_exact, 0);
+	assert_int_equal(g->stats.waits_by_position, 1);
+	assert_int_equal(g->stats.waits_position_contradicted, 1);
+	assert_true(has_edge(g, gb, ub, GE_EVENT | GE_INFERRED));
+	assert_false(has_edge(g, gb, ua, GE_EVENT | GE_INFERRED));
+	assert_true(has_edge(g, ga, ua, GE_EVENT | GE_INFERRED));
+	assert_int_equal(g->stats.edges[GE_EVENT], 0);
+	graph_free(g);
+}
+
 /*
  * tests/data/evsync_2025.json: k1 (stream 7, 20-100 us) is recorded at 12
  * us; k2, launched after the record onto the same stream, runs 100-300 us;
@@ -1494,6 +1553,7 @@ int main(void)
 	    cmocka_unit_test(test_wait_full_gpu),
 	    cmocka_unit_test(test_copy_placed),
 	    cmocka_unit_test(test_event_sync_order),
+	    cmocka_unit_test(test_event_pairs),
 	    cmocka_unit_test(test_colls_by_size),
 	    cmocka_unit_test(test_module_layers),
 	    cmocka_unit_test(test_retime_gemm),

@@ -211,6 +211,13 @@ struct graph_stats {
 	uint64_t rt_no_op;		  /* runtime calls with no enclosing CPU op */
 	uint64_t cuda_sync_used;	  /* cuda_sync records that gave an edge */
 	uint64_t cuda_sync_unused;
+	/* cudaStreamWaitEvent calls: paired with their cudaEventRecord by a
+	 * cuda_sync record (exact), else by the host's call order (the trace
+	 * names no event: the latest record before the wait on its thread),
+	 * and of those the pairs the timing contradicts (left out). */
+	uint64_t waits_exact;
+	uint64_t waits_by_position;
+	uint64_t waits_position_contradicted;
 	uint64_t sync_no_wait;	/* blocking calls with nothing to wait for */
 	uint64_t dropped_edges; /* recorded dependencies the timing contradicts */
 	int64_t lag_cap_ns;	/* the cap the graph was built with */

@@ -616,6 +616,7 @@ static int exact_syncs(struct builder *b, struct rank_ctx *rc, uint8_t *resolved
 					b->w.stats.dropped_edges++;
 				else if (add_edge(b, src, dst, GE_EVENT))
 					return PRISM_ENOMEM;
+				b->w.stats.waits_exact++;
 				used = 1;
 			}
 			resolved[call - rc->node_base] = 1;
@@ -857,15 +858,20 @@ static int call_waits(struct builder *b, struct rank_ctx *rc, call_wait_vec *out
 /* The call-order waits whose cudaStreamWaitEvent no cuda_sync record
  * resolved, as inferred event edges; a pair the timing contradicts (the
  * source ending more than the event tolerance after the waiting task
- * began) is a wrong guess and left out.  0, or PRISM_ENOMEM. */
+ * began) is a wrong guess and left out.  Both counted: `prism ingest`
+ * says how many waits were paired by position.  0, or PRISM_ENOMEM. */
 static int call_wait_edges(struct builder *b, const struct rank_ctx *rc, const call_wait_vec *waits,
 			   const uint8_t *resolved)
 {
 	for (size_t k = 0; k < waits->n; k++) {
 		const struct call_wait *w = &waits->v[k];
-		if (resolved[w->call - rc->node_base] ||
-		    node_end(b, w->src) > b->w.start_ns[w->dst] + rc->event_tol)
+		if (resolved[w->call - rc->node_base])
 			continue;
+		if (node_end(b, w->src) > b->w.start_ns[w->dst] + rc->event_tol) {
+			b->w.stats.waits_position_contradicted++;
+			continue;
+		}
+		b->w.stats.waits_by_position++;
 		if (add_edge(b, w->src, w->dst, GE_EVENT | GE_INFERRED))
 			return PRISM_ENOMEM;
 	}
