@@ -319,7 +319,7 @@ struct ctx {
 				      * layers, embedding, head and transfers
 				      * skipped: ss_dp_host) */
 	unsigned dry_tasks;	     /* dry: tasks launched so far (a part's chain,
-				      * step.c pair_part, sees whether it added one) */
+				      * step.c side_step, sees whether it added one) */
 	struct emit_state em;	     /* the graph as built */
 	struct tally tally;	     /* what the build counted */
 	struct sched_state sc;	     /* the schedule's marks */
