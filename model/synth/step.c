@@ -341,10 +341,10 @@ static double dense_params(const struct ctx *c, const struct shape *z, int layer
  * all_gather_stream.record_event() after the collective), not when the
  * compute stream waits for it: a gather issued ahead has the next one
  * launched on its stream by then. */
-static struct gathered gather(struct ctx *c, int r, const struct shape *z, double params,
-			      int wait_compute, int awaited)
+static struct issued gather(struct ctx *c, int r, const struct shape *z, double params,
+			    int wait_compute, int awaited)
 {
-	struct gathered out;
+	struct issued out;
 	double w, g, o;
 	struct layout_dp_traits t;
 	char pg[32];
@@ -368,7 +368,7 @@ static struct gathered gather(struct ctx *c, int r, const struct shape *z, doubl
 /* The compute stream waits for gather `id` of `params` parameters, then
  * (FSDP2's foreach_all_gather_copy_out) splits its output into the
  * parameters. */
-static void gather_wait(struct ctx *c, int r, const struct shape *z, struct gathered id,
+static void gather_wait(struct ctx *c, int r, const struct shape *z, struct issued id,
 			double params)
 {
 	struct layout_dp_traits t;
@@ -407,11 +407,11 @@ static int gather_depth(const struct ctx *c, const struct shape *z, int fwd, int
 /* Before position i of a unit of n layers: issue the gathers due and wait
  * for position i's.  ids[] holds the gathers' tasks. */
 static void gather_before(struct ctx *c, int r, const struct shape *z, int depth, int i, int n,
-			  struct gathered *ids, int l0)
+			  struct issued *ids, int l0)
 {
 	/* Position j's layer is l0 + j forward (ZeRO-3, which gathers
 	 * backward too, has no MoE layers: synth_check). */
-	struct gathered id;
+	struct issued id;
 	if (depth < 0)
 		return;
 	if (i == 0)
@@ -425,8 +425,7 @@ static void gather_before(struct ctx *c, int r, const struct shape *z, int depth
 		if (ids)
 			ids[i + depth] = id;
 	}
-	gather_wait(c, r, z, ids ? ids[i] : (struct gathered){0, NONE32},
-		    dense_params(c, z, l0 + i));
+	gather_wait(c, r, z, ids ? ids[i] : (struct issued){0, NONE32}, dense_params(c, z, l0 + i));
 }
 
 /* The stage and chunk a forward unit of (s, ch) gets its input from (0
@@ -567,12 +566,33 @@ static double offload_bytes(const struct ctx *c, int layer)
 	return mem_act_per_layer(&c->in->m, &c->lay);
 }
 
+/* Offloaded layer `layer`'s copy to host memory (out) or back on the
+ * copy stream, after the compute so far, and the event the compute waits
+ * on recorded right after it is issued, as Transformer Engine records it
+ * (cpu_offload.py OffloadSynchronizer: fwd_step's
+ * finish_offload_events[layer].record(offload_stream) after
+ * _offload_group, _start_reloads_finish_offloads's
+ * finish_reload_events[layer].record(offload_stream) after
+ * _reload_group), not at the compute's wait: by then the copies of the
+ * layers after it are on the stream. */
+static struct issued offload_copy(struct ctx *c, int r, int layer, int out)
+{
+	struct issued x;
+	se_event_wait(c, r, S_COMPUTE, S_OFF);
+	x.task = out ? se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy DtoH (Device -> Pinned)",
+				 offload_bytes(c, layer) / c->hw->host_d2h_Bps, NULL)
+		     : se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy HtoD (Pinned -> Device)",
+				 offload_bytes(c, layer) / c->hw->host_h2d_Bps, NULL);
+	x.record = se_event_record(c, r, S_COMPUTE);
+	return x;
+}
+
 /* A forward unit of chunk ch of stage s: the activations received from
  * the stage before, the embedding (first chunk), the chunk's layers, each
  * after its gathers (gather_before: depth, ids), the head (last chunk),
  * the activations sent on. */
 static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int depth,
-		     struct gathered *ids)
+		     struct issued *ids)
 {
 	const struct synth_in *in = c->in;
 	int r = s, os, oc;
@@ -580,7 +600,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
 	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
 	int noff = offload_n(c, nl);
-	uint32_t *off; /* each offloaded layer's copy out (the ctx's scratch) */
+	struct issued *off; /* each offloaded layer's copy out (the ctx's scratch) */
 
 	if (noff > 0 && VEC_RESERVE(c->sc.copies, (size_t)noff)) {
 		c->oom = 1;
@@ -599,15 +619,13 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	for (int l = 0; l < nl; l++) {
 		c->rk[r].layer = l0 + l;
 		if (noff > 0 && l >= nl - noff)
-			se_event_wait_task(c, r, off[l - (nl - noff)], NONE32, S_OFF, S_COMPUTE);
+			se_event_wait_task(c, r, off[l - (nl - noff)].task,
+					   off[l - (nl - noff)].record, S_OFF, S_COMPUTE);
 		gather_before(c, r, z, depth, l, nl, ids, l0);
 		if (!c->dry_dp)
 			sl_layer_fwd(c, r, z);
-		if (l < noff) {
-			se_event_wait(c, r, S_COMPUTE, S_OFF);
-			off[l] = se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy DtoH (Device -> Pinned)",
-					   offload_bytes(c, l0 + l) / c->hw->host_d2h_Bps, NULL);
-		}
+		if (l < noff)
+			off[l] = offload_copy(c, r, l0 + l, 1);
 	}
 	c->rk[r].layer = -1;
 	if (last_chunk && !in->bare) {
@@ -633,7 +651,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
  * gradients', no gradient complete yet) or W (the weight gradients alone,
  * no transfer; the gradients then complete and bucketed). */
 static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int depth,
-		     struct gathered *ids, int dp_bucket, int pass)
+		     struct issued *ids, int dp_bucket, int pass)
 {
 	const struct synth_in *in = c->in;
 	int r = s, os, oc;
@@ -646,7 +664,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	int reduce = pass != SL_PASS_B && (dp_bucket || c->lay.zero >= 2);
 	/* Offloading needs pp 1, where the backward is one pass. */
 	int noff = pass == SL_PASS_W ? 0 : offload_n(c, nl);
-	uint32_t *on; /* each offloaded layer's copy back (the ctx's scratch) */
+	struct issued *on; /* each offloaded layer's copy back (the ctx's scratch) */
 
 	if (noff > 0 && VEC_RESERVE(c->sc.copies, (size_t)noff)) {
 		c->oom = 1;
@@ -664,13 +682,10 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	for (int l = nl - 1; l >= 0; l--) {
 		int i = l - (nl - 1 - noff); /* the offloaded layer whose copy back starts */
 		c->rk[r].layer = l0 + l;
-		if (noff > 0 && i >= 0 && i < noff) {
-			se_event_wait(c, r, S_COMPUTE, S_OFF);
-			on[i] = se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy HtoD (Pinned -> Device)",
-					  offload_bytes(c, l0 + i) / c->hw->host_h2d_Bps, NULL);
-		}
+		if (noff > 0 && i >= 0 && i < noff)
+			on[i] = offload_copy(c, r, l0 + i, 0);
 		if (l < noff)
-			se_event_wait_task(c, r, on[l], NONE32, S_OFF, S_COMPUTE);
+			se_event_wait_task(c, r, on[l].task, on[l].record, S_OFF, S_COMPUTE);
 		gather_before(c, r, z, depth, nl - 1 - l, nl, ids, l0);
 		in_pass(c, pass, sl_layer_bwd, r, z);
 		if (reduce)
@@ -719,7 +734,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 	int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
 	/* W needs no weights: ZeRO-3's gathers are B's. */
 	int depth = pass == SL_PASS_W ? -1 : gather_depth(c, z, fwd, mb);
-	struct gathered *ids = NULL; /* the layers' gathers (the ctx's scratch) */
+	struct issued *ids = NULL; /* the layers' gathers (the ctx's scratch) */
 	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket, pass) : SIZE_MAX;
 	struct sf_start u;
 
@@ -851,10 +866,18 @@ static int part_stream(const struct ctx *c, int layer, int part)
 /* Side d's next part on rank r, if it has one left, after the chain's
  * last task (on another stream through its event); the layer whose last
  * part that was (the backward's attention, where its gradients are
- * complete), else -1. */
+ * complete), else -1.  Where the side's next part that runs is on
+ * another stream, the event it waits on is recorded right after this
+ * part is issued, as Megatron-LM's ScheduleNode records it at the end of
+ * the node (pipeline_parallel/utils.py stream_acquire_context:
+ * event.record(stream) after the node's work), not at the wait: by then
+ * the other side's part may have put its own tasks on this stream (the
+ * forward's attention has the backward's experts after it, its dispatch
+ * the backward's dispatch, the backward's dispatch the forward's
+ * combine). */
 static int side_step(struct ctx *c, int r, const struct shape *z, struct side *d)
 {
-	int part, layer, st;
+	int part, layer, st, nst = -1;
 	uint32_t before;
 	unsigned n0 = c->dry_tasks; /* (a dry run's tasks: no ids) */
 	if (d->next >= d->n * PAIR_PARTS)
@@ -864,8 +887,10 @@ static int side_step(struct ctx *c, int r, const struct shape *z, struct side *d
 		return d->next % PAIR_PARTS == 0 ? layer : -1;
 	before = c->rk[r].last[st];
 	set_ann(c, r, layer, d->fwd ? PH_FORWARD : PH_BACKWARD, d->mb);
-	if (d->last != NONE32 && d->st != st)
-		se_event_wait_task(c, r, d->last, NONE32, d->st, st);
+	if (d->last != NONE32 && d->st != st) {
+		se_event_wait_task(c, r, d->last, d->rec, d->st, st);
+		d->rec = NONE32;
+	}
 	c->part = part;
 	if (d->fwd)
 		sl_layer_fwd(c, r, z);
@@ -875,6 +900,11 @@ static int side_step(struct ctx *c, int r, const struct shape *z, struct side *d
 	if (c->dry ? c->dry_tasks != n0 : c->rk[r].last[st] != before) {
 		d->last = c->rk[r].last[st];
 		d->st = st;
+		for (int i = d->next; i < d->n * PAIR_PARTS && nst < 0; i++) {
+			int p, l = side_part(d, i, &p);
+			nst = part_stream(c, l, p);
+		}
+		d->rec = nst >= 0 && nst != st ? se_event_record(c, r, nst) : NONE32;
 	}
 	return d->next % PAIR_PARTS == 0 ? layer : -1;
 }
