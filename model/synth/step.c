@@ -341,10 +341,10 @@ static double dense_params(const struct ctx *c, const struct shape *z, int layer
  * all_gather_stream.record_event() after the collective), not when the
  * compute stream waits for it: a gather issued ahead has the next one
  * launched on its stream by then. */
-static struct gathered gather(struct ctx *c, int r, const struct shape *z, double params,
-			      int wait_compute, int awaited)
+static struct issued gather(struct ctx *c, int r, const struct shape *z, double params,
+			    int wait_compute, int awaited)
 {
-	struct gathered out;
+	struct issued out;
 	double w, g, o;
 	struct layout_dp_traits t;
 	char pg[32];
@@ -368,7 +368,7 @@ static struct gathered gather(struct ctx *c, int r, const struct shape *z, doubl
 /* The compute stream waits for gather `id` of `params` parameters, then
  * (FSDP2's foreach_all_gather_copy_out) splits its output into the
  * parameters. */
-static void gather_wait(struct ctx *c, int r, const struct shape *z, struct gathered id,
+static void gather_wait(struct ctx *c, int r, const struct shape *z, struct issued id,
 			double params)
 {
 	struct layout_dp_traits t;
@@ -407,11 +407,11 @@ static int gather_depth(const struct ctx *c, const struct shape *z, int fwd, int
 /* Before position i of a unit of n layers: issue the gathers due and wait
  * for position i's.  ids[] holds the gathers' tasks. */
 static void gather_before(struct ctx *c, int r, const struct shape *z, int depth, int i, int n,
-			  struct gathered *ids, int l0)
+			  struct issued *ids, int l0)
 {
 	/* Position j's layer is l0 + j forward (ZeRO-3, which gathers
 	 * backward too, has no MoE layers: synth_check). */
-	struct gathered id;
+	struct issued id;
 	if (depth < 0)
 		return;
 	if (i == 0)
@@ -425,8 +425,7 @@ static void gather_before(struct ctx *c, int r, const struct shape *z, int depth
 		if (ids)
 			ids[i + depth] = id;
 	}
-	gather_wait(c, r, z, ids ? ids[i] : (struct gathered){0, NONE32},
-		    dense_params(c, z, l0 + i));
+	gather_wait(c, r, z, ids ? ids[i] : (struct issued){0, NONE32}, dense_params(c, z, l0 + i));
 }
 
 /* The stage and chunk a forward unit of (s, ch) gets its input from (0
@@ -567,12 +566,33 @@ static double offload_bytes(const struct ctx *c, int layer)
 	return mem_act_per_layer(&c->in->m, &c->lay);
 }
 
+/* Offloaded layer `layer`'s copy to host memory (out) or back on the
+ * copy stream, after the compute so far, and the event the compute waits
+ * on recorded right after it is issued, as Transformer Engine records it
+ * (cpu_offload.py OffloadSynchronizer: fwd_step's
+ * finish_offload_events[layer].record(offload_stream) after
+ * _offload_group, _start_reloads_finish_offloads's
+ * finish_reload_events[layer].record(offload_stream) after
+ * _reload_group), not at the compute's wait: by then the copies of the
+ * layers after it are on the stream. */
+static struct issued offload_copy(struct ctx *c, int r, int layer, int out)
+{
+	struct issued x;
+	se_event_wait(c, r, S_COMPUTE, S_OFF);
+	x.task = out ? se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy DtoH (Device -> Pinned)",
+				 offload_bytes(c, layer) / c->hw->host_d2h_Bps, NULL)
+		     : se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy HtoD (Pinned -> Device)",
+				 offload_bytes(c, layer) / c->hw->host_h2d_Bps, NULL);
+	x.record = se_event_record(c, r, S_COMPUTE);
+	return x;
+}
+
 /* A forward unit of chunk ch of stage s: the activations received from
  * the stage before, the embedding (first chunk), the chunk's layers, each
  * after its gathers (gather_before: depth, ids), the head (last chunk),
  * the activations sent on. */
 static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int depth,
-		     struct gathered *ids)
+		     struct issued *ids)
 {
 	const struct synth_in *in = c->in;
 	int r = s, os, oc;
@@ -580,7 +600,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	int l0 = layout_chunk_first(&in->m, &c->lay, s, ch);
 	int nl = layout_chunk_layers(&in->m, &c->lay, s, ch);
 	int noff = offload_n(c, nl);
-	uint32_t *off; /* each offloaded layer's copy out (the ctx's scratch) */
+	struct issued *off; /* each offloaded layer's copy out (the ctx's scratch) */
 
 	if (noff > 0 && VEC_RESERVE(c->sc.copies, (size_t)noff)) {
 		c->oom = 1;
@@ -599,15 +619,13 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	for (int l = 0; l < nl; l++) {
 		c->rk[r].layer = l0 + l;
 		if (noff > 0 && l >= nl - noff)
-			se_event_wait_task(c, r, off[l - (nl - noff)], NONE32, S_OFF, S_COMPUTE);
+			se_event_wait_task(c, r, off[l - (nl - noff)].task,
+					   off[l - (nl - noff)].record, S_OFF, S_COMPUTE);
 		gather_before(c, r, z, depth, l, nl, ids, l0);
 		if (!c->dry_dp)
 			sl_layer_fwd(c, r, z);
-		if (l < noff) {
-			se_event_wait(c, r, S_COMPUTE, S_OFF);
-			off[l] = se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy DtoH (Device -> Pinned)",
-					   offload_bytes(c, l0 + l) / c->hw->host_d2h_Bps, NULL);
-		}
+		if (l < noff)
+			off[l] = offload_copy(c, r, l0 + l, 1);
 	}
 	c->rk[r].layer = -1;
 	if (last_chunk && !in->bare) {
@@ -633,7 +651,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
  * gradients', no gradient complete yet) or W (the weight gradients alone,
  * no transfer; the gradients then complete and bucketed). */
 static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int depth,
-		     struct gathered *ids, int dp_bucket, int pass)
+		     struct issued *ids, int dp_bucket, int pass)
 {
 	const struct synth_in *in = c->in;
 	int r = s, os, oc;
@@ -646,7 +664,7 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	int reduce = pass != SL_PASS_B && (dp_bucket || c->lay.zero >= 2);
 	/* Offloading needs pp 1, where the backward is one pass. */
 	int noff = pass == SL_PASS_W ? 0 : offload_n(c, nl);
-	uint32_t *on; /* each offloaded layer's copy back (the ctx's scratch) */
+	struct issued *on; /* each offloaded layer's copy back (the ctx's scratch) */
 
 	if (noff > 0 && VEC_RESERVE(c->sc.copies, (size_t)noff)) {
 		c->oom = 1;
@@ -664,13 +682,10 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 	for (int l = nl - 1; l >= 0; l--) {
 		int i = l - (nl - 1 - noff); /* the offloaded layer whose copy back starts */
 		c->rk[r].layer = l0 + l;
-		if (noff > 0 && i >= 0 && i < noff) {
-			se_event_wait(c, r, S_COMPUTE, S_OFF);
-			on[i] = se_launch(c, r, S_OFF, GN_MEMCPY, "Memcpy HtoD (Pinned -> Device)",
-					  offload_bytes(c, l0 + i) / c->hw->host_h2d_Bps, NULL);
-		}
+		if (noff > 0 && i >= 0 && i < noff)
+			on[i] = offload_copy(c, r, l0 + i, 0);
 		if (l < noff)
-			se_event_wait_task(c, r, on[l], NONE32, S_OFF, S_COMPUTE);
+			se_event_wait_task(c, r, on[l].task, on[l].record, S_OFF, S_COMPUTE);
 		gather_before(c, r, z, depth, nl - 1 - l, nl, ids, l0);
 		in_pass(c, pass, sl_layer_bwd, r, z);
 		if (reduce)
@@ -719,7 +734,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 	int nl = layout_chunk_layers(&c->in->m, &c->lay, s, ch);
 	/* W needs no weights: ZeRO-3's gathers are B's. */
 	int depth = pass == SL_PASS_W ? -1 : gather_depth(c, z, fwd, mb);
-	struct gathered *ids = NULL; /* the layers' gathers (the ctx's scratch) */
+	struct issued *ids = NULL; /* the layers' gathers (the ctx's scratch) */
 	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket, pass) : SIZE_MAX;
 	struct sf_start u;
 
@@ -801,58 +816,117 @@ void ss_dp_host(struct ctx *c, int s, const struct shape *z, double *fwd_s, doub
  * microbatch needs it.
  */
 
-/* A microbatch's chain of parts: its last task and that task's stream
- * (NONE32: none yet, its parts ordered by the compute stream alone). */
-struct chain {
-	uint32_t last;
+/* A microbatch's side of a merged unit runs each layer's parts in this
+ * order (TransformerLayerSchedulePlan.run): forward the attention,
+ * dispatch, experts, combine and the combine's compute; backward the
+ * combine's compute, combine, experts, dispatch and attention.  The one
+ * statement of it: ss_layer_parts and unit_pair both step a side through
+ * it (side_step), unit_pair choosing only which side goes next
+ * (pair_turns). */
+#define PAIR_PARTS 5
+static const int pair_order[2][PAIR_PARTS] = {
+    {SL_PART_CMB_COMP, SL_PART_COMBINE, SL_PART_MLP, SL_PART_DISPATCH, SL_PART_ATTN},
+    {SL_PART_ATTN, SL_PART_DISPATCH, SL_PART_MLP, SL_PART_COMBINE, SL_PART_CMB_COMP}};
+
+/* One side of a merged unit: microbatch mb's forward (fwd) of layers l0
+ * .. l0 + n - 1, or its backward of them from the last; `next`, the next
+ * of its n x PAIR_PARTS parts in order; its chain: the last task of its
+ * parts so far and that task's stream (NONE32: none yet, its parts
+ * ordered by the compute stream alone), and the event recorded after it
+ * for the next part's wait (NONE32: none made yet). */
+struct side {
+	int fwd, l0, n, next;
+	int32_t mb;
+	uint32_t last, rec;
 	int st;
 };
 
-/* Part `part` of layer `layer`'s forward (fwd) or backward of microbatch
- * mb on rank r, after its chain's last task.  A dense layer has no
- * all-to-alls and no combine. */
-static void pair_part(struct ctx *c, int r, const struct shape *z, struct chain *k, int layer,
-		      int fwd, int32_t mb, int part)
+static struct side side_of(int fwd, int l0, int n, int32_t mb)
 {
-	int st = part == SL_PART_DISPATCH || part == SL_PART_COMBINE ? S_A2A : S_COMPUTE;
-	uint32_t before = c->rk[r].last[st];
-	unsigned n0 = c->dry_tasks; /* (a dry run's tasks: no ids) */
+	struct side d = {fwd, l0, n, 0, mb, NONE32, NONE32, S_COMPUTE};
+	return d;
+}
+
+/* Side d's part number i (< n x PAIR_PARTS): its layer and part. */
+static int side_part(const struct side *d, int i, int *part)
+{
+	*part = pair_order[d->fwd][i % PAIR_PARTS];
+	return d->fwd ? d->l0 + i / PAIR_PARTS : d->l0 + d->n - 1 - i / PAIR_PARTS;
+}
+
+/* The stream of a layer's part, -1 where the layer has none (a dense
+ * layer has no all-to-alls and no combine). */
+static int part_stream(const struct ctx *c, int layer, int part)
+{
 	if (part != SL_PART_ATTN && part != SL_PART_MLP && !llm_is_moe_layer(&c->in->m, layer))
-		return;
-	set_ann(c, r, layer, fwd ? PH_FORWARD : PH_BACKWARD, mb);
-	if (k->last != NONE32 && k->st != st)
-		se_event_wait_task(c, r, k->last, NONE32, k->st, st);
+		return -1;
+	return part == SL_PART_DISPATCH || part == SL_PART_COMBINE ? S_A2A : S_COMPUTE;
+}
+
+/* Side d's next part on rank r, if it has one left, after the chain's
+ * last task (on another stream through its event); the layer whose last
+ * part that was (the backward's attention, where its gradients are
+ * complete), else -1.  Where the side's next part that runs is on
+ * another stream, the event it waits on is recorded right after this
+ * part is issued, as Megatron-LM's ScheduleNode records it at the end of
+ * the node (pipeline_parallel/utils.py stream_acquire_context:
+ * event.record(stream) after the node's work), not at the wait: by then
+ * the other side's part may have put its own tasks on this stream (the
+ * forward's attention has the backward's experts after it, its dispatch
+ * the backward's dispatch, the backward's dispatch the forward's
+ * combine). */
+static int side_step(struct ctx *c, int r, const struct shape *z, struct side *d)
+{
+	int part, layer, st, nst = -1;
+	uint32_t before;
+	unsigned n0 = c->dry_tasks; /* (a dry run's tasks: no ids) */
+	if (d->next >= d->n * PAIR_PARTS)
+		return -1;
+	layer = side_part(d, d->next++, &part);
+	if ((st = part_stream(c, layer, part)) < 0)
+		return d->next % PAIR_PARTS == 0 ? layer : -1;
+	before = c->rk[r].last[st];
+	set_ann(c, r, layer, d->fwd ? PH_FORWARD : PH_BACKWARD, d->mb);
+	if (d->last != NONE32 && d->st != st) {
+		se_event_wait_task(c, r, d->last, d->rec, d->st, st);
+		d->rec = NONE32;
+	}
 	c->part = part;
-	if (fwd)
+	if (d->fwd)
 		sl_layer_fwd(c, r, z);
 	else
 		sl_layer_bwd(c, r, z);
 	c->part = SL_PART_ALL;
 	if (c->dry ? c->dry_tasks != n0 : c->rk[r].last[st] != before) {
-		k->last = c->rk[r].last[st];
-		k->st = st;
+		d->last = c->rk[r].last[st];
+		d->st = st;
+		for (int i = d->next; i < d->n * PAIR_PARTS && nst < 0; i++) {
+			int p, l = side_part(d, i, &p);
+			nst = part_stream(c, l, p);
+		}
+		d->rec = nst >= 0 && nst != st ? se_event_record(c, r, nst) : NONE32;
 	}
+	return d->next % PAIR_PARTS == 0 ? layer : -1;
 }
-
-/* A microbatch's side of a merged unit runs each layer's parts in this
- * order (TransformerLayerSchedulePlan.run; unit_pair interleaves the two
- * sides): forward the attention, dispatch, experts, combine and the
- * combine's compute; backward the combine's compute, combine, experts,
- * dispatch and attention. */
-static const int pair_order[2][5] = {
-    {SL_PART_CMB_COMP, SL_PART_COMBINE, SL_PART_MLP, SL_PART_DISPATCH, SL_PART_ATTN},
-    {SL_PART_ATTN, SL_PART_DISPATCH, SL_PART_MLP, SL_PART_COMBINE, SL_PART_CMB_COMP}};
 
 void ss_layer_parts(struct ctx *c, int r, const struct shape *z, int layer, int fwd)
 {
 	/* The layer before ends on the compute stream (its combine's compute,
 	 * its attention's gradient, or a dense layer's MLP), where this one's
 	 * first part runs: no event, as with no chain. */
-	struct chain k = {NONE32, S_COMPUTE};
-	int32_t mb = c->rk[r].mb;
-	for (int i = 0; i < 5; i++)
-		pair_part(c, r, z, &k, layer, fwd, mb, pair_order[fwd][i]);
+	struct side d = side_of(fwd, layer, 1, c->rk[r].mb);
+	while (d.next < PAIR_PARTS)
+		side_step(c, r, z, &d);
 }
+
+/* Which side runs the next part of a merged unit's layer pair, 0 the
+ * backward and 1 the forward (TransformerLayerSchedulePlan.run): the
+ * backward's combine, the forward's attention, the backward's experts,
+ * the forward's dispatch, the backward's dispatch, the forward's experts
+ * and combine, the backward's attention, the forward's combine's compute,
+ * then the backward's next layer's combine's compute (its first part,
+ * the unit's first layer's run ahead of the pairs). */
+static const int pair_turns[] = {0, 1, 0, 1, 0, 1, 1, 0, 1, 0};
 
 /* The merged unit of stage s: the forward of microbatch mbf on chunk chf
  * beside the backward of mbb on chb (dp_bucket: the backward's, unit_bwd);
@@ -878,7 +952,7 @@ static void unit_pair(struct ctx *c, int s, int chf, int mbf, int chb, int mbb, 
 	int nb = hb ? layout_chunk_layers(&in->m, &c->lay, s, chb) : 0;
 	int reduce = hb && (dp_bucket || c->lay.zero >= 2);
 	int32_t mb0 = hf ? mbf : mbb;
-	struct chain f = {NONE32, S_COMPUTE}, b = {NONE32, S_COMPUTE};
+	struct side d[2] = {side_of(0, lb0, nb, mbb), side_of(1, lf0, nf, mbf)};
 	size_t slot = SIZE_MAX;
 	struct sf_start u;
 
@@ -905,34 +979,13 @@ static void unit_pair(struct ctx *c, int s, int chf, int mbf, int chb, int mbb, 
 		if (reduce && !lora(c))
 			grad_ready(c, r, z, head_params(c, r));
 	}
-	if (nb > 0)
-		pair_part(c, r, z, &b, lb0 + nb - 1, 0, mbb, SL_PART_CMB_COMP);
-	for (int i = 0; i < nb || i < nf; i++) {
-		int lf = lf0 + i, lb = lb0 + nb - 1 - i;
-		if (i < nb)
-			pair_part(c, r, z, &b, lb, 0, mbb, SL_PART_COMBINE);
-		if (i < nf)
-			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_ATTN);
-		if (i < nb)
-			pair_part(c, r, z, &b, lb, 0, mbb, SL_PART_MLP);
-		if (i < nf)
-			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_DISPATCH);
-		if (i < nb)
-			pair_part(c, r, z, &b, lb, 0, mbb, SL_PART_DISPATCH);
-		if (i < nf) {
-			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_MLP);
-			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_COMBINE);
+	side_step(c, r, z, &d[0]);
+	while (d[0].next < d[0].n * PAIR_PARTS || d[1].next < d[1].n * PAIR_PARTS)
+		for (size_t t = 0; t < sizeof(pair_turns) / sizeof(*pair_turns); t++) {
+			int done = side_step(c, r, z, &d[pair_turns[t]]);
+			if (pair_turns[t] == 0 && done >= 0 && reduce)
+				layer_grads(c, r, z, done);
 		}
-		if (i < nb) {
-			pair_part(c, r, z, &b, lb, 0, mbb, SL_PART_ATTN);
-			if (reduce)
-				layer_grads(c, r, z, lb);
-		}
-		if (i < nf)
-			pair_part(c, r, z, &f, lf, 1, mbf, SL_PART_CMB_COMP);
-		if (i + 1 < nb)
-			pair_part(c, r, z, &b, lb - 1, 0, mbb, SL_PART_CMB_COMP);
-	}
 	if (hf) {
 		set_ann(c, r, -1, PH_FORWARD, mbf);
 		if (last_chunk_of(c, z, s, chf) && !in->bare) {

@@ -232,10 +232,11 @@ struct tally {
 };
 
 /* The schedule's marks, node ids as built. */
-/* A layer's all-gather (step.c gather): its task, and the event recorded
- * as it was issued that the layer's compute waits on (NONE32 both in a
- * dry run). */
-struct gathered {
+/* A task on a side stream that the compute stream waits for later (a
+ * layer's all-gather, step.c gather; an offloaded layer's copy out or
+ * back, unit_fwd, unit_bwd): its task, and the event recorded as it was
+ * issued that the compute waits on (NONE32 both in a dry run). */
+struct issued {
 	uint32_t task;
 	uint32_t record;
 };
@@ -251,8 +252,8 @@ struct sched_state {
 	/* One unit's scratch, its capacity kept from unit to unit: the
 	 * offloaded layers' copies (unit_fwd, unit_bwd) and the layers'
 	 * gathers (gather_before). */
-	VEC(uint32_t) copies;
-	VEC(struct gathered) gathers;
+	VEC(struct issued) copies;
+	VEC(struct issued) gathers;
 };
 
 /* Folded units (in->units): templates and their parts, the marks of the
@@ -319,7 +320,7 @@ struct ctx {
 				      * layers, embedding, head and transfers
 				      * skipped: ss_dp_host) */
 	unsigned dry_tasks;	     /* dry: tasks launched so far (a part's chain,
-				      * step.c pair_part, sees whether it added one) */
+				      * step.c side_step, sees whether it added one) */
 	struct emit_state em;	     /* the graph as built */
 	struct tally tally;	     /* what the build counted */
 	struct sched_state sc;	     /* the schedule's marks */
