@@ -1541,6 +1541,148 @@ static void graphs_equal(const struct graph *a, const struct graph *b)
 		assert_string_equal(strtab_get(&a->st, a->name[u]), strtab_get(&b->st, b->name[u]));
 }
 
+/* One input built at microbatches m with templates carried in tpl (NULL:
+ * none), folded, into r. */
+static void build_tpl(const struct synth_in *in, int m, struct synth_tpl *tpl, struct run *r)
+{
+	struct synth_in b = *in;
+	struct prism_err err;
+	prism_err_clear(&err);
+	b.units = 1;
+	b.no_shapes = 1;
+	b.lay.microbatches = m;
+	memset(r, 0, sizeof(*r));
+	if (synth_build_tpl(&b, tpl, &r->g, &r->so, &err) || graph_check(r->g, &err) ||
+	    settle_synth(r->g, &r->so, &r->st, &err)) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+}
+
+/* Two builds' outputs, the same: their graphs task for task, the
+ * schedule's and the folded units' marks (each unit task's kernels
+ * compared, not their index), counts, waits and the settled step. */
+static void outs_equal(const struct run *a, const struct run *b)
+{
+	const struct synth_out *x = &a->so, *y = &b->so;
+	graphs_equal(a->g, b->g);
+	assert_true(x->flops == y->flops);
+	assert_int_equal(x->kernels, y->kernels);
+	assert_int_equal(x->kdb_exact, y->kdb_exact);
+	assert_int_equal(x->kdb_interpolated, y->kdb_interpolated);
+	assert_int_equal(x->tasks, y->tasks);
+	assert_int_equal(x->n_units_folded, y->n_units_folded);
+	assert_int_equal(x->n_units_kept, y->n_units_kept);
+	assert_int_equal(x->n_unit_kinds, y->n_unit_kinds);
+	assert_int_equal(x->n_steps, y->n_steps);
+	assert_memory_equal(x->step_first, y->step_first, x->n_steps * sizeof(*x->step_first));
+	assert_memory_equal(x->step_last, y->step_last, x->n_steps * sizeof(*x->step_last));
+	assert_int_equal(x->n_units, y->n_units);
+	assert_memory_equal(x->unit_first, y->unit_first, x->n_units * sizeof(*x->unit_first));
+	assert_memory_equal(x->unit_last, y->unit_last, x->n_units * sizeof(*x->unit_last));
+	assert_int_equal(x->n_waits, y->n_waits);
+	assert_memory_equal(x->waits, y->waits, x->n_waits * sizeof(*x->waits));
+	assert_int_equal(x->n_marks, y->n_marks);
+	for (size_t i = 0; i < x->n_marks; i++) {
+		const struct synth_fold_mark *p = &x->marks[i], *q = &y->marks[i];
+		assert_int_equal(p->node, q->node);
+		assert_int_equal(p->host, q->host);
+		assert_int_equal(p->n_kern, q->n_kern);
+		for (uint32_t k = 0; k < p->n_kern; k++) {
+			const struct synth_fold_kern *e = &x->kerns[p->kern0 + k];
+			const struct synth_fold_kern *f = &y->kerns[q->kern0 + k];
+			assert_int_equal(e->rel_ns, f->rel_ns);
+			assert_int_equal(e->lag_ns, f->lag_ns);
+			assert_int_equal(e->dur_ns, f->dur_ns);
+			assert_int_equal(e->comm, f->comm);
+		}
+	}
+	assert_true(a->st.iter_s == b->st.iter_s);
+	assert_true(a->st.exposed_comm_s == b->st.exposed_comm_s);
+	assert_int_equal(a->st.unit_span_ns, b->st.unit_span_ns);
+}
+
+/* The hierarchical points' templates carried from one point to the next
+ * (synth_build_tpl): each point built with them equals the point built
+ * alone, task for task, and the templates are taken (a later point
+ * adopts most of its kinds); a tpl left by another input starts over. */
+static void test_carried_templates(void **state)
+{
+	static const struct {
+		int tp, pp, dp, vp, sched, rec, zero, sp, experts, ep, cp, overlap;
+	} cases[] = {
+	    {1, 4, 1, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, 1, 1, 0},
+	    {2, 4, 2, 2, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 1, 1, 0, 1, 1, 0},
+	    {2, 2, 4, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_FULL, 2, 1, 0, 1, 1, 0},
+	    {2, 2, 4, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 3, 0, 0, 1, 1, 0},
+	    {1, 4, 1, 1, LAYOUT_ZB2P, LAYOUT_RECOMPUTE_NONE, 0, 0, 0, 1, 1, 0},
+	    {2, 2, 2, 1, LAYOUT_ZBV, LAYOUT_RECOMPUTE_SELECTIVE, 1, 1, 0, 1, 1, 0},
+	    {2, 2, 4, 1, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 2, 1, 0, 1, 1, 0},
+	    {1, 2, 4, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1, 0, 8, 4, 1, 0},
+	    {1, 1, 2, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1, 0, 8, 2, 1, 1},
+	    {2, 2, 2, 1, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 1, 1, 0, 1, 2, 0},
+	};
+	struct synth_tpl *tpl = synth_tpl_new();
+	size_t carried = 0, kinds = 0;
+	(void)state;
+	assert_non_null(tpl);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_in in;
+		int p = cases[i].pp, m0 = cases[i].sched == LAYOUT_INTERLEAVED ? 2 * p : 2 * p + 1;
+		int c = cases[i].sched == LAYOUT_INTERLEAVED ? p : 1;
+		small(&in);
+		in.lay.tp = cases[i].tp;
+		in.lay.pp = p;
+		in.lay.dp = cases[i].dp;
+		in.lay.vp = cases[i].vp;
+		in.lay.schedule = cases[i].sched;
+		in.lay.recompute = cases[i].rec;
+		in.lay.zero = cases[i].zero;
+		in.lay.sp = cases[i].sp;
+		in.lay.cp = cases[i].cp;
+		if (cases[i].experts) {
+			in.m.experts = cases[i].experts;
+			in.m.top_k = 2;
+			in.m.expert_ffn = 1024;
+			in.lay.ep = cases[i].ep;
+			in.lay.moe_a2a_overlap = cases[i].overlap;
+		}
+		/* The points, and a count below them (its own templates'
+		 * first units: the last microbatch's sooner). */
+		for (int k = 0; k < 4; k++) {
+			int m = k < 3 ? m0 + k * c : p;
+			struct synth_in at = in;
+			struct prism_err err;
+			struct run a, b;
+			at.lay.microbatches = m;
+			prism_err_clear(&err);
+			if (synth_check(&at, &err)) {
+				print_message("  %s\n", err.msg);
+				assert_int_equal(k, 3); /* DualPipeV below 2p */
+				continue;
+			}
+			build_tpl(&in, m, tpl, &a);
+			build_tpl(&in, m, NULL, &b);
+			print_message("carried case %zu at %d: %zu of %zu kinds carried\n", i, m,
+				      a.so.n_unit_kinds_carried, a.so.n_unit_kinds);
+			outs_equal(&a, &b);
+			assert_int_equal(b.so.n_unit_kinds_carried, 0);
+			if (k == 0) /* another input's templates: none taken */
+				assert_int_equal(a.so.n_unit_kinds_carried, 0);
+			if (k == 1 || k == 2) { /* the later points: most kinds */
+				assert_true(a.so.n_unit_kinds_carried > 0);
+				carried += a.so.n_unit_kinds_carried;
+				kinds += a.so.n_unit_kinds;
+			}
+			run_free(&a);
+			run_free(&b);
+		}
+	}
+	print_message("%zu of %zu kinds carried at the later points\n", carried, kinds);
+	assert_true(carried >= kinds * 9 / 10);
+	synth_tpl_free(tpl);
+}
+
 /* The prediction of in as a sweep makes it (folded, the line through its
  * points where it has one). */
 static void predicted(const struct synth_in *in, struct predict_out *p)
@@ -1760,6 +1902,7 @@ int main(void)
 	    cmocka_unit_test(test_agreement_zero_impls),
 	    cmocka_unit_test(test_one_breakdown),
 	    cmocka_unit_test(test_canonical),
+	    cmocka_unit_test(test_carried_templates),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

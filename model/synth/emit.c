@@ -42,11 +42,16 @@ uint32_t se_intern(struct ctx *c, const char *s)
 	uint32_t id;
 	/* The id gw_intern would give: a string's id is the one of its
 	 * text. */
-	if (e->s == s && !c->em.w.rc && strcmp(strtab_get(&c->em.w.st, e->id), s) == 0)
-		return e->id;
-	id = gw_intern(&c->em.w, s);
-	if (!se_failed(c))
-		e->s = s, e->id = id;
+	if (e->s == s && !c->em.w.rc && strcmp(strtab_get(&c->em.w.st, e->id), s) == 0) {
+		id = e->id;
+	} else {
+		id = gw_intern(&c->em.w, s);
+		if (!se_failed(c))
+			e->s = s, e->id = id;
+	}
+	/* A unit being folded: its strings, for a later build (fold.c). */
+	if (c->fo.rec && VEC_PUSH(c->fo.rec_ids, id))
+		c->oom = 1;
 	return id;
 }
 

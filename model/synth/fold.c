@@ -500,19 +500,120 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 	return 0;
 }
 
+/* A rank's state as a unit's build reads and leaves it. */
+static struct fold_rank rank_now(const struct rankst *k)
+{
+	struct fold_rank f = {k->layer, k->mb, k->phase, k->mtp, k->ebucket, k->region};
+	return f;
+}
+
+/* Adopt t, made by an earlier build, into this one at its first use on
+ * rank r: 1 where this build stands where its unit was built (its rank's
+ * state, the sequence entries, every string the unit interned found at
+ * the id it had or, new, added at it), with what building the unit would
+ * have left (the strings interned, the sequence entries added, the
+ * correlation ids used, the rank's state); 0, nothing changed, where not
+ * (the unit is then built, and folded, as in a build of its own). */
+static int fold_adopt(struct ctx *c, struct ufold *t, int r)
+{
+	struct rankst *k = &c->rk[r];
+	struct fold_rank now = rank_now(k);
+	const struct strtab *st = &c->em.w.st;
+	uint32_t fresh = st->n;
+
+	if (c->em.seqs.n != t->seq_n0 || now.layer != t->before.layer ||
+	    now.phase != t->before.phase || now.mtp != t->before.mtp ||
+	    now.ebucket != t->before.ebucket || now.region != t->before.region ||
+	    (t->after.mb != t->before.mb && now.mb != t->before.mb))
+		return 0;
+	for (uint32_t i = 0; i < t->n_str; i++) {
+		const struct fstr *f = &c->fo.fstrs.v[t->str0 + i];
+		const char *txt = c->fo.ftext.v + f->off;
+		uint32_t id = strtab_find(st, txt, strlen(txt));
+		if (id == STRTAB_NONE)
+			id = fresh++;
+		if (id != f->id)
+			return 0;
+	}
+	if (VEC_RESERVE(c->em.seqs, c->em.seqs.n + t->n_seq))
+		return c->oom = 1, 0;
+	for (uint32_t i = 0; i < t->n_str; i++)
+		gw_intern(&c->em.w, c->fo.ftext.v + c->fo.fstrs.v[t->str0 + i].off);
+	if (se_failed(c))
+		return 0;
+	for (uint32_t i = 0; i < t->n_seq; i++)
+		c->em.seqs.v[c->em.seqs.n++] = c->fo.fseqs.v[t->seq0 + i];
+	c->em.next_corr += t->corr_d;
+	k->layer = t->after.layer;
+	k->phase = t->after.phase;
+	k->mtp = t->after.mtp;
+	k->ebucket = t->after.ebucket;
+	k->region = t->after.region;
+	if (t->after.mb != t->before.mb)
+		k->mb = t->after.mb;
+	t->epoch = c->fo.epoch;
+	c->fo.kinds++;
+	c->fo.carried++;
+	return 1;
+}
+
 int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb, int32_t mbb)
 {
-	const struct ufold *t;
+	struct ufold *t;
 	if (c->fo.findex.v[slot] >= c->fo.folds.n || c->em.pend.n)
 		return 0;
 	t = &c->fo.folds.v[c->fo.findex.v[slot]];
-	if (t->bucket0 != c->rk[r].bucket || !fold_ext_ok(c, t, r))
+	if (t->bucket0 != c->rk[r].bucket || !fold_ext_ok(c, t, r) ||
+	    (t->epoch != c->fo.epoch && !fold_adopt(c, t, r))) {
+		/* One from an earlier build that does not hold here: this
+		 * build makes its own, as without it. */
+		if (t->epoch != c->fo.epoch)
+			c->fo.findex.v[slot] = NONE32;
 		return 0;
+	}
 	fold_replay(c, t, r, mb, mbb);
 	return 1;
 }
 
-void sf_begin(const struct ctx *c, int r, struct sf_start *u)
+/* What t's unit interned (c->fo.rec_ids), each string once in order, its
+ * sequence entries from t->seq_n0: kept beside t for a later build.  0,
+ * or -1 when out of memory. */
+static int fold_keep(struct ctx *c, struct ufold *t)
+{
+	uint32_t top = 0;
+	t->str0 = (uint32_t)c->fo.fstrs.n;
+	t->seq0 = (uint32_t)c->fo.fseqs.n;
+	for (size_t i = 0; i < c->fo.rec_ids.n; i++)
+		if (c->fo.rec_ids.v[i] >= top)
+			top = c->fo.rec_ids.v[i] + 1;
+	if (VEC_RESERVE(c->fo.seen, top))
+		return -1;
+	memset(c->fo.seen.v, 0, top);
+	for (size_t i = 0; i < c->fo.rec_ids.n; i++) {
+		uint32_t id = c->fo.rec_ids.v[i];
+		const char *txt = strtab_get(&c->em.w.st, id);
+		size_t len = strlen(txt) + 1;
+		struct fstr f = {(uint32_t)c->fo.ftext.n, id};
+		if (c->fo.seen.v[id])
+			continue;
+		c->fo.seen.v[id] = 1;
+		if (VEC_RESERVE(c->fo.ftext, c->fo.ftext.n + len) || VEC_PUSH(c->fo.fstrs, f))
+			return -1;
+		memcpy(c->fo.ftext.v + c->fo.ftext.n, txt, len);
+		c->fo.ftext.n += len;
+	}
+	for (size_t q = t->seq_n0; q < c->em.seqs.n; q++) {
+		struct pgseq e = c->em.seqs.v[q];
+		e.n = 0;
+		if (VEC_PUSH(c->fo.fseqs, e))
+			return -1;
+	}
+	t->n_str = (uint32_t)(c->fo.fstrs.n - t->str0);
+	t->n_seq = (uint32_t)(c->fo.fseqs.n - t->seq0);
+	return 0;
+}
+
+void sf_begin(struct ctx *c, int r, struct sf_start *u)
 {
 	u->k0 = c->em.w.n_nodes;
 	u->e0 = c->em.w.edges.n;
@@ -525,12 +626,21 @@ void sf_begin(const struct ctx *c, int r, struct sf_start *u)
 	u->t.flops = c->tally.flops;
 	u->t.kernels = c->tally.kernels;
 	memcpy(u->t.hits, c->tally.kdb_hits, sizeof(u->t.hits));
+	u->t.before = rank_now(&c->rk[r]);
+	u->t.seq_n0 = (uint32_t)c->em.seqs.n;
+	u->t.corr_d = c->em.next_corr;
+	u->t.epoch = c->fo.epoch;
+	c->fo.rec = c->fo.fold;
+	c->fo.rec_ids.n = 0;
 }
 
 int sf_end(struct ctx *c, int r, int32_t mb, int32_t mbb, size_t slot, const struct sf_start *u)
 {
+	c->fo.rec = 0;
 	if (slot != SIZE_MAX && !c->oom && c->fo.findex.v[slot] == NONE32) {
 		struct ufold t = u->t;
+		t.after = rank_now(&c->rk[r]);
+		t.corr_d = c->em.next_corr - t.corr_d;
 		t.flops = c->tally.flops - t.flops;
 		t.kernels = c->tally.kernels - t.kernels;
 		for (int h = 0; h < 3; h++)
@@ -543,11 +653,12 @@ int sf_end(struct ctx *c, int r, int32_t mb, int32_t mbb, size_t slot, const str
 			for (int h = 0; h < 3; h++)
 				c->tally.kdb_hits[h] -= t.hits[h];
 			c->em.waits.n = u->w0;
-			if (VEC_PUSH(c->fo.folds, t)) {
+			if (fold_keep(c, &t) || VEC_PUSH(c->fo.folds, t)) {
 				c->oom = 1;
 				return 1;
 			}
 			c->fo.findex.v[slot] = (uint32_t)(c->fo.folds.n - 1);
+			c->fo.kinds++;
 			/* The streams as before the unit: its events from
 			 * before it are replayed from them. */
 			memcpy(c->rk[r].last, u->last0, sizeof(u->last0));
@@ -575,4 +686,51 @@ void sf_release(struct ctx *c)
 	VEC_FREE(c->fo.fsegs);
 	VEC_FREE(c->fo.fgates);
 	VEC_FREE(c->fo.findex);
+	VEC_FREE(c->fo.rec_ids);
+	VEC_FREE(c->fo.seen);
+	VEC_FREE(c->fo.ftext);
+	VEC_FREE(c->fo.fstrs);
+	VEC_FREE(c->fo.fseqs);
+}
+
+int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
+{
+	struct synth_in key = *c->in;
+	uint32_t n_fold = c->fo.n_fold;
+	int fold = c->fo.fold;
+
+	key.lay.microbatches = 0;
+	c->fo = tpl->fo;
+	memset(&tpl->fo, 0, sizeof(tpl->fo));
+	if (!tpl->have || tpl->n_fold != n_fold || tpl->n_cpu != c->em.n_cpu ||
+	    memcmp(&key, &tpl->key, sizeof(key)) != 0) {
+		/* Another input's, or none: start empty, the memory kept. */
+		c->fo.folds.n = c->fo.fnodes.n = c->fo.fedges.n = c->fo.fcolls.n = 0;
+		c->fo.fmarks.n = c->fo.fexts.n = c->fo.fkerns.n = c->fo.findex.n = 0;
+		c->fo.ftext.n = c->fo.fstrs.n = c->fo.fseqs.n = 0;
+	}
+	tpl->key = key;
+	tpl->have = 0;
+	for (size_t i = 0; i < c->fo.findex.n; i++)
+		if (c->fo.findex.v[i] == FOLD_NEVER) /* tried again, as in a build of its own */
+			c->fo.findex.v[i] = NONE32;
+	c->fo.n_fold = n_fold;
+	c->fo.fold = fold;
+	c->fo.epoch++;
+	c->fo.kinds = c->fo.carried = 0;
+	c->fo.rec = 0;
+	c->fo.marks.n = 0;
+	c->fo.tasks_folded = 0;
+	c->fo.units_folded = c->fo.units_kept = 0;
+	c->fo.carry = 1;
+	return 0;
+}
+
+void sf_carry_out(struct ctx *c, struct synth_tpl *tpl, int ok)
+{
+	tpl->fo = c->fo;
+	memset(&c->fo, 0, sizeof(c->fo));
+	tpl->n_fold = tpl->fo.n_fold;
+	tpl->n_cpu = c->em.n_cpu;
+	tpl->have = ok;
 }

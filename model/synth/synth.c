@@ -252,7 +252,8 @@ static int take_out(struct ctx *c, uint32_t n_tasks, struct synth_out *out)
 	out->tasks = (uint64_t)n_tasks + c->fo.tasks_folded;
 	out->n_units_folded = c->fo.units_folded;
 	out->n_units_kept = c->fo.units_kept;
-	out->n_unit_kinds = c->fo.folds.n;
+	out->n_unit_kinds = c->fo.kinds;
+	out->n_unit_kinds_carried = c->fo.carried;
 	if (c->fo.marks.n) {
 		out->marks = prism_malloc(c->fo.marks.n * sizeof(*out->marks));
 		if (!out->marks)
@@ -263,9 +264,17 @@ static int take_out(struct ctx *c, uint32_t n_tasks, struct synth_out *out)
 			out->marks[i].host = newid[c->fo.marks.v[i].host];
 		}
 		out->n_marks = c->fo.marks.n;
-		out->kerns = c->fo.fkerns.v;
 		out->n_kerns = c->fo.fkerns.n;
-		memset(&c->fo.fkerns, 0, sizeof(c->fo.fkerns));
+		if (c->fo.carry) { /* the templates' own, kept for the next build */
+			out->kerns = prism_malloc((c->fo.fkerns.n ? c->fo.fkerns.n : 1) *
+						  sizeof(*out->kerns));
+			if (!out->kerns)
+				return PRISM_ENOMEM;
+			memcpy(out->kerns, c->fo.fkerns.v, c->fo.fkerns.n * sizeof(*out->kerns));
+		} else {
+			out->kerns = c->fo.fkerns.v;
+			memset(&c->fo.fkerns, 0, sizeof(c->fo.fkerns));
+		}
 	}
 	out->n_waits = (uint32_t)c->em.waits.n;
 	out->waits = prism_malloc((c->em.waits.n ? c->em.waits.n : 1) * sizeof(*out->waits));
@@ -280,8 +289,30 @@ static int take_out(struct ctx *c, uint32_t n_tasks, struct synth_out *out)
 	return 0;
 }
 
+struct synth_tpl *synth_tpl_new(void)
+{
+	return prism_calloc(1, sizeof(struct synth_tpl));
+}
+
+void synth_tpl_free(struct synth_tpl *tpl)
+{
+	struct ctx c;
+	if (!tpl)
+		return;
+	memset(&c, 0, sizeof(c));
+	c.fo = tpl->fo;
+	sf_release(&c);
+	free(tpl);
+}
+
 int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_out *out,
 		struct prism_err *err)
+{
+	return synth_build_tpl(in, NULL, out_g, out, err);
+}
+
+int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct graph **out_g,
+		    struct synth_out *out, struct prism_err *err)
 {
 	struct ctx c;
 	struct shape z;
@@ -305,6 +336,8 @@ int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_ou
 	z.pp_per_node = in->lay.tp * layout_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
 	c.fo.n_fold = se_intern(&c, "prism::unit");
 	c.fo.fold = in->units;
+	if (tpl && sf_carry_in(&c, tpl))
+		goto oom;
 	c.rk = prism_calloc((size_t)in->lay.pp, sizeof(*c.rk));
 	if (!c.rk || se_procs(&c))
 		goto oom;
@@ -331,6 +364,8 @@ oom:
 	synth_out_release(out);
 done:
 	graph_free(g);
+	if (tpl)
+		sf_carry_out(&c, tpl, rc == 0);
 	se_release(&c);
 	sf_release(&c);
 	free(c.rk);

@@ -280,6 +280,8 @@ struct synth_out {
 	struct synth_fold_kern *kerns; /* the kernels inside the unit tasks */
 	size_t n_kerns;
 	size_t n_units_folded, n_units_kept, n_unit_kinds;
+	size_t n_unit_kinds_carried; /* of the kinds, templates taken from an
+				      * earlier build (synth_build_tpl) */
 	/* Contention (sim.h): the profile's, 0 for bare runs. */
 	double slow_compute, slow_comm;
 };
@@ -446,6 +448,27 @@ double synth_moe_dispatch_s(const struct synth_in *in);
 int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_out *out,
 		struct prism_err *err);
 void synth_out_release(struct synth_out *o);
+
+/*
+ * Folded units' templates carried from one build to the next
+ * (hierarchical simulation's points: one input at several microbatch
+ * counts).  synth_build_tpl() is synth_build() that takes the templates
+ * tpl holds where tpl was last used for the same input but its
+ * microbatches (else it starts empty), and leaves its own there.  A
+ * carried template is taken at its unit's first use only where the build
+ * stands as the one that made it did (the rank's state, the collectives'
+ * sequence entries, each string its unit interned found at, or new added
+ * at, the id it had), with what building the unit would have left
+ * (strings, sequence entries, correlation ids, the rank's state); else the
+ * unit is built and folded as without it.  The graph and the output are
+ * those of synth_build(), task for task (tests/test_hier.c).  tpl owns
+ * its memory, kept from build to build; free it with synth_tpl_free().
+ */
+struct synth_tpl;
+struct synth_tpl *synth_tpl_new(void);
+void synth_tpl_free(struct synth_tpl *tpl);
+int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct graph **out_g,
+		    struct synth_out *out, struct prism_err *err);
 
 /* The layout rules alone, the limits above and LLM_MAX_* first (so that
  * no rule divides by zero or overflows), and the graph's size: 0, or

@@ -131,6 +131,21 @@ struct se_name {
 
 /* ---- folded units (hierarchical simulation, synth.h) ---------------- */
 
+/* What a unit's build reads of its rank's state besides its buckets and
+ * streams, and leaves there (rankst). */
+struct fold_rank {
+	int32_t layer, mb;
+	uint8_t phase, mtp;
+	double ebucket;
+	int64_t region;
+};
+
+/* A string a template's unit interned: its text (fold_state.ftext) and
+ * the id it had. */
+struct fstr {
+	uint32_t off, id;
+};
+
 /* A folded unit (found by its key in ctx.fo.findex): its tasks, edges (ids
  * relative to its first task), collectives (node relative; seq: their
  * (rank, pg) entry in ctx.em.seqs) and marks in ctx.fo's f* arrays. */
@@ -146,6 +161,16 @@ struct ufold {
 	 * unit reduces a bucket once it is full, so the template holds only
 	 * where the bucket starts as it did, and leaves it as it did. */
 	double bucket0, bucket1;
+	/* Carried to a later build (synth_build_tpl): the build that made or
+	 * adopted it (fold_state.epoch); the strings its unit interned, in
+	 * order, each once (fold_state.fstrs), which a build adopting it
+	 * interns in that order and finds at the same ids; the (rank, pg)
+	 * sequence entries its unit added (fold_state.fseqs) after seq_n0
+	 * entries; the correlation ids it used; what of its rank the unit's
+	 * build read (before) and left (after). */
+	uint32_t epoch, str0, n_str, seq0, n_seq, seq_n0;
+	int64_t corr_d;
+	struct fold_rank before, after;
 };
 
 /* An event a unit's task waits for from before the unit: the last task of
@@ -273,9 +298,20 @@ struct fold_state {
 	VEC(int64_t) fgates;		    /* scratch: its host offsets that gate launches */
 	VEC(uint32_t) findex;		    /* per (stage, chunk, flags): its template, or NONE32 */
 	uint32_t n_fold;		    /* the name of a unit task */
-	uint64_t tasks_folded;		    /* kernel-level tasks the folded units stand
+	/* Carried from build to build (synth_build_tpl): this build's
+	 * number, templates made or adopted in it, the strings the unit being
+	 * built interns (rec: recording them), the templates' strings and
+	 * sequence entries. */
+	uint32_t epoch, kinds, carried;
+	int rec, carry; /* carry: the templates go back to a synth_tpl */
+	VEC(uint32_t) rec_ids;
+	VEC(uint8_t) seen;
+	VEC(char) ftext;
+	VEC(struct fstr) fstrs;
+	VEC(struct pgseq) fseqs;
+	uint64_t tasks_folded;		 /* kernel-level tasks the folded units stand
 					     * for, less their unit tasks */
-	size_t units_folded, units_kept;    /* units repeated from a template; built as they are */
+	size_t units_folded, units_kept; /* units repeated from a template; built as they are */
 };
 
 struct ctx {
@@ -325,6 +361,16 @@ struct ctx {
 	struct tally tally;	     /* what the build counted */
 	struct sched_state sc;	     /* the schedule's marks */
 	struct fold_state fo;	     /* folded units */
+};
+
+/* Templates carried from one build to the next of the same input but its
+ * microbatches (synth.h, synth_build_tpl): fold_state moved in and out,
+ * the input it was made for, the names every build interns first. */
+struct synth_tpl {
+	struct fold_state fo;
+	struct synth_in key; /* lay.microbatches 0 */
+	uint32_t n_fold, n_cpu;
+	int have;
 };
 
 /* The layout as the kernels of one layer and the schedule need it. */
@@ -584,7 +630,7 @@ struct sf_start {
 int sf_reuse(struct ctx *c, size_t slot, int r, int32_t mb, int32_t mbb);
 
 /* Before rank r's unit is built. */
-void sf_begin(const struct ctx *c, int r, struct sf_start *u);
+void sf_begin(struct ctx *c, int r, struct sf_start *u);
 
 /* After it is built: where slot (SIZE_MAX: none) has no template yet,
  * fold the unit into one, take the unit back and repeat the template: 1
@@ -594,6 +640,11 @@ int sf_end(struct ctx *c, int r, int32_t mb, int32_t mbb, size_t slot, const str
 
 /* Free c->fo. */
 void sf_release(struct ctx *c);
+
+/* A build's start and end with templates carried (synth_build_tpl): take
+ * tpl's templates into c (0, or PRISM_ENOMEM), give them back. */
+int sf_carry_in(struct ctx *c, struct synth_tpl *tpl);
+void sf_carry_out(struct ctx *c, struct synth_tpl *tpl, int ok);
 
 /* ---- step.c: the step and its schedule ------------------------------ */
 

@@ -16,8 +16,10 @@ struct point {
 	uint32_t kdb_exact, kdb_interpolated;
 };
 
-/* Simulate in at m microbatches, folded. */
-static int point_run(const struct synth_in *in, int m, struct point *pt, struct prism_err *err)
+/* Simulate in at m microbatches, folded, the units' templates carried in
+ * tpl from the points before (synth_build_tpl: the same graph). */
+static int point_run(const struct synth_in *in, int m, struct point *pt, struct synth_tpl *tpl,
+		     struct prism_err *err)
 {
 	struct synth_in x = *in;
 	struct graph *g = NULL;
@@ -28,8 +30,13 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 	x.lay.microbatches = m;
 	x.units = 1;
 	x.no_shapes = 1;
-	if ((rc = settle_build(&x, &g, &so, &pt->st, err)))
+	if ((rc = synth_build_tpl(&x, tpl, &g, &so, err)))
 		return rc;
+	if ((rc = settle_synth(g, &so, &pt->st, err))) {
+		graph_free(g);
+		synth_out_release(&so);
+		return rc;
+	}
 	memset(pt->host_ns, 0, sizeof(pt->host_ns));
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
@@ -193,6 +200,7 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	int p = l->pp, m = l->microbatches, m0, c, rc, have = 0, host_slow;
 	double spent = 0;
 	struct point *pt;
+	struct synth_tpl *tpl;
 
 	memset(out, 0, sizeof(*out));
 	/* Stages of unequal layers (a balanced, Megatron-Core or given
@@ -246,8 +254,13 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	 * (interleaved, 2p is past it already). */
 	if (l->moe_a2a_overlap && l->schedule != LAYOUT_INTERLEAVED)
 		m0 += c;
-	if (!(pt = prism_malloc(3 * sizeof(*pt))))
+	pt = prism_malloc(3 * sizeof(*pt));
+	tpl = synth_tpl_new();
+	if (!pt || !tpl) {
+		free(pt);
+		synth_tpl_free(tpl);
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	}
 	/* Points past a longer transient where the first ones disagree,
 	 * while all of them cost at most HIER_POINTS_SHARE of m: a window 4x
 	 * further on where it fits, else (a short transient: the host's lead
@@ -266,7 +279,7 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 			continue;
 		}
 		for (int k = have; k < 3; k++)
-			if ((rc = point_run(in, m0 + k * c, &pt[k], err)) != 0)
+			if ((rc = point_run(in, m0 + k * c, &pt[k], tpl, err)) != 0)
 				break;
 		if (rc || (rc = try_line(in, pt, m0, c, out, &host_slow)) != 0)
 			break;
@@ -283,5 +296,6 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 		}
 	}
 	free(pt);
+	synth_tpl_free(tpl);
 	return rc;
 }
