@@ -40,7 +40,9 @@ with tempfile.TemporaryDirectory() as d:
             "-", code=2)
     check(r.stderr == b"prism synth: -o - writes one trace to standard output: --pp > 1 "
           b"writes one per stage (give -o FILE)\n" and not r.stdout, repr(r.stderr))
-    run("synth", "gpt-small", "--hw", "h100-dgx", "-o", "-", "--json", code=2)
+    r = run("synth", "gpt-small", "--hw", "h100-dgx", "-o", "-", "--json", code=2)
+    check(r.stderr == b"prism: -o - and --json would share standard output: give -o FILE\n"
+          and not r.stdout, repr(r.stderr))
 
     # ingest -o -: the graph file's bytes.
     gf = os.path.join(d, "g.graph")
