@@ -201,6 +201,8 @@ int cmd_synth(int argc, char **argv)
 	}
 	if (c == CLI_PARSE_EXIT)
 		return args.status;
+	if (cli_stdout_shared(out, "-o", json ? "--json" : NULL))
+		return EXIT_USAGE;
 	if (optind != argc - 1 || !hw_name) {
 		fprintf(stderr, "prism synth: %s\n%s",
 			optind != argc - 1 ? "give one MODEL" : "give the hardware with --hw",
@@ -221,10 +223,9 @@ int cmd_synth(int argc, char **argv)
 	if (cli_find_config("hw", hw_name, hpath, sizeof(hpath), NULL))
 		hpath[0] = '\0';
 	/* -o -: the trace on standard output, the prediction on stderr. */
-	if (to_stdout && (in.lay.pp > 1 || json)) {
-		fprintf(stderr, "prism synth: -o - writes one trace to standard output: %s\n",
-			json ? "--json would share it (give -o FILE)"
-			     : "--pp > 1 writes one per stage (give -o FILE)");
+	if (to_stdout && in.lay.pp > 1) {
+		fprintf(stderr, "prism synth: -o - writes one trace to standard output: --pp > 1 "
+				"writes one per stage (give -o FILE)\n");
 		return EXIT_USAGE;
 	}
 	for (int r = 0; out && r < in.lay.pp; r++) {

@@ -39,8 +39,10 @@ with tempfile.TemporaryDirectory() as d:
     r = run("synth", "gpt-small", "--hw", "h100-dgx", "--pp", "2", "--microbatches", "4", "-o",
             "-", code=2)
     check(r.stderr == b"prism synth: -o - writes one trace to standard output: --pp > 1 "
-          b"writes one per stage (give -o FILE)\n" and not r.stdout, r.stderr)
-    run("synth", "gpt-small", "--hw", "h100-dgx", "-o", "-", "--json", code=2)
+          b"writes one per stage (give -o FILE)\n" and not r.stdout, repr(r.stderr))
+    r = run("synth", "gpt-small", "--hw", "h100-dgx", "-o", "-", "--json", code=2)
+    check(r.stderr == b"prism: -o - and --json would share standard output: give -o FILE\n"
+          and not r.stdout, repr(r.stderr))
 
     # ingest -o -: the graph file's bytes.
     gf = os.path.join(d, "g.graph")
@@ -48,7 +50,7 @@ with tempfile.TemporaryDirectory() as d:
     r = run("ingest", f, "-o", "-")
     with open(gf, "rb") as g:
         check(r.stdout == g.read(), "ingest -o - differs from ingest -o FILE")
-    check(b"graph saved to -" in r.stderr, r.stderr[-200:])
+    check(b"graph saved to -" in r.stderr, repr(r.stderr[-200:]))
 
     # whatif --timeline -: a Perfetto trace, the prediction on stderr.
     tl = os.path.join(d, "tl.json")
@@ -56,7 +58,7 @@ with tempfile.TemporaryDirectory() as d:
     r = run("whatif", "gpt-small", "--hw", "h100-dgx", "--dp", "2", "--timeline", "-")
     with open(tl, "rb") as g:
         check(r.stdout == g.read(), "whatif --timeline - differs from a file")
-    check(b"change " in r.stderr, r.stderr[-200:])
+    check(b"change " in r.stderr, repr(r.stderr[-200:]))
     run("whatif", "gpt-small", "--hw", "h100-dgx", "--timeline", "-", "--json", code=2)
 
     # report --csv-all=-: the CSV alone; -o - refused.
@@ -72,6 +74,6 @@ with tempfile.TemporaryDirectory() as d:
         check(r.stderr == f"prism: --csv-all=- and {other[0]} would share standard output: "
               "give --csv-all=FILE\n".encode(), repr(r.stderr))
     r = run("report", db, "-o", "-", code=2)
-    check(r.stderr.startswith(b"prism report: -o - : the report is a folder"), r.stderr)
+    check(r.stderr.startswith(b"prism report: -o - : the report is a folder"), repr(r.stderr))
     check(not os.path.exists("-"), "report -o - made a folder named '-'")
 print("'-' is standard output for synth -o, ingest -o, whatif --timeline, report --csv-all")

@@ -2506,6 +2506,44 @@ static void test_mem_bytes(void **state)
 	kbench_release(&kb);
 }
 
+/* Our sweep's memory rows (tests/data/gpu/kernels.csv): torch.nn.LayerNorm's
+ * forward is ATen's norm kernel, as the public torch.nn rows are; the
+ * elementwise and reduction ones name no implementation.  On the H100
+ * profile the 268435456-byte norm row, graph-replayed (no events), takes
+ * the norm floor and ATen's bandwidth: 4.406 + 268435456 / (3.35e12 x
+ * 0.565) = 146.229 us, where the kind's 0.706 gave 117.905. */
+static void test_mem_ours_impl(void **state)
+{
+	static const char csv[] =
+	    "class,op,dtype,backend,pass,M,N,K,batch,heads,seq,head_dim,causal,bytes,flop,"
+	    "time_us,tflops,GBps,calls,timing\n"
+	    "memory,layernorm_fwd,bf16,torch,fwd,32768,4096,,,,,,,268435456,,116.594,,,10,graph\n"
+	    "memory,gelu,bf16,torch,fwd,32768,4096,,,,,,,268435456,,95.351,,,10,graph\n"
+	    "memory,fp8_amax_eager,bf16,torch,fwd,32768,4096,,,,,,,402653184,,150.34,,,10,graph\n";
+	struct kbench kb;
+	struct hw_profile h;
+	struct prism_err err;
+	char path[] = "/tmp/prism-kb-XXXXXX";
+	int fd = mkstemp(path);
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, csv, strlen(csv)), (ssize_t)strlen(csv));
+	close(fd);
+	memset(&kb, 0, sizeof(kb));
+	prism_err_clear(&err);
+	assert_int_equal(kbench_read(&kb, path, &err), 0);
+	unlink(path);
+	assert_int_equal(kb.n, 3);
+	assert_int_equal(kb.rows[0].mem_kind, HW_MEM_NORM);
+	assert_int_equal(kb.rows[0].mem_impl, HW_MEM_IMPL_ATEN);
+	assert_int_equal(kb.rows[1].mem_impl, HW_MEM_IMPL_ANY);
+	assert_int_equal(kb.rows[2].mem_impl, HW_MEM_IMPL_ANY);
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &h, &err), 0);
+	assert_rel_close(kbench_predict(&h, &kb.rows[0], 0),
+			 4.406e-6 + 268435456.0 / (3.35e12 * 0.565), 1e-12);
+	kbench_release(&kb);
+}
+
 /* An implementation's own bandwidth (docs/MODEL.md, "Kernel efficiency":
  * implementations).  On the H100 profile a 4096 x 4096 fp32 norm forward
  * (read x, write y: 134217728 B) timed as Liger's rows are takes the
@@ -2745,6 +2783,7 @@ int main(void)
 	    cmocka_unit_test(test_fp8_linear_rows),
 	    cmocka_unit_test(test_mem_floor),
 	    cmocka_unit_test(test_mem_bytes),
+	    cmocka_unit_test(test_mem_ours_impl),
 	    cmocka_unit_test(test_gemm_fixed_cost),
 	    cmocka_unit_test(test_host_floor),
 	};

@@ -854,6 +854,11 @@ static int ours_row(struct kbench *kb, const struct kbench_cols *h, char **f, in
 							     : HW_MEM_ELEMENTWISE;
 		if (!strcmp(op, "fp8_amax_eager"))
 			r.cls = KB_MEM_EAGER; /* |x| then amax: two kernels */
+		/* torch.nn.LayerNorm's forward (scripts/kernel_sweep.py): ATen's
+		 * layer_norm_kernel.cu, as the public torch.nn norm rows are
+		 * (membound_row) */
+		if (r.mem_kind == HW_MEM_NORM)
+			r.mem_impl = HW_MEM_IMPL_ATEN;
 	} else {
 		skip(kb, "unknown class");
 		return 0;
