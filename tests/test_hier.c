@@ -44,6 +44,22 @@ static int setup(void **state)
 	return 0;
 }
 
+/* A folded (or extrapolated) prediction equal to the kernel-level one:
+ * the step, bubble, counts and every breakdown figure to the nanosecond
+ * (MFU, a quotient of them, to rounding). */
+static void same_prediction(const struct predict_out *hier, const struct predict_out *full)
+{
+	assert_true(hier->iter_s == full->iter_s);
+	assert_true(hier->bubble == full->bubble);
+	assert_int_equal(hier->tasks, full->tasks);
+	assert_int_equal(hier->kernels, full->kernels);
+	assert_true(hier->exposed_compute_s == full->exposed_compute_s);
+	assert_true(hier->exposed_comm_s == full->exposed_comm_s);
+	assert_true(hier->overlap_s == full->overlap_s);
+	assert_true(hier->idle_s == full->idle_s);
+	assert_rel_close(hier->mfu, full->mfu, 1e-12);
+}
+
 static void small(struct synth_in *in)
 {
 	fixture_small_in(in, &hw);
@@ -387,13 +403,7 @@ static int line_agrees(const struct synth_in *base, int m)
 	print_message("  %d microbatches: %s, compute %.6f/%.6f ms\n", m,
 		      taken ? "extended" : "declined", hier.exposed_compute_s * 1e3,
 		      full.exposed_compute_s * 1e3);
-	assert_true(hier.iter_s == full.iter_s);
-	assert_true(hier.bubble == full.bubble);
-	assert_int_equal(hier.tasks, full.tasks);
-	assert_true(hier.exposed_compute_s == full.exposed_compute_s);
-	assert_true(hier.exposed_comm_s == full.exposed_comm_s);
-	assert_true(hier.overlap_s == full.overlap_s);
-	assert_true(hier.idle_s == full.idle_s);
+	same_prediction(&hier, &full);
 	return taken;
 }
 
@@ -880,14 +890,7 @@ static void test_cp_moe_forms(void **state)
 			in.units = 0;
 			assert_int_equal(predict_synth(&in, &full, NULL, NULL, &err), 0);
 			assert_true(h.st.iter_s == full.iter_s);
-			assert_true(hier.iter_s == full.iter_s);
-			assert_true(hier.bubble == full.bubble);
-			assert_int_equal(hier.tasks, full.tasks);
-			assert_int_equal(hier.kernels, full.kernels);
-			assert_true(hier.exposed_compute_s == full.exposed_compute_s);
-			assert_true(hier.exposed_comm_s == full.exposed_comm_s);
-			assert_true(hier.overlap_s == full.overlap_s);
-			assert_true(hier.idle_s == full.idle_s);
+			same_prediction(&hier, &full);
 		}
 	}
 }
@@ -1171,15 +1174,7 @@ static void test_extrapolate(void **state)
 			assert_int_equal(predict_synth(&in, &hier, NULL, NULL, &err), 0);
 			in.units = 0;
 			assert_int_equal(predict_synth(&in, &full, NULL, NULL, &err), 0);
-			assert_true(hier.iter_s == full.iter_s);
-			assert_true(hier.bubble == full.bubble);
-			assert_int_equal(hier.tasks, full.tasks);
-			assert_int_equal(hier.kernels, full.kernels);
-			assert_true(hier.exposed_compute_s == full.exposed_compute_s);
-			assert_true(hier.exposed_comm_s == full.exposed_comm_s);
-			assert_true(hier.overlap_s == full.overlap_s);
-			assert_true(hier.idle_s == full.idle_s);
-			assert_rel_close(hier.mfu, full.mfu, 1e-12);
+			same_prediction(&hier, &full);
 		}
 	}
 	/* the last eight cases but GPipe's (declined, issue 38) and the
@@ -1240,13 +1235,7 @@ static void test_extrapolate_uneven(void **state)
 		print_message("zero %d: %.6f ms, compute %.6f overlap %.6f ms\n", cases[i].zero,
 			      full.iter_s * 1e3, full.exposed_compute_s * 1e3,
 			      full.overlap_s * 1e3);
-		assert_true(hier.iter_s == full.iter_s);
-		assert_true(hier.bubble == full.bubble);
-		assert_int_equal(hier.tasks, full.tasks);
-		assert_true(hier.exposed_compute_s == full.exposed_compute_s);
-		assert_true(hier.exposed_comm_s == full.exposed_comm_s);
-		assert_true(hier.overlap_s == full.overlap_s);
-		assert_true(hier.idle_s == full.idle_s);
+		same_prediction(&hier, &full);
 	}
 	/* The same stages given evenly (12/12) still take the line, under
 	 * 1F1B (GPipe declines: issue 38, test_extrapolate_gpipe). */
@@ -1322,15 +1311,7 @@ static void test_extrapolate_gpipe(void **state)
 			      cases[i].model, full.iter_s * 1e3, full.exposed_compute_s * 1e3,
 			      full.exposed_comm_s * 1e3, full.overlap_s * 1e3, full.idle_s * 1e3);
 		assert_int_equal(llround(full.exposed_compute_s * 1e6), cases[i].ec_us);
-		assert_true(hier.iter_s == full.iter_s);
-		assert_true(hier.bubble == full.bubble);
-		assert_int_equal(hier.tasks, full.tasks);
-		assert_int_equal(hier.kernels, full.kernels);
-		assert_true(hier.exposed_compute_s == full.exposed_compute_s);
-		assert_true(hier.exposed_comm_s == full.exposed_comm_s);
-		assert_true(hier.overlap_s == full.overlap_s);
-		assert_true(hier.idle_s == full.idle_s);
-		assert_rel_close(hier.mfu, full.mfu, 1e-12);
+		same_prediction(&hier, &full);
 	}
 }
 
@@ -1382,15 +1363,7 @@ static void test_extrapolate_host_bound(void **state)
 			    zeros[i], k ? " (no contention)" : "", full.iter_s * 1e3,
 			    full.exposed_compute_s * 1e3, full.exposed_comm_s * 1e3,
 			    full.overlap_s * 1e3);
-			assert_true(hier.iter_s == full.iter_s);
-			assert_true(hier.bubble == full.bubble);
-			assert_int_equal(hier.tasks, full.tasks);
-			assert_int_equal(hier.kernels, full.kernels);
-			assert_true(hier.exposed_compute_s == full.exposed_compute_s);
-			assert_true(hier.exposed_comm_s == full.exposed_comm_s);
-			assert_true(hier.overlap_s == full.overlap_s);
-			assert_true(hier.idle_s == full.idle_s);
-			assert_rel_close(hier.mfu, full.mfu, 1e-12);
+			same_prediction(&hier, &full);
 		}
 }
 
