@@ -114,8 +114,11 @@ with tempfile.TemporaryDirectory() as d:
     # (synth_head_colls), each microbatch, with FSDP2's copies around
     # them.  The base's one stage gathered the norm alone; the cut widens
     # those: within 1 % of synth at prefetch 1 (+0.4 %; -17.6 % before),
-    # within 5e-4 at prefetch 0 (+0.01 %; -15.7 % before), as untied.
-    for pf, bound in ((["--prefetch", "1"], 0.01), (["--prefetch", "0"], 5e-4)):
+    # within 5e-4 at prefetch 0 (+0.01 %; -15.7 % before), as untied; with
+    # hybrid sharding (2 of 4) the shard's all-reduce over the replicas
+    # too: within 1 % (+0.3 %; -18.5 % before).
+    for pf, bound in ((["--prefetch", "1"], 0.01), (["--prefetch", "0"], 5e-4),
+                      (["--shard", "2"], 0.01)):
         r = run("synth", *f2, "--dp-impl", "fsdp2", *pf, "-o", t)
         check(r.returncode == 0, f"synth fsdp2 {pf}: {r.stderr}")
         r = run("whatif", t, "--pp", "4", "--method", "edit", "--json")

@@ -571,7 +571,8 @@ static void test_step_end(void **state)
  * head: the final norm's 2h and a copy of the word embedding, V h), by
  * hand: gathered in bf16 (2 bytes), reduce-scattered in fp32 (torchtitan's
  * reduce dtype: 4), FSDP2's copies (copy-in: the shard cast fp32 -> bf16,
- * 4 + 2 bytes; copy-out 2 x 2; reduce-scatter copy-in 2 + 4).  And as
+ * 4 + 2 bytes; copy-out 2 x 2; reduce-scatter copy-in 2 + 4); with hybrid
+ * sharding the shard all-reduced over the replicas.  And as
  * synth emits them: the last stage's all-gathers and reduce-scatters of
  * those bytes, one each per microbatch and step; the first stage has no
  * output side.
@@ -602,6 +603,16 @@ static void test_head_colls(void **state)
 	assert_true(h.ag_bytes == 2 * p && h.rs_bytes == 4 * p);
 	assert_true(h.ag_in == p / 4 * 6 && h.ag_out == 4 * p && h.rs_in == 6 * p && h.rs_out == 0);
 	assert_int_equal(h.group, 4);
+	assert_true(h.ar_bytes == 0);
+	/* Hybrid sharding over 2 of the 4: the shard's gradient (half the
+	 * reduce-scatter's input) all-reduced over the 2 replicas. */
+	in.lay.shard = 2;
+	assert_int_equal(synth_head_colls(&in, 3, &h), 1);
+	assert_int_equal(h.group, 2);
+	assert_int_equal(h.replicas, 2);
+	assert_true(h.ar_bytes == 4 * p / 2 && h.ag_in == p / 2 * 6);
+	in.lay.shard = 0;
+	assert_int_equal(synth_head_colls(&in, 3, &h), 1);
 	g = build(&in, &so, &st);
 	for (uint32_t c = 0; c < g->n_colls; c++) {
 		uint32_t u = g->colls[c].node;

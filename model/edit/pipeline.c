@@ -154,8 +154,9 @@ static int is_stat(const struct ps *s, uint32_t u)
 	return c->kind == GC_ALL_REDUCE && c->bytes > 0 && c->bytes <= 8;
 }
 
-/* Base task u is the output side's all-gather (0) or reduce-scatter (1)
- * that the last stage widens (pipeline_plan's head), or -1. */
+/* Base task u is the output side's all-gather (0), reduce-scatter (1) or
+ * replicas' all-reduce (2) that the last stage widens (pipeline_plan's
+ * head), or -1. */
 static int head_coll(const struct ps *s, uint32_t u)
 {
 	const struct graph *g = s->g;
@@ -163,9 +164,10 @@ static int head_coll(const struct ps *s, uint32_t u)
 	if (g->kind[u] != GN_COLL || g->coll[u] == NONE32)
 		return -1;
 	c = &g->colls[g->coll[u]];
-	for (int i = 0; i < 2; i++)
+	static const uint8_t kind[3] = {GC_ALL_GATHER, GC_REDUCE_SCATTER, GC_ALL_REDUCE};
+	for (int i = 0; i < 3; i++)
 		if (s->p->head[i].base_bytes > 0 && c->bytes == s->p->head[i].base_bytes &&
-		    c->kind == (i ? GC_REDUCE_SCATTER : GC_ALL_GATHER))
+		    c->kind == kind[i])
 			return i;
 	return -1;
 }
@@ -786,7 +788,7 @@ static double head_copy_ratio(const struct ps *s, uint32_t u)
 		return 0;
 	if (u + 1 < pr->first + pr->n && (hc = head_coll(s, u + 1)) >= 0 && same_unit(s, u, u + 1))
 		return s->p->head[hc].in_ratio;
-	if (u > pr->first && head_coll(s, u - 1) == 1 && same_unit(s, u - 1, u))
+	if (u > pr->first && head_coll(s, u - 1) >= 1 && same_unit(s, u - 1, u))
 		return s->p->head[1].out_ratio;
 	for (uint32_t e = s->in_off[u]; e < s->in_off[u + 1]; e++) {
 		uint32_t v = s->in_src[e];
@@ -848,7 +850,9 @@ static int stage_copies(struct ps *s)
 				    p->stats_ns;
 			/* The last stage's output side widened: its modelled
 			 * time swapped, what the trace holds beyond it kept. */
-			if (k == p->pp - 1 && p->head[0].base_bytes + p->head[1].base_bytes > 0) {
+			if (k == p->pp - 1 &&
+			    p->head[0].base_bytes + p->head[1].base_bytes + p->head[2].base_bytes >
+				0) {
 				double ratio = head_copy_ratio(s, u);
 				if ((hc = head_coll(s, u)) >= 0)
 					x.dur_ns = (x.dur_ns > p->head[hc].base_ns

@@ -1247,6 +1247,12 @@ int synth_head_colls(const struct synth_in *in, int stage, struct synth_head *h)
 		h->rs_bytes = first * t.rs_bytes;
 		h->rs_in = first * t.rs_in;
 		h->rs_out = first / G * t.rs_out;
+		if (layout_dpc(l) / G > 1) {
+			int R = layout_dpc(l) / G, cap = hw_domain(in->hw) / (l->tp * G);
+			h->ar_bytes = h->rs_bytes / G;
+			h->replicas = R;
+			h->replicas_per_node = comm_per_domain(R, cap > 0 ? cap : 1);
+		}
 	}
 	h->group = G;
 	h->per_node = comm_per_domain(G, hw_domain(in->hw) / l->tp);

@@ -240,7 +240,8 @@ int synth_embed_grad_reduce(const struct synth_in *in, struct comm_group *g, dou
  * with the layers': ZeRO-2, no overlap_grad), each microbatch, over the
  * sharding group, with the implementation's elementwise copies
  * (layout_dp_traits: the copy-in before each on its stream, the gather's
- * copy-out on the compute stream, the reduce-scatter's after it).  1 with
+ * copy-out on the compute stream, the reduce-scatter's after it) and,
+ * with hybrid sharding, the shard's all-reduce over the replicas.  1 with
  * *h, or 0 where there are none (no gathers, no sharding, LoRA, bare, no
  * such weights). */
 struct synth_head {
@@ -249,6 +250,10 @@ struct synth_head {
 	double ag_in, ag_out;	   /* the gather's copies' bytes (0: none) */
 	double rs_in, rs_out;	   /* the reduce-scatter's */
 	int group, per_node;	   /* the sharding group (a comm_group) */
+	/* Hybrid sharding: the shard's all-reduce over the replicas after
+	 * the reduce-scatter (bytes a rank, 0: none; its group). */
+	double ar_bytes;
+	int replicas, replicas_per_node;
 };
 int synth_head_colls(const struct synth_in *in, int stage, struct synth_head *h);
 

@@ -952,20 +952,25 @@ static void head_plan(const struct synth_in *a, const struct synth_in *c, struct
 	if (!synth_head_colls(a, 0, &hb) || !synth_head_colls(c, c->lay.pp - 1, &hc) ||
 	    hc.params <= hb.params)
 		return;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
+		static const int kinds[3] = {GC_ALL_GATHER, GC_REDUCE_SCATTER, GC_ALL_REDUCE};
 		struct comm_est be, ce;
-		int kind = i ? GC_REDUCE_SCATTER : GC_ALL_GATHER;
-		double from = i ? hb.rs_bytes : hb.ag_bytes, to = i ? hc.rs_bytes : hc.ag_bytes;
+		double from = i == 2 ? hb.ar_bytes : i ? hb.rs_bytes : hb.ag_bytes;
+		double to = i == 2 ? hc.ar_bytes : i ? hc.rs_bytes : hc.ag_bytes;
+		struct comm_group gb = {i == 2 ? hb.replicas : hb.group,
+					i == 2 ? hb.replicas_per_node : hb.per_node};
+		struct comm_group gc = {i == 2 ? hc.replicas : hc.group,
+					i == 2 ? hc.replicas_per_node : hc.per_node};
 		if (from <= 0 || to <= 0 ||
-		    comm_time(a->hw, kind, from, (struct comm_group){hb.group, hb.per_node},
-			      a->comm_eff, COMM_AUTO, &be) ||
-		    comm_time(c->hw, kind, to, (struct comm_group){hc.group, hc.per_node},
-			      a->comm_eff, COMM_AUTO, &ce))
+		    comm_time(a->hw, kinds[i], from, gb, a->comm_eff, COMM_AUTO, &be) ||
+		    comm_time(c->hw, kinds[i], to, gc, a->comm_eff, COMM_AUTO, &ce))
 			continue;
 		pl->head[i].base_bytes = (int64_t)from;
 		pl->head[i].bytes = (int64_t)to;
 		pl->head[i].base_ns = prism_ns_round(be.time_s * 1e9);
 		pl->head[i].ns = prism_ns_round(ce.time_s * 1e9);
+		if (i == 2)
+			continue;
 		pl->head[i].in_ratio =
 		    i ? copy_ratio(a, c, hb.rs_in, hc.rs_in) : copy_ratio(a, c, hb.ag_in, hc.ag_in);
 		pl->head[i].out_ratio = i ? copy_ratio(a, c, hb.rs_out, hc.rs_out)
