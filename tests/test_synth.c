@@ -567,6 +567,78 @@ static void test_step_end(void **state)
 	}
 }
 /*
+ * The output side's weights on the last of 4 stages under FSDP2 (tied
+ * head: the final norm's 2h and a copy of the word embedding, V h), by
+ * hand: gathered in bf16 (2 bytes), reduce-scattered in fp32 (torchtitan's
+ * reduce dtype: 4), FSDP2's copies (copy-in: the shard cast fp32 -> bf16,
+ * 4 + 2 bytes; copy-out 2 x 2; reduce-scatter copy-in 2 + 4); with hybrid
+ * sharding the shard all-reduced over the replicas.  And as
+ * synth emits them: the last stage's all-gathers and reduce-scatters of
+ * those bytes, one each per microbatch and step; the first stage has no
+ * output side.
+ */
+static void test_head_colls(void **state)
+{
+	struct synth_in in;
+	struct synth_head h;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	double p;
+	int n_ag = 0, n_rs = 0;
+	(void)state;
+	small(&in);
+	in.m.untied = 0;
+	in.m.mtp_layers = 0;
+	in.lay.pp = 4;
+	in.lay.dp = 4;
+	in.lay.zero = 3;
+	in.lay.dp_impl = LAYOUT_DP_FSDP2;
+	in.lay.microbatches = 4;
+	in.steps = 2;
+	p = 2.0 * in.m.hidden + (double)in.m.vocab * in.m.hidden;
+	assert_int_equal(synth_head_colls(&in, 0, &h), 0);
+	assert_int_equal(synth_head_colls(&in, 3, &h), 1);
+	assert_true(h.params == p);
+	assert_true(h.ag_bytes == 2 * p && h.rs_bytes == 4 * p);
+	assert_true(h.ag_in == p / 4 * 6 && h.ag_out == 4 * p && h.rs_in == 6 * p && h.rs_out == 0);
+	assert_int_equal(h.group, 4);
+	assert_true(h.ar_bytes == 0);
+	/* Hybrid sharding over 2 of the 4: the shard's gradient (half the
+	 * reduce-scatter's input) all-reduced over the 2 replicas. */
+	in.lay.shard = 2;
+	assert_int_equal(synth_head_colls(&in, 3, &h), 1);
+	assert_int_equal(h.group, 2);
+	assert_int_equal(h.replicas, 2);
+	assert_true(h.ar_bytes == 4 * p / 2 && h.ag_in == p / 2 * 6);
+	in.lay.shard = 0;
+	assert_int_equal(synth_head_colls(&in, 3, &h), 1);
+	g = build(&in, &so, &st);
+	for (uint32_t c = 0; c < g->n_colls; c++) {
+		uint32_t u = g->colls[c].node;
+		if (g->procs[g->proc[u]].rank != 3)
+			continue;
+		n_ag +=
+		    g->colls[c].kind == GC_ALL_GATHER && g->colls[c].bytes == (int64_t)h.ag_bytes;
+		n_rs += g->colls[c].kind == GC_REDUCE_SCATTER &&
+			g->colls[c].bytes == (int64_t)h.rs_bytes;
+	}
+	assert_int_equal(n_ag, 4 * 2);
+	assert_int_equal(n_rs, 4 * 2);
+	synth_out_release(&so);
+	graph_free(g);
+	/* Untied at pp 1, the same stage holds the head: the norm and the
+	 * head's own matrix. */
+	in.m.untied = 1;
+	in.lay.pp = 1;
+	assert_int_equal(synth_head_colls(&in, 0, &h), 1);
+	assert_true(h.params == p);
+	/* ZeRO-1 gathers nothing before the head. */
+	in.lay.zero = 1;
+	assert_int_equal(synth_head_colls(&in, 0, &h), 0);
+}
+
+/*
  * DualPipeV (PyTorch's ScheduleDualPipeV, layout_zb_next) against the
  * same list simulation as test_zbv_bubble, its whole backwards one pass
  * of b + w whose gradient leaves after its W; and against DualPipe's
@@ -5264,6 +5336,7 @@ int main(void)
 	    cmocka_unit_test(test_zb_bubble),
 	    cmocka_unit_test(test_zbv_bubble),
 	    cmocka_unit_test(test_step_end),
+	    cmocka_unit_test(test_head_colls),
 	    cmocka_unit_test(test_dpv_bubble),
 	    cmocka_unit_test(test_layout_errors),
 	    cmocka_unit_test(test_meta_round_trip),

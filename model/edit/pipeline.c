@@ -154,6 +154,24 @@ static int is_stat(const struct ps *s, uint32_t u)
 	return c->kind == GC_ALL_REDUCE && c->bytes > 0 && c->bytes <= 8;
 }
 
+/* Base task u is the output side's all-gather (0), reduce-scatter (1) or
+ * replicas' all-reduce (2) that the last stage widens (pipeline_plan's
+ * head), or -1. */
+static int head_coll(const struct ps *s, uint32_t u)
+{
+	const struct graph *g = s->g;
+	const struct graph_coll *c;
+	if (g->kind[u] != GN_COLL || g->coll[u] == NONE32)
+		return -1;
+	c = &g->colls[g->coll[u]];
+	static const uint8_t kind[3] = {GC_ALL_GATHER, GC_REDUCE_SCATTER, GC_ALL_REDUCE};
+	for (int i = 0; i < 3; i++)
+		if (s->p->head[i].base_bytes > 0 && c->bytes == s->p->head[i].base_bytes &&
+		    c->kind == kind[i])
+			return i;
+	return -1;
+}
+
 /* The first new processor of rank r's stage k: ranks in order, each
  * stage its copies of the rank's processors, then its four transfer
  * streams. */
@@ -757,6 +775,29 @@ static int lay_out_procs(struct ps *s)
 	return s->w.rc ? wfail(s) : 0;
 }
 
+/* Base kernel u's duration ratio as a copy around the output side's
+ * collectives (pipeline_plan's head): the kernel before one on its stream
+ * (in same unit), the reduce-scatter's next, the compute-stream kernel
+ * a gather's event releases (its copy-out); 0: none. */
+static double head_copy_ratio(const struct ps *s, uint32_t u)
+{
+	const struct graph *g = s->g;
+	const struct graph_proc *pr = &g->procs[g->proc[u]];
+	int hc;
+	if (g->kind[u] != GN_KERNEL || !pr->gpu)
+		return 0;
+	if (u + 1 < pr->first + pr->n && (hc = head_coll(s, u + 1)) >= 0 && same_unit(s, u, u + 1))
+		return s->p->head[hc].in_ratio;
+	if (u > pr->first && head_coll(s, u - 1) >= 1 && same_unit(s, u - 1, u))
+		return s->p->head[1].out_ratio;
+	for (uint32_t e = s->in_off[u]; e < s->in_off[u + 1]; e++) {
+		uint32_t v = s->in_src[e];
+		if (head_coll(s, v) == 0 && same_unit(s, v, u) && edge_kind(s, v, u) == GE_EVENT)
+			return s->p->head[0].out_ratio;
+	}
+	return 0;
+}
+
 /* Every base task's copy on each stage it runs on (assign), staged by ref
  * so that its id is known before the emission puts it in order; the
  * units' transfers get room too. */
@@ -790,6 +831,7 @@ static int stage_copies(struct ps *s)
 		for (int k = 0; k < p->pp; k++) {
 			struct gw_node x;
 			uint32_t ref = ref_of(s, u, k), id;
+			int hc = -1;
 			s->id_of[ref] = NONE32;
 			if (!in_stage(s, u, k))
 				continue;
@@ -806,11 +848,27 @@ static int stage_copies(struct ps *s)
 				    (x.dur_ns > p->stats_base_ns ? x.dur_ns - p->stats_base_ns
 								 : 0) +
 				    p->stats_ns;
+			/* The last stage's output side widened: its modelled
+			 * time swapped, what the trace holds beyond it kept. */
+			if (k == p->pp - 1 &&
+			    p->head[0].base_bytes + p->head[1].base_bytes + p->head[2].base_bytes >
+				0) {
+				double ratio = head_copy_ratio(s, u);
+				if ((hc = head_coll(s, u)) >= 0)
+					x.dur_ns = (x.dur_ns > p->head[hc].base_ns
+							? x.dur_ns - p->head[hc].base_ns
+							: 0) +
+						   p->head[hc].ns;
+				else if (ratio > 0)
+					x.dur_ns = prism_ns_round((double)x.dur_ns * ratio);
+			}
 			if (gw_node(&s->w, &x, &id) ||
 			    (g->coll[u] != NONE32 && gw_coll(&s->w, id, &g->colls[g->coll[u]])))
 				return wfail(s);
 			if (is_stat(s, u))
 				s->w.colls.v[s->w.coll[id]].group_size = p->stats_group;
+			if (hc >= 0)
+				s->w.colls.v[s->w.coll[id]].bytes = p->head[hc].bytes;
 			if (VEC_PUSH(s->ref_at, ref))
 				return oom(s);
 			s->id_of[ref] = id;

@@ -85,6 +85,23 @@ struct pipeline_plan {
 	 * emb_bytes a rank. */
 	int64_t emb_ns;
 	double emb_bytes;
+	/* The output side's all-gather (head[0]), gradient reduce-scatter
+	 * (head[1]) and, with hybrid sharding, the shard's all-reduce over the
+	 * replicas (head[2]) on the last stage under ZeRO-3 and FSDP (synth_head_colls):
+	 * the one-stage trace's, of base_bytes, hold the final norm alone where
+	 * the cut's last stage also holds a tied head's copy of the word
+	 * embedding; each copy of one on the last stage becomes `bytes`, its
+	 * duration less base_ns (the base's modelled time) plus ns, and the
+	 * implementation's copies around it (FSDP's, FSDP2's) scale by the
+	 * kernel model's ratio: the kernel before it on its stream by in_ratio,
+	 * the one after (the gather's copy-out: the compute-stream kernel its
+	 * event releases; the reduce-scatter's: the next on its stream, after
+	 * the replicas' all-reduce where there is one) by
+	 * out_ratio (0: none).  base_bytes 0: none. */
+	struct pipeline_head {
+		int64_t base_bytes, bytes, base_ns, ns;
+		double in_ratio, out_ratio;
+	} head[3];
 };
 
 struct pipeline_stats {

@@ -1218,6 +1218,47 @@ int synth_embed_grad_reduce(const struct synth_in *in, struct comm_group *g, dou
 	return (!m->untied || m->mtp_layers > 0) && layout_head_stage(l) != 0 && !layout_lora(l, 0);
 }
 
+int synth_head_colls(const struct synth_in *in, int stage, struct synth_head *h)
+{
+	const struct layout *l = &in->lay;
+	double first, last, w, gb, o;
+	struct layout_dp_traits t;
+	int G = layout_shard_group(l);
+	memset(h, 0, sizeof(*h));
+	/* gather_depth's rule: ZeRO-3 gathers each unit, FSDP's SHARD_GRAD_OP
+	 * each forward (its gradients bucketed). */
+	if (in->bare || G <= 1 || layout_lora(l, 0) ||
+	    !(l->zero >= 3 || (l->zero == 2 && fsdp_like(l))))
+		return 0;
+	synth_extra_params(in, stage, &first, &last);
+	if (first <= 0)
+		return 0;
+	/* As unit_fwd gathers head_params (gather, gather_wait) and
+	 * unit_bwd's grad_ready reduces them (grad_reduce: a reduce-scatter
+	 * of their own under ZeRO-3 with overlap_grad, bucketed with the
+	 * layers' otherwise), with the implementation's copies around. */
+	mem_param_bytes(l, &w, &gb, &o);
+	layout_dp_traits(l, 0, w, gb, &t);
+	h->params = first;
+	h->ag_bytes = first * w;
+	h->ag_in = first / G * t.ag_in;
+	h->ag_out = first * t.ag_out;
+	if (l->zero >= 3 && l->overlap_grad) {
+		h->rs_bytes = first * t.rs_bytes;
+		h->rs_in = first * t.rs_in;
+		h->rs_out = first / G * t.rs_out;
+		if (layout_dpc(l) / G > 1) {
+			int R = layout_dpc(l) / G, cap = hw_domain(in->hw) / (l->tp * G);
+			h->ar_bytes = h->rs_bytes / G;
+			h->replicas = R;
+			h->replicas_per_node = comm_per_domain(R, cap > 0 ? cap : 1);
+		}
+	}
+	h->group = G;
+	h->per_node = comm_per_domain(G, hw_domain(in->hw) / l->tp);
+	return 1;
+}
+
 int synth_grad_stats_n(const struct synth_in *in)
 {
 	/* The norm's (with clip_grad) and fp16's found-inf flag's. */

@@ -231,6 +231,32 @@ int synth_grad_stats_groups(const struct synth_in *in, struct comm_group *g);
  * frozen embedding). */
 int synth_embed_grad_reduce(const struct synth_in *in, struct comm_group *g, double *bytes);
 
+/* The output side's weights of stage `stage` (synth_extra_params' first:
+ * the final norm, the head -- on a last stage that is not the first, a
+ * tied head's copy of the word embedding -- and MTP's) under ZeRO-3,
+ * FSDP and FSDP2 (and FSDP's ZeRO-2, SHARD_GRAD_OP): all-gathered before
+ * the head's forward (ag_bytes a rank) and, under ZeRO-3, their gradient
+ * reduce-scattered after its backward (rs_bytes; 0 where it is bucketed
+ * with the layers': ZeRO-2, no overlap_grad), each microbatch, over the
+ * sharding group, with the implementation's elementwise copies
+ * (layout_dp_traits: the copy-in before each on its stream, the gather's
+ * copy-out on the compute stream, the reduce-scatter's after it) and,
+ * with hybrid sharding, the shard's all-reduce over the replicas.  1 with
+ * *h, or 0 where there are none (no gathers, no sharding, LoRA, bare, no
+ * such weights). */
+struct synth_head {
+	double params;		   /* the weights */
+	double ag_bytes, rs_bytes; /* the collectives' bytes a rank (0: none) */
+	double ag_in, ag_out;	   /* the gather's copies' bytes (0: none) */
+	double rs_in, rs_out;	   /* the reduce-scatter's */
+	int group, per_node;	   /* the sharding group (a comm_group) */
+	/* Hybrid sharding: the shard's all-reduce over the replicas after
+	 * the reduce-scatter (bytes a rank, 0: none; its group). */
+	double ar_bytes;
+	int replicas, replicas_per_node;
+};
+int synth_head_colls(const struct synth_in *in, int stage, struct synth_head *h);
+
 /* How many statistics are all-reduced over those groups a step: the
  * clip norm's (clip_grad > 0) and, under fp16, the found-inf flag's. */
 int synth_grad_stats_n(const struct synth_in *in);

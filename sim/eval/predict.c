@@ -933,6 +933,51 @@ static int reshaped(struct edit_job *j, struct graph **cg, struct prism_err *err
 	return rc;
 }
 
+/* The copy's time of `to` bytes over that of `from` (kernel model), or 0
+ * where there is no such copy. */
+static double copy_ratio(const struct synth_in *a, const struct synth_in *c, double from, double to)
+{
+	double t0 = from > 0 ? kperf_mem_s(a->hw, HW_MEM_ELEMENTWISE, from) : 0;
+	return t0 > 0 && to > 0 ? kperf_mem_s(c->hw, HW_MEM_ELEMENTWISE, to) / t0 : 0;
+}
+
+/* The last stage's output side under ZeRO-3/FSDP (pipeline_plan's head):
+ * a tied head's copy of the word embedding gathered and its gradient
+ * reduce-scattered with the final norm's, as synth does
+ * (synth_head_colls), where the base's one stage gathered the norm
+ * alone. */
+static void head_plan(const struct synth_in *a, const struct synth_in *c, struct pipeline_plan *pl)
+{
+	struct synth_head hb, hc;
+	if (!synth_head_colls(a, 0, &hb) || !synth_head_colls(c, c->lay.pp - 1, &hc) ||
+	    hc.params <= hb.params)
+		return;
+	for (int i = 0; i < 3; i++) {
+		static const int kinds[3] = {GC_ALL_GATHER, GC_REDUCE_SCATTER, GC_ALL_REDUCE};
+		struct comm_est be, ce;
+		double from = i == 2 ? hb.ar_bytes : i ? hb.rs_bytes : hb.ag_bytes;
+		double to = i == 2 ? hc.ar_bytes : i ? hc.rs_bytes : hc.ag_bytes;
+		struct comm_group gb = {i == 2 ? hb.replicas : hb.group,
+					i == 2 ? hb.replicas_per_node : hb.per_node};
+		struct comm_group gc = {i == 2 ? hc.replicas : hc.group,
+					i == 2 ? hc.replicas_per_node : hc.per_node};
+		if (from <= 0 || to <= 0 ||
+		    comm_time(a->hw, kinds[i], from, gb, a->comm_eff, COMM_AUTO, &be) ||
+		    comm_time(c->hw, kinds[i], to, gc, a->comm_eff, COMM_AUTO, &ce))
+			continue;
+		pl->head[i].base_bytes = (int64_t)from;
+		pl->head[i].bytes = (int64_t)to;
+		pl->head[i].base_ns = prism_ns_round(be.time_s * 1e9);
+		pl->head[i].ns = prism_ns_round(ce.time_s * 1e9);
+		if (i == 2)
+			continue;
+		pl->head[i].in_ratio =
+		    i ? copy_ratio(a, c, hb.rs_in, hc.rs_in) : copy_ratio(a, c, hb.ag_in, hc.ag_in);
+		pl->head[i].out_ratio = i ? copy_ratio(a, c, hb.rs_out, hc.rs_out)
+					  : copy_ratio(a, c, hb.ag_out, hc.ag_out);
+	}
+}
+
 /* A one-stage base cut into the candidate's stages (pipeline.h): *cg
  * replaced; the optimizer outside the layers scaled to a stage's share. */
 static int split_stages(struct edit_job *j, struct graph **cg, struct prism_err *err)
@@ -987,6 +1032,11 @@ static int split_stages(struct edit_job *j, struct graph **cg, struct prism_err 
 		    comm_time(c->hw, GC_ALL_REDUCE, pl.emb_bytes, gs[0], a->comm_eff, COMM_AUTO,
 			      &ce) == 0)
 			pl.emb_ns = prism_ns_round(ce.time_s * 1e9);
+		/* The last stage's output side under ZeRO-3/FSDP: a tied
+		 * head's copy of the word embedding gathered and its gradient
+		 * reduce-scattered with the final norm's, as synth does. */
+		if (b->kind == PB_ANNOTATED)
+			head_plan(a, c, &pl);
 	}
 	rc = pipeline_split(*cg, &pl, &sg, &ps, err);
 	graph_free(*cg);
