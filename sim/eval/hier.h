@@ -21,7 +21,9 @@
  * (a microbatch more adds none), unless the host decides the step already,
  * every microbatch alike (its time growing exactly as the step does, the
  * same launch-bound tasks added by each microbatch: hier.c,
- * host_decides); otherwise, or under GPipe (inside its forward or its
+ * host_decides), or in a pipeline some stages' hosts do so, each with its
+ * own launch-bound tasks, and the others' stay below the step's growth,
+ * adding none (stages_decide); otherwise, or under GPipe (inside its forward or its
  * backward phase nothing ties a stage's pace to another's or a host's to
  * its GPU's, so what runs beside what drifts with the count and the
  * breakdown and bubble can leave their lines past any points: hier.c), or when

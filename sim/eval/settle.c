@@ -365,8 +365,12 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
 		uint32_t b = sm->binding[u];
-		if (b != UINT32_MAX && g->procs[g->proc[u]].gpu && !g->procs[g->proc[b]].gpu)
+		if (b != UINT32_MAX && g->procs[g->proc[u]].gpu && !g->procs[g->proc[b]].gpu) {
+			uint32_t r = g->procs[g->proc[b]].rank;
 			out->launch_bound++;
+			if (r < LAYOUT_MAX_STAGES)
+				out->launch_bound_stage[r]++;
+		}
 	}
 	it = g->iters;
 	for (size_t i = 0; i < so->n_steps; i++) {

@@ -29,6 +29,9 @@ struct settle_out {
 	int64_t unit_span_ns, unit_busy_ns[LAYOUT_MAX_STAGES];
 	/* GPU tasks whose start their launch decided (the host was behind). */
 	int64_t launch_bound;
+	/* The same by the stage whose host launched them (the rank's index,
+	 * below LAYOUT_MAX_STAGES; hier.c's per-stage rule). */
+	int64_t launch_bound_stage[LAYOUT_MAX_STAGES];
 	/* Whether the run was the max-plus pass (SIM_MP_RUN) or why it
 	 * declined (SIM_MP_*, sim.h; SIM_MP_OPTS from settle_synth_events):
 	 * the event simulation ran instead. */
