@@ -5098,6 +5098,7 @@ static void test_opt_tail(void **state)
 		else if (k == 1) /* the norm and scale passes: more than the update */
 			assert_true(clip > o.t_opt);
 		graph_free(g);
+		synth_out_release(&so);
 	}
 }
 
