@@ -445,6 +445,167 @@ static void stage_terms(struct analytic_out *out, double *worst, double *tail, d
 	}
 }
 
+/* One stage's microbatch, as analytic_estimate's loop takes it: what it
+ * holds (n layers, nm of them MoE; the embedding's and head's compute and
+ * the host's launches of them, of its pipeline transfers and of its
+ * data-parallel work), then its slot (the host-bound pace of a unit
+ * pair), GPU side (gs), the host's slack over the step, compute (c),
+ * tensor-parallel and offloading times, and the parameters its
+ * data-parallel collectives move (P, Pe routed experts'). */
+struct stage_est {
+	double n, nm, emb, head, ehf, ehb, hhf, hhb;
+	double c, slot, gs, slack, tp, off, P, Pe;
+};
+
+/* Stage s's layers, embedding and head, and the host's launches beside
+ * its layers'. */
+static void stage_inputs(const struct analytic_in *in, const struct terms *T, int s,
+			 struct stage_est *e)
+{
+	const struct llm *m = &in->m;
+	int hs = layout_head_stage(&in->lay); /* the head's stage: the last, or 0 in a V */
+	memset(e, 0, sizeof(*e));
+	e->n = layout_stage_layers(m, &T->lay, s);
+	e->emb = s == 0 ? T->emb : 0;
+	e->head = s == hs ? T->head : 0;
+	/* The host's launches of the two, forward and backward. */
+	e->ehf = s == 0 ? T->eh.emb_fwd_s : 0;
+	e->ehb = s == 0 ? T->eh.emb_bwd_s : 0;
+	e->hhf = s == hs ? T->eh.head_fwd_s : 0;
+	e->hhb = s == hs ? T->eh.head_bwd_s : 0;
+	/* And of its pipeline transfers (with the embedding's) and of its
+	 * data-parallel work a microbatch (ZeRO-3's gathers, ZeRO-2/3's
+	 * reductions: synth_stage_host). */
+	e->ehf += T->sh[s].xfer_fwd_s + T->sh[s].dp_fwd_s;
+	e->ehb += T->sh[s].xfer_bwd_s + T->sh[s].dp_bwd_s;
+	for (int ch = 0; ch < layout_stage_chunks(&in->lay); ch++)
+		e->nm += layout_chunk_moe(m, &T->lay, s, ch);
+	if (s == hs && m->mtp_layers > 0) {
+		/* Multi-token prediction: a layer of the last one's kind and a
+		 * head and loss more a depth (eh_proj left out). */
+		e->n += m->mtp_layers;
+		e->nm += llm_is_moe_layer(m, m->layers - 1) ? m->mtp_layers : 0;
+		e->head *= 1 + m->mtp_layers;
+		e->hhf *= 1 + m->mtp_layers;
+		e->hhb *= 1 + m->mtp_layers;
+	}
+}
+
+/* A hybrid model's stage: its layers by their kinds (E layers with their
+ * dispatchers' collectives, their routed experts' parameters apart). */
+static void hybrid_stage(const struct analytic_in *in, const struct terms *T, int s,
+			 struct stage_est *e)
+{
+	const struct llm *m = &in->m;
+	struct mem_stage ms;
+	double gf = 0, gb = 0, hf = e->ehf + e->hhf, hb = e->ehb + e->hhb, ar = 0, ne = 0, md, me;
+	for (int ch = 0; ch < layout_stage_chunks(&in->lay); ch++) {
+		int l0 = layout_chunk_first(m, &T->lay, s, ch),
+		    nc = layout_chunk_layers(m, &T->lay, s, ch);
+		for (int i = l0; i < l0 + nc; i++) {
+			int k = llm_layer_kind(m, i);
+			gf += T->kf[k], gb += T->kb[k], hf += T->khf[k], hb += T->khb[k];
+			/* the ring's exposed transfers: attention's */
+			ar += T->kar[k] +
+			      (k == LLM_KIND_FULL || k == LLM_KIND_ATTN ? T->cp_ring : 0) +
+			      (k == LLM_KIND_MOE ? T->moe_comm : 0);
+			ne += k == LLM_KIND_MOE;
+		}
+	}
+	e->c = (gf + gb + e->emb + e->head) / in->compute_eff;
+	e->gs = e->c + ar + T->p2p;
+	e->slot = fmax(e->gs * (gf + gb > 0 ? gf / (gf + gb) : 0.5), hf) +
+		  fmax(e->gs * (gf + gb > 0 ? gb / (gf + gb) : 0.5), hb);
+	e->slack = T->mb * (e->slot - hf - hb);
+	e->tp = ar;
+	mem_stage(m, &T->lay, NULL, s, &ms);
+	if (ne > 0)
+		mem_moe_layer_params(m, &T->lay, &md, &me);
+	e->Pe = ne > 0 ? ne * me : 0;
+	e->P = ms.params - e->Pe;
+}
+
+/* A stage of the model's own layers (dense, MoE, with context
+ * parallelism's ring, offloading): its GPU side, and the slot where the
+ * host's launches outlast it; *fill the zero-bubble schedules' share of
+ * the fill and drain, set by the slowest stage so far (worst). */
+static void layer_stage(const struct analytic_in *in, const struct terms *T, int s, double worst,
+			double *fill, struct stage_est *e)
+{
+	const struct llm *m = &in->m;
+	const struct layout *l = &in->lay;
+	const struct hw_profile *hw = in->hw;
+	struct mem_stage ms;
+	double n = e->n, nm = e->nm, md, me, slot;
+	if (nm > 0) {
+		/* Without shared experts an MoE layer keeps half the
+		 * tensor-parallel collectives (the attention's). */
+		double arm = m->shared_experts > 0 ? T->ar : T->ar / 2;
+		mem_moe_layer_params(m, &T->lay, &md, &me);
+		e->Pe = nm * me;
+		e->c = ((n - nm) * (T->lf + T->lb) + nm * (T->mlf + T->mlb) + e->emb + e->head) /
+		       in->compute_eff;
+		slot = e->c + (n - nm) * T->ar + nm * (arm + T->moe_comm) + n * T->cp_ring + T->p2p;
+	} else {
+		e->c = (n * (T->lf + T->lb) + e->emb + e->head) / in->compute_eff;
+		slot = e->c + n * T->ar + T->p2p;
+		if (layout_cp(l) > 1)
+			slot += n * T->cp_ring;
+	}
+	{
+		/* A unit is host-bound where the host's launches outlast its
+		 * GPU side: forward and backward each the longer of the two,
+		 * the GPU's split as its layers'.  Activation offloading (pp
+		 * 1) launches a copy a layer each way, with its two event
+		 * waits. */
+		double hf = (n - nm) * T->hf + nm * T->mhf + e->ehf + e->hhf,
+		       hb = (n - nm) * T->hb + nm * T->mhb + e->ehb + e->hhb;
+		double gf = (n - nm) * T->lf + nm * T->mlf, gb = (n - nm) * T->lb + nm * T->mlb;
+		double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5, sf, sb, x = 0, y = 0;
+		int L = layout_chunk_layers(m, &T->lay, s, 0), N = 0;
+		if (l->offload_layers > 0 && n > 0) {
+			N = l->offload_layers < L ? l->offload_layers : L - 1;
+			for (int i = 0; i < N; i++) {
+				double xi, yi;
+				synth_offload_copy_s(
+				    &T->si, hw, m->experts > 0 && llm_is_moe_layer(m, i), &xi, &yi);
+				x += xi / N;
+				y += yi / N;
+			}
+			hf += N * (T->si.cpu_op_s + T->si.launch_s + 4 * T->si.event_s);
+			hb += N * (T->si.cpu_op_s + T->si.launch_s + 4 * T->si.event_s);
+		}
+		e->gs = slot;
+		sf = fmax(slot * ff, hf);
+		sb = fmax(slot * (1 - ff), hb);
+		slot = sf + sb;
+		e->slack = T->mb * (slot - hf - hb);
+		/* The compute's waits for the copies (synth_offload_exposed),
+		 * each layer the unit's average, each copy the offloaded
+		 * layers' average. */
+		if (N > 0) {
+			e->off = synth_offload_exposed(L, N, sf / n, x) +
+				 synth_offload_exposed(L, N, sb / n, y);
+			slot += e->off;
+			e->gs += e->off;
+		}
+		/* Zero-bubble schedules: the fill and drain of (p - 1) stages'
+		 * F + B + W shrinks to (p - 1) max(F, F + B - W) (ZB-1p) or
+		 * max(F, F + B - 2W) (ZB-2p, and ZB-V over its two chunks), B
+		 * and W the backward's parts (Qi et al. 2024, Table 1 with the
+		 * forwards the last stage waits for; test_zb_bubble). */
+		if (layout_zb(l->schedule) && slot > worst && gf + gb > 0) {
+			double wg = (n - nm) * T->lw + nm * T->mlw,
+			       k = l->schedule == LAYOUT_ZB1P ? 2 : 3;
+			*fill = fmax(gf, gf + gb - k * wg) / (gf + gb);
+		}
+	}
+	e->slot = slot;
+	e->tp = n * T->ar;
+	mem_stage(m, &T->lay, NULL, s, &ms);
+	e->P = ms.train - e->Pe;
+}
+
 int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, struct prism_err *err)
 {
 	const struct hw_profile *hw = in->hw;
@@ -492,147 +653,24 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	 * each stage's data-parallel collectives (what is exposed of them)
 	 * and its optimizer. */
 	for (int s = 0; s < pp; s++) {
-		struct mem_stage ms;
-		double n = layout_stage_layers(m, &T.lay, s), c, slot, gs, dpt, exposed, each, opt,
-		       nm = 0, Pe = 0, md, me, off = 0, slack;
-		int hs = layout_head_stage(l); /* the head's stage: the last, or 0 in a V */
-		double emb = s == 0 ? T.emb : 0, head = s == hs ? T.head : 0;
-		/* The host's launches of the two, forward and backward. */
-		double ehf = s == 0 ? T.eh.emb_fwd_s : 0, ehb = s == 0 ? T.eh.emb_bwd_s : 0,
-		       hhf = s == hs ? T.eh.head_fwd_s : 0, hhb = s == hs ? T.eh.head_bwd_s : 0;
-		/* And of its pipeline transfers (with the embedding's) and of
-		 * its data-parallel work a microbatch (ZeRO-3's gathers, ZeRO-2/3's
-		 * reductions: synth_stage_host). */
-		ehf += T.sh[s].xfer_fwd_s + T.sh[s].dp_fwd_s;
-		ehb += T.sh[s].xfer_bwd_s + T.sh[s].dp_bwd_s;
-		for (int ch = 0; ch < v; ch++)
-			nm += layout_chunk_moe(m, &T.lay, s, ch);
-		if (s == hs && m->mtp_layers > 0) {
-			/* Multi-token prediction: a layer of the last one's kind
-			 * and a head and loss more a depth (eh_proj left out). */
-			n += m->mtp_layers;
-			nm += llm_is_moe_layer(m, m->layers - 1) ? m->mtp_layers : 0;
-			head *= 1 + m->mtp_layers;
-			hhf *= 1 + m->mtp_layers;
-			hhb *= 1 + m->mtp_layers;
-		}
-		if (llm_hybrid(m)) {
-			/* A hybrid model: the stage's layers by their kinds (E
-			 * layers with their dispatchers' collectives, their
-			 * routed experts' parameters apart). */
-			double gf = 0, gb = 0, hf = ehf + hhf, hb = ehb + hhb, ar = 0, ne = 0;
-			for (int ch = 0; ch < v; ch++) {
-				int l0 = layout_chunk_first(m, &T.lay, s, ch),
-				    nc = layout_chunk_layers(m, &T.lay, s, ch);
-				for (int i = l0; i < l0 + nc; i++) {
-					int k = llm_layer_kind(m, i);
-					gf += T.kf[k], gb += T.kb[k], hf += T.khf[k],
-					    hb += T.khb[k];
-					/* the ring's exposed transfers: attention's */
-					ar += T.kar[k] +
-					      (k == LLM_KIND_FULL || k == LLM_KIND_ATTN ? T.cp_ring
-											: 0) +
-					      (k == LLM_KIND_MOE ? T.moe_comm : 0);
-					ne += k == LLM_KIND_MOE;
-				}
-			}
-			c = (gf + gb + emb + head) / in->compute_eff;
-			slot = c + ar + T.p2p;
-			gs = slot;
-			slot = fmax(slot * (gf + gb > 0 ? gf / (gf + gb) : 0.5), hf) +
-			       fmax(slot * (gf + gb > 0 ? gb / (gf + gb) : 0.5), hb);
-			slack = T.mb * (slot - hf - hb);
-			sum += gs;
-			if (slot > worst)
-				gw = gs;
-			mem_stage(m, &T.lay, NULL, s, &ms);
-			if (ne > 0)
-				mem_moe_layer_params(m, &T.lay, &md, &me);
-			Pe = ne > 0 ? ne * me : 0;
-			stage_dp(in, &T, c, n, ms.params - Pe, Pe, &dpt, &exposed, &each);
-			exposed -= T.mb * host_hides(each, slot, gs);
-			opt = opt_or_host(&T, s, exposed, T.sh[s].opt_gpu_s, slack);
-			stage_terms(out, &worst, &tail, slot, c, ar, T.p2p, 0, dpt, exposed, opt);
-			continue;
-		}
-		if (nm > 0) {
-			/* Without shared experts an MoE layer keeps half the
-			 * tensor-parallel collectives (the attention's). */
-			double arm = m->shared_experts > 0 ? T.ar : T.ar / 2;
-			mem_moe_layer_params(m, &T.lay, &md, &me);
-			Pe = nm * me;
-			c = ((n - nm) * (T.lf + T.lb) + nm * (T.mlf + T.mlb) + emb + head) /
-			    in->compute_eff;
-			slot =
-			    c + (n - nm) * T.ar + nm * (arm + T.moe_comm) + n * T.cp_ring + T.p2p;
-		} else {
-			c = (n * (T.lf + T.lb) + emb + head) / in->compute_eff;
-			slot = c + n * T.ar + T.p2p;
-			if (cp > 1)
-				slot += n * T.cp_ring;
-		}
-		{
-			/* A unit is host-bound where the host's launches
-			 * outlast its GPU side: forward and backward each the
-			 * longer of the two, the GPU's split as its layers'.
-			 * Activation offloading (pp 1) launches a copy a layer
-			 * each way, with its two event waits. */
-			double hf = (n - nm) * T.hf + nm * T.mhf + ehf + hhf,
-			       hb = (n - nm) * T.hb + nm * T.mhb + ehb + hhb;
-			double gf = (n - nm) * T.lf + nm * T.mlf, gb = (n - nm) * T.lb + nm * T.mlb;
-			double ff = gf + gb > 0 ? gf / (gf + gb) : 0.5, sf, sb, x = 0, y = 0;
-			int L = layout_chunk_layers(m, &T.lay, s, 0), N = 0;
-			if (l->offload_layers > 0 && n > 0) {
-				N = l->offload_layers < L ? l->offload_layers : L - 1;
-				for (int i = 0; i < N; i++) {
-					double xi, yi;
-					synth_offload_copy_s(
-					    &T.si, hw, m->experts > 0 && llm_is_moe_layer(m, i),
-					    &xi, &yi);
-					x += xi / N;
-					y += yi / N;
-				}
-				hf += N * (T.si.cpu_op_s + T.si.launch_s + 4 * T.si.event_s);
-				hb += N * (T.si.cpu_op_s + T.si.launch_s + 4 * T.si.event_s);
-			}
-			gs = slot;
-			sf = fmax(slot * ff, hf);
-			sb = fmax(slot * (1 - ff), hb);
-			slot = sf + sb;
-			slack = T.mb * (slot - hf - hb);
-			/* The compute's waits for the copies
-			 * (synth_offload_exposed), each layer the unit's
-			 * average, each copy the offloaded layers' average. */
-			if (N > 0) {
-				off = synth_offload_exposed(L, N, sf / n, x) +
-				      synth_offload_exposed(L, N, sb / n, y);
-				slot += off;
-				gs += off;
-			}
-			/* Zero-bubble schedules: the fill and drain of (p - 1)
-			 * stages' F + B + W shrinks to (p - 1) max(F, F + B - W)
-			 * (ZB-1p) or max(F, F + B - 2W) (ZB-2p, and ZB-V over its
-			 * two chunks), B and W the backward's parts (Qi et al.
-			 * 2024, Table 1 with the forwards the last stage waits
-			 * for; test_zb_bubble). */
-			if (layout_zb(l->schedule) && slot > worst && gf + gb > 0) {
-				double wg = (n - nm) * T.lw + nm * T.mlw,
-				       k = l->schedule == LAYOUT_ZB1P ? 2 : 3;
-				fill = fmax(gf, gf + gb - k * wg) / (gf + gb);
-			}
-		}
-		sum += gs;
-		if (slot > worst)
-			gw = gs;
-		mem_stage(m, &T.lay, NULL, s, &ms);
-		stage_dp(in, &T, c, n, ms.train - Pe, Pe, &dpt, &exposed, &each);
-		exposed -= T.mb * host_hides(each, slot, gs);
+		struct stage_est e;
+		double dpt, exposed, each, opt;
+		stage_inputs(in, &T, s, &e);
+		if (llm_hybrid(m))
+			hybrid_stage(in, &T, s, &e);
+		else
+			layer_stage(in, &T, s, worst, &fill, &e);
+		sum += e.gs;
+		if (e.slot > worst)
+			gw = e.gs;
+		stage_dp(in, &T, e.c, e.n, e.P, e.Pe, &dpt, &exposed, &each);
+		exposed -= T.mb * host_hides(each, e.slot, e.gs);
 		/* Optimizer: its kernels as the graph runs them (fp16's
 		 * unscale, the clipping norm and scale, the update:
 		 * synth_stage_host's opt_gpu_s, ss_optimizer timed dry), or
 		 * its launches. */
-		opt = opt_or_host(&T, s, exposed, T.sh[s].opt_gpu_s, slack);
-		stage_terms(out, &worst, &tail, slot, c, n * T.ar, T.p2p, off, dpt, exposed, opt);
+		opt = opt_or_host(&T, s, exposed, T.sh[s].opt_gpu_s, e.slack);
+		stage_terms(out, &worst, &tail, e.slot, e.c, e.tp, T.p2p, e.off, dpt, exposed, opt);
 	}
 	/* The gradient norm's all-reduce across the stages (and fp16's
 	 * found-inf flag's) after every stage's last backward, before every
