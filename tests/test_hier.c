@@ -1315,6 +1315,50 @@ static void test_extrapolate_gpipe(void **state)
 	}
 }
 
+/* The small model on h100-dgx as shipped, tp 2, pp, dp, ZeRO zero under
+ * dp_impl (-1: the default), at microbatches: the line taken from m0, a
+ * microbatch apart, every figure the kernel-level run's, with contention
+ * and without. */
+static void host_line(int pp, int dp, int zero, int dp_impl, int microbatches, int m0)
+{
+	static struct hw_profile shipped, quiet;
+	struct prism_err err;
+	prism_err_clear(&err);
+	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &shipped, &err), 0);
+	quiet = shipped;
+	quiet.slow_compute = quiet.slow_comm = 0;
+	for (int k = 0; k < 2; k++) {
+		struct synth_in in;
+		struct predict_out full, hier;
+		struct hier_out h;
+		synth_in_default(&in);
+		assert_int_equal(
+		    llm_load(PRISM_SOURCE_DIR "/configs/models/gpt-small.cfg", &in.m, &err), 0);
+		in.hw = k ? &quiet : &shipped;
+		in.no_shapes = 1;
+		in.lay.tp = 2;
+		in.lay.pp = pp;
+		in.lay.dp = dp;
+		in.lay.zero = zero;
+		if (dp_impl >= 0)
+			in.lay.dp_impl = dp_impl;
+		in.lay.microbatches = microbatches;
+		in.units = 1;
+		assert_int_equal(hier_extrapolate(&in, &h, &err), 1);
+		assert_int_equal(h.m0, m0);
+		assert_int_equal(h.c, 1);
+		assert_int_equal(predict_synth(&in, &hier, NULL, NULL, &err), 0);
+		in.units = 0;
+		assert_int_equal(predict_synth(&in, &full, NULL, NULL, &err), 0);
+		print_message("pp %d zero %d%s: %.6f ms, compute %.6f comm %.6f overlap %.6f ms, "
+			      "bubble %.4f\n",
+			      pp, zero, k ? " (no contention)" : "", full.iter_s * 1e3,
+			      full.exposed_compute_s * 1e3, full.exposed_comm_s * 1e3,
+			      full.overlap_s * 1e3, full.bubble);
+		same_prediction(&hier, &full);
+	}
+}
+
 /*
  * A launch-bound candidate takes the line (issue 38): the small model on
  * h100-dgx as shipped at tp 2, pp 1, dp 4, 24 microbatches, DeepSpeed's
@@ -1327,44 +1371,9 @@ static void test_extrapolate_gpipe(void **state)
  */
 static void test_extrapolate_host_bound(void **state)
 {
-	static struct hw_profile shipped, quiet;
-	static const int zeros[] = {2, 3};
-	struct prism_err err;
 	(void)state;
-	prism_err_clear(&err);
-	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &shipped, &err), 0);
-	quiet = shipped;
-	quiet.slow_compute = quiet.slow_comm = 0;
-	for (size_t i = 0; i < sizeof(zeros) / sizeof(zeros[0]); i++)
-		for (int k = 0; k < 2; k++) {
-			struct synth_in in;
-			struct predict_out full, hier;
-			struct hier_out h;
-			synth_in_default(&in);
-			assert_int_equal(
-			    llm_load(PRISM_SOURCE_DIR "/configs/models/gpt-small.cfg", &in.m, &err),
-			    0);
-			in.hw = k ? &quiet : &shipped;
-			in.no_shapes = 1;
-			in.lay.tp = 2;
-			in.lay.dp = 4;
-			in.lay.zero = zeros[i];
-			in.lay.dp_impl = LAYOUT_DP_DEEPSPEED;
-			in.lay.microbatches = 24;
-			in.units = 1;
-			assert_int_equal(hier_extrapolate(&in, &h, &err), 1);
-			assert_int_equal(h.m0, 1);
-			assert_int_equal(h.c, 1);
-			assert_int_equal(predict_synth(&in, &hier, NULL, NULL, &err), 0);
-			in.units = 0;
-			assert_int_equal(predict_synth(&in, &full, NULL, NULL, &err), 0);
-			print_message(
-			    "zero %d%s: %.6f ms, compute %.6f comm %.6f overlap %.6f ms\n",
-			    zeros[i], k ? " (no contention)" : "", full.iter_s * 1e3,
-			    full.exposed_compute_s * 1e3, full.exposed_comm_s * 1e3,
-			    full.overlap_s * 1e3);
-			same_prediction(&hier, &full);
-		}
+	host_line(1, 4, 2, LAYOUT_DP_DEEPSPEED, 24, 1);
+	host_line(1, 4, 3, LAYOUT_DP_DEEPSPEED, 24, 1);
 }
 
 /*
@@ -1380,43 +1389,9 @@ static void test_extrapolate_host_bound(void **state)
  */
 static void test_extrapolate_stage_host_bound(void **state)
 {
-	static struct hw_profile shipped, quiet;
-	struct prism_err err;
 	(void)state;
-	prism_err_clear(&err);
-	assert_int_equal(hw_load(PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg", &shipped, &err), 0);
-	quiet = shipped;
-	quiet.slow_compute = quiet.slow_comm = 0;
-	for (int zero = 0; zero < 2; zero++)
-		for (int k = 0; k < 2; k++) {
-			struct synth_in in;
-			struct predict_out full, hier;
-			struct hier_out h;
-			synth_in_default(&in);
-			assert_int_equal(
-			    llm_load(PRISM_SOURCE_DIR "/configs/models/gpt-small.cfg", &in.m, &err),
-			    0);
-			in.hw = k ? &quiet : &shipped;
-			in.no_shapes = 1;
-			in.lay.tp = 2;
-			in.lay.pp = 2;
-			in.lay.dp = 2;
-			in.lay.zero = zero;
-			in.lay.microbatches = 48;
-			in.units = 1;
-			assert_int_equal(hier_extrapolate(&in, &h, &err), 1);
-			assert_int_equal(h.m0, 8);
-			assert_int_equal(h.c, 1);
-			assert_int_equal(predict_synth(&in, &hier, NULL, NULL, &err), 0);
-			in.units = 0;
-			assert_int_equal(predict_synth(&in, &full, NULL, NULL, &err), 0);
-			print_message("zero %d%s: %.6f ms, compute %.6f comm %.6f overlap %.6f ms, "
-				      "bubble %.4f\n",
-				      zero, k ? " (no contention)" : "", full.iter_s * 1e3,
-				      full.exposed_compute_s * 1e3, full.exposed_comm_s * 1e3,
-				      full.overlap_s * 1e3, full.bubble);
-			same_prediction(&hier, &full);
-		}
+	host_line(2, 2, 0, -1, 48, 8);
+	host_line(2, 2, 1, -1, 48, 8);
 }
 
 /*
