@@ -47,10 +47,12 @@
  * 1 / (1 + comm) of its; each task's remaining work is carried across
  * every change of what runs beside it.  The factors are fitted
  * (configs/hw, `contention`; docs/MODEL.md).  Only GPU kernels and
- * collectives with one member present are slowed (point-to-point
- * transfers and rendezvous instances keep their times), so a settled
- * graph replays as it ran.  Both 0: off (replays of traces, whose
- * durations already hold what contention they met).
+ * GN_COLL tasks with one member present are slowed (the context-parallel
+ * ring's send/recv among them: a GN_COLL); GN_P2P transfers and
+ * rendezvous instances keep their times (their members share one
+ * transfer time), so a settled graph replays as it ran.  Both 0: off
+ * (replays of traces, whose durations already hold what contention they
+ * met).
  */
 /*
  * Folded tasks (synth.h "units"; docs/MODEL.md, "Hierarchical

@@ -822,6 +822,15 @@ static void test_cp_moe_forms(void **state)
 	    {1, 0, 1, 2, 2, LAYOUT_CP_ALLGATHER, 8, 2, 0, 40, 1, 1},
 	    {1, 0, 2, 2, 1, LAYOUT_CP_P2P, 8, 2, 1, 40, 2, 1},
 	    {1, 0, 2, 2, 1, LAYOUT_CP_P2P, 8, 2, 0, 40, 1, 2},
+	    /* Large cp (the issue's Llama 405B runs cp 16): each form at
+	     * cp 8 and 16, the ring's 16 steps a layer each a transfer
+	     * beside an attention step (contended: docs/MODEL.md,
+	     * "Contention"). */
+	    {1, 0, 2, 1, 16, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0},
+	    {1, 0, 2, 1, 8, LAYOUT_CP_P2P, 0, 1, 1, 40, 1, 0},
+	    {1, 0, 2, 1, 8, LAYOUT_CP_ALLGATHER, 0, 1, 0, 40, 1, 0},
+	    {1, 0, 2, 1, 8, LAYOUT_CP_A2A, 0, 1, 0, 40, 1, 0},
+	    {1, 0, 2, 1, 16, LAYOUT_CP_A2A_P2P, 0, 1, 0, 40, 1, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -294,7 +294,10 @@ static void attn_op(struct ctx *c, const struct shape *z, int dtype, int bwd)
  * log-sum-exp (a memory-bound correction).  Backward: the same ring, each
  * transfer carrying the key-value block and its accumulated gradient
  * (twice the bytes).  The transfers ride the side stream that TP overlap
- * uses (S_TP; they never run at once within a layer).
+ * uses (S_TP; they never run at once within a layer).  Each is a GN_COLL
+ * of one member present (its neighbours are not simulated), so contention
+ * slows it and the attention beside it, as NCCL's SendRecv kernel takes
+ * SMs (docs/MODEL.md, "Contention").
  */
 static double cp_kv_bytes(const struct shape *z)
 {
