@@ -627,6 +627,39 @@ static void test_head_colls(void **state)
 	assert_int_equal(n_rs, 4 * 2);
 	synth_out_release(&so);
 	graph_free(g);
+	/* FSDP's SHARD_GRAD_OP (ZeRO-2): each unit's flat parameter
+	 * reduce-scattered on its own in its post-backward
+	 * (_runtime_utils.py's _post_backward_hook, no bucket across units):
+	 * the output side's too, the norm with the head's copy, in the
+	 * parameters' dtype (2 bytes), its fp32 shard cast after (2 + 4 a
+	 * shard's parameter), the gather's shard cast before it (4 + 2).  On
+	 * rank 3 (the last of 4 stages, l / 4 layers) one reduce-scatter of
+	 * the output side's and one a layer each microbatch, 4 microbatches
+	 * and 2 steps. */
+	in.lay.zero = 2;
+	in.lay.dp_impl = LAYOUT_DP_FSDP;
+	assert_int_equal(synth_head_colls(&in, 3, &h), 1);
+	assert_true(h.params == p);
+	assert_true(h.ag_bytes == 2 * p && h.rs_bytes == 2 * p);
+	assert_true(h.ag_in == p / 4 * 6 && h.ag_out == 0 && h.rs_in == 0 && h.rs_out == p / 4 * 6);
+	g = build(&in, &so, &st);
+	n_ag = n_rs = 0;
+	{
+		int n_all = 0;
+		for (uint32_t c = 0; c < g->n_colls; c++) {
+			uint32_t u = g->colls[c].node;
+			if (g->procs[g->proc[u]].rank != 3 || g->colls[c].kind != GC_REDUCE_SCATTER)
+				continue;
+			n_all++;
+			n_rs += g->colls[c].bytes == (int64_t)h.rs_bytes;
+		}
+		assert_int_equal(n_rs, 4 * 2);
+		assert_int_equal(n_all, 4 * 2 * (1 + in.m.layers / 4));
+	}
+	synth_out_release(&so);
+	graph_free(g);
+	in.lay.zero = 3;
+	in.lay.dp_impl = LAYOUT_DP_FSDP2;
 	/* Untied at pp 1, the same stage holds the head: the norm and the
 	 * head's own matrix. */
 	in.m.untied = 1;

@@ -92,6 +92,10 @@ struct ps {
 	/* ahead[u]: base task u is part of a gather issued ahead, moved to the
 	 * stage of the layer it feeds (move_ahead); NULL where none is. */
 	uint8_t *ahead;
+	/* headc[u]: base task u is the output side's collective i that the
+	 * last stage widens, + 1 (mark_heads); NULL where the plan widens
+	 * none. */
+	uint8_t *headc;
 };
 
 static int cmp_byu(const void *a, const void *b)
@@ -156,20 +160,10 @@ static int is_stat(const struct ps *s, uint32_t u)
 
 /* Base task u is the output side's all-gather (0), reduce-scatter (1) or
  * replicas' all-reduce (2) that the last stage widens (pipeline_plan's
- * head), or -1. */
+ * head; mark_heads), or -1. */
 static int head_coll(const struct ps *s, uint32_t u)
 {
-	const struct graph *g = s->g;
-	const struct graph_coll *c;
-	if (g->kind[u] != GN_COLL || g->coll[u] == NONE32)
-		return -1;
-	c = &g->colls[g->coll[u]];
-	static const uint8_t kind[3] = {GC_ALL_GATHER, GC_REDUCE_SCATTER, GC_ALL_REDUCE};
-	for (int i = 0; i < 3; i++)
-		if (s->p->head[i].base_bytes > 0 && c->bytes == s->p->head[i].base_bytes &&
-		    c->kind == kind[i])
-			return i;
-	return -1;
+	return s->headc ? s->headc[u] - 1 : -1;
 }
 
 /* The first new processor of rank r's stage k: ranks in order, each
@@ -433,6 +427,84 @@ static int move_ahead(struct ps *s)
 	}
 	if (s->ahead)
 		drop_cross_waits(s);
+	return 0;
+}
+
+/* Base task u is collective kind `kind` of the plan's base bytes for the
+ * output side's collective i. */
+static int head_sized(const struct ps *s, uint32_t u, int i, uint8_t kind)
+{
+	const struct graph *g = s->g;
+	const struct graph_coll *c;
+	if (g->kind[u] != GN_COLL || g->coll[u] == NONE32 || s->p->head[i].base_bytes <= 0)
+		return 0;
+	c = &g->colls[g->coll[u]];
+	return c->kind == kind && c->bytes == s->p->head[i].base_bytes;
+}
+
+/* Base task v is a kernel of the output side's compute on the last stage:
+ * on its rank's compute stream, of a unit, outside the layers (the head,
+ * the final norm, their copies), where assign put it: after the last
+ * layer forward, before the first backward. */
+static int head_compute(const struct ps *s, uint32_t v)
+{
+	const struct graph *g = s->g;
+	return v < g->n_nodes && g->proc[v] == s->compute[g->procs[g->proc[v]].rank] &&
+	       g->layer[v] < 0 && is_unit(s, v) && s->a[v] == s->pp - 1;
+}
+
+/* Base task v waits (an event edge) for the output side's compute of its
+ * own unit. */
+static int waits_head(const struct ps *s, uint32_t v)
+{
+	for (uint32_t e = s->in_off[v]; e < s->in_off[v + 1]; e++) {
+		uint32_t w = s->in_src[e];
+		if (head_compute(s, w) && same_unit(s, w, v) && edge_kind(s, w, v) == GE_EVENT)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The output side's collectives that the last stage widens (headc): the
+ * plan's base bytes and kind, and where the output side runs them, so
+ * that a collective of equal size elsewhere (a layer's, the embedding's)
+ * keeps its own: an all-gather off the compute stream on the last stage
+ * whose event the output side's forward waits for (its first kernel, or
+ * FSDP2's copy-out); a reduce-scatter of a backward that waits, itself
+ * or through the copy-in launched before it on its stream, for the
+ * output side's backward (grad_reduce's wait for the compute stream
+ * after the head's backward); the replicas' all-reduce right after such
+ * a reduce-scatter on its stream.  0, or PRISM_ENOMEM.
+ */
+static int mark_heads(struct ps *s)
+{
+	const struct graph *g = s->g;
+	const struct pipeline_plan *p = s->p;
+	if (p->head[0].base_bytes + p->head[1].base_bytes + p->head[2].base_bytes <= 0)
+		return 0;
+	if (!(s->headc = prism_calloc(g->n_nodes ? g->n_nodes : 1, 1)))
+		return oom(s);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		const struct graph_proc *pr = &g->procs[g->proc[u]];
+		if (!pr->gpu || g->proc[u] == s->compute[pr->rank] || s->a[u] != s->pp - 1 ||
+		    !is_unit(s, u))
+			continue;
+		if (s->ph[u] == PH_FORWARD && head_sized(s, u, 0, GC_ALL_GATHER)) {
+			for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++)
+				if (GE_KIND(g->out_kind[e]) == GE_EVENT &&
+				    head_compute(s, g->out_dst[e]) &&
+				    same_unit(s, u, g->out_dst[e]))
+					s->headc[u] = 1;
+		} else if (s->ph[u] == PH_BACKWARD && head_sized(s, u, 1, GC_REDUCE_SCATTER)) {
+			if (waits_head(s, u) ||
+			    (u > pr->first && same_unit(s, u - 1, u) && waits_head(s, u - 1)))
+				s->headc[u] = 2;
+		} else if (s->ph[u] == PH_BACKWARD && head_sized(s, u, 2, GC_ALL_REDUCE) &&
+			   u > pr->first && s->headc[u - 1] == 2 && same_unit(s, u - 1, u)) {
+			s->headc[u] = 3;
+		}
+	}
 	return 0;
 }
 
@@ -1374,6 +1446,7 @@ static void release(struct ps *s)
 	free(s->before);
 	free(s->rerec);
 	free(s->ahead);
+	free(s->headc);
 	free(s->rank_nprocs);
 	free(s->proc_index);
 	if (s->seq)
@@ -1410,7 +1483,8 @@ int pipeline_split(const struct graph *g, const struct pipeline_plan *p, struct 
 	}
 	if (!rc) {
 		assign(&s);
-		if (!(rc = move_ahead(&s)) && !(rc = mark_rerec(&s)) && !(rc = stage_copies(&s)))
+		if (!(rc = move_ahead(&s)) && !(rc = mark_rerec(&s)) && !(rc = mark_heads(&s)) &&
+		    !(rc = stage_copies(&s)))
 			rc = make_stats(&s);
 	}
 	for (uint32_t q = 0; q < g->n_procs && !rc; q++)

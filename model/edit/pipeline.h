@@ -90,7 +90,13 @@ struct pipeline_plan {
 	 * replicas (head[2]) on the last stage under ZeRO-3 and FSDP (synth_head_colls):
 	 * the one-stage trace's, of base_bytes, hold the final norm alone where
 	 * the cut's last stage also holds a tied head's copy of the word
-	 * embedding; each copy of one on the last stage becomes `bytes`, its
+	 * embedding.  They are found by size and place: of base_bytes, on the
+	 * last stage, the gather one whose event the output side's forward
+	 * (compute-stream kernels outside the layers) waits for, the
+	 * reduce-scatter one waiting (or its copy-in) for the output side's
+	 * backward, the all-reduce the one right after it on its stream; a
+	 * collective of equal size elsewhere keeps its own.  Each copy of one
+	 * on the last stage becomes `bytes`, its
 	 * duration less base_ns (the base's modelled time) plus ns, and the
 	 * implementation's copies around it (FSDP's, FSDP2's) scale by the
 	 * kernel model's ratio: the kernel before it on its stream by in_ratio,

@@ -255,11 +255,25 @@ double synth_bucket_params(const struct synth_in *in)
 	return layout_bucket_params(&in->lay, synth_grad_bytes(in));
 }
 
+/* Each unit's gradient reduced on its own as it completes, no bucket
+ * across units: ZeRO-3, and FSDP's and FSDP2's SHARD_GRAD_OP, whose
+ * post-backward reduce-scatters each unit's flat parameter
+ * (torch/distributed/fsdp/_runtime_utils.py: _post_backward_hook ->
+ * _reduce_grad, one reduce-scatter of the handle's FlatParameter; FSDP2's
+ * FSDPParamGroup.post_backward -> foreach_reduce, one a group) whatever
+ * the sharding strategy; a unit's flat parameter holds every parameter it
+ * owns, so a tied head's copy is reduced with the final norm in the last
+ * stage's outer unit. */
+static int unit_reduce(const struct layout *l)
+{
+	return l->zero >= 3 || (l->zero == 2 && fsdp_like(l));
+}
+
 /* The gradients of `params` parameters are complete on stage r.  Buckets
  * (DDP, Megatron-LM's grad buffer, DeepSpeed's reduce buckets) fill in the
  * order the backward produces gradients and are reduced when full, during
- * the backward (overlap_grad); ZeRO-3 reduces each unit (a layer: FSDP's
- * wrapping) as it completes. */
+ * the backward (overlap_grad); ZeRO-3 and FSDP's SHARD_GRAD_OP reduce each
+ * unit (a layer: FSDP's wrapping) as it completes (unit_reduce). */
 static void grad_ready(struct ctx *c, int r, const struct shape *z, double params)
 {
 	struct rankst *k = &c->rk[r];
@@ -268,7 +282,7 @@ static void grad_ready(struct ctx *c, int r, const struct shape *z, double param
 	k->bucket += params;
 	if (!c->in->lay.overlap_grad)
 		return;
-	if (c->in->lay.zero >= 3 || k->bucket >= bucket_cap(c)) {
+	if (unit_reduce(&c->lay) || k->bucket >= bucket_cap(c)) {
 		grad_reduce(c, r, z, k->bucket);
 		k->bucket = 0;
 	}
@@ -1226,7 +1240,7 @@ int synth_head_colls(const struct synth_in *in, int stage, struct synth_head *h)
 	int G = layout_shard_group(l);
 	memset(h, 0, sizeof(*h));
 	/* gather_depth's rule: ZeRO-3 gathers each unit, FSDP's SHARD_GRAD_OP
-	 * each forward (its gradients bucketed). */
+	 * each forward. */
 	if (in->bare || G <= 1 || layout_lora(l, 0) ||
 	    !(l->zero >= 3 || (l->zero == 2 && fsdp_like(l))))
 		return 0;
@@ -1235,15 +1249,15 @@ int synth_head_colls(const struct synth_in *in, int stage, struct synth_head *h)
 		return 0;
 	/* As unit_fwd gathers head_params (gather, gather_wait) and
 	 * unit_bwd's grad_ready reduces them (grad_reduce: a reduce-scatter
-	 * of their own under ZeRO-3 with overlap_grad, bucketed with the
-	 * layers' otherwise), with the implementation's copies around. */
+	 * of their own with overlap_grad under unit_reduce's rule, ZeRO-3 and
+	 * FSDP's SHARD_GRAD_OP), with the implementation's copies around. */
 	mem_param_bytes(l, &w, &gb, &o);
 	layout_dp_traits(l, 0, w, gb, &t);
 	h->params = first;
 	h->ag_bytes = first * w;
 	h->ag_in = first / G * t.ag_in;
 	h->ag_out = first * t.ag_out;
-	if (l->zero >= 3 && l->overlap_grad) {
+	if (unit_reduce(l) && l->overlap_grad) {
 		h->rs_bytes = first * t.rs_bytes;
 		h->rs_in = first * t.rs_in;
 		h->rs_out = first / G * t.rs_out;

@@ -235,9 +235,9 @@ int synth_embed_grad_reduce(const struct synth_in *in, struct comm_group *g, dou
  * the final norm, the head -- on a last stage that is not the first, a
  * tied head's copy of the word embedding -- and MTP's) under ZeRO-3,
  * FSDP and FSDP2 (and FSDP's ZeRO-2, SHARD_GRAD_OP): all-gathered before
- * the head's forward (ag_bytes a rank) and, under ZeRO-3, their gradient
- * reduce-scattered after its backward (rs_bytes; 0 where it is bucketed
- * with the layers': ZeRO-2, no overlap_grad), each microbatch, over the
+ * the head's forward (ag_bytes a rank) and their gradient
+ * reduce-scattered after its backward (rs_bytes; 0 without overlap_grad,
+ * where it waits for the unit's end with the layers'), each microbatch, over the
  * sharding group, with the implementation's elementwise copies
  * (layout_dp_traits: the copy-in before each on its stream, the gather's
  * copy-out on the compute stream, the reduce-scatter's after it) and,
