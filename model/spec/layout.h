@@ -707,7 +707,8 @@ enum layout_show {
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_FORCE, .key = "dpi")                         \
 	X(bucket_mb, L, 1, v, .kind = LK_INT, .lo = 0, .hi = LAYOUT_MAX_BUCKET_MB, .def = 0,      \
 	  .opt = "bucket-mb", .arg = "N",                                                          \
-	  .help = "gradient buckets of N MB (0: Megatron's max(40M, 1M x dp) parameters)",        \
+	  .help = "gradient buckets of N MB (0: Megatron's max(40M, 1M x dp) parameters; "        \
+		  "ZeRO-3 and FSDP's ZeRO-2 reduce each unit's gradient on its own)",              \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON, .key = "bucket", .key_group = 3,                 \
 	  .show = LK_SHOW_ALWAYS, .desc = 203, .digit = 20)                                        \
 	X(overlap_grad, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 1,                     \
