@@ -754,12 +754,17 @@ static void test_pipeline_bubble(void **state)
  *    backward 74 MiB (38.7973 us: 50 MiB, and the two residual-gradient
  *    adds, 3 x 2 MiB each, and the QKV gradient's copy, 2 x 6 MiB, that
  *    autograd runs);
- *  - fp8 adds cast-transposes: forward each linear's input, 4 bytes a
- *    value, 4 x (3 x 2^20 + 2^22) = 28 MiB (14.6801 us); backward each
- *    output gradient, 4 x (3 x 2^20 + 2^20 + 2^22 + 2^20) = 36 MiB
- *    (18.8744 us).
- * bf16: 76.2944 + 153.9561 us; fp8: 65.2046 + 121.2909 us: the layer runs
- * 1.2346 times faster, well under the GEMMs' 2x.
+ *  - fp8 adds cast-transposes: forward the projection's and FC2's
+ *    inputs, 4 bytes a value, 4 x (2^20 + 2^22) = 20 MiB; QKV's and FC1's
+ *    inputs are their norms' outputs (Transformer Engine's LayerNormLinear
+ *    under delayed scaling): each norm writes the fp8 copy, 1 byte a value
+ *    rather than 2 (-2 MiB for the two), and the column-wise copy is a
+ *    transpose of it, 1 + 1 bytes, 2 x 2 x 2^20 = 4 MiB: forward + 22
+ *    MiB (11.5343 us); backward each output gradient, 4 x (3 x 2^20 +
+ *    2^20 + 2^22 + 2^20) = 36 MiB (18.8744 us).
+ * bf16: 76.2944 + 153.9561 us; fp8: 62.0589 + 121.2909 us: the layer runs
+ * 1.2558 times faster, well under the GEMMs' 2x (1.2346 with a bf16 norm
+ * and a cast-transpose of its output, as before the fused norm).
  */
 /* test_fp8_layer's GPU: one SM, GEMMs at 500 TFLOP/s in bf16, 1000 in
  * fp8 and 2000 in fp4, attention at 500, memory-bound kernels at 2 TB/s,
@@ -796,9 +801,9 @@ static void test_fp8_layer(void **state)
 	synth_layer_times(&in, &f8, &b8, &a8);
 	assert_rel_close(f16, 76.29438976e-6, 1e-9);
 	assert_rel_close(b16, 153.956122624e-6, 1e-9);
-	assert_rel_close(f8, 65.204649984e-6, 1e-9);
+	assert_rel_close(f8, 62.058921984e-6, 1e-9);
 	assert_rel_close(b8, 121.290883072e-6, 1e-9);
-	assert_rel_close((f16 + b16) / (f8 + b8), 1.2346168, 1e-6);
+	assert_rel_close((f16 + b16) / (f8 + b8), 1.2557991, 1e-6);
 	assert_rel_close(a8, a16, 1e-12); /* the attention core stays bf16 */
 	assert_rel_close(a16, 2415919104.0 / 500e12, 1e-9);
 	/* Every kernel of the step at the run's clock: capped at 350 of the
@@ -817,12 +822,16 @@ static void test_fp8_layer(void **state)
  * layer, from their parts.  A steady microbatch casts no weight; the
  * forward quantises the four linears' inputs, 7 x 2^20 values, the
  * backward their output gradients, 9 x 2^20; GEMMs, attention and the
- * rest as in test_fp8_layer (delayed: 65.2046 + 121.2909 us, casts at 4
- * bytes a value).
- *  - current adds an amax pass (2 bytes a value) and a 12-byte scale
- *    kernel per tensor: forward 14,680,064 + 48 bytes (7.340056 us),
- *    backward 18,874,368 + 48 (9.437208 us): 72.5447 + 130.7281 us, a
- *    gain of 1.1327 over bf16's 230.2505 us;
+ * rest as in test_fp8_layer (delayed: 62.0589 + 121.2909 us, its norms
+ * writing fp8 for QKV and FC1; the other recipes' norms write bf16 and
+ * their casts start from a cast-transpose at 4 bytes a value, delayed's
+ * 65.2046 us forward).
+ *  - current adds a 12-byte scale kernel per tensor and an amax pass (2
+ *    bytes a value) for every tensor but the two norms' outputs, whose
+ *    norm kernels compute it (FUSED_NORM_AMAX_FP8): forward 4 x (2^20 +
+ *    2^22) + 48 = 10,485,808 bytes (5.242904 us), backward 18,874,368 +
+ *    48 (9.437208 us): 70.4476 + 130.7281 us, a gain of 1.1445 over
+ *    bf16's 230.2505 us (1.1327 with the two amax passes);
  *  - mxfp8 adds an E8M0 byte per 32 values to each of the two copies,
  *    0.0625 bytes a value: 458,752 bytes forward (0.229376 us), 589,824
  *    backward (0.294912 us): 65.4340 + 121.5858 us, 1.2312; blockwise's
@@ -853,10 +862,10 @@ static void test_fp8_recipes(void **state)
 		int dtype, recipe, exec;
 		double f, b, gain;
 	} want[] = {
-	    {HW_FP8, LAYOUT_FP8_DELAYED, LAYOUT_EXEC_EAGER, 65.204649984e-6, 121.290883072e-6,
-	     1.2346168},
-	    {HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_EAGER, 72.544705984e-6, 130.728091072e-6,
-	     1.1327168},
+	    {HW_FP8, LAYOUT_FP8_DELAYED, LAYOUT_EXEC_EAGER, 62.058921984e-6, 121.290883072e-6,
+	     1.2557991},
+	    {HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_EAGER, 70.447553984e-6, 130.728091072e-6,
+	     1.1445248},
 	    {HW_FP8, LAYOUT_FP8_BLOCKWISE, LAYOUT_EXEC_EAGER, 65.434025984e-6, 121.585795072e-6,
 	     1.2311557},
 	    {HW_FP8, LAYOUT_FP8_MXFP8, LAYOUT_EXEC_EAGER, 65.434025984e-6, 121.585795072e-6,
@@ -926,6 +935,76 @@ static void test_fp8_recipes(void **state)
 	assert_true(mem_lowp_weight_bytes(&l) == 2.0625);
 	l.dtype = HW_FP4;
 	assert_true(mem_lowp_weight_bytes(&l) == 1.125);
+}
+
+/*
+ * The norm fused into Transformer Engine's LayerNormLinear (QKV and FC1 of
+ * Megatron's TE spec; kperf_lowp_casts KPERF_CAST_NORMED), kernel by
+ * kernel in one microbatch of test_fp8_layer's 8-layer model (h 1024, s
+ * 1024, b 1: a norm's output 2^20 values).  Delayed: each layer's two
+ * norms write the fp8 copy (2 + 1 bytes a value: 3 MiB, 1.572864 us at 2
+ * TB/s, against 4 MiB in bf16) and their outputs' column-wise copies are
+ * transposes (te_transpose_fp8_input, 1 + 1 bytes: 1.048576 us), the
+ * projection's and FC2's inputs cast-transposed (te_cast_transpose_fp8_
+ * input, 2^20 and 2^22 values at 4 bytes: 2.097152 and 8.388608 us):
+ * 16 transposes and 16 cast-transposes a step's 8 layers.  Current:
+ * every norm writes bf16 with its amax, so the amax pass runs for the two
+ * other inputs and the 4 output gradients only (6 a layer, 48), every
+ * input cast-transposed.  A LoRA adapter on QKV wants the norm's bf16
+ * output (Megatron-Bridge: return_layernorm_output), so QKV's norm writes
+ * bf16 and its input is cast-transposed (8 transposes left, 24
+ * cast-transposes).
+ */
+static void test_fp8_fused_norm(void **state)
+{
+	static const struct {
+		int recipe, lora, transposes, casts, amax, norm_ns;
+	} want[] = {
+	    /* norm_ns: a step's 8 layers' 16 norms before QKV and FC1 */
+	    {LAYOUT_FP8_DELAYED, 0, 16, 16, 0, 16 * 1573},
+	    {LAYOUT_FP8_CURRENT, 0, 0, 32, 48, 16 * 2097},
+	    {LAYOUT_FP8_DELAYED, 1, 8, 24, 0, 8 * 1573 + 8 * 2097},
+	};
+	struct hw_profile g;
+	(void)state;
+	fp8_gpu(&g);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *gr;
+		int n, k;
+		int64_t t;
+		small(&in);
+		in.hw = &g;
+		in.lay.dtype = HW_FP8;
+		in.lay.fp8_recipe = want[i].recipe;
+		if (want[i].lora) {
+			in.lay.lora_rank = 8;
+			in.lay.lora_targets = LAYOUT_LORA_QKV;
+		}
+		gr = build(&in, &so, &st);
+		k = so.steps; /* synth builds so.steps steps of one microbatch */
+		assert_true(k >= 1);
+		t = named_ns(gr, "te_transpose_fp8_input", &n);
+		assert_int_equal(n, k * want[i].transposes);
+		if (n)
+			assert_int_equal(t, n * 1049); /* 1.048576 us each */
+		named_ns(gr, "te_cast_transpose_fp8_input", &n);
+		assert_int_equal(n, k * want[i].casts);
+		named_ns(gr, "te_compute_amax_input", &n);
+		assert_int_equal(n, k * (want[i].recipe == LAYOUT_FP8_CURRENT ? 16 : 0));
+		named_ns(gr, "te_compute_amax_grad", &n);
+		assert_int_equal(n + k * (want[i].recipe == LAYOUT_FP8_CURRENT ? 16 : 0),
+				 k * want[i].amax);
+		/* The layers' norms before QKV and FC1 and the final norm
+		 * (bf16, 4 MiB: 2.097152 us). */
+		t = named_ns(gr, "vectorized_layer_norm_kernel", &n);
+		assert_int_equal(n, k * 17);
+		assert_int_equal(t, k * (want[i].norm_ns + 2097));
+		synth_out_release(&so);
+		graph_free(gr);
+	}
 }
 
 /* Selective recomputation adds exactly the attention core's forward to
@@ -5381,6 +5460,7 @@ int main(void)
 	    cmocka_unit_test(test_lower_bound),
 	    cmocka_unit_test(test_fp8_layer),
 	    cmocka_unit_test(test_fp8_recipes),
+	    cmocka_unit_test(test_fp8_fused_norm),
 	    cmocka_unit_test(test_selective_recompute),
 	    cmocka_unit_test(test_recompute_modules),
 	    cmocka_unit_test(test_accumulation_adds),

@@ -430,10 +430,22 @@ int kperf_lowp_weight_kept(int dtype, int recipe, int exec)
 	return !compiled_tensorwise(dtype, recipe, exec);
 }
 
-int kperf_lowp_casts(int dtype, int recipe, int exec, int weight, double n,
+/* Transformer Engine's norm writes the fp8 copy itself (kperf.h). */
+static int norm_writes_fp8(int dtype, int recipe, int exec)
+{
+	return dtype == HW_FP8 && recipe == LAYOUT_FP8_DELAYED &&
+	       !compiled_tensorwise(dtype, recipe, exec);
+}
+
+double kperf_lowp_norm_out_bytes(int dtype, int recipe, int exec)
+{
+	return norm_writes_fp8(dtype, recipe, exec) ? 1 : 2;
+}
+
+int kperf_lowp_casts(int dtype, int recipe, int exec, int of, double n,
 		     struct kperf_cast out[KPERF_CASTS_MAX])
 {
-	int k = 0;
+	int k = 0, weight = of == KPERF_CAST_WEIGHT;
 	if (compiled_tensorwise(dtype, recipe, exec)) {
 		out[k++] = (struct kperf_cast){"inductor_fp8_quant_amax_partial", 1,
 					       HW_MEM_ELEMENTWISE, 2 * n};
@@ -460,7 +472,10 @@ int kperf_lowp_casts(int dtype, int recipe, int exec, int weight, double n,
 		return 0;
 	switch (recipe) {
 	case LAYOUT_FP8_CURRENT:
-		out[k++] = (struct kperf_cast){"te_compute_amax", 1, HW_MEM_REDUCTION, 2 * n};
+		/* A norm's output: its amax from the norm kernel. */
+		if (of != KPERF_CAST_NORMED)
+			out[k++] =
+			    (struct kperf_cast){"te_compute_amax", 1, HW_MEM_REDUCTION, 2 * n};
 		out[k++] =
 		    (struct kperf_cast){"te_compute_scale_from_amax", 0, HW_MEM_ELEMENTWISE, 12};
 		out[k++] =
@@ -475,18 +490,24 @@ int kperf_lowp_casts(int dtype, int recipe, int exec, int weight, double n,
 					       (4 + 2.0 / 32) * n};
 		break;
 	default:
-		out[k++] =
-		    (struct kperf_cast){"te_cast_transpose_fp8", 1, HW_MEM_ELEMENTWISE, 4 * n};
+		/* A norm's output: the norm wrote the row-wise copy, the
+		 * column-wise one its transpose. */
+		if (of == KPERF_CAST_NORMED)
+			out[k++] =
+			    (struct kperf_cast){"te_transpose_fp8", 1, HW_MEM_ELEMENTWISE, 2 * n};
+		else
+			out[k++] = (struct kperf_cast){"te_cast_transpose_fp8", 1,
+						       HW_MEM_ELEMENTWISE, 4 * n};
 	}
 	return k;
 }
 
-double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int exec, int weight,
+double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int exec, int of,
 			 double n)
 {
 	struct kperf_cast c[KPERF_CASTS_MAX];
 	double t = 0;
-	for (int i = 0, k = kperf_lowp_casts(dtype, recipe, exec, weight, n, c); i < k; i++)
+	for (int i = 0, k = kperf_lowp_casts(dtype, recipe, exec, of, n, c); i < k; i++)
 		t += kperf_mem_s(hw, c[i].kind, c[i].bytes);
 	return t;
 }

@@ -161,8 +161,10 @@ double kperf_elem_bytes(int dtype);
  * The kernels that quantise one bf16 tensor of n values for GEMMs in
  * dtype: fp8 under `recipe` (enum layout_fp8_recipe), fp4 under NVFP4's
  * (Transformer Engine's quantizers, docs/MODEL.md "Mixed precision"), as
- * the step runs under `exec` (enum layout_exec); weight: the tensor is a
- * weight (blockwise scales it by 128 x 128 blocks, the rest 1 x 128).
+ * the step runs under `exec` (enum layout_exec); of (enum kperf_cast_of):
+ * an activation or gradient, a weight (blockwise scales it by 128 x 128
+ * blocks, the rest 1 x 128), or the output of the norm fused into
+ * Transformer Engine's LayerNormLinear (below).
  * Each writes the row-wise copy one GEMM reads and the column-wise
  * (transposed) one the other reads:
  *   delayed    cast_transpose, amax into the history: 2 + 1 + 1 bytes a value
@@ -183,19 +185,38 @@ double kperf_elem_bytes(int dtype);
  * names ("inductor_fp8_quant_amax_partial", "inductor_fp8_cast_both", ...)
  * classify as elementwise (cost_classify), as they are timed, where
  * Inductor's own would read as reductions ("triton_red_").
+ * A LayerNormLinear's input (KPERF_CAST_NORMED: QKV and FC1 of Megatron's
+ * TE layer spec; transformer_engine/pytorch/module/layernorm_linear.py
+ * with_quantized_norm, csrc/extensions/normalization.cpp) is quantised by
+ * its norm where the recipe allows: under delayed the norm kernel writes
+ * the fp8 row-wise copy itself (kperf_lowp_norm_out_bytes: 1 byte a
+ * value) and the column-wise one is a transpose of it (nvte_transpose in
+ * rmsnorm_api.cpp / ln_api.cpp: 1 + 1); under current the norm kernel
+ * computes the amax as it writes its bf16 output (FUSED_NORM_AMAX_FP8), so
+ * the scale and the cast-transpose remain (12 bytes; 4).  Blockwise and
+ * mxfp8 (TE's unfused path: the norm in bf16, then the quantizer), fp4
+ * (its inputs' Hadamard transform takes the unfused path too) and
+ * torch.compile's casts (torchao's Float8Linear has no fused norm) cast
+ * it as any activation.
  * Into out: each kernel's name stem, whether the tensor's name follows
  * it ("te_compute_amax_input"), its kind (enum hw_mem_kind) and bytes;
  * returns how many (0: dtype is neither fp8 nor fp4).
  */
 #define KPERF_CASTS_MAX 4
+enum kperf_cast_of { KPERF_CAST_ACT, KPERF_CAST_WEIGHT, KPERF_CAST_NORMED };
 struct kperf_cast {
 	const char *stem;
 	int named;
 	int kind;
 	double bytes;
 };
-int kperf_lowp_casts(int dtype, int recipe, int exec, int weight, double n,
+int kperf_lowp_casts(int dtype, int recipe, int exec, int of, double n,
 		     struct kperf_cast out[KPERF_CASTS_MAX]);
+
+/* Bytes a value the norm writes where it feeds a LayerNormLinear (above):
+ * 1 where it writes the fp8 copy itself (delayed scaling under
+ * Transformer Engine), else 2 (bf16). */
+double kperf_lowp_norm_out_bytes(int dtype, int recipe, int exec);
 
 /* Whether a weight's low-precision copies are made once a step and kept
  * for every microbatch (Transformer Engine's modules), or made in every
@@ -204,7 +225,7 @@ int kperf_lowp_casts(int dtype, int recipe, int exec, int weight, double n,
 int kperf_lowp_weight_kept(int dtype, int recipe, int exec);
 
 /* Their time on hw (kperf_mem_s of each). */
-double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int exec, int weight,
+double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int exec, int of,
 			 double n);
 
 #endif

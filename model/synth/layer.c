@@ -522,13 +522,13 @@ static void attn_bwd(struct ctx *c, int r, const struct shape *z)
 
 /* The kernels that quantise one bf16 tensor of n values for fp8 (fp4)
  * GEMMs as the recipe runs them (kperf_lowp_casts); `what` names the
- * tensor (input, weight, grad). */
-static void lowp_cast(struct ctx *c, int r, const char *what, double n, int weight)
+ * tensor (input, weight, grad), `of` what it is (enum kperf_cast_of). */
+static void lowp_cast(struct ctx *c, int r, const char *what, double n, int of)
 {
 	struct kperf_cast k[KPERF_CASTS_MAX];
 	char name[64];
-	int nk = kperf_lowp_casts(c->in->lay.dtype, c->in->lay.fp8_recipe, c->in->lay.exec, weight,
-				  n, k);
+	int nk =
+	    kperf_lowp_casts(c->in->lay.dtype, c->in->lay.fp8_recipe, c->in->lay.exec, of, n, k);
 	for (int i = 0; i < nk; i++) {
 		if (k[i].named)
 			snprintf(name, sizeof(name), "%s_%s", k[i].stem, what);
@@ -561,16 +561,51 @@ static int frozen(const struct ctx *c)
  * Transformer Engine first quantises its input (lowp_cast: its row-wise
  * copy for this GEMM, the column-wise one the weight gradient needs), and
  * the weight once per step, on the step's first microbatch (its copies
- * are kept for the others and for the backward; weight_cast_now).
+ * are kept for the others and for the backward; weight_cast_now).  of:
+ * KPERF_CAST_NORMED where the input is the output of the norm fused
+ * into the module (ln_norm), else KPERF_CAST_ACT.
  */
-static void linear_fwd(struct ctx *c, int r, const char *name, double m, double n, double k)
+static void linear_fwd_of(struct ctx *c, int r, const char *name, double m, double n, double k,
+			  int of)
 {
 	if (sl_low_precision(c->in->lay.dtype)) {
-		lowp_cast(c, r, "input", m * k, 0);
+		lowp_cast(c, r, "input", m * k, of);
 		if (weight_cast_now(c, r))
-			lowp_cast(c, r, "weight", k * n, 1);
+			lowp_cast(c, r, "weight", k * n, KPERF_CAST_WEIGHT);
 	}
 	gemm(c, r, name, m, n, k);
+}
+
+static void linear_fwd(struct ctx *c, int r, const char *name, double m, double n, double k)
+{
+	linear_fwd_of(c, r, name, m, n, k, KPERF_CAST_ACT);
+}
+
+/*
+ * The norm before a column-parallel linear that Megatron's Transformer
+ * Engine layer spec fuses into one module (TELayerNormColumnParallelLinear:
+ * the dense QKV, FC1 and Mamba's in_proj), over nh values; lora_bit: the
+ * LoRA adapter beside that linear (layout.h).  Under fp8 the module's norm
+ * kernel quantises its own output (layernorm_linear.py with_quantized_norm;
+ * kperf_lowp_norm_out_bytes: delayed scaling writes the fp8 copy, 2 bytes
+ * read and 1 written a value), and the linear's input casts are those of
+ * a norm's output (KPERF_CAST_NORMED; ln_linear_of).  An adapter needs the
+ * norm's bf16 output (Megatron-Bridge's LoRA asks for
+ * return_layernorm_output), which turns the fusion off.
+ */
+static int ln_linear_of(const struct ctx *c, int lora_bit)
+{
+	return lora_bit >= 0 && layout_lora(&c->in->lay, lora_bit) ? KPERF_CAST_ACT
+								   : KPERF_CAST_NORMED;
+}
+
+static void ln_norm(struct ctx *c, int r, double nh, int lora_bit)
+{
+	const struct layout *l = &c->in->lay;
+	double out = ln_linear_of(c, lora_bit) == KPERF_CAST_NORMED
+			 ? kperf_lowp_norm_out_bytes(l->dtype, l->fp8_recipe, l->exec)
+			 : 2;
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", nh * (2 + out));
 }
 
 static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k);
@@ -918,7 +953,7 @@ static void grouped_bwd(struct ctx *c, int r, const struct shape *z, const char 
 {
 	char name[96];
 	if (sl_low_precision(c->in->lay.dtype))
-		lowp_cast(c, r, "grad", m * n * z->eloc, 0);
+		lowp_cast(c, r, "grad", m * n * z->eloc, KPERF_CAST_ACT);
 	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dx", what);
 	grouped(c, r, z, name, m, k, n);
 	snprintf(name, sizeof(name), "cutlass_grouped_gemm_bf16_%s_dw", what);
@@ -1164,9 +1199,10 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 	moe_dispatch(c, r, z, 0);
 	moe_pad(c, r, z, "moe_fp8_padding");
 	if (sl_low_precision(c->in->lay.dtype)) {
-		lowp_cast(c, r, "input", z->M * z->h, 0);
+		lowp_cast(c, r, "input", z->M * z->h, KPERF_CAST_ACT);
 		if (weight_cast_now(c, r))
-			lowp_cast(c, r, "weight", z->eloc * z->h * (z->fe_in + z->fe) / z->etp, 1);
+			lowp_cast(c, r, "weight", z->eloc * z->h * (z->fe_in + z->fe) / z->etp,
+				  KPERF_CAST_WEIGHT);
 	}
 	grouped(c, r, z, "cutlass_grouped_gemm_bf16_fc1", mloc, z->fe_in / z->etp, z->h);
 	if (z->gated)
@@ -1375,14 +1411,15 @@ static void attn_block_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	int ov = tp_overlapped(c, z);
-	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
-	if (z->mla) {
+	if (z->mla) { /* MLA's input norm: a TENorm apart */
+		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 		mla_fwd(c, r, z);
 	} else {
+		ln_norm(c, r, nh, LAYOUT_LORA_QKV);
 		if (ov) /* the all-gather of the normed input beside the QKV GEMM */
 			tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
-		linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv_r,
-			   z->h);
+		linear_fwd_of(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_qkv", bs, z->qkv_r,
+			      z->h, ln_linear_of(c, LAYOUT_LORA_QKV));
 		if (ov)
 			tp_side_end(c, r);
 		lora_fwd(c, r, z, LAYOUT_LORA_QKV, z->h, z->qkv, 0);
@@ -1409,11 +1446,13 @@ static void mlp_block_fwd(struct ctx *c, int r, const struct shape *z)
 	 * are the attention's part, its residual add the combine's; a
 	 * dense layer's MLP block is one part. */
 	c->part_now = moe ? SL_PART_ATTN : SL_PART_MLP;
-	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
-	if (moe)
+	if (moe) { /* the pre-MLP norm: a TENorm apart (the router reads it) */
+		sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 		moe_fwd(c, r, z);
-	else
+	} else {
+		ln_norm(c, r, nh, LAYOUT_LORA_FC1);
 		mlp_fwd(c, r, z);
+	}
 	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 }
 
@@ -1527,11 +1566,11 @@ static void mamba_fwd(struct ctx *c, int r, const struct shape *z)
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	double di = z->mdi / t;
 	int ov = tp_overlapped(c, z);
-	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+	ln_norm(c, r, nh, -1);
 	if (ov)
 		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
-	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_in_proj", bs, mamba_proj_r(z),
-		   z->h);
+	linear_fwd_of(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_in_proj", bs, mamba_proj_r(z),
+		      z->h, KPERF_CAST_NORMED);
 	if (ov)
 		tp_side_end(c, r);
 	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_in_proj_transpose_copy",
@@ -1614,7 +1653,8 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
 	int ov = tp_overlapped(c, z);
 	if (ov)
 		tp_side_begin(c, r, z, GC_ALL_GATHER, -1);
-	linear_fwd(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h);
+	linear_fwd_of(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_fc1", bs, z->f_in / t, z->h,
+		      ln_linear_of(c, LAYOUT_LORA_FC1));
 	if (ov)
 		tp_side_end(c, r);
 	lora_fwd(c, r, z, LAYOUT_LORA_FC1, z->h, z->f_in, 0);
@@ -1641,7 +1681,7 @@ static void linear_bwd(struct ctx *c, int r, const char *what, double m, double 
 {
 	char dx[96], dw[96];
 	if (sl_low_precision(c->in->lay.dtype))
-		lowp_cast(c, r, "grad", m * n, 0);
+		lowp_cast(c, r, "grad", m * n, KPERF_CAST_ACT);
 	/* A dry run (the analytic estimate, the bound) reads no name. */
 	gemm(c, r,
 	     c->dry ? what : kname(dx, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_", what, "_dx"), m,
@@ -1692,7 +1732,7 @@ static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 	} else {
 		/* mlp: its forward again, the norm fused into FC1 with it. */
 		if (layout_rc(&c->in->lay, LAYOUT_RC_MLP)) {
-			sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
+			ln_norm(c, r, nh, LAYOUT_LORA_FC1);
 			mlp_fwd(c, r, z);
 		}
 		lora_bwd(c, r, z, LAYOUT_LORA_FC2, z->f, z->h, 1);
