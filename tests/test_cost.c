@@ -2683,9 +2683,10 @@ static void test_mem_grid(void **state)
 		assert_true(fabs(kbench_predict(&h, &rows[i], 0) / rows[i].time_s - 1) < 0.03);
 	/* grid rows at the SM's share of the bandwidth: no warp bound */
 	for (int i = 0; i < 3; i++)
-		rows[i].time_s = 4.406e-6 + 0.619e-6 +
-				 ceil(rows[i].grid_rows / 132) * 3.0 * 8192 * 4 /
-					 (h.hbm_Bps * h.k.mem_impl_eff[HW_MEM_NORM][HW_MEM_IMPL_TRITON] / 132);
+		rows[i].time_s =
+		    4.406e-6 + 0.619e-6 +
+		    ceil(rows[i].grid_rows / 132) * 3.0 * 8192 * 4 /
+			(h.hbm_Bps * h.k.mem_impl_eff[HW_MEM_NORM][HW_MEM_IMPL_TRITON] / 132);
 	kbench_fit(hws, rows, idx, 4, KB_MEM, HW_MEM_NORM);
 	assert_true(h.k.mem_warp_Bps[HW_MEM_NORM] == 0);
 }

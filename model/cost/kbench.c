@@ -1475,8 +1475,8 @@ static int grid_bound(const struct hw_profile *hw, const struct kbench_row *r)
 	if (!(r->grid_rows > 0) || !(hw->k.mem_warp_Bps[k] > 0) || !(hw->k.sms > 0))
 		return 0;
 	e = r->mem_impl > HW_MEM_IMPL_ANY && hw->k.mem_impl_eff[k][r->mem_impl] > 0
-		    ? hw->k.mem_impl_eff[k][r->mem_impl]
-		    : hw->k.mem_eff[k];
+		? hw->k.mem_impl_eff[k][r->mem_impl]
+		: hw->k.mem_eff[k];
 	return r->grid_warps * hw->k.mem_warp_Bps[k] < hw->hbm_Bps * e / hw->k.sms;
 }
 

@@ -504,8 +504,8 @@ double kperf_mem_impl_s(const struct hw_profile *hw, int kind, int impl, double 
 	return hw->k.mem_overhead_s[kind] + (bytes > 0 ? bytes : 0) / (hw->hbm_Bps * e);
 }
 
-double kperf_mem_grid_s(const struct hw_profile *hw, int kind, int impl, double bytes,
-			double rows, int warps)
+double kperf_mem_grid_s(const struct hw_profile *hw, int kind, int impl, double bytes, double rows,
+			int warps)
 {
 	double e, share, prog, sms = hw->k.sms;
 	if (kind < 0 || kind >= HW_MEM_NKINDS)

@@ -163,8 +163,8 @@ double kperf_mem_impl_s(const struct hw_profile *hw, int kind, int impl, double 
  * hw_kernels.mem_warp_Bps): floor + ceil(rows / SMs) x (bytes / rows) /
  * that rate.  kperf_mem_impl_s where the profile states no warp rate, or
  * rows, warps or SMs are not positive. */
-double kperf_mem_grid_s(const struct hw_profile *hw, int kind, int impl, double bytes,
-			double rows, int warps);
+double kperf_mem_grid_s(const struct hw_profile *hw, int kind, int impl, double bytes, double rows,
+			int warps);
 
 /* Bytes of one element of dtype. */
 double kperf_elem_bytes(int dtype);
