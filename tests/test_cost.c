@@ -2478,6 +2478,11 @@ static void test_mem_bytes(void **state)
 	/* the kernels each call launches (liger_norm_launches): Liger's
 	 * norms only, counted from their code; 0 not counted */
 	static const double launches[12] = {0, 0, 0, 7, 0, 5, 3, 0, 4, 0, 0, 0};
+	/* the persistent grid's rows (kperf_mem_grid_s): Liger's LayerNorm
+	 * backward alone, its M; the other persistent backwards (RMSNorm
+	 * from v0.4.0, the fused add) take calculate_settings' warps, whose
+	 * rate the bandwidth caps, and are not tagged */
+	static const double grid_rows[12] = {0, 0, 0, 0, 0, 4096, 0, 0, 0, 0, 0, 0};
 	/* who wrote each (enum hw_mem_impl): Liger's Triton, torch.nn's ATen,
 	 * torch.compile's Inductor, cuDNN none of these */
 	static const int impl[12] = {HW_MEM_IMPL_TRITON,   HW_MEM_IMPL_TRITON,	 HW_MEM_IMPL_ATEN,
@@ -2502,6 +2507,8 @@ static void test_mem_bytes(void **state)
 		assert_rel_close(kb.rows[i].bytes, want[i], 1e-9);
 		assert_true(kb.rows[i].launches == launches[i]);
 		assert_int_equal(kb.rows[i].mem_impl, impl[i]);
+		assert_true(kb.rows[i].grid_rows == grid_rows[i]);
+		assert_int_equal(kb.rows[i].grid_warps, grid_rows[i] > 0 ? 4 : 0);
 	}
 	kbench_release(&kb);
 }
