@@ -405,6 +405,8 @@ static void print_kernels(const struct hw_profile *hw)
 				if (hw->k.mem_impl_eff[m][j] > 0)
 					printf("%s_eff = %.3f; ", hw_mem_impl_name(j),
 					       hw->k.mem_impl_eff[m][j]);
+			if (hw->k.mem_warp_Bps[m] > 0)
+				printf("warp_GBps = %.3f; ", hw->k.mem_warp_Bps[m] / 1e9);
 			printf("};\n");
 		}
 	}

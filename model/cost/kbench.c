@@ -748,6 +748,16 @@ static int membound_row(struct kbench *kb, const struct kbench_cols *h, char **f
 		mult += liger_norm_bwd_passes(kern, kbench_col(h, f, nf, "notes"), es);
 	if (!both && r.timing == KB_TIME_EVENTS && strstr(impl, "Liger"))
 		r.launches = liger_norm_launches(kern, kbench_col(h, f, nf, "notes"), fwd);
+	/* Liger's LayerNorm backward (layer_norm_backward, the v0.6.0 the
+	 * rows ran: src/liger_kernel/ops/layer_norm.py) launches a persistent
+	 * grid, grid = (sm_count,), each program walking ceil(n_rows /
+	 * sm_count) rows one after another, and passes no num_warps: Triton's
+	 * default, 4 (docs/MODEL.md, "Kernel efficiency": persistent grids). */
+	if (!fwd && !both && strstr(impl, "Liger") && !strncmp(kern, "layer_norm", 10)) {
+		const char *m = strstr(kbench_col(h, f, nf, "shape"), "M=");
+		r.grid_rows = m ? kbench_num(m + 2) : 0;
+		r.grid_warps = r.grid_rows > 0 ? 4 : 0;
+	}
 	r.bytes = el * es * mult;
 	r.time_s = tm / 1e3;
 	return kbench_add(kb, &r);
@@ -1128,7 +1138,9 @@ static int key_dtype(int d)
  * CUDA events adds (events_us). */
 static double mem_device_s(const struct hw_profile *hw, const struct kbench_row *r)
 {
-	return kperf_mem_impl_s(hw, r->mem_kind, r->mem_impl, r->bytes) +
+	return (r->grid_rows > 0 ? kperf_mem_grid_s(hw, r->mem_kind, r->mem_impl, r->bytes,
+						    r->grid_rows, r->grid_warps)
+				 : kperf_mem_impl_s(hw, r->mem_kind, r->mem_impl, r->bytes)) +
 	       (r->timing == KB_TIME_EVENTS ? hw->k.mem_events_s[r->mem_kind] : 0);
 }
 
@@ -1440,6 +1452,34 @@ static int host_bound(const struct hw_profile *hw, const struct kbench_row *r)
 	return mem_host_floor_s(hw, r) > mem_device_s(hw, r);
 }
 
+/* host_bound with a persistent grid's row timed as any kernel of its
+ * implementation (kperf_mem_impl_s): the kind's line (mem_fit_line), the
+ * bandwidth of every step's kernel of the kind, is fitted on the rows it
+ * was fitted on before the grid's rule (a measurement's only), so that
+ * the rule moves no step (docs/MODEL.md, "Kernel efficiency": persistent
+ * grids). */
+static int host_bound_flat(const struct hw_profile *hw, const struct kbench_row *r)
+{
+	struct kbench_row q = *r;
+	q.grid_rows = 0;
+	return host_bound(hw, &q);
+}
+
+/* A persistent grid's row whose warps, not the bandwidth, set its time
+ * (kperf_mem_grid_s): it measures the warps' rate and stays out of the
+ * line and the implementations' bandwidths. */
+static int grid_bound(const struct hw_profile *hw, const struct kbench_row *r)
+{
+	int k = r->mem_kind;
+	double e;
+	if (!(r->grid_rows > 0) || !(hw->k.mem_warp_Bps[k] > 0) || !(hw->k.sms > 0))
+		return 0;
+	e = r->mem_impl > HW_MEM_IMPL_ANY && hw->k.mem_impl_eff[k][r->mem_impl] > 0
+		? hw->k.mem_impl_eff[k][r->mem_impl]
+		: hw->k.mem_eff[k];
+	return r->grid_warps * hw->k.mem_warp_Bps[k] < hw->hbm_Bps * e / hw->k.sms;
+}
+
 /* A memory-bound kind's bandwidth, floor and events (kbench_fit) on the
  * rows the host's floor does not set; the rows it used. */
 static size_t mem_fit_line(struct hw_profile *const *hws, const struct kbench_row *rows,
@@ -1459,7 +1499,7 @@ static size_t mem_fit_line(struct hw_profile *const *hws, const struct kbench_ro
 	for (size_t i = 0; i < n; i++) {
 		const struct kbench_row *r = &rows[idx[i]];
 		int dev = r->timing == KB_TIME_DEVICE;
-		if (hws[i]->hbm_Bps != hbm || (dev ? md : m) >= 4096 || host_bound(hws[i], r))
+		if (hws[i]->hbm_Bps != hbm || (dev ? md : m) >= 4096 || host_bound_flat(hws[i], r))
 			continue;
 		(dev ? dx : bx)[dev ? md : m] = r->bytes / hbm;
 		(dev ? dy : by)[dev ? md : m] = r->time_s;
@@ -1515,7 +1555,8 @@ static void mem_fit_impl(struct hw_profile *const *hws, const struct kbench_row 
 		for (size_t i = 0; i < n; i++) {
 			const struct kbench_row *r = &rows[idx[i]];
 			double c, x, t = r->time_s;
-			if (r->mem_impl != j || !(t > 0) || host_bound(hws[i], r))
+			if (r->mem_impl != j || !(t > 0) || host_bound(hws[i], r) ||
+			    grid_bound(hws[i], r))
 				continue;
 			x = r->bytes / hws[i]->hbm_Bps;
 			c = kperf_mem_s(hws[i], dtype, 0) +
@@ -1531,6 +1572,50 @@ static void mem_fit_impl(struct hw_profile *const *hws, const struct kbench_row 
 		for (size_t i = 0; i < n; i++)
 			hws[i]->k.mem_impl_eff[dtype][j] = e;
 	}
+}
+
+/* The kind's warp rate in a persistent grid (mem_warp_Bps): least
+ * squares in relative error of the grid's rows, each timed as mem_time
+ * (the host's floor with it), over 0.01..50 GB/s (0.01, then 0.0001
+ * about the best), or none (0) where that fits them as well; the kind's
+ * line and floor held.  Fewer than 3 such rows: none.  The number of
+ * rows. */
+static size_t mem_fit_warp(struct hw_profile *const *hws, const struct kbench_row *rows,
+			   const size_t *idx, size_t n, int dtype)
+{
+	size_t k = 0;
+	double best = -1, bw = 0;
+	for (size_t i = 0; i < n; i++)
+		k += rows[idx[i]].grid_rows > 0 && rows[idx[i]].time_s > 0;
+	if (k < 3) {
+		for (size_t i = 0; i < n; i++)
+			hws[i]->k.mem_warp_Bps[dtype] = 0;
+		return 0;
+	}
+	for (int pass = 0; pass < 3; pass++) {
+		double lo = pass == 1 ? bw - 0.01e9 : 0.01e9, step = pass == 1 ? 0.0001e9 : 0.01e9;
+		int steps = pass == 0 ? 4999 : pass == 1 ? 200 : 0;
+		for (int j = 0; j <= steps; j++) {
+			/* the last pass: none (no warp bound) */
+			double w = pass == 2 ? 0 : lo + j * step, ss = 0;
+			if (pass < 2 && w <= 0)
+				continue;
+			for (size_t i = 0; i < n; i++) {
+				const struct kbench_row *r = &rows[idx[i]];
+				double e;
+				if (!(r->grid_rows > 0) || !(r->time_s > 0))
+					continue;
+				hws[i]->k.mem_warp_Bps[dtype] = w;
+				e = mem_time(hws[i], r) / r->time_s - 1;
+				ss += e * e;
+			}
+			if (best < 0 || ss < best - 1e-12 || (pass == 2 && ss <= best + 1e-12))
+				best = ss, bw = w;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		hws[i]->k.mem_warp_Bps[dtype] = bw;
+	return k;
 }
 
 /* The kind's host_us: least squares in the log of the rows whose
@@ -1604,12 +1689,14 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 		for (int it = 0; it < 8; it++) {
 			size_t nb = 0;
 			for (size_t i = 0; i < n; i++)
-				nb += (host_bound(hws[i], &rows[idx[i]]) ? 1 : 0) * (i + 1);
+				nb += (host_bound(hws[i], &rows[idx[i]]) ? 1 : 0) * (i + 1) +
+				      (grid_bound(hws[i], &rows[idx[i]]) ? 1 : 0) * (n + i + 1);
 			if (nb == was)
 				break;
 			was = nb;
 			got = mem_fit_line(hws, rows, idx, n, dtype);
 			mem_fit_impl(hws, rows, idx, n, dtype);
+			mem_fit_warp(hws, rows, idx, n, dtype);
 			if (!mem_fit_host(hws, rows, idx, n, dtype))
 				break;
 		}

@@ -96,6 +96,10 @@ struct kbench_row {
 			   * timed Python-level call launches, counted from
 			   * its code (Liger's rows; 0: not counted, no host
 			   * floor; kbench_predict) */
+	double grid_rows; /* memory-bound: a persistent grid's kernel (one
+			   * program an SM walking its rows in turn,
+			   * kperf_mem_grid_s): the tensor's rows; 0 not one */
+	int grid_warps;	  /* and the warps a program runs */
 	double time_s;	  /* measured */
 	int sustained;	  /* the clock the row ran at (KB_BURST, KB_STEP,
 			   * KB_STREAM; kbench_predict) */

@@ -525,6 +525,26 @@ double kperf_mem_impl_s(const struct hw_profile *hw, int kind, int impl, double 
 	return hw->k.mem_overhead_s[kind] + (bytes > 0 ? bytes : 0) / (hw->hbm_Bps * e);
 }
 
+double kperf_mem_grid_s(const struct hw_profile *hw, int kind, int impl, double bytes, double rows,
+			int warps)
+{
+	double e, share, prog, sms = hw->k.sms;
+	if (kind < 0 || kind >= HW_MEM_NKINDS)
+		kind = HW_MEM_ELEMENTWISE;
+	if (!(hw->k.mem_warp_Bps[kind] > 0) || !(rows >= 1) || warps <= 0 || !(sms > 0) ||
+	    !(bytes > 0))
+		return kperf_mem_impl_s(hw, kind, impl, bytes);
+	e = impl > HW_MEM_IMPL_ANY && impl < HW_MEM_NIMPLS && hw->k.mem_impl_eff[kind][impl] > 0
+		? hw->k.mem_impl_eff[kind][impl]
+		: hw->k.mem_eff[kind];
+	if (!(e > 0))
+		e = 1;
+	share = hw->hbm_Bps * e / sms;
+	prog = warps * hw->k.mem_warp_Bps[kind];
+	return hw->k.mem_overhead_s[kind] +
+	       ceil(rows / sms) * (bytes / rows) / (prog < share ? prog : share);
+}
+
 double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes)
 {
 	return kperf_mem_impl_s(hw, kind, HW_MEM_IMPL_ANY, bytes);

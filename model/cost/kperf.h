@@ -154,6 +154,18 @@ double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes);
  * way.  kperf_mem_s is HW_MEM_IMPL_ANY. */
 double kperf_mem_impl_s(const struct hw_profile *hw, int kind, int impl, double bytes);
 
+/* The same kernel launched as a persistent grid (docs/MODEL.md, "Kernel
+ * efficiency": persistent grids): one program an SM (hw->k.sms of them),
+ * each of `warps` warps walking ceil(rows / SMs) of the tensor's rows one
+ * after another, so the last program's rows set the time, each moved at
+ * the lesser of its SM's share of the implementation's bandwidth
+ * (HBM x eff / SMs) and what its warps stream (warps x
+ * hw_kernels.mem_warp_Bps): floor + ceil(rows / SMs) x (bytes / rows) /
+ * that rate.  kperf_mem_impl_s where the profile states no warp rate, or
+ * rows, warps or SMs are not positive. */
+double kperf_mem_grid_s(const struct hw_profile *hw, int kind, int impl, double bytes, double rows,
+			int warps);
+
 /* Bytes of one element of dtype. */
 double kperf_elem_bytes(int dtype);
 

@@ -212,6 +212,7 @@ void hw_kernels_default(struct hw_profile *hw)
 		k->mem_overhead_s[m] = 2e-6;
 		k->mem_events_s[m] = 0;
 		k->mem_host_s[m] = 0;
+		k->mem_warp_Bps[m] = 0;
 		for (int i = 0; i < HW_MEM_NIMPLS; i++)
 			k->mem_impl_eff[m][i] = 0;
 	}
@@ -346,6 +347,8 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 		    (rc = opt(path, cf, k, sub, "events_us", 0, 1000, 1e-6, &hw->k.mem_events_s[i],
 			      err)) ||
 		    (rc = opt(path, cf, k, sub, "host_us", 0, 1000, 1e-6, &hw->k.mem_host_s[i],
+			      err)) ||
+		    (rc = opt(path, cf, k, sub, "warp_GBps", 0, 1000, 1e9, &hw->k.mem_warp_Bps[i],
 			      err)))
 			return rc;
 		/* an implementation's own bandwidth: triton_eff, aten_eff, ... */

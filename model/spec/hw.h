@@ -137,6 +137,14 @@ struct hw_kernels {
 	 * where no row measures it, and the kind's mem_eff serves.  The
 	 * kind's floor (mem_overhead_s) serves every implementation. */
 	double mem_impl_eff[HW_MEM_NKINDS][HW_MEM_NIMPLS];
+	/* What one warp of a persistent grid streams, bytes/s: a kernel
+	 * launched as one program an SM, each walking its rows one after
+	 * another (Liger's LayerNorm backward), moves a row at most at
+	 * warps x this where that is under its share of the bandwidth
+	 * (kperf_mem_grid_s).  0 where no row measures it (no such
+	 * bound).  A measurement's (kbench) only: no step runs such a
+	 * kernel. */
+	double mem_warp_Bps[HW_MEM_NKINDS];
 };
 
 struct hw_profile {
