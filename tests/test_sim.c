@@ -470,7 +470,7 @@ static void test_folded(void **state)
  * contention (100 + 2 (60 + 10) + 70).  The max-plus pass's hybrid agrees
  * to the nanosecond.  (The target of a folded ring: docs/PERFORMANCE.md.)
  */
-static void test_cp_ring(void **state)
+static void test_ring_contention(void **state)
 {
 	static const struct tp p[] = {{0, 1}, {0, 1}};
 	static const struct tn n[] = {{0, GN_KERNEL, 0, 100, -1}, {0, GN_KERNEL, 0, 60, -1},
@@ -832,7 +832,7 @@ int main(void)
 	    cmocka_unit_test(test_lag_and_ablation),
 	    cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_folded),
-	    cmocka_unit_test(test_cp_ring),
+	    cmocka_unit_test(test_ring_contention),
 	    cmocka_unit_test(test_maxplus),
 	    cmocka_unit_test(test_instances),
 	};
