@@ -1171,8 +1171,12 @@ static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 		s->mp_cur[p] = pr->first;
 		if (!pr->gpu)
 			continue;
-		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
-			c += (s->mp_q[u] = (uint8_t)mp_contended(s, o, u));
+		s->mp_cur[p] = pr->first + pr->n; /* its first contended task, or none */
+		for (uint32_t u = pr->first + pr->n; u-- > pr->first;)
+			if ((s->mp_q[u] = (uint8_t)mp_contended(s, o, u)) != 0) {
+				s->mp_cur[p] = u;
+				c++;
+			}
 		if (c > cnt[pr->rank]) {
 			s->mp_main[pr->rank] = p;
 			cnt[pr->rank] = c;
@@ -1192,11 +1196,14 @@ static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 			s->mp_main[pr->rank] = NONE32;
 	}
 	/* Each rank's other streams with contended tasks: mp_other[r] ..
-	 * mp_other[r + 1] index them in mp_other[ranks + 1 ..]. */
+	 * mp_other[r + 1] index them in mp_other[ranks + 1 ..].  A stream
+	 * without one (the pipeline's transfers) never keeps a task from
+	 * running alone, so mp_alone does not visit it. */
 	memset(cnt, 0, nr * sizeof(*cnt));
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
-		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p)
+		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p &&
+		    s->mp_cur[p] < pr->first + pr->n)
 			cnt[pr->rank]++;
 	}
 	s->mp_other[0] = ranks + 1;
@@ -1205,7 +1212,8 @@ static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 	memset(cnt, 0, nr * sizeof(*cnt));
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
-		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p)
+		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p &&
+		    s->mp_cur[p] < pr->first + pr->n)
 			s->mp_other[s->mp_other[pr->rank] + cnt[pr->rank]++] = p;
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++)
