@@ -307,6 +307,16 @@ static void advance(struct sim *s, const struct sim_opts *o, struct sim_running 
 	r->since = t;
 }
 
+/* llround(x) for 0 <= x < 2^63, without the library call (retime's hot
+ * path): the truncation is exact, and so is the fraction left (x and its
+ * integer part share a binade from 1 on; below 1 it is x; from 2^52 on x
+ * is whole), which rounds half away from zero as llround does. */
+static int64_t round_nonneg(double x)
+{
+	int64_t i = (int64_t)x;
+	return i + (x - (double)i >= 0.5);
+}
+
 /* The rank's running tasks' ends at the current rates, as finish events. */
 static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r, int64_t t)
 {
@@ -318,7 +328,7 @@ static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r
 		left = s->rem[v] / rate_of(s, o, r, v);
 		/* Past PRISM_TIME_MAX: release() refuses it (too_late). */
 		int64_t end =
-		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + (int64_t)llround(left);
+		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + round_nonneg(left);
 		if (end == s->pred_end[v])
 			continue;
 		s->pred_end[v] = end;
@@ -1161,8 +1171,12 @@ static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 		s->mp_cur[p] = pr->first;
 		if (!pr->gpu)
 			continue;
-		for (uint32_t u = pr->first; u < pr->first + pr->n; u++)
-			c += (s->mp_q[u] = (uint8_t)mp_contended(s, o, u));
+		s->mp_cur[p] = pr->first + pr->n; /* its first contended task, or none */
+		for (uint32_t u = pr->first + pr->n; u-- > pr->first;)
+			if ((s->mp_q[u] = (uint8_t)mp_contended(s, o, u)) != 0) {
+				s->mp_cur[p] = u;
+				c++;
+			}
 		if (c > cnt[pr->rank]) {
 			s->mp_main[pr->rank] = p;
 			cnt[pr->rank] = c;
@@ -1182,11 +1196,14 @@ static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 			s->mp_main[pr->rank] = NONE32;
 	}
 	/* Each rank's other streams with contended tasks: mp_other[r] ..
-	 * mp_other[r + 1] index them in mp_other[ranks + 1 ..]. */
+	 * mp_other[r + 1] index them in mp_other[ranks + 1 ..].  A stream
+	 * without one (the pipeline's transfers) never keeps a task from
+	 * running alone, so mp_alone does not visit it. */
 	memset(cnt, 0, nr * sizeof(*cnt));
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
-		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p)
+		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p &&
+		    s->mp_cur[p] < pr->first + pr->n)
 			cnt[pr->rank]++;
 	}
 	s->mp_other[0] = ranks + 1;
@@ -1195,7 +1212,8 @@ static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 	memset(cnt, 0, nr * sizeof(*cnt));
 	for (uint32_t p = 0; p < g->n_procs; p++) {
 		const struct graph_proc *pr = &g->procs[p];
-		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p)
+		if (pr->gpu && s->mp_main[pr->rank] != NONE32 && s->mp_main[pr->rank] != p &&
+		    s->mp_cur[p] < pr->first + pr->n)
 			s->mp_other[s->mp_other[pr->rank] + cnt[pr->rank]++] = p;
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++)
@@ -1257,6 +1275,10 @@ static int mp_alone(struct sim *s, uint32_t u, int64_t t)
  * where it ran as a contended task (a finish event). */
 static int64_t mp_rel(const struct sim *s, const struct sim_opts *o, int cont, uint32_t u)
 {
+	/* In the hybrid (mp_pb kept), mp_q holds mp_contended's answer for
+	 * every task (0 off the GPU, where it is 0 too). */
+	if (cont && s->mp_pb)
+		return s->mp_q[u] ? s->end_ns[u] : s->start_ns[u];
 	return cont && mp_contended(s, o, u) ? s->end_ns[u] : s->start_ns[u];
 }
 
