@@ -318,7 +318,7 @@ static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r
 		left = s->rem[v] / rate_of(s, o, r, v);
 		/* Past PRISM_TIME_MAX: release() refuses it (too_late). */
 		int64_t end =
-		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + (int64_t)llround(left);
+		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + prism_llround(left);
 		if (end == s->pred_end[v])
 			continue;
 		s->pred_end[v] = end;
@@ -437,7 +437,7 @@ static int fold_log(struct sim *s, uint32_t f, uint32_t k, int64_t a, int64_t b)
 static int64_t fold_piece_end(const struct sim_opts *o, uint32_t f, const struct sim_fstate *st)
 {
 	if (st->mode == SIM_F_CRUN)
-		return st->t0_ns + llround(st->rem0);
+		return st->t0_ns + prism_llround(st->rem0);
 	return prism_time_add(st->at_ns, fpiece(o, f, st->k)->dur_ns);
 }
 
