@@ -5,7 +5,8 @@
  * Entries are ordered by time, then by the order they were pushed (a
  * sequence counter), so ties are broken deterministically.  There is no
  * decrease-key: a caller that needs one pushes a new entry and skips the
- * stale one when it is popped.  Capacity is reserved once and kept across
+ * stale one when it is popped.  The earliest entry may be held beside
+ * the heap (evq.hot below); the order popped is the same.  Capacity is reserved once and kept across
  * evq_reset(), so a simulation loop allocates nothing.
  */
 #ifndef PRISM_EVQ_H
@@ -20,10 +21,15 @@ struct evq_entry {
 	uint32_t node; /* the caller's payload (a node id) */
 };
 
+/* hot: the entry pushed last, held out of the heap while it is the
+ * earliest of all (has_hot): a push that the next pop takes -- a folded
+ * task's next piece, followed beside a collective -- moves no heap entry. */
 struct evq {
 	struct evq_entry *heap;
 	size_t n, cap;
 	uint64_t next_seq;
+	struct evq_entry hot;
+	int has_hot;
 };
 
 /* Empty queue with room for cap entries.  0 or PRISM_ENOMEM. */
@@ -41,7 +47,7 @@ int evq_pop(struct evq *q, struct evq_entry *out);
 
 static inline size_t evq_size(const struct evq *q)
 {
-	return q->n;
+	return q->n + (q->has_hot != 0);
 }
 
 #endif

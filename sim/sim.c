@@ -307,16 +307,6 @@ static void advance(struct sim *s, const struct sim_opts *o, struct sim_running 
 	r->since = t;
 }
 
-/* llround(x) for 0 <= x < 2^63, without the library call (retime's hot
- * path): the truncation is exact, and so is the fraction left (x and its
- * integer part share a binade from 1 on; below 1 it is x; from 2^52 on x
- * is whole), which rounds half away from zero as llround does. */
-static int64_t round_nonneg(double x)
-{
-	int64_t i = (int64_t)x;
-	return i + (x - (double)i >= 0.5);
-}
-
 /* The rank's running tasks' ends at the current rates, as finish events. */
 static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r, int64_t t)
 {
@@ -328,7 +318,7 @@ static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r
 		left = s->rem[v] / rate_of(s, o, r, v);
 		/* Past PRISM_TIME_MAX: release() refuses it (too_late). */
 		int64_t end =
-		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + round_nonneg(left);
+		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + prism_llround(left);
 		if (end == s->pred_end[v])
 			continue;
 		s->pred_end[v] = end;
@@ -447,7 +437,7 @@ static int fold_log(struct sim *s, uint32_t f, uint32_t k, int64_t a, int64_t b)
 static int64_t fold_piece_end(const struct sim_opts *o, uint32_t f, const struct sim_fstate *st)
 {
 	if (st->mode == SIM_F_CRUN)
-		return st->t0_ns + llround(st->rem0);
+		return st->t0_ns + prism_llround(st->rem0);
 	return prism_time_add(st->at_ns, fpiece(o, f, st->k)->dur_ns);
 }
 

@@ -70,6 +70,50 @@ static void test_interleaved(void **state)
 	evq_release(&q);
 }
 
+/* The entry held beside the heap (evq.h): an entry pushed while it is
+ * the earliest is popped first, but one of the same time as an entry
+ * pushed before it is not (push order), whether that entry is the held
+ * one or the heap's root; an entry pushed before the held one sends the
+ * held one into the heap. */
+static void test_hot(void **state)
+{
+	struct evq q;
+	struct evq_entry e;
+	static const uint32_t want[] = {1, 2, 5, 3, 4, 6, 7, 8};
+	(void)state;
+	assert_int_equal(evq_init(&q, 1), 0);
+	evq_push(&q, 10, 1); /* held */
+	evq_push(&q, 10, 2); /* same time, after it: the heap */
+	assert_int_equal(evq_size(&q), 2);
+	assert_int_equal(evq_pop(&q, &e), 0);
+	assert_int_equal(e.node, want[0]);
+	assert_int_equal(evq_pop(&q, &e), 0);
+	assert_int_equal(e.node, want[1]);
+	evq_push(&q, 20, 3); /* held (the heap is empty) */
+	evq_push(&q, 20, 4); /* the heap */
+	evq_push(&q, 15, 5); /* before the held one: it goes into the heap */
+	for (int i = 2; i < 5; i++) {
+		assert_int_equal(evq_pop(&q, &e), 0);
+		assert_int_equal(e.node, want[i]);
+	}
+	evq_push(&q, 30, 6); /* held */
+	evq_push(&q, 40, 7); /* the heap */
+	assert_int_equal(evq_pop(&q, &e), 0);
+	assert_int_equal(e.node, want[5]);
+	evq_push(&q, 40, 8); /* the root's time, pushed after it: not held */
+	for (int i = 6; i < 8; i++) {
+		assert_int_equal(evq_pop(&q, &e), 0);
+		assert_int_equal(e.node, want[i]);
+	}
+	assert_int_equal(evq_pop(&q, &e), 1);
+	assert_int_equal(evq_size(&q), 0);
+	evq_push(&q, 50, 9);
+	evq_reset(&q); /* forgets the held entry too */
+	assert_int_equal(evq_size(&q), 0);
+	assert_int_equal(evq_pop(&q, &e), 1);
+	evq_release(&q);
+}
+
 /* Pushes and pops interleaved at random (times a little ahead of the last
  * popped, many ties), against the earliest (time, push order) of the
  * pending entries found by a scan. */
@@ -114,6 +158,7 @@ int main(void)
 	    cmocka_unit_test(test_matches_sorted_reference),
 	    cmocka_unit_test(test_interleaved),
 	    cmocka_unit_test(test_random_interleaved),
+	    cmocka_unit_test(test_hot),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
  * edges; the expected simulated starts and ends are in the comments.
  * Times are in microseconds here and ns in the graph.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -820,9 +821,48 @@ static void test_instances(void **state)
 	graph_free(g);
 }
 
+/* prism_llround (the contention path's rounding) against libm's llround:
+ * halves and their neighbours, whole numbers, both sides of 2^52 and
+ * random magnitudes up to 2^62, either sign. */
+static void test_llround(void **state)
+{
+	static const double edge[] = {0.0,
+				      0.5,
+				      1.5,
+				      2.5,
+				      0.49999999999999994,
+				      4503599627370495.5,
+				      4503599627370496.0,
+				      4503599627370497.0,
+				      9007199254740993.0,
+				      4611686018427387903.0,
+				      1e-300,
+				      12345.5,
+				      12345.499999999998};
+	(void)state;
+	for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++)
+		for (int sg = -1; sg <= 1; sg += 2) {
+			double x = sg * edge[i];
+			assert_int_equal(prism_llround(x), llround(x));
+			assert_int_equal(prism_llround(nextafter(x, 0)), llround(nextafter(x, 0)));
+			assert_int_equal(prism_llround(nextafter(x, 1e300)),
+					 llround(nextafter(x, 1e300)));
+		}
+	srand(11);
+	for (int k = 0; k < 200000; k++) {
+		double m = (double)rand() / RAND_MAX, x = ldexp(m, rand() % 63);
+		if (k % 3 == 0)
+			x = floor(x) + 0.5; /* a half */
+		if (k % 2)
+			x = -x;
+		assert_int_equal(prism_llround(x), llround(x));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_llround),
 	    cmocka_unit_test(test_chain),
 	    cmocka_unit_test(test_fork_join_event),
 	    cmocka_unit_test(test_stream_sync),
