@@ -9,8 +9,10 @@
  * point-to-point activations between stages.  The pipeline runs
  * m + (p-1)/v such slots (m microbatches, p stages, v virtual stages; v = 1
  * for GPipe and 1F1B), the (p-1)/v of the fill and drain at the stages'
- * GPU side where their host's launches set the slot.  Then the data-parallel gradient all-reduce, less
- * what hides behind the last microbatch's backward pass, and the optimizer
+ * GPU side where their host's launches set the slot.  Then the data-parallel
+ * gradient reductions the last backward's buckets leave after it (their
+ * chain on the data-parallel stream, the last, first layers' and
+ * embedding's, reduced after the backward), the weights' gathers, and the optimizer
  * step, its kernels as synth builds them (its clipping passes with the
  * update: synth_stage_host's opt_gpu_s).  Activation offloading adds the waits for its
  * copies over the host link (synth_offload_exposed).  A unit's forward
