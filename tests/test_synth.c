@@ -5019,14 +5019,18 @@ static void test_exec_stage_host(void **state)
  * the host sets the step: the estimate's slot is its host's launches
  * (the layers' synth_layer_host, the embedding's and head's), longer than
  * the slot's GPU side, and the simulated step's host thread is busy over
- * 96 % of it and more.  The estimate's step is the simulated host's busy
- * time within 0.5 % (the optimizer's launches ending it), the simulated
- * step within 0.5 % without data parallelism; with it (cp 2, and dp 2
- * under MoE) within 3.5 %: there the GPU's optimizer waits for the
- * gradients' all-reduce and runs after the host is done (its kernels
- * back to back), which the estimate's GPU side of the tail (opt_bytes:
- * without the clipping passes) makes short.  Before the
- * collectives' launches, the events, the embedding's, head's and
+ * 96 % of it and more.  Without data parallelism (tp 2, with and without
+ * sp) the estimate's step is the simulated host's busy time within 0.5 %
+ * (the optimizer's launches ending it) and the simulated step within
+ * 0.5 %.  With it (cp 2's gradients reduced over the 2 ranks, dp 2 under
+ * MoE) the step outlasts the host: its last backward's last gradient
+ * bucket (the model's 4 layers and embedding, one bucket) is all-reduced
+ * after the backward and the GPU's optimizer waits for it (grad_chain in
+ * analytic.c); the estimate is below the simulated step and within 0.5 %
+ * (MoE: 1 %, its experts' own buckets taken as hidden where they fit the
+ * last backward).  Until 2026-11-27 the estimate hid the bucket behind
+ * the last backward and the cp 2 forms came out 2.9-3.2 % short.  Before
+ * the collectives' launches, the events, the embedding's, head's and
  * optimizer's were counted, the estimate was 18-29 % short. */
 static void test_exec_host_verdict(void **state)
 {
@@ -5090,8 +5094,13 @@ static void test_exec_host_verdict(void **state)
 		assert_rel_close(o.t_slot, host, 1e-9);
 		assert_true(o.t_compute + o.t_tp + o.t_p2p < 0.5 * host);
 		assert_true(busy > 0.96 * st.iter_s);
-		assert_rel_close(o.t_iter, busy, 0.005);
-		assert_rel_close(o.t_iter, st.iter_s, form == TP || form == SP ? 0.005 : 0.035);
+		/* Below the simulated step always (a screen); the host's busy
+		 * time within 0.5 % without data parallelism, where the
+		 * optimizer's launches end the step. */
+		assert_true(o.t_iter < st.iter_s);
+		if (form == TP || form == SP)
+			assert_rel_close(o.t_iter, busy, 0.005);
+		assert_rel_close(o.t_iter, st.iter_s, form == MOE ? 0.01 : 0.005);
 		synth_out_release(&so);
 		graph_free(g);
 	}
@@ -5103,12 +5112,14 @@ static void test_exec_host_verdict(void **state)
  * their GPU work (not their launches) is still running.  The small model
  * on 1, 2 and 4 stages, 4 microbatches, host-bound (on one stage the slot
  * is its launches, its GPU side under 0.6 of it): the estimate's bubble
- * is the other stages' GPU-side slots, below as many host-bound slots,
- * and the estimate stays under the simulated step, within 5 % (one
- * stage's gap, 0.09 ms, is the optimizer's host-bound norm passes and
- * the launch lag before it).  With the stages' host-bound slots as the
- * bubble (as before) the estimate was above the simulated step on 2
- * stages (16.72 against 15.76 ms). */
+ * is the fill and drain by stage at the GPUs' pace (pipe_ends; stage 0's
+ * first forward at its host's), below as many host-bound slots, and the
+ * estimate stays under the simulated step, within 5 % (one stage's gap,
+ * 0.09 ms, is the optimizer's host-bound norm passes and the launch lag
+ * before it; on 4 stages 0.40 ms, the last stage's GPU not quite catching
+ * up its host while it waits for the stages before).  With the stages'
+ * host-bound slots as the bubble (as before) the estimate was above the
+ * simulated step on 2 stages (16.72 against 15.76 ms). */
 static void test_host_bound_bubble(void **state)
 {
 	double off1 = 0;
@@ -5147,6 +5158,66 @@ static void test_host_bound_bubble(void **state)
 		 * tail at the update's bytes alone, before test_opt_tail's
 		 * optimizer, 14.90 and on 4 stages 9.66 against 10.57). */
 		assert_true(o.t_iter < p.iter_s && p.iter_s - o.t_iter < 0.05 * p.iter_s);
+	}
+}
+
+/*
+ * The fill and drain by stage (docs/MODEL.md "Analytic estimate",
+ * pipe_ends) with each stage's own tail: the small model (gpt-small's
+ * shape) on 2 stages, 8 microbatches, host-bound, under 1F1B,
+ * interleaved (vp 2), ZB-1P and ZB-2P at dp 2, and ZB-1P at dp 1.  The
+ * simulated step: the last stage's host launches its units from the
+ * start, so its GPU absorbs stage 0's first forward; stage 0's last
+ * backward runs after the last stage's (1F1B: the drain, stage 0's
+ * backward on its GPU, 0.87 ms), or beside the last stage's held W passes
+ * (ZB-1P: two of them, at its host's pace); then the tied word
+ * embedding's gradient all-reduce between the two stages (0.49 ms) and
+ * the optimizer.  The estimate is below the simulated step in every
+ * case, within 0.6 % (ZB-2P 1.6 %: its held W passes taken as twice
+ * ZB-1P's, early, so never late).  Before (every other stage's slot once
+ * as the bubble, every stage ending together, no embedding all-reduce,
+ * the transfers in the slot under pp_overlap): 3.2, 2.6, 1.6 and 1.5 %
+ * short at dp 2 (with the data-parallel tail then short too), and ZB-1P
+ * at dp 1 1.0 % above the simulated step.
+ */
+static void test_pipe_ends(void **state)
+{
+	static const struct {
+		int sched, vp, dp;
+		double tol;
+	} cs[] = {{LAYOUT_1F1B, 1, 2, 0.006},
+		  {LAYOUT_INTERLEAVED, 2, 2, 0.006},
+		  {LAYOUT_ZB1P, 1, 2, 0.006},
+		  {LAYOUT_ZB2P, 1, 2, 0.016},
+		  {LAYOUT_ZB1P, 1, 1, 0.006}};
+	(void)state;
+	for (size_t k = 0; k < sizeof(cs) / sizeof(cs[0]); k++) {
+		struct synth_in in;
+		struct analytic_in a;
+		struct analytic_out o;
+		struct predict_out p;
+		struct prism_err err;
+		small(&in);
+		in.lay.pp = 2;
+		in.lay.dp = cs[k].dp;
+		in.lay.vp = cs[k].vp;
+		in.lay.schedule = cs[k].sched;
+		in.lay.microbatches = 8;
+		analytic_in_default(&a);
+		a.m = in.m;
+		a.hw = &hw;
+		a.lay = in.lay;
+		a.global_batch = in.lay.microbatches * in.lay.dp;
+		assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
+		print_message(
+		    "schedule %d vp %d dp %d: estimate %.3f ms (bubble %.1f us), simulated "
+		    "%.3f ms (%+.2f %%)\n",
+		    cs[k].sched, cs[k].vp, cs[k].dp, o.t_iter * 1e3, o.t_bubble * 1e6,
+		    p.iter_s * 1e3, 100 * (o.t_iter / p.iter_s - 1));
+		assert_true(o.t_compute + o.t_tp + o.t_p2p < 0.8 * o.t_slot); /* host-bound */
+		assert_true(o.t_iter < p.iter_s);
+		assert_true(o.t_iter > (1 - cs[k].tol) * p.iter_s);
 	}
 }
 
@@ -5211,6 +5282,87 @@ static void test_opt_tail(void **state)
 			assert_true(clip > o.t_opt);
 		graph_free(g);
 		synth_out_release(&so);
+	}
+}
+
+/*
+ * The data-parallel gradient buckets after the last backward
+ * (docs/MODEL.md "Analytic estimate", grad_chain): the small model (8
+ * layers of 12.6M parameters, a 32.8M-parameter embedding tied to the
+ * head) at dp 2, 8 microbatches, host-bound, ZeRO-0 and ZeRO-1 with
+ * overlap_grad.  Megatron's 40M-parameter buckets fill as the backward
+ * makes the gradients: layers 7-4, layers 3-0, then the embedding alone,
+ * so the second bucket is reduced from the end of layer 0's backward and
+ * the third after the whole backward; the simulated step's data-parallel
+ * stream runs past the compute stream's last backward kernel by over a
+ * bucket's reduction (0.61 ms under ZeRO-1, 1.20 under ZeRO-0).  The
+ * estimate's exposed data-parallel time (its ZeRO-1 weights' gathers,
+ * 0.72 ms after the optimizer, aside) is below that run-past, within 20 %:
+ * it leaves out what of it runs while the host's launches of the
+ * reductions hold the backward's end back (opt_or_host's late, 92 us
+ * here: all three buckets' launches, where the simulated backward ends 60
+ * us after its slots, the last bucket's launch coming after it); and its
+ * step is below the simulated one within 0.5 %.  Until
+ * 2026-11-27 the estimate hid every reduction behind 2/3 of the last
+ * backward's compute: 1.20 ms (ZeRO-0) and 0.84 ms (ZeRO-1) short, 2.3
+ * and 1.6 %.
+ */
+static void test_grad_chain(void **state)
+{
+	(void)state;
+	for (int zero = 0; zero <= 1; zero++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct analytic_in a;
+		struct analytic_out o;
+		struct prism_err err;
+		struct graph *g;
+		int64_t bwd_end = 0, red_end = 0, ag = 0;
+		double run_past, gather;
+		small(&in);
+		in.steps = 2;
+		in.lay.dp = 2;
+		in.lay.zero = zero;
+		in.lay.microbatches = 8;
+		analytic_in_default(&a);
+		a.m = in.m;
+		a.hw = &hw;
+		a.lay = in.lay;
+		a.global_batch = in.lay.microbatches * in.lay.dp;
+		assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+		g = build(&in, &so, &st);
+		/* Rank 0's last step: the compute stream's last backward kernel,
+		 * the gradients' last reduction, the weights' gathers. */
+		for (uint32_t u = 0; u < g->n_nodes; u++) {
+			const struct graph_proc *pr = &g->procs[g->proc[u]];
+			const char *name = strtab_get(&g->st, g->name[u]);
+			int64_t end = g->start_ns[u] + g->dur_ns[u];
+			if (!pr->gpu || pr->rank != 0 || g->iter[u] != 1)
+				continue;
+			if (g->kind[u] == GN_KERNEL && g->phase[u] == PH_BACKWARD && end > bwd_end)
+				bwd_end = end;
+			if (g->kind[u] == GN_COLL &&
+			    (strstr(name, "AllReduce_Sum_f32") || strstr(name, "ReduceScatter")) &&
+			    g->phase[u] != PH_OPTIMIZER && end > red_end)
+				red_end = end;
+			if (g->kind[u] == GN_COLL && strstr(name, "AllGather"))
+				ag += g->dur_ns[u];
+		}
+		run_past = (red_end - bwd_end) * 1e-9;
+		gather = ag * 1e-9;
+		print_message(
+		    "ZeRO-%d: estimate %.3f ms (data-parallel exposed %.1f us), simulated "
+		    "%.3f ms (reductions past the backward %.1f us, gathers %.1f us)\n",
+		    zero, o.t_iter * 1e3, o.t_dp_exposed * 1e6, st.iter_s * 1e3, run_past * 1e6,
+		    gather * 1e6);
+		assert_true(run_past > 5e-4);
+		assert_true(zero == 1 ? gather > 5e-4 : gather == 0);
+		assert_true(o.t_dp_exposed - gather < run_past);
+		assert_true(o.t_dp_exposed - gather > 0.8 * run_past);
+		assert_true(o.t_iter < st.iter_s && o.t_iter > 0.995 * st.iter_s);
+		synth_out_release(&so);
+		graph_free(g);
 	}
 }
 
@@ -5505,6 +5657,8 @@ int main(void)
 	    cmocka_unit_test(test_host_bound_bubble),
 	    cmocka_unit_test(test_opt_tail),
 	    cmocka_unit_test(test_zero3_host_bound),
+	    cmocka_unit_test(test_grad_chain),
+	    cmocka_unit_test(test_pipe_ends),
 	    cmocka_unit_test(test_exec_stage_host),
 	    cmocka_unit_test(test_exec_host_verdict),
 	    cmocka_unit_test(test_offload),

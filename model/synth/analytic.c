@@ -48,6 +48,7 @@ struct terms {
 	double lf, lb, la;	    /* a dense layer: forward, backward, attention forward */
 	double mlf, mlb, mla;	    /* a mixture-of-experts layer's */
 	double lw, mlw;		    /* zero-bubble schedules: their backwards' W parts */
+	double lwh, mlwh;	    /* and the host's launches of them */
 	double hf, hb, mhf, mhb;    /* the host's time of a dense (MoE) layer's forward, backward */
 	double emb, head;	    /* stage 0's embedding, the last stage's head and loss */
 	struct synth_extra_host eh; /* the host's time of the two */
@@ -188,6 +189,8 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	if (layout_zb(l->schedule)) {
 		T->lw = synth_layer_wgrad_s(&T->si, 0);
 		T->mlw = synth_layer_wgrad_s(&T->si, 1);
+		T->lwh = synth_layer_wgrad_host_s(&T->si, 0);
+		T->mlwh = synth_layer_wgrad_host_s(&T->si, 1);
 	}
 	synth_extra_times(&T->si, &T->emb, &T->head);
 	synth_extra_host(&T->si, &T->eh);
@@ -254,23 +257,132 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	return 0;
 }
 
+/* One stage's microbatch, as analytic_estimate's loop takes it: what it
+ * holds (n layers, nm of them MoE; the embedding's and head's compute and
+ * the host's launches of them, of its pipeline transfers and of its
+ * data-parallel work), then its slot (the host-bound pace of a unit
+ * pair), GPU side (gs), the host's slack over the step, compute (c),
+ * tensor-parallel and offloading times, the slot's backward (bwd: its
+ * part of the slot, host-bound or not), the parameters its
+ * data-parallel collectives move (P, Pe routed experts'), and for the
+ * fill and drain (pipe_bubble) the GPU side's forward and W passes. */
+struct stage_est {
+	double n, nm, emb, head, ehf, ehb, hhf, hhb;
+	double c, slot, gs, slack, tp, off, bwd, P, Pe;
+	double xf;	   /* the pipeline transfers off the slot (pp_overlap) */
+	double hfw;	   /* the host's launches of a unit's forward */
+	double gf, wg, wp; /* the GPU side's forward share; zero-bubble
+			    * schedules: the layers' W passes, on the GPU
+			    * and at the stage's pace (the host's launches
+			    * where longer) */
+};
+
+/* One gradient bucket of `params` parameters reduced on the data-parallel
+ * stream as synth's grad_reduce issues it: all-reduced over the dp x cp
+ * ranks (ZeRO-0), or reduce-scattered over the sharding group with the
+ * implementation's copies around it and, with hybrid sharding, the shard
+ * all-reduced over the replicas. */
+static double bucket_s(const struct analytic_in *in, const struct terms *T, double lp,
+		       double params)
+{
+	const struct hw_profile *hw = in->hw;
+	const struct layout *l = &in->lay;
+	int dpc = l->dp * layout_cp(l), shard = layout_shard_group(&T->lay);
+	double G = shard, R = (double)dpc / shard, t = 0;
+	struct layout_dp_traits dt;
+	struct comm_est ce;
+	if (l->zero == 0) {
+		comm_time(hw, GC_ALL_REDUCE, T->gb * params,
+			  (struct comm_group){dpc, comm_per_domain(dpc, T->pn)}, in->comm_eff,
+			  COMM_AUTO, &ce);
+		return ce.time_s;
+	}
+	layout_dp_traits(l, lp, T->wb, T->gb, &dt);
+	comm_time(hw, GC_REDUCE_SCATTER, dt.rs_bytes * params,
+		  (struct comm_group){shard, comm_per_domain(shard, T->pn)}, in->comm_eff,
+		  COMM_AUTO, &ce);
+	t = ce.time_s;
+	if (shard > 1 && dt.rs_in > 0)
+		t += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, dt.rs_in * params);
+	if (shard > 1 && dt.rs_out > 0)
+		t += kperf_mem_s(hw, HW_MEM_ELEMENTWISE, dt.rs_out * params / G);
+	if (R > 1) {
+		comm_time(
+		    hw, GC_ALL_REDUCE, dt.rs_bytes * params / G,
+		    (struct comm_group){
+			(int)R, comm_per_domain((int)R, T->pn / shard > 0 ? T->pn / shard : 1)},
+		    in->comm_eff, COMM_AUTO, &ce);
+		t += ce.time_s;
+	}
+	return t;
+}
+
+/* ZeRO-0/1 with overlap_grad: how long after stage s's last backward ends
+ * its data-parallel stream still reduces that backward's gradients.  The
+ * gradients fill buckets in the order the backward makes them (the
+ * head's, the layers' from the last, the embedding's) and a bucket is
+ * reduced once full (synth_bucket_params: Megatron-LM's
+ * param_and_grad_buffer.py, a bucket's reduction started by
+ * register_grad_ready when its last gradient is in; the last, partly
+ * filled one at the backward's end), one after another on the stream.
+ * Only the last backward's chunk (chunk 0: an interleaved stage's other
+ * chunks reduce theirs earlier) counts; its layers end the backward a
+ * layer's share of it (bwd / n) apart, before the embedding's backward on
+ * stage 0 (the host's launches of it, synth_extra_host).  So the last
+ * buckets, the first layers' and the embedding's, are reduced after the
+ * backward, whatever the backward's length (the estimate hid every
+ * reduction behind 2/3 of the last microbatch's compute: gpt-small at dp
+ * 2, 1.20 ms short under ZeRO-0, 0.61 ms of the 0.84 under ZeRO-1). */
+static double grad_chain(const struct analytic_in *in, const struct terms *T, int s,
+			 const struct stage_est *e, double lp)
+{
+	const struct llm *m = &in->m;
+	int v = layout_stage_chunks(&in->lay);
+	int n0 = v > 1 ? layout_chunk_layers(m, &T->lay, s, 0) : (int)e->n;
+	double first = 0, last = 0, cap = synth_bucket_params(&T->si), acc = 0, f = -1e30,
+	       tau = e->n > 0 ? e->bwd / e->n : 0, te = s == 0 ? T->eh.emb_bwd_s : 0, pl;
+	if (!layout_lora(&in->lay, 0))
+		synth_extra_params(&T->si, s, &first, &last);
+	pl = e->n > 0 && e->P > first + last ? (e->P - first - last) / e->n : 0;
+	if (v == 1 && (acc = first) >= cap) { /* the head's, as the backward starts */
+		f = -(n0 * tau + te) + bucket_s(in, T, lp, acc);
+		acc = 0;
+	}
+	for (int j = n0 - 1; j >= 0; j--) {
+		acc += pl;
+		if (acc >= cap) {
+			double r = -(j * tau + te);
+			f = (f > r ? f : r) + bucket_s(in, T, lp, acc);
+			acc = 0;
+		}
+	}
+	acc += last;
+	if (acc > 0)
+		f = (f > 0 ? f : 0) + bucket_s(in, T, lp, acc);
+	return f > 0 ? f : 0;
+}
+
 /* A stage's data-parallel collectives: *dpt their time, *exposed what
  * the step waits for, *each the part of it every microbatch repeats
- * (ZeRO-2's reductions, FSDP's ZeRO-2 and ZeRO-3's gathers; 0 under
- * ZeRO-0/1).  c: the stage's compute a microbatch; n its layers;
- * P its parameters outside the routed experts, Pe the experts'.  Ranks are
+ * (FSDP's ZeRO-2 reductions and gathers, ZeRO-3's; 0 under ZeRO-0/1 and
+ * Megatron's and DeepSpeed's ZeRO-2), *red the gradient reductions' part
+ * of *exposed (ZeRO-0/1/2: grad_chain's, or the whole reduction without
+ * overlap_grad).  e: the stage (its compute a microbatch c, its n layers,
+ * P its parameters outside the routed experts, Pe the experts').  Ranks are
  * strided by tp: the sharding group of consecutive ranks and its dp /
  * group replicas; the routed experts' share is reduced over the expert
  * data-parallel group (edp ranks, ep x etp apart). */
-static void stage_dp(const struct analytic_in *in, const struct terms *T, double c, double n,
-		     double P, double Pe, double *dpt, double *exposed, double *each)
+static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
+		     const struct stage_est *e, double *dpt, double *exposed, double *each,
+		     double *red)
 {
+	double c = e->c, n = e->n, P = e->P, Pe = e->Pe;
 	const struct hw_profile *hw = in->hw;
 	const struct layout *l = &in->lay;
 	int dpc = l->dp * layout_cp(l), shard = layout_shard_group(&T->lay);
 	double G = shard, R = (double)dpc / shard, edp = layout_edp(&T->lay), mb = T->mb;
 	double t_rs = 0, t_ar = 0, t_ag = 0, t_agl = 0, hide, layer_w, rb, t_in = 0, t_rc = 0,
-	       t_out = 0;
+	       t_out = 0, t_ex = 0;
 	/* A layer's trained parameters (LoRA: its adapters'). */
 	double lp = layout_lora(l, 0) ? layout_lora_params(&in->m, l) : T->lp;
 	int fsdp2nd =
@@ -284,7 +396,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 	    (int)edp, comm_per_domain((int)edp, hw_domain(hw) / epx > 0 ? hw_domain(hw) / epx : 1)};
 	struct comm_est ce;
 
-	*dpt = *exposed = *each = 0;
+	*dpt = *exposed = *each = *red = 0;
 	if (!(dpc > 1 || (Pe > 0 && edp > 1)))
 		return;
 	layer_w = T->wb * lp;
@@ -303,6 +415,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 	if (Pe > 0 && edp > 1) {
 		comm_time(hw, l->zero == 0 ? GC_ALL_REDUCE : GC_REDUCE_SCATTER, T->gb * Pe, ge,
 			  in->comm_eff, COMM_AUTO, &ce);
+		t_ex = ce.time_s;
 		if (l->zero == 0)
 			t_ar += ce.time_s;
 		else
@@ -329,10 +442,25 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 			comm_time(hw, GC_ALL_REDUCE, rb * P / G, gr, in->comm_eff, COMM_AUTO, &ce);
 			t_ar += ce.time_s;
 		}
-		comm_time(hw, GC_ALL_GATHER, T->wb * P, gg, in->comm_eff, COMM_AUTO, &ce);
-		t_ag += ce.time_s;
 		comm_time(hw, GC_ALL_GATHER, layer_w, gg, in->comm_eff, COMM_AUTO, &ce);
 		t_agl = ce.time_s;
+		/* The updated weights gathered a layer at a time, then the
+		 * embedding's and head's (synth's gather_updated; Megatron's
+		 * distributed optimizer gathers by bucket, each its own
+		 * collective). */
+		{
+			double pl = n > 0 ? fmin(lp, P / n) : 0, rest = P - n * pl;
+			if (pl > 0) {
+				comm_time(hw, GC_ALL_GATHER, T->wb * pl, gg, in->comm_eff,
+					  COMM_AUTO, &ce);
+				t_ag += n * ce.time_s;
+			}
+			if (rest > 0) {
+				comm_time(hw, GC_ALL_GATHER, T->wb * rest, gg, in->comm_eff,
+					  COMM_AUTO, &ce);
+				t_ag += ce.time_s;
+			}
+		}
 	}
 	/* What hides: the last microbatch's backward (2/3 of its compute) when
 	 * gradients are reduced during it; the parameter all-gather after the
@@ -343,7 +471,14 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 	case 1:
 		*each = 0;
 		*dpt = t_rs + t_ar + t_ag;
-		*exposed = t_rs + t_ar - hide > 0 ? t_rs + t_ar - hide : 0;
+		/* With overlap_grad the dense gradients' bucket chain
+		 * (grad_chain), the routed experts' (their own buckets) beside
+		 * it as before. */
+		if (l->overlap_grad)
+			*red = fmax(grad_chain(in, T, s, e, lp), t_ex - hide);
+		else
+			*red = t_rs + t_ar;
+		*exposed = *red > 0 ? *red : 0;
 		*exposed += l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0) : t_ag;
 		break;
 	case 2:
@@ -352,6 +487,29 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, double
 		 * forward instead of after the step: the excess over each
 		 * layer's forward and the first gather. */
 		*dpt = mb * t_rs + t_ar + (fsdp2nd ? mb : 1) * t_ag;
+		if (!fsdp2nd) {
+			/* Each backward's buckets reduced as they fill (synth's
+			 * grad_ready, DeepSpeed's stage 2 reduce buckets), on the
+			 * data-parallel stream beside the later microbatches'
+			 * compute, which does not wait for them: what the step
+			 * waits for is the last backward's chain (grad_chain;
+			 * one bucket after it without overlap_grad), or the
+			 * stream's backlog where each microbatch's reductions
+			 * (with the replicas' all-reduce) outlast a slot; the
+			 * routed experts' as before.  (Every microbatch's excess
+			 * over 2/3 of its backward added to the step, as until
+			 * 2026-11-27, put gpt3-1.3b at tp 2 pp 2 dp 128 6 % above
+			 * its simulated step once the gathers were right.) */
+			double wd = t_rs - t_ex + (R > 1 ? t_ar : 0),
+			       ch = l->overlap_grad ? grad_chain(in, T, s, e, lp)
+						    : bucket_s(in, T, lp, P);
+			*red = fmax(fmax(ch, mb * wd - ((mb - 1) * e->slot + e->bwd)), t_ex - hide);
+			*each = 0;
+			*exposed =
+			    (*red > 0 ? *red : 0) +
+			    (l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0) : t_ag);
+			break;
+		}
 		*each = t_rs - hide > 0 ? t_rs - hide : 0;
 		if (fsdp2nd) {
 			double g1 = t_agl + t_in, lfw = T->lf / in->compute_eff;
@@ -445,18 +603,6 @@ static void stage_terms(struct analytic_out *out, double *worst, double *tail, d
 	}
 }
 
-/* One stage's microbatch, as analytic_estimate's loop takes it: what it
- * holds (n layers, nm of them MoE; the embedding's and head's compute and
- * the host's launches of them, of its pipeline transfers and of its
- * data-parallel work), then its slot (the host-bound pace of a unit
- * pair), GPU side (gs), the host's slack over the step, compute (c),
- * tensor-parallel and offloading times, and the parameters its
- * data-parallel collectives move (P, Pe routed experts'). */
-struct stage_est {
-	double n, nm, emb, head, ehf, ehb, hhf, hhb;
-	double c, slot, gs, slack, tp, off, P, Pe;
-};
-
 /* Stage s's layers, embedding and head, and the host's launches beside
  * its layers'. */
 static void stage_inputs(const struct analytic_in *in, const struct terms *T, int s,
@@ -513,9 +659,12 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 		}
 	}
 	e->c = (gf + gb + e->emb + e->head) / in->compute_eff;
-	e->gs = e->c + ar + T->p2p;
-	e->slot = fmax(e->gs * (gf + gb > 0 ? gf / (gf + gb) : 0.5), hf) +
-		  fmax(e->gs * (gf + gb > 0 ? gb / (gf + gb) : 0.5), hb);
+	e->xf = in->lay.pp_overlap ? T->p2p : 0;
+	e->gs = e->c + ar + T->p2p - e->xf;
+	e->bwd = fmax(e->gs * (gf + gb > 0 ? gb / (gf + gb) : 0.5), hb);
+	e->gf = e->gs * (gf + gb > 0 ? gf / (gf + gb) : 0.5);
+	e->hfw = hf;
+	e->slot = fmax(e->gs * (gf + gb > 0 ? gf / (gf + gb) : 0.5), hf) + e->bwd;
 	e->slack = T->mb * (e->slot - hf - hb);
 	e->tp = ar;
 	mem_stage(m, &T->lay, NULL, s, &ms);
@@ -552,6 +701,12 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 		if (layout_cp(l) > 1)
 			slot += n * T->cp_ring;
 	}
+	/* With pp_overlap the compute stream never waits for its sends, and
+	 * in the steady state a stage's inputs come while it computes: the
+	 * transfers lie on the fill and drain (pipe_ends), not in the slot
+	 * (Megatron-LM's overlap_p2p_comm; synth's pp_send). */
+	e->xf = l->pp_overlap ? T->p2p : 0;
+	slot -= e->xf;
 	{
 		/* A unit is host-bound where the host's launches outlast its
 		 * GPU side: forward and backward each the longer of the two,
@@ -576,9 +731,16 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 			hb += N * (T->si.cpu_op_s + T->si.launch_s + 4 * T->si.event_s);
 		}
 		e->gs = slot;
+		e->gf = slot * ff;
+		if (layout_zb(l->schedule)) {
+			e->wg = ((n - nm) * T->lw + nm * T->mlw) / in->compute_eff;
+			e->wp = fmax(e->wg, (n - nm) * T->lwh + nm * T->mlwh);
+		}
 		sf = fmax(slot * ff, hf);
+		e->hfw = hf;
 		sb = fmax(slot * (1 - ff), hb);
 		slot = sf + sb;
+		e->bwd = sb;
 		e->slack = T->mb * (slot - hf - hb);
 		/* The compute's waits for the copies (synth_offload_exposed),
 		 * each layer the unit's average, each copy the offloaded
@@ -606,6 +768,68 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 	e->P = ms.train - e->Pe;
 }
 
+/* The schedules whose stages hold the model in order (GPipe, 1F1B,
+ * interleaved, ZB-1P, ZB-2P; e[0 .. pp) the stages): when each stage's
+ * last backward can end at the earliest (end[s]), and the step's
+ * pipeline part, the latest of them with the drain below it (returned).
+ * Stage s cannot start its first forward before the stages before it
+ * have run theirs (the fill: each of them its GPU side's forward share
+ * after its input, or its host's launches of it from the step's start
+ * where they end later, as on stage 0), and its m slots
+ * follow; the last microbatch's backward then goes back through the
+ * stages before it (the drain: their GPU sides' backward shares, their
+ * hosts long since ahead), each over v with interleaving's chunks, and
+ * half a transfer each way a stage with pp_overlap; so stage s < w ends
+ * no earlier than the slowest stage w's m slots with the drain from w
+ * down to s.  A host-bound stage's host launches its units from the
+ * step's start without waiting (eager launches queue), its GPU catching
+ * up by the slot's excess over its GPU side each unit: that much of the
+ * fill it absorbs (test_host_bound_bubble).  Under ZB-1P stage s holds its W
+ * passes back until its (s+1)-th B (layout_zb_next), so s + 1 of them run
+ * after its last B, at its pace (the host's launches where longer): the
+ * last backward's B passes (without their W) go back through the stages
+ * before w meanwhile, and each of them then runs its held W passes; ZB-2P
+ * holds up to twice as many (taken as twice: early, so never late).  The
+ * flow shop's closed form (every other stage's slot once over v, all
+ * stages ending together) counted the stages after the slowest as
+ * well, their fill too where a host-bound stage's host absorbs it, and
+ * scaled ZB's by the GPU's W share where a host-bound stage's W passes
+ * run at its host's pace: gpt-small at pp 2 dp 2, 8 microbatches,
+ * host-bound, ZB-1P was estimated 0.27 ms above the simulated step once
+ * the data-parallel tail was right (0.45 ms short before, the two errors
+ * cancelling), 0.03 ms below it now (test_pipe_ends). */
+static double pipe_ends(const struct analytic_in *in, const struct stage_est *e, double mb,
+			double *end)
+{
+	const struct layout *l = &in->lay;
+	int v = layout_stage_chunks(l),
+	    zb = l->schedule == LAYOUT_ZB1P || l->schedule == LAYOUT_ZB2P, w = 0;
+	double fill = 0, drain = 0, E = -1, k = l->schedule == LAYOUT_ZB2P ? 2 : 1, below = 0;
+	for (int s = 0; s < l->pp; s++) {
+		double lead = mb * fmax(0, e[s].slot - e[s].gs), d = drain, b;
+		end[s] = mb * e[s].slot + fmax(0, fill / v - lead);
+		if (zb)
+			d = fmax(0, drain + (s > 0 && k == 1 ? e[0].wg : 0) -
+					fmin(mb, k * (s + 1)) * e[s].wp);
+		b = end[s] + d / v;
+		if (b > E)
+			E = b, w = s;
+		fill = fmax(fill + e[s].gf, e[s].hfw) + e[s].xf / 2;
+		drain += e[s].gs - e[s].gf - (zb ? e[s].wg : 0) + e[s].xf / 2;
+	}
+	/* The stages before w: w's last backward (its last B, under ZB),
+	 * then the drain down to s (and s's held W passes). */
+	for (int s = w - 1; s >= 0; s--) {
+		double b = e[s].gs - e[s].gf - (zb ? e[s].wg : 0) + e[s].xf / 2, via;
+		below += b;
+		via = zb ? end[w] - fmin(mb, k * (w + 1)) * e[w].wp + below +
+			       fmin(mb, k * (s + 1)) * e[s].wg
+			 : end[w] + below / v;
+		end[s] = fmax(end[s], via);
+	}
+	return E;
+}
+
 int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, struct prism_err *err)
 {
 	const struct hw_profile *hw = in->hw;
@@ -615,6 +839,8 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	double peak = hw->peak_flops[in->lay.dtype], sum = 0, worst = -1, tail = 0, fill = 1,
 	       gw = 0;
 	struct terms T;
+	struct stage_est st[LAYOUT_MAX_STAGES];
+	double stail[LAYOUT_MAX_STAGES], end[LAYOUT_MAX_STAGES], gstat;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -654,7 +880,9 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	 * and its optimizer. */
 	for (int s = 0; s < pp; s++) {
 		struct stage_est e;
-		double dpt, exposed, each, opt;
+		double dpt, exposed, each, opt, red;
+		struct comm_group eg;
+		double ebytes;
 		stage_inputs(in, &T, s, &e);
 		if (llm_hybrid(m))
 			hybrid_stage(in, &T, s, &e);
@@ -663,26 +891,55 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		sum += e.gs;
 		if (e.slot > worst)
 			gw = e.gs;
-		stage_dp(in, &T, e.c, e.n, e.P, e.Pe, &dpt, &exposed, &each);
+		stage_dp(in, &T, s, &e, &dpt, &exposed, &each, &red);
 		exposed -= T.mb * host_hides(each, e.slot, e.gs);
+		/* Where the host's launches of the last backward's reductions
+		 * put its end late (opt_or_host), the data-parallel stream
+		 * reduces the buckets it has meanwhile. */
+		exposed -= fmin(red > 0 ? red : 0, fmax(0, T.sh[s].dp_last_s - e.slack));
+		/* Tied embeddings on two stages (or MTP's word embedding):
+		 * the first and the last stage all-reduce its gradient once
+		 * their data-parallel reductions are done (synth's
+		 * synth_embed_grad_reduce, Megatron-LM's
+		 * _allreduce_word_embedding_grads in finalize_model_grads.py),
+		 * before their optimizers. */
+		if (synth_embed_grad_reduce(&T.si, &eg, &ebytes) &&
+		    (s == 0 || s == layout_head_stage(&T.lay))) {
+			struct comm_est ce;
+			comm_time(hw, GC_ALL_REDUCE, ebytes, eg, in->comm_eff, COMM_AUTO, &ce);
+			exposed += ce.time_s;
+		}
 		/* Optimizer: its kernels as the graph runs them (fp16's
 		 * unscale, the clipping norm and scale, the update:
 		 * synth_stage_host's opt_gpu_s, ss_optimizer timed dry), or
 		 * its launches. */
 		opt = opt_or_host(&T, s, exposed, T.sh[s].opt_gpu_s, e.slack);
 		stage_terms(out, &worst, &tail, e.slot, e.c, e.tp, T.p2p, e.off, dpt, exposed, opt);
+		st[s] = e;
+		stail[s] = exposed + opt;
 	}
 	/* The gradient norm's all-reduce across the stages (and fp16's
 	 * found-inf flag's) after every stage's last backward, before every
 	 * optimizer: the step's common end (synth_grad_stats_s). */
-	{
-		double gs = synth_grad_stats_s(&T.si);
-		out->t_opt += gs;
-		tail += gs;
-	}
+	gstat = synth_grad_stats_s(&T.si);
+	out->t_opt += gstat;
+	tail += gstat;
 	out->t_slot = worst;
-	out->t_bubble = (sum - gw) / v * fill;
-	out->t_iter = T.mb * worst + out->t_bubble + tail;
+	if (layout_v(l->schedule)) {
+		/* ZB-V and DualPipeV (a V: stage 0 holds the first and the
+		 * last chunk): the flow shop's closed form, every stage ending
+		 * with the slowest. */
+		out->t_bubble = (sum - gw) / v * fill;
+		out->t_iter = T.mb * worst + out->t_bubble + tail;
+	} else {
+		/* Each stage's tail after its own last backward (pipe_ends),
+		 * the step's end the latest of them. */
+		double E = pipe_ends(in, st, T.mb, end), last = E;
+		out->t_bubble = fmax(0, E - T.mb * worst);
+		for (int s = 0; s < pp; s++)
+			last = fmax(last, end[s] + stail[s]);
+		out->t_iter = last + gstat;
+	}
 	out->model_flops = llm_flops_iter(m, in->global_batch, 0);
 	out->mfu = out->model_flops / (out->t_iter * (double)tp * pp * dp * cp * peak);
 	out->tokens_per_s = in->global_batch * m->seq / out->t_iter;

@@ -6,11 +6,17 @@
  * attention, memory-bound passes, FP8 casts, recomputation) and its share
  * of the logits, over compute_eff; tensor-parallel all-reduces, 2
  * per layer forward and 2 backward (Megatron), of the b s h activations;
- * point-to-point activations between stages.  The pipeline runs
- * m + (p-1)/v such slots (m microbatches, p stages, v virtual stages; v = 1
- * for GPipe and 1F1B), the (p-1)/v of the fill and drain at the stages'
- * GPU side where their host's launches set the slot.  Then the data-parallel gradient all-reduce, less
- * what hides behind the last microbatch's backward pass, and the optimizer
+ * point-to-point activations between stages (with pp_overlap on the fill
+ * and drain, not in the slot).  The pipeline runs m slots of its slowest
+ * stage after the fill (the stages before it, their forwards) and before
+ * the drain (their backwards, ZB's held W passes beside it), over v
+ * virtual stages, at the stages' GPU side where their host's launches
+ * set the slot, a host-bound stage's host absorbing the fill as far as
+ * it runs ahead (ZB-V and DualPipeV: m + (p-1)/v slots, Qi et al.'s
+ * scale); each stage's tail after its own end.  Then the data-parallel
+ * gradient reductions the last backward's buckets leave after it (their
+ * chain on the data-parallel stream, the last, first layers' and
+ * embedding's, reduced after the backward), the weights' gathers, and the optimizer
  * step, its kernels as synth builds them (its clipping passes with the
  * update: synth_stage_host's opt_gpu_s).  Activation offloading adds the waits for its
  * copies over the host link (synth_offload_exposed).  A unit's forward

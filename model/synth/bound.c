@@ -275,6 +275,23 @@ static double layer_wgrad_win(const struct synth_in *in, int moe, int win)
 	return c.dry_s;
 }
 
+double synth_layer_wgrad_host_s(const struct synth_in *in, int moe)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	dry_ctx(&c, &rk, in);
+	c.dry_host = 1;
+	rk.mb = 1;
+	rk.phase = PH_BACKWARD;
+	rk.layer = moe && llm_moe_layers(&in->m) > 0 ? in->m.layers - 1 : -1;
+	sl_shape(in, &z);
+	c.pass = SL_PASS_W;
+	sl_layer_bwd(&c, 0, &z);
+	return c.dry_host_s;
+}
+
 double synth_layer_wgrad_s(const struct synth_in *in, int moe)
 {
 	const struct llm *m = &in->m;

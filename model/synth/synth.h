@@ -394,6 +394,9 @@ void synth_layer_times(const struct synth_in *in, double *fwd_s, double *bwd_s, 
  * layer's (moe 0) or a mixture-of-experts layer's (moe 1, where the model
  * has them).  The B pass is the rest. */
 double synth_layer_wgrad_s(const struct synth_in *in, int moe);
+/* The host's time of that W pass (its kernels' launches, as lay.exec
+ * launches them: synth_layer_host's dry run of the W pass alone). */
+double synth_layer_wgrad_host_s(const struct synth_in *in, int moe);
 
 /* The same for a mixture-of-experts layer of in's model on the busiest
  * rank (a dense layer's for a dense model): attention, router, permutes,
