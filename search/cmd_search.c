@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <getopt.h>
 #ifdef __GLIBC__
-#include <malloc.h>
 #endif
 #include <stdio.h>
 #include <stdlib.h>
@@ -846,17 +845,6 @@ int cmd_search(int argc, char **argv)
 				   path, R.sw.gpus_line, R.sp.n, R.sp.first_reason);
 	if ((rc = agree(&R.sh, rc, &quiet)))
 		goto out;
-#ifdef __GLIBC__
-	/* Each simulated candidate allocates and frees its graphs (tens to
-	 * hundreds of MB): glibc would map each large array afresh and return
-	 * it on free, every page faulted in again by the next candidate (a
-	 * quarter of a large sweep's CPU, docs/PERFORMANCE.md).  Arrays up to
-	 * glibc's largest threshold stay in one heap shared by the threads,
-	 * and freed memory is kept for the next candidate. */
-	mallopt(M_ARENA_MAX, 1);
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
-	mallopt(M_TRIM_THRESHOLD, INT32_MAX);
-#endif
 	batch_given = R.bsize > 0;
 	if (R.bsize <= 0)
 		R.bsize = 32;

@@ -1,6 +1,10 @@
 /* prism.c - main(): dispatch to subcommands. */
 #include <errno.h>
 #include <getopt.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -117,6 +121,19 @@ int main(int argc, char **argv)
 	FILE *f;
 	int k;
 
+#ifdef __GLIBC__
+	/* Every command builds graphs of flat arrays (tens to hundreds of MB)
+	 * and frees them: glibc would map each large array afresh and return
+	 * it on free, every page faulted in again by the next graph (a
+	 * quarter of a large sweep's CPU, a third of one synth's: the system
+	 * time, docs/PERFORMANCE.md).  Arrays up to glibc's largest threshold
+	 * stay in one heap shared by the threads, and freed memory is kept for
+	 * the next.  No command lives long past its work, so the memory held
+	 * is the peak it needed anyway. */
+	mallopt(M_ARENA_MAX, 1);
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, INT32_MAX);
+#endif
 	if ((f = fopencookie(&o, "w", out_io)))
 		stdout = f;
 	/* Lines in the order they were written when stdout and stderr share a

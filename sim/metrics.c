@@ -366,7 +366,7 @@ int metrics_critical_path(const struct sim *s, struct metrics_path *p)
 	if (!p->nodes)
 		return PRISM_ENOMEM;
 	while (cur != NONE32) {
-		uint32_t b = s->binding[cur];
+		uint32_t b = s->nd[cur].binding;
 		int64_t until = next == NONE32 ? s->end_ns[cur] : released_at(g, s, cur, next);
 		if (p->n == cap) {
 			uint32_t *nn = prism_realloc(p->nodes, (size_t)cap * 2 * sizeof(*nn));
@@ -387,7 +387,7 @@ int metrics_critical_path(const struct sim *s, struct metrics_path *p)
 		 * instance ran alongside it: continue from what held that one. */
 		if (b != NONE32 && g->coll[cur] != NONE32 && g->coll[b] != NONE32 &&
 		    s->start_ns[b] == s->start_ns[cur])
-			b = s->binding[b];
+			b = s->nd[b].binding;
 		next = cur;
 		cur = b;
 	}

@@ -137,9 +137,8 @@ struct sim *sim_new(const struct graph *g)
 	s->g = g;
 	s->start_ns = prism_malloc(n * sizeof(*s->start_ns));
 	s->end_ns = prism_malloc(n * sizeof(*s->end_ns));
-	s->binding = prism_malloc(n * sizeof(*s->binding));
-	s->ready_ns = prism_malloc(n * sizeof(*s->ready_ns));
-	s->indeg = prism_malloc(n * sizeof(*s->indeg));
+	if ((s->nd_mem = prism_malloc((n + 2) * sizeof(*s->nd))))
+		s->nd = (struct sim_node *)(((uintptr_t)s->nd_mem + 63) & ~(uintptr_t)63);
 	s->inst_of = prism_malloc(nc * sizeof(*s->inst_of));
 	s->inst_first = prism_malloc((nc + 1) * sizeof(*s->inst_first));
 	s->inst_members = prism_malloc(nc * sizeof(*s->inst_members));
@@ -148,9 +147,9 @@ struct sim *sim_new(const struct graph *g)
 	s->inst_ready = prism_malloc(nc * sizeof(*s->inst_ready));
 	s->inst_dur = prism_malloc(nc * sizeof(*s->inst_dur));
 	s->inst_last = prism_malloc(nc * sizeof(*s->inst_last));
-	if (!s->start_ns || !s->end_ns || !s->binding || !s->ready_ns || !s->indeg || !s->inst_of ||
-	    !s->inst_first || !s->inst_members || !s->inst_size || !s->inst_arrived ||
-	    !s->inst_ready || !s->inst_dur || !s->inst_last || evq_init(&s->q, g->n_procs + 16) ||
+	if (!s->start_ns || !s->end_ns || !s->nd_mem || !s->inst_of || !s->inst_first ||
+	    !s->inst_members || !s->inst_size || !s->inst_arrived || !s->inst_ready ||
+	    !s->inst_dur || !s->inst_last || evq_init(&s->q, g->n_procs + 16) ||
 	    match_collectives(s)) {
 		sim_free(s);
 		return NULL;
@@ -164,9 +163,7 @@ void sim_free(struct sim *s)
 		return;
 	free(s->start_ns);
 	free(s->end_ns);
-	free(s->binding);
-	free(s->ready_ns);
-	free(s->indeg);
+	free(s->nd_mem);
 	free(s->inst_of);
 	free(s->inst_first);
 	free(s->inst_members);
@@ -176,7 +173,6 @@ void sim_free(struct sim *s)
 	free(s->inst_dur);
 	free(s->inst_last);
 	free(s->rem);
-	free(s->pred_end);
 	free(s->rkind);
 	free(s->fold_of);
 	free(s->fst);
@@ -185,7 +181,6 @@ void sim_free(struct sim *s)
 	VEC_FREE(s->ptmp);
 	VEC_FREE(s->pcount);
 	free(s->mp_work);
-	free(s->mp_pb);
 	free(s->mp_q);
 	free(s->mp_a);
 	free(s->mp_main);
@@ -202,10 +197,10 @@ void sim_free(struct sim *s)
 
 /* When task v, its last dependency released, arrives to start: its
  * release plus its launch lag, or its anchored start if later. */
-static int64_t arrival_ns(const struct sim *s, uint32_t v)
+static inline int64_t arrival_ns(const struct sim *s, uint32_t v)
 {
 	const struct graph *g = s->g;
-	int64_t at = s->ready_ns[v] + g->lag_ns[v];
+	int64_t at = s->nd[v].ready_ns + g->lag_ns[v];
 	return (g->flags[v] & NF_ANCHORED) && g->start_ns[v] > at ? g->start_ns[v] : at;
 }
 
@@ -261,11 +256,10 @@ static int contention_alloc(struct sim *s)
 		if (g->procs[p].rank + 1 > ranks)
 			ranks = g->procs[p].rank + 1;
 	s->rem = prism_malloc(n * sizeof(*s->rem));
-	s->pred_end = prism_malloc(n * sizeof(*s->pred_end));
 	s->rkind = prism_malloc(n * sizeof(*s->rkind));
 	s->run = prism_calloc(ranks ? ranks : 1, sizeof(*s->run));
 	s->n_gpu_ranks = ranks;
-	return s->rem && s->pred_end && s->rkind && s->run ? 0 : PRISM_ENOMEM;
+	return s->rem && s->rkind && s->run ? 0 : PRISM_ENOMEM;
 }
 
 static double rate_of(const struct sim *s, const struct sim_opts *o, const struct sim_running *r,
@@ -319,9 +313,9 @@ static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r
 		/* Past PRISM_TIME_MAX: release() refuses it (too_late). */
 		int64_t end =
 		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + prism_llround(left);
-		if (end == s->pred_end[v])
+		if (end == s->nd[v].pred_end)
 			continue;
-		s->pred_end[v] = end;
+		s->nd[v].pred_end = end;
 		if (evq_push(&s->q, end, v | SIM_FIN))
 			return PRISM_ENOMEM;
 	}
@@ -452,7 +446,7 @@ static int fold_push_end(struct sim *s, const struct sim_opts *o, struct sim_run
 	set_rkind(s, r, u, SIM_PIECE_IDLE);
 	if (end > PRISM_TIME_MAX)
 		end = PRISM_TIME_MAX + 1; /* release() refuses it */
-	s->pred_end[u] = end;
+	s->nd[u].pred_end = end;
 	return evq_push(&s->q, end, u | SIM_FIN) ? PRISM_ENOMEM : 0;
 }
 
@@ -485,14 +479,14 @@ static int fold_enter(struct sim *s, const struct sim_opts *o, struct sim_runnin
 			st->mode = SIM_F_WAITING;
 			set_rkind(s, r, u, SIM_PIECE_IDLE);
 			s->rem[u] = (double)(a - t);
-			s->pred_end[u] = INT64_MIN;
+			s->nd[u].pred_end = INT64_MIN;
 			return 0;
 		}
 		if (q->dur_ns > 0) {
 			st->mode = SIM_F_RUNNING;
 			set_rkind(s, r, u, q->kind);
 			s->rem[u] = (double)q->dur_ns;
-			s->pred_end[u] = INT64_MIN;
+			s->nd[u].pred_end = INT64_MIN;
 			return 0;
 		}
 		if (fold_log(s, f, k, a, a))
@@ -522,7 +516,7 @@ static int fold_expand(struct sim *s, const struct sim_opts *o, struct sim_runni
 			if (st->mode == SIM_F_CWAIT && st->at_ns > t) {
 				st->mode = SIM_F_WAITING;
 				s->rem[u] = (double)(st->at_ns - t);
-				s->pred_end[u] = INT64_MIN;
+				s->nd[u].pred_end = INT64_MIN;
 				continue;
 			}
 			if (e > t) {
@@ -531,7 +525,7 @@ static int fold_expand(struct sim *s, const struct sim_opts *o, struct sim_runni
 						: (double)(e - t);
 				st->mode = SIM_F_RUNNING;
 				set_rkind(s, r, u, q->kind);
-				s->pred_end[u] = INT64_MIN;
+				s->nd[u].pred_end = INT64_MIN;
 				continue;
 			}
 			if (st->mode == SIM_F_CRUN && fold_log(s, f, st->k, st->at_ns, e))
@@ -551,7 +545,7 @@ static int fold_expand(struct sim *s, const struct sim_opts *o, struct sim_runni
 				st->mode = a > t ? SIM_F_WAITING : SIM_F_RUNNING;
 				set_rkind(s, r, u, a > t ? SIM_PIECE_IDLE : q->kind);
 				s->rem[u] = (double)(a > t ? a - t : e - t);
-				s->pred_end[u] = INT64_MIN;
+				s->nd[u].pred_end = INT64_MIN;
 				break;
 			}
 			s->fold_busy[f] += q->dur_ns;
@@ -618,7 +612,7 @@ static int fold_final(struct sim *s, const struct sim_opts *o, uint32_t u, int64
 	s->end_ns[u] = t;
 	if (fcount(o, f) > 0 && t - s->start_ns[u] - s->fold_busy[f] >
 				    fpiece(o, f, 0)->rest_ns - fpiece(o, f, 0)->busy_ns)
-		s->binding[u] = o->fold->tasks[f].host;
+		s->nd[u].binding = o->fold->tasks[f].host;
 	return 0;
 }
 
@@ -649,7 +643,7 @@ static int fold_step(struct sim *s, const struct sim_opts *o, uint32_t u, int64_
 	uint32_t f = s->fold_of[u];
 	struct sim_fstate *st = &s->fst[f];
 	int rc;
-	if (s->end_ns[u] >= 0 || s->pred_end[u] != t)
+	if (s->end_ns[u] >= 0 || s->nd[u].pred_end != t)
 		return 0;
 	advance(s, o, r, t);
 	if (st->mode == SIM_F_WAITING) {
@@ -698,7 +692,7 @@ static int begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t,
 	s->rkind[u] = SIM_PIECE_IDLE;
 	set_rkind(s, r, u, (uint8_t)kind);
 	s->rem[u] = (double)dur;
-	s->pred_end[u] = INT64_MIN;
+	s->nd[u].pred_end = INT64_MIN;
 	return retime(s, o, r, t);
 }
 
@@ -711,7 +705,7 @@ static int finish(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t
 	if (s->fold_of && s->fold_of[u] != NONE32)
 		return fold_step(s, o, u, t);
 	r = rank_of(s, u);
-	if (s->end_ns[u] >= 0 || s->pred_end[u] != t)
+	if (s->end_ns[u] >= 0 || s->nd[u].pred_end != t)
 		return 0;
 	for (i = 0; i < r->n && r->v[i] != u; i++)
 		;
@@ -741,11 +735,11 @@ static int release(struct sim *s, const struct sim_opts *o, uint32_t u, struct p
 		if (skipped(o->skip, g->out_kind[k]))
 			continue;
 		t = graph_edge_release(g->out_kind[k], s->start_ns[u], s->end_ns[u]);
-		if (s->binding[v] == NONE32 || t > s->ready_ns[v]) {
-			s->ready_ns[v] = t;
-			s->binding[v] = u;
+		if (s->nd[v].binding == NONE32 || t > s->nd[v].ready_ns) {
+			s->nd[v].ready_ns = t;
+			s->nd[v].binding = u;
 		}
-		if (--s->indeg[v] == 0) {
+		if (--s->nd[v].indeg == 0) {
 			int64_t at = arrival_ns(s, v);
 			if (at > PRISM_TIME_MAX)
 				return too_late(g, v, err);
@@ -835,10 +829,11 @@ static int sort_plog(struct sim *s, uint32_t ntasks)
 static void run_reset(struct sim *s, unsigned skip)
 {
 	const struct graph *g = s->g;
-	memset(s->indeg, 0, g->n_nodes * sizeof(*s->indeg));
+	for (uint32_t u = 0; u < g->n_nodes; u++)
+		s->nd[u].indeg = 0;
 	for (uint32_t k = 0; k < g->n_edges; k++)
 		if (!skipped(skip, g->out_kind[k]))
-			s->indeg[g->out_dst[k]]++;
+			s->nd[g->out_dst[k]].indeg++;
 	for (uint32_t i = 0; i < s->n_inst; i++) {
 		s->inst_arrived[i] = 0;
 		s->inst_ready[i] = INT64_MIN;
@@ -872,12 +867,12 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		s->fold_of = NULL;
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		s->ready_ns[u] = INT64_MIN;
-		s->binding[u] = NONE32;
+		s->nd[u].ready_ns = INT64_MIN;
+		s->nd[u].binding = NONE32;
 		s->start_ns[u] = s->end_ns[u] = -1;
-		if (s->indeg[u] == 0) {
+		if (s->nd[u].indeg == 0) {
 			/* A task nothing precedes starts when it did in the trace. */
-			s->ready_ns[u] = g->start_ns[u];
+			s->nd[u].ready_ns = g->start_ns[u];
 			if (evq_push(&s->q, g->start_ns[u], u))
 				return prism_err_set(err, PRISM_ENOMEM,
 						     "simulation: out of memory");
@@ -914,7 +909,7 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 				uint32_t v = g->colls[s->inst_members[m]].node;
 				s->start_ns[v] = s->inst_ready[i];
 				if (v != s->inst_last[i])
-					s->binding[v] = s->inst_last[i];
+					s->nd[v].binding = s->inst_last[i];
 				if (evq_push(&s->q, s->inst_ready[i], v))
 					return prism_err_set(err, PRISM_ENOMEM,
 							     "simulation: out of memory");
@@ -1267,7 +1262,7 @@ static int64_t mp_rel(const struct sim *s, const struct sim_opts *o, int cont, u
 {
 	/* In the hybrid (mp_pb kept), mp_q holds mp_contended's answer for
 	 * every task (0 off the GPU, where it is 0 too). */
-	if (cont && s->mp_pb)
+	if (cont && s->mp_hybrid)
 		return s->mp_q[u] ? s->end_ns[u] : s->start_ns[u];
 	return cont && mp_contended(s, o, u) ? s->end_ns[u] : s->start_ns[u];
 }
@@ -1288,26 +1283,26 @@ static int mp_release(struct sim *s, const struct sim_opts *o, int cont, uint32_
 		s->makespan_ns = s->end_ns[u];
 	s->n_done++;
 	for (uint32_t k = g->out_off[u]; k < g->out_off[u + 1]; k++) {
-		uint32_t v = g->out_dst[k], b = s->binding[v];
+		uint32_t v = g->out_dst[k], b = s->nd[v].binding;
 		int64_t t = graph_edge_release(g->out_kind[k], s->start_ns[u], s->end_ns[u]);
-		if (s->mp_pb && (s->mp_pb[v] == NONE32 - 1 || rel > s->pred_end[v])) {
-			s->pred_end[v] = rel;
-			s->mp_pb[v] = u;
-		} else if (s->mp_pb && rel == s->pred_end[v] && s->mp_pb[v] != u) {
-			s->mp_pb[v] = NONE32; /* which pushed it: the queue's order */
+		if (s->mp_hybrid && (s->nd[v].mp_pb == NONE32 - 1 || rel > s->nd[v].pred_end)) {
+			s->nd[v].pred_end = rel;
+			s->nd[v].mp_pb = u;
+		} else if (s->mp_hybrid && rel == s->nd[v].pred_end && s->nd[v].mp_pb != u) {
+			s->nd[v].mp_pb = NONE32; /* which pushed it: the queue's order */
 		}
-		if (b == NONE32 || t > s->ready_ns[v]) {
-			s->ready_ns[v] = t;
-			s->binding[v] = u;
-		} else if (t == s->ready_ns[v] && b != u) {
+		if (b == NONE32 || t > s->nd[v].ready_ns) {
+			s->nd[v].ready_ns = t;
+			s->nd[v].binding = u;
+		} else if (t == s->nd[v].ready_ns && b != u) {
 			/* The sim binds the one released first. */
 			int64_t rb = mp_rel(s, o, cont, b);
 			if (rel == rb)
 				return SIM_MP_TIE;
 			if (rel < rb)
-				s->binding[v] = u;
+				s->nd[v].binding = u;
 		}
-		if (--s->indeg[v] == 0) {
+		if (--s->nd[v].indeg == 0) {
 			int64_t at = arrival_ns(s, v);
 			if (at > PRISM_TIME_MAX)
 				return SIM_MP_STUCK;
@@ -1390,8 +1385,8 @@ static int hy_after(const struct sim *s, struct hy_last *l, uint32_t u, int fin,
 		if (!fin && l->fin)
 			strict = hy_edge(s->g, l->u, u) != NONE32;
 		else if (!fin && !l->fin)
-			strict = hy_pushed_before(s->g, l->u, l->pb, l->pt, u, s->mp_pb[u],
-						  s->pred_end[u]);
+			strict = hy_pushed_before(s->g, l->u, l->pb, l->pt, u, s->nd[u].mp_pb,
+						  s->nd[u].pred_end);
 		l->strict = l->strict && strict;
 		ok = (!l->fold && !folded) || l->strict;
 		l->fold |= folded;
@@ -1400,8 +1395,8 @@ static int hy_after(const struct sim *s, struct hy_last *l, uint32_t u, int fin,
 	l->u = u;
 	l->fin = fin;
 	if (!fin) { /* what pushed it, before its start overwrites pred_end */
-		l->pt = s->pred_end[u];
-		l->pb = s->mp_pb[u];
+		l->pt = s->nd[u].pred_end;
+		l->pb = s->nd[u].mp_pb;
 	}
 	return ok;
 }
@@ -1419,7 +1414,7 @@ static int hy_events(struct sim *s, const struct sim_opts *o, struct hy_last *la
 		uint32_t u = e.node & ~SIM_FIN;
 		int fin = (e.node & SIM_FIN) != 0;
 		int64_t t = e.time_ns;
-		if (s->end_ns[u] >= 0 || (fin && s->pred_end[u] != t))
+		if (s->end_ns[u] >= 0 || (fin && s->nd[u].pred_end != t))
 			continue; /* stale */
 		if (!hy_after(s, &last[g->procs[g->proc[u]].rank], u, fin, t))
 			return SIM_MP_SAMETIME;
@@ -1476,18 +1471,14 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 			last[r] = (struct hy_last){0, NONE32, 0, 1, 0, 0, NONE32};
 		}
 		evq_reset(&s->q);
-		if (!s->mp_pb && !(s->mp_pb = prism_malloc(n * sizeof(*s->mp_pb)))) {
-			free(last);
-			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
-		}
+		s->mp_hybrid = 1;
 		if (mp_windows_init(s, o)) {
 			free(last);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
 		rc = 0;
-	} else if (s->mp_pb) {
-		free(s->mp_pb);
-		s->mp_pb = NULL;
+	} else {
+		s->mp_hybrid = 0;
 	}
 	if (!s->mp_work && !(s->mp_work = prism_malloc(n * sizeof(*s->mp_work)))) {
 		free(last);
@@ -1499,15 +1490,15 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 	s->mp_direct = 0;
 	/* The sim's first events, in the order it pops them at one time. */
 	for (uint32_t u = g->n_nodes; u-- > 0;) {
-		s->ready_ns[u] = INT64_MIN;
-		s->binding[u] = NONE32;
+		s->nd[u].ready_ns = INT64_MIN;
+		s->nd[u].binding = NONE32;
 		s->start_ns[u] = s->end_ns[u] = -1;
-		if (s->mp_pb) {
-			s->pred_end[u] = INT64_MIN;
-			s->mp_pb[u] = s->indeg[u] == 0 ? NONE32 - 2 : NONE32 - 1;
+		if (s->mp_hybrid) {
+			s->nd[u].pred_end = INT64_MIN;
+			s->nd[u].mp_pb = s->nd[u].indeg == 0 ? NONE32 - 2 : NONE32 - 1;
 		}
-		if (s->indeg[u] == 0) {
-			s->ready_ns[u] = g->start_ns[u];
+		if (s->nd[u].indeg == 0) {
+			s->nd[u].ready_ns = g->start_ns[u];
 			s->start_ns[u] = g->start_ns[u]; /* its arrival */
 			work[nw++] = u;
 		}
@@ -1534,7 +1525,7 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 			     m++) {
 				uint32_t v = g->colls[s->inst_members[m]].node;
 				if (v != lm)
-					s->binding[v] = lm;
+					s->nd[v].binding = lm;
 				rc = mp_start(s, o, v, s->inst_ready[i], cont, work, &nw);
 			}
 			continue;

@@ -126,15 +126,31 @@ struct sim_fstate {
 	uint8_t mode;
 };
 
+/* Per node, the fields a run reads and writes at an edge's target, in one
+ * record (32 bytes, two to a cache line: sim.nd is aligned to 64), not
+ * five arrays each missing the cache on its own (docs/PERFORMANCE.md). */
+struct sim_node {
+	int64_t ready_ns; /* working state: when its last dependency released it */
+	/* Contention: when it ends at the current rates; before it starts,
+	 * in the max-plus hybrid, when the release kept in mp_pb was. */
+	int64_t pred_end;
+	uint32_t binding; /* valid after sim_run: the dependency that decided
+			   * the start, or UINT32_MAX */
+	uint32_t indeg;	  /* working state: the edges it still waits on */
+	/* The max-plus hybrid's (sim.mp_hybrid): the task whose release
+	 * pushed it in the sim (UINT32_MAX: two at one instant). */
+	uint32_t mp_pb;
+	uint32_t unused;
+};
+
 struct sim {
 	const struct graph *g;
 	/* Per node, valid after sim_run. */
 	int64_t *start_ns;
 	int64_t *end_ns;
-	uint32_t *binding; /* the dependency that decided the start, or UINT32_MAX */
+	struct sim_node *nd; /* per node: binding, and the working fields */
+	void *nd_mem;	     /* nd's allocation */
 	/* Working state. */
-	int64_t *ready_ns;
-	uint32_t *indeg;
 	struct evq q;
 	/* Collective instances. */
 	uint32_t n_inst;
@@ -151,8 +167,7 @@ struct sim {
 	int64_t makespan_ns;   /* end of the last task */
 	uint64_t n_done;
 	/* Contention (allocated on the first run that asks for it). */
-	double *rem;	   /* per node: work left at full speed, ns */
-	int64_t *pred_end; /* per node: when it ends at the current rates */
+	double *rem; /* per node: work left at full speed, ns */
 	uint32_t n_gpu_ranks;
 	struct sim_running *run; /* per rank: what runs on its GPU */
 	uint8_t *rkind;		 /* per node: what it runs as now (SIM_PIECE_*) */
@@ -168,14 +183,13 @@ struct sim {
 	VEC(struct sim_piece_time) ptmp; /* scratch: plog sorted */
 	VEC(uint32_t) pcount;		 /* scratch: per task, its first row */
 	/* sim_run_maxplus(): the worklist; why the last call declined
-	 * (SIM_MP_*); how many tasks its hybrid took through the queue; the
-	 * hybrid's, per node: the task whose release pushed it in the sim
-	 * (UINT32_MAX: two at one instant; pred_end keeps when, until the
-	 * task starts). */
+	 * (SIM_MP_*); how many tasks its hybrid took through the queue;
+	 * whether it ran the hybrid, which keeps per node the task whose
+	 * release pushed it in the sim (sim_node.mp_pb, pred_end). */
 	uint32_t *mp_work;
 	int mp_why;
 	uint64_t mp_queued;
-	uint32_t *mp_pb;
+	int mp_hybrid;
 	/* The hybrid's windows (mp_alone in sim.c).  Per node: mp_q 1 where
 	 * a contended task went through the queue (it might run beside
 	 * another of its rank), 2 where it went straight through (mp_direct

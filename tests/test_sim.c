@@ -535,8 +535,8 @@ static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
 	for (uint32_t u = 0; rc == 1 && u < g->n_nodes; u++) {
 		assert_int_equal(b->start_ns[u], a->start_ns[u]);
 		assert_int_equal(b->end_ns[u], a->end_ns[u]);
-		assert_int_equal(b->binding[u], a->binding[u]);
-		assert_int_equal(b->ready_ns[u], a->ready_ns[u]);
+		assert_int_equal(b->nd[u].binding, a->nd[u].binding);
+		assert_int_equal(b->nd[u].ready_ns, a->nd[u].ready_ns);
 	}
 	if (rc == 1) {
 		assert_int_equal(b->makespan_ns, a->makespan_ns);

@@ -364,7 +364,7 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 		}
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++) {
-		uint32_t b = sm->binding[u];
+		uint32_t b = sm->nd[u].binding;
 		if (b != UINT32_MAX && g->procs[g->proc[u]].gpu && !g->procs[g->proc[b]].gpu) {
 			uint32_t r = g->procs[g->proc[b]].rank;
 			out->launch_bound++;
