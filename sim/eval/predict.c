@@ -1180,6 +1180,12 @@ static void describe(const struct edit_job *j, struct predict_out *out)
 		HOW(" -> %s", c->hw->id);
 		if (c->lay.power_w > 0)
 			HOW(" at %g W", c->lay.power_w);
+		if (a->lay.dtype != c->lay.dtype)
+			HOW(" (a %s step's clock, %.4g, -> a %s step's, %.4g)",
+			    hw_dtype_name(a->lay.dtype),
+			    hw_run_clock(a->hw, a->lay.dtype, a->lay.power_w),
+			    hw_dtype_name(c->lay.dtype),
+			    hw_run_clock(c->hw, c->lay.dtype, c->lay.power_w));
 		HOW("; ");
 	}
 	if (j->shaped || !same_hw(a, c))
