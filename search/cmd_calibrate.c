@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "kdb.h"
 #include "kdbstore.h"
+#include "predict.h"
 
 static const char help[] =
     "usage: prism calibrate [options] TRACE...|GRAPH\n"
@@ -261,7 +262,7 @@ int cmd_calibrate(int argc, char **argv)
 	struct cli_parse args;
 	struct kdb *db = NULL;
 	char found[1024];
-	int json = 0, c, rc;
+	int json = 0, c, rc, dt = -1;
 
 	memset(&x, 0, sizeof(x));
 	build_opts_default(&bo);
@@ -292,6 +293,13 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	if (rc == 0)
 		rc = cli_load_hw(x.hw_path, &x.hw, &err);
+	/* A trace is a training step: its kernels against the model at the
+	 * step clock of the dtype its GEMMs ran in (hw_run_clock; bf16's
+	 * where no kernel says, as loaded). */
+	if (rc == 0 && (dt = predict_trace_dtype(g)) == -2)
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	if (rc == 0 && dt >= 0)
+		x.hw.clock = hw_run_clock(&x.hw, dt, 0);
 	if (rc == 0 && !(db = kdb_new()))
 		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
 	if (rc == 0 && x.db_path && access(x.db_path, F_OK) == 0)

@@ -13,6 +13,7 @@
 #include "hw.h"
 #include "kbench.h"
 #include "kperf.h"
+#include "predict.h"
 
 static const char help[] =
     "usage: prism kernels [options] FILE|DIR|TRACE...\n"
@@ -134,7 +135,7 @@ static int read_trace(struct kbench *kb, char *path, struct prism_err *err)
 	struct calib_ashape *as = NULL;
 	char hw_path[1024];
 	size_t n = 0, na = 0;
-	int rc;
+	int rc, step_dt = HW_BF16;
 
 	build_opts_default(&bo);
 	rc = cli_load_graph(&path, 1, NULL, &bo, &g, err);
@@ -142,6 +143,13 @@ static int read_trace(struct kbench *kb, char *path, struct prism_err *err)
 		rc = cli_trace_hw_path(g, hw_path, sizeof(hw_path), path, NULL, err);
 	if (rc == 0)
 		rc = hw_load(hw_path, &hw, err);
+	/* The step's clock is its GEMMs' dtype's (hw_step_clock): the
+	 * precision its compute-bound kernels spent the most time in; bf16's
+	 * where none says. */
+	if (rc == 0 && (step_dt = predict_trace_dtype(g)) == -2)
+		rc = prism_err_set(err, PRISM_ENOMEM, "out of memory");
+	if (rc == 0 && step_dt < 0)
+		step_dt = HW_BF16;
 	if (rc == 0)
 		rc = calib_gemm_shapes(g, &hw, &gs, &n, err);
 	if (rc == 0)
@@ -175,7 +183,8 @@ static int read_trace(struct kbench *kb, char *path, struct prism_err *err)
 						.fa2 = a->fa2,
 						.time_s = a->measured_s};
 		}
-		r.sustained = KB_STEP; /* a training step's kernels: the sustained clock */
+		r.sustained = KB_STEP; /* a training step's kernels: its sustained clock */
+		r.step_dtype = step_dt;
 		snprintf(r.gpu, sizeof(r.gpu), "%s", strtab_get(&g->st, g->ranks[0].device));
 		snprintf(r.profile, sizeof(r.profile), "%.31s", hw.id);
 		snprintf(r.source, sizeof(r.source), "%s", path);

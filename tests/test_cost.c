@@ -289,6 +289,16 @@ static void test_profiles_load(void **state)
 		}
 		assert_int_equal(hw.gpus_per_node, 8);
 		assert_true(hw.peak_flops[HW_FP16] > hw.peak_flops[HW_FP32]);
+		/* A step's clock by dtype: fp8's keeps at least bf16's (its
+		 * multiplier draws less a cycle, docs/MODEL.md "Sustained
+		 * rates"), and a stated bf16 step clock beside a stated bf16
+		 * stream agrees with the relation between them within 0.005
+		 * (H100 0.91 against 0.907, B200 0.766 against 0.7664). */
+		assert_true(hw_step_clock(&hw, HW_FP8) >= hw_step_clock(&hw, HW_BF16));
+		if (hw.stream[HW_BF16] > 0)
+			assert_true(fabs(hw_sustained(&hw) -
+					 (1 - (1 - hw.stream[HW_BF16]) * HW_STEP_COMPUTE_SHARE)) <
+				    0.005);
 	}
 	snprintf(path, sizeof(path), PRISM_SOURCE_DIR "/configs/hw/h100-dgx.cfg");
 	assert_int_equal(hw_load(path, &hw, &err), 0);
@@ -308,6 +318,12 @@ static void test_profiles_load(void **state)
 	assert_rel_close(hw_stream(&hw, HW_FP16), 0.872, 1e-15);
 	assert_rel_close(hw_stream(&hw, HW_FP8), 0.950, 1e-15);
 	assert_rel_close(hw_stream(&hw, HW_TF32), 0.91, 1e-15);
+	/* A step's clock by its GEMMs' dtype: bf16's stated, fp8's by the
+	 * relation from its stream (hw.h: 1 - 0.05 x 0.73); the relation
+	 * gives bf16 0.907 against the 0.91 measured and stated. */
+	assert_rel_close(hw_step_clock(&hw, HW_BF16), 0.91, 1e-15);
+	assert_rel_close(hw_step_clock(&hw, HW_FP8), 0.9635, 1e-15);
+	assert_rel_close(1 - (1 - hw_stream(&hw, HW_BF16)) * HW_STEP_COMPUTE_SHARE, 0.90656, 1e-12);
 	/* fp8 GEMMs by library: cuBLASLt's group and DeepGEMM's blockwise. */
 	assert_rel_close(hw.k.gemm[HW_FP8].flops, 1401.1e12, 1e-12);
 	assert_rel_close(hw.k.gemm[HW_FP8].tile_s, 1.577e-6, 1e-12);
@@ -508,6 +524,16 @@ static void test_profile_limits(void **state)
 	     ":8: 'gpu.stream.int8' is not a dtype (fp32, tf32, bf16, fp16, fp8, fp4)"},
 	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; stream = 0.9;",
 	     ":8: 'gpu.stream' must be a group of dtype = fraction (e.g. { bf16 = 0.87; })"},
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; sustained = { fp8 = 1.2; };",
+	     ":8: 'sustained.fp8' must be a number in 0.25..1, not 1.2"},
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; sustained = { e5m2 = 0.9; };",
+	     ":8: 'gpu.sustained.e5m2' is not a dtype (fp32, tf32, bf16, fp16, fp8, fp4)"},
+	    {"memory_reserve_GB = 4.0;",
+	     "memory_reserve_GB = 4.0; sustained = { bf16 = 0.9; fp16 = 0.9; };",
+	     ":8: 'gpu.sustained.fp16': fp16's step clock is bf16's (the same tensor-core rate); "
+	     "state bf16"},
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; sustained = \"high\";",
+	     ":8: 'gpu.sustained' must be a number"},
 	};
 	char text[2048];
 	(void)state;
@@ -532,7 +558,38 @@ static void test_profile_limits(void **state)
 		assert_true(hw.peak_flops[HW_FP8] == 0);
 		/* No rating, and the burst rates sustained. */
 		assert_true(hw.rated_w == 0 && hw.sustained == 1 && hw_clock(&hw) == 1);
+		assert_true(hw_step_clock(&hw, HW_FP8) == 1);
 		unlink(path);
+	}
+	{
+		/* gpu.sustained's group form: bf16's is the profile's clock as
+		 * loaded, fp8's as stated; without bf16's, 1. */
+		static const char *const forms[][2] = {
+		    {"sustained = { bf16 = 0.9; fp8 = 0.95; };", "0.9 0.95"},
+		    {"sustained = { fp8 = 0.95; };", "1 0.95"},
+		    {"sustained = 0.9; stream = { fp8 = 0.95; };", "0.9 0.9635"},
+		};
+		for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+			char path[] = "/tmp/prism-hw-XXXXXX";
+			int fd = mkstemp(path);
+			struct hw_profile hw;
+			struct prism_err err;
+			const char *at = strstr(good, "memory_reserve_GB = 4.0;");
+			char got[64];
+			assert_true(fd >= 0 && at);
+			snprintf(text, sizeof(text), "%.*smemory_reserve_GB = 4.0; %s%s",
+				 (int)(at - good), good, forms[i][0],
+				 at + strlen("memory_reserve_GB = 4.0;"));
+			assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+			close(fd);
+			prism_err_clear(&err);
+			assert_int_equal(hw_load(path, &hw, &err), 0);
+			snprintf(got, sizeof(got), "%g %g", hw_clock(&hw),
+				 hw_step_clock(&hw, HW_FP8));
+			assert_string_equal(got, forms[i][1]);
+			assert_true(hw_step_clock(&hw, HW_BF16) == hw_clock(&hw));
+			unlink(path);
+		}
 	}
 }
 
@@ -2015,6 +2072,61 @@ static void test_sustained_clock(void **state)
 	hw.clock = 1;
 	assert_rel_close(hw_capped_clock(&hw, 350), 0.5, 1e-15);
 	hw.clock = hw.sustained;
+	/* A step's clock by its GEMMs' dtype (hw_step_clock, hw_at_run).  fp8's
+	 * GEMM group at twice bf16's peak, the rest as bf16's; the streams of
+	 * our H100 sweep, bf16 0.872 and fp8 0.950.  A bf16 step: the
+	 * profile itself, at 0.91, exactly as before. */
+	hw.peak_flops[HW_FP8] = 1979e12;
+	hw.k.gemm[HW_FP8] = (struct hw_gemm){1600e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1};
+	hw.stream[HW_BF16] = 0.872;
+	hw.stream[HW_FP8] = 0.950;
+	assert_true(hw_step_clock(&hw, HW_BF16) == 0.91);
+	assert_true(hw_step_clock(&hw, HW_FP16) == 0.91);
+	assert_true(hw_step_clock(&hw, HW_TF32) == 0.91); /* no stream of its own */
+	assert_true(hw_step_clock(&hw, HW_FP4) == 0.91);
+	assert_true(hw_at_run(&hw, HW_BF16, 0, &buf) == &hw);
+	assert_true(hw_at_run(&hw, HW_FP16, 700, &buf) == &hw);
+	assert_true(hw_run_clock(&hw, HW_BF16, 350) == hw_capped_clock(&hw, 350));
+	/* fp8 has no step clock stated: by the relation, 1 - (1 - 0.950) x
+	 * 0.73 = 0.9635.  One fp8 GEMM of the step, 1536 x 2816 x 4096 (132
+	 * tiles of 128 x 256, one wave): 4 + (1 + 268435456 / (1600e12 /
+	 * 132) = 22.1459) / 0.9635 = 28.0228 us against 4 + 23.1459 / 0.91
+	 * = 29.4351 at bf16's step clock; a memory-bound kernel 353.19 us at
+	 * any clock. */
+	assert_rel_close(hw_step_clock(&hw, HW_FP8), 0.9635, 1e-15);
+	c = hw_at_run(&hw, HW_FP8, 0, &buf);
+	assert_true(c == &buf);
+	assert_rel_close(hw_clock(c), 0.9635, 1e-15);
+	assert_rel_close(hw_clock(&hw), 0.91, 1e-15); /* the profile untouched */
+	assert_rel_close(kperf_gemm_s(c, HW_FP8, 1, 1536, 2816, 4096),
+			 4e-6 + (1e-6 + 268435456.0 / (1600e12 / 132)) / 0.9635, 1e-12);
+	assert_rel_close(kperf_gemm_s(c, HW_FP8, 1, 1536, 2816, 4096), 28.02276e-6, 1e-6);
+	assert_rel_close(kperf_gemm_s(&hw, HW_FP8, 1, 1536, 2816, 4096), 29.43508e-6, 1e-6);
+	assert_rel_close(kperf_mem_s(c, HW_MEM_ELEMENTWISE, 1e9), 353.1853e-6, 1e-6);
+	/* ... and the step's bf16 kernels (attention, the output layer) at the
+	 * same clock: one GPU, one clock. */
+	assert_rel_close(kperf_gemm_s(c, HW_BF16, 1, 1536, 2816, 4096),
+			 4e-6 + (1e-6 + 268435456.0 / (800e12 / 132)) / 0.9635, 1e-12);
+	/* A cap composes: 350 of 700 W halves the fp8 step's clock, 0.48175;
+	 * the GEMM 4 + 23.1459 / 0.48175 = 52.0455 us. */
+	assert_rel_close(hw_run_clock(&hw, HW_FP8, 350), 0.48175, 1e-15);
+	c = hw_at_run(&hw, HW_FP8, 350, &buf);
+	assert_rel_close(hw_clock(c), 0.48175, 1e-15);
+	assert_rel_close(kperf_gemm_s(c, HW_FP8, 1, 1536, 2816, 4096), 52.04551e-6, 1e-6);
+	/* A clock the caller set moves by the same ratio, never above the
+	 * burst: a burst profile's fp8 step stays at 1, its bf16 one at 1. */
+	hw.clock = 1;
+	assert_true(hw_run_clock(&hw, HW_FP8, 0) == 1);
+	assert_true(hw_run_clock(&hw, HW_BF16, 0) == 1);
+	hw.clock = 0.5;
+	assert_rel_close(hw_run_clock(&hw, HW_FP8, 0), 0.5 / 0.91 * 0.9635, 1e-15);
+	hw.clock = hw.sustained;
+	/* Stated (gpu.sustained's group form), it is read as stated. */
+	hw.sustained_dt[HW_FP8] = 0.95;
+	assert_rel_close(hw_step_clock(&hw, HW_FP8), 0.95, 1e-15);
+	assert_rel_close(hw_run_clock(&hw, HW_FP8, 350), 0.475, 1e-15);
+	hw.sustained_dt[HW_FP8] = 0;
+	hw.stream[HW_BF16] = hw.stream[HW_FP8] = 0;
 	/* The layout's cap: a quarter of the rating up to the rating. */
 	layout_default(&l);
 	prism_err_clear(&err);
@@ -2143,6 +2255,21 @@ static void test_kbench_sustained(void **state)
 		assert_rel_close(kbench_predict(&hw, &step, 0), 1579.0983e-6, 1e-6);
 		assert_rel_close(hw_clock(&hw), held ? 0.91 : 1, 1e-15); /* untouched */
 	}
+	/* The same bf16 kernel in a trace of an fp8 step (its GEMMs in fp8,
+	 * predict_trace_dtype) runs at fp8's step clock, 1 - (1 - 0.950) x
+	 * 0.73 = 0.9635 (hw_step_clock): 4 + 16 x 89.5829 / 0.9635 = 1491.6380
+	 * us, whatever clock hw holds; in a bf16 step as before. */
+	hw.stream[HW_FP8] = 0.950;
+	step.step_dtype = HW_FP8;
+	for (int held = 0; held < 2; held++) {
+		hw.clock = held ? hw.sustained : 1;
+		assert_rel_close(kbench_predict(&hw, &step, 0),
+				 4e-6 + 16 * (1e-6 + 536870912.0 / (800e12 / 132)) / 0.9635, 1e-12);
+		assert_rel_close(kbench_predict(&hw, &step, 0), 1491.6380e-6, 1e-6);
+	}
+	step.step_dtype = HW_BF16;
+	assert_rel_close(kbench_predict(&hw, &step, 0), 1579.0983e-6, 1e-6);
+	hw.stream[HW_FP8] = 0;
 	/* Burst: the same GEMM at clock 1. */
 	hw.clock = 1;
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 24576, 2816, 8192), 1437.3392e-6, 1e-6);

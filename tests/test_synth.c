@@ -815,6 +815,34 @@ static void test_fp8_layer(void **state)
 	synth_layer_times(&in, &f16, &b16, &a16);
 	assert_rel_close(f16, 2 * (76.29438976e-6 - 19.9229e-6) + 19.9229e-6, 1e-5);
 	assert_rel_close(a16, 2 * 2415919104.0 / 500e12, 1e-9);
+	/* A step's clock by its GEMMs' dtype (hw_at_run): the GPU at a bf16
+	 * step clock of 0.91 with streams of 0.872 (bf16) and 0.950 (fp8)
+	 * runs an fp8 step at 1 - 0.05 x 0.73 = 0.9635, every compute kernel
+	 * of it -- the fp8 GEMMs, 25.7698 us forward, and the bf16 attention
+	 * core, 4.8318 us, 30.6016 us at the burst clock -- and its
+	 * memory-bound kernels, 60 MiB (31.4573 us), as they are: forward
+	 * 30.6016 / 0.9635 + 31.4573 = 63.2182 us.  The bf16 layer stays at
+	 * 0.91: (51.5396 + 4.8318) / 0.91 + 19.9229 = 81.8696 us.  At 350 of
+	 * 700 W the fp8 step's clock halves, 0.48175: 94.9791 us. */
+	g.clock = g.sustained = 0.91;
+	g.rated_w = 700;
+	memset(g.sustained_dt, 0, sizeof(g.sustained_dt));
+	memset(g.stream, 0, sizeof(g.stream));
+	g.stream[HW_BF16] = 0.872;
+	g.stream[HW_FP8] = 0.950;
+	in.lay.power_w = 0;
+	synth_layer_times(&in, &f16, &b16, &a16);
+	assert_rel_close(f16, 56.371445760e-6 / 0.91 + 19.922944e-6, 1e-9);
+	assert_rel_close(f16, 81.8696e-6, 1e-5);
+	in.lay.dtype = HW_FP8;
+	synth_layer_times(&in, &f8, &b8, &a8);
+	assert_rel_close(f8, 30.601641984e-6 / 0.9635 + 31.45728e-6, 1e-9);
+	assert_rel_close(f8, 63.2182e-6, 1e-5);
+	assert_rel_close(a8, 2415919104.0 / 500e12 / 0.9635, 1e-9);
+	in.lay.power_w = 350;
+	synth_layer_times(&in, &f8, &b8, &a8);
+	assert_rel_close(f8, 30.601641984e-6 / 0.48175 + 31.45728e-6, 1e-9);
+	assert_rel_close(f8, 94.9791e-6, 1e-5);
 }
 
 /*

@@ -1168,7 +1168,7 @@ double kbench_predict(const struct hw_profile *hw, const struct kbench_row *row,
 {
 	struct kbench_row q = *row;
 	const struct kbench_row *r = &q;
-	double clock = row->sustained == KB_STEP ? hw_sustained(hw)
+	double clock = row->sustained == KB_STEP ? hw_step_clock(hw, row->step_dtype)
 		       : row->sustained == KB_STREAM
 			   ? 1 - row->throttle * (1 - hw_stream(hw, row->dtype))
 			   : 1;

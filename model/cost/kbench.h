@@ -18,7 +18,7 @@
  * whose notes state "N back-to-back calls" (SimuMax's 75) fall towards it
  * by their busy time, from HW_SUSTAINED_AFTER_S (5 ms) to
  * HW_THROTTLED_AFTER_S (110 ms).  A trace's kernels (a training step) run at the
- * step's sustained clock (hw_sustained).  The public maxima (MAMF:
+ * step's sustained clock, that of the dtype its GEMMs ran in (hw_step_clock).  The public maxima (MAMF:
  * iterations separated by L2 flushes, XLA's table, DeepGEMM, cuDNN,
  * FlashAttention) state no such window and are bursts.
  *
@@ -103,6 +103,11 @@ struct kbench_row {
 	double time_s;	  /* measured */
 	int sustained;	  /* the clock the row ran at (KB_BURST, KB_STEP,
 			   * KB_STREAM; kbench_predict) */
+	int step_dtype;	  /* KB_STEP: the dtype its step's GEMMs ran in
+			   * (the trace's, predict_trace_dtype), whose step
+			   * clock every kernel of the step ran at
+			   * (hw_step_clock); 0 (fp32), like any dtype
+			   * without a clock of its own, reads bf16's */
 	double throttle;  /* KB_STREAM: how far its clock had fallen from the
 			   * burst clock towards the stream one, 0..1 (1: settled) */
 	int best_square;  /* a GEMM summary: the best TFLOP/s over square
@@ -128,8 +133,9 @@ enum kbench_timing { KB_TIME_OTHER, KB_TIME_EVENTS, KB_TIME_DEVICE, KB_TIME_ISOL
 
 /* The clock a row ran at (docs/MODEL.md, "Sustained rates"):
  *  KB_BURST   a microbenchmark's short run: the profile's burst rates;
- *  KB_STEP    a training step's kernel (a trace's rows): the sustained
- *             clock, hw_sustained;
+ *  KB_STEP    a training step's kernel (a trace's rows): the step clock
+ *             of the dtype its step's GEMMs ran in, hw_step_clock(hw,
+ *             step_dtype) (bf16's: hw_sustained);
  *  KB_STREAM  a steady stream of one kernel: our sweep's rows whose
  *             kernel runs HW_SETTLED_KERNEL_S (1 ms) or more, settled
  *             (throttle 1: hw_stream for the row's dtype); and rows whose
@@ -202,7 +208,8 @@ const char *kbench_family(const char *profile);
 const char *kbench_sibling(const char *profile, double *clock);
 
 /* The model's time of row r on hw (kperf.h), at the clock r ran at: a
- * step's row at hw's sustained clock (hw_sustained(hw)), a stream's at
+ * step's row at its step's clock (hw_step_clock(hw, r->step_dtype)),
+ * whatever the row's own dtype, a stream's at
  * its dtype's stream clock (hw_stream), any other at the burst clock
  * (1), whatever clock hw holds (a copy of hw is timed
  * where it holds another: a profile set to burst, hw->clock = 1, times

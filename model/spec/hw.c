@@ -86,6 +86,43 @@ double hw_stream(const struct hw_profile *hw, int dtype)
 	return hw_sustained(hw);
 }
 
+double hw_step_clock(const struct hw_profile *hw, int dtype)
+{
+	if (dtype == HW_FP16)
+		dtype = HW_BF16;
+	if (dtype < 0 || dtype >= HW_NDTYPES)
+		return hw_sustained(hw);
+	if (hw->sustained_dt[dtype] > 0)
+		return hw->sustained_dt[dtype];
+	if (dtype != HW_BF16 && hw->stream[dtype] > 0)
+		return 1 - (1 - hw->stream[dtype]) * HW_STEP_COMPUTE_SHARE;
+	return hw_sustained(hw);
+}
+
+double hw_run_clock(const struct hw_profile *hw, int dtype, double power_w)
+{
+	double s = hw_sustained(hw), d = hw_step_clock(hw, dtype), c = hw_clock(hw);
+	if (d != s) {
+		c = c / s * d;
+		if (c > 1)
+			c = 1;
+	}
+	if (power_w > 0 && hw->rated_w > 0 && power_w < hw->rated_w)
+		c *= power_w / hw->rated_w;
+	return c;
+}
+
+const struct hw_profile *hw_at_run(const struct hw_profile *hw, int dtype, double power_w,
+				   struct hw_profile *buf)
+{
+	double c = hw_run_clock(hw, dtype, power_w);
+	if (hw_clock(hw) == c)
+		return hw;
+	*buf = *hw;
+	buf->clock = c;
+	return buf;
+}
+
 double hw_capped_clock(const struct hw_profile *hw, double power_w)
 {
 	double c = hw_clock(hw);
@@ -382,34 +419,62 @@ static int load_kernels(const char *path, const config_t *cf, struct hw_profile 
 	return 0;
 }
 
-/* gpu.stream = { bf16 = 0.87; fp8 = 0.92; }: optional, each entry a dtype
- * and a fraction in 0.25..1 (hw.h). */
-static int read_stream(const char *path, const config_t *cf, config_setting_t *gpu,
-		       struct hw_profile *hw, struct prism_err *err)
+/* gpu.stream = { bf16 = 0.87; fp8 = 0.92; } (and gpu.sustained's group
+ * form): optional, each entry a dtype and a fraction in 0.25..1 (hw.h),
+ * into by[dtype]. */
+static int read_by_dtype(const char *path, const config_t *cf, config_setting_t *gpu,
+			 const char *key, double by[HW_NDTYPES], struct prism_err *err)
 {
-	config_setting_t *st = config_setting_lookup(gpu, "stream");
+	config_setting_t *st = config_setting_lookup(gpu, key);
 	int rc;
 
 	if (!st)
 		return 0;
 	if (!config_setting_is_group(st))
 		return prism_err_set(err, PRISM_EFORMAT,
-				     "%s:%d: 'gpu.stream' must be a group of dtype = fraction "
+				     "%s:%d: 'gpu.%s' must be a group of dtype = fraction "
 				     "(e.g. { bf16 = 0.87; })",
-				     path, config_setting_source_line(st));
+				     path, config_setting_source_line(st), key);
 	for (int i = 0; i < config_setting_length(st); i++) {
 		config_setting_t *e = config_setting_get_elem(st, (unsigned)i);
 		int d = hw_dtype_parse(config_setting_name(e));
 		if (d < 0)
 			return prism_err_set(err, PRISM_EFORMAT,
-					     "%s:%d: 'gpu.stream.%s' is not a dtype (fp32, tf32, "
+					     "%s:%d: 'gpu.%s.%s' is not a dtype (fp32, tf32, "
 					     "bf16, fp16, fp8, fp4)",
-					     path, config_setting_source_line(e),
+					     path, config_setting_source_line(e), key,
 					     config_setting_name(e));
-		if ((rc = cfg_range(path, cf, st, config_setting_name(e), 0.25, 1, 0, 1,
-				    &hw->stream[d], err)))
+		if ((rc = cfg_range(path, cf, st, config_setting_name(e), 0.25, 1, 0, 1, &by[d],
+				    err)))
 			return rc;
 	}
+	return 0;
+}
+
+/* gpu.sustained: a number, bf16's step clock (and every dtype's without
+ * one of its own), or a group of dtype = fraction; fp16's entry is
+ * refused, fp16 reading bf16's (hw_step_clock). */
+static int read_sustained(const char *path, const config_t *cf, config_setting_t *gpu,
+			  struct hw_profile *hw, struct prism_err *err)
+{
+	config_setting_t *st = config_setting_lookup(gpu, "sustained");
+	int rc;
+
+	hw->sustained = 1;
+	if (!st)
+		return 0;
+	if (!config_setting_is_group(st))
+		return cfg_range(path, cf, gpu, "sustained", 0.25, 1, 0, 1, &hw->sustained, err);
+	if ((rc = read_by_dtype(path, cf, gpu, "sustained", hw->sustained_dt, err)))
+		return rc;
+	if (hw->sustained_dt[HW_FP16] > 0)
+		return prism_err_set(err, PRISM_EFORMAT,
+				     "%s:%d: 'gpu.sustained.fp16': fp16's step clock is bf16's "
+				     "(the same tensor-core rate); state bf16",
+				     path,
+				     config_setting_source_line(config_setting_lookup(st, "fp16")));
+	if (hw->sustained_dt[HW_BF16] > 0)
+		hw->sustained = hw->sustained_dt[HW_BF16];
 	return 0;
 }
 
@@ -583,16 +648,14 @@ static int read_rates(const char *path, config_t *cf, config_setting_t *gpu, con
 	/* Optional: the power limit and the sustained clock under it
 	 * (docs/MODEL.md, "Sustained rates"); absent: no rating, and the
 	 * burst rates sustained. */
-	hw->sustained = 1;
 	if ((config_setting_lookup(gpu, "rated_w") &&
 	     (rc = cfg_range(path, cf, gpu, "rated_w", 1, 1e5, 0, 1, &hw->rated_w, err))) ||
-	    (config_setting_lookup(gpu, "sustained") &&
-	     (rc = cfg_range(path, cf, gpu, "sustained", 0.25, 1, 0, 1, &hw->sustained, err))))
+	    (rc = read_sustained(path, cf, gpu, hw, err)))
 		return rc;
 	hw->clock = hw->sustained;
 	/* Optional: the clock a steady stream of one dtype's kernels settles
 	 * at, by dtype (docs/MODEL.md, "Sustained rates"). */
-	if ((rc = read_stream(path, cf, gpu, hw, err)))
+	if ((rc = read_by_dtype(path, cf, gpu, "stream", hw->stream, err)))
 		return rc;
 	/* Optional: collectives as measured (comm.h). */
 	hw->nvl_eff = hw->net_eff = HW_BUS_EFF_DEFAULT;

@@ -192,27 +192,34 @@ struct hw_profile {
 	 * parameters (k) are burst rates, what a microbenchmark's short run
 	 * reaches; a GPU kept busy for longer settles at its power-limited
 	 * clock. */
-	double rated_w;		   /* the board's power limit (TDP), watts; 0: not
+	double rated_w;			 /* the board's power limit (TDP), watts; 0: not
 			   * stated (no cap can be modelled) */
-	double sustained;	   /* the fraction of the burst compute rate a fully
+	double sustained;		 /* the fraction of the burst compute rate a fully
 			   * busy GPU settles at under rated_w (GEMMs,
 			   * attention; memory-bound kernels keep their
-			   * bandwidth); 0 reads as 1 */
-	double stream[HW_NDTYPES]; /* the fraction of the burst compute rate a
+			   * bandwidth) in a step whose GEMMs run in bf16,
+			   * and in any dtype without a clock of its own;
+			   * 0 reads as 1 */
+	double sustained_dt[HW_NDTYPES]; /* the same for a step whose GEMMs run
+					  * in this dtype, as the profile states
+					  * it (gpu.sustained's group form); 0:
+					  * not stated.  Read through
+					  * hw_step_clock() */
+	double stream[HW_NDTYPES];	 /* the fraction of the burst compute rate a
 				    * steady stream of one kernel of this dtype
 				    * (no memory-bound work or idle between its
 				    * calls) settles at under rated_w: a
 				    * microbenchmark run long enough, not a
 				    * training step (kbench.h); 0: sustained.
 				    * Read through hw_stream() */
-	double clock;		   /* the clock the kernel model times this profile
+	double clock;			 /* the clock the kernel model times this profile
 			   * at, as a fraction of the burst one: kperf.h
 			   * scales every compute rate by it.  hw_load sets
 			   * sustained (a training step at rated power);
 			   * 1: burst (a microbenchmark); hw_at_power caps
 			   * it; 0 reads as 1.  Read through hw_clock() */
-	struct hw_kernels k;	   /* kernel efficiency by shape (kperf.h) */
-	double price_per_gpu_hour; /* 'price_per_gpu_hour': one GPU-hour, any
+	struct hw_kernels k;		 /* kernel efficiency by shape (kperf.h) */
+	double price_per_gpu_hour;	 /* 'price_per_gpu_hour': one GPU-hour, any
 				    * currency, for a sweep's cost (0: not
 				    * stated) */
 };
@@ -267,6 +274,23 @@ double hw_sustained(const struct hw_profile *hw);
  * fp16 reading bf16's; where not stated, hw_sustained). */
 double hw_stream(const struct hw_profile *hw, int dtype);
 
+/* The compute share phi of a GPU-bound training step: its GEMMs' and
+ * attention's share of the busy time, the rest memory-bound kernels.  Our
+ * H100's l16-h4096-m4 (tests/data/gpu; GPU busy 98 % of the step):
+ * 73 %.  It relates a stream's clock to a step's, step = 1 - (1 - stream)
+ * x phi: H100's bf16 stream 0.872 gives 0.907 against the step's measured
+ * 0.913 (docs/MODEL.md, "Sustained rates"). */
+#define HW_STEP_COMPUTE_SHARE 0.73
+
+/* The clock a training step whose GEMMs run in dtype settles at under
+ * the rating (one GPU, one clock: every kernel of the step runs at it):
+ * the profile's stated one (gpu.sustained's group form); else, for a
+ * dtype other than bf16 whose stream clock the profile states, the
+ * relation above, 1 - (1 - hw_stream) x HW_STEP_COMPUTE_SHARE (H100's
+ * fp8: 1 - 0.05 x 0.73 = 0.9635); else bf16's, hw_sustained (fp16 always
+ * bf16's). */
+double hw_step_clock(const struct hw_profile *hw, int dtype);
+
 /* hw's clock under a power cap of power_w watts: hw_clock(hw) x min(1,
  * power_w / rated_w) -- as loaded, the sustained clock at the rating and
  * below it the clock in proportion to the power, as GB300's GEMMs at 500
@@ -279,6 +303,23 @@ double hw_capped_clock(const struct hw_profile *hw, double power_w);
  * hw_capped_clock (buf's lifetime is the caller's).  No allocation. */
 const struct hw_profile *hw_at_power(const struct hw_profile *hw, double power_w,
 				     struct hw_profile *buf);
+
+/* The clock a training step whose GEMMs run in dtype is timed at on hw
+ * capped at power_w watts: hw's clock with bf16's step clock exchanged
+ * for dtype's (hw_step_clock: as loaded, hw_clock is bf16's, so an fp8
+ * step on H100 runs at 0.9635 where a bf16 one runs at 0.91; a clock a
+ * caller set, e.g. burst 1, moves by the same ratio, and never above 1),
+ * then capped as hw_capped_clock.  A dtype whose step clock is bf16's
+ * gives hw_capped_clock(hw, power_w) exactly. */
+double hw_run_clock(const struct hw_profile *hw, int dtype, double power_w);
+
+/* hw as a run of a step whose GEMMs run in dtype, capped at power_w (0:
+ * the rating), drives it: hw itself where hw_run_clock is its clock, else
+ * *buf, a copy at hw_run_clock (buf's lifetime is the caller's).  No
+ * allocation.  synth's kernels (sl_run_hw) and a graph edit's two sides
+ * take it. */
+const struct hw_profile *hw_at_run(const struct hw_profile *hw, int dtype, double power_w,
+				   struct hw_profile *buf);
 
 /* Bus efficiency of collectives where a profile states none: prism's
  * comm_eff default before the profiles carried a fit. */
@@ -298,7 +339,8 @@ const struct hw_profile *hw_at_power(const struct hw_profile *hw, double power_w
  * docs/FORMATS.md): peaks 0 or 0.001..1e6 TFLOP/s, bandwidths up to 1e6
  * GB/s, 1..1024 GPUs and NICs a node, latencies 0..1e6 us, a memory
  * reserve below the capacity, gpu.rated_w (optional) 1..1e5 W,
- * gpu.sustained (optional, default 1) 0.25..1, gpu.stream (optional: a
+ * gpu.sustained (optional, default 1) 0.25..1 -- a number (bf16's) or a
+ * group of dtype = fraction (bf16's absent: 1) --, gpu.stream (optional: a
  * group of dtype = fraction, each 0.25..1).  The optional `kernels`
  * group (kperf.h) overrides hw_kernels_default() setting by setting.  The
  * profile is read at its sustained clock (hw->clock = sustained). */

@@ -234,7 +234,8 @@ struct layout {
 	 * an NVLink domain and the ring across (layout_cp_a2a). */
 	int cp_comm;
 	/* The GPUs' board power cap, watts (0: the profile's rating): compute
-	 * kernels run at hw_capped_clock (hw.h), memory-bound ones keep their
+	 * kernels run at hw_run_clock (hw.h: the step clock of the layout's
+	 * GEMM dtype, capped), memory-bound ones keep their
 	 * bandwidth.  layout_check holds it to a quarter of the rating..the
 	 * rating. */
 	double power_w;
@@ -811,8 +812,8 @@ enum layout_show {
 	X(power_w, L, 1, v, .kind = LK_REAL, .lo = 0, .hi = LAYOUT_MAX_POWER_W, .def = 0,         \
 	  .opt = "power-w", .arg = "W",                                                            \
 	  .help = "the GPUs' power cap in watts (0: the profile's rated power): GEMMs and "       \
-		  "attention run at the sustained clock times W / rated, memory-bound kernels "    \
-		  "keep their bandwidth",                                                          \
+		  "attention run at the step's sustained clock (its GEMMs' dtype's) times W / "    \
+		  "rated, memory-bound kernels keep their bandwidth",                              \
 	  .flags = LK_SWEEP | LK_STORE | LK_JSON | LK_EDIT)                                        \
 	X(expandable_segments, L, 1, v, .kind = LK_BOOL, .lo = 0, .hi = 1, .def = 0,               \
 	  .opt = "expandable-segments",                                                            \

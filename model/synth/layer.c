@@ -1835,7 +1835,7 @@ int sl_logit_dtype(const struct synth_in *in)
 
 const struct hw_profile *sl_run_hw(const struct synth_in *in, struct hw_profile *buf)
 {
-	return in->hw ? hw_at_power(in->hw, in->lay.power_w, buf) : NULL;
+	return in->hw ? hw_at_run(in->hw, in->lay.dtype, in->lay.power_w, buf) : NULL;
 }
 
 static void logits_bwd(struct ctx *c, int r, double m, double n, double k)

@@ -538,8 +538,10 @@ static inline int sl_low_precision(int dtype)
 int sl_logit_dtype(const struct synth_in *in);
 
 /* in->hw as the run drives it, the profile every kernel of a step is timed
- * on: at the layout's power cap (hw_at_power: in->hw itself, or *buf at
- * the capped clock); NULL without a profile.  Every ctx takes it (c->hw),
+ * on: at the step clock of the layout's GEMM dtype (one GPU, one clock:
+ * every kernel of the step at it) under the layout's power cap
+ * (hw_at_run: in->hw itself, or *buf at that clock); NULL without a
+ * profile.  Every ctx takes it (c->hw),
  * and so does the bound. */
 const struct hw_profile *sl_run_hw(const struct synth_in *in, struct hw_profile *buf);
 

@@ -565,11 +565,13 @@ static int splits(const struct synth_in *a, const struct synth_in *c)
 	       (c->lay.schedule == LAYOUT_GPIPE || c->lay.schedule == LAYOUT_1F1B);
 }
 
-/* The same GPU at the same clock (its power cap). */
+/* The same GPU at the same clock (its GEMMs' dtype's step clock under its
+ * power cap). */
 static int same_hw(const struct synth_in *a, const struct synth_in *b)
 {
 	return (a->hw == b->hw || strcmp(a->hw->id, b->hw->id) == 0) &&
-	       hw_capped_clock(a->hw, a->lay.power_w) == hw_capped_clock(b->hw, b->lay.power_w);
+	       hw_run_clock(a->hw, a->lay.dtype, a->lay.power_w) ==
+		   hw_run_clock(b->hw, b->lay.dtype, b->lay.power_w);
 }
 
 /* Why a graph edit cannot make cand from b, or "" when it can. */
@@ -796,8 +798,8 @@ struct edit_job {
 	int structural, add, split, shaped;
 	int stats_n; /* gradient statistics all-reduced across the cut stages */
 	int emb;     /* and a tied embedding's gradient between the end ones */
-	/* The base's and the candidate's GPUs at their power caps, where a
-	 * cap changes a profile's clock (retime_plan: hw_at_power). */
+	/* The base's and the candidate's GPUs at their run clocks, where a
+	 * dtype or a cap changes a profile's clock (retime_plan: hw_at_run). */
 	struct hw_profile hw_from, hw_to;
 };
 
@@ -1080,10 +1082,11 @@ static void retime_plan(struct edit_job *j, struct edit_retime *r)
 	const struct predict_base *b = j->b;
 	const struct synth_in *a = j->a, *c = j->c;
 	memset(r, 0, sizeof(*r));
-	/* Each GPU at its run's power (a ratio of two kernel-model times takes
-	 * both clocks): the base's description's cap, the candidate's. */
-	r->from = hw_at_power(a->hw, a->lay.power_w, &j->hw_from);
-	r->to = hw_at_power(c->hw, c->lay.power_w, &j->hw_to);
+	/* Each GPU at its run's clock (a ratio of two kernel-model times takes
+	 * both): the step clock of the base's description's GEMM dtype under
+	 * its cap, the candidate's. */
+	r->from = hw_at_run(a->hw, a->lay.dtype, a->lay.power_w, &j->hw_from);
+	r->to = hw_at_run(c->hw, c->lay.dtype, c->lay.power_w, &j->hw_to);
 	r->dp_from = b->grad_group ? (int)b->grad_group : 0;
 	r->dp_to = b->grad_group ? c->lay.dp : 0;
 	r->comm_eff = a->comm_eff;
@@ -1177,6 +1180,12 @@ static void describe(const struct edit_job *j, struct predict_out *out)
 		HOW(" -> %s", c->hw->id);
 		if (c->lay.power_w > 0)
 			HOW(" at %g W", c->lay.power_w);
+		if (a->lay.dtype != c->lay.dtype)
+			HOW(" (a %s step's clock, %.4g, -> a %s step's, %.4g)",
+			    hw_dtype_name(a->lay.dtype),
+			    hw_run_clock(a->hw, a->lay.dtype, a->lay.power_w),
+			    hw_dtype_name(c->lay.dtype),
+			    hw_run_clock(c->hw, c->lay.dtype, c->lay.power_w));
 		HOW("; ");
 	}
 	if (j->shaped || !same_hw(a, c))
