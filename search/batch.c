@@ -72,8 +72,9 @@ struct space_job {
 	long first;
 };
 
-static void make_one(void *ctx, int j)
+static void make_one(void *ctx, int j, int t)
 {
+	(void)t;
 	struct space_job *J = ctx;
 	struct made *mk = J->mk;
 	struct cand k;
@@ -173,8 +174,9 @@ struct make_job {
 	struct cand *batch;
 };
 
-static void make_cand(void *ctx, int i)
+static void make_cand(void *ctx, int i, int t)
 {
+	(void)t;
 	struct make_job *J = ctx;
 	const struct batch_ref *r = &J->refs[i];
 	/* Judged once, by batch_space. */
@@ -185,8 +187,9 @@ static void make_cand(void *ctx, int i)
 }
 
 /* Its canonical key, once it is left to simulate. */
-static void key_cand(void *ctx, int i)
+static void key_cand(void *ctx, int i, int t)
 {
+	(void)t;
 	struct make_job *J = ctx;
 	struct cand *k = &J->batch[i];
 	if (k->status == CS_PENDING)
@@ -230,15 +233,17 @@ struct sim_job {
 	struct cand *batch;
 	const struct batch_job *work;
 	struct progress *pg;
+	struct predict_scratch *const *scr; /* per pool thread, or NULL */
 };
 
-static void simulate_one(void *ctx, int w)
+static void simulate_one(void *ctx, int w, int t)
 {
 	struct sim_job *J = ctx;
 	struct cand *k = &J->batch[J->work[w].i];
 	struct prism_err e;
 	prism_err_clear(&e);
-	if (predict_eval(&J->sw->bl.pb, &k->in, &k->p, NULL, NULL, &e) == 0) {
+	if (predict_eval(&J->sw->bl.pb, &k->in, J->scr ? J->scr[t] : NULL, &k->p, NULL, NULL, &e) ==
+	    0) {
 		k->status = CS_SIMULATED;
 	} else {
 		k->status = CS_FAILED;
@@ -250,22 +255,23 @@ static void simulate_one(void *ctx, int w)
 
 /* work[0..nw) simulated, the costliest first. */
 static void simulate_work(const struct sweep *sw, struct pool *pool, struct cand *batch,
-			  struct batch_job *work, int nw, int threads, struct progress *pg)
+			  struct batch_job *work, int nw, int threads, struct progress *pg,
+			  struct predict_scratch *const *scr)
 {
-	struct sim_job J = {sw, batch, work, pg};
+	struct sim_job J = {sw, batch, work, pg, scr};
 	qsort(work, (size_t)nw, sizeof(*work), cmp_cost);
 	pool_for(pool, nw, 1, threads, simulate_one, &J);
 }
 
 void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
 		    const int *owner, int rank, int threads, struct batch_job *work,
-		    struct progress *pg)
+		    struct progress *pg, struct predict_scratch *const *scr)
 {
 	int nw = 0;
 	for (int i = 0; i < n; i++)
 		if (owner[i] == rank)
 			work[nw++] = (struct batch_job){batch_cost(&batch[i]), i};
-	simulate_work(sw, pool, batch, work, nw, threads, pg);
+	simulate_work(sw, pool, batch, work, nw, threads, pg, scr);
 }
 
 void batch_twins_release(struct batch_twins *tw)
@@ -319,13 +325,14 @@ static void follow(struct cand *k, const struct predict_out *p, struct progress 
 
 void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
 			  const int *owner, int rank, int threads, struct batch_job *work,
-			  struct progress *pg, struct batch_twins *tw)
+			  struct progress *pg, struct batch_twins *tw,
+			  struct predict_scratch *const *scr)
 {
 	const struct predict_out *p;
 	int nw = 0, nf = 0;
 
 	if (!tw || vec_reserve_((void **)&tw->lead, &tw->lcap, (size_t)n, sizeof(*tw->lead))) {
-		batch_simulate(sw, pool, batch, n, owner, rank, threads, work, pg);
+		batch_simulate(sw, pool, batch, n, owner, rank, threads, work, pg, scr);
 		return;
 	}
 	imap_clear(&tw->first);
@@ -353,7 +360,7 @@ void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand
 		}
 		work[nw++] = (struct batch_job){batch_cost(k), i};
 	}
-	simulate_work(sw, pool, batch, work, nw, threads, pg);
+	simulate_work(sw, pool, batch, work, nw, threads, pg, scr);
 	/* Those that waited, from their leaders. */
 	nw = 0;
 	for (int i = 0; nf && i < n; i++) {
@@ -366,7 +373,7 @@ void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand
 		else /* its twin failed: its own simulation says why */
 			work[nw++] = (struct batch_job){batch_cost(k), i};
 	}
-	simulate_work(sw, pool, batch, work, nw, threads, pg);
+	simulate_work(sw, pool, batch, work, nw, threads, pg, scr);
 	for (int i = 0; i < n; i++)
 		if (owner[i] == rank && batch[i].canon && batch[i].status == CS_SIMULATED &&
 		    twin_keep(tw, &batch[i])) {

@@ -133,11 +133,12 @@ void batch_twins_release(struct batch_twins *tw);
  * threads of the pool's threads, the costliest first (a thread left with one long
  * candidate at the batch's end idles the others; the rows do not depend
  * on the order); each counted on pg where not NULL.  work: n entries of
- * scratch.  A failure is a candidate with status CS_FAILED and its
- * reason. */
+ * scratch.  scr: a predict_scratch per pool thread (pool_threads), kept by
+ * the caller from batch to batch, or NULL (each simulation its own).  A
+ * failure is a candidate with status CS_FAILED and its reason. */
 void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
 		    const int *owner, int rank, int threads, struct batch_job *work,
-		    struct progress *pg);
+		    struct progress *pg, struct predict_scratch *const *scr);
 /* batch_simulate, a candidate whose twin (the same canonical input:
  * sweep_canon_key, made by batch_make) this process simulated -- in tw
  * from an earlier batch, or in this one first -- given its twin's
@@ -146,6 +147,7 @@ void batch_simulate(const struct sweep *sw, struct pool *pool, struct cand *batc
  * NULL: batch_simulate. */
 void batch_simulate_twins(const struct sweep *sw, struct pool *pool, struct cand *batch, int n,
 			  const int *owner, int rank, int threads, struct batch_job *work,
-			  struct progress *pg, struct batch_twins *tw);
+			  struct progress *pg, struct batch_twins *tw,
+			  struct predict_scratch *const *scr);
 
 #endif

@@ -461,9 +461,10 @@ struct run {
 	size_t done;  /* stored before, or now */
 	size_t stats[CS_FAILED + 1];
 	struct batch_best best;
-	struct batch_twins twins; /* predictions a balanced twin may take */
-	struct pool *pool;	  /* this process's threads */
-	struct writer *w;	  /* stores process 0's rows (NULL before open_results) */
+	struct batch_twins twins;     /* predictions a balanced twin may take */
+	struct pool *pool;	      /* this process's threads */
+	struct predict_scratch **scr; /* each thread's, kept batch to batch */
+	struct writer *w;	      /* stores process 0's rows (NULL before open_results) */
 	int mode, bsize, resumed, lead;
 	int quiet;	  /* --quiet: no progress, no counts */
 	double last_line; /* when the last progress line went to a log */
@@ -635,7 +636,7 @@ static int run_batches(struct run *R, int threads, struct progress *pg, struct p
 		at += (size_t)nb;
 		shard_deal(&R->sh, batch, nb, owner);
 		batch_simulate_twins(&R->sw, R->pool, batch, nb, owner, R->sh.rank, tn, work, pg,
-				     &R->twins);
+				     &R->twins, R->scr);
 		/* A candidate too large for every thread to hold one: fewer
 		 * threads from the next batch on (the rows do not depend on how
 		 * many). */
@@ -834,6 +835,17 @@ int cmd_search(int argc, char **argv)
 		shard_finalize(&R.sh);
 		return cli_fail(&err);
 	}
+	if (!(R.scr = prism_calloc((size_t)threads, sizeof(*R.scr))))
+		rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	for (int t = 0; rc == 0 && t < threads; t++)
+		if (!(R.scr[t] = predict_scratch_new()))
+			rc = prism_err_set(&err, PRISM_ENOMEM, "out of memory");
+	if (rc) {
+		free(R.scr);
+		pool_free(R.pool);
+		shard_finalize(&R.sh);
+		return cli_fail(&err);
+	}
 	/* Every candidate once: the pending ones best-first, the rejected. */
 	if ((rc = sweep_load_hw(path, base_hw, &R.sw, &err)) == 0)
 		rc = batch_space(&R.sw, R.pool, &R.sp, &err);
@@ -902,6 +914,9 @@ out:
 	if (R.db)
 		sqlite3_close(R.db);
 	sweep_release(&R.sw);
+	for (int t = 0; t < threads; t++)
+		predict_scratch_free(R.scr[t]);
+	free(R.scr);
 	pool_free(R.pool);
 	shard_finalize(&R.sh);
 	/* Only the process that failed says why. */

@@ -338,7 +338,7 @@ int cmd_whatif(int argc, char **argv)
 		if (strcmp(hw_cand.id, b.pb.hw.id) != 0)
 			cand.hw = &hw_cand;
 	}
-	if ((rc = predict_eval(&b.pb, &cand, &p, timeline ? &cg : NULL, timeline ? &so : NULL,
+	if ((rc = predict_eval(&b.pb, &cand, NULL, &p, timeline ? &cg : NULL, timeline ? &so : NULL,
 			       &err))) {
 		if (rc == PRISM_EARG)
 			prism_err_prefix(&err, "%s", argv[optind]);

@@ -21,7 +21,7 @@ struct pool {
 	int stop;
 	int busy; /* workers not yet through the current job */
 	/* The job. */
-	void (*fn)(void *ctx, int i);
+	void (*fn)(void *ctx, int i, int t);
 	void *ctx;
 	int len, grain, width;
 	atomic_int next;
@@ -32,7 +32,8 @@ struct worker {
 	int id; /* 1..n-1 (the caller is 0) */
 };
 
-static void run(struct pool *p)
+/* Thread t's share of the job. */
+static void run(struct pool *p, int t)
 {
 	for (;;) {
 		int i0 = atomic_fetch_add(&p->next, p->grain), i1;
@@ -40,7 +41,7 @@ static void run(struct pool *p)
 			return;
 		i1 = p->len - i0 < p->grain ? p->len : i0 + p->grain;
 		for (int i = i0; i < i1; i++)
-			p->fn(p->ctx, i);
+			p->fn(p->ctx, i, t);
 	}
 }
 
@@ -60,7 +61,7 @@ static void *work(void *arg)
 		seen = p->gen;
 		if (id < p->width) {
 			pthread_mutex_unlock(&p->mu);
-			run(p);
+			run(p, id);
 			pthread_mutex_lock(&p->mu);
 		}
 		if (--p->busy == 0)
@@ -129,7 +130,8 @@ int pool_threads(const struct pool *p)
 	return p->n;
 }
 
-void pool_for(struct pool *p, int n, int grain, int width, void (*fn)(void *ctx, int i), void *ctx)
+void pool_for(struct pool *p, int n, int grain, int width, void (*fn)(void *ctx, int i, int t),
+	      void *ctx)
 {
 	if (n <= 0)
 		return;
@@ -141,7 +143,7 @@ void pool_for(struct pool *p, int n, int grain, int width, void (*fn)(void *ctx,
 	p->grain = grain > 0 ? grain : 1;
 	atomic_store(&p->next, 0);
 	if (width == 1 || p->started == 0) {
-		run(p);
+		run(p, 0);
 		return;
 	}
 	pthread_mutex_lock(&p->mu);
@@ -150,7 +152,7 @@ void pool_for(struct pool *p, int n, int grain, int width, void (*fn)(void *ctx,
 	p->gen++;
 	pthread_cond_broadcast(&p->go);
 	pthread_mutex_unlock(&p->mu);
-	run(p);
+	run(p, 0);
 	pthread_mutex_lock(&p->mu);
 	while (p->busy > 0)
 		pthread_cond_wait(&p->done, &p->mu);

@@ -11,10 +11,13 @@
  * variable instead, so an idle thread costs nothing.
  *
  *   pool_new(n)   n threads in all: the caller's and n - 1 workers
- *   pool_for      fn(ctx, i) for every i in [0, n), `grain` consecutive
+ *   pool_for      fn(ctx, i, t) for every i in [0, n), `grain` consecutive
  *                 indices at a time, taken in order by whichever thread is
  *                 free (the caller works too); returns when all are done.
- *                 At most `width` threads take part (0: all of them)
+ *                 At most `width` threads take part (0: all of them).  t:
+ *                 the thread running it, in [0, width) (the caller's 0),
+ *                 never two calls at once with the same t: an index into
+ *                 per-thread scratch
  *   pool_cpus     the CPUs this process may run on (its affinity mask)
  *
  * fn must be safe to run on several threads at once for different i.
@@ -30,7 +33,8 @@ struct pool *pool_new(int threads);
 void pool_free(struct pool *p);
 int pool_threads(const struct pool *p);
 
-void pool_for(struct pool *p, int n, int grain, int width, void (*fn)(void *ctx, int i), void *ctx);
+void pool_for(struct pool *p, int n, int grain, int width, void (*fn)(void *ctx, int i, int t),
+	      void *ctx);
 
 int pool_cpus(void);
 

@@ -530,19 +530,22 @@ static void insert_sql(char *sql, size_t n)
 	snprintf(sql + o, n - o, ")");
 }
 
-/* Knob k of candidate in (its partition resolved: r) as column i. */
+/* Knob k of candidate in (its partition resolved: r) as column i.  Text
+ * is bound where it lies, not copied (SQLITE_STATIC: a copy was a malloc
+ * and a free per named knob of every row): a name from its knob's static
+ * table, a partition written into part (n bytes), which must outlive the
+ * row's sqlite3_step. */
 static void bind_knob(sqlite3_stmt *st, int i, const struct synth_in *in, const struct layout *r,
-		      int k)
+		      int k, char *part, size_t n)
 {
-	char v[1600];
 	switch (layout_knobs[k].kind) {
-	case LK_NAME: /* the name as layout_format_shown writes it, not copied twice */
+	case LK_NAME: /* the name as layout_format_shown writes it */
 		sqlite3_bind_text(st, i, layout_knobs[k].name((int)layout_shown(&in->m, r, k)), -1,
-				  SQLITE_TRANSIENT);
+				  SQLITE_STATIC);
 		break;
 	case LK_PART:
-		layout_format_shown(&in->m, r, k, v, sizeof(v));
-		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+		layout_format_shown(&in->m, r, k, part, n);
+		sqlite3_bind_text(st, i, part, -1, SQLITE_STATIC);
 		break;
 	case LK_REAL:
 		sqlite3_bind_double(st, i, layout_shown(&in->m, r, k));
@@ -589,6 +592,7 @@ int store_rows(sqlite3 *db, long long id, const struct cand *c, size_t n, sqlite
 	       struct prism_err *err)
 {
 	sqlite3_stmt *st = keep ? *keep : NULL;
+	char part[1600]; /* a row's partition, bound where it lies (bind_knob) */
 	int ok = 1, rc;
 
 	if (n == 0)
@@ -626,7 +630,7 @@ int store_rows(sqlite3 *db, long long id, const struct cand *c, size_t n, sqlite
 		}
 		for (int j = 0; j < LK_N; j++)
 			if (layout_knobs[j].flags & LK_STORE)
-				bind_knob(st, col++, &k->in, r, j);
+				bind_knob(st, col++, &k->in, r, j, part, sizeof(part));
 		if (k->status != CS_INVALID && k->status != CS_PENDING) {
 			/* The memory of every candidate that has a layout: the
 			 * stage needing the most, and its breakdown. */

@@ -13,17 +13,22 @@
 
 /* Two threads: the batches' work shared as prism search shares it. */
 static struct pool *pool;
+static struct predict_scratch *scr[2]; /* the pool's threads' */
 
 static int setup(void **state)
 {
 	(void)state;
-	return (pool = pool_new(2)) ? 0 : -1;
+	scr[0] = predict_scratch_new();
+	scr[1] = predict_scratch_new();
+	return (pool = pool_new(2)) && scr[0] && scr[1] ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
 	pool_free(pool);
+	predict_scratch_free(scr[0]);
+	predict_scratch_free(scr[1]);
 	return 0;
 }
 
@@ -192,7 +197,7 @@ static void run(const struct sweep *sw, const struct batch_space *sp, int mode, 
 		batch_make(sw, pool, sp->order + at, nb, mode, best, batch, NULL);
 		for (int i = 0; i < nb; i++)
 			owner[i] = batch[i].status == CS_PENDING ? 0 : -1;
-		batch_simulate(sw, pool, batch, nb, owner, 0, 2, work, NULL);
+		batch_simulate(sw, pool, batch, nb, owner, 0, 2, work, NULL, scr);
 		for (int i = 0; i < nb; i++) {
 			assert_true(batch[i].status == CS_SIMULATED ||
 				    batch[i].status == CS_SCREENED);
@@ -239,12 +244,19 @@ static void test_loop(void **state)
  * too (a pool of one runs the job on it alone). */
 struct visits {
 	_Atomic int seen[1000];
+	_Atomic int busy[9]; /* per thread index */
+	int width;	     /* the threads that may take part */
 };
 
-static void visit(void *ctx, int i)
+/* Each index once, on a thread in [0, its width), never on a thread
+ * running another index at the same time (pool.h: per-thread scratch). */
+static void visit(void *ctx, int i, int t)
 {
 	struct visits *v = ctx;
+	assert_true(t >= 0 && t < v->width);
+	assert_int_equal(atomic_exchange(&v->busy[t], 1), 0);
 	atomic_fetch_add(&v->seen[i], 1);
+	atomic_store(&v->busy[t], 0);
 }
 
 static void test_pool(void **state)
@@ -261,11 +273,14 @@ static void test_pool(void **state)
 		for (size_t w = 0; w < sizeof(width) / sizeof(width[0]); w++)
 			for (int k = 0; k < 2; k++) {
 				int n = k ? 1000 : 999;
+				int th = k ? 3 : 1;
 				memset(&v, 0, sizeof(v));
+				v.width = width[w] <= 0 || width[w] > th ? th : width[w];
 				pool_for(k ? p3 : p1, n, grain[g], width[w], visit, &v);
 				for (int i = 0; i < 1000; i++)
 					assert_int_equal(atomic_load(&v.seen[i]), i < n);
 			}
+	v.width = 3;
 	pool_for(p3, 0, 1, 0, visit, &v); /* nothing to do */
 	pool_free(p3);
 	pool_free(p1);
@@ -486,7 +501,8 @@ static void test_twins(void **state)
 		if (want)
 			assert_true(c->canon != 0);
 		if (c->canon)
-			assert_int_equal(predict_eval(&sw.bl.pb, &c->in, &q, NULL, NULL, &err), 0);
+			assert_int_equal(
+			    predict_eval(&sw.bl.pb, &c->in, NULL, &q, NULL, NULL, &err), 0);
 		for (size_t j = 0; j < sp.norder; j++) {
 			const struct cand *t = &all[j];
 			struct layout x = t->in.lay;
@@ -516,7 +532,8 @@ static void test_twins(void **state)
 				kinds[kind]++;
 				found++;
 			}
-			assert_int_equal(predict_eval(&sw.bl.pb, &t->in, &p, NULL, NULL, &err), 0);
+			assert_int_equal(
+			    predict_eval(&sw.bl.pb, &t->in, NULL, &p, NULL, NULL, &err), 0);
 			assert_true(p.iter_s > 0);
 			predict_derive(&c->in, p.iter_s, &p);
 			assert_memory_equal(&p, &q, sizeof(p));
@@ -541,8 +558,10 @@ static void test_twins(void **state)
 				followed_before += before;
 				followed_same += in_batch && !before;
 			}
-			batch_simulate_twins(&sw, pool, a, n, owner, 0, 2, work, NULL, &tw);
-			batch_simulate(&sw, pool, b, n, owner, 0, 2, work, NULL);
+			/* a's through each thread's scratch, kept from batch to
+			 * batch; b's each its own. */
+			batch_simulate_twins(&sw, pool, a, n, owner, 0, 2, work, NULL, &tw, scr);
+			batch_simulate(&sw, pool, b, n, owner, 0, 2, work, NULL, NULL);
 			assert_true(tw.n >= kept);
 			for (int i = 0; i < n; i++) {
 				assert_int_equal(a[i].status, CS_SIMULATED);

@@ -1028,9 +1028,9 @@ static void test_rebuilt_base(void **state)
 	cand.lay.microbatches = 8;
 	cand.lay.recompute = LAYOUT_RECOMPUTE_SELECTIVE;
 	assert_int_equal(predict_method(&b, &cand, &err), PM_REBUILD);
-	assert_int_equal(predict_eval(&b, &cand, &o_hier, NULL, NULL, &err), 0);
+	assert_int_equal(predict_eval(&b, &cand, NULL, &o_hier, NULL, NULL, &err), 0);
 	cand.units = 0;
-	assert_int_equal(predict_eval(&b, &cand, &o_full, NULL, NULL, &err), 0);
+	assert_int_equal(predict_eval(&b, &cand, NULL, &o_full, NULL, NULL, &err), 0);
 	assert_true(o_hier.iter_s > 0);
 	assert_true(o_hier.iter_s == o_full.iter_s);
 	assert_true(o_hier.bubble == o_full.bubble);
@@ -1692,6 +1692,75 @@ static void test_carried_templates(void **state)
 	synth_tpl_free(tpl);
 }
 
+/* A thread's predict_scratch (predict_eval) kept from candidate to
+ * candidate, as the search keeps one per thread: each prediction equals
+ * the one made without it, field for field, whatever the scratch held
+ * before -- another layout's templates (the points of a line, a direct
+ * build where the line declines, a build too short for a line), or the
+ * same candidate's.  The layouts take the line (1F1B, interleaved, ZB-2P,
+ * ZeRO-3, MoE with the all-to-all overlap, cp 2) or decline it (GPipe, a
+ * balanced partition of unequal stages), at a count under the points
+ * too; the list is run twice, so each starts from another's scratch. */
+static void test_scratch_reused(void **state)
+{
+	static const struct {
+		int tp, pp, dp, vp, sched, zero, experts, ep, cp, overlap, m, part;
+	} cases[] = {
+	    {1, 2, 1, 1, LAYOUT_1F1B, 0, 0, 1, 1, 0, 32, LAYOUT_PART_GIVEN},
+	    {2, 2, 2, 2, LAYOUT_INTERLEAVED, 1, 0, 1, 1, 0, 48, LAYOUT_PART_GIVEN},
+	    {1, 2, 1, 2, LAYOUT_INTERLEAVED, 0, 0, 1, 1, 0, 48, LAYOUT_PART_GIVEN},
+	    {1, 2, 2, 1, LAYOUT_ZB2P, 3, 0, 1, 1, 0, 40, LAYOUT_PART_GIVEN},
+	    {1, 2, 2, 1, LAYOUT_GPIPE, 2, 0, 1, 1, 0, 32, LAYOUT_PART_GIVEN},
+	    {1, 1, 2, 1, LAYOUT_1F1B, 1, 8, 2, 1, 1, 24, LAYOUT_PART_GIVEN},
+	    {2, 2, 2, 1, LAYOUT_1F1B, 1, 0, 1, 2, 0, 32, LAYOUT_PART_GIVEN},
+	    {1, 3, 1, 1, LAYOUT_1F1B, 0, 0, 1, 1, 0, 32, LAYOUT_PART_BALANCED},
+	    {1, 2, 2, 1, LAYOUT_1F1B, 2, 0, 1, 1, 0, 4, LAYOUT_PART_GIVEN},
+	};
+	const size_t n = sizeof(cases) / sizeof(cases[0]);
+	struct predict_scratch *s = predict_scratch_new();
+	struct predict_base b;
+	struct synth_in in;
+	struct prism_err err;
+	(void)state;
+	assert_non_null(s);
+	prism_err_clear(&err);
+	small(&in);
+	in.units = 1;
+	assert_int_equal(predict_base_init(&b, PB_MODEL, NULL, &in, &hw, 0, &err), 0);
+	for (size_t i = 0; i < 2 * n + 1; i++) {
+		size_t k = i < 2 * n ? i % n : 0; /* the first again, after itself */
+		struct synth_in cand = b.in;
+		struct predict_out with, alone;
+		cand.lay.tp = cases[k].tp;
+		cand.lay.pp = cases[k].pp;
+		cand.lay.dp = cases[k].dp;
+		cand.lay.vp = cases[k].vp;
+		cand.lay.schedule = cases[k].sched;
+		cand.lay.zero = cases[k].zero;
+		cand.lay.cp = cases[k].cp;
+		cand.lay.microbatches = cases[k].m;
+		cand.lay.partition = cases[k].part;
+		if (cases[k].experts) {
+			cand.m.experts = cases[k].experts;
+			cand.m.top_k = 2;
+			cand.m.expert_ffn = 1024;
+			cand.lay.ep = cases[k].ep;
+			cand.lay.moe_a2a_overlap = cases[k].overlap;
+		}
+		if (i == 2 * n) /* the same candidate twice in a row */
+			assert_int_equal(predict_eval(&b, &cand, s, &with, NULL, NULL, &err), 0);
+		if (predict_eval(&b, &cand, s, &with, NULL, NULL, &err)) {
+			print_error("case %zu: %s\n", k, err.msg);
+			fail();
+		}
+		assert_int_equal(predict_eval(&b, &cand, NULL, &alone, NULL, NULL, &err), 0);
+		assert_true(with.iter_s > 0);
+		assert_memory_equal(&with, &alone, sizeof(with));
+	}
+	predict_scratch_free(s);
+	predict_scratch_free(NULL);
+}
+
 /* The prediction of in as a sweep makes it (folded, the line through its
  * points where it has one). */
 static void predicted(const struct synth_in *in, struct predict_out *p)
@@ -1913,6 +1982,7 @@ int main(void)
 	    cmocka_unit_test(test_one_breakdown),
 	    cmocka_unit_test(test_canonical),
 	    cmocka_unit_test(test_carried_templates),
+	    cmocka_unit_test(test_scratch_reused),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,4 +1,5 @@
 /* test_layout.c - the knob list (layout.h) and the run description (desc.h). */
+#include <limits.h>
 #include <string.h>
 
 #include "desc.h"
@@ -128,6 +129,43 @@ static void test_default(void **state)
 
 /* The key of a candidate: the first sweeps' format, written out by hand
  * (stored sweeps resume on these), groups only where changed. */
+/* A knob's value as text, cut to every buffer size as snprintf cuts it:
+ * layout_format and layout_format_shown write numbers and names without
+ * snprintf's format parsing, and must write what it wrote. */
+static void test_format_cut(void **state)
+{
+	static const int ints[] = {0,	 1,	    9,	10,  99,      100,
+				   4096, 123456789, -1, -42, INT_MAX, INT_MIN};
+	struct layout l;
+	struct llm m = {.layers = 24, .hidden = 2048, .heads = 16, .ffn = 8192, .seq = 2048};
+	char buf[24], ref[24];
+	(void)state;
+	layout_default(&l);
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+		for (size_t n = 1; n <= sizeof(buf); n++) {
+			l.microbatches = ints[i];
+			snprintf(ref, n, "%d", ints[i]);
+			memset(buf, 'x', sizeof(buf));
+			layout_format(&m, &l, LK_microbatches, 0, buf, n);
+			assert_string_equal(buf, ref);
+			memset(buf, 'x', sizeof(buf));
+			layout_format_shown(&m, &l, LK_microbatches, buf, n);
+			assert_string_equal(buf, ref);
+		}
+	layout_default(&l);
+	for (int s = LAYOUT_GPIPE; s <= LAYOUT_DUALPIPEV; s++)
+		for (size_t n = 1; n <= sizeof(buf); n++) {
+			l.schedule = s;
+			snprintf(ref, n, "%s", layout_schedule_name(s));
+			memset(buf, 'x', sizeof(buf));
+			layout_format(&m, &l, LK_schedule, 0, buf, n);
+			assert_string_equal(buf, ref);
+			memset(buf, 'x', sizeof(buf));
+			layout_format_shown(&m, &l, LK_schedule, buf, n);
+			assert_string_equal(buf, ref);
+		}
+}
+
 static void test_key(void **state)
 {
 	struct layout l;
@@ -769,19 +807,13 @@ static void test_megatron_partition(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rows),
-	    cmocka_unit_test(test_set_heads),
-	    cmocka_unit_test(test_default),
-	    cmocka_unit_test(test_key),
-	    cmocka_unit_test(test_diff),
-	    cmocka_unit_test(test_parse),
-	    cmocka_unit_test(test_zb_order),
-	    cmocka_unit_test(test_zbv_order),
-	    cmocka_unit_test(test_dpv_order),
-	    cmocka_unit_test(test_step_passes),
-	    cmocka_unit_test(test_desc),
-	    cmocka_unit_test(test_dp_impl),
-	    cmocka_unit_test(test_megatron_partition),
+	    cmocka_unit_test(test_rows),	cmocka_unit_test(test_set_heads),
+	    cmocka_unit_test(test_default),	cmocka_unit_test(test_key),
+	    cmocka_unit_test(test_format_cut),	cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_parse),	cmocka_unit_test(test_zb_order),
+	    cmocka_unit_test(test_zbv_order),	cmocka_unit_test(test_dpv_order),
+	    cmocka_unit_test(test_step_passes), cmocka_unit_test(test_desc),
+	    cmocka_unit_test(test_dp_impl),	cmocka_unit_test(test_megatron_partition),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

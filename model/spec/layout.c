@@ -1072,6 +1072,35 @@ double layout_shown(const struct llm *m, const struct layout *l, int k)
 	return v;
 }
 
+/* s into buf (n bytes), cut as snprintf's "%s" cuts it. */
+static void put_text(char *buf, size_t n, const char *s)
+{
+	size_t len = strlen(s);
+	if (n == 0)
+		return;
+	if (len >= n)
+		len = n - 1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+}
+
+/* v in decimal into buf (n bytes), as snprintf's "%d" writes and cuts it:
+ * a sweep's keys format every knob of every row (layout_key), and
+ * snprintf's parsing of the format was most of it. */
+static void put_int(char *buf, size_t n, int v)
+{
+	char t[16];
+	size_t o = sizeof(t);
+	unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+	t[--o] = '\0';
+	do
+		t[--o] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		t[--o] = '-';
+	put_text(buf, n, t + o);
+}
+
 void layout_format(const struct llm *m, const struct layout *l, int k, int numeric, char *buf,
 		   size_t n)
 {
@@ -1080,11 +1109,11 @@ void layout_format(const struct llm *m, const struct layout *l, int k, int numer
 	if (K->kind == LK_PART && !numeric)
 		layout_partition_name(l, buf, n);
 	else if (K->kind == LK_NAME && !numeric)
-		snprintf(buf, n, "%s", K->name((int)v));
+		put_text(buf, n, K->name((int)v));
 	else if (K->kind == LK_REAL)
 		snprintf(buf, n, "%g", v);
 	else
-		snprintf(buf, n, "%d", (int)v);
+		put_int(buf, n, (int)v);
 }
 
 void layout_format_shown(const struct llm *m, const struct layout *l, int k, char *buf, size_t n)
@@ -1094,11 +1123,11 @@ void layout_format_shown(const struct llm *m, const struct layout *l, int k, cha
 	if (K->kind == LK_PART) {
 		layout_part_text(l, buf, n);
 	} else if (K->kind == LK_NAME) {
-		snprintf(buf, n, "%s", K->name((int)v));
+		put_text(buf, n, K->name((int)v));
 	} else if (K->kind == LK_REAL) {
 		snprintf(buf, n, "%g", v);
 	} else {
-		snprintf(buf, n, "%d", (int)v);
+		put_int(buf, n, (int)v);
 	}
 }
 

@@ -891,7 +891,7 @@ struct layout_knob {
 	double def;		    /* layout_default's (a model knob: the model's) */
 	double sdef;		    /* with LK_SDEF: a sweep's default */
 	int (*parse)(const char *); /* LK_NAME: a name's number, -1 if unknown */
-	const char *(*name)(int);   /* LK_NAME: a number's name */
+	const char *(*name)(int);   /* LK_NAME: a number's name (static) */
 	const char *opt;	    /* the command-line option (--OPT), or NULL */
 	const char *arg;	    /* its argument's name in the help; NULL: a flag */
 	const char *help;

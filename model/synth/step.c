@@ -194,9 +194,21 @@ static void dp_traits(const struct ctx *c, const struct shape *z, struct layout_
 	layout_dp_traits(&c->lay, layer_train(c, z, -1), w, g, t);
 }
 
+/* Process group `group`.r into pg (n bytes); none in a dry run, whose
+ * collectives (their times alone) have no group (emit.c se_collective):
+ * the dry runs that judge every candidate of a sweep formatted one for
+ * every gather and reduction (5 % of a sweep's instructions). */
+static void rank_pg(const struct ctx *c, const char *group, int r, char *pg, size_t n)
+{
+	if (c->dry)
+		pg[0] = '\0';
+	else
+		snprintf(pg, n, "%s.%d", group, r);
+}
+
 static void dp_pg(const struct ctx *c, int r, char *pg, size_t n)
 {
-	snprintf(pg, n, layout_shard_group(&c->lay) < layout_dpc(&c->lay) ? "dps.%d" : "dp.%d", r);
+	rank_pg(c, layout_shard_group(&c->lay) < layout_dpc(&c->lay) ? "dps" : "dp", r, pg, n);
 }
 
 /* Reduce the gradients of `params` parameters (a bucket, or a ZeRO-3
@@ -217,7 +229,7 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	if (!sharded(c)) {
 		/* Over the dp x cp ranks (tp apart: Megatron-LM's order). */
 		struct comm_group g = {dpc, comm_per_domain(dpc, hw_domain(in->hw) / in->lay.tp)};
-		snprintf(pg, sizeof(pg), "dp.%d", r);
+		rank_pg(c, "dp", r, pg, sizeof(pg));
 		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
 			      params * gb, g, pg);
 		return;
@@ -233,7 +245,7 @@ static void grad_reduce(struct ctx *c, int r, const struct shape *z, double para
 	se_collective(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(c, GC_REDUCE_SCATTER),
 		      params * gb, zero_group(c), pg);
 	if (replica_group(c).n > 1) {
-		snprintf(pg, sizeof(pg), "dpr.%d", r);
+		rank_pg(c, "dpr", r, pg, sizeof(pg));
 		se_collective(c, r, S_DP, GC_ALL_REDUCE, reduce_kernel(c, GC_ALL_REDUCE),
 			      params * gb / G, replica_group(c), pg);
 	}
@@ -298,7 +310,7 @@ static void expert_reduce(struct ctx *c, int r, const struct shape *z, double pa
 	if (z->edp <= 1 || params <= 0)
 		return;
 	se_event_wait(c, r, S_COMPUTE, S_DP);
-	snprintf(pg, sizeof(pg), "edp.%d", r);
+	rank_pg(c, "edp", r, pg, sizeof(pg));
 	if (c->in->lay.zero >= 1)
 		se_collective(c, r, S_DP, GC_REDUCE_SCATTER, reduce_kernel(c, GC_REDUCE_SCATTER),
 			      params * grad_bytes(c), (struct comm_group){z->edp, z->edp_per_node},
@@ -1310,7 +1322,7 @@ static void grad_stats(struct ctx *c, int r, const char *kname)
 		if (g[i].n <= 1)
 			continue;
 		if (i < n - 1)
-			snprintf(pg, sizeof(pg), "gstats.%d", r);
+			rank_pg(c, "gstats", r, pg, sizeof(pg));
 		else
 			snprintf(pg, sizeof(pg), "gstats");
 		se_collective(c, r, S_COMPUTE, GC_ALL_REDUCE, kname, 4, g[i], pg);
@@ -1380,7 +1392,7 @@ static void gather_experts(struct ctx *c, int r, const struct shape *z)
 	char pg[32];
 	double w, g, o;
 	mem_param_bytes(&c->lay, &w, &g, &o);
-	snprintf(pg, sizeof(pg), "edp.%d", r);
+	rank_pg(c, "edp", r, pg, sizeof(pg));
 	se_event_wait(c, r, S_COMPUTE, S_DP);
 	for (int ch = 0; ch < z->v; ch++) {
 		int l0 = layout_chunk_first(m, &c->lay, r, ch);

@@ -305,6 +305,11 @@ void synth_tpl_free(struct synth_tpl *tpl)
 	free(tpl);
 }
 
+void synth_tpl_reset(struct synth_tpl *tpl)
+{
+	tpl->have = 0; /* sf_carry_in: none carried, the arrays emptied, kept */
+}
+
 int synth_build(const struct synth_in *in, struct graph **out_g, struct synth_out *out,
 		struct prism_err *err)
 {

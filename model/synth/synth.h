@@ -496,6 +496,11 @@ void synth_out_release(struct synth_out *o);
 struct synth_tpl;
 struct synth_tpl *synth_tpl_new(void);
 void synth_tpl_free(struct synth_tpl *tpl);
+/* tpl as synth_tpl_new() made it, its memory kept: the next build starts
+ * with no templates, allocating none of their arrays again until they
+ * outgrow what an earlier input left (a thread's tpl reused candidate
+ * after candidate). */
+void synth_tpl_reset(struct synth_tpl *tpl);
 int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct graph **out_g,
 		    struct synth_out *out, struct prism_err *err);
 

@@ -224,11 +224,17 @@ static int even_stages(const struct synth_in *in)
 
 int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct prism_err *err)
 {
+	return hier_extrapolate_tpl(in, NULL, out, err);
+}
+
+int hier_extrapolate_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct hier_out *out,
+			 struct prism_err *err)
+{
 	const struct layout *l = &in->lay;
 	int p = l->pp, m = l->microbatches, m0, c, rc, have = 0, host_slow;
 	double spent = 0;
-	struct point *pt;
-	struct synth_tpl *tpl;
+	struct point pt[3];
+	struct synth_tpl *own = NULL;
 
 	memset(out, 0, sizeof(*out));
 	/* Stages of unequal layers (a balanced, Megatron-Core or given
@@ -282,13 +288,10 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 	 * (interleaved, 2p is past it already). */
 	if (l->moe_a2a_overlap && l->schedule != LAYOUT_INTERLEAVED)
 		m0 += c;
-	pt = prism_malloc(3 * sizeof(*pt));
-	tpl = synth_tpl_new();
-	if (!pt || !tpl) {
-		free(pt);
-		synth_tpl_free(tpl);
+	if (tpl)
+		synth_tpl_reset(tpl);
+	else if (!(tpl = own = synth_tpl_new()))
 		return prism_err_set(err, PRISM_ENOMEM, "out of memory");
-	}
 	/* Points past a longer transient where the first ones disagree,
 	 * while all of them cost at most HIER_POINTS_SHARE of m: a window 4x
 	 * further on where it fits, else (a short transient: the host's lead
@@ -323,7 +326,6 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 			break;
 		}
 	}
-	free(pt);
-	synth_tpl_free(tpl);
+	synth_tpl_free(own);
 	return rc;
 }

@@ -65,13 +65,38 @@ static void settled(const struct synth_in *in, const struct settle_out *st, uint
 	out->kdb_interpolated = interp;
 }
 
-int predict_synth(const struct synth_in *in, struct predict_out *out, struct graph **keep_g,
-		  struct synth_out *keep_so, struct prism_err *err)
+struct predict_scratch {
+	struct synth_tpl *tpl; /* the folded units' templates */
+};
+
+struct predict_scratch *predict_scratch_new(void)
+{
+	struct predict_scratch *s = prism_calloc(1, sizeof(*s));
+	if (s && !(s->tpl = synth_tpl_new())) {
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
+void predict_scratch_free(struct predict_scratch *s)
+{
+	if (!s)
+		return;
+	synth_tpl_free(s->tpl);
+	free(s);
+}
+
+/* predict_synth() with a thread's scratch s (or NULL). */
+static int synth_scratch(const struct synth_in *in, struct predict_scratch *s,
+			 struct predict_out *out, struct graph **keep_g, struct synth_out *keep_so,
+			 struct prism_err *err)
 {
 	struct graph *g = NULL;
 	struct synth_out so;
 	struct settle_out st;
 	struct synth_in built = *in;
+	struct synth_tpl *tpl = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -83,16 +108,27 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 	if (built.units) {
 		/* Many microbatches: the line through a few (hier.h). */
 		struct hier_out h;
-		if ((rc = hier_extrapolate(&built, &h, err)) < 0)
+		if ((rc = hier_extrapolate_tpl(&built, s ? s->tpl : NULL, &h, err)) < 0)
 			return rc;
 		if (rc == 1) {
 			settled(in, &h.st, h.tasks, h.kernels, h.kdb_exact, h.kdb_interpolated,
 				out);
 			return 0;
 		}
+		/* Built directly as without the points' templates (none
+		 * carried: the build starts empty, the memory kept). */
+		if (s) {
+			tpl = s->tpl;
+			synth_tpl_reset(tpl);
+		}
 	}
-	if ((rc = settle_build(&built, &g, &so, &st, err)))
+	if ((rc = synth_build_tpl(&built, tpl, &g, &so, err)))
 		return rc;
+	if ((rc = settle_synth(g, &so, &st, err))) {
+		graph_free(g);
+		synth_out_release(&so);
+		return rc;
+	}
 	settled(in, &st, so.tasks, so.kernels, so.kdb_exact, so.kdb_interpolated, out);
 	if (rc == 0 && keep_g) {
 		*keep_g = g;
@@ -104,6 +140,12 @@ int predict_synth(const struct synth_in *in, struct predict_out *out, struct gra
 		synth_out_release(&so);
 	graph_free(g);
 	return rc;
+}
+
+int predict_synth(const struct synth_in *in, struct predict_out *out, struct graph **keep_g,
+		  struct synth_out *keep_so, struct prism_err *err)
+{
+	return synth_scratch(in, NULL, out, keep_g, keep_so, err);
 }
 
 /* ---- one path from a base ------------------------------------------------ */
@@ -1258,8 +1300,9 @@ out:
 	return rc;
 }
 
-int predict_eval(const struct predict_base *b, const struct synth_in *cand, struct predict_out *out,
-		 struct graph **keep_g, struct synth_out *keep_so, struct prism_err *err)
+int predict_eval(const struct predict_base *b, const struct synth_in *cand,
+		 struct predict_scratch *s, struct predict_out *out, struct graph **keep_g,
+		 struct synth_out *keep_so, struct prism_err *err)
 {
 	int m = predict_method(b, cand, err), rc;
 
@@ -1277,7 +1320,7 @@ int predict_eval(const struct predict_base *b, const struct synth_in *cand, stru
 	case PM_EDIT:
 		return by_edit(b, cand, out, keep_g, err);
 	default:
-		if ((rc = predict_synth(cand, out, keep_g, keep_so, err)))
+		if ((rc = synth_scratch(cand, s, out, keep_g, keep_so, err)))
 			return rc;
 		out->method = m;
 		snprintf(out->how, sizeof(out->how), "%s%s",

@@ -166,14 +166,28 @@ int predict_method(const struct predict_base *b, const struct synth_in *cand,
 		   struct prism_err *err);
 
 /*
- * Predict cand from b (predict_method chooses how).  keep_g, when not
- * NULL, receives the candidate's graph (replayed or edited: simulate it
- * again for a timeline; rebuilt or synthesised: settled, with keep_so's
- * bookkeeping -- keep_so must then be given too).  0, PRISM_EARG when b
- * cannot predict cand, or the error of the edit or simulation.
+ * A thread's memory kept from one candidate to the next (the folded
+ * units' templates: synth_build_tpl, reset for each candidate, so that
+ * what it predicts is what it would without them), so that a candidate
+ * evaluated allocates none of it again.  One thread at a time; whoever
+ * calls _new calls _free.  NULL when out of memory.
  */
-int predict_eval(const struct predict_base *b, const struct synth_in *cand, struct predict_out *out,
-		 struct graph **keep_g, struct synth_out *keep_so, struct prism_err *err);
+struct predict_scratch;
+struct predict_scratch *predict_scratch_new(void);
+void predict_scratch_free(struct predict_scratch *s);
+
+/*
+ * Predict cand from b (predict_method chooses how), with the calling
+ * thread's scratch s (NULL: memory of its own, freed before it returns).
+ * keep_g, when not NULL, receives the candidate's graph (replayed or
+ * edited: simulate it again for a timeline; rebuilt or synthesised:
+ * settled, with keep_so's bookkeeping -- keep_so must then be given too).
+ * 0, PRISM_EARG when b cannot predict cand, or the error of the edit or
+ * simulation.
+ */
+int predict_eval(const struct predict_base *b, const struct synth_in *cand,
+		 struct predict_scratch *s, struct predict_out *out, struct graph **keep_g,
+		 struct synth_out *keep_so, struct prism_err *err);
 
 /*
  * Scale the host tasks of a trace's graph g (CPU work, runtime calls, a
