@@ -2511,6 +2511,65 @@ static void test_analytic_small(void **state)
 	assert_string_equal(err.msg, "layout: tp 16 is beyond a node of 8 GPUs");
 }
 
+/*
+ * ZeRO-3 (Megatron's, prefetch 1) at tp 2, dp 2 on one node of 25 GB/s
+ * links, the kernels near free (10 PFLOP/s, 1 PB/s) and the sequence long
+ * (8192, mbs 1: 16,777,216 B of activations a layer), 4 layers of
+ * 6,298,112 parameters a tensor-parallel rank, global batch 4: two
+ * microbatches.  A layer's gather: 2 B x 6,298,112 x 1/2 at 25 GB/s =
+ * 251.92448 us; its reduce-scatter (fp32 gradients) 503.84896 us; its
+ * tensor-parallel all-reduce 16,777,216 x 2 x 1/2 / 25 GB/s = 671.08864
+ * us, two forward (1,342.18 us) and two backward.  The compute stream
+ * runs those beside the data-parallel stream's gathers, so a layer's
+ * gather (251.92 us) hides behind its forward and its gather and
+ * reduce-scatter (755.77 us) behind its backward: exposed only each
+ * direction's first gather, 2 x 2 x 251.92448 = 1,007.69792 us.  Set
+ * against the kernels alone (as until 2026-11-27), nearly all of both
+ * counted exposed on top of the slot that carries the collectives:
+ * 8.62 ms.
+ */
+static void test_analytic_zero3_tp(void **state)
+{
+	struct hw_profile hw = test_node(25, 0);
+	struct analytic_in in;
+	struct analytic_out out;
+	struct prism_err err;
+	(void)state;
+	hw.peak_flops[HW_BF16] = 1e17;
+	hw.hbm_Bps = 1e15;
+	hw.hbm_bytes = 80e9;
+	hw.k.sms = 1;
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){1e16, 0, 0, {1, 1, 1}, 1};
+	hw.k.attn[HW_BF16] = (struct hw_attn){{1e16, 1e16}, {0, 0}, 0, 1, 1};
+	for (int k = 0; k < HW_MEM_NKINDS; k++)
+		hw.k.mem_eff[k] = 1;
+	analytic_in_default(&in);
+	in.hw = &hw;
+	in.m = (struct llm){.layers = 4,
+			    .hidden = 1024,
+			    .heads = 16,
+			    .ffn = 4096,
+			    .seq = 8192,
+			    .vocab = 32000,
+			    .name = ""};
+	in.global_batch = 4;
+	in.lay.tp = 2;
+	in.lay.dp = 2;
+	in.lay.zero = 3;
+	in.comm_eff = 1.0;
+	prism_err_clear(&err);
+	if (analytic_estimate(&in, &out, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	assert_int_equal(out.microbatches, 2);
+	/* tensor-parallel: 4 layers x 4 all-reduces of 16,777,216 B */
+	assert_rel_close(out.t_tp, 16 * 671.08864e-6, 1e-12);
+	/* the gathers' first (each direction's, each microbatch): the rest
+	 * hides behind the layers' tensor-parallel collectives */
+	assert_rel_close(out.t_dp_exposed, 2 * 2 * 251.92448e-6, 1e-12);
+}
+
 /* A Python-level call timed by triton.testing.do_bench (docs/MODEL.md,
  * "Kernel efficiency"): do_bench zeroes 256 MiB to flush L2, records the
  * start event behind it and calls the function, so a host slower than the
@@ -3022,6 +3081,7 @@ int main(void)
 	    cmocka_unit_test(test_stage_memory),
 	    cmocka_unit_test(test_inflight),
 	    cmocka_unit_test(test_analytic_small),
+	    cmocka_unit_test(test_analytic_zero3_tp),
 	    cmocka_unit_test(test_gemm_waves),
 	    cmocka_unit_test(test_gemm_fit_floor),
 	    cmocka_unit_test(test_sustained_clock),

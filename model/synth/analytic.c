@@ -56,7 +56,8 @@ struct terms {
 	struct synth_stage_host sh[LAYOUT_MAX_STAGES]; /* each stage's transfers' and
 							* optimizer's, on the host */
 	double ar;				       /* a layer's tensor-parallel all-reduces */
-	double p2p;				       /* a microbatch's pipeline transfers */
+	double arf;	   /* their forward share: two of n_ar, the rest backward */
+	double p2p;	   /* a microbatch's pipeline transfers */
 	double cp_ring;	   /* a layer's context-parallel transfers, exposed */
 	double moe_comm;   /* an MoE layer's all-to-alls and expert-TP gathers */
 	double wb, gb, ob; /* bytes per parameter: weights, gradients, optimizer */
@@ -223,6 +224,11 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 				      &cl) == 0)
 				T->ar += cl.time_s - ce.time_s;
 		}
+		/* Two of them forward (the attention's and the MLP's
+		 * output; with sp their gathers and reduce-scatters, a pair
+		 * an all-reduce), the rest backward (with the repeats of
+		 * recomputation): layer.c's attn_fwd and mlp_fwd. */
+		T->arf = T->ar * 2.0 / n_ar;
 	}
 	T->lp = llm_layer_params_rank(m, tp);
 	if (llm_hybrid(m)) {
@@ -513,7 +519,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		}
 		*each = t_rs - hide > 0 ? t_rs - hide : 0;
 		if (fsdp2nd) {
-			double g1 = t_agl + t_in, lfw = T->lf / in->compute_eff;
+			double g1 = t_agl + t_in, lfw = T->lf / in->compute_eff + T->arf;
 			*each += (dt.prefetch > 0 ? n * (g1 > lfw ? g1 - lfw : 0) + g1 : n * g1) +
 				 n * t_out;
 		}
@@ -528,8 +534,8 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		 * stream: with prefetch a layer's gather runs beside the previous
 		 * layer's compute (backward, with its reduce-scatter); what
 		 * exceeds it is exposed, and each direction's first gather. */
-		double t_rsl = 0, t_arl = 0, lfw = T->lf / in->compute_eff;
-		double lbw = T->lb / in->compute_eff, per, g1;
+		double t_rsl = 0, t_arl = 0, lfw = T->lf / in->compute_eff + T->arf;
+		double lbw = T->lb / in->compute_eff + T->ar - T->arf, per, g1;
 		comm_time(hw, GC_REDUCE_SCATTER, rb * lp, gg, in->comm_eff, COMM_AUTO, &ce);
 		t_rsl = ce.time_s;
 		if (R > 1) {
