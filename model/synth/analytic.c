@@ -211,6 +211,14 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 			base.lay.lora_rank = 0;
 			T->ar += synth_layer_tp_s(&T->si) - synth_layer_tp_s(&base);
 		}
+		/* Sequence parallelism's gathers in fp8 (layer.c gather_bytes):
+		 * what the layer's run takes off the same layer's with its
+		 * gathers in bf16 (blockwise: fp8 GEMMs, bf16 gathers). */
+		if (l->sp && kperf_lowp_gather_bytes(l->dtype, l->fp8_recipe, l->exec, 1) < 2) {
+			struct synth_in base = T->si;
+			base.lay.fp8_recipe = LAYOUT_FP8_BLOCKWISE;
+			T->ar += synth_layer_tp_s(&T->si) - synth_layer_tp_s(&base);
+		}
 		if (llm_mla(m)) {
 			/* MLA gathers and reduces its compressed q and kv (and
 			 * RoPE's key), not b s h, on the attention's input side:
