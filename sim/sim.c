@@ -91,10 +91,8 @@ static int match_collectives(struct sim *s)
 {
 	const struct graph *g = s->g;
 	uint32_t nc = g->n_colls;
-	struct inst_key *k = prism_malloc((nc ? 2 * (size_t)nc : 1) * sizeof(*k));
+	struct inst_key *k = s->inst_keys; /* 2 nc of them: sort_inst's room */
 
-	if (!k)
-		return PRISM_ENOMEM;
 	for (uint32_t c = 0; c < nc; c++) {
 		k[c].pg = g->colls[c].pg;
 		k[c].seq = g->colls[c].seq;
@@ -123,34 +121,99 @@ static int match_collectives(struct sim *s)
 			s->inst_dur[s->n_inst - 1] = g->dur_ns[g->colls[k[i].coll].node];
 	}
 	s->inst_first[s->n_inst] = nc;
-	free(k);
+	return 0;
+}
+
+/* Grow *p to hold n elements of size el (its contents not kept).  0 or
+ * PRISM_ENOMEM (*p then unchanged). */
+static int regrow(void **p, size_t n, size_t el)
+{
+	void *q = prism_malloc(n * el);
+	if (!q)
+		return PRISM_ENOMEM;
+	free(*p);
+	*p = q;
+	return 0;
+}
+
+/* The arrays made on a run's demand, sized by the capacities: dropped
+ * when a capacity grows, made again by the run that needs them. */
+static void drop_lazy(struct sim *s)
+{
+	free(s->rem);
+	free(s->rkind);
+	free(s->fold_of);
+	free(s->mp_work);
+	free(s->mp_q);
+	free(s->mp_a);
+	free(s->mp_main);
+	free(s->mp_cur);
+	free(s->mp_other);
+	free(s->mp_t);
+	free(s->mp_cnt);
+	s->rem = NULL;
+	s->rkind = NULL;
+	s->fold_of = NULL;
+	s->mp_work = s->mp_a = s->mp_main = s->mp_cur = s->mp_other = s->mp_cnt = NULL;
+	s->mp_q = NULL;
+	s->mp_t = NULL;
+}
+
+int sim_bind(struct sim *s, const struct graph *g)
+{
+	size_t n = g->n_nodes ? g->n_nodes : 1, nc = g->n_colls ? g->n_colls : 1;
+	size_t np = g->n_procs ? g->n_procs : 1;
+
+	s->g = NULL;
+	if (n > s->cap_n || np > s->cap_p) {
+		size_t cn = n > s->cap_n ? n : s->cap_n, cp = np > s->cap_p ? np : s->cap_p;
+		drop_lazy(s);
+		if (regrow((void **)&s->start_ns, cn, sizeof(*s->start_ns)) ||
+		    regrow((void **)&s->end_ns, cn, sizeof(*s->end_ns)) ||
+		    regrow(&s->nd_mem, cn + 2, sizeof(*s->nd)))
+			return PRISM_ENOMEM;
+		s->nd = (struct sim_node *)(((uintptr_t)s->nd_mem + 63) & ~(uintptr_t)63);
+		s->cap_n = cn;
+		s->cap_p = cp;
+	}
+	if (nc > s->cap_c) {
+		if (regrow((void **)&s->inst_of, nc, sizeof(*s->inst_of)) ||
+		    regrow((void **)&s->inst_first, nc + 1, sizeof(*s->inst_first)) ||
+		    regrow((void **)&s->inst_members, nc, sizeof(*s->inst_members)) ||
+		    regrow((void **)&s->inst_size, nc, sizeof(*s->inst_size)) ||
+		    regrow((void **)&s->inst_arrived, nc, sizeof(*s->inst_arrived)) ||
+		    regrow((void **)&s->inst_ready, nc, sizeof(*s->inst_ready)) ||
+		    regrow((void **)&s->inst_dur, nc, sizeof(*s->inst_dur)) ||
+		    regrow((void **)&s->inst_last, nc, sizeof(*s->inst_last)) ||
+		    regrow((void **)&s->inst_keys, 2 * nc, sizeof(struct inst_key)))
+			return PRISM_ENOMEM;
+		s->cap_c = nc;
+	}
+	if (!s->q.heap && evq_init(&s->q, g->n_procs + 16))
+		return PRISM_ENOMEM;
+	evq_reset(&s->q);
+	s->g = g;
+	s->n_gpu_ranks = 0; /* contention_alloc counts them for g */
+	s->plog.n = 0;
+	s->mp_why = SIM_MP_OPTS;
+	s->mp_queued = s->mp_direct = 0;
+	s->mp_hybrid = 0;
+	s->makespan_ns = 0;
+	s->n_done = 0;
+	if (match_collectives(s)) {
+		s->g = NULL;
+		return PRISM_ENOMEM;
+	}
 	return 0;
 }
 
 struct sim *sim_new(const struct graph *g)
 {
 	struct sim *s = prism_calloc(1, sizeof(*s));
-	size_t n = g->n_nodes ? g->n_nodes : 1, nc = g->n_colls ? g->n_colls : 1;
 
 	if (!s)
 		return NULL;
-	s->g = g;
-	s->start_ns = prism_malloc(n * sizeof(*s->start_ns));
-	s->end_ns = prism_malloc(n * sizeof(*s->end_ns));
-	if ((s->nd_mem = prism_malloc((n + 2) * sizeof(*s->nd))))
-		s->nd = (struct sim_node *)(((uintptr_t)s->nd_mem + 63) & ~(uintptr_t)63);
-	s->inst_of = prism_malloc(nc * sizeof(*s->inst_of));
-	s->inst_first = prism_malloc((nc + 1) * sizeof(*s->inst_first));
-	s->inst_members = prism_malloc(nc * sizeof(*s->inst_members));
-	s->inst_size = prism_malloc(nc * sizeof(*s->inst_size));
-	s->inst_arrived = prism_malloc(nc * sizeof(*s->inst_arrived));
-	s->inst_ready = prism_malloc(nc * sizeof(*s->inst_ready));
-	s->inst_dur = prism_malloc(nc * sizeof(*s->inst_dur));
-	s->inst_last = prism_malloc(nc * sizeof(*s->inst_last));
-	if (!s->start_ns || !s->end_ns || !s->nd_mem || !s->inst_of || !s->inst_first ||
-	    !s->inst_members || !s->inst_size || !s->inst_arrived || !s->inst_ready ||
-	    !s->inst_dur || !s->inst_last || evq_init(&s->q, g->n_procs + 16) ||
-	    match_collectives(s)) {
+	if (g && sim_bind(s, g)) {
 		sim_free(s);
 		return NULL;
 	}
@@ -172,6 +235,8 @@ void sim_free(struct sim *s)
 	free(s->inst_ready);
 	free(s->inst_dur);
 	free(s->inst_last);
+	free(s->inst_keys);
+	free(s->mp_scr);
 	free(s->rem);
 	free(s->rkind);
 	free(s->fold_of);
@@ -188,7 +253,7 @@ void sim_free(struct sim *s)
 	free(s->mp_other);
 	free(s->mp_t);
 	free(s->mp_cnt);
-	for (uint32_t r = 0; s->run && r < s->n_gpu_ranks; r++)
+	for (uint32_t r = 0; s->run && r < s->cap_r; r++)
 		free(s->run[r].v);
 	free(s->run);
 	evq_release(&s->q);
@@ -248,18 +313,36 @@ static int contended(const struct sim *s, const struct sim_opts *o, uint32_t u, 
 static int contention_alloc(struct sim *s)
 {
 	const struct graph *g = s->g;
-	size_t n = g->n_nodes ? g->n_nodes : 1;
 	uint32_t ranks = 0;
-	if (s->rem)
+	if (s->rem && s->n_gpu_ranks)
 		return 0;
 	for (uint32_t p = 0; p < g->n_procs; p++)
 		if (g->procs[p].rank + 1 > ranks)
 			ranks = g->procs[p].rank + 1;
-	s->rem = prism_malloc(n * sizeof(*s->rem));
-	s->rkind = prism_malloc(n * sizeof(*s->rkind));
-	s->run = prism_calloc(ranks ? ranks : 1, sizeof(*s->run));
+	if (ranks > s->cap_r) {
+		/* Per rank: the running sets (their memory kept), the
+		 * hybrid's arrays (made again at the new size). */
+		struct sim_running *run = prism_realloc(s->run, ranks * sizeof(*run));
+		if (!run)
+			return PRISM_ENOMEM;
+		memset(run + s->cap_r, 0, (ranks - s->cap_r) * sizeof(*run));
+		s->run = run;
+		s->cap_r = ranks;
+		free(s->mp_main);
+		free(s->mp_other);
+		free(s->mp_t);
+		free(s->mp_cnt);
+		s->mp_main = s->mp_other = s->mp_cnt = NULL;
+		s->mp_t = NULL;
+	}
+	if (!s->run && !(s->run = prism_calloc(1, sizeof(*s->run))))
+		return PRISM_ENOMEM;
+	if (!s->rem)
+		s->rem = prism_malloc(s->cap_n * sizeof(*s->rem));
+	if (!s->rkind)
+		s->rkind = prism_malloc(s->cap_n * sizeof(*s->rkind));
 	s->n_gpu_ranks = ranks;
-	return s->rem && s->rkind && s->run ? 0 : PRISM_ENOMEM;
+	return s->rem && s->rkind ? 0 : PRISM_ENOMEM;
 }
 
 static double rate_of(const struct sim *s, const struct sim_opts *o, const struct sim_running *r,
@@ -755,8 +838,7 @@ static int release(struct sim *s, const struct sim_opts *o, uint32_t u, struct p
 static int fold_alloc(struct sim *s, const struct sim_fold *fo)
 {
 	const struct graph *g = s->g;
-	if (!s->fold_of &&
-	    !(s->fold_of = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*s->fold_of))))
+	if (!s->fold_of && !(s->fold_of = prism_malloc(s->cap_n * sizeof(*s->fold_of))))
 		return PRISM_ENOMEM;
 	if (fo->n_tasks > s->n_fold_cap) {
 		struct sim_fstate *st = prism_realloc(s->fst, fo->n_tasks * sizeof(*st));
@@ -979,6 +1061,22 @@ static int mp_contended(const struct sim *s, const struct sim_opts *o, uint32_t 
 }
 
 /* The number of ranks (graph_proc.rank + 1). */
+/* s's scratch of at least bytes (its contents not kept), for one use at
+ * a time: mp_streams' and mp_overlap's per-rank arrays, the hybrid's
+ * last tasks.  NULL when out of memory. */
+static void *mp_scratch(struct sim *s, size_t bytes)
+{
+	if (bytes > s->mp_scr_cap) {
+		void *p = prism_malloc(bytes);
+		if (!p)
+			return NULL;
+		free(s->mp_scr);
+		s->mp_scr = p;
+		s->mp_scr_cap = bytes;
+	}
+	return s->mp_scr;
+}
+
 static uint32_t mp_ranks(const struct graph *g)
 {
 	uint32_t ranks = 0;
@@ -993,10 +1091,10 @@ static uint32_t mp_ranks(const struct graph *g)
  * contention may act, and the hybrid takes them through the queue),
  * SIM_MP_RUN otherwise (one stream's tasks never run at once),
  * PRISM_ENOMEM. */
-static int mp_streams(const struct sim *s, const struct sim_opts *o)
+static int mp_streams(struct sim *s, const struct sim_opts *o)
 {
 	const struct graph *g = s->g;
-	uint32_t ranks = mp_ranks(g), *first = prism_malloc((ranks ? ranks : 1) * sizeof(*first));
+	uint32_t ranks = mp_ranks(g), *first = mp_scratch(s, (ranks ? ranks : 1) * sizeof(*first));
 	int why = SIM_MP_RUN;
 
 	if (!first)
@@ -1016,7 +1114,6 @@ static int mp_streams(const struct sim *s, const struct sim_opts *o)
 			}
 		}
 	}
-	free(first);
 	return why;
 }
 
@@ -1027,13 +1124,13 @@ static int mp_streams(const struct sim *s, const struct sim_opts *o)
  * the latest end so far, or at it when it waits for that task (an edge,
  * or the same stream's order).  1: they did (or a stream's tasks are out
  * of order); 0: no contention acted; PRISM_ENOMEM. */
-static int mp_overlap(const struct sim *s, const struct sim_opts *o)
+static int mp_overlap(struct sim *s, const struct sim_opts *o)
 {
 	const struct graph *g = s->g;
 	uint32_t ranks = mp_ranks(g), *pk, *cur, npk;
 	int hit = 0;
 
-	pk = prism_malloc((g->n_procs ? g->n_procs : 1) * 2 * sizeof(*pk));
+	pk = mp_scratch(s, (g->n_procs ? g->n_procs : 1) * 2 * sizeof(*pk));
 	if (!pk)
 		return PRISM_ENOMEM;
 	cur = pk + g->n_procs;
@@ -1077,7 +1174,6 @@ static int mp_overlap(const struct sim *s, const struct sim_opts *o)
 			}
 		}
 	}
-	free(pk);
 	return hit;
 }
 
@@ -1121,24 +1217,24 @@ static int mp_windows_init(struct sim *s, const struct sim_opts *o)
 {
 	const struct graph *g = s->g;
 	uint32_t ranks = s->n_gpu_ranks, *cnt;
-	size_t nr = ranks ? ranks : 1;
+	size_t nr = ranks ? ranks : 1, cr = s->cap_r ? s->cap_r : 1;
 
 	/* Sized by the graph and its ranks (contention_alloc's, once): made
 	 * on the first run, kept for the next. */
 	if (!s->mp_q)
-		s->mp_q = prism_malloc(g->n_nodes ? g->n_nodes : 1);
+		s->mp_q = prism_malloc(s->cap_n);
 	if (!s->mp_a)
-		s->mp_a = prism_malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(*s->mp_a));
+		s->mp_a = prism_malloc(s->cap_n * sizeof(*s->mp_a));
 	if (!s->mp_t)
-		s->mp_t = prism_malloc(nr * sizeof(*s->mp_t));
+		s->mp_t = prism_malloc(cr * sizeof(*s->mp_t));
 	if (!s->mp_main)
-		s->mp_main = prism_malloc(nr * sizeof(*s->mp_main));
+		s->mp_main = prism_malloc(cr * sizeof(*s->mp_main));
 	if (!s->mp_cur)
-		s->mp_cur = prism_malloc((g->n_procs ? g->n_procs : 1) * sizeof(*s->mp_cur));
+		s->mp_cur = prism_malloc(s->cap_p * sizeof(*s->mp_cur));
 	if (!s->mp_other)
-		s->mp_other = prism_malloc(((size_t)ranks + 1 + g->n_procs) * sizeof(*s->mp_other));
+		s->mp_other = prism_malloc((cr + 1 + s->cap_p) * sizeof(*s->mp_other));
 	if (!s->mp_cnt)
-		s->mp_cnt = prism_malloc(nr * sizeof(*s->mp_cnt));
+		s->mp_cnt = prism_malloc(cr * sizeof(*s->mp_cnt));
 	if (!s->mp_q || !s->mp_a || !s->mp_t || !s->mp_main || !s->mp_cur || !s->mp_other ||
 	    !s->mp_cnt)
 		return PRISM_ENOMEM;
@@ -1445,7 +1541,6 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 {
 	const struct graph *g = s->g;
 	int rv = o->rendezvous, cont = o->slow_compute > 0 || o->slow_comm > 0, rc = 0;
-	size_t n = g->n_nodes ? g->n_nodes : 1;
 	uint32_t *work, nw = 0;
 	struct hy_last *last = NULL; /* the hybrid's, per rank; NULL: the plain pass */
 	int hybrid;
@@ -1463,7 +1558,7 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 	if (cont && (rc = mp_streams(s, o)) != SIM_MP_RUN) {
 		/* Contention acts: its tasks through the queue, on their rank. */
 		if (rc < 0 || contention_alloc(s) ||
-		    !(last = prism_malloc((s->n_gpu_ranks ? s->n_gpu_ranks : 1) * sizeof(*last))))
+		    !(last = mp_scratch(s, (s->n_gpu_ranks ? s->n_gpu_ranks : 1) * sizeof(*last))))
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		for (uint32_t r = 0; r < s->n_gpu_ranks; r++) {
 			s->run[r].n = s->run[r].n_comm = s->run[r].n_comp = s->run[r].n_fold = 0;
@@ -1473,15 +1568,13 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 		evq_reset(&s->q);
 		s->mp_hybrid = 1;
 		if (mp_windows_init(s, o)) {
-			free(last);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
 		rc = 0;
 	} else {
 		s->mp_hybrid = 0;
 	}
-	if (!s->mp_work && !(s->mp_work = prism_malloc(n * sizeof(*s->mp_work)))) {
-		free(last);
+	if (!s->mp_work && !(s->mp_work = prism_malloc(s->cap_n * sizeof(*s->mp_work)))) {
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 	}
 	work = s->mp_work;
@@ -1539,7 +1632,6 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 		rc = mp_start(s, o, u, at, cont, work, &nw);
 	}
 	hybrid = last != NULL;
-	free(last);
 	if (rc < 0)
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 	if (rc == 0 && s->n_done != g->n_nodes)

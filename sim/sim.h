@@ -203,6 +203,14 @@ struct sim {
 	int64_t *mp_t;	  /* per rank: the time of its last check */
 	uint32_t *mp_cnt; /* per rank: mp_windows_init's counts */
 	uint64_t mp_direct;
+	/* What the arrays hold (sim_bind keeps them from graph to graph):
+	 * nodes, collectives, processors, ranks (run and the hybrid's
+	 * per-rank arrays); match_collectives' sort keys (2 cap_c). */
+	size_t cap_n, cap_c, cap_p;
+	uint32_t cap_r;
+	void *inst_keys;
+	void *mp_scr; /* sim_run_maxplus's scratch (mp_scratch in sim.c) */
+	size_t mp_scr_cap;
 };
 
 /* The tasks running on one rank's GPU under contention. */
@@ -215,8 +223,16 @@ struct sim_running {
 	int64_t since;	 /* progress accounted up to */
 };
 
-/* A simulator for g (which must outlive it).  NULL when out of memory. */
+/* A simulator for g (which must outlive it; NULL: none yet, sim_bind
+ * gives it one).  NULL when out of memory. */
 struct sim *sim_new(const struct graph *g);
+/* s made ready for g (which must outlive its use) as sim_new(g) makes a
+ * simulator: nothing of the graph before is read again.  Its arrays are
+ * kept and grow only when g outgrows them, so a thread's simulator
+ * simulating graph after graph allocates nothing once the largest has
+ * been seen.  0, or PRISM_ENOMEM (s then has no graph: bind again or
+ * free it). */
+int sim_bind(struct sim *s, const struct graph *g);
 void sim_free(struct sim *s);
 
 /*

@@ -518,8 +518,44 @@ static void test_ring_contention(void **state)
 	graph_free(g);
 }
 
+/* One simulator bound (sim_bind) to every graph maxplus_vs_events sees,
+ * of 1 to 10 tasks, 1 to 4 ranks, with and without collectives,
+ * contention and folded tasks, in the tests' order: growing and
+ * shrinking. */
+static struct sim *kept;
+
+/* k, bound to g after other graphs, as sim_new(g) made fresh: the same
+ * instances, and every task's times, binding and ready after the run
+ * (rc its return, 1 or 0, when it is the max-plus pass). */
+static void same_as_fresh(const struct sim *k, const struct sim *f, int rc)
+{
+	const struct graph *g = f->g;
+	assert_ptr_equal(k->g, g);
+	assert_int_equal(k->n_inst, f->n_inst);
+	assert_int_equal(k->n_mismatched, f->n_mismatched);
+	for (uint32_t c = 0; c < g->n_colls; c++)
+		assert_int_equal(k->inst_of[c], f->inst_of[c]);
+	assert_int_equal(k->mp_why, f->mp_why);
+	assert_int_equal(k->mp_queued, f->mp_queued);
+	assert_int_equal(k->mp_direct, f->mp_direct);
+	assert_int_equal(k->n_done, f->n_done);
+	if (rc != 1)
+		return;
+	assert_int_equal(k->makespan_ns, f->makespan_ns);
+	for (uint32_t u = 0; u < g->n_nodes; u++) {
+		assert_int_equal(k->start_ns[u], f->start_ns[u]);
+		assert_int_equal(k->end_ns[u], f->end_ns[u]);
+		assert_int_equal(k->nd[u].binding, f->nd[u].binding);
+		assert_int_equal(k->nd[u].ready_ns, f->nd[u].ready_ns);
+	}
+	assert_int_equal(k->plog.n, f->plog.n);
+	for (size_t i = 0; i < f->plog.n; i++)
+		assert_memory_equal(&k->plog.v[i], &f->plog.v[i], sizeof(f->plog.v[i]));
+}
+
 /* The max-plus pass on g against sim_run: 1 and the same start, end,
- * binding and ready of every task when it ran; its answer (SIM_MP_*). */
+ * binding and ready of every task when it ran; its answer (SIM_MP_*).
+ * Both again through the kept simulator, equal to the fresh ones. */
 static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
 {
 	struct sim *a = sim_new(g), *b = sim_new(g);
@@ -531,6 +567,16 @@ static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
 	assert_int_equal(sim_run(a, o, &err), 0);
 	rc = sim_run_maxplus(b, o, &err);
 	why = b->mp_why;
+	if (!kept)
+		assert_non_null(kept = sim_new(NULL));
+	assert_int_equal(sim_bind(kept, g), 0);
+	assert_int_equal(sim_run_maxplus(kept, o, &err), rc);
+	same_as_fresh(kept, b, rc);
+	for (uint32_t f = 0; rc == 1 && o->fold && f < o->fold->n_tasks; f++)
+		assert_int_equal(kept->fold_busy[f], b->fold_busy[f]);
+	assert_int_equal(sim_bind(kept, g), 0); /* sim_run after a bind, as predict */
+	assert_int_equal(sim_run(kept, o, &err), 0);
+	same_as_fresh(kept, a, 1);
 	assert_int_equal(rc, why == SIM_MP_RUN);
 	for (uint32_t u = 0; rc == 1 && u < g->n_nodes; u++) {
 		assert_int_equal(b->start_ns[u], a->start_ns[u]);
@@ -581,6 +627,10 @@ static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
  *     collective on the other at 0-1: a stream whose order is not its
  *     edges, so no task of that rank goes straight through (mp_direct
  *     0); it runs, the kernels through the queue as the sim has them.
+ * (6) test_contention's kernel and collective, on each of two ranks (the
+ *     collective one instance, its members from 0 and 5): it runs, and
+ *     the kept simulator, bound before to the one-rank graphs, counts
+ *     two ranks.
  */
 static void test_maxplus(void **state)
 {
@@ -606,6 +656,11 @@ static void test_maxplus(void **state)
 			  {0, GN_KERNEL, 0, 10, -1}, {1, GN_COLL, 0, 50, 0}};
 	static const struct te e6[] = {{0, 1, O}, {1, 2, O}, {2, 3, O},
 				       {3, 4, O}, {1, 5, E}, {5, 3, E}};
+	static const struct tp p8[] = {{0, 1}, {0, 1}, {1, 1}, {1, 1}};
+	static const struct tn n8[] = {{0, GN_KERNEL, 0, 100, -1},
+				       {1, GN_COLL, 0, 50, 0},
+				       {2, GN_KERNEL, 0, 100, -1},
+				       {3, GN_COLL, 5, 50, 0}};
 	struct tn n7[] = {
 	    {0, GN_KERNEL, 5, 10, -1}, {0, GN_KERNEL, 7, 10, -1}, {1, GN_COLL, 0, 1, 0}};
 	struct hw_profile hw;
@@ -706,6 +761,13 @@ static void test_maxplus(void **state)
 		assert_true(s->start_ns[1] < s->end_ns[0]); /* at once */
 		sim_free(s);
 	}
+	graph_free(g);
+	/* (6) test_contention's kernel and collective on two ranks, after
+	 * the one-rank graphs above: the kept simulator counts g's ranks
+	 * again (sim_bind). */
+	g = mk(p8, 4, n8, 4, NULL, 0, 2);
+	assert_int_equal(maxplus_vs_events(g, &oc), SIM_MP_RUN);
+	assert_int_equal(kept->n_gpu_ranks, 2);
 	graph_free(g);
 }
 
@@ -876,5 +938,7 @@ int main(void)
 	    cmocka_unit_test(test_maxplus),
 	    cmocka_unit_test(test_instances),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	sim_free(kept);
+	return rc;
 }

@@ -100,6 +100,13 @@ int gw_reserve(struct gw *w, size_t n_nodes)
 	return w->rc ? w->rc : grow(w, n_nodes);
 }
 
+int gw_reserve_links(struct gw *w, size_t n_edges, size_t n_colls)
+{
+	if (w->rc)
+		return w->rc;
+	return VEC_RESERVE(w->edges, n_edges) || VEC_RESERVE(w->colls, n_colls) ? PRISM_ENOMEM : 0;
+}
+
 int gw_node_grow_(struct gw *w, const struct gw_node *n, uint32_t *id)
 {
 	uint32_t u = w->n_nodes;

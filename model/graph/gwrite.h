@@ -159,6 +159,11 @@ void gw_truncate(struct gw *w, uint32_t n_nodes, size_t n_edges, size_t n_colls)
  * failure: the writer grows as it goes instead. */
 int gw_reserve(struct gw *w, size_t n_nodes);
 
+/* The same for n_edges edges (as staged, order edges included) and
+ * n_colls collectives in all.  0, or PRISM_ENOMEM without a sticky
+ * failure. */
+int gw_reserve_links(struct gw *w, size_t n_edges, size_t n_colls);
+
 /* An edge between staged tasks (an edge from a task to itself is left
  * out).  0 or PRISM_ENOMEM. */
 int gw_edge(struct gw *w, uint32_t src, uint32_t dst, uint8_t kind);

@@ -434,9 +434,14 @@ int se_init(struct ctx *c)
 	c->em.w.max_nodes = GRAPH_MAX_TASKS;
 	/* Room for a folded build's tasks (a few thousand to tens of
 	 * thousands) at once: growing 19 columns by doubling copies each of
-	 * them, where a search makes a graph per candidate.  A kernel-level
+	 * them, where a search makes a graph per candidate.  A thread's
+	 * templates (synth_build_tpl) hold its last build's sizes, which the
+	 * next build (the same candidate's next point, or the next candidate)
+	 * mostly repeats: reserved whole, its columns grow once.  A larger
 	 * build grows on from there; failing, the writer grows as it goes. */
-	gw_reserve(&c->em.w, 16384);
+	gw_reserve(&c->em.w, c->reserve.nodes > 16384 ? c->reserve.nodes : 16384);
+	if (c->reserve.edges || c->reserve.colls)
+		gw_reserve_links(&c->em.w, c->reserve.edges, c->reserve.colls);
 	c->em.n_cpu = se_intern(c, "aten::op");
 	c->em.n_launch = se_intern(c, "cudaLaunchKernel");
 	c->em.n_record = se_intern(c, "cudaEventRecord");
@@ -519,6 +524,7 @@ struct graph *se_finish(struct ctx *c, const char *meta)
 	}
 	w->meta = gw_intern(w, meta);
 	gw_order(w, NULL);
+	c->built = (struct se_sizes){w->n_nodes, w->edges.n, w->colls.n};
 	if (gw_finish(w, NULL, 0, &g)) {
 		se_failed(c);
 		return NULL;

@@ -334,6 +334,8 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 	c.hw = sl_run_hw(in, &c.hw_run);
 	synth_mem_layout(in, &c.lay);
 	c.kdb_gpu = in->kdb ? kdb_gpu(in->kdb, in->hw->gpu) : -1;
+	if (tpl)
+		c.reserve = tpl->sizes;
 	if (se_init(&c))
 		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
 	sl_shape(in, &z);
@@ -369,8 +371,11 @@ oom:
 	synth_out_release(out);
 done:
 	graph_free(g);
-	if (tpl)
+	if (tpl) {
 		sf_carry_out(&c, tpl, rc == 0);
+		if (rc == 0)
+			tpl->sizes = c.built;
+	}
 	se_release(&c);
 	sf_release(&c);
 	free(c.rk);

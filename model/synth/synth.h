@@ -499,7 +499,8 @@ void synth_tpl_free(struct synth_tpl *tpl);
 /* tpl as synth_tpl_new() made it, its memory kept: the next build starts
  * with no templates, allocating none of their arrays again until they
  * outgrow what an earlier input left (a thread's tpl reused candidate
- * after candidate). */
+ * after candidate).  The last build's sizes stay: the next build reserves
+ * its writer's columns from them (they move no prediction). */
 void synth_tpl_reset(struct synth_tpl *tpl);
 int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct graph **out_g,
 		    struct synth_out *out, struct prism_err *err);

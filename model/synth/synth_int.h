@@ -249,6 +249,13 @@ struct emit_state {
 	struct synth_host host; /* synth_host(in) */
 };
 
+/* A build's writer as it finished (se_finish): the tasks, edges (order
+ * edges included) and collectives it staged.  The next build of a thread
+ * reserves them (se_init), growing its columns once. */
+struct se_sizes {
+	size_t nodes, edges, colls;
+};
+
 /* What the build counted (synth_out). */
 struct tally {
 	double flops;	      /* GEMM and attention FLOPs, all steps */
@@ -357,6 +364,8 @@ struct ctx {
 				      * skipped: ss_dp_host) */
 	unsigned dry_tasks;	     /* dry: tasks launched so far (a part's chain,
 				      * step.c side_step, sees whether it added one) */
+	struct se_sizes reserve;     /* se_init reserves these (0: its default) */
+	struct se_sizes built;	     /* se_finish: what was staged */
 	struct emit_state em;	     /* the graph as built */
 	struct tally tally;	     /* what the build counted */
 	struct sched_state sc;	     /* the schedule's marks */
@@ -371,6 +380,7 @@ struct synth_tpl {
 	struct synth_in key; /* lay.microbatches 0 */
 	uint32_t n_fold, n_cpu;
 	int have;
+	struct se_sizes sizes; /* the last build's, kept by synth_tpl_reset */
 };
 
 /* The layout as the kernels of one layer and the schedule need it. */

@@ -73,8 +73,11 @@ int hier_extrapolate(const struct synth_in *in, struct hier_out *out, struct pri
 
 /* hier_extrapolate() with the points' templates in tpl (reset first,
  * synth_tpl_reset: a thread's, kept from candidate to candidate so that
- * none of its memory is allocated again); NULL: one of its own. */
-int hier_extrapolate_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct hier_out *out,
-			 struct prism_err *err);
+ * none of its memory is allocated again); NULL: one of its own.  The
+ * points simulated through sm (settle_synth_sim: a thread's, kept the
+ * same way), or NULL: a simulator each. */
+struct sim;
+int hier_extrapolate_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct sim *sm,
+			 struct hier_out *out, struct prism_err *err);
 
 #endif

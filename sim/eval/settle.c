@@ -297,11 +297,19 @@ static void fold_tasks_free(struct sim_fold *fo)
 	memset(fo, 0, sizeof(*fo));
 }
 
-/* settle_synth(), with the max-plus pass tried first or not. */
-static int settle_run(struct graph *g, const struct synth_out *so, struct settle_out *out,
-		      int maxplus, struct prism_err *err)
+/* sm when it is not the caller's kept one. */
+static void sim_drop(struct sim *keep, struct sim *sm)
 {
-	struct sim *sm = sim_new(g);
+	if (sm != keep)
+		sim_free(sm);
+}
+
+/* settle_synth(), with the max-plus pass tried first or not, through
+ * keep (bound to g) or a simulator of its own. */
+static int settle_run(struct sim *keep, struct graph *g, const struct synth_out *so,
+		      struct settle_out *out, int maxplus, struct prism_err *err)
+{
+	struct sim *sm = keep ? (sim_bind(keep, g) ? NULL : keep) : sim_new(g);
 	struct sim_opts o;
 	struct graph_iter *it;
 	int rc, P = so->stages, steps = so->steps;
@@ -315,7 +323,7 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 	if (so->n_marks && sm) {
 		inner = prism_calloc(g->n_nodes, sizeof(*inner));
 		if (!inner || fold_tasks(so, &fo)) {
-			sim_free(sm);
+			sim_drop(keep, sm);
 			sm = NULL;
 		}
 	}
@@ -331,7 +339,7 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 	/* Without the event queue where its order cannot matter (sim.h). */
 	rc = 0;
 	if (maxplus && (rc = sim_run_maxplus(sm, &o, err)) < 0) {
-		sim_free(sm);
+		sim_drop(keep, sm);
 		fold_tasks_free(&fo);
 		free(inner);
 		return rc;
@@ -340,7 +348,7 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 	out->maxplus_queued = rc == 1 ? sm->mp_queued : 0;
 	out->maxplus_direct = rc == 1 ? sm->mp_direct : 0;
 	if (rc == 0 && (rc = sim_run(sm, &o, err))) {
-		sim_free(sm);
+		sim_drop(keep, sm);
 		fold_tasks_free(&fo);
 		free(inner);
 		return rc;
@@ -399,13 +407,13 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 		/* The breakdown of the one iteration reported, not of all. */
 		long n = metrics_iteration_times(sm, &its), pick = -1;
 		if (n < 0) {
-			sim_free(sm);
+			sim_drop(keep, sm);
 			free(inner);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
 		if (metrics_step_time(its, n, &out->iter_s)) {
 			free(its);
-			sim_free(sm);
+			sim_drop(keep, sm);
 			free(inner);
 			return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 		}
@@ -417,7 +425,7 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 			if (metrics_breakdown(sm, &its[pick]) ||
 			    (so->n_marks && fold_breakdown(sm, so, &its[pick]))) {
 				free(its);
-				sim_free(sm);
+				sim_drop(keep, sm);
 				free(inner);
 				return prism_err_set(err, PRISM_ENOMEM,
 						     "simulation: out of memory");
@@ -429,7 +437,7 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 		}
 		free(its);
 	}
-	sim_free(sm);
+	sim_drop(keep, sm);
 	free(inner);
 	return 0;
 }
@@ -437,13 +445,19 @@ static int settle_run(struct graph *g, const struct synth_out *so, struct settle
 int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
 		 struct prism_err *err)
 {
-	return settle_run(g, so, out, 1, err);
+	return settle_run(NULL, g, so, out, 1, err);
+}
+
+int settle_synth_sim(struct sim *sm, struct graph *g, const struct synth_out *so,
+		     struct settle_out *out, struct prism_err *err)
+{
+	return settle_run(sm, g, so, out, 1, err);
 }
 
 int settle_synth_events(struct graph *g, const struct synth_out *so, struct settle_out *out,
 			struct prism_err *err)
 {
-	return settle_run(g, so, out, 0, err);
+	return settle_run(NULL, g, so, out, 0, err);
 }
 
 int settle_build(const struct synth_in *in, struct graph **g, struct synth_out *so,

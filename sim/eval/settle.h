@@ -48,6 +48,12 @@ double settle_bubble(int stages, int64_t span_ns, const int64_t *busy_ns);
 int settle_synth(struct graph *g, const struct synth_out *so, struct settle_out *out,
 		 struct prism_err *err);
 
+/* settle_synth() through sm (sim.h: bound to g here, its memory kept
+ * for the next graph; NULL: a simulator of its own). */
+struct sim;
+int settle_synth_sim(struct sim *sm, struct graph *g, const struct synth_out *so,
+		     struct settle_out *out, struct prism_err *err);
+
 /* settle_synth() with the event simulation alone, never the max-plus
  * pass (sim_run_maxplus): the reference that pass is tested against. */
 int settle_synth_events(struct graph *g, const struct synth_out *so, struct settle_out *out,
