@@ -3532,6 +3532,66 @@ static void test_cp_allgather(void **state)
 }
 
 /*
+ * Sequence parallelism's gathers by the dtype Transformer Engine gathers
+ * in, by hand, on the small GPT (8 layers, hidden 1024, one sequence of
+ * 1024) at tp 2 with sp: each layer's forward reduce-scatters the
+ * projection's and FC2's outputs and gathers FC1's and the next QKV's
+ * normed inputs; its backward gathers the projection's and FC2's output
+ * gradients and reduce-scatters two input gradients: 4 of each a layer, 8
+ * layers x 2 steps = 64 of each.  The reduce-scatters are of bf16,
+ * 1024 x 1024 x 2 = 2,097,152 bytes, in every dtype; the gathers of fp8
+ * under the per-tensor recipes (delayed, current: 1,048,576 bytes), of
+ * bf16 in a bf16 run and under blockwise (taken as bf16).  A LoRA adapter on
+ * FC1 asks for the gathered bf16 norm output: FC1's input gather (one a
+ * layer, 16 in all) is of bf16 again.
+ */
+static void test_sp_fp8_gather(void **state)
+{
+	static const struct {
+		int dtype, recipe, lora;
+		int ag_fp8, ag_bf16;
+	} want[] = {{HW_BF16, LAYOUT_FP8_DELAYED, 0, 0, 64},
+		    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 64, 0},
+		    {HW_FP8, LAYOUT_FP8_CURRENT, 0, 64, 0},
+		    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 0, 0, 64},
+		    {HW_FP8, LAYOUT_FP8_DELAYED, 1, 48, 16}};
+	(void)state;
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		int a1 = 0, a2 = 0, rs = 0;
+		small(&in);
+		in.lay.tp = 2;
+		in.lay.sp = 1;
+		in.lay.dtype = want[k].dtype;
+		in.lay.fp8_recipe = want[k].recipe;
+		if (want[k].lora) {
+			in.lay.lora_rank = 8;
+			in.lay.lora_targets = LAYOUT_LORA_FC1;
+		}
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			if (g->colls[i].kind == GC_REDUCE_SCATTER) {
+				assert_int_equal(g->colls[i].bytes, 2097152);
+				rs++;
+			} else if (g->colls[i].kind == GC_ALL_GATHER) {
+				a1 += g->colls[i].bytes == 1048576;
+				a2 += g->colls[i].bytes == 2097152;
+			}
+		}
+		print_message("sp gathers %zu: %d fp8, %d bf16, %d reduce-scatters\n", k, a1, a2,
+			      rs);
+		assert_int_equal(rs, 64);
+		assert_int_equal(a1, want[k].ag_fp8);
+		assert_int_equal(a2, want[k].ag_bf16);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+}
+
+/*
  * Ulysses (cp_comm a2a) of cp = 2 on the same model (16 heads of 64, as
  * many key-value heads, 512 tokens a rank): each layer's forward
  * all-to-alls the rank's Q, K and V, 512 x (16 x 64 + 16 x 128) x 2 =
@@ -5730,6 +5790,7 @@ int main(void)
 	    cmocka_unit_test(test_mla_load),
 	    cmocka_unit_test(test_cp_ring),
 	    cmocka_unit_test(test_cp_allgather),
+	    cmocka_unit_test(test_sp_fp8_gather),
 	    cmocka_unit_test(test_cp_a2a),
 	    cmocka_unit_test(test_cp_layout),
 	    cmocka_unit_test(test_exec_host_bound),

@@ -442,6 +442,15 @@ double kperf_lowp_norm_out_bytes(int dtype, int recipe, int exec)
 	return norm_writes_fp8(dtype, recipe, exec) ? 1 : 2;
 }
 
+double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int quantised)
+{
+	int per_tensor = recipe == LAYOUT_FP8_DELAYED || recipe == LAYOUT_FP8_CURRENT;
+	return quantised && dtype == HW_FP8 && per_tensor &&
+		       !compiled_tensorwise(dtype, recipe, exec)
+		   ? 1
+		   : 2;
+}
+
 int kperf_lowp_casts(int dtype, int recipe, int exec, int of, double n,
 		     struct kperf_cast out[KPERF_CASTS_MAX])
 {

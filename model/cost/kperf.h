@@ -230,6 +230,18 @@ int kperf_lowp_casts(int dtype, int recipe, int exec, int of, double n,
  * Transformer Engine), else 2 (bf16). */
 double kperf_lowp_norm_out_bytes(int dtype, int recipe, int exec);
 
+/* Bytes a value of a sequence-parallel all-gather of a GEMM's input (the
+ * normed input of a column-parallel LayerNormLinear, forward) or output
+ * gradient (a row-parallel Linear's, backward), quantised before the gather
+ * or not: 1 under Transformer Engine's per-tensor fp8 recipes (delayed,
+ * current: distributed.py gather_along_first_dim -> _all_gather_fp8, the
+ * row-wise fp8 data gathered, one scale_inv for all ranks), else 2 (bf16:
+ * bf16 runs; torchao's Float8Linear under torch.compile; blockwise, mxfp8
+ * and fp4, taken as bf16 here).  quantised: 0 where the framework gathers
+ * the tensor in bf16 whatever the recipe (a LoRA adapter's
+ * return_layernorm_output_gathered). */
+double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int quantised);
+
 /* Whether a weight's low-precision copies are made once a step and kept
  * for every microbatch (Transformer Engine's modules), or made in every
  * microbatch's forward (torchao's Float8Linear under torch.compile keeps

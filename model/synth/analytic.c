@@ -208,8 +208,9 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 		 * with sp each a reduce-scatter and an all-gather (at tp 8 on
 		 * an H100 an all-reduce takes NVLS, an all-gather a ring: not
 		 * half the all-reduce); MLA's of its compressed q and kv
-		 * (mla_fwd, mla_bwd), LoRA's adapters' (lora_fwd, lora_bwd).
-		 * arf: the forward's (attn_fwd and mlp_fwd), the rest
+		 * (mla_fwd, mla_bwd), LoRA's adapters' (lora_fwd, lora_bwd),
+		 * sp's gathers in fp8 where the recipe casts before them
+		 * (gather_bytes). arf: the forward's (attn_fwd and mlp_fwd), the rest
 		 * backward with the repeats of recomputation. */
 		T->ar = synth_layer_tp_s(&T->si, &T->arf);
 	}

@@ -148,9 +148,11 @@ static void gemm(struct ctx *c, int r, const char *name, double m, double n, dou
 }
 
 /* One tensor-parallel collective of the b s tokens' activations of width
- * `width` (bf16) on stream st: kind GC_ALL_REDUCE, or with sequence
- * parallelism GC_REDUCE_SCATTER or GC_ALL_GATHER. */
-static void tp_coll_of(struct ctx *c, int r, const struct shape *z, int st, int kind, double width)
+ * `width`, eb bytes a value, on stream st: kind GC_ALL_REDUCE, or with
+ * sequence parallelism GC_REDUCE_SCATTER or GC_ALL_GATHER.  Reductions
+ * are of bf16 (eb 2); a gather may be of fp8 (gather_bytes). */
+static void tp_coll_eb(struct ctx *c, int r, const struct shape *z, int st, int kind, double width,
+		       double eb)
 {
 	struct comm_group g = {(int)z->t, z->tp_per_node};
 	char pg[32] = "";
@@ -161,10 +163,16 @@ static void tp_coll_of(struct ctx *c, int r, const struct shape *z, int st, int 
 			      z->b * z->s * width * 2, g, pg);
 	else if (kind == GC_ALL_GATHER)
 		se_collective(c, r, st, kind, "ncclDevKernel_AllGather_RING_LL",
-			      z->b * z->s * width * 2, g, pg);
+			      z->b * z->s * width * eb, g, pg);
 	else
 		se_collective(c, r, st, kind, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
 			      z->b * z->s * width * 2, g, pg);
+}
+
+/* The same in bf16. */
+static void tp_coll_of(struct ctx *c, int r, const struct shape *z, int st, int kind, double width)
+{
+	tp_coll_eb(c, r, z, st, kind, width, 2);
 }
 
 /* The same of the b s h activations. */
@@ -173,28 +181,55 @@ static void tp_coll(struct ctx *c, int r, const struct shape *z, int st, int kin
 	tp_coll_of(c, r, z, st, kind, z->h);
 }
 
+static int ln_linear_of(const struct ctx *c, int lora_bit);
+
+/*
+ * Bytes a value of a sequence-parallel all-gather of b s h (kperf_lowp_
+ * gather_bytes).  Transformer Engine quantises the tensor before the gather
+ * where its module's GEMM takes it in fp8: forward, the normed input of a
+ * LayerNormLinear (layernorm_linear.py _LayerNormLinear.forward:
+ * gather_along_first_dim(ln_out, tp_group, quantizer=input_quantizer)),
+ * in bf16 where a LoRA adapter asks for the gathered bf16 norm output
+ * (return_layernorm_output_gathered; ln_linear_of), lora_bit that
+ * module's adapter (-1: none); backward (GATHER_GRAD), the output gradient
+ * of a row-parallel Linear (base.py grad_output_preprocess: quantizer
+ * given where ctx.fp8).  The reduce-scatters stay bf16: a row-parallel
+ * Linear's output (linear.py forward, reduce_scatter_along_first_dim of
+ * the bf16 GEMM output) and a column-parallel one's input gradient
+ * (layernorm_linear.py backward, of the bf16 dgrad).
+ */
+#define GATHER_GRAD (-2)
+static double gather_bytes(const struct ctx *c, int lora_bit)
+{
+	const struct layout *l = &c->in->lay;
+	int q = lora_bit == GATHER_GRAD || ln_linear_of(c, lora_bit) == KPERF_CAST_NORMED;
+	return kperf_lowp_gather_bytes(l->dtype, l->fp8_recipe, l->exec, q);
+}
+
 /* A block's tensor-parallel round: an all-reduce, or with sequence
- * parallelism a reduce-scatter and an all-gather.  Forward, after a
- * row-parallel GEMM, the gather is the next column-parallel GEMM's input's
- * placed early; gather 0 where no such gather of b s h follows (after an
- * MLA layer's FFN, or its projection in an MoE layer: MLA gathers its
- * compressed q and kv instead, mla_fwd). */
-static void tp_round(struct ctx *c, int r, const struct shape *z, int gather)
+ * parallelism a reduce-scatter and an all-gather of gb bytes a value
+ * (gather_bytes).  Forward, after a row-parallel GEMM, the gather is the
+ * next column-parallel GEMM's input's placed early; gb 0 where no such
+ * gather of b s h follows (after an MLA layer's FFN, or its projection in
+ * an MoE layer: MLA gathers its compressed q and kv instead, mla_fwd). */
+static void tp_round(struct ctx *c, int r, const struct shape *z, double gb)
 {
 	if (z->t <= 1)
 		return;
 	if (c->in->lay.sp) {
 		tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
-		if (gather)
-			tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+		if (gb > 0)
+			tp_coll_eb(c, r, z, S_COMPUTE, GC_ALL_GATHER, z->h, gb);
 	} else {
 		tp_coll(c, r, z, S_COMPUTE, GC_ALL_REDUCE);
 	}
 }
 
+/* The backward's round before a row-parallel Linear's gradient GEMMs: the
+ * gather is of its output gradient. */
 static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
 {
-	tp_round(c, r, z, 1);
+	tp_round(c, r, z, gather_bytes(c, GATHER_GRAD));
 }
 
 /* Tensor-parallel communication overlapped with GEMMs (Megatron-LM's
@@ -1404,6 +1439,21 @@ static int layer_kind(const struct ctx *c, int r)
 	return c->dry ? c->dry_kind : llm_layer_kind(&c->in->m, kind_layer(c, r));
 }
 
+/* The gather after the attention's projection, of the input of what
+ * follows it (tp_round): the MLP block's FC1 (a LayerNormLinear) in a
+ * dense layer; an MoE layer's hidden states (bf16: the token dispatcher's
+ * gather_from_sequence_parallel_region), none before MLA's experts; after
+ * an attention-only layer, the next layer's input, taken as a QKV's (an
+ * MLA model's in bf16, as before). */
+static double fwd_gather_attn(const struct ctx *c, int r, const struct shape *z)
+{
+	if (moe_now(c, r, z))
+		return z->mla ? 0 : 2;
+	if (layer_kind(c, r) == LLM_KIND_ATTN)
+		return z->mla ? 2 : gather_bytes(c, LAYOUT_LORA_QKV);
+	return gather_bytes(c, LAYOUT_LORA_FC1);
+}
+
 /* Layer norm, QKV, attention, projection, [TP all-reduce], fused bias +
  * dropout + residual add (Megatron's bias_dropout_add: reads the branch and
  * the residual, writes the sum and a one-byte dropout mask). */
@@ -1431,7 +1481,7 @@ static void attn_block_fwd(struct ctx *c, int r, const struct shape *z)
 	if (ov)
 		tp_side_end(c, r);
 	else
-		tp_round(c, r, z, !z->mla || !moe_now(c, r, z));
+		tp_round(c, r, z, fwd_gather_attn(c, r, z));
 	lora_fwd(c, r, z, LAYOUT_LORA_PROJ, z->wo, z->h, 1);
 	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 }
@@ -1585,7 +1635,7 @@ static void mamba_fwd(struct ctx *c, int r, const struct shape *z)
 	if (ov)
 		tp_side_end(c, r);
 	else
-		tp_round(c, r, z, 1);
+		tp_round(c, r, z, gather_bytes(c, LAYOUT_LORA_QKV));
 	sl_kernel(c, r, KC_ELEMENTWISE, "fused_bias_dropout_add_kernel", ew(nh, 2) + nh);
 }
 
@@ -1669,7 +1719,7 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
 	if (ov)
 		tp_side_end(c, r);
 	else
-		tp_round(c, r, z, !z->mla);
+		tp_round(c, r, z, z->mla ? 0 : gather_bytes(c, LAYOUT_LORA_QKV));
 	lora_fwd(c, r, z, LAYOUT_LORA_FC2, z->f, z->h, 1);
 }
 
@@ -1771,7 +1821,7 @@ static void attn_block_bwd(struct ctx *c, int r, const struct shape *z)
 	else if (!z->mla)
 		tp_allreduce(c, r, z);
 	else if (c->in->lay.sp && t > 1) /* MLA's input side reduces its own */
-		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+		tp_coll_eb(c, r, z, S_COMPUTE, GC_ALL_GATHER, z->h, gather_bytes(c, GATHER_GRAD));
 	gemm_bwd(c, r, "proj", bs, z->h, z->wo / t);
 	if (ov)
 		tp_side_end(c, r);
