@@ -2570,6 +2570,61 @@ static void test_analytic_zero3_tp(void **state)
 	assert_rel_close(out.t_dp_exposed, 2 * 2 * 251.92448e-6, 1e-12);
 }
 
+/* Sequence parallelism's tensor-parallel collectives in the estimate,
+ * worked by hand: the layer of test_analytic_zero3_tp (b s h = 1 x 8192
+ * x 1024, bf16: 16,777,216 B) at tp 2 with sp, each collective paying a
+ * fixed 10 us (coll_base_s) on a 25 GB/s link without step latency.  A
+ * reduce-scatter or an all-gather puts 1/2 of the buffer on the wire in
+ * one step: 10 + 8,388,608 B / 25 GB/s = 345.54432 us; forward the
+ * attention's and the MLP's reduce-scatter and all-gather, backward the
+ * same again (layer.c tp_round): 4 layers x 2 x 2 of each a microbatch,
+ * 16 x 691.08864 us.  Priced as half an all-reduce each (until
+ * 2026-11-27) a pair would be one all-reduce, 10 + 671.08864 us: 160 us
+ * a microbatch less than synth's own collectives.  Without sp, 16
+ * all-reduces. */
+static void test_analytic_sp_tp(void **state)
+{
+	struct hw_profile hw = test_node(25, 0);
+	struct analytic_in in;
+	struct analytic_out out;
+	struct prism_err err;
+	(void)state;
+	hw.coll_base_s = 10e-6;
+	hw.peak_flops[HW_BF16] = 1e17;
+	hw.hbm_Bps = 1e15;
+	hw.hbm_bytes = 80e9;
+	hw.k.sms = 1;
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){1e16, 0, 0, {1, 1, 1}, 1};
+	hw.k.attn[HW_BF16] = (struct hw_attn){{1e16, 1e16}, {0, 0}, 0, 1, 1};
+	for (int k = 0; k < HW_MEM_NKINDS; k++)
+		hw.k.mem_eff[k] = 1;
+	analytic_in_default(&in);
+	in.hw = &hw;
+	in.m = (struct llm){.layers = 4,
+			    .hidden = 1024,
+			    .heads = 16,
+			    .ffn = 4096,
+			    .seq = 8192,
+			    .vocab = 32000,
+			    .name = ""};
+	in.global_batch = 4;
+	in.lay.tp = 2;
+	in.lay.dp = 2;
+	in.lay.sp = 1;
+	in.comm_eff = 1.0;
+	prism_err_clear(&err);
+	if (analytic_estimate(&in, &out, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	assert_int_equal(out.microbatches, 2);
+	assert_rel_close(out.t_tp, 16 * 2 * 345.54432e-6, 1e-12);
+	assert_rel_close(out.t_tp, 16 * 691.08864e-6, 1e-12);
+	in.lay.sp = 0;
+	assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+	assert_rel_close(out.t_tp, 16 * 681.08864e-6, 1e-12);
+}
+
 /* A Python-level call timed by triton.testing.do_bench (docs/MODEL.md,
  * "Kernel efficiency"): do_bench zeroes 256 MiB to flush L2, records the
  * start event behind it and calls the function, so a host slower than the
@@ -3082,6 +3137,7 @@ int main(void)
 	    cmocka_unit_test(test_inflight),
 	    cmocka_unit_test(test_analytic_small),
 	    cmocka_unit_test(test_analytic_zero3_tp),
+	    cmocka_unit_test(test_analytic_sp_tp),
 	    cmocka_unit_test(test_gemm_waves),
 	    cmocka_unit_test(test_gemm_fit_floor),
 	    cmocka_unit_test(test_sustained_clock),

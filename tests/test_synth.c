@@ -5505,10 +5505,10 @@ static void test_zero3_host_bound(void **state)
  * well: 94.06 ms against 82.91 simulated at tp 4 with sp (+13 %), 96.72
  * against 93.76 at tp 8 (+3 %), enough to screen such a candidate out of
  * a sweep whose best simulated step it beats.  Now the estimate is at or
- * below the simulated step and within 25 % of it (74.19, 76.89 and 75.03
- * ms: the rest is the tensor-parallel term's, whose sp gathers and
- * reduce-scatters the simulation prices apart, 255 us each at tp 8
- * against the estimate's half all-reduce of 192).
+ * below the simulated step and within 10 % of it (75.61, 76.89 and 87.13
+ * ms; 74.19 and 75.03 with sp while the estimate priced sp's gathers and
+ * reduce-scatters as half an all-reduce each, 192 us at tp 8, where the
+ * simulation's take 255 each: 20 % under at tp 8).
  */
 static void test_zero3_tp_overlap(void **state)
 {
@@ -5547,7 +5547,7 @@ static void test_zero3_tp_overlap(void **state)
 			      in.lay.tp, in.lay.dp, in.lay.sp, o.t_iter * 1e3, o.t_dp_exposed * 1e3,
 			      p.iter_s * 1e3);
 		assert_true(o.t_iter <= p.iter_s);
-		assert_true(o.t_iter > 0.75 * p.iter_s);
+		assert_true(o.t_iter > 0.9 * p.iter_s);
 	}
 }
 

@@ -163,10 +163,9 @@ static void moe_terms(const struct analytic_in *in, struct terms *T)
 /* The shared terms: layers' compute (the kernel model's time, forward and
  * backward with recomputation: full, the forward again; selective, the
  * modules' forwards again, as synth builds them), the embedding's
- * and the head's, tensor parallelism's 2 all-reduces per layer forward and
- * 2 backward (2 more when the forward is recomputed, 1 for the mlp
- * module's) of b s h activations
- * (MLA: one of them of its compressed q's and kv's width),
+ * and the head's, tensor parallelism's collectives per layer forward and
+ * backward (synth_layer_tp_s: synth's own, each priced by the collective
+ * model),
  * the pipeline's activation forward and its gradient back per microbatch
  * (adjacent stages in different NVLink domains once a stage's tensor- and
  * data-parallel ranks fill one: Megatron's order).  0, or PRISM_EARG. */
@@ -175,8 +174,7 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	const struct hw_profile *hw = in->hw;
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
-	int tp = l->tp, n_ar = 4 + (l->recompute == LAYOUT_RECOMPUTE_FULL ? 2 : 0) +
-			       layout_rc(l, LAYOUT_RC_MLP);
+	int tp = l->tp;
 	double act_bytes = (double)l->mbs * m->seq / layout_cp(l) * m->hidden * 2;
 	struct comm_est ce;
 
@@ -202,41 +200,19 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 		if (comm_time(hw, GC_ALL_REDUCE, act_bytes, (struct comm_group){tp, tp},
 			      in->comm_eff, COMM_AUTO, &ce))
 			return prism_err_set(err, PRISM_EARG, "tensor-parallel group of %d", tp);
-		T->ar = n_ar * ce.time_s;
-		/* LoRA's adapters: their own tensor-parallel collectives
-		 * (layer.c lora_fwd, lora_bwd), what the layer's run adds to
-		 * the same layer's without them. */
-		if (layout_lora(&T->si.lay, 0)) {
-			struct synth_in base = T->si;
-			base.lay.lora_rank = 0;
-			T->ar += synth_layer_tp_s(&T->si) - synth_layer_tp_s(&base);
-		}
-		/* Sequence parallelism's gathers in fp8 (layer.c gather_bytes):
-		 * what the layer's run takes off the same layer's with its
-		 * gathers in bf16 (blockwise: fp8 GEMMs, bf16 gathers). */
-		if (l->sp && kperf_lowp_gather_bytes(l->dtype, l->fp8_recipe, l->exec, 1) < 2) {
-			struct synth_in base = T->si;
-			base.lay.fp8_recipe = LAYOUT_FP8_BLOCKWISE;
-			T->ar += synth_layer_tp_s(&T->si) - synth_layer_tp_s(&base);
-		}
-		if (llm_mla(m)) {
-			/* MLA gathers and reduces its compressed q and kv (and
-			 * RoPE's key), not b s h, on the attention's input side:
-			 * one of the all-reduces is of their width (layer.c's
-			 * mla_fwd and mla_bwd). */
-			double q = m->q_lora_rank > 0 ? m->q_lora_rank : m->hidden;
-			double lat = q + m->kv_lora_rank + (l->sp ? m->qk_rope_head_dim : 0);
-			struct comm_est cl;
-			if (comm_time(hw, GC_ALL_REDUCE, act_bytes * lat / m->hidden,
-				      (struct comm_group){tp, tp}, in->comm_eff, COMM_AUTO,
-				      &cl) == 0)
-				T->ar += cl.time_s - ce.time_s;
-		}
-		/* Two of them forward (the attention's and the MLP's
-		 * output; with sp their gathers and reduce-scatters, a pair
-		 * an all-reduce), the rest backward (with the repeats of
-		 * recomputation): layer.c's attn_fwd and mlp_fwd. */
-		T->arf = T->ar * 2.0 / n_ar;
+		/* The layer's collectives as synth emits and the collective
+		 * model prices them, one call each (layer.c tp_coll_of via
+		 * synth_layer_tp_s's dry run): 2 all-reduces forward (the
+		 * attention's and the MLP's output) and 2 backward, 2 more
+		 * when the forward is recomputed, 1 for the mlp module's;
+		 * with sp each a reduce-scatter and an all-gather (at tp 8 on
+		 * an H100 an all-reduce takes NVLS, an all-gather a ring: not
+		 * half the all-reduce); MLA's of its compressed q and kv
+		 * (mla_fwd, mla_bwd), LoRA's adapters' (lora_fwd, lora_bwd),
+		 * sp's gathers in fp8 where the recipe casts before them
+		 * (gather_bytes). arf: the forward's (attn_fwd and mlp_fwd), the rest
+		 * backward with the repeats of recomputation. */
+		T->ar = synth_layer_tp_s(&T->si, &T->arf);
 	}
 	T->lp = llm_layer_params_rank(m, tp);
 	if (llm_hybrid(m)) {
@@ -882,6 +858,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	T.si.m = *m;
 	T.si.hw = hw;
 	T.si.lay = T.lay;
+	T.si.comm_eff = in->comm_eff; /* its collectives priced as the estimate's */
 	if (!in->no_mem)
 		synth_mem(&T.si, &out->mem);
 	synth_mem_layout(&T.si, &T.lay);

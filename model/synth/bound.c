@@ -120,7 +120,7 @@ void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st)
 	}
 }
 
-double synth_layer_tp_s(const struct synth_in *in)
+double synth_layer_tp_s(const struct synth_in *in, double *fwd_s)
 {
 	struct ctx c;
 	struct rankst rk;
@@ -133,7 +133,12 @@ double synth_layer_tp_s(const struct synth_in *in)
 	rk.layer = -1;
 	sl_shape(in, &z);
 	z.tp_per_node = in->lay.tp; /* within an NVLink domain (synth_build's) */
+	/* each rank's s / cp tokens, context parallelism's own collectives
+	 * left out: the estimate's context-parallel term (cp_terms) */
+	z.cp = 1;
 	sl_layer_fwd(&c, 0, &z);
+	if (fwd_s)
+		*fwd_s = c.dry_comm_s;
 	rk.phase = PH_BACKWARD;
 	sl_layer_bwd(&c, 0, &z);
 	return c.dry_comm_s;

@@ -199,11 +199,14 @@ void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st);
  * loss (*head_s). */
 void synth_extra_times(const struct synth_in *in, double *emb_s, double *head_s);
 
-/* The time of the collectives one dense layer's forward and backward
- * (recomputation included) run on the compute stream (comm.h's times),
- * one microbatch: the analytic estimate's measure of what LoRA's
- * adapters add (their tensor-parallel collectives). */
-double synth_layer_tp_s(const struct synth_in *in);
+/* The time of the tensor-parallel collectives one dense layer's forward
+ * and backward (recomputation included) run (comm.h's times, as synth's
+ * layer emits them: all-reduces, or with sequence parallelism each
+ * reduce-scatter and all-gather priced on its own; MLA's and LoRA's
+ * included; context parallelism's left out), one microbatch; the
+ * forward's alone in *fwd_s where not NULL.  The analytic estimate's
+ * tensor-parallel term. */
+double synth_layer_tp_s(const struct synth_in *in, double *fwd_s);
 
 /* Parameters outside the layers on one GPU of pipeline stage `stage`, in
  * the order the backward completes their gradients: *first the output
