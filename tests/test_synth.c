@@ -5120,6 +5120,21 @@ static void test_exec_stage_host(void **state)
  * the last backward and the cp 2 forms came out 2.9-3.2 % short.  Before
  * the collectives' launches, the events, the embedding's, head's and
  * optimizer's were counted, the estimate was 18-29 % short. */
+/* The analytic estimate of in's layout on the test profile, global_batch
+ * sequences a step (the setup the estimate's tests share). */
+static void estimate_of(const struct synth_in *in, int global_batch, struct analytic_out *o)
+{
+	struct analytic_in a;
+	struct prism_err err;
+	analytic_in_default(&a);
+	a.m = in->m;
+	a.hw = &hw;
+	a.lay = in->lay;
+	a.global_batch = global_batch;
+	prism_err_clear(&err);
+	assert_int_equal(analytic_estimate(&a, o, &err), 0);
+}
+
 static void test_exec_host_verdict(void **state)
 {
 	enum { TP, SP, RING, AG, A2A, MOE, NF };
@@ -5130,9 +5145,7 @@ static void test_exec_host_verdict(void **state)
 		struct synth_in in;
 		struct synth_out so;
 		struct settle_out st;
-		struct analytic_in a;
 		struct analytic_out o;
-		struct prism_err err;
 		struct synth_extra_host eh;
 		struct graph *g;
 		double hf, hb, mhf = 0, mhb = 0, busy = 0, host;
@@ -5158,12 +5171,7 @@ static void test_exec_host_verdict(void **state)
 		if (form == MOE)
 			in.lay.dp = in.lay.ep = 2;
 		nm = llm_moe_layers(&in.m);
-		analytic_in_default(&a);
-		a.m = in.m;
-		a.hw = &hw;
-		a.lay = in.lay;
-		a.global_batch = in.lay.microbatches * in.lay.dp;
-		assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+		estimate_of(&in, in.lay.microbatches * in.lay.dp, &o);
 		synth_layer_host(&in, 0, &hf, &hb);
 		if (nm > 0)
 			synth_layer_host(&in, 1, &mhf, &mhb);
@@ -5214,7 +5222,6 @@ static void test_host_bound_bubble(void **state)
 	(void)state;
 	for (int k = 0; k < 3; k++) {
 		struct synth_in in;
-		struct analytic_in a;
 		struct analytic_out o;
 		struct predict_out p;
 		struct prism_err err;
@@ -5222,12 +5229,7 @@ static void test_host_bound_bubble(void **state)
 		in.m.layers = 8;
 		in.lay.pp = k == 0 ? 1 : k == 1 ? 2 : 4;
 		in.lay.microbatches = 4;
-		analytic_in_default(&a);
-		a.m = in.m;
-		a.hw = &hw;
-		a.lay = in.lay;
-		a.global_batch = in.lay.microbatches;
-		assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+		estimate_of(&in, in.lay.microbatches, &o);
 		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 		print_message(
 		    "pp %d: estimate %.3f ms (slot %.1f us, GPU %.1f us, bubble %.1f us), "
@@ -5281,7 +5283,6 @@ static void test_pipe_ends(void **state)
 	(void)state;
 	for (size_t k = 0; k < sizeof(cs) / sizeof(cs[0]); k++) {
 		struct synth_in in;
-		struct analytic_in a;
 		struct analytic_out o;
 		struct predict_out p;
 		struct prism_err err;
@@ -5291,12 +5292,7 @@ static void test_pipe_ends(void **state)
 		in.lay.vp = cs[k].vp;
 		in.lay.schedule = cs[k].sched;
 		in.lay.microbatches = 8;
-		analytic_in_default(&a);
-		a.m = in.m;
-		a.hw = &hw;
-		a.lay = in.lay;
-		a.global_batch = in.lay.microbatches * in.lay.dp;
-		assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+		estimate_of(&in, in.lay.microbatches * in.lay.dp, &o);
 		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 		print_message(
 		    "schedule %d vp %d dp %d: estimate %.3f ms (bubble %.1f us), simulated "
@@ -5330,9 +5326,7 @@ static void test_opt_tail(void **state)
 		struct synth_out so;
 		struct settle_out st;
 		struct synth_stage_host sh[1];
-		struct analytic_in a;
 		struct analytic_out o;
-		struct prism_err err;
 		struct graph *g;
 		int64_t ns = 0, norm = 0;
 		small(&in);
@@ -5340,12 +5334,7 @@ static void test_opt_tail(void **state)
 		in.lay.microbatches = 4;
 		in.lay.clip_grad = k != 1;
 		in.lay.dtype = k == 2 ? HW_FP16 : HW_BF16;
-		analytic_in_default(&a);
-		a.m = in.m;
-		a.hw = &hw;
-		a.lay = in.lay;
-		a.global_batch = in.lay.microbatches;
-		assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+		estimate_of(&in, in.lay.microbatches, &o);
 		/* host-bound: the units' GPU side well under the host's slot */
 		assert_true(o.t_compute + o.t_tp + o.t_p2p < 0.6 * o.t_slot);
 		synth_stage_host(&in, sh);
@@ -5402,9 +5391,7 @@ static void test_grad_chain(void **state)
 		struct synth_in in;
 		struct synth_out so;
 		struct settle_out st;
-		struct analytic_in a;
 		struct analytic_out o;
-		struct prism_err err;
 		struct graph *g;
 		int64_t bwd_end = 0, red_end = 0, ag = 0;
 		double run_past, gather;
@@ -5413,12 +5400,7 @@ static void test_grad_chain(void **state)
 		in.lay.dp = 2;
 		in.lay.zero = zero;
 		in.lay.microbatches = 8;
-		analytic_in_default(&a);
-		a.m = in.m;
-		a.hw = &hw;
-		a.lay = in.lay;
-		a.global_batch = in.lay.microbatches * in.lay.dp;
-		assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+		estimate_of(&in, in.lay.microbatches * in.lay.dp, &o);
 		g = build(&in, &so, &st);
 		/* Rank 0's last step: the compute stream's last backward kernel,
 		 * the gradients' last reduction, the weights' gathers. */
@@ -5469,7 +5451,6 @@ static void test_grad_chain(void **state)
 static void test_zero3_host_bound(void **state)
 {
 	struct synth_in in;
-	struct analytic_in a;
 	struct analytic_out o;
 	struct predict_out p;
 	struct prism_err err;
@@ -5478,12 +5459,7 @@ static void test_zero3_host_bound(void **state)
 	in.lay.dp = 4;
 	in.lay.zero = 3;
 	in.lay.microbatches = 4;
-	analytic_in_default(&a);
-	a.m = in.m;
-	a.hw = &hw;
-	a.lay = in.lay;
-	a.global_batch = in.lay.microbatches * in.lay.dp;
-	assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+	estimate_of(&in, in.lay.microbatches * in.lay.dp, &o);
 	assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 	print_message("ZeRO-3 dp 4: estimate %.3f ms (slot %.1f us, GPU %.1f us, exposed %.1f "
 		      "of %.1f us), simulated %.3f ms\n",
@@ -5516,7 +5492,6 @@ static void test_zero3_tp_overlap(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
 		struct synth_in in;
-		struct analytic_in a;
 		struct analytic_out o;
 		struct predict_out p;
 		struct prism_err err;
@@ -5534,13 +5509,7 @@ static void test_zero3_tp_overlap(void **state)
 		in.lay.sp = layouts[i][3];
 		in.lay.zero = 3;
 		in.lay.microbatches = 1;
-		analytic_in_default(&a);
-		a.m = in.m;
-		a.hw = &hw;
-		a.lay = in.lay;
-		a.global_batch = 512;
-		prism_err_clear(&err);
-		assert_int_equal(analytic_estimate(&a, &o, &err), 0);
+		estimate_of(&in, 512, &o);
 		assert_int_equal(predict_synth(&in, &p, NULL, NULL, &err), 0);
 		print_message("ZeRO-3 tp %d dp %d sp %d: estimate %.3f ms (exposed %.3f ms), "
 			      "simulated %.3f ms\n",
