@@ -237,6 +237,17 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 		 * an all-reduce), the rest backward (with the repeats of
 		 * recomputation): layer.c's attn_fwd and mlp_fwd. */
 		T->arf = T->ar * 2.0 / n_ar;
+		/* Sequence parallelism's backward re-gathers of the column-
+		 * parallel linears' inputs (layer.c linear_bwd_g), taken as
+		 * exposed, of the layer the rounds above stand for: without
+		 * LoRA, gathered in bf16 (the corrections above then add
+		 * what LoRA's frozen weights and fp8 gathers change). */
+		if (l->sp) {
+			struct synth_in base = T->si;
+			base.lay.lora_rank = 0;
+			base.lay.fp8_recipe = LAYOUT_FP8_BLOCKWISE;
+			T->ar += synth_layer_regather_s(&base);
+		}
 	}
 	T->lp = llm_layer_params_rank(m, tp);
 	if (llm_hybrid(m)) {

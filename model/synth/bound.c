@@ -139,6 +139,23 @@ double synth_layer_tp_s(const struct synth_in *in)
 	return c.dry_comm_s;
 }
 
+double synth_layer_regather_s(const struct synth_in *in)
+{
+	struct ctx c;
+	struct rankst rk;
+	struct shape z;
+
+	dry_ctx(&c, &rk, in);
+	c.dry_comm = 1;
+	rk.mb = 1;
+	rk.phase = PH_BACKWARD;
+	rk.layer = -1;
+	sl_shape(in, &z);
+	z.tp_per_node = in->lay.tp; /* as synth_layer_tp_s */
+	sl_layer_bwd(&c, 0, &z);
+	return c.dry_regather_s;
+}
+
 /* The first layer of kind k (0 where there is none). */
 static int first_of_kind(const struct llm *m, int k)
 {

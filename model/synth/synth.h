@@ -205,6 +205,11 @@ void synth_extra_times(const struct synth_in *in, double *emb_s, double *head_s)
  * adapters add (their tensor-parallel collectives). */
 double synth_layer_tp_s(const struct synth_in *in);
 
+/* Of that, sequence parallelism's re-gathers of column-parallel linears'
+ * inputs for their weight gradients (layer.c linear_bwd_g; on the
+ * communication stream, beside the input gradients' GEMMs). */
+double synth_layer_regather_s(const struct synth_in *in);
+
 /* Parameters outside the layers on one GPU of pipeline stage `stage`, in
  * the order the backward completes their gradients: *first the output
  * side's (final norm; the head, its own matrix when untied, a copy of the

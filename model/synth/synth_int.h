@@ -340,6 +340,8 @@ struct ctx {
 	double dry_s;		     /* dry: the kernels' time so far */
 	int dry_comm;		     /* dry: add collectives' times to dry_comm_s */
 	double dry_comm_s;	     /* dry: the collectives' time so far */
+	double dry_regather_s;	     /* dry: of it, sequence parallelism's
+				      * re-gathers (layer.c linear_bwd_g) */
 	double dry_host_s;	     /* dry: the host's time so far: every launch
 				      * (kernels, collectives) and event call */
 	int dry_window;		     /* dry: the sliding window of the layer timed
