@@ -5533,7 +5533,10 @@ static void test_zero3_host_bound(void **state)
  * below the simulated step and within 25 % of it (74.19, 76.89 and 75.03
  * ms: the rest is the tensor-parallel term's, whose sp gathers and
  * reduce-scatters the simulation prices apart, 255 us each at tp 8
- * against the estimate's half all-reduce of 192).
+ * against the estimate's half all-reduce of 192).  Since sp's backward
+ * re-gathers QKV's and FC1's inputs (layer.c linear_bwd_g), counted by
+ * both, tp 8 is 87.27 against 101.62 ms simulated (tp 4 with sp 74.19
+ * against 83.07).
  */
 static void test_zero3_tp_overlap(void **state)
 {
