@@ -1111,11 +1111,14 @@ static void test_extrapolate(void **state)
 	    {2, 2, 2, 1, 64, LAYOUT_ZBV, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5, -1, 0,
 	     0, 0, 0, 0},
 	    /* DualPipeV: its steady pairs from m = 2p on (the second, as
-	     * ZB-V's, from 5, 6, 7) */
+	     * ZB-V's, from 5, 6, 7; taken until sequence parallelism's
+	     * backward re-gathered QKV's and FC1's inputs, whose launches
+	     * and event waits lengthen the host's part: either, agreement
+	     * asserted) */
 	    {1, 4, 2, 1, 64, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_NONE, 1, 0, HW_BF16, 2, 10, 5, 1, 0,
 	     0, 0, 0, 0},
 	    {2, 2, 2, 1, 64, LAYOUT_DUALPIPEV, LAYOUT_RECOMPUTE_SELECTIVE, 0, 1, HW_BF16, 2, 10, 5,
-	     1, 0, 0, 0, 0, 0},
+	     -1, 0, 0, 0, 0, 0},
 	    /* The points at HIER_POINTS_SHARE of m, every schedule: each
 	     * of these declined at a share of 0.5 (its points cost more
 	     * than half of m's microbatches) and was simulated directly
@@ -1273,7 +1276,11 @@ static void test_extrapolate_uneven(void **state)
  * 1.3B at tp 4, pp 4, dp 8, FSDP2 ZeRO-3, full recomputation, 40
  * microbatches, two steps: 117.610 against 116.907 ms.  Now simulated
  * directly: the step, the bubble, the counts and all four parts of the
- * breakdown are the kernel-level run's.
+ * breakdown are the kernel-level run's.  (gpt-small's full run has
+ * 259.317 ms of exposed compute since sequence parallelism's backward
+ * re-gathers QKV's and FC1's inputs beside their input gradients' GEMMs:
+ * those GEMMs now overlap communication; the figures above are of
+ * before.)
  */
 static void test_extrapolate_gpipe(void **state)
 {
@@ -1283,7 +1290,7 @@ static void test_extrapolate_gpipe(void **state)
 		int tp, pp, dp, zero, impl, m, rec, steps, sp;
 		long ec_us; /* the full run's exposed compute (the line's above) */
 	} cases[] = {
-	    {"gpt-small", 2, 2, 1, 2, LAYOUT_DP_FSDP, 160, LAYOUT_RECOMPUTE_NONE, 1, 1, 300219},
+	    {"gpt-small", 2, 2, 1, 2, LAYOUT_DP_FSDP, 160, LAYOUT_RECOMPUTE_NONE, 1, 1, 259317},
 	    {"gpt3-1.3b", 4, 4, 8, 3, LAYOUT_DP_FSDP2, 40, LAYOUT_RECOMPUTE_FULL, 2, 0, 116907},
 	};
 	struct prism_err err;

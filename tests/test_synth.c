@@ -2857,7 +2857,11 @@ static void layer_work(const struct graph *g, int phase, const char *only, char 
  * bytes), the compressed q's (12,582,912) and kv's (4,194,304), the
  * projection's reduce-scatter (4096 x 7168 x 2 = 58,720,256), the FFN's
  * all-gather and reduce-scatter; backward the FFN's round, the
- * projection's all-gather and the three reduce-scatters.  tp 2 without
+ * projection's all-gather and the three reduce-scatters, and the inputs
+ * of FC1 and of the up projections (TE column-parallel linears that
+ * gather their own inputs, multi_latent_attention.py) gathered again for
+ * their weight gradients, on the communication stream, listed last: FC1's
+ * 58,720,256 bytes, kv up's 4,194,304, q up's 12,582,912.  tp 2 without
  * sequence parallelism: the projection's and the FFN's all-reduces
  * forward; backward the FFN's, then the gradients of the compressed kv and
  * q (the down projections, whole on every rank, run on all 4096 tokens).
@@ -2887,7 +2891,8 @@ static void test_mla_layer(void **state)
 	} runs[] = {
 	    {1, 0, fwd1, "", ""},
 	    {8, 1, fwd8, "AG 524288;AG 12582912;AG 4194304;RS 58720256;AG 58720256;RS 58720256",
-	     "RS 58720256;AG 58720256;AG 58720256;RS 4194304;RS 12582912;RS 524288"},
+	     "RS 58720256;AG 58720256;AG 58720256;RS 4194304;RS 12582912;RS 524288;AG 58720256;"
+	     "AG 4194304;AG 12582912"},
 	    {2, 0, NULL, "AR 58720256;AR 58720256", "AR 58720256;AR 4194304;AR 12582912"},
 	};
 	(void)state;
@@ -3537,23 +3542,30 @@ static void test_cp_allgather(void **state)
  * 1024) at tp 2 with sp: each layer's forward reduce-scatters the
  * projection's and FC2's outputs and gathers FC1's and the next QKV's
  * normed inputs; its backward gathers the projection's and FC2's output
- * gradients and reduce-scatters two input gradients: 4 of each a layer, 8
- * layers x 2 steps = 64 of each.  The reduce-scatters are of bf16,
- * 1024 x 1024 x 2 = 2,097,152 bytes, in every dtype; the gathers of fp8
- * under the per-tensor recipes (delayed, current: 1,048,576 bytes), of
- * bf16 in a bf16 run and under blockwise (taken as bf16).  A LoRA adapter on
- * FC1 asks for the gathered bf16 norm output: FC1's input gather (one a
- * layer, 16 in all) is of bf16 again.
+ * gradients, gathers QKV's and FC1's saved input shards again for their
+ * weight gradients (Megatron-LM's LinearWithGradAccumulationAndAsync-
+ * Communication.backward, Transformer Engine's ln_out_needs_gather) and
+ * reduce-scatters two input gradients: a layer's backward 4 gathers and 2
+ * reduce-scatters, 8 layers x 2 steps = 64 reduce-scatters, 96 gathers,
+ * 32 of them the re-gathers, on the communication stream (beside the
+ * input gradient's GEMM; every other tp collective is on the compute
+ * stream).  The reduce-scatters are of bf16, 1024 x 1024 x 2 = 2,097,152
+ * bytes, in every dtype; the gathers of fp8 under the per-tensor recipes
+ * (delayed, current: 1,048,576 bytes), of bf16 in a bf16 run and under
+ * blockwise (taken as bf16).  A LoRA adapter on FC1 asks for the gathered
+ * bf16 norm output: FC1's input gather (one a layer, 16 in all) is of
+ * bf16 again; LoRA freezes the weights, so no weight gradient and no
+ * re-gather (64 gathers).
  */
 static void test_sp_fp8_gather(void **state)
 {
 	static const struct {
 		int dtype, recipe, lora;
 		int ag_fp8, ag_bf16;
-	} want[] = {{HW_BF16, LAYOUT_FP8_DELAYED, 0, 0, 64},
-		    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 64, 0},
-		    {HW_FP8, LAYOUT_FP8_CURRENT, 0, 64, 0},
-		    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 0, 0, 64},
+	} want[] = {{HW_BF16, LAYOUT_FP8_DELAYED, 0, 0, 96},
+		    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 96, 0},
+		    {HW_FP8, LAYOUT_FP8_CURRENT, 0, 96, 0},
+		    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 0, 0, 96},
 		    {HW_FP8, LAYOUT_FP8_DELAYED, 1, 48, 16}};
 	(void)state;
 	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
@@ -3561,7 +3573,8 @@ static void test_sp_fp8_gather(void **state)
 		struct synth_out so;
 		struct settle_out st;
 		struct graph *g;
-		int a1 = 0, a2 = 0, rs = 0;
+		int a1 = 0, a2 = 0, rs = 0, side = 0;
+		uint32_t rs_proc[2] = {UINT32_MAX, UINT32_MAX};
 		small(&in);
 		in.lay.tp = 2;
 		in.lay.sp = 1;
@@ -3573,17 +3586,26 @@ static void test_sp_fp8_gather(void **state)
 		}
 		g = build(&in, &so, &st);
 		for (uint32_t i = 0; i < g->n_colls; i++) {
+			uint32_t pr = g->proc[g->colls[i].node];
 			if (g->colls[i].kind == GC_REDUCE_SCATTER) {
 				assert_int_equal(g->colls[i].bytes, 2097152);
+				rs_proc[g->procs[pr].rank] = pr; /* the compute stream */
 				rs++;
-			} else if (g->colls[i].kind == GC_ALL_GATHER) {
-				a1 += g->colls[i].bytes == 1048576;
-				a2 += g->colls[i].bytes == 2097152;
 			}
 		}
-		print_message("sp gathers %zu: %d fp8, %d bf16, %d reduce-scatters\n", k, a1, a2,
-			      rs);
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			uint32_t pr = g->proc[g->colls[i].node];
+			if (g->colls[i].kind == GC_ALL_GATHER) {
+				a1 += g->colls[i].bytes == 1048576;
+				a2 += g->colls[i].bytes == 2097152;
+				side += pr != rs_proc[g->procs[pr].rank];
+			}
+		}
+		print_message("sp gathers %zu: %d fp8, %d bf16 (%d re-gathers), %d "
+			      "reduce-scatters\n",
+			      k, a1, a2, side, rs);
 		assert_int_equal(rs, 64);
+		assert_int_equal(side, want[k].lora ? 0 : 32);
 		assert_int_equal(a1, want[k].ag_fp8);
 		assert_int_equal(a2, want[k].ag_bf16);
 		synth_out_release(&so);
@@ -4515,7 +4537,10 @@ static void test_lora(void **state)
 			      "full training %.3f, %.3f ms\n",
 			      sp, p.iter_s * 1e3, a * 1e3, synth_lower_bound(&in) * 1e3,
 			      p0.iter_s * 1e3, a0 * 1e3);
-		assert_true(fabs(a / p.iter_s - 1) <= fabs(a0 / p0.iter_s - 1) + 0.02);
+		/* (+ 0.03: with sp, full training's step re-gathers two
+		 * inputs a layer, which its estimate counts, and LoRA's, its
+		 * weights frozen, none; its estimate 3.3 % under.) */
+		assert_true(fabs(a / p.iter_s - 1) <= fabs(a0 / p0.iter_s - 1) + 0.03);
 		assert_true(synth_lower_bound(&in) <= p.iter_s);
 	}
 	/* Under a zero-bubble schedule the W passes hold the adapters' weight
@@ -5481,8 +5506,10 @@ static void test_zero3_host_bound(void **state)
  * well: 94.06 ms against 82.91 simulated at tp 4 with sp (+13 %), 96.72
  * against 93.76 at tp 8 (+3 %), enough to screen such a candidate out of
  * a sweep whose best simulated step it beats.  Now the estimate is at or
- * below the simulated step and within 10 % of it (75.61, 76.89 and 87.13
- * ms; 74.19 and 75.03 with sp while the estimate priced sp's gathers and
+ * below the simulated step and within 10 % of it (75.61, 76.89 and 94.74
+ * ms against 83.07, 84.98 and 101.62 simulated, sp's backward re-gathers
+ * counted by both as far as their GEMMs do not cover them; 74.19 and
+ * 75.03 with sp while the estimate priced sp's gathers and
  * reduce-scatters as half an all-reduce each, 192 us at tp 8, where the
  * simulation's take 255 each: 20 % under at tp 8).
  */

@@ -244,17 +244,37 @@ static int tp_overlapped(const struct ctx *c, const struct shape *z)
 	return z->t > 1 && c->in->lay.sp && c->in->lay.tp_overlap;
 }
 
+/* Collectives issued on the tensor-parallel stream beside the compute
+ * stream's next kernels (side_issued, from the collectives' time at comm0
+ * on) until the compute stream waits for them (side_joined): a dry run's
+ * collectives (the analytic estimate's tensor-parallel time) keep of them
+ * what the kernels between do not cover. */
+static void side_issued(struct ctx *c, double comm0)
+{
+	c->dry_side_s = c->dry_comm_s - comm0;
+	c->dry_side_k = c->dry_s;
+}
+
+static void side_joined(struct ctx *c, int r)
+{
+	se_event_wait(c, r, S_TP, S_COMPUTE);
+	c->dry_comm_s -= fmin(c->dry_side_s, c->dry_s - c->dry_side_k);
+	c->dry_side_s = 0;
+}
+
 static void tp_side_begin(struct ctx *c, int r, const struct shape *z, int k1, int k2)
 {
+	double comm0 = c->dry_comm_s;
 	se_event_wait(c, r, S_COMPUTE, S_TP);
 	tp_coll(c, r, z, S_TP, k1);
 	if (k2 >= 0)
 		tp_coll(c, r, z, S_TP, k2);
+	side_issued(c, comm0);
 }
 
 static void tp_side_end(struct ctx *c, int r)
 {
-	se_event_wait(c, r, S_TP, S_COMPUTE);
+	side_joined(c, r);
 }
 
 /* Bytes of an elementwise pass over n bf16 values reading `in` tensors. */
@@ -663,6 +683,8 @@ static const char *kname(char *buf, const char *head, const char *what, const ch
 
 static void linear_bwd(struct ctx *c, int r, const char *what, double m, double n, double k,
 		       int bias);
+static void linear_bwd_g(struct ctx *c, int r, const char *what, double m, double n, double k,
+			 int bias, const struct shape *z, double gb);
 
 /* A parameter's gradient (elems values) added into the accumulated one, in
  * every microbatch but the first where the framework accumulates so
@@ -1405,17 +1427,17 @@ static void mla_bwd(struct ctx *c, int r, const struct shape *z)
 	double nd = sp ? bs / z->t : bs;
 
 	mla_rope(c, r, z, 1);
-	linear_bwd(c, r, "kv_up", bs, hq * (z->dqk - z->rope + z->dv), z->kvl, 0);
+	linear_bwd_g(c, r, "kv_up", bs, hq * (z->dqk - z->rope + z->dv), z->kvl, 0, z, 2);
 	mla_reduce(c, r, z, z->kvl);
 	norm_bwd(c, r, ew(nd * z->kvl, 3));
 	acc_norm_of(c, r, z->kvl);
 	if (z->ql > 0) {
-		linear_bwd(c, r, "q_up", bs, hq * z->dqk, z->ql, 0);
+		linear_bwd_g(c, r, "q_up", bs, hq * z->dqk, z->ql, 0, z, 2);
 		mla_reduce(c, r, z, z->ql);
 		norm_bwd(c, r, ew(nd * z->ql, 3));
 		acc_norm_of(c, r, z->ql);
 	} else {
-		linear_bwd(c, r, "q", bs, hq * z->dqk, z->h, 0);
+		linear_bwd_g(c, r, "q", bs, hq * z->dqk, z->h, 0, z, 2);
 		mla_reduce(c, r, z, z->h);
 	}
 	if (sp && z->rope > 0)
@@ -1671,7 +1693,7 @@ static void mamba_bwd(struct ctx *c, int r, const struct shape *z)
 	acc_add(c, r, mamba_conv_r(z) * (z->mconv + 1) + 3 * z->mh / t);
 	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_in_proj_transpose_copy",
 		  ew(bs * mamba_proj_r(z), 1));
-	linear_bwd(c, r, "in_proj", bs, mamba_proj_r(z), z->h, 0);
+	linear_bwd_g(c, r, "in_proj", bs, mamba_proj_r(z), z->h, 0, z, gather_bytes(c, -1));
 	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
 	residual_grad(c, r, nh);
@@ -1725,17 +1747,41 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
 
 /* Input and weight gradients of C[m,n] = A[m,k] B[k,n], and its bias's
  * where it has one; in fp8 the output gradient is first quantised, both
- * copies (lowp_cast). */
-static void linear_bwd(struct ctx *c, int r, const char *what, double m, double n, double k,
-		       int bias)
+ * copies (lowp_cast).  z non-null: a column-parallel Linear whose input,
+ * under sequence parallelism, was saved as the rank's shard and is
+ * all-gathered again for the weight gradient, gb bytes a value
+ * (gather_bytes: the forward's rule; Transformer Engine quantises the
+ * saved shard alike): issued before the input gradient's GEMM on the
+ * communication stream, overlapped with it and waited for before the
+ * weight gradient's (Megatron-LM's tensor_parallel/layers.py
+ * LinearWithGradAccumulationAndAsyncCommunication.backward:
+ * all_gather_into_tensor(async_op=True), handle.wait() before the wgrad
+ * GEMM, CUDA_DEVICE_MAX_CONNECTIONS=1 ordering it first; Transformer
+ * Engine's layernorm_linear.py backward, ctx.ln_out_needs_gather:
+ * gather_along_first_dim(async_op=True), or with userbuffers the bulk
+ * all-gather beside dgrad, ub_bulk_dgrad).  A frozen weight (LoRA) has no
+ * weight gradient and no gather (ln_out_needs_gather needs
+ * weight.requires_grad).  Full recomputation saves the shard again, so the
+ * gather stays. */
+static void linear_bwd_g(struct ctx *c, int r, const char *what, double m, double n, double k,
+			 int bias, const struct shape *z, double gb)
 {
 	char dx[96], dw[96];
+	int g = z && z->t > 1 && c->in->lay.sp && !frozen(c);
 	if (sl_low_precision(c->in->lay.dtype))
 		lowp_cast(c, r, "grad", m * n, KPERF_CAST_ACT);
+	if (g) {
+		double comm0 = c->dry_comm_s;
+		se_event_wait(c, r, S_COMPUTE, S_TP);
+		tp_coll_eb(c, r, z, S_TP, GC_ALL_GATHER, k, gb);
+		side_issued(c, comm0);
+	}
 	/* A dry run (the analytic estimate, the bound) reads no name. */
 	gemm(c, r,
 	     c->dry ? what : kname(dx, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_", what, "_dx"), m,
 	     k, n);
+	if (g)
+		side_joined(c, r);
 	if (frozen(c)) /* LoRA: no weight gradient for a frozen weight */
 		return;
 	c->wk = 1; /* the weight gradient: a zero-bubble schedule's W pass */
@@ -1748,11 +1794,25 @@ static void linear_bwd(struct ctx *c, int r, const char *what, double m, double 
 		acc_add(c, r, n);
 }
 
+static void linear_bwd(struct ctx *c, int r, const char *what, double m, double n, double k,
+		       int bias)
+{
+	linear_bwd_g(c, r, what, m, n, k, bias, NULL, 0);
+}
+
 /* A linear layer's gradients, bias included: llm_layer_params gives every
  * linear one but MLA's down and up projections. */
 static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n, double k)
 {
 	linear_bwd(c, r, what, m, n, k, 1);
+}
+
+/* The same of a column-parallel Linear of b s h input (QKV, FC1) with its
+ * input's gather under sequence parallelism (linear_bwd_g). */
+static void col_gemm_bwd(struct ctx *c, int r, const struct shape *z, const char *what, double n,
+			 int lora_bit)
+{
+	linear_bwd_g(c, r, what, z->b * z->s, n, z->h, 1, z, gather_bytes(c, lora_bit));
 }
 
 /* The MLP block's backward: the dropout's, the MLP's (dense, or the
@@ -1800,7 +1860,7 @@ static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 				  "elementwise_kernel<GeluBackwardCUDAKernelImpl>",
 				  ew(bs * z->f / t, 2));
 		lora_bwd(c, r, z, LAYOUT_LORA_FC1, z->h, z->f_in, 0);
-		gemm_bwd(c, r, "fc1", bs, z->f_in / t, z->h);
+		col_gemm_bwd(c, r, z, "fc1", z->f_in / t, LAYOUT_LORA_FC1);
 	}
 	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
@@ -1847,7 +1907,7 @@ static void attn_block_bwd(struct ctx *c, int r, const struct shape *z)
 		 * traces). */
 		sl_kernel(c, r, KC_ELEMENTWISE, "CatArrayBatchedCopy (qkv gradient)",
 			  ew(bs * z->qkv_r, 1));
-		gemm_bwd(c, r, "qkv", bs, z->qkv_r, z->h);
+		col_gemm_bwd(c, r, z, "qkv", z->qkv_r, LAYOUT_LORA_QKV);
 	}
 	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);

@@ -203,7 +203,9 @@ void synth_extra_times(const struct synth_in *in, double *emb_s, double *head_s)
  * and backward (recomputation included) run (comm.h's times, as synth's
  * layer emits them: all-reduces, or with sequence parallelism each
  * reduce-scatter and all-gather priced on its own; MLA's and LoRA's
- * included; context parallelism's left out), one microbatch; the
+ * included; sequence parallelism's backward re-gathers as far as the
+ * input gradients' GEMMs beside them do not cover them; context
+ * parallelism's left out), one microbatch; the
  * forward's alone in *fwd_s where not NULL.  The analytic estimate's
  * tensor-parallel term. */
 double synth_layer_tp_s(const struct synth_in *in, double *fwd_s);

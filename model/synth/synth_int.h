@@ -322,54 +322,57 @@ struct fold_state {
 };
 
 struct ctx {
-	const struct synth_in *in;   /* the run */
-	const struct hw_profile *hw; /* in->hw as the run drives it: at the
+	const struct synth_in *in;     /* the run */
+	const struct hw_profile *hw;   /* in->hw as the run drives it: at the
 				      * layout's power cap (sl_run_hw); the
 				      * kernel model times every kernel on it */
-	struct hw_profile hw_run;    /* where hw points when the cap changes
+	struct hw_profile hw_run;      /* where hw points when the cap changes
 				      * in->hw's clock */
-	struct layout lay;	     /* in->lay resolved (synth_mem_layout): the
+	struct layout lay;	       /* in->lay resolved (synth_mem_layout): the
 				    * layers of each stage, the precision */
-	int kdb_gpu;		     /* the GPU's id in in->kdb (kdb_gpu), or -1 */
-	struct rankst *rk;	     /* per rank (pipeline stage) */
-	int oom;		     /* 1: out of memory; SYNTH_TOO_BIG */
-	int dry;		     /* time kernels into dry_s, build nothing */
-	int kstream;		     /* the stream kernels launch on: S_COMPUTE, or
+	int kdb_gpu;		       /* the GPU's id in in->kdb (kdb_gpu), or -1 */
+	struct rankst *rk;	       /* per rank (pipeline stage) */
+	int oom;		       /* 1: out of memory; SYNTH_TOO_BIG */
+	int dry;		       /* time kernels into dry_s, build nothing */
+	int kstream;		       /* the stream kernels launch on: S_COMPUTE, or
 				      * S_TP for overlapped shared experts */
-	int pass;		     /* which of a backward's tasks are built: SL_PASS_ALL,
+	int pass;		       /* which of a backward's tasks are built: SL_PASS_ALL,
 				      * or a zero-bubble schedule's B (all but the
 				      * weight-gradient kernels) or W (those alone) */
-	int wk;			     /* 1 while layer.c adds a weight-gradient kernel */
-	int part;		     /* which part of a layer is built: SL_PART_ALL, or one
+	int wk;			       /* 1 while layer.c adds a weight-gradient kernel */
+	int part;		       /* which part of a layer is built: SL_PART_ALL, or one
 				      * part of the 1F1B all-to-all overlap's (step.c
 				      * unit_pair) */
-	int part_now;		     /* the part of the task layer.c adds */
-	double dry_s;		     /* dry: the kernels' time so far */
-	int dry_comm;		     /* dry: add collectives' times to dry_comm_s */
-	double dry_comm_s;	     /* dry: the collectives' time so far */
-	double dry_host_s;	     /* dry: the host's time so far: every launch
+	int part_now;		       /* the part of the task layer.c adds */
+	double dry_s;		       /* dry: the kernels' time so far */
+	int dry_comm;		       /* dry: add collectives' times to dry_comm_s */
+	double dry_comm_s;	       /* dry: the collectives' time so far */
+	double dry_side_s, dry_side_k; /* dry: collectives beside the compute
+					* stream, and the kernels' time when
+					* issued (layer.c side_issued) */
+	double dry_host_s;	       /* dry: the host's time so far: every launch
 				      * (kernels, collectives) and event call */
-	int dry_window;		     /* dry: the sliding window of the layer timed
+	int dry_window;		       /* dry: the sliding window of the layer timed
 				    * (0: a global one), whatever its index */
-	int dry_out;		     /* dry: timing what no layer's host region
+	int dry_out;		       /* dry: timing what no layer's host region
 				      * holds (layer -1: the embedding, the head,
 				      * the transfers) */
-	int dry_host;		     /* dry: the host's time alone (GEMMs and
+	int dry_host;		       /* dry: the host's time alone (GEMMs and
 				      * memory-bound kernels are not timed) */
-	int dry_kind;		     /* dry: the kind of the layer timed (enum
+	int dry_kind;		       /* dry: the kind of the layer timed (enum
 				      * llm_kind; LLM_KIND_FULL, 0, by default) */
-	int dry_dp;		     /* dry: a unit's data-parallel work alone (its
+	int dry_dp;		       /* dry: a unit's data-parallel work alone (its
 				      * gathers and gradient reductions; its
 				      * layers, embedding, head and transfers
 				      * skipped: ss_dp_host) */
-	unsigned dry_tasks;	     /* dry: tasks launched so far (a part's chain,
+	unsigned dry_tasks;	       /* dry: tasks launched so far (a part's chain,
 				      * step.c side_step, sees whether it added one) */
-	struct se_sizes reserve;     /* se_init reserves these (0: its default) */
-	struct se_sizes built;	     /* se_finish: what was staged */
-	struct emit_state em;	     /* the graph as built */
-	struct tally tally;	     /* what the build counted */
-	struct sched_state sc;	     /* the schedule's marks */
-	struct fold_state fo;	     /* folded units */
+	struct se_sizes reserve;       /* se_init reserves these (0: its default) */
+	struct se_sizes built;	       /* se_finish: what was staged */
+	struct emit_state em;	       /* the graph as built */
+	struct tally tally;	       /* what the build counted */
+	struct sched_state sc;	       /* the schedule's marks */
+	struct fold_state fo;	       /* folded units */
 };
 
 /* Templates carried from one build to the next of the same input but its
