@@ -237,22 +237,12 @@ void sim_free(struct sim *s)
 	free(s->inst_last);
 	free(s->inst_keys);
 	free(s->mp_scr);
-	free(s->rem);
-	free(s->rkind);
-	free(s->fold_of);
+	drop_lazy(s);
 	free(s->fst);
 	free(s->fold_busy);
 	VEC_FREE(s->plog);
 	VEC_FREE(s->ptmp);
 	VEC_FREE(s->pcount);
-	free(s->mp_work);
-	free(s->mp_q);
-	free(s->mp_a);
-	free(s->mp_main);
-	free(s->mp_cur);
-	free(s->mp_other);
-	free(s->mp_t);
-	free(s->mp_cnt);
 	for (uint32_t r = 0; s->run && r < s->cap_r; r++)
 		free(s->run[r].v);
 	free(s->run);

@@ -2511,6 +2511,35 @@ static void test_analytic_small(void **state)
 	assert_string_equal(err.msg, "layout: tp 16 is beyond a node of 8 GPUs");
 }
 
+/* The estimate's input the tensor-parallel tests below work by hand: on
+ * *hw (test_node's 25 GB/s links) kernels made near free -- GEMMs and
+ * attention at 1e16 FLOP/s on one SM, no per-tile or per-kernel cost,
+ * memory-bound kernels at 1 PB/s --, 4 layers of b s h = 1 x 8192 x 1024
+ * (16 heads, ffn 4096), tp 2, dp 2, 4 sequences a step. */
+static void tp_layer_in(struct hw_profile *hw, struct analytic_in *in)
+{
+	hw->peak_flops[HW_BF16] = 1e17;
+	hw->hbm_Bps = 1e15;
+	hw->hbm_bytes = 80e9;
+	hw->k.sms = 1;
+	hw->k.gemm[HW_BF16] = (struct hw_gemm){1e16, 0, 0, {1, 1, 1}, 1};
+	hw->k.attn[HW_BF16] = (struct hw_attn){{1e16, 1e16}, {0, 0}, 0, 1, 1};
+	for (int k = 0; k < HW_MEM_NKINDS; k++)
+		hw->k.mem_eff[k] = 1;
+	analytic_in_default(in);
+	in->hw = hw;
+	in->m = (struct llm){.layers = 4,
+			     .hidden = 1024,
+			     .heads = 16,
+			     .ffn = 4096,
+			     .seq = 8192,
+			     .vocab = 32000,
+			     .name = ""};
+	in->global_batch = 4;
+	in->lay.tp = 2;
+	in->lay.dp = 2;
+}
+
 /*
  * ZeRO-3 (Megatron's, prefetch 1) at tp 2, dp 2 on one node of 25 GB/s
  * links, the kernels near free (10 PFLOP/s, 1 PB/s) and the sequence long
@@ -2535,26 +2564,7 @@ static void test_analytic_zero3_tp(void **state)
 	struct analytic_out out;
 	struct prism_err err;
 	(void)state;
-	hw.peak_flops[HW_BF16] = 1e17;
-	hw.hbm_Bps = 1e15;
-	hw.hbm_bytes = 80e9;
-	hw.k.sms = 1;
-	hw.k.gemm[HW_BF16] = (struct hw_gemm){1e16, 0, 0, {1, 1, 1}, 1};
-	hw.k.attn[HW_BF16] = (struct hw_attn){{1e16, 1e16}, {0, 0}, 0, 1, 1};
-	for (int k = 0; k < HW_MEM_NKINDS; k++)
-		hw.k.mem_eff[k] = 1;
-	analytic_in_default(&in);
-	in.hw = &hw;
-	in.m = (struct llm){.layers = 4,
-			    .hidden = 1024,
-			    .heads = 16,
-			    .ffn = 4096,
-			    .seq = 8192,
-			    .vocab = 32000,
-			    .name = ""};
-	in.global_batch = 4;
-	in.lay.tp = 2;
-	in.lay.dp = 2;
+	tp_layer_in(&hw, &in);
 	in.lay.zero = 3;
 	in.comm_eff = 1.0;
 	prism_err_clear(&err);
@@ -2595,26 +2605,7 @@ static void test_analytic_sp_tp(void **state)
 	struct prism_err err;
 	(void)state;
 	hw.coll_base_s = 10e-6;
-	hw.peak_flops[HW_BF16] = 1e17;
-	hw.hbm_Bps = 1e15;
-	hw.hbm_bytes = 80e9;
-	hw.k.sms = 1;
-	hw.k.gemm[HW_BF16] = (struct hw_gemm){1e16, 0, 0, {1, 1, 1}, 1};
-	hw.k.attn[HW_BF16] = (struct hw_attn){{1e16, 1e16}, {0, 0}, 0, 1, 1};
-	for (int k = 0; k < HW_MEM_NKINDS; k++)
-		hw.k.mem_eff[k] = 1;
-	analytic_in_default(&in);
-	in.hw = &hw;
-	in.m = (struct llm){.layers = 4,
-			    .hidden = 1024,
-			    .heads = 16,
-			    .ffn = 4096,
-			    .seq = 8192,
-			    .vocab = 32000,
-			    .name = ""};
-	in.global_batch = 4;
-	in.lay.tp = 2;
-	in.lay.dp = 2;
+	tp_layer_in(&hw, &in);
 	in.lay.sp = 1;
 	in.comm_eff = 1.0;
 	prism_err_clear(&err);

@@ -1294,6 +1294,18 @@ static void bound_more(const struct synth_in *in, double lb)
 	}
 }
 
+/* GPT-3 1.3B's shape (configs/models/gpt3-1.3b.cfg), the tests' own copy. */
+static struct llm gpt3_1_3b(void)
+{
+	return (struct llm){.layers = 24,
+			    .hidden = 2048,
+			    .heads = 16,
+			    .ffn = 8192,
+			    .seq = 2048,
+			    .vocab = 51200,
+			    .name = "gpt3-1.3b"};
+}
+
 /* synth_lower_bound: below the simulated time of every layout, whatever
  * the schedule, tensor, pipeline and data parallelism, recomputation and
  * sequence parallelism; and equal to it (within 1%) where only GEMMs and
@@ -1331,13 +1343,7 @@ static void test_lower_bound(void **state)
 		struct prism_err err;
 		double lb;
 		small(&in);
-		in.m = (struct llm){.layers = 24,
-				    .hidden = 2048,
-				    .heads = 16,
-				    .ffn = 8192,
-				    .seq = 2048,
-				    .vocab = 51200,
-				    .name = "gpt3-1.3b"};
+		in.m = gpt3_1_3b();
 		in.lay.tp = x[0];
 		in.lay.pp = x[1];
 		in.lay.dp = x[2];
@@ -5523,13 +5529,7 @@ static void test_zero3_tp_overlap(void **state)
 		struct predict_out p;
 		struct prism_err err;
 		small(&in);
-		in.m = (struct llm){.layers = 24,
-				    .hidden = 2048,
-				    .heads = 16,
-				    .ffn = 8192,
-				    .seq = 2048,
-				    .vocab = 51200,
-				    .name = "gpt3-1.3b"};
+		in.m = gpt3_1_3b();
 		in.lay.tp = layouts[i][0];
 		in.lay.dp = layouts[i][1];
 		in.lay.mbs = layouts[i][2];
