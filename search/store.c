@@ -534,7 +534,8 @@ static void insert_sql(char *sql, size_t n)
  * is bound where it lies, not copied (SQLITE_STATIC: a copy was a malloc
  * and a free per named knob of every row): a name from its knob's static
  * table, a partition written into part (n bytes), which must outlive the
- * row's sqlite3_step. */
+ * row's sqlite3_step.  One buffer serves because the partition is the one
+ * LK_PART knob: a second would need its own. */
 static void bind_knob(sqlite3_stmt *st, int i, const struct synth_in *in, const struct layout *r,
 		      int k, char *part, size_t n)
 {
