@@ -226,6 +226,9 @@ static void test_agreement(void **state)
 	    {1, 4, 1, 1, 16, LAYOUT_1F1B, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10, 0},
 	    {2, 4, 2, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 0, 1, HW_BF16, 2, 0, 10,
 	     0},
+	    /* fp8 interleaved: an amax all-reduce each chunk's unit */
+	    {2, 4, 2, 2, 8, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 0, 1, 1, HW_FP8, 2, 0, 10,
+	     0},
 	    {1, 2, 1, 4, 4, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_SELECTIVE, 0, 0, 1, HW_BF16, 2, 0,
 	     10, 0},
 	    {2, 2, 4, 1, 5, LAYOUT_1F1B, LAYOUT_RECOMPUTE_FULL, 1, 1, 1, HW_BF16, 2, 0, 10, 0},
@@ -805,32 +808,39 @@ static void test_cp_moe_forms(void **state)
 		int tp, sp, pp, dp, cp, cp_comm, experts, ep, zero, m;
 		int vp, a2ao; /* interleaved with vp > 1; the 1F1B all-to-all overlap
 			       * (2: dualpipev, its F&B pairs merged) */
+		int fp8;      /* fp8, delayed scaling: each unit's amax all-reduce */
 	} cases[] = {
-	    {1, 0, 2, 1, 4, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0},
-	    {2, 1, 2, 1, 2, LAYOUT_CP_ALLGATHER, 0, 1, 1, 40, 1, 0},
-	    {1, 0, 2, 2, 4, LAYOUT_CP_A2A, 0, 1, 0, 40, 1, 0},
-	    {2, 1, 2, 1, 8, LAYOUT_CP_A2A_P2P, 0, 1, 1, 40, 1, 0},
-	    {1, 0, 2, 4, 1, LAYOUT_CP_P2P, 8, 2, 0, 40, 1, 0},	     /* edp 2 */
-	    {1, 0, 2, 8, 1, LAYOUT_CP_P2P, 8, 2, 1, 40, 1, 0},	     /* edp 4, ZeRO-1 */
-	    {1, 0, 2, 2, 2, LAYOUT_CP_ALLGATHER, 8, 2, 1, 40, 1, 0}, /* edp 2 over dp x cp */
-	    {1, 0, 2, 2, 2, LAYOUT_CP_A2A, 8, 2, 0, 40, 1, 0},	     /* edp 2, heads scattered */
+	    {1, 0, 2, 1, 4, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0, 0},
+	    {2, 1, 2, 1, 2, LAYOUT_CP_ALLGATHER, 0, 1, 1, 40, 1, 0, 0},
+	    {1, 0, 2, 2, 4, LAYOUT_CP_A2A, 0, 1, 0, 40, 1, 0, 0},
+	    {2, 1, 2, 1, 8, LAYOUT_CP_A2A_P2P, 0, 1, 1, 40, 1, 0, 0},
+	    {1, 0, 2, 4, 1, LAYOUT_CP_P2P, 8, 2, 0, 40, 1, 0, 0},	/* edp 2 */
+	    {1, 0, 2, 8, 1, LAYOUT_CP_P2P, 8, 2, 1, 40, 1, 0, 0},	/* edp 4, ZeRO-1 */
+	    {1, 0, 2, 2, 2, LAYOUT_CP_ALLGATHER, 8, 2, 1, 40, 1, 0, 0}, /* edp 2 over dp x cp */
+	    {1, 0, 2, 2, 2, LAYOUT_CP_A2A, 8, 2, 0, 40, 1, 0, 0},	/* edp 2, heads scattered */
 	    /* The 1F1B all-to-all overlap's merged units: pp 1 (the first
 	     * forward and last backward alone), tp with sequence
 	     * parallelism, cp, and interleaved (one more warm-up forward). */
-	    {1, 0, 1, 4, 1, LAYOUT_CP_P2P, 8, 2, 1, 40, 1, 1},
-	    {2, 1, 1, 2, 1, LAYOUT_CP_P2P, 8, 4, 0, 40, 1, 1},
-	    {1, 0, 1, 2, 2, LAYOUT_CP_ALLGATHER, 8, 2, 0, 40, 1, 1},
-	    {1, 0, 2, 2, 1, LAYOUT_CP_P2P, 8, 2, 1, 40, 2, 1},
-	    {1, 0, 2, 2, 1, LAYOUT_CP_P2P, 8, 2, 0, 40, 1, 2},
+	    {1, 0, 1, 4, 1, LAYOUT_CP_P2P, 8, 2, 1, 40, 1, 1, 0},
+	    {2, 1, 1, 2, 1, LAYOUT_CP_P2P, 8, 4, 0, 40, 1, 1, 0},
+	    {1, 0, 1, 2, 2, LAYOUT_CP_ALLGATHER, 8, 2, 0, 40, 1, 1, 0},
+	    {1, 0, 2, 2, 1, LAYOUT_CP_P2P, 8, 2, 1, 40, 2, 1, 0},
+	    {1, 0, 2, 2, 1, LAYOUT_CP_P2P, 8, 2, 0, 40, 1, 2, 0},
+	    /* fp8 under delayed scaling: an amax all-reduce over tp x dp x
+	     * cp and its update each unit, plain, merged and in DualPipeV's
+	     * pairs. */
+	    {1, 0, 2, 2, 2, LAYOUT_CP_P2P, 8, 2, 0, 40, 1, 0, 1},
+	    {1, 0, 2, 2, 1, LAYOUT_CP_P2P, 8, 2, 1, 40, 2, 1, 1},
+	    {1, 0, 2, 2, 1, LAYOUT_CP_P2P, 8, 2, 0, 40, 1, 2, 1},
 	    /* Large cp (the issue's Llama 405B runs cp 16): each form at
 	     * cp 8 and 16, the ring's 16 steps a layer each a transfer
 	     * beside an attention step (contended: docs/MODEL.md,
 	     * "Contention"). */
-	    {1, 0, 2, 1, 16, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0},
-	    {1, 0, 2, 1, 8, LAYOUT_CP_P2P, 0, 1, 1, 40, 1, 0},
-	    {1, 0, 2, 1, 8, LAYOUT_CP_ALLGATHER, 0, 1, 0, 40, 1, 0},
-	    {1, 0, 2, 1, 8, LAYOUT_CP_A2A, 0, 1, 0, 40, 1, 0},
-	    {1, 0, 2, 1, 16, LAYOUT_CP_A2A_P2P, 0, 1, 0, 40, 1, 0},
+	    {1, 0, 2, 1, 16, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0, 0},
+	    {1, 0, 2, 1, 8, LAYOUT_CP_P2P, 0, 1, 1, 40, 1, 0, 0},
+	    {1, 0, 2, 1, 8, LAYOUT_CP_ALLGATHER, 0, 1, 0, 40, 1, 0, 0},
+	    {1, 0, 2, 1, 8, LAYOUT_CP_A2A, 0, 1, 0, 40, 1, 0, 0},
+	    {1, 0, 2, 1, 16, LAYOUT_CP_A2A_P2P, 0, 1, 0, 40, 1, 0, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -856,6 +866,8 @@ static void test_cp_moe_forms(void **state)
 			in.lay.schedule = LAYOUT_INTERLEAVED;
 		}
 		in.lay.moe_a2a_overlap = cases[i].a2ao == 1;
+		if (cases[i].fp8)
+			in.lay.dtype = HW_FP8;
 		if (cases[i].a2ao == 2)
 			in.lay.schedule = LAYOUT_DUALPIPEV;
 		/* Each cp rank holds small()'s 1,024 tokens, four a

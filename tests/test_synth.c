@@ -3771,6 +3771,83 @@ static int count_kernels(const struct graph *g, const char *what)
 }
 
 /*
+ * FP8 delayed scaling's amax reduction (docs/MODEL.md "Delayed scaling's
+ * amax reduction"), the small GPT by hand (8 layers, 4 fp8 GEMMs a layer:
+ * QKV, projection, FC1, FC2) at tp 2, pp 2, dp 2, 4 microbatches: stage
+ * 0's chunk of 4 layers has 16 GEMMs, so each microbatch's forward
+ * all-reduces 16 x 3 = 48 fp32 amaxes (192 bytes) and its backward 16 x
+ * 2 = 32 (128 bytes), with MAX over tp x dp = 4 ranks on the compute
+ * stream, each followed by one fused update of 48 (32) histories of 1024:
+ * 48 x (8 x 1024 + 16) = 393,984 bytes (262,656).  Rank 0 runs 4 + 4 of
+ * each a step.  Interleaved (vp 2): 2-layer chunks, 8 GEMMs, 96 and 64
+ * bytes, 8 + 8 a step.  The optimizer's per-layer update is gone; bf16
+ * and current scaling have neither.
+ */
+static void test_fp8_amax_reduce(void **state)
+{
+	static const struct {
+		int dtype, recipe, vp;
+		int64_t fb, bb; /* the all-reduces' bytes, forward and backward */
+		int n;		/* of each, rank 0, a step */
+	} want[] = {{HW_FP8, LAYOUT_FP8_DELAYED, 1, 192, 128, 4},
+		    {HW_FP8, LAYOUT_FP8_DELAYED, 2, 96, 64, 8},
+		    {HW_BF16, LAYOUT_FP8_DELAYED, 1, 0, 0, 0},
+		    {HW_FP8, LAYOUT_FP8_CURRENT, 1, 0, 0, 0}};
+	(void)state;
+	assert_true(synth_amax_update_bytes(48) == 393984);
+	assert_true(synth_amax_update_bytes(32) == 262656);
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		int nf = 0, nb = 0, other = 0, upd, steps;
+		uint32_t upd_proc = UINT32_MAX;
+		small(&in);
+		in.lay.tp = 2;
+		in.lay.pp = 2;
+		in.lay.dp = 2;
+		in.lay.microbatches = 4;
+		if (want[k].vp > 1) {
+			in.lay.vp = want[k].vp;
+			in.lay.schedule = LAYOUT_INTERLEAVED;
+		}
+		in.lay.dtype = want[k].dtype;
+		in.lay.fp8_recipe = want[k].recipe;
+		steps = in.steps;
+		assert_int_equal(synth_amax_group(&in).n, 4);
+		g = build(&in, &so, &st);
+		for (uint32_t u = 0; u < g->n_nodes; u++)
+			if (g->kind[u] >= GN_KERNEL && g->procs[g->proc[u]].rank == 0 &&
+			    strstr(strtab_get(&g->st, g->name[u]),
+				   "te_fused_amax_and_scale_update"))
+				upd_proc = g->proc[u];
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			const struct graph_coll *x = &g->colls[i];
+			uint32_t pr = g->proc[x->node];
+			if (x->kind != GC_ALL_REDUCE || g->procs[pr].rank != 0 ||
+			    strcmp(strtab_get(&g->st, x->pg), "amax.0") != 0)
+				continue;
+			assert_int_equal(x->group_size, 4);
+			assert_int_equal(pr, upd_proc); /* on the compute stream */
+			nf += x->bytes == want[k].fb;
+			nb += x->bytes == want[k].bb;
+			other += x->bytes != want[k].fb && x->bytes != want[k].bb;
+		}
+		upd = count_kernels(g, "te_fused_amax_and_scale_update");
+		print_message("amax %zu: %d forward, %d backward all-reduces, %d updates\n", k, nf,
+			      nb, upd);
+		assert_int_equal(nf, want[k].n * steps);
+		assert_int_equal(nb, want[k].n * steps);
+		assert_int_equal(other, 0);
+		assert_int_equal(upd, 2 * want[k].n * steps);
+		assert_int_equal(count_kernels(g, "te_delayed_scaling_amax_and_scale_update"), 0);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+}
+
+/*
  * A multi-token-prediction depth's extra work (Megatron-LM's
  * multi_token_prediction.py; its FLOPs as num_floating_point_operations
  * counts them), the small GPT model by hand (h 1024, ffn 4096, s 1024, V
@@ -5787,6 +5864,7 @@ int main(void)
 	    cmocka_unit_test(test_cp_ring),
 	    cmocka_unit_test(test_cp_allgather),
 	    cmocka_unit_test(test_sp_fp8_gather),
+	    cmocka_unit_test(test_fp8_amax_reduce),
 	    cmocka_unit_test(test_cp_a2a),
 	    cmocka_unit_test(test_cp_layout),
 	    cmocka_unit_test(test_exec_host_bound),

@@ -68,6 +68,9 @@ struct terms {
 	 * host's forward and backward, tensor-parallel collectives (one
 	 * round of a transformer layer's two: half of ar). */
 	double kf[LLM_KINDS], kb[LLM_KINDS], khf[LLM_KINDS], khb[LLM_KINDS], kar[LLM_KINDS];
+	/* Each stage's fp8 amax reductions and updates, a microbatch
+	 * (synth_stage_amax_s; 0 but under delayed scaling). */
+	double amax[LAYOUT_MAX_STAGES];
 };
 
 /* Context parallelism's exposed time a layer.  Ring attention: cp - 1
@@ -195,6 +198,8 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	synth_extra_times(&T->si, &T->emb, &T->head);
 	synth_extra_host(&T->si, &T->eh);
 	synth_stage_host(&T->si, T->sh);
+	for (int s = 0; s < l->pp && s < LAYOUT_MAX_STAGES; s++)
+		T->amax[s] = synth_stage_amax_s(&T->si, s);
 	mem_param_bytes(&T->lay, &T->wb, &T->gb, &T->ob);
 	if (tp > 1) {
 		if (comm_time(hw, GC_ALL_REDUCE, act_bytes, (struct comm_group){tp, tp},
@@ -651,7 +656,7 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 	}
 	e->c = (gf + gb + e->emb + e->head) / in->compute_eff;
 	e->xf = in->lay.pp_overlap ? T->p2p : 0;
-	e->gs = e->c + ar + T->p2p - e->xf;
+	e->gs = e->c + ar + T->p2p + T->amax[s] - e->xf;
 	e->bwd = fmax(e->gs * (gf + gb > 0 ? gb / (gf + gb) : 0.5), hb);
 	e->gf = e->gs * (gf + gb > 0 ? gf / (gf + gb) : 0.5);
 	e->hfw = hf;
@@ -692,6 +697,7 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 		if (layout_cp(l) > 1)
 			slot += n * T->cp_ring;
 	}
+	slot += T->amax[s];
 	/* With pp_overlap the compute stream never waits for its sends, and
 	 * in the steady state a stage's inputs come while it computes: the
 	 * transfers lie on the fill and drain (pipe_ends), not in the slot

@@ -144,6 +144,67 @@ double synth_layer_tp_s(const struct synth_in *in, double *fwd_s)
 	return c.dry_comm_s;
 }
 
+/* Layer `layer`'s fp8 GEMMs, as its forward counts them (layer.c
+ * fp8_gemms). */
+static double layer_fp8_gemms(const struct synth_in *in, const struct shape *z, int layer)
+{
+	struct ctx c;
+	struct rankst rk;
+	dry_ctx(&c, &rk, in);
+	c.dry_kind = llm_layer_kind(&in->m, layer);
+	rk.mb = 1;
+	rk.phase = PH_FORWARD;
+	rk.layer = layer;
+	sl_layer_fwd(&c, 0, z);
+	return rk.fp8_gemms;
+}
+
+double ss_chunk_fp8_gemms(const struct synth_in *in, const struct layout *lay, int stage, int ch)
+{
+	struct shape z;
+	/* A layer's count by its kind and whether it has experts: a few
+	 * dry forwards, not one a layer. */
+	double memo[LLM_KINDS][2], g = 0;
+	int seen[LLM_KINDS][2] = {{0}};
+	int l0 = layout_chunk_first(&in->m, lay, stage, ch),
+	    nl = layout_chunk_layers(&in->m, lay, stage, ch);
+
+	if (!sl_low_precision(in->lay.dtype))
+		return 0;
+	sl_shape(in, &z);
+	for (int l = l0; l < l0 + nl; l++) {
+		int k = llm_layer_kind(&in->m, l), e = llm_is_moe_layer(&in->m, l);
+		if (!seen[k][e]) {
+			memo[k][e] = layer_fp8_gemms(in, &z, l);
+			seen[k][e] = 1;
+		}
+		g += memo[k][e];
+	}
+	return g;
+}
+
+double synth_stage_amax_s(const struct synth_in *in, int stage)
+{
+	struct ctx c;
+	struct rankst rk;
+
+	if (in->lay.dtype != HW_FP8 || in->lay.fp8_recipe != LAYOUT_FP8_DELAYED)
+		return 0;
+	dry_ctx(&c, &rk, in);
+	c.dry_comm = 1;
+	synth_mem_layout(in, &c.lay);
+	rk.mb = 1;
+	rk.layer = -1;
+	for (int ch = 0; ch < layout_stage_chunks(&c.lay); ch++) {
+		double g = ss_chunk_fp8_gemms(in, &c.lay, stage, ch);
+		rk.phase = PH_FORWARD;
+		ss_amax_update(&c, 0, g, 1);
+		rk.phase = PH_BACKWARD;
+		ss_amax_update(&c, 0, g, 0);
+	}
+	return c.dry_s + c.dry_comm_s;
+}
+
 /* The first layer of kind k (0 where there is none). */
 static int first_of_kind(const struct llm *m, int k)
 {

@@ -594,6 +594,15 @@ static void lowp_cast(struct ctx *c, int r, const char *what, double n, int of)
 	}
 }
 
+/* n fp8 (fp4) GEMMs of a module's forward built: Transformer Engine keeps
+ * each one's amaxes for the autocast's reduction (step.c amax_update); a
+ * GroupedLinear's experts are a GEMM each (its num_gemms). */
+static void fp8_gemms(struct ctx *c, int r, double n)
+{
+	if (!sl_skip(c) && c->rk[r].phase == PH_FORWARD)
+		c->rk[r].fp8_gemms += n;
+}
+
 /* Whether a weight is quantised here: on the step's first microbatch,
  * its copies kept for the others and for the backward, or in every
  * microbatch's forward where the recipe keeps none
@@ -624,6 +633,7 @@ static void linear_fwd_of(struct ctx *c, int r, const char *name, double m, doub
 			  int of)
 {
 	if (sl_low_precision(c->in->lay.dtype)) {
+		fp8_gemms(c, r, 1);
 		lowp_cast(c, r, "input", m * k, of);
 		if (weight_cast_now(c, r))
 			lowp_cast(c, r, "weight", k * n, KPERF_CAST_WEIGHT);
@@ -1256,6 +1266,7 @@ static void moe_fwd(struct ctx *c, int r, const struct shape *z)
 	moe_dispatch(c, r, z, 0);
 	moe_pad(c, r, z, "moe_fp8_padding");
 	if (sl_low_precision(c->in->lay.dtype)) {
+		fp8_gemms(c, r, 2.0 * z->eloc); /* FC1 and FC2: GroupedLinear's num_gemms each */
 		lowp_cast(c, r, "input", z->M * z->h, KPERF_CAST_ACT);
 		if (weight_cast_now(c, r))
 			lowp_cast(c, r, "weight", z->eloc * z->h * (z->fe_in + z->fe) / z->etp,

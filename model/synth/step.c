@@ -613,6 +613,89 @@ static struct issued offload_copy(struct ctx *c, int r, int layer, int out)
 	return x;
 }
 
+/* Megatron-LM's amax reduction group (parallel_state.py
+ * get_amax_reduction_group(with_context_parallel=True)): the stage's tp x
+ * dp x cp ranks, consecutive. */
+struct comm_group synth_amax_group(const struct synth_in *in)
+{
+	int st = in->lay.tp * layout_dpc(&in->lay);
+	return (struct comm_group){st, comm_per_domain(st, hw_domain(in->hw))};
+}
+
+double synth_amax_update_bytes(double amaxes)
+{
+	/* Each amax's history (SYNTH_AMAX_HISTORY fp32 values) read and
+	 * written rolled, the new amax read, the scale read and the scale
+	 * and its inverse written. */
+	return amaxes * (8.0 * SYNTH_AMAX_HISTORY + 16);
+}
+
+/* FP8 delayed scaling (Transformer Engine's DelayedScaling, as Megatron-LM
+ * runs it: one autocast around a chunk's transformer block,
+ * transformer_block.py use_outer_fp8_context): the amaxes of the chunk's
+ * `gemms` fp8 GEMMs (3 a GEMM forward, 2 backward: module/base.py
+ * num_fp8_tensors), fp32, concatenated and all-reduced with MAX over
+ * synth_amax_group on the compute stream (quantization.py
+ * reduce_and_update_fp8_tensors: torch.distributed.all_reduce,
+ * async_op=False), then every history and scale updated in one kernel
+ * (tex.fused_amax_and_scale_update_after_reduction).  Forward at the
+ * autocast's exit, backward in the backward of its first fp8 module (the
+ * chunk's first layer's).  None for the other recipes (their buffer is
+ * empty) and in a data-parallel dry run (ss_dp_host). */
+static int delayed_fp8(const struct ctx *c)
+{
+	return c->in->lay.dtype == HW_FP8 && c->in->lay.fp8_recipe == LAYOUT_FP8_DELAYED;
+}
+
+static void amax_run(struct ctx *c, int r, double gemms, int fwd)
+{
+	double n = gemms * (fwd ? 3 : 2);
+	struct comm_group g = synth_amax_group(c->in);
+	char pg[32];
+
+	if (!delayed_fp8(c) || !(n > 0) || c->dry_dp)
+		return;
+	if (g.n > 1) {
+		rank_pg(c, "amax", r, pg, sizeof(pg));
+		se_collective(c, r, S_COMPUTE, GC_ALL_REDUCE,
+			      "ncclDevKernel_AllReduce_Max_f32_RING_LL", 4 * n, g, pg);
+	}
+	sl_kernel(c, r, KC_ELEMENTWISE, "te_fused_amax_and_scale_update",
+		  synth_amax_update_bytes(n));
+}
+
+void ss_amax_update(struct ctx *c, int r, double gemms, int fwd)
+{
+	amax_run(c, r, gemms, fwd);
+}
+
+/* The fp8 GEMMs of chunk ch of stage s (ss_chunk_fp8_gemms), counted once
+ * a build: the same for every unit of the chunk, built or repeated. */
+static double amax_gemms(struct ctx *c, int s, int ch, const struct shape *z)
+{
+	size_t n = (size_t)z->p * (size_t)z->v, i = (size_t)s * (size_t)z->v + (size_t)ch;
+	if (c->sc.amax_gemms.n != n) {
+		if (VEC_RESERVE(c->sc.amax_gemms, n)) {
+			c->oom = 1;
+			return 0;
+		}
+		for (size_t k = 0; k < n; k++)
+			c->sc.amax_gemms.v[k] = -1;
+		c->sc.amax_gemms.n = n;
+	}
+	if (c->sc.amax_gemms.v[i] < 0)
+		c->sc.amax_gemms.v[i] = ss_chunk_fp8_gemms(c->in, &c->lay, s, ch);
+	return c->sc.amax_gemms.v[i];
+}
+
+/* Chunk ch's amax reduction and update on stage s (rank r), forward or
+ * backward (amax_run). */
+static void amax_update(struct ctx *c, int r, int s, int ch, const struct shape *z, int fwd)
+{
+	if (delayed_fp8(c) && !c->dry_dp)
+		amax_run(c, r, amax_gemms(c, s, ch, z), fwd);
+}
+
 /* A forward unit of chunk ch of stage s: the activations received from
  * the stage before, the embedding (first chunk), the chunk's layers, each
  * after its gathers (gather_before: depth, ids), the head (last chunk),
@@ -654,6 +737,7 @@ static void unit_fwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 			off[l] = offload_copy(c, r, l0 + l, 1);
 	}
 	c->rk[r].layer = -1;
+	amax_update(c, r, s, ch, z, 1);
 	if (last_chunk && !in->bare) {
 		/* The head's weights stay gathered for its backward (as
 		 * torchtitan leaves the output layer unsharded). */
@@ -718,6 +802,8 @@ static void unit_bwd(struct ctx *c, int s, int ch, const struct shape *z, int de
 			layer_grads(c, r, z, l0 + l);
 	}
 	c->rk[r].layer = -1;
+	if (pass != SL_PASS_W)
+		amax_update(c, r, s, ch, z, 0);
 	if (first_chunk && !in->bare) {
 		in_pass(c, pass, sl_embed_bwd, r, z);
 		if (reduce && !lora(c))
@@ -1012,6 +1098,17 @@ static void unit_pair(struct ctx *c, int s, int chf, int mbf, int chb, int mbb, 
 			if (pair_turns[t] == 0 && done >= 0 && reduce)
 				layer_grads(c, r, z, done);
 		}
+	/* The amax reductions after both sides' layers (one autocast around
+	 * the pair: combined_1f1b.py's outer_fp8_context), the backward's
+	 * first (in its first fp8 module), then the forward's at the exit. */
+	if (hb) {
+		set_ann(c, r, -1, PH_BACKWARD, mbb);
+		amax_update(c, r, s, chb, z, 0);
+	}
+	if (hf) {
+		set_ann(c, r, -1, PH_FORWARD, mbf);
+		amax_update(c, r, s, chf, z, 1);
+	}
 	if (hf) {
 		set_ann(c, r, -1, PH_FORWARD, mbf);
 		if (last_chunk_of(c, z, s, chf) && !in->bare) {
@@ -1170,8 +1267,8 @@ enum { OPT_UNSCALE, OPT_NORM, OPT_UPDATE };
 
 /* Pass `pass`'s kernels for np_ local parameters (of one layer, or of the
  * embedding or head), their bytes from the optimizer's precision
- * (mem_opt_traffic); amax: the layer's fp8 scaling update. */
-static void adam(struct ctx *c, int r, double np_, int amax, int pass)
+ * (mem_opt_traffic).  (fp8's amax update: per microbatch, amax_update.) */
+static void adam(struct ctx *c, int r, double np_, int pass)
 {
 	const struct synth_in *in = c->in;
 	struct mem_opt_traffic t;
@@ -1198,12 +1295,6 @@ static void adam(struct ctx *c, int r, double np_, int amax, int pass)
 		sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<ScaleFunctor>",
 			  t.scale * np_);
 	sl_kernel(c, r, KC_OPTIMIZER, "multi_tensor_apply_kernel<FusedAdam>", np_ * t.adam);
-	/* FP8 under delayed scaling: the amax history and scale update of
-	 * the layer's tensors, one small kernel (Transformer Engine's
-	 * DelayedScaling; the other recipes scale from the tensor itself). */
-	if (amax && in->lay.dtype == HW_FP8 && in->lay.fp8_recipe == LAYOUT_FP8_DELAYED)
-		sl_kernel(c, r, KC_ELEMENTWISE, "te_delayed_scaling_amax_and_scale_update",
-			  3 * 8 * 1024 * 4.0);
 }
 
 /* Megatron-LM's grad_stats_parallel_group, over which the gradient
@@ -1344,21 +1435,21 @@ static void opt_pass(struct ctx *c, int r, const struct shape *z, double share, 
 		for (int i = 0; i < nl; i++) {
 			set_ann(c, r, l0 + i, PH_OPTIMIZER, -1);
 			if (z->moe && llm_is_moe_layer(m, l0 + i))
-				adam(c, r, z->md * share + z->me * eshare, 1, pass);
+				adam(c, r, z->md * share + z->me * eshare, pass);
 			else
-				adam(c, r, layer_train(c, z, l0 + i) * share, 1, pass);
+				adam(c, r, layer_train(c, z, l0 + i) * share, pass);
 		}
 	}
 	set_ann(c, r, -1, PH_OPTIMIZER, -1);
 	for (int k = 0; r == z->head && !c->in->bare && k < m->mtp_layers; k++)
 		if (z->moe && llm_is_moe_layer(m, m->layers - 1))
-			adam(c, r, z->md * share + z->me * eshare, 1, pass);
+			adam(c, r, z->md * share + z->me * eshare, pass);
 		else
-			adam(c, r, layer_params_of(c, z, m->layers - 1) * share, 1, pass);
+			adam(c, r, layer_params_of(c, z, m->layers - 1) * share, pass);
 	if (embed_params(c, r) > 0 && !lora(c))
-		adam(c, r, embed_params(c, r) * share, 0, pass);
+		adam(c, r, embed_params(c, r) * share, pass);
 	if (head_params(c, r) > 0 && !lora(c))
-		adam(c, r, head_params(c, r) * share, 0, pass);
+		adam(c, r, head_params(c, r) * share, pass);
 }
 
 /* ZeRO-1/2 after the optimizer: each layer's updated weights (a

@@ -385,5 +385,6 @@ done:
 	VEC_FREE(c.sc.unit_last);
 	VEC_FREE(c.sc.copies);
 	VEC_FREE(c.sc.gathers);
+	VEC_FREE(c.sc.amax_gemms);
 	return rc;
 }

@@ -186,8 +186,8 @@ struct synth_stage_host {
 	double dp_fwd_s, dp_bwd_s, dp_last_s;
 	double opt_gpu_s; /* the optimizer step's kernels' GPU time, the
 			   * same dry run timed: fp16's unscale, the
-			   * clipping norm and scale, the update, fp8's
-			   * amax update (its collectives not in it) */
+			   * clipping norm and scale, the update (its
+			   * collectives not in it) */
 };
 void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st);
 
@@ -209,6 +209,16 @@ void synth_extra_times(const struct synth_in *in, double *emb_s, double *head_s)
  * forward's alone in *fwd_s where not NULL.  The analytic estimate's
  * tensor-parallel term. */
 double synth_layer_tp_s(const struct synth_in *in, double *fwd_s);
+
+/* FP8 delayed scaling's amax reduction (step.c amax_update): the group it
+ * is all-reduced over (tp x dp x cp), the bytes of the fused history and
+ * scale update of `amaxes` amaxes (histories of SYNTH_AMAX_HISTORY), and
+ * the time of stage s's reductions and updates in one microbatch, forward
+ * and backward, every chunk (0 under the other recipes and dtypes). */
+#define SYNTH_AMAX_HISTORY 1024
+struct comm_group synth_amax_group(const struct synth_in *in);
+double synth_amax_update_bytes(double amaxes);
+double synth_stage_amax_s(const struct synth_in *in, int stage);
 
 /* Parameters outside the layers on one GPU of pipeline stage `stage`, in
  * the order the backward completes their gradients: *first the output

@@ -219,6 +219,8 @@ struct rankst {
 	double bucket;		    /* gradients ready and not yet reduced, parameters */
 	double ebucket;		    /* the same for the routed experts' (their own group) */
 	int64_t region;		    /* the host region (synth_host) last launched in, 0: none */
+	double fp8_gemms;	    /* fp8 (fp4) GEMMs built forward so far (a dry
+				     * run's count: ss_chunk_fp8_gemms) */
 };
 
 /* The graph as built: the writer (gwrite.h) holds the tasks as added
@@ -286,6 +288,10 @@ struct sched_state {
 	 * gathers (gather_before). */
 	VEC(struct issued) copies;
 	VEC(struct issued) gathers;
+	/* Each (stage, chunk)'s fp8 GEMMs (ss_chunk_fp8_gemms, counted on
+	 * first use; -1: not yet) for its amax reductions (step.c
+	 * amax_update; stage x v + chunk). */
+	VEC(double) amax_gemms;
 };
 
 /* Folded units (in->units): templates and their parts, the marks of the
@@ -688,6 +694,16 @@ void ss_transfers(struct ctx *c, int s, const struct shape *z, double *fwd_s, do
  * backward with overlap_grad, after the stage's last backward without). */
 void ss_dp_host(struct ctx *c, int s, const struct shape *z, double *fwd_s, double *bwd_s,
 		double *last_s);
+
+/* FP8 delayed scaling's amax all-reduce and fused update for `gemms` fp8
+ * GEMMs of a chunk, forward (fwd) or backward, on rank r (step.c
+ * amax_update; bound.c times it dry). */
+void ss_amax_update(struct ctx *c, int r, double gemms, int fwd);
+
+/* The fp8 (fp4) GEMMs of chunk ch of stage s under partition lay, as
+ * their forwards build them (bound.c, a dry forward of each kind of
+ * layer; layer.c fp8_gemms). */
+double ss_chunk_fp8_gemms(const struct synth_in *in, const struct layout *lay, int s, int ch);
 
 /* A dry ctx's layer `layer` of rank r, forward (fwd) or backward, as the
  * 1F1B all-to-all overlap's merged units build it (unit_pair): its parts
