@@ -2897,7 +2897,7 @@ static void test_mla_layer(void **state)
 	} runs[] = {
 	    {1, 0, fwd1, "", ""},
 	    {8, 1, fwd8, "AG 524288;AG 12582912;AG 4194304;RS 58720256;AG 58720256;RS 58720256",
-	     "RS 58720256;AG 58720256;AG 58720256;RS 4194304;RS 12582912;RS 524288;AG 58720256;"
+	     "AG 58720256;AG 58720256;RS 4194304;RS 12582912;RS 524288;AG 58720256;RS 58720256;"
 	     "AG 4194304;AG 12582912"},
 	    {2, 0, NULL, "AR 58720256;AR 58720256", "AR 58720256;AR 4194304;AR 12582912"},
 	};
@@ -3563,6 +3563,80 @@ static void test_cp_allgather(void **state)
  * bf16 again; LoRA freezes the weights, so no weight gradient and no
  * re-gather (64 gathers).
  */
+/* A tp 2 sequence-parallel layer's backward (Megatron-LM's layers.py
+ * LinearWithGradAccumulationAndAsyncCommunication.backward): each column-
+ * parallel Linear's (QKV's, FC1's) input gradient, b s h = 1 x 1024 x 1024
+ * bf16 values (2 MiB), is reduce-scattered on the tensor-parallel stream
+ * after its input-gradient GEMM, beside its weight-gradient GEMM (the next
+ * kernel on the compute stream), and the compute stream waits for it
+ * before the norm's backward consumes the gradient.  The forward's stay on
+ * the compute stream. */
+static void test_sp_rs_beside_wgrad(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g;
+	uint32_t comp[2] = {UINT32_MAX, UINT32_MAX};
+	int fwd = 0, side = 0, dx = 0, joined = 0;
+	(void)state;
+	small(&in);
+	in.lay.tp = 2;
+	in.lay.sp = 1;
+	g = build(&in, &so, &st);
+	for (uint32_t i = 0; i < g->n_colls; i++) {
+		uint32_t u = g->colls[i].node, pr = g->proc[u], rk = g->procs[pr].rank;
+		if (g->colls[i].kind != GC_REDUCE_SCATTER)
+			continue;
+		assert_int_equal(g->colls[i].bytes, 2097152);
+		if (comp[rk] == UINT32_MAX)
+			comp[rk] = pr; /* the forward's first: the compute stream */
+		if (pr == comp[rk]) {
+			fwd++;
+			continue;
+		}
+		side++;
+		/* Its predecessor on the compute stream: an input-gradient
+		 * GEMM, the weight-gradient GEMM of the same Linear next. */
+		for (uint32_t v = 0; v < g->n_nodes; v++) {
+			if (g->proc[v] != comp[rk])
+				continue;
+			for (uint32_t e = g->out_off[v]; e < g->out_off[v + 1]; e++) {
+				const char *a = strtab_get(&g->st, g->name[v]), *b;
+				size_t n = strlen(a);
+				if (g->out_dst[e] != u)
+					continue;
+				b = strtab_get(&g->st, g->name[v + 1]);
+				const char *lin = strstr(a, "_qkv_dx") ? "_qkv_dw" : "_fc1_dw";
+				assert_true(n > 3 && strcmp(a + n - 3, "_dx") == 0);
+				assert_true(strstr(a, "_qkv_dx") || strstr(a, "_fc1_dx"));
+				assert_non_null(strstr(b, lin));
+				dx++;
+			}
+		}
+		/* What waits for it: the norm's backward on the compute
+		 * stream. */
+		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
+			uint32_t w = g->out_dst[e];
+			if (g->proc[w] != comp[rk])
+				continue;
+			assert_string_equal(strtab_get(&g->st, g->name[w]),
+					    "layer_norm_grad_input_kernel");
+			joined++;
+		}
+	}
+	print_message("reduce-scatters: %d forward, %d beside the weight gradients "
+		      "(%d after an input gradient, %d waited for)\n",
+		      fwd, side, dx, joined);
+	/* 2 ranks x 4 layers x 2 microbatches x 2 Linears each way */
+	assert_int_equal(fwd, 32);
+	assert_int_equal(side, 32);
+	assert_int_equal(dx, 32);
+	assert_int_equal(joined, 32);
+	synth_out_release(&so);
+	graph_free(g);
+}
+
 static void test_sp_fp8_gather(void **state)
 {
 	static const struct {
@@ -3579,7 +3653,7 @@ static void test_sp_fp8_gather(void **state)
 		struct synth_out so;
 		struct settle_out st;
 		struct graph *g;
-		int a1 = 0, a2 = 0, rs = 0, side = 0;
+		int a1 = 0, a2 = 0, rs = 0, side = 0, rs_side = 0;
 		uint32_t rs_proc[2] = {UINT32_MAX, UINT32_MAX};
 		small(&in);
 		in.lay.tp = 2;
@@ -3595,7 +3669,10 @@ static void test_sp_fp8_gather(void **state)
 			uint32_t pr = g->proc[g->colls[i].node];
 			if (g->colls[i].kind == GC_REDUCE_SCATTER) {
 				assert_int_equal(g->colls[i].bytes, 2097152);
-				rs_proc[g->procs[pr].rank] = pr; /* the compute stream */
+				/* the first (the forward's): the compute stream */
+				if (rs_proc[g->procs[pr].rank] == UINT32_MAX)
+					rs_proc[g->procs[pr].rank] = pr;
+				rs_side += pr != rs_proc[g->procs[pr].rank];
 				rs++;
 			}
 		}
@@ -3611,6 +3688,10 @@ static void test_sp_fp8_gather(void **state)
 			      "reduce-scatters\n",
 			      k, a1, a2, side, rs);
 		assert_int_equal(rs, 64);
+		/* the backward's 32 (2 a layer) beside the weight gradients'
+		 * GEMMs, the forward's on the compute stream; under LoRA the
+		 * frozen weights have none, so none leaves it */
+		assert_int_equal(rs_side, want[k].lora ? 0 : 32);
 		assert_int_equal(side, want[k].lora ? 0 : 32);
 		assert_int_equal(a1, want[k].ag_fp8);
 		assert_int_equal(a2, want[k].ag_bf16);
@@ -5865,6 +5946,7 @@ int main(void)
 	    cmocka_unit_test(test_cp_allgather),
 	    cmocka_unit_test(test_sp_fp8_gather),
 	    cmocka_unit_test(test_fp8_amax_reduce),
+	    cmocka_unit_test(test_sp_rs_beside_wgrad),
 	    cmocka_unit_test(test_cp_a2a),
 	    cmocka_unit_test(test_cp_layout),
 	    cmocka_unit_test(test_exec_host_bound),

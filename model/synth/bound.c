@@ -830,7 +830,8 @@ double synth_lower_bound(const struct synth_in *in)
 	const struct layout *l = &in->lay;
 	const struct llm *m = &in->m;
 	double b = l->mbs, t = l->tp, bs = b * m->seq / layout_cp(l);
-	double att_f = 0, att_b = 0, mlp = 0, tp_f, tp_b, f, bw, af, lb, mfw = 0, mbw = 0, best;
+	double att_f = 0, att_b = 0, mlp = 0, mlp_b = 0, tp_f, tp_b, f, bw, af, lb, mfw = 0,
+	       mbw = 0, best;
 	double fw_w, mw = 0; /* a layer's least weight-gradient GEMMs: its forward GEMMs' */
 	struct hw_profile buf;
 	const struct hw_profile *hw = sl_run_hw(in, &buf); /* at the layout's power */
@@ -848,12 +849,17 @@ double synth_lower_bound(const struct synth_in *in)
 	/* Overlapped with the GEMMs (tp_overlap), the collectives leave the
 	 * compute stream: the bound keeps the GEMMs alone. */
 	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp)) {
-		att_f = att_b = mlp = tp_round_s(in, bs);
+		att_f = att_b = mlp = mlp_b = tp_round_s(in, bs);
+		/* Backward, sequence parallel: the block's reduce-scatter
+		 * runs beside its column-parallel Linear's weight-gradient
+		 * GEMM (linear_bwd_g); the bound keeps the gather alone. */
+		if (l->sp)
+			att_b = mlp_b = tp_coll_s(in, GC_ALL_GATHER, bs, in->m.hidden);
 		if (llm_mla(m))
 			mla_tp_s(in, bs, &att_f, &att_b);
 	}
 	tp_f = att_f + mlp;
-	tp_b = att_b + mlp;
+	tp_b = att_b + mlp_b;
 	/* Backward: its GEMMs and attention, the same collectives, and the
 	 * forward again under full recomputation or, under selective
 	 * recomputation, its modules' (the attention core's; the MLP's GEMMs
@@ -885,7 +891,7 @@ double synth_lower_bound(const struct synth_in *in)
 		kw[LLM_KIND_FULL] = f + bw;
 		for (int k = LLM_KIND_MAMBA; k < LLM_KINDS; k++) {
 			double kf, kb, ka, rf = k == LLM_KIND_ATTN ? att_f : mlp,
-					   rb = k == LLM_KIND_ATTN ? att_b : mlp;
+					   rb = k == LLM_KIND_ATTN ? att_b : mlp_b;
 			if (k == LLM_KIND_MOE && (m->shared_experts == 0 || l->moe_shared_overlap))
 				rf = rb = 0;	      /* no shared experts' round on the stream */
 			if (!llm_kind_layers(m, k)) { /* none of that kind */

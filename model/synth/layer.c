@@ -225,11 +225,20 @@ static void tp_round(struct ctx *c, int r, const struct shape *z, double gb)
 	}
 }
 
-/* The backward's round before a row-parallel Linear's gradient GEMMs: the
- * gather is of its output gradient. */
+/* The backward's collective before a row-parallel Linear's gradient GEMMs:
+ * the all-reduce of its output gradient, or with sequence parallelism that
+ * gradient's all-gather (reduce_scatter_to_sequence_parallel_region's
+ * backward, a synchronous _gather_along_first_dim).  The reduce-scatter of
+ * the block's input gradient is the column-parallel Linear's, beside its
+ * weight-gradient GEMM (linear_bwd_g). */
 static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
 {
-	tp_round(c, r, z, gather_bytes(c, GATHER_GRAD));
+	if (z->t <= 1)
+		return;
+	if (c->in->lay.sp)
+		tp_coll_eb(c, r, z, S_COMPUTE, GC_ALL_GATHER, z->h, gather_bytes(c, GATHER_GRAD));
+	else
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_REDUCE);
 }
 
 /* Tensor-parallel communication overlapped with GEMMs (Megatron-LM's
@@ -694,7 +703,7 @@ static const char *kname(char *buf, const char *head, const char *what, const ch
 static void linear_bwd(struct ctx *c, int r, const char *what, double m, double n, double k,
 		       int bias);
 static void linear_bwd_g(struct ctx *c, int r, const char *what, double m, double n, double k,
-			 int bias, const struct shape *z, double gb);
+			 int bias, const struct shape *z, double gb, double rsw);
 
 /* A parameter's gradient (elems values) added into the accumulated one, in
  * every microbatch but the first where the framework accumulates so
@@ -1438,17 +1447,17 @@ static void mla_bwd(struct ctx *c, int r, const struct shape *z)
 	double nd = sp ? bs / z->t : bs;
 
 	mla_rope(c, r, z, 1);
-	linear_bwd_g(c, r, "kv_up", bs, hq * (z->dqk - z->rope + z->dv), z->kvl, 0, z, 2);
+	linear_bwd_g(c, r, "kv_up", bs, hq * (z->dqk - z->rope + z->dv), z->kvl, 0, z, 2, 0);
 	mla_reduce(c, r, z, z->kvl);
 	norm_bwd(c, r, ew(nd * z->kvl, 3));
 	acc_norm_of(c, r, z->kvl);
 	if (z->ql > 0) {
-		linear_bwd_g(c, r, "q_up", bs, hq * z->dqk, z->ql, 0, z, 2);
+		linear_bwd_g(c, r, "q_up", bs, hq * z->dqk, z->ql, 0, z, 2, 0);
 		mla_reduce(c, r, z, z->ql);
 		norm_bwd(c, r, ew(nd * z->ql, 3));
 		acc_norm_of(c, r, z->ql);
 	} else {
-		linear_bwd_g(c, r, "q", bs, hq * z->dqk, z->h, 0, z, 2);
+		linear_bwd_g(c, r, "q", bs, hq * z->dqk, z->h, 0, z, 2, 0);
 		mla_reduce(c, r, z, z->h);
 	}
 	if (sp && z->rope > 0)
@@ -1704,7 +1713,8 @@ static void mamba_bwd(struct ctx *c, int r, const struct shape *z)
 	acc_add(c, r, mamba_conv_r(z) * (z->mconv + 1) + 3 * z->mh / t);
 	sl_kernel(c, r, KC_ELEMENTWISE, "mamba_in_proj_transpose_copy",
 		  ew(bs * mamba_proj_r(z), 1));
-	linear_bwd_g(c, r, "in_proj", bs, mamba_proj_r(z), z->h, 0, z, gather_bytes(c, -1));
+	linear_bwd_g(c, r, "in_proj", bs, mamba_proj_r(z), z->h, 0, z, gather_bytes(c, -1),
+		     ov ? 0 : z->h);
 	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
 	residual_grad(c, r, nh);
@@ -1773,12 +1783,22 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
  * all-gather beside dgrad, ub_bulk_dgrad).  A frozen weight (LoRA) has no
  * weight gradient and no gather (ln_out_needs_gather needs
  * weight.requires_grad).  Full recomputation saves the shard again, so the
- * gather stays. */
+ * gather stays.  rsw > 0 (a column-parallel Linear of a block's b s rsw
+ * input, sequence parallel): its input gradient reduce-scattered after the
+ * input gradient's GEMM on the communication stream, beside the weight
+ * gradient's GEMM, the compute stream waiting for it at the end of the
+ * Linear's backward (layers.py backward: reduce_scatter_tensor(async_op=
+ * True) after the dgrad matmul, the wgrad GEMM, handle.wait() before it
+ * returns; Transformer Engine's layernorm_linear.py and linear.py backward
+ * alike, reduce_scatter_along_first_dim(async_op=True) waited after wgrad);
+ * with a frozen weight nothing runs between, so it waits at once. */
 static void linear_bwd_g(struct ctx *c, int r, const char *what, double m, double n, double k,
-			 int bias, const struct shape *z, double gb)
+			 int bias, const struct shape *z, double gb, double rsw)
 {
 	char dx[96], dw[96];
 	int g = z && z->t > 1 && c->in->lay.sp && !frozen(c);
+	int rs = rsw > 0 && z && z->t > 1 && c->in->lay.sp;
+	double comm1 = 0;
 	if (sl_low_precision(c->in->lay.dtype))
 		lowp_cast(c, r, "grad", m * n, KPERF_CAST_ACT);
 	if (g) {
@@ -1793,8 +1813,17 @@ static void linear_bwd_g(struct ctx *c, int r, const char *what, double m, doubl
 	     k, n);
 	if (g)
 		side_joined(c, r);
-	if (frozen(c)) /* LoRA: no weight gradient for a frozen weight */
+	if (frozen(c)) { /* LoRA: no weight gradient for a frozen weight */
+		if (rs)	 /* nothing to overlap: the reduce-scatter waited at once */
+			tp_coll_of(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER, rsw);
 		return;
+	}
+	if (rs) {
+		comm1 = c->dry_comm_s;
+		se_event_wait(c, r, S_COMPUTE, S_TP);
+		tp_coll_of(c, r, z, S_TP, GC_REDUCE_SCATTER, rsw);
+		side_issued(c, comm1);
+	}
 	c->wk = 1; /* the weight gradient: a zero-bubble schedule's W pass */
 	gemm(c, r,
 	     c->dry ? what : kname(dw, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_", what, "_dw"), k,
@@ -1803,12 +1832,14 @@ static void linear_bwd_g(struct ctx *c, int r, const char *what, double m, doubl
 	c->wk = 0;
 	if (bias)
 		acc_add(c, r, n);
+	if (rs)
+		side_joined(c, r);
 }
 
 static void linear_bwd(struct ctx *c, int r, const char *what, double m, double n, double k,
 		       int bias)
 {
-	linear_bwd_g(c, r, what, m, n, k, bias, NULL, 0);
+	linear_bwd_g(c, r, what, m, n, k, bias, NULL, 0, 0);
 }
 
 /* A linear layer's gradients, bias included: llm_layer_params gives every
@@ -1823,7 +1854,8 @@ static void gemm_bwd(struct ctx *c, int r, const char *what, double m, double n,
 static void col_gemm_bwd(struct ctx *c, int r, const struct shape *z, const char *what, double n,
 			 int lora_bit)
 {
-	linear_bwd_g(c, r, what, z->b * z->s, n, z->h, 1, z, gather_bytes(c, lora_bit));
+	linear_bwd_g(c, r, what, z->b * z->s, n, z->h, 1, z, gather_bytes(c, lora_bit),
+		     tp_overlapped(c, z) ? 0 : z->h);
 }
 
 /* The MLP block's backward: the dropout's, the MLP's (dense, or the
