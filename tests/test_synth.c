@@ -5670,9 +5670,10 @@ static void test_zero3_host_bound(void **state)
  * well: 94.06 ms against 82.91 simulated at tp 4 with sp (+13 %), 96.72
  * against 93.76 at tp 8 (+3 %), enough to screen such a candidate out of
  * a sweep whose best simulated step it beats.  Now the estimate is at or
- * below the simulated step and within 10 % of it (75.61, 76.89 and 94.74
- * ms against 83.07, 84.98 and 101.62 simulated, sp's backward re-gathers
- * counted by both as far as their GEMMs do not cover them; 74.19 and
+ * below the simulated step and within 10 % of it (75.61, 76.89 and 90.53
+ * ms against 82.75, 84.98 and 97.94 simulated, sp's backward re-gathers
+ * and reduce-scatters counted by both as far as their GEMMs do not cover
+ * them; 74.19 and
  * 75.03 with sp while the estimate priced sp's gathers and
  * reduce-scatters as half an all-reduce each, 192 us at tp 8, where the
  * simulation's take 255 each: 20 % under at tp 8).
