@@ -2538,6 +2538,19 @@ static void tp_layer_in(struct hw_profile *hw, struct analytic_in *in)
 	in->global_batch = 4;
 	in->lay.tp = 2;
 	in->lay.dp = 2;
+	in->comm_eff = 1.0;
+}
+
+/* in's estimate into *out: 2 microbatches of 2 sequences a replica. */
+static void tp_layer_estimate(const struct analytic_in *in, struct analytic_out *out)
+{
+	struct prism_err err;
+	prism_err_clear(&err);
+	if (analytic_estimate(in, out, &err) != 0) {
+		print_error("%s\n", err.msg);
+		fail();
+	}
+	assert_int_equal(out->microbatches, 2);
 }
 
 /*
@@ -2562,17 +2575,10 @@ static void test_analytic_zero3_tp(void **state)
 	struct hw_profile hw = test_node(25, 0);
 	struct analytic_in in;
 	struct analytic_out out;
-	struct prism_err err;
 	(void)state;
 	tp_layer_in(&hw, &in);
 	in.lay.zero = 3;
-	in.comm_eff = 1.0;
-	prism_err_clear(&err);
-	if (analytic_estimate(&in, &out, &err) != 0) {
-		print_error("%s\n", err.msg);
-		fail();
-	}
-	assert_int_equal(out.microbatches, 2);
+	tp_layer_estimate(&in, &out);
 	/* tensor-parallel: 4 layers x 4 all-reduces of 16,777,216 B */
 	assert_rel_close(out.t_tp, 16 * 671.08864e-6, 1e-12);
 	/* the gathers' first (each direction's, each microbatch): the rest
@@ -2602,18 +2608,11 @@ static void test_analytic_sp_tp(void **state)
 	struct hw_profile hw = test_node(25, 0);
 	struct analytic_in in;
 	struct analytic_out out;
-	struct prism_err err;
 	(void)state;
 	hw.coll_base_s = 10e-6;
 	tp_layer_in(&hw, &in);
 	in.lay.sp = 1;
-	in.comm_eff = 1.0;
-	prism_err_clear(&err);
-	if (analytic_estimate(&in, &out, &err) != 0) {
-		print_error("%s\n", err.msg);
-		fail();
-	}
-	assert_int_equal(out.microbatches, 2);
+	tp_layer_estimate(&in, &out);
 	/* Backward, each layer's two reduce-scatters (345.54432 us) run
 	 * beside their weight-gradient GEMMs (QKV's 2 x 8192 x 1024 x 1536
 	 * and FC1's 2 x 8192 x 1024 x 2048 flops at 1e16/s), which hide
@@ -2623,7 +2622,7 @@ static void test_analytic_sp_tp(void **state)
 			     4 * 2.0 * 8192 * 1024 * (1536 + 2048) / 1e16,
 			 1e-12);
 	in.lay.sp = 0;
-	assert_int_equal(analytic_estimate(&in, &out, &err), 0);
+	tp_layer_estimate(&in, &out);
 	assert_rel_close(out.t_tp, 16 * 681.08864e-6, 1e-12);
 }
 
