@@ -99,6 +99,26 @@ double hw_step_clock(const struct hw_profile *hw, int dtype)
 	return hw_sustained(hw);
 }
 
+/* Clock c under a cap of power_w watts (0, or a profile without a
+ * rating: c). */
+static double capped(const struct hw_profile *hw, double c, double power_w)
+{
+	if (power_w > 0 && hw->rated_w > 0 && power_w < hw->rated_w)
+		c *= power_w / hw->rated_w;
+	return c;
+}
+
+/* hw itself where its clock is c, else *buf, a copy of hw at c. */
+static const struct hw_profile *at_clock(const struct hw_profile *hw, double c,
+					 struct hw_profile *buf)
+{
+	if (hw_clock(hw) == c)
+		return hw;
+	*buf = *hw;
+	buf->clock = c;
+	return buf;
+}
+
 double hw_run_clock(const struct hw_profile *hw, int dtype, double power_w)
 {
 	double s = hw_sustained(hw), d = hw_step_clock(hw, dtype), c = hw_clock(hw);
@@ -107,39 +127,24 @@ double hw_run_clock(const struct hw_profile *hw, int dtype, double power_w)
 		if (c > 1)
 			c = 1;
 	}
-	if (power_w > 0 && hw->rated_w > 0 && power_w < hw->rated_w)
-		c *= power_w / hw->rated_w;
-	return c;
+	return capped(hw, c, power_w);
 }
 
 const struct hw_profile *hw_at_run(const struct hw_profile *hw, int dtype, double power_w,
 				   struct hw_profile *buf)
 {
-	double c = hw_run_clock(hw, dtype, power_w);
-	if (hw_clock(hw) == c)
-		return hw;
-	*buf = *hw;
-	buf->clock = c;
-	return buf;
+	return at_clock(hw, hw_run_clock(hw, dtype, power_w), buf);
 }
 
 double hw_capped_clock(const struct hw_profile *hw, double power_w)
 {
-	double c = hw_clock(hw);
-	if (power_w > 0 && hw->rated_w > 0 && power_w < hw->rated_w)
-		c *= power_w / hw->rated_w;
-	return c;
+	return capped(hw, hw_clock(hw), power_w);
 }
 
 const struct hw_profile *hw_at_power(const struct hw_profile *hw, double power_w,
 				     struct hw_profile *buf)
 {
-	double c = hw_capped_clock(hw, power_w);
-	if (hw_clock(hw) == c)
-		return hw;
-	*buf = *hw;
-	buf->clock = c;
-	return buf;
+	return at_clock(hw, hw_capped_clock(hw, power_w), buf);
 }
 
 static const char *const mem_names[HW_MEM_NKINDS] = {"elementwise", "norm", "reduction"};
