@@ -22,6 +22,10 @@ cut short keeps what it measured:
   host.csv       a small GPT step (scripts/gpt_bench.py's model) eager and
                  replayed from a CUDA graph: wall time, GPU time, kernels
                  launched per step, CPU time per launch.
+  mixed.csv      a step's mix at kernel level: a GEMM then a copy, back to
+                 back for 25 s a dtype, the copy sized so the GEMM fills 73 %
+                 of the pair (prism's compute share of a GPU-bound step);
+                 each kernel timed between its own events.
   allocator.csv  max_memory_allocated vs max_memory_reserved after three
                  training steps of the GPU set's configurations, each setting
                  of PYTORCH_CUDA_ALLOC_CONF in a process of its own (default
@@ -33,8 +37,10 @@ skipped, never fatal).
 --dry-run runs the whole flow on the CPU on tiny sizes with short durations
 (no CUDA, no NVML), to test the script before spending device time.
 --budget S stops starting new work after S seconds (default 400).
+--no-clocks leaves out the NVML sampler thread and nvidia-smi (for host
+timings a process of its own).
 
-Usage: gpu_probe.py --out DIR [--dry-run] [--budget S] [--only SECTIONS]
+Usage: gpu_probe.py --out DIR [--dry-run] [--budget S] [--only SECTIONS] [--no-clocks]
 """
 import argparse
 import csv
@@ -54,7 +60,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-SECTIONS = ["sustained", "grouped", "attention", "host", "allocator", "windows"]
+SECTIONS = ["sustained", "grouped", "attention", "host", "allocator", "windows", "mixed"]
 
 
 class Ctx:
@@ -134,11 +140,11 @@ class ClockLog:
 
     FIELDS = ["source", "mono_s", "sm_mhz", "mem_mhz", "power_w", "temp_c", "reasons"]
 
-    def __init__(self, ctx, path):
+    def __init__(self, ctx, path, off=False):
         self.ctx, self.stop, self.thread, self.smi = ctx, threading.Event(), None, None
         self.w = Writer(path, self.FIELDS)
-        self.info = {}
-        if ctx.dry:
+        self.info, self.nv, self.off = {}, None, off or ctx.dry
+        if self.off:
             return
         try:
             import pynvml as nv
@@ -197,7 +203,7 @@ class ClockLog:
                 return
 
     def __enter__(self):
-        if not self.ctx.dry and self.nv is not None:
+        if not self.off and self.nv is not None:
             self.thread = threading.Thread(target=self.run, daemon=True)
             self.thread.start()
         return self
@@ -305,6 +311,74 @@ def sustained(ctx):
             i += 1
         ctx.log(f"sustained {test}: {i} chunks of {per} calls")
         del fn
+        gc.collect()
+    return w.n
+
+
+def mixed(ctx):
+    """A step's mix at kernel level: a GEMM then a copy, back to back, the
+    copy sized so the GEMM fills PHI of the pair at the start; each kernel
+    timed between its own events, ~100 ms chunks, 25 s a dtype.  The
+    GEMM's settled rate over its first chunk's is the clock a step of that
+    compute share settles at (prism's relation, 1 - (1 - stream) x phi)."""
+    phi = 0.73
+    if ctx.dry:
+        cases, secs, idle, size = [("bf16", 256), ("fp8", 256)], 0.3, 0.1, 256
+    else:
+        cases, secs, idle, size = [("bf16", 8192), ("fp8", 8192)], 25, 3.0, 8192
+    w = Writer(os.path.join(ctx.out, "mixed.csv"),
+               ["test", "dtype", "M", "N", "K", "copy_bytes", "phi_target", "chunk",
+                "start_mono_s", "end_mono_s", "pairs", "gemm_ms", "copy_ms", "gemm_share",
+                "gemm_tflops"])
+    for dt, n in cases:
+        if ctx.left() < secs + 20:
+            ctx.log(f"mixed {dt}: skipped, budget")
+            continue
+        try:
+            fn = gemm_fn(ctx, dt, n, n, n)
+            t_g = ctx.ms(fn, n=5)
+            pm = 256 if ctx.dry else 8192  # 2 x 128 MiB: past the L2
+            t_c = ctx.ms(gemm_fn(ctx, "copy", pm, pm, 0), n=20)
+            elems = int(pm * pm * t_g * (1 - phi) / phi / t_c)
+            src = torch.randn(elems, device=ctx.dev, dtype=torch.bfloat16)
+            dst = torch.empty_like(src)
+        except (RuntimeError, TypeError, AttributeError) as err:
+            ctx.log(f"mixed {dt}: {err}")
+            continue
+        pairs = max(1, int(100.0 / (t_g / phi)))
+        time.sleep(idle)
+        end, i = time.monotonic() + secs, 0
+        flop = 2.0 * n * n * n
+        while time.monotonic() < end:
+            t_start = time.monotonic()
+            if ctx.dry:
+                g = c = 0.0
+                for _ in range(pairs):
+                    t = time.perf_counter()
+                    fn()
+                    g += (time.perf_counter() - t) * 1e3
+                    t = time.perf_counter()
+                    dst.copy_(src)
+                    c += (time.perf_counter() - t) * 1e3
+            else:
+                ev = [torch.cuda.Event(enable_timing=True) for _ in range(2 * pairs + 1)]
+                ev[0].record()
+                for j in range(pairs):
+                    fn()
+                    ev[2 * j + 1].record()
+                    dst.copy_(src)
+                    ev[2 * j + 2].record()
+                ev[-1].synchronize()
+                g = sum(ev[2 * j].elapsed_time(ev[2 * j + 1]) for j in range(pairs))
+                c = sum(ev[2 * j + 1].elapsed_time(ev[2 * j + 2]) for j in range(pairs))
+            w.row(test=f"{dt}-{n}^3+copy", dtype=dt, M=n, N=n, K=n, copy_bytes=4 * elems,
+                  phi_target=phi, chunk=i, start_mono_s=f"{t_start:.3f}",
+                  end_mono_s=f"{time.monotonic():.3f}", pairs=pairs,
+                  gemm_ms=f"{g / pairs:.4f}", copy_ms=f"{c / pairs:.4f}",
+                  gemm_share=f"{g / (g + c):.4f}", gemm_tflops=f"{flop * pairs / g / 1e9:.1f}")
+            i += 1
+        ctx.log(f"mixed {dt}: {i} chunks of {pairs} pairs, copy {4 * elems >> 20} MiB a pair")
+        del fn, src, dst
         gc.collect()
     return w.n
 
@@ -719,6 +793,8 @@ def main():
     ap.add_argument("--dry-run", action="store_true", help="tiny sizes on the CPU, no CUDA")
     ap.add_argument("--budget", type=float, default=400, help="seconds of work at most")
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
+    ap.add_argument("--no-clocks", action="store_true",
+                    help="no NVML sampler thread or nvidia-smi beside the work (host timing)")
     ap.add_argument("--alloc-child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -735,7 +811,7 @@ def main():
                  f"{', '.join(SECTIONS)})")
     ctx = Ctx(a)
     done = {}
-    clocks = ClockLog(ctx, os.path.join(a.out, "clocks.csv"))
+    clocks = ClockLog(ctx, os.path.join(a.out, "clocks.csv"), a.no_clocks)
     manifest(ctx, {"power": clocks.info, "sections": {}})
     with clocks:
         for name in SECTIONS:
