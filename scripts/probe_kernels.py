@@ -15,6 +15,10 @@ of the recording's GPU, and prints Markdown tables:
              GEMM of the same FLOPs, against prism's grouped GEMM (Transformer
              Engine's multi-stream form, kperf_grouped_s), its single GEMMs
              one after another, and its dense GEMM;
+  mixed      a GEMM then a copy at a 73 % compute share for 25 s
+             (tests/data/gpu/probe-h100-mixed): the GEMM's settled rate
+             over its first chunk's against the step clock prism gives,
+             1 - (1 - stream) x phi (hw.h), from the profile's gpu.stream;
   attention  SDPA by backend, head dim (64, 128, 192, MLA's 192/128), GQA,
              and FlexAttention's sliding windows, against kperf's attention.
 
@@ -22,7 +26,7 @@ Each measured row states its calls in its notes ("N back-to-back calls
 after W warmup"), so prism times it at the clock its busy time implies (hw.h,
 HW_SUSTAINED_AFTER_S), as it does the public rows.
 
-Usage: probe_kernels.py PRISM [PROBE_DIR...] [--only sustained,grouped,attention]
+Usage: probe_kernels.py PRISM [PROBE_DIR...] [--only sustained,grouped,attention,mixed]
 """
 import argparse
 import csv
@@ -239,6 +243,44 @@ def grouped_table(d, got, tag, gpu):
         f"{k} {statistics.mean(v) * 100:.1f} % ({len(v)})" for k, v in errs.items() if v))
 
 
+def profile_clocks(path):
+    """gpu.sustained and gpu.stream's entries of a profile file."""
+    import re
+    txt = open(path).read()
+    sus = float(re.search(r"^\s*sustained = ([0-9.]+);", txt, re.M).group(1))
+    grp = re.search(r"stream = \{(.*?)\};", txt, re.S).group(1)
+    return sus, {k: float(v) for k, v in re.findall(r"(bf16|fp8) = ([0-9.]+);", grp)}
+
+
+def mixed_table(d):
+    rows = read(d, "mixed.csv")
+    if not rows:
+        return
+    clk = [c for c in read(d, "clocks.csv") if c["source"] == "nvml"]
+    sus, stream = profile_clocks(os.path.join(ROOT, "configs/hw/h100-dgx.cfg"))
+    phi = 0.73  # HW_STEP_COMPUTE_SHARE (hw.h)
+    print(f"\n**{gpu_of(d)}** (`{os.path.basename(d)}`): a GEMM (8192^3) then a copy, back to "
+          "back 25 s; GEMM ms first chunk / last 10 s; configs/hw/h100-dgx.cfg's clocks\n")
+    print("| pair | GEMM share first / settled | GEMM first | settled | settled / first | SM MHz "
+          "| W | relation at the measured share | profile's step clock |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for test in dict.fromkeys(r["test"] for r in rows):
+        rs = [r for r in rows if r["test"] == test]
+        t1 = float(rs[-1]["end_mono_s"])
+        last = [r for r in rs if float(r["start_mono_s"]) >= t1 - 10]
+        g0 = float(rs[0]["gemm_ms"])
+        g1 = statistics.median(float(r["gemm_ms"]) for r in last)
+        sh = statistics.median(float(r["gemm_share"]) for r in last)
+        ck = [float(c["sm_mhz"]) for c in clk if t1 - 10 <= float(c["mono_s"]) <= t1]
+        pw = [float(c["power_w"]) for c in clk if t1 - 10 <= float(c["mono_s"]) <= t1]
+        dt = rs[0]["dtype"]
+        rel = 1 - (1 - stream[dt]) * sh
+        step = sus if dt == "bf16" else 1 - (1 - stream[dt]) * phi
+        print(f"| {test} | {float(rs[0]['gemm_share']):.3f} / {sh:.3f} | {g0:.4f} | {g1:.4f} | "
+              f"{g0 / g1:.3f} | {statistics.median(ck):.0f} | {statistics.median(pw):.0f} | "
+              f"{rel:.3f} (stream {stream[dt]}) | {step:.3f} |")
+
+
 def attention_table(d, got, tag, gpu):
     print(f"\n**{gpu}** (`{tag}`): ms measured / model; `b x hq/hkv x seq x dqk/dv`\n")
     print("| shape | window | backend | fwd | model | error | bwd | model | error |")
@@ -267,7 +309,7 @@ def main():
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("prism", help="the prism binary")
     ap.add_argument("dirs", nargs="*", help="probe folders (default: tests/data/gpu/probe-*)")
-    ap.add_argument("--only", default="sustained,grouped,attention")
+    ap.add_argument("--only", default="sustained,grouped,attention,mixed")
     a = ap.parse_args()
     dirs = a.dirs or DIRS
     for d in dirs:
@@ -288,6 +330,8 @@ def main():
             grouped_table(d, got, tag, gpu)
         if "attention" in a.only:
             attention_table(d, got, tag, gpu)
+    if "mixed" in a.only:
+        mixed_table(os.path.join(ROOT, "tests/data/gpu/probe-h100-mixed"))
 
 
 if __name__ == "__main__":
