@@ -207,7 +207,7 @@ def synth_step(prism, model, hw, mbs, exec_mode, tmp):
 
 
 def host(prism, data, tmp):
-    print("| GPU | run (layers x hidden, seq x mbs, vocab) | measured a step: kernels / "
+    print("| GPU (recording) | run (layers x hidden, seq x mbs, vocab) | measured a step: kernels / "
           "launches / ATen ops | prism kernels | eager ms: measured / prism | error | "
           "graph ms: measured / prism --exec graphs / prism GPU busy | host us a kernel: "
           "measured / prism | host-bound: measured / prism |")
@@ -233,10 +233,11 @@ def host(prism, data, tmp):
             p_bound = pe["step_us"] >= HOST_BOUND * pe["gpu_us"]
             m_host = f"{ew * 1e3 / k:.1f}" if m_bound else f"< {ew * 1e3 / k:.1f}"
             p_host = pe["host_us"] / pe["kernels"]
+            tag = f"{gpu}, {os.path.basename(os.path.normpath(sub))}"
             if m_bound:
-                per_kernel.append((gpu, ew * 1e3 / k, p_host))
+                per_kernel.append((tag, ew * 1e3 / k, p_host))
             graph = f"{gw:.3f}" if gw is not None else "-"
-            print(f"| {gpu} | {layers} x {hidden}, {seq} x {mbs}, {vocab} | {k} / "
+            print(f"| {tag} | {layers} x {hidden}, {seq} x {mbs}, {vocab} | {k} / "
                   f"{e['launches_per_step']} / {e['aten_ops_per_step']} | "
                   f"{pe['kernels']} | {ew:.3f} / {pe['step_us'] / 1e3:.3f} | "
                   f"{pct(pe['step_us'] / 1e3, ew):+.1f}% | {graph} / "
