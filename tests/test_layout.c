@@ -249,6 +249,79 @@ static void test_diff(void **state)
 	assert_true(layout_diff(&m, &a, &m, &b) == 0);
 }
 
+/* Stage s's units as synth/step.c's stage_step runs them (layout_warmup
+ * forwards, then a forward and a backward each, then the backwards), as
+ * "F<mb>.<chunk>" / "B<mb>.<chunk>" words. */
+static void unit_order(const struct layout *l, int s, char *out, size_t n)
+{
+	int total = l->microbatches * layout_stage_chunks(l), warm = layout_warmup(l, s);
+	int kf = 0, kb = 0;
+	size_t at = 0;
+	out[0] = 0;
+	for (int i = 0; i < 2 * total; i++) {
+		int fwd = i < warm ? 1 : kf == total ? 0 : (i - warm) % 2 == 0, mb, ch;
+		layout_unit_of(l->pp, layout_stage_chunks(l), fwd ? kf++ : kb++, fwd, &mb, &ch);
+		at += (size_t)snprintf(out + at, n - at, "%s%c%d.%d", at ? " " : "",
+				       fwd ? 'F' : 'B', mb, ch);
+	}
+}
+
+/*
+ * The unit order of GPipe, 1F1B and the interleaved 1F1B (layout_warmup,
+ * layout_unit_of), worked by hand from Megatron-LM's schedules.py
+ * (forward_backward_pipelining_with_interleaving: num_warmup_microbatches
+ * = (pp - rank - 1) x 2 + (vp - 1) x pp, all of them when microbatches =
+ * pp; get_model_chunk_id: groups of pp microbatches a chunk, the
+ * backwards' chunks from the last) and forward_backward_pipelining_without_
+ * interleaving (pp - rank - 1 warm-up forwards).
+ */
+static void test_unit_order(void **state)
+{
+	struct layout l;
+	char got[512];
+	(void)state;
+	layout_default(&l);
+	l.schedule = LAYOUT_INTERLEAVED;
+	l.pp = 2;
+	l.vp = 2;
+	l.microbatches = 4;
+	assert_int_equal(layout_warmup(&l, 0), 4);
+	assert_int_equal(layout_warmup(&l, 1), 2);
+	unit_order(&l, 0, got, sizeof(got));
+	assert_string_equal(got, "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 "
+				 "B2.1 B3.1 B2.0 B3.0");
+	unit_order(&l, 1, got, sizeof(got));
+	assert_string_equal(got, "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 F2.0 B0.0 F3.0 B1.0 F2.1 B2.1 "
+				 "F3.1 B3.1 B2.0 B3.0");
+	l.microbatches = 2; /* = pp: every forward first */
+	assert_int_equal(layout_warmup(&l, 1), 4);
+	unit_order(&l, 1, got, sizeof(got));
+	assert_string_equal(got, "F0.0 F1.0 F0.1 F1.1 B0.1 B1.1 B0.0 B1.0");
+
+	l.schedule = LAYOUT_1F1B;
+	l.vp = 1;
+	l.pp = 4;
+	l.microbatches = 6;
+	assert_int_equal(layout_warmup(&l, 0), 3);
+	assert_int_equal(layout_warmup(&l, 3), 0);
+	unit_order(&l, 1, got, sizeof(got));
+	assert_string_equal(got, "F0.0 F1.0 F2.0 B0.0 F3.0 B1.0 F4.0 B2.0 F5.0 B3.0 B4.0 B5.0");
+	l.microbatches = 2; /* fewer than the warm-up */
+	assert_int_equal(layout_warmup(&l, 0), 2);
+	/* The 1F1B all-to-all overlap: one more warm-up forward. */
+	l.moe_a2a_overlap = 1;
+	assert_int_equal(layout_warmup(&l, 2), 2);
+	assert_int_equal(layout_warmup(&l, 0), 2);
+	l.pp = 1;
+	l.microbatches = 3;
+	assert_int_equal(layout_warmup(&l, 0), 1);
+	l.moe_a2a_overlap = 0;
+	l.schedule = LAYOUT_GPIPE;
+	l.pp = 2;
+	unit_order(&l, 0, got, sizeof(got));
+	assert_string_equal(got, "F0.0 F1.0 F2.0 B0.0 B1.0 B2.0");
+}
+
 /* Values from text: names, numbers in range, the errors naming what. */
 /*
  * The zero-bubble orders (layout_zb_next) on p 4, m 8, each stage's 24
@@ -814,6 +887,7 @@ int main(void)
 	    cmocka_unit_test(test_zbv_order),	cmocka_unit_test(test_dpv_order),
 	    cmocka_unit_test(test_step_passes), cmocka_unit_test(test_desc),
 	    cmocka_unit_test(test_dp_impl),	cmocka_unit_test(test_megatron_partition),
+	    cmocka_unit_test(test_unit_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

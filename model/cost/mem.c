@@ -469,31 +469,6 @@ static double chunk_offloaded(const struct llm *m, const struct layout *l, int s
 	return a;
 }
 
-/* The units of stage s in its schedule's order (as synth/step.c runs them):
- * warm-up forwards, then one forward and one backward each, then the
- * remaining backwards.  Unit k's chunk (model chunks of the stage). */
-static int unit_chunk(const struct layout *l, int k, int fwd)
-{
-	int p = l->pp, v = layout_stage_chunks(l), ch = (k % (p * v)) / p;
-	return fwd ? ch : v - 1 - ch;
-}
-
-static int warmup(const struct layout *l, int s)
-{
-	int p = l->pp, v = layout_stage_chunks(l), total = l->microbatches * v, w;
-	if (l->schedule == LAYOUT_GPIPE)
-		w = total;
-	else if (l->schedule == LAYOUT_INTERLEAVED)
-		w = l->microbatches == p ? total : (p - s - 1) * 2 + (v - 1) * p;
-	else
-		w = p - s - 1;
-	/* The 1F1B all-to-all overlap: one more warm-up forward
-	 * (synth/step.c stage_step, Megatron-LM's schedules.py). */
-	if (l->moe_a2a_overlap && w < total)
-		w++;
-	return w > total ? total : w;
-}
-
 /* What the caching allocator reserves for stage st's tensors at its peak
  * (mem_alloc_reserved), n the stage's layers, gb and ob the gradients' and
  * the optimizer's bytes a parameter, a_layer a dense layer's activations.  The tensors, as the
@@ -705,8 +680,8 @@ static void stage_transient(const struct llm *m, const struct layout *l,
 }
 
 /* A stage's units in the order GPipe, 1F1B and interleaved run them
- * (warm: the forwards before the first backward; total: the forward
- * units of a step): each forward adds its chunk's activations (off: those
+ * (layout_warmup, layout_unit_of; warm: the forwards before the first
+ * backward; total: the forward units of a step): each forward adds its chunk's activations (off: those
  * of each chunk offloaded), each backward past the warm-up frees them;
  * the 1F1B all-to-all overlap's merged pairs hold the more of before and
  * after and one layer in flight.  The first model chunk adds the
@@ -729,12 +704,12 @@ static void sched_walk(const struct llm *m, const struct layout *l, int s, const
 			       : 0;
 	}
 	for (int i = 0; i < total; i++) {
-		int ch;
+		int ch, mb;
 		/* In the steady state the units held repeat every pp x vp:
 		 * one period past the warm-up has seen every peak. */
 		if (i > warm + l->pp * v)
 			break;
-		ch = unit_chunk(l, kf++, 1);
+		layout_unit_of(l->pp, v, kf++, 1, &mb, &ch);
 		if (l->moe_a2a_overlap && i >= warm) {
 			/* A merged pair (synth/step.c unit_pair): the
 			 * forward's layers are made as the backward's are
@@ -743,8 +718,10 @@ static void sched_walk(const struct llm *m, const struct layout *l, int s, const
 			 * flight, the forward's beside the backward's not
 			 * yet freed (an MoE layer's, the larger). */
 			double in_f = pair[ch];
-			int cb = unit_chunk(l, kb++, 0);
-			double out_b = pair[cb];
+			int cb;
+			double out_b;
+			layout_unit_of(l->pp, v, kb++, 0, &mb, &cb);
+			out_b = pair[cb];
 			double lay = a_moe > a_layer ? a_moe : a_layer;
 			double top =
 			    (hd->held > hd->held + in_f - out_b ? hd->held
@@ -768,7 +745,7 @@ static void sched_walk(const struct llm *m, const struct layout *l, int s, const
 			hd->logits = hd->held_lg;
 		}
 		if (i >= warm) {
-			ch = unit_chunk(l, kb++, 0);
+			layout_unit_of(l->pp, v, kb++, 0, &mb, &ch);
 			hd->held -= unit[ch];
 			hd->held_lg -= ch == v - 1 ? lg : 0;
 			hd->units--;
@@ -786,7 +763,7 @@ void mem_stage(const struct llm *m, const struct layout *l, const struct hw_prof
 	       shard = layout_shard_group(l);
 	double a_layer = mem_act_per_layer(m, l), a_moe = 0, held = 0, peak = 0, units = 0,
 	       peak_units = 0;
-	int v = layout_stage_chunks(l), total = l->microbatches * v, warm = warmup(l, s);
+	int v = layout_stage_chunks(l), total = l->microbatches * v, warm = layout_warmup(l, s);
 	int first = s == 0, last = s == layout_head_stage(l), hyb = llm_hybrid(m);
 	/* The head on the embedding's stage (ZB-V's V) needs no copy of the
 	 * word embedding. */

@@ -181,6 +181,20 @@ int layout_stage_chunks(const struct layout *l)
 	return 1;
 }
 
+int layout_warmup(const struct layout *l, int s)
+{
+	int p = l->pp, v = layout_stage_chunks(l), total = l->microbatches * v, w;
+	if (l->schedule == LAYOUT_GPIPE)
+		w = total;
+	else if (l->schedule == LAYOUT_INTERLEAVED)
+		w = l->microbatches == p ? total : (p - s - 1) * 2 + (v - 1) * p;
+	else
+		w = p - s - 1;
+	if (l->moe_a2a_overlap && w < total)
+		w++;
+	return w > total ? total : w;
+}
+
 int layout_chunk_model(const struct layout *l, int s, int c)
 {
 	if (layout_v(l->schedule))

@@ -303,6 +303,33 @@ int layout_v(int schedule);
  * under ZBV's and DUALPIPEV's V, else 1. */
 int layout_stage_chunks(const struct layout *l);
 
+/* The one home of the non-zero-bubble schedules' unit order (GPipe, 1F1B
+ * and the interleaved 1F1B; a zero-bubble schedule's: layout_zb_next),
+ * which synth builds (synth/step.c stage_step), the memory model walks
+ * (cost/mem.c) and a unit-level evaluation would walk: stage s runs
+ * layout_warmup() forwards, then a forward and a backward each until the
+ * forwards are done, then the remaining backwards.  The warm-up: every
+ * forward under GPipe, pp - s - 1 under 1F1B, (pp - s - 1) x 2 + (v - 1)
+ * x pp under the interleaved schedule, all of them where m = pp
+ * (Megatron-LM's schedules.py forward_backward_pipelining_with_interleaving:
+ * num_warmup_microbatches, all_warmup_microbatches), one more under the
+ * 1F1B all-to-all overlap (moe_a2a_overlap: its merged units'
+ * get_pp_rank_microbatches); at most m x layout_stage_chunks. */
+int layout_warmup(const struct layout *l, int s);
+/* Forward (fwd 1) or backward number k of a stage in that order, pp
+ * stages of v chunks (layout_stage_chunks): its microbatch and chunk
+ * (Megatron-LM's get_model_chunk_id and get_microbatch_id_in_model_chunk:
+ * groups of pp microbatches a chunk, chunk by chunk, the backwards'
+ * chunks in reverse).  Inline: synth calls it for every unit it emits. */
+static inline void layout_unit_of(int pp, int v, int k, int fwd, int *mb, int *ch)
+{
+	int pv = pp * v;
+	*mb = (k / pv) * pp + k % pp;
+	*ch = (k % pv) / pp;
+	if (!fwd)
+		*ch = v - 1 - *ch;
+}
+
 /* Where the model's chunks sit, the one home of that fact: the model
  * chunk (0 .. pp x layout_stage_chunks - 1, in the model's order) that
  * chunk c of stage s holds -- c pp + s (Megatron's interleaving), or in

@@ -1136,16 +1136,6 @@ static void unit_pair(struct ctx *c, int s, int chf, int mbf, int chb, int mbb, 
 	unit_marks(c, r, u.k0);
 }
 
-/* Unit k of stage s's schedule order: forward or backward number k. */
-static void unit_of(const struct shape *z, int k, int fwd, int *mb, int *ch)
-{
-	int pv = z->p * z->v;
-	*mb = (k / pv) * z->p + k % z->p;
-	*ch = (k % pv) / z->p;
-	if (!fwd)
-		*ch = z->v - 1 - *ch;
-}
-
 /* A zero-bubble stage's passes in its schedule's order (layout_zb_next):
  * forwards, B and W passes (DualPipeV's whole backwards as one), the last
  * microbatch's W reducing the gradients (under ZeRO-2/3 every W).
@@ -1195,29 +1185,20 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 	}
 	for (int k = 0; k < total; k++) {
 		int mb, ch;
-		unit_of(z, k, 0, &mb, &ch);
+		layout_unit_of(z->p, z->v, k, 0, &mb, &ch);
 		last_b[ch] = k;
 	}
-	if (in->lay.schedule == LAYOUT_GPIPE)
-		warm = total;
-	else if (in->lay.schedule == LAYOUT_1F1B)
-		warm = z->p - s - 1;
-	else
-		warm = z->m == z->p ? total : (z->p - s - 1) * 2 + (z->v - 1) * z->p;
-	/* The 1F1B all-to-all overlap runs one more warm-up forward
-	 * (schedules.py get_pp_rank_microbatches: the forward and backward
-	 * of each merged unit independent; with pp 1 the first forward
-	 * alone, combined_1f1b_schedule_for_no_pipelining). */
-	if (in->lay.moe_a2a_overlap && warm < total)
-		warm++;
-	if (warm > total)
-		warm = total;
-		/* Under the 1F1B all-to-all overlap every unit runs as a merged one
+	/* The warm-up (layout_warmup: one more forward under the 1F1B
+	 * all-to-all overlap, schedules.py get_pp_rank_microbatches: the
+	 * forward and backward of each merged unit independent; with pp 1 the
+	 * first forward alone, combined_1f1b_schedule_for_no_pipelining). */
+	warm = layout_warmup(&in->lay, s);
+	/* Under the 1F1B all-to-all overlap every unit runs as a merged one
 	 * (unit_pair), the warm-up's and cool-down's with one side. */
 #define F_UNIT()                                                                                   \
 	do {                                                                                       \
 		int mb_, ch_;                                                                      \
-		unit_of(z, kf, 1, &mb_, &ch_);                                                     \
+		layout_unit_of(z->p, z->v, kf, 1, &mb_, &ch_);                                     \
 		if (in->lay.moe_a2a_overlap)                                                       \
 			unit_pair(c, s, ch_, mb_, -1, -1, 0, z);                                   \
 		else                                                                               \
@@ -1227,7 +1208,7 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 #define B_UNIT()                                                                                   \
 	do {                                                                                       \
 		int mb_, ch_;                                                                      \
-		unit_of(z, kb, 0, &mb_, &ch_);                                                     \
+		layout_unit_of(z->p, z->v, kb, 0, &mb_, &ch_);                                     \
 		if (in->lay.moe_a2a_overlap)                                                       \
 			unit_pair(c, s, -1, -1, ch_, mb_, last_b[ch_] == kb, z);                   \
 		else                                                                               \
@@ -1239,8 +1220,8 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 	for (int i = 0; i < total - warm; i++) {
 		if (in->lay.moe_a2a_overlap) {
 			int mbf, chf, mbb, chb;
-			unit_of(z, kf++, 1, &mbf, &chf);
-			unit_of(z, kb, 0, &mbb, &chb);
+			layout_unit_of(z->p, z->v, kf++, 1, &mbf, &chf);
+			layout_unit_of(z->p, z->v, kb, 0, &mbb, &chb);
 			unit_pair(c, s, chf, mbf, chb, mbb, last_b[chb] == kb, z);
 			kb++;
 			continue;
