@@ -47,6 +47,11 @@ static const char help[] =
     "a GEMM an expert over 4 streams.  fp8 GEMMs are timed and fitted by\n"
     "library: DeepGEMM's block-scaled rows with the profile's fp8_blockwise\n"
     "group (the blockwise recipe's), the others (cuBLASLt's) with fp8's.\n"
+    "A memory-bound row that times several kernels' sum pays each kernel's\n"
+    "floor (cudnn-frontend's norm backwards: cuDNN's 2, torch.compile's 3);\n"
+    "cudnn-frontend's rows are timed from their script's bytes over their\n"
+    "GB/s, which it prints from the unrounded median, not the 1 us-rounded\n"
+    "time.\n"
     "\n";
 /* The options apart: one literal would pass C99's 4,095 characters. */
 static const char help_opts[] =

@@ -613,10 +613,18 @@ static double liger_norm_bwd_passes(const char *kern, const char *notes, double 
  *   (torch/csrc/autograd/functions/accumulate_grad.h): 4;
  * - LigerMegatronRMSNorm (27fe47e2; forward, out.sum() and backward in
  *   one call): the forward, the sum, dX's zeros_like, the kernel, _dW.sum,
- *   its cast to the bf16 weight, the weight's accumulation: 7. */
+ *   its cast to the bf16 weight, the weight's accumulation: 7;
+ * - LigerMegatronSwiGLU (benchmark_megatron_swiglu.py, liger 0.8.1; the
+ *   same call): the forward kernel, the sum, the copy that makes the
+ *   sum's broadcast gradient contiguous (@ensure_contiguous on
+ *   LigerFusedGateUpSiLUMulFunction.backward), the backward kernel: 4
+ *   (the input's gradient is set to None before each call: no
+ *   accumulation). */
 static double liger_norm_launches(const char *kern, const char *notes, int fwd)
 {
 	int v = liger_version(notes);
+	if (!strncmp(kern, "megatron_swiglu", 15))
+		return fwd ? 1 : 4;
 	if (!strstr(kern, "norm"))
 		return 0;
 	if (fwd)
@@ -630,6 +638,40 @@ static double liger_norm_launches(const char *kern, const char *notes, int fwd)
 	if (!strncmp(kern, "megatron_rms_norm", 17))
 		return 7;
 	return 0;
+}
+
+/*
+ * cudnn-frontend's norm benchmark (benchmark/norms/benchmark_single_norm.py
+ * at the rows' commit): the bytes its GB/s counts (compute_bandwidth_bytes)
+ * for a row of shape "N=<rows> rows x C=<cols>[ + bias]" and element size
+ * es -- forward: X, the scale (and bias) read, Y and the fp32 inverse
+ * variance (and mean, LayerNorm) written; backward: dY and X, the scale
+ * and the fp32 statistics read, dX and the scale's (and bias')
+ * gradient written -- and the kernels the timed pass sums (the profiler's
+ * device time of every kernel in it):
+ * - cuDNN's backward two: a norm backward that leaves a partial weight
+ *   gradient a CTA and a finalize kernel summing them, as Transformer
+ *   Engine's (kperf_mem_kernels_s; cuDNN's engines are closed, the rows'
+ *   intercepts -- H200 1.9 us forward, 7.2 us backward -- say at least
+ *   two);
+ * - torch.compile's backward three: Inductor's input gradient (a row
+ *   reduction) and the weight's, a column reduction over N rows that it
+ *   splits into two kernels (partial sums, then their sum);
+ * - every forward one.
+ * 0 where the shape does not parse.
+ */
+static double cudnn_norm_bytes(const char *kern, const char *impl, const char *shape, int fwd,
+			       double es, double *kernels)
+{
+	const char *pn = strstr(shape, "N="), *pc = strstr(shape, "C=");
+	double n = pn ? kbench_num(pn + 2) : 0, c = pc ? kbench_num(pc + 2) : 0;
+	int ln = !strncmp(kern, "layer_norm", 10), bias = strstr(shape, "bias") != NULL;
+	if (!(n > 0) || !(c > 0))
+		return 0;
+	*kernels = fwd ? 1 : strstr(impl, "cuDNN") ? 2 : strstr(impl, "torch.compile") ? 3 : 1;
+	if (fwd)
+		return (n * c + c + (ln && bias ? c : 0)) * es + n * c * es + (ln ? 8 : 4) * n;
+	return (2 * n * c + c) * es + (ln ? 8 : 4) * n + (n * c + c + (ln || bias ? c : 0)) * es;
 }
 
 static int membound_row(struct kbench *kb, const struct kbench_cols *h, char **f, int nf)
@@ -692,6 +734,21 @@ static int membound_row(struct kbench *kb, const struct kbench_cols *h, char **f
 	if (gb > 0 && tm > 0) {
 		r.bytes = gb * 1e9 * tm / 1e3;
 		r.time_s = tm / 1e3;
+		/* cudnn-frontend prints the time rounded to 1 us (`%.3f` ms)
+		 * and the GB/s (`%.1f`) from the unrounded median: its bytes
+		 * over the GB/s give the time to five digits, where the printed
+		 * one is off by up to 17 % on a 3 us row (docs/VALIDATION.md,
+		 * "Kernel-efficiency model") */
+		if (strstr(r.source, "cudnn-frontend") &&
+		    (!strcmp(pass, "fwd") || !strcmp(pass, "bwd"))) {
+			double k = 1, by = cudnn_norm_bytes(
+					  kern, impl, kbench_col(h, f, nf, "shape"), fwd, es, &k);
+			if (by > 0) {
+				r.bytes = by;
+				r.time_s = by / (gb * 1e9);
+				r.kernels = k;
+			}
+		}
 		/* torch.compile's norm backward (Inductor, from the
 		 * native_layer_norm_backward / rms_norm decompositions): dx
 		 * reduces along each row, the weight's gradient along the rows
@@ -746,6 +803,15 @@ static int membound_row(struct kbench *kb, const struct kbench_cols *h, char **f
 						  : 2 + 1;
 	if (!fwd && !both && strstr(r.source, "Liger-Kernel") && strstr(impl, "Liger"))
 		mult += liger_norm_bwd_passes(kern, kbench_col(h, f, nf, "notes"), es);
+	/* Liger's Megatron SwiGLU backward (LigerFusedGateUpSiLUMulFunction
+	 * .backward under @ensure_contiguous, src/liger_kernel/ops/swiglu.py)
+	 * makes its output gradient contiguous, and the sum's gradient is a
+	 * broadcast (stride-0) view: .contiguous() writes it out, one
+	 * ffn_local-wide tensor, half an element of the 2 ffn input
+	 * (liger_norm_launches counts its launch). */
+	if (!fwd && !both && strstr(r.source, "Liger-Kernel") && strstr(impl, "Liger") &&
+	    !strncmp(kern, "megatron_swiglu", 15))
+		mult += 0.5;
 	if (!both && r.timing == KB_TIME_EVENTS && strstr(impl, "Liger"))
 		r.launches = liger_norm_launches(kern, kbench_col(h, f, nf, "notes"), fwd);
 	/* Liger's LayerNorm backward (layer_norm_backward, the v0.6.0 the
@@ -1138,9 +1204,10 @@ static int key_dtype(int d)
  * CUDA events adds (events_us). */
 static double mem_device_s(const struct hw_profile *hw, const struct kbench_row *r)
 {
-	return (r->grid_rows > 0 ? kperf_mem_grid_s(hw, r->mem_kind, r->mem_impl, r->bytes,
-						    r->grid_rows, r->grid_warps)
-				 : kperf_mem_impl_s(hw, r->mem_kind, r->mem_impl, r->bytes)) +
+	return (r->grid_rows > 0
+		    ? kperf_mem_grid_s(hw, r->mem_kind, r->mem_impl, r->bytes, r->grid_rows,
+				       r->grid_warps)
+		    : kperf_mem_kernels_s(hw, r->mem_kind, r->mem_impl, r->bytes, r->kernels)) +
 	       (r->timing == KB_TIME_EVENTS ? hw->k.mem_events_s[r->mem_kind] : 0);
 }
 
@@ -1485,7 +1552,8 @@ static int grid_bound(const struct hw_profile *hw, const struct kbench_row *r)
 static size_t mem_fit_line(struct hw_profile *const *hws, const struct kbench_row *rows,
 			   const size_t *idx, size_t n, int dtype)
 {
-	/* t = a + bytes / (HBM e): a weighted line (relative error) over
+	/* t = k a + bytes / (HBM e), k the kernels a row's call runs
+	 * (kbench_row.kernels): a weighted line (relative error) over
 	 * the rows of one HBM bandwidth (the first row's) that are not
 	 * timed on the device alone; a, the kernel's floor on the
 	 * device, from the device-timed rows' own line where there are
@@ -1499,11 +1567,15 @@ static size_t mem_fit_line(struct hw_profile *const *hws, const struct kbench_ro
 	for (size_t i = 0; i < n; i++) {
 		const struct kbench_row *r = &rows[idx[i]];
 		int dev = r->timing == KB_TIME_DEVICE;
+		double k = r->kernels > 1 ? r->kernels : 1;
 		if (hws[i]->hbm_Bps != hbm || (dev ? md : m) >= 4096 || host_bound_flat(hws[i], r))
 			continue;
-		(dev ? dx : bx)[dev ? md : m] = r->bytes / hbm;
-		(dev ? dy : by)[dev ? md : m] = r->time_s;
-		(dev ? dw : bw)[dev ? md : m] = 1 / (r->time_s * r->time_s);
+		/* a call of k kernels, t = k a + x / e: the line of t / k
+		 * against x / k, weighted k^2 / t^2, is the same least
+		 * squares (one kernel: the row as it is) */
+		(dev ? dx : bx)[dev ? md : m] = r->bytes / hbm / k;
+		(dev ? dy : by)[dev ? md : m] = r->time_s / k;
+		(dev ? dw : bw)[dev ? md : m] = k * k / (r->time_s * r->time_s);
 		if (dev) {
 			md++;
 		} else {
@@ -1559,7 +1631,7 @@ static void mem_fit_impl(struct hw_profile *const *hws, const struct kbench_row 
 			    grid_bound(hws[i], r))
 				continue;
 			x = r->bytes / hws[i]->hbm_Bps;
-			c = kperf_mem_s(hws[i], dtype, 0) +
+			c = kperf_mem_kernels_s(hws[i], dtype, j, 0, r->kernels) +
 			    (r->timing == KB_TIME_EVENTS ? hws[i]->k.mem_events_s[dtype] : 0);
 			sxy += x * (t - c) / (t * t);
 			sxx += x * x / (t * t);

@@ -96,6 +96,10 @@ struct kbench_row {
 			   * timed Python-level call launches, counted from
 			   * its code (Liger's rows; 0: not counted, no host
 			   * floor; kbench_predict) */
+	double kernels;	  /* memory-bound: the kernels the timed call runs
+			   * on the device one after another, each with the
+			   * kind's floor, where the source times their sum
+			   * (kperf_mem_kernels_s; 0: one) */
 	double grid_rows; /* memory-bound: a persistent grid's kernel (one
 			   * program an SM walking its rows in turn,
 			   * kperf_mem_grid_s): the tensor's rows; 0 not one */

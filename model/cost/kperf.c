@@ -523,6 +523,12 @@ double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int
 
 double kperf_mem_impl_s(const struct hw_profile *hw, int kind, int impl, double bytes)
 {
+	return kperf_mem_kernels_s(hw, kind, impl, bytes, 1);
+}
+
+double kperf_mem_kernels_s(const struct hw_profile *hw, int kind, int impl, double bytes,
+			   double kernels)
+{
 	double e;
 	if (kind < 0 || kind >= HW_MEM_NKINDS)
 		kind = HW_MEM_ELEMENTWISE;
@@ -531,7 +537,8 @@ double kperf_mem_impl_s(const struct hw_profile *hw, int kind, int impl, double 
 		: hw->k.mem_eff[kind];
 	if (!(e > 0))
 		e = 1;
-	return hw->k.mem_overhead_s[kind] + (bytes > 0 ? bytes : 0) / (hw->hbm_Bps * e);
+	return (kernels > 1 ? kernels : 1) * hw->k.mem_overhead_s[kind] +
+	       (bytes > 0 ? bytes : 0) / (hw->hbm_Bps * e);
 }
 
 double kperf_mem_grid_s(const struct hw_profile *hw, int kind, int impl, double bytes, double rows,

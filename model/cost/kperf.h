@@ -154,6 +154,19 @@ double kperf_mem_s(const struct hw_profile *hw, int kind, double bytes);
  * way.  kperf_mem_s is HW_MEM_IMPL_ANY. */
 double kperf_mem_impl_s(const struct hw_profile *hw, int kind, int impl, double bytes);
 
+/* The same implementation's call that runs `kernels` kernels one after
+ * another moving `bytes` between them (docs/MODEL.md, "Kernel efficiency":
+ * kernels a call runs): each kernel its floor, the bytes at the
+ * implementation's bandwidth, kernels x floor + bytes / (HBM x eff).
+ * Transformer Engine's norm backward is two: the backward writes each
+ * CTA's partial weight gradient, a finalize kernel sums them
+ * (launch_rmsnorm_bwd_tuned_ / _general_ in transformer_engine/common/
+ * normalization/rmsnorm/rmsnorm_bwd_semi_cuda_kernel.cu, LayerNorm's
+ * alike: ln_bwd_kernel then ln_bwd_finalize_kernel in the DeepSeek-V3
+ * trace).  kperf_mem_impl_s is one kernel; fewer than 1 count as 1. */
+double kperf_mem_kernels_s(const struct hw_profile *hw, int kind, int impl, double bytes,
+			   double kernels);
+
 /* The same kernel launched as a persistent grid (docs/MODEL.md, "Kernel
  * efficiency": persistent grids): one program an SM (hw->k.sms of them),
  * each of `warps` warps walking ceil(rows / SMs) of the tensor's rows one
