@@ -1011,10 +1011,14 @@ static void test_gpt3_175b(void **state)
 	assert_int_equal(u.so.n_units_folded, 8 * 128 * 2);
 	assert_int_equal(u.so.n_units_kept, 0);
 	assert_true(u.so.n_unit_kinds <= 8 * 7);
-	/* Memory bounded by the units: under 12 tasks a unit, and the
-	 * optimizer's and the synchronisations' (kernel by kernel). */
+	/* Memory bounded by the units: under 12 tasks a unit, 7 more in a
+	 * backward unit for each of its 12 layers' 2 all-reduces beside the
+	 * weight gradients (the collective, kept off the compute stream;
+	 * its issue's and its join's event record and wait on the host; the
+	 * compute run split at the join), and the optimizer's and the
+	 * synchronisations' (kernel by kernel). */
 	print_message("folded graph: %u tasks\n", (unsigned)u.g->n_nodes);
-	assert_true(u.g->n_nodes < 8 * 128 * 2 * 12 + 2 * 8 * 12 * 3 * 15 + 64);
+	assert_true(u.g->n_nodes < 8 * 128 * 2 * 12 + 8 * 128 * 24 * 7 + 2 * 8 * 12 * 3 * 15 + 64);
 	run_free(&u);
 }
 
@@ -1147,8 +1151,8 @@ static void test_extrapolate(void **state)
 	     0, 0, 0},
 	    {1, 4, 2, 1, 20, LAYOUT_1F1B, LAYOUT_RECOMPUTE_SELECTIVE, 1, 0, HW_BF16, 2, 10, 5, 1, 0,
 	     0, 0, 0, 0},
-	    /* (taken until the output layer gathered its sequence-parallel
-	     * input forward and again backward and reduce-scattered its
+	    /* (taken until the output layer gathered its saved
+	     * sequence-parallel input again backward and reduce-scattered its
 	     * input gradient, beside its GEMMs, with their event calls on
 	     * the last stage's host: either, agreement asserted) */
 	    {2, 4, 2, 2, 48, LAYOUT_INTERLEAVED, LAYOUT_RECOMPUTE_NONE, 2, 1, HW_BF16, 2, 10, 5, -1,
@@ -1213,9 +1217,10 @@ static void test_extrapolate(void **state)
 			same_prediction(&hier, &full);
 		}
 	}
-	/* the last eight cases but GPipe's (declined, issue 38) and the
-	 * interleaved one at 64 */
-	assert_int_equal(past_half, 8);
+	/* the last eight cases but GPipe's (declined, issue 38), the
+	 * interleaved one at 64 and the interleaved tp 2 sp one at 48 (now
+	 * declined: above) */
+	assert_int_equal(past_half, 7);
 }
 
 /* GPT-3 1.3B on h100-dgx as shipped: pp 2, dp 32, 16 microbatches of 1, GPipe. */
@@ -1314,12 +1319,11 @@ static void test_extrapolate_gpipe(void **state)
 		int tp, pp, dp, zero, impl, m, rec, steps, sp;
 		long ec_us; /* the full run's exposed compute (the line's above) */
 	} cases[] = {
-	    /* (226,228 us until the output layer gathered its sequence-
-	     * parallel input, forward and backward, and reduce-scattered its
-	     * input gradient: the last stage's head longer, its GEMMs slowed
-	     * where those run beside them; the step 827.629 -> 837.250 ms) */
-	    {"gpt-small", 2, 2, 1, 2, LAYOUT_DP_FSDP, 160, LAYOUT_RECOMPUTE_NONE, 1, 1, 228737},
-	    {"gpt3-1.3b", 4, 4, 8, 3, LAYOUT_DP_FSDP2, 40, LAYOUT_RECOMPUTE_FULL, 2, 0, 116907},
+	    {"gpt-small", 2, 2, 1, 2, LAYOUT_DP_FSDP, 160, LAYOUT_RECOMPUTE_NONE, 1, 1, 226228},
+	    /* (116,907 us until the backward's all-reduces ran beside the
+	     * weight gradients' GEMMs: more of the compute overlapped; the
+	     * step 1053.201 -> 1037.876 ms) */
+	    {"gpt3-1.3b", 4, 4, 8, 3, LAYOUT_DP_FSDP2, 40, LAYOUT_RECOMPUTE_FULL, 2, 0, 101293},
 	};
 	struct prism_err err;
 	(void)state;

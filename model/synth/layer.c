@@ -2039,13 +2039,15 @@ void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
  * transformer layers' GEMMs).  It is Megatron-LM's column-parallel Linear
  * (gpt_model.py output_layer, tensor_parallel.ColumnParallelLinear with
  * parallel_output): with sequence parallelism the norm runs on the rank's
- * b s / t tokens and the Linear all-gathers them first, in bf16
+ * b s / t tokens and the Linear all-gathers them first
  * (LinearWithGradAccumulationAndAsyncCommunication.forward,
- * sequence_parallel: _gather_along_first_dim); without, nothing forward
- * (allreduce_dgrad: its input is not copied to the tp region).  Its
- * backward is linear_bwd_g's: the saved shard gathered again beside the
- * input gradient's GEMM, the input gradient reduce-scattered (or
- * all-reduced) beside the weight gradient's.  The vocabulary-parallel
+ * sequence_parallel: _gather_along_first_dim), the gather the last
+ * layer's round already emits (tp_round: a row-parallel output's gather,
+ * placed early for the next column-parallel input); without, nothing
+ * forward (allreduce_dgrad: its input is not copied to the tp region).
+ * Its backward is linear_bwd_g's: the saved shard gathered again (bf16)
+ * beside the input gradient's GEMM, the input gradient reduce-scattered
+ * (or all-reduced) beside the weight gradient's.  The vocabulary-parallel
  * cross-entropy's small all-reduces (its max, predicted logit and sum of
  * exponentials, b s fp32 values each) are left out.  The vocabulary-
  * parallel cross-entropy as
@@ -2057,8 +2059,6 @@ void sl_head_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, sp = c->in->lay.sp ? z->t : 1;
 	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h / sp, 1));
-	if (z->t > 1 && c->in->lay.sp)
-		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", sl_logit_dtype(c->in), 1, bs,
 	      z->V / z->t, z->h);
 	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd", 30 * bs * z->V / z->t);
