@@ -670,6 +670,55 @@ static void test_agreement_moe_cp(void **state)
 		assert_int_equal(agree(&in), 1);
 		in.lay.schedule = LAYOUT_DUALPIPEV;
 		assert_int_equal(agree(&in), 1);
+		/* at tp 2, with and without sequence parallelism: eh_proj's
+		 * input gradient reduced beside its weight gradient (its input
+		 * gathered again beside its input gradient under sp), as the
+		 * output layer's (layer.c linear_bwd_g) */
+		for (int sp = 0; sp <= 1; sp++) {
+			in.lay.tp = 2;
+			in.lay.sp = sp;
+			in.lay.schedule = LAYOUT_1F1B;
+			print_message("mtp tp 2 sp %d\n", sp);
+			assert_int_equal(agree(&in), 1);
+			in.hw = &hw_quiet;
+			assert_int_equal(agree(&in), 1);
+			in.hw = &hw;
+			in.lay.schedule = LAYOUT_ZB2P;
+			assert_int_equal(agree(&in), 1);
+		}
+	}
+	{
+		/* Multi-head latent attention at tp 2 (the small model's 16
+		 * heads: q 256 and kv 128 compressed, 64 + 32 query and key
+		 * dims, 64 of value): its up projections' input gradients
+		 * reduced beside their weight gradients (reduce-scattered with
+		 * sp, all-reduced without) and, with sp, their inputs gathered
+		 * again beside their input gradients. */
+		struct synth_in in;
+		struct prism_err err;
+		small(&in);
+		in.m.q_lora_rank = 256;
+		in.m.kv_lora_rank = 128;
+		in.m.qk_nope_head_dim = 64;
+		in.m.qk_rope_head_dim = 32;
+		in.m.v_head_dim = 64;
+		in.lay.tp = 2;
+		in.lay.pp = 2;
+		in.lay.dp = 2;
+		in.lay.microbatches = 4;
+		for (int sp = 0; sp <= 1; sp++) {
+			in.lay.sp = sp;
+			prism_err_clear(&err);
+			if (synth_check(&in, &err)) {
+				print_error("mla: %s\n", err.msg);
+				fail();
+			}
+			print_message("mla tp 2 sp %d\n", sp);
+			in.hw = &hw;
+			assert_int_equal(agree(&in), 1);
+			in.hw = &hw_quiet;
+			assert_int_equal(agree(&in), 1);
+		}
 	}
 	{
 		/* ZB-V with Megatron's embedding and loss slots: 6 layers + 2

@@ -2401,8 +2401,60 @@ static void test_moe_shared_overlap(void **state)
 			shared = g->proc[u];
 	}
 	assert_true(router != UINT32_MAX && shared != UINT32_MAX && router != shared);
+	/* Beside the dispatcher Megatron turns FC1's own communication off
+	 * (SharedExpertMLP: parallel_mode None): its input gradient is
+	 * reduce-scattered after its weight gradient on the side stream, and
+	 * its gathered input is kept (no re-gather).  Serial, FC1 is a TE
+	 * column-parallel Linear: its saved shard gathered again beside its
+	 * input gradient's GEMM, the gradient reduce-scattered beside its
+	 * weight gradient's (b s h = 1024 x 4096 bf16, 8,388,608 bytes); 3
+	 * MoE layers x 2 microbatches x the steps, rank 0. */
+	for (int ov = 1; ov >= 0; ov--) {
+		int steps = in.steps > 0 ? in.steps : 1, after_dx = 0, after_dw = 0, before_dx = 0;
+		if (!ov) {
+			synth_out_release(&so);
+			graph_free(g);
+			in.lay.moe_shared_overlap = 0;
+			g = build(&in, &so, &st);
+		}
+		for (uint32_t v = 0; v < g->n_nodes; v++) {
+			const char *a = strtab_get(&g->st, g->name[v]);
+			if (g->kind[v] != GN_KERNEL || g->procs[g->proc[v]].rank != 0 ||
+			    !strstr(a, "shared_fc1_d"))
+				continue;
+			for (uint32_t e = g->out_off[v]; e < g->out_off[v + 1]; e++) {
+				uint32_t u = g->out_dst[e];
+				if (g->coll[u] == UINT32_MAX ||
+				    g->colls[g->coll[u]].bytes != 8388608)
+					continue;
+				if (g->colls[g->coll[u]].kind == GC_REDUCE_SCATTER) {
+					after_dx += strstr(a, "_dx") && g->proc[u] != g->proc[v] &&
+						    strstr(strtab_get(&g->st, g->name[v + 1]),
+							   "shared_fc1_dw");
+					after_dw += strstr(a, "_dw") && g->proc[u] == g->proc[v];
+				}
+			}
+			/* the re-gather: waited for before the weight gradient */
+			for (uint32_t e = 0; e < g->n_edges; e++)
+				if (g->out_dst[e] == v && strstr(a, "_dw")) {
+					uint32_t w = 0;
+					while (w + 1 < g->n_nodes && g->out_off[w + 1] <= e)
+						w++;
+					before_dx += g->coll[w] != UINT32_MAX &&
+						     g->colls[g->coll[w]].kind == GC_ALL_GATHER &&
+						     g->colls[g->coll[w]].bytes == 8388608;
+				}
+		}
+		print_message("shared FC1, overlap %d: reduce-scatters beside dw %d, after dw "
+			      "%d; re-gathers before dw %d\n",
+			      ov, after_dx, after_dw, before_dx);
+		assert_int_equal(after_dx, ov ? 0 : 3 * 2 * steps);
+		assert_int_equal(after_dw, ov ? 3 * 2 * steps : 0);
+		assert_int_equal(before_dx, ov ? 0 : 3 * 2 * steps);
+	}
 	synth_out_release(&so);
 	graph_free(g);
+	in.lay.moe_shared_overlap = 1;
 	in.lay.moe_dispatcher = LAYOUT_DISP_ALLGATHER;
 	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
 	assert_non_null(strstr(err.msg, "moe_shared_overlap"));
@@ -3587,79 +3639,87 @@ static void test_cp_allgather(void **state)
  * after its input-gradient GEMM, beside its weight-gradient GEMM (the next
  * kernel on the compute stream), and the compute stream waits for it
  * before the norm's backward consumes the gradient.  The forward's stay on
- * the compute stream. */
+ * the compute stream.  Without sequence parallelism the same gradients are
+ * all-reduced in the same place (allreduce_dgrad: all_reduce(grad_input,
+ * async_op=True) after the dgrad matmul, waited after wgrad), the
+ * forward's all-reduces (the projection's and FC2's outputs) on the
+ * compute stream. */
 static void test_sp_rs_beside_wgrad(void **state)
 {
-	struct synth_in in;
-	struct synth_out so;
-	struct settle_out st;
-	struct graph *g;
-	uint32_t comp[2] = {UINT32_MAX, UINT32_MAX};
-	int fwd = 0, side = 0, dx = 0, joined = 0, logits = 0;
 	(void)state;
-	small(&in);
-	in.lay.tp = 2;
-	in.lay.sp = 1;
-	g = build(&in, &so, &st);
-	for (uint32_t i = 0; i < g->n_colls; i++) {
-		uint32_t u = g->colls[i].node, pr = g->proc[u], rk = g->procs[pr].rank;
-		if (g->colls[i].kind != GC_REDUCE_SCATTER)
-			continue;
-		assert_int_equal(g->colls[i].bytes, 2097152);
-		if (comp[rk] == UINT32_MAX)
-			comp[rk] = pr; /* the forward's first: the compute stream */
-		if (pr == comp[rk]) {
-			fwd++;
-			continue;
-		}
-		side++;
-		/* Its predecessor on the compute stream: an input-gradient
-		 * GEMM, the weight-gradient GEMM of the same Linear next. */
-		for (uint32_t v = 0; v < g->n_nodes; v++) {
-			if (g->proc[v] != comp[rk])
+	for (int sp = 1; sp >= 0; sp--) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		uint32_t comp[2] = {UINT32_MAX, UINT32_MAX};
+		int fwd = 0, side = 0, dx = 0, joined = 0, logits = 0;
+		int kind = sp ? GC_REDUCE_SCATTER : GC_ALL_REDUCE;
+		small(&in);
+		in.lay.tp = 2;
+		in.lay.sp = sp;
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			uint32_t u = g->colls[i].node, pr = g->proc[u], rk = g->procs[pr].rank;
+			/* (the data-parallel reductions: fp32, other sizes) */
+			if (g->colls[i].kind != kind || g->colls[i].bytes != 2097152)
 				continue;
-			for (uint32_t e = g->out_off[v]; e < g->out_off[v + 1]; e++) {
-				const char *a = strtab_get(&g->st, g->name[v]), *b;
-				size_t n = strlen(a);
-				if (g->out_dst[e] != u)
+			if (comp[rk] == UINT32_MAX)
+				comp[rk] = pr; /* the forward's first: the compute stream */
+			if (pr == comp[rk]) {
+				fwd++;
+				continue;
+			}
+			side++;
+			/* Its predecessor on the compute stream: an input-
+			 * gradient GEMM, the weight-gradient GEMM of the same
+			 * Linear next. */
+			for (uint32_t v = 0; v < g->n_nodes; v++) {
+				if (g->proc[v] != comp[rk])
 					continue;
-				b = strtab_get(&g->st, g->name[v + 1]);
-				const char *lin = strstr(a, "_qkv_dx")	 ? "_qkv_dw"
-						  : strstr(a, "_fc1_dx") ? "_fc1_dw"
-									 : "_logits_dw";
-				assert_true(n > 3 && strcmp(a + n - 3, "_dx") == 0);
-				assert_true(strstr(a, "_qkv_dx") || strstr(a, "_fc1_dx") ||
-					    strstr(a, "_logits_dx"));
-				assert_non_null(strstr(b, lin));
-				logits += strstr(a, "_logits_dx") != NULL;
-				dx++;
+				for (uint32_t e = g->out_off[v]; e < g->out_off[v + 1]; e++) {
+					const char *a = strtab_get(&g->st, g->name[v]), *b;
+					size_t n = strlen(a);
+					if (g->out_dst[e] != u)
+						continue;
+					b = strtab_get(&g->st, g->name[v + 1]);
+					const char *lin = strstr(a, "_qkv_dx")	 ? "_qkv_dw"
+							  : strstr(a, "_fc1_dx") ? "_fc1_dw"
+										 : "_logits_dw";
+					assert_true(n > 3 && strcmp(a + n - 3, "_dx") == 0);
+					assert_true(strstr(a, "_qkv_dx") || strstr(a, "_fc1_dx") ||
+						    strstr(a, "_logits_dx"));
+					assert_non_null(strstr(b, lin));
+					logits += strstr(a, "_logits_dx") != NULL;
+					dx++;
+				}
+			}
+			/* What waits for it: the norm's backward on the compute
+			 * stream. */
+			for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
+				uint32_t w = g->out_dst[e];
+				if (g->proc[w] != comp[rk])
+					continue;
+				assert_string_equal(strtab_get(&g->st, g->name[w]),
+						    "layer_norm_grad_input_kernel");
+				joined++;
 			}
 		}
-		/* What waits for it: the norm's backward on the compute
-		 * stream. */
-		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
-			uint32_t w = g->out_dst[e];
-			if (g->proc[w] != comp[rk])
-				continue;
-			assert_string_equal(strtab_get(&g->st, g->name[w]),
-					    "layer_norm_grad_input_kernel");
-			joined++;
-		}
+		print_message("%s: %d forward, %d beside the weight gradients (%d after an input "
+			      "gradient, %d of them the output layer's, %d waited for)\n",
+			      sp ? "reduce-scatters" : "all-reduces", fwd, side, dx, logits,
+			      joined);
+		/* 2 ranks x 4 layers x 2 microbatches x 2 Linears each way;
+		 * the output layer's backward once a microbatch (the norm's
+		 * backward after it is the final norm's) */
+		assert_int_equal(fwd, 32);
+		assert_int_equal(side, 34);
+		assert_int_equal(dx, 34);
+		assert_int_equal(logits, 2);
+		assert_int_equal(joined, 34);
+		synth_out_release(&so);
+		graph_free(g);
 	}
-	print_message("reduce-scatters: %d forward, %d beside the weight gradients "
-		      "(%d after an input gradient, %d of them the output layer's, %d waited "
-		      "for)\n",
-		      fwd, side, dx, logits, joined);
-	/* 2 ranks x 4 layers x 2 microbatches x 2 Linears each way; the
-	 * output layer's backward once a microbatch (the norm's backward
-	 * after it is the final norm's) */
-	assert_int_equal(fwd, 32);
-	assert_int_equal(side, 34);
-	assert_int_equal(dx, 34);
-	assert_int_equal(logits, 2);
-	assert_int_equal(joined, 34);
-	synth_out_release(&so);
-	graph_free(g);
 }
 
 static void test_sp_fp8_gather(void **state)
@@ -4005,6 +4065,50 @@ static void test_mtp(void **state)
 		assert_true(p.iter_s > q.iter_s);
 		assert_true(synth_lower_bound(&in) <= p.iter_s);
 	}
+	/* eh_proj at tp 2 (Transformer Engine's column-parallel Linear):
+	 * its input, b s 2h = 1024 x 2048 bf16 (4,194,304 bytes), gathered
+	 * forward on the compute stream under sp and again backward beside
+	 * its input gradient's GEMM, its input gradient reduce-scattered
+	 * beside its weight gradient's (all-reduced without sp), both on the
+	 * communication stream: once a microbatch (2) and step. */
+	for (int sp = 0; sp <= 1; sp++) {
+		int steps = in.steps > 0 ? in.steps : 1, ag = 0, ag_side = 0, red_side = 0;
+		uint32_t comp = UINT32_MAX;
+		small(&in);
+		in.lay.microbatches = 2;
+		in.m.mtp_layers = 1;
+		in.lay.tp = 2;
+		in.lay.sp = sp;
+		g = build(&in, &so, &st);
+		for (uint32_t u = 0; u < g->n_nodes && comp == UINT32_MAX; u++)
+			if (g->kind[u] == GN_KERNEL &&
+			    strstr(strtab_get(&g->st, g->name[u]), "_eh_proj_dx"))
+				comp = g->proc[u];
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			const struct graph_coll *x = &g->colls[i];
+			int on_side = g->proc[x->node] != comp;
+			if (x->bytes != 4194304)
+				continue;
+			if (x->kind == GC_ALL_GATHER) {
+				ag++;
+				ag_side += on_side;
+			} else {
+				assert_int_equal(x->kind, sp ? GC_REDUCE_SCATTER : GC_ALL_REDUCE);
+				assert_true(on_side);
+				red_side++;
+			}
+		}
+		print_message(
+		    "eh_proj, sp %d: %d gathers (%d beside dx), %d reductions beside dw\n", sp, ag,
+		    ag_side, red_side);
+		assert_int_equal(ag, sp ? 2 * 2 * steps : 0);
+		assert_int_equal(ag_side, sp ? 2 * steps : 0);
+		assert_int_equal(red_side, 2 * steps);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	small(&in);
+	in.lay.microbatches = 2;
 	/* Untied on two stages, the depth's embedding gradient is all-reduced
 	 * between the first and the last stage (finalize_model_grads.py),
 	 * V h fp32 values: 32000 x 1024 x 4 = 131,072,000 bytes, once a step
