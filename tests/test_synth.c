@@ -2401,8 +2401,60 @@ static void test_moe_shared_overlap(void **state)
 			shared = g->proc[u];
 	}
 	assert_true(router != UINT32_MAX && shared != UINT32_MAX && router != shared);
+	/* Beside the dispatcher Megatron turns FC1's own communication off
+	 * (SharedExpertMLP: parallel_mode None): its input gradient is
+	 * reduce-scattered after its weight gradient on the side stream, and
+	 * its gathered input is kept (no re-gather).  Serial, FC1 is a TE
+	 * column-parallel Linear: its saved shard gathered again beside its
+	 * input gradient's GEMM, the gradient reduce-scattered beside its
+	 * weight gradient's (b s h = 1024 x 4096 bf16, 8,388,608 bytes); 3
+	 * MoE layers x 2 microbatches x the steps, rank 0. */
+	for (int ov = 1; ov >= 0; ov--) {
+		int steps = in.steps > 0 ? in.steps : 1, after_dx = 0, after_dw = 0, before_dx = 0;
+		if (!ov) {
+			synth_out_release(&so);
+			graph_free(g);
+			in.lay.moe_shared_overlap = 0;
+			g = build(&in, &so, &st);
+		}
+		for (uint32_t v = 0; v < g->n_nodes; v++) {
+			const char *a = strtab_get(&g->st, g->name[v]);
+			if (g->kind[v] != GN_KERNEL || g->procs[g->proc[v]].rank != 0 ||
+			    !strstr(a, "shared_fc1_d"))
+				continue;
+			for (uint32_t e = g->out_off[v]; e < g->out_off[v + 1]; e++) {
+				uint32_t u = g->out_dst[e];
+				if (g->coll[u] == UINT32_MAX ||
+				    g->colls[g->coll[u]].bytes != 8388608)
+					continue;
+				if (g->colls[g->coll[u]].kind == GC_REDUCE_SCATTER) {
+					after_dx += strstr(a, "_dx") && g->proc[u] != g->proc[v] &&
+						    strstr(strtab_get(&g->st, g->name[v + 1]),
+							   "shared_fc1_dw");
+					after_dw += strstr(a, "_dw") && g->proc[u] == g->proc[v];
+				}
+			}
+			/* the re-gather: waited for before the weight gradient */
+			for (uint32_t e = 0; e < g->n_edges; e++)
+				if (g->out_dst[e] == v && strstr(a, "_dw")) {
+					uint32_t w = 0;
+					while (w + 1 < g->n_nodes && g->out_off[w + 1] <= e)
+						w++;
+					before_dx += g->coll[w] != UINT32_MAX &&
+						     g->colls[g->coll[w]].kind == GC_ALL_GATHER &&
+						     g->colls[g->coll[w]].bytes == 8388608;
+				}
+		}
+		print_message("shared FC1, overlap %d: reduce-scatters beside dw %d, after dw "
+			      "%d; re-gathers before dw %d\n",
+			      ov, after_dx, after_dw, before_dx);
+		assert_int_equal(after_dx, ov ? 0 : 3 * 2 * steps);
+		assert_int_equal(after_dw, ov ? 3 * 2 * steps : 0);
+		assert_int_equal(before_dx, ov ? 0 : 3 * 2 * steps);
+	}
 	synth_out_release(&so);
 	graph_free(g);
+	in.lay.moe_shared_overlap = 1;
 	in.lay.moe_dispatcher = LAYOUT_DISP_ALLGATHER;
 	assert_int_equal(synth_check(&in, &err), PRISM_EARG);
 	assert_non_null(strstr(err.msg, "moe_shared_overlap"));
@@ -2862,15 +2914,18 @@ static void layer_work(const struct graph *g, int phase, const char *only, char 
  * collectives forward: RoPE's key all-gathered (4096 x 64 x 2 = 524,288
  * bytes), the compressed q's (12,582,912) and kv's (4,194,304), the
  * projection's reduce-scatter (4096 x 7168 x 2 = 58,720,256), the FFN's
- * all-gather and reduce-scatter; backward the FFN's round, the
- * projection's all-gather and the three reduce-scatters, and the inputs
- * of FC1 and of the up projections (TE column-parallel linears that
- * gather their own inputs, multi_latent_attention.py) gathered again for
- * their weight gradients, on the communication stream, listed last: FC1's
- * 58,720,256 bytes, kv up's 4,194,304, q up's 12,582,912.  tp 2 without
- * sequence parallelism: the projection's and the FFN's all-reduces
- * forward; backward the FFN's, then the gradients of the compressed kv and
- * q (the down projections, whole on every rank, run on all 4096 tokens).
+ * all-gather and reduce-scatter; backward FC2's and the projection's
+ * output gradients gathered and RoPE's key's gradient reduce-scattered on
+ * the compute stream, and the inputs of FC1 and of the up projections (TE
+ * column-parallel linears that gather their own inputs,
+ * multi_latent_attention.py) gathered again for their weight gradients
+ * and their input gradients reduce-scattered beside those, on the
+ * communication stream, listed last: FC1's 58,720,256 bytes, kv up's
+ * 4,194,304, q up's 12,582,912.  tp 2 without sequence parallelism: the
+ * projection's and the FFN's all-reduces forward; backward FC1's input
+ * gradient all-reduced, then the compressed kv's and q's (the down
+ * projections, whole on every rank, run on all 4096 tokens), each beside
+ * its Linear's weight gradient.
  * The kernels' FLOPs, summed over the ranks, are llm_flops_iter's with
  * sequence parallelism and exceed it by the copies' without.
  */
@@ -2896,9 +2951,17 @@ static void test_mla_layer(void **state)
 		const char *fwd, *colls_f, *colls_b;
 	} runs[] = {
 	    {1, 0, fwd1, "", ""},
+	    /* Backward, the compute stream's first (the FC2's and the
+	     * projection's output gradients gathered, RoPE's key's gradient
+	     * reduce-scattered), then the tensor-parallel stream's: each
+	     * column-parallel Linear's input shard gathered again beside its
+	     * input gradient's GEMM and that gradient reduce-scattered beside
+	     * its weight gradient's (FC1's, then the kv and q up
+	     * projections', 4096 x 512 and 4096 x 1536 bf16 values); without
+	     * sequence parallelism the same three all-reduced there. */
 	    {8, 1, fwd8, "AG 524288;AG 12582912;AG 4194304;RS 58720256;AG 58720256;RS 58720256",
-	     "AG 58720256;AG 58720256;RS 4194304;RS 12582912;RS 524288;AG 58720256;RS 58720256;"
-	     "AG 4194304;AG 12582912"},
+	     "AG 58720256;AG 58720256;RS 524288;AG 58720256;RS 58720256;AG 4194304;RS 4194304;"
+	     "AG 12582912;RS 12582912"},
 	    {2, 0, NULL, "AR 58720256;AR 58720256", "AR 58720256;AR 4194304;AR 12582912"},
 	};
 	(void)state;
@@ -3555,8 +3618,13 @@ static void test_cp_allgather(void **state)
  * reduce-scatters, 8 layers x 2 steps = 64 reduce-scatters, 96 gathers,
  * 32 of them the re-gathers, on the communication stream (beside the
  * input gradient's GEMM; every other tp collective is on the compute
- * stream).  The reduce-scatters are of bf16, 1024 x 1024 x 2 = 2,097,152
- * bytes, in every dtype; the gathers of fp8 under the per-tensor recipes
+ * stream).  The output layer (Megatron-LM's ColumnParallelLinear, bf16)
+ * gathers its input again backward (its forward gather the last layer's)
+ * and reduce-scatters its input gradient, once each of the 2: 66
+ * reduce-scatters, 98 gathers, 2 of them the output layer's bf16
+ * re-gathers in every dtype, 34 re-gathers in all.
+ * The reduce-scatters are of bf16, 1024 x 1024 x 2 = 2,097,152 bytes, in
+ * every dtype; the layers' gathers of fp8 under the per-tensor recipes
  * (delayed, current: 1,048,576 bytes), of bf16 in a bf16 run and under
  * blockwise (taken as bf16).  A LoRA adapter on FC1 asks for the gathered
  * bf16 norm output: FC1's input gather (one a layer, 16 in all) is of
@@ -3565,76 +3633,93 @@ static void test_cp_allgather(void **state)
  */
 /* A tp 2 sequence-parallel layer's backward (Megatron-LM's layers.py
  * LinearWithGradAccumulationAndAsyncCommunication.backward): each column-
- * parallel Linear's (QKV's, FC1's) input gradient, b s h = 1 x 1024 x 1024
+ * parallel Linear's (QKV's, FC1's, the output layer's) input gradient, b s
+ * h = 1 x 1024 x 1024
  * bf16 values (2 MiB), is reduce-scattered on the tensor-parallel stream
  * after its input-gradient GEMM, beside its weight-gradient GEMM (the next
  * kernel on the compute stream), and the compute stream waits for it
  * before the norm's backward consumes the gradient.  The forward's stay on
- * the compute stream. */
+ * the compute stream.  Without sequence parallelism the same gradients are
+ * all-reduced in the same place (allreduce_dgrad: all_reduce(grad_input,
+ * async_op=True) after the dgrad matmul, waited after wgrad), the
+ * forward's all-reduces (the projection's and FC2's outputs) on the
+ * compute stream. */
 static void test_sp_rs_beside_wgrad(void **state)
 {
-	struct synth_in in;
-	struct synth_out so;
-	struct settle_out st;
-	struct graph *g;
-	uint32_t comp[2] = {UINT32_MAX, UINT32_MAX};
-	int fwd = 0, side = 0, dx = 0, joined = 0;
 	(void)state;
-	small(&in);
-	in.lay.tp = 2;
-	in.lay.sp = 1;
-	g = build(&in, &so, &st);
-	for (uint32_t i = 0; i < g->n_colls; i++) {
-		uint32_t u = g->colls[i].node, pr = g->proc[u], rk = g->procs[pr].rank;
-		if (g->colls[i].kind != GC_REDUCE_SCATTER)
-			continue;
-		assert_int_equal(g->colls[i].bytes, 2097152);
-		if (comp[rk] == UINT32_MAX)
-			comp[rk] = pr; /* the forward's first: the compute stream */
-		if (pr == comp[rk]) {
-			fwd++;
-			continue;
-		}
-		side++;
-		/* Its predecessor on the compute stream: an input-gradient
-		 * GEMM, the weight-gradient GEMM of the same Linear next. */
-		for (uint32_t v = 0; v < g->n_nodes; v++) {
-			if (g->proc[v] != comp[rk])
+	for (int sp = 1; sp >= 0; sp--) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		uint32_t comp[2] = {UINT32_MAX, UINT32_MAX};
+		int fwd = 0, side = 0, dx = 0, joined = 0, logits = 0;
+		int kind = sp ? GC_REDUCE_SCATTER : GC_ALL_REDUCE;
+		small(&in);
+		in.lay.tp = 2;
+		in.lay.sp = sp;
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			uint32_t u = g->colls[i].node, pr = g->proc[u], rk = g->procs[pr].rank;
+			/* (the data-parallel reductions: fp32, other sizes) */
+			if (g->colls[i].kind != kind || g->colls[i].bytes != 2097152)
 				continue;
-			for (uint32_t e = g->out_off[v]; e < g->out_off[v + 1]; e++) {
-				const char *a = strtab_get(&g->st, g->name[v]), *b;
-				size_t n = strlen(a);
-				if (g->out_dst[e] != u)
+			if (comp[rk] == UINT32_MAX)
+				comp[rk] = pr; /* the forward's first: the compute stream */
+			if (pr == comp[rk]) {
+				fwd++;
+				continue;
+			}
+			side++;
+			/* Its predecessor on the compute stream: an input-
+			 * gradient GEMM, the weight-gradient GEMM of the same
+			 * Linear next. */
+			for (uint32_t v = 0; v < g->n_nodes; v++) {
+				if (g->proc[v] != comp[rk])
 					continue;
-				b = strtab_get(&g->st, g->name[v + 1]);
-				const char *lin = strstr(a, "_qkv_dx") ? "_qkv_dw" : "_fc1_dw";
-				assert_true(n > 3 && strcmp(a + n - 3, "_dx") == 0);
-				assert_true(strstr(a, "_qkv_dx") || strstr(a, "_fc1_dx"));
-				assert_non_null(strstr(b, lin));
-				dx++;
+				for (uint32_t e = g->out_off[v]; e < g->out_off[v + 1]; e++) {
+					const char *a = strtab_get(&g->st, g->name[v]), *b;
+					size_t n = strlen(a);
+					if (g->out_dst[e] != u)
+						continue;
+					b = strtab_get(&g->st, g->name[v + 1]);
+					const char *lin = strstr(a, "_qkv_dx")	 ? "_qkv_dw"
+							  : strstr(a, "_fc1_dx") ? "_fc1_dw"
+										 : "_logits_dw";
+					assert_true(n > 3 && strcmp(a + n - 3, "_dx") == 0);
+					assert_true(strstr(a, "_qkv_dx") || strstr(a, "_fc1_dx") ||
+						    strstr(a, "_logits_dx"));
+					assert_non_null(strstr(b, lin));
+					logits += strstr(a, "_logits_dx") != NULL;
+					dx++;
+				}
+			}
+			/* What waits for it: the norm's backward on the compute
+			 * stream. */
+			for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
+				uint32_t w = g->out_dst[e];
+				if (g->proc[w] != comp[rk])
+					continue;
+				assert_string_equal(strtab_get(&g->st, g->name[w]),
+						    "layer_norm_grad_input_kernel");
+				joined++;
 			}
 		}
-		/* What waits for it: the norm's backward on the compute
-		 * stream. */
-		for (uint32_t e = g->out_off[u]; e < g->out_off[u + 1]; e++) {
-			uint32_t w = g->out_dst[e];
-			if (g->proc[w] != comp[rk])
-				continue;
-			assert_string_equal(strtab_get(&g->st, g->name[w]),
-					    "layer_norm_grad_input_kernel");
-			joined++;
-		}
+		print_message("%s: %d forward, %d beside the weight gradients (%d after an input "
+			      "gradient, %d of them the output layer's, %d waited for)\n",
+			      sp ? "reduce-scatters" : "all-reduces", fwd, side, dx, logits,
+			      joined);
+		/* 2 ranks x 4 layers x 2 microbatches x 2 Linears each way;
+		 * the output layer's backward once a microbatch (the norm's
+		 * backward after it is the final norm's) */
+		assert_int_equal(fwd, 32);
+		assert_int_equal(side, 34);
+		assert_int_equal(dx, 34);
+		assert_int_equal(logits, 2);
+		assert_int_equal(joined, 34);
+		synth_out_release(&so);
+		graph_free(g);
 	}
-	print_message("reduce-scatters: %d forward, %d beside the weight gradients "
-		      "(%d after an input gradient, %d waited for)\n",
-		      fwd, side, dx, joined);
-	/* 2 ranks x 4 layers x 2 microbatches x 2 Linears each way */
-	assert_int_equal(fwd, 32);
-	assert_int_equal(side, 32);
-	assert_int_equal(dx, 32);
-	assert_int_equal(joined, 32);
-	synth_out_release(&so);
-	graph_free(g);
 }
 
 static void test_sp_fp8_gather(void **state)
@@ -3642,10 +3727,10 @@ static void test_sp_fp8_gather(void **state)
 	static const struct {
 		int dtype, recipe, lora;
 		int ag_fp8, ag_bf16;
-	} want[] = {{HW_BF16, LAYOUT_FP8_DELAYED, 0, 0, 96},
-		    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 96, 0},
-		    {HW_FP8, LAYOUT_FP8_CURRENT, 0, 96, 0},
-		    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 0, 0, 96},
+	} want[] = {{HW_BF16, LAYOUT_FP8_DELAYED, 0, 0, 98},
+		    {HW_FP8, LAYOUT_FP8_DELAYED, 0, 96, 2},
+		    {HW_FP8, LAYOUT_FP8_CURRENT, 0, 96, 2},
+		    {HW_FP8, LAYOUT_FP8_BLOCKWISE, 0, 0, 98},
 		    {HW_FP8, LAYOUT_FP8_DELAYED, 1, 48, 16}};
 	(void)state;
 	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
@@ -3687,12 +3772,13 @@ static void test_sp_fp8_gather(void **state)
 		print_message("sp gathers %zu: %d fp8, %d bf16 (%d re-gathers), %d "
 			      "reduce-scatters\n",
 			      k, a1, a2, side, rs);
-		assert_int_equal(rs, 64);
-		/* the backward's 32 (2 a layer) beside the weight gradients'
-		 * GEMMs, the forward's on the compute stream; under LoRA the
-		 * frozen weights have none, so none leaves it */
-		assert_int_equal(rs_side, want[k].lora ? 0 : 32);
-		assert_int_equal(side, want[k].lora ? 0 : 32);
+		assert_int_equal(rs, 66);
+		/* the backward's 34 (2 a layer, the output layer's 2) beside
+		 * the weight gradients' GEMMs, the forward's on the compute
+		 * stream; under LoRA the frozen weights have none, so none
+		 * leaves it */
+		assert_int_equal(rs_side, want[k].lora ? 0 : 34);
+		assert_int_equal(side, want[k].lora ? 0 : 34);
 		assert_int_equal(a1, want[k].ag_fp8);
 		assert_int_equal(a2, want[k].ag_bf16);
 		synth_out_release(&so);
@@ -3979,6 +4065,50 @@ static void test_mtp(void **state)
 		assert_true(p.iter_s > q.iter_s);
 		assert_true(synth_lower_bound(&in) <= p.iter_s);
 	}
+	/* eh_proj at tp 2 (Transformer Engine's column-parallel Linear):
+	 * its input, b s 2h = 1024 x 2048 bf16 (4,194,304 bytes), gathered
+	 * forward on the compute stream under sp and again backward beside
+	 * its input gradient's GEMM, its input gradient reduce-scattered
+	 * beside its weight gradient's (all-reduced without sp), both on the
+	 * communication stream: once a microbatch (2) and step. */
+	for (int sp = 0; sp <= 1; sp++) {
+		int steps = in.steps > 0 ? in.steps : 1, ag = 0, ag_side = 0, red_side = 0;
+		uint32_t comp = UINT32_MAX;
+		small(&in);
+		in.lay.microbatches = 2;
+		in.m.mtp_layers = 1;
+		in.lay.tp = 2;
+		in.lay.sp = sp;
+		g = build(&in, &so, &st);
+		for (uint32_t u = 0; u < g->n_nodes && comp == UINT32_MAX; u++)
+			if (g->kind[u] == GN_KERNEL &&
+			    strstr(strtab_get(&g->st, g->name[u]), "_eh_proj_dx"))
+				comp = g->proc[u];
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			const struct graph_coll *x = &g->colls[i];
+			int on_side = g->proc[x->node] != comp;
+			if (x->bytes != 4194304)
+				continue;
+			if (x->kind == GC_ALL_GATHER) {
+				ag++;
+				ag_side += on_side;
+			} else {
+				assert_int_equal(x->kind, sp ? GC_REDUCE_SCATTER : GC_ALL_REDUCE);
+				assert_true(on_side);
+				red_side++;
+			}
+		}
+		print_message(
+		    "eh_proj, sp %d: %d gathers (%d beside dx), %d reductions beside dw\n", sp, ag,
+		    ag_side, red_side);
+		assert_int_equal(ag, sp ? 2 * 2 * steps : 0);
+		assert_int_equal(ag_side, sp ? 2 * steps : 0);
+		assert_int_equal(red_side, 2 * steps);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	small(&in);
+	in.lay.microbatches = 2;
 	/* Untied on two stages, the depth's embedding gradient is all-reduced
 	 * between the first and the last stage (finalize_model_grads.py),
 	 * V h fp32 values: 32000 x 1024 x 4 = 131,072,000 bytes, once a step
@@ -4656,8 +4786,14 @@ static void test_lora(void **state)
 	    /* QKV's */
 	    "[[1024, 1536], [1536, 8]];[[8, 1024], [1024, 1536]];[[1024, 4], [4, 1024]];"
 	    "[[1024, 1024], [1024, 4]];[[1024, 1536], [1536, 1024]]");
-	assert_string_equal(colls, "AR 16384;AR 2097152;AR 16384;AR 2097152;AR 16384;AR 2097152;"
-				   "AR 16384;AR 2097152");
+	/* Per block: the row adapter's [b s, r] all-reduce, the column
+	 * adapter's, its A's input gradient all-reduced (b s h, 2 MiB), then
+	 * the frozen base Linear's input gradient all-reduced after its
+	 * GEMM (LinearWithFrozenWeight: at once, no weight gradient to
+	 * overlap); the row-parallel Linear's gradient needs none without
+	 * sequence parallelism. */
+	assert_string_equal(colls, "AR 16384;AR 16384;AR 2097152;AR 2097152;AR 16384;AR 16384;"
+				   "AR 2097152;AR 2097152");
 	/* The step: four adapters' weight gradients a layer and microbatch,
 	 * no other weight gradient; Adam over the adapters alone. */
 	assert_int_equal(count_kernels(g, "lora_a_dw"), 4 * 8 * 2 * steps);
@@ -4992,7 +5128,8 @@ static int64_t layer_host_ns(const struct graph *g, int layer, int mb, int phase
  * reduction), layer 0 dense and the last MoE; to the nanosecond (every
  * host cost a whole number of ns).  Hand count of the simplest (tp 2, no
  * sp): a dense layer's forward is its eager kernels plus 2 all-reduces,
- * each one more op and launch (26.6 us), and no event. */
+ * each one more op and launch (26.6 us), and no event; its backward the
+ * same 2 and 4 events (two a side stream's visit: linear_bwd_g). */
 static void test_exec_host_forms(void **state)
 {
 	enum {
@@ -5093,7 +5230,12 @@ static void test_exec_host_forms(void **state)
 				one.lay.tp = 1;
 				synth_layer_host(&one, 0, &f1, &b1);
 				assert_rel_close(f, f1 + 2 * 26.6e-6, 1e-12);
-				assert_rel_close(b, b1 + 2 * 26.6e-6, 1e-12);
+				/* backward the 2 column-parallel Linears' input
+				 * gradients all-reduced on the tensor-parallel
+				 * stream beside their weight gradients: each
+				 * issued and joined by an event's record and
+				 * wait */
+				assert_rel_close(b, b1 + 2 * 26.6e-6 + 8 * in.event_s, 1e-12);
 			}
 			synth_out_release(&so);
 			graph_free(g);

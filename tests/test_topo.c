@@ -483,13 +483,16 @@ static void test_analytic_tp16(void **state)
 	assert_true(out.t_iter > 0);
 	/* Its tensor-parallel time: 4 all-reduces of b s h bf16 activations
 	 * (1 x 2048 x 4096 x 2 B = 16 MiB) a layer, 32 layers, each the
-	 * in-domain ring of comm_time. */
+	 * in-domain ring of comm_time: the forward's 2 whole, the backward's
+	 * 2 (QKV's and FC1's input gradients) beside their weight gradients'
+	 * GEMMs, which hide part of each (layer.c linear_bwd_g). */
 	{
 		struct comm_est e;
 		assert_int_equal(comm_time(&nvl, GC_ALL_REDUCE, 16 * MiB,
 					   (struct comm_group){16, 16}, 1.0, COMM_AUTO, &e),
 				 0);
-		assert_rel_close(out.t_tp, 32 * 4 * e.time_s, 1e-12);
+		assert_true(out.t_tp > 32 * 2 * e.time_s);
+		assert_true(out.t_tp < 32 * 4 * e.time_s);
 	}
 	in.hw = &hgx;
 	prism_err_clear(&err);

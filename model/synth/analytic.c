@@ -208,8 +208,11 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 		/* The layer's collectives as synth emits and the collective
 		 * model prices them, one call each (layer.c tp_coll_of via
 		 * synth_layer_tp_s's dry run): 2 all-reduces forward (the
-		 * attention's and the MLP's output) and 2 backward, 2 more
-		 * when the forward is recomputed, 1 for the mlp module's;
+		 * attention's and the MLP's output) and 2 backward (the
+		 * column-parallel Linears' input gradients, less what their
+		 * weight gradients' GEMMs beside them cover: side_issued),
+		 * 2 more when the forward is recomputed, 1 for the mlp
+		 * module's;
 		 * with sp each a reduce-scatter and an all-gather (at tp 8 on
 		 * an H100 an all-reduce takes NVLS, an all-gather a ring: not
 		 * half the all-reduce); MLA's of its compressed q and kv

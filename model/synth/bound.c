@@ -615,12 +615,15 @@ static double tp_coll_s(const struct synth_in *in, int kind, double bs, double w
 											: 0;
 }
 
-/* MLA's attention's tensor-parallel collectives (layer.c's mla_fwd and
- * mla_bwd), forward (*f) and backward (*b): with sequence parallelism the
- * compressed q's (or hidden's), kv's and RoPE's key's all-gathers and the
- * projection's reduce-scatter, backward the projection's all-gather and
- * their reduce-scatters; without, the projection's all-reduce forward and
- * the compressed q's and kv's gradients' backward. */
+/* MLA's attention's tensor-parallel collectives on the compute stream
+ * (layer.c's mla_fwd and mla_bwd), forward (*f) and backward (*b): with
+ * sequence parallelism the compressed q's (or hidden's), kv's and RoPE's
+ * key's all-gathers and the projection's reduce-scatter, backward the
+ * projection's all-gather and RoPE's key's reduce-scatter (the compressed
+ * q's and kv's gradients reduce-scattered beside their up projections'
+ * weight gradients: linear_bwd_g); without, the projection's all-reduce
+ * forward and none backward (the compressed q's and kv's gradients'
+ * all-reduces beside those GEMMs). */
 static void mla_tp_s(const struct synth_in *in, double bs, double *f, double *b)
 {
 	const struct llm *m = &in->m;
@@ -630,13 +633,11 @@ static void mla_tp_s(const struct synth_in *in, double bs, double *f, double *b)
 		*f = tp_coll_s(in, GC_ALL_GATHER, bs, q) + tp_coll_s(in, GC_ALL_GATHER, bs, kv) +
 		     (rope > 0 ? tp_coll_s(in, GC_ALL_GATHER, bs, rope) : 0) +
 		     tp_coll_s(in, GC_REDUCE_SCATTER, bs, h);
-		*b = tp_coll_s(in, GC_REDUCE_SCATTER, bs, q) +
-		     tp_coll_s(in, GC_REDUCE_SCATTER, bs, kv) +
-		     (rope > 0 ? tp_coll_s(in, GC_REDUCE_SCATTER, bs, rope) : 0) +
+		*b = (rope > 0 ? tp_coll_s(in, GC_REDUCE_SCATTER, bs, rope) : 0) +
 		     tp_coll_s(in, GC_ALL_GATHER, bs, h);
 	} else {
 		*f = tp_coll_s(in, GC_ALL_REDUCE, bs, h);
-		*b = tp_coll_s(in, GC_ALL_REDUCE, bs, q) + tp_coll_s(in, GC_ALL_REDUCE, bs, kv);
+		*b = 0;
 	}
 }
 
@@ -849,12 +850,12 @@ double synth_lower_bound(const struct synth_in *in)
 	/* Overlapped with the GEMMs (tp_overlap), the collectives leave the
 	 * compute stream: the bound keeps the GEMMs alone. */
 	if (t > 1 && !in->bare && !(l->tp_overlap && l->sp)) {
-		att_f = att_b = mlp = mlp_b = tp_round_s(in, bs);
-		/* Backward, sequence parallel: the block's reduce-scatter
-		 * runs beside its column-parallel Linear's weight-gradient
-		 * GEMM (linear_bwd_g); the bound keeps the gather alone. */
-		if (l->sp)
-			att_b = mlp_b = tp_coll_s(in, GC_ALL_GATHER, bs, in->m.hidden);
+		att_f = mlp = tp_round_s(in, bs);
+		/* Backward: the block's reduce-scatter (sequence parallel)
+		 * or all-reduce runs beside its column-parallel Linear's
+		 * weight-gradient GEMM (linear_bwd_g); the bound keeps the
+		 * sequence-parallel gather alone. */
+		att_b = mlp_b = l->sp ? tp_coll_s(in, GC_ALL_GATHER, bs, in->m.hidden) : 0;
 		if (llm_mla(m))
 			mla_tp_s(in, bs, &att_f, &att_b);
 	}

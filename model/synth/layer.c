@@ -226,19 +226,17 @@ static void tp_round(struct ctx *c, int r, const struct shape *z, double gb)
 }
 
 /* The backward's collective before a row-parallel Linear's gradient GEMMs:
- * the all-reduce of its output gradient, or with sequence parallelism that
- * gradient's all-gather (reduce_scatter_to_sequence_parallel_region's
- * backward, a synchronous _gather_along_first_dim).  The reduce-scatter of
- * the block's input gradient is the column-parallel Linear's, beside its
- * weight-gradient GEMM (linear_bwd_g). */
-static void tp_allreduce(struct ctx *c, int r, const struct shape *z)
+ * with sequence parallelism the all-gather of its output gradient
+ * (reduce_scatter_to_sequence_parallel_region's backward, a synchronous
+ * _gather_along_first_dim); without, none (the forward's all-reduce,
+ * reduce_from_tensor_model_parallel_region, has an identity backward).
+ * The block's input gradient is reduced by its column-parallel Linear,
+ * reduce-scattered or all-reduced beside its weight-gradient GEMM
+ * (linear_bwd_g). */
+static void tp_grad_gather(struct ctx *c, int r, const struct shape *z)
 {
-	if (z->t <= 1)
-		return;
-	if (c->in->lay.sp)
+	if (z->t > 1 && c->in->lay.sp)
 		tp_coll_eb(c, r, z, S_COMPUTE, GC_ALL_GATHER, z->h, gather_bytes(c, GATHER_GRAD));
-	else
-		tp_coll(c, r, z, S_COMPUTE, GC_ALL_REDUCE);
 }
 
 /* Tensor-parallel communication overlapped with GEMMs (Megatron-LM's
@@ -1201,7 +1199,10 @@ static void moe_pad(struct ctx *c, int r, const struct shape *z, const char *nam
 
 /* The shared experts: a dense FFN split by tp, with sequence parallelism
  * its input all-gathered and its output reduce-scattered, added to the
- * routed experts' output. */
+ * routed experts' output (Megatron-LM's moe/shared_experts.py
+ * SharedExpertMLP, an MLP of TEColumnParallelLinear FC1 and
+ * TERowParallelLinear FC2; an MoE layer with tp > 1 is sequence parallel,
+ * layout_check). */
 static void shared_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
@@ -1220,9 +1221,21 @@ static void shared_fwd(struct ctx *c, int r, const struct shape *z)
 		  ew(z->n_tok * z->h, 2));
 }
 
+/* Their backward: FC2's output gradient gathered (the reduce-scatter's
+ * backward), FC2's gradients, the activation's, FC1's.  FC1 is Transformer
+ * Engine's column-parallel Linear (linear.py backward): its saved input
+ * shard gathered again beside its input gradient's GEMM and that gradient
+ * reduce-scattered beside its weight gradient's (linear_bwd_g, in bf16 as
+ * the forward's gather).  Beside the dispatcher (moe_shared_side) Megatron
+ * turns the Linears' own communication off (SharedExpertMLP.__init__:
+ * parallel_mode None, the gather and reduce-scatter explicit in
+ * pre_forward_comm and post_forward_comm on the side stream): FC1 saves the
+ * gathered input, and its input gradient is reduce-scattered after its
+ * weight gradient, on the side stream. */
 static void shared_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sf = z->shared * z->fe;
+	int side = c->kstream != S_COMPUTE;
 	if (z->shared <= 0)
 		return;
 	if (t > 1)
@@ -1230,9 +1243,13 @@ static void shared_bwd(struct ctx *c, int r, const struct shape *z)
 	gemm_bwd(c, r, "shared_fc2", bs, z->h, sf / t);
 	sl_kernel(c, r, KC_ELEMENTWISE, z->gated ? "swiglu_bwd_kernel" : "gelu_bwd_kernel",
 		  z->gated ? bs * sf / t * 2 * 5 : ew(bs * sf / t, 2));
-	gemm_bwd(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h);
-	if (t > 1)
-		tp_coll(c, r, z, c->kstream, GC_REDUCE_SCATTER);
+	if (side) {
+		gemm_bwd(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h);
+		if (t > 1)
+			tp_coll(c, r, z, c->kstream, GC_REDUCE_SCATTER);
+	} else {
+		linear_bwd_g(c, r, "shared_fc1", bs, z->shared * z->fe_in / t, z->h, 1, z, 2, z->h);
+	}
 }
 
 /*
@@ -1358,8 +1375,12 @@ static void moe_bwd(struct ctx *c, int r, const struct shape *z)
  * tokens, then, with sequence parallelism, its all-gather over the tp
  * ranks (a reduce-scatter of its gradient backward; without, an
  * all-reduce of the gradient), then the GEMM to the rank's a / t heads.
+ * The up projections' input gradients are reduced beside their weight
+ * gradients' GEMMs (linear_bwd_g: Transformer Engine's layernorm_linear.py
+ * backward, reduce_scatter_along_first_dim or allreduce with async_op).
  * RoPE's decoupled key (qk_rope_head_dim, from the kv down projection) is
- * all-gathered on its own (gather_from_sequence_parallel_region).  The
+ * all-gathered on its own (gather_from_sequence_parallel_region, whose
+ * backward reduce-scatters at once).  The
  * output projection is the row-parallel linear_proj as in plain attention
  * (its reduce-scatter or all-reduce).  No bias on the down and up
  * projections (bias=False).
@@ -1431,15 +1452,6 @@ static void mla_up_fwd(struct ctx *c, int r, const struct shape *z)
 	mla_rope(c, r, z, 0);
 }
 
-/* The gradient of an up projection's input gathered forward: reduce-
- * scattered with sequence parallelism, else all-reduced. */
-static void mla_reduce(struct ctx *c, int r, const struct shape *z, double width)
-{
-	if (z->t > 1)
-		tp_coll_of(c, r, z, S_COMPUTE, c->in->lay.sp ? GC_REDUCE_SCATTER : GC_ALL_REDUCE,
-			   width);
-}
-
 static void mla_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, hq = z->a / z->t;
@@ -1447,18 +1459,15 @@ static void mla_bwd(struct ctx *c, int r, const struct shape *z)
 	double nd = sp ? bs / z->t : bs;
 
 	mla_rope(c, r, z, 1);
-	linear_bwd_g(c, r, "kv_up", bs, hq * (z->dqk - z->rope + z->dv), z->kvl, 0, z, 2, 0);
-	mla_reduce(c, r, z, z->kvl);
+	linear_bwd_g(c, r, "kv_up", bs, hq * (z->dqk - z->rope + z->dv), z->kvl, 0, z, 2, z->kvl);
 	norm_bwd(c, r, ew(nd * z->kvl, 3));
 	acc_norm_of(c, r, z->kvl);
 	if (z->ql > 0) {
-		linear_bwd_g(c, r, "q_up", bs, hq * z->dqk, z->ql, 0, z, 2, 0);
-		mla_reduce(c, r, z, z->ql);
+		linear_bwd_g(c, r, "q_up", bs, hq * z->dqk, z->ql, 0, z, 2, z->ql);
 		norm_bwd(c, r, ew(nd * z->ql, 3));
 		acc_norm_of(c, r, z->ql);
 	} else {
-		linear_bwd_g(c, r, "q", bs, hq * z->dqk, z->h, 0, z, 2, 0);
-		mla_reduce(c, r, z, z->h);
+		linear_bwd_g(c, r, "q", bs, hq * z->dqk, z->h, 0, z, 2, z->h);
 	}
 	if (sp && z->rope > 0)
 		tp_coll_of(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER, z->rope);
@@ -1700,7 +1709,7 @@ static void mamba_bwd(struct ctx *c, int r, const struct shape *z)
 	if (ov)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
 	else
-		tp_allreduce(c, r, z);
+		tp_grad_gather(c, r, z);
 	linear_bwd(c, r, "out_proj", bs, z->h, di, 0);
 	if (ov)
 		tp_side_end(c, r);
@@ -1783,23 +1792,32 @@ static void mlp_fwd(struct ctx *c, int r, const struct shape *z)
  * all-gather beside dgrad, ub_bulk_dgrad).  A frozen weight (LoRA) has no
  * weight gradient and no gather (ln_out_needs_gather needs
  * weight.requires_grad).  Full recomputation saves the shard again, so the
- * gather stays.  rsw > 0 (a column-parallel Linear of a block's b s rsw
- * input, sequence parallel): its input gradient reduce-scattered after the
+ * gather stays.  rsw > 0 (a column-parallel Linear of b s rsw input, tp >
+ * 1), sequence parallel: its input gradient reduce-scattered after the
  * input gradient's GEMM on the communication stream, beside the weight
  * gradient's GEMM, the compute stream waiting for it at the end of the
  * Linear's backward (layers.py backward: reduce_scatter_tensor(async_op=
  * True) after the dgrad matmul, the wgrad GEMM, handle.wait() before it
  * returns; Transformer Engine's layernorm_linear.py and linear.py backward
  * alike, reduce_scatter_along_first_dim(async_op=True) waited after wgrad);
- * with a frozen weight nothing runs between, so it waits at once. */
-static void linear_bwd_g(struct ctx *c, int r, const char *what, double m, double n, double k,
-			 int bias, const struct shape *z, double gb, double rsw)
+ * with a frozen weight nothing runs between, so it waits at once.  Without
+ * sequence parallelism the same input gradient is all-reduced instead, in
+ * the same place (layers.py backward: ctx.allreduce_dgrad, all_reduce(
+ * grad_input, async_op=True) after the dgrad matmul, CUDA_DEVICE_MAX_
+ * CONNECTIONS=1 ordering it before the wgrad GEMM, handle.wait() before it
+ * returns; Transformer Engine's layernorm_linear.py and linear.py backward,
+ * allreduce(dgrad, tp_group, async_op=True); a frozen weight's
+ * LinearWithFrozenWeight all-reduces at once).  dt: the GEMMs' dtype
+ * (linear_bwd_dt; the layout's but for the output layer's). */
+static void linear_bwd_dt(struct ctx *c, int r, const char *what, int dt, double m, double n,
+			  double k, int bias, const struct shape *z, double gb, double rsw)
 {
 	char dx[96], dw[96];
 	int g = z && z->t > 1 && c->in->lay.sp && !frozen(c);
-	int rs = rsw > 0 && z && z->t > 1 && c->in->lay.sp;
+	int rs = rsw > 0 && z && z->t > 1;
+	int kind = c->in->lay.sp ? GC_REDUCE_SCATTER : GC_ALL_REDUCE;
 	double comm1 = 0;
-	if (sl_low_precision(c->in->lay.dtype))
+	if (sl_low_precision(dt))
 		lowp_cast(c, r, "grad", m * n, KPERF_CAST_ACT);
 	if (g) {
 		double comm0 = c->dry_comm_s;
@@ -1808,32 +1826,38 @@ static void linear_bwd_g(struct ctx *c, int r, const char *what, double m, doubl
 		side_issued(c, comm0);
 	}
 	/* A dry run (the analytic estimate, the bound) reads no name. */
-	gemm(c, r,
-	     c->dry ? what : kname(dx, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_", what, "_dx"), m,
-	     k, n);
+	bgemm(c, r,
+	      c->dry ? what : kname(dx, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_", what, "_dx"),
+	      dt, 1, m, k, n);
 	if (g)
 		side_joined(c, r);
 	if (frozen(c)) { /* LoRA: no weight gradient for a frozen weight */
-		if (rs)	 /* nothing to overlap: the reduce-scatter waited at once */
-			tp_coll_of(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER, rsw);
+		if (rs)	 /* nothing to overlap: the reduction waited at once */
+			tp_coll_of(c, r, z, S_COMPUTE, kind, rsw);
 		return;
 	}
 	if (rs) {
 		comm1 = c->dry_comm_s;
 		se_event_wait(c, r, S_COMPUTE, S_TP);
-		tp_coll_of(c, r, z, S_TP, GC_REDUCE_SCATTER, rsw);
+		tp_coll_of(c, r, z, S_TP, kind, rsw);
 		side_issued(c, comm1);
 	}
 	c->wk = 1; /* the weight gradient: a zero-bubble schedule's W pass */
-	gemm(c, r,
-	     c->dry ? what : kname(dw, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_", what, "_dw"), k,
-	     n, m);
+	bgemm(c, r,
+	      c->dry ? what : kname(dw, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_", what, "_dw"),
+	      dt, 1, k, n, m);
 	acc_add(c, r, k * n);
 	c->wk = 0;
 	if (bias)
 		acc_add(c, r, n);
 	if (rs)
 		side_joined(c, r);
+}
+
+static void linear_bwd_g(struct ctx *c, int r, const char *what, double m, double n, double k,
+			 int bias, const struct shape *z, double gb, double rsw)
+{
+	linear_bwd_dt(c, r, what, c->in->lay.dtype, m, n, k, bias, z, gb, rsw);
 }
 
 static void linear_bwd(struct ctx *c, int r, const char *what, double m, double n, double k,
@@ -1892,7 +1916,7 @@ static void mlp_block_bwd(struct ctx *c, int r, const struct shape *z)
 		if (ov) /* the gradient's gather beside FC2's gradient GEMMs */
 			tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
 		else
-			tp_allreduce(c, r, z);
+			tp_grad_gather(c, r, z);
 		gemm_bwd(c, r, "fc2", bs, z->h, z->f / t);
 		if (ov)
 			tp_side_end(c, r);
@@ -1921,10 +1945,8 @@ static void attn_block_bwd(struct ctx *c, int r, const struct shape *z)
 	lora_bwd(c, r, z, LAYOUT_LORA_PROJ, z->wo, z->h, 1);
 	if (ov)
 		tp_side_begin(c, r, z, GC_REDUCE_SCATTER, GC_ALL_GATHER);
-	else if (!z->mla)
-		tp_allreduce(c, r, z);
-	else if (c->in->lay.sp && t > 1) /* MLA's input side reduces its own */
-		tp_coll_eb(c, r, z, S_COMPUTE, GC_ALL_GATHER, z->h, gather_bytes(c, GATHER_GRAD));
+	else
+		tp_grad_gather(c, r, z);
 	gemm_bwd(c, r, "proj", bs, z->h, z->wo / t);
 	if (ov)
 		tp_side_end(c, r);
@@ -1991,18 +2013,6 @@ const struct hw_profile *sl_run_hw(const struct synth_in *in, struct hw_profile 
 	return in->hw ? hw_at_run(in->hw, in->lay.dtype, in->lay.power_w, buf) : NULL;
 }
 
-static void logits_bwd(struct ctx *c, int r, double m, double n, double k)
-{
-	int dt = sl_logit_dtype(c->in);
-	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_logits_dx", dt, 1, m, k, n);
-	if (frozen(c)) /* LoRA: the output layer frozen too */
-		return;
-	c->wk = 1;
-	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_logits_dw", dt, 1, k, n, m);
-	acc_add(c, r, k * n);
-	c->wk = 0;
-}
-
 /* The embedding's lookup forward and its gradient (stage 0). */
 void sl_embed_fwd(struct ctx *c, int r, const struct shape *z)
 {
@@ -2026,15 +2036,29 @@ void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
 
 /* The final norm, the logits and the loss (the last stage).  The output
  * layer stays in bf16 under fp8 (Transformer Engine quantises the
- * transformer layers' GEMMs).  The vocabulary-parallel cross-entropy as
+ * transformer layers' GEMMs).  It is Megatron-LM's column-parallel Linear
+ * (gpt_model.py output_layer, tensor_parallel.ColumnParallelLinear with
+ * parallel_output): with sequence parallelism the norm runs on the rank's
+ * b s / t tokens and the Linear all-gathers them first
+ * (LinearWithGradAccumulationAndAsyncCommunication.forward,
+ * sequence_parallel: _gather_along_first_dim), the gather the last
+ * layer's round already emits (tp_round: a row-parallel output's gather,
+ * placed early for the next column-parallel input); without, nothing
+ * forward (allreduce_dgrad: its input is not copied to the tp region).
+ * Its backward is linear_bwd_g's: the saved shard gathered again (bf16)
+ * beside the input gradient's GEMM, the input gradient reduce-scattered
+ * (or all-reduced) beside the weight gradient's.  The vocabulary-parallel
+ * cross-entropy's small all-reduces (its max, predicted logit and sum of
+ * exponentials, b s fp32 values each) are left out.  The vocabulary-
+ * parallel cross-entropy as
  * Megatron-LM runs it (tensor_parallel/cross_entropy.py), in fp32 passes
  * over the logits: the max and the sum of exponentials read them (4 + 4
  * bytes a value); the cast to fp32 (2 + 4), the subtraction, the
  * exponential and the division in place (8 each) read and write them. */
 void sl_head_fwd(struct ctx *c, int r, const struct shape *z)
 {
-	double bs = z->b * z->s;
-	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h, 1));
+	double bs = z->b * z->s, sp = c->in->lay.sp ? z->t : 1;
+	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(bs * z->h / sp, 1));
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", sl_logit_dtype(c->in), 1, bs,
 	      z->V / z->t, z->h);
 	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd", 30 * bs * z->V / z->t);
@@ -2046,10 +2070,12 @@ void sl_head_fwd(struct ctx *c, int r, const struct shape *z)
  * gradients; the final norm's. */
 void sl_head_bwd(struct ctx *c, int r, const struct shape *z)
 {
-	double bs = z->b * z->s;
+	double bs = z->b * z->s, sp = c->in->lay.sp ? z->t : 1;
 	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_bwd", 14 * bs * z->V / z->t);
-	logits_bwd(c, r, bs, z->V / z->t, z->h);
-	norm_bwd(c, r, ew(bs * z->h, 3));
+	/* LoRA: the output layer frozen too (linear_bwd_g: no weight
+	 * gradient) */
+	linear_bwd_dt(c, r, "logits", sl_logit_dtype(c->in), bs, z->V / z->t, z->h, 0, z, 2, z->h);
+	norm_bwd(c, r, ew(bs * z->h / sp, 3));
 	acc_norm(c, r, z);
 }
 
@@ -2076,16 +2102,16 @@ void sl_mtp_fwd(struct ctx *c, int r, const struct shape *z)
 }
 
 /* Its backward: the gather's is a split (no communication); eh_proj's
- * gradients (no bias); its input's gradient reduced over tp (reduce-
- * scattered under sequence parallelism); the two norms'; the embedding's
- * gradient into the last stage's copy of it. */
+ * gradients (no bias; Transformer Engine's column-parallel Linear,
+ * get_mtp_layer_spec's TEColumnParallelLinear): under sequence parallelism
+ * its saved input shard gathered again beside the input gradient's GEMM,
+ * and its input's gradient reduce-scattered (all-reduced without) beside
+ * the weight gradient's (linear_bwd_g, bf16 as the forward's gather); the
+ * two norms'; the embedding's gradient into the last stage's copy of it. */
 void sl_mtp_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
-	linear_bwd(c, r, "eh_proj", bs, z->h / t, 2 * z->h, 0);
-	if (t > 1)
-		tp_coll_of(c, r, z, S_COMPUTE, c->in->lay.sp ? GC_REDUCE_SCATTER : GC_ALL_REDUCE,
-			   2 * z->h);
+	linear_bwd_g(c, r, "eh_proj", bs, z->h / t, 2 * z->h, 0, z, 2, 2 * z->h);
 	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
 	norm_bwd(c, r, ew(nh, 3));
