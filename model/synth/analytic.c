@@ -633,6 +633,29 @@ static void stage_inputs(const struct analytic_in *in, const struct terms *T, in
 	}
 }
 
+/* The forward's share of a stage's GPU side gs (the fill and drain of
+ * pipe_ends take the stages' forward and backward on the GPU), tpc of it
+ * its layers' tensor-parallel collectives: those split as the dry run
+ * issues them (arf of ar forward: sp's gathers and reduce-scatters wait
+ * on the compute stream forward, backward its reduce-scatter and
+ * re-gather run mostly beside the GEMMs: sprs, spregather), the rest as
+ * the layers' compute (ff its forward share).  The whole of gs split as
+ * the compute put a third of gpt3-1.3b's tensor-parallel time at tp 2 sp
+ * forward where the dry run has two thirds: with pp 4 vp 2 and the
+ * stages' layers 6,6,8,4 the drain from the host-bound stage 2 (its host
+ * absorbing the fill) was 0.20 ms long, the estimate 0.13 % above the
+ * simulated step (test_analytic_uneven_interleaved).  The slot (a unit's
+ * pace, the longer of its GPU side and its host's launches, forward and
+ * backward apart) keeps the compute's split: a forward GPU-bound beside
+ * a host-bound backward is not paced by the sum of the two longer sides
+ * (the host runs ahead, the GPU catches up: max(F + B, hf + hb)), and
+ * the split above makes such pairs more frequent (tried: gpt3-1.3b tp 2
+ * pp 2 vp 2 dp 128 ZeRO-1 selective, 14,10, 0.46 % above its step). */
+static double fwd_share(const struct terms *T, double gs, double tpc, double ff)
+{
+	return (gs - tpc) * ff + (T->ar > 0 ? tpc * T->arf / T->ar : 0);
+}
+
 /* A hybrid model's stage: its layers by their kinds (E layers with their
  * dispatchers' collectives, their routed experts' parameters apart). */
 static void hybrid_stage(const struct analytic_in *in, const struct terms *T, int s,
@@ -640,7 +663,8 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 {
 	const struct llm *m = &in->m;
 	struct mem_stage ms;
-	double gf = 0, gb = 0, hf = e->ehf + e->hhf, hb = e->ehb + e->hhb, ar = 0, ne = 0, md, me;
+	double gf = 0, gb = 0, hf = e->ehf + e->hhf, hb = e->ehb + e->hhb, ar = 0, tpc = 0, ne = 0,
+	       md, me, ff;
 	for (int ch = 0; ch < layout_stage_chunks(&in->lay); ch++) {
 		int l0 = layout_chunk_first(m, &T->lay, s, ch),
 		    nc = layout_chunk_layers(m, &T->lay, s, ch);
@@ -648,6 +672,7 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 			int k = llm_layer_kind(m, i);
 			gf += T->kf[k], gb += T->kb[k], hf += T->khf[k], hb += T->khb[k];
 			/* the ring's exposed transfers: attention's */
+			tpc += T->kar[k];
 			ar += T->kar[k] +
 			      (k == LLM_KIND_FULL || k == LLM_KIND_ATTN ? T->cp_ring : 0) +
 			      (k == LLM_KIND_MOE ? T->moe_comm : 0);
@@ -657,10 +682,11 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 	e->c = (gf + gb + e->emb + e->head) / in->compute_eff;
 	e->xf = in->lay.pp_overlap ? T->p2p : 0;
 	e->gs = e->c + ar + T->p2p + T->amax[s] - e->xf;
-	e->bwd = fmax(e->gs * (gf + gb > 0 ? gb / (gf + gb) : 0.5), hb);
-	e->gf = e->gs * (gf + gb > 0 ? gf / (gf + gb) : 0.5);
+	ff = gf + gb > 0 ? gf / (gf + gb) : 0.5;
+	e->bwd = fmax(e->gs * (1 - ff), hb);
+	e->gf = fwd_share(T, e->gs, tpc, ff);
 	e->hfw = hf;
-	e->slot = fmax(e->gs * (gf + gb > 0 ? gf / (gf + gb) : 0.5), hf) + e->bwd;
+	e->slot = fmax(e->gs * ff, hf) + e->bwd;
 	e->slack = T->mb * (e->slot - hf - hb);
 	e->tp = ar;
 	mem_stage(m, &T->lay, NULL, s, &ms);
@@ -681,11 +707,12 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 	const struct layout *l = &in->lay;
 	const struct hw_profile *hw = in->hw;
 	struct mem_stage ms;
-	double n = e->n, nm = e->nm, md, me, slot;
+	double n = e->n, nm = e->nm, md, me, slot, tpc = n * T->ar;
 	if (nm > 0) {
 		/* Without shared experts an MoE layer keeps half the
 		 * tensor-parallel collectives (the attention's). */
 		double arm = m->shared_experts > 0 ? T->ar : T->ar / 2;
+		tpc = (n - nm) * T->ar + nm * arm;
 		mem_moe_layer_params(m, &T->lay, &md, &me);
 		e->Pe = nm * me;
 		e->c = ((n - nm) * (T->lf + T->lb) + nm * (T->mlf + T->mlb) + e->emb + e->head) /
@@ -728,7 +755,7 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 			hb += N * (T->si.cpu_op_s + T->si.launch_s + 4 * T->si.event_s);
 		}
 		e->gs = slot;
-		e->gf = slot * ff;
+		e->gf = fwd_share(T, slot, tpc, ff);
 		if (layout_zb(l->schedule)) {
 			e->wg = ((n - nm) * T->lw + nm * T->mlw) / in->compute_eff;
 			e->wp = fmax(e->wg, (n - nm) * T->lwh + nm * T->mlwh);
