@@ -3862,7 +3862,9 @@ static int count_kernels(const struct graph *g, const char *what)
  * 48 x (8 x 1024 + 16) = 393,984 bytes (262,656).  Rank 0 runs 4 + 4 of
  * each a step.  Interleaved (vp 2): 2-layer chunks, 8 GEMMs, 96 and 64
  * bytes, 8 + 8 a step.  The optimizer's per-layer update is gone; bf16
- * and current scaling have neither.
+ * and current scaling have neither.  The estimate's host launches them
+ * too (synth_stage_amax_s's host): an all-reduce and an update a chunk
+ * each way, 2 x (21.6 + 5) us eager.
  */
 static void test_fp8_amax_reduce(void **state)
 {
@@ -3884,6 +3886,7 @@ static void test_fp8_amax_reduce(void **state)
 		struct graph *g;
 		int nf = 0, nb = 0, other = 0, upd, steps;
 		uint32_t upd_proc = UINT32_MAX;
+		double h[2];
 		small(&in);
 		in.lay.tp = 2;
 		in.lay.pp = 2;
@@ -3923,6 +3926,14 @@ static void test_fp8_amax_reduce(void **state)
 		assert_int_equal(other, 0);
 		assert_int_equal(upd, 2 * want[k].n * steps);
 		assert_int_equal(count_kernels(g, "te_delayed_scaling_amax_and_scale_update"), 0);
+		/* The host's launches of stage 0's a microbatch, each way: an
+		 * all-reduce and an update a chunk, eager (an op and a launch
+		 * each, on the compute stream: no event). */
+		synth_stage_amax_s(&in, 0, h);
+		assert_rel_close(h[0] + 1,
+				 1 + (want[k].n ? in.lay.vp * 2 * (in.cpu_op_s + in.launch_s) : 0),
+				 1e-12);
+		assert_rel_close(h[1], h[0], 1e-12);
 		synth_out_release(&so);
 		graph_free(g);
 	}

@@ -71,6 +71,8 @@ struct terms {
 	/* Each stage's fp8 amax reductions and updates, a microbatch
 	 * (synth_stage_amax_s; 0 but under delayed scaling). */
 	double amax[LAYOUT_MAX_STAGES];
+	double amaxh[LAYOUT_MAX_STAGES][2]; /* and the host's launches of them,
+					     * forward and backward */
 };
 
 /* Context parallelism's exposed time a layer.  Ring attention: cp - 1
@@ -199,7 +201,7 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	synth_extra_host(&T->si, &T->eh);
 	synth_stage_host(&T->si, T->sh);
 	for (int s = 0; s < l->pp && s < LAYOUT_MAX_STAGES; s++)
-		T->amax[s] = synth_stage_amax_s(&T->si, s);
+		T->amax[s] = synth_stage_amax_s(&T->si, s, T->amaxh[s]);
 	mem_param_bytes(&T->lay, &T->wb, &T->gb, &T->ob);
 	if (tp > 1) {
 		if (comm_time(hw, GC_ALL_REDUCE, act_bytes, (struct comm_group){tp, tp},
@@ -638,6 +640,10 @@ static void stage_inputs(const struct analytic_in *in, const struct terms *T, in
 	 * reductions: synth_stage_host). */
 	e->ehf += T->sh[s].xfer_fwd_s + T->sh[s].dp_fwd_s;
 	e->ehb += T->sh[s].xfer_bwd_s + T->sh[s].dp_bwd_s;
+	/* And of fp8 delayed scaling's amax reductions and updates (until
+	 * 2026-11-27 their GPU time alone). */
+	e->ehf += T->amaxh[s][0];
+	e->ehb += T->amaxh[s][1];
 	for (int ch = 0; ch < layout_stage_chunks(&in->lay); ch++)
 		e->nm += layout_chunk_moe(m, &T->lay, s, ch);
 	if (s == hs && m->mtp_layers > 0) {

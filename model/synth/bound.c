@@ -188,23 +188,31 @@ double ss_chunk_fp8_gemms(const struct synth_in *in, const struct layout *lay, i
 	return g;
 }
 
-double synth_stage_amax_s(const struct synth_in *in, int stage)
+double synth_stage_amax_s(const struct synth_in *in, int stage, double host[2])
 {
 	struct ctx c;
 	struct rankst rk;
+	double h[2] = {0, 0};
 
+	if (host)
+		host[0] = host[1] = 0;
 	if (in->lay.dtype != HW_FP8 || in->lay.fp8_recipe != LAYOUT_FP8_DELAYED)
 		return 0;
 	dry_unit(&c, &rk, in, PH_FORWARD, -1, NULL);
 	c.dry_comm = 1;
+	c.dry_out = 1; /* (layer -1 outside every region, as built) */
 	synth_mem_layout(in, &c.lay);
 	for (int ch = 0; ch < layout_stage_chunks(&c.lay); ch++) {
 		double g = ss_chunk_fp8_gemms(in, &c.lay, stage, ch);
-		rk.phase = PH_FORWARD;
-		ss_amax_update(&c, 0, g, 1);
-		rk.phase = PH_BACKWARD;
-		ss_amax_update(&c, 0, g, 0);
+		for (int fwd = 1; fwd >= 0; fwd--) {
+			double h0 = c.dry_host_s;
+			rk.phase = fwd ? PH_FORWARD : PH_BACKWARD;
+			ss_amax_update(&c, 0, g, fwd);
+			h[!fwd] += c.dry_host_s - h0;
+		}
 	}
+	if (host)
+		host[0] = h[0], host[1] = h[1];
 	return c.dry_s + c.dry_comm_s;
 }
 
