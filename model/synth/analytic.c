@@ -268,6 +268,8 @@ struct stage_est {
 	double n, nm, emb, head, ehf, ehb, hhf, hhb;
 	double c, slot, gs, slack, tp, off, bwd, P, Pe;
 	double xf;	   /* the pipeline transfers off the slot (pp_overlap) */
+	double hx[2];	   /* what the host's launches outlast the GPU side by,
+			    * forward and backward */
 	double hfw;	   /* the host's launches of a unit's forward */
 	double gf, wg, wp; /* the GPU side's forward share; zero-bubble
 			    * schedules: the layers' W passes, on the GPU
@@ -377,9 +379,10 @@ static double zero3_copy_out(double over, double out)
 }
 
 /* A stage's data-parallel collectives: *dpt their time, *exposed what
- * the step waits for, *each the part of it every microbatch repeats
- * (FSDP's ZeRO-2 reductions and gathers, ZeRO-3's; 0 under ZeRO-0/1 and
- * Megatron's and DeepSpeed's ZeRO-2), *red the gradient reductions' part
+ * the step waits for, each[] the part of it every microbatch repeats,
+ * each[0] in its forward and each[1] in its backward (FSDP's ZeRO-2
+ * gathers and reductions, ZeRO-3's; 0 under ZeRO-0/1 and Megatron's and
+ * DeepSpeed's ZeRO-2), *red the gradient reductions' part
  * of *exposed (ZeRO-0/1/2: grad_chain's, or the whole reduction without
  * overlap_grad).  e: the stage (its compute a microbatch c, its n layers,
  * P its parameters outside the routed experts, Pe the experts').  Ranks are
@@ -387,7 +390,7 @@ static double zero3_copy_out(double over, double out)
  * group replicas; the routed experts' share is reduced over the expert
  * data-parallel group (edp ranks, ep x etp apart). */
 static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
-		     const struct stage_est *e, double *dpt, double *exposed, double *each,
+		     const struct stage_est *e, double *dpt, double *exposed, double each[2],
 		     double *red)
 {
 	double c = e->c, n = e->n, P = e->P, Pe = e->Pe;
@@ -410,7 +413,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 	    (int)edp, comm_per_domain((int)edp, hw_domain(hw) / epx > 0 ? hw_domain(hw) / epx : 1)};
 	struct comm_est ce;
 
-	*dpt = *exposed = *each = *red = 0;
+	*dpt = *exposed = each[0] = each[1] = *red = 0;
 	if (!(dpc > 1 || (Pe > 0 && edp > 1)))
 		return;
 	layer_w = T->wb * lp;
@@ -518,20 +521,19 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 			       ch = l->overlap_grad ? grad_chain(in, T, s, e, lp)
 						    : bucket_s(in, T, lp, P);
 			*red = fmax(fmax(ch, mb * wd - ((mb - 1) * e->slot + e->bwd)), t_ex - hide);
-			*each = 0;
 			*exposed =
 			    (*red > 0 ? *red : 0) +
 			    (l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0) : t_ag);
 			break;
 		}
-		*each = t_rs - hide > 0 ? t_rs - hide : 0;
+		each[1] = t_rs - hide > 0 ? t_rs - hide : 0;
 		if (fsdp2nd) {
 			double g1 = t_agl + t_in, lfw = T->lf / in->compute_eff + T->arf;
 			/* the copy-out within the next gather (zero3_copy_out) */
-			*each += dt.prefetch > 0 ? n * zero3_copy_out(g1 - lfw, t_out) + g1
-						 : n * (g1 + t_out);
+			each[0] = dt.prefetch > 0 ? n * zero3_copy_out(g1 - lfw, t_out) + g1
+						  : n * (g1 + t_out);
 		}
-		*exposed = mb * *each + t_ar;
+		*exposed = mb * (each[0] + each[1]) + t_ar;
 		if (!fsdp2nd) {
 			*exposed += l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0) : t_ag;
 		}
@@ -543,7 +545,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		 * layer's compute (backward, with its reduce-scatter); what
 		 * exceeds it is exposed, and each direction's first gather. */
 		double t_rsl = 0, t_arl = 0, lfw = T->lf / in->compute_eff + T->arf;
-		double lbw = T->lb / in->compute_eff + T->ar - T->arf, per, g1;
+		double lbw = T->lb / in->compute_eff + T->ar - T->arf, g1;
 		comm_time(hw, GC_REDUCE_SCATTER, rb * lp, gg, in->comm_eff, COMM_AUTO, &ce);
 		t_rsl = ce.time_s;
 		if (R > 1) {
@@ -557,26 +559,30 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		*dpt = mb * (2 * t_ag + t_rs) + t_ar;
 		/* FSDP2's copy-out runs on the compute stream after each
 		 * gather (zero3_copy_out). */
-		if (dt.prefetch > 0)
-			per = n * (zero3_copy_out(g1 - lfw, t_out) +
-				   zero3_copy_out(g1 + t_rsl + t_arl - lbw, t_out)) +
-			      2 * g1;
-		else
-			per = n * (2 * g1 + t_rsl + t_arl + 2 * t_out);
-		*each = per;
-		*exposed = mb * *each;
+		if (dt.prefetch > 0) {
+			each[0] = n * zero3_copy_out(g1 - lfw, t_out) + g1;
+			each[1] = n * zero3_copy_out(g1 + t_rsl + t_arl - lbw, t_out) + g1;
+		} else {
+			each[0] = n * (g1 + t_out);
+			each[1] = n * (g1 + t_rsl + t_arl + t_out);
+		}
+		*exposed = mb * (each[0] + each[1]);
 	}
 	}
 }
 
-/* What of a microbatch's repeated data-parallel exposure (each, stage_dp)
- * runs while the GPU waits for the host's launches: a host-bound slot
- * (the host's launches, slot) outlasts its GPU side (gs) by that much, and
- * the gathers and reductions on the data-parallel stream, with the
- * compute's waits for them, fill it (test_zero3_host_bound). */
-static double host_hides(double each, double slot, double gs)
+/* What of a microbatch's repeated data-parallel exposure (each[], stage_dp)
+ * runs while the GPU waits for the host's launches: a host-bound unit
+ * (the host's launches) outlasts its GPU side by that much (hx[0] the
+ * forward's, hx[1] the backward's), and the gathers and reductions on the
+ * data-parallel stream, with the compute's waits for them, fill it
+ * (test_zero3_host_bound).  Each unit its own: the backward's gathers are
+ * issued as its host reaches it, after the forward's launches, so a
+ * forward's host-bound time cannot hide them (until 2026-11-27 the whole
+ * slot's excess was set against the whole exposure). */
+static double host_hides(const double each[2], const double hx[2])
 {
-	return fmin(each, fmax(0, slot - gs));
+	return fmin(each[0], hx[0]) + fmin(each[1], hx[1]);
 }
 
 /* Stage s's optimizer: opt on the GPU after what is exposed of its
@@ -711,6 +717,8 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 	e->gf = fwd_share(T, e->gs, tpc, ff);
 	e->hfw = hf;
 	e->slot = fmax(e->gs * ff, hf) + e->bwd;
+	e->hx[0] = fmax(0, hf - e->gs * ff);
+	e->hx[1] = e->bwd - e->gs * (1 - ff);
 	e->slack = T->mb * (e->slot - hf - hb);
 	e->tp = ar;
 	mem_stage(m, &T->lay, NULL, s, &ms);
@@ -787,6 +795,8 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 		sf = fmax(slot * ff, hf);
 		e->hfw = hf;
 		sb = fmax(slot * (1 - ff), hb);
+		e->hx[0] = sf - slot * ff;
+		e->hx[1] = sb - slot * (1 - ff);
 		slot = sf + sb;
 		e->bwd = sb;
 		e->slack = T->mb * (slot - hf - hb);
@@ -935,7 +945,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	 * and its optimizer. */
 	for (int s = 0; s < pp; s++) {
 		struct stage_est e;
-		double dpt, exposed, each, opt, red;
+		double dpt, exposed, each[2], opt, red;
 		struct comm_group eg;
 		double ebytes;
 		stage_inputs(in, &T, s, &e);
@@ -946,8 +956,8 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		sum += e.gs;
 		if (e.slot > worst)
 			gw = e.gs;
-		stage_dp(in, &T, s, &e, &dpt, &exposed, &each, &red);
-		exposed -= T.mb * host_hides(each, e.slot, e.gs);
+		stage_dp(in, &T, s, &e, &dpt, &exposed, each, &red);
+		exposed -= T.mb * host_hides(each, e.hx);
 		/* Where the host's launches of the last backward's reductions
 		 * put its end late (opt_or_host), the data-parallel stream
 		 * reduces the buckets it has meanwhile. */
