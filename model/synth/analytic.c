@@ -71,6 +71,8 @@ struct terms {
 	/* Each stage's fp8 amax reductions and updates, a microbatch
 	 * (synth_stage_amax_s; 0 but under delayed scaling). */
 	double amax[LAYOUT_MAX_STAGES];
+	double amaxh[LAYOUT_MAX_STAGES][2]; /* and the host's launches of them,
+					     * forward and backward */
 };
 
 /* Context parallelism's exposed time a layer.  Ring attention: cp - 1
@@ -199,7 +201,7 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	synth_extra_host(&T->si, &T->eh);
 	synth_stage_host(&T->si, T->sh);
 	for (int s = 0; s < l->pp && s < LAYOUT_MAX_STAGES; s++)
-		T->amax[s] = synth_stage_amax_s(&T->si, s);
+		T->amax[s] = synth_stage_amax_s(&T->si, s, T->amaxh[s]);
 	mem_param_bytes(&T->lay, &T->wb, &T->gb, &T->ob);
 	if (tp > 1) {
 		if (comm_time(hw, GC_ALL_REDUCE, act_bytes, (struct comm_group){tp, tp},
@@ -269,6 +271,8 @@ struct stage_est {
 	double n, nm, emb, head, ehf, ehb, hhf, hhb;
 	double c, slot, gs, slack, tp, off, bwd, P, Pe;
 	double xf;	   /* the pipeline transfers off the slot (pp_overlap) */
+	double hx[2];	   /* what the host's launches outlast the GPU side by,
+			    * forward and backward */
 	double hfw;	   /* the host's launches of a unit's forward */
 	double gf, wg, wp; /* the GPU side's forward share; zero-bubble
 			    * schedules: the layers' W passes, on the GPU
@@ -361,10 +365,27 @@ static double grad_chain(const struct analytic_in *in, const struct terms *T, in
 	return f > 0 ? f : 0;
 }
 
+/* What a layer's prefetched gather adds to the compute stream's time,
+ * over is what the data-parallel stream's work for the layer (its gather,
+ * backward with the next layer's reduce-scatter) outlasts the layer's
+ * compute: FSDP2's copy-out of the gathered weights (out, on the compute
+ * stream after the gather: foreach_all_gather_copy_out) runs while the
+ * next gather is under way, so the layer takes the longer of that work
+ * and its compute with the copy-out.  Added to the excess in full (as
+ * until 2026-11-27), GPT-3 175B at tp 1 pp 1 dp 256 under FSDP2 ZeRO-3,
+ * full recompute, 6 microbatches, was estimated 36.698 s against 36.345
+ * simulated (1.0 % above: its data-parallel stream busy 99 % of the
+ * step, the copy-outs in the compute's waits for it). */
+static double zero3_copy_out(double over, double out)
+{
+	return over > out ? over : out;
+}
+
 /* A stage's data-parallel collectives: *dpt their time, *exposed what
- * the step waits for, *each the part of it every microbatch repeats
- * (FSDP's ZeRO-2 reductions and gathers, ZeRO-3's; 0 under ZeRO-0/1 and
- * Megatron's and DeepSpeed's ZeRO-2), *red the gradient reductions' part
+ * the step waits for, each[] the part of it every microbatch repeats,
+ * each[0] in its forward and each[1] in its backward (FSDP's ZeRO-2
+ * gathers and reductions, ZeRO-3's; 0 under ZeRO-0/1 and Megatron's and
+ * DeepSpeed's ZeRO-2), *red the gradient reductions' part
  * of *exposed (ZeRO-0/1/2: grad_chain's, or the whole reduction without
  * overlap_grad).  e: the stage (its compute a microbatch c, its n layers,
  * P its parameters outside the routed experts, Pe the experts').  Ranks are
@@ -372,7 +393,7 @@ static double grad_chain(const struct analytic_in *in, const struct terms *T, in
  * group replicas; the routed experts' share is reduced over the expert
  * data-parallel group (edp ranks, ep x etp apart). */
 static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
-		     const struct stage_est *e, double *dpt, double *exposed, double *each,
+		     const struct stage_est *e, double *dpt, double *exposed, double each[2],
 		     double *red)
 {
 	double c = e->c, n = e->n, P = e->P, Pe = e->Pe;
@@ -395,7 +416,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 	    (int)edp, comm_per_domain((int)edp, hw_domain(hw) / epx > 0 ? hw_domain(hw) / epx : 1)};
 	struct comm_est ce;
 
-	*dpt = *exposed = *each = *red = 0;
+	*dpt = *exposed = each[0] = each[1] = *red = 0;
 	if (!(dpc > 1 || (Pe > 0 && edp > 1)))
 		return;
 	layer_w = T->wb * lp;
@@ -503,19 +524,19 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 			       ch = l->overlap_grad ? grad_chain(in, T, s, e, lp)
 						    : bucket_s(in, T, lp, P);
 			*red = fmax(fmax(ch, mb * wd - ((mb - 1) * e->slot + e->bwd)), t_ex - hide);
-			*each = 0;
 			*exposed =
 			    (*red > 0 ? *red : 0) +
 			    (l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0) : t_ag);
 			break;
 		}
-		*each = t_rs - hide > 0 ? t_rs - hide : 0;
+		each[1] = t_rs - hide > 0 ? t_rs - hide : 0;
 		if (fsdp2nd) {
 			double g1 = t_agl + t_in, lfw = T->lf / in->compute_eff + T->arf;
-			*each += (dt.prefetch > 0 ? n * (g1 > lfw ? g1 - lfw : 0) + g1 : n * g1) +
-				 n * t_out;
+			/* the copy-out within the next gather (zero3_copy_out) */
+			each[0] = dt.prefetch > 0 ? n * zero3_copy_out(g1 - lfw, t_out) + g1
+						  : n * (g1 + t_out);
 		}
-		*exposed = mb * *each + t_ar;
+		*exposed = mb * (each[0] + each[1]) + t_ar;
 		if (!fsdp2nd) {
 			*exposed += l->overlap_param ? (t_ag - c / 3 > 0 ? t_ag - c / 3 : 0) : t_ag;
 		}
@@ -527,7 +548,7 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		 * layer's compute (backward, with its reduce-scatter); what
 		 * exceeds it is exposed, and each direction's first gather. */
 		double t_rsl = 0, t_arl = 0, lfw = T->lf / in->compute_eff + T->arf;
-		double lbw = T->lb / in->compute_eff + T->ar - T->arf, per, g1;
+		double lbw = T->lb / in->compute_eff + T->ar - T->arf, g1;
 		comm_time(hw, GC_REDUCE_SCATTER, rb * lp, gg, in->comm_eff, COMM_AUTO, &ce);
 		t_rsl = ce.time_s;
 		if (R > 1) {
@@ -539,27 +560,32 @@ static void stage_dp(const struct analytic_in *in, const struct terms *T, int s,
 		g1 = t_agl + t_in;
 		t_rsl += t_rc;
 		*dpt = mb * (2 * t_ag + t_rs) + t_ar;
-		if (dt.prefetch > 0)
-			per = n * ((g1 > lfw ? g1 - lfw : 0) +
-				   (g1 + t_rsl + t_arl > lbw ? g1 + t_rsl + t_arl - lbw : 0)) +
-			      2 * g1;
-		else
-			per = n * (2 * g1 + t_rsl + t_arl);
-		/* FSDP2's copy-out runs on the compute stream after each gather. */
-		*each = per + 2 * n * t_out;
-		*exposed = mb * *each;
+		/* FSDP2's copy-out runs on the compute stream after each
+		 * gather (zero3_copy_out). */
+		if (dt.prefetch > 0) {
+			each[0] = n * zero3_copy_out(g1 - lfw, t_out) + g1;
+			each[1] = n * zero3_copy_out(g1 + t_rsl + t_arl - lbw, t_out) + g1;
+		} else {
+			each[0] = n * (g1 + t_out);
+			each[1] = n * (g1 + t_rsl + t_arl + t_out);
+		}
+		*exposed = mb * (each[0] + each[1]);
 	}
 	}
 }
 
-/* What of a microbatch's repeated data-parallel exposure (each, stage_dp)
- * runs while the GPU waits for the host's launches: a host-bound slot
- * (the host's launches, slot) outlasts its GPU side (gs) by that much, and
- * the gathers and reductions on the data-parallel stream, with the
- * compute's waits for them, fill it (test_zero3_host_bound). */
-static double host_hides(double each, double slot, double gs)
+/* What of a microbatch's repeated data-parallel exposure (each[], stage_dp)
+ * runs while the GPU waits for the host's launches: a host-bound unit
+ * (the host's launches) outlasts its GPU side by that much (hx[0] the
+ * forward's, hx[1] the backward's), and the gathers and reductions on the
+ * data-parallel stream, with the compute's waits for them, fill it
+ * (test_zero3_host_bound).  Each unit its own: the backward's gathers are
+ * issued as its host reaches it, after the forward's launches, so a
+ * forward's host-bound time cannot hide them (until 2026-11-27 the whole
+ * slot's excess was set against the whole exposure). */
+static double host_hides(const double each[2], const double hx[2])
 {
-	return fmin(each, fmax(0, slot - gs));
+	return fmin(each[0], hx[0]) + fmin(each[1], hx[1]);
 }
 
 /* Stage s's optimizer: opt on the GPU after what is exposed of its
@@ -623,6 +649,10 @@ static void stage_inputs(const struct analytic_in *in, const struct terms *T, in
 	 * reductions: synth_stage_host). */
 	e->ehf += T->sh[s].xfer_fwd_s + T->sh[s].dp_fwd_s;
 	e->ehb += T->sh[s].xfer_bwd_s + T->sh[s].dp_bwd_s;
+	/* And of fp8 delayed scaling's amax reductions and updates (until
+	 * 2026-11-27 their GPU time alone). */
+	e->ehf += T->amaxh[s][0];
+	e->ehb += T->amaxh[s][1];
 	for (int ch = 0; ch < layout_stage_chunks(&in->lay); ch++)
 		e->nm += layout_chunk_moe(m, &T->lay, s, ch);
 	if (s == hs && m->mtp_layers > 0) {
@@ -636,6 +666,29 @@ static void stage_inputs(const struct analytic_in *in, const struct terms *T, in
 	}
 }
 
+/* The forward's share of a stage's GPU side gs (the fill and drain of
+ * pipe_ends take the stages' forward and backward on the GPU), tpc of it
+ * its layers' tensor-parallel collectives: those split as the dry run
+ * issues them (arf of ar forward: sp's gathers and reduce-scatters wait
+ * on the compute stream forward, backward its reduce-scatter and
+ * re-gather run mostly beside the GEMMs: sprs, spregather), the rest as
+ * the layers' compute (ff its forward share).  The whole of gs split as
+ * the compute put a third of gpt3-1.3b's tensor-parallel time at tp 2 sp
+ * forward where the dry run has two thirds: with pp 4 vp 2 and the
+ * stages' layers 6,6,8,4 the drain from the host-bound stage 2 (its host
+ * absorbing the fill) was 0.20 ms long, the estimate 0.13 % above the
+ * simulated step (test_analytic_uneven_interleaved).  The slot (a unit's
+ * pace, the longer of its GPU side and its host's launches, forward and
+ * backward apart) keeps the compute's split: a forward GPU-bound beside
+ * a host-bound backward is not paced by the sum of the two longer sides
+ * (the host runs ahead, the GPU catches up: max(F + B, hf + hb)), and
+ * the split above makes such pairs more frequent (tried: gpt3-1.3b tp 2
+ * pp 2 vp 2 dp 128 ZeRO-1 selective, 14,10, 0.46 % above its step). */
+static double fwd_share(const struct terms *T, double gs, double tpc, double ff)
+{
+	return (gs - tpc) * ff + (T->ar > 0 ? tpc * T->arf / T->ar : 0);
+}
+
 /* A hybrid model's stage: its layers by their kinds (E layers with their
  * dispatchers' collectives, their routed experts' parameters apart). */
 static void hybrid_stage(const struct analytic_in *in, const struct terms *T, int s,
@@ -643,7 +696,8 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 {
 	const struct llm *m = &in->m;
 	struct mem_stage ms;
-	double gf = 0, gb = 0, hf = e->ehf + e->hhf, hb = e->ehb + e->hhb, ar = 0, ne = 0, md, me;
+	double gf = 0, gb = 0, hf = e->ehf + e->hhf, hb = e->ehb + e->hhb, ar = 0, tpc = 0, ne = 0,
+	       md, me, ff;
 	for (int ch = 0; ch < layout_stage_chunks(&in->lay); ch++) {
 		int l0 = layout_chunk_first(m, &T->lay, s, ch),
 		    nc = layout_chunk_layers(m, &T->lay, s, ch);
@@ -651,6 +705,7 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 			int k = llm_layer_kind(m, i);
 			gf += T->kf[k], gb += T->kb[k], hf += T->khf[k], hb += T->khb[k];
 			/* the ring's exposed transfers: attention's */
+			tpc += T->kar[k];
 			ar += T->kar[k] +
 			      (k == LLM_KIND_FULL || k == LLM_KIND_ATTN ? T->cp_ring : 0) +
 			      (k == LLM_KIND_MOE ? T->moe_comm : 0);
@@ -660,10 +715,13 @@ static void hybrid_stage(const struct analytic_in *in, const struct terms *T, in
 	e->c = (gf + gb + e->emb + e->head) / in->compute_eff;
 	e->xf = in->lay.pp_overlap ? T->p2p : 0;
 	e->gs = e->c + ar + T->p2p + T->amax[s] - e->xf;
-	e->bwd = fmax(e->gs * (gf + gb > 0 ? gb / (gf + gb) : 0.5), hb);
-	e->gf = e->gs * (gf + gb > 0 ? gf / (gf + gb) : 0.5);
+	ff = gf + gb > 0 ? gf / (gf + gb) : 0.5;
+	e->bwd = fmax(e->gs * (1 - ff), hb);
+	e->gf = fwd_share(T, e->gs, tpc, ff);
 	e->hfw = hf;
-	e->slot = fmax(e->gs * (gf + gb > 0 ? gf / (gf + gb) : 0.5), hf) + e->bwd;
+	e->slot = fmax(e->gs * ff, hf) + e->bwd;
+	e->hx[0] = fmax(0, hf - e->gs * ff);
+	e->hx[1] = e->bwd - e->gs * (1 - ff);
 	e->slack = T->mb * (e->slot - hf - hb);
 	e->tp = ar;
 	mem_stage(m, &T->lay, NULL, s, &ms);
@@ -684,11 +742,12 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 	const struct layout *l = &in->lay;
 	const struct hw_profile *hw = in->hw;
 	struct mem_stage ms;
-	double n = e->n, nm = e->nm, md, me, slot;
+	double n = e->n, nm = e->nm, md, me, slot, tpc = n * T->ar;
 	if (nm > 0) {
 		/* Without shared experts an MoE layer keeps half the
 		 * tensor-parallel collectives (the attention's). */
 		double arm = m->shared_experts > 0 ? T->ar : T->ar / 2;
+		tpc = (n - nm) * T->ar + nm * arm;
 		mem_moe_layer_params(m, &T->lay, &md, &me);
 		e->Pe = nm * me;
 		e->c = ((n - nm) * (T->lf + T->lb) + nm * (T->mlf + T->mlb) + e->emb + e->head) /
@@ -731,7 +790,7 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 			hb += N * (T->si.cpu_op_s + T->si.launch_s + 4 * T->si.event_s);
 		}
 		e->gs = slot;
-		e->gf = slot * ff;
+		e->gf = fwd_share(T, slot, tpc, ff);
 		if (layout_zb(l->schedule)) {
 			e->wg = ((n - nm) * T->lw + nm * T->mlw) / in->compute_eff;
 			e->wp = fmax(e->wg, (n - nm) * T->lwh + nm * T->mlwh);
@@ -739,6 +798,8 @@ static void layer_stage(const struct analytic_in *in, const struct terms *T, int
 		sf = fmax(slot * ff, hf);
 		e->hfw = hf;
 		sb = fmax(slot * (1 - ff), hb);
+		e->hx[0] = sf - slot * ff;
+		e->hx[1] = sb - slot * (1 - ff);
 		slot = sf + sb;
 		e->bwd = sb;
 		e->slack = T->mb * (slot - hf - hb);
@@ -887,7 +948,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	 * and its optimizer. */
 	for (int s = 0; s < pp; s++) {
 		struct stage_est e;
-		double dpt, exposed, each, opt, red;
+		double dpt, exposed, each[2], opt, red;
 		struct comm_group eg;
 		double ebytes;
 		stage_inputs(in, &T, s, &e);
@@ -898,8 +959,8 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 		sum += e.gs;
 		if (e.slot > worst)
 			gw = e.gs;
-		stage_dp(in, &T, s, &e, &dpt, &exposed, &each, &red);
-		exposed -= T.mb * host_hides(each, e.slot, e.gs);
+		stage_dp(in, &T, s, &e, &dpt, &exposed, each, &red);
+		exposed -= T.mb * host_hides(each, e.hx);
 		/* Where the host's launches of the last backward's reductions
 		 * put its end late (opt_or_host), the data-parallel stream
 		 * reduces the buckets it has meanwhile. */

@@ -41,6 +41,21 @@ static void dry_ctx(struct ctx *c, struct rankst *rk, const struct synth_in *in)
 	synth_host(in, &c->em.host);
 }
 
+/* dry_ctx for one unit of a steady microbatch (mb 1: fp8 weights already
+ * cast where kept), its phase and layer (-1: a dense one, outside every
+ * region), and its shape into *z where z is given: the estimate's dry
+ * runs' one setup. */
+static void dry_unit(struct ctx *c, struct rankst *rk, const struct synth_in *in, int phase,
+		     int layer, struct shape *z)
+{
+	dry_ctx(c, rk, in);
+	rk->mb = 1;
+	rk->phase = phase;
+	rk->layer = layer;
+	if (z)
+		sl_shape(in, z);
+}
+
 /* The kernel model's time of the embedding's forward and backward (*emb)
  * and of the head's and loss's (*head), one microbatch. */
 void synth_extra_times(const struct synth_in *in, double *emb, double *head)
@@ -69,12 +84,9 @@ void synth_extra_host(const struct synth_in *in, struct synth_extra_host *h)
 								    sl_head_fwd, sl_head_bwd};
 	double *out[4] = {&h->emb_fwd_s, &h->emb_bwd_s, &h->head_fwd_s, &h->head_bwd_s};
 
-	dry_ctx(&c, &rk, in);
+	dry_unit(&c, &rk, in, PH_FORWARD, -1, &z);
 	c.dry_host = 1;
 	c.dry_out = 1;
-	rk.mb = 1;
-	rk.layer = -1;
-	sl_shape(in, &z);
 	for (int i = 0; i < 4; i++) {
 		rk.phase = i % 2 ? PH_BACKWARD : PH_FORWARD;
 		c.dry_host_s = 0;
@@ -126,12 +138,8 @@ double synth_layer_tp_s(const struct synth_in *in, double *fwd_s)
 	struct rankst rk;
 	struct shape z;
 
-	dry_ctx(&c, &rk, in);
+	dry_unit(&c, &rk, in, PH_FORWARD, -1, &z);
 	c.dry_comm = 1;
-	rk.mb = 1;
-	rk.phase = PH_FORWARD;
-	rk.layer = -1;
-	sl_shape(in, &z);
 	z.tp_per_node = in->lay.tp; /* within an NVLink domain (synth_build's) */
 	/* each rank's s / cp tokens, context parallelism's own collectives
 	 * left out: the estimate's context-parallel term (cp_terms) */
@@ -150,11 +158,8 @@ static double layer_fp8_gemms(const struct synth_in *in, const struct shape *z, 
 {
 	struct ctx c;
 	struct rankst rk;
-	dry_ctx(&c, &rk, in);
+	dry_unit(&c, &rk, in, PH_FORWARD, layer, NULL);
 	c.dry_kind = llm_layer_kind(&in->m, layer);
-	rk.mb = 1;
-	rk.phase = PH_FORWARD;
-	rk.layer = layer;
 	sl_layer_fwd(&c, 0, z);
 	return rk.fp8_gemms;
 }
@@ -183,25 +188,31 @@ double ss_chunk_fp8_gemms(const struct synth_in *in, const struct layout *lay, i
 	return g;
 }
 
-double synth_stage_amax_s(const struct synth_in *in, int stage)
+double synth_stage_amax_s(const struct synth_in *in, int stage, double host[2])
 {
 	struct ctx c;
 	struct rankst rk;
+	double h[2] = {0, 0};
 
+	if (host)
+		host[0] = host[1] = 0;
 	if (in->lay.dtype != HW_FP8 || in->lay.fp8_recipe != LAYOUT_FP8_DELAYED)
 		return 0;
-	dry_ctx(&c, &rk, in);
+	dry_unit(&c, &rk, in, PH_FORWARD, -1, NULL);
 	c.dry_comm = 1;
+	c.dry_out = 1; /* (layer -1 outside every region, as built) */
 	synth_mem_layout(in, &c.lay);
-	rk.mb = 1;
-	rk.layer = -1;
 	for (int ch = 0; ch < layout_stage_chunks(&c.lay); ch++) {
 		double g = ss_chunk_fp8_gemms(in, &c.lay, stage, ch);
-		rk.phase = PH_FORWARD;
-		ss_amax_update(&c, 0, g, 1);
-		rk.phase = PH_BACKWARD;
-		ss_amax_update(&c, 0, g, 0);
+		for (int fwd = 1; fwd >= 0; fwd--) {
+			double h0 = c.dry_host_s;
+			rk.phase = fwd ? PH_FORWARD : PH_BACKWARD;
+			ss_amax_update(&c, 0, g, fwd);
+			h[!fwd] += c.dry_host_s - h0;
+		}
 	}
+	if (host)
+		host[0] = h[0], host[1] = h[1];
 	return c.dry_s + c.dry_comm_s;
 }
 
@@ -223,15 +234,14 @@ static void layer_times_win(const struct synth_in *in, int moe, int kind, int wi
 	struct rankst rk;
 	struct shape z;
 
-	dry_ctx(&c, &rk, in);
+	/* a dense layer, an MoE one, or a hybrid model's E layer */
+	dry_unit(&c, &rk, in, PH_FORWARD,
+		 kind == LLM_KIND_MOE ? first_of_kind(&in->m, kind)
+		 : moe		      ? in->m.layers - 1
+				      : -1,
+		 &z);
 	c.dry_window = win;
 	c.dry_kind = kind;
-	rk.mb = 1; /* a steady microbatch: fp8 weights already cast where kept */
-	rk.phase = PH_FORWARD;
-	rk.layer = moe ? in->m.layers - 1 : -1; /* a dense layer, or an MoE one */
-	if (kind == LLM_KIND_MOE)		/* a hybrid model's E layer */
-		rk.layer = first_of_kind(&in->m, kind);
-	sl_shape(in, &z);
 	sl_layer_fwd(&c, 0, &z);
 	*fwd_s = c.dry_s;
 	c.dry_s = 0;
@@ -288,13 +298,9 @@ static void layer_host(const struct synth_in *in, int kind, int layer, double *f
 	struct rankst rk;
 	struct shape z;
 
-	dry_ctx(&c, &rk, in);
+	dry_unit(&c, &rk, in, PH_FORWARD, layer, &z);
 	c.dry_host = 1;
 	c.dry_kind = kind;
-	rk.mb = 1;
-	rk.phase = PH_FORWARD;
-	rk.layer = layer;
-	sl_shape(in, &z);
 	/* The 1F1B all-to-all overlap builds a layer by parts, chained by
 	 * events (step.c unit_pair). */
 	if (layout_a2a_overlap(&in->m, &in->lay))
@@ -330,12 +336,8 @@ static double layer_wgrad_win(const struct synth_in *in, int moe, int win)
 	struct rankst rk;
 	struct shape z;
 
-	dry_ctx(&c, &rk, in);
+	dry_unit(&c, &rk, in, PH_BACKWARD, moe ? in->m.layers - 1 : -1, &z);
 	c.dry_window = win;
-	rk.mb = 1;
-	rk.phase = PH_BACKWARD;
-	rk.layer = moe ? in->m.layers - 1 : -1;
-	sl_shape(in, &z);
 	c.pass = SL_PASS_W;
 	sl_layer_bwd(&c, 0, &z);
 	return c.dry_s;
@@ -347,12 +349,9 @@ double synth_layer_wgrad_host_s(const struct synth_in *in, int moe)
 	struct rankst rk;
 	struct shape z;
 
-	dry_ctx(&c, &rk, in);
+	dry_unit(&c, &rk, in, PH_BACKWARD,
+		 moe && llm_moe_layers(&in->m) > 0 ? in->m.layers - 1 : -1, &z);
 	c.dry_host = 1;
-	rk.mb = 1;
-	rk.phase = PH_BACKWARD;
-	rk.layer = moe && llm_moe_layers(&in->m) > 0 ? in->m.layers - 1 : -1;
-	sl_shape(in, &z);
 	c.pass = SL_PASS_W;
 	sl_layer_bwd(&c, 0, &z);
 	return c.dry_host_s;

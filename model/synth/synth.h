@@ -214,11 +214,13 @@ double synth_layer_tp_s(const struct synth_in *in, double *fwd_s);
  * is all-reduced over (tp x dp x cp), the bytes of the fused history and
  * scale update of `amaxes` amaxes (histories of SYNTH_AMAX_HISTORY), and
  * the time of stage s's reductions and updates in one microbatch, forward
- * and backward, every chunk (0 under the other recipes and dtypes). */
+ * and backward, every chunk (0 under the other recipes and dtypes), and
+ * where host is given the host's launches of them, host[0] forward and
+ * host[1] backward (outside every layer's region, as built). */
 #define SYNTH_AMAX_HISTORY 1024
 struct comm_group synth_amax_group(const struct synth_in *in);
 double synth_amax_update_bytes(double amaxes);
-double synth_stage_amax_s(const struct synth_in *in, int stage);
+double synth_stage_amax_s(const struct synth_in *in, int stage, double host[2]);
 
 /* Parameters outside the layers on one GPU of pipeline stage `stage`, in
  * the order the backward completes their gradients: *first the output
