@@ -775,10 +775,10 @@ static void fp8_gpu(struct hw_profile *g)
 	g->clock = 1; /* the rates above as they are (hw.h) */
 	g->k.sms = 1;
 	g->hbm_Bps = 2e12;
-	g->k.gemm[HW_BF16] = (struct hw_gemm){500e12, 0, 0, {1, 1, 1}, 1};
-	g->k.gemm[HW_FP8] = (struct hw_gemm){1000e12, 0, 0, {1, 1, 1}, 1};
+	g->k.gemm[HW_BF16] = (struct hw_gemm){500e12, 0, 0, {1, 1, 1}, 1, 0};
+	g->k.gemm[HW_FP8] = (struct hw_gemm){1000e12, 0, 0, {1, 1, 1}, 1, 0};
 	g->k.gemm[HW_GEMM_FP8_BLOCK] = g->k.gemm[HW_FP8]; /* one rate for every recipe */
-	g->k.gemm[HW_FP4] = (struct hw_gemm){2000e12, 0, 0, {1, 1, 1}, 1};
+	g->k.gemm[HW_FP4] = (struct hw_gemm){2000e12, 0, 0, {1, 1, 1}, 1, 0};
 	g->peak_flops[HW_FP4] = 2000e12;
 	g->k.attn[HW_BF16] = (struct hw_attn){{500e12, 500e12}, {0, 0}, 0, 1, 1};
 	for (int k = 0; k < HW_MEM_NKINDS; k++) {

@@ -148,6 +148,10 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 	}
 	es = kperf_elem_bytes(hw_gemm_dtype(dtype));
 	out_b = dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;
+	/* The epilogues' output write after the main loops (kperf.h): the
+	 * same bytes whatever the plan, so added to the fastest. */
+	if (g->out_eff > 0)
+		best += b * m * n * out_b / (hw->hbm_Bps * g->out_eff);
 	mem = b * (es * (m * k + k * n) + out_b * m * n) /
 	      (hw->hbm_Bps * (g->mem_eff > 0 ? g->mem_eff : 1));
 	pl.mem_bound = mem > best;

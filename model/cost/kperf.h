@@ -23,7 +23,15 @@
  *             + splits b M N x 4 bytes / HBM   (the split-K reduction)
  * and the kernel takes the fastest (as cuBLAS's heuristic picks a kernel
  * for the shape), then at least its operands' bytes at HBM bandwidth x
- * mem_eff, plus a fixed overhead.  P is the achievable peak (the MAMF
+ * mem_eff, plus a fixed overhead.  A profile whose GEMM group states
+ * out_eff (AMD's: one workgroup a tile, its C tile shuffled through LDS
+ * and stored after the main loop -- Composable Kernel's CShuffle epilogue,
+ * hipBLASLt's Tensile kernels -- so that a tile's store does not overlap
+ * its own or, one workgroup a CU, the next tile's MMAs) adds the output's
+ * bytes at HBM bandwidth x out_eff to the tiles' time:
+ *     time += b M N x out bytes / (HBM x out_eff)
+ * (Hopper's and Blackwell's kernels store asynchronously, TMA, behind the
+ * next tile's main loop: no term).  P is the achievable peak (the MAMF
  * idea: what the best shape reaches, not the datasheet's), tile_s the
  * fixed cost of a tile (prologue and epilogue: what makes small K slow),
  * tile_eff what smaller tiles lose; small M and N lose to waves and

@@ -238,6 +238,7 @@ void hw_kernels_default(struct hw_profile *hw)
 		g->overhead_s = HW_K_GEMM_OVERHEAD_S;
 		memcpy(g->tile_eff, tile_eff_default, sizeof(g->tile_eff));
 		g->mem_eff = HW_K_GEMM_MEM_EFF;
+		g->out_eff = 0;
 		k->gemm_isolated_s[d] = 0;
 		a->flops[0] = HW_K_ATTN_FWD_FRAC * hw->peak_flops[d];
 		a->flops[1] = HW_K_ATTN_BWD_FRAC * hw->peak_flops[d];
@@ -299,7 +300,8 @@ static int load_gemm(const char *path, const config_t *cf, config_setting_t *k, 
 	    (rc = opt(path, cf, k, sub, "tile_us", 0, 1000, 1e-6, &ge->tile_s, err)) ||
 	    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6, &ge->overhead_s, err)) ||
 	    (rc = opt(path, cf, k, sub, "isolated_us", 0, 1000, 1e-6, iso, err)) ||
-	    (rc = opt(path, cf, k, sub, "mem_eff", 0.01, 1, 1, &ge->mem_eff, err)))
+	    (rc = opt(path, cf, k, sub, "mem_eff", 0.01, 1, 1, &ge->mem_eff, err)) ||
+	    (rc = opt(path, cf, k, sub, "out_eff", 0.01, 1, 1, &ge->out_eff, err)))
 		return rc;
 	if (te && (config_setting_length(te) != 3 || !config_setting_is_aggregate(te)))
 		return prism_err_set(err, PRISM_EFORMAT,

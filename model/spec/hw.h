@@ -82,6 +82,11 @@ struct hw_gemm {
 	double tile_eff[3]; /* throughput of 128x128, 64x128 and 64x64 tiles
 			     * relative to 128x256 */
 	double mem_eff;	    /* fraction of HBM bandwidth when memory-bound */
+	double out_eff;	    /* fraction of HBM bandwidth at which the tiles'
+			     * epilogues write the output after their main
+			     * loops, not overlapped with them (kperf.h); 0:
+			     * overlapped, no term (Hopper's and Blackwell's
+			     * asynchronous stores) */
 };
 
 struct hw_attn {
