@@ -204,12 +204,12 @@ static void test_fp8_linear_rows(void **state)
 	 * gradient likewise) and the weight; eager keeps Transformer
 	 * Engine's three. */
 	assert_int_equal(
-	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 0, 1000, kc), 3);
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 0, 0, 1000, kc), 3);
 	assert_rel_close(kc[0].bytes, 2000, 1e-15);
 	assert_true(kc[1].bytes == 0);
 	assert_rel_close(kc[2].bytes, 4000, 1e-15);
 	assert_int_equal(
-	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 1, 1000, kc), 4);
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 1, 0, 1000, kc), 4);
 	assert_rel_close(kc[0].bytes + kc[2].bytes + kc[3].bytes, 8000, 1e-15);
 	for (int j = 0; j < 4; j++) {
 		assert_int_equal(kc[j].kind, HW_MEM_ELEMENTWISE);
@@ -217,10 +217,34 @@ static void test_fp8_linear_rows(void **state)
 		assert_int_equal(cost_classify(kc[j].stem), KC_ELEMENTWISE);
 	}
 	assert_int_equal(
-	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_EAGER, 0, 1000, kc), 3);
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_EAGER, 0, 0, 1000, kc), 3);
 	assert_int_equal(kc[0].kind, HW_MEM_REDUCTION);
 	assert_int_equal(
-	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_DELAYED, LAYOUT_EXEC_COMPILED, 0, 1000, kc), 1);
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_DELAYED, LAYOUT_EXEC_COMPILED, 0, 0, 1000, kc), 1);
+	/* Blackwell (any_layout: its fp8 GEMMs read the row-wise copy either
+	 * way): no transposed copy.  Delayed: a cast, 2 read + 1 written a
+	 * value (Hopper's cast-transpose 2 + 1 + 1), and a norm's fp8 output
+	 * nothing (Hopper: its transpose, 1 + 1); current: the amax, the
+	 * scale, the cast (3000 bytes, not 4000). */
+	assert_int_equal(
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_DELAYED, LAYOUT_EXEC_EAGER, 0, 1, 1000, kc), 1);
+	assert_rel_close(kc[0].bytes, 3000, 1e-15);
+	assert_string_equal(kc[0].stem, "te_cast_fp8");
+	assert_int_equal(kperf_lowp_casts(HW_FP8, LAYOUT_FP8_DELAYED, LAYOUT_EXEC_EAGER,
+					  KPERF_CAST_NORMED, 1, 1000, kc),
+			 0);
+	assert_int_equal(kperf_lowp_casts(HW_FP8, LAYOUT_FP8_DELAYED, LAYOUT_EXEC_EAGER,
+					  KPERF_CAST_NORMED, 0, 1000, kc),
+			 1);
+	assert_rel_close(kc[0].bytes, 2000, 1e-15);
+	assert_int_equal(
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_EAGER, 0, 1, 1000, kc), 3);
+	assert_rel_close(kc[0].bytes + kc[2].bytes, 2000 + 3000, 1e-15);
+	assert_int_equal(cost_classify(kc[2].stem), KC_ELEMENTWISE);
+	/* blockwise and mxfp8 quantise both copies whatever the GPU */
+	assert_int_equal(
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_MXFP8, LAYOUT_EXEC_EAGER, 0, 1, 1000, kc), 1);
+	assert_rel_close(kc[0].bytes, (4 + 2.0 / 32) * 1000, 1e-15);
 	assert_false(kperf_lowp_weight_kept(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED));
 	assert_true(kperf_lowp_weight_kept(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_GRAPHS));
 	if (access(csv, R_OK) != 0) {

@@ -218,6 +218,13 @@ double kperf_elem_bytes(int dtype);
  * (its inputs' Hadamard transform takes the unfused path too) and
  * torch.compile's casts (torchao's Float8Linear has no fused norm) cast
  * it as any activation.
+ * any_layout (hw.h fp8_any_layout: Blackwell's fp8 GEMMs take either
+ * layout): delayed and current write the row-wise copy alone, no
+ * transposed one (Transformer Engine's Float8Quantizer::create_tensor,
+ * transformer_engine/pytorch/csrc/quantizer.cpp: with_transpose =
+ * columnwise_usage && !nvte_is_non_tn_fp8_gemm_supported()): a cast (2 +
+ * 1) in place of the cast-transpose, and a norm's fp8 output needs no
+ * kernel more.
  * Into out: each kernel's name stem, whether the tensor's name follows
  * it ("te_compute_amax_input"), its kind (enum hw_mem_kind) and bytes;
  * returns how many (0: dtype is neither fp8 nor fp4).
@@ -230,7 +237,7 @@ struct kperf_cast {
 	int kind;
 	double bytes;
 };
-int kperf_lowp_casts(int dtype, int recipe, int exec, int of, double n,
+int kperf_lowp_casts(int dtype, int recipe, int exec, int of, int any_layout, double n,
 		     struct kperf_cast out[KPERF_CASTS_MAX]);
 
 /* Bytes a value the norm writes where it feeds a LayerNormLinear (above):

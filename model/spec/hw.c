@@ -592,6 +592,26 @@ static int read_node(const char *path, config_t *cf, config_setting_t *gpu, conf
 	return 0;
 }
 
+/* Optional: the layouts the GPU's per-tensor fp8 GEMMs take (hw.h
+ * fp8_any_layout): "tn" (the default) or "any". */
+static int read_fp8_layouts(const char *path, config_t *cf, config_setting_t *gpu,
+			    struct hw_profile *hw, struct prism_err *err)
+{
+	char t[8];
+	int rc;
+	if (!config_setting_lookup(gpu, "fp8_layouts"))
+		return 0;
+	if ((rc = cfg_text(path, cf, gpu, "fp8_layouts", t, sizeof(t), err)))
+		return rc;
+	if (strcmp(t, "tn") && strcmp(t, "any"))
+		return prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s:%d: 'gpu.fp8_layouts' must be \"tn\" or \"any\", not '%s'", path,
+		    config_setting_source_line(config_setting_lookup(gpu, "fp8_layouts")), t);
+	hw->fp8_any_layout = !strcmp(t, "any");
+	return 0;
+}
+
 /* Optional: the host link (activation offloading), and the refusal of the
  * flat allocator share it replaced. */
 static int read_host(const char *path, config_t *cf, config_setting_t *gpu, struct hw_profile *hw,
@@ -736,6 +756,7 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	if ((rc = read_peaks(path, &cf, tf, hw, err)) ||
 	    (rc = read_node(path, &cf, gpu, node, hw, err)) ||
 	    (rc = read_host(path, &cf, gpu, hw, err)) ||
+	    (rc = read_fp8_layouts(path, &cf, gpu, hw, err)) ||
 	    (rc = read_rates(path, &cf, gpu, node, hw, err)))
 		goto out;
 	hw_kernels_default(hw);

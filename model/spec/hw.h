@@ -166,6 +166,13 @@ struct hw_profile {
 	 * GPU's copies reach over it, pinned host memory, each direction. */
 	int host_link;
 	double host_d2h_Bps, host_h2d_Bps;
+	/* Whether the GPU's per-tensor-scaled fp8 GEMMs take either operand
+	 * layout (gpu.fp8_layouts "any": cuBLASLt's non-TN fp8 GEMMs, compute
+	 * capability 10.x and from 13 -- B200, GB200, B300, GB300), so that
+	 * Transformer Engine's casts write no transposed copy (kperf.h
+	 * kperf_lowp_casts); 0 ("tn", the default): Hopper's TN-only fp8 GEMMs,
+	 * a transposed copy for the other GEMM. */
+	int fp8_any_layout;
 	int gpus_per_node; /* of a physical node (a server, a compute tray):
 			    * the GPUs its NICs serve */
 	int nics_per_node;
