@@ -447,20 +447,22 @@ static void test_host_links(void **state)
 		const char *id;
 		int kind;
 		double d2h, h2d;
+		int fp8_any; /* gpu.fp8_layouts "any": Blackwell's (compute
+			      * capability 10.x) */
 	} want[] = {
-	    {"h100-dgx", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"h200-dgx", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"h800-hgx", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"b200-dgx", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"b300-hgx", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"mi300x", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"mi325x", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"mi355x", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"a100-40gb-dgx", HW_HOST_PCIE4, 26.12, 26.12},
-	    {"a100-80gb-dgx", HW_HOST_PCIE4, 26.12, 26.12},
-	    {"v100-dgx1", HW_HOST_PCIE3, 15.75, 15.75},
-	    {"gb200-nvl72", HW_HOST_C2C, 295.51, 380.47},
-	    {"gb300-nvl72", HW_HOST_C2C, 295.51, 380.47},
+	    {"h100-dgx", HW_HOST_PCIE5, 55.06, 55.43, 0},
+	    {"h200-dgx", HW_HOST_PCIE5, 55.06, 55.43, 0},
+	    {"h800-hgx", HW_HOST_PCIE5, 55.06, 55.43, 0},
+	    {"b200-dgx", HW_HOST_PCIE5, 55.06, 55.43, 1},
+	    {"b300-hgx", HW_HOST_PCIE5, 55.06, 55.43, 1},
+	    {"mi300x", HW_HOST_PCIE5, 55.06, 55.43, 0},
+	    {"mi325x", HW_HOST_PCIE5, 55.06, 55.43, 0},
+	    {"mi355x", HW_HOST_PCIE5, 55.06, 55.43, 0},
+	    {"a100-40gb-dgx", HW_HOST_PCIE4, 26.12, 26.12, 0},
+	    {"a100-80gb-dgx", HW_HOST_PCIE4, 26.12, 26.12, 0},
+	    {"v100-dgx1", HW_HOST_PCIE3, 15.75, 15.75, 0},
+	    {"gb200-nvl72", HW_HOST_C2C, 295.51, 380.47, 1},
+	    {"gb300-nvl72", HW_HOST_C2C, 295.51, 380.47, 1},
 	};
 	(void)state;
 	assert_true(fabs(24.33 * 1073741824 / 1e9 - 26.12) < 0.01);
@@ -474,6 +476,7 @@ static void test_host_links(void **state)
 		assert_int_equal(h.host_link, want[i].kind);
 		assert_rel_close(h.host_d2h_Bps, want[i].d2h * 1e9, 1e-12);
 		assert_rel_close(h.host_h2d_Bps, want[i].h2d * 1e9, 1e-12);
+		assert_int_equal(h.fp8_any_layout, want[i].fp8_any);
 	}
 	assert_string_equal(hw_host_link_name(HW_HOST_C2C), "nvlink-c2c");
 	assert_int_equal(hw_host_link_parse("pcie4"), HW_HOST_PCIE4);
@@ -537,6 +540,8 @@ static void test_profile_limits(void **state)
 	     ":8: 'gpu.host_d2h_GBps' must be a number in 0.1..100000, not 0"},
 	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; host_d2h_GBps = 55.0;",
 	     ":8: 'gpu.host_link' is missing: a host link's bandwidth needs its kind"},
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; fp8_layouts = \"nt\";",
+	     ":8: 'gpu.fp8_layouts' must be \"tn\" or \"any\", not 'nt'"},
 	    /* fp8's blockwise GEMM group needs an fp8 peak */
 	    {"network_latency_us = 5.0;\n};\n",
 	     "network_latency_us = 5.0;\n};\n"
