@@ -73,6 +73,17 @@ def model_file(d, name, **kw):
     return path
 
 
+def bench_allocated(j, params, seq, mbs, vocab, microbatches):
+    """Bytes gpt_bench.py's run allocates at its peak by prism (j: `prism
+    synth --json` of its shape): prism's activations and working memory,
+    the bench's own states (6 bytes a parameter, 8 once gradients are kept
+    across microbatches) and PyTorch's fp32 gradient of the logits (4 bytes
+    a logit).  scripts/probe_compare.py reads it too."""
+    states = 6 * params + (2 * params if microbatches > 1 else 0)
+    eager_loss = 4 * seq * mbs * vocab
+    return states + j["memory_activations_bytes"] + j["memory_transient_bytes"] + eager_loss
+
+
 def bench(d):
     print("### Our H100 runs (measured peak allocated)\n")
     print("| run | parameters | measured GiB | predicted GiB | error |")
@@ -87,10 +98,7 @@ def bench(d):
         j = synth(m, "--hw", "h100-dgx", "--mbs", str(r["mbs"]), "--microbatches",
                   str(r["microbatches"]))
         p = r["params"]
-        states = 6 * p + (2 * p if r["microbatches"] > 1 else 0)
-        eager_loss = 4 * r["seq"] * r["mbs"] * r["vocab"]
-        pred = (states + j["memory_activations_bytes"] + j["memory_transient_bytes"]
-                + eager_loss) / GiB
+        pred = bench_allocated(j, p, r["seq"], r["mbs"], r["vocab"], r["microbatches"]) / GiB
         e = pred / r["peak_memory_GiB"] - 1
         errs.append(abs(e))
         errs_by_peak.append((abs(e), r["peak_memory_GiB"]))
@@ -237,10 +245,15 @@ def bridge(d):
           f"memory, of {len(runs)}.\n")
 
 
-with tempfile.TemporaryDirectory() as d:
-    bench(d)
-    zero(d)
-    deepspeed(d)
-    megatron(d)
-    torchtitan(d)
-    bridge(d)
+def main():
+    with tempfile.TemporaryDirectory() as d:
+        bench(d)
+        zero(d)
+        deepspeed(d)
+        megatron(d)
+        torchtitan(d)
+        bridge(d)
+
+
+if __name__ == "__main__":
+    main()

@@ -299,7 +299,7 @@ double hw_stream(const struct hw_profile *hw, int dtype);
  * the profile's stated one (gpu.sustained's group form); else, for a
  * dtype other than bf16 whose stream clock the profile states, the
  * relation above, 1 - (1 - hw_stream) x HW_STEP_COMPUTE_SHARE (H100's
- * fp8: 1 - 0.05 x 0.73 = 0.9635); else bf16's, hw_sustained (fp16 always
+ * fp8: 1 - 0.121 x 0.73 = 0.91167); else bf16's, hw_sustained (fp16 always
  * bf16's). */
 double hw_step_clock(const struct hw_profile *hw, int dtype);
 
@@ -319,7 +319,7 @@ const struct hw_profile *hw_at_power(const struct hw_profile *hw, double power_w
 /* The clock a training step whose GEMMs run in dtype is timed at on hw
  * capped at power_w watts: hw's clock with bf16's step clock exchanged
  * for dtype's (hw_step_clock: as loaded, hw_clock is bf16's, so an fp8
- * step on H100 runs at 0.9635 where a bf16 one runs at 0.91; a clock a
+ * step on H100 runs at 0.91167 where a bf16 one runs at 0.91; a clock a
  * caller set, e.g. burst 1, moves by the same ratio, and never above 1),
  * then capped as hw_capped_clock.  A dtype whose step clock is bf16's
  * gives hw_capped_clock(hw, power_w) exactly. */
