@@ -341,11 +341,10 @@ static void fit_group(const struct kbench *kb, const struct kbench_row *r, struc
 						      : hw_gemm_of(&sib->fitted, fit_dtype(r));
 			if (!(g->flops > 0)) /* a blockwise group not stated */
 				*g = *hw_gemm_of(hws[i], fit_dtype(r));
-			*g = (struct hw_gemm){g->flops,
-					      s->tile_s / clock,
-					      s->overhead_s,
-					      {s->tile_eff[0], s->tile_eff[1], s->tile_eff[2]},
-					      s->mem_eff};
+			*g = (struct hw_gemm){
+			    g->flops,	   s->tile_s / clock,
+			    s->overhead_s, {s->tile_eff[0], s->tile_eff[1], s->tile_eff[2]},
+			    s->mem_eff,	   s->out_eff};
 		}
 	}
 	if (n)
@@ -384,6 +383,8 @@ static void print_kernels(const struct hw_profile *hw)
 		       "tile_eff = [%.3f, %.3f, %.3f]; mem_eff = %.3f; ",
 		       hw_dtype_name(d), g->flops / 1e12, g->tile_s * 1e6, g->overhead_s * 1e6,
 		       g->tile_eff[0], g->tile_eff[1], g->tile_eff[2], g->mem_eff);
+		if (g->out_eff > 0)
+			printf("out_eff = %.3f; ", g->out_eff);
 		if (hw->k.gemm_isolated_s[d] > 0)
 			printf("isolated_us = %.3f; ", hw->k.gemm_isolated_s[d] * 1e6);
 		printf("};\n");

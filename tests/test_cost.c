@@ -204,12 +204,12 @@ static void test_fp8_linear_rows(void **state)
 	 * gradient likewise) and the weight; eager keeps Transformer
 	 * Engine's three. */
 	assert_int_equal(
-	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 0, 1000, kc), 3);
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 0, 0, 1000, kc), 3);
 	assert_rel_close(kc[0].bytes, 2000, 1e-15);
 	assert_true(kc[1].bytes == 0);
 	assert_rel_close(kc[2].bytes, 4000, 1e-15);
 	assert_int_equal(
-	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 1, 1000, kc), 4);
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED, 1, 0, 1000, kc), 4);
 	assert_rel_close(kc[0].bytes + kc[2].bytes + kc[3].bytes, 8000, 1e-15);
 	for (int j = 0; j < 4; j++) {
 		assert_int_equal(kc[j].kind, HW_MEM_ELEMENTWISE);
@@ -217,10 +217,34 @@ static void test_fp8_linear_rows(void **state)
 		assert_int_equal(cost_classify(kc[j].stem), KC_ELEMENTWISE);
 	}
 	assert_int_equal(
-	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_EAGER, 0, 1000, kc), 3);
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_EAGER, 0, 0, 1000, kc), 3);
 	assert_int_equal(kc[0].kind, HW_MEM_REDUCTION);
 	assert_int_equal(
-	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_DELAYED, LAYOUT_EXEC_COMPILED, 0, 1000, kc), 1);
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_DELAYED, LAYOUT_EXEC_COMPILED, 0, 0, 1000, kc), 1);
+	/* Blackwell (any_layout: its fp8 GEMMs read the row-wise copy either
+	 * way): no transposed copy.  Delayed: a cast, 2 read + 1 written a
+	 * value (Hopper's cast-transpose 2 + 1 + 1), and a norm's fp8 output
+	 * nothing (Hopper: its transpose, 1 + 1); current: the amax, the
+	 * scale, the cast (3000 bytes, not 4000). */
+	assert_int_equal(
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_DELAYED, LAYOUT_EXEC_EAGER, 0, 1, 1000, kc), 1);
+	assert_rel_close(kc[0].bytes, 3000, 1e-15);
+	assert_string_equal(kc[0].stem, "te_cast_fp8");
+	assert_int_equal(kperf_lowp_casts(HW_FP8, LAYOUT_FP8_DELAYED, LAYOUT_EXEC_EAGER,
+					  KPERF_CAST_NORMED, 1, 1000, kc),
+			 0);
+	assert_int_equal(kperf_lowp_casts(HW_FP8, LAYOUT_FP8_DELAYED, LAYOUT_EXEC_EAGER,
+					  KPERF_CAST_NORMED, 0, 1000, kc),
+			 1);
+	assert_rel_close(kc[0].bytes, 2000, 1e-15);
+	assert_int_equal(
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_EAGER, 0, 1, 1000, kc), 3);
+	assert_rel_close(kc[0].bytes + kc[2].bytes, 2000 + 3000, 1e-15);
+	assert_int_equal(cost_classify(kc[2].stem), KC_ELEMENTWISE);
+	/* blockwise and mxfp8 quantise both copies whatever the GPU */
+	assert_int_equal(
+	    kperf_lowp_casts(HW_FP8, LAYOUT_FP8_MXFP8, LAYOUT_EXEC_EAGER, 0, 1, 1000, kc), 1);
+	assert_rel_close(kc[0].bytes, (4 + 2.0 / 32) * 1000, 1e-15);
 	assert_false(kperf_lowp_weight_kept(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_COMPILED));
 	assert_true(kperf_lowp_weight_kept(HW_FP8, LAYOUT_FP8_CURRENT, LAYOUT_EXEC_GRAPHS));
 	if (access(csv, R_OK) != 0) {
@@ -351,8 +375,8 @@ static void test_fp8_library(void **state)
 	g.clock = 1;
 	g.k.sms = 1;
 	g.hbm_Bps = 1e18;
-	g.k.gemm[HW_FP8] = (struct hw_gemm){1000e12, 0, 1e-6, {1, 1, 1}, 1};
-	g.k.gemm[HW_GEMM_FP8_BLOCK] = (struct hw_gemm){500e12, 0, 2e-6, {1, 1, 1}, 1};
+	g.k.gemm[HW_FP8] = (struct hw_gemm){1000e12, 0, 1e-6, {1, 1, 1}, 1, 0};
+	g.k.gemm[HW_GEMM_FP8_BLOCK] = (struct hw_gemm){500e12, 0, 2e-6, {1, 1, 1}, 1, 0};
 	assert_int_equal(kperf_gemm_key(HW_FP8, LAYOUT_FP8_BLOCKWISE), HW_GEMM_FP8_BLOCK);
 	assert_int_equal(kperf_gemm_key(HW_FP8, LAYOUT_FP8_DELAYED), HW_FP8);
 	assert_int_equal(kperf_gemm_key(HW_FP8, LAYOUT_FP8_CURRENT), HW_FP8);
@@ -423,20 +447,22 @@ static void test_host_links(void **state)
 		const char *id;
 		int kind;
 		double d2h, h2d;
+		int fp8_any; /* gpu.fp8_layouts "any": Blackwell's (compute
+			      * capability 10.x) */
 	} want[] = {
-	    {"h100-dgx", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"h200-dgx", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"h800-hgx", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"b200-dgx", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"b300-hgx", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"mi300x", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"mi325x", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"mi355x", HW_HOST_PCIE5, 55.06, 55.43},
-	    {"a100-40gb-dgx", HW_HOST_PCIE4, 26.12, 26.12},
-	    {"a100-80gb-dgx", HW_HOST_PCIE4, 26.12, 26.12},
-	    {"v100-dgx1", HW_HOST_PCIE3, 15.75, 15.75},
-	    {"gb200-nvl72", HW_HOST_C2C, 295.51, 380.47},
-	    {"gb300-nvl72", HW_HOST_C2C, 295.51, 380.47},
+	    {"h100-dgx", HW_HOST_PCIE5, 55.06, 55.43, 0},
+	    {"h200-dgx", HW_HOST_PCIE5, 55.06, 55.43, 0},
+	    {"h800-hgx", HW_HOST_PCIE5, 55.06, 55.43, 0},
+	    {"b200-dgx", HW_HOST_PCIE5, 55.06, 55.43, 1},
+	    {"b300-hgx", HW_HOST_PCIE5, 55.06, 55.43, 1},
+	    {"mi300x", HW_HOST_PCIE5, 55.06, 55.43, 0},
+	    {"mi325x", HW_HOST_PCIE5, 55.06, 55.43, 0},
+	    {"mi355x", HW_HOST_PCIE5, 55.06, 55.43, 0},
+	    {"a100-40gb-dgx", HW_HOST_PCIE4, 26.12, 26.12, 0},
+	    {"a100-80gb-dgx", HW_HOST_PCIE4, 26.12, 26.12, 0},
+	    {"v100-dgx1", HW_HOST_PCIE3, 15.75, 15.75, 0},
+	    {"gb200-nvl72", HW_HOST_C2C, 295.51, 380.47, 1},
+	    {"gb300-nvl72", HW_HOST_C2C, 295.51, 380.47, 1},
 	};
 	(void)state;
 	assert_true(fabs(24.33 * 1073741824 / 1e9 - 26.12) < 0.01);
@@ -450,6 +476,7 @@ static void test_host_links(void **state)
 		assert_int_equal(h.host_link, want[i].kind);
 		assert_rel_close(h.host_d2h_Bps, want[i].d2h * 1e9, 1e-12);
 		assert_rel_close(h.host_h2d_Bps, want[i].h2d * 1e9, 1e-12);
+		assert_int_equal(h.fp8_any_layout, want[i].fp8_any);
 	}
 	assert_string_equal(hw_host_link_name(HW_HOST_C2C), "nvlink-c2c");
 	assert_int_equal(hw_host_link_parse("pcie4"), HW_HOST_PCIE4);
@@ -513,6 +540,8 @@ static void test_profile_limits(void **state)
 	     ":8: 'gpu.host_d2h_GBps' must be a number in 0.1..100000, not 0"},
 	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; host_d2h_GBps = 55.0;",
 	     ":8: 'gpu.host_link' is missing: a host link's bandwidth needs its kind"},
+	    {"memory_reserve_GB = 4.0;", "memory_reserve_GB = 4.0; fp8_layouts = \"nt\";",
+	     ":8: 'gpu.fp8_layouts' must be \"tn\" or \"any\", not 'nt'"},
 	    /* fp8's blockwise GEMM group needs an fp8 peak */
 	    {"network_latency_us = 5.0;\n};\n",
 	     "network_latency_us = 5.0;\n};\n"
@@ -1630,6 +1659,9 @@ static void test_inflight(void **state)
  *  - 3840 x 4096 x 4096 (240 macro tiles, 16 CUs idle in waves: 119.5324
  *    us): by stream-K 240/256 x 114.5324 = 107.3741 us + 2 x 2 + 16 x 256
  *    x 256 x 8 B / 8 TB/s = 1.0486 us + 3: 115.4227 us.
+ * With out_eff 0.5 (kperf.h: the epilogue's store after the main loop) each
+ * GEMM adds its bf16 output at 4 TB/s: 4096^2 x 2 B, 8.3886 us (127.9210
+ * us in all); 1024^2 x 2 B, 0.5243 us (21.4138 -> 21.9381 us).
  */
 static void test_cdna_tiles(void **state)
 {
@@ -1641,7 +1673,7 @@ static void test_cdna_tiles(void **state)
 	hw.hbm_Bps = 8e12;
 	hw.k.sms = 256;
 	hw.k.tiles = HW_TILES_CDNA;
-	hw.k.gemm[HW_BF16] = (struct hw_gemm){1200e12, 2e-6, 3e-6, {0.7, 0.5, 0.4}, 1};
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){1200e12, 2e-6, 3e-6, {0.7, 0.5, 0.4}, 1, 0};
 	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 4096, 4096, 4096, &pl), 119.5324e-6,
 			 1e-6);
 	assert_true(pl.tm == 256 && pl.tn == 256 && pl.splits == 1 && pl.waves == 1);
@@ -1668,7 +1700,17 @@ static void test_cdna_tiles(void **state)
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 3840, 4096, 4096), 115.4227e-6, 1e-5);
 	/* a full wave keeps waves: stream-K costs a tile's fixed part more */
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 4096, 4096, 4096), 119.5324e-6, 1e-6);
+	/* AMD's epilogue after the main loop (out_eff 0.5): the output's
+	 * 4096 x 4096 x 2 B at 4 TB/s, 8.3886 us more, whatever the plan;
+	 * 1024 x 1024 x 4096's split-K plan 0.5243 us more */
 	hw.k.sched = HW_SCHED_WAVES;
+	hw.k.gemm[HW_BF16].out_eff = 0.5;
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 4096, 4096, 4096, &pl),
+			 119.5324e-6 + 4096 * 4096 * 2.0 / 4e12, 1e-6);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 4096, 4096, 4096), 127.9210e-6, 1e-5);
+	assert_true(pl.tm == 256 && pl.tn == 256 && pl.waves == 1 && !pl.mem_bound);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 21.9381e-6, 1e-5);
+	hw.k.gemm[HW_BF16].out_eff = 0;
 	hw.k.tiles = HW_TILES_SM80;
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 4096, 4096, 4096), 121.5324e-6, 1e-6);
 }
@@ -1702,7 +1744,7 @@ static void test_grouped_gemm(void **state)
 	hw.peak_flops[HW_BF16] = 989e12;
 	hw.hbm_Bps = 3.35e12;
 	hw.k.sms = 132;
-	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1};
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1, 0};
 	assert_rel_close(kperf_grouped_s(&hw, HW_BF16, 8, 128, 2816, 4096),
 			 2 * (4e-6 + 99352576.0 / 3.35e12), 1e-12);
 	assert_rel_close(kperf_grouped_s(&hw, HW_BF16, 8, 128, 2816, 4096), 67.315e-6, 1e-5);
@@ -1786,7 +1828,7 @@ static void test_gemm_waves(void **state)
 	hw.peak_flops[HW_BF16] = 989e12;
 	hw.hbm_Bps = 3.35e12;
 	hw.k.sms = 132;
-	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1};
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1, 0};
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1536, 2816, 4096),
 			 4e-6 + 1e-6 + 268435456.0 / (800e12 / 132), 1e-12);
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1536, 2816, 4096), 49.29185e-6, 1e-6);
@@ -1872,7 +1914,7 @@ static void test_gemm_memo(void **state)
 	hw.peak_flops[HW_BF16] = 989e12;
 	hw.hbm_Bps = 3.35e12;
 	hw.k.sms = 132;
-	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1};
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1, 0};
 	for (int step = 0; step < 52; step++) {
 		/* One field changed a step; the clocks run past the memo's 32
 		 * machines. */
@@ -1959,8 +2001,8 @@ static void test_gemm_fit_floor(void **state)
 	hw.hbm_Bps = 3.35e12;
 	hw.k.sms = 132;
 	truth = hw;
-	truth.k.gemm[HW_BF16] = (struct hw_gemm){700e12, 2e-6, 5e-6, {0.9, 0.6, 0.4}, 0.8};
-	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 3e-6, {1.0, 0.05, 0.05}, 0.9};
+	truth.k.gemm[HW_BF16] = (struct hw_gemm){700e12, 2e-6, 5e-6, {0.9, 0.6, 0.4}, 0.8, 0};
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 3e-6, {1.0, 0.05, 0.05}, 0.9, 0};
 	for (int a = 0; a < 4; a++)
 		for (int b = 0; b < 3; b++)
 			for (int c = 0; c < 2; c++) {
@@ -2036,7 +2078,7 @@ static void test_sustained_clock(void **state)
 	hw.hbm_Bps = 3.35e12;
 	hw.gpus_per_node = 8;
 	hw.k.sms = 132;
-	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1};
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1, 0};
 	hw.k.mem_eff[HW_MEM_ELEMENTWISE] = 0.85;
 	hw.k.mem_overhead_s[HW_MEM_ELEMENTWISE] = 2e-6;
 	hw.rated_w = 700;
@@ -2078,7 +2120,7 @@ static void test_sustained_clock(void **state)
 	 * the probe's settled one, 0.879).  A bf16 step: the
 	 * profile itself, at 0.91, exactly as before. */
 	hw.peak_flops[HW_FP8] = 1979e12;
-	hw.k.gemm[HW_FP8] = (struct hw_gemm){1600e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1};
+	hw.k.gemm[HW_FP8] = (struct hw_gemm){1600e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1, 0};
 	hw.stream[HW_BF16] = 0.872;
 	hw.stream[HW_FP8] = 0.950;
 	assert_true(hw_step_clock(&hw, HW_BF16) == 0.91);
@@ -2241,7 +2283,7 @@ static void test_kbench_sustained(void **state)
 	hw.peak_flops[HW_BF16] = 989e12;
 	hw.hbm_Bps = 3.35e12;
 	hw.k.sms = 132;
-	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1};
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){800e12, 1e-6, 4e-6, {0.8, 0.7, 0.5}, 1, 0};
 	hw.rated_w = 700;
 	hw.sustained = 0.91;
 	hw.stream[HW_BF16] = 0.872;
@@ -2352,7 +2394,7 @@ static void test_analytic_small(void **state)
 	hw.hbm_Bps = 1e12;
 	hw.hbm_bytes = 80e9;
 	hw.k.sms = 1;
-	hw.k.gemm[HW_BF16] = (struct hw_gemm){50e12, 0, 0, {1, 1, 1}, 1};
+	hw.k.gemm[HW_BF16] = (struct hw_gemm){50e12, 0, 0, {1, 1, 1}, 1, 0};
 	hw.k.attn[HW_BF16] = (struct hw_attn){{50e12, 50e12}, {0, 0}, 0, 1, 1};
 	for (int k = 0; k < HW_MEM_NKINDS; k++)
 		hw.k.mem_eff[k] = 1;
@@ -2531,7 +2573,7 @@ static void tp_layer_in(struct hw_profile *hw, struct analytic_in *in)
 	hw->hbm_Bps = 1e15;
 	hw->hbm_bytes = 80e9;
 	hw->k.sms = 1;
-	hw->k.gemm[HW_BF16] = (struct hw_gemm){1e16, 0, 0, {1, 1, 1}, 1};
+	hw->k.gemm[HW_BF16] = (struct hw_gemm){1e16, 0, 0, {1, 1, 1}, 1, 0};
 	hw->k.attn[HW_BF16] = (struct hw_attn){{1e16, 1e16}, {0, 0}, 0, 1, 1};
 	for (int k = 0; k < HW_MEM_NKINDS; k++)
 		hw->k.mem_eff[k] = 1;

@@ -1278,6 +1278,7 @@ struct fitctx {
 	size_t n;
 	int cls, dtype, full;
 	int floor;	/* GEMM: the kernel's fixed cost alone (x[0], its log) */
+	int out;	/* GEMM: the group states out_eff (x[7], kperf.h) */
 	double cap;	/* GEMM: the best rate the rows measured (FLOP/s) */
 	double acap[2]; /* attention: forward's and backward's, FlashAttention's
 			 * count (0: no row of the pass) */
@@ -1326,6 +1327,8 @@ static void apply(const struct fitctx *c, const double *x)
 				g->tile_eff[1] = 0.05 + (g->tile_eff[0] - 0.05) * sigm(x[4]);
 				g->tile_eff[2] = 0.05 + (g->tile_eff[1] - 0.05) * sigm(x[5]);
 				g->mem_eff = sigm(x[6]);
+				if (c->out)
+					g->out_eff = 0.01 + 0.99 * sigm(x[7]);
 			}
 		} else {
 			struct hw_attn *a = &hw->k.attn[c->dtype];
@@ -1467,7 +1470,7 @@ static size_t gemm_floor_fit(struct hw_profile *const *hws, const struct kbench_
 {
 	size_t *pi = prism_malloc(n * sizeof(*pi)), np = 0, md = 0;
 	struct hw_profile **ph = prism_malloc(n * sizeof(*ph));
-	struct fitctx c = {NULL, rows, NULL, nd, KB_GEMM, dtype, 0, 1, 0, {0, 0}};
+	struct fitctx c = {NULL, rows, NULL, nd, KB_GEMM, dtype, 0, 1, 0, 0, {0, 0}};
 	double total, x[1];
 
 	if (!pi || !ph) {
@@ -1733,8 +1736,8 @@ static size_t mem_fit_host(struct hw_profile *const *hws, const struct kbench_ro
 size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, const size_t *idx,
 		  size_t n, int cls, int dtype)
 {
-	struct fitctx c = {hws, rows, idx, n, cls, dtype, n >= KBENCH_FULL_FIT, 0, 0, {0, 0}};
-	double x[7];
+	struct fitctx c = {hws, rows, idx, n, cls, dtype, n >= KBENCH_FULL_FIT, 0, 0, 0, {0, 0}};
+	double x[8];
 
 	if (!n)
 		return 0;
@@ -1803,6 +1806,10 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 		x[4] = logit(ratio(g->tile_eff[1] - 0.05, g->tile_eff[0] - 0.05));
 		x[5] = logit(ratio(g->tile_eff[2] - 0.05, g->tile_eff[1] - 0.05));
 		x[6] = logit(g->mem_eff);
+		/* The epilogue's write bandwidth where the profile states one
+		 * (AMD's: kperf.h); the others keep none. */
+		c.out = g->out_eff > 0;
+		x[7] = logit(ratio(g->out_eff - 0.01, 0.99));
 	} else {
 		const struct hw_attn *a = &hws[0]->k.attn[dtype];
 		double pk = hws[0]->peak_flops[dtype];
@@ -1834,7 +1841,7 @@ size_t kbench_fit(struct hw_profile *const *hws, const struct kbench_row *rows, 
 		x[5] = logit((a->d64 - 0.05) / 1.95);
 		x[6] = logit((a->d256 - 0.05) / 1.95);
 	}
-	minimise(&c, x, c.full ? 7 : (cls == KB_GEMM ? 1 : 2));
+	minimise(&c, x, c.full ? (c.out ? 8 : 7) : (cls == KB_GEMM ? 1 : 2));
 	if (cls != KB_GEMM && c.full)
 		head_dim_priors(&c);
 	return n;

@@ -148,6 +148,10 @@ double kperf_gemm_plan_sched(const struct hw_profile *hw, int dtype, double b, d
 	}
 	es = kperf_elem_bytes(hw_gemm_dtype(dtype));
 	out_b = dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;
+	/* The epilogues' output write after the main loops (kperf.h): the
+	 * same bytes whatever the plan, so added to the fastest. */
+	if (g->out_eff > 0)
+		best += b * m * n * out_b / (hw->hbm_Bps * g->out_eff);
 	mem = b * (es * (m * k + k * n) + out_b * m * n) /
 	      (hw->hbm_Bps * (g->mem_eff > 0 ? g->mem_eff : 1));
 	pl.mem_bound = mem > best;
@@ -451,7 +455,7 @@ double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int quantised)
 		   : 2;
 }
 
-int kperf_lowp_casts(int dtype, int recipe, int exec, int of, double n,
+int kperf_lowp_casts(int dtype, int recipe, int exec, int of, int any_layout, double n,
 		     struct kperf_cast out[KPERF_CASTS_MAX])
 {
 	int k = 0, weight = of == KPERF_CAST_WEIGHT;
@@ -487,8 +491,10 @@ int kperf_lowp_casts(int dtype, int recipe, int exec, int of, double n,
 			    (struct kperf_cast){"te_compute_amax", 1, HW_MEM_REDUCTION, 2 * n};
 		out[k++] =
 		    (struct kperf_cast){"te_compute_scale_from_amax", 0, HW_MEM_ELEMENTWISE, 12};
-		out[k++] =
-		    (struct kperf_cast){"te_cast_transpose_fp8", 1, HW_MEM_ELEMENTWISE, 4 * n};
+		out[k++] = any_layout
+			       ? (struct kperf_cast){"te_cast_fp8", 1, HW_MEM_ELEMENTWISE, 3 * n}
+			       : (struct kperf_cast){"te_cast_transpose_fp8", 1, HW_MEM_ELEMENTWISE,
+						     4 * n};
 		break;
 	case LAYOUT_FP8_BLOCKWISE:
 		out[k++] = (struct kperf_cast){"te_quantize_fp8_blockwise", 1, HW_MEM_ELEMENTWISE,
@@ -500,13 +506,18 @@ int kperf_lowp_casts(int dtype, int recipe, int exec, int of, double n,
 		break;
 	default:
 		/* A norm's output: the norm wrote the row-wise copy, the
-		 * column-wise one its transpose. */
-		if (of == KPERF_CAST_NORMED)
-			out[k++] =
-			    (struct kperf_cast){"te_transpose_fp8", 1, HW_MEM_ELEMENTWISE, 2 * n};
-		else
+		 * column-wise one its transpose (none where the GPU's fp8
+		 * GEMMs read the row-wise copy either way). */
+		if (of == KPERF_CAST_NORMED) {
+			if (!any_layout)
+				out[k++] = (struct kperf_cast){"te_transpose_fp8", 1,
+							       HW_MEM_ELEMENTWISE, 2 * n};
+		} else if (any_layout) {
+			out[k++] = (struct kperf_cast){"te_cast_fp8", 1, HW_MEM_ELEMENTWISE, 3 * n};
+		} else {
 			out[k++] = (struct kperf_cast){"te_cast_transpose_fp8", 1,
 						       HW_MEM_ELEMENTWISE, 4 * n};
+		}
 	}
 	return k;
 }
@@ -516,7 +527,8 @@ double kperf_lowp_cast_s(const struct hw_profile *hw, int dtype, int recipe, int
 {
 	struct kperf_cast c[KPERF_CASTS_MAX];
 	double t = 0;
-	for (int i = 0, k = kperf_lowp_casts(dtype, recipe, exec, of, n, c); i < k; i++)
+	for (int i = 0, k = kperf_lowp_casts(dtype, recipe, exec, of, hw->fp8_any_layout, n, c);
+	     i < k; i++)
 		t += kperf_mem_s(hw, c[i].kind, c[i].bytes);
 	return t;
 }

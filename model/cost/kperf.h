@@ -23,7 +23,15 @@
  *             + splits b M N x 4 bytes / HBM   (the split-K reduction)
  * and the kernel takes the fastest (as cuBLAS's heuristic picks a kernel
  * for the shape), then at least its operands' bytes at HBM bandwidth x
- * mem_eff, plus a fixed overhead.  P is the achievable peak (the MAMF
+ * mem_eff, plus a fixed overhead.  A profile whose GEMM group states
+ * out_eff (AMD's: one workgroup a tile, its C tile shuffled through LDS
+ * and stored after the main loop -- Composable Kernel's CShuffle epilogue,
+ * hipBLASLt's Tensile kernels -- so that a tile's store does not overlap
+ * its own or, one workgroup a CU, the next tile's MMAs) adds the output's
+ * bytes at HBM bandwidth x out_eff to the tiles' time:
+ *     time += b M N x out bytes / (HBM x out_eff)
+ * (Hopper's and Blackwell's kernels store asynchronously, TMA, behind the
+ * next tile's main loop: no term).  P is the achievable peak (the MAMF
  * idea: what the best shape reaches, not the datasheet's), tile_s the
  * fixed cost of a tile (prologue and epilogue: what makes small K slow),
  * tile_eff what smaller tiles lose; small M and N lose to waves and
@@ -223,6 +231,13 @@ double kperf_elem_bytes(int dtype);
  * (its inputs' Hadamard transform takes the unfused path too) and
  * torch.compile's casts (torchao's Float8Linear has no fused norm) cast
  * it as any activation.
+ * any_layout (hw.h fp8_any_layout: Blackwell's fp8 GEMMs take either
+ * layout): delayed and current write the row-wise copy alone, no
+ * transposed one (Transformer Engine's Float8Quantizer::create_tensor,
+ * transformer_engine/pytorch/csrc/quantizer.cpp: with_transpose =
+ * columnwise_usage && !nvte_is_non_tn_fp8_gemm_supported()): a cast (2 +
+ * 1) in place of the cast-transpose, and a norm's fp8 output needs no
+ * kernel more.
  * Into out: each kernel's name stem, whether the tensor's name follows
  * it ("te_compute_amax_input"), its kind (enum hw_mem_kind) and bytes;
  * returns how many (0: dtype is neither fp8 nor fp4).
@@ -235,7 +250,7 @@ struct kperf_cast {
 	int kind;
 	double bytes;
 };
-int kperf_lowp_casts(int dtype, int recipe, int exec, int of, double n,
+int kperf_lowp_casts(int dtype, int recipe, int exec, int of, int any_layout, double n,
 		     struct kperf_cast out[KPERF_CASTS_MAX]);
 
 /* Bytes a value the norm writes where it feeds a LayerNormLinear (above):

@@ -238,6 +238,7 @@ void hw_kernels_default(struct hw_profile *hw)
 		g->overhead_s = HW_K_GEMM_OVERHEAD_S;
 		memcpy(g->tile_eff, tile_eff_default, sizeof(g->tile_eff));
 		g->mem_eff = HW_K_GEMM_MEM_EFF;
+		g->out_eff = 0;
 		k->gemm_isolated_s[d] = 0;
 		a->flops[0] = HW_K_ATTN_FWD_FRAC * hw->peak_flops[d];
 		a->flops[1] = HW_K_ATTN_BWD_FRAC * hw->peak_flops[d];
@@ -299,7 +300,8 @@ static int load_gemm(const char *path, const config_t *cf, config_setting_t *k, 
 	    (rc = opt(path, cf, k, sub, "tile_us", 0, 1000, 1e-6, &ge->tile_s, err)) ||
 	    (rc = opt(path, cf, k, sub, "overhead_us", 0, 1000, 1e-6, &ge->overhead_s, err)) ||
 	    (rc = opt(path, cf, k, sub, "isolated_us", 0, 1000, 1e-6, iso, err)) ||
-	    (rc = opt(path, cf, k, sub, "mem_eff", 0.01, 1, 1, &ge->mem_eff, err)))
+	    (rc = opt(path, cf, k, sub, "mem_eff", 0.01, 1, 1, &ge->mem_eff, err)) ||
+	    (rc = opt(path, cf, k, sub, "out_eff", 0.01, 1, 1, &ge->out_eff, err)))
 		return rc;
 	if (te && (config_setting_length(te) != 3 || !config_setting_is_aggregate(te)))
 		return prism_err_set(err, PRISM_EFORMAT,
@@ -590,6 +592,26 @@ static int read_node(const char *path, config_t *cf, config_setting_t *gpu, conf
 	return 0;
 }
 
+/* Optional: the layouts the GPU's per-tensor fp8 GEMMs take (hw.h
+ * fp8_any_layout): "tn" (the default) or "any". */
+static int read_fp8_layouts(const char *path, config_t *cf, config_setting_t *gpu,
+			    struct hw_profile *hw, struct prism_err *err)
+{
+	char t[8];
+	int rc;
+	if (!config_setting_lookup(gpu, "fp8_layouts"))
+		return 0;
+	if ((rc = cfg_text(path, cf, gpu, "fp8_layouts", t, sizeof(t), err)))
+		return rc;
+	if (strcmp(t, "tn") && strcmp(t, "any"))
+		return prism_err_set(
+		    err, PRISM_EFORMAT,
+		    "%s:%d: 'gpu.fp8_layouts' must be \"tn\" or \"any\", not '%s'", path,
+		    config_setting_source_line(config_setting_lookup(gpu, "fp8_layouts")), t);
+	hw->fp8_any_layout = !strcmp(t, "any");
+	return 0;
+}
+
 /* Optional: the host link (activation offloading), and the refusal of the
  * flat allocator share it replaced. */
 static int read_host(const char *path, config_t *cf, config_setting_t *gpu, struct hw_profile *hw,
@@ -734,6 +756,7 @@ int hw_load(const char *path, struct hw_profile *hw, struct prism_err *err)
 	if ((rc = read_peaks(path, &cf, tf, hw, err)) ||
 	    (rc = read_node(path, &cf, gpu, node, hw, err)) ||
 	    (rc = read_host(path, &cf, gpu, hw, err)) ||
+	    (rc = read_fp8_layouts(path, &cf, gpu, hw, err)) ||
 	    (rc = read_rates(path, &cf, gpu, node, hw, err)))
 		goto out;
 	hw_kernels_default(hw);

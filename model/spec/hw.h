@@ -82,6 +82,11 @@ struct hw_gemm {
 	double tile_eff[3]; /* throughput of 128x128, 64x128 and 64x64 tiles
 			     * relative to 128x256 */
 	double mem_eff;	    /* fraction of HBM bandwidth when memory-bound */
+	double out_eff;	    /* fraction of HBM bandwidth at which the tiles'
+			     * epilogues write the output after their main
+			     * loops, not overlapped with them (kperf.h); 0:
+			     * overlapped, no term (Hopper's and Blackwell's
+			     * asynchronous stores) */
 };
 
 struct hw_attn {
@@ -161,6 +166,13 @@ struct hw_profile {
 	 * GPU's copies reach over it, pinned host memory, each direction. */
 	int host_link;
 	double host_d2h_Bps, host_h2d_Bps;
+	/* Whether the GPU's per-tensor-scaled fp8 GEMMs take either operand
+	 * layout (gpu.fp8_layouts "any": cuBLASLt's non-TN fp8 GEMMs, compute
+	 * capability 10.x and from 13 -- B200, GB200, B300, GB300), so that
+	 * Transformer Engine's casts write no transposed copy (kperf.h
+	 * kperf_lowp_casts); 0 ("tn", the default): Hopper's TN-only fp8 GEMMs,
+	 * a transposed copy for the other GEMM. */
+	int fp8_any_layout;
 	int gpus_per_node; /* of a physical node (a server, a compute tray):
 			    * the GPUs its NICs serve */
 	int nics_per_node;

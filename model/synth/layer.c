@@ -589,8 +589,8 @@ static void lowp_cast(struct ctx *c, int r, const char *what, double n, int of)
 {
 	struct kperf_cast k[KPERF_CASTS_MAX];
 	char name[64];
-	int nk =
-	    kperf_lowp_casts(c->in->lay.dtype, c->in->lay.fp8_recipe, c->in->lay.exec, of, n, k);
+	int nk = kperf_lowp_casts(c->in->lay.dtype, c->in->lay.fp8_recipe, c->in->lay.exec, of,
+				  c->in->hw->fp8_any_layout, n, k);
 	for (int i = 0; i < nk; i++) {
 		if (k[i].named)
 			snprintf(name, sizeof(name), "%s_%s", k[i].stem, what);
