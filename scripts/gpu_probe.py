@@ -87,27 +87,28 @@ class Ctx:
         if not self.dry:
             torch.cuda.synchronize()
 
+    def run_ms(self, fn, n):
+        """Milliseconds n back-to-back calls of fn take (CUDA events; the
+        host's clock in a dry run), waited for."""
+        if self.dry:
+            t = time.perf_counter()
+            for _ in range(n):
+                fn()
+            return (time.perf_counter() - t) * 1e3
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(n):
+            fn()
+        e.record()
+        e.synchronize()
+        return s.elapsed_time(e)
+
     def ms(self, fn, n=3, reps=3):
         """Milliseconds per call of fn, the median of reps runs of n calls."""
         fn()
         self.sync()
-        runs = []
-        for _ in range(reps):
-            if self.dry:
-                t = time.perf_counter()
-                for _ in range(n):
-                    fn()
-                runs.append((time.perf_counter() - t) * 1e3 / n)
-            else:
-                s = torch.cuda.Event(enable_timing=True)
-                e = torch.cuda.Event(enable_timing=True)
-                s.record()
-                for _ in range(n):
-                    fn()
-                e.record()
-                torch.cuda.synchronize()
-                runs.append(s.elapsed_time(e) / n)
-        return statistics.median(runs)
+        return statistics.median(self.run_ms(fn, n) / n for _ in range(reps))
 
     def calls_for(self, fn, target_ms):
         """How many calls of fn make about target_ms (at least 1)."""
@@ -291,20 +292,7 @@ def sustained(ctx):
         i = 0
         while time.monotonic() < end:
             t_start = time.monotonic()
-            if ctx.dry:
-                t = time.perf_counter()
-                for _ in range(per):
-                    fn()
-                ms = (time.perf_counter() - t) * 1e3
-            else:
-                s = torch.cuda.Event(enable_timing=True)
-                e = torch.cuda.Event(enable_timing=True)
-                s.record()
-                for _ in range(per):
-                    fn()
-                e.record()
-                e.synchronize()
-                ms = s.elapsed_time(e)
+            ms = ctx.run_ms(fn, per)
             w.row(test=test, dtype=dt, M=m, N=n, K=k, chunk=i, start_mono_s=f"{t_start:.3f}",
                   end_mono_s=f"{time.monotonic():.3f}", calls=per,
                   ms_per_call=f"{ms / per:.4f}", tflops=f"{flop * per / ms / 1e9:.1f}")
@@ -462,6 +450,16 @@ def math_sdpa(q, k, v, is_causal=False, enable_gqa=False):
     return a.softmax(-1) @ v
 
 
+def fwd_bwd_ms(ctx, fwd, inputs):
+    """Milliseconds of an attention call's forward (5 calls a run) and of
+    its backward to inputs (3; the graph kept between them)."""
+    ms_f = ctx.ms(fwd, n=5)
+    o = fwd()
+    g = torch.randn_like(o)
+    ms_b = ctx.ms(lambda: torch.autograd.grad(o, inputs, g, retain_graph=True), n=3)
+    return ms_f, ms_b
+
+
 def attention(ctx):
     """SDPA by backend, head dim, GQA."""
     sdpa = F.scaled_dot_product_attention
@@ -506,13 +504,7 @@ def attention(ctx):
                 with sdpa_kernel([kind]):
                     return sdpa(q, k, v, **kw)
             try:
-                ms_f = ctx.ms(fwd, n=5)
-                o = fwd()
-                g = torch.randn_like(o)
-
-                def bwd():
-                    torch.autograd.grad(o, (q, k, v), g, retain_graph=True)
-                ms_b = ctx.ms(bwd, n=3)
+                ms_f, ms_b = fwd_bwd_ms(ctx, fwd, (q, k, v))
             except (RuntimeError, TypeError) as err:
                 ctx.log(f"attention {be} b{b} h{hq}/{hkv} s{s} d{dqk}/{dv}: "
                         f"{str(err).splitlines()[0][:200]}")
@@ -521,7 +513,6 @@ def attention(ctx):
                 w.row(op="sdpa", backend=be, **{"pass": ps}, batch=b, heads_q=hq, heads_kv=hkv,
                       seq=s, dqk=dqk, dv=dv, causal=1, window=0, flop=f"{fl:.0f}",
                       ms=f"{ms:.4f}", tflops=f"{fl / ms / 1e9:.1f}")
-            del o, g
         del q, k, v
         gc.collect()
     ctx.log(f"attention: {w.n} rows")
@@ -565,13 +556,7 @@ def windows(ctx):
 
             def fwd(bm=bm):
                 return flex(q, k, v, block_mask=bm, enable_gqa=True)
-            ms_f = ctx.ms(fwd, n=5)
-            o = fwd()
-            g = torch.randn_like(o)
-
-            def bwd():
-                torch.autograd.grad(o, (q, k, v), g, retain_graph=True)
-            ms_b = ctx.ms(bwd, n=3)
+            ms_f, ms_b = fwd_bwd_ms(ctx, fwd, (q, k, v))
         except Exception as err:  # noqa: BLE001 - compile errors vary
             ctx.log(f"windows {win}: {str(err).splitlines()[0][:200]}")
             continue
@@ -580,7 +565,6 @@ def windows(ctx):
             w.row(op="flex", backend="flex", **{"pass": ps}, batch=b, heads_q=whq,
                   heads_kv=whq // 4, seq=wseq, dqk=whd, dv=whd, causal=1, window=win,
                   flop=f"{fl:.0f}", ms=f"{ms:.4f}", tflops=f"{fl / ms / 1e9:.1f}")
-        del o, g
     ctx.log(f"windows: {w.n} rows")
     return w.n
 
