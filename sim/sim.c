@@ -240,6 +240,9 @@ void sim_free(struct sim *s)
 	drop_lazy(s);
 	free(s->fst);
 	free(s->fold_busy);
+	free(s->lane);
+	free(s->xoff);
+	free(s->xend);
 	VEC_FREE(s->plog);
 	VEC_FREE(s->ptmp);
 	VEC_FREE(s->pcount);
@@ -360,6 +363,37 @@ static int collapsed(const struct sim *s, uint32_t u)
 	return s->fold_of && s->fold_of[u] != NONE32 && s->fst[s->fold_of[u]].mode <= SIM_F_CRUN;
 }
 
+/* ---- pairs: folded tasks with a side lane (sim.h) ------------------------ */
+
+/* A lane's state (sim_lane.mode): waiting for its piece's start (pred),
+ * running it, blocked on the other lane's piece, done. */
+#define SIM_L_WAIT  0
+#define SIM_L_RUN   1
+#define SIM_L_BLOCK 2
+#define SIM_L_DONE  3
+
+/* A finish event of a pair's side lane carries this bit too (graph.h's
+ * GRAPH_MAX_TASKS keeps it clear of the node). */
+#define SIM_SIDE 0x40000000u
+
+struct sim_lane {
+	int64_t prev;	/* its piece before's end (its task's start before the first) */
+	int64_t at;	/* WAIT, RUN: its piece's start */
+	int64_t pred;	/* WAIT: its piece's start; RUN: its end at the current rates */
+	int64_t pushed; /* the time of its last event pushed (INT64_MIN: none) */
+	double rem;	/* RUN: its piece's work left at full speed */
+	uint32_t k;	/* its piece (those before it have ended) */
+	uint8_t mode;	/* SIM_L_* */
+	uint8_t kind;	/* RUN: SIM_PIECE_* */
+	uint8_t held;	/* lane 0: a launch decided a piece's start */
+};
+
+static void pair_advance(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+			 int64_t t);
+static int pair_retime(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+		       int64_t t);
+static int is_pair(const struct sim *s, const struct sim_opts *o, uint32_t u);
+
 /* Account the rank's running tasks' progress up to t. */
 static void advance(struct sim *s, const struct sim_opts *o, struct sim_running *r, int64_t t)
 {
@@ -367,6 +401,10 @@ static void advance(struct sim *s, const struct sim_opts *o, struct sim_running 
 		uint32_t v = r->v[i];
 		if (collapsed(s, v))
 			continue;
+		if (is_pair(s, o, v)) {
+			pair_advance(s, o, r, v, t);
+			continue;
+		}
 		s->rem[v] -= (double)(t - r->since) * rate_of(s, o, r, v);
 		if (s->rem[v] < 0)
 			s->rem[v] = 0;
@@ -382,6 +420,11 @@ static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r
 		double left;
 		if (collapsed(s, v))
 			continue;
+		if (is_pair(s, o, v)) {
+			if (pair_retime(s, o, r, v, t))
+				return PRISM_ENOMEM;
+			continue;
+		}
 		left = s->rem[v] / rate_of(s, o, r, v);
 		/* Past PRISM_TIME_MAX: release() refuses it (too_late). */
 		int64_t end =
@@ -500,6 +543,355 @@ static int fold_log(struct sim *s, uint32_t f, uint32_t k, int64_t a, int64_t b)
 	return VEC_PUSH(s->plog, x);
 }
 
+static int is_pair(const struct sim *s, const struct sim_opts *o, uint32_t u)
+{
+	return s->fold_of && s->fold_of[u] != NONE32 && o->fold->tasks[s->fold_of[u]].n2 > 0;
+}
+
+static const struct sim_piece *lpiece(const struct sim_opts *o, uint32_t f, int l, uint32_t k)
+{
+	const struct sim_folded *t = &o->fold->tasks[f];
+	return &o->fold->pieces[(l ? t->first2 : t->first) + k];
+}
+
+static uint32_t lcount(const struct sim_opts *o, uint32_t f, int l)
+{
+	return l ? o->fold->tasks[f].n2 : o->fold->tasks[f].n;
+}
+
+/* Where lane l of pair f keeps its pieces' ends. */
+static int64_t *lend(const struct sim *s, const struct sim_opts *o, uint32_t f, int l)
+{
+	return s->xend + s->xoff[f] + (l ? o->fold->tasks[f].n : 0);
+}
+
+/* What a lane runs as now. */
+static uint8_t lkind(const struct sim_lane *L)
+{
+	return L->mode == SIM_L_RUN ? L->kind : SIM_PIECE_IDLE;
+}
+
+/* The rate of lane L with the other lane M beside it, nothing else on
+ * their GPU (rate_of's rule). */
+static double lrate_alone(const struct sim_opts *o, const struct sim_lane *L,
+			  const struct sim_lane *M)
+{
+	if (L->kind == SIM_PIECE_COMPUTE)
+		return lkind(M) == SIM_PIECE_COMM ? 1.0 / (1.0 + o->slow_compute) : 1.0;
+	if (L->kind == SIM_PIECE_COMM)
+		return lkind(M) == SIM_PIECE_COMPUTE ? 1.0 / (1.0 + o->slow_comm) : 1.0;
+	return 1.0;
+}
+
+/* The rate of lane L on rank r (its lanes counted in r's kinds). */
+static double lrate(const struct sim_opts *o, const struct sim_running *r, const struct sim_lane *L)
+{
+	if (L->kind == SIM_PIECE_COMPUTE)
+		return r->n_comm > 0 ? 1.0 / (1.0 + o->slow_compute) : 1.0;
+	if (L->kind == SIM_PIECE_COMM)
+		return r->n_comp > 0 ? 1.0 / (1.0 + o->slow_comm) : 1.0;
+	return 1.0;
+}
+
+/* The lanes P counted in (sign 1) or out of (-1) rank r's kinds. */
+static void lanes_count(struct sim_running *r, const struct sim_lane *P, int sign)
+{
+	for (int l = 0; l < 2; l++) {
+		r->n_comp += (uint32_t)(sign * (lkind(&P[l]) == SIM_PIECE_COMPUTE));
+		r->n_comm += (uint32_t)(sign * (lkind(&P[l]) == SIM_PIECE_COMM));
+	}
+}
+
+/* Lane l's piece k ran from a to b (real: logged, the main lane's busy
+ * time counted); the lane moves past it. */
+static int lane_end(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P, int l,
+		    int64_t a, int64_t b, int real)
+{
+	struct sim_lane *L = &P[l];
+	if (real) {
+		struct sim_piece_time x = {f, (l ? o->fold->tasks[f].n : 0) + L->k, a, b};
+		if (VEC_PUSH(s->plog, x))
+			return PRISM_ENOMEM;
+		if (!l)
+			s->fold_busy[f] += b - a;
+	}
+	lend(s, o, f, l)[L->k] = b;
+	L->prev = b;
+	L->k++;
+	return 0;
+}
+
+/* Lane l of pair f (lanes P) takes its next piece at t, the one before
+ * having ended at P[l].prev <= t: it waits for its start (the later of
+ * that end, its launch and the other lane's piece it waits for, plus its
+ * lag), or blocks on that piece, or runs; pieces of no length end as they
+ * start.  0 or PRISM_ENOMEM. */
+static int lane_next(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P, int l,
+		     int64_t t, int real)
+{
+	struct sim_lane *L = &P[l], *M = &P[1 - l];
+	int64_t host = fhost(s, o, f);
+	while (L->k < lcount(o, f, l)) {
+		const struct sim_piece *q = lpiece(o, f, l, L->k);
+		int64_t at = prism_time_add(host, q->rel_ns), c = L->prev > at ? L->prev : at;
+		int held = at > L->prev;
+		if (q->xw != SIM_NO_XW) {
+			int64_t x;
+			if (M->k <= q->xw) {
+				L->mode = SIM_L_BLOCK;
+				return 0;
+			}
+			x = lend(s, o, f, 1 - l)[q->xw];
+			held = held && at > x;
+			c = x > c ? x : c;
+		}
+		P[0].held |= (uint8_t)held;
+		c = prism_time_add(c, q->lag_ns);
+		L->at = c;
+		if (c > t) {
+			L->mode = SIM_L_WAIT;
+			L->pred = c;
+			return 0;
+		}
+		if (q->dur_ns > 0) {
+			L->mode = SIM_L_RUN;
+			L->kind = q->kind;
+			L->rem = (double)q->dur_ns;
+			return 0;
+		}
+		if (lane_end(s, o, f, P, l, c, c, real))
+			return PRISM_ENOMEM;
+	}
+	L->mode = SIM_L_DONE;
+	return 0;
+}
+
+/* A lane blocked on a piece of the other that has ended moves on at t
+ * (and so on, while one frees the other). */
+static int lanes_wake(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
+		      int64_t t, int real)
+{
+	for (int moved = 1; moved;) {
+		moved = 0;
+		for (int l = 0; l < 2; l++)
+			if (P[l].mode == SIM_L_BLOCK &&
+			    P[1 - l].k > lpiece(o, f, l, P[l].k)->xw) {
+				if (lane_next(s, o, f, P, l, t, real))
+					return PRISM_ENOMEM;
+				moved = 1;
+			}
+	}
+	return 0;
+}
+
+/* Lane l's event at t: its piece starts, or ends (and what follows). */
+static int lane_event(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P, int l,
+		      int64_t t, int real)
+{
+	struct sim_lane *L = &P[l];
+	const struct sim_piece *q = lpiece(o, f, l, L->k);
+	if (L->mode == SIM_L_WAIT && q->dur_ns > 0) {
+		L->mode = SIM_L_RUN;
+		L->kind = q->kind;
+		L->rem = (double)q->dur_ns;
+		return 0;
+	}
+	if (lane_end(s, o, f, P, l, L->at, t, real) || lane_next(s, o, f, P, l, t, real))
+		return PRISM_ENOMEM;
+	return lanes_wake(s, o, f, P, t, real);
+}
+
+/* Pair f's lanes P from their start at t. */
+static int lanes_start(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
+		       int64_t t)
+{
+	memset(P, 0, 2 * sizeof(*P));
+	P[0].prev = P[1].prev = t;
+	P[0].pushed = P[1].pushed = INT64_MIN;
+	if (lane_next(s, o, f, P, 0, t, 1) || lane_next(s, o, f, P, 1, t, 1))
+		return PRISM_ENOMEM;
+	return lanes_wake(s, o, f, P, t, 1);
+}
+
+/* The running lanes' ends at t, at the rates they have beside each other
+ * alone (retime's arithmetic). */
+static void lanes_retime_alone(const struct sim_opts *o, struct sim_lane *P, int64_t t)
+{
+	double rt[2] = {lrate_alone(o, &P[0], &P[1]), lrate_alone(o, &P[1], &P[0])};
+	for (int l = 0; l < 2; l++) {
+		double left;
+		if (P[l].mode != SIM_L_RUN)
+			continue;
+		left = P[l].rem / rt[l];
+		P[l].pred = left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1
+							  : t + prism_llround(left);
+	}
+}
+
+/*
+ * Pair f's lanes P alone on their GPU from *since (their work left as of
+ * then), through every event before until (until < 0: to the end), as the
+ * sim would take them one by one: the running lanes' work advanced to
+ * the event at the rates they had (advance), the lane's step, their ends
+ * at the new rates (retime).  *end: when both lanes have ended (the later
+ * one's last piece), else INT64_MIN.  real: pieces logged.
+ */
+static int lanes_alone(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
+		       int64_t *since, int64_t until, int real, int64_t *end)
+{
+	lanes_retime_alone(o, P, *since);
+	for (;;) {
+		int l = -1;
+		int64_t t;
+		double rt[2];
+		for (int i = 0; i < 2; i++)
+			if ((P[i].mode == SIM_L_WAIT || P[i].mode == SIM_L_RUN) &&
+			    (l < 0 || P[i].pred < P[l].pred))
+				l = i;
+		if (l < 0)
+			break;
+		t = P[l].pred;
+		if (until >= 0 && t >= until)
+			break;
+		rt[0] = lrate_alone(o, &P[0], &P[1]);
+		rt[1] = lrate_alone(o, &P[1], &P[0]);
+		for (int i = 0; i < 2; i++)
+			if (P[i].mode == SIM_L_RUN) {
+				P[i].rem -= (double)(t - *since) * rt[i];
+				if (P[i].rem < 0)
+					P[i].rem = 0;
+			}
+		*since = t;
+		if (lane_event(s, o, f, P, l, t, real))
+			return PRISM_ENOMEM;
+		lanes_retime_alone(o, P, t);
+	}
+	*end = P[0].mode == SIM_L_DONE && P[1].mode == SIM_L_DONE
+		   ? (P[0].prev > P[1].prev ? P[0].prev : P[1].prev)
+		   : INT64_MIN;
+	return 0;
+}
+
+/* Pair u ends at t: whether a launch held it (as binding: the host, so
+ * that settle counts it launch-bound). */
+static void pair_final(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
+{
+	uint32_t f = s->fold_of[u];
+	s->fst[f].mode = SIM_F_COLLAPSED;
+	s->end_ns[u] = t;
+	if (s->lane[2 * f].held)
+		s->nd[u].binding = o->fold->tasks[f].host;
+}
+
+/* Pair u from its start at t to its end with nothing beside it (no
+ * contention, or alone on its GPU in the max-plus pass). */
+static int pair_whole(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
+{
+	uint32_t f = s->fold_of[u];
+	struct sim_lane *P = &s->lane[2 * f];
+	int64_t since = t, end;
+	if (lanes_start(s, o, f, P, t) || lanes_alone(s, o, f, P, &since, -1, 1, &end))
+		return PRISM_ENOMEM;
+	pair_final(s, o, u, end < 0 ? PRISM_TIME_MAX + 1 : end);
+	return 0;
+}
+
+/* Pair u (on rank r) alone on its GPU from t: its lanes as of t kept, its
+ * end found on a copy of them, its finish event pushed. */
+static int pair_collapse(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+			 int64_t t)
+{
+	uint32_t f = s->fold_of[u];
+	struct sim_lane *P = &s->lane[2 * f], Q[2];
+	int64_t since = t, end;
+	if (s->fst[f].mode != SIM_F_COLLAPSED)
+		lanes_count(r, P, -1);
+	s->fst[f].mode = SIM_F_COLLAPSED;
+	s->fst[f].at_ns = t;
+	P[0].pushed = P[1].pushed = INT64_MIN;
+	memcpy(Q, P, sizeof(Q));
+	if (lanes_alone(s, o, f, Q, &since, -1, 0, &end))
+		return PRISM_ENOMEM;
+	if (end < 0 || end > PRISM_TIME_MAX)
+		end = PRISM_TIME_MAX + 1; /* release() refuses it */
+	s->nd[u].pred_end = end;
+	return evq_push(&s->q, end, u | SIM_FIN) ? PRISM_ENOMEM : 0;
+}
+
+/* Collapsed pair u (on rank r) followed event by event from t: what ran
+ * before t ran alone (logged), its lanes' work advanced to t. */
+static int pair_expand(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+		       int64_t t)
+{
+	uint32_t f = s->fold_of[u];
+	struct sim_lane *P = &s->lane[2 * f];
+	int64_t since = s->fst[f].at_ns, end;
+	double rt[2];
+	if (lanes_alone(s, o, f, P, &since, t, 1, &end))
+		return PRISM_ENOMEM;
+	rt[0] = lrate_alone(o, &P[0], &P[1]);
+	rt[1] = lrate_alone(o, &P[1], &P[0]);
+	for (int l = 0; l < 2; l++)
+		if (P[l].mode == SIM_L_RUN) {
+			P[l].rem -= (double)(t - since) * rt[l];
+			if (P[l].rem < 0)
+				P[l].rem = 0;
+		}
+	s->fst[f].mode = SIM_F_RUNNING;
+	s->nd[u].pred_end = INT64_MIN;
+	lanes_count(r, P, 1);
+	return 0;
+}
+
+/* Whether a finish event of u (its side lane's: side) at t is due. */
+static int fin_due(const struct sim *s, const struct sim_opts *o, uint32_t u, int side, int64_t t)
+{
+	const struct sim_lane *L;
+	if (!is_pair(s, o, u))
+		return !side && s->nd[u].pred_end == t;
+	if (s->fst[s->fold_of[u]].mode == SIM_F_COLLAPSED)
+		return !side && s->nd[u].pred_end == t;
+	L = &s->lane[2 * s->fold_of[u] + side];
+	return (L->mode == SIM_L_WAIT || L->mode == SIM_L_RUN) && L->pushed == t;
+}
+
+/* Pair u's lanes' work on rank r advanced to t (advance's). */
+static void pair_advance(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+			 int64_t t)
+{
+	struct sim_lane *P = &s->lane[2 * s->fold_of[u]];
+	double rt[2] = {lrate(o, r, &P[0]), lrate(o, r, &P[1])};
+	for (int l = 0; l < 2; l++)
+		if (P[l].mode == SIM_L_RUN) {
+			P[l].rem -= (double)(t - r->since) * rt[l];
+			if (P[l].rem < 0)
+				P[l].rem = 0;
+		}
+}
+
+/* Pair u's lanes' events at the current rates (retime's). */
+static int pair_retime(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+		       int64_t t)
+{
+	struct sim_lane *P = &s->lane[2 * s->fold_of[u]];
+	for (int l = 0; l < 2; l++) {
+		struct sim_lane *L = &P[l];
+		if (L->mode == SIM_L_RUN) {
+			double left = L->rem / lrate(o, r, L);
+			L->pred = left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1
+								: t + prism_llround(left);
+		} else if (L->mode != SIM_L_WAIT) {
+			continue;
+		}
+		if (L->pred == L->pushed)
+			continue;
+		L->pushed = L->pred;
+		if (evq_push(&s->q, L->pred, u | SIM_FIN | (l ? SIM_SIDE : 0)))
+			return PRISM_ENOMEM;
+	}
+	return 0;
+}
+
 /* The end of collapsed f's piece k (CWAIT, CRUN: at full speed). */
 static int64_t fold_piece_end(const struct sim_opts *o, uint32_t f, const struct sim_fstate *st)
 {
@@ -580,6 +972,11 @@ static int fold_expand(struct sim *s, const struct sim_opts *o, struct sim_runni
 		int64_t p;
 		if (!collapsed(s, u))
 			continue;
+		if (is_pair(s, o, u)) {
+			if (pair_expand(s, o, r, u, t))
+				return PRISM_ENOMEM;
+			continue;
+		}
 		f = s->fold_of[u];
 		st = &s->fst[f];
 		if (st->mode != SIM_F_COLLAPSED) {
@@ -641,6 +1038,11 @@ static int fold_collapse(struct sim *s, const struct sim_opts *o, struct sim_run
 		struct sim_fstate *st;
 		if (!s->fold_of || s->fold_of[u] == NONE32 || collapsed(s, u))
 			continue;
+		if (is_pair(s, o, u)) {
+			if (pair_collapse(s, o, r, u, t))
+				return PRISM_ENOMEM;
+			continue;
+		}
 		st = &s->fst[s->fold_of[u]];
 		if (st->mode == SIM_F_WAITING) {
 			st->mode = SIM_F_CWAIT;
@@ -699,6 +1101,17 @@ static int fold_begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64
 		return PRISM_ENOMEM;
 	s->rkind[u] = SIM_PIECE_IDLE;
 	r->n_fold++;
+	if (is_pair(s, o, u)) {
+		uint32_t f = s->fold_of[u];
+		s->fst[f].mode = SIM_F_COLLAPSED;
+		if (lanes_start(s, o, f, &s->lane[2 * f], t))
+			return PRISM_ENOMEM;
+		if (!others(r))
+			return pair_collapse(s, o, r, u, t);
+		s->fst[f].mode = SIM_F_RUNNING;
+		lanes_count(r, &s->lane[2 * f], 1);
+		return retime(s, o, r, t);
+	}
 	if (!others(r))
 		return fold_collapse_at(s, o, r, u, 0, t);
 	if ((rc = fold_enter(s, o, r, u, 0, t, t)) < 0)
@@ -706,6 +1119,34 @@ static int fold_begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64
 	if (rc == 1 && fold_collapse_at(s, o, r, u, fcount(o, s->fold_of[u]), t))
 		return PRISM_ENOMEM; /* nothing to run: its finish event at t */
 	return retime(s, o, r, t);
+}
+
+/* A finish event of pair u's lane side at t: 1 when u has ended (taken
+ * off its rank), 0 when a lane moved on or the event is stale. */
+static int pair_step(struct sim *s, const struct sim_opts *o, uint32_t u, int side, int64_t t)
+{
+	struct sim_running *r = rank_of(s, u);
+	uint32_t f = s->fold_of[u];
+	struct sim_lane *P = &s->lane[2 * f];
+	if (s->end_ns[u] >= 0 || !fin_due(s, o, u, side, t))
+		return 0;
+	advance(s, o, r, t);
+	if (s->fst[f].mode == SIM_F_COLLAPSED) {
+		int64_t since = s->fst[f].at_ns, end;
+		if (lanes_alone(s, o, f, P, &since, -1, 1, &end))
+			return PRISM_ENOMEM;
+	} else {
+		lanes_count(r, P, -1);
+		if (lane_event(s, o, f, P, side, t, 1))
+			return PRISM_ENOMEM;
+		lanes_count(r, P, 1);
+		if (P[0].mode != SIM_L_DONE || P[1].mode != SIM_L_DONE)
+			return retime(s, o, r, t) ? PRISM_ENOMEM : 0;
+	}
+	pair_final(s, o, u, t);
+	remove_running(s, r, u);
+	r->n_fold--;
+	return retime(s, o, r, t) ? PRISM_ENOMEM : 1;
 }
 
 /* A finish event of folded u at t: 1 when u has ended (taken off its
@@ -769,12 +1210,14 @@ static int begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t,
 	return retime(s, o, r, t);
 }
 
-/* A finish event of u at t: 1 when it is u's end (and u is taken off its
+/* A finish event of u (its side lane's: side) at t: 1 when it is u's end (and u is taken off its
  * rank), 0 when stale; PRISM_ENOMEM. */
-static int finish(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
+static int finish(struct sim *s, const struct sim_opts *o, uint32_t u, int side, int64_t t)
 {
 	struct sim_running *r;
 	uint32_t i;
+	if (is_pair(s, o, u))
+		return pair_step(s, o, u, side, t);
 	if (s->fold_of && s->fold_of[u] != NONE32)
 		return fold_step(s, o, u, t);
 	r = rank_of(s, u);
@@ -839,7 +1282,34 @@ static int fold_alloc(struct sim *s, const struct sim_fold *fo)
 		if (!(b = prism_realloc(s->fold_busy, fo->n_tasks * sizeof(*b))))
 			return PRISM_ENOMEM;
 		s->fold_busy = b;
+		free(s->lane);
+		free(s->xoff);
+		s->lane = prism_malloc(2 * fo->n_tasks * sizeof(*s->lane));
+		s->xoff = prism_malloc(fo->n_tasks * sizeof(*s->xoff));
+		if (!s->lane || !s->xoff) {
+			s->n_fold_cap = 0;
+			return PRISM_ENOMEM;
+		}
 		s->n_fold_cap = fo->n_tasks;
+	}
+	{
+		size_t nx = 0;
+		s->n_pairs = 0;
+		for (uint32_t f = 0; f < fo->n_tasks; f++) {
+			if (!fo->tasks[f].n2)
+				continue;
+			s->xoff[f] = (uint32_t)nx;
+			nx += (size_t)fo->tasks[f].n + fo->tasks[f].n2;
+			s->n_pairs++;
+		}
+		if (nx > s->xend_cap) {
+			free(s->xend);
+			if (!(s->xend = prism_malloc(nx * sizeof(*s->xend)))) {
+				s->xend_cap = 0;
+				return PRISM_ENOMEM;
+			}
+			s->xend_cap = nx;
+		}
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		s->fold_of[u] = NONE32;
@@ -862,8 +1332,8 @@ static int cmp_plog(const void *a, const void *b)
 /* plog by task, then piece, as qsort with cmp_plog orders it: a task's
  * pieces are logged one after another, so a stable counting sort by task
  * gives that order in two passes (qsort's comparisons were 4 % of the
- * default sweep); checked, and qsort where a task's pieces came out of
- * order.  0, or PRISM_ENOMEM. */
+ * default sweep); checked, and qsort of a task's rows where its pieces
+ * came out of order.  0, or PRISM_ENOMEM. */
 static int sort_plog(struct sim *s, uint32_t ntasks)
 {
 	struct sim_piece_time *v = s->plog.v, *t;
@@ -886,11 +1356,15 @@ static int sort_plog(struct sim *s, uint32_t ntasks)
 		at[f + 1] += at[f];
 	for (size_t i = 0; i < n; i++)
 		t[at[v[i].task]++] = v[i];
-	for (size_t i = 1; i < n; i++)
-		if (t[i].task == t[i - 1].task && t[i].piece <= t[i - 1].piece) {
-			qsort(v, n, sizeof(*v), cmp_plog);
-			return 0;
-		}
+	/* A task whose pieces came out of order (a pair's two lanes, or
+	 * otherwise): that task's rows sorted alone. */
+	for (size_t i = 0, j; i < n; i = j) {
+		int sorted = 1;
+		for (j = i + 1; j < n && t[j].task == t[i].task; j++)
+			sorted = sorted && t[j].piece > t[j - 1].piece;
+		if (!sorted)
+			qsort(t + i, j - i, sizeof(*t), cmp_plog);
+	}
 	memcpy(v, t, n * sizeof(*v));
 	return 0;
 }
@@ -955,8 +1429,9 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		int kind, fin;
 
 		if (u & SIM_FIN) {
-			u &= ~SIM_FIN;
-			if ((fin = finish(s, o, u, e.time_ns)) < 0)
+			int side = (u & SIM_SIDE) != 0;
+			u &= ~(SIM_FIN | SIM_SIDE);
+			if ((fin = finish(s, o, u, side, e.time_ns)) < 0)
 				return prism_err_set(err, PRISM_ENOMEM,
 						     "simulation: out of memory");
 			if (fin && (fin = release(s, o, u, err)))
@@ -1000,7 +1475,10 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 			}
 			s->fst[s->fold_of[u]] =
 			    (struct sim_fstate){e.time_ns, 0, 0, 0, SIM_F_COLLAPSED};
-			if (fold_final(s, o, u, fold_end_from(s, o, s->fold_of[u], 0, e.time_ns)))
+			if (is_pair(s, o, u) ? pair_whole(s, o, u, e.time_ns)
+					     : fold_final(s, o, u,
+							  fold_end_from(s, o, s->fold_of[u], 0,
+									e.time_ns)))
 				return prism_err_set(err, PRISM_ENOMEM,
 						     "simulation: out of memory");
 			if ((fin = release(s, o, u, err)))
@@ -1410,7 +1888,8 @@ static int mp_start(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t
 		if (s->end_ns[o->fold->tasks[f].host] < 0)
 			return SIM_MP_STUCK; /* launched before its host task started */
 		s->fst[f] = (struct sim_fstate){t, 0, 0, 0, SIM_F_COLLAPSED};
-		if (fold_final(s, o, u, fold_end_from(s, o, f, 0, t)))
+		if (is_pair(s, o, u) ? pair_whole(s, o, u, t)
+				     : fold_final(s, o, u, fold_end_from(s, o, f, 0, t)))
 			return PRISM_ENOMEM;
 	} else {
 		s->end_ns[u] = t + dur_of(s, u, o->rendezvous);
@@ -1497,15 +1976,15 @@ static int hy_events(struct sim *s, const struct sim_opts *o, struct hy_last *la
 	struct evq_entry e;
 	int rc = 0;
 	while (*nw == 0 && rc == 0 && evq_pop(&s->q, &e) == 0) {
-		uint32_t u = e.node & ~SIM_FIN;
-		int fin = (e.node & SIM_FIN) != 0;
+		uint32_t u = e.node & ~(SIM_FIN | SIM_SIDE);
+		int fin = (e.node & SIM_FIN) != 0, side = (e.node & SIM_SIDE) != 0;
 		int64_t t = e.time_ns;
-		if (s->end_ns[u] >= 0 || (fin && s->nd[u].pred_end != t))
+		if (s->end_ns[u] >= 0 || (fin && !fin_due(s, o, u, side, t)))
 			continue; /* stale */
 		if (!hy_after(s, &last[g->procs[g->proc[u]].rank], u, fin, t))
 			return SIM_MP_SAMETIME;
 		if (fin) {
-			if ((rc = finish(s, o, u, t)) == 1)
+			if ((rc = finish(s, o, u, side, t)) == 1)
 				rc = mp_release(s, o, 1, u, work, nw);
 			continue;
 		}
@@ -1626,7 +2105,7 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 	if (rc == 0 && s->n_done != g->n_nodes)
 		rc = SIM_MP_STUCK;
-	if (rc == 0 && hybrid && s->plog.n > 1 && sort_plog(s, o->fold ? o->fold->n_tasks : 0))
+	if (rc == 0 && (hybrid || s->n_pairs) && s->plog.n > 1 && sort_plog(s, o->fold ? o->fold->n_tasks : 0))
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 	if (rc == 0 && cont && !hybrid && (rc = mp_overlap(s, o)) != 0) {
 		if (rc < 0)

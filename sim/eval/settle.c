@@ -277,7 +277,7 @@ static int fold_tasks(const struct synth_out *so, struct sim_fold *fo)
 	}
 	for (size_t i = 0; i < so->n_marks; i++) {
 		const struct synth_fold_mark *mk = &so->marks[i];
-		ft[i] = (struct sim_folded){mk->node, mk->host, mk->kern0, mk->n_kern};
+		ft[i] = (struct sim_folded){mk->node, mk->host, mk->kern0, mk->n_kern, 0, 0};
 		if (mk->n_kern && !done[mk->kern0]) {
 			sim_fold_pieces(pc, mk->kern0, mk->n_kern);
 			done[mk->kern0] = 1;
