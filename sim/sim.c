@@ -243,6 +243,7 @@ void sim_free(struct sim *s)
 	free(s->lane);
 	free(s->xoff);
 	free(s->xend);
+	free(s->xstart);
 	VEC_FREE(s->plog);
 	VEC_FREE(s->ptmp);
 	VEC_FREE(s->pcount);
@@ -602,20 +603,17 @@ static void lanes_count(struct sim_running *r, const struct sim_lane *P, int sig
 	}
 }
 
-/* Lane l's piece k ran from a to b (real: logged, the main lane's busy
+/* Lane l's piece k ran from a to b (its times kept, the main lane's busy
  * time counted); the lane moves past it. */
 static int lane_end(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P, int l,
-		    int64_t a, int64_t b, int real)
+		    int64_t a, int64_t b)
 {
 	struct sim_lane *L = &P[l];
-	if (real) {
-		struct sim_piece_time x = {f, (l ? o->fold->tasks[f].n : 0) + L->k, a, b};
-		if (VEC_PUSH(s->plog, x))
-			return PRISM_ENOMEM;
-		if (!l)
-			s->fold_busy[f] += b - a;
-	}
-	lend(s, o, f, l)[L->k] = b;
+	size_t at = s->xoff[f] + (l ? o->fold->tasks[f].n : 0) + L->k;
+	if (!l)
+		s->fold_busy[f] += b - a;
+	s->xstart[at] = a;
+	s->xend[at] = b;
 	L->prev = b;
 	L->k++;
 	return 0;
@@ -627,7 +625,7 @@ static int lane_end(struct sim *s, const struct sim_opts *o, uint32_t f, struct 
  * lag), or blocks on that piece, or runs; pieces of no length end as they
  * start.  0 or PRISM_ENOMEM. */
 static int lane_next(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P, int l,
-		     int64_t t, int real)
+		     int64_t t)
 {
 	struct sim_lane *L = &P[l], *M = &P[1 - l];
 	int64_t host = fhost(s, o, f);
@@ -659,7 +657,7 @@ static int lane_next(struct sim *s, const struct sim_opts *o, uint32_t f, struct
 			L->rem = (double)q->dur_ns;
 			return 0;
 		}
-		if (lane_end(s, o, f, P, l, c, c, real))
+		if (lane_end(s, o, f, P, l, c, c))
 			return PRISM_ENOMEM;
 	}
 	L->mode = SIM_L_DONE;
@@ -669,14 +667,13 @@ static int lane_next(struct sim *s, const struct sim_opts *o, uint32_t f, struct
 /* A lane blocked on a piece of the other that has ended moves on at t
  * (and so on, while one frees the other). */
 static int lanes_wake(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
-		      int64_t t, int real)
+		      int64_t t)
 {
 	for (int moved = 1; moved;) {
 		moved = 0;
 		for (int l = 0; l < 2; l++)
-			if (P[l].mode == SIM_L_BLOCK &&
-			    P[1 - l].k > lpiece(o, f, l, P[l].k)->xw) {
-				if (lane_next(s, o, f, P, l, t, real))
+			if (P[l].mode == SIM_L_BLOCK && P[1 - l].k > lpiece(o, f, l, P[l].k)->xw) {
+				if (lane_next(s, o, f, P, l, t))
 					return PRISM_ENOMEM;
 				moved = 1;
 			}
@@ -685,8 +682,8 @@ static int lanes_wake(struct sim *s, const struct sim_opts *o, uint32_t f, struc
 }
 
 /* Lane l's event at t: its piece starts, or ends (and what follows). */
-static int lane_event(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P, int l,
-		      int64_t t, int real)
+static int lane_event(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
+		      int l, int64_t t)
 {
 	struct sim_lane *L = &P[l];
 	const struct sim_piece *q = lpiece(o, f, l, L->k);
@@ -696,9 +693,9 @@ static int lane_event(struct sim *s, const struct sim_opts *o, uint32_t f, struc
 		L->rem = (double)q->dur_ns;
 		return 0;
 	}
-	if (lane_end(s, o, f, P, l, L->at, t, real) || lane_next(s, o, f, P, l, t, real))
+	if (lane_end(s, o, f, P, l, L->at, t) || lane_next(s, o, f, P, l, t))
 		return PRISM_ENOMEM;
-	return lanes_wake(s, o, f, P, t, real);
+	return lanes_wake(s, o, f, P, t);
 }
 
 /* Pair f's lanes P from their start at t. */
@@ -708,9 +705,9 @@ static int lanes_start(struct sim *s, const struct sim_opts *o, uint32_t f, stru
 	memset(P, 0, 2 * sizeof(*P));
 	P[0].prev = P[1].prev = t;
 	P[0].pushed = P[1].pushed = INT64_MIN;
-	if (lane_next(s, o, f, P, 0, t, 1) || lane_next(s, o, f, P, 1, t, 1))
+	if (lane_next(s, o, f, P, 0, t) || lane_next(s, o, f, P, 1, t))
 		return PRISM_ENOMEM;
-	return lanes_wake(s, o, f, P, t, 1);
+	return lanes_wake(s, o, f, P, t);
 }
 
 /* The running lanes' ends at t, at the rates they have beside each other
@@ -723,9 +720,184 @@ static void lanes_retime_alone(const struct sim_opts *o, struct sim_lane *P, int
 		if (P[l].mode != SIM_L_RUN)
 			continue;
 		left = P[l].rem / rt[l];
-		P[l].pred = left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1
-							  : t + prism_llround(left);
+		P[l].pred =
+		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + prism_llround(left);
 	}
+}
+
+/*
+ * A pair's repeated steps (the ring's middle steps: each lane's pieces
+ * the same as the step before's) are taken at once.  The loop's
+ * arithmetic is shift-invariant -- advance subtracts (t - since) x rate,
+ * retime rounds rem / rate and adds t, a piece starts at the later of
+ * times plus a lag -- so from two instants where the main lane has just
+ * started a piece and both lanes stand alike (lane_mark: their states,
+ * work left and the ends of the other lane's last pieces, relative to
+ * the instant), the pair runs the same again, shifted, for as long as the
+ * pieces ahead repeat those of the period between (durations, lags,
+ * kinds, waits on the other lane's pieces as far back), no launch held
+ * a piece (each launched by the earlier instant) and no lane ends.
+ * lanes_period counts those periods; lanes_jump takes them: each piece's
+ * times the period before's plus its length.
+ */
+#define LANE_SIG 14
+
+struct lane_mark {
+	int64_t t, busy;
+	uint32_t k[2];
+	int64_t sig[LANE_SIG];
+	double rem[2];
+};
+
+/* The end of lane l's piece k - back relative to t (INT64_MIN: none). */
+static int64_t lane_back(const struct sim *s, const struct sim_opts *o, uint32_t f,
+			 const struct sim_lane *P, int l, uint32_t back, int64_t t)
+{
+	return P[l].k >= back ? lend(s, o, f, l)[P[l].k - back] - t : INT64_MIN;
+}
+
+static void lane_mark_make(const struct sim *s, const struct sim_opts *o, uint32_t f,
+			   const struct sim_lane *P, int64_t t, struct lane_mark *m)
+{
+	int i = 0;
+	m->t = t;
+	m->busy = s->fold_busy[f];
+	for (int l = 0; l < 2; l++) {
+		const struct sim_lane *L = &P[l];
+		int timed = L->mode == SIM_L_WAIT || L->mode == SIM_L_RUN;
+		m->k[l] = L->k;
+		m->rem[l] = L->mode == SIM_L_RUN ? L->rem : 0;
+		m->sig[i++] = L->mode;
+		m->sig[i++] = L->mode == SIM_L_RUN ? L->kind : 0;
+		m->sig[i++] = L->prev - t;
+		m->sig[i++] = timed ? L->pred - t : 0;
+		m->sig[i++] = timed ? L->at - t : 0;
+		m->sig[i++] = lane_back(s, o, f, P, l, 1, t);
+		m->sig[i++] = lane_back(s, o, f, P, l, 2, t);
+	}
+}
+
+static int lane_mark_same(const struct lane_mark *a, const struct lane_mark *b)
+{
+	return memcmp(a->sig, b->sig, sizeof(a->sig)) == 0 && a->rem[0] == b->rem[0] &&
+	       a->rem[1] == b->rem[1];
+}
+
+/* Piece x of lane l of pair f the same as piece x - d (its wait on the
+ * other lane's pieces d_other further on), launched by latest (an offset
+ * from its unit's host start). */
+static int lane_repeats(const struct sim_opts *o, uint32_t f, int l, uint32_t x, uint32_t d,
+			uint32_t d_other, int64_t latest)
+{
+	const struct sim_piece *p = lpiece(o, f, l, x), *q = lpiece(o, f, l, x - d);
+	if (p->rel_ns > latest || p->dur_ns != q->dur_ns || p->lag_ns != q->lag_ns ||
+	    p->kind != q->kind)
+		return 0;
+	if (p->xw == SIM_NO_XW || q->xw == SIM_NO_XW)
+		return p->xw == q->xw;
+	return p->xw - q->xw == d_other;
+}
+
+/* The periods past now that repeat the one from h.  0: none. */
+static uint32_t lanes_period(const struct sim *s, const struct sim_opts *o, uint32_t f,
+			     const struct lane_mark *h, const struct lane_mark *now)
+{
+	uint32_t d[2] = {now->k[0] - h->k[0], now->k[1] - h->k[1]}, n = UINT32_MAX;
+	int64_t latest = h->t - fhost(s, o, f); /* launches up to the earlier instant */
+	if (!d[0] || !d[1] || now->t <= h->t)
+		return 0;
+	for (int l = 0; l < 2; l++) {
+		uint32_t x, cnt = lcount(o, f, l), floor = h->k[1 - l] >= 2 ? h->k[1 - l] - 2 : 0;
+		/* The period between: launched by then, its waits on the
+		 * other lane no further back than its marked ends. */
+		for (x = h->k[l]; x <= now->k[l] && x < cnt; x++) {
+			const struct sim_piece *p = lpiece(o, f, l, x);
+			if (p->rel_ns > latest || (p->xw != SIM_NO_XW && p->xw < floor))
+				return 0;
+		}
+		/* Ahead: the pieces repeating it; each period takes d[l]
+		 * pieces and stands at the next one's start. */
+		for (x = now->k[l]; x < cnt && lane_repeats(o, f, l, x, d[l], d[1 - l], latest);
+		     x++)
+			;
+		if (x == now->k[l])
+			return 0;
+		if ((x - 1 - now->k[l]) / d[l] < n)
+			n = (x - 1 - now->k[l]) / d[l];
+	}
+	return n;
+}
+
+/* Take n periods of length dt from instant t (lanes P, mark now, the
+ * period's busy time busy): each piece ended in them at the times of the
+ * piece a period before, plus dt. */
+static void lanes_jump(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
+		       const struct lane_mark *h, const struct lane_mark *now, uint32_t n,
+		       int64_t *since)
+{
+	int64_t dt = now->t - h->t, sh = (int64_t)n * dt;
+	for (int l = 0; l < 2; l++) {
+		uint32_t d = now->k[l] - h->k[l];
+		size_t base = s->xoff[f] + (l ? o->fold->tasks[f].n : 0);
+		for (uint32_t x = now->k[l]; x < now->k[l] + n * d; x++) {
+			s->xstart[base + x] = s->xstart[base + x - d] + dt;
+			s->xend[base + x] = s->xend[base + x - d] + dt;
+		}
+		P[l].k += n * d;
+		P[l].prev += sh;
+		P[l].at += sh;
+		P[l].pred += sh;
+	}
+	s->fold_busy[f] += (int64_t)n * (now->busy - h->busy);
+	*since += sh;
+}
+
+/*
+ * While the side lane waits on a main-lane piece w (or has ended), the
+ * main lane runs alone at full speed, each piece at the later of its
+ * previous end, its launch and the side lane's (ended) piece it waits
+ * for, plus its lag, for its duration: the loop's events give it exactly
+ * that (rem / 1 and integer times), so the pieces before w (every piece,
+ * the side lane ended) are placed in one pass and the loop goes on at the
+ * end of w's predecessor, w taken as the loop takes it.  *since: that
+ * end.  1 when it moved, 0 when not (the piece under way is w).
+ */
+static int lane0_solo(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
+		      int64_t *since)
+{
+	struct sim_lane *L = &P[0], *M = &P[1];
+	uint32_t n = lcount(o, f, 0);
+	uint32_t stop = M->mode == SIM_L_DONE ? n : lpiece(o, f, 1, M->k)->xw;
+	int64_t host = fhost(s, o, f), t;
+	if ((L->mode != SIM_L_RUN && L->mode != SIM_L_WAIT) || stop == SIM_NO_XW || L->k >= stop)
+		return 0;
+	/* The piece under way: running at full speed, or to start at at. */
+	t = L->mode == SIM_L_RUN ? L->pred : prism_time_add(L->at, lpiece(o, f, 0, L->k)->dur_ns);
+	if (lane_end(s, o, f, P, 0, L->at, t))
+		return PRISM_ENOMEM;
+	while (L->k < stop && L->k < n) {
+		const struct sim_piece *q = lpiece(o, f, 0, L->k);
+		int64_t at = prism_time_add(host, q->rel_ns), c = L->prev > at ? L->prev : at;
+		int held = at > L->prev;
+		if (q->xw != SIM_NO_XW) {
+			int64_t x;
+			if (M->k <= q->xw)
+				break;
+			x = lend(s, o, f, 1)[q->xw];
+			held = held && at > x;
+			c = x > c ? x : c;
+		}
+		P[0].held |= (uint8_t)held;
+		c = prism_time_add(c, q->lag_ns);
+		t = prism_time_add(c, q->dur_ns);
+		if (lane_end(s, o, f, P, 0, c, t))
+			return PRISM_ENOMEM;
+	}
+	*since = t;
+	if (lane_next(s, o, f, P, 0, t) || lanes_wake(s, o, f, P, t))
+		return PRISM_ENOMEM;
+	lanes_retime_alone(o, P, t);
+	return 1;
 }
 
 /*
@@ -734,16 +906,22 @@ static void lanes_retime_alone(const struct sim_opts *o, struct sim_lane *P, int
  * sim would take them one by one: the running lanes' work advanced to
  * the event at the rates they had (advance), the lane's step, their ends
  * at the new rates (retime).  *end: when both lanes have ended (the later
- * one's last piece), else INT64_MIN.  real: pieces logged.
+ * one's last piece), else INT64_MIN.  Each piece's times are kept
+ * (xstart, xend).
  */
 static int lanes_alone(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
-		       int64_t *since, int64_t until, int real, int64_t *end)
+		       int64_t *since, int64_t until, int64_t *end)
 {
+	struct lane_mark mk[4];
+	uint32_t nm = 0, last = UINT32_MAX;
 	lanes_retime_alone(o, P, *since);
 	for (;;) {
 		int l = -1;
 		int64_t t;
 		double rt[2];
+		if (until < 0 && (P[1].mode == SIM_L_BLOCK || P[1].mode == SIM_L_DONE) &&
+		    lane0_solo(s, o, f, P, since) < 0)
+			return PRISM_ENOMEM;
 		for (int i = 0; i < 2; i++)
 			if ((P[i].mode == SIM_L_WAIT || P[i].mode == SIM_L_RUN) &&
 			    (l < 0 || P[i].pred < P[l].pred))
@@ -762,9 +940,27 @@ static int lanes_alone(struct sim *s, const struct sim_opts *o, uint32_t f, stru
 					P[i].rem = 0;
 			}
 		*since = t;
-		if (lane_event(s, o, f, P, l, t, real))
+		if (lane_event(s, o, f, P, l, t))
 			return PRISM_ENOMEM;
 		lanes_retime_alone(o, P, t);
+		/* The main lane has just started a piece: a period? */
+		if (until < 0 && P[0].mode == SIM_L_RUN && P[0].at == t && P[0].k != last &&
+		    P[1].mode != SIM_L_DONE) {
+			struct lane_mark *m = &mk[nm % 4];
+			int jumped = 0;
+			last = P[0].k;
+			lane_mark_make(s, o, f, P, t, m);
+			for (uint32_t b = 1; b <= 3 && b <= nm && !jumped; b++) {
+				const struct lane_mark *h = &mk[(nm - b) % 4];
+				uint32_t n;
+				if (lane_mark_same(h, m) && (n = lanes_period(s, o, f, h, m)) > 0) {
+					lanes_jump(s, o, f, P, h, m, n, since);
+					last = P[0].k;
+					jumped = 1;
+				}
+			}
+			nm = jumped ? 0 : nm + 1; /* after a jump, marks anew */
+		}
 	}
 	*end = P[0].mode == SIM_L_DONE && P[1].mode == SIM_L_DONE
 		   ? (P[0].prev > P[1].prev ? P[0].prev : P[1].prev)
@@ -779,7 +975,7 @@ static void pair_final(struct sim *s, const struct sim_opts *o, uint32_t u, int6
 	uint32_t f = s->fold_of[u];
 	s->fst[f].mode = SIM_F_COLLAPSED;
 	s->end_ns[u] = t;
-	if (s->lane[2 * f].held)
+	if (s->lane[4 * f].held)
 		s->nd[u].binding = o->fold->tasks[f].host;
 }
 
@@ -788,29 +984,31 @@ static void pair_final(struct sim *s, const struct sim_opts *o, uint32_t u, int6
 static int pair_whole(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
 {
 	uint32_t f = s->fold_of[u];
-	struct sim_lane *P = &s->lane[2 * f];
+	struct sim_lane *P = &s->lane[4 * f];
 	int64_t since = t, end;
-	if (lanes_start(s, o, f, P, t) || lanes_alone(s, o, f, P, &since, -1, 1, &end))
+	if (lanes_start(s, o, f, P, t) || lanes_alone(s, o, f, P, &since, -1, &end))
 		return PRISM_ENOMEM;
 	pair_final(s, o, u, end < 0 ? PRISM_TIME_MAX + 1 : end);
 	return 0;
 }
 
-/* Pair u (on rank r) alone on its GPU from t: its lanes as of t kept, its
- * end found on a copy of them, its finish event pushed. */
+/* Pair u (on rank r) alone on its GPU from t: run to its end at once,
+ * its lanes as of t and its busy time kept (lane[4 f + 2 ..], fst.at_ns,
+ * t0_ns) for pair_expand to go back to, its finish event pushed. */
 static int pair_collapse(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
 			 int64_t t)
 {
 	uint32_t f = s->fold_of[u];
-	struct sim_lane *P = &s->lane[2 * f], Q[2];
+	struct sim_lane *P = &s->lane[4 * f];
 	int64_t since = t, end;
 	if (s->fst[f].mode != SIM_F_COLLAPSED)
 		lanes_count(r, P, -1);
 	s->fst[f].mode = SIM_F_COLLAPSED;
 	s->fst[f].at_ns = t;
+	s->fst[f].t0_ns = s->fold_busy[f];
 	P[0].pushed = P[1].pushed = INT64_MIN;
-	memcpy(Q, P, sizeof(Q));
-	if (lanes_alone(s, o, f, Q, &since, -1, 0, &end))
+	memcpy(P + 2, P, 2 * sizeof(*P));
+	if (lanes_alone(s, o, f, P, &since, -1, &end))
 		return PRISM_ENOMEM;
 	if (end < 0 || end > PRISM_TIME_MAX)
 		end = PRISM_TIME_MAX + 1; /* release() refuses it */
@@ -819,15 +1017,18 @@ static int pair_collapse(struct sim *s, const struct sim_opts *o, struct sim_run
 }
 
 /* Collapsed pair u (on rank r) followed event by event from t: what ran
- * before t ran alone (logged), its lanes' work advanced to t. */
+ * before t ran alone (from its lanes as they were when it collapsed,
+ * pair_collapse), its lanes' work advanced to t. */
 static int pair_expand(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
 		       int64_t t)
 {
 	uint32_t f = s->fold_of[u];
-	struct sim_lane *P = &s->lane[2 * f];
+	struct sim_lane *P = &s->lane[4 * f];
 	int64_t since = s->fst[f].at_ns, end;
 	double rt[2];
-	if (lanes_alone(s, o, f, P, &since, t, 1, &end))
+	memcpy(P, P + 2, 2 * sizeof(*P));
+	s->fold_busy[f] = s->fst[f].t0_ns;
+	if (lanes_alone(s, o, f, P, &since, t, &end))
 		return PRISM_ENOMEM;
 	rt[0] = lrate_alone(o, &P[0], &P[1]);
 	rt[1] = lrate_alone(o, &P[1], &P[0]);
@@ -851,7 +1052,7 @@ static int fin_due(const struct sim *s, const struct sim_opts *o, uint32_t u, in
 		return !side && s->nd[u].pred_end == t;
 	if (s->fst[s->fold_of[u]].mode == SIM_F_COLLAPSED)
 		return !side && s->nd[u].pred_end == t;
-	L = &s->lane[2 * s->fold_of[u] + side];
+	L = &s->lane[4 * s->fold_of[u] + side];
 	return (L->mode == SIM_L_WAIT || L->mode == SIM_L_RUN) && L->pushed == t;
 }
 
@@ -859,7 +1060,7 @@ static int fin_due(const struct sim *s, const struct sim_opts *o, uint32_t u, in
 static void pair_advance(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
 			 int64_t t)
 {
-	struct sim_lane *P = &s->lane[2 * s->fold_of[u]];
+	struct sim_lane *P = &s->lane[4 * s->fold_of[u]];
 	double rt[2] = {lrate(o, r, &P[0]), lrate(o, r, &P[1])};
 	for (int l = 0; l < 2; l++)
 		if (P[l].mode == SIM_L_RUN) {
@@ -873,7 +1074,7 @@ static void pair_advance(struct sim *s, const struct sim_opts *o, struct sim_run
 static int pair_retime(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
 		       int64_t t)
 {
-	struct sim_lane *P = &s->lane[2 * s->fold_of[u]];
+	struct sim_lane *P = &s->lane[4 * s->fold_of[u]];
 	for (int l = 0; l < 2; l++) {
 		struct sim_lane *L = &P[l];
 		if (L->mode == SIM_L_RUN) {
@@ -1104,12 +1305,12 @@ static int fold_begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64
 	if (is_pair(s, o, u)) {
 		uint32_t f = s->fold_of[u];
 		s->fst[f].mode = SIM_F_COLLAPSED;
-		if (lanes_start(s, o, f, &s->lane[2 * f], t))
+		if (lanes_start(s, o, f, &s->lane[4 * f], t))
 			return PRISM_ENOMEM;
 		if (!others(r))
 			return pair_collapse(s, o, r, u, t);
 		s->fst[f].mode = SIM_F_RUNNING;
-		lanes_count(r, &s->lane[2 * f], 1);
+		lanes_count(r, &s->lane[4 * f], 1);
 		return retime(s, o, r, t);
 	}
 	if (!others(r))
@@ -1127,22 +1328,18 @@ static int pair_step(struct sim *s, const struct sim_opts *o, uint32_t u, int si
 {
 	struct sim_running *r = rank_of(s, u);
 	uint32_t f = s->fold_of[u];
-	struct sim_lane *P = &s->lane[2 * f];
+	struct sim_lane *P = &s->lane[4 * f];
 	if (s->end_ns[u] >= 0 || !fin_due(s, o, u, side, t))
 		return 0;
 	advance(s, o, r, t);
-	if (s->fst[f].mode == SIM_F_COLLAPSED) {
-		int64_t since = s->fst[f].at_ns, end;
-		if (lanes_alone(s, o, f, P, &since, -1, 1, &end))
-			return PRISM_ENOMEM;
-	} else {
+	if (s->fst[f].mode != SIM_F_COLLAPSED) {
 		lanes_count(r, P, -1);
-		if (lane_event(s, o, f, P, side, t, 1))
+		if (lane_event(s, o, f, P, side, t))
 			return PRISM_ENOMEM;
 		lanes_count(r, P, 1);
 		if (P[0].mode != SIM_L_DONE || P[1].mode != SIM_L_DONE)
 			return retime(s, o, r, t) ? PRISM_ENOMEM : 0;
-	}
+	} /* else it ran to its end when it collapsed */
 	pair_final(s, o, u, t);
 	remove_running(s, r, u);
 	r->n_fold--;
@@ -1284,7 +1481,7 @@ static int fold_alloc(struct sim *s, const struct sim_fold *fo)
 		s->fold_busy = b;
 		free(s->lane);
 		free(s->xoff);
-		s->lane = prism_malloc(2 * fo->n_tasks * sizeof(*s->lane));
+		s->lane = prism_malloc(4 * fo->n_tasks * sizeof(*s->lane));
 		s->xoff = prism_malloc(fo->n_tasks * sizeof(*s->xoff));
 		if (!s->lane || !s->xoff) {
 			s->n_fold_cap = 0;
@@ -1304,7 +1501,10 @@ static int fold_alloc(struct sim *s, const struct sim_fold *fo)
 		}
 		if (nx > s->xend_cap) {
 			free(s->xend);
-			if (!(s->xend = prism_malloc(nx * sizeof(*s->xend)))) {
+			free(s->xstart);
+			s->xend = prism_malloc(nx * sizeof(*s->xend));
+			s->xstart = prism_malloc(nx * sizeof(*s->xstart));
+			if (!s->xend || !s->xstart) {
 				s->xend_cap = 0;
 				return PRISM_ENOMEM;
 			}
@@ -1332,8 +1532,8 @@ static int cmp_plog(const void *a, const void *b)
 /* plog by task, then piece, as qsort with cmp_plog orders it: a task's
  * pieces are logged one after another, so a stable counting sort by task
  * gives that order in two passes (qsort's comparisons were 4 % of the
- * default sweep); checked, and qsort of a task's rows where its pieces
- * came out of order.  0, or PRISM_ENOMEM. */
+ * default sweep); checked, and qsort where a task's pieces came out of
+ * order.  0, or PRISM_ENOMEM. */
 static int sort_plog(struct sim *s, uint32_t ntasks)
 {
 	struct sim_piece_time *v = s->plog.v, *t;
@@ -1356,15 +1556,11 @@ static int sort_plog(struct sim *s, uint32_t ntasks)
 		at[f + 1] += at[f];
 	for (size_t i = 0; i < n; i++)
 		t[at[v[i].task]++] = v[i];
-	/* A task whose pieces came out of order (a pair's two lanes, or
-	 * otherwise): that task's rows sorted alone. */
-	for (size_t i = 0, j; i < n; i = j) {
-		int sorted = 1;
-		for (j = i + 1; j < n && t[j].task == t[i].task; j++)
-			sorted = sorted && t[j].piece > t[j - 1].piece;
-		if (!sorted)
-			qsort(t + i, j - i, sizeof(*t), cmp_plog);
-	}
+	for (size_t i = 1; i < n; i++)
+		if (t[i].task == t[i - 1].task && t[i].piece <= t[i - 1].piece) {
+			qsort(v, n, sizeof(*v), cmp_plog);
+			return 0;
+		}
 	memcpy(v, t, n * sizeof(*v));
 	return 0;
 }
@@ -1475,10 +1671,10 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 			}
 			s->fst[s->fold_of[u]] =
 			    (struct sim_fstate){e.time_ns, 0, 0, 0, SIM_F_COLLAPSED};
-			if (is_pair(s, o, u) ? pair_whole(s, o, u, e.time_ns)
-					     : fold_final(s, o, u,
-							  fold_end_from(s, o, s->fold_of[u], 0,
-									e.time_ns)))
+			if (is_pair(s, o, u)
+				? pair_whole(s, o, u, e.time_ns)
+				: fold_final(s, o, u,
+					     fold_end_from(s, o, s->fold_of[u], 0, e.time_ns)))
 				return prism_err_set(err, PRISM_ENOMEM,
 						     "simulation: out of memory");
 			if ((fin = release(s, o, u, err)))
@@ -2105,7 +2301,7 @@ int sim_run_maxplus(struct sim *s, const struct sim_opts *o, struct prism_err *e
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 	if (rc == 0 && s->n_done != g->n_nodes)
 		rc = SIM_MP_STUCK;
-	if (rc == 0 && (hybrid || s->n_pairs) && s->plog.n > 1 && sort_plog(s, o->fold ? o->fold->n_tasks : 0))
+	if (rc == 0 && hybrid && s->plog.n > 1 && sort_plog(s, o->fold ? o->fold->n_tasks : 0))
 		return prism_err_set(err, PRISM_ENOMEM, "simulation: out of memory");
 	if (rc == 0 && cont && !hybrid && (rc = mp_overlap(s, o)) != 0) {
 		if (rc < 0)

@@ -78,8 +78,8 @@
  * from then, and ends with the later lane.  Alone on its GPU the pair is
  * evaluated in a loop of its own over its lanes' events (the sim's
  * arithmetic in the sim's order); while anything else runs there, its
- * lanes are followed event by event through the queue.  Every piece of a
- * pair is logged (plog; side lane pieces numbered from n), and its busy
+ * lanes are followed event by event through the queue.  Every piece's
+ * simulated times are kept (sim.xstart, xend; not in plog), and its busy
  * time (fold_busy) is its main lane's.
  */
 #define SIM_NO_XW UINT32_MAX
@@ -202,11 +202,13 @@ struct sim {
 	VEC(struct sim_piece_time) plog;
 	VEC(struct sim_piece_time) ptmp; /* scratch: plog sorted */
 	VEC(uint32_t) pcount;		 /* scratch: per task, its first row */
-	/* Pairs (sim.h above): per folded task, its two lanes (sim.c), and
-	 * where its pieces' ends are kept (xend, from xoff). */
+	/* Pairs (sim.h above): per folded task its two lanes and their copy
+	 * (sim.c); each pair's pieces' simulated times, valid after sim_run:
+	 * pair f's main lane's piece k at xstart, xend[xoff[f] + k], its side
+	 * lane's at [xoff[f] + n + k] (not in plog). */
 	struct sim_lane *lane;
 	uint32_t *xoff;
-	int64_t *xend;
+	int64_t *xstart, *xend;
 	size_t xend_cap;
 	uint32_t n_pairs; /* of sim_opts.fold's tasks */
 	/* sim_run_maxplus(): the worklist; why the last call declined
