@@ -571,9 +571,13 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 	if (c->em.pend.n || u.n == 0 || VEC_RESERVE(c->fo.fscr, u.n))
 		return 0;
 	u.x = c->fo.fscr.v;
-	/* The ring's transfers as pairs' side lanes where the unit fits
-	 * (fold_lanes), else scanned again and folded as before. */
-	u.side = c->rk[r].stream[S_TP];
+
+	/* The ring's transfers as pairs' side lanes where the unit has any
+	 * and fits (fold_lanes), else scanned again and folded as before. */
+	u.side = NONE32;
+	for (uint32_t i = 0; i < u.n && u.side == NONE32; i++)
+		if (u.proc[i] == c->rk[r].stream[S_TP])
+			u.side = u.proc[i];
 	for (;;) {
 		uint32_t side = u.side;
 		u.h = 0;
