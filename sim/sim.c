@@ -244,6 +244,9 @@ void sim_free(struct sim *s)
 	free(s->xoff);
 	free(s->xend);
 	free(s->xstart);
+	free(s->memo_at);
+	VEC_FREE(s->memo);
+	VEC_FREE(s->memo_t);
 	VEC_FREE(s->plog);
 	VEC_FREE(s->ptmp);
 	VEC_FREE(s->pcount);
@@ -979,16 +982,58 @@ static void pair_final(struct sim *s, const struct sim_opts *o, uint32_t u, int6
 		s->nd[u].binding = o->fold->tasks[f].host;
 }
 
-/* Pair u from its start at t to its end with nothing beside it (no
- * contention, or alone on its GPU in the max-plus pass). */
+/*
+ * Pair u from its start at t to its end with nothing beside it (no
+ * contention, or alone on its GPU in the max-plus pass).  Where every
+ * piece was launched by t (its launch offsets all at most t less its host
+ * start), the run depends on t only by a shift (each piece at the later
+ * of its lane's previous end and the other lane's piece, plus its lag:
+ * lanes_alone's arithmetic on differences), so a template's first such
+ * run is kept (s->memo) and every later one is that run shifted: its
+ * pieces' times, its end and busy time.
+ */
 static int pair_whole(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
 {
 	uint32_t f = s->fold_of[u];
+	const struct sim_folded *tk = &o->fold->tasks[f];
 	struct sim_lane *P = &s->lane[4 * f];
-	int64_t since = t, end;
+	int64_t since = t, end, rel = t - fhost(s, o, f), reach = INT64_MIN;
+	uint32_t mi = s->memo_at[tk->first], np = tk->n + tk->n2;
+	size_t at = s->xoff[f];
+	if (mi != NONE32) {
+		const struct sim_pair_memo *m = &s->memo.v[mi];
+		if (m->first2 == tk->first2 && m->n == tk->n && m->n2 == tk->n2 &&
+		    rel >= m->reach) {
+			const int64_t *x = s->memo_t.v + m->off;
+			for (uint32_t k = 0; k < np; k++) {
+				s->xstart[at + k] = t + x[2 * k];
+				s->xend[at + k] = t + x[2 * k + 1];
+			}
+			s->fold_busy[f] += m->busy;
+			P[0].held = 0;
+			pair_final(s, o, u, t + m->len);
+			return 0;
+		}
+	}
 	if (lanes_start(s, o, f, P, t) || lanes_alone(s, o, f, P, &since, -1, &end))
 		return PRISM_ENOMEM;
 	pair_final(s, o, u, end < 0 ? PRISM_TIME_MAX + 1 : end);
+	for (uint32_t k = 0; mi == NONE32 && end >= 0 && k < np; k++) {
+		const struct sim_piece *q =
+		    k < tk->n ? lpiece(o, f, 0, k) : lpiece(o, f, 1, k - tk->n);
+		reach = q->rel_ns > reach ? q->rel_ns : reach;
+	}
+	if (mi == NONE32 && end >= 0 && rel >= reach) {
+		struct sim_pair_memo m = {tk->first2, tk->n,	       tk->n2,	   reach,
+					  end - t,    s->fold_busy[f], s->memo_t.n};
+		if (VEC_RESERVE(s->memo_t, s->memo_t.n + 2 * (size_t)np) || VEC_PUSH(s->memo, m))
+			return PRISM_ENOMEM;
+		for (uint32_t k = 0; k < np; k++) {
+			s->memo_t.v[s->memo_t.n++] = s->xstart[at + k] - t;
+			s->memo_t.v[s->memo_t.n++] = s->xend[at + k] - t;
+		}
+		s->memo_at[tk->first] = (uint32_t)(s->memo.n - 1);
+	}
 	return 0;
 }
 
@@ -1490,7 +1535,7 @@ static int fold_alloc(struct sim *s, const struct sim_fold *fo)
 		s->n_fold_cap = fo->n_tasks;
 	}
 	{
-		size_t nx = 0;
+		size_t nx = 0, npc = 0; /* npc: the pairs' first pieces' bound */
 		s->n_pairs = 0;
 		for (uint32_t f = 0; f < fo->n_tasks; f++) {
 			if (!fo->tasks[f].n2)
@@ -1498,7 +1543,21 @@ static int fold_alloc(struct sim *s, const struct sim_fold *fo)
 			s->xoff[f] = (uint32_t)nx;
 			nx += (size_t)fo->tasks[f].n + fo->tasks[f].n2;
 			s->n_pairs++;
+			if ((size_t)fo->tasks[f].first + 1 > npc)
+				npc = (size_t)fo->tasks[f].first + 1;
 		}
+		if (npc > s->memo_cap) {
+			free(s->memo_at);
+			if (!(s->memo_at = prism_malloc(npc * sizeof(*s->memo_at)))) {
+				s->memo_cap = 0;
+				return PRISM_ENOMEM;
+			}
+			s->memo_cap = npc;
+		}
+		for (uint32_t f = 0; f < fo->n_tasks; f++)
+			if (fo->tasks[f].n2)
+				s->memo_at[fo->tasks[f].first] = NONE32;
+		s->memo.n = s->memo_t.n = 0;
 		if (nx > s->xend_cap) {
 			free(s->xend);
 			free(s->xstart);

@@ -139,6 +139,15 @@ void sim_opts_default(struct sim_opts *o);
  * the sim follows piece k (waiting for it to start at at_ns, or running
  * it since at_ns). */
 struct sim_lane;
+
+/* A pair's whole run once every piece was launched by its start (sim.c
+ * pair_whole), from that start: kept per template (its first piece). */
+struct sim_pair_memo {
+	uint32_t first2, n, n2;
+	int64_t reach, len, busy;
+	size_t off; /* its pieces' starts and ends, in sim.memo_t */
+};
+
 struct sim_fstate {
 	int64_t at_ns, t0_ns;
 	double rem0;
@@ -210,7 +219,11 @@ struct sim {
 	uint32_t *xoff;
 	int64_t *xstart, *xend;
 	size_t xend_cap;
-	uint32_t n_pairs; /* of sim_opts.fold's tasks */
+	uint32_t n_pairs;  /* of sim_opts.fold's tasks */
+	uint32_t *memo_at; /* per piece: the memo of the template it begins, or UINT32_MAX */
+	size_t memo_cap;
+	VEC(struct sim_pair_memo) memo;
+	VEC(int64_t) memo_t;
 	/* sim_run_maxplus(): the worklist; why the last call declined
 	 * (SIM_MP_*); how many tasks its hybrid took through the queue;
 	 * whether it ran the hybrid, which keeps per node the task whose
