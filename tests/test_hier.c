@@ -844,8 +844,7 @@ static void test_cp_moe_forms(void **state)
 	    /* The ring's transfers folded beside its attention steps (a unit
 	     * task's side lane, sim.h's pairs) at every cp from 2 to 32 (with
 	     * cp 4 and 16 above), and under sequence parallelism, whose
-	     * re-gathers share the side stream (those units folded as
-	     * before). */
+	     * backward re-gathers and reduce-scatters join the side lane. */
 	    {1, 0, 2, 1, 2, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0, 0},
 	    {1, 0, 2, 1, 8, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0, 0},
 	    {1, 0, 2, 1, 32, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0, 0},

@@ -315,8 +315,10 @@ static int fold_runs(struct ctx *c, const struct built *u)
 
 /*
  * The pairs' side lanes (sim.h, pairs): where every task of the unit on
- * the side stream is a context-parallel ring's transfer (a send/recv),
- * each waiting by an event on one compute kernel of the unit, and every
+ * the side stream is a collective (a context-parallel ring's transfer,
+ * sequence parallelism's backward re-gather or reduce-scatter beside the
+ * weight gradient), each waiting by an event on one compute kernel of
+ * the unit, and every
  * event between the two streams inside the unit (fold_scan left them
  * uncut), each transfer joins the run of the kernel it waits on, as a
  * piece of that run's unit task's side lane, in its order; a kernel that
@@ -340,8 +342,7 @@ static int fold_lanes(struct ctx *c, const struct built *u)
 		uint32_t a = x[i].xsrc;
 		if (u->proc[i] != u->side)
 			continue;
-		if (u->kind[i] != GN_COLL || u->coll[i] == NONE32 ||
-		    c->em.w.colls.v[u->coll[i]].kind != GC_SEND_RECV || a == NONE32 ||
+		if (u->kind[i] != GN_COLL || u->coll[i] == NONE32 || a == NONE32 ||
 		    x[a].seg == NONE32 || c->fo.fsegs.v[x[a].seg].n < 2 ||
 		    (c->fo.fside.n && x[a].seg < seg))
 			return 0;
