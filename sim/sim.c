@@ -240,6 +240,13 @@ void sim_free(struct sim *s)
 	drop_lazy(s);
 	free(s->fst);
 	free(s->fold_busy);
+	free(s->lane);
+	free(s->xoff);
+	free(s->xend);
+	free(s->xstart);
+	free(s->memo_at);
+	VEC_FREE(s->memo);
+	VEC_FREE(s->memo_t);
 	VEC_FREE(s->plog);
 	VEC_FREE(s->ptmp);
 	VEC_FREE(s->pcount);
@@ -360,6 +367,37 @@ static int collapsed(const struct sim *s, uint32_t u)
 	return s->fold_of && s->fold_of[u] != NONE32 && s->fst[s->fold_of[u]].mode <= SIM_F_CRUN;
 }
 
+/* ---- pairs: folded tasks with a side lane (sim.h) ------------------------ */
+
+/* A lane's state (sim_lane.mode): waiting for its piece's start (pred),
+ * running it, blocked on the other lane's piece, done. */
+#define SIM_L_WAIT  0
+#define SIM_L_RUN   1
+#define SIM_L_BLOCK 2
+#define SIM_L_DONE  3
+
+/* A finish event of a pair's side lane carries this bit too (graph.h's
+ * GRAPH_MAX_TASKS keeps it clear of the node). */
+#define SIM_SIDE 0x40000000u
+
+struct sim_lane {
+	int64_t prev;	/* its piece before's end (its task's start before the first) */
+	int64_t at;	/* WAIT, RUN: its piece's start */
+	int64_t pred;	/* WAIT: its piece's start; RUN: its end at the current rates */
+	int64_t pushed; /* the time of its last event pushed (INT64_MIN: none) */
+	double rem;	/* RUN: its piece's work left at full speed */
+	uint32_t k;	/* its piece (those before it have ended) */
+	uint8_t mode;	/* SIM_L_* */
+	uint8_t kind;	/* RUN: SIM_PIECE_* */
+	uint8_t held;	/* lane 0: a launch decided a piece's start */
+};
+
+static void pair_advance(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+			 int64_t t);
+static int pair_retime(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+		       int64_t t);
+static int is_pair(const struct sim *s, const struct sim_opts *o, uint32_t u);
+
 /* Account the rank's running tasks' progress up to t. */
 static void advance(struct sim *s, const struct sim_opts *o, struct sim_running *r, int64_t t)
 {
@@ -367,6 +405,10 @@ static void advance(struct sim *s, const struct sim_opts *o, struct sim_running 
 		uint32_t v = r->v[i];
 		if (collapsed(s, v))
 			continue;
+		if (is_pair(s, o, v)) {
+			pair_advance(s, o, r, v, t);
+			continue;
+		}
 		s->rem[v] -= (double)(t - r->since) * rate_of(s, o, r, v);
 		if (s->rem[v] < 0)
 			s->rem[v] = 0;
@@ -382,6 +424,11 @@ static int retime(struct sim *s, const struct sim_opts *o, struct sim_running *r
 		double left;
 		if (collapsed(s, v))
 			continue;
+		if (is_pair(s, o, v)) {
+			if (pair_retime(s, o, r, v, t))
+				return PRISM_ENOMEM;
+			continue;
+		}
 		left = s->rem[v] / rate_of(s, o, r, v);
 		/* Past PRISM_TIME_MAX: release() refuses it (too_late). */
 		int64_t end =
@@ -500,6 +547,597 @@ static int fold_log(struct sim *s, uint32_t f, uint32_t k, int64_t a, int64_t b)
 	return VEC_PUSH(s->plog, x);
 }
 
+static int is_pair(const struct sim *s, const struct sim_opts *o, uint32_t u)
+{
+	return s->fold_of && s->fold_of[u] != NONE32 && o->fold->tasks[s->fold_of[u]].n2 > 0;
+}
+
+static const struct sim_piece *lpiece(const struct sim_opts *o, uint32_t f, int l, uint32_t k)
+{
+	const struct sim_folded *t = &o->fold->tasks[f];
+	return &o->fold->pieces[(l ? t->first2 : t->first) + k];
+}
+
+static uint32_t lcount(const struct sim_opts *o, uint32_t f, int l)
+{
+	return l ? o->fold->tasks[f].n2 : o->fold->tasks[f].n;
+}
+
+/* Where lane l of pair f keeps its pieces' ends. */
+static int64_t *lend(const struct sim *s, const struct sim_opts *o, uint32_t f, int l)
+{
+	return s->xend + s->xoff[f] + (l ? o->fold->tasks[f].n : 0);
+}
+
+/* What a lane runs as now. */
+static uint8_t lkind(const struct sim_lane *L)
+{
+	return L->mode == SIM_L_RUN ? L->kind : SIM_PIECE_IDLE;
+}
+
+/* The rate of lane L with the other lane M beside it, nothing else on
+ * their GPU (rate_of's rule). */
+static double lrate_alone(const struct sim_opts *o, const struct sim_lane *L,
+			  const struct sim_lane *M)
+{
+	if (L->kind == SIM_PIECE_COMPUTE)
+		return lkind(M) == SIM_PIECE_COMM ? 1.0 / (1.0 + o->slow_compute) : 1.0;
+	if (L->kind == SIM_PIECE_COMM)
+		return lkind(M) == SIM_PIECE_COMPUTE ? 1.0 / (1.0 + o->slow_comm) : 1.0;
+	return 1.0;
+}
+
+/* The rate of lane L on rank r (its lanes counted in r's kinds). */
+static double lrate(const struct sim_opts *o, const struct sim_running *r, const struct sim_lane *L)
+{
+	if (L->kind == SIM_PIECE_COMPUTE)
+		return r->n_comm > 0 ? 1.0 / (1.0 + o->slow_compute) : 1.0;
+	if (L->kind == SIM_PIECE_COMM)
+		return r->n_comp > 0 ? 1.0 / (1.0 + o->slow_comm) : 1.0;
+	return 1.0;
+}
+
+/* The lanes P counted in (sign 1) or out of (-1) rank r's kinds. */
+static void lanes_count(struct sim_running *r, const struct sim_lane *P, int sign)
+{
+	for (int l = 0; l < 2; l++) {
+		r->n_comp += (uint32_t)(sign * (lkind(&P[l]) == SIM_PIECE_COMPUTE));
+		r->n_comm += (uint32_t)(sign * (lkind(&P[l]) == SIM_PIECE_COMM));
+	}
+}
+
+/* Lane l's piece k ran from a to b (its times kept, the main lane's busy
+ * time counted); the lane moves past it. */
+static int lane_end(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P, int l,
+		    int64_t a, int64_t b)
+{
+	struct sim_lane *L = &P[l];
+	size_t at = s->xoff[f] + (l ? o->fold->tasks[f].n : 0) + L->k;
+	if (!l)
+		s->fold_busy[f] += b - a;
+	s->xstart[at] = a;
+	s->xend[at] = b;
+	L->prev = b;
+	L->k++;
+	return 0;
+}
+
+/* Lane l of pair f (lanes P) takes its next piece at t, the one before
+ * having ended at P[l].prev <= t: it waits for its start (the later of
+ * that end, its launch and the other lane's piece it waits for, plus its
+ * lag), or blocks on that piece, or runs; pieces of no length end as they
+ * start.  0 or PRISM_ENOMEM. */
+static int lane_next(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P, int l,
+		     int64_t t)
+{
+	struct sim_lane *L = &P[l], *M = &P[1 - l];
+	int64_t host = fhost(s, o, f);
+	while (L->k < lcount(o, f, l)) {
+		const struct sim_piece *q = lpiece(o, f, l, L->k);
+		int64_t at = prism_time_add(host, q->rel_ns), c = L->prev > at ? L->prev : at;
+		int held = at > L->prev;
+		if (q->xw != SIM_NO_XW) {
+			int64_t x;
+			if (M->k <= q->xw) {
+				L->mode = SIM_L_BLOCK;
+				return 0;
+			}
+			x = lend(s, o, f, 1 - l)[q->xw];
+			held = held && at > x;
+			c = x > c ? x : c;
+		}
+		P[0].held |= (uint8_t)held;
+		c = prism_time_add(c, q->lag_ns);
+		L->at = c;
+		if (c > t) {
+			L->mode = SIM_L_WAIT;
+			L->pred = c;
+			return 0;
+		}
+		if (q->dur_ns > 0) {
+			L->mode = SIM_L_RUN;
+			L->kind = q->kind;
+			L->rem = (double)q->dur_ns;
+			return 0;
+		}
+		if (lane_end(s, o, f, P, l, c, c))
+			return PRISM_ENOMEM;
+	}
+	L->mode = SIM_L_DONE;
+	return 0;
+}
+
+/* A lane blocked on a piece of the other that has ended moves on at t
+ * (and so on, while one frees the other). */
+static int lanes_wake(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
+		      int64_t t)
+{
+	for (int moved = 1; moved;) {
+		moved = 0;
+		for (int l = 0; l < 2; l++)
+			if (P[l].mode == SIM_L_BLOCK && P[1 - l].k > lpiece(o, f, l, P[l].k)->xw) {
+				if (lane_next(s, o, f, P, l, t))
+					return PRISM_ENOMEM;
+				moved = 1;
+			}
+	}
+	return 0;
+}
+
+/* Lane l's event at t: its piece starts, or ends (and what follows). */
+static int lane_event(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
+		      int l, int64_t t)
+{
+	struct sim_lane *L = &P[l];
+	const struct sim_piece *q = lpiece(o, f, l, L->k);
+	if (L->mode == SIM_L_WAIT && q->dur_ns > 0) {
+		L->mode = SIM_L_RUN;
+		L->kind = q->kind;
+		L->rem = (double)q->dur_ns;
+		return 0;
+	}
+	if (lane_end(s, o, f, P, l, L->at, t) || lane_next(s, o, f, P, l, t))
+		return PRISM_ENOMEM;
+	return lanes_wake(s, o, f, P, t);
+}
+
+/* Pair f's lanes P from their start at t. */
+static int lanes_start(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
+		       int64_t t)
+{
+	memset(P, 0, 2 * sizeof(*P));
+	P[0].prev = P[1].prev = t;
+	P[0].pushed = P[1].pushed = INT64_MIN;
+	if (lane_next(s, o, f, P, 0, t) || lane_next(s, o, f, P, 1, t))
+		return PRISM_ENOMEM;
+	return lanes_wake(s, o, f, P, t);
+}
+
+/* The running lanes' ends at t, at the rates they have beside each other
+ * alone (retime's arithmetic). */
+static void lanes_retime_alone(const struct sim_opts *o, struct sim_lane *P, int64_t t)
+{
+	double rt[2] = {lrate_alone(o, &P[0], &P[1]), lrate_alone(o, &P[1], &P[0])};
+	for (int l = 0; l < 2; l++) {
+		double left;
+		if (P[l].mode != SIM_L_RUN)
+			continue;
+		left = P[l].rem / rt[l];
+		P[l].pred =
+		    left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1 : t + prism_llround(left);
+	}
+}
+
+/*
+ * A pair's repeated steps (the ring's middle steps: each lane's pieces
+ * the same as the step before's) are taken at once.  The loop's
+ * arithmetic is shift-invariant -- advance subtracts (t - since) x rate,
+ * retime rounds rem / rate and adds t, a piece starts at the later of
+ * times plus a lag -- so from two instants where the main lane has just
+ * started a piece and both lanes stand alike (lane_mark: their states,
+ * work left and the ends of the other lane's last pieces, relative to
+ * the instant), the pair runs the same again, shifted, for as long as the
+ * pieces ahead repeat those of the period between (durations, lags,
+ * kinds, waits on the other lane's pieces as far back), no launch held
+ * a piece (each launched by the earlier instant) and no lane ends.
+ * lanes_period counts those periods; lanes_jump takes them: each piece's
+ * times the period before's plus its length.
+ */
+#define LANE_SIG 14
+
+struct lane_mark {
+	int64_t t, busy;
+	uint32_t k[2];
+	int64_t sig[LANE_SIG];
+	double rem[2];
+};
+
+/* The end of lane l's piece k - back relative to t (INT64_MIN: none). */
+static int64_t lane_back(const struct sim *s, const struct sim_opts *o, uint32_t f,
+			 const struct sim_lane *P, int l, uint32_t back, int64_t t)
+{
+	return P[l].k >= back ? lend(s, o, f, l)[P[l].k - back] - t : INT64_MIN;
+}
+
+static void lane_mark_make(const struct sim *s, const struct sim_opts *o, uint32_t f,
+			   const struct sim_lane *P, int64_t t, struct lane_mark *m)
+{
+	int i = 0;
+	m->t = t;
+	m->busy = s->fold_busy[f];
+	for (int l = 0; l < 2; l++) {
+		const struct sim_lane *L = &P[l];
+		int timed = L->mode == SIM_L_WAIT || L->mode == SIM_L_RUN;
+		m->k[l] = L->k;
+		m->rem[l] = L->mode == SIM_L_RUN ? L->rem : 0;
+		m->sig[i++] = L->mode;
+		m->sig[i++] = L->mode == SIM_L_RUN ? L->kind : 0;
+		m->sig[i++] = L->prev - t;
+		m->sig[i++] = timed ? L->pred - t : 0;
+		m->sig[i++] = timed ? L->at - t : 0;
+		m->sig[i++] = lane_back(s, o, f, P, l, 1, t);
+		m->sig[i++] = lane_back(s, o, f, P, l, 2, t);
+	}
+}
+
+static int lane_mark_same(const struct lane_mark *a, const struct lane_mark *b)
+{
+	return memcmp(a->sig, b->sig, sizeof(a->sig)) == 0 && a->rem[0] == b->rem[0] &&
+	       a->rem[1] == b->rem[1];
+}
+
+/* Piece x of lane l of pair f the same as piece x - d (its wait on the
+ * other lane's pieces d_other further on), launched by latest (an offset
+ * from its unit's host start). */
+static int lane_repeats(const struct sim_opts *o, uint32_t f, int l, uint32_t x, uint32_t d,
+			uint32_t d_other, int64_t latest)
+{
+	const struct sim_piece *p = lpiece(o, f, l, x), *q = lpiece(o, f, l, x - d);
+	if (p->rel_ns > latest || p->dur_ns != q->dur_ns || p->lag_ns != q->lag_ns ||
+	    p->kind != q->kind)
+		return 0;
+	if (p->xw == SIM_NO_XW || q->xw == SIM_NO_XW)
+		return p->xw == q->xw;
+	return p->xw - q->xw == d_other;
+}
+
+/* The periods past now that repeat the one from h.  0: none. */
+static uint32_t lanes_period(const struct sim *s, const struct sim_opts *o, uint32_t f,
+			     const struct lane_mark *h, const struct lane_mark *now)
+{
+	uint32_t d[2] = {now->k[0] - h->k[0], now->k[1] - h->k[1]}, n = UINT32_MAX;
+	int64_t latest = h->t - fhost(s, o, f); /* launches up to the earlier instant */
+	if (!d[0] || !d[1] || now->t <= h->t)
+		return 0;
+	for (int l = 0; l < 2; l++) {
+		uint32_t x, cnt = lcount(o, f, l), floor = h->k[1 - l] >= 2 ? h->k[1 - l] - 2 : 0;
+		/* The period between: launched by then, its waits on the
+		 * other lane no further back than its marked ends. */
+		for (x = h->k[l]; x <= now->k[l] && x < cnt; x++) {
+			const struct sim_piece *p = lpiece(o, f, l, x);
+			if (p->rel_ns > latest || (p->xw != SIM_NO_XW && p->xw < floor))
+				return 0;
+		}
+		/* Ahead: the pieces repeating it; each period takes d[l]
+		 * pieces and stands at the next one's start. */
+		for (x = now->k[l]; x < cnt && lane_repeats(o, f, l, x, d[l], d[1 - l], latest);
+		     x++)
+			;
+		if (x == now->k[l])
+			return 0;
+		if ((x - 1 - now->k[l]) / d[l] < n)
+			n = (x - 1 - now->k[l]) / d[l];
+	}
+	return n;
+}
+
+/* Take n periods of length dt from instant t (lanes P, mark now, the
+ * period's busy time busy): each piece ended in them at the times of the
+ * piece a period before, plus dt. */
+static void lanes_jump(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
+		       const struct lane_mark *h, const struct lane_mark *now, uint32_t n,
+		       int64_t *since)
+{
+	int64_t dt = now->t - h->t, sh = (int64_t)n * dt;
+	for (int l = 0; l < 2; l++) {
+		uint32_t d = now->k[l] - h->k[l];
+		size_t base = s->xoff[f] + (l ? o->fold->tasks[f].n : 0);
+		for (uint32_t x = now->k[l]; x < now->k[l] + n * d; x++) {
+			s->xstart[base + x] = s->xstart[base + x - d] + dt;
+			s->xend[base + x] = s->xend[base + x - d] + dt;
+		}
+		P[l].k += n * d;
+		P[l].prev += sh;
+		P[l].at += sh;
+		P[l].pred += sh;
+	}
+	s->fold_busy[f] += (int64_t)n * (now->busy - h->busy);
+	*since += sh;
+}
+
+/*
+ * While the side lane waits on a main-lane piece w (or has ended), the
+ * main lane runs alone at full speed, each piece at the later of its
+ * previous end, its launch and the side lane's (ended) piece it waits
+ * for, plus its lag, for its duration: the loop's events give it exactly
+ * that (rem / 1 and integer times), so the pieces before w (every piece,
+ * the side lane ended) are placed in one pass and the loop goes on at the
+ * end of w's predecessor, w taken as the loop takes it.  *since: that
+ * end.  1 when it moved, 0 when not (the piece under way is w).
+ */
+static int lane0_solo(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
+		      int64_t *since)
+{
+	struct sim_lane *L = &P[0], *M = &P[1];
+	uint32_t n = lcount(o, f, 0);
+	uint32_t stop = M->mode == SIM_L_DONE ? n : lpiece(o, f, 1, M->k)->xw;
+	int64_t host = fhost(s, o, f), t;
+	if ((L->mode != SIM_L_RUN && L->mode != SIM_L_WAIT) || stop == SIM_NO_XW || L->k >= stop)
+		return 0;
+	/* The piece under way: running at full speed, or to start at at. */
+	t = L->mode == SIM_L_RUN ? L->pred : prism_time_add(L->at, lpiece(o, f, 0, L->k)->dur_ns);
+	if (lane_end(s, o, f, P, 0, L->at, t))
+		return PRISM_ENOMEM;
+	while (L->k < stop && L->k < n) {
+		const struct sim_piece *q = lpiece(o, f, 0, L->k);
+		int64_t at = prism_time_add(host, q->rel_ns), c = L->prev > at ? L->prev : at;
+		int held = at > L->prev;
+		if (q->xw != SIM_NO_XW) {
+			int64_t x;
+			if (M->k <= q->xw)
+				break;
+			x = lend(s, o, f, 1)[q->xw];
+			held = held && at > x;
+			c = x > c ? x : c;
+		}
+		P[0].held |= (uint8_t)held;
+		c = prism_time_add(c, q->lag_ns);
+		t = prism_time_add(c, q->dur_ns);
+		if (lane_end(s, o, f, P, 0, c, t))
+			return PRISM_ENOMEM;
+	}
+	*since = t;
+	if (lane_next(s, o, f, P, 0, t) || lanes_wake(s, o, f, P, t))
+		return PRISM_ENOMEM;
+	lanes_retime_alone(o, P, t);
+	return 1;
+}
+
+/*
+ * Pair f's lanes P alone on their GPU from *since (their work left as of
+ * then), through every event before until (until < 0: to the end), as the
+ * sim would take them one by one: the running lanes' work advanced to
+ * the event at the rates they had (advance), the lane's step, their ends
+ * at the new rates (retime).  *end: when both lanes have ended (the later
+ * one's last piece), else INT64_MIN.  Each piece's times are kept
+ * (xstart, xend).
+ */
+static int lanes_alone(struct sim *s, const struct sim_opts *o, uint32_t f, struct sim_lane *P,
+		       int64_t *since, int64_t until, int64_t *end)
+{
+	struct lane_mark mk[4];
+	uint32_t nm = 0, last = UINT32_MAX;
+	lanes_retime_alone(o, P, *since);
+	for (;;) {
+		int l = -1;
+		int64_t t;
+		double rt[2];
+		if (until < 0 && (P[1].mode == SIM_L_BLOCK || P[1].mode == SIM_L_DONE) &&
+		    lane0_solo(s, o, f, P, since) < 0)
+			return PRISM_ENOMEM;
+		for (int i = 0; i < 2; i++)
+			if ((P[i].mode == SIM_L_WAIT || P[i].mode == SIM_L_RUN) &&
+			    (l < 0 || P[i].pred < P[l].pred))
+				l = i;
+		if (l < 0)
+			break;
+		t = P[l].pred;
+		if (until >= 0 && t >= until)
+			break;
+		rt[0] = lrate_alone(o, &P[0], &P[1]);
+		rt[1] = lrate_alone(o, &P[1], &P[0]);
+		for (int i = 0; i < 2; i++)
+			if (P[i].mode == SIM_L_RUN) {
+				P[i].rem -= (double)(t - *since) * rt[i];
+				if (P[i].rem < 0)
+					P[i].rem = 0;
+			}
+		*since = t;
+		if (lane_event(s, o, f, P, l, t))
+			return PRISM_ENOMEM;
+		lanes_retime_alone(o, P, t);
+		/* The main lane has just started a piece: a period? */
+		if (until < 0 && P[0].mode == SIM_L_RUN && P[0].at == t && P[0].k != last &&
+		    P[1].mode != SIM_L_DONE) {
+			struct lane_mark *m = &mk[nm % 4];
+			int jumped = 0;
+			last = P[0].k;
+			lane_mark_make(s, o, f, P, t, m);
+			for (uint32_t b = 1; b <= 3 && b <= nm && !jumped; b++) {
+				const struct lane_mark *h = &mk[(nm - b) % 4];
+				uint32_t n;
+				if (lane_mark_same(h, m) && (n = lanes_period(s, o, f, h, m)) > 0) {
+					lanes_jump(s, o, f, P, h, m, n, since);
+					last = P[0].k;
+					jumped = 1;
+				}
+			}
+			nm = jumped ? 0 : nm + 1; /* after a jump, marks anew */
+		}
+	}
+	*end = P[0].mode == SIM_L_DONE && P[1].mode == SIM_L_DONE
+		   ? (P[0].prev > P[1].prev ? P[0].prev : P[1].prev)
+		   : INT64_MIN;
+	return 0;
+}
+
+/* Pair u ends at t: whether a launch held it (as binding: the host, so
+ * that settle counts it launch-bound). */
+static void pair_final(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
+{
+	uint32_t f = s->fold_of[u];
+	s->fst[f].mode = SIM_F_COLLAPSED;
+	s->end_ns[u] = t;
+	if (s->lane[4 * f].held)
+		s->nd[u].binding = o->fold->tasks[f].host;
+}
+
+/*
+ * Pair u from its start at t to its end with nothing beside it (no
+ * contention, or alone on its GPU in the max-plus pass).  Where every
+ * piece was launched by t (its launch offsets all at most t less its host
+ * start), the run depends on t only by a shift (each piece at the later
+ * of its lane's previous end and the other lane's piece, plus its lag:
+ * lanes_alone's arithmetic on differences), so a template's first such
+ * run is kept (s->memo) and every later one is that run shifted: its
+ * pieces' times, its end and busy time.
+ */
+static int pair_whole(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
+{
+	uint32_t f = s->fold_of[u];
+	const struct sim_folded *tk = &o->fold->tasks[f];
+	struct sim_lane *P = &s->lane[4 * f];
+	int64_t since = t, end, rel = t - fhost(s, o, f), reach = INT64_MIN;
+	uint32_t mi = s->memo_at[tk->first], np = tk->n + tk->n2;
+	size_t at = s->xoff[f];
+	if (mi != NONE32) {
+		const struct sim_pair_memo *m = &s->memo.v[mi];
+		if (m->first2 == tk->first2 && m->n == tk->n && m->n2 == tk->n2 &&
+		    rel >= m->reach) {
+			const int64_t *x = s->memo_t.v + m->off;
+			for (uint32_t k = 0; k < np; k++) {
+				s->xstart[at + k] = t + x[2 * k];
+				s->xend[at + k] = t + x[2 * k + 1];
+			}
+			s->fold_busy[f] += m->busy;
+			P[0].held = 0;
+			pair_final(s, o, u, t + m->len);
+			return 0;
+		}
+	}
+	if (lanes_start(s, o, f, P, t) || lanes_alone(s, o, f, P, &since, -1, &end))
+		return PRISM_ENOMEM;
+	pair_final(s, o, u, end < 0 ? PRISM_TIME_MAX + 1 : end);
+	for (uint32_t k = 0; mi == NONE32 && end >= 0 && k < np; k++) {
+		const struct sim_piece *q =
+		    k < tk->n ? lpiece(o, f, 0, k) : lpiece(o, f, 1, k - tk->n);
+		reach = q->rel_ns > reach ? q->rel_ns : reach;
+	}
+	if (mi == NONE32 && end >= 0 && rel >= reach) {
+		struct sim_pair_memo m = {tk->first2, tk->n,	       tk->n2,	   reach,
+					  end - t,    s->fold_busy[f], s->memo_t.n};
+		if (VEC_RESERVE(s->memo_t, s->memo_t.n + 2 * (size_t)np) || VEC_PUSH(s->memo, m))
+			return PRISM_ENOMEM;
+		for (uint32_t k = 0; k < np; k++) {
+			s->memo_t.v[s->memo_t.n++] = s->xstart[at + k] - t;
+			s->memo_t.v[s->memo_t.n++] = s->xend[at + k] - t;
+		}
+		s->memo_at[tk->first] = (uint32_t)(s->memo.n - 1);
+	}
+	return 0;
+}
+
+/* Pair u (on rank r) alone on its GPU from t: run to its end at once,
+ * its lanes as of t and its busy time kept (lane[4 f + 2 ..], fst.at_ns,
+ * t0_ns) for pair_expand to go back to, its finish event pushed. */
+static int pair_collapse(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+			 int64_t t)
+{
+	uint32_t f = s->fold_of[u];
+	struct sim_lane *P = &s->lane[4 * f];
+	int64_t since = t, end;
+	if (s->fst[f].mode != SIM_F_COLLAPSED)
+		lanes_count(r, P, -1);
+	s->fst[f].mode = SIM_F_COLLAPSED;
+	s->fst[f].at_ns = t;
+	s->fst[f].t0_ns = s->fold_busy[f];
+	P[0].pushed = P[1].pushed = INT64_MIN;
+	memcpy(P + 2, P, 2 * sizeof(*P));
+	if (lanes_alone(s, o, f, P, &since, -1, &end))
+		return PRISM_ENOMEM;
+	if (end < 0 || end > PRISM_TIME_MAX)
+		end = PRISM_TIME_MAX + 1; /* release() refuses it */
+	s->nd[u].pred_end = end;
+	return evq_push(&s->q, end, u | SIM_FIN) ? PRISM_ENOMEM : 0;
+}
+
+/* Collapsed pair u (on rank r) followed event by event from t: what ran
+ * before t ran alone (from its lanes as they were when it collapsed,
+ * pair_collapse), its lanes' work advanced to t. */
+static int pair_expand(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+		       int64_t t)
+{
+	uint32_t f = s->fold_of[u];
+	struct sim_lane *P = &s->lane[4 * f];
+	int64_t since = s->fst[f].at_ns, end;
+	double rt[2];
+	memcpy(P, P + 2, 2 * sizeof(*P));
+	s->fold_busy[f] = s->fst[f].t0_ns;
+	if (lanes_alone(s, o, f, P, &since, t, &end))
+		return PRISM_ENOMEM;
+	rt[0] = lrate_alone(o, &P[0], &P[1]);
+	rt[1] = lrate_alone(o, &P[1], &P[0]);
+	for (int l = 0; l < 2; l++)
+		if (P[l].mode == SIM_L_RUN) {
+			P[l].rem -= (double)(t - since) * rt[l];
+			if (P[l].rem < 0)
+				P[l].rem = 0;
+		}
+	s->fst[f].mode = SIM_F_RUNNING;
+	s->nd[u].pred_end = INT64_MIN;
+	lanes_count(r, P, 1);
+	return 0;
+}
+
+/* Whether a finish event of u (its side lane's: side) at t is due. */
+static int fin_due(const struct sim *s, const struct sim_opts *o, uint32_t u, int side, int64_t t)
+{
+	const struct sim_lane *L;
+	if (!is_pair(s, o, u))
+		return !side && s->nd[u].pred_end == t;
+	if (s->fst[s->fold_of[u]].mode == SIM_F_COLLAPSED)
+		return !side && s->nd[u].pred_end == t;
+	L = &s->lane[4 * s->fold_of[u] + side];
+	return (L->mode == SIM_L_WAIT || L->mode == SIM_L_RUN) && L->pushed == t;
+}
+
+/* Pair u's lanes' work on rank r advanced to t (advance's). */
+static void pair_advance(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+			 int64_t t)
+{
+	struct sim_lane *P = &s->lane[4 * s->fold_of[u]];
+	double rt[2] = {lrate(o, r, &P[0]), lrate(o, r, &P[1])};
+	for (int l = 0; l < 2; l++)
+		if (P[l].mode == SIM_L_RUN) {
+			P[l].rem -= (double)(t - r->since) * rt[l];
+			if (P[l].rem < 0)
+				P[l].rem = 0;
+		}
+}
+
+/* Pair u's lanes' events at the current rates (retime's). */
+static int pair_retime(struct sim *s, const struct sim_opts *o, struct sim_running *r, uint32_t u,
+		       int64_t t)
+{
+	struct sim_lane *P = &s->lane[4 * s->fold_of[u]];
+	for (int l = 0; l < 2; l++) {
+		struct sim_lane *L = &P[l];
+		if (L->mode == SIM_L_RUN) {
+			double left = L->rem / lrate(o, r, L);
+			L->pred = left > (double)PRISM_TIME_MAX ? PRISM_TIME_MAX + 1
+								: t + prism_llround(left);
+		} else if (L->mode != SIM_L_WAIT) {
+			continue;
+		}
+		if (L->pred == L->pushed)
+			continue;
+		L->pushed = L->pred;
+		if (evq_push(&s->q, L->pred, u | SIM_FIN | (l ? SIM_SIDE : 0)))
+			return PRISM_ENOMEM;
+	}
+	return 0;
+}
+
 /* The end of collapsed f's piece k (CWAIT, CRUN: at full speed). */
 static int64_t fold_piece_end(const struct sim_opts *o, uint32_t f, const struct sim_fstate *st)
 {
@@ -580,6 +1218,11 @@ static int fold_expand(struct sim *s, const struct sim_opts *o, struct sim_runni
 		int64_t p;
 		if (!collapsed(s, u))
 			continue;
+		if (is_pair(s, o, u)) {
+			if (pair_expand(s, o, r, u, t))
+				return PRISM_ENOMEM;
+			continue;
+		}
 		f = s->fold_of[u];
 		st = &s->fst[f];
 		if (st->mode != SIM_F_COLLAPSED) {
@@ -641,6 +1284,11 @@ static int fold_collapse(struct sim *s, const struct sim_opts *o, struct sim_run
 		struct sim_fstate *st;
 		if (!s->fold_of || s->fold_of[u] == NONE32 || collapsed(s, u))
 			continue;
+		if (is_pair(s, o, u)) {
+			if (pair_collapse(s, o, r, u, t))
+				return PRISM_ENOMEM;
+			continue;
+		}
 		st = &s->fst[s->fold_of[u]];
 		if (st->mode == SIM_F_WAITING) {
 			st->mode = SIM_F_CWAIT;
@@ -699,6 +1347,17 @@ static int fold_begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64
 		return PRISM_ENOMEM;
 	s->rkind[u] = SIM_PIECE_IDLE;
 	r->n_fold++;
+	if (is_pair(s, o, u)) {
+		uint32_t f = s->fold_of[u];
+		s->fst[f].mode = SIM_F_COLLAPSED;
+		if (lanes_start(s, o, f, &s->lane[4 * f], t))
+			return PRISM_ENOMEM;
+		if (!others(r))
+			return pair_collapse(s, o, r, u, t);
+		s->fst[f].mode = SIM_F_RUNNING;
+		lanes_count(r, &s->lane[4 * f], 1);
+		return retime(s, o, r, t);
+	}
 	if (!others(r))
 		return fold_collapse_at(s, o, r, u, 0, t);
 	if ((rc = fold_enter(s, o, r, u, 0, t, t)) < 0)
@@ -706,6 +1365,30 @@ static int fold_begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64
 	if (rc == 1 && fold_collapse_at(s, o, r, u, fcount(o, s->fold_of[u]), t))
 		return PRISM_ENOMEM; /* nothing to run: its finish event at t */
 	return retime(s, o, r, t);
+}
+
+/* A finish event of pair u's lane side at t: 1 when u has ended (taken
+ * off its rank), 0 when a lane moved on or the event is stale. */
+static int pair_step(struct sim *s, const struct sim_opts *o, uint32_t u, int side, int64_t t)
+{
+	struct sim_running *r = rank_of(s, u);
+	uint32_t f = s->fold_of[u];
+	struct sim_lane *P = &s->lane[4 * f];
+	if (s->end_ns[u] >= 0 || !fin_due(s, o, u, side, t))
+		return 0;
+	advance(s, o, r, t);
+	if (s->fst[f].mode != SIM_F_COLLAPSED) {
+		lanes_count(r, P, -1);
+		if (lane_event(s, o, f, P, side, t))
+			return PRISM_ENOMEM;
+		lanes_count(r, P, 1);
+		if (P[0].mode != SIM_L_DONE || P[1].mode != SIM_L_DONE)
+			return retime(s, o, r, t) ? PRISM_ENOMEM : 0;
+	} /* else it ran to its end when it collapsed */
+	pair_final(s, o, u, t);
+	remove_running(s, r, u);
+	r->n_fold--;
+	return retime(s, o, r, t) ? PRISM_ENOMEM : 1;
 }
 
 /* A finish event of folded u at t: 1 when u has ended (taken off its
@@ -769,12 +1452,14 @@ static int begin(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t,
 	return retime(s, o, r, t);
 }
 
-/* A finish event of u at t: 1 when it is u's end (and u is taken off its
+/* A finish event of u (its side lane's: side) at t: 1 when it is u's end (and u is taken off its
  * rank), 0 when stale; PRISM_ENOMEM. */
-static int finish(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t t)
+static int finish(struct sim *s, const struct sim_opts *o, uint32_t u, int side, int64_t t)
 {
 	struct sim_running *r;
 	uint32_t i;
+	if (is_pair(s, o, u))
+		return pair_step(s, o, u, side, t);
 	if (s->fold_of && s->fold_of[u] != NONE32)
 		return fold_step(s, o, u, t);
 	r = rank_of(s, u);
@@ -839,7 +1524,51 @@ static int fold_alloc(struct sim *s, const struct sim_fold *fo)
 		if (!(b = prism_realloc(s->fold_busy, fo->n_tasks * sizeof(*b))))
 			return PRISM_ENOMEM;
 		s->fold_busy = b;
+		free(s->lane);
+		free(s->xoff);
+		s->lane = prism_malloc(4 * fo->n_tasks * sizeof(*s->lane));
+		s->xoff = prism_malloc(fo->n_tasks * sizeof(*s->xoff));
+		if (!s->lane || !s->xoff) {
+			s->n_fold_cap = 0;
+			return PRISM_ENOMEM;
+		}
 		s->n_fold_cap = fo->n_tasks;
+	}
+	{
+		size_t nx = 0, npc = 0; /* npc: the pairs' first pieces' bound */
+		s->n_pairs = 0;
+		for (uint32_t f = 0; f < fo->n_tasks; f++) {
+			if (!fo->tasks[f].n2)
+				continue;
+			s->xoff[f] = (uint32_t)nx;
+			nx += (size_t)fo->tasks[f].n + fo->tasks[f].n2;
+			s->n_pairs++;
+			if ((size_t)fo->tasks[f].first + 1 > npc)
+				npc = (size_t)fo->tasks[f].first + 1;
+		}
+		if (npc > s->memo_cap) {
+			free(s->memo_at);
+			if (!(s->memo_at = prism_malloc(npc * sizeof(*s->memo_at)))) {
+				s->memo_cap = 0;
+				return PRISM_ENOMEM;
+			}
+			s->memo_cap = npc;
+		}
+		for (uint32_t f = 0; f < fo->n_tasks; f++)
+			if (fo->tasks[f].n2)
+				s->memo_at[fo->tasks[f].first] = NONE32;
+		s->memo.n = s->memo_t.n = 0;
+		if (nx > s->xend_cap) {
+			free(s->xend);
+			free(s->xstart);
+			s->xend = prism_malloc(nx * sizeof(*s->xend));
+			s->xstart = prism_malloc(nx * sizeof(*s->xstart));
+			if (!s->xend || !s->xstart) {
+				s->xend_cap = 0;
+				return PRISM_ENOMEM;
+			}
+			s->xend_cap = nx;
+		}
 	}
 	for (uint32_t u = 0; u < g->n_nodes; u++)
 		s->fold_of[u] = NONE32;
@@ -955,8 +1684,9 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 		int kind, fin;
 
 		if (u & SIM_FIN) {
-			u &= ~SIM_FIN;
-			if ((fin = finish(s, o, u, e.time_ns)) < 0)
+			int side = (u & SIM_SIDE) != 0;
+			u &= ~(SIM_FIN | SIM_SIDE);
+			if ((fin = finish(s, o, u, side, e.time_ns)) < 0)
 				return prism_err_set(err, PRISM_ENOMEM,
 						     "simulation: out of memory");
 			if (fin && (fin = release(s, o, u, err)))
@@ -1000,7 +1730,10 @@ int sim_run(struct sim *s, const struct sim_opts *o, struct prism_err *err)
 			}
 			s->fst[s->fold_of[u]] =
 			    (struct sim_fstate){e.time_ns, 0, 0, 0, SIM_F_COLLAPSED};
-			if (fold_final(s, o, u, fold_end_from(s, o, s->fold_of[u], 0, e.time_ns)))
+			if (is_pair(s, o, u)
+				? pair_whole(s, o, u, e.time_ns)
+				: fold_final(s, o, u,
+					     fold_end_from(s, o, s->fold_of[u], 0, e.time_ns)))
 				return prism_err_set(err, PRISM_ENOMEM,
 						     "simulation: out of memory");
 			if ((fin = release(s, o, u, err)))
@@ -1410,7 +2143,8 @@ static int mp_start(struct sim *s, const struct sim_opts *o, uint32_t u, int64_t
 		if (s->end_ns[o->fold->tasks[f].host] < 0)
 			return SIM_MP_STUCK; /* launched before its host task started */
 		s->fst[f] = (struct sim_fstate){t, 0, 0, 0, SIM_F_COLLAPSED};
-		if (fold_final(s, o, u, fold_end_from(s, o, f, 0, t)))
+		if (is_pair(s, o, u) ? pair_whole(s, o, u, t)
+				     : fold_final(s, o, u, fold_end_from(s, o, f, 0, t)))
 			return PRISM_ENOMEM;
 	} else {
 		s->end_ns[u] = t + dur_of(s, u, o->rendezvous);
@@ -1497,15 +2231,15 @@ static int hy_events(struct sim *s, const struct sim_opts *o, struct hy_last *la
 	struct evq_entry e;
 	int rc = 0;
 	while (*nw == 0 && rc == 0 && evq_pop(&s->q, &e) == 0) {
-		uint32_t u = e.node & ~SIM_FIN;
-		int fin = (e.node & SIM_FIN) != 0;
+		uint32_t u = e.node & ~(SIM_FIN | SIM_SIDE);
+		int fin = (e.node & SIM_FIN) != 0, side = (e.node & SIM_SIDE) != 0;
 		int64_t t = e.time_ns;
-		if (s->end_ns[u] >= 0 || (fin && s->nd[u].pred_end != t))
+		if (s->end_ns[u] >= 0 || (fin && !fin_due(s, o, u, side, t)))
 			continue; /* stale */
 		if (!hy_after(s, &last[g->procs[g->proc[u]].rank], u, fin, t))
 			return SIM_MP_SAMETIME;
 		if (fin) {
-			if ((rc = finish(s, o, u, t)) == 1)
+			if ((rc = finish(s, o, u, side, t)) == 1)
 				rc = mp_release(s, o, 1, u, work, nw);
 			continue;
 		}

@@ -67,6 +67,23 @@
  * follows it piece by piece, and the pieces it followed are logged
  * (sim.plog) with their simulated times.
  */
+/*
+ * A pair (sim_folded.n2 > 0): a folded task with a side lane, two runs of
+ * pieces at once -- the main lane on the task's stream, the side lane on
+ * another stream of its rank (the context-parallel ring's transfers beside
+ * its attention steps, each lane waiting on the other).  A piece of
+ * either lane also waits for the end of the other lane's piece xw (none:
+ * SIM_NO_XW); the lanes slow each other as a kernel and a collective
+ * would.  The task starts when its graph edges release it, both lanes
+ * from then, and ends with the later lane.  Alone on its GPU the pair is
+ * evaluated in a loop of its own over its lanes' events (the sim's
+ * arithmetic in the sim's order); while anything else runs there, its
+ * lanes are followed event by event through the queue.  Every piece's
+ * simulated times are kept (sim.xstart, xend; not in plog), and its busy
+ * time (fold_busy) is its main lane's.
+ */
+#define SIM_NO_XW UINT32_MAX
+
 #define SIM_PIECE_IDLE	  0
 #define SIM_PIECE_COMPUTE 1
 #define SIM_PIECE_COMM	  2
@@ -78,11 +95,13 @@ struct sim_piece {
 	 * sum of durations (sim_fold_pieces() fills them). */
 	int64_t rest_ns, reach_ns, busy_ns;
 	uint8_t kind; /* SIM_PIECE_* */
+	uint32_t xw;  /* a pair's: the other lane's piece it waits for (SIM_NO_XW none) */
 };
 
 struct sim_folded {
 	uint32_t node, host; /* the task; the host task whose start launches are offset from */
 	uint32_t first, n;   /* pieces[first .. first + n) */
+	uint32_t first2, n2; /* a pair's side lane (n2 0: none) */
 };
 
 struct sim_fold {
@@ -119,6 +138,16 @@ void sim_opts_default(struct sim_opts *o);
  * k starting at at_ns; or running since at_ns, rem0 of it left at t0), or
  * the sim follows piece k (waiting for it to start at at_ns, or running
  * it since at_ns). */
+struct sim_lane;
+
+/* A pair's whole run once every piece was launched by its start (sim.c
+ * pair_whole), from that start: kept per template (its first piece). */
+struct sim_pair_memo {
+	uint32_t first2, n, n2;
+	int64_t reach, len, busy;
+	size_t off; /* its pieces' starts and ends, in sim.memo_t */
+};
+
 struct sim_fstate {
 	int64_t at_ns, t0_ns;
 	double rem0;
@@ -182,6 +211,19 @@ struct sim {
 	VEC(struct sim_piece_time) plog;
 	VEC(struct sim_piece_time) ptmp; /* scratch: plog sorted */
 	VEC(uint32_t) pcount;		 /* scratch: per task, its first row */
+	/* Pairs (sim.h above): per folded task its two lanes and their copy
+	 * (sim.c); each pair's pieces' simulated times, valid after sim_run:
+	 * pair f's main lane's piece k at xstart, xend[xoff[f] + k], its side
+	 * lane's at [xoff[f] + n + k] (not in plog). */
+	struct sim_lane *lane;
+	uint32_t *xoff;
+	int64_t *xstart, *xend;
+	size_t xend_cap;
+	uint32_t n_pairs;  /* of sim_opts.fold's tasks */
+	uint32_t *memo_at; /* per piece: the memo of the template it begins, or UINT32_MAX */
+	size_t memo_cap;
+	VEC(struct sim_pair_memo) memo;
+	VEC(int64_t) memo_t;
 	/* sim_run_maxplus(): the worklist; why the last call declined
 	 * (SIM_MP_*); how many tasks its hybrid took through the queue;
 	 * whether it ran the hybrid, which keeps per node the task whose

@@ -890,6 +890,14 @@ static void test_cp_moe_forms(void **state)
 	    {1, 0, 2, 1, 8, LAYOUT_CP_ALLGATHER, 0, 1, 0, 40, 1, 0, 0},
 	    {1, 0, 2, 1, 8, LAYOUT_CP_A2A, 0, 1, 0, 40, 1, 0, 0},
 	    {1, 0, 2, 1, 16, LAYOUT_CP_A2A_P2P, 0, 1, 0, 40, 1, 0, 0},
+	    /* The ring's transfers folded beside its attention steps (a unit
+	     * task's side lane, sim.h's pairs) at every cp from 2 to 32 (with
+	     * cp 4 and 16 above), and under sequence parallelism, whose
+	     * backward re-gathers and reduce-scatters join the side lane. */
+	    {1, 0, 2, 1, 2, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0, 0},
+	    {1, 0, 2, 1, 8, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0, 0},
+	    {1, 0, 2, 1, 32, LAYOUT_CP_P2P, 0, 1, 0, 40, 1, 0, 0},
+	    {2, 1, 2, 1, 4, LAYOUT_CP_P2P, 0, 1, 1, 40, 1, 0, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -962,6 +970,54 @@ static void test_cp_moe_forms(void **state)
 			assert_true(h.st.iter_s == full.iter_s);
 			same_prediction(&hier, &full);
 		}
+	}
+}
+
+/*
+ * The ring's cost flat in cp (issue 38): with its transfers folded as the
+ * side lanes of the unit tasks (sim.h's pairs), the small model's folded
+ * graph at pp 2 and 4 microbatches holds the same tasks at every cp from
+ * 2 to 32 -- the host's time split at the same launches, the same unit
+ * tasks -- while the kernel-level graph it stands for grows by the ring's
+ * steps: each layer's forward and backward add cp - 1 transfers to the
+ * side lanes (the small model's 8 layers, 4 a stage, over 4 microbatches
+ * and 2 steps, forward and backward: 2 stages x 2 steps x 4 microbatches
+ * x 2 passes x 4 layers = 128 rings, 128 (cp - 1) side pieces).
+ * test_cp_moe_forms holds these runs to the kernel-level ones.
+ */
+static void test_cp_ring_flat(void **state)
+{
+	static const int cps[] = {2, 4, 8, 16, 32};
+	uint32_t nodes = 0;
+	uint64_t tasks = 0;
+	(void)state;
+	for (size_t i = 0; i < sizeof(cps) / sizeof(cps[0]); i++) {
+		struct synth_in in;
+		struct run u;
+		size_t pairs = 0, side = 0;
+		small(&in);
+		in.lay.pp = 2;
+		in.lay.cp = cps[i];
+		in.lay.cp_comm = LAYOUT_CP_P2P;
+		in.m.seq *= cps[i];
+		in.lay.mbs = 4;
+		in.lay.microbatches = 4;
+		run_build(&in, 1, &u);
+		for (size_t k = 0; k < u.so.n_marks; k++) {
+			pairs += u.so.marks[k].n_kern2 > 0;
+			side += u.so.marks[k].n_kern2;
+		}
+		print_message("cp %d: %u tasks folded of %llu, %zu pairs, %zu side pieces\n",
+			      cps[i], u.g->n_nodes, (unsigned long long)u.so.tasks, pairs, side);
+		assert_int_equal(u.so.n_units_kept, 0);
+		assert_int_equal(side, 128 * (size_t)(cps[i] - 1));
+		if (i > 0) {
+			assert_int_equal(u.g->n_nodes, nodes);
+			assert_true(u.so.tasks > tasks);
+		}
+		nodes = u.g->n_nodes;
+		tasks = u.so.tasks;
+		run_free(&u);
 	}
 }
 
@@ -1689,13 +1745,17 @@ static void outs_equal(const struct run *a, const struct run *b)
 		assert_int_equal(p->node, q->node);
 		assert_int_equal(p->host, q->host);
 		assert_int_equal(p->n_kern, q->n_kern);
-		for (uint32_t k = 0; k < p->n_kern; k++) {
-			const struct synth_fold_kern *e = &x->kerns[p->kern0 + k];
-			const struct synth_fold_kern *f = &y->kerns[q->kern0 + k];
+		assert_int_equal(p->n_kern2, q->n_kern2);
+		for (uint32_t k = 0; k < p->n_kern + p->n_kern2; k++) {
+			const struct synth_fold_kern *e =
+			    &x->kerns[k < p->n_kern ? p->kern0 + k : p->kern2 + k - p->n_kern];
+			const struct synth_fold_kern *f =
+			    &y->kerns[k < q->n_kern ? q->kern0 + k : q->kern2 + k - q->n_kern];
 			assert_int_equal(e->rel_ns, f->rel_ns);
 			assert_int_equal(e->lag_ns, f->lag_ns);
 			assert_int_equal(e->dur_ns, f->dur_ns);
 			assert_int_equal(e->comm, f->comm);
+			assert_int_equal(e->xw, f->xw);
 		}
 	}
 	assert_true(a->st.iter_s == b->st.iter_s);
@@ -2060,6 +2120,7 @@ int main(void)
 	    cmocka_unit_test(test_agreement_placement),
 	    cmocka_unit_test(test_agreement_moe_cp),
 	    cmocka_unit_test(test_cp_moe_forms),
+	    cmocka_unit_test(test_cp_ring_flat),
 	    cmocka_unit_test(test_gpt3_175b),
 	    cmocka_unit_test(test_rebuilt_base),
 	    cmocka_unit_test(test_extrapolate),

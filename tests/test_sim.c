@@ -383,10 +383,10 @@ static void test_folded(void **state)
 	struct tn n[] = {
 	    {0, GN_CPU, 0, 1000, -1}, {1, GN_KERNEL, 0, 60, -1}, {2, GN_COLL, 5, 20, 0}};
 	static const struct te e[] = {{0, 1, L}};
-	struct sim_piece pc[3] = {{0, 0, 20 * US, 0, 0, 0, SIM_PIECE_COMPUTE},
-				  {0, 10 * US, 20 * US, 0, 0, 0, SIM_PIECE_COMPUTE},
-				  {0, 0, 10 * US, 0, 0, 0, SIM_PIECE_COMM}};
-	struct sim_folded ft = {1, 0, 0, 3};
+	struct sim_piece pc[3] = {{0, 0, 20 * US, 0, 0, 0, SIM_PIECE_COMPUTE, SIM_NO_XW},
+				  {0, 10 * US, 20 * US, 0, 0, 0, SIM_PIECE_COMPUTE, SIM_NO_XW},
+				  {0, 0, 10 * US, 0, 0, 0, SIM_PIECE_COMM, SIM_NO_XW}};
+	struct sim_folded ft = {1, 0, 0, 3, 0, 0};
 	struct sim_fold fo = {&ft, 1, pc};
 	struct prism_err err;
 	struct sim_opts o;
@@ -518,6 +518,123 @@ static void test_ring_contention(void **state)
 	graph_free(g);
 }
 
+/*
+ * The same ring layer as one pair (sim.h): a host task launching one
+ * folded task whose main lane holds K0, K1, C1, K2, C2, K3, C3 and whose
+ * side lane holds T0..T2, each lane waiting on the other's pieces as the
+ * kernel-level graph's events have them (K1 on T0, K2 on T1, K3 on T2;
+ * T1 on K0, T2 on C1).  Beside it, on a third stream of the rank, a
+ * collective of one member from x_us for d_us (none where d_us is 0),
+ * contended as a data-parallel reduction beside the backward is: while
+ * it runs the pair's lanes are followed event by event through the
+ * queue, alone they run in the pair's own loop.  The kernel-level graph
+ * (the ten tasks of test_ring_contention and the same collective) and
+ * the pair agree to the nanosecond: every piece's start and end (plog)
+ * the task's, the pair's end the last kernel's, its busy time the
+ * compute stream's, the collective's times; and the max-plus pass equals
+ * sim_run on both.  Returns the pair's end in ns.
+ */
+static int64_t ring_pair(int64_t x_us, int64_t d_us, double a, double b)
+{
+	static const struct tp p[] = {{0, 1}, {0, 1}, {0, 1}};
+	static const struct tp pp[] = {{0, 0}, {0, 1}, {0, 1}};
+	struct tn n[] = {
+	    {0, GN_KERNEL, 0, 100, -1}, {0, GN_KERNEL, 0, 60, -1},  {0, GN_KERNEL, 0, 10, -1},
+	    {0, GN_KERNEL, 0, 60, -1},	{0, GN_KERNEL, 0, 10, -1},  {0, GN_KERNEL, 0, 60, -1},
+	    {0, GN_KERNEL, 0, 10, -1},	{1, GN_COLL, 0, 40, 0},	    {1, GN_COLL, 0, 40, 1},
+	    {1, GN_COLL, 0, 40, 2},	{2, GN_COLL, x_us, d_us, 3}};
+	struct tn pn[] = {
+	    {0, GN_CPU, 0, 1000, -1}, {1, GN_KERNEL, 0, 0, -1}, {2, GN_COLL, x_us, d_us, 0}};
+	static const struct te e[] = {{0, 1, O}, {1, 2, O}, {2, 3, O}, {3, 4, O}, {4, 5, O},
+				      {5, 6, O}, {7, 8, O}, {8, 9, O}, {7, 1, E}, {8, 3, E},
+				      {9, 5, E}, {0, 8, E}, {2, 9, E}};
+	static const struct te pe[] = {{0, 1, L}};
+	/* The lanes' waits: main pieces 1, 3, 5 on side pieces 0, 1, 2;
+	 * side pieces 1, 2 on main pieces 0, 2. */
+	static const uint32_t xw[10] = {SIM_NO_XW, 0,	      SIM_NO_XW, 1, SIM_NO_XW,
+					2,	   SIM_NO_XW, SIM_NO_XW, 0, 2};
+	struct sim_piece pc[10];
+	struct sim_folded ft = {1, 0, 0, 7, 7, 3};
+	struct sim_fold fo = {&ft, 1, pc};
+	int nn = d_us ? 11 : 10, pnn = d_us ? 3 : 2;
+	struct prism_err err;
+	struct sim_opts o;
+	struct graph *g, *pg;
+	struct sim *s, *ps;
+	int64_t busy = 0, end = 0;
+
+	for (int i = 0; i < 10; i++) {
+		memset(&pc[i], 0, sizeof(pc[i]));
+		pc[i].dur_ns = n[i].dur_us * US;
+		pc[i].kind = i < 7 ? SIM_PIECE_COMPUTE : SIM_PIECE_COMM;
+		pc[i].xw = xw[i];
+	}
+	g = mk(p, 3, n, nn, e, 13, 1);
+	pg = mk(pp, 3, pn, pnn, pe, 1, 1);
+	s = sim_new(g);
+	ps = sim_new(pg);
+	assert_non_null(s);
+	assert_non_null(ps);
+	sim_opts_default(&o);
+	o.slow_compute = a;
+	o.slow_comm = b;
+	prism_err_clear(&err);
+	assert_int_equal(sim_run(s, &o, &err), 0);
+	o.fold = &fo;
+	assert_int_equal(sim_run(ps, &o, &err), 0);
+	for (int i = 0; i < 7; i++) {
+		busy += s->end_ns[i] - s->start_ns[i];
+		end = s->end_ns[i] > end ? s->end_ns[i] : end;
+	}
+	assert_int_equal(ps->end_ns[1], end);
+	assert_int_equal(ps->fold_busy[0], busy);
+	assert_int_equal(ps->plog.n, 0); /* a pair's pieces: xstart, xend */
+	for (int i = 0; i < 10; i++) {
+		int64_t a0 = ps->xstart[ps->xoff[0] + i], b0 = ps->xend[ps->xoff[0] + i];
+		if (a0 != s->start_ns[i] || b0 != s->end_ns[i]) {
+			print_error(
+			    "piece %d: [%lld, %lld) ns, the kernel-level task [%lld, %lld)\n", i,
+			    (long long)a0, (long long)b0, (long long)s->start_ns[i],
+			    (long long)s->end_ns[i]);
+			fail();
+		}
+	}
+	if (d_us) {
+		assert_int_equal(ps->start_ns[2], s->start_ns[10]);
+		assert_int_equal(ps->end_ns[2], s->end_ns[10]);
+	}
+	o.fold = NULL;
+	assert_int_equal(maxplus_vs_events(g, &o), SIM_MP_RUN);
+	o.fold = &fo;
+	/* (From 0, the instant the pair starts: the sim took the collective
+	 * first where the hybrid has the pair first, as test_folded's.) */
+	assert_int_equal(maxplus_vs_events(pg, &o),
+			 d_us && x_us == 0 ? SIM_MP_SAMETIME : SIM_MP_RUN);
+	sim_free(s);
+	sim_free(ps);
+	graph_free(g);
+	graph_free(pg);
+	return end;
+}
+
+static void test_ring_pair(void **state)
+{
+	(void)state;
+	/* Alone: test_ring_contention's 346 us, 310 without contention. */
+	assert_int_equal(ring_pair(0, 0, 0.25, 0.5), 346 * US);
+	assert_int_equal(ring_pair(0, 0, 0, 0), 310 * US);
+	/* A collective beside: from within K0 to within K1's transfer, over
+	 * a correction and a later step, over the whole layer, after it. */
+	ring_pair(50, 100, 0.25, 0.5);
+	ring_pair(185, 20, 0.25, 0.5);
+	ring_pair(190, 5, 0.25, 0.5);
+	ring_pair(0, 500, 0.25, 0.5);
+	ring_pair(30, 7, 0.25, 0.5);
+	ring_pair(400, 10, 0.25, 0.5);
+	ring_pair(50, 100, 0, 0);
+	ring_pair(13, 263, 0.3, 0.7);
+}
+
 /* One simulator bound (sim_bind) to every graph maxplus_vs_events sees,
  * of 1 to 10 tasks, 1 to 4 ranks, with and without collectives,
  * contention and folded tasks, in the tests' order: growing and
@@ -589,8 +706,15 @@ static int maxplus_vs_events(const struct graph *g, const struct sim_opts *o)
 		assert_int_equal(b->plog.n, a->plog.n);
 		for (size_t i = 0; i < a->plog.n; i++)
 			assert_memory_equal(&b->plog.v[i], &a->plog.v[i], sizeof(a->plog.v[i]));
-		for (uint32_t f = 0; o->fold && f < o->fold->n_tasks; f++)
+		for (uint32_t f = 0; o->fold && f < o->fold->n_tasks; f++) {
+			const struct sim_folded *t = &o->fold->tasks[f];
 			assert_int_equal(b->fold_busy[f], a->fold_busy[f]);
+			for (uint32_t k = 0; t->n2 && k < t->n + t->n2; k++) {
+				assert_int_equal(b->xstart[b->xoff[f] + k],
+						 a->xstart[a->xoff[f] + k]);
+				assert_int_equal(b->xend[b->xoff[f] + k], a->xend[a->xoff[f] + k]);
+			}
+		}
 	}
 	sim_free(a);
 	sim_free(b);
@@ -935,6 +1059,7 @@ int main(void)
 	    cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_folded),
 	    cmocka_unit_test(test_ring_contention),
+	    cmocka_unit_test(test_ring_pair),
 	    cmocka_unit_test(test_maxplus),
 	    cmocka_unit_test(test_instances),
 	};

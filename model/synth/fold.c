@@ -99,7 +99,8 @@ static void fold_replay(struct ctx *c, const struct ufold *t, int r, int32_t mb,
 		return;
 	for (uint32_t i = 0; i < t->n_marks; i++) {
 		const struct fmark *m = &c->fo.fmarks.v[t->mark0 + i];
-		struct synth_fold_mark x = {m->node + k0, k0, m->kern0, m->n_kern};
+		struct synth_fold_mark x = {m->node + k0, k0,	    m->kern0,
+					    m->n_kern,	  m->kern2, m->n_kern2};
 		c->fo.marks.v[c->fo.marks.n++] = x;
 	}
 	for (int st = 0; st < S_N; st++)
@@ -180,8 +181,19 @@ struct built {
 	const uint32_t *last0;
 	int64_t h;
 	uint32_t n, host, comp;
+	/* The side stream whose tasks (the ring's transfers) fold as pairs'
+	 * side lanes (fold_lanes), or NONE32. */
+	uint32_t side;
 	int r;
 };
+
+/* Whether the event a -> b of the unit (its tasks) joins a pair's lanes:
+ * between the compute stream and the side stream. */
+static int lane_event(const struct built *u, uint32_t a, uint32_t b)
+{
+	return u->side != NONE32 && ((u->proc[a] == u->comp && u->proc[b] == u->side) ||
+				     (u->proc[a] == u->side && u->proc[b] == u->comp));
+}
 
 /* Task i of the unit being folded, as a row. */
 static struct gw_node task_row(const struct ctx *c, const struct built *u, uint32_t i)
@@ -200,7 +212,7 @@ static int fold_scan(const struct ctx *c, struct built *u)
 	struct fscr *x = u->x;
 
 	for (uint32_t i = 0; i < u->n; i++) {
-		x[i] = (struct fscr){-1, NONE32, NONE32, 0, 0, 0};
+		x[i] = (struct fscr){-1, NONE32, NONE32, 0, 0, 0, NONE32, NONE32, NONE32};
 		if (u->proc[i] == u->host) {
 			if (u->lag[i])
 				return 0;
@@ -221,13 +233,22 @@ static int fold_scan(const struct ctx *c, struct built *u)
 				;
 			if (st == S_N || e->kind != GE_EVENT)
 				return 0;
+			if (u->side != NONE32 && u->proc[b] == u->side)
+				u->side = NONE32; /* a side task waits on an earlier unit */
 			x[b].evin = 1;
 			continue;
 		}
 		if (e->kind == GE_LAUNCH && u->proc[a] == u->host && !x[b].launched) {
 			x[b].rel = x[a].rel;
 			x[b].launched = 1;
+		} else if (e->kind == GE_EVENT && u->proc[a] != u->host && lane_event(u, a, b)) {
+			/* Inside a pair: the lanes' waits on each other. */
+			if (x[b].xsrc != NONE32)
+				u->side = NONE32; /* one a task (fold_build scans again) */
+			x[b].xsrc = a;
 		} else if (e->kind == GE_EVENT && u->proc[a] != u->host) {
+			if (u->side != NONE32 && (u->proc[a] == u->side || u->proc[b] == u->side))
+				u->side = NONE32; /* a side task and another stream */
 			x[a].evout = 1;
 			x[b].evin = 1;
 		} else {
@@ -238,13 +259,14 @@ static int fold_scan(const struct ctx *c, struct built *u)
 }
 
 /* Runs of compute kernels (c->fo.fsegs), cut after an event source and
- * before an event target, and the host offsets that gate a launch
- * (c->fo.fgates, sorted, each once): 1; 0 where the unit cannot be
+ * before an event target (each kernel's run and index past its first:
+ * fscr.seg, lk), and the host offsets that gate a launch (c->fo.fgates,
+ * sorted, each once; a pair's side lane has none): 1; 0 where the unit cannot be
  * folded (a GPU task the host did not launch, a gate after the host's
  * time); -1 when out of memory. */
 static int fold_runs(struct ctx *c, const struct built *u)
 {
-	const struct fscr *x = u->x;
+	struct fscr *x = u->x;
 	uint32_t prev = NONE32;
 	size_t n = 0;
 
@@ -258,6 +280,8 @@ static int fold_runs(struct ctx *c, const struct built *u)
 			continue;
 		if (!x[i].launched)
 			return 0;
+		if (u->proc[i] == u->side)
+			continue; /* a pair's side lane: its launches are its pieces' */
 		if (u->proc[i] != u->comp) {
 			if (VEC_PUSH(c->fo.fgates, x[i].rel))
 				return -1;
@@ -267,6 +291,7 @@ static int fold_runs(struct ctx *c, const struct built *u)
 			struct fseg z = {i, i, 1, 0};
 			if (VEC_PUSH(c->fo.fsegs, z) || VEC_PUSH(c->fo.fgates, x[i].rel))
 				return -1;
+			x[i].seg = (uint32_t)c->fo.fsegs.n - 1;
 		} else {
 			sg = &c->fo.fsegs.v[c->fo.fsegs.n - 1];
 			/* Held to PRISM_TIME_MAX: a run that long is the
@@ -274,6 +299,8 @@ static int fold_runs(struct ctx *c, const struct built *u)
 			sg->rest_ns =
 			    prism_time_add(sg->rest_ns, prism_time_add(u->lag[i], u->dur[i]));
 			sg->last = i;
+			x[i].lk = sg->n - 1; /* its index in the run's main lane */
+			x[i].seg = (uint32_t)c->fo.fsegs.n - 1;
 			sg->n++;
 		}
 		prev = i;
@@ -284,6 +311,58 @@ static int fold_runs(struct ctx *c, const struct built *u)
 			c->fo.fgates.v[n++] = c->fo.fgates.v[k];
 	c->fo.fgates.n = n;
 	return c->fo.fgates.v[c->fo.fgates.n - 1] > u->h ? 0 : 1;
+}
+
+/*
+ * The pairs' side lanes (sim.h, pairs): where every task of the unit on
+ * the side stream is a collective (a context-parallel ring's transfer,
+ * sequence parallelism's backward re-gather or reduce-scatter beside the
+ * weight gradient), each waiting by an event on one compute kernel of
+ * the unit, and every
+ * event between the two streams inside the unit (fold_scan left them
+ * uncut), each transfer joins the run of the kernel it waits on, as a
+ * piece of that run's unit task's side lane, in its order; a kernel that
+ * waits on a transfer must be in the same run, past its first kernel
+ * (kept as a task of its own).  The transfers' order on the side stream
+ * is then their order in the lanes, and where the side stream goes on
+ * after the unit, its next task waits on a kernel after the unit (the
+ * side stream's uses all do, se_event_wait), so it waits for the unit
+ * task's end no later than the kernel-level run makes it.  Fills
+ * c->fo.fside and each transfer's run and index (fscr.seg, lk): 1; 0
+ * where the unit does not fit (it is folded as before, fold_build), -1
+ * when out of memory.
+ */
+static int fold_lanes(struct ctx *c, const struct built *u)
+{
+	struct fscr *x = u->x;
+	uint32_t seg = 0, k = 0;
+
+	c->fo.fside.n = 0;
+	for (uint32_t i = 0; i < u->n; i++) {
+		uint32_t a = x[i].xsrc;
+		if (u->proc[i] != u->side)
+			continue;
+		if (u->kind[i] != GN_COLL || u->coll[i] == NONE32 || a == NONE32 ||
+		    x[a].seg == NONE32 || c->fo.fsegs.v[x[a].seg].n < 2 ||
+		    (c->fo.fside.n && x[a].seg < seg))
+			return 0;
+		if (!c->fo.fside.n || x[a].seg != seg)
+			k = 0;
+		seg = x[a].seg;
+		x[i].seg = seg;
+		x[i].lk = k++;
+		if (VEC_PUSH(c->fo.fside, i))
+			return -1;
+	}
+	if (!c->fo.fside.n)
+		return 0;
+	for (uint32_t i = 0; i < u->n; i++) {
+		uint32_t a = x[i].xsrc;
+		if (u->proc[i] == u->comp && a != NONE32 &&
+		    (x[i].seg != x[a].seg || x[i].lk == NONE32))
+			return 0;
+	}
+	return 1;
 }
 
 /* Task i, off the compute stream, into the template as it is (a
@@ -308,10 +387,12 @@ static int fold_other(struct ctx *c, const struct built *u, struct ufold *t, uin
 	return 1;
 }
 
-/* Run sg of compute kernels into the template: its first kernel as it
- * is, then (if there are more) one unit task as long as the rest, whose
- * kernels its mark lists: 1, or -1 when out of memory. */
-static int fold_run(struct ctx *c, const struct built *u, struct ufold *t, const struct fseg *sg)
+/* Run sg (the si-th) of compute kernels into the template: its first
+ * kernel as it is, then (if there are more) one unit task as long as the
+ * rest, whose kernels its mark lists, and, a pair, its side lane's
+ * transfers (c->fo.fside from *side): 1, or -1 when out of memory. */
+static int fold_run(struct ctx *c, const struct built *u, struct ufold *t, const struct fseg *sg,
+		    uint32_t si, size_t *side)
 {
 	struct fscr *x = u->x;
 	uint32_t i = sg->first, me;
@@ -338,11 +419,25 @@ static int fold_run(struct ctx *c, const struct built *u, struct ufold *t, const
 			struct synth_fold_kern kk = {x[j].rel, u->lag[j], u->dur[j],
 						     u->kind[j] == GN_COLL  ? SYNTH_KERN_COLL
 						     : u->kind[j] == GN_P2P ? SYNTH_KERN_P2P
-									    : SYNTH_KERN_COMPUTE};
+									    : SYNTH_KERN_COMPUTE,
+						     x[j].xsrc == NONE32 ? SYNTH_NO_XW
+									 : x[x[j].xsrc].lk};
 			if (u->proc[j] == u->comp && VEC_PUSH(c->fo.fkerns, kk))
 				return -1;
 		}
 		mk.n_kern = (uint32_t)(c->fo.fkerns.n - mk.kern0);
+		/* A pair's side lane: the transfers of this run (a transfer
+		 * waiting on the run's first kernel waits on nothing inside). */
+		mk.kern2 = (uint32_t)c->fo.fkerns.n;
+		for (; *side < c->fo.fside.n && x[c->fo.fside.v[*side]].seg == si; (*side)++) {
+			uint32_t q = c->fo.fside.v[*side];
+			struct synth_fold_kern kk = {x[q].rel, u->lag[q], u->dur[q],
+						     SYNTH_KERN_COLL, x[x[q].xsrc].lk};
+			if (VEC_PUSH(c->fo.fkerns, kk))
+				return -1;
+			x[q].start_of = x[q].end_of = me;
+		}
+		mk.n_kern2 = (uint32_t)(c->fo.fkerns.n - mk.kern2);
 		if (VEC_PUSH(c->fo.fmarks, mk))
 			return -1;
 	}
@@ -359,6 +454,7 @@ static int fold_run(struct ctx *c, const struct built *u, struct ufold *t, const
 static int fold_tasks(struct ctx *c, const struct built *u, struct ufold *t)
 {
 	uint32_t si = 0;
+	size_t side = 0;
 
 	t->node0 = (uint32_t)c->fo.fnodes.n;
 	t->edge0 = (uint32_t)c->fo.fedges.n;
@@ -381,13 +477,15 @@ static int fold_tasks(struct ctx *c, const struct built *u, struct ufold *t)
 	for (uint32_t i = 0; i < u->n; i++) {
 		if (u->proc[i] == u->host)
 			continue;
+		if (u->proc[i] == u->side)
+			continue; /* in its run's unit task (fold_run) */
 		if (u->proc[i] != u->comp) {
 			if (fold_other(c, u, t, i) < 0)
 				return -1;
 			continue;
 		}
 		if (si < c->fo.fsegs.n && i == c->fo.fsegs.v[si].first) {
-			if (fold_run(c, u, t, &c->fo.fsegs.v[si]) < 0)
+			if (fold_run(c, u, t, &c->fo.fsegs.v[si], si, &side) < 0)
 				return -1;
 			si++;
 		}
@@ -417,6 +515,8 @@ static int fold_events(struct ctx *c, const struct built *u, struct ufold *t)
 				return -1;
 			continue;
 		}
+		if (lane_event(u, a, b))
+			continue; /* inside a pair: its lanes' waits */
 		if (x[a].end_of == NONE32 || x[b].start_of == NONE32)
 			return 0;
 		fold_edge(c, x[a].end_of, x[b].start_of, GE_EVENT);
@@ -472,9 +572,28 @@ static int fold_build(struct ctx *c, int r, struct ufold *t, size_t k0, size_t e
 	if (c->em.pend.n || u.n == 0 || VEC_RESERVE(c->fo.fscr, u.n))
 		return 0;
 	u.x = c->fo.fscr.v;
-	if (!fold_scan(c, &u))
-		return 0;
-	rc = fold_runs(c, &u);
+
+	/* The ring's transfers as pairs' side lanes where the unit has any
+	 * and fits (fold_lanes), else scanned again and folded as before. */
+	u.side = NONE32;
+	for (uint32_t i = 0; i < u.n && u.side == NONE32; i++)
+		if (u.proc[i] == c->rk[r].stream[S_TP])
+			u.side = u.proc[i];
+	for (;;) {
+		uint32_t side = u.side;
+		u.h = 0;
+		c->fo.fside.n = 0;
+		if (!fold_scan(c, &u))
+			return 0;
+		if (u.side != side)
+			continue;
+		rc = fold_runs(c, &u);
+		if (rc > 0 && u.side != NONE32 && (rc = fold_lanes(c, &u)) == 0) {
+			u.side = NONE32;
+			continue;
+		}
+		break;
+	}
 	if (rc > 0)
 		rc = fold_tasks(c, &u, t);
 	if (rc > 0)
@@ -685,6 +804,7 @@ void sf_release(struct ctx *c)
 	VEC_FREE(c->fo.fscr);
 	VEC_FREE(c->fo.fsegs);
 	VEC_FREE(c->fo.fgates);
+	VEC_FREE(c->fo.fside);
 	VEC_FREE(c->fo.findex);
 	VEC_FREE(c->fo.rec_ids);
 	VEC_FREE(c->fo.seen);

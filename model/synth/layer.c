@@ -367,10 +367,9 @@ static double cp_kv_bytes(const struct shape *z)
 	return 2 * z->b * z->s * kv * z->d * 2;
 }
 
-static void cp_transfer(struct ctx *c, int r, const struct shape *z, double bytes)
+/* A ring step's transfer in process group pg (the rank's "cp.R"). */
+static void cp_transfer(struct ctx *c, int r, const struct shape *z, double bytes, const char *pg)
 {
-	char pg[32];
-	snprintf(pg, sizeof(pg), "cp.%d", r);
 	se_event_wait(c, r, S_COMPUTE, S_TP);
 	se_collective(c, r, S_TP, GC_SEND_RECV, "ncclDevKernel_SendRecv", bytes,
 		      (struct comm_group){2, z->cp_per_node}, pg);
@@ -417,6 +416,8 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 	 * twice that backward), spread evenly over the steps. */
 	double f = (bwd ? 8 : 4) * z->b * z->s_full * z->s_full * z->w / z->t / z->cp / z->cp;
 	double bytes = cp_kv_bytes(z) * (bwd ? 2 : 1), out = z->b * z->s * z->w / z->t;
+	char pg[32];
+	snprintf(pg, sizeof(pg), "cp.%d", r); /* once, not a step (issue 38) */
 	for (int i = 0; i < z->cp; i++) {
 		double sq = i ? z->s / 2 : z->s, t;
 		if (i > 0) /* step i's key-value block has arrived */
@@ -424,7 +425,7 @@ static void ring_attn(struct ctx *c, int r, const struct shape *z, int bwd)
 		/* (a dry run's launches and events too; its transfer's time
 		 * is not a tensor-parallel collective's: synth_layer_tp_s) */
 		if (i < z->cp - 1 && !(c->dry && c->dry_comm))
-			cp_transfer(c, r, z, bytes);
+			cp_transfer(c, r, z, bytes, pg);
 		t = ktime(c, KC_ATTENTION, dt, f, ew(3 * z->b * sq * z->w / z->t, 1),
 			  kperf_attn_s(c->hw, dt, pass, z->b, heads, sq, z->s, d, i == 0));
 		se_launch(c, r, S_COMPUTE, GN_KERNEL,

@@ -331,10 +331,13 @@ struct synth_out {
 
 /* A unit task: node, the first host task of its unit (which starts at
  * the unit's host offset 0), and its kernels kerns[kern0 .. kern0 +
- * n_kern) in their order.  */
+ * n_kern) in their order; a pair's (sim.h: the context-parallel ring's
+ * transfers folded beside its attention) also the side lane's,
+ * kerns[kern2 .. kern2 + n_kern2) (n_kern2 0: none). */
 struct synth_fold_mark {
 	uint32_t node, host;
 	uint32_t kern0, n_kern;
+	uint32_t kern2, n_kern2;
 };
 
 /* A kernel inside a unit task: its launch's offset from the unit's host
@@ -349,7 +352,11 @@ struct synth_fold_mark {
 struct synth_fold_kern {
 	int64_t rel_ns, lag_ns, dur_ns;
 	uint8_t comm;
+	/* A pair's: the other lane's kernel (its index there) whose end this
+	 * one also waits for, by an event; SYNTH_NO_XW none. */
+	uint32_t xw;
 };
+#define SYNTH_NO_XW UINT32_MAX
 
 /* Defaults: bf16, two steps (the first starts from idle streams and is
  * left out of the prediction), kernels as the kernel model times them

@@ -188,6 +188,10 @@ struct fscr {
 	int64_t rel;
 	uint32_t start_of, end_of;
 	uint8_t evin, evout, launched;
+	/* Pairing the ring's transfers (fold.c, fold_lanes): the task of the
+	 * other lane whose event it waits on (NONE32: none), its run, its
+	 * index in its run's lane (NONE32: a run's first kernel). */
+	uint32_t xsrc, seg, lk;
 };
 
 /* A run of compute-stream kernels between events: its first and last task
@@ -201,7 +205,8 @@ struct fseg {
 /* A unit task, node relative. */
 struct fmark {
 	uint32_t node;
-	uint32_t kern0, n_kern; /* its kernels in ctx.fo.fkerns */
+	uint32_t kern0, n_kern;	 /* its kernels in ctx.fo.fkerns */
+	uint32_t kern2, n_kern2; /* a pair's side lane there (n_kern2 0: none) */
 };
 
 /* ---- the build ------------------------------------------------------ */
@@ -309,6 +314,7 @@ struct fold_state {
 	VEC(struct fscr) fscr;		    /* scratch: per task of the unit being folded */
 	VEC(struct fseg) fsegs;		    /* scratch: its runs of compute kernels */
 	VEC(int64_t) fgates;		    /* scratch: its host offsets that gate launches */
+	VEC(uint32_t) fside;		    /* scratch: its side lanes' tasks, in order */
 	VEC(uint32_t) findex;		    /* per (stage, chunk, flags): its template, or NONE32 */
 	uint32_t n_fold;		    /* the name of a unit task */
 	/* Carried from build to build (synth_build_tpl): this build's

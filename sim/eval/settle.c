@@ -27,6 +27,23 @@ static int cmp_ival(const void *x, const void *y)
 	return p->a < q->a ? -1 : p->a > q->a;
 }
 
+/* u[*n] sorted and merged into its union (*n intervals left). */
+static void merge_ivals(struct ival *u, size_t *n)
+{
+	size_t m = 0;
+	if (*n)
+		qsort(u, *n, sizeof(*u), cmp_ival);
+	for (size_t i = 0; i < *n; i++) {
+		if (m && u[i].a <= u[m - 1].b) {
+			if (u[i].b > u[m - 1].b)
+				u[m - 1].b = u[i].b;
+		} else {
+			u[m++] = u[i];
+		}
+	}
+	*n = m;
+}
+
 /* The first of u (merged, sorted) that ends after x. */
 static size_t first_after(const struct ival *u, size_t n, int64_t x)
 {
@@ -63,7 +80,7 @@ static int other_union(const struct sim *sm, uint32_t r, uint32_t comp, int64_t 
 		       int comm, struct ival **u, size_t *n)
 {
 	const struct graph *g = sm->g;
-	size_t cap = 0, m = 0;
+	size_t cap = 0;
 	*u = NULL;
 	*n = 0;
 	for (uint32_t p = 0; p < g->n_procs; p++) {
@@ -89,17 +106,46 @@ static int other_union(const struct sim *sm, uint32_t r, uint32_t comp, int64_t 
 			(*u)[(*n)++] = (struct ival){x, y};
 		}
 	}
-	if (*n)
-		qsort(*u, *n, sizeof(**u), cmp_ival);
-	for (size_t i = 0; i < *n; i++) {
-		if (m && (*u)[i].a <= (*u)[m - 1].b) {
-			if ((*u)[i].b > (*u)[m - 1].b)
-				(*u)[m - 1].b = (*u)[i].b;
-		} else {
-			(*u)[m++] = (*u)[i];
+	merge_ivals(*u, n);
+	return 0;
+}
+
+/* The pairs' side lanes (sim.h: the ring's transfers inside a unit task
+ * of compute stream comp) in [a, b), as the sim ran them (sim.xstart,
+ * xend), added to u (*n; merged and sorted again): the communication the
+ * kernel-level run has on its side stream there.  0 or PRISM_ENOMEM (*u
+ * freed). */
+static int side_union(const struct sim *sm, const struct synth_out *so, uint32_t comp, int64_t a,
+		      int64_t b, struct ival **u, size_t *n)
+{
+	size_t cap = *n, add = 0;
+	for (size_t i = 0; i < so->n_marks; i++) {
+		const struct synth_fold_mark *mk = &so->marks[i];
+		if (!mk->n_kern2 || sm->g->proc[mk->node] != comp)
+			continue;
+		for (uint32_t l = 0; l < mk->n_kern2; l++) {
+			size_t q = sm->xoff[i] + mk->n_kern + l;
+			int64_t x = sm->xstart[q] > a ? sm->xstart[q] : a;
+			int64_t y = sm->xend[q] < b ? sm->xend[q] : b;
+			if (x >= y)
+				continue;
+			if (*n == cap) {
+				size_t nc = cap ? cap * 2 : 256;
+				struct ival *nu = prism_realloc(*u, nc * sizeof(*nu));
+				if (!nu) {
+					free(*u);
+					*u = NULL;
+					return PRISM_ENOMEM;
+				}
+				*u = nu;
+				cap = nc;
+			}
+			(*u)[(*n)++] = (struct ival){x, y};
+			add++;
 		}
 	}
-	*n = m;
+	if (add)
+		merge_ivals(*u, n);
 	return 0;
 }
 
@@ -150,15 +196,22 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 	int64_t a = it->sim_start_ns, b = a + it->predicted_ns;
 	uint32_t comp = it->rank < (uint32_t)so->stages ? so->compute[it->rank] : UINT32_MAX;
 	int64_t d_overlap = 0, d_comm = 0, d_comp = 0, d_idle = 0;
-	struct ival *u = NULL, *cm = NULL, *mu = NULL;
-	size_t n = 0, ncm = 0, nmu = 0;
+	struct ival *u = NULL, *cm = NULL, *mu = NULL, *w = NULL;
+	size_t n = 0, ncm = 0, nmu = 0, nw = 0;
 
 	/* The unions of the rank's other communication and copies in the
-	 * window, and where they meet. */
+	 * window, and where they meet; w: the other communication with the
+	 * pairs' side lanes (the kernel-level run's side stream), what the
+	 * kernels inside are counted against (metrics.h counted the unit
+	 * tasks against u). */
 	if (other_union(sm, it->rank, comp, a, b, 1, &u, &n))
 		return PRISM_ENOMEM;
-	if (other_union(sm, it->rank, comp, a, b, 0, &cm, &ncm) || meet(u, n, cm, ncm, &mu, &nmu)) {
+	if (other_union(sm, it->rank, comp, a, b, 1, &w, &nw) ||
+	    side_union(sm, so, comp, a, b, &w, &nw) ||
+	    other_union(sm, it->rank, comp, a, b, 0, &cm, &ncm) ||
+	    meet(w, nw, cm, ncm, &mu, &nmu)) {
 		free(u);
+		free(w);
 		free(cm);
 		return PRISM_ENOMEM;
 	}
@@ -167,7 +220,7 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 		uint32_t v = mk->node;
 		int64_t x = sm->start_ns[v] > a ? sm->start_ns[v] : a;
 		int64_t y = sm->end_ns[v] < b ? sm->end_ns[v] : b;
-		int64_t e, h, x0, cin = 0, co = 0, tin = 0, to = 0, X;
+		int64_t e, h, x0, cin = 0, co = 0, tin = 0, to = 0, X, XW;
 		int64_t cmm = 0, cmu = 0, tm = 0, tmu = 0, XM = 0, XMU = 0, gU, gM, gMU;
 		size_t p, pm = 0, pu = 0, l, hi = nlg;
 		if (g->proc[v] != comp || x >= y || v == 0)
@@ -177,11 +230,12 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 		e = sm->end_ns[v - 1];
 		h = sm->start_ns[mk->host];
 		x0 = e > a ? e : a;
-		p = first_after(u, n, x0);
+		p = first_after(w, nw, x0);
 		pm = first_after(cm, ncm, x0);
 		pu = first_after(mu, nmu, x0);
 		/* The pieces the sim followed under contention (sim.h), by
-		 * task (mark i) and piece: their times as simulated. */
+		 * task (mark i) and piece: their times as simulated (a pair's
+		 * all of them, sim.xstart and xend). */
 		for (l = 0; l < hi;) {
 			size_t mid = l + (hi - l) / 2;
 			if (lg[mid].task < i)
@@ -192,7 +246,10 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 		for (uint32_t k = 0; k < mk->n_kern; k++) {
 			const struct synth_fold_kern *kk = &so->kerns[mk->kern0 + k];
 			int64_t at = prism_time_add(h, kk->rel_ns), kx, ky, ks;
-			if (l < nlg && lg[l].task == i && lg[l].piece == k) {
+			if (mk->n_kern2) {
+				ks = sm->xstart[sm->xoff[i] + k];
+				e = sm->xend[sm->xoff[i] + k];
+			} else if (l < nlg && lg[l].task == i && lg[l].piece == k) {
 				ks = lg[l].start_ns;
 				e = lg[l++].end_ns;
 			} else {
@@ -205,14 +262,14 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 				continue;
 			if (kk->comm) {
 				tin += ky - kx;
-				to += covered(u, n, &p, kx, ky);
+				to += covered(w, nw, &p, kx, ky);
 				if (ncm) {
 					tm += covered(cm, ncm, &pm, kx, ky);
 					tmu += covered(mu, nmu, &pu, kx, ky);
 				}
 			} else {
 				cin += ky - kx;
-				co += covered(u, n, &p, kx, ky);
+				co += covered(w, nw, &p, kx, ky);
 				if (ncm) {
 					cmm += covered(cm, ncm, &pm, kx, ky);
 					cmu += covered(mu, nmu, &pu, kx, ky);
@@ -221,6 +278,8 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 		}
 		p = first_after(u, n, x);
 		X = covered(u, n, &p, x, y);
+		p = first_after(w, nw, x);
+		XW = covered(w, nw, &p, x, y);
 		if (ncm) {
 			pm = first_after(cm, ncm, x);
 			pu = first_after(mu, nmu, x);
@@ -230,8 +289,9 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 		/* metrics.h counted [x, y) as compute (beside X of other
 		 * communication: overlap) and the gap before it as idle or
 		 * exposed communication; the kernels say what each part was:
-		 * the gaps beside communication (gU), copies (gM), both (gMU). */
-		gU = X - co - to;
+		 * the gaps beside communication (gU), copies (gM), both (gMU);
+		 * a pair's side lane is communication beside its kernels. */
+		gU = XW - co - to;
 		gM = XM - cmm - tm;
 		gMU = XMU - cmu - tmu;
 		d_overlap += co + tm + gMU - X;
@@ -242,6 +302,7 @@ static int fold_breakdown(const struct sim *sm, const struct synth_out *so, stru
 	free(cm);
 	free(mu);
 	free(u);
+	free(w);
 	it->overlap_ns += d_overlap;
 	it->exposed_comm_ns += d_comm;
 	it->exposed_compute_ns += d_comp;
@@ -274,10 +335,12 @@ static int fold_tasks(const struct synth_out *so, struct sim_fold *fo)
 		pc[k].kind = kk->comm == SYNTH_KERN_COLL  ? SIM_PIECE_COMM
 			     : kk->comm == SYNTH_KERN_P2P ? SIM_PIECE_IDLE
 							  : SIM_PIECE_COMPUTE;
+		pc[k].xw = kk->xw == SYNTH_NO_XW ? SIM_NO_XW : kk->xw;
 	}
 	for (size_t i = 0; i < so->n_marks; i++) {
 		const struct synth_fold_mark *mk = &so->marks[i];
-		ft[i] = (struct sim_folded){mk->node, mk->host, mk->kern0, mk->n_kern};
+		ft[i] = (struct sim_folded){mk->node,	mk->host,  mk->kern0,
+					    mk->n_kern, mk->kern2, mk->n_kern2};
 		if (mk->n_kern && !done[mk->kern0]) {
 			sim_fold_pieces(pc, mk->kern0, mk->n_kern);
 			done[mk->kern0] = 1;
