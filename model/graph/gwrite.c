@@ -398,24 +398,40 @@ static uint8_t contracted(uint32_t pa, uint32_t pb, uint8_t kb, uint8_t first)
 }
 
 /*
- * The graph the staged tasks become: its tables, edges and offsets for
- * n_nodes tasks, and no node columns yet (fill() gives them: allocating
- * them here would hold a second set beside the staged one).
+ * The graph the staged tasks become: its tables, and its edges and
+ * offsets for n_nodes tasks, which the caller writes whole (csr, or
+ * contract's copy); no node columns yet (fill() gives them: allocating
+ * them here would hold a second set beside the staged one) and no string
+ * table (the writer's moves in).  Not graph_new: its node columns and
+ * string table would be made only to be freed (a search makes a graph per
+ * candidate and point: 21 allocations and an entropy syscall each).
  */
 static struct graph *shell(const struct gw *w, uint32_t n_nodes, uint32_t n_edges, uint32_t nc)
 {
-	struct graph *g = graph_new(0, n_edges, (uint32_t)w->procs.n, (uint32_t)w->ranks.n,
-				    (uint32_t)w->iters.n, nc);
-	uint32_t *off;
+	struct graph *g = prism_calloc(1, sizeof(*g));
+	uint32_t np = (uint32_t)w->procs.n, nr = (uint32_t)w->ranks.n, ni = (uint32_t)w->iters.n;
+
 	if (!g)
 		return NULL;
-	if (!(off = prism_calloc((size_t)n_nodes + 1, sizeof(*off)))) {
+	g->n_nodes = n_nodes;
+	g->n_edges = n_edges;
+	g->n_procs = np;
+	g->n_ranks = nr;
+	g->n_iters = ni;
+	g->n_colls = nc;
+	g->out_off = prism_malloc(((size_t)n_nodes + 1) * sizeof(*g->out_off));
+	g->out_dst = prism_malloc((n_edges ? n_edges : 1) * sizeof(*g->out_dst));
+	g->out_kind = prism_malloc(n_edges ? n_edges : 1);
+	/* The tables zeroed: their rows' padding stays 0 (put_proc). */
+	g->procs = prism_calloc(np ? np : 1, sizeof(*g->procs));
+	g->ranks = prism_calloc(nr ? nr : 1, sizeof(*g->ranks));
+	g->iters = prism_calloc(ni ? ni : 1, sizeof(*g->iters));
+	g->colls = prism_calloc(nc ? nc : 1, sizeof(*g->colls));
+	if (!g->out_off || !g->out_dst || !g->out_kind || !g->procs || !g->ranks || !g->iters ||
+	    !g->colls) {
 		graph_free(g);
 		return NULL;
 	}
-	free(g->out_off);
-	g->out_off = off;
-	g->n_nodes = n_nodes;
 	return g;
 }
 
@@ -577,7 +593,6 @@ static int fill(struct gw *w, struct graph *g, int same, int drops)
 #define GW_FILL(type, f)                                                                           \
 	if (same && w->f) {                                                                        \
 		type *trim = prism_realloc(w->f, (n ? n : 1) * sizeof(type));                      \
-		free(g->f);                                                                        \
 		g->f = trim ? trim : w->f;                                                         \
 		w->f = NULL;                                                                       \
 	} else {                                                                                   \
@@ -596,7 +611,6 @@ static int fill(struct gw *w, struct graph *g, int same, int drops)
 		}                                                                                  \
 		free(w->f);                                                                        \
 		w->f = NULL;                                                                       \
-		free(g->f);                                                                        \
 		g->f = col;                                                                        \
 	}
 	GRAPH_NODE_COLUMNS(GW_FILL)
@@ -753,8 +767,7 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 		memcpy(g->ranks, w->ranks.v, w->ranks.n * sizeof(*g->ranks));
 	if (w->iters.n)
 		memcpy(g->iters, w->iters.v, w->iters.n * sizeof(*g->iters));
-	strtab_release(&g->st);
-	g->st = w->st;
+	g->st = w->st; /* (shell made none) */
 	memset(&w->st, 0, sizeof(w->st));
 	g->t0_ns = w->t0_ns;
 	g->meta = w->meta;
