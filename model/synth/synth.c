@@ -302,7 +302,17 @@ void synth_tpl_free(struct synth_tpl *tpl)
 	memset(&c, 0, sizeof(c));
 	c.fo = tpl->fo;
 	sf_release(&c);
+	if (tpl->have_w)
+		gw_release(&tpl->w);
 	free(tpl);
+}
+
+void synth_tpl_recycle(struct synth_tpl *tpl, struct graph *g)
+{
+	if (tpl && tpl->have_w)
+		gw_recycle(&tpl->w, g);
+	else
+		graph_free(g);
 }
 
 void synth_tpl_reset(struct synth_tpl *tpl)
@@ -334,10 +344,21 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 	c.hw = sl_run_hw(in, &c.hw_run);
 	synth_mem_layout(in, &c.lay);
 	c.kdb_gpu = in->kdb ? kdb_gpu(in->kdb, in->hw->gpu) : -1;
-	if (tpl)
+	if (tpl) {
 		c.reserve = tpl->sizes;
-	if (se_init(&c))
+		/* The thread's writer, kept with its room (and its last
+		 * graph, recycled). */
+		if (tpl->have_w) {
+			c.em.w = tpl->w;
+			c.em_kept = 1;
+			tpl->have_w = 0;
+		}
+	}
+	if (se_init(&c)) {
+		se_release(&c); /* (a kept writer too: the next build starts anew) */
 		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
+	}
+	c.em.w.keep = tpl != NULL;
 	sl_shape(in, &z);
 	z.tp_per_node = in->lay.tp;
 	z.pp_per_node = in->lay.tp * layout_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
@@ -375,6 +396,10 @@ done:
 		sf_carry_out(&c, tpl, rc == 0);
 		if (rc == 0)
 			tpl->sizes = c.built;
+		/* The writer stays the thread's (its arrays kept). */
+		tpl->w = c.em.w;
+		tpl->have_w = 1;
+		memset(&c.em.w, 0, sizeof(c.em.w));
 	}
 	se_release(&c);
 	sf_release(&c);
