@@ -502,6 +502,25 @@ static void test_kept(void **state)
 		assert_null(kept.reuse);
 		gw_release(&w);
 	}
+	/* A graph past GW_KEEP_NODES: its staged arrays freed, the graph
+	 * not kept (freed at gw_recycle). */
+	{
+		struct graph *g;
+		struct graph_rank rk;
+		memset(&rk, 0, sizeof(rk));
+		assert_int_equal(gw_reset(&kept), 0);
+		assert_int_equal(gw_proc(&kept, &(struct graph_proc){0}, NULL), 0);
+		assert_int_equal(gw_rank(&kept, &rk), 0);
+		for (uint32_t u = 0; u <= GW_KEEP_NODES; u++)
+			task(&kept, 0, u, GN_CPU);
+		g = finish(&kept, NULL, 0);
+		assert_int_equal(g->n_nodes, GW_KEEP_NODES + 1);
+		assert_int_equal(g->dur_ns[GW_KEEP_NODES], GW_KEEP_NODES);
+		assert_int_equal(kept.cap_nodes, 0);
+		assert_null(kept.dur_ns);
+		gw_recycle(&kept, g);
+		assert_null(kept.reuse);
+	}
 	gw_release(&kept);
 	rng = seed;
 }

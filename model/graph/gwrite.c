@@ -79,7 +79,7 @@ void gw_recycle(struct gw *w, struct graph *g)
 		return;
 	graph_free(w->reuse);
 	w->reuse = NULL;
-	if (g != w->made) {
+	if (g != w->made || w->made_room.nodes > GW_KEEP_NODES) {
 		graph_free(g);
 		return;
 	}
@@ -666,10 +666,10 @@ static void check_filled(const struct graph *g)
  * to its length); else it is placed by newid into g's column where it has
  * room (*room elements: a recycled graph's), or a new one, and freed, one
  * column at a time (so the memory of one serves the next) unless the
- * writer keeps it.  *room: the columns' room after.  0 or PRISM_ENOMEM (g
+ * writer keeps it (keep).  *room: the columns' room after.  0 or PRISM_ENOMEM (g
  * then has the columns made so far, the writer the rest).
  */
-static int fill(struct gw *w, struct graph *g, int same, int drops, size_t *room)
+static int fill(struct gw *w, struct graph *g, int same, int drops, int keep, size_t *room)
 {
 	size_t n = w->n_nodes, nk = g->n_nodes ? g->n_nodes : 1, had = *room;
 	const uint32_t *restrict newid = w->newid;
@@ -679,7 +679,7 @@ static int fill(struct gw *w, struct graph *g, int same, int drops, size_t *room
 	 * a uint8_t column may alias anything, and would make the compiler
 	 * reload w's pointers at every task. */
 #define GW_FILL(type, f)                                                                           \
-	if (same && !w->keep && w->f) {                                                            \
+	if (same && !keep && w->f) {                                                               \
 		type *trim = prism_realloc(w->f, (n ? n : 1) * sizeof(type));                      \
 		free(g->f);                                                                        \
 		g->f = trim ? trim : w->f;                                                         \
@@ -705,7 +705,7 @@ static int fill(struct gw *w, struct graph *g, int same, int drops, size_t *room
 			for (size_t u = 0; u < n; u++)                                             \
 				to[newid[u]] = from[u];                                            \
 		}                                                                                  \
-		if (!w->keep) {                                                                    \
+		if (!keep) {                                                                       \
 			free(w->f);                                                                \
 			w->f = NULL;                                                               \
 		}                                                                                  \
@@ -714,7 +714,7 @@ static int fill(struct gw *w, struct graph *g, int same, int drops, size_t *room
 #undef GW_FILL
 	*room = handed || had < nk ? nk : had;
 	w->n_nodes = 0;
-	if (!w->keep)
+	if (!keep)
 		w->cap_nodes = 0;
 	return 0;
 }
@@ -728,6 +728,7 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 	struct graph *g = NULL;
 	struct gw_room room = {0};
 	int rc = PRISM_ENOMEM, drops = 0, same = !(flags & GW_UNIQUE), reused = 0;
+	int keep = w->keep && n <= GW_KEEP_NODES;
 
 	*out = NULL;
 	if (w->rc)
@@ -735,7 +736,7 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 	if (n >= UINT32_MAX || ne >= UINT32_MAX)
 		return fail(w, PRISM_ELIMIT);
 	w->made = NULL;
-	if (!w->keep) {
+	if (!keep) {
 		free(w->newid);
 		w->newid = NULL;
 		w->newid_cap = 0;
@@ -850,13 +851,13 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 			goto out;
 		rc = PRISM_ENOMEM;
 	}
-	if (w->keep)
+	if (keep)
 		w->edges.n = 0;
 	else
 		VEC_FREE(w->edges);
 	if ((flags & GW_SORT) && sort_rows(g))
 		goto out;
-	if (fill(w, g, same, drops, &room.nodes))
+	if (fill(w, g, same, drops, keep, &room.nodes))
 		goto out;
 	if (flags & GW_COLLS_BY_NODE) {
 		for (uint32_t v = 0, j = 0; v < nkeep; v++)
@@ -891,14 +892,14 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 		struct strtab old = g->st;
 		g->st = w->st;
 		w->st = old;
-		if (!w->keep)
+		if (!keep)
 			strtab_release(&w->st);
 	}
 	g->t0_ns = w->t0_ns;
 	g->meta = w->meta;
 	g->stats = w->stats;
 	check_filled(g);
-	if (w->keep)
+	if (keep)
 		w->dropped.n = 0;
 	else
 		VEC_FREE(w->dropped);
@@ -916,7 +917,7 @@ out:
 	graph_free(g);
 	free(seq);
 	free(pos);
-	if (!w->keep)
+	if (!keep)
 		VEC_FREE(w->scratch);
 	free(coff);
 	free(cdst);

@@ -41,7 +41,8 @@
  * allocated, and gw_reset empties the writer for the next graph with
  * their room; the graph itself, handed back with gw_recycle, is filled
  * in place by the next gw_finish, its arrays kept where they have room.
- * Then a build in steady state allocates nothing.
+ * Then a build in steady state allocates nothing (up to GW_KEEP_NODES
+ * tasks).
  */
 #ifndef PRISM_GWRITE_H
 #define PRISM_GWRITE_H
@@ -99,6 +100,13 @@ struct gw {
 		size_t procs, ranks, iters, colls; /* out_kind, the tables */
 	} made_room, reuse_room;
 };
+
+/* The most tasks a kept writer (keep) keeps room for: a larger graph's
+ * staged arrays are freed at gw_finish and the graph itself is not kept by
+ * gw_recycle, so that one large build (GPT-3 175B's: a million tasks, ~75
+ * bytes each twice over) does not hold its memory for the rest of a
+ * sweep. */
+#define GW_KEEP_NODES (1u << 18)
 
 /* Options of gw_finish. */
 enum {
