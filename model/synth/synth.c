@@ -304,6 +304,14 @@ void synth_tpl_free(struct synth_tpl *tpl)
 	sf_release(&c);
 	if (tpl->have_w)
 		gw_release(&tpl->w);
+	free(tpl->rk);
+	VEC_FREE(tpl->pend);
+	VEC_FREE(tpl->waits);
+	VEC_FREE(tpl->seqs);
+	VEC_FREE(tpl->ops);
+	VEC_FREE(tpl->copies);
+	VEC_FREE(tpl->gathers);
+	VEC_FREE(tpl->amax_gemms);
 	free(tpl);
 }
 
@@ -333,6 +341,7 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 	struct shape z;
 	struct graph *g = NULL;
 	char meta[4096];
+	size_t rk_room = 0;
 	int rc;
 
 	*out_g = NULL;
@@ -359,6 +368,16 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
 	}
 	c.em.w.keep = tpl != NULL;
+	if (tpl) {
+		/* The thread's arrays, empty (a build's start, as zeroed). */
+		VEC_TAKE(c.em.pend, tpl->pend);
+		VEC_TAKE(c.em.waits, tpl->waits);
+		VEC_TAKE(c.em.seqs, tpl->seqs);
+		VEC_TAKE(c.em.ops, tpl->ops);
+		VEC_TAKE(c.sc.copies, tpl->copies);
+		VEC_TAKE(c.sc.gathers, tpl->gathers);
+		VEC_TAKE(c.sc.amax_gemms, tpl->amax_gemms);
+	}
 	sl_shape(in, &z);
 	z.tp_per_node = in->lay.tp;
 	z.pp_per_node = in->lay.tp * layout_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
@@ -366,7 +385,16 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 	c.fo.fold = in->units;
 	if (tpl && sf_carry_in(&c, tpl))
 		goto oom;
-	c.rk = prism_calloc((size_t)in->lay.pp, sizeof(*c.rk));
+	rk_room = (size_t)in->lay.pp;
+	if (tpl && tpl->rk_cap >= rk_room) {
+		c.rk = tpl->rk; /* the thread's, zeroed as calloc leaves it */
+		rk_room = tpl->rk_cap;
+		tpl->rk = NULL;
+		tpl->rk_cap = 0;
+		memset(c.rk, 0, (size_t)in->lay.pp * sizeof(*c.rk));
+	} else {
+		c.rk = prism_calloc(rk_room, sizeof(*c.rk));
+	}
 	if (!c.rk || se_procs(&c))
 		goto oom;
 	ss_steps(&c, &z);
@@ -400,6 +428,20 @@ done:
 		tpl->w = c.em.w;
 		tpl->have_w = 1;
 		memset(&c.em.w, 0, sizeof(c.em.w));
+		/* The build's arrays too, for the next. */
+		if (c.rk) {
+			free(tpl->rk); /* (one too small to take) */
+			tpl->rk = c.rk;
+			tpl->rk_cap = rk_room;
+			c.rk = NULL;
+		}
+		VEC_TAKE(tpl->pend, c.em.pend);
+		VEC_TAKE(tpl->waits, c.em.waits);
+		VEC_TAKE(tpl->seqs, c.em.seqs);
+		VEC_TAKE(tpl->ops, c.em.ops);
+		VEC_TAKE(tpl->copies, c.sc.copies);
+		VEC_TAKE(tpl->gathers, c.sc.gathers);
+		VEC_TAKE(tpl->amax_gemms, c.sc.amax_gemms);
 	}
 	se_release(&c);
 	sf_release(&c);

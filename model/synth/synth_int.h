@@ -393,6 +393,15 @@ struct synth_tpl {
 	struct se_sizes sizes; /* the last build's, kept by synth_tpl_reset */
 	struct gw w;	       /* the builds' writer, kept (gwrite.h keep), and */
 	int have_w;	       /* the last graph it made, once recycled */
+	/* The builds' own arrays between builds (emptied, their room kept):
+	 * the ranks' state, the emitter's and the schedule's scratch. */
+	struct rankst *rk;
+	size_t rk_cap;
+	VEC(struct pending) pend, waits;
+	VEC(struct pgseq) seqs;
+	VEC(struct oprec) ops;
+	VEC(struct issued) copies, gathers;
+	VEC(double) amax_gemms;
 };
 
 /* The layout as the kernels of one layer and the schedule need it. */
