@@ -397,6 +397,18 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 	}
 	if (!c.rk || se_procs(&c))
 		goto oom;
+	{
+		/* The schedule's marks, handed to the caller (take_out): a
+		 * step's first and last task per stage, a unit's compute
+		 * tasks per pass, each array allocated once at its size
+		 * rather than grown by doubling. */
+		size_t steps = (size_t)(in->steps > 0 ? in->steps : 1);
+		size_t units = steps * (size_t)layout_step_passes(&in->lay);
+		if (VEC_RESERVE(c.sc.step_first, steps * (size_t)in->lay.pp) ||
+		    VEC_RESERVE(c.sc.step_last, steps * (size_t)in->lay.pp) ||
+		    VEC_RESERVE(c.sc.unit_first, units) || VEC_RESERVE(c.sc.unit_last, units))
+			goto oom;
+	}
 	ss_steps(&c, &z);
 	if (c.oom)
 		goto oom;
