@@ -69,6 +69,7 @@ int gw_reset(struct gw *w)
 	w->meta = 0;
 	memset(&w->stats, 0, sizeof(w->stats));
 	w->max_nodes = UINT32_MAX - 1;
+	w->made = NULL; /* recycled by now, or freed by its owner: not taken after */
 	w->rc = strtab_clear(&w->st);
 	return w->rc;
 }

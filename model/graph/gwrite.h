@@ -133,7 +133,8 @@ void gw_release(struct gw *w);
 
 /* The writer emptied, as gw_init leaves it (an empty string table, no
  * limit), with the room of its staged arrays and string table kept, and
- * keep and the recycled graph as they were.  0 or PRISM_ENOMEM (sticky:
+ * keep and the recycled graph as they were (the last graph made, not
+ * recycled by now, is no longer taken).  0 or PRISM_ENOMEM (sticky:
  * gw_finish fails with it). */
 int gw_reset(struct gw *w);
 
