@@ -1,4 +1,5 @@
 /* test_gwrite.c - the graph writer against naive references. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -349,13 +350,188 @@ static void test_truncate(void **state)
 	gw_release(&w);
 }
 
+/* Graph number k of test_kept, staged into w (started or reset): sizes
+ * up and down from one to the next (a recycled graph with room to spare,
+ * then too little), tasks on random processors, interned names, random
+ * edges and order edges, collectives, ranks and iterations; every fifth
+ * with a dropped task (gw_finish's other path, where the recycled graph
+ * waits for the next). */
+static const uint32_t kept_nodes[] = {700, 40, 1500, 1500, 3, 2200, 90, 2200, 1, 600};
+static void kept_build(struct gw *w, int k, unsigned *flags)
+{
+	uint32_t n = kept_nodes[k], np = 2 + (uint32_t)(k * 3 % 7), nr = 1 + (uint32_t)(k % 3);
+	char name[32];
+
+	w->t0_ns = 1000 + k;
+	w->stats.launch_no_gpu = (uint64_t)k;
+	for (uint32_t p = 0; p < np; p++) {
+		struct graph_proc q = {p % nr, (uint8_t)(p & 1), 7, (int64_t)(p + k), 0, 0};
+		assert_int_equal(gw_proc(w, &q, NULL), 0);
+	}
+	for (uint32_t r = 0; r < nr; r++) {
+		struct graph_rank q;
+		memset(&q, 0, sizeof(q));
+		q.rank = r;
+		q.world_size = nr;
+		snprintf(name, sizeof(name), "rank%u.%d", r, k);
+		q.path = gw_intern(w, name);
+		assert_int_equal(gw_rank(w, &q), 0);
+	}
+	for (int i = 0; i < k % 4; i++) {
+		struct graph_iter it = {0, 0, i, 10 * i, 5};
+		assert_int_equal(gw_iter(w, &it), 0);
+	}
+	for (uint32_t u = 0; u < n; u++) {
+		uint32_t p = rnd(np), id;
+		struct gw_node x;
+		gw_node_init(&x);
+		x.proc = p;
+		x.dur_ns = 1 + rnd(1000);
+		x.start_ns = u;
+		x.kind = p & 1 ? (rnd(5) ? GN_KERNEL : GN_COLL) : GN_CPU;
+		x.layer = (int32_t)rnd(30) - 1;
+		x.corr = u;
+		snprintf(name, sizeof(name), "k%u", rnd(50 + (uint32_t)k * 10));
+		x.name = gw_intern(w, name);
+		assert_int_equal(gw_node(w, &x, &id), 0);
+		if (x.kind == GN_COLL) {
+			struct graph_coll c;
+			memset(&c, 0, sizeof(c));
+			c.kind = (uint8_t)rnd(3);
+			c.bytes = u;
+			c.seq = u;
+			c.pg = x.name;
+			assert_int_equal(gw_coll(w, id, &c), 0);
+		}
+	}
+	for (uint32_t e = 0; e < 2 * n; e++) { /* forward in staged order: no cycle */
+		uint32_t x = rnd(n), y = rnd(n);
+		assert_int_equal(gw_edge(w, x < y ? x : y, x < y ? y : x, (uint8_t)rnd(GE_NKINDS)),
+				 0);
+	}
+	assert_int_equal(gw_order(w, NULL), 0);
+	*flags = k % 3 == 1 ? GW_SORT : 0;
+	if (k % 5 == 4 && n > 1)
+		assert_int_equal(gw_drop(w, rnd(n)), 0);
+}
+
+/* Graphs a and b the same: every node column, edge, table row (bytes,
+ * padding included: graph files hold them whole), string, and stats. */
+static void same_graph(const struct graph *a, const struct graph *b)
+{
+	assert_int_equal(a->n_nodes, b->n_nodes);
+	assert_int_equal(a->n_edges, b->n_edges);
+	assert_int_equal(a->n_procs, b->n_procs);
+	assert_int_equal(a->n_ranks, b->n_ranks);
+	assert_int_equal(a->n_iters, b->n_iters);
+	assert_int_equal(a->n_colls, b->n_colls);
+	assert_int_equal(a->t0_ns, b->t0_ns);
+	assert_int_equal(a->meta, b->meta);
+	assert_memory_equal(&a->stats, &b->stats, sizeof(a->stats));
+#define SAME_COLUMN(type, f) assert_memory_equal(a->f, b->f, a->n_nodes * sizeof(type));
+	GRAPH_NODE_COLUMNS(SAME_COLUMN)
+#undef SAME_COLUMN
+	assert_memory_equal(a->out_off, b->out_off, (a->n_nodes + 1) * sizeof(*a->out_off));
+	if (a->n_edges) {
+		assert_memory_equal(a->out_dst, b->out_dst, a->n_edges * sizeof(*a->out_dst));
+		assert_memory_equal(a->out_kind, b->out_kind, a->n_edges);
+	}
+	assert_memory_equal(a->procs, b->procs, a->n_procs * sizeof(*a->procs));
+	assert_memory_equal(a->ranks, b->ranks, a->n_ranks * sizeof(*a->ranks));
+	if (a->n_iters)
+		assert_memory_equal(a->iters, b->iters, a->n_iters * sizeof(*a->iters));
+	if (a->n_colls)
+		assert_memory_equal(a->colls, b->colls, a->n_colls * sizeof(*a->colls));
+	assert_int_equal(a->st.n, b->st.n);
+	for (uint32_t i = 0; i < a->st.n; i++)
+		assert_string_equal(strtab_get(&a->st, i), strtab_get(&b->st, i));
+}
+
+/* A writer kept from graph to graph (keep, gw_reset, gw_recycle) makes
+ * each graph a new writer makes, field for field and byte for byte, as
+ * the graphs grow and shrink; its newid map too.  After the first graph
+ * the kept writer's steady state allocates nothing but gw_finish's
+ * scratch (its recycled graph refilled: the same address). */
+static void test_kept(void **state)
+{
+	struct gw kept;
+	struct graph *prev = NULL;
+	uint64_t seed = rng;
+	int reused = 0;
+	(void)state;
+
+	assert_int_equal(gw_init(&kept), 0);
+	kept.keep = 1;
+	for (int k = 0; k < (int)(sizeof(kept_nodes) / sizeof(kept_nodes[0])); k++) {
+		struct gw w;
+		struct graph *a, *b;
+		unsigned fa, fb;
+		uint64_t at = rng;
+
+		assert_int_equal(gw_init(&w), 0);
+		kept_build(&w, k, &fa);
+		a = finish(&w, NULL, fa);
+		rng = at; /* the same graph again, into the kept writer */
+		if (k > 0)
+			assert_int_equal(gw_reset(&kept), 0);
+		assert_int_equal(kept.keep, 1);
+		kept_build(&kept, k, &fb);
+		b = finish(&kept, NULL, fb);
+		same_graph(a, b);
+		for (uint32_t u = 0; u < kept_nodes[k]; u++)
+			assert_int_equal(w.newid[u], kept.newid[u]);
+		reused += b == prev;
+		graph_free(a);
+		gw_release(&w);
+		gw_recycle(&kept, b); /* filled by the next */
+		prev = b;
+	}
+	/* Every graph but the first and those with a drop (4 and 9: the
+	 * other path, a new graph) refilled the one before. */
+	assert_int_equal(reused, 7);
+	/* Another graph handed to it is freed, not kept (only the writer's
+	 * own graph's room is known). */
+	{
+		struct gw w;
+		struct graph *g;
+		unsigned f;
+		assert_int_equal(gw_init(&w), 0);
+		kept_build(&w, 0, &f);
+		g = finish(&w, NULL, f);
+		gw_recycle(&kept, g);
+		assert_null(kept.reuse);
+		gw_release(&w);
+	}
+	/* A graph past GW_KEEP_NODES: its staged arrays freed, the graph
+	 * not kept (freed at gw_recycle). */
+	{
+		struct graph *g;
+		struct graph_rank rk;
+		memset(&rk, 0, sizeof(rk));
+		assert_int_equal(gw_reset(&kept), 0);
+		assert_int_equal(gw_proc(&kept, &(struct graph_proc){0}, NULL), 0);
+		assert_int_equal(gw_rank(&kept, &rk), 0);
+		for (uint32_t u = 0; u <= GW_KEEP_NODES; u++)
+			task(&kept, 0, u, GN_CPU);
+		g = finish(&kept, NULL, 0);
+		assert_int_equal(g->n_nodes, GW_KEEP_NODES + 1);
+		assert_int_equal(g->dur_ns[GW_KEEP_NODES], GW_KEEP_NODES);
+		assert_int_equal(kept.cap_nodes, 0);
+		assert_null(kept.dur_ns);
+		gw_recycle(&kept, g);
+		assert_null(kept.reuse);
+	}
+	gw_release(&kept);
+	rng = seed;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_group),    cmocka_unit_test(test_csr),
 	    cmocka_unit_test(test_drop),     cmocka_unit_test(test_colls),
 	    cmocka_unit_test(test_idioms),   cmocka_unit_test(test_sticky),
-	    cmocka_unit_test(test_truncate),
+	    cmocka_unit_test(test_truncate), cmocka_unit_test(test_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

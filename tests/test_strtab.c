@@ -117,6 +117,50 @@ static void test_imap_clear(void **state)
 	imap_release(&m);
 }
 
+/* A cleared table is a new one with its memory: the same ids for the
+ * same strings interned again (after it grew and rehashed), none of the
+ * old strings found, "" id 0; its blocks kept.  A zeroed table (never
+ * started) is started. */
+static void test_clear(void **state)
+{
+	struct strtab st, fresh, none;
+	char s[24];
+	uint32_t id, want, nslots;
+	const char *buf;
+	(void)state;
+
+	assert_int_equal(strtab_init(&st), 0);
+	for (int i = 0; i < 3000; i++) {
+		snprintf(s, sizeof(s), "old_%d", i);
+		assert_int_equal(strtab_intern(&st, s, strlen(s), &id), 0);
+	}
+	nslots = st.nslots;
+	buf = st.buf;
+	assert_true(nslots > 1024); /* rehashed */
+	assert_int_equal(strtab_clear(&st), 0);
+	assert_int_equal(st.n, 1);
+	assert_int_equal(st.nslots, nslots);
+	assert_ptr_equal(st.buf, buf);
+	assert_string_equal(strtab_get(&st, 0), "");
+	assert_int_equal(strtab_find(&st, "old_5", 5), STRTAB_NONE);
+	assert_int_equal(strtab_init(&fresh), 0);
+	for (int k = 0; k < 500; k++) {
+		snprintf(s, sizeof(s), "new_%d", (k * 37) % 211);
+		assert_int_equal(strtab_intern(&fresh, s, strlen(s), &want), 0);
+		assert_int_equal(strtab_intern(&st, s, strlen(s), &id), 0);
+		assert_int_equal(id, want);
+	}
+	assert_int_equal(st.n, fresh.n);
+	assert_int_equal(st.len, fresh.len);
+	memset(&none, 0, sizeof(none));
+	assert_int_equal(strtab_clear(&none), 0);
+	assert_int_equal(none.n, 1);
+	assert_int_equal(strtab_find(&none, "", 0), 0);
+	strtab_release(&none);
+	strtab_release(&fresh);
+	strtab_release(&st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -124,6 +168,7 @@ int main(void)
 	    cmocka_unit_test(test_against_naive),
 	    cmocka_unit_test(test_json_str),
 	    cmocka_unit_test(test_imap_clear),
+	    cmocka_unit_test(test_clear),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,6 +63,18 @@ int strtab_init(struct strtab *st)
 	return 0;
 }
 
+int strtab_clear(struct strtab *st)
+{
+	uint32_t id;
+
+	if (!st->slots)
+		return strtab_init(st);
+	memset(st->slots, 0, st->nslots * sizeof(*st->slots));
+	st->len = 0;
+	st->n = 0;
+	return strtab_intern(st, "", 0, &id);
+}
+
 void strtab_release(struct strtab *st)
 {
 	free(st->buf);

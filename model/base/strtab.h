@@ -33,6 +33,12 @@ struct strtab {
 int strtab_init(struct strtab *st);
 void strtab_release(struct strtab *st);
 
+/* The table emptied to "" alone, as strtab_init leaves it (the same ids
+ * from there), its memory kept for the next strings (one table refilled
+ * per graph of a search); strtab_init where it holds none.  0 or
+ * PRISM_ENOMEM. */
+int strtab_clear(struct strtab *st);
+
 /* A deep copy (same ids).  0 or PRISM_ENOMEM (dst then empty). */
 int strtab_copy(struct strtab *dst, const struct strtab *src);
 

@@ -47,6 +47,17 @@ static inline int vec_reserve_(void **v, size_t *cap, size_t need, size_t elem)
 #define VEC_PUSH(vec, x)                                                                           \
 	(VEC_RESERVE((vec), (vec).n + 1) ? PRISM_ENOMEM : ((vec).v[(vec).n++] = (x), 0))
 
+/* dst takes src's array, emptied (its room kept); src is left empty.  The
+ * two may be distinct VEC types of the same element type. */
+#define VEC_TAKE(dst, src)                                                                         \
+	do {                                                                                       \
+		(dst).v = (src).v;                                                                 \
+		(dst).cap = (src).cap;                                                             \
+		(dst).n = 0;                                                                       \
+		(src).v = NULL;                                                                    \
+		(src).n = (src).cap = 0;                                                           \
+	} while (0)
+
 #define VEC_FREE(vec)                                                                              \
 	do {                                                                                       \
 		free((vec).v);                                                                     \

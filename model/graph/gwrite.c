@@ -54,6 +54,39 @@ void gw_release(struct gw *w)
 	strtab_release(&w->st);
 	free(w->newid);
 	w->newid = NULL;
+	w->newid_cap = 0;
+	VEC_FREE(w->scratch);
+	graph_free(w->reuse);
+	w->reuse = NULL;
+	w->made = NULL;
+}
+
+int gw_reset(struct gw *w)
+{
+	w->n_nodes = 0;
+	w->edges.n = w->procs.n = w->ranks.n = w->iters.n = w->colls.n = w->dropped.n = 0;
+	w->t0_ns = 0;
+	w->meta = 0;
+	memset(&w->stats, 0, sizeof(w->stats));
+	w->max_nodes = UINT32_MAX - 1;
+	w->made = NULL; /* recycled by now, or freed by its owner: not taken after */
+	w->rc = strtab_clear(&w->st);
+	return w->rc;
+}
+
+void gw_recycle(struct gw *w, struct graph *g)
+{
+	if (!g)
+		return;
+	graph_free(w->reuse);
+	w->reuse = NULL;
+	if (g != w->made || w->made_room.nodes > GW_KEEP_NODES) {
+		graph_free(g);
+		return;
+	}
+	w->reuse = g;
+	w->reuse_room = w->made_room;
+	w->made = NULL;
 }
 
 void gw_node_from(struct gw_node *n, const struct graph *g, uint32_t u)
@@ -168,11 +201,9 @@ int gw_order(struct gw *w, const uint32_t *order)
 		return 0;
 	}
 	/* At most one edge a task: room for them once, then placed. */
-	last = prism_malloc((w->procs.n + 1) * sizeof(*last));
-	if (!last || VEC_RESERVE(w->edges, w->edges.n + n)) {
-		free(last);
+	if (VEC_RESERVE(w->scratch, w->procs.n + 1) || VEC_RESERVE(w->edges, w->edges.n + n))
 		return fail(w, PRISM_ENOMEM);
-	}
+	last = w->scratch.v;
 	for (size_t p = 0; p < w->procs.n; p++)
 		last[p] = GW_NONE;
 	for (uint32_t u = 0; u < n; u++) {
@@ -182,7 +213,8 @@ int gw_order(struct gw *w, const uint32_t *order)
 			w->edges.v[w->edges.n++] = (struct gw_edge){last[p], u, GE_ORDER};
 		last[p] = u;
 	}
-	free(last);
+	if (!w->keep)
+		VEC_FREE(w->scratch);
 	return 0;
 }
 
@@ -398,24 +430,94 @@ static uint8_t contracted(uint32_t pa, uint32_t pb, uint8_t kb, uint8_t first)
 }
 
 /*
- * The graph the staged tasks become: its tables, edges and offsets for
- * n_nodes tasks, and no node columns yet (fill() gives them: allocating
- * them here would hold a second set beside the staged one).
+ * The graph the staged tasks become: its tables, and its edges and
+ * offsets for n_nodes tasks, which the caller writes whole (csr, or
+ * contract's copy); no node columns yet (fill() gives them: allocating
+ * them here would hold a second set beside the staged one) and no string
+ * table (the writer's moves in).  Not graph_new: its node columns and
+ * string table would be made only to be freed (a search makes a graph per
+ * candidate and point: 21 allocations and an entropy syscall each).
  */
 static struct graph *shell(const struct gw *w, uint32_t n_nodes, uint32_t n_edges, uint32_t nc)
 {
-	struct graph *g = graph_new(0, n_edges, (uint32_t)w->procs.n, (uint32_t)w->ranks.n,
-				    (uint32_t)w->iters.n, nc);
-	uint32_t *off;
+	struct graph *g = prism_calloc(1, sizeof(*g));
+	uint32_t np = (uint32_t)w->procs.n, nr = (uint32_t)w->ranks.n, ni = (uint32_t)w->iters.n;
+
 	if (!g)
 		return NULL;
-	if (!(off = prism_calloc((size_t)n_nodes + 1, sizeof(*off)))) {
+	g->n_nodes = n_nodes;
+	g->n_edges = n_edges;
+	g->n_procs = np;
+	g->n_ranks = nr;
+	g->n_iters = ni;
+	g->n_colls = nc;
+	g->out_off = prism_malloc(((size_t)n_nodes + 1) * sizeof(*g->out_off));
+	g->out_dst = prism_malloc((n_edges ? n_edges : 1) * sizeof(*g->out_dst));
+	g->out_kind = prism_malloc(n_edges ? n_edges : 1);
+	/* The tables zeroed: their rows' padding stays 0 (put_proc). */
+	g->procs = prism_calloc(np ? np : 1, sizeof(*g->procs));
+	g->ranks = prism_calloc(nr ? nr : 1, sizeof(*g->ranks));
+	g->iters = prism_calloc(ni ? ni : 1, sizeof(*g->iters));
+	g->colls = prism_calloc(nc ? nc : 1, sizeof(*g->colls));
+	if (!g->out_off || !g->out_dst || !g->out_kind || !g->procs || !g->ranks || !g->iters ||
+	    !g->colls) {
 		graph_free(g);
 		return NULL;
 	}
-	free(g->out_off);
-	g->out_off = off;
+	return g;
+}
+
+/* *p (of room *room elements of size each) with room for n: kept where it
+ * has it, else allocated anew (its content is not kept).  0 or
+ * PRISM_ENOMEM. */
+static int room_for(void **p, size_t *room, size_t n, size_t size)
+{
+	void *q;
+	if (n == 0)
+		n = 1;
+	if (*p && *room >= n)
+		return 0;
+	if (!(q = prism_malloc(n * size)))
+		return PRISM_ENOMEM;
+	free(*p);
+	*p = q;
+	*room = n;
+	return 0;
+}
+
+/* shell() in the recycled graph w->reuse, taken from the writer (its
+ * arrays kept where they have room, *r; the tables' rows zeroed, as
+ * calloc leaves them, for their padding): NULL when out of memory (the
+ * graph then freed).  The node columns keep their room for fill(). */
+static struct graph *reshell(struct gw *w, struct gw_room *r, uint32_t n_nodes, uint32_t n_edges,
+			     uint32_t nc)
+{
+	struct graph *g = w->reuse;
+	uint32_t np = (uint32_t)w->procs.n, nr = (uint32_t)w->ranks.n, ni = (uint32_t)w->iters.n;
+	size_t edges = r->edges, kinds = r->edges;
+
+	w->reuse = NULL;
+	if (room_for((void **)&g->out_off, &r->off, (size_t)n_nodes + 1, sizeof(*g->out_off)) ||
+	    room_for((void **)&g->out_dst, &edges, n_edges, sizeof(*g->out_dst)) ||
+	    room_for((void **)&g->out_kind, &kinds, n_edges, 1) ||
+	    room_for((void **)&g->procs, &r->procs, np, sizeof(*g->procs)) ||
+	    room_for((void **)&g->ranks, &r->ranks, nr, sizeof(*g->ranks)) ||
+	    room_for((void **)&g->iters, &r->iters, ni, sizeof(*g->iters)) ||
+	    room_for((void **)&g->colls, &r->colls, nc, sizeof(*g->colls))) {
+		graph_free(g);
+		return NULL;
+	}
+	r->edges = edges < kinds ? edges : kinds;
+	memset(g->procs, 0, np * sizeof(*g->procs));
+	memset(g->ranks, 0, nr * sizeof(*g->ranks));
+	memset(g->iters, 0, ni * sizeof(*g->iters));
+	memset(g->colls, 0, nc * sizeof(*g->colls));
 	g->n_nodes = n_nodes;
+	g->n_edges = n_edges;
+	g->n_procs = np;
+	g->n_ranks = nr;
+	g->n_iters = ni;
+	g->n_colls = nc;
 	return g;
 }
 
@@ -560,32 +662,42 @@ static void check_filled(const struct graph *g)
 }
 
 /*
- * The fill: each staged column becomes g's.  same: the final ids are the
- * staged ones, and the column is handed over (trimmed to its length);
- * else it is placed by newid into a new one and freed, one column at a
- * time (so the memory of one serves the next).  0 or PRISM_ENOMEM (g then
- * has the columns made so far, the writer the rest).
+ * The fill: each staged column becomes g's.  same (and not keep): the
+ * final ids are the staged ones, and the column is handed over (trimmed
+ * to its length); else it is placed by newid into g's column where it has
+ * room (*room elements: a recycled graph's), or a new one, and freed, one
+ * column at a time (so the memory of one serves the next) unless the
+ * writer keeps it (keep).  *room: the columns' room after.  0 or PRISM_ENOMEM (g
+ * then has the columns made so far, the writer the rest).
  */
-static int fill(struct gw *w, struct graph *g, int same, int drops)
+static int fill(struct gw *w, struct graph *g, int same, int drops, int keep, size_t *room)
 {
-	size_t n = w->n_nodes, nk = g->n_nodes ? g->n_nodes : 1;
+	size_t n = w->n_nodes, nk = g->n_nodes ? g->n_nodes : 1, had = *room;
 	const uint32_t *restrict newid = w->newid;
+	int handed = 0;
 
 	/* Each column placed through local restrict pointers: a store into
 	 * a uint8_t column may alias anything, and would make the compiler
 	 * reload w's pointers at every task. */
 #define GW_FILL(type, f)                                                                           \
-	if (same && w->f) {                                                                        \
+	if (same && !keep && w->f) {                                                               \
 		type *trim = prism_realloc(w->f, (n ? n : 1) * sizeof(type));                      \
 		free(g->f);                                                                        \
 		g->f = trim ? trim : w->f;                                                         \
 		w->f = NULL;                                                                       \
+		handed = 1;                                                                        \
 	} else {                                                                                   \
-		type *col = prism_malloc(nk * sizeof(type));                                       \
-		type *restrict to = col;                                                           \
+		type *col = had >= nk ? g->f : NULL;                                               \
+		type *restrict to;                                                                 \
 		const type *restrict from = w->f;                                                  \
-		if (!col)                                                                          \
-			return PRISM_ENOMEM;                                                       \
+		assert(had < nk || g->f); /* a recycled graph has every column */                  \
+		if (!col) {                                                                        \
+			if (!(col = prism_malloc(nk * sizeof(type))))                              \
+				return PRISM_ENOMEM;                                               \
+			free(g->f);                                                                \
+			g->f = col;                                                                \
+		}                                                                                  \
+		to = col;                                                                          \
 		if (drops) {                                                                       \
 			for (size_t u = 0; u < n; u++)                                             \
 				if (newid[u] != GW_NONE)                                           \
@@ -594,15 +706,17 @@ static int fill(struct gw *w, struct graph *g, int same, int drops)
 			for (size_t u = 0; u < n; u++)                                             \
 				to[newid[u]] = from[u];                                            \
 		}                                                                                  \
-		free(w->f);                                                                        \
-		w->f = NULL;                                                                       \
-		free(g->f);                                                                        \
-		g->f = col;                                                                        \
+		if (!keep) {                                                                       \
+			free(w->f);                                                                \
+			w->f = NULL;                                                               \
+		}                                                                                  \
 	}
 	GRAPH_NODE_COLUMNS(GW_FILL)
 #undef GW_FILL
+	*room = handed || had < nk ? nk : had;
 	w->n_nodes = 0;
-	w->cap_nodes = 0;
+	if (!keep)
+		w->cap_nodes = 0;
 	return 0;
 }
 
@@ -613,18 +727,29 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 	uint32_t *cnt = NULL, *cmap = NULL, *coff = NULL, *cdst = NULL;
 	uint8_t *ckind = NULL;
 	struct graph *g = NULL;
-	int rc = PRISM_ENOMEM, drops = 0, same = !(flags & GW_UNIQUE);
+	struct gw_room room = {0};
+	int rc = PRISM_ENOMEM, drops = 0, same = !(flags & GW_UNIQUE), reused = 0;
+	int keep = w->keep && n <= GW_KEEP_NODES;
 
 	*out = NULL;
 	if (w->rc)
 		return w->rc;
 	if (n >= UINT32_MAX || ne >= UINT32_MAX)
 		return fail(w, PRISM_ELIMIT);
-	free(w->newid);
-	w->newid = prism_malloc((n + 1) * sizeof(*w->newid));
-	cnt = prism_calloc((size_t)np + 1, sizeof(*cnt));
-	if (!w->newid || !cnt)
+	w->made = NULL;
+	if (!keep) {
+		free(w->newid);
+		w->newid = NULL;
+		w->newid_cap = 0;
+	}
+	/* cnt (np + 1, zeroed) and cmap (a collective each) in the
+	 * writer's scratch. */
+	if (room_for((void **)&w->newid, &w->newid_cap, n + 1, sizeof(*w->newid)) ||
+	    VEC_RESERVE(w->scratch, (size_t)np + 1 + w->colls.n + 1))
 		goto out;
+	cnt = w->scratch.v;
+	cmap = cnt + np + 1;
+	memset(cnt, 0, ((size_t)np + 1) * sizeof(*cnt));
 	/* The ids stay where the staged order is the final one: given so, or
 	 * tasks staged grouped by processor; none dropped. */
 	for (uint32_t u = 0; u < n; u++) {
@@ -705,8 +830,14 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 		nc += w->newid[w->colls.v[c].node] != GW_NONE;
 	}
 	if (!drops && !(flags & GW_UNIQUE)) {
-		/* Positions are final ids: straight into the graph. */
-		g = shell(w, nkeep, (uint32_t)ne, nc);
+		/* Positions are final ids: straight into the graph (the
+		 * recycled one where there is one). */
+		if ((reused = w->reuse != NULL)) {
+			room = w->reuse_room;
+			g = reshell(w, &room, nkeep, (uint32_t)ne, nc);
+		} else {
+			g = shell(w, nkeep, (uint32_t)ne, nc);
+		}
 		if (!g)
 			goto out;
 		csr(w->edges.v, ne, nkeep, g->out_off, g->out_dst, g->out_kind);
@@ -721,11 +852,13 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 			goto out;
 		rc = PRISM_ENOMEM;
 	}
-	VEC_FREE(w->edges);
-	if (((flags & GW_SORT) && sort_rows(g)) ||
-	    !(cmap = prism_malloc((w->colls.n + 1) * sizeof(*cmap))))
+	if (keep)
+		w->edges.n = 0;
+	else
+		VEC_FREE(w->edges);
+	if ((flags & GW_SORT) && sort_rows(g))
 		goto out;
-	if (fill(w, g, same, drops))
+	if (fill(w, g, same, drops, keep, &room.nodes))
 		goto out;
 	if (flags & GW_COLLS_BY_NODE) {
 		for (uint32_t v = 0, j = 0; v < nkeep; v++)
@@ -753,14 +886,31 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 		memcpy(g->ranks, w->ranks.v, w->ranks.n * sizeof(*g->ranks));
 	if (w->iters.n)
 		memcpy(g->iters, w->iters.v, w->iters.n * sizeof(*g->iters));
-	strtab_release(&g->st);
-	g->st = w->st;
-	memset(&w->st, 0, sizeof(w->st));
+	{
+		/* The writer's table moves in; a recycled graph's old one
+		 * goes to the writer (kept: gw_reset empties it), a new
+		 * graph has none (shell). */
+		struct strtab old = g->st;
+		g->st = w->st;
+		w->st = old;
+		if (!keep)
+			strtab_release(&w->st);
+	}
 	g->t0_ns = w->t0_ns;
 	g->meta = w->meta;
 	g->stats = w->stats;
 	check_filled(g);
-	VEC_FREE(w->dropped);
+	if (keep)
+		w->dropped.n = 0;
+	else
+		VEC_FREE(w->dropped);
+	if (!reused) /* a new graph's arrays: at least its counts */
+		room = (struct gw_room){room.nodes, (size_t)g->n_nodes + 1,
+					g->n_edges, g->n_procs,
+					g->n_ranks, g->n_iters,
+					g->n_colls};
+	w->made = g;
+	w->made_room = room;
 	*out = g;
 	g = NULL;
 	rc = 0;
@@ -768,8 +918,8 @@ out:
 	graph_free(g);
 	free(seq);
 	free(pos);
-	free(cnt);
-	free(cmap);
+	if (!keep)
+		VEC_FREE(w->scratch);
 	free(coff);
 	free(cdst);
 	free(ckind);

@@ -35,6 +35,14 @@
  * Ownership: the writer owns everything staged and the newid map; the
  * graph gw_finish makes is the caller's (graph_free).  gw_release frees
  * the rest, whether gw_finish ran or not.
+ *
+ * A writer kept from graph to graph (a search makes one per candidate):
+ * with keep set, gw_finish leaves the staged columns, edges and newid map
+ * allocated, and gw_reset empties the writer for the next graph with
+ * their room; the graph itself, handed back with gw_recycle, is filled
+ * in place by the next gw_finish, its arrays kept where they have room.
+ * Then a build in steady state allocates nothing (up to GW_KEEP_NODES
+ * tasks).
  */
 #ifndef PRISM_GWRITE_H
 #define PRISM_GWRITE_H
@@ -82,7 +90,25 @@ struct gw {
 	int rc;			  /* the first failure, sticky */
 	uint32_t *newid;	  /* after gw_finish: final id of each staged
 				   * node, GW_NONE where dropped */
+	size_t newid_cap;
+	VEC(uint32_t) scratch;		  /* gw_order's and gw_finish's (kept with keep) */
+	int keep;			  /* gw_finish keeps the staged arrays (gw_reset) */
+	struct graph *reuse;		  /* gw_recycle's: the next gw_finish fills it */
+	struct graph *made;		  /* the graph the last gw_finish made (compared only) */
+	struct gw_room {		  /* a graph's arrays' room, in elements: the node */
+		size_t nodes, off, edges; /* columns, out_off, out_dst and */
+		size_t procs, ranks, iters, colls; /* out_kind, the tables */
+	} made_room, reuse_room;
 };
+
+/* The most tasks a kept writer (keep) keeps room for: a larger graph's
+ * staged arrays are freed at gw_finish and the graph itself is not kept by
+ * gw_recycle, so that one large build (GPT-3 175B's: a million tasks, ~75
+ * bytes each twice over) does not hold its memory for the rest of a
+ * sweep.  2^16: a thread holds ~10 MB at most; the default sweep's builds
+ * past it are few (2^18 saved 5,100 of its 396,000 allocation calls for
+ * 15 MB more a thread; docs/PERFORMANCE.md). */
+#define GW_KEEP_NODES (1u << 16)
 
 /* Options of gw_finish. */
 enum {
@@ -106,6 +132,19 @@ int gw_init(struct gw *w);
 int gw_init_from(struct gw *w, const struct graph *base);
 void gw_init_move(struct gw *w, struct strtab *st);
 void gw_release(struct gw *w);
+
+/* The writer emptied, as gw_init leaves it (an empty string table, no
+ * limit), with the room of its staged arrays and string table kept, and
+ * keep and the recycled graph as they were (the last graph made, not
+ * recycled by now, is no longer taken).  0 or PRISM_ENOMEM (sticky:
+ * gw_finish fails with it). */
+int gw_reset(struct gw *w);
+
+/* g handed to the writer for its next gw_finish to fill in place of a new
+ * graph (its arrays reused where they have room, grown where not); the
+ * writer frees it at gw_release or when another is recycled.  g: the graph
+ * the writer's last gw_finish made; any other is freed now. */
+void gw_recycle(struct gw *w, struct graph *g);
 
 /* A row with no task in it: every column 0, except corr -1, src and coll
  * GW_NONE, iter, layer and mb -1. */
@@ -225,8 +264,10 @@ int gw_event_wait(struct gw *w, const struct gw_node *at, uint32_t record, uint3
  * sit); NULL: grouped by processor, stably.  flags: GW_*.  Processors'
  * first and n are set from the order; collectives' nodes and the coll
  * column are renumbered; the string table, t0_ns, meta and stats move
- * into the graph.  The staged columns and edges are released; w->newid
- * maps staged ids to final ones.  0, w->rc, PRISM_ENOMEM, or PRISM_ELIMIT
+ * into the graph.  The staged columns and edges are released (with keep:
+ * emptied); w->newid maps staged ids to final ones.  With a recycled
+ * graph (gw_recycle) and nothing dropped or made unique, that graph is
+ * filled and returned.  0, w->rc, PRISM_ENOMEM, or PRISM_ELIMIT
  * (2^32 edges or more).
  */
 int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph **out);

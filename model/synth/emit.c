@@ -428,7 +428,7 @@ found:
 
 int se_init(struct ctx *c)
 {
-	if (gw_init(&c->em.w))
+	if (c->em_kept ? gw_reset(&c->em.w) : gw_init(&c->em.w))
 		return PRISM_ENOMEM;
 	/* synth_check's estimate is a lower bound: this holds the rest. */
 	c->em.w.max_nodes = GRAPH_MAX_TASKS;

@@ -13,6 +13,7 @@
  */
 #include "synth_int.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1171,18 +1172,14 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 {
 	const struct synth_in *in = c->in;
 	int total = z->m * z->v, warm;
-	int *last_b = prism_calloc((size_t)z->v, sizeof(int)); /* last backward unit per chunk */
+	int last_b[LAYOUT_MAX_VP] = {0}; /* last backward unit per chunk */
 	int kb = 0, kf = 0;
 
 	if (layout_zb(in->lay.schedule)) {
-		free(last_b);
 		zb_step(c, s, z);
 		return;
 	}
-	if (!last_b) {
-		c->oom = 1;
-		return;
-	}
+	assert(z->v >= 1 && z->v <= LAYOUT_MAX_VP); /* layout_check's range */
 	for (int k = 0; k < total; k++) {
 		int mb, ch;
 		layout_unit_of(z->p, z->v, k, 0, &mb, &ch);
@@ -1235,7 +1232,6 @@ static void stage_step(struct ctx *c, int s, const struct shape *z)
 #undef B_UNIT
 	/* Without overlap the gradients wait for the stage's last backward. */
 	grad_flush(c, s, z);
-	free(last_b);
 }
 
 /* The optimizer's passes over the gradients, in the order Megatron-LM's

@@ -302,7 +302,25 @@ void synth_tpl_free(struct synth_tpl *tpl)
 	memset(&c, 0, sizeof(c));
 	c.fo = tpl->fo;
 	sf_release(&c);
+	if (tpl->have_w)
+		gw_release(&tpl->w);
+	free(tpl->rk);
+	VEC_FREE(tpl->pend);
+	VEC_FREE(tpl->waits);
+	VEC_FREE(tpl->seqs);
+	VEC_FREE(tpl->ops);
+	VEC_FREE(tpl->copies);
+	VEC_FREE(tpl->gathers);
+	VEC_FREE(tpl->amax_gemms);
 	free(tpl);
+}
+
+void synth_tpl_recycle(struct synth_tpl *tpl, struct graph *g)
+{
+	if (tpl && tpl->have_w)
+		gw_recycle(&tpl->w, g);
+	else
+		graph_free(g);
 }
 
 void synth_tpl_reset(struct synth_tpl *tpl)
@@ -323,6 +341,7 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 	struct shape z;
 	struct graph *g = NULL;
 	char meta[4096];
+	size_t rk_room = 0;
 	int rc;
 
 	*out_g = NULL;
@@ -334,10 +353,31 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 	c.hw = sl_run_hw(in, &c.hw_run);
 	synth_mem_layout(in, &c.lay);
 	c.kdb_gpu = in->kdb ? kdb_gpu(in->kdb, in->hw->gpu) : -1;
-	if (tpl)
+	if (tpl) {
 		c.reserve = tpl->sizes;
-	if (se_init(&c))
+		/* The thread's writer, kept with its room (and its last
+		 * graph, recycled). */
+		if (tpl->have_w) {
+			c.em.w = tpl->w;
+			c.em_kept = 1;
+			tpl->have_w = 0;
+		}
+	}
+	if (se_init(&c)) {
+		se_release(&c); /* (a kept writer too: the next build starts anew) */
 		return prism_err_set(err, PRISM_ENOMEM, "synth: out of memory");
+	}
+	c.em.w.keep = tpl != NULL;
+	if (tpl) {
+		/* The thread's arrays, empty (a build's start, as zeroed). */
+		VEC_TAKE(c.em.pend, tpl->pend);
+		VEC_TAKE(c.em.waits, tpl->waits);
+		VEC_TAKE(c.em.seqs, tpl->seqs);
+		VEC_TAKE(c.em.ops, tpl->ops);
+		VEC_TAKE(c.sc.copies, tpl->copies);
+		VEC_TAKE(c.sc.gathers, tpl->gathers);
+		VEC_TAKE(c.sc.amax_gemms, tpl->amax_gemms);
+	}
 	sl_shape(in, &z);
 	z.tp_per_node = in->lay.tp;
 	z.pp_per_node = in->lay.tp * layout_dpc(&in->lay) * 2 <= hw_domain(in->hw) ? 2 : 1;
@@ -345,9 +385,30 @@ int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct gra
 	c.fo.fold = in->units;
 	if (tpl && sf_carry_in(&c, tpl))
 		goto oom;
-	c.rk = prism_calloc((size_t)in->lay.pp, sizeof(*c.rk));
+	rk_room = (size_t)in->lay.pp;
+	if (tpl && tpl->rk_cap >= rk_room) {
+		c.rk = tpl->rk; /* the thread's, zeroed as calloc leaves it */
+		rk_room = tpl->rk_cap;
+		tpl->rk = NULL;
+		tpl->rk_cap = 0;
+		memset(c.rk, 0, (size_t)in->lay.pp * sizeof(*c.rk));
+	} else {
+		c.rk = prism_calloc(rk_room, sizeof(*c.rk));
+	}
 	if (!c.rk || se_procs(&c))
 		goto oom;
+	{
+		/* The schedule's marks, handed to the caller (take_out): a
+		 * step's first and last task per stage, a unit's compute
+		 * tasks per pass, each array allocated once at its size
+		 * rather than grown by doubling. */
+		size_t steps = (size_t)(in->steps > 0 ? in->steps : 1);
+		size_t units = steps * (size_t)layout_step_passes(&in->lay);
+		if (VEC_RESERVE(c.sc.step_first, steps * (size_t)in->lay.pp) ||
+		    VEC_RESERVE(c.sc.step_last, steps * (size_t)in->lay.pp) ||
+		    VEC_RESERVE(c.sc.unit_first, units) || VEC_RESERVE(c.sc.unit_last, units))
+			goto oom;
+	}
 	ss_steps(&c, &z);
 	if (c.oom)
 		goto oom;
@@ -375,6 +436,24 @@ done:
 		sf_carry_out(&c, tpl, rc == 0);
 		if (rc == 0)
 			tpl->sizes = c.built;
+		/* The writer stays the thread's (its arrays kept). */
+		tpl->w = c.em.w;
+		tpl->have_w = 1;
+		memset(&c.em.w, 0, sizeof(c.em.w));
+		/* The build's arrays too, for the next. */
+		if (c.rk) {
+			free(tpl->rk); /* (one too small to take) */
+			tpl->rk = c.rk;
+			tpl->rk_cap = rk_room;
+			c.rk = NULL;
+		}
+		VEC_TAKE(tpl->pend, c.em.pend);
+		VEC_TAKE(tpl->waits, c.em.waits);
+		VEC_TAKE(tpl->seqs, c.em.seqs);
+		VEC_TAKE(tpl->ops, c.em.ops);
+		VEC_TAKE(tpl->copies, c.sc.copies);
+		VEC_TAKE(tpl->gathers, c.sc.gathers);
+		VEC_TAKE(tpl->amax_gemms, c.sc.amax_gemms);
 	}
 	se_release(&c);
 	sf_release(&c);

@@ -526,6 +526,12 @@ void synth_tpl_free(struct synth_tpl *tpl);
  * after candidate).  The last build's sizes stay: the next build reserves
  * its writer's columns from them (they move no prediction). */
 void synth_tpl_reset(struct synth_tpl *tpl);
+/* g, a graph synth_build_tpl made with tpl, done with: tpl keeps it for
+ * its next build to fill in place (its writer's, gwrite.h gw_recycle),
+ * so that a thread's builds in steady state allocate no graph; freed
+ * where tpl is NULL or has no writer.  The graph escapes otherwise
+ * (graph_free it as any). */
+void synth_tpl_recycle(struct synth_tpl *tpl, struct graph *g);
 int synth_build_tpl(const struct synth_in *in, struct synth_tpl *tpl, struct graph **out_g,
 		    struct synth_out *out, struct prism_err *err);
 

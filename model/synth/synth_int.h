@@ -380,6 +380,7 @@ struct ctx {
 	unsigned dry_tasks;	       /* dry: tasks launched so far (a part's chain,
 				      * step.c side_step, sees whether it added one) */
 	struct se_sizes reserve;       /* se_init reserves these (0: its default) */
+	int em_kept;		       /* em.w is a thread's kept writer (gw_reset) */
 	struct se_sizes built;	       /* se_finish: what was staged */
 	struct emit_state em;	       /* the graph as built */
 	struct tally tally;	       /* what the build counted */
@@ -396,6 +397,17 @@ struct synth_tpl {
 	uint32_t n_fold, n_cpu;
 	int have;
 	struct se_sizes sizes; /* the last build's, kept by synth_tpl_reset */
+	struct gw w;	       /* the builds' writer, kept (gwrite.h keep), and */
+	int have_w;	       /* the last graph it made, once recycled */
+	/* The builds' own arrays between builds (emptied, their room kept):
+	 * the ranks' state, the emitter's and the schedule's scratch. */
+	struct rankst *rk;
+	size_t rk_cap;
+	VEC(struct pending) pend, waits;
+	VEC(struct pgseq) seqs;
+	VEC(struct oprec) ops;
+	VEC(struct issued) copies, gathers;
+	VEC(double) amax_gemms;
 };
 
 /* The layout as the kernels of one layer and the schedule need it. */

@@ -33,7 +33,7 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 	if ((rc = synth_build_tpl(&x, tpl, &g, &so, err)))
 		return rc;
 	if ((rc = settle_synth_sim(sm, g, &so, &pt->st, err))) {
-		graph_free(g);
+		synth_tpl_recycle(tpl, g);
 		synth_out_release(&so);
 		return rc;
 	}
@@ -54,7 +54,7 @@ static int point_run(const struct synth_in *in, int m, struct point *pt, struct 
 	pt->kernels = so.kernels;
 	pt->kdb_exact = so.kdb_exact;
 	pt->kdb_interpolated = so.kdb_interpolated;
-	graph_free(g);
+	synth_tpl_recycle(tpl, g); /* the next point's build fills it */
 	synth_out_release(&so);
 	return rc;
 }

@@ -128,7 +128,7 @@ static int synth_scratch(const struct synth_in *in, struct predict_scratch *s,
 	if ((rc = synth_build_tpl(&built, tpl, &g, &so, err)))
 		return rc;
 	if ((rc = settle_synth_sim(s ? s->sm : NULL, g, &so, &st, err))) {
-		graph_free(g);
+		synth_tpl_recycle(tpl, g);
 		synth_out_release(&so);
 		return rc;
 	}
@@ -141,7 +141,7 @@ static int synth_scratch(const struct synth_in *in, struct predict_scratch *s,
 		*keep_so = so;
 	else
 		synth_out_release(&so);
-	graph_free(g);
+	synth_tpl_recycle(tpl, g); /* (NULL once kept) */
 	return rc;
 }
 
