@@ -720,6 +720,33 @@ static int fill(struct gw *w, struct graph *g, int same, int drops, int keep, si
 	return 0;
 }
 
+/* The kept tasks' collectives into g, in the order of their tasks
+ * (by_node) or as staged; cmap (one a staged collective) the scratch
+ * that maps the staged index to the final one. */
+static void place_colls(const struct gw *w, struct graph *g, uint32_t nkeep, uint32_t nc,
+			uint32_t *cmap, int by_node)
+{
+	(void)nc;
+	if (by_node) {
+		for (uint32_t v = 0, j = 0; v < nkeep; v++)
+			if (g->coll[v] != GW_NONE) {
+				assert(j < nc);
+				put_coll(&g->colls[j], &w->colls.v[g->coll[v]], v);
+				g->coll[v] = j++;
+			}
+		return;
+	}
+	for (size_t c = 0, j = 0; c < w->colls.n; c++) {
+		uint32_t v = w->newid[w->colls.v[c].node];
+		cmap[c] = v == GW_NONE ? GW_NONE : (uint32_t)j;
+		if (v != GW_NONE)
+			put_coll(&g->colls[j++], &w->colls.v[c], v);
+	}
+	for (uint32_t v = 0; v < nkeep; v++)
+		if (g->coll[v] != GW_NONE)
+			g->coll[v] = cmap[g->coll[v]];
+}
+
 int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph **out)
 {
 	size_t n = w->n_nodes, ne = w->edges.n;
@@ -860,24 +887,7 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 		goto out;
 	if (fill(w, g, same, drops, keep, &room.nodes))
 		goto out;
-	if (flags & GW_COLLS_BY_NODE) {
-		for (uint32_t v = 0, j = 0; v < nkeep; v++)
-			if (g->coll[v] != GW_NONE) {
-				assert(j < nc);
-				put_coll(&g->colls[j], &w->colls.v[g->coll[v]], v);
-				g->coll[v] = j++;
-			}
-	} else {
-		for (size_t c = 0, j = 0; c < w->colls.n; c++) {
-			uint32_t v = w->newid[w->colls.v[c].node];
-			cmap[c] = v == GW_NONE ? GW_NONE : (uint32_t)j;
-			if (v != GW_NONE)
-				put_coll(&g->colls[j++], &w->colls.v[c], v);
-		}
-		for (uint32_t v = 0; v < nkeep; v++)
-			if (g->coll[v] != GW_NONE)
-				g->coll[v] = cmap[g->coll[v]];
-	}
+	place_colls(w, g, nkeep, nc, cmap, flags & GW_COLLS_BY_NODE);
 	for (uint32_t p = 0, first = 0; p < np; p++) {
 		put_proc(&g->procs[p], &w->procs.v[p], first, cnt[p]);
 		first += cnt[p];
