@@ -27,6 +27,14 @@ after W warmup"), so prism times it at the clock its busy time implies (hw.h,
 HW_SUSTAINED_AFTER_S), as it does the public rows.
 
 Usage: probe_kernels.py PRISM [PROBE_DIR...] [--only sustained,grouped,attention,mixed]
+       probe_kernels.py PRISM [PROBE_DIR...] --write DIR
+
+--write DIR writes the converted rows to DIR/gemm.csv and DIR/attention.csv
+and prints their paths instead of the tables (the grouped section's loop
+of torch.mm left out: host-bound), each row's source its
+recording's section ("scripts/gpu_probe.py probe-h200:grouped") and its key in
+its notes; `prism kernels --loso ../shared/kernels DIR` then predicts them
+beside the public rows, a section left out at a time.
 """
 import argparse
 import csv
@@ -149,20 +157,27 @@ def attention_rows(d, gpu, tag):
     return out
 
 
+def write_rows(folder, gemm, attn):
+    """The rows as folder/gemm.csv and folder/attention.csv (../shared/kernels'
+    schemas); the paths written."""
+    files = []
+    for name, fields, rows in (("gemm.csv", GEMM_FIELDS, gemm),
+                               ("attention.csv", ATTN_FIELDS, attn)):
+        if not rows:
+            continue
+        path = os.path.join(folder, name)
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(rows)
+        files.append(path)
+    return files
+
+
 def predict(prism, gemm, attn):
     """{source: (measured_us, predicted_us)} from prism kernels --rows."""
     with tempfile.TemporaryDirectory() as tmp:
-        files = []
-        for name, fields, rows in (("gemm.csv", GEMM_FIELDS, gemm),
-                                   ("attention.csv", ATTN_FIELDS, attn)):
-            if not rows:
-                continue
-            path = os.path.join(tmp, name)
-            with open(path, "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-                w.writeheader()
-                w.writerows(rows)
-            files.append(path)
+        files = write_rows(tmp, gemm, attn)
         p = subprocess.run([prism, "kernels", "--rows", *files], capture_output=True, text=True)
         if p.returncode:
             sys.exit(f"probe_kernels.py: prism kernels failed: {p.stderr.strip()}")
@@ -310,17 +325,35 @@ def main():
     ap.add_argument("prism", help="the prism binary")
     ap.add_argument("dirs", nargs="*", help="probe folders (default: tests/data/gpu/probe-*)")
     ap.add_argument("--only", default="sustained,grouped,attention,mixed")
+    ap.add_argument("--write", metavar="DIR",
+                    help="write the converted rows to DIR/gemm.csv and DIR/attention.csv "
+                    "(for `prism kernels ../shared/kernels DIR`) and print no tables")
     a = ap.parse_args()
     dirs = a.dirs or DIRS
     for d in dirs:
         if not os.path.exists(os.path.join(d, "manifest.json")):
             sys.exit(f"probe_kernels.py: {d}: no manifest.json (not a gpu_probe.py folder)")
+    if a.write and not os.path.isdir(a.write):
+        sys.exit(f"probe_kernels.py: --write {a.write}: not a folder")
     gemm, attn, infos = [], [], {}
     for d in dirs:
         tag, gpu = os.path.basename(os.path.normpath(d)), gpu_of(d)
         rows, infos[d] = sustained_rows(d, gpu, tag)
         gemm += rows + grouped_rows(d, gpu, tag)
         attn += attention_rows(d, gpu, tag)
+    if a.write:
+        # the loop of torch.mm left out: its time is the Python loop's where
+        # an expert's GEMM is short (host-bound), which no kernel fit may see
+        gemm = [r for r in gemm if not r["source"].endswith(":loop")]
+        # one source a recording's section (what --loso leaves out together),
+        # each row's own key kept in its notes
+        for r in gemm + attn:
+            tag, sec, key = r["source"].split(":", 2)
+            r["notes"] = "; ".join(x for x in (r["notes"], f"row {key}") if x)
+            r["source"] = f"scripts/gpu_probe.py {tag}:{sec}"
+        for path in write_rows(a.write, gemm, attn):
+            print(path)
+        return
     got = predict(a.prism, gemm, attn)
     for d in dirs:
         tag, gpu = os.path.basename(os.path.normpath(d)), gpu_of(d)
