@@ -41,9 +41,9 @@ def run(binary, *args, **kw):
     return subprocess.run([binary, *args], capture_output=True, text=True, **kw)
 
 
-def prism(binary, *args, code=0):
+def prism(binary, *args, code=0, **kw):
     """Run binary (prism) with args; check that it exits code.
     Returns the completed process (stdout, stderr as text)."""
-    r = run(binary, *args)
+    r = run(binary, *args, **kw)
     check(r.returncode == code, f"prism {' '.join(args)} exited {r.returncode}: {r.stderr}")
     return r
