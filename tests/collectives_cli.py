@@ -13,12 +13,9 @@ import subprocess
 import sys
 import tempfile
 
+from clitest import check
+
 PRISM, SRC = sys.argv[1], sys.argv[2]
-
-
-def check(cond, msg):
-    if not cond:
-        sys.exit("FAIL: " + msg)
 
 
 def run(*args):

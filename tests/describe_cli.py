@@ -27,16 +27,13 @@ import subprocess
 import sys
 import tempfile
 
+from clitest import check
+
 PRISM, SRC = sys.argv[1], sys.argv[2]
 DATA = os.path.join(SRC, "tests", "data")
 ONE = os.path.join(DATA, "described_2025.json")
 DDP = [os.path.join(DATA, f"described_ddp_2025.rank{r}.json") for r in (0, 1)]
 TINY = os.path.join(DATA, "tiny3.cfg")
-
-
-def check(cond, msg):
-    if not cond:
-        sys.exit("FAIL: " + msg)
 
 
 def run(*args, code=0):

@@ -12,23 +12,18 @@ usage: exec_cli.py PRISM
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
 
+from clitest import check, collect, done, run
+
 PRISM = os.path.abspath(sys.argv[1])
-fails = []
-
-
-def check(ok, what):
-    if not ok:
-        fails.append(what)
+collect()
 
 
 def synth(*args):
-    r = subprocess.run([PRISM, "synth", "gpt-small", "--hw", "h100-dgx", "--hidden", "256",
-                        "--ffn", "1024", "--mbs", "1", "--microbatches", "4", *args, "--json"],
-                       capture_output=True, text=True)
+    r = run(PRISM, "synth", "gpt-small", "--hw", "h100-dgx", "--hidden", "256", "--ffn", "1024",
+            "--mbs", "1", "--microbatches", "4", *args, "--json")
     check(r.returncode == 0, f"synth {args}: {r.stderr}")
     return json.loads(r.stdout) if r.returncode == 0 else {}
 
@@ -40,10 +35,9 @@ check(graphs["iteration_s"] < 0.9 * eager["iteration_s"],
       f"graphs {graphs['iteration_s']} not well below eager {eager['iteration_s']}")
 check(eager["idle_s"] > graphs["idle_s"], "graphs leaves the GPU less idle")
 check(graphs["analytic_s"] < eager["analytic_s"], "the analytic estimate takes the host in")
-r = subprocess.run([PRISM, "synth", "gpt-small", "--hw", "h100-dgx", "--exec", "lazy"],
-                   capture_output=True, text=True)
+r = run(PRISM, "synth", "gpt-small", "--hw", "h100-dgx", "--exec", "lazy")
 check(r.returncode == 2 and "--exec 'lazy'" in r.stderr, f"--exec lazy: {r.stderr}")
-r = subprocess.run([PRISM, "synth", "--help"], capture_output=True, text=True)
+r = run(PRISM, "synth", "--help")
 check("--exec E" in r.stdout and "graphs" in r.stdout, "synth --help names --exec")
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -52,8 +46,7 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write('name = "exec";\nmodel = "gpt-small";\nhw = "h100-dgx";\ngpus = [8];\n'
                 'global_batch = 32;\nspace = {\n  exec = ["eager", "graphs", "compiled"];\n};\n')
     db = os.path.join(tmp, "e.db")
-    r = subprocess.run([PRISM, "search", cfg, "--db", db, "--threads", "1"],
-                       capture_output=True, text=True)
+    r = run(PRISM, "search", cfg, "--db", db, "--threads", "1")
     check(r.returncode == 0, f"search: {r.stderr}")
     rows = sqlite3.connect(db).execute("SELECT key, exec FROM candidate ORDER BY key").fetchall()
     keys = {e: k for k, e in rows}
@@ -63,11 +56,8 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(cfg, "w") as f:
         f.write('name = "exec";\nmodel = "gpt-small";\nhw = "h100-dgx";\ngpus = [8];\n'
                 'global_batch = 32;\nspace = {\n  exec = ["eager", "jit"];\n};\n')
-    r = subprocess.run([PRISM, "search", cfg, "--db", os.path.join(tmp, "f.db")],
-                       capture_output=True, text=True)
+    r = run(PRISM, "search", cfg, "--db", os.path.join(tmp, "f.db"))
     check(r.returncode != 0 and "exec.cfg:7: 'space.exec': unknown value 'jit'" in r.stderr,
           f"space.exec jit: {r.stderr}")
 
-for f in fails:
-    print("FAIL:", f)
-sys.exit(1 if fails else 0)
+done()

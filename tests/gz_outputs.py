@@ -9,22 +9,16 @@ usage: gz_outputs.py PRISM
 import gzip
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+from clitest import check, prism
 
 PRISM = sys.argv[1]
 
 
-def check(cond, msg):
-    if not cond:
-        sys.exit("FAIL: " + msg)
-
-
 def run(*args, code=0, cwd=None):
-    r = subprocess.run([PRISM, *args], capture_output=True, text=True, cwd=cwd)
-    check(r.returncode == code, f"prism {' '.join(args)} exited {r.returncode}: {r.stderr}")
-    return r
+    return prism(PRISM, *args, code=code, cwd=cwd)
 
 
 with tempfile.TemporaryDirectory() as d:

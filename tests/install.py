@@ -16,12 +16,9 @@ import subprocess
 import sys
 import tempfile
 
+from clitest import check
+
 CMAKE, BUILD = sys.argv[1], sys.argv[2]
-
-
-def check(cond, msg):
-    if not cond:
-        sys.exit("FAIL: " + msg)
 
 
 def run(prism, *args, env=None, code=0):

@@ -12,19 +12,16 @@ import json
 import os
 import re
 import sqlite3
-import subprocess
 import sys
 import tempfile
 
-from sweeptest import check
+from clitest import check, prism
 
 PRISM, SRC = sys.argv[1], sys.argv[2]
 
 
 def run(*args, code=0):
-    r = subprocess.run([PRISM, *args], capture_output=True, text=True)
-    check(r.returncode == code, f"prism {' '.join(args)} exited {r.returncode}: {r.stderr}")
-    return r
+    return prism(PRISM, *args, code=code)
 
 
 # list: every kind, or one.

@@ -28,19 +28,14 @@ import subprocess
 import sys
 import tempfile
 
+from clitest import check, prism
+
 PRISM, SRC = sys.argv[1], sys.argv[2]
 DATA = os.path.join(SRC, "tests", "data", "kernels")
 
 
-def check(cond, msg):
-    if not cond:
-        sys.exit("FAIL: " + msg)
-
-
 def run(*args, code=0):
-    r = subprocess.run([PRISM, *args], capture_output=True, text=True)
-    check(r.returncode == code, f"prism {' '.join(args)} exited {r.returncode}: {r.stderr}")
-    return r
+    return prism(PRISM, *args, code=code)
 
 
 out = run("kernels", "--loso", "--flat", DATA).stdout

@@ -14,23 +14,20 @@ usage: memory_verdict.py PRISM
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
+
+import clitest
+from clitest import check, collect, done
 
 PRISM = os.path.abspath(sys.argv[1])
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 U = 0.07  # MEM_UNCERTAINTY (model/cost/mem.h)
-fails = []
-
-
-def check(ok, what):
-    if not ok:
-        fails.append(what)
+collect()
 
 
 def run(*args):
-    return subprocess.run([PRISM, *args], capture_output=True, text=True)
+    return clitest.run(PRISM, *args)
 
 
 def verdict(total, capacity):
@@ -134,6 +131,4 @@ with tempfile.TemporaryDirectory() as d:
     check(r.returncode != 0 and f"{old}:{line}: 'gpu.allocator_fragmentation' is no longer read"
           in r.stderr, f"old profile: rc {r.returncode}, {r.stderr}")
 
-for f in fails:
-    print("FAIL:", f)
-sys.exit(1 if fails else 0)
+done()

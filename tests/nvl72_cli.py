@@ -6,21 +6,15 @@ breakdown, and refuses it on 8-GPU nodes with the reason; Llama 3.1 405B
 
 usage: nvl72_cli.py PRISM
 """
-import subprocess
 import sys
+
+from clitest import check, prism
 
 PRISM = sys.argv[1]
 
 
-def check(cond, msg):
-    if not cond:
-        sys.exit("FAIL: " + msg)
-
-
 def run(*args, code=0):
-    r = subprocess.run([PRISM, *args], capture_output=True, text=True)
-    check(r.returncode == code, f"prism {' '.join(args)} exited {r.returncode}: {r.stderr}")
-    return r
+    return prism(PRISM, *args, code=code)
 
 
 out = run("list", "hw").stdout

@@ -17,23 +17,19 @@ import json
 import os
 import re
 import sqlite3
-import subprocess
 import sys
 import tempfile
 
+from clitest import check, collect, done, run
+
 PRISM = os.path.abspath(sys.argv[1])
 HW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "hw")
-fails = []
-
-
-def check(ok, what):
-    if not ok:
-        fails.append(what)
+collect()
 
 
 def synth(hw, *args):
-    r = subprocess.run([PRISM, "synth", "gpt-small", "--hw", hw, "--mbs", "1",
-                        "--microbatches", "4", *args, "--json"], capture_output=True, text=True)
+    r = run(PRISM, "synth", "gpt-small", "--hw", hw, "--mbs", "1", "--microbatches", "4", *args,
+            "--json")
     check(r.returncode == 0, f"synth {hw} {args}: {r.stderr}")
     return json.loads(r.stdout) if r.returncode == 0 else {}
 
@@ -59,10 +55,9 @@ check(pcie > 0.001 and c2c < pcie / 2, f"PCIe exposes {pcie} s, NVLink-C2C {c2c}
 for args, msg in ((["--pp", "2"], "needs pp 1"), (["--recompute", "full"], "recompute full"),
                   (["--offload-layers", "8"], "below the 8 layers")):
     a = ["--offload-layers", "4", *args] if args[0] != "--offload-layers" else args
-    r = subprocess.run([PRISM, "synth", "gpt-small", "--hw", "h100-dgx", "--microbatches", "4",
-                        *a], capture_output=True, text=True)
+    r = run(PRISM, "synth", "gpt-small", "--hw", "h100-dgx", "--microbatches", "4", *a)
     check(r.returncode == 2 and msg in r.stderr, f"synth {a}: {r.returncode} {r.stderr}")
-r = subprocess.run([PRISM, "synth", "--help"], capture_output=True, text=True)
+r = run(PRISM, "synth", "--help")
 check("--offload-layers N" in r.stdout, "synth --help names --offload-layers")
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -72,11 +67,9 @@ with tempfile.TemporaryDirectory() as tmp:
     nohost = os.path.join(tmp, "nohost.cfg")
     with open(nohost, "w") as f:
         f.write(text)
-    r = subprocess.run([PRISM, "synth", "gpt-small", "--hw", nohost, "--offload-layers", "2"],
-                       capture_output=True, text=True)
+    r = run(PRISM, "synth", "gpt-small", "--hw", nohost, "--offload-layers", "2")
     check(r.returncode == 2 and "no host link" in r.stderr, f"no host link: {r.stderr}")
-    r = subprocess.run([PRISM, "synth", "gpt-small", "--hw", nohost], capture_output=True,
-                       text=True)
+    r = run(PRISM, "synth", "gpt-small", "--hw", nohost)
     check(r.returncode == 0, f"a profile without a host link still runs: {r.stderr}")
 
     cfg = os.path.join(tmp, "off.cfg")
@@ -85,8 +78,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 'global_batch = 32;\nspace = {\n  tp = [1];\n  pp = [1, 2];\n  mbs = [1];\n'
                 '  zero = [0];\n  recompute = ["none"];\n  offload_layers = [0, 4];\n};\n')
     db = os.path.join(tmp, "o.db")
-    r = subprocess.run([PRISM, "search", cfg, "--db", db, "--threads", "1"],
-                       capture_output=True, text=True)
+    r = run(PRISM, "search", cfg, "--db", db, "--threads", "1")
     check(r.returncode == 0, f"search: {r.stderr}")
     rows = sqlite3.connect(db).execute(
         "SELECT key, pp, offload_layers, status FROM candidate ORDER BY key").fetchall()
@@ -96,6 +88,4 @@ with tempfile.TemporaryDirectory() as tmp:
         check(("offl=4" in key) == (n == 4), f"key {key} offload {n}")
         check(status == "simulated", f"{key}: {status}")
 
-for f in fails:
-    print("FAIL:", f)
-sys.exit(1 if fails else 0)
+done()

@@ -14,12 +14,9 @@ import subprocess
 import sys
 import tempfile
 
+from clitest import check
+
 PRISM = sys.argv[1]
-
-
-def check(cond, msg):
-    if not cond:
-        sys.exit("FAIL: " + msg)
 
 
 def run(*args):

@@ -1,18 +1,13 @@
 """What the sweep tests share: a failure that ends the test, a prism run
-with its exit status checked, a refusal checked to the message, a file's
-digest, a results database read whole with its integrity checked, or its
-simulated times, and the small sweep written again for another model."""
+with its exit status checked (both from clitest.py, fail-fast), a refusal
+checked to the message, a file's digest, a results database read whole with
+its integrity checked, or its simulated times, and the small sweep written
+again for another model."""
 import hashlib
 import os
 import sqlite3
-import subprocess
-import sys
 
-
-def check(cond, msg):
-    """End the test with FAIL: msg unless cond."""
-    if not cond:
-        sys.exit("FAIL: " + msg)
+from clitest import check, prism  # noqa: F401 (prism: for the sweep tests)
 
 
 def sweep_for(sweep, model, d, name):
@@ -55,14 +50,6 @@ def rows(db, leave_out=()):
     check(ok == [("ok",)], f"{db}: integrity_check {ok}")
     check(keys[0] == keys[1], f"{db}: {keys[1]} rows for {keys[0]} keys")
     return out
-
-
-def prism(binary, *args, code=0):
-    """Run binary (prism) with args; end the test unless it exits code.
-    Returns the completed process (stdout, stderr as text)."""
-    r = subprocess.run([binary, *args], capture_output=True, text=True)
-    check(r.returncode == code, f"prism {' '.join(args)} exited {r.returncode}: {r.stderr}")
-    return r
 
 
 def times(db):

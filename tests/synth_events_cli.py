@@ -16,21 +16,18 @@ usage: synth_events_cli.py PRISM
 import glob
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
+import clitest
+from clitest import check, collect, done
+
 PRISM = sys.argv[1]
-fails = []
-
-
-def check(ok, what):
-    if not ok:
-        fails.append(what)
+collect()
 
 
 def run(*args):
-    return subprocess.run([PRISM, *args], capture_output=True, text=True)
+    return clitest.run(PRISM, *args)
 
 
 H = ["--hw", "h100-dgx"]
@@ -71,6 +68,4 @@ with tempfile.TemporaryDirectory() as tmp:
         check(its and all(it["predicted_ns"] == it["measured_ns"] for it in its) and
               last == [step_ns], f"{name}: replay {its or r.stderr}, synth {step_ns} ns")
 
-for f in fails:
-    print("FAIL:", f)
-sys.exit(1 if fails else 0)
+done()

@@ -17,13 +17,10 @@ import subprocess
 import sys
 import tempfile
 
+from clitest import check
+
 PRISM, SRC = sys.argv[1], sys.argv[2]
 DATA = os.path.join(SRC, "tests", "data")
-
-
-def check(cond, msg):
-    if not cond:
-        sys.exit("FAIL: " + msg)
 
 
 def run(*args, code=0):
