@@ -20,12 +20,14 @@ import subprocess
 import sys
 import tempfile
 
+from clitest import check
+
 prism, root = sys.argv[1], sys.argv[2]
 script = os.path.join(root, "scripts/probe_kernels.py")
 
 
 def fail(msg):
-    sys.exit(f"probe_write: {msg}")
+    check(False, msg)
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -89,4 +91,3 @@ p = subprocess.run([sys.executable, script, prism, "--write", "/nonexistent/prob
                    capture_output=True, text=True)
 if p.returncode == 0 or "--write /nonexistent/probe-rows: not a folder" not in p.stderr:
     fail(f"a missing --write folder: rc {p.returncode}, {p.stderr!r}")
-print("probe_write: ok")
