@@ -429,44 +429,6 @@ static uint8_t contracted(uint32_t pa, uint32_t pb, uint8_t kb, uint8_t first)
 	return (uint8_t)(kind | (first & GE_INFERRED));
 }
 
-/*
- * The graph the staged tasks become: its tables, and its edges and
- * offsets for n_nodes tasks, which the caller writes whole (csr, or
- * contract's copy); no node columns yet (fill() gives them: allocating
- * them here would hold a second set beside the staged one) and no string
- * table (the writer's moves in).  Not graph_new: its node columns and
- * string table would be made only to be freed (a search makes a graph per
- * candidate and point: 21 allocations and an entropy syscall each).
- */
-static struct graph *shell(const struct gw *w, uint32_t n_nodes, uint32_t n_edges, uint32_t nc)
-{
-	struct graph *g = prism_calloc(1, sizeof(*g));
-	uint32_t np = (uint32_t)w->procs.n, nr = (uint32_t)w->ranks.n, ni = (uint32_t)w->iters.n;
-
-	if (!g)
-		return NULL;
-	g->n_nodes = n_nodes;
-	g->n_edges = n_edges;
-	g->n_procs = np;
-	g->n_ranks = nr;
-	g->n_iters = ni;
-	g->n_colls = nc;
-	g->out_off = prism_malloc(((size_t)n_nodes + 1) * sizeof(*g->out_off));
-	g->out_dst = prism_malloc((n_edges ? n_edges : 1) * sizeof(*g->out_dst));
-	g->out_kind = prism_malloc(n_edges ? n_edges : 1);
-	/* The tables zeroed: their rows' padding stays 0 (put_proc). */
-	g->procs = prism_calloc(np ? np : 1, sizeof(*g->procs));
-	g->ranks = prism_calloc(nr ? nr : 1, sizeof(*g->ranks));
-	g->iters = prism_calloc(ni ? ni : 1, sizeof(*g->iters));
-	g->colls = prism_calloc(nc ? nc : 1, sizeof(*g->colls));
-	if (!g->out_off || !g->out_dst || !g->out_kind || !g->procs || !g->ranks || !g->iters ||
-	    !g->colls) {
-		graph_free(g);
-		return NULL;
-	}
-	return g;
-}
-
 /* *p (of room *room elements of size each) with room for n: kept where it
  * has it, else allocated anew (its content is not kept).  0 or
  * PRISM_ENOMEM. */
@@ -485,18 +447,17 @@ static int room_for(void **p, size_t *room, size_t n, size_t size)
 	return 0;
 }
 
-/* shell() in the recycled graph w->reuse, taken from the writer (its
- * arrays kept where they have room, *r; the tables' rows zeroed, as
- * calloc leaves them, for their padding): NULL when out of memory (the
- * graph then freed).  The node columns keep their room for fill(). */
-static struct graph *reshell(struct gw *w, struct gw_room *r, uint32_t n_nodes, uint32_t n_edges,
-			     uint32_t nc)
+/* g (a recycled graph, or an empty one: shell) given the tables and the
+ * edges' arrays for n_nodes tasks (its arrays kept where they have room,
+ * *r; the tables' rows zeroed, as calloc leaves them, for their padding):
+ * NULL when out of memory (g then freed).  The node columns keep their
+ * room for fill(). */
+static struct graph *reshell(const struct gw *w, struct graph *g, struct gw_room *r,
+			     uint32_t n_nodes, uint32_t n_edges, uint32_t nc)
 {
-	struct graph *g = w->reuse;
 	uint32_t np = (uint32_t)w->procs.n, nr = (uint32_t)w->ranks.n, ni = (uint32_t)w->iters.n;
 	size_t edges = r->edges, kinds = r->edges;
 
-	w->reuse = NULL;
 	if (room_for((void **)&g->out_off, &r->off, (size_t)n_nodes + 1, sizeof(*g->out_off)) ||
 	    room_for((void **)&g->out_dst, &edges, n_edges, sizeof(*g->out_dst)) ||
 	    room_for((void **)&g->out_kind, &kinds, n_edges, 1) ||
@@ -519,6 +480,23 @@ static struct graph *reshell(struct gw *w, struct gw_room *r, uint32_t n_nodes, 
 	g->n_iters = ni;
 	g->n_colls = nc;
 	return g;
+}
+
+/*
+ * The graph the staged tasks become: its tables, and its edges and
+ * offsets for n_nodes tasks, which the caller writes whole (csr, or
+ * contract's copy); no node columns yet (fill() gives them: allocating
+ * them here would hold a second set beside the staged one) and no string
+ * table (the writer's moves in).  Not graph_new: its node columns and
+ * string table would be made only to be freed (a search makes a graph per
+ * candidate and point: 21 allocations and an entropy syscall each).  An
+ * empty graph given its arrays by reshell().
+ */
+static struct graph *shell(const struct gw *w, uint32_t n_nodes, uint32_t n_edges, uint32_t nc)
+{
+	struct gw_room none = {0};
+	struct graph *g = prism_calloc(1, sizeof(*g));
+	return g ? reshell(w, g, &none, n_nodes, n_edges, nc) : NULL;
 }
 
 /*
@@ -861,7 +839,8 @@ int gw_finish(struct gw *w, const uint32_t *order, unsigned flags, struct graph 
 		 * recycled one where there is one). */
 		if ((reused = w->reuse != NULL)) {
 			room = w->reuse_room;
-			g = reshell(w, &room, nkeep, (uint32_t)ne, nc);
+			g = reshell(w, w->reuse, &room, nkeep, (uint32_t)ne, nc);
+			w->reuse = NULL;
 		} else {
 			g = shell(w, nkeep, (uint32_t)ne, nc);
 		}

@@ -70,6 +70,33 @@ static int64_t covered(const struct ival *u, size_t n, size_t *p, int64_t x, int
 	return c;
 }
 
+/* [x, y) clipped to [a, b) appended to *u (*n of *cap; grown by
+ * doubling) where anything is left: 1 appended, 0 nothing left, -1 out of
+ * memory (*u freed). */
+static int push_clipped(struct ival **u, size_t *n, size_t *cap, int64_t x, int64_t y, int64_t a,
+			int64_t b)
+{
+	if (x < a)
+		x = a;
+	if (y > b)
+		y = b;
+	if (x >= y)
+		return 0;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		struct ival *nu = prism_realloc(*u, nc * sizeof(*nu));
+		if (!nu) {
+			free(*u);
+			*u = NULL;
+			return -1;
+		}
+		*u = nu;
+		*cap = nc;
+	}
+	(*u)[(*n)++] = (struct ival){x, y};
+	return 1;
+}
+
 /* The merged union, sorted, of rank r's tasks in [a, b) on its GPU
  * processors other than comp, of kinds collectives and point-to-point
  * (comm 1) or every other kind (comm 0: what metrics.h counts as compute
@@ -87,23 +114,10 @@ static int other_union(const struct sim *sm, uint32_t r, uint32_t comp, int64_t 
 		if (g->procs[p].rank != r || !g->procs[p].gpu || p == comp)
 			continue;
 		for (uint32_t v = g->procs[p].first; v < g->procs[p].first + g->procs[p].n; v++) {
-			int64_t x = sm->start_ns[v] > a ? sm->start_ns[v] : a;
-			int64_t y = sm->end_ns[v] < b ? sm->end_ns[v] : b;
 			int k = g->kind[v];
-			if (x >= y || (k == GN_COLL || k == GN_P2P) != comm)
-				continue;
-			if (*n == cap) {
-				size_t nc = cap ? cap * 2 : 256;
-				struct ival *nu = prism_realloc(*u, nc * sizeof(*nu));
-				if (!nu) {
-					free(*u);
-					*u = NULL;
-					return PRISM_ENOMEM;
-				}
-				*u = nu;
-				cap = nc;
-			}
-			(*u)[(*n)++] = (struct ival){x, y};
+			if ((k == GN_COLL || k == GN_P2P) == comm &&
+			    push_clipped(u, n, &cap, sm->start_ns[v], sm->end_ns[v], a, b) < 0)
+				return PRISM_ENOMEM;
 		}
 	}
 	merge_ivals(*u, n);
@@ -125,23 +139,10 @@ static int side_union(const struct sim *sm, const struct synth_out *so, uint32_t
 			continue;
 		for (uint32_t l = 0; l < mk->n_kern2; l++) {
 			size_t q = sm->xoff[i] + mk->n_kern + l;
-			int64_t x = sm->xstart[q] > a ? sm->xstart[q] : a;
-			int64_t y = sm->xend[q] < b ? sm->xend[q] : b;
-			if (x >= y)
-				continue;
-			if (*n == cap) {
-				size_t nc = cap ? cap * 2 : 256;
-				struct ival *nu = prism_realloc(*u, nc * sizeof(*nu));
-				if (!nu) {
-					free(*u);
-					*u = NULL;
-					return PRISM_ENOMEM;
-				}
-				*u = nu;
-				cap = nc;
-			}
-			(*u)[(*n)++] = (struct ival){x, y};
-			add++;
+			int got = push_clipped(u, n, &cap, sm->xstart[q], sm->xend[q], a, b);
+			if (got < 0)
+				return PRISM_ENOMEM;
+			add += (size_t)got;
 		}
 	}
 	if (add)
