@@ -455,6 +455,16 @@ double kperf_lowp_gather_bytes(int dtype, int recipe, int exec, int quantised)
 		   : 2;
 }
 
+/* Transformer Engine's per-tensor fp8 cast of n values: with its
+ * transposed copy (2 bytes read, 1 + 1 written), or alone where the GPU's
+ * fp8 GEMMs take either layout (any_layout: 2 + 1). */
+static struct kperf_cast te_cast(int any_layout, double n)
+{
+	return any_layout
+		   ? (struct kperf_cast){"te_cast_fp8", 1, HW_MEM_ELEMENTWISE, 3 * n}
+		   : (struct kperf_cast){"te_cast_transpose_fp8", 1, HW_MEM_ELEMENTWISE, 4 * n};
+}
+
 int kperf_lowp_casts(int dtype, int recipe, int exec, int of, int any_layout, double n,
 		     struct kperf_cast out[KPERF_CASTS_MAX])
 {
@@ -491,10 +501,7 @@ int kperf_lowp_casts(int dtype, int recipe, int exec, int of, int any_layout, do
 			    (struct kperf_cast){"te_compute_amax", 1, HW_MEM_REDUCTION, 2 * n};
 		out[k++] =
 		    (struct kperf_cast){"te_compute_scale_from_amax", 0, HW_MEM_ELEMENTWISE, 12};
-		out[k++] = any_layout
-			       ? (struct kperf_cast){"te_cast_fp8", 1, HW_MEM_ELEMENTWISE, 3 * n}
-			       : (struct kperf_cast){"te_cast_transpose_fp8", 1, HW_MEM_ELEMENTWISE,
-						     4 * n};
+		out[k++] = te_cast(any_layout, n);
 		break;
 	case LAYOUT_FP8_BLOCKWISE:
 		out[k++] = (struct kperf_cast){"te_quantize_fp8_blockwise", 1, HW_MEM_ELEMENTWISE,
@@ -508,16 +515,11 @@ int kperf_lowp_casts(int dtype, int recipe, int exec, int of, int any_layout, do
 		/* A norm's output: the norm wrote the row-wise copy, the
 		 * column-wise one its transpose (none where the GPU's fp8
 		 * GEMMs read the row-wise copy either way). */
-		if (of == KPERF_CAST_NORMED) {
-			if (!any_layout)
-				out[k++] = (struct kperf_cast){"te_transpose_fp8", 1,
-							       HW_MEM_ELEMENTWISE, 2 * n};
-		} else if (any_layout) {
-			out[k++] = (struct kperf_cast){"te_cast_fp8", 1, HW_MEM_ELEMENTWISE, 3 * n};
-		} else {
-			out[k++] = (struct kperf_cast){"te_cast_transpose_fp8", 1,
-						       HW_MEM_ELEMENTWISE, 4 * n};
-		}
+		if (of != KPERF_CAST_NORMED)
+			out[k++] = te_cast(any_layout, n);
+		else if (!any_layout)
+			out[k++] =
+			    (struct kperf_cast){"te_transpose_fp8", 1, HW_MEM_ELEMENTWISE, 2 * n};
 	}
 	return k;
 }
