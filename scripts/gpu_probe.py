@@ -60,7 +60,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-SECTIONS = ["sustained", "grouped", "attention", "host", "allocator", "windows", "mixed"]
+SECTIONS = ["sustained", "grouped", "attention", "host", "allocator", "mixed", "windows"]
 
 
 class Ctx:
