@@ -45,6 +45,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from probe_compare import read_csv  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIRS = [os.path.join(ROOT, "tests/data/gpu/probe-h100"),
         os.path.join(ROOT, "tests/data/gpu/probe-h200")]
@@ -66,11 +69,8 @@ def gpu_of(d):
 
 
 def read(d, name):
-    path = os.path.join(d, name)
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return list(csv.DictReader(f))
+    """A recording's CSV as rows ([] where it has none)."""
+    return read_csv(d, name) or []
 
 
 def calls(n, warm):
