@@ -1689,6 +1689,28 @@ static void test_cdna_tiles(void **state)
 	assert_true(pl.tm == 128 && pl.tn == 128 && pl.splits == 4 && pl.waves == 1 &&
 		    !pl.stream_k);
 	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 21.4138e-6, 1e-5);
+	/* Eight L2s (an XCD's each, kernels.l2_caches): the 4 splits' fp32
+	 * partials, 16 MiB, are written back past the L2s and read back by
+	 * the reduction, 2 x 2.0972 us at 8 TB/s where one L2 counted one
+	 * pass: 23.5109 us, so one unsplit wave of 256 64x64 tiles (22.8957
+	 * us) is faster now.  The memo keeps the two machines apart. */
+	hw.k.l2s = 8;
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1024, 1024, 4096, &pl),
+			 3e-6 + 2e-6 + 2 * 64 * 64 * 4096.0 / (4.6875e12 * 0.4), 1e-12);
+	assert_true(pl.tm == 64 && pl.tn == 64 && pl.splits == 1 && pl.waves == 1);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 22.8957e-6, 1e-5);
+	/* 1024 x 1024 x 16384: 128x128 split 4 (its partials 2 x 2.0972 us,
+	 * 66.4605 us) still beats 64x64 unsplit (76.5828 us) */
+	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1024, 1024, 16384, &pl),
+			 3e-6 + 2e-6 + 2 * 128 * 128 * 4096.0 / (4.6875e12 * 0.5) +
+			     2 * 4 * 1024 * 1024 * 4.0 / 8e12,
+			 1e-12);
+	assert_true(pl.tm == 128 && pl.tn == 128 && pl.splits == 4 && pl.waves == 1);
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 16384), 66.4605e-6, 1e-5);
+	/* no split: the L2s change nothing */
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 4096, 4096, 4096), 119.5324e-6, 1e-6);
+	hw.k.l2s = 0;
+	assert_rel_close(kperf_gemm_s(&hw, HW_BF16, 1, 1024, 1024, 4096), 21.4138e-6, 1e-5);
 	hw.k.sched = HW_SCHED_STREAMK;
 	assert_rel_close(kperf_gemm_plan(&hw, HW_BF16, 1, 1024, 1024, 4096, &pl), 21.4138e-6, 1e-5);
 	assert_true(pl.tm == 128 && pl.tn == 128 && pl.splits == 4 && !pl.stream_k);
