@@ -2014,10 +2014,48 @@ const struct hw_profile *sl_run_hw(const struct synth_in *in, struct hw_profile 
 	return in->hw ? hw_at_run(in->hw, in->lay.dtype, in->lay.power_w, buf) : NULL;
 }
 
+/*
+ * The vocabulary-parallel embedding's tensor-parallel reduction (Megatron-
+ * LM tensor_parallel/layers.py VocabParallelEmbedding.forward: each rank
+ * looks up the tokens of its V / t rows, zeroes the others, and the b s h
+ * bf16 outputs are summed over tp).  With sequence parallelism and no
+ * learned positions (language_model_embedding.py reduce_scatter_embeddings)
+ * a reduce-scatter (reduce_scatter_to_sequence_parallel_region) leaving the
+ * rank its b s / t tokens; otherwise an all-reduce (reduce_from_tensor_
+ * model_parallel_region), after which learned positions are added and,
+ * with sequence parallelism, the rank's tokens split off
+ * (scatter_to_sequence_parallel_region: a view, no communication).  Both
+ * are synchronous on the compute stream (torch.distributed.all_reduce and
+ * _reduce_scatter_along_first_dim, async_op False).  Nothing at tp 1
+ * (_reduce returns its input at world size 1; the lookup has no mask).
+ */
+static void embed_reduce(struct ctx *c, int r, const struct shape *z)
+{
+	if (z->t <= 1)
+		return;
+	if (c->in->lay.sp && c->in->m.rope)
+		tp_coll(c, r, z, S_COMPUTE, GC_REDUCE_SCATTER);
+	else
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_REDUCE);
+}
+
+/* Its backward, before the lookup's gradient: with sequence parallelism
+ * the b s h gradient all-gathered (the backward of reduce_scatter_to_
+ * sequence_parallel_region, or of scatter_to_sequence_parallel_region
+ * after learned positions: _gather_along_first_dim either way, bf16);
+ * without, none (reduce_from_tensor_model_parallel_region's backward is
+ * the identity). */
+static void embed_reduce_bwd(struct ctx *c, int r, const struct shape *z)
+{
+	if (z->t > 1 && c->in->lay.sp)
+		tp_coll(c, r, z, S_COMPUTE, GC_ALL_GATHER);
+}
+
 /* The embedding's lookup forward and its gradient (stage 0). */
 void sl_embed_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(z->b * z->s * z->h, 1));
+	embed_reduce(c, r, z);
 }
 
 void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
@@ -2026,6 +2064,7 @@ void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
 	 * gradient; autograd runs none of its backward. */
 	if (frozen(c))
 		return;
+	embed_reduce_bwd(c, r, z);
 	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel",
 		  ew(z->b * z->s * z->h, 2));
 	/* Tied on one stage: one gradient, added with the head's. */
@@ -2033,6 +2072,29 @@ void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
 		acc_add(c, r, z->V / z->t * z->h);
 	if (!c->in->m.rope) /* learned positions */
 		acc_add(c, r, z->s * z->h);
+}
+
+/*
+ * The vocabulary-parallel cross-entropy's all-reduces over tp (Megatron-LM
+ * tensor_parallel/cross_entropy.py _VocabParallelCrossEntropy.forward):
+ * the logits' maximum (ReduceOp.MAX, after calculate_logits_max), then the
+ * predicted logit and the sum of exponentials (ReduceOp.SUM each, after
+ * calculate_predicted_logits), each [s, b] fp32 -- 4 b s bytes, s the
+ * rank's s / cp tokens (the logits are the whole sequence's under sequence
+ * parallelism: the output layer gathered its input).  torch.distributed.
+ * all_reduce with async_op False: on the compute stream, synchronous.  The
+ * backward communicates nothing.  None at tp 1 (the loss on one rank's
+ * whole vocabulary).
+ */
+static void ce_allreduce(struct ctx *c, int r, const struct shape *z, const char *kname)
+{
+	struct comm_group g = {(int)z->t, z->tp_per_node};
+	char pg[32] = "";
+	if (z->t <= 1)
+		return;
+	if (!c->dry)
+		snprintf(pg, sizeof(pg), "tp.%d", r);
+	se_collective(c, r, S_COMPUTE, GC_ALL_REDUCE, kname, 4 * z->b * z->s, g, pg);
 }
 
 /* The final norm, the logits and the loss (the last stage).  The output
@@ -2048,14 +2110,14 @@ void sl_embed_bwd(struct ctx *c, int r, const struct shape *z)
  * forward (allreduce_dgrad: its input is not copied to the tp region).
  * Its backward is linear_bwd_g's: the saved shard gathered again (bf16)
  * beside the input gradient's GEMM, the input gradient reduce-scattered
- * (or all-reduced) beside the weight gradient's.  The vocabulary-parallel
- * cross-entropy's small all-reduces (its max, predicted logit and sum of
- * exponentials, b s fp32 values each) are left out.  The vocabulary-
- * parallel cross-entropy as
- * Megatron-LM runs it (tensor_parallel/cross_entropy.py), in fp32 passes
- * over the logits: the max and the sum of exponentials read them (4 + 4
- * bytes a value); the cast to fp32 (2 + 4), the subtraction, the
- * exponential and the division in place (8 each) read and write them. */
+ * (or all-reduced) beside the weight gradient's.  The vocabulary-
+ * parallel cross-entropy as Megatron-LM runs it (tensor_parallel/
+ * cross_entropy.py), in fp32 passes over the logits: the max and the sum
+ * of exponentials read them (4 + 4 bytes a value); the cast to fp32
+ * (2 + 4), the subtraction, the exponential and the division in place (8
+ * each) read and write them; its three all-reduces (ce_allreduce) between
+ * them: the maximum's after the passes that find it, the two sums' after
+ * the sum of exponentials. */
 void sl_head_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, sp = c->in->lay.sp ? z->t : 1;
@@ -2063,7 +2125,10 @@ void sl_head_fwd(struct ctx *c, int r, const struct shape *z)
 	bgemm(c, r, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_logits", sl_logit_dtype(c->in), 1, bs,
 	      z->V / z->t, z->h);
 	sl_kernel(c, r, KC_ELEMENTWISE, "cross_entropy_elementwise_fwd", 30 * bs * z->V / z->t);
+	ce_allreduce(c, r, z, "ncclDevKernel_AllReduce_Max_f32_RING_LL");
 	sl_kernel(c, r, KC_SOFTMAX, "cross_entropy_softmax_fwd", 8 * bs * z->V / z->t);
+	ce_allreduce(c, r, z, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+	ce_allreduce(c, r, z, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
 }
 
 /* (softmax - one-hot) x the loss gradient from the saved fp32 softmax
@@ -2082,7 +2147,9 @@ void sl_head_bwd(struct ctx *c, int r, const struct shape *z)
 
 /* A multi-token-prediction depth before its layer (multi_token_prediction.py
  * _get_embeddings, _concat_embeddings): the embedding of the tokens
- * shifted once more, enorm and hnorm, their concatenation, eh_proj (column
+ * shifted once more (the model's LanguageModelEmbedding: its tensor-
+ * parallel reduction, embed_reduce), enorm and hnorm, their concatenation,
+ * eh_proj (column
  * parallel, 2h -> h / t; under sequence parallelism its input all-gathered
  * first), its output all-gathered over tp (gather_from_tensor_model_
  * parallel_region).  Its layer, final norm and output layer are the
@@ -2091,6 +2158,7 @@ void sl_mtp_fwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
 	sl_kernel(c, r, KC_EMBEDDING, "indexSelectLargeIndex", ew(bs * z->h, 1));
+	embed_reduce(c, r, z);
 	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 	sl_kernel(c, r, KC_NORM, "vectorized_layer_norm_kernel", ew(nh, 1));
 	sl_kernel(c, r, KC_ELEMENTWISE, "CatArrayBatchedCopy", ew(2 * nh, 1));
@@ -2108,7 +2176,8 @@ void sl_mtp_fwd(struct ctx *c, int r, const struct shape *z)
  * its saved input shard gathered again beside the input gradient's GEMM,
  * and its input's gradient reduce-scattered (all-reduced without) beside
  * the weight gradient's (linear_bwd_g, bf16 as the forward's gather); the
- * two norms'; the embedding's gradient into the last stage's copy of it. */
+ * two norms'; the embedding's gradient into the last stage's copy of it
+ * (with sequence parallelism gathered first, embed_reduce_bwd). */
 void sl_mtp_bwd(struct ctx *c, int r, const struct shape *z)
 {
 	double bs = z->b * z->s, t = z->t, sp = c->in->lay.sp ? t : 1, nh = bs * z->h / sp;
@@ -2117,6 +2186,7 @@ void sl_mtp_bwd(struct ctx *c, int r, const struct shape *z)
 	acc_norm(c, r, z);
 	norm_bwd(c, r, ew(nh, 3));
 	acc_norm(c, r, z);
+	embed_reduce_bwd(c, r, z);
 	sl_kernel(c, r, KC_EMBEDDING, "embedding_backward_feature_kernel", ew(bs * z->h, 2));
 	acc_add(c, r, z->V / t * z->h);
 }
