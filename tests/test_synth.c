@@ -3919,6 +3919,122 @@ static void test_vocab_parallel_colls(void **state)
 }
 
 /*
+ * MTP's sequence-parallel gathers under fp8, by hand: the small GPT with
+ * one MTP depth (a dense layer of its own, eh_proj 2h -> h / t, a second
+ * loss) at tp 2 sp, one microbatch of 1 x 1024, 2 steps.  A step's
+ * all-gathers: each of the 9 layers' 6 (its 2 rounds' gathers forward,
+ * 2 output-gradient gathers and 2 re-gathers backward, test_sp_fp8_gather),
+ * the embedding gradient's (the main one's; the depth's embedding too: 2),
+ * the output layer's re-gather for each of the 2 losses, eh_proj's input
+ * forward and its re-gather backward, the depth's output gathered over h
+ * (gather_from_tensor_model_parallel_region) and, backward, its gradient
+ * over the sequence (scatter_to_sequence_parallel_region's backward):
+ * 54 + 2 + 2 + 2 + 2 = 62.  Under fp8 delayed scaling the layers' 54 and
+ * eh_proj's 2 (Transformer Engine's Linear quantises its input before the
+ * gather and gathers the saved fp8 shard again, te_linear_gather_bytes)
+ * move 1 byte a value rather than 2: 54 x 1024 x 1024 + 2 x 2 x 1024 x
+ * 1024 bytes less a step, the rest bf16 in both.
+ */
+static void test_mtp_fp8_gathers(void **state)
+{
+	double sum[2] = {0, 0};
+	int n[2] = {0, 0};
+	(void)state;
+	for (int f = 0; f < 2; f++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		small(&in);
+		in.m.mtp_layers = 1;
+		in.lay.tp = 2;
+		in.lay.sp = 1;
+		in.steps = 2;
+		in.lay.dtype = f ? HW_FP8 : HW_BF16;
+		in.lay.fp8_recipe = LAYOUT_FP8_DELAYED;
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++)
+			if (g->colls[i].kind == GC_ALL_GATHER) {
+				sum[f] += (double)g->colls[i].bytes;
+				n[f]++;
+			}
+		synth_out_release(&so);
+		graph_free(g);
+	}
+	print_message("mtp tp 2 sp: %d gathers, %.0f bytes bf16, %.0f fp8\n", n[0], sum[0], sum[1]);
+	assert_int_equal(n[0], 2 * 62);
+	assert_int_equal(n[1], 2 * 62);
+	assert_true(sum[0] - sum[1] == 2 * (54.0 * 1048576 + 2 * 2097152));
+}
+
+/*
+ * The shared experts' sequence-parallel gathers under fp8 delayed scaling,
+ * by hand, on the MoE model above (3 MoE layers, b s h = 1 x 1024 x 1024)
+ * at tp 2 sp, one microbatch, 2 steps: FC1 and FC2 are Transformer
+ * Engine's own column- and row-parallel Linears (SharedExpertMLP), so FC1's
+ * input is quantised before its gather (linear.py _Linear.forward) and
+ * FC2's output gradient gathered in fp8 (base.py grad_output_preprocess):
+ * 1,048,576 bytes each, 6 of each in the run.  Beside the dispatcher
+ * (--moe-shared-expert-overlap) Megatron turns the Linears' communication
+ * off and gathers explicitly in bf16: 2,097,152 bytes.
+ */
+static void test_shared_fp8_gathers(void **state)
+{
+	(void)state;
+	for (int ov = 0; ov < 2; ov++) {
+		struct synth_in in;
+		struct synth_out so;
+		struct settle_out st;
+		struct graph *g;
+		int fc1 = 0, fc2 = 0;
+		double want = ov ? 2097152 : 1048576;
+		moe_small(&in);
+		in.lay.tp = 2;
+		in.lay.sp = 1;
+		in.steps = 2;
+		in.lay.dtype = HW_FP8;
+		in.lay.fp8_recipe = LAYOUT_FP8_DELAYED;
+		in.lay.moe_shared_overlap = ov;
+		g = build(&in, &so, &st);
+		for (uint32_t i = 0; i < g->n_colls; i++) {
+			uint32_t u = g->colls[i].node, v = u + 1;
+			const char *name;
+			if (g->colls[i].kind != GC_ALL_GATHER)
+				continue;
+			/* the next GEMM on its stream (casts between, no other
+			 * collective: beside the dispatcher the side stream
+			 * also carries the layers' re-gathers) */
+			for (int k = 0; v < g->n_nodes && k < 4; v++) {
+				if (g->proc[v] != g->proc[u])
+					continue;
+				name = strtab_get(&g->st, g->name[v]);
+				if (strstr(name, "gemm") || g->coll[v] != UINT32_MAX)
+					break;
+				k++;
+			}
+			if (v >= g->n_nodes || g->proc[v] != g->proc[u] || g->coll[v] != UINT32_MAX)
+				continue;
+			name = strtab_get(&g->st, g->name[v]);
+			if (strstr(name, "shared_fc1") && !strstr(name, "_dx") &&
+			    !strstr(name, "_dw")) {
+				assert_true((double)g->colls[i].bytes == want);
+				fc1++;
+			}
+			if (strstr(name, "shared_fc2_dx")) {
+				assert_true((double)g->colls[i].bytes == want);
+				fc2++;
+			}
+		}
+		print_message("shared experts%s: %d FC1 input gathers, %d FC2 gradient gathers\n",
+			      ov ? " beside the dispatcher" : "", fc1, fc2);
+		assert_int_equal(fc1, 6);
+		assert_int_equal(fc2, 6);
+		synth_out_release(&so);
+		graph_free(g);
+	}
+}
+
+/*
  * Ulysses (cp_comm a2a) of cp = 2 on the same model (16 heads of 64, as
  * many key-value heads, 512 tokens a rank): each layer's forward
  * all-to-alls the rank's Q, K and V, 512 x (16 x 64 + 16 x 128) x 2 =
@@ -6377,6 +6493,8 @@ int main(void)
 	    cmocka_unit_test(test_cp_allgather),
 	    cmocka_unit_test(test_sp_fp8_gather),
 	    cmocka_unit_test(test_vocab_parallel_colls),
+	    cmocka_unit_test(test_mtp_fp8_gathers),
+	    cmocka_unit_test(test_shared_fp8_gathers),
 	    cmocka_unit_test(test_fp8_amax_reduce),
 	    cmocka_unit_test(test_sp_rs_beside_wgrad),
 	    cmocka_unit_test(test_cp_a2a),
