@@ -199,6 +199,13 @@ void synth_stage_host(const struct synth_in *in, struct synth_stage_host *st);
  * loss (*head_s). */
 void synth_extra_times(const struct synth_in *in, double *emb_s, double *head_s);
 
+/* The time of their tensor-parallel collectives, one microbatch, as synth
+ * emits them (layer.c embed_reduce, embed_reduce_bwd, ce_allreduce) and
+ * comm.h prices them: the embedding's reduction forward (emb_s[0]) and its
+ * gradient's gather backward (emb_s[1]), the cross-entropy's three
+ * all-reduces (*head_s, forward).  0 at tp 1 or for a bare run. */
+void synth_extra_tp_s(const struct synth_in *in, double emb_s[2], double *head_s);
+
 /* The time of the tensor-parallel collectives one dense layer's forward
  * and backward (recomputation included) run (comm.h's times, as synth's
  * layer emits them: all-reduces, or with sequence parallelism each
