@@ -19,11 +19,13 @@ void analytic_in_default(struct analytic_in *in)
 /* A layer's backward with the gradient adds of an unfused accumulation
  * (acc_elem_bytes > 0): synth's steady microbatch has them, the first of
  * the mb does not, so a microbatch on average carries (mb - 1) / mb of
- * them.  *bwd is the backward without them (si's acc_elem_bytes 0). */
+ * them.  *bwd is the backward without them (si's acc_elem_bytes -1:
+ * none, whatever the optimizer; synth_acc_bytes). */
 static void acc_share_of(struct synth_in *si, double acc_elem_bytes, double mb, int moe, int kind,
 			 double *bwd)
 {
 	double f, b, a;
+	acc_elem_bytes = synth_acc_bytes(acc_elem_bytes, &si->lay);
 	if (!(acc_elem_bytes > 0) || mb <= 1)
 		return;
 	si->acc_elem_bytes = acc_elem_bytes;
@@ -31,7 +33,7 @@ static void acc_share_of(struct synth_in *si, double acc_elem_bytes, double mb, 
 		synth_moe_layer_times(si, &f, &b, &a);
 	else
 		synth_kind_layer_times(si, kind, &f, &b, &a);
-	si->acc_elem_bytes = 0;
+	si->acc_elem_bytes = -1;
 	*bwd += (b - *bwd) * (mb - 1) / mb;
 }
 
@@ -929,6 +931,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	T.si.hw = hw;
 	T.si.lay = T.lay;
 	T.si.comm_eff = in->comm_eff; /* its collectives priced as the estimate's */
+	T.si.acc_elem_bytes = -1;     /* the layers' times without the adds: acc_share */
 	if (!in->no_mem)
 		synth_mem(&T.si, &out->mem);
 	synth_mem_layout(&T.si, &T.lay);
