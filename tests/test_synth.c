@@ -1289,6 +1289,65 @@ static void test_accumulation_adds(void **state)
 	graph_free(g[1]);
 }
 
+/* The pure-bf16 optimizer (PyTorch's AdamW on the bf16 parameters, no
+ * main gradients) accumulates as autograd does by default
+ * (synth_acc_bytes): acc_elem_bytes 0 gives the same 100 adds in each of
+ * microbatches 1 and 2 as acc_elem_bytes 2 above, and the same step;
+ * acc_elem_bytes -1 none, the step shorter by exactly their time.  Its
+ * step counts advance in one multi-tensor kernel a step (fused AdamW's
+ * _foreach_add_), which Megatron-LM's optimizer (fp32) does not run. */
+static void test_bf16_optimizer_adds(void **state)
+{
+	struct synth_in in;
+	struct synth_out so;
+	struct settle_out st;
+	struct graph *g[4];
+	int64_t kern[4], adds[4];
+	int count[4], steps[4];
+	const double acc[4] = {0, 2, -1, 0};
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		small(&in);
+		in.lay.microbatches = 3;
+		in.steps = 2;
+		in.lay.optimizer_dtype = i < 3 ? LAYOUT_OPT_BF16 : LAYOUT_OPT_FP32;
+		in.lay.clip_grad = 0;
+		in.acc_elem_bytes = acc[i];
+		g[i] = build(&in, &so, &st);
+		kern[i] = kernels_ns(g[i]);
+		adds[i] = named_ns(g[i], GRAPH_ACC_KERNEL, &count[i]);
+		named_ns(g[i], "multi_tensor_apply_kernel<foreach_add> (step)", &steps[i]);
+		synth_out_release(&so);
+	}
+	assert_int_equal(count[0], 100 * 2 * 2);
+	assert_int_equal(count[1], count[0]);
+	assert_int_equal(kern[1], kern[0]);
+	assert_int_equal(count[2], 0);
+	assert_int_equal(count[3], 0);
+	assert_int_equal(kern[0] - kern[2], adds[0]);
+	assert_int_equal(steps[0], 2);
+	assert_int_equal(steps[2], 2);
+	assert_int_equal(steps[3], 0);
+	for (int i = 0; i < 4; i++)
+		graph_free(g[i]);
+	/* The host launches them too: a layer's backward in a later
+	 * microbatch, as the estimate's dry run counts it, 12 ops more at the
+	 * eager 21.6 + 5 us each (acc_host_share blends it over the
+	 * microbatches). */
+	{
+		double f0, b0, f1, b1;
+		small(&in);
+		in.lay.optimizer_dtype = LAYOUT_OPT_BF16;
+		in.lay.clip_grad = 0;
+		in.acc_elem_bytes = -1;
+		synth_layer_host(&in, 0, &f0, &b0);
+		in.acc_elem_bytes = 0;
+		synth_layer_host(&in, 0, &f1, &b1);
+		assert_rel_close(f1, f0, 1e-12);
+		assert_rel_close(b1 - b0, 12 * 26.6e-6, 1e-9);
+	}
+}
+
 /* The lower bound lb of in against two more: a zero-bubble schedule's
  * W passes may end a stage, so its bound is at most 1F1B's; with
  * selective recomputation, every recompute module is more work, and its
@@ -6462,6 +6521,7 @@ int main(void)
 	    cmocka_unit_test(test_selective_recompute),
 	    cmocka_unit_test(test_recompute_modules),
 	    cmocka_unit_test(test_accumulation_adds),
+	    cmocka_unit_test(test_bf16_optimizer_adds),
 	    cmocka_unit_test(test_zero3_layer),
 	    cmocka_unit_test(test_zero3_impls),
 	    cmocka_unit_test(test_unfused_attention),

@@ -19,11 +19,13 @@ void analytic_in_default(struct analytic_in *in)
 /* A layer's backward with the gradient adds of an unfused accumulation
  * (acc_elem_bytes > 0): synth's steady microbatch has them, the first of
  * the mb does not, so a microbatch on average carries (mb - 1) / mb of
- * them.  *bwd is the backward without them (si's acc_elem_bytes 0). */
+ * them.  *bwd is the backward without them (si's acc_elem_bytes -1:
+ * none, whatever the optimizer; synth_acc_bytes). */
 static void acc_share_of(struct synth_in *si, double acc_elem_bytes, double mb, int moe, int kind,
 			 double *bwd)
 {
 	double f, b, a;
+	acc_elem_bytes = synth_acc_bytes(acc_elem_bytes, &si->lay);
 	if (!(acc_elem_bytes > 0) || mb <= 1)
 		return;
 	si->acc_elem_bytes = acc_elem_bytes;
@@ -31,8 +33,27 @@ static void acc_share_of(struct synth_in *si, double acc_elem_bytes, double mb, 
 		synth_moe_layer_times(si, &f, &b, &a);
 	else
 		synth_kind_layer_times(si, kind, &f, &b, &a);
-	si->acc_elem_bytes = 0;
+	si->acc_elem_bytes = -1;
 	*bwd += (b - *bwd) * (mb - 1) / mb;
+}
+
+/* The same adds' launches on the host: a layer's backward launches them in
+ * (mb - 1) / mb of its microbatches (*hb: the host's backward without
+ * them; kind LLM_KIND_FULL: synth_layer_host's layer, else the kind's). */
+static void acc_host_share(struct synth_in *si, double acc_elem_bytes, double mb, int moe, int kind,
+			   double *hb)
+{
+	double f, b;
+	acc_elem_bytes = synth_acc_bytes(acc_elem_bytes, &si->lay);
+	if (!(acc_elem_bytes > 0) || mb <= 1)
+		return;
+	si->acc_elem_bytes = acc_elem_bytes;
+	if (kind == LLM_KIND_FULL)
+		synth_layer_host(si, moe, &f, &b);
+	else
+		synth_kind_layer_host(si, kind, &f, &b);
+	si->acc_elem_bytes = -1;
+	*hb += (b - *hb) * (mb - 1) / mb;
 }
 
 static void acc_share(struct synth_in *si, double acc_elem_bytes, double mb, int moe, double *bwd)
@@ -188,8 +209,11 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 	synth_layer_times(&T->si, &T->lf, &T->lb, &T->la);
 	acc_share(&T->si, in->acc_elem_bytes, T->mb, 0, &T->lb);
 	synth_layer_host(&T->si, 0, &T->hf, &T->hb);
-	if (llm_moe_layers(&in->m) > 0)
+	acc_host_share(&T->si, in->acc_elem_bytes, T->mb, 0, LLM_KIND_FULL, &T->hb);
+	if (llm_moe_layers(&in->m) > 0) {
 		synth_layer_host(&T->si, 1, &T->mhf, &T->mhb);
+		acc_host_share(&T->si, in->acc_elem_bytes, T->mb, 1, LLM_KIND_FULL, &T->mhb);
+	}
 	T->cp_ring = cp_terms(in, T);
 	moe_terms(in, T);
 	if (layout_zb(l->schedule)) {
@@ -239,6 +263,7 @@ static int shared_terms(const struct analytic_in *in, struct terms *T, struct pr
 			synth_kind_layer_times(&T->si, k, &T->kf[k], &T->kb[k], &a);
 			acc_share_of(&T->si, in->acc_elem_bytes, T->mb, 0, k, &T->kb[k]);
 			synth_kind_layer_host(&T->si, k, &T->khf[k], &T->khb[k]);
+			acc_host_share(&T->si, in->acc_elem_bytes, T->mb, 0, k, &T->khb[k]);
 			/* an E layer's tensor parallelism: its shared experts'
 			 * round, none without */
 			T->kar[k] = k == LLM_KIND_FULL				 ? T->ar
@@ -947,6 +972,7 @@ int analytic_estimate(const struct analytic_in *in, struct analytic_out *out, st
 	T.si.hw = hw;
 	T.si.lay = T.lay;
 	T.si.comm_eff = in->comm_eff; /* its collectives priced as the estimate's */
+	T.si.acc_elem_bytes = -1;     /* the layers' times without the adds: acc_share */
 	if (!in->no_mem)
 		synth_mem(&T.si, &out->mem);
 	synth_mem_layout(&T.si, &T.lay);

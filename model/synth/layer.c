@@ -728,12 +728,12 @@ static void linear_bwd_g(struct ctx *c, int r, const char *what, double m, doubl
 
 /* A parameter's gradient (elems values) added into the accumulated one, in
  * every microbatch but the first where the framework accumulates so
- * (synth_in.acc_elem_bytes): both read, one written. */
+ * (synth_acc_bytes): both read, one written. */
 static void acc_add(struct ctx *c, int r, double elems)
 {
-	if (c->in->acc_elem_bytes > 0 && c->rk[r].mb > 0)
-		sl_kernel(c, r, KC_ELEMENTWISE, GRAPH_ACC_KERNEL,
-			  3 * elems * c->in->acc_elem_bytes);
+	double eb = synth_acc_bytes(c->in->acc_elem_bytes, &c->in->lay);
+	if (eb > 0 && c->rk[r].mb > 0)
+		sl_kernel(c, r, KC_ELEMENTWISE, GRAPH_ACC_KERNEL, 3 * elems * eb);
 }
 
 /* The next launched kernel's op runs n more kernels than the one timed
