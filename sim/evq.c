@@ -5,9 +5,11 @@
 
 #include "prism.h"
 
-static int before(const struct evq_entry *a, const struct evq_entry *b)
+#define SEQ_MAX 0xffffffffu /* sequence numbers below it: 32 bits */
+
+static int before(const struct evq_item *a, const struct evq_item *b)
 {
-	return a->time_ns < b->time_ns || (a->time_ns == b->time_ns && a->seq < b->seq);
+	return a->time_ns < b->time_ns || (a->time_ns == b->time_ns && a->key < b->key);
 }
 
 int evq_init(struct evq *q, size_t cap)
@@ -16,6 +18,7 @@ int evq_init(struct evq *q, size_t cap)
 	q->n = 0;
 	q->cap = cap ? cap : 1;
 	q->next_seq = 0;
+	q->seq_limit = SEQ_MAX;
 	q->has_hot = 0;
 	return q->heap ? 0 : PRISM_ENOMEM;
 }
@@ -36,12 +39,12 @@ void evq_reset(struct evq *q)
 }
 
 /* e into the heap. */
-static int heap_push(struct evq *q, struct evq_entry e)
+static int heap_push(struct evq *q, struct evq_item e)
 {
 	size_t i;
 
 	if (q->n == q->cap) {
-		struct evq_entry *h = prism_realloc(q->heap, q->cap * 2 * sizeof(*h));
+		struct evq_item *h = prism_realloc(q->heap, q->cap * 2 * sizeof(*h));
 		if (!h)
 			return PRISM_ENOMEM;
 		q->heap = h;
@@ -59,13 +62,35 @@ static int heap_push(struct evq *q, struct evq_entry e)
 	return 0;
 }
 
+static int cmp_item(const void *x, const void *y)
+{
+	const struct evq_item *a = x, *b = y;
+	return before(a, b) ? -1 : before(b, a);
+}
+
+/* The pending entries' sequence numbers made 0, 1, ... in their order:
+ * the heap sorted is a heap, and the held entry is before all of it. */
+static void renumber(struct evq *q)
+{
+	uint64_t seq = 0;
+	qsort(q->heap, q->n, sizeof(*q->heap), cmp_item);
+	if (q->has_hot)
+		q->hot.key = seq++ << 32 | (q->hot.key & SEQ_MAX);
+	for (size_t i = 0; i < q->n; i++)
+		q->heap[i].key = seq++ << 32 | (q->heap[i].key & SEQ_MAX);
+	q->next_seq = seq;
+}
+
 /* The hot entry is before every entry of the heap (the keys are
  * distinct: no two share a sequence number), so the earliest pending entry
  * is it where there is one, else the heap's root. */
 int evq_push(struct evq *q, int64_t time_ns, uint32_t node)
 {
-	struct evq_entry e = {time_ns, q->next_seq++, node};
+	struct evq_item e;
 
+	if (q->next_seq >= q->seq_limit)
+		renumber(q);
+	e = (struct evq_item){time_ns, q->next_seq++ << 32 | node};
 	if (q->has_hot) {
 		if (!before(&e, &q->hot))
 			return heap_push(q, e);
@@ -80,19 +105,16 @@ int evq_push(struct evq *q, int64_t time_ns, uint32_t node)
 	return 0;
 }
 
-int evq_pop(struct evq *q, struct evq_entry *out)
+int evq_pop_heap(struct evq *q, struct evq_entry *out)
 {
-	struct evq_entry last;
+	struct evq_item last;
 	size_t i = 0;
 
-	if (q->has_hot) {
-		*out = q->hot;
-		q->has_hot = 0;
-		return 0;
-	}
 	if (q->n == 0)
 		return 1;
-	*out = q->heap[0];
+	out->time_ns = q->heap[0].time_ns;
+	out->seq = q->heap[0].key >> 32;
+	out->node = (uint32_t)q->heap[0].key;
 	last = q->heap[--q->n];
 	for (;;) {
 		size_t c = 2 * i + 1;
