@@ -2237,10 +2237,11 @@ static int hy_events(struct sim *s, const struct sim_opts *o, struct hy_last *la
 		int64_t t = e.time_ns;
 		if (s->end_ns[u] >= 0)
 			continue; /* stale */
-		if (fin) {	  /* fin_due, its plain task's case inline */
+		if (fin) {	  /* fin_due, all but a pair's case inline */
 			uint32_t f = s->fold_of ? s->fold_of[u] : NONE32;
-			if (f == NONE32 ? side || s->nd[u].pred_end != t
-					: !fin_due(s, o, u, side, t))
+			if (f == NONE32 || o->fold->tasks[f].n2 == 0
+				? side || s->nd[u].pred_end != t
+				: !fin_due(s, o, u, side, t))
 				continue; /* stale */
 		}
 		if (!hy_after(s, &last[g->procs[g->proc[u]].rank], u, fin, t))
