@@ -156,8 +156,8 @@ static void test_random_interleaved(void **state)
  * low here; 2^32 - 1 in a simulation): the pending entries' order, and so
  * the order popped, is that of the pushes all the same -- checked against
  * a scan by (time, push order) as above, over many renumberings, with a
- * held entry and many ties among them.  Renumbering from the push counter
- * instead of the pending entries' order fails it. */
+ * held entry and many ties among them.  Renumbering the heap's entries
+ * where they lie, without sorting them first, fails it. */
 static void test_renumber(void **state)
 {
 	enum { N = 48 };
