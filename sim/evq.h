@@ -52,8 +52,43 @@ void evq_release(struct evq *q);
 /* Empty the queue, keeping its capacity; sequence numbers restart. */
 void evq_reset(struct evq *q);
 
-/* Add (time, node).  Grows if full: 0 or PRISM_ENOMEM. */
-int evq_push(struct evq *q, int64_t time_ns, uint32_t node);
+/* Whether a goes before b: by time, then by push order. */
+static inline int evq_before(const struct evq_item *a, const struct evq_item *b)
+{
+	return a->time_ns < b->time_ns || (a->time_ns == b->time_ns && a->key < b->key);
+}
+
+/* evq_push's parts out of line: e into the heap (0 or PRISM_ENOMEM), and
+ * the pending entries renumbered (evq.seq_limit). */
+int evq_heap_push(struct evq *q, struct evq_item e);
+void evq_renumber(struct evq *q);
+
+/* Add (time, node).  Grows if full: 0 or PRISM_ENOMEM.  The held entry
+ * is before every entry of the heap (the keys are distinct: no two share
+ * a sequence number), so the earliest pending entry is it where there is
+ * one, else the heap's root. */
+static inline int evq_push(struct evq *q, int64_t time_ns, uint32_t node)
+{
+	struct evq_item e;
+
+	if (q->next_seq >= q->seq_limit)
+		evq_renumber(q);
+	e.time_ns = time_ns;
+	e.key = q->next_seq++ << 32 | node;
+	if (q->has_hot) {
+		if (!evq_before(&e, &q->hot))
+			return evq_heap_push(q, e);
+		/* e goes before the held entry, which goes before the heap. */
+		int rc = evq_heap_push(q, q->hot);
+		if (rc)
+			return rc;
+	} else if (q->n > 0 && !evq_before(&e, &q->heap[0])) {
+		return evq_heap_push(q, e);
+	}
+	q->hot = e;
+	q->has_hot = 1;
+	return 0;
+}
 
 /* Remove the earliest entry into *out.  0, or 1 if the queue is empty.
  * The held entry's pop inline; the heap's in evq_pop_heap. */
