@@ -612,8 +612,11 @@ static double liger_norm_bwd_passes(const char *kern, const char *notes, double 
  *   take it finds it still referenced by the other's buffer and clones it
  *   (torch/csrc/autograd/functions/accumulate_grad.h): 4;
  * - LigerMegatronRMSNorm (27fe47e2; forward, out.sum() and backward in
- *   one call): the forward, the sum, dX's zeros_like, the kernel, _dW.sum,
- *   its cast to the bf16 weight, the weight's accumulation: 7;
+ *   one call): the forward, the sum, the copy that makes the sum's
+ *   broadcast gradient contiguous (@ensure_contiguous on
+ *   LigerRMSNormFunction.backward, src/liger_kernel/ops/rms_norm.py),
+ *   dX's zeros_like, the kernel, _dW.sum, its cast to the bf16 weight, the
+ *   weight's accumulation: 8;
  * - LigerMegatronSwiGLU (benchmark_megatron_swiglu.py, liger 0.8.1; the
  *   same call): the forward kernel, the sum, the copy that makes the
  *   sum's broadcast gradient contiguous (@ensure_contiguous on
@@ -636,7 +639,7 @@ static double liger_norm_launches(const char *kern, const char *notes, int fwd)
 	if (!strncmp(kern, "fused_add_rms_norm", 18))
 		return 4;
 	if (!strncmp(kern, "megatron_rms_norm", 17))
-		return 7;
+		return 8;
 	return 0;
 }
 
@@ -851,6 +854,16 @@ static int membound_row(struct kbench *kb, const struct kbench_cols *h, char **f
 	if (!fwd && !both && strstr(r.source, "Liger-Kernel") && strstr(impl, "Liger") &&
 	    !strncmp(kern, "megatron_swiglu", 15))
 		mult += 0.5;
+	/* The same in Liger's Megatron RMSNorm benchmark: the sum's broadcast
+	 * gradient reaches the norm's backward, which writes it out whole --
+	 * Liger's under @ensure_contiguous (LigerRMSNormFunction.backward,
+	 * src/liger_kernel/ops/rms_norm.py@27fe47e2), ATen's torch.nn.RMSNorm
+	 * by dY.contiguous() before its kernels (layer_norm_kernel.cu,
+	 * LayerNormBackwardKernelImpl, whose file holds the fused RMSNorm since
+	 * pytorch/pytorch PR #153666): one pass more. */
+	if (!fwd && !both && strstr(r.source, "Liger-Kernel") &&
+	    !strncmp(kern, "megatron_rms_norm", 17))
+		mult += 1;
 	if (!both && r.timing == KB_TIME_EVENTS && strstr(impl, "Liger"))
 		r.launches = liger_norm_launches(kern, kbench_col(h, f, nf, "notes"), fwd);
 	/* Liger's LayerNorm backward (layer_norm_backward, the v0.6.0 the
