@@ -257,7 +257,7 @@ void kbench_skip(struct kbench_skips *s, const char *why)
 			s->n[i]++;
 			return;
 		}
-	if (s->n_why < 8) {
+	if (s->n_why < KBENCH_SKIP_WHYS) {
 		snprintf(s->why[s->n_why], sizeof(s->why[0]), "%s", why);
 		s->n[s->n_why++] = 1;
 	}
@@ -612,8 +612,11 @@ static double liger_norm_bwd_passes(const char *kern, const char *notes, double 
  *   take it finds it still referenced by the other's buffer and clones it
  *   (torch/csrc/autograd/functions/accumulate_grad.h): 4;
  * - LigerMegatronRMSNorm (27fe47e2; forward, out.sum() and backward in
- *   one call): the forward, the sum, dX's zeros_like, the kernel, _dW.sum,
- *   its cast to the bf16 weight, the weight's accumulation: 7;
+ *   one call): the forward, the sum, the copy that makes the sum's
+ *   broadcast gradient contiguous (@ensure_contiguous on
+ *   LigerRMSNormFunction.backward, src/liger_kernel/ops/rms_norm.py),
+ *   dX's zeros_like, the kernel, _dW.sum, its cast to the bf16 weight, the
+ *   weight's accumulation: 8;
  * - LigerMegatronSwiGLU (benchmark_megatron_swiglu.py, liger 0.8.1; the
  *   same call): the forward kernel, the sum, the copy that makes the
  *   sum's broadcast gradient contiguous (@ensure_contiguous on
@@ -636,7 +639,7 @@ static double liger_norm_launches(const char *kern, const char *notes, int fwd)
 	if (!strncmp(kern, "fused_add_rms_norm", 18))
 		return 4;
 	if (!strncmp(kern, "megatron_rms_norm", 17))
-		return 7;
+		return 8;
 	return 0;
 }
 
@@ -672,6 +675,40 @@ static double cudnn_norm_bytes(const char *kern, const char *impl, const char *s
 	if (fwd)
 		return (n * c + c + (ln && bias ? c : 0)) * es + n * c * es + (ln ? 8 : 4) * n;
 	return (2 * n * c + c) * es + (ln ? 8 : 4) * n + (n * c + c + (ln || bias ? c : 0)) * es;
+}
+
+/*
+ * 1 for a row of Liger's benchmark_megatron_swiglu.py (liger 0.8.1, the
+ * rows' commit) whose "megatron" provider ran code that dynamo compiled
+ * for a symbolic width, which no training step runs (docs/MODEL.md,
+ * "Kernel efficiency": kernels a call runs):
+ * - the provider is Megatron's bias_swiglu_impl, whose swiglu and
+ *   swiglu_back are jit_fuser functions, torch.compile on PyTorch >= 2.2
+ *   (megatron/core/jit.py, fusions/fused_bias_swiglu.py);
+ * - the script runs every row in one process, the loops pass, provider,
+ *   width (utils.run_benchmarks; x_values = 2^10 .. 2^15, ffn_local 1024
+ *   first): the forward at ffn_local 1024 compiles swiglu for its shape,
+ *   the one at 2048 recompiles it, and dynamo's automatic dynamic shapes
+ *   (the default) make the width symbolic; every later call takes that
+ *   graph, the backward pass's too (its forward finds the dynamic entry
+ *   first: dynamo moves the entry a call hits to the front of the code's
+ *   cache, torch/csrc/dynamo/extra_state.cpp), and its swiglu_back goes
+ *   the same way from its second width;
+ * - the compilation itself is outside the timing (do_bench's first call
+ *   is untimed, the row a median), but the kernel compiled for a symbolic
+ *   width is not the static one: Inductor cannot prove the sizes
+ *   divisible by 16, emits no tt.divisibility hint, and Triton loads 2
+ *   bytes at a time instead of 16 (pytorch/pytorch PR #176653: 1.5-3.4x
+ *   slower) -- the rows: the forward at 1024 runs as Liger's (23.2 us
+ *   against 23.3), from 2048 on 1.53-1.63x slower, the backward 2.4-2.7x.
+ * The forward at the first width, the static kernel, is kept.
+ */
+static int megatron_swiglu_recompiled(const char *kern, const char *shape, int fwd)
+{
+	const char *p = strstr(shape, "ffn_local=");
+	if (strncmp(kern, "megatron_swiglu", 15))
+		return 0;
+	return !fwd || !p || kbench_num(p + strlen("ffn_local=")) != 1024;
 }
 
 static int membound_row(struct kbench *kb, const struct kbench_cols *h, char **f, int nf)
@@ -726,6 +763,11 @@ static int membound_row(struct kbench *kb, const struct kbench_cols *h, char **f
 	 * before (the README's "median of the benchmark's quantiles"). */
 	if (strstr(r.source, "Liger-Kernel"))
 		r.timing = KB_TIME_EVENTS;
+	if (r.timing == KB_TIME_EVENTS && strstr(impl, "bias_swiglu") &&
+	    megatron_swiglu_recompiled(kern, kbench_col(h, f, nf, "shape"), fwd)) {
+		skip(kb, "Megatron bias_swiglu timed after dynamo's dynamic-shape recompile");
+		return 0;
+	}
 	if (!place(kb, &r, kbench_col(h, f, nf, "gpu")))
 		return 0;
 	if (!gb && strstr(om, "bandwidth") && kbench_num(kbench_col(h, f, nf, "other_value")) > 0)
@@ -812,6 +854,16 @@ static int membound_row(struct kbench *kb, const struct kbench_cols *h, char **f
 	if (!fwd && !both && strstr(r.source, "Liger-Kernel") && strstr(impl, "Liger") &&
 	    !strncmp(kern, "megatron_swiglu", 15))
 		mult += 0.5;
+	/* The same in Liger's Megatron RMSNorm benchmark: the sum's broadcast
+	 * gradient reaches the norm's backward, which writes it out whole --
+	 * Liger's under @ensure_contiguous (LigerRMSNormFunction.backward,
+	 * src/liger_kernel/ops/rms_norm.py@27fe47e2), ATen's torch.nn.RMSNorm
+	 * by dY.contiguous() before its kernels (layer_norm_kernel.cu,
+	 * LayerNormBackwardKernelImpl, whose file holds the fused RMSNorm since
+	 * pytorch/pytorch PR #153666): one pass more. */
+	if (!fwd && !both && strstr(r.source, "Liger-Kernel") &&
+	    !strncmp(kern, "megatron_rms_norm", 17))
+		mult += 1;
 	if (!both && r.timing == KB_TIME_EVENTS && strstr(impl, "Liger"))
 		r.launches = liger_norm_launches(kern, kbench_col(h, f, nf, "notes"), fwd);
 	/* Liger's LayerNorm backward (layer_norm_backward, the v0.6.0 the

@@ -152,10 +152,11 @@ enum kbench_timing { KB_TIME_OTHER, KB_TIME_EVENTS, KB_TIME_DEVICE, KB_TIME_ISOL
 enum { KB_BURST, KB_STEP, KB_STREAM };
 
 /* Rows a reader left out, and the first reasons, for the report. */
+#define KBENCH_SKIP_WHYS 12
 struct kbench_skips {
-	size_t skipped;	 /* rows left out */
-	char why[8][96]; /* the first eight reasons */
-	size_t n[8];	 /* rows left out for each */
+	size_t skipped;			/* rows left out */
+	char why[KBENCH_SKIP_WHYS][96]; /* the first KBENCH_SKIP_WHYS reasons */
+	size_t n[KBENCH_SKIP_WHYS];	/* rows left out for each */
 	int n_why;
 };
 
