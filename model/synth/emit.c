@@ -404,6 +404,10 @@ void se_collective(struct ctx *c, int r, int st, int kind, const char *kname, do
 	    comm_time(c->in->hw, kind, bytes, g, c->in->comm_eff, COMM_AUTO, &e) == 0)
 		t = e.time_s;
 	pgid = se_intern(c, pg);
+	/* A unit being folded: its groups, moved where its template is
+	 * repeated on another rank (fold.c). */
+	if (c->fo.rec && VEC_PUSH(c->fo.rec_pgs, pgid))
+		c->oom = 1;
 	x.kind = (uint8_t)kind;
 	x.bytes = bytes < 9e18 ? (int64_t)bytes : INT64_MAX;
 	x.group_size = g.n;
