@@ -1976,6 +1976,64 @@ static void test_templates_by_content(void **state)
 		run_free(&a);
 		run_free(&b);
 	}
+	/* Knobs on interleaved tp 2 pp 4 dp 2 vp 2 at 8 microbatches: a
+	 * given partition of unequal stages (untied head), CUDA graphs
+	 * and compiled regions (host regions by layer), compute waiting for
+	 * its sends, buckets across chunks (no overlap_grad), the step's
+	 * gathers (overlap_param), TP beside GEMMs, three steps. */
+	for (int k = 0; k < 8; k++) {
+		struct synth_in in;
+		struct prism_err err;
+		struct run a, b;
+		small(&in);
+		in.lay.tp = 2;
+		in.lay.pp = 4;
+		in.lay.dp = 2;
+		in.lay.vp = 2;
+		in.lay.microbatches = 8;
+		in.lay.schedule = LAYOUT_INTERLEAVED;
+		in.lay.zero = 1;
+		in.lay.sp = 1;
+		if (k == 1)
+			in.lay.exec = LAYOUT_EXEC_GRAPHS;
+		if (k == 2)
+			in.lay.exec = LAYOUT_EXEC_COMPILED;
+		if (k == 3)
+			in.lay.pp_overlap = 0;
+		if (k == 4)
+			in.lay.overlap_grad = 0;
+		if (k == 5)
+			in.lay.overlap_param = 1;
+		if (k == 6)
+			in.lay.tp_overlap = 1;
+		if (k == 7)
+			in.steps = 3;
+		prism_err_clear(&err);
+		if (k == 0) { /* 12 layers: chunks of 1 on stages 0 and 2, of 2 on 1 and 3 */
+			in.m.layers = 12;
+			in.m.untied = 1;
+			assert_int_equal(layout_partition_parse("2,4,2,4", &in.lay, &err), 0);
+		}
+		if (synth_check(&in, &err)) {
+			print_error("knob %d: %s\n", k, err.msg);
+			fail();
+		}
+		build_keyed(&in, 0, &a);
+		build_keyed(&in, 1, &b);
+		print_message("knob %d: %zu templates by content, %zu by slot; %zu units folded, "
+			      "%zu kept\n",
+			      k, a.so.n_unit_kinds, b.so.n_unit_kinds, a.so.n_units_folded,
+			      a.so.n_units_kept);
+		graphs_same(a.g, b.g);
+		assert_int_equal(a.so.n_units_folded, b.so.n_units_folded);
+		assert_int_equal(a.so.n_units_kept, b.so.n_units_kept);
+		assert_true(a.st.iter_s == b.st.iter_s);
+		assert_true(a.so.n_unit_kinds <= b.so.n_unit_kinds);
+		keyed += a.so.n_unit_kinds;
+		slotted += b.so.n_unit_kinds;
+		run_free(&a);
+		run_free(&b);
+	}
 	print_message("%zu templates by content, %zu by slot\n", keyed, slotted);
 	assert_true(keyed < slotted);
 }
