@@ -276,6 +276,8 @@ uint32_t se_launch(struct ctx *c, int r, int st, uint8_t kind, const char *name,
 	if (se_failed(c))
 		return u;
 	k->last[st] = u;
+	if (c->fo.rec)
+		c->fo.rec_written |= 1u << st;
 	c->tally.kernels++;
 	return u;
 }
@@ -312,7 +314,7 @@ void se_event_wait(struct ctx *c, int r, int from, int to)
 		return;
 	rec = host_call(c, r, c->em.n_record, RT_EVENT_RECORD, ev);
 	w = host_call(c, r, c->em.n_wait, RT_STREAM_WAIT, ev);
-	if (k->last[from] == NONE32)
+	if (se_last(c, r, from) == NONE32)
 		return;
 	p.proc = k->stream[to];
 	p.src = k->last[from];

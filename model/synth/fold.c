@@ -918,7 +918,7 @@ static int fold_fits(const struct ctx *c, const struct ufold *t, int r)
 	return t->share && !c->em.pend.n && k->region == 0 && k->mtp == t->before.mtp &&
 	       k->phase == t->before.phase && k->layer == t->before.layer &&
 	       t->bucket0 == k->bucket && t->before.ebucket == k->ebucket &&
-	       t->mask0 == last_mask(k->last);
+	       (t->mask0 & t->rmask) == (last_mask(k->last) & t->rmask);
 }
 
 /* The slot's first unit in this build, on rank r at p (key: c->fo.ukey):
@@ -1049,6 +1049,7 @@ void sf_begin(struct ctx *c, int r, struct sf_start *u)
 	c->fo.rec = c->fo.fold;
 	c->fo.rec_ids.n = 0;
 	c->fo.rec_pgs.n = 0;
+	c->fo.rec_written = c->fo.rec_read = 0;
 }
 
 /* Template t (made from the unit just built on rank r at p, its key in
@@ -1068,6 +1069,7 @@ static int fold_key(struct ctx *c, struct ufold *t, int r, const struct sf_pos *
 	t->l0 = p->l0;
 	t->lb0 = p->lb0;
 	t->mask0 = last_mask(u->last0);
+	t->rmask = c->fo.rec_read;
 	t->key0 = (uint32_t)f->fkeys.n;
 	t->n_key = (uint32_t)f->ukey.n;
 	t->khash = key_hash(f->ukey.v, f->ukey.n);

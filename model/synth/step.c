@@ -387,7 +387,7 @@ static struct issued gather(struct ctx *c, int r, const struct shape *z, double 
 			     params / layout_shard_group(&c->lay) * t.ag_in);
 	se_collective(c, r, S_DP, GC_ALL_GATHER, "ncclDevKernel_AllGather_RING_LL", params * w,
 		      zero_group(c), pg);
-	out.task = c->rk[r].last[S_DP];
+	out.task = se_last(c, r, S_DP);
 	out.record = awaited ? se_event_record(c, r, S_COMPUTE) : NONE32;
 	return out;
 }

@@ -175,12 +175,13 @@ struct ufold {
 	 * from key0, its hash khash, the next template of its hash chain
 	 * knext), where it was made (rank; the chunk ch and, a merged
 	 * pair's, the backward's chb, else ch; their first layers l0, lb0),
-	 * the rank's streams with a task before it (mask0), the process
-	 * groups its unit used in their first use's order (ctx.fo.fpgs from
+	 * the rank's streams with a task before it (mask0) and, of all, those
+	 * its unit read before launching on them (rmask: the template holds
+	 * wherever mask0 & rmask does), the process groups its unit used in their first use's order (ctx.fo.fpgs from
 	 * pg0; each collective's in ctx.fo.fcpg), and whether another
 	 * (stage, chunk) may repeat it (share: its names parse, no host
 	 * region open at its ends, no event wait pending at its start). */
-	uint32_t key0, n_key, khash, knext, pg0, n_pg, mask0;
+	uint32_t key0, n_key, khash, knext, pg0, n_pg, mask0, rmask;
 	int32_t rank, ch, chb, l0, lb0;
 	uint8_t share;
 };
@@ -362,9 +363,12 @@ struct fold_state {
 	VEC(uint32_t) fcpg;		    /* per template collective: its group's index */
 	VEC(uint32_t) ukey;		    /* the key of the unit at hand (sf_key) */
 	VEC(uint32_t) rec_pgs;		    /* the groups the unit being built used */
-	VEC(uint32_t) seqtab;		    /* c->em.seqs by (rank, pg): index + 1, or 0 */
-	size_t seq_hashed;		    /* of c->em.seqs, the entries in seqtab */
-	uint32_t n_fold;		    /* the name of a unit task */
+	/* The streams the unit being built launched on (a bit each), and
+	 * those whose task before it it read (se_last). */
+	uint32_t rec_written, rec_read;
+	VEC(uint32_t) seqtab; /* c->em.seqs by (rank, pg): index + 1, or 0 */
+	size_t seq_hashed;    /* of c->em.seqs, the entries in seqtab */
+	uint32_t n_fold;      /* the name of a unit task */
 	/* Carried from build to build (synth_build_tpl): this build's
 	 * number, templates made or adopted in it, the strings the unit being
 	 * built interns (rec: recording them), the templates' strings and
@@ -568,6 +572,16 @@ int se_failed(struct ctx *c);
 static inline int32_t se_iter(const struct ctx *c, int r)
 {
 	return c->sc.step * c->in->lay.pp + r;
+}
+
+/* Rank r's last task on stream st as a unit's build reads it: where the
+ * unit being folded has launched nothing there yet, its template depends
+ * on whether the stream had a task before it (fold.c, rec_read). */
+static inline uint32_t se_last(struct ctx *c, int r, int st)
+{
+	if (c->fo.rec && !(c->fo.rec_written >> st & 1u))
+		c->fo.rec_read |= 1u << st;
+	return c->rk[r].last[st];
 }
 
 /* What an op's record is made from: fmt writes its name, dims and types
