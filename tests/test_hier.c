@@ -1881,7 +1881,7 @@ static void graphs_same(const struct graph *a, const struct graph *b)
  * repeat.  Every schedule, virtual stages, ZeRO, recomputation, MoE with
  * expert data parallelism and the all-to-all overlap, cp, offloading,
  * fp8 delayed scaling (its amax reductions per chunk), a hybrid pattern,
- * sliding windows, a balanced partition of unequal stages.
+ * sliding windows; and knobs on one interleaved layout (below).
  */
 static void test_templates_by_content(void **state)
 {
