@@ -1960,7 +1960,10 @@ static void test_templates_by_content(void **state)
 		print_message("case %zu: %zu templates by content, %zu by slot; %zu units folded\n",
 			      i, a.so.n_unit_kinds, b.so.n_unit_kinds, a.so.n_units_folded);
 		graphs_same(a.g, b.g);
-		assert_true(a.so.flops == b.so.flops);
+		/* (The tally adds each template's FLOPs, a difference of running
+		 * sums that rounds by where it was made; no prediction reads
+		 * it: MFU is llm_flops_iter's.) */
+		assert_rel_close(a.so.flops, b.so.flops, 1e-12);
 		assert_int_equal(a.so.kernels, b.so.kernels);
 		assert_int_equal(a.so.tasks, b.so.tasks);
 		assert_int_equal(a.so.n_units_folded, b.so.n_units_folded);
@@ -2045,16 +2048,18 @@ static void test_templates_by_content(void **state)
  * and flags: 16 x 6 slots, each with six kinds of unit (forward of the
  * first, a middle and the last microbatch; backward of the first, a
  * middle one, and the last with the chunk's gradient reduction), 576.
- * By content the (stage, chunk)s are five: the embedding's (0, 0), the
- * head's (15, 5), stage 0's other chunks (their input from stage 15's
- * chunk before), stage 15's other chunks (their output to stage 0's chunk
- * after), and the middle stages' (from s - 1, to s + 1, same chunk): 5 x
- * 6 = 30.  Besides its content a template holds the rank state its unit
- * reads, which is the same in all of these: the streams a stage's first
- * units find without a task (the rank's first unit, chunk 1's before any
- * receive on stage 0, the first backwards before any gradient stream or
- * reduction) are ones those units launch on before they wait on them, so
- * they share their kinds' templates (keyed on every stream instead, 38).
+ * By content the (stage, chunk)s are three: the embedding's (0, 0), the
+ * head's (15, 5), and every other, which runs one layer between a
+ * receive and a send, whichever stage and chunk its peers are (stage 0's
+ * input comes from stage 15's chunk before, stage 15's output goes to
+ * stage 0's chunk after: only the transfers' group names differ, which
+ * the template moves): 3 x 6 = 18.  Besides its content a template holds
+ * the rank state its unit reads, the same in all of these: the streams a
+ * stage's first units find without a task (the rank's first unit, chunk
+ * 1's before any receive on stage 0, the first backwards before any
+ * gradient stream or reduction) are ones those units launch on before
+ * they wait on them (keyed on every stream instead, 38 with the peers
+ * apart).
  */
 static void test_template_count(void **state)
 {
@@ -2082,7 +2087,7 @@ static void test_template_count(void **state)
 	print_message("%zu templates by content, %zu by slot; %zu units folded, %zu kept\n",
 		      a.so.n_unit_kinds, b.so.n_unit_kinds, a.so.n_units_folded, a.so.n_units_kept);
 	assert_int_equal(b.so.n_unit_kinds, 16 * 6 * 6);
-	assert_int_equal(a.so.n_unit_kinds, 5 * 6);
+	assert_int_equal(a.so.n_unit_kinds, 3 * 6);
 	assert_int_equal(a.so.n_units_folded, 16 * 32 * 6 * 2 * 2);
 	assert_int_equal(a.so.n_units_kept, 0);
 	graphs_same(a.g, b.g);

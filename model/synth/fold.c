@@ -762,27 +762,31 @@ static int key_insert(struct ctx *c, uint32_t i)
 	return 0;
 }
 
-/* The text of process group pg moved by ds stages, and, the pipeline's,
- * by dcf chunks forward or dcb backward, into out (n bytes): the names
- * rank_pg, layer.c and pp_transfer give, "<group>.<rank>" (rank = stage)
- * and "pp.<f|b>.<stage>.<chunk>".  1, or 0 where pg is not of either
- * form or a number would fall below 0. */
-static int pg_shift(const char *pg, int ds, int dcf, int dcb, char *out, size_t n)
+/* What a template's process group names (ctx.fo.fprole): the rank (its
+ * name "<group>.<rank>", rank = stage), or, the pipeline's
+ * ("pp.<f|b>.<stage>.<chunk>", f the forward side's transfers, b the
+ * backward's), the unit's own chunk (the sender of what it sends), the
+ * chunk before it or the one after (the sender of what it receives). */
+enum { PG_RANK, PG_SELF, PG_PREV, PG_NEXT };
+
+/* Process group name pg parsed: "<group>.<n0>" (*nn 1) or
+ * "pp.<f|b>.<n0>.<n1>" (*nn 2), its text before the numbers *pre bytes.
+ * 1, or 0 where of neither form. */
+static int pg_parse(const char *pg, size_t *pre, long num[2], int *nn)
 {
-	size_t len = strlen(pg), i = len, j, k = 0;
-	long num[2] = {0, 0}, add[2];
-	int nn = 1;
-	char t[24];
+	size_t len = strlen(pg), i = len, j;
 
 	while (i > 0 && pg[i - 1] >= '0' && pg[i - 1] <= '9')
 		i--;
 	if (i == len || i < 2 || pg[i - 1] != '.' || len - i > 9)
 		return 0;
+	num[0] = num[1] = 0;
 	for (j = i; j < len; j++)
 		num[0] = num[0] * 10 + (pg[j] - '0');
-	add[0] = ds;
+	*nn = 1;
+	*pre = i;
 	if (strncmp(pg, "pp.", 3) == 0 && (pg[3] == 'f' || pg[3] == 'b') && pg[4] == '.') {
-		/* pp.<dir>.<stage>.<chunk>: the stage between pg + 5 and i - 1 */
+		/* the stage between pg + 5 and the chunk's dot */
 		if (i - 1 <= 5 || i - 1 - 5 > 9)
 			return 0;
 		num[1] = num[0];
@@ -792,18 +796,23 @@ static int pg_shift(const char *pg, int ds, int dcf, int dcb, char *out, size_t 
 				return 0;
 			num[0] = num[0] * 10 + (pg[j] - '0');
 		}
-		add[1] = pg[3] == 'f' ? dcf : dcb;
-		nn = 2;
-		i = 5;
-	} else {
-		add[1] = 0;
+		*nn = 2;
+		*pre = 5;
 	}
-	if (i + 2 * 12 > n)
+	return 1;
+}
+
+/* pg's text before its numbers (pre bytes), then the numbers num (nn of
+ * them), into out (n bytes): 1, or 0 where a number is below 0. */
+static int pg_put(const char *pg, size_t pre, const long num[2], int nn, char *out, size_t n)
+{
+	size_t k = pre;
+	char t[24];
+	if (pre + 2 * 12 > n)
 		return 0;
-	memcpy(out, pg, i);
-	k = i;
+	memcpy(out, pg, pre);
 	for (int q = 0; q < nn; q++) {
-		long v = num[q] + add[q];
+		long v = num[q];
 		size_t m = sizeof(t);
 		if (v < 0)
 			return 0;
@@ -817,6 +826,53 @@ static int pg_shift(const char *pg, int ds, int dcf, int dcb, char *out, size_t 
 	}
 	out[k] = '\0';
 	return 1;
+}
+
+/* What process group pg names for a unit of rank r at p (PG_*), or -1
+ * where it names nothing a template can move. */
+static int pg_role(const char *pg, int r, const struct sf_pos *p)
+{
+	size_t pre;
+	long num[2];
+	int nn, side;
+	const int32_t *q;
+	if (!pg_parse(pg, &pre, num, &nn))
+		return -1;
+	if (nn == 1)
+		return PG_RANK;
+	side = pg[3] == 'b';
+	q = p->peer[side];
+	if (num[0] == r && num[1] == (side ? p->chb : p->ch))
+		return PG_SELF;
+	if (num[0] == q[0] && num[1] == q[1])
+		return PG_PREV;
+	if (num[0] == q[2] && num[1] == q[3])
+		return PG_NEXT;
+	return -1;
+}
+
+/* The name of process group pg, of role role, for a unit of rank r at p
+ * (its template's made ds ranks away) into out (n bytes): 1, or 0 where
+ * there is none (a number below 0). */
+static int pg_move(const char *pg, int role, int r, int ds, const struct sf_pos *p, char *out,
+		   size_t n)
+{
+	size_t pre;
+	long num[2];
+	int nn, side;
+	if (!pg_parse(pg, &pre, num, &nn))
+		return 0;
+	side = nn == 2 && pg[3] == 'b';
+	if (role == PG_RANK) {
+		num[0] += ds;
+	} else if (role == PG_SELF) {
+		num[0] = r;
+		num[1] = side ? p->chb : p->ch;
+	} else {
+		num[0] = p->peer[side][role == PG_PREV ? 0 : 2];
+		num[1] = p->peer[side][role == PG_PREV ? 1 : 3];
+	}
+	return pg_put(pg, pre, num, nn, out, n);
 }
 
 static uint32_t seq_hash(uint32_t r, uint32_t pg)
@@ -880,8 +936,8 @@ static int fold_bind(struct ctx *c, size_t slot, uint32_t ti, int r, const struc
 	char buf[96];
 
 	for (uint32_t k = 0; moved && k < t->n_pg; k++)
-		if (!pg_shift(strtab_get(&c->em.w.st, c->fo.fpgs.v[t->pg0 + k]), r - t->rank,
-			      p->ch - t->ch, p->chb - t->chb, buf, sizeof(buf)))
+		if (!pg_move(strtab_get(&c->em.w.st, c->fo.fpgs.v[t->pg0 + k]),
+			     c->fo.fprole.v[t->pg0 + k], r, r - t->rank, p, buf, sizeof(buf)))
 			return 1; /* (a name moved below 0: not this template's kind) */
 	if (VEC_RESERVE(c->fo.fbmap, c->fo.fbmap.n + t->n_pg))
 		return c->oom = 1, -1;
@@ -895,8 +951,8 @@ static int fold_bind(struct ctx *c, size_t slot, uint32_t ti, int r, const struc
 		struct fbmap m;
 		m.pg = c->fo.fpgs.v[t->pg0 + k];
 		if (moved) {
-			pg_shift(strtab_get(&c->em.w.st, m.pg), r - t->rank, p->ch - t->ch,
-				 p->chb - t->chb, buf, sizeof(buf));
+			pg_move(strtab_get(&c->em.w.st, m.pg), c->fo.fprole.v[t->pg0 + k], r,
+				r - t->rank, p, buf, sizeof(buf));
 			m.pg = gw_intern(&c->em.w, buf);
 			if (se_failed(c))
 				return -1;
@@ -1085,13 +1141,18 @@ static int fold_key(struct ctx *c, struct ufold *t, int r, const struct sf_pos *
 			;
 		if (k < f->fpgs.n)
 			continue;
-		if (VEC_PUSH(f->fpgs, pg))
-			return -1;
-		/* A name that does not parse back to itself stays where made. */
+		/* A name that does not parse back to itself, or names none of
+		 * the unit's peers, stays where made. */
 		{
 			const char *txt = strtab_get(&c->em.w.st, pg);
-			if (!pg_shift(txt, 0, 0, 0, buf, sizeof(buf)) || strcmp(buf, txt) != 0)
+			int role = pg_role(txt, r, p);
+			if (role < 0 || !pg_move(txt, role, r, 0, p, buf, sizeof(buf)) ||
+			    strcmp(buf, txt) != 0) {
 				t->share = 0;
+				role = PG_RANK;
+			}
+			if (VEC_PUSH(f->fpgs, pg) || VEC_PUSH(f->fprole, (uint8_t)role))
+				return -1;
 		}
 	}
 	t->n_pg = (uint32_t)(f->fpgs.n - t->pg0);
@@ -1170,6 +1231,7 @@ void sf_release(struct ctx *c)
 	VEC_FREE(c->fo.fkeys);
 	VEC_FREE(c->fo.fktab);
 	VEC_FREE(c->fo.fpgs);
+	VEC_FREE(c->fo.fprole);
 	VEC_FREE(c->fo.fcpg);
 	VEC_FREE(c->fo.ukey);
 	VEC_FREE(c->fo.rec_pgs);
@@ -1197,6 +1259,7 @@ int sf_carry_in(struct ctx *c, struct synth_tpl *tpl)
 		c->fo.fmarks.n = c->fo.fexts.n = c->fo.fkerns.n = 0;
 		c->fo.ftext.n = c->fo.fstrs.n = c->fo.fseqs.n = 0;
 		c->fo.fkeys.n = c->fo.fktab.n = c->fo.fpgs.n = c->fo.fcpg.n = 0;
+		c->fo.fprole.n = 0;
 	}
 	tpl->key = key;
 	tpl->have = 0;

@@ -844,9 +844,9 @@ static void ckey_put(struct ctx *c, uint32_t w)
 /* What a unit's build reads of chunk ch of stage s besides the rank's
  * names (fold.c's key, sf_key): its layers' count and kinds (llm.h: kind,
  * experts, window), the embedding or head (their parameters the stage's:
- * then the stage and chunk themselves), its transfers' peers relative to
- * it and their streams (descends), its fp8 GEMMs (amax_update); made
- * once a build (c->sc.ckey).  Its first layer. */
+ * then the stage and chunk themselves), whether it has transfers and
+ * their streams (descends), its fp8 GEMMs (amax_update); made once a
+ * build (c->sc.ckey).  Its first layer. */
 static int key_chunk(struct ctx *c, const struct shape *z, int s, int ch)
 {
 	const struct llm *m = &c->in->m;
@@ -875,16 +875,12 @@ static int key_chunk(struct ctx *c, const struct shape *z, int s, int ch)
 			ckey_put(c, (uint32_t)s);
 			ckey_put(c, (uint32_t)ch);
 		}
-		for (int d = -1; d <= 1; d += 2) {
-			if (!fwd_nb(c, z, s, ch, d, &os, &oc)) {
-				ckey_put(c, 0);
-				continue;
-			}
-			ckey_put(c, 1);
-			ckey_put(c, (uint32_t)(os - s));
-			ckey_put(c, (uint32_t)(oc - ch));
-			ckey_put(c, (uint32_t)descends(c, oc));
-		}
+		/* (The peers themselves only name the transfers' groups,
+		 * which the template moves: fold.c pg_move.) */
+		for (int d = -1; d <= 1; d += 2)
+			ckey_put(c, fwd_nb(c, z, s, ch, d, &os, &oc)
+					? 2u | (uint32_t)descends(c, oc)
+					: 0);
 		if (delayed_fp8(c)) {
 			double g = amax_gemms(c, s, ch, z);
 			uint64_t bits;
@@ -908,6 +904,18 @@ static int key_chunk(struct ctx *c, const struct shape *z, int s, int ch)
 	return (int)w[0];
 }
 
+/* The stage and chunk of the model chunk before chunk ch of stage s and
+ * of the one after, where a transfer reaches them (else -1), into q. */
+static void chunk_peers(const struct ctx *c, const struct shape *z, int s, int ch, int32_t q[4])
+{
+	int os, oc;
+	q[0] = q[1] = q[2] = q[3] = -1;
+	if (fwd_prev(c, z, s, ch, &os, &oc))
+		q[0] = os, q[1] = oc;
+	if (fwd_next(c, z, s, ch, &os, &oc))
+		q[2] = os, q[3] = oc;
+}
+
 /* One forward (fwd = 1) or backward unit of microbatch mb on chunk ch of
  * stage s (pass: a zero-bubble schedule's B or W, unit_bwd); dp_bucket:
  * issue the chunk's gradient collectives.  Folding (in->units): a unit
@@ -920,7 +928,7 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 	struct issued *ids = NULL; /* the layers' gathers (the ctx's scratch) */
 	size_t slot = c->fo.fold ? sf_slot(c, z, s, ch, mb, fwd, dp_bucket, pass) : SIZE_MAX;
 	struct sf_start u;
-	struct sf_pos p = {ch, ch, 0, 0};
+	struct sf_pos p = {ch, ch, 0, 0, {{0}}};
 
 	set_ann(c, r, -1, fwd ? PH_FORWARD : PH_BACKWARD, mb);
 	/* (Where the slot is bound, its template's moves are known: p's
@@ -928,6 +936,8 @@ static void unit(struct ctx *c, int s, int ch, int mb, int fwd, int dp_bucket, i
 	if (slot != SIZE_MAX && !sf_bound(c, slot)) {
 		sf_key_start(c, slot);
 		p.l0 = p.lb0 = key_chunk(c, z, s, ch);
+		chunk_peers(c, z, s, ch, p.peer[0]);
+		memcpy(p.peer[1], p.peer[0], sizeof(p.peer[0]));
 	}
 	if (slot != SIZE_MAX && sf_reuse(c, slot, &p, r, mb, mb)) {
 		c->rk[r].layer = -1;
@@ -1148,7 +1158,7 @@ static void unit_pair(struct ctx *c, int s, int chf, int mbf, int chb, int mbb, 
 	struct side d[2] = {side_of(0, lb0, nb, mbb), side_of(1, lf0, nf, mbf)};
 	size_t slot = SIZE_MAX;
 	struct sf_start u;
-	struct sf_pos p = {hf ? chf : chb, hb ? chb : chf, hf ? lf0 : lb0, hb ? lb0 : lf0};
+	struct sf_pos p = {hf ? chf : chb, hb ? chb : chf, hf ? lf0 : lb0, hb ? lb0 : lf0, {{0}}};
 
 	if (c->fo.fold)
 		slot = hf && hb ? sf_slot_pair(c, z, s, chf, mbf, chb, mbb, dp_bucket)
@@ -1162,6 +1172,8 @@ static void unit_pair(struct ctx *c, int s, int chf, int mbf, int chb, int mbb, 
 		sf_key(c, NONE32); /* (the sides apart) */
 		if (hb)
 			key_chunk(c, z, s, chb);
+		chunk_peers(c, z, s, p.ch, p.peer[0]);
+		chunk_peers(c, z, s, p.chb, p.peer[1]);
 	}
 	if (slot != SIZE_MAX && sf_reuse(c, slot, &p, r, mb0, hb ? mbb : mb0)) {
 		c->rk[r].layer = -1;

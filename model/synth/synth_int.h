@@ -188,9 +188,13 @@ struct ufold {
 
 /* Where a unit of a template's kind stands (fold.c): its chunk ch (a
  * merged pair's forward; a lone backward's own) and first layer l0, a
- * merged pair's backward chunk chb and first layer lb0 (else ch, l0). */
+ * merged pair's backward chunk chb and first layer lb0 (else ch, l0),
+ * their transfers' peers. */
 struct sf_pos {
 	int32_t ch, chb, l0, lb0;
+	/* Per side (ch, chb): the stage and chunk of the model chunk before
+	 * and of the one after, where a transfer reaches them (else -1). */
+	int32_t peer[2][4];
 };
 
 /* A (stage, chunk, flags) slot's template in this build (ctx.fo.fbind):
@@ -360,6 +364,7 @@ struct fold_state {
 	VEC(uint32_t) fkeys;		    /* the templates' content keys */
 	VEC(uint32_t) fktab;		    /* by key hash: a template + 1, or 0 */
 	VEC(uint32_t) fpgs;		    /* the templates' process groups */
+	VEC(uint8_t) fprole;		    /* and what each names (fold.c PG_*) */
 	VEC(uint32_t) fcpg;		    /* per template collective: its group's index */
 	VEC(uint32_t) ukey;		    /* the key of the unit at hand (sf_key) */
 	VEC(uint32_t) rec_pgs;		    /* the groups the unit being built used */
